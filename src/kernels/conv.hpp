@@ -1,0 +1,81 @@
+// Convolution and transposed convolution over NC[D]HW float tensors, 1 to 3 spatial dims.
+//
+// Numerics specification of Conv (the reference computes exactly this; fast variants reproduce the bits):
+//   y[n, m, o...] = applyActivation(acc)
+//   acc = bias ? bias[m] : +0.0f
+//   for c in the group's input channels (ascending), for each kernel tap t in row-major order:
+//       x_t = the input element under tap t, or +0.0f where the tap falls in the padding
+//       acc = fmaf(w[m, c, t], x_t, acc)
+// Padded taps are part of the sum (as fma with +0.0f), so a fast kernel that materialises the padding as
+// zeros (im2col) computes the same bits as one that does not.
+//
+// ConvTranspose (gather form): for each output o, acc = bias or +0; for c (ascending) in the group, for each
+// tap t in row-major order whose input position i = (o + pad_begin - t*dilation) / stride is integral and
+// inside the input: acc = fmaf(x[n, c, i], w[c, m, t], acc).
+#pragma once
+
+#include "kernels/activation.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace npuc {
+class ThreadPool;
+}
+
+namespace npuc::kernels {
+
+struct ConvShape {
+  int64_t batch = 1;
+  int64_t in_channels = 0;   // C
+  int64_t out_channels = 0;  // M
+  int64_t groups = 1;
+  std::vector<int64_t> in_spatial;   // [D,] H, W
+  std::vector<int64_t> out_spatial;  // same rank
+  std::vector<int64_t> kernel;       // same rank
+  std::vector<int64_t> stride;       // same rank
+  std::vector<int64_t> dilation;     // same rank
+  std::vector<int64_t> pad_begin;    // same rank (pad_end is implied by out_spatial)
+};
+
+/// Reference convolution: x [N, C, in...], w [M, C/groups, k...], bias [M] or null, y [N, M, out...].
+void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act,
+              float* y);
+
+/// A convolution prepared once (weights packed for the fastest variant of this CPU), run many times.
+class Conv {
+ public:
+  Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act);
+  ~Conv();
+  Conv(const Conv&) = delete;
+  Conv& operator=(const Conv&) = delete;
+  void run(const float* x, float* y, ThreadPool* pool) const;
+  /// "im2col_gemm_avx2", "depthwise_avx2", "ref", … for logs and benchmarks.
+  const char* variant() const;
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ConvTransposeShape {
+  int64_t batch = 1;
+  int64_t in_channels = 0;   // C
+  int64_t out_channels = 0;  // M (total, = groups * w.shape[1])
+  int64_t groups = 1;
+  std::vector<int64_t> in_spatial;
+  std::vector<int64_t> out_spatial;
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> stride;
+  std::vector<int64_t> dilation;
+  std::vector<int64_t> pad_begin;
+};
+
+/// x [N, C, in...], w [C, M/groups, k...], bias [M] or null, y [N, M, out...].
+void conv_transpose_ref(const ConvTransposeShape& s, const float* x, const float* w, const float* bias, float* y);
+/// Same bits as conv_transpose_ref, parallel over (n, m).
+void conv_transpose(const ConvTransposeShape& s, const float* x, const float* w, const float* bias, float* y,
+                    ThreadPool* pool);
+
+}  // namespace npuc::kernels

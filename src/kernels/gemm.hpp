@@ -1,0 +1,72 @@
+// Single-precision matrix multiplication.
+//
+// Numerics specification (what the scalar reference computes, and what every fast variant must reproduce
+// bit for bit, for every thread count):
+//   acc = bias ? bias[m] (kPerRow) or bias[n] (kPerCol) : +0.0f
+//   for k = 0 .. K-1 in order:  acc = fmaf(A[m,k], B[k,n], acc)      (one rounding per step)
+//   C[m,n] = applyActivation(acc, act)
+// Fast variants vectorise across outputs (m, n) and block over k only by carrying acc through C, never by
+// summing partial sums; threads split the output, never k.
+#pragma once
+
+#include "kernels/activation.hpp"
+
+#include <cstdint>
+#include <memory>
+
+namespace npuc {
+class ThreadPool;
+}
+
+namespace npuc::kernels {
+
+enum class BiasKind { kNone, kPerRow, kPerCol };
+
+struct GemmArgs {
+  int64_t M = 0, N = 0, K = 0;
+  const float* A = nullptr;  // element (m,k) at A[m*lda + k], or A[k*lda + m] when transA
+  int64_t lda = 0;
+  bool transA = false;
+  const float* B = nullptr;  // element (k,n) at B[k*ldb + n], or B[n*ldb + k] when transB
+  int64_t ldb = 0;
+  bool transB = false;
+  float* C = nullptr;  // element (m,n) at C[m*ldc + n]
+  int64_t ldc = 0;
+  const float* bias = nullptr;
+  BiasKind bias_kind = BiasKind::kNone;
+  Activation act;
+};
+
+/// Reference (the specification). Single-threaded, portable.
+void sgemm_ref(const GemmArgs& g);
+
+/// Fastest variant for this CPU (AVX2/FMA when available, else a portable blocked kernel); identical bits to
+/// sgemm_ref. `pool` may be null (one thread).
+void sgemm(const GemmArgs& g, ThreadPool* pool);
+
+/// A matrix packed once for repeated use as the left operand (constant weights).
+class PackedA {
+ public:
+  PackedA(int64_t M, int64_t K, const float* A, int64_t lda, bool transA);
+  ~PackedA();
+  PackedA(const PackedA&) = delete;
+  PackedA& operator=(const PackedA&) = delete;
+  int64_t rows() const;
+  int64_t depth() const;
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// As sgemm with g.A/lda/transA replaced by the packed matrix (g.M and g.K must match it).
+void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool);
+
+/// Name of the variant sgemm() dispatches to ("avx2_fma" or "portable"), for logs and benchmarks.
+const char* sgemmVariant();
+
+/// Forces the portable variant (for tests comparing variants); returns the previous setting.
+bool forcePortableKernels(bool on);
+
+}  // namespace npuc::kernels

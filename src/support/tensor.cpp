@@ -1,0 +1,127 @@
+#include "support/tensor.hpp"
+
+#include "support/error.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace npuc {
+
+int64_t shapeNumel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) fail(ErrorCode::kInvalidInput, "shape {} has an unknown or negative dimension", shapeStr(s));
+    if (d != 0 && n > (int64_t{1} << 40) / d)
+      fail(ErrorCode::kInvalidInput, "shape {} has more than 2^40 elements", shapeStr(s));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shapeStr(const Shape& s) {
+  if (s.empty()) return "scalar";
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += 'x';
+    r += s[i] < 0 ? std::string("?") : std::to_string(s[i]);
+  }
+  return r;
+}
+
+bool shapeIsStatic(const Shape& s) {
+  for (int64_t d : s)
+    if (d < 0) return false;
+  return true;
+}
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) fail(ErrorCode::kIo, "out of memory allocating {} bytes", bytes);
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), bytes));
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  numel_ = shapeNumel(shape_);
+  buffer_ = Buffer::allocate(nbytes());
+}
+
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset)
+    : dtype_(dtype), shape_(std::move(shape)), buffer_(std::move(buffer)), offset_(offset) {
+  numel_ = shapeNumel(shape_);
+  if (!buffer_ || offset_ + nbytes() > buffer_->size())
+    fail(ErrorCode::kInvalidInput, "tensor of {} {} ({} bytes) does not fit its buffer", dtypeName(dtype_),
+         shapeStr(shape_), nbytes());
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (shapeNumel(shape) != numel_)
+    fail(ErrorCode::kInvalidInput, "cannot reshape {} to {}", shapeStr(shape_), shapeStr(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+template <typename F>
+static void forEachAsDouble(const Tensor& t, F&& f) {
+  const void* p = t.raw();
+  int64_t n = t.numel();
+  switch (t.dtype()) {
+#define NPUC_CASE(DT, T) \
+  case DT: for (int64_t i = 0; i < n; ++i) f(static_cast<double>(static_cast<const T*>(p)[i])); break;
+    NPUC_CASE(DType::kF32, float)
+    NPUC_CASE(DType::kF64, double)
+    NPUC_CASE(DType::kI8, int8_t)
+    NPUC_CASE(DType::kU8, uint8_t)
+    NPUC_CASE(DType::kI16, int16_t)
+    NPUC_CASE(DType::kU16, uint16_t)
+    NPUC_CASE(DType::kI32, int32_t)
+    NPUC_CASE(DType::kU32, uint32_t)
+    NPUC_CASE(DType::kI64, int64_t)
+    NPUC_CASE(DType::kU64, uint64_t)
+    NPUC_CASE(DType::kBool, bool)
+#undef NPUC_CASE
+    default: fail(ErrorCode::kUnsupported, "cannot read {} values as numbers", dtypeName(t.dtype()));
+  }
+}
+
+std::vector<int64_t> Tensor::toInt64() const {
+  if (!isInteger(dtype_)) fail(ErrorCode::kInvalidInput, "expected an integer tensor, got {}", dtypeName(dtype_));
+  std::vector<int64_t> r;
+  r.reserve(static_cast<size_t>(numel_));
+  if (dtype_ == DType::kI64) {
+    const int64_t* p = static_cast<const int64_t*>(raw());
+    r.assign(p, p + numel_);
+  } else {
+    forEachAsDouble(*this, [&](double v) { r.push_back(static_cast<int64_t>(v)); });
+  }
+  return r;
+}
+
+std::vector<double> Tensor::toDouble() const {
+  std::vector<double> r;
+  r.reserve(static_cast<size_t>(numel_));
+  forEachAsDouble(*this, [&](double v) { r.push_back(v); });
+  return r;
+}
+
+bool Tensor::sameBits(const Tensor& o) const {
+  return dtype_ == o.dtype_ && shape_ == o.shape_ && (nbytes() == 0 || std::memcmp(raw(), o.raw(), nbytes()) == 0);
+}
+
+void Tensor::checkType(DType t) const {
+  if (t != dtype_)
+    fail(ErrorCode::kInternal, "tensor of {} accessed as {}", dtypeName(dtype_), dtypeName(t));
+}
+
+}  // namespace npuc
