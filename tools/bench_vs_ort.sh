@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Side-by-side CPU latency: ONNX Runtime (onnxruntime-node) vs. `npuc bench`.
+# Run by hand; not part of the build or the tests.
+#
+#   tools/bench_vs_ort.sh [options] [MODEL.onnx ...]
+#
+# Without MODEL arguments, benchmarks every *.onnx in --dir (default models/zoo; create it with
+# `/usr/bin/python3 tools/export_models.py`).
+#
+# Options:
+#   --dir DIR        model directory (default: models/zoo)
+#   --threads LIST   thread counts, comma separated (default: 1,2)
+#   --runs K         timed runs per measurement (default: 20)
+#   --warmup W       ORT warm-up runs (default: 3)
+#   --npuc PATH      npuc binary (default: build/bin/npuc)
+#   --no-npuc        ORT only
+#   --no-ort         npuc only
+#
+# ORT: onnxruntime-node@1.30.0 is installed into .bench/ (gitignored) on first use with
+#   npm install --ignore-scripts --prefix .bench onnxruntime-node@1.30.0
+# (--ignore-scripts: the CPU binaries ship in the package; the postinstall only fetches CUDA
+# binaries). Sessions: intraOpNumThreads=N, interOpNumThreads=1, graphOptimizationLevel=all,
+# executionMode=sequential; see tools/ort_bench.mjs.
+# npuc: `npuc bench MODEL --threads N --runs K`, whose output must contain `median: X ms` and
+# `min: Y ms`; anything else (missing binary, error) shows as n/a.
+# ratio = npuc median / ORT median (< 1: npuc faster).
+
+set -u -o pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ORT_VERSION="1.30.0"
+DIR="$ROOT/models/zoo"
+THREADS="1,2"
+RUNS=20
+WARMUP=3
+NPUC="$ROOT/build/bin/npuc"
+DO_NPUC=1
+DO_ORT=1
+MODELS=()
+
+usage() { sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) DIR="$2"; shift 2 ;;
+    --threads) THREADS="$2"; shift 2 ;;
+    --runs) RUNS="$2"; shift 2 ;;
+    --warmup) WARMUP="$2"; shift 2 ;;
+    --npuc) NPUC="$2"; shift 2 ;;
+    --no-npuc) DO_NPUC=0; shift ;;
+    --no-ort) DO_ORT=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
+    *) MODELS+=("$1"); shift ;;
+  esac
+done
+
+if [ ${#MODELS[@]} -eq 0 ]; then
+  if [ ! -d "$DIR" ]; then
+    echo "no model directory $DIR (run: /usr/bin/python3 tools/export_models.py)" >&2
+    exit 2
+  fi
+  shopt -s nullglob
+  MODELS=("$DIR"/*.onnx)
+  shopt -u nullglob
+  if [ ${#MODELS[@]} -eq 0 ]; then echo "no *.onnx in $DIR" >&2; exit 2; fi
+fi
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+: > "$TMP/ort.tsv"
+
+# ---------------------------------------------------------------- ORT
+if [ "$DO_ORT" = 1 ]; then
+  PKG="$ROOT/.bench/node_modules/onnxruntime-node/package.json"
+  have=""
+  [ -f "$PKG" ] && have="$(node -p "require('$PKG').version" 2>/dev/null || true)"
+  if [ "$have" != "$ORT_VERSION" ]; then
+    echo "installing onnxruntime-node@$ORT_VERSION into $ROOT/.bench ..." >&2
+    npm install --ignore-scripts --no-audit --no-fund --prefix "$ROOT/.bench" \
+      "onnxruntime-node@$ORT_VERSION" >&2 || { echo "npm install failed" >&2; exit 1; }
+  fi
+  for m in "${MODELS[@]}"; do
+    echo "ORT: $(basename "$m") ..." >&2
+    node "$ROOT/tools/ort_bench.mjs" --module "$ROOT/.bench" --threads "$THREADS" \
+      --runs "$RUNS" --warmup "$WARMUP" "$m" | tee -a "$TMP/ort.tsv" >&2
+  done
+fi
+
+# ---------------------------------------------------------------- npuc
+npuc_one() {  # model threads -> "median min" or "n/a n/a"
+  local out med min
+  if [ "$DO_NPUC" != 1 ] || [ ! -x "$NPUC" ]; then echo "n/a n/a"; return; fi
+  if command -v timeout >/dev/null; then
+    out="$(timeout 900 "$NPUC" bench "$1" --threads "$2" --runs "$RUNS" 2>&1)"
+  else
+    out="$("$NPUC" bench "$1" --threads "$2" --runs "$RUNS" 2>&1)"
+  fi
+  med="$(printf '%s\n' "$out" | sed -n 's/.*median:[[:space:]]*\([0-9.eE+-]*\)[[:space:]]*ms.*/\1/p' | head -n1)"
+  min="$(printf '%s\n' "$out" | sed -n 's/.*min:[[:space:]]*\([0-9.eE+-]*\)[[:space:]]*ms.*/\1/p' | head -n1)"
+  echo "${med:-n/a} ${min:-n/a}"
+}
+
+if [ "$DO_NPUC" = 1 ] && [ ! -x "$NPUC" ]; then
+  echo "npuc binary $NPUC not found: npuc columns will be n/a" >&2
+fi
+
+# ---------------------------------------------------------------- table
+printf '\n%-16s %7s %12s %12s %12s %12s %9s %10s\n' \
+  model threads ort_med_ms ort_min_ms npuc_med_ms npuc_min_ms npuc/ort ort_maxdiff
+for m in "${MODELS[@]}"; do
+  base="$(basename "$m" .onnx)"
+  for t in ${THREADS//,/ }; do
+    line="$(awk -F'\t' -v b="$base" -v t="$t" '$1=="ORT" && $2==b && $3==t {print; exit}' "$TMP/ort.tsv")"
+    if [ -n "$line" ] && [ "$(printf '%s' "$line" | cut -f4)" != error ]; then
+      omed="$(printf '%s' "$line" | cut -f4)"; omin="$(printf '%s' "$line" | cut -f5)"
+      odiff="$(printf '%s' "$line" | cut -f6)"
+    else
+      omed=n/a; omin=n/a; odiff=n/a
+    fi
+    if [ "$DO_NPUC" = 1 ]; then
+      echo "npuc: $base threads=$t ..." >&2
+      read -r nmed nmin < <(npuc_one "$m" "$t")
+    else
+      nmed=n/a; nmin=n/a
+    fi
+    ratio="$(awk -v n="$nmed" -v o="$omed" 'BEGIN {
+      if (n ~ /^[0-9.eE+-]+$/ && o ~ /^[0-9.eE+-]+$/ && o + 0 > 0) printf "%.2f", n / o; else print "n/a" }')"
+    printf '%-16s %7s %12s %12s %12s %12s %9s %10s\n' \
+      "$base" "$t" "$omed" "$omin" "$nmed" "$nmin" "$ratio" "$odiff"
+  done
+done
