@@ -69,4 +69,16 @@ const char* sgemmVariant();
 /// Forces the portable variant (for tests comparing variants); returns the previous setting.
 bool forcePortableKernels(bool on);
 
+/// Cache blocking of the packed GEMM / im2col-conv path (a tuning knob; results are bit-identical for every
+/// setting). kc: depth of one packed k-block; mc: rows of A swept per packed B block; nc: most columns of B one
+/// task packs. Values are rounded to the register tile; zero or negative means "keep the current value".
+struct GemmBlocking {
+  int64_t kc = 0;
+  int64_t mc = 0;
+  int64_t nc = 0;
+};
+GemmBlocking gemmBlocking();
+/// Returns the previous setting. Not thread-safe against kernels running concurrently.
+GemmBlocking setGemmBlocking(const GemmBlocking& b);
+
 }  // namespace npuc::kernels

@@ -1,0 +1,329 @@
+// Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (im2col GEMM,
+// depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
+// the depthwise padded-plane preparation, and the thread split. Microkernels come from the dispatch table.
+#include "kernels/conv.hpp"
+
+#include "kernels/x86/gemm_driver.hpp"
+#include "support/error.hpp"
+#include "support/thread_pool.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace npuc::kernels {
+
+namespace {
+
+using detail::ceilDiv;
+using detail::kMR;
+using detail::kNR;
+using detail::roundUp;
+
+// 2-D geometry (1-D convs use H = 1).
+struct Geom2 {
+  int64_t H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+};
+
+template <class Shape>
+void checkShape(const Shape& s, const char* what) {
+  const size_t r = s.in_spatial.size();
+  if (r < 1 || r > 3 || s.out_spatial.size() != r || s.kernel.size() != r || s.stride.size() != r ||
+      s.dilation.size() != r || s.pad_begin.size() != r) {
+    fail(ErrorCode::kInvalidArgument, "{}: spatial rank must be 1..3 and the same in every field", what);
+  }
+  if (s.batch < 0 || s.in_channels < 0 || s.out_channels < 0 || s.groups < 1 || s.in_channels % s.groups != 0 ||
+      s.out_channels % s.groups != 0) {
+    fail(ErrorCode::kInvalidArgument, "{}: bad channels {}->{} with {} groups", what, s.in_channels, s.out_channels,
+         s.groups);
+  }
+  for (size_t i = 0; i < r; ++i) {
+    if (s.in_spatial[i] < 0 || s.out_spatial[i] < 0 || s.kernel[i] < 1 || s.stride[i] < 1 || s.dilation[i] < 1 ||
+        s.pad_begin[i] < 0) {
+      fail(ErrorCode::kInvalidArgument, "{}: bad geometry along spatial dim {}", what, i);
+    }
+  }
+}
+
+Geom2 toGeom2(const ConvShape& s) {
+  Geom2 g;
+  const size_t r = s.in_spatial.size();
+  const size_t off = r - 1;
+  g.W = s.in_spatial[off], g.OW = s.out_spatial[off], g.KW = s.kernel[off];
+  g.sw = s.stride[off], g.dw = s.dilation[off], g.pw = s.pad_begin[off];
+  if (r == 2) {
+    g.H = s.in_spatial[0], g.OH = s.out_spatial[0], g.KH = s.kernel[0];
+    g.sh = s.stride[0], g.dh = s.dilation[0], g.ph = s.pad_begin[0];
+  }
+  return g;
+}
+
+// Copies B-row values for output positions [0, seg) of one output row into d, zero where the tap is padding.
+inline void fillSegment(const float* xr, int64_t W, int64_t iw0, int64_t sw, int64_t seg, float* d) {
+  int64_t jlo = iw0 >= 0 ? 0 : ceilDiv(-iw0, sw);
+  int64_t jhi = iw0 >= W ? 0 : ceilDiv(W - iw0, sw);
+  jlo = std::min(jlo, seg);
+  jhi = std::clamp(jhi, jlo, seg);
+  for (int64_t j = 0; j < jlo; ++j) d[j] = 0.0f;
+  if (sw == 1) {
+    if (jhi > jlo) std::memcpy(d + jlo, xr + iw0 + jlo, static_cast<size_t>(jhi - jlo) * sizeof(float));
+  } else {
+    const float* src = xr + iw0;
+    for (int64_t j = jlo; j < jhi; ++j) d[j] = src[j * sw];
+  }
+  for (int64_t j = jhi; j < seg; ++j) d[j] = 0.0f;
+}
+
+// Writes one packed-B row (depth index kl of a kc-deep block) from `row` (nc values) into the kNR-wide panels.
+inline void scatterRow(const float* row, int64_t nc, int64_t kl, int64_t kc, float* dst) {
+  const int64_t full = nc / kNR;
+  for (int64_t jp = 0; jp < full; ++jp) std::memcpy(dst + (jp * kc + kl) * kNR, row + jp * kNR, kNR * sizeof(float));
+  const int64_t rem = nc - full * kNR;
+  if (rem > 0) {
+    float* d = dst + (full * kc + kl) * kNR;
+    std::memcpy(d, row + full * kNR, static_cast<size_t>(rem) * sizeof(float));
+    for (int64_t j = rem; j < kNR; ++j) d[j] = 0.0f;
+  }
+}
+
+// Implicit im2col: B[k, n] with k = (c, ki, kj) and n = (oh, ow), read straight from one group's input.
+struct Im2colPacker {
+  const Geom2* g;
+  const float* xg;  // first input channel of the group
+  bool pointwise;   // 1x1, stride 1, no padding: B rows are input channel rows
+
+  void operator()(int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* dst) const {
+    const int64_t hw = g->H * g->W;
+    const int64_t kk = g->KH * g->KW;
+    if (pointwise) {
+      for (int64_t kl = 0; kl < kc; ++kl) scatterRow(xg + (k0 + kl) * hw + n0, nc, kl, kc, dst);
+      return;
+    }
+    float* row = detail::threadScratch(static_cast<size_t>(nc), 1);
+    for (int64_t kl = 0; kl < kc; ++kl) {
+      const int64_t k = k0 + kl;
+      const int64_t c = k / kk, r = k % kk;
+      const int64_t ki = r / g->KW, kj = r % g->KW;
+      const float* xc = xg + c * hw;
+      int64_t n = n0, oh = n0 / g->OW, ow = n0 % g->OW;
+      float* d = row;
+      while (n < n0 + nc) {
+        const int64_t seg = std::min(g->OW - ow, n0 + nc - n);
+        const int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+        if (ih < 0 || ih >= g->H) {
+          std::memset(d, 0, static_cast<size_t>(seg) * sizeof(float));
+        } else {
+          fillSegment(xc + ih * g->W, g->W, ow * g->sw - g->pw + kj * g->dw, g->sw, seg, d);
+        }
+        d += seg;
+        n += seg;
+        ++oh;
+        ow = 0;
+      }
+      scatterRow(row, nc, kl, kc, dst);
+    }
+  }
+};
+
+enum class ConvPath { kGemm, kDepthwise, kRef };
+
+}  // namespace
+
+struct Conv::Impl {
+  ConvShape s;
+  Activation act;
+  ConvPath path = ConvPath::kRef;
+  Geom2 g;
+  bool pointwise = false;
+  int64_t cg = 0, mg = 0, K = 0, N = 0, HW = 0;
+  std::vector<float> bias;  // empty: none
+  std::vector<std::unique_ptr<PackedA>> packed;  // kGemm: one per group
+  std::vector<float> weights;                    // kDepthwise: [M, taps]; kRef: the original weights
+  std::vector<int64_t> tap_off;                  // kDepthwise
+  int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
+
+  void runGemm(const float* x, float* y, ThreadPool* pool) const;
+  void runDepthwise(const float* x, float* y, ThreadPool* pool) const;
+};
+
+Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act)
+    : impl_(std::make_unique<Impl>()) {
+  checkShape(s, "Conv");
+  Impl& im = *impl_;
+  im.s = s;
+  im.act = act;
+  im.cg = s.in_channels / s.groups;
+  im.mg = s.out_channels / s.groups;
+  int64_t taps = 1;
+  for (int64_t k : s.kernel) taps *= k;
+  im.K = im.cg * taps;
+  if (bias != nullptr) im.bias.assign(bias, bias + s.out_channels);
+  const size_t rank = s.in_spatial.size();
+  if (rank == 3) {
+    im.path = ConvPath::kRef;
+    im.weights.assign(w, w + s.out_channels * im.K);
+    return;
+  }
+  im.g = toGeom2(s);
+  const Geom2& g = im.g;
+  im.N = g.OH * g.OW;
+  im.HW = g.H * g.W;
+  if (s.groups > 1 && s.groups == s.in_channels && s.groups == s.out_channels) {
+    im.path = ConvPath::kDepthwise;
+    im.weights.assign(w, w + s.out_channels * taps);
+    // Padded, phase-split plane: rows cover every tapped input row, columns every tapped column plus slack
+    // for the kernel's whole-vector reads past the last output.
+    im.dw_hp = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1;
+    im.dw_wq = roundUp(std::max<int64_t>(g.OW, 1), 8) + (g.KW - 1) * g.dw / g.sw;
+    for (int64_t ki = 0; ki < g.KH; ++ki) {
+      for (int64_t kj = 0; kj < g.KW; ++kj) {
+        const int64_t col = kj * g.dw;
+        im.tap_off.push_back(ki * g.dh * g.sw * im.dw_wq + (col % g.sw) * im.dw_wq + col / g.sw);
+      }
+    }
+    return;
+  }
+  im.path = ConvPath::kGemm;
+  im.pointwise = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H &&
+                 g.OW == g.W;
+  for (int64_t grp = 0; grp < s.groups; ++grp) {
+    im.packed.push_back(std::make_unique<PackedA>(im.mg, im.K, w + grp * im.mg * im.K, im.K, false));
+  }
+}
+
+Conv::~Conv() = default;
+
+const char* Conv::variant() const {
+  const bool avx2 = std::strcmp(detail::activeKernels().name, "avx2_fma") == 0;
+  switch (impl_->path) {
+    case ConvPath::kGemm: return avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
+    case ConvPath::kDepthwise: return avx2 ? "depthwise_avx2" : "depthwise_portable";
+    case ConvPath::kRef: break;
+  }
+  return "ref";
+}
+
+void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
+  const detail::GemmMicroKernel kern = detail::activeKernels().gemm;
+  const GemmBlocking blk = detail::effectiveBlocking();
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t outer = s.batch * s.groups;
+  const detail::GemmSplit split = detail::planSplit(mg, N, outer, threads, blk);
+  const int64_t per_outer = split.m_tasks * split.n_tasks;
+  auto body = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / per_outer, r = t % per_outer;
+      const int64_t b = o / s.groups, grp = o % s.groups;
+      const int64_t mt = r / split.n_tasks, nt = r % split.n_tasks;
+      const int64_t m0 = mt * split.m_chunk, n0 = nt * split.n_chunk;
+      detail::GemmOut out;
+      out.c = y + (b * s.out_channels + grp * mg) * N;
+      out.ldc = N;
+      if (!bias.empty()) {
+        out.bias = bias.data() + grp * mg;
+        out.bias_kind = BiasKind::kPerRow;
+      }
+      out.act = act;
+      const Im2colPacker packer{&g, x + (b * s.in_channels + grp * cg) * HW, pointwise};
+      detail::gemmBlock(packed[static_cast<size_t>(grp)]->impl().data.data(), mg, K, m0,
+                        std::min(mg, m0 + split.m_chunk), n0, std::min(N, n0 + split.n_chunk), packer, out, kern, blk);
+    }
+  };
+  const int64_t tasks = outer * per_outer;
+  if (pool != nullptr && threads > 1 && tasks > 1) {
+    pool->parallelFor(tasks, body, 1);
+  } else {
+    body(0, tasks);
+  }
+}
+
+void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const {
+  const detail::DwPlaneKernel kern = detail::activeKernels().dwconv;
+  const int64_t C = s.in_channels;
+  const int64_t sw = g.sw;
+  const int64_t row_stride = sw * dw_wq;
+  auto body = [&](int64_t p0, int64_t p1) {
+    float* xq = detail::threadScratch(static_cast<size_t>(dw_hp * row_stride), 1);
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const int64_t c = pl % C;
+      const float* xc = x + pl * HW;
+      // Padded row r holds input row r - ph; phase p, column j holds input column j*sw + p - pw.
+      for (int64_t r = 0; r < dw_hp; ++r) {
+        float* dr = xq + r * row_stride;
+        const int64_t ih = r - g.ph;
+        if (ih < 0 || ih >= g.H) {
+          std::memset(dr, 0, static_cast<size_t>(row_stride) * sizeof(float));
+          continue;
+        }
+        for (int64_t ph = 0; ph < sw; ++ph) fillSegment(xc + ih * g.W, g.W, ph - g.pw, sw, dw_wq, dr + ph * dw_wq);
+      }
+      detail::DwPlaneArgs a;
+      a.xq = xq;
+      a.row_stride = row_stride;
+      a.tap_off = tap_off.data();
+      a.w = weights.data() + c * static_cast<int64_t>(tap_off.size());
+      a.taps = static_cast<int64_t>(tap_off.size());
+      a.out_h = g.OH;
+      a.out_w = g.OW;
+      a.sh = g.sh;
+      a.bias = bias.empty() ? 0.0f : bias[static_cast<size_t>(c)];
+      a.act = &act;
+      a.y = y + pl * N;
+      kern(a);
+    }
+  };
+  const int64_t planes = s.batch * C;
+  const int threads = pool != nullptr ? pool->size() : 1;
+  if (pool != nullptr && threads > 1 && planes > 1) {
+    pool->parallelFor(planes, body, std::max<int64_t>(1, planes / (8 * threads)));
+  } else {
+    body(0, planes);
+  }
+}
+
+void Conv::run(const float* x, float* y, ThreadPool* pool) const {
+  const Impl& im = *impl_;
+  if (im.s.batch == 0 || im.s.out_channels == 0) return;
+  switch (im.path) {
+    case ConvPath::kRef:
+      conv_ref(im.s, x, im.weights.data(), im.bias.empty() ? nullptr : im.bias.data(), im.act, y);
+      return;
+    case ConvPath::kDepthwise:
+      if (im.N > 0) im.runDepthwise(x, y, pool);
+      return;
+    case ConvPath::kGemm:
+      if (im.N > 0) im.runGemm(x, y, pool);
+      return;
+  }
+}
+
+void conv_transpose(const ConvTransposeShape& s, const float* x, const float* w, const float* bias, float* y,
+                    ThreadPool* pool) {
+  checkShape(s, "conv_transpose");
+  detail::DeconvGeom g;
+  g.batch = s.batch;
+  g.in_channels = s.in_channels;
+  g.out_channels = s.out_channels;
+  g.groups = s.groups;
+  const size_t r = s.in_spatial.size();
+  for (size_t i = 0; i < r; ++i) {
+    const size_t d = 3 - r + i;
+    g.in[d] = s.in_spatial[i];
+    g.out[d] = s.out_spatial[i];
+    g.k[d] = s.kernel[i];
+    g.stride[d] = s.stride[i];
+    g.dil[d] = s.dilation[i];
+    g.pad[d] = s.pad_begin[i];
+  }
+  const detail::DeconvKernel kern = detail::activeKernels().deconv;
+  const int64_t planes = s.batch * s.out_channels;
+  auto body = [&](int64_t p0, int64_t p1) { kern(g, x, w, bias, y, p0, p1); };
+  const int threads = pool != nullptr ? pool->size() : 1;
+  if (pool != nullptr && threads > 1 && planes > 1) {
+    pool->parallelFor(planes, body, std::max<int64_t>(1, planes / (4 * threads)));
+  } else if (planes > 0) {
+    body(0, planes);
+  }
+}
+
+}  // namespace npuc::kernels

@@ -1,0 +1,227 @@
+// sgemm / sgemm_packed / PackedA: the blocked GEMM driver (packing, task split, tile loops), compiled for
+// baseline x86-64; the register-tile microkernel comes from the dispatch table (AVX2/FMA or portable).
+#include "kernels/x86/gemm_driver.hpp"
+
+#include "support/error.hpp"
+#include "support/thread_pool.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace npuc::kernels {
+
+namespace detail {
+
+namespace {
+
+constexpr int64_t kDefaultKC = 256;
+constexpr int64_t kDefaultMC = 384;
+constexpr int64_t kDefaultNC = 256;
+
+std::atomic<int64_t> g_kc{kDefaultKC}, g_mc{kDefaultMC}, g_nc{kDefaultNC};
+
+}  // namespace
+
+AlignedFloats::~AlignedFloats() { std::free(p_); }
+
+float* AlignedFloats::ensure(size_t n) {
+  if (n <= n_ && p_ != nullptr) return p_;
+  std::free(p_);
+  const size_t bytes = std::max<size_t>(64, (n * sizeof(float) + 63) / 64 * 64);
+  p_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (p_ == nullptr) throw std::bad_alloc();
+  n_ = bytes / sizeof(float);
+  return p_;
+}
+
+float* threadScratch(size_t floats, int slot) {
+  thread_local AlignedFloats scratch[3];
+  return scratch[slot].ensure(floats);
+}
+
+GemmBlocking effectiveBlocking() {
+  GemmBlocking b;
+  b.kc = std::max<int64_t>(1, g_kc.load(std::memory_order_relaxed));
+  b.mc = roundUp(std::max<int64_t>(1, g_mc.load(std::memory_order_relaxed)), kMR);
+  b.nc = roundUp(std::max<int64_t>(1, g_nc.load(std::memory_order_relaxed)), kNR);
+  return b;
+}
+
+void packA(int64_t M, int64_t K, const float* A, int64_t lda, bool transA, float* dst) {
+  const int64_t panels = ceilDiv(M, kMR);
+  for (int64_t p = 0; p < panels; ++p) {
+    float* d = dst + p * K * kMR;
+    for (int64_t i = 0; i < kMR; ++i) {
+      const int64_t m = p * kMR + i;
+      if (m >= M) {
+        for (int64_t k = 0; k < K; ++k) d[k * kMR + i] = 0.0f;
+      } else if (transA) {
+        for (int64_t k = 0; k < K; ++k) d[k * kMR + i] = A[k * lda + m];
+      } else {
+        const float* src = A + m * lda;
+        for (int64_t k = 0; k < K; ++k) d[k * kMR + i] = src[k];
+      }
+    }
+  }
+}
+
+void packBMatrix(const float* B, int64_t ldb, bool transB, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                 float* dst) {
+  const int64_t npanels = ceilDiv(nc, kNR);
+  if (!transB) {
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = B + (k0 + k) * ldb + n0;
+      for (int64_t jp = 0; jp < npanels; ++jp) {
+        float* d = dst + jp * kc * kNR + k * kNR;
+        const int64_t cols = std::min<int64_t>(kNR, nc - jp * kNR);
+        std::memcpy(d, src + jp * kNR, static_cast<size_t>(cols) * sizeof(float));
+        for (int64_t j = cols; j < kNR; ++j) d[j] = 0.0f;
+      }
+    }
+    return;
+  }
+  for (int64_t jp = 0; jp < npanels; ++jp) {
+    float* d = dst + jp * kc * kNR;
+    const int64_t cols = std::min<int64_t>(kNR, nc - jp * kNR);
+    for (int64_t j = 0; j < kNR; ++j) {
+      if (j >= cols) {
+        for (int64_t k = 0; k < kc; ++k) d[k * kNR + j] = 0.0f;
+        continue;
+      }
+      const float* src = B + (n0 + jp * kNR + j) * ldb + k0;
+      for (int64_t k = 0; k < kc; ++k) d[k * kNR + j] = src[k];
+    }
+  }
+}
+
+GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk) {
+  GemmSplit s;
+  s.n_tasks = ceilDiv(N, blk.nc);
+  s.m_tasks = 1;
+  if (threads > 1) {
+    // Enough tasks for dynamic balancing, preferring to split N (B is then packed once per column).
+    const int64_t want = 3 * static_cast<int64_t>(threads);
+    while (outer * s.n_tasks * s.m_tasks < want) {
+      if (N / (s.n_tasks + 1) >= 3 * kNR) {
+        ++s.n_tasks;
+      } else if (M / (s.m_tasks + 1) >= 4 * kMR) {
+        ++s.m_tasks;
+      } else {
+        break;
+      }
+    }
+    // Round the task count to a multiple of the thread count when that costs little.
+    const int64_t total = outer * s.n_tasks * s.m_tasks;
+    if (total % threads != 0 && outer == 1 && s.m_tasks == 1) {
+      const int64_t nt = roundUp(s.n_tasks, threads);
+      if (N / nt >= 2 * kNR) s.n_tasks = nt;
+    }
+  }
+  s.n_chunk = roundUp(ceilDiv(N, s.n_tasks), kNR);
+  s.n_tasks = ceilDiv(N, s.n_chunk);
+  s.m_chunk = roundUp(ceilDiv(M, s.m_tasks), kMR);
+  s.m_tasks = ceilDiv(M, s.m_chunk);
+  return s;
+}
+
+void runTile(GemmMicroKernel kern, MicroArgs args, int64_t m, int64_t n, int64_t mr, int64_t nr, int64_t M,
+             const GemmOut& out) {
+  (void)M;
+  float* c = out.c + m * out.ldc + n;
+  if (mr == kMR && nr == kNR) {
+    args.c = c;
+    args.ldc = out.ldc;
+    if (args.init == TileInit::kRowBias) args.bias = out.bias + m;
+    if (args.init == TileInit::kColBias) args.bias = out.bias + n;
+    kern(args);
+    return;
+  }
+  // Edge tile: compute a full tile in a local buffer, copy the valid part.
+  alignas(64) float tile[kMR * kNR];
+  alignas(64) float bias[kNR];
+  if (args.init == TileInit::kLoadC) {
+    for (int64_t i = 0; i < kMR; ++i) {
+      for (int64_t j = 0; j < kNR; ++j) tile[i * kNR + j] = (i < mr && j < nr) ? c[i * out.ldc + j] : 0.0f;
+    }
+  } else if (args.init == TileInit::kRowBias) {
+    for (int64_t i = 0; i < kNR; ++i) bias[i] = i < mr ? out.bias[m + i] : 0.0f;
+    args.bias = bias;
+  } else if (args.init == TileInit::kColBias) {
+    for (int64_t j = 0; j < kNR; ++j) bias[j] = j < nr ? out.bias[n + j] : 0.0f;
+    args.bias = bias;
+  }
+  args.c = tile;
+  args.ldc = kNR;
+  kern(args);
+  for (int64_t i = 0; i < mr; ++i) std::memcpy(c + i * out.ldc, tile + i * kNR, static_cast<size_t>(nr) * sizeof(float));
+}
+
+}  // namespace detail
+
+GemmBlocking gemmBlocking() { return detail::effectiveBlocking(); }
+
+GemmBlocking setGemmBlocking(const GemmBlocking& b) {
+  const GemmBlocking prev = detail::effectiveBlocking();
+  if (b.kc > 0) detail::g_kc.store(b.kc);
+  if (b.mc > 0) detail::g_mc.store(b.mc);
+  if (b.nc > 0) detail::g_nc.store(b.nc);
+  return prev;
+}
+
+PackedA::PackedA(int64_t M, int64_t K, const float* A, int64_t lda, bool transA) : impl_(std::make_unique<Impl>()) {
+  if (M < 0 || K < 0) fail(ErrorCode::kInvalidArgument, "PackedA: negative size {}x{}", M, K);
+  impl_->M = M;
+  impl_->K = K;
+  const int64_t floats = detail::ceilDiv(M, detail::kMR) * detail::kMR * K;
+  impl_->data.ensure(static_cast<size_t>(std::max<int64_t>(floats, 1)));
+  if (floats > 0) detail::packA(M, K, A, lda, transA, impl_->data.data());
+}
+
+PackedA::~PackedA() = default;
+int64_t PackedA::rows() const { return impl_->M; }
+int64_t PackedA::depth() const { return impl_->K; }
+
+void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool) {
+  if (a.rows() != g.M || a.depth() != g.K) {
+    fail(ErrorCode::kInvalidArgument, "sgemm_packed: packed A is {}x{}, arguments say {}x{}", a.rows(), a.depth(),
+         g.M, g.K);
+  }
+  if (g.M <= 0 || g.N <= 0) return;
+  const detail::GemmMicroKernel kern = detail::activeKernels().gemm;
+  const GemmBlocking blk = detail::effectiveBlocking();
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const detail::GemmSplit split = detail::planSplit(g.M, g.N, 1, threads, blk);
+  detail::GemmOut out;
+  out.c = g.C;
+  out.ldc = g.ldc;
+  out.bias = g.bias_kind == BiasKind::kNone ? nullptr : g.bias;
+  out.bias_kind = g.bias_kind;
+  out.act = g.act;
+  const float* pa = a.impl().data.data();
+  auto packB = [&g](int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* dst) {
+    detail::packBMatrix(g.B, g.ldb, g.transB, k0, kc, n0, nc, dst);
+  };
+  auto body = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t mt = t / split.n_tasks, nt = t % split.n_tasks;
+      const int64_t m0 = mt * split.m_chunk, n0 = nt * split.n_chunk;
+      detail::gemmBlock(pa, g.M, g.K, m0, std::min(g.M, m0 + split.m_chunk), n0, std::min(g.N, n0 + split.n_chunk),
+                        packB, out, kern, blk);
+    }
+  };
+  const int64_t tasks = split.m_tasks * split.n_tasks;
+  if (pool != nullptr && threads > 1 && tasks > 1) {
+    pool->parallelFor(tasks, body, 1);
+  } else {
+    body(0, tasks);
+  }
+}
+
+void sgemm(const GemmArgs& g, ThreadPool* pool) {
+  if (g.M <= 0 || g.N <= 0) return;
+  const PackedA a(g.M, g.K, g.A, g.lda, g.transA);
+  sgemm_packed(a, g, pool);
+}
+
+}  // namespace npuc::kernels

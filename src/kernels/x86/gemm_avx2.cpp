@@ -1,0 +1,79 @@
+// AVX2/FMA GEMM microkernel f32_gemm__avx2_6x16 (compiled with -mavx2 -mfma): a 6x16 register tile,
+// 12 accumulators, one fma per k per output, k ascending; fused bias init and activation epilogue.
+#include "kernels/x86/act_avx2.hpp"
+#include "kernels/x86/kernel_table.hpp"
+
+#include <immintrin.h>
+
+namespace npuc::kernels::detail {
+
+void f32_gemm__avx2_6x16(const MicroArgs& p) {
+  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  float* c = p.c;
+  const int64_t ldc = p.ldc;
+  switch (p.init) {
+    case TileInit::kZero:
+      c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+      break;
+    case TileInit::kRowBias:
+      c00 = c01 = _mm256_broadcast_ss(p.bias + 0);
+      c10 = c11 = _mm256_broadcast_ss(p.bias + 1);
+      c20 = c21 = _mm256_broadcast_ss(p.bias + 2);
+      c30 = c31 = _mm256_broadcast_ss(p.bias + 3);
+      c40 = c41 = _mm256_broadcast_ss(p.bias + 4);
+      c50 = c51 = _mm256_broadcast_ss(p.bias + 5);
+      break;
+    case TileInit::kColBias:
+      c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(p.bias);
+      c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(p.bias + 8);
+      break;
+    default:
+      c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
+      c10 = _mm256_loadu_ps(c + 1 * ldc), c11 = _mm256_loadu_ps(c + 1 * ldc + 8);
+      c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+      c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+      c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+      c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+      break;
+  }
+  const float* a = p.a;
+  const float* b = p.b;
+  for (int64_t k = 0; k < p.kc; ++k) {
+    const __m256 b0 = _mm256_load_ps(b);
+    const __m256 b1 = _mm256_load_ps(b + 8);
+    __m256 av = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+    a += kMR;
+    b += kNR;
+  }
+  if (p.act != nullptr && p.act->kind != ActKind::kNone) {
+    const Act8 f(*p.act);
+    c00 = f.apply(c00), c01 = f.apply(c01), c10 = f.apply(c10), c11 = f.apply(c11);
+    c20 = f.apply(c20), c21 = f.apply(c21), c30 = f.apply(c30), c31 = f.apply(c31);
+    c40 = f.apply(c40), c41 = f.apply(c41), c50 = f.apply(c50), c51 = f.apply(c51);
+  }
+  _mm256_storeu_ps(c + 0 * ldc, c00), _mm256_storeu_ps(c + 0 * ldc + 8, c01);
+  _mm256_storeu_ps(c + 1 * ldc, c10), _mm256_storeu_ps(c + 1 * ldc + 8, c11);
+  _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+  _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+  _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+  _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+}
+
+}  // namespace npuc::kernels::detail

@@ -1,0 +1,124 @@
+// Blocked GEMM driver shared by sgemm/sgemm_packed and the im2col convolution: packed-A layout, thread-private
+// scratch, task splitting, and the k-block / m-block / register-tile loops around a microkernel.
+//
+// Bit-exactness: every output element is produced by exactly one task; k is blocked only by carrying the
+// accumulator through C (TileInit::kLoadC), so the fma sequence per element is the reference one.
+#pragma once
+
+#include "kernels/gemm.hpp"
+#include "kernels/x86/kernel_table.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace npuc::kernels::detail {
+
+/// 64-byte aligned float storage; grows on demand (contents are not preserved when it grows).
+class AlignedFloats {
+ public:
+  AlignedFloats() = default;
+  explicit AlignedFloats(size_t n) { ensure(n); }
+  ~AlignedFloats();
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data() { return p_; }
+  const float* data() const { return p_; }
+  size_t size() const { return n_; }
+  /// Makes room for at least n floats.
+  float* ensure(size_t n);
+
+ private:
+  float* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+/// Scratch private to the calling thread; slot 0: packed B, slot 1: a conv row / padded plane, slot 2: spare.
+float* threadScratch(size_t floats, int slot);
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+/// Current blocking with every field positive and rounded to the tile.
+GemmBlocking effectiveBlocking();
+
+/// Packs rows [0, M) x depth [0, K) of A into kMR-row panels (zero rows past M): panel p, step k at
+/// dst[p*K*kMR + k*kMR + i].
+void packA(int64_t M, int64_t K, const float* A, int64_t lda, bool transA, float* dst);
+
+/// Packs B[k0:k0+kc, n0:n0+nc] into kNR-column panels (zero columns past nc): panel j, step k at
+/// dst[j*kc*kNR + k*kNR + col].
+void packBMatrix(const float* B, int64_t ldb, bool transB, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                 float* dst);
+
+/// Where a block writes: C[m*ldc + n] for the block's global (m, n), optional bias, fused activation.
+struct GemmOut {
+  float* c = nullptr;
+  int64_t ldc = 0;
+  const float* bias = nullptr;
+  BiasKind bias_kind = BiasKind::kNone;
+  Activation act;
+};
+
+/// Output split into tasks: m_tasks x n_tasks chunks (per outer item: batch, group).
+struct GemmSplit {
+  int64_t m_chunk = 0, m_tasks = 1, n_chunk = 0, n_tasks = 1;
+};
+GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk);
+
+/// One register tile at (m, n) with mr <= kMR valid rows and nr <= kNR valid columns.
+void runTile(GemmMicroKernel kern, MicroArgs args, int64_t m, int64_t n, int64_t mr, int64_t nr, int64_t M,
+             const GemmOut& out);
+
+/// Computes C[m0:m1, n0:n1] for packed A (M rows, depth K; m0 a multiple of kMR). packB(k0, kc, n0, nc, dst)
+/// fills the packed B block for depth [k0, k0+kc).
+template <class PackB>
+void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+               const PackB& packB, const GemmOut& out, GemmMicroKernel kern, const GemmBlocking& blk) {
+  const int64_t nc = n1 - n0;
+  if (nc <= 0 || m1 <= m0) return;
+  const int64_t npanels = ceilDiv(nc, kNR);
+  const int64_t nkb = K == 0 ? 1 : ceilDiv(K, blk.kc);
+  const int64_t kc_max = K == 0 ? 0 : ceilDiv(K, nkb);
+  float* bbuf = threadScratch(static_cast<size_t>(std::max<int64_t>(kc_max, 1) * npanels * kNR), 0);
+  for (int64_t kb = 0; kb < nkb; ++kb) {
+    const int64_t k0 = kb * kc_max;
+    const int64_t kc = std::min(kc_max, K - k0);
+    if (kc > 0) packB(k0, kc, n0, nc, bbuf);
+    MicroArgs args;
+    args.kc = kc;
+    args.act = kb == nkb - 1 ? &out.act : nullptr;
+    if (kb == 0) {
+      args.init = out.bias == nullptr                       ? TileInit::kZero
+                  : out.bias_kind == BiasKind::kPerRow ? TileInit::kRowBias
+                  : out.bias_kind == BiasKind::kPerCol ? TileInit::kColBias
+                                                       : TileInit::kZero;
+    } else {
+      args.init = TileInit::kLoadC;
+    }
+    for (int64_t ic = m0; ic < m1; ic += blk.mc) {
+      const int64_t ic_end = std::min(m1, ic + blk.mc);
+      for (int64_t jp = 0; jp < npanels; ++jp) {
+        const int64_t n = n0 + jp * kNR;
+        const int64_t nr = std::min<int64_t>(kNR, n1 - n);
+        args.b = bbuf + jp * kc * kNR;
+        for (int64_t m = ic; m < ic_end; m += kMR) {
+          args.a = packed_a + (m / kMR) * K * kMR + k0 * kMR;
+          runTile(kern, args, m, n, std::min<int64_t>(kMR, ic_end - m), nr, M, out);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace npuc::kernels::detail
+
+namespace npuc::kernels {
+
+struct PackedA::Impl {
+  int64_t M = 0, K = 0;
+  detail::AlignedFloats data;  // ceil(M / kMR) panels of K * kMR floats
+};
+
+}  // namespace npuc::kernels

@@ -1,0 +1,35 @@
+// Portable GEMM microkernel f32_gemm__scalar_6x16: the same 6x16 tile contract as the AVX2 kernel, with
+// std::fma (exact), for CPUs without AVX2/FMA and for tests that force the portable path.
+#include "kernels/x86/kernel_table.hpp"
+
+#include <cmath>
+
+namespace npuc::kernels::detail {
+
+void f32_gemm__scalar_6x16(const MicroArgs& p) {
+  float acc[kMR][kNR];
+  for (int64_t i = 0; i < kMR; ++i) {
+    for (int64_t j = 0; j < kNR; ++j) {
+      switch (p.init) {
+        case TileInit::kZero: acc[i][j] = 0.0f; break;
+        case TileInit::kRowBias: acc[i][j] = p.bias[i]; break;
+        case TileInit::kColBias: acc[i][j] = p.bias[j]; break;
+        case TileInit::kLoadC: acc[i][j] = p.c[i * p.ldc + j]; break;
+      }
+    }
+  }
+  for (int64_t k = 0; k < p.kc; ++k) {
+    const float* a = p.a + k * kMR;
+    const float* b = p.b + k * kNR;
+    for (int64_t i = 0; i < kMR; ++i) {
+      for (int64_t j = 0; j < kNR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+    }
+  }
+  for (int64_t i = 0; i < kMR; ++i) {
+    for (int64_t j = 0; j < kNR; ++j) {
+      p.c[i * p.ldc + j] = p.act != nullptr ? applyActivation(acc[i][j], *p.act) : acc[i][j];
+    }
+  }
+}
+
+}  // namespace npuc::kernels::detail

@@ -1,0 +1,85 @@
+// Internal interface between the blocked drivers (compiled for baseline x86-64) and the ISA-specific
+// microkernels (each compiled in its own translation unit with its own target flags).
+//
+// Microkernel translation units compiled with -mavx2 -mfma include only this header and <immintrin.h>, and keep
+// every helper in an anonymous namespace, so no inline function compiled for AVX2 can be merged by the linker
+// into code that runs on a baseline CPU.
+#pragma once
+
+#include "kernels/activation.hpp"
+
+#include <cstdint>
+
+namespace npuc::kernels::detail {
+
+/// Register tile of the GEMM microkernels: kMR rows of A (packed panels) by kNR columns of B (packed panels).
+inline constexpr int64_t kMR = 6;
+inline constexpr int64_t kNR = 16;
+
+enum class TileInit : int {
+  kZero,     // acc = +0
+  kRowBias,  // acc[i][j] = bias[i]   (bias points at kMR values)
+  kColBias,  // acc[i][j] = bias[j]   (bias points at kNR values)
+  kLoadC,    // acc = C (continuing an earlier k-block)
+};
+
+/// One kMR x kNR tile: C = epilogue(init + sum_k a[k] * b[k]) with one fma per k, k ascending.
+struct MicroArgs {
+  const float* a = nullptr;  // packed A: kc steps of kMR floats
+  const float* b = nullptr;  // packed B: kc steps of kNR floats (64-byte aligned)
+  float* c = nullptr;        // full kMR x kNR tile, row stride ldc
+  int64_t kc = 0;
+  int64_t ldc = 0;
+  const float* bias = nullptr;
+  TileInit init = TileInit::kZero;
+  const Activation* act = nullptr;  // null: store the raw accumulator (more k-blocks follow)
+};
+using GemmMicroKernel = void (*)(const MicroArgs&);
+
+/// One depthwise channel plane over a zero-padded, phase-split copy of the input plane:
+/// padded row r, horizontal phase p (column j*sw + p of the padded row) is xq[r*row_stride + p*wq + j].
+/// Output (oh, ow) reads tap t at xq[oh*sh*row_stride + ow + tap_off[t]]. Rows have slack so a kernel may
+/// compute up to 7 columns past the last output (it must not store them).
+struct DwPlaneArgs {
+  const float* xq = nullptr;
+  int64_t row_stride = 0;
+  const int64_t* tap_off = nullptr;
+  const float* w = nullptr;  // taps in row-major order
+  int64_t taps = 0;
+  int64_t out_h = 0, out_w = 0, sh = 1;
+  float bias = 0.0f;
+  const Activation* act = nullptr;
+  float* y = nullptr;  // out_h x out_w, dense
+};
+using DwPlaneKernel = void (*)(const DwPlaneArgs&);
+
+/// Plain geometry of a transposed convolution, padded to 3 spatial dims.
+struct DeconvGeom {
+  int64_t batch = 1, in_channels = 0, out_channels = 0, groups = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+};
+/// Computes output planes [nm_begin, nm_end) of (n * out_channels + m), gather form.
+using DeconvKernel = void (*)(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
+                              int64_t nm_begin, int64_t nm_end);
+
+struct KernelTable {
+  const char* name;
+  GemmMicroKernel gemm;
+  DwPlaneKernel dwconv;
+  DeconvKernel deconv;
+};
+
+/// The table dispatch chose (AVX2/FMA when the CPU has it and forcePortableKernels is off).
+const KernelTable& activeKernels();
+
+void f32_gemm__avx2_6x16(const MicroArgs& p);
+void f32_gemm__scalar_6x16(const MicroArgs& p);
+void f32_dwconv2d__avx2(const DwPlaneArgs& p);
+void f32_dwconv2d__scalar(const DwPlaneArgs& p);
+void f32_deconv__avx2(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
+                      int64_t nm_begin, int64_t nm_end);
+void f32_deconv__scalar(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
+                        int64_t nm_begin, int64_t nm_end);
+
+}  // namespace npuc::kernels::detail

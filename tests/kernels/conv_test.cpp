@@ -1,0 +1,303 @@
+// Tests of conv_ref / conv_transpose_ref against hand and double-precision computations, and of Conv (im2col
+// GEMM, depthwise, 3-D reference path) and conv_transpose against the references bit for bit.
+#include "kernels/conv.hpp"
+
+#include "test_util.hpp"
+
+#include <cmath>
+
+namespace npuc::kernels {
+namespace {
+
+using test::firstBitMismatch;
+using test::randomFloats;
+using test::randomInt;
+
+int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
+  return (in + pb + pe - d * (k - 1) - 1) / s + 1;
+}
+
+ConvShape shape2d(int64_t n, int64_t c, int64_t m, int64_t groups, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                  int64_t s, int64_t d, int64_t p) {
+  ConvShape sh;
+  sh.batch = n, sh.in_channels = c, sh.out_channels = m, sh.groups = groups;
+  sh.in_spatial = {h, w}, sh.kernel = {kh, kw}, sh.stride = {s, s}, sh.dilation = {d, d}, sh.pad_begin = {p, p};
+  sh.out_spatial = {outSize(h, kh, s, d, p, p), outSize(w, kw, s, d, p, p)};
+  return sh;
+}
+
+int64_t numel(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t x : v) n *= x;
+  return n;
+}
+
+TEST(ConvRef, HandComputed) {
+  const std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9}, w{1, 1, 1, 1};
+  std::vector<float> y(4);
+  conv_ref(shape2d(1, 1, 1, 1, 3, 3, 2, 2, 1, 1, 0), x.data(), w.data(), nullptr, {}, y.data());
+  EXPECT_EQ(y, (std::vector<float>{12, 16, 24, 28}));
+  conv_ref(shape2d(1, 1, 1, 1, 3, 3, 2, 2, 2, 1, 1), x.data(), w.data(), nullptr, {}, y.data());
+  EXPECT_EQ(y, (std::vector<float>{1, 5, 11, 28}));
+  const float bias = -20;
+  conv_ref(shape2d(1, 1, 1, 1, 3, 3, 2, 2, 2, 1, 1), x.data(), w.data(), &bias, {ActKind::kRelu, 0, 0}, y.data());
+  EXPECT_EQ(y, (std::vector<float>{0, 0, 0, 8}));
+  // Dilation 2 on a 3x3 input: one output, the four corners.
+  std::vector<float> y1(1);
+  conv_ref(shape2d(1, 1, 1, 1, 3, 3, 2, 2, 1, 2, 0), x.data(), w.data(), nullptr, {}, y1.data());
+  EXPECT_EQ(y1[0], 1 + 3 + 7 + 9);
+}
+
+// Naive double-precision 2-D convolution.
+std::vector<double> convDouble(const ConvShape& s, const std::vector<float>& x, const std::vector<float>& w,
+                               const std::vector<float>& bias) {
+  const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
+  const int64_t KH = s.kernel[0], KW = s.kernel[1];
+  const int64_t cg = s.in_channels / s.groups, mg = s.out_channels / s.groups;
+  std::vector<double> y(static_cast<size_t>(s.batch * s.out_channels * OH * OW));
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t m = 0; m < s.out_channels; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = bias[m];
+          for (int64_t cl = 0; cl < cg; ++cl)
+            for (int64_t ki = 0; ki < KH; ++ki)
+              for (int64_t kj = 0; kj < KW; ++kj) {
+                const int64_t ih = oh * s.stride[0] - s.pad_begin[0] + ki * s.dilation[0];
+                const int64_t iw = ow * s.stride[1] - s.pad_begin[1] + kj * s.dilation[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const int64_t c = (m / mg) * cg + cl;
+                acc += static_cast<double>(w[((m * cg + cl) * KH + ki) * KW + kj]) * x[((n * s.in_channels + c) * H + ih) * W + iw];
+              }
+          y[((n * s.out_channels + m) * OH + oh) * OW + ow] = acc;
+        }
+  return y;
+}
+
+TEST(ConvRef, MatchesDoublePrecision) {
+  std::mt19937 rng(3);
+  const ConvShape shapes[] = {shape2d(2, 4, 6, 2, 7, 9, 3, 3, 2, 1, 1), shape2d(1, 3, 3, 3, 8, 5, 3, 2, 1, 2, 2),
+                              shape2d(1, 5, 4, 1, 6, 6, 1, 1, 1, 1, 0)};
+  for (const ConvShape& s : shapes) {
+    const auto x = randomFloats(rng, static_cast<size_t>(s.batch * s.in_channels * numel(s.in_spatial)));
+    const auto w = randomFloats(rng, static_cast<size_t>(s.out_channels * s.in_channels / s.groups * numel(s.kernel)));
+    const auto bias = randomFloats(rng, static_cast<size_t>(s.out_channels));
+    std::vector<float> y(static_cast<size_t>(s.batch * s.out_channels * numel(s.out_spatial)));
+    conv_ref(s, x.data(), w.data(), bias.data(), {}, y.data());
+    const auto yd = convDouble(s, x, w, bias);
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yd[i], 1e-5) << i;
+  }
+}
+
+TEST(ConvTransposeRef, HandComputed) {
+  ConvTransposeShape s;
+  s.in_channels = 1, s.out_channels = 1;
+  s.in_spatial = {2}, s.out_spatial = {5}, s.kernel = {3}, s.stride = {2}, s.dilation = {1}, s.pad_begin = {0};
+  const std::vector<float> x{1, 2}, w{1, 10, 100};
+  std::vector<float> y(5);
+  conv_transpose_ref(s, x.data(), w.data(), nullptr, y.data());
+  EXPECT_EQ(y, (std::vector<float>{1, 10, 102, 20, 200}));
+  // pad 1 crops one element at the front (and the output is shorter at the back).
+  s.pad_begin = {1};
+  s.out_spatial = {3};
+  const float bias = 0.5f;
+  conv_transpose_ref(s, x.data(), w.data(), &bias, y.data());
+  EXPECT_EQ(std::vector<float>(y.begin(), y.begin() + 3), (std::vector<float>{10.5f, 102.5f, 20.5f}));
+}
+
+ConvTransposeShape randomTransposeShape(std::mt19937& rng, int rank) {
+  ConvTransposeShape s;
+  s.batch = randomInt(rng, 1, 2);
+  s.groups = randomInt(rng, 1, 2);
+  s.in_channels = s.groups * randomInt(rng, 1, 3);
+  s.out_channels = s.groups * randomInt(rng, 1, 3);
+  for (int i = 0; i < rank; ++i) {
+    const int64_t in = randomInt(rng, 1, 6), k = randomInt(rng, 1, 3), st = randomInt(rng, 1, 3), d = randomInt(rng, 1, 2);
+    const int64_t pb = randomInt(rng, 0, 1), pe = randomInt(rng, 0, 1), extra = randomInt(rng, 0, st - 1);
+    s.in_spatial.push_back(in), s.kernel.push_back(k), s.stride.push_back(st), s.dilation.push_back(d);
+    s.pad_begin.push_back(pb);
+    s.out_spatial.push_back(std::max<int64_t>(1, st * (in - 1) + extra + (k - 1) * d + 1 - pb - pe));
+  }
+  return s;
+}
+
+TEST(ConvTransposeRef, MatchesDoubleScatter) {
+  std::mt19937 rng(5);
+  for (int iter = 0; iter < 20; ++iter) {
+    const ConvTransposeShape s = randomTransposeShape(rng, 2);
+    const int64_t cg = s.in_channels / s.groups, mg = s.out_channels / s.groups;
+    const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
+    const int64_t KH = s.kernel[0], KW = s.kernel[1];
+    const auto x = randomFloats(rng, static_cast<size_t>(s.batch * s.in_channels * H * W));
+    const auto w = randomFloats(rng, static_cast<size_t>(s.in_channels * mg * KH * KW));
+    const auto bias = randomFloats(rng, static_cast<size_t>(s.out_channels));
+    std::vector<float> y(static_cast<size_t>(s.batch * s.out_channels * OH * OW));
+    conv_transpose_ref(s, x.data(), w.data(), bias.data(), y.data());
+    // Scatter form in double: every input element spreads over the kernel taps.
+    std::vector<double> yd(y.size());
+    for (int64_t n = 0; n < s.batch; ++n)
+      for (int64_t m = 0; m < s.out_channels; ++m)
+        for (int64_t i = 0; i < OH * OW; ++i) yd[(n * s.out_channels + m) * OH * OW + i] = bias[m];
+    for (int64_t n = 0; n < s.batch; ++n)
+      for (int64_t c = 0; c < s.in_channels; ++c)
+        for (int64_t ml = 0; ml < mg; ++ml)
+          for (int64_t ih = 0; ih < H; ++ih)
+            for (int64_t iw = 0; iw < W; ++iw)
+              for (int64_t ki = 0; ki < KH; ++ki)
+                for (int64_t kj = 0; kj < KW; ++kj) {
+                  const int64_t oh = ih * s.stride[0] - s.pad_begin[0] + ki * s.dilation[0];
+                  const int64_t ow = iw * s.stride[1] - s.pad_begin[1] + kj * s.dilation[1];
+                  if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                  const int64_t m = (c / cg) * mg + ml;
+                  yd[((n * s.out_channels + m) * OH + oh) * OW + ow] +=
+                      static_cast<double>(x[((n * s.in_channels + c) * H + ih) * W + iw]) * w[((c * mg + ml) * KH + ki) * KW + kj];
+                }
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], yd[i], 1e-5) << "iter " << iter << " at " << i;
+  }
+}
+
+// Runs Conv under every configuration and compares bits with conv_ref.
+void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& act, bool with_bias,
+                       const char* expect_variant = nullptr) {
+  const auto x = randomFloats(rng, static_cast<size_t>(s.batch * s.in_channels * numel(s.in_spatial)));
+  const auto w = randomFloats(rng, static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * numel(s.kernel)));
+  const auto bias = randomFloats(rng, static_cast<size_t>(s.out_channels));
+  const float* b = with_bias ? bias.data() : nullptr;
+  std::vector<float> ref(static_cast<size_t>(s.batch * s.out_channels * numel(s.out_spatial)));
+  conv_ref(s, x.data(), w.data(), b, act, ref.data());
+  test::VariantGuard guard;
+  const Conv conv(s, w.data(), b, act);
+  std::string desc = "C=" + std::to_string(s.in_channels) + " M=" + std::to_string(s.out_channels) +
+                     " g=" + std::to_string(s.groups) + " N=" + std::to_string(s.batch) + " in=";
+  for (size_t i = 0; i < s.in_spatial.size(); ++i) {
+    desc += std::to_string(s.in_spatial[i]) + (i + 1 < s.in_spatial.size() ? "x" : "");
+  }
+  desc += " k=" + std::to_string(s.kernel.back()) + " s=" + std::to_string(s.stride.back()) +
+          " d=" + std::to_string(s.dilation.back()) + " p=" + std::to_string(s.pad_begin.back()) +
+          " out=" + std::to_string(s.out_spatial.back()) + " variant=" + conv.variant();
+  if (expect_variant != nullptr && std::string(sgemmVariant()) == "avx2_fma") {
+    EXPECT_STREQ(conv.variant(), expect_variant) << desc;
+  }
+  for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+    forcePortableKernels(cfg.portable);
+    setGemmBlocking(cfg.blocking);
+    std::vector<float> y(ref.size(), 7.0f);
+    conv.run(x.data(), y.data(), test::poolFor(cfg.threads));
+    const int64_t bad = firstBitMismatch(ref, y);
+    ASSERT_EQ(bad, -1) << desc << " " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << ref[bad];
+  }
+}
+
+ConvShape randomConvShape(std::mt19937& rng, int rank, bool depthwise) {
+  for (;;) {
+    ConvShape s;
+    s.batch = randomInt(rng, 1, 2);
+    if (depthwise) {
+      s.groups = randomInt(rng, 2, 9);
+      s.in_channels = s.out_channels = s.groups;
+    } else {
+      s.groups = randomInt(rng, 0, 3) == 0 ? randomInt(rng, 2, 3) : 1;
+      s.in_channels = s.groups * randomInt(rng, 1, 9);
+      s.out_channels = s.groups * randomInt(rng, 1, 20);
+    }
+    bool ok = true;
+    for (int i = 0; i < rank; ++i) {
+      const int64_t in = randomInt(rng, 1, depthwise ? 40 : 19), k = randomInt(rng, 1, 5), st = randomInt(rng, 1, 3);
+      const int64_t d = randomInt(rng, 0, 3) == 0 ? 2 : 1, pb = randomInt(rng, 0, 2), pe = randomInt(rng, 0, 2);
+      const int64_t out = outSize(in, k, st, d, pb, pe);
+      if (out < 1) ok = false;
+      s.in_spatial.push_back(in), s.kernel.push_back(k), s.stride.push_back(st), s.dilation.push_back(d);
+      s.pad_begin.push_back(pb), s.out_spatial.push_back(out);
+    }
+    if (ok) return s;
+  }
+}
+
+TEST(Conv, Random2dBitExact) {
+  std::mt19937 rng(11);
+  for (int iter = 0; iter < 50; ++iter) {
+    const ConvShape s = randomConvShape(rng, 2, false);
+    expectConvMatches(s, rng, test::activationFor(iter), iter % 3 != 0);
+  }
+}
+
+TEST(Conv, Random1dBitExact) {
+  std::mt19937 rng(12);
+  for (int iter = 0; iter < 15; ++iter) {
+    const ConvShape s = randomConvShape(rng, 1, iter % 3 == 0);
+    expectConvMatches(s, rng, test::activationFor(iter), iter % 2 == 0);
+  }
+}
+
+TEST(Conv, DepthwiseRandomBitExact) {
+  std::mt19937 rng(13);
+  for (int iter = 0; iter < 40; ++iter) {
+    const ConvShape s = randomConvShape(rng, 2, true);
+    expectConvMatches(s, rng, test::activationFor(iter), iter % 3 != 0, "depthwise_avx2");
+  }
+}
+
+TEST(Conv, NetworkLikeShapesBitExact) {
+  std::mt19937 rng(14);
+  const Activation relu{ActKind::kRelu, 0, 0}, relu6{ActKind::kClip, 0.0f, 6.0f};
+  expectConvMatches(shape2d(1, 32, 40, 1, 13, 15, 3, 3, 1, 1, 1), rng, relu, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(2, 24, 70, 1, 9, 11, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(1, 3, 16, 1, 30, 30, 7, 7, 2, 1, 3), rng, relu, false);
+  expectConvMatches(shape2d(1, 16, 32, 1, 20, 20, 1, 1, 2, 1, 0), rng, {}, true);
+  expectConvMatches(shape2d(1, 300, 13, 1, 7, 7, 3, 3, 1, 1, 1), rng, relu6, true);  // K = 2700: many k-blocks
+  expectConvMatches(shape2d(1, 24, 24, 24, 28, 28, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_avx2");
+  expectConvMatches(shape2d(1, 16, 16, 16, 57, 57, 3, 3, 2, 1, 1), rng, relu6, true, "depthwise_avx2");
+  expectConvMatches(shape2d(1, 8, 8, 8, 20, 130, 5, 5, 2, 1, 2), rng, relu6, false, "depthwise_avx2");
+  expectConvMatches(shape2d(2, 6, 12, 3, 10, 10, 3, 3, 1, 2, 2), rng, relu, true, "im2col_gemm_avx2");
+}
+
+TEST(Conv, KernelLargerThanInputAndZeroDepth) {
+  std::mt19937 rng(15);
+  // Output positions whose every tap is padding.
+  expectConvMatches(shape2d(1, 2, 5, 1, 2, 3, 5, 5, 1, 1, 3), rng, {ActKind::kLeakyRelu, 0.5f, 0}, true);
+  // No input channels: K = 0, output is act(bias).
+  ConvShape s = shape2d(1, 0, 7, 1, 4, 4, 3, 3, 1, 1, 1);
+  expectConvMatches(s, rng, {ActKind::kRelu, 0, 0}, true);
+}
+
+TEST(Conv, ThreeDimensionalUsesReference) {
+  std::mt19937 rng(16);
+  ConvShape s;
+  s.batch = 2, s.in_channels = 3, s.out_channels = 4, s.groups = 1;
+  s.in_spatial = {4, 5, 6}, s.kernel = {2, 3, 3}, s.stride = {1, 2, 1}, s.dilation = {1, 1, 2};
+  s.pad_begin = {1, 1, 0};
+  s.out_spatial = {outSize(4, 2, 1, 1, 1, 0), outSize(5, 3, 2, 1, 1, 1), outSize(6, 3, 1, 2, 0, 1)};
+  expectConvMatches(s, rng, {ActKind::kRelu, 0, 0}, true, "ref");
+}
+
+TEST(Conv, BadShapeThrows) {
+  ConvShape s = shape2d(1, 4, 6, 4, 5, 5, 3, 3, 1, 1, 1);  // 6 output channels not divisible by 4 groups
+  const std::vector<float> w(100, 0.0f);
+  EXPECT_ANY_THROW(Conv(s, w.data(), nullptr, {}));
+  s = shape2d(1, 4, 4, 1, 5, 5, 3, 3, 1, 1, 1);
+  s.stride = {1};
+  EXPECT_ANY_THROW(Conv(s, w.data(), nullptr, {}));
+}
+
+TEST(ConvTranspose, RandomBitExact) {
+  std::mt19937 rng(17);
+  test::VariantGuard guard;
+  for (int iter = 0; iter < 30; ++iter) {
+    const ConvTransposeShape s = randomTransposeShape(rng, 1 + iter % 3);
+    const auto x = randomFloats(rng, static_cast<size_t>(s.batch * s.in_channels * numel(s.in_spatial)));
+    const auto w = randomFloats(rng, static_cast<size_t>(s.in_channels * (s.out_channels / s.groups) * numel(s.kernel)));
+    const auto bias = randomFloats(rng, static_cast<size_t>(s.out_channels));
+    const float* b = iter % 2 ? bias.data() : nullptr;
+    std::vector<float> ref(static_cast<size_t>(s.batch * s.out_channels * numel(s.out_spatial)));
+    conv_transpose_ref(s, x.data(), w.data(), b, ref.data());
+    for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+      forcePortableKernels(cfg.portable);
+      std::vector<float> y(ref.size(), 7.0f);
+      conv_transpose(s, x.data(), w.data(), b, y.data(), test::poolFor(cfg.threads));
+      ASSERT_EQ(firstBitMismatch(ref, y), -1) << "iter " << iter << " " << cfg.name();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace npuc::kernels

@@ -1,0 +1,87 @@
+// Helpers shared by the kernel tests: seeded random data, bit comparison, variant/thread/blocking sweeps.
+#pragma once
+
+#include "kernels/gemm.hpp"
+#include "support/thread_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace npuc::kernels::test {
+
+inline std::vector<float> randomFloats(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+inline int64_t randomInt(std::mt19937& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+/// Index of the first element whose bits differ, or -1.
+inline int64_t firstBitMismatch(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+inline Activation activationFor(int i) {
+  switch (i % 4) {
+    case 1: return {ActKind::kRelu, 0.0f, 0.0f};
+    case 2: return {ActKind::kClip, -0.25f, 0.5f};
+    case 3: return {ActKind::kLeakyRelu, 0.1f, 0.0f};
+    default: return {};
+  }
+}
+
+/// Restores the kernel selection and blocking when a test ends.
+struct VariantGuard {
+  bool portable = forcePortableKernels(false);
+  GemmBlocking blocking = gemmBlocking();
+  VariantGuard() { forcePortableKernels(portable); }
+  ~VariantGuard() {
+    forcePortableKernels(portable);
+    setGemmBlocking(blocking);
+  }
+};
+
+/// One fast-path configuration: variant, thread count, blocking.
+struct Config {
+  bool portable;
+  int threads;
+  GemmBlocking blocking;
+  std::string name() const {
+    return std::string(portable ? "portable" : "avx2") + " threads=" + std::to_string(threads) +
+           " kc=" + std::to_string(blocking.kc) + " mc=" + std::to_string(blocking.mc) +
+           " nc=" + std::to_string(blocking.nc);
+  }
+};
+
+/// The configurations every sweep runs: default blocking and a tiny one (many k-, m- and n-blocks), on the
+/// AVX2 path at 1, 2, 3 threads and on the portable path.
+inline std::vector<Config> sweepConfigs(const GemmBlocking& defaults, bool include_portable = true) {
+  const GemmBlocking tiny{5, 12, 32};
+  std::vector<Config> c;
+  for (int t : {1, 2, 3}) {
+    c.push_back({false, t, defaults});
+    c.push_back({false, t, tiny});
+  }
+  if (include_portable) {
+    c.push_back({true, 1, defaults});
+    c.push_back({true, 3, tiny});
+  }
+  return c;
+}
+
+inline ThreadPool* poolFor(int threads) { return threads > 1 ? &ThreadPool::shared(threads) : nullptr; }
+
+}  // namespace npuc::kernels::test
