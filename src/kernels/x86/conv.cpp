@@ -125,6 +125,42 @@ struct Im2colPacker {
   }
 };
 
+// Fills the sw phase rows of one padded depthwise input row: dst[p*wq + j] = input column j*sw + p - pw, or +0
+// outside the input. The interior runs with a compile-time stride so the compiler can vectorise it.
+template <int64_t kStride>
+void fillPhasesFixed(const float* xr, int64_t W, int64_t pw, int64_t wq, float* dst) {
+  // Interior: every phase of column j inside the input: j*kStride - pw >= 0 and j*kStride + kStride-1 - pw < W.
+  const int64_t lo = std::min(wq, ceilDiv(pw, kStride));
+  const int64_t hi = std::clamp<int64_t>(W + pw - kStride >= 0 ? (W + pw - kStride) / kStride + 1 : 0, lo, wq);
+  auto edge = [&](int64_t j) {
+    for (int64_t p = 0; p < kStride; ++p) {
+      const int64_t iw = j * kStride + p - pw;
+      dst[p * wq + j] = iw >= 0 && iw < W ? xr[iw] : 0.0f;
+    }
+  };
+  for (int64_t j = 0; j < lo; ++j) edge(j);
+  const float* src = xr - pw;
+  if constexpr (kStride == 1) {
+    if (hi > lo) std::memcpy(dst + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+  } else {
+    for (int64_t p = 0; p < kStride; ++p) {
+      float* d = dst + p * wq;
+      const float* sp = src + p;
+      for (int64_t j = lo; j < hi; ++j) d[j] = sp[j * kStride];
+    }
+  }
+  for (int64_t j = hi; j < wq; ++j) edge(j);
+}
+
+void fillPhases(const float* xr, int64_t W, int64_t pw, int64_t sw, int64_t wq, float* dst) {
+  switch (sw) {
+    case 1: fillPhasesFixed<1>(xr, W, pw, wq, dst); return;
+    case 2: fillPhasesFixed<2>(xr, W, pw, wq, dst); return;
+    default:
+      for (int64_t ph = 0; ph < sw; ++ph) fillSegment(xr, W, ph - pw, sw, wq, dst + ph * wq);
+  }
+}
+
 enum class ConvPath { kGemm, kDepthwise, kRef };
 
 }  // namespace
@@ -255,7 +291,7 @@ void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const 
           std::memset(dr, 0, static_cast<size_t>(row_stride) * sizeof(float));
           continue;
         }
-        for (int64_t ph = 0; ph < sw; ++ph) fillSegment(xc + ih * g.W, g.W, ph - g.pw, sw, dw_wq, dr + ph * dw_wq);
+        fillPhases(xc + ih * g.W, g.W, g.pw, sw, dw_wq, dr);
       }
       detail::DwPlaneArgs a;
       a.xq = xq;
@@ -305,15 +341,35 @@ void conv_transpose(const ConvTransposeShape& s, const float* x, const float* w,
   g.in_channels = s.in_channels;
   g.out_channels = s.out_channels;
   g.groups = s.groups;
+  int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
   const size_t r = s.in_spatial.size();
   for (size_t i = 0; i < r; ++i) {
     const size_t d = 3 - r + i;
     g.in[d] = s.in_spatial[i];
     g.out[d] = s.out_spatial[i];
     g.k[d] = s.kernel[i];
-    g.stride[d] = s.stride[i];
-    g.dil[d] = s.dilation[i];
-    g.pad[d] = s.pad_begin[i];
+    stride[d] = s.stride[i];
+    dil[d] = s.dilation[i];
+    pad[d] = s.pad_begin[i];
+  }
+  // Per-dim lists of the taps that land on an input element: o + pad - t*dil = i*stride, 0 <= i < in.
+  std::vector<int64_t> tap_begin[3], tap_k[3], tap_in[3];
+  for (int d = 0; d < 3; ++d) {
+    for (int64_t o = 0; o < g.out[d]; ++o) {
+      tap_begin[d].push_back(static_cast<int64_t>(tap_k[d].size()));
+      for (int64_t t = 0; t < g.k[d]; ++t) {
+        const int64_t num = o + pad[d] - t * dil[d];
+        if (num < 0 || num % stride[d] != 0 || num / stride[d] >= g.in[d]) continue;
+        tap_k[d].push_back(t);
+        tap_in[d].push_back(num / stride[d]);
+      }
+    }
+    tap_begin[d].push_back(static_cast<int64_t>(tap_k[d].size()));
+    tap_k[d].push_back(0);  // keep data() non-null
+    tap_in[d].push_back(0);
+    g.tap_begin[d] = tap_begin[d].data();
+    g.tap_k[d] = tap_k[d].data();
+    g.tap_in[d] = tap_in[d].data();
   }
   const detail::DeconvKernel kern = detail::activeKernels().deconv;
   const int64_t planes = s.batch * s.out_channels;

@@ -125,19 +125,11 @@ GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const Gemm
   return s;
 }
 
-void runTile(GemmMicroKernel kern, MicroArgs args, int64_t m, int64_t n, int64_t mr, int64_t nr, int64_t M,
+void runTile(GemmMicroKernel kern, const MicroArgs& args_in, int64_t m, int64_t n, int64_t mr, int64_t nr,
              const GemmOut& out) {
-  (void)M;
+  MicroArgs args = args_in;
+  args.panels = 1;
   float* c = out.c + m * out.ldc + n;
-  if (mr == kMR && nr == kNR) {
-    args.c = c;
-    args.ldc = out.ldc;
-    if (args.init == TileInit::kRowBias) args.bias = out.bias + m;
-    if (args.init == TileInit::kColBias) args.bias = out.bias + n;
-    kern(args);
-    return;
-  }
-  // Edge tile: compute a full tile in a local buffer, copy the valid part.
   alignas(64) float tile[kMR * kNR];
   alignas(64) float bias[kNR];
   if (args.init == TileInit::kLoadC) {
@@ -154,7 +146,9 @@ void runTile(GemmMicroKernel kern, MicroArgs args, int64_t m, int64_t n, int64_t
   args.c = tile;
   args.ldc = kNR;
   kern(args);
-  for (int64_t i = 0; i < mr; ++i) std::memcpy(c + i * out.ldc, tile + i * kNR, static_cast<size_t>(nr) * sizeof(float));
+  for (int64_t i = 0; i < mr; ++i) {
+    std::memcpy(c + i * out.ldc, tile + i * kNR, static_cast<size_t>(nr) * sizeof(float));
+  }
 }
 
 }  // namespace detail

@@ -7,21 +7,22 @@
 
 namespace npuc::kernels::detail {
 
-void f32_gemm__avx2_6x16(const MicroArgs& p) {
+namespace {
+
+inline void tile6x16(const MicroArgs& p, const float* a, float* c, const float* row_bias) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-  float* c = p.c;
   const int64_t ldc = p.ldc;
   switch (p.init) {
     case TileInit::kZero:
       c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
       break;
     case TileInit::kRowBias:
-      c00 = c01 = _mm256_broadcast_ss(p.bias + 0);
-      c10 = c11 = _mm256_broadcast_ss(p.bias + 1);
-      c20 = c21 = _mm256_broadcast_ss(p.bias + 2);
-      c30 = c31 = _mm256_broadcast_ss(p.bias + 3);
-      c40 = c41 = _mm256_broadcast_ss(p.bias + 4);
-      c50 = c51 = _mm256_broadcast_ss(p.bias + 5);
+      c00 = c01 = _mm256_broadcast_ss(row_bias + 0);
+      c10 = c11 = _mm256_broadcast_ss(row_bias + 1);
+      c20 = c21 = _mm256_broadcast_ss(row_bias + 2);
+      c30 = c31 = _mm256_broadcast_ss(row_bias + 3);
+      c40 = c41 = _mm256_broadcast_ss(row_bias + 4);
+      c50 = c51 = _mm256_broadcast_ss(row_bias + 5);
       break;
     case TileInit::kColBias:
       c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(p.bias);
@@ -36,7 +37,6 @@ void f32_gemm__avx2_6x16(const MicroArgs& p) {
       c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
       break;
   }
-  const float* a = p.a;
   const float* b = p.b;
   for (int64_t k = 0; k < p.kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b);
@@ -74,6 +74,21 @@ void f32_gemm__avx2_6x16(const MicroArgs& p) {
   _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
   _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
   _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+}
+
+}  // namespace
+
+void f32_gemm__avx2_6x16(const MicroArgs& p) {
+  const float* a = p.a;
+  float* c = p.c;
+  const float* bias = p.bias;
+  const bool row_bias = p.init == TileInit::kRowBias;
+  for (int64_t i = 0; i < p.panels; ++i) {
+    tile6x16(p, a, c, bias);
+    a += p.a_stride;
+    c += kMR * p.ldc;
+    if (row_bias) bias += kMR;
+  }
 }
 
 }  // namespace npuc::kernels::detail

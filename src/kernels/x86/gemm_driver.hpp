@@ -67,8 +67,9 @@ struct GemmSplit {
 };
 GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk);
 
-/// One register tile at (m, n) with mr <= kMR valid rows and nr <= kNR valid columns.
-void runTile(GemmMicroKernel kern, MicroArgs args, int64_t m, int64_t n, int64_t mr, int64_t nr, int64_t M,
+/// One edge register tile at (m, n) with mr <= kMR valid rows and nr <= kNR valid columns (args.a, b, kc, init,
+/// act set), computed through a local buffer.
+void runTile(GemmMicroKernel kern, const MicroArgs& args, int64_t m, int64_t n, int64_t mr, int64_t nr,
              const GemmOut& out);
 
 /// Computes C[m0:m1, n0:n1] for packed A (M rows, depth K; m0 a multiple of kMR). packB(k0, kc, n0, nc, dst)
@@ -99,13 +100,31 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
     }
     for (int64_t ic = m0; ic < m1; ic += blk.mc) {
       const int64_t ic_end = std::min(m1, ic + blk.mc);
+      const int64_t full_panels = (ic_end - ic) / kMR;
+      args.a_stride = K * kMR;
       for (int64_t jp = 0; jp < npanels; ++jp) {
         const int64_t n = n0 + jp * kNR;
         const int64_t nr = std::min<int64_t>(kNR, n1 - n);
         args.b = bbuf + jp * kc * kNR;
-        for (int64_t m = ic; m < ic_end; m += kMR) {
-          args.a = packed_a + (m / kMR) * K * kMR + k0 * kMR;
-          runTile(kern, args, m, n, std::min<int64_t>(kMR, ic_end - m), nr, M, out);
+        args.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
+        if (nr == kNR && full_panels > 0) {
+          // The common case: a column of full tiles in one microkernel call.
+          args.c = out.c + ic * out.ldc + n;
+          args.ldc = out.ldc;
+          args.panels = full_panels;
+          args.bias = args.init == TileInit::kRowBias   ? out.bias + ic
+                      : args.init == TileInit::kColBias ? out.bias + n
+                                                        : nullptr;
+          kern(args);
+        } else {
+          for (int64_t i = 0; i < full_panels; ++i) {
+            runTile(kern, args, ic + i * kMR, n, kMR, nr, out);
+            args.a += K * kMR;
+          }
+        }
+        if (ic + full_panels * kMR < ic_end) {
+          args.a = packed_a + (ic / kMR + full_panels) * K * kMR + k0 * kMR;
+          runTile(kern, args, ic + full_panels * kMR, n, ic_end - ic - full_panels * kMR, nr, out);
         }
       }
     }

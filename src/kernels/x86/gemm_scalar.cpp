@@ -6,20 +6,22 @@
 
 namespace npuc::kernels::detail {
 
-void f32_gemm__scalar_6x16(const MicroArgs& p) {
+namespace {
+
+void tile(const MicroArgs& p, const float* a_panel, float* c, const float* bias) {
   float acc[kMR][kNR];
   for (int64_t i = 0; i < kMR; ++i) {
     for (int64_t j = 0; j < kNR; ++j) {
       switch (p.init) {
         case TileInit::kZero: acc[i][j] = 0.0f; break;
-        case TileInit::kRowBias: acc[i][j] = p.bias[i]; break;
-        case TileInit::kColBias: acc[i][j] = p.bias[j]; break;
-        case TileInit::kLoadC: acc[i][j] = p.c[i * p.ldc + j]; break;
+        case TileInit::kRowBias: acc[i][j] = bias[i]; break;
+        case TileInit::kColBias: acc[i][j] = bias[j]; break;
+        case TileInit::kLoadC: acc[i][j] = c[i * p.ldc + j]; break;
       }
     }
   }
   for (int64_t k = 0; k < p.kc; ++k) {
-    const float* a = p.a + k * kMR;
+    const float* a = a_panel + k * kMR;
     const float* b = p.b + k * kNR;
     for (int64_t i = 0; i < kMR; ++i) {
       for (int64_t j = 0; j < kNR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
@@ -27,8 +29,17 @@ void f32_gemm__scalar_6x16(const MicroArgs& p) {
   }
   for (int64_t i = 0; i < kMR; ++i) {
     for (int64_t j = 0; j < kNR; ++j) {
-      p.c[i * p.ldc + j] = p.act != nullptr ? applyActivation(acc[i][j], *p.act) : acc[i][j];
+      c[i * p.ldc + j] = p.act != nullptr ? applyActivation(acc[i][j], *p.act) : acc[i][j];
     }
+  }
+}
+
+}  // namespace
+
+void f32_gemm__scalar_6x16(const MicroArgs& p) {
+  for (int64_t i = 0; i < p.panels; ++i) {
+    tile(p, p.a + i * p.a_stride, p.c + i * kMR * p.ldc,
+         p.init == TileInit::kRowBias ? p.bias + i * kMR : p.bias);
   }
 }
 

@@ -23,13 +23,17 @@ enum class TileInit : int {
   kLoadC,    // acc = C (continuing an earlier k-block)
 };
 
-/// One kMR x kNR tile: C = epilogue(init + sum_k a[k] * b[k]) with one fma per k, k ascending.
+/// A column of `panels` kMR x kNR tiles sharing one packed B panel; tile i uses a + i*a_stride, writes
+/// c + i*kMR*ldc and (kRowBias) reads bias + i*kMR. Each tile: C = epilogue(init + sum_k a[k] * b[k]) with one
+/// fma per k, k ascending.
 struct MicroArgs {
   const float* a = nullptr;  // packed A: kc steps of kMR floats
   const float* b = nullptr;  // packed B: kc steps of kNR floats (64-byte aligned)
-  float* c = nullptr;        // full kMR x kNR tile, row stride ldc
+  float* c = nullptr;        // full kMR x kNR tiles, row stride ldc
   int64_t kc = 0;
   int64_t ldc = 0;
+  int64_t panels = 1;
+  int64_t a_stride = 0;
   const float* bias = nullptr;
   TileInit init = TileInit::kZero;
   const Activation* act = nullptr;  // null: store the raw accumulator (more k-blocks follow)
@@ -53,11 +57,15 @@ struct DwPlaneArgs {
 };
 using DwPlaneKernel = void (*)(const DwPlaneArgs&);
 
-/// Plain geometry of a transposed convolution, padded to 3 spatial dims.
+/// Plain geometry of a transposed convolution, padded to 3 spatial dims, with per-dim tap lists: the taps that
+/// hit an input element for output coordinate o along dim d are entries [tap_begin[d][o], tap_begin[d][o+1]) of
+/// tap_k[d] (kernel index, ascending) and tap_in[d] (the input index it reads).
 struct DeconvGeom {
   int64_t batch = 1, in_channels = 0, out_channels = 0, groups = 1;
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+  const int64_t* tap_begin[3] = {nullptr, nullptr, nullptr};
+  const int64_t* tap_k[3] = {nullptr, nullptr, nullptr};
+  const int64_t* tap_in[3] = {nullptr, nullptr, nullptr};
 };
 /// Computes output planes [nm_begin, nm_end) of (n * out_channels + m), gather form.
 using DeconvKernel = void (*)(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,

@@ -1,0 +1,231 @@
+// npuc_kernels_bench: GFLOP/s of the fast float kernels (sgemm, sgemm_packed, Conv on resnet50 / mobilenet_v2
+// shapes, conv_transpose) at 1 and 2 threads. Flops count 2 per multiply-add, padded taps included.
+#include "kernels/conv.hpp"
+#include "kernels/gemm.hpp"
+#include "support/thread_pool.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace npuc::kernels;
+
+std::vector<float> randomVec(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+npuc::ThreadPool* poolFor(int threads) { return threads > 1 ? &npuc::ThreadPool::shared(threads) : nullptr; }
+
+void setFlops(benchmark::State& state, double flops_per_iter, const char* variant) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops_per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(variant);
+}
+
+void benchGemm(benchmark::State& state, int64_t M, int64_t N, int64_t K, bool packed, bool transB) {
+  const int threads = static_cast<int>(state.range(0));
+  const auto A = randomVec(static_cast<size_t>(M * K), 1), B = randomVec(static_cast<size_t>(K * N), 2);
+  const auto bias = randomVec(static_cast<size_t>(M), 3);
+  std::vector<float> C(static_cast<size_t>(M * N));
+  GemmArgs g;
+  g.M = M, g.N = N, g.K = K;
+  g.A = A.data(), g.lda = K;
+  g.B = B.data(), g.ldb = transB ? K : N, g.transB = transB;
+  g.C = C.data(), g.ldc = N;
+  g.bias = bias.data(), g.bias_kind = BiasKind::kPerRow;
+  g.act = {ActKind::kRelu, 0, 0};
+  const PackedA pa(M, K, A.data(), K, false);
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    if (packed) {
+      sgemm_packed(pa, g, pool);
+    } else {
+      sgemm(g, pool);
+    }
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  setFlops(state, 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K), sgemmVariant());
+}
+
+ConvShape convShape(int64_t C, int64_t M, int64_t groups, int64_t H, int64_t W, int64_t k, int64_t s, int64_t p) {
+  ConvShape sh;
+  sh.in_channels = C, sh.out_channels = M, sh.groups = groups;
+  sh.in_spatial = {H, W}, sh.kernel = {k, k}, sh.stride = {s, s}, sh.dilation = {1, 1}, sh.pad_begin = {p, p};
+  sh.out_spatial = {(H + 2 * p - k) / s + 1, (W + 2 * p - k) / s + 1};
+  return sh;
+}
+
+void benchConv(benchmark::State& state, ConvShape s) {
+  const int threads = static_cast<int>(state.range(0));
+  const int64_t hw = s.in_spatial[0] * s.in_spatial[1], ohw = s.out_spatial[0] * s.out_spatial[1];
+  const int64_t taps = s.kernel[0] * s.kernel[1];
+  const auto x = randomVec(static_cast<size_t>(s.in_channels * hw), 1);
+  const auto w = randomVec(static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * taps), 2);
+  const auto bias = randomVec(static_cast<size_t>(s.out_channels), 3);
+  std::vector<float> y(static_cast<size_t>(s.out_channels * ohw));
+  const Conv conv(s, w.data(), bias.data(), {ActKind::kRelu, 0, 0});
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    conv.run(x.data(), y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double macs = static_cast<double>(s.out_channels) * static_cast<double>(ohw) *
+                      static_cast<double>(s.in_channels / s.groups) * static_cast<double>(taps);
+  setFlops(state, 2.0 * macs, conv.variant());
+}
+
+void benchConvTranspose(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  ConvTransposeShape s;
+  s.in_channels = 64, s.out_channels = 32;
+  s.in_spatial = {28, 28}, s.out_spatial = {56, 56}, s.kernel = {4, 4}, s.stride = {2, 2}, s.dilation = {1, 1};
+  s.pad_begin = {1, 1};
+  const auto x = randomVec(64 * 28 * 28, 1), w = randomVec(64 * 32 * 16, 2);
+  std::vector<float> y(32 * 56 * 56);
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    conv_transpose(s, x.data(), w.data(), nullptr, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  // Useful multiply-adds: every input element times every tap.
+  setFlops(state, 2.0 * 64 * 28 * 28 * 32 * 16, sgemmVariant());
+}
+
+// All convolutions of a network, run back to back (each layer has its own input and output buffers).
+struct NetConv {
+  ConvShape s;
+  std::vector<float> x, y;
+  std::unique_ptr<Conv> conv;
+};
+
+std::vector<ConvShape> resnet50Convs() {
+  std::vector<ConvShape> v{convShape(3, 64, 1, 224, 224, 7, 2, 3)};
+  int64_t in = 64, hw = 56;
+  const int64_t blocks[] = {3, 4, 6, 3};
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t width = 64 << stage, out = width * 4;
+    for (int64_t b = 0; b < blocks[stage]; ++b) {
+      const int64_t s = (b == 0 && stage > 0) ? 2 : 1;
+      const int64_t ohw = hw / s;
+      v.push_back(convShape(in, width, 1, hw, hw, 1, 1, 0));
+      v.push_back(convShape(width, width, 1, hw, hw, 3, s, 1));
+      v.push_back(convShape(width, out, 1, ohw, ohw, 1, 1, 0));
+      if (b == 0) v.push_back(convShape(in, out, 1, hw, hw, 1, s, 0));
+      in = out;
+      hw = ohw;
+    }
+  }
+  return v;
+}
+
+std::vector<ConvShape> mobilenetV2Convs() {
+  std::vector<ConvShape> v{convShape(3, 32, 1, 224, 224, 3, 2, 1)};
+  struct B {
+    int64_t t, c, n, s;
+  };
+  int64_t in = 32, hw = 112;
+  for (const B& b : {B{1, 16, 1, 1}, B{6, 24, 2, 2}, B{6, 32, 3, 2}, B{6, 64, 4, 2}, B{6, 96, 3, 1}, B{6, 160, 3, 2},
+                     B{6, 320, 1, 1}}) {
+    for (int64_t i = 0; i < b.n; ++i) {
+      const int64_t s = i == 0 ? b.s : 1, hidden = in * b.t;
+      if (b.t != 1) v.push_back(convShape(in, hidden, 1, hw, hw, 1, 1, 0));
+      v.push_back(convShape(hidden, hidden, hidden, hw, hw, 3, s, 1));
+      hw = (hw + 2 - 3) / s + 1;
+      v.push_back(convShape(hidden, b.c, 1, hw, hw, 1, 1, 0));
+      in = b.c;
+    }
+  }
+  v.push_back(convShape(320, 1280, 1, 7, 7, 1, 1, 0));
+  return v;
+}
+
+void benchNet(benchmark::State& state, const std::vector<ConvShape>& shapes, bool depthwise_only) {
+  const int threads = static_cast<int>(state.range(0));
+  std::vector<NetConv> layers;
+  double macs = 0;
+  unsigned seed = 1;
+  for (const ConvShape& s : shapes) {
+    const bool dw = s.groups > 1;
+    if (depthwise_only && !dw) continue;
+    NetConv l;
+    l.s = s;
+    const int64_t hw = s.in_spatial[0] * s.in_spatial[1], ohw = s.out_spatial[0] * s.out_spatial[1];
+    const int64_t taps = s.kernel[0] * s.kernel[1];
+    l.x = randomVec(static_cast<size_t>(s.in_channels * hw), seed++);
+    l.y.resize(static_cast<size_t>(s.out_channels * ohw));
+    const auto w = randomVec(static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * taps), seed++);
+    const auto bias = randomVec(static_cast<size_t>(s.out_channels), seed++);
+    l.conv = std::make_unique<Conv>(s, w.data(), bias.data(), Activation{ActKind::kRelu, 0, 0});
+    macs += static_cast<double>(s.out_channels * ohw * (s.in_channels / s.groups) * taps);
+    layers.push_back(std::move(l));
+  }
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    for (auto& l : layers) l.conv->run(l.x.data(), l.y.data(), pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(state, 2.0 * macs, sgemmVariant());
+}
+
+void registerAll() {
+  auto reg = [](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark(name.c_str(), fn)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+  };
+  struct G {
+    int64_t M, N, K;
+  };
+  for (const G& g : {G{256, 3136, 576}, G{64, 3136, 576}, G{512, 196, 2304}, G{2048, 49, 512}}) {
+    const std::string dims = std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
+    reg("sgemm/" + dims, [g](benchmark::State& st) { benchGemm(st, g.M, g.N, g.K, false, false); });
+    reg("sgemm_packed/" + dims, [g](benchmark::State& st) { benchGemm(st, g.M, g.N, g.K, true, false); });
+  }
+  reg("sgemm_transB/1x1000x2048", [](benchmark::State& st) { benchGemm(st, 1, 1000, 2048, false, true); });
+  struct C {
+    const char* name;
+    ConvShape s;
+  };
+  const C convs[] = {
+      {"conv/resnet50_3x3_64-64_56", convShape(64, 64, 1, 56, 56, 3, 1, 1)},
+      {"conv/resnet50_1x1_64-256_56", convShape(64, 256, 1, 56, 56, 1, 1, 0)},
+      {"conv/resnet50_1x1_256-64_56", convShape(256, 64, 1, 56, 56, 1, 1, 0)},
+      {"conv/resnet50_3x3s2_128-128_56", convShape(128, 128, 1, 56, 56, 3, 2, 1)},
+      {"conv/resnet50_3x3_256-256_14", convShape(256, 256, 1, 14, 14, 3, 1, 1)},
+      {"conv/resnet50_3x3_512-512_7", convShape(512, 512, 1, 7, 7, 3, 1, 1)},
+      {"conv/resnet50_1x1_512-2048_7", convShape(512, 2048, 1, 7, 7, 1, 1, 0)},
+      {"conv/resnet50_7x7s2_3-64_224", convShape(3, 64, 1, 224, 224, 7, 2, 3)},
+      {"conv/mbv2_dw3x3_144_56", convShape(144, 144, 144, 56, 56, 3, 1, 1)},
+      {"conv/mbv2_dw3x3s2_96_112", convShape(96, 96, 96, 112, 112, 3, 2, 1)},
+      {"conv/mbv2_dw3x3_960_7", convShape(960, 960, 960, 7, 7, 3, 1, 1)},
+      {"conv/mbv2_1x1_144-24_56", convShape(144, 24, 1, 56, 56, 1, 1, 0)},
+  };
+  for (const C& c : convs) {
+    const ConvShape s = c.s;
+    reg(c.name, [s](benchmark::State& st) { benchConv(st, s); });
+  }
+  reg("conv_transpose/4x4s2_64-32_28", benchConvTranspose);
+  reg("net/resnet50_all_convs", [](benchmark::State& st) { benchNet(st, resnet50Convs(), false); });
+  reg("net/mobilenet_v2_all_convs", [](benchmark::State& st) { benchNet(st, mobilenetV2Convs(), false); });
+  reg("net/mobilenet_v2_depthwise_convs", [](benchmark::State& st) { benchNet(st, mobilenetV2Convs(), true); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  registerAll();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
