@@ -1,0 +1,287 @@
+// Kernels of reductions: ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMin, ReduceMean,
+// ReduceProd, ReduceSum, ReduceSumSquare, and ArgMax / ArgMin.
+//
+// Numerics (the specification of these ops in npuc):
+//  - every output element reduces its input elements one at a time in ascending input index order, on one
+//    thread, so results never depend on the thread count;
+//  - floating-point sums and products accumulate in double (float16/bfloat16 inputs are widened to float32
+//    first) and are rounded to the output type once; ReduceLogSumExp subtracts the maximum before exponentiating;
+//  - integer sums, products and sums of squares wrap modulo 2^64 and then convert to the output type (no UB);
+//    integer ReduceMean divides the wrapped sum by the count (truncating); L2/LogSum/LogSumExp of integers are
+//    computed in double and converted (truncating, saturating);
+//  - an empty reduction gives the identity: 0 (Sum, SumSquare, L1, L2), 1 (Prod), -inf (Max, LogSum,
+//    LogSumExp; lowest() for integers), +inf (Min; max() for integers), NaN (Mean of floats; 0 for integers);
+//  - Max/Min propagate NaN; ArgMax/ArgMin treat NaN as the extreme value (the first one wins, the last one with
+//    select_last_index).
+// With noop_with_empty_axes and no axes, each element is reduced on its own (ReduceSumSquare squares, …).
+#include "engine/elementwise_util.hpp"
+#include "ops/shape_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace npuc::engine {
+
+namespace {
+
+bool isHalfType(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+/// Runs `body` with F16/BF16 inputs widened to F32; F32 outputs that stand for half outputs are rounded back.
+void computeWidened(KernelCall& call, const std::function<void(KernelCall&)>& body) {
+  bool any = false;
+  for (auto& t : call.in) any |= t.defined() && isHalfType(t.dtype());
+  if (!any) {
+    body(call);
+    return;
+  }
+  KernelCall wide{call.node, call.opset, {}, call.out_types, {}, call.pool};
+  for (auto& t : call.in) wide.in.push_back(t.defined() && isHalfType(t.dtype()) ? castTensor(t, DType::kF32, call) : t);
+  for (auto& t : wide.out_types)
+    if (isHalfType(t.dtype)) t.dtype = DType::kF32;
+  wide.out.resize(wide.out_types.size());
+  body(wide);
+  for (size_t i = 0; i < call.out.size(); ++i)
+    if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
+}
+
+enum class Red { kL1, kL2, kLogSum, kLogSumExp, kMax, kMin, kMean, kProd, kSum, kSumSquare };
+
+Red redOf(const KernelCall& c) {
+  const std::string& op = c.node.op;
+  if (op == "ReduceL1") return Red::kL1;
+  if (op == "ReduceL2") return Red::kL2;
+  if (op == "ReduceLogSum") return Red::kLogSum;
+  if (op == "ReduceLogSumExp") return Red::kLogSumExp;
+  if (op == "ReduceMax") return Red::kMax;
+  if (op == "ReduceMin") return Red::kMin;
+  if (op == "ReduceMean") return Red::kMean;
+  if (op == "ReduceProd") return Red::kProd;
+  if (op == "ReduceSum") return Red::kSum;
+  if (op == "ReduceSumSquare") return Red::kSumSquare;
+  c.unsupported("no reduction kernel for {}", op);
+}
+
+/// Reduces p[base + off] for off in `roff` (ascending) with op `r`.
+template <typename T>
+T reduceOne(Red r, const T* p, int64_t base, const std::vector<int64_t>& roff) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (r) {
+      case Red::kMax:
+      case Red::kMin: {
+        T acc = r == Red::kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+        for (int64_t o : roff) {
+          T v = p[base + o];
+          if (std::isnan(v)) return v;
+          if (r == Red::kMax ? v > acc : v < acc) acc = v;
+        }
+        return acc;
+      }
+      case Red::kLogSumExp: {
+        double m = -kInf;
+        for (int64_t o : roff) {
+          double v = static_cast<double>(p[base + o]);
+          if (std::isnan(v)) return static_cast<T>(v);
+          m = std::max(m, v);
+        }
+        if (std::isinf(m)) return static_cast<T>(m);
+        double s = 0;
+        for (int64_t o : roff) s += std::exp(static_cast<double>(p[base + o]) - m);
+        return static_cast<T>(m + std::log(s));
+      }
+      case Red::kProd: {
+        double acc = 1;
+        for (int64_t o : roff) acc *= static_cast<double>(p[base + o]);
+        return static_cast<T>(acc);
+      }
+      default: break;
+    }
+    double acc = 0;
+    for (int64_t o : roff) {
+      double v = static_cast<double>(p[base + o]);
+      if (r == Red::kL1) acc += std::fabs(v);
+      else if (r == Red::kL2 || r == Red::kSumSquare) acc += v * v;
+      else acc += v;
+    }
+    if (r == Red::kL2) acc = std::sqrt(acc);
+    else if (r == Red::kLogSum) acc = std::log(acc);
+    else if (r == Red::kMean) acc /= static_cast<double>(roff.size());
+    return static_cast<T>(acc);
+  } else {
+    switch (r) {
+      case Red::kMax:
+      case Red::kMin: {
+        T acc = r == Red::kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+        for (int64_t o : roff) {
+          T v = p[base + o];
+          if (r == Red::kMax ? v > acc : v < acc) acc = v;
+        }
+        return acc;
+      }
+      case Red::kL2:
+      case Red::kLogSum:
+      case Red::kLogSumExp: {
+        double m = -kInf;
+        for (int64_t o : roff) m = std::max(m, static_cast<double>(p[base + o]));
+        double acc = 0;
+        for (int64_t o : roff) {
+          double v = static_cast<double>(p[base + o]);
+          acc += r == Red::kL2 ? v * v : r == Red::kLogSum ? v : std::exp(v - m);
+        }
+        double res = r == Red::kL2 ? std::sqrt(acc) : r == Red::kLogSum ? std::log(acc) : (roff.empty() ? -kInf : m + std::log(acc));
+        return convertValue<T>(res);
+      }
+      default: break;
+    }
+    // wrapping integer arithmetic in uint64 (two's complement), converted back modulo 2^n
+    uint64_t acc = r == Red::kProd ? 1 : 0;
+    for (int64_t o : roff) {
+      T v = p[base + o];
+      uint64_t u = static_cast<uint64_t>(v);  // sign-extends signed values modulo 2^64
+      if (r == Red::kProd) acc *= u;
+      else if (r == Red::kSumSquare) acc += u * u;
+      else if (r == Red::kL1) {
+        if constexpr (std::is_signed_v<T>) acc += v < 0 ? uint64_t{0} - u : u;
+        else acc += u;
+      } else acc += u;
+    }
+    if (r == Red::kMean) {
+      if (roff.empty()) return T(0);
+      if constexpr (std::is_signed_v<T>) {
+        auto s = static_cast<int64_t>(acc);
+        return static_cast<T>(s / static_cast<int64_t>(roff.size()));
+      } else {
+        return static_cast<T>(acc / static_cast<uint64_t>(roff.size()));
+      }
+    }
+    return static_cast<T>(acc);
+  }
+}
+
+std::vector<int64_t> stridesOf(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+void reduceKernel(KernelCall& call) {
+  computeWidened(call, [](KernelCall& c) {
+    const Tensor& x = c.input(0);
+    Red red = redOf(c);
+    int64_t rank = x.rank();
+    bool from_input = c.node.op == "ReduceSum" ? c.opset >= 13 : c.opset >= 18;
+    std::vector<int64_t> axes;
+    if (from_input) {
+      if (c.has(1)) axes = c.input(1).toInt64();
+    } else {
+      axes = c.node.attrInts("axes");
+    }
+    bool noop = axes.empty() && c.node.attrInt("noop_with_empty_axes", 0) != 0;
+    std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty() && !noop);
+    for (int64_t a : axes) {
+      int64_t n = a;
+      if (!ops::normalizeAxis(n, rank)) c.error("axis {} is out of range for rank {}", a, rank);
+      reduced[static_cast<size_t>(n)] = true;
+    }
+    Tensor& y = c.alloc(0);
+    std::vector<int64_t> ist = stridesOf(x.shape());
+    Shape kept_dims, red_dims;
+    std::vector<int64_t> kept_st, red_st;
+    for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+      (reduced[d] ? red_dims : kept_dims).push_back(x.shape()[d]);
+      (reduced[d] ? red_st : kept_st).push_back(ist[d]);
+    }
+    if (shapeNumel(kept_dims) != y.numel()) c.error("internal: output size mismatch");
+    // offsets of the reduced elements, ascending
+    std::vector<int64_t> roff;
+    int64_t nred = shapeNumel(red_dims);
+    roff.reserve(static_cast<size_t>(nred));
+    {
+      std::vector<int64_t> idx(red_dims.size(), 0);
+      for (int64_t i = 0; i < nred; ++i) {
+        int64_t off = 0;
+        for (size_t d = 0; d < red_dims.size(); ++d) off += idx[d] * red_st[d];
+        roff.push_back(off);
+        for (size_t d = red_dims.size(); d-- > 0;) {
+          if (++idx[d] < red_dims[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+    dispatchNumeric(x.dtype(), c, [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        c.unsupported("{} is not defined for bool", c.node.op);
+      } else {
+        const T* p = x.data<T>();
+        T* out = y.data<T>();
+        std::vector<int64_t> idx(kept_dims.size(), 0);
+        for (int64_t o = 0; o < y.numel(); ++o) {
+          int64_t base = 0;
+          for (size_t d = 0; d < kept_dims.size(); ++d) base += idx[d] * kept_st[d];
+          out[o] = reduceOne<T>(red, p, base, roff);
+          for (size_t d = kept_dims.size(); d-- > 0;) {
+            if (++idx[d] < kept_dims[d]) break;
+            idx[d] = 0;
+          }
+        }
+      }
+    });
+  });
+}
+
+void argKernel(KernelCall& call) {
+  Tensor x = call.input(0);
+  if (isHalfType(x.dtype())) x = castTensor(x, DType::kF32, call);
+  bool is_max = call.node.op == "ArgMax";
+  bool last = call.node.attrInt("select_last_index", 0) != 0;
+  int64_t rank = x.rank();
+  int64_t axis = call.node.attrInt("axis", 0);
+  if (!ops::normalizeAxis(axis, rank)) call.error("axis {} is out of range for rank {}", call.node.attrInt("axis", 0), rank);
+  int64_t n = x.dim(static_cast<int>(axis));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<int>(d));
+  Tensor& y = call.alloc(0);
+  if (outer * inner == 0) return;
+  if (n == 0) call.error("{} over an empty axis {}", call.node.op, axis);
+  int64_t* out = y.data<int64_t>();
+  dispatchNumeric(x.dtype(), call, [&]<typename T>() {
+    const T* p = x.data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t base = o * n * inner + i;
+        int64_t bi = 0;
+        T bv = p[base];
+        for (int64_t j = 1; j < n; ++j) {
+          T v = p[base + j * inner];
+          bool better;
+          if constexpr (std::is_floating_point_v<T>) {
+            if (std::isnan(bv)) better = last && std::isnan(v);
+            else if (std::isnan(v)) better = true;
+            else better = is_max ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
+          } else {
+            better = is_max ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
+          }
+          if (better) {
+            bi = j;
+            bv = v;
+          }
+        }
+        out[o * inner + i] = bi;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void registerReduceKernels(KernelRegistry& r) {
+  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
+                         "ReduceMean", "ReduceProd", "ReduceSum", "ReduceSumSquare"})
+    r.addFn(op, reduceKernel);
+  r.addFn("ArgMax", argKernel);
+  r.addFn("ArgMin", argKernel);
+}
+
+}  // namespace npuc::engine

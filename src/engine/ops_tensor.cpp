@@ -1,0 +1,918 @@
+// Kernels of data-movement and shape ops: Reshape/Flatten/Squeeze/Unsqueeze (aliases of their input),
+// Transpose, Concat, Split, Slice, Gather, GatherElements, Expand, Tile, Pad, Shape, Size, Constant,
+// ConstantOfShape, Range, DepthToSpace, SpaceToDepth, TopK, Resize/Upsample and NonZero.
+//
+// Pure data movement copies raw elements, so it works for every fixed-size element type (float16 included).
+// TopK and Resize look at values: float16/bfloat16 are widened to float32 for them (Resize rounds back once
+// per output). Resize computes every output in double (taps and weights per axis, separable), following the
+// ONNX reference formulas. Every data-dependent failure is reported through call.error / call.unsupported.
+#include "engine/elementwise_util.hpp"
+#include "ops/shape_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace npuc::engine {
+
+namespace {
+
+bool isHalfType(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+size_t elemSize(const KernelCall& c, const Tensor& t) {
+  size_t es = dtypeSize(t.dtype());
+  if (es == 0) c.unsupported("element type {} is not supported", dtypeName(t.dtype()));
+  return es;
+}
+
+std::vector<int64_t> stridesOf(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+int64_t normAxis(const KernelCall& c, int64_t axis, int64_t rank) {
+  int64_t a = axis;
+  if (!ops::normalizeAxis(a, rank)) c.error("axis {} is out of range for rank {}", axis, rank);
+  return a;
+}
+
+const uint8_t* bytesOf(const Tensor& t) { return static_cast<const uint8_t*>(t.raw()); }
+uint8_t* bytesOf(Tensor& t) { return static_cast<uint8_t*>(t.raw()); }
+
+/// Calls fn(offset_a, offset_b) for every index of `dims` in row-major order; the offsets advance by the
+/// per-dim strides sa / sb (which may be zero or negative). Nothing is called when a dim is 0.
+template <typename F>
+void forEachIndex2(const Shape& dims, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, F&& fn) {
+  for (int64_t d : dims)
+    if (d <= 0) return;
+  size_t r = dims.size();
+  std::vector<int64_t> idx(r, 0);
+  int64_t a = 0, b = 0;
+  for (;;) {
+    fn(a, b);
+    size_t d = r;
+    for (;;) {
+      if (d == 0) return;
+      --d;
+      a += sa[d];
+      b += sb[d];
+      if (++idx[d] < dims[d]) break;
+      a -= sa[d] * dims[d];
+      b -= sb[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename E>
+void stridedCopyT(const E* src, int64_t base, const std::vector<int64_t>& sst, E* dst, const Shape& shape) {
+  if (shape.empty()) {
+    dst[0] = src[base];
+    return;
+  }
+  Shape outer(shape.begin(), shape.end() - 1);
+  std::vector<int64_t> souter(sst.begin(), sst.end() - 1);
+  std::vector<int64_t> douter = stridesOf(shape);
+  douter.pop_back();
+  int64_t n = shape.back();
+  int64_t s = sst.back();
+  forEachIndex2(outer, souter, douter, [&](int64_t so, int64_t doff) {
+    const E* sp = src + base + so;
+    E* dp = dst + doff;
+    if (s == 1) std::memcpy(dp, sp, static_cast<size_t>(n) * sizeof(E));
+    else for (int64_t i = 0; i < n; ++i) dp[i] = sp[i * s];
+  });
+}
+
+/// dst (contiguous, of `shape`) [i] = src[base + sum_d idx_d * sst_d], elements of `es` bytes.
+void stridedCopy(const uint8_t* src, int64_t base, const std::vector<int64_t>& sst, uint8_t* dst, const Shape& shape,
+                 size_t es) {
+  if (shapeNumel(shape) == 0) return;
+  switch (es) {
+    case 1: stridedCopyT(src, base, sst, dst, shape); return;
+    case 2: stridedCopyT(reinterpret_cast<const uint16_t*>(src), base, sst, reinterpret_cast<uint16_t*>(dst), shape); return;
+    case 4: stridedCopyT(reinterpret_cast<const uint32_t*>(src), base, sst, reinterpret_cast<uint32_t*>(dst), shape); return;
+    case 8: stridedCopyT(reinterpret_cast<const uint64_t*>(src), base, sst, reinterpret_cast<uint64_t*>(dst), shape); return;
+    default: break;
+  }
+  std::vector<int64_t> dst_st = stridesOf(shape);
+  forEachIndex2(shape, sst, dst_st, [&](int64_t so, int64_t doff) {
+    std::memcpy(dst + static_cast<size_t>(doff) * es, src + static_cast<size_t>(base + so) * es, es);
+  });
+}
+
+/// Runs `body` with F16/BF16 inputs widened to F32; F32 outputs that stand for half outputs are rounded back.
+void computeWidened(KernelCall& call, const std::function<void(KernelCall&)>& body) {
+  bool any = false;
+  for (auto& t : call.in) any |= t.defined() && isHalfType(t.dtype());
+  if (!any) {
+    body(call);
+    return;
+  }
+  KernelCall wide{call.node, call.opset, {}, call.out_types, {}, call.pool};
+  for (auto& t : call.in) wide.in.push_back(t.defined() && isHalfType(t.dtype()) ? castTensor(t, DType::kF32, call) : t);
+  for (auto& t : wide.out_types)
+    if (isHalfType(t.dtype)) t.dtype = DType::kF32;
+  wide.out.resize(wide.out_types.size());
+  body(wide);
+  for (size_t i = 0; i < call.out.size(); ++i)
+    if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Transpose
+
+template <typename E>
+void transposeTiled(const E* src, E* dst, const Shape& dims, const std::vector<int64_t>& sst, size_t j) {
+  // dims/sst: collapsed output dims and their input strides; sst[j] == 1, the last output dim is strided.
+  size_t r = dims.size();
+  std::vector<int64_t> dst_st = stridesOf(dims);
+  Shape outer;
+  std::vector<int64_t> so, dso;
+  for (size_t d = 0; d + 1 < r; ++d) {
+    if (d == j) continue;
+    outer.push_back(dims[d]);
+    so.push_back(sst[d]);
+    dso.push_back(dst_st[d]);
+  }
+  int64_t nj = dims[j], nl = dims[r - 1], sl = sst[r - 1], dj = dst_st[j];
+  constexpr int64_t kTile = 16;
+  forEachIndex2(outer, so, dso, [&](int64_t ib, int64_t ob) {
+    for (int64_t jb = 0; jb < nj; jb += kTile) {
+      int64_t je = std::min(nj, jb + kTile);
+      for (int64_t lb = 0; lb < nl; lb += kTile) {
+        int64_t le = std::min(nl, lb + kTile);
+        for (int64_t jj = jb; jj < je; ++jj) {
+          const E* sp = src + ib + jj;
+          E* dp = dst + ob + jj * dj;
+          for (int64_t ll = lb; ll < le; ++ll) dp[ll] = sp[ll * sl];
+        }
+      }
+    }
+  });
+}
+
+void transposeKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  int64_t rank = x.rank();
+  std::vector<int64_t> perm = c.node.attrInts("perm");
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  if (static_cast<int64_t>(perm.size()) != rank) c.error("perm has {} entries for rank {}", perm.size(), rank);
+  Tensor& y = c.alloc(0);
+  if (y.numel() == 0) return;
+  std::vector<int64_t> ist = stridesOf(x.shape());
+  // Collapse: drop size-1 dims, merge output-adjacent dims that are also adjacent in the input.
+  Shape dims;
+  std::vector<int64_t> sst;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t p = normAxis(c, perm[static_cast<size_t>(d)], rank);
+    int64_t n = x.dim(static_cast<int>(p));
+    int64_t s = ist[static_cast<size_t>(p)];
+    if (n == 1) continue;
+    if (!dims.empty() && sst.back() == s * n) {
+      dims.back() *= n;
+      sst.back() = s;
+    } else {
+      dims.push_back(n);
+      sst.push_back(s);
+    }
+  }
+  if (dims.empty() || sst.back() == 1) {
+    stridedCopy(bytesOf(x), 0, sst, bytesOf(y), dims, es);
+    return;
+  }
+  size_t j = 0;
+  while (j < sst.size() && sst[j] != 1) ++j;
+  if (j == sst.size() || es > 8 || (es & (es - 1))) {
+    stridedCopy(bytesOf(x), 0, sst, bytesOf(y), dims, es);
+    return;
+  }
+  switch (es) {
+    case 1: transposeTiled(bytesOf(x), bytesOf(y), dims, sst, j); break;
+    case 2: transposeTiled(static_cast<const uint16_t*>(x.raw()), static_cast<uint16_t*>(y.raw()), dims, sst, j); break;
+    case 4: transposeTiled(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(y.raw()), dims, sst, j); break;
+    default: transposeTiled(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(y.raw()), dims, sst, j); break;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Concat / Split / Slice / Gather / GatherElements / Expand / Tile
+
+void concatKernel(KernelCall& c) {
+  Tensor& y = c.alloc(0);
+  size_t es = elemSize(c, y);
+  int64_t rank = y.rank();
+  int64_t axis = normAxis(c, c.node.attrInt("axis", 0), rank);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= y.dim(static_cast<int>(d));
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= y.dim(static_cast<int>(d));
+  int64_t ya = y.dim(static_cast<int>(axis));
+  uint8_t* dst = bytesOf(y);
+  int64_t at = 0;
+  for (int i = 0; i < static_cast<int>(c.in.size()); ++i) {
+    const Tensor& x = c.input(i);
+    if (x.dtype() != y.dtype() || x.rank() != rank) c.error("input {} does not match input 0", i);
+    int64_t xa = x.dim(static_cast<int>(axis));
+    size_t chunk = static_cast<size_t>(xa * inner) * es;
+    if (chunk > 0)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + static_cast<size_t>((o * ya + at) * inner) * es, bytesOf(x) + o * chunk, chunk);
+    at += xa;
+  }
+}
+
+void splitKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  int64_t rank = x.rank();
+  int64_t axis = normAxis(c, c.node.attrInt("axis", 0), rank);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<int>(d));
+  int64_t xa = x.dim(static_cast<int>(axis));
+  int64_t at = 0;
+  for (int i = 0; i < c.numOutputs(); ++i) {
+    int64_t part = c.out_types[static_cast<size_t>(i)].shape[static_cast<size_t>(axis)];
+    bool wanted = static_cast<size_t>(i) < c.node.outputs.size() && c.node.outputs[static_cast<size_t>(i)] != ir::kNoValue;
+    if (at + part > xa) c.error("split sizes exceed axis {} of size {}", axis, xa);
+    if (wanted) {
+      Tensor& y = c.alloc(i);
+      size_t chunk = static_cast<size_t>(part * inner) * es;
+      if (chunk > 0)
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(bytesOf(y) + o * chunk, bytesOf(x) + static_cast<size_t>((o * xa + at) * inner) * es, chunk);
+    }
+    at += part;
+  }
+}
+
+void sliceKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    starts = c.node.attrInts("starts");
+    ends = c.node.attrInts("ends");
+    axes = c.node.attrInts("axes");
+  } else {
+    starts = c.input(1).toInt64();
+    ends = c.input(2).toInt64();
+    if (c.has(3)) axes = c.input(3).toInt64();
+    if (c.has(4)) steps = c.input(4).toInt64();
+  }
+  int64_t rank = x.rank();
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.error("starts, ends, axes and steps must have the same length");
+  Tensor& y = c.alloc(0);
+  std::vector<int64_t> ist = stridesOf(x.shape());
+  std::vector<int64_t> sst = ist;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  int64_t base = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = normAxis(c, axes[i], rank);
+    if (seen[static_cast<size_t>(a)]) c.error("axis {} is repeated", a);
+    seen[static_cast<size_t>(a)] = true;
+    int64_t dim = x.dim(static_cast<int>(a));
+    int64_t st = steps[i];
+    if (st == 0) c.error("step 0 on axis {}", a);
+    int64_t b = starts[i];
+    if (b < 0) b = b < -dim ? -1 : b + dim;  // no overflow for INT64_MIN
+    b = st > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+    if (y.dim(static_cast<int>(a)) == 0) continue;
+    base += b * ist[static_cast<size_t>(a)];
+    sst[static_cast<size_t>(a)] = st * ist[static_cast<size_t>(a)];
+  }
+  stridedCopy(bytesOf(x), base, sst, bytesOf(y), y.shape(), es);
+}
+
+void gatherKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  int64_t rank = x.rank();
+  int64_t axis = normAxis(c, c.node.attrInt("axis", 0), rank);
+  std::vector<int64_t> idx = c.input(1).toInt64();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<int>(d));
+  int64_t xa = x.dim(static_cast<int>(axis));
+  for (int64_t& v : idx) {
+    if (v < -xa || v >= xa) c.error("index {} is out of range for axis {} of size {}", v, axis, xa);
+    if (v < 0) v += xa;
+  }
+  Tensor& y = c.alloc(0);
+  size_t chunk = static_cast<size_t>(inner) * es;
+  if (chunk == 0) return;
+  int64_t ni = static_cast<int64_t>(idx.size());
+  uint8_t* dst = bytesOf(y);
+  const uint8_t* src = bytesOf(x);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < ni; ++j)
+      std::memcpy(dst + static_cast<size_t>(o * ni + j) * chunk, src + static_cast<size_t>(o * xa + idx[static_cast<size_t>(j)]) * chunk, chunk);
+}
+
+void gatherElementsKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& ind = c.input(1);
+  size_t es = elemSize(c, x);
+  int64_t rank = x.rank();
+  int64_t axis = normAxis(c, c.node.attrInt("axis", 0), rank);
+  if (ind.rank() != rank) c.error("indices have rank {}, data has rank {}", ind.rank(), rank);
+  for (int d = 0; d < rank; ++d)
+    if (d != axis && ind.dim(d) > x.dim(d))
+      c.error("indices dim {} ({}) exceeds the data dim ({})", d, ind.dim(d), x.dim(d));
+  std::vector<int64_t> idx = ind.toInt64();
+  Tensor& y = c.alloc(0);
+  if (y.numel() == 0) return;
+  std::vector<int64_t> ist = stridesOf(x.shape());
+  std::vector<int64_t> sst = ist;
+  sst[static_cast<size_t>(axis)] = 0;
+  std::vector<int64_t> ost = stridesOf(ind.shape());
+  int64_t xa = x.dim(static_cast<int>(axis));
+  int64_t as = ist[static_cast<size_t>(axis)];
+  const uint8_t* src = bytesOf(x);
+  uint8_t* dst = bytesOf(y);
+  forEachIndex2(ind.shape(), sst, ost, [&](int64_t so, int64_t o) {
+    int64_t v = idx[static_cast<size_t>(o)];
+    if (v < -xa || v >= xa) c.error("index {} is out of range for axis {} of size {}", v, axis, xa);
+    if (v < 0) v += xa;
+    std::memcpy(dst + static_cast<size_t>(o) * es, src + static_cast<size_t>(so + v * as) * es, es);
+  });
+}
+
+void expandKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  Tensor& y = c.alloc(0);
+  size_t r = static_cast<size_t>(y.rank());
+  std::vector<int64_t> ist = stridesOf(x.shape());
+  std::vector<int64_t> sst(r, 0);
+  size_t off = r - x.shape().size();
+  for (size_t d = 0; d < x.shape().size(); ++d) {
+    if (x.shape()[d] != 1 && x.shape()[d] != y.shape()[d + off]) c.error("cannot expand {} to {}", shapeStr(x.shape()), shapeStr(y.shape()));
+    sst[d + off] = x.shape()[d] == 1 ? 0 : ist[d];
+  }
+  stridedCopy(bytesOf(x), 0, sst, bytesOf(y), y.shape(), es);
+}
+
+void tileKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  Tensor& y = c.alloc(0);
+  // The output viewed as (repeat_0, in_0, repeat_1, in_1, ...) reads the input with strides (0, s_0, 0, s_1, ...).
+  std::vector<int64_t> ist = stridesOf(x.shape());
+  Shape dims;
+  std::vector<int64_t> sst;
+  for (int d = 0; d < x.rank(); ++d) {
+    int64_t n = x.dim(d);
+    int64_t rep = n == 0 ? 0 : y.dim(d) / n;
+    if (rep * n != y.dim(d)) c.error("output dim {} is not a multiple of input dim {}", y.dim(d), n);
+    dims.push_back(rep);
+    sst.push_back(0);
+    dims.push_back(n);
+    sst.push_back(ist[static_cast<size_t>(d)]);
+  }
+  stridedCopy(bytesOf(x), 0, sst, bytesOf(y), dims, es);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Pad
+
+void padKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  int64_t rank = x.rank();
+  std::string mode = c.node.attrString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") c.unsupported("unknown pad mode '{}'", mode);
+  std::vector<int64_t> pads_in = c.opset < 11 ? c.node.attrInts("pads") : c.input(1).toInt64();
+  std::vector<int64_t> axes;
+  if (c.has(3)) axes = c.input(3).toInt64();
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  if (pads_in.size() != 2 * axes.size()) c.error("pads has {} entries, expected {}", pads_in.size(), 2 * axes.size());
+  std::vector<int64_t> pb(static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) pb[static_cast<size_t>(normAxis(c, axes[i], rank))] = pads_in[i];
+  // constant value, converted to the data type
+  Tensor cv;
+  if (c.opset < 11) cv = castTensor(Tensor::scalar<float>(c.node.attrFloat("value", 0.0f)), x.dtype(), c);
+  else if (c.has(2) && c.input(2).numel() > 0) cv = castTensor(c.input(2), x.dtype(), c);
+  else cv = Tensor(x.dtype(), {});
+  const uint8_t* fill = bytesOf(cv);
+  Tensor& y = c.alloc(0);
+  if (y.numel() == 0) return;
+  // per dim: output coordinate -> input coordinate, -1 for the constant
+  std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = x.dim(static_cast<int>(d)), on = y.dim(static_cast<int>(d));
+    auto& m = maps[static_cast<size_t>(d)];
+    m.resize(static_cast<size_t>(on));
+    for (int64_t o = 0; o < on; ++o) {
+      int64_t i = o - pb[static_cast<size_t>(d)];
+      if (i < 0 || i >= n) {
+        if (mode == "constant") i = -1;
+        else if (n == 0) c.error("cannot pad an empty axis {} in mode '{}'", d, mode);
+        else if (mode == "edge") i = std::clamp<int64_t>(i, 0, n - 1);
+        else if (mode == "wrap") i = ((i % n) + n) % n;
+        else if (n == 1) i = 0;
+        else {
+          int64_t period = 2 * (n - 1);
+          i = ((i % period) + period) % period;
+          if (i >= n) i = period - i;
+        }
+      }
+      m[static_cast<size_t>(o)] = i;
+    }
+  }
+  const uint8_t* src = bytesOf(x);
+  uint8_t* dst = bytesOf(y);
+  if (rank == 0) {
+    std::memcpy(dst, src, es);
+    return;
+  }
+  std::vector<int64_t> ist = stridesOf(x.shape());
+  const Shape& os = y.shape();
+  size_t r = static_cast<size_t>(rank);
+  std::vector<int64_t> idx(r, 0);
+  int64_t inner = os[r - 1];
+  const auto& ml = maps[r - 1];
+  for (int64_t row = 0; row * inner < y.numel(); ++row) {
+    bool valid = true;
+    int64_t base = 0;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      int64_t i = maps[d][static_cast<size_t>(idx[d])];
+      if (i < 0) valid = false;
+      base += i * ist[d];
+    }
+    uint8_t* dp = dst + static_cast<size_t>(row * inner) * es;
+    for (int64_t o = 0; o < inner; ++o) {
+      int64_t i = ml[static_cast<size_t>(o)];
+      std::memcpy(dp + static_cast<size_t>(o) * es, valid && i >= 0 ? src + static_cast<size_t>(base + i) * es : fill, es);
+    }
+    for (size_t d = r - 1; d-- > 0;) {
+      if (++idx[d] < os[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Shape / Size / Constant / ConstantOfShape / Range / NonZero
+
+void shapeKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  int64_t rank = x.rank();
+  int64_t start = c.node.attrInt("start", 0), end = c.node.attrInt("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  Tensor& y = c.alloc(0);
+  for (int64_t i = start; i < end; ++i) y.data<int64_t>()[i - start] = x.dim(static_cast<int>(i));
+}
+
+void constantKernel(KernelCall& c) {
+  const ir::Node& n = c.node;
+  if (const Tensor* t = n.attrTensor("value")) c.out[0] = *t;
+  else if (n.hasAttr("value_float")) c.out[0] = Tensor::scalar<float>(n.attrFloat("value_float", 0.0f));
+  else if (n.hasAttr("value_int")) c.out[0] = Tensor::scalar<int64_t>(n.attrInt("value_int", 0));
+  else if (n.hasAttr("value_floats")) {
+    auto v = n.attrFloats("value_floats");
+    c.out[0] = Tensor::fromVector<float>({static_cast<int64_t>(v.size())}, v);
+  } else if (n.hasAttr("value_ints")) {
+    auto v = n.attrInts("value_ints");
+    c.out[0] = Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v);
+  } else {
+    c.unsupported("only value, value_float(s) and value_int(s) constants are supported");
+  }
+}
+
+void constantOfShapeKernel(KernelCall& c) {
+  Tensor& y = c.alloc(0);
+  const Tensor* v = c.node.attrTensor("value");
+  if (!v) return;  // float32 zeros
+  if (v->numel() != 1) c.error("'value' must hold exactly one element, it has {}", v->numel());
+  if (v->dtype() != y.dtype()) c.error("'value' type {} differs from the output type", dtypeName(v->dtype()));
+  size_t es = elemSize(c, y);
+  uint8_t* dst = bytesOf(y);
+  for (int64_t i = 0; i < y.numel(); ++i) std::memcpy(dst + static_cast<size_t>(i) * es, bytesOf(*v), es);
+}
+
+void rangeKernel(KernelCall& c) {
+  Tensor& y = c.alloc(0);
+  int64_t n = y.numel();
+  for (int i = 0; i < 3; ++i)
+    if (c.input(i).numel() != 1) c.error("start, limit and delta must be scalars");
+  dispatchNumeric(y.dtype(), c, [&]<typename T>() {
+    T* d = y.data<T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      c.unsupported("Range is not defined for bool");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      double s = c.input(0).toDouble()[0], dl = c.input(2).toDouble()[0];
+      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s + static_cast<double>(i) * dl);
+    } else {
+      auto s = static_cast<uint64_t>(c.input(0).toInt64()[0]), dl = static_cast<uint64_t>(c.input(2).toInt64()[0]);
+      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s + static_cast<uint64_t>(i) * dl);  // wraps, no UB
+    }
+  });
+}
+
+void nonZeroKernel(KernelCall& c) {
+  Tensor x = c.input(0);
+  if (isHalfType(x.dtype())) x = castTensor(x, DType::kF32, c);
+  Tensor& y = c.alloc(0);
+  int64_t nz = y.rank() == 2 ? y.dim(1) : 0;
+  int64_t rank = x.rank();
+  std::vector<int64_t> st = stridesOf(x.shape());
+  int64_t* out = y.data<int64_t>();
+  dispatchNumeric(x.dtype(), c, [&]<typename T>() {
+    const T* p = x.data<T>();
+    int64_t k = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (p[i] == T(0)) continue;
+      if (k >= nz) c.error("internal: more non-zeros than inferred");
+      int64_t rem = i;
+      for (int64_t d = 0; d < rank; ++d) {
+        out[d * nz + k] = rem / st[static_cast<size_t>(d)];
+        rem %= st[static_cast<size_t>(d)];
+      }
+      ++k;
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// DepthToSpace / SpaceToDepth (a reshape + transpose, done as one strided copy)
+
+void depthSpaceKernel(KernelCall& c, bool to_depth) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  if (x.rank() != 4) c.error("input must be 4-D NCHW, got {}", shapeStr(x.shape()));
+  int64_t b = c.node.attrInt("blocksize", 0);
+  if (b <= 0) c.error("blocksize must be positive, got {}", b);
+  int64_t n = x.dim(0), ch = x.dim(1), h = x.dim(2), w = x.dim(3);
+  Tensor& y = c.alloc(0);
+  Shape dims;
+  std::vector<int64_t> sst;
+  if (to_depth) {
+    // out[n, (bi*b + bj)*C + c, h', w'] = in[n, c, h'*b + bi, w'*b + bj]
+    int64_t oh = h / b, ow = w / b;
+    dims = {n, b, b, ch, oh, ow};
+    sst = {ch * h * w, w, 1, h * w, b * w, b};
+  } else {
+    int64_t oc = ch / (b * b);
+    std::string mode = c.node.attrString("mode", "DCR");
+    dims = {n, oc, h, b, w, b};
+    if (mode == "DCR") sst = {ch * h * w, h * w, w, b * oc * h * w, 1, oc * h * w};  // channel (bi*b + bj)*C' + c
+    else if (mode == "CRD") sst = {ch * h * w, b * b * h * w, w, b * h * w, 1, h * w};  // channel c*b*b + bi*b + bj
+    else c.unsupported("unknown DepthToSpace mode '{}'", mode);
+  }
+  stridedCopy(bytesOf(x), 0, sst, bytesOf(y), dims, es);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// TopK
+
+void topKKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  size_t es = elemSize(c, x);
+  int64_t rank = x.rank();
+  int64_t axis = normAxis(c, c.node.attrInt("axis", -1), rank);
+  bool largest = c.node.attrInt("largest", 1) != 0;
+  Tensor& vals = c.alloc(0);
+  Tensor& inds = c.alloc(1);
+  int64_t k = vals.dim(static_cast<int>(axis));
+  int64_t n = x.dim(static_cast<int>(axis));
+  if (k > n || k < 0) c.error("k = {} but axis {} has size {}", k, axis, n);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<int>(d));
+  if (k == 0 || outer * inner == 0) return;
+  Tensor keys = isHalfType(x.dtype()) ? castTensor(x, DType::kF32, c) : x;
+  int64_t* pi = inds.data<int64_t>();
+  const uint8_t* src = bytesOf(x);
+  uint8_t* dst = bytesOf(vals);
+  dispatchNumeric(keys.dtype(), c, [&]<typename T>() {
+    const T* kp = keys.data<T>();
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    // A strict total order: NaN ranks above every number; ties go to the lower index.
+    auto above = [](T a, T b) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(a)) return !std::isnan(b);
+        if (std::isnan(b)) return false;
+      }
+      return a > b;
+    };
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        int64_t base = o * n * inner + in;
+        std::iota(order.begin(), order.end(), int64_t{0});
+        auto cmp = [&](int64_t a, int64_t b) {
+          T va = kp[base + a * inner], vb = kp[base + b * inner];
+          bool first = largest ? above(va, vb) : above(vb, va);
+          bool second = largest ? above(vb, va) : above(va, vb);
+          return first || (!second && a < b);
+        };
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
+        int64_t obase = o * k * inner + in;
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t src_i = order[static_cast<size_t>(j)];
+          pi[obase + j * inner] = src_i;
+          std::memcpy(dst + static_cast<size_t>(obase + j * inner) * es, src + static_cast<size_t>(base + src_i * inner) * es, es);
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Resize / Upsample
+
+enum class Interp { kNearest, kLinear, kCubic };
+
+/// Taps of one axis: for output coordinate o, `k` (input index, weight) pairs at [o*k, o*k+k); `outside[o]`
+/// marks tf_crop_and_resize coordinates that take the extrapolation value.
+struct AxisTaps {
+  int k = 1;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<uint8_t> outside;
+};
+
+struct ResizeParams {
+  Interp interp = Interp::kNearest;
+  std::string coord = "half_pixel";
+  std::string nearest = "round_prefer_floor";
+  bool legacy = false;  // Upsample, Resize-10: asymmetric, nearest floors (ceil when downsampling)
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;
+};
+
+int64_t nearestIndex(const KernelCall& c, const ResizeParams& p, double x, bool downsampling) {
+  if (p.legacy) return static_cast<int64_t>(downsampling ? std::ceil(x) : std::floor(x));
+  double fl = std::floor(x);
+  if (x == fl) return static_cast<int64_t>(fl);
+  const std::string& m = p.nearest;
+  if (m == "floor") return static_cast<int64_t>(fl);
+  if (m == "ceil") return static_cast<int64_t>(fl) + 1;
+  double frac = x - fl;
+  if (m == "round_prefer_floor") return static_cast<int64_t>(fl) + (frac > 0.5 ? 1 : 0);
+  if (m == "round_prefer_ceil") return static_cast<int64_t>(fl) + (frac >= 0.5 ? 1 : 0);
+  c.unsupported("unknown nearest_mode '{}'", m);
+}
+
+void cubicCoeffs(double r, double a, double* w) {
+  double t0 = r + 1, t1 = r, t2 = 1 - r, t3 = 2 - r;
+  w[0] = ((a * t0 - 5 * a) * t0 + 8 * a) * t0 - 4 * a;
+  w[1] = ((a + 2) * t1 - (a + 3)) * t1 * t1 + 1;
+  w[2] = ((a + 2) * t2 - (a + 3)) * t2 * t2 + 1;
+  w[3] = ((a * t3 - 5 * a) * t3 + 8 * a) * t3 - 4 * a;
+}
+
+AxisTaps axisTaps(const KernelCall& c, const ResizeParams& p, int64_t in, int64_t out, double scale, double roi_s,
+                  double roi_e) {
+  AxisTaps t;
+  t.k = p.interp == Interp::kNearest ? 1 : p.interp == Interp::kLinear ? 2 : 4;
+  size_t k = static_cast<size_t>(t.k);
+  t.idx.assign(static_cast<size_t>(out) * k, 0);
+  t.w.assign(static_cast<size_t>(out) * k, 0.0);
+  t.outside.assign(static_cast<size_t>(out), 0);
+  if (out == 0) return t;
+  if (in == 0) c.error("cannot resize an empty axis to size {}", out);
+  double in_f = static_cast<double>(in);
+  double out_f = scale * in_f;  // the ONNX reference's "output width" (not rounded)
+  const std::string& cm = p.coord;
+  for (int64_t o = 0; o < out; ++o) {
+    double xo = static_cast<double>(o), x = 0;
+    if (p.legacy || cm == "asymmetric") x = xo / scale;
+    else if (cm == "half_pixel") x = (xo + 0.5) / scale - 0.5;
+    else if (cm == "pytorch_half_pixel") x = out_f > 1 ? (xo + 0.5) / scale - 0.5 : 0.0;
+    else if (cm == "align_corners") x = out_f == 1 ? 0.0 : xo * (in_f - 1) / (out_f - 1);
+    else if (cm == "tf_half_pixel_for_nn") x = (xo + 0.5) / scale;
+    else if (cm == "half_pixel_symmetric") {
+      double adj = static_cast<double>(out) / out_f;
+      x = in_f / 2 * (1 - adj) + (xo + 0.5) / scale - 0.5;
+    } else if (cm == "tf_crop_and_resize") {
+      x = out_f > 1 ? roi_s * (in_f - 1) + xo * (roi_e - roi_s) * (in_f - 1) / (out_f - 1)
+                    : 0.5 * (roi_s + roi_e) * (in_f - 1);
+      if (x < 0 || x > in_f - 1) {
+        t.outside[static_cast<size_t>(o)] = 1;
+        continue;
+      }
+    } else {
+      c.unsupported("unknown coordinate_transformation_mode '{}'", cm);
+    }
+    if (!std::isfinite(x)) c.error("non-finite source coordinate (scale {})", scale);
+    int64_t* ti = &t.idx[static_cast<size_t>(o) * k];
+    double* tw = &t.w[static_cast<size_t>(o) * k];
+    auto clampIdx = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+    if (p.interp == Interp::kNearest) {
+      x = std::clamp(x, -1.0, in_f);  // keeps the integer conversion defined; the index is clamped below
+      ti[0] = clampIdx(nearestIndex(c, p, x, scale < 1.0));
+      tw[0] = 1.0;
+    } else if (p.interp == Interp::kLinear) {
+      x = std::clamp(x, 0.0, in_f - 1);
+      double fl = std::floor(x);
+      double r = x - fl;
+      int64_t i0 = static_cast<int64_t>(fl);
+      ti[0] = clampIdx(i0);
+      ti[1] = clampIdx(i0 + 1);
+      tw[0] = 1 - r;
+      tw[1] = r;
+    } else {
+      x = std::clamp(x, -4.0, in_f + 3.0);  // beyond this every tap reads the edge anyway
+      double fl = std::floor(x);
+      double r = x - fl;
+      int64_t i0 = static_cast<int64_t>(fl);
+      cubicCoeffs(r, p.cubic_a, tw);
+      double sum = 0;
+      for (size_t j = 0; j < 4; ++j) {
+        int64_t i = i0 - 1 + static_cast<int64_t>(j);
+        if (p.exclude_outside && (i < 0 || i >= in)) tw[j] = 0;
+        sum += tw[j];
+        ti[j] = clampIdx(i);
+      }
+      if (p.exclude_outside && sum != 0)
+        for (size_t j = 0; j < 4; ++j) tw[j] /= sum;
+    }
+  }
+  // An axis on which every output reads exactly one input with weight 1 needs one tap.
+  if (t.k > 1) {
+    bool single = true;
+    std::vector<int64_t> one(static_cast<size_t>(out), 0);
+    for (int64_t o = 0; o < out && single; ++o) {
+      if (t.outside[static_cast<size_t>(o)]) continue;
+      int nonzero = 0;
+      for (size_t j = 0; j < k; ++j) {
+        double w = t.w[static_cast<size_t>(o) * k + j];
+        if (w != 0) {
+          ++nonzero;
+          single &= w == 1.0;
+          one[static_cast<size_t>(o)] = t.idx[static_cast<size_t>(o) * k + j];
+        }
+      }
+      single &= nonzero == 1;
+    }
+    if (single) {
+      t.k = 1;
+      t.idx = one;
+      t.w.assign(static_cast<size_t>(out), 1.0);
+    }
+  }
+  return t;
+}
+
+void resizeKernel(KernelCall& call) {
+  computeWidened(call, [](KernelCall& c) {
+    const Tensor& x = c.input(0);
+    bool upsample = c.node.op == "Upsample";
+    ResizeParams p;
+    std::string mode = c.node.attrString("mode", "nearest");
+    if (mode == "nearest") p.interp = Interp::kNearest;
+    else if (mode == "linear" || (upsample && mode == "bilinear")) p.interp = Interp::kLinear;
+    else if (mode == "cubic" && !upsample && c.opset >= 11) p.interp = Interp::kCubic;
+    else c.unsupported("unsupported resize mode '{}'", mode);
+    int64_t rank = x.rank();
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    std::vector<double> roi;
+    if (upsample || c.opset < 11) {
+      p.legacy = true;
+      if (upsample && c.node.hasAttr("scales")) {
+        for (float f : c.node.attrFloats("scales")) scales.push_back(f);
+      } else {
+        scales = c.input(1).toDouble();
+      }
+    } else {
+      p.coord = c.node.attrString("coordinate_transformation_mode", "half_pixel");
+      p.nearest = c.node.attrString("nearest_mode", "round_prefer_floor");
+      p.cubic_a = c.node.attrFloat("cubic_coeff_a", -0.75f);
+      p.exclude_outside = c.node.attrInt("exclude_outside", 0) != 0;
+      p.extrapolation = c.node.attrFloat("extrapolation_value", 0.0f);
+      if (c.node.attrInt("antialias", 0) != 0) c.unsupported("antialias is not supported");
+      if (c.has(3)) sizes = c.input(3).toInt64();
+      if (sizes.empty() && c.has(2)) scales = c.input(2).toDouble();
+      if (c.has(1)) roi = c.input(1).toDouble();
+    }
+    std::vector<int64_t> axes = c.node.attrInts("axes");
+    if (axes.empty())
+      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+    for (int64_t& a : axes) a = normAxis(c, a, rank);
+    if (!sizes.empty() && sizes.size() != axes.size()) c.error("sizes has {} entries for {} axes", sizes.size(), axes.size());
+    if (sizes.empty() && scales.size() != axes.size()) c.error("scales has {} entries for {} axes", scales.size(), axes.size());
+    if (!roi.empty() && roi.size() != 2 * axes.size()) c.error("roi has {} entries for {} axes", roi.size(), axes.size());
+    Tensor& y = c.alloc(0);
+    if (y.rank() != rank) c.error("output rank differs from the input rank");
+    size_t r = static_cast<size_t>(rank);
+    std::vector<double> sc(r, 1.0), rs(r, 0.0), re(r, 1.0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t a = static_cast<size_t>(axes[i]);
+      if (!sizes.empty()) sc[a] = x.dim(static_cast<int>(a)) == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(x.dim(static_cast<int>(a)));
+      else sc[a] = scales[i];
+      if (!(sc[a] > 0) || !std::isfinite(sc[a])) c.error("scale {} must be positive", sc[a]);
+      if (!roi.empty()) {
+        rs[a] = roi[i];
+        re[a] = roi[i + axes.size()];
+      }
+    }
+    if (y.numel() == 0) return;
+    std::vector<AxisTaps> taps;
+    for (size_t a = 0; a < r; ++a) {
+      int64_t in = x.dim(static_cast<int>(a)), out = y.dim(static_cast<int>(a));
+      if (in == out && sc[a] == 1.0 && p.coord != "tf_crop_and_resize") {
+        AxisTaps t;  // identity axis
+        t.idx.resize(static_cast<size_t>(out));
+        std::iota(t.idx.begin(), t.idx.end(), int64_t{0});
+        t.w.assign(static_cast<size_t>(out), 1.0);
+        t.outside.assign(static_cast<size_t>(out), 0);
+        taps.push_back(std::move(t));
+      } else {
+        taps.push_back(axisTaps(c, p, in, out, sc[a], rs[a], re[a]));
+      }
+    }
+    std::vector<int64_t> ist = stridesOf(x.shape());
+    dispatchNumeric(x.dtype(), c, [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        c.unsupported("Resize is not defined for bool");
+      } else {
+        const T* src = x.data<T>();
+        T* dst = y.data<T>();
+        T extrap = convertValue<T>(p.extrapolation);
+        std::vector<int64_t> idx(r, 0);
+        std::vector<int> tap(r, 0);
+        int64_t total = y.numel();
+        for (int64_t o = 0; o < total; ++o) {
+          bool outside = false;
+          for (size_t a = 0; a < r; ++a) outside |= taps[a].outside[static_cast<size_t>(idx[a])] != 0;
+          if (outside) {
+            dst[o] = extrap;
+          } else {
+            // Sum over every combination of taps (first axis outermost), in a fixed order.
+            double acc = 0;
+            std::fill(tap.begin(), tap.end(), 0);
+            for (;;) {
+              double w = 1;
+              int64_t off = 0;
+              for (size_t a = 0; a < r; ++a) {
+                size_t j = static_cast<size_t>(idx[a]) * static_cast<size_t>(taps[a].k) + static_cast<size_t>(tap[a]);
+                w *= taps[a].w[j];
+                off += taps[a].idx[j] * ist[a];
+              }
+              if (w != 0) acc += w * static_cast<double>(src[off]);
+              bool done = true;
+              for (size_t a = r; a-- > 0;) {
+                if (++tap[a] < taps[a].k) {
+                  done = false;
+                  break;
+                }
+                tap[a] = 0;
+              }
+              if (done) break;
+            }
+            if constexpr (std::is_floating_point_v<T>) dst[o] = static_cast<T>(acc);
+            else dst[o] = convertValue<T>(std::nearbyint(acc));
+          }
+          for (size_t a = r; a-- > 0;) {
+            if (++idx[a] < y.dim(static_cast<int>(a))) break;
+            idx[a] = 0;
+          }
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void registerTensorKernels(KernelRegistry& r) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+    r.addFn(op, [](KernelCall& c) { c.alias(0, c.input(0)); });
+  r.addFn("Transpose", transposeKernel);
+  r.addFn("Concat", concatKernel);
+  r.addFn("Split", splitKernel);
+  r.addFn("Slice", sliceKernel);
+  r.addFn("Gather", gatherKernel);
+  r.addFn("GatherElements", gatherElementsKernel);
+  r.addFn("Expand", expandKernel);
+  r.addFn("Tile", tileKernel);
+  r.addFn("Pad", padKernel);
+  r.addFn("Shape", shapeKernel);
+  r.addFn("Size", [](KernelCall& c) { c.alloc(0).data<int64_t>()[0] = c.input(0).numel(); });
+  r.addFn("Constant", constantKernel);
+  r.addFn("ConstantOfShape", constantOfShapeKernel);
+  r.addFn("Range", rangeKernel);
+  r.addFn("NonZero", nonZeroKernel);
+  r.addFn("DepthToSpace", [](KernelCall& c) { depthSpaceKernel(c, false); });
+  r.addFn("SpaceToDepth", [](KernelCall& c) { depthSpaceKernel(c, true); });
+  r.addFn("TopK", topKKernel);
+  r.addFn("Resize", resizeKernel);
+  r.addFn("Upsample", resizeKernel);
+}
+
+}  // namespace npuc::engine
