@@ -4,7 +4,7 @@
 // buffers nobody writes (shared immutable buffers); kernels write only tensors they allocated.
 #pragma once
 
-#include "support/dtype.hpp"
+#include "npuc/dtype.hpp"
 
 #include <cstdint>
 #include <memory>

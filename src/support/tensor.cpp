@@ -1,6 +1,7 @@
 #include "support/tensor.hpp"
 
 #include "support/error.hpp"
+#include "support/fp16.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -91,6 +92,8 @@ static void forEachAsDouble(const Tensor& t, F&& f) {
     NPUC_CASE(DType::kU64, uint64_t)
     NPUC_CASE(DType::kBool, bool)
 #undef NPUC_CASE
+    case DType::kF16: for (int64_t i = 0; i < n; ++i) f(static_cast<double>(halfToFloat(static_cast<const uint16_t*>(p)[i]))); break;
+    case DType::kBF16: for (int64_t i = 0; i < n; ++i) f(static_cast<double>(bf16ToFloat(static_cast<const uint16_t*>(p)[i]))); break;
     default: fail(ErrorCode::kUnsupported, "cannot read {} values as numbers", dtypeName(t.dtype()));
   }
 }

@@ -1,0 +1,96 @@
+// Public C++ API of the compiler side: load an ONNX model, inspect it, export it, run it on the reference
+// engine. The CLI and the Python module are built on this header only.
+#pragma once
+
+#include "npuc/error.hpp"
+#include "npuc/tensor.hpp"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace npuc {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape;  // -1 for a dimension not known statically
+};
+
+struct NodeInfo {
+  int index = 0;
+  std::string name;
+  std::string op;  // "Conv", or "domain.Op" outside ai.onnx
+  std::vector<Shape> input_shapes;   // constant and activation inputs, in order (empty for an omitted input)
+  std::vector<Shape> output_shapes;
+  int64_t macs = 0;
+};
+
+struct ModelStats {
+  int nodes = 0;
+  int64_t parameters = 0;        // elements of constant tensors used by nodes
+  int64_t parameter_bytes = 0;
+  int64_t macs = 0;
+  int64_t activation_bytes = 0;  // bytes of every non-constant value (inputs and node outputs)
+};
+
+struct LoadOptions {
+  /// Input shapes by name (fixes dynamic dims; replaces declared shapes).
+  std::map<std::string, Shape> input_shapes;
+  /// Value of a dynamic first dimension when no shape is given.
+  int64_t default_batch = 1;
+  /// Fail on other dynamic input dims (true for the CLI).
+  bool require_static_inputs = true;
+  /// Run the resolve pipeline (shape inference, constant folding, dead-code elimination) after import.
+  bool resolve = true;
+};
+
+class Model {
+ public:
+  static Model load(const std::filesystem::path& path, const LoadOptions& opts = {});
+  static Model fromOnnxBytes(const std::string& bytes, const std::string& name, const LoadOptions& opts = {});
+
+  std::vector<TensorInfo> inputs() const;
+  std::vector<TensorInfo> outputs() const;
+  std::vector<NodeInfo> nodes() const;
+  ModelStats stats() const;
+  /// Text dump of the IR.
+  std::string dump() const;
+
+  /// The model as ONNX (loads back with the same outputs and passes the ONNX checker).
+  std::string toOnnxBytes() const;
+  void saveOnnx(const std::filesystem::path& path) const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Runs a model on the reference engine (float32 oracle). One Session per thread; sessions are independent.
+class Session {
+ public:
+  explicit Session(const Model& model, int threads = 1);
+  ~Session();
+  Session(Session&&) noexcept;
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Reads an ONNX TensorProto file (the .pb files of ONNX test data); `name` receives the tensor's name.
+Tensor readOnnxTensor(const std::filesystem::path& path, std::string* name = nullptr);
+/// Runs the ONNX checker over serialised model bytes; throws npuc::Error on failure.
+void checkOnnx(const std::string& bytes, const std::string& name);
+
+/// Reads / writes NumPy .npy files.
+Tensor readNpyFile(const std::filesystem::path& path);
+void writeNpyFile(const std::filesystem::path& path, const Tensor& t);
+
+}  // namespace npuc

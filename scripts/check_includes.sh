@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Enforces the dependency rule of docs/architecture.md: a folder may #include only the folders its row allows
+# (transitively). Prints every violation and exits 1 when there is one.
+set -euo pipefail
+root=${1:-.}
+cd "$root"
+declare -A allow=(
+  [support]="support npuc"
+  [ir]="ir support npuc"
+  [ops]="ops ir support npuc"
+  [kernels]="kernels support npuc"
+  [engine]="engine ops ir kernels support npuc"
+  [frontend]="frontend ops ir support npuc"
+  [passes]="passes engine ops ir kernels support npuc"
+  [driver]="driver frontend passes engine ops ir kernels support npuc"
+  [tools]="npuc"
+)
+bad=0
+while IFS= read -r f; do
+  case "$f" in
+    src/*) folder=$(echo "$f" | cut -d/ -f2) ;;
+    tools/npuc/*) folder=tools ;;
+    *) continue ;;
+  esac
+  allowed=${allow[$folder]:-}
+  if [ -z "$allowed" ]; then echo "$f: folder '$folder' has no row in the dependency table"; bad=1; continue; fi
+  while IFS= read -r inc; do
+    top=${inc%%/*}
+    [ "$top" = "$inc" ] && continue   # same-folder relative include
+    if ! [[ " $allowed " == *" $top "* ]]; then
+      echo "$f: includes \"$inc\", but $folder may only use: $allowed"
+      bad=1
+    fi
+  done < <(grep -oE '^#include "[^"]+"' "$f" | sed -E 's/#include "([^"]+)"/\1/')
+done < <(git ls-files 'src/*.cpp' 'src/*.hpp' 'tools/npuc/*.cpp' 'tools/npuc/*.hpp' 2>/dev/null || find src tools/npuc -name '*.[ch]pp')
+exit $bad

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
+# and `apt-get update` runs only when something is missing.
+#   scripts/install_deps.sh [build] [fuzz] [python]
+set -euo pipefail
+
+build_pkgs=(cmake ninja-build g++ pkg-config
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev)
+fuzz_pkgs=(clang llvm libclang-rt-14-dev)
+python_pkgs=(python3 python3-numpy python3-onnx)
+
+want=()
+for group in "${@:-build}"; do
+  case "$group" in
+    build) want+=("${build_pkgs[@]}") ;;
+    fuzz) want+=("${fuzz_pkgs[@]}") ;;
+    python) want+=("${python_pkgs[@]}") ;;
+    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "npuc: installing Debian packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,142 @@
+// The compiler facade behind include/npuc/model.hpp: import -> resolve pipeline; inspection; export; sessions.
+#include "npuc/model.hpp"
+
+#include "engine/engine.hpp"
+#include "frontend/onnx/onnx_io.hpp"
+#include "ops/registry.hpp"
+#include "passes/pass.hpp"
+#include "support/file.hpp"
+#include "support/npy.hpp"
+
+#include <set>
+
+namespace npuc {
+
+struct Model::Impl {
+  std::unique_ptr<ir::Graph> graph;
+};
+
+namespace {
+
+onnx_io::ImportOptions importOptions(const LoadOptions& o) {
+  onnx_io::ImportOptions io;
+  io.input_shapes = o.input_shapes;
+  io.default_batch = o.default_batch;
+  io.require_static_inputs = o.require_static_inputs;
+  return io;
+}
+
+void resolve(ir::Graph& g, const LoadOptions& o) {
+  if (!o.resolve) return;
+  withContext(g.source, [&] {
+    passes::PassContext ctx;
+    passes::PassManager(passes::resolvePipeline()).runToFixpoint(g, ctx);
+  });
+}
+
+TensorInfo infoOf(const ir::Value& v) { return {v.name, v.type.dtype, v.type.rank_known ? v.type.shape : Shape{}}; }
+
+}  // namespace
+
+Model Model::load(const std::filesystem::path& path, const LoadOptions& opts) {
+  Model m;
+  m.impl_ = std::make_shared<Impl>();
+  m.impl_->graph = onnx_io::importFile(path, importOptions(opts));
+  resolve(*m.impl_->graph, opts);
+  return m;
+}
+
+Model Model::fromOnnxBytes(const std::string& bytes, const std::string& name, const LoadOptions& opts) {
+  Model m;
+  m.impl_ = std::make_shared<Impl>();
+  m.impl_->graph = onnx_io::importBytes(bytes.data(), bytes.size(), name, ".", importOptions(opts));
+  resolve(*m.impl_->graph, opts);
+  return m;
+}
+
+std::vector<TensorInfo> Model::inputs() const {
+  std::vector<TensorInfo> r;
+  for (ir::ValueId v : impl_->graph->inputs()) r.push_back(infoOf(impl_->graph->value(v)));
+  return r;
+}
+
+std::vector<TensorInfo> Model::outputs() const {
+  std::vector<TensorInfo> r;
+  for (ir::ValueId v : impl_->graph->outputs()) r.push_back(infoOf(impl_->graph->value(v)));
+  return r;
+}
+
+std::vector<NodeInfo> Model::nodes() const {
+  const ir::Graph& g = *impl_->graph;
+  std::vector<NodeInfo> r;
+  int i = 0;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    NodeInfo ni;
+    ni.index = i++;
+    ni.name = n.name;
+    ni.op = n.domain.empty() ? n.op : n.domain + "." + n.op;
+    for (ir::ValueId v : n.inputs) ni.input_shapes.push_back(v == ir::kNoValue ? Shape{} : g.value(v).type.shape);
+    for (ir::ValueId v : n.outputs) ni.output_shapes.push_back(v == ir::kNoValue ? Shape{} : g.value(v).type.shape);
+    ni.macs = ops::nodeMacs(g, n);
+    r.push_back(std::move(ni));
+  }
+  return r;
+}
+
+ModelStats Model::stats() const {
+  const ir::Graph& g = *impl_->graph;
+  ModelStats s;
+  s.nodes = g.numNodes();
+  std::set<ir::ValueId> counted;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    s.macs += ops::nodeMacs(g, n);
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue || counted.count(v)) continue;
+      const ir::Value& val = g.value(v);
+      if (!val.isConstant()) continue;
+      counted.insert(v);
+      s.parameters += val.constant->numel();
+      s.parameter_bytes += static_cast<int64_t>(val.constant->nbytes());
+    }
+  }
+  for (ir::ValueId v : g.valueIds()) {
+    const ir::Value& val = g.value(v);
+    if (val.isConstant() || !val.type.isStatic()) continue;
+    s.activation_bytes += shapeNumel(val.type.shape) * static_cast<int64_t>(dtypeSize(val.type.dtype));
+  }
+  return s;
+}
+
+std::string Model::dump() const { return ir::dump(*impl_->graph); }
+
+std::string Model::toOnnxBytes() const { return onnx_io::exportBytes(*impl_->graph); }
+
+void Model::saveOnnx(const std::filesystem::path& path) const { onnx_io::exportFile(*impl_->graph, path); }
+
+struct Session::Impl {
+  Model model;  // keeps the graph alive
+  engine::Engine engine;
+  Impl(const Model& m, int threads) : model(m), engine(*m.impl().graph, engine::EngineOptions{threads}) {}
+};
+
+Session::Session(const Model& model, int threads) : impl_(std::make_unique<Impl>(model, threads)) {}
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs) { return impl_->engine.run(inputs); }
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) { return impl_->engine.run(inputs); }
+
+Tensor readOnnxTensor(const std::filesystem::path& path, std::string* name) {
+  auto [n, t] = onnx_io::readTensorProtoFile(path);
+  if (name) *name = n;
+  return t;
+}
+
+void checkOnnx(const std::string& bytes, const std::string& name) { onnx_io::checkModelBytes(bytes, name); }
+
+Tensor readNpyFile(const std::filesystem::path& path) { return readNpy(path); }
+void writeNpyFile(const std::filesystem::path& path, const Tensor& t) { writeNpy(path, t); }
+
+}  // namespace npuc

@@ -1,0 +1,48 @@
+// The reference engine: an interpreter of the IR in float32 (and the integer/bool types ops need), the float
+// oracle of npuc. It runs nodes in order through the kernel registry, computing each node's output types with
+// the op's shape function, and releases intermediate tensors after their last use.
+#pragma once
+
+#include "engine/kernel.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace npuc::engine {
+
+struct EngineOptions {
+  int threads = 1;
+};
+
+/// Called after each node with its outputs (for traces and comparisons).
+using NodeCallback = std::function<void(const ir::Node&, const std::vector<Tensor>& outputs)>;
+
+class Engine {
+ public:
+  /// Prepares every node (kernels created, constant weights packed). `graph` must outlive the engine.
+  Engine(const ir::Graph& graph, EngineOptions opts = {});
+  ~Engine();
+
+  /// Runs with inputs by name; returns the graph outputs in order. Checks dtypes and shapes of the inputs
+  /// against the graph's declared static input types.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, const NodeCallback& cb = {});
+  /// Inputs in graph-input order.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const NodeCallback& cb = {});
+
+  const ir::Graph& graph() const { return g_; }
+
+ private:
+  const ir::Graph& g_;
+  EngineOptions opts_;
+  ThreadPool* pool_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // by position in g_.order()
+  std::vector<std::vector<ir::ValueId>> release_after_;  // values whose last use is node i
+};
+
+/// Evaluates one node on concrete inputs (used by constant folding).
+std::vector<Tensor> evalNode(const ir::Graph& g, const ir::Node& n, const std::vector<Tensor>& inputs);
+
+}  // namespace npuc::engine

@@ -1,0 +1,84 @@
+// The engine's op-kernel interface. A Kernel is created once per node (it may pack constant weights then) and
+// run many times. Output types are computed by the op's shape function before run() is called.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "support/error.hpp"
+#include "support/tensor.hpp"
+#include "support/thread_pool.hpp"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace npuc::engine {
+
+struct KernelCall {
+  const ir::Node& node;
+  int opset;
+  std::vector<Tensor> in;          // undefined Tensor for an omitted optional input
+  std::vector<ir::Type> out_types;  // from the op's shape function
+  std::vector<Tensor> out;         // filled by the kernel
+  ThreadPool* pool;
+
+  bool has(int i) const { return i < static_cast<int>(in.size()) && in[static_cast<size_t>(i)].defined(); }
+  const Tensor& input(int i) const;
+  /// Allocates output i with its inferred type (zero-filled).
+  Tensor& alloc(int i);
+  /// Output i shares the data of `t` (Reshape, Identity, …), viewed with the inferred shape.
+  void alias(int i, const Tensor& t);
+  int numOutputs() const { return static_cast<int>(out_types.size()); }
+
+  template <typename... Args>
+  [[noreturn]] void unsupported(fmt::format_string<Args...> f, Args&&... a) const {
+    fail(ErrorCode::kUnsupported, "{}: {}", node.label(), fmt::format(f, std::forward<Args>(a)...));
+  }
+  template <typename... Args>
+  [[noreturn]] void error(fmt::format_string<Args...> f, Args&&... a) const {
+    fail(ErrorCode::kInvalidInput, "{}: {}", node.label(), fmt::format(f, std::forward<Args>(a)...));
+  }
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(KernelCall& call) = 0;
+};
+
+/// Creates the kernel for a node; the graph gives access to constant inputs (weights) for packing.
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const ir::Node& node, const ir::Graph& graph)>;
+
+/// A kernel that is a plain function of its call.
+class FnKernel : public Kernel {
+ public:
+  explicit FnKernel(std::function<void(KernelCall&)> fn) : fn_(std::move(fn)) {}
+  void run(KernelCall& call) override { fn_(call); }
+
+ private:
+  std::function<void(KernelCall&)> fn_;
+};
+
+class KernelRegistry {
+ public:
+  void add(const std::string& op, KernelFactory f, const std::string& domain = "");
+  void addFn(const std::string& op, std::function<void(KernelCall&)> fn, const std::string& domain = "");
+  const KernelFactory* find(const std::string& domain, const std::string& op) const;
+  std::vector<std::string> ops() const;
+
+ private:
+  std::map<std::pair<std::string, std::string>, KernelFactory> k_;
+};
+
+const KernelRegistry& kernelRegistry();
+
+// One registration function per family (engine/ops_*.cpp).
+void registerElementwiseKernels(KernelRegistry& r);
+void registerTensorKernels(KernelRegistry& r);
+void registerNnKernels(KernelRegistry& r);
+void registerReduceKernels(KernelRegistry& r);
+
+}  // namespace npuc::engine

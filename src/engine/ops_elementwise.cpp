@@ -1,0 +1,403 @@
+// Kernels of element-wise ops: unary math and activations, binary arithmetic/comparison/logic with numpy
+// broadcasting, variadic Max/Min/Sum/Mean, Where, Clip, Cast, Identity, Dropout.
+// Float16 inputs are computed in float32 and rounded back once per output.
+#include "engine/elementwise_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace npuc::engine {
+
+Tensor castTensor(const Tensor& t, DType to, const KernelCall& call) {
+  if (t.dtype() == to) return t;
+  Tensor out(to, t.shape());
+  int64_t n = t.numel();
+  auto half_like = [](DType d) { return d == DType::kF16 || d == DType::kBF16; };
+  if (half_like(t.dtype()) || half_like(to)) {
+    // go through float32
+    Tensor f(DType::kF32, t.shape());
+    float* fp = f.data<float>();
+    if (t.dtype() == DType::kF16) for (int64_t i = 0; i < n; ++i) fp[i] = halfToFloat(static_cast<const uint16_t*>(t.raw())[i]);
+    else if (t.dtype() == DType::kBF16) for (int64_t i = 0; i < n; ++i) fp[i] = bf16ToFloat(static_cast<const uint16_t*>(t.raw())[i]);
+    else f = castTensor(t, DType::kF32, call);
+    if (to == DType::kF32) return f;
+    if (to == DType::kF16) { for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out.raw())[i] = floatToHalf(f.data<float>()[i]); return out; }
+    if (to == DType::kBF16) { for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out.raw())[i] = floatToBf16(f.data<float>()[i]); return out; }
+    return castTensor(f, to, call);
+  }
+  dispatchNumeric(t.dtype(), call, [&]<typename From>() {
+    dispatchNumeric(to, call, [&]<typename To>() {
+      const From* s = static_cast<const From*>(t.raw());
+      To* d = static_cast<To*>(out.raw());
+      for (int64_t i = 0; i < n; ++i) d[i] = convertValue<To>(s[i]);
+    });
+  });
+  return out;
+}
+
+namespace {
+
+bool isHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+/// Runs `body` with F16/BF16 inputs widened to F32 and the F32 outputs rounded back to the original type.
+void computeHalfAsFloat(KernelCall& call, const std::function<void(KernelCall&)>& body) {
+  DType half = DType::kUndefined;
+  for (auto& t : call.in)
+    if (t.defined() && isHalf(t.dtype())) half = t.dtype();
+  if (half == DType::kUndefined) {
+    body(call);
+    return;
+  }
+  KernelCall wide{call.node, call.opset, {}, call.out_types, {}, call.pool};
+  for (auto& t : call.in) wide.in.push_back(t.defined() && isHalf(t.dtype()) ? castTensor(t, DType::kF32, call) : t);
+  for (auto& t : wide.out_types)
+    if (isHalf(t.dtype)) t.dtype = DType::kF32;
+  wide.out.resize(wide.out_types.size());
+  body(wide);
+  for (size_t i = 0; i < call.out.size(); ++i)
+    if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
+}
+
+template <typename T>
+T sign(T v) {
+  if constexpr (std::is_unsigned_v<T>) return v > 0 ? T(1) : T(0);
+  else return v > 0 ? T(1) : (v < 0 ? T(-1) : T(0));
+}
+
+// Unary float op: fn(double-or-float x) with attributes captured.
+using UnaryF = std::function<double(double)>;
+
+UnaryF unaryFloatFn(const ir::Node& n) {
+  const std::string& op = n.op;
+  if (op == "Exp") return [](double x) { return std::exp(x); };
+  if (op == "Log") return [](double x) { return std::log(x); };
+  if (op == "Sqrt") return [](double x) { return std::sqrt(x); };
+  if (op == "Erf") return [](double x) { return std::erf(x); };
+  if (op == "Reciprocal") return [](double x) { return 1.0 / x; };
+  if (op == "Sigmoid") return [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
+  if (op == "Tanh") return [](double x) { return std::tanh(x); };
+  if (op == "Softplus") return [](double x) { return x > 30 ? x : std::log1p(std::exp(x)); };
+  if (op == "Softsign") return [](double x) { return x / (1.0 + std::fabs(x)); };
+  if (op == "Mish") return [](double x) { return x * std::tanh(x > 30 ? x : std::log1p(std::exp(x))); };
+  if (op == "Sin") return [](double x) { return std::sin(x); };
+  if (op == "Cos") return [](double x) { return std::cos(x); };
+  if (op == "Tan") return [](double x) { return std::tan(x); };
+  if (op == "Asin") return [](double x) { return std::asin(x); };
+  if (op == "Acos") return [](double x) { return std::acos(x); };
+  if (op == "Atan") return [](double x) { return std::atan(x); };
+  if (op == "Sinh") return [](double x) { return std::sinh(x); };
+  if (op == "Cosh") return [](double x) { return std::cosh(x); };
+  if (op == "Asinh") return [](double x) { return std::asinh(x); };
+  if (op == "Acosh") return [](double x) { return std::acosh(x); };
+  if (op == "Atanh") return [](double x) { return std::atanh(x); };
+  if (op == "Round") return [](double x) { return std::nearbyint(x); };
+  if (op == "Elu") {
+    double a = n.attrFloat("alpha", 1.0f);
+    return [a](double x) { return x < 0 ? a * (std::exp(x) - 1.0) : x; };
+  }
+  if (op == "Celu") {
+    double a = n.attrFloat("alpha", 1.0f);
+    return [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1.0)); };
+  }
+  if (op == "Selu") {
+    double a = n.attrFloat("alpha", 1.67326319217681884765625f), g = n.attrFloat("gamma", 1.05070102214813232421875f);
+    return [a, g](double x) { return x <= 0 ? g * (a * std::exp(x) - a) : g * x; };
+  }
+  if (op == "LeakyRelu") {
+    double a = n.attrFloat("alpha", 0.01f);
+    return [a](double x) { return x < 0 ? a * x : x; };
+  }
+  if (op == "ThresholdedRelu") {
+    double a = n.attrFloat("alpha", 1.0f);
+    return [a](double x) { return x > a ? x : 0.0; };
+  }
+  if (op == "HardSigmoid") {
+    double a = n.attrFloat("alpha", 0.2f), b = n.attrFloat("beta", 0.5f);
+    return [a, b](double x) { return std::clamp(a * x + b, 0.0, 1.0); };
+  }
+  if (op == "HardSwish") return [](double x) { return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0); };
+  if (op == "Shrink") {
+    double bias = n.attrFloat("bias", 0.0f), l = n.attrFloat("lambd", 0.5f);
+    return [bias, l](double x) { return x < -l ? x + bias : (x > l ? x - bias : 0.0); };
+  }
+  return nullptr;
+}
+
+void unaryKernel(KernelCall& call) {
+  const Tensor& x = call.input(0);
+  const std::string& op = call.node.op;
+  int64_t n = x.numel();
+  if (op == "Identity") { call.alias(0, x); return; }
+  if (op == "Not") {
+    if (x.dtype() != DType::kBool) call.error("Not needs a bool input");
+    Tensor& y = call.alloc(0);
+    for (int64_t i = 0; i < n; ++i) y.data<bool>()[i] = !x.data<bool>()[i];
+    return;
+  }
+  if (op == "IsNaN" || op == "IsInf") {
+    Tensor xf = castTensor(x, DType::kF64, call);
+    Tensor& y = call.alloc(0);
+    bool neg = call.node.attrInt("detect_negative", 1), pos = call.node.attrInt("detect_positive", 1);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = xf.data<double>()[i];
+      y.data<bool>()[i] = op == "IsNaN" ? std::isnan(v) : (std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
+    }
+    return;
+  }
+  computeHalfAsFloat(call, [&](KernelCall& c) {
+    const Tensor& in = c.input(0);
+    Tensor& y = c.alloc(0);
+    DType t = in.dtype();
+    if (op == "Abs" || op == "Neg" || op == "Sign" || op == "Relu" || op == "Ceil" || op == "Floor") {
+      dispatchNumeric(t, c, [&]<typename T>() {
+        const T* s = in.data<T>();
+        T* d = y.data<T>();
+        if constexpr (std::is_same_v<T, bool>) {
+          c.unsupported("{} is not defined for bool", op);
+        } else if (op == "Abs") {
+          for (int64_t i = 0; i < n; ++i) {
+            if constexpr (std::is_unsigned_v<T>) d[i] = s[i];
+            else d[i] = s[i] < T(0) ? static_cast<T>(-s[i]) : s[i];
+          }
+        } else if (op == "Neg") {
+          for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(-s[i]);
+        } else if (op == "Sign") {
+          for (int64_t i = 0; i < n; ++i) d[i] = sign(s[i]);
+        } else if (op == "Relu") {
+          for (int64_t i = 0; i < n; ++i) d[i] = s[i] < T(0) ? T(0) : s[i];
+        } else if (op == "Ceil") {
+          for (int64_t i = 0; i < n; ++i) { if constexpr (std::is_floating_point_v<T>) d[i] = std::ceil(s[i]); else d[i] = s[i]; }
+        } else {
+          for (int64_t i = 0; i < n; ++i) { if constexpr (std::is_floating_point_v<T>) d[i] = std::floor(s[i]); else d[i] = s[i]; }
+        }
+      });
+      return;
+    }
+    UnaryF f = unaryFloatFn(c.node);
+    if (!f) c.unsupported("no kernel for {}", op);
+    if (t == DType::kF32) {
+      const float* s = in.data<float>();
+      float* d = y.data<float>();
+      if (op == "Relu") for (int64_t i = 0; i < n; ++i) d[i] = s[i] < 0 ? 0.0f : s[i];
+      else for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(f(static_cast<double>(s[i])));
+    } else if (t == DType::kF64) {
+      const double* s = in.data<double>();
+      double* d = y.data<double>();
+      for (int64_t i = 0; i < n; ++i) d[i] = f(s[i]);
+    } else {
+      c.unsupported("{} needs a floating-point input, got {}", op, dtypeName(t));
+    }
+  });
+}
+
+void clipKernel(KernelCall& call) {
+  computeHalfAsFloat(call, [&](KernelCall& c) {
+    const Tensor& x = c.input(0);
+    Tensor& y = c.alloc(0);
+    dispatchNumeric(x.dtype(), c, [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        c.unsupported("Clip is not defined for bool");
+      } else {
+        T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+        if (c.opset < 11) {
+          lo = static_cast<T>(c.node.attrFloat("min", -std::numeric_limits<float>::max()));
+          hi = static_cast<T>(c.node.attrFloat("max", std::numeric_limits<float>::max()));
+        } else {
+          if (c.has(1)) lo = castTensor(c.input(1), x.dtype(), c).template data<T>()[0];
+          if (c.has(2)) hi = castTensor(c.input(2), x.dtype(), c).template data<T>()[0];
+        }
+        const T* s = x.data<T>();
+        T* d = y.data<T>();
+        for (int64_t i = 0, n = x.numel(); i < n; ++i) d[i] = s[i] < lo ? lo : (s[i] > hi ? hi : s[i]);
+      }
+    });
+  });
+}
+
+template <typename T, typename R, typename F>
+void binaryLoop(const Tensor& a, const Tensor& b, Tensor& y, F&& f) {
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  R* py = y.data<R>();
+  forEachBroadcast<2>(y.shape(), {&a.shape(), &b.shape()},
+                      [&](int64_t o, std::array<int64_t, 2> off, std::array<int64_t, 2> st, int64_t n) {
+                        const T* xa = pa + off[0];
+                        const T* xb = pb + off[1];
+                        R* xy = py + o;
+                        if (st[0] == 1 && st[1] == 1) for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[i], xb[i]);
+                        else if (st[0] == 1 && st[1] == 0) for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[i], xb[0]);
+                        else if (st[0] == 0 && st[1] == 1) for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[0], xb[i]);
+                        else for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[i * st[0]], xb[i * st[1]]);
+                      });
+}
+
+template <typename T>
+T intPow(T base, T exp) {
+  return convertValue<T>(std::pow(static_cast<double>(base), static_cast<double>(exp)));
+}
+
+/// y = op(a, b) with broadcasting; a and b have the same dtype.
+void binaryApply(const std::string& op, const ir::Node& node, const Tensor& a, const Tensor& b, Tensor& y,
+                 const KernelCall& c) {
+  dispatchNumeric(a.dtype(), c, [&]<typename T>() {
+    if (op == "Add") binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(x + z); });
+    else if (op == "Sub") binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(x - z); });
+    else if (op == "Mul") binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(x * z); });
+    else if (op == "Div") {
+      if constexpr (std::is_floating_point_v<T>) binaryLoop<T, T>(a, b, y, [](T x, T z) { return x / z; });
+      else if constexpr (std::is_same_v<T, bool>) c.unsupported("Div is not defined for bool");
+      else binaryLoop<T, T>(a, b, y, [](T x, T z) {
+        if (z == 0) return T(0);  // undefined in ONNX; never trap
+        if constexpr (std::is_signed_v<T>) if (z == T(-1)) return static_cast<T>(-x);
+        return static_cast<T>(x / z);
+      });
+    } else if (op == "Pow") {
+      if constexpr (std::is_floating_point_v<T>) binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(std::pow(x, z)); });
+      else binaryLoop<T, T>(a, b, y, [](T x, T z) { return intPow(x, z); });
+    } else if (op == "Mod") {
+      bool fm = node.attrInt("fmod", 0) != 0;
+      if constexpr (std::is_floating_point_v<T>) {
+        binaryLoop<T, T>(a, b, y, [fm](T x, T z) {
+          T r = std::fmod(x, z);
+          if (!fm && r != 0 && ((r < 0) != (z < 0))) r += z;
+          return r;
+        });
+      } else if constexpr (std::is_same_v<T, bool>) {
+        c.unsupported("Mod is not defined for bool");
+      } else {
+        binaryLoop<T, T>(a, b, y, [fm](T x, T z) {
+          if (z == 0) return T(0);
+          if constexpr (std::is_signed_v<T>) if (z == T(-1)) return T(0);
+          T r = static_cast<T>(x % z);
+          if constexpr (std::is_signed_v<T>) if (!fm && r != 0 && ((r < 0) != (z < 0))) r = static_cast<T>(r + z);
+          return r;
+        });
+      }
+    } else if (op == "BitShift") {
+      if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
+        bool left = node.attrString("direction", "") == "LEFT";
+        binaryLoop<T, T>(a, b, y, [left](T x, T z) {
+          if (z >= sizeof(T) * 8) return T(0);
+          return left ? static_cast<T>(x << z) : static_cast<T>(x >> z);
+        });
+      } else {
+        c.unsupported("BitShift needs unsigned integers");
+      }
+    } else if (op == "PRelu") {
+      binaryLoop<T, T>(a, b, y, [](T x, T z) { return x < T(0) ? static_cast<T>(x * z) : x; });
+    } else if (op == "Max") {
+      binaryLoop<T, T>(a, b, y, [](T x, T z) {
+        if constexpr (std::is_floating_point_v<T>) if (std::isnan(x) || std::isnan(z)) return std::numeric_limits<T>::quiet_NaN();
+        return x < z ? z : x;
+      });
+    } else if (op == "Min") {
+      binaryLoop<T, T>(a, b, y, [](T x, T z) {
+        if constexpr (std::is_floating_point_v<T>) if (std::isnan(x) || std::isnan(z)) return std::numeric_limits<T>::quiet_NaN();
+        return z < x ? z : x;
+      });
+    } else if (op == "Equal") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x == z; });
+    else if (op == "Greater") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x > z; });
+    else if (op == "Less") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x < z; });
+    else if (op == "GreaterOrEqual") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x >= z; });
+    else if (op == "LessOrEqual") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x <= z; });
+    else if (op == "And") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return static_cast<bool>(x) && static_cast<bool>(z); });
+    else if (op == "Or") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return static_cast<bool>(x) || static_cast<bool>(z); });
+    else if (op == "Xor") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return static_cast<bool>(x) != static_cast<bool>(z); });
+    else c.unsupported("no kernel for {}", op);
+  });
+}
+
+void binaryKernel(KernelCall& call) {
+  computeHalfAsFloat(call, [](KernelCall& c) {
+    const Tensor& a = c.input(0);
+    Tensor b = c.input(1);
+    if (b.dtype() != a.dtype()) b = castTensor(b, a.dtype(), c);  // Pow / PRelu with mixed types
+    Tensor& y = c.alloc(0);
+    binaryApply(c.node.op, c.node, a, b, y, c);
+  });
+}
+
+void variadicKernel(KernelCall& call) {
+  computeHalfAsFloat(call, [](KernelCall& c) {
+    const std::string& op = c.node.op;
+    std::string pair = op == "Sum" || op == "Mean" ? "Add" : op;
+    Tensor acc = c.input(0);
+    for (int i = 1; i < static_cast<int>(c.in.size()); ++i) {
+      const Tensor& b = c.input(i);
+      Shape s;
+      Tensor next(acc.dtype(), [&] { Shape o; (void)s; std::vector<int64_t> r; Shape out; 
+        size_t rk = std::max(acc.shape().size(), b.shape().size()); out.assign(rk, 1);
+        for (size_t k = 0; k < rk; ++k) {
+          int64_t da = k < rk - acc.shape().size() ? 1 : acc.shape()[k - (rk - acc.shape().size())];
+          int64_t db = k < rk - b.shape().size() ? 1 : b.shape()[k - (rk - b.shape().size())];
+          out[k] = da == 1 ? db : da;
+        }
+        return out; }());
+      binaryApply(pair, c.node, acc, b, next, c);
+      acc = next;
+    }
+    Tensor& y = c.alloc(0);
+    if (acc.shape() != y.shape()) c.error("internal: variadic result shape mismatch");
+    if (op == "Mean") {
+      int64_t k = static_cast<int64_t>(c.in.size());
+      dispatchNumeric(acc.dtype(), c, [&]<typename T>() {
+        if constexpr (std::is_floating_point_v<T>)
+          for (int64_t i = 0; i < y.numel(); ++i) y.data<T>()[i] = acc.data<T>()[i] / static_cast<T>(k);
+        else c.unsupported("Mean needs floating point");
+      });
+    } else {
+      std::memcpy(y.raw(), acc.raw(), y.nbytes());
+    }
+  });
+}
+
+void whereKernel(KernelCall& call) {
+  computeHalfAsFloat(call, [](KernelCall& c) {
+    const Tensor& cond = c.input(0);
+    const Tensor& a = c.input(1);
+    const Tensor& b = c.input(2);
+    Tensor& y = c.alloc(0);
+    size_t es = dtypeSize(a.dtype());
+    const bool* pc = cond.data<bool>();
+    const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
+    const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
+    uint8_t* py = static_cast<uint8_t*>(y.raw());
+    forEachBroadcast<3>(y.shape(), {&cond.shape(), &a.shape(), &b.shape()},
+                        [&](int64_t o, std::array<int64_t, 3> off, std::array<int64_t, 3> st, int64_t n) {
+                          for (int64_t i = 0; i < n; ++i) {
+                            bool sel = pc[off[0] + i * st[0]];
+                            const uint8_t* src = sel ? pa + (off[1] + i * st[1]) * static_cast<int64_t>(es)
+                                                     : pb + (off[2] + i * st[2]) * static_cast<int64_t>(es);
+                            std::memcpy(py + (o + i) * static_cast<int64_t>(es), src, es);
+                          }
+                        });
+  });
+}
+
+}  // namespace
+
+void registerElementwiseKernels(KernelRegistry& r) {
+  for (const char* op : {"Abs", "Ceil", "Floor", "Neg", "Sqrt", "Exp", "Log", "Erf", "Reciprocal", "Sigmoid", "Tanh",
+                         "Relu", "Sign", "Softplus", "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid", "HardSwish",
+                         "Mish", "Not", "Identity", "Round", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+                         "Asinh", "Acosh", "Atanh", "IsNaN", "IsInf", "ThresholdedRelu", "Celu", "Shrink"})
+    r.addFn(op, unaryKernel);
+  r.addFn("Clip", clipKernel);
+  r.addFn("Dropout", [](KernelCall& c) {
+    c.alias(0, c.input(0));
+    if (c.numOutputs() > 1 && c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue) {
+      Tensor& m = c.alloc(1);
+      std::memset(m.raw(), 1, m.nbytes());
+    }
+  });
+  r.addFn("Cast", [](KernelCall& c) { c.out[0] = castTensor(c.input(0), c.out_types[0].dtype, c); });
+  r.addFn("CastLike", [](KernelCall& c) { c.out[0] = castTensor(c.input(0), c.input(1).dtype(), c); });
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Mod", "BitShift", "Equal", "Greater", "Less",
+                         "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"})
+    r.addFn(op, binaryKernel);
+  for (const char* op : {"Max", "Min", "Mean", "Sum"}) r.addFn(op, variadicKernel);
+  r.addFn("Where", whereKernel);
+}
+
+}  // namespace npuc::engine

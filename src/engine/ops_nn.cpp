@@ -1,0 +1,494 @@
+// Kernels of neural-network ops. Conv, ConvTranspose, Gemm and MatMul run through the kernel library's packed,
+// cache-blocked SIMD kernels (src/kernels/); pooling, normalisation, LRN and Softmax are reference loops here,
+// parallel over independent planes/rows (never splitting a reduction).
+#include "engine/elementwise_util.hpp"
+#include "kernels/conv.hpp"
+#include "kernels/gemm.hpp"
+#include "ops/shape_util.hpp"
+#include "ops/window.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+namespace npuc::engine {
+
+namespace {
+
+std::vector<int64_t> spatialOf(const Shape& s) { return {s.begin() + 2, s.end()}; }
+
+void needF32(const KernelCall& c, int i) {
+  if (c.input(i).dtype() != DType::kF32)
+    c.unsupported("input {} is {}; the reference engine runs this op in float32 only", i, dtypeName(c.input(i).dtype()));
+}
+
+const Tensor* constInput(const ir::Node& n, const ir::Graph& g, int i) {
+  if (!n.hasInput(i)) return nullptr;
+  const ir::Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
+  return v.constant ? &*v.constant : nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Conv: prepared once per input shape (weights packed); reused while the shape stays the same.
+class ConvKernel : public Kernel {
+ public:
+  void run(KernelCall& c) override {
+    needF32(c, 0);
+    needF32(c, 1);
+    const Tensor& x = c.input(0);
+    const Tensor& w = c.input(1);
+    const Tensor* b = c.has(2) ? &c.input(2) : nullptr;
+    Tensor& y = c.alloc(0);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!conv_ || x.shape() != in_shape_ || w.raw() != w_ptr_) {
+      ops::Window win = ops::resolveWindow(c.node, spatialOf(x.shape()), spatialOf(w.shape()), false);
+      kernels::ConvShape s;
+      s.batch = x.dim(0);
+      s.in_channels = x.dim(1);
+      s.out_channels = w.dim(0);
+      s.groups = c.node.attrInt("group", 1);
+      s.in_spatial = win.in;
+      s.out_spatial = win.out;
+      s.kernel = win.kernel;
+      s.stride = win.stride;
+      s.dilation = win.dilation;
+      s.pad_begin = win.pad_begin;
+      conv_ = std::make_unique<kernels::Conv>(s, w.data<float>(), b ? b->data<float>() : nullptr, act_);
+      in_shape_ = x.shape();
+      w_ptr_ = w.raw();
+    }
+    conv_->run(x.data<float>(), y.data<float>(), c.pool);
+  }
+  kernels::Activation act_;
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<kernels::Conv> conv_;
+  Shape in_shape_;
+  const void* w_ptr_ = nullptr;
+};
+
+void convTransposeKernel(KernelCall& c) {
+  needF32(c, 0);
+  needF32(c, 1);
+  const Tensor& x = c.input(0);
+  const Tensor& w = c.input(1);
+  ops::Window win = ops::resolveTransposedWindow(c.node, spatialOf(x.shape()), spatialOf(w.shape()));
+  kernels::ConvTransposeShape s;
+  s.batch = x.dim(0);
+  s.in_channels = x.dim(1);
+  s.groups = c.node.attrInt("group", 1);
+  s.out_channels = w.dim(1) * s.groups;
+  s.in_spatial = win.in;
+  s.out_spatial = win.out;
+  s.kernel = win.kernel;
+  s.stride = win.stride;
+  s.dilation = win.dilation;
+  s.pad_begin = win.pad_begin;
+  Tensor& y = c.alloc(0);
+  kernels::conv_transpose(s, x.data<float>(), w.data<float>(), c.has(2) ? c.input(2).data<float>() : nullptr,
+                          y.data<float>(), c.pool);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Gemm / MatMul. When the right operand is a constant, it is packed once as the left operand of the
+// transposed product (Y^T = B^T A^T); the reduction over k runs in the same order, so the bits are the same.
+class MatMulKernel : public Kernel {
+ public:
+  MatMulKernel(const ir::Node& n, const ir::Graph& g) {
+    bool gemm = n.op == "Gemm";
+    trans_a_ = gemm && n.attrInt("transA", 0);
+    trans_b_ = gemm && n.attrInt("transB", 0);
+    alpha_ = gemm ? n.attrFloat("alpha", 1.0f) : 1.0f;
+    beta_ = gemm ? n.attrFloat("beta", 1.0f) : 1.0f;
+    const Tensor* b = constInput(n, g, 1);
+    if (b && b->dtype() == DType::kF32 && b->rank() == 2) {
+      int64_t K = trans_b_ ? b->dim(1) : b->dim(0);
+      int64_t N = trans_b_ ? b->dim(0) : b->dim(1);
+      // B^T as an [N, K] matrix: element (n, k) = B[k, n] (or B[n, k] when transB).
+      packed_b_ = std::make_unique<kernels::PackedA>(N, K, b->data<float>(), b->dim(1), !trans_b_);
+      packed_ptr_ = b->raw();
+    }
+  }
+
+  void run(KernelCall& c) override {
+    const Tensor& a = c.input(0);
+    const Tensor& b = c.input(1);
+    if (a.dtype() != DType::kF32 || b.dtype() != DType::kF32) {
+      c.unsupported("{} runs in float32 only (got {} x {})", c.node.op, dtypeName(a.dtype()), dtypeName(b.dtype()));
+    }
+    Tensor& y = c.alloc(0);
+    if (c.node.op == "Gemm") runGemm(c, a, b, y);
+    else runMatMul(c, a, b, y);
+  }
+
+ private:
+  // One 2-D product y[M,N] = A[M,K] * B[K,N] (+ bias), choosing the packed path when available.
+  void product(KernelCall& c, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, bool ta, const float* B,
+               int64_t ldb, bool tb, float* Y, const float* bias, kernels::BiasKind bk, bool packed_ok) {
+    if (packed_ok && packed_b_) {
+      // Y^T[N, M] = Bt[N, K] * A^T[K, M]
+      std::vector<float> yt(static_cast<size_t>(N * M));
+      kernels::GemmArgs g;
+      g.M = N; g.N = M; g.K = K;
+      g.B = A; g.ldb = lda; g.transB = !ta;
+      g.C = yt.data(); g.ldc = M;
+      g.bias = bias;
+      g.bias_kind = bk == kernels::BiasKind::kPerCol ? kernels::BiasKind::kPerRow
+                    : bk == kernels::BiasKind::kPerRow ? kernels::BiasKind::kPerCol : kernels::BiasKind::kNone;
+      kernels::sgemm_packed(*packed_b_, g, c.pool);
+      if (M == 1) {
+        std::memcpy(Y, yt.data(), static_cast<size_t>(N) * sizeof(float));
+      } else {
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) Y[m * N + n] = yt[static_cast<size_t>(n * M + m)];
+      }
+      return;
+    }
+    kernels::GemmArgs g;
+    g.M = M; g.N = N; g.K = K;
+    g.A = A; g.lda = lda; g.transA = ta;
+    g.B = B; g.ldb = ldb; g.transB = tb;
+    g.C = Y; g.ldc = N;
+    g.bias = bias;
+    g.bias_kind = bk;
+    kernels::sgemm(g, c.pool);
+  }
+
+  void runGemm(KernelCall& c, const Tensor& a, const Tensor& b, Tensor& y) {
+    int64_t M = trans_a_ ? a.dim(1) : a.dim(0);
+    int64_t K = trans_a_ ? a.dim(0) : a.dim(1);
+    int64_t N = trans_b_ ? b.dim(0) : b.dim(1);
+    bool packed_ok = packed_b_ && b.raw() == packed_ptr_;
+    const Tensor* cc = c.has(2) && beta_ != 0.0f ? &c.input(2) : nullptr;
+    Tensor cf;
+    if (cc && cc->dtype() != DType::kF32) cc = &(cf = castTensor(*cc, DType::kF32, c));
+    // Bias folded into the accumulator when it is exactly "+ C" with C per column (the common Linear layer).
+    bool bias_col = cc && alpha_ == 1.0f && beta_ == 1.0f &&
+                    (cc->shape() == Shape{N} || cc->shape() == Shape{1, N}) && N > 0;
+    bool bias_row = cc && !bias_col && alpha_ == 1.0f && beta_ == 1.0f && cc->shape() == Shape{M, 1} && M > 0;
+    const float* bias = bias_col || bias_row ? cc->data<float>() : nullptr;
+    auto bk = bias_col ? kernels::BiasKind::kPerCol : bias_row ? kernels::BiasKind::kPerRow : kernels::BiasKind::kNone;
+    product(c, M, N, K, a.data<float>(), a.dim(1), trans_a_, b.data<float>(), b.dim(1), trans_b_, y.data<float>(),
+            bias, bk, packed_ok);
+    if (bias) return;
+    float* py = y.data<float>();
+    if (alpha_ != 1.0f)
+      for (int64_t i = 0; i < M * N; ++i) py[i] *= alpha_;
+    if (cc) {
+      Tensor full(DType::kF32, {M, N});
+      const float* pc = cc->data<float>();
+      float* pf = full.data<float>();
+      forEachBroadcast<1>(full.shape(), {&cc->shape()},
+                          [&](int64_t o, std::array<int64_t, 1> off, std::array<int64_t, 1> st, int64_t n) {
+                            for (int64_t i = 0; i < n; ++i) pf[o + i] = pc[off[0] + i * st[0]];
+                          });
+      for (int64_t i = 0; i < M * N; ++i) py[i] = py[i] + beta_ * pf[i];
+    }
+  }
+
+  void runMatMul(KernelCall& c, const Tensor& a, const Tensor& b, Tensor& y) {
+    Shape sa = a.shape(), sb = b.shape();
+    if (sa.size() == 1) sa.insert(sa.begin(), 1);
+    if (sb.size() == 1) sb.push_back(1);
+    int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+    Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
+    ops::broadcastShapes(ba, bb, bo);
+    int64_t batches = shapeNumel(bo);
+    bool packed_ok = packed_b_ && b.raw() == packed_ptr_ && bb.empty();
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* py = y.data<float>();
+    if (batches == 1 || (packed_ok && ba.size() <= 1)) {
+      // All batch rows of A can be one tall matrix when B is shared.
+      if (bb.empty() || batches == 1) {
+        product(c, M * shapeNumel(ba), N, K, pa, K, false, pb, N, false, py, nullptr, kernels::BiasKind::kNone, packed_ok);
+        return;
+      }
+    }
+    // General batched case: walk output batches, mapping to broadcast input batches.
+    std::vector<int64_t> idx(bo.size(), 0);
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      int64_t oa = 0, ob = 0, sta = 1, stb = 1;
+      for (size_t d = bo.size(); d-- > 0;) {
+        size_t da = d - (bo.size() - ba.size()), db = d - (bo.size() - bb.size());
+        if (d >= bo.size() - ba.size()) { oa += (ba[da] == 1 ? 0 : idx[d]) * sta; sta *= ba[da]; }
+        if (d >= bo.size() - bb.size()) { ob += (bb[db] == 1 ? 0 : idx[d]) * stb; stb *= bb[db]; }
+      }
+      product(c, M, N, K, pa + oa * M * K, K, false, pb + ob * K * N, N, false, py + bi * M * N, nullptr,
+              kernels::BiasKind::kNone, false);
+      for (size_t d = bo.size(); d-- > 0;) {
+        if (++idx[d] < bo[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  bool trans_a_ = false, trans_b_ = false;
+  float alpha_ = 1.0f, beta_ = 1.0f;
+  std::unique_ptr<kernels::PackedA> packed_b_;
+  const void* packed_ptr_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Pooling over N-D windows. Each (n, c) plane is independent.
+
+/// Walks all output positions of one plane; for each, calls fn(out_index, in_coords_begin[]) after computing the
+/// window origin. Window taps are visited by the caller through `forTaps`.
+struct PlaneGeom {
+  ops::Window w;
+  int64_t in_plane = 1, out_plane = 1;
+  std::vector<int64_t> in_strides;
+};
+
+PlaneGeom planeGeom(ops::Window w) {
+  PlaneGeom p;
+  p.w = std::move(w);
+  int r = p.w.rank();
+  p.in_strides.assign(static_cast<size_t>(r), 1);
+  for (int i = r - 1; i >= 0; --i) {
+    p.in_strides[static_cast<size_t>(i)] = p.in_plane;
+    p.in_plane *= p.w.in[static_cast<size_t>(i)];
+    p.out_plane *= p.w.out[static_cast<size_t>(i)];
+  }
+  return p;
+}
+
+/// For output position `o` of the plane, calls tap(in_offset or -1 when outside the input, inside_padded_region).
+template <typename F>
+void forTaps(const PlaneGeom& p, int64_t o, F&& tap) {
+  int r = p.w.rank();
+  int64_t origin[3], rem = o;
+  for (int i = r - 1; i >= 0; --i) {
+    size_t u = static_cast<size_t>(i);
+    int64_t oi = rem % p.w.out[u];
+    rem /= p.w.out[u];
+    origin[i] = oi * p.w.stride[u] - p.w.pad_begin[u];
+  }
+  int64_t k[3] = {0, 0, 0};
+  int64_t ntaps = 1;
+  for (int i = 0; i < r; ++i) ntaps *= p.w.kernel[static_cast<size_t>(i)];
+  for (int64_t t = 0; t < ntaps; ++t) {
+    int64_t off = 0;
+    bool inside = true, in_padded = true;
+    for (int i = 0; i < r; ++i) {
+      size_t u = static_cast<size_t>(i);
+      int64_t pos = origin[i] + k[i] * p.w.dilation[u];
+      if (pos < 0 || pos >= p.w.in[u]) inside = false;
+      if (pos < -p.w.pad_begin[u] || pos >= p.w.in[u] + p.w.pad_end[u]) in_padded = false;
+      off += pos * p.in_strides[u];
+    }
+    tap(inside ? off : -1, in_padded);
+    for (int i = r - 1; i >= 0; --i) {
+      if (++k[i] < p.w.kernel[static_cast<size_t>(i)]) break;
+      k[i] = 0;
+    }
+  }
+}
+
+void poolKernel(KernelCall& c) {
+  needF32(c, 0);
+  const Tensor& x = c.input(0);
+  bool is_max = c.node.op == "MaxPool";
+  if (x.rank() - 2 > 3) c.unsupported("pooling over more than 3 spatial dims is not supported");
+  PlaneGeom p = planeGeom(ops::resolveWindow(c.node, spatialOf(x.shape()), {}, c.node.attrInt("ceil_mode", 0) != 0));
+  bool include_pad = c.node.attrInt("count_include_pad", 0) != 0;
+  Tensor& y = c.alloc(0);
+  bool want_idx = is_max && c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue;
+  int64_t* pidx = want_idx ? c.alloc(1).data<int64_t>() : nullptr;
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  int64_t planes = x.dim(0) * x.dim(1);
+  c.pool->parallelFor(planes, [&](int64_t b, int64_t e) {
+    for (int64_t pl = b; pl < e; ++pl) {
+      const float* xp = px + pl * p.in_plane;
+      float* yp = py + pl * p.out_plane;
+      for (int64_t o = 0; o < p.out_plane; ++o) {
+        if (is_max) {
+          float m = -std::numeric_limits<float>::infinity();
+          int64_t arg = -1;
+          forTaps(p, o, [&](int64_t off, bool) {
+            if (off >= 0 && (xp[off] > m || arg < 0)) {
+              if (xp[off] > m || arg < 0) { m = xp[off]; arg = off; }
+            }
+          });
+          yp[o] = m;
+          if (pidx) pidx[pl * p.out_plane + o] = pl * p.in_plane + (arg < 0 ? 0 : arg);
+        } else {
+          float s = 0.0f;
+          int64_t cnt = 0;
+          forTaps(p, o, [&](int64_t off, bool in_padded) {
+            if (off >= 0) { s += xp[off]; ++cnt; }
+            else if (include_pad && in_padded) ++cnt;
+          });
+          yp[o] = cnt ? s / static_cast<float>(cnt) : 0.0f;
+        }
+      }
+    }
+  });
+}
+
+void globalPoolKernel(KernelCall& c) {
+  needF32(c, 0);
+  const Tensor& x = c.input(0);
+  Tensor& y = c.alloc(0);
+  int64_t planes = x.dim(0) * x.dim(1);
+  int64_t size = planes ? x.numel() / planes : 0;
+  bool is_max = c.node.op == "GlobalMaxPool";
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  c.pool->parallelFor(planes, [&](int64_t b, int64_t e) {
+    for (int64_t pl = b; pl < e; ++pl) {
+      const float* xp = px + pl * size;
+      if (is_max) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < size; ++i) m = xp[i] > m ? xp[i] : m;
+        py[pl] = m;
+      } else {
+        float s = 0.0f;
+        for (int64_t i = 0; i < size; ++i) s += xp[i];
+        py[pl] = s / static_cast<float>(size);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Normalisation.
+
+void batchNormKernel(KernelCall& c) {
+  needF32(c, 0);
+  const Tensor& x = c.input(0);
+  std::vector<double> scale = c.input(1).toDouble(), bias = c.input(2).toDouble(), mean = c.input(3).toDouble(),
+                      var = c.input(4).toDouble();
+  double eps = c.node.attrFloat("epsilon", 1e-5f);
+  int64_t C = x.dim(1), N = x.dim(0), inner = x.numel() / std::max<int64_t>(1, N * C);
+  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
+  for (int64_t ch = 0; ch < C; ++ch) {
+    size_t u = static_cast<size_t>(ch);
+    double k = scale[u] / std::sqrt(var[u] + eps);
+    a[u] = static_cast<float>(k);
+    b[u] = static_cast<float>(bias[u] - mean[u] * k);
+  }
+  Tensor& y = c.alloc(0);
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  c.pool->parallelFor(N * C, [&](int64_t s, int64_t e) {
+    for (int64_t pl = s; pl < e; ++pl) {
+      size_t ch = static_cast<size_t>(pl % C);
+      for (int64_t i = 0; i < inner; ++i) py[pl * inner + i] = px[pl * inner + i] * a[ch] + b[ch];
+    }
+  });
+}
+
+void instanceNormKernel(KernelCall& c) {
+  needF32(c, 0);
+  const Tensor& x = c.input(0);
+  std::vector<double> scale = c.input(1).toDouble(), bias = c.input(2).toDouble();
+  double eps = c.node.attrFloat("epsilon", 1e-5f);
+  int64_t C = x.dim(1), N = x.dim(0), inner = x.numel() / std::max<int64_t>(1, N * C);
+  Tensor& y = c.alloc(0);
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  c.pool->parallelFor(N * C, [&](int64_t s, int64_t e) {
+    for (int64_t pl = s; pl < e; ++pl) {
+      size_t ch = static_cast<size_t>(pl % C);
+      const float* xp = px + pl * inner;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < inner; ++i) mean += xp[i];
+      mean /= static_cast<double>(inner);
+      for (int64_t i = 0; i < inner; ++i) var += (xp[i] - mean) * (xp[i] - mean);
+      var /= static_cast<double>(inner);
+      double k = scale[ch] / std::sqrt(var + eps);
+      for (int64_t i = 0; i < inner; ++i) py[pl * inner + i] = static_cast<float>((xp[i] - mean) * k + bias[ch]);
+    }
+  });
+}
+
+void lrnKernel(KernelCall& c) {
+  needF32(c, 0);
+  const Tensor& x = c.input(0);
+  int64_t size = c.node.attrInt("size", 1);
+  double alpha = c.node.attrFloat("alpha", 1e-4f), beta = c.node.attrFloat("beta", 0.75f), bias = c.node.attrFloat("bias", 1.0f);
+  int64_t N = x.dim(0), C = x.dim(1), inner = x.numel() / std::max<int64_t>(1, N * C);
+  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  Tensor& y = c.alloc(0);
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t i = 0; i < inner; ++i) {
+        double s = 0;
+        for (int64_t k = std::max<int64_t>(0, ch - lo); k <= std::min(C - 1, ch + hi); ++k) {
+          double v = px[(n * C + k) * inner + i];
+          s += v * v;
+        }
+        py[(n * C + ch) * inner + i] =
+            static_cast<float>(px[(n * C + ch) * inner + i] / std::pow(bias + alpha / static_cast<double>(size) * s, beta));
+      }
+}
+
+void softmaxKernel(KernelCall& c) {
+  const Tensor& xin = c.input(0);
+  Tensor x = xin.dtype() == DType::kF32 ? xin : castTensor(xin, DType::kF32, c);
+  const Shape& s = x.shape();
+  int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = c.node.attrInt("axis", c.opset < 13 ? 1 : -1);
+  if (rank == 0) rank = 1;
+  ops::normalizeAxis(axis, rank);
+  int64_t outer = 1, len = 1, inner = 1;
+  if (c.opset < 13) {
+    for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) (i < axis ? outer : len) *= s[static_cast<size_t>(i)];
+  } else {
+    for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i)
+      (i < axis ? outer : i == axis ? len : inner) *= s[static_cast<size_t>(i)];
+  }
+  Tensor yf(DType::kF32, s);
+  const float* px = x.data<float>();
+  float* py = yf.data<float>();
+  const std::string& op = c.node.op;
+  c.pool->parallelFor(outer * inner, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t o = r / inner, in = r % inner;
+      const float* xr = px + o * len * inner + in;
+      float* yr = py + o * len * inner + in;
+      float m = -std::numeric_limits<float>::infinity();
+      int64_t am = 0;
+      for (int64_t i = 0; i < len; ++i)
+        if (xr[i * inner] > m) { m = xr[i * inner]; am = i; }
+      if (op == "Hardmax") {
+        for (int64_t i = 0; i < len; ++i) yr[i * inner] = i == am ? 1.0f : 0.0f;
+        continue;
+      }
+      float sum = 0.0f;
+      for (int64_t i = 0; i < len; ++i) sum += std::exp(xr[i * inner] - m);
+      if (op == "LogSoftmax") {
+        float ls = std::log(sum);
+        for (int64_t i = 0; i < len; ++i) yr[i * inner] = xr[i * inner] - m - ls;
+      } else {
+        for (int64_t i = 0; i < len; ++i) yr[i * inner] = std::exp(xr[i * inner] - m) / sum;
+      }
+    }
+  });
+  c.out[0] = xin.dtype() == DType::kF32 ? yf : castTensor(yf, xin.dtype(), c);
+}
+
+}  // namespace
+
+void registerNnKernels(KernelRegistry& r) {
+  r.add("Conv", [](const ir::Node&, const ir::Graph&) { return std::make_unique<ConvKernel>(); });
+  r.addFn("ConvTranspose", convTransposeKernel);
+  for (const char* op : {"Gemm", "MatMul"})
+    r.add(op, [](const ir::Node& n, const ir::Graph& g) { return std::make_unique<MatMulKernel>(n, g); });
+  r.addFn("MaxPool", poolKernel);
+  r.addFn("AveragePool", poolKernel);
+  r.addFn("GlobalAveragePool", globalPoolKernel);
+  r.addFn("GlobalMaxPool", globalPoolKernel);
+  r.addFn("BatchNormalization", batchNormKernel);
+  r.addFn("InstanceNormalization", instanceNormKernel);
+  r.addFn("LRN", lrnKernel);
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) r.addFn(op, softmaxKernel);
+}
+
+}  // namespace npuc::engine

@@ -1,0 +1,13 @@
+// Canonicalisation of models of ai.onnx opsets 1-6 into the forms the rest of npuc understands.
+#pragma once
+
+#include "ir/graph.hpp"
+
+namespace npuc::onnx_io {
+
+/// Rewrites legacy broadcasting (binary ops with broadcast=1 and 'axis'; Gemm 'broadcast'; PRelu per-channel
+/// slopes) into numpy broadcasting by reshaping the broadcast operand, and drops attributes that no longer
+/// mean anything (consumed_inputs, is_test).
+void canonicalizeLegacy(ir::Graph& g);
+
+}  // namespace npuc::onnx_io

@@ -1,0 +1,338 @@
+// Graph storage, node/value bookkeeping, topological sort, attribute access and the text dump.
+#include "ir/graph.hpp"
+
+#include "support/error.hpp"
+
+#include <algorithm>
+#include <queue>
+#include <set>
+#include <sstream>
+
+namespace npuc::ir {
+
+std::string Type::str() const {
+  std::string s(dtypeName(dtype));
+  s += rank_known ? "[" + shapeStr(shape) + "]" : "[?]";
+  return s;
+}
+
+const char* attrKindName(Attr::Kind k) {
+  switch (k) {
+    case Attr::Kind::kInt: return "int";
+    case Attr::Kind::kFloat: return "float";
+    case Attr::Kind::kString: return "string";
+    case Attr::Kind::kTensor: return "tensor";
+    case Attr::Kind::kInts: return "ints";
+    case Attr::Kind::kFloats: return "floats";
+    case Attr::Kind::kStrings: return "strings";
+  }
+  return "?";
+}
+
+namespace {
+[[noreturn]] void attrTypeError(const Node& n, const std::string& a, const char* want, const Attr& got) {
+  fail(ErrorCode::kInvalidInput, "{}: attribute '{}' must be {}, got {}", n.label(), a, want,
+       attrKindName(got.kind()));
+}
+}  // namespace
+
+int64_t Node::attrInt(const std::string& n, int64_t def) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return def;
+  if (auto v = it->second.get<int64_t>()) return *v;
+  attrTypeError(*this, n, "an int", it->second);
+}
+
+float Node::attrFloat(const std::string& n, float def) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return def;
+  if (auto v = it->second.get<float>()) return *v;
+  if (auto v = it->second.get<int64_t>()) return static_cast<float>(*v);
+  attrTypeError(*this, n, "a float", it->second);
+}
+
+std::string Node::attrString(const std::string& n, const std::string& def) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return def;
+  if (auto v = it->second.get<std::string>()) return *v;
+  attrTypeError(*this, n, "a string", it->second);
+}
+
+std::vector<int64_t> Node::attrInts(const std::string& n, std::vector<int64_t> def) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return def;
+  if (auto v = it->second.get<std::vector<int64_t>>()) return *v;
+  if (auto v = it->second.get<int64_t>()) return {*v};
+  attrTypeError(*this, n, "a list of ints", it->second);
+}
+
+std::vector<float> Node::attrFloats(const std::string& n, std::vector<float> def) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return def;
+  if (auto v = it->second.get<std::vector<float>>()) return *v;
+  if (auto v = it->second.get<float>()) return {*v};
+  attrTypeError(*this, n, "a list of floats", it->second);
+}
+
+const Tensor* Node::attrTensor(const std::string& n) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return nullptr;
+  if (auto v = it->second.get<Tensor>()) return v;
+  attrTypeError(*this, n, "a tensor", it->second);
+}
+
+std::string Node::label() const {
+  return "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op + ")";
+}
+
+int Node::numInputs() const {
+  int n = static_cast<int>(inputs.size());
+  while (n > 0 && inputs[static_cast<size_t>(n - 1)] == kNoValue) --n;
+  return n;
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  g->values_.reserve(values_.size());
+  for (auto& v : values_) g->values_.push_back(v ? std::make_unique<Value>(*v) : nullptr);
+  g->nodes_.reserve(nodes_.size());
+  for (auto& n : nodes_) g->nodes_.push_back(n ? std::make_unique<Node>(*n) : nullptr);
+  g->order_ = order_;
+  g->inputs_ = inputs_;
+  g->outputs_ = outputs_;
+  g->value_names_ = value_names_;
+  g->opset = opset;
+  g->name = name;
+  g->producer = producer;
+  g->source = source;
+  return g;
+}
+
+Value& Graph::addValue(std::string name, Type type) {
+  auto v = std::make_unique<Value>();
+  v->id = static_cast<ValueId>(values_.size());
+  if (name.empty() || value_names_.count(name)) name = uniqueValueName(name.empty() ? "v" : name);
+  v->name = std::move(name);
+  v->type = std::move(type);
+  value_names_[v->name] = v->id;
+  values_.push_back(std::move(v));
+  return *values_.back();
+}
+
+Value& Graph::addConstant(std::string name, Tensor t) {
+  Value& v = addValue(std::move(name), makeType(t.dtype(), t.shape()));
+  v.constant = std::move(t);
+  return v;
+}
+
+Value& Graph::value(ValueId id) {
+  if (!hasValue(id)) fail(ErrorCode::kInternal, "no value with id {}", id);
+  return *values_[static_cast<size_t>(id)];
+}
+const Value& Graph::value(ValueId id) const {
+  if (!hasValue(id)) fail(ErrorCode::kInternal, "no value with id {}", id);
+  return *values_[static_cast<size_t>(id)];
+}
+bool Graph::hasValue(ValueId id) const {
+  return id >= 0 && static_cast<size_t>(id) < values_.size() && values_[static_cast<size_t>(id)];
+}
+
+std::vector<ValueId> Graph::valueIds() const {
+  std::vector<ValueId> r;
+  for (auto& v : values_)
+    if (v) r.push_back(v->id);
+  return r;
+}
+
+std::string Graph::uniqueValueName(const std::string& base) {
+  if (!value_names_.count(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string n = base + "_" + std::to_string(i);
+    if (!value_names_.count(n)) return n;
+  }
+}
+
+Node& Graph::addNode(std::string op, std::string name, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                     std::string domain) {
+  auto n = std::make_unique<Node>();
+  n->id = static_cast<NodeId>(nodes_.size());
+  n->op = std::move(op);
+  n->name = std::move(name);
+  n->domain = std::move(domain);
+  n->inputs = std::move(inputs);
+  n->outputs = std::move(outputs);
+  for (size_t i = 0; i < n->outputs.size(); ++i) {
+    if (n->outputs[i] == kNoValue) continue;
+    Value& v = value(n->outputs[i]);
+    v.producer = n->id;
+    v.producer_output = static_cast<int>(i);
+  }
+  order_.push_back(n->id);
+  nodes_.push_back(std::move(n));
+  return *nodes_.back();
+}
+
+Node& Graph::node(NodeId id) {
+  if (!hasNode(id)) fail(ErrorCode::kInternal, "no node with id {}", id);
+  return *nodes_[static_cast<size_t>(id)];
+}
+const Node& Graph::node(NodeId id) const {
+  if (!hasNode(id)) fail(ErrorCode::kInternal, "no node with id {}", id);
+  return *nodes_[static_cast<size_t>(id)];
+}
+bool Graph::hasNode(NodeId id) const {
+  return id >= 0 && static_cast<size_t>(id) < nodes_.size() && nodes_[static_cast<size_t>(id)];
+}
+
+void Graph::removeNode(NodeId id) {
+  Node& n = node(id);
+  for (ValueId o : n.outputs)
+    if (hasValue(o) && value(o).producer == id) value(o).producer = kNoNode;
+  order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
+  nodes_[static_cast<size_t>(id)].reset();
+}
+
+void Graph::removeValue(ValueId id) {
+  Value& v = value(id);
+  value_names_.erase(v.name);
+  values_[static_cast<size_t>(id)].reset();
+}
+
+void Graph::renameValue(ValueId id, const std::string& name) {
+  Value& v = value(id);
+  if (v.name == name) return;
+  if (value_names_.count(name)) fail(ErrorCode::kInternal, "value name '{}' is already taken", name);
+  value_names_.erase(v.name);
+  v.name = name;
+  value_names_[name] = id;
+}
+
+std::optional<ValueId> Graph::findValue(const std::string& name) const {
+  auto it = value_names_.find(name);
+  if (it == value_names_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::map<ValueId, std::vector<std::pair<NodeId, int>>> Graph::uses() const {
+  std::map<ValueId, std::vector<std::pair<NodeId, int>>> u;
+  for (NodeId id : order_) {
+    const Node& n = node(id);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] != kNoValue) u[n.inputs[i]].push_back({id, static_cast<int>(i)});
+  }
+  return u;
+}
+
+void Graph::topoSort() {
+  std::map<NodeId, size_t> pos;
+  for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
+  std::map<NodeId, int> indeg;
+  std::map<NodeId, std::vector<NodeId>> succ;
+  for (NodeId id : order_) {
+    indeg[id];
+    std::set<NodeId> preds;
+    for (ValueId in : node(id).inputs) {
+      if (in == kNoValue || !hasValue(in)) continue;
+      NodeId p = value(in).producer;
+      if (p != kNoNode && hasNode(p) && pos.count(p)) preds.insert(p);
+    }
+    for (NodeId p : preds) {
+      ++indeg[id];
+      succ[p].push_back(id);
+    }
+  }
+  auto cmp = [&](NodeId a, NodeId b) { return pos[a] > pos[b]; };
+  std::priority_queue<NodeId, std::vector<NodeId>, decltype(cmp)> ready(cmp);
+  for (auto& [id, d] : indeg)
+    if (d == 0) ready.push(id);
+  std::vector<NodeId> out;
+  while (!ready.empty()) {
+    NodeId id = ready.top();
+    ready.pop();
+    out.push_back(id);
+    for (NodeId s : succ[id])
+      if (--indeg[s] == 0) ready.push(s);
+  }
+  if (out.size() != order_.size()) {
+    for (auto& [id, d] : indeg)
+      if (d > 0) fail(ErrorCode::kInvalidInput, "{}: the graph has a cycle through this node", node(id).label());
+  }
+  order_ = std::move(out);
+}
+
+void verify(const Graph& g, ErrorCode code) {
+  std::set<ValueId> defined;
+  for (ValueId in : g.inputs()) {
+    if (!g.hasValue(in)) fail(code, "graph input id {} does not exist", in);
+    defined.insert(in);
+  }
+  for (ValueId id : g.valueIds())
+    if (g.value(id).isConstant()) defined.insert(id);
+  std::set<ValueId> produced;
+  for (NodeId nid : g.order()) {
+    const Node& n = g.node(nid);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      ValueId in = n.inputs[i];
+      if (in == kNoValue) continue;
+      if (!g.hasValue(in)) fail(code, "{}: input {} refers to a removed value", n.label(), i);
+      if (!defined.count(in))
+        fail(code, "{}: input {} '{}' is not a graph input, an initializer, or the output of an earlier node",
+             n.label(), i, g.value(in).name);
+    }
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      ValueId o = n.outputs[i];
+      if (o == kNoValue) continue;
+      if (!g.hasValue(o)) fail(code, "{}: output {} refers to a removed value", n.label(), i);
+      const Value& v = g.value(o);
+      if (produced.count(o) || v.isConstant() || std::count(g.inputs().begin(), g.inputs().end(), o))
+        fail(code, "{}: output '{}' is already defined elsewhere", n.label(), v.name);
+      if (v.producer != nid || v.producer_output != static_cast<int>(i))
+        fail(code, "{}: output '{}' has inconsistent producer bookkeeping", n.label(), v.name);
+      produced.insert(o);
+      defined.insert(o);
+    }
+  }
+  for (ValueId o : g.outputs()) {
+    if (!g.hasValue(o)) fail(code, "graph output id {} does not exist", o);
+    if (!defined.count(o)) fail(code, "graph output '{}' is never produced", g.value(o).name);
+  }
+}
+
+std::string dump(const Graph& g) {
+  std::ostringstream os;
+  auto vname = [&](ValueId v) { return v == kNoValue ? std::string("_") : "%" + g.value(v).name; };
+  os << "graph " << g.name << " (opset " << g.opset << ")\n";
+  for (ValueId in : g.inputs()) os << "  input " << vname(in) << " : " << g.value(in).type.str() << "\n";
+  for (NodeId id : g.order()) {
+    const Node& n = g.node(id);
+    os << "  ";
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      os << (i ? ", " : "") << vname(n.outputs[i])
+         << (n.outputs[i] != kNoValue ? " : " + g.value(n.outputs[i]).type.str() : "");
+    os << " = " << (n.domain.empty() ? "" : n.domain + ".") << n.op << "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << vname(n.inputs[i]);
+    os << ")";
+    if (!n.attrs.empty()) {
+      os << " {";
+      bool first = true;
+      for (auto& [k, a] : n.attrs) {
+        os << (first ? "" : ", ") << k;
+        first = false;
+        if (auto v = a.get<int64_t>()) os << "=" << *v;
+        else if (auto f = a.get<float>()) os << "=" << *f;
+        else if (auto s = a.get<std::string>()) os << "=\"" << *s << "\"";
+        else if (auto is = a.get<std::vector<int64_t>>()) {
+          os << "=[";
+          for (size_t i = 0; i < is->size(); ++i) os << (i ? "," : "") << (*is)[i];
+          os << "]";
+        }
+      }
+      os << "}";
+    }
+    os << "  # " << n.name << "\n";
+  }
+  for (ValueId o : g.outputs()) os << "  output " << vname(o) << "\n";
+  return os.str();
+}
+
+}  // namespace npuc::ir

@@ -1,0 +1,161 @@
+// The npuc IR: a Graph owns Nodes and Values, each with a stable integer id.
+//
+// Values are typed edges (element type + static shape; -1 marks a dimension not yet known). A Value is
+// produced by exactly one node output, or is a graph input, or holds a constant (an immutable shared Tensor).
+// Nodes keep the op name of the ONNX operator set they came from (or an npuc fused op in domain "ai.npuc"),
+// and their attributes in a sorted map, so that iteration order never depends on pointers.
+// Passes change the graph through the Rewriter (rewriter.hpp); verify() checks every invariant.
+#pragma once
+
+#include "support/error.hpp"
+#include "support/tensor.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace npuc::ir {
+
+using ValueId = int32_t;
+using NodeId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+inline constexpr NodeId kNoNode = -1;
+
+struct Type {
+  DType dtype = DType::kUndefined;
+  Shape shape;              // -1: unknown dimension
+  bool rank_known = false;  // false: nothing is known about the shape
+
+  bool isStatic() const { return rank_known && shapeIsStatic(shape); }
+  std::string str() const;  // "float32[1x3x224x224]"
+  bool operator==(const Type&) const = default;
+};
+
+inline Type makeType(DType t, Shape s) { return Type{t, std::move(s), true}; }
+
+class Attr {
+ public:
+  enum class Kind { kInt, kFloat, kString, kTensor, kInts, kFloats, kStrings };
+  using Storage = std::variant<int64_t, float, std::string, Tensor, std::vector<int64_t>, std::vector<float>,
+                               std::vector<std::string>>;
+  Attr() = default;
+  template <typename T> Attr(T v) : v_(std::move(v)) {}
+  Kind kind() const { return static_cast<Kind>(v_.index()); }
+  const Storage& storage() const { return v_; }
+  template <typename T> const T* get() const { return std::get_if<T>(&v_); }
+
+ private:
+  Storage v_;
+};
+
+const char* attrKindName(Attr::Kind k);
+
+struct Value {
+  ValueId id = kNoValue;
+  std::string name;
+  Type type;
+  NodeId producer = kNoNode;  // kNoNode for graph inputs and constants
+  int producer_output = 0;
+  std::optional<Tensor> constant;  // set for initializers and folded constants
+
+  bool isConstant() const { return constant.has_value(); }
+};
+
+struct Node {
+  NodeId id = kNoNode;
+  std::string name;
+  std::string op;
+  std::string domain;  // "" = ai.onnx
+  std::vector<ValueId> inputs;  // kNoValue for an omitted optional input
+  std::vector<ValueId> outputs;
+  std::map<std::string, Attr> attrs;
+
+  bool hasAttr(const std::string& n) const { return attrs.count(n) != 0; }
+  int64_t attrInt(const std::string& n, int64_t def) const;
+  float attrFloat(const std::string& n, float def) const;
+  std::string attrString(const std::string& n, const std::string& def) const;
+  std::vector<int64_t> attrInts(const std::string& n, std::vector<int64_t> def = {}) const;
+  std::vector<float> attrFloats(const std::string& n, std::vector<float> def = {}) const;
+  const Tensor* attrTensor(const std::string& n) const;
+  /// "node 'conv1' (Conv)" for messages.
+  std::string label() const;
+  /// Number of inputs actually present (trailing omitted inputs excluded).
+  int numInputs() const;
+  bool hasInput(int i) const { return i < static_cast<int>(inputs.size()) && inputs[static_cast<size_t>(i)] != kNoValue; }
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  /// Deep copy (constant buffers are shared, not copied).
+  std::unique_ptr<Graph> clone() const;
+
+  // --- values ---
+  Value& addValue(std::string name, Type type = {});
+  Value& addConstant(std::string name, Tensor t);
+  Value& value(ValueId id);
+  const Value& value(ValueId id) const;
+  bool hasValue(ValueId id) const;
+  /// Values by id, in id order (removed values skipped).
+  std::vector<ValueId> valueIds() const;
+  /// A name not used by any value yet, derived from `base`.
+  std::string uniqueValueName(const std::string& base);
+
+  // --- nodes ---
+  /// Appends a node at the end of the order and sets the producer of its outputs.
+  Node& addNode(std::string op, std::string name, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                std::string domain = "");
+  Node& node(NodeId id);
+  const Node& node(NodeId id) const;
+  bool hasNode(NodeId id) const;
+  void removeNode(NodeId id);  // outputs keep existing; their producer is cleared
+  void removeValue(ValueId id);
+  /// Gives a value a new name (must be unused).
+  void renameValue(ValueId id, const std::string& name);
+  /// Nodes in execution (topological) order.
+  const std::vector<NodeId>& order() const { return order_; }
+  int numNodes() const { return static_cast<int>(order_.size()); }
+  /// Re-sorts order() topologically, stable with respect to the current order. Throws on cycles.
+  void topoSort();
+
+  // --- interface ---
+  std::vector<ValueId>& inputs() { return inputs_; }
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  std::vector<ValueId>& outputs() { return outputs_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  std::optional<ValueId> findValue(const std::string& name) const;
+
+  /// Consumers of every value: (node id, input index), in node order.
+  std::map<ValueId, std::vector<std::pair<NodeId, int>>> uses() const;
+
+  // --- model metadata ---
+  int opset = 13;        // ai.onnx opset
+  std::string name;      // graph name
+  std::string producer;  // producer_name of the source model
+  std::string source;    // file the graph came from (for messages)
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;   // by id; null when removed
+  std::vector<std::unique_ptr<Value>> values_;  // by id; null when removed
+  std::vector<NodeId> order_;
+  std::vector<ValueId> inputs_, outputs_;
+  std::map<std::string, ValueId> value_names_;
+};
+
+/// Checks every invariant and throws naming the node and the rule broken. `code` is kInvalidInput when
+/// checking an imported model, kInternal when checking after a pass (a broken invariant is then a bug).
+void verify(const Graph& g, ErrorCode code = ErrorCode::kInternal);
+
+/// Text dump, one node a line, for --dump and debugging.
+std::string dump(const Graph& g);
+
+}  // namespace npuc::ir

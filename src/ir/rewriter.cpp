@@ -1,0 +1,62 @@
+// Rewriter operations on ir::Graph.
+#include "ir/rewriter.hpp"
+
+#include "support/error.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace npuc::ir {
+
+void Rewriter::replaceAllUses(ValueId from, ValueId to) {
+  if (from == to) return;
+  for (NodeId id : g_.order()) {
+    Node& n = g_.node(id);
+    for (auto& in : n.inputs)
+      if (in == from) in = to;
+  }
+  bool is_output = false;
+  for (auto& o : g_.outputs())
+    if (o == from) {
+      o = to;
+      is_output = true;
+    }
+  if (is_output) {
+    // Keep the model interface: `to` takes the output's name, `from` gets a fresh one.
+    std::string fname = g_.value(from).name;
+    g_.renameValue(from, g_.uniqueValueName(fname + "_replaced"));
+    g_.renameValue(to, fname);
+  }
+  changed_ = true;
+}
+
+void Rewriter::eraseNode(NodeId id) {
+  g_.removeNode(id);
+  changed_ = true;
+}
+
+void Rewriter::makeConstant(ValueId v, Tensor t) {
+  Value& val = g_.value(v);
+  NodeId p = val.producer;
+  val.producer = kNoNode;
+  val.type = makeType(t.dtype(), t.shape());
+  val.constant = std::move(t);
+  if (p != kNoNode && g_.hasNode(p)) {
+    Node& n = g_.node(p);
+    for (auto& o : n.outputs)
+      if (o == v) o = kNoValue;
+    bool any = std::any_of(n.outputs.begin(), n.outputs.end(), [](ValueId o) { return o != kNoValue; });
+    if (!any) g_.removeNode(p);
+  }
+  changed_ = true;
+}
+
+Node& Rewriter::addNode(std::string op, std::string name, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                        std::string domain) {
+  changed_ = true;
+  return g_.addNode(std::move(op), std::move(name), std::move(inputs), std::move(outputs), std::move(domain));
+}
+
+void Rewriter::finish() { g_.topoSort(); }
+
+}  // namespace npuc::ir

@@ -1,0 +1,35 @@
+// Rewriter: the one way passes edit a Graph. It keeps producer bookkeeping, graph outputs and names
+// consistent, and records what it did so a pass can report whether it changed anything.
+#pragma once
+
+#include "ir/graph.hpp"
+
+namespace npuc::ir {
+
+class Rewriter {
+ public:
+  explicit Rewriter(Graph& g) : g_(g) {}
+
+  Graph& graph() { return g_; }
+  bool changed() const { return changed_; }
+
+  /// Every use of `from` (node inputs and graph outputs) now reads `to`. When `from` is a graph output, `to`
+  /// takes over its name so the model interface does not change.
+  void replaceAllUses(ValueId from, ValueId to);
+  /// Removes a node; its outputs must be unused (or are removed with it when unused).
+  void eraseNode(NodeId id);
+  /// Turns a value produced by a node into a constant holding `t`, and removes the producing node when none
+  /// of its other outputs is used.
+  void makeConstant(ValueId v, Tensor t);
+  /// Adds a node; call graph().topoSort() (or finish()) before anything iterates the order.
+  Node& addNode(std::string op, std::string name, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                std::string domain = "");
+  /// Removes values that nothing uses, produces or exposes, and re-sorts the order.
+  void finish();
+
+ private:
+  Graph& g_;
+  bool changed_ = false;
+};
+
+}  // namespace npuc::ir

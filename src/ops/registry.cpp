@@ -1,0 +1,152 @@
+// Op registry, InferContext and graph-wide shape inference.
+#include "ops/registry.hpp"
+
+namespace npuc::ops {
+
+InferContext::InferContext(const ir::Node& node, int opset, std::vector<ir::Type> in_types,
+                           std::vector<const Tensor*> in_values)
+    : node_(node), opset_(opset), in_(std::move(in_types)), vals_(std::move(in_values)) {
+  out_.resize(node.outputs.size());
+}
+
+int InferContext::numInputs() const { return node_.numInputs(); }
+
+bool InferContext::hasInput(int i) const { return node_.hasInput(i); }
+
+DType InferContext::inputDType(int i) const {
+  if (!hasInput(i)) error("input {} is required", i);
+  DType t = in_[static_cast<size_t>(i)].dtype;
+  if (t == DType::kUndefined) throw UnknownInput{};
+  return t;
+}
+
+const Shape& InferContext::inputShape(int i) const {
+  if (!hasInput(i)) error("input {} is required", i);
+  const ir::Type& t = in_[static_cast<size_t>(i)];
+  if (!t.isStatic()) throw UnknownInput{};
+  return t.shape;
+}
+
+const Tensor& InferContext::inputValue(int i) const {
+  if (!hasInput(i)) error("input {} is required", i);
+  const Tensor* v = vals_[static_cast<size_t>(i)];
+  if (!v) throw UnknownInput{};
+  return *v;
+}
+
+void InferContext::setOutput(int i, DType dtype, Shape shape) {
+  if (i < 0 || static_cast<size_t>(i) >= out_.size()) return;  // optional output not requested
+  for (int64_t d : shape)
+    if (d < 0) error("computed a negative dimension for output {} ({})", i, shapeStr(shape));
+  out_[static_cast<size_t>(i)] = ir::makeType(dtype, std::move(shape));
+}
+
+void Registry::add(OpSchema s) {
+  auto key = std::make_pair(s.domain, s.name);
+  ops_[key] = std::move(s);
+}
+
+const OpSchema* Registry::find(std::string_view domain, std::string_view name) const {
+  std::string d(domain);
+  if (d == "ai.onnx") d.clear();
+  auto it = ops_.find(std::make_pair(d, std::string(name)));
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+std::vector<const OpSchema*> Registry::all() const {
+  std::vector<const OpSchema*> r;
+  for (auto& [k, s] : ops_) r.push_back(&s);
+  return r;
+}
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry reg;
+    registerElementwiseOps(reg);
+    registerTensorOps(reg);
+    registerNnOps(reg);
+    registerReduceOps(reg);
+    return reg;
+  }();
+  return r;
+}
+
+const OpSchema& schemaFor(const ir::Node& n) {
+  const OpSchema* s = registry().find(n.domain, n.op);
+  if (!s)
+    fail(ErrorCode::kUnsupported, "{}: unknown op '{}{}' (npuc does not implement it)", n.label(),
+         n.domain.empty() ? "" : n.domain + ".", n.op);
+  int ni = n.numInputs();
+  if (ni < s->min_inputs || (s->max_inputs >= 0 && ni > s->max_inputs))
+    fail(ErrorCode::kInvalidInput, "{}: has {} inputs, {} takes {} to {}", n.label(), ni, n.op, s->min_inputs,
+         s->max_inputs < 0 ? std::string("any number") : std::to_string(s->max_inputs));
+  int no = static_cast<int>(n.outputs.size());
+  if (no < s->min_outputs || no > s->max_outputs)
+    fail(ErrorCode::kInvalidInput, "{}: has {} outputs, {} produces {} to {}", n.label(), no, n.op,
+         s->min_outputs, s->max_outputs);
+  return *s;
+}
+
+std::optional<std::vector<ir::Type>> inferNode(const ir::Node& n, int opset, std::vector<ir::Type> in_types,
+                                               std::vector<const Tensor*> in_values) {
+  const OpSchema& s = schemaFor(n);
+  InferContext ctx(n, opset, std::move(in_types), std::move(in_values));
+  try {
+    s.infer(ctx);
+  } catch (const UnknownInput&) {
+    return std::nullopt;
+  }
+  return ctx.outputs();
+}
+
+std::optional<std::vector<ir::Type>> inferNode(const ir::Graph& g, const ir::Node& n) {
+  std::vector<ir::Type> types;
+  std::vector<const Tensor*> vals;
+  for (ir::ValueId v : n.inputs) {
+    if (v == ir::kNoValue) {
+      types.emplace_back();
+      vals.push_back(nullptr);
+      continue;
+    }
+    const ir::Value& val = g.value(v);
+    types.push_back(val.type);
+    vals.push_back(val.constant ? &*val.constant : nullptr);
+  }
+  return inferNode(n, g.opset, std::move(types), std::move(vals));
+}
+
+bool inferShapes(ir::Graph& g) {
+  bool changed = false;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    auto r = inferNode(g, n);
+    if (!r) continue;
+    for (size_t i = 0; i < n.outputs.size() && i < r->size(); ++i) {
+      if (n.outputs[i] == ir::kNoValue || (*r)[i].dtype == DType::kUndefined) continue;
+      ir::Value& v = g.value(n.outputs[i]);
+      const ir::Type& t = (*r)[i];
+      if (v.type.isStatic() && v.type.shape != t.shape && v.type.dtype == t.dtype)
+        fail(ErrorCode::kInvalidInput, "{}: output '{}' is declared {} but its inputs give {}", n.label(), v.name,
+             v.type.str(), t.str());
+      if (!(v.type == t)) {
+        v.type = t;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+int64_t nodeMacs(const ir::Graph& g, const ir::Node& n) {
+  const OpSchema* s = registry().find(n.domain, n.op);
+  if (!s || !s->macs) return 0;
+  std::vector<ir::Type> in, out;
+  for (ir::ValueId v : n.inputs) in.push_back(v == ir::kNoValue ? ir::Type{} : g.value(v).type);
+  for (ir::ValueId v : n.outputs) out.push_back(v == ir::kNoValue ? ir::Type{} : g.value(v).type);
+  for (auto* ts : {&in, &out})
+    for (auto& t : *ts)
+      if (t.dtype != DType::kUndefined && !t.isStatic()) return 0;
+  return s->macs(n, in, out);
+}
+
+}  // namespace npuc::ops

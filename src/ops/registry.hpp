@@ -1,0 +1,118 @@
+// The op registry: one OpSchema per operator (arity, shape/type inference, MAC count, one-line doc).
+//
+// Shape functions are written as if every input were known. When an input's shape or a constant operand is
+// not known (static inference before the model is fully resolved), the accessor throws UnknownInput, which
+// inferNode() catches and reports as "outputs unknown". At run time the engine calls the same functions with
+// every input present, so one shape function serves static planning and execution.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace npuc::ops {
+
+/// Thrown by InferContext accessors when something the shape function needs is not known yet.
+struct UnknownInput {};
+
+class InferContext {
+ public:
+  InferContext(const ir::Node& node, int opset, std::vector<ir::Type> in_types, std::vector<const Tensor*> in_values);
+
+  const ir::Node& node() const { return node_; }
+  int opset() const { return opset_; }
+  /// Number of inputs present (trailing omitted optional inputs excluded).
+  int numInputs() const;
+  bool hasInput(int i) const;
+  DType inputDType(int i) const;
+  /// Fully static shape of input i, else throws UnknownInput.
+  const Shape& inputShape(int i) const;
+  int inputRank(int i) const { return static_cast<int>(inputShape(i).size()); }
+  /// Value of input i when it is a constant (or, at run time, always); else throws UnknownInput.
+  const Tensor& inputValue(int i) const;
+  /// Value of an integer input as int64s (shape operands, axes, …).
+  std::vector<int64_t> inputInts(int i) const { return inputValue(i).toInt64(); }
+
+  void setOutput(int i, DType dtype, Shape shape);
+  const std::vector<ir::Type>& outputs() const { return out_; }
+
+  /// Throws kInvalidInput with the node's label in front.
+  template <typename... Args>
+  [[noreturn]] void error(fmt::format_string<Args...> f, Args&&... a) const {
+    fail(ErrorCode::kInvalidInput, "{}: {}", node_.label(), fmt::format(f, std::forward<Args>(a)...));
+  }
+  template <typename... Args>
+  [[noreturn]] void unsupported(fmt::format_string<Args...> f, Args&&... a) const {
+    fail(ErrorCode::kUnsupported, "{}: {}", node_.label(), fmt::format(f, std::forward<Args>(a)...));
+  }
+
+ private:
+  const ir::Node& node_;
+  int opset_;
+  std::vector<ir::Type> in_;
+  std::vector<const Tensor*> vals_;
+  std::vector<ir::Type> out_;
+};
+
+using InferFn = std::function<void(InferContext&)>;
+using MacsFn = std::function<int64_t(const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>& out)>;
+
+struct OpSchema {
+  std::string name;
+  std::string domain;  // "" = ai.onnx, "ai.npuc" = npuc fused ops
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: variadic
+  int min_outputs = 1;
+  int max_outputs = 1;
+  InferFn infer;
+  MacsFn macs;  // null: not a MAC op
+  std::string doc;
+};
+
+class Registry {
+ public:
+  void add(OpSchema s);
+  const OpSchema* find(std::string_view domain, std::string_view name) const;
+  std::vector<const OpSchema*> all() const;
+
+ private:
+  std::map<std::pair<std::string, std::string>, OpSchema, std::less<>> ops_;
+};
+
+/// The registry with every built-in op (built on first use).
+const Registry& registry();
+/// Schema for a node, or throws kUnsupported "unknown op".
+const OpSchema& schemaFor(const ir::Node& n);
+
+/// Infers output types of `n` from its inputs' types and constant values. Returns std::nullopt when some input
+/// is not known yet. Throws kInvalidInput when the inputs are inconsistent.
+std::optional<std::vector<ir::Type>> inferNode(const ir::Graph& g, const ir::Node& n);
+/// As above with explicit input types and values (the engine calls this with the run-time tensors).
+std::optional<std::vector<ir::Type>> inferNode(const ir::Node& n, int opset, std::vector<ir::Type> in_types,
+                                               std::vector<const Tensor*> in_values);
+
+/// Runs inference over the graph in order and records every type it learns. Returns true when a type changed.
+bool inferShapes(ir::Graph& g);
+
+/// Multiply-accumulate count of a node (0 for non-MAC ops or unknown shapes).
+int64_t nodeMacs(const ir::Graph& g, const ir::Node& n);
+
+/// ONNX TensorProto.DataType code <-> DType (kUndefined / -1 when there is no counterpart).
+DType onnxToDType(int64_t onnx_type);
+int64_t dtypeToOnnx(DType t);
+
+// Registration, one function per op family (called once by registry()).
+void registerElementwiseOps(Registry& r);
+void registerTensorOps(Registry& r);
+void registerNnOps(Registry& r);
+void registerReduceOps(Registry& r);
+
+}  // namespace npuc::ops

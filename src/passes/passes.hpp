@@ -1,0 +1,30 @@
+// Declarations of the built-in passes (one .cpp each).
+#pragma once
+
+#include "passes/pass.hpp"
+
+namespace npuc::passes {
+
+/// Records every type the op shape functions can derive (constants used for shape operands).
+class InferShapesPass : public Pass {
+ public:
+  const char* name() const override { return "infer-shapes"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
+/// Evaluates nodes whose inputs are all constant (and Shape/Size of statically shaped values) with the
+/// reference engine and replaces their outputs by constants.
+class FoldConstantsPass : public Pass {
+ public:
+  const char* name() const override { return "fold-constants"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
+/// Removes nodes whose outputs nothing uses, and unused constants.
+class DeadCodeEliminationPass : public Pass {
+ public:
+  const char* name() const override { return "dce"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
+}  // namespace npuc::passes

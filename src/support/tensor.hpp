@@ -1,0 +1,3 @@
+// Forwarding header: the type is public (include/npuc/tensor.hpp).
+#pragma once
+#include "npuc/tensor.hpp"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# End-to-end checks of the npuc CLI: outputs written, and bad input -> one clear error, exit status 2.
+set -uo pipefail
+npuc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAILED: $*"; fails=$((fails + 1)); }
+
+# expect_error STATUS TEXT -- command...: the command must exit with STATUS and print TEXT on stderr.
+expect_error() {
+  local want=$1 text=$2; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then bad "$* exited $rc, expected $want: $(cat "$tmp/err")"; return; fi
+  if ! grep -q -- "$text" "$tmp/err"; then bad "$*: stderr lacks '$text': $(cat "$tmp/err")"; return; fi
+  if [ "$(grep -c 'error' "$tmp/err")" -ne 1 ]; then bad "$*: expected exactly one error line: $(cat "$tmp/err")"; return; fi
+  ok "$* -> $rc: $(head -c 200 "$tmp/err")"
+}
+
+digits=$src/models/digits/digits_cnn.onnx
+if "$npuc" run "$digits" --input "input=$src/models/digits/test_x.npy" --output-dir "$tmp/out_dir" >/dev/null &&
+   [ -s "$tmp/out_dir/logits.npy" ]; then ok "run writes logits.npy"; else bad "run did not write logits.npy"; fi
+
+d=$src/tests/data/bad
+expect_error 2 "truncated or corrupt" -- "$npuc" inspect "$d/truncated.onnx"
+expect_error 2 "file not found" -- "$npuc" inspect "$d/does_not_exist.onnx"
+expect_error 2 "opset 18 is not supported" -- "$npuc" inspect "$d/opset18.onnx"
+expect_error 2 "node 'conv_without_weights' (Conv): input 'W_missing'" -- "$npuc" inspect "$d/missing_initializer.onnx"
+expect_error 2 "node 'fancy' (FancyNewOp): unknown op" -- "$npuc" inspect "$d/unknown_op.onnx"
+expect_error 2 "inconsistent shapes" -- "$npuc" inspect "$d/inconsistent_shapes.onnx"
+expect_error 2 "not a positive dimension" -- "$npuc" inspect "$digits" --input-shape input=1,x,8
+expect_error 2 "not an input of the model" -- "$npuc" inspect "$digits" --input-shape nope=1,1,8,8
+printf 'garbage' >"$tmp/x.npy"
+expect_error 2 "bad magic" -- "$npuc" run "$digits" --input "input=$tmp/x.npy" --output-dir "$tmp/o2"
+[ -e "$tmp/o2" ] && bad "a failed run left $tmp/o2 behind" || ok "failed run wrote nothing"
+
+if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all CLI checks passed"

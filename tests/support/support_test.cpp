@@ -1,0 +1,97 @@
+// Tests of the support library: fp16/bf16 conversions, .npy I/O, tensors, the thread pool.
+#include "support/error.hpp"
+#include "support/fp16.hpp"
+#include "support/npy.hpp"
+#include "support/thread_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+using namespace npuc;
+
+TEST(Fp16, EveryHalfRoundTripsThroughFloat) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    float f = halfToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(f))));
+      continue;
+    }
+    EXPECT_EQ(floatToHalf(f), h) << "half 0x" << std::hex << h;
+  }
+}
+
+TEST(Fp16, RoundsToNearestEven) {
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);  // rounds up to infinity
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7bff);
+  // 1 + 2^-11 is halfway between 1 and the next half: ties to even (1.0)
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // halfway to zero: even
+  EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
+}
+
+TEST(Fp16, Bfloat16) {
+  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16ToFloat(0x3f80), 1.0f);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(NAN))));
+}
+
+TEST(Npy, RoundTrip) {
+  Tensor t(DType::kF32, {2, 3});
+  for (int i = 0; i < 6; ++i) t.data<float>()[i] = static_cast<float>(i) * 0.5f;
+  std::string bytes = encodeNpy(t);
+  Tensor u = parseNpy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "x.npy");
+  EXPECT_TRUE(t.sameBits(u));
+  Tensor s = Tensor::scalar<int64_t>(7);
+  bytes = encodeNpy(s);
+  EXPECT_TRUE(s.sameBits(parseNpy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "s.npy")));
+}
+
+TEST(Npy, MalformedFilesGiveClearErrors) {
+  Tensor t(DType::kI32, {4});
+  std::string bytes = encodeNpy(t);
+  auto parse = [](const std::string& b) { return parseNpy(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "bad.npy"); };
+  try {
+    parse(bytes.substr(0, bytes.size() - 3));
+    FAIL() << "truncated data accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("bad.npy"), std::string::npos);
+  }
+  EXPECT_THROW(parse("not numpy at all"), Error);
+  std::string big = bytes;
+  big[8] = '\xff';
+  big[9] = '\xff';
+  EXPECT_THROW(parse(big), Error);
+  EXPECT_THROW(parse(std::string()), Error);
+}
+
+TEST(Tensor, ShapeChecks) {
+  EXPECT_EQ(shapeNumel({2, 3, 4}), 24);
+  EXPECT_EQ(shapeNumel({}), 1);
+  EXPECT_THROW(shapeNumel({-1, 3}), Error);
+  EXPECT_THROW(shapeNumel({1 << 30, 1 << 30}), Error);
+  Tensor t(DType::kF32, {2, 3});
+  EXPECT_EQ(t.reshaped({3, 2}).raw(), t.raw());
+  EXPECT_THROW(t.reshaped({4}), Error);
+  EXPECT_THROW(t.data<int32_t>(), Error);
+}
+
+TEST(ThreadPool, CoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.parallelFor(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+      }, 3);
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    }
+  }
+}

@@ -1,0 +1,90 @@
+// Shared CLI helpers.
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <random>
+
+namespace npuc::cli {
+
+namespace {
+std::pair<std::string, std::string> splitEq(const std::string& e, const char* what) {
+  auto p = e.rfind('=');
+  if (p == std::string::npos || p == 0 || p + 1 == e.size())
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{} '{}' must look like name=value", what, e));
+  return {e.substr(0, p), e.substr(p + 1)};
+}
+}  // namespace
+
+std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries) {
+  std::map<std::string, Shape> r;
+  for (auto& e : entries) {
+    auto [name, dims] = splitEq(e, "--input-shape");
+    Shape s;
+    size_t i = 0;
+    while (i <= dims.size()) {
+      size_t j = dims.find_first_of(",x", i);
+      if (j == std::string::npos) j = dims.size();
+      std::string d = dims.substr(i, j - i);
+      char* end = nullptr;
+      long long v = std::strtoll(d.c_str(), &end, 10);
+      if (d.empty() || *end != '\0' || v <= 0)
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("--input-shape '{}': '{}' is not a positive dimension", e, d));
+      s.push_back(v);
+      i = j + 1;
+    }
+    r[name] = s;
+  }
+  return r;
+}
+
+std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entries) {
+  std::map<std::string, Tensor> r;
+  for (auto& e : entries) {
+    auto [name, file] = splitEq(e, "--input");
+    r[name] = readNpyFile(file);
+  }
+  return r;
+}
+
+void fillRandomInputs(const Model& m, std::map<std::string, Tensor>& given, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(0.0f, 1.0f);
+  for (auto& in : m.inputs()) {
+    if (given.count(in.name)) continue;
+    Shape s = in.shape;
+    for (auto& d : s)
+      if (d < 0) d = 1;
+    Tensor t(in.dtype, s);
+    if (in.dtype == DType::kF32)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    given[in.name] = t;
+  }
+}
+
+std::string safeFileName(const std::string& name) {
+  std::string r;
+  for (char c : name) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  return r.empty() ? "output" : r;
+}
+
+std::string humanCount(int64_t n) {
+  if (n >= 1000000000) return fmt::format("{:.2f} G", static_cast<double>(n) / 1e9);
+  if (n >= 1000000) return fmt::format("{:.2f} M", static_cast<double>(n) / 1e6);
+  if (n >= 1000) return fmt::format("{:.2f} K", static_cast<double>(n) / 1e3);
+  return std::to_string(n);
+}
+
+std::string humanBytes(int64_t n) {
+  if (n >= (1 << 20)) return fmt::format("{:.2f} MiB", static_cast<double>(n) / (1 << 20));
+  if (n >= (1 << 10)) return fmt::format("{:.2f} KiB", static_cast<double>(n) / (1 << 10));
+  return fmt::format("{} B", n);
+}
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace npuc::cli

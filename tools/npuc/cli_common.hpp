@@ -1,0 +1,37 @@
+// Helpers shared by the subcommands: option parsing (name=shape, name=file), printing, timing.
+#pragma once
+
+#include "npuc/model.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace npuc::cli {
+
+/// "name=1,3,224,224" entries -> map (throws kInvalidArgument naming the bad entry).
+std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries);
+/// "name=file.npy" entries -> tensors read from the files.
+std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entries);
+/// Seeded random inputs for every model input not in `given` (uniform in [0,1) for floats, 0 for ints).
+void fillRandomInputs(const Model& m, std::map<std::string, Tensor>& given, uint32_t seed = 0);
+/// A file-system friendly name for a tensor.
+std::string safeFileName(const std::string& name);
+std::string humanCount(int64_t n);
+std::string humanBytes(int64_t n);
+
+double nowMs();
+
+// Subcommand registration: each adds its subcommand to `app` and sets `run` to its action.
+using Action = std::function<int()>;
+void addInspect(CLI::App& app, Action& run);
+void addRun(CLI::App& app, Action& run);
+void addBench(CLI::App& app, Action& run);
+void addEval(CLI::App& app, Action& run);
+void addConformance(CLI::App& app, Action& run);
+
+}  // namespace npuc::cli

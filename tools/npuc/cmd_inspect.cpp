@@ -1,0 +1,58 @@
+// npuc inspect: per-node table (index, name, op, input and output shapes, MACs) and model totals.
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+namespace npuc::cli {
+
+namespace {
+std::string shapesStr(const std::vector<Shape>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + shapeStr(v[i]);
+  return s;
+}
+}  // namespace
+
+void addInspect(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("inspect", "Print a per-node table (shapes, MACs) and totals of an ONNX model");
+  struct Opts {
+    std::string model;
+    std::vector<std::string> shapes;
+    bool raw = false;
+    bool dump = false;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
+  c->add_flag("--no-fold", o->raw, "Show the graph as imported, before constant folding");
+  c->add_flag("--dump", o->dump, "Also print the IR as text");
+  c->callback([o, &run] {
+    run = [o] {
+      LoadOptions lo;
+      lo.input_shapes = parseShapes(o->shapes);
+      lo.resolve = !o->raw;
+      Model m = Model::load(o->model, lo);
+      auto nodes = m.nodes();
+      size_t wn = 4, wo = 2;
+      for (auto& n : nodes) {
+        wn = std::max(wn, n.name.size());
+        wo = std::max(wo, n.op.size());
+      }
+      wn = std::min<size_t>(wn, 40);
+      fmt::print("{:>5}  {:<{}}  {:<{}}  {:<40}  {:<20}  {:>12}\n", "index", "name", wn, "op", wo, "inputs", "outputs", "MACs");
+      for (auto& n : nodes)
+        fmt::print("{:>5}  {:<{}}  {:<{}}  {:<40}  {:<20}  {:>12}\n", n.index, n.name.substr(0, 40), wn, n.op, wo,
+                   shapesStr(n.input_shapes), shapesStr(n.output_shapes), n.macs);
+      ModelStats s = m.stats();
+      fmt::print("\nnodes: {}\nparameters: {} ({})\nMACs: {} ({})\nactivation bytes: {} ({})\n", s.nodes,
+                 s.parameters, humanBytes(s.parameter_bytes), s.macs, humanCount(s.macs), s.activation_bytes,
+                 humanBytes(s.activation_bytes));
+      for (auto& i : m.inputs()) fmt::print("input  {} : {} {}\n", i.name, dtypeName(i.dtype), shapeStr(i.shape));
+      for (auto& i : m.outputs()) fmt::print("output {} : {} {}\n", i.name, dtypeName(i.dtype), shapeStr(i.shape));
+      if (o->dump) fmt::print("\n{}", m.dump());
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli

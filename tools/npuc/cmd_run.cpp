@@ -1,0 +1,48 @@
+// npuc run: runs a model on the reference engine and writes each output as <output-dir>/<name>.npy.
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace npuc::cli {
+
+void addRun(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("run", "Run an ONNX model on the reference engine; write outputs as .npy");
+  struct Opts {
+    std::string model, out_dir = ".";
+    std::vector<std::string> inputs, shapes;
+    int threads = 1;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("--input", o->inputs, "Input tensor: name=file.npy (repeatable; inputs not given are an error)");
+  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (default: the .npy shape)");
+  c->add_option("--output-dir,-o", o->out_dir, "Folder for <output>.npy files (created if missing)");
+  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
+  c->callback([o, &run] {
+    run = [o] {
+      auto inputs = parseInputs(o->inputs);
+      LoadOptions lo;
+      lo.input_shapes = parseShapes(o->shapes);
+      for (auto& [n, t] : inputs)
+        if (!lo.input_shapes.count(n)) lo.input_shapes[n] = t.shape();
+      Model m = Model::load(o->model, lo);
+      Session s(m, o->threads);
+      double t0 = nowMs();
+      auto outs = s.run(inputs);
+      double t1 = nowMs();
+      std::filesystem::create_directories(o->out_dir);
+      auto infos = m.outputs();
+      for (size_t i = 0; i < outs.size(); ++i) {
+        auto path = std::filesystem::path(o->out_dir) / (safeFileName(infos[i].name) + ".npy");
+        writeNpyFile(path, outs[i]);
+        fmt::print("{}: {} {} -> {}\n", infos[i].name, dtypeName(outs[i].dtype()), shapeStr(outs[i].shape()), path.string());
+      }
+      fmt::print("ran in {:.3f} ms ({} thread{})\n", t1 - t0, o->threads, o->threads > 1 ? "s" : "");
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli

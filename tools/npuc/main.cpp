@@ -1,0 +1,38 @@
+// npuc command-line entry point: subcommand dispatch and the error -> exit status policy
+// (2: the user's input or arguments are wrong or unsupported; 3: internal error).
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+  CLI::App app{"npuc — open NPU model translator: import ONNX, optimize, check, translate, simulate."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "npuc 0.1.0");
+  npuc::cli::Action action;
+  npuc::cli::addInspect(app, action);
+  npuc::cli::addRun(app, action);
+  npuc::cli::addBench(app, action);
+  npuc::cli::addEval(app, action);
+  npuc::cli::addConformance(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    return action ? action() : 0;
+  } catch (const npuc::Error& e) {
+    std::fprintf(stderr, "npuc: error: %s\n", e.what());
+    return npuc::exitStatusFor(e.code());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "npuc: error: out of memory\n");
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "npuc: internal error: %s\n", e.what());
+    return 3;
+  }
+}
