@@ -385,6 +385,8 @@ void registerElementwiseKernels(KernelRegistry& r) {
     r.addFn(op, unaryKernel);
   r.addFn("Clip", clipKernel);
   r.addFn("Dropout", [](KernelCall& c) {
+    if (c.has(2) && c.input(2).toDouble().at(0) != 0)
+      c.unsupported("training_mode=true (random dropout) is not supported; npuc runs inference");
     c.alias(0, c.input(0));
     if (c.numOutputs() > 1 && c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue) {
       Tensor& m = c.alloc(1);

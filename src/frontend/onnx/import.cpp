@@ -94,41 +94,52 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
     if (gp.sparse_initializer_size() > 0) fail(ErrorCode::kUnsupported, "sparse initializers are not supported");
     fixInputShapes(gp, opts, inits);
 
-    // Forget declared intermediate/output shapes when inputs were overridden: they describe other shapes.
+    // Forget declared intermediate/output dims when inputs were overridden: they describe other shapes.
     if (!opts.input_shapes.empty()) {
       gp.clear_value_info();
-      for (auto& o : *gp.mutable_output())
-        if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+      for (auto& o : *gp.mutable_output()) {
+        if (!o.type().has_tensor_type() || !o.type().tensor_type().has_shape()) continue;
+        // Keep the rank, forget the dims.
+        for (auto& d : *o.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) d.Clear();
+      }
     }
 
-    // ONNX shape inference (strict): inconsistent shapes are errors here. External data is not needed for it.
+    // ONNX shape inference. Strict first; some valid old models break its type rules (e.g. int64 Constants
+    // at opset < 9), so on failure it runs again leniently and npuc's own shape functions (which run on every
+    // node below) are the judge of consistency.
     try {
-      onnx::ShapeInferenceOptions sio{true, 1, true};
-      onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), sio);
-    } catch (const std::exception& e) {
-      std::string msg = e.what();
-      if (msg.find("No Op registered") != std::string::npos || msg.find("is not a registered") != std::string::npos)
-        fail(ErrorCode::kUnsupported, "ONNX shape inference: {}", msg);
-      fail(ErrorCode::kInvalidInput, "inconsistent shapes (ONNX shape inference): {}", msg);
+      onnx::ShapeInferenceOptions strict{true, 1, true};
+      onnx::ModelProto copy = m;
+      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), strict);
+      m = std::move(copy);
+    } catch (const std::exception& strict_error) {
+      log::info("import", "{}: strict ONNX shape inference failed ({}); retrying leniently", name, strict_error.what());
+      try {
+        onnx::ShapeInferenceOptions lenient{false, 0, true};
+        onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), lenient);
+      } catch (const std::exception& e) {
+        fail(ErrorCode::kInvalidInput, "inconsistent shapes (ONNX shape inference): {}", e.what());
+      }
     }
 
+    onnx::GraphProto& graph = *m.mutable_graph();  // `gp` may be stale after the inference swapped models
     auto g = std::make_unique<ir::Graph>();
     g->opset = opset;
-    g->name = gp.name();
+    g->name = graph.name();
     g->producer = m.producer_name();
     g->source = name;
 
     std::map<std::string, onnx::TypeProto> types;
-    for (auto* list : {&gp.input(), &gp.output(), &gp.value_info()})
+    for (auto* list : {&graph.input(), &graph.output(), &graph.value_info()})
       for (auto& vi : *list) types[vi.name()] = vi.type();
 
     std::map<std::string, ir::ValueId> byName;
-    for (auto& t : gp.initializer()) {
+    for (auto& t : graph.initializer()) {
       if (t.name().empty()) fail(ErrorCode::kInvalidInput, "an initializer has no name");
       Tensor tensor = withContext("initializer '" + t.name() + "'", [&] { return tensorFromProto(t, base_dir); });
       byName[t.name()] = g->addConstant(t.name(), std::move(tensor)).id;
     }
-    for (auto& in : gp.input()) {
+    for (auto& in : graph.input()) {
       if (inits.count(in.name())) continue;
       if (byName.count(in.name())) fail(ErrorCode::kInvalidInput, "input '{}' is declared twice", in.name());
       ir::Value& v = g->addValue(in.name(), typeFromProto(in.type(), "input '" + in.name() + "'"));
@@ -136,9 +147,9 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
       byName[in.name()] = v.id;
     }
     // Create every node output first, so that node order in the file does not matter (we sort afterwards).
-    std::vector<std::vector<ir::ValueId>> outs(static_cast<size_t>(gp.node_size()));
-    for (int i = 0; i < gp.node_size(); ++i) {
-      const auto& n = gp.node(i);
+    std::vector<std::vector<ir::ValueId>> outs(static_cast<size_t>(graph.node_size()));
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const auto& n = graph.node(i);
       for (auto& o : n.output()) {
         if (o.empty()) {
           outs[static_cast<size_t>(i)].push_back(ir::kNoValue);
@@ -152,8 +163,8 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
         outs[static_cast<size_t>(i)].push_back(byName[o]);
       }
     }
-    for (int i = 0; i < gp.node_size(); ++i) {
-      const auto& n = gp.node(i);
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const auto& n = graph.node(i);
       std::string label = nodeLabel(n, i);
       std::vector<ir::ValueId> ins;
       for (auto& in : n.input()) {
@@ -175,7 +186,7 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
         for (auto& a : n.attribute()) node.attrs[a.name()] = attrFromProto(a, base_dir);
       });
     }
-    for (auto& o : gp.output()) {
+    for (auto& o : graph.output()) {
       auto it = byName.find(o.name());
       if (it == byName.end()) fail(ErrorCode::kInvalidInput, "graph output '{}' is never produced", o.name());
       g->outputs().push_back(it->second);
@@ -183,7 +194,12 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
     g->topoSort();
     ir::verify(*g, ErrorCode::kInvalidInput);
     if (opset < 7) canonicalizeLegacy(*g);
-    ops::inferShapes(*g);
+    try {
+      ops::inferShapes(*g);
+    } catch (Error& e) {
+      if (e.code() == ErrorCode::kInvalidInput) e.addContext("inconsistent shapes");
+      throw;
+    }
     return g;
   });
 }
