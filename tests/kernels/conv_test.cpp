@@ -215,7 +215,7 @@ ConvShape randomConvShape(std::mt19937& rng, int rank, bool depthwise) {
 
 TEST(Conv, Random2dBitExact) {
   std::mt19937 rng(11);
-  for (int iter = 0; iter < 50; ++iter) {
+  for (int iter = 0; iter < 150; ++iter) {
     const ConvShape s = randomConvShape(rng, 2, false);
     expectConvMatches(s, rng, test::activationFor(iter), iter % 3 != 0);
   }
@@ -223,7 +223,7 @@ TEST(Conv, Random2dBitExact) {
 
 TEST(Conv, Random1dBitExact) {
   std::mt19937 rng(12);
-  for (int iter = 0; iter < 15; ++iter) {
+  for (int iter = 0; iter < 40; ++iter) {
     const ConvShape s = randomConvShape(rng, 1, iter % 3 == 0);
     expectConvMatches(s, rng, test::activationFor(iter), iter % 2 == 0);
   }
@@ -231,7 +231,7 @@ TEST(Conv, Random1dBitExact) {
 
 TEST(Conv, DepthwiseRandomBitExact) {
   std::mt19937 rng(13);
-  for (int iter = 0; iter < 40; ++iter) {
+  for (int iter = 0; iter < 120; ++iter) {
     const ConvShape s = randomConvShape(rng, 2, true);
     expectConvMatches(s, rng, test::activationFor(iter), iter % 3 != 0, "depthwise_avx2");
   }
@@ -282,7 +282,7 @@ TEST(Conv, BadShapeThrows) {
 TEST(ConvTranspose, RandomBitExact) {
   std::mt19937 rng(17);
   test::VariantGuard guard;
-  for (int iter = 0; iter < 30; ++iter) {
+  for (int iter = 0; iter < 60; ++iter) {
     const ConvTransposeShape s = randomTransposeShape(rng, 1 + iter % 3);
     const auto x = randomFloats(rng, static_cast<size_t>(s.batch * s.in_channels * numel(s.in_spatial)));
     const auto w = randomFloats(rng, static_cast<size_t>(s.in_channels * (s.out_channels / s.groups) * numel(s.kernel)));

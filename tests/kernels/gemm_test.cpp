@@ -110,10 +110,10 @@ void expectAllVariantsMatch(const GemmArgs& base, const std::string& what) {
 
 TEST(Gemm, RandomShapesBitExact) {
   std::mt19937 rng(42);
-  const int64_t sizes[] = {1, 2, 3, 5, 6, 7, 8, 12, 15, 16, 17, 23, 31, 33, 48, 64, 97};
-  for (int iter = 0; iter < 60; ++iter) {
-    const int64_t M = sizes[randomInt(rng, 0, 16)], N = sizes[randomInt(rng, 0, 16)];
-    const int64_t K = iter % 10 == 0 ? 0 : sizes[randomInt(rng, 0, 16)] + randomInt(rng, 0, 3);
+  const int64_t sizes[] = {1, 2, 3, 5, 6, 7, 8, 12, 15, 16, 17, 23, 24, 31, 33, 40, 48, 64, 97};
+  for (int iter = 0; iter < 200; ++iter) {
+    const int64_t M = sizes[randomInt(rng, 0, 18)], N = sizes[randomInt(rng, 0, 18)];
+    const int64_t K = iter % 10 == 0 ? 0 : sizes[randomInt(rng, 0, 18)] + randomInt(rng, 0, 3);
     const bool ta = randomInt(rng, 0, 1), tb = randomInt(rng, 0, 1);
     const auto A = randomFloats(rng, static_cast<size_t>(M * K) + 1), B = randomFloats(rng, static_cast<size_t>(K * N) + 1);
     const auto bias = randomFloats(rng, static_cast<size_t>(std::max(M, N)));

@@ -67,7 +67,7 @@ struct Config {
 };
 
 /// The configurations every sweep runs: default blocking and a tiny one (many k-, m- and n-blocks), on the
-/// AVX2 path at 1, 2, 3 threads and on the portable path.
+/// AVX2 path at 1, 2, 3 (and 4) threads and on the portable path.
 inline std::vector<Config> sweepConfigs(const GemmBlocking& defaults, bool include_portable = true) {
   const GemmBlocking tiny{5, 12, 32};
   std::vector<Config> c;
@@ -75,6 +75,7 @@ inline std::vector<Config> sweepConfigs(const GemmBlocking& defaults, bool inclu
     c.push_back({false, t, defaults});
     c.push_back({false, t, tiny});
   }
+  c.push_back({false, 4, defaults});
   if (include_portable) {
     c.push_back({true, 1, defaults});
     c.push_back({true, 3, tiny});

@@ -139,14 +139,13 @@ void fillPhasesFixed(const float* xr, int64_t W, int64_t pw, int64_t wq, float* 
     }
   };
   for (int64_t j = 0; j < lo; ++j) edge(j);
-  const float* src = xr - pw;
   if constexpr (kStride == 1) {
-    if (hi > lo) std::memcpy(dst + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(float));
-  } else {
+    if (hi > lo) std::memcpy(dst + lo, xr + (lo - pw), static_cast<size_t>(hi - lo) * sizeof(float));
+  } else if (hi > lo) {
     for (int64_t p = 0; p < kStride; ++p) {
-      float* d = dst + p * wq;
-      const float* sp = src + p;
-      for (int64_t j = lo; j < hi; ++j) d[j] = sp[j * kStride];
+      float* d = dst + p * wq + lo;
+      const float* sp = xr + (lo * kStride + p - pw);
+      for (int64_t j = 0; j < hi - lo; ++j) d[j] = sp[j * kStride];
     }
   }
   for (int64_t j = hi; j < wq; ++j) edge(j);
@@ -240,7 +239,7 @@ const char* Conv::variant() const {
 }
 
 void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
-  const detail::GemmMicroKernel kern = detail::activeKernels().gemm;
+  const detail::KernelTable& kt = detail::activeKernels();
   const GemmBlocking blk = detail::effectiveBlocking();
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t outer = s.batch * s.groups;
@@ -262,7 +261,7 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
       out.act = act;
       const Im2colPacker packer{&g, x + (b * s.in_channels + grp * cg) * HW, pointwise};
       detail::gemmBlock(packed[static_cast<size_t>(grp)]->impl().data.data(), mg, K, m0,
-                        std::min(mg, m0 + split.m_chunk), n0, std::min(N, n0 + split.n_chunk), packer, out, kern, blk);
+                        std::min(mg, m0 + split.m_chunk), n0, std::min(N, n0 + split.n_chunk), packer, out, kt, blk);
     }
   };
   const int64_t tasks = outer * per_outer;

@@ -21,8 +21,10 @@ bool cpuHasAvx2Fma() {
   return has;
 }
 
-constexpr KernelTable kAvx2Table{"avx2_fma", f32_gemm__avx2_6x16, f32_dwconv2d__avx2, f32_deconv__avx2};
-constexpr KernelTable kPortableTable{"portable", f32_gemm__scalar_6x16, f32_dwconv2d__scalar, f32_deconv__scalar};
+constexpr KernelTable kAvx2Table{"avx2_fma", f32_gemm__avx2_6x16, f32_gemm__avx2_6x8, f32_dwconv2d__avx2,
+                                 f32_deconv__avx2};
+constexpr KernelTable kPortableTable{"portable", f32_gemm__scalar_6x16, f32_gemm__scalar_6x8, f32_dwconv2d__scalar,
+                                     f32_deconv__scalar};
 
 }  // namespace
 

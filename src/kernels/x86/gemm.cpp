@@ -58,9 +58,16 @@ void packA(int64_t M, int64_t K, const float* A, int64_t lda, bool transA, float
         for (int64_t k = 0; k < K; ++k) d[k * kMR + i] = 0.0f;
       } else if (transA) {
         for (int64_t k = 0; k < K; ++k) d[k * kMR + i] = A[k * lda + m];
-      } else {
+      } else if (p * kMR + kMR > M) {
         const float* src = A + m * lda;
         for (int64_t k = 0; k < K; ++k) d[k * kMR + i] = src[k];
+      }
+    }
+    if (!transA && p * kMR + kMR <= M) {
+      // Full panel of rows: six read streams, one sequential write stream.
+      const float* r0 = A + p * kMR * lda;
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t i = 0; i < kMR; ++i) d[k * kMR + i] = r0[i * lda + k];
       }
     }
   }
@@ -125,7 +132,7 @@ GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const Gemm
   return s;
 }
 
-void runTile(GemmMicroKernel kern, const MicroArgs& args_in, int64_t m, int64_t n, int64_t mr, int64_t nr,
+void runTile(const KernelTable& kt, const MicroArgs& args_in, int64_t m, int64_t n, int64_t mr, int64_t nr,
              const GemmOut& out) {
   MicroArgs args = args_in;
   args.panels = 1;
@@ -145,7 +152,7 @@ void runTile(GemmMicroKernel kern, const MicroArgs& args_in, int64_t m, int64_t 
   }
   args.c = tile;
   args.ldc = kNR;
-  kern(args);
+  (nr <= 8 ? kt.gemm_n8 : kt.gemm)(args);
   for (int64_t i = 0; i < mr; ++i) {
     std::memcpy(c + i * out.ldc, tile + i * kNR, static_cast<size_t>(nr) * sizeof(float));
   }
@@ -176,13 +183,11 @@ PackedA::~PackedA() = default;
 int64_t PackedA::rows() const { return impl_->M; }
 int64_t PackedA::depth() const { return impl_->K; }
 
-void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool) {
-  if (a.rows() != g.M || a.depth() != g.K) {
-    fail(ErrorCode::kInvalidArgument, "sgemm_packed: packed A is {}x{}, arguments say {}x{}", a.rows(), a.depth(),
-         g.M, g.K);
-  }
-  if (g.M <= 0 || g.N <= 0) return;
-  const detail::GemmMicroKernel kern = detail::activeKernels().gemm;
+namespace {
+
+// sgemm with A already packed (ceil(M/kMR) panels of K*kMR floats); g.A/lda/transA are ignored.
+void gemmPackedA(const float* pa, const GemmArgs& g, ThreadPool* pool) {
+  const detail::KernelTable& kt = detail::activeKernels();
   const GemmBlocking blk = detail::effectiveBlocking();
   const int threads = pool != nullptr ? pool->size() : 1;
   const detail::GemmSplit split = detail::planSplit(g.M, g.N, 1, threads, blk);
@@ -192,7 +197,6 @@ void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool) {
   out.bias = g.bias_kind == BiasKind::kNone ? nullptr : g.bias;
   out.bias_kind = g.bias_kind;
   out.act = g.act;
-  const float* pa = a.impl().data.data();
   auto packB = [&g](int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* dst) {
     detail::packBMatrix(g.B, g.ldb, g.transB, k0, kc, n0, nc, dst);
   };
@@ -201,7 +205,7 @@ void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool) {
       const int64_t mt = t / split.n_tasks, nt = t % split.n_tasks;
       const int64_t m0 = mt * split.m_chunk, n0 = nt * split.n_chunk;
       detail::gemmBlock(pa, g.M, g.K, m0, std::min(g.M, m0 + split.m_chunk), n0, std::min(g.N, n0 + split.n_chunk),
-                        packB, out, kern, blk);
+                        packB, out, kt, blk);
     }
   };
   const int64_t tasks = split.m_tasks * split.n_tasks;
@@ -212,10 +216,31 @@ void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool) {
   }
 }
 
+// Packs A into the calling thread's scratch (reused across calls, so no page faults; read-only for the tasks,
+// workers use their own slots 0/1), or into a temporary when it is large, then runs the GEMM.
+void packAndRun(const GemmArgs& g, ThreadPool* pool) {
+  constexpr size_t kMaxRetainedFloats = size_t{4} << 20;  // 16 MiB
+  const size_t floats = static_cast<size_t>(detail::roundUp(g.M, detail::kMR) * std::max<int64_t>(g.K, 1));
+  detail::AlignedFloats temp;
+  float* pa = floats <= kMaxRetainedFloats ? detail::threadScratch(floats, 2) : temp.ensure(floats);
+  detail::packA(g.M, g.K, g.A, g.lda, g.transA, pa);
+  gemmPackedA(pa, g, pool);
+}
+
+}  // namespace
+
+void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool) {
+  if (a.rows() != g.M || a.depth() != g.K) {
+    fail(ErrorCode::kInvalidArgument, "sgemm_packed: packed A is {}x{}, arguments say {}x{}", a.rows(), a.depth(),
+         g.M, g.K);
+  }
+  if (g.M <= 0 || g.N <= 0) return;
+  gemmPackedA(a.impl().data.data(), g, pool);
+}
+
 void sgemm(const GemmArgs& g, ThreadPool* pool) {
   if (g.M <= 0 || g.N <= 0) return;
-  const PackedA a(g.M, g.K, g.A, g.lda, g.transA);
-  sgemm_packed(a, g, pool);
+  packAndRun(g, pool);
 }
 
 }  // namespace npuc::kernels

@@ -1,5 +1,6 @@
-// AVX2/FMA GEMM microkernel f32_gemm__avx2_6x16 (compiled with -mavx2 -mfma): a 6x16 register tile,
-// 12 accumulators, one fma per k per output, k ascending; fused bias init and activation epilogue.
+// AVX2/FMA GEMM microkernels (compiled with -mavx2 -mfma): f32_gemm__avx2_6x16 (12 accumulators) and
+// f32_gemm__avx2_6x8 (narrow column tails); one fma per k per output, k ascending; fused bias init and
+// activation epilogue.
 #include "kernels/x86/act_avx2.hpp"
 #include "kernels/x86/kernel_table.hpp"
 
@@ -76,7 +77,56 @@ inline void tile6x16(const MicroArgs& p, const float* a, float* c, const float* 
   _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
+inline void tile6x8(const MicroArgs& p, const float* a, float* c, const float* row_bias) {
+  __m256 c0, c1, c2, c3, c4, c5;
+  const int64_t ldc = p.ldc;
+  switch (p.init) {
+    case TileInit::kZero: c0 = c1 = c2 = c3 = c4 = c5 = _mm256_setzero_ps(); break;
+    case TileInit::kRowBias:
+      c0 = _mm256_broadcast_ss(row_bias + 0), c1 = _mm256_broadcast_ss(row_bias + 1);
+      c2 = _mm256_broadcast_ss(row_bias + 2), c3 = _mm256_broadcast_ss(row_bias + 3);
+      c4 = _mm256_broadcast_ss(row_bias + 4), c5 = _mm256_broadcast_ss(row_bias + 5);
+      break;
+    case TileInit::kColBias: c0 = c1 = c2 = c3 = c4 = c5 = _mm256_loadu_ps(p.bias); break;
+    default:
+      c0 = _mm256_loadu_ps(c + 0 * ldc), c1 = _mm256_loadu_ps(c + 1 * ldc), c2 = _mm256_loadu_ps(c + 2 * ldc);
+      c3 = _mm256_loadu_ps(c + 3 * ldc), c4 = _mm256_loadu_ps(c + 4 * ldc), c5 = _mm256_loadu_ps(c + 5 * ldc);
+      break;
+  }
+  const float* b = p.b;
+  for (int64_t k = 0; k < p.kc; ++k) {
+    const __m256 b0 = _mm256_load_ps(b);
+    c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 0), b0, c0);
+    c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 1), b0, c1);
+    c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2), b0, c2);
+    c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3), b0, c3);
+    c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 4), b0, c4);
+    c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 5), b0, c5);
+    a += kMR;
+    b += kNR;
+  }
+  if (p.act != nullptr && p.act->kind != ActKind::kNone) {
+    const Act8 f(*p.act);
+    c0 = f.apply(c0), c1 = f.apply(c1), c2 = f.apply(c2), c3 = f.apply(c3), c4 = f.apply(c4), c5 = f.apply(c5);
+  }
+  _mm256_storeu_ps(c + 0 * ldc, c0), _mm256_storeu_ps(c + 1 * ldc, c1), _mm256_storeu_ps(c + 2 * ldc, c2);
+  _mm256_storeu_ps(c + 3 * ldc, c3), _mm256_storeu_ps(c + 4 * ldc, c4), _mm256_storeu_ps(c + 5 * ldc, c5);
+}
+
 }  // namespace
+
+void f32_gemm__avx2_6x8(const MicroArgs& p) {
+  const float* a = p.a;
+  float* c = p.c;
+  const float* bias = p.bias;
+  const bool row_bias = p.init == TileInit::kRowBias;
+  for (int64_t i = 0; i < p.panels; ++i) {
+    tile6x8(p, a, c, bias);
+    a += p.a_stride;
+    c += kMR * p.ldc;
+    if (row_bias) bias += kMR;
+  }
+}
 
 void f32_gemm__avx2_6x16(const MicroArgs& p) {
   const float* a = p.a;

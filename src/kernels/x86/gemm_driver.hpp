@@ -69,14 +69,14 @@ GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const Gemm
 
 /// One edge register tile at (m, n) with mr <= kMR valid rows and nr <= kNR valid columns (args.a, b, kc, init,
 /// act set), computed through a local buffer.
-void runTile(GemmMicroKernel kern, const MicroArgs& args, int64_t m, int64_t n, int64_t mr, int64_t nr,
+void runTile(const KernelTable& kt, const MicroArgs& args, int64_t m, int64_t n, int64_t mr, int64_t nr,
              const GemmOut& out);
 
 /// Computes C[m0:m1, n0:n1] for packed A (M rows, depth K; m0 a multiple of kMR). packB(k0, kc, n0, nc, dst)
 /// fills the packed B block for depth [k0, k0+kc).
 template <class PackB>
 void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-               const PackB& packB, const GemmOut& out, GemmMicroKernel kern, const GemmBlocking& blk) {
+               const PackB& packB, const GemmOut& out, const KernelTable& kt, const GemmBlocking& blk) {
   const int64_t nc = n1 - n0;
   if (nc <= 0 || m1 <= m0) return;
   const int64_t npanels = ceilDiv(nc, kNR);
@@ -107,7 +107,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
         const int64_t nr = std::min<int64_t>(kNR, n1 - n);
         args.b = bbuf + jp * kc * kNR;
         args.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
-        if (nr == kNR && full_panels > 0) {
+        if ((nr == kNR || nr == 8) && full_panels > 0) {
           // The common case: a column of full tiles in one microkernel call.
           args.c = out.c + ic * out.ldc + n;
           args.ldc = out.ldc;
@@ -115,16 +115,16 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
           args.bias = args.init == TileInit::kRowBias   ? out.bias + ic
                       : args.init == TileInit::kColBias ? out.bias + n
                                                         : nullptr;
-          kern(args);
+          (nr == kNR ? kt.gemm : kt.gemm_n8)(args);
         } else {
           for (int64_t i = 0; i < full_panels; ++i) {
-            runTile(kern, args, ic + i * kMR, n, kMR, nr, out);
+            runTile(kt, args, ic + i * kMR, n, kMR, nr, out);
             args.a += K * kMR;
           }
         }
         if (ic + full_panels * kMR < ic_end) {
           args.a = packed_a + (ic / kMR + full_panels) * K * kMR + k0 * kMR;
-          runTile(kern, args, ic + full_panels * kMR, n, ic_end - ic - full_panels * kMR, nr, out);
+          runTile(kt, args, ic + full_panels * kMR, n, ic_end - ic - full_panels * kMR, nr, out);
         }
       }
     }

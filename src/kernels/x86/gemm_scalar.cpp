@@ -1,4 +1,4 @@
-// Portable GEMM microkernel f32_gemm__scalar_6x16: the same 6x16 tile contract as the AVX2 kernel, with
+// Portable GEMM microkernels f32_gemm__scalar_6x16 / _6x8: the same tile contract as the AVX2 kernel, with
 // std::fma (exact), for CPUs without AVX2/FMA and for tests that force the portable path.
 #include "kernels/x86/kernel_table.hpp"
 
@@ -8,10 +8,11 @@ namespace npuc::kernels::detail {
 
 namespace {
 
+template <int64_t kCols>
 void tile(const MicroArgs& p, const float* a_panel, float* c, const float* bias) {
-  float acc[kMR][kNR];
+  float acc[kMR][kCols];
   for (int64_t i = 0; i < kMR; ++i) {
-    for (int64_t j = 0; j < kNR; ++j) {
+    for (int64_t j = 0; j < kCols; ++j) {
       switch (p.init) {
         case TileInit::kZero: acc[i][j] = 0.0f; break;
         case TileInit::kRowBias: acc[i][j] = bias[i]; break;
@@ -24,23 +25,27 @@ void tile(const MicroArgs& p, const float* a_panel, float* c, const float* bias)
     const float* a = a_panel + k * kMR;
     const float* b = p.b + k * kNR;
     for (int64_t i = 0; i < kMR; ++i) {
-      for (int64_t j = 0; j < kNR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+      for (int64_t j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
     }
   }
   for (int64_t i = 0; i < kMR; ++i) {
-    for (int64_t j = 0; j < kNR; ++j) {
+    for (int64_t j = 0; j < kCols; ++j) {
       c[i * p.ldc + j] = p.act != nullptr ? applyActivation(acc[i][j], *p.act) : acc[i][j];
     }
   }
 }
 
-}  // namespace
-
-void f32_gemm__scalar_6x16(const MicroArgs& p) {
+template <int64_t kCols>
+void tiles(const MicroArgs& p) {
   for (int64_t i = 0; i < p.panels; ++i) {
-    tile(p, p.a + i * p.a_stride, p.c + i * kMR * p.ldc,
-         p.init == TileInit::kRowBias ? p.bias + i * kMR : p.bias);
+    tile<kCols>(p, p.a + i * p.a_stride, p.c + i * kMR * p.ldc,
+                p.init == TileInit::kRowBias ? p.bias + i * kMR : p.bias);
   }
 }
+
+}  // namespace
+
+void f32_gemm__scalar_6x16(const MicroArgs& p) { tiles<kNR>(p); }
+void f32_gemm__scalar_6x8(const MicroArgs& p) { tiles<8>(p); }
 
 }  // namespace npuc::kernels::detail

@@ -73,7 +73,8 @@ using DeconvKernel = void (*)(const DeconvGeom& g, const float* x, const float* 
 
 struct KernelTable {
   const char* name;
-  GemmMicroKernel gemm;
+  GemmMicroKernel gemm;     // kMR x kNR tiles
+  GemmMicroKernel gemm_n8;  // kMR x 8 tiles: the first 8 columns of each packed B panel (kColBias: 8 values)
   DwPlaneKernel dwconv;
   DeconvKernel deconv;
 };
@@ -83,6 +84,8 @@ const KernelTable& activeKernels();
 
 void f32_gemm__avx2_6x16(const MicroArgs& p);
 void f32_gemm__scalar_6x16(const MicroArgs& p);
+void f32_gemm__avx2_6x8(const MicroArgs& p);
+void f32_gemm__scalar_6x8(const MicroArgs& p);
 void f32_dwconv2d__avx2(const DwPlaneArgs& p);
 void f32_dwconv2d__scalar(const DwPlaneArgs& p);
 void f32_deconv__avx2(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
