@@ -45,6 +45,8 @@ struct LoadOptions {
   bool require_static_inputs = true;
   /// Run the resolve pipeline (shape inference, constant folding, dead-code elimination) after import.
   bool resolve = true;
+  /// Then run the optimize pipeline (BatchNorm folded into convolutions). Changes results only by rounding.
+  bool optimize = true;
 };
 
 class Model {
@@ -71,9 +73,17 @@ class Model {
 };
 
 /// Runs a model on the reference engine (float32 oracle). One Session per thread; sessions are independent.
+struct NodeProfile {
+  std::string name;
+  std::string op;
+  double ms = 0;
+};
+
 class Session {
  public:
-  explicit Session(const Model& model, int threads = 1);
+  explicit Session(const Model& model, int threads = 1, bool profile = false);
+  /// Per-node wall times of the last run, in execution order (empty unless profiling was asked for).
+  std::vector<NodeProfile> profile() const;
   ~Session();
   Session(Session&&) noexcept;
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);

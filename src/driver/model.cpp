@@ -31,6 +31,7 @@ void resolve(ir::Graph& g, const LoadOptions& o) {
   withContext(g.source, [&] {
     passes::PassContext ctx;
     passes::PassManager(passes::resolvePipeline()).runToFixpoint(g, ctx);
+    if (o.optimize) passes::PassManager(passes::optimizePipeline()).runToFixpoint(g, ctx);
   });
 }
 
@@ -118,10 +119,22 @@ void Model::saveOnnx(const std::filesystem::path& path) const { onnx_io::exportF
 struct Session::Impl {
   Model model;  // keeps the graph alive
   engine::Engine engine;
-  Impl(const Model& m, int threads) : model(m), engine(*m.impl().graph, engine::EngineOptions{threads}) {}
+  Impl(const Model& m, int threads, bool profile)
+      : model(m), engine(*m.impl().graph, engine::EngineOptions{threads, profile}) {}
 };
 
-Session::Session(const Model& model, int threads) : impl_(std::make_unique<Impl>(model, threads)) {}
+Session::Session(const Model& model, int threads, bool profile)
+    : impl_(std::make_unique<Impl>(model, threads, profile)) {}
+
+std::vector<NodeProfile> Session::profile() const {
+  std::vector<NodeProfile> r;
+  const ir::Graph& g = *impl_->model.impl().graph;
+  for (auto& t : impl_->engine.profile()) {
+    const ir::Node& n = g.node(t.node);
+    r.push_back({n.name, n.domain.empty() ? n.op : n.domain + "." + n.op, t.ms});
+  }
+  return r;
+}
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 

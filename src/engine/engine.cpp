@@ -3,6 +3,9 @@
 
 #include "ops/registry.hpp"
 
+#include <chrono>
+#include <limits>
+#include <optional>
 #include <set>
 
 namespace npuc::engine {
@@ -89,6 +92,7 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
   const auto& order = g_.order();
   kernels_.reserve(order.size());
   for (ir::NodeId id : order) kernels_.push_back(makeKernel(g_, g_.node(id)));
+  if (opts_.fuse_activations) fuseActivations();
   // Lifetime: a non-constant, non-output value is released after the last node that reads it.
   std::map<ir::ValueId, size_t> last;
   for (size_t i = 0; i < order.size(); ++i) {
@@ -105,6 +109,58 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
 }
 
 Engine::~Engine() = default;
+
+namespace {
+/// The activation a node computes, when it is one a kernel epilogue can apply (Relu, LeakyRelu, Clip with
+/// constant bounds on float32).
+std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::Node& n) {
+  kernels::Activation a;
+  if (n.op == "Relu") {
+    a.kind = kernels::ActKind::kRelu;
+  } else if (n.op == "LeakyRelu") {
+    a.kind = kernels::ActKind::kLeakyRelu;
+    a.a = n.attrFloat("alpha", 0.01f);
+  } else if (n.op == "Clip") {
+    a.kind = kernels::ActKind::kClip;
+    a.a = -std::numeric_limits<float>::infinity();
+    a.b = std::numeric_limits<float>::infinity();
+    if (g.opset < 11) {
+      a.a = n.attrFloat("min", -std::numeric_limits<float>::max());
+      a.b = n.attrFloat("max", std::numeric_limits<float>::max());
+    } else {
+      for (int i = 1; i <= 2; ++i) {
+        if (!n.hasInput(i)) continue;
+        const ir::Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
+        if (!v.constant || v.constant->dtype() != DType::kF32 || v.constant->numel() != 1) return std::nullopt;
+        (i == 1 ? a.a : a.b) = v.constant->data<float>()[0];
+      }
+    }
+  } else {
+    return std::nullopt;
+  }
+  return a;
+}
+}  // namespace
+
+void Engine::fuseActivations() {
+  const auto& order = g_.order();
+  auto uses = g_.uses();
+  std::map<ir::NodeId, size_t> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ir::Node& n = g_.node(order[i]);
+    if (n.op != "Conv" || !n.domain.empty() || n.outputs.size() != 1) continue;
+    ir::ValueId y = n.outputs[0];
+    if (outputs.count(y) || g_.value(y).type.dtype != DType::kF32) continue;
+    auto it = uses.find(y);
+    if (it == uses.end() || it->second.size() != 1 || it->second[0].second != 0) continue;
+    const ir::Node& act_node = g_.node(it->second[0].first);
+    auto act = activationOf(g_, act_node);
+    if (!act || !kernels_[i]->fuseActivation(*act)) continue;
+    kernels_[pos[act_node.id]] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
+  }
+}
 
 std::vector<Tensor> Engine::run(const std::map<std::string, Tensor>& inputs, const NodeCallback& cb) {
   std::vector<Tensor> ordered;
@@ -137,13 +193,17 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs, const NodeCal
     vals[static_cast<size_t>(v.id)] = t;
   }
   const auto& order = g_.order();
+  profile_.clear();
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
+    auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> in;
     in.reserve(n.inputs.size());
     for (ir::ValueId v : n.inputs) in.push_back(v == ir::kNoValue ? Tensor() : vals[static_cast<size_t>(v)]);
     std::vector<Tensor> out;
     runNode(n, g_.opset, *kernels_[i], std::move(in), out, pool_);
+    if (opts_.profile)
+      profile_.push_back({n.id, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
     for (size_t j = 0; j < n.outputs.size() && j < out.size(); ++j)
       if (n.outputs[j] != ir::kNoValue) vals[static_cast<size_t>(n.outputs[j])] = std::move(out[j]);
     if (cb) {

@@ -15,6 +15,15 @@ namespace npuc::engine {
 
 struct EngineOptions {
   int threads = 1;
+  bool profile = false;  // record the wall time of every node (see Engine::profile())
+  /// Run an activation that is the only consumer of a Conv inside the Conv's epilogue (same bits; the Conv's own
+  /// output then holds the activated values, which matters only to callbacks).
+  bool fuse_activations = true;
+};
+
+struct NodeTime {
+  ir::NodeId node;
+  double ms;
 };
 
 /// Called after each node with its outputs (for traces and comparisons).
@@ -33,13 +42,18 @@ class Engine {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const NodeCallback& cb = {});
 
   const ir::Graph& graph() const { return g_; }
+  /// Per-node wall times of the last run (empty unless EngineOptions::profile).
+  const std::vector<NodeTime>& profile() const { return profile_; }
 
  private:
+  void fuseActivations();
+
   const ir::Graph& g_;
   EngineOptions opts_;
   ThreadPool* pool_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // by position in g_.order()
   std::vector<std::vector<ir::ValueId>> release_after_;  // values whose last use is node i
+  std::vector<NodeTime> profile_;
 };
 
 /// Evaluates one node on concrete inputs (used by constant folding).

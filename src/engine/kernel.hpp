@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/graph.hpp"
+#include "kernels/activation.hpp"
 #include "support/error.hpp"
 #include "support/tensor.hpp"
 #include "support/thread_pool.hpp"
@@ -47,6 +48,8 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(KernelCall& call) = 0;
+  /// Asks the kernel to apply `act` to its output itself (epilogue fusion). Returns false when it cannot.
+  virtual bool fuseActivation(const kernels::Activation& act) { return false; }
 };
 
 /// Creates the kernel for a node; the graph gives access to constant inputs (weights) for packing.

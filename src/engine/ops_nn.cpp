@@ -60,9 +60,15 @@ class ConvKernel : public Kernel {
     }
     conv_->run(x.data<float>(), y.data<float>(), c.pool);
   }
-  kernels::Activation act_;
+  bool fuseActivation(const kernels::Activation& act) override {
+    if (act_.kind != kernels::ActKind::kNone) return false;
+    act_ = act;
+    conv_.reset();
+    return true;
+  }
 
  private:
+  kernels::Activation act_;
   std::mutex mu_;
   std::unique_ptr<kernels::Conv> conv_;
   Shape in_shape_;
@@ -287,6 +293,57 @@ void forTaps(const PlaneGeom& p, int64_t o, F&& tap) {
   }
 }
 
+/// 2-D (and 1-D as H = 1) pooling of one plane with the valid tap range computed once per output row/column.
+void pool2dPlane(const float* xp, float* yp, const ops::Window& w, bool is_max, bool include_pad) {
+  const bool one_d = w.rank() == 1;
+  const int64_t H = one_d ? 1 : w.in[0], W = w.in[one_d ? 0 : 1];
+  const int64_t OH = one_d ? 1 : w.out[0], OW = w.out[one_d ? 0 : 1];
+  const int64_t KH = one_d ? 1 : w.kernel[0], KW = w.kernel[one_d ? 0 : 1];
+  const int64_t sh = one_d ? 1 : w.stride[0], sw = w.stride[one_d ? 0 : 1];
+  const int64_t dh = one_d ? 1 : w.dilation[0], dw = w.dilation[one_d ? 0 : 1];
+  const int64_t ph = one_d ? 0 : w.pad_begin[0], pw = w.pad_begin[one_d ? 0 : 1];
+  const int64_t peh = one_d ? 0 : w.pad_end[0], pew = w.pad_end[one_d ? 0 : 1];
+  auto range = [](int64_t origin, int64_t k, int64_t d, int64_t n, int64_t& lo, int64_t& hi) {
+    lo = origin >= 0 ? 0 : (-origin + d - 1) / d;
+    hi = origin + (k - 1) * d < n ? k : (n - 1 - origin) / d + 1;
+    if (hi < lo) hi = lo;
+  };
+  auto padded = [](int64_t origin, int64_t k, int64_t d, int64_t n, int64_t pb, int64_t pe) {
+    int64_t cnt = 0;
+    for (int64_t t = 0; t < k; ++t) {
+      int64_t p = origin + t * d;
+      cnt += p >= -pb && p < n + pe;
+    }
+    return cnt;
+  };
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    int64_t ih0 = oh * sh - ph, khl, khh;
+    range(ih0, KH, dh, H, khl, khh);
+    int64_t rows_padded = include_pad ? padded(ih0, KH, dh, H, ph, peh) : 0;
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      int64_t iw0 = ow * sw - pw, kwl, kwh;
+      range(iw0, KW, dw, W, kwl, kwh);
+      float* out = yp + oh * OW + ow;
+      if (is_max) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t kh = khl; kh < khh; ++kh) {
+          const float* row = xp + (ih0 + kh * dh) * W + iw0;
+          for (int64_t kw = kwl; kw < kwh; ++kw) m = row[kw * dw] > m ? row[kw * dw] : m;
+        }
+        *out = m;
+      } else {
+        float acc = 0.0f;
+        for (int64_t kh = khl; kh < khh; ++kh) {
+          const float* row = xp + (ih0 + kh * dh) * W + iw0;
+          for (int64_t kw = kwl; kw < kwh; ++kw) acc += row[kw * dw];
+        }
+        int64_t cnt = include_pad ? rows_padded * padded(iw0, KW, dw, W, pw, pew) : (khh - khl) * (kwh - kwl);
+        *out = cnt ? acc / static_cast<float>(cnt) : 0.0f;
+      }
+    }
+  }
+}
+
 void poolKernel(KernelCall& c) {
   needF32(c, 0);
   const Tensor& x = c.input(0);
@@ -300,17 +357,23 @@ void poolKernel(KernelCall& c) {
   const float* px = x.data<float>();
   float* py = y.data<float>();
   int64_t planes = x.dim(0) * x.dim(1);
+  bool fast = !want_idx && p.w.rank() <= 2;
   c.pool->parallelFor(planes, [&](int64_t b, int64_t e) {
     for (int64_t pl = b; pl < e; ++pl) {
       const float* xp = px + pl * p.in_plane;
       float* yp = py + pl * p.out_plane;
+      if (fast) {
+        pool2dPlane(xp, yp, p.w, is_max, include_pad);
+        continue;
+      }
       for (int64_t o = 0; o < p.out_plane; ++o) {
         if (is_max) {
           float m = -std::numeric_limits<float>::infinity();
           int64_t arg = -1;
           forTaps(p, o, [&](int64_t off, bool) {
             if (off >= 0 && (xp[off] > m || arg < 0)) {
-              if (xp[off] > m || arg < 0) { m = xp[off]; arg = off; }
+              m = xp[off];
+              arg = off;
             }
           });
           yp[o] = m;
@@ -319,8 +382,12 @@ void poolKernel(KernelCall& c) {
           float s = 0.0f;
           int64_t cnt = 0;
           forTaps(p, o, [&](int64_t off, bool in_padded) {
-            if (off >= 0) { s += xp[off]; ++cnt; }
-            else if (include_pad && in_padded) ++cnt;
+            if (off >= 0) {
+              s += xp[off];
+              ++cnt;
+            } else if (include_pad && in_padded) {
+              ++cnt;
+            }
           });
           yp[o] = cnt ? s / static_cast<float>(cnt) : 0.0f;
         }

@@ -45,5 +45,7 @@ class PassManager {
 /// Pipelines, as data.
 /// "resolve": makes shapes static and folds constants (the import pipeline).
 std::vector<std::string> resolvePipeline();
+/// "optimize": exact-in-real-arithmetic simplifications the reference engine benefits from (BatchNorm folding).
+std::vector<std::string> optimizePipeline();
 
 }  // namespace npuc::passes

@@ -63,5 +63,6 @@ void PassManager::runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iteratio
 }
 
 std::vector<std::string> resolvePipeline() { return {"infer-shapes", "fold-constants", "dce"}; }
+std::vector<std::string> optimizePipeline() { return {"fold-batchnorm", "dce"}; }
 
 }  // namespace npuc::passes

@@ -27,4 +27,11 @@ class DeadCodeEliminationPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// Folds an inference BatchNormalization into the Conv before it (constant weights and parameters).
+class FoldBatchNormPass : public Pass {
+ public:
+  const char* name() const override { return "fold-batchnorm"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 }  // namespace npuc::passes

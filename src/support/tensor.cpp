@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace npuc {
 
@@ -35,16 +37,58 @@ bool shapeIsStatic(const Shape& s) {
   return true;
 }
 
+namespace {
+// Recycles large blocks: inference allocates the same sizes on every run, and fresh pages cost a page fault
+// each. Blocks of at least kMinCached bytes are kept by exact rounded size, up to kMaxCached bytes in all.
+constexpr size_t kMinCached = size_t{64} << 10;
+constexpr size_t kMaxCached = size_t{512} << 20;
+struct BlockCache {
+  std::mutex mu;
+  std::multimap<size_t, void*> blocks;
+  size_t bytes = 0;
+  ~BlockCache() {
+    for (auto& [n, p] : blocks) std::free(p);
+  }
+};
+BlockCache& blockCache() {
+  static BlockCache* c = new BlockCache();  // never destroyed: buffers may outlive static destruction
+  return *c;
+}
+size_t roundedSize(size_t bytes) { return bytes == 0 ? 64 : (bytes + 63) / 64 * 64; }
+}  // namespace
+
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
+  size_t rounded = roundedSize(bytes);
+  void* p = nullptr;
+  if (rounded >= kMinCached) {
+    BlockCache& c = blockCache();
+    std::lock_guard<std::mutex> lk(c.mu);
+    auto it = c.blocks.find(rounded);
+    if (it != c.blocks.end()) {
+      p = it->second;
+      c.blocks.erase(it);
+      c.bytes -= rounded;
+    }
+  }
+  if (!p) p = std::aligned_alloc(64, rounded);
   if (!p) fail(ErrorCode::kIo, "out of memory allocating {} bytes", bytes);
   std::memset(p, 0, rounded);
   return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), bytes));
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  size_t rounded = roundedSize(size_);
+  if (rounded >= kMinCached) {
+    BlockCache& c = blockCache();
+    std::lock_guard<std::mutex> lk(c.mu);
+    if (c.bytes + rounded <= kMaxCached) {
+      c.blocks.emplace(rounded, data_);
+      c.bytes += rounded;
+      return;
+    }
+  }
+  std::free(data_);
+}
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = shapeNumel(shape_);
