@@ -813,9 +813,14 @@ void resizeKernel(KernelCall& call) {
     std::vector<double> sc(r, 1.0), rs(r, 0.0), re(r, 1.0);
     for (size_t i = 0; i < axes.size(); ++i) {
       size_t a = static_cast<size_t>(axes[i]);
-      if (!sizes.empty()) sc[a] = x.dim(static_cast<int>(a)) == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(x.dim(static_cast<int>(a)));
-      else sc[a] = scales[i];
-      if (!(sc[a] > 0) || !std::isfinite(sc[a])) c.error("scale {} must be positive", sc[a]);
+      int64_t in = x.dim(static_cast<int>(a));
+      if (!sizes.empty()) {
+        if (sizes[i] < 0) c.error("sizes entry {} is negative", sizes[i]);
+        sc[a] = in == 0 || sizes[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(in);
+      } else {
+        sc[a] = scales[i];
+        if (!(sc[a] > 0) || !std::isfinite(sc[a])) c.error("scale {} must be positive and finite", sc[a]);
+      }
       if (!roi.empty()) {
         rs[a] = roi[i];
         re[a] = roi[i + axes.size()];
