@@ -267,6 +267,7 @@ void binaryApply(const std::string& op, const ir::Node& node, const Tensor& a, c
         c.unsupported("Mod is not defined for bool");
       } else {
         binaryLoop<T, T>(a, b, y, [fm](T x, T z) {
+          (void)fm;  // unused for unsigned types
           if (z == 0) return T(0);
           if constexpr (std::is_signed_v<T>) if (z == T(-1)) return T(0);
           T r = static_cast<T>(x % z);

@@ -115,25 +115,29 @@ std::optional<std::vector<ir::Type>> inferNode(const ir::Graph& g, const ir::Nod
   return inferNode(n, g.opset, std::move(types), std::move(vals));
 }
 
-bool inferShapes(ir::Graph& g) {
+bool inferNodeTypes(ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  auto r = inferNode(g, n);
+  if (!r) return false;
   bool changed = false;
-  for (ir::NodeId id : g.order()) {
-    const ir::Node& n = g.node(id);
-    auto r = inferNode(g, n);
-    if (!r) continue;
-    for (size_t i = 0; i < n.outputs.size() && i < r->size(); ++i) {
-      if (n.outputs[i] == ir::kNoValue || (*r)[i].dtype == DType::kUndefined) continue;
-      ir::Value& v = g.value(n.outputs[i]);
-      const ir::Type& t = (*r)[i];
-      if (v.type.isStatic() && v.type.shape != t.shape && v.type.dtype == t.dtype)
-        fail(ErrorCode::kInvalidInput, "{}: output '{}' is declared {} but its inputs give {}", n.label(), v.name,
-             v.type.str(), t.str());
-      if (!(v.type == t)) {
-        v.type = t;
-        changed = true;
-      }
+  for (size_t i = 0; i < n.outputs.size() && i < r->size(); ++i) {
+    if (n.outputs[i] == ir::kNoValue || (*r)[i].dtype == DType::kUndefined) continue;
+    ir::Value& v = g.value(n.outputs[i]);
+    const ir::Type& t = (*r)[i];
+    if (v.type.isStatic() && v.type.shape != t.shape)
+      fail(ErrorCode::kInvalidInput, "{}: output '{}' is declared {} but its inputs give {}", n.label(), v.name,
+           v.type.str(), t.str());
+    if (!(v.type == t)) {
+      v.type = t;
+      changed = true;
     }
   }
+  return changed;
+}
+
+bool inferShapes(ir::Graph& g) {
+  bool changed = false;
+  for (ir::NodeId id : g.order()) changed |= inferNodeTypes(g, id);
   return changed;
 }
 

@@ -99,7 +99,10 @@ std::optional<std::vector<ir::Type>> inferNode(const ir::Graph& g, const ir::Nod
 std::optional<std::vector<ir::Type>> inferNode(const ir::Node& n, int opset, std::vector<ir::Type> in_types,
                                                std::vector<const Tensor*> in_values);
 
-/// Runs inference over the graph in order and records every type it learns. Returns true when a type changed.
+/// Infers one node and records its output types (checking them against declared static types).
+/// Returns true when a type changed.
+bool inferNodeTypes(ir::Graph& g, ir::NodeId id);
+/// Runs inferNodeTypes over the graph in order. Returns true when a type changed.
 bool inferShapes(ir::Graph& g);
 
 /// Multiply-accumulate count of a node (0 for non-MAC ops or unknown shapes).

@@ -12,7 +12,12 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <set>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace npuc::onnx_io {
 
@@ -57,6 +62,102 @@ void fixInputShapes(onnx::GraphProto& g, const ImportOptions& opts, const std::s
   for (auto& [name, s] : opts.input_shapes)
     if (!seen.count(name))
       fail(ErrorCode::kInvalidArgument, "--input-shape names '{}', which is not an input of the model", name);
+}
+
+/// Runs libonnx shape inference (strict, then lenient) in a child process and returns the inferred value_info,
+/// serialised as a GraphProto. libonnx trusts its input and can crash on malformed models; isolating it turns a
+/// crash into a clear error. Large initializers become typed graph inputs first (their values never matter for
+/// shapes), so the copy is small.
+std::string inferInChild(onnx::ModelProto m, const std::string& name) {
+  auto* gp = m.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (auto& t : *gp->mutable_initializer()) {
+    bool small = t.raw_data().size() + static_cast<size_t>(t.float_data_size() + t.int64_data_size() + t.int32_data_size()) * 8 <= 4096;
+    if (small && t.data_location() != onnx::TensorProto::EXTERNAL) {
+      *kept.Add() = t;
+      continue;
+    }
+    auto* vi = gp->add_input();
+    vi->set_name(t.name());
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(t.data_type());
+    for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  gp->mutable_initializer()->Swap(&kept);
+  int fds[2];
+  if (::pipe(fds) != 0) fail(ErrorCode::kIo, "cannot create a pipe for ONNX shape inference");
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    fail(ErrorCode::kIo, "cannot fork for ONNX shape inference");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out;
+    try {
+      try {
+        onnx::ShapeInferenceOptions strict{true, 1, true};
+        onnx::ModelProto copy = m;
+        onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), strict);
+        m = std::move(copy);
+      } catch (const std::exception&) {
+        onnx::ShapeInferenceOptions lenient{false, 0, true};
+        onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), lenient);
+      }
+      onnx::GraphProto shapes;
+      *shapes.mutable_value_info() = m.graph().value_info();
+      out = "O" + shapes.SerializeAsString();
+    } catch (const std::exception& e) {
+      out = std::string("E") + e.what();
+    }
+    size_t off = 0;
+    while (off < out.size()) {
+      ssize_t w = ::write(fds[1], out.data() + off, out.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string in;
+  char buf[65536];
+  for (;;) {
+    ssize_t r = ::read(fds[0], buf, sizeof buf);
+    if (r > 0) in.append(buf, static_cast<size_t>(r));
+    else if (r == 0 || errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || in.empty())
+    fail(ErrorCode::kInvalidInput, "malformed model: ONNX shape inference crashed on it (signal {})",
+         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  if (in[0] == 'E') fail(ErrorCode::kInvalidInput, "inconsistent shapes (ONNX shape inference): {}", in.substr(1));
+  (void)name;
+  return in.substr(1);
+}
+
+/// ONNX shape inference as a cross-check, run once npuc's own shape functions have accepted every node: every
+/// static shape it infers must agree with npuc's.
+void crossCheckWithOnnx(const onnx::ModelProto& m, const ir::Graph& g, const std::string& name) {
+  for (ir::NodeId id : g.order())
+    for (ir::ValueId v : g.node(id).outputs)
+      if (v != ir::kNoValue && !g.value(v).type.isStatic()) return;  // data-dependent shapes: nothing to check
+  onnx::GraphProto shapes;
+  if (!shapes.ParseFromString(inferInChild(m, name)))
+    fail(ErrorCode::kInternal, "could not read the result of ONNX shape inference");
+  for (auto& vi : shapes.value_info()) {
+    auto id = g.findValue(vi.name());
+    if (!id) continue;
+    ir::Type t = typeFromProto(vi.type(), "value '" + vi.name() + "'", true);
+    const ir::Type& mine = g.value(*id).type;
+    if (t.isStatic() && mine.isStatic() && t.shape != mine.shape)
+      fail(ErrorCode::kInvalidInput, "inconsistent shapes: ONNX shape inference gives '{}' the shape {}, npuc gives {}",
+           vi.name(), shapeStr(t.shape), shapeStr(mine.shape));
+  }
 }
 
 }  // namespace
@@ -104,25 +205,7 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
       }
     }
 
-    // ONNX shape inference. Strict first; some valid old models break its type rules (e.g. int64 Constants
-    // at opset < 9), so on failure it runs again leniently and npuc's own shape functions (which run on every
-    // node below) are the judge of consistency.
-    try {
-      onnx::ShapeInferenceOptions strict{true, 1, true};
-      onnx::ModelProto copy = m;
-      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), strict);
-      m = std::move(copy);
-    } catch (const std::exception& strict_error) {
-      log::info("import", "{}: strict ONNX shape inference failed ({}); retrying leniently", name, strict_error.what());
-      try {
-        onnx::ShapeInferenceOptions lenient{false, 0, true};
-        onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), lenient);
-      } catch (const std::exception& e) {
-        fail(ErrorCode::kInvalidInput, "inconsistent shapes (ONNX shape inference): {}", e.what());
-      }
-    }
-
-    onnx::GraphProto& graph = *m.mutable_graph();  // `gp` may be stale after the inference swapped models
+    onnx::GraphProto& graph = gp;
     auto g = std::make_unique<ir::Graph>();
     g->opset = opset;
     g->name = graph.name();
@@ -193,13 +276,20 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
     }
     g->topoSort();
     ir::verify(*g, ErrorCode::kInvalidInput);
-    if (opset < 7) canonicalizeLegacy(*g);
+    // npuc's own shape functions validate every node first (they check ranks, channels, attributes); legacy
+    // forms are canonicalised node by node as their input types become known.
     try {
-      ops::inferShapes(*g);
+      std::vector<ir::NodeId> order = g->order();
+      for (ir::NodeId id : order) {
+        if (opset < 7) canonicalizeLegacyNode(*g, id);
+        ops::inferNodeTypes(*g, id);
+      }
+      g->topoSort();
     } catch (Error& e) {
       if (e.code() == ErrorCode::kInvalidInput) e.addContext("inconsistent shapes");
       throw;
     }
+    crossCheckWithOnnx(m, *g, name);
     return g;
   });
 }

@@ -33,11 +33,10 @@ ir::ValueId alignAt(ir::Graph& g, ir::Node& n, ir::ValueId v, int64_t axis, int6
 
 }  // namespace
 
-void canonicalizeLegacy(ir::Graph& g) {
+void canonicalizeLegacyNode(ir::Graph& g, ir::NodeId id) {
   static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor",
                                                 "Equal", "Greater", "Less"};
-  std::vector<ir::NodeId> order = g.order();
-  for (ir::NodeId id : order) {
+  {
     ir::Node& n = g.node(id);
     n.attrs.erase("consumed_inputs");
     n.attrs.erase("is_test");
@@ -67,7 +66,6 @@ void canonicalizeLegacy(ir::Graph& g) {
       }
     }
   }
-  g.topoSort();
 }
 
 }  // namespace npuc::onnx_io
