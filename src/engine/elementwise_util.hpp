@@ -93,4 +93,10 @@ inline To convertValue(From v) {
 /// Converts a tensor to another element type (F16/BF16 included).
 Tensor castTensor(const Tensor& t, DType to, const KernelCall& call);
 
+inline bool isHalfType(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+/// Runs `body` with float16/bfloat16 inputs widened to float32 and rounds its float32 outputs back to the
+/// original output types once (round to nearest even). Without half inputs, runs `body` on the call as is.
+void computeHalfAsFloat(KernelCall& call, const std::function<void(KernelCall&)>& body);
+
 }  // namespace npuc::engine

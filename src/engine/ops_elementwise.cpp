@@ -9,6 +9,24 @@
 
 namespace npuc::engine {
 
+void computeHalfAsFloat(KernelCall& call, const std::function<void(KernelCall&)>& body) {
+  DType half = DType::kUndefined;
+  for (auto& t : call.in)
+    if (t.defined() && isHalfType(t.dtype())) half = t.dtype();
+  if (half == DType::kUndefined) {
+    body(call);
+    return;
+  }
+  KernelCall wide{call.node, call.opset, {}, call.out_types, {}, call.pool};
+  for (auto& t : call.in) wide.in.push_back(t.defined() && isHalfType(t.dtype()) ? castTensor(t, DType::kF32, call) : t);
+  for (auto& t : wide.out_types)
+    if (isHalfType(t.dtype)) t.dtype = DType::kF32;
+  wide.out.resize(wide.out_types.size());
+  body(wide);
+  for (size_t i = 0; i < call.out.size(); ++i)
+    if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
+}
+
 Tensor castTensor(const Tensor& t, DType to, const KernelCall& call) {
   if (t.dtype() == to) return t;
   Tensor out(to, t.shape());
@@ -37,27 +55,6 @@ Tensor castTensor(const Tensor& t, DType to, const KernelCall& call) {
 }
 
 namespace {
-
-bool isHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
-
-/// Runs `body` with F16/BF16 inputs widened to F32 and the F32 outputs rounded back to the original type.
-void computeHalfAsFloat(KernelCall& call, const std::function<void(KernelCall&)>& body) {
-  DType half = DType::kUndefined;
-  for (auto& t : call.in)
-    if (t.defined() && isHalf(t.dtype())) half = t.dtype();
-  if (half == DType::kUndefined) {
-    body(call);
-    return;
-  }
-  KernelCall wide{call.node, call.opset, {}, call.out_types, {}, call.pool};
-  for (auto& t : call.in) wide.in.push_back(t.defined() && isHalf(t.dtype()) ? castTensor(t, DType::kF32, call) : t);
-  for (auto& t : wide.out_types)
-    if (isHalf(t.dtype)) t.dtype = DType::kF32;
-  wide.out.resize(wide.out_types.size());
-  body(wide);
-  for (size_t i = 0; i < call.out.size(); ++i)
-    if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
-}
 
 template <typename T>
 T sign(T v) {

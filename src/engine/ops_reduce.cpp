@@ -25,26 +25,6 @@ namespace npuc::engine {
 
 namespace {
 
-bool isHalfType(DType t) { return t == DType::kF16 || t == DType::kBF16; }
-
-/// Runs `body` with F16/BF16 inputs widened to F32; F32 outputs that stand for half outputs are rounded back.
-void computeWidened(KernelCall& call, const std::function<void(KernelCall&)>& body) {
-  bool any = false;
-  for (auto& t : call.in) any |= t.defined() && isHalfType(t.dtype());
-  if (!any) {
-    body(call);
-    return;
-  }
-  KernelCall wide{call.node, call.opset, {}, call.out_types, {}, call.pool};
-  for (auto& t : call.in) wide.in.push_back(t.defined() && isHalfType(t.dtype()) ? castTensor(t, DType::kF32, call) : t);
-  for (auto& t : wide.out_types)
-    if (isHalfType(t.dtype)) t.dtype = DType::kF32;
-  wide.out.resize(wide.out_types.size());
-  body(wide);
-  for (size_t i = 0; i < call.out.size(); ++i)
-    if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
-}
-
 enum class Red { kL1, kL2, kLogSum, kLogSumExp, kMax, kMin, kMean, kProd, kSum, kSumSquare };
 
 Red redOf(const KernelCall& c) {
@@ -166,7 +146,7 @@ std::vector<int64_t> stridesOf(const Shape& s) {
 }
 
 void reduceKernel(KernelCall& call) {
-  computeWidened(call, [](KernelCall& c) {
+  computeHalfAsFloat(call, [](KernelCall& c) {
     const Tensor& x = c.input(0);
     Red red = redOf(c);
     int64_t rank = x.rank();

@@ -18,8 +18,6 @@ namespace npuc::engine {
 
 namespace {
 
-bool isHalfType(DType t) { return t == DType::kF16 || t == DType::kBF16; }
-
 size_t elemSize(const KernelCall& c, const Tensor& t) {
   size_t es = dtypeSize(t.dtype());
   if (es == 0) c.unsupported("element type {} is not supported", dtypeName(t.dtype()));
@@ -101,24 +99,6 @@ void stridedCopy(const uint8_t* src, int64_t base, const std::vector<int64_t>& s
   forEachIndex2(shape, sst, dst_st, [&](int64_t so, int64_t doff) {
     std::memcpy(dst + static_cast<size_t>(doff) * es, src + static_cast<size_t>(base + so) * es, es);
   });
-}
-
-/// Runs `body` with F16/BF16 inputs widened to F32; F32 outputs that stand for half outputs are rounded back.
-void computeWidened(KernelCall& call, const std::function<void(KernelCall&)>& body) {
-  bool any = false;
-  for (auto& t : call.in) any |= t.defined() && isHalfType(t.dtype());
-  if (!any) {
-    body(call);
-    return;
-  }
-  KernelCall wide{call.node, call.opset, {}, call.out_types, {}, call.pool};
-  for (auto& t : call.in) wide.in.push_back(t.defined() && isHalfType(t.dtype()) ? castTensor(t, DType::kF32, call) : t);
-  for (auto& t : wide.out_types)
-    if (isHalfType(t.dtype)) t.dtype = DType::kF32;
-  wide.out.resize(wide.out_types.size());
-  body(wide);
-  for (size_t i = 0; i < call.out.size(); ++i)
-    if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -769,7 +749,7 @@ AxisTaps axisTaps(const KernelCall& c, const ResizeParams& p, int64_t in, int64_
 }
 
 void resizeKernel(KernelCall& call) {
-  computeWidened(call, [](KernelCall& c) {
+  computeHalfAsFloat(call, [](KernelCall& c) {
     const Tensor& x = c.input(0);
     bool upsample = c.node.op == "Upsample";
     ResizeParams p;
