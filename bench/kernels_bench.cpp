@@ -1,11 +1,13 @@
 // npuc_kernels_bench: GFLOP/s of the fast float kernels (sgemm, sgemm_packed, Conv on resnet50 / mobilenet_v2
 // shapes, conv_transpose) at 1 and 2 threads. Flops count 2 per multiply-add, padded taps included.
+// NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA.
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "support/thread_pool.hpp"
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -222,6 +224,8 @@ void registerAll() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA (to compare variants on one machine).
+  if (const char* isa = std::getenv("NPUC_KERNEL_ISA")) forceKernelIsa(isa);
   registerAll();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

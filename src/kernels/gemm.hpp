@@ -63,11 +63,16 @@ class PackedA {
 /// As sgemm with g.A/lda/transA replaced by the packed matrix (g.M and g.K must match it).
 void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool);
 
-/// Name of the variant sgemm() dispatches to ("avx2_fma" or "portable"), for logs and benchmarks.
+/// Name of the variant sgemm() dispatches to ("avx512", "avx2_fma" or "portable"), for logs and benchmarks.
 const char* sgemmVariant();
 
-/// Forces the portable variant (for tests comparing variants); returns the previous setting.
+/// Forces the portable variant (for tests comparing variants); returns the previous setting. Off means "auto".
 bool forcePortableKernels(bool on);
+
+/// Caps the kernel ISA for tests and benchmarks: "avx512", "avx2", "portable", or "auto" / null (the widest the
+/// CPU has). A cap above what the CPU supports selects the widest supported one. Returns the previous cap.
+/// Affects every thread; not to be changed while kernels run.
+const char* forceKernelIsa(const char* isa);
 
 /// Cache blocking of the packed GEMM / im2col-conv path (a tuning knob; results are bit-identical for every
 /// setting). kc: depth of one packed k-block; mc: rows of A swept per packed B block; nc: most columns of B one

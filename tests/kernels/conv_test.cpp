@@ -175,11 +175,12 @@ void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& 
   desc += " k=" + std::to_string(s.kernel.back()) + " s=" + std::to_string(s.stride.back()) +
           " d=" + std::to_string(s.dilation.back()) + " p=" + std::to_string(s.pad_begin.back()) +
           " out=" + std::to_string(s.out_spatial.back()) + " variant=" + conv.variant();
+  forceKernelIsa("avx2");
   if (expect_variant != nullptr && std::string(sgemmVariant()) == "avx2_fma") {
     EXPECT_STREQ(conv.variant(), expect_variant) << desc;
   }
   for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
-    forcePortableKernels(cfg.portable);
+    forceKernelIsa(cfg.isa);
     setGemmBlocking(cfg.blocking);
     std::vector<float> y(ref.size(), 7.0f);
     conv.run(x.data(), y.data(), test::poolFor(cfg.threads));
@@ -291,7 +292,7 @@ TEST(ConvTranspose, RandomBitExact) {
     std::vector<float> ref(static_cast<size_t>(s.batch * s.out_channels * numel(s.out_spatial)));
     conv_transpose_ref(s, x.data(), w.data(), b, ref.data());
     for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
-      forcePortableKernels(cfg.portable);
+      forceKernelIsa(cfg.isa);
       std::vector<float> y(ref.size(), 7.0f);
       conv_transpose(s, x.data(), w.data(), b, y.data(), test::poolFor(cfg.threads));
       ASSERT_EQ(firstBitMismatch(ref, y), -1) << "iter " << iter << " " << cfg.name();

@@ -91,7 +91,7 @@ void expectAllVariantsMatch(const GemmArgs& base, const std::string& what) {
   test::VariantGuard guard;
   const GemmBlocking defaults = guard.blocking;
   for (const auto& cfg : test::sweepConfigs(defaults)) {
-    forcePortableKernels(cfg.portable);
+    forceKernelIsa(cfg.isa);
     setGemmBlocking(cfg.blocking);
     ThreadPool* pool = test::poolFor(cfg.threads);
     std::vector<float> out(ref.size(), 7.0f);
@@ -180,10 +180,15 @@ TEST(Gemm, PackedShapeMismatchThrows) {
 
 TEST(Gemm, VariantName) {
   const std::string v = sgemmVariant();
-  EXPECT_TRUE(v == "avx2_fma" || v == "portable") << v;
+  EXPECT_TRUE(v == "avx512" || v == "avx2_fma" || v == "portable") << v;
   const bool prev = forcePortableKernels(true);
   EXPECT_STREQ(sgemmVariant(), "portable");
   forcePortableKernels(prev);
+  const char* prev_isa = forceKernelIsa("avx2");
+  EXPECT_TRUE(std::string(sgemmVariant()) != "avx512");
+  forceKernelIsa("portable");
+  EXPECT_STREQ(sgemmVariant(), "portable");
+  EXPECT_STREQ(forceKernelIsa(prev_isa), "portable");
 }
 
 }  // namespace

@@ -45,40 +45,42 @@ inline Activation activationFor(int i) {
 
 /// Restores the kernel selection and blocking when a test ends.
 struct VariantGuard {
-  bool portable = forcePortableKernels(false);
+  const char* isa = forceKernelIsa("auto");
   GemmBlocking blocking = gemmBlocking();
-  VariantGuard() { forcePortableKernels(portable); }
+  VariantGuard() { forceKernelIsa(isa); }
   ~VariantGuard() {
-    forcePortableKernels(portable);
+    forceKernelIsa(isa);
     setGemmBlocking(blocking);
   }
 };
 
 /// One fast-path configuration: variant, thread count, blocking.
 struct Config {
-  bool portable;
+  const char* isa;  // for forceKernelIsa (an ISA the CPU lacks falls back to the widest it has)
   int threads;
   GemmBlocking blocking;
   std::string name() const {
-    return std::string(portable ? "portable" : "avx2") + " threads=" + std::to_string(threads) +
+    return std::string(isa) + " threads=" + std::to_string(threads) +
            " kc=" + std::to_string(blocking.kc) + " mc=" + std::to_string(blocking.mc) +
            " nc=" + std::to_string(blocking.nc);
   }
 };
 
 /// The configurations every sweep runs: default blocking and a tiny one (many k-, m- and n-blocks), on the
-/// AVX2 path at 1, 2, 3 (and 4) threads and on the portable path.
+/// AVX-512 and AVX2 paths at 1, 2, 3 (and 4) threads and on the portable path.
 inline std::vector<Config> sweepConfigs(const GemmBlocking& defaults, bool include_portable = true) {
   const GemmBlocking tiny{5, 12, 32};
   std::vector<Config> c;
-  for (int t : {1, 2, 3}) {
-    c.push_back({false, t, defaults});
-    c.push_back({false, t, tiny});
+  for (const char* isa : {"avx512", "avx2"}) {
+    for (int t : {1, 2, 3}) {
+      c.push_back({isa, t, defaults});
+      c.push_back({isa, t, tiny});
+    }
+    c.push_back({isa, 4, defaults});
   }
-  c.push_back({false, 4, defaults});
   if (include_portable) {
-    c.push_back({true, 1, defaults});
-    c.push_back({true, 3, tiny});
+    c.push_back({"portable", 1, defaults});
+    c.push_back({"portable", 3, tiny});
   }
   return c;
 }

@@ -229,10 +229,12 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
 Conv::~Conv() = default;
 
 const char* Conv::variant() const {
-  const bool avx2 = std::strcmp(detail::activeKernels().name, "avx2_fma") == 0;
+  const char* isa = detail::activeKernels().name;
+  const bool avx512 = std::strcmp(isa, "avx512") == 0;
+  const bool avx2 = std::strcmp(isa, "avx2_fma") == 0;
   switch (impl_->path) {
-    case ConvPath::kGemm: return avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
-    case ConvPath::kDepthwise: return avx2 ? "depthwise_avx2" : "depthwise_portable";
+    case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
+    case ConvPath::kDepthwise: return avx512 || avx2 ? "depthwise_avx2" : "depthwise_portable";
     case ConvPath::kRef: break;
   }
   return "ref";

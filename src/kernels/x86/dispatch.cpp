@@ -1,9 +1,10 @@
-// Runtime kernel selection: the AVX2/FMA table when the CPU has both (checked once), else the portable one;
-// forcePortableKernels() overrides for tests.
+// Runtime kernel selection: the widest ISA the CPU has (AVX-512F+VL, then AVX2/FMA, checked once), else the
+// portable table; forceKernelIsa() / forcePortableKernels() cap the choice for tests and benchmarks.
 #include "kernels/gemm.hpp"
 #include "kernels/x86/kernel_table.hpp"
 
 #include <atomic>
+#include <cstring>
 
 namespace npuc::kernels {
 
@@ -11,32 +12,64 @@ namespace detail {
 
 namespace {
 
-std::atomic<bool> g_force_portable{false};
+enum Isa : int { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kAuto = 3 };
 
-bool cpuHasAvx2Fma() {
-  static const bool has = [] {
+std::atomic<int> g_isa_cap{kAuto};
+
+int cpuIsa() {
+  static const int isa = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return kPortable;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return kAvx512;
+    return kAvx2;
   }();
-  return has;
+  return isa;
 }
 
-constexpr KernelTable kAvx2Table{"avx2_fma", f32_gemm__avx2_6x16, f32_gemm__avx2_6x8, f32_dwconv2d__avx2,
-                                 f32_deconv__avx2};
-constexpr KernelTable kPortableTable{"portable", f32_gemm__scalar_6x16, f32_gemm__scalar_6x8, f32_dwconv2d__scalar,
-                                     f32_deconv__scalar};
+constexpr KernelTable kAvx512Table{"avx512",           f32_gemm__avx512_6x16, f32_gemm__avx512_6x32,
+                                   f32_gemm__avx2_6x8, f32_dwconv2d__avx2,    f32_deconv__avx2};
+constexpr KernelTable kAvx2Table{"avx2_fma",         f32_gemm__avx2_6x16, nullptr, f32_gemm__avx2_6x8,
+                                 f32_dwconv2d__avx2, f32_deconv__avx2};
+constexpr KernelTable kPortableTable{"portable",           f32_gemm__scalar_6x16, nullptr, f32_gemm__scalar_6x8,
+                                     f32_dwconv2d__scalar, f32_deconv__scalar};
+
+const char* isaName(int isa) {
+  switch (isa) {
+    case kPortable: return "portable";
+    case kAvx2: return "avx2";
+    case kAvx512: return "avx512";
+    default: return "auto";
+  }
+}
 
 }  // namespace
 
 const KernelTable& activeKernels() {
-  if (!g_force_portable.load(std::memory_order_relaxed) && cpuHasAvx2Fma()) return kAvx2Table;
-  return kPortableTable;
+  const int cap = g_isa_cap.load(std::memory_order_relaxed);
+  const int isa = cpuIsa() < cap ? cpuIsa() : cap;
+  switch (isa) {
+    case kAvx512: return kAvx512Table;
+    case kAvx2: return kAvx2Table;
+    default: return kPortableTable;
+  }
 }
 
 }  // namespace detail
 
 const char* sgemmVariant() { return detail::activeKernels().name; }
 
-bool forcePortableKernels(bool on) { return detail::g_force_portable.exchange(on); }
+bool forcePortableKernels(bool on) {
+  return detail::g_isa_cap.exchange(on ? detail::kPortable : detail::kAuto) == detail::kPortable;
+}
+
+const char* forceKernelIsa(const char* isa) {
+  int cap = detail::kAuto;
+  if (isa != nullptr) {
+    if (std::strcmp(isa, "portable") == 0) cap = detail::kPortable;
+    if (std::strcmp(isa, "avx2") == 0) cap = detail::kAvx2;
+    if (std::strcmp(isa, "avx512") == 0) cap = detail::kAvx512;
+  }
+  return detail::isaName(detail::g_isa_cap.exchange(cap));
+}
 
 }  // namespace npuc::kernels

@@ -102,12 +102,14 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
       const int64_t ic_end = std::min(m1, ic + blk.mc);
       const int64_t full_panels = (ic_end - ic) / kMR;
       args.a_stride = K * kMR;
-      for (int64_t jp = 0; jp < npanels; ++jp) {
+      for (int64_t jp = 0; jp < npanels;) {
         const int64_t n = n0 + jp * kNR;
         const int64_t nr = std::min<int64_t>(kNR, n1 - n);
+        // Two full B panels side by side go through the wide kernel when the table has one.
+        const int64_t width = kt.gemm_x2 != nullptr && full_panels > 0 && n1 - n >= 2 * kNR ? 2 : 1;
         args.b = bbuf + jp * kc * kNR;
         args.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
-        if ((nr == kNR || nr == 8) && full_panels > 0) {
+        if ((width == 2 || nr == kNR || nr == 8) && full_panels > 0) {
           // The common case: a column of full tiles in one microkernel call.
           args.c = out.c + ic * out.ldc + n;
           args.ldc = out.ldc;
@@ -115,7 +117,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
           args.bias = args.init == TileInit::kRowBias   ? out.bias + ic
                       : args.init == TileInit::kColBias ? out.bias + n
                                                         : nullptr;
-          (nr == kNR ? kt.gemm : kt.gemm_n8)(args);
+          (width == 2 ? kt.gemm_x2 : nr == kNR ? kt.gemm : kt.gemm_n8)(args);
         } else {
           for (int64_t i = 0; i < full_panels; ++i) {
             runTile(kt, args, ic + i * kMR, n, kMR, nr, out);
@@ -123,9 +125,15 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
           }
         }
         if (ic + full_panels * kMR < ic_end) {
-          args.a = packed_a + (ic / kMR + full_panels) * K * kMR + k0 * kMR;
-          runTile(kt, args, ic + full_panels * kMR, n, ic_end - ic - full_panels * kMR, nr, out);
+          for (int64_t w = 0; w < width; ++w) {
+            const int64_t nw = n + w * kNR;
+            args.b = bbuf + (jp + w) * kc * kNR;
+            args.a = packed_a + (ic / kMR + full_panels) * K * kMR + k0 * kMR;
+            runTile(kt, args, ic + full_panels * kMR, nw, ic_end - ic - full_panels * kMR,
+                    std::min<int64_t>(kNR, n1 - nw), out);
+          }
         }
+        jp += width;
       }
     }
   }

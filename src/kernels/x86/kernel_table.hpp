@@ -74,13 +74,19 @@ using DeconvKernel = void (*)(const DeconvGeom& g, const float* x, const float* 
 struct KernelTable {
   const char* name;
   GemmMicroKernel gemm;     // kMR x kNR tiles
+  GemmMicroKernel gemm_x2;  // kMR x 2*kNR tiles over two adjacent packed B panels (b, b + kc*kNR; kColBias:
+                            // 2*kNR values); null when the table has none
   GemmMicroKernel gemm_n8;  // kMR x 8 tiles: the first 8 columns of each packed B panel (kColBias: 8 values)
   DwPlaneKernel dwconv;
   DeconvKernel deconv;
 };
 
-/// The table dispatch chose (AVX2/FMA when the CPU has it and forcePortableKernels is off).
+/// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL, AVX2/FMA, portable), capped by
+/// forceKernelIsa / forcePortableKernels.
 const KernelTable& activeKernels();
+
+void f32_gemm__avx512_6x16(const MicroArgs& p);
+void f32_gemm__avx512_6x32(const MicroArgs& p);
 
 void f32_gemm__avx2_6x16(const MicroArgs& p);
 void f32_gemm__scalar_6x16(const MicroArgs& p);
