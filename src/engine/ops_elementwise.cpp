@@ -373,6 +373,22 @@ void whereKernel(KernelCall& call) {
   });
 }
 
+/// Cast / CastLike. Narrowing to bfloat16 truncates, as the ONNX reference of these opsets does (npuc's own
+/// float -> bfloat16 rounding elsewhere is to nearest even).
+void castKernel(KernelCall& c) {
+  DType to = c.out_types[0].dtype;
+  const Tensor& x = c.input(0);
+  if (to == DType::kBF16 && x.dtype() != DType::kBF16) {
+    Tensor f = castTensor(x, DType::kF32, c);
+    Tensor& y = c.alloc(0);
+    const float* s = f.data<float>();
+    uint16_t* d = static_cast<uint16_t*>(y.raw());
+    for (int64_t i = 0; i < f.numel(); ++i) d[i] = floatToBf16Truncate(s[i]);
+    return;
+  }
+  c.out[0] = castTensor(x, to, c);
+}
+
 }  // namespace
 
 void registerElementwiseKernels(KernelRegistry& r) {
@@ -391,8 +407,8 @@ void registerElementwiseKernels(KernelRegistry& r) {
       std::memset(m.raw(), 1, m.nbytes());
     }
   });
-  r.addFn("Cast", [](KernelCall& c) { c.out[0] = castTensor(c.input(0), c.out_types[0].dtype, c); });
-  r.addFn("CastLike", [](KernelCall& c) { c.out[0] = castTensor(c.input(0), c.input(1).dtype(), c); });
+  r.addFn("Cast", castKernel);
+  r.addFn("CastLike", castKernel);
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Mod", "BitShift", "Equal", "Greater", "Less",
                          "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"})
     r.addFn(op, binaryKernel);

@@ -60,6 +60,13 @@ inline uint16_t floatToBf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+/// Truncating float -> bfloat16 (the ONNX Cast reference of opsets 13-18); NaN stays a quiet NaN.
+inline uint16_t floatToBf16Truncate(float f) {
+  uint32_t x = floatBits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
 inline float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }
 
 }  // namespace npuc
