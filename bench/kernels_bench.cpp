@@ -187,7 +187,8 @@ void registerAll() {
   struct G {
     int64_t M, N, K;
   };
-  for (const G& g : {G{256, 3136, 576}, G{64, 3136, 576}, G{512, 196, 2304}, G{2048, 49, 512}}) {
+  for (const G& g : {G{256, 3136, 576}, G{64, 3136, 576}, G{512, 196, 2304}, G{2048, 49, 512}, G{1000, 1, 1280},
+                    G{1000, 1, 2048}}) {
     const std::string dims = std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
     reg("sgemm/" + dims, [g](benchmark::State& st) { benchGemm(st, g.M, g.N, g.K, false, false); });
     reg("sgemm_packed/" + dims, [g](benchmark::State& st) { benchGemm(st, g.M, g.N, g.K, true, false); });

@@ -148,6 +148,36 @@ TEST(Gemm, LargerShapesWithStridesBitExact) {
   }
 }
 
+TEST(Gemm, MatrixVectorShapesBitExact) {
+  // N == 1 (packed-A GEMV; transA: row-vector kernel over A) and M == 1 (row-vector kernel over B), large
+  // enough to run on several threads, every transpose, bias kind and a strided output.
+  std::mt19937 rng(11);
+  struct S {
+    int64_t M, N, K;
+  } shapes[] = {{1000, 1, 1280}, {1, 1000, 1280}, {203, 1, 700}, {1, 203, 700}, {1, 77, 3}, {50, 1, 2}};
+  int iter = 0;
+  for (const S& s : shapes) {
+    for (int t = 0; t < 4; ++t, ++iter) {
+      const bool ta = t & 1, tb = t & 2;
+      const int64_t lda = (ta ? s.M : s.K) + 3, ldb = (tb ? s.K : s.N) + 2, ldc = s.N + (iter % 2);
+      const auto A = randomFloats(rng, static_cast<size_t>((ta ? s.K : s.M) * lda));
+      const auto B = randomFloats(rng, static_cast<size_t>((tb ? s.N : s.K) * ldb));
+      const auto bias = randomFloats(rng, static_cast<size_t>(std::max(s.M, s.N)));
+      GemmArgs g;
+      g.M = s.M, g.N = s.N, g.K = s.K;
+      g.A = A.data(), g.lda = lda, g.transA = ta;
+      g.B = B.data(), g.ldb = ldb, g.transB = tb;
+      g.ldc = ldc;
+      const int bk = iter % 3;
+      g.bias_kind = bk == 0 ? BiasKind::kNone : bk == 1 ? BiasKind::kPerRow : BiasKind::kPerCol;
+      g.bias = bk == 0 ? nullptr : bias.data();
+      g.act = test::activationFor(iter);
+      expectAllVariantsMatch(g, "M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) + " K=" +
+                                    std::to_string(s.K) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
+    }
+  }
+}
+
 TEST(Gemm, ActivationSpecialValuesBitExact) {
   // K = 0: the output is act(bias); special values check the vector epilogue against applyActivation.
   const float inf = std::numeric_limits<float>::infinity();

@@ -26,12 +26,26 @@ int cpuIsa() {
   return isa;
 }
 
-constexpr KernelTable kAvx512Table{"avx512",           f32_gemm__avx512_6x16, f32_gemm__avx512_6x32,
-                                   f32_gemm__avx2_6x8, f32_dwconv2d__avx2,    f32_deconv__avx2};
-constexpr KernelTable kAvx2Table{"avx2_fma",         f32_gemm__avx2_6x16, nullptr, f32_gemm__avx2_6x8,
-                                 f32_dwconv2d__avx2, f32_deconv__avx2};
-constexpr KernelTable kPortableTable{"portable",           f32_gemm__scalar_6x16, nullptr, f32_gemm__scalar_6x8,
-                                     f32_dwconv2d__scalar, f32_deconv__scalar};
+// The matrix-vector kernels are memory-bound: the AVX-512 table keeps the AVX2 ones.
+constexpr KernelTable kAvx512Table{"avx512",
+                                   f32_gemm__avx512_6x16,
+                                   f32_gemm__avx512_6x32,
+                                   f32_gemm__avx2_6x8,
+                                   f32_dwconv2d__avx2,
+                                   f32_deconv__avx2,
+                                   f32_gemv_packed__avx2,
+                                   f32_gemv_row__avx2};
+constexpr KernelTable kAvx2Table{"avx2_fma",         f32_gemm__avx2_6x16, nullptr,
+                                 f32_gemm__avx2_6x8, f32_dwconv2d__avx2,  f32_deconv__avx2,
+                                 f32_gemv_packed__avx2, f32_gemv_row__avx2};
+constexpr KernelTable kPortableTable{"portable",
+                                     f32_gemm__scalar_6x16,
+                                     nullptr,
+                                     f32_gemm__scalar_6x8,
+                                     f32_dwconv2d__scalar,
+                                     f32_deconv__scalar,
+                                     f32_gemv_packed__scalar,
+                                     f32_gemv_row__scalar};
 
 const char* isaName(int isa) {
   switch (isa) {

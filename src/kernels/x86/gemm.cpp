@@ -185,9 +185,79 @@ int64_t PackedA::depth() const { return impl_->K; }
 
 namespace {
 
+// Multiply-adds below which the matrix-vector paths stay on the calling thread.
+constexpr int64_t kGemvParallelMacs = int64_t{1} << 16;
+
+// N == 1 over packed A: out[m] = act(init + sum_k A[m,k] * B[k,0]), panels of kMR rows split across threads.
+void gemvPacked(const detail::KernelTable& kt, const float* pa, const GemmArgs& g, ThreadPool* pool) {
+  const int64_t M = g.M, K = g.K;
+  const int64_t panels = detail::ceilDiv(M, detail::kMR);
+  const int64_t mp = panels * detail::kMR;
+  const bool strided_x = !g.transB && g.ldb != 1 && K > 1;
+  const bool has_init = g.bias != nullptr && g.bias_kind != BiasKind::kNone;
+  float* scratch = detail::threadScratch(static_cast<size_t>((strided_x ? K : 0) + (has_init ? mp : 0) + mp), 0);
+  float* out = scratch;
+  float* init = has_init ? scratch + mp : nullptr;
+  const float* x = g.B;  // element (k, 0): B[k*ldb] (or B[k] when transB)
+  if (strided_x) {
+    float* xs = scratch + mp + (has_init ? mp : 0);
+    for (int64_t k = 0; k < K; ++k) xs[k] = g.B[k * g.ldb];
+    x = xs;
+  }
+  if (has_init) {
+    for (int64_t m = 0; m < mp; ++m) {
+      init[m] = m >= M ? 0.0f : g.bias_kind == BiasKind::kPerRow ? g.bias[m] : g.bias[0];
+    }
+  }
+  auto body = [&](int64_t p0, int64_t p1) {
+    kt.gemv_packed(pa + p0 * K * detail::kMR, p1 - p0, K, x, init != nullptr ? init + p0 * detail::kMR : nullptr,
+                   out + p0 * detail::kMR);
+    const int64_t m1 = std::min(M, p1 * detail::kMR);
+    for (int64_t m = p0 * detail::kMR; m < m1; ++m) g.C[m * g.ldc] = applyActivation(out[m], g.act);
+  };
+  const int threads = pool != nullptr ? pool->size() : 1;
+  if (threads > 1 && M * K >= kGemvParallelMacs && panels > 8) {
+    const int64_t grain = detail::roundUp(std::max<int64_t>(8, detail::ceilDiv(panels, 4 * threads)), 8);
+    pool->parallelFor(panels, body, grain);
+  } else {
+    body(0, panels);
+  }
+}
+
+// M == 1 with B not transposed: C[0,n] = act(init + sum_k x[k] * B[k,n]), x contiguous, columns split across
+// threads in 64-wide chunks.
+void gemvRow(const detail::KernelTable& kt, const float* x, const GemmArgs& g, ThreadPool* pool) {
+  const int64_t N = g.N, K = g.K;
+  const float* init = g.bias != nullptr && g.bias_kind == BiasKind::kPerCol ? g.bias : nullptr;
+  const float init0 = g.bias != nullptr && g.bias_kind == BiasKind::kPerRow ? g.bias[0] : 0.0f;
+  auto body = [&](int64_t n0, int64_t n1) {
+    kt.gemv_row(x, g.B + n0, g.ldb, K, n1 - n0, init != nullptr ? init + n0 : nullptr, init0, g.C + n0);
+    if (g.act.kind != ActKind::kNone) {
+      for (int64_t n = n0; n < n1; ++n) g.C[n] = applyActivation(g.C[n], g.act);
+    }
+  };
+  const int threads = pool != nullptr ? pool->size() : 1;
+  if (threads > 1 && N * K >= kGemvParallelMacs && N > 64) {
+    pool->parallelFor(N, body, detail::roundUp(std::max<int64_t>(64, detail::ceilDiv(N, 4 * threads)), 64));
+  } else {
+    body(0, N);
+  }
+}
+
 // sgemm with A already packed (ceil(M/kMR) panels of K*kMR floats); g.A/lda/transA are ignored.
 void gemmPackedA(const float* pa, const GemmArgs& g, ThreadPool* pool) {
   const detail::KernelTable& kt = detail::activeKernels();
+  if (g.N == 1) {
+    gemvPacked(kt, pa, g, pool);
+    return;
+  }
+  if (g.M == 1 && !g.transB) {
+    // Row 0 of packed A is every kMR-th float.
+    float* x = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(g.K, 1)), 1);
+    for (int64_t k = 0; k < g.K; ++k) x[k] = pa[k * detail::kMR];
+    gemvRow(kt, x, g, pool);
+    return;
+  }
   const GemmBlocking blk = detail::effectiveBlocking();
   const int threads = pool != nullptr ? pool->size() : 1;
   const detail::GemmSplit split = detail::planSplit(g.M, g.N, 1, threads, blk);
@@ -240,6 +310,45 @@ void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool) {
 
 void sgemm(const GemmArgs& g, ThreadPool* pool) {
   if (g.M <= 0 || g.N <= 0) return;
+  const detail::KernelTable& kt = detail::activeKernels();
+  if (g.M == 1 && !g.transB && g.N > 1) {
+    // Row vector times B: no packing. x = A[0, :], element k at A[k] (or A[k*lda] when transA).
+    const float* x = g.A;
+    if (g.transA && g.K > 1) {
+      float* xs = detail::threadScratch(static_cast<size_t>(g.K), 1);
+      for (int64_t k = 0; k < g.K; ++k) xs[k] = g.A[k * g.lda];
+      x = xs;
+    }
+    gemvRow(kt, x, g, pool);
+    return;
+  }
+  if (g.N == 1 && g.transA && g.M > 1) {
+    // A^T rows are contiguous across m: C[m] = sum_k x[k] * A[k*lda + m], the row-vector kernel with B = A.
+    const float* x = g.B;
+    if (!g.transB && g.ldb != 1 && g.K > 1) {
+      float* xs = detail::threadScratch(static_cast<size_t>(g.K), 1);
+      for (int64_t k = 0; k < g.K; ++k) xs[k] = g.B[k * g.ldb];
+      x = xs;
+    }
+    GemmArgs r;
+    r.M = 1, r.N = g.M, r.K = g.K;
+    r.B = g.A, r.ldb = g.lda;
+    r.bias = g.bias;
+    r.bias_kind = g.bias_kind == BiasKind::kPerRow ? BiasKind::kPerCol
+                  : g.bias_kind == BiasKind::kPerCol ? BiasKind::kPerRow
+                                                     : BiasKind::kNone;
+    r.act = g.act;
+    if (g.ldc == 1) {
+      r.C = g.C;
+      gemvRow(kt, x, r, pool);
+    } else {
+      float* tmp = detail::threadScratch(static_cast<size_t>(g.M), 0);
+      r.C = tmp;
+      gemvRow(kt, x, r, pool);
+      for (int64_t m = 0; m < g.M; ++m) g.C[m * g.ldc] = tmp[m];
+    }
+    return;
+  }
   packAndRun(g, pool);
 }
 

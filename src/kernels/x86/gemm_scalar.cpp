@@ -49,3 +49,29 @@ void f32_gemm__scalar_6x16(const MicroArgs& p) { tiles<kNR>(p); }
 void f32_gemm__scalar_6x8(const MicroArgs& p) { tiles<8>(p); }
 
 }  // namespace npuc::kernels::detail
+
+namespace npuc::kernels::detail {
+
+void f32_gemv_packed__scalar(const float* a, int64_t panels, int64_t K, const float* x, const float* init,
+                             float* out) {
+  for (int64_t p = 0; p < panels; ++p) {
+    const float* ap = a + p * K * kMR;
+    float acc[kMR];
+    for (int64_t i = 0; i < kMR; ++i) acc[i] = init != nullptr ? init[p * kMR + i] : 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t i = 0; i < kMR; ++i) acc[i] = std::fma(ap[k * kMR + i], x[k], acc[i]);
+    }
+    for (int64_t i = 0; i < kMR; ++i) out[p * kMR + i] = acc[i];
+  }
+}
+
+void f32_gemv_row__scalar(const float* x, const float* B, int64_t ldb, int64_t K, int64_t N, const float* init,
+                          float init0, float* out) {
+  for (int64_t n = 0; n < N; ++n) out[n] = init != nullptr ? init[n] : init0;
+  for (int64_t k = 0; k < K; ++k) {
+    const float* b = B + k * ldb;
+    for (int64_t n = 0; n < N; ++n) out[n] = std::fma(x[k], b[n], out[n]);
+  }
+}
+
+}  // namespace npuc::kernels::detail

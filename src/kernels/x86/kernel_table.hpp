@@ -71,6 +71,17 @@ struct DeconvGeom {
 using DeconvKernel = void (*)(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
                               int64_t nm_begin, int64_t nm_end);
 
+/// Matrix-vector product over packed A (the N == 1 case): for panels [0, panels) of a packed A (each K * kMR
+/// floats), out[p*kMR + i] = init[p*kMR + i] (or +0 when init is null) + sum_k a[p][k][i] * x[k], one fma per k,
+/// k ascending. No activation.
+using GemvPackedKernel = void (*)(const float* a, int64_t panels, int64_t K, const float* x, const float* init,
+                                  float* out);
+
+/// Row-vector times matrix (the M == 1 case): out[n] = (init ? init[n] : init0) + sum_k x[k] * B[k*ldb + n] for
+/// n in [0, N), one fma per k, k ascending. No activation.
+using GemvRowKernel = void (*)(const float* x, const float* B, int64_t ldb, int64_t K, int64_t N,
+                               const float* init, float init0, float* out);
+
 struct KernelTable {
   const char* name;
   GemmMicroKernel gemm;     // kMR x kNR tiles
@@ -79,6 +90,8 @@ struct KernelTable {
   GemmMicroKernel gemm_n8;  // kMR x 8 tiles: the first 8 columns of each packed B panel (kColBias: 8 values)
   DwPlaneKernel dwconv;
   DeconvKernel deconv;
+  GemvPackedKernel gemv_packed;
+  GemvRowKernel gemv_row;
 };
 
 /// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL, AVX2/FMA, portable), capped by
@@ -88,6 +101,13 @@ const KernelTable& activeKernels();
 void f32_gemm__avx512_6x16(const MicroArgs& p);
 void f32_gemm__avx512_6x32(const MicroArgs& p);
 
+void f32_gemv_packed__avx2(const float* a, int64_t panels, int64_t K, const float* x, const float* init, float* out);
+void f32_gemv_packed__scalar(const float* a, int64_t panels, int64_t K, const float* x, const float* init,
+                             float* out);
+void f32_gemv_row__avx2(const float* x, const float* B, int64_t ldb, int64_t K, int64_t N, const float* init,
+                        float init0, float* out);
+void f32_gemv_row__scalar(const float* x, const float* B, int64_t ldb, int64_t K, int64_t N, const float* init,
+                          float init0, float* out);
 void f32_gemm__avx2_6x16(const MicroArgs& p);
 void f32_gemm__scalar_6x16(const MicroArgs& p);
 void f32_gemm__avx2_6x8(const MicroArgs& p);
