@@ -22,10 +22,26 @@ void Rewriter::replaceAllUses(ValueId from, ValueId to) {
       is_output = true;
     }
   if (is_output) {
-    // Keep the model interface: `to` takes the output's name, `from` gets a fresh one.
+    // Keep the model interface. `to` takes the output's name, `from` gets a fresh one, unless `to` is itself part
+    // of the interface (a graph input or another output) or a constant: then an Identity carries the old name.
     std::string fname = g_.value(from).name;
+    bool to_fixed = g_.value(to).isConstant() ||
+                    std::count(g_.inputs().begin(), g_.inputs().end(), to) ||
+                    std::count(g_.outputs().begin(), g_.outputs().end(), to) > 1;
     g_.renameValue(from, g_.uniqueValueName(fname + "_replaced"));
-    g_.renameValue(to, fname);
+    if (to_fixed) {
+      Value& out = g_.addValue(fname, g_.value(to).type);
+      ValueId out_id = out.id;
+      g_.addNode("Identity", fname + "_identity", {to}, {out_id});
+      for (auto& o : g_.outputs())
+        if (o == to) {
+          o = out_id;
+          break;
+        }
+      g_.topoSort();
+    } else {
+      g_.renameValue(to, fname);
+    }
   }
   changed_ = true;
 }

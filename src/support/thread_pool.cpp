@@ -2,14 +2,41 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 
 namespace npuc {
 
 namespace {
+
 thread_local bool tl_in_pool = false;
+
+// How long an idle worker (or a caller waiting for workers) polls before blocking.
+constexpr auto kSpinTime = std::chrono::microseconds(40);
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
 }
+
+// Polls done() for up to kSpinTime; returns whether it became true.
+template <class Done>
+bool spinUntil(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   threads = std::max(1, threads);
@@ -19,7 +46,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -37,16 +64,18 @@ void ThreadPool::workerLoop() {
   tl_in_pool = true;
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+    if (!spinUntil(ready)) {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      cv_.wait(lk, ready);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     runChunks();
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (--active_ == 0) done_cv_.notify_all();
+    if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be blocked on done_cv_: take mu_ so the notify cannot fall between its check and wait.
+      { std::lock_guard<std::mutex> lk(mu_); }
+      done_cv_.notify_all();
     }
   }
 }
@@ -59,21 +88,25 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
     return;
   }
   std::lock_guard<std::mutex> job(job_mu_);
+  fn_ = &fn;
+  n_ = n;
+  grain_ = grain;
+  next_.store(0, std::memory_order_relaxed);
+  active_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
+    // The job fields are published by the release increment; mu_ orders it against blocked workers' checks.
     std::lock_guard<std::mutex> lk(mu_);
-    fn_ = &fn;
-    n_ = n;
-    grain_ = grain;
-    next_.store(0);
-    active_ = static_cast<int>(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
   tl_in_pool = true;
   runChunks();
   tl_in_pool = false;
-  std::unique_lock<std::mutex> lk(mu_);
-  done_cv_.wait(lk, [&] { return active_ == 0; });
+  auto done = [&] { return active_.load(std::memory_order_acquire) == 0; };
+  if (!spinUntil(done)) {
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, done);
+  }
   fn_ = nullptr;
 }
 

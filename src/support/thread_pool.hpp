@@ -37,12 +37,14 @@ class ThreadPool {
   void runChunks();
 
   std::vector<std::thread> workers_;
+  // Workers and the caller spin briefly (a few tens of microseconds) on generation_ / active_ before blocking
+  // on the condition variables, so back-to-back parallelFor calls do not pay a futex wake-up each.
   std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable done_cv_;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  int active_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> active_{0};
   // Current job.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, grain_ = 1;

@@ -100,3 +100,19 @@ TEST(Node, AttributeAccessorsCheckKinds) {
   EXPECT_THROW(n.attrInt("s", 0), Error);
   EXPECT_EQ(n.attrInts("k"), std::vector<int64_t>{3});
 }
+
+TEST(Rewriter, ReplacingAnOutputByAnInputKeepsBothNames) {
+  Graph g;
+  ValueId x = g.addValue("x", makeType(DType::kF32, {2})).id;
+  ValueId y = g.addValue("y", makeType(DType::kF32, {2})).id;
+  g.inputs().push_back(x);
+  NodeId id = g.addNode("Identity", "id", {x}, {y}).id;
+  g.outputs().push_back(y);
+  Rewriter rw(g);
+  rw.replaceAllUses(y, x);
+  rw.eraseNode(id);
+  rw.finish();
+  EXPECT_EQ(g.value(g.inputs()[0]).name, "x");
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "y");
+  EXPECT_NO_THROW(verify(g));
+}

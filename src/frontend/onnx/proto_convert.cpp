@@ -20,13 +20,23 @@ void copyField(const google::protobuf::RepeatedField<Src>& f, Tensor& t, const c
   for (int i = 0; i < f.size(); ++i) d[i] = static_cast<Dst>(f.Get(i));
 }
 
+int64_t parseCount(const std::string& v, const char* key) {
+  int64_t r = 0;
+  if (v.empty() || v.size() > 18) fail(ErrorCode::kInvalidInput, "external data {} '{}' is not a byte count", key, v);
+  for (char c : v) {
+    if (c < '0' || c > '9') fail(ErrorCode::kInvalidInput, "external data {} '{}' is not a byte count", key, v);
+    r = r * 10 + (c - '0');
+  }
+  return r;
+}
+
 std::vector<uint8_t> readExternal(const onnx::TensorProto& t, const std::filesystem::path& base_dir) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (auto& kv : t.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset") offset = parseCount(kv.value(), "offset");
+    else if (kv.key() == "length") length = parseCount(kv.value(), "length");
   }
   if (location.empty()) fail(ErrorCode::kInvalidInput, "external data has no 'location'");
   std::filesystem::path p(location);
@@ -61,8 +71,19 @@ Tensor tensorFromProto(const onnx::TensorProto& t, const std::filesystem::path& 
     shape.push_back(d);
   }
   if (t.has_segment()) fail(ErrorCode::kUnsupported, "segmented tensors are not supported");
+  // Check the declared size against the data before allocating anything.
+  size_t nbytes = static_cast<size_t>(shapeNumel(shape)) * dtypeSize(dt);
+  if (t.data_location() != onnx::TensorProto::EXTERNAL && t.has_raw_data() && t.raw_data().size() != nbytes)
+    fail(ErrorCode::kInvalidInput, "raw_data has {} bytes, {} {} needs {}", t.raw_data().size(), dtypeName(dt),
+         shapeStr(shape), nbytes);
+  if (t.data_location() != onnx::TensorProto::EXTERNAL && !t.has_raw_data()) {
+    int64_t have = t.float_data_size() + t.double_data_size() + t.int64_data_size() + t.uint64_data_size() +
+                   t.int32_data_size();
+    if (have != shapeNumel(shape))
+      fail(ErrorCode::kInvalidInput, "tensor data has {} values but dims {} need {}", have, shapeStr(shape),
+           shapeNumel(shape));
+  }
   Tensor out(dt, shape);
-  size_t nbytes = out.nbytes();
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     auto buf = readExternal(t, base_dir);
     if (buf.size() != nbytes)
