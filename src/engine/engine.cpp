@@ -51,6 +51,7 @@ const KernelRegistry& kernelRegistry() {
     registerTensorKernels(reg);
     registerNnKernels(reg);
     registerReduceKernels(reg);
+    registerIndexingKernels(reg);
     return reg;
   }();
   return r;

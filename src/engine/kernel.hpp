@@ -83,5 +83,6 @@ void registerElementwiseKernels(KernelRegistry& r);
 void registerTensorKernels(KernelRegistry& r);
 void registerNnKernels(KernelRegistry& r);
 void registerReduceKernels(KernelRegistry& r);
+void registerIndexingKernels(KernelRegistry& r);
 
 }  // namespace npuc::engine

@@ -66,6 +66,7 @@ const Registry& registry() {
     registerTensorOps(reg);
     registerNnOps(reg);
     registerReduceOps(reg);
+    registerIndexingOps(reg);
     return reg;
   }();
   return r;

@@ -117,5 +117,6 @@ void registerElementwiseOps(Registry& r);
 void registerTensorOps(Registry& r);
 void registerNnOps(Registry& r);
 void registerReduceOps(Registry& r);
+void registerIndexingOps(Registry& r);
 
 }  // namespace npuc::ops

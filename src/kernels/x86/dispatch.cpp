@@ -33,17 +33,19 @@ constexpr KernelTable kAvx512Table{"avx512",
                                    f32_gemm__avx2_6x8,
                                    f32_dwconv2d__avx2,
                                    f32_deconv__avx2,
+                                   f32_gemm_cols__avx2,
                                    f32_gemv_packed__avx2,
                                    f32_gemv_row__avx2};
 constexpr KernelTable kAvx2Table{"avx2_fma",         f32_gemm__avx2_6x16, nullptr,
                                  f32_gemm__avx2_6x8, f32_dwconv2d__avx2,  f32_deconv__avx2,
-                                 f32_gemv_packed__avx2, f32_gemv_row__avx2};
+                                 f32_gemm_cols__avx2, f32_gemv_packed__avx2, f32_gemv_row__avx2};
 constexpr KernelTable kPortableTable{"portable",
                                      f32_gemm__scalar_6x16,
                                      nullptr,
                                      f32_gemm__scalar_6x8,
                                      f32_dwconv2d__scalar,
                                      f32_deconv__scalar,
+                                     f32_gemm_cols__scalar,
                                      f32_gemv_packed__scalar,
                                      f32_gemv_row__scalar};
 

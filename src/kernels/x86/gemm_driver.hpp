@@ -109,6 +109,41 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
         const int64_t width = kt.gemm_x2 != nullptr && full_panels > 0 && n1 - n >= 2 * kNR ? 2 : 1;
         args.b = bbuf + jp * kc * kNR;
         args.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
+        const int64_t tail_rows = ic_end - ic - full_panels * kMR;
+        // Column tails of at most kColsMax columns (alone, or after the first 8 columns of the panel) go
+        // through the row-vectorised kernel, row tail included.
+        const int64_t cols_from = width == 1 && kt.gemm_cols != nullptr
+                                      ? (nr <= kColsMax ? 0 : nr > 8 && nr - 8 <= kColsMax ? 8 : -1)
+                                      : -1;
+        if (cols_from >= 0) {
+          if (cols_from == 8 && full_panels > 0) {
+            args.c = out.c + ic * out.ldc + n;
+            args.ldc = out.ldc;
+            args.panels = full_panels;
+            args.bias = args.init == TileInit::kRowBias   ? out.bias + ic
+                        : args.init == TileInit::kColBias ? out.bias + n
+                                                          : nullptr;
+            kt.gemm_n8(args);
+          }
+          if (cols_from == 8 && tail_rows > 0) {
+            args.a = packed_a + (ic / kMR + full_panels) * K * kMR + k0 * kMR;
+            runTile(kt, args, ic + full_panels * kMR, n, tail_rows, 8, out);
+          }
+          MicroArgs cargs = args;
+          cargs.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
+          cargs.b = args.b + cols_from;
+          cargs.c = out.c + ic * out.ldc + n + cols_from;
+          cargs.ldc = out.ldc;
+          cargs.panels = full_panels + (tail_rows > 0 ? 1 : 0);
+          cargs.mr_last = tail_rows > 0 ? tail_rows : kMR;
+          cargs.nr = nr - cols_from;
+          cargs.bias = args.init == TileInit::kRowBias   ? out.bias + ic
+                       : args.init == TileInit::kColBias ? out.bias + n + cols_from
+                                                         : nullptr;
+          kt.gemm_cols(cargs);
+          jp += width;
+          continue;
+        }
         if ((width == 2 || nr == kNR || nr == 8) && full_panels > 0) {
           // The common case: a column of full tiles in one microkernel call.
           args.c = out.c + ic * out.ldc + n;
@@ -124,13 +159,12 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
             args.a += K * kMR;
           }
         }
-        if (ic + full_panels * kMR < ic_end) {
+        if (tail_rows > 0) {
           for (int64_t w = 0; w < width; ++w) {
             const int64_t nw = n + w * kNR;
             args.b = bbuf + (jp + w) * kc * kNR;
             args.a = packed_a + (ic / kMR + full_panels) * K * kMR + k0 * kMR;
-            runTile(kt, args, ic + full_panels * kMR, nw, ic_end - ic - full_panels * kMR,
-                    std::min<int64_t>(kNR, n1 - nw), out);
+            runTile(kt, args, ic + full_panels * kMR, nw, tail_rows, std::min<int64_t>(kNR, n1 - nw), out);
           }
         }
         jp += width;

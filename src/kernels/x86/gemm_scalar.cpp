@@ -75,3 +75,28 @@ void f32_gemv_row__scalar(const float* x, const float* B, int64_t ldb, int64_t K
 }
 
 }  // namespace npuc::kernels::detail
+
+namespace npuc::kernels::detail {
+
+void f32_gemm_cols__scalar(const MicroArgs& p) {
+  for (int64_t pi = 0; pi < p.panels; ++pi) {
+    const int64_t mr = pi + 1 == p.panels ? p.mr_last : kMR;
+    const float* a = p.a + pi * p.a_stride;
+    for (int64_t i = 0; i < mr; ++i) {
+      float* c = p.c + (pi * kMR + i) * p.ldc;
+      for (int64_t j = 0; j < p.nr; ++j) {
+        float acc = 0.0f;
+        switch (p.init) {
+          case TileInit::kZero: break;
+          case TileInit::kRowBias: acc = p.bias[pi * kMR + i]; break;
+          case TileInit::kColBias: acc = p.bias[j]; break;
+          case TileInit::kLoadC: acc = c[j]; break;
+        }
+        for (int64_t k = 0; k < p.kc; ++k) acc = std::fma(a[k * kMR + i], p.b[k * kNR + j], acc);
+        c[j] = p.act != nullptr ? applyActivation(acc, *p.act) : acc;
+      }
+    }
+  }
+}
+
+}  // namespace npuc::kernels::detail

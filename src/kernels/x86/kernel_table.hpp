@@ -37,8 +37,16 @@ struct MicroArgs {
   const float* bias = nullptr;
   TileInit init = TileInit::kZero;
   const Activation* act = nullptr;  // null: store the raw accumulator (more k-blocks follow)
+  // Only for the narrow-column kernels (gemm_cols): columns 0..nr-1 of the packed B panel at b (step kNR),
+  // and the valid rows of the last of the `panels` A panels (the others are full).
+  int64_t nr = 0;
+  int64_t mr_last = kMR;
 };
 using GemmMicroKernel = void (*)(const MicroArgs&);
+
+/// Narrow column tails: the largest nr gemm_cols accepts. It vectorises across the kMR rows of an A panel
+/// instead of across columns, so a tail of nr columns costs nr vector fmas per k rather than kMR.
+inline constexpr int64_t kColsMax = 4;
 
 /// One depthwise channel plane over a zero-padded, phase-split copy of the input plane:
 /// padded row r, horizontal phase p (column j*sw + p of the padded row) is xq[r*row_stride + p*wq + j].
@@ -90,6 +98,7 @@ struct KernelTable {
   GemmMicroKernel gemm_n8;  // kMR x 8 tiles: the first 8 columns of each packed B panel (kColBias: 8 values)
   DwPlaneKernel dwconv;
   DeconvKernel deconv;
+  GemmMicroKernel gemm_cols;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed;
   GemvRowKernel gemv_row;
 };
@@ -108,6 +117,8 @@ void f32_gemv_row__avx2(const float* x, const float* B, int64_t ldb, int64_t K, 
                         float init0, float* out);
 void f32_gemv_row__scalar(const float* x, const float* B, int64_t ldb, int64_t K, int64_t N, const float* init,
                           float init0, float* out);
+void f32_gemm_cols__avx2(const MicroArgs& p);
+void f32_gemm_cols__scalar(const MicroArgs& p);
 void f32_gemm__avx2_6x16(const MicroArgs& p);
 void f32_gemm__scalar_6x16(const MicroArgs& p);
 void f32_gemm__avx2_6x8(const MicroArgs& p);

@@ -1,0 +1,307 @@
+// Kernels of indexing, scatter and cumulative ops (GatherND, ScatterND, ScatterElements, OneHot, Compress,
+// CumSum, Trilu) and LayerNormalization. Index data is validated (out-of-range -> error, never a crash);
+// data movement copies raw elements, so every fixed-size element type works.
+#include "engine/elementwise_util.hpp"
+#include "ops/shape_util.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace npuc::engine {
+
+namespace {
+
+int64_t checkedIndex(const KernelCall& c, int64_t i, int64_t dim) {
+  if (i < -dim || i >= dim) c.error("index {} is out of range for a dimension of size {}", i, dim);
+  return i < 0 ? i + dim : i;
+}
+
+std::vector<int64_t> strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+void gatherNd(KernelCall& c) {
+  const Tensor& d = c.input(0);
+  std::vector<int64_t> idx = c.input(1).toInt64();
+  const Shape& ds = d.shape();
+  const Shape& is = c.input(1).shape();
+  int64_t b = c.node.attrInt("batch_dims", 0), k = is.back();
+  Tensor& y = c.alloc(0);
+  auto dst = strides(ds);
+  int64_t slice = 1;
+  for (size_t i = static_cast<size_t>(b + k); i < ds.size(); ++i) slice *= ds[i];
+  int64_t batch = 1;
+  for (int64_t i = 0; i < b; ++i) batch *= ds[static_cast<size_t>(i)];
+  int64_t tuples = static_cast<int64_t>(idx.size()) / k;
+  int64_t per_batch = tuples / std::max<int64_t>(1, batch);
+  size_t es = dtypeSize(d.dtype());
+  const auto* src = static_cast<const uint8_t*>(d.raw());
+  auto* out = static_cast<uint8_t*>(y.raw());
+  int64_t batch_stride = b > 0 ? dst[static_cast<size_t>(b - 1)] : 0;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = (b > 0 ? (t / per_batch) * batch_stride : 0);
+    for (int64_t j = 0; j < k; ++j) {
+      size_t dim = static_cast<size_t>(b + j);
+      off += checkedIndex(c, idx[static_cast<size_t>(t * k + j)], ds[dim]) * dst[dim];
+    }
+    std::memcpy(out + static_cast<size_t>(t * slice) * es, src + static_cast<size_t>(off) * es, static_cast<size_t>(slice) * es);
+  }
+}
+
+template <typename T>
+T reduceInto(const std::string& mode, T a, T b) {
+  if (mode == "add") return static_cast<T>(a + b);
+  if (mode == "mul") return static_cast<T>(a * b);
+  if (mode == "max") return a < b ? b : a;
+  if (mode == "min") return b < a ? b : a;
+  return b;
+}
+
+void scatterNd(KernelCall& c) {
+  const Tensor& d = c.input(0);
+  std::vector<int64_t> idx = c.input(1).toInt64();
+  const Tensor& u = c.input(2);
+  std::string mode = c.node.attrString("reduction", "none");
+  Tensor& y = c.alloc(0);
+  std::memcpy(y.raw(), d.raw(), d.nbytes());
+  const Shape& ds = d.shape();
+  int64_t k = c.input(1).shape().back();
+  auto dst = strides(ds);
+  int64_t slice = 1;
+  for (size_t i = static_cast<size_t>(k); i < ds.size(); ++i) slice *= ds[i];
+  int64_t tuples = k ? static_cast<int64_t>(idx.size()) / k : 0;
+  dispatchNumeric(d.dtype(), c, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      c.unsupported("ScatterND on bool is not supported");
+    } else {
+      T* out = y.data<T>();
+      const T* up = u.data<T>();
+      for (int64_t t = 0; t < tuples; ++t) {
+        int64_t off = 0;
+        for (int64_t j = 0; j < k; ++j)
+          off += checkedIndex(c, idx[static_cast<size_t>(t * k + j)], ds[static_cast<size_t>(j)]) * dst[static_cast<size_t>(j)];
+        for (int64_t s = 0; s < slice; ++s) out[off + s] = reduceInto(mode, out[off + s], up[t * slice + s]);
+      }
+    }
+  });
+}
+
+void scatterElements(KernelCall& c) {
+  const Tensor& d = c.input(0);
+  const Tensor& it = c.input(1);
+  std::vector<int64_t> idx = it.toInt64();
+  const Tensor& u = c.input(2);
+  std::string mode = c.node.attrString("reduction", "none");
+  int64_t axis = c.node.attrInt("axis", 0);
+  ops::normalizeAxis(axis, d.rank());
+  Tensor& y = c.alloc(0);
+  std::memcpy(y.raw(), d.raw(), d.nbytes());
+  auto dst = strides(d.shape());
+  auto ist = strides(it.shape());
+  dispatchNumeric(d.dtype(), c, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      c.unsupported("ScatterElements on bool is not supported");
+    } else {
+      T* out = y.data<T>();
+      const T* up = u.data<T>();
+      for (int64_t e = 0; e < it.numel(); ++e) {
+        int64_t off = 0, rem = e;
+        for (size_t dim = 0; dim < ist.size(); ++dim) {
+          int64_t coord = rem / ist[dim];
+          rem %= ist[dim];
+          if (static_cast<int64_t>(dim) == axis)
+            coord = checkedIndex(c, idx[static_cast<size_t>(e)], d.shape()[dim]);
+          else if (coord >= d.shape()[dim])
+            c.error("indices shape {} exceeds data shape {}", shapeStr(it.shape()), shapeStr(d.shape()));
+          off += coord * dst[dim];
+        }
+        out[off] = reduceInto(mode, out[off], up[e]);
+      }
+    }
+  });
+}
+
+void oneHot(KernelCall& c) {
+  std::vector<double> ind = c.input(0).toDouble();
+  int64_t depth = static_cast<int64_t>(c.input(1).toDouble().at(0));
+  const Tensor& vals = c.input(2);
+  int64_t axis = c.node.attrInt("axis", -1);
+  ops::normalizeAxis(axis, c.input(0).rank() + 1);
+  Tensor& y = c.alloc(0);
+  const Shape& is = c.input(0).shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < static_cast<int64_t>(is.size()); ++i) (i < axis ? outer : inner) *= is[static_cast<size_t>(i)];
+  size_t es = dtypeSize(vals.dtype());
+  const auto* v = static_cast<const uint8_t*>(vals.raw());
+  auto* out = static_cast<uint8_t*>(y.raw());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t dd = 0; dd < depth; ++dd)
+      for (int64_t in = 0; in < inner; ++in) {
+        double x = ind[static_cast<size_t>(o * inner + in)];
+        int64_t hot = static_cast<int64_t>(x < 0 ? x + static_cast<double>(depth) : x);
+        bool on = std::isfinite(x) && hot == dd && x >= -static_cast<double>(depth) && x < static_cast<double>(depth);
+        std::memcpy(out + static_cast<size_t>((o * depth + dd) * inner + in) * es, v + (on ? es : 0), es);
+      }
+}
+
+void compress(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  auto cond = c.input(1).toDouble();
+  Tensor& y = c.alloc(0);
+  size_t es = dtypeSize(x.dtype());
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* out = static_cast<uint8_t*>(y.raw());
+  if (!c.node.hasAttr("axis")) {
+    int64_t j = 0;
+    for (int64_t i = 0; i < std::min<int64_t>(x.numel(), static_cast<int64_t>(cond.size())); ++i)
+      if (cond[static_cast<size_t>(i)] != 0) std::memcpy(out + static_cast<size_t>(j++) * es, src + static_cast<size_t>(i) * es, es);
+    return;
+  }
+  int64_t axis = c.node.attrInt("axis", 0);
+  ops::normalizeAxis(axis, x.rank());
+  int64_t outer = 1, inner = 1, dim = x.dim(static_cast<int>(axis));
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < axis) outer *= x.dim(i);
+    if (i > axis) inner *= x.dim(i);
+  }
+  int64_t kept = y.dim(static_cast<int>(axis)), j = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    j = 0;
+    for (int64_t i = 0; i < std::min<int64_t>(dim, static_cast<int64_t>(cond.size())); ++i) {
+      if (cond[static_cast<size_t>(i)] == 0) continue;
+      std::memcpy(out + static_cast<size_t>((o * kept + j) * inner) * es, src + static_cast<size_t>((o * dim + i) * inner) * es,
+                  static_cast<size_t>(inner) * es);
+      ++j;
+    }
+  }
+}
+
+void cumSum(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  int64_t axis = c.input(1).toInt64().at(0);
+  if (!ops::normalizeAxis(axis, x.rank())) c.error("axis {} out of range", c.input(1).toInt64().at(0));
+  bool excl = c.node.attrInt("exclusive", 0) != 0, rev = c.node.attrInt("reverse", 0) != 0;
+  Tensor& y = c.alloc(0);
+  int64_t outer = 1, inner = 1, dim = x.dim(static_cast<int>(axis));
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < axis) outer *= x.dim(i);
+    if (i > axis) inner *= x.dim(i);
+  }
+  dispatchNumeric(x.dtype(), c, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      c.unsupported("CumSum on bool is not supported");
+    } else {
+      const T* s = x.data<T>();
+      T* d = y.data<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t in = 0; in < inner; ++in) {
+          T acc = T(0);
+          for (int64_t k = 0; k < dim; ++k) {
+            int64_t i = rev ? dim - 1 - k : k;
+            int64_t off = (o * dim + i) * inner + in;
+            if (excl) {
+              d[off] = acc;
+              acc = static_cast<T>(acc + s[off]);
+            } else {
+              acc = static_cast<T>(acc + s[off]);
+              d[off] = acc;
+            }
+          }
+        }
+    }
+  });
+}
+
+void trilu(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  int64_t k = c.has(1) ? c.input(1).toInt64().at(0) : 0;
+  bool upper = c.node.attrInt("upper", 1) != 0;
+  Tensor& y = c.alloc(0);
+  int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  int64_t mats = (rows * cols) != 0 ? x.numel() / (rows * cols) : 0;
+  size_t es = dtypeSize(x.dtype());
+  const auto* s = static_cast<const uint8_t*>(x.raw());
+  auto* d = static_cast<uint8_t*>(y.raw());
+  for (int64_t m = 0; m < mats; ++m)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        bool keep = upper ? j - i >= k : j - i <= k;
+        size_t off = static_cast<size_t>((m * rows + i) * cols + j) * es;
+        if (keep) std::memcpy(d + off, s + off, es);  // y is zero-initialised
+      }
+}
+
+void layerNorm(KernelCall& call) {
+  computeHalfAsFloat(call, [](KernelCall& c) {
+    const Tensor& x = c.input(0);
+    if (x.dtype() != DType::kF32) c.unsupported("LayerNormalization runs in float32 only");
+    int64_t axis = c.node.attrInt("axis", -1);
+    ops::normalizeAxis(axis, x.rank());
+    double eps = c.node.attrFloat("epsilon", 1e-5f);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.dim(i);
+    Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+    auto expand = [&](const Tensor& t) {
+      Tensor full(DType::kF32, norm_shape);
+      Tensor tf = castTensor(t, DType::kF32, c);
+      const float* p = tf.data<float>();
+      float* f = full.data<float>();
+      forEachBroadcast<1>(norm_shape, {&tf.shape()}, [&](int64_t o, std::array<int64_t, 1> off, std::array<int64_t, 1> st, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) f[o + i] = p[off[0] + i * st[0]];
+      });
+      return full;
+    };
+    Tensor scale = expand(c.input(1));
+    Tensor bias = c.has(2) ? expand(c.input(2)) : Tensor(DType::kF32, norm_shape);
+    Tensor& y = c.alloc(0);
+    bool want_mean = c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue;
+    bool want_inv = c.node.outputs.size() > 2 && c.node.outputs[2] != ir::kNoValue;
+    float* pm = want_mean ? c.alloc(1).data<float>() : nullptr;
+    float* pi = want_inv ? c.alloc(2).data<float>() : nullptr;
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* xr = px + o * inner;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < inner; ++i) mean += xr[i];
+      mean /= static_cast<double>(inner);
+      for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+      var /= static_cast<double>(inner);
+      double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t i = 0; i < inner; ++i)
+        py[o * inner + i] = static_cast<float>((xr[i] - mean) * inv * scale.data<float>()[i] + bias.data<float>()[i]);
+      if (pm) pm[o] = static_cast<float>(mean);
+      if (pi) pi[o] = static_cast<float>(inv);
+    }
+  });
+}
+
+void eyeLike(KernelCall& c) {
+  Tensor& y = c.alloc(0);
+  int64_t k = c.node.attrInt("k", 0), rows = y.dim(0), cols = y.dim(1);
+  Tensor one = castTensor(Tensor::scalar<float>(1.0f), y.dtype(), c);
+  size_t es = dtypeSize(y.dtype());
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t j = i + k;
+    if (j >= 0 && j < cols) std::memcpy(static_cast<uint8_t*>(y.raw()) + static_cast<size_t>(i * cols + j) * es, one.raw(), es);
+  }
+}
+
+}  // namespace
+
+void registerIndexingKernels(KernelRegistry& r) {
+  r.addFn("GatherND", gatherNd);
+  r.addFn("ScatterND", scatterNd);
+  r.addFn("ScatterElements", scatterElements);
+  r.addFn("Scatter", scatterElements);
+  r.addFn("EyeLike", eyeLike);
+  r.addFn("OneHot", oneHot);
+  r.addFn("Compress", compress);
+  r.addFn("CumSum", cumSum);
+  r.addFn("Trilu", trilu);
+  r.addFn("LayerNormalization", layerNorm);
+}
+
+}  // namespace npuc::engine

@@ -1,0 +1,117 @@
+// Schemas of indexing, scatter and cumulative ops (GatherND, ScatterND, ScatterElements, OneHot, Compress,
+// CumSum, Trilu) and LayerNormalization.
+#include "ops/registry.hpp"
+#include "ops/shape_util.hpp"
+
+namespace npuc::ops {
+
+namespace {
+OpSchema schema(const char* name, int min_in, int max_in, const char* doc, InferFn f, int max_out = 1) {
+  OpSchema s;
+  s.name = name;
+  s.min_inputs = min_in;
+  s.max_inputs = max_in;
+  s.max_outputs = max_out;
+  s.infer = std::move(f);
+  s.doc = doc;
+  return s;
+}
+void needInt(InferContext& c, int i) {
+  if (!isInteger(c.inputDType(i))) c.error("input {} must be an integer tensor, got {}", i, dtypeName(c.inputDType(i)));
+}
+}  // namespace
+
+void registerIndexingOps(Registry& r) {
+  r.add(schema("GatherND", 2, 2, "gather slices by index tuples (batch_dims)", [](InferContext& c) {
+    needInt(c, 1);
+    const Shape& d = c.inputShape(0);
+    const Shape& idx = c.inputShape(1);
+    int64_t b = c.node().attrInt("batch_dims", 0);
+    if (idx.empty()) c.error("indices must have rank >= 1");
+    int64_t k = idx.back();
+    if (b < 0 || b >= static_cast<int64_t>(std::min(d.size(), idx.size())) || k < 1 || b + k > static_cast<int64_t>(d.size()))
+      c.error("indices {} with batch_dims {} do not fit data {}", shapeStr(idx), b, shapeStr(d));
+    for (int64_t i = 0; i < b; ++i)
+      if (d[static_cast<size_t>(i)] != idx[static_cast<size_t>(i)]) c.error("batch dims of data and indices differ");
+    Shape out(idx.begin(), idx.end() - 1);
+    out.insert(out.end(), d.begin() + b + k, d.end());
+    c.setOutput(0, c.inputDType(0), out);
+  }));
+  r.add(schema("ScatterND", 3, 3, "write updates at index tuples (reduction none/add/mul/max/min)", [](InferContext& c) {
+    needInt(c, 1);
+    const Shape& d = c.inputShape(0);
+    const Shape& idx = c.inputShape(1);
+    const Shape& u = c.inputShape(2);
+    if (idx.empty() || idx.back() < 1 || idx.back() > static_cast<int64_t>(d.size())) c.error("bad indices shape {}", shapeStr(idx));
+    Shape want(idx.begin(), idx.end() - 1);
+    want.insert(want.end(), d.begin() + idx.back(), d.end());
+    if (u != want) c.error("updates must have shape {}, got {}", shapeStr(want), shapeStr(u));
+    c.setOutput(0, c.inputDType(0), d);
+  }));
+  auto scatterElements = [](InferContext& c) {
+    needInt(c, 1);
+    const Shape& d = c.inputShape(0);
+    if (c.inputShape(1) != c.inputShape(2)) c.error("indices and updates must have the same shape");
+    if (c.inputShape(1).size() != d.size()) c.error("indices must have the rank of data");
+    int64_t axis = c.node().attrInt("axis", 0);
+    if (!normalizeAxis(axis, static_cast<int64_t>(d.size()))) c.error("axis out of range");
+    c.setOutput(0, c.inputDType(0), d);
+  };
+  r.add(schema("ScatterElements", 3, 3, "write updates element by element along 'axis'", scatterElements));
+  r.add(schema("Scatter", 3, 3, "deprecated name of ScatterElements (opsets 9-10)", scatterElements));
+  r.add(schema("EyeLike", 1, 1, "ones on diagonal k of a 2-D shape, zeros elsewhere ('dtype')", [](InferContext& c) {
+    if (c.inputRank(0) != 2) c.error("input must be 2-D");
+    DType t = c.node().hasAttr("dtype") ? onnxToDType(c.node().attrInt("dtype", 1)) : c.inputDType(0);
+    if (t == DType::kUndefined || t == DType::kString) c.unsupported("dtype {} is not supported", c.node().attrInt("dtype", 1));
+    c.setOutput(0, t, c.inputShape(0));
+  }));
+  r.add(schema("OneHot", 3, 3, "one-hot encoding along 'axis' with [off, on] values", [](InferContext& c) {
+    Shape s = c.inputShape(0);
+    auto depth = c.inputValue(1).toDouble();
+    if (depth.size() != 1 || depth[0] < 1) c.error("depth must be a positive scalar");
+    if (c.inputShape(2) != Shape{2}) c.error("values must have 2 elements [off, on]");
+    int64_t axis = c.node().attrInt("axis", -1);
+    int64_t rank = static_cast<int64_t>(s.size()) + 1;
+    if (!normalizeAxis(axis, rank)) c.error("axis {} out of range", axis);
+    s.insert(s.begin() + axis, static_cast<int64_t>(depth[0]));
+    c.setOutput(0, c.inputDType(2), s);
+  }));
+  r.add(schema("Compress", 2, 2, "select slices where condition is true (data-dependent shape)", [](InferContext& c) {
+    const Shape& in = c.inputShape(0);
+    const Tensor& cond = c.inputValue(1);
+    if (cond.rank() != 1) c.error("condition must be 1-D");
+    int64_t kept = 0;
+    auto cv = cond.toDouble();
+    bool has_axis = c.node().hasAttr("axis");
+    int64_t axis = c.node().attrInt("axis", 0);
+    int64_t limit = has_axis ? (normalizeAxis(axis, static_cast<int64_t>(in.size())) ? in[static_cast<size_t>(axis)] : -1)
+                             : shapeNumel(in);
+    if (limit < 0) c.error("axis {} out of range", c.node().attrInt("axis", 0));
+    for (int64_t i = 0; i < std::min<int64_t>(limit, static_cast<int64_t>(cv.size())); ++i) kept += cv[static_cast<size_t>(i)] != 0;
+    Shape out = has_axis ? in : Shape{kept};
+    if (has_axis) out[static_cast<size_t>(axis)] = kept;
+    c.setOutput(0, c.inputDType(0), out);
+  }));
+  r.add(schema("CumSum", 2, 2, "cumulative sum along an axis (exclusive, reverse)", [](InferContext& c) {
+    needInt(c, 1);
+    c.setOutput(0, c.inputDType(0), c.inputShape(0));
+  }));
+  r.add(schema("Trilu", 1, 2, "upper or lower triangle of the last two dims (diagonal offset k)", [](InferContext& c) {
+    if (c.inputRank(0) < 2) c.error("input must be at least 2-D");
+    c.setOutput(0, c.inputDType(0), c.inputShape(0));
+  }));
+  r.add(schema("LayerNormalization", 2, 3, "normalise over the dims from 'axis' on, then scale and shift",
+               [](InferContext& c) {
+                 const Shape& x = c.inputShape(0);
+                 int64_t axis = c.node().attrInt("axis", -1);
+                 if (!normalizeAxis(axis, static_cast<int64_t>(x.size()))) c.error("axis out of range");
+                 Shape stats(x.begin(), x.begin() + axis);
+                 stats.resize(x.size(), 1);
+                 c.setOutput(0, c.inputDType(0), x);
+                 c.setOutput(1, DType::kF32, stats);
+                 c.setOutput(2, DType::kF32, stats);
+               },
+               3));
+}
+
+}  // namespace npuc::ops
