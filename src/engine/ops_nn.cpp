@@ -316,29 +316,45 @@ void pool2dPlane(const float* xp, float* yp, const ops::Window& w, bool is_max, 
     }
     return cnt;
   };
+  // Row at a time: for each valid tap (kh, kw), combine it into every output of the row it reaches. Each output
+  // still sees its valid taps in row-major (kh, kw) order, so the sums are the same as tap-by-tap per output;
+  // the inner loop runs along the output row and vectorises.
   for (int64_t oh = 0; oh < OH; ++oh) {
     int64_t ih0 = oh * sh - ph, khl, khh;
     range(ih0, KH, dh, H, khl, khh);
-    int64_t rows_padded = include_pad ? padded(ih0, KH, dh, H, ph, peh) : 0;
-    for (int64_t ow = 0; ow < OW; ++ow) {
-      int64_t iw0 = ow * sw - pw, kwl, kwh;
-      range(iw0, KW, dw, W, kwl, kwh);
-      float* out = yp + oh * OW + ow;
-      if (is_max) {
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t kh = khl; kh < khh; ++kh) {
-          const float* row = xp + (ih0 + kh * dh) * W + iw0;
-          for (int64_t kw = kwl; kw < kwh; ++kw) m = row[kw * dw] > m ? row[kw * dw] : m;
+    float* out = yp + oh * OW;
+    const float init = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (int64_t ow = 0; ow < OW; ++ow) out[ow] = init;
+    for (int64_t kh = khl; kh < khh; ++kh) {
+      const float* row = xp + (ih0 + kh * dh) * W;
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        // outputs whose tap kw lands inside the row: 0 <= ow*sw - pw + kw*dw < W
+        int64_t shift = kw * dw - pw;
+        int64_t lo = shift >= 0 ? 0 : (-shift + sw - 1) / sw;
+        int64_t hi = W - 1 - shift < 0 ? 0 : (W - 1 - shift) / sw + 1;
+        hi = std::min(hi, OW);
+        if (lo >= hi) continue;
+        const float* src = row + shift;
+        if (is_max) {
+          if (sw == 1)
+            for (int64_t ow = lo; ow < hi; ++ow) out[ow] = src[ow] > out[ow] ? src[ow] : out[ow];
+          else
+            for (int64_t ow = lo; ow < hi; ++ow) out[ow] = src[ow * sw] > out[ow] ? src[ow * sw] : out[ow];
+        } else {
+          if (sw == 1)
+            for (int64_t ow = lo; ow < hi; ++ow) out[ow] += src[ow];
+          else
+            for (int64_t ow = lo; ow < hi; ++ow) out[ow] += src[ow * sw];
         }
-        *out = m;
-      } else {
-        float acc = 0.0f;
-        for (int64_t kh = khl; kh < khh; ++kh) {
-          const float* row = xp + (ih0 + kh * dh) * W + iw0;
-          for (int64_t kw = kwl; kw < kwh; ++kw) acc += row[kw * dw];
-        }
-        int64_t cnt = include_pad ? rows_padded * padded(iw0, KW, dw, W, pw, pew) : (khh - khl) * (kwh - kwl);
-        *out = cnt ? acc / static_cast<float>(cnt) : 0.0f;
+      }
+    }
+    if (!is_max) {
+      int64_t rows_counted = include_pad ? padded(ih0, KH, dh, H, ph, peh) : khh - khl;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t iw0 = ow * sw - pw, kwl, kwh;
+        range(iw0, KW, dw, W, kwl, kwh);
+        int64_t n = rows_counted * (include_pad ? padded(iw0, KW, dw, W, pw, pew) : kwh - kwl);
+        out[ow] = n ? out[ow] / static_cast<float>(n) : 0.0f;
       }
     }
   }
