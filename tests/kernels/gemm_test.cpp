@@ -148,6 +148,24 @@ TEST(Gemm, LargerShapesWithStridesBitExact) {
   }
 }
 
+TEST(Gemm, EveryColumnTailBitExact) {
+  // N = 1..50 covers every column tail (narrow-column kernel alone and after 8 columns, 6x8, full panels,
+  // panel pairs) with a row tail (M = 13) and several k-blocks under the tiny blocking.
+  std::mt19937 rng(5);
+  for (int64_t N = 1; N <= 50; ++N) {
+    const int64_t M = 13, K = 11;
+    const auto A = randomFloats(rng, static_cast<size_t>(M * K)), B = randomFloats(rng, static_cast<size_t>(K * N));
+    const auto bias = randomFloats(rng, static_cast<size_t>(std::max(M, N)));
+    std::vector<float> C;
+    GemmArgs g = makeArgs(M, N, K, A, false, B, false, C);
+    const int bk = static_cast<int>(N % 3);
+    g.bias_kind = bk == 0 ? BiasKind::kNone : bk == 1 ? BiasKind::kPerRow : BiasKind::kPerCol;
+    g.bias = bk == 0 ? nullptr : bias.data();
+    g.act = test::activationFor(static_cast<int>(N));
+    expectAllVariantsMatch(g, "M=13 N=" + std::to_string(N) + " K=11");
+  }
+}
+
 TEST(Gemm, MatrixVectorShapesBitExact) {
   // N == 1 (packed-A GEMV; transA: row-vector kernel over A) and M == 1 (row-vector kernel over B), large
   // enough to run on several threads, every transpose, bias kind and a strided output.
