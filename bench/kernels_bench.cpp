@@ -1,6 +1,6 @@
 // npuc_kernels_bench: GFLOP/s of the fast float kernels (sgemm, sgemm_packed, Conv on resnet50 / mobilenet_v2
 // shapes, conv_transpose) at 1 and 2 threads. Flops count 2 per multiply-add, padded taps included.
-// NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA.
+// NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA; NPUC_GEMM_KC/MC/NC set the cache blocking.
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "support/thread_pool.hpp"
@@ -227,6 +227,12 @@ void registerAll() {
 int main(int argc, char** argv) {
   // NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA (to compare variants on one machine).
   if (const char* isa = std::getenv("NPUC_KERNEL_ISA")) forceKernelIsa(isa);
+  // NPUC_GEMM_KC / _MC / _NC override the cache blocking (tuning experiments).
+  GemmBlocking blk;
+  if (const char* v = std::getenv("NPUC_GEMM_KC")) blk.kc = std::atoll(v);
+  if (const char* v = std::getenv("NPUC_GEMM_MC")) blk.mc = std::atoll(v);
+  if (const char* v = std::getenv("NPUC_GEMM_NC")) blk.nc = std::atoll(v);
+  setGemmBlocking(blk);
   registerAll();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -247,6 +247,14 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
   const int64_t outer = s.batch * s.groups;
   const detail::GemmSplit split = detail::planSplit(mg, N, outer, threads, blk);
   const int64_t per_outer = split.m_tasks * split.n_tasks;
+  detail::PrepackedB pre;
+  if (split.m_tasks > 1 && outer == 1) {
+    // Tasks split along M would each build the same im2col B: pack it once, in parallel, before.
+    pre.panels = ceilDiv(N, kNR);
+    float* dst = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(K, 1) * pre.panels * kNR), 3);
+    detail::prepackB(Im2colPacker{&g, x, pointwise}, K, N, blk, pool, dst);
+    pre.data = dst;
+  }
   auto body = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t o = t / per_outer, r = t % per_outer;
@@ -263,7 +271,8 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
       out.act = act;
       const Im2colPacker packer{&g, x + (b * s.in_channels + grp * cg) * HW, pointwise};
       detail::gemmBlock(packed[static_cast<size_t>(grp)]->impl().data.data(), mg, K, m0,
-                        std::min(mg, m0 + split.m_chunk), n0, std::min(N, n0 + split.n_chunk), packer, out, kt, blk);
+                        std::min(mg, m0 + split.m_chunk), n0, std::min(N, n0 + split.n_chunk), packer, out, kt, blk,
+                        pre);
     }
   };
   const int64_t tasks = outer * per_outer;

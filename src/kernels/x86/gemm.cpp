@@ -36,8 +36,16 @@ float* AlignedFloats::ensure(size_t n) {
 }
 
 float* threadScratch(size_t floats, int slot) {
-  thread_local AlignedFloats scratch[3];
+  thread_local AlignedFloats scratch[4];
   return scratch[slot].ensure(floats);
+}
+
+void runTasks(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t, int64_t)>& body) {
+  if (pool != nullptr && pool->size() > 1 && tasks > 1) {
+    pool->parallelFor(tasks, body, 1);
+  } else if (tasks > 0) {
+    body(0, tasks);
+  }
 }
 
 GemmBlocking effectiveBlocking() {
@@ -270,12 +278,20 @@ void gemmPackedA(const float* pa, const GemmArgs& g, ThreadPool* pool) {
   auto packB = [&g](int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* dst) {
     detail::packBMatrix(g.B, g.ldb, g.transB, k0, kc, n0, nc, dst);
   };
+  detail::PrepackedB pre;
+  if (split.m_tasks > 1) {
+    // Tasks split along M would each pack the same B: pack it once, in parallel, before.
+    pre.panels = detail::ceilDiv(g.N, detail::kNR);
+    float* dst = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(g.K, 1) * pre.panels * detail::kNR), 3);
+    detail::prepackB(packB, g.K, g.N, blk, pool, dst);
+    pre.data = dst;
+  }
   auto body = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t mt = t / split.n_tasks, nt = t % split.n_tasks;
       const int64_t m0 = mt * split.m_chunk, n0 = nt * split.n_chunk;
       detail::gemmBlock(pa, g.M, g.K, m0, std::min(g.M, m0 + split.m_chunk), n0, std::min(g.N, n0 + split.n_chunk),
-                        packB, out, kt, blk);
+                        packB, out, kt, blk, pre);
     }
   };
   const int64_t tasks = split.m_tasks * split.n_tasks;

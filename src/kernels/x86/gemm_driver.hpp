@@ -12,6 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+
+namespace npuc {
+class ThreadPool;
+}
 
 namespace npuc::kernels::detail {
 
@@ -34,8 +39,12 @@ class AlignedFloats {
   size_t n_ = 0;
 };
 
-/// Scratch private to the calling thread; slot 0: packed B, slot 1: a conv row / padded plane, slot 2: spare.
+/// Scratch private to the calling thread; slot 0: packed B, slot 1: a conv row / padded plane, slot 2: packed
+/// A (sgemm), slot 3: B packed for every task (PrepackedB, owned by the calling thread, read by the workers).
 float* threadScratch(size_t floats, int slot);
+
+/// Runs body(t0, t1) over [0, tasks) on the pool (one task per chunk), or inline without a pool.
+void runTasks(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t, int64_t)>& body);
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
@@ -72,21 +81,44 @@ GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const Gemm
 void runTile(const KernelTable& kt, const MicroArgs& args, int64_t m, int64_t n, int64_t mr, int64_t nr,
              const GemmOut& out);
 
+/// B packed once for every task (when the output is split along M only, so tasks would otherwise each pack
+/// the same B): the k-blocks of gemmBlock back to back, block k0 at data + k0 * panels * kNR, its panel j at
+/// + j * kc * kNR. Null data: each task packs its own blocks.
+struct PrepackedB {
+  const float* data = nullptr;
+  int64_t panels = 0;  // ceil(N / kNR) over the whole of B
+};
+
+/// The k-blocking gemmBlock uses for depth K: nkb blocks of kc_max (the last may be shorter).
+inline void kBlocks(int64_t K, const GemmBlocking& blk, int64_t& nkb, int64_t& kc_max) {
+  nkb = K == 0 ? 1 : ceilDiv(K, blk.kc);
+  kc_max = K == 0 ? 0 : ceilDiv(K, nkb);
+}
+
 /// Computes C[m0:m1, n0:n1] for packed A (M rows, depth K; m0 a multiple of kMR). packB(k0, kc, n0, nc, dst)
-/// fills the packed B block for depth [k0, k0+kc).
+/// fills the packed B block for depth [k0, k0+kc), unless pre.data holds B already packed (n0 a multiple of
+/// kNR).
 template <class PackB>
 void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-               const PackB& packB, const GemmOut& out, const KernelTable& kt, const GemmBlocking& blk) {
+               const PackB& packB, const GemmOut& out, const KernelTable& kt, const GemmBlocking& blk,
+               const PrepackedB& pre = {}) {
   const int64_t nc = n1 - n0;
   if (nc <= 0 || m1 <= m0) return;
   const int64_t npanels = ceilDiv(nc, kNR);
-  const int64_t nkb = K == 0 ? 1 : ceilDiv(K, blk.kc);
-  const int64_t kc_max = K == 0 ? 0 : ceilDiv(K, nkb);
-  float* bbuf = threadScratch(static_cast<size_t>(std::max<int64_t>(kc_max, 1) * npanels * kNR), 0);
+  int64_t nkb = 0, kc_max = 0;
+  kBlocks(K, blk, nkb, kc_max);
+  float* own = pre.data != nullptr
+                   ? nullptr
+                   : threadScratch(static_cast<size_t>(std::max<int64_t>(kc_max, 1) * npanels * kNR), 0);
   for (int64_t kb = 0; kb < nkb; ++kb) {
     const int64_t k0 = kb * kc_max;
     const int64_t kc = std::min(kc_max, K - k0);
-    if (kc > 0) packB(k0, kc, n0, nc, bbuf);
+    const float* bbuf = own;
+    if (pre.data != nullptr) {
+      bbuf = pre.data + k0 * pre.panels * kNR + (n0 / kNR) * kc * kNR;
+    } else if (kc > 0) {
+      packB(k0, kc, n0, nc, own);
+    }
     MicroArgs args;
     args.kc = kc;
     args.act = kb == nkb - 1 ? &out.act : nullptr;
@@ -171,6 +203,26 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
       }
     }
   }
+}
+
+/// Packs the whole of B (depth K, N columns) for PrepackedB into dst (K * ceil(N / kNR) * kNR floats),
+/// k-blocks and column chunks spread over the pool.
+template <class PackB>
+void prepackB(const PackB& packB, int64_t K, int64_t N, const GemmBlocking& blk, ThreadPool* pool, float* dst) {
+  int64_t nkb = 0, kc_max = 0;
+  kBlocks(K, blk, nkb, kc_max);
+  const int64_t panels = ceilDiv(N, kNR);
+  const int64_t chunk = blk.nc;  // a multiple of kNR
+  const int64_t nchunks = ceilDiv(N, chunk);
+  auto body = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t kb = t / nchunks, c = t % nchunks;
+      const int64_t k0 = kb * kc_max, kc = std::min(kc_max, K - k0);
+      const int64_t n0 = c * chunk, nc = std::min(chunk, N - n0);
+      if (kc > 0) packB(k0, kc, n0, nc, dst + k0 * panels * kNR + (n0 / kNR) * kc * kNR);
+    }
+  };
+  runTasks(pool, nkb * nchunks, body);
 }
 
 }  // namespace npuc::kernels::detail
