@@ -12,7 +12,8 @@ declare -A allow=(
   [engine]="engine ops ir kernels support npuc"
   [frontend]="frontend ops ir support npuc"
   [passes]="passes engine ops ir kernels support npuc"
-  [driver]="driver frontend passes engine ops ir kernels support npuc"
+  [driver]="driver frontend passes engine target ops ir kernels support npuc"
+  [target]="target ops ir support npuc"
   [tools]="npuc"
 )
 bad=0

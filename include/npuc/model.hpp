@@ -49,6 +49,29 @@ struct LoadOptions {
   bool optimize = true;
 };
 
+/// One broken rule of one node (the availability report's row).
+struct CheckRow {
+  int index = 0;       // node position in the optimized model
+  std::string node;    // node name
+  std::string op;
+  std::string rule_id; // "drpai.conv.kernel"
+  std::string rule;    // the rule, for people
+  std::string actual;  // the node's actual values
+  std::string fix;     // suggested fix (may be empty)
+};
+
+struct TargetInfo {
+  std::string name, description, numerics, file;
+};
+
+/// Targets found in $NPUC_TARGETS_DIR and the built-in targets folder.
+std::vector<TargetInfo> listTargets();
+/// The supported-operator page of a target (Markdown).
+std::string supportedOpsPage(const std::string& target);
+/// Writes PREFIX_error_report.csv, .json and .xlsx (each written atomically); returns the files written.
+std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, const std::string& target,
+                                          const std::string& model, const std::filesystem::path& prefix);
+
 class Model {
  public:
   static Model load(const std::filesystem::path& path, const LoadOptions& opts = {});
@@ -60,6 +83,9 @@ class Model {
   ModelStats stats() const;
   /// Text dump of the IR.
   std::string dump() const;
+  /// Checks every node against a target's operator constraints (name or path of a targets/*.yaml).
+  /// Empty when everything is supported.
+  std::vector<CheckRow> check(const std::string& target) const;
 
   /// The model as ONNX (loads back with the same outputs and passes the ONNX checker).
   std::string toOnnxBytes() const;

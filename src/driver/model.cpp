@@ -7,6 +7,7 @@
 #include "passes/pass.hpp"
 #include "support/file.hpp"
 #include "support/npy.hpp"
+#include "target/check.hpp"
 
 #include <set>
 
@@ -111,6 +112,25 @@ ModelStats Model::stats() const {
 }
 
 std::string Model::dump() const { return ir::dump(*impl_->graph); }
+
+std::vector<CheckRow> Model::check(const std::string& target) const {
+  target::Target t = target::loadTarget(target);
+  std::vector<CheckRow> rows;
+  for (auto& v : target::checkGraph(*impl_->graph, t))
+    rows.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
+  return rows;
+}
+
+std::vector<TargetInfo> listTargets() {
+  std::vector<TargetInfo> r;
+  for (auto& name : target::listTargets()) {
+    target::Target t = target::loadTarget(name);
+    r.push_back({t.name, t.description, t.numerics, t.file.string()});
+  }
+  return r;
+}
+
+std::string supportedOpsPage(const std::string& target) { return target::supportedOpsMarkdown(target::loadTarget(target)); }
 
 std::string Model::toOnnxBytes() const { return onnx_io::exportBytes(*impl_->graph); }
 

@@ -33,5 +33,7 @@ void addRun(CLI::App& app, Action& run);
 void addBench(CLI::App& app, Action& run);
 void addEval(CLI::App& app, Action& run);
 void addConformance(CLI::App& app, Action& run);
+void addCheck(CLI::App& app, Action& run);
+void addTargets(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

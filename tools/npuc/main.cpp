@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   npuc::cli::addBench(app, action);
   npuc::cli::addEval(app, action);
   npuc::cli::addConformance(app, action);
+  npuc::cli::addCheck(app, action);
+  npuc::cli::addTargets(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,197 @@
+// Node facts, rule evaluation and the supported-ops page.
+#include "target/check.hpp"
+
+#include "ops/shape_util.hpp"
+#include "ops/window.hpp"
+#include "support/error.hpp"
+
+#include <fmt/format.h>
+
+namespace npuc::target {
+
+namespace {
+
+bool isWindowOp(const std::string& op) {
+  return op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" || op == "LpPool";
+}
+
+void shapeFacts(Facts& f, const Shape& s, const char* p) {
+  std::string pre(p);
+  f[pre + "_rank"] = Value(static_cast<int64_t>(s.size()));
+  f[pre + "_elems"] = Value(shapeNumel(s));
+  std::vector<Value> dims;
+  for (int64_t d : s) dims.emplace_back(d);
+  f[pre + "_shape"] = Value(std::move(dims));
+  if (s.size() >= 2) f[pre + "_c"] = Value(s[1]);
+  if (s.size() >= 3) f[pre + "_w"] = Value(s.back());
+  f[pre + "_h"] = Value(s.size() >= 4 ? s[s.size() - 2] : int64_t{1});
+}
+
+}  // namespace
+
+Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
+  Facts f;
+  f["op"] = Value(n.op);
+  f["n_inputs"] = Value(static_cast<int64_t>(n.numInputs()));
+  for (auto& [k, a] : n.attrs) {
+    if (auto v = a.get<int64_t>()) f[k] = Value(*v);
+    else if (auto s = a.get<std::string>()) f[k] = Value(*s);
+    else if (auto l = a.get<std::vector<int64_t>>()) {
+      std::vector<Value> vals;
+      for (int64_t x : *l) vals.emplace_back(x);
+      f[k] = Value(std::move(vals));
+    }
+  }
+  const ir::Type* in = n.hasInput(0) ? &g.value(n.inputs[0]).type : nullptr;
+  const ir::Type* out = !n.outputs.empty() && n.outputs[0] != ir::kNoValue ? &g.value(n.outputs[0]).type : nullptr;
+  if (in && in->isStatic()) {
+    shapeFacts(f, in->shape, "in");
+    f["batch"] = Value(in->shape.empty() ? int64_t{1} : in->shape[0]);
+    f["rank"] = Value(static_cast<int64_t>(in->shape.size()));
+  }
+  if (out && out->isStatic()) shapeFacts(f, out->shape, "out");
+  if (n.hasAttr("axis") || n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "Concat" || n.op == "Flatten") {
+    int64_t def = n.op == "Softmax" || n.op == "LogSoftmax" ? (g.opset < 13 ? 1 : -1) : (n.op == "Flatten" ? 1 : 0);
+    int64_t axis = n.attrInt("axis", def);
+    if (in && in->rank_known) ops::normalizeAxis(axis, static_cast<int64_t>(in->shape.size()) + (n.op == "Flatten"));
+    f["axis"] = Value(axis);
+  }
+  if (isWindowOp(n.op) && in && in->isStatic() && in->shape.size() >= 3) {
+    std::vector<int64_t> sp(in->shape.begin() + 2, in->shape.end());
+    std::vector<int64_t> kernel;
+    if ((n.op == "Conv" || n.op == "ConvTranspose") && n.hasInput(1) && g.value(n.inputs[1]).type.isStatic()) {
+      const Shape& w = g.value(n.inputs[1]).type.shape;
+      kernel.assign(w.begin() + 2, w.end());
+    }
+    ops::Window w = n.op == "ConvTranspose" ? ops::resolveTransposedWindow(n, sp, kernel)
+                                            : ops::resolveWindow(n, sp, kernel, n.attrInt("ceil_mode", 0) != 0);
+    size_t r = sp.size();
+    auto hw = [&](const std::vector<int64_t>& v, bool h) { return r >= 2 ? v[h ? r - 2 : r - 1] : (h ? 1 : v[r - 1]); };
+    f["kernel_h"] = Value(hw(w.kernel, true));
+    f["kernel_w"] = Value(hw(w.kernel, false));
+    f["stride_h"] = Value(hw(w.stride, true));
+    f["stride_w"] = Value(hw(w.stride, false));
+    f["dilation_h"] = Value(hw(w.dilation, true));
+    f["dilation_w"] = Value(hw(w.dilation, false));
+    f["pad_t"] = Value(r >= 2 ? w.pad_begin[r - 2] : int64_t{0});
+    f["pad_l"] = Value(w.pad_begin[r - 1]);
+    f["pad_b"] = Value(r >= 2 ? w.pad_end[r - 2] : int64_t{0});
+    f["pad_r"] = Value(w.pad_end[r - 1]);
+    int64_t kh = hw(w.kernel, true), kw = hw(w.kernel, false);
+    int64_t pt = f["pad_t"].asInt(), pl = f["pad_l"].asInt(), pb = f["pad_b"].asInt(), pr = f["pad_r"].asInt();
+    std::string kind = "other";
+    if (pt == 0 && pl == 0 && pb == 0 && pr == 0) kind = "none";
+    else if (kh == kw && pt == (kh - 1) / 2 && pl == pt && pb == pt && pr == pt) kind = "same";
+    else if (kh == kw && pt == 0 && pl == 0 && pb == (kh - 1) / 2 && pr == pb) kind = "end";
+    f["pad_kind"] = Value(kind);
+    int64_t group = n.attrInt("group", 1);
+    f["group"] = Value(group);
+    f["ceil_mode"] = Value(n.attrInt("ceil_mode", 0));
+    f["count_include_pad"] = Value(n.attrInt("count_include_pad", 0));
+    int64_t in_c = in->shape[1];
+    int64_t out_c = out && out->isStatic() && out->shape.size() >= 2 ? out->shape[1] : 0;
+    f["depthwise"] = Value(int64_t{group > 1 && group == in_c && out_c == in_c});
+  }
+  if ((n.op == "Gemm" || n.op == "MatMul") && in && in->isStatic() && n.hasInput(1) && g.value(n.inputs[1]).type.isStatic()) {
+    Shape a = in->shape, b = g.value(n.inputs[1]).type.shape;
+    if (a.size() >= 2 && b.size() >= 2) {
+      bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
+      f["m"] = Value(ta ? a.back() : a[a.size() - 2]);
+      f["k"] = Value(ta ? a[a.size() - 2] : a.back());
+      f["n"] = Value(tb ? b[b.size() - 2] : b.back());
+    }
+    f["b_constant"] = Value(int64_t{g.value(n.inputs[1]).isConstant()});
+  }
+  return f;
+}
+
+std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
+  std::vector<Violation> rows;
+  int index = 0;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    std::string op = n.domain.empty() ? n.op : n.domain + "." + n.op;
+    const OpSupport* s = t.findOp(op);
+    auto row = [&](const std::string& rid, const std::string& rule, const std::string& actual, const std::string& fix) {
+      rows.push_back({index, n.name, op, rid, rule, actual, fix});
+    };
+    if (!s) {
+      row(t.name + ".op", fmt::format("Operator {} is not supported by target {}", op, t.name), op, "");
+      ++index;
+      continue;
+    }
+    Facts f;
+    try {
+      f = nodeFacts(g, n);
+    } catch (const Error& e) {
+      row(t.name + ".facts", "The node's attributes must be valid", e.message(), "");
+      ++index;
+      continue;
+    }
+    for (const Lookup& l : s->lookups) {
+      std::vector<Value> key;
+      bool have = true;
+      for (auto& k : l.key) {
+        auto it = f.find(k);
+        if (it == f.end()) have = false;
+        else key.push_back(it->second);
+      }
+      const std::vector<Value>* vals = l.defaults.empty() ? nullptr : &l.defaults;
+      if (have)
+        for (auto& [rk, rv] : l.rows)
+          if (rk == Value(key)) vals = &rv;
+      if (vals)
+        for (size_t i = 0; i < l.values.size(); ++i) f[l.values[i]] = (*vals)[i];
+    }
+    std::vector<const Rule*> rules;
+    for (auto& r : t.graph_rules) rules.push_back(&r);
+    for (auto& r : s->rules) rules.push_back(&r);
+    for (const Rule* r : rules) {
+      try {
+        if (!r->when.empty() && !r->when.eval(f).truthy()) continue;
+        if (r->require.eval(f).truthy()) continue;
+        row(r->id, renderTemplate(r->text, f), renderTemplate(r->actual, f), renderTemplate(r->fix, f));
+      } catch (const Error& e) {
+        // A fact the rule needs is missing (e.g. a shape that is not static): the rule cannot be shown to hold.
+        row(r->id, renderTemplate(r->text, f), "cannot be checked: " + e.message(), "give static input shapes (--input-shape)");
+      }
+    }
+    ++index;
+  }
+  return rows;
+}
+
+std::string supportedOpsMarkdown(const Target& t) {
+  std::string md = fmt::format("# Supported operators: `{}`\n\n", t.name);
+  md += "<!-- Generated by `npuc targets --supported-ops " + t.name + "` from targets/" + t.name +
+        ".yaml. Do not edit. -->\n\n";
+  if (!t.description.empty()) md += t.description + "\n\n";
+  md += fmt::format("Numerics: **{}**. Address space: {} bits.", t.numerics, t.address_bits);
+  if (!t.inherits.empty()) md += fmt::format(" Inherits: `{}`.", fmt::join(t.inherits, "` → `"));
+  md += "\n\n## Engines\n\n| engine | kind | clock (MHz) | MACs/cycle | elements/cycle | overhead (µs) | note |\n|---|---|---|---|---|---|---|\n";
+  for (auto& [name, e] : t.engines)
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name, e.kind, e.clock_mhz, e.macs_per_cycle,
+                      e.elems_per_cycle, e.overhead_us, e.note);
+  if (!t.graph_rules.empty()) {
+    md += "\n## Rules for every layer\n\n| rule | id |\n|---|---|\n";
+    for (auto& r : t.graph_rules) md += fmt::format("| {} | `{}` |\n", r.text, r.id);
+  }
+  md += t.default_engine.empty() ? "\n## Operators\n\nAn operator not listed here is not supported.\n"
+                                  : "\n## Operators\n\nEvery operator npuc implements is supported; those listed here run on the named "
+                                    "engine with the rules shown, all others on `" + t.default_engine + "` without restrictions.\n";
+  for (auto& [op, s] : t.ops) {
+    md += fmt::format("\n### {}\n\nEngine: **{}**.", op, s.engine);
+    if (!s.note.empty()) md += " " + s.note;
+    md += "\n";
+    if (s.rules.empty()) {
+      md += "\nNo restrictions.\n";
+      continue;
+    }
+    md += "\n| rule | applies when | id |\n|---|---|---|\n";
+    for (auto& r : s.rules)
+      md += fmt::format("| {} | {} | `{}` |\n", r.text, r.when.empty() ? "always" : "`" + r.when.text() + "`", r.id);
+  }
+  return md;
+}
+
+}  // namespace npuc::target

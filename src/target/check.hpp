@@ -1,0 +1,30 @@
+// Availability check: every node of a graph against a target's rules, and the supported-ops page.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "target/expr.hpp"
+#include "target/target.hpp"
+
+#include <string>
+#include <vector>
+
+namespace npuc::target {
+
+/// Facts the rules can read about a node: op, shapes (rank, batch, in_c/in_h/in_w, out_c/out_h/out_w),
+/// window geometry (kernel_h/w, stride_h/w, dilation_h/w, pad_t/l/b/r in ONNX order, pad_kind, group,
+/// depthwise), matrix sizes (m, n, k), a normalised axis, and the node's int and string attributes.
+/// docs/targets.md lists them all.
+Facts nodeFacts(const ir::Graph& g, const ir::Node& n);
+
+struct Violation {
+  int index = 0;  // position in the (optimized) graph's node order
+  std::string node, op, rule_id, rule, actual, fix;
+};
+
+/// Every rule every node breaks (an unsupported op is one row). Empty when the graph is supported.
+std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t);
+
+/// The supported-operator page of a target, in Markdown (docs/supported-ops-<name>.md is generated from it).
+std::string supportedOpsMarkdown(const Target& t);
+
+}  // namespace npuc::target

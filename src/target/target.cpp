@@ -1,0 +1,251 @@
+// Target loading: YAML -> Target, inheritance, validation with errors naming the file and the field.
+#include "target/target.hpp"
+
+#include "support/error.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <set>
+
+namespace npuc::target {
+
+namespace fs = std::filesystem;
+
+const OpSupport* Target::findOp(const std::string& op) const {
+  auto it = ops.find(op);
+  if (it != ops.end()) return &it->second;
+  if (default_engine.empty()) return nullptr;
+  static thread_local OpSupport any;
+  any = OpSupport{op, {}, default_engine, "", {}};
+  return &any;
+}
+
+std::vector<fs::path> targetDirs() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("NPUC_TARGETS_DIR"); env && *env) dirs.emplace_back(env);
+#ifdef NPUC_DEFAULT_TARGETS_DIR
+  dirs.emplace_back(NPUC_DEFAULT_TARGETS_DIR);
+#endif
+  return dirs;
+}
+
+std::vector<std::string> listTargets() {
+  std::set<std::string> names;
+  for (auto& d : targetDirs()) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    for (auto& e : fs::directory_iterator(d, ec))
+      if (e.path().extension() == ".yaml") names.insert(e.path().stem().string());
+  }
+  return {names.begin(), names.end()};
+}
+
+namespace {
+
+fs::path findTarget(const std::string& name) {
+  if (name.find('/') != std::string::npos || fs::path(name).extension() == ".yaml") {
+    if (!fs::exists(name)) fail(ErrorCode::kIo, "{}: target file not found", name);
+    return name;
+  }
+  for (auto& d : targetDirs())
+    if (fs::exists(d / (name + ".yaml"))) return d / (name + ".yaml");
+  std::string known;
+  for (auto& n : listTargets()) known += (known.empty() ? "" : ", ") + n;
+  fail(ErrorCode::kInvalidArgument, "unknown target '{}' (known: {})", name, known.empty() ? "none" : known);
+}
+
+std::string str(const YAML::Node& n, const std::string& field, const std::string& def = "") {
+  if (!n[field]) return def;
+  if (!n[field].IsScalar()) fail(ErrorCode::kInvalidInput, "field '{}' must be a string", field);
+  return n[field].as<std::string>();
+}
+
+double num(const YAML::Node& n, const std::string& field, double def = 0) {
+  if (!n[field]) return def;
+  try {
+    return n[field].as<double>();
+  } catch (const YAML::Exception&) {
+    fail(ErrorCode::kInvalidInput, "field '{}' must be a number, got '{}'", field, n[field].Scalar());
+  }
+}
+
+Expr expr(const YAML::Node& n, const std::string& field) {
+  if (!n[field]) return Expr();
+  if (!n[field].IsScalar()) fail(ErrorCode::kInvalidInput, "field '{}' must be an expression string", field);
+  return withContext("field '" + field + "'", [&] { return Expr::parse(n[field].as<std::string>()); });
+}
+
+Rule parseRule(const YAML::Node& n) {
+  if (!n.IsMap()) fail(ErrorCode::kInvalidInput, "a rule must be a map with id, text, require");
+  Rule r;
+  r.id = str(n, "id");
+  if (r.id.empty()) fail(ErrorCode::kInvalidInput, "a rule has no 'id'");
+  return withContext("rule '" + r.id + "'", [&] {
+    r.text = str(n, "text");
+    if (r.text.empty()) fail(ErrorCode::kInvalidInput, "field 'text' is required");
+    r.when = expr(n, "when");
+    r.require = expr(n, "require");
+    if (r.require.empty()) fail(ErrorCode::kInvalidInput, "field 'require' is required");
+    r.actual = str(n, "actual");
+    r.fix = str(n, "fix");
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      std::string k = it->first.as<std::string>();
+      if (k != "id" && k != "text" && k != "when" && k != "require" && k != "actual" && k != "fix")
+        fail(ErrorCode::kInvalidInput, "unknown field '{}' (a rule has id, text, when, require, actual, fix)", k);
+    }
+    return r;
+  });
+}
+
+std::vector<Rule> parseRules(const YAML::Node& n, const std::string& where) {
+  std::vector<Rule> rules;
+  if (!n) return rules;
+  if (!n.IsSequence()) fail(ErrorCode::kInvalidInput, "{}: 'rules' must be a list", where);
+  for (auto r : n) rules.push_back(parseRule(r));
+  return rules;
+}
+
+Value toValue(const YAML::Node& n) {
+  if (n.IsSequence()) {
+    std::vector<Value> l;
+    for (auto e : n) l.push_back(toValue(e));
+    return Value(std::move(l));
+  }
+  if (!n.IsScalar()) fail(ErrorCode::kInvalidInput, "table entries must be numbers, strings or lists");
+  std::string s = n.Scalar();
+  try {
+    size_t used = 0;
+    long long v = std::stoll(s, &used);
+    if (used == s.size()) return Value(static_cast<int64_t>(v));
+  } catch (const std::exception&) {
+  }
+  return Value(s);
+}
+
+std::vector<std::string> names(const YAML::Node& n, const char* field) {
+  std::vector<std::string> r;
+  if (!n[field] || !n[field].IsSequence()) fail(ErrorCode::kInvalidInput, "field '{}' must be a list of fact names", field);
+  for (auto e : n[field]) r.push_back(e.as<std::string>());
+  return r;
+}
+
+Lookup parseLookup(const YAML::Node& n) {
+  Lookup l;
+  l.key = names(n, "key");
+  l.values = names(n, "values");
+  if (n["default"]) {
+    Value d = toValue(n["default"]);
+    if (!d.isList() || std::get<std::vector<Value>>(d.v).size() != l.values.size())
+      fail(ErrorCode::kInvalidInput, "field 'default' must list one value per name in 'values'");
+    l.defaults = std::get<std::vector<Value>>(d.v);
+  }
+  if (!n["rows"] || !n["rows"].IsSequence()) fail(ErrorCode::kInvalidInput, "field 'rows' must be a list of [key, values]");
+  for (auto row : n["rows"]) {
+    if (!row.IsSequence() || row.size() != 2) fail(ErrorCode::kInvalidInput, "each row must be [key, values]");
+    Value k = toValue(row[0]), v = toValue(row[1]);
+    if (!k.isList() || std::get<std::vector<Value>>(k.v).size() != l.key.size() || !v.isList() ||
+        std::get<std::vector<Value>>(v.v).size() != l.values.size())
+      fail(ErrorCode::kInvalidInput, "row {} does not have {} key and {} value entries", k.str(), l.key.size(), l.values.size());
+    l.rows.emplace_back(k, std::get<std::vector<Value>>(v.v));
+  }
+  return l;
+}
+
+void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
+  std::string key = fs::weakly_canonical(file).string();
+  if (seen.count(key)) fail(ErrorCode::kInvalidInput, "{}: inheritance cycle", file.string());
+  seen.insert(key);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::Exception& e) {
+    fail(ErrorCode::kInvalidInput, "{}: invalid YAML: {}", file.string(), e.what());
+  }
+  withContext(file.string(), [&] {
+    if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
+    static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits",
+                                                "engines", "ops", "graph_rules", "default_engine"};
+    for (auto it = root.begin(); it != root.end(); ++it)
+      if (!known.count(it->first.as<std::string>()))
+        fail(ErrorCode::kInvalidInput, "unknown field '{}'", it->first.as<std::string>());
+    if (root["inherits"]) {
+      std::string parent = str(root, "inherits");
+      t.inherits.push_back(parent);
+      loadInto(t, findTarget(parent), seen);  // parent first; this file overrides below
+    }
+    t.name = str(root, "name", t.name);
+    t.description = str(root, "description", t.description);
+    t.numerics = str(root, "numerics", t.numerics);
+    if (t.numerics != "fp32" && t.numerics != "fp16" && t.numerics != "int8")
+      fail(ErrorCode::kInvalidInput, "field 'numerics' must be fp32, fp16 or int8, got '{}'", t.numerics);
+    t.address_bits = static_cast<int>(num(root, "address_bits", t.address_bits));
+    t.default_engine = str(root, "default_engine", t.default_engine);
+    if (auto e = root["engines"]) {
+      if (!e.IsMap()) fail(ErrorCode::kInvalidInput, "field 'engines' must be a map");
+      for (auto it = e.begin(); it != e.end(); ++it) {
+        std::string name = it->first.as<std::string>();
+        withContext("engine '" + name + "'", [&] {
+          const YAML::Node& en = it->second;
+          Engine eng;
+          eng.name = name;
+          eng.kind = str(en, "kind");
+          if (eng.kind != "mac" && eng.kind != "vector")
+            fail(ErrorCode::kInvalidInput, "field 'kind' must be mac or vector, got '{}'", eng.kind);
+          eng.clock_mhz = num(en, "clock_mhz");
+          eng.macs_per_cycle = num(en, "macs_per_cycle");
+          eng.elems_per_cycle = num(en, "elems_per_cycle");
+          eng.overhead_us = num(en, "overhead_us");
+          eng.note = str(en, "note");
+          if (eng.clock_mhz <= 0) fail(ErrorCode::kInvalidInput, "field 'clock_mhz' must be positive");
+          t.engines[name] = eng;
+        });
+      }
+    }
+    if (root["graph_rules"]) t.graph_rules = parseRules(root["graph_rules"], "graph_rules");
+    if (auto ops = root["ops"]) {
+      if (!ops.IsMap()) fail(ErrorCode::kInvalidInput, "field 'ops' must be a map from op name to its support");
+      for (auto it = ops.begin(); it != ops.end(); ++it) {
+        std::string op = it->first.as<std::string>();
+        withContext("op '" + op + "'", [&] {
+          const YAML::Node& on = it->second;
+          OpSupport s;
+          s.op = op;
+          if (on.IsNull()) {
+            fail(ErrorCode::kInvalidInput, "needs at least 'engine'");
+          }
+          s.engine = str(on, "engine");
+          s.note = str(on, "note");
+          s.rules = parseRules(on["rules"], "rules");
+          if (auto lk = on["lookup"]) {
+            if (!lk.IsSequence()) fail(ErrorCode::kInvalidInput, "field 'lookup' must be a list of tables");
+            for (auto e : lk) s.lookups.push_back(withContext("field 'lookup'", [&] { return parseLookup(e); }));
+          }
+          t.ops[op] = std::move(s);
+        });
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Target loadTarget(const std::string& name_or_path) {
+  fs::path file = findTarget(name_or_path);
+  Target t;
+  t.numerics = "fp32";
+  std::set<std::string> seen;
+  loadInto(t, file, seen);
+  t.file = file;
+  if (t.name.empty()) t.name = file.stem().string();
+  withContext(file.string(), [&] {
+    if (!t.default_engine.empty() && !t.engines.count(t.default_engine))
+      fail(ErrorCode::kInvalidInput, "default_engine '{}' is not declared under 'engines'", t.default_engine);
+    for (auto& [op, s] : t.ops)
+      if (s.engine != "folded" && !t.engines.count(s.engine))
+        fail(ErrorCode::kInvalidInput, "op '{}': engine '{}' is not declared under 'engines'", op, s.engine);
+  });
+  return t;
+}
+
+}  // namespace npuc::target

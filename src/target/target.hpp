@@ -1,0 +1,77 @@
+// A target: what an NPU supports and how fast it is, loaded from targets/<name>.yaml.
+//
+// Each supported op names its engine and a list of rules. A rule is a predicate over the node's facts
+// (facts.hpp) plus the user-facing text that both the availability report and the generated supported-ops
+// page show. A target may inherit another: its ops and engines replace the parent's entry by entry.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "target/expr.hpp"
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace npuc::target {
+
+struct Rule {
+  std::string id;      // "drpai.conv.kernel"
+  std::string text;    // the rule, for people: "Conv kernel_shape must be 1x1, 3x3, …"
+  Expr when;           // the rule applies only when this holds (empty: always)
+  Expr require;        // what must hold
+  std::string actual;  // template of the actual values: "kernel {kernel_h}x{kernel_w}"
+  std::string fix;     // suggested fix (template), may be empty
+};
+
+/// Derives facts from a table: when the key facts equal a row's key, the row's values become facts.
+///   lookup: [{key: [kernel_h, stride_h, pad_kind], values: [min_w, min_h], default: [1, 1],
+///             rows: [[[3, 1, 'same'], [6, 3]], …]}]
+struct Lookup {
+  std::vector<std::string> key;
+  std::vector<std::string> values;
+  std::vector<std::pair<Value, std::vector<Value>>> rows;
+  std::vector<Value> defaults;  // empty: the value facts stay unset when no row matches
+};
+
+struct OpSupport {
+  std::string op;
+  std::vector<Lookup> lookups;
+  std::string engine;  // engine name, or "folded" for ops the optimizer removes
+  std::string note;
+  std::vector<Rule> rules;
+};
+
+struct Engine {
+  std::string name;
+  std::string kind;  // "mac" or "vector"
+  double clock_mhz = 0;
+  double macs_per_cycle = 0;   // MAC engines
+  double elems_per_cycle = 0;  // vector engines
+  double overhead_us = 0;      // fixed cost per layer
+  std::string note;
+};
+
+struct Target {
+  std::string name;
+  std::string description;
+  std::string numerics;  // fp32 | fp16 | int8
+  std::vector<std::string> inherits;  // chain, nearest first
+  int address_bits = 32;
+  std::map<std::string, Engine> engines;
+  std::map<std::string, OpSupport> ops;
+  std::vector<Rule> graph_rules;  // rules every node must meet (batch size, rank, …)
+  std::string default_engine;     // when set, ops not listed under 'ops' are supported there without rules
+  std::filesystem::path file;
+
+  const OpSupport* findOp(const std::string& op) const;
+};
+
+/// Folders searched for targets: $NPUC_TARGETS_DIR (if set), then the built-in targets folder.
+std::vector<std::filesystem::path> targetDirs();
+/// Loads a target by name (searched in targetDirs()) or by path to a .yaml file. Errors name the file and field.
+Target loadTarget(const std::string& name_or_path);
+/// Names of the targets found in targetDirs(), sorted.
+std::vector<std::string> listTargets();
+
+}  // namespace npuc::target

@@ -1,0 +1,70 @@
+// npuc check: availability of a model on a target — every node that breaks a rule, with the rule, the actual
+// values and a suggested fix; written to the console and to PREFIX_error_report.{csv,json,xlsx}.
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace npuc::cli {
+
+void addCheck(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("check",
+                               "Check a model against a target's operator constraints (after the optimizer); "
+                               "exit 1 when something is unsupported");
+  struct Opts {
+    std::string model, target = "generic", prefix, out_dir = ".";
+    std::vector<std::string> shapes;
+    bool no_report = false;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml");
+  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
+  c->add_option("--prefix", o->prefix, "Report file prefix (default: the model's file name without .onnx)");
+  c->add_option("--out,-o", o->out_dir, "Folder for PREFIX_error_report.{csv,json,xlsx}");
+  c->add_flag("--no-report", o->no_report, "Print only; write no report files");
+  c->callback([o, &run] {
+    run = [o] {
+      LoadOptions lo;
+      lo.input_shapes = parseShapes(o->shapes);
+      Model m = Model::load(o->model, lo);
+      auto rows = m.check(o->target);
+      std::string prefix = o->prefix.empty() ? std::filesystem::path(o->model).stem().string() : o->prefix;
+      if (rows.empty()) {
+        fmt::print("{}: every node is supported by target {} ({} nodes)\n", o->model, o->target, m.stats().nodes);
+      } else {
+        fmt::print("{}: {} problem{} for target {}\n", o->model, rows.size(), rows.size() > 1 ? "s" : "", o->target);
+        for (auto& r : rows) {
+          fmt::print("  [{}] {} ({}): {}\n      actual: {}\n", r.index, r.node, r.op, r.rule, r.actual);
+          if (!r.fix.empty()) fmt::print("      fix: {}\n", r.fix);
+          fmt::print("      rule: {}\n", r.rule_id);
+        }
+      }
+      if (!o->no_report) {
+        std::filesystem::create_directories(o->out_dir);
+        for (auto& f : writeCheckReport(rows, o->target, o->model, std::filesystem::path(o->out_dir) / prefix))
+          fmt::print("wrote {}\n", f);
+      }
+      return rows.empty() ? 0 : 1;
+    };
+  });
+}
+
+void addTargets(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("targets", "List targets, or print one target's supported-operator page");
+  auto page = std::make_shared<std::string>();
+  c->add_option("--supported-ops", *page, "Print the supported-operator page (Markdown) of this target");
+  c->callback([page, &run] {
+    run = [page] {
+      if (!page->empty()) {
+        fmt::print("{}", supportedOpsPage(*page));
+        return 0;
+      }
+      for (auto& t : listTargets()) fmt::print("{:<10} {:<5} {}\n", t.name, t.numerics, t.description);
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli
