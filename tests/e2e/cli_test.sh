@@ -37,5 +37,24 @@ printf 'garbage' >"$tmp/x.npy"
 expect_error 2 "bad magic" -- "$npuc" run "$digits" --input "input=$tmp/x.npy" --output-dir "$tmp/o2"
 [ -e "$tmp/o2" ] && bad "a failed run left $tmp/o2 behind" || ok "failed run wrote nothing"
 
+# check: supported -> 0; unsupported -> 1 with the three report files, byte-identical on a second run.
+if "$npuc" check "$digits" --target generic --out "$tmp/chk" >/dev/null; then ok "check generic -> 0"; else bad "check generic failed"; fi
+"$npuc" check "$digits" --target drpai --out "$tmp/chk" --prefix d >"$tmp/chk.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && [ -s "$tmp/chk/d_error_report.csv" ] && [ -s "$tmp/chk/d_error_report.json" ] && [ -s "$tmp/chk/d_error_report.xlsx" ]; then
+  ok "check drpai -> 1 with csv/json/xlsx"
+else
+  bad "check drpai: rc=$rc, files: $(ls "$tmp/chk" 2>&1)"
+fi
+sum1=$(cat "$tmp"/chk/d_error_report.* | md5sum)
+sleep 1
+"$npuc" check "$digits" --target drpai --out "$tmp/chk" --prefix d >/dev/null 2>&1
+[ "$sum1" = "$(cat "$tmp"/chk/d_error_report.* | md5sum)" ] && ok "reports are byte-identical across runs" || bad "reports differ across runs"
+expect_error 2 "unknown target 'nope'" -- "$npuc" check "$digits" --target nope
+"$npuc" targets >"$tmp/targets.txt"
+grep -q '^drpai' "$tmp/targets.txt" && ok "targets lists drpai" || bad "targets does not list drpai"
+"$npuc" targets --supported-ops drpai >"$tmp/page.md"
+grep -q '### Conv' "$tmp/page.md" && ok "supported-ops page" || bad "supported-ops page lacks Conv"
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all CLI checks passed"
