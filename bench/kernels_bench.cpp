@@ -211,6 +211,8 @@ void registerAll() {
       {"conv/mbv2_dw3x3s2_96_112", convShape(96, 96, 96, 112, 112, 3, 2, 1)},
       {"conv/mbv2_dw3x3_960_7", convShape(960, 960, 960, 7, 7, 3, 1, 1)},
       {"conv/mbv2_1x1_144-24_56", convShape(144, 24, 1, 56, 56, 1, 1, 0)},
+      {"conv/squeezenet_1x1_512-1000_13", convShape(512, 1000, 1, 13, 13, 1, 1, 0)},
+      {"conv/tinyyolo_3x3_512-1024_13", convShape(512, 1024, 1, 13, 13, 3, 1, 1)},
   };
   for (const C& c : convs) {
     const ConvShape s = c.s;

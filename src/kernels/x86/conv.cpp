@@ -262,6 +262,7 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
       const int64_t mt = r / split.n_tasks, nt = r % split.n_tasks;
       const int64_t m0 = mt * split.m_chunk, n0 = nt * split.n_chunk;
       detail::GemmOut out;
+      out.tall = detail::tallTiles(N);
       out.c = y + (b * s.out_channels + grp * mg) * N;
       out.ldc = N;
       if (!bias.empty()) {

@@ -270,6 +270,7 @@ void gemmPackedA(const float* pa, const GemmArgs& g, ThreadPool* pool) {
   const int threads = pool != nullptr ? pool->size() : 1;
   const detail::GemmSplit split = detail::planSplit(g.M, g.N, 1, threads, blk);
   detail::GemmOut out;
+  out.tall = detail::tallTiles(g.N);
   out.c = g.C;
   out.ldc = g.ldc;
   out.bias = g.bias_kind == BiasKind::kNone ? nullptr : g.bias;

@@ -1,5 +1,6 @@
 // AVX-512 GEMM microkernels (compiled with -mavx512f -mavx512vl -mfma): f32_gemm__avx512_6x32 (two adjacent
-// 16-column B panels, 12 zmm accumulators) and f32_gemm__avx512_6x16 (one panel); one fma per k per output,
+// 16-column B panels; two A panels at a time: 12x32, 24 zmm accumulators) and f32_gemm__avx512_6x16 (one B
+// panel, 12x16); one fma per k per output,
 // k ascending; fused bias init and activation epilogue. The packed layouts are the AVX2 ones (6-row A panels,
 // 16-column B panels), so every table shares the drivers and PackedA.
 #include "kernels/x86/act_avx512.hpp"
@@ -11,63 +12,75 @@ namespace npuc::kernels::detail {
 
 namespace {
 
-// kCols = 16 (one zmm per row, B panel b0) or 32 (two, B panels b0 and b1 = b0 + kc*kNR).
-template <int kCols>
-inline void tile6(const MicroArgs& p, const float* a, float* c, const float* row_bias) {
+// kP A panels (kP * kMR rows: panel q at a + q * a_stride) by kCols = 16 (one zmm per row, B panel b0) or 32
+// (two, B panels b0 and b1 = b0 + kc*kNR) columns.
+template <int kP, int kCols>
+inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_bias) {
   constexpr int kV = kCols / 16;
-  __m512 acc[kMR][kV];
+  constexpr int kR = kP * kMR;
+  __m512 acc[kR][kV];
   const int64_t ldc = p.ldc;
   switch (p.init) {
     case TileInit::kZero:
-      for (int i = 0; i < kMR; ++i)
+      for (int i = 0; i < kR; ++i)
         for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_setzero_ps();
       break;
     case TileInit::kRowBias:
-      for (int i = 0; i < kMR; ++i)
+      for (int i = 0; i < kR; ++i)
         for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_set1_ps(row_bias[i]);
       break;
     case TileInit::kColBias:
-      for (int i = 0; i < kMR; ++i)
+      for (int i = 0; i < kR; ++i)
         for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_loadu_ps(p.bias + 16 * v);
       break;
     default:
-      for (int i = 0; i < kMR; ++i)
+      for (int i = 0; i < kR; ++i)
         for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_loadu_ps(c + i * ldc + 16 * v);
       break;
   }
   const float* b0 = p.b;
   const float* b1 = p.b + p.kc * kNR;
+  const float* a1 = a + p.a_stride;
   for (int64_t k = 0; k < p.kc; ++k) {
     __m512 bv[kV];
     bv[0] = _mm512_load_ps(b0);
     if constexpr (kV == 2) bv[1] = _mm512_load_ps(b1);
-#pragma GCC unroll 6
-    for (int i = 0; i < kMR; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 12
+    for (int i = 0; i < kR; ++i) {
+      const __m512 av = _mm512_set1_ps(i < kMR ? a[i] : a1[i - kMR]);
 #pragma GCC unroll 2
       for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
     }
     a += kMR;
+    a1 += kMR;
     b0 += kNR;
     b1 += kNR;
   }
   if (p.act != nullptr && p.act->kind != ActKind::kNone) {
     const Act16 f(*p.act);
-    for (int i = 0; i < kMR; ++i)
+    for (int i = 0; i < kR; ++i)
       for (int v = 0; v < kV; ++v) acc[i][v] = f.apply(acc[i][v]);
   }
-  for (int i = 0; i < kMR; ++i)
+  for (int i = 0; i < kR; ++i)
     for (int v = 0; v < kV; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
 }
 
+// With p.tall, pairs of A panels through the 12-row tile; the rest through the 6-row one.
 template <int kCols>
 inline void tiles(const MicroArgs& p) {
   const float* a = p.a;
   float* c = p.c;
   const float* bias = p.bias;
   const bool row_bias = p.init == TileInit::kRowBias;
-  for (int64_t i = 0; i < p.panels; ++i) {
-    tile6<kCols>(p, a, c, bias);
+  int64_t i = 0;
+  for (; p.tall && i + 2 <= p.panels; i += 2) {
+    tile<2, kCols>(p, a, c, bias);
+    a += 2 * p.a_stride;
+    c += 2 * kMR * p.ldc;
+    if (row_bias) bias += 2 * kMR;
+  }
+  for (; i < p.panels; ++i) {
+    tile<1, kCols>(p, a, c, bias);
     a += p.a_stride;
     c += kMR * p.ldc;
     if (row_bias) bias += kMR;

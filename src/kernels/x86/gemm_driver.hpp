@@ -68,7 +68,12 @@ struct GemmOut {
   const float* bias = nullptr;
   BiasKind bias_kind = BiasKind::kNone;
   Activation act;
+  bool tall = false;  // MicroArgs::tall (see tallTiles)
 };
+
+/// Whether kernels should use their taller tiles: measured on Zen 4, 12x32 beats 6x32 when the product has few
+/// columns (N = 49..169: deep im2col layers), and loses on wide ones (N = 3136, short depth).
+inline bool tallTiles(int64_t N) { return N <= 512; }
 
 /// Output split into tasks: m_tasks x n_tasks chunks (per outer item: batch, group).
 struct GemmSplit {
@@ -121,6 +126,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
     }
     MicroArgs args;
     args.kc = kc;
+    args.tall = out.tall;
     args.act = kb == nkb - 1 ? &out.act : nullptr;
     if (kb == 0) {
       args.init = out.bias == nullptr                       ? TileInit::kZero

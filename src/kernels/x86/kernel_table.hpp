@@ -41,6 +41,8 @@ struct MicroArgs {
   // and the valid rows of the last of the `panels` A panels (the others are full).
   int64_t nr = 0;
   int64_t mr_last = kMR;
+  // A hint for kernels that can take two A panels at a time (taller tiles): worth it for narrow products.
+  bool tall = false;
 };
 using GemmMicroKernel = void (*)(const MicroArgs&);
 
