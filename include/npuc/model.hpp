@@ -83,9 +83,12 @@ class Model {
   ModelStats stats() const;
   /// Text dump of the IR.
   std::string dump() const;
-  /// Checks every node against a target's operator constraints (name or path of a targets/*.yaml).
-  /// Empty when everything is supported.
-  std::vector<CheckRow> check(const std::string& target) const;
+  /// The translator's graph optimizer applied to a copy: BatchNorm folding, pattern detection (Swish, Mish,
+  /// HardSwish, GlobalAveragePool and Flatten equivalents), activation fusion; optionally Relu6 -> Relu.
+  Model optimized(bool relu6_to_relu = false) const;
+  /// Checks every node of the optimized model against a target's operator constraints (name or path of a
+  /// targets/*.yaml). Empty when everything is supported.
+  std::vector<CheckRow> check(const std::string& target, bool relu6_to_relu = false) const;
 
   /// The model as ONNX (loads back with the same outputs and passes the ONNX checker).
   std::string toOnnxBytes() const;

@@ -6,6 +6,7 @@
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
 #include "support/file.hpp"
+#include "support/log.hpp"
 #include "support/npy.hpp"
 #include "target/check.hpp"
 
@@ -113,10 +114,27 @@ ModelStats Model::stats() const {
 
 std::string Model::dump() const { return ir::dump(*impl_->graph); }
 
-std::vector<CheckRow> Model::check(const std::string& target) const {
+Model Model::optimized(bool relu6_to_relu) const {
+  Model m;
+  m.impl_ = std::make_shared<Impl>();
+  m.impl_->graph = impl_->graph->clone();
+  ir::Graph& g = *m.impl_->graph;
+  withContext(g.source, [&] {
+    passes::PassContext ctx;
+    passes::PassManager(passes::translatePipeline()).runToFixpoint(g, ctx);
+    if (relu6_to_relu) {
+      passes::PassManager({"relu6-to-relu"}).runOnce(g, ctx);
+      log::info("passes", "-RELU6toRELU: Relu6 (Clip(0, 6)) replaced by Relu");
+    }
+  });
+  return m;
+}
+
+std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu) const {
   target::Target t = target::loadTarget(target);
+  Model opt = optimized(relu6_to_relu);
   std::vector<CheckRow> rows;
-  for (auto& v : target::checkGraph(*impl_->graph, t))
+  for (auto& v : target::checkGraph(*opt.impl_->graph, t))
     rows.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
   return rows;
 }

@@ -27,6 +27,24 @@ void computeHalfAsFloat(KernelCall& call, const std::function<void(KernelCall&)>
     if (wide.out[i].defined()) call.out[i] = castTensor(wide.out[i], call.out_types[i].dtype, call);
 }
 
+std::function<float(float)> activationFn(const std::string& name, float alpha, float beta) {
+  auto sigmoid = [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
+  auto softplus = [](double x) { return x > 30 ? x : std::log1p(std::exp(x)); };
+  if (name == "Relu") return [](float x) { return x < 0.0f ? 0.0f : x; };
+  if (name == "Clip") return [alpha, beta](float x) { return x < alpha ? alpha : (x > beta ? beta : x); };
+  if (name == "LeakyRelu") return [alpha](float x) { return x < 0 ? static_cast<float>(static_cast<double>(alpha) * x) : x; };
+  if (name == "Sigmoid") return [sigmoid](float x) { return static_cast<float>(sigmoid(x)); };
+  if (name == "Tanh") return [](float x) { return static_cast<float>(std::tanh(static_cast<double>(x))); };
+  if (name == "HardSigmoid")
+    return [alpha, beta](float x) { return static_cast<float>(std::clamp(static_cast<double>(alpha) * x + beta, 0.0, 1.0)); };
+  if (name == "HardSwish")
+    return [](float x) { return static_cast<float>(x * std::clamp(static_cast<double>(x) / 6.0 + 0.5, 0.0, 1.0)); };
+  if (name == "Swish") return [sigmoid](float x) { return x * static_cast<float>(sigmoid(x)); };
+  if (name == "Mish")
+    return [softplus](float x) { return x * static_cast<float>(std::tanh(static_cast<double>(static_cast<float>(softplus(x))))); };
+  fail(ErrorCode::kUnsupported, "activation '{}' is not supported", name);
+}
+
 Tensor castTensor(const Tensor& t, DType to, const KernelCall& call) {
   if (t.dtype() == to) return t;
   Tensor out(to, t.shape());
@@ -414,6 +432,16 @@ void registerElementwiseKernels(KernelRegistry& r) {
     r.addFn(op, binaryKernel);
   for (const char* op : {"Max", "Min", "Mean", "Sum"}) r.addFn(op, variadicKernel);
   r.addFn("Where", whereKernel);
+  for (const char* op : {"Swish", "Mish", "HardSwish"})
+    r.addFn(op, [](KernelCall& c) {
+      auto f = activationFn(c.node.op, 0, 0);
+      computeHalfAsFloat(c, [&](KernelCall& k) {
+        const Tensor& x = k.input(0);
+        if (x.dtype() != DType::kF32) k.unsupported("{} needs float input", k.node.op);
+        Tensor& y = k.alloc(0);
+        for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = f(x.data<float>()[i]);
+      });
+    }, "ai.npuc");
 }
 
 }  // namespace npuc::engine

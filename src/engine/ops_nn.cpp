@@ -557,9 +557,50 @@ void softmaxKernel(KernelCall& c) {
   c.out[0] = xin.dtype() == DType::kF32 ? yf : castTensor(yf, xin.dtype(), c);
 }
 
+// ai.npuc.{Conv,ConvTranspose,Gemm,MatMul}: the ONNX kernel plus the activation in its attributes, in the Conv
+// epilogue when the kernel library has it (Relu, Clip, LeakyRelu: same bits as a separate op), else after the op.
+class FusedActivationKernel : public Kernel {
+ public:
+  FusedActivationKernel(std::unique_ptr<Kernel> inner, const ir::Node& n) : inner_(std::move(inner)) {
+    std::string act = n.attrString("activation", "");
+    float a = n.attrFloat("activation_alpha", 0.0f), b = n.attrFloat("activation_beta", 0.0f);
+    if (act.empty()) return;
+    kernels::Activation ka;
+    if (act == "Relu") ka.kind = kernels::ActKind::kRelu;
+    if (act == "Clip") ka = {kernels::ActKind::kClip, a, b};
+    if (act == "LeakyRelu") ka = {kernels::ActKind::kLeakyRelu, a, 0.0f};
+    if (ka.kind != kernels::ActKind::kNone && inner_->fuseActivation(ka)) return;
+    post_ = activationFn(act, a, b);
+  }
+  void run(KernelCall& c) override {
+    inner_->run(c);
+    if (!post_) return;
+    Tensor& y = c.out[0];
+    if (y.dtype() != DType::kF32) c.unsupported("fused activations need float32 outputs");
+    float* p = y.data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) p[i] = post_(p[i]);
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  std::function<float(float)> post_;
+};
+
 }  // namespace
 
 void registerNnKernels(KernelRegistry& r) {
+  r.add("Conv", [](const ir::Node& n, const ir::Graph&) {
+    return std::make_unique<FusedActivationKernel>(std::make_unique<ConvKernel>(), n);
+  }, "ai.npuc");
+  r.add("ConvTranspose", [](const ir::Node& n, const ir::Graph&) {
+    return std::make_unique<FusedActivationKernel>(std::make_unique<FnKernel>(convTransposeKernel), n);
+  }, "ai.npuc");
+  for (const char* op : {"Gemm", "MatMul"})
+    r.add(op, [](const ir::Node& n, const ir::Graph& g) {
+      ir::Node plain = n;
+      plain.domain.clear();  // the inner kernel reads the ONNX attributes only
+      return std::make_unique<FusedActivationKernel>(std::make_unique<MatMulKernel>(plain, g), n);
+    }, "ai.npuc");
   r.add("Conv", [](const ir::Node&, const ir::Graph&) { return std::make_unique<ConvKernel>(); });
   r.addFn("ConvTranspose", convTransposeKernel);
   for (const char* op : {"Gemm", "MatMul"})

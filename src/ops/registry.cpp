@@ -59,6 +59,14 @@ std::vector<const OpSchema*> Registry::all() const {
   return r;
 }
 
+namespace registry_detail {
+const OpSchema* onnxSchema(const Registry& r, const char* op) {
+  const OpSchema* s = r.find("", op);
+  if (!s) fail(ErrorCode::kInternal, "no ai.onnx schema for {}", op);
+  return s;
+}
+}  // namespace registry_detail
+
 const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
@@ -67,6 +75,7 @@ const Registry& registry() {
     registerNnOps(reg);
     registerReduceOps(reg);
     registerIndexingOps(reg);
+    registerNpucOps(reg);
     return reg;
   }();
   return r;

@@ -118,5 +118,11 @@ void registerTensorOps(Registry& r);
 void registerNnOps(Registry& r);
 void registerReduceOps(Registry& r);
 void registerIndexingOps(Registry& r);
+void registerNpucOps(Registry& r);  // after the ONNX families: it derives schemas from them
+
+namespace registry_detail {
+/// The ai.onnx schema of `op` registered so far in `r` (for deriving ai.npuc variants).
+const OpSchema* onnxSchema(const Registry& r, const char* op);
+}  // namespace registry_detail
 
 }  // namespace npuc::ops

@@ -47,5 +47,7 @@ class PassManager {
 std::vector<std::string> resolvePipeline();
 /// "optimize": exact-in-real-arithmetic simplifications the reference engine benefits from (BatchNorm folding).
 std::vector<std::string> optimizePipeline();
+/// "translate": the translator's graph optimizer (BatchNorm folding, pattern detection, activation fusion).
+std::vector<std::string> translatePipeline();
 
 }  // namespace npuc::passes

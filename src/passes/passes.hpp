@@ -34,4 +34,25 @@ class FoldBatchNormPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// Swish, Mish, HardSwish, GlobalAveragePool and Flatten from the op sequences exporters emit for them.
+class DetectPatternsPass : public Pass {
+ public:
+  const char* name() const override { return "detect-patterns"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
+/// An activation that is the only consumer of a Conv/ConvTranspose/Gemm/MatMul is fused into it (ai.npuc twin).
+class FuseActivationsPass : public Pass {
+ public:
+  const char* name() const override { return "fuse-activations"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
+/// Replaces Relu6 (Clip(0, 6), standalone or fused) by Relu (the translator's -RELU6toRELU).
+class Relu6ToReluPass : public Pass {
+ public:
+  const char* name() const override { return "relu6-to-relu"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 }  // namespace npuc::passes

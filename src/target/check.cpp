@@ -111,7 +111,8 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
     std::string op = n.domain.empty() ? n.op : n.domain + "." + n.op;
-    const OpSupport* s = t.findOp(op);
+    // npuc's own ops (the optimizer's fused forms) are checked as the ONNX op they extend.
+    const OpSupport* s = t.findOp(n.domain == "ai.npuc" ? n.op : op);
     auto row = [&](const std::string& rid, const std::string& rule, const std::string& actual, const std::string& fix) {
       rows.push_back({index, n.name, op, rid, rule, actual, fix});
     };
@@ -142,6 +143,12 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
           if (rk == Value(key)) vals = &rv;
       if (vals)
         for (size_t i = 0; i < l.values.size(); ++i) f[l.values[i]] = (*vals)[i];
+    }
+    if (n.domain == "ai.npuc" && n.hasAttr("activation")) {
+      std::string act = n.attrString("activation", "");
+      std::string act_op = act == "Clip" && n.attrFloat("activation_alpha", 1) == 0.0f ? "Clip" : act;
+      if (!t.findOp(act_op))
+        row(t.name + ".op", fmt::format("Activation {} (fused into {}) is not supported by target {}", act, n.op, t.name), act, "");
     }
     std::vector<const Rule*> rules;
     for (auto& r : t.graph_rules) rules.push_back(&r);

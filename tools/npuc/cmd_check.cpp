@@ -15,7 +15,8 @@ void addCheck(CLI::App& app, Action& run) {
   struct Opts {
     std::string model, target = "generic", prefix, out_dir = ".";
     std::vector<std::string> shapes;
-    bool no_report = false;
+    bool no_report = false, relu6 = false;
+    std::string save_opt;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("model", o->model, "ONNX model")->required();
@@ -24,15 +25,22 @@ void addCheck(CLI::App& app, Action& run) {
   c->add_option("--prefix", o->prefix, "Report file prefix (default: the model's file name without .onnx)");
   c->add_option("--out,-o", o->out_dir, "Folder for PREFIX_error_report.{csv,json,xlsx}");
   c->add_flag("--no-report", o->no_report, "Print only; write no report files");
+  c->add_flag("--relu6-to-relu", o->relu6, "Replace Relu6 (Clip(0, 6)) by Relu before checking (-RELU6toRELU of translate)");
+  c->add_option("--save-opt-onnx", o->save_opt, "Also write the optimized model (runs on npuc's reference engine)");
   c->callback([o, &run] {
     run = [o] {
       LoadOptions lo;
       lo.input_shapes = parseShapes(o->shapes);
       Model m = Model::load(o->model, lo);
-      auto rows = m.check(o->target);
+      auto rows = m.check(o->target, o->relu6);
+      if (o->relu6) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
+      if (!o->save_opt.empty()) {
+        m.optimized(o->relu6).saveOnnx(o->save_opt);
+        fmt::print("wrote {}\n", o->save_opt);
+      }
       std::string prefix = o->prefix.empty() ? std::filesystem::path(o->model).stem().string() : o->prefix;
       if (rows.empty()) {
-        fmt::print("{}: every node is supported by target {} ({} nodes)\n", o->model, o->target, m.stats().nodes);
+        fmt::print("{}: every node is supported by target {}\n", o->model, o->target);
       } else {
         fmt::print("{}: {} problem{} for target {}\n", o->model, rows.size(), rows.size() > 1 ? "s" : "", o->target);
         for (auto& r : rows) {

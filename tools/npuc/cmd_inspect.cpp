@@ -19,19 +19,21 @@ void addInspect(CLI::App& app, Action& run) {
     std::string model;
     std::vector<std::string> shapes;
     bool raw = false;
-    bool dump = false;
+    bool dump = false, translate_opt = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("model", o->model, "ONNX model")->required();
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
   c->add_flag("--no-fold", o->raw, "Show the graph as imported, before constant folding");
   c->add_flag("--dump", o->dump, "Also print the IR as text");
+  c->add_flag("--optimized", o->translate_opt, "Show the graph after the translator's optimizer (fusions, patterns)");
   c->callback([o, &run] {
     run = [o] {
       LoadOptions lo;
       lo.input_shapes = parseShapes(o->shapes);
       lo.resolve = !o->raw;
       Model m = Model::load(o->model, lo);
+      if (o->translate_opt) m = m.optimized();
       auto nodes = m.nodes();
       size_t wn = 4, wo = 2;
       for (auto& n : nodes) {

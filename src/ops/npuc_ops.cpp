@@ -1,0 +1,29 @@
+// Schemas of npuc's own ops (domain "ai.npuc"), produced by the optimizer:
+//  - Conv, ConvTranspose, Gemm, MatMul with a fused activation: the ONNX op's attributes plus
+//      activation (string: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish, Mish),
+//      activation_alpha, activation_beta (floats: Clip bounds, LeakyRelu/HardSigmoid parameters),
+//      fused (strings: the ONNX ops this node stands for, for reports).
+//  - Swish (x * sigmoid(x)), Mish (x * tanh(softplus(x))), HardSwish (x * hardsigmoid(x; 1/6, 1/2)) for models
+//    whose opset has no such op.
+#include "ops/registry.hpp"
+
+namespace npuc::ops {
+
+void registerNpucOps(Registry& r) {
+  for (const char* op : {"Conv", "ConvTranspose", "Gemm", "MatMul"}) {
+    OpSchema s = *registry_detail::onnxSchema(r, op);
+    s.domain = "ai.npuc";
+    s.doc = std::string(op) + " with a fused activation (attributes activation, activation_alpha, activation_beta)";
+    r.add(s);
+  }
+  for (const char* op : {"Swish", "Mish", "HardSwish"}) {
+    OpSchema s;
+    s.name = op;
+    s.domain = "ai.npuc";
+    s.infer = [](InferContext& c) { c.setOutput(0, c.inputDType(0), c.inputShape(0)); };
+    s.doc = std::string(op) + " activation detected from a pattern of ONNX ops";
+    r.add(s);
+  }
+}
+
+}  // namespace npuc::ops

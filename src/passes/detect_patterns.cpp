@@ -1,0 +1,207 @@
+// detect-patterns: named ops from the ONNX op sequences exporters emit for them.
+//   Swish      x * Sigmoid(x)                                  -> ai.npuc.Swish(x)
+//   Mish       x * Tanh(Softplus(x))                            -> ai.npuc.Mish(x)
+//   HardSwish  x * HardSigmoid(x; 1/6, 1/2)                     -> HardSwish(x) (ai.npuc below opset 14)
+//              x * (Clip(x + 3, 0, 6) / 6), (x * Clip(x + 3, 0, 6)) / 6
+//   GlobalAveragePool  ReduceMean over the spatial axes (keepdims), AveragePool whose window is the whole plane
+//   Flatten    Reshape of an N-D tensor to [N, rest]
+//   (and Pads that pad nothing are removed)
+// Each rewrite only fires when the intermediate values have no other use.
+#include "ir/rewriter.hpp"
+#include "passes/match.hpp"
+#include "passes/passes.hpp"
+#include "support/log.hpp"
+
+#include <cmath>
+
+namespace npuc::passes {
+
+namespace {
+
+bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) < 1e-6; }
+
+/// If `mul` is x * f(x) for a unary chain, returns x and the chain's nodes.
+struct Match {
+  ir::ValueId x = ir::kNoValue;
+  std::vector<ir::NodeId> nodes;
+};
+
+// x * Sigmoid(x) (either operand order)
+std::optional<Match> swish(const ir::Graph& g, const Uses& u, const ir::Node& mul) {
+  for (int s = 0; s < 2; ++s) {
+    const ir::Node* sig = producer(g, mul.inputs[static_cast<size_t>(s)], "Sigmoid");
+    if (sig && sig->inputs[0] == mul.inputs[static_cast<size_t>(1 - s)] && singleUse(g, u, sig->outputs[0]))
+      return Match{sig->inputs[0], {sig->id, mul.id}};
+  }
+  return std::nullopt;
+}
+
+std::optional<Match> mish(const ir::Graph& g, const Uses& u, const ir::Node& mul) {
+  for (int s = 0; s < 2; ++s) {
+    const ir::Node* th = producer(g, mul.inputs[static_cast<size_t>(s)], "Tanh");
+    if (!th || !singleUse(g, u, th->outputs[0])) continue;
+    const ir::Node* sp = producer(g, th->inputs[0], "Softplus");
+    if (sp && sp->inputs[0] == mul.inputs[static_cast<size_t>(1 - s)] && singleUse(g, u, sp->outputs[0]))
+      return Match{sp->inputs[0], {sp->id, th->id, mul.id}};
+  }
+  return std::nullopt;
+}
+
+// Relu6(x + 3) -> x, where Relu6 is Clip(v, 0, 6) or Clip(Relu(v), lo <= 0, 6) (torch's F.relu6 export)
+std::optional<Match> relu6OfXPlus3(const ir::Graph& g, const Uses& u, ir::ValueId v) {
+  const ir::Node* clip = producer(g, v, "Clip");
+  if (!clip || !singleUse(g, u, v)) return std::nullopt;
+  auto b = clipBounds(g, *clip);
+  if (!b || b->second != 6.0f || b->first > 0.0f) return std::nullopt;
+  std::vector<ir::NodeId> nodes{clip->id};
+  ir::ValueId in = clip->inputs[0];
+  if (const ir::Node* relu = producer(g, in, "Relu")) {
+    if (!singleUse(g, u, in)) return std::nullopt;
+    nodes.insert(nodes.begin(), relu->id);
+    in = relu->inputs[0];
+  } else if (b->first != 0.0f) {
+    return std::nullopt;
+  }
+  const ir::Node* add = producer(g, in, "Add");
+  if (!add || !singleUse(g, u, add->outputs[0])) return std::nullopt;
+  nodes.insert(nodes.begin(), add->id);
+  for (int s = 0; s < 2; ++s)
+    if (near(constScalar(g, add->inputs[static_cast<size_t>(s)]), 3.0)) return Match{add->inputs[static_cast<size_t>(1 - s)], nodes};
+  return std::nullopt;
+}
+
+std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node& n) {
+  if (n.op == "Mul") {
+    for (int s = 0; s < 2; ++s) {
+      ir::ValueId other = n.inputs[static_cast<size_t>(1 - s)];
+      // x * HardSigmoid(x; 1/6, 1/2)
+      if (const ir::Node* hs = producer(g, n.inputs[static_cast<size_t>(s)], "HardSigmoid")) {
+        if (hs->inputs[0] == other && singleUse(g, u, hs->outputs[0]) && std::fabs(hs->attrFloat("alpha", 0.2f) - 1.0f / 6) < 1e-6 &&
+            std::fabs(hs->attrFloat("beta", 0.5f) - 0.5f) < 1e-6)
+          return Match{other, {hs->id, n.id}};
+      }
+      // x * (Clip(x + 3, 0, 6) / 6)
+      if (const ir::Node* div = producer(g, n.inputs[static_cast<size_t>(s)], "Div")) {
+        if (!singleUse(g, u, div->outputs[0]) || !near(constScalar(g, div->inputs[1]), 6.0)) continue;
+        auto r = relu6OfXPlus3(g, u, div->inputs[0]);
+        if (r && r->x == other) {
+          r->nodes.push_back(div->id);
+          r->nodes.push_back(n.id);
+          return r;
+        }
+      }
+    }
+  }
+  if (n.op == "Div" && near(constScalar(g, n.inputs[1]), 6.0)) {
+    // (x * Clip(x + 3, 0, 6)) / 6
+    const ir::Node* mul = producer(g, n.inputs[0], "Mul");
+    if (!mul || !singleUse(g, u, mul->outputs[0])) return std::nullopt;
+    for (int s = 0; s < 2; ++s) {
+      auto r = relu6OfXPlus3(g, u, mul->inputs[static_cast<size_t>(s)]);
+      if (r && r->x == mul->inputs[static_cast<size_t>(1 - s)]) {
+        r->nodes.push_back(mul->id);
+        r->nodes.push_back(n.id);
+        return r;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool isGlobalAverage(const ir::Graph& g, const ir::Node& n) {
+  const ir::Type& x = g.value(n.inputs[0]).type;
+  if (!x.isStatic() || x.shape.size() != 4) return false;
+  if (n.op == "ReduceMean") {
+    auto axes = n.attrInts("axes");
+    if (g.opset >= 18) return false;
+    for (auto& a : axes)
+      if (a < 0) a += 4;
+    std::sort(axes.begin(), axes.end());
+    return n.attrInt("keepdims", 1) == 1 && axes == std::vector<int64_t>{2, 3};
+  }
+  if (n.op == "AveragePool") {
+    auto k = n.attrInts("kernel_shape");
+    auto pads = n.attrInts("pads", {0, 0, 0, 0});
+    bool no_pads = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+    return k == std::vector<int64_t>{x.shape[2], x.shape[3]} && no_pads && n.attrString("auto_pad", "NOTSET") == "NOTSET" &&
+           n.attrInt("ceil_mode", 0) == 0;
+  }
+  return false;
+}
+
+bool isNoOpPad(const ir::Graph& g, const ir::Node& n) {
+  std::vector<int64_t> pads;
+  if (g.opset < 11) {
+    pads = n.attrInts("pads");
+  } else {
+    if (!n.hasInput(1) || !g.value(n.inputs[1]).isConstant()) return false;
+    pads = g.value(n.inputs[1]).constant->toInt64();
+  }
+  return !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+}
+
+bool isFlatten(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != "Reshape") return false;
+  const ir::Type& x = g.value(n.inputs[0]).type;
+  const ir::Type& y = g.value(n.outputs[0]).type;
+  if (!x.isStatic() || !y.isStatic() || x.shape.size() < 3 || y.shape.size() != 2) return false;
+  return y.shape[0] == x.shape[0] && y.shape[1] == shapeNumel(x.shape) / std::max<int64_t>(1, x.shape[0]);
+}
+
+}  // namespace
+
+bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
+  bool changed = false;
+  Uses uses = g.uses();
+  std::vector<ir::NodeId> order = g.order();
+  for (ir::NodeId id : order) {
+    if (!g.hasNode(id)) continue;
+    const ir::Node& n = g.node(id);
+    if (!n.domain.empty()) continue;
+    std::optional<Match> m;
+    std::string op, domain = "ai.npuc";
+    if (n.op == "Mul" && (m = swish(g, uses, n))) op = "Swish";
+    else if (n.op == "Mul" && (m = mish(g, uses, n))) op = "Mish";
+    else if ((n.op == "Mul" || n.op == "Div") && (m = hardSwish(g, uses, n))) {
+      op = "HardSwish";
+      if (g.opset >= 14) domain.clear();
+    }
+    if (m) {
+      ir::ValueId out = n.outputs[0];
+      std::string name = n.name;
+      std::vector<std::string> fused;
+      for (ir::NodeId f : m->nodes) fused.push_back(g.node(f).op);
+      replaceWith(g, m->nodes, op, domain, name, {m->x}, out).attrs["fused"] = ir::Attr(fused);
+      log::info("passes", "detect-patterns: {} at '{}'", op, name);
+      changed = true;
+      uses = g.uses();
+      continue;
+    }
+    if (n.op == "Pad" && isNoOpPad(g, n)) {
+      ir::ValueId x = n.inputs[0], out = n.outputs[0];
+      ir::Rewriter rw(g);
+      rw.replaceAllUses(out, x);
+      g.removeNode(id);
+      changed = true;
+      uses = g.uses();
+      continue;
+    }
+    if ((n.op == "ReduceMean" || n.op == "AveragePool") && isGlobalAverage(g, n)) {
+      ir::ValueId x = n.inputs[0], out = n.outputs[0];
+      std::string name = n.name;
+      replaceWith(g, {id}, "GlobalAveragePool", "", name, {x}, out);
+      changed = true;
+      continue;
+    }
+    if (isFlatten(g, n)) {
+      ir::ValueId x = n.inputs[0], out = n.outputs[0];
+      std::string name = n.name;
+      replaceWith(g, {id}, "Flatten", "", name, {x}, out).attrs["axis"] = ir::Attr(int64_t{1});
+      changed = true;
+    }
+  }
+  if (changed) g.topoSort();
+  return changed;
+}
+
+}  // namespace npuc::passes

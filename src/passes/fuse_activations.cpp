@@ -1,0 +1,100 @@
+// fuse-activations: an activation that is the only consumer of a Conv, ConvTranspose, Gemm or MatMul becomes
+// part of it: the node turns into its ai.npuc twin with attributes activation, activation_alpha/beta and fused
+// (the ONNX ops it stands for). Relu6 is Clip(0, 6).
+#include "passes/match.hpp"
+#include "passes/passes.hpp"
+
+#include <set>
+
+namespace npuc::passes {
+
+namespace {
+
+struct Act {
+  std::string name;
+  float alpha = 0, beta = 0;
+};
+
+std::optional<Act> activationOf(const ir::Graph& g, const ir::Node& n) {
+  static const std::set<std::string> plain = {"Relu", "Sigmoid", "Tanh"};
+  if (n.domain.empty()) {
+    if (plain.count(n.op)) return Act{n.op};
+    if (n.op == "LeakyRelu") return Act{"LeakyRelu", n.attrFloat("alpha", 0.01f)};
+    if (n.op == "HardSigmoid") return Act{"HardSigmoid", n.attrFloat("alpha", 0.2f), n.attrFloat("beta", 0.5f)};
+    if (n.op == "HardSwish") return Act{"HardSwish"};
+    if (n.op == "Clip") {
+      auto b = clipBounds(g, n);
+      if (b) return Act{"Clip", b->first, b->second};
+    }
+    return std::nullopt;
+  }
+  if (n.domain == "ai.npuc" && (n.op == "Swish" || n.op == "Mish" || n.op == "HardSwish")) return Act{n.op};
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool FuseActivationsPass::run(ir::Graph& g, PassContext&) {
+  bool changed = false;
+  Uses uses = g.uses();
+  std::vector<ir::NodeId> order = g.order();
+  for (ir::NodeId id : order) {
+    if (!g.hasNode(id)) continue;
+    ir::Node& n = g.node(id);
+    bool mac = n.op == "Conv" || n.op == "ConvTranspose" || n.op == "Gemm" || n.op == "MatMul";
+    if (!mac || !(n.domain.empty() || n.domain == "ai.npuc") || n.hasAttr("activation") || n.outputs.size() != 1) continue;
+    ir::ValueId y = n.outputs[0];
+    if (!singleUse(g, uses, y) || g.value(y).type.dtype != DType::kF32) continue;
+    ir::NodeId aid = uses[y][0].first;
+    const ir::Node& an = g.node(aid);
+    auto act = activationOf(g, an);
+    if (!act || an.inputs[0] != y) continue;
+    std::vector<std::string> fused = n.attrs.count("fused") ? *n.attrs.at("fused").get<std::vector<std::string>>()
+                                                            : std::vector<std::string>{n.op};
+    if (an.attrs.count("fused")) {
+      for (auto& f : *an.attrs.at("fused").get<std::vector<std::string>>()) fused.push_back(f);
+    } else {
+      fused.push_back(an.op);
+    }
+    ir::ValueId out = an.outputs[0];
+    g.removeNode(aid);
+    // The node now produces the activation's output value (its own is dropped).
+    n.outputs[0] = out;
+    g.value(out).producer = id;
+    g.value(out).producer_output = 0;
+    g.removeValue(y);
+    n.domain = "ai.npuc";
+    n.attrs["activation"] = ir::Attr(act->name);
+    if (act->alpha != 0 || act->name == "Clip") n.attrs["activation_alpha"] = ir::Attr(act->alpha);
+    if (act->beta != 0 || act->name == "Clip") n.attrs["activation_beta"] = ir::Attr(act->beta);
+    n.attrs["fused"] = ir::Attr(fused);
+    changed = true;
+    uses = g.uses();
+  }
+  if (changed) g.topoSort();
+  return changed;
+}
+
+bool Relu6ToReluPass::run(ir::Graph& g, PassContext&) {
+  bool changed = false;
+  for (ir::NodeId id : g.order()) {
+    ir::Node& n = g.node(id);
+    if (n.op == "Clip" && n.domain.empty()) {
+      auto b = clipBounds(g, n);
+      if (!b || b->first != 0.0f || b->second != 6.0f) continue;
+      n.op = "Relu";
+      n.inputs.resize(1);
+      n.attrs.clear();
+      changed = true;
+    } else if (n.domain == "ai.npuc" && n.attrString("activation", "") == "Clip" && n.attrFloat("activation_alpha", 1) == 0.0f &&
+               n.attrFloat("activation_beta", 0) == 6.0f) {
+      n.attrs["activation"] = ir::Attr(std::string("Relu"));
+      n.attrs.erase("activation_alpha");
+      n.attrs.erase("activation_beta");
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace npuc::passes

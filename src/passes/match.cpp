@@ -1,0 +1,58 @@
+// Pattern-matching helpers.
+#include "passes/match.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace npuc::passes {
+
+const ir::Node* producer(const ir::Graph& g, ir::ValueId v, const char* op) {
+  if (v == ir::kNoValue || !g.hasValue(v)) return nullptr;
+  ir::NodeId p = g.value(v).producer;
+  if (p == ir::kNoNode || !g.hasNode(p)) return nullptr;
+  const ir::Node& n = g.node(p);
+  if (op && (n.op != op || !n.domain.empty())) return nullptr;
+  return &n;
+}
+
+bool singleUse(const ir::Graph& g, const Uses& uses, ir::ValueId v) {
+  auto it = uses.find(v);
+  if (it == uses.end() || it->second.size() != 1) return false;
+  return std::find(g.outputs().begin(), g.outputs().end(), v) == g.outputs().end();
+}
+
+std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v) {
+  if (v == ir::kNoValue || !g.value(v).isConstant()) return std::nullopt;
+  const Tensor& t = *g.value(v).constant;
+  if (t.numel() != 1 || !(isFloat(t.dtype()) || isInteger(t.dtype()))) return std::nullopt;
+  return t.toDouble()[0];
+}
+
+std::optional<std::pair<float, float>> clipBounds(const ir::Graph& g, const ir::Node& clip) {
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (g.opset < 11) {
+    lo = clip.attrFloat("min", -std::numeric_limits<float>::max());
+    hi = clip.attrFloat("max", std::numeric_limits<float>::max());
+    return std::make_pair(lo, hi);
+  }
+  for (int i = 1; i <= 2; ++i) {
+    if (!clip.hasInput(i)) continue;
+    auto v = constScalar(g, clip.inputs[static_cast<size_t>(i)]);
+    if (!v) return std::nullopt;
+    (i == 1 ? lo : hi) = static_cast<float>(*v);
+  }
+  return std::make_pair(lo, hi);
+}
+
+ir::Node& replaceWith(ir::Graph& g, const std::vector<ir::NodeId>& dead, const std::string& op, const std::string& domain,
+                      const std::string& name, std::vector<ir::ValueId> inputs, ir::ValueId out) {
+  for (ir::NodeId id : dead) {
+    std::vector<ir::ValueId> outs = g.node(id).outputs;
+    g.removeNode(id);
+    for (ir::ValueId o : outs)
+      if (o != ir::kNoValue && o != out) g.removeValue(o);
+  }
+  return g.addNode(op, name, std::move(inputs), {out}, domain);
+}
+
+}  // namespace npuc::passes

@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""Exports the small PyTorch models behind tests/passes/patterns_test.cpp: one per optimizer pattern, as
+torch.onnx emits it. Deterministic (seeded). Rerun with Debian's python3-torch: /usr/bin/python3 <this file>."""
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+class ConvAct(nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.act = act
+
+    def forward(self, x):
+        return self.act(self.bn(self.conv(x)))
+
+
+class Lambda(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f(x)
+
+
+models = {
+    "relu": (ConvAct(nn.ReLU()), 13),
+    "relu6": (ConvAct(nn.ReLU6()), 13),
+    "leakyrelu": (ConvAct(nn.LeakyReLU(0.1)), 13),
+    "sigmoid": (ConvAct(nn.Sigmoid()), 13),
+    "swish": (ConvAct(nn.SiLU()), 13),
+    "mish": (ConvAct(nn.Mish()), 13),
+    "hardswish_op13": (ConvAct(nn.Hardswish()), 13),
+    "hardswish_op14": (ConvAct(nn.Hardswish()), 14),
+    "hardswish_add_clip_div_mul": (ConvAct(Lambda(lambda x: x * (F.relu6(x + 3) / 6))), 13),
+    "hardswish_add_clip_mul_div": (ConvAct(Lambda(lambda x: x * F.relu6(x + 3) / 6)), 13),
+    "gap_reducemean": (nn.Sequential(nn.Conv2d(4, 8, 3), Lambda(lambda x: x.mean(dim=(2, 3), keepdim=True))), 13),
+    "gap_avgpool": (nn.Sequential(nn.Conv2d(4, 8, 3), nn.AvgPool2d(6)), 13),
+    "flatten_view": (nn.Sequential(nn.Conv2d(4, 8, 3), Lambda(lambda x: x.view(x.size(0), -1)), nn.Linear(8 * 36, 5)), 13),
+}
+
+for name, (model, opset) in models.items():
+    model.eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):  # non-trivial statistics so that folding is visible
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.5, 0.5)
+    x = torch.randn(1, 4, 8, 8)
+    path = os.path.join(here, f"{name}.onnx")
+    torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"], opset_version=opset,
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    print(path, os.path.getsize(path))

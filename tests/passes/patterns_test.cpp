@@ -1,0 +1,116 @@
+// The translator's optimizer on graphs exported from PyTorch (tests/data/patterns/, made by
+// make_pattern_models.py): each pattern is detected, activations fuse into the convolution, BatchNorm folds,
+// and the outputs stay the same.
+#include "engine/engine.hpp"
+#include "frontend/onnx/onnx_io.hpp"
+#include "ir/graph.hpp"
+#include "npuc/model.hpp"
+#include "passes/pass.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace npuc;
+
+namespace {
+
+const std::string kDir = std::string(NPUC_SOURCE_DIR) + "/tests/data/patterns/";
+
+std::unique_ptr<ir::Graph> load(const std::string& name) {
+  auto g = onnx_io::importFile(kDir + name + ".onnx");
+  passes::PassContext ctx;
+  ctx.verify_each = true;
+  passes::PassManager(passes::resolvePipeline()).runToFixpoint(*g, ctx);
+  return g;
+}
+
+void run(ir::Graph& g, const std::vector<std::string>& pipeline) {
+  passes::PassContext ctx;
+  ctx.verify_each = true;
+  passes::PassManager(pipeline).runToFixpoint(g, ctx);
+}
+
+const ir::Node* findOp(const ir::Graph& g, const std::string& domain, const std::string& op) {
+  for (ir::NodeId id : g.order())
+    if (g.node(id).op == op && g.node(id).domain == domain) return &g.node(id);
+  return nullptr;
+}
+
+Tensor randomInput() {
+  Tensor x(DType::kF32, {1, 4, 8, 8});
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = d(rng);
+  return x;
+}
+
+void expectSameOutputs(const ir::Graph& a, const ir::Graph& b) {
+  Tensor x = randomInput();
+  Tensor ya = engine::Engine(a).run({x})[0], yb = engine::Engine(b).run({x})[0];
+  ASSERT_EQ(ya.shape(), yb.shape());
+  for (int64_t i = 0; i < ya.numel(); ++i) {
+    float p = ya.data<float>()[i], q = yb.data<float>()[i];
+    ASSERT_LE(std::fabs(p - q), 1e-5f + 1e-4f * std::fabs(p)) << "element " << i;
+  }
+}
+
+struct Case {
+  const char* model;
+  const char* detected_domain;  // pattern op after detect-patterns ("" = ai.onnx)
+  const char* detected_op;      // nullptr: nothing to detect (plain activation)
+  const char* activation;       // fused activation after the whole pipeline, nullptr when none
+};
+
+}  // namespace
+
+class Patterns : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Patterns, DetectedFusedAndUnchanged) {
+  const Case& c = GetParam();
+  auto original = load(c.model);
+  auto g = original->clone();
+  if (c.detected_op) {
+    run(*g, {"fold-constants", "detect-patterns", "dce"});
+    EXPECT_NE(findOp(*g, c.detected_domain, c.detected_op), nullptr) << c.model << "\n" << ir::dump(*g);
+    expectSameOutputs(*original, *g);
+  }
+  run(*g, passes::translatePipeline());
+  EXPECT_EQ(findOp(*g, "", "BatchNormalization"), nullptr) << ir::dump(*g);
+  if (c.activation) {
+    const ir::Node* conv = findOp(*g, "ai.npuc", "Conv");
+    ASSERT_NE(conv, nullptr) << ir::dump(*g);
+    EXPECT_EQ(conv->attrString("activation", ""), c.activation);
+    EXPECT_EQ(g->numNodes(), 1) << ir::dump(*g);
+  }
+  expectSameOutputs(*original, *g);
+  // The optimized graph exports to valid ONNX that loads back with the same outputs.
+  std::string bytes = onnx_io::exportBytes(*g);
+  EXPECT_NO_THROW(onnx_io::checkModelBytes(bytes, c.model));
+  auto back = onnx_io::importBytes(bytes.data(), bytes.size(), c.model, ".");
+  expectSameOutputs(*g, *back);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PyTorch, Patterns,
+    ::testing::Values(Case{"relu", "", nullptr, "Relu"}, Case{"relu6", "", nullptr, "Clip"},
+                      Case{"leakyrelu", "", nullptr, "LeakyRelu"}, Case{"sigmoid", "", nullptr, "Sigmoid"},
+                      Case{"swish", "ai.npuc", "Swish", "Swish"}, Case{"mish", "ai.npuc", "Mish", "Mish"},
+                      Case{"hardswish_op13", "ai.npuc", "HardSwish", "HardSwish"},
+                      Case{"hardswish_op14", "", "HardSwish", "HardSwish"},
+                      Case{"hardswish_add_clip_div_mul", "ai.npuc", "HardSwish", "HardSwish"},
+                      Case{"hardswish_add_clip_mul_div", "ai.npuc", "HardSwish", "HardSwish"},
+                      Case{"gap_reducemean", "", "GlobalAveragePool", nullptr},
+                      Case{"gap_avgpool", "", "GlobalAveragePool", nullptr},
+                      Case{"flatten_view", "", "Flatten", nullptr}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
+
+TEST(Patterns, Relu6ToRelu) {
+  auto g = load("relu6");
+  run(*g, passes::translatePipeline());
+  run(*g, {"relu6-to-relu"});
+  const ir::Node* conv = findOp(*g, "ai.npuc", "Conv");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->attrString("activation", ""), "Relu");
+}
