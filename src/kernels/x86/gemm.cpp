@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 namespace npuc::kernels {
 
@@ -110,7 +111,57 @@ void packBMatrix(const float* B, int64_t ldb, bool transB, int64_t k0, int64_t k
   }
 }
 
+namespace {
+
+// For one product (outer == 1) on several threads: the split into m x n chunks with the shortest estimated
+// schedule. Task cost ~ tile-padded columns x (tile-padded rows + B packing, in row equivalents; shared by the
+// m-chunks, which use a prepacked B); tasks go in index order to whichever thread is free first, as in
+// ThreadPool::parallelFor with grain 1. Ties prefer fewer tasks, but at least two per thread.
+GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& blk) {
+  constexpr double kPackRows = 12.0;
+  const int64_t base_n = ceilDiv(N, blk.nc);
+  GemmSplit best;
+  double best_score = 0.0;
+  std::vector<double> busy(static_cast<size_t>(threads));
+  int64_t last_nchunk = -1;
+  for (int64_t nt = base_n; nt <= base_n + 4 * threads; ++nt) {
+    const int64_t nchunk = roundUp(ceilDiv(N, nt), kNR);
+    if (nchunk == last_nchunk) continue;
+    if (nt > base_n && nchunk < 2 * kNR) break;
+    last_nchunk = nchunk;
+    const int64_t ntasks = ceilDiv(N, nchunk);
+    int64_t last_mchunk = -1;
+    for (int64_t mt = 1; mt <= 4; ++mt) {
+      const int64_t mchunk = roundUp(ceilDiv(M, mt), kMR);
+      if (mchunk == last_mchunk) continue;
+      if (mt > 1 && mchunk < 4 * kMR) break;
+      last_mchunk = mchunk;
+      const int64_t mtasks = ceilDiv(M, mchunk);
+      std::fill(busy.begin(), busy.end(), 0.0);
+      const double pack = kPackRows / static_cast<double>(mtasks);
+      for (int64_t t = 0; t < mtasks * ntasks; ++t) {
+        const int64_t m0 = (t / ntasks) * mchunk, n0 = (t % ntasks) * nchunk;
+        const double rows = static_cast<double>(roundUp(std::min(M - m0, mchunk), kMR));
+        const double cols = static_cast<double>(roundUp(std::min(N - n0, nchunk), 8));
+        *std::min_element(busy.begin(), busy.end()) += cols * (rows + pack);
+      }
+      // Fewer than two tasks per thread leaves nothing to rebalance when a thread starts late.
+      const int64_t tasks = mtasks * ntasks;
+      const double score = *std::max_element(busy.begin(), busy.end()) *
+                           (1.0 + 0.002 * static_cast<double>(tasks) + (tasks < 2 * threads ? 0.05 : 0.0));
+      if (best.n_chunk == 0 || score < best_score) {
+        best_score = score;
+        best.n_chunk = nchunk, best.n_tasks = ntasks, best.m_chunk = mchunk, best.m_tasks = mtasks;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk) {
+  if (threads > 1 && outer == 1 && M > 0 && N > 0) return balancedSplit(M, N, threads, blk);
   GemmSplit s;
   s.n_tasks = ceilDiv(N, blk.nc);
   s.m_tasks = 1;
