@@ -34,6 +34,13 @@ class FoldBatchNormPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// A constant Pad in front of Conv / AveragePool / MaxPool becomes their padding, when that is exact.
+class FoldPadPass : public Pass {
+ public:
+  const char* name() const override { return "fold-pad"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// Swish, Mish, HardSwish, GlobalAveragePool and Flatten from the op sequences exporters emit for them.
 class DetectPatternsPass : public Pass {
  public:

@@ -114,3 +114,18 @@ TEST(Patterns, Relu6ToRelu) {
   ASSERT_NE(conv, nullptr);
   EXPECT_EQ(conv->attrString("activation", ""), "Relu");
 }
+
+TEST(Patterns, ZeroPadFoldsIntoConvButNotIntoMaxPool) {
+  auto conv = load("pad_conv");
+  auto g = conv->clone();
+  run(*g, passes::translatePipeline());
+  EXPECT_EQ(findOp(*g, "", "Pad"), nullptr) << ir::dump(*g);
+  ASSERT_NE(findOp(*g, "", "Conv"), nullptr);
+  EXPECT_EQ(findOp(*g, "", "Conv")->attrInts("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  expectSameOutputs(*conv, *g);
+  auto pool = load("pad_maxpool");
+  auto p = pool->clone();
+  run(*p, passes::translatePipeline());
+  EXPECT_NE(findOp(*p, "", "Pad"), nullptr) << "a zero Pad changes a MaxPool's result; it must stay\n" << ir::dump(*p);
+  expectSameOutputs(*pool, *p);
+}

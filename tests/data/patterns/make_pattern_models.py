@@ -60,3 +60,14 @@ for name, (model, opset) in models.items():
     torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"], opset_version=opset,
                       training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
     print(path, os.path.getsize(path))
+
+# Pad folding: zero Pad before a Conv folds; a zero Pad before a MaxPool must not (it changes the maximum).
+for name, model in {
+    "pad_conv": nn.Sequential(nn.ZeroPad2d((1, 1, 1, 1)), nn.Conv2d(4, 8, 3)),
+    "pad_maxpool": nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.LeakyReLU(0.1), nn.ZeroPad2d((0, 1, 0, 1)),
+                                 nn.MaxPool2d(2, 1)),
+}.items():
+    model.eval()
+    path = os.path.join(here, f"{name}.onnx")
+    torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
+    print(path, os.path.getsize(path))
