@@ -23,16 +23,19 @@ inline void cpuRelax() {
 #endif
 }
 
-// Polls done() for up to kSpinTime; returns whether it became true.
+// Polls done() for up to kSpinTime; returns whether it became true. Yields between bursts of polling, so a
+// spinning thread that shares its core with the thread it waits for (more threads than free cores) hands the
+// core over instead of burning its time slice.
 template <class Done>
 bool spinUntil(const Done& done) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (;;) {
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < 32; ++i) {
       if (done()) return true;
       cpuRelax();
     }
     if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::yield();
   }
 }
 
