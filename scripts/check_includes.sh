@@ -12,8 +12,9 @@ declare -A allow=(
   [engine]="engine ops ir kernels support npuc"
   [frontend]="frontend ops ir support npuc"
   [passes]="passes engine ops ir kernels support npuc"
-  [driver]="driver frontend passes engine target ops ir kernels support npuc"
+  [driver]="driver frontend passes engine target codegen ops ir kernels support npuc"
   [target]="target ops ir support npuc"
+  [codegen]="codegen target ops ir support npuc"
   [tools]="npuc"
 )
 bad=0

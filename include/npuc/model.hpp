@@ -6,6 +6,7 @@
 #include "npuc/tensor.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,31 @@ struct CheckRow {
 struct TargetInfo {
   std::string name, description, numerics, file;
 };
+
+struct TranslateOptions {
+  std::string prefix;                    // output goes to <out_root>/<prefix>/, files are named <prefix>_*
+  std::filesystem::path onnx;
+  std::string target = "drpai";
+  std::filesystem::path out_root = "output";
+  std::map<std::string, Shape> input_shapes;
+  bool relu6_to_relu = false;            // -RELU6toRELU
+  bool save_opt_onnx = false;            // -SaveOptOnnx: <prefix>_opt.onnx
+};
+
+struct TranslateResult {
+  bool ok = false;                       // false: the model has unsupported nodes (see errors)
+  std::filesystem::path dir;             // the output folder
+  std::vector<std::string> files;        // written, relative to dir
+  std::vector<CheckRow> errors;
+  double estimated_us = 0;
+};
+
+/// Translates a model for a target: import, optimize, check, time estimate, reports. Everything is written to a
+/// temporary folder that replaces <out_root>/<prefix>/ at the end, so a failed run never leaves a half-written
+/// folder. `progress(stage, seconds)` is called after each stage. When nodes are unsupported the folder holds the
+/// error report and ok is false. (The address map and the object package are not emitted yet.)
+TranslateResult translate(const TranslateOptions& opts,
+                          const std::function<void(const std::string&, double)>& progress = {});
 
 /// Targets found in $NPUC_TARGETS_DIR and the built-in targets folder.
 std::vector<TargetInfo> listTargets();

@@ -139,6 +139,8 @@ std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu
   return rows;
 }
 
+const ir::Graph& graphOf(const Model& m) { return *m.impl().graph; }
+
 std::vector<TargetInfo> listTargets() {
   std::vector<TargetInfo> r;
   for (auto& name : target::listTargets()) {

@@ -195,6 +195,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
           eng.clock_mhz = num(en, "clock_mhz");
           eng.macs_per_cycle = num(en, "macs_per_cycle");
           eng.elems_per_cycle = num(en, "elems_per_cycle");
+          eng.bytes_per_cycle = num(en, "bytes_per_cycle");
           eng.overhead_us = num(en, "overhead_us");
           eng.note = str(en, "note");
           if (eng.clock_mhz <= 0) fail(ErrorCode::kInvalidInput, "field 'clock_mhz' must be positive");

@@ -48,6 +48,7 @@ struct Engine {
   double clock_mhz = 0;
   double macs_per_cycle = 0;   // MAC engines
   double elems_per_cycle = 0;  // vector engines
+  double bytes_per_cycle = 0;  // memory bandwidth; 0 = not modelled
   double overhead_us = 0;      // fixed cost per layer
   std::string note;
 };

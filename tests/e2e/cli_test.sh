@@ -56,5 +56,24 @@ grep -q '^drpai' "$tmp/targets.txt" && ok "targets lists drpai" || bad "targets 
 "$npuc" targets --supported-ops drpai >"$tmp/page.md"
 grep -q '### Conv' "$tmp/page.md" && ok "supported-ops page" || bad "supported-ops page lacks Conv"
 
+# translate: the DRP-AI style command line and the argument errors of the manual's §9.
+(
+  cd "$tmp" && mkdir -p onnx && cp "$digits" onnx/digits.onnx
+  if "$npuc" translate digits --target generic -SaveOptOnnx >/dev/null && [ -s output/digits/digits_summary.csv ] &&
+     [ -s output/digits/digits_summary.xlsx ] && [ -s output/digits/digits_opt.onnx ]; then echo "ok: translate (simple specification case)"; else echo "FAILED: translate"; fi
+  "$npuc" translate digits2 -onnx onnx/digits.onnx >/dev/null 2>&1
+  if [ $? -eq 1 ] && [ -s output/digits2/digits2_error_report.csv ] && [ ! -e output/digits2/digits2_summary.csv ]; then
+    echo "ok: translate of an unsupported model -> 1 with the error report"; else echo "FAILED: translate unsupported"; fi
+  ls -a output | grep -q tmp && echo "FAILED: a temporary folder was left in output/" || echo "ok: no temporary folder left"
+) | tee "$tmp/translate.log"
+fails=$((fails + $(grep -c FAILED "$tmp/translate.log")))
+expect_error 2 "PREFIX is not set" -- "$npuc" translate -onnx "$digits"
+expect_error 2 "Please enter only 1 prefix name" -- "$npuc" translate a b -onnx "$digits"
+expect_error 2 "Invalid option name" -- "$npuc" translate a -onnx "$digits" -Frobnicate
+expect_error 2 "Invalid argument" -- "$npuc" translate a -onnx
+expect_error 2 "Please choose ON/OFF for -CheckPrePost option" -- "$npuc" translate a -onnx "$digits" -CheckPrePost maybe
+expect_error 2 "Please add option name (-addr or -prepost or -onnx) before the file" -- "$npuc" translate a "$digits"
+expect_error 2 "./onnx/nothere.onnx file is not exist." -- "$npuc" translate nothere
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -35,5 +35,6 @@ void addEval(CLI::App& app, Action& run);
 void addConformance(CLI::App& app, Action& run);
 void addCheck(CLI::App& app, Action& run);
 void addTargets(CLI::App& app, Action& run);
+void addTranslate(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   npuc::cli::addConformance(app, action);
   npuc::cli::addCheck(app, action);
   npuc::cli::addTargets(app, action);
+  npuc::cli::addTranslate(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

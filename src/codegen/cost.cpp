@@ -1,0 +1,81 @@
+// Cost model. Per layer on engine E of the target (clock f MHz, so f cycles per µs):
+//   MAC engine:    t = overhead + max(MACs / (macs_per_cycle·f), bytes / (bytes_per_cycle·f))
+//   vector engine: t = overhead + max(elements / (elems_per_cycle·f), bytes / (bytes_per_cycle·f))
+// elements = input + output elements; bytes = activations read and written plus weights, at the target's
+// element size (fp32 4, fp16 2, int8 1). A zero bytes_per_cycle leaves the memory term out. Folded ops cost 0.
+#include "codegen/cost.hpp"
+
+#include "ops/registry.hpp"
+#include "target/check.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace npuc::codegen {
+
+namespace {
+int64_t factInt(const target::Facts& f, const char* k) {
+  auto it = f.find(k);
+  return it != f.end() && it->second.isInt() ? it->second.asInt() : 0;
+}
+}  // namespace
+
+Estimate estimate(const ir::Graph& g, const target::Target& t) {
+  Estimate e;
+  int64_t esize = t.numerics == "fp32" ? 4 : t.numerics == "fp16" ? 2 : 1;
+  std::map<std::string, double> per_engine;
+  int ith = 0;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    LayerEstimate l;
+    l.ith = ith++;
+    l.name = n.name;
+    if (auto f = n.attrs.find("fused"); f != n.attrs.end() && f->second.get<std::vector<std::string>>()) {
+      for (auto& s : *f->second.get<std::vector<std::string>>()) l.opexp += (l.opexp.empty() ? "" : "+") + s;
+    } else {
+      l.opexp = n.op;
+    }
+    target::Facts f;
+    try {
+      f = target::nodeFacts(g, n);
+    } catch (const Error&) {
+    }
+    l.ker_w = factInt(f, "kernel_w");
+    l.ker_h = factInt(f, "kernel_h");
+    l.stride = factInt(f, "stride_w");
+    l.dilation = factInt(f, "dilation_w");
+    l.pad_l = factInt(f, "pad_l");
+    l.pad_r = factInt(f, "pad_r");
+    l.pad_t = factInt(f, "pad_t");
+    l.pad_b = factInt(f, "pad_b");
+    l.in_c = factInt(f, "in_c");
+    l.in_w = factInt(f, "in_w");
+    l.in_h = factInt(f, "in_h");
+    l.out_c = factInt(f, "out_c");
+    l.out_w = factInt(f, "out_w");
+    l.out_h = factInt(f, "out_h");
+    l.macs = ops::nodeMacs(g, n);
+    int64_t elems = factInt(f, "in_elems") + factInt(f, "out_elems");
+    int64_t weights = 0;
+    for (ir::ValueId v : n.inputs)
+      if (v != ir::kNoValue && g.value(v).isConstant()) weights += g.value(v).constant->numel();
+    l.bytes = (elems + weights) * esize;
+    const target::OpSupport* s = t.findOp(n.domain == "ai.npuc" ? n.op : n.op);
+    l.engine = s ? s->engine : "unsupported";
+    if (s && s->engine != "folded") {
+      const target::Engine& en = t.engines.at(s->engine);
+      double compute = en.kind == "mac" && en.macs_per_cycle > 0 ? static_cast<double>(l.macs) / (en.macs_per_cycle * en.clock_mhz)
+                       : en.elems_per_cycle > 0 ? static_cast<double>(elems) / (en.elems_per_cycle * en.clock_mhz)
+                                                : 0.0;
+      double memory = en.bytes_per_cycle > 0 ? static_cast<double>(l.bytes) / (en.bytes_per_cycle * en.clock_mhz) : 0.0;
+      l.time_us = en.overhead_us + std::max(compute, memory);
+      per_engine[s->engine] += l.time_us;
+      e.total_us += l.time_us;
+    }
+    e.layers.push_back(std::move(l));
+  }
+  e.per_engine_us.assign(per_engine.begin(), per_engine.end());
+  return e;
+}
+
+}  // namespace npuc::codegen

@@ -1,0 +1,35 @@
+// The time estimate: per layer of the optimized graph, the engine it runs on and its estimated time from the
+// target's cost model (docs/cost-model.md).
+#pragma once
+
+#include "ir/graph.hpp"
+#include "target/target.hpp"
+
+#include <string>
+#include <vector>
+
+namespace npuc::codegen {
+
+struct LayerEstimate {
+  int ith = 0;
+  std::string name;
+  std::string opexp;   // the ONNX ops this layer computes, "Conv+BatchNormalization+Relu"
+  std::string engine;  // engine name, or "folded"
+  // kernel: w, h, stride, dilation, pads (l, r, t, b); 0 when not a window op
+  int64_t ker_w = 0, ker_h = 0, stride = 0, dilation = 0, pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
+  int64_t in_c = 0, in_w = 0, in_h = 0, out_c = 0, out_w = 0, out_h = 0;
+  int64_t macs = 0;
+  int64_t bytes = 0;  // activations read and written plus weights, at the target's numerics
+  double time_us = 0;
+};
+
+struct Estimate {
+  std::vector<LayerEstimate> layers;
+  double total_us = 0;
+  std::vector<std::pair<std::string, double>> per_engine_us;  // sorted by engine name
+};
+
+/// Estimates every node of an optimized graph on a target (nodes the target does not list count 0 µs).
+Estimate estimate(const ir::Graph& g, const target::Target& t);
+
+}  // namespace npuc::codegen

@@ -1,0 +1,144 @@
+// npuc::translate: import -> optimize -> check -> time estimate -> reports, written atomically into
+// <out_root>/<prefix>/. The address map, memory plan and object package are the next stages to add here.
+#include "npuc/model.hpp"
+
+#include "codegen/cost.hpp"
+#include "support/error.hpp"
+#include "support/file.hpp"
+#include "target/check.hpp"
+#include "target/target.hpp"
+
+#include <fmt/format.h>
+#include <xlsxwriter.h>
+
+#include <chrono>
+#include <unistd.h>
+
+namespace npuc {
+
+namespace fs = std::filesystem;
+
+// Defined in model.cpp: the optimized graph of a Model, for the codegen stages.
+const ir::Graph& graphOf(const Model& m);
+
+namespace {
+
+struct Stopwatch {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double lap() {
+    auto t = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(t - t0).count();
+    t0 = t;
+    return s;
+  }
+};
+
+std::string kerStr(const codegen::LayerEstimate& l) {
+  return l.ker_w ? fmt::format("{},{},{},{},{},{},{},{}", l.ker_w, l.ker_h, l.stride, l.dilation, l.pad_l, l.pad_r, l.pad_t, l.pad_b)
+                 : ",,,,,,,";
+}
+
+void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs::path& base) {
+  std::string csv = "ith,name,opexp,engine,ker_w,ker_h,ker_st,ker_dil,pad_l,pad_r,pad_t,pad_b,in_ch,in_w,in_h,out_ch,out_w,out_h,MACs,time[us]\n";
+  std::string md = fmt::format("# Time estimate: {}\n\nTarget `{}` ({}). Cost model: docs/cost-model.md. Not considering bus congestion "
+                               "or memory outside the accelerator.\n\n| ith | name | opexp | engine | ker (w,h,st,dil,l,r,t,b) | in (ch,w,h) | out (ch,w,h) | MACs | time [us] |\n"
+                               "|---|---|---|---|---|---|---|---|---|\n",
+                               base.filename().string(), t.name, t.numerics);
+  for (auto& l : e.layers) {
+    std::string name = l.name.find(',') == std::string::npos ? l.name : "\"" + l.name + "\"";
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}\n", l.ith, name, l.opexp, l.engine, kerStr(l), l.in_c,
+                       l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
+    md += fmt::format("| {} | {} | {} | {} | {} | {},{},{} | {},{},{} | {} | {:.3f} |\n", l.ith, l.name, l.opexp, l.engine,
+                      l.ker_w ? kerStr(l) : "", l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
+  }
+  csv += fmt::format("total,,,,,,,,,,,,,,,,,,,{:.3f}\n", e.total_us);
+  md += fmt::format("\n**Total: {:.3f} us**", e.total_us);
+  for (auto& [eng, us] : e.per_engine_us) md += fmt::format(" — {}: {:.3f} us", eng, us);
+  md += "\n";
+  writeFileAtomic(base.string() + "_summary.csv", csv);
+  writeFileAtomic(base.string() + "_summary.md", md);
+
+  std::string xlsx = base.string() + "_summary.xlsx";
+  lxw_workbook* wb = workbook_new(xlsx.c_str());
+  if (!wb) fail(ErrorCode::kIo, "{}: cannot create the workbook", xlsx);
+  lxw_doc_properties props = {};
+  char title[] = "npuc time estimate";
+  props.title = title;
+  props.created = 946684800;  // fixed: reproducible zip entries
+  workbook_set_properties(wb, &props);
+  lxw_worksheet* ws = workbook_add_worksheet(wb, "summary");
+  const char* head[] = {"ith", "name", "opexp", "engine", "ker w", "ker h", "st", "dil", "pad l", "pad r", "pad t",
+                        "pad b", "in ch", "in w", "in h", "out ch", "out w", "out h", "MACs", "time[us]"};
+  for (int c = 0; c < 20; ++c) worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), head[c], nullptr);
+  lxw_row_t r = 1;
+  for (auto& l : e.layers) {
+    worksheet_write_number(ws, r, 0, l.ith, nullptr);
+    worksheet_write_string(ws, r, 1, l.name.c_str(), nullptr);
+    worksheet_write_string(ws, r, 2, l.opexp.c_str(), nullptr);
+    worksheet_write_string(ws, r, 3, l.engine.c_str(), nullptr);
+    int64_t nums[] = {l.ker_w, l.ker_h, l.stride, l.dilation, l.pad_l, l.pad_r, l.pad_t, l.pad_b,
+                      l.in_c,  l.in_w,  l.in_h,   l.out_c,    l.out_w, l.out_h, l.macs};
+    for (int c = 0; c < 15; ++c) worksheet_write_number(ws, r, static_cast<lxw_col_t>(4 + c), static_cast<double>(nums[c]), nullptr);
+    worksheet_write_number(ws, r, 19, l.time_us, nullptr);
+    ++r;
+  }
+  worksheet_write_string(ws, r, 0, "total", nullptr);
+  worksheet_write_number(ws, r, 19, e.total_us, nullptr);
+  if (workbook_close(wb) != LXW_NO_ERROR) fail(ErrorCode::kIo, "{}: cannot write the workbook", xlsx);
+}
+
+}  // namespace
+
+TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
+  auto report = [&](const char* stage, double s) {
+    if (progress) progress(stage, s);
+  };
+  Stopwatch sw;
+  TranslateResult res;
+  target::Target t = target::loadTarget(o.target);
+  LoadOptions lo;
+  lo.input_shapes = o.input_shapes;
+  Model m = Model::load(o.onnx, lo);
+  report("import", sw.lap());
+  Model opt = m.optimized(o.relu6_to_relu);
+  report("optimize", sw.lap());
+  for (auto& v : target::checkGraph(graphOf(opt), t))
+    res.errors.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
+  report("check", sw.lap());
+
+  fs::path final_dir = o.out_root / o.prefix;
+  fs::path tmp = o.out_root / fmt::format(".{}.tmp-{}", o.prefix, ::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp);
+  try {
+    fs::path base = tmp / o.prefix;
+    auto add = [&](const std::string& f) { res.files.push_back(fs::path(f).filename().string()); };
+    if (o.save_opt_onnx) {
+      opt.saveOnnx(base.string() + "_opt.onnx");
+      add(base.string() + "_opt.onnx");
+      report("save-opt", sw.lap());
+    }
+    if (!res.errors.empty()) {
+      for (auto& f : writeCheckReport(res.errors, t.name, o.onnx.string(), base)) add(f);
+    } else {
+      codegen::Estimate e = codegen::estimate(graphOf(opt), t);
+      res.estimated_us = e.total_us;
+      writeSummary(e, t, base);
+      for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) add(base.string() + ext);
+      report("estimate", sw.lap());
+    }
+    fs::remove_all(final_dir, ec);
+    fs::rename(tmp, final_dir, ec);
+    if (ec) fail(ErrorCode::kIo, "{}: cannot move the output into place: {}", final_dir.string(), ec.message());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  res.dir = final_dir;
+  res.ok = res.errors.empty();
+  report("write", sw.lap());
+  return res;
+}
+
+}  // namespace npuc

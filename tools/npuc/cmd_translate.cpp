@@ -1,0 +1,124 @@
+// npuc translate: the DRP-AI Translator command line —
+//   npuc translate PREFIX -onnx MODEL [-prepost P] [-addr A] [-RELU6toRELU] [-SaveOptOnnx]
+//                  [-CheckPrePost ON|OFF] [-PrePostFULL] [-NotCheckSizeONNXvsYAML]
+// — plus long options (--onnx, --target, --out, --input-shape, …). Arguments are parsed here, not by CLI11,
+// because the manual's single-dash long options and its error messages (§9) are the specification.
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace npuc::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kHelp = R"(npuc translate — translate an ONNX model for a target (DRP-AI Translator style)
+
+usage: npuc translate PREFIX [-onnx MODEL] [options]
+
+  PREFIX                      output goes to <out>/PREFIX/, files are named PREFIX_*
+  -onnx, --onnx MODEL         the ONNX model (default: ./onnx/PREFIX.onnx, the "simple specification case")
+  --target, -t NAME           target name or .yaml path (default: drpai; see `npuc targets`)
+  --out DIR                   output root folder (default: output)
+  --input-shape NAME=DIMS     fix an input's shape (repeatable)
+  -RELU6toRELU, --relu6-to-relu     replace Relu6 by Relu (says so)
+  -SaveOptOnnx, --save-opt-onnx     also write PREFIX_opt.onnx (the optimized model; report indices refer to it)
+  -prepost, --prepost FILE    pre/post-processing definition (default: ./UserConfig/prepost_PREFIX.yaml)
+  -addr, --addr FILE          address map definition (default: ./UserConfig/addrmap_in_PREFIX.yaml)
+  -CheckPrePost ON|OFF        validate the pre/post definition (ON implies -SaveOptOnnx)
+  -PrePostFULL                legacy full pre/post format
+  -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
+  -h, --help                  this text
+
+Writes today: PREFIX_summary.{csv,md,xlsx} (time estimate per layer), PREFIX_opt.onnx with -SaveOptOnnx, and
+PREFIX_error_report.{csv,json,xlsx} when a node is unsupported (exit status 1).
+Not there yet (the translator issue's remaining work): the address map files, the object package (descriptors,
+weights, parameters, manifest) and pre/post-processing; -prepost and -addr are refused until then.
+Output is written to a temporary folder and renamed into place, so a failed run leaves no half-written folder.
+)";
+
+[[noreturn]] void argError(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, "[ERROR] : " + msg); }
+
+bool looksLikeFile(const std::string& s) {
+  auto ext = fs::path(s).extension().string();
+  return s.find('/') != std::string::npos || ext == ".onnx" || ext == ".yaml" || ext == ".yml";
+}
+
+}  // namespace
+
+void addTranslate(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("translate", "Translate a model for a target (DRP-AI Translator style; see `npuc translate -h`)");
+  c->prefix_command();
+  c->set_help_flag();  // -h / --help are handled below with the full text
+  auto args = std::make_shared<std::vector<std::string>>();
+  c->callback([c, args, &run] {
+    *args = c->remaining();
+    run = [args] {
+      TranslateOptions o;
+      std::string onnx, prepost, addr, check_prepost = "OFF";
+      std::vector<std::string> prefixes, shapes;
+      const auto& a = *args;
+      auto value = [&](size_t& i) -> std::string {
+        if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-') argError("Invalid argument");
+        return a[++i];
+      };
+      for (size_t i = 0; i < a.size(); ++i) {
+        const std::string& s = a[i];
+        if (s == "-h" || s == "--help") {
+          fmt::print("{}", kHelp);
+          return 0;
+        }
+        if (s.empty() || s[0] != '-') {
+          if (looksLikeFile(s)) argError("Please add option name (-addr or -prepost or -onnx) before the file");
+          prefixes.push_back(s);
+        } else if (s == "-onnx" || s == "--onnx") onnx = value(i);
+        else if (s == "-prepost" || s == "--prepost") prepost = value(i);
+        else if (s == "-addr" || s == "--addr") addr = value(i);
+        else if (s == "--target" || s == "-t") o.target = value(i);
+        else if (s == "--out") o.out_root = value(i);
+        else if (s == "--input-shape") shapes.push_back(value(i));
+        else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
+        else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
+        else if (s == "-PrePostFULL" || s == "--prepost-full" || s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") {
+        } else if (s == "-CheckPrePost" || s == "--check-prepost") {
+          if (i + 1 >= a.size() || (a[i + 1] != "ON" && a[i + 1] != "OFF")) argError("Please choose ON/OFF for -CheckPrePost option");
+          check_prepost = a[++i];
+        } else {
+          argError("Invalid option name");
+        }
+      }
+      if (prefixes.empty()) argError(" PREFIX is not set");
+      if (prefixes.size() > 1) argError(" Please enter only 1 prefix name");
+      o.prefix = prefixes[0];
+      // Simple specification case: files found by PREFIX.
+      if (onnx.empty()) onnx = "./onnx/" + o.prefix + ".onnx";
+      if (prepost.empty() && fs::exists("./UserConfig/prepost_" + o.prefix + ".yaml")) prepost = "./UserConfig/prepost_" + o.prefix + ".yaml";
+      if (addr.empty() && fs::exists("./UserConfig/addrmap_in_" + o.prefix + ".yaml")) addr = "./UserConfig/addrmap_in_" + o.prefix + ".yaml";
+      for (const std::string* f : {&onnx, &prepost, &addr})
+        if (!f->empty() && !fs::exists(*f)) argError(" " + *f + " file is not exist.");
+      if (!prepost.empty())
+        throw Error(ErrorCode::kUnsupported, fmt::format("{}: pre/post-processing definitions are not supported yet", prepost));
+      if (!addr.empty())
+        throw Error(ErrorCode::kUnsupported, fmt::format("{}: address map definitions are not supported yet", addr));
+      if (check_prepost == "ON") o.save_opt_onnx = true;
+      o.onnx = onnx;
+      o.input_shapes = parseShapes(shapes);
+      fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, onnx, o.target);
+      if (o.relu6_to_relu) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
+      TranslateResult r = translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
+      if (!r.ok) {
+        fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), o.target);
+        for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
+      } else {
+        fmt::print("estimated time: {:.3f} us\n", r.estimated_us);
+      }
+      for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
+      return r.ok ? 0 : 1;
+    };
+  });
+}
+
+}  // namespace npuc::cli
