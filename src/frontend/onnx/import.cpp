@@ -13,6 +13,8 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <cstdio>
 #include <set>
 
@@ -22,6 +24,10 @@
 namespace npuc::onnx_io {
 
 namespace {
+
+/// Initializers up to this size keep their protobuf data for ONNX shape inference (shape operands); larger ones
+/// (weights) are released after conversion and passed to the inference as typed inputs.
+constexpr size_t kSmallTensorBytes = 4096;
 
 std::string nodeLabel(const onnx::NodeProto& n, int index) {
   std::string name = n.name().empty() ? "#" + std::to_string(index) : n.name();
@@ -72,7 +78,9 @@ std::string inferInChild(onnx::ModelProto m, const std::string& name) {
   auto* gp = m.mutable_graph();
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
   for (auto& t : *gp->mutable_initializer()) {
-    bool small = t.raw_data().size() + static_cast<size_t>(t.float_data_size() + t.int64_data_size() + t.int32_data_size()) * 8 <= 4096;
+    int64_t elems = 1;
+    for (int64_t d : t.dims()) elems = d > 0 && elems < (int64_t{1} << 40) ? elems * d : (d == 0 ? 0 : elems);
+    bool small = elems * 8 <= static_cast<int64_t>(kSmallTensorBytes);
     if (small && t.data_location() != onnx::TensorProto::EXTERNAL) {
       *kept.Add() = t;
       continue;
@@ -162,12 +170,11 @@ void crossCheckWithOnnx(const onnx::ModelProto& m, const ir::Graph& g, const std
 
 }  // namespace
 
-std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std::string& name,
-                                       const std::filesystem::path& base_dir, const ImportOptions& opts) {
+/// Converts a parsed model; releases each large initializer's protobuf data once it is in the IR, so the weights
+/// are held once at a time.
+std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& name, const std::filesystem::path& base_dir,
+                                       const ImportOptions& opts) {
   return withContext(name, [&]() -> std::unique_ptr<ir::Graph> {
-    onnx::ModelProto m;
-    if (size > static_cast<size_t>(INT32_MAX) || !m.ParseFromArray(data, static_cast<int>(size)))
-      fail(ErrorCode::kInvalidInput, "not a valid ONNX model (protobuf parsing failed: truncated or corrupt file)");
     if (!m.has_graph()) fail(ErrorCode::kInvalidInput, "not a valid ONNX model (no graph)");
     int opset = -1;
     for (auto& os : m.opset_import()) {
@@ -217,9 +224,17 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
       for (auto& vi : *list) types[vi.name()] = vi.type();
 
     std::map<std::string, ir::ValueId> byName;
-    for (auto& t : graph.initializer()) {
+    for (auto& t : *graph.mutable_initializer()) {
       if (t.name().empty()) fail(ErrorCode::kInvalidInput, "an initializer has no name");
       Tensor tensor = withContext("initializer '" + t.name() + "'", [&] { return tensorFromProto(t, base_dir); });
+      if (tensor.nbytes() > kSmallTensorBytes) {  // the IR holds it now; the shape cross-check needs only dims
+        t.clear_raw_data();
+        t.clear_float_data();
+        t.clear_double_data();
+        t.clear_int32_data();
+        t.clear_int64_data();
+        t.clear_uint64_data();
+      }
       byName[t.name()] = g->addConstant(t.name(), std::move(tensor)).id;
     }
     for (auto& in : graph.input()) {
@@ -294,9 +309,25 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
   });
 }
 
+std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std::string& name,
+                                       const std::filesystem::path& base_dir, const ImportOptions& opts) {
+  onnx::ModelProto m;
+  if (size > static_cast<size_t>(INT32_MAX) || !m.ParseFromArray(data, static_cast<int>(size)))
+    fail(ErrorCode::kInvalidInput, "{}: not a valid ONNX model (protobuf parsing failed: truncated or corrupt file)", name);
+  return importProto(m, name, base_dir, opts);
+}
+
 std::unique_ptr<ir::Graph> importFile(const std::filesystem::path& path, const ImportOptions& opts) {
-  auto bytes = readFileBytes(path);
-  return importBytes(bytes.data(), bytes.size(), path.string(), path.parent_path(), opts);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) readFileBytes(path);  // the same "not found" / "is a directory" errors
+  // Parse straight from the file: the bytes are never held in memory next to the parsed model.
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) fail(ErrorCode::kIo, "{}: cannot open: {}", path.string(), std::strerror(errno));
+  onnx::ModelProto m;
+  bool ok = m.ParseFromFileDescriptor(fd);
+  ::close(fd);
+  if (!ok) fail(ErrorCode::kInvalidInput, "{}: not a valid ONNX model (protobuf parsing failed: truncated or corrupt file)", path.string());
+  return importProto(m, path.string(), path.parent_path(), opts);
 }
 
 }  // namespace npuc::onnx_io
