@@ -141,6 +141,15 @@ void fillPhasesFixed(const float* xr, int64_t W, int64_t pw, int64_t wq, float* 
   for (int64_t j = 0; j < lo; ++j) edge(j);
   if constexpr (kStride == 1) {
     if (hi > lo) std::memcpy(dst + lo, xr + (lo - pw), static_cast<size_t>(hi - lo) * sizeof(float));
+  } else if constexpr (kStride == 2) {
+    // Both phases in one pass over the row (de-interleave).
+    float* d0 = dst + lo;
+    float* d1 = dst + wq + lo;
+    const float* sp = xr + (lo * 2 - pw);
+    for (int64_t j = 0; j < hi - lo; ++j) {
+      d0[j] = sp[2 * j];
+      d1[j] = sp[2 * j + 1];
+    }
   } else if (hi > lo) {
     for (int64_t p = 0; p < kStride; ++p) {
       float* d = dst + p * wq + lo;
