@@ -67,6 +67,9 @@ inline void fillSegment(const float* xr, int64_t W, int64_t iw0, int64_t sw, int
   for (int64_t j = 0; j < jlo; ++j) d[j] = 0.0f;
   if (sw == 1) {
     if (jhi > jlo) std::memcpy(d + jlo, xr + iw0 + jlo, static_cast<size_t>(jhi - jlo) * sizeof(float));
+  } else if (sw == 2) {
+    const float* src = xr + iw0;  // constant stride: the compiler vectorises the gather
+    for (int64_t j = jlo; j < jhi; ++j) d[j] = src[2 * j];
   } else {
     const float* src = xr + iw0;
     for (int64_t j = jlo; j < jhi; ++j) d[j] = src[j * sw];
