@@ -14,7 +14,8 @@ declare -A allow=(
   [passes]="passes engine ops ir kernels support npuc"
   [driver]="driver frontend passes engine target codegen ops ir kernels support npuc"
   [target]="target ops ir support npuc"
-  [codegen]="codegen target ops ir support npuc"
+  [plan]="plan target ops ir support npuc"
+  [codegen]="codegen plan target ops ir support npuc"
   [tools]="npuc"
 )
 bad=0
