@@ -35,10 +35,12 @@ constexpr KernelTable kAvx512Table{"avx512",
                                    f32_deconv__avx2,
                                    f32_gemm_cols__avx2,
                                    f32_gemv_packed__avx2,
-                                   f32_gemv_row__avx2};
+                                   f32_gemv_row__avx2,
+                                   true};
 constexpr KernelTable kAvx2Table{"avx2_fma",         f32_gemm__avx2_6x16, nullptr,
                                  f32_gemm__avx2_6x8, f32_dwconv2d__avx2,  f32_deconv__avx2,
-                                 f32_gemm_cols__avx2, f32_gemv_packed__avx2, f32_gemv_row__avx2};
+                                 f32_gemm_cols__avx2, f32_gemv_packed__avx2, f32_gemv_row__avx2,
+                                 false};
 constexpr KernelTable kPortableTable{"portable",
                                      f32_gemm__scalar_6x16,
                                      nullptr,
@@ -47,7 +49,8 @@ constexpr KernelTable kPortableTable{"portable",
                                      f32_deconv__scalar,
                                      f32_gemm_cols__scalar,
                                      f32_gemv_packed__scalar,
-                                     f32_gemv_row__scalar};
+                                     f32_gemv_row__scalar,
+                                     false};
 
 const char* isaName(int isa) {
   switch (isa) {

@@ -195,6 +195,7 @@ void runTile(const KernelTable& kt, const MicroArgs& args_in, int64_t m, int64_t
              const GemmOut& out) {
   MicroArgs args = args_in;
   args.panels = 1;
+  args.mr_last = kMR;
   float* c = out.c + m * out.ldc + n;
   alignas(64) float tile[kMR * kNR];
   alignas(64) float bias[kNR];

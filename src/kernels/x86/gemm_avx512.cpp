@@ -14,8 +14,9 @@ namespace {
 
 // kP A panels (kP * kMR rows: panel q at a + q * a_stride) by kCols = 16 (one zmm per row, B panel b0) or 32
 // (two, B panels b0 and b1 = b0 + kc*kNR) columns.
+// Only the first `rows` rows of C are read (kLoadC), biased (kRowBias) and stored.
 template <int kP, int kCols>
-inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_bias) {
+inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_bias, int rows = kP * kMR) {
   constexpr int kV = kCols / 16;
   constexpr int kR = kP * kMR;
   __m512 acc[kR][kV];
@@ -27,7 +28,7 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
       break;
     case TileInit::kRowBias:
       for (int i = 0; i < kR; ++i)
-        for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_set1_ps(row_bias[i]);
+        for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_set1_ps(i < rows ? row_bias[i] : 0.0f);
       break;
     case TileInit::kColBias:
       for (int i = 0; i < kR; ++i)
@@ -35,7 +36,7 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
       break;
     default:
       for (int i = 0; i < kR; ++i)
-        for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_loadu_ps(c + i * ldc + 16 * v);
+        for (int v = 0; v < kV; ++v) acc[i][v] = i < rows ? _mm512_loadu_ps(c + i * ldc + 16 * v) : _mm512_setzero_ps();
       break;
   }
   const float* b0 = p.b;
@@ -61,30 +62,35 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
     for (int i = 0; i < kR; ++i)
       for (int v = 0; v < kV; ++v) acc[i][v] = f.apply(acc[i][v]);
   }
-  for (int i = 0; i < kR; ++i)
+  for (int i = 0; i < kR; ++i) {
+    if (i >= rows) break;
     for (int v = 0; v < kV; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+  }
 }
 
-// With p.tall, pairs of A panels through the 12-row tile; the rest through the 6-row one.
+// With p.tall, pairs of A panels through the 12-row tile; the rest through the 6-row one; a last panel with
+// p.mr_last < kMR rows stores only those.
 template <int kCols>
 inline void tiles(const MicroArgs& p) {
   const float* a = p.a;
   float* c = p.c;
   const float* bias = p.bias;
   const bool row_bias = p.init == TileInit::kRowBias;
+  const int64_t full = p.mr_last < kMR ? p.panels - 1 : p.panels;
   int64_t i = 0;
-  for (; p.tall && i + 2 <= p.panels; i += 2) {
+  for (; p.tall && i + 2 <= full; i += 2) {
     tile<2, kCols>(p, a, c, bias);
     a += 2 * p.a_stride;
     c += 2 * kMR * p.ldc;
     if (row_bias) bias += 2 * kMR;
   }
-  for (; i < p.panels; ++i) {
+  for (; i < full; ++i) {
     tile<1, kCols>(p, a, c, bias);
     a += p.a_stride;
     c += kMR * p.ldc;
     if (row_bias) bias += kMR;
   }
+  if (full < p.panels) tile<1, kCols>(p, a, c, bias, static_cast<int>(p.mr_last));
 }
 
 }  // namespace

@@ -182,22 +182,26 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
           jp += width;
           continue;
         }
-        if ((width == 2 || nr == kNR || nr == 8) && full_panels > 0) {
+        // Tables with rows_tail take the partial last A panel in the same call.
+        const bool fused_tail = kt.rows_tail && tail_rows > 0 && (width == 2 || nr == kNR);
+        if ((width == 2 || nr == kNR || nr == 8) && (full_panels > 0 || fused_tail)) {
           // The common case: a column of full tiles in one microkernel call.
           args.c = out.c + ic * out.ldc + n;
           args.ldc = out.ldc;
-          args.panels = full_panels;
+          args.panels = full_panels + (fused_tail ? 1 : 0);
+          args.mr_last = fused_tail ? tail_rows : kMR;
           args.bias = args.init == TileInit::kRowBias   ? out.bias + ic
                       : args.init == TileInit::kColBias ? out.bias + n
                                                         : nullptr;
           (width == 2 ? kt.gemm_x2 : nr == kNR ? kt.gemm : kt.gemm_n8)(args);
+          args.mr_last = kMR;
         } else {
           for (int64_t i = 0; i < full_panels; ++i) {
             runTile(kt, args, ic + i * kMR, n, kMR, nr, out);
             args.a += K * kMR;
           }
         }
-        if (tail_rows > 0) {
+        if (tail_rows > 0 && !fused_tail) {
           for (int64_t w = 0; w < width; ++w) {
             const int64_t nw = n + w * kNR;
             args.b = bbuf + (jp + w) * kc * kNR;

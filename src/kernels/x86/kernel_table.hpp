@@ -37,8 +37,9 @@ struct MicroArgs {
   const float* bias = nullptr;
   TileInit init = TileInit::kZero;
   const Activation* act = nullptr;  // null: store the raw accumulator (more k-blocks follow)
-  // Only for the narrow-column kernels (gemm_cols): columns 0..nr-1 of the packed B panel at b (step kNR),
-  // and the valid rows of the last of the `panels` A panels (the others are full).
+  // Only for the narrow-column kernels (gemm_cols): columns 0..nr-1 of the packed B panel at b (step kNR).
+  // mr_last: the valid rows of the last of the `panels` A panels (the others are full); gemm_cols, and
+  // gemm / gemm_x2 of tables with rows_tail, honour it.
   int64_t nr = 0;
   int64_t mr_last = kMR;
   // A hint for kernels that can take two A panels at a time (taller tiles): worth it for narrow products.
@@ -103,6 +104,7 @@ struct KernelTable {
   GemmMicroKernel gemm_cols;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed;
   GemvRowKernel gemv_row;
+  bool rows_tail;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
 };
 
 /// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL, AVX2/FMA, portable), capped by
