@@ -73,6 +73,7 @@ struct TranslateOptions {
   std::map<std::string, Shape> input_shapes;
   bool relu6_to_relu = false;            // -RELU6toRELU
   bool save_opt_onnx = false;            // -SaveOptOnnx: <prefix>_opt.onnx
+  bool reuse_memory = false;             // place activations by liveness instead of one slot per layer output
 };
 
 struct TranslateResult {
@@ -81,6 +82,8 @@ struct TranslateResult {
   std::vector<std::string> files;        // written, relative to dir
   std::vector<CheckRow> errors;
   double estimated_us = 0;
+  uint64_t activation_bytes = 0;         // bytes the activation plan uses
+  uint64_t activation_lower_bound = 0;   // peak of simultaneously-live activation bytes
 };
 
 /// Translates a model for a target: import, optimize, check, time estimate, reports. Everything is written to a

@@ -3,6 +3,7 @@
 #include "npuc/model.hpp"
 
 #include "codegen/cost.hpp"
+#include "plan/memory.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -122,6 +123,11 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     if (!res.errors.empty()) {
       for (auto& f : writeCheckReport(res.errors, t.name, o.onnx.string(), base)) add(f);
     } else {
+      auto buffers = plan::activationBuffers(graphOf(opt), t.numerics == "fp32" ? 4 : t.numerics == "fp16" ? 2 : 1);
+      plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
+      res.activation_bytes = mp.total;
+      res.activation_lower_bound = mp.lower_bound;
+      report("plan", sw.lap());
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
       res.estimated_us = e.total_us;
       writeSummary(e, t, base);

@@ -191,3 +191,41 @@ TEST(AddrMap, DefaultMapHasEveryElementAligned) {
     EXPECT_GE(e->size, kNeeded.at(n)) << n;
   }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+#include "plan/memory.hpp"
+
+#include <random>
+
+TEST(MemoryPlan, NoTwoLiveBuffersOverlapAndReuseBeatsSequential) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<Buffer> b;
+    int n = 5 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; ++i) {
+      int first = static_cast<int>(rng() % 40);
+      b.push_back({"b" + std::to_string(i), 1 + rng() % 100000, first, first + static_cast<int>(rng() % 8)});
+    }
+    MemoryPlan seq = planSequential(b), re = planReuse(b);
+    EXPECT_EQ(seq.lower_bound, re.lower_bound);
+    EXPECT_LE(re.total, seq.total);
+    EXPECT_GE(re.total, re.lower_bound);
+    for (size_t i = 0; i < b.size(); ++i) {
+      EXPECT_EQ(re.offsets[i] % 64, 0u);
+      for (size_t j = i + 1; j < b.size(); ++j) {
+        bool live_together = !(b[i].last < b[j].first || b[j].last < b[i].first);
+        bool overlap = re.offsets[i] < re.offsets[j] + b[j].size && re.offsets[j] < re.offsets[i] + b[i].size;
+        EXPECT_FALSE(live_together && overlap) << "buffers " << i << " and " << j;
+      }
+    }
+  }
+}
+
+TEST(MemoryPlan, ChainReusesTwoSlots) {
+  std::vector<Buffer> chain;
+  for (int i = 0; i < 10; ++i) chain.push_back({"c", 1024, i, i + 1});
+  MemoryPlan p = planReuse(chain);
+  EXPECT_EQ(p.lower_bound, 2048u);
+  EXPECT_EQ(p.total, 2048u);
+  EXPECT_EQ(planSequential(chain).total, 10240u);
+}

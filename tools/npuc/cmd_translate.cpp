@@ -29,6 +29,7 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   -prepost, --prepost FILE    pre/post-processing definition (default: ./UserConfig/prepost_PREFIX.yaml)
   -addr, --addr FILE          address map definition (default: ./UserConfig/addrmap_in_PREFIX.yaml)
   -CheckPrePost ON|OFF        validate the pre/post definition (ON implies -SaveOptOnnx)
+  --reuse-memory              place activations by liveness (default: every layer output keeps its own slot)
   -PrePostFULL                legacy full pre/post format
   -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
   -h, --help                  this text
@@ -82,6 +83,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--input-shape") shapes.push_back(value(i));
         else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
+        else if (s == "--reuse-memory") o.reuse_memory = true;
         else if (s == "-PrePostFULL" || s == "--prepost-full" || s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") {
         } else if (s == "-CheckPrePost" || s == "--check-prepost") {
           if (i + 1 >= a.size() || (a[i + 1] != "ON" && a[i + 1] != "OFF")) argError("Please choose ON/OFF for -CheckPrePost option");
@@ -114,6 +116,9 @@ void addTranslate(CLI::App& app, Action& run) {
         for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
       } else {
         fmt::print("estimated time: {:.3f} us\n", r.estimated_us);
+        fmt::print("activations: {} bytes ({}), lower bound {} bytes, {:.1f}% above it\n", r.activation_bytes,
+                   o.reuse_memory ? "reused by liveness" : "one slot per layer output", r.activation_lower_bound,
+                   r.activation_lower_bound ? 100.0 * (static_cast<double>(r.activation_bytes) / static_cast<double>(r.activation_lower_bound) - 1.0) : 0.0);
       }
       for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
       return r.ok ? 0 : 1;
