@@ -18,6 +18,22 @@ namespace {
 
 std::vector<int64_t> spatialOf(const Shape& s) { return {s.begin() + 2, s.end()}; }
 
+/// The kernel-library geometry (ConvShape or ConvTransposeShape) of a node's resolved window.
+template <class Geometry>
+Geometry geometryOf(const KernelCall& c, const Tensor& x, const ops::Window& win) {
+  Geometry s;
+  s.batch = x.dim(0);
+  s.in_channels = x.dim(1);
+  s.groups = c.node.attrInt("group", 1);
+  s.in_spatial = win.in;
+  s.out_spatial = win.out;
+  s.kernel = win.kernel;
+  s.stride = win.stride;
+  s.dilation = win.dilation;
+  s.pad_begin = win.pad_begin;
+  return s;
+}
+
 void needF32(const KernelCall& c, int i) {
   if (c.input(i).dtype() != DType::kF32)
     c.unsupported("input {} is {}; the reference engine runs this op in float32 only", i, dtypeName(c.input(i).dtype()));
@@ -43,17 +59,8 @@ class ConvKernel : public Kernel {
     std::lock_guard<std::mutex> lk(mu_);
     if (!conv_ || x.shape() != in_shape_ || w.raw() != w_ptr_) {
       ops::Window win = ops::resolveWindow(c.node, spatialOf(x.shape()), spatialOf(w.shape()), false);
-      kernels::ConvShape s;
-      s.batch = x.dim(0);
-      s.in_channels = x.dim(1);
+      auto s = geometryOf<kernels::ConvShape>(c, x, win);
       s.out_channels = w.dim(0);
-      s.groups = c.node.attrInt("group", 1);
-      s.in_spatial = win.in;
-      s.out_spatial = win.out;
-      s.kernel = win.kernel;
-      s.stride = win.stride;
-      s.dilation = win.dilation;
-      s.pad_begin = win.pad_begin;
       conv_ = std::make_unique<kernels::Conv>(s, w.data<float>(), b ? b->data<float>() : nullptr, act_);
       in_shape_ = x.shape();
       w_ptr_ = w.raw();
@@ -81,17 +88,8 @@ void convTransposeKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
   ops::Window win = ops::resolveTransposedWindow(c.node, spatialOf(x.shape()), spatialOf(w.shape()));
-  kernels::ConvTransposeShape s;
-  s.batch = x.dim(0);
-  s.in_channels = x.dim(1);
-  s.groups = c.node.attrInt("group", 1);
+  auto s = geometryOf<kernels::ConvTransposeShape>(c, x, win);
   s.out_channels = w.dim(1) * s.groups;
-  s.in_spatial = win.in;
-  s.out_spatial = win.out;
-  s.kernel = win.kernel;
-  s.stride = win.stride;
-  s.dilation = win.dilation;
-  s.pad_begin = win.pad_begin;
   Tensor& y = c.alloc(0);
   kernels::conv_transpose(s, x.data<float>(), w.data<float>(), c.has(2) ? c.input(2).data<float>() : nullptr,
                           y.data<float>(), c.pool);

@@ -6,23 +6,13 @@
 namespace npuc::ops {
 
 namespace {
-OpSchema schema(const char* name, int min_in, int max_in, const char* doc, InferFn f, int max_out = 1) {
-  OpSchema s;
-  s.name = name;
-  s.min_inputs = min_in;
-  s.max_inputs = max_in;
-  s.max_outputs = max_out;
-  s.infer = std::move(f);
-  s.doc = doc;
-  return s;
-}
 void needInt(InferContext& c, int i) {
   if (!isInteger(c.inputDType(i))) c.error("input {} must be an integer tensor, got {}", i, dtypeName(c.inputDType(i)));
 }
 }  // namespace
 
 void registerIndexingOps(Registry& r) {
-  r.add(schema("GatherND", 2, 2, "gather slices by index tuples (batch_dims)", [](InferContext& c) {
+  r.add(makeSchema("GatherND", 2, 2, "gather slices by index tuples (batch_dims)", [](InferContext& c) {
     needInt(c, 1);
     const Shape& d = c.inputShape(0);
     const Shape& idx = c.inputShape(1);
@@ -37,7 +27,7 @@ void registerIndexingOps(Registry& r) {
     out.insert(out.end(), d.begin() + b + k, d.end());
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("ScatterND", 3, 3, "write updates at index tuples (reduction none/add/mul/max/min)", [](InferContext& c) {
+  r.add(makeSchema("ScatterND", 3, 3, "write updates at index tuples (reduction none/add/mul/max/min)", [](InferContext& c) {
     needInt(c, 1);
     const Shape& d = c.inputShape(0);
     const Shape& idx = c.inputShape(1);
@@ -57,15 +47,15 @@ void registerIndexingOps(Registry& r) {
     if (!normalizeAxis(axis, static_cast<int64_t>(d.size()))) c.error("axis out of range");
     c.setOutput(0, c.inputDType(0), d);
   };
-  r.add(schema("ScatterElements", 3, 3, "write updates element by element along 'axis'", scatterElements));
-  r.add(schema("Scatter", 3, 3, "deprecated name of ScatterElements (opsets 9-10)", scatterElements));
-  r.add(schema("EyeLike", 1, 1, "ones on diagonal k of a 2-D shape, zeros elsewhere ('dtype')", [](InferContext& c) {
+  r.add(makeSchema("ScatterElements", 3, 3, "write updates element by element along 'axis'", scatterElements));
+  r.add(makeSchema("Scatter", 3, 3, "deprecated name of ScatterElements (opsets 9-10)", scatterElements));
+  r.add(makeSchema("EyeLike", 1, 1, "ones on diagonal k of a 2-D shape, zeros elsewhere ('dtype')", [](InferContext& c) {
     if (c.inputRank(0) != 2) c.error("input must be 2-D");
     DType t = c.node().hasAttr("dtype") ? onnxToDType(c.node().attrInt("dtype", 1)) : c.inputDType(0);
     if (t == DType::kUndefined || t == DType::kString) c.unsupported("dtype {} is not supported", c.node().attrInt("dtype", 1));
     c.setOutput(0, t, c.inputShape(0));
   }));
-  r.add(schema("OneHot", 3, 3, "one-hot encoding along 'axis' with [off, on] values", [](InferContext& c) {
+  r.add(makeSchema("OneHot", 3, 3, "one-hot encoding along 'axis' with [off, on] values", [](InferContext& c) {
     Shape s = c.inputShape(0);
     auto depth = c.inputValue(1).toDouble();
     if (depth.size() != 1 || depth[0] < 1) c.error("depth must be a positive scalar");
@@ -76,7 +66,7 @@ void registerIndexingOps(Registry& r) {
     s.insert(s.begin() + axis, static_cast<int64_t>(depth[0]));
     c.setOutput(0, c.inputDType(2), s);
   }));
-  r.add(schema("Compress", 2, 2, "select slices where condition is true (data-dependent shape)", [](InferContext& c) {
+  r.add(makeSchema("Compress", 2, 2, "select slices where condition is true (data-dependent shape)", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     const Tensor& cond = c.inputValue(1);
     if (cond.rank() != 1) c.error("condition must be 1-D");
@@ -92,15 +82,15 @@ void registerIndexingOps(Registry& r) {
     if (has_axis) out[static_cast<size_t>(axis)] = kept;
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("CumSum", 2, 2, "cumulative sum along an axis (exclusive, reverse)", [](InferContext& c) {
+  r.add(makeSchema("CumSum", 2, 2, "cumulative sum along an axis (exclusive, reverse)", [](InferContext& c) {
     needInt(c, 1);
     c.setOutput(0, c.inputDType(0), c.inputShape(0));
   }));
-  r.add(schema("Trilu", 1, 2, "upper or lower triangle of the last two dims (diagonal offset k)", [](InferContext& c) {
+  r.add(makeSchema("Trilu", 1, 2, "upper or lower triangle of the last two dims (diagonal offset k)", [](InferContext& c) {
     if (c.inputRank(0) < 2) c.error("input must be at least 2-D");
     c.setOutput(0, c.inputDType(0), c.inputShape(0));
   }));
-  r.add(schema("LayerNormalization", 2, 3, "normalise over the dims from 'axis' on, then scale and shift",
+  r.add(makeSchema("LayerNormalization", 2, 3, "normalise over the dims from 'axis' on, then scale and shift",
                [](InferContext& c) {
                  const Shape& x = c.inputShape(0);
                  int64_t axis = c.node().attrInt("axis", -1);

@@ -7,17 +7,6 @@ namespace npuc::ops {
 
 namespace {
 
-OpSchema schema(const char* name, int min_in, int max_in, const char* doc, InferFn f, int max_out = 1) {
-  OpSchema s;
-  s.name = name;
-  s.min_inputs = min_in;
-  s.max_inputs = max_in;
-  s.max_outputs = max_out;
-  s.infer = std::move(f);
-  s.doc = doc;
-  return s;
-}
-
 std::vector<int64_t> spatial(const Shape& s) { return std::vector<int64_t>(s.begin() + 2, s.end()); }
 
 void needFloat(InferContext& c, int i) {
@@ -30,7 +19,7 @@ int64_t numel(const ir::Type& t) { return shapeNumel(t.shape); }
 
 void registerNnOps(Registry& r) {
   {
-    OpSchema s = schema("Conv", 2, 3, "N-D convolution (groups, dilations, pads, auto_pad)", [](InferContext& c) {
+    OpSchema s = makeSchema("Conv", 2, 3, "N-D convolution (groups, dilations, pads, auto_pad)", [](InferContext& c) {
       needFloat(c, 0);
       const Shape& x = c.inputShape(0);
       const Shape& w = c.inputShape(1);
@@ -51,7 +40,7 @@ void registerNnOps(Registry& r) {
     r.add(s);
   }
   {
-    OpSchema s = schema("ConvTranspose", 2, 3, "N-D transposed convolution", [](InferContext& c) {
+    OpSchema s = makeSchema("ConvTranspose", 2, 3, "N-D transposed convolution", [](InferContext& c) {
       needFloat(c, 0);
       const Shape& x = c.inputShape(0);
       const Shape& w = c.inputShape(1);
@@ -69,7 +58,7 @@ void registerNnOps(Registry& r) {
     r.add(s);
   }
   {
-    OpSchema s = schema("Gemm", 2, 3, "alpha*op(A)*op(B) + beta*C", [](InferContext& c) {
+    OpSchema s = makeSchema("Gemm", 2, 3, "alpha*op(A)*op(B) + beta*C", [](InferContext& c) {
       needFloat(c, 0);
       Shape a = c.inputShape(0), b = c.inputShape(1);
       if (a.size() != 2 || b.size() != 2) c.error("A {} and B {} must be 2-D", shapeStr(a), shapeStr(b));
@@ -91,7 +80,7 @@ void registerNnOps(Registry& r) {
     r.add(s);
   }
   {
-    OpSchema s = schema("MatMul", 2, 2, "numpy matmul (batched, broadcast)", [](InferContext& c) {
+    OpSchema s = makeSchema("MatMul", 2, 2, "numpy matmul (batched, broadcast)", [](InferContext& c) {
       Shape a = c.inputShape(0), b = c.inputShape(1);
       if (a.empty() || b.empty()) c.error("inputs must not be scalars");
       bool va = a.size() == 1, vb = b.size() == 1;
@@ -126,14 +115,14 @@ void registerNnOps(Registry& r) {
       c.setOutput(1, DType::kI64, out);
     };
   };
-  r.add(schema("AveragePool", 1, 1, "average over windows (count_include_pad)", pool(false)));
-  r.add(schema("MaxPool", 1, 1, "maximum over windows (dilations, ceil_mode; optional indices)", pool(false), 2));
-  r.add(schema("LpPool", 1, 1, "Lp norm over windows", pool(false)));
-  r.add(schema("GlobalAveragePool", 1, 1, "average over all spatial positions", pool(true)));
-  r.add(schema("GlobalMaxPool", 1, 1, "maximum over all spatial positions", pool(true)));
-  r.add(schema("GlobalLpPool", 1, 1, "Lp norm over all spatial positions", pool(true)));
+  r.add(makeSchema("AveragePool", 1, 1, "average over windows (count_include_pad)", pool(false)));
+  r.add(makeSchema("MaxPool", 1, 1, "maximum over windows (dilations, ceil_mode; optional indices)", pool(false), 2));
+  r.add(makeSchema("LpPool", 1, 1, "Lp norm over windows", pool(false)));
+  r.add(makeSchema("GlobalAveragePool", 1, 1, "average over all spatial positions", pool(true)));
+  r.add(makeSchema("GlobalMaxPool", 1, 1, "maximum over all spatial positions", pool(true)));
+  r.add(makeSchema("GlobalLpPool", 1, 1, "Lp norm over all spatial positions", pool(true)));
   {
-    OpSchema s = schema("BatchNormalization", 5, 5, "inference-mode batch normalisation", [](InferContext& c) {
+    OpSchema s = makeSchema("BatchNormalization", 5, 5, "inference-mode batch normalisation", [](InferContext& c) {
       needFloat(c, 0);
       const Shape& x = c.inputShape(0);
       if (x.size() < 2) c.error("input must be at least 2-D, got {}", shapeStr(x));
@@ -144,7 +133,7 @@ void registerNnOps(Registry& r) {
     }, 5);
     r.add(s);
   }
-  r.add(schema("InstanceNormalization", 3, 3, "per-instance, per-channel normalisation", [](InferContext& c) {
+  r.add(makeSchema("InstanceNormalization", 3, 3, "per-instance, per-channel normalisation", [](InferContext& c) {
     needFloat(c, 0);
     const Shape& x = c.inputShape(0);
     if (x.size() < 3) c.error("input must be at least 3-D, got {}", shapeStr(x));
@@ -152,14 +141,14 @@ void registerNnOps(Registry& r) {
       if (c.inputShape(i) != Shape{x[1]}) c.error("input {} must be [{}], got {}", i, x[1], shapeStr(c.inputShape(i)));
     c.setOutput(0, c.inputDType(0), x);
   }));
-  r.add(schema("LRN", 1, 1, "local response normalisation across channels", [](InferContext& c) {
+  r.add(makeSchema("LRN", 1, 1, "local response normalisation across channels", [](InferContext& c) {
     needFloat(c, 0);
     if (c.inputRank(0) < 3) c.error("input must be at least 3-D");
     if (c.node().attrInt("size", 0) <= 0) c.error("attribute 'size' must be positive");
     c.setOutput(0, c.inputDType(0), c.inputShape(0));
   }));
   for (const char* n : {"Softmax", "LogSoftmax", "Hardmax"}) {
-    r.add(schema(n, 1, 1, "normalised exponential along 'axis' (opset < 13: over the flattened trailing dims)",
+    r.add(makeSchema(n, 1, 1, "normalised exponential along 'axis' (opset < 13: over the flattened trailing dims)",
                  [](InferContext& c) {
                    int64_t rank = c.inputRank(0);
                    int64_t axis = c.node().attrInt("axis", c.opset() < 13 ? 1 : -1);

@@ -41,6 +41,17 @@ void InferContext::setOutput(int i, DType dtype, Shape shape) {
   out_[static_cast<size_t>(i)] = ir::makeType(dtype, std::move(shape));
 }
 
+OpSchema makeSchema(const char* name, int min_in, int max_in, const char* doc, InferFn infer, int max_out) {
+  OpSchema s;
+  s.name = name;
+  s.min_inputs = min_in;
+  s.max_inputs = max_in;
+  s.max_outputs = max_out;
+  s.infer = std::move(infer);
+  s.doc = doc;
+  return s;
+}
+
 void Registry::add(OpSchema s) {
   auto key = std::make_pair(s.domain, s.name);
   ops_[key] = std::move(s);

@@ -77,6 +77,9 @@ struct OpSchema {
   std::string doc;
 };
 
+/// An ai.onnx schema: name, input count range (max -1 = variadic), doc, shape function, most outputs.
+OpSchema makeSchema(const char* name, int min_in, int max_in, const char* doc, InferFn infer, int max_out = 1);
+
 class Registry {
  public:
   void add(OpSchema s);

@@ -8,17 +8,6 @@ namespace npuc::ops {
 
 namespace {
 
-OpSchema schema(const char* name, int min_in, int max_in, const char* doc, InferFn f, int max_out = 1) {
-  OpSchema s;
-  s.name = name;
-  s.min_inputs = min_in;
-  s.max_inputs = max_in;
-  s.max_outputs = max_out;
-  s.infer = std::move(f);
-  s.doc = doc;
-  return s;
-}
-
 int64_t axisOf(InferContext& c, int64_t axis, int64_t rank) {
   if (!normalizeAxis(axis, rank)) c.error("axis {} is out of range for rank {}", axis, rank);
   return axis;
@@ -63,11 +52,11 @@ Shape reshapeTarget(InferContext& c, const Shape& in, std::vector<int64_t> spec,
 }
 
 void registerTensorOps(Registry& r) {
-  r.add(schema("Reshape", 2, 2, "change shape (0 copies a dim, -1 infers one)", [](InferContext& c) {
+  r.add(makeSchema("Reshape", 2, 2, "change shape (0 copies a dim, -1 infers one)", [](InferContext& c) {
     c.setOutput(0, c.inputDType(0),
                 reshapeTarget(c, c.inputShape(0), c.inputInts(1), c.node().attrInt("allowzero", 0) != 0));
   }));
-  r.add(schema("Flatten", 1, 1, "reshape to 2-D at 'axis'", [](InferContext& c) {
+  r.add(makeSchema("Flatten", 1, 1, "reshape to 2-D at 'axis'", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     int64_t rank = static_cast<int64_t>(in.size());
     int64_t axis = c.node().attrInt("axis", 1);
@@ -77,7 +66,7 @@ void registerTensorOps(Registry& r) {
     for (int64_t i = 0; i < rank; ++i) (i < axis ? a : b) *= in[static_cast<size_t>(i)];
     c.setOutput(0, c.inputDType(0), {a, b});
   }));
-  r.add(schema("Squeeze", 1, 2, "remove size-1 dims", [](InferContext& c) {
+  r.add(makeSchema("Squeeze", 1, 2, "remove size-1 dims", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     auto axes = axesFrom(c, 1);
     int64_t rank = static_cast<int64_t>(in.size());
@@ -96,7 +85,7 @@ void registerTensorOps(Registry& r) {
       if (!drop[i]) out.push_back(in[i]);
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("Unsqueeze", 1, 2, "insert size-1 dims", [](InferContext& c) {
+  r.add(makeSchema("Unsqueeze", 1, 2, "insert size-1 dims", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     auto axes = axesFrom(c, 1);
     int64_t rank = static_cast<int64_t>(in.size() + axes.size());
@@ -111,7 +100,7 @@ void registerTensorOps(Registry& r) {
     for (int64_t i = 0; i < rank; ++i) out.push_back(ins[static_cast<size_t>(i)] ? 1 : in[j++]);
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("Transpose", 1, 1, "permute dims ('perm', default reverse)", [](InferContext& c) {
+  r.add(makeSchema("Transpose", 1, 1, "permute dims ('perm', default reverse)", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     auto perm = c.node().attrInts("perm");
     if (perm.empty())
@@ -127,7 +116,7 @@ void registerTensorOps(Registry& r) {
     }
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("Concat", 1, -1, "join along 'axis'", [](InferContext& c) {
+  r.add(makeSchema("Concat", 1, -1, "join along 'axis'", [](InferContext& c) {
     Shape out = c.inputShape(0);
     int64_t axis = axisOf(c, c.node().attrInt("axis", 0), static_cast<int64_t>(out.size()));
     out[static_cast<size_t>(axis)] = 0;
@@ -144,7 +133,7 @@ void registerTensorOps(Registry& r) {
     c.setOutput(0, c.inputDType(0), out);
   }));
   {
-    OpSchema s = schema("Split", 1, 2, "split along 'axis' into parts ('split' sizes or equal)", [](InferContext& c) {
+    OpSchema s = makeSchema("Split", 1, 2, "split along 'axis' into parts ('split' sizes or equal)", [](InferContext& c) {
       const Shape& in = c.inputShape(0);
       int64_t axis = axisOf(c, c.node().attrInt("axis", 0), static_cast<int64_t>(in.size()));
       std::vector<int64_t> split = c.node().attrInts("split");
@@ -168,7 +157,7 @@ void registerTensorOps(Registry& r) {
     }, 64);
     r.add(s);
   }
-  r.add(schema("Slice", 1, 5, "strided slice (starts, ends, axes, steps)", [](InferContext& c) {
+  r.add(makeSchema("Slice", 1, 5, "strided slice (starts, ends, axes, steps)", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     std::vector<int64_t> starts, ends, axes, steps;
     if (c.opset() < 10) {
@@ -208,7 +197,7 @@ void registerTensorOps(Registry& r) {
     }
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("Gather", 2, 2, "take entries along 'axis' by index", [](InferContext& c) {
+  r.add(makeSchema("Gather", 2, 2, "take entries along 'axis' by index", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     const Shape& idx = c.inputShape(1);
     int64_t axis = axisOf(c, c.node().attrInt("axis", 0), static_cast<int64_t>(in.size()));
@@ -218,18 +207,18 @@ void registerTensorOps(Registry& r) {
     out.insert(out.end(), in.begin() + axis + 1, in.end());
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("GatherElements", 2, 2, "take entries along 'axis' element by element", [](InferContext& c) {
+  r.add(makeSchema("GatherElements", 2, 2, "take entries along 'axis' element by element", [](InferContext& c) {
     axisOf(c, c.node().attrInt("axis", 0), c.inputRank(0));
     c.setOutput(0, c.inputDType(0), c.inputShape(1));
   }));
-  r.add(schema("Expand", 2, 2, "broadcast to a shape", [](InferContext& c) {
+  r.add(makeSchema("Expand", 2, 2, "broadcast to a shape", [](InferContext& c) {
     auto target = c.inputInts(1);
     Shape out;
     if (!broadcastShapes(c.inputShape(0), Shape(target.begin(), target.end()), out))
       c.error("cannot expand {} to {}", shapeStr(c.inputShape(0)), fmt::join(target, "x"));
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("Tile", 2, 2, "repeat along every dim", [](InferContext& c) {
+  r.add(makeSchema("Tile", 2, 2, "repeat along every dim", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     auto rep = c.inputInts(1);
     if (rep.size() != in.size()) c.error("repeats has {} entries for rank {}", rep.size(), in.size());
@@ -240,7 +229,7 @@ void registerTensorOps(Registry& r) {
     }
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("Pad", 1, 4, "pad with constant, reflect, or edge values", [](InferContext& c) {
+  r.add(makeSchema("Pad", 1, 4, "pad with constant, reflect, or edge values", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     int64_t rank = static_cast<int64_t>(in.size());
     std::vector<int64_t> pads = c.opset() < 11 ? c.node().attrInts("pads") : c.inputInts(1);
@@ -257,7 +246,7 @@ void registerTensorOps(Registry& r) {
     }
     c.setOutput(0, c.inputDType(0), out);
   }));
-  r.add(schema("Shape", 1, 1, "the input's shape as int64", [](InferContext& c) {
+  r.add(makeSchema("Shape", 1, 1, "the input's shape as int64", [](InferContext& c) {
     int64_t rank = c.inputRank(0);
     int64_t start = c.node().attrInt("start", 0), end = c.node().attrInt("end", rank);
     if (start < 0) start += rank;
@@ -266,11 +255,11 @@ void registerTensorOps(Registry& r) {
     end = std::clamp<int64_t>(end, 0, rank);
     c.setOutput(0, DType::kI64, {std::max<int64_t>(0, end - start)});
   }));
-  r.add(schema("Size", 1, 1, "the input's element count as int64", [](InferContext& c) {
+  r.add(makeSchema("Size", 1, 1, "the input's element count as int64", [](InferContext& c) {
     c.inputShape(0);
     c.setOutput(0, DType::kI64, {});
   }));
-  r.add(schema("Constant", 0, 0, "a constant tensor", [](InferContext& c) {
+  r.add(makeSchema("Constant", 0, 0, "a constant tensor", [](InferContext& c) {
     const ir::Node& n = c.node();
     if (auto t = n.attrTensor("value")) c.setOutput(0, t->dtype(), t->shape());
     else if (n.hasAttr("value_float")) c.setOutput(0, DType::kF32, {});
@@ -279,12 +268,12 @@ void registerTensorOps(Registry& r) {
     else if (n.hasAttr("value_ints")) c.setOutput(0, DType::kI64, {static_cast<int64_t>(n.attrInts("value_ints").size())});
     else c.unsupported("only value, value_float(s) and value_int(s) constants are supported");
   }));
-  r.add(schema("ConstantOfShape", 1, 1, "a tensor of the given shape filled with 'value'", [](InferContext& c) {
+  r.add(makeSchema("ConstantOfShape", 1, 1, "a tensor of the given shape filled with 'value'", [](InferContext& c) {
     auto dims = c.inputInts(0);
     const Tensor* v = c.node().attrTensor("value");
     c.setOutput(0, v ? v->dtype() : DType::kF32, Shape(dims.begin(), dims.end()));
   }));
-  r.add(schema("Range", 3, 3, "start, start+delta, … below limit", [](InferContext& c) {
+  r.add(makeSchema("Range", 3, 3, "start, start+delta, … below limit", [](InferContext& c) {
     auto s = c.inputValue(0).toDouble(), l = c.inputValue(1).toDouble(), d = c.inputValue(2).toDouble();
     if (s.size() != 1 || l.size() != 1 || d.size() != 1) c.error("start, limit and delta must be scalars");
     if (d[0] == 0) c.error("delta is 0");
@@ -306,10 +295,10 @@ void registerTensorOps(Registry& r) {
       }
     };
   };
-  r.add(schema("SpaceToDepth", 1, 1, "move spatial blocks into channels", d2s(true)));
-  r.add(schema("DepthToSpace", 1, 1, "move channels into spatial blocks (DCR or CRD)", d2s(false)));
+  r.add(makeSchema("SpaceToDepth", 1, 1, "move spatial blocks into channels", d2s(true)));
+  r.add(makeSchema("DepthToSpace", 1, 1, "move channels into spatial blocks (DCR or CRD)", d2s(false)));
   {
-    OpSchema s = schema("TopK", 1, 2, "k largest (or smallest) along 'axis', values and int64 indices", [](InferContext& c) {
+    OpSchema s = makeSchema("TopK", 1, 2, "k largest (or smallest) along 'axis', values and int64 indices", [](InferContext& c) {
       Shape out = c.inputShape(0);
       int64_t axis = axisOf(c, c.node().attrInt("axis", -1), static_cast<int64_t>(out.size()));
       int64_t k = c.opset() < 10 ? c.node().attrInt("k", 0) : c.inputInts(1).at(0);
@@ -356,10 +345,10 @@ void registerTensorOps(Registry& r) {
     }
     c.setOutput(0, c.inputDType(0), out);
   };
-  r.add(schema("Resize", 1, 4, "nearest / linear / cubic resize", resizeInfer));
-  r.add(schema("Upsample", 1, 2, "nearest / linear upsampling (deprecated form of Resize)", resizeInfer));
+  r.add(makeSchema("Resize", 1, 4, "nearest / linear / cubic resize", resizeInfer));
+  r.add(makeSchema("Upsample", 1, 2, "nearest / linear upsampling (deprecated form of Resize)", resizeInfer));
   {
-    OpSchema s = schema("NonZero", 1, 1, "indices of non-zero elements (data-dependent shape)", [](InferContext& c) {
+    OpSchema s = makeSchema("NonZero", 1, 1, "indices of non-zero elements (data-dependent shape)", [](InferContext& c) {
       const Tensor& v = c.inputValue(0);
       int64_t nz = 0;
       for (double d : v.toDouble()) nz += d != 0;

@@ -49,6 +49,15 @@ std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entrie
   return r;
 }
 
+Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,
+                    const std::vector<std::string>& shape_entries) {
+  LoadOptions lo;
+  lo.input_shapes = parseShapes(shape_entries);
+  for (auto& [n, t] : inputs)
+    if (!lo.input_shapes.count(n)) lo.input_shapes[n] = t.shape();
+  return Model::load(model, lo);
+}
+
 void fillRandomInputs(const Model& m, std::map<std::string, Tensor>& given, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(0.0f, 1.0f);

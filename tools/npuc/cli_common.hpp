@@ -17,6 +17,9 @@ namespace npuc::cli {
 std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries);
 /// "name=file.npy" entries -> tensors read from the files.
 std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entries);
+/// Loads a model whose input shapes come from --input-shape entries, else from the given input tensors.
+Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,
+                    const std::vector<std::string>& shape_entries);
 /// Seeded random inputs for every model input not in `given` (uniform in [0,1) for floats, 0 for ints).
 void fillRandomInputs(const Model& m, std::map<std::string, Tensor>& given, uint32_t seed = 0);
 /// A file-system friendly name for a tensor.

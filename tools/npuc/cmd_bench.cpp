@@ -58,12 +58,8 @@ void addBench(CLI::App& app, Action& run) {
   c->callback([o, &run] {
     run = [o] {
       auto inputs = parseInputs(o->inputs);
-      LoadOptions lo;
-      lo.input_shapes = parseShapes(o->shapes);
-      for (auto& [n, t] : inputs)
-        if (!lo.input_shapes.count(n)) lo.input_shapes[n] = t.shape();
       double l0 = nowMs();
-      Model m = Model::load(o->model, lo);
+      Model m = loadForInputs(o->model, inputs, o->shapes);
       fillRandomInputs(m, inputs);
       Session s(m, o->threads, o->profile);
       double l1 = nowMs();

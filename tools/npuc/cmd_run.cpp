@@ -23,11 +23,7 @@ void addRun(CLI::App& app, Action& run) {
   c->callback([o, &run] {
     run = [o] {
       auto inputs = parseInputs(o->inputs);
-      LoadOptions lo;
-      lo.input_shapes = parseShapes(o->shapes);
-      for (auto& [n, t] : inputs)
-        if (!lo.input_shapes.count(n)) lo.input_shapes[n] = t.shape();
-      Model m = Model::load(o->model, lo);
+      Model m = loadForInputs(o->model, inputs, o->shapes);
       Session s(m, o->threads);
       double t0 = nowMs();
       auto outs = s.run(inputs);
