@@ -113,7 +113,7 @@ Engine::~Engine() = default;
 
 namespace {
 /// The activation a node computes, when it is one a kernel epilogue can apply (Relu, LeakyRelu, Clip with
-/// constant bounds on float32).
+/// constant bounds on float32). Conv and the float arithmetic ops (Add, Sub, Mul, Div) take it.
 std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::Node& n) {
   kernels::Activation a;
   if (n.op == "Relu") {
@@ -151,7 +151,8 @@ void Engine::fuseActivations() {
   std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
-    if (n.op != "Conv" || !n.domain.empty() || n.outputs.size() != 1) continue;
+    bool arith = n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div";
+    if ((n.op != "Conv" && !arith) || !n.domain.empty() || n.outputs.size() != 1) continue;
     ir::ValueId y = n.outputs[0];
     if (outputs.count(y) || g_.value(y).type.dtype != DType::kF32) continue;
     auto it = uses.find(y);

@@ -164,6 +164,14 @@ void unaryKernel(KernelCall& call) {
     const Tensor& in = c.input(0);
     Tensor& y = c.alloc(0);
     DType t = in.dtype();
+    if (op == "Relu" && t == DType::kF32) {
+      const float* src = in.data<float>();
+      float* dst = y.data<float>();
+      c.pool->parallelFor(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) dst[i] = src[i] < 0.0f ? 0.0f : src[i];
+      }, std::max<int64_t>(16384, n / (4 * c.pool->size()) + 1));
+      return;
+    }
     if (op == "Abs" || op == "Neg" || op == "Sign" || op == "Relu" || op == "Ceil" || op == "Floor") {
       dispatchNumeric(t, c, [&]<typename T>() {
         const T* s = in.data<T>();
@@ -194,8 +202,9 @@ void unaryKernel(KernelCall& call) {
     if (t == DType::kF32) {
       const float* s = in.data<float>();
       float* d = y.data<float>();
-      if (op == "Relu") for (int64_t i = 0; i < n; ++i) d[i] = s[i] < 0 ? 0.0f : s[i];
-      else for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(f(static_cast<double>(s[i])));
+      c.pool->parallelFor(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) d[i] = static_cast<float>(f(static_cast<double>(s[i])));
+      }, std::max<int64_t>(4096, n / (4 * c.pool->size()) + 1));
     } else if (t == DType::kF64) {
       const double* s = in.data<double>();
       double* d = y.data<double>();
@@ -334,6 +343,70 @@ void binaryKernel(KernelCall& call) {
   });
 }
 
+/// Float32 Add/Sub/Mul/Div of same-shape inputs (the residual connections of CNNs), split across threads by
+/// output ranges, with an optional activation applied in the same pass: y = act(a op b). Every element is the
+/// same computation as the separate ops, so the bits are those of the unfused graph at any thread count.
+class ArithKernel : public Kernel {
+  template <int K>
+  static float apply(float a, float b) {
+    if constexpr (K == 0) return a + b;
+    else if constexpr (K == 1) return a - b;
+    else if constexpr (K == 2) return a * b;
+    else return a / b;
+  }
+  // Straight loops per (operator, activation) so that they vectorise.
+  template <int K>
+  static void run(const float* a, const float* b, float* y, int64_t s, int64_t e, const kernels::Activation& act) {
+    if (act.kind == kernels::ActKind::kNone) {
+      for (int64_t i = s; i < e; ++i) y[i] = apply<K>(a[i], b[i]);
+    } else if (act.kind == kernels::ActKind::kRelu) {
+      for (int64_t i = s; i < e; ++i) {
+        float v = apply<K>(a[i], b[i]);
+        y[i] = v < 0.0f ? 0.0f : v;
+      }
+    } else {
+      for (int64_t i = s; i < e; ++i) y[i] = kernels::applyActivation(apply<K>(a[i], b[i]), act);
+    }
+  }
+
+ public:
+  void run(KernelCall& c) override {
+    const std::string& op = c.node.op;
+    bool fast = c.has(0) && c.has(1) && c.input(0).dtype() == DType::kF32 && c.input(1).dtype() == DType::kF32 &&
+                c.input(0).shape() == c.input(1).shape();
+    if (!fast) {
+      binaryKernel(c);
+      if (act_.kind != kernels::ActKind::kNone) {
+        Tensor& y = c.out[0];
+        for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = kernels::applyActivation(y.data<float>()[i], act_);
+      }
+      return;
+    }
+    const float* a = c.input(0).data<float>();
+    const float* b = c.input(1).data<float>();
+    Tensor& yt = c.alloc(0);
+    float* y = yt.data<float>();
+    int kind = op == "Add" ? 0 : op == "Sub" ? 1 : op == "Mul" ? 2 : 3;
+    const kernels::Activation act = act_;
+    c.pool->parallelFor(yt.numel(), [&](int64_t s, int64_t e) {
+      switch (kind) {
+        case 0: run<0>(a, b, y, s, e, act); break;
+        case 1: run<1>(a, b, y, s, e, act); break;
+        case 2: run<2>(a, b, y, s, e, act); break;
+        default: run<3>(a, b, y, s, e, act); break;
+      }
+    }, std::max<int64_t>(16384, yt.numel() / (4 * c.pool->size()) + 1));
+  }
+  bool fuseActivation(const kernels::Activation& act) override {
+    if (act_.kind != kernels::ActKind::kNone) return false;
+    act_ = act;
+    return true;
+  }
+
+ private:
+  kernels::Activation act_;
+};
+
 void variadicKernel(KernelCall& call) {
   computeHalfAsFloat(call, [](KernelCall& c) {
     const std::string& op = c.node.op;
@@ -427,7 +500,9 @@ void registerElementwiseKernels(KernelRegistry& r) {
   });
   r.addFn("Cast", castKernel);
   r.addFn("CastLike", castKernel);
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Mod", "BitShift", "Equal", "Greater", "Less",
+  for (const char* op : {"Add", "Sub", "Mul", "Div"})
+    r.add(op, [](const ir::Node&, const ir::Graph&) { return std::make_unique<ArithKernel>(); });
+  for (const char* op : {"Pow", "PRelu", "Mod", "BitShift", "Equal", "Greater", "Less",
                          "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"})
     r.addFn(op, binaryKernel);
   for (const char* op : {"Max", "Min", "Mean", "Sum"}) r.addFn(op, variadicKernel);

@@ -184,3 +184,26 @@ TEST(Import, ExternalDataWeights) {
   }
   fs::remove_all(dir);
 }
+
+TEST(Engine, OutputsAreBitIdenticalAtEveryThreadCount) {
+  std::vector<std::string> models = {kDigits};
+  for (const char* p : {"swish", "mish", "hardswish_op13", "relu6", "gap_avgpool", "flatten_view", "pad_maxpool"})
+    models.push_back(std::string(NPUC_SOURCE_DIR) + "/tests/data/patterns/" + p + ".onnx");
+  for (auto& path : models) {
+    for (bool optimized : {false, true}) {
+      Model m = Model::load(path);
+      if (optimized) m = m.optimized();
+      std::map<std::string, Tensor> in;
+      for (auto& i : m.inputs()) {
+        Tensor t(i.dtype, i.shape);
+        for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = static_cast<float>((k * 7919) % 257) / 64.0f - 2.0f;
+        in[i.name] = t;
+      }
+      auto ref = Session(m, 1).run(in);
+      for (int threads : {2, 3}) {
+        auto got = Session(m, threads).run(in);
+        for (size_t o = 0; o < ref.size(); ++o) EXPECT_TRUE(ref[o].sameBits(got[o])) << path << " threads " << threads;
+      }
+    }
+  }
+}
