@@ -138,7 +138,7 @@ AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, c
     AddrMapDef d;
     d.source = source;
     for (size_t i = 0; i < root.size(); ++i) {
-      const YAML::Node& s = root[i];
+      YAML::Node s = root[i];
       std::string where = fmt::format("Sub-Space {}", i + 1);
       if (!s.IsMap()) fail(ErrorCode::kInvalidInput, "{}: must be a map with name, addr and lst_elemsp", where);
       SubSpaceDef sd;

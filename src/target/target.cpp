@@ -186,7 +186,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       for (auto it = e.begin(); it != e.end(); ++it) {
         std::string name = it->first.as<std::string>();
         withContext("engine '" + name + "'", [&] {
-          const YAML::Node& en = it->second;
+          YAML::Node en = it->second;  // a copy: it->second refers into a temporary
           Engine eng;
           eng.name = name;
           eng.kind = str(en, "kind");
@@ -209,7 +209,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       for (auto it = ops.begin(); it != ops.end(); ++it) {
         std::string op = it->first.as<std::string>();
         withContext("op '" + op + "'", [&] {
-          const YAML::Node& on = it->second;
+          YAML::Node on = it->second;  // a copy: it->second refers into a temporary
           OpSupport s;
           s.op = op;
           if (on.IsNull()) {
