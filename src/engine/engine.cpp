@@ -103,6 +103,10 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
     for (ir::ValueId v : n.outputs)
       if (v != ir::kNoValue && !last.count(v)) last[v] = i;  // unused outputs die right away
   }
+  for (ir::ValueId v : g_.valueIds()) {
+    num_values_ = static_cast<size_t>(v) + 1;
+    if (g_.value(v).isConstant()) constants_.push_back(v);
+  }
   std::set<ir::ValueId> keep(g_.outputs().begin(), g_.outputs().end());
   release_after_.resize(order.size());
   for (auto& [v, i] : last)
@@ -182,9 +186,8 @@ std::vector<Tensor> Engine::run(const std::map<std::string, Tensor>& inputs, con
 std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs, const NodeCallback& cb) {
   if (inputs.size() != g_.inputs().size())
     fail(ErrorCode::kInvalidArgument, "the model has {} inputs, {} given", g_.inputs().size(), inputs.size());
-  std::vector<Tensor> vals(g_.valueIds().empty() ? 0 : static_cast<size_t>(g_.valueIds().back()) + 1);
-  for (ir::ValueId v : g_.valueIds())
-    if (g_.value(v).isConstant()) vals[static_cast<size_t>(v)] = *g_.value(v).constant;
+  std::vector<Tensor> vals(num_values_);
+  for (ir::ValueId v : constants_) vals[static_cast<size_t>(v)] = *g_.value(v).constant;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = g_.value(g_.inputs()[i]);
     const Tensor& t = inputs[i];

@@ -54,6 +54,8 @@ class Engine {
   std::vector<std::unique_ptr<Kernel>> kernels_;  // by position in g_.order()
   std::vector<std::vector<ir::ValueId>> release_after_;  // values whose last use is node i
   std::vector<NodeTime> profile_;
+  size_t num_values_ = 0;                 // value ids are below this
+  std::vector<ir::ValueId> constants_;    // preloaded into every run
 };
 
 /// Evaluates one node on concrete inputs (used by constant folding).
