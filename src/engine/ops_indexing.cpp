@@ -289,6 +289,26 @@ void eyeLike(KernelCall& c) {
   }
 }
 
+// ai.npuc.Focus: y[n, k*C + c, h, w] = x[n, c, 2h + h_k, 2w + w_k] for the k-th (h_k, w_k) of 'offsets'.
+void focus(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  auto off = c.node.attrInts("offsets");
+  Tensor& y = c.alloc(0);
+  int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), OH = H / 2, OW = W / 2;
+  size_t es = dtypeSize(x.dtype());
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(y.raw());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < 4; ++k)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t h = 0; h < OH; ++h)
+          for (int64_t w = 0; w < OW; ++w) {
+            int64_t si = ((n * C + ch) * H + 2 * h + off[static_cast<size_t>(2 * k)]) * W + 2 * w + off[static_cast<size_t>(2 * k + 1)];
+            int64_t di = ((n * 4 * C + k * C + ch) * OH + h) * OW + w;
+            std::memcpy(dst + static_cast<size_t>(di) * es, src + static_cast<size_t>(si) * es, es);
+          }
+}
+
 }  // namespace
 
 void registerIndexingKernels(KernelRegistry& r) {
@@ -297,6 +317,7 @@ void registerIndexingKernels(KernelRegistry& r) {
   r.addFn("ScatterElements", scatterElements);
   r.addFn("Scatter", scatterElements);
   r.addFn("EyeLike", eyeLike);
+  r.addFn("Focus", focus, "ai.npuc");
   r.addFn("OneHot", oneHot);
   r.addFn("Compress", compress);
   r.addFn("CumSum", cumSum);

@@ -16,6 +16,21 @@ void registerNpucOps(Registry& r) {
     s.doc = std::string(op) + " with a fused activation (attributes activation, activation_alpha, activation_beta)";
     r.add(s);
   }
+  {
+    OpSchema s;
+    s.name = "Focus";
+    s.domain = "ai.npuc";
+    s.doc = "YOLOv5 Focus: four stride-2 sub-images concatenated on channels, in the order of 'offsets' "
+            "([h0, w0, h1, w1, …], each 0 or 1)";
+    s.infer = [](InferContext& c) {
+      const Shape& x = c.inputShape(0);
+      auto off = c.node().attrInts("offsets");
+      if (x.size() != 4 || x[2] % 2 || x[3] % 2) c.error("input must be NCHW with even H and W, got {}", shapeStr(x));
+      if (off.size() != 8) c.error("attribute 'offsets' must hold 4 (h, w) pairs");
+      c.setOutput(0, c.inputDType(0), {x[0], x[1] * 4, x[2] / 2, x[3] / 2});
+    };
+    r.add(s);
+  }
   for (const char* op : {"Swish", "Mish", "HardSwish"}) {
     OpSchema s;
     s.name = op;

@@ -5,6 +5,9 @@
 //              x * (Clip(x + 3, 0, 6) / 6), (x * Clip(x + 3, 0, 6)) / 6
 //   GlobalAveragePool  ReduceMean over the spatial axes (keepdims), AveragePool whose window is the whole plane
 //   Flatten    Reshape of an N-D tensor to [N, rest]
+//   SpaceToDepth  Reshape-Transpose(0,3,5,1,2,4)-Reshape
+//   upsample   Reshape-Expand-Reshape -> Resize (nearest, asymmetric, floor)
+//   Focus      Concat on channels of the four stride-2 sub-images -> ai.npuc.Focus (SpaceToDepth in its order)
 //   (and Pads that pad nothing are removed)
 // Each rewrite only fires when the intermediate values have no other use.
 #include "ir/rewriter.hpp"
@@ -12,7 +15,9 @@
 #include "passes/passes.hpp"
 #include "support/log.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace npuc::passes {
 
@@ -129,6 +134,96 @@ bool isGlobalAverage(const ir::Graph& g, const ir::Node& n) {
   return false;
 }
 
+std::vector<int64_t> constInts(const ir::Graph& g, const ir::Node& n, int i) {
+  if (!n.hasInput(i) || !g.value(n.inputs[static_cast<size_t>(i)]).isConstant()) return {};
+  return g.value(n.inputs[static_cast<size_t>(i)]).constant->toInt64();
+}
+
+const Shape* staticShape(const ir::Graph& g, ir::ValueId v) {
+  const ir::Type& t = g.value(v).type;
+  return t.isStatic() ? &t.shape : nullptr;
+}
+
+// Reshape [N,C,H,W] -> [N,C,H/b,b,W/b,b], Transpose [0,3,5,1,2,4], Reshape -> [N,C*b*b,H/b,W/b]: SpaceToDepth(b).
+std::optional<std::pair<Match, int64_t>> spaceToDepth(const ir::Graph& g, const Uses& u, const ir::Node& r2) {
+  if (r2.op != "Reshape") return std::nullopt;
+  const ir::Node* tr = producer(g, r2.inputs[0], "Transpose");
+  if (!tr || !singleUse(g, u, tr->outputs[0]) || tr->attrInts("perm") != std::vector<int64_t>{0, 3, 5, 1, 2, 4}) return std::nullopt;
+  const ir::Node* r1 = producer(g, tr->inputs[0], "Reshape");
+  if (!r1 || !singleUse(g, u, r1->outputs[0])) return std::nullopt;
+  const Shape* x = staticShape(g, r1->inputs[0]);
+  const Shape* mid = staticShape(g, r1->outputs[0]);
+  const Shape* y = staticShape(g, r2.outputs[0]);
+  if (!x || !mid || !y || x->size() != 4 || mid->size() != 6) return std::nullopt;
+  int64_t b = (*mid)[3];
+  Shape want_mid{(*x)[0], (*x)[1], (*x)[2] / b, b, (*x)[3] / b, b};
+  Shape want_y{(*x)[0], (*x)[1] * b * b, (*x)[2] / b, (*x)[3] / b};
+  if (b < 2 || (*x)[2] % b || (*x)[3] % b || *mid != want_mid || *y != want_y) return std::nullopt;
+  return std::make_pair(Match{r1->inputs[0], {r1->id, tr->id, r2.id}}, b);
+}
+
+// Reshape [N,C,H,W] -> [N,C,H,1,W,1], Expand -> [N,C,H,s,W,s], Reshape -> [N,C,H*s,W*s]: nearest upsample by s.
+std::optional<std::pair<Match, int64_t>> upsampleExpand(const ir::Graph& g, const Uses& u, const ir::Node& r2) {
+  if (r2.op != "Reshape") return std::nullopt;
+  const ir::Node* ex = producer(g, r2.inputs[0], "Expand");
+  if (!ex || !singleUse(g, u, ex->outputs[0])) return std::nullopt;
+  const ir::Node* r1 = producer(g, ex->inputs[0], "Reshape");
+  if (!r1 || !singleUse(g, u, r1->outputs[0])) return std::nullopt;
+  const Shape* x = staticShape(g, r1->inputs[0]);
+  const Shape* mid = staticShape(g, r1->outputs[0]);
+  const Shape* big = staticShape(g, ex->outputs[0]);
+  const Shape* y = staticShape(g, r2.outputs[0]);
+  if (!x || !mid || !big || !y || x->size() != 4) return std::nullopt;
+  const Shape& X = *x;
+  if (*mid != Shape{X[0], X[1], X[2], 1, X[3], 1} || big->size() != 6) return std::nullopt;
+  int64_t s = (*big)[3];
+  if (s < 2 || *big != Shape{X[0], X[1], X[2], s, X[3], s} || *y != Shape{X[0], X[1], X[2] * s, X[3] * s}) return std::nullopt;
+  return std::make_pair(Match{r1->inputs[0], {r1->id, ex->id, r2.id}}, s);
+}
+
+// Concat(axis 1) of four stride-2 sub-images of one NCHW tensor: offsets (h0, w0) per branch, in concat order.
+std::optional<std::pair<Match, std::vector<int64_t>>> focusPattern(const ir::Graph& g, const Uses& u, const ir::Node& cat) {
+  if (cat.op != "Concat" || cat.numInputs() != 4 || cat.attrInt("axis", 0) != 1) return std::nullopt;
+  ir::ValueId root = ir::kNoValue;
+  std::vector<int64_t> offsets;
+  std::vector<ir::NodeId> nodes;
+  for (int i = 0; i < 4; ++i) {
+    int64_t h0 = -1, w0 = -1;
+    ir::ValueId v = cat.inputs[static_cast<size_t>(i)];
+    std::vector<ir::NodeId> chain;
+    while (const ir::Node* sl = producer(g, v, "Slice")) {
+      auto starts = constInts(g, *sl, 1), axes = constInts(g, *sl, 3), steps = constInts(g, *sl, 4);
+      if (g.opset < 10 || starts.size() != 1 || axes.size() != 1 || steps != std::vector<int64_t>{2}) return std::nullopt;
+      int64_t axis = axes[0] < 0 ? axes[0] + 4 : axes[0];
+      if ((axis != 2 && axis != 3) || (starts[0] != 0 && starts[0] != 1)) return std::nullopt;
+      (axis == 2 ? h0 : w0) = starts[0];
+      chain.push_back(sl->id);
+      v = sl->inputs[0];
+    }
+    if (h0 < 0 || w0 < 0 || (root != ir::kNoValue && v != root)) return std::nullopt;
+    root = v;
+    offsets.push_back(h0);
+    offsets.push_back(w0);
+    for (ir::NodeId id : chain)
+      if (std::find(nodes.begin(), nodes.end(), id) == nodes.end()) nodes.push_back(id);
+  }
+  const Shape* x = staticShape(g, root);
+  if (!x || x->size() != 4 || (*x)[2] % 2 || (*x)[3] % 2) return std::nullopt;
+  std::set<std::pair<int64_t, int64_t>> distinct;
+  for (int i = 0; i < 4; ++i) distinct.insert({offsets[static_cast<size_t>(2 * i)], offsets[static_cast<size_t>(2 * i + 1)]});
+  if (distinct.size() != 4) return std::nullopt;
+  // Every slice result must be used only inside the pattern.
+  for (ir::NodeId id : nodes) {
+    const ir::Node& sl = g.node(id);
+    auto it = u.find(sl.outputs[0]);
+    if (it == u.end()) return std::nullopt;
+    for (auto& [user, idx] : it->second)
+      if (user != cat.id && std::find(nodes.begin(), nodes.end(), user) == nodes.end()) return std::nullopt;
+  }
+  nodes.push_back(cat.id);
+  return std::make_pair(Match{root, nodes}, offsets);
+}
+
 bool isNoOpPad(const ir::Graph& g, const ir::Node& n) {
   std::vector<int64_t> pads;
   if (g.opset < 11) {
@@ -173,6 +268,43 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
       for (ir::NodeId f : m->nodes) fused.push_back(g.node(f).op);
       replaceWith(g, m->nodes, op, domain, name, {m->x}, out).attrs["fused"] = ir::Attr(fused);
       log::info("passes", "detect-patterns: {} at '{}'", op, name);
+      changed = true;
+      uses = g.uses();
+      continue;
+    }
+    if (auto m2 = spaceToDepth(g, uses, n)) {
+      ir::ValueId out = n.outputs[0];
+      std::string name = n.name;
+      replaceWith(g, m2->first.nodes, "SpaceToDepth", "", name, {m2->first.x}, out).attrs["blocksize"] = ir::Attr(m2->second);
+      changed = true;
+      uses = g.uses();
+      continue;
+    }
+    if (auto m2 = upsampleExpand(g, uses, n)) {
+      ir::ValueId out = n.outputs[0];
+      std::string name = n.name;
+      float sc = static_cast<float>(m2->second);
+      ir::ValueId scales = g.addConstant(g.uniqueValueName(name + "_scales"), Tensor::fromVector<float>({4}, {1, 1, sc, sc})).id;
+      ir::Node& r = replaceWith(g, m2->first.nodes, g.opset >= 10 ? "Resize" : "Upsample", "", name,
+                                g.opset >= 11 ? std::vector<ir::ValueId>{m2->first.x, ir::kNoValue, scales}
+                                              : std::vector<ir::ValueId>{m2->first.x, scales},
+                                out);
+      r.attrs["mode"] = ir::Attr(std::string("nearest"));
+      if (g.opset >= 11) {
+        r.attrs["coordinate_transformation_mode"] = ir::Attr(std::string("asymmetric"));
+        r.attrs["nearest_mode"] = ir::Attr(std::string("floor"));
+      }
+      changed = true;
+      uses = g.uses();
+      continue;
+    }
+    if (auto m2 = focusPattern(g, uses, n)) {
+      ir::ValueId out = n.outputs[0];
+      std::string name = n.name;
+      bool s2d = m2->second == std::vector<int64_t>{0, 0, 0, 1, 1, 0, 1, 1};  // SpaceToDepth's channel order
+      ir::Node& r = replaceWith(g, m2->first.nodes, s2d ? "SpaceToDepth" : "Focus", s2d ? "" : "ai.npuc", name, {m2->first.x}, out);
+      if (s2d) r.attrs["blocksize"] = ir::Attr(int64_t{2});
+      else r.attrs["offsets"] = ir::Attr(m2->second);
       changed = true;
       uses = g.uses();
       continue;

@@ -103,7 +103,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"hardswish_add_clip_mul_div", "ai.npuc", "HardSwish", "HardSwish"},
                       Case{"gap_reducemean", "", "GlobalAveragePool", nullptr},
                       Case{"gap_avgpool", "", "GlobalAveragePool", nullptr},
-                      Case{"flatten_view", "", "Flatten", nullptr}),
+                      Case{"flatten_view", "", "Flatten", nullptr},
+                      Case{"space_to_depth", "", "SpaceToDepth", nullptr},
+                      Case{"upsample_expand", "", "Resize", nullptr}, Case{"focus", "ai.npuc", "Focus", nullptr}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
 TEST(Patterns, Relu6ToRelu) {

@@ -71,3 +71,25 @@ for name, model in {
     path = os.path.join(here, f"{name}.onnx")
     torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
     print(path, os.path.getsize(path))
+
+# Data-movement patterns: SpaceToDepth as Reshape-Transpose-Reshape, upsample as Reshape-Expand-Reshape, Focus.
+def s2d(x, b=2):
+    n, c, h, w = x.shape
+    x = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+    return x.reshape(n, c * b * b, h // b, w // b)
+
+
+def upsample(x, s=2):
+    n, c, h, w = x.shape
+    return x.reshape(n, c, h, 1, w, 1).expand(n, c, h, s, w, s).reshape(n, c, h * s, w * s)
+
+
+def focus(x):
+    return torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1)
+
+
+for name, fn in {"space_to_depth": s2d, "upsample_expand": upsample, "focus": focus}.items():
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), Lambda(fn)).eval()
+    path = os.path.join(here, f"{name}.onnx")
+    torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
+    print(path, os.path.getsize(path))
