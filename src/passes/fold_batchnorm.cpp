@@ -2,6 +2,9 @@
 // becomes one Conv with scaled weights and a shifted bias:
 //   a[m] = scale[m] / sqrt(var[m] + eps);  W'[m] = W[m] * a[m];  b'[m] = (b[m] - mean[m]) * a[m] + beta[m]
 // computed in double and rounded once to float32.
+// The same pass folds chains of Mul / Div / Add / Sub by per-channel constants (an "equivalent BatchNorm",
+// e.g. a frozen BatchNorm written as (x - mean) / std * gamma + beta) after a Conv: the chain is an affine map
+// y = a[m]·conv + d[m], composed in double, and becomes W' = W·a, b' = b·a + d.
 #include "ir/rewriter.hpp"
 #include "passes/passes.hpp"
 
@@ -18,7 +21,82 @@ const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) {
 }
 }  // namespace
 
+namespace {
+
+/// Per-channel values of a constant that broadcasts along channel axis 1 of a rank-4 output with M channels
+/// ([M,1,1], [1,M,1,1], [1], scalar); empty when it does not.
+std::vector<double> perChannel(const ir::Graph& g, ir::ValueId v, int64_t M) {
+  if (!g.value(v).isConstant()) return {};
+  const Tensor& t = *g.value(v).constant;
+  if (t.dtype() != DType::kF32) return {};
+  Shape s = t.shape();
+  while (!s.empty() && s.front() == 1 && s.size() > 3) s.erase(s.begin());
+  std::vector<double> vals = t.toDouble();
+  if (t.numel() == 1) return std::vector<double>(static_cast<size_t>(M), vals[0]);
+  if (s == Shape{M, 1, 1}) return vals;
+  return {};
+}
+
+/// Folds Conv -> (Mul|Div|Add|Sub by per-channel constants)+ into the Conv. Returns true when it folded.
+bool foldAffineChain(ir::Graph& g, ir::NodeId conv_id) {
+  ir::Node& conv = g.node(conv_id);
+  const Tensor* w = constF32(g, conv, 1);
+  const Tensor* b = constF32(g, conv, 2);
+  if (!w || (conv.hasInput(2) && !b) || w->rank() != 4 || !g.value(conv.outputs[0]).type.isStatic()) return false;
+  int64_t M = w->dim(0);
+  std::vector<double> a(static_cast<size_t>(M), 1.0), d(static_cast<size_t>(M), 0.0);
+  for (int64_t m = 0; m < M; ++m) d[static_cast<size_t>(m)] = b ? b->data<float>()[m] : 0.0;
+  ir::ValueId cur = conv.outputs[0];
+  std::vector<ir::NodeId> chain;
+  for (;;) {
+    auto uses = g.uses();
+    auto it = uses.find(cur);
+    if (it == uses.end() || it->second.size() != 1) break;
+    if (std::find(g.outputs().begin(), g.outputs().end(), cur) != g.outputs().end()) break;
+    const ir::Node& n = g.node(it->second[0].first);
+    int pos = it->second[0].second;
+    bool arith = n.domain.empty() && (n.op == "Mul" || n.op == "Div" || n.op == "Add" || n.op == "Sub");
+    if (!arith || ((n.op == "Div" || n.op == "Sub") && pos != 0)) break;
+    auto k = perChannel(g, n.inputs[static_cast<size_t>(1 - pos)], M);
+    if (k.empty() || g.value(n.outputs[0]).type.shape != g.value(cur).type.shape) break;
+    for (size_t m = 0; m < static_cast<size_t>(M); ++m) {
+      if (n.op == "Mul") a[m] *= k[m], d[m] *= k[m];
+      else if (n.op == "Div") a[m] /= k[m], d[m] /= k[m];
+      else if (n.op == "Add") d[m] += k[m];
+      else d[m] -= k[m];
+    }
+    chain.push_back(n.id);
+    cur = n.outputs[0];
+  }
+  if (chain.empty()) return false;
+  Tensor nw(DType::kF32, w->shape()), nb(DType::kF32, {M});
+  int64_t per = w->numel() / M;
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t i = 0; i < per; ++i)
+      nw.data<float>()[m * per + i] = static_cast<float>(w->data<float>()[m * per + i] * a[static_cast<size_t>(m)]);
+    nb.data<float>()[m] = static_cast<float>(d[static_cast<size_t>(m)]);
+  }
+  std::string name = conv.name;
+  ir::ValueId wv = g.addConstant(g.uniqueValueName(name + "_w_affine"), nw).id;
+  ir::ValueId bv = g.addConstant(g.uniqueValueName(name + "_b_affine"), nb).id;
+  ir::Node& c = g.node(conv_id);
+  c.inputs.resize(3);
+  c.inputs[1] = wv;
+  c.inputs[2] = bv;
+  ir::Rewriter rw(g);
+  ir::ValueId y = c.outputs[0];
+  for (ir::NodeId id : chain) rw.eraseNode(id);
+  rw.replaceAllUses(cur, y);
+  return true;
+}
+
+}  // namespace
+
 bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
+  bool chains = false;
+  for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))
+    if (g.hasNode(id) && g.node(id).op == "Conv" && g.node(id).domain.empty()) chains |= foldAffineChain(g, id);
+  if (chains) g.topoSort();
   ir::Rewriter rw(g);
   auto uses = g.uses();
   std::vector<ir::NodeId> order = g.order();
@@ -64,7 +142,7 @@ bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
     rw.replaceAllUses(y, x);
   }
   if (rw.changed()) rw.finish();
-  return rw.changed();
+  return chains || rw.changed();
 }
 
 }  // namespace npuc::passes

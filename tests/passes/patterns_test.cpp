@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gap_reducemean", "", "GlobalAveragePool", nullptr},
                       Case{"gap_avgpool", "", "GlobalAveragePool", nullptr},
                       Case{"flatten_view", "", "Flatten", nullptr},
-                      Case{"space_to_depth", "", "SpaceToDepth", nullptr},
+                      Case{"space_to_depth", "", "SpaceToDepth", nullptr}, Case{"bn_equivalent_chain", "", nullptr, "Relu"},
                       Case{"upsample_expand", "", "Resize", nullptr}, Case{"focus", "ai.npuc", "Focus", nullptr}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 

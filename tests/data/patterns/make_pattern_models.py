@@ -93,3 +93,22 @@ for name, fn in {"space_to_depth": s2d, "upsample_expand": upsample, "focus": fo
     path = os.path.join(here, f"{name}.onnx")
     torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
     print(path, os.path.getsize(path))
+
+
+class FrozenBN(nn.Module):  # BatchNorm written as arithmetic, as detection codebases do
+    def __init__(self, c):
+        super().__init__()
+        self.mean = nn.Parameter(torch.rand(1, c, 1, 1), requires_grad=False)
+        self.std = nn.Parameter(torch.rand(1, c, 1, 1) + 0.5, requires_grad=False)
+        self.gamma = nn.Parameter(torch.rand(1, c, 1, 1) + 0.5, requires_grad=False)
+        self.beta = nn.Parameter(torch.rand(1, c, 1, 1), requires_grad=False)
+
+    def forward(self, x):
+        return (x - self.mean) / self.std * self.gamma + self.beta
+
+
+model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), FrozenBN(8), nn.ReLU()).eval()
+path = os.path.join(here, "bn_equivalent_chain.onnx")
+torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13,
+                  do_constant_folding=False)
+print(path, os.path.getsize(path))
