@@ -90,6 +90,41 @@ bool foldAffineChain(ir::Graph& g, ir::NodeId conv_id) {
   return true;
 }
 
+/// Gemm (constant B, C absent or per output column, alpha = beta = 1, transA = 0) followed by BatchNormalization
+/// over its N outputs: column n of op(B) is scaled by a[n], C becomes (C - mean)·a + beta.
+bool foldIntoGemm(ir::Graph& g, ir::NodeId gemm_id, const ir::Node& bn) {
+  const ir::Node& gm = g.node(gemm_id);
+  const Tensor* w = constF32(g, gm, 1);
+  const Tensor* c = constF32(g, gm, 2);
+  if (!w || w->rank() != 2 || (gm.hasInput(2) && !c) || gm.attrInt("transA", 0) || gm.attrFloat("alpha", 1.0f) != 1.0f ||
+      gm.attrFloat("beta", 1.0f) != 1.0f)
+    return false;
+  bool tb = gm.attrInt("transB", 0) != 0;
+  int64_t N = tb ? w->dim(0) : w->dim(1), K = tb ? w->dim(1) : w->dim(0);
+  if (c && c->numel() != N && c->numel() != 1) return false;
+  const Tensor *scale = constF32(g, bn, 1), *beta = constF32(g, bn, 2), *mean = constF32(g, bn, 3), *var = constF32(g, bn, 4);
+  if (!scale || !beta || !mean || !var || scale->numel() != N) return false;
+  double eps = bn.attrFloat("epsilon", 1e-5f);
+  Tensor nw(DType::kF32, w->shape()), nc(DType::kF32, {N});
+  for (int64_t n = 0; n < N; ++n) {
+    double a = static_cast<double>(scale->data<float>()[n]) / std::sqrt(static_cast<double>(var->data<float>()[n]) + eps);
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t i = tb ? n * K + k : k * N + n;
+      nw.data<float>()[i] = static_cast<float>(static_cast<double>(w->data<float>()[i]) * a);
+    }
+    double bias = c ? static_cast<double>(c->data<float>()[c->numel() == 1 ? 0 : n]) : 0.0;
+    nc.data<float>()[n] = static_cast<float>((bias - mean->data<float>()[n]) * a + beta->data<float>()[n]);
+  }
+  std::string name = gm.name;
+  ir::ValueId wv = g.addConstant(g.uniqueValueName(name + "_w_bn"), nw).id;
+  ir::ValueId cv = g.addConstant(g.uniqueValueName(name + "_c_bn"), nc).id;
+  ir::Node& node = g.node(gemm_id);
+  node.inputs.resize(3);
+  node.inputs[1] = wv;
+  node.inputs[2] = cv;
+  return true;
+}
+
 }  // namespace
 
 bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
@@ -113,6 +148,14 @@ bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
     ir::NodeId pid = g.value(x).producer;
     if (pid == ir::kNoNode) continue;
     const ir::Node& conv = g.node(pid);
+    if (conv.op == "Gemm" && conv.domain.empty() && uses[x].size() == 1) {
+      if (foldIntoGemm(g, pid, bn)) {
+        ir::ValueId y = bn.outputs[0];
+        rw.eraseNode(id);
+        rw.replaceAllUses(y, x);
+      }
+      continue;
+    }
     if (conv.op != "Conv" || !conv.domain.empty() || uses[x].size() != 1) continue;
     if (std::find(g.outputs().begin(), g.outputs().end(), x) != g.outputs().end()) continue;
     const Tensor* w = constF32(g, conv, 1);

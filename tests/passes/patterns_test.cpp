@@ -108,6 +108,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"upsample_expand", "", "Resize", nullptr}, Case{"focus", "ai.npuc", "Focus", nullptr}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
+TEST(Patterns, BatchNormFoldsIntoGemm) {
+  auto original = load("gemm_bn");
+  auto g = original->clone();
+  run(*g, passes::translatePipeline());
+  EXPECT_EQ(findOp(*g, "", "BatchNormalization"), nullptr) << ir::dump(*g);
+  const ir::Node* gemm = findOp(*g, "ai.npuc", "Gemm");
+  ASSERT_NE(gemm, nullptr) << ir::dump(*g);
+  EXPECT_EQ(gemm->attrString("activation", ""), "Relu");
+  expectSameOutputs(*original, *g);
+}
+
 TEST(Patterns, Relu6ToRelu) {
   auto g = load("relu6");
   run(*g, passes::translatePipeline());

@@ -112,3 +112,14 @@ path = os.path.join(here, "bn_equivalent_chain.onnx")
 torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13,
                   do_constant_folding=False)
 print(path, os.path.getsize(path))
+
+# BatchNorm1d after a Linear layer: folds into the Gemm.
+lin = nn.Sequential(nn.Flatten(), nn.Linear(4 * 8 * 8, 16), nn.BatchNorm1d(16), nn.ReLU()).eval()
+lin[2].running_mean.uniform_(-0.5, 0.5)
+lin[2].running_var.uniform_(0.5, 1.5)
+lin[2].weight.data.uniform_(0.5, 1.5)
+lin[2].bias.data.uniform_(-0.5, 0.5)
+path = os.path.join(here, "gemm_bn.onnx")
+torch.onnx.export(lin, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13,
+                  training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+print(path, os.path.getsize(path))
