@@ -19,6 +19,23 @@ const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) {
   const ir::Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
   return v.constant && v.constant->dtype() == DType::kF32 ? &*v.constant : nullptr;
 }
+/// The per-channel factor of an inference BatchNormalization: scale / sqrt(var + eps), in double.
+double bnFactor(const ir::Node& bn, const Tensor& scale, const Tensor& var, int64_t c) {
+  double eps = bn.attrFloat("epsilon", 1e-5f);
+  return static_cast<double>(scale.data<float>()[c]) / std::sqrt(static_cast<double>(var.data<float>()[c]) + eps);
+}
+
+/// Gives `node` new constant weights (input 1) and bias (input 2), named after it.
+void setWeightsAndBias(ir::Graph& g, ir::NodeId node, Tensor w, Tensor b, const std::string& suffix) {
+  std::string name = g.node(node).name;
+  ir::ValueId wv = g.addConstant(g.uniqueValueName(name + "_w_" + suffix), std::move(w)).id;
+  ir::ValueId bv = g.addConstant(g.uniqueValueName(name + "_b_" + suffix), std::move(b)).id;
+  ir::Node& n = g.node(node);
+  n.inputs.resize(3);
+  n.inputs[1] = wv;
+  n.inputs[2] = bv;
+}
+
 }  // namespace
 
 namespace {
@@ -76,15 +93,9 @@ bool foldAffineChain(ir::Graph& g, ir::NodeId conv_id) {
       nw.data<float>()[m * per + i] = static_cast<float>(w->data<float>()[m * per + i] * a[static_cast<size_t>(m)]);
     nb.data<float>()[m] = static_cast<float>(d[static_cast<size_t>(m)]);
   }
-  std::string name = conv.name;
-  ir::ValueId wv = g.addConstant(g.uniqueValueName(name + "_w_affine"), nw).id;
-  ir::ValueId bv = g.addConstant(g.uniqueValueName(name + "_b_affine"), nb).id;
-  ir::Node& c = g.node(conv_id);
-  c.inputs.resize(3);
-  c.inputs[1] = wv;
-  c.inputs[2] = bv;
+  setWeightsAndBias(g, conv_id, nw, nb, "affine");
   ir::Rewriter rw(g);
-  ir::ValueId y = c.outputs[0];
+  ir::ValueId y = g.node(conv_id).outputs[0];
   for (ir::NodeId id : chain) rw.eraseNode(id);
   rw.replaceAllUses(cur, y);
   return true;
@@ -104,10 +115,9 @@ bool foldIntoGemm(ir::Graph& g, ir::NodeId gemm_id, const ir::Node& bn) {
   if (c && c->numel() != N && c->numel() != 1) return false;
   const Tensor *scale = constF32(g, bn, 1), *beta = constF32(g, bn, 2), *mean = constF32(g, bn, 3), *var = constF32(g, bn, 4);
   if (!scale || !beta || !mean || !var || scale->numel() != N) return false;
-  double eps = bn.attrFloat("epsilon", 1e-5f);
   Tensor nw(DType::kF32, w->shape()), nc(DType::kF32, {N});
   for (int64_t n = 0; n < N; ++n) {
-    double a = static_cast<double>(scale->data<float>()[n]) / std::sqrt(static_cast<double>(var->data<float>()[n]) + eps);
+    double a = bnFactor(bn, *scale, *var, n);
     for (int64_t k = 0; k < K; ++k) {
       int64_t i = tb ? n * K + k : k * N + n;
       nw.data<float>()[i] = static_cast<float>(static_cast<double>(w->data<float>()[i]) * a);
@@ -115,13 +125,7 @@ bool foldIntoGemm(ir::Graph& g, ir::NodeId gemm_id, const ir::Node& bn) {
     double bias = c ? static_cast<double>(c->data<float>()[c->numel() == 1 ? 0 : n]) : 0.0;
     nc.data<float>()[n] = static_cast<float>((bias - mean->data<float>()[n]) * a + beta->data<float>()[n]);
   }
-  std::string name = gm.name;
-  ir::ValueId wv = g.addConstant(g.uniqueValueName(name + "_w_bn"), nw).id;
-  ir::ValueId cv = g.addConstant(g.uniqueValueName(name + "_c_bn"), nc).id;
-  ir::Node& node = g.node(gemm_id);
-  node.inputs.resize(3);
-  node.inputs[1] = wv;
-  node.inputs[2] = cv;
+  setWeightsAndBias(g, gemm_id, nw, nc, "bn");
   return true;
 }
 
@@ -164,23 +168,17 @@ bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
     if (!w || (conv.hasInput(2) && !b) || !scale || !beta || !mean || !var) continue;
     int64_t M = w->dim(0);
     if (scale->numel() != M || beta->numel() != M || mean->numel() != M || var->numel() != M) continue;
-    double eps = bn.attrFloat("epsilon", 1e-5f);
     Tensor nw(DType::kF32, w->shape()), nb(DType::kF32, {M});
     int64_t per = w->numel() / std::max<int64_t>(1, M);
     for (int64_t m = 0; m < M; ++m) {
-      double a = static_cast<double>(scale->data<float>()[m]) / std::sqrt(static_cast<double>(var->data<float>()[m]) + eps);
+      double a = bnFactor(bn, *scale, *var, m);
       for (int64_t k = 0; k < per; ++k)
         nw.data<float>()[m * per + k] = static_cast<float>(static_cast<double>(w->data<float>()[m * per + k]) * a);
       double bias = b ? static_cast<double>(b->data<float>()[m]) : 0.0;
       nb.data<float>()[m] = static_cast<float>((bias - mean->data<float>()[m]) * a + beta->data<float>()[m]);
     }
-    ir::ValueId wv = g.addConstant(g.uniqueValueName(conv.name + "_w_bn"), nw).id;
-    ir::ValueId bv = g.addConstant(g.uniqueValueName(conv.name + "_b_bn"), nb).id;
-    ir::Node& c = g.node(pid);
-    c.inputs.resize(3);
-    c.inputs[1] = wv;
-    c.inputs[2] = bv;
     ir::ValueId y = bn.outputs[0];
+    setWeightsAndBias(g, pid, nw, nb, "bn");
     rw.eraseNode(id);
     rw.replaceAllUses(y, x);
   }
