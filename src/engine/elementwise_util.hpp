@@ -95,9 +95,9 @@ inline To convertValue(From v) {
 /// Converts a tensor to another element type (F16/BF16 included).
 Tensor castTensor(const Tensor& t, DType to, const KernelCall& call);
 
-/// Scalar activation by name (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish, Mish) with the
-/// same float32 arithmetic as the separate ONNX ops it replaces (Swish = x * Sigmoid(x), Mish = x * Tanh(Softplus(x))).
-/// Throws kUnsupported for other names.
+/// Scalar activation by name (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish, Mish): the kernel
+/// library's kernels::unaryScalar of that op, with the same float32 arithmetic as the separate ONNX ops it replaces
+/// (Swish = x * Sigmoid(x), Mish = x * Tanh(Softplus(x))). Throws kUnsupported for other names.
 std::function<float(float)> activationFn(const std::string& name, float alpha, float beta);
 
 inline bool isHalfType(DType t) { return t == DType::kF16 || t == DType::kBF16; }

@@ -2,6 +2,7 @@
 // broadcasting, variadic Max/Min/Sum/Mean, Where, Clip, Cast, Identity, Dropout.
 // Float16 inputs are computed in float32 and rounded back once per output.
 #include "engine/elementwise_util.hpp"
+#include "kernels/layers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,20 +29,14 @@ void computeHalfAsFloat(KernelCall& call, const std::function<void(KernelCall&)>
 }
 
 std::function<float(float)> activationFn(const std::string& name, float alpha, float beta) {
-  auto sigmoid = [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
-  auto softplus = [](double x) { return x > 30 ? x : std::log1p(std::exp(x)); };
-  if (name == "Relu") return [](float x) { return x < 0.0f ? 0.0f : x; };
-  if (name == "Clip") return [alpha, beta](float x) { return x < alpha ? alpha : (x > beta ? beta : x); };
-  if (name == "LeakyRelu") return [alpha](float x) { return x < 0 ? static_cast<float>(static_cast<double>(alpha) * x) : x; };
-  if (name == "Sigmoid") return [sigmoid](float x) { return static_cast<float>(sigmoid(x)); };
-  if (name == "Tanh") return [](float x) { return static_cast<float>(std::tanh(static_cast<double>(x))); };
-  if (name == "HardSigmoid")
-    return [alpha, beta](float x) { return static_cast<float>(std::clamp(static_cast<double>(alpha) * x + beta, 0.0, 1.0)); };
-  if (name == "HardSwish")
-    return [](float x) { return static_cast<float>(x * std::clamp(static_cast<double>(x) / 6.0 + 0.5, 0.0, 1.0)); };
-  if (name == "Swish") return [sigmoid](float x) { return x * static_cast<float>(sigmoid(x)); };
-  if (name == "Mish")
-    return [softplus](float x) { return x * static_cast<float>(std::tanh(static_cast<double>(static_cast<float>(softplus(x))))); };
+  using kernels::UnaryOp;
+  UnaryOp op = kernels::unaryOpFromName(name.c_str());
+  switch (op) {
+    case UnaryOp::kRelu: case UnaryOp::kClip: case UnaryOp::kLeakyRelu: case UnaryOp::kSigmoid: case UnaryOp::kTanh:
+    case UnaryOp::kHardSigmoid: case UnaryOp::kHardSwish: case UnaryOp::kSwish: case UnaryOp::kMish:
+      return [op, alpha, beta](float x) { return kernels::unaryScalar(op, x, alpha, beta); };
+    default: break;
+  }
   fail(ErrorCode::kUnsupported, "activation '{}' is not supported", name);
 }
 
@@ -80,7 +75,33 @@ T sign(T v) {
   else return v > 0 ? T(1) : (v < 0 ? T(-1) : T(0));
 }
 
-// Unary float op: fn(double-or-float x) with attributes captured.
+/// The kernel-library op of a float32 ONNX unary op, with its attributes in alpha / beta; kCount when the library
+/// has none. ONNX Mish is not mapped: it rounds once (x * tanh(softplus(x)) in double), while the library's Mish is
+/// the fused Softplus-Tanh-Mul chain (ai.npuc.Mish) that rounds after each op.
+kernels::UnaryOp libraryUnary(const ir::Node& n, float& alpha, float& beta) {
+  using kernels::UnaryOp;
+  UnaryOp op = kernels::unaryOpFromName(n.op.c_str());
+  alpha = 0.0f;
+  beta = 0.0f;
+  switch (op) {
+    case UnaryOp::kLeakyRelu: alpha = n.attrFloat("alpha", 0.01f); break;
+    case UnaryOp::kHardSigmoid:
+      alpha = n.attrFloat("alpha", 0.2f);
+      beta = n.attrFloat("beta", 0.5f);
+      break;
+    case UnaryOp::kElu: case UnaryOp::kCelu: alpha = n.attrFloat("alpha", 1.0f); break;
+    case UnaryOp::kSelu:
+      alpha = n.attrFloat("alpha", 1.67326319217681884765625f);
+      beta = n.attrFloat("gamma", 1.05070102214813232421875f);
+      break;
+    case UnaryOp::kMish: case UnaryOp::kSwish: case UnaryOp::kClip: return UnaryOp::kCount;
+    default: break;
+  }
+  return op;
+}
+
+// Unary float op: fn(double-or-float x) with attributes captured (float64 tensors, and the float32 ops the kernel
+// library lacks).
 using UnaryF = std::function<double(double)>;
 
 UnaryF unaryFloatFn(const ir::Node& n) {
@@ -164,13 +185,13 @@ void unaryKernel(KernelCall& call) {
     const Tensor& in = c.input(0);
     Tensor& y = c.alloc(0);
     DType t = in.dtype();
-    if (op == "Relu" && t == DType::kF32) {
-      const float* src = in.data<float>();
-      float* dst = y.data<float>();
-      c.pool->parallelFor(n, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) dst[i] = src[i] < 0.0f ? 0.0f : src[i];
-      }, std::max<int64_t>(16384, n / (4 * c.pool->size()) + 1));
-      return;
+    if (t == DType::kF32) {
+      float alpha, beta;
+      kernels::UnaryOp k = libraryUnary(c.node, alpha, beta);
+      if (k != kernels::UnaryOp::kCount) {
+        kernels::unary(k, alpha, beta, n, in.data<float>(), y.data<float>(), c.pool);
+        return;
+      }
     }
     if (op == "Abs" || op == "Neg" || op == "Sign" || op == "Relu" || op == "Ceil" || op == "Floor") {
       dispatchNumeric(t, c, [&]<typename T>() {
@@ -509,12 +530,12 @@ void registerElementwiseKernels(KernelRegistry& r) {
   r.addFn("Where", whereKernel);
   for (const char* op : {"Swish", "Mish", "HardSwish"})
     r.addFn(op, [](KernelCall& c) {
-      auto f = activationFn(c.node.op, 0, 0);
+      kernels::UnaryOp op = kernels::unaryOpFromName(c.node.op.c_str());
       computeHalfAsFloat(c, [&](KernelCall& k) {
         const Tensor& x = k.input(0);
         if (x.dtype() != DType::kF32) k.unsupported("{} needs float input", k.node.op);
         Tensor& y = k.alloc(0);
-        for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = f(x.data<float>()[i]);
+        kernels::unary(op, 0.0f, 0.0f, x.numel(), x.data<float>(), y.data<float>(), k.pool);
       });
     }, "ai.npuc");
 }

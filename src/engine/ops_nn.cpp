@@ -1,9 +1,11 @@
 // Kernels of neural-network ops. Conv, ConvTranspose, Gemm and MatMul run through the kernel library's packed,
-// cache-blocked SIMD kernels (src/kernels/); pooling, normalisation, LRN and Softmax are reference loops here,
-// parallel over independent planes/rows (never splitting a reduction).
+// cache-blocked SIMD kernels (src/kernels/); 1-D/2-D and global pooling, the BatchNormalization affine map, LRN
+// and Softmax through its layer kernels (kernels/layers.hpp, shared with the device runtime). N-D pooling (and
+// MaxPool with indices) and InstanceNormalization are reference loops here, parallel over independent planes.
 #include "engine/elementwise_util.hpp"
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 
@@ -291,73 +293,6 @@ void forTaps(const PlaneGeom& p, int64_t o, F&& tap) {
   }
 }
 
-/// 2-D (and 1-D as H = 1) pooling of one plane with the valid tap range computed once per output row/column.
-void pool2dPlane(const float* xp, float* yp, const ops::Window& w, bool is_max, bool include_pad) {
-  const bool one_d = w.rank() == 1;
-  const int64_t H = one_d ? 1 : w.in[0], W = w.in[one_d ? 0 : 1];
-  const int64_t OH = one_d ? 1 : w.out[0], OW = w.out[one_d ? 0 : 1];
-  const int64_t KH = one_d ? 1 : w.kernel[0], KW = w.kernel[one_d ? 0 : 1];
-  const int64_t sh = one_d ? 1 : w.stride[0], sw = w.stride[one_d ? 0 : 1];
-  const int64_t dh = one_d ? 1 : w.dilation[0], dw = w.dilation[one_d ? 0 : 1];
-  const int64_t ph = one_d ? 0 : w.pad_begin[0], pw = w.pad_begin[one_d ? 0 : 1];
-  const int64_t peh = one_d ? 0 : w.pad_end[0], pew = w.pad_end[one_d ? 0 : 1];
-  auto range = [](int64_t origin, int64_t k, int64_t d, int64_t n, int64_t& lo, int64_t& hi) {
-    lo = origin >= 0 ? 0 : (-origin + d - 1) / d;
-    hi = origin + (k - 1) * d < n ? k : (n - 1 - origin) / d + 1;
-    if (hi < lo) hi = lo;
-  };
-  auto padded = [](int64_t origin, int64_t k, int64_t d, int64_t n, int64_t pb, int64_t pe) {
-    int64_t cnt = 0;
-    for (int64_t t = 0; t < k; ++t) {
-      int64_t p = origin + t * d;
-      cnt += p >= -pb && p < n + pe;
-    }
-    return cnt;
-  };
-  // Row at a time: for each valid tap (kh, kw), combine it into every output of the row it reaches. Each output
-  // still sees its valid taps in row-major (kh, kw) order, so the sums are the same as tap-by-tap per output;
-  // the inner loop runs along the output row and vectorises.
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    int64_t ih0 = oh * sh - ph, khl, khh;
-    range(ih0, KH, dh, H, khl, khh);
-    float* out = yp + oh * OW;
-    const float init = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-    for (int64_t ow = 0; ow < OW; ++ow) out[ow] = init;
-    for (int64_t kh = khl; kh < khh; ++kh) {
-      const float* row = xp + (ih0 + kh * dh) * W;
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        // outputs whose tap kw lands inside the row: 0 <= ow*sw - pw + kw*dw < W
-        int64_t shift = kw * dw - pw;
-        int64_t lo = shift >= 0 ? 0 : (-shift + sw - 1) / sw;
-        int64_t hi = W - 1 - shift < 0 ? 0 : (W - 1 - shift) / sw + 1;
-        hi = std::min(hi, OW);
-        if (lo >= hi) continue;
-        const float* src = row + shift;
-        if (is_max) {
-          if (sw == 1)
-            for (int64_t ow = lo; ow < hi; ++ow) out[ow] = src[ow] > out[ow] ? src[ow] : out[ow];
-          else
-            for (int64_t ow = lo; ow < hi; ++ow) out[ow] = src[ow * sw] > out[ow] ? src[ow * sw] : out[ow];
-        } else {
-          if (sw == 1)
-            for (int64_t ow = lo; ow < hi; ++ow) out[ow] += src[ow];
-          else
-            for (int64_t ow = lo; ow < hi; ++ow) out[ow] += src[ow * sw];
-        }
-      }
-    }
-    if (!is_max) {
-      int64_t rows_counted = include_pad ? padded(ih0, KH, dh, H, ph, peh) : khh - khl;
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        int64_t iw0 = ow * sw - pw, kwl, kwh;
-        range(iw0, KW, dw, W, kwl, kwh);
-        int64_t n = rows_counted * (include_pad ? padded(iw0, KW, dw, W, pw, pew) : kwh - kwl);
-        out[ow] = n ? out[ow] / static_cast<float>(n) : 0.0f;
-      }
-    }
-  }
-}
-
 void poolKernel(KernelCall& c) {
   needF32(c, 0);
   const Tensor& x = c.input(0);
@@ -365,29 +300,50 @@ void poolKernel(KernelCall& c) {
   if (x.rank() - 2 > 3) c.unsupported("pooling over more than 3 spatial dims is not supported");
   PlaneGeom p = planeGeom(ops::resolveWindow(c.node, spatialOf(x.shape()), {}, c.node.attrInt("ceil_mode", 0) != 0));
   bool include_pad = c.node.attrInt("count_include_pad", 0) != 0;
+  // ai.npuc.MaxPool: taps in the padding count as pad_value (a constant Pad folded in); -inf (and NaN) ignore them.
+  const float ninf = -std::numeric_limits<float>::infinity();
+  float pad_value = is_max ? c.node.attrFloat("pad_value", ninf) : ninf;
+  bool use_pad_value = pad_value > ninf;
   Tensor& y = c.alloc(0);
   bool want_idx = is_max && c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue;
   int64_t* pidx = want_idx ? c.alloc(1).data<int64_t>() : nullptr;
   const float* px = x.data<float>();
   float* py = y.data<float>();
   int64_t planes = x.dim(0) * x.dim(1);
-  bool fast = !want_idx && p.w.rank() <= 2;
+  if (!want_idx && (p.w.rank() == 1 || p.w.rank() == 2)) {
+    // 1-D and 2-D pooling: the kernel library's row-at-a-time loops (1-D as H = 1).
+    const ops::Window& w = p.w;
+    const size_t v = w.rank() == 2 ? 1 : 0;  // the W dim
+    kernels::Pool2dShape s;
+    s.planes = planes;
+    if (w.rank() == 2) {
+      s.ih = w.in[0], s.oh = w.out[0], s.kh = w.kernel[0], s.sh = w.stride[0], s.dh = w.dilation[0];
+      s.pt = w.pad_begin[0], s.pb = w.pad_end[0];
+    }
+    s.iw = w.in[v], s.ow = w.out[v], s.kw = w.kernel[v], s.sw = w.stride[v], s.dw = w.dilation[v];
+    s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
+    s.count_include_pad = include_pad;
+    s.pad_value = pad_value;
+    if (is_max) kernels::maxPool2d(s, px, py, c.pool);
+    else kernels::avgPool2d(s, px, py, c.pool);
+    return;
+  }
   c.pool->parallelFor(planes, [&](int64_t b, int64_t e) {
     for (int64_t pl = b; pl < e; ++pl) {
       const float* xp = px + pl * p.in_plane;
       float* yp = py + pl * p.out_plane;
-      if (fast) {
-        pool2dPlane(xp, yp, p.w, is_max, include_pad);
-        continue;
-      }
       for (int64_t o = 0; o < p.out_plane; ++o) {
         if (is_max) {
           float m = -std::numeric_limits<float>::infinity();
           int64_t arg = -1;
-          forTaps(p, o, [&](int64_t off, bool) {
-            if (off >= 0 && (xp[off] > m || arg < 0)) {
-              m = xp[off];
+          bool any = false;  // the first counted tap is always taken
+          forTaps(p, o, [&](int64_t off, bool in_padded) {
+            if (off < 0 && !(use_pad_value && in_padded)) return;
+            float v = off >= 0 ? xp[off] : pad_value;
+            if (v > m || !any) {
+              m = v;
               arg = off;
+              any = true;
             }
           });
           yp[o] = m;
@@ -416,23 +372,8 @@ void globalPoolKernel(KernelCall& c) {
   Tensor& y = c.alloc(0);
   int64_t planes = x.dim(0) * x.dim(1);
   int64_t size = planes ? x.numel() / planes : 0;
-  bool is_max = c.node.op == "GlobalMaxPool";
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
-  c.pool->parallelFor(planes, [&](int64_t b, int64_t e) {
-    for (int64_t pl = b; pl < e; ++pl) {
-      const float* xp = px + pl * size;
-      if (is_max) {
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t i = 0; i < size; ++i) m = xp[i] > m ? xp[i] : m;
-        py[pl] = m;
-      } else {
-        float s = 0.0f;
-        for (int64_t i = 0; i < size; ++i) s += xp[i];
-        py[pl] = s / static_cast<float>(size);
-      }
-    }
-  });
+  if (c.node.op == "GlobalMaxPool") kernels::globalMaxPool(planes, size, x.data<float>(), y.data<float>(), c.pool);
+  else kernels::globalAvgPool(planes, size, x.data<float>(), y.data<float>(), c.pool);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -453,14 +394,7 @@ void batchNormKernel(KernelCall& c) {
     b[u] = static_cast<float>(bias[u] - mean[u] * k);
   }
   Tensor& y = c.alloc(0);
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
-  c.pool->parallelFor(N * C, [&](int64_t s, int64_t e) {
-    for (int64_t pl = s; pl < e; ++pl) {
-      size_t ch = static_cast<size_t>(pl % C);
-      for (int64_t i = 0; i < inner; ++i) py[pl * inner + i] = px[pl * inner + i] * a[ch] + b[ch];
-    }
-  });
+  kernels::channelAffine(N, C, inner, x.data<float>(), a.data(), b.data(), y.data<float>(), c.pool);
 }
 
 void instanceNormKernel(KernelCall& c) {
@@ -491,23 +425,12 @@ void lrnKernel(KernelCall& c) {
   needF32(c, 0);
   const Tensor& x = c.input(0);
   int64_t size = c.node.attrInt("size", 1);
-  double alpha = c.node.attrFloat("alpha", 1e-4f), beta = c.node.attrFloat("beta", 0.75f), bias = c.node.attrFloat("bias", 1.0f);
+  float alpha = c.node.attrFloat("alpha", 1e-4f), beta = c.node.attrFloat("beta", 0.75f),
+        bias = c.node.attrFloat("bias", 1.0f);
   int64_t N = x.dim(0), C = x.dim(1), inner = x.numel() / std::max<int64_t>(1, N * C);
-  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  if (size < 1) c.error("size must be >= 1, got {}", size);
   Tensor& y = c.alloc(0);
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t ch = 0; ch < C; ++ch)
-      for (int64_t i = 0; i < inner; ++i) {
-        double s = 0;
-        for (int64_t k = std::max<int64_t>(0, ch - lo); k <= std::min(C - 1, ch + hi); ++k) {
-          double v = px[(n * C + k) * inner + i];
-          s += v * v;
-        }
-        py[(n * C + ch) * inner + i] =
-            static_cast<float>(px[(n * C + ch) * inner + i] / std::pow(bias + alpha / static_cast<double>(size) * s, beta));
-      }
+  kernels::lrn(N, C, inner, size, alpha, beta, bias, x.data<float>(), y.data<float>(), c.pool);
 }
 
 void softmaxKernel(KernelCall& c) {
@@ -526,32 +449,11 @@ void softmaxKernel(KernelCall& c) {
       (i < axis ? outer : i == axis ? len : inner) *= s[static_cast<size_t>(i)];
   }
   Tensor yf(DType::kF32, s);
-  const float* px = x.data<float>();
-  float* py = yf.data<float>();
   const std::string& op = c.node.op;
-  c.pool->parallelFor(outer * inner, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      int64_t o = r / inner, in = r % inner;
-      const float* xr = px + o * len * inner + in;
-      float* yr = py + o * len * inner + in;
-      float m = -std::numeric_limits<float>::infinity();
-      int64_t am = 0;
-      for (int64_t i = 0; i < len; ++i)
-        if (xr[i * inner] > m) { m = xr[i * inner]; am = i; }
-      if (op == "Hardmax") {
-        for (int64_t i = 0; i < len; ++i) yr[i * inner] = i == am ? 1.0f : 0.0f;
-        continue;
-      }
-      float sum = 0.0f;
-      for (int64_t i = 0; i < len; ++i) sum += std::exp(xr[i * inner] - m);
-      if (op == "LogSoftmax") {
-        float ls = std::log(sum);
-        for (int64_t i = 0; i < len; ++i) yr[i * inner] = xr[i * inner] - m - ls;
-      } else {
-        for (int64_t i = 0; i < len; ++i) yr[i * inner] = std::exp(xr[i * inner] - m) / sum;
-      }
-    }
-  });
+  kernels::SoftmaxKind kind = op == "Hardmax"      ? kernels::SoftmaxKind::kHardmax
+                              : op == "LogSoftmax" ? kernels::SoftmaxKind::kLogSoftmax
+                                                   : kernels::SoftmaxKind::kSoftmax;
+  kernels::softmax(kind, outer, len, inner, x.data<float>(), yf.data<float>(), c.pool);
   c.out[0] = xin.dtype() == DType::kF32 ? yf : castTensor(yf, xin.dtype(), c);
 }
 
@@ -604,6 +506,7 @@ void registerNnKernels(KernelRegistry& r) {
   for (const char* op : {"Gemm", "MatMul"})
     r.add(op, [](const ir::Node& n, const ir::Graph& g) { return std::make_unique<MatMulKernel>(n, g); });
   r.addFn("MaxPool", poolKernel);
+  r.addFn("MaxPool", poolKernel, "ai.npuc");
   r.addFn("AveragePool", poolKernel);
   r.addFn("GlobalAveragePool", globalPoolKernel);
   r.addFn("GlobalMaxPool", globalPoolKernel);

@@ -1,0 +1,106 @@
+// IR-free float kernels of the non-MAC layers: pooling, normalisation, softmax, element-wise unary and binary
+// math with broadcasting, and data movement (concat, transpose, pad, slice).
+//
+// These are shared by the reference engine (src/engine/, which maps ONNX nodes onto them) and the device
+// runtime (src/runtime/, which maps package descriptors onto them), so a package computes exactly what the
+// engine computes. Every function is the numerics specification of its layer: a parallel call (pool non-null)
+// gives every output element to one thread and computes it in the same order as the serial call, so results
+// are bit-identical for every thread count.
+//
+// Shapes are plain int64 vectors, row-major (C order), rank <= kMaxRank unless a function says otherwise.
+#pragma once
+
+#include "kernels/activation.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace npuc {
+class ThreadPool;
+}
+
+namespace npuc::kernels {
+
+inline constexpr int kMaxRank = 8;
+
+// ---------------------------------------------------------------------------------------------------------
+// Pooling over NC[H]W planes (1-D pooling: ih = oh = kh = sh = dh = 1, pt = pb = 0).
+struct Pool2dShape {
+  int64_t planes = 1;  // N * C
+  int64_t ih = 1, iw = 1, oh = 1, ow = 1;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;  // pads: top, left, bottom, right
+  bool count_include_pad = false;           // AveragePool divisor counts taps in the padding (not beyond it)
+  /// maxPool2d: taps in the padding (not beyond it) count as this value (a constant Pad folded into the pool);
+  /// -inf (or NaN) = ONNX MaxPool, padding ignored. avgPool2d ignores it.
+  float pad_value = -std::numeric_limits<float>::infinity();
+};
+/// y = max over the window's taps inside the input, and pad_value for its taps in the padding, in row-major tap
+/// order with `>` (NaN never wins; of equal values, the first): exactly MaxPool over the input padded with
+/// pad_value. -inf when no tap counts.
+void maxPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
+/// y = (sum of the window's taps inside the input, in row-major tap order) / count (0 when count is 0).
+void avgPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
+/// y[p] = max / mean of plane p (sum in index order, then one division).
+void globalMaxPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
+void globalAvgPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
+
+// ---------------------------------------------------------------------------------------------------------
+// Normalisation.
+/// y[n, c, i] = x[n, c, i] * a[c] + b[c] (one multiply, one add, each rounded: not fused).
+void channelAffine(int64_t n, int64_t c, int64_t inner, const float* x, const float* a, const float* b, float* y,
+                   ThreadPool* pool);
+/// ONNX LRN across channels (sums in double, one rounding per output).
+void lrn(int64_t n, int64_t c, int64_t inner, int64_t size, float alpha, float beta, float bias, const float* x,
+         float* y, ThreadPool* pool);
+
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+/// Over `len` elements at stride `inner`, for every (outer, inner) row: max, sum of exp(x - max) in order, then
+/// exp(x - max) / sum (or x - max - log(sum); or one-hot of the first maximum).
+void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool);
+
+// ---------------------------------------------------------------------------------------------------------
+// Element-wise.
+enum class UnaryOp : uint8_t {
+  kRelu, kLeakyRelu, kClip, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kSwish, kMish, kElu, kSelu, kCelu,
+  kSoftplus, kSoftsign, kExp, kLog, kSqrt, kReciprocal, kAbs, kNeg, kErf, kFloor, kCeil, kRound, kIdentity,
+  kCount
+};
+/// Name as in ONNX ("Relu", "HardSwish", …); UnaryOp::kCount when unknown.
+UnaryOp unaryOpFromName(const char* name);
+const char* unaryOpName(UnaryOp op);
+/// One element: the specification (float in, float out; alpha/beta as the ONNX op's attributes:
+/// LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta; Elu/Celu alpha; Selu alpha, gamma).
+float unaryScalar(UnaryOp op, float x, float alpha, float beta);
+void unary(UnaryOp op, float alpha, float beta, int64_t n, const float* x, float* y, ThreadPool* pool);
+
+enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kCount };
+BinaryOp binaryOpFromName(const char* name);
+const char* binaryOpName(BinaryOp op);
+float binaryScalar(BinaryOp op, float a, float b);
+/// y = act(a op b) with numpy broadcasting: a_shape and b_shape are right-aligned against y_shape (rank <=
+/// kMaxRank), every dim equal to y's or 1.
+void binary(BinaryOp op, const Activation& act, const std::vector<int64_t>& a_shape, const float* a,
+            const std::vector<int64_t>& b_shape, const float* b, const std::vector<int64_t>& y_shape, float* y,
+            ThreadPool* pool);
+
+// ---------------------------------------------------------------------------------------------------------
+// Data movement (element size in bytes, so one kernel serves fp32, fp16 and integer tensors).
+/// Concatenation along `axis`: inputs[i] has shape in_shapes[i]; they agree except on `axis`.
+void concat(int axis, const std::vector<std::vector<int64_t>>& in_shapes, const std::vector<const void*>& inputs,
+            size_t elem_size, void* y, ThreadPool* pool);
+/// y = x transposed: y.shape[i] = x_shape[perm[i]].
+void transpose(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& perm, size_t elem_size,
+               const void* x, void* y, ThreadPool* pool);
+/// Constant padding: y.shape[i] = x_shape[i] + pads_begin[i] + pads_end[i] (pads >= 0); `value` is elem_size
+/// bytes.
+void padConstant(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& pads_begin,
+                 const std::vector<int64_t>& pads_end, const void* value, size_t elem_size, const void* x, void* y,
+                 ThreadPool* pool);
+/// Strided slice: y[i...] = x[starts + i * steps ...] (starts already clamped; steps may be negative).
+void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
+           const std::vector<int64_t>& y_shape, size_t elem_size, const void* x, void* y, ThreadPool* pool);
+
+}  // namespace npuc::kernels
