@@ -12,10 +12,12 @@ declare -A allow=(
   [engine]="engine ops ir kernels support npuc"
   [frontend]="frontend ops ir support npuc"
   [passes]="passes engine ops ir kernels support npuc"
-  [driver]="driver frontend passes engine target plan codegen ops ir kernels support npuc"
+  [driver]="driver frontend passes engine target plan codegen package runtime ops ir kernels support npuc"
   [target]="target ops ir support npuc"
   [plan]="plan target ops ir support npuc"
-  [codegen]="codegen plan target ops ir support npuc"
+  [codegen]="codegen plan package target ops ir support npuc"
+  [package]="package support npuc"
+  [runtime]="runtime package kernels support npuc"
   [tools]="npuc"
 )
 bad=0

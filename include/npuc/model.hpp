@@ -74,6 +74,7 @@ struct TranslateOptions {
   bool relu6_to_relu = false;            // -RELU6toRELU
   bool save_opt_onnx = false;            // -SaveOptOnnx: <prefix>_opt.onnx
   bool reuse_memory = false;             // place activations by liveness instead of one slot per layer output
+  std::filesystem::path addr_map;        // -addr: address map definition (§6); empty = the default map
 };
 
 struct TranslateResult {
@@ -84,12 +85,15 @@ struct TranslateResult {
   double estimated_us = 0;
   uint64_t activation_bytes = 0;         // bytes the activation plan uses
   uint64_t activation_lower_bound = 0;   // peak of simultaneously-live activation bytes
+  std::string content_hash;              // of the object package ("sha256:…"); empty when none was written
+  std::vector<std::string> warnings;     // e.g. an address-map size smaller than needed, ignored
 };
 
 /// Translates a model for a target: import, optimize, check, time estimate, reports. Everything is written to a
 /// temporary folder that replaces <out_root>/<prefix>/ at the end, so a failed run never leaves a half-written
 /// folder. `progress(stage, seconds)` is called after each stage. When nodes are unsupported the folder holds the
-/// error report and ok is false. (The address map and the object package are not emitted yet.)
+/// error report and ok is false; otherwise it holds the object package (docs/package-format.md), the address map
+/// files and the time estimate. Targets with int8 numerics get the reports but no package yet (quantization).
 TranslateResult translate(const TranslateOptions& opts,
                           const std::function<void(const std::string&, double)>& progress = {});
 

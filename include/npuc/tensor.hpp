@@ -26,6 +26,10 @@ bool shapeIsStatic(const Shape& s);
 class Buffer {
  public:
   static std::shared_ptr<Buffer> allocate(size_t bytes);
+  /// Freed blocks of 64 KiB and more are kept for reuse (inference allocates the same sizes every run), up to
+  /// this many bytes in all (default 512 MiB). Returns the previous limit; lowering it frees blocks now. The
+  /// compiler sets 0: it allocates once and wants the memory back.
+  static size_t setCacheLimit(size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;

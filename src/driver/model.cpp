@@ -140,6 +140,7 @@ std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu
 }
 
 const ir::Graph& graphOf(const Model& m) { return *m.impl().graph; }
+ir::Graph& mutableGraphOf(Model& m) { return *m.impl().graph; }
 
 std::vector<TargetInfo> listTargets() {
   std::vector<TargetInfo> r;

@@ -1,8 +1,11 @@
-// npuc::translate: import -> optimize -> check -> time estimate -> reports, written atomically into
-// <out_root>/<prefix>/. The address map, memory plan and object package are the next stages to add here.
+// npuc::translate: import -> optimize -> check -> lower (memory plan, address map, descriptors) -> time estimate
+// -> package and reports, written atomically into <out_root>/<prefix>/.
 #include "npuc/model.hpp"
 
 #include "codegen/cost.hpp"
+#include "codegen/lower.hpp"
+#include "package/package.hpp"
+#include "plan/addrmap.hpp"
 #include "plan/memory.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
@@ -21,6 +24,7 @@ namespace fs = std::filesystem;
 
 // Defined in model.cpp: the optimized graph of a Model, for the codegen stages.
 const ir::Graph& graphOf(const Model& m);
+ir::Graph& mutableGraphOf(Model& m);
 
 namespace {
 
@@ -96,12 +100,20 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   };
   Stopwatch sw;
   TranslateResult res;
+  // Memory released by the stages goes back to the system (peak RSS matters for big models).
+  struct CacheOff {
+    size_t old = Buffer::setCacheLimit(0);
+    ~CacheOff() { Buffer::setCacheLimit(old); }
+  } cache_off;
   target::Target t = target::loadTarget(o.target);
   LoadOptions lo;
   lo.input_shapes = o.input_shapes;
-  Model m = Model::load(o.onnx, lo);
-  report("import", sw.lap());
-  Model opt = m.optimized(o.relu6_to_relu);
+  // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
+  Model opt = [&] {
+    Model m = Model::load(o.onnx, lo);
+    report("import", sw.lap());
+    return m.optimized(o.relu6_to_relu);
+  }();
   report("optimize", sw.lap());
   for (auto& v : target::checkGraph(graphOf(opt), t))
     res.errors.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
@@ -123,13 +135,43 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     if (!res.errors.empty()) {
       for (auto& f : writeCheckReport(res.errors, t.name, o.onnx.string(), base)) add(f);
     } else {
-      auto buffers = plan::activationBuffers(graphOf(opt), t.numerics == "fp32" ? 4 : t.numerics == "fp16" ? 2 : 1);
-      plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
-      res.activation_bytes = mp.total;
-      res.activation_lower_bound = mp.lower_bound;
-      report("plan", sw.lap());
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
       res.estimated_us = e.total_us;
+      bool emit = t.numerics == "fp32" || t.numerics == "fp16";
+      if (emit) {
+        codegen::LowerOptions lo2;
+        lo2.prefix = o.prefix;
+        lo2.reuse_memory = o.reuse_memory;
+        lo2.intm_yaml_name = o.prefix + "_addrmap_intm.yaml";
+        if (!o.addr_map.empty()) lo2.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::drpai());
+        // The optimized graph is not needed after this: its constants are released as they are copied.
+        codegen::Lowered low = codegen::lowerConsuming(mutableGraphOf(opt), t, lo2);
+        res.activation_bytes = low.data_bytes;
+        res.activation_lower_bound = low.data_lower_bound;
+        res.warnings = low.map.warnings;
+        report("plan", sw.lap());
+        for (auto& f : package::writePackage(low.pkg, tmp)) res.files.push_back(f);
+        res.content_hash = low.pkg.content_hash;
+        auto put = [&](const std::string& suffix, const std::string& text) {
+          writeFileAtomic(base.string() + suffix, text);
+          add(base.string() + suffix);
+        };
+        put("_addrmap_intm.yaml", plan::addrMapYaml(low.map));
+        put("_addrmap_intm.txt", plan::addrMapTxt(low.map));
+        for (const char* sp : {"data", "data_in", "data_out", "drp_config", "weight", "work", "merge"})
+          put(std::string("_tbl_addr_") + sp + ".txt", codegen::tblAddrText(low, sp));
+        put("_data_in_list.txt", codegen::ioListText(low, true));
+        put("_data_out_list.txt", codegen::ioListText(low, false));
+        report("package", sw.lap());
+      } else {
+        auto buffers = plan::activationBuffers(graphOf(opt), 1);
+        plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
+        res.activation_bytes = mp.total;
+        res.activation_lower_bound = mp.lower_bound;
+        res.warnings.push_back(fmt::format("target '{}' declares {} numerics: no object package is written until "
+                                           "quantization is implemented (reports only)", t.name, t.numerics));
+        report("plan", sw.lap());
+      }
       writeSummary(e, t, base);
       for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) add(base.string() + ext);
       report("estimate", sw.lap());

@@ -3,6 +3,7 @@
 //      activation (string: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish, Mish),
 //      activation_alpha, activation_beta (floats: Clip bounds, LeakyRelu/HardSigmoid parameters),
 //      fused (strings: the ONNX ops this node stands for, for reports).
+//  - MaxPool with attribute pad_value (float): a constant Pad folded into it, padded taps count as that value.
 //  - Swish (x * sigmoid(x)), Mish (x * tanh(softplus(x))), HardSwish (x * hardsigmoid(x; 1/6, 1/2)) for models
 //    whose opset has no such op.
 #include "ops/registry.hpp"
@@ -29,6 +30,12 @@ void registerNpucOps(Registry& r) {
       if (off.size() != 8) c.error("attribute 'offsets' must hold 4 (h, w) pairs");
       c.setOutput(0, c.inputDType(0), {x[0], x[1] * 4, x[2] / 2, x[3] / 2});
     };
+    r.add(s);
+  }
+  {
+    OpSchema s = *registry_detail::onnxSchema(r, "MaxPool");
+    s.domain = "ai.npuc";
+    s.doc = "MaxPool whose padded taps count as pad_value (a constant Pad folded into it; -inf = ONNX MaxPool)";
     r.add(s);
   }
   for (const char* op : {"Swish", "Mish", "HardSwish"}) {

@@ -1,7 +1,9 @@
 // fold-pad: a constant-mode Pad in front of a Conv or pooling becomes that op's own padding, when exact:
 //  - Conv: pad value 0 (Conv pads with zeros);
 //  - AveragePool without pads of its own: the padded zeros were averaged, so count_include_pad = 1;
-//  - MaxPool: only a pad value of -inf (MaxPool ignores its padding; a zero pad would change the maximum).
+//  - MaxPool: a pad value of -inf becomes plain pads (MaxPool ignores its padding); any other value v, on a
+//    MaxPool without pads of its own, becomes ai.npuc.MaxPool with pads and pad_value = v (padded taps count as
+//    v, exactly what the Pad produced) — the fused form DRP-AI documents for Pad + MaxPool.
 // Only spatial pads fold (batch and channel pads must be 0), and only when the Pad has no other consumer.
 #include "passes/match.hpp"
 #include "passes/passes.hpp"
@@ -42,6 +44,10 @@ bool FoldPadPass::run(ir::Graph& g, PassContext&) {
     std::vector<int64_t> own = n.attrInts("pads", std::vector<int64_t>(2 * (rank - 2), 0));
     bool own_zero = std::all_of(own.begin(), own.end(), [](int64_t p) { return p == 0; });
     if (avg) exact = value == 0.0 && own_zero;
+    bool pad_value = false;
+    if (max && !exact && own_zero && n.attrInt("ceil_mode", 0) == 0 && !std::isnan(value) &&
+        (n.outputs.size() < 2 || n.outputs[1] == ir::kNoValue))
+      exact = pad_value = true;
     if (!exact || own.size() != 2 * (rank - 2)) continue;
     for (size_t i = 0; i < rank - 2; ++i) {
       own[i] += pads[2 + i];
@@ -53,6 +59,11 @@ bool FoldPadPass::run(ir::Graph& g, PassContext&) {
     n.inputs[0] = x;
     n.attrs["pads"] = ir::Attr(own);
     if (avg) n.attrs["count_include_pad"] = ir::Attr(int64_t{1});
+    if (pad_value) {
+      n.domain = "ai.npuc";
+      n.attrs["pad_value"] = ir::Attr(static_cast<float>(value));
+      n.attrs["fused"] = ir::Attr(std::vector<std::string>{"Pad", "MaxPool"});
+    }
     changed = true;
     uses = g.uses();
   }

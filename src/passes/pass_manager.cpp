@@ -65,7 +65,7 @@ void PassManager::runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iteratio
 std::vector<std::string> resolvePipeline() { return {"infer-shapes", "fold-constants", "dce"}; }
 std::vector<std::string> optimizePipeline() { return {"fold-batchnorm", "dce"}; }
 std::vector<std::string> translatePipeline() {
-  return {"fold-constants", "fold-batchnorm", "detect-patterns", "fold-pad", "fuse-activations", "dce"};
+  return {"fold-constants", "fold-batchnorm", "detect-patterns", "canonicalize-pool", "fold-pad", "fuse-activations", "dce"};
 }
 
 }  // namespace npuc::passes

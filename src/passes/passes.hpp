@@ -41,6 +41,13 @@ class FoldPadPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// ceil_mode pooling becomes explicit end pads with the same output, when that is exact.
+class CanonicalizePoolPass : public Pass {
+ public:
+  const char* name() const override { return "canonicalize-pool"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// Swish, Mish, HardSwish, GlobalAveragePool and Flatten from the op sequences exporters emit for them.
 class DetectPatternsPass : public Pass {
  public:

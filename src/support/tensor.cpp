@@ -46,6 +46,7 @@ struct BlockCache {
   std::mutex mu;
   std::multimap<size_t, void*> blocks;
   size_t bytes = 0;
+  size_t limit = kMaxCached;
   ~BlockCache() {
     for (auto& [n, p] : blocks) std::free(p);
   }
@@ -56,6 +57,20 @@ BlockCache& blockCache() {
 }
 size_t roundedSize(size_t bytes) { return bytes == 0 ? 64 : (bytes + 63) / 64 * 64; }
 }  // namespace
+
+size_t Buffer::setCacheLimit(size_t bytes) {
+  BlockCache& c = blockCache();
+  std::lock_guard<std::mutex> lk(c.mu);
+  size_t old = c.limit;
+  c.limit = bytes;
+  while (c.bytes > c.limit && !c.blocks.empty()) {
+    auto it = std::prev(c.blocks.end());
+    c.bytes -= it->first;
+    std::free(it->second);
+    c.blocks.erase(it);
+  }
+  return old;
+}
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
   size_t rounded = roundedSize(bytes);
@@ -81,7 +96,7 @@ Buffer::~Buffer() {
   if (rounded >= kMinCached) {
     BlockCache& c = blockCache();
     std::lock_guard<std::mutex> lk(c.mu);
-    if (c.bytes + rounded <= kMaxCached) {
+    if (c.bytes + rounded <= c.limit) {
       c.blocks.emplace(rounded, data_);
       c.bytes += rounded;
       return;

@@ -128,7 +128,7 @@ TEST(Patterns, Relu6ToRelu) {
   EXPECT_EQ(conv->attrString("activation", ""), "Relu");
 }
 
-TEST(Patterns, ZeroPadFoldsIntoConvButNotIntoMaxPool) {
+TEST(Patterns, ZeroPadFoldsIntoConvAndIntoMaxPoolWithPadValue) {
   auto conv = load("pad_conv");
   auto g = conv->clone();
   run(*g, passes::translatePipeline());
@@ -139,6 +139,12 @@ TEST(Patterns, ZeroPadFoldsIntoConvButNotIntoMaxPool) {
   auto pool = load("pad_maxpool");
   auto p = pool->clone();
   run(*p, passes::translatePipeline());
-  EXPECT_NE(findOp(*p, "", "Pad"), nullptr) << "a zero Pad changes a MaxPool's result; it must stay\n" << ir::dump(*p);
+  // A zero Pad is not MaxPool padding (which never wins a maximum): it becomes ai.npuc.MaxPool, whose padded taps
+  // count as pad_value = 0.
+  EXPECT_EQ(findOp(*p, "", "Pad"), nullptr) << ir::dump(*p);
+  EXPECT_EQ(findOp(*p, "", "MaxPool"), nullptr) << ir::dump(*p);
+  const ir::Node* mp = findOp(*p, "ai.npuc", "MaxPool");
+  ASSERT_NE(mp, nullptr) << ir::dump(*p);
+  EXPECT_EQ(mp->attrFloat("pad_value", -1.0f), 0.0f);
   expectSameOutputs(*pool, *p);
 }

@@ -39,5 +39,6 @@ void addConformance(CLI::App& app, Action& run);
 void addCheck(CLI::App& app, Action& run);
 void addTargets(CLI::App& app, Action& run);
 void addTranslate(CLI::App& app, Action& run);
+void addSimulate(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

@@ -36,8 +36,11 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
 
 Writes today: PREFIX_summary.{csv,md,xlsx} (time estimate per layer), PREFIX_opt.onnx with -SaveOptOnnx, and
 PREFIX_error_report.{csv,json,xlsx} when a node is unsupported (exit status 1).
-Not there yet (the translator issue's remaining work): the address map files, the object package (descriptors,
-weights, parameters, manifest) and pre/post-processing; -prepost and -addr are refused until then.
+Output (fp32/fp16 targets): the object package (manifest.json, aimac_desc.bin, drp_desc.bin, drp_param.bin,
+PREFIX_weight.dat, PREFIX_drpcfg.mem, drp_lib_info.txt; docs/package-format.md), the address map files
+(PREFIX_addrmap_intm.{yaml,txt}, PREFIX_tbl_addr_*.txt, PREFIX_data_{in,out}_list.txt) and the time estimate.
+int8 targets (tidl) get the check and the estimate only: quantization is not implemented yet.
+Not there yet: pre/post-processing (-prepost is refused).
 Output is written to a temporary folder and renamed into place, so a failed run leaves no half-written folder.
 )";
 
@@ -103,8 +106,7 @@ void addTranslate(CLI::App& app, Action& run) {
         if (!f->empty() && !fs::exists(*f)) argError(" " + *f + " file is not exist.");
       if (!prepost.empty())
         throw Error(ErrorCode::kUnsupported, fmt::format("{}: pre/post-processing definitions are not supported yet", prepost));
-      if (!addr.empty())
-        throw Error(ErrorCode::kUnsupported, fmt::format("{}: address map definitions are not supported yet", addr));
+      o.addr_map = addr;
       if (check_prepost == "ON") o.save_opt_onnx = true;
       o.onnx = onnx;
       o.input_shapes = parseShapes(shapes);
@@ -115,7 +117,9 @@ void addTranslate(CLI::App& app, Action& run) {
         fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), o.target);
         for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
       } else {
+        for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
         fmt::print("estimated time: {:.3f} us\n", r.estimated_us);
+        if (!r.content_hash.empty()) fmt::print("package: {}\n", r.content_hash);
         fmt::print("activations: {} bytes ({}), lower bound {} bytes, {:.1f}% above it\n", r.activation_bytes,
                    o.reuse_memory ? "reused by liveness" : "one slot per layer output", r.activation_lower_bound,
                    r.activation_lower_bound ? 100.0 * (static_cast<double>(r.activation_bytes) / static_cast<double>(r.activation_lower_bound) - 1.0) : 0.0);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   npuc::cli::addCheck(app, action);
   npuc::cli::addTargets(app, action);
   npuc::cli::addTranslate(app, action);
+  npuc::cli::addSimulate(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

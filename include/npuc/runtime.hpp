@@ -1,0 +1,85 @@
+// npuc runtime: loads an object package (output/PREFIX/) and runs it on the simulated device, bit-exactly to the
+// package's numerics (docs/simulator.md). It depends on the package format and the kernels only — never on the
+// compiler — so it can ship alone.
+//
+//   npuc::Runtime rt("output/resnet50", {.threads = 2});
+//   rt.setInput("input", tensor);          // float32 is converted to the package's element type
+//   rt.run();
+//   npuc::Tensor y = rt.outputFloat("logits");
+//
+// One Runtime is used by one thread at a time; several Runtimes in one process are independent.
+#pragma once
+
+#include "npuc/error.hpp"
+#include "npuc/tensor.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace npuc {
+
+struct RuntimeOptions {
+  int threads = 1;     // worker threads of this runtime (its own pool)
+  bool exact = false;  // run the scalar reference kernels (the specification) instead of the SIMD ones
+};
+
+struct RuntimeTensor {
+  std::string name;
+  DType dtype = DType::kUndefined;  // element type in device memory (float16 for fp16 packages)
+  Shape shape;
+  uint64_t address = 0;
+};
+
+struct RuntimeLayer {
+  int seq = 0;            // program order
+  std::string engine;     // "mac" | "vector"
+  int index = 0;          // position in its engine's descriptor stream
+  std::string kind;       // "conv", "binary", …
+  std::string name;       // layer name (the optimized graph's node)
+  std::string opexp;      // fused ONNX ops
+  std::vector<std::string> onnx_nodes;
+  RuntimeTensor output;   // the value it writes (name = the ONNX value name)
+};
+
+/// Called after every layer with the layer and a view of its output in device memory (valid during the call).
+using LayerCallback = std::function<void(const RuntimeLayer&, const Tensor& output)>;
+
+class Runtime {
+ public:
+  /// Loads and validates a package directory; throws npuc::Error (kInvalidInput, naming the file, the field and
+  /// the rule) for anything malformed.
+  explicit Runtime(const std::filesystem::path& package_dir, RuntimeOptions opts = {});
+  ~Runtime();
+  Runtime(Runtime&&) noexcept;
+  Runtime& operator=(Runtime&&) noexcept;
+
+  const std::string& target() const;
+  const std::string& numerics() const;  // "fp32" | "fp16"
+  const std::string& contentHash() const;
+  const std::vector<RuntimeTensor>& inputs() const;
+  const std::vector<RuntimeTensor>& outputs() const;
+  const std::vector<RuntimeLayer>& layers() const;
+
+  /// Copies an input into data_in. Accepts the device element type, or float32 (rounded to the device type, round
+  /// to nearest even). The shape must match (numel and rank; or the same numel for a flat tensor).
+  void setInput(const std::string& name, const Tensor& t);
+  /// Runs every descriptor of both engines in program order. Throws (kInvalidInput) on a device fault.
+  void run(const LayerCallback& cb = {});
+  /// An output in the device element type / converted to float32.
+  Tensor output(const std::string& name) const;
+  Tensor outputFloat(const std::string& name) const;
+
+  /// Convenience: inputs in order (float32 or device type), run, float32 outputs in order.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const LayerCallback& cb = {});
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace npuc

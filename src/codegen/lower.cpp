@@ -1,0 +1,914 @@
+// Lowering to descriptors (lower.hpp). Docs: docs/package-format.md (what each descriptor kind means) and
+// docs/memory-planning.md (where activations go).
+#include "codegen/lower.hpp"
+
+#include "ops/registry.hpp"
+#include "ops/window.hpp"
+#include "plan/memory.hpp"
+#include "support/error.hpp"
+#include "support/fp16.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace npuc::codegen {
+
+namespace {
+
+using package::Act;
+using package::ElemType;
+using package::Engine;
+using package::LayerKind;
+
+struct LVal {
+  std::string name;
+  Shape shape;
+  ElemType type = ElemType::kF32;
+  int weight_blob = -1;  // >= 0: a constant in the weight space
+  int writer = -1;       // descriptor producing it (-1: graph input or weight)
+  int last_reader = -1;
+  char space = 'd';      // 'i' data_in, 'd' data, 'o' data_out, 'w' weight
+  uint64_t offset = 0;
+};
+
+struct LDesc {
+  LayerKind kind = LayerKind::kCopy;
+  Engine engine = Engine::kMac;
+  Act act = Act::kNone;
+  float act_a = 0, act_b = 0;
+  std::vector<uint32_t> params;
+  std::vector<int> ins;
+  std::vector<Shape> views;  // per input then the output: the dims recorded in the reference (same numel)
+  int out = -1;
+  std::string name, opexp;
+  std::vector<std::string> onnx_nodes;
+};
+
+struct Blob {
+  std::string name;
+  uint64_t offset = 0, size = 0;  // in the weight image
+};
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(static_cast<int32_t>(v)); }
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& g, const target::Target& t, ir::Graph* consume) : g_(g), t_(t), consume_(consume) {
+    if (t.numerics == "fp32") ft_ = ElemType::kF32;
+    else if (t.numerics == "fp16") ft_ = ElemType::kF16;
+    else
+      fail(ErrorCode::kUnsupported,
+           "target '{}' declares {} numerics; packages in {} need quantization, which npuc does not implement yet "
+           "(fp32 and fp16 targets emit packages)",
+           t.name, t.numerics, t.numerics);
+  }
+
+  void run() {
+    // Reserve the weight image once (an upper bound: untouched capacity costs no memory), so it never
+    // reallocates while holding a copy of the model's weights.
+    uint64_t upper = 0;
+    for (ir::ValueId v : g_.valueIds())
+      if (g_.value(v).isConstant()) upper += static_cast<uint64_t>(g_.value(v).constant->numel()) * 4 + 64;
+    weights_.reserve(upper);
+    uses_ = g_.uses();
+    for (ir::ValueId v : g_.outputs()) is_output_[v] = true;
+    for (ir::NodeId id : g_.order()) {
+      if (skip_.count(id)) continue;
+      lowerNode(g_.node(id));
+      if (consume_) release(g_.node(id));
+    }
+  }
+
+  /// Drops the data of constants whose every consumer has been lowered.
+  void release(const ir::Node& n) {
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue || !g_.value(v).isConstant()) continue;
+      auto& users = uses_[v];
+      if (++released_uses_[v] >= static_cast<int>(users.size())) *consume_->value(v).constant = Tensor();
+    }
+  }
+  std::map<ir::ValueId, int> released_uses_;
+
+  const ir::Graph& g_;
+  const target::Target& t_;
+  ir::Graph* consume_;  // non-null: release constants once copied
+  ElemType ft_ = ElemType::kF32;
+  std::vector<LVal> vals_;
+  std::vector<LDesc> descs_;
+  std::vector<Blob> blobs_;
+  std::vector<uint8_t> weights_;  // the weight space image, 64-byte aligned entries
+  std::map<ir::ValueId, int> of_;
+  std::map<ir::ValueId, bool> is_output_;
+  std::map<ir::ValueId, std::vector<std::pair<ir::NodeId, int>>> uses_;
+  std::map<ir::NodeId, bool> skip_;
+
+ private:
+  template <typename... Args>
+  [[noreturn]] void unsupported(const ir::Node& n, fmt::format_string<Args...> f, Args&&... a) const {
+    fail(ErrorCode::kUnsupported, "{}: {}", n.label(), fmt::format(f, std::forward<Args>(a)...));
+  }
+
+  size_t esize() const { return ft_ == ElemType::kF32 ? 4 : 2; }
+
+  // --- values ------------------------------------------------------------------------------------------
+
+  int addBlob(const std::string& name, const std::vector<uint8_t>& bytes) {
+    uint64_t off = alignUp(weights_.size(), 64);
+    weights_.resize(off + bytes.size());
+    std::copy(bytes.begin(), bytes.end(), weights_.begin() + static_cast<std::ptrdiff_t>(off));
+    blobs_.push_back({name, off, bytes.size()});
+    return static_cast<int>(blobs_.size()) - 1;
+  }
+
+  /// Float data of a constant, converted to the package's float type (or float32 when `f32`).
+  std::vector<uint8_t> floatBytes(const Tensor& t, bool f32, const std::vector<float>* values = nullptr) {
+    std::vector<float> tmp;
+    const float* src;
+    size_t n;
+    if (values) {
+      src = values->data();
+      n = values->size();
+    } else if (t.dtype() == DType::kF32) {
+      src = t.data<float>();
+      n = static_cast<size_t>(t.numel());
+    } else {
+      for (double d : t.toDouble()) tmp.push_back(static_cast<float>(d));
+      src = tmp.data();
+      n = tmp.size();
+    }
+    std::vector<uint8_t> out;
+    if (f32 || ft_ == ElemType::kF32) {
+      out.resize(n * 4);
+      std::memcpy(out.data(), src, n * 4);
+    } else {
+      out.resize(n * 2);
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h = floatToHalf(src[i]);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+      }
+    }
+    return out;
+  }
+
+  int weightVal(const std::string& name, Shape shape, std::vector<uint8_t> bytes, ElemType type) {
+    LVal v;
+    v.name = name;
+    v.shape = std::move(shape);
+    v.type = type;
+    v.space = 'w';
+    v.weight_blob = addBlob(name, bytes);
+    vals_.push_back(std::move(v));
+    return static_cast<int>(vals_.size()) - 1;
+  }
+
+  /// The LVal of a node input: an activation already produced, a graph input, or a constant (to the weights).
+  int in(const ir::Node& n, int i) {
+    if (!n.hasInput(i)) unsupported(n, "input {} is missing", i);
+    ir::ValueId v = n.inputs[static_cast<size_t>(i)];
+    auto it = of_.find(v);
+    if (it != of_.end()) return it->second;
+    const ir::Value& val = g_.value(v);
+    if (!isFloat(val.type.dtype) || val.type.dtype == DType::kF64)
+      unsupported(n, "input '{}' is {}; packages hold float activations only", val.name, dtypeName(val.type.dtype));
+    if (val.isConstant()) {
+      int id = weightVal(val.name, val.type.shape, floatBytes(*val.constant, false), ft_);
+      of_[v] = id;
+      return id;
+    }
+    if (val.producer != ir::kNoNode) unsupported(n, "input '{}' has not been computed yet (internal ordering error)", val.name);
+    LVal l;
+    l.name = val.name;
+    l.shape = val.type.shape;
+    l.type = ft_;
+    l.space = 'i';
+    vals_.push_back(l);
+    of_[v] = static_cast<int>(vals_.size()) - 1;
+    return of_[v];
+  }
+
+  int outVal(const ir::Node& n, ir::ValueId v) {
+    const ir::Value& val = g_.value(v);
+    if (!isFloat(val.type.dtype) || val.type.dtype == DType::kF64)
+      unsupported(n, "output '{}' is {}; packages hold float activations only", val.name, dtypeName(val.type.dtype));
+    LVal l;
+    l.name = val.name;
+    l.shape = val.type.shape;
+    l.type = ft_;
+    l.space = is_output_.count(v) ? 'o' : 'd';
+    vals_.push_back(l);
+    of_[v] = static_cast<int>(vals_.size()) - 1;
+    return of_[v];
+  }
+
+  const Shape& shapeOf(const ir::Node& n, int i) const { return g_.value(n.inputs[static_cast<size_t>(i)]).type.shape; }
+  const Tensor* constIn(const ir::Node& n, int i) const {
+    if (!n.hasInput(i)) return nullptr;
+    const ir::Value& v = g_.value(n.inputs[static_cast<size_t>(i)]);
+    return v.isConstant() ? &*v.constant : nullptr;
+  }
+
+  static std::string opexpOf(const ir::Node& n) {
+    std::string s;
+    if (auto f = n.attrs.find("fused"); f != n.attrs.end() && f->second.get<std::vector<std::string>>())
+      for (auto& x : *f->second.get<std::vector<std::string>>()) s += (s.empty() ? "" : "+") + x;
+    return s.empty() ? n.op : s;
+  }
+
+  /// Pooling runs where the target's table puts the op (an engine of kind "mac" or "vector"); everything else
+  /// on its kind's engine.
+  Engine engineFor(const ir::Node& n, LayerKind k) const {
+    Engine def = package::layerEngine(k);
+    if (package::layerAllowedOn(k, Engine::kMac) && package::layerAllowedOn(k, Engine::kVector)) {
+      const target::OpSupport* s = t_.findOp(n.op);
+      if (s) {
+        auto it = t_.engines.find(s->engine);
+        if (it != t_.engines.end()) return it->second.kind == "mac" ? Engine::kMac : Engine::kVector;
+      }
+    }
+    return def;
+  }
+
+  LDesc& emit(const ir::Node& n, LayerKind k, std::vector<int> ins, int out, std::vector<uint32_t> params = {}) {
+    LDesc d;
+    d.kind = k;
+    d.engine = engineFor(n, k);
+    d.ins = std::move(ins);
+    d.out = out;
+    d.params = std::move(params);
+    d.name = n.name;
+    d.opexp = opexpOf(n);
+    d.onnx_nodes = {n.name};
+    descs_.push_back(std::move(d));
+    return descs_.back();
+  }
+
+  /// The single consumer of v when it is an activation the descriptor can apply itself.
+  const ir::Node* fusableActivation(ir::ValueId v) const {
+    if (is_output_.count(v)) return nullptr;
+    auto it = uses_.find(v);
+    if (it == uses_.end() || it->second.size() != 1) return nullptr;
+    const ir::Node& c = g_.node(it->second[0].first);
+    if (c.domain != "" || (c.op != "Relu" && c.op != "LeakyRelu" && c.op != "Clip")) return nullptr;
+    if (c.op == "Clip" && (c.numInputs() > 1 && (!constIn(c, 1) || (c.numInputs() > 2 && !constIn(c, 2))))) return nullptr;
+    return &c;
+  }
+
+  static float scalarOf(const Tensor* t, float def) {
+    if (!t || t->numel() != 1) return def;
+    return static_cast<float>(t->toDouble()[0]);
+  }
+
+  void clipBounds(const ir::Node& c, float& lo, float& hi) const {
+    if (g_.opset < 11 || !c.hasInput(1)) {
+      lo = c.attrFloat("min", -INFINITY);
+      hi = c.attrFloat("max", INFINITY);
+    } else {
+      lo = -INFINITY;
+      hi = INFINITY;
+    }
+    if (c.hasInput(1)) lo = scalarOf(constIn(c, 1), lo);
+    if (c.hasInput(2)) hi = scalarOf(constIn(c, 2), hi);
+  }
+
+  /// Activation from an ai.npuc node's attributes; false when it is not one the descriptor applies.
+  bool actFromAttrs(const ir::Node& n, LDesc& d) const {
+    std::string a = n.attrString("activation", "");
+    if (a.empty()) return true;
+    if (a == "Relu") d.act = Act::kRelu;
+    else if (a == "LeakyRelu") d.act = Act::kLeakyRelu, d.act_a = n.attrFloat("activation_alpha", 0.01f);
+    else if (a == "Clip") d.act = Act::kClip, d.act_a = n.attrFloat("activation_alpha", 0), d.act_b = n.attrFloat("activation_beta", 0);
+    else return false;
+    return true;
+  }
+
+  /// Emits the unary descriptor of a fused activation the MAC epilogue does not have (Sigmoid, HardSwish, …).
+  void trailingActivation(const ir::Node& n, int from, int out) {
+    std::string a = n.attrString("activation", "");
+    const auto& names = package::unaryOpNames();
+    auto it = std::find(names.begin(), names.end(), a);
+    if (it == names.end()) unsupported(n, "fused activation '{}' has no package form", a);
+    float alpha = n.attrFloat("activation_alpha", 0), beta = n.attrFloat("activation_beta", 0);
+    LDesc& u = emit(n, LayerKind::kUnary, {from}, out,
+                    {static_cast<uint32_t>(it - names.begin()), package::floatParam(alpha), package::floatParam(beta)});
+    u.name = n.name + "/" + a;
+  }
+
+  int tempVal(const std::string& name, const Shape& s) {
+    LVal l;
+    l.name = name;
+    l.shape = s;
+    l.type = ft_;
+    vals_.push_back(l);
+    return static_cast<int>(vals_.size()) - 1;
+  }
+
+  // --- nodes --------------------------------------------------------------------------------------------
+
+  void lowerNode(const ir::Node& n) {
+    const std::string& op = n.op;
+    bool npuc = n.domain == "ai.npuc";
+    if (!npuc && n.domain != "") unsupported(n, "domain '{}' has no package form", n.domain);
+    if ((op == "Conv" || op == "ConvTranspose") && (npuc || n.domain.empty())) return conv(n);
+    if (op == "Gemm" || op == "MatMul") return gemm(n);
+    if (npuc && (op == "Swish" || op == "Mish" || op == "HardSwish")) return unaryOp(n, op, 0, 0);
+    if (npuc && op == "Focus") return focus(n);
+    if (npuc && op == "MaxPool") return pool(n);
+    if (npuc) unsupported(n, "has no package form yet");
+    if (op == "MaxPool" || op == "AveragePool") return pool(n);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+      int x = in(n, 0);
+      emit(n, op == "GlobalAveragePool" ? LayerKind::kGlobalAvgPool : LayerKind::kGlobalMaxPool, {x}, outVal(n, n.outputs[0]));
+      return;
+    }
+    static const std::map<std::string, int> kBinary = {{"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}, {"Max", 4}, {"Min", 5}, {"Pow", 6}};
+    if (auto b = kBinary.find(op); b != kBinary.end()) {
+      if (n.numInputs() != 2) unsupported(n, "{} with {} inputs has no package form (two inputs)", op, n.numInputs());
+      if (shapeOf(n, 0).size() > package::kMaxRank || g_.value(n.outputs[0]).type.shape.size() > package::kMaxRank)
+        unsupported(n, "rank above {}", package::kMaxRank);
+      int a = in(n, 0), c = in(n, 1);
+      ir::ValueId outv = n.outputs[0];
+      const ir::Node* act = fusableActivation(outv);
+      LDesc* d;
+      if (act) {
+        d = &emit(n, LayerKind::kBinary, {a, c}, outVal(*act, act->outputs[0]), {static_cast<uint32_t>(b->second)});
+        of_[outv] = d->out;
+        if (act->op == "Relu") d->act = Act::kRelu;
+        else if (act->op == "LeakyRelu") d->act = Act::kLeakyRelu, d->act_a = act->attrFloat("alpha", 0.01f);
+        else clipBounds(*act, d->act_a, d->act_b), d->act = Act::kClip;
+        d->opexp += "+" + act->op;
+        d->onnx_nodes.push_back(act->name);
+        skip_[act->id] = true;
+      } else {
+        emit(n, LayerKind::kBinary, {a, c}, outVal(n, outv), {static_cast<uint32_t>(b->second)});
+      }
+      return;
+    }
+    if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Softplus" || op == "Softsign" || op == "Exp" ||
+        op == "Log" || op == "Sqrt" || op == "Reciprocal" || op == "Abs" || op == "Neg" || op == "Erf" || op == "Floor" ||
+        op == "Ceil" || op == "Round" || op == "HardSwish" || op == "Mish")
+      return unaryOp(n, op, 0, 0);
+    if (op == "LeakyRelu") return unaryOp(n, op, n.attrFloat("alpha", 0.01f), 0);
+    if (op == "HardSigmoid") return unaryOp(n, op, n.attrFloat("alpha", 0.2f), n.attrFloat("beta", 0.5f));
+    if (op == "Elu" || op == "Celu") return unaryOp(n, op, n.attrFloat("alpha", 1.0f), 0);
+    if (op == "Selu") return unaryOp(n, op, n.attrFloat("alpha", 1.67326319217681884765625f), n.attrFloat("gamma", 1.05070102214813232421875f));
+    if (op == "Clip") {
+      if ((n.hasInput(1) && !constIn(n, 1)) || (n.hasInput(2) && !constIn(n, 2))) unsupported(n, "Clip bounds must be constants");
+      float lo, hi;
+      clipBounds(n, lo, hi);
+      return unaryOp(n, op, lo, hi);
+    }
+    if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" || op == "Dropout") {
+      if (op == "Dropout" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue && uses_.count(n.outputs[1]))
+        unsupported(n, "the Dropout mask output has no package form");
+      int x = in(n, 0);
+      emit(n, LayerKind::kCopy, {x}, outVal(n, n.outputs[0]));
+      return;
+    }
+    if (op == "Concat") return concat(n);
+    if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") return softmax(n);
+    if (op == "Transpose") {
+      const Shape& s = shapeOf(n, 0);
+      std::vector<int64_t> perm = n.attrInts("perm");
+      if (perm.empty())
+        for (size_t i = 0; i < s.size(); ++i) perm.push_back(static_cast<int64_t>(s.size() - 1 - i));
+      if (s.size() > package::kMaxRank) unsupported(n, "rank {} above {}", s.size(), package::kMaxRank);
+      std::vector<uint32_t> p;
+      for (auto v : perm) p.push_back(static_cast<uint32_t>(v));
+      emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+      return;
+    }
+    if (op == "SpaceToDepth" || op == "DepthToSpace") return depthSpace(n);
+    if (op == "Pad") return pad(n);
+    if (op == "Slice") return slice(n);
+    if (op == "BatchNormalization") return batchNorm(n);
+    if (op == "LRN") {
+      int64_t size = n.attrInt("size", 1);
+      emit(n, LayerKind::kLrn, {in(n, 0)}, outVal(n, n.outputs[0]),
+           {static_cast<uint32_t>(size), package::floatParam(n.attrFloat("alpha", 1e-4f)),
+            package::floatParam(n.attrFloat("beta", 0.75f)), package::floatParam(n.attrFloat("bias", 1.0f))});
+      return;
+    }
+    unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
+  }
+
+  void unaryOp(const ir::Node& n, const std::string& op, float alpha, float beta) {
+    const auto& names = package::unaryOpNames();
+    auto it = std::find(names.begin(), names.end(), op);
+    if (it == names.end()) unsupported(n, "unary op {} has no package form", op);
+    emit(n, LayerKind::kUnary, {in(n, 0)}, outVal(n, n.outputs[0]),
+         {static_cast<uint32_t>(it - names.begin()), package::floatParam(alpha), package::floatParam(beta)});
+  }
+
+  /// NC(W) -> NC1W views for 1-D windows.
+  static Shape as4d(Shape s) {
+    if (s.size() == 3) s.insert(s.begin() + 2, 1);
+    return s;
+  }
+
+  void conv(const ir::Node& n) {
+    bool tr = n.op == "ConvTranspose";
+    const Shape& xs = shapeOf(n, 0);
+    if (xs.size() != 4 && xs.size() != 3) unsupported(n, "{}-D convolution has no package form (1-D and 2-D)", xs.size() - 2);
+    const Tensor* w = constIn(n, 1);
+    if (!w) unsupported(n, "weights must be constants");
+    if (n.hasInput(2) && !constIn(n, 2)) unsupported(n, "bias must be a constant");
+    Shape wshape = as4d(w->shape());
+    std::vector<int64_t> ks(w->shape().begin() + 2, w->shape().end());
+    std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
+    ops::Window win = tr ? ops::resolveTransposedWindow(n, spatial, ks) : ops::resolveWindow(n, spatial, ks, false);
+    bool one = xs.size() == 3;
+    auto at = [&](const std::vector<int64_t>& v, int i, int64_t one_d) { return one ? (i == 0 ? one_d : v[0]) : v[static_cast<size_t>(i)]; };
+    int64_t g = n.attrInt("group", 1);
+    std::vector<uint32_t> p = {u32(g), u32(at(win.kernel, 0, 1)), u32(at(win.kernel, 1, 1)), u32(at(win.stride, 0, 1)),
+                               u32(at(win.stride, 1, 1)), u32(at(win.dilation, 0, 1)), u32(at(win.dilation, 1, 1)),
+                               u32(at(win.pad_begin, 0, 0)), u32(at(win.pad_begin, 1, 0))};
+    int x = in(n, 0);
+    int wv = weightVal(g_.value(n.inputs[1]).name, wshape, floatBytes(*w, false), ft_);
+    std::vector<int> ins = {x, wv};
+    if (const Tensor* b = constIn(n, 2)) ins.push_back(weightVal(g_.value(n.inputs[2]).name, b->shape(), floatBytes(*b, true), ElemType::kF32));
+    ir::ValueId outv = n.outputs[0];
+    LDesc probe;
+    bool epilogue = actFromAttrs(n, probe);
+    int out = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", g_.value(outv).type.shape);
+    LDesc& d = emit(n, tr ? LayerKind::kConvTranspose : LayerKind::kConv, ins, out, p);
+    d.act = probe.act;
+    d.act_a = probe.act_a;
+    d.act_b = probe.act_b;
+    d.views = {as4d(xs), wshape};
+    if (ins.size() == 3) d.views.push_back(vals_[static_cast<size_t>(ins[2])].shape);
+    d.views.push_back(as4d(g_.value(outv).type.shape));
+    if (!epilogue) trailingActivation(n, out, outVal(n, outv));
+  }
+
+  void gemm(const ir::Node& n) {
+    bool mm = n.op == "MatMul";
+    const Shape& as = shapeOf(n, 0);
+    const Tensor* w = constIn(n, 1);
+    if (!w || w->rank() != 2) unsupported(n, "the second operand must be a constant matrix");
+    if (as.size() != 2) unsupported(n, "the first operand must be a matrix (got rank {})", as.size());
+    if (!mm && (n.attrInt("transA", 0) || n.attrFloat("alpha", 1.0f) != 1.0f || (n.hasInput(2) && n.attrFloat("beta", 1.0f) != 1.0f)))
+      unsupported(n, "Gemm with transA, alpha != 1 or beta != 1 has no package form");
+    bool transB = !mm && n.attrInt("transB", 0);
+    int64_t K = as[1], N = transB ? w->dim(0) : w->dim(1);
+    std::vector<float> wt(static_cast<size_t>(N * K));
+    std::vector<double> wd;
+    const float* wf = nullptr;
+    if (w->dtype() == DType::kF32) wf = w->data<float>();
+    else wd = w->toDouble();
+    auto wat = [&](int64_t i) { return wf ? wf[i] : static_cast<float>(wd[static_cast<size_t>(i)]); };
+    for (int64_t nn = 0; nn < N; ++nn)
+      for (int64_t k = 0; k < K; ++k) wt[static_cast<size_t>(nn * K + k)] = transB ? wat(nn * K + k) : wat(k * N + nn);
+    int x = in(n, 0);
+    int wv = weightVal(g_.value(n.inputs[1]).name, {N, K}, floatBytes(*w, false, &wt), ft_);
+    std::vector<int> ins = {x, wv};
+    if (!mm && n.hasInput(2)) {
+      const Tensor* c = constIn(n, 2);
+      if (!c) unsupported(n, "C must be a constant");
+      std::vector<double> cv = c->toDouble();
+      std::vector<float> bias(static_cast<size_t>(N));
+      if (c->numel() == 1) std::fill(bias.begin(), bias.end(), static_cast<float>(cv[0]));
+      else if (c->numel() == N && (c->rank() == 1 || c->dim(0) == 1))
+        for (int64_t i = 0; i < N; ++i) bias[static_cast<size_t>(i)] = static_cast<float>(cv[static_cast<size_t>(i)]);
+      else unsupported(n, "C of shape {} has no package form (scalar or [N])", shapeStr(c->shape()));
+      ins.push_back(weightVal(g_.value(n.inputs[2]).name, {N}, floatBytes(*c, true, &bias), ElemType::kF32));
+    }
+    ir::ValueId outv = n.outputs[0];
+    LDesc probe;
+    bool epilogue = actFromAttrs(n, probe);
+    int out = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", g_.value(outv).type.shape);
+    LDesc& d = emit(n, LayerKind::kGemm, ins, out);
+    d.act = probe.act;
+    d.act_a = probe.act_a;
+    d.act_b = probe.act_b;
+    if (!epilogue) trailingActivation(n, out, outVal(n, outv));
+  }
+
+  void pool(const ir::Node& n) {
+    const Shape& xs = shapeOf(n, 0);
+    if (xs.size() != 4 && xs.size() != 3) unsupported(n, "{}-D pooling has no package form (1-D and 2-D)", xs.size() - 2);
+    if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) unsupported(n, "the MaxPool indices output has no package form");
+    std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
+    ops::Window w = ops::resolveWindow(n, spatial, {}, n.attrInt("ceil_mode", 0) != 0);
+    bool one = xs.size() == 3;
+    auto at = [&](const std::vector<int64_t>& v, int i, int64_t one_d) { return one ? (i == 0 ? one_d : v[0]) : v[static_cast<size_t>(i)]; };
+    std::vector<uint32_t> p = {u32(at(w.kernel, 0, 1)),    u32(at(w.kernel, 1, 1)),    u32(at(w.stride, 0, 1)),
+                               u32(at(w.stride, 1, 1)),    u32(at(w.dilation, 0, 1)),  u32(at(w.dilation, 1, 1)),
+                               u32(at(w.pad_begin, 0, 0)), u32(at(w.pad_begin, 1, 0)), u32(at(w.pad_end, 0, 0)),
+                               u32(at(w.pad_end, 1, 0)),   u32(n.attrInt("count_include_pad", 0) != 0),
+                               n.op == "MaxPool" ? package::floatParam(n.attrFloat("pad_value", -INFINITY)) : 0u};
+    LDesc& d = emit(n, n.op == "MaxPool" ? LayerKind::kMaxPool : LayerKind::kAvgPool, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+    d.views = {as4d(xs), as4d(g_.value(n.outputs[0]).type.shape)};
+  }
+
+  void concat(const ir::Node& n) {
+    int k = n.numInputs();
+    if (k > package::kMaxRefs - 1) unsupported(n, "Concat of {} inputs has no package form (at most {})", k, package::kMaxRefs - 1);
+    int64_t axis = n.attrInt("axis", 0);
+    int64_t r = static_cast<int64_t>(shapeOf(n, 0).size());
+    if (axis < 0) axis += r;
+    std::vector<int> ins;
+    for (int i = 0; i < k; ++i) ins.push_back(in(n, i));
+    emit(n, LayerKind::kConcat, ins, outVal(n, n.outputs[0]), {static_cast<uint32_t>(axis)});
+  }
+
+  void softmax(const ir::Node& n) {
+    const Shape& s = shapeOf(n, 0);
+    int64_t r = static_cast<int64_t>(s.size());
+    int64_t axis = n.attrInt("axis", g_.opset < 13 ? 1 : -1);
+    if (axis < 0) axis += r;
+    uint32_t kind = n.op == "Softmax" ? 0 : n.op == "LogSoftmax" ? 1 : 2;
+    Shape view = s;
+    if (g_.opset < 13) {  // coerced to 2-D: [prod(dims < axis), prod(dims >= axis)], softmax on axis 1
+      int64_t outer = 1, inner = 1;
+      for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= s[static_cast<size_t>(i)];
+      view = {outer, inner};
+      axis = 1;
+    }
+    LDesc& d = emit(n, LayerKind::kSoftmax, {in(n, 0)}, outVal(n, n.outputs[0]), {kind, static_cast<uint32_t>(axis)});
+    d.views = {view, view};
+  }
+
+  void depthSpace(const ir::Node& n) {
+    const Shape& s = shapeOf(n, 0);
+    int64_t b = n.attrInt("blocksize", 0);
+    if (s.size() != 4 || b < 1) unsupported(n, "needs a 4-D input and a blocksize");
+    int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+    Shape view;
+    std::vector<uint32_t> perm;
+    if (n.op == "SpaceToDepth") {
+      view = {N, C, H / b, b, W / b, b};
+      perm = {0, 3, 5, 1, 2, 4};
+    } else if (n.attrString("mode", "DCR") == "DCR") {
+      view = {N, b, b, C / (b * b), H, W};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else {
+      view = {N, C / (b * b), b, b, H, W};
+      perm = {0, 1, 4, 2, 5, 3};
+    }
+    Shape out_view;
+    for (uint32_t p : perm) out_view.push_back(view[p]);
+    LDesc& d = emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), perm);
+    d.views = {view, out_view};
+  }
+
+  void focus(const ir::Node& n) {
+    const Shape& s = shapeOf(n, 0);
+    std::vector<int64_t> off = n.attrInts("offsets");
+    // x viewed [N, C, H/2, dy, W/2, dx]; output blocks in the order of 'offsets' (pairs dy, dx).
+    std::vector<uint32_t> perm;
+    if (off == std::vector<int64_t>{0, 0, 1, 0, 0, 1, 1, 1}) perm = {0, 5, 3, 1, 2, 4};       // block = dx*2 + dy
+    else if (off == std::vector<int64_t>{0, 0, 0, 1, 1, 0, 1, 1}) perm = {0, 3, 5, 1, 2, 4};  // block = dy*2 + dx
+    else unsupported(n, "Focus with this sub-image order has no package form");
+    Shape view = {s[0], s[1], s[2] / 2, 2, s[3] / 2, 2};
+    Shape out_view;
+    for (uint32_t p : perm) out_view.push_back(view[p]);
+    LDesc& d = emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), perm);
+    d.views = {view, out_view};
+  }
+
+  void pad(const ir::Node& n) {
+    std::string mode = n.attrString("mode", "constant");
+    if (mode != "constant") unsupported(n, "Pad mode '{}' has no package form (constant)", mode);
+    const Shape& s = shapeOf(n, 0);
+    std::vector<int64_t> pads;
+    float value = 0;
+    if (g_.opset < 11) {
+      pads = n.attrInts("pads");
+      value = n.attrFloat("value", 0.0f);
+    } else {
+      const Tensor* p = constIn(n, 1);
+      if (!p) unsupported(n, "pads must be a constant");
+      pads = p->toInt64();
+      if (n.hasInput(2)) {
+        const Tensor* v = constIn(n, 2);
+        if (!v) unsupported(n, "the pad value must be a constant");
+        value = scalarOf(v, 0);
+      }
+      if (n.hasInput(3)) unsupported(n, "Pad with 'axes' has no package form");
+    }
+    size_t r = s.size();
+    if (pads.size() != 2 * r) unsupported(n, "pads has {} values for rank {}", pads.size(), r);
+    std::vector<uint32_t> p;
+    for (auto v : pads) {
+      if (v < 0) unsupported(n, "negative pads (cropping) have no package form");
+      p.push_back(u32(v));
+    }
+    p.push_back(package::floatParam(value));
+    emit(n, LayerKind::kPad, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+  }
+
+  void slice(const ir::Node& n) {
+    const Shape& s = shapeOf(n, 0);
+    size_t r = s.size();
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (g_.opset < 10) {
+      starts = n.attrInts("starts");
+      ends = n.attrInts("ends");
+      axes = n.attrInts("axes");
+    } else {
+      for (int i = 1; i < 5; ++i)
+        if (n.hasInput(i) && !constIn(n, i)) unsupported(n, "starts/ends/axes/steps must be constants");
+      starts = constIn(n, 1)->toInt64();
+      ends = constIn(n, 2)->toInt64();
+      if (n.hasInput(3)) axes = constIn(n, 3)->toInt64();
+      if (n.hasInput(4)) steps = constIn(n, 4)->toInt64();
+    }
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    std::vector<int64_t> st(r, 0), sp(r, 1);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(r) : axes[i];
+      int64_t dim = s[static_cast<size_t>(a)], step = steps[i], b = starts[i];
+      if (b < 0) b += dim;
+      b = step > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+      st[static_cast<size_t>(a)] = b;
+      sp[static_cast<size_t>(a)] = step;
+    }
+    const Shape& ys = g_.value(n.outputs[0]).type.shape;
+    std::vector<uint32_t> p;
+    for (size_t i = 0; i < r; ++i) p.push_back(u32(ys[i] ? st[i] : 0));
+    for (size_t i = 0; i < r; ++i) p.push_back(u32(sp[i]));
+    emit(n, LayerKind::kSlice, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+  }
+
+  void batchNorm(const ir::Node& n) {
+    for (int i = 1; i < 5; ++i)
+      if (!constIn(n, i)) unsupported(n, "scale, bias, mean and variance must be constants");
+    if (n.outputs.size() > 1) unsupported(n, "training-mode outputs have no package form");
+    std::vector<double> sc = constIn(n, 1)->toDouble(), bi = constIn(n, 2)->toDouble(), me = constIn(n, 3)->toDouble(),
+                        va = constIn(n, 4)->toDouble();
+    double eps = n.attrFloat("epsilon", 1e-5f);
+    std::vector<float> a(sc.size()), b(sc.size());
+    for (size_t c = 0; c < sc.size(); ++c) {  // as the reference engine computes them
+      double k = sc[c] / std::sqrt(va[c] + eps);
+      a[c] = static_cast<float>(k);
+      b[c] = static_cast<float>(bi[c] - me[c] * k);
+    }
+    int64_t C = static_cast<int64_t>(a.size());
+    int x = in(n, 0);
+    int av = weightVal(n.name + "/scale", {C}, floatBytes(Tensor(), true, &a), ElemType::kF32);
+    int bv = weightVal(n.name + "/shift", {C}, floatBytes(Tensor(), true, &b), ElemType::kF32);
+    emit(n, LayerKind::kChannelAffine, {x, av, bv}, outVal(n, n.outputs[0]));
+  }
+};
+
+package::TensorRef makeRef(uint64_t addr, ElemType t, const Shape& s) {
+  package::TensorRef r;
+  r.addr = static_cast<uint32_t>(addr);
+  r.type = t;
+  r.rank = static_cast<uint8_t>(s.size());
+  uint64_t n = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    r.dims[i] = static_cast<uint32_t>(s[i]);
+    n *= static_cast<uint64_t>(s[i]);
+  }
+  r.bytes = static_cast<uint32_t>(n * package::elemSize(t));
+  return r;
+}
+
+const char* spaceName(char s) {
+  switch (s) {
+    case 'i': return "data_in";
+    case 'o': return "data_out";
+    case 'w': return "weight";
+    default: return "data";
+  }
+}
+
+}  // namespace
+
+namespace {
+Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume);
+}
+
+Lowered lower(const ir::Graph& g, const target::Target& t, const LowerOptions& o) { return lowerImpl(g, t, o, nullptr); }
+Lowered lowerConsuming(ir::Graph& g, const target::Target& t, const LowerOptions& o) { return lowerImpl(g, t, o, &g); }
+
+namespace {
+Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
+  Lowerer L(g, t, consume);
+  L.run();
+  auto& vals = L.vals_;
+  auto& descs = L.descs_;
+  if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
+  for (ir::ValueId v : g.outputs()) {
+    auto it = L.of_.find(v);
+    if (it == L.of_.end() || vals[static_cast<size_t>(it->second)].space != 'o')
+      fail(ErrorCode::kUnsupported, "graph output '{}' is not computed by a layer (a constant or a graph input); no package form",
+           g.value(v).name);
+  }
+  for (size_t i = 0; i < descs.size(); ++i) {
+    for (int v : descs[i].ins) vals[static_cast<size_t>(v)].last_reader = static_cast<int>(i);
+    vals[static_cast<size_t>(descs[i].out)].writer = static_cast<int>(i);
+  }
+  for (auto& v : vals)
+    for (auto& d : v.shape)
+      if (d < 0) fail(ErrorCode::kUnsupported, "value '{}' has a dynamic shape; packages need static shapes (--input-shape)", v.name);
+  // Place activations.
+  Lowered res;
+  const size_t esz = package::elemSize(L.ft_);
+  auto bytesOf = [&](const LVal& v) {
+    uint64_t n = 1;
+    for (auto d : v.shape) n *= static_cast<uint64_t>(d);
+    return n * (v.space == 'w' ? package::elemSize(v.type) : esz);
+  };
+  uint64_t in_bytes = 0, out_bytes = 0;
+  for (ir::ValueId v : g.inputs())
+    if (auto it = L.of_.find(v); it != L.of_.end()) {
+      LVal& l = vals[static_cast<size_t>(it->second)];
+      l.offset = in_bytes;
+      in_bytes = alignUp(in_bytes + bytesOf(l), 64);
+    }
+  for (ir::ValueId v : g.outputs()) {
+    LVal& l = vals[static_cast<size_t>(L.of_.at(v))];
+    l.offset = out_bytes;
+    out_bytes = alignUp(out_bytes + bytesOf(l), 64);
+  }
+  std::vector<plan::Buffer> bufs;
+  std::vector<int> buf_val;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    LVal& l = vals[static_cast<size_t>(descs[i].out)];
+    if (l.space != 'd') continue;
+    bufs.push_back({l.name, bytesOf(l), static_cast<int>(i), std::max(static_cast<int>(i), l.last_reader)});
+    buf_val.push_back(descs[i].out);
+  }
+  plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(bufs) : plan::planSequential(bufs);
+  for (size_t i = 0; i < bufs.size(); ++i) vals[static_cast<size_t>(buf_val[i])].offset = mp.offsets[i];
+  res.data_bytes = mp.total;
+  res.data_lower_bound = mp.lower_bound;
+  // Weights.
+  uint64_t wbytes = L.weights_.size();
+  for (auto& v : vals)
+    if (v.space == 'w') v.offset = L.blobs_[static_cast<size_t>(v.weight_blob)].offset;
+  // Parameters.
+  std::vector<uint64_t> param_off;
+  uint64_t pbytes = 0;
+  for (auto& d : descs) {
+    param_off.push_back(pbytes);
+    pbytes += d.params.size() * 4;
+  }
+  // Engines and libraries.
+  size_t nmac = 0, nvec = 0;
+  std::vector<package::Library> libs;
+  std::map<LayerKind, uint16_t> lib_of;
+  for (auto& d : descs) {
+    if (d.engine == Engine::kMac) ++nmac;
+    else {
+      ++nvec;
+      lib_of[d.kind] = 0;
+    }
+  }
+  uint16_t next_lib = 1;
+  for (auto& [k, id] : lib_of) {
+    id = next_lib++;
+    libs.push_back({id, 1, std::string("npuc_") + package::layerKindName(k)});
+  }
+  // Address map.
+  std::map<std::string, uint64_t> needed = {
+      {"data_in", in_bytes},
+      {"data", mp.total},
+      {"data_out", out_bytes},
+      {"work", 0},
+      {"weight", wbytes},
+      {"drp_config", 32 + libs.size() * package::kLibraryRecordSize},
+      {"drp_param", pbytes},
+      {"desc_aimac", package::kDescHeaderSize + nmac * package::kDescriptorSize},
+      {"desc_drp", package::kDescHeaderSize + nvec * package::kDescriptorSize}};
+  plan::AddrMapRules rules = plan::AddrMapRules::drpai();
+  plan::AddrMapDef def = o.addr_def ? *o.addr_def : plan::defaultAddrMapDef();
+  res.map = plan::layoutAddrMap(def, needed, rules, o.intm_yaml_name);
+  auto base = [&](const char* space) { return res.map.find(space)->addr; };
+
+  package::Package& p = res.pkg;
+  p.prefix = o.prefix;
+  p.target = t.name;
+  p.numerics = t.numerics;
+  for (auto& s : res.map.subspaces) {
+    package::SubSpace ss{s.name, s.addr, s.size, {}};
+    for (auto& e : s.elements) ss.elements.push_back({e.name, e.addr, e.size});
+    p.address_map.push_back(std::move(ss));
+  }
+  auto refOf = [&](int vi, const Shape* view) {
+    const LVal& v = vals[static_cast<size_t>(vi)];
+    return makeRef(base(spaceName(v.space)) + v.offset, v.space == 'w' ? v.type : L.ft_, view ? *view : v.shape);
+  };
+  for (ir::ValueId v : g.inputs())
+    if (auto it = L.of_.find(v); it != L.of_.end()) p.inputs.push_back({g.value(v).name, refOf(it->second, nullptr)});
+  for (ir::ValueId v : g.outputs()) p.outputs.push_back({g.value(v).name, refOf(L.of_.at(v), nullptr)});
+  p.weights = std::move(L.weights_);
+  p.params.reserve(pbytes);
+  for (auto& d : descs)
+    for (uint32_t w : d.params)
+      for (int k = 0; k < 4; ++k) p.params.push_back(static_cast<uint8_t>(w >> (8 * k)));
+  p.libraries = libs;
+  // Descriptors with waits: a descriptor waits for the latest earlier descriptor of the other engine whose
+  // output it reads (RAW), whose input it overwrites (WAR) or whose output it overwrites (WAW).
+  std::vector<package::Descriptor> all(descs.size());
+  for (size_t i = 0; i < descs.size(); ++i) {
+    LDesc& ld = descs[i];
+    package::Descriptor& d = all[i];
+    d.seq = static_cast<uint32_t>(i);
+    d.kind = ld.kind;
+    d.act = ld.act;
+    d.act_a = ld.act_a;
+    d.act_b = ld.act_b;
+    d.n_in = static_cast<uint8_t>(ld.ins.size());
+    d.n_out = 1;
+    if (!ld.params.empty()) {
+      d.param_addr = static_cast<uint32_t>(base("drp_param") + param_off[i]);
+      d.param_size = static_cast<uint32_t>(ld.params.size() * 4);
+    }
+    for (size_t k = 0; k < ld.ins.size(); ++k)
+      d.refs[k] = refOf(ld.ins[k], ld.views.empty() ? nullptr : &ld.views[k]);
+    d.refs[ld.ins.size()] = refOf(ld.out, ld.views.empty() ? nullptr : &ld.views.back());
+    if (ld.engine == Engine::kVector) d.lib = lib_of.at(ld.kind);
+  }
+  auto overlap = [](const package::TensorRef& a, const package::TensorRef& b) {
+    return a.addr < uint64_t(b.addr) + b.bytes && b.addr < uint64_t(a.addr) + a.bytes;
+  };
+  int64_t covered[2] = {-1, -1};
+  for (size_t i = 0; i < all.size(); ++i) {
+    package::Descriptor& d = all[i];
+    int e = static_cast<int>(descs[i].engine);
+    int64_t need = -1;
+    for (size_t j = i; j-- > 0;) {
+      const package::Descriptor& o2 = all[j];
+      if (static_cast<int>(descs[j].engine) == e) continue;
+      if (static_cast<int64_t>(j) <= covered[e]) break;
+      bool dep = overlap(o2.out(0), d.out(0));
+      for (int k = 0; k < d.n_in && !dep; ++k) dep = overlap(o2.out(0), d.in(k));
+      for (int k = 0; k < o2.n_in && !dep; ++k) dep = overlap(o2.in(k), d.out(0));
+      if (dep) {
+        need = static_cast<int64_t>(j);
+        break;
+      }
+    }
+    if (need > covered[e]) {
+      d.wait = static_cast<uint32_t>(need);
+      covered[e] = need;
+      all[static_cast<size_t>(need)].flags |= package::kFlagInterrupt;
+    }
+  }
+  all.back().flags |= package::kFlagInterrupt;
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool mac = descs[i].engine == Engine::kMac;
+    auto& stream = mac ? p.mac : p.vec;
+    package::LayerInfo li;
+    li.seq = static_cast<uint32_t>(i);
+    li.engine = mac ? Engine::kMac : Engine::kVector;
+    li.index = static_cast<uint32_t>(stream.size());
+    li.name = descs[i].name;
+    li.opexp = descs[i].opexp;
+    li.onnx_nodes = descs[i].onnx_nodes;
+    li.output = vals[static_cast<size_t>(descs[i].out)].name;
+    stream.push_back(all[i]);
+    p.layers.push_back(std::move(li));
+  }
+  // Placements for the tbl_addr files.
+  for (auto& v : vals) {
+    if (v.space == 'w') continue;
+    if (v.space == 'd' && v.writer < 0) continue;
+    res.placements.push_back({spaceName(v.space), v.name, base(spaceName(v.space)) + v.offset, bytesOf(v)});
+  }
+  for (auto& b : L.blobs_) res.placements.push_back({"weight", b.name, base("weight") + b.offset, b.size});
+  for (size_t i = 0; i < descs.size(); ++i)
+    if (!descs[i].params.empty())
+      res.placements.push_back({"drp_param", descs[i].name, base("drp_param") + param_off[i], descs[i].params.size() * 4});
+  res.placements.push_back({"drp_config", "library table", base("drp_config"), needed["drp_config"]});
+  res.placements.push_back({"desc_aimac", "aimac_desc.bin", base("desc_aimac"), needed["desc_aimac"]});
+  res.placements.push_back({"desc_drp", "drp_desc.bin", base("desc_drp"), needed["desc_drp"]});
+  std::stable_sort(res.placements.begin(), res.placements.end(), [](const Placement& a, const Placement& b) { return a.addr < b.addr; });
+  return res;
+}
+}  // namespace
+
+std::string tblAddrText(const Lowered& l, const std::string& space) {
+  std::string s = fmt::format("# {} — {}: name, address, size (bytes, hex)\n", space == "merge" ? "all element spaces" : space,
+                              "npuc address table");
+  for (auto& p : l.placements)
+    if (space == "merge" || p.space == space)
+      s += fmt::format("{:<40s} {} {:#x}{}\n", p.name, plan::hexGrouped(p.addr), p.size, space == "merge" ? " " + p.space : "");
+  return s;
+}
+
+std::string ioListText(const Lowered& l, bool inputs) {
+  std::string s;
+  for (auto& t : inputs ? l.pkg.inputs : l.pkg.outputs) {
+    // NCHW: channel = dim 1, height = dim 2, width = dim 3 (missing dims are 1).
+    auto dim = [&](int i) { return i < t.ref.rank ? t.ref.dims[static_cast<size_t>(i)] : 1u; };
+    uint32_t c = t.ref.rank >= 2 ? dim(1) : dim(0), h = t.ref.rank >= 3 ? dim(2) : 1, w = t.ref.rank >= 4 ? dim(3) : 1;
+    if (t.ref.rank == 2) c = dim(1);
+    s += fmt::format("{}_node_name: {}\n         Address: {:#x}\n         Channel: {}\n         Width  : {}\n         Height : {}\n\n",
+                     inputs ? "Input" : "Output", t.name, t.ref.addr, c, w, h);
+  }
+  return s;
+}
+
+}  // namespace npuc::codegen

@@ -1,0 +1,49 @@
+// Lowering an optimized, checked graph to an object package: one descriptor per layer (MAC engine for
+// convolution, fully-connected and pooling; vector engine for the rest), weights in the target's numerics,
+// parameter blocks, activations placed by the memory planner, everything at absolute addresses of the address
+// map. Activations that feed Relu/Clip/LeakyRelu alone get the activation fused into their descriptor.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "package/package.hpp"
+#include "plan/addrmap.hpp"
+#include "target/target.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace npuc::codegen {
+
+struct LowerOptions {
+  std::string prefix;
+  bool reuse_memory = false;                 // place 'data' by liveness instead of one buffer per layer
+  std::optional<plan::AddrMapDef> addr_def;  // the user's definition; default map when absent
+  std::string intm_yaml_name;                // named by the §9 overflow error
+};
+
+/// One entry of a PREFIX_tbl_addr_<space>.txt table.
+struct Placement {
+  std::string space, name;
+  uint64_t addr = 0, size = 0;
+};
+
+struct Lowered {
+  package::Package pkg;
+  plan::AddressMap map;
+  std::vector<Placement> placements;      // every buffer, weight, parameter block and stream, by space
+  uint64_t data_bytes = 0, data_lower_bound = 0;  // activations in 'data' and the peak of live bytes
+};
+
+/// Throws kUnsupported naming the node for ops that have no descriptor yet, and the §9 overflow error when the
+/// package does not fit 32 bits.
+Lowered lower(const ir::Graph& g, const target::Target& t, const LowerOptions& o);
+/// Same, releasing each constant of `g` once its bytes are in the weight image (peak memory: the weights are
+/// held once, not twice). `g` keeps its structure but loses its constant data: use it for nothing else after.
+Lowered lowerConsuming(ir::Graph& g, const target::Target& t, const LowerOptions& o);
+
+/// PREFIX_tbl_addr_<space>.txt ("merge": every space) and PREFIX_data_{in,out}_list.txt contents.
+std::string tblAddrText(const Lowered& l, const std::string& space);
+std::string ioListText(const Lowered& l, bool inputs);
+
+}  // namespace npuc::codegen

@@ -1,0 +1,529 @@
+// Package writer and reader (format: package.hpp and docs/package-format.md).
+#include "package/package.hpp"
+
+#include "support/error.hpp"
+#include "support/file.hpp"
+#include "support/sha256.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace npuc::package {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+size_t elemSize(ElemType t) {
+  switch (t) {
+    case ElemType::kF32: return 4;
+    case ElemType::kU8: return 1;
+    case ElemType::kI8: return 1;
+    case ElemType::kU16: return 2;
+    case ElemType::kI16: return 2;
+    case ElemType::kI32: return 4;
+    case ElemType::kI64: return 8;
+    case ElemType::kF16: return 2;
+  }
+  return 0;
+}
+
+const char* elemName(ElemType t) {
+  switch (t) {
+    case ElemType::kF32: return "float32";
+    case ElemType::kU8: return "uint8";
+    case ElemType::kI8: return "int8";
+    case ElemType::kU16: return "uint16";
+    case ElemType::kI16: return "int16";
+    case ElemType::kI32: return "int32";
+    case ElemType::kI64: return "int64";
+    case ElemType::kF16: return "float16";
+  }
+  return "?";
+}
+
+bool elemTypeValid(uint8_t code) { return elemSize(static_cast<ElemType>(code)) != 0; }
+
+const char* engineName(Engine e) { return e == Engine::kMac ? "mac" : "vector"; }
+
+const char* layerKindName(LayerKind k) {
+  switch (k) {
+    case LayerKind::kConv: return "conv";
+    case LayerKind::kConvTranspose: return "conv_transpose";
+    case LayerKind::kGemm: return "gemm";
+    case LayerKind::kMaxPool: return "max_pool";
+    case LayerKind::kAvgPool: return "avg_pool";
+    case LayerKind::kGlobalAvgPool: return "global_avg_pool";
+    case LayerKind::kGlobalMaxPool: return "global_max_pool";
+    case LayerKind::kBinary: return "binary";
+    case LayerKind::kUnary: return "unary";
+    case LayerKind::kCopy: return "copy";
+    case LayerKind::kConcat: return "concat";
+    case LayerKind::kSoftmax: return "softmax";
+    case LayerKind::kTranspose: return "transpose";
+    case LayerKind::kPad: return "pad";
+    case LayerKind::kSlice: return "slice";
+    case LayerKind::kChannelAffine: return "channel_affine";
+    case LayerKind::kLrn: return "lrn";
+  }
+  return nullptr;
+}
+
+Engine layerEngine(LayerKind k) { return static_cast<uint16_t>(k) < 16 ? Engine::kMac : Engine::kVector; }
+
+bool layerAllowedOn(LayerKind k, Engine e) {
+  bool pool = k == LayerKind::kMaxPool || k == LayerKind::kAvgPool || k == LayerKind::kGlobalAvgPool || k == LayerKind::kGlobalMaxPool;
+  return pool || layerEngine(k) == e;
+}
+
+uint64_t TensorRef::numel() const {
+  uint64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= dims[static_cast<size_t>(i)];
+  return n;
+}
+
+const Element* Package::element(const std::string& name) const {
+  for (auto& s : address_map)
+    for (auto& e : s.elements)
+      if (e.name == name) return &e;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Binary encoding.
+
+namespace {
+
+void put16(std::vector<uint8_t>& b, uint16_t v) {
+  b.push_back(static_cast<uint8_t>(v));
+  b.push_back(static_cast<uint8_t>(v >> 8));
+}
+void put32(std::vector<uint8_t>& b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void putF32(std::vector<uint8_t>& b, float f) {
+  uint32_t v;
+  std::memcpy(&v, &f, 4);
+  put32(b, v);
+}
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
+uint32_t get32(const uint8_t* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+float getF32(const uint8_t* p) {
+  uint32_t v = get32(p);
+  float f;
+  std::memcpy(&f, &v, 4);
+  return f;
+}
+
+template <typename... Args>
+[[noreturn]] void bad(const std::string& where, fmt::format_string<Args...> f, Args&&... a) {
+  fail(ErrorCode::kInvalidInput, "{}: {}", where, fmt::format(f, std::forward<Args>(a)...));
+}
+
+}  // namespace
+
+std::vector<uint8_t> encodeDescriptors(const std::vector<Descriptor>& ds, Engine e) {
+  std::vector<uint8_t> b(8);
+  std::memcpy(b.data(), kDescMagic, 8);
+  b.reserve(kDescHeaderSize + ds.size() * kDescriptorSize);
+  put32(b, kFormatVersion);
+  put32(b, static_cast<uint32_t>(e));
+  put32(b, static_cast<uint32_t>(ds.size()));
+  put32(b, static_cast<uint32_t>(kDescriptorSize));
+  b.resize(kDescHeaderSize, 0);
+  for (const Descriptor& d : ds) {
+    size_t start = b.size();
+    put32(b, d.seq);
+    put32(b, d.wait);
+    put16(b, static_cast<uint16_t>(d.kind));
+    put16(b, d.lib);
+    b.push_back(static_cast<uint8_t>(d.act));
+    b.push_back(d.n_in);
+    b.push_back(d.n_out);
+    b.push_back(d.flags);
+    putF32(b, d.act_a);
+    putF32(b, d.act_b);
+    put32(b, d.param_addr);
+    put32(b, d.param_size);
+    b.resize(start + 64, 0);
+    for (const TensorRef& r : d.refs) {
+      put32(b, r.addr);
+      put32(b, r.bytes);
+      b.push_back(static_cast<uint8_t>(r.type));
+      b.push_back(r.rank);
+      put16(b, 0);
+      for (uint32_t dim : r.dims) put32(b, dim);
+    }
+  }
+  return b;
+}
+
+std::vector<uint8_t> encodeLibraries(const std::vector<Library>& libs) {
+  std::vector<uint8_t> b(8);
+  std::memcpy(b.data(), kCfgMagic, 8);
+  put32(b, kFormatVersion);
+  put32(b, static_cast<uint32_t>(libs.size()));
+  b.resize(32, 0);
+  for (const Library& l : libs) {
+    size_t start = b.size();
+    put16(b, l.id);
+    put16(b, l.version);
+    put32(b, 0);
+    b.resize(start + kLibraryRecordSize, 0);
+    std::memcpy(b.data() + start + 8, l.name.data(), std::min<size_t>(l.name.size(), 23));
+  }
+  return b;
+}
+
+namespace {
+
+std::vector<Descriptor> decodeDescriptors(const std::vector<uint8_t>& b, Engine want, const std::string& file) {
+  if (b.size() < kDescHeaderSize) bad(file, "truncated: {} bytes, the header alone is {}", b.size(), kDescHeaderSize);
+  if (std::memcmp(b.data(), kDescMagic, 8) != 0) bad(file, "bad magic (not an npuc descriptor stream)");
+  uint32_t version = get32(b.data() + 8), engine = get32(b.data() + 12), count = get32(b.data() + 16),
+           rec = get32(b.data() + 20);
+  if (version != kFormatVersion) bad(file, "unknown format version {} (this npuc reads version {})", version, kFormatVersion);
+  if (engine != static_cast<uint32_t>(want)) bad(file, "engine field is {}, expected {} ({})", engine, static_cast<int>(want), engineName(want));
+  if (rec != kDescriptorSize) bad(file, "record size {} (version {} descriptors are {} bytes)", rec, version, kDescriptorSize);
+  uint64_t need = kDescHeaderSize + uint64_t(count) * kDescriptorSize;
+  if (b.size() != need) bad(file, "size {} bytes does not match {} descriptors ({} bytes expected)", b.size(), count, need);
+  std::vector<Descriptor> ds(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t* p = b.data() + kDescHeaderSize + size_t(i) * kDescriptorSize;
+    Descriptor& d = ds[i];
+    d.seq = get32(p);
+    d.wait = get32(p + 4);
+    d.kind = static_cast<LayerKind>(get16(p + 8));
+    d.lib = get16(p + 10);
+    d.act = static_cast<Act>(p[12]);
+    d.n_in = p[13];
+    d.n_out = p[14];
+    d.flags = p[15];
+    d.act_a = getF32(p + 16);
+    d.act_b = getF32(p + 20);
+    d.param_addr = get32(p + 24);
+    d.param_size = get32(p + 28);
+    for (size_t r = 0; r < kMaxRefs; ++r) {
+      const uint8_t* q = p + 64 + r * kTensorRefSize;
+      TensorRef& t = d.refs[r];
+      t.addr = get32(q);
+      t.bytes = get32(q + 4);
+      t.type = static_cast<ElemType>(q[8]);
+      t.rank = q[9];
+      for (size_t k = 0; k < kMaxRank; ++k) t.dims[k] = get32(q + 12 + 4 * k);
+    }
+  }
+  return ds;
+}
+
+std::vector<Library> decodeLibraries(const std::vector<uint8_t>& b, const std::string& file) {
+  if (b.size() < 32) bad(file, "truncated: {} bytes, the header alone is 32", b.size());
+  if (std::memcmp(b.data(), kCfgMagic, 8) != 0) bad(file, "bad magic (not an npuc library table)");
+  uint32_t version = get32(b.data() + 8), count = get32(b.data() + 12);
+  if (version != kFormatVersion) bad(file, "unknown format version {} (this npuc reads version {})", version, kFormatVersion);
+  if (b.size() != 32 + uint64_t(count) * kLibraryRecordSize)
+    bad(file, "size {} bytes does not match {} library records", b.size(), count);
+  std::vector<Library> libs(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t* p = b.data() + 32 + size_t(i) * kLibraryRecordSize;
+    libs[i].id = get16(p);
+    libs[i].version = get16(p + 2);
+    const char* name = reinterpret_cast<const char*>(p + 8);
+    libs[i].name.assign(name, strnlen(name, 24));
+    if (libs[i].name.size() == 24) bad(file, "library record {}: name is not NUL-terminated", i);
+  }
+  return libs;
+}
+
+// --- manifest ------------------------------------------------------------------------------------------------
+
+json refJson(const std::string& name, const TensorRef& r) {
+  json j;
+  j["name"] = name;
+  j["dtype"] = elemName(r.type);
+  j["shape"] = json::array();
+  for (int i = 0; i < r.rank; ++i) j["shape"].push_back(r.dims[static_cast<size_t>(i)]);
+  j["addr"] = r.addr;
+  j["bytes"] = r.bytes;
+  return j;
+}
+
+/// Typed access to untrusted JSON with errors naming the field.
+struct Field {
+  const json& j;
+  std::string path;
+  const std::string& file;
+
+  Field at(const std::string& key) const {
+    if (!j.is_object()) bad(file, "field '{}' must be an object", path);
+    auto it = j.find(key);
+    if (it == j.end()) bad(file, "missing field '{}{}'", path.empty() ? "" : path + ".", key);
+    return {*it, path.empty() ? key : path + "." + key, file};
+  }
+  Field at(size_t i) const { return {j.at(i), fmt::format("{}[{}]", path, i), file}; }
+  size_t size() const {
+    if (!j.is_array()) bad(file, "field '{}' must be an array", path);
+    return j.size();
+  }
+  std::string str() const {
+    if (!j.is_string()) bad(file, "field '{}' must be a string", path);
+    return j.get<std::string>();
+  }
+  uint64_t u(uint64_t max = std::numeric_limits<uint32_t>::max()) const {
+    if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<int64_t>() >= 0))
+      bad(file, "field '{}' must be a non-negative integer", path);
+    uint64_t v = j.get<uint64_t>();
+    if (v > max) bad(file, "field '{}' = {} is out of range (at most {})", path, v, max);
+    return v;
+  }
+};
+
+ElemType elemFromName(const std::string& s, const std::string& file, const std::string& field) {
+  for (uint8_t c = 0; c < 16; ++c)
+    if (elemTypeValid(c) && s == elemName(static_cast<ElemType>(c))) return static_cast<ElemType>(c);
+  bad(file, "field '{}': unknown dtype '{}'", field, s);
+}
+
+TensorRef refFromJson(const Field& f) {
+  TensorRef r;
+  r.type = elemFromName(f.at("dtype").str(), f.file, f.path + ".dtype");
+  Field shape = f.at("shape");
+  if (shape.size() > kMaxRank) bad(f.file, "field '{}.shape' has rank {} (at most {})", f.path, shape.size(), kMaxRank);
+  r.rank = static_cast<uint8_t>(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) r.dims[i] = static_cast<uint32_t>(shape.at(i).u());
+  r.addr = static_cast<uint32_t>(f.at("addr").u());
+  r.bytes = static_cast<uint32_t>(f.at("bytes").u());
+  return r;
+}
+
+std::string fileListHash(const std::vector<std::pair<std::string, std::string>>& files) {
+  Sha256 h;
+  for (auto& [name, hash] : files) {
+    h.update(name.data(), name.size());
+    h.update("\0", 1);
+    h.update(hash.data(), hash.size());
+    h.update("\n", 1);
+  }
+  return "sha256:" + h.hexDigest();
+}
+
+std::string libInfoText(const Package& p) {
+  std::map<uint16_t, std::pair<int, int>> calls;  // lib -> (calls, with interrupt)
+  for (auto& d : p.vec) {
+    auto& c = calls[d.lib];
+    ++c.first;
+    c.second += (d.flags & kFlagInterrupt) != 0;
+  }
+  int mac_calls = static_cast<int>(p.mac.size()), mac_int = 0;
+  for (auto& d : p.mac) mac_int += (d.flags & kFlagInterrupt) != 0;
+  std::string s = "# npuc vector-engine libraries: id, name, calls, calls ending with an interrupt\n";
+  for (auto& l : p.libraries) {
+    auto it = calls.find(l.id);
+    s += fmt::format("{:3d} {:<20s} {:6d} {:6d}\n", l.id, l.name, it == calls.end() ? 0 : it->second.first,
+                     it == calls.end() ? 0 : it->second.second);
+  }
+  s += fmt::format("# MAC engine: {} descriptors, {} ending with an interrupt\n", mac_calls, mac_int);
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// Writer.
+
+std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
+  validatePackage(p, "package being written");
+  // (name, bytes): views of the package's own buffers where it has them, so the weights are never copied.
+  std::vector<uint8_t> mac = encodeDescriptors(p.mac, Engine::kMac), vec = encodeDescriptors(p.vec, Engine::kVector),
+                       cfg = encodeLibraries(p.libraries);
+  std::string info = libInfoText(p);
+  struct View {
+    std::string name;
+    const void* data;
+    size_t size;
+  };
+  std::vector<View> files = {{"aimac_desc.bin", mac.data(), mac.size()},
+                             {"drp_desc.bin", vec.data(), vec.size()},
+                             {"drp_param.bin", p.params.data(), p.params.size()},
+                             {p.prefix + "_weight.dat", p.weights.data(), p.weights.size()},
+                             {p.prefix + "_drpcfg.mem", cfg.data(), cfg.size()},
+                             {"drp_lib_info.txt", info.data(), info.size()}};
+
+  json m;
+  m["format"] = "npuc-package";
+  m["version"] = p.version;
+  m["producer"] = p.producer;
+  m["prefix"] = p.prefix;
+  m["target"] = p.target;
+  m["numerics"] = p.numerics;
+  json am = json::array();
+  for (auto& s : p.address_map) {
+    json js{{"name", s.name}, {"addr", s.addr}, {"size", s.size}, {"elements", json::array()}};
+    for (auto& e : s.elements) js["elements"].push_back({{"name", e.name}, {"addr", e.addr}, {"size", e.size}});
+    am.push_back(js);
+  }
+  m["address_map"] = am;
+  m["inputs"] = json::array();
+  for (auto& t : p.inputs) m["inputs"].push_back(refJson(t.name, t.ref));
+  m["outputs"] = json::array();
+  for (auto& t : p.outputs) m["outputs"].push_back(refJson(t.name, t.ref));
+  m["streams"] = {{"mac", {{"file", "aimac_desc.bin"}, {"count", p.mac.size()}}},
+                  {"vector", {{"file", "drp_desc.bin"}, {"count", p.vec.size()}}}};
+  m["weights_file"] = p.prefix + "_weight.dat";
+  m["params_file"] = "drp_param.bin";
+  m["config_file"] = p.prefix + "_drpcfg.mem";
+  m["layers"] = json::array();
+  for (auto& l : p.layers) {
+    const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
+    json jl{{"seq", l.seq},       {"engine", engineName(l.engine)}, {"index", l.index}, {"kind", layerKindName(d.kind)},
+            {"name", l.name},     {"opexp", l.opexp},               {"onnx_nodes", l.onnx_nodes},
+            {"output", l.output}};
+    m["layers"].push_back(jl);
+  }
+  std::vector<std::pair<std::string, std::string>> hashes;
+  m["files"] = json::array();
+  for (auto& f : files) {
+    std::string h = sha256Hex(f.data, f.size);
+    hashes.emplace_back(f.name, h);
+    m["files"].push_back({{"name", f.name}, {"size", f.size}, {"sha256", h}});
+  }
+  p.content_hash = fileListHash(hashes);
+  m["content_hash"] = p.content_hash;
+
+  std::vector<std::string> names;
+  for (auto& f : files) {
+    writeFileAtomic(dir / f.name, f.data, f.size);
+    names.push_back(f.name);
+  }
+  writeFileAtomic(dir / "manifest.json", m.dump(1) + "\n");
+  names.push_back("manifest.json");
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reader.
+
+Package readPackage(const fs::path& dir) {
+  const std::string mfile = (dir / "manifest.json").string();
+  if (!fs::is_directory(dir)) fail(ErrorCode::kIo, "{}: not a package directory", dir.string());
+  if (!fs::exists(mfile)) fail(ErrorCode::kIo, "{}: no manifest.json (not an npuc package)", dir.string());
+  return readPackage([&](const std::string& name) -> std::optional<std::vector<uint8_t>> {
+    fs::path path = dir / name;
+    if (!fs::exists(path)) return std::nullopt;
+    return readFileBytes(path);
+  }, dir.string());
+}
+
+Package readPackage(const FileSource& source, const std::string& where) {
+  const fs::path dir(where);
+  const std::string mfile = (dir / "manifest.json").string();
+  auto manifest = source("manifest.json");
+  if (!manifest) fail(ErrorCode::kIo, "{}: no manifest.json (not an npuc package)", where);
+  json j;
+  try {
+    j = json::parse(manifest->begin(), manifest->end());
+  } catch (const json::exception& e) {
+    bad(mfile, "not valid JSON: {}", e.what());
+  }
+  Field root{j, "", mfile};
+  Package p;
+  try {
+    if (root.at("format").str() != "npuc-package") bad(mfile, "field 'format' must be \"npuc-package\"");
+    p.version = static_cast<uint32_t>(root.at("version").u());
+    if (p.version != kFormatVersion)
+      bad(mfile, "unknown format version {} (this npuc reads version {})", p.version, kFormatVersion);
+    p.producer = root.at("producer").str();
+    p.prefix = root.at("prefix").str();
+    p.target = root.at("target").str();
+    p.numerics = root.at("numerics").str();
+    Field am = root.at("address_map");
+    for (size_t i = 0; i < am.size(); ++i) {
+      Field s = am.at(i);
+      SubSpace ss{s.at("name").str(), s.at("addr").u(), s.at("size").u(), {}};
+      Field els = s.at("elements");
+      for (size_t k = 0; k < els.size(); ++k) {
+        Field e = els.at(k);
+        ss.elements.push_back({e.at("name").str(), e.at("addr").u(), e.at("size").u()});
+      }
+      p.address_map.push_back(std::move(ss));
+    }
+    for (const char* io : {"inputs", "outputs"}) {
+      Field list = root.at(io);
+      for (size_t i = 0; i < list.size(); ++i)
+        (io[0] == 'i' ? p.inputs : p.outputs).push_back({list.at(i).at("name").str(), refFromJson(list.at(i))});
+    }
+    // Files: sizes and hashes first, then decode.
+    std::map<std::string, std::vector<uint8_t>> data;
+    std::vector<std::pair<std::string, std::string>> hashes;
+    Field files = root.at("files");
+    for (size_t i = 0; i < files.size(); ++i) {
+      Field f = files.at(i);
+      std::string name = f.at("name").str();
+      if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos)
+        bad(mfile, "field 'files[{}].name' = '{}' is not a plain file name", i, name);
+      uint64_t size = f.at("size").u(std::numeric_limits<uint64_t>::max());
+      std::string want = f.at("sha256").str();
+      fs::path path = dir / name;
+      auto file_bytes = source(name);
+      if (!file_bytes) fail(ErrorCode::kIo, "{}: missing (listed in manifest.json)", path.string());
+      std::vector<uint8_t> bytes = std::move(*file_bytes);
+      if (bytes.size() != size)
+        bad(path.string(), "size {} bytes, the manifest declares {} (truncated or replaced file)", bytes.size(), size);
+      std::string got = sha256Hex(bytes.data(), bytes.size());
+      if (got != want) bad(path.string(), "SHA-256 {} does not match the manifest's {} (corrupted file)", got, want);
+      hashes.emplace_back(name, got);
+      data[name] = std::move(bytes);
+    }
+    p.content_hash = root.at("content_hash").str();
+    if (p.content_hash != fileListHash(hashes)) bad(mfile, "field 'content_hash' does not match the files");
+    auto file = [&](const std::string& key) -> std::pair<std::string, std::vector<uint8_t>*> {
+      std::string name = key.find('.') == std::string::npos ? root.at(key).str() : key;
+      auto it = data.find(name);
+      if (it == data.end()) bad(mfile, "'{}' is not listed in 'files'", name);
+      return {(dir / name).string(), &it->second};
+    };
+    Field streams = root.at("streams");
+    for (Engine e : {Engine::kMac, Engine::kVector}) {
+      Field s = streams.at(engineName(e));
+      auto [path, bytes] = file(s.at("file").str());
+      auto ds = decodeDescriptors(*bytes, e, path);
+      if (ds.size() != s.at("count").u()) bad(mfile, "field 'streams.{}.count' does not match {}", engineName(e), path);
+      (e == Engine::kMac ? p.mac : p.vec) = std::move(ds);
+    }
+    p.weights = std::move(*file("weights_file").second);
+    p.params = std::move(*file("params_file").second);
+    {
+      auto [path, bytes] = file("config_file");
+      p.libraries = decodeLibraries(*bytes, path);
+    }
+    Field layers = root.at("layers");
+    for (size_t i = 0; i < layers.size(); ++i) {
+      Field l = layers.at(i);
+      LayerInfo li;
+      li.seq = static_cast<uint32_t>(l.at("seq").u());
+      std::string eng = l.at("engine").str();
+      if (eng != "mac" && eng != "vector") bad(mfile, "field '{}.engine' must be \"mac\" or \"vector\"", l.path);
+      li.engine = eng == "mac" ? Engine::kMac : Engine::kVector;
+      li.index = static_cast<uint32_t>(l.at("index").u());
+      li.name = l.at("name").str();
+      li.opexp = l.at("opexp").str();
+      Field nodes = l.at("onnx_nodes");
+      for (size_t k = 0; k < nodes.size(); ++k) li.onnx_nodes.push_back(nodes.at(k).str());
+      li.output = l.at("output").str();
+      p.layers.push_back(std::move(li));
+    }
+  } catch (const json::exception& e) {
+    bad(mfile, "malformed manifest: {}", e.what());
+  }
+  validatePackage(p, where);
+  return p;
+}
+
+}  // namespace npuc::package

@@ -1,0 +1,186 @@
+// The npuc object package: what the compiler writes into output/PREFIX/ and the runtime loads. It is the only
+// thing the compiler and the runtime share. The format is documented in docs/package-format.md; this header is
+// its definition in code. Everything is little-endian.
+//
+// Files (version 1):
+//   manifest.json       format, version, target, numerics, address map, inputs/outputs, layers (descriptor ->
+//                       ONNX nodes), every file's size and SHA-256, and the content hash over them
+//   aimac_desc.bin      MAC-engine descriptor stream   (loaded at desc_aimac)
+//   drp_desc.bin        vector-engine descriptor stream (loaded at desc_drp)
+//   drp_param.bin       layer parameters, an image of the drp_param space
+//   PREFIX_weight.dat   weights and biases, an image of the weight space
+//   PREFIX_drpcfg.mem   the vector-engine library table, an image of the drp_config space
+//   drp_lib_info.txt    per library: calls and how many end with an interrupt (informational)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace npuc::package {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr char kDescMagic[8] = {'N', 'P', 'U', 'C', 'D', 'E', 'S', 'C'};
+inline constexpr char kCfgMagic[8] = {'N', 'P', 'U', 'C', 'D', 'C', 'F', 'G'};
+inline constexpr uint32_t kNoWait = 0xFFFF'FFFFu;
+inline constexpr int kMaxRank = 6;   // dims in a TensorRef
+inline constexpr int kMaxRefs = 8;   // tensor references per descriptor (inputs + outputs)
+
+/// Element types, with ONNX TensorProto's codes.
+enum class ElemType : uint8_t { kF32 = 1, kU8 = 2, kI8 = 3, kU16 = 4, kI16 = 5, kI32 = 6, kI64 = 7, kF16 = 10 };
+size_t elemSize(ElemType t);      // 0 for an unknown code
+const char* elemName(ElemType t);  // "float32", "float16", … ("?" for an unknown code)
+bool elemTypeValid(uint8_t code);
+
+enum class Engine : uint8_t { kMac = 0, kVector = 1 };
+const char* engineName(Engine e);  // "mac" / "vector"
+
+/// Layer kinds. The parameter block of each (in drp_param, 32-bit words) is listed with it.
+enum class LayerKind : uint16_t {
+  // MAC engine
+  kConv = 1,           // in: x[N,C,H,W], w[M,C/g,kh,kw], (bias[M] f32); out y. params: g kh kw sh sw dh dw pt pl
+  kConvTranspose = 2,  // in: x, w[C,M/g,kh,kw], (bias[M] f32); out y. params: g kh kw sh sw dh dw pt pl
+  kGemm = 3,           // in: x[M,K], w[N,K], (bias[N] f32); out y[M,N] = x * w^T + bias. params: none
+  kMaxPool = 4,        // in: x[N,C,H,W]; params: kh kw sh sw dh dw pt pl pb pr count_include_pad pad_value
+                       // (f32 bits: padded taps count as this value; -inf = ignore them, as ONNX MaxPool)
+  kAvgPool = 5,        // same params (pad_value must be 0)
+  kGlobalAvgPool = 6,  // in: x[N,C,...]; out [N,C,1,...]. params: none
+  kGlobalMaxPool = 7,
+  // vector engine
+  kBinary = 16,        // in: a, b (numpy broadcasting to y); params: op (kernels::BinaryOp)
+  kUnary = 17,         // params: op (kernels::UnaryOp), alpha (f32 bits), beta (f32 bits)
+  kCopy = 18,          // Reshape/Flatten/Squeeze/Unsqueeze/Identity: same bytes, new shape. params: none
+  kConcat = 19,        // params: axis
+  kSoftmax = 20,       // params: kind (0 softmax, 1 log-softmax, 2 hardmax), axis — over one axis of y's shape
+  kTranspose = 21,     // params: perm[rank of x]
+  kPad = 22,           // params: begin[rank], end[rank], value (f32 bits)
+  kSlice = 23,         // params: start[rank], step[rank]
+  kChannelAffine = 24, // in: x[N,C,...], a[C] f32, b[C] f32 (BatchNormalization not folded)
+  kLrn = 25,           // params: size, alpha, beta, bias (f32 bits)
+};
+const char* layerKindName(LayerKind k);  // "conv", "max_pool", … (nullptr for an unknown code)
+/// The engine a kind runs on by default, and whether it may run on `e` (pooling may run on either engine: DRP-AI
+/// pools on its DRP, TIDL on its EVE; the target decides).
+Engine layerEngine(LayerKind k);
+bool layerAllowedOn(LayerKind k, Engine e);
+
+/// Operations of kUnary and kBinary descriptors, by code (the index in these lists; format version 1). Names
+/// are the ONNX op names; the runtime maps them onto its kernels by name.
+const std::vector<std::string>& unaryOpNames();
+const std::vector<std::string>& binaryOpNames();
+
+/// Fused activation of a descriptor (applied to the fp32 result before the output is stored).
+enum class Act : uint8_t { kNone = 0, kRelu = 1, kClip = 2, kLeakyRelu = 3 };
+
+struct TensorRef {
+  uint32_t addr = 0;   // absolute address in the address map
+  uint32_t bytes = 0;  // numel * elemSize
+  ElemType type = ElemType::kF32;
+  uint8_t rank = 0;
+  std::array<uint32_t, kMaxRank> dims{};
+  uint64_t numel() const;
+};
+
+/// One descriptor: 352 bytes on disk (see docs/package-format.md for the byte layout).
+struct Descriptor {
+  uint32_t seq = 0;        // global program order: all descriptors of both engines are numbered 0..N-1
+  uint32_t wait = kNoWait; // seq of the other engine's descriptor that must finish first
+  LayerKind kind = LayerKind::kCopy;
+  uint16_t lib = 0;        // vector engine: library id (an entry of the drp_config table); MAC engine: 0
+  Act act = Act::kNone;
+  uint8_t n_in = 0, n_out = 0;
+  uint8_t flags = 0;       // bit 0: raise an interrupt when done
+  float act_a = 0, act_b = 0;
+  uint32_t param_addr = 0, param_size = 0;  // parameter block (absolute address, bytes)
+  std::array<TensorRef, kMaxRefs> refs{};   // inputs then outputs
+  const TensorRef& in(int i) const { return refs[static_cast<size_t>(i)]; }
+  const TensorRef& out(int i) const { return refs[static_cast<size_t>(n_in + i)]; }
+};
+inline constexpr uint8_t kFlagInterrupt = 1;
+inline constexpr size_t kDescHeaderSize = 32;
+inline constexpr size_t kTensorRefSize = 36;
+inline constexpr size_t kDescriptorSize = 64 + kMaxRefs * kTensorRefSize;  // 352
+
+/// A vector-engine library (the drp_config table entry descriptors name by id).
+struct Library {
+  uint16_t id = 0;
+  uint16_t version = 1;
+  std::string name;  // <= 23 characters
+};
+inline constexpr size_t kLibraryRecordSize = 32;
+
+struct Element {
+  std::string name;
+  uint64_t addr = 0, size = 0;
+};
+struct SubSpace {
+  std::string name;
+  uint64_t addr = 0, size = 0;
+  std::vector<Element> elements;
+};
+
+struct IoTensor {
+  std::string name;
+  TensorRef ref;
+};
+
+/// What the manifest says about one descriptor.
+struct LayerInfo {
+  uint32_t seq = 0;
+  Engine engine = Engine::kMac;
+  uint32_t index = 0;  // position in its engine's stream
+  std::string name;    // the layer (the optimized graph's node name)
+  std::string opexp;   // fused ONNX ops, "Conv+BatchNormalization+Relu"
+  std::vector<std::string> onnx_nodes;  // names of the original ONNX nodes it computes
+  std::string output;  // name of the value it writes
+};
+
+struct Package {
+  uint32_t version = kFormatVersion;
+  std::string prefix, target, numerics;  // numerics: "fp32" | "fp16"
+  std::string producer = "npuc";
+  std::vector<SubSpace> address_map;
+  std::vector<IoTensor> inputs, outputs;
+  std::vector<Descriptor> mac, vec;
+  std::vector<LayerInfo> layers;  // by seq
+  std::vector<Library> libraries;
+  std::vector<uint8_t> weights, params;  // images of the weight and drp_param spaces (may be shorter)
+  std::string content_hash;              // filled by write / read
+
+  const Element* element(const std::string& name) const;
+};
+
+/// Serialises the binary streams (for writing and for tests).
+std::vector<uint8_t> encodeDescriptors(const std::vector<Descriptor>& d, Engine e);
+std::vector<uint8_t> encodeLibraries(const std::vector<Library>& libs);
+
+/// Writes every file of the package into `dir` (which must exist) and returns their names in writing order.
+/// Sets p.content_hash. Same package, same bytes.
+std::vector<std::string> writePackage(Package& p, const std::filesystem::path& dir);
+
+/// Reads and validates a package directory. Treats every file as untrusted: sizes, versions, magic, the
+/// address map (aligned, non-overlapping, inside 32 bits), every descriptor (kind, counts, types, shapes vs
+/// bytes, every reference and parameter block inside the element space it must be in, program order and
+/// waits), file hashes. Throws npuc::Error (kInvalidInput) naming the file, the field and the rule.
+Package readPackage(const std::filesystem::path& dir);
+/// The same from any file source (tests, the fuzzer): `source(name)` returns a file's bytes, or nullopt when it
+/// does not exist; `where` names the package in messages.
+using FileSource = std::function<std::optional<std::vector<uint8_t>>(const std::string& name)>;
+Package readPackage(const FileSource& source, const std::string& where);
+
+/// Validates a package in memory (what readPackage runs after parsing; writePackage runs it too).
+void validatePackage(const Package& p, const std::string& where);
+
+/// The parameter block of a descriptor as 32-bit words (validated: inside drp_param). Floats are stored as
+/// their bits: use paramFloat.
+std::vector<uint32_t> paramWords(const Package& p, const Descriptor& d);
+float paramFloat(uint32_t word);
+uint32_t floatParam(float f);
+/// The number of parameter words a descriptor of this kind needs (depends on the rank of its first input).
+uint32_t expectedParamWords(const Descriptor& d);
+
+}  // namespace npuc::package

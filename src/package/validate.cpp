@@ -1,0 +1,481 @@
+// Validation of a package: everything the runtime relies on is checked here once, so the runtime's hot path can
+// trust every address, shape and parameter (a package is untrusted input).
+#include "package/package.hpp"
+
+#include "support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace npuc::package {
+
+const std::vector<std::string>& unaryOpNames() {
+  static const std::vector<std::string> k = {"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+                                             "Swish", "Mish", "Elu", "Selu", "Celu", "Softplus", "Softsign", "Exp", "Log",
+                                             "Sqrt", "Reciprocal", "Abs", "Neg", "Erf", "Floor", "Ceil", "Round", "Identity"};
+  return k;
+}
+const std::vector<std::string>& binaryOpNames() {
+  static const std::vector<std::string> k = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"};
+  return k;
+}
+
+float paramFloat(uint32_t w) {
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
+uint32_t floatParam(float f) {
+  uint32_t w;
+  std::memcpy(&w, &f, 4);
+  return w;
+}
+
+uint32_t expectedParamWords(const Descriptor& d) {
+  uint32_t r = d.n_in ? d.in(0).rank : 0;
+  switch (d.kind) {
+    case LayerKind::kConv:
+    case LayerKind::kConvTranspose: return 9;
+    case LayerKind::kMaxPool:
+    case LayerKind::kAvgPool: return 12;
+    case LayerKind::kBinary:
+    case LayerKind::kConcat: return 1;
+    case LayerKind::kUnary: return 3;
+    case LayerKind::kSoftmax: return 2;
+    case LayerKind::kTranspose: return r;
+    case LayerKind::kPad: return 2 * r + 1;
+    case LayerKind::kSlice: return 2 * r;
+    case LayerKind::kLrn: return 4;
+    default: return 0;
+  }
+}
+
+std::vector<uint32_t> paramWords(const Package& p, const Descriptor& d) {
+  std::vector<uint32_t> w(d.param_size / 4);
+  if (w.empty()) return w;
+  const Element* e = p.element("drp_param");
+  uint64_t off = uint64_t(d.param_addr) - e->addr;
+  std::memcpy(w.data(), p.params.data() + off, w.size() * 4);
+  return w;
+}
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+Dims dimsOf(const TensorRef& r) {
+  Dims d;
+  for (int i = 0; i < r.rank; ++i) d.push_back(r.dims[static_cast<size_t>(i)]);
+  return d;
+}
+
+std::string dimsStr(const TensorRef& r) {
+  std::string s;
+  for (int i = 0; i < r.rank; ++i) s += (i ? "x" : "") + std::to_string(r.dims[static_cast<size_t>(i)]);
+  return r.rank ? s : "scalar";
+}
+
+struct Checker {
+  const Package& p;
+  std::string where;
+  std::vector<const Element*> elements;  // sorted by address
+
+  template <typename... Args>
+  [[noreturn]] void bad(fmt::format_string<Args...> f, Args&&... a) const {
+    fail(ErrorCode::kInvalidInput, "{}: {}", where, fmt::format(f, std::forward<Args>(a)...));
+  }
+
+  const Element& need(const char* name) const {
+    const Element* e = p.element(name);
+    if (!e) bad("address map has no element space '{}'", name);
+    return *e;
+  }
+
+  void addressMap() {
+    static const char* kNames[] = {"data_in", "data", "data_out", "work", "weight",
+                                   "drp_config", "drp_param", "desc_aimac", "desc_drp"};
+    std::map<std::string, int> seen;
+    uint64_t prev_end = 0;
+    for (auto& s : p.address_map) {
+      if (s.addr % 64) bad("address map: Sub-Space '{}' at 0x{:x} is not 64-byte aligned", s.name, s.addr);
+      if (s.addr < prev_end) bad("address map: Sub-Space '{}' at 0x{:x} overlaps the previous one or is out of address order", s.name, s.addr);
+      if (s.addr + s.size > (uint64_t(1) << 32) || s.size > (uint64_t(1) << 32))
+        bad("address map: Sub-Space '{}' ends beyond the 32-bit address space", s.name);
+      prev_end = s.addr + s.size;
+      for (auto& e : s.elements) {
+        if (++seen[e.name] > 1) bad("address map: element space '{}' appears twice", e.name);
+        if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return e.name == n; }) == std::end(kNames))
+          bad("address map: unknown element space '{}'", e.name);
+        if (e.addr < s.addr || e.size > s.size || e.addr - s.addr > s.size - e.size)
+          bad("address map: element space '{}' [0x{:x}, +0x{:x}) lies outside its Sub-Space '{}'", e.name, e.addr, e.size, s.name);
+        elements.push_back(&e);
+      }
+    }
+    for (const char* n : kNames)
+      if (!seen.count(n)) bad("address map has no element space '{}'", n);
+    std::sort(elements.begin(), elements.end(), [](const Element* a, const Element* b) { return a->addr < b->addr; });
+    for (size_t i = 1; i < elements.size(); ++i)
+      if (elements[i]->addr < elements[i - 1]->addr + elements[i - 1]->size)
+        bad("address map: element spaces '{}' and '{}' overlap", elements[i - 1]->name, elements[i]->name);
+    auto fits = [&](const char* space, uint64_t bytes, const char* what) {
+      if (bytes > need(space).size) bad("{} ({} bytes) does not fit the '{}' space ({} bytes)", what, bytes, space, need(space).size);
+    };
+    fits("weight", p.weights.size(), "the weight image");
+    fits("drp_param", p.params.size(), "the parameter image");
+    fits("drp_config", 32 + p.libraries.size() * kLibraryRecordSize, "the library table");
+    fits("desc_aimac", kDescHeaderSize + p.mac.size() * kDescriptorSize, "the MAC descriptor stream");
+    fits("desc_drp", kDescHeaderSize + p.vec.size() * kDescriptorSize, "the vector descriptor stream");
+  }
+
+  /// The element space holding [addr, addr + bytes), or null.
+  const Element* spaceOf(uint64_t addr, uint64_t bytes) const {
+    for (const Element* e : elements)
+      if (addr >= e->addr && bytes <= e->size && addr - e->addr <= e->size - bytes) return e;
+    return nullptr;
+  }
+
+  void ref(const TensorRef& r, const std::string& what) const {
+    if (!elemTypeValid(static_cast<uint8_t>(r.type))) bad("{}: unknown element type code {}", what, static_cast<int>(r.type));
+    if (r.rank > kMaxRank) bad("{}: rank {} (at most {})", what, r.rank, kMaxRank);
+    for (int i = r.rank; i < kMaxRank; ++i)
+      if (r.dims[static_cast<size_t>(i)]) bad("{}: dims beyond the rank must be 0", what);
+    uint64_t n = 1;
+    for (int i = 0; i < r.rank; ++i) {
+      n *= r.dims[static_cast<size_t>(i)];
+      if (n > (uint64_t(1) << 32)) bad("{}: shape {} is too large", what, dimsStr(r));
+    }
+    if (n * elemSize(r.type) != r.bytes)
+      bad("{}: {} {} is {} bytes, the reference says {}", what, elemName(r.type), dimsStr(r), n * elemSize(r.type), r.bytes);
+  }
+
+  void ioTensors() const {
+    for (auto& t : p.inputs) {
+      ref(t.ref, "input '" + t.name + "'");
+      const Element* e = spaceOf(t.ref.addr, t.ref.bytes);
+      if (!e || e->name != "data_in") bad("input '{}' at 0x{:x} (+{} bytes) is not inside data_in", t.name, t.ref.addr, t.ref.bytes);
+    }
+    for (auto& t : p.outputs) {
+      ref(t.ref, "output '" + t.name + "'");
+      const Element* e = spaceOf(t.ref.addr, t.ref.bytes);
+      if (!e || (e->name != "data_out" && e->name != "data"))
+        bad("output '{}' at 0x{:x} (+{} bytes) is not inside data_out or data", t.name, t.ref.addr, t.ref.bytes);
+    }
+  }
+
+  ElemType floatType() const {
+    if (p.numerics == "fp32") return ElemType::kF32;
+    if (p.numerics == "fp16") return ElemType::kF16;
+    bad("numerics '{}' is not supported by this npuc (fp32, fp16)", p.numerics);
+  }
+
+  void descriptor(const Descriptor& d, Engine e, size_t index) const {
+    std::string what = fmt::format("{} descriptor {} (seq {})", engineName(e), index, d.seq);
+    const char* kname = layerKindName(d.kind);
+    if (!kname) bad("{}: unknown layer kind {}", what, static_cast<int>(d.kind));
+    what += fmt::format(", {}", kname);
+    if (!layerAllowedOn(d.kind, e)) bad("{}: this kind runs on the {} engine", what, engineName(layerEngine(d.kind)));
+    if (d.n_in + d.n_out > kMaxRefs || d.n_out != 1 || d.n_in < 1)
+      bad("{}: {} inputs and {} outputs (one output and at most {} references)", what, d.n_in, d.n_out, kMaxRefs);
+    if (static_cast<uint8_t>(d.act) > 3) bad("{}: unknown activation code {}", what, static_cast<int>(d.act));
+    if (d.flags & ~kFlagInterrupt) bad("{}: unknown flags 0x{:x}", what, d.flags);
+    if (e == Engine::kVector) {
+      if (std::none_of(p.libraries.begin(), p.libraries.end(), [&](const Library& l) { return l.id == d.lib; }))
+        bad("{}: library {} is not in the drp_config table", what, d.lib);
+    } else if (d.lib) {
+      bad("{}: MAC descriptors use library 0", what);
+    }
+    for (int i = 0; i < kMaxRefs; ++i) {
+      const TensorRef& r = d.refs[static_cast<size_t>(i)];
+      if (i >= d.n_in + d.n_out) {
+        if (r.addr || r.bytes || r.rank) bad("{}: unused reference {} must be zero", what, i);
+        continue;
+      }
+      bool is_out = i >= d.n_in;
+      std::string rw = is_out ? fmt::format("output {}", i - d.n_in) : fmt::format("input {}", i);
+      ref(r, what + ": " + rw);
+      const Element* s = spaceOf(r.addr, r.bytes);
+      if (!s) bad("{}: {} [0x{:x}, +{}) is outside every element space of the map", what, rw, r.addr, r.bytes);
+      bool writable = s->name == "data" || s->name == "data_out" || s->name == "work";
+      bool readable = writable || s->name == "data_in" || s->name == "weight";
+      if (is_out ? !writable : !readable) bad("{}: {} lies in '{}', which it may not {}", what, rw, s->name, is_out ? "write" : "read");
+      if (s->name == "weight") weightRef(r, what + ": " + rw);
+    }
+    // parameter block
+    uint32_t words = expectedParamWords(d);
+    if (d.param_size != words * 4) bad("{}: parameter block of {} bytes, this kind needs {}", what, d.param_size, words * 4);
+    if (words) {
+      const Element& dp = need("drp_param");
+      if (d.param_addr < dp.addr || d.param_addr % 4 || uint64_t(d.param_addr) - dp.addr + d.param_size > p.params.size())
+        bad("{}: parameter block [0x{:x}, +{}) is not inside the loaded drp_param image", what, d.param_addr, d.param_size);
+    } else if (d.param_addr) {
+      bad("{}: no parameters, so param_addr must be 0", what);
+    }
+    shapes(d, what);
+  }
+
+  void weightRef(const TensorRef& r, const std::string& what) const {
+    const Element* s = spaceOf(r.addr, r.bytes);
+    if (!s || s->name != "weight") bad("{} must be in the weight space", what);
+    if (uint64_t(r.addr) - s->addr + r.bytes > p.weights.size())
+      bad("{} [0x{:x}, +{}) reaches beyond the {} bytes of the weight image (weight file shorter than its references)",
+          what, r.addr, r.bytes, p.weights.size());
+  }
+
+  void shapes(const Descriptor& d, const std::string& what) const {
+    const ElemType ft = floatType();
+    const TensorRef& y = d.out(0);
+    auto w = paramWords(p, d);
+    auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(w[i])); };
+    auto needIn = [&](int lo, int hi) {
+      if (d.n_in < lo || d.n_in > hi) bad("{}: {} inputs (needs {}..{})", what, d.n_in, lo, hi);
+    };
+    auto isFloat = [&](const TensorRef& r, const char* name) {
+      if (r.type != ft) bad("{}: {} is {}, the package numerics need {}", what, name, elemName(r.type), elemName(ft));
+    };
+    auto rankIs = [&](const TensorRef& r, int k, const char* name) {
+      if (r.rank != k) bad("{}: {} has rank {}, needs {}", what, name, r.rank, k);
+    };
+    auto bias = [&](int i, uint32_t n) {
+      if (d.n_in > i) {
+        const TensorRef& b = d.in(i);
+        if (b.type != ElemType::kF32 || b.rank != 1 || b.dims[0] != n) bad("{}: bias must be float32 [{}], got {} {}", what, n, elemName(b.type), dimsStr(b));
+        weightRef(b, what + ": bias");
+      }
+    };
+    auto window = [&](int64_t in, int64_t out, int64_t k, int64_t s, int64_t dl, int64_t pb, const char* axis) {
+      if (k < 1 || s < 1 || dl < 1 || pb < 0 || k > 1024 || s > 1024 || dl > 1024 || pb > 1024)
+        bad("{}: {} window k={} s={} d={} pad={} out of range", what, axis, k, s, dl, pb);
+      int64_t pe = (out - 1) * s + (k - 1) * dl + 1 - in - pb;
+      if (out < 1 || pe < -(s - 1) - (k - 1) * dl || pe > (k - 1) * dl + s)
+        bad("{}: {} output size {} does not follow from input {} with k={} s={} d={} pad={}", what, axis, out, in, k, s, dl, pb);
+    };
+    const TensorRef& x = d.in(0);
+    switch (d.kind) {
+      case LayerKind::kConv:
+      case LayerKind::kConvTranspose: {
+        needIn(2, 3);
+        const TensorRef& wt = d.in(1);
+        rankIs(x, 4, "x"); rankIs(wt, 4, "w"); rankIs(y, 4, "y");
+        isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
+        weightRef(wt, what + ": weights");
+        int64_t g = si(0);
+        int64_t C = x.dims[1], M = y.dims[1];
+        if (g < 1 || C % g || M % g) bad("{}: group {} does not divide channels {} -> {}", what, g, C, M);
+        if (x.dims[0] != y.dims[0]) bad("{}: batch {} -> {}", what, x.dims[0], y.dims[0]);
+        bool tr = d.kind == LayerKind::kConvTranspose;
+        int64_t w0 = tr ? C : M, w1 = tr ? M / g : C / g;
+        if (wt.dims[0] != w0 || wt.dims[1] != w1 || wt.dims[2] != si(1) || wt.dims[3] != si(2))
+          bad("{}: weights {} do not match {}x{}x{}x{}", what, dimsStr(wt), w0, w1, si(1), si(2));
+        if (tr) {
+          if (si(1) < 1 || si(2) < 1 || si(3) < 1 || si(4) < 1 || si(5) < 1 || si(6) < 1 || si(7) < 0 || si(8) < 0)
+            bad("{}: window parameters out of range", what);
+        } else {
+          window(x.dims[2], y.dims[2], si(1), si(3), si(5), si(7), "H");
+          window(x.dims[3], y.dims[3], si(2), si(4), si(6), si(8), "W");
+        }
+        bias(2, static_cast<uint32_t>(M));
+        break;
+      }
+      case LayerKind::kGemm: {
+        needIn(2, 3);
+        const TensorRef& wt = d.in(1);
+        rankIs(x, 2, "x"); rankIs(wt, 2, "w"); rankIs(y, 2, "y");
+        isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
+        weightRef(wt, what + ": weights");
+        if (wt.dims[1] != x.dims[1] || y.dims[0] != x.dims[0] || y.dims[1] != wt.dims[0])
+          bad("{}: {} x {}^T -> {} is inconsistent", what, dimsStr(x), dimsStr(wt), dimsStr(y));
+        bias(2, wt.dims[0]);
+        break;
+      }
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool: {
+        needIn(1, 1);
+        rankIs(x, 4, "x"); rankIs(y, 4, "y");
+        isFloat(x, "x"); isFloat(y, "y");
+        if (x.dims[0] != y.dims[0] || x.dims[1] != y.dims[1]) bad("{}: {} -> {} changes N or C", what, dimsStr(x), dimsStr(y));
+        window(x.dims[2], y.dims[2], si(0), si(2), si(4), si(6), "H");
+        window(x.dims[3], y.dims[3], si(1), si(3), si(5), si(7), "W");
+        if (si(8) < 0 || si(8) > 1024 || si(9) < 0 || si(9) > 1024 || w[10] > 1) bad("{}: end pads / count_include_pad out of range", what);
+        if (d.kind == LayerKind::kAvgPool && w[11] != 0) bad("{}: average pooling has no pad value (word 11 must be 0)", what);
+        if (d.kind == LayerKind::kMaxPool && std::isnan(paramFloat(w[11]))) bad("{}: the pad value is NaN", what);
+        break;
+      }
+      case LayerKind::kGlobalAvgPool:
+      case LayerKind::kGlobalMaxPool: {
+        needIn(1, 1);
+        isFloat(x, "x"); isFloat(y, "y");
+        if (x.rank < 3 || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
+          bad("{}: {} -> {} is not a global pooling", what, dimsStr(x), dimsStr(y));
+        for (int i = 2; i < y.rank; ++i)
+          if (y.dims[static_cast<size_t>(i)] != 1) bad("{}: output {} must be 1 on spatial dims", what, dimsStr(y));
+        break;
+      }
+      case LayerKind::kBinary: {
+        needIn(2, 2);
+        const TensorRef& b = d.in(1);
+        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
+        if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
+        for (const TensorRef* r : {&x, &b}) {
+          if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
+          for (int i = 0; i < r->rank; ++i) {
+            uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
+            if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
+          }
+        }
+        break;
+      }
+      case LayerKind::kUnary:
+      case LayerKind::kSoftmax:
+      case LayerKind::kLrn: {
+        needIn(1, 1);
+        isFloat(x, "x"); isFloat(y, "y");
+        if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
+        if (d.kind == LayerKind::kUnary && w[0] >= unaryOpNames().size()) bad("{}: unknown unary op {}", what, w[0]);
+        if (d.kind == LayerKind::kSoftmax && (w[0] > 2 || w[1] >= std::max<uint32_t>(1, y.rank)))
+          bad("{}: softmax kind {} / axis {} out of range", what, w[0], w[1]);
+        if (d.kind == LayerKind::kLrn && (x.rank < 2 || w[0] < 1 || w[0] > 1024)) bad("{}: LRN size {} / rank out of range", what, w[0]);
+        break;
+      }
+      case LayerKind::kCopy:
+        needIn(1, 1);
+        if (x.type != y.type || x.bytes != y.bytes) bad("{}: copy of {} {} into {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
+        break;
+      case LayerKind::kConcat: {
+        needIn(1, kMaxRefs - 1);
+        uint32_t axis = w[0];
+        if (axis >= y.rank) bad("{}: axis {} out of range for rank {}", what, axis, y.rank);
+        uint64_t sum = 0;
+        for (int i = 0; i < d.n_in; ++i) {
+          const TensorRef& r = d.in(i);
+          if (r.type != y.type || r.rank != y.rank) bad("{}: input {} is {} {}, output {} {}", what, i, elemName(r.type), dimsStr(r), elemName(y.type), dimsStr(y));
+          for (int k = 0; k < r.rank; ++k)
+            if (static_cast<uint32_t>(k) != axis && r.dims[static_cast<size_t>(k)] != y.dims[static_cast<size_t>(k)])
+              bad("{}: input {} {} does not match output {} off the axis", what, i, dimsStr(r), dimsStr(y));
+          sum += r.dims[axis];
+        }
+        if (sum != y.dims[axis]) bad("{}: inputs sum to {} along axis {}, output has {}", what, sum, axis, y.dims[axis]);
+        break;
+      }
+      case LayerKind::kTranspose: {
+        needIn(1, 1);
+        if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        std::vector<bool> used(x.rank, false);
+        for (int i = 0; i < x.rank; ++i) {
+          uint32_t pi = w[static_cast<size_t>(i)];
+          if (pi >= x.rank || used[pi]) bad("{}: perm is not a permutation of 0..{}", what, x.rank - 1);
+          used[pi] = true;
+          if (y.dims[static_cast<size_t>(i)] != x.dims[pi]) bad("{}: {} permuted is not {}", what, dimsStr(x), dimsStr(y));
+        }
+        break;
+      }
+      case LayerKind::kPad: {
+        needIn(1, 1);
+        if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        for (int i = 0; i < x.rank; ++i) {
+          int64_t b = si(static_cast<size_t>(i)), e = si(static_cast<size_t>(x.rank + i));
+          if (b < 0 || e < 0 || x.dims[static_cast<size_t>(i)] + b + e != y.dims[static_cast<size_t>(i)])
+            bad("{}: pads do not turn {} into {}", what, dimsStr(x), dimsStr(y));
+        }
+        break;
+      }
+      case LayerKind::kSlice: {
+        needIn(1, 1);
+        if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        for (int i = 0; i < x.rank; ++i) {
+          int64_t st = si(static_cast<size_t>(i)), step = si(static_cast<size_t>(x.rank + i));
+          int64_t n = y.dims[static_cast<size_t>(i)], xn = x.dims[static_cast<size_t>(i)];
+          if (step == 0 || (n > 0 && (st < 0 || st >= xn || st + (n - 1) * step < 0 || st + (n - 1) * step >= xn)))
+            bad("{}: slice of axis {} reads outside {}", what, i, dimsStr(x));
+        }
+        break;
+      }
+      case LayerKind::kChannelAffine: {
+        needIn(3, 3);
+        isFloat(x, "x"); isFloat(y, "y");
+        if (x.rank < 2 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        for (int i = 1; i <= 2; ++i) {
+          const TensorRef& r = d.in(i);
+          if (r.type != ElemType::kF32 || r.rank != 1 || r.dims[0] != x.dims[1]) bad("{}: scale/shift must be float32 [{}]", what, x.dims[1]);
+          weightRef(r, what + ": scale/shift");
+        }
+        break;
+      }
+    }
+  }
+
+  void program() const {
+    size_t n = p.mac.size() + p.vec.size();
+    std::vector<std::pair<Engine, size_t>> by_seq(n, {Engine::kMac, SIZE_MAX});
+    for (Engine e : {Engine::kMac, Engine::kVector}) {
+      const auto& ds = e == Engine::kMac ? p.mac : p.vec;
+      for (size_t i = 0; i < ds.size(); ++i) {
+        const Descriptor& d = ds[i];
+        if (d.seq >= n || by_seq[d.seq].second != SIZE_MAX) bad("{} descriptor {}: seq {} is out of range or repeated", engineName(e), i, d.seq);
+        if (i && d.seq <= ds[i - 1].seq) bad("{} descriptor {}: seq {} is not after the previous descriptor's", engineName(e), i, d.seq);
+        by_seq[d.seq] = {e, i};
+        descriptor(d, e, i);
+      }
+    }
+    for (Engine e : {Engine::kMac, Engine::kVector}) {
+      const auto& ds = e == Engine::kMac ? p.mac : p.vec;
+      for (size_t i = 0; i < ds.size(); ++i) {
+        uint32_t wt = ds[i].wait;
+        if (wt == kNoWait) continue;
+        if (wt >= ds[i].seq || by_seq[wt].first == e)
+          bad("{} descriptor {}: waits for seq {}, which is not an earlier descriptor of the other engine", engineName(e), i, wt);
+      }
+    }
+    // Data hazards: a descriptor reading bytes last written by the other engine must wait for that writer.
+    struct Write {
+      uint64_t lo, hi;
+      uint32_t seq;
+      Engine e;
+    };
+    std::vector<Write> writes;
+    uint32_t waited[2] = {0, 0};  // per engine: every seq of the other engine below this is complete
+    for (size_t s = 0; s < n; ++s) {
+      auto [e, i] = by_seq[s];
+      const Descriptor& d = (e == Engine::kMac ? p.mac : p.vec)[i];
+      int ei = static_cast<int>(e);
+      if (d.wait != kNoWait) waited[ei] = std::max(waited[ei], d.wait + 1);
+      for (int k = 0; k < d.n_in; ++k) {
+        const TensorRef& r = d.in(k);
+        for (auto it = writes.rbegin(); it != writes.rend(); ++it) {
+          if (it->hi <= r.addr || it->lo >= uint64_t(r.addr) + r.bytes) continue;
+          if (it->e != e && it->seq >= waited[ei])
+            bad("{} descriptor {} (seq {}): input {} reads data written by seq {} on the other engine without waiting for it",
+                engineName(e), i, d.seq, k, it->seq);
+          break;
+        }
+      }
+      const TensorRef& y = d.out(0);
+      writes.push_back({y.addr, uint64_t(y.addr) + y.bytes, d.seq, e});
+    }
+    if (p.layers.size() != n) bad("manifest lists {} layers for {} descriptors", p.layers.size(), n);
+    for (size_t s = 0; s < n; ++s) {
+      const LayerInfo& l = p.layers[s];
+      if (l.seq != s || l.engine != by_seq[s].first || l.index != by_seq[s].second)
+        bad("manifest layer {} ('{}') does not point at the descriptor with seq {}", s, l.name, s);
+    }
+  }
+};
+
+}  // namespace
+
+void validatePackage(const Package& p, const std::string& where) {
+  if (p.version != kFormatVersion) fail(ErrorCode::kInvalidInput, "{}: unknown format version {}", where, p.version);
+  Checker c{p, where, {}};
+  c.floatType();
+  c.addressMap();
+  for (auto& l : p.libraries)
+    if (l.name.size() > 23) c.bad("library {}: name '{}' is longer than 23 characters", l.id, l.name);
+  c.ioTensors();
+  c.program();
+}
+
+}  // namespace npuc::package

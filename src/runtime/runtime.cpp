@@ -1,0 +1,509 @@
+// The simulated device (docs/simulator.md): memory is exactly the address map's element spaces; the package's
+// images (weights, parameters, library table, descriptor streams) are loaded at their addresses; descriptors run
+// in program order on their engine's kernels.
+//
+// Numerics (the specification is the scalar reference kernel of each layer kind):
+//   fp32 packages: float32 storage and arithmetic.
+//   fp16 packages: float16 storage; each layer widens its float16 inputs to float32 (exact), computes in float32
+//                  exactly as the fp32 layer does (same reduction order), applies its fused activation, and rounds
+//                  each output element to float16 once (round to nearest even). Weights are float16, biases and
+//                  channel scale/shift float32. Data-movement layers copy bits.
+// --exact runs conv_ref / sgemm_ref; the default runs the packed SIMD kernels on the runtime's threads. Both give
+// the same bits (tests/runtime).
+#include "npuc/runtime.hpp"
+
+#include "kernels/conv.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/layers.hpp"
+#include "package/package.hpp"
+#include "support/error.hpp"
+#include "support/fp16.hpp"
+#include "support/thread_pool.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace npuc {
+
+namespace {
+
+using package::ElemType;
+using package::LayerKind;
+
+DType dtypeOf(ElemType t) {
+  switch (t) {
+    case ElemType::kF32: return DType::kF32;
+    case ElemType::kF16: return DType::kF16;
+    case ElemType::kU8: return DType::kU8;
+    case ElemType::kI8: return DType::kI8;
+    case ElemType::kU16: return DType::kU16;
+    case ElemType::kI16: return DType::kI16;
+    case ElemType::kI32: return DType::kI32;
+    case ElemType::kI64: return DType::kI64;
+  }
+  return DType::kUndefined;
+}
+
+Shape shapeOf(const package::TensorRef& r) {
+  Shape s;
+  for (int i = 0; i < r.rank; ++i) s.push_back(r.dims[static_cast<size_t>(i)]);
+  return s;
+}
+
+kernels::Activation actOf(const package::Descriptor& d) {
+  kernels::Activation a;
+  switch (d.act) {
+    case package::Act::kNone: break;
+    case package::Act::kRelu: a.kind = kernels::ActKind::kRelu; break;
+    case package::Act::kClip: a.kind = kernels::ActKind::kClip; a.a = d.act_a; a.b = d.act_b; break;
+    case package::Act::kLeakyRelu: a.kind = kernels::ActKind::kLeakyRelu; a.a = d.act_a; break;
+  }
+  return a;
+}
+
+struct Space {
+  std::string name;
+  uint64_t addr = 0, size = 0;
+  std::shared_ptr<Buffer> buf;
+};
+
+void halfToFloatN(const uint16_t* s, float* d, int64_t n, ThreadPool* pool) {
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) d[i] = halfToFloat(s[i]);
+  };
+  if (pool && n > 16384) pool->parallelFor(n, body, 8192);
+  else body(0, n);
+}
+
+void floatToHalfN(const float* s, uint16_t* d, int64_t n, const kernels::Activation& act, ThreadPool* pool) {
+  auto body = [&](int64_t b, int64_t e) {
+    if (act.kind == kernels::ActKind::kNone)
+      for (int64_t i = b; i < e; ++i) d[i] = floatToHalf(s[i]);
+    else
+      for (int64_t i = b; i < e; ++i) d[i] = floatToHalf(kernels::applyActivation(s[i], act));
+  };
+  if (pool && n > 16384) pool->parallelFor(n, body, 8192);
+  else body(0, n);
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  RuntimeOptions opts;
+  package::Package pkg;
+  std::vector<Space> spaces;  // by address
+  std::unique_ptr<ThreadPool> pool_storage;
+  ThreadPool* pool = nullptr;  // null in exact mode (serial reference)
+  std::vector<RuntimeTensor> inputs, outputs;
+  std::vector<RuntimeLayer> layers;
+  std::vector<const package::Descriptor*> program;  // by seq
+
+  struct Step {
+    const package::Descriptor* d = nullptr;
+    std::vector<uint8_t*> in;
+    uint8_t* out = nullptr;
+    std::vector<uint32_t> p;
+    kernels::Activation act;
+    bool post_act = false;  // activation applied when storing (kinds whose kernel has no epilogue)
+    std::vector<float> w32;  // float16 weights widened once
+    const float* w = nullptr;
+    const float* bias = nullptr;
+    std::unique_ptr<kernels::Conv> conv;
+    kernels::ConvShape cs;
+    kernels::ConvTransposeShape ts;
+    kernels::Pool2dShape ps;
+    std::vector<Shape> shapes;  // of the references
+  };
+  std::vector<Step> steps;  // by seq
+  std::vector<std::vector<float>> scratch;  // per input slot, plus one for the output (fp16 packages)
+
+  [[noreturn]] void fault(const std::string& msg) const { fail(ErrorCode::kInvalidInput, "device fault: {}", msg); }
+
+  uint8_t* at(uint64_t addr, uint64_t bytes, const std::string& what) {
+    for (auto& s : spaces)
+      if (addr >= s.addr && bytes <= s.size && addr - s.addr <= s.size - bytes) return s.buf->data() + (addr - s.addr);
+    fault(fmt::format("{}: access [0x{:x}, +{}) is outside the address map", what, addr, bytes));
+  }
+  Space& space(const std::string& name) {
+    for (auto& s : spaces)
+      if (s.name == name) return s;
+    fault("no element space '" + name + "'");
+  }
+  void load(const std::string& name, const std::vector<uint8_t>& image) {
+    Space& s = space(name);
+    if (image.size() > s.size) fault(fmt::format("image of {} bytes does not fit '{}'", image.size(), name));
+    if (!image.empty()) std::memcpy(s.buf->data(), image.data(), image.size());
+  }
+
+  void prepare() {
+    for (auto& ss : pkg.address_map)
+      for (auto& e : ss.elements) spaces.push_back({e.name, e.addr, e.size, Buffer::allocate(std::max<uint64_t>(e.size, 1))});
+    std::sort(spaces.begin(), spaces.end(), [](const Space& a, const Space& b) { return a.addr < b.addr; });
+    load("weight", pkg.weights);
+    load("drp_param", pkg.params);
+    load("drp_config", package::encodeLibraries(pkg.libraries));
+    load("desc_aimac", package::encodeDescriptors(pkg.mac, package::Engine::kMac));
+    load("desc_drp", package::encodeDescriptors(pkg.vec, package::Engine::kVector));
+
+    for (auto& t : pkg.inputs) inputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr});
+    for (auto& t : pkg.outputs) outputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr});
+    program.resize(pkg.mac.size() + pkg.vec.size());
+    for (auto* s : {&pkg.mac, &pkg.vec})
+      for (auto& d : *s) program[d.seq] = &d;
+    for (auto& l : pkg.layers) {
+      const package::Descriptor& d = *program[l.seq];
+      RuntimeLayer rl;
+      rl.seq = static_cast<int>(l.seq);
+      rl.engine = package::engineName(l.engine);
+      rl.index = static_cast<int>(l.index);
+      rl.kind = package::layerKindName(d.kind);
+      rl.name = l.name;
+      rl.opexp = l.opexp;
+      rl.onnx_nodes = l.onnx_nodes;
+      rl.output = {l.output, dtypeOf(d.out(0).type), shapeOf(d.out(0)), d.out(0).addr};
+      layers.push_back(std::move(rl));
+    }
+    size_t max_scratch = 0;
+    for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d, max_scratch));
+    scratch.assign(package::kMaxRefs, {});
+  }
+
+  Step prepareStep(const package::Descriptor& d, size_t&) {
+    Step s;
+    s.d = &d;
+    std::string what = fmt::format("descriptor seq {} ({})", d.seq, package::layerKindName(d.kind));
+    for (int i = 0; i < d.n_in; ++i) s.in.push_back(at(d.in(i).addr, d.in(i).bytes, what));
+    s.out = at(d.out(0).addr, d.out(0).bytes, what);
+    for (int i = 0; i < d.n_in + d.n_out; ++i) s.shapes.push_back(shapeOf(d.refs[static_cast<size_t>(i)]));
+    s.p = package::paramWords(pkg, d);
+    s.act = actOf(d);
+    auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(s.p[i])); };
+    auto weights = [&](int i) -> const float* {
+      const package::TensorRef& r = d.in(i);
+      if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
+      s.w32.resize(r.numel());
+      halfToFloatN(reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]), s.w32.data(), static_cast<int64_t>(r.numel()), nullptr);
+      return s.w32.data();
+    };
+    switch (d.kind) {
+      case LayerKind::kConv: {
+        const Shape &x = s.shapes[0], &y = s.shapes.back();
+        s.cs.batch = x[0];
+        s.cs.in_channels = x[1];
+        s.cs.out_channels = y[1];
+        s.cs.groups = si(0);
+        s.cs.in_spatial = {x[2], x[3]};
+        s.cs.out_spatial = {y[2], y[3]};
+        s.cs.kernel = {si(1), si(2)};
+        s.cs.stride = {si(3), si(4)};
+        s.cs.dilation = {si(5), si(6)};
+        s.cs.pad_begin = {si(7), si(8)};
+        s.w = weights(1);
+        if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+        if (!opts.exact) s.conv = std::make_unique<kernels::Conv>(s.cs, s.w, s.bias, s.act);
+        break;
+      }
+      case LayerKind::kConvTranspose: {
+        const Shape &x = s.shapes[0], &y = s.shapes.back();
+        s.ts.batch = x[0];
+        s.ts.in_channels = x[1];
+        s.ts.out_channels = y[1];
+        s.ts.groups = si(0);
+        s.ts.in_spatial = {x[2], x[3]};
+        s.ts.out_spatial = {y[2], y[3]};
+        s.ts.kernel = {si(1), si(2)};
+        s.ts.stride = {si(3), si(4)};
+        s.ts.dilation = {si(5), si(6)};
+        s.ts.pad_begin = {si(7), si(8)};
+        s.w = weights(1);
+        if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+        s.post_act = true;
+        break;
+      }
+      case LayerKind::kGemm:
+        s.w = weights(1);
+        if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+        break;
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool: {
+        const Shape &x = s.shapes[0], &y = s.shapes.back();
+        s.ps.planes = x[0] * x[1];
+        s.ps.ih = x[2];
+        s.ps.iw = x[3];
+        s.ps.oh = y[2];
+        s.ps.ow = y[3];
+        s.ps.kh = si(0);
+        s.ps.kw = si(1);
+        s.ps.sh = si(2);
+        s.ps.sw = si(3);
+        s.ps.dh = si(4);
+        s.ps.dw = si(5);
+        s.ps.pt = si(6);
+        s.ps.pl = si(7);
+        s.ps.pb = si(8);
+        s.ps.pr = si(9);
+        s.ps.count_include_pad = s.p[10] != 0;
+        s.ps.pad_value = package::paramFloat(s.p[11]);
+        s.post_act = true;
+        break;
+      }
+      case LayerKind::kBinary: break;
+      default: s.post_act = true; break;
+    }
+    return s;
+  }
+
+  ThreadPool* kpool() const { return pool; }
+
+  const float* inF(Step& s, int i) {
+    const package::TensorRef& r = s.d->in(i);
+    if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
+    auto& buf = scratch[static_cast<size_t>(i)];
+    buf.resize(r.numel());
+    halfToFloatN(reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]), buf.data(), static_cast<int64_t>(r.numel()), pool);
+    return buf.data();
+  }
+  float* outF(Step& s) {
+    const package::TensorRef& r = s.d->out(0);
+    if (r.type == ElemType::kF32) return reinterpret_cast<float*>(s.out);
+    auto& buf = scratch[package::kMaxRefs - 1];
+    buf.resize(r.numel());
+    return buf.data();
+  }
+  void store(Step& s) {
+    const package::TensorRef& r = s.d->out(0);
+    kernels::Activation act = s.post_act ? s.act : kernels::Activation{};
+    int64_t n = static_cast<int64_t>(r.numel());
+    if (r.type == ElemType::kF32) {
+      if (act.kind != kernels::ActKind::kNone) {
+        float* y = reinterpret_cast<float*>(s.out);
+        for (int64_t i = 0; i < n; ++i) y[i] = kernels::applyActivation(y[i], act);
+      }
+      return;
+    }
+    floatToHalfN(scratch[package::kMaxRefs - 1].data(), reinterpret_cast<uint16_t*>(s.out), n, act, pool);
+  }
+
+  void exec(Step& s) {
+    const package::Descriptor& d = *s.d;
+    size_t es = package::elemSize(d.out(0).type);
+    switch (d.kind) {
+      case LayerKind::kConv: {
+        const float* x = inF(s, 0);
+        float* y = outF(s);
+        if (s.conv) s.conv->run(x, y, pool);
+        else kernels::conv_ref(s.cs, x, s.w, s.bias, s.act, y);
+        break;
+      }
+      case LayerKind::kConvTranspose: {
+        const float* x = inF(s, 0);
+        float* y = outF(s);
+        if (opts.exact) kernels::conv_transpose_ref(s.ts, x, s.w, s.bias, y);
+        else kernels::conv_transpose(s.ts, x, s.w, s.bias, y, pool);
+        break;
+      }
+      case LayerKind::kGemm: {
+        const Shape &xs = s.shapes[0], &ws = s.shapes[1];
+        kernels::GemmArgs g;
+        g.M = xs[0];
+        g.K = xs[1];
+        g.N = ws[0];
+        g.A = inF(s, 0);
+        g.lda = g.K;
+        g.B = s.w;
+        g.ldb = g.K;
+        g.transB = true;
+        g.C = outF(s);
+        g.ldc = g.N;
+        g.bias = s.bias;
+        g.bias_kind = s.bias ? kernels::BiasKind::kPerCol : kernels::BiasKind::kNone;
+        g.act = s.act;
+        if (opts.exact) kernels::sgemm_ref(g);
+        else kernels::sgemm(g, pool);
+        break;
+      }
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool:
+        (d.kind == LayerKind::kMaxPool ? kernels::maxPool2d : kernels::avgPool2d)(s.ps, inF(s, 0), outF(s), kpool());
+        break;
+      case LayerKind::kGlobalAvgPool:
+      case LayerKind::kGlobalMaxPool: {
+        const Shape& x = s.shapes[0];
+        int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
+        (d.kind == LayerKind::kGlobalAvgPool ? kernels::globalAvgPool : kernels::globalMaxPool)(planes, size, inF(s, 0), outF(s), kpool());
+        break;
+      }
+      case LayerKind::kBinary: {
+        auto op = kernels::binaryOpFromName(package::binaryOpNames()[s.p[0]].c_str());
+        const float* a = inF(s, 0);
+        const float* b = inF(s, 1);
+        kernels::binary(op, s.act, s.shapes[0], a, s.shapes[1], b, s.shapes[2], outF(s), kpool());
+        break;
+      }
+      case LayerKind::kUnary: {
+        auto op = kernels::unaryOpFromName(package::unaryOpNames()[s.p[0]].c_str());
+        kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), inF(s, 0), outF(s), kpool());
+        break;
+      }
+      case LayerKind::kSoftmax: {
+        const Shape& y = s.shapes.back();
+        size_t axis = s.p[1];
+        int64_t outer = 1, len = 1, inner = 1;
+        for (size_t i = 0; i < y.size(); ++i) (i < axis ? outer : i == axis ? len : inner) *= y[i];
+        kernels::softmax(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, inF(s, 0), outF(s), kpool());
+        break;
+      }
+      case LayerKind::kChannelAffine: {
+        const Shape& x = s.shapes[0];
+        int64_t inner = 1;
+        for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
+        kernels::channelAffine(x[0], x[1], inner, inF(s, 0), reinterpret_cast<const float*>(s.in[1]),
+                               reinterpret_cast<const float*>(s.in[2]), outF(s), kpool());
+        break;
+      }
+      case LayerKind::kLrn: {
+        const Shape& x = s.shapes[0];
+        int64_t inner = 1;
+        for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
+        kernels::lrn(x[0], x[1], inner, s.p[0], package::paramFloat(s.p[1]), package::paramFloat(s.p[2]),
+                     package::paramFloat(s.p[3]), inF(s, 0), outF(s), kpool());
+        break;
+      }
+      // Data movement: bits, any element type; no conversion, no activation.
+      case LayerKind::kCopy:
+        std::memmove(s.out, s.in[0], d.out(0).bytes);
+        return;
+      case LayerKind::kConcat: {
+        std::vector<const void*> ins(s.in.begin(), s.in.end());
+        std::vector<std::vector<int64_t>> shapes(s.shapes.begin(), s.shapes.end() - 1);
+        kernels::concat(static_cast<int>(s.p[0]), shapes, ins, es, s.out, kpool());
+        return;
+      }
+      case LayerKind::kTranspose: {
+        std::vector<int64_t> perm(s.p.begin(), s.p.end());
+        kernels::transpose(s.shapes[0], perm, es, s.in[0], s.out, kpool());
+        return;
+      }
+      case LayerKind::kPad: {
+        size_t r = s.shapes[0].size();
+        std::vector<int64_t> b, e;
+        for (size_t i = 0; i < r; ++i) b.push_back(static_cast<int32_t>(s.p[i]));
+        for (size_t i = 0; i < r; ++i) e.push_back(static_cast<int32_t>(s.p[r + i]));
+        float v = package::paramFloat(s.p[2 * r]);
+        uint16_t h = floatToHalf(v);
+        const void* value = es == 4 ? static_cast<const void*>(&v) : static_cast<const void*>(&h);
+        kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, kpool());
+        return;
+      }
+      case LayerKind::kSlice: {
+        size_t r = s.shapes[0].size();
+        std::vector<int64_t> st, sp;
+        for (size_t i = 0; i < r; ++i) st.push_back(static_cast<int32_t>(s.p[i]));
+        for (size_t i = 0; i < r; ++i) sp.push_back(static_cast<int32_t>(s.p[r + i]));
+        kernels::slice(s.shapes[0], st, sp, s.shapes.back(), es, s.in[0], s.out, kpool());
+        return;
+      }
+    }
+    store(s);
+  }
+};
+
+Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  im.opts = opts;
+  if (opts.threads < 1) fail(ErrorCode::kInvalidArgument, "threads must be at least 1 (got {})", opts.threads);
+  im.pkg = package::readPackage(dir);
+  if (!opts.exact) {
+    im.pool_storage = std::make_unique<ThreadPool>(opts.threads);
+    im.pool = im.pool_storage.get();
+  }
+  im.prepare();
+}
+
+Runtime::~Runtime() = default;
+Runtime::Runtime(Runtime&&) noexcept = default;
+Runtime& Runtime::operator=(Runtime&&) noexcept = default;
+
+const std::string& Runtime::target() const { return impl_->pkg.target; }
+const std::string& Runtime::numerics() const { return impl_->pkg.numerics; }
+const std::string& Runtime::contentHash() const { return impl_->pkg.content_hash; }
+const std::vector<RuntimeTensor>& Runtime::inputs() const { return impl_->inputs; }
+const std::vector<RuntimeTensor>& Runtime::outputs() const { return impl_->outputs; }
+const std::vector<RuntimeLayer>& Runtime::layers() const { return impl_->layers; }
+
+void Runtime::setInput(const std::string& name, const Tensor& t) {
+  Impl& im = *impl_;
+  auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
+  if (it == im.inputs.end()) {
+    std::string names;
+    for (auto& r : im.inputs) names += (names.empty() ? "" : ", ") + r.name;
+    fail(ErrorCode::kInvalidArgument, "the package has no input '{}' (inputs: {})", name, names);
+  }
+  int64_t n = shapeNumel(it->shape);
+  if (t.numel() != n || (t.rank() != static_cast<int>(it->shape.size()) && t.rank() != 1))
+    fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}", name, shapeStr(it->shape), shapeStr(t.shape()));
+  uint8_t* dst = im.at(it->address, static_cast<uint64_t>(n) * dtypeSize(it->dtype), "input " + name);
+  if (t.dtype() == it->dtype) {
+    std::memcpy(dst, t.raw(), t.nbytes());
+  } else if (t.dtype() == DType::kF32 && it->dtype == DType::kF16) {
+    const float* s = t.data<float>();
+    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+    for (int64_t i = 0; i < n; ++i) d[i] = floatToHalf(s[i]);
+  } else {
+    fail(ErrorCode::kInvalidArgument, "input '{}' is {} on the device; got {} (give {} or float32)", name, dtypeName(it->dtype),
+         dtypeName(t.dtype()), dtypeName(it->dtype));
+  }
+}
+
+void Runtime::run(const LayerCallback& cb) {
+  Impl& im = *impl_;
+  for (size_t i = 0; i < im.steps.size(); ++i) {
+    im.exec(im.steps[i]);
+    if (cb) {
+      const RuntimeLayer& l = im.layers[i];
+      const package::TensorRef& r = im.steps[i].d->out(0);
+      for (auto& s : im.spaces)
+        if (r.addr >= s.addr && r.addr - s.addr < s.size) {
+          cb(l, Tensor(l.output.dtype, l.output.shape, s.buf, r.addr - s.addr));
+          break;
+        }
+    }
+  }
+}
+
+Tensor Runtime::output(const std::string& name) const {
+  Impl& im = *impl_;
+  auto it = std::find_if(im.outputs.begin(), im.outputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
+  if (it == im.outputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no output '{}'", name);
+  Tensor t(it->dtype, it->shape);
+  std::memcpy(t.raw(), im.at(it->address, t.nbytes(), "output " + name), t.nbytes());
+  return t;
+}
+
+Tensor Runtime::outputFloat(const std::string& name) const {
+  Tensor t = output(name);
+  if (t.dtype() == DType::kF32) return t;
+  Tensor f(DType::kF32, t.shape());
+  if (t.dtype() == DType::kF16) {
+    halfToFloatN(static_cast<const uint16_t*>(t.raw()), f.data<float>(), t.numel(), nullptr);
+    return f;
+  }
+  auto v = t.toDouble();
+  for (int64_t i = 0; i < t.numel(); ++i) f.data<float>()[i] = static_cast<float>(v[static_cast<size_t>(i)]);
+  return f;
+}
+
+std::vector<Tensor> Runtime::run(const std::vector<Tensor>& ins, const LayerCallback& cb) {
+  if (ins.size() != impl_->inputs.size())
+    fail(ErrorCode::kInvalidArgument, "the package has {} inputs, got {}", impl_->inputs.size(), ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) setInput(impl_->inputs[i].name, ins[i]);
+  run(cb);
+  std::vector<Tensor> outs;
+  for (auto& o : impl_->outputs) outs.push_back(outputFloat(o.name));
+  return outs;
+}
+
+}  // namespace npuc

@@ -1,0 +1,254 @@
+// Packages run on the simulated device: generic (fp32) packages reproduce the reference engine's bits; fp16
+// packages stay close to it; fast and --exact modes agree bit for bit at 1 and 2 threads, layer by layer; the
+// same translation gives the same bytes; runtimes on different threads are independent.
+#include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace npuc;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSrc = NPUC_SOURCE_DIR;
+
+fs::path scratchDir(const std::string& name) {
+  fs::path d = fs::path(NPUC_BINARY_DIR) / "test_packages" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TranslateResult translateTo(const fs::path& onnx, const std::string& target, const fs::path& root, const std::string& prefix,
+                            bool reuse = false) {
+  TranslateOptions o;
+  o.prefix = prefix;
+  o.onnx = onnx;
+  o.target = target;
+  o.out_root = root;
+  o.reuse_memory = reuse;
+  return translate(o);
+}
+
+Tensor randomInput(const Shape& s, uint32_t seed) {
+  Tensor t(DType::kF32, s);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+double cosine(const Tensor& a, const Tensor& b) {
+  auto x = a.toDouble(), y = b.toDouble();
+  double xy = 0, xx = 0, yy = 0;
+  for (size_t i = 0; i < x.size(); ++i) xy += x[i] * y[i], xx += x[i] * x[i], yy += y[i] * y[i];
+  return xx == 0 && yy == 0 ? 1.0 : xy / std::sqrt(xx * yy);
+}
+
+/// Runs a package in one mode, recording every layer's output bytes.
+std::vector<Tensor> runRecording(const fs::path& dir, RuntimeOptions opts, const std::vector<Tensor>& in,
+                                 std::vector<Tensor>* layers) {
+  Runtime rt(dir, opts);
+  return rt.run(in, [&](const RuntimeLayer&, const Tensor& y) {
+    if (layers) layers->push_back(y.clone());
+  });
+}
+
+struct Case {
+  std::string model;  // path under the source tree
+  bool drpai;         // the drpai check accepts it
+};
+
+// The sample model and the optimizer's PyTorch pattern models: between them every layer kind the lowering emits
+// for these nets (conv with each fused activation, gemm, pooling, global pooling, binary with a fused activation,
+// unary ops, copy, concat via Focus/transposes, pad-valued MaxPool).
+const std::vector<Case> kCases = {
+    {"models/digits/digits_cnn.onnx", false},  // its third conv (4x4 plane) breaks drpai's minimum plane size
+    {"tests/data/patterns/relu.onnx", true},
+    {"tests/data/patterns/relu6.onnx", true},
+    {"tests/data/patterns/leakyrelu.onnx", true},
+    {"tests/data/patterns/sigmoid.onnx", true},
+    {"tests/data/patterns/swish.onnx", true},
+    {"tests/data/patterns/mish.onnx", true},
+    {"tests/data/patterns/hardswish_op14.onnx", true},
+    {"tests/data/patterns/hardswish_add_clip_div_mul.onnx", true},
+    {"tests/data/patterns/pad_conv.onnx", true},
+    {"tests/data/patterns/pad_maxpool.onnx", true},
+    {"tests/data/patterns/gap_avgpool.onnx", true},
+    {"tests/data/patterns/gap_reducemean.onnx", true},
+    {"tests/data/patterns/flatten_view.onnx", false},
+    {"tests/data/patterns/gemm_bn.onnx", false},
+    {"tests/data/patterns/bn_equivalent_chain.onnx", true},
+    {"tests/data/patterns/space_to_depth.onnx", false},
+    {"tests/data/patterns/focus.onnx", true},
+};
+
+class PackageRun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PackageRun, GenericMatchesEngineBitsAndModesAgree) {
+  const Case& c = GetParam();
+  fs::path onnx = kSrc + "/" + c.model;
+  std::string prefix = fs::path(c.model).stem().string();
+  fs::path root = scratchDir("generic_" + prefix);
+  TranslateResult r = translateTo(onnx, "generic", root, prefix);
+  ASSERT_TRUE(r.ok);
+  Model m = Model::load(onnx);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < m.inputs().size(); ++i) in.push_back(randomInput(m.inputs()[i].shape, 7 + static_cast<uint32_t>(i)));
+  // The package computes exactly what the engine computes on the optimized model; the optimized model is within
+  // 1e-5 (relative to the output's magnitude) of the original one (fused patterns round once, not per op).
+  std::vector<Tensor> ref = Session(m.optimized(), 1).run(in), orig = Session(m, 1).run(in);
+  std::vector<Tensor> l_exact, l_fast1, l_fast2;
+  auto exact = runRecording(r.dir, {1, true}, in, &l_exact);
+  auto fast1 = runRecording(r.dir, {1, false}, in, &l_fast1);
+  auto fast2 = runRecording(r.dir, {2, false}, in, &l_fast2);
+  ASSERT_EQ(exact.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_TRUE(exact[i].reshaped(ref[i].shape()).sameBits(ref[i])) << "output " << i << " differs from the engine";
+    auto a = exact[i].toDouble(), b = orig[i].toDouble();
+    double mx = 0, err = 0;
+    for (size_t k = 0; k < a.size(); ++k) mx = std::max(mx, std::fabs(b[k])), err = std::max(err, std::fabs(a[k] - b[k]));
+    EXPECT_LE(err, 1e-5 * mx) << "output " << i << " vs the original model";
+    EXPECT_TRUE(fast1[i].sameBits(exact[i]));
+    EXPECT_TRUE(fast2[i].sameBits(exact[i]));
+  }
+  ASSERT_EQ(l_exact.size(), l_fast2.size());
+  for (size_t i = 0; i < l_exact.size(); ++i) {
+    EXPECT_TRUE(l_fast1[i].sameBits(l_exact[i])) << "layer " << i << " at 1 thread";
+    EXPECT_TRUE(l_fast2[i].sameBits(l_exact[i])) << "layer " << i << " at 2 threads";
+  }
+}
+
+TEST_P(PackageRun, Fp16CloseToEngineAndModesAgree) {
+  const Case& c = GetParam();
+  if (!c.drpai) GTEST_SKIP() << "the drpai check rejects this model";
+  fs::path onnx = kSrc + "/" + c.model;
+  std::string prefix = fs::path(c.model).stem().string();
+  fs::path root = scratchDir("drpai_" + prefix);
+  TranslateResult r = translateTo(onnx, "drpai", root, prefix);
+  ASSERT_TRUE(r.ok);
+  Model m = Model::load(onnx);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < m.inputs().size(); ++i) in.push_back(randomInput(m.inputs()[i].shape, 11 + static_cast<uint32_t>(i)));
+  std::vector<Tensor> ref = Session(m, 1).run(in);
+  std::vector<Tensor> l_exact, l_fast1, l_fast2;
+  auto exact = runRecording(r.dir, {1, true}, in, &l_exact);
+  auto fast1 = runRecording(r.dir, {1, false}, in, &l_fast1);
+  auto fast2 = runRecording(r.dir, {2, false}, in, &l_fast2);
+  Runtime rt(r.dir);
+  EXPECT_EQ(rt.numerics(), "fp16");
+  EXPECT_EQ(rt.outputs()[0].dtype, DType::kF16);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_GE(cosine(exact[i], ref[i]), 0.9999) << "output " << i;
+    EXPECT_TRUE(fast1[i].sameBits(exact[i]));
+    EXPECT_TRUE(fast2[i].sameBits(exact[i]));
+  }
+  for (size_t i = 0; i < l_exact.size(); ++i) {
+    EXPECT_EQ(l_exact[i].dtype(), DType::kF16);
+    EXPECT_TRUE(l_fast1[i].sameBits(l_exact[i])) << "layer " << i << " at 1 thread";
+    EXPECT_TRUE(l_fast2[i].sameBits(l_exact[i])) << "layer " << i << " at 2 threads";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PackageRun, ::testing::ValuesIn(kCases), [](const auto& info) {
+  std::string s = fs::path(info.param.model).stem().string();
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+});
+
+std::string fileBytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST(Package, SameInputsGiveByteIdenticalOutputFolders) {
+  fs::path onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  fs::path a = scratchDir("det_a"), b = scratchDir("det_b");
+  auto ra = translateTo(onnx, "generic", a, "digits");
+  auto rb = translateTo(onnx, "generic", b, "digits");
+  ASSERT_TRUE(ra.ok && rb.ok);
+  EXPECT_EQ(ra.content_hash, rb.content_hash);
+  ASSERT_EQ(ra.files, rb.files);
+  int compared = 0;
+  for (auto& f : fs::directory_iterator(ra.dir)) {
+    std::string name = f.path().filename().string();
+    EXPECT_EQ(fileBytes(f.path()), fileBytes(rb.dir / name)) << name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 20);
+}
+
+TEST(Package, ReuseMemoryGivesTheSameOutputsInLessMemory) {
+  fs::path onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  auto seq = translateTo(onnx, "generic", scratchDir("mem_seq"), "digits");
+  auto reuse = translateTo(onnx, "generic", scratchDir("mem_reuse"), "digits", true);
+  ASSERT_TRUE(seq.ok && reuse.ok);
+  EXPECT_LT(reuse.activation_bytes, seq.activation_bytes);
+  EXPECT_LE(reuse.activation_bytes, reuse.activation_lower_bound * 105 / 100);
+  std::vector<Tensor> in = {randomInput({1, 1, 8, 8}, 3)};
+  auto a = Runtime(seq.dir).run(in);
+  auto b = Runtime(reuse.dir).run(in);
+  EXPECT_TRUE(a[0].sameBits(b[0]));
+}
+
+TEST(Runtime, IndependentRuntimesOnDifferentThreads) {
+  fs::path onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  auto g = translateTo(onnx, "generic", scratchDir("mt_generic"), "digits");
+  auto h = translateTo(kSrc + "/tests/data/patterns/mish.onnx", "drpai", scratchDir("mt_drpai"), "mish");
+  ASSERT_TRUE(g.ok && h.ok);
+  Model mg = Model::load(onnx), mh = Model::load(kSrc + "/tests/data/patterns/mish.onnx");
+  std::vector<Tensor> ig = {randomInput(mg.inputs()[0].shape, 1)}, ih = {randomInput(mh.inputs()[0].shape, 2)};
+  Tensor want_g = Runtime(g.dir).run(ig)[0], want_h = Runtime(h.dir).run(ih)[0];
+  std::atomic<int> bad{0};
+  auto worker = [&](const fs::path& dir, const std::vector<Tensor>& in, const Tensor& want, int threads) {
+    Runtime rt(dir, {threads, false});
+    for (int i = 0; i < 20; ++i)
+      if (!rt.run(in)[0].sameBits(want)) ++bad;
+  };
+  std::thread t1(worker, g.dir, ig, want_g, 2), t2(worker, h.dir, ih, want_h, 1), t3(worker, g.dir, ig, want_g, 1);
+  t1.join();
+  t2.join();
+  t3.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(Runtime, InputsAreCheckedAndConverted) {
+  auto r = translateTo(kSrc + "/models/digits/digits_cnn.onnx", "generic", scratchDir("inputs"), "digits");
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  ASSERT_EQ(rt.inputs().size(), 1u);
+  EXPECT_EQ(rt.inputs()[0].shape, (Shape{1, 1, 8, 8}));
+  EXPECT_THROW(rt.setInput("nope", Tensor(DType::kF32, {1, 1, 8, 8})), Error);
+  EXPECT_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kF32, {1, 1, 8, 9})), Error);
+  EXPECT_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kI32, {1, 1, 8, 8})), Error);
+  EXPECT_THROW(rt.output("nope"), Error);
+  EXPECT_THROW(Runtime(r.dir, {0, false}), Error);
+  EXPECT_EQ(rt.layers().size(), 7u);
+  EXPECT_EQ(rt.layers()[0].kind, "conv");
+  EXPECT_EQ(rt.layers()[0].opexp, "Conv+Relu");
+}
+
+TEST(Translate, ModelsWithoutAPackageFormFailCleanly) {
+  // Resize has no descriptor yet: translate fails with an error naming the node, and leaves no output folder.
+  fs::path root = scratchDir("no_form");
+  try {
+    translateTo(kSrc + "/tests/data/patterns/upsample_expand.onnx", "generic", root, "up");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("Resize"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(root / "up"));
+}
+
+}  // namespace

@@ -1,0 +1,131 @@
+// npuc simulate: runs an object package on the simulated device (npuc::Runtime) and writes its outputs, and with
+// --trace every layer's output, TIDL-style (trace_dump_<i>_<W>x<H>.y) plus .npy, with an index file.
+#include "cli_common.hpp"
+
+#include "npuc/runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace npuc::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Tensor readInputFile(const std::string& file, const RuntimeTensor& in) {
+  fs::path p(file);
+  if (p.extension() == ".npy") return readNpyFile(file);
+  if (p.extension() == ".bin" || p.extension() == ".raw") {
+    std::FILE* f = std::fopen(file.c_str(), "rb");
+    if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open", file));
+    Tensor t(in.dtype, in.shape);
+    size_t got = std::fread(t.raw(), 1, t.nbytes(), f);
+    bool extra = std::fgetc(f) != EOF;
+    std::fclose(f);
+    if (got != t.nbytes() || extra)
+      throw Error(ErrorCode::kInvalidInput, fmt::format("{}: input '{}' needs exactly {} bytes ({} {}), the file has {}{}", file, in.name,
+                                                        t.nbytes(), dtypeName(in.dtype), shapeStr(in.shape), got, extra ? " or more" : ""));
+    return t;
+  }
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: inputs are .npy or raw .bin files", file));
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> packageInputs(const Runtime& rt, const std::vector<std::string>& entries) {
+  std::map<std::string, Tensor> out;
+  for (auto& e : entries) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': expected name=file", e));
+    std::string name = e.substr(0, eq);
+    const RuntimeTensor* in = nullptr;
+    for (auto& r : rt.inputs())
+      if (r.name == name) in = &r;
+    if (!in) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': the package has no input '{}'", e, name));
+    out[name] = readInputFile(e.substr(eq + 1), *in);
+  }
+  for (auto& r : rt.inputs())
+    if (!out.count(r.name)) throw Error(ErrorCode::kInvalidArgument, fmt::format("missing --input {}=FILE", r.name));
+  return out;
+}
+
+Tensor toFloat(const Tensor& t) {
+  if (t.dtype() == DType::kF32) return t;
+  Tensor f(DType::kF32, t.shape());
+  auto v = t.toDouble();  // exact for float16
+  for (int64_t i = 0; i < t.numel(); ++i) f.data<float>()[i] = static_cast<float>(v[static_cast<size_t>(i)]);
+  return f;
+}
+
+void addSimulate(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("simulate", "Run an object package on the simulated device (bit-exact to its numerics)");
+  struct Opts {
+    std::string package, output_dir = "sim_out", trace;
+    std::vector<std::string> inputs;
+    int threads = 1;
+    bool exact = false;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("package", o->package, "Package folder (output/PREFIX)")->required();
+  c->add_option("--input", o->inputs, "Input: name=file.npy (float32 or the device type) or name=file.bin (raw device bytes)");
+  c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
+  c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y, .npy, trace_index.csv)");
+  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
+  c->add_flag("--exact", o->exact, "Run the scalar reference kernels (the specification; same bits, slower)");
+  c->callback([o, &run] {
+    run = [o] {
+      Runtime rt(o->package, {o->threads, o->exact});
+      auto inputs = packageInputs(rt, o->inputs);
+      for (auto& [name, t] : inputs) rt.setInput(name, t);
+      std::string index;
+      LayerCallback cb;
+      if (!o->trace.empty()) {
+        fs::create_directories(o->trace);
+        index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file\n";
+        cb = [&](const RuntimeLayer& l, const Tensor& y) {
+          const Shape& s = y.shape();
+          int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
+          std::string raw = fmt::format("trace_dump_{}_{}x{}.y", l.seq, w, h), npy = fmt::format("trace_{}.npy", l.seq);
+          std::FILE* f = std::fopen((fs::path(o->trace) / raw).c_str(), "wb");
+          if (!f || std::fwrite(y.raw(), 1, y.nbytes(), f) != y.nbytes()) {
+            if (f) std::fclose(f);
+            throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", (fs::path(o->trace) / raw).string()));
+          }
+          std::fclose(f);
+          writeNpyFile((fs::path(o->trace) / npy).string(), toFloat(y));
+          std::string nodes;
+          for (auto& n : l.onnx_nodes) nodes += (nodes.empty() ? "" : " ") + n;
+          index += fmt::format("{},{},{},{},\"{}\",{},\"{}\",\"{}\",{},{},{},{}\n", l.seq, l.seq, l.engine, l.kind, l.name, l.opexp,
+                               nodes, l.output.name, dtypeName(l.output.dtype), shapeStr(s), raw, npy);
+        };
+      }
+      double t0 = nowMs();
+      rt.run(cb);
+      double t1 = nowMs();
+      fs::create_directories(o->output_dir);
+      for (auto& out : rt.outputs()) {
+        std::string base = (fs::path(o->output_dir) / safeFileName(out.name)).string();
+        writeNpyFile(base + ".npy", rt.outputFloat(out.name));
+        if (out.dtype != DType::kF32) writeNpyFile(base + ".raw.npy", rt.output(out.name));
+        fmt::print("{} {} {} -> {}.npy\n", out.name, dtypeName(out.dtype), shapeStr(out.shape), base);
+      }
+      if (!o->trace.empty()) {
+        std::FILE* f = std::fopen((fs::path(o->trace) / "trace_index.csv").c_str(), "wb");
+        if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot write trace_index.csv", o->trace));
+        std::fwrite(index.data(), 1, index.size(), f);
+        std::fclose(f);
+        fmt::print("traces: {} layers in {}\n", rt.layers().size(), o->trace);
+      }
+      fmt::print("package {} ({} {}, {} layers) ran in {:.3f} ms ({} mode, {} thread{})\n", o->package, rt.target(), rt.numerics(),
+                 rt.layers().size(), t1 - t0, o->exact ? "exact" : "fast", o->threads, o->threads > 1 ? "s" : "");
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli
