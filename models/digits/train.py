@@ -48,9 +48,12 @@ class DigitsCNN(nn.Module):
             nn.Conv2d(16, 32, 3, padding=1),
             nn.BatchNorm2d(32),
             nn.ReLU(),
-            nn.MaxPool2d(2, 2),
+            # All 3x3 convolutions run on the full 8x8 plane and the pooling comes after them:
+            # DRP-AI's minimum plane size for a 3x3 pad-1 Conv is width >= 6 (npuc rule
+            # drpai.conv.min_plane), so a Conv on the 4x4 plane after a 2x2 pool is rejected.
             nn.Conv2d(32, 32, 3, padding=1),
             nn.ReLU(),
+            nn.MaxPool2d(2, 2),
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
         )
