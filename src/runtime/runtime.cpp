@@ -13,6 +13,7 @@
 #include "npuc/runtime.hpp"
 
 #include "kernels/conv.hpp"
+#include "kernels/convert.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 #include "package/package.hpp"
@@ -69,25 +70,6 @@ struct Space {
   uint64_t addr = 0, size = 0;
   std::shared_ptr<Buffer> buf;
 };
-
-void halfToFloatN(const uint16_t* s, float* d, int64_t n, ThreadPool* pool) {
-  auto body = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) d[i] = halfToFloat(s[i]);
-  };
-  if (pool && n > 16384) pool->parallelFor(n, body, 8192);
-  else body(0, n);
-}
-
-void floatToHalfN(const float* s, uint16_t* d, int64_t n, const kernels::Activation& act, ThreadPool* pool) {
-  auto body = [&](int64_t b, int64_t e) {
-    if (act.kind == kernels::ActKind::kNone)
-      for (int64_t i = b; i < e; ++i) d[i] = floatToHalf(s[i]);
-    else
-      for (int64_t i = b; i < e; ++i) d[i] = floatToHalf(kernels::applyActivation(s[i], act));
-  };
-  if (pool && n > 16384) pool->parallelFor(n, body, 8192);
-  else body(0, n);
-}
 
 }  // namespace
 
@@ -185,7 +167,7 @@ struct Runtime::Impl {
       const package::TensorRef& r = d.in(i);
       if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
       s.w32.resize(r.numel());
-      halfToFloatN(reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]), s.w32.data(), static_cast<int64_t>(r.numel()), nullptr);
+      kernels::f16ToF32_ref(reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]), s.w32.data(), static_cast<int64_t>(r.numel()));
       return s.w32.data();
     };
     switch (d.kind) {
@@ -263,7 +245,9 @@ struct Runtime::Impl {
     if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
     auto& buf = scratch[static_cast<size_t>(i)];
     buf.resize(r.numel());
-    halfToFloatN(reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]), buf.data(), static_cast<int64_t>(r.numel()), pool);
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]);
+    if (opts.exact) kernels::f16ToF32_ref(h, buf.data(), static_cast<int64_t>(r.numel()));
+    else kernels::f16ToF32(h, buf.data(), static_cast<int64_t>(r.numel()), pool);
     return buf.data();
   }
   float* outF(Step& s) {
@@ -284,7 +268,9 @@ struct Runtime::Impl {
       }
       return;
     }
-    floatToHalfN(scratch[package::kMaxRefs - 1].data(), reinterpret_cast<uint16_t*>(s.out), n, act, pool);
+    const float* src = scratch[package::kMaxRefs - 1].data();
+    if (opts.exact) kernels::f32ToF16_ref(src, reinterpret_cast<uint16_t*>(s.out), n, act);
+    else kernels::f32ToF16(src, reinterpret_cast<uint16_t*>(s.out), n, act, pool);
   }
 
   void exec(Step& s) {
@@ -488,7 +474,7 @@ Tensor Runtime::outputFloat(const std::string& name) const {
   if (t.dtype() == DType::kF32) return t;
   Tensor f(DType::kF32, t.shape());
   if (t.dtype() == DType::kF16) {
-    halfToFloatN(static_cast<const uint16_t*>(t.raw()), f.data<float>(), t.numel(), nullptr);
+    kernels::f16ToF32_ref(static_cast<const uint16_t*>(t.raw()), f.data<float>(), t.numel());
     return f;
   }
   auto v = t.toDouble();

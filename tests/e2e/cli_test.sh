@@ -39,7 +39,8 @@ expect_error 2 "bad magic" -- "$npuc" run "$digits" --input "input=$tmp/x.npy" -
 
 # check: supported -> 0; unsupported -> 1 with the three report files, byte-identical on a second run.
 if "$npuc" check "$digits" --target generic --out "$tmp/chk" >/dev/null; then ok "check generic -> 0"; else bad "check generic failed"; fi
-"$npuc" check "$digits" --target drpai --out "$tmp/chk" --prefix d >"$tmp/chk.out" 2>&1
+unsup="$src/tests/data/small_plane_conv.onnx"  # a 3x3 conv on a 4x4 plane breaks drpai's minimum plane size
+"$npuc" check "$unsup" --target drpai --out "$tmp/chk" --prefix d >"$tmp/chk.out" 2>&1
 rc=$?
 if [ $rc -eq 1 ] && [ -s "$tmp/chk/d_error_report.csv" ] && [ -s "$tmp/chk/d_error_report.json" ] && [ -s "$tmp/chk/d_error_report.xlsx" ]; then
   ok "check drpai -> 1 with csv/json/xlsx"
@@ -48,7 +49,7 @@ else
 fi
 sum1=$(cat "$tmp"/chk/d_error_report.* | md5sum)
 sleep 1
-"$npuc" check "$digits" --target drpai --out "$tmp/chk" --prefix d >/dev/null 2>&1
+"$npuc" check "$unsup" --target drpai --out "$tmp/chk" --prefix d >/dev/null 2>&1
 [ "$sum1" = "$(cat "$tmp"/chk/d_error_report.* | md5sum)" ] && ok "reports are byte-identical across runs" || bad "reports differ across runs"
 expect_error 2 "unknown target 'nope'" -- "$npuc" check "$digits" --target nope
 "$npuc" targets >"$tmp/targets.txt"
@@ -58,10 +59,26 @@ grep -q '### Conv' "$tmp/page.md" && ok "supported-ops page" || bad "supported-o
 
 # translate: the DRP-AI style command line and the argument errors of the manual's §9.
 (
-  cd "$tmp" && mkdir -p onnx && cp "$digits" onnx/digits.onnx
+  cd "$tmp" && mkdir -p onnx && cp "$digits" onnx/digits.onnx && cp "$unsup" onnx/unsup.onnx
   if "$npuc" translate digits --target generic -SaveOptOnnx >/dev/null && [ -s output/digits/digits_summary.csv ] &&
-     [ -s output/digits/digits_summary.xlsx ] && [ -s output/digits/digits_opt.onnx ]; then echo "ok: translate (simple specification case)"; else echo "FAILED: translate"; fi
-  "$npuc" translate digits2 -onnx onnx/digits.onnx >/dev/null 2>&1
+     [ -s output/digits/digits_summary.xlsx ] && [ -s output/digits/digits_opt.onnx ] && [ -s output/digits/manifest.json ] &&
+     [ -s output/digits/digits_weight.dat ] && [ -s output/digits/digits_addrmap_intm.yaml ] &&
+     [ -s output/digits/digits_tbl_addr_merge.txt ] && [ -s output/digits/digits_data_in_list.txt ]; then
+    echo "ok: translate (simple specification case) writes the package and address map files"; else echo "FAILED: translate"; fi
+  if "$npuc" translate d16 -onnx onnx/digits.onnx >/dev/null && [ -s output/d16/manifest.json ]; then echo "ok: translate digits for drpai"; else echo "FAILED: translate digits drpai"; fi
+  # simulate: raw device bytes in (float16 1x1x8x8 = 128 bytes), outputs and traces out
+  head -c 128 /dev/zero >x16.bin
+  if "$npuc" simulate output/d16 --input input=x16.bin -o sim --trace trace >/dev/null && [ -s sim/logits.npy ] &&
+     [ -s sim/logits.raw.npy ] && [ -s trace/trace_index.csv ] && [ -s trace/trace_dump_0_8x8.y ] && [ -s trace/trace_6.npy ]; then
+    echo "ok: simulate writes outputs and traces"; else echo "FAILED: simulate"; fi
+  head -c 100 /dev/zero >short.bin
+  "$npuc" simulate output/d16 --input input=short.bin -o sim2 >sim2.out 2>&1
+  if [ $? -eq 2 ] && grep -q "needs exactly 128 bytes" sim2.out; then echo "ok: simulate rejects a short input"; else echo "FAILED: simulate short input"; fi
+  cp -r output/d16 broken && printf 'x' >>broken/d16_weight.dat
+  "$npuc" simulate broken --input input=x16.bin -o sim3 >sim3.out 2>&1
+  if [ $? -eq 2 ] && grep -q "truncated or replaced" sim3.out; then echo "ok: simulate rejects a damaged package"; else echo "FAILED: damaged package"; fi
+  if "$npuc" bench output/d16 --runs 3 --warmup 1 | grep -q "median"; then echo "ok: bench times a package"; else echo "FAILED: bench package"; fi
+  "$npuc" translate digits2 -onnx onnx/unsup.onnx >/dev/null 2>&1
   if [ $? -eq 1 ] && [ -s output/digits2/digits2_error_report.csv ] && [ ! -e output/digits2/digits2_summary.csv ]; then
     echo "ok: translate of an unsupported model -> 1 with the error report"; else echo "FAILED: translate unsupported"; fi
   ls -a output | grep -q tmp && echo "FAILED: a temporary folder was left in output/" || echo "ok: no temporary folder left"

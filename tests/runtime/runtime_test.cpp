@@ -72,7 +72,7 @@ struct Case {
 // for these nets (conv with each fused activation, gemm, pooling, global pooling, binary with a fused activation,
 // unary ops, copy, concat via Focus/transposes, pad-valued MaxPool).
 const std::vector<Case> kCases = {
-    {"models/digits/digits_cnn.onnx", false},  // its third conv (4x4 plane) breaks drpai's minimum plane size
+    {"models/digits/digits_cnn.onnx", true},
     {"tests/data/patterns/relu.onnx", true},
     {"tests/data/patterns/relu6.onnx", true},
     {"tests/data/patterns/leakyrelu.onnx", true},
@@ -85,10 +85,10 @@ const std::vector<Case> kCases = {
     {"tests/data/patterns/pad_maxpool.onnx", true},
     {"tests/data/patterns/gap_avgpool.onnx", true},
     {"tests/data/patterns/gap_reducemean.onnx", true},
-    {"tests/data/patterns/flatten_view.onnx", false},
-    {"tests/data/patterns/gemm_bn.onnx", false},
+    {"tests/data/patterns/flatten_view.onnx", true},
+    {"tests/data/patterns/gemm_bn.onnx", true},
     {"tests/data/patterns/bn_equivalent_chain.onnx", true},
-    {"tests/data/patterns/space_to_depth.onnx", false},
+    {"tests/data/patterns/space_to_depth.onnx", true},
     {"tests/data/patterns/focus.onnx", true},
 };
 

@@ -1,5 +1,8 @@
-// npuc bench: times the reference engine on a model (median and min over K runs after warm-up).
+// npuc bench: times the reference engine on a model, or the simulator on an object package (a folder with a
+// manifest.json), the same way: median and min over K runs after warm-up.
 #include "cli_common.hpp"
+
+#include "npuc/runtime.hpp"
 
 #include <fmt/format.h>
 
@@ -39,24 +42,73 @@ void printProfile(const std::vector<std::vector<NodeProfile>>& runs) {
 }
 }  // namespace
 
+struct Stats {
+  double median, min, mean, max;
+};
+Stats stats(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  double median = t.size() % 2 ? t[t.size() / 2] : (t[t.size() / 2 - 1] + t[t.size() / 2]) / 2;
+  double mean = 0;
+  for (double x : t) mean += x;
+  return {median, t.front(), mean / static_cast<double>(t.size()), t.back()};
+}
+
+/// Times a package on the simulator: seeded random inputs (standard normal) unless --input gives them.
+template <typename Opts>
+int benchPackage(const Opts& o) {
+  double l0 = nowMs();
+  Runtime rt(o.model, {o.threads, o.exact});
+  double l1 = nowMs();
+  auto given = parseInputs(o.inputs);
+  uint32_t seed = 0;
+  for (auto& in : rt.inputs()) {
+    auto it = given.find(in.name);
+    if (it != given.end()) {
+      rt.setInput(in.name, it->second);
+      continue;
+    }
+    Tensor t(DType::kF32, in.shape);
+    uint32_t st = 0x9e3779b9u * ++seed;
+    for (int64_t i = 0; i < t.numel(); ++i) {  // xorshift, uniform in [0, 1)
+      st ^= st << 13, st ^= st >> 17, st ^= st << 5;
+      t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-24f;
+    }
+    rt.setInput(in.name, t);
+  }
+  for (int i = 0; i < o.warmup; ++i) rt.run();
+  std::vector<double> times;
+  for (int i = 0; i < o.runs; ++i) {
+    double t0 = nowMs();
+    rt.run();
+    times.push_back(nowMs() - t0);
+  }
+  Stats s = stats(times);
+  fmt::print("package: {} ({} {}, {} layers, {} mode)\nthreads: {}  runs: {}  warmup: {}\nload+prepare: {:.1f} ms\n", o.model,
+             rt.target(), rt.numerics(), rt.layers().size(), o.exact ? "exact" : "fast", o.threads, o.runs, o.warmup, l1 - l0);
+  fmt::print("median: {:.3f} ms\nmin: {:.3f} ms\nmean: {:.3f} ms\nmax: {:.3f} ms\n", s.median, s.min, s.mean, s.max);
+  return 0;
+}
+
 void addBench(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("bench", "Time a model on the reference engine (median and min latency)");
   struct Opts {
     std::string model;
     std::vector<std::string> inputs, shapes;
     int threads = 1, runs = 20, warmup = 3;
-    bool profile = false;
+    bool profile = false, exact = false;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to time the simulator")->required();
   c->add_option("--input", o->inputs, "Input tensor: name=file.npy (others get seeded random data)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
   c->add_option("--runs,-r", o->runs, "Timed runs")->check(CLI::Range(1, 100000));
   c->add_option("--warmup", o->warmup, "Untimed warm-up runs")->check(CLI::Range(0, 1000));
   c->add_flag("--profile", o->profile, "Also print time per op type and the slowest nodes (median run)");
+  c->add_flag("--exact", o->exact, "Packages: time the scalar reference kernels (the specification)");
   c->callback([o, &run] {
     run = [o] {
+      if (std::filesystem::is_directory(o->model)) return benchPackage(*o);
       auto inputs = parseInputs(o->inputs);
       double l0 = nowMs();
       Model m = loadForInputs(o->model, inputs, o->shapes);

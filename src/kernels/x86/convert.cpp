@@ -1,0 +1,48 @@
+// Dispatch of the buffer conversions: F16C when the CPU has it (and the ISA cap allows AVX2), else the reference.
+#include "kernels/convert.hpp"
+
+#include "kernels/gemm.hpp"
+#include "support/thread_pool.hpp"
+
+#include <cstring>
+
+namespace npuc::kernels {
+
+namespace detail {
+void f16ToF32__f16c(const uint16_t* x, float* y, int64_t n);
+void f32ToF16__f16c(const float* x, uint16_t* y, int64_t n, const Activation& act);
+}  // namespace detail
+
+namespace {
+
+bool useF16c() {
+  static const bool cpu = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  }();
+  return cpu && std::strcmp(sgemmVariant(), "portable") != 0;
+}
+
+constexpr int64_t kGrain = 16384;  // elements per task: conversions are memory-bound
+
+}  // namespace
+
+void f16ToF32(const uint16_t* x, float* y, int64_t n, ThreadPool* pool) {
+  auto body = [&](int64_t b, int64_t e) {
+    if (useF16c()) detail::f16ToF32__f16c(x + b, y + b, e - b);
+    else f16ToF32_ref(x + b, y + b, e - b);
+  };
+  if (pool && pool->size() > 1 && n > 2 * kGrain) pool->parallelFor(n, body, kGrain);
+  else body(0, n);
+}
+
+void f32ToF16(const float* x, uint16_t* y, int64_t n, const Activation& act, ThreadPool* pool) {
+  auto body = [&](int64_t b, int64_t e) {
+    if (useF16c()) detail::f32ToF16__f16c(x + b, y + b, e - b, act);
+    else f32ToF16_ref(x + b, y + b, e - b, act);
+  };
+  if (pool && pool->size() > 1 && n > 2 * kGrain) pool->parallelFor(n, body, kGrain);
+  else body(0, n);
+}
+
+}  // namespace npuc::kernels
