@@ -1,5 +1,8 @@
-// npuc eval: top-1 accuracy of a classifier over a labelled set (batched, reference engine).
+// npuc eval: top-1 accuracy of a classifier over a labelled set: an ONNX model on the reference engine (batched),
+// or an object package on the simulator (one inference per sample batch of the package's input shape).
 #include "cli_common.hpp"
+
+#include "npuc/runtime.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +18,7 @@ void addEval(CLI::App& app, Action& run) {
     int64_t batch = 32;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to evaluate on the simulator")->required();
   c->add_option("--input", o->input, "Samples: name=file.npy, first dim = sample")->required();
   c->add_option("--labels", o->labels, "Integer class labels .npy, one per sample")->required();
   c->add_option("--batch", o->batch, "Samples per inference")->check(CLI::Range(1, 65536));
@@ -28,13 +31,28 @@ void addEval(CLI::App& app, Action& run) {
       auto labels = y.toInt64();
       if (x.rank() < 1 || x.dim(0) != static_cast<int64_t>(labels.size()))
         throw Error(ErrorCode::kInvalidInput, fmt::format("{} samples but {} labels", x.rank() ? x.dim(0) : 0, labels.size()));
-      int64_t n = x.dim(0), b = std::min<int64_t>(o->batch, n);
+      int64_t n = x.dim(0);
+      std::unique_ptr<Runtime> rt;
+      std::unique_ptr<Model> m;
+      std::unique_ptr<Session> s;
       Shape bs = x.shape();
-      bs[0] = b;
-      LoadOptions lo;
-      lo.input_shapes[name] = bs;
-      Model m = Model::load(o->model, lo);
-      Session s(m, o->threads);
+      if (std::filesystem::is_directory(o->model)) {
+        rt = std::make_unique<Runtime>(o->model, RuntimeOptions{o->threads, false});
+        const RuntimeTensor* in = nullptr;
+        for (auto& r : rt->inputs())
+          if (r.name == name) in = &r;
+        if (!in) throw Error(ErrorCode::kInvalidArgument, fmt::format("the package has no input '{}'", name));
+        bs = in->shape;  // the package's batch
+        if (bs.empty() || bs[0] < 1 || shapeNumel(bs) / bs[0] != x.numel() / std::max<int64_t>(n, 1))
+          throw Error(ErrorCode::kInvalidInput, fmt::format("package input '{}' is {}, samples are {}", name, shapeStr(bs), shapeStr(x.shape())));
+      } else {
+        bs[0] = std::min<int64_t>(o->batch, n);
+        LoadOptions lo;
+        lo.input_shapes[name] = bs;
+        m = std::make_unique<Model>(Model::load(o->model, lo));
+        s = std::make_unique<Session>(*m, o->threads);
+      }
+      int64_t b = bs[0];
       size_t sample_bytes = x.nbytes() / static_cast<size_t>(n);
       int64_t correct = 0;
       double t0 = nowMs();
@@ -43,7 +61,14 @@ void addEval(CLI::App& app, Action& run) {
         Tensor batch(x.dtype(), bs);  // a short last batch is zero-padded
         std::memcpy(batch.raw(), static_cast<const uint8_t*>(x.raw()) + static_cast<size_t>(start) * sample_bytes,
                     static_cast<size_t>(cnt) * sample_bytes);
-        Tensor logits = s.run({{name, batch}})[0];
+        Tensor logits;
+        if (rt) {
+          rt->setInput(name, batch);
+          rt->run();
+          logits = rt->outputFloat(rt->outputs()[0].name);
+        } else {
+          logits = s->run({{name, batch}})[0];
+        }
         if (logits.dtype() != DType::kF32 || logits.rank() != 2)
           throw Error(ErrorCode::kInvalidInput, "eval needs a model whose first output is float32 [batch, classes]");
         int64_t classes = logits.dim(1);
