@@ -15,6 +15,8 @@
 #   --npuc PATH      npuc binary (default: build/bin/npuc)
 #   --no-npuc        ORT only
 #   --no-ort         npuc only
+#   --package T      time the simulator on the object package translated for target T (e.g. drpai: fp16)
+#                    instead of the reference engine on the model
 #
 # ORT: onnxruntime-node@1.30.0 is installed into .bench/ (gitignored) on first use with
 #   npm install --ignore-scripts --prefix .bench onnxruntime-node@1.30.0
@@ -36,6 +38,7 @@ WARMUP=3
 NPUC="$ROOT/build/bin/npuc"
 DO_NPUC=1
 DO_ORT=1
+PACKAGE_TARGET=""
 MODELS=()
 
 usage() { sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     --npuc) NPUC="$2"; shift 2 ;;
     --no-npuc) DO_NPUC=0; shift ;;
     --no-ort) DO_ORT=0; shift ;;
+    --package) PACKAGE_TARGET="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
     *) MODELS+=("$1"); shift ;;
@@ -89,8 +93,16 @@ fi
 
 # ---------------------------------------------------------------- npuc
 npuc_one() {  # model threads -> "median min" or "n/a n/a"
-  local out med min
+  local out med min what="$1"
   if [ "$DO_NPUC" != 1 ] || [ ! -x "$NPUC" ]; then echo "n/a n/a"; return; fi
+  if [ -n "$PACKAGE_TARGET" ]; then
+    what="$TMP/pkg/$(basename "$1" .onnx)"
+    if [ ! -d "$what" ]; then
+      "$NPUC" translate "$(basename "$1" .onnx)" -onnx "$1" --target "$PACKAGE_TARGET" --out "$TMP/pkg" >/dev/null 2>&1 ||
+        { echo "n/a n/a"; return; }
+    fi
+  fi
+  set -- "$what" "$2"
   if command -v timeout >/dev/null; then
     out="$(timeout 900 "$NPUC" bench "$1" --threads "$2" --runs "$RUNS" 2>&1)"
   else

@@ -25,6 +25,7 @@ namespace npuc {
 struct RuntimeOptions {
   int threads = 1;     // worker threads of this runtime (its own pool)
   bool exact = false;  // run the scalar reference kernels (the specification) instead of the SIMD ones
+  bool profile = false;  // record each layer's wall time (layerTimes())
 };
 
 struct RuntimeTensor {
@@ -63,6 +64,8 @@ class Runtime {
   const std::vector<RuntimeTensor>& inputs() const;
   const std::vector<RuntimeTensor>& outputs() const;
   const std::vector<RuntimeLayer>& layers() const;
+  /// Wall time of each layer in the last run, in ms, by seq (empty unless RuntimeOptions::profile).
+  const std::vector<double>& layerTimes() const;
 
   /// Copies an input into data_in. Accepts the device element type, or float32 (rounded to the device type, round
   /// to nearest even). The shape must match (numel and rank; or the same numel for a flat tensor).

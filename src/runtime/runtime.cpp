@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -94,13 +95,16 @@ struct Runtime::Impl {
     const float* w = nullptr;
     const float* bias = nullptr;
     std::unique_ptr<kernels::Conv> conv;
+    std::unique_ptr<kernels::PackedA> packed_w;  // gemm: w [N, K] packed as the left operand of y^T = w x^T
     kernels::ConvShape cs;
     kernels::ConvTransposeShape ts;
     kernels::Pool2dShape ps;
     std::vector<Shape> shapes;  // of the references
   };
   std::vector<Step> steps;  // by seq
+  std::vector<double> times;
   std::vector<std::vector<float>> scratch;  // per input slot, plus one for the output (fp16 packages)
+  std::vector<float> gemm_t;                // transposed gemm result (M > 1)
 
   [[noreturn]] void fault(const std::string& msg) const { fail(ErrorCode::kInvalidInput, "device fault: {}", msg); }
 
@@ -208,6 +212,7 @@ struct Runtime::Impl {
       case LayerKind::kGemm:
         s.w = weights(1);
         if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+        if (!opts.exact) s.packed_w = std::make_unique<kernels::PackedA>(s.shapes[1][0], s.shapes[1][1], s.w, s.shapes[1][1], false);
         break;
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool: {
@@ -307,8 +312,33 @@ struct Runtime::Impl {
         g.bias = s.bias;
         g.bias_kind = s.bias ? kernels::BiasKind::kPerCol : kernels::BiasKind::kNone;
         g.act = s.act;
-        if (opts.exact) kernels::sgemm_ref(g);
-        else kernels::sgemm(g, pool);
+        if (opts.exact) {
+          kernels::sgemm_ref(g);
+        } else {
+          // y^T [N, M] = w [N, K] * x^T [K, M]: the same reduction over k per output, with w packed once.
+          kernels::GemmArgs t;
+          t.M = g.N;
+          t.N = g.M;
+          t.K = g.K;
+          t.B = g.A;
+          t.ldb = g.K;
+          t.transB = true;
+          t.bias = s.bias;
+          t.bias_kind = s.bias ? kernels::BiasKind::kPerRow : kernels::BiasKind::kNone;
+          t.act = s.act;
+          if (g.M == 1) {
+            t.C = g.C;
+            t.ldc = 1;
+            kernels::sgemm_packed(*s.packed_w, t, pool);
+          } else {
+            gemm_t.resize(static_cast<size_t>(g.M * g.N));
+            t.C = gemm_t.data();
+            t.ldc = g.M;
+            kernels::sgemm_packed(*s.packed_w, t, pool);
+            for (int64_t m = 0; m < g.M; ++m)
+              for (int64_t n = 0; n < g.N; ++n) g.C[m * g.N + n] = gemm_t[static_cast<size_t>(n * g.M + m)];
+          }
+        }
         break;
       }
       case LayerKind::kMaxPool:
@@ -419,6 +449,7 @@ const std::string& Runtime::contentHash() const { return impl_->pkg.content_hash
 const std::vector<RuntimeTensor>& Runtime::inputs() const { return impl_->inputs; }
 const std::vector<RuntimeTensor>& Runtime::outputs() const { return impl_->outputs; }
 const std::vector<RuntimeLayer>& Runtime::layers() const { return impl_->layers; }
+const std::vector<double>& Runtime::layerTimes() const { return impl_->times; }
 
 void Runtime::setInput(const std::string& name, const Tensor& t) {
   Impl& im = *impl_;
@@ -446,8 +477,15 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
 
 void Runtime::run(const LayerCallback& cb) {
   Impl& im = *impl_;
+  if (im.opts.profile) im.times.assign(im.steps.size(), 0.0);
   for (size_t i = 0; i < im.steps.size(); ++i) {
-    im.exec(im.steps[i]);
+    if (im.opts.profile) {
+      auto t0 = std::chrono::steady_clock::now();
+      im.exec(im.steps[i]);
+      im.times[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      im.exec(im.steps[i]);
+    }
     if (cb) {
       const RuntimeLayer& l = im.layers[i];
       const package::TensorRef& r = im.steps[i].d->out(0);

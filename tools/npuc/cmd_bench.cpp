@@ -57,7 +57,7 @@ Stats stats(std::vector<double> t) {
 template <typename Opts>
 int benchPackage(const Opts& o) {
   double l0 = nowMs();
-  Runtime rt(o.model, {o.threads, o.exact});
+  Runtime rt(o.model, {o.threads, o.exact, o.profile});
   double l1 = nowMs();
   auto given = parseInputs(o.inputs);
   uint32_t seed = 0;
@@ -77,15 +77,23 @@ int benchPackage(const Opts& o) {
   }
   for (int i = 0; i < o.warmup; ++i) rt.run();
   std::vector<double> times;
+  std::vector<std::vector<NodeProfile>> profiles;
   for (int i = 0; i < o.runs; ++i) {
     double t0 = nowMs();
     rt.run();
     times.push_back(nowMs() - t0);
+    if (o.profile) {
+      std::vector<NodeProfile> p;
+      for (size_t k = 0; k < rt.layers().size(); ++k)
+        p.push_back({rt.layers()[k].name, rt.layers()[k].kind + (rt.layers()[k].engine == "mac" ? " (mac)" : " (vector)"), rt.layerTimes()[k]});
+      profiles.push_back(std::move(p));
+    }
   }
   Stats s = stats(times);
   fmt::print("package: {} ({} {}, {} layers, {} mode)\nthreads: {}  runs: {}  warmup: {}\nload+prepare: {:.1f} ms\n", o.model,
              rt.target(), rt.numerics(), rt.layers().size(), o.exact ? "exact" : "fast", o.threads, o.runs, o.warmup, l1 - l0);
   fmt::print("median: {:.3f} ms\nmin: {:.3f} ms\nmean: {:.3f} ms\nmax: {:.3f} ms\n", s.median, s.min, s.mean, s.max);
+  if (o.profile) printProfile(profiles);
   return 0;
 }
 
