@@ -150,6 +150,10 @@ class Session {
   Session(Session&&) noexcept;
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  /// Runs and calls `cb(value_name, tensor)` for every node output as it is computed (for traces and layer
+  /// comparisons; the tensor is valid during the call).
+  using ValueCallback = std::function<void(const std::string& value, const Tensor& t)>;
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, const ValueCallback& cb);
 
  private:
   struct Impl;

@@ -181,6 +181,13 @@ Session::Session(Session&&) noexcept = default;
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs) { return impl_->engine.run(inputs); }
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) { return impl_->engine.run(inputs); }
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, const ValueCallback& cb) {
+  const ir::Graph& g = *impl_->model.impl().graph;
+  return impl_->engine.run(inputs, [&](const ir::Node& n, const std::vector<Tensor>& outs) {
+    for (size_t i = 0; i < n.outputs.size() && i < outs.size(); ++i)
+      if (n.outputs[i] != ir::kNoValue && outs[i].defined()) cb(g.value(n.outputs[i]).name, outs[i]);
+  });
+}
 
 Tensor readOnnxTensor(const std::filesystem::path& path, std::string* name) {
   auto [n, t] = onnx_io::readTensorProtoFile(path);

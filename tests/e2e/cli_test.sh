@@ -78,6 +78,9 @@ grep -q '### Conv' "$tmp/page.md" && ok "supported-ops page" || bad "supported-o
   "$npuc" simulate broken --input input=x16.bin -o sim3 >sim3.out 2>&1
   if [ $? -eq 2 ] && grep -q "truncated or replaced" sim3.out; then echo "ok: simulate rejects a damaged package"; else echo "FAILED: damaged package"; fi
   if "$npuc" bench output/d16 --runs 3 --warmup 1 | grep -q "median"; then echo "ok: bench times a package"; else echo "FAILED: bench package"; fi
+  if "$npuc" compare onnx/digits.onnx output/d16 -o cmp >cmp.out && grep -q "7 of 7 layers matched" cmp.out &&
+     [ -s cmp/compare.csv ] && grep -q "<svg" cmp/compare.html && [ "$(wc -l <cmp/compare.csv)" -eq 8 ]; then
+    echo "ok: compare matches every layer and writes csv/html"; else echo "FAILED: compare"; fi
   "$npuc" translate digits2 -onnx onnx/unsup.onnx >/dev/null 2>&1
   if [ $? -eq 1 ] && [ -s output/digits2/digits2_error_report.csv ] && [ ! -e output/digits2/digits2_summary.csv ]; then
     echo "ok: translate of an unsupported model -> 1 with the error report"; else echo "FAILED: translate unsupported"; fi

@@ -40,5 +40,6 @@ void addCheck(CLI::App& app, Action& run);
 void addTargets(CLI::App& app, Action& run);
 void addTranslate(CLI::App& app, Action& run);
 void addSimulate(CLI::App& app, Action& run);
+void addCompare(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   npuc::cli::addTargets(app, action);
   npuc::cli::addTranslate(app, action);
   npuc::cli::addSimulate(app, action);
+  npuc::cli::addCompare(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

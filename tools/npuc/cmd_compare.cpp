@@ -1,0 +1,225 @@
+// npuc compare: the original model on the reference engine (float32) against its package on the simulator, layer by
+// layer. Layers are matched by the value they write (the package manifest's `output`, the ONNX value name); per
+// layer: max abs error, cosine similarity, SNR in dB; the first layer whose SNR drops sharply is flagged. Written
+// to the console, DIR/compare.csv and DIR/compare.html (one self-contained page with an SVG chart).
+#include "cli_common.hpp"
+
+#include "npuc/runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+namespace npuc::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kSnrCap = 200.0;    // identical tensors: "inf", plotted at the cap
+constexpr double kSharpDrop = 10.0;  // dB below the previous matched layer
+constexpr double kFirstLayerLow = 20.0;  // the first matched layer is flagged below this SNR
+
+struct Row {
+  int seq = 0;
+  std::string name, kind, engine, opexp, value, shape;
+  bool matched = false;
+  double max_abs = 0, cosine = 1, snr = kSnrCap;
+  bool flagged = false;
+};
+
+void measure(const Tensor& sim, const Tensor& ref, Row& r) {
+  auto a = sim.toDouble(), b = ref.toDouble();
+  double sig = 0, noise = 0, ab = 0, aa = 0, bb = 0, mx = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = a[i] - b[i];
+    if (std::isnan(d)) d = std::isnan(a[i]) && std::isnan(b[i]) ? 0 : std::numeric_limits<double>::infinity();
+    mx = std::max(mx, std::fabs(d));
+    sig += b[i] * b[i];
+    noise += d * d;
+    ab += a[i] * b[i], aa += a[i] * a[i], bb += b[i] * b[i];
+  }
+  r.max_abs = mx;
+  r.cosine = aa == 0 && bb == 0 ? 1.0 : (aa == 0 || bb == 0 ? 0.0 : ab / std::sqrt(aa * bb));
+  r.snr = noise == 0 ? kSnrCap : (sig == 0 ? -kSnrCap : std::min(kSnrCap, 10.0 * std::log10(sig / noise)));
+}
+
+std::string snrStr(double s) { return s >= kSnrCap ? "inf" : fmt::format("{:.2f}", s); }
+
+std::string htmlEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else o += c;
+  }
+  return o;
+}
+
+std::string html(const std::vector<Row>& rows, const std::string& model, const std::string& pkg, const Runtime& rt) {
+  // SVG line chart of SNR per layer (matched layers), 0..max(60, finite max) dB.
+  const double W = 900, H = 300, L = 50, B = 30;
+  double top = 60;
+  for (auto& r : rows)
+    if (r.matched && r.snr < kSnrCap) top = std::max(top, std::ceil(r.snr / 10) * 10);
+  auto x = [&](size_t i) { return L + (W - L - 10) * (rows.size() > 1 ? static_cast<double>(i) / static_cast<double>(rows.size() - 1) : 0.5); };
+  auto y = [&](double snr) { return (H - B) - (H - B - 10) * std::clamp(std::min(snr, top) / top, 0.0, 1.0); };
+  std::string svg = fmt::format("<svg width='{}' height='{}' xmlns='http://www.w3.org/2000/svg' style='font:11px sans-serif'>\n", W, H);
+  for (double t = 0; t <= top; t += 10)
+    svg += fmt::format("<line x1='{}' x2='{}' y1='{:.1f}' y2='{:.1f}' stroke='#ddd'/><text x='5' y='{:.1f}'>{} dB</text>\n", L, W - 10,
+                       y(t), y(t), y(t) + 4, t);
+  std::string pts;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].matched) pts += fmt::format("{:.1f},{:.1f} ", x(i), y(rows[i].snr));
+  svg += fmt::format("<polyline fill='none' stroke='#1f77b4' stroke-width='2' points='{}'/>\n", pts);
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].matched)
+      svg += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='{}' fill='{}'><title>{} {}: {} dB</title></circle>\n", x(i), y(rows[i].snr),
+                         rows[i].flagged ? 6 : 3, rows[i].flagged ? "#d62728" : "#1f77b4", rows[i].seq, htmlEscape(rows[i].name),
+                         snrStr(rows[i].snr));
+  svg += fmt::format("<text x='{}' y='{}'>layer (program order) → ; identical layers are drawn at the top</text></svg>\n", L, H - 8);
+  std::string table =
+      "<table><tr><th>seq</th><th>layer</th><th>kind</th><th>engine</th><th>opexp</th><th>value</th><th>shape</th>"
+      "<th>max abs err</th><th>cosine</th><th>SNR dB</th></tr>\n";
+  for (auto& r : rows)
+    table += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>\n",
+                         r.flagged ? " class='flag'" : "", r.seq, htmlEscape(r.name), r.kind, r.engine, htmlEscape(r.opexp),
+                         htmlEscape(r.value), r.shape,
+                         r.matched ? fmt::format("<td>{:.6g}</td><td>{:.7f}</td><td>{}</td>", r.max_abs, r.cosine, snrStr(r.snr))
+                                   : "<td colspan='3'>no matching value in the model</td>");
+  table += "</table>\n";
+  return fmt::format(
+      "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>npuc compare</title><style>"
+      "body{{font-family:sans-serif;margin:20px}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;"
+      "font-size:12px}}tr.flag{{background:#fdd}}</style></head><body>\n<h1>npuc compare</h1>\n<p>Model <code>{}</code> "
+      "(reference engine, float32) against package <code>{}</code> (target {}, {} numerics, simulator). SNR = 10·log10(Σref² / "
+      "Σ(sim−ref)²). Highlighted: the first layer whose SNR drops by {} dB or more.</p>\n{}\n{}</body></html>\n",
+      htmlEscape(model), htmlEscape(pkg), rt.target(), rt.numerics(), kSharpDrop, svg, table);
+}
+
+void writeText(const fs::path& p, const std::string& s) {
+  std::FILE* f = std::fopen(p.c_str(), "wb");
+  if (!f || std::fwrite(s.data(), 1, s.size(), f) != s.size()) {
+    if (f) std::fclose(f);
+    throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", p.string()));
+  }
+  std::fclose(f);
+}
+
+}  // namespace
+
+void addCompare(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("compare", "Compare a package on the simulator with its model on the reference engine, layer by layer");
+  struct Opts {
+    std::string model, package, out = "compare_out";
+    std::vector<std::string> inputs;
+    int threads = 1;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("model", o->model, "The original ONNX model")->required();
+  c->add_option("package", o->package, "Its package folder (output/PREFIX)")->required();
+  c->add_option("--input", o->inputs, "Input: name=file.npy (float32); seeded random when not given");
+  c->add_option("--out,-o", o->out, "Folder for compare.csv and compare.html");
+  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
+  c->callback([o, &run] {
+    run = [o] {
+      Runtime rt(o->package, {o->threads, false});
+      std::map<std::string, Tensor> inputs;
+      for (auto& e : o->inputs) {
+        auto eq = e.find('=');
+        if (eq == std::string::npos) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': expected name=file", e));
+        inputs[e.substr(0, eq)] = readNpyFile(e.substr(eq + 1));
+      }
+      uint32_t st = 12345;
+      for (auto& in : rt.inputs()) {
+        if (inputs.count(in.name)) continue;
+        Tensor t(DType::kF32, in.shape);
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          st ^= st << 13, st ^= st >> 17, st ^= st << 5;
+          t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-23f - 1.0f;  // uniform in [-1, 1)
+        }
+        inputs[in.name] = t;
+      }
+      for (auto& [name, t] : inputs) {
+        if (t.dtype() != DType::kF32) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input {}: compare needs float32 inputs", name));
+        rt.setInput(name, t);
+      }
+      // Reference: the original model, keeping the values the package's layers write.
+      std::map<std::string, Tensor> ref;
+      for (auto& l : rt.layers()) ref[l.output.name];
+      LoadOptions lo;
+      for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
+      Model m = Model::load(o->model, lo);
+      Session s(m, o->threads);
+      s.run(inputs, [&](const std::string& v, const Tensor& t) {
+        auto it = ref.find(v);
+        if (it != ref.end()) it->second = t.clone();
+      });
+      for (size_t i = 0; i < m.inputs().size(); ++i)
+        if (ref.count(m.inputs()[i].name)) ref[m.inputs()[i].name] = inputs[m.inputs()[i].name];
+      std::vector<Row> rows;
+      rt.run([&](const RuntimeLayer& l, const Tensor& y) {
+        Row r;
+        r.seq = l.seq;
+        r.name = l.name;
+        r.kind = l.kind;
+        r.engine = l.engine;
+        r.opexp = l.opexp;
+        r.value = l.output.name;
+        r.shape = shapeStr(y.shape());
+        auto it = ref.find(l.output.name);
+        if (it != ref.end() && it->second.defined() && it->second.numel() == y.numel()) {
+          r.matched = true;
+          measure(y, it->second, r);
+        }
+        rows.push_back(r);
+      });
+      // A sharp drop: kSharpDrop dB below the previous matched layer (the first matched layer: below kFirstLayerLow).
+      double prev = std::numeric_limits<double>::quiet_NaN();
+      const Row* flagged = nullptr;
+      for (auto& r : rows) {
+        if (!r.matched) continue;
+        bool sharp = std::isnan(prev) ? r.snr < kFirstLayerLow : r.snr <= prev - kSharpDrop;
+        if (!flagged && sharp) {
+          r.flagged = true;
+          flagged = &r;
+        }
+        prev = r.snr;
+      }
+      fs::create_directories(o->out);
+      std::string csv = "seq,layer,kind,engine,opexp,value,shape,matched,max_abs_err,cosine,snr_db\n";
+      fmt::print("{:>4}  {:<44} {:<16} {:>12} {:>11} {:>8}\n", "seq", "layer", "kind", "max abs err", "cosine", "SNR dB");
+      int matched = 0;
+      double worst_cos = 1;
+      for (auto& r : rows) {
+        csv += fmt::format("{},\"{}\",{},{},{},\"{}\",{},{},{},{},{}\n", r.seq, r.name, r.kind, r.engine, r.opexp, r.value, r.shape,
+                           r.matched ? 1 : 0, r.matched ? fmt::format("{:.9g}", r.max_abs) : "",
+                           r.matched ? fmt::format("{:.9f}", r.cosine) : "", r.matched ? snrStr(r.snr) : "");
+        std::string nm = r.name.size() > 44 ? "…" + r.name.substr(r.name.size() - 43) : r.name;
+        if (r.matched) {
+          ++matched;
+          worst_cos = std::min(worst_cos, r.cosine);
+          fmt::print("{:>4}  {:<44} {:<16} {:>12.5g} {:>11.7f} {:>8}{}\n", r.seq, nm, r.kind, r.max_abs, r.cosine, snrStr(r.snr),
+                     r.flagged ? "  <- SNR drops sharply here" : "");
+        } else {
+          fmt::print("{:>4}  {:<44} {:<16} {:>33}\n", r.seq, nm, r.kind, "(no matching model value)");
+        }
+      }
+      writeText(fs::path(o->out) / "compare.csv", csv);
+      writeText(fs::path(o->out) / "compare.html", html(rows, o->model, o->package, rt));
+      fmt::print("{} of {} layers matched; lowest cosine {:.7f}; {}\nwrote {}/compare.csv and {}/compare.html\n", matched, rows.size(),
+                 worst_cos, flagged ? fmt::format("first sharp SNR drop at layer {} ({})", flagged->seq, flagged->name)
+                                    : "no sharp SNR drop",
+                 o->out, o->out);
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli
