@@ -36,12 +36,13 @@ asan: deps
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer on the ONNX loader, 60 s, with ASan/UBSan (build-fuzz/, clang).
+# libFuzzer on the ONNX loader and on the package reader + simulator, 60 s each, with ASan/UBSan (build-fuzz/, clang).
 fuzz-smoke:
 	@scripts/install_deps.sh build fuzz
 	@cmake --preset fuzz >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx_loader
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx_loader fuzz_package_reader
 	@scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_onnx_loader 60
+	@scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_package_reader 60 package
 
 # Side-by-side latency against ONNX Runtime (needs python3-torchvision for the models; npm for ORT).
 bench: build

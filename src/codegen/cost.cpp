@@ -30,11 +30,7 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     LayerEstimate l;
     l.ith = ith++;
     l.name = n.name;
-    if (auto f = n.attrs.find("fused"); f != n.attrs.end() && f->second.get<std::vector<std::string>>()) {
-      for (auto& s : *f->second.get<std::vector<std::string>>()) l.opexp += (l.opexp.empty() ? "" : "+") + s;
-    } else {
-      l.opexp = n.op;
-    }
+    l.opexp = ir::opexp(n);
     target::Facts f;
     try {
       f = target::nodeFacts(g, n);

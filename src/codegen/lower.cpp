@@ -213,12 +213,6 @@ class Lowerer {
     return v.isConstant() ? &*v.constant : nullptr;
   }
 
-  static std::string opexpOf(const ir::Node& n) {
-    std::string s;
-    if (auto f = n.attrs.find("fused"); f != n.attrs.end() && f->second.get<std::vector<std::string>>())
-      for (auto& x : *f->second.get<std::vector<std::string>>()) s += (s.empty() ? "" : "+") + x;
-    return s.empty() ? n.op : s;
-  }
 
   /// Pooling runs where the target's table puts the op (an engine of kind "mac" or "vector"); everything else
   /// on its kind's engine.
@@ -242,8 +236,8 @@ class Lowerer {
     d.out = out;
     d.params = std::move(params);
     d.name = n.name;
-    d.opexp = opexpOf(n);
-    d.onnx_nodes = {n.name};
+    d.opexp = ir::opexp(n);
+    d.onnx_nodes = ir::sourceNodes(n);
     descs_.push_back(std::move(d));
     return descs_.back();
   }

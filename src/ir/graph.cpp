@@ -335,4 +335,22 @@ std::string dump(const Graph& g) {
   return os.str();
 }
 
+std::string opexp(const Node& n) {
+  std::vector<std::string> ops;
+  if (auto f = n.attrs.find("fused"); f != n.attrs.end() && f->second.get<std::vector<std::string>>())
+    ops = *f->second.get<std::vector<std::string>>();
+  if (ops.empty()) ops.push_back(n.op);
+  ops.insert(ops.begin() + 1, n.merged_ops.begin(), n.merged_ops.end());
+  std::string s;
+  for (auto& o : ops) s += (s.empty() ? "" : "+") + o;
+  return s;
+}
+
+std::vector<std::string> sourceNodes(const Node& n) {
+  std::vector<std::string> r = {n.name};
+  for (auto& m : n.merged_nodes)
+    if (std::find(r.begin(), r.end(), m) == r.end()) r.push_back(m);
+  return r;
+}
+
 }  // namespace npuc::ir

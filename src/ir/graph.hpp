@@ -73,6 +73,9 @@ struct Node {
   std::vector<ValueId> inputs;  // kNoValue for an omitted optional input
   std::vector<ValueId> outputs;
   std::map<std::string, Attr> attrs;
+  /// Provenance, kept by the optimizer and never exported to ONNX: the ops and the names of the source nodes that
+  /// were folded into this one (a BatchNormalization into a Conv, an activation, a pattern's nodes), in order.
+  std::vector<std::string> merged_ops, merged_nodes;
 
   bool hasAttr(const std::string& n) const { return attrs.count(n) != 0; }
   int64_t attrInt(const std::string& n, int64_t def) const;
@@ -150,6 +153,12 @@ class Graph {
   std::vector<ValueId> inputs_, outputs_;
   std::map<std::string, ValueId> value_names_;
 };
+
+/// The ONNX ops a node computes, for reports: "Conv+BatchNormalization+Relu" (its "fused" attribute or its op,
+/// with the folded ops of merged_ops after the first).
+std::string opexp(const Node& n);
+/// The source nodes a node stands for: its own name, then merged_nodes.
+std::vector<std::string> sourceNodes(const Node& n);
 
 /// Checks every invariant and throws naming the node and the rule broken. `code` is kInvalidInput when
 /// checking an imported model, kInternal when checking after a pass (a broken invariant is then a bug).

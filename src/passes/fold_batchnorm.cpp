@@ -96,6 +96,10 @@ bool foldAffineChain(ir::Graph& g, ir::NodeId conv_id) {
   setWeightsAndBias(g, conv_id, nw, nb, "affine");
   ir::Rewriter rw(g);
   ir::ValueId y = g.node(conv_id).outputs[0];
+  for (ir::NodeId id : chain) {
+    g.node(conv_id).merged_ops.push_back(g.node(id).op);
+    g.node(conv_id).merged_nodes.push_back(g.node(id).name);
+  }
   for (ir::NodeId id : chain) rw.eraseNode(id);
   rw.replaceAllUses(cur, y);
   return true;
@@ -154,6 +158,8 @@ bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
     const ir::Node& conv = g.node(pid);
     if (conv.op == "Gemm" && conv.domain.empty() && uses[x].size() == 1) {
       if (foldIntoGemm(g, pid, bn)) {
+        g.node(pid).merged_ops.push_back(bn.op);
+        g.node(pid).merged_nodes.push_back(bn.name);
         ir::ValueId y = bn.outputs[0];
         rw.eraseNode(id);
         rw.replaceAllUses(y, x);
@@ -179,6 +185,8 @@ bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
     }
     ir::ValueId y = bn.outputs[0];
     setWeightsAndBias(g, pid, nw, nb, "bn");
+    g.node(pid).merged_ops.push_back(bn.op);
+    g.node(pid).merged_nodes.push_back(bn.name);
     rw.eraseNode(id);
     rw.replaceAllUses(y, x);
   }

@@ -56,6 +56,8 @@ bool FuseActivationsPass::run(ir::Graph& g, PassContext&) {
     } else {
       fused.push_back(an.op);
     }
+    n.merged_nodes.push_back(an.name);
+    n.merged_nodes.insert(n.merged_nodes.end(), an.merged_nodes.begin(), an.merged_nodes.end());
     ir::ValueId out = an.outputs[0];
     g.removeNode(aid);
     // The node now produces the activation's output value (its own is dropped).

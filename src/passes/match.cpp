@@ -46,13 +46,19 @@ std::optional<std::pair<float, float>> clipBounds(const ir::Graph& g, const ir::
 
 ir::Node& replaceWith(ir::Graph& g, const std::vector<ir::NodeId>& dead, const std::string& op, const std::string& domain,
                       const std::string& name, std::vector<ir::ValueId> inputs, ir::ValueId out) {
+  std::vector<std::string> sources;  // provenance: the replaced nodes (and what was merged into them)
+  for (ir::NodeId id : dead)
+    for (auto& s : ir::sourceNodes(g.node(id)))
+      if (s != name) sources.push_back(s);
   for (ir::NodeId id : dead) {
     std::vector<ir::ValueId> outs = g.node(id).outputs;
     g.removeNode(id);
     for (ir::ValueId o : outs)
       if (o != ir::kNoValue && o != out) g.removeValue(o);
   }
-  return g.addNode(op, name, std::move(inputs), {out}, domain);
+  ir::Node& n = g.addNode(op, name, std::move(inputs), {out}, domain);
+  n.merged_nodes = std::move(sources);
+  return n;
 }
 
 }  // namespace npuc::passes

@@ -235,7 +235,9 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
   EXPECT_THROW(Runtime(r.dir, {0, false}), Error);
   EXPECT_EQ(rt.layers().size(), 7u);
   EXPECT_EQ(rt.layers()[0].kind, "conv");
-  EXPECT_EQ(rt.layers()[0].opexp, "Conv+Relu");
+  // Provenance survives the optimizer: the folded BatchNormalization and the fused Relu are named.
+  EXPECT_EQ(rt.layers()[0].opexp, "Conv+BatchNormalization+Relu");
+  EXPECT_EQ(rt.layers()[0].onnx_nodes.size(), 3u);
 }
 
 TEST(Translate, ModelsWithoutAPackageFormFailCleanly) {

@@ -1,0 +1,117 @@
+// libFuzzer target: damaged object packages through the package reader, and — when the reader accepts one — the
+// simulator. Every outcome must be a loaded package (that runs) or an npuc::Error: never a crash, leak or UB.
+//
+// Input: byte 0 picks a file of a template package (the digits model translated for drpai: both engines,
+// fp16), bit 0 of byte 1 says whether to re-hash the manifest after the replacement (so that the damage reaches
+// the decoders and the validator instead of stopping at the SHA-256 check), the rest replaces the file's bytes.
+// With NPUC_FUZZ_SEED_DIR set, the initializer writes one seed per template file there (scripts/fuzz_smoke.sh).
+#include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
+#include "package/package.hpp"
+#include "support/sha256.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using Files = std::map<std::string, std::vector<uint8_t>>;
+
+namespace {
+
+Files g_template;
+std::vector<std::string> g_names;
+fs::path g_dir;
+
+void rehash(Files& f) {
+  auto j = nlohmann::ordered_json::parse(f.at("manifest.json"), nullptr, false);
+  if (j.is_discarded() || !j.contains("files") || !j["files"].is_array()) return;
+  npuc::Sha256 all;
+  for (auto& e : j["files"]) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) return;
+    auto it = f.find(e["name"].get<std::string>());
+    if (it == f.end()) return;
+    std::string h = npuc::sha256Hex(it->second.data(), it->second.size());
+    e["size"] = it->second.size();
+    e["sha256"] = h;
+    std::string name = it->first;
+    all.update(name.data(), name.size());
+    all.update("\0", 1);
+    all.update(h.data(), h.size());
+    all.update("\n", 1);
+  }
+  j["content_hash"] = "sha256:" + all.hexDigest();
+  std::string s = j.dump(1);
+  f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  fs::path root = fs::temp_directory_path() / ("npuc-fuzz-package-" + std::to_string(::getpid()));
+  npuc::TranslateOptions o;
+  o.prefix = "t";
+  o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
+  o.target = "drpai";
+  o.out_root = root;
+  npuc::TranslateResult r = npuc::translate(o);
+  for (auto& e : fs::directory_iterator(r.dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    g_template[e.path().filename().string()] = std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  }
+  for (auto& [name, bytes] : g_template) g_names.push_back(name);
+  g_dir = root / "case";
+  if (const char* seeds = std::getenv("NPUC_FUZZ_SEED_DIR")) {
+    for (size_t i = 0; i < g_names.size(); ++i) {
+      std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(i)), std::ios::binary);
+      char head[2] = {static_cast<char>(i), 1};
+      out.write(head, 2);
+      const auto& b = g_template[g_names[i]];
+      out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    }
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2 || g_names.empty()) return 0;
+  Files f = g_template;
+  const std::string& name = g_names[data[0] % g_names.size()];
+  f[name] = std::vector<uint8_t>(data + 2, data + size);
+  if ((data[1] & 1) && name != "manifest.json") rehash(f);
+  try {
+    npuc::package::readPackage(
+        [&](const std::string& n) -> std::optional<std::vector<uint8_t>> {
+          auto it = f.find(n);
+          if (it == f.end()) return std::nullopt;
+          return it->second;
+        },
+        "fuzz");
+  } catch (const npuc::Error&) {
+    return 0;
+  }
+  // Accepted: it must also load and run on the simulator.
+  fs::remove_all(g_dir);
+  fs::create_directories(g_dir);
+  for (auto& [n, b] : f) {
+    std::ofstream out(g_dir / n, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+  try {
+    npuc::Runtime rt(g_dir, {1, false});
+    rt.run();
+    npuc::Runtime exact(g_dir, {1, true});
+    exact.run();
+  } catch (const npuc::Error&) {
+  }
+  return 0;
+}
