@@ -4,6 +4,7 @@
 #include "kernels/gemm.hpp"
 #include "support/thread_pool.hpp"
 
+#include <cpuid.h>
 #include <cstring>
 
 namespace npuc::kernels {
@@ -18,7 +19,9 @@ namespace {
 bool useF16c() {
   static const bool cpu = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);  // (clang's __builtin_cpu_supports lacks "f16c")
+    return f16c && __builtin_cpu_supports("avx2");
   }();
   return cpu && std::strcmp(sgemmVariant(), "portable") != 0;
 }
