@@ -43,6 +43,12 @@ struct ConvShape {
 void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act,
               float* y);
 
+/// conv_ref's bits, one output row at a time (1-D and 2-D): the simulator's --exact mode. conv_rows_ref is plain
+/// baseline code; conv_exact picks the same source compiled with hardware FMA when the CPU has it.
+void conv_rows_ref(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act,
+                   float* y);
+void conv_exact(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y);
+
 /// A convolution prepared once (weights packed for the fastest variant of this CPU), run many times.
 class Conv {
  public:

@@ -286,7 +286,7 @@ struct Runtime::Impl {
         const float* x = inF(s, 0);
         float* y = outF(s);
         if (s.conv) s.conv->run(x, y, pool);
-        else kernels::conv_ref(s.cs, x, s.w, s.bias, s.act, y);
+        else kernels::conv_exact(s.cs, x, s.w, s.bias, s.act, y);
         break;
       }
       case LayerKind::kConvTranspose: {

@@ -175,6 +175,14 @@ void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& 
   desc += " k=" + std::to_string(s.kernel.back()) + " s=" + std::to_string(s.stride.back()) +
           " d=" + std::to_string(s.dilation.back()) + " p=" + std::to_string(s.pad_begin.back()) +
           " out=" + std::to_string(s.out_spatial.back()) + " variant=" + conv.variant();
+  // The exact-mode row-order variants: same bits as the reference.
+  for (auto* fn : {&conv_rows_ref, &conv_exact}) {
+    std::vector<float> y(ref.size(), 7.0f);
+    if (s.in_spatial.size() > 2 && fn == &conv_rows_ref) break;
+    fn(s, x.data(), w.data(), b, act, y.data());
+    const int64_t bad = firstBitMismatch(ref, y);
+    ASSERT_EQ(bad, -1) << (fn == &conv_exact ? "conv_exact " : "conv_rows_ref ") << " at " << bad;
+  }
   forceKernelIsa("avx2");
   if (expect_variant != nullptr && std::string(sgemmVariant()) == "avx2_fma") {
     EXPECT_STREQ(conv.variant(), expect_variant) << desc;

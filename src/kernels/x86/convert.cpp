@@ -1,6 +1,8 @@
-// Dispatch of the buffer conversions: F16C when the CPU has it (and the ISA cap allows AVX2), else the reference.
+// Dispatch of the buffer conversions (F16C when the CPU has it and the ISA cap allows AVX2, else the reference) and
+// of the exact-mode convolution (the reference's loops compiled with hardware FMA when the CPU has it).
 #include "kernels/convert.hpp"
 
+#include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "support/thread_pool.hpp"
 
@@ -8,6 +10,18 @@
 #include <cstring>
 
 namespace npuc::kernels {
+
+void conv_rows_fma(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y);
+
+void conv_exact(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y) {
+  static const bool fma = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  }();
+  if (s.in_spatial.size() > 2) conv_ref(s, x, w, bias, act, y);
+  else if (fma) conv_rows_fma(s, x, w, bias, act, y);
+  else conv_rows_ref(s, x, w, bias, act, y);
+}
 
 namespace detail {
 void f16ToF32__f16c(const uint16_t* x, float* y, int64_t n);
