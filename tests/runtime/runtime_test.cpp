@@ -3,6 +3,7 @@
 // same translation gives the same bytes; runtimes on different threads are independent.
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
+#include "plan/addrmap.hpp"
 
 #include <gtest/gtest.h>
 
@@ -251,6 +252,89 @@ TEST(Translate, ModelsWithoutAPackageFormFailCleanly) {
     EXPECT_NE(std::string(e.what()).find("Resize"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(root / "up"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Package, UserAddressMapIsUsedAndItsFilesParseBack) {
+  // The manual's §6.5 example 2: descriptors, weights and data in three Sub-Spaces.
+  fs::path root = scratchDir("addr_map");
+  fs::path def = root / "addrmap_in_digits.yaml";
+  std::ofstream(def) << R"(
+- name: "desc"
+  addr: 0x10_000_000
+  lst_elemsp:
+    - { name: "drp_config" }
+    - { name: "drp_param" }
+    - { name: "desc_aimac" }
+    - { name: "desc_drp" }
+- name: "param"
+  addr: 0x30_000_000
+  lst_elemsp:
+    - { name: "weight" }
+- name: "data"
+  addr: 0x70_000_000
+  lst_elemsp:
+    - { name: "data_in" }
+    - { name: "data" }
+    - { name: "data_out" }
+    - { name: "work" }
+)";
+  TranslateOptions o;
+  o.prefix = "digits";
+  o.onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  o.target = "drpai";
+  o.out_root = root;
+  o.addr_map = def;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  EXPECT_EQ(rt.inputs()[0].address, 0x7000'0000u);
+  // PREFIX_addrmap_intm.yaml is itself a valid definition that reproduces the same layout.
+  auto rules = plan::AddrMapRules::drpai();
+  plan::AddrMapDef back = plan::loadAddrMapDef(r.dir / "digits_addrmap_intm.yaml", rules);
+  plan::AddressMap again = plan::layoutAddrMap(back, {}, rules, "x");
+  std::string txt = fileBytes(r.dir / "digits_addrmap_intm.txt");
+  EXPECT_EQ(plan::addrMapTxt(again), txt);
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (auto& s : again.subspaces)
+    for (auto& e : s.elements) {
+      EXPECT_EQ(e.addr % 64, 0u) << e.name;
+      spans.push_back({e.addr, e.addr + e.size});
+    }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].second, spans[i].first);
+  EXPECT_NE(txt.find("weight 30000000"), std::string::npos) << txt;
+  EXPECT_NE(fileBytes(r.dir / "digits_data_in_list.txt").find("Address: 0x70000000"), std::string::npos);
+  // Same outputs as with the default map.
+  auto d = translateTo(kSrc + "/models/digits/digits_cnn.onnx", "drpai", scratchDir("addr_default"), "digits");
+  std::vector<Tensor> in = {randomInput({1, 1, 8, 8}, 9)};
+  EXPECT_TRUE(rt.run(in)[0].sameBits(Runtime(d.dir).run(in)[0]));
+}
+
+TEST(Package, AddressOverflowIsTheManualsError) {
+  fs::path root = scratchDir("overflow");
+  fs::path def = root / "addrmap_in.yaml";
+  std::ofstream(def) << "- name: \"all\"\n  addr: 0xFFFF_F000\n  lst_elemsp:\n"
+                        "    - { name: \"data_in\" }\n    - { name: \"data\" }\n    - { name: \"data_out\" }\n"
+                        "    - { name: \"work\" }\n    - { name: \"weight\" }\n    - { name: \"drp_config\" }\n"
+                        "    - { name: \"drp_param\" }\n    - { name: \"desc_aimac\" }\n    - { name: \"desc_drp\" }\n";
+  TranslateOptions o;
+  o.prefix = "digits";
+  o.onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  o.target = "drpai";
+  o.out_root = root;
+  o.addr_map = def;
+  try {
+    translate(o);
+    FAIL() << "expected the overflow error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Address area overflow"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("digits_addrmap_intm.yaml"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(root / "digits"));
 }
 
 }  // namespace
