@@ -42,6 +42,17 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
       f[k] = Value(std::move(vals));
     }
   }
+  // ONNX defaults of the string attributes rules test, so a rule sees what the op does, not what the file spelt.
+  auto deflt = [&](const char* k, Value v) {
+    if (!f.count(k)) f[k] = std::move(v);
+  };
+  if (n.op == "Resize" || n.op == "Upsample") {
+    deflt("mode", Value(std::string("nearest")));
+    deflt("coordinate_transformation_mode", Value(std::string(n.op == "Upsample" ? "asymmetric" : "half_pixel")));
+    deflt("nearest_mode", Value(std::string(n.op == "Upsample" ? "floor" : "round_prefer_floor")));
+    deflt("exclude_outside", Value(int64_t{0}));
+  }
+  if (n.op == "Pad") deflt("mode", Value(std::string("constant")));
   const ir::Type* in = n.hasInput(0) ? &g.value(n.inputs[0]).type : nullptr;
   const ir::Type* out = !n.outputs.empty() && n.outputs[0] != ir::kNoValue ? &g.value(n.outputs[0]).type : nullptr;
   if (in && in->isStatic()) {

@@ -256,6 +256,61 @@ TEST(DrpaiRules, BatchAndUnsupportedOp) {
   EXPECT_TRUE(check(g, "generic").empty());
 }
 
+namespace {
+
+ir::Graph resizeGraph(const std::map<std::string, std::string>& attrs, std::vector<float> scales = {1, 1, 2, 2},
+                      Shape x_shape = {1, 16, 8, 8}) {
+  ir::Graph g;
+  g.opset = 13;
+  ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, x_shape)).id;
+  g.inputs().push_back(x);
+  ir::ValueId sc = g.addConstant("scales", Tensor::fromVector<float>({4}, scales)).id;
+  ir::ValueId y = g.addValue("y").id;
+  ir::Node& n = g.addNode("Resize", "the_Resize", {x, ir::kNoValue, sc}, {y});
+  for (auto& [k, v] : attrs) n.attrs[k] = ir::Attr(v);
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  return g;
+}
+
+}  // namespace
+
+TEST(DrpaiRules, ResizeFamily) {
+  EXPECT_TRUE(check(resizeGraph({{"mode", "nearest"}, {"nearest_mode", "floor"}}), "drpai").empty());
+  EXPECT_TRUE(check(resizeGraph({{"mode", "linear"}, {"coordinate_transformation_mode", "align_corners"}}), "drpai").empty());
+  expectOneRow(check(resizeGraph({{"mode", "cubic"}}), "drpai"), "drpai.resize.mode",
+               "Resize supports mode nearest or linear (D:L635)", "mode cubic");
+  // ONNX's default nearest_mode (round_prefer_floor) is not what DRP-AI computes.
+  expectOneRow(check(resizeGraph({}), "drpai"), "drpai.resize.nearest_mode", "Resize in nearest mode needs nearest_mode floor (D:L637)",
+               "nearest_mode round_prefer_floor");
+  expectOneRow(check(resizeGraph({{"mode", "linear"}, {"coordinate_transformation_mode", "tf_crop_and_resize"}}), "drpai"),
+               "drpai.resize.ctm",
+               "Resize coordinate_transformation_mode must be half_pixel, pytorch_half_pixel, align_corners or asymmetric (D:L628-631)",
+               "coordinate_transformation_mode tf_crop_and_resize");
+  expectOneRow(check(resizeGraph({{"mode", "linear"}}, {1, 2, 2, 2}), "drpai"), "drpai.resize.channels",
+               "Resize scales only H and W: scales [1, 1, y, x] / sizes [1, ich, H, W] (D:L624-626)", "rank 4, channels 16 -> 32");
+  expectOneRow(check(resizeGraph({{"mode", "linear"}}, {1, 1, 2, 2}, {1, 4, 8, 2100}), "drpai"), "drpai.resize.size",
+               "Resize needs input and output width and height ≤ 4096 (D:L621-622)", "2100x8 -> 4200x16");
+}
+
+TEST(DrpaiRules, PadThatCannotFold) {
+  // A reflect Pad cannot become a convolution's padding: the report names the fusion rule.
+  ir::Graph g;
+  g.opset = 13;
+  ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 16, 8, 8})).id;
+  g.inputs().push_back(x);
+  ir::ValueId pads = g.addConstant("pads", Tensor::fromVector<int64_t>({8}, {0, 0, 1, 1, 0, 0, 1, 1})).id;
+  ir::ValueId y = g.addValue("y").id;
+  g.addNode("Pad", "the_Pad", {x, pads}, {y}).attrs["mode"] = ir::Attr(std::string("reflect"));
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  expectOneRow(check(g, "drpai"), "drpai.pad.fuse",
+               "Pad is supported only where it fuses into the following Conv, MaxPool or AveragePool (constant mode, H/W "
+               "pads, the result within that op's pad rules) (D:L580-589)",
+               "a reflect Pad the optimizer could not fold into its consumer");
+  EXPECT_TRUE(check(g, "generic").empty());
+}
+
 TEST(TidlRules, ConvFamily) {
   ConvSpec s;
   s.x = {1, 16, 32, 32};
