@@ -10,6 +10,7 @@
 //   Focus      Concat on channels of the four stride-2 sub-images -> ai.npuc.Focus (SpaceToDepth in its order)
 //   (and Pads that pad nothing are removed)
 // Each rewrite only fires when the intermediate values have no other use.
+#include "engine/engine.hpp"
 #include "ir/rewriter.hpp"
 #include "passes/match.hpp"
 #include "passes/passes.hpp"
@@ -162,6 +163,58 @@ std::optional<std::pair<Match, int64_t>> spaceToDepth(const ir::Graph& g, const 
   return std::make_pair(Match{r1->inputs[0], {r1->id, tr->id, r2.id}}, b);
 }
 
+// Any chain of Reshape/Transpose from an NCHW tensor to [N, C*b*b, H/b, W/b] that moves elements exactly as
+// SpaceToDepth(b) does — Darknet's reorg (Reshape-Transpose x3-Reshape), other exporters' variants. Decided by
+// running the chain on an index tensor (every element's position) with the reference engine and comparing
+// with SpaceToDepth's index map, so any equivalent spelling is found and nothing else is.
+std::optional<std::pair<Match, int64_t>> permutationSpaceToDepth(const ir::Graph& g, const Uses& u, const ir::Node& last) {
+  if (last.op != "Reshape" || !last.domain.empty()) return std::nullopt;
+  std::vector<const ir::Node*> chain = {&last};
+  bool transpose = false;
+  for (const ir::Node* cur = &last; chain.size() < 10;) {
+    const ir::Node* p = producer(g, cur->inputs[0]);
+    if (!p || !p->domain.empty() || (p->op != "Reshape" && p->op != "Transpose") || !singleUse(g, u, p->outputs[0])) break;
+    transpose |= p->op == "Transpose";
+    chain.push_back(p);
+    cur = p;
+  }
+  if (chain.size() < 3 || !transpose) return std::nullopt;
+  std::reverse(chain.begin(), chain.end());
+  ir::ValueId root = chain.front()->inputs[0];
+  const Shape* x = staticShape(g, root);
+  const Shape* y = staticShape(g, last.outputs[0]);
+  if (!x || !y || x->size() != 4 || y->size() != 4 || (*x)[1] == 0 || shapeNumel(*x) > (int64_t{1} << 24)) return std::nullopt;
+  const Shape& X = *x;
+  int64_t b = (*y)[2] ? X[2] / (*y)[2] : 0;
+  if (b < 2 || X[2] % b || X[3] % b || *y != Shape{X[0], X[1] * b * b, X[2] / b, X[3] / b}) return std::nullopt;
+  for (const ir::Node* n : chain)
+    if (n->op == "Reshape" && (!n->hasInput(1) || !g.value(n->inputs[1]).isConstant())) return std::nullopt;
+  Tensor t(DType::kF32, X);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
+  try {
+    for (const ir::Node* n : chain) {
+      std::vector<Tensor> ins = {t};
+      if (n->op == "Reshape") ins.push_back(*g.value(n->inputs[1]).constant);
+      t = engine::evalNode(g, *n, ins)[0];
+    }
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (t.shape() != *y) return std::nullopt;
+  const float* got = t.data<float>();
+  const int64_t C = X[1], H = X[2], W = X[3], oh = H / b, ow = W / b;
+  for (int64_t n = 0, o = 0; n < X[0]; ++n)
+    for (int64_t oc = 0; oc < C * b * b; ++oc)
+      for (int64_t h = 0; h < oh; ++h)
+        for (int64_t w = 0; w < ow; ++w, ++o) {
+          int64_t blk = oc / C, c = oc % C, by = blk / b, bx = blk % b;
+          if (got[o] != static_cast<float>(((n * C + c) * H + h * b + by) * W + w * b + bx)) return std::nullopt;
+        }
+  std::vector<ir::NodeId> ids;
+  for (const ir::Node* n : chain) ids.push_back(n->id);
+  return std::make_pair(Match{root, ids}, b);
+}
+
 // Reshape [N,C,H,W] -> [N,C,H,1,W,1], Expand -> [N,C,H,s,W,s], Reshape -> [N,C,H*s,W*s]: nearest upsample by s.
 std::optional<std::pair<Match, int64_t>> upsampleExpand(const ir::Graph& g, const Uses& u, const ir::Node& r2) {
   if (r2.op != "Reshape") return std::nullopt;
@@ -276,6 +329,15 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
       ir::ValueId out = n.outputs[0];
       std::string name = n.name;
       replaceWith(g, m2->first.nodes, "SpaceToDepth", "", name, {m2->first.x}, out).attrs["blocksize"] = ir::Attr(m2->second);
+      changed = true;
+      uses = g.uses();
+      continue;
+    }
+    if (auto m2 = permutationSpaceToDepth(g, uses, n)) {
+      ir::ValueId out = n.outputs[0];
+      std::string name = n.name;
+      replaceWith(g, m2->first.nodes, "SpaceToDepth", "", name, {m2->first.x}, out).attrs["blocksize"] = ir::Attr(m2->second);
+      log::info("passes", "detect-patterns: SpaceToDepth (reorg, {} Reshape/Transpose nodes) at '{}'", m2->first.nodes.size(), name);
       changed = true;
       uses = g.uses();
       continue;

@@ -104,9 +104,27 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gap_reducemean", "", "GlobalAveragePool", nullptr},
                       Case{"gap_avgpool", "", "GlobalAveragePool", nullptr},
                       Case{"flatten_view", "", "Flatten", nullptr},
-                      Case{"space_to_depth", "", "SpaceToDepth", nullptr}, Case{"bn_equivalent_chain", "", nullptr, "Relu"},
+                      Case{"space_to_depth", "", "SpaceToDepth", nullptr},
+                      Case{"darknet_reorg", "", "SpaceToDepth", nullptr}, Case{"bn_equivalent_chain", "", nullptr, "Relu"},
                       Case{"upsample_expand", "", "Resize", nullptr}, Case{"focus", "ai.npuc", "Focus", nullptr}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
+
+TEST(Patterns, DarknetReorgBecomesOneSpaceToDepth) {
+  // Four Reshapes and three Transposes (pytorch-yolo2's ReorgLayer) move elements exactly as SpaceToDepth(2).
+  auto original = load("darknet_reorg");
+  int transposes = 0;
+  for (ir::NodeId id : original->order()) transposes += original->node(id).op == "Transpose";
+  EXPECT_EQ(transposes, 3);
+  auto g = original->clone();
+  run(*g, passes::translatePipeline());
+  EXPECT_EQ(findOp(*g, "", "Transpose"), nullptr) << ir::dump(*g);
+  EXPECT_EQ(findOp(*g, "", "Reshape"), nullptr) << ir::dump(*g);
+  const ir::Node* s2d = findOp(*g, "", "SpaceToDepth");
+  ASSERT_NE(s2d, nullptr) << ir::dump(*g);
+  EXPECT_EQ(s2d->attrInt("blocksize", 0), 2);
+  EXPECT_GE(ir::sourceNodes(*s2d).size(), 7u);  // provenance: every replaced node
+  expectSameOutputs(*original, *g);
+}
 
 TEST(Patterns, BatchNormFoldsIntoGemm) {
   auto original = load("gemm_bn");

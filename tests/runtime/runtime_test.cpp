@@ -91,6 +91,7 @@ const std::vector<Case> kCases = {
     {"tests/data/patterns/bn_equivalent_chain.onnx", true},
     {"tests/data/patterns/space_to_depth.onnx", true},
     {"tests/data/patterns/focus.onnx", true},
+    {"tests/data/patterns/darknet_reorg.onnx", true},
 };
 
 class PackageRun : public ::testing::TestWithParam<Case> {};

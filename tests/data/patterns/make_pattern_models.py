@@ -79,6 +79,16 @@ def s2d(x, b=2):
     return x.reshape(n, c * b * b, h // b, w // b)
 
 
+def reorg(x, s=2):
+    # Darknet's reorg layer as PyTorch YOLOv2 ports write it (e.g. pytorch-yolo2's ReorgLayer): the same element
+    # moves as SpaceToDepth, spelled with four Reshapes and three Transposes.
+    b, c, h, w = x.shape
+    x = x.view(b, c, h // s, s, w // s, s).transpose(3, 4).contiguous()
+    x = x.view(b, c, h // s * w // s, s * s).transpose(2, 3).contiguous()
+    x = x.view(b, c, s * s, h // s, w // s).transpose(1, 2).contiguous()
+    return x.view(b, s * s * c, h // s, w // s)
+
+
 def upsample(x, s=2):
     n, c, h, w = x.shape
     return x.reshape(n, c, h, 1, w, 1).expand(n, c, h, s, w, s).reshape(n, c, h * s, w * s)
@@ -122,4 +132,11 @@ lin[2].bias.data.uniform_(-0.5, 0.5)
 path = os.path.join(here, "gemm_bn.onnx")
 torch.onnx.export(lin, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13,
                   training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+print(path, os.path.getsize(path))
+
+# Added later, last so that the models above keep their seeded weights.
+torch.manual_seed(7)
+model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), Lambda(reorg)).eval()
+path = os.path.join(here, "darknet_reorg.onnx")
+torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
 print(path, os.path.getsize(path))
