@@ -18,6 +18,7 @@ declare -A allow=(
   [codegen]="codegen plan package target ops ir support npuc"
   [package]="package support npuc"
   [runtime]="runtime package kernels support npuc"
+  [capi]="capi runtime package kernels support npuc"
   [tools]="npuc"
 )
 bad=0

@@ -1,0 +1,197 @@
+/* npuc C API: load an npuc object package (the folder `npuc translate` writes) and run it on the simulated device.
+ *
+ * This header is plain C99 and usable from C++. It wraps npuc::Runtime (include/npuc/runtime.hpp); results are
+ * bit-identical to it. Link with the installed CMake package:
+ *
+ *     find_package(npuc REQUIRED)
+ *     target_link_libraries(app PRIVATE npuc::runtime)
+ *
+ * Conventions
+ * - Handles are opaque (npuc_runtime). Every function that can fail returns an npuc_status; on failure it stores
+ *   a message for the calling thread, returned by npuc_last_error(). No function throws, aborts or crashes on a
+ *   NULL pointer, a bad index or an unknown name: those return NPUC_STATUS_INVALID_ARGUMENT.
+ * - Out-parameters are written only on success, except where a function says otherwise.
+ * - Strings returned by the library (tensor and layer names, the content hash, …) stay valid until the runtime
+ *   that owns them is closed; npuc_version(), npuc_status_name() and npuc_dtype_name() return static strings.
+ * - Threads: one npuc_runtime is used by one thread at a time. npuc_runtime_set_input, _run and _get_output
+ *   called while another call of these three is inside the same runtime (another thread, or a layer callback
+ *   calling back into its runtime) fail with NPUC_STATUS_INVALID_ARGUMENT instead of racing. Different runtimes
+ *   are independent and may run concurrently, each with its own worker threads. The last error is per thread.
+ *
+ *     npuc_runtime* rt = NULL;
+ *     if (npuc_runtime_open("output/digits", 1, 0, &rt) != NPUC_STATUS_OK) {
+ *       fprintf(stderr, "%s\n", npuc_last_error());
+ *       return 1;
+ *     }
+ *     npuc_runtime_set_input(rt, "input", NPUC_DTYPE_FLOAT32, pixels, sizeof pixels);
+ *     npuc_runtime_run(rt, NULL, NULL);
+ *     npuc_runtime_get_output(rt, "logits", 1, logits, sizeof logits, NULL);
+ *     npuc_runtime_close(rt);
+ */
+#ifndef NPUC_NPUC_H_
+#define NPUC_NPUC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define NPUC_API
+#else
+#define NPUC_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of this C API. Additions keep the number; a change that breaks existing callers increments it. */
+#define NPUC_C_API_VERSION 1
+
+/** Most dimensions a tensor can have in npuc_tensor_info / npuc_layer_info (packages use at most 6). */
+#define NPUC_MAX_RANK 8
+
+/** Result of every fallible call. The non-OK codes are those of npuc::ErrorCode, plus out-of-memory. */
+typedef enum npuc_status {
+  NPUC_STATUS_OK = 0,
+  NPUC_STATUS_INVALID_ARGUMENT = 1, /* a bad API argument: NULL pointer, bad index, unknown name, wrong size */
+  NPUC_STATUS_INVALID_INPUT = 2,    /* malformed or inconsistent input: a damaged package, a device fault */
+  NPUC_STATUS_UNSUPPORTED = 3,      /* well-formed input that npuc does not support */
+  NPUC_STATUS_IO = 4,               /* file system failure: missing package folder or file, unreadable file */
+  NPUC_STATUS_INTERNAL = 5,         /* a bug in npuc (or an unexpected exception) */
+  NPUC_STATUS_OUT_OF_MEMORY = 6     /* an allocation failed */
+} npuc_status;
+
+/** Element types; the values equal npuc::DType's. */
+typedef enum npuc_dtype {
+  NPUC_DTYPE_UNDEFINED = 0,
+  NPUC_DTYPE_FLOAT32 = 1,
+  NPUC_DTYPE_FLOAT16 = 2, /* IEEE binary16, stored as uint16_t bits */
+  NPUC_DTYPE_BFLOAT16 = 3,
+  NPUC_DTYPE_FLOAT64 = 4,
+  NPUC_DTYPE_INT8 = 5,
+  NPUC_DTYPE_UINT8 = 6,
+  NPUC_DTYPE_INT16 = 7,
+  NPUC_DTYPE_UINT16 = 8,
+  NPUC_DTYPE_INT32 = 9,
+  NPUC_DTYPE_UINT32 = 10,
+  NPUC_DTYPE_INT64 = 11,
+  NPUC_DTYPE_UINT64 = 12,
+  NPUC_DTYPE_BOOL = 13
+} npuc_dtype;
+
+/** A loaded package with its simulated device memory. Opaque. */
+typedef struct npuc_runtime npuc_runtime;
+
+/** An input or output of a package. */
+typedef struct npuc_tensor_info {
+  const char* name;             /* the ONNX value name; owned by the runtime */
+  npuc_dtype dtype;             /* element type in device memory (NPUC_DTYPE_FLOAT16 for fp16 packages) */
+  int rank;                     /* number of valid entries in dims */
+  int64_t dims[NPUC_MAX_RANK];  /* static shape; entries from rank on are 0 */
+  size_t elements;              /* product of the dims (1 for a scalar) */
+  size_t bytes;                 /* elements * size of dtype: the bytes of the tensor in device memory */
+} npuc_tensor_info;
+
+/** One layer (descriptor) of a package, as passed to an npuc_layer_callback. Strings are owned by the runtime. */
+typedef struct npuc_layer_info {
+  int seq;                      /* program order, 0-based */
+  const char* engine;           /* "mac" or "vector" */
+  int index;                    /* position in its engine's descriptor stream */
+  const char* kind;             /* layer kind: "conv", "gemm", "binary", … */
+  const char* name;             /* layer name (the optimized graph's node) */
+  const char* opexp;            /* the ONNX ops fused into it, e.g. "Conv+Relu" */
+  npuc_tensor_info output;      /* the value it writes (name = the ONNX value name), in the device type */
+} npuc_layer_info;
+
+/**
+ * Called by npuc_runtime_run() after each layer, in program order. `data` points at the layer's output in device
+ * memory (`bytes` = layer->output.bytes, element type layer->output.dtype) and is valid only during the call;
+ * copy what you need. On its own runtime the callback may call the info functions only (set_input, run and
+ * get_output fail with NPUC_STATUS_INVALID_ARGUMENT there); it must not throw or longjmp.
+ */
+typedef void (*npuc_layer_callback)(const npuc_layer_info* layer, const void* data, size_t bytes, void* user);
+
+/** The library version, "MAJOR.MINOR.PATCH" (the npuc project version). Never fails; static string. */
+NPUC_API const char* npuc_version(void);
+
+/**
+ * The message of the most recent failed call made by the calling thread ("" if none failed yet). Successful calls
+ * leave it unchanged. The pointer stays valid until the thread's next failing npuc call.
+ */
+NPUC_API const char* npuc_last_error(void);
+
+/** A constant name for a status: "ok", "invalid_argument", …, "unknown" for a value outside the enum. */
+NPUC_API const char* npuc_status_name(npuc_status status);
+
+/** A constant name for a dtype ("float32", "float16", …; "undefined" for a value outside the enum). */
+NPUC_API const char* npuc_dtype_name(npuc_dtype dtype);
+
+/** Bytes per element of a dtype (0 for NPUC_DTYPE_UNDEFINED or a value outside the enum). */
+NPUC_API size_t npuc_dtype_size(npuc_dtype dtype);
+
+/**
+ * Loads and validates the package in folder `package_dir` and allocates its device memory.
+ *   threads: worker threads of this runtime (>= 1); exact: nonzero runs the scalar reference kernels (the
+ *   numerics specification, single-threaded) instead of the SIMD ones — both give the same bits.
+ * On success *out receives a new runtime, to be released with npuc_runtime_close(). On failure *out is set to
+ * NULL (when out is not NULL): NPUC_STATUS_IO when the folder or its manifest is missing,
+ * NPUC_STATUS_INVALID_INPUT when a file is malformed or damaged (the message names the file, field and rule),
+ * NPUC_STATUS_INVALID_ARGUMENT for NULL arguments or threads < 1.
+ */
+NPUC_API npuc_status npuc_runtime_open(const char* package_dir, int threads, int exact, npuc_runtime** out);
+
+/** Releases a runtime and everything it owns (names, device memory, threads). NULL is allowed and ignored. */
+NPUC_API void npuc_runtime_close(npuc_runtime* rt);
+
+/** Number of inputs / outputs of the package, in *count. */
+NPUC_API npuc_status npuc_runtime_num_inputs(const npuc_runtime* rt, size_t* count);
+NPUC_API npuc_status npuc_runtime_num_outputs(const npuc_runtime* rt, size_t* count);
+
+/**
+ * Describes input / output number `index` (0 <= index < count) in *info. The name stays valid until the runtime
+ * is closed. An index out of range is NPUC_STATUS_INVALID_ARGUMENT.
+ */
+NPUC_API npuc_status npuc_runtime_input_info(const npuc_runtime* rt, size_t index, npuc_tensor_info* info);
+NPUC_API npuc_status npuc_runtime_output_info(const npuc_runtime* rt, size_t index, npuc_tensor_info* info);
+
+/** Number of layers (descriptors) of the package, and the description of layer `index` (its seq). */
+NPUC_API npuc_status npuc_runtime_num_layers(const npuc_runtime* rt, size_t* count);
+NPUC_API npuc_status npuc_runtime_layer_info(const npuc_runtime* rt, size_t index, npuc_layer_info* info);
+
+/**
+ * Package facts, as strings owned by the runtime: the target ("generic", "drpai", …), the numerics ("fp32" |
+ * "fp16") and the content hash ("sha256:…", the same as `npuc inspect` prints and translate reports).
+ */
+NPUC_API npuc_status npuc_runtime_target(const npuc_runtime* rt, const char** target);
+NPUC_API npuc_status npuc_runtime_numerics(const npuc_runtime* rt, const char** numerics);
+NPUC_API npuc_status npuc_runtime_content_hash(const npuc_runtime* rt, const char** hash);
+
+/**
+ * Copies the input called `name` into device memory. `data` holds the whole tensor, row-major, in element type
+ * `dtype`, which must be the input's device type or NPUC_DTYPE_FLOAT32 (rounded to the device type, to nearest
+ * even); `bytes` must equal elements * npuc_dtype_size(dtype). An unknown name, another dtype or another byte
+ * count is NPUC_STATUS_INVALID_ARGUMENT. Inputs keep their value across runs until set again (initially zero).
+ */
+NPUC_API npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, npuc_dtype dtype, const void* data,
+                                            size_t bytes);
+
+/**
+ * Runs every layer of the package in program order. `callback` (may be NULL) is called after each layer with
+ * `user` passed through. A device fault (an access outside the address map) is NPUC_STATUS_INVALID_INPUT.
+ */
+NPUC_API npuc_status npuc_runtime_run(npuc_runtime* rt, npuc_layer_callback callback, void* user);
+
+/**
+ * Copies the output called `name` into dst: in the device type (as_float32 == 0) or converted to float32
+ * (as_float32 != 0). *written (if written is not NULL) receives the bytes the output needs, also when dst is too
+ * small. Passing dst == NULL with capacity == 0 only queries that size. A capacity smaller than the size is
+ * NPUC_STATUS_INVALID_ARGUMENT and copies nothing. Before the first run, outputs read as zeros.
+ */
+NPUC_API npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, int as_float32, void* dst,
+                                             size_t capacity, size_t* written);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* NPUC_NPUC_H_ */

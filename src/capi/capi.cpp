@@ -1,0 +1,341 @@
+// The C API (include/npuc/npuc.h) over npuc::Runtime. Every entry point runs its body inside guard(), which turns
+// any exception into a status code and the calling thread's last-error text; nothing escapes into C.
+#include "npuc/npuc.h"
+
+#include "npuc/error.hpp"
+#include "npuc/runtime.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#ifndef NPUC_VERSION_STRING
+#error "NPUC_VERSION_STRING must be defined by the build"
+#endif
+
+// The C enum mirrors npuc::DType value for value.
+static_assert(NPUC_DTYPE_UNDEFINED == static_cast<int>(npuc::DType::kUndefined));
+static_assert(NPUC_DTYPE_FLOAT32 == static_cast<int>(npuc::DType::kF32));
+static_assert(NPUC_DTYPE_FLOAT16 == static_cast<int>(npuc::DType::kF16));
+static_assert(NPUC_DTYPE_BFLOAT16 == static_cast<int>(npuc::DType::kBF16));
+static_assert(NPUC_DTYPE_FLOAT64 == static_cast<int>(npuc::DType::kF64));
+static_assert(NPUC_DTYPE_INT8 == static_cast<int>(npuc::DType::kI8));
+static_assert(NPUC_DTYPE_UINT8 == static_cast<int>(npuc::DType::kU8));
+static_assert(NPUC_DTYPE_INT16 == static_cast<int>(npuc::DType::kI16));
+static_assert(NPUC_DTYPE_UINT16 == static_cast<int>(npuc::DType::kU16));
+static_assert(NPUC_DTYPE_INT32 == static_cast<int>(npuc::DType::kI32));
+static_assert(NPUC_DTYPE_UINT32 == static_cast<int>(npuc::DType::kU32));
+static_assert(NPUC_DTYPE_INT64 == static_cast<int>(npuc::DType::kI64));
+static_assert(NPUC_DTYPE_UINT64 == static_cast<int>(npuc::DType::kU64));
+static_assert(NPUC_DTYPE_BOOL == static_cast<int>(npuc::DType::kBool));
+
+struct npuc_runtime {
+  explicit npuc_runtime(npuc::Runtime r) : rt(std::move(r)) {}
+  npuc::Runtime rt;
+  std::vector<npuc_tensor_info> inputs, outputs;
+  std::vector<npuc_layer_info> layers;  // by seq; strings point into rt.layers()
+  mutable std::atomic<bool> busy{false};
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+// A failure detected by the C layer itself (bad argument), thrown inside guard() like any other error.
+[[noreturn]] void invalid(const std::string& msg) { throw npuc::Error(npuc::ErrorCode::kInvalidArgument, msg); }
+
+npuc_status statusOf(npuc::ErrorCode c) {
+  switch (c) {
+    case npuc::ErrorCode::kInvalidArgument: return NPUC_STATUS_INVALID_ARGUMENT;
+    case npuc::ErrorCode::kInvalidInput: return NPUC_STATUS_INVALID_INPUT;
+    case npuc::ErrorCode::kUnsupported: return NPUC_STATUS_UNSUPPORTED;
+    case npuc::ErrorCode::kIo: return NPUC_STATUS_IO;
+    case npuc::ErrorCode::kInternal: return NPUC_STATUS_INTERNAL;
+  }
+  return NPUC_STATUS_INTERNAL;
+}
+
+npuc_status failWith(npuc_status s, const char* fn, const char* msg) noexcept {
+  try {
+    t_last_error = std::string(fn) + ": " + msg;
+  } catch (...) {
+    // No memory even for the message: keep the previous text rather than fail here.
+  }
+  return s;
+}
+
+// Runs body() and maps every exception to a status; `fn` prefixes the message ("npuc_runtime_open: …").
+template <typename Body>
+npuc_status guard(const char* fn, Body&& body) noexcept {
+  try {
+    body();
+    return NPUC_STATUS_OK;
+  } catch (const npuc::Error& e) {
+    return failWith(statusOf(e.code()), fn, e.what());
+  } catch (const std::bad_alloc&) {
+    return failWith(NPUC_STATUS_OUT_OF_MEMORY, fn, "out of memory");
+  } catch (const std::filesystem::filesystem_error& e) {
+    return failWith(NPUC_STATUS_IO, fn, e.what());
+  } catch (const std::exception& e) {
+    return failWith(NPUC_STATUS_INTERNAL, fn, e.what());
+  } catch (...) {
+    return failWith(NPUC_STATUS_INTERNAL, fn, "unknown exception");
+  }
+}
+
+// Marks a runtime in use for the duration of a call; a second thread entering meanwhile gets an error.
+class Busy {
+ public:
+  explicit Busy(const npuc_runtime* rt) : rt_(rt) {
+    if (rt_->busy.exchange(true, std::memory_order_acquire))
+      invalid("the runtime is in use by another call (one npuc_runtime is used by one thread at a time)");
+  }
+  ~Busy() { rt_->busy.store(false, std::memory_order_release); }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+
+ private:
+  const npuc_runtime* rt_;
+};
+
+template <typename T>
+void need(const T* p, const char* what) {
+  if (p == nullptr) invalid(std::string(what) + " is NULL");
+}
+
+npuc_tensor_info infoOf(const npuc::RuntimeTensor& t) {
+  npuc_tensor_info info{};
+  if (t.shape.size() > NPUC_MAX_RANK)
+    throw npuc::Error(npuc::ErrorCode::kUnsupported, "tensor '" + t.name + "' has rank " +
+                                                         std::to_string(t.shape.size()) + ", more than NPUC_MAX_RANK");
+  info.name = t.name.c_str();
+  info.dtype = static_cast<npuc_dtype>(t.dtype);
+  info.rank = static_cast<int>(t.shape.size());
+  for (size_t i = 0; i < t.shape.size(); ++i) info.dims[i] = t.shape[i];
+  info.elements = static_cast<size_t>(npuc::shapeNumel(t.shape));
+  info.bytes = info.elements * npuc::dtypeSize(t.dtype);
+  return info;
+}
+
+const npuc_tensor_info& pick(const std::vector<npuc_tensor_info>& v, size_t index, const char* what) {
+  if (index >= v.size())
+    invalid(std::string(what) + " index " + std::to_string(index) + " is out of range (the package has " +
+            std::to_string(v.size()) + ")");
+  return v[index];
+}
+
+const npuc_tensor_info* findByName(const std::vector<npuc_tensor_info>& v, const char* name) {
+  for (auto& t : v)
+    if (std::strcmp(t.name, name) == 0) return &t;
+  return nullptr;
+}
+
+std::string namesOf(const std::vector<npuc_tensor_info>& v) {
+  std::string s;
+  for (auto& t : v) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
+}
+
+bool validDtype(int d) { return d > NPUC_DTYPE_UNDEFINED && d <= NPUC_DTYPE_BOOL; }
+
+}  // namespace
+
+extern "C" {
+
+const char* npuc_version(void) { return NPUC_VERSION_STRING; }
+
+const char* npuc_last_error(void) { return t_last_error.c_str(); }
+
+const char* npuc_status_name(npuc_status status) {
+  switch (status) {
+    case NPUC_STATUS_OK: return "ok";
+    case NPUC_STATUS_INVALID_ARGUMENT: return "invalid_argument";
+    case NPUC_STATUS_INVALID_INPUT: return "invalid_input";
+    case NPUC_STATUS_UNSUPPORTED: return "unsupported";
+    case NPUC_STATUS_IO: return "io";
+    case NPUC_STATUS_INTERNAL: return "internal";
+    case NPUC_STATUS_OUT_OF_MEMORY: return "out_of_memory";
+  }
+  return "unknown";
+}
+
+const char* npuc_dtype_name(npuc_dtype dtype) {
+  static const char* const kNames[] = {"undefined", "float32", "float16", "bfloat16", "float64", "int8",  "uint8",
+                                       "int16",     "uint16",  "int32",   "uint32",   "int64",   "uint64", "bool"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == NPUC_DTYPE_BOOL + 1);
+  return validDtype(dtype) ? kNames[dtype] : "undefined";
+}
+
+size_t npuc_dtype_size(npuc_dtype dtype) {
+  if (!validDtype(dtype)) return 0;
+  return npuc::dtypeSize(static_cast<npuc::DType>(dtype));
+}
+
+npuc_status npuc_runtime_open(const char* package_dir, int threads, int exact, npuc_runtime** out) {
+  if (out) *out = nullptr;
+  return guard(__func__, [&] {
+    need(out, "out");
+    need(package_dir, "package_dir");
+    npuc::RuntimeOptions o;
+    o.threads = threads;
+    o.exact = exact != 0;
+    npuc::Runtime r(std::filesystem::path(package_dir), o);
+    auto h = std::make_unique<npuc_runtime>(std::move(r));
+    for (auto& t : h->rt.inputs()) h->inputs.push_back(infoOf(t));
+    for (auto& t : h->rt.outputs()) h->outputs.push_back(infoOf(t));
+    for (auto& l : h->rt.layers()) {
+      npuc_layer_info li{};
+      li.seq = l.seq;
+      li.engine = l.engine.c_str();
+      li.index = l.index;
+      li.kind = l.kind.c_str();
+      li.name = l.name.c_str();
+      li.opexp = l.opexp.c_str();
+      li.output = infoOf(l.output);
+      h->layers.push_back(li);
+    }
+    *out = h.release();
+  });
+}
+
+void npuc_runtime_close(npuc_runtime* rt) { delete rt; }
+
+npuc_status npuc_runtime_num_inputs(const npuc_runtime* rt, size_t* count) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(count, "count");
+    *count = rt->inputs.size();
+  });
+}
+
+npuc_status npuc_runtime_num_outputs(const npuc_runtime* rt, size_t* count) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(count, "count");
+    *count = rt->outputs.size();
+  });
+}
+
+npuc_status npuc_runtime_input_info(const npuc_runtime* rt, size_t index, npuc_tensor_info* info) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(info, "info");
+    *info = pick(rt->inputs, index, "input");
+  });
+}
+
+npuc_status npuc_runtime_output_info(const npuc_runtime* rt, size_t index, npuc_tensor_info* info) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(info, "info");
+    *info = pick(rt->outputs, index, "output");
+  });
+}
+
+npuc_status npuc_runtime_num_layers(const npuc_runtime* rt, size_t* count) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(count, "count");
+    *count = rt->layers.size();
+  });
+}
+
+npuc_status npuc_runtime_layer_info(const npuc_runtime* rt, size_t index, npuc_layer_info* info) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(info, "info");
+    if (index >= rt->layers.size())
+      invalid("layer index " + std::to_string(index) + " is out of range (the package has " +
+              std::to_string(rt->layers.size()) + ")");
+    *info = rt->layers[index];
+  });
+}
+
+npuc_status npuc_runtime_target(const npuc_runtime* rt, const char** target) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(target, "target");
+    *target = rt->rt.target().c_str();
+  });
+}
+
+npuc_status npuc_runtime_numerics(const npuc_runtime* rt, const char** numerics) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(numerics, "numerics");
+    *numerics = rt->rt.numerics().c_str();
+  });
+}
+
+npuc_status npuc_runtime_content_hash(const npuc_runtime* rt, const char** hash) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(hash, "hash");
+    *hash = rt->rt.contentHash().c_str();
+  });
+}
+
+npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, npuc_dtype dtype, const void* data,
+                                   size_t bytes) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(name, "name");
+    need(data, "data");
+    Busy busy(rt);
+    const npuc_tensor_info* in = findByName(rt->inputs, name);
+    if (!in) invalid("the package has no input '" + std::string(name) + "' (inputs: " + namesOf(rt->inputs) + ")");
+    if (dtype != in->dtype && dtype != NPUC_DTYPE_FLOAT32)
+      invalid("input '" + std::string(name) + "' takes " + npuc_dtype_name(in->dtype) + " or float32, got " +
+              npuc_dtype_name(dtype));
+    const size_t want = in->elements * npuc_dtype_size(dtype);
+    if (bytes != want)
+      invalid("input '" + std::string(name) + "' as " + npuc_dtype_name(dtype) + " is " + std::to_string(want) +
+              " bytes, got " + std::to_string(bytes));
+    npuc::Shape shape(in->dims, in->dims + in->rank);
+    npuc::Tensor t(static_cast<npuc::DType>(dtype), shape);
+    if (bytes) std::memcpy(t.raw(), data, bytes);
+    rt->rt.setInput(name, t);
+  });
+}
+
+npuc_status npuc_runtime_run(npuc_runtime* rt, npuc_layer_callback callback, void* user) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    Busy busy(rt);
+    if (!callback) {
+      rt->rt.run();
+      return;
+    }
+    rt->rt.run([&](const npuc::RuntimeLayer& l, const npuc::Tensor& y) {
+      const npuc_layer_info& li = rt->layers.at(static_cast<size_t>(l.seq));
+      callback(&li, y.raw(), y.nbytes(), user);
+    });
+  });
+}
+
+npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, int as_float32, void* dst,
+                                    size_t capacity, size_t* written) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(name, "name");
+    Busy busy(rt);
+    const npuc_tensor_info* o = findByName(rt->outputs, name);
+    if (!o) invalid("the package has no output '" + std::string(name) + "' (outputs: " + namesOf(rt->outputs) + ")");
+    const size_t size = as_float32 ? o->elements * sizeof(float) : o->bytes;
+    if (written) *written = size;
+    if (dst == nullptr && capacity == 0) return;  // size query
+    need(dst, "dst");
+    if (capacity < size)
+      invalid("output '" + std::string(name) + "' needs " + std::to_string(size) + " bytes, capacity is " +
+              std::to_string(capacity));
+    npuc::Tensor t = as_float32 ? rt->rt.outputFloat(name) : rt->rt.output(name);
+    if (t.nbytes() != size) throw npuc::Error(npuc::ErrorCode::kInternal, "output size mismatch");
+    if (size) std::memcpy(dst, t.raw(), size);
+  });
+}
+
+}  // extern "C"

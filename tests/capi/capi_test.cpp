@@ -1,0 +1,491 @@
+// The C API (include/npuc/npuc.h): the same bits as npuc::Runtime (outputs in both types, per-layer outputs, the
+// package facts), every error path returns its status with a message and never crashes, the last error is per
+// thread, two runtimes run concurrently, and the header compiles as C99 (header_c99.c).
+#include "npuc/npuc.h"
+
+#include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+extern "C" npuc_status c_run_filled(const char* dir, float fill, float* first);
+
+using namespace npuc;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSrc = NPUC_SOURCE_DIR;
+
+// Packages of the digits model, made once per test process in a folder unique to the process.
+class CApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    for (const char* target : {"generic", "drpai"}) {
+      TranslateOptions o;
+      o.prefix = std::string("digits_") + target;
+      o.onnx = kSrc + "/models/digits/digits_cnn.onnx";
+      o.target = target;
+      o.out_root = root_;
+      TranslateResult r = translate(o);
+      ASSERT_TRUE(r.ok) << target;
+      (std::string(target) == "generic" ? generic_ : drpai_) = r.dir;
+    }
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static fs::path root_, generic_, drpai_;
+};
+fs::path CApi::root_, CApi::generic_, CApi::drpai_;
+
+std::vector<float> randomFloats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// RAII for a C handle in the tests.
+struct Handle {
+  npuc_runtime* rt = nullptr;
+  ~Handle() { npuc_runtime_close(rt); }
+};
+
+std::vector<uint8_t> bytesOf(const Tensor& t) {
+  const auto* p = static_cast<const uint8_t*>(t.raw());
+  return {p, p + t.nbytes()};
+}
+
+std::vector<uint8_t> getOutput(npuc_runtime* rt, const char* name, int as_float) {
+  size_t need = 0;
+  EXPECT_EQ(npuc_runtime_get_output(rt, name, as_float, nullptr, 0, &need), NPUC_STATUS_OK) << npuc_last_error();
+  std::vector<uint8_t> v(need);
+  size_t written = 0;
+  EXPECT_EQ(npuc_runtime_get_output(rt, name, as_float, v.data(), v.size(), &written), NPUC_STATUS_OK)
+      << npuc_last_error();
+  EXPECT_EQ(written, need);
+  return v;
+}
+
+struct Recorded {
+  std::vector<int> seq;
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<std::string> names;
+};
+
+void record(const npuc_layer_info* l, const void* data, size_t bytes, void* user) {
+  auto* r = static_cast<Recorded*>(user);
+  r->seq.push_back(l->seq);
+  r->names.push_back(l->output.name);
+  EXPECT_EQ(bytes, l->output.bytes);
+  const auto* p = static_cast<const uint8_t*>(data);
+  r->bytes.emplace_back(p, p + bytes);
+}
+
+// Expects `call` to fail with `want` and a non-empty message naming the function.
+#define EXPECT_FAILS(want, call, fn)                                          \
+  do {                                                                        \
+    npuc_status s_ = (call);                                                  \
+    EXPECT_EQ(s_, want) << #call << ": " << npuc_status_name(s_);             \
+    std::string e_ = npuc_last_error();                                       \
+    EXPECT_NE(e_.find(fn), std::string::npos) << #call << ": '" << e_ << "'"; \
+    EXPECT_GT(e_.size(), std::strlen(fn) + 2) << #call;                       \
+  } while (0)
+
+}  // namespace
+
+TEST_F(CApi, SameBitsAsTheCppRuntime) {
+  for (const fs::path& dir : {generic_, drpai_}) {
+    for (int exact : {0, 1}) {
+      SCOPED_TRACE(dir.string() + (exact ? " exact" : " fast"));
+      Runtime cpp(dir, {.threads = 2, .exact = exact != 0});
+      Handle h;
+      ASSERT_EQ(npuc_runtime_open(dir.c_str(), 2, exact, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+
+      // Package facts.
+      const char *target = nullptr, *numerics = nullptr, *hash = nullptr;
+      ASSERT_EQ(npuc_runtime_target(h.rt, &target), NPUC_STATUS_OK);
+      ASSERT_EQ(npuc_runtime_numerics(h.rt, &numerics), NPUC_STATUS_OK);
+      ASSERT_EQ(npuc_runtime_content_hash(h.rt, &hash), NPUC_STATUS_OK);
+      EXPECT_EQ(cpp.target(), target);
+      EXPECT_EQ(cpp.numerics(), numerics);
+      EXPECT_EQ(cpp.contentHash(), hash);
+
+      // Inputs and outputs.
+      size_t ni = 0, no = 0, nl = 0;
+      ASSERT_EQ(npuc_runtime_num_inputs(h.rt, &ni), NPUC_STATUS_OK);
+      ASSERT_EQ(npuc_runtime_num_outputs(h.rt, &no), NPUC_STATUS_OK);
+      ASSERT_EQ(npuc_runtime_num_layers(h.rt, &nl), NPUC_STATUS_OK);
+      ASSERT_EQ(ni, cpp.inputs().size());
+      ASSERT_EQ(no, cpp.outputs().size());
+      ASSERT_EQ(nl, cpp.layers().size());
+      std::vector<Tensor> in;
+      for (size_t i = 0; i < ni; ++i) {
+        npuc_tensor_info info;
+        ASSERT_EQ(npuc_runtime_input_info(h.rt, i, &info), NPUC_STATUS_OK);
+        const RuntimeTensor& t = cpp.inputs()[i];
+        EXPECT_EQ(t.name, info.name);
+        EXPECT_EQ(static_cast<int>(t.dtype), static_cast<int>(info.dtype));
+        ASSERT_EQ(static_cast<size_t>(info.rank), t.shape.size());
+        EXPECT_EQ(Shape(info.dims, info.dims + info.rank), t.shape);
+        for (int k = info.rank; k < NPUC_MAX_RANK; ++k) EXPECT_EQ(info.dims[k], 0);
+        EXPECT_EQ(info.elements, static_cast<size_t>(shapeNumel(t.shape)));
+        EXPECT_EQ(info.bytes, info.elements * dtypeSize(t.dtype));
+        std::vector<float> v = randomFloats(info.elements, 5 + static_cast<uint32_t>(i));
+        in.push_back(Tensor::fromVector<float>(t.shape, v));
+        ASSERT_EQ(npuc_runtime_set_input(h.rt, info.name, NPUC_DTYPE_FLOAT32, v.data(), v.size() * sizeof(float)),
+                  NPUC_STATUS_OK)
+            << npuc_last_error();
+      }
+      for (size_t i = 0; i < no; ++i) {
+        npuc_tensor_info info;
+        ASSERT_EQ(npuc_runtime_output_info(h.rt, i, &info), NPUC_STATUS_OK);
+        EXPECT_EQ(cpp.outputs()[i].name, info.name);
+        EXPECT_EQ(static_cast<int>(cpp.outputs()[i].dtype), static_cast<int>(info.dtype));
+        EXPECT_EQ(Shape(info.dims, info.dims + info.rank), cpp.outputs()[i].shape);
+      }
+      for (size_t i = 0; i < nl; ++i) {
+        npuc_layer_info l;
+        ASSERT_EQ(npuc_runtime_layer_info(h.rt, i, &l), NPUC_STATUS_OK);
+        const RuntimeLayer& c = cpp.layers()[i];
+        EXPECT_EQ(l.seq, c.seq);
+        EXPECT_EQ(l.engine, c.engine);
+        EXPECT_EQ(l.index, c.index);
+        EXPECT_EQ(l.kind, c.kind);
+        EXPECT_EQ(l.name, c.name);
+        EXPECT_EQ(l.opexp, c.opexp);
+        EXPECT_EQ(l.output.name, c.output.name);
+        EXPECT_EQ(Shape(l.output.dims, l.output.dims + l.output.rank), c.output.shape);
+      }
+
+      // Run with per-layer callbacks on both sides.
+      std::vector<std::vector<uint8_t>> cpp_layers;
+      std::vector<Tensor> cpp_out = cpp.run(in, [&](const RuntimeLayer&, const Tensor& y) { cpp_layers.push_back(bytesOf(y)); });
+      Recorded rec;
+      ASSERT_EQ(npuc_runtime_run(h.rt, record, &rec), NPUC_STATUS_OK) << npuc_last_error();
+      ASSERT_EQ(rec.bytes.size(), cpp_layers.size());
+      for (size_t i = 0; i < rec.bytes.size(); ++i) {
+        EXPECT_EQ(rec.seq[i], static_cast<int>(i));
+        EXPECT_EQ(rec.names[i], cpp.layers()[i].output.name);
+        EXPECT_EQ(rec.bytes[i], cpp_layers[i]) << "layer " << i;
+      }
+      for (size_t i = 0; i < no; ++i) {
+        const std::string& name = cpp.outputs()[i].name;
+        EXPECT_EQ(getOutput(h.rt, name.c_str(), 1), bytesOf(cpp_out[i])) << name << " as float32";
+        EXPECT_EQ(getOutput(h.rt, name.c_str(), 0), bytesOf(cpp.output(name))) << name << " in the device type";
+      }
+      // A run without a callback gives the same outputs.
+      ASSERT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK);
+      EXPECT_EQ(getOutput(h.rt, cpp.outputs()[0].name.c_str(), 1), bytesOf(cpp_out[0]));
+    }
+  }
+}
+
+TEST_F(CApi, InputsInTheDeviceTypeEqualFloat32Inputs) {
+  Handle a, b;
+  ASSERT_EQ(npuc_runtime_open(drpai_.c_str(), 1, 0, &a.rt), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_open(drpai_.c_str(), 1, 0, &b.rt), NPUC_STATUS_OK) << npuc_last_error();
+  npuc_tensor_info in, out;
+  ASSERT_EQ(npuc_runtime_input_info(a.rt, 0, &in), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_output_info(a.rt, 0, &out), NPUC_STATUS_OK);
+  ASSERT_EQ(in.dtype, NPUC_DTYPE_FLOAT16);
+  EXPECT_EQ(npuc_dtype_size(in.dtype), 2u);
+  // Float32 values that are exactly representable in float16 (k/8 for small k).
+  std::vector<float> f(in.elements);
+  std::vector<uint16_t> h(in.elements);
+  for (size_t i = 0; i < f.size(); ++i) {
+    int k = static_cast<int>(i % 17) - 8;  // -8..8
+    f[i] = static_cast<float>(k) / 8.0f;
+    // float16 bits of k/8: sign, exponent, mantissa.
+    uint16_t bits = 0;
+    if (k != 0) {
+      int m = k < 0 ? -k : k;  // 1..8 -> value m/8
+      int e = 0;
+      while ((1 << (e + 1)) <= m) ++e;                   // m = 2^e * (1 + frac)
+      uint16_t exp = static_cast<uint16_t>(15 + e - 3);  // /8
+      uint16_t mant = static_cast<uint16_t>(((m << 10) >> e) & 0x3FF);
+      bits = static_cast<uint16_t>((k < 0 ? 0x8000 : 0) | (exp << 10) | mant);
+    }
+    h[i] = bits;
+  }
+  ASSERT_EQ(npuc_runtime_set_input(a.rt, in.name, NPUC_DTYPE_FLOAT32, f.data(), f.size() * 4), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_set_input(b.rt, in.name, NPUC_DTYPE_FLOAT16, h.data(), h.size() * 2), NPUC_STATUS_OK)
+      << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_run(a.rt, nullptr, nullptr), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_run(b.rt, nullptr, nullptr), NPUC_STATUS_OK);
+  EXPECT_EQ(getOutput(a.rt, out.name, 0), getOutput(b.rt, out.name, 0));
+  EXPECT_EQ(getOutput(a.rt, out.name, 0).size(), out.bytes);
+  EXPECT_EQ(getOutput(a.rt, out.name, 1).size(), out.elements * 4);
+}
+
+TEST_F(CApi, CallableFromC) {
+  float first = 0;
+  ASSERT_EQ(c_run_filled(generic_.c_str(), 0.5f, &first), NPUC_STATUS_OK) << npuc_last_error();
+  Runtime cpp(generic_);
+  Tensor x(DType::kF32, cpp.inputs()[0].shape);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.5f;
+  std::vector<Tensor> y = cpp.run({x});
+  float want = y[0].data<float>()[0];
+  EXPECT_EQ(std::memcmp(&first, &want, sizeof first), 0);
+  EXPECT_EQ(c_run_filled((root_ / "nope").c_str(), 0.5f, &first), NPUC_STATUS_IO);
+}
+
+TEST_F(CApi, NullHandlesAndNullPointers) {
+  size_t n = 0;
+  npuc_tensor_info ti;
+  npuc_layer_info li;
+  const char* str = nullptr;
+  float buf[16];
+  npuc_runtime_close(nullptr);  // allowed
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_num_inputs(nullptr, &n), "npuc_runtime_num_inputs");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_num_outputs(nullptr, &n), "npuc_runtime_num_outputs");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_num_layers(nullptr, &n), "npuc_runtime_num_layers");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_input_info(nullptr, 0, &ti), "npuc_runtime_input_info");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_output_info(nullptr, 0, &ti), "npuc_runtime_output_info");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_layer_info(nullptr, 0, &li), "npuc_runtime_layer_info");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_target(nullptr, &str), "npuc_runtime_target");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_numerics(nullptr, &str), "npuc_runtime_numerics");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_content_hash(nullptr, &str), "npuc_runtime_content_hash");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_input(nullptr, "input", NPUC_DTYPE_FLOAT32, buf, 4),
+               "npuc_runtime_set_input");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_run(nullptr, nullptr, nullptr), "npuc_runtime_run");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_get_output(nullptr, "logits", 1, buf, sizeof buf, &n),
+               "npuc_runtime_get_output");
+
+  npuc_runtime* out = reinterpret_cast<npuc_runtime*>(&n);  // must be overwritten with NULL on failure
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_open(nullptr, 1, 0, &out), "npuc_runtime_open");
+  EXPECT_EQ(out, nullptr);
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_open(generic_.c_str(), 1, 0, nullptr), "npuc_runtime_open");
+
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(generic_.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK);
+  npuc_tensor_info in;
+  ASSERT_EQ(npuc_runtime_input_info(h.rt, 0, &in), NPUC_STATUS_OK);
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_num_inputs(h.rt, nullptr), "count is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_num_outputs(h.rt, nullptr), "count is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_num_layers(h.rt, nullptr), "count is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_input_info(h.rt, 0, nullptr), "info is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_output_info(h.rt, 0, nullptr), "info is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_layer_info(h.rt, 0, nullptr), "info is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_target(h.rt, nullptr), "target is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_numerics(h.rt, nullptr), "numerics is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_content_hash(h.rt, nullptr), "hash is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_input(h.rt, nullptr, NPUC_DTYPE_FLOAT32, buf, 4),
+               "name is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_FLOAT32, nullptr, 4),
+               "data is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_get_output(h.rt, nullptr, 1, buf, sizeof buf, &n),
+               "name is NULL");
+  // dst NULL with a capacity is an error (dst NULL with capacity 0 is the size query).
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_get_output(h.rt, "logits", 1, nullptr, 64, &n),
+               "dst is NULL");
+}
+
+TEST_F(CApi, BadIndicesNamesTypesAndSizes) {
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(drpai_.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK);
+  size_t ni = 0, no = 0, nl = 0;
+  ASSERT_EQ(npuc_runtime_num_inputs(h.rt, &ni), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_num_outputs(h.rt, &no), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_num_layers(h.rt, &nl), NPUC_STATUS_OK);
+  npuc_tensor_info ti;
+  npuc_layer_info li;
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_input_info(h.rt, ni, &ti), "out of range");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_input_info(h.rt, static_cast<size_t>(-1), &ti), "out of range");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_output_info(h.rt, no, &ti), "out of range");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_layer_info(h.rt, nl, &li), "out of range");
+
+  npuc_tensor_info in, out;
+  ASSERT_EQ(npuc_runtime_input_info(h.rt, 0, &in), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_output_info(h.rt, 0, &out), NPUC_STATUS_OK);
+  std::vector<float> f(in.elements + 1, 1.0f);
+  const size_t fbytes = in.elements * sizeof(float);
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_input(h.rt, "nope", NPUC_DTYPE_FLOAT32, f.data(), fbytes),
+               "no input 'nope'");
+  EXPECT_NE(std::string(npuc_last_error()).find(in.name), std::string::npos) << "lists the inputs";
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT,
+               npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_FLOAT32, f.data(), fbytes - 4), "bytes, got");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT,
+               npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_FLOAT32, f.data(), fbytes + 4), "bytes, got");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT,
+               npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_FLOAT16, f.data(), fbytes), "bytes, got");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_INT32, f.data(), fbytes),
+               "float16 or float32");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT,
+               npuc_runtime_set_input(h.rt, in.name, static_cast<npuc_dtype>(99), f.data(), fbytes), "got undefined");
+  ASSERT_EQ(npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_FLOAT32, f.data(), fbytes), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK);
+
+  std::vector<uint8_t> dst(out.elements * 4);
+  size_t written = 12345;
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_get_output(h.rt, "nope", 1, dst.data(), dst.size(), &written),
+               "no output 'nope'");
+  EXPECT_EQ(written, 12345u) << "not written for an unknown name";
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT,
+               npuc_runtime_get_output(h.rt, out.name, 1, dst.data(), out.elements * 4 - 1, &written), "needs");
+  EXPECT_EQ(written, out.elements * 4) << "the needed size is reported";
+  // The device type (float16) fits in half the bytes.
+  EXPECT_EQ(npuc_runtime_get_output(h.rt, out.name, 0, dst.data(), out.bytes, &written), NPUC_STATUS_OK);
+  EXPECT_EQ(written, out.bytes);
+  EXPECT_EQ(npuc_runtime_get_output(h.rt, out.name, 1, dst.data(), dst.size(), nullptr), NPUC_STATUS_OK);
+}
+
+TEST_F(CApi, BadPackages) {
+  npuc_runtime* rt = nullptr;
+  EXPECT_FAILS(NPUC_STATUS_IO, npuc_runtime_open((root_ / "does_not_exist").c_str(), 1, 0, &rt), "not a package");
+  EXPECT_EQ(rt, nullptr);
+  fs::create_directories(root_ / "empty");
+  EXPECT_FAILS(NPUC_STATUS_IO, npuc_runtime_open((root_ / "empty").c_str(), 1, 0, &rt), "manifest.json");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_open(generic_.c_str(), 0, 0, &rt), "threads");
+  EXPECT_EQ(rt, nullptr);
+
+  // A damaged weight file: one byte flipped.
+  fs::path damaged = root_ / "damaged";
+  fs::copy(generic_, damaged, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::path weights;
+  for (auto& e : fs::directory_iterator(damaged))
+    if (e.path().filename().string().ends_with("_weight.dat")) weights = e.path();
+  ASSERT_FALSE(weights.empty());
+  {
+    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(10);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x55);
+    f.seekp(10);
+    f.write(&c, 1);
+  }
+  EXPECT_FAILS(NPUC_STATUS_INVALID_INPUT, npuc_runtime_open(damaged.c_str(), 1, 0, &rt), "npuc_runtime_open");
+  EXPECT_NE(std::string(npuc_last_error()).find("_weight.dat"), std::string::npos) << npuc_last_error();
+  EXPECT_EQ(rt, nullptr);
+
+  // A truncated manifest.
+  fs::path truncated = root_ / "truncated";
+  fs::copy(generic_, truncated, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::resize_file(truncated / "manifest.json", fs::file_size(truncated / "manifest.json") / 2);
+  EXPECT_FAILS(NPUC_STATUS_INVALID_INPUT, npuc_runtime_open(truncated.c_str(), 1, 0, &rt), "manifest.json");
+  EXPECT_EQ(rt, nullptr);
+}
+
+TEST_F(CApi, ACallbackCannotReenterItsRuntime) {
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(generic_.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK);
+  struct Ctx {
+    npuc_runtime* rt;
+    std::vector<npuc_status> got;
+    std::string msg;
+  } ctx{h.rt, {}, {}};
+  auto cb = [](const npuc_layer_info*, const void*, size_t, void* user) {
+    auto* c = static_cast<Ctx*>(user);
+    float buf[64];
+    c->got.push_back(npuc_runtime_get_output(c->rt, "logits", 1, buf, sizeof buf, nullptr));
+    c->msg = npuc_last_error();
+  };
+  ASSERT_EQ(npuc_runtime_run(h.rt, cb, &ctx), NPUC_STATUS_OK);
+  ASSERT_FALSE(ctx.got.empty());
+  for (npuc_status s : ctx.got) EXPECT_EQ(s, NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(ctx.msg.find("in use"), std::string::npos) << ctx.msg;
+  // After the run the runtime is free again.
+  size_t written = 0;
+  EXPECT_EQ(npuc_runtime_get_output(h.rt, "logits", 1, nullptr, 0, &written), NPUC_STATUS_OK) << npuc_last_error();
+}
+
+TEST_F(CApi, LastErrorIsPerThread) {
+  size_t n;
+  EXPECT_EQ(npuc_runtime_num_inputs(nullptr, &n), NPUC_STATUS_INVALID_ARGUMENT);
+  std::string mine = npuc_last_error();
+  std::string theirs_before, theirs_after;
+  std::thread t([&] {
+    theirs_before = npuc_last_error();
+    npuc_runtime* rt = nullptr;
+    npuc_runtime_open("/nonexistent/npuc/package", 1, 0, &rt);
+    theirs_after = npuc_last_error();
+  });
+  t.join();
+  EXPECT_EQ(theirs_before, "");
+  EXPECT_NE(theirs_after.find("npuc_runtime_open"), std::string::npos) << theirs_after;
+  EXPECT_EQ(npuc_last_error(), mine);
+  // Successful calls leave it unchanged.
+  EXPECT_EQ(npuc_status_name(NPUC_STATUS_OK), std::string("ok"));
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(generic_.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK);
+  EXPECT_EQ(npuc_last_error(), mine);
+}
+
+TEST_F(CApi, TwoRuntimesInTwoThreads) {
+  // Expected outputs, computed serially.
+  const std::vector<fs::path> dirs = {generic_, drpai_};
+  constexpr int kRuns = 8;
+  auto inputFor = [](int thread, int run, size_t n) { return randomFloats(n, static_cast<uint32_t>(100 * thread + run)); };
+  std::vector<std::vector<std::vector<uint8_t>>> want(2);
+  for (int t = 0; t < 2; ++t) {
+    Runtime cpp(dirs[static_cast<size_t>(t)], {.threads = 2});
+    for (int r = 0; r < kRuns; ++r) {
+      std::vector<float> v = inputFor(t, r, static_cast<size_t>(shapeNumel(cpp.inputs()[0].shape)));
+      std::vector<Tensor> y = cpp.run({Tensor::fromVector<float>(cpp.inputs()[0].shape, v)});
+      want[static_cast<size_t>(t)].push_back(bytesOf(y[0]));
+    }
+  }
+  std::vector<std::vector<std::vector<uint8_t>>> got(2);
+  std::vector<std::string> errors(2);
+  auto work = [&](int t) {
+    npuc_runtime* rt = nullptr;
+    if (npuc_runtime_open(dirs[static_cast<size_t>(t)].c_str(), 2, 0, &rt) != NPUC_STATUS_OK) {
+      errors[static_cast<size_t>(t)] = npuc_last_error();
+      return;
+    }
+    npuc_tensor_info in, out;
+    npuc_runtime_input_info(rt, 0, &in);
+    npuc_runtime_output_info(rt, 0, &out);
+    for (int r = 0; r < kRuns; ++r) {
+      std::vector<float> v = inputFor(t, r, in.elements);
+      std::vector<uint8_t> y(out.elements * 4);
+      if (npuc_runtime_set_input(rt, in.name, NPUC_DTYPE_FLOAT32, v.data(), v.size() * 4) != NPUC_STATUS_OK ||
+          npuc_runtime_run(rt, nullptr, nullptr) != NPUC_STATUS_OK ||
+          npuc_runtime_get_output(rt, out.name, 1, y.data(), y.size(), nullptr) != NPUC_STATUS_OK) {
+        errors[static_cast<size_t>(t)] = npuc_last_error();
+        break;
+      }
+      got[static_cast<size_t>(t)].push_back(std::move(y));
+    }
+    npuc_runtime_close(rt);
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  for (size_t t = 0; t < 2; ++t) {
+    EXPECT_EQ(errors[t], "");
+    EXPECT_EQ(got[t], want[t]) << "thread " << t;
+  }
+}
+
+TEST(CApiStatic, NamesSizesAndVersion) {
+  EXPECT_STREQ(npuc_version(), NPUC_VERSION);
+  EXPECT_STREQ(npuc_status_name(NPUC_STATUS_INVALID_ARGUMENT), "invalid_argument");
+  EXPECT_STREQ(npuc_status_name(NPUC_STATUS_INVALID_INPUT), "invalid_input");
+  EXPECT_STREQ(npuc_status_name(NPUC_STATUS_UNSUPPORTED), "unsupported");
+  EXPECT_STREQ(npuc_status_name(NPUC_STATUS_IO), "io");
+  EXPECT_STREQ(npuc_status_name(NPUC_STATUS_INTERNAL), "internal");
+  EXPECT_STREQ(npuc_status_name(NPUC_STATUS_OUT_OF_MEMORY), "out_of_memory");
+  EXPECT_STREQ(npuc_status_name(static_cast<npuc_status>(42)), "unknown");
+  for (int d = NPUC_DTYPE_FLOAT32; d <= NPUC_DTYPE_BOOL; ++d) {
+    EXPECT_EQ(npuc_dtype_name(static_cast<npuc_dtype>(d)), dtypeName(static_cast<DType>(d)));
+    EXPECT_EQ(npuc_dtype_size(static_cast<npuc_dtype>(d)), dtypeSize(static_cast<DType>(d)));
+  }
+  EXPECT_STREQ(npuc_dtype_name(static_cast<npuc_dtype>(-3)), "undefined");
+  EXPECT_EQ(npuc_dtype_size(NPUC_DTYPE_UNDEFINED), 0u);
+  EXPECT_EQ(npuc_dtype_size(static_cast<npuc_dtype>(14)), 0u);  // DType::kString is not a C dtype
+}
