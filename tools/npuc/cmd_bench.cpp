@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 namespace npuc::cli {
 
 namespace {
 // Per node: the median over runs; then totals per op type and the ten slowest nodes.
-void printProfile(const std::vector<std::vector<NodeProfile>>& runs) {
+void printProfile(const std::vector<std::vector<NodeProfile>>& runs, const std::string& csv_path = "") {
   if (runs.empty()) return;
   size_t nodes = runs[0].size();
   std::vector<NodeProfile> med = runs[0];
@@ -22,6 +23,16 @@ void printProfile(const std::vector<std::vector<NodeProfile>>& runs) {
     for (auto& r : runs) v.push_back(r[i].ms);
     std::sort(v.begin(), v.end());
     med[i].ms = v[v.size() / 2];
+  }
+  if (!csv_path.empty()) {
+    std::string csv = "index,name,op,median_ms\n";
+    for (size_t i = 0; i < med.size(); ++i) csv += fmt::format("{},\"{}\",{},{:.4f}\n", i, med[i].name, med[i].op, med[i].ms);
+    std::FILE* f = std::fopen(csv_path.c_str(), "wb");
+    if (!f || std::fwrite(csv.data(), 1, csv.size(), f) != csv.size()) {
+      if (f) std::fclose(f);
+      throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", csv_path));
+    }
+    std::fclose(f);
   }
   std::map<std::string, std::pair<double, int>> by_op;
   double total = 0;
@@ -93,7 +104,7 @@ int benchPackage(const Opts& o) {
   fmt::print("package: {} ({} {}, {} layers, {} mode)\nthreads: {}  runs: {}  warmup: {}\nload+prepare: {:.1f} ms\n", o.model,
              rt.target(), rt.numerics(), rt.layers().size(), o.exact ? "exact" : "fast", o.threads, o.runs, o.warmup, l1 - l0);
   fmt::print("median: {:.3f} ms\nmin: {:.3f} ms\nmean: {:.3f} ms\nmax: {:.3f} ms\n", s.median, s.min, s.mean, s.max);
-  if (o.profile) printProfile(profiles);
+  if (o.profile) printProfile(profiles, o.profile_csv);
   return 0;
 }
 
@@ -104,6 +115,7 @@ void addBench(CLI::App& app, Action& run) {
     std::vector<std::string> inputs, shapes;
     int threads = 1, runs = 20, warmup = 3;
     bool profile = false, exact = false;
+    std::string profile_csv;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to time the simulator")->required();
@@ -113,6 +125,7 @@ void addBench(CLI::App& app, Action& run) {
   c->add_option("--runs,-r", o->runs, "Timed runs")->check(CLI::Range(1, 100000));
   c->add_option("--warmup", o->warmup, "Untimed warm-up runs")->check(CLI::Range(0, 1000));
   c->add_flag("--profile", o->profile, "Also print time per op type and the slowest nodes (median run)");
+  c->add_option("--profile-csv", o->profile_csv, "With --profile: every node's (layer's) median time to this CSV");
   c->add_flag("--exact", o->exact, "Packages: time the scalar reference kernels (the specification)");
   c->callback([o, &run] {
     run = [o] {
@@ -146,7 +159,7 @@ void addBench(CLI::App& app, Action& run) {
       if (st.macs > 0)
         fmt::print("throughput: {:.1f} GFLOP/s at the median ({} MACs)\n", 2.0 * static_cast<double>(st.macs) / median / 1e6,
                    humanCount(st.macs));
-      if (o->profile) printProfile(profiles);
+      if (o->profile) printProfile(profiles, o->profile_csv);
       return 0;
     };
   });
