@@ -238,6 +238,30 @@ TEST(Conv, Random1dBitExact) {
   }
 }
 
+// The exact-mode variants' contiguous-tile path (1x1, stride 1, no padding; also 3x3 on planes where every tap of a
+// row tile is inside) with channel counts that leave partial blocks, groups, and a 1-D case.
+TEST(Conv, ExactVariantsOnPointwiseAndInsideTiles) {
+  std::mt19937 rng(14);
+  for (int64_t m : {1, 3, 4, 5, 9, 17})
+    for (int64_t hw : {1, 7, 23, 40}) {
+      ConvShape s;
+      s.in_channels = 6, s.out_channels = m * (m % 3 == 0 ? 3 : 1), s.groups = m % 3 == 0 ? 3 : 1;
+      s.in_channels = s.groups * 5;
+      s.in_spatial = {hw, hw}, s.out_spatial = {hw, hw}, s.kernel = {1, 1}, s.stride = {1, 1}, s.dilation = {1, 1};
+      s.pad_begin = {0, 0};
+      expectConvMatches(s, rng, test::activationFor(static_cast<int>(m + hw)), hw % 2 == 1);
+      ConvShape t = s;  // 3x3 valid: rows inside for every tap
+      if (hw >= 3) {
+        t.kernel = {3, 3}, t.out_spatial = {hw - 2, hw - 2};
+        expectConvMatches(t, rng, test::activationFor(static_cast<int>(m)), true);
+      }
+    }
+  ConvShape one;
+  one.in_channels = 4, one.out_channels = 6, one.in_spatial = {50}, one.out_spatial = {50}, one.kernel = {1};
+  one.stride = {1}, one.dilation = {1}, one.pad_begin = {0};
+  expectConvMatches(one, rng, test::activationFor(1), true);
+}
+
 TEST(Conv, DepthwiseRandomBitExact) {
   std::mt19937 rng(13);
   for (int iter = 0; iter < 120; ++iter) {
