@@ -61,7 +61,26 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     f["rank"] = Value(static_cast<int64_t>(in->shape.size()));
   }
   if (out && out->isStatic()) shapeFacts(f, out->shape, "out");
-  if (n.hasAttr("axis") || n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "Concat" || n.op == "Flatten") {
+  if (n.op == "Slice" && g.opset < 10 && !n.hasAttr("axes")) {
+    std::vector<Value> axes;
+    for (size_t i = 0; i < n.attrInts("starts").size(); ++i) axes.emplace_back(static_cast<int64_t>(i));
+    f["axes"] = Value(std::move(axes));
+  }
+  if (n.op == "Slice" && g.opset >= 10) {  // axes is an input from opset 10 on (default: 0 .. len(starts)-1)
+    std::vector<Value> axes;
+    const ir::Value* ax = n.hasInput(3) ? &g.value(n.inputs[3]) : nullptr;
+    const ir::Value* st = n.hasInput(1) ? &g.value(n.inputs[1]) : nullptr;
+    int64_t r = in && in->rank_known ? static_cast<int64_t>(in->shape.size()) : 0;
+    if (ax && ax->isConstant()) {
+      for (int64_t a : ax->constant->toInt64()) axes.emplace_back(a < 0 && r ? a + r : a);
+      f["axes"] = Value(std::move(axes));
+    } else if (!ax && st && st->type.rank_known && st->type.shape.size() == 1 && st->type.shape[0] >= 0) {
+      for (int64_t i = 0; i < st->type.shape[0]; ++i) axes.emplace_back(i);
+      f["axes"] = Value(std::move(axes));
+    }
+  }
+  if (n.hasAttr("axis") || n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "Concat" || n.op == "Flatten" ||
+      n.op == "ArgMax" || n.op == "ArgMin") {
     int64_t def = n.op == "Softmax" || n.op == "LogSoftmax" ? (g.opset < 13 ? 1 : -1) : (n.op == "Flatten" ? 1 : 0);
     int64_t axis = n.attrInt("axis", def);
     if (in && in->rank_known) ops::normalizeAxis(axis, static_cast<int64_t>(in->shape.size()) + (n.op == "Flatten"));

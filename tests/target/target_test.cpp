@@ -557,6 +557,9 @@ TEST(TidlRules, ArgMaxFcSoftmax) {
   EXPECT_TRUE(check(opGraph("ArgMax", {{1, 6, 8, 8}}, axisAttr(1)), "tidl").empty());
   expectOneRow(check(opGraph("ArgMax", {{1, 6, 8, 8}}, axisAttr(2)), "tidl"), "tidl.argmax.axis",
                "ArgMax is supported across channels only (axis 1) (T:L259)", "axis 2");
+  // Without the attribute ArgMax reduces axis 0 (ONNX default): the row names it.
+  expectOneRow(check(opGraph("ArgMax", {{1, 6, 8, 8}}), "tidl"), "tidl.argmax.axis",
+               "ArgMax is supported across channels only (axis 1) (T:L259)", "axis 0");
   expectOneRow(check(opGraph("ArgMax", {{1, 7, 8, 8}}, axisAttr(1)), "tidl"), "tidl.argmax.channels",
                "ArgMax supports up to 6 input channels on the DSP (15 on EVE) (T:L258)", "7 channels");
 
@@ -588,4 +591,11 @@ TEST(TidlRules, ConcatAndSliceAxes) {
   EXPECT_TRUE(check(opGraph("Slice", {{1, 8, 4, 4}}, slice(1), {}, 9), "tidl").empty());
   expectOneRow(check(opGraph("Slice", {{1, 8, 4, 4}}, slice(2), {}, 9), "tidl"), "tidl.slice.axis",
                "Slice is only supported across channels (axis 1) (T:L281)", "axes [2]");
+  // Opset >= 10: starts/ends/axes are inputs; a constant axes input (or its default 0..n-1) is what the rule sees.
+  auto i64 = [](std::vector<int64_t> v) { return Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v); };
+  EXPECT_TRUE(check(opGraph("Slice", {{1, 8, 4, 4}}, {}, {i64({0}), i64({4}), i64({1})}), "tidl").empty());
+  expectOneRow(check(opGraph("Slice", {{1, 8, 4, 4}}, {}, {i64({0}), i64({2}), i64({-1})}), "tidl"), "tidl.slice.axis",
+               "Slice is only supported across channels (axis 1) (T:L281)", "axes [3]");
+  expectOneRow(check(opGraph("Slice", {{1, 8, 4, 4}}, {}, {i64({0}), i64({1})}), "tidl"), "tidl.slice.axis",
+               "Slice is only supported across channels (axis 1) (T:L281)", "axes [0]");
 }
