@@ -14,6 +14,7 @@ declare -A allow=(
   [passes]="passes engine ops ir kernels support npuc"
   [driver]="driver frontend passes engine target plan codegen package runtime ops ir kernels support npuc"
   [target]="target ops ir support npuc"
+  [prepost]="prepost ops ir support npuc"
   [plan]="plan target ops ir support npuc"
   [codegen]="codegen plan package target ops ir support npuc"
   [package]="package support npuc"
