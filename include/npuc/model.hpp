@@ -75,6 +75,10 @@ struct TranslateOptions {
   bool save_opt_onnx = false;            // -SaveOptOnnx: <prefix>_opt.onnx
   bool reuse_memory = false;             // place activations by liveness instead of one slot per layer output
   std::filesystem::path addr_map;        // -addr: address map definition (§6); empty = the default map
+  std::filesystem::path prepost;         // -prepost: pre/post-processing definition (§5); empty = none
+  bool prepost_full = false;             // -PrePostFULL: the legacy full format (Appendix A)
+  bool check_prepost = false;            // -CheckPrePost ON: body name mismatches as [Error Y01]
+  bool not_check_size = false;           // -NotCheckSizeONNXvsYAML
 };
 
 struct TranslateResult {

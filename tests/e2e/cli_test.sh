@@ -87,6 +87,16 @@ grep -q '### Conv' "$tmp/page.md" && ok "supported-ops page" || bad "supported-o
   ls -a output | grep -q tmp && echo "FAILED: a temporary folder was left in output/" || echo "ok: no temporary folder left"
 ) | tee "$tmp/translate.log"
 fails=$((fails + $(grep -c FAILED "$tmp/translate.log")))
+# -prepost: validated against the model with the manual's messages; not yet put into packages (says so).
+pp="$src/tests/data/prepost/digits_prepost.yaml"
+expect_error 2 "does not put pre/post-processing into packages yet" -- "$npuc" translate ppd -onnx "$digits" -prepost "$pp" --out "$tmp/ppout"
+sed 's/name: "logits"/name: "logitz"/' "$pp" >"$tmp/pp_bad.yaml"
+expect_error 2 "Error Y01. Error in prepost yaml" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" -CheckPrePost ON --out "$tmp/ppout"
+expect_error 2 "Converter-007" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" --out "$tmp/ppout"
+sed 's/\[8, 8, 1\]/[9, 8, 1]/' "$pp" >"$tmp/pp_size.yaml"
+expect_error 2 "the size of ONNX vs. YAML does not match" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" --out "$tmp/ppout"
+expect_error 2 "does not put pre/post-processing" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" -NotCheckSizeONNXvsYAML --out "$tmp/ppout"
+[ -e "$tmp/ppout/ppd" ] && bad "a refused translate left output behind" || ok "refused prepost translate wrote nothing"
 expect_error 2 "PREFIX is not set" -- "$npuc" translate -onnx "$digits"
 expect_error 2 "Please enter only 1 prefix name" -- "$npuc" translate a b -onnx "$digits"
 expect_error 2 "Invalid option name" -- "$npuc" translate a -onnx "$digits" -Frobnicate

@@ -30,7 +30,7 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   -addr, --addr FILE          address map definition (default: ./UserConfig/addrmap_in_PREFIX.yaml)
   -CheckPrePost ON|OFF        validate the pre/post definition (ON implies -SaveOptOnnx)
   --reuse-memory              place activations by liveness (default: every layer output keeps its own slot)
-  -PrePostFULL                legacy full pre/post format
+  -PrePostFULL                the definition is in the legacy full format (Appendix A)
   -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
   -h, --help                  this text
 
@@ -40,7 +40,10 @@ Output (fp32/fp16 targets): the object package (manifest.json, aimac_desc.bin, d
 PREFIX_weight.dat, PREFIX_drpcfg.mem, drp_lib_info.txt; docs/package-format.md), the address map files
 (PREFIX_addrmap_intm.{yaml,txt}, PREFIX_tbl_addr_*.txt, PREFIX_data_{in,out}_list.txt) and the time estimate.
 int8 targets (tidl) get the check and the estimate only: quantization is not implemented yet.
-Not there yet: pre/post-processing (-prepost is refused).
+Pre/post-processing: -prepost definitions (current format, or the legacy one with -PrePostFULL) are parsed and
+validated against the model with the manual's messages ([Error Y01..Y03], KeyError, Converter-007, the size
+check unless -NotCheckSizeONNXvsYAML); putting them into the package is not implemented yet, so a valid
+definition stops translate with a note (docs/prepost.md).
 Output is written to a temporary folder and renamed into place, so a failed run leaves no half-written folder.
 )";
 
@@ -87,8 +90,9 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
         else if (s == "--reuse-memory") o.reuse_memory = true;
-        else if (s == "-PrePostFULL" || s == "--prepost-full" || s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") {
-        } else if (s == "-CheckPrePost" || s == "--check-prepost") {
+        else if (s == "-PrePostFULL" || s == "--prepost-full") o.prepost_full = true;
+        else if (s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") o.not_check_size = true;
+        else if (s == "-CheckPrePost" || s == "--check-prepost") {
           if (i + 1 >= a.size() || (a[i + 1] != "ON" && a[i + 1] != "OFF")) argError("Please choose ON/OFF for -CheckPrePost option");
           check_prepost = a[++i];
         } else {
@@ -104,8 +108,8 @@ void addTranslate(CLI::App& app, Action& run) {
       if (addr.empty() && fs::exists("./UserConfig/addrmap_in_" + o.prefix + ".yaml")) addr = "./UserConfig/addrmap_in_" + o.prefix + ".yaml";
       for (const std::string* f : {&onnx, &prepost, &addr})
         if (!f->empty() && !fs::exists(*f)) argError(" " + *f + " file is not exist.");
-      if (!prepost.empty())
-        throw Error(ErrorCode::kUnsupported, fmt::format("{}: pre/post-processing definitions are not supported yet", prepost));
+      o.prepost = prepost;
+      o.check_prepost = check_prepost == "ON";
       o.addr_map = addr;
       if (check_prepost == "ON") o.save_opt_onnx = true;
       o.onnx = onnx;
