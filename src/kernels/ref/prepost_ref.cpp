@@ -1,0 +1,468 @@
+// Reference kernels of the DRP-AI pre/post-processing operations (kernels/prepost.hpp). Every output element is
+// computed by one thread with integer arithmetic or a fixed sequence of float32 operations, so the results are
+// bit-identical for every thread count. docs/prepost-kernels.md gives the formulas and the OpenCV agreement.
+#include "kernels/prepost.hpp"
+
+#include "kernels/layers.hpp"
+#include "support/error.hpp"
+#include "support/fp16.hpp"
+#include "support/thread_pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace npuc::kernels {
+
+namespace {
+
+/// Elementary steps below which a call stays on one thread.
+constexpr int64_t kMinParallelWork = 16384;
+
+/// Calls fn(begin, end) over [0, units): serially without a pool or when the work is small, else in chunks.
+template <class F>
+void parallelUnits(ThreadPool* pool, int64_t units, int64_t work_per_unit, F&& fn) {
+  if (units <= 0) return;
+  const int64_t wpu = std::max<int64_t>(1, work_per_unit);
+  const int64_t min_units = std::max<int64_t>(1, kMinParallelWork / wpu);
+  if (pool == nullptr || pool->size() <= 1 || units <= min_units) {
+    fn(int64_t{0}, units);
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(min_units, units / (4 * static_cast<int64_t>(pool->size())) + 1);
+  pool->parallelFor(units, [&](int64_t b, int64_t e) { fn(b, e); }, grain);
+}
+
+void checkNonNegative(const char* what, std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims)
+    if (d < 0) fail(ErrorCode::kInvalidArgument, "{}: negative size {}", what, d);
+}
+
+inline uint8_t sat8(int v) { return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v)); }
+
+// ---------------------------------------------------------------------------------------------------------
+// YUV layouts.
+
+/// Where pixel (r, x) finds its samples: Y at y_row * r + y_pair * (x / 2) + (x odd ? y1 : y0); U and V at
+/// c_row * cr + c_pair * (x / 2) + u / v, with cr = r (4:2:2) or r / 2 (4:2:0).
+struct YuvLayoutDesc {
+  int64_t y_row = 0, y_pair = 0, y0 = 0, y1 = 0;
+  int64_t c_row = 0, c_pair = 0, u = 0, v = 0;
+  bool chroma420 = false;
+  int64_t size = 0;  // bytes read
+};
+
+YuvLayoutDesc yuvLayout(YuvFormat f, int64_t H, int64_t W) {
+  if (!isYuvFormat(static_cast<int32_t>(f)))
+    fail(ErrorCode::kInvalidArgument, "yuvToRgb: unknown DIN_YUV_FORMAT {}", static_cast<int32_t>(f));
+  if (W <= 0 || W % 2 != 0 || H <= 0)
+    fail(ErrorCode::kInvalidArgument, "yuvToRgb: size {}x{} (width must be even and positive, height positive)", H,
+         W);
+  const int64_t CH = (H + 1) / 2, plane = H * W;
+  YuvLayoutDesc d;
+  auto packed = [&](int64_t y0, int64_t u, int64_t y1, int64_t v, bool c420) {
+    d.y_row = 2 * W, d.y_pair = 4, d.y0 = y0, d.y1 = y1;
+    d.c_row = c420 ? 4 * W : 2 * W, d.c_pair = 4, d.u = u, d.v = v;
+    d.chroma420 = c420;
+    d.size = 2 * plane;
+  };
+  auto planar = [&](int64_t c_row, int64_t c_pair, int64_t u, int64_t v, int64_t size) {
+    d.y_row = W, d.y_pair = 2, d.y0 = 0, d.y1 = 1;
+    d.c_row = c_row, d.c_pair = c_pair, d.u = u, d.v = v;
+    d.chroma420 = true;
+    d.size = size;
+  };
+  switch (f) {
+    case YuvFormat::kYUYV: packed(0, 1, 2, 3, false); break;
+    case YuvFormat::kYVYU: packed(0, 3, 2, 1, false); break;
+    case YuvFormat::kUYVY: packed(1, 0, 3, 2, false); break;
+    case YuvFormat::kVUYY: packed(3, 1, 2, 0, false); break;
+    case YuvFormat::kYUYV420: packed(0, 1, 2, 3, true); break;
+    case YuvFormat::kUYVY420: packed(1, 0, 3, 2, true); break;
+    case YuvFormat::kYV12: planar(W / 2, 1, plane + CH * (W / 2), plane, plane + 2 * CH * (W / 2)); break;
+    case YuvFormat::kIYUV: planar(W / 2, 1, plane, plane + CH * (W / 2), plane + 2 * CH * (W / 2)); break;
+    case YuvFormat::kNV12: planar(W, 2, plane, plane + 1, plane + CH * W); break;
+    case YuvFormat::kNV21: planar(W, 2, plane + 1, plane, plane + CH * W); break;
+    case YuvFormat::kIMC1: planar(W, 1, plane + CH * W, plane, plane + 2 * CH * W); break;
+    case YuvFormat::kIMC3: planar(W, 1, plane, plane + CH * W, plane + 2 * CH * W); break;
+    case YuvFormat::kIMC2: planar(W, 1, plane + W / 2, plane, plane + CH * W); break;
+    case YuvFormat::kIMC4: planar(W, 1, plane, plane + W / 2, plane + CH * W); break;
+  }
+  return d;
+}
+
+// OpenCV's ITU-R BT.601 fixed point (imgproc color_yuv: ITUR_BT_601_*).
+constexpr int kCY = 1220542, kCUB = 2116026, kCUG = -409993, kCVG = -852492, kCVR = 1673527, kShift = 20;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// conv_yuv2rgb.
+
+bool isYuvFormat(int32_t code) { return (code >= 0 && code <= 3) || (code >= 4096 && code <= 4105); }
+
+int64_t yuvBufferSize(YuvFormat f, int64_t height, int64_t width) { return yuvLayout(f, height, width).size; }
+
+Rgb8 yuvPixelToRgb(uint8_t y, uint8_t u, uint8_t v) {
+  const int c = std::max(0, int{y} - 16) * kCY, uu = int{u} - 128, vv = int{v} - 128, h = 1 << (kShift - 1);
+  return {sat8((c + h + kCVR * vv) >> kShift), sat8((c + h + kCVG * vv + kCUG * uu) >> kShift),
+          sat8((c + h + kCUB * uu) >> kShift)};
+}
+
+void yuvToRgb(YuvFormat f, bool bgr, int64_t height, int64_t width, const uint8_t* src, uint8_t* dst,
+              ThreadPool* pool) {
+  const YuvLayoutDesc d = yuvLayout(f, height, width);
+  const int64_t W = width;
+  parallelUnits(pool, height, W * 8, [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r) {
+      const uint8_t* yrow = src + r * d.y_row;
+      const uint8_t* crow = src + (d.chroma420 ? r / 2 : r) * d.c_row;
+      uint8_t* out = dst + r * W * 3;
+      for (int64_t k = 0; k < W / 2; ++k) {
+        const uint8_t u = crow[k * d.c_pair + d.u], v = crow[k * d.c_pair + d.v];
+        for (int64_t i = 0; i < 2; ++i) {
+          const uint8_t y = yrow[k * d.y_pair + (i ? d.y1 : d.y0)];
+          const Rgb8 p = yuvPixelToRgb(y, u, v);
+          uint8_t* o = out + (2 * k + i) * 3;
+          o[0] = bgr ? p.b : p.r;
+          o[1] = p.g;
+          o[2] = bgr ? p.r : p.b;
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// conv_x2gray.
+
+bool isGrayFormat(int32_t code) { return (code >= 0 && code <= 3) || code == 4096 || code == 4097; }
+
+uint8_t rgbToGrayPixel(uint8_t r, uint8_t g, uint8_t b) {
+  return static_cast<uint8_t>((9798 * int{r} + 19235 * int{g} + 3735 * int{b} + (1 << 14)) >> 15);
+}
+
+void toGray(GrayFormat f, int64_t height, int64_t width, const uint8_t* src, uint8_t* dst, ThreadPool* pool) {
+  if (!isGrayFormat(static_cast<int32_t>(f)))
+    fail(ErrorCode::kInvalidArgument, "toGray: unknown DIN_FORMAT {}", static_cast<int32_t>(f));
+  checkNonNegative("toGray", {height, width});
+  const int64_t W = width;
+  if (f == GrayFormat::kRGB24 || f == GrayFormat::kBGR24) {
+    const bool bgr = f == GrayFormat::kBGR24;
+    parallelUnits(pool, height, W * 4, [&](int64_t rb, int64_t re) {
+      for (int64_t i = rb * W; i < re * W; ++i) {
+        const uint8_t* p = src + i * 3;
+        dst[i] = bgr ? rgbToGrayPixel(p[2], p[1], p[0]) : rgbToGrayPixel(p[0], p[1], p[2]);
+      }
+    });
+    return;
+  }
+  if (W % 2 != 0) fail(ErrorCode::kInvalidArgument, "toGray: a packed YUV image needs an even width, not {}", W);
+  if (W == 0 || height == 0) return;
+  const YuvLayoutDesc d = yuvLayout(static_cast<YuvFormat>(static_cast<int32_t>(f)), height, W);
+  parallelUnits(pool, height, W, [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r) {
+      const uint8_t* yrow = src + r * d.y_row;
+      for (int64_t x = 0; x < W; ++x) dst[r * W + x] = yrow[(x / 2) * d.y_pair + (x % 2 ? d.y1 : d.y0)];
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// crop.
+
+void crop(ImageLayout in_layout, const CropGeometry& g, size_t elem_size, const void* src, void* dst,
+          ThreadPool* pool) {
+  checkNonNegative("crop", {g.height, g.width, g.channels, g.pos_y, g.pos_x, g.out_height, g.out_width});
+  if (g.pos_y + g.out_height > g.height || g.pos_x + g.out_width > g.width)
+    fail(ErrorCode::kInvalidArgument, "crop: window {}x{} at (y {}, x {}) leaves the {}x{} input", g.out_height,
+         g.out_width, g.pos_y, g.pos_x, g.height, g.width);
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* o = static_cast<uint8_t*>(dst);
+  const int64_t C = g.channels, OW = g.out_width, es = static_cast<int64_t>(elem_size);
+  parallelUnits(pool, g.out_height, OW * C, [&](int64_t yb, int64_t ye) {
+    for (int64_t y = yb; y < ye; ++y) {
+      uint8_t* orow = o + y * OW * C * es;
+      if (in_layout == ImageLayout::kHWC) {
+        std::memcpy(orow, s + ((g.pos_y + y) * g.width + g.pos_x) * C * es, static_cast<size_t>(OW * C * es));
+      } else {
+        for (int64_t c = 0; c < C; ++c) {
+          const uint8_t* irow = s + ((c * g.height + g.pos_y + y) * g.width + g.pos_x) * es;
+          for (int64_t x = 0; x < OW; ++x)
+            std::memcpy(orow + (x * C + c) * es, irow + x * es, static_cast<size_t>(es));
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// resize_hwc.
+
+namespace {
+
+struct Tap {
+  int64_t i0 = 0, i1 = 0;  // source indices (clamped)
+  float w0 = 1.0f, w1 = 0.0f;
+  int32_t q0 = 2048, q1 = 0;  // rne(w * 2048)
+};
+
+/// OpenCV's INTER_LINEAR taps along one axis (resize.cpp): clamp_weights for x, not for y.
+std::vector<Tap> linearTaps(int64_t in, int64_t out, bool clamp_weights) {
+  std::vector<Tap> taps(static_cast<size_t>(out));
+  const double scale = 1.0 / (static_cast<double>(out) / static_cast<double>(in));
+  for (int64_t d = 0; d < out; ++d) {
+    float f = static_cast<float>((static_cast<double>(d) + 0.5) * scale - 0.5);
+    int64_t s = static_cast<int64_t>(std::floor(f));
+    f -= static_cast<float>(s);
+    if (clamp_weights) {
+      if (s < 0) s = 0, f = 0.0f;
+      if (s >= in - 1) s = in - 1, f = 0.0f;
+    }
+    Tap& t = taps[static_cast<size_t>(d)];
+    t.i0 = std::clamp<int64_t>(s, 0, in - 1);
+    t.i1 = std::clamp<int64_t>(s + 1, 0, in - 1);
+    t.w0 = 1.0f - f;
+    t.w1 = f;
+    t.q0 = static_cast<int32_t>(std::nearbyint(t.w0 * 2048.0f));
+    t.q1 = static_cast<int32_t>(std::nearbyint(t.w1 * 2048.0f));
+  }
+  return taps;
+}
+
+/// OpenCV's INTER_NEAREST source index: min(floor(d * (1 / (out / in))), in - 1), in double.
+std::vector<int64_t> nearestIndex(int64_t in, int64_t out) {
+  std::vector<int64_t> idx(static_cast<size_t>(out));
+  const double ifx = 1.0 / (static_cast<double>(out) / static_cast<double>(in));
+  for (int64_t d = 0; d < out; ++d)
+    idx[static_cast<size_t>(d)] = std::min(static_cast<int64_t>(std::floor(static_cast<double>(d) * ifx)), in - 1);
+  return idx;
+}
+
+void checkResize(const ResizeGeometry& g) {
+  checkNonNegative("resizeHwc", {g.in_height, g.in_width, g.channels, g.out_height, g.out_width});
+  if ((g.in_height == 0 || g.in_width == 0) && g.out_height > 0 && g.out_width > 0)
+    fail(ErrorCode::kInvalidArgument, "resizeHwc: empty {}x{} input", g.in_height, g.in_width);
+}
+
+template <class T>
+void resizeNearest(const ResizeGeometry& g, const T* src, T* dst, ThreadPool* pool) {
+  const std::vector<int64_t> xs = nearestIndex(g.in_width, g.out_width), ys = nearestIndex(g.in_height, g.out_height);
+  const int64_t C = g.channels, OW = g.out_width;
+  parallelUnits(pool, g.out_height, OW * C, [&](int64_t yb, int64_t ye) {
+    for (int64_t y = yb; y < ye; ++y) {
+      const T* irow = src + ys[static_cast<size_t>(y)] * g.in_width * C;
+      T* orow = dst + y * OW * C;
+      for (int64_t x = 0; x < OW; ++x)
+        std::memcpy(orow + x * C, irow + xs[static_cast<size_t>(x)] * C, static_cast<size_t>(C) * sizeof(T));
+    }
+  });
+}
+
+}  // namespace
+
+void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool) {
+  checkResize(g);
+  if (g.out_height == 0 || g.out_width == 0 || g.channels == 0) return;
+  if (alg == ResizeAlg::kNearest) return resizeNearest(g, src, dst, pool);
+  const std::vector<Tap> tx = linearTaps(g.in_width, g.out_width, true);
+  const std::vector<Tap> ty = linearTaps(g.in_height, g.out_height, false);
+  const int64_t C = g.channels, OW = g.out_width, IW = g.in_width;
+  parallelUnits(pool, g.out_height, OW * C * 6, [&](int64_t yb, int64_t ye) {
+    std::vector<int32_t> t0(static_cast<size_t>(OW * C)), t1(static_cast<size_t>(OW * C));
+    auto rowPass = [&](int64_t sy, std::vector<int32_t>& t) {
+      const uint8_t* irow = src + sy * IW * C;
+      for (int64_t x = 0; x < OW; ++x) {
+        const Tap& a = tx[static_cast<size_t>(x)];
+        for (int64_t c = 0; c < C; ++c)
+          t[static_cast<size_t>(x * C + c)] = a.q0 * irow[a.i0 * C + c] + a.q1 * irow[a.i1 * C + c];
+      }
+    };
+    for (int64_t y = yb; y < ye; ++y) {
+      const Tap& b = ty[static_cast<size_t>(y)];
+      rowPass(b.i0, t0);
+      rowPass(b.i1, t1);
+      uint8_t* orow = dst + y * OW * C;
+      for (int64_t i = 0; i < OW * C; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        const int32_t v = ((b.q0 * (t0[k] >> 4)) >> 16) + ((b.q1 * (t1[k] >> 4)) >> 16);
+        orow[i] = sat8((v + 2) >> 2);
+      }
+    }
+  });
+}
+
+void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint16_t* src_fp16, uint16_t* dst_fp16,
+               ThreadPool* pool) {
+  checkResize(g);
+  if (g.out_height == 0 || g.out_width == 0 || g.channels == 0) return;
+  if (alg == ResizeAlg::kNearest) return resizeNearest(g, src_fp16, dst_fp16, pool);
+  const std::vector<Tap> tx = linearTaps(g.in_width, g.out_width, true);
+  const std::vector<Tap> ty = linearTaps(g.in_height, g.out_height, false);
+  const int64_t C = g.channels, OW = g.out_width, IW = g.in_width;
+  parallelUnits(pool, g.out_height, OW * C * 8, [&](int64_t yb, int64_t ye) {
+    std::vector<float> t0(static_cast<size_t>(OW * C)), t1(static_cast<size_t>(OW * C));
+    auto rowPass = [&](int64_t sy, std::vector<float>& t) {
+      const uint16_t* irow = src_fp16 + sy * IW * C;
+      for (int64_t x = 0; x < OW; ++x) {
+        const Tap& a = tx[static_cast<size_t>(x)];
+        for (int64_t c = 0; c < C; ++c) {
+          const float p0 = halfToFloat(irow[a.i0 * C + c]) * a.w0;
+          const float p1 = halfToFloat(irow[a.i1 * C + c]) * a.w1;
+          t[static_cast<size_t>(x * C + c)] = p0 + p1;
+        }
+      }
+    };
+    for (int64_t y = yb; y < ye; ++y) {
+      const Tap& b = ty[static_cast<size_t>(y)];
+      rowPass(b.i0, t0);
+      rowPass(b.i1, t1);
+      uint16_t* orow = dst_fp16 + y * OW * C;
+      for (int64_t i = 0; i < OW * C; ++i) {
+        const float p0 = t0[static_cast<size_t>(i)] * b.w0;
+        const float p1 = t1[static_cast<size_t>(i)] * b.w1;
+        orow[i] = floatToHalf(p0 + p1);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Casts.
+
+namespace {
+template <class In, class Out, class F>
+void elementwise(const char* what, int64_t n, const In* src, Out* dst, ThreadPool* pool, F&& f) {
+  checkNonNegative(what, {n});
+  parallelUnits(pool, n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = f(src[i]);
+  });
+}
+}  // namespace
+
+void castAnyToFp16(int64_t n, const uint8_t* src, uint16_t* dst_fp16, ThreadPool* pool) {
+  elementwise("castAnyToFp16", n, src, dst_fp16, pool, [](uint8_t v) { return floatToHalf(static_cast<float>(v)); });
+}
+
+void castAnyToFp16(int64_t n, const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool) {
+  memcopy(n, src_fp16, dst_fp16, pool);
+}
+
+void castAnyToFp16(int64_t n, const float* src, uint16_t* dst_fp16, ThreadPool* pool) {
+  elementwise("castAnyToFp16", n, src, dst_fp16, pool, [](float v) { return floatToHalf(v); });
+}
+
+void castFp16ToFp32(int64_t n, const uint16_t* src_fp16, float* dst, ThreadPool* pool) {
+  elementwise("castFp16ToFp32", n, src_fp16, dst, pool, [](uint16_t v) { return halfToFloat(v); });
+}
+
+void castFp32ToFp16(int64_t n, const float* src, uint16_t* dst_fp16, ThreadPool* pool) {
+  elementwise("castFp32ToFp16", n, src, dst_fp16, pool, [](float v) { return floatToHalf(v); });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// normalize, memcopy, softmax.
+
+void normalize(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
+               const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool) {
+  checkNonNegative("normalize", {pixels, channels});
+  if (swap_rb && channels != 3)
+    fail(ErrorCode::kInvalidArgument, "normalize: DOUT_RGB_ORDER 1 needs 3 channels (RGB or BGR), not {}", channels);
+  const int64_t C = channels;
+  parallelUnits(pool, pixels, C * 2, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      const uint16_t* in = src_fp16 + p * C;
+      uint16_t* out = dst_fp16 + p * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const float x = halfToFloat(in[swap_rb ? 2 - c : c]);
+        const float sum = x + cof_add[c];
+        const float prod = sum * cof_mul[c];
+        out[c] = floatToHalf(prod);
+      }
+    }
+  });
+}
+
+void memcopy(int64_t words, const uint16_t* src, uint16_t* dst, ThreadPool* pool) {
+  checkNonNegative("memcopy", {words});
+  parallelUnits(pool, words, 1, [&](int64_t b, int64_t e) {
+    std::memcpy(dst + b, src + b, static_cast<size_t>(e - b) * sizeof(uint16_t));
+  });
+}
+
+void softmaxFp16(int64_t n, const uint16_t* src_fp16, float* dst, ThreadPool* pool) {
+  checkNonNegative("softmaxFp16", {n});
+  if (n == 0) return;
+  std::vector<float> x(static_cast<size_t>(n));
+  castFp16ToFp32(n, src_fp16, x.data(), pool);
+  softmax(SoftmaxKind::kSoftmax, 1, n, 1, x.data(), dst, pool);
+}
+
+void softmaxFp16(int64_t n, const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool) {
+  checkNonNegative("softmaxFp16", {n});
+  if (n == 0) return;
+  std::vector<float> y(static_cast<size_t>(n));
+  softmaxFp16(n, src_fp16, y.data(), pool);
+  castFp32ToFp16(n, y.data(), dst_fp16, pool);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// argminmax.
+
+namespace {
+
+template <class Out>
+void argMinMaxImpl(ImageLayout layout, int64_t H, int64_t W, int64_t C, ArgAxis axis, ArgMode mode,
+                   const uint16_t* src, Out* dst, ThreadPool* pool) {
+  checkNonNegative("argMinMax", {H, W, C});
+  // The buffer as [outer, len, inner] with the reduced axis in the middle.
+  const int64_t dims[3] = {layout == ImageLayout::kHWC ? H : C, layout == ImageLayout::kHWC ? W : H,
+                           layout == ImageLayout::kHWC ? C : W};
+  int a = 0;
+  if (layout == ImageLayout::kHWC) a = axis == ArgAxis::kHeight ? 0 : axis == ArgAxis::kWidth ? 1 : 2;
+  else a = axis == ArgAxis::kChannel ? 0 : axis == ArgAxis::kHeight ? 1 : 2;
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < a; ++i) outer *= dims[i];
+  for (int i = a + 1; i < 3; ++i) inner *= dims[i];
+  const int64_t len = dims[a];
+  if (len - 1 > static_cast<int64_t>(std::numeric_limits<Out>::max()))
+    fail(ErrorCode::kInvalidArgument, "argMinMax: an axis of {} does not fit the {}-bit output", len,
+         8 * sizeof(Out));
+  if (len == 0) return;
+  const bool is_max = mode == ArgMode::kArgMax;
+  parallelUnits(pool, outer * inner, len, [&](int64_t ub, int64_t ue) {
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t o = u / inner, i = u % inner;
+      const uint16_t* line = src + o * len * inner + i;
+      int64_t best = 0;
+      float bv = halfToFloat(line[0]);
+      if (!std::isnan(bv)) {
+        for (int64_t k = 1; k < len; ++k) {
+          const float v = halfToFloat(line[k * inner]);
+          if (std::isnan(v)) {
+            best = k;
+            break;
+          }
+          if (is_max ? v > bv : v < bv) bv = v, best = k;
+        }
+      }
+      dst[u] = static_cast<Out>(best);
+    }
+  });
+}
+
+}  // namespace
+
+void argMinMax(ImageLayout layout, int64_t height, int64_t width, int64_t channels, ArgAxis axis, ArgMode mode,
+               const uint16_t* src_fp16, uint8_t* dst, ThreadPool* pool) {
+  argMinMaxImpl(layout, height, width, channels, axis, mode, src_fp16, dst, pool);
+}
+
+void argMinMax(ImageLayout layout, int64_t height, int64_t width, int64_t channels, ArgAxis axis, ArgMode mode,
+               const uint16_t* src_fp16, uint16_t* dst, ThreadPool* pool) {
+  argMinMaxImpl(layout, height, width, channels, axis, mode, src_fp16, dst, pool);
+}
+
+}  // namespace npuc::kernels
