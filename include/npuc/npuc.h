@@ -58,7 +58,8 @@ typedef enum npuc_status {
   NPUC_STATUS_UNSUPPORTED = 3,      /* well-formed input that npuc does not support */
   NPUC_STATUS_IO = 4,               /* file system failure: missing package folder or file, unreadable file */
   NPUC_STATUS_INTERNAL = 5,         /* a bug in npuc (or an unexpected exception) */
-  NPUC_STATUS_OUT_OF_MEMORY = 6     /* an allocation failed */
+  NPUC_STATUS_OUT_OF_MEMORY = 6,    /* an allocation failed */
+  NPUC_STATUS_RANGE_MAX_ = 0x7fffffff /* not a status: keeps the enum int-sized */
 } npuc_status;
 
 /** Element types; the values equal npuc::DType's. */
@@ -76,7 +77,11 @@ typedef enum npuc_dtype {
   NPUC_DTYPE_UINT32 = 10,
   NPUC_DTYPE_INT64 = 11,
   NPUC_DTYPE_UINT64 = 12,
-  NPUC_DTYPE_BOOL = 13
+  NPUC_DTYPE_BOOL = 13,
+  /* Not a type: makes the enum span every int, so that any value a C caller passes is a valid npuc_dtype to C++
+     (out-of-range codes are then refused with NPUC_STATUS_INVALID_ARGUMENT, not undefined behaviour). */
+  NPUC_DTYPE_RANGE_MIN_ = -0x7fffffff - 1,
+  NPUC_DTYPE_RANGE_MAX_ = 0x7fffffff
 } npuc_dtype;
 
 /** A loaded package with its simulated device memory. Opaque. */

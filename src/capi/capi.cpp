@@ -159,6 +159,7 @@ const char* npuc_status_name(npuc_status status) {
     case NPUC_STATUS_IO: return "io";
     case NPUC_STATUS_INTERNAL: return "internal";
     case NPUC_STATUS_OUT_OF_MEMORY: return "out_of_memory";
+    case NPUC_STATUS_RANGE_MAX_: break;
   }
   return "unknown";
 }
