@@ -123,6 +123,15 @@ class Model {
   /// The translator's graph optimizer applied to a copy: BatchNorm folding, pattern detection (Swish, Mish,
   /// HardSwish, GlobalAveragePool and Flatten equivalents), activation fusion; optionally Relu6 -> Relu.
   Model optimized(bool relu6_to_relu = false) const;
+  /// A copy with a DRP-AI pre/post-processing definition (docs/prepost.md) inserted as graph nodes: the new inputs
+  /// are the input_to_pre tensors (camera frames), the outputs the output_from_post ones. The definition is validated
+  /// against this model first (the manual's messages; the ONNX-vs-YAML size check unless not_check_size).
+  struct PrePostOptions {
+    bool full_format = false;     // -PrePostFULL
+    bool check_prepost = false;   // -CheckPrePost ON: name mismatches as [Error Y01]
+    bool not_check_size = false;  // -NotCheckSizeONNXvsYAML
+  };
+  Model withPrePost(const std::filesystem::path& definition, const PrePostOptions& options) const;
   /// Checks every node of the optimized model against a target's operator constraints (name or path of a
   /// targets/*.yaml). Empty when everything is supported.
   std::vector<CheckRow> check(const std::string& target, bool relu6_to_relu = false) const;

@@ -5,6 +5,7 @@
 #include "frontend/onnx/onnx_io.hpp"
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
+#include "prepost/graph.hpp"
 #include "support/file.hpp"
 #include "support/log.hpp"
 #include "support/npy.hpp"
@@ -113,6 +114,25 @@ ModelStats Model::stats() const {
 }
 
 std::string Model::dump() const { return ir::dump(*impl_->graph); }
+
+Model Model::withPrePost(const std::filesystem::path& definition, const PrePostOptions& o) const {
+  prepost::ParseOptions po;
+  po.full_format = o.full_format;
+  po.check_prepost = o.check_prepost;
+  std::vector<prepost::ModelTensorShape> ins, outs;
+  for (auto& t : inputs()) po.model_inputs.push_back(t.name), ins.push_back({t.name, t.shape});
+  for (auto& t : outputs()) po.model_outputs.push_back(t.name), outs.push_back({t.name, t.shape});
+  prepost::PrePost pp = prepost::loadPrePost(definition, po);
+  prepost::checkSizeOnnxVsYaml(pp, ins, outs, o.not_check_size);
+  Model m;
+  m.impl_ = std::make_shared<Impl>();
+  m.impl_->graph = impl_->graph->clone();
+  withContext(definition.string(), [&] {
+    prepost::insertPrePost(*m.impl_->graph, pp);
+    ir::verify(*m.impl_->graph, ErrorCode::kInternal);
+  });
+  return m;
+}
 
 Model Model::optimized(bool relu6_to_relu) const {
   Model m;

@@ -7,7 +7,6 @@
 #include "package/package.hpp"
 #include "plan/addrmap.hpp"
 #include "plan/memory.hpp"
-#include "prepost/prepost.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -114,23 +113,15 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     Model m = Model::load(o.onnx, lo);
     report("import", sw.lap());
     if (!o.prepost.empty()) {
-      // The definition is checked against the model (names, §9 messages; sizes unless -NotCheckSizeONNXvsYAML).
-      prepost::ParseOptions po;
-      po.full_format = o.prepost_full;
-      po.check_prepost = o.check_prepost;
-      std::vector<prepost::ModelTensorShape> ins, outs;
-      for (auto& t : m.inputs()) po.model_inputs.push_back(t.name), ins.push_back({t.name, t.shape});
-      for (auto& t : m.outputs()) po.model_outputs.push_back(t.name), outs.push_back({t.name, t.shape});
-      prepost::PrePost pp = prepost::loadPrePost(o.prepost, po);
-      prepost::checkSizeOnnxVsYaml(pp, ins, outs, o.not_check_size);
+      // Validated against the model (names, §9 messages, sizes) and inserted as graph nodes; the package cannot
+      // hold them yet.
+      Model with = m.withPrePost(o.prepost, {o.prepost_full, o.check_prepost, o.not_check_size});
       report("prepost", sw.lap());
-      size_t npre = 0, npost = 0;
-      for (auto& p : pp.preprocess) npre += p.operations.size();
-      for (auto& p : pp.postprocess) npost += p.operations.size();
       fail(ErrorCode::kUnsupported,
-           "{}: the pre/post-processing definition is valid ({} pre- and {} post-processing operations) but npuc does "
-           "not put pre/post-processing into packages yet (docs/prepost.md); translate without -prepost for the body alone",
-           o.prepost.string(), npre, npost);
+           "{}: the pre/post-processing definition is valid ({} nodes in the combined graph) but npuc does not put "
+           "pre/post-processing into packages yet (docs/prepost.md; `npuc check --prepost` writes the combined "
+           "model with --save-opt-onnx); translate without -prepost for the body alone",
+           o.prepost.string(), with.nodes().size());
     }
     return m.optimized(o.relu6_to_relu);
   }();

@@ -52,6 +52,7 @@ const KernelRegistry& kernelRegistry() {
     registerNnKernels(reg);
     registerReduceKernels(reg);
     registerIndexingKernels(reg);
+    registerPrePostKernels(reg);
     return reg;
   }();
   return r;

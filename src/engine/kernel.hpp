@@ -84,5 +84,6 @@ void registerTensorKernels(KernelRegistry& r);
 void registerNnKernels(KernelRegistry& r);
 void registerReduceKernels(KernelRegistry& r);
 void registerIndexingKernels(KernelRegistry& r);
+void registerPrePostKernels(KernelRegistry& r);
 
 }  // namespace npuc::engine

@@ -95,7 +95,8 @@ expect_error 2 "Error Y01. Error in prepost yaml" -- "$npuc" translate ppd -onnx
 expect_error 2 "Converter-007" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" --out "$tmp/ppout"
 sed 's/\[8, 8, 1\]/[9, 8, 1]/' "$pp" >"$tmp/pp_size.yaml"
 expect_error 2 "the size of ONNX vs. YAML does not match" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" --out "$tmp/ppout"
-expect_error 2 "does not put pre/post-processing" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" -NotCheckSizeONNXvsYAML --out "$tmp/ppout"
+expect_error 2 "cannot reshape 9x8x1" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" -NotCheckSizeONNXvsYAML --out "$tmp/ppout"
+if "$npuc" check "$digits" --target drpai --prepost "$pp" --save-opt-onnx "$tmp/full.onnx" --no-report >/dev/null && "$npuc" inspect "$tmp/full.onnx" | grep -q "ai.npuc.Normalize"; then ok "check --prepost writes the combined model"; else bad "check --prepost"; fi
 [ -e "$tmp/ppout/ppd" ] && bad "a refused translate left output behind" || ok "refused prepost translate wrote nothing"
 expect_error 2 "PREFIX is not set" -- "$npuc" translate -onnx "$digits"
 expect_error 2 "Please enter only 1 prefix name" -- "$npuc" translate a b -onnx "$digits"

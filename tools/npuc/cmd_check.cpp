@@ -15,8 +15,8 @@ void addCheck(CLI::App& app, Action& run) {
   struct Opts {
     std::string model, target = "generic", prefix, out_dir = ".";
     std::vector<std::string> shapes;
-    bool no_report = false, relu6 = false;
-    std::string save_opt;
+    bool no_report = false, relu6 = false, prepost_full = false, not_check_size = false;
+    std::string save_opt, prepost;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("model", o->model, "ONNX model")->required();
@@ -27,11 +27,15 @@ void addCheck(CLI::App& app, Action& run) {
   c->add_flag("--no-report", o->no_report, "Print only; write no report files");
   c->add_flag("--relu6-to-relu", o->relu6, "Replace Relu6 (Clip(0, 6)) by Relu before checking (-RELU6toRELU of translate)");
   c->add_option("--save-opt-onnx", o->save_opt, "Also write the optimized model (runs on npuc's reference engine)");
+  c->add_option("--prepost", o->prepost, "Insert a DRP-AI pre/post-processing definition (validated against the model) before checking");
+  c->add_flag("--prepost-full", o->prepost_full, "The definition is in the legacy full format (-PrePostFULL)");
+  c->add_flag("--not-check-size", o->not_check_size, "Skip the ONNX-vs-YAML size check (-NotCheckSizeONNXvsYAML)");
   c->callback([o, &run] {
     run = [o] {
       LoadOptions lo;
       lo.input_shapes = parseShapes(o->shapes);
       Model m = Model::load(o->model, lo);
+      if (!o->prepost.empty()) m = m.withPrePost(o->prepost, {o->prepost_full, true, o->not_check_size});
       auto rows = m.check(o->target, o->relu6);
       if (o->relu6) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
       if (!o->save_opt.empty()) {

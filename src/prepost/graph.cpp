@@ -1,0 +1,173 @@
+#include "prepost/graph.hpp"
+
+#include "ops/registry.hpp"
+#include "support/error.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace npuc::prepost {
+
+namespace {
+
+class Builder {
+ public:
+  Builder(ir::Graph& g, const PrePost& pp) : g_(g), pp_(pp) {}
+
+  ir::ValueId node(const std::string& op, const std::string& domain, std::vector<ir::ValueId> ins,
+                   const std::string& out_name, std::map<std::string, ir::Attr> attrs = {}) {
+    ir::ValueId out = g_.addValue(g_.uniqueValueName(out_name)).id;
+    ir::Node& n = g_.addNode(op, g_.uniqueValueName(out_name + "/" + op), std::move(ins), {out}, domain);
+    n.attrs = std::move(attrs);
+    return out;
+  }
+  ir::ValueId constI64(const std::string& name, const std::vector<int64_t>& v) {
+    return g_.addConstant(g_.uniqueValueName(name), Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v)).id;
+  }
+  ir::ValueId reshape(ir::ValueId x, const std::vector<int64_t>& shape, const std::string& name) {
+    return node("Reshape", "", {x, constI64(name + "_shape", shape)}, name);
+  }
+  ir::ValueId cast(ir::ValueId x, DType to, const std::string& name) {
+    int64_t onnx = to == DType::kF16 ? 10 : to == DType::kF32 ? 1 : to == DType::kU8 ? 2 : 0;
+    if (!onnx) fail(ErrorCode::kUnsupported, "{}: no cast to {}", pp_.source, dtypeName(to));
+    return node("Cast", "", {x}, name, {{"to", ir::Attr(onnx)}});
+  }
+
+  /// One operation of an entry: x (typed as op.in) -> value typed as op.out.
+  ir::ValueId op(const Operation& o, ir::ValueId x, const std::string& base, bool pre) {
+    using A = ir::Attr;
+    switch (o.kind) {
+      case OpKind::kTranspose: {
+        auto& p = std::get<TransposeParams>(o.params);
+        std::vector<int64_t> perm = p.is_chw2hwc ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{2, 0, 1};
+        return node("Transpose", "", {x}, base + "_transpose", {{"perm", A(perm)}});
+      }
+      case OpKind::kConvYuv2Rgb: {
+        auto& p = std::get<ConvYuv2RgbParams>(o.params);
+        return node("YuvToRgb", "ai.npuc", {x}, base + "_yuv2rgb",
+                    {{"format", A(static_cast<int64_t>(p.din_yuv_format))},
+                     {"bgr", A(int64_t{p.dout_rgb_format == RgbFormat::kBGR})},
+                     {"height", A(o.out.height())},
+                     {"width", A(o.out.width())}});
+      }
+      case OpKind::kConvX2Gray: {
+        auto& p = std::get<ConvX2GrayParams>(o.params);
+        return node("ToGray", "ai.npuc", {x}, base + "_gray",
+                    {{"format", A(static_cast<int64_t>(p.din_format))}, {"height", A(o.out.height())}, {"width", A(o.out.width())}});
+      }
+      case OpKind::kCrop: {
+        auto& p = std::get<CropParams>(o.params);
+        return node("CropImage", "ai.npuc", {x}, base + "_crop",
+                    {{"layout", A(int64_t{p.data_format == Order::kCHW})},
+                     {"pos_y", A(p.pos_y)},
+                     {"pos_x", A(p.pos_x)},
+                     {"out_height", A(p.out_height)},
+                     {"out_width", A(p.out_width)}});
+      }
+      case OpKind::kResizeHwc: {
+        auto& p = std::get<ResizeHwcParams>(o.params);
+        return node("ResizeHwc", "ai.npuc", {x}, base + "_resize",
+                    {{"alg", A(int64_t{p.alg == ResizeAlg::kBilinear})}, {"out_height", A(p.out_height)}, {"out_width", A(p.out_width)}});
+      }
+      case OpKind::kCastAnyToFp16: return o.in.type == ElemType::kFp16 ? x : cast(x, DType::kF16, base + "_cast_fp16");
+      case OpKind::kNormalize: {
+        auto& p = std::get<NormalizeParams>(o.params);
+        std::vector<float> add(p.cof_add.begin(), p.cof_add.end()), mul(p.cof_mul.begin(), p.cof_mul.end());
+        return node("Normalize", "ai.npuc", {x}, base + "_normalize",
+                    {{"add", A(add)}, {"mul", A(mul)}, {"swap_rb", A(int64_t{p.swap_rb})}});
+      }
+      case OpKind::kMemcopy: return node("Identity", "", {x}, base + "_memcopy");
+      case OpKind::kSoftmax: {
+        auto& p = std::get<SoftmaxParams>(o.params);
+        return node("PostSoftmax", "ai.npuc", {x}, base + "_softmax", {{"fp32_out", A(int64_t{p.dout_format == ElemType::kFp32})}});
+      }
+      case OpKind::kCastFp16Fp32: {
+        auto& p = std::get<CastFp16Fp32Params>(o.params);
+        return cast(x, p.mode == CastMode::kFp16ToFp32 ? DType::kF32 : DType::kF16, base + "_cast");
+      }
+      case OpKind::kArgMinMax: {
+        auto& p = std::get<ArgMinMaxParams>(o.params);
+        return node("ArgMinMax", "ai.npuc", {x}, base + "_argminmax",
+                    {{"layout", A(int64_t{p.din_format == Order::kCHW})},
+                     {"axis", A(static_cast<int64_t>(p.axis))},
+                     {"mode", A(int64_t{p.mode == ArgMode::kArgMin})},
+                     {"out_type", A(int64_t{p.dout_type == ElemType::kUint16})}});
+      }
+    }
+    (void)pre;
+    fail(ErrorCode::kInternal, "unknown pre/post operation");
+  }
+
+  void run() {
+    std::vector<ir::ValueId> new_inputs = g_.inputs();
+    for (const Process& p : pp_.preprocess) {
+      const TensorDecl* in = pp_.findInputToPre(p.src);
+      if (!in) fail(ErrorCode::kInvalidInput, "{}: preprocess source '{}' is not in input_to_pre", pp_.source, p.src);
+      auto model_in = std::find_if(g_.inputs().begin(), g_.inputs().end(), [&](ir::ValueId v) { return g_.value(v).name == p.dest; });
+      if (model_in == g_.inputs().end())
+        fail(ErrorCode::kInvalidInput, "{}: preprocess dest '{}' is not an input of the model", pp_.source, p.dest);
+      ir::ValueId body_in = *model_in;
+      if (g_.findValue(p.src)) fail(ErrorCode::kInvalidInput, "{}: input_to_pre name '{}' is already a value of the model", pp_.source, p.src);
+      ir::ValueId x = g_.addValue(p.src, ir::makeType(toDType(in->type), in->shape)).id;
+      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/pre", true);
+      // Bridge: the pre result (HWC, or the body's declared order) to the model's input layout and type.
+      const ir::Type& mt = g_.value(body_in).type;
+      const TensorDecl* body = pp_.findInputToBody(p.dest);
+      if (mt.shape.size() == 4 && body && body->order == Order::kHWC && body->shape.size() == 3 &&
+          mt.shape[1] == body->shape[2] && mt.shape[2] == body->shape[0] && mt.shape[3] == body->shape[1])
+        x = node("Transpose", "", {x}, p.dest + "/pre_to_nchw", {{"perm", ir::Attr(std::vector<int64_t>{2, 0, 1})}});
+      ir::ValueId shaped = reshape(x, mt.shape, p.dest + "/pre_shaped");
+      // The last bridge node writes the model's input value itself, so the body is unchanged.
+      int64_t to = mt.dtype == DType::kF32 ? 1 : mt.dtype == DType::kF16 ? 10 : 0;
+      if (!to) fail(ErrorCode::kUnsupported, "{}: model input '{}' is {}; pre-processing feeds float inputs", pp_.source, p.dest, dtypeName(mt.dtype));
+      g_.addNode("Cast", g_.uniqueValueName(p.dest + "/pre_cast"), {shaped}, {body_in}).attrs["to"] = ir::Attr(to);
+      *std::find(new_inputs.begin(), new_inputs.end(), body_in) = g_.findValue(p.src).value();
+    }
+    g_.inputs() = new_inputs;
+
+    std::map<std::string, ir::ValueId> results;  // post dests
+    std::vector<ir::ValueId> consumed;            // model outputs that feed post-processing
+    for (const Process& p : pp_.postprocess) {
+      ir::ValueId x;
+      if (auto it = results.find(p.src); it != results.end()) {
+        x = it->second;
+      } else {
+        const TensorDecl* ob = pp_.findOutputFromBody(p.src);
+        auto model_out = std::find_if(g_.outputs().begin(), g_.outputs().end(), [&](ir::ValueId v) { return g_.value(v).name == p.src; });
+        if (!ob || model_out == g_.outputs().end())
+          fail(ErrorCode::kInvalidInput, "{}: postprocess source '{}' is neither a model output nor an earlier dest", pp_.source, p.src);
+        if (!ob->shape_post.empty())
+          fail(ErrorCode::kUnsupported, "{}: output_from_body '{}': shape_post splits are not inserted into graphs yet", pp_.source, p.src);
+        x = *model_out;
+        consumed.push_back(x);
+        const ir::Type& mt = g_.value(x).type;
+        if (mt.shape.size() == 4 && ob->order == Order::kHWC)
+          x = node("Transpose", "", {x}, p.src + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}});
+        x = reshape(x, ob->shape, p.src + "/post_shaped");
+        x = cast(x, toDType(ob->type), p.src + "/post_cast");
+      }
+      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/post", false);
+      if (g_.findValue(p.dest)) fail(ErrorCode::kInvalidInput, "{}: postprocess dest '{}' is already a value of the model", pp_.source, p.dest);
+      x = node("Identity", "", {x}, p.dest);  // named exactly p.dest (checked free above)
+      results[p.dest] = x;
+    }
+    std::vector<ir::ValueId> outs;
+    for (ir::ValueId v : g_.outputs())
+      if (std::find(consumed.begin(), consumed.end(), v) == consumed.end()) outs.push_back(v);
+    for (const TensorDecl& d : pp_.output_from_post)
+      if (auto it = results.find(d.name); it != results.end()) outs.push_back(it->second);
+    g_.outputs() = outs;
+    g_.topoSort();
+    ops::inferShapes(g_);
+  }
+
+ private:
+  ir::Graph& g_;
+  const PrePost& pp_;
+};
+
+}  // namespace
+
+void insertPrePost(ir::Graph& g, const PrePost& pp) { Builder(g, pp).run(); }
+
+}  // namespace npuc::prepost
