@@ -107,7 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   }
   try {
-    npuc::Runtime rt(g_dir, {1, false});
+    npuc::Runtime rt(g_dir, {2, false});  // two threads: the parallel paths too
     rt.run();
     npuc::Runtime exact(g_dir, {1, true});
     exact.run();

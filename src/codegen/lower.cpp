@@ -275,7 +275,7 @@ class Lowerer {
     std::string a = n.attrString("activation", "");
     if (a.empty()) return true;
     if (a == "Relu") d.act = Act::kRelu;
-    else if (a == "LeakyRelu") d.act = Act::kLeakyRelu, d.act_a = n.attrFloat("activation_alpha", 0.01f);
+    else if (a == "LeakyRelu") d.act = Act::kLeakyRelu, d.act_a = n.attrFloat("activation_alpha", 0.0f);  // omitted when 0
     else if (a == "Clip") d.act = Act::kClip, d.act_a = n.attrFloat("activation_alpha", 0), d.act_b = n.attrFloat("activation_beta", 0);
     else return false;
     return true;
@@ -450,6 +450,7 @@ class Lowerer {
       unsupported(n, "Gemm with transA, alpha != 1 or beta != 1 has no package form");
     bool transB = !mm && n.attrInt("transB", 0);
     int64_t K = as[1], N = transB ? w->dim(0) : w->dim(1);
+    if ((transB ? w->dim(1) : w->dim(0)) != K) unsupported(n, "operand shapes {} and {} do not multiply", shapeStr(as), shapeStr(w->shape()));
     std::vector<float> wt(static_cast<size_t>(N * K));
     std::vector<double> wd;
     const float* wf = nullptr;
@@ -461,21 +462,41 @@ class Lowerer {
     int x = in(n, 0);
     int wv = weightVal(g_.value(n.inputs[1]).name, {N, K}, floatBytes(*w, false, &wt), ft_);
     std::vector<int> ins = {x, wv};
+    int c_add = -1;  // a C the engine adds after the product (not an [N] bias): a separate Add
     if (!mm && n.hasInput(2)) {
       const Tensor* c = constIn(n, 2);
       if (!c) unsupported(n, "C must be a constant");
       std::vector<double> cv = c->toDouble();
-      std::vector<float> bias(static_cast<size_t>(N));
-      if (c->numel() == 1) std::fill(bias.begin(), bias.end(), static_cast<float>(cv[0]));
-      else if (c->numel() == N && (c->rank() == 1 || c->dim(0) == 1))
-        for (int64_t i = 0; i < N; ++i) bias[static_cast<size_t>(i)] = static_cast<float>(cv[static_cast<size_t>(i)]);
-      else unsupported(n, "C of shape {} has no package form (scalar or [N])", shapeStr(c->shape()));
-      ins.push_back(weightVal(g_.value(n.inputs[2]).name, {N}, floatBytes(*c, true, &bias), ElemType::kF32));
+      // Exactly where the engine starts its accumulators at C: C of shape [N] or [1, N] (per column), or [M, 1]
+      // with M = 1 (one value for the row); any other C is added after the product.
+      const Shape& csh = c->shape();
+      int64_t M = as[0];
+      bool col = csh == Shape{N} || csh == Shape{1, N};
+      bool row = !col && csh == Shape{M, 1};
+      if (row && M != 1) unsupported(n, "C of shape [M, 1] with M > 1 has no package form");
+      if (col || row) {
+        std::vector<float> bias(static_cast<size_t>(N));
+        for (int64_t i = 0; i < N; ++i) bias[static_cast<size_t>(i)] = static_cast<float>(cv[static_cast<size_t>(col ? i : 0)]);
+        ins.push_back(weightVal(g_.value(n.inputs[2]).name, {N}, floatBytes(*c, true, &bias), ElemType::kF32));
+      } else {
+        c_add = in(n, 2);
+      }
     }
     ir::ValueId outv = n.outputs[0];
     LDesc probe;
     bool epilogue = actFromAttrs(n, probe);
-    int out = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", g_.value(outv).type.shape);
+    const Shape& ys = g_.value(outv).type.shape;
+    if (c_add >= 0) {  // y = act(A*B + C): the product, then a broadcasting Add carrying the activation
+      int prod = tempVal(n.name + "/product", ys);
+      emit(n, LayerKind::kGemm, ins, prod);
+      int sum = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", ys);
+      LDesc& a = emit(n, LayerKind::kBinary, {prod, c_add}, sum, {0});
+      a.name = n.name + "/add_C";
+      a.act = probe.act, a.act_a = probe.act_a, a.act_b = probe.act_b;
+      if (!epilogue) trailingActivation(n, sum, outVal(n, outv));
+      return;
+    }
+    int out = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", ys);
     LDesc& d = emit(n, LayerKind::kGemm, ins, out);
     d.act = probe.act;
     d.act_a = probe.act_a;
@@ -514,6 +535,7 @@ class Lowerer {
   void softmax(const ir::Node& n) {
     const Shape& s = shapeOf(n, 0);
     int64_t r = static_cast<int64_t>(s.size());
+    if (r == 0) unsupported(n, "softmax of a scalar has no package form");
     int64_t axis = n.attrInt("axis", g_.opset < 13 ? 1 : -1);
     if (axis < 0) axis += r;
     uint32_t kind = n.op == "Softmax" ? 0 : n.op == "LogSoftmax" ? 1 : 2;
@@ -608,6 +630,7 @@ class Lowerer {
     } else {
       for (int i = 1; i < 5; ++i)
         if (n.hasInput(i) && !constIn(n, i)) unsupported(n, "starts/ends/axes/steps must be constants");
+      if (!constIn(n, 1) || !constIn(n, 2)) unsupported(n, "starts and ends must be constants");
       starts = constIn(n, 1)->toInt64();
       ends = constIn(n, 2)->toInt64();
       if (n.hasInput(3)) axes = constIn(n, 3)->toInt64();
@@ -653,7 +676,15 @@ class Lowerer {
   }
 };
 
-package::TensorRef makeRef(uint64_t addr, ElemType t, const Shape& s) {
+package::TensorRef makeRef(uint64_t addr, ElemType t, const Shape& s, const std::string& what) {
+  if (s.size() > package::kMaxRank)
+    fail(ErrorCode::kUnsupported, "value '{}' has rank {}; packages hold tensors of rank {} at most", what, s.size(), package::kMaxRank);
+  uint64_t total = package::elemSize(t);
+  for (int64_t d : s) {
+    if (d < 0 || static_cast<uint64_t>(d) > 0xFFFF'FFFFu) fail(ErrorCode::kUnsupported, "value '{}': dim {} does not fit a package", what, d);
+    total *= static_cast<uint64_t>(std::max<int64_t>(d, 1));
+    if (total > 0xFFFF'FFFFu) fail(ErrorCode::kUnsupported, "value '{}' ({}) is larger than 4 GiB: no package form", what, shapeStr(s));
+  }
   package::TensorRef r;
   r.addr = static_cast<uint32_t>(addr);
   r.type = t;
@@ -791,7 +822,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   }
   auto refOf = [&](int vi, const Shape* view) {
     const LVal& v = vals[static_cast<size_t>(vi)];
-    return makeRef(base(spaceName(v.space)) + v.offset, v.space == 'w' ? v.type : L.ft_, view ? *view : v.shape);
+    return makeRef(base(spaceName(v.space)) + v.offset, v.space == 'w' ? v.type : L.ft_, view ? *view : v.shape, v.name);
   };
   for (ir::ValueId v : g.inputs())
     if (auto it = L.of_.find(v); it != L.of_.end()) p.inputs.push_back({g.value(v).name, refOf(it->second, nullptr)});

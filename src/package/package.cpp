@@ -210,6 +210,8 @@ std::vector<Descriptor> decodeDescriptors(const std::vector<uint8_t>& b, Engine 
     d.act_b = getF32(p + 20);
     d.param_addr = get32(p + 24);
     d.param_size = get32(p + 28);
+    for (size_t k = 32; k < 64; ++k)
+      if (p[k]) bad(file, "descriptor {}: reserved bytes 32..63 must be 0", i);
     for (size_t r = 0; r < kMaxRefs; ++r) {
       const uint8_t* q = p + 64 + r * kTensorRefSize;
       TensorRef& t = d.refs[r];
@@ -217,6 +219,7 @@ std::vector<Descriptor> decodeDescriptors(const std::vector<uint8_t>& b, Engine 
       t.bytes = get32(q + 4);
       t.type = static_cast<ElemType>(q[8]);
       t.rank = q[9];
+      if (q[10] || q[11]) bad(file, "descriptor {}: reference {}: reserved bytes must be 0", i, r);
       for (size_t k = 0; k < kMaxRank; ++k) t.dims[k] = get32(q + 12 + 4 * k);
     }
   }
@@ -412,11 +415,17 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
 
 Package readPackage(const fs::path& dir) {
   const std::string mfile = (dir / "manifest.json").string();
-  if (!fs::is_directory(dir)) fail(ErrorCode::kIo, "{}: not a package directory", dir.string());
-  if (!fs::exists(mfile)) fail(ErrorCode::kIo, "{}: no manifest.json (not an npuc package)", dir.string());
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail(ErrorCode::kIo, "{}: not a package directory", dir.string());
+  if (!fs::exists(mfile, ec)) fail(ErrorCode::kIo, "{}: no manifest.json (not an npuc package)", dir.string());
   return readPackage([&](const std::string& name) -> std::optional<std::vector<uint8_t>> {
     fs::path path = dir / name;
-    if (!fs::exists(path)) return std::nullopt;
+    std::error_code e;
+    if (!fs::is_regular_file(path, e)) return std::nullopt;
+    // No package file can exceed the 32-bit address space (plus headers): refuse before reading.
+    uintmax_t size = fs::file_size(path, e);
+    if (e || size > (uintmax_t(1) << 32) + 4096)
+      fail(ErrorCode::kInvalidInput, "{}: {} bytes is larger than any package file can be", path.string(), size);
     return readFileBytes(path);
   }, dir.string());
 }
@@ -483,16 +492,16 @@ Package readPackage(const FileSource& source, const std::string& where) {
     }
     p.content_hash = root.at("content_hash").str();
     if (p.content_hash != fileListHash(hashes)) bad(mfile, "field 'content_hash' does not match the files");
-    auto file = [&](const std::string& key) -> std::pair<std::string, std::vector<uint8_t>*> {
-      std::string name = key.find('.') == std::string::npos ? root.at(key).str() : key;
+    auto byName = [&](const std::string& name) -> std::pair<std::string, std::vector<uint8_t>*> {
       auto it = data.find(name);
       if (it == data.end()) bad(mfile, "'{}' is not listed in 'files'", name);
       return {(dir / name).string(), &it->second};
     };
+    auto file = [&](const std::string& key) { return byName(root.at(key).str()); };
     Field streams = root.at("streams");
     for (Engine e : {Engine::kMac, Engine::kVector}) {
       Field s = streams.at(engineName(e));
-      auto [path, bytes] = file(s.at("file").str());
+      auto [path, bytes] = byName(s.at("file").str());
       auto ds = decodeDescriptors(*bytes, e, path);
       if (ds.size() != s.at("count").u()) bad(mfile, "field 'streams.{}.count' does not match {}", engineName(e), path);
       (e == Engine::kMac ? p.mac : p.vec) = std::move(ds);

@@ -135,7 +135,7 @@ struct LayerInfo {
   uint32_t index = 0;  // position in its engine's stream
   std::string name;    // the layer (the optimized graph's node name)
   std::string opexp;   // fused ONNX ops, "Conv+BatchNormalization+Relu"
-  std::vector<std::string> onnx_nodes;  // names of the original ONNX nodes it computes
+  std::vector<std::string> onnx_nodes;  // the source nodes: the optimized node, then those folded into it
   std::string output;  // name of the value it writes
 };
 

@@ -144,16 +144,26 @@ struct Checker {
     if (r.rank > kMaxRank) bad("{}: rank {} (at most {})", what, r.rank, kMaxRank);
     for (int i = r.rank; i < kMaxRank; ++i)
       if (r.dims[static_cast<size_t>(i)]) bad("{}: dims beyond the rank must be 0", what);
-    uint64_t n = 1;
+    // Every dim counts (a zero dim must not let the others grow unchecked: kernels multiply them).
+    uint64_t n = 1, span = 1;
     for (int i = 0; i < r.rank; ++i) {
-      n *= r.dims[static_cast<size_t>(i)];
-      if (n > (uint64_t(1) << 32)) bad("{}: shape {} is too large", what, dimsStr(r));
+      uint64_t d = r.dims[static_cast<size_t>(i)];
+      n *= d;
+      span *= std::max<uint64_t>(d, 1);
+      if (span > (uint64_t(1) << 32)) bad("{}: shape {} is too large", what, dimsStr(r));
     }
+    if (r.addr % elemSize(r.type)) bad("{}: address 0x{:x} is not aligned to its {}-byte elements", what, r.addr, elemSize(r.type));
     if (n * elemSize(r.type) != r.bytes)
       bad("{}: {} {} is {} bytes, the reference says {}", what, elemName(r.type), dimsStr(r), n * elemSize(r.type), r.bytes);
   }
 
   void ioTensors() const {
+    std::set<std::string> names;
+    for (auto* list : {&p.inputs, &p.outputs})
+      for (auto& t : *list) {
+        if (t.name.empty()) bad("an input or output has an empty name");
+        if (!names.insert(t.name).second) bad("the name '{}' is used by two inputs/outputs", t.name);
+      }
     for (auto& t : p.inputs) {
       ref(t.ref, "input '" + t.name + "'");
       const Element* e = spaceOf(t.ref.addr, t.ref.bytes);
@@ -182,6 +192,10 @@ struct Checker {
     if (d.n_in + d.n_out > kMaxRefs || d.n_out != 1 || d.n_in < 1)
       bad("{}: {} inputs and {} outputs (one output and at most {} references)", what, d.n_in, d.n_out, kMaxRefs);
     if (static_cast<uint8_t>(d.act) > 3) bad("{}: unknown activation code {}", what, static_cast<int>(d.act));
+    bool moves = d.kind == LayerKind::kCopy || d.kind == LayerKind::kConcat || d.kind == LayerKind::kTranspose ||
+                 d.kind == LayerKind::kPad || d.kind == LayerKind::kSlice;
+    if (moves && (d.act != Act::kNone || d.act_a != 0 || d.act_b != 0))
+      bad("{}: data-movement layers have no activation", what);
     if (d.flags & ~kFlagInterrupt) bad("{}: unknown flags 0x{:x}", what, d.flags);
     if (e == Engine::kVector) {
       if (std::none_of(p.libraries.begin(), p.libraries.end(), [&](const Library& l) { return l.id == d.lib; }))
@@ -204,6 +218,13 @@ struct Checker {
       bool readable = writable || s->name == "data_in" || s->name == "weight";
       if (is_out ? !writable : !readable) bad("{}: {} lies in '{}', which it may not {}", what, rw, s->name, is_out ? "write" : "read");
       if (s->name == "weight") weightRef(r, what + ": " + rw);
+    }
+    // The output may not overlap any input (kernels read inputs while writing the output).
+    const TensorRef& o = d.out(0);
+    for (int i = 0; i < d.n_in; ++i) {
+      const TensorRef& r = d.in(i);
+      if (o.bytes && r.bytes && o.addr < uint64_t(r.addr) + r.bytes && r.addr < uint64_t(o.addr) + o.bytes)
+        bad("{}: the output [0x{:x}, +{}) overlaps input {}", what, o.addr, o.bytes, i);
     }
     // parameter block
     uint32_t words = expectedParamWords(d);
@@ -265,15 +286,24 @@ struct Checker {
         weightRef(wt, what + ": weights");
         int64_t g = si(0);
         int64_t C = x.dims[1], M = y.dims[1];
-        if (g < 1 || C % g || M % g) bad("{}: group {} does not divide channels {} -> {}", what, g, C, M);
+        if (C < 1 || M < 1 || g < 1 || g > std::min(C, M) || C % g || M % g)
+          bad("{}: group {} does not divide channels {} -> {}", what, g, C, M);
         if (x.dims[0] != y.dims[0]) bad("{}: batch {} -> {}", what, x.dims[0], y.dims[0]);
         bool tr = d.kind == LayerKind::kConvTranspose;
         int64_t w0 = tr ? C : M, w1 = tr ? M / g : C / g;
         if (wt.dims[0] != w0 || wt.dims[1] != w1 || wt.dims[2] != si(1) || wt.dims[3] != si(2))
           bad("{}: weights {} do not match {}x{}x{}x{}", what, dimsStr(wt), w0, w1, si(1), si(2));
         if (tr) {
-          if (si(1) < 1 || si(2) < 1 || si(3) < 1 || si(4) < 1 || si(5) < 1 || si(6) < 1 || si(7) < 0 || si(8) < 0)
-            bad("{}: window parameters out of range", what);
+          // out = (in - 1)*s + (k - 1)*d + 1 - pad_begin - pad_end, pad_end >= -(output padding < max(s, d)).
+          auto twindow = [&](int64_t in, int64_t out, int64_t k, int64_t st, int64_t dl, int64_t pb, const char* axis) {
+            if (k < 1 || st < 1 || dl < 1 || pb < 0 || k > 1024 || st > 1024 || dl > 1024 || pb > 1024)
+              bad("{}: {} window k={} s={} d={} pad={} out of range", what, axis, k, st, dl, pb);
+            int64_t pe = (in - 1) * st + (k - 1) * dl + 1 - pb - out;
+            if (out < 1 || pe < -(std::max(st, dl) - 1) || pe > (k - 1) * dl)
+              bad("{}: {} output size {} does not follow from input {} with k={} s={} d={} pad={}", what, axis, out, in, k, st, dl, pb);
+          };
+          twindow(x.dims[2], y.dims[2], si(1), si(3), si(5), si(7), "H");
+          twindow(x.dims[3], y.dims[3], si(2), si(4), si(6), si(8), "W");
         } else {
           window(x.dims[2], y.dims[2], si(1), si(3), si(5), si(7), "H");
           window(x.dims[3], y.dims[3], si(2), si(4), si(6), si(8), "W");
@@ -375,7 +405,8 @@ struct Checker {
       }
       case LayerKind::kPad: {
         needIn(1, 1);
-        if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        isFloat(x, "x"); isFloat(y, "y");  // the pad value is a float of the package's type
+        if (x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
         for (int i = 0; i < x.rank; ++i) {
           int64_t b = si(static_cast<size_t>(i)), e = si(static_cast<size_t>(x.rank + i));
           if (b < 0 || e < 0 || x.dims[static_cast<size_t>(i)] + b + e != y.dims[static_cast<size_t>(i)])
@@ -430,14 +461,16 @@ struct Checker {
           bad("{} descriptor {}: waits for seq {}, which is not an earlier descriptor of the other engine", engineName(e), i, wt);
       }
     }
-    // Data hazards: a descriptor reading bytes last written by the other engine must wait for that writer.
-    struct Write {
-      uint64_t lo, hi;
+    // Data hazards: every byte a descriptor reads that was last written by the other engine must come from a
+    // descriptor it waited for. `last` maps disjoint address intervals to their last writer (an interval map: each
+    // write replaces the parts it covers), so partial overwrites are seen and the check stays O(n log n).
+    struct Writer {
+      uint64_t hi;
       uint32_t seq;
       Engine e;
     };
-    std::vector<Write> writes;
-    uint32_t waited[2] = {0, 0};  // per engine: every seq of the other engine below this is complete
+    std::map<uint64_t, Writer> last;  // interval start -> (end, writer)
+    uint32_t waited[2] = {0, 0};      // per engine: every seq of the other engine below this is complete
     for (size_t s = 0; s < n; ++s) {
       auto [e, i] = by_seq[s];
       const Descriptor& d = (e == Engine::kMac ? p.mac : p.vec)[i];
@@ -445,16 +478,35 @@ struct Checker {
       if (d.wait != kNoWait) waited[ei] = std::max(waited[ei], d.wait + 1);
       for (int k = 0; k < d.n_in; ++k) {
         const TensorRef& r = d.in(k);
-        for (auto it = writes.rbegin(); it != writes.rend(); ++it) {
-          if (it->hi <= r.addr || it->lo >= uint64_t(r.addr) + r.bytes) continue;
-          if (it->e != e && it->seq >= waited[ei])
+        uint64_t lo = r.addr, hi = uint64_t(r.addr) + r.bytes;
+        if (lo == hi) continue;
+        auto it = last.upper_bound(lo);
+        if (it != last.begin()) --it;
+        for (; it != last.end() && it->first < hi; ++it) {
+          if (it->second.hi <= lo) continue;
+          if (it->second.e != e && it->second.seq >= waited[ei])
             bad("{} descriptor {} (seq {}): input {} reads data written by seq {} on the other engine without waiting for it",
-                engineName(e), i, d.seq, k, it->seq);
-          break;
+                engineName(e), i, d.seq, k, it->second.seq);
         }
       }
       const TensorRef& y = d.out(0);
-      writes.push_back({y.addr, uint64_t(y.addr) + y.bytes, d.seq, e});
+      uint64_t lo = y.addr, hi = uint64_t(y.addr) + y.bytes;
+      if (lo == hi) continue;
+      // Cut the intervals that straddle lo or hi, drop those inside, insert the new one.
+      auto split = [&](uint64_t at) {
+        auto it = last.upper_bound(at);
+        if (it == last.begin()) return;
+        --it;
+        if (it->first < at && it->second.hi > at) {
+          Writer right = it->second;
+          it->second.hi = at;
+          last.emplace(at, right);
+        }
+      };
+      split(lo);
+      split(hi);
+      last.erase(last.lower_bound(lo), last.lower_bound(hi));
+      last.emplace(lo, Writer{hi, d.seq, e});
     }
     if (p.layers.size() != n) bad("manifest lists {} layers for {} descriptors", p.layers.size(), n);
     for (size_t s = 0; s < n; ++s) {

@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""Writes one small ONNX model per descriptor kind / parameter case of the package format, with constant weights
+(initializers), for tests/runtime/runtime_test.cpp (every kind the lowering emits, simulated in both modes and
+compared with the reference engine). Seeded; needs python3-onnx and numpy. Run from this folder."""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.RandomState(42)
+F = TensorProto.FLOAT
+
+
+def save(name, nodes, x_shape, y_shape, inits=(), opset=13):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", F, x_shape)],
+                          [helper.make_tensor_value_info("y", F, y_shape)],
+                          [numpy_helper.from_array(v, k) for k, v in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="npuc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, name + ".onnx")
+
+
+def w(*shape):
+    return (rng.randn(*shape) * 0.3).astype(np.float32)
+
+
+# ConvTranspose: strides, pads, output_padding, groups, dilations, bias
+save("convtranspose", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 0, 1, 1],
+                                        output_padding=[1, 0], group=2, dilations=[1, 2])],
+     [1, 4, 5, 6], [1, 6, 10, 14], [("w", w(4, 3, 3, 3)), ("b", w(6))])
+# Gemm variants: [N] bias, scalar C (added after the product), [1,1] C with M = 1, transB = 0, MatMul
+save("gemm_vector_c", [helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1)], [1, 12], [1, 7],
+     [("w", w(7, 12)), ("c", w(7))])
+save("gemm_scalar_c", [helper.make_node("Gemm", ["x", "w", "c"], ["y"])], [2, 12], [2, 7],
+     [("w", w(12, 7)), ("c", np.array(0.37, dtype=np.float32))])
+save("gemm_11_c", [helper.make_node("Gemm", ["x", "w", "c"], ["y"])], [1, 12], [1, 7],
+     [("w", w(12, 7)), ("c", w(1, 1))])
+save("matmul", [helper.make_node("MatMul", ["x", "w"], ["y"])], [3, 12], [3, 5], [("w", w(12, 5))])
+# Pooling: average with count_include_pad, 1-D max and average, global max
+save("avgpool_include_pad", [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                                              pads=[1, 1, 1, 1], count_include_pad=1)], [1, 3, 7, 8], [1, 3, 4, 4])
+save("pool_1d", [helper.make_node("MaxPool", ["x"], ["t"], kernel_shape=[3], strides=[2], pads=[1, 1]),
+                 helper.make_node("AveragePool", ["t"], ["y"], kernel_shape=[2])], [1, 3, 11], [1, 3, 5])
+save("globalmaxpool", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], [1, 5, 4, 6], [1, 5, 1, 1])
+# 1-D convolution with a LeakyRelu of alpha 0 fused into it
+save("conv1d_leaky0", [helper.make_node("Conv", ["x", "w", "b"], ["t"], pads=[1, 1]),
+                       helper.make_node("LeakyRelu", ["t"], ["y"], alpha=0.0)], [1, 3, 10], [1, 4, 10],
+     [("w", w(4, 3, 3)), ("b", w(4))])
+# Normalisation and softmax family
+save("lrn", [helper.make_node("LRN", ["x"], ["y"], size=3, alpha=1e-3, beta=0.75, bias=1.5)], [1, 6, 4, 4], [1, 6, 4, 4])
+save("softmax_axis1", [helper.make_node("Softmax", ["x"], ["y"], axis=1)], [2, 5, 3], [2, 5, 3])
+save("logsoftmax", [helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)], [3, 7], [3, 7])
+save("hardmax", [helper.make_node("Hardmax", ["x"], ["y"], axis=1)], [3, 7], [3, 7])
+save("softmax_opset11", [helper.make_node("Softmax", ["x"], ["y"], axis=1)], [2, 3, 4], [2, 3, 4], opset=11)
+save("batchnorm_unfolded", [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+     [1, 4, 3, 3], [1, 4, 3, 3], [("s", w(4)), ("b", w(4)), ("m", w(4)), ("v", np.abs(w(4)) + 0.5)])
+# Data movement
+save("slice_neg_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [2, 6, 8], [2, 3, 3],
+     [("st", np.array([-1, 1], np.int64)), ("en", np.array([0, 7], np.int64)), ("ax", np.array([1, 2], np.int64)),
+      ("sp", np.array([-2, 2], np.int64))])
+save("pad_constant", [helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant")], [1, 3, 4, 5], [1, 3, 7, 6],
+     [("p", np.array([0, 0, 1, 0, 0, 0, 2, 1], np.int64)), ("v", np.array(-1.5, np.float32))])
+save("transpose", [helper.make_node("Transpose", ["x"], ["y"], perm=[2, 0, 3, 1])], [2, 3, 4, 5], [4, 2, 5, 3])
+save("depthtospace_dcr", [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="DCR")], [1, 8, 3, 4],
+     [1, 2, 6, 8])
+save("depthtospace_crd", [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], [1, 8, 3, 4],
+     [1, 2, 6, 8])
+save("concat_axis0", [helper.make_node("Concat", ["x", "k"], ["y"], axis=0)], [2, 3], [5, 3], [("k", w(3, 3))])
+# Element-wise: broadcasting binary ops and unary ops with parameters
+save("binary_broadcast", [helper.make_node("Sub", ["x", "a"], ["t"]), helper.make_node("Div", ["t", "d"], ["u"]),
+                          helper.make_node("Max", ["u", "m"], ["y"])], [2, 3, 4], [2, 3, 4],
+     [("a", w(3, 1)), ("d", np.abs(w(4)) + 0.5), ("m", w(1))])
+save("unary_params", [helper.make_node("Elu", ["x"], ["t"], alpha=0.7), helper.make_node("HardSigmoid", ["t"], ["u"], alpha=0.3, beta=0.4),
+                      helper.make_node("Selu", ["u"], ["y"])], [2, 9], [2, 9])
