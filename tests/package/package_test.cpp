@@ -221,6 +221,49 @@ TEST(PackageReader, BadDescriptorFields) {
   expectError(f, "do not match");
 }
 
+TEST(PackageReader, ReviewRules) {
+  // A reference not aligned to its elements.
+  {
+    Files f = validPackage();
+    auto& b = f["aimac_desc.bin"];
+    put32(b, kRec + 64, get32(b, kRec + 64) + 2);
+    rehash(f);
+    expectError(f, "not aligned");
+  }
+  // An output overlapping its own input (second MAC descriptor: both in 'data').
+  {
+    Files f = validPackage();
+    auto& b = f["aimac_desc.bin"];
+    size_t r1 = kRec + package::kDescriptorSize;
+    uint8_t n_in = b[r1 + 13];
+    put32(b, r1 + 64 + n_in * package::kTensorRefSize, get32(b, r1 + 64));
+    rehash(f);
+    expectError(f, "overlaps input 0");
+  }
+  // An activation on a data-movement layer (the vector engine's copy).
+  {
+    Files f = validPackage();
+    f["drp_desc.bin"][kRec + 12] = 1;
+    rehash(f);
+    expectError(f, "data-movement layers have no activation");
+  }
+  // Reserved bytes.
+  {
+    Files f = validPackage();
+    f["aimac_desc.bin"][kRec + 40] = 7;
+    rehash(f);
+    expectError(f, "reserved bytes 32..63 must be 0");
+  }
+  // Two tensors of the interface with one name.
+  {
+    Files f = validPackage();
+    json j = manifest(f);
+    j["outputs"][0]["name"] = j["inputs"][0]["name"];
+    setManifest(f, j);
+    expectError(f, "used by two inputs/outputs");
+  }
+}
+
 TEST(PackageReader, CrossEngineReadWithoutWait) {
   Files f = validPackage();
   package::Package p = read(f);
