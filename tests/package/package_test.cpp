@@ -240,10 +240,15 @@ TEST(PackageReader, ReviewRules) {
     rehash(f);
     expectError(f, "overlaps input 0");
   }
-  // An activation on a data-movement layer (the vector engine's copy).
+  // An activation on a data-movement layer (the vector engine's copy: the Flatten).
   {
     Files f = validPackage();
-    f["drp_desc.bin"][kRec + 12] = 1;
+    package::Package p = read(f);
+    size_t copy = SIZE_MAX;
+    for (size_t i = 0; i < p.vec.size(); ++i)
+      if (p.vec[i].kind == package::LayerKind::kCopy) copy = i;
+    ASSERT_NE(copy, SIZE_MAX);
+    f["drp_desc.bin"][kRec + copy * package::kDescriptorSize + 12] = 1;
     rehash(f);
     expectError(f, "data-movement layers have no activation");
   }
