@@ -1,9 +1,11 @@
 // libFuzzer target: damaged object packages through the package reader, and — when the reader accepts one — the
 // simulator. Every outcome must be a loaded package (that runs) or an npuc::Error: never a crash, leak or UB.
 //
-// Input: byte 0 picks a file of a template package (the digits model translated for drpai: both engines,
-// fp16), bit 0 of byte 1 says whether to re-hash the manifest after the replacement (so that the damage reaches
-// the decoders and the validator instead of stopping at the SHA-256 check), the rest replaces the file's bytes.
+// Input: byte 0 picks a file of a template package (the digits model translated for drpai — both engines, fp16 —
+// or, with bit 1 of byte 1, for generic — fp32, whose kernels read device memory directly), bit 0 of byte 1 says
+// whether to re-hash the manifest after the replacement (so that the damage reaches the decoders and the validator
+// instead of stopping at the SHA-256 check), bit 2 runs the simulator on two threads, the rest replaces the file's
+// bytes.
 // With NPUC_FUZZ_SEED_DIR set, the initializer writes one seed per template file there (scripts/fuzz_smoke.sh).
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
@@ -28,7 +30,7 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-Files g_template;
+Files g_template[2];  // drpai (fp16), generic (fp32)
 std::vector<std::string> g_names;
 fs::path g_dir;
 
@@ -58,33 +60,36 @@ void rehash(Files& f) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fs::path root = fs::temp_directory_path() / ("npuc-fuzz-package-" + std::to_string(::getpid()));
-  npuc::TranslateOptions o;
-  o.prefix = "t";
-  o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
-  o.target = "drpai";
-  o.out_root = root;
-  npuc::TranslateResult r = npuc::translate(o);
-  for (auto& e : fs::directory_iterator(r.dir)) {
-    std::ifstream in(e.path(), std::ios::binary);
-    g_template[e.path().filename().string()] = std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  for (int t = 0; t < 2; ++t) {
+    npuc::TranslateOptions o;
+    o.prefix = "t";  // same prefix: both templates have the same file names
+    o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
+    o.target = t == 0 ? "drpai" : "generic";
+    o.out_root = root / o.target;
+    npuc::TranslateResult r = npuc::translate(o);
+    for (auto& e : fs::directory_iterator(r.dir)) {
+      std::ifstream in(e.path(), std::ios::binary);
+      g_template[t][e.path().filename().string()] = std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+    }
   }
-  for (auto& [name, bytes] : g_template) g_names.push_back(name);
+  for (auto& [name, bytes] : g_template[0]) g_names.push_back(name);
   g_dir = root / "case";
   if (const char* seeds = std::getenv("NPUC_FUZZ_SEED_DIR")) {
-    for (size_t i = 0; i < g_names.size(); ++i) {
-      std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(i)), std::ios::binary);
-      char head[2] = {static_cast<char>(i), 1};
-      out.write(head, 2);
-      const auto& b = g_template[g_names[i]];
-      out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-    }
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < g_names.size(); ++i) {
+        std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(t) + "_" + std::to_string(i)), std::ios::binary);
+        char head[2] = {static_cast<char>(i), static_cast<char>(1 | (t << 1))};
+        out.write(head, 2);
+        const auto& b = g_template[t][g_names[i]];
+        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+      }
   }
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || g_names.empty()) return 0;
-  Files f = g_template;
+  Files f = g_template[(data[1] >> 1) & 1];
   const std::string& name = g_names[data[0] % g_names.size()];
   f[name] = std::vector<uint8_t>(data + 2, data + size);
   if ((data[1] & 1) && name != "manifest.json") rehash(f);
@@ -107,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   }
   try {
-    npuc::Runtime rt(g_dir, {2, false});  // two threads: the parallel paths too
+    npuc::Runtime rt(g_dir, {(data[1] & 4) ? 2 : 1, false});  // bit 2 of byte 1: two threads (parallel paths)
     rt.run();
     npuc::Runtime exact(g_dir, {1, true});
     exact.run();
