@@ -68,7 +68,7 @@ class Runtime {
   const std::vector<double>& layerTimes() const;
 
   /// Copies an input into data_in. Accepts the device element type, or float32 (rounded to the device type, round
-  /// to nearest even). The shape must match (numel and rank; or the same numel for a flat tensor).
+  /// to nearest even). The shape must match exactly, or be a flat vector of the same element count.
   void setInput(const std::string& name, const Tensor& t);
   /// Runs every descriptor of both engines in program order. Throws (kInvalidInput) on a device fault.
   void run(const LayerCallback& cb = {});

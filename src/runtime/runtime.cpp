@@ -460,7 +460,8 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
     fail(ErrorCode::kInvalidArgument, "the package has no input '{}' (inputs: {})", name, names);
   }
   int64_t n = shapeNumel(it->shape);
-  if (t.numel() != n || (t.rank() != static_cast<int>(it->shape.size()) && t.rank() != 1))
+  // The exact shape, or the same elements as a flat vector (raw buffers).
+  if (t.numel() != n || (t.shape() != it->shape && t.rank() != 1))
     fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}", name, shapeStr(it->shape), shapeStr(t.shape()));
   uint8_t* dst = im.at(it->address, static_cast<uint64_t>(n) * dtypeSize(it->dtype), "input " + name);
   if (t.dtype() == it->dtype) {

@@ -243,6 +243,8 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
   EXPECT_EQ(rt.inputs()[0].shape, (Shape{1, 1, 8, 8}));
   EXPECT_THROW(rt.setInput("nope", Tensor(DType::kF32, {1, 1, 8, 8})), Error);
   EXPECT_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kF32, {1, 1, 8, 9})), Error);
+  EXPECT_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kF32, {1, 8, 8, 1})), Error);  // NHWC is not NCHW
+  EXPECT_NO_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kF32, {64})));            // a flat buffer is fine
   EXPECT_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kI32, {1, 1, 8, 8})), Error);
   EXPECT_THROW(rt.output("nope"), Error);
   EXPECT_THROW(Runtime(r.dir, {0, false}), Error);
