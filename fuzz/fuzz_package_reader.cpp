@@ -37,7 +37,7 @@ fs::path g_dir;
 void rehash(Files& f) {
   auto j = nlohmann::ordered_json::parse(f.at("manifest.json"), nullptr, false);
   if (j.is_discarded() || !j.contains("files") || !j["files"].is_array()) return;
-  npuc::Sha256 all;
+  std::vector<std::pair<std::string, std::string>> hashes;
   for (auto& e : j["files"]) {
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) return;
     auto it = f.find(e["name"].get<std::string>());
@@ -45,13 +45,9 @@ void rehash(Files& f) {
     std::string h = npuc::sha256Hex(it->second.data(), it->second.size());
     e["size"] = it->second.size();
     e["sha256"] = h;
-    std::string name = it->first;
-    all.update(name.data(), name.size());
-    all.update("\0", 1);
-    all.update(h.data(), h.size());
-    all.update("\n", 1);
+    hashes.emplace_back(it->first, h);
   }
-  j["content_hash"] = "sha256:" + all.hexDigest();
+  j["content_hash"] = npuc::package::contentHash(hashes);
   std::string s = j.dump(1);
   f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
 }

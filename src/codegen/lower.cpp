@@ -399,6 +399,11 @@ class Lowerer {
          {static_cast<uint32_t>(it - names.begin()), package::floatParam(alpha), package::floatParam(beta)});
   }
 
+  /// Window value i (0 = H, 1 = W) of a 1-D or 2-D window; a 1-D window has H = one_d.
+  static int64_t hw(const std::vector<int64_t>& v, int i, int64_t one_d, bool one) {
+    return one ? (i == 0 ? one_d : v[0]) : v[static_cast<size_t>(i)];
+  }
+
   /// NC(W) -> NC1W views for 1-D windows.
   static Shape as4d(Shape s) {
     if (s.size() == 3) s.insert(s.begin() + 2, 1);
@@ -416,8 +421,7 @@ class Lowerer {
     std::vector<int64_t> ks(w->shape().begin() + 2, w->shape().end());
     std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
     ops::Window win = tr ? ops::resolveTransposedWindow(n, spatial, ks) : ops::resolveWindow(n, spatial, ks, false);
-    bool one = xs.size() == 3;
-    auto at = [&](const std::vector<int64_t>& v, int i, int64_t one_d) { return one ? (i == 0 ? one_d : v[0]) : v[static_cast<size_t>(i)]; };
+    auto at = [one = xs.size() == 3](const std::vector<int64_t>& v, int i, int64_t one_d) { return hw(v, i, one_d, one); };
     int64_t g = n.attrInt("group", 1);
     std::vector<uint32_t> p = {u32(g), u32(at(win.kernel, 0, 1)), u32(at(win.kernel, 1, 1)), u32(at(win.stride, 0, 1)),
                                u32(at(win.stride, 1, 1)), u32(at(win.dilation, 0, 1)), u32(at(win.dilation, 1, 1)),
@@ -510,8 +514,7 @@ class Lowerer {
     if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) unsupported(n, "the MaxPool indices output has no package form");
     std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
     ops::Window w = ops::resolveWindow(n, spatial, {}, n.attrInt("ceil_mode", 0) != 0);
-    bool one = xs.size() == 3;
-    auto at = [&](const std::vector<int64_t>& v, int i, int64_t one_d) { return one ? (i == 0 ? one_d : v[0]) : v[static_cast<size_t>(i)]; };
+    auto at = [one = xs.size() == 3](const std::vector<int64_t>& v, int i, int64_t one_d) { return hw(v, i, one_d, one); };
     std::vector<uint32_t> p = {u32(at(w.kernel, 0, 1)),    u32(at(w.kernel, 1, 1)),    u32(at(w.stride, 0, 1)),
                                u32(at(w.stride, 1, 1)),    u32(at(w.dilation, 0, 1)),  u32(at(w.dilation, 1, 1)),
                                u32(at(w.pad_begin, 0, 0)), u32(at(w.pad_begin, 1, 0)), u32(at(w.pad_end, 0, 0)),

@@ -182,6 +182,17 @@ std::vector<uint8_t> encodeLibraries(const std::vector<Library>& libs) {
   return b;
 }
 
+std::string contentHash(const std::vector<std::pair<std::string, std::string>>& files) {
+  Sha256 h;
+  for (auto& [name, hash] : files) {
+    h.update(name.data(), name.size());
+    h.update("\0", 1);
+    h.update(hash.data(), hash.size());
+    h.update("\n", 1);
+  }
+  return "sha256:" + h.hexDigest();
+}
+
 namespace {
 
 std::vector<Descriptor> decodeDescriptors(const std::vector<uint8_t>& b, Engine want, const std::string& file) {
@@ -306,16 +317,6 @@ TensorRef refFromJson(const Field& f) {
   return r;
 }
 
-std::string fileListHash(const std::vector<std::pair<std::string, std::string>>& files) {
-  Sha256 h;
-  for (auto& [name, hash] : files) {
-    h.update(name.data(), name.size());
-    h.update("\0", 1);
-    h.update(hash.data(), hash.size());
-    h.update("\n", 1);
-  }
-  return "sha256:" + h.hexDigest();
-}
 
 std::string libInfoText(const Package& p) {
   std::map<uint16_t, std::pair<int, int>> calls;  // lib -> (calls, with interrupt)
@@ -397,7 +398,7 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
     hashes.emplace_back(f.name, h);
     m["files"].push_back({{"name", f.name}, {"size", f.size}, {"sha256", h}});
   }
-  p.content_hash = fileListHash(hashes);
+  p.content_hash = contentHash(hashes);
   m["content_hash"] = p.content_hash;
 
   std::vector<std::string> names;
@@ -491,7 +492,7 @@ Package readPackage(const FileSource& source, const std::string& where) {
       data[name] = std::move(bytes);
     }
     p.content_hash = root.at("content_hash").str();
-    if (p.content_hash != fileListHash(hashes)) bad(mfile, "field 'content_hash' does not match the files");
+    if (p.content_hash != contentHash(hashes)) bad(mfile, "field 'content_hash' does not match the files");
     auto byName = [&](const std::string& name) -> std::pair<std::string, std::vector<uint8_t>*> {
       auto it = data.find(name);
       if (it == data.end()) bad(mfile, "'{}' is not listed in 'files'", name);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace npuc::package {
@@ -157,6 +158,8 @@ struct Package {
 /// Serialises the binary streams (for writing and for tests).
 std::vector<uint8_t> encodeDescriptors(const std::vector<Descriptor>& d, Engine e);
 std::vector<uint8_t> encodeLibraries(const std::vector<Library>& libs);
+/// The manifest's content_hash: SHA-256 over (name, NUL, the file's SHA-256 hex, newline) per file, in order.
+std::string contentHash(const std::vector<std::pair<std::string, std::string>>& name_and_sha256);
 
 /// Writes every file of the package into `dir` (which must exist) and returns their names in writing order.
 /// Sets p.content_hash. Same package, same bytes.

@@ -34,7 +34,7 @@ class Builder {
   }
 
   /// One operation of an entry: x (typed as op.in) -> value typed as op.out.
-  ir::ValueId op(const Operation& o, ir::ValueId x, const std::string& base, bool pre) {
+  ir::ValueId op(const Operation& o, ir::ValueId x, const std::string& base) {
     using A = ir::Attr;
     switch (o.kind) {
       case OpKind::kTranspose: {
@@ -94,7 +94,6 @@ class Builder {
                      {"out_type", A(int64_t{p.dout_type == ElemType::kUint16})}});
       }
     }
-    (void)pre;
     fail(ErrorCode::kInternal, "unknown pre/post operation");
   }
 
@@ -109,7 +108,7 @@ class Builder {
       ir::ValueId body_in = *model_in;
       if (g_.findValue(p.src)) fail(ErrorCode::kInvalidInput, "{}: input_to_pre name '{}' is already a value of the model", pp_.source, p.src);
       ir::ValueId x = g_.addValue(p.src, ir::makeType(toDType(in->type), in->shape)).id;
-      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/pre", true);
+      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/pre");
       // Bridge: the pre result (HWC, or the body's declared order) to the model's input layout and type.
       const ir::Type& mt = g_.value(body_in).type;
       const TensorDecl* body = pp_.findInputToBody(p.dest);
@@ -146,7 +145,7 @@ class Builder {
         x = reshape(x, ob->shape, p.src + "/post_shaped");
         x = cast(x, toDType(ob->type), p.src + "/post_cast");
       }
-      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/post", false);
+      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/post");
       if (g_.findValue(p.dest)) fail(ErrorCode::kInvalidInput, "{}: postprocess dest '{}' is already a value of the model", pp_.source, p.dest);
       x = node("Identity", "", {x}, p.dest);  // named exactly p.dest (checked free above)
       results[p.dest] = x;

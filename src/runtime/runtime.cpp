@@ -152,12 +152,29 @@ struct Runtime::Impl {
       rl.output = {l.output, dtypeOf(d.out(0).type), shapeOf(d.out(0)), d.out(0).addr};
       layers.push_back(std::move(rl));
     }
-    size_t max_scratch = 0;
-    for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d, max_scratch));
+    for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));
     scratch.assign(package::kMaxRefs, {});
   }
 
-  Step prepareStep(const package::Descriptor& d, size_t&) {
+  /// ConvShape / ConvTransposeShape of a conv descriptor: dims from its references, the window from its parameters
+  /// (g kh kw sh sw dh dw pt pl).
+  template <class Shape2d>
+  static void windowShape(const Step& s, Shape2d& w) {
+    const Shape &x = s.shapes[0], &y = s.shapes.back();
+    auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(s.p[i])); };
+    w.batch = x[0];
+    w.in_channels = x[1];
+    w.out_channels = y[1];
+    w.groups = si(0);
+    w.in_spatial = {x[2], x[3]};
+    w.out_spatial = {y[2], y[3]};
+    w.kernel = {si(1), si(2)};
+    w.stride = {si(3), si(4)};
+    w.dilation = {si(5), si(6)};
+    w.pad_begin = {si(7), si(8)};
+  }
+
+  Step prepareStep(const package::Descriptor& d) {
     Step s;
     s.d = &d;
     std::string what = fmt::format("descriptor seq {} ({})", d.seq, package::layerKindName(d.kind));
@@ -176,34 +193,14 @@ struct Runtime::Impl {
     };
     switch (d.kind) {
       case LayerKind::kConv: {
-        const Shape &x = s.shapes[0], &y = s.shapes.back();
-        s.cs.batch = x[0];
-        s.cs.in_channels = x[1];
-        s.cs.out_channels = y[1];
-        s.cs.groups = si(0);
-        s.cs.in_spatial = {x[2], x[3]};
-        s.cs.out_spatial = {y[2], y[3]};
-        s.cs.kernel = {si(1), si(2)};
-        s.cs.stride = {si(3), si(4)};
-        s.cs.dilation = {si(5), si(6)};
-        s.cs.pad_begin = {si(7), si(8)};
+        windowShape(s, s.cs);
         s.w = weights(1);
         if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
         if (!opts.exact) s.conv = std::make_unique<kernels::Conv>(s.cs, s.w, s.bias, s.act);
         break;
       }
       case LayerKind::kConvTranspose: {
-        const Shape &x = s.shapes[0], &y = s.shapes.back();
-        s.ts.batch = x[0];
-        s.ts.in_channels = x[1];
-        s.ts.out_channels = y[1];
-        s.ts.groups = si(0);
-        s.ts.in_spatial = {x[2], x[3]};
-        s.ts.out_spatial = {y[2], y[3]};
-        s.ts.kernel = {si(1), si(2)};
-        s.ts.stride = {si(3), si(4)};
-        s.ts.dilation = {si(5), si(6)};
-        s.ts.pad_begin = {si(7), si(8)};
+        windowShape(s, s.ts);
         s.w = weights(1);
         if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
         s.post_act = true;
@@ -242,8 +239,6 @@ struct Runtime::Impl {
     }
     return s;
   }
-
-  ThreadPool* kpool() const { return pool; }
 
   const float* inF(Step& s, int i) {
     const package::TensorRef& r = s.d->in(i);
@@ -343,25 +338,25 @@ struct Runtime::Impl {
       }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
-        (d.kind == LayerKind::kMaxPool ? kernels::maxPool2d : kernels::avgPool2d)(s.ps, inF(s, 0), outF(s), kpool());
+        (d.kind == LayerKind::kMaxPool ? kernels::maxPool2d : kernels::avgPool2d)(s.ps, inF(s, 0), outF(s), pool);
         break;
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {
         const Shape& x = s.shapes[0];
         int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
-        (d.kind == LayerKind::kGlobalAvgPool ? kernels::globalAvgPool : kernels::globalMaxPool)(planes, size, inF(s, 0), outF(s), kpool());
+        (d.kind == LayerKind::kGlobalAvgPool ? kernels::globalAvgPool : kernels::globalMaxPool)(planes, size, inF(s, 0), outF(s), pool);
         break;
       }
       case LayerKind::kBinary: {
         auto op = kernels::binaryOpFromName(package::binaryOpNames()[s.p[0]].c_str());
         const float* a = inF(s, 0);
         const float* b = inF(s, 1);
-        kernels::binary(op, s.act, s.shapes[0], a, s.shapes[1], b, s.shapes[2], outF(s), kpool());
+        kernels::binary(op, s.act, s.shapes[0], a, s.shapes[1], b, s.shapes[2], outF(s), pool);
         break;
       }
       case LayerKind::kUnary: {
         auto op = kernels::unaryOpFromName(package::unaryOpNames()[s.p[0]].c_str());
-        kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), inF(s, 0), outF(s), kpool());
+        kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), inF(s, 0), outF(s), pool);
         break;
       }
       case LayerKind::kSoftmax: {
@@ -369,7 +364,7 @@ struct Runtime::Impl {
         size_t axis = s.p[1];
         int64_t outer = 1, len = 1, inner = 1;
         for (size_t i = 0; i < y.size(); ++i) (i < axis ? outer : i == axis ? len : inner) *= y[i];
-        kernels::softmax(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, inF(s, 0), outF(s), kpool());
+        kernels::softmax(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, inF(s, 0), outF(s), pool);
         break;
       }
       case LayerKind::kChannelAffine: {
@@ -377,7 +372,7 @@ struct Runtime::Impl {
         int64_t inner = 1;
         for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
         kernels::channelAffine(x[0], x[1], inner, inF(s, 0), reinterpret_cast<const float*>(s.in[1]),
-                               reinterpret_cast<const float*>(s.in[2]), outF(s), kpool());
+                               reinterpret_cast<const float*>(s.in[2]), outF(s), pool);
         break;
       }
       case LayerKind::kLrn: {
@@ -385,7 +380,7 @@ struct Runtime::Impl {
         int64_t inner = 1;
         for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
         kernels::lrn(x[0], x[1], inner, s.p[0], package::paramFloat(s.p[1]), package::paramFloat(s.p[2]),
-                     package::paramFloat(s.p[3]), inF(s, 0), outF(s), kpool());
+                     package::paramFloat(s.p[3]), inF(s, 0), outF(s), pool);
         break;
       }
       // Data movement: bits, any element type; no conversion, no activation.
@@ -395,12 +390,12 @@ struct Runtime::Impl {
       case LayerKind::kConcat: {
         std::vector<const void*> ins(s.in.begin(), s.in.end());
         std::vector<std::vector<int64_t>> shapes(s.shapes.begin(), s.shapes.end() - 1);
-        kernels::concat(static_cast<int>(s.p[0]), shapes, ins, es, s.out, kpool());
+        kernels::concat(static_cast<int>(s.p[0]), shapes, ins, es, s.out, pool);
         return;
       }
       case LayerKind::kTranspose: {
         std::vector<int64_t> perm(s.p.begin(), s.p.end());
-        kernels::transpose(s.shapes[0], perm, es, s.in[0], s.out, kpool());
+        kernels::transpose(s.shapes[0], perm, es, s.in[0], s.out, pool);
         return;
       }
       case LayerKind::kPad: {
@@ -411,7 +406,7 @@ struct Runtime::Impl {
         float v = package::paramFloat(s.p[2 * r]);
         uint16_t h = floatToHalf(v);
         const void* value = es == 4 ? static_cast<const void*>(&v) : static_cast<const void*>(&h);
-        kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, kpool());
+        kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, pool);
         return;
       }
       case LayerKind::kSlice: {
@@ -419,7 +414,7 @@ struct Runtime::Impl {
         std::vector<int64_t> st, sp;
         for (size_t i = 0; i < r; ++i) st.push_back(static_cast<int32_t>(s.p[i]));
         for (size_t i = 0; i < r; ++i) sp.push_back(static_cast<int32_t>(s.p[r + i]));
-        kernels::slice(s.shapes[0], st, sp, s.shapes.back(), es, s.in[0], s.out, kpool());
+        kernels::slice(s.shapes[0], st, sp, s.shapes.back(), es, s.in[0], s.out, pool);
         return;
       }
     }

@@ -3,6 +3,7 @@
 // results are bit-identical for every thread count; the formulas are those the reference engine has always
 // used (its ONNX conformance suite checks them).
 #include "kernels/layers.hpp"
+#include "kernels/ref/parallel_units.hpp"
 #include "support/error.hpp"
 #include "support/thread_pool.hpp"
 
@@ -17,26 +18,7 @@ namespace npuc::kernels {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------------------
-// Parallel helper.
-
-/// Elementary steps (roughly: one output element of a cheap op) below which a call stays on one thread.
-constexpr int64_t kMinParallelWork = 16384;
-
-/// Calls fn(begin, end) over [0, units): serially without a pool or when the work is small, else in chunks of
-/// at least enough units to amount to kMinParallelWork steps (`work_per_unit` steps each).
-template <class F>
-void parallelUnits(ThreadPool* pool, int64_t units, int64_t work_per_unit, F&& fn) {
-  if (units <= 0) return;
-  const int64_t wpu = std::max<int64_t>(1, work_per_unit);
-  const int64_t min_units = std::max<int64_t>(1, kMinParallelWork / wpu);
-  if (pool == nullptr || pool->size() <= 1 || units <= min_units) {
-    fn(int64_t{0}, units);
-    return;
-  }
-  const int64_t grain = std::max<int64_t>(min_units, units / (4 * static_cast<int64_t>(pool->size())) + 1);
-  pool->parallelFor(units, [&](int64_t b, int64_t e) { fn(b, e); }, grain);
-}
+using detail::parallelUnits;
 
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;

@@ -2,6 +2,7 @@
 // computed by one thread with integer arithmetic or a fixed sequence of float32 operations, so the results are
 // bit-identical for every thread count. docs/prepost-kernels.md gives the formulas and the OpenCV agreement.
 #include "kernels/prepost.hpp"
+#include "kernels/ref/parallel_units.hpp"
 
 #include "kernels/layers.hpp"
 #include "support/error.hpp"
@@ -18,22 +19,7 @@ namespace npuc::kernels {
 
 namespace {
 
-/// Elementary steps below which a call stays on one thread.
-constexpr int64_t kMinParallelWork = 16384;
-
-/// Calls fn(begin, end) over [0, units): serially without a pool or when the work is small, else in chunks.
-template <class F>
-void parallelUnits(ThreadPool* pool, int64_t units, int64_t work_per_unit, F&& fn) {
-  if (units <= 0) return;
-  const int64_t wpu = std::max<int64_t>(1, work_per_unit);
-  const int64_t min_units = std::max<int64_t>(1, kMinParallelWork / wpu);
-  if (pool == nullptr || pool->size() <= 1 || units <= min_units) {
-    fn(int64_t{0}, units);
-    return;
-  }
-  const int64_t grain = std::max<int64_t>(min_units, units / (4 * static_cast<int64_t>(pool->size())) + 1);
-  pool->parallelFor(units, [&](int64_t b, int64_t e) { fn(b, e); }, grain);
-}
+using detail::parallelUnits;
 
 void checkNonNegative(const char* what, std::initializer_list<int64_t> dims) {
   for (int64_t d : dims)
