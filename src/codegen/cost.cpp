@@ -74,4 +74,20 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
   return e;
 }
 
+void dropLayers(Estimate& e, const std::set<std::string>& names) {
+  std::vector<LayerEstimate> kept;
+  for (auto& l : e.layers) {
+    if (!names.count(l.name)) {
+      l.ith = static_cast<int>(kept.size());
+      kept.push_back(std::move(l));
+      continue;
+    }
+    if (l.time_us == 0) continue;
+    e.total_us -= l.time_us;
+    for (auto& [eng, us] : e.per_engine_us)
+      if (eng == l.engine) us -= l.time_us;
+  }
+  e.layers = std::move(kept);
+}
+
 }  // namespace npuc::codegen

@@ -5,6 +5,7 @@
 #include "ir/graph.hpp"
 #include "target/target.hpp"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,9 @@ struct Estimate {
 
 /// Estimates every node of an optimized graph on a target (nodes the target does not list count 0 µs).
 Estimate estimate(const ir::Graph& g, const target::Target& t);
+
+/// Removes the layers named in `names` (nodes lowering turned into no descriptor: aliases, fused casts) and their
+/// time; the rest are renumbered.
+void dropLayers(Estimate& e, const std::set<std::string>& names);
 
 }  // namespace npuc::codegen

@@ -33,6 +33,7 @@ struct LVal {
   int last_reader = -1;
   char space = 'd';      // 'i' data_in, 'd' data, 'o' data_out, 'w' weight
   uint64_t offset = 0;
+  int alias = -1;        // >= 0: the same bytes as that value, another shape (a Reshape, Identity, same-type Cast)
 };
 
 struct LDesc {
@@ -107,6 +108,9 @@ class Lowerer {
   std::map<ir::ValueId, bool> is_output_;
   std::map<ir::ValueId, std::vector<std::pair<ir::NodeId, int>>> uses_;
   std::map<ir::NodeId, bool> skip_;
+  std::map<ir::ValueId, std::pair<int, const ir::Node*>> fused_cast_;  // cast output -> (uint8 source, the Cast)
+  std::vector<Fusion> fusions_;
+  std::vector<std::string> aliased_;  // nodes that became aliases (no descriptor)
 
  private:
   template <typename... Args>
@@ -114,7 +118,23 @@ class Lowerer {
     fail(ErrorCode::kUnsupported, "{}: {}", n.label(), fmt::format(f, std::forward<Args>(a)...));
   }
 
-  size_t esize() const { return ft_ == ElemType::kF32 ? 4 : 2; }
+  /// The element type a value is stored in: pre/post values exactly as typed, other float values in the target's
+  /// float numerics.
+  ElemType storageType(const ir::Node& n, const ir::Value& v) const {
+    if (v.exact_type) {
+      switch (v.type.dtype) {
+        case DType::kU8: return ElemType::kU8;
+        case DType::kU16: return ElemType::kU16;
+        case DType::kF16: return ElemType::kF16;
+        case DType::kF32: return ElemType::kF32;
+        default: unsupported(n, "pre/post value '{}' is {}; packages hold uint8, uint16, float16 or float32", v.name, dtypeName(v.type.dtype));
+      }
+    }
+    if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
+      unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,
+                  dtypeName(v.type.dtype));
+    return ft_;
+  }
 
   // --- values ------------------------------------------------------------------------------------------
 
@@ -174,8 +194,7 @@ class Lowerer {
     auto it = of_.find(v);
     if (it != of_.end()) return it->second;
     const ir::Value& val = g_.value(v);
-    if (!isFloat(val.type.dtype) || val.type.dtype == DType::kF64)
-      unsupported(n, "input '{}' is {}; packages hold float activations only", val.name, dtypeName(val.type.dtype));
+    ElemType type = storageType(n, val);
     if (val.isConstant()) {
       int id = weightVal(val.name, val.type.shape, floatBytes(*val.constant, false), ft_);
       of_[v] = id;
@@ -185,21 +204,42 @@ class Lowerer {
     LVal l;
     l.name = val.name;
     l.shape = val.type.shape;
-    l.type = ft_;
+    l.type = type;
     l.space = 'i';
     vals_.push_back(l);
     of_[v] = static_cast<int>(vals_.size()) - 1;
     return of_[v];
   }
 
+  /// The graph output that `v` only feeds through a same-shape, same-type copy (an Identity naming a post-processing
+  /// dest, a no-op Reshape): the producer then writes the output itself and the copy takes no layer.
+  const ir::Node* copyToOutput(const ir::Node& n, ir::ValueId v) const {
+    if (is_output_.count(v)) return nullptr;
+    auto it = uses_.find(v);
+    if (it == uses_.end() || it->second.size() != 1) return nullptr;
+    const ir::Node& c = g_.node(it->second[0].first);
+    if (!c.domain.empty() || c.outputs.size() != 1 || !is_output_.count(c.outputs[0])) return nullptr;
+    if (c.op != "Identity" && c.op != "Reshape" && c.op != "Flatten" && c.op != "Squeeze" && c.op != "Unsqueeze") return nullptr;
+    const ir::Value &a = g_.value(v), &b = g_.value(c.outputs[0]);
+    if (a.type.shape != b.type.shape || storageType(n, a) != storageType(c, b)) return nullptr;
+    for (ir::ValueId o : g_.outputs())
+      if (o == v) return nullptr;
+    return &c;
+  }
+
   int outVal(const ir::Node& n, ir::ValueId v) {
+    if (const ir::Node* c = copyToOutput(n, v)) {
+      int id = outVal(*c, c->outputs[0]);
+      of_[v] = id;
+      skip_[c->id] = true;
+      aliased_.push_back(c->name);
+      return id;
+    }
     const ir::Value& val = g_.value(v);
-    if (!isFloat(val.type.dtype) || val.type.dtype == DType::kF64)
-      unsupported(n, "output '{}' is {}; packages hold float activations only", val.name, dtypeName(val.type.dtype));
     LVal l;
     l.name = val.name;
     l.shape = val.type.shape;
-    l.type = ft_;
+    l.type = storageType(n, val);
     l.space = is_output_.count(v) ? 'o' : 'd';
     vals_.push_back(l);
     of_[v] = static_cast<int>(vals_.size()) - 1;
@@ -313,7 +353,7 @@ class Lowerer {
     if (npuc && (op == "Swish" || op == "Mish" || op == "HardSwish")) return unaryOp(n, op, 0, 0);
     if (npuc && op == "Focus") return focus(n);
     if (npuc && op == "MaxPool") return pool(n);
-    if (npuc) unsupported(n, "has no package form yet");
+    if (npuc) return prePost(n);
     if (op == "MaxPool" || op == "AveragePool") return pool(n);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
       int x = in(n, 0);
@@ -360,10 +400,9 @@ class Lowerer {
     if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" || op == "Dropout") {
       if (op == "Dropout" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue && uses_.count(n.outputs[1]))
         unsupported(n, "the Dropout mask output has no package form");
-      int x = in(n, 0);
-      emit(n, LayerKind::kCopy, {x}, outVal(n, n.outputs[0]));
-      return;
+      return copyLike(n);
     }
+    if (op == "Cast") return cast(n);
     if (op == "Concat") return concat(n);
     if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") return softmax(n);
     if (op == "Transpose") {
@@ -372,6 +411,11 @@ class Lowerer {
       if (perm.empty())
         for (size_t i = 0; i < s.size(); ++i) perm.push_back(static_cast<int64_t>(s.size() - 1 - i));
       if (s.size() > package::kMaxRank) unsupported(n, "rank {} above {}", s.size(), package::kMaxRank);
+      // A permutation that only moves size-1 dims keeps the bytes in order: a reshape.
+      std::vector<int64_t> moved;
+      for (int64_t a : perm)
+        if (s[static_cast<size_t>(a)] != 1) moved.push_back(a);
+      if (std::is_sorted(moved.begin(), moved.end())) return copyLike(n);
       std::vector<uint32_t> p;
       for (auto v : perm) p.push_back(static_cast<uint32_t>(v));
       emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), p);
@@ -389,6 +433,103 @@ class Lowerer {
       return;
     }
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
+  }
+
+  /// Same bytes, another shape: an alias of the input (no descriptor), or a copy where the result is a graph output
+  /// (outputs live in data_out). A change of storage type is a cast.
+  void copyLike(const ir::Node& n) {
+    int x = in(n, 0);
+    ir::ValueId outv = n.outputs[0];
+    const ir::Value& ov = g_.value(outv);
+    ElemType t = storageType(n, ov);
+    if (t != vals_[static_cast<size_t>(x)].type) return castTo(n, x, t);
+    if (is_output_.count(outv)) {
+      emit(n, LayerKind::kCopy, {x}, outVal(n, outv));
+      return;
+    }
+    int root = vals_[static_cast<size_t>(x)].alias >= 0 ? vals_[static_cast<size_t>(x)].alias : x;
+    LVal a = vals_[static_cast<size_t>(root)];
+    a.name = ov.name;
+    a.shape = ov.type.shape;
+    a.alias = root;
+    a.writer = a.last_reader = -1;
+    vals_.push_back(std::move(a));
+    of_[outv] = static_cast<int>(vals_.size()) - 1;
+    aliased_.push_back(n.name);
+  }
+
+  void cast(const ir::Node& n) {
+    int x = in(n, 0);
+    ElemType t = storageType(n, g_.value(n.outputs[0]));
+    if (t == vals_[static_cast<size_t>(x)].type) return copyLike(n);
+    // cast_any_to_fp16 of a uint8 image feeding normalize alone: normalize reads the uint8 image itself (the same
+    // bits: the cast is exact).
+    if (vals_[static_cast<size_t>(x)].type == ElemType::kU8 && t == ElemType::kF16 && !is_output_.count(n.outputs[0])) {
+      auto it = uses_.find(n.outputs[0]);
+      if (it != uses_.end() && it->second.size() == 1) {
+        const ir::Node& c = g_.node(it->second[0].first);
+        if (c.domain == "ai.npuc" && c.op == "Normalize") {
+          fused_cast_[n.outputs[0]] = {x, &n};
+          return;
+        }
+      }
+    }
+    castTo(n, x, t);
+  }
+
+  void castTo(const ir::Node& n, int x, ElemType t) {
+    ElemType from = vals_[static_cast<size_t>(x)].type;
+    bool ok = (from == ElemType::kU8 || from == ElemType::kF16 || from == ElemType::kF32) && (t == ElemType::kF16 || t == ElemType::kF32);
+    if (!ok) unsupported(n, "a cast from {} to {} has no package form (uint8, float16 or float32 to float16 or float32)",
+                         package::elemName(from), package::elemName(t));
+    emit(n, LayerKind::kCast, {x}, outVal(n, n.outputs[0]));
+  }
+
+  static uint32_t attrU32(const ir::Node& n, const char* name) { return u32(n.attrInt(name, 0)); }
+
+  /// The pre/post-processing nodes of a -prepost definition (prepost/graph.hpp) on the vector engine.
+  void prePost(const ir::Node& n) {
+    const std::string& op = n.op;
+    if (op == "YuvToRgb") {
+      emit(n, LayerKind::kYuvToRgb, {in(n, 0)}, outVal(n, n.outputs[0]), {attrU32(n, "format"), attrU32(n, "bgr")});
+    } else if (op == "ToGray") {
+      emit(n, LayerKind::kToGray, {in(n, 0)}, outVal(n, n.outputs[0]), {attrU32(n, "format")});
+    } else if (op == "CropImage") {
+      emit(n, LayerKind::kCrop, {in(n, 0)}, outVal(n, n.outputs[0]), {attrU32(n, "layout"), attrU32(n, "pos_y"), attrU32(n, "pos_x")});
+    } else if (op == "ResizeHwc") {
+      emit(n, LayerKind::kResizeHwc, {in(n, 0)}, outVal(n, n.outputs[0]), {attrU32(n, "alg")});
+    } else if (op == "Normalize") {
+      std::vector<float> add = n.attrFloats("add"), mul = n.attrFloats("mul");
+      const Shape& xs = shapeOf(n, 0);
+      size_t C = xs.empty() ? 0 : static_cast<size_t>(xs.back());
+      if (add.size() != C || mul.size() != C) unsupported(n, "needs {} coefficients per list, has {} and {}", C, add.size(), mul.size());
+      std::vector<uint32_t> p = {attrU32(n, "swap_rb")};
+      for (float f : add) p.push_back(package::floatParam(f));
+      for (float f : mul) p.push_back(package::floatParam(f));
+      const ir::Node* fused = nullptr;
+      int x;
+      if (auto it = fused_cast_.find(n.inputs[0]); it != fused_cast_.end()) {
+        x = it->second.first;
+        fused = it->second.second;
+      } else {
+        x = in(n, 0);
+      }
+      LDesc& d = emit(n, LayerKind::kNormalize, {x}, outVal(n, n.outputs[0]), p);
+      if (fused) {
+        d.opexp = "Cast+" + d.opexp;
+        d.onnx_nodes.insert(d.onnx_nodes.begin(), fused->name);
+        fusions_.push_back({n.name,
+                            "cast_any_to_fp16 fused into normalize: normalize reads the uint8 image (the same bits; one pass "
+                            "instead of two)",
+                            {fused->name}});
+      }
+    } else if (op == "PostSoftmax") {
+      emit(n, LayerKind::kPostSoftmax, {in(n, 0)}, outVal(n, n.outputs[0]));
+    } else if (op == "ArgMinMax") {
+      emit(n, LayerKind::kArgMinMax, {in(n, 0)}, outVal(n, n.outputs[0]), {attrU32(n, "layout"), attrU32(n, "axis"), attrU32(n, "mode")});
+    } else {
+      unsupported(n, "has no package form yet");
+    }
   }
 
   void unaryOp(const ir::Node& n, const std::string& op, float alpha, float beta) {
@@ -741,12 +882,17 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       if (d < 0) fail(ErrorCode::kUnsupported, "value '{}' has a dynamic shape; packages need static shapes (--input-shape)", v.name);
   // Place activations.
   Lowered res;
-  const size_t esz = package::elemSize(L.ft_);
   auto bytesOf = [&](const LVal& v) {
     uint64_t n = 1;
     for (auto d : v.shape) n *= static_cast<uint64_t>(d);
-    return n * (v.space == 'w' ? package::elemSize(v.type) : esz);
+    return n * package::elemSize(v.type);
   };
+  // An alias keeps its root alive as long as it is read.
+  for (auto& v : vals)
+    if (v.alias >= 0) {
+      LVal& r = vals[static_cast<size_t>(v.alias)];
+      r.last_reader = std::max(r.last_reader, v.last_reader);
+    }
   uint64_t in_bytes = 0, out_bytes = 0;
   for (ir::ValueId v : g.inputs())
     if (auto it = L.of_.find(v); it != L.of_.end()) {
@@ -769,12 +915,16 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   }
   plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(bufs) : plan::planSequential(bufs);
   for (size_t i = 0; i < bufs.size(); ++i) vals[static_cast<size_t>(buf_val[i])].offset = mp.offsets[i];
+  for (auto& v : vals)
+    if (v.alias >= 0 && v.space != 'w') v.offset = vals[static_cast<size_t>(v.alias)].offset;
   res.data_bytes = mp.total;
   res.data_lower_bound = mp.lower_bound;
   // Weights.
   uint64_t wbytes = L.weights_.size();
   for (auto& v : vals)
     if (v.space == 'w') v.offset = L.blobs_[static_cast<size_t>(v.weight_blob)].offset;
+  res.fusions = L.fusions_;
+  res.aliased = L.aliased_;
   // Parameters.
   std::vector<uint64_t> param_off;
   uint64_t pbytes = 0;
@@ -825,7 +975,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   }
   auto refOf = [&](int vi, const Shape* view) {
     const LVal& v = vals[static_cast<size_t>(vi)];
-    return makeRef(base(spaceName(v.space)) + v.offset, v.space == 'w' ? v.type : L.ft_, view ? *view : v.shape, v.name);
+    return makeRef(base(spaceName(v.space)) + v.offset, v.type, view ? *view : v.shape, v.name);
   };
   for (ir::ValueId v : g.inputs())
     if (auto it = L.of_.find(v); it != L.of_.end()) p.inputs.push_back({g.value(v).name, refOf(it->second, nullptr)});
@@ -901,7 +1051,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   }
   // Placements for the tbl_addr files.
   for (auto& v : vals) {
-    if (v.space == 'w') continue;
+    if (v.space == 'w' || v.alias >= 0) continue;
     if (v.space == 'd' && v.writer < 0) continue;
     res.placements.push_back({spaceName(v.space), v.name, base(spaceName(v.space)) + v.offset, bytesOf(v)});
   }

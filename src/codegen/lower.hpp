@@ -28,8 +28,16 @@ struct Placement {
   uint64_t addr = 0, size = 0;
 };
 
+/// A fusion lowering made (reported in PREFIX_prepost_opt.yaml for pre/post-processing).
+struct Fusion {
+  std::string layer, what;
+  std::vector<std::string> absorbed;  // graph nodes that became part of `layer` (no descriptor of their own)
+};
+
 struct Lowered {
   package::Package pkg;
+  std::vector<Fusion> fusions;
+  std::vector<std::string> aliased;       // nodes lowered to aliases of their input (Reshape, Identity, same-type Cast)
   plan::AddressMap map;
   std::vector<Placement> placements;      // every buffer, weight, parameter block and stream, by space
   uint64_t data_bytes = 0, data_lower_bound = 0;  // activations in 'data' and the peak of live bytes

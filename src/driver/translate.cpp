@@ -7,6 +7,7 @@
 #include "package/package.hpp"
 #include "plan/addrmap.hpp"
 #include "plan/memory.hpp"
+#include "prepost/prepost.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -15,7 +16,9 @@
 #include <fmt/format.h>
 #include <xlsxwriter.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <unistd.h>
 
 namespace npuc {
@@ -92,6 +95,42 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   if (workbook_close(wb) != LXW_NO_ERROR) fail(ErrorCode::kIo, "{}: cannot write the workbook", xlsx);
 }
 
+/// PREFIX_prepost_opt.yaml: the definition as translated (every parameter written out; parsePrePost reads it back),
+/// headed by comments saying what the translator changed and which package layers run each part.
+std::string prepostOptYaml(const TranslateOptions& o, const codegen::Lowered& low) {
+  prepost::ParseOptions po;
+  po.full_format = o.prepost_full;
+  po.check_prepost = o.check_prepost;
+  prepost::PrePost pp = prepost::loadPrePost(o.prepost, po);
+  std::string s = fmt::format("# {}_prepost_opt.yaml: the pre/post-processing of {} as npuc translated it for target {} ({}).\n"
+                              "# The definition below is {} in the current format with every parameter written out.\n"
+                              "# Optimizations:\n",
+                              o.prefix, o.prefix, low.pkg.target, low.pkg.numerics, o.prepost.filename().string());
+  for (auto& f : low.fusions) s += fmt::format("#   - {}: {}\n", f.layer, f.what);
+  size_t aliases = 0;
+  for (auto& a : low.aliased)
+    if (a.find("/pre") != std::string::npos || a.find("/post") != std::string::npos || a.find("_memcopy") != std::string::npos) ++aliases;
+  if (aliases)
+    s += fmt::format("#   - {} reshape/memcopy/same-type cast step{} between pre/post operations and the body take no layer "
+                     "(the next layer reads the same bytes)\n", aliases, aliases > 1 ? "s" : "");
+  s += "#   - normalize is not folded into the first convolution: the reference normalizes in float16 before the\n"
+       "#     convolution, and folding the coefficients into its weights would change the rounding (npuc keeps the\n"
+       "#     package bit-exact to the reference pipeline)\n";
+  if (low.fusions.empty() && !aliases) s += "#   - none\n";
+  s += "# Layers of the package that run pre/post-processing (seq, engine, kind, name):\n";
+  for (size_t i = 0; i < low.pkg.layers.size(); ++i) {
+    const package::LayerInfo& l = low.pkg.layers[i];
+    const auto& stream = l.engine == package::Engine::kMac ? low.pkg.mac : low.pkg.vec;
+    const package::Descriptor& d = stream[l.index];
+    bool pp_kind = static_cast<uint16_t>(d.kind) >= static_cast<uint16_t>(package::LayerKind::kCast);
+    bool pp_name = l.name.find("/pre") != std::string::npos || l.name.find("/post") != std::string::npos;
+    bool is_output = std::any_of(low.pkg.outputs.begin(), low.pkg.outputs.end(), [&](auto& t) { return t.name == l.output; });
+    if (pp_kind || pp_name || (is_output && d.kind == package::LayerKind::kCopy))
+      s += fmt::format("#   {:>4} {:<6} {:<13} {}\n", l.seq, package::engineName(l.engine), package::layerKindName(d.kind), l.name);
+  }
+  return s + prepost::toYaml(pp);
+}
+
 }  // namespace
 
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
@@ -112,20 +151,15 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   Model opt = [&] {
     Model m = Model::load(o.onnx, lo);
     report("import", sw.lap());
-    if (!o.prepost.empty()) {
-      // Validated against the model (names, §9 messages, sizes) and inserted as graph nodes; the package cannot
-      // hold them yet.
-      Model with = m.withPrePost(o.prepost, {o.prepost_full, o.check_prepost, o.not_check_size});
-      report("prepost", sw.lap());
-      fail(ErrorCode::kUnsupported,
-           "{}: the pre/post-processing definition is valid ({} nodes in the combined graph) but npuc does not put "
-           "pre/post-processing into packages yet (docs/prepost.md; `npuc check --prepost` writes the combined "
-           "model with --save-opt-onnx); translate without -prepost for the body alone",
-           o.prepost.string(), with.nodes().size());
-    }
-    return m.optimized(o.relu6_to_relu);
+    Model body = m.optimized(o.relu6_to_relu);
+    report("optimize", sw.lap());
+    if (o.prepost.empty()) return body;
+    // Validated against the model (names, §9 messages, sizes) and inserted around the optimized body: the
+    // pre/post nodes keep their exact types (uint8 frames, float16 images) whatever the target's numerics.
+    Model with = body.withPrePost(o.prepost, {o.prepost_full, o.check_prepost, o.not_check_size});
+    report("prepost", sw.lap());
+    return with;
   }();
-  report("optimize", sw.lap());
   for (auto& v : target::checkGraph(graphOf(opt), t))
     res.errors.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
   report("check", sw.lap());
@@ -147,7 +181,6 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       for (auto& f : writeCheckReport(res.errors, t.name, o.onnx.string(), base)) add(f);
     } else {
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
-      res.estimated_us = e.total_us;
       bool emit = t.numerics == "fp32" || t.numerics == "fp16";
       if (emit) {
         codegen::LowerOptions lo2;
@@ -157,6 +190,10 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         if (!o.addr_map.empty()) lo2.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::drpai());
         // The optimized graph is not needed after this: its constants are released as they are copied.
         codegen::Lowered low = codegen::lowerConsuming(mutableGraphOf(opt), t, lo2);
+        // Nodes that became no descriptor (aliases, a cast fused into normalize) take no device time.
+        std::set<std::string> gone(low.aliased.begin(), low.aliased.end());
+        for (auto& f : low.fusions) gone.insert(f.absorbed.begin(), f.absorbed.end());
+        codegen::dropLayers(e, gone);
         res.activation_bytes = low.data_bytes;
         res.activation_lower_bound = low.data_lower_bound;
         res.warnings = low.map.warnings;
@@ -171,6 +208,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         put("_addrmap_intm.txt", plan::addrMapTxt(low.map));
         for (const char* sp : {"data", "data_in", "data_out", "drp_config", "weight", "work", "merge"})
           put(std::string("_tbl_addr_") + sp + ".txt", codegen::tblAddrText(low, sp));
+        if (!o.prepost.empty()) put("_prepost_opt.yaml", prepostOptYaml(o, low));
         put("_data_in_list.txt", codegen::ioListText(low, true));
         put("_data_out_list.txt", codegen::ioListText(low, false));
         report("package", sw.lap());
@@ -183,6 +221,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
                                            "quantization is implemented (reports only)", t.name, t.numerics));
         report("plan", sw.lap());
       }
+      res.estimated_us = e.total_us;
       writeSummary(e, t, base);
       for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) add(base.string() + ext);
       report("estimate", sw.lap());

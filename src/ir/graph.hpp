@@ -61,6 +61,9 @@ struct Value {
   NodeId producer = kNoNode;  // kNoNode for graph inputs and constants
   int producer_output = 0;
   std::optional<Tensor> constant;  // set for initializers and folded constants
+  /// Stored exactly as typed (pre/post-processing values: uint8 frames, float16 images, float32 results). Other
+  /// float values are stored in the target's float numerics when lowered (float16 for an fp16 target).
+  bool exact_type = false;
 
   bool isConstant() const { return constant.has_value(); }
 };

@@ -138,6 +138,8 @@ void castAnyToFp16(int64_t n, const uint8_t* src, uint16_t* dst_fp16, ThreadPool
 void castAnyToFp16(int64_t n, const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool);
 /// fp32 -> fp16: floatToHalf (round to nearest even; overflow to infinity; NaN stays NaN).
 void castAnyToFp16(int64_t n, const float* src, uint16_t* dst_fp16, ThreadPool* pool);
+/// uint8 -> fp32: exact.
+void castU8ToFp32(int64_t n, const uint8_t* src, float* dst, ThreadPool* pool);
 /// CAST_MODE 0: fp16 -> fp32, exact (halfToFloat).
 void castFp16ToFp32(int64_t n, const uint16_t* src_fp16, float* dst, ThreadPool* pool);
 /// CAST_MODE 1: fp32 -> fp16, floatToHalf.
@@ -154,6 +156,10 @@ void castFp32ToFp16(int64_t n, const float* src, uint16_t* dst_fp16, ThreadPool*
 /// static_cast<float> (round to nearest).
 void normalize(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
                const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool);
+/// cast_any_to_fp16 (uint8) and normalize in one pass: the same bits as castAnyToFp16 then normalize (the uint8 ->
+/// fp16 cast is exact), without the intermediate image.
+void normalize(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
+               const uint8_t* src, uint16_t* dst_fp16, ThreadPool* pool);
 
 // ---------------------------------------------------------------------------------------------------------
 // memcopy (WORD_SIZE 2).

@@ -70,6 +70,14 @@ const char* layerKindName(LayerKind k) {
     case LayerKind::kSlice: return "slice";
     case LayerKind::kChannelAffine: return "channel_affine";
     case LayerKind::kLrn: return "lrn";
+    case LayerKind::kCast: return "cast";
+    case LayerKind::kYuvToRgb: return "yuv_to_rgb";
+    case LayerKind::kToGray: return "to_gray";
+    case LayerKind::kCrop: return "crop";
+    case LayerKind::kResizeHwc: return "resize_hwc";
+    case LayerKind::kNormalize: return "normalize";
+    case LayerKind::kPostSoftmax: return "post_softmax";
+    case LayerKind::kArgMinMax: return "argminmax";
   }
   return nullptr;
 }

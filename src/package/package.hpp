@@ -62,6 +62,19 @@ enum class LayerKind : uint16_t {
   kSlice = 23,         // params: start[rank], step[rank]
   kChannelAffine = 24, // in: x[N,C,...], a[C] f32, b[C] f32 (BatchNormalization not folded)
   kLrn = 25,           // params: size, alpha, beta, bias (f32 bits)
+  // vector engine, pre/post-processing (docs/prepost-kernels.md; element types as the references say)
+  kCast = 26,          // in: x u8/f16/f32; out: y f16/f32, same dims (exact widening; f32 -> f16 rounds to nearest
+                       // even). params: none
+  kYuvToRgb = 27,      // in: x u8 (the frame's bytes); out: y u8 [H, W, 3]. params: format (DIN_YUV_FORMAT), bgr
+  kToGray = 28,        // in: x u8 [H, W, 2 or 3]; out: y u8 [H, W, 1]. params: format (DIN_FORMAT)
+  kCrop = 29,          // in: x u8/f16 [H, W, C] or [C, H, W]; out: y [h, w, C] same type. params: layout (0 HWC,
+                       // 1 CHW), pos_y, pos_x
+  kResizeHwc = 30,     // in: x u8/f16 [H, W, C]; out: y [h, w, C] same type. params: alg (0 nearest, 1 bilinear)
+  kNormalize = 31,     // in: x f16, or u8 (cast_any_to_fp16 fused: the same bits) [..., C]; out: y f16 same dims.
+                       // params: swap_rb, add[C] (f32 bits), mul[C] (f32 bits)
+  kPostSoftmax = 32,   // in: x f16; out: y f16 or f32, same dims; one softmax over all elements. params: none
+  kArgMinMax = 33,     // in: x f16 [H, W, C] or [C, H, W]; out: y u8/u16, the reduced axis of size 1.
+                       // params: layout (0 HWC, 1 CHW), axis (0 channel, 1 width, 2 height), mode (0 max, 1 min)
 };
 const char* layerKindName(LayerKind k);  // "conv", "max_pool", … (nullptr for an unknown code)
 /// The engine a kind runs on by default, and whether it may run on `e` (pooling may run on either engine: DRP-AI

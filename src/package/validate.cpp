@@ -2,6 +2,7 @@
 // trust every address, shape and parameter (a package is untrusted input).
 #include "package/package.hpp"
 
+#include "kernels/prepost.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
@@ -51,6 +52,13 @@ uint32_t expectedParamWords(const Descriptor& d) {
     case LayerKind::kPad: return 2 * r + 1;
     case LayerKind::kSlice: return 2 * r;
     case LayerKind::kLrn: return 4;
+    case LayerKind::kYuvToRgb: return 2;
+    case LayerKind::kToGray:
+    case LayerKind::kResizeHwc: return 1;
+    case LayerKind::kCrop:
+    case LayerKind::kArgMinMax: return 3;
+    case LayerKind::kNormalize:  // saturated: a channel count this large is refused by the shape check
+      return static_cast<uint32_t>(std::min<uint64_t>(1 + 2 * uint64_t(r ? d.in(0).dims[r - 1] : 0), 1u << 20));
     default: return 0;
   }
 }
@@ -194,8 +202,9 @@ struct Checker {
     if (static_cast<uint8_t>(d.act) > 3) bad("{}: unknown activation code {}", what, static_cast<int>(d.act));
     bool moves = d.kind == LayerKind::kCopy || d.kind == LayerKind::kConcat || d.kind == LayerKind::kTranspose ||
                  d.kind == LayerKind::kPad || d.kind == LayerKind::kSlice;
-    if (moves && (d.act != Act::kNone || d.act_a != 0 || d.act_b != 0))
-      bad("{}: data-movement layers have no activation", what);
+    bool prepost = static_cast<uint16_t>(d.kind) >= static_cast<uint16_t>(LayerKind::kCast);
+    if ((moves || prepost) && (d.act != Act::kNone || d.act_a != 0 || d.act_b != 0))
+      bad("{}: {} layers have no activation", what, moves ? "data-movement" : "pre/post-processing");
     if (d.flags & ~kFlagInterrupt) bad("{}: unknown flags 0x{:x}", what, d.flags);
     if (e == Engine::kVector) {
       if (std::none_of(p.libraries.begin(), p.libraries.end(), [&](const Library& l) { return l.id == d.lib; }))
@@ -257,6 +266,9 @@ struct Checker {
     };
     auto isFloat = [&](const TensorRef& r, const char* name) {
       if (r.type != ft) bad("{}: {} is {}, the package numerics need {}", what, name, elemName(r.type), elemName(ft));
+    };
+    auto typeIs = [&](const TensorRef& r, ElemType t, const char* name) {
+      if (r.type != t) bad("{}: {} is {}, this kind needs {}", what, name, elemName(r.type), elemName(t));
     };
     auto rankIs = [&](const TensorRef& r, int k, const char* name) {
       if (r.rank != k) bad("{}: {} has rank {}, needs {}", what, name, r.rank, k);
@@ -423,6 +435,91 @@ struct Checker {
           if (step == 0 || (n > 0 && (st < 0 || st >= xn || st + (n - 1) * step < 0 || st + (n - 1) * step >= xn)))
             bad("{}: slice of axis {} reads outside {}", what, i, dimsStr(x));
         }
+        break;
+      }
+      case LayerKind::kCast: {
+        needIn(1, 1);
+        bool ok_in = x.type == ElemType::kU8 || x.type == ElemType::kF16 || x.type == ElemType::kF32;
+        bool ok_out = y.type == ElemType::kF16 || y.type == ElemType::kF32;
+        if (!ok_in || !ok_out || x.type == y.type)
+          bad("{}: cast from {} to {} (uint8, float16 or float32 to another float type)", what, elemName(x.type), elemName(y.type));
+        if (x.numel() != y.numel()) bad("{}: {} -> {} changes the element count", what, dimsStr(x), dimsStr(y));
+        break;
+      }
+      case LayerKind::kYuvToRgb:
+      case LayerKind::kToGray: {
+        needIn(1, 1);
+        typeIs(x, ElemType::kU8, "x");
+        typeIs(y, ElemType::kU8, "y");
+        bool rgb = d.kind == LayerKind::kYuvToRgb;
+        if (y.rank != 3 || y.dims[2] != (rgb ? 3u : 1u)) bad("{}: output {} is not [H, W, {}]", what, dimsStr(y), rgb ? 3 : 1);
+        int64_t H = y.dims[0], W = y.dims[1], f = si(0);
+        int64_t need = -1;
+        if (rgb) {
+          if (w[1] > 1) bad("{}: bgr flag {} is not 0 or 1", what, w[1]);
+          if (!kernels::isYuvFormat(static_cast<int32_t>(f))) bad("{}: unknown DIN_YUV_FORMAT code {}", what, f);
+          if (W >= 2 && W % 2 == 0 && H >= 1) need = kernels::yuvBufferSize(static_cast<kernels::YuvFormat>(f), H, W);
+        } else {
+          if (!kernels::isGrayFormat(static_cast<int32_t>(f))) bad("{}: unknown DIN_FORMAT code {}", what, f);
+          if (f >= 4096) need = H * W * 3;
+          else if (W >= 2 && W % 2 == 0) need = H * W * 2;
+        }
+        if (need < 0 || static_cast<uint64_t>(need) != x.numel())
+          bad("{}: a {}x{} image in format {} does not match the input {} ({} bytes)", what, H, W, f, dimsStr(x), x.bytes);
+        break;
+      }
+      case LayerKind::kCrop: {
+        needIn(1, 1);
+        if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: crops uint8 or float16, not {}", what, elemName(x.type));
+        typeIs(y, x.type, "y");
+        rankIs(x, 3, "x"); rankIs(y, 3, "y");
+        if (w[0] > 1) bad("{}: layout {} is not 0 (HWC) or 1 (CHW)", what, w[0]);
+        bool chw = w[0] == 1;
+        uint64_t H = chw ? x.dims[1] : x.dims[0], W = chw ? x.dims[2] : x.dims[1], C = chw ? x.dims[0] : x.dims[2];
+        if (y.dims[2] != C || uint64_t(w[1]) + y.dims[0] > H || uint64_t(w[2]) + y.dims[1] > W)
+          bad("{}: a {}x{} window at ({}, {}) does not fit the input {}", what, y.dims[0], y.dims[1], w[1], w[2], dimsStr(x));
+        break;
+      }
+      case LayerKind::kResizeHwc: {
+        needIn(1, 1);
+        if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: resizes uint8 or float16, not {}", what, elemName(x.type));
+        typeIs(y, x.type, "y");
+        rankIs(x, 3, "x"); rankIs(y, 3, "y");
+        if (w[0] > 1) bad("{}: algorithm {} is not 0 (nearest) or 1 (bilinear)", what, w[0]);
+        if (y.dims[2] != x.dims[2] || x.dims[0] < 1 || x.dims[1] < 1) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        break;
+      }
+      case LayerKind::kNormalize: {
+        needIn(1, 1);
+        if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: normalizes float16 (or uint8), not {}", what, elemName(x.type));
+        typeIs(y, ElemType::kF16, "y");
+        if (x.rank < 1 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        uint32_t C = x.dims[x.rank - 1];
+        if (C < 1 || C > 4096) bad("{}: {} channels (1..4096)", what, C);
+        if (w[0] > 1 || (w[0] == 1 && C != 3)) bad("{}: swap_rb {} needs 0, or 1 with 3 channels", what, w[0]);
+        break;
+      }
+      case LayerKind::kPostSoftmax: {
+        needIn(1, 1);
+        typeIs(x, ElemType::kF16, "x");
+        if (y.type != ElemType::kF16 && y.type != ElemType::kF32) bad("{}: output is {} (float16 or float32)", what, elemName(y.type));
+        if (x.numel() != y.numel()) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        break;
+      }
+      case LayerKind::kArgMinMax: {
+        needIn(1, 1);
+        typeIs(x, ElemType::kF16, "x");
+        if (y.type != ElemType::kU8 && y.type != ElemType::kU16) bad("{}: output is {} (uint8 or uint16)", what, elemName(y.type));
+        rankIs(x, 3, "x"); rankIs(y, 3, "y");
+        if (w[0] > 1 || w[1] > 2 || w[2] > 1) bad("{}: layout {} / axis {} / mode {} out of range", what, w[0], w[1], w[2]);
+        bool chw = w[0] == 1;
+        // The dimension index of the reduced axis in the input's layout.
+        size_t red = w[1] == 0 ? (chw ? 0 : 2) : w[1] == 1 ? (chw ? 2 : 1) : (chw ? 1 : 0);
+        for (size_t i = 0; i < 3; ++i)
+          if (y.dims[i] != (i == red ? 1u : x.dims[i])) bad("{}: {} reduced along dim {} is not {}", what, dimsStr(x), red, dimsStr(y));
+        uint32_t len = x.dims[red];
+        if (len < 1 || len > (y.type == ElemType::kU8 ? 256u : 65536u))
+          bad("{}: {} values along the reduced axis do not fit {} indices", what, len, elemName(y.type));
         break;
       }
       case LayerKind::kChannelAffine: {

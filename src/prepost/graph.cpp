@@ -14,9 +14,13 @@ class Builder {
  public:
   Builder(ir::Graph& g, const PrePost& pp) : g_(g), pp_(pp) {}
 
+  /// A node with one output. `exact` marks the output as a pre/post value, stored as typed (ir::Value::exact_type);
+  /// the bridges on the body side of a model output are body values (the target's float numerics).
   ir::ValueId node(const std::string& op, const std::string& domain, std::vector<ir::ValueId> ins,
-                   const std::string& out_name, std::map<std::string, ir::Attr> attrs = {}) {
-    ir::ValueId out = g_.addValue(g_.uniqueValueName(out_name)).id;
+                   const std::string& out_name, std::map<std::string, ir::Attr> attrs = {}, bool exact = true) {
+    ir::Value& ov = g_.addValue(g_.uniqueValueName(out_name));
+    ov.exact_type = exact;
+    ir::ValueId out = ov.id;
     ir::Node& n = g_.addNode(op, g_.uniqueValueName(out_name + "/" + op), std::move(ins), {out}, domain);
     n.attrs = std::move(attrs);
     return out;
@@ -24,8 +28,8 @@ class Builder {
   ir::ValueId constI64(const std::string& name, const std::vector<int64_t>& v) {
     return g_.addConstant(g_.uniqueValueName(name), Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v)).id;
   }
-  ir::ValueId reshape(ir::ValueId x, const std::vector<int64_t>& shape, const std::string& name) {
-    return node("Reshape", "", {x, constI64(name + "_shape", shape)}, name);
+  ir::ValueId reshape(ir::ValueId x, const std::vector<int64_t>& shape, const std::string& name, bool exact = true) {
+    return node("Reshape", "", {x, constI64(name + "_shape", shape)}, name, {}, exact);
   }
   ir::ValueId cast(ir::ValueId x, DType to, const std::string& name) {
     int64_t onnx = to == DType::kF16 ? 10 : to == DType::kF32 ? 1 : to == DType::kU8 ? 2 : 0;
@@ -107,7 +111,9 @@ class Builder {
         fail(ErrorCode::kInvalidInput, "{}: preprocess dest '{}' is not an input of the model", pp_.source, p.dest);
       ir::ValueId body_in = *model_in;
       if (g_.findValue(p.src)) fail(ErrorCode::kInvalidInput, "{}: input_to_pre name '{}' is already a value of the model", pp_.source, p.src);
-      ir::ValueId x = g_.addValue(p.src, ir::makeType(toDType(in->type), in->shape)).id;
+      ir::Value& src = g_.addValue(p.src, ir::makeType(toDType(in->type), in->shape));
+      src.exact_type = true;
+      ir::ValueId x = src.id;
       for (const Operation& o : p.operations) x = op(o, x, p.dest + "/pre");
       // Bridge: the pre result (HWC, or the body's declared order) to the model's input layout and type.
       const ir::Type& mt = g_.value(body_in).type;
@@ -141,8 +147,8 @@ class Builder {
         consumed.push_back(x);
         const ir::Type& mt = g_.value(x).type;
         if (mt.shape.size() == 4 && ob->order == Order::kHWC)
-          x = node("Transpose", "", {x}, p.src + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}});
-        x = reshape(x, ob->shape, p.src + "/post_shaped");
+          x = node("Transpose", "", {x}, p.src + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}}, false);
+        x = reshape(x, ob->shape, p.src + "/post_shaped", false);
         x = cast(x, toDType(ob->type), p.src + "/post_cast");
       }
       for (const Operation& o : p.operations) x = op(o, x, p.dest + "/post");

@@ -242,6 +242,9 @@ struct ParseOptions {
 
 PrePost parsePrePost(const std::string& yaml_text, const std::string& source_name, const ParseOptions& options = {});
 PrePost loadPrePost(const std::filesystem::path& path, const ParseOptions& options = {});
+/// The definition in the current format with every parameter written out (defaults filled in); parsePrePost reads
+/// it back to the same PrePost.
+std::string toYaml(const PrePost& pp);
 
 /// The output of one operation on `in`, after checking the operation's input type/order (§5.3.1 / §5.4.1)
 /// and its limitations (§5.3.2 / §5.4.2). Throws npuc::Error naming the rule. Used by the parser; exposed for

@@ -16,6 +16,7 @@
 #include "kernels/convert.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/prepost.hpp"
 #include "package/package.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
@@ -92,6 +93,7 @@ struct Runtime::Impl {
     kernels::Activation act;
     bool post_act = false;  // activation applied when storing (kinds whose kernel has no epilogue)
     std::vector<float> w32;  // float16 weights widened once
+    std::vector<float> coef;  // normalize: add[C] then mul[C]
     const float* w = nullptr;
     const float* bias = nullptr;
     std::unique_ptr<kernels::Conv> conv;
@@ -235,6 +237,9 @@ struct Runtime::Impl {
         break;
       }
       case LayerKind::kBinary: break;
+      case LayerKind::kNormalize:
+        for (size_t i = 1; i < s.p.size(); ++i) s.coef.push_back(package::paramFloat(s.p[i]));
+        break;
       default: s.post_act = true; break;
     }
     return s;
@@ -271,6 +276,84 @@ struct Runtime::Impl {
     const float* src = scratch[package::kMaxRefs - 1].data();
     if (opts.exact) kernels::f32ToF16_ref(src, reinterpret_cast<uint16_t*>(s.out), n, act);
     else kernels::f32ToF16(src, reinterpret_cast<uint16_t*>(s.out), n, act, pool);
+  }
+
+  void execPrePost(Step& s) {
+    const package::Descriptor& d = *s.d;
+    const package::TensorRef &x = d.in(0), &y = d.out(0);
+    const Shape &xs = s.shapes[0], &ys = s.shapes.back();
+    auto u8in = [&] { return reinterpret_cast<const uint8_t*>(s.in[0]); };
+    auto h16in = [&] { return reinterpret_cast<const uint16_t*>(s.in[0]); };
+    int64_t n = static_cast<int64_t>(x.numel());
+    switch (d.kind) {
+      case LayerKind::kCast: {
+        bool to16 = y.type == ElemType::kF16;
+        if (x.type == ElemType::kU8) {
+          if (to16) kernels::castAnyToFp16(n, u8in(), reinterpret_cast<uint16_t*>(s.out), pool);
+          else kernels::castU8ToFp32(n, u8in(), reinterpret_cast<float*>(s.out), pool);
+        } else if (x.type == ElemType::kF16) {
+          kernels::castFp16ToFp32(n, h16in(), reinterpret_cast<float*>(s.out), pool);
+        } else {
+          kernels::castFp32ToFp16(n, reinterpret_cast<const float*>(s.in[0]), reinterpret_cast<uint16_t*>(s.out), pool);
+        }
+        return;
+      }
+      case LayerKind::kYuvToRgb:
+        kernels::yuvToRgb(static_cast<kernels::YuvFormat>(static_cast<int32_t>(s.p[0])), s.p[1] != 0, ys[0], ys[1], u8in(), s.out, pool);
+        return;
+      case LayerKind::kToGray:
+        kernels::toGray(static_cast<kernels::GrayFormat>(static_cast<int32_t>(s.p[0])), ys[0], ys[1], u8in(), s.out, pool);
+        return;
+      case LayerKind::kCrop: {
+        bool chw = s.p[0] == 1;
+        kernels::CropGeometry g;
+        g.height = chw ? xs[1] : xs[0];
+        g.width = chw ? xs[2] : xs[1];
+        g.channels = chw ? xs[0] : xs[2];
+        g.pos_y = s.p[1];
+        g.pos_x = s.p[2];
+        g.out_height = ys[0];
+        g.out_width = ys[1];
+        kernels::crop(chw ? kernels::ImageLayout::kCHW : kernels::ImageLayout::kHWC, g, package::elemSize(x.type), s.in[0], s.out, pool);
+        return;
+      }
+      case LayerKind::kResizeHwc: {
+        kernels::ResizeGeometry g;
+        g.in_height = xs[0];
+        g.in_width = xs[1];
+        g.channels = xs[2];
+        g.out_height = ys[0];
+        g.out_width = ys[1];
+        auto alg = s.p[0] == 1 ? kernels::ResizeAlg::kBilinear : kernels::ResizeAlg::kNearest;
+        if (x.type == ElemType::kU8) kernels::resizeHwc(alg, g, u8in(), s.out, pool);
+        else kernels::resizeHwc(alg, g, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        return;
+      }
+      case LayerKind::kNormalize: {
+        int64_t C = xs.back();
+        const float* add = s.coef.data();
+        const float* mul = add + C;
+        uint16_t* out = reinterpret_cast<uint16_t*>(s.out);
+        if (x.type == ElemType::kU8) kernels::normalize(n / C, C, s.p[0] != 0, add, mul, u8in(), out, pool);
+        else kernels::normalize(n / C, C, s.p[0] != 0, add, mul, h16in(), out, pool);
+        return;
+      }
+      case LayerKind::kPostSoftmax:
+        if (y.type == ElemType::kF32) kernels::softmaxFp16(n, h16in(), reinterpret_cast<float*>(s.out), pool);
+        else kernels::softmaxFp16(n, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        return;
+      case LayerKind::kArgMinMax: {
+        bool chw = s.p[0] == 1;
+        int64_t H = chw ? xs[1] : xs[0], W = chw ? xs[2] : xs[1], C = chw ? xs[0] : xs[2];
+        auto layout = chw ? kernels::ImageLayout::kCHW : kernels::ImageLayout::kHWC;
+        auto axis = static_cast<kernels::ArgAxis>(s.p[1]);
+        auto mode = s.p[2] == 1 ? kernels::ArgMode::kArgMin : kernels::ArgMode::kArgMax;
+        if (y.type == ElemType::kU8) kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), s.out, pool);
+        else kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        return;
+      }
+      default: fault(fmt::format("descriptor seq {}: layer kind {} has no kernel", d.seq, static_cast<int>(d.kind)));
+    }
   }
 
   void exec(Step& s) {
@@ -417,6 +500,8 @@ struct Runtime::Impl {
         kernels::slice(s.shapes[0], st, sp, s.shapes.back(), es, s.in[0], s.out, pool);
         return;
       }
+      // Pre/post-processing: the kernels of kernels/prepost.hpp on the types the references carry (validated).
+      default: execPrePost(s); return;
     }
     store(s);
   }

@@ -240,15 +240,20 @@ TEST(PackageReader, ReviewRules) {
     rehash(f);
     expectError(f, "overlaps input 0");
   }
-  // An activation on a data-movement layer (the vector engine's copy: the Flatten).
+  // An activation on a data-movement layer (the digits model has none: the vector engine's global pooling, its
+  // kind changed to copy).
   {
     Files f = validPackage();
     package::Package p = read(f);
-    size_t copy = SIZE_MAX;
+    size_t gap = SIZE_MAX;
     for (size_t i = 0; i < p.vec.size(); ++i)
-      if (p.vec[i].kind == package::LayerKind::kCopy) copy = i;
-    ASSERT_NE(copy, SIZE_MAX);
-    f["drp_desc.bin"][kRec + copy * package::kDescriptorSize + 12] = 1;
+      if (p.vec[i].kind == package::LayerKind::kGlobalAvgPool) gap = i;
+    ASSERT_NE(gap, SIZE_MAX);
+    auto& b = f["drp_desc.bin"];
+    size_t r = kRec + gap * package::kDescriptorSize;
+    uint16_t copy = static_cast<uint16_t>(package::LayerKind::kCopy);
+    std::memcpy(b.data() + r + 8, &copy, 2);  // kind (the activation is checked before the shapes)
+    b[r + 12] = 1;
     rehash(f);
     expectError(f, "data-movement layers have no activation");
   }
@@ -272,7 +277,7 @@ TEST(PackageReader, ReviewRules) {
 TEST(PackageReader, CrossEngineReadWithoutWait) {
   Files f = validPackage();
   package::Package p = read(f);
-  // The vector-engine copy (Flatten) feeds the MAC gemm: the gemm must wait for it.
+  // The vector engine's global pooling feeds the MAC gemm (through the Flatten, an alias): the gemm must wait.
   auto& b = f["aimac_desc.bin"];
   bool cleared = false;
   for (size_t i = 0; i < p.mac.size(); ++i)

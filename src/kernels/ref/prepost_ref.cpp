@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace npuc::kernels {
@@ -340,6 +341,10 @@ void castAnyToFp16(int64_t n, const float* src, uint16_t* dst_fp16, ThreadPool* 
   elementwise("castAnyToFp16", n, src, dst_fp16, pool, [](float v) { return floatToHalf(v); });
 }
 
+void castU8ToFp32(int64_t n, const uint8_t* src, float* dst, ThreadPool* pool) {
+  elementwise("castU8ToFp32", n, src, dst, pool, [](uint8_t v) { return static_cast<float>(v); });
+}
+
 void castFp16ToFp32(int64_t n, const uint16_t* src_fp16, float* dst, ThreadPool* pool) {
   elementwise("castFp16ToFp32", n, src_fp16, dst, pool, [](uint16_t v) { return halfToFloat(v); });
 }
@@ -351,24 +356,40 @@ void castFp32ToFp16(int64_t n, const float* src, uint16_t* dst_fp16, ThreadPool*
 // ---------------------------------------------------------------------------------------------------------
 // normalize, memcopy, softmax.
 
-void normalize(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
-               const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool) {
+namespace {
+template <typename In>
+void normalizeImpl(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul, const In* src,
+                   uint16_t* dst_fp16, ThreadPool* pool) {
   checkNonNegative("normalize", {pixels, channels});
   if (swap_rb && channels != 3)
     fail(ErrorCode::kInvalidArgument, "normalize: DOUT_RGB_ORDER 1 needs 3 channels (RGB or BGR), not {}", channels);
   const int64_t C = channels;
   parallelUnits(pool, pixels, C * 2, [&](int64_t pb, int64_t pe) {
     for (int64_t p = pb; p < pe; ++p) {
-      const uint16_t* in = src_fp16 + p * C;
+      const In* in = src + p * C;
       uint16_t* out = dst_fp16 + p * C;
       for (int64_t c = 0; c < C; ++c) {
-        const float x = halfToFloat(in[swap_rb ? 2 - c : c]);
+        const In v = in[swap_rb ? 2 - c : c];
+        float x;
+        if constexpr (std::is_same_v<In, uint8_t>) x = static_cast<float>(v);  // = halfToFloat(the exact fp16 cast)
+        else x = halfToFloat(v);
         const float sum = x + cof_add[c];
         const float prod = sum * cof_mul[c];
         out[c] = floatToHalf(prod);
       }
     }
   });
+}
+}  // namespace
+
+void normalize(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
+               const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool) {
+  normalizeImpl(pixels, channels, swap_rb, cof_add, cof_mul, src_fp16, dst_fp16, pool);
+}
+
+void normalize(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
+               const uint8_t* src, uint16_t* dst_fp16, ThreadPool* pool) {
+  normalizeImpl(pixels, channels, swap_rb, cof_add, cof_mul, src, dst_fp16, pool);
 }
 
 void memcopy(int64_t words, const uint16_t* src, uint16_t* dst, ThreadPool* pool) {
