@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(cmake ninja-build g++ pkg-config
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev)
+  libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev libstb-dev)
 fuzz_pkgs=(clang llvm libclang-rt-14-dev)
 python_pkgs=(python3 python3-numpy python3-onnx)
 

@@ -28,11 +28,19 @@ struct RuntimeOptions {
   bool profile = false;  // record each layer's wall time (layerTimes())
 };
 
+/// The camera frame a pre-processed input holds (empty format: the input is not an image).
+struct RuntimeImage {
+  std::string format;  // "RGB", "BGR", "GRAY", or a YUV format: "YUYV", "UYVY", "NV12", "IYUV", … (docs/package-format.md)
+  int64_t height = 0, width = 0;
+  bool chw = false;    // RGB/BGR/GRAY planes first
+};
+
 struct RuntimeTensor {
   std::string name;
   DType dtype = DType::kUndefined;  // element type in device memory (float16 for fp16 packages)
   Shape shape;
   uint64_t address = 0;
+  RuntimeImage image;  // inputs fed by pre-processing
 };
 
 struct RuntimeLayer {
@@ -70,6 +78,11 @@ class Runtime {
   /// Copies an input into data_in. Accepts the device element type, or float32 (rounded to the device type, round
   /// to nearest even). The shape must match exactly, or be a flat vector of the same element count.
   void setInput(const std::string& name, const Tensor& t);
+  /// For inputs that hold a camera frame (RuntimeTensor::image): a JPEG or PNG picture made into that frame — decoded
+  /// to RGB, resized to the frame's size (bilinear), converted to its format (YUV: ITU-R BT.601 limited range) and
+  /// element type. The result goes to setInput. Throws (kInvalidInput) naming the file for an unreadable picture,
+  /// (kInvalidArgument) for an input that is not an image.
+  Tensor imageInput(const std::string& name, const std::filesystem::path& picture) const;
   /// Runs every descriptor of both engines in program order. Throws (kInvalidInput) on a device fault.
   void run(const LayerCallback& cb = {});
   /// An output in the device element type / converted to float32.

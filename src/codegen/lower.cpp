@@ -978,8 +978,11 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     return makeRef(base(spaceName(v.space)) + v.offset, v.type, view ? *view : v.shape, v.name);
   };
   for (ir::ValueId v : g.inputs())
-    if (auto it = L.of_.find(v); it != L.of_.end()) p.inputs.push_back({g.value(v).name, refOf(it->second, nullptr)});
-  for (ir::ValueId v : g.outputs()) p.outputs.push_back({g.value(v).name, refOf(L.of_.at(v), nullptr)});
+    if (auto it = L.of_.find(v); it != L.of_.end()) {
+      auto im = o.input_images.find(g.value(v).name);
+      p.inputs.push_back({g.value(v).name, refOf(it->second, nullptr), im == o.input_images.end() ? package::ImageInfo{} : im->second});
+    }
+  for (ir::ValueId v : g.outputs()) p.outputs.push_back({g.value(v).name, refOf(L.of_.at(v), nullptr), {}});
   p.weights = std::move(L.weights_);
   p.params.reserve(pbytes);
   for (auto& d : descs)

@@ -9,6 +9,7 @@
 #include "plan/addrmap.hpp"
 #include "target/target.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct LowerOptions {
   bool reuse_memory = false;                 // place 'data' by liveness instead of one buffer per layer
   std::optional<plan::AddrMapDef> addr_def;  // the user's definition; default map when absent
   std::string intm_yaml_name;                // named by the §9 overflow error
+  std::map<std::string, package::ImageInfo> input_images;  // pre-processed inputs: the frame they hold
 };
 
 /// One entry of a PREFIX_tbl_addr_<space>.txt table.

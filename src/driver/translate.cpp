@@ -4,6 +4,7 @@
 
 #include "codegen/cost.hpp"
 #include "codegen/lower.hpp"
+#include "kernels/prepost.hpp"
 #include "package/package.hpp"
 #include "plan/addrmap.hpp"
 #include "plan/memory.hpp"
@@ -93,6 +94,44 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   worksheet_write_string(ws, r, 0, "total", nullptr);
   worksheet_write_number(ws, r, 19, e.total_us, nullptr);
   if (workbook_close(wb) != LXW_NO_ERROR) fail(ErrorCode::kIo, "{}: cannot write the workbook", xlsx);
+}
+
+/// The frame each pre-processed input holds, from its declaration and its first operation (the YUV code of
+/// conv_yuv2rgb / conv_x2gray).
+std::map<std::string, package::ImageInfo> inputImages(const prepost::PrePost& pp) {
+  std::map<std::string, package::ImageInfo> res;
+  for (const prepost::Process& pr : pp.preprocess) {
+    const prepost::TensorDecl* d = pp.findInputToPre(pr.src);
+    if (!d) continue;
+    prepost::TensorInfo t = d->info();
+    package::ImageInfo im;
+    im.height = static_cast<uint32_t>(t.height());
+    im.width = static_cast<uint32_t>(t.width());
+    im.chw = t.order == prepost::Order::kCHW;
+    const prepost::Operation* first = pr.operations.empty() ? nullptr : &pr.operations.front();
+    int32_t yuv = -1;
+    if (first && first->kind == prepost::OpKind::kConvYuv2Rgb) {
+      yuv = static_cast<int32_t>(std::get<prepost::ConvYuv2RgbParams>(first->params).din_yuv_format);
+      im.height = static_cast<uint32_t>(first->out.height());
+      im.width = static_cast<uint32_t>(first->out.width());
+    } else if (first && first->kind == prepost::OpKind::kConvX2Gray) {
+      int32_t c = static_cast<int32_t>(std::get<prepost::ConvX2GrayParams>(first->params).din_format);
+      if (c < 4096) yuv = c;
+      else im.format = c == 4096 ? "RGB" : "BGR";
+    }
+    if (yuv >= 0) im.format = kernels::yuvFormatName(static_cast<kernels::YuvFormat>(yuv));
+    else if (im.format.empty()) {
+      switch (t.format) {
+        case prepost::ImageFormat::kRGB: im.format = "RGB"; break;
+        case prepost::ImageFormat::kBGR: im.format = "BGR"; break;
+        case prepost::ImageFormat::kGray: im.format = "GRAY"; break;
+        case prepost::ImageFormat::kYUY2: im.format = "YUYV"; break;
+        case prepost::ImageFormat::kNone: break;
+      }
+    }
+    if (!im.format.empty()) res[pr.src] = im;
+  }
+  return res;
 }
 
 /// PREFIX_prepost_opt.yaml: the definition as translated (every parameter written out; parsePrePost reads it back),
@@ -187,6 +226,12 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         lo2.prefix = o.prefix;
         lo2.reuse_memory = o.reuse_memory;
         lo2.intm_yaml_name = o.prefix + "_addrmap_intm.yaml";
+        if (!o.prepost.empty()) {
+          prepost::ParseOptions po;
+          po.full_format = o.prepost_full;
+          po.check_prepost = o.check_prepost;
+          lo2.input_images = inputImages(prepost::loadPrePost(o.prepost, po));
+        }
         if (!o.addr_map.empty()) lo2.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::drpai());
         // The optimized graph is not needed after this: its constants are released as they are copied.
         codegen::Lowered low = codegen::lowerConsuming(mutableGraphOf(opt), t, lo2);

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace npuc {
 class ThreadPool;
@@ -56,6 +57,14 @@ enum class YuvFormat : int32_t {
 };
 /// Whether `code` is a DIN_YUV_FORMAT value.
 bool isYuvFormat(int32_t code);
+/// The format's name ("YUYV", "YVYU", "UYVY", "VUYY", "YUYV420", "UYVY420", "YV12", "IYUV", "NV12", "NV21",
+/// "IMC1".."IMC4"; nullptr for an unknown code) and back (false for an unknown name).
+const char* yuvFormatName(YuvFormat f);
+bool yuvFormatFromName(const std::string& name, YuvFormat* f);
+/// The other direction, for making test frames from pictures (`npuc simulate --input name=photo.jpg`): RGB HWC
+/// to format `f` with ITU-R BT.601 limited range (the inverse of yuvToRgb's matrix, rounded), chroma as the mean
+/// of the pixels each sample covers. Not bit-exact through a round trip (chroma subsampling loses detail).
+void rgbToYuv(YuvFormat f, int64_t height, int64_t width, const uint8_t* rgb, uint8_t* dst);
 /// Bytes of an H x W image in format `f` (what yuvToRgb reads). Throws for an odd or non-positive width.
 int64_t yuvBufferSize(YuvFormat f, int64_t height, int64_t width);
 

@@ -383,7 +383,12 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
   }
   m["address_map"] = am;
   m["inputs"] = json::array();
-  for (auto& t : p.inputs) m["inputs"].push_back(refJson(t.name, t.ref));
+  for (auto& t : p.inputs) {
+    json j = refJson(t.name, t.ref);
+    if (!t.image.format.empty())
+      j["image"] = {{"format", t.image.format}, {"height", t.image.height}, {"width", t.image.width}, {"order", t.image.chw ? "CHW" : "HWC"}};
+    m["inputs"].push_back(j);
+  }
   m["outputs"] = json::array();
   for (auto& t : p.outputs) m["outputs"].push_back(refJson(t.name, t.ref));
   m["streams"] = {{"mac", {{"file", "aimac_desc.bin"}, {"count", p.mac.size()}}},
@@ -474,8 +479,19 @@ Package readPackage(const FileSource& source, const std::string& where) {
     }
     for (const char* io : {"inputs", "outputs"}) {
       Field list = root.at(io);
-      for (size_t i = 0; i < list.size(); ++i)
-        (io[0] == 'i' ? p.inputs : p.outputs).push_back({list.at(i).at("name").str(), refFromJson(list.at(i))});
+      for (size_t i = 0; i < list.size(); ++i) {
+        IoTensor t{list.at(i).at("name").str(), refFromJson(list.at(i)), {}};
+        if (io[0] == 'i' && list.at(i).j.contains("image")) {
+          Field im = list.at(i).at("image");
+          t.image.format = im.at("format").str();
+          t.image.height = static_cast<uint32_t>(im.at("height").u());
+          t.image.width = static_cast<uint32_t>(im.at("width").u());
+          std::string order = im.at("order").str();
+          if (order != "HWC" && order != "CHW") bad(mfile, "field '{}.order' must be \"HWC\" or \"CHW\"", im.path);
+          t.image.chw = order == "CHW";
+        }
+        (io[0] == 'i' ? p.inputs : p.outputs).push_back(std::move(t));
+      }
     }
     // Files: sizes and hashes first, then decode.
     std::map<std::string, std::vector<uint8_t>> data;

@@ -137,9 +137,19 @@ struct SubSpace {
   std::vector<Element> elements;
 };
 
+/// What an input fed by pre-processing holds (a camera frame), for tools that make frames from pictures
+/// (`npuc simulate --input NAME=photo.jpg`).
+struct ImageInfo {
+  std::string format;  // "RGB", "BGR", "GRAY", or a YUV format name (kernels::yuvFormatName); empty: not an image
+  uint32_t height = 0, width = 0;
+  bool chw = false;    // RGB/BGR/GRAY stored planes first ([C, H, W]); otherwise HWC
+  bool operator==(const ImageInfo&) const = default;
+};
+
 struct IoTensor {
   std::string name;
   TensorRef ref;
+  ImageInfo image;  // inputs only
 };
 
 /// What the manifest says about one descriptor.

@@ -165,6 +165,28 @@ struct Checker {
       bad("{}: {} {} is {} bytes, the reference says {}", what, elemName(r.type), dimsStr(r), n * elemSize(r.type), r.bytes);
   }
 
+  void image(const IoTensor& t) const {
+    const ImageInfo& im = t.image;
+    std::string what = fmt::format("input '{}': image", t.name);
+    if (im.height < 1 || im.width < 1 || im.height > 65535 || im.width > 65535)
+      bad("{} size {}x{} is out of range (1..65535)", what, im.height, im.width);
+    uint64_t n = t.ref.numel();
+    kernels::YuvFormat f;
+    if (im.format == "RGB" || im.format == "BGR" || im.format == "GRAY") {
+      uint64_t c = im.format == "GRAY" ? 1 : 3;
+      bool hwc_ok = t.ref.rank == 3 && (im.chw ? t.ref.dims[0] == c && t.ref.dims[1] == im.height && t.ref.dims[2] == im.width
+                                                : t.ref.dims[0] == im.height && t.ref.dims[1] == im.width && t.ref.dims[2] == c);
+      if (!hwc_ok) bad("{}: a {}x{} {} picture ({}) is not {}", what, im.height, im.width, im.format, im.chw ? "CHW" : "HWC", dimsStr(t.ref));
+    } else if (kernels::yuvFormatFromName(im.format, &f)) {
+      if (t.ref.type != ElemType::kU8 || im.chw || im.width % 2) bad("{}: {} frames are uint8 HWC with an even width", what, im.format);
+      if (static_cast<uint64_t>(kernels::yuvBufferSize(f, im.height, im.width)) != n)
+        bad("{}: a {}x{} {} frame is {} bytes, the input holds {}", what, im.height, im.width, im.format,
+            kernels::yuvBufferSize(f, im.height, im.width), n);
+    } else {
+      bad("{}: unknown format '{}' (RGB, BGR, GRAY, YUYV, NV12, …: docs/package-format.md)", what, im.format);
+    }
+  }
+
   void ioTensors() const {
     std::set<std::string> names;
     for (auto* list : {&p.inputs, &p.outputs})
@@ -176,6 +198,7 @@ struct Checker {
       ref(t.ref, "input '" + t.name + "'");
       const Element* e = spaceOf(t.ref.addr, t.ref.bytes);
       if (!e || e->name != "data_in") bad("input '{}' at 0x{:x} (+{} bytes) is not inside data_in", t.name, t.ref.addr, t.ref.bytes);
+      if (!t.image.format.empty()) image(t);
     }
     for (auto& t : p.outputs) {
       ref(t.ref, "output '" + t.name + "'");

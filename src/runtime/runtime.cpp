@@ -136,8 +136,9 @@ struct Runtime::Impl {
     load("desc_aimac", package::encodeDescriptors(pkg.mac, package::Engine::kMac));
     load("desc_drp", package::encodeDescriptors(pkg.vec, package::Engine::kVector));
 
-    for (auto& t : pkg.inputs) inputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr});
-    for (auto& t : pkg.outputs) outputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr});
+    for (auto& t : pkg.inputs)
+      inputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {t.image.format, t.image.height, t.image.width, t.image.chw}});
+    for (auto& t : pkg.outputs) outputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {}});
     program.resize(pkg.mac.size() + pkg.vec.size());
     for (auto* s : {&pkg.mac, &pkg.vec})
       for (auto& d : *s) program[d.seq] = &d;
@@ -151,7 +152,7 @@ struct Runtime::Impl {
       rl.name = l.name;
       rl.opexp = l.opexp;
       rl.onnx_nodes = l.onnx_nodes;
-      rl.output = {l.output, dtypeOf(d.out(0).type), shapeOf(d.out(0)), d.out(0).addr};
+      rl.output = {l.output, dtypeOf(d.out(0).type), shapeOf(d.out(0)), d.out(0).addr, {}};
       layers.push_back(std::move(rl));
     }
     for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));
@@ -551,8 +552,8 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
     uint16_t* d = reinterpret_cast<uint16_t*>(dst);
     for (int64_t i = 0; i < n; ++i) d[i] = floatToHalf(s[i]);
   } else {
-    fail(ErrorCode::kInvalidArgument, "input '{}' is {} on the device; got {} (give {} or float32)", name, dtypeName(it->dtype),
-         dtypeName(t.dtype()), dtypeName(it->dtype));
+    fail(ErrorCode::kInvalidArgument, "input '{}' is {} on the device; got {} (give {}{})", name, dtypeName(it->dtype),
+         dtypeName(t.dtype()), dtypeName(it->dtype), it->dtype == DType::kF16 ? " or float32" : "");
   }
 }
 

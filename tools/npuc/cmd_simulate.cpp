@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,9 +18,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Tensor readInputFile(const std::string& file, const RuntimeTensor& in) {
+Tensor readInputFile(const Runtime& rt, const std::string& file, const RuntimeTensor& in) {
   fs::path p(file);
   if (p.extension() == ".npy") return readNpyFile(file);
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == ".jpg" || ext == ".jpeg" || ext == ".png") return rt.imageInput(in.name, p);
   if (p.extension() == ".bin" || p.extension() == ".raw") {
     std::FILE* f = std::fopen(file.c_str(), "rb");
     if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open", file));
@@ -31,7 +36,7 @@ Tensor readInputFile(const std::string& file, const RuntimeTensor& in) {
                                                         t.nbytes(), dtypeName(in.dtype), shapeStr(in.shape), got, extra ? " or more" : ""));
     return t;
   }
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: inputs are .npy or raw .bin files", file));
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: inputs are .npy, raw .bin, or (camera-frame inputs) .jpg/.png files", file));
 }
 
 }  // namespace
@@ -47,7 +52,7 @@ std::map<std::string, Tensor> packageInputs(const Runtime& rt, const std::vector
     for (auto& r : rt.inputs())
       if (r.name == name) in = &r;
     if (!in) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': the package has no input '{}'", e, name));
-    out[name] = readInputFile(e.substr(eq + 1), *in);
+    out[name] = readInputFile(rt, e.substr(eq + 1), *in);
   }
   for (auto& r : rt.inputs())
     if (!out.count(r.name)) throw Error(ErrorCode::kInvalidArgument, fmt::format("missing --input {}=FILE", r.name));
@@ -72,7 +77,7 @@ void addSimulate(CLI::App& app, Action& run) {
   };
   auto o = std::make_shared<Opts>();
   c->add_option("package", o->package, "Package folder (output/PREFIX)")->required();
-  c->add_option("--input", o->inputs, "Input: name=file.npy (float32 or the device type) or name=file.bin (raw device bytes)");
+  c->add_option("--input", o->inputs, "Input: name=file.npy (float32 or the device type), name=file.bin (raw device bytes), or for a camera-frame input name=photo.jpg|png (converted to the frame's format and size)");
   c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y, .npy, trace_index.csv)");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));

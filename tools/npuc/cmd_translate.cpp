@@ -42,8 +42,9 @@ PREFIX_weight.dat, PREFIX_drpcfg.mem, drp_lib_info.txt; docs/package-format.md),
 int8 targets (tidl) get the check and the estimate only: quantization is not implemented yet.
 Pre/post-processing: -prepost definitions (current format, or the legacy one with -PrePostFULL) are parsed and
 validated against the model with the manual's messages ([Error Y01..Y03], KeyError, Converter-007, the size
-check unless -NotCheckSizeONNXvsYAML); putting them into the package is not implemented yet, so a valid
-definition stops translate with a note (docs/prepost.md).
+check unless -NotCheckSizeONNXvsYAML), then put into the package as vector-engine layers: data_in holds the raw
+frame, data_out the post-processed result, PREFIX_prepost_opt.yaml records what was fused (docs/prepost.md).
+Not yet: shape_post splits, Ascend-style AIPP.
 Output is written to a temporary folder and renamed into place, so a failed run leaves no half-written folder.
 )";
 

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -96,6 +97,66 @@ Rgb8 yuvPixelToRgb(uint8_t y, uint8_t u, uint8_t v) {
   const int c = std::max(0, int{y} - 16) * kCY, uu = int{u} - 128, vv = int{v} - 128, h = 1 << (kShift - 1);
   return {sat8((c + h + kCVR * vv) >> kShift), sat8((c + h + kCVG * vv + kCUG * uu) >> kShift),
           sat8((c + h + kCUB * uu) >> kShift)};
+}
+
+const char* yuvFormatName(YuvFormat f) {
+  switch (f) {
+    case YuvFormat::kYUYV: return "YUYV";
+    case YuvFormat::kYVYU: return "YVYU";
+    case YuvFormat::kUYVY: return "UYVY";
+    case YuvFormat::kVUYY: return "VUYY";
+    case YuvFormat::kYUYV420: return "YUYV420";
+    case YuvFormat::kUYVY420: return "UYVY420";
+    case YuvFormat::kYV12: return "YV12";
+    case YuvFormat::kIYUV: return "IYUV";
+    case YuvFormat::kNV12: return "NV12";
+    case YuvFormat::kNV21: return "NV21";
+    case YuvFormat::kIMC1: return "IMC1";
+    case YuvFormat::kIMC2: return "IMC2";
+    case YuvFormat::kIMC3: return "IMC3";
+    case YuvFormat::kIMC4: return "IMC4";
+  }
+  return nullptr;
+}
+
+bool yuvFormatFromName(const std::string& name, YuvFormat* f) {
+  for (int32_t c : {0, 1, 2, 3, 4096, 4097, 4098, 4099, 4100, 4101, 4102, 4103, 4104, 4105})
+    if (name == yuvFormatName(static_cast<YuvFormat>(c))) {
+      *f = static_cast<YuvFormat>(c);
+      return true;
+    }
+  return false;
+}
+
+void rgbToYuv(YuvFormat f, int64_t height, int64_t width, const uint8_t* rgb, uint8_t* dst) {
+  const YuvLayoutDesc d = yuvLayout(f, height, width);
+  std::memset(dst, 0, static_cast<size_t>(d.size));
+  auto px = [&](int64_t r, int64_t c) { return rgb + (r * width + c) * 3; };
+  auto lumaOf = [](const uint8_t* p) { return 16.0 + 0.256788 * p[0] + 0.504129 * p[1] + 0.097906 * p[2]; };
+  auto sat = [](double v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); };
+  for (int64_t r = 0; r < height; ++r) {
+    uint8_t* yrow = dst + r * d.y_row;
+    for (int64_t k = 0; k < width / 2; ++k) {
+      yrow[k * d.y_pair + d.y0] = sat(lumaOf(px(r, 2 * k)));
+      yrow[k * d.y_pair + d.y1] = sat(lumaOf(px(r, 2 * k + 1)));
+    }
+    // Chroma: the mean of the pixels a sample covers (2 per row; 2 rows for 4:2:0, the second row when there is one).
+    if (d.chroma420 && r % 2) continue;
+    int64_t rows = d.chroma420 && r + 1 < height ? 2 : 1;
+    uint8_t* crow = dst + (d.chroma420 ? r / 2 : r) * d.c_row;
+    for (int64_t k = 0; k < width / 2; ++k) {
+      double R = 0, G = 0, B = 0;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < 2; ++j) {
+          const uint8_t* p = px(r + i, 2 * k + j);
+          R += p[0], G += p[1], B += p[2];
+        }
+      double n = static_cast<double>(2 * rows);
+      R /= n, G /= n, B /= n;
+      crow[k * d.c_pair + d.u] = sat(128.0 - 0.148223 * R - 0.290993 * G + 0.439216 * B);
+      crow[k * d.c_pair + d.v] = sat(128.0 + 0.439216 * R - 0.367788 * G - 0.071427 * B);
+    }
+  }
 }
 
 void yuvToRgb(YuvFormat f, bool bgr, int64_t height, int64_t width, const uint8_t* src, uint8_t* dst,
