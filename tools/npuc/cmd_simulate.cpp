@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -72,7 +73,7 @@ void addSimulate(CLI::App& app, Action& run) {
   struct Opts {
     std::string package, output_dir = "sim_out", trace;
     std::vector<std::string> inputs;
-    int threads = 1;
+    int threads = 1, top = 0;
     bool exact = false;
   };
   auto o = std::make_shared<Opts>();
@@ -82,6 +83,8 @@ void addSimulate(CLI::App& app, Action& run) {
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y, .npy, trace_index.csv)");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
   c->add_flag("--exact", o->exact, "Run the scalar reference kernels (the specification; same bits, slower)");
+  c->add_option("--top", o->top, "Also print the K largest values of each output with their indices (classification)")
+      ->check(CLI::Range(1, 1000));
   c->callback([o, &run] {
     run = [o] {
       Runtime rt(o->package, {o->threads, o->exact});
@@ -118,6 +121,17 @@ void addSimulate(CLI::App& app, Action& run) {
         writeNpyFile(base + ".npy", rt.outputFloat(out.name));
         if (out.dtype != DType::kF32) writeNpyFile(base + ".raw.npy", rt.output(out.name));
         fmt::print("{} {} {} -> {}.npy\n", out.name, dtypeName(out.dtype), shapeStr(out.shape), base);
+        if (o->top > 0) {
+          Tensor f = rt.outputFloat(out.name);
+          std::vector<int64_t> idx(static_cast<size_t>(f.numel()));
+          for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+          const float* v = f.data<float>();
+          size_t k = std::min(idx.size(), static_cast<size_t>(o->top));
+          auto key = [&](int64_t i) { return std::isnan(v[i]) ? -INFINITY : v[i]; };  // NaN last: a strict order
+          std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                            [&](int64_t a, int64_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
+          for (size_t i = 0; i < k; ++i) fmt::print("  top {}: index {} = {:.6g}\n", i + 1, idx[i], v[idx[i]]);
+        }
       }
       if (!o->trace.empty()) {
         std::FILE* f = std::fopen((fs::path(o->trace) / "trace_index.csv").c_str(), "wb");
