@@ -64,7 +64,7 @@ Stats stats(std::vector<double> t) {
   return {median, t.front(), mean / static_cast<double>(t.size()), t.back()};
 }
 
-/// Times a package on the simulator: seeded random inputs (standard normal) unless --input gives them.
+/// Times a package on the simulator: seeded random inputs (uniform; random bytes for uint8 frames) unless --input gives them.
 template <typename Opts>
 int benchPackage(const Opts& o) {
   double l0 = nowMs();
@@ -78,11 +78,14 @@ int benchPackage(const Opts& o) {
       rt.setInput(in.name, it->second);
       continue;
     }
-    Tensor t(DType::kF32, in.shape);
+    // Integer frames (camera inputs of pre-processing) get random bytes, float inputs uniform [0, 1).
+    bool bytes = in.dtype == DType::kU8;
+    Tensor t(bytes ? DType::kU8 : DType::kF32, in.shape);
     uint32_t st = 0x9e3779b9u * ++seed;
-    for (int64_t i = 0; i < t.numel(); ++i) {  // xorshift, uniform in [0, 1)
+    for (int64_t i = 0; i < t.numel(); ++i) {  // xorshift
       st ^= st << 13, st ^= st >> 17, st ^= st << 5;
-      t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-24f;
+      if (bytes) static_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t>(st >> 24);
+      else t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-24f;
     }
     rt.setInput(in.name, t);
   }
