@@ -200,4 +200,13 @@ void argMinMax(ImageLayout layout, int64_t height, int64_t width, int64_t channe
 void argMinMax(ImageLayout layout, int64_t height, int64_t width, int64_t channels, ArgAxis axis, ArgMode mode,
                const uint16_t* src_fp16, uint16_t* dst, ThreadPool* pool);
 
+// ---------------------------------------------------------------------------------------------------------
+// Fast variants (x86/prepost_fast.cpp): the same bits as the functions above, for the simulator's fast mode.
+
+void yuvToRgbFast(YuvFormat f, bool bgr, int64_t height, int64_t width, const uint8_t* src, uint8_t* dst, ThreadPool* pool);
+void normalizeFast(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
+                   const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool);
+void normalizeFast(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
+                   const uint8_t* src, uint16_t* dst_fp16, ThreadPool* pool);
+
 }  // namespace npuc::kernels

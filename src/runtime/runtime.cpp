@@ -300,7 +300,8 @@ struct Runtime::Impl {
         return;
       }
       case LayerKind::kYuvToRgb:
-        kernels::yuvToRgb(static_cast<kernels::YuvFormat>(static_cast<int32_t>(s.p[0])), s.p[1] != 0, ys[0], ys[1], u8in(), s.out, pool);
+        (opts.exact ? kernels::yuvToRgb : kernels::yuvToRgbFast)(static_cast<kernels::YuvFormat>(static_cast<int32_t>(s.p[0])),
+                                                                 s.p[1] != 0, ys[0], ys[1], u8in(), s.out, pool);
         return;
       case LayerKind::kToGray:
         kernels::toGray(static_cast<kernels::GrayFormat>(static_cast<int32_t>(s.p[0])), ys[0], ys[1], u8in(), s.out, pool);
@@ -335,8 +336,11 @@ struct Runtime::Impl {
         const float* add = s.coef.data();
         const float* mul = add + C;
         uint16_t* out = reinterpret_cast<uint16_t*>(s.out);
-        if (x.type == ElemType::kU8) kernels::normalize(n / C, C, s.p[0] != 0, add, mul, u8in(), out, pool);
-        else kernels::normalize(n / C, C, s.p[0] != 0, add, mul, h16in(), out, pool);
+        bool swap = s.p[0] != 0;
+        if (x.type == ElemType::kU8)
+          (opts.exact ? kernels::normalize(n / C, C, swap, add, mul, u8in(), out, pool) : kernels::normalizeFast(n / C, C, swap, add, mul, u8in(), out, pool));
+        else
+          (opts.exact ? kernels::normalize(n / C, C, swap, add, mul, h16in(), out, pool) : kernels::normalizeFast(n / C, C, swap, add, mul, h16in(), out, pool));
         return;
       }
       case LayerKind::kPostSoftmax:

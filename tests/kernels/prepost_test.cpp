@@ -622,5 +622,53 @@ TEST(PrePostKernels, SameBytesForEveryThreadCount) {
   }
 }
 
+TEST(PrePostKernels, FastVariantsGiveTheReferenceBits) {
+  // yuvToRgbFast / normalizeFast (the simulator's fast mode) against the reference, every YUV format, both output
+  // orders, odd heights, uint8 and fp16 normalize with and without the R/B swap and with odd pixel counts (partial
+  // blocks), NaN and infinity among the fp16 inputs; 1 and 2 threads.
+  std::mt19937 rng(11);
+  ThreadPool two(2);
+  for (auto [H, W] : {std::pair{37, 50}, std::pair{240, 320}}) {
+    std::vector<uint8_t> img(size_t(H) * W * 3);
+    for (auto& x : img) x = static_cast<uint8_t>(rng());
+    for (const auto& [fmt, name] : kYuvNames)
+      for (bool bgr : {false, true}) {
+        std::vector<uint8_t> ref(size_t(H) * W * 3), fast(ref.size()), fast2(ref.size());
+        yuvToRgb(fmt, bgr, H, W, img.data(), ref.data(), nullptr);
+        yuvToRgbFast(fmt, bgr, H, W, img.data(), fast.data(), nullptr);
+        yuvToRgbFast(fmt, bgr, H, W, img.data(), fast2.data(), &two);
+        EXPECT_EQ(ref, fast) << name << " bgr " << bgr << " " << H << "x" << W;
+        EXPECT_EQ(ref, fast2) << name << " 2 threads";
+      }
+  }
+  for (int64_t C : {1, 3, 4}) {
+    const int64_t P = 1000 + 7;  // not a multiple of the 256-pixel block
+    std::vector<uint8_t> u8(size_t(P * C));
+    for (auto& x : u8) x = static_cast<uint8_t>(rng());
+    std::vector<uint16_t> hf(u8.size());
+    for (auto& x : hf) x = floatToHalf(std::uniform_real_distribution<float>(-300.0f, 300.0f)(rng));
+    hf[3] = 0x7E01;  // NaN with a payload
+    hf[5] = 0x7C00;  // +inf
+    hf[8] = 0xFBFF;  // -65504
+    std::vector<float> add(static_cast<size_t>(C)), mul(add.size());
+    for (int64_t c = 0; c < C; ++c) add[size_t(c)] = -100.0f + 37.3f * float(c), mul[size_t(c)] = 0.0173f * float(c + 1);
+    mul[0] = 300.0f;  // overflows fp16 for large inputs
+    for (bool swap : {false, true}) {
+      if (swap && C != 3) continue;
+      std::vector<uint16_t> ref(u8.size()), fast(u8.size()), fast2(u8.size());
+      normalize(P, C, swap, add.data(), mul.data(), u8.data(), ref.data(), nullptr);
+      normalizeFast(P, C, swap, add.data(), mul.data(), u8.data(), fast.data(), nullptr);
+      normalizeFast(P, C, swap, add.data(), mul.data(), u8.data(), fast2.data(), &two);
+      EXPECT_EQ(ref, fast) << "uint8 C=" << C << " swap " << swap;
+      EXPECT_EQ(ref, fast2) << "uint8 2 threads";
+      normalize(P, C, swap, add.data(), mul.data(), hf.data(), ref.data(), nullptr);
+      normalizeFast(P, C, swap, add.data(), mul.data(), hf.data(), fast.data(), nullptr);
+      normalizeFast(P, C, swap, add.data(), mul.data(), hf.data(), fast2.data(), &two);
+      EXPECT_EQ(ref, fast) << "fp16 C=" << C << " swap " << swap;
+      EXPECT_EQ(ref, fast2) << "fp16 2 threads";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace npuc::kernels
