@@ -95,6 +95,9 @@ if "$npuc" translate ppok -onnx "$digits" -prepost "$pp" --out "$tmp/ppok" >/dev
    grep -q "cast_any_to_fp16 fused into normalize" "$tmp/ppok/ppok/ppok_prepost_opt.yaml" &&
    "$npuc" simulate "$tmp/ppok/ppok" --input pre_in="$tmp/frame.bin" -o "$tmp/ppsim" >/dev/null && [ -s "$tmp/ppsim/post_out.npy" ]; then
   ok "translate -prepost puts pre/post-processing into the package; simulate runs it"; else bad "translate -prepost"; fi
+if "$npuc" compare "$digits" "$tmp/ppok/ppok" --prepost "$pp" -o "$tmp/ppcmp" >"$tmp/ppcmp.out" &&
+   grep -q "layers matched" "$tmp/ppcmp.out" && grep -q "normalize" "$tmp/ppcmp/compare.csv"; then
+  ok "compare --prepost matches the pre/post layers too"; else bad "compare --prepost"; fi
 sed 's/name: "logits"/name: "logitz"/' "$pp" >"$tmp/pp_bad.yaml"
 expect_error 2 "Error Y01. Error in prepost yaml" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" -CheckPrePost ON --out "$tmp/ppout"
 expect_error 2 "Converter-007" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" --out "$tmp/ppout"

@@ -117,7 +117,8 @@ void writeText(const fs::path& p, const std::string& s) {
 void addCompare(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("compare", "Compare a package on the simulator with its model on the reference engine, layer by layer");
   struct Opts {
-    std::string model, package, out = "compare_out";
+    std::string model, package, out = "compare_out", prepost;
+    bool prepost_full = false;
     std::vector<std::string> inputs;
     int threads = 1;
   };
@@ -127,6 +128,9 @@ void addCompare(CLI::App& app, Action& run) {
   c->add_option("--input", o->inputs, "Input: name=file.npy (float32); seeded random when not given");
   c->add_option("--out,-o", o->out, "Folder for compare.csv and compare.html");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
+  c->add_option("--prepost", o->prepost, "The pre/post-processing definition the package was translated with (-prepost): the "
+                                        "reference then runs the model with it, camera frame in");
+  c->add_flag("--prepost-full", o->prepost_full, "The definition is in the legacy full format (-PrePostFULL)");
   c->callback([o, &run] {
     run = [o] {
       Runtime rt(o->package, {o->threads, false});
@@ -139,23 +143,30 @@ void addCompare(CLI::App& app, Action& run) {
       uint32_t st = 12345;
       for (auto& in : rt.inputs()) {
         if (inputs.count(in.name)) continue;
-        Tensor t(DType::kF32, in.shape);
+        bool bytes = in.dtype == DType::kU8;  // a camera frame: random bytes
+        Tensor t(bytes ? DType::kU8 : DType::kF32, in.shape);
         for (int64_t i = 0; i < t.numel(); ++i) {
           st ^= st << 13, st ^= st >> 17, st ^= st << 5;
-          t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-23f - 1.0f;  // uniform in [-1, 1)
+          if (bytes) static_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t>(st >> 24);
+          else t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-23f - 1.0f;  // uniform in [-1, 1)
         }
         inputs[in.name] = t;
       }
       for (auto& [name, t] : inputs) {
-        if (t.dtype() != DType::kF32) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input {}: compare needs float32 inputs", name));
+        bool ok = t.dtype() == DType::kF32 || std::any_of(rt.inputs().begin(), rt.inputs().end(), [&](const RuntimeTensor& r) {
+                    return r.name == name && r.dtype == t.dtype();
+                  });
+        if (!ok) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input {}: compare needs float32 or the device type", name));
         rt.setInput(name, t);
       }
       // Reference: the original model, keeping the values the package's layers write.
       std::map<std::string, Tensor> ref;
       for (auto& l : rt.layers()) ref[l.output.name];
       LoadOptions lo;
-      for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
+      if (o->prepost.empty())
+        for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
       Model m = Model::load(o->model, lo);
+      if (!o->prepost.empty()) m = m.withPrePost(o->prepost, {o->prepost_full, false, false});
       Session s(m, o->threads);
       s.run(inputs, [&](const std::string& v, const Tensor& t) {
         auto it = ref.find(v);
