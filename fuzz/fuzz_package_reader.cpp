@@ -1,8 +1,9 @@
 // libFuzzer target: damaged object packages through the package reader, and — when the reader accepts one — the
 // simulator. Every outcome must be a loaded package (that runs) or an npuc::Error: never a crash, leak or UB.
 //
-// Input: byte 0 picks a file of a template package (the digits model translated for drpai — both engines, fp16 —
-// or, with bit 1 of byte 1, for generic — fp32, whose kernels read device memory directly), bit 0 of byte 1 says
+// Input: byte 0 picks a file of a template package (the digits model behind the demo's YUY2 camera pipeline,
+// translated for drpai — both engines, fp16 body, uint8 frame, pre/post layers, an image input — or, with bit 1 of
+// byte 1, for generic — fp32 body with casts at its boundary, whose kernels read device memory directly), bit 0 of byte 1 says
 // whether to re-hash the manifest after the replacement (so that the damage reaches the decoders and the validator
 // instead of stopping at the SHA-256 check), bit 2 runs the simulator on two threads, the rest replaces the file's
 // bytes.
@@ -60,6 +61,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     npuc::TranslateOptions o;
     o.prefix = "t";  // same prefix: both templates have the same file names
     o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
+    o.prepost = NPUC_SOURCE_DIR "/models/digits/demo/prepost_yuy2.yaml";
     o.target = t == 0 ? "drpai" : "generic";
     o.out_root = root / o.target;
     npuc::TranslateResult r = npuc::translate(o);
