@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace npuc::prepost {
 
@@ -130,26 +131,58 @@ class Builder {
     }
     g_.inputs() = new_inputs;
 
-    std::map<std::string, ir::ValueId> results;  // post dests
+    std::map<std::string, ir::ValueId> results;  // post dests, and shape_post pieces
     std::vector<ir::ValueId> consumed;            // model outputs that feed post-processing
+    // A model output to the declared output_from_body layout and type (the body side of the bridge is body values).
+    auto bridgeOut = [&](ir::ValueId x, const TensorDecl& ob) {
+      consumed.push_back(x);
+      const ir::Type& mt = g_.value(x).type;
+      if (mt.shape.size() == 4 && ob.order == Order::kHWC)
+        x = node("Transpose", "", {x}, ob.name + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}}, false);
+      x = reshape(x, ob.shape, ob.name + "/post_shaped", false);
+      return cast(x, toDType(ob.type), ob.name + "/post_cast");
+    };
+    auto modelOutput = [&](const std::string& name) -> std::optional<ir::ValueId> {
+      auto it = std::find_if(g_.outputs().begin(), g_.outputs().end(), [&](ir::ValueId v) { return g_.value(v).name == name; });
+      if (it == g_.outputs().end()) return std::nullopt;
+      return *it;
+    };
+    // shape_post: the body output split along its channel axis (the last of HWC or C) into the named pieces.
+    for (const TensorDecl& ob : pp_.output_from_body) {
+      if (ob.shape_post.empty()) continue;
+      auto mo = modelOutput(ob.name);
+      if (!mo) fail(ErrorCode::kInvalidInput, "{}: output_from_body '{}' is not a model output", pp_.source, ob.name);
+      ir::ValueId whole = bridgeOut(*mo, ob);
+      const int64_t axis = static_cast<int64_t>(ob.shape.size()) - 1;
+      int64_t start = 0;
+      for (const ShapePost& piece : ob.shape_post) {
+        int64_t len = piece.shape.empty() ? 0 : piece.shape.back();
+        if (g_.findValue(piece.name))
+          fail(ErrorCode::kInvalidInput, "{}: shape_post piece '{}' is already a value of the model", pp_.source, piece.name);
+        ir::ValueId v;
+        if (g_.opset >= 10) {
+          v = node("Slice", "", {whole, constI64(piece.name + "_starts", {start}), constI64(piece.name + "_ends", {start + len}),
+                                 constI64(piece.name + "_axes", {axis})},
+                   piece.name);
+        } else {
+          v = node("Slice", "", {whole}, piece.name,
+                   {{"starts", ir::Attr(std::vector<int64_t>{start})}, {"ends", ir::Attr(std::vector<int64_t>{start + len})},
+                    {"axes", ir::Attr(std::vector<int64_t>{axis})}});
+        }
+        results[piece.name] = v;
+        start += len;
+      }
+    }
     for (const Process& p : pp_.postprocess) {
       ir::ValueId x;
       if (auto it = results.find(p.src); it != results.end()) {
         x = it->second;
       } else {
         const TensorDecl* ob = pp_.findOutputFromBody(p.src);
-        auto model_out = std::find_if(g_.outputs().begin(), g_.outputs().end(), [&](ir::ValueId v) { return g_.value(v).name == p.src; });
-        if (!ob || model_out == g_.outputs().end())
+        auto model_out = modelOutput(p.src);
+        if (!ob || !model_out)
           fail(ErrorCode::kInvalidInput, "{}: postprocess source '{}' is neither a model output nor an earlier dest", pp_.source, p.src);
-        if (!ob->shape_post.empty())
-          fail(ErrorCode::kUnsupported, "{}: output_from_body '{}': shape_post splits are not inserted into graphs yet", pp_.source, p.src);
-        x = *model_out;
-        consumed.push_back(x);
-        const ir::Type& mt = g_.value(x).type;
-        if (mt.shape.size() == 4 && ob->order == Order::kHWC)
-          x = node("Transpose", "", {x}, p.src + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}}, false);
-        x = reshape(x, ob->shape, p.src + "/post_shaped", false);
-        x = cast(x, toDType(ob->type), p.src + "/post_cast");
+        x = bridgeOut(*model_out, *ob);
       }
       for (const Operation& o : p.operations) x = op(o, x, p.dest + "/post");
       if (g_.findValue(p.dest)) fail(ErrorCode::kInvalidInput, "{}: postprocess dest '{}' is already a value of the model", pp_.source, p.dest);

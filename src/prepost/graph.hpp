@@ -15,8 +15,8 @@ namespace npuc::prepost {
 ///  - every postprocess entry: from a model output (bridged to the declared output_from_body layout and type) or
 ///    another entry's result, the operations (ONNX Transpose/Cast/Identity, ai.npuc PostSoftmax/ArgMinMax), ending in a
 ///    value named after its dest; the output_from_post tensors become the graph outputs.
-/// Model inputs / outputs the definition does not mention stay as they are. Throws kUnsupported for what is not
-/// inserted yet (shape_post splits).
+/// A body output with shape_post pieces is bridged once and split along its channel axis by Slice nodes named after
+/// the pieces, which post entries read. Model inputs / outputs the definition does not mention stay as they are.
 void insertPrePost(ir::Graph& g, const PrePost& pp);
 
 }  // namespace npuc::prepost

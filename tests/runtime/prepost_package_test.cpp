@@ -94,6 +94,42 @@ postprocess:
       - {op: cast_fp16_fp32, param: {CAST_MODE: 0}}
 )";
 
+// shape_post: the detection head of example 2 split along its channels (boxes + scores), each piece post-processed
+// on its own; and an fp16 frame (input_to_pre fp16) through an fp16 bilinear resize (normalize needs a uint8 cast
+// before it, §5.3.2, so none here).
+const std::string kShapePostDef = R"(
+input_to_pre:
+  - {name: img, format: RGB, order: HWC, shape: [300, 400, 3], type: fp16}
+input_to_body:
+  - {name: cnn_in, format: RGB, order: HWC, shape: [416, 416, 3], type: fp16}
+output_from_body:
+  - name: cnn_out
+    shape: [13, 13, 125]
+    order: HWC
+    type: fp16
+    shape_post:
+      - {name: boxes, shape: [13, 13, 25]}
+      - {name: scores, shape: [13, 13, 100]}
+output_from_post:
+  - {name: boxes_out, shape: [13, 13, 25], order: HWC, type: fp32}
+  - {name: scores_out, shape: [100, 13, 13], order: CHW, type: fp16}
+preprocess:
+  - src: [img]
+    dest: [cnn_in]
+    operations:
+      - {op: resize_hwc, param: {RESIZE_ALG: 1, DATA_TYPE: 1, shape_out: [416, 416]}}
+      - {op: memcopy}
+postprocess:
+  - src: [boxes]
+    dest: [boxes_out]
+    operations:
+      - {op: cast_fp16_fp32, param: {CAST_MODE: 0}}
+  - src: [scores]
+    dest: [scores_out]
+    operations:
+      - {op: transpose, param: {WORD_SIZE: 1, IS_CHW2HWC: 0}}
+)";
+
 struct Case {
   std::string name, onnx, def;  // def: a file, or (for the made-up ones) YAML text written to a file
 };
@@ -111,6 +147,7 @@ const std::vector<Case> kCases = {
     {"example5", kExamples + "example5.onnx", kExamples + "example5.yaml"},
     {"argmax", kExamples + "example4.onnx", kArgmaxDef},
     {"gray", kSrc + "/models/digits/digits_cnn.onnx", kGrayDef},
+    {"shape_post", kExamples + "example2.onnx", kShapePostDef},
 };
 
 /// A frame for every input: random bytes for uint8 frames, values in [0, 1) for float16 ones.

@@ -336,6 +336,31 @@ TEST(DrpaiRules, PadThatCannotFold) {
   EXPECT_TRUE(check(g, "generic").empty());
 }
 
+TEST(DrpaiRules, SliceOnlyAsShapePostSplit) {
+  auto sliceGraph = [](Shape shape, int64_t axis) {
+    ir::Graph g;
+    g.opset = 13;
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF16, shape)).id;
+    g.inputs().push_back(x);
+    ir::ValueId st = g.addConstant("st", Tensor::fromVector<int64_t>({1}, {0})).id;
+    ir::ValueId en = g.addConstant("en", Tensor::fromVector<int64_t>({1}, {2})).id;
+    ir::ValueId ax = g.addConstant("ax", Tensor::fromVector<int64_t>({1}, {axis})).id;
+    ir::ValueId y = g.addValue("y").id;
+    g.addNode("Slice", "the_Slice", {x, st, en, ax}, {y});
+    g.outputs().push_back(y);
+    ops::inferShapes(g);
+    return g;
+  };
+  EXPECT_TRUE(check(sliceGraph({13, 13, 125}, 2), "drpai").empty());  // a shape_post piece of an HWC output
+  EXPECT_TRUE(check(sliceGraph({125}, -1), "drpai").empty());         // of a C output
+  expectOneRow(check(sliceGraph({1, 8, 13, 13}, 1), "drpai"), "drpai.slice.shape_post",
+               "Slice is supported only as a shape_post split (§5.2): along the last axis of an N-less post-processing tensor (HWC or C)",
+               "rank 4, axes [1]");
+  expectOneRow(check(sliceGraph({13, 13, 125}, 0), "drpai"), "drpai.slice.shape_post",
+               "Slice is supported only as a shape_post split (§5.2): along the last axis of an N-less post-processing tensor (HWC or C)",
+               "rank 3, axes [0]");
+}
+
 TEST(DrpaiRules, ResizeExcludeOutside) {
   ir::Graph g = resizeGraph({{"mode", "linear"}});
   EXPECT_TRUE(check(g, "drpai").empty());

@@ -44,7 +44,7 @@ Pre/post-processing: -prepost definitions (current format, or the legacy one wit
 validated against the model with the manual's messages ([Error Y01..Y03], KeyError, Converter-007, the size
 check unless -NotCheckSizeONNXvsYAML), then put into the package as vector-engine layers: data_in holds the raw
 frame, data_out the post-processed result, PREFIX_prepost_opt.yaml records what was fused (docs/prepost.md).
-Not yet: shape_post splits, Ascend-style AIPP.
+Not yet: Ascend-style AIPP.
 Output is written to a temporary folder and renamed into place, so a failed run leaves no half-written folder.
 )";
 
