@@ -255,6 +255,28 @@ TEST(PrePostPackage, EveryPrePostKindIsCovered) {
     EXPECT_TRUE(kinds.count(k)) << k;
 }
 
+TEST(PrePostPackage, SameDefinitionSameBytes) {
+  // Two translations of example 3 (three outputs): the same package, the same PREFIX_prepost_opt.yaml.
+  auto bytes = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  Case c = kCases[2];
+  TranslateResult a = translateWith(c, "drpai");
+  c.name = "example3";  // same prefix, another folder
+  TranslateOptions o;
+  o.prefix = c.name;
+  o.onnx = c.onnx;
+  o.target = "drpai";
+  o.out_root = scratchDir("drpai_pp_example3_again");
+  o.prepost = definitionOf(c);
+  TranslateResult b = translate(o);
+  ASSERT_TRUE(a.ok && b.ok);
+  EXPECT_EQ(a.content_hash, b.content_hash);
+  ASSERT_EQ(a.files, b.files);
+  for (auto& f : a.files) EXPECT_EQ(bytes(a.dir / f), bytes(b.dir / f)) << f;
+}
+
 TEST(PrePostPackage, FramesAndResultsKeepTheirTypes) {
   TranslateResult r = translateWith(kCases[0], "drpai");
   ASSERT_TRUE(r.ok);
