@@ -249,7 +249,8 @@ TEST(PrePostPackage, EveryPrePostKindIsCovered) {
   for (const Case& c : kCases) {
     TranslateResult r = translateWith(c, "drpai");
     ASSERT_TRUE(r.ok);
-    for (auto& l : Runtime(r.dir).layers()) kinds.insert(l.kind);
+    Runtime rt(r.dir);  // named: a temporary would die before the loop reads its layers
+    for (auto& l : rt.layers()) kinds.insert(l.kind);
   }
   for (const char* k : {"yuv_to_rgb", "to_gray", "crop", "resize_hwc", "normalize", "post_softmax", "argminmax", "cast", "transpose"})
     EXPECT_TRUE(kinds.count(k)) << k;
