@@ -222,8 +222,6 @@ class Lowerer {
     if (c.op != "Identity" && c.op != "Reshape" && c.op != "Flatten" && c.op != "Squeeze" && c.op != "Unsqueeze") return nullptr;
     const ir::Value &a = g_.value(v), &b = g_.value(c.outputs[0]);
     if (a.type.shape != b.type.shape || storageType(n, a) != storageType(c, b)) return nullptr;
-    for (ir::ValueId o : g_.outputs())
-      if (o == v) return nullptr;
     return &c;
   }
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -136,11 +137,7 @@ std::map<std::string, package::ImageInfo> inputImages(const prepost::PrePost& pp
 
 /// PREFIX_prepost_opt.yaml: the definition as translated (every parameter written out; parsePrePost reads it back),
 /// headed by comments saying what the translator changed and which package layers run each part.
-std::string prepostOptYaml(const TranslateOptions& o, const codegen::Lowered& low) {
-  prepost::ParseOptions po;
-  po.full_format = o.prepost_full;
-  po.check_prepost = o.check_prepost;
-  prepost::PrePost pp = prepost::loadPrePost(o.prepost, po);
+std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp, const codegen::Lowered& low) {
   std::string s = fmt::format("# {}_prepost_opt.yaml: the pre/post-processing of {} as npuc translated it for target {} ({}).\n"
                               "# The definition below is {} in the current format with every parameter written out.\n"
                               "# Optimizations:\n",
@@ -157,8 +154,7 @@ std::string prepostOptYaml(const TranslateOptions& o, const codegen::Lowered& lo
        "#     package bit-exact to the reference pipeline)\n";
   if (low.fusions.empty() && !aliases) s += "#   - none\n";
   s += "# Layers of the package that run pre/post-processing (seq, engine, kind, name):\n";
-  for (size_t i = 0; i < low.pkg.layers.size(); ++i) {
-    const package::LayerInfo& l = low.pkg.layers[i];
+  for (const package::LayerInfo& l : low.pkg.layers) {
     const auto& stream = l.engine == package::Engine::kMac ? low.pkg.mac : low.pkg.vec;
     const package::Descriptor& d = stream[l.index];
     bool pp_kind = static_cast<uint16_t>(d.kind) >= static_cast<uint16_t>(package::LayerKind::kCast);
@@ -226,11 +222,15 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         lo2.prefix = o.prefix;
         lo2.reuse_memory = o.reuse_memory;
         lo2.intm_yaml_name = o.prefix + "_addrmap_intm.yaml";
+        // The definition, already validated against the model by withPrePost, read once more here for the
+        // manifest's frame descriptions and PREFIX_prepost_opt.yaml.
+        std::optional<prepost::PrePost> def;
         if (!o.prepost.empty()) {
           prepost::ParseOptions po;
           po.full_format = o.prepost_full;
           po.check_prepost = o.check_prepost;
-          lo2.input_images = inputImages(prepost::loadPrePost(o.prepost, po));
+          def = prepost::loadPrePost(o.prepost, po);
+          lo2.input_images = inputImages(*def);
         }
         if (!o.addr_map.empty()) lo2.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::drpai());
         // The optimized graph is not needed after this: its constants are released as they are copied.
@@ -253,7 +253,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         put("_addrmap_intm.txt", plan::addrMapTxt(low.map));
         for (const char* sp : {"data", "data_in", "data_out", "drp_config", "weight", "work", "merge"})
           put(std::string("_tbl_addr_") + sp + ".txt", codegen::tblAddrText(low, sp));
-        if (!o.prepost.empty()) put("_prepost_opt.yaml", prepostOptYaml(o, low));
+        if (def) put("_prepost_opt.yaml", prepostOptYaml(o, *def, low));
         put("_data_in_list.txt", codegen::ioListText(low, true));
         put("_data_out_list.txt", codegen::ioListText(low, false));
         report("package", sw.lap());

@@ -4,6 +4,7 @@
 
 #include "kernels/prepost.hpp"
 #include "support/error.hpp"
+#include "support/file.hpp"
 #include "support/fp16.hpp"
 
 #include <fmt/format.h>
@@ -11,7 +12,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <memory>
 
 namespace npuc {
@@ -20,9 +20,7 @@ namespace {
 
 /// The picture as RGB HWC uint8, resized to h x w (bilinear, the resize_hwc kernel).
 std::vector<uint8_t> loadRgb(const std::filesystem::path& file, int64_t h, int64_t w) {
-  std::ifstream f(file, std::ios::binary);
-  if (!f) fail(ErrorCode::kInvalidInput, "{}: cannot open the picture", file.string());
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes = readFileBytes(file);
   if (bytes.empty()) fail(ErrorCode::kInvalidInput, "{}: the file is empty", file.string());
   if (bytes.size() > (1u << 30)) fail(ErrorCode::kInvalidInput, "{}: pictures larger than 1 GiB are not read", file.string());
   int iw = 0, ih = 0, ch = 0;

@@ -337,10 +337,12 @@ struct Runtime::Impl {
         const float* mul = add + C;
         uint16_t* out = reinterpret_cast<uint16_t*>(s.out);
         bool swap = s.p[0] != 0;
-        if (x.type == ElemType::kU8)
-          (opts.exact ? kernels::normalize(n / C, C, swap, add, mul, u8in(), out, pool) : kernels::normalizeFast(n / C, C, swap, add, mul, u8in(), out, pool));
-        else
-          (opts.exact ? kernels::normalize(n / C, C, swap, add, mul, h16in(), out, pool) : kernels::normalizeFast(n / C, C, swap, add, mul, h16in(), out, pool));
+        auto run = [&](auto* src) {
+          if (opts.exact) kernels::normalize(n / C, C, swap, add, mul, src, out, pool);
+          else kernels::normalizeFast(n / C, C, swap, add, mul, src, out, pool);
+        };
+        if (x.type == ElemType::kU8) run(u8in());
+        else run(h16in());
         return;
       }
       case LayerKind::kPostSoftmax:
