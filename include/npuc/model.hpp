@@ -79,6 +79,8 @@ struct TranslateOptions {
   bool prepost_full = false;             // -PrePostFULL: the legacy full format (Appendix A)
   bool check_prepost = false;            // -CheckPrePost ON: body name mismatches as [Error Y01]
   bool not_check_size = false;           // -NotCheckSizeONNXvsYAML
+  std::filesystem::path aipp;            // --aipp (ATC's --insert_op_conf): Ascend-style AIPP configuration
+                                         // (docs/aipp.md); empty = none. Not combined with prepost.
 };
 
 struct TranslateResult {
@@ -132,6 +134,10 @@ class Model {
     bool not_check_size = false;  // -NotCheckSizeONNXvsYAML
   };
   Model withPrePost(const std::filesystem::path& definition, const PrePostOptions& options) const;
+  /// A copy with Ascend-style AIPP stages (docs/aipp.md) in front of the inputs an `aipp_op { … }` configuration
+  /// names: each such input becomes a uint8 frame input of the same name ([N, image bytes]), plus a parameter
+  /// input "<input>_aipp" for a dynamic aipp_op. Static blocks are validated against the input here.
+  Model withAipp(const std::filesystem::path& config) const;
   /// Checks every node of the optimized model against a target's operator constraints (name or path of a
   /// targets/*.yaml). Empty when everything is supported.
   std::vector<CheckRow> check(const std::string& target, bool relu6_to_relu = false) const;
@@ -146,6 +152,10 @@ class Model {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+/// A dynamic AIPP parameter block (the seed's kAippDynamicPara bytes) from a file: `.yaml` / `.yml` with the seed's
+/// field names (docs/aipp.md), anything else taken as the raw bytes. Throws kInvalidInput naming the file and field.
+std::vector<uint8_t> loadAippParams(const std::filesystem::path& file);
 
 /// Runs a model on the reference engine (float32 oracle). One Session per thread; sessions are independent.
 struct NodeProfile {

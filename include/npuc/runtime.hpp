@@ -41,6 +41,7 @@ struct RuntimeTensor {
   Shape shape;
   uint64_t address = 0;
   RuntimeImage image;  // inputs fed by pre-processing
+  std::string aipp_for;  // the parameter input of a dynamic AIPP stage: the frame input it configures (setDynamicAipp)
 };
 
 struct RuntimeLayer {
@@ -83,6 +84,11 @@ class Runtime {
   /// element type. The result goes to setInput. Throws (kInvalidInput) naming the file for an unreadable picture,
   /// (kInvalidArgument) for an input that is not an image.
   Tensor imageInput(const std::string& name, const std::filesystem::path& picture) const;
+  /// Dynamic AIPP (docs/aipp.md): sets the parameter block of the AIPP stage that reads `input` (the frame input, or
+  /// the parameter input "<input>_aipp" itself) — the kAippDynamicPara bytes of the seed, 160 + 96 * (N - 1) bytes.
+  /// Checked here (kInvalidArgument with the rule broken) and again by the stage on every run, which refuses a block
+  /// written by setInput that breaks a rule (kInvalidInput). The block stays until it is set again.
+  void setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params);
   /// Runs every descriptor of both engines in program order. Throws (kInvalidInput) on a device fault.
   void run(const LayerCallback& cb = {});
   /// An output in the device element type / converted to float32.

@@ -521,6 +521,23 @@ class Lowerer {
                             "instead of two)",
                             {fused->name}});
       }
+    } else if (op == "Aipp") {
+      // params: dynamic, padding_value (f32 bits), then a static block's bytes as little-endian words.
+      bool dynamic = n.attrInt("dynamic", 0) != 0;
+      std::vector<uint32_t> p = {dynamic ? 1u : 0u, package::floatParam(n.attrFloat("padding_value", 0.f))};
+      std::vector<int> ins = {in(n, 0)};
+      if (dynamic) {
+        ins.push_back(in(n, 1));
+      } else {
+        std::vector<int64_t> bytes = n.attrInts("params");
+        if (bytes.empty() || bytes.size() % 4) unsupported(n, "a static AIPP block of {} bytes (a multiple of 4 expected)", bytes.size());
+        for (size_t i = 0; i < bytes.size(); i += 4) {
+          uint32_t w = 0;
+          for (size_t k = 0; k < 4; ++k) w |= static_cast<uint32_t>(bytes[i + k] & 0xFF) << (8 * k);
+          p.push_back(w);
+        }
+      }
+      emit(n, LayerKind::kAipp, ins, outVal(n, n.outputs[0]), p);
     } else if (op == "PostSoftmax") {
       emit(n, LayerKind::kPostSoftmax, {in(n, 0)}, outVal(n, n.outputs[0]));
     } else if (op == "ArgMinMax") {

@@ -5,6 +5,7 @@
 #include "frontend/onnx/onnx_io.hpp"
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
+#include "prepost/aipp.hpp"
 #include "prepost/graph.hpp"
 #include "support/file.hpp"
 #include "support/log.hpp"
@@ -132,6 +133,23 @@ Model Model::withPrePost(const std::filesystem::path& definition, const PrePostO
     ir::verify(*m.impl_->graph, ErrorCode::kInternal);
   });
   return m;
+}
+
+Model Model::withAipp(const std::filesystem::path& config) const {
+  prepost::AippConfig cfg = prepost::loadAipp(config);
+  Model m;
+  m.impl_ = std::make_shared<Impl>();
+  m.impl_->graph = impl_->graph->clone();
+  prepost::insertAipp(*m.impl_->graph, cfg);
+  withContext(config.string(), [&] { ir::verify(*m.impl_->graph, ErrorCode::kInternal); });
+  return m;
+}
+
+std::vector<uint8_t> loadAippParams(const std::filesystem::path& file) {
+  std::vector<uint8_t> bytes = readFileBytes(file);
+  std::string ext = file.extension().string();
+  if (ext != ".yaml" && ext != ".yml") return bytes;
+  return kernels::encodeAipp(prepost::aippParamsFromYaml(std::string(bytes.begin(), bytes.end()), file.string()));
 }
 
 Model Model::optimized(bool relu6_to_relu) const {

@@ -188,6 +188,14 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     report("import", sw.lap());
     Model body = m.optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
+    if (!o.aipp.empty()) {
+      if (!o.prepost.empty())
+        fail(ErrorCode::kInvalidArgument, "--aipp and -prepost cannot be combined: each puts its own pre-processing in front of the inputs");
+      // Ascend-style AIPP stages in front of the inputs the configuration names (static blocks checked here).
+      Model with = body.withAipp(o.aipp);
+      report("aipp", sw.lap());
+      return with;
+    }
     if (o.prepost.empty()) return body;
     // Validated against the model (names, §9 messages, sizes) and inserted around the optimized body: the
     // pre/post nodes keep their exact types (uint8 frames, float16 images) whatever the target's numerics.

@@ -1,6 +1,7 @@
 // Kernels of the pre/post-processing ops (domain ai.npuc: YuvToRgb, ToGray, CropImage, ResizeHwc, Normalize,
 // ArgMinMax, PostSoftmax) over kernels/prepost.hpp, the numerics specification the device runtime shares.
 #include "engine/kernel.hpp"
+#include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
 
 namespace npuc::engine {
@@ -90,6 +91,34 @@ void postSoftmaxKernel(KernelCall& c) {
   else kernels::softmaxFp16(x.numel(), u16(x), static_cast<uint16_t*>(y.raw()), c.pool);
 }
 
+/// The parameter block and setup of an ai.npuc.Aipp node (static: attribute 'params'; dynamic: input 1).
+void aippKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  std::vector<uint8_t> block;
+  if (c.node.attrInt("dynamic", 0)) {
+    const Tensor& pb = c.input(1);
+    block.assign(u8(pb), u8(pb) + pb.numel());
+  } else {
+    for (int64_t v : c.node.attrInts("params")) block.push_back(static_cast<uint8_t>(v));
+  }
+  kernels::AippParams p;
+  try {
+    p = kernels::decodeAipp(block.data(), block.size());
+  } catch (const Error& e) {
+    c.error("{}", e.what());
+  }
+  kernels::AippSetup s;
+  s.n = c.node.attrInt("n", 1);
+  s.channels = c.node.attrInt("channels", 3);
+  s.height = c.node.attrInt("height", 0);
+  s.width = c.node.attrInt("width", 0);
+  s.image_bytes = x.dim(1);
+  s.padding_value = c.node.attrFloat("padding_value", 0.f);
+  if (std::string why = kernels::checkAipp(p, s); !why.empty()) c.error("{}", why);
+  Tensor& y = c.alloc(0);
+  kernels::aipp(p, s, u8(x), y.data<float>(), c.pool);
+}
+
 }  // namespace
 
 void registerPrePostKernels(KernelRegistry& r) {
@@ -100,6 +129,7 @@ void registerPrePostKernels(KernelRegistry& r) {
   r.addFn("Normalize", normalizeKernel, "ai.npuc");
   r.addFn("ArgMinMax", argMinMaxKernel, "ai.npuc");
   r.addFn("PostSoftmax", postSoftmaxKernel, "ai.npuc");
+  r.addFn("Aipp", aippKernel, "ai.npuc");
 }
 
 }  // namespace npuc::engine

@@ -41,8 +41,9 @@ void registerNpucOps(Registry& r) {
     r.add(s);
   }
   // Pre/post-processing operations (DRP-AI §5; kernels in kernels/prepost.hpp; images are HWC, N-less).
-  auto add = [&](const char* name, const char* doc, std::function<void(InferContext&)> infer) {
+  auto add = [&](const char* name, const char* doc, std::function<void(InferContext&)> infer, int max_inputs = 1) {
     OpSchema s;
+    s.max_inputs = max_inputs;
     s.name = name;
     s.domain = "ai.npuc";
     s.doc = doc;
@@ -119,6 +120,20 @@ void registerNpucOps(Registry& r) {
         needType(c, {DType::kF16});
         c.setOutput(0, c.node().attrInt("fp32_out", 0) ? DType::kF32 : DType::kF16, c.inputShape(0));
       });
+  add("Aipp", "Ascend-style AIPP (kernels/aipp.hpp): a uint8 frame [N, image_bytes] (and, with dynamic = 1, the "
+              "uint8 parameter block as input 1; otherwise the block's bytes in attribute 'params') to a float32 "
+              "[N, channels, height, width] model input; padding_value fills padding mode 1",
+      [needType](InferContext& c) {
+        needType(c, {DType::kU8});
+        const Shape& x = c.inputShape(0);
+        int64_t n = c.node().attrInt("n", 0), ch = c.node().attrInt("channels", 0);
+        int64_t h = c.node().attrInt("height", 0), w = c.node().attrInt("width", 0);
+        if (n < 1 || ch < 1 || h < 1 || w < 1) c.error("attributes n, channels, height and width must be positive");
+        if (x.size() != 2 || x[0] != n) c.error("the frame must be [n, image_bytes] = [{}, …], got {}", n, shapeStr(x));
+        bool dynamic = c.node().attrInt("dynamic", 0) != 0;
+        if (dynamic != c.node().hasInput(1)) c.error("a dynamic AIPP takes its parameter block as input 1, a static one in 'params'");
+        c.setOutput(0, DType::kF32, {n, ch, h, w});
+      }, 2);
   for (const char* op : {"Swish", "Mish", "HardSwish"}) {
     OpSchema s;
     s.name = op;

@@ -78,6 +78,7 @@ const char* layerKindName(LayerKind k) {
     case LayerKind::kNormalize: return "normalize";
     case LayerKind::kPostSoftmax: return "post_softmax";
     case LayerKind::kArgMinMax: return "argminmax";
+    case LayerKind::kAipp: return "aipp";
   }
   return nullptr;
 }

@@ -75,6 +75,10 @@ enum class LayerKind : uint16_t {
   kPostSoftmax = 32,   // in: x f16; out: y f16 or f32, same dims; one softmax over all elements. params: none
   kArgMinMax = 33,     // in: x f16 [H, W, C] or [C, H, W]; out: y u8/u16, the reduced axis of size 1.
                        // params: layout (0 HWC, 1 CHW), axis (0 channel, 1 width, 2 height), mode (0 max, 1 min)
+  kAipp = 34,          // Ascend-style AIPP (kernels/aipp.hpp). in: frame u8 [N, image bytes], and for a dynamic
+                       // stage the parameter block u8 [160 + 96 (N - 1)] (a package input); out: y f32/f16
+                       // [N, C, H, W]. params: dynamic (0/1), padding_value (f32 bits), and for a static stage the
+                       // parameter block's bytes (little-endian words)
 };
 const char* layerKindName(LayerKind k);  // "conv", "max_pool", … (nullptr for an unknown code)
 /// The engine a kind runs on by default, and whether it may run on `e` (pooling may run on either engine: DRP-AI

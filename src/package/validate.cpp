@@ -2,6 +2,7 @@
 // trust every address, shape and parameter (a package is untrusted input).
 #include "package/package.hpp"
 
+#include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
 #include "support/error.hpp"
 
@@ -57,6 +58,8 @@ uint32_t expectedParamWords(const Descriptor& d) {
     case LayerKind::kResizeHwc: return 1;
     case LayerKind::kCrop:
     case LayerKind::kArgMinMax: return 3;
+    case LayerKind::kAipp:  // a static stage carries its parameter block (batch = the output's N)
+      return d.n_in == 2 || d.n_out < 1 || d.out(0).rank < 1 ? 2 : 2 + static_cast<uint32_t>(kernels::aippBlockSize(std::min<uint32_t>(d.out(0).dims[0], 1u << 20)) / 4);
     case LayerKind::kNormalize:  // saturated: a channel count this large is refused by the shape check
       return static_cast<uint32_t>(std::min<uint64_t>(1 + 2 * uint64_t(r ? d.in(0).dims[r - 1] : 0), 1u << 20));
     default: return 0;
@@ -543,6 +546,43 @@ struct Checker {
         uint32_t len = x.dims[red];
         if (len < 1 || len > (y.type == ElemType::kU8 ? 256u : 65536u))
           bad("{}: {} values along the reduced axis do not fit {} indices", what, len, elemName(y.type));
+        break;
+      }
+      case LayerKind::kAipp: {
+        needIn(1, 2);
+        typeIs(x, ElemType::kU8, "frame");
+        isFloat(y, "y");
+        rankIs(x, 2, "frame"); rankIs(y, 4, "y");
+        bool dynamic = d.n_in == 2;
+        if (w[0] != (dynamic ? 1u : 0u)) bad("{}: the dynamic flag {} does not match its {} input(s)", what, w[0], d.n_in);
+        const uint32_t N = y.dims[0];
+        if (x.dims[0] != N || x.dims[1] < 1) bad("{}: frame {} for {} image(s)", what, dimsStr(x), N);
+        if (y.dims[1] != 1 && y.dims[1] != 3) bad("{}: output {} has {} channels (1 or 3)", what, dimsStr(y), y.dims[1]);
+        if (N < 1 || N > 127) bad("{}: batch {} (1..127: batchNum is an int8)", what, N);
+        if (dynamic) {
+          const TensorRef& pr = d.in(1);
+          typeIs(pr, ElemType::kU8, "parameter block");
+          if (pr.rank != 1 || pr.dims[0] != kernels::aippBlockSize(N))
+            bad("{}: the parameter block is {}, for {} image(s) it must be [{}] (kAippDynamicPara + {} x kAippDynamicBatchPara)", what,
+                dimsStr(pr), N, kernels::aippBlockSize(N), N - 1);
+        } else {
+          std::vector<uint8_t> block(kernels::aippBlockSize(N));
+          std::memcpy(block.data(), w.data() + 2, block.size());
+          kernels::AippSetup st;
+          st.n = N;
+          st.channels = y.dims[1];
+          st.height = y.dims[2];
+          st.width = y.dims[3];
+          st.image_bytes = x.dims[1];
+          st.padding_value = paramFloat(w[1]);
+          std::string why;
+          try {
+            why = kernels::checkAipp(kernels::decodeAipp(block.data(), block.size()), st);
+          } catch (const Error& e) {
+            why = e.what();
+          }
+          if (!why.empty()) bad("{}: static AIPP parameters: {}", what, why);
+        }
         break;
       }
       case LayerKind::kChannelAffine: {

@@ -16,6 +16,7 @@
 #include "kernels/convert.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
 #include "package/package.hpp"
 #include "support/error.hpp"
@@ -137,8 +138,15 @@ struct Runtime::Impl {
     load("desc_drp", package::encodeDescriptors(pkg.vec, package::Engine::kVector));
 
     for (auto& t : pkg.inputs)
-      inputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {t.image.format, t.image.height, t.image.width, t.image.chw}});
-    for (auto& t : pkg.outputs) outputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {}});
+      inputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {t.image.format, t.image.height, t.image.width, t.image.chw}, {}});
+    for (auto& t : pkg.outputs) outputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {}, {}});
+    // Parameter inputs of dynamic AIPP stages name the frame input they configure.
+    for (const package::Descriptor& d : pkg.vec)
+      if (d.kind == LayerKind::kAipp && d.n_in == 2) {
+        auto frame = std::find_if(inputs.begin(), inputs.end(), [&](const RuntimeTensor& r) { return r.address == d.in(0).addr; });
+        for (RuntimeTensor& r : inputs)
+          if (r.address == d.in(1).addr && frame != inputs.end()) r.aipp_for = frame->name;
+      }
     program.resize(pkg.mac.size() + pkg.vec.size());
     for (auto* s : {&pkg.mac, &pkg.vec})
       for (auto& d : *s) program[d.seq] = &d;
@@ -152,7 +160,7 @@ struct Runtime::Impl {
       rl.name = l.name;
       rl.opexp = l.opexp;
       rl.onnx_nodes = l.onnx_nodes;
-      rl.output = {l.output, dtypeOf(d.out(0).type), shapeOf(d.out(0)), d.out(0).addr, {}};
+      rl.output = {l.output, dtypeOf(d.out(0).type), shapeOf(d.out(0)), d.out(0).addr, {}, {}};
       layers.push_back(std::move(rl));
     }
     for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));
@@ -279,6 +287,24 @@ struct Runtime::Impl {
     else kernels::f32ToF16(src, reinterpret_cast<uint16_t*>(s.out), n, act, pool);
   }
 
+  /// Decodes and checks the AIPP parameter block at `block` for the stage of step s (its size is fixed by the
+  /// descriptor); "" if it may run, else the rule it breaks.
+  static std::string aippBlock(const Step& s, const uint8_t* block, kernels::AippParams* ap, kernels::AippSetup* st) {
+    const Shape &xs = s.shapes[0], &ys = s.shapes.back();
+    st->n = ys[0];
+    st->channels = ys[1];
+    st->height = ys[2];
+    st->width = ys[3];
+    st->image_bytes = xs[1];
+    st->padding_value = package::paramFloat(s.p[1]);
+    try {
+      *ap = kernels::decodeAipp(block, kernels::aippBlockSize(st->n));
+      return kernels::checkAipp(*ap, *st);
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+
   void execPrePost(Step& s) {
     const package::Descriptor& d = *s.d;
     const package::TensorRef &x = d.in(0), &y = d.out(0);
@@ -357,6 +383,18 @@ struct Runtime::Impl {
         auto mode = s.p[2] == 1 ? kernels::ArgMode::kArgMin : kernels::ArgMode::kArgMax;
         if (y.type == ElemType::kU8) kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), s.out, pool);
         else kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        return;
+      }
+      case LayerKind::kAipp: {
+        // A static stage's block is in its parameters (checked when the package was read); a dynamic stage reads
+        // the block from its parameter input and checks it on every inference.
+        kernels::AippParams ap;
+        kernels::AippSetup st;
+        std::string why = aippBlock(s, d.n_in == 2 ? s.in[1] : reinterpret_cast<const uint8_t*>(s.p.data() + 2), &ap, &st);
+        if (!why.empty())
+          fail(ErrorCode::kInvalidInput, "layer '{}': AIPP parameter block refused: {}", pkg.layers[d.seq].name, why);
+        if (y.type == ElemType::kF32) kernels::aipp(ap, st, u8in(), reinterpret_cast<float*>(s.out), pool);
+        else kernels::aipp(ap, st, u8in(), reinterpret_cast<uint16_t*>(s.out), pool);
         return;
       }
       default: fault(fmt::format("descriptor seq {}: layer kind {} has no kernel", d.seq, static_cast<int>(d.kind)));
@@ -561,6 +599,28 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
     fail(ErrorCode::kInvalidArgument, "input '{}' is {} on the device; got {} (give {}{})", name, dtypeName(it->dtype),
          dtypeName(t.dtype()), dtypeName(it->dtype), it->dtype == DType::kF16 ? " or float32" : "");
   }
+}
+
+void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params) {
+  Impl& im = *impl_;
+  auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == input; });
+  if (it == im.inputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no input '{}'", input);
+  const Impl::Step* stage = nullptr;
+  for (const Impl::Step& s : im.steps)
+    if (s.d->kind == LayerKind::kAipp && s.d->n_in == 2 && (s.d->in(0).addr == it->address || s.d->in(1).addr == it->address))
+      stage = &s;
+  if (!stage)
+    fail(ErrorCode::kInvalidArgument, "input '{}' has no dynamic AIPP stage (translate with a dynamic aipp_op for it)", input);
+  const package::TensorRef& pr = stage->d->in(1);
+  if (params.size() != pr.bytes)
+    fail(ErrorCode::kInvalidArgument, "input '{}': aipp.block.size: a parameter block for {} image(s) is {} bytes "
+         "(kAippDynamicPara + {} x kAippDynamicBatchPara), got {}", input, stage->shapes.back()[0], pr.bytes,
+         stage->shapes.back()[0] - 1, params.size());
+  kernels::AippParams ap;
+  kernels::AippSetup st;
+  if (std::string why = Impl::aippBlock(*stage, params.data(), &ap, &st); !why.empty())
+    fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, why);
+  std::memcpy(im.at(pr.addr, pr.bytes, "AIPP parameters of " + input), params.data(), params.size());
 }
 
 void Runtime::run(const LayerCallback& cb) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 namespace npuc::cli {
 
@@ -42,7 +43,8 @@ Tensor readInputFile(const Runtime& rt, const std::string& file, const RuntimeTe
 
 }  // namespace
 
-std::map<std::string, Tensor> packageInputs(const Runtime& rt, const std::vector<std::string>& entries) {
+std::map<std::string, Tensor> packageInputs(const Runtime& rt, const std::vector<std::string>& entries,
+                                            const std::set<std::string>& given_elsewhere) {
   std::map<std::string, Tensor> out;
   for (auto& e : entries) {
     auto eq = e.find('=');
@@ -55,8 +57,13 @@ std::map<std::string, Tensor> packageInputs(const Runtime& rt, const std::vector
     if (!in) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': the package has no input '{}'", e, name));
     out[name] = readInputFile(rt, e.substr(eq + 1), *in);
   }
-  for (auto& r : rt.inputs())
-    if (!out.count(r.name)) throw Error(ErrorCode::kInvalidArgument, fmt::format("missing --input {}=FILE", r.name));
+  for (auto& r : rt.inputs()) {
+    if (out.count(r.name) || given_elsewhere.count(r.name)) continue;
+    if (!r.aipp_for.empty())
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("missing --aipp {}=PARAMS.bin|yaml (the dynamic AIPP parameter block "
+                                                           "of input '{}')", r.aipp_for, r.aipp_for));
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("missing --input {}=FILE", r.name));
+  }
   return out;
 }
 
@@ -72,13 +79,15 @@ void addSimulate(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("simulate", "Run an object package on the simulated device (bit-exact to its numerics)");
   struct Opts {
     std::string package, output_dir = "sim_out", trace;
-    std::vector<std::string> inputs;
+    std::vector<std::string> inputs, aipp;
     int threads = 1, top = 0;
     bool exact = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("package", o->package, "Package folder (output/PREFIX)")->required();
   c->add_option("--input", o->inputs, "Input: name=file.npy (float32 or the device type), name=file.bin (raw device bytes), or for a camera-frame input name=photo.jpg|png (converted to the frame's format and size)");
+  c->add_option("--aipp", o->aipp, "Dynamic AIPP parameters: name=params.bin (the kAippDynamicPara bytes) or name=params.yaml (the "
+                                   "seed's field names; docs/aipp.md), name = the frame input")->expected(1);
   c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y, .npy, trace_index.csv)");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
@@ -88,7 +97,17 @@ void addSimulate(CLI::App& app, Action& run) {
   c->callback([o, &run] {
     run = [o] {
       Runtime rt(o->package, {o->threads, o->exact});
-      auto inputs = packageInputs(rt, o->inputs);
+      std::set<std::string> by_aipp;
+      for (const std::string& e : o->aipp) {
+        auto eq = e.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+          throw Error(ErrorCode::kInvalidArgument, fmt::format("--aipp '{}': expected name=params.bin|yaml", e));
+        std::string name = e.substr(0, eq);
+        rt.setDynamicAipp(name, loadAippParams(e.substr(eq + 1)));
+        for (auto& r : rt.inputs())
+          if (r.aipp_for == name || (r.name == name && !r.aipp_for.empty())) by_aipp.insert(r.name);
+      }
+      auto inputs = packageInputs(rt, o->inputs, by_aipp);
       for (auto& [name, t] : inputs) rt.setInput(name, t);
       std::string index;
       LayerCallback cb;

@@ -1,5 +1,5 @@
 // npuc translate: the DRP-AI Translator command line —
-//   npuc translate PREFIX -onnx MODEL [-prepost P] [-addr A] [-RELU6toRELU] [-SaveOptOnnx]
+//   npuc translate PREFIX -onnx MODEL [-prepost P | --aipp C] [-addr A] [-RELU6toRELU] [-SaveOptOnnx]
 //                  [-CheckPrePost ON|OFF] [-PrePostFULL] [-NotCheckSizeONNXvsYAML]
 // — plus long options (--onnx, --target, --out, --input-shape, …). Arguments are parsed here, not by CLI11,
 // because the manual's single-dash long options and its error messages (§9) are the specification.
@@ -27,6 +27,9 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   -RELU6toRELU, --relu6-to-relu     replace Relu6 by Relu (says so)
   -SaveOptOnnx, --save-opt-onnx     also write PREFIX_opt.onnx (the optimized model; report indices refer to it)
   -prepost, --prepost FILE    pre/post-processing definition (default: ./UserConfig/prepost_PREFIX.yaml)
+  --aipp, --insert_op_conf FILE
+                              Ascend-style AIPP configuration (aipp_op blocks, static or dynamic; docs/aipp.md);
+                              not combined with -prepost
   -addr, --addr FILE          address map definition (default: ./UserConfig/addrmap_in_PREFIX.yaml)
   -CheckPrePost ON|OFF        validate the pre/post definition (ON implies -SaveOptOnnx)
   --reuse-memory              place activations by liveness (default: every layer output keeps its own slot)
@@ -44,7 +47,9 @@ Pre/post-processing: -prepost definitions (current format, or the legacy one wit
 validated against the model with the manual's messages ([Error Y01..Y03], KeyError, Converter-007, the size
 check unless -NotCheckSizeONNXvsYAML), then put into the package as vector-engine layers: data_in holds the raw
 frame, data_out the post-processed result, PREFIX_prepost_opt.yaml records what was fused (docs/prepost.md).
-Not yet: Ascend-style AIPP.
+AIPP: --aipp puts an Ascend-style AIPP stage in front of each model input an aipp_op names: the input takes the
+raw uint8 frame; a static block is validated now and stored in the package, a dynamic one adds the input
+"<input>_aipp" for the kAippDynamicPara parameter block, checked on every inference (npuc simulate --aipp).
 Output is written to a temporary folder and renamed into place, so a failed run leaves no half-written folder.
 )";
 
@@ -66,7 +71,7 @@ void addTranslate(CLI::App& app, Action& run) {
     *args = c->remaining();
     run = [args] {
       TranslateOptions o;
-      std::string onnx, prepost, addr, check_prepost = "OFF";
+      std::string onnx, prepost, addr, aipp, check_prepost = "OFF";
       std::vector<std::string> prefixes, shapes;
       const auto& a = *args;
       auto value = [&](size_t& i) -> std::string {
@@ -85,6 +90,7 @@ void addTranslate(CLI::App& app, Action& run) {
         } else if (s == "-onnx" || s == "--onnx") onnx = value(i);
         else if (s == "-prepost" || s == "--prepost") prepost = value(i);
         else if (s == "-addr" || s == "--addr") addr = value(i);
+        else if (s == "--aipp" || s == "--insert_op_conf" || s == "-insert_op_conf") aipp = value(i);
         else if (s == "--target" || s == "-t") o.target = value(i);
         else if (s == "--out") o.out_root = value(i);
         else if (s == "--input-shape") shapes.push_back(value(i));
@@ -107,9 +113,10 @@ void addTranslate(CLI::App& app, Action& run) {
       if (onnx.empty()) onnx = "./onnx/" + o.prefix + ".onnx";
       if (prepost.empty() && fs::exists("./UserConfig/prepost_" + o.prefix + ".yaml")) prepost = "./UserConfig/prepost_" + o.prefix + ".yaml";
       if (addr.empty() && fs::exists("./UserConfig/addrmap_in_" + o.prefix + ".yaml")) addr = "./UserConfig/addrmap_in_" + o.prefix + ".yaml";
-      for (const std::string* f : {&onnx, &prepost, &addr})
+      for (const std::string* f : {&onnx, &prepost, &addr, &aipp})
         if (!f->empty() && !fs::exists(*f)) argError(" " + *f + " file is not exist.");
       o.prepost = prepost;
+      o.aipp = aipp;
       o.check_prepost = check_prepost == "ON";
       o.addr_map = addr;
       if (check_prepost == "ON") o.save_opt_onnx = true;
