@@ -106,6 +106,28 @@ expect_error 2 "the size of ONNX vs. YAML does not match" -- "$npuc" translate p
 expect_error 2 "cannot reshape 9x8x1" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" -NotCheckSizeONNXvsYAML --out "$tmp/ppout"
 if "$npuc" check "$digits" --target drpai --prepost "$pp" --save-opt-onnx "$tmp/full.onnx" --no-report >/dev/null && "$npuc" inspect "$tmp/full.onnx" | grep -q "ai.npuc.Normalize"; then ok "check --prepost writes the combined model"; else bad "check --prepost"; fi
 [ -e "$tmp/ppout/ppd" ] && bad "a refused translate left output behind" || ok "refused prepost translate wrote nothing"
+# --aipp: a dynamic AIPP package takes its parameter block from --aipp (YAML or the raw kAippDynamicPara bytes);
+# both forms give the same output, a missing or broken block is refused with the rule.
+an="$src/tests/data/aipp/aipp_net.onnx"
+printf 'aipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 0\n  max_src_image_size: 1536\n}\n' >"$tmp/dyn.cfg"
+printf 'inputFormat: YUV420SP_U8\nsrcImageSizeW: 32\nsrcImageSizeH: 32\ndtcPixelMeanChn0: 16\ndtcPixelVarReciChn0: 0.004\n' >"$tmp/p.yaml"
+head -c 1536 /dev/urandom >"$tmp/nv12.bin"
+head -c 4096 /dev/zero >"$tmp/mask.bin"
+if "$npuc" translate ap -onnx "$an" --aipp "$tmp/dyn.cfg" --target generic --out "$tmp/ap" >/dev/null &&
+   "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/apsim" >/dev/null &&
+   [ -s "$tmp/apsim/out.npy" ]; then ok "translate --aipp (dynamic), simulate --aipp name=params.yaml"; else bad "translate/simulate --aipp"; fi
+# The same block as raw bytes (kAippDynamicPara: format 1, batchNum 1, 32x32; mean0 16 at 120; var_reci at 136).
+{ printf '\x01\x00\x00\x00\x01\x00\x00\x00\x20\x00\x00\x00\x20\x00\x00\x00'; head -c 104 /dev/zero; printf '\x10\x00'
+  head -c 14 /dev/zero; printf '\x19\x1c\x00\x3c\x00\x3c\x00\x3c'; head -c 16 /dev/zero; } >"$tmp/p.bin"
+if "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.bin" -o "$tmp/apsim_bin" >/dev/null &&
+   cmp -s "$tmp/apsim/out.npy" "$tmp/apsim_bin/out.npy"; then ok "simulate --aipp: params.bin and params.yaml agree"; else bad "simulate --aipp .bin"; fi
+expect_error 2 "missing --aipp image=" -- "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" -o "$tmp/apsim2"
+printf 'inputFormat: YUV420SP_U8\nsrcImageSizeW: 40\nsrcImageSizeH: 32\n' >"$tmp/p_big.yaml"
+expect_error 2 "aipp.src_size" -- "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p_big.yaml" -o "$tmp/apsim2"
+printf 'aipp_op {\n  aipp_mode: static\n  crop: true\n  crop_size_w: 48\n}\n' >"$tmp/bad_aipp.cfg"
+expect_error 2 "src_image_size_w must be set" -- "$npuc" translate apd -onnx "$an" --aipp "$tmp/bad_aipp.cfg" --out "$tmp/apout"
+expect_error 2 "cannot be combined" -- "$npuc" translate apd -onnx "$digits" --aipp "$tmp/dyn.cfg" -prepost "$pp" --out "$tmp/apout"
+[ -e "$tmp/apout/apd" ] && bad "a refused --aipp translate left output behind" || ok "refused --aipp translate wrote nothing"
 expect_error 2 "PREFIX is not set" -- "$npuc" translate -onnx "$digits"
 expect_error 2 "Please enter only 1 prefix name" -- "$npuc" translate a b -onnx "$digits"
 expect_error 2 "Invalid option name" -- "$npuc" translate a -onnx "$digits" -Frobnicate
