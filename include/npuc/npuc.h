@@ -181,6 +181,14 @@ NPUC_API npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, 
                                             size_t bytes);
 
 /**
+ * Dynamic AIPP (docs/aipp.md): sets the parameter block of the AIPP stage that reads input `name` (the frame input,
+ * or its parameter input "<name>_aipp"). `params` holds the kAippDynamicPara bytes, 160 + 96 * (N - 1) bytes for
+ * N images. A block that breaks a rule is NPUC_STATUS_INVALID_ARGUMENT and npuc_last_error names the rule; a block
+ * written through npuc_runtime_set_input is checked by the stage on every run (NPUC_STATUS_INVALID_INPUT).
+ */
+NPUC_API npuc_status npuc_runtime_set_dynamic_aipp(npuc_runtime* rt, const char* name, const void* params, size_t bytes);
+
+/**
  * Runs every layer of the package in program order. `callback` (may be NULL) is called after each layer with
  * `user` passed through. A device fault (an access outside the address map) is NPUC_STATUS_INVALID_INPUT.
  */

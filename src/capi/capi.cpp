@@ -303,6 +303,17 @@ npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, npuc_dtyp
   });
 }
 
+npuc_status npuc_runtime_set_dynamic_aipp(npuc_runtime* rt, const char* name, const void* params, size_t bytes) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(name, "name");
+    need(params, "params");
+    Busy busy(rt);
+    const auto* p = static_cast<const uint8_t*>(params);
+    rt->rt.setDynamicAipp(name, std::vector<uint8_t>(p, p + bytes));
+  });
+}
+
 npuc_status npuc_runtime_run(npuc_runtime* rt, npuc_layer_callback callback, void* user) {
   return guard(__func__, [&] {
     need(rt, "rt");

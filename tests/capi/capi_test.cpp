@@ -489,3 +489,56 @@ TEST(CApiStatic, NamesSizesAndVersion) {
   EXPECT_EQ(npuc_dtype_size(NPUC_DTYPE_UNDEFINED), 0u);
   EXPECT_EQ(npuc_dtype_size(static_cast<npuc_dtype>(14)), 0u);  // DType::kString is not a C dtype
 }
+
+namespace {
+
+// Dynamic AIPP through the C API: the same bits as npuc::Runtime::setDynamicAipp; a broken block names its rule.
+TEST(CApiAipp, SetDynamicAipp) {
+  fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_aipp_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  fs::path cfg = root / "dyn.cfg";
+  std::ofstream(cfg) << "aipp_op {\n aipp_mode: dynamic\n max_src_image_size: 3072\n}\n";
+  TranslateOptions o;
+  o.prefix = "aipp";
+  o.onnx = kSrc + "/tests/data/aipp/aipp_net.onnx";
+  o.target = "drpai";
+  o.out_root = root;
+  o.aipp = cfg;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  // kAippDynamicPara for one 32x32 RGB888_U8 image: inputFormat 3, batchNum 1, srcImageSizeW/H 32,
+  // dtcPixelVarReciChn0..2 = 1/255 (float16 0x1C04).
+  std::vector<uint8_t> block(160, 0);
+  block[0] = 3, block[4] = 1, block[8] = 32, block[12] = 32;
+  for (size_t c = 0; c < 3; ++c) block[136 + 2 * c] = 0x04, block[137 + 2 * c] = 0x1C;
+  std::vector<uint8_t> frame(3072);
+  for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>(i * 7);
+  std::vector<float> mask(1024, 0.25f);
+
+  Runtime cpp(r.dir);
+  cpp.setInput("image", [&] { Tensor t(DType::kU8, {1, 3072}); std::memcpy(t.raw(), frame.data(), frame.size()); return t; }());
+  cpp.setInput("mask", [&] { Tensor t(DType::kF32, {1, 1, 32, 32}); std::memcpy(t.raw(), mask.data(), 4096); return t; }());
+  cpp.setDynamicAipp("image", block);
+  cpp.run();
+  std::vector<uint8_t> want = bytesOf(cpp.output("out"));
+
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(r.dir.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_set_input(h.rt, "image", NPUC_DTYPE_UINT8, frame.data(), frame.size()), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_set_input(h.rt, "mask", NPUC_DTYPE_FLOAT32, mask.data(), mask.size() * 4), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_set_dynamic_aipp(h.rt, "image", block.data(), block.size()), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  std::vector<uint8_t> got(want.size());
+  ASSERT_EQ(npuc_runtime_get_output(h.rt, "out", 0, got.data(), got.size(), nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(got, want);
+
+  block[12] = 30;  // 32x30 gives a 32x30 image for a 32x32 input
+  EXPECT_EQ(npuc_runtime_set_dynamic_aipp(h.rt, "image", block.data(), block.size()), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npuc_last_error()).find("aipp.output_size"), std::string::npos) << npuc_last_error();
+  EXPECT_EQ(npuc_runtime_set_dynamic_aipp(h.rt, "image", block.data(), 100), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(npuc_runtime_set_dynamic_aipp(nullptr, "image", block.data(), block.size()), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(npuc_runtime_set_dynamic_aipp(h.rt, "image", nullptr, 0), NPUC_STATUS_INVALID_ARGUMENT);
+  fs::remove_all(root);
+}
+
+}  // namespace
