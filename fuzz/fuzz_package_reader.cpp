@@ -1,12 +1,13 @@
 // libFuzzer target: damaged object packages through the package reader, and — when the reader accepts one — the
 // simulator. Every outcome must be a loaded package (that runs) or an npuc::Error: never a crash, leak or UB.
 //
-// Input: byte 0 picks a file of a template package (the digits model behind the demo's YUY2 camera pipeline,
-// translated for drpai — both engines, fp16 body, uint8 frame, pre/post layers, an image input — or, with bit 1 of
-// byte 1, for generic — fp32 body with casts at its boundary, whose kernels read device memory directly), bit 0 of byte 1 says
-// whether to re-hash the manifest after the replacement (so that the damage reaches the decoders and the validator
-// instead of stopping at the SHA-256 check), bit 2 runs the simulator on two threads, the rest replaces the file's
-// bytes.
+// Input: byte 0 picks a file of a template package, bits 1 and 3 of byte 1 the template: the digits model behind
+// the demo's YUY2 camera pipeline translated for drpai (both engines, fp16 body, uint8 frame, pre/post layers, an
+// image input) or for generic (fp32 body with casts at its boundary, whose kernels read device memory directly);
+// the AIPP test model with a static AIPP block (drpai) or a dynamic one (generic: a parameter-block input).
+// Bit 0 of byte 1 says whether to re-hash the manifest after the replacement (so that the damage reaches the
+// decoders and the validator instead of stopping at the SHA-256 check), bit 2 runs the simulator on two threads,
+// the rest replaces the file's bytes.
 // With NPUC_FUZZ_SEED_DIR set, the initializer writes one seed per template file there (scripts/fuzz_smoke.sh).
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
@@ -31,7 +32,8 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-Files g_template[2];  // drpai (fp16), generic (fp32)
+constexpr int kTemplates = 4;
+Files g_template[kTemplates];  // prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic
 std::vector<std::string> g_names;
 fs::path g_dir;
 
@@ -57,13 +59,24 @@ void rehash(Files& f) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fs::path root = fs::temp_directory_path() / ("npuc-fuzz-package-" + std::to_string(::getpid()));
-  for (int t = 0; t < 2; ++t) {
+  fs::create_directories(root);
+  std::ofstream(root / "static.cfg") << "aipp_op {\n aipp_mode: static\n input_format: YUV420SP_U8\n src_image_size_w: 48\n"
+                                        " src_image_size_h: 40\n crop: true\n load_start_pos_w: 2\n load_start_pos_h: 4\n"
+                                        " crop_size_w: 40\n crop_size_h: 36\n resize: true\n csc_switch: true\n"
+                                        " padding: true\n top_padding_size: 1\n var_reci_chn_0: 0.0039\n}\n";
+  std::ofstream(root / "dynamic.cfg") << "aipp_op {\n aipp_mode: dynamic\n max_src_image_size: 4096\n}\n";
+  for (int t = 0; t < kTemplates; ++t) {
     npuc::TranslateOptions o;
-    o.prefix = "t";  // same prefix: both templates have the same file names
-    o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
-    o.prepost = NPUC_SOURCE_DIR "/models/digits/demo/prepost_yuy2.yaml";
-    o.target = t == 0 ? "drpai" : "generic";
-    o.out_root = root / o.target;
+    o.prefix = "t";  // same prefix: the templates have the same file names
+    if (t < 2) {
+      o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
+      o.prepost = NPUC_SOURCE_DIR "/models/digits/demo/prepost_yuy2.yaml";
+    } else {
+      o.onnx = NPUC_SOURCE_DIR "/tests/data/aipp/aipp_net.onnx";
+      o.aipp = root / (t == 2 ? "static.cfg" : "dynamic.cfg");
+    }
+    o.target = t % 2 == 0 ? "drpai" : "generic";
+    o.out_root = root / std::to_string(t);
     npuc::TranslateResult r = npuc::translate(o);
     for (auto& e : fs::directory_iterator(r.dir)) {
       std::ifstream in(e.path(), std::ios::binary);
@@ -73,12 +86,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (auto& [name, bytes] : g_template[0]) g_names.push_back(name);
   g_dir = root / "case";
   if (const char* seeds = std::getenv("NPUC_FUZZ_SEED_DIR")) {
-    for (int t = 0; t < 2; ++t)
+    for (int t = 0; t < kTemplates; ++t)
       for (size_t i = 0; i < g_names.size(); ++i) {
+        auto it = g_template[t].find(g_names[i]);
+        if (it == g_template[t].end()) continue;
         std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(t) + "_" + std::to_string(i)), std::ios::binary);
-        char head[2] = {static_cast<char>(i), static_cast<char>(1 | (t << 1))};
+        char head[2] = {static_cast<char>(i), static_cast<char>(1 | ((t & 1) << 1) | ((t & 2) << 2))};
         out.write(head, 2);
-        const auto& b = g_template[t][g_names[i]];
+        const auto& b = it->second;
         out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
       }
   }
@@ -87,7 +102,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || g_names.empty()) return 0;
-  Files f = g_template[(data[1] >> 1) & 1];
+  Files f = g_template[((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
   const std::string& name = g_names[data[0] % g_names.size()];
   f[name] = std::vector<uint8_t>(data + 2, data + size);
   if ((data[1] & 1) && name != "manifest.json") rehash(f);
