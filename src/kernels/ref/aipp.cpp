@@ -34,10 +34,10 @@ template <class T> void putLE(uint8_t* p, T v) {
 // Offsets in kAippDynamicPara (the seed's struct, natural alignment).
 constexpr size_t kOffFormat = 0, kOffCsc = 1, kOffRbuv = 2, kOffAx = 3, kOffBatchNum = 4, kOffSrcW = 8, kOffSrcH = 12,
                  kOffMatrix = 16, kOffOutBias = 40, kOffInBias = 43;
-// Offsets in kAippDynamicBatchPara.
-constexpr size_t kOffCrop = 0, kOffScf = 1, kOffPad = 2, kOffRot = 3, kOffCropX = 8, kOffCropY = 12, kOffCropW = 16,
-                 kOffCropH = 20, kOffScfInW = 24, kOffScfInH = 28, kOffScfOutW = 32, kOffScfOutH = 36, kOffPadT = 40,
-                 kOffPadB = 44, kOffPadL = 48, kOffPadR = 52, kOffMean = 56, kOffMin = 64, kOffVar = 72;
+// Offsets in kAippDynamicBatchPara: the four switches, then from kOffCropX twelve int32 fields in struct order
+// (cropStartPosW/H, cropSizeW/H, scfInputSizeW/H, scfOutputSizeW/H, paddingSizeTop/Bottom/Left/Right), then the
+// four-channel arrays.
+constexpr size_t kOffCrop = 0, kOffScf = 1, kOffPad = 2, kOffRot = 3, kOffCropX = 8, kOffMean = 56, kOffMin = 64, kOffVar = 72;
 
 size_t batchOffset(size_t i) { return i == 0 ? kAippBatchOffset : kAippParaSize + (i - 1) * kAippBatchParaSize; }
 
