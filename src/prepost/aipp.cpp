@@ -374,7 +374,7 @@ void insertAipp(ir::Graph& g, const AippConfig& cfg) {
       pv.exact_type = true;
       ins.push_back(pv.id);
     }
-    g.addNode("Aipp", g.uniqueValueName(name + "/aipp"), ins, {body}, "ai.npuc").attrs = std::move(attrs);
+    g.addNode("Aipp", name + "/Aipp", ins, {body}, "ai.npuc").attrs = std::move(attrs);
     replace[body] = ins;
   }
   for (ir::ValueId v : inputs) {

@@ -122,6 +122,8 @@ if "$npuc" translate ap -onnx "$an" --aipp "$tmp/dyn.cfg" --target generic --out
 if "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.bin" -o "$tmp/apsim_bin" >/dev/null &&
    cmp -s "$tmp/apsim/out.npy" "$tmp/apsim_bin/out.npy"; then ok "simulate --aipp: params.bin and params.yaml agree"; else bad "simulate --aipp .bin"; fi
 expect_error 2 "missing --aipp image=" -- "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" -o "$tmp/apsim2"
+if "$npuc" bench "$tmp/ap/ap" --aipp image="$tmp/p.yaml" --runs 2 --warmup 0 | grep -q "median"; then ok "bench --aipp"; else bad "bench --aipp"; fi
+expect_error 2 "give it with --aipp image=" -- "$npuc" bench "$tmp/ap/ap" --runs 1
 printf 'inputFormat: YUV420SP_U8\nsrcImageSizeW: 40\nsrcImageSizeH: 32\n' >"$tmp/p_big.yaml"
 expect_error 2 "aipp.src_size" -- "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p_big.yaml" -o "$tmp/apsim2"
 printf 'aipp_op {\n  aipp_mode: static\n  crop: true\n  crop_size_w: 48\n}\n' >"$tmp/bad_aipp.cfg"

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace npuc::cli {
 
@@ -71,11 +72,25 @@ int benchPackage(const Opts& o) {
   Runtime rt(o.model, {o.threads, o.exact, o.profile});
   double l1 = nowMs();
   auto given = parseInputs(o.inputs);
+  std::set<std::string> aipp_set;  // frame inputs whose dynamic AIPP block --aipp gives
+  for (const std::string& e : o.aipp) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--aipp '{}': expected name=params.bin|yaml", e));
+    rt.setDynamicAipp(e.substr(0, eq), loadAippParams(e.substr(eq + 1)));
+    aipp_set.insert(e.substr(0, eq));
+  }
   uint32_t seed = 0;
   for (auto& in : rt.inputs()) {
     auto it = given.find(in.name);
     if (it != given.end()) {
       rt.setInput(in.name, it->second);
+      continue;
+    }
+    if (!in.aipp_for.empty()) {  // a dynamic AIPP parameter block: random bytes would be refused
+      if (!aipp_set.count(in.aipp_for) && !aipp_set.count(in.name))
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("input '{}' is the dynamic AIPP parameter block of '{}': give it with "
+                                                             "--aipp {}=params.bin|yaml", in.name, in.aipp_for, in.aipp_for));
       continue;
     }
     // Integer frames (camera inputs of pre-processing) get random bytes, float inputs uniform [0, 1).
@@ -115,7 +130,7 @@ void addBench(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("bench", "Time a model on the reference engine (median and min latency)");
   struct Opts {
     std::string model;
-    std::vector<std::string> inputs, shapes;
+    std::vector<std::string> inputs, shapes, aipp;
     int threads = 1, runs = 20, warmup = 3;
     bool profile = false, exact = false;
     std::string profile_csv;
@@ -124,6 +139,7 @@ void addBench(CLI::App& app, Action& run) {
   c->add_option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to time the simulator")->required();
   c->add_option("--input", o->inputs, "Input tensor: name=file.npy (others get seeded random data)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224");
+  c->add_option("--aipp", o->aipp, "Packages with dynamic AIPP: name=params.bin|yaml, the parameter block (docs/aipp.md)");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
   c->add_option("--runs,-r", o->runs, "Timed runs")->check(CLI::Range(1, 100000));
   c->add_option("--warmup", o->warmup, "Untimed warm-up runs")->check(CLI::Range(0, 1000));

@@ -261,56 +261,70 @@ std::string checkAipp(const AippParams& p, const AippSetup& s) {
 
 namespace {
 
+/// Stage A for one row of the crop window (source row sy): the pixels' channels in order after the swaps, through
+/// CSC, HWC uint8. Specialised per format and CSC switch so that the per-pixel loop has no branches.
+template <AippFormat F, bool kCsc>
+void channelsRow(const AippParams& p, const Geometry& g, const uint8_t* src, int64_t sy, uint8_t* out) {
+  const int64_t W = p.src_w, H = p.src_h;
+  const int swap = p.rbuv_swap ? 1 : 0;
+  const int m00 = p.matrix[0][0], m01 = p.matrix[0][1], m02 = p.matrix[0][2];
+  const int m10 = p.matrix[1][0], m11 = p.matrix[1][1], m12 = p.matrix[1][2];
+  const int m20 = p.matrix[2][0], m21 = p.matrix[2][1], m22 = p.matrix[2][2];
+  const int ib0 = p.input_bias[0], ib1 = p.input_bias[1], ib2 = p.input_bias[2];
+  const int ob0 = p.output_bias[0], ob1 = p.output_bias[1], ob2 = p.output_bias[2];
+  const uint8_t* row = src + sy * W;
+  for (int64_t x = 0; x < g.cw; ++x) {
+    const int64_t sx = g.cx + x;
+    int a, b, c;
+    if constexpr (F == AippFormat::kYUV400_U8) {
+      out[x] = row[sx];
+      continue;
+    } else if constexpr (F == AippFormat::kYUV420SP_U8) {
+      const uint8_t* uv = src + W * H + (sy / 2) * W + (sx / 2) * 2;
+      a = row[sx];
+      b = uv[swap];       // U (V with rbuv_swap: NV21)
+      c = uv[1 - swap];
+    } else {
+      constexpr int bpp = F == AippFormat::kRGB888_U8 ? 3 : 4;
+      const uint8_t* px = src + (sy * W + sx) * bpp + (bpp == 4 && !p.ax_swap ? 1 : 0);
+      a = px[2 * swap];   // R (B with rbuv_swap)
+      b = px[1];
+      c = px[2 - 2 * swap];
+    }
+    uint8_t* o = out + x * 3;
+    if constexpr (!kCsc) {
+      o[0] = static_cast<uint8_t>(a), o[1] = static_cast<uint8_t>(b), o[2] = static_cast<uint8_t>(c);
+    } else if constexpr (F == AippFormat::kYUV420SP_U8) {  // YUV -> RGB: the input biases come off first.
+      const int y = a - ib0, u = b - ib1, v = c - ib2;
+      o[0] = sat8((m00 * y + m01 * u + m02 * v) >> 8);
+      o[1] = sat8((m10 * y + m11 * u + m12 * v) >> 8);
+      o[2] = sat8((m20 * y + m21 * u + m22 * v) >> 8);
+    } else {  // RGB -> YUV: the output bias goes on last.
+      o[0] = sat8(((m00 * a + m01 * b + m02 * c) >> 8) + ob0);
+      o[1] = sat8(((m10 * a + m11 * b + m12 * c) >> 8) + ob1);
+      o[2] = sat8(((m20 * a + m21 * b + m22 * c) >> 8) + ob2);
+    }
+  }
+}
+
 /// Stage A: the crop window of the source, its channels in order after the swaps, through CSC (HWC uint8).
 void sourceToChannels(const AippParams& p, const Geometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool) {
   const auto f = static_cast<AippFormat>(p.input_format);
-  const int C = aippChannels(f);
-  const int64_t W = p.src_w, H = p.src_h;
-  const bool yuv = f == AippFormat::kYUV420SP_U8;
-  parallelUnits(pool, g.ch, g.cw * 8, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t sy = g.cy + r;
-      uint8_t* out = dst + r * g.cw * C;
-      for (int64_t x = 0; x < g.cw; ++x) {
-        const int64_t sx = g.cx + x;
-        int in[3] = {0, 0, 0};
-        switch (f) {
-          case AippFormat::kYUV420SP_U8: {
-            const uint8_t* uv = src + W * H + (sy / 2) * W + (sx / 2) * 2;
-            in[0] = src[sy * W + sx];
-            in[1] = uv[p.rbuv_swap ? 1 : 0];
-            in[2] = uv[p.rbuv_swap ? 0 : 1];
-            break;
-          }
-          case AippFormat::kXRGB8888_U8:
-          case AippFormat::kRGB888_U8: {
-            const int bpp = f == AippFormat::kRGB888_U8 ? 3 : 4;
-            const uint8_t* px = src + (sy * W + sx) * bpp + (bpp == 4 && !p.ax_swap ? 1 : 0);
-            in[0] = px[p.rbuv_swap ? 2 : 0];
-            in[1] = px[1];
-            in[2] = px[p.rbuv_swap ? 0 : 2];
-            break;
-          }
-          case AippFormat::kYUV400_U8: out[x] = src[sy * W + sx]; continue;
-        }
-        for (int c = 0; c < 3; ++c) {
-          if (!p.csc) {
-            out[x * 3 + c] = static_cast<uint8_t>(in[c]);
-            continue;
-          }
-          const auto& m = p.matrix[static_cast<size_t>(c)];
-          int acc;
-          if (yuv) {  // YUV -> RGB: the input biases come off first.
-            acc = m[0] * (in[0] - p.input_bias[0]) + m[1] * (in[1] - p.input_bias[1]) + m[2] * (in[2] - p.input_bias[2]);
-            out[x * 3 + c] = sat8(acc >> 8);
-          } else {    // RGB -> YUV: the output bias goes on last.
-            acc = m[0] * in[0] + m[1] * in[1] + m[2] * in[2];
-            out[x * 3 + c] = sat8((acc >> 8) + p.output_bias[static_cast<size_t>(c)]);
-          }
-        }
-      }
-    }
-  });
+  const int64_t C = aippChannels(f);
+  auto run = [&](auto row) {
+    parallelUnits(pool, g.ch, g.cw * 8, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) row(p, g, src, g.cy + r, dst + r * g.cw * C);
+    });
+  };
+  switch (f) {
+    case AippFormat::kYUV420SP_U8:
+      return p.csc ? run(channelsRow<AippFormat::kYUV420SP_U8, true>) : run(channelsRow<AippFormat::kYUV420SP_U8, false>);
+    case AippFormat::kXRGB8888_U8:
+      return p.csc ? run(channelsRow<AippFormat::kXRGB8888_U8, true>) : run(channelsRow<AippFormat::kXRGB8888_U8, false>);
+    case AippFormat::kRGB888_U8:
+      return p.csc ? run(channelsRow<AippFormat::kRGB888_U8, true>) : run(channelsRow<AippFormat::kRGB888_U8, false>);
+    case AippFormat::kYUV400_U8: return run(channelsRow<AippFormat::kYUV400_U8, false>);
+  }
 }
 
 /// Stage C: rotation by 90 * rot degrees clockwise of an h x w x C image.
