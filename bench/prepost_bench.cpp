@@ -34,7 +34,8 @@ struct Buffers {
 
 void pipeline(Buffers& b, ThreadPool* pool, bool fast) {
   (fast ? yuvToRgbFast : yuvToRgb)(YuvFormat::kYUYV, false, kH, kW, b.frame.data(), b.rgb.data(), pool);
-  resizeHwc(ResizeAlg::kBilinear, {kH, kW, 3, kOut, kOut}, b.rgb.data(), b.small.data(), pool);
+  if (fast) resizeHwcFast(ResizeAlg::kBilinear, {kH, kW, 3, kOut, kOut}, b.rgb.data(), b.small.data(), pool);
+  else resizeHwc(ResizeAlg::kBilinear, {kH, kW, 3, kOut, kOut}, b.rgb.data(), b.small.data(), pool);
   if (fast) normalizeFast(kOut * kOut, 3, false, kAdd, kMul, b.small.data(), b.out.data(), pool);
   else normalize(kOut * kOut, 3, false, kAdd, kMul, b.small.data(), b.out.data(), pool);
 }
@@ -59,7 +60,7 @@ void BM_Stage(benchmark::State& st) {
   int stage = static_cast<int>(st.range(0));
   for (auto _ : st) {
     if (stage == 0) yuvToRgbFast(YuvFormat::kYUYV, false, kH, kW, b.frame.data(), b.rgb.data(), pool.get());
-    else if (stage == 1) resizeHwc(ResizeAlg::kBilinear, {kH, kW, 3, kOut, kOut}, b.rgb.data(), b.small.data(), pool.get());
+    else if (stage == 1) resizeHwcFast(ResizeAlg::kBilinear, {kH, kW, 3, kOut, kOut}, b.rgb.data(), b.small.data(), pool.get());
     else normalizeFast(kOut * kOut, 3, false, kAdd, kMul, b.small.data(), b.out.data(), pool.get());
     benchmark::ClobberMemory();
   }

@@ -204,6 +204,9 @@ void argMinMax(ImageLayout layout, int64_t height, int64_t width, int64_t channe
 // Fast variants (x86/prepost_fast.cpp): the same bits as the functions above, for the simulator's fast mode.
 
 void yuvToRgbFast(YuvFormat f, bool bgr, int64_t height, int64_t width, const uint8_t* src, uint8_t* dst, ThreadPool* pool);
+/// uint8 resize: bilinear with 1 or 3 channels row passes specialised and the column pass in AVX2, each source row
+/// computed once for consecutive output rows; other cases run the reference.
+void resizeHwcFast(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool);
 void normalizeFast(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,
                    const uint16_t* src_fp16, uint16_t* dst_fp16, ThreadPool* pool);
 void normalizeFast(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul,

@@ -353,7 +353,8 @@ struct Runtime::Impl {
         g.out_height = ys[0];
         g.out_width = ys[1];
         auto alg = s.p[0] == 1 ? kernels::ResizeAlg::kBilinear : kernels::ResizeAlg::kNearest;
-        if (x.type == ElemType::kU8) kernels::resizeHwc(alg, g, u8in(), s.out, pool);
+        if (x.type == ElemType::kU8 && opts.exact) kernels::resizeHwc(alg, g, u8in(), s.out, pool);
+        else if (x.type == ElemType::kU8) kernels::resizeHwcFast(alg, g, u8in(), s.out, pool);
         else kernels::resizeHwc(alg, g, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
         return;
       }

@@ -668,6 +668,25 @@ TEST(PrePostKernels, FastVariantsGiveTheReferenceBits) {
       EXPECT_EQ(ref, fast2) << "fp16 2 threads";
     }
   }
+  // resizeHwcFast: bilinear down and up, odd sizes, 1 / 3 channels (specialised) and 4 (the reference path), the
+  // extreme pixels 0 / 255, 1 and 2 threads; nearest goes to the reference.
+  struct R {
+    int64_t ih, iw, c, oh, ow;
+  };
+  for (const R& r : {R{480, 640, 3, 224, 224}, R{37, 51, 3, 100, 13}, R{5, 7, 1, 64, 33}, R{64, 64, 1, 32, 32},
+                     R{9, 9, 4, 20, 5}, R{1, 1, 3, 3, 9}, R{30, 2, 3, 1, 1}}) {
+    std::vector<uint8_t> in(static_cast<size_t>(r.ih * r.iw * r.c));
+    for (auto& x : in) x = static_cast<uint8_t>(rng() % 3 == 0 ? 255 * (rng() & 1) : rng());
+    ResizeGeometry g{r.ih, r.iw, r.c, r.oh, r.ow};
+    for (ResizeAlg alg : {ResizeAlg::kBilinear, ResizeAlg::kNearest}) {
+      std::vector<uint8_t> ref(static_cast<size_t>(r.oh * r.ow * r.c)), fast(ref.size()), fast2(ref.size());
+      resizeHwc(alg, g, in.data(), ref.data(), nullptr);
+      resizeHwcFast(alg, g, in.data(), fast.data(), nullptr);
+      resizeHwcFast(alg, g, in.data(), fast2.data(), &two);
+      EXPECT_EQ(ref, fast) << r.ih << "x" << r.iw << "x" << r.c << " -> " << r.oh << "x" << r.ow << " alg " << int(alg);
+      EXPECT_EQ(ref, fast2) << "2 threads";
+    }
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // bit-identical for every thread count. docs/prepost-kernels.md gives the formulas and the OpenCV agreement.
 #include "kernels/prepost.hpp"
 #include "kernels/ref/parallel_units.hpp"
+#include "kernels/ref/resize_taps.hpp"
 #include "kernels/ref/yuv_layout.hpp"
 
 #include "kernels/layers.hpp"
@@ -206,34 +207,8 @@ void crop(ImageLayout in_layout, const CropGeometry& g, size_t elem_size, const 
 
 namespace {
 
-struct Tap {
-  int64_t i0 = 0, i1 = 0;  // source indices (clamped)
-  float w0 = 1.0f, w1 = 0.0f;
-  int32_t q0 = 2048, q1 = 0;  // rne(w * 2048)
-};
-
-/// OpenCV's INTER_LINEAR taps along one axis (resize.cpp): clamp_weights for x, not for y.
-std::vector<Tap> linearTaps(int64_t in, int64_t out, bool clamp_weights) {
-  std::vector<Tap> taps(static_cast<size_t>(out));
-  const double scale = 1.0 / (static_cast<double>(out) / static_cast<double>(in));
-  for (int64_t d = 0; d < out; ++d) {
-    float f = static_cast<float>((static_cast<double>(d) + 0.5) * scale - 0.5);
-    int64_t s = static_cast<int64_t>(std::floor(f));
-    f -= static_cast<float>(s);
-    if (clamp_weights) {
-      if (s < 0) s = 0, f = 0.0f;
-      if (s >= in - 1) s = in - 1, f = 0.0f;
-    }
-    Tap& t = taps[static_cast<size_t>(d)];
-    t.i0 = std::clamp<int64_t>(s, 0, in - 1);
-    t.i1 = std::clamp<int64_t>(s + 1, 0, in - 1);
-    t.w0 = 1.0f - f;
-    t.w1 = f;
-    t.q0 = static_cast<int32_t>(std::nearbyint(t.w0 * 2048.0f));
-    t.q1 = static_cast<int32_t>(std::nearbyint(t.w1 * 2048.0f));
-  }
-  return taps;
-}
+using detail::linearTaps;
+using detail::Tap;
 
 /// OpenCV's INTER_NEAREST source index: min(floor(d * (1 / (out / in))), in - 1), in double.
 std::vector<int64_t> nearestIndex(int64_t in, int64_t out) {

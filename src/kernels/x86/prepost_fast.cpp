@@ -6,6 +6,7 @@
 #include "kernels/convert.hpp"
 #include "kernels/prepost.hpp"
 #include "kernels/ref/parallel_units.hpp"
+#include "kernels/ref/resize_taps.hpp"
 #include "kernels/ref/yuv_layout.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
@@ -41,6 +42,7 @@ const LumaTable kLuma;
 }  // namespace
 
 namespace detail {
+void resizeColumnAvx2(const int32_t* t0, const int32_t* t1, int32_t q0, int32_t q1, int64_t n, uint8_t* out);
 int64_t yuvRowAvx2(const uint8_t* src, int64_t size, int64_t yrow_off, int64_t crow_off, const YuvLayoutDesc& d, int64_t pairs,
                    bool bgr, uint8_t* out);
 }
@@ -125,6 +127,67 @@ void normalizeFast(int64_t pixels, int64_t channels, bool swap_rb, const float* 
 void normalizeFast(int64_t pixels, int64_t channels, bool swap_rb, const float* cof_add, const float* cof_mul, const uint8_t* src,
                    uint16_t* dst_fp16, ThreadPool* pool) {
   normalizeFastImpl(pixels, channels, swap_rb, cof_add, cof_mul, src, dst_fp16, pool);
+}
+
+namespace {
+
+/// One source row through the horizontal taps (the reference's row pass), specialised per channel count.
+template <int C>
+void resizeRowPass(const uint8_t* irow, const std::vector<int32_t>& o0, const std::vector<int32_t>& o1, const std::vector<int32_t>& q0,
+                   const std::vector<int32_t>& q1, int64_t OW, int32_t* t) {
+  for (int64_t x = 0; x < OW; ++x) {
+    const size_t k = static_cast<size_t>(x);
+    const uint8_t* a = irow + o0[k];
+    const uint8_t* b = irow + o1[k];
+    for (int c = 0; c < C; ++c) t[x * C + c] = q0[k] * a[c] + q1[k] * b[c];
+  }
+}
+
+}  // namespace
+
+void resizeHwcFast(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool) {
+  const int64_t C = g.channels, OW = g.out_width, OH = g.out_height, IW = g.in_width, IH = g.in_height;
+  // Other cases (and invalid geometry, which the reference reports) take the reference.
+  if (alg != ResizeAlg::kBilinear || (C != 1 && C != 3) || OW < 1 || OH < 1 || IW < 1 || IH < 1)
+    return resizeHwc(alg, g, src, dst, pool);
+  const std::vector<detail::Tap> tx = detail::linearTaps(IW, OW, true), ty = detail::linearTaps(IH, OH, false);
+  std::vector<int32_t> o0(static_cast<size_t>(OW)), o1(o0.size()), q0(o0.size()), q1(o0.size());
+  for (size_t x = 0; x < o0.size(); ++x) {
+    o0[x] = static_cast<int32_t>(tx[x].i0 * C), o1[x] = static_cast<int32_t>(tx[x].i1 * C);
+    q0[x] = tx[x].q0, q1[x] = tx[x].q1;
+  }
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const int64_t n = OW * C;
+  detail::parallelUnits(pool, OH, n * 6, [&](int64_t yb, int64_t ye) {
+    // Two row buffers tagged with the source row they hold: a row shared by consecutive output rows is computed once.
+    std::vector<int32_t> buf[2] = {std::vector<int32_t>(static_cast<size_t>(n)), std::vector<int32_t>(static_cast<size_t>(n))};
+    int64_t tag[2] = {-1, -1};
+    auto row = [&](int64_t sy, int avoid) -> const int32_t* {
+      for (int i = 0; i < 2; ++i)
+        if (tag[i] == sy) return buf[i].data();
+      int i = avoid == 0 ? 1 : 0;
+      const uint8_t* irow = src + sy * IW * C;
+      if (C == 3) resizeRowPass<3>(irow, o0, o1, q0, q1, OW, buf[i].data());
+      else resizeRowPass<1>(irow, o0, o1, q0, q1, OW, buf[i].data());
+      tag[i] = sy;
+      return buf[i].data();
+    };
+    for (int64_t y = yb; y < ye; ++y) {
+      const detail::Tap& b = ty[static_cast<size_t>(y)];
+      const int32_t* t0 = row(b.i0, -1);
+      const int32_t* t1 = row(b.i1, t0 == buf[0].data() ? 0 : 1);
+      uint8_t* orow = dst + y * n;
+      int64_t i = 0;
+      if (avx2) {
+        i = n / 8 * 8;
+        detail::resizeColumnAvx2(t0, t1, b.q0, b.q1, i, orow);
+      }
+      for (; i < n; ++i) {
+        const int32_t v = ((b.q0 * (t0[i] >> 4)) >> 16) + ((b.q1 * (t1[i] >> 4)) >> 16);
+        orow[i] = sat8((v + 2) >> 2);
+      }
+    }
+  });
 }
 
 }  // namespace npuc::kernels
