@@ -124,6 +124,9 @@ if "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tm
 expect_error 2 "missing --aipp image=" -- "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" -o "$tmp/apsim2"
 if "$npuc" bench "$tmp/ap/ap" --aipp image="$tmp/p.yaml" --runs 2 --warmup 0 | grep -q "median"; then ok "bench --aipp"; else bad "bench --aipp"; fi
 expect_error 2 "give it with --aipp image=" -- "$npuc" bench "$tmp/ap/ap" --runs 1
+if "$npuc" compare "$an" "$tmp/ap/ap" --aipp-config "$tmp/dyn.cfg" --aipp image="$tmp/p.yaml" -o "$tmp/apcmp" >"$tmp/apcmp.out" &&
+   grep -q "6 of 6 layers matched; lowest cosine 1.0000000" "$tmp/apcmp.out" && grep -q ",aipp," "$tmp/apcmp/compare.csv"; then
+  ok "compare --aipp-config --aipp: the generic package equals the engine layer by layer"; else bad "compare --aipp"; fi
 printf 'inputFormat: YUV420SP_U8\nsrcImageSizeW: 40\nsrcImageSizeH: 32\n' >"$tmp/p_big.yaml"
 expect_error 2 "aipp.src_size" -- "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p_big.yaml" -o "$tmp/apsim2"
 printf 'aipp_op {\n  aipp_mode: static\n  crop: true\n  crop_size_w: 48\n}\n' >"$tmp/bad_aipp.cfg"

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -117,9 +118,9 @@ void writeText(const fs::path& p, const std::string& s) {
 void addCompare(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("compare", "Compare a package on the simulator with its model on the reference engine, layer by layer");
   struct Opts {
-    std::string model, package, out = "compare_out", prepost;
+    std::string model, package, out = "compare_out", prepost, aipp_config;
     bool prepost_full = false;
-    std::vector<std::string> inputs;
+    std::vector<std::string> inputs, aipp;
     int threads = 1;
   };
   auto o = std::make_shared<Opts>();
@@ -131,6 +132,9 @@ void addCompare(CLI::App& app, Action& run) {
   c->add_option("--prepost", o->prepost, "The pre/post-processing definition the package was translated with (-prepost): the "
                                         "reference then runs the model with it, camera frame in");
   c->add_flag("--prepost-full", o->prepost_full, "The definition is in the legacy full format (-PrePostFULL)");
+  c->add_option("--aipp-config", o->aipp_config, "The AIPP configuration the package was translated with (--aipp): the "
+                                                "reference then runs the model behind the same AIPP stages");
+  c->add_option("--aipp", o->aipp, "Dynamic AIPP: name=params.bin|yaml, the parameter block for frame input name (docs/aipp.md)");
   c->callback([o, &run] {
     run = [o] {
       Runtime rt(o->package, {o->threads, false});
@@ -140,9 +144,25 @@ void addCompare(CLI::App& app, Action& run) {
         if (eq == std::string::npos) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': expected name=file", e));
         inputs[e.substr(0, eq)] = readNpyFile(e.substr(eq + 1));
       }
+      for (const std::string& e : o->aipp) {
+        auto eq = e.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+          throw Error(ErrorCode::kInvalidArgument, fmt::format("--aipp '{}': expected name=params.bin|yaml", e));
+        std::vector<uint8_t> block = loadAippParams(e.substr(eq + 1));
+        rt.setDynamicAipp(e.substr(0, eq), block);  // checks it
+        for (auto& in : rt.inputs())
+          if (in.aipp_for == e.substr(0, eq) || (in.name == e.substr(0, eq) && !in.aipp_for.empty())) {
+            Tensor t(DType::kU8, in.shape);
+            std::memcpy(t.raw(), block.data(), block.size());
+            inputs[in.name] = t;  // the engine reads the block as an input
+          }
+      }
       uint32_t st = 12345;
       for (auto& in : rt.inputs()) {
         if (inputs.count(in.name)) continue;
+        if (!in.aipp_for.empty())
+          throw Error(ErrorCode::kInvalidArgument, fmt::format("input '{}' is the dynamic AIPP parameter block of '{}': give it with "
+                                                               "--aipp {}=params.bin|yaml", in.name, in.aipp_for, in.aipp_for));
         bool bytes = in.dtype == DType::kU8;  // a camera frame: random bytes
         Tensor t(bytes ? DType::kU8 : DType::kF32, in.shape);
         for (int64_t i = 0; i < t.numel(); ++i) {
@@ -163,10 +183,11 @@ void addCompare(CLI::App& app, Action& run) {
       std::map<std::string, Tensor> ref;
       for (auto& l : rt.layers()) ref[l.output.name];
       LoadOptions lo;
-      if (o->prepost.empty())
+      if (o->prepost.empty() && o->aipp_config.empty())
         for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
       Model m = Model::load(o->model, lo);
       if (!o->prepost.empty()) m = m.withPrePost(o->prepost, {o->prepost_full, false, false});
+      if (!o->aipp_config.empty()) m = m.withAipp(o->aipp_config);
       Session s(m, o->threads);
       s.run(inputs, [&](const std::string& v, const Tensor& t) {
         auto it = ref.find(v);
