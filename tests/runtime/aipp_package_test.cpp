@@ -33,8 +33,10 @@ namespace {
 const std::string kModel = std::string(NPUC_SOURCE_DIR) + "/tests/data/aipp/aipp_net.onnx";
 constexpr int64_t kMaxSrc = 64 * 48 * 3 / 2;  // the dynamic configuration's max_src_image_size
 
+/// A path in a folder of the running test's own: ctest runs tests in parallel, and they write the same file names.
 fs::path scratch(const std::string& name) {
-  fs::path d = fs::path(NPUC_BINARY_DIR) / "test_packages" / "aipp" / name;
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path d = fs::path(NPUC_BINARY_DIR) / "test_packages" / "aipp" / (std::string(t->test_suite_name()) + "." + t->name()) / name;
   fs::create_directories(d.parent_path());
   return d;
 }
