@@ -17,6 +17,15 @@ std::pair<std::string, std::string> splitEq(const std::string& e, const char* wh
 }
 }  // namespace
 
+std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<std::string>& entries) {
+  std::map<std::string, std::vector<uint8_t>> r;
+  for (auto& e : entries) {
+    auto [name, file] = splitEq(e, "--aipp");
+    r[name] = loadAippParams(file);
+  }
+  return r;
+}
+
 std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries) {
   std::map<std::string, Shape> r;
   for (auto& e : entries) {

@@ -73,12 +73,9 @@ int benchPackage(const Opts& o) {
   double l1 = nowMs();
   auto given = parseInputs(o.inputs);
   std::set<std::string> aipp_set;  // frame inputs whose dynamic AIPP block --aipp gives
-  for (const std::string& e : o.aipp) {
-    auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("--aipp '{}': expected name=params.bin|yaml", e));
-    rt.setDynamicAipp(e.substr(0, eq), loadAippParams(e.substr(eq + 1)));
-    aipp_set.insert(e.substr(0, eq));
+  for (const auto& [name, block] : parseAippParams(o.aipp)) {
+    rt.setDynamicAipp(name, block);
+    aipp_set.insert(name);
   }
   uint32_t seed = 0;
   for (auto& in : rt.inputs()) {

@@ -144,14 +144,10 @@ void addCompare(CLI::App& app, Action& run) {
         if (eq == std::string::npos) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': expected name=file", e));
         inputs[e.substr(0, eq)] = readNpyFile(e.substr(eq + 1));
       }
-      for (const std::string& e : o->aipp) {
-        auto eq = e.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
-          throw Error(ErrorCode::kInvalidArgument, fmt::format("--aipp '{}': expected name=params.bin|yaml", e));
-        std::vector<uint8_t> block = loadAippParams(e.substr(eq + 1));
-        rt.setDynamicAipp(e.substr(0, eq), block);  // checks it
+      for (const auto& [name, block] : parseAippParams(o->aipp)) {
+        rt.setDynamicAipp(name, block);  // checks it
         for (auto& in : rt.inputs())
-          if (in.aipp_for == e.substr(0, eq) || (in.name == e.substr(0, eq) && !in.aipp_for.empty())) {
+          if (in.aipp_for == name || (in.name == name && !in.aipp_for.empty())) {
             Tensor t(DType::kU8, in.shape);
             std::memcpy(t.raw(), block.data(), block.size());
             inputs[in.name] = t;  // the engine reads the block as an input

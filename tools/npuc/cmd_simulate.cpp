@@ -98,12 +98,8 @@ void addSimulate(CLI::App& app, Action& run) {
     run = [o] {
       Runtime rt(o->package, {o->threads, o->exact});
       std::set<std::string> by_aipp;
-      for (const std::string& e : o->aipp) {
-        auto eq = e.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
-          throw Error(ErrorCode::kInvalidArgument, fmt::format("--aipp '{}': expected name=params.bin|yaml", e));
-        std::string name = e.substr(0, eq);
-        rt.setDynamicAipp(name, loadAippParams(e.substr(eq + 1)));
+      for (const auto& [name, block] : parseAippParams(o->aipp)) {
+        rt.setDynamicAipp(name, block);
         for (auto& r : rt.inputs())
           if (r.aipp_for == name || (r.name == name && !r.aipp_for.empty())) by_aipp.insert(r.name);
       }
