@@ -179,6 +179,8 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     size_t old = Buffer::setCacheLimit(0);
     ~CacheOff() { Buffer::setCacheLimit(old); }
   } cache_off;
+  if (!o.aipp.empty() && !o.prepost.empty())
+    fail(ErrorCode::kInvalidArgument, "--aipp and -prepost cannot be combined: each puts its own pre-processing in front of the inputs");
   target::Target t = target::loadTarget(o.target);
   LoadOptions lo;
   lo.input_shapes = o.input_shapes;
@@ -189,8 +191,6 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     Model body = m.optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
     if (!o.aipp.empty()) {
-      if (!o.prepost.empty())
-        fail(ErrorCode::kInvalidArgument, "--aipp and -prepost cannot be combined: each puts its own pre-processing in front of the inputs");
       // Ascend-style AIPP stages in front of the inputs the configuration names (static blocks checked here).
       Model with = body.withAipp(o.aipp);
       report("aipp", sw.lap());

@@ -101,22 +101,14 @@ void aippKernel(KernelCall& c) {
   } else {
     for (int64_t v : c.node.attrInts("params")) block.push_back(static_cast<uint8_t>(v));
   }
-  kernels::AippParams p;
-  try {
-    p = kernels::decodeAipp(block.data(), block.size());
+  const kernels::AippSetup s{c.node.attrInt("n", 1),     c.node.attrInt("channels", 3), c.node.attrInt("height", 0),
+                             c.node.attrInt("width", 0), x.dim(1),                       c.node.attrFloat("padding_value", 0.f)};
+  Tensor& y = c.alloc(0);
+  try {  // the kernel checks the block's rules
+    kernels::aipp(kernels::decodeAipp(block.data(), block.size()), s, u8(x), y.data<float>(), c.pool);
   } catch (const Error& e) {
     c.error("{}", e.what());
   }
-  kernels::AippSetup s;
-  s.n = c.node.attrInt("n", 1);
-  s.channels = c.node.attrInt("channels", 3);
-  s.height = c.node.attrInt("height", 0);
-  s.width = c.node.attrInt("width", 0);
-  s.image_bytes = x.dim(1);
-  s.padding_value = c.node.attrFloat("padding_value", 0.f);
-  if (std::string why = kernels::checkAipp(p, s); !why.empty()) c.error("{}", why);
-  Tensor& y = c.alloc(0);
-  kernels::aipp(p, s, u8(x), y.data<float>(), c.pool);
 }
 
 }  // namespace

@@ -456,45 +456,53 @@ kernels::AippParams aippParamsFromYaml(const std::string& text, const std::strin
     if (x < f.lo || x > f.hi) bad(where, fmt::format("{} does not fit the field ([{}, {}])", x, f.lo, f.hi));
     f.set(x);
   };
+  auto half = [&](const YAML::Node& v, const std::string& where) {
+    double d = 0;
+    try {
+      d = v.as<double>();
+    } catch (const YAML::Exception&) {
+      bad(where, fmt::format("'{}' is not a number", v.Scalar()));
+    }
+    if (!std::isfinite(d) || std::fabs(d) > 65504.0) bad(where, "must be a finite number within the float16 range");
+    return floatToHalf(static_cast<float>(d));
+  };
+  auto named = [](const std::vector<FieldRef>& fields, const std::string& key) -> const FieldRef* {
+    auto f = std::find_if(fields.begin(), fields.end(), [&](const FieldRef& r) { return key == r.name; });
+    return f == fields.end() ? nullptr : &*f;
+  };
   kernels::AippParams p;
-  std::vector<FieldRef> head = headFields(p);
-  auto readRecord = [&](const YAML::Node& m, kernels::AippBatchParams& b, const std::string& where, bool top) {
-    for (size_t c = 0; c < 4; ++c) b.var_reci[c] = 0x3C00;  // 1.0 unless given
-    std::vector<FieldRef> fields = batchFields(b);
+  const std::vector<FieldRef> head = headFields(p);
+  auto isHead = [&](const std::string& key) { return key == "batch" || key == "batchNum" || named(head, key); };
+  /// Sets record field `key` of b (fields = batchFields(b)); false if no record field has that name.
+  auto setRecordField = [&](kernels::AippBatchParams& b, const std::vector<FieldRef>& fields, const std::string& key,
+                            const YAML::Node& v, const std::string& where) {
+    if (const FieldRef* f = named(fields, key)) {
+      integer(v, *f, where);
+      return true;
+    }
+    for (size_t c = 0; c < 4; ++c) {
+      if (key == kMinNames[c]) return b.min[c] = half(v, where), true;
+      if (key == kVarNames[c]) return b.var_reci[c] = half(v, where), true;
+    }
+    return false;
+  };
+  /// One kAippDynamicBatchPara from a mapping; with skip_head the head's fields may stand beside it.
+  auto readRecord = [&](const YAML::Node& m, const std::string& where, bool skip_head) {
+    kernels::AippBatchParams b;
+    b.var_reci.fill(0x3C00);  // 1.0 unless given
+    const std::vector<FieldRef> fields = batchFields(b);
     for (auto it = m.begin(); it != m.end(); ++it) {
       std::string key = it->first.as<std::string>();
-      YAML::Node v = it->second;
-      std::string at = where + key;
-      if (auto f = std::find_if(fields.begin(), fields.end(), [&](const FieldRef& r) { return key == r.name; }); f != fields.end()) {
-        integer(v, *f, at);
-        continue;
-      }
-      bool done = false;
-      for (size_t c = 0; c < 4 && !done; ++c)
-        for (auto [names, dst] : {std::pair{kMinNames, &b.min}, {kVarNames, &b.var_reci}})
-          if (key == names[c]) {
-            double d = 0;
-            try {
-              d = v.as<double>();
-            } catch (const YAML::Exception&) {
-              bad(at, fmt::format("'{}' is not a number", v.Scalar()));
-            }
-            if (!std::isfinite(d) || std::fabs(d) > 65504.0) bad(at, "must be a finite number within the float16 range");
-            (*dst)[c] = floatToHalf(static_cast<float>(d));
-            done = true;
-            break;
-          }
-      if (done) continue;
-      if (top && (key == "batch" || key == "batchNum" ||
-                  std::any_of(head.begin(), head.end(), [&](const FieldRef& r) { return key == r.name; })))
-        continue;
-      bad(at, "unknown field (kAippDynamicPara / kAippDynamicBatchPara names, docs/aipp.md)");
+      if (skip_head && isHead(key)) continue;
+      if (!setRecordField(b, fields, key, it->second, where + key))
+        bad(where + key, "unknown field (kAippDynamicPara / kAippDynamicBatchPara names, docs/aipp.md)");
     }
+    return b;
   };
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.as<std::string>();
-    auto f = std::find_if(head.begin(), head.end(), [&](const FieldRef& r) { return key == r.name; });
-    if (f == head.end()) continue;
+    const FieldRef* f = named(head, key);
+    if (!f) continue;
     if (key == "inputFormat" && !it->second.Scalar().empty() && !std::isdigit(static_cast<unsigned char>(it->second.Scalar()[0]))) {
       kernels::AippFormat fmt_ = kernels::AippFormat::kYUV420SP_U8;
       if (!kernels::aippFormatFromName(it->second.Scalar(), &fmt_)) bad(key, fmt::format("unknown format '{}'", it->second.Scalar()));
@@ -507,27 +515,20 @@ kernels::AippParams aippParamsFromYaml(const std::string& text, const std::strin
     if (!list.IsSequence() || list.size() == 0) bad("batch", "must be a non-empty list of kAippDynamicBatchPara records");
     for (size_t i = 0; i < list.size(); ++i) {
       if (!list[i].IsMap()) bad(fmt::format("batch[{}]", i), "must be a mapping");
-      kernels::AippBatchParams b;
-      readRecord(list[i], b, fmt::format("batch[{}].", i), false);
-      p.batch.push_back(b);
+      p.batch.push_back(readRecord(list[i], fmt::format("batch[{}].", i), false));
     }
     // Top-level record fields next to `batch:` would be ambiguous.
+    kernels::AippBatchParams probe;
+    const std::vector<FieldRef> probe_fields = batchFields(probe);
     for (auto it = root.begin(); it != root.end(); ++it) {
       std::string key = it->first.as<std::string>();
-      if (key == "batch" || key == "batchNum" ||
-          std::any_of(head.begin(), head.end(), [&](const FieldRef& r) { return key == r.name; }))
-        continue;
-      kernels::AippBatchParams probe;
-      std::vector<FieldRef> bf = batchFields(probe);
-      bool record = std::any_of(bf.begin(), bf.end(), [&](const FieldRef& r) { return key == r.name; }) ||
-                    key.rfind("dtcPixelMinChn", 0) == 0 || key.rfind("dtcPixelVarReciChn", 0) == 0;
+      if (isHead(key)) continue;
+      bool record = setRecordField(probe, probe_fields, key, it->second, key);
       bad(key, record ? "is a batch-record field; with `batch:` it belongs in the list's records"
                       : "unknown field (kAippDynamicPara / kAippDynamicBatchPara names, docs/aipp.md)");
     }
   } else {
-    kernels::AippBatchParams b;
-    readRecord(root, b, "", true);
-    p.batch.push_back(b);
+    p.batch.push_back(readRecord(root, "", true));
   }
   if (YAML::Node n = root["batchNum"]; n && (!n.IsScalar() || n.Scalar() != std::to_string(p.batch.size())))
     bad("batchNum", fmt::format("is {} but {} record(s) are given", n.Scalar(), p.batch.size()));

@@ -68,6 +68,13 @@ kernels::Activation actOf(const package::Descriptor& d) {
   return a;
 }
 
+/// Parameter words [from, from + n) read as two's-complement 32-bit values (pads, starts, steps).
+std::vector<int64_t> signedWords(const std::vector<uint32_t>& p, size_t from, size_t n) {
+  std::vector<int64_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(p[from + i]);
+  return v;
+}
+
 struct Space {
   std::string name;
   uint64_t addr = 0, size = 0;
@@ -287,22 +294,11 @@ struct Runtime::Impl {
     else kernels::f32ToF16(src, reinterpret_cast<uint16_t*>(s.out), n, act, pool);
   }
 
-  /// Decodes and checks the AIPP parameter block at `block` for the stage of step s (its size is fixed by the
-  /// descriptor); "" if it may run, else the rule it breaks.
-  static std::string aippBlock(const Step& s, const uint8_t* block, kernels::AippParams* ap, kernels::AippSetup* st) {
+  /// What the translator fixed for the AIPP stage of step s: the output it writes, the frame's bytes per image,
+  /// padding_value. Its parameter block is aippBlockSize(n) bytes.
+  static kernels::AippSetup aippSetup(const Step& s) {
     const Shape &xs = s.shapes[0], &ys = s.shapes.back();
-    st->n = ys[0];
-    st->channels = ys[1];
-    st->height = ys[2];
-    st->width = ys[3];
-    st->image_bytes = xs[1];
-    st->padding_value = package::paramFloat(s.p[1]);
-    try {
-      *ap = kernels::decodeAipp(block, kernels::aippBlockSize(st->n));
-      return kernels::checkAipp(*ap, *st);
-    } catch (const Error& e) {
-      return e.what();
-    }
+    return {ys[0], ys[1], ys[2], ys[3], xs[1], package::paramFloat(s.p[1])};
   }
 
   void execPrePost(Step& s) {
@@ -387,15 +383,17 @@ struct Runtime::Impl {
         return;
       }
       case LayerKind::kAipp: {
-        // A static stage's block is in its parameters (checked when the package was read); a dynamic stage reads
-        // the block from its parameter input and checks it on every inference.
-        kernels::AippParams ap;
-        kernels::AippSetup st;
-        std::string why = aippBlock(s, d.n_in == 2 ? s.in[1] : reinterpret_cast<const uint8_t*>(s.p.data() + 2), &ap, &st);
-        if (!why.empty())
-          fail(ErrorCode::kInvalidInput, "layer '{}': AIPP parameter block refused: {}", pkg.layers[d.seq].name, why);
-        if (y.type == ElemType::kF32) kernels::aipp(ap, st, u8in(), reinterpret_cast<float*>(s.out), pool);
-        else kernels::aipp(ap, st, u8in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        // A static stage's block is in its parameters, a dynamic stage's in its parameter input; the kernel checks
+        // the block's rules on every inference (a static one was also checked when the package was read).
+        const kernels::AippSetup st = aippSetup(s);
+        const uint8_t* block = d.n_in == 2 ? s.in[1] : reinterpret_cast<const uint8_t*>(s.p.data() + 2);
+        try {
+          const kernels::AippParams ap = kernels::decodeAipp(block, kernels::aippBlockSize(st.n));
+          if (y.type == ElemType::kF32) kernels::aipp(ap, st, u8in(), reinterpret_cast<float*>(s.out), pool);
+          else kernels::aipp(ap, st, u8in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        } catch (const Error& e) {
+          fail(ErrorCode::kInvalidInput, "layer '{}': AIPP parameter block refused: {}", pkg.layers[d.seq].name, e.what());
+        }
         return;
       }
       default: fault(fmt::format("descriptor seq {}: layer kind {} has no kernel", d.seq, static_cast<int>(d.kind)));
@@ -529,9 +527,7 @@ struct Runtime::Impl {
       }
       case LayerKind::kPad: {
         size_t r = s.shapes[0].size();
-        std::vector<int64_t> b, e;
-        for (size_t i = 0; i < r; ++i) b.push_back(static_cast<int32_t>(s.p[i]));
-        for (size_t i = 0; i < r; ++i) e.push_back(static_cast<int32_t>(s.p[r + i]));
+        std::vector<int64_t> b = signedWords(s.p, 0, r), e = signedWords(s.p, r, r);
         float v = package::paramFloat(s.p[2 * r]);
         uint16_t h = floatToHalf(v);
         const void* value = es == 4 ? static_cast<const void*>(&v) : static_cast<const void*>(&h);
@@ -540,10 +536,7 @@ struct Runtime::Impl {
       }
       case LayerKind::kSlice: {
         size_t r = s.shapes[0].size();
-        std::vector<int64_t> st, sp;
-        for (size_t i = 0; i < r; ++i) st.push_back(static_cast<int32_t>(s.p[i]));
-        for (size_t i = 0; i < r; ++i) sp.push_back(static_cast<int32_t>(s.p[r + i]));
-        kernels::slice(s.shapes[0], st, sp, s.shapes.back(), es, s.in[0], s.out, pool);
+        kernels::slice(s.shapes[0], signedWords(s.p, 0, r), signedWords(s.p, r, r), s.shapes.back(), es, s.in[0], s.out, pool);
         return;
       }
       // Pre/post-processing: the kernels of kernels/prepost.hpp on the types the references carry (validated).
@@ -617,10 +610,13 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
     fail(ErrorCode::kInvalidArgument, "input '{}': aipp.block.size: a parameter block for {} image(s) is {} bytes "
          "(kAippDynamicPara + {} x kAippDynamicBatchPara), got {}", input, stage->shapes.back()[0], pr.bytes,
          stage->shapes.back()[0] - 1, params.size());
-  kernels::AippParams ap;
-  kernels::AippSetup st;
-  if (std::string why = Impl::aippBlock(*stage, params.data(), &ap, &st); !why.empty())
-    fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, why);
+  std::string why;
+  try {
+    why = kernels::checkAipp(kernels::decodeAipp(params.data(), params.size()), Impl::aippSetup(*stage));
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  if (!why.empty()) fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, why);
   std::memcpy(im.at(pr.addr, pr.bytes, "AIPP parameters of " + input), params.data(), params.size());
 }
 
