@@ -1,8 +1,10 @@
 // npuc_kernels_bench: GFLOP/s of the fast float kernels (sgemm, sgemm_packed, Conv on resnet50 / mobilenet_v2
-// shapes, conv_transpose) at 1 and 2 threads. Flops count 2 per multiply-add, padded taps included.
+// shapes, conv_transpose) at 1 and 2 threads; pooling (GoogLeNet / SqueezeNet shapes) as GB/s read, reference and
+// fast. Flops count 2 per multiply-add, padded taps included.
 // NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA; NPUC_GEMM_KC/MC/NC set the cache blocking.
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/layers.hpp"
 #include "support/thread_pool.hpp"
 
 #include <benchmark/benchmark.h>
@@ -180,6 +182,23 @@ void benchNet(benchmark::State& state, const std::vector<ConvShape>& shapes, boo
   setFlops(state, 2.0 * macs, sgemmVariant());
 }
 
+/// MaxPool / AveragePool, reference or fast; GB/s counts the input plane bytes read once.
+void benchPool(benchmark::State& state, Pool2dShape s, bool is_max, bool fast) {
+  const int threads = static_cast<int>(state.range(0));
+  const std::vector<float> x = randomVec(static_cast<size_t>(s.planes * s.ih * s.iw), 7);
+  std::vector<float> y(static_cast<size_t>(s.planes * s.oh * s.ow));
+  npuc::ThreadPool* pool = poolFor(threads);
+  auto fn = is_max ? (fast ? maxPool2dFast : maxPool2d) : (fast ? avgPool2dFast : avgPool2d);
+  for (auto _ : state) {
+    fn(s, x.data(), y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(x.size() * sizeof(float)) *
+                                                  static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+  state.SetLabel(fast ? "fast" : "ref");
+}
+
 void registerAll() {
   auto reg = [](const std::string& name, auto fn) {
     benchmark::RegisterBenchmark(name.c_str(), fn)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -219,6 +238,21 @@ void registerAll() {
     reg(c.name, [s](benchmark::State& st) { benchConv(st, s); });
   }
   reg("conv_transpose/4x4s2_64-32_28", benchConvTranspose);
+  struct P {
+    const char* name;
+    int64_t planes, ih, iw, oh, ow, k, stride, pad;
+  };
+  for (const P& p : {P{"googlenet_maxpool1_3x3s2_64x112", 64, 112, 112, 56, 56, 3, 2, 0},
+                     P{"googlenet_branch4_3x3s1p1_192x28", 192, 28, 28, 28, 28, 3, 1, 1},
+                     P{"googlenet_branch4_3x3s1p1_512x14", 512, 14, 14, 14, 14, 3, 1, 1},
+                     P{"squeezenet_3x3s2_64x111", 64, 111, 111, 55, 55, 3, 2, 0}}) {
+    Pool2dShape s;
+    s.planes = p.planes, s.ih = p.ih, s.iw = p.iw, s.oh = p.oh, s.ow = p.ow, s.kh = s.kw = p.k;
+    s.sh = s.sw = p.stride, s.pt = s.pl = s.pb = s.pr = p.pad;
+    for (bool fast : {false, true})
+      reg(std::string("maxpool/") + p.name + (fast ? "/fast" : "/ref"),
+          [s, fast](benchmark::State& st) { benchPool(st, s, true, fast); });
+  }
   reg("net/resnet50_all_convs", [](benchmark::State& st) { benchNet(st, resnet50Convs(), false); });
   reg("net/mobilenet_v2_all_convs", [](benchmark::State& st) { benchNet(st, mobilenetV2Convs(), false); });
   reg("net/mobilenet_v2_depthwise_convs", [](benchmark::State& st) { benchNet(st, mobilenetV2Convs(), true); });

@@ -324,8 +324,8 @@ void poolKernel(KernelCall& c) {
     s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
     s.count_include_pad = include_pad;
     s.pad_value = pad_value;
-    if (is_max) kernels::maxPool2d(s, px, py, c.pool);
-    else kernels::avgPool2d(s, px, py, c.pool);
+    if (is_max) kernels::maxPool2dFast(s, px, py, c.pool);
+    else kernels::avgPool2dFast(s, px, py, c.pool);
     return;
   }
   c.pool->parallelFor(planes, [&](int64_t b, int64_t e) {

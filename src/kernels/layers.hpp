@@ -43,6 +43,10 @@ struct Pool2dShape {
 void maxPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
 /// y = (sum of the window's taps inside the input, in row-major tap order) / count (0 when count is 0).
 void avgPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
+/// Fast variants (x86/pool.cpp): the same bits as maxPool2d / avgPool2d, rows a vector at a time over a padded
+/// copy of each plane.
+void maxPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
+void avgPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
 /// y[p] = max / mean of plane p (sum in index order, then one division).
 void globalMaxPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
 void globalAvgPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);

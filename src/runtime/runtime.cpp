@@ -465,7 +465,8 @@ struct Runtime::Impl {
       }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
-        (d.kind == LayerKind::kMaxPool ? kernels::maxPool2d : kernels::avgPool2d)(s.ps, inF(s, 0), outF(s), pool);
+        if (d.kind == LayerKind::kMaxPool) (opts.exact ? kernels::maxPool2d : kernels::maxPool2dFast)(s.ps, inF(s, 0), outF(s), pool);
+        else (opts.exact ? kernels::avgPool2d : kernels::avgPool2dFast)(s.ps, inF(s, 0), outF(s), pool);
         break;
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {

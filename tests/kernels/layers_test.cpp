@@ -2,6 +2,7 @@
 // dilation, ceil-mode output sizes, count_include_pad), global pooling, channel affine, LRN, softmax, every unary
 // op against its formula, binary ops with broadcasting and fused activations, concat, transpose, constant pad and
 // strided slice; and the same bytes for every thread count.
+#include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 
 #include "support/thread_pool.hpp"
@@ -12,6 +13,7 @@
 #include <limits>
 #include <iterator>
 #include <numeric>
+#include <string>
 
 namespace npuc::kernels {
 namespace {
@@ -119,10 +121,23 @@ void checkPool(const Pool2dShape& s, uint32_t seed) {
       std::vector<float> y(want.size(), 123.0f);
       if (is_max) maxPool2d(s, x.data(), y.data(), pool);
       else avgPool2d(s, x.data(), y.data(), pool);
-      EXPECT_EQ(firstBitMismatch(y, want), -1)
-          << (is_max ? "max" : "avg") << " " << s.ih << "x" << s.iw << " k" << s.kh << "x" << s.kw << " s" << s.sh
-          << "," << s.sw << " d" << s.dh << "," << s.dw << " pads " << s.pt << "," << s.pl << "," << s.pb << ","
-          << s.pr << " include_pad=" << s.count_include_pad << " threads=" << (pool ? pool->size() : 0);
+      const std::string what = std::string(is_max ? "max" : "avg") + " " + std::to_string(s.ih) + "x" +
+                               std::to_string(s.iw) + " k" + std::to_string(s.kh) + "x" + std::to_string(s.kw) + " s" +
+                               std::to_string(s.sh) + "," + std::to_string(s.sw) + " d" + std::to_string(s.dh) + "," +
+                               std::to_string(s.dw) + " pads " + std::to_string(s.pt) + "," + std::to_string(s.pl) + "," +
+                               std::to_string(s.pb) + "," + std::to_string(s.pr) +
+                               " include_pad=" + std::to_string(s.count_include_pad) +
+                               " threads=" + std::to_string(pool ? pool->size() : 0);
+      EXPECT_EQ(firstBitMismatch(y, want), -1) << what;
+      // The fast variants (the engine's and the simulator's fast mode): the same bits, every kernel ISA.
+      for (const char* isa : {"avx512", "avx2", "portable"}) {
+        const char* prev = forceKernelIsa(isa);
+        std::vector<float> f(want.size(), 321.0f);
+        if (is_max) maxPool2dFast(s, x.data(), f.data(), pool);
+        else avgPool2dFast(s, x.data(), f.data(), pool);
+        forceKernelIsa(prev);
+        EXPECT_EQ(firstBitMismatch(f, want), -1) << what << " fast " << isa;
+      }
     }
   }
 }
@@ -155,6 +170,14 @@ TEST(LayersPool, MatchesNaive) {
       checkPool(poolShape(4, 1, 17, 1, 4, 1, 3, 1, 1, 0, 2, 0, 1, ceil_mode, inc), seed++);  // 1-D (H = 1)
       checkPool(poolShape(2, 6, 6, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, ceil_mode, inc), seed++);  // global-sized window
       checkPool(poolShape(1, 4, 4, 2, 2, 1, 1, 2, 2, 0, 0, 4, 4, ceil_mode, inc), seed++);  // windows past the input
+      // Rows of several vectors (the fast variants' full vectors and tails): GoogLeNet's 3x3 stride 2 and 3x3
+      // stride 1 pad 1, a wide stride 3, a 2x2 stride 2.
+      checkPool(poolShape(3, 13, 57, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 9, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 7, 50, 3, 5, 3, 3, 1, 1, 1, 2, 1, 2, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 8, 34, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 9, 37, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);  // odd left pad, stride 2
+      checkPool(poolShape(1, 5, 40, 2, 3, 1, 2, 1, 2, 0, 3, 0, 1, ceil_mode, inc), seed++);  // dilated taps, stride 2
     }
 }
 
@@ -201,6 +224,32 @@ TEST(LayersPool, PadValueEqualsExplicitPad) {
           maxPool2d(plain, xp.data(), y2.data(), nullptr);
           EXPECT_EQ(firstBitMismatch(y1, y2), -1) << "pad " << pv << " k " << k << " s " << st << " d " << d;
         }
+  }
+}
+
+// The fast variants keep the reference's answer on NaN (never wins), infinities and signed zeros (the first of
+// equal taps in row-major order wins), with -inf padding for max and +0 padding for sums.
+TEST(LayersPool, FastSpecialValues) {
+  std::mt19937 rng(5);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float choices[] = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan};
+  for (int64_t st : {1, 2}) {
+    const Pool2dShape s = poolShape(3, 11, 23, 3, 3, st, st, 1, 1, 1, 1, 1, 1, st == 2, false);
+    std::vector<float> x(static_cast<size_t>(s.planes * s.ih * s.iw));
+    for (auto& v : x) v = choices[rng() % 7];
+    for (bool is_max : {true, false}) {
+      std::vector<float> want(static_cast<size_t>(s.planes * s.oh * s.ow)), got(want.size());
+      (is_max ? maxPool2d : avgPool2d)(s, x.data(), want.data(), nullptr);
+      for (const char* isa : {"avx512", "avx2", "portable"}) {
+        const char* prev = forceKernelIsa(isa);
+        (is_max ? maxPool2dFast : avgPool2dFast)(s, x.data(), got.data(), &pools().p2);
+        forceKernelIsa(prev);
+        // A NaN result's sign and payload are not specified (docs/numerics.md): NaN where the reference has NaN.
+        for (size_t i = 0; i < want.size(); ++i)
+          if (std::isnan(want[i]) && std::isnan(got[i])) got[i] = want[i];
+        EXPECT_EQ(firstBitMismatch(got, want), -1) << (is_max ? "max" : "avg") << " stride " << st << " " << isa;
+      }
+    }
   }
 }
 

@@ -36,11 +36,12 @@ constexpr KernelTable kAvx512Table{"avx512",
                                    f32_gemm_cols__avx2,
                                    f32_gemv_packed__avx2,
                                    f32_gemv_row__avx2,
+                                   f32_pool_plane__avx2,
                                    true};
 constexpr KernelTable kAvx2Table{"avx2_fma",         f32_gemm__avx2_6x16, nullptr,
                                  f32_gemm__avx2_6x8, f32_dwconv2d__avx2,  f32_deconv__avx2,
                                  f32_gemm_cols__avx2, f32_gemv_packed__avx2, f32_gemv_row__avx2,
-                                 false};
+                                 f32_pool_plane__avx2, false};
 constexpr KernelTable kPortableTable{"portable",
                                      f32_gemm__scalar_6x16,
                                      nullptr,
@@ -50,6 +51,7 @@ constexpr KernelTable kPortableTable{"portable",
                                      f32_gemm_cols__scalar,
                                      f32_gemv_packed__scalar,
                                      f32_gemv_row__scalar,
+                                     f32_pool_plane__scalar,
                                      false};
 
 const char* isaName(int isa) {

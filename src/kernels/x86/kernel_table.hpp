@@ -93,6 +93,25 @@ using GemvPackedKernel = void (*)(const float* a, int64_t panels, int64_t K, con
 using GemvRowKernel = void (*)(const float* x, const float* B, int64_t ldb, int64_t K, int64_t N,
                                const float* init, float init0, float* out);
 
+/// One plane of a 2-D pooling over a padded, phase-split copy of the input plane (x86/pool.cpp): padded row r,
+/// column c is at xp[r * row_stride + (c % sw) * phase_stride + c / sw], so output (oh, ow) combines, over the
+/// taps (kh, kw) in row-major order, the element of padded row oh*sh + kh*dh, column ow*sw + kw*dw — at
+/// xp[(oh*sh + kh*dh) * row_stride + ((kw*dw) % sw) * phase_stride + ow + (kw*dw) / sw] — max:
+/// `v > acc ? v : acc` from -inf; sum: acc + v from +0; stored at y[oh * out_w + ow]. A kernel may read each phase
+/// up to index roundup(out_w, 8) - 1 + ((kw - 1) * dw) / sw. The kernel first copies the input plane x (in_h x in_w,
+/// dense) into rows pt.. and columns pl.. of xp; the margins hold the neutral value already.
+struct PoolPlaneArgs {
+  const float* x = nullptr;
+  int64_t in_h = 0, in_w = 0, pt = 0, pl = 0;
+  float* xp = nullptr;
+  int64_t row_stride = 0, phase_stride = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t out_h = 0, out_w = 0;
+  bool is_max = true;
+  float* y = nullptr;
+};
+using PoolPlaneKernel = void (*)(const PoolPlaneArgs&);
+
 struct KernelTable {
   const char* name;
   GemmMicroKernel gemm;     // kMR x kNR tiles
@@ -104,6 +123,7 @@ struct KernelTable {
   GemmMicroKernel gemm_cols;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed;
   GemvRowKernel gemv_row;
+  PoolPlaneKernel pool_plane;
   bool rows_tail;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
 };
 
@@ -129,6 +149,9 @@ void f32_gemm__avx2_6x8(const MicroArgs& p);
 void f32_gemm__scalar_6x8(const MicroArgs& p);
 void f32_dwconv2d__avx2(const DwPlaneArgs& p);
 void f32_dwconv2d__scalar(const DwPlaneArgs& p);
+void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
+void f32_pool_plane__avx2(const PoolPlaneArgs& p);
+void f32_pool_plane__scalar(const PoolPlaneArgs& p);
 void f32_deconv__avx2(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
                       int64_t nm_begin, int64_t nm_end);
 void f32_deconv__scalar(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
