@@ -232,6 +232,11 @@ void registerAll() {
       {"conv/mbv2_1x1_144-24_56", convShape(144, 24, 1, 56, 56, 1, 1, 0)},
       {"conv/squeezenet_1x1_512-1000_13", convShape(512, 1000, 1, 13, 13, 1, 1, 0)},
       {"conv/tinyyolo_3x3_512-1024_13", convShape(512, 1024, 1, 13, 13, 3, 1, 1)},
+      {"conv/tinyyolo_3x3_16-32_208", convShape(16, 32, 1, 208, 208, 3, 1, 1)},
+      {"conv/googlenet_3x3_64-192_56", convShape(64, 192, 1, 56, 56, 3, 1, 1)},
+      {"conv/googlenet_3x3_128-192_28", convShape(128, 192, 1, 28, 28, 3, 1, 1)},
+      {"conv/squeezenet_3x3_64-256_13", convShape(64, 256, 1, 13, 13, 3, 1, 1)},
+      {"conv/squeezenet_3x3_16-64_55", convShape(16, 64, 1, 55, 55, 3, 1, 1)},
   };
   for (const C& c : convs) {
     const ConvShape s = c.s;

@@ -273,7 +273,16 @@ TEST(Conv, DepthwiseRandomBitExact) {
 TEST(Conv, NetworkLikeShapesBitExact) {
   std::mt19937 rng(14);
   const Activation relu{ActKind::kRelu, 0, 0}, relu6{ActKind::kClip, 0.0f, 6.0f};
-  expectConvMatches(shape2d(1, 32, 40, 1, 13, 15, 3, 3, 1, 1, 1), rng, relu, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(1, 32, 40, 1, 13, 15, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
+  expectConvMatches(shape2d(1, 32, 40, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, true, "im2col_gemm_avx2");  // rows < 14
+  expectConvMatches(shape2d(1, 32, 40, 1, 28, 28, 3, 3, 2, 1, 1), rng, relu, true, "im2col_gemm_avx2");  // stride 2
+  // The direct path: many k-blocks, groups, batch 2, dilation, 5x5 with padding 2, M not a multiple of the tile,
+  // no bias, a 3x1 window.
+  expectConvMatches(shape2d(1, 300, 13, 1, 16, 18, 3, 3, 1, 1, 1), rng, relu6, true, "direct_gemm_avx2");
+  expectConvMatches(shape2d(2, 12, 10, 2, 9, 20, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
+  expectConvMatches(shape2d(1, 8, 7, 1, 17, 22, 3, 3, 1, 2, 2), rng, {}, false, "direct_gemm_avx2");
+  expectConvMatches(shape2d(1, 5, 19, 1, 14, 30, 5, 5, 1, 1, 2), rng, relu, true, "direct_gemm_avx2");
+  expectConvMatches(shape2d(1, 4, 9, 1, 20, 16, 3, 1, 1, 1, 0), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(2, 24, 70, 1, 9, 11, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
   expectConvMatches(shape2d(1, 3, 16, 1, 30, 30, 7, 7, 2, 1, 3), rng, relu, false);
   expectConvMatches(shape2d(1, 16, 32, 1, 20, 20, 1, 1, 2, 1, 0), rng, {}, true);

@@ -1,6 +1,15 @@
-// Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (im2col GEMM,
-// depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
-// the depthwise padded-plane preparation, and the thread split. Microkernels come from the dispatch table.
+// Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (direct GEMM, im2col
+// GEMM, depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
+// the direct path's padded phase-split input, the depthwise padded-plane preparation, and the thread split.
+// Microkernels come from the dispatch table.
+//
+// The direct path (2-D, not 1x1): the input of each group is copied once into zero-padded planes split into
+// sh x sw phases (padded row r, column c of channel ch at ch*cs + ((r % sh) * sw + c % sw) * pp + (r / sh) * wq +
+// c / sw). Output (oh, ow) is then "virtual column" n = oh * wq + ow of a GEMM whose B row k = (ch, ki, kj) is the
+// plane shifted by a constant: B[k][n] = xq[off[k] + n]. The microkernels read those rows directly
+// (MicroArgs::b_off), so nothing is packed; columns with ow >= OW are computed into a scratch C and dropped when
+// the tile is copied out. The fma sequence of every output is the reference one (k ascending, padding taps
+// multiply +0), so the bits are those of conv_ref.
 #include "kernels/conv.hpp"
 
 #include "kernels/x86/gemm_driver.hpp"
@@ -172,7 +181,7 @@ void fillPhases(const float* xr, int64_t W, int64_t pw, int64_t sw, int64_t wq, 
   }
 }
 
-enum class ConvPath { kGemm, kDepthwise, kRef };
+enum class ConvPath { kDirect, kGemm, kDepthwise, kRef };
 
 }  // namespace
 
@@ -188,7 +197,13 @@ struct Conv::Impl {
   std::vector<float> weights;                    // kDepthwise: [M, taps]; kRef: the original weights
   std::vector<int64_t> tap_off;                  // kDepthwise
   int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
+  // kDirect: phase planes of hq x wq (pp floats), sh * sw of them per channel (cs floats), gs floats per
+  // group's copy; nq = OH * wq virtual columns, computed up to nr (a multiple of 2 * kNR); B row offsets.
+  int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_cs = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
+  std::vector<int64_t> dq_off;
+  std::vector<float> dq_bias;  // per group, padded to whole kMR-row panels (zeros)
 
+  void runDirect(const float* x, float* y, ThreadPool* pool) const;
   void runGemm(const float* x, float* y, ThreadPool* pool) const;
   void runDepthwise(const float* x, float* y, ThreadPool* pool) const;
 };
@@ -236,6 +251,35 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
   for (int64_t grp = 0; grp < s.groups; ++grp) {
     im.packed.push_back(std::make_unique<PackedA>(im.mg, im.K, w + grp * im.mg * im.K, im.K, false));
   }
+  if (!im.pointwise && g.sh == 1 && g.sw == 1 && g.OW >= 14 && im.N > 0 && im.K > 0) {
+    // Direct when the dropped columns (ow >= OW, and the rounding to whole 2 * kNR tiles) cost less than
+    // packing: the im2col packer writes and re-reads every B element, ~20-25% of a 3x3 conv's time. Measured on
+    // Zen 4 (npuc_kernels_bench conv/*): 5-25% faster for stride-1 3x3 convs with rows of 14 and more; slower
+    // for stride 2 (its unaligned shifted loads from four phase planes cost more than packing) and for 7x7 maps.
+    im.dq_wq = std::max(g.OW + (g.KW - 1) * g.dw / g.sw, ceilDiv(g.pw + g.W, g.sw));
+    im.dq_hq = std::max(g.OH + (g.KH - 1) * g.dh / g.sh, ceilDiv(g.ph + g.H, g.sh));
+    im.dq_nq = g.OH * im.dq_wq;
+    im.dq_nr = roundUp(im.dq_nq, 2 * kNR);
+    if (static_cast<double>(im.dq_nr) <= 1.2 * static_cast<double>(roundUp(im.N, kNR))) {
+      im.path = ConvPath::kDirect;
+      im.dq_pp = im.dq_hq * im.dq_wq;
+      im.dq_cs = g.sh * g.sw * im.dq_pp;
+      // Reads reach cg * cs - 1 + (KW - 1) * dw / sw + (nr - nq) past the group's start (see runDirect).
+      im.dq_gs = roundUp(im.cg * im.dq_cs + (g.KW - 1) * g.dw / g.sw + (im.dq_nr - im.dq_nq) + kNR, kNR);
+      for (int64_t c = 0; c < im.cg; ++c)
+        for (int64_t ki = 0; ki < g.KH; ++ki)
+          for (int64_t kj = 0; kj < g.KW; ++kj) {
+            const int64_t r = ki * g.dh, col = kj * g.dw;
+            im.dq_off.push_back(c * im.dq_cs + ((r % g.sh) * g.sw + col % g.sw) * im.dq_pp + (r / g.sh) * im.dq_wq +
+                                col / g.sw);
+          }
+      const int64_t mgp = roundUp(im.mg, kMR);
+      im.dq_bias.assign(static_cast<size_t>(s.groups * mgp), 0.0f);
+      for (int64_t grp = 0; grp < s.groups; ++grp)
+        for (int64_t m = 0; m < im.mg; ++m)
+          im.dq_bias[static_cast<size_t>(grp * mgp + m)] = im.bias.empty() ? 0.0f : im.bias[static_cast<size_t>(grp * im.mg + m)];
+    }
+  }
 }
 
 Conv::~Conv() = default;
@@ -245,6 +289,7 @@ const char* Conv::variant() const {
   const bool avx512 = std::strcmp(isa, "avx512") == 0;
   const bool avx2 = std::strcmp(isa, "avx2_fma") == 0;
   switch (impl_->path) {
+    case ConvPath::kDirect: return avx512 ? "direct_gemm_avx512" : avx2 ? "direct_gemm_avx2" : "direct_gemm_portable";
     case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
     case ConvPath::kDepthwise: return avx512 || avx2 ? "depthwise_avx2" : "depthwise_portable";
     case ConvPath::kRef: break;
@@ -294,6 +339,107 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
   } else {
     body(0, tasks);
   }
+}
+
+void Conv::Impl::runDirect(const float* x, float* y, ThreadPool* pool) const {
+  const detail::KernelTable& kt = detail::activeKernels();
+  const GemmBlocking blk = detail::effectiveBlocking();
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t outer = s.batch * s.groups;
+  const int64_t sh = g.sh, sw = g.sw, wq = dq_wq, pp = dq_pp;
+  // 1. The padded, phase-split copy of every (image, group), owned by the calling thread, filled in parallel.
+  float* xq = detail::threadScratch(static_cast<size_t>(outer * dq_gs), 3);
+  auto fill = [&](int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl) {  // pl = (image, group) * cg + channel
+      const int64_t o = pl / cg, c = pl % cg;
+      float* dst = xq + o * dq_gs + c * dq_cs;
+      std::memset(dst, 0, static_cast<size_t>(dq_cs) * sizeof(float));
+      if (c == cg - 1) std::memset(dst + dq_cs, 0, static_cast<size_t>(dq_gs - cg * dq_cs) * sizeof(float));
+      const int64_t b = o / s.groups, grp = o % s.groups;
+      const float* src = x + (b * s.in_channels + grp * cg + c) * HW;
+      for (int64_t ih = 0; ih < g.H; ++ih) {
+        const int64_t r = ih + g.ph;
+        if (r / sh >= dq_hq) break;  // rows no output reads
+        float* row = dst + (r % sh) * sw * pp + (r / sh) * wq;
+        const float* sr = src + ih * g.W;
+        if (sw == 1) {
+          std::memcpy(row + g.pw, sr, static_cast<size_t>(g.W) * sizeof(float));
+        } else {
+          for (int64_t iw = 0; iw < g.W; ++iw) {
+            const int64_t col = iw + g.pw;
+            row[(col % sw) * pp + col / sw] = sr[iw];
+          }
+        }
+      }
+    }
+  };
+  const int64_t planes = outer * cg;
+  if (pool != nullptr && threads > 1 && planes > 1) pool->parallelFor(planes, fill, std::max<int64_t>(1, planes / (4 * threads)));
+  else fill(0, planes);
+
+  // 2. Tasks over (image, group) x M chunks x virtual-column chunks; each computes whole kMR x 2kNR tiles into
+  // its scratch C (rows padded with the zero rows of the packed A, columns up to nr), then copies out.
+  detail::GemmSplit split = detail::planSplit(mg, dq_nr, outer, threads, blk);
+  split.n_chunk = roundUp(split.n_chunk, 2 * kNR);
+  split.n_tasks = ceilDiv(dq_nr, split.n_chunk);
+  const int64_t per_outer = split.m_tasks * split.n_tasks;
+  const int64_t mgp = roundUp(mg, kMR);
+  int64_t nkb = 0, kc_max = 0;
+  detail::kBlocks(K, blk, nkb, kc_max);
+  auto body = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / per_outer, rr = t % per_outer;
+      const int64_t b = o / s.groups, grp = o % s.groups;
+      const int64_t m0 = (rr / split.n_tasks) * split.m_chunk, n0 = (rr % split.n_tasks) * split.n_chunk;
+      const int64_t m1 = std::min(mg, m0 + split.m_chunk), n1 = std::min(dq_nr, n0 + split.n_chunk);
+      const int64_t ncols = n1 - n0;
+      float* ct = detail::threadScratch(static_cast<size_t>(roundUp(m1 - m0, kMR) * ncols), 0);
+      const float* pa = packed[static_cast<size_t>(grp)]->impl().data.data();
+      const float* xg = xq + o * dq_gs;
+      detail::MicroArgs args;
+      args.tall = true;  // 12-row tiles: each shifted (unaligned) B row serves twice the rows
+      args.ldc = ncols;
+      args.a_stride = K * kMR;
+      for (int64_t kb = 0; kb < nkb; ++kb) {
+        const int64_t k0 = kb * kc_max, kc = std::min(kc_max, K - k0);
+        args.kc = kc;
+        args.b_off = dq_off.data() + k0;
+        args.act = kb == nkb - 1 ? &act : nullptr;
+        args.init = kb > 0 ? detail::TileInit::kLoadC : bias.empty() ? detail::TileInit::kZero : detail::TileInit::kRowBias;
+        for (int64_t ic = m0; ic < m1; ic += blk.mc) {
+          const int64_t ic_end = std::min(m1, ic + blk.mc);
+          args.panels = ceilDiv(ic_end - ic, kMR);
+          args.mr_last = kMR;
+          args.a = pa + (ic / kMR) * K * kMR + k0 * kMR;
+          args.bias = dq_bias.data() + grp * mgp + ic;
+          for (int64_t j = n0; j < n1;) {
+            const bool wide = kt.gemm_x2 != nullptr && n1 - j >= 2 * kNR;
+            args.b = xg + j;
+            args.c = ct + (ic - m0) * ncols + (j - n0);
+            (wide ? kt.gemm_x2 : kt.gemm)(args);
+            j += wide ? 2 * kNR : kNR;
+          }
+        }
+      }
+      // Copy the real outputs (virtual columns n < nq with ow < OW) of rows [m0, m1).
+      for (int64_t m = m0; m < m1; ++m) {
+        const float* src = ct + (m - m0) * ncols;
+        float* dst = y + (b * s.out_channels + grp * mg + m) * N;
+        for (int64_t n = n0; n < std::min(n1, dq_nq);) {
+          const int64_t oh = n / wq, ow = n % wq;
+          const int64_t end = std::min(n1, oh * wq + wq);  // this output row's virtual columns in the chunk
+          if (ow < g.OW) {
+            const int64_t len = std::min(end, oh * wq + g.OW) - n;
+            std::memcpy(dst + oh * g.OW + ow, src + (n - n0), static_cast<size_t>(len) * sizeof(float));
+          }
+          n = end;
+        }
+      }
+    }
+  };
+  const int64_t tasks = outer * per_outer;
+  if (pool != nullptr && threads > 1 && tasks > 1) pool->parallelFor(tasks, body, 1);
+  else body(0, tasks);
 }
 
 void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const {
@@ -352,6 +498,9 @@ void Conv::run(const float* x, float* y, ThreadPool* pool) const {
       return;
     case ConvPath::kGemm:
       if (im.N > 0) im.runGemm(x, y, pool);
+      return;
+    case ConvPath::kDirect:
+      im.runDirect(x, y, pool);
       return;
   }
 }

@@ -10,6 +10,7 @@ namespace npuc::kernels::detail {
 
 namespace {
 
+template <bool kDirect>
 inline void tile6x16(const MicroArgs& p, const float* a, float* c, const float* row_bias) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
   const int64_t ldc = p.ldc;
@@ -39,9 +40,11 @@ inline void tile6x16(const MicroArgs& p, const float* a, float* c, const float* 
       break;
   }
   const float* b = p.b;
+  const int64_t* b_off = p.b_off;
   for (int64_t k = 0; k < p.kc; ++k) {
-    const __m256 b0 = _mm256_load_ps(b);
-    const __m256 b1 = _mm256_load_ps(b + 8);
+    const float* br = kDirect ? p.b + b_off[k] : b;  // direct B: shifted rows, any alignment
+    const __m256 b0 = kDirect ? _mm256_loadu_ps(br) : _mm256_load_ps(br);
+    const __m256 b1 = kDirect ? _mm256_loadu_ps(br + 8) : _mm256_load_ps(br + 8);
     __m256 av = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(av, b0, c00);
     c01 = _mm256_fmadd_ps(av, b1, c01);
@@ -133,8 +136,10 @@ void f32_gemm__avx2_6x16(const MicroArgs& p) {
   float* c = p.c;
   const float* bias = p.bias;
   const bool row_bias = p.init == TileInit::kRowBias;
+  const bool direct = p.b_off != nullptr;
   for (int64_t i = 0; i < p.panels; ++i) {
-    tile6x16(p, a, c, bias);
+    if (direct) tile6x16<true>(p, a, c, bias);
+    else tile6x16<false>(p, a, c, bias);
     a += p.a_stride;
     c += kMR * p.ldc;
     if (row_bias) bias += kMR;

@@ -1,6 +1,6 @@
 // AVX-512 GEMM microkernels (compiled with -mavx512f -mavx512vl -mfma): f32_gemm__avx512_6x32 (two adjacent
 // 16-column B panels; two A panels at a time: 12x32, 24 zmm accumulators) and f32_gemm__avx512_6x16 (one B
-// panel, 12x16); one fma per k per output,
+// panel, 12x16); one fma per k per output; B from packed panels or, direct, from shifted rows (MicroArgs::b_off),
 // k ascending; fused bias init and activation epilogue. The packed layouts are the AVX2 ones (6-row A panels,
 // 16-column B panels), so every table shares the drivers and PackedA.
 #include "kernels/x86/act_avx512.hpp"
@@ -13,9 +13,9 @@ namespace npuc::kernels::detail {
 namespace {
 
 // kP A panels (kP * kMR rows: panel q at a + q * a_stride) by kCols = 16 (one zmm per row, B panel b0) or 32
-// (two, B panels b0 and b1 = b0 + kc*kNR) columns.
+// (two, B panels b0 and b1 = b0 + kc*kNR) columns; kDirect: B row k at p.b + p.b_off[k] (kCols floats).
 // Only the first `rows` rows of C are read (kLoadC), biased (kRowBias) and stored.
-template <int kP, int kCols>
+template <int kP, int kCols, bool kDirect>
 inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_bias, int rows = kP * kMR) {
   constexpr int kV = kCols / 16;
   constexpr int kR = kP * kMR;
@@ -42,10 +42,17 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
   const float* b0 = p.b;
   const float* b1 = p.b + p.kc * kNR;
   const float* a1 = a + p.a_stride;
+  const int64_t* b_off = p.b_off;
   for (int64_t k = 0; k < p.kc; ++k) {
     __m512 bv[kV];
-    bv[0] = _mm512_load_ps(b0);
-    if constexpr (kV == 2) bv[1] = _mm512_load_ps(b1);
+    if constexpr (kDirect) {
+      const float* br = p.b + b_off[k];
+      bv[0] = _mm512_loadu_ps(br);
+      if constexpr (kV == 2) bv[1] = _mm512_loadu_ps(br + 16);
+    } else {
+      bv[0] = _mm512_load_ps(b0);
+      if constexpr (kV == 2) bv[1] = _mm512_load_ps(b1);
+    }
 #pragma GCC unroll 12
     for (int i = 0; i < kR; ++i) {
       const __m512 av = _mm512_set1_ps(i < kMR ? a[i] : a1[i - kMR]);
@@ -70,7 +77,7 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
 
 // With p.tall, pairs of A panels through the 12-row tile; the rest through the 6-row one; a last panel with
 // p.mr_last < kMR rows stores only those.
-template <int kCols>
+template <int kCols, bool kDirect>
 inline void tiles(const MicroArgs& p) {
   const float* a = p.a;
   float* c = p.c;
@@ -79,23 +86,29 @@ inline void tiles(const MicroArgs& p) {
   const int64_t full = p.mr_last < kMR ? p.panels - 1 : p.panels;
   int64_t i = 0;
   for (; p.tall && i + 2 <= full; i += 2) {
-    tile<2, kCols>(p, a, c, bias);
+    tile<2, kCols, kDirect>(p, a, c, bias);
     a += 2 * p.a_stride;
     c += 2 * kMR * p.ldc;
     if (row_bias) bias += 2 * kMR;
   }
   for (; i < full; ++i) {
-    tile<1, kCols>(p, a, c, bias);
+    tile<1, kCols, kDirect>(p, a, c, bias);
     a += p.a_stride;
     c += kMR * p.ldc;
     if (row_bias) bias += kMR;
   }
-  if (full < p.panels) tile<1, kCols>(p, a, c, bias, static_cast<int>(p.mr_last));
+  if (full < p.panels) tile<1, kCols, kDirect>(p, a, c, bias, static_cast<int>(p.mr_last));
 }
 
 }  // namespace
 
-void f32_gemm__avx512_6x16(const MicroArgs& p) { tiles<16>(p); }
-void f32_gemm__avx512_6x32(const MicroArgs& p) { tiles<32>(p); }
+void f32_gemm__avx512_6x16(const MicroArgs& p) {
+  if (p.b_off != nullptr) tiles<16, true>(p);
+  else tiles<16, false>(p);
+}
+void f32_gemm__avx512_6x32(const MicroArgs& p) {
+  if (p.b_off != nullptr) tiles<32, true>(p);
+  else tiles<32, false>(p);
+}
 
 }  // namespace npuc::kernels::detail

@@ -23,7 +23,7 @@ void tile(const MicroArgs& p, const float* a_panel, float* c, const float* bias)
   }
   for (int64_t k = 0; k < p.kc; ++k) {
     const float* a = a_panel + k * kMR;
-    const float* b = p.b + k * kNR;
+    const float* b = p.b_off != nullptr ? p.b + p.b_off[k] : p.b + k * kNR;  // direct B: shifted rows
     for (int64_t i = 0; i < kMR; ++i) {
       for (int64_t j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
     }

@@ -44,6 +44,10 @@ struct MicroArgs {
   int64_t mr_last = kMR;
   // A hint for kernels that can take two A panels at a time (taller tiles): worth it for narrow products.
   bool tall = false;
+  // Direct B (gemm and gemm_x2 only): row k of this call's B is the kNR (gemm_x2: 2*kNR) consecutive floats at
+  // b + b_off[k], any alignment, instead of a packed panel — the shifted rows of a padded input (x86/conv.cpp,
+  // the direct convolution). Null: packed panels.
+  const int64_t* b_off = nullptr;
 };
 using GemmMicroKernel = void (*)(const MicroArgs&);
 
