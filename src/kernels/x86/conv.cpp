@@ -452,15 +452,25 @@ void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const 
     for (int64_t pl = p0; pl < p1; ++pl) {
       const int64_t c = pl % C;
       const float* xc = x + pl * HW;
-      // Padded row r holds input row r - ph; phase p, column j holds input column j*sw + p - pw.
+      // Padded row r holds input row r - ph; phase p, column j holds input column j*sw + p - pw. The first plane
+      // of the chunk writes the whole padded plane; the zeros stay where they are, so later planes only write the
+      // input values (same geometry, same positions). Stride 1 only: the phase split's one-pass de-interleave
+      // (fillPhases) is as fast as copying the values alone.
+      const bool full = pl == p0;
       for (int64_t r = 0; r < dw_hp; ++r) {
         float* dr = xq + r * row_stride;
         const int64_t ih = r - g.ph;
         if (ih < 0 || ih >= g.H) {
-          std::memset(dr, 0, static_cast<size_t>(row_stride) * sizeof(float));
+          if (full) std::memset(dr, 0, static_cast<size_t>(row_stride) * sizeof(float));
           continue;
         }
-        fillPhases(xc + ih * g.W, g.W, g.pw, sw, dw_wq, dr);
+        const float* xr = xc + ih * g.W;
+        if (full || sw != 1) {
+          fillPhases(xr, g.W, g.pw, sw, dw_wq, dr);
+        } else {
+          const int64_t hi = std::min(g.W, dw_wq - g.pw);  // input columns inside the padded row
+          if (hi > 0) std::memcpy(dr + g.pw, xr, static_cast<size_t>(hi) * sizeof(float));
+        }
       }
       detail::DwPlaneArgs a;
       a.xq = xq;
