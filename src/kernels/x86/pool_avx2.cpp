@@ -82,7 +82,8 @@ void copyPlaneStride2(const PoolPlaneArgs& a) {
       _mm256_storeu_ps(ev + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8)));
       _mm256_storeu_ps(od + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xD8)));
     }
-    for (; w < a.in_w; ++w) (w % 2 ? od : ev)[w / 2] = src[w];
+    for (int64_t i = w; i < a.in_w; i += 2) ev[i / 2] = src[i];
+    for (int64_t i = w + 1; i < a.in_w; i += 2) od[i / 2] = src[i];
   }
 }
 
