@@ -3,10 +3,9 @@
 // the direct path's padded phase-split input, the depthwise padded-plane preparation, and the thread split.
 // Microkernels come from the dispatch table.
 //
-// The direct path (2-D, not 1x1): the input of each group is copied once into zero-padded planes split into
-// sh x sw phases (padded row r, column c of channel ch at ch*cs + ((r % sh) * sw + c % sw) * pp + (r / sh) * wq +
-// c / sw). Output (oh, ow) is then "virtual column" n = oh * wq + ow of a GEMM whose B row k = (ch, ki, kj) is the
-// plane shifted by a constant: B[k][n] = xq[off[k] + n]. The microkernels read those rows directly
+// The direct path (2-D, stride 1, not 1x1): the input of each group is copied once into zero-padded planes (padded
+// row r, column c of channel ch at ch*pp + r*wq + c). Output (oh, ow) is then "virtual column" n = oh * wq + ow of
+// a GEMM whose B row k = (ch, ki, kj) is the plane shifted by a constant: B[k][n] = xq[off[k] + n]. The microkernels read those rows directly
 // (MicroArgs::b_off), so nothing is packed; columns with ow >= OW are computed into a scratch C and dropped when
 // the tile is copied out. The fma sequence of every output is the reference one (k ascending, padding taps
 // multiply +0), so the bits are those of conv_ref.
@@ -197,9 +196,9 @@ struct Conv::Impl {
   std::vector<float> weights;                    // kDepthwise: [M, taps]; kRef: the original weights
   std::vector<int64_t> tap_off;                  // kDepthwise
   int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
-  // kDirect: phase planes of hq x wq (pp floats), sh * sw of them per channel (cs floats), gs floats per
-  // group's copy; nq = OH * wq virtual columns, computed up to nr (a multiple of 2 * kNR); B row offsets.
-  int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_cs = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
+  // kDirect: padded planes of hq x wq (pp floats) per channel, gs floats per group's copy; nq = OH * wq virtual
+  // columns, computed up to nr (a multiple of 2 * kNR); B row offsets.
+  int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
   std::vector<int64_t> dq_off;
   std::vector<float> dq_bias;  // per group, padded to whole kMR-row panels (zeros)
 
@@ -255,24 +254,19 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     // Direct when the dropped columns (ow >= OW, and the rounding to whole 2 * kNR tiles) cost less than
     // packing: the im2col packer writes and re-reads every B element, ~20-25% of a 3x3 conv's time. Measured on
     // Zen 4 (npuc_kernels_bench conv/*): 5-25% faster for stride-1 3x3 convs with rows of 14 and more; slower
-    // for stride 2 (its unaligned shifted loads from four phase planes cost more than packing) and for 7x7 maps.
-    im.dq_wq = std::max(g.OW + (g.KW - 1) * g.dw / g.sw, ceilDiv(g.pw + g.W, g.sw));
-    im.dq_hq = std::max(g.OH + (g.KH - 1) * g.dh / g.sh, ceilDiv(g.ph + g.H, g.sh));
+    // for stride 2 (shifted loads from four phase planes, tried, cost more than packing) and for 7x7 maps.
+    im.dq_wq = std::max(g.OW + (g.KW - 1) * g.dw, g.pw + g.W);
+    im.dq_hq = std::max(g.OH + (g.KH - 1) * g.dh, g.ph + g.H);
     im.dq_nq = g.OH * im.dq_wq;
     im.dq_nr = roundUp(im.dq_nq, 2 * kNR);
     if (static_cast<double>(im.dq_nr) <= 1.2 * static_cast<double>(roundUp(im.N, kNR))) {
       im.path = ConvPath::kDirect;
       im.dq_pp = im.dq_hq * im.dq_wq;
-      im.dq_cs = g.sh * g.sw * im.dq_pp;
-      // Reads reach cg * cs - 1 + (KW - 1) * dw / sw + (nr - nq) past the group's start (see runDirect).
-      im.dq_gs = roundUp(im.cg * im.dq_cs + (g.KW - 1) * g.dw / g.sw + (im.dq_nr - im.dq_nq) + kNR, kNR);
+      // Reads reach cg * pp - 1 + (KW - 1) * dw + (nr - nq) past the group's start.
+      im.dq_gs = roundUp(im.cg * im.dq_pp + (g.KW - 1) * g.dw + (im.dq_nr - im.dq_nq) + kNR, kNR);
       for (int64_t c = 0; c < im.cg; ++c)
         for (int64_t ki = 0; ki < g.KH; ++ki)
-          for (int64_t kj = 0; kj < g.KW; ++kj) {
-            const int64_t r = ki * g.dh, col = kj * g.dw;
-            im.dq_off.push_back(c * im.dq_cs + ((r % g.sh) * g.sw + col % g.sw) * im.dq_pp + (r / g.sh) * im.dq_wq +
-                                col / g.sw);
-          }
+          for (int64_t kj = 0; kj < g.KW; ++kj) im.dq_off.push_back(c * im.dq_pp + ki * g.dh * im.dq_wq + kj * g.dw);
       const int64_t mgp = roundUp(im.mg, kMR);
       im.dq_bias.assign(static_cast<size_t>(s.groups * mgp), 0.0f);
       for (int64_t grp = 0; grp < s.groups; ++grp)
@@ -346,31 +340,19 @@ void Conv::Impl::runDirect(const float* x, float* y, ThreadPool* pool) const {
   const GemmBlocking blk = detail::effectiveBlocking();
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t outer = s.batch * s.groups;
-  const int64_t sh = g.sh, sw = g.sw, wq = dq_wq, pp = dq_pp;
-  // 1. The padded, phase-split copy of every (image, group), owned by the calling thread, filled in parallel.
+  const int64_t wq = dq_wq, pp = dq_pp;
+  // 1. The padded copy of every (image, group), owned by the calling thread, filled in parallel.
   float* xq = detail::threadScratch(static_cast<size_t>(outer * dq_gs), 3);
   auto fill = [&](int64_t p0, int64_t p1) {
     for (int64_t pl = p0; pl < p1; ++pl) {  // pl = (image, group) * cg + channel
       const int64_t o = pl / cg, c = pl % cg;
-      float* dst = xq + o * dq_gs + c * dq_cs;
-      std::memset(dst, 0, static_cast<size_t>(dq_cs) * sizeof(float));
-      if (c == cg - 1) std::memset(dst + dq_cs, 0, static_cast<size_t>(dq_gs - cg * dq_cs) * sizeof(float));
+      float* dst = xq + o * dq_gs + c * pp;
+      std::memset(dst, 0, static_cast<size_t>(pp) * sizeof(float));
+      if (c == cg - 1) std::memset(dst + pp, 0, static_cast<size_t>(dq_gs - cg * pp) * sizeof(float));
       const int64_t b = o / s.groups, grp = o % s.groups;
       const float* src = x + (b * s.in_channels + grp * cg + c) * HW;
-      for (int64_t ih = 0; ih < g.H; ++ih) {
-        const int64_t r = ih + g.ph;
-        if (r / sh >= dq_hq) break;  // rows no output reads
-        float* row = dst + (r % sh) * sw * pp + (r / sh) * wq;
-        const float* sr = src + ih * g.W;
-        if (sw == 1) {
-          std::memcpy(row + g.pw, sr, static_cast<size_t>(g.W) * sizeof(float));
-        } else {
-          for (int64_t iw = 0; iw < g.W; ++iw) {
-            const int64_t col = iw + g.pw;
-            row[(col % sw) * pp + col / sw] = sr[iw];
-          }
-        }
-      }
+      for (int64_t ih = 0; ih < g.H; ++ih)
+        std::memcpy(dst + (ih + g.ph) * wq + g.pw, src + ih * g.W, static_cast<size_t>(g.W) * sizeof(float));
     }
   };
   const int64_t planes = outer * cg;

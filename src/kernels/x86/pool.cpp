@@ -72,6 +72,25 @@ void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool
   const float neutral = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
   const detail::PoolPlaneKernel kernel = detail::activeKernels().pool_plane;
   const int64_t in_plane = H * W, out_plane = OH * OW;
+  // AvgPool: each output's divisor (the reference's tap count), the same for every plane.
+  std::vector<float> divisor;
+  if (!is_max) {
+    divisor.resize(static_cast<size_t>(out_plane));
+    const bool inc = s.count_include_pad;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t ih0 = oh * s.sh - s.pt;
+      int64_t khl, khh;
+      detail::tapRange(ih0, s.kh, s.dh, H, khl, khh);
+      const int64_t rows_counted = inc ? detail::paddedTaps(ih0, s.kh, s.dh, H, s.pt, s.pb) : khh - khl;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t iw0 = ow * s.sw - s.pl;
+        int64_t kwl, kwh;
+        detail::tapRange(iw0, s.kw, s.dw, W, kwl, kwh);
+        const int64_t n = rows_counted * (inc ? detail::paddedTaps(iw0, s.kw, s.dw, W, s.pl, s.pr) : kwh - kwl);
+        divisor[static_cast<size_t>(oh * OW + ow)] = static_cast<float>(n);  // 0: the output is 0
+      }
+    }
+  }
   detail::parallelUnits(pool, s.planes, out_plane * s.kh * s.kw, [&](int64_t pb, int64_t pe) {
     std::vector<float> padded(static_cast<size_t>(PH * PW), neutral);
     detail::PoolPlaneArgs a;
@@ -82,27 +101,14 @@ void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool
     a.in_h = H, a.in_w = W, a.pt = s.pt, a.pl = s.pl;
     a.xp = padded.data();
     for (int64_t p = pb; p < pe; ++p) {
-      const float* xp = x + p * in_plane;
-      a.x = xp;
+      a.x = x + p * in_plane;
       a.y = y + p * out_plane;
       kernel(a);
       if (is_max) continue;
-      // Average: divide each sum by its count, as the reference does.
-      float* yp = y + p * out_plane;
-      const bool inc = s.count_include_pad;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const int64_t ih0 = oh * s.sh - s.pt;
-        int64_t khl, khh;
-        detail::tapRange(ih0, s.kh, s.dh, H, khl, khh);
-        const int64_t rows_counted = inc ? detail::paddedTaps(ih0, s.kh, s.dh, H, s.pt, s.pb) : khh - khl;
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t iw0 = ow * s.sw - s.pl;
-          int64_t kwl, kwh;
-          detail::tapRange(iw0, s.kw, s.dw, W, kwl, kwh);
-          const int64_t n = rows_counted * (inc ? detail::paddedTaps(iw0, s.kw, s.dw, W, s.pl, s.pr) : kwh - kwl);
-          float& v = yp[oh * OW + ow];
-          v = n ? v / static_cast<float>(n) : 0.0f;
-        }
+      for (int64_t i = 0; i < out_plane; ++i) {  // as the reference: sum / count, or 0 when no tap counts
+        float& v = a.y[i];
+        const float n = divisor[static_cast<size_t>(i)];
+        v = n != 0.0f ? v / n : 0.0f;
       }
     }
   });

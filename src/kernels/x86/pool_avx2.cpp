@@ -1,5 +1,6 @@
 // AVX2 plane kernel of the fast pooling (x86/pool.cpp): 8 outputs of a row per vector (plain loads: the plane is
-// split into column phases), four vectors (anywhere in the plane) in flight so the max / add chains overlap, taps combined in the reference's row-major order.
+// split into column phases), four vectors (anywhere in the plane) in flight so the max / add chains overlap, taps
+// combined in the reference's row-major order.
 // _mm256_max_ps(v, acc) is exactly `v > acc ? v : acc` (it returns its second operand when either is NaN or both
 // are zero); sums add one tap at a time. The last vector of a row is stored under a mask. Compiled with
 // -mavx2 -mfma; called only when the CPU has them.
@@ -89,13 +90,10 @@ void copyPlaneStride2(const PoolPlaneArgs& a) {
 
 template <bool kMax>
 void planeFor(const PoolPlaneArgs& a) {
+  if (a.kw > 16) return f32_pool_plane__scalar(a);  // wide windows: the portable kernel (it copies the plane too)
   if (a.sw == 2) copyPlaneStride2(a);
   else poolCopyPlane(a);
   int64_t col_off[16];
-  if (a.kw > 16) {  // wide windows: the generic portable kernel
-    f32_pool_plane__scalar(a);
-    return;
-  }
   for (int64_t kw = 0; kw < a.kw; ++kw) col_off[kw] = (kw * a.dw) % a.sw * a.phase_stride + (kw * a.dw) / a.sw;
   if (a.kh == 3 && a.kw == 3) return plane<kMax, 3, 3>(a, col_off);
   if (a.kh == 2 && a.kw == 2) return plane<kMax, 2, 2>(a, col_off);
