@@ -15,6 +15,8 @@
 #include "support/fp16.hpp"
 #include "support/thread_pool.hpp"
 
+#include "scratch_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,16 +35,10 @@ namespace {
 const std::string kModel = std::string(NPUC_SOURCE_DIR) + "/tests/data/aipp/aipp_net.onnx";
 constexpr int64_t kMaxSrc = 64 * 48 * 3 / 2;  // the dynamic configuration's max_src_image_size
 
-/// A path in a folder of the running test's own: ctest runs tests in parallel, and they write the same file names.
-fs::path scratch(const std::string& name) {
-  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path d = fs::path(NPUC_BINARY_DIR) / "test_packages" / "aipp" / (std::string(t->test_suite_name()) + "." + t->name()) / name;
-  fs::create_directories(d.parent_path());
-  return d;
-}
+using npuc::test::scratchPath;
 
 fs::path writeText(const std::string& name, const std::string& text) {
-  fs::path p = scratch(name);
+  fs::path p = scratchPath(name);
   std::ofstream(p) << text;
   return p;
 }
@@ -232,7 +228,7 @@ TranslateResult translateWith(const std::string& prefix, const fs::path& cfg, co
   o.prefix = prefix;
   o.onnx = kModel;
   o.target = target;
-  o.out_root = scratch("out");
+  o.out_root = scratchPath("out");
   o.aipp = cfg;
   TranslateResult r = translate(o);
   EXPECT_TRUE(r.ok) << prefix;

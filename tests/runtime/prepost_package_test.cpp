@@ -12,6 +12,8 @@
 #include "npuc/runtime.hpp"
 #include "support/fp16.hpp"
 
+#include "scratch_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,16 +28,10 @@ namespace {
 const std::string kSrc = NPUC_SOURCE_DIR;
 const std::string kExamples = kSrc + "/tests/data/prepost/examples/";
 
-fs::path scratchDir(const std::string& name) {
-  fs::path d = fs::path(NPUC_BINARY_DIR) / "test_packages" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using npuc::test::scratchDir;
 
 fs::path writeText(const std::string& name, const std::string& text) {
-  fs::path p = fs::path(NPUC_BINARY_DIR) / "test_packages" / name;
-  fs::create_directories(p.parent_path());
+  fs::path p = npuc::test::scratchPath(name);
   std::ofstream(p) << text;
   return p;
 }

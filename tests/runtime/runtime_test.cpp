@@ -5,6 +5,8 @@
 #include "npuc/runtime.hpp"
 #include "plan/addrmap.hpp"
 
+#include "scratch_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,12 +24,7 @@ namespace {
 
 const std::string kSrc = NPUC_SOURCE_DIR;
 
-fs::path scratchDir(const std::string& name) {
-  fs::path d = fs::path(NPUC_BINARY_DIR) / "test_packages" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using npuc::test::scratchDir;
 
 TranslateResult translateTo(const fs::path& onnx, const std::string& target, const fs::path& root, const std::string& prefix,
                             bool reuse = false) {
