@@ -57,7 +57,7 @@ class Conv {
   Conv(const Conv&) = delete;
   Conv& operator=(const Conv&) = delete;
   void run(const float* x, float* y, ThreadPool* pool) const;
-  /// "im2col_gemm_avx2", "depthwise_avx2", "ref", … for logs and benchmarks.
+  /// "im2col_gemm_avx2", "depthwise_blocked_avx2", "ref", … for logs and benchmarks.
   const char* variant() const;
   struct Impl;
 

@@ -5,6 +5,7 @@
 #include "test_util.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace npuc::kernels {
 namespace {
@@ -266,7 +267,7 @@ TEST(Conv, DepthwiseRandomBitExact) {
   std::mt19937 rng(13);
   for (int iter = 0; iter < 120; ++iter) {
     const ConvShape s = randomConvShape(rng, 2, true);
-    expectConvMatches(s, rng, test::activationFor(iter), iter % 3 != 0, "depthwise_avx2");
+    expectConvMatches(s, rng, test::activationFor(iter), iter % 3 != 0, "depthwise_blocked_avx2");
   }
 }
 
@@ -287,10 +288,47 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(1, 3, 16, 1, 30, 30, 7, 7, 2, 1, 3), rng, relu, false);
   expectConvMatches(shape2d(1, 16, 32, 1, 20, 20, 1, 1, 2, 1, 0), rng, {}, true);
   expectConvMatches(shape2d(1, 300, 13, 1, 7, 7, 3, 3, 1, 1, 1), rng, relu6, true);  // K = 2700: many k-blocks
-  expectConvMatches(shape2d(1, 24, 24, 24, 28, 28, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_avx2");
-  expectConvMatches(shape2d(1, 16, 16, 16, 57, 57, 3, 3, 2, 1, 1), rng, relu6, true, "depthwise_avx2");
-  expectConvMatches(shape2d(1, 8, 8, 8, 20, 130, 5, 5, 2, 1, 2), rng, relu6, false, "depthwise_avx2");
+  expectConvMatches(shape2d(1, 24, 24, 24, 28, 28, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(1, 16, 16, 16, 57, 57, 3, 3, 2, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(1, 8, 8, 8, 20, 130, 5, 5, 2, 1, 2), rng, relu6, false, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(1, 32, 32, 32, 112, 112, 3, 3, 2, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(1, 20, 20, 20, 7, 7, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(1, 6, 6, 6, 40, 67, 4, 4, 2, 1, 2), rng, relu, true, "depthwise_blocked_avx2");  // even kw
+  expectConvMatches(shape2d(1, 6, 6, 6, 30, 50, 3, 3, 3, 1, 1), rng, relu, true, "depthwise_blocked_avx2");
+  // Channel blocks of 8 with a partial last block; rows narrower than 8 (plane >= 8 and < 8); dilation.
+  expectConvMatches(shape2d(2, 11, 11, 11, 5, 5, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(1, 9, 9, 9, 2, 3, 3, 3, 1, 1, 1), rng, relu, true, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(1, 17, 17, 17, 19, 21, 3, 3, 2, 2, 2), rng, relu, false, "depthwise_blocked_avx2");
   expectConvMatches(shape2d(2, 6, 12, 3, 10, 10, 3, 3, 1, 2, 2), rng, relu, true, "im2col_gemm_avx2");
+}
+
+// Depthwise kernels multiply padding in as +0 like the reference: a -0 bias stays -0 only where every product is
+// -0, an infinite weight times a padding zero is NaN. Inputs and weights drawn from signed zeros, ±1, ±inf, NaN.
+TEST(Conv, DepthwiseSpecialValues) {
+  std::mt19937 rng(16);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float choices[] = {0.0f, -0.0f, 0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan};
+  for (int64_t st : {1, 2}) {
+    for (bool special_w : {false, true}) {
+      const ConvShape s = shape2d(1, 5, 5, 5, 9, 21, 3, 3, st, 1, 1);
+      std::vector<float> x(static_cast<size_t>(5 * 9 * 21)), w(5 * 9), b(5, -0.0f);
+      for (auto& v : x) v = choices[rng() % (special_w ? 6 : 9)];
+      for (auto& v : w) v = special_w ? choices[rng() % 9] : (rng() % 2 ? 0.5f : -0.5f);
+      std::vector<float> want(static_cast<size_t>(5 * s.out_spatial[0] * s.out_spatial[1]));
+      conv_ref(s, x.data(), w.data(), b.data(), {}, want.data());
+      test::VariantGuard guard;
+      const Conv conv(s, w.data(), b.data(), {});
+      for (const char* isa : {"avx512", "avx2", "portable"}) {
+        forceKernelIsa(isa);
+        std::vector<float> got(want.size(), 7.0f);
+        conv.run(x.data(), got.data(), nullptr);
+        // A NaN result's sign and payload are not specified (docs/numerics.md): NaN where the reference has NaN.
+        for (size_t i = 0; i < want.size(); ++i)
+          if (std::isnan(want[i]) && std::isnan(got[i])) got[i] = want[i];
+        EXPECT_EQ(firstBitMismatch(got, want), -1) << "stride " << st << " " << isa << " " << conv.variant();
+      }
+    }
+  }
 }
 
 TEST(Conv, KernelLargerThanInputAndZeroDepth) {

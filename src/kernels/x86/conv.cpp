@@ -196,6 +196,8 @@ struct Conv::Impl {
   std::vector<float> weights;                    // kDepthwise: [M, taps]; kRef: the original weights
   std::vector<int64_t> tap_off;                  // kDepthwise
   int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
+  std::vector<float> dw_wblk, dw_bblk;           // kDepthwise, channel-blocked: [C/8][taps][8], [C/8][8]
+  int64_t dw_bwp = 0, dw_bhp = 0;                // kDepthwise, channel-blocked: padded block geometry
   // kDirect: padded planes of hq x wq (pp floats) per channel, gs floats per group's copy; nq = OH * wq virtual
   // columns, computed up to nr (a multiple of 2 * kNR); B row offsets.
   int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
@@ -205,6 +207,7 @@ struct Conv::Impl {
   void runDirect(const float* x, float* y, ThreadPool* pool) const;
   void runGemm(const float* x, float* y, ThreadPool* pool) const;
   void runDepthwise(const float* x, float* y, ThreadPool* pool) const;
+  void runDepthwiseBlocked(const float* x, float* y, ThreadPool* pool) const;
 };
 
 Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act)
@@ -242,6 +245,17 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
         im.tap_off.push_back(ki * g.dh * g.sw * im.dw_wq + (col % g.sw) * im.dw_wq + col / g.sw);
       }
     }
+    // Channel-blocked form: 8 channels interleaved, rows and columns covering every tap (and the output row's
+    // last whole vector of 8 pixels) and every input element.
+    const int64_t blocks = ceilDiv(s.out_channels, 8);
+    im.dw_wblk.assign(static_cast<size_t>(blocks * taps * 8), 0.0f);
+    im.dw_bblk.assign(static_cast<size_t>(blocks * 8), 0.0f);
+    for (int64_t c = 0; c < s.out_channels; ++c) {
+      for (int64_t t = 0; t < taps; ++t) im.dw_wblk[static_cast<size_t>(((c / 8) * taps + t) * 8 + c % 8)] = w[c * taps + t];
+      if (bias != nullptr) im.dw_bblk[static_cast<size_t>(c)] = bias[c];
+    }
+    im.dw_bhp = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
+    im.dw_bwp = std::max((roundUp(g.OW, 8) - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
     return;
   }
   im.path = ConvPath::kGemm;
@@ -285,7 +299,7 @@ const char* Conv::variant() const {
   switch (impl_->path) {
     case ConvPath::kDirect: return avx512 ? "direct_gemm_avx512" : avx2 ? "direct_gemm_avx2" : "direct_gemm_portable";
     case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
-    case ConvPath::kDepthwise: return avx512 || avx2 ? "depthwise_avx2" : "depthwise_portable";
+    case ConvPath::kDepthwise: return avx512 || avx2 ? "depthwise_blocked_avx2" : "depthwise_portable";
     case ConvPath::kRef: break;
   }
   return "ref";
@@ -424,7 +438,45 @@ void Conv::Impl::runDirect(const float* x, float* y, ThreadPool* pool) const {
   else body(0, tasks);
 }
 
+void Conv::Impl::runDepthwiseBlocked(const float* x, float* y, ThreadPool* pool) const {
+  const detail::KernelTable& kt = detail::activeKernels();
+  const int64_t C = s.in_channels;
+  const int64_t blocks = ceilDiv(C, 8);
+  const int64_t taps = static_cast<int64_t>(tap_off.size());
+  const size_t block_floats = static_cast<size_t>(dw_bhp * dw_bwp * 8);
+  auto body = [&](int64_t t0, int64_t t1) {
+    float* xt = detail::threadScratch(block_floats, 1);
+    // The first block of the chunk zeroes the padding; later blocks overwrite only the input positions.
+    std::memset(xt, 0, block_floats * sizeof(float));
+    detail::DwPackArgs pk;
+    pk.x_plane = HW, pk.in_h = g.H, pk.in_w = g.W, pk.xt = xt, pk.wp = dw_bwp, pk.ph = g.ph, pk.pw = g.pw;
+    detail::DwBlockArgs a;
+    a.xt = xt, a.wp = dw_bwp, a.kh = g.KH, a.kw = g.KW, a.sh = g.sh, a.sw = g.sw, a.dh = g.dh, a.dw = g.dw;
+    a.out_h = g.OH, a.out_w = g.OW, a.act = &act, a.y_plane = N;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / blocks, b = t % blocks, c0 = b * 8;
+      const int ch = static_cast<int>(std::min<int64_t>(8, C - c0));
+      pk.x = x + (n * C + c0) * HW, pk.channels = ch;
+      kt.dwconv_pack8(pk);
+      a.w = dw_wblk.data() + b * taps * 8, a.bias = dw_bblk.data() + b * 8;
+      a.y = y + (n * C + c0) * N, a.channels = ch;
+      kt.dwconv_block8(a);
+    }
+  };
+  const int64_t tasks = s.batch * blocks;
+  const int threads = pool != nullptr ? pool->size() : 1;
+  if (pool != nullptr && threads > 1 && tasks > 1) {
+    pool->parallelFor(tasks, body, std::max<int64_t>(1, tasks / (4 * threads)));
+  } else {
+    body(0, tasks);
+  }
+}
+
 void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const {
+  if (detail::activeKernels().dwconv_block8 != nullptr) {
+    runDepthwiseBlocked(x, y, pool);
+    return;
+  }
   const detail::DwPlaneKernel kern = detail::activeKernels().dwconv;
   const int64_t C = s.in_channels;
   const int64_t sw = g.sw;

@@ -72,6 +72,34 @@ struct DwPlaneArgs {
 };
 using DwPlaneKernel = void (*)(const DwPlaneArgs&);
 
+/// Channel-blocked depthwise (x86/dwconv_block_avx2.cpp). A block holds 8 channels interleaved: padded row r,
+/// column c, lane l (channel c0 + l) at xt[(r * wp + c) * 8 + l], 32-byte aligned.
+/// Pack: copies the `channels` (1..8) input planes x + l * x_plane (in_h x in_w) into rows ph.., columns pw.. of
+/// xt; the margins are left as they are (the driver zeroes them).
+struct DwPackArgs {
+  const float* x = nullptr;
+  int64_t x_plane = 0, in_h = 0, in_w = 0;
+  int channels = 8;
+  float* xt = nullptr;
+  int64_t wp = 0, ph = 0, pw = 0;
+};
+using DwPackKernel = void (*)(const DwPackArgs&);
+/// Block: output (oh, ow) of lane l = act(bias[l] + sum over taps t = (ki, kj) in row-major order of w[t*8 + l] *
+/// xt at padded row oh*sh + ki*dh, column ow*sw + kj*dw), stored at y[l * y_plane + oh * out_w + ow] for
+/// l < channels. Reads columns up to (roundup(out_w, 8) - 1) * sw + (kw - 1) * dw of each row.
+struct DwBlockArgs {
+  const float* xt = nullptr;
+  int64_t wp = 0;
+  const float* w = nullptr;     // taps x 8
+  const float* bias = nullptr;  // 8
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, out_h = 0, out_w = 0;
+  const Activation* act = nullptr;
+  float* y = nullptr;
+  int64_t y_plane = 0;
+  int channels = 8;
+};
+using DwBlockKernel = void (*)(const DwBlockArgs&);
+
 /// Plain geometry of a transposed convolution, padded to 3 spatial dims, with per-dim tap lists: the taps that
 /// hit an input element for output coordinate o along dim d are entries [tap_begin[d][o], tap_begin[d][o+1]) of
 /// tap_k[d] (kernel index, ascending) and tap_in[d] (the input index it reads).
@@ -122,7 +150,9 @@ struct KernelTable {
   GemmMicroKernel gemm_x2;  // kMR x 2*kNR tiles over two adjacent packed B panels (b, b + kc*kNR; kColBias:
                             // 2*kNR values); null when the table has none
   GemmMicroKernel gemm_n8;  // kMR x 8 tiles: the first 8 columns of each packed B panel (kColBias: 8 values)
-  DwPlaneKernel dwconv;
+  DwPlaneKernel dwconv;          // depthwise over padded planes: tables without the channel-blocked pair
+  DwPackKernel dwconv_pack8;     // channel-blocked depthwise; both null when the table has none
+  DwBlockKernel dwconv_block8;
   DeconvKernel deconv;
   GemmMicroKernel gemm_cols;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed;
@@ -151,8 +181,9 @@ void f32_gemm__avx2_6x16(const MicroArgs& p);
 void f32_gemm__scalar_6x16(const MicroArgs& p);
 void f32_gemm__avx2_6x8(const MicroArgs& p);
 void f32_gemm__scalar_6x8(const MicroArgs& p);
-void f32_dwconv2d__avx2(const DwPlaneArgs& p);
 void f32_dwconv2d__scalar(const DwPlaneArgs& p);
+void f32_dwconv_pack8__avx2(const DwPackArgs& p);
+void f32_dwconv_block8__avx2(const DwBlockArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
 void f32_pool_plane__avx2(const PoolPlaneArgs& p);
 void f32_pool_plane__scalar(const PoolPlaneArgs& p);
