@@ -393,26 +393,38 @@ void maxPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool)
 
 void avgPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) { pool2d<false>(s, x, y, pool); }
 
-void globalMaxPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool) {
+// Global pooling: each plane reduced in index order, eight planes side by side so the eight dependency chains
+// overlap (the sum of one plane is a serial chain of adds: alone it runs at the add latency).
+template <class Step>
+void globalReduce(int64_t planes, int64_t size, const float* x, float* y, float init, Step step, ThreadPool* pool) {
   parallelUnits(pool, planes, size, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
+    int64_t p = b;
+    for (; p + 8 <= e; p += 8) {
+      float acc[8];
+      for (float& a : acc) a = init;
       const float* xp = x + p * size;
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t i = 0; i < size; ++i) m = xp[i] > m ? xp[i] : m;
-      y[p] = m;
+      for (int64_t i = 0; i < size; ++i) {
+        for (int k = 0; k < 8; ++k) acc[k] = step(acc[k], xp[k * size + i]);
+      }
+      for (int k = 0; k < 8; ++k) y[p + k] = acc[k];
+    }
+    for (; p < e; ++p) {
+      const float* xp = x + p * size;
+      float a = init;
+      for (int64_t i = 0; i < size; ++i) a = step(a, xp[i]);
+      y[p] = a;
     }
   });
 }
 
+void globalMaxPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool) {
+  globalReduce(planes, size, x, y, -std::numeric_limits<float>::infinity(),
+               [](float m, float v) { return v > m ? v : m; }, pool);
+}
+
 void globalAvgPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool) {
-  parallelUnits(pool, planes, size, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      const float* xp = x + p * size;
-      float s = 0.0f;
-      for (int64_t i = 0; i < size; ++i) s += xp[i];
-      y[p] = s / static_cast<float>(size);
-    }
-  });
+  globalReduce(planes, size, x, y, 0.0f, [](float s, float v) { return s + v; }, pool);
+  for (int64_t p = 0; p < planes; ++p) y[p] /= static_cast<float>(size);
 }
 
 // ---------------------------------------------------------------------------------------------------------
