@@ -1,6 +1,7 @@
 // Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (direct GEMM, im2col
 // GEMM, depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
-// the direct path's padded phase-split input, the depthwise padded-plane preparation, and the thread split.
+// the direct path's padded phase-split input, the depthwise paths (channel blocks of 8 for the AVX tables, padded
+// planes for the portable one), and the thread split.
 // Microkernels come from the dispatch table.
 //
 // The direct path (2-D, stride 1, not 1x1): the input of each group is copied once into zero-padded planes (padded
