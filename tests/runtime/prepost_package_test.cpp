@@ -12,6 +12,7 @@
 #include "npuc/runtime.hpp"
 #include "support/fp16.hpp"
 
+#include "package_checks.hpp"
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -28,6 +29,7 @@ namespace {
 const std::string kSrc = NPUC_SOURCE_DIR;
 const std::string kExamples = kSrc + "/tests/data/prepost/examples/";
 
+using npuc::test::cosine;
 using npuc::test::scratchDir;
 
 fs::path writeText(const std::string& name, const std::string& text) {
@@ -179,13 +181,6 @@ TranslateResult translateWith(const Case& c, const std::string& target) {
   o.out_root = scratchDir(target + "_pp_" + c.name);
   o.prepost = definitionOf(c);
   return translate(o);
-}
-
-double cosine(const Tensor& a, const Tensor& b) {
-  auto x = a.toDouble(), y = b.toDouble();
-  double xy = 0, xx = 0, yy = 0;
-  for (size_t i = 0; i < x.size(); ++i) xy += x[i] * y[i], xx += x[i] * x[i], yy += y[i] * y[i];
-  return xx == 0 && yy == 0 ? 1.0 : xy / std::sqrt(xx * yy);
 }
 
 class PrePostPackage : public ::testing::TestWithParam<Case> {};

@@ -5,6 +5,7 @@
 #include "npuc/runtime.hpp"
 #include "plan/addrmap.hpp"
 
+#include "package_checks.hpp"
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ namespace {
 
 const std::string kSrc = NPUC_SOURCE_DIR;
 
+using npuc::test::cosine;
 using npuc::test::scratchDir;
 
 TranslateResult translateTo(const fs::path& onnx, const std::string& target, const fs::path& root, const std::string& prefix,
@@ -43,13 +45,6 @@ Tensor randomInput(const Shape& s, uint32_t seed) {
   std::normal_distribution<float> d(0.0f, 1.0f);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
   return t;
-}
-
-double cosine(const Tensor& a, const Tensor& b) {
-  auto x = a.toDouble(), y = b.toDouble();
-  double xy = 0, xx = 0, yy = 0;
-  for (size_t i = 0; i < x.size(); ++i) xy += x[i] * y[i], xx += x[i] * x[i], yy += y[i] * y[i];
-  return xx == 0 && yy == 0 ? 1.0 : xy / std::sqrt(xx * yy);
 }
 
 /// Runs a package in one mode, recording every layer's output bytes.
