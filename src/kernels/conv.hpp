@@ -15,6 +15,7 @@
 #pragma once
 
 #include "kernels/activation.hpp"
+#include "kernels/convert.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -57,6 +58,11 @@ class Conv {
   Conv(const Conv&) = delete;
   Conv& operator=(const Conv&) = delete;
   void run(const float* x, float* y, ThreadPool* pool) const;
+  /// The same over float16 and/or float32 tensors (fp16 packages): the bits of f32ToF16_ref(run(f16ToF32_ref(x)))
+  /// for a float16 x and y (activation before the rounding). The fast paths convert as they read and write
+  /// (depthwise, direct, 1x1; a float16 output of every GEMM path is rounded tile by tile); the others widen the
+  /// whole input first.
+  void run(const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) const;
   /// "im2col_gemm_avx2", "depthwise_blocked_avx2", "ref", … for logs and benchmarks.
   const char* variant() const;
   struct Impl;

@@ -14,6 +14,10 @@ class ThreadPool;
 
 namespace npuc::kernels {
 
+/// How a tensor a kernel reads or writes is stored: float32, or float16 (fp16 packages: widened exactly as it is
+/// read; results rounded once, to nearest even, as they are written — f32ToF16_ref's bits).
+enum class Storage : uint8_t { kF32, kF16 };
+
 void f16ToF32_ref(const uint16_t* x, float* y, int64_t n);
 /// y = floatToHalf(applyActivation(x, act)).
 void f32ToF16_ref(const float* x, uint16_t* y, int64_t n, const Activation& act);

@@ -261,6 +261,9 @@ struct Runtime::Impl {
     return s;
   }
 
+  static kernels::Storage storageOf(const package::TensorRef& r) {
+    return r.type == ElemType::kF16 ? kernels::Storage::kF16 : kernels::Storage::kF32;
+  }
   const float* inF(Step& s, int i) {
     const package::TensorRef& r = s.d->in(i);
     if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
@@ -405,10 +408,12 @@ struct Runtime::Impl {
     size_t es = package::elemSize(d.out(0).type);
     switch (d.kind) {
       case LayerKind::kConv: {
-        const float* x = inF(s, 0);
-        float* y = outF(s);
-        if (s.conv) s.conv->run(x, y, pool);
-        else kernels::conv_exact(s.cs, x, s.w, s.bias, s.act, y);
+        if (s.conv) {
+          // The fast kernels read and write float16 storage themselves (no whole-tensor conversion passes).
+          s.conv->run(s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool);
+          return;
+        }
+        kernels::conv_exact(s.cs, inF(s, 0), s.w, s.bias, s.act, outF(s));
         break;
       }
       case LayerKind::kConvTranspose: {

@@ -2,6 +2,7 @@
 // GEMM, depthwise, 3-D reference path) and conv_transpose against the references bit for bit.
 #include "kernels/conv.hpp"
 
+#include "support/fp16.hpp"
 #include "test_util.hpp"
 
 #include <cmath>
@@ -157,6 +158,45 @@ TEST(ConvTransposeRef, MatchesDoubleScatter) {
   }
 }
 
+// float16 storage (fp16 packages): every mix of float16 and float32 input and output, under every configuration,
+// against the reference on the widened input, rounded once.
+void expectFloat16StorageMatches(const Conv& conv, const ConvShape& s, const std::vector<float>& x,
+                                 const std::vector<float>& w, const float* b, const Activation& act,
+                                 const test::VariantGuard& guard, const std::string& desc) {
+  const int64_t nx = static_cast<int64_t>(x.size());
+  const int64_t ny = s.batch * s.out_channels * numel(s.out_spatial);
+  std::vector<uint16_t> xh(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xh[i] = floatToHalf(x[i]);
+  std::vector<float> xw(x.size()), ref_w(static_cast<size_t>(ny)), ref_x(static_cast<size_t>(ny));
+  f16ToF32_ref(xh.data(), xw.data(), nx);
+  conv_ref(s, xw.data(), w.data(), b, act, ref_w.data());  // float16 input
+  conv_ref(s, x.data(), w.data(), b, act, ref_x.data());   // float32 input
+  std::vector<uint16_t> ref_wh(ref_w.size()), ref_xh(ref_x.size());
+  f32ToF16_ref(ref_w.data(), ref_wh.data(), ny, {});
+  f32ToF16_ref(ref_x.data(), ref_xh.data(), ny, {});
+  for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+    forceKernelIsa(cfg.isa);
+    setGemmBlocking(cfg.blocking);
+    ThreadPool* pool = test::poolFor(cfg.threads);
+    for (const bool in16 : {true, false}) {
+      const void* in = in16 ? static_cast<const void*>(xh.data()) : static_cast<const void*>(x.data());
+      const Storage xs = in16 ? Storage::kF16 : Storage::kF32;
+      std::vector<uint16_t> yh(static_cast<size_t>(ny), 0x5555);
+      conv.run(in, xs, yh.data(), Storage::kF16, pool);
+      const std::vector<uint16_t>& want = in16 ? ref_wh : ref_xh;
+      const auto bad = std::mismatch(yh.begin(), yh.end(), want.begin());
+      ASSERT_TRUE(bad.first == yh.end()) << desc << " " << cfg.name() << (in16 ? " f16->f16" : " f32->f16") << " at "
+                                         << (bad.first - yh.begin()) << ": " << *bad.first << " vs " << *bad.second;
+      if (in16) {
+        std::vector<float> y(static_cast<size_t>(ny), 7.0f);
+        conv.run(in, xs, y.data(), Storage::kF32, pool);
+        const int64_t at = firstBitMismatch(ref_w, y);
+        ASSERT_EQ(at, -1) << desc << " " << cfg.name() << " f16->f32 at " << at;
+      }
+    }
+  }
+}
+
 // Runs Conv under every configuration and compares bits with conv_ref.
 void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& act, bool with_bias,
                        const char* expect_variant = nullptr) {
@@ -196,6 +236,7 @@ void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& 
     const int64_t bad = firstBitMismatch(ref, y);
     ASSERT_EQ(bad, -1) << desc << " " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << ref[bad];
   }
+  expectFloat16StorageMatches(conv, s, x, w, b, act, guard, desc);
 }
 
 ConvShape randomConvShape(std::mt19937& rng, int rank, bool depthwise) {
@@ -327,6 +368,45 @@ TEST(Conv, DepthwiseSpecialValues) {
           if (std::isnan(want[i]) && std::isnan(got[i])) got[i] = want[i];
         EXPECT_EQ(firstBitMismatch(got, want), -1) << "stride " << st << " " << isa << " " << conv.variant();
       }
+    }
+  }
+}
+
+// float16 storage with special values: signalling and quiet NaNs, infinities, the largest half, subnormals, and
+// results that overflow float16 (rounded to ±inf) — through the depthwise, direct, 1x1 and im2col paths.
+TEST(Conv, Float16StorageSpecialValues) {
+  std::mt19937 rng(17);
+  const uint16_t choices[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x0001, 0x83ff,
+                              0x7c00, 0xfc00, 0x7e00, 0x7d01, 0x4800, 0x5a00, 0x3555, 0xc123};
+  const ConvShape shapes[] = {shape2d(1, 9, 9, 9, 9, 21, 3, 3, 1, 1, 1), shape2d(1, 9, 9, 9, 9, 21, 3, 3, 2, 1, 1),
+                              shape2d(1, 6, 10, 1, 15, 16, 3, 3, 1, 1, 1), shape2d(1, 6, 10, 1, 15, 16, 1, 1, 1, 1, 0),
+                              shape2d(1, 6, 10, 1, 15, 16, 3, 3, 2, 1, 1)};
+  for (const ConvShape& s : shapes) {
+    const int64_t nx = s.in_channels * numel(s.in_spatial), ny = s.out_channels * numel(s.out_spatial);
+    std::vector<uint16_t> xh(static_cast<size_t>(nx));
+    for (auto& v : xh) v = rng() % 4 == 0 ? choices[rng() % 16] : floatToHalf(static_cast<float>(rng() % 200) - 100.0f);
+    std::vector<float> w(static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * numel(s.kernel)));
+    for (auto& v : w) v = rng() % 2 ? 700.0f : -0.5f;  // 700 * 100 overflows float16
+    std::vector<float> xw(xh.size()), ref(static_cast<size_t>(ny));
+    f16ToF32_ref(xh.data(), xw.data(), nx);
+    conv_ref(s, xw.data(), w.data(), nullptr, {}, ref.data());
+    std::vector<uint16_t> want(ref.size());
+    f32ToF16_ref(ref.data(), want.data(), ny, {});
+    test::VariantGuard guard;
+    const Conv conv(s, w.data(), nullptr, {});
+    for (const char* isa : {"avx512", "avx2", "portable"}) {
+      forceKernelIsa(isa);
+      std::vector<uint16_t> got(want.size(), 0x5555);
+      conv.run(xh.data(), Storage::kF16, got.data(), Storage::kF16, nullptr);
+      size_t infs = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        infs += (want[i] & 0x7fff) == 0x7c00;
+        // NaN results' sign and payload are not specified (docs/numerics.md): NaN where the reference has NaN.
+        const bool nan_want = (want[i] & 0x7fff) > 0x7c00, nan_got = (got[i] & 0x7fff) > 0x7c00;
+        ASSERT_TRUE(nan_want ? nan_got : got[i] == want[i])
+            << conv.variant() << " " << isa << " at " << i << ": " << got[i] << " vs " << want[i];
+      }
+      EXPECT_GT(infs, 0u) << "the case should overflow float16 somewhere";
     }
   }
 }

@@ -103,11 +103,20 @@ struct Im2colPacker {
   const Geom2* g;
   const float* xg;  // first input channel of the group
   bool pointwise;   // 1x1, stride 1, no padding: B rows are input channel rows
+  const uint16_t* xgh = nullptr;  // pointwise only: the group's input in float16 instead of xg (widened here)
 
   void operator()(int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* dst) const {
     const int64_t hw = g->H * g->W;
     const int64_t kk = g->KH * g->KW;
     if (pointwise) {
+      if (xgh != nullptr) {
+        float* row = detail::threadScratch(static_cast<size_t>(nc), 1);
+        for (int64_t kl = 0; kl < kc; ++kl) {
+          f16ToF32(xgh + (k0 + kl) * hw + n0, row, nc, nullptr);
+          scatterRow(row, nc, kl, kc, dst);
+        }
+        return;
+      }
       for (int64_t kl = 0; kl < kc; ++kl) scatterRow(xg + (k0 + kl) * hw + n0, nc, kl, kc, dst);
       return;
     }
@@ -205,10 +214,18 @@ struct Conv::Impl {
   std::vector<int64_t> dq_off;
   std::vector<float> dq_bias;  // per group, padded to whole kMR-row panels (zeros)
 
-  void runDirect(const float* x, float* y, ThreadPool* pool) const;
-  void runGemm(const float* x, float* y, ThreadPool* pool) const;
+  // The tensors of one run: x or xh (float16), y or yh (float16).
+  struct Io {
+    const float* x = nullptr;
+    const uint16_t* xh = nullptr;
+    float* y = nullptr;
+    uint16_t* yh = nullptr;
+  };
+  void run(const Io& io, ThreadPool* pool) const;
+  void runDirect(const Io& io, ThreadPool* pool) const;
+  void runGemm(Io io, ThreadPool* pool) const;
   void runDepthwise(const float* x, float* y, ThreadPool* pool) const;
-  void runDepthwiseBlocked(const float* x, float* y, ThreadPool* pool) const;
+  void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;
 };
 
 Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act)
@@ -306,7 +323,16 @@ const char* Conv::variant() const {
   return "ref";
 }
 
-void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
+void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
+  if (io.xh != nullptr && !pointwise) {
+    // im2col reads every input element once per tap: widen the input once instead.
+    const int64_t n = s.batch * s.in_channels * HW;
+    float* xw = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(n, 1)), 4);
+    f16ToF32(io.xh, xw, n, pool);
+    io.x = xw;
+    io.xh = nullptr;
+  }
+  const float* x = io.x;
   const detail::KernelTable& kt = detail::activeKernels();
   const GemmBlocking blk = detail::effectiveBlocking();
   const int threads = pool != nullptr ? pool->size() : 1;
@@ -318,7 +344,7 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
     // Tasks split along M would each build the same im2col B: pack it once, in parallel, before.
     pre.panels = ceilDiv(N, kNR);
     float* dst = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(K, 1) * pre.panels * kNR), 3);
-    detail::prepackB(Im2colPacker{&g, x, pointwise}, K, N, blk, pool, dst);
+    detail::prepackB(Im2colPacker{&g, x, pointwise, io.xh}, K, N, blk, pool, dst);
     pre.data = dst;
   }
   auto body = [&](int64_t t0, int64_t t1) {
@@ -327,19 +353,33 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
       const int64_t b = o / s.groups, grp = o % s.groups;
       const int64_t mt = r / split.n_tasks, nt = r % split.n_tasks;
       const int64_t m0 = mt * split.m_chunk, n0 = nt * split.n_chunk;
+      const int64_t m1 = std::min(mg, m0 + split.m_chunk), n1 = std::min(N, n0 + split.n_chunk);
       detail::GemmOut out;
       out.tall = detail::tallTiles(N);
-      out.c = y + (b * s.out_channels + grp * mg) * N;
-      out.ldc = N;
+      if (io.yh != nullptr) {
+        // float16 output: the task's results in its own float32 tile, rounded into y once they are final.
+        out.c = detail::threadScratch(static_cast<size_t>(std::max<int64_t>((m1 - m0) * (n1 - n0), 1)), 5);
+        out.ldc = n1 - n0;
+        out.m0 = m0;
+        out.n0 = n0;
+      } else {
+        out.c = io.y + (b * s.out_channels + grp * mg) * N;
+        out.ldc = N;
+      }
       if (!bias.empty()) {
         out.bias = bias.data() + grp * mg;
         out.bias_kind = BiasKind::kPerRow;
       }
       out.act = act;
-      const Im2colPacker packer{&g, x + (b * s.in_channels + grp * cg) * HW, pointwise};
-      detail::gemmBlock(packed[static_cast<size_t>(grp)]->impl().data.data(), mg, K, m0,
-                        std::min(mg, m0 + split.m_chunk), n0, std::min(N, n0 + split.n_chunk), packer, out, kt, blk,
-                        pre);
+      const int64_t xoff = (b * s.in_channels + grp * cg) * HW;
+      const Im2colPacker packer{&g, io.xh != nullptr ? nullptr : x + xoff, pointwise,
+                                io.xh != nullptr ? io.xh + xoff : nullptr};
+      detail::gemmBlock(packed[static_cast<size_t>(grp)]->impl().data.data(), mg, K, m0, m1, n0, n1, packer, out, kt,
+                        blk, pre);
+      if (io.yh != nullptr) {
+        for (int64_t m = m0; m < m1; ++m)
+          f32ToF16(out.at(m, n0), io.yh + (b * s.out_channels + grp * mg + m) * N + n0, n1 - n0, Activation{}, nullptr);
+      }
     }
   };
   const int64_t tasks = outer * per_outer;
@@ -350,7 +390,7 @@ void Conv::Impl::runGemm(const float* x, float* y, ThreadPool* pool) const {
   }
 }
 
-void Conv::Impl::runDirect(const float* x, float* y, ThreadPool* pool) const {
+void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
   const detail::KernelTable& kt = detail::activeKernels();
   const GemmBlocking blk = detail::effectiveBlocking();
   const int threads = pool != nullptr ? pool->size() : 1;
@@ -365,9 +405,12 @@ void Conv::Impl::runDirect(const float* x, float* y, ThreadPool* pool) const {
       std::memset(dst, 0, static_cast<size_t>(pp) * sizeof(float));
       if (c == cg - 1) std::memset(dst + pp, 0, static_cast<size_t>(dq_gs - cg * pp) * sizeof(float));
       const int64_t b = o / s.groups, grp = o % s.groups;
-      const float* src = x + (b * s.in_channels + grp * cg + c) * HW;
-      for (int64_t ih = 0; ih < g.H; ++ih)
-        std::memcpy(dst + (ih + g.ph) * wq + g.pw, src + ih * g.W, static_cast<size_t>(g.W) * sizeof(float));
+      const int64_t plane = (b * s.in_channels + grp * cg + c) * HW;
+      for (int64_t ih = 0; ih < g.H; ++ih) {
+        float* d = dst + (ih + g.ph) * wq + g.pw;
+        if (io.xh != nullptr) f16ToF32(io.xh + plane + ih * g.W, d, g.W, nullptr);
+        else std::memcpy(d, io.x + plane + ih * g.W, static_cast<size_t>(g.W) * sizeof(float));
+      }
     }
   };
   const int64_t planes = outer * cg;
@@ -421,13 +464,14 @@ void Conv::Impl::runDirect(const float* x, float* y, ThreadPool* pool) const {
       // Copy the real outputs (virtual columns n < nq with ow < OW) of rows [m0, m1).
       for (int64_t m = m0; m < m1; ++m) {
         const float* src = ct + (m - m0) * ncols;
-        float* dst = y + (b * s.out_channels + grp * mg + m) * N;
+        const int64_t dst = (b * s.out_channels + grp * mg + m) * N;  // the output plane's offset
         for (int64_t n = n0; n < std::min(n1, dq_nq);) {
           const int64_t oh = n / wq, ow = n % wq;
           const int64_t end = std::min(n1, oh * wq + wq);  // this output row's virtual columns in the chunk
           if (ow < g.OW) {
             const int64_t len = std::min(end, oh * wq + g.OW) - n;
-            std::memcpy(dst + oh * g.OW + ow, src + (n - n0), static_cast<size_t>(len) * sizeof(float));
+            if (io.yh != nullptr) f32ToF16(src + (n - n0), io.yh + dst + oh * g.OW + ow, len, Activation{}, nullptr);
+            else std::memcpy(io.y + dst + oh * g.OW + ow, src + (n - n0), static_cast<size_t>(len) * sizeof(float));
           }
           n = end;
         }
@@ -439,7 +483,7 @@ void Conv::Impl::runDirect(const float* x, float* y, ThreadPool* pool) const {
   else body(0, tasks);
 }
 
-void Conv::Impl::runDepthwiseBlocked(const float* x, float* y, ThreadPool* pool) const {
+void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
   const detail::KernelTable& kt = detail::activeKernels();
   const int64_t C = s.in_channels;
   const int64_t blocks = ceilDiv(C, 8);
@@ -457,10 +501,14 @@ void Conv::Impl::runDepthwiseBlocked(const float* x, float* y, ThreadPool* pool)
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / blocks, b = t % blocks, c0 = b * 8;
       const int ch = static_cast<int>(std::min<int64_t>(8, C - c0));
-      pk.x = x + (n * C + c0) * HW, pk.channels = ch;
+      if (io.xh != nullptr) pk.xh = io.xh + (n * C + c0) * HW;
+      else pk.x = io.x + (n * C + c0) * HW;
+      pk.channels = ch;
       kt.dwconv_pack8(pk);
       a.w = dw_wblk.data() + b * taps * 8, a.bias = dw_bblk.data() + b * 8;
-      a.y = y + (n * C + c0) * N, a.channels = ch;
+      if (io.yh != nullptr) a.yh = io.yh + (n * C + c0) * N;
+      else a.y = io.y + (n * C + c0) * N;
+      a.channels = ch;
       kt.dwconv_block8(a);
     }
   };
@@ -474,10 +522,6 @@ void Conv::Impl::runDepthwiseBlocked(const float* x, float* y, ThreadPool* pool)
 }
 
 void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const {
-  if (detail::activeKernels().dwconv_block8 != nullptr) {
-    runDepthwiseBlocked(x, y, pool);
-    return;
-  }
   const detail::DwPlaneKernel kern = detail::activeKernels().dwconv;
   const int64_t C = s.in_channels;
   const int64_t sw = g.sw;
@@ -531,23 +575,52 @@ void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const 
   }
 }
 
-void Conv::run(const float* x, float* y, ThreadPool* pool) const {
-  const Impl& im = *impl_;
-  if (im.s.batch == 0 || im.s.out_channels == 0) return;
-  switch (im.path) {
+void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
+  if (s.batch == 0 || s.out_channels == 0) return;
+  const bool blocked_dw = path == ConvPath::kDepthwise && detail::activeKernels().dwconv_block8 != nullptr;
+  const bool reads_f16 = path == ConvPath::kGemm || path == ConvPath::kDirect || blocked_dw;
+  if ((io.xh != nullptr || io.yh != nullptr) && !reads_f16) {
+    // Paths without float16 reads and writes: widen the whole input, round the whole output.
+    int64_t in = s.batch * s.in_channels, out = s.batch * s.out_channels;
+    for (size_t d = 0; d < s.in_spatial.size(); ++d) in *= s.in_spatial[d], out *= s.out_spatial[d];
+    Io f32{io.x, nullptr, io.y, nullptr};
+    if (io.xh != nullptr) {
+      float* xw = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(in, 1)), 4);
+      f16ToF32(io.xh, xw, in, pool);
+      f32.x = xw;
+    }
+    if (io.yh != nullptr) f32.y = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(out, 1)), 5);
+    run(f32, pool);
+    if (io.yh != nullptr) f32ToF16(f32.y, io.yh, out, Activation{}, pool);
+    return;
+  }
+  switch (path) {
     case ConvPath::kRef:
-      conv_ref(im.s, x, im.weights.data(), im.bias.empty() ? nullptr : im.bias.data(), im.act, y);
+      conv_ref(s, io.x, weights.data(), bias.empty() ? nullptr : bias.data(), act, io.y);
       return;
     case ConvPath::kDepthwise:
-      if (im.N > 0) im.runDepthwise(x, y, pool);
+      if (N == 0) return;
+      if (blocked_dw) runDepthwiseBlocked(io, pool);
+      else runDepthwise(io.x, io.y, pool);
       return;
     case ConvPath::kGemm:
-      if (im.N > 0) im.runGemm(x, y, pool);
+      if (N > 0) runGemm(io, pool);
       return;
     case ConvPath::kDirect:
-      im.runDirect(x, y, pool);
+      runDirect(io, pool);
       return;
   }
+}
+
+void Conv::run(const float* x, float* y, ThreadPool* pool) const { impl_->run(Impl::Io{x, nullptr, y, nullptr}, pool); }
+
+void Conv::run(const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) const {
+  Impl::Io io;
+  if (xs == Storage::kF16) io.xh = static_cast<const uint16_t*>(x);
+  else io.x = static_cast<const float*>(x);
+  if (ys == Storage::kF16) io.yh = static_cast<uint16_t*>(y);
+  else io.y = static_cast<float*>(y);
+  impl_->run(io, pool);
 }
 
 void conv_transpose(const ConvTransposeShape& s, const float* x, const float* w, const float* bias, float* y,

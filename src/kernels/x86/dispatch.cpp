@@ -4,6 +4,7 @@
 #include "kernels/x86/kernel_table.hpp"
 
 #include <atomic>
+#include <cpuid.h>
 #include <cstring>
 
 namespace npuc::kernels {
@@ -19,7 +20,10 @@ std::atomic<int> g_isa_cap{kAuto};
 int cpuIsa() {
   static const int isa = [] {
     __builtin_cpu_init();
-    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return kPortable;
+    // The AVX2 kernels also use F16C (float16 tensors of fp16 packages); every AVX2 CPU has it.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);  // (clang's __builtin_cpu_supports lacks "f16c")
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)) return kPortable;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return kAvx512;
     return kAvx2;
   }();

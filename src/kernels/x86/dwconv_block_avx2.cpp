@@ -5,8 +5,14 @@
 // transposes); f32_dwconv_block8__avx2 computes eight output pixels of a row at a time (eight fma chains), applies
 // the activation and transposes them back into the eight output planes. Per output: bias, then the taps in
 // row-major order, one fma each, +0 from the padding — the reference's operations in its order.
+//
+// float16 tensors (fp16 packages; compiled with -mf16c too): the pack widens the planes as it reads them (vcvtph2ps
+// is exact; it quiets a signalling NaN, which the first fma would do anyway, so the results' bits are those of
+// halfToFloat's), and the block rounds its results to float16 as it stores them (vcvtps2ph, round to nearest even;
+// eight values holding an Inf or NaN go through floatToHalf, whose NaN payloads the hardware does not keep).
 #include "kernels/x86/act_avx2.hpp"
 #include "kernels/x86/kernel_table.hpp"
+#include "support/fp16.hpp"
 
 #include <immintrin.h>
 
@@ -40,8 +46,52 @@ inline void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline float load1(const float* p) { return *p; }
+inline float load1(const uint16_t* p) { return halfToFloat(*p); }
+
+// v rounded to float16 with floatToHalf's bits.
+inline __m128i toHalf8(__m256 v) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
+  if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, absmask), inf, _CMP_NLT_UQ))) {  // Inf or NaN
+    alignas(32) float f[8];
+    alignas(16) uint16_t h[8];
+    _mm256_store_ps(f, v);
+    for (int k = 0; k < 8; ++k) h[k] = floatToHalf(f[k]);
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(h));
+  }
+  return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// Stores the first n (1..8) pixels of each channel's vector.
+inline void storePixels(const DwBlockArgs& p, int64_t at, const __m256 v[8], int64_t n) {
+  if (p.yh != nullptr) {
+    for (int c = 0; c < p.channels; ++c) {
+      const __m128i h = toHalf8(v[c]);
+      uint16_t* y = p.yh + c * p.y_plane + at;
+      if (n == 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y), h);
+      } else {
+        alignas(16) uint16_t t[8];
+        _mm_store_si128(reinterpret_cast<__m128i*>(t), h);
+        for (int64_t j = 0; j < n; ++j) y[j] = t[j];
+      }
+    }
+    return;
+  }
+  float* y = p.y + at;
+  if (n == 8) {
+    for (int c = 0; c < p.channels; ++c) _mm256_storeu_ps(y + c * p.y_plane, v[c]);
+  } else {
+    const __m256i mask =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int c = 0; c < p.channels; ++c) _mm256_maskstore_ps(y + c * p.y_plane, mask, v[c]);
+  }
+}
+
 // Eight output pixels (ow0 .. ow0+7 of row oh; the first n stored) of the block's channels.
-template <bool kFull>
 void pixels8(const DwBlockArgs& p, const Act8& f, int64_t oh, int64_t ow0, int64_t n) {
   __m256 acc[8];
   const __m256 bias = _mm256_loadu_ps(p.bias);
@@ -61,22 +111,14 @@ void pixels8(const DwBlockArgs& p, const Act8& f, int64_t oh, int64_t ow0, int64
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) acc[j] = f.apply(acc[j]);
   transpose8(acc);  // acc[c]: channel c's eight pixels
-  float* y = p.y + oh * p.out_w + ow0;
-  if constexpr (kFull) {
-    for (int c = 0; c < p.channels; ++c) _mm256_storeu_ps(y + c * p.y_plane, acc[c]);
-  } else {
-    const __m256i mask =
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    for (int c = 0; c < p.channels; ++c) _mm256_maskstore_ps(y + c * p.y_plane, mask, acc[c]);
-  }
+  storePixels(p, oh * p.out_w + ow0, acc, n);
 }
 
-}  // namespace
-
-void f32_dwconv_pack8__avx2(const DwPackArgs& p) {
+template <class T>
+void pack8(const DwPackArgs& p, const T* x) {
   // Missing channels (channels < 8) read channel 0 again: their lanes are computed and never stored.
-  const float* planes[8];
-  for (int c = 0; c < 8; ++c) planes[c] = p.x + (c < p.channels ? c : 0) * p.x_plane;
+  const T* planes[8];
+  for (int c = 0; c < 8; ++c) planes[c] = x + (c < p.channels ? c : 0) * p.x_plane;
   const int64_t plane = p.in_h * p.in_w;
   for (int64_t h = 0; h < p.in_h; ++h) {
     float* dst = p.xt + ((h + p.ph) * p.wp + p.pw) * 8;
@@ -85,7 +127,7 @@ void f32_dwconv_pack8__avx2(const DwPackArgs& p) {
     for (; w + 8 <= p.in_w; w += 8) {
       __m256 r[8];
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(planes[c] + off + w);
+      for (int c = 0; c < 8; ++c) r[c] = load8(planes[c] + off + w);
       transpose8(r);
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) _mm256_store_ps(dst + (w + j) * 8, r[j]);
@@ -98,23 +140,30 @@ void f32_dwconv_pack8__avx2(const DwPackArgs& p) {
       const int64_t shift = off + w - start;
       __m256 r[8];
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(planes[c] + start);
+      for (int c = 0; c < 8; ++c) r[c] = load8(planes[c] + start);
       transpose8(r);
       for (int64_t j = 0; w + j < p.in_w; ++j) _mm256_store_ps(dst + (w + j) * 8, r[shift + j]);
     } else {
       for (; w < p.in_w; ++w) {
-        for (int c = 0; c < 8; ++c) dst[w * 8 + c] = planes[c][off + w];
+        for (int c = 0; c < 8; ++c) dst[w * 8 + c] = load1(planes[c] + off + w);
       }
     }
   }
+}
+
+}  // namespace
+
+void f32_dwconv_pack8__avx2(const DwPackArgs& p) {
+  if (p.xh != nullptr) pack8(p, p.xh);
+  else pack8(p, p.x);
 }
 
 void f32_dwconv_block8__avx2(const DwBlockArgs& p) {
   const Act8 f(*p.act);
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
     int64_t ow = 0;
-    for (; ow + 8 <= p.out_w; ow += 8) pixels8<true>(p, f, oh, ow, 8);
-    if (ow < p.out_w) pixels8<false>(p, f, oh, ow, p.out_w - ow);
+    for (; ow + 8 <= p.out_w; ow += 8) pixels8(p, f, oh, ow, 8);
+    if (ow < p.out_w) pixels8(p, f, oh, ow, p.out_w - ow);
   }
 }
 

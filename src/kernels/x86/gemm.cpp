@@ -37,7 +37,7 @@ float* AlignedFloats::ensure(size_t n) {
 }
 
 float* threadScratch(size_t floats, int slot) {
-  thread_local AlignedFloats scratch[4];
+  thread_local AlignedFloats scratch[6];
   return scratch[slot].ensure(floats);
 }
 
@@ -196,7 +196,7 @@ void runTile(const KernelTable& kt, const MicroArgs& args_in, int64_t m, int64_t
   MicroArgs args = args_in;
   args.panels = 1;
   args.mr_last = kMR;
-  float* c = out.c + m * out.ldc + n;
+  float* c = out.at(m, n);
   alignas(64) float tile[kMR * kNR];
   alignas(64) float bias[kNR];
   if (args.init == TileInit::kLoadC) {

@@ -40,7 +40,9 @@ class AlignedFloats {
 };
 
 /// Scratch private to the calling thread; slot 0: packed B, slot 1: a conv row / padded plane, slot 2: packed
-/// A (sgemm), slot 3: B packed for every task (PrepackedB, owned by the calling thread, read by the workers).
+/// A (sgemm), slot 3: B packed for every task (PrepackedB, owned by the calling thread, read by the workers),
+/// slot 4: a float16 input widened (conv paths that cannot read float16), slot 5: a task's float32 results before
+/// they are rounded to a float16 output.
 float* threadScratch(size_t floats, int slot);
 
 /// Runs body(t0, t1) over [0, tasks) on the pool (one task per chunk), or inline without a pool.
@@ -61,10 +63,13 @@ void packA(int64_t M, int64_t K, const float* A, int64_t lda, bool transA, float
 void packBMatrix(const float* B, int64_t ldb, bool transB, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
                  float* dst);
 
-/// Where a block writes: C[m*ldc + n] for the block's global (m, n), optional bias, fused activation.
+/// Where a block writes: element (m, n) of the block (global coordinates) at c[(m - m0) * ldc + n - n0] (a whole
+/// C: m0 = n0 = 0; a task's own staging buffer: its first row and column), optional bias, fused activation.
 struct GemmOut {
   float* c = nullptr;
   int64_t ldc = 0;
+  int64_t m0 = 0, n0 = 0;
+  float* at(int64_t m, int64_t n) const { return c + (m - m0) * ldc + (n - n0); }
   const float* bias = nullptr;
   BiasKind bias_kind = BiasKind::kNone;
   Activation act;
@@ -155,7 +160,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
                                       : -1;
         if (cols_from >= 0) {
           if (cols_from == 8 && full_panels > 0) {
-            args.c = out.c + ic * out.ldc + n;
+            args.c = out.at(ic, n);
             args.ldc = out.ldc;
             args.panels = full_panels;
             args.bias = args.init == TileInit::kRowBias   ? out.bias + ic
@@ -170,7 +175,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
           MicroArgs cargs = args;
           cargs.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
           cargs.b = args.b + cols_from;
-          cargs.c = out.c + ic * out.ldc + n + cols_from;
+          cargs.c = out.at(ic, n + cols_from);
           cargs.ldc = out.ldc;
           cargs.panels = full_panels + (tail_rows > 0 ? 1 : 0);
           cargs.mr_last = tail_rows > 0 ? tail_rows : kMR;
@@ -186,7 +191,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
         const bool fused_tail = kt.rows_tail && tail_rows > 0 && (width == 2 || nr == kNR);
         if ((width == 2 || nr == kNR || nr == 8) && (full_panels > 0 || fused_tail)) {
           // The common case: a column of full tiles in one microkernel call.
-          args.c = out.c + ic * out.ldc + n;
+          args.c = out.at(ic, n);
           args.ldc = out.ldc;
           args.panels = full_panels + (fused_tail ? 1 : 0);
           args.mr_last = fused_tail ? tail_rows : kMR;

@@ -75,9 +75,11 @@ using DwPlaneKernel = void (*)(const DwPlaneArgs&);
 /// Channel-blocked depthwise (x86/dwconv_block_avx2.cpp). A block holds 8 channels interleaved: padded row r,
 /// column c, lane l (channel c0 + l) at xt[(r * wp + c) * 8 + l], 32-byte aligned.
 /// Pack: copies the `channels` (1..8) input planes x + l * x_plane (in_h x in_w) into rows ph.., columns pw.. of
-/// xt; the margins are left as they are (the driver zeroes them).
+/// xt; the margins are left as they are (the driver zeroes them). With xh set, the planes are float16 (at xh + l *
+/// x_plane, x unused), widened exactly as they are read.
 struct DwPackArgs {
   const float* x = nullptr;
+  const uint16_t* xh = nullptr;
   int64_t x_plane = 0, in_h = 0, in_w = 0;
   int channels = 8;
   float* xt = nullptr;
@@ -86,7 +88,8 @@ struct DwPackArgs {
 using DwPackKernel = void (*)(const DwPackArgs&);
 /// Block: output (oh, ow) of lane l = act(bias[l] + sum over taps t = (ki, kj) in row-major order of w[t*8 + l] *
 /// xt at padded row oh*sh + ki*dh, column ow*sw + kj*dw), stored at y[l * y_plane + oh * out_w + ow] for
-/// l < channels. Reads columns up to (roundup(out_w, 8) - 1) * sw + (kw - 1) * dw of each row.
+/// l < channels. Reads columns up to (roundup(out_w, 8) - 1) * sw + (kw - 1) * dw of each row. With yh set, the
+/// outputs are rounded to float16 (floatToHalf) and stored at the same offsets from yh instead (y unused).
 struct DwBlockArgs {
   const float* xt = nullptr;
   int64_t wp = 0;
@@ -95,6 +98,7 @@ struct DwBlockArgs {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, out_h = 0, out_w = 0;
   const Activation* act = nullptr;
   float* y = nullptr;
+  uint16_t* yh = nullptr;
   int64_t y_plane = 0;
   int channels = 8;
 };
