@@ -264,6 +264,33 @@ struct Runtime::Impl {
   static kernels::Storage storageOf(const package::TensorRef& r) {
     return r.type == ElemType::kF16 ? kernels::Storage::kF16 : kernels::Storage::kF32;
   }
+  /// Whether the n_in inputs and the output of s are all float16.
+  static bool elementwiseF16(const Step& s, int n_in) {
+    for (int i = 0; i < n_in; ++i)
+      if (s.d->in(i).type != ElemType::kF16) return false;
+    return s.d->out(0).type == ElemType::kF16;
+  }
+  /// An elementwise layer over float16 storage (elementwiseF16): chunks of the n_in inputs widened into buffers on
+  /// the stack, f(x, y, n) computes n float32 results (activation included), rounded into the output.
+  template <class F>
+  void chunked(Step& s, int n_in, const F& f) {
+    constexpr int64_t kChunk = 2048;
+    const int64_t n = static_cast<int64_t>(s.d->out(0).numel());
+    auto body = [&](int64_t c0, int64_t c1) {
+      float buf[3][kChunk];
+      const float* x[2] = {buf[0], buf[1]};
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t b = c * kChunk, len = std::min(kChunk, n - b);
+        for (int i = 0; i < n_in; ++i)
+          kernels::f16ToF32(reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]) + b, buf[i], len, nullptr);
+        f(x, buf[2], len);
+        kernels::f32ToF16(buf[2], reinterpret_cast<uint16_t*>(s.out) + b, len, {}, nullptr);
+      }
+    };
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    if (pool != nullptr && pool->size() > 1 && chunks > 1) pool->parallelFor(chunks, body, std::max<int64_t>(1, chunks / (4 * pool->size())));
+    else body(0, chunks);
+  }
   const float* inF(Step& s, int i) {
     const package::TensorRef& r = s.d->in(i);
     if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
@@ -482,6 +509,14 @@ struct Runtime::Impl {
       }
       case LayerKind::kBinary: {
         auto op = kernels::binaryOpFromName(package::binaryOpNames()[s.p[0]].c_str());
+        if (!opts.exact && s.shapes[0] == s.shapes[2] && s.shapes[1] == s.shapes[2] && elementwiseF16(s, 2)) {
+          // float16 operands of one shape: widened, added and rounded in cache-sized chunks (one pass over memory).
+          chunked(s, 2, [&](const float* const* x, float* y, int64_t n) {
+            const std::vector<int64_t> shape{n};
+            kernels::binary(op, s.act, shape, x[0], shape, x[1], shape, y, nullptr);
+          });
+          return;
+        }
         const float* a = inF(s, 0);
         const float* b = inF(s, 1);
         kernels::binary(op, s.act, s.shapes[0], a, s.shapes[1], b, s.shapes[2], outF(s), pool);

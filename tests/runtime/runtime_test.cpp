@@ -84,6 +84,7 @@ const std::vector<Case> kCases = {
     {"tests/data/patterns/space_to_depth.onnx", true},
     {"tests/data/patterns/focus.onnx", true},
     {"tests/data/patterns/darknet_reorg.onnx", true},
+    {"tests/data/kinds/residual_add_relu.onnx", true},  // float16 Add in several elementwise chunks
 };
 
 class PackageRun : public ::testing::TestWithParam<Case> {};

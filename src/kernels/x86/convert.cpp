@@ -4,10 +4,8 @@
 
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/x86/kernel_table.hpp"
 #include "support/thread_pool.hpp"
-
-#include <cpuid.h>
-#include <cstring>
 
 namespace npuc::kernels {
 
@@ -30,15 +28,8 @@ void f32ToF16__f16c(const float* x, uint16_t* y, int64_t n, const Activation& ac
 
 namespace {
 
-bool useF16c() {
-  static const bool cpu = [] {
-    __builtin_cpu_init();
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);  // (clang's __builtin_cpu_supports lacks "f16c")
-    return f16c && __builtin_cpu_supports("avx2");
-  }();
-  return cpu && std::strcmp(sgemmVariant(), "portable") != 0;
-}
+// The AVX kernel tables require F16C (x86/dispatch.cpp); the ISA cap of tests and benchmarks applies.
+bool useF16c() { return detail::activeF16c(); }
 
 constexpr int64_t kGrain = 16384;  // elements per task: conversions are memory-bound
 

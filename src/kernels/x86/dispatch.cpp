@@ -73,10 +73,17 @@ const char* isaName(int isa) {
 
 }  // namespace
 
-const KernelTable& activeKernels() {
+namespace {
+int activeIsa() {
   const int cap = g_isa_cap.load(std::memory_order_relaxed);
-  const int isa = cpuIsa() < cap ? cpuIsa() : cap;
-  switch (isa) {
+  return cpuIsa() < cap ? cpuIsa() : cap;
+}
+}  // namespace
+
+bool activeF16c() { return activeIsa() >= kAvx2; }
+
+const KernelTable& activeKernels() {
+  switch (activeIsa()) {
     case kAvx512: return kAvx512Table;
     case kAvx2: return kAvx2Table;
     default: return kPortableTable;

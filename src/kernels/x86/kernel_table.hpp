@@ -168,6 +168,9 @@ struct KernelTable {
 /// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL, AVX2/FMA, portable), capped by
 /// forceKernelIsa / forcePortableKernels.
 const KernelTable& activeKernels();
+/// Whether the active table is an AVX one (those need F16C too), so the F16C conversions may run: a cheap check for
+/// row-sized conversions inside kernels.
+bool activeF16c();
 
 void f32_gemm__avx512_6x16(const MicroArgs& p);
 void f32_gemm__avx512_6x32(const MicroArgs& p);

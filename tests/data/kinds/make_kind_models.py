@@ -72,3 +72,9 @@ save("binary_broadcast", [helper.make_node("Sub", ["x", "a"], ["t"]), helper.mak
      [("a", w(3, 1)), ("d", np.abs(w(4)) + 0.5), ("m", w(1))])
 save("unary_params", [helper.make_node("Elu", ["x"], ["t"], alpha=0.7), helper.make_node("HardSigmoid", ["t"], ["u"], alpha=0.3, beta=0.4),
                       helper.make_node("Selu", ["u"], ["y"])], [2, 9], [2, 9])
+# A residual Add with a fused Relu over two float16 operands of one shape, larger than the simulator's elementwise
+# chunk (8 x 33 x 40 = 10560 values: five whole chunks and a partial one); fp16 (drpai) too.
+save("residual_add_relu", [helper.make_node("Conv", ["x", "w1", "b1"], ["p"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Conv", ["x", "w2"], ["q"]),
+                           helper.make_node("Add", ["p", "q"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+     [1, 4, 33, 40], [1, 8, 33, 40], [("w1", w(8, 4, 3, 3)), ("b1", w(8)), ("w2", w(8, 4, 1, 1))])
