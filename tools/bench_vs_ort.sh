@@ -17,6 +17,9 @@
 #   --no-ort         npuc only
 #   --package T      time the simulator on the object package translated for target T (e.g. drpai: fp16)
 #                    instead of the reference engine on the model
+#   --rounds R       measure each model R times, ORT and npuc alternating (default: 1), and report each
+#                    side's lowest median and lowest min: on a shared, noisy machine a slow spell then hits
+#                    one round of one side, not the comparison
 #
 # ORT: onnxruntime-node@1.30.0 is installed into .bench/ (gitignored) on first use with
 #   npm install --ignore-scripts --prefix .bench onnxruntime-node@1.30.0
@@ -34,6 +37,7 @@ ORT_VERSION="1.30.0"
 DIR="$ROOT/models/zoo"
 THREADS="1,2"
 RUNS=20
+ROUNDS=1
 WARMUP=3
 NPUC="$ROOT/build/bin/npuc"
 DO_NPUC=1
@@ -48,6 +52,7 @@ while [ $# -gt 0 ]; do
     --dir) DIR="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --runs) RUNS="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
     --warmup) WARMUP="$2"; shift 2 ;;
     --npuc) NPUC="$2"; shift 2 ;;
     --no-npuc) DO_NPUC=0; shift ;;
@@ -84,12 +89,13 @@ if [ "$DO_ORT" = 1 ]; then
     npm install --ignore-scripts --no-audit --no-fund --prefix "$ROOT/.bench" \
       "onnxruntime-node@$ORT_VERSION" >&2 || { echo "npm install failed" >&2; exit 1; }
   fi
-  for m in "${MODELS[@]}"; do
-    echo "ORT: $(basename "$m") ..." >&2
-    node "$ROOT/tools/ort_bench.mjs" --module "$ROOT/.bench" --threads "$THREADS" \
-      --runs "$RUNS" --warmup "$WARMUP" "$m" | tee -a "$TMP/ort.tsv" >&2
-  done
 fi
+ort_model() {  # model: appends its "ORT ..." lines (one per thread count) to $TMP/ort.tsv
+  [ "$DO_ORT" = 1 ] || return 0
+  echo "ORT: $(basename "$1") ..." >&2
+  node "$ROOT/tools/ort_bench.mjs" --module "$ROOT/.bench" --threads "$THREADS" \
+    --runs "$RUNS" --warmup "$WARMUP" "$1" | tee -a "$TMP/ort.tsv" >&2
+}
 
 # ---------------------------------------------------------------- npuc
 npuc_one() {  # model threads -> "median min" or "n/a n/a"
@@ -117,25 +123,41 @@ if [ "$DO_NPUC" = 1 ] && [ ! -x "$NPUC" ]; then
   echo "npuc binary $NPUC not found: npuc columns will be n/a" >&2
 fi
 
+lower() {  # the lower of two figures, either of which may be n/a
+  awk -v a="$1" -v b="$2" 'BEGIN { na = a ~ /^[0-9.eE+-]+$/; nb = b ~ /^[0-9.eE+-]+$/
+    if (na && nb) print (a + 0 <= b + 0 ? a : b); else if (na) print a; else print b }'
+}
+
+# ---------------------------------------------------------------- measure (rounds: ORT then npuc, per model)
+: > "$TMP/npuc.tsv"
+for ((r = 1; r <= ROUNDS; r++)); do
+  [ "$ROUNDS" -gt 1 ] && echo "round $r of $ROUNDS" >&2
+  for m in "${MODELS[@]}"; do
+    ort_model "$m"
+    for t in ${THREADS//,/ }; do
+      if [ "$DO_NPUC" = 1 ]; then
+        echo "npuc: $(basename "$m" .onnx) threads=$t ..." >&2
+        read -r nmed nmin < <(npuc_one "$m" "$t")
+        printf 'NPUC\t%s\t%s\t%s\t%s\n' "$(basename "$m" .onnx)" "$t" "$nmed" "$nmin" >> "$TMP/npuc.tsv"
+      fi
+    done
+  done
+done
+
 # ---------------------------------------------------------------- table
 printf '\n%-16s %7s %12s %12s %12s %12s %9s %10s\n' \
   model threads ort_med_ms ort_min_ms npuc_med_ms npuc_min_ms npuc/ort ort_maxdiff
 for m in "${MODELS[@]}"; do
   base="$(basename "$m" .onnx)"
   for t in ${THREADS//,/ }; do
-    line="$(awk -F'\t' -v b="$base" -v t="$t" '$1=="ORT" && $2==b && $3==t {print; exit}' "$TMP/ort.tsv")"
-    if [ -n "$line" ] && [ "$(printf '%s' "$line" | cut -f4)" != error ]; then
-      omed="$(printf '%s' "$line" | cut -f4)"; omin="$(printf '%s' "$line" | cut -f5)"
-      odiff="$(printf '%s' "$line" | cut -f6)"
-    else
-      omed=n/a; omin=n/a; odiff=n/a
-    fi
-    if [ "$DO_NPUC" = 1 ]; then
-      echo "npuc: $base threads=$t ..." >&2
-      read -r nmed nmin < <(npuc_one "$m" "$t")
-    else
-      nmed=n/a; nmin=n/a
-    fi
+    omed=n/a; omin=n/a; odiff=n/a; nmed=n/a; nmin=n/a
+    while IFS=$'\t' read -r _ _ _ med min diff; do
+      [ "$med" = error ] && continue
+      omed="$(lower "$omed" "$med")"; omin="$(lower "$omin" "$min")"; odiff="$diff"
+    done < <(awk -F'\t' -v b="$base" -v t="$t" '$1=="ORT" && $2==b && $3==t' "$TMP/ort.tsv")
+    while IFS=$'\t' read -r _ _ _ med min; do
+      nmed="$(lower "$nmed" "$med")"; nmin="$(lower "$nmin" "$min")"
+    done < <(awk -F'\t' -v b="$base" -v t="$t" '$1=="NPUC" && $2==b && $3==t' "$TMP/npuc.tsv")
     ratio="$(awk -v n="$nmed" -v o="$omed" 'BEGIN {
       if (n ~ /^[0-9.eE+-]+$/ && o ~ /^[0-9.eE+-]+$/ && o + 0 > 0) printf "%.2f", n / o; else print "n/a" }')"
     printf '%-16s %7s %12s %12s %12s %12s %9s %10s\n' \
