@@ -22,10 +22,14 @@ int64_t shapeNumel(const Shape& s);
 std::string shapeStr(const Shape& s);
 bool shapeIsStatic(const Shape& s);
 
-/// 64-byte aligned, zero-initialised bytes.
+/// 64-byte aligned bytes.
 class Buffer {
  public:
+  /// Zero-initialised.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
+  /// Left as they are (a recycled block holds an earlier tensor's bytes): for what is about to be overwritten in
+  /// full. Sanitizer and debug builds fill them with 0xff (NaN, -1) so a reader of unwritten bytes shows.
+  static std::shared_ptr<Buffer> allocateUninitialized(size_t bytes);
   /// Freed blocks of 64 KiB and more are kept for reuse (inference allocates the same sizes every run), up to
   /// this many bytes in all (default 512 MiB). Returns the previous limit; lowering it frees blocks now. The
   /// compiler sets 0: it allocates once and wants the memory back.
@@ -49,6 +53,9 @@ class Tensor {
   Tensor() = default;
   /// Allocates a zero-filled tensor.
   Tensor(DType dtype, Shape shape);
+  /// Allocates a tensor whose bytes are not cleared (Buffer::allocateUninitialized): a kernel's output, written in
+  /// full.
+  static Tensor uninitialized(DType dtype, Shape shape);
   /// Views `bytes` of `buffer` starting at `offset` (must hold the whole tensor).
   Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset = 0);
 

@@ -17,6 +17,12 @@ const Tensor& KernelCall::input(int i) const {
 
 Tensor& KernelCall::alloc(int i) {
   auto& t = out_types[static_cast<size_t>(i)];
+  out[static_cast<size_t>(i)] = Tensor::uninitialized(t.dtype, t.shape);
+  return out[static_cast<size_t>(i)];
+}
+
+Tensor& KernelCall::allocZeroed(int i) {
+  auto& t = out_types[static_cast<size_t>(i)];
   out[static_cast<size_t>(i)] = Tensor(t.dtype, t.shape);
   return out[static_cast<size_t>(i)];
 }

@@ -28,8 +28,10 @@ struct KernelCall {
 
   bool has(int i) const { return i < static_cast<int>(in.size()) && in[static_cast<size_t>(i)].defined(); }
   const Tensor& input(int i) const;
-  /// Allocates output i with its inferred type (zero-filled).
+  /// Allocates output i with its inferred type, its bytes not cleared: the kernel writes every element.
   Tensor& alloc(int i);
+  /// The same, zero-filled: for kernels that write only some elements (EyeLike, Trilu, ConstantOfShape's zeros).
+  Tensor& allocZeroed(int i);
   /// Output i shares the data of `t` (Reshape, Identity, …), viewed with the inferred shape.
   void alias(int i, const Tensor& t);
   int numOutputs() const { return static_cast<int>(out_types.size()); }

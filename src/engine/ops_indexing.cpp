@@ -218,7 +218,7 @@ void trilu(KernelCall& c) {
   const Tensor& x = c.input(0);
   int64_t k = c.has(1) ? c.input(1).toInt64().at(0) : 0;
   bool upper = c.node.attrInt("upper", 1) != 0;
-  Tensor& y = c.alloc(0);
+  Tensor& y = c.allocZeroed(0);
   int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
   int64_t mats = (rows * cols) != 0 ? x.numel() / (rows * cols) : 0;
   size_t es = dtypeSize(x.dtype());
@@ -279,7 +279,7 @@ void layerNorm(KernelCall& call) {
 }
 
 void eyeLike(KernelCall& c) {
-  Tensor& y = c.alloc(0);
+  Tensor& y = c.allocZeroed(0);
   int64_t k = c.node.attrInt("k", 0), rows = y.dim(0), cols = y.dim(1);
   Tensor one = castTensor(Tensor::scalar<float>(1.0f), y.dtype(), c);
   size_t es = dtypeSize(y.dtype());

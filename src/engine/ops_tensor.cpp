@@ -473,7 +473,7 @@ void constantKernel(KernelCall& c) {
 }
 
 void constantOfShapeKernel(KernelCall& c) {
-  Tensor& y = c.alloc(0);
+  Tensor& y = c.allocZeroed(0);
   const Tensor* v = c.node.attrTensor("value");
   if (!v) return;  // float32 zeros
   if (v->numel() != 1) c.error("'value' must hold exactly one element, it has {}", v->numel());

@@ -73,6 +73,12 @@ size_t Buffer::setCacheLimit(size_t bytes) {
 }
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  std::shared_ptr<Buffer> b = allocateUninitialized(bytes);
+  std::memset(b->data_, 0, roundedSize(bytes));
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::allocateUninitialized(size_t bytes) {
   size_t rounded = roundedSize(bytes);
   void* p = nullptr;
   if (rounded >= kMinCached) {
@@ -87,7 +93,9 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
   }
   if (!p) p = std::aligned_alloc(64, rounded);
   if (!p) fail(ErrorCode::kIo, "out of memory allocating {} bytes", bytes);
-  std::memset(p, 0, rounded);
+#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
+  std::memset(p, 0xff, rounded);
+#endif
   return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), bytes));
 }
 
@@ -108,6 +116,11 @@ Buffer::~Buffer() {
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = shapeNumel(shape_);
   buffer_ = Buffer::allocate(nbytes());
+}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  const size_t bytes = static_cast<size_t>(shapeNumel(shape)) * dtypeSize(dtype);
+  return Tensor(dtype, std::move(shape), Buffer::allocateUninitialized(bytes));
 }
 
 Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset)
