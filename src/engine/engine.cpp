@@ -17,8 +17,13 @@ const Tensor& KernelCall::input(int i) const {
 
 Tensor& KernelCall::alloc(int i) {
   auto& t = out_types[static_cast<size_t>(i)];
-  out[static_cast<size_t>(i)] = Tensor::uninitialized(t.dtype, t.shape);
-  return out[static_cast<size_t>(i)];
+  const size_t u = static_cast<size_t>(i);
+  if (u < placed.size() && placed[u].defined() && placed[u].dtype() == t.dtype && placed[u].shape() == t.shape) {
+    out[u] = placed[u];
+  } else {
+    out[u] = Tensor::uninitialized(t.dtype, t.shape);
+  }
+  return out[u];
 }
 
 Tensor& KernelCall::allocZeroed(int i) {
@@ -74,7 +79,7 @@ std::unique_ptr<Kernel> makeKernel(const ir::Graph& g, const ir::Node& n) {
 }
 
 void runNode(const ir::Node& n, int opset, Kernel& k, std::vector<Tensor> in, std::vector<Tensor>& out,
-             ThreadPool* pool) {
+             ThreadPool* pool, std::vector<Tensor> placed = {}) {
   std::vector<ir::Type> types;
   std::vector<const Tensor*> vals;
   for (auto& t : in) {
@@ -83,7 +88,7 @@ void runNode(const ir::Node& n, int opset, Kernel& k, std::vector<Tensor> in, st
   }
   auto out_types = ops::inferNode(n, opset, types, vals);
   if (!out_types) fail(ErrorCode::kInternal, "{}: output types unknown although every input is known", n.label());
-  KernelCall call{n, opset, std::move(in), std::move(*out_types), {}, pool};
+  KernelCall call{n, opset, std::move(in), std::move(*out_types), {}, pool, std::move(placed)};
   call.out.resize(call.out_types.size());
   k.run(call);
   for (size_t i = 0; i < call.out.size(); ++i) {
@@ -101,6 +106,8 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
   kernels_.reserve(order.size());
   for (ir::NodeId id : order) kernels_.push_back(makeKernel(g_, g_.node(id)));
   if (opts_.fuse_activations) fuseActivations();
+  place_.assign(order.size(), {});
+  if (opts_.place_concat_inputs) planConcats();
   // Lifetime: a non-constant, non-output value is released after the last node that reads it.
   std::map<ir::ValueId, size_t> last;
   for (size_t i = 0; i < order.size(); ++i) {
@@ -172,6 +179,60 @@ void Engine::fuseActivations() {
     auto act = activationOf(g_, act_node);
     if (!act || !kernels_[i]->fuseActivation(*act)) continue;
     kernels_[pos[act_node.id]] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
+    fused_.insert(pos[act_node.id]);
+  }
+}
+
+void Engine::planConcats() {
+  const auto& order = g_.order();
+  auto uses = g_.uses();
+  std::map<ir::NodeId, size_t> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  std::set<ir::ValueId> outside(g_.outputs().begin(), g_.outputs().end());
+  outside.insert(g_.inputs().begin(), g_.inputs().end());
+  // A value that only this node reads, computed by a node of the graph, not an input, output or constant.
+  auto onlyFor = [&](ir::ValueId v, ir::NodeId reader) {
+    if (v == ir::kNoValue || outside.count(v) || g_.value(v).isConstant() || g_.value(v).producer == ir::kNoNode)
+      return false;
+    auto it = uses.find(v);
+    return it != uses.end() && it->second.size() == 1 && it->second[0].first == reader;
+  };
+  for (size_t ci = 0; ci < order.size(); ++ci) {
+    const ir::Node& n = g_.node(order[ci]);
+    if (n.op != "Concat" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty()) continue;
+    const ir::Type& yt = g_.value(n.outputs[0]).type;
+    if (!yt.isStatic() || yt.dtype == DType::kUndefined || yt.shape.empty()) continue;
+    int64_t axis = n.attrInt("axis", 0);
+    const int64_t rank = static_cast<int64_t>(yt.shape.size());
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= yt.shape[static_cast<size_t>(d)];
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= yt.shape[static_cast<size_t>(d)];
+    if (outer != 1) continue;  // each input must be one contiguous slab of the output
+    std::set<ir::ValueId> seen;
+    size_t offset = 0;
+    for (ir::ValueId v : n.inputs) {
+      const ir::Type& vt = g_.value(v).type;
+      const bool typed = vt.isStatic() && vt.dtype == yt.dtype && vt.shape.size() == yt.shape.size();
+      const size_t bytes = typed ? static_cast<size_t>(shapeNumel(vt.shape)) * dtypeSize(vt.dtype) : 0;
+      if (typed && seen.insert(v).second && onlyFor(v, n.id)) {
+        // Through an activation fused into its producer (an alias of the producer's output) to that output.
+        ir::ValueId root = v;
+        const size_t p = pos.at(g_.value(v).producer);
+        if (fused_.count(p)) {
+          const ir::Node& act = g_.node(order[p]);
+          root = act.inputs.empty() || !onlyFor(act.inputs[0], act.id) ? ir::kNoValue : act.inputs[0];
+        }
+        if (root != ir::kNoValue && g_.value(root).type.shape == vt.shape && g_.value(root).type.dtype == vt.dtype) {
+          auto& slots = place_[pos.at(g_.value(root).producer)];
+          slots.resize(std::max(slots.size(), static_cast<size_t>(g_.value(root).producer_output) + 1));
+          slots[static_cast<size_t>(g_.value(root).producer_output)] = Placement{ci, offset};
+        }
+      }
+      if (!typed) break;  // offsets of later inputs unknown
+      offset += bytes;
+    }
   }
 }
 
@@ -206,6 +267,7 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs, const NodeCal
   }
   const auto& order = g_.order();
   profile_.clear();
+  std::map<size_t, Tensor> concat_out;  // by the Concat's position
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
     auto t0 = std::chrono::steady_clock::now();
@@ -213,7 +275,28 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs, const NodeCal
     in.reserve(n.inputs.size());
     for (ir::ValueId v : n.inputs) in.push_back(v == ir::kNoValue ? Tensor() : vals[static_cast<size_t>(v)]);
     std::vector<Tensor> out;
-    runNode(n, g_.opset, *kernels_[i], std::move(in), out, pool_);
+    // Outputs placed inside a later Concat's output (allocated by its first producer), and that output itself.
+    std::vector<Tensor> placed;
+    auto concatOut = [&](size_t ci) -> Tensor& {
+      Tensor& t = concat_out[ci];
+      if (!t.defined()) {
+        const ir::Type& yt = g_.value(g_.node(order[ci]).outputs[0]).type;
+        t = Tensor::uninitialized(yt.dtype, yt.shape);
+      }
+      return t;
+    };
+    for (size_t j = 0; j < place_[i].size(); ++j) {
+      const Placement& pl = place_[i][j];
+      if (pl.concat == kNotPlaced) continue;
+      const ir::Type& t = g_.value(n.outputs[j]).type;
+      placed.resize(j + 1);
+      placed[j] = Tensor(t.dtype, t.shape, concatOut(pl.concat).buffer(), pl.offset);
+    }
+    if (auto it = concat_out.find(i); it != concat_out.end()) {
+      placed = {it->second};
+      concat_out.erase(it);
+    }
+    runNode(n, g_.opset, *kernels_[i], std::move(in), out, pool_, std::move(placed));
     if (opts_.profile)
       profile_.push_back({n.id, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
     for (size_t j = 0; j < n.outputs.size() && j < out.size(); ++j)

@@ -6,8 +6,10 @@
 #include "engine/kernel.hpp"
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,9 @@ struct EngineOptions {
   /// Run an activation that is the only consumer of a Conv inside the Conv's epilogue (same bits; the Conv's own
   /// output then holds the activated values, which matters only to callbacks).
   bool fuse_activations = true;
+  /// Let the producers of a Concat's inputs write into the Concat's output (Engine::planConcats; same values, the
+  /// copies saved).
+  bool place_concat_inputs = true;
 };
 
 struct NodeTime {
@@ -47,6 +52,9 @@ class Engine {
 
  private:
   void fuseActivations();
+  /// Concat along an axis with only 1s before it: its inputs are slabs of its output, so an input that only the
+  /// Concat reads is written there by its producer (KernelCall::placed) and the Concat copies nothing for it.
+  void planConcats();
 
   const ir::Graph& g_;
   EngineOptions opts_;
@@ -56,6 +64,13 @@ class Engine {
   std::vector<NodeTime> profile_;
   size_t num_values_ = 0;                 // value ids are below this
   std::vector<ir::ValueId> constants_;    // preloaded into every run
+  std::set<size_t> fused_;                // positions of activations fused into their producer (now aliases)
+  static constexpr size_t kNotPlaced = std::numeric_limits<size_t>::max();
+  struct Placement {
+    size_t concat = kNotPlaced;  // position of the Concat whose output holds this output
+    size_t offset = 0;           // bytes into it
+  };
+  std::vector<std::vector<Placement>> place_;  // by position, per output
 };
 
 /// Evaluates one node on concrete inputs (used by constant folding).

@@ -25,10 +25,14 @@ struct KernelCall {
   std::vector<ir::Type> out_types;  // from the op's shape function
   std::vector<Tensor> out;         // filled by the kernel
   ThreadPool* pool;
+  /// Where alloc(i) puts output i when placed[i] is defined (a view of the type alloc would allocate): the engine
+  /// places a Concat's inputs inside its output so the producers write there (Engine::planConcats).
+  std::vector<Tensor> placed = {};
 
   bool has(int i) const { return i < static_cast<int>(in.size()) && in[static_cast<size_t>(i)].defined(); }
   const Tensor& input(int i) const;
-  /// Allocates output i with its inferred type, its bytes not cleared: the kernel writes every element.
+  /// Allocates output i with its inferred type, its bytes not cleared: the kernel writes every element. A placed
+  /// output is that view instead.
   Tensor& alloc(int i);
   /// The same, zero-filled: for kernels that write only some elements (EyeLike, Trilu, ConstantOfShape's zeros).
   Tensor& allocZeroed(int i);

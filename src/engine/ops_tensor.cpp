@@ -199,8 +199,11 @@ void concatKernel(KernelCall& c) {
     int64_t xa = x.dim(static_cast<int>(axis));
     size_t chunk = static_cast<size_t>(xa * inner) * es;
     if (chunk > 0)
-      for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(dst + static_cast<size_t>((o * ya + at) * inner) * es, bytesOf(x) + o * chunk, chunk);
+      for (int64_t o = 0; o < outer; ++o) {
+        uint8_t* to = dst + static_cast<size_t>((o * ya + at) * inner) * es;
+        const uint8_t* from = bytesOf(x) + o * chunk;
+        if (to != from) std::memcpy(to, from, chunk);  // equal: the producer wrote in place (Engine::planConcats)
+      }
     at += xa;
   }
 }
