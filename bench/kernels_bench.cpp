@@ -188,7 +188,9 @@ void benchPool(benchmark::State& state, Pool2dShape s, bool is_max, bool fast) {
   const std::vector<float> x = randomVec(static_cast<size_t>(s.planes * s.ih * s.iw), 7);
   std::vector<float> y(static_cast<size_t>(s.planes * s.oh * s.ow));
   npuc::ThreadPool* pool = poolFor(threads);
-  auto fn = is_max ? (fast ? maxPool2dFast : maxPool2d) : (fast ? avgPool2dFast : avgPool2d);
+  using PoolFn = void (*)(const Pool2dShape&, const float*, float*, npuc::ThreadPool*);
+  const PoolFn fn = is_max ? (fast ? static_cast<PoolFn>(maxPool2dFast) : maxPool2d)
+                           : (fast ? static_cast<PoolFn>(avgPool2dFast) : avgPool2d);
   for (auto _ : state) {
     fn(s, x.data(), y.data(), pool);
     benchmark::DoNotOptimize(y.data());

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "kernels/activation.hpp"
+#include "kernels/convert.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +48,10 @@ void avgPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool)
 /// copy of each plane.
 void maxPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
 void avgPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
+/// The same over float16 and/or float32 storage (fp16 packages): each plane is widened and rounded where it is
+/// pooled (f16ToF32 / f32ToF16's bits, no activation), not in whole-tensor passes.
+void maxPool2dFast(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool);
+void avgPool2dFast(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool);
 /// y[p] = max / mean of plane p (sum in index order, then one division).
 void globalMaxPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
 void globalAvgPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);

@@ -497,8 +497,21 @@ struct Runtime::Impl {
       }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
-        if (d.kind == LayerKind::kMaxPool) (opts.exact ? kernels::maxPool2d : kernels::maxPool2dFast)(s.ps, inF(s, 0), outF(s), pool);
-        else (opts.exact ? kernels::avgPool2d : kernels::avgPool2dFast)(s.ps, inF(s, 0), outF(s), pool);
+        if (!opts.exact && (!s.post_act || s.act.kind == kernels::ActKind::kNone)) {
+          // Planes widened and rounded where they are pooled (no whole-tensor conversion passes).
+          if (d.kind == LayerKind::kMaxPool)
+            kernels::maxPool2dFast(s.ps, s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool);
+          else
+            kernels::avgPool2dFast(s.ps, s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool);
+          return;
+        }
+        if (d.kind == LayerKind::kMaxPool) {
+          if (opts.exact) kernels::maxPool2d(s.ps, inF(s, 0), outF(s), pool);
+          else kernels::maxPool2dFast(s.ps, inF(s, 0), outF(s), pool);
+        } else {
+          if (opts.exact) kernels::avgPool2d(s.ps, inF(s, 0), outF(s), pool);
+          else kernels::avgPool2dFast(s.ps, inF(s, 0), outF(s), pool);
+        }
         break;
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {

@@ -5,6 +5,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 
+#include "support/fp16.hpp"
 #include "support/thread_pool.hpp"
 #include "test_util.hpp"
 
@@ -138,6 +139,17 @@ void checkPool(const Pool2dShape& s, uint32_t seed) {
         forceKernelIsa(prev);
         EXPECT_EQ(firstBitMismatch(f, want), -1) << what << " fast " << isa;
       }
+      // float16 storage (fp16 packages): the reference over the widened input, rounded once.
+      std::vector<uint16_t> xh(x.size()), want16(want.size()), got16(want.size(), 0x5555);
+      std::vector<float> xw(x.size()), ref(want.size());
+      for (size_t i = 0; i < x.size(); ++i) xh[i] = floatToHalf(x[i]);
+      f16ToF32_ref(xh.data(), xw.data(), static_cast<int64_t>(x.size()));
+      if (is_max) maxPool2d(s, xw.data(), ref.data(), nullptr);
+      else avgPool2d(s, xw.data(), ref.data(), nullptr);
+      f32ToF16_ref(ref.data(), want16.data(), static_cast<int64_t>(ref.size()), {});
+      if (is_max) maxPool2dFast(s, xh.data(), Storage::kF16, got16.data(), Storage::kF16, pool);
+      else avgPool2dFast(s, xh.data(), Storage::kF16, got16.data(), Storage::kF16, pool);
+      EXPECT_TRUE(got16 == want16) << what << " float16";
     }
   }
 }
@@ -242,7 +254,8 @@ TEST(LayersPool, FastSpecialValues) {
       (is_max ? maxPool2d : avgPool2d)(s, x.data(), want.data(), nullptr);
       for (const char* isa : {"avx512", "avx2", "portable"}) {
         const char* prev = forceKernelIsa(isa);
-        (is_max ? maxPool2dFast : avgPool2dFast)(s, x.data(), got.data(), &pools().p2);
+        if (is_max) maxPool2dFast(s, x.data(), got.data(), &pools().p2);
+        else avgPool2dFast(s, x.data(), got.data(), &pools().p2);
         forceKernelIsa(prev);
         // A NaN result's sign and payload are not specified (docs/numerics.md): NaN where the reference has NaN.
         for (size_t i = 0; i < want.size(); ++i)

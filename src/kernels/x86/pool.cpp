@@ -60,7 +60,9 @@ void f32_pool_plane__scalar(const PoolPlaneArgs& p) {
 
 namespace {
 
-void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool, bool is_max) {
+// xh / yh: float16 input / output instead of x / y (each plane widened into, or rounded from, a local plane).
+void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool, bool is_max,
+                const uint16_t* xh = nullptr, uint16_t* yh = nullptr) {
   const int64_t W = s.iw, H = s.ih, OW = s.ow, OH = s.oh;
   // Padded plane: row r, column c hold input (r - pt, c - pl), at phase c % sw, index c / sw. Reads reach phase
   // index roundup(OW, 8) - 1 + ((kw - 1) * dw) / sw and row (OH - 1) * sh + (kh - 1) * dh.
@@ -91,6 +93,12 @@ void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool
       }
     }
   }
+  auto divide = [&](float* plane) {  // as the reference: sum / count, or 0 when no tap counts
+    for (int64_t i = 0; i < out_plane; ++i) {
+      const float n = divisor[static_cast<size_t>(i)];
+      plane[i] = n != 0.0f ? plane[i] / n : 0.0f;
+    }
+  };
   detail::parallelUnits(pool, s.planes, out_plane * s.kh * s.kw, [&](int64_t pb, int64_t pe) {
     std::vector<float> padded(static_cast<size_t>(PH * PW), neutral);
     detail::PoolPlaneArgs a;
@@ -100,16 +108,15 @@ void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool
     a.is_max = is_max;
     a.in_h = H, a.in_w = W, a.pt = s.pt, a.pl = s.pl;
     a.xp = padded.data();
+    std::vector<float> xw(xh != nullptr ? static_cast<size_t>(in_plane) : 0);
+    std::vector<float> yw(yh != nullptr ? static_cast<size_t>(out_plane) : 0);
     for (int64_t p = pb; p < pe; ++p) {
-      a.x = x + p * in_plane;
-      a.y = y + p * out_plane;
+      if (xh != nullptr) f16ToF32(xh + p * in_plane, xw.data(), in_plane, nullptr);
+      a.x = xh != nullptr ? xw.data() : x + p * in_plane;
+      a.y = yh != nullptr ? yw.data() : y + p * out_plane;
       kernel(a);
-      if (is_max) continue;
-      for (int64_t i = 0; i < out_plane; ++i) {  // as the reference: sum / count, or 0 when no tap counts
-        float& v = a.y[i];
-        const float n = divisor[static_cast<size_t>(i)];
-        v = n != 0.0f ? v / n : 0.0f;
-      }
+      if (!is_max) divide(a.y);
+      if (yh != nullptr) f32ToF16(a.y, yh + p * out_plane, out_plane, {}, nullptr);
     }
   });
 }
@@ -125,6 +132,43 @@ void maxPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* p
 void avgPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
   detail::checkPool(s, "avgPool2d");
   pool2dFast(s, x, y, pool, false);
+}
+
+namespace {
+void pool2dStorage(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool,
+                   bool is_max) {
+  detail::checkPool(s, is_max ? "maxPool2d" : "avgPool2d");
+  const bool x16 = xs == Storage::kF16, y16 = ys == Storage::kF16;
+  const uint16_t* xh = x16 ? static_cast<const uint16_t*>(x) : nullptr;
+  uint16_t* yh = y16 ? static_cast<uint16_t*>(y) : nullptr;
+  const float* xf = x16 ? nullptr : static_cast<const float*>(x);
+  float* yf = y16 ? nullptr : static_cast<float*>(y);
+  if (is_max && s.pad_value > -std::numeric_limits<float>::infinity()) {
+    // The reference (a folded pad value): whole-tensor conversions around it.
+    std::vector<float> xw, yw;
+    if (x16) {
+      xw.resize(static_cast<size_t>(s.planes * s.ih * s.iw));
+      f16ToF32(xh, xw.data(), static_cast<int64_t>(xw.size()), pool);
+      xf = xw.data();
+    }
+    if (y16) {
+      yw.resize(static_cast<size_t>(s.planes * s.oh * s.ow));
+      yf = yw.data();
+    }
+    maxPool2d(s, xf, yf, pool);
+    if (y16) f32ToF16(yf, yh, static_cast<int64_t>(yw.size()), {}, pool);
+    return;
+  }
+  pool2dFast(s, xf, yf, pool, is_max, xh, yh);
+}
+}  // namespace
+
+void maxPool2dFast(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) {
+  pool2dStorage(s, x, xs, y, ys, pool, true);
+}
+
+void avgPool2dFast(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) {
+  pool2dStorage(s, x, xs, y, ys, pool, false);
 }
 
 }  // namespace npuc::kernels
