@@ -104,7 +104,10 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
     : g_(graph), opts_(opts), pool_(&ThreadPool::shared(opts.threads)) {
   const auto& order = g_.order();
   kernels_.reserve(order.size());
-  for (ir::NodeId id : order) kernels_.push_back(makeKernel(g_, g_.node(id)));
+  for (size_t i = 0; i < order.size(); ++i) {
+    kernels_.push_back(makeKernel(g_, g_.node(order[i])));
+    pos_[order[i]] = i;
+  }
   if (opts_.fuse_activations) fuseActivations();
   place_.assign(order.size(), {});
   if (opts_.place_concat_inputs) planConcats();
@@ -164,8 +167,6 @@ std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::No
 void Engine::fuseActivations() {
   const auto& order = g_.order();
   auto uses = g_.uses();
-  std::map<ir::NodeId, size_t> pos;
-  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
   std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
@@ -178,16 +179,14 @@ void Engine::fuseActivations() {
     const ir::Node& act_node = g_.node(it->second[0].first);
     auto act = activationOf(g_, act_node);
     if (!act || !kernels_[i]->fuseActivation(*act)) continue;
-    kernels_[pos[act_node.id]] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
-    fused_.insert(pos[act_node.id]);
+    kernels_[pos_.at(act_node.id)] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
+    fused_.insert(pos_.at(act_node.id));
   }
 }
 
 void Engine::planConcats() {
   const auto& order = g_.order();
   auto uses = g_.uses();
-  std::map<ir::NodeId, size_t> pos;
-  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
   std::set<ir::ValueId> outside(g_.outputs().begin(), g_.outputs().end());
   outside.insert(g_.inputs().begin(), g_.inputs().end());
   // A value that only this node reads, computed by a node of the graph, not an input, output or constant.
@@ -219,13 +218,13 @@ void Engine::planConcats() {
       if (typed && seen.insert(v).second && onlyFor(v, n.id)) {
         // Through an activation fused into its producer (an alias of the producer's output) to that output.
         ir::ValueId root = v;
-        const size_t p = pos.at(g_.value(v).producer);
+        const size_t p = pos_.at(g_.value(v).producer);
         if (fused_.count(p)) {
           const ir::Node& act = g_.node(order[p]);
           root = act.inputs.empty() || !onlyFor(act.inputs[0], act.id) ? ir::kNoValue : act.inputs[0];
         }
         if (root != ir::kNoValue && g_.value(root).type.shape == vt.shape && g_.value(root).type.dtype == vt.dtype) {
-          auto& slots = place_[pos.at(g_.value(root).producer)];
+          auto& slots = place_[pos_.at(g_.value(root).producer)];
           slots.resize(std::max(slots.size(), static_cast<size_t>(g_.value(root).producer_output) + 1));
           slots[static_cast<size_t>(g_.value(root).producer_output)] = Placement{ci, offset};
         }

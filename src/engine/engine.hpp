@@ -60,6 +60,7 @@ class Engine {
   EngineOptions opts_;
   ThreadPool* pool_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // by position in g_.order()
+  std::map<ir::NodeId, size_t> pos_;              // node -> its position
   std::vector<std::vector<ir::ValueId>> release_after_;  // values whose last use is node i
   std::vector<NodeTime> profile_;
   size_t num_values_ = 0;                 // value ids are below this
