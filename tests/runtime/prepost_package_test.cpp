@@ -30,6 +30,7 @@ const std::string kSrc = NPUC_SOURCE_DIR;
 const std::string kExamples = kSrc + "/tests/data/prepost/examples/";
 
 using npuc::test::cosine;
+using npuc::test::expectLayersAgree;
 using npuc::test::scratchDir;
 
 fs::path writeText(const std::string& name, const std::string& text) {
@@ -225,10 +226,7 @@ TEST_P(PrePostPackage, GenericHasTheEngineBitsDrpaiIsCloseModesAgree) {
       EXPECT_TRUE(fast2[i].sameBits(exact[i]));
     }
     ASSERT_EQ(l_exact.size(), l_fast2.size());
-    for (size_t i = 0; i < l_exact.size(); ++i) {
-      EXPECT_TRUE(l_fast1[i].sameBits(l_exact[i])) << "layer " << i << " at 1 thread";
-      EXPECT_TRUE(l_fast2[i].sameBits(l_exact[i])) << "layer " << i << " at 2 threads";
-    }
+    expectLayersAgree(l_exact, l_fast1, l_fast2);
   }
 }
 

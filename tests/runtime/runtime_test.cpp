@@ -26,6 +26,7 @@ namespace {
 const std::string kSrc = NPUC_SOURCE_DIR;
 
 using npuc::test::cosine;
+using npuc::test::expectLayersAgree;
 using npuc::test::scratchDir;
 
 TranslateResult translateTo(const fs::path& onnx, const std::string& target, const fs::path& root, const std::string& prefix,
@@ -117,10 +118,7 @@ TEST_P(PackageRun, GenericMatchesEngineBitsAndModesAgree) {
     EXPECT_TRUE(fast2[i].sameBits(exact[i]));
   }
   ASSERT_EQ(l_exact.size(), l_fast2.size());
-  for (size_t i = 0; i < l_exact.size(); ++i) {
-    EXPECT_TRUE(l_fast1[i].sameBits(l_exact[i])) << "layer " << i << " at 1 thread";
-    EXPECT_TRUE(l_fast2[i].sameBits(l_exact[i])) << "layer " << i << " at 2 threads";
-  }
+  expectLayersAgree(l_exact, l_fast1, l_fast2);
 }
 
 TEST_P(PackageRun, Fp16CloseToEngineAndModesAgree) {
@@ -147,11 +145,8 @@ TEST_P(PackageRun, Fp16CloseToEngineAndModesAgree) {
     EXPECT_TRUE(fast1[i].sameBits(exact[i]));
     EXPECT_TRUE(fast2[i].sameBits(exact[i]));
   }
-  for (size_t i = 0; i < l_exact.size(); ++i) {
-    EXPECT_EQ(l_exact[i].dtype(), DType::kF16);
-    EXPECT_TRUE(l_fast1[i].sameBits(l_exact[i])) << "layer " << i << " at 1 thread";
-    EXPECT_TRUE(l_fast2[i].sameBits(l_exact[i])) << "layer " << i << " at 2 threads";
-  }
+  for (const Tensor& l : l_exact) EXPECT_EQ(l.dtype(), DType::kF16);
+  expectLayersAgree(l_exact, l_fast1, l_fast2);
 }
 
 // One model per descriptor kind / parameter case (tests/data/kinds/make_kind_models.py): generic packages only
