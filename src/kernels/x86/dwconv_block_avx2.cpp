@@ -12,6 +12,7 @@
 // eight values holding an Inf or NaN go through floatToHalf, whose NaN payloads the hardware does not keep).
 #include "kernels/x86/act_avx2.hpp"
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/store_avx2.hpp"
 #include "support/fp16.hpp"
 
 #include <immintrin.h>
@@ -85,9 +86,7 @@ inline void storePixels(const DwBlockArgs& p, int64_t at, const __m256 v[8], int
   if (n == 8) {
     for (int c = 0; c < p.channels; ++c) _mm256_storeu_ps(y + c * p.y_plane, v[c]);
   } else {
-    const __m256i mask =
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    for (int c = 0; c < p.channels; ++c) _mm256_maskstore_ps(y + c * p.y_plane, mask, v[c]);
+    for (int c = 0; c < p.channels; ++c) storeFirst(y + c * p.y_plane, v[c], n);
   }
 }
 

@@ -5,6 +5,7 @@
 // vectorised across outputs only.
 #include "kernels/x86/act_avx2.hpp"
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/store_avx2.hpp"
 
 #include <immintrin.h>
 
@@ -35,7 +36,7 @@ inline void panelGroup(const float* a, int64_t K, const float* x, const float* i
     const __m256 xk = _mm256_broadcast_ss(x + k);
     for (int g = 0; g < G; ++g) acc[g] = _mm256_fmadd_ps(_mm256_maskload_ps(a + g * stride + k * kMR, m6), xk, acc[g]);
   }
-  for (int g = 0; g < G; ++g) _mm256_maskstore_ps(out + g * kMR, m6, acc[g]);
+  for (int g = 0; g < G; ++g) storeFirst(out + g * kMR, acc[g], kMR);
 }
 
 inline __m256i maskRows(int64_t mr) {

@@ -5,6 +5,7 @@
 // are zero); sums add one tap at a time. The last vector of a row is stored under a mask. Compiled with
 // -mavx2 -mfma; called only when the CPU has them.
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/store_avx2.hpp"
 
 #include <immintrin.h>
 
@@ -15,17 +16,18 @@ namespace npuc::kernels::detail {
 
 namespace {
 
-/// One vector of outputs: the window's top-left tap and where the 8 results go (masked: the row's last, partial).
+/// One vector of outputs: the window's top-left tap and where the results go (lanes: 8, or fewer for the row's
+/// last, partial vector).
 struct Block {
   const float* base;
   float* out;
-  bool masked;
+  int64_t lanes;
 };
 
 /// kN blocks at once; KH, KW > 0 fix the window at compile time (0: taken from `a`). col_off[kw]: where tap kw
 /// of output 0 lies in the phase-split row.
 template <bool kMax, int kN, int KH, int KW>
-inline void blocks(const PoolPlaneArgs& a, const int64_t* col_off, const Block* blk, __m256i tail_mask) {
+inline void blocks(const PoolPlaneArgs& a, const int64_t* col_off, const Block* blk) {
   const int64_t kh_n = KH > 0 ? KH : a.kh, kw_n = KW > 0 ? KW : a.kw;
   const int64_t row_step = a.dh * a.row_stride;
   __m256 acc[kN];
@@ -38,19 +40,14 @@ inline void blocks(const PoolPlaneArgs& a, const int64_t* col_off, const Block* 
         acc[i] = kMax ? _mm256_max_ps(v, acc[i]) : _mm256_add_ps(acc[i], v);
       }
     }
-  for (int i = 0; i < kN; ++i) {
-    if (blk[i].masked) _mm256_maskstore_ps(blk[i].out, tail_mask, acc[i]);
-    else _mm256_storeu_ps(blk[i].out, acc[i]);
-  }
+  for (int i = 0; i < kN; ++i) storeFirst(blk[i].out, acc[i], blk[i].lanes);
 }
 
 /// Walks the plane's output vectors row by row, four at a time (across rows when rows are short).
 template <bool kMax, int KH, int KW>
 void plane(const PoolPlaneArgs& a, const int64_t* col_off) {
   const int64_t nb = (a.out_w + 7) / 8;
-  const int rem = static_cast<int>(a.out_w % 8);
-  const __m256i tail_mask =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));  // lanes < rem
+  const int64_t last = a.out_w - (nb - 1) * 8;  // lanes of the row's last vector
   const int64_t row_step = a.sh * a.row_stride;
   Block q[4];
   int n = 0;
@@ -58,14 +55,14 @@ void plane(const PoolPlaneArgs& a, const int64_t* col_off) {
     const float* row = a.xp + oh * row_step;
     float* out = a.y + oh * a.out_w;
     for (int64_t ob = 0; ob < nb; ++ob) {
-      q[n++] = Block{row + ob * 8, out + ob * 8, ob == nb - 1 && rem != 0};
+      q[n++] = Block{row + ob * 8, out + ob * 8, ob == nb - 1 ? last : 8};
       if (n == 4) {
-        blocks<kMax, 4, KH, KW>(a, col_off, q, tail_mask);
+        blocks<kMax, 4, KH, KW>(a, col_off, q);
         n = 0;
       }
     }
   }
-  for (int i = 0; i < n; ++i) blocks<kMax, 1, KH, KW>(a, col_off, q + i, tail_mask);
+  for (int i = 0; i < n; ++i) blocks<kMax, 1, KH, KW>(a, col_off, q + i);
 }
 
 /// The phase-split copy for stride 2: 16 input columns -> 8 even and 8 odd ones per step.
