@@ -30,8 +30,9 @@ class Buffer {
   /// Left as they are (a recycled block holds an earlier tensor's bytes): for what is about to be overwritten in
   /// full. Sanitizer and debug builds fill them with 0xff (NaN, -1) so a reader of unwritten bytes shows.
   static std::shared_ptr<Buffer> allocateUninitialized(size_t bytes);
-  /// Freed blocks of 64 KiB and more are kept for reuse (inference allocates the same sizes every run), up to
-  /// this many bytes in all (default 512 MiB). Returns the previous limit; lowering it frees blocks now. The
+  /// Freed blocks of 64 KiB and more are kept for reuse (inference allocates the same sizes every run; a request
+  /// takes the most recently freed block of between its size and twice that), up to this many bytes in all
+  /// (default 512 MiB). Returns the previous limit; lowering it frees blocks now. The
   /// compiler sets 0: it allocates once and wants the memory back.
   static size_t setCacheLimit(size_t bytes);
   ~Buffer();
@@ -43,9 +44,10 @@ class Buffer {
   size_t size() const { return size_; }
 
  private:
-  Buffer(uint8_t* d, size_t n) : data_(d), size_(n) {}
+  Buffer(uint8_t* d, size_t n, size_t capacity) : data_(d), size_(n), capacity_(capacity) {}
   uint8_t* data_;
   size_t size_;
+  size_t capacity_;  // bytes allocated (a recycled block may be larger than size_)
 };
 
 class Tensor {

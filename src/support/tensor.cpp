@@ -39,16 +39,24 @@ bool shapeIsStatic(const Shape& s) {
 
 namespace {
 // Recycles large blocks: inference allocates the same sizes on every run, and fresh pages cost a page fault
-// each. Blocks of at least kMinCached bytes are kept by exact rounded size, up to kMaxCached bytes in all.
+// each. Blocks of at least kMinCached bytes are kept, up to kMaxCached bytes in all. A request takes the most
+// recently freed block that fits it without wasting more than half (capacity in [size, 2 * size]): that block is
+// the likeliest to be still in cache, so a layer's output lands where an earlier layer's output was just read —
+// as an arena planned by liveness would place it.
 constexpr size_t kMinCached = size_t{64} << 10;
 constexpr size_t kMaxCached = size_t{512} << 20;
+struct CachedBlock {
+  void* p;
+  uint64_t freed;  // order of freeing (larger: more recent)
+};
 struct BlockCache {
   std::mutex mu;
-  std::multimap<size_t, void*> blocks;
+  std::multimap<size_t, CachedBlock> blocks;  // by capacity
   size_t bytes = 0;
   size_t limit = kMaxCached;
+  uint64_t clock = 0;
   ~BlockCache() {
-    for (auto& [n, p] : blocks) std::free(p);
+    for (auto& [n, b] : blocks) std::free(b.p);
   }
 };
 BlockCache& blockCache() {
@@ -66,7 +74,7 @@ size_t Buffer::setCacheLimit(size_t bytes) {
   while (c.bytes > c.limit && !c.blocks.empty()) {
     auto it = std::prev(c.blocks.end());
     c.bytes -= it->first;
-    std::free(it->second);
+    std::free(it->second.p);
     c.blocks.erase(it);
   }
   return old;
@@ -79,34 +87,38 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
 }
 
 std::shared_ptr<Buffer> Buffer::allocateUninitialized(size_t bytes) {
-  size_t rounded = roundedSize(bytes);
+  const size_t rounded = roundedSize(bytes);
+  size_t capacity = rounded;
   void* p = nullptr;
   if (rounded >= kMinCached) {
     BlockCache& c = blockCache();
     std::lock_guard<std::mutex> lk(c.mu);
-    auto it = c.blocks.find(rounded);
-    if (it != c.blocks.end()) {
-      p = it->second;
-      c.blocks.erase(it);
-      c.bytes -= rounded;
+    auto best = c.blocks.end();
+    for (auto it = c.blocks.lower_bound(rounded); it != c.blocks.end() && it->first <= 2 * rounded; ++it) {
+      if (best == c.blocks.end() || it->second.freed > best->second.freed) best = it;
+    }
+    if (best != c.blocks.end()) {
+      p = best->second.p;
+      capacity = best->first;
+      c.bytes -= capacity;
+      c.blocks.erase(best);
     }
   }
   if (!p) p = std::aligned_alloc(64, rounded);
   if (!p) fail(ErrorCode::kIo, "out of memory allocating {} bytes", bytes);
 #if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
-  std::memset(p, 0xff, rounded);
+  std::memset(p, 0xff, capacity);
 #endif
-  return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), bytes));
+  return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), bytes, capacity));
 }
 
 Buffer::~Buffer() {
-  size_t rounded = roundedSize(size_);
-  if (rounded >= kMinCached) {
+  if (capacity_ >= kMinCached) {
     BlockCache& c = blockCache();
     std::lock_guard<std::mutex> lk(c.mu);
-    if (c.bytes + rounded <= c.limit) {
-      c.blocks.emplace(rounded, data_);
-      c.bytes += rounded;
+    if (c.bytes + capacity_ <= c.limit) {
+      c.blocks.emplace(capacity_, CachedBlock{data_, ++c.clock});
+      c.bytes += capacity_;
       return;
     }
   }
