@@ -83,6 +83,42 @@ TEST(Tensor, ShapeChecks) {
   EXPECT_THROW(t.data<int32_t>(), Error);
 }
 
+TEST(Buffer, RecyclesTheMostRecentlyFreedBlockThatFits) {
+  constexpr size_t kB = size_t{1} << 20;  // well above the smallest cached size
+  const size_t old_limit = Buffer::setCacheLimit(0);  // start from an empty cache
+  Buffer::setCacheLimit(old_limit);
+  uint8_t* a = nullptr;
+  uint8_t* b = nullptr;
+  uint8_t* big = nullptr;
+  {
+    auto ba = Buffer::allocateUninitialized(kB);
+    auto bb = Buffer::allocateUninitialized(kB + 4096);
+    auto bbig = Buffer::allocateUninitialized(4 * kB);
+    a = ba->data(), b = bb->data(), big = bbig->data();
+    bbig.reset();
+    ba.reset();
+    bb.reset();  // freed last
+  }
+  // Both small blocks fit a kB request; the one freed last wins, even though it is the larger.
+  auto r1 = Buffer::allocateUninitialized(kB);
+  EXPECT_EQ(r1->data(), b);
+  EXPECT_EQ(r1->size(), kB);
+  auto r2 = Buffer::allocateUninitialized(kB);
+  EXPECT_EQ(r2->data(), a);
+  // The 4 kB block is more than twice the request: a fresh block instead, and the big one stays cached.
+  auto r3 = Buffer::allocateUninitialized(kB);
+  EXPECT_NE(r3->data(), big);
+  auto r4 = Buffer::allocateUninitialized(3 * kB);
+  EXPECT_EQ(r4->data(), big);
+  // Zeroed allocations from a recycled block are zero.
+  r4.reset();
+  auto z = Buffer::allocate(3 * kB);
+  ASSERT_EQ(z->data(), big);
+  for (size_t i = 0; i < 3 * kB; i += 4093) ASSERT_EQ(z->data()[i], 0) << i;
+  Buffer::setCacheLimit(0);
+  Buffer::setCacheLimit(old_limit);
+}
+
 TEST(ThreadPool, CoversEveryIndexOnce) {
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
