@@ -2,8 +2,8 @@
 // split into column phases), four vectors (anywhere in the plane) in flight so the max / add chains overlap, taps
 // combined in the reference's row-major order.
 // _mm256_max_ps(v, acc) is exactly `v > acc ? v : acc` (it returns its second operand when either is NaN or both
-// are zero); sums add one tap at a time. The last vector of a row is stored under a mask. Compiled with
-// -mavx2 -mfma; called only when the CPU has them.
+// are zero); sums add one tap at a time. The last, partial vector of a row stores only its lanes (storeFirst).
+// Compiled with -mavx2 -mfma; called only when the CPU has them.
 #include "kernels/x86/kernel_table.hpp"
 #include "kernels/x86/store_avx2.hpp"
 
