@@ -382,12 +382,7 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
       }
     }
   };
-  const int64_t tasks = outer * per_outer;
-  if (pool != nullptr && threads > 1 && tasks > 1) {
-    pool->parallelFor(tasks, body, 1);
-  } else {
-    body(0, tasks);
-  }
+  detail::runTasks(pool, outer * per_outer, body);
 }
 
 void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
@@ -413,9 +408,7 @@ void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
       }
     }
   };
-  const int64_t planes = outer * cg;
-  if (pool != nullptr && threads > 1 && planes > 1) pool->parallelFor(planes, fill, std::max<int64_t>(1, planes / (4 * threads)));
-  else fill(0, planes);
+  detail::runTasks(pool, outer * cg, fill, 4);
 
   // 2. Tasks over (image, group) x M chunks x virtual-column chunks; each computes whole kMR x 2kNR tiles into
   // its scratch C (rows padded with the zero rows of the packed A, columns up to nr), then copies out.
@@ -478,9 +471,7 @@ void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
       }
     }
   };
-  const int64_t tasks = outer * per_outer;
-  if (pool != nullptr && threads > 1 && tasks > 1) pool->parallelFor(tasks, body, 1);
-  else body(0, tasks);
+  detail::runTasks(pool, outer * per_outer, body);
 }
 
 void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
@@ -512,13 +503,7 @@ void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
       kt.dwconv_block8(a);
     }
   };
-  const int64_t tasks = s.batch * blocks;
-  const int threads = pool != nullptr ? pool->size() : 1;
-  if (pool != nullptr && threads > 1 && tasks > 1) {
-    pool->parallelFor(tasks, body, std::max<int64_t>(1, tasks / (4 * threads)));
-  } else {
-    body(0, tasks);
-  }
+  detail::runTasks(pool, s.batch * blocks, body, 4);
 }
 
 void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const {
@@ -566,13 +551,7 @@ void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const 
       kern(a);
     }
   };
-  const int64_t planes = s.batch * C;
-  const int threads = pool != nullptr ? pool->size() : 1;
-  if (pool != nullptr && threads > 1 && planes > 1) {
-    pool->parallelFor(planes, body, std::max<int64_t>(1, planes / (8 * threads)));
-  } else {
-    body(0, planes);
-  }
+  detail::runTasks(pool, s.batch * C, body, 8);
 }
 
 void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
@@ -664,12 +643,7 @@ void conv_transpose(const ConvTransposeShape& s, const float* x, const float* w,
   const detail::DeconvKernel kern = detail::activeKernels().deconv;
   const int64_t planes = s.batch * s.out_channels;
   auto body = [&](int64_t p0, int64_t p1) { kern(g, x, w, bias, y, p0, p1); };
-  const int threads = pool != nullptr ? pool->size() : 1;
-  if (pool != nullptr && threads > 1 && planes > 1) {
-    pool->parallelFor(planes, body, std::max<int64_t>(1, planes / (4 * threads)));
-  } else if (planes > 0) {
-    body(0, planes);
-  }
+  detail::runTasks(pool, planes, body, 4);
 }
 
 }  // namespace npuc::kernels

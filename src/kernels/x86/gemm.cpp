@@ -41,9 +41,12 @@ float* threadScratch(size_t floats, int slot) {
   return scratch[slot].ensure(floats);
 }
 
-void runTasks(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t, int64_t)>& body) {
+void runTasks(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t, int64_t)>& body,
+              int64_t chunks_per_thread) {
   if (pool != nullptr && pool->size() > 1 && tasks > 1) {
-    pool->parallelFor(tasks, body, 1);
+    const int64_t grain =
+        chunks_per_thread > 0 ? std::max<int64_t>(1, tasks / (chunks_per_thread * pool->size())) : 1;
+    pool->parallelFor(tasks, body, grain);
   } else if (tasks > 0) {
     body(0, tasks);
   }
@@ -347,12 +350,7 @@ void gemmPackedA(const float* pa, const GemmArgs& g, ThreadPool* pool) {
                         packB, out, kt, blk, pre);
     }
   };
-  const int64_t tasks = split.m_tasks * split.n_tasks;
-  if (pool != nullptr && threads > 1 && tasks > 1) {
-    pool->parallelFor(tasks, body, 1);
-  } else {
-    body(0, tasks);
-  }
+  detail::runTasks(pool, split.m_tasks * split.n_tasks, body);
 }
 
 // Packs A into the calling thread's scratch (reused across calls, so no page faults; read-only for the tasks,

@@ -45,8 +45,10 @@ class AlignedFloats {
 /// they are rounded to a float16 output.
 float* threadScratch(size_t floats, int slot);
 
-/// Runs body(t0, t1) over [0, tasks) on the pool (one task per chunk), or inline without a pool.
-void runTasks(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t, int64_t)>& body);
+/// Runs body(t0, t1) over [0, tasks) on the pool, or as one call inline without a pool (or one thread, or one
+/// task). Chunks: one task each, or with chunks_per_thread > 0 about that many chunks per thread.
+void runTasks(ThreadPool* pool, int64_t tasks, const std::function<void(int64_t, int64_t)>& body,
+              int64_t chunks_per_thread = 0);
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
