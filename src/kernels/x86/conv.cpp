@@ -334,7 +334,7 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
   }
   const float* x = io.x;
   const detail::KernelTable& kt = detail::activeKernels();
-  const GemmBlocking blk = detail::effectiveBlocking();
+  const GemmBlocking blk = detail::blockingForDepth(K, detail::effectiveBlocking());
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t outer = s.batch * s.groups;
   const detail::GemmSplit split = detail::planSplit(mg, N, outer, threads, blk);
@@ -387,7 +387,7 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
 
 void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
   const detail::KernelTable& kt = detail::activeKernels();
-  const GemmBlocking blk = detail::effectiveBlocking();
+  const GemmBlocking blk = detail::blockingForDepth(K, detail::effectiveBlocking());
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t outer = s.batch * s.groups;
   const int64_t wq = dq_wq, pp = dq_pp;

@@ -321,7 +321,7 @@ void gemmPackedA(const float* pa, const GemmArgs& g, ThreadPool* pool) {
     gemvRow(kt, x, g, pool);
     return;
   }
-  const GemmBlocking blk = detail::effectiveBlocking();
+  const GemmBlocking blk = detail::blockingForDepth(g.K, detail::effectiveBlocking());
   const int threads = pool != nullptr ? pool->size() : 1;
   const detail::GemmSplit split = detail::planSplit(g.M, g.N, 1, threads, blk);
   detail::GemmOut out;
