@@ -190,6 +190,9 @@ TEST(LayersPool, MatchesNaive) {
       checkPool(poolShape(2, 8, 34, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, ceil_mode, inc), seed++);
       checkPool(poolShape(2, 9, 37, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);  // odd left pad, stride 2
       checkPool(poolShape(1, 5, 40, 2, 3, 1, 2, 1, 2, 0, 3, 0, 1, ceil_mode, inc), seed++);  // dilated taps, stride 2
+      // Three columns at stride 2, read in place: dilated rows at row stride 1; a row narrower than one block.
+      checkPool(poolShape(2, 12, 41, 3, 3, 1, 2, 2, 1, 2, 1, 0, 2, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 7, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
     }
 }
 
