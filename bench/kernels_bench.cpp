@@ -70,8 +70,8 @@ ConvShape convShape(int64_t C, int64_t M, int64_t groups, int64_t H, int64_t W, 
   return sh;
 }
 
-// cold: before each timed run, 64 MiB are touched (one byte per cache line) outside the timing, so the run finds its input, output and
-// weights in memory, not in cache -- as a layer in a network does after the layers before it.
+// cold: before each timed run, 64 MiB are touched (one byte per cache line) outside the timing, so the run finds
+// its input, output and weights in memory, not in cache -- as a layer in a network does after the layers before it.
 void benchConv(benchmark::State& state, ConvShape s, bool cold = false) {
   const int threads = static_cast<int>(state.range(0));
   const int64_t hw = s.in_spatial[0] * s.in_spatial[1], ohw = s.out_spatial[0] * s.out_spatial[1];
