@@ -1,14 +1,14 @@
 // Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (direct GEMM, im2col
 // GEMM, depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
-// the direct path's padded phase-split input, the depthwise paths (channel blocks of 8 for the AVX tables, padded
-// planes for the portable one), and the thread split.
+// the direct path's zero-padded input, the depthwise paths (channel blocks of 8 for the AVX tables, padded
+// phase-split planes for the portable one), and the thread split.
 // Microkernels come from the dispatch table.
 //
 // The direct path (2-D, stride 1, not 1x1): the input of each group is copied once into zero-padded planes (padded
 // row r, column c of channel ch at ch*pp + r*wq + c). Output (oh, ow) is then "virtual column" n = oh * wq + ow of
-// a GEMM whose B row k = (ch, ki, kj) is the plane shifted by a constant: B[k][n] = xq[off[k] + n]. The microkernels read those rows directly
-// (MicroArgs::b_off), so nothing is packed; columns with ow >= OW are computed into a scratch C and dropped when
-// the tile is copied out. The fma sequence of every output is the reference one (k ascending, padding taps
+// a GEMM whose B row k = (ch, ki, kj) is the plane shifted by a constant: B[k][n] = xq[off[k] + n]. The
+// microkernels read those rows directly (MicroArgs::b_off), so nothing is packed; columns with ow >= OW are
+// computed into a scratch C and dropped when the tile is copied out. The fma sequence of every output is the reference one (k ascending, padding taps
 // multiply +0), so the bits are those of conv_ref.
 #include "kernels/conv.hpp"
 
@@ -192,6 +192,13 @@ void fillPhases(const float* xr, int64_t W, int64_t pw, int64_t sw, int64_t wq, 
 
 enum class ConvPath { kDirect, kGemm, kDepthwise, kRef };
 
+// A float16 input widened whole into the calling thread's scratch (slot 4), for paths that read float32 only.
+const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
+  float* xw = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(n, 1)), 4);
+  f16ToF32(xh, xw, n, pool);
+  return xw;
+}
+
 }  // namespace
 
 struct Conv::Impl {
@@ -326,10 +333,7 @@ const char* Conv::variant() const {
 void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
   if (io.xh != nullptr && !pointwise) {
     // im2col reads every input element once per tap: widen the input once instead.
-    const int64_t n = s.batch * s.in_channels * HW;
-    float* xw = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(n, 1)), 4);
-    f16ToF32(io.xh, xw, n, pool);
-    io.x = xw;
+    io.x = widened(io.xh, s.batch * s.in_channels * HW, pool);
     io.xh = nullptr;
   }
   const float* x = io.x;
@@ -563,11 +567,7 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
     int64_t in = s.batch * s.in_channels, out = s.batch * s.out_channels;
     for (size_t d = 0; d < s.in_spatial.size(); ++d) in *= s.in_spatial[d], out *= s.out_spatial[d];
     Io f32{io.x, nullptr, io.y, nullptr};
-    if (io.xh != nullptr) {
-      float* xw = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(in, 1)), 4);
-      f16ToF32(io.xh, xw, in, pool);
-      f32.x = xw;
-    }
+    if (io.xh != nullptr) f32.x = widened(io.xh, in, pool);
     if (io.yh != nullptr) f32.y = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(out, 1)), 5);
     run(f32, pool);
     if (io.yh != nullptr) f32ToF16(f32.y, io.yh, out, Activation{}, pool);
