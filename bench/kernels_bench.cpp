@@ -284,7 +284,9 @@ void registerAll() {
   for (const P& p : {P{"googlenet_maxpool1_3x3s2_64x112", 64, 112, 112, 56, 56, 3, 2, 0},
                      P{"googlenet_branch4_3x3s1p1_192x28", 192, 28, 28, 28, 28, 3, 1, 1},
                      P{"googlenet_branch4_3x3s1p1_512x14", 512, 14, 14, 14, 14, 3, 1, 1},
-                     P{"squeezenet_3x3s2_64x111", 64, 111, 111, 55, 55, 3, 2, 0}}) {
+                     P{"squeezenet_3x3s2_64x111", 64, 111, 111, 55, 55, 3, 2, 0},
+                     P{"tinyyolo_2x2s2_16x416", 16, 416, 416, 208, 208, 2, 2, 0},
+                     P{"resnet50_3x3s2p1_64x112", 64, 112, 112, 56, 56, 3, 2, 1}}) {
     Pool2dShape s;
     s.planes = p.planes, s.ih = p.ih, s.iw = p.iw, s.oh = p.oh, s.ow = p.ow, s.kh = s.kw = p.k;
     s.sh = s.sw = p.stride, s.pt = s.pl = s.pb = s.pr = p.pad;

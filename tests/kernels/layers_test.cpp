@@ -113,10 +113,19 @@ std::vector<float> naivePool(const Pool2dShape& s, const std::vector<float>& x, 
   return y;
 }
 
-void checkPool(const Pool2dShape& s, uint32_t seed) {
+// special: about one input in three becomes NaN, +-0, +-inf or a repeated value (ties: the first tap wins); max
+// pools only (sums of NaNs and infinities need not keep one NaN's bits).
+void checkPool(const Pool2dShape& s, uint32_t seed, bool special = false) {
   std::mt19937 rng(seed);
   std::vector<float> x = randomFloats(rng, static_cast<size_t>(s.planes * s.ih * s.iw), -4.0f, 4.0f);
+  if (special) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float values[] = {std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f, inf, -inf, 1.0f, 1.0f};
+    for (float& v : x)
+      if (rng() % 3 == 0) v = values[rng() % 7];
+  }
   for (bool is_max : {true, false}) {
+    if (special && !is_max) continue;
     const std::vector<float> want = naivePool(s, x, is_max);
     for (ThreadPool* pool : pools().all()) {
       std::vector<float> y(want.size(), 123.0f);
@@ -194,6 +203,20 @@ TEST(LayersPool, MatchesNaive) {
       checkPool(poolShape(2, 12, 41, 3, 3, 1, 2, 2, 1, 2, 1, 0, 2, ceil_mode, inc), seed++);
       checkPool(poolShape(2, 7, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
     }
+}
+
+TEST(LayersPool, SpecialValuesMatchNaive) {
+  // NaNs, signed zeros, infinities and ties through every window kind of the fast kernels, above all the
+  // stride-2 max pools that fold each window row first (AVX-512).
+  uint32_t seed = 300;
+  for (bool ceil_mode : {false, true}) {
+    checkPool(poolShape(3, 13, 57, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, ceil_mode, false), seed++, true);
+    checkPool(poolShape(2, 9, 37, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, ceil_mode, false), seed++, true);
+    checkPool(poolShape(2, 8, 34, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, ceil_mode, false), seed++, true);
+    checkPool(poolShape(2, 12, 41, 3, 3, 1, 2, 2, 1, 2, 1, 0, 2, ceil_mode, false), seed++, true);
+    checkPool(poolShape(2, 9, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ceil_mode, false), seed++, true);
+    checkPool(poolShape(2, 5, 70, 3, 3, 2, 2, 1, 1, 1, 2, 1, 2, ceil_mode, false), seed++, true);
+  }
 }
 
 TEST(LayersPool, PadValueMatchesNaive) {

@@ -162,6 +162,7 @@ struct KernelTable {
   GemvPackedKernel gemv_packed;
   GemvRowKernel gemv_row;
   PoolPlaneKernel pool_plane;
+  bool (*pool_in_place)(const PoolPlaneArgs&);  // whether pool_plane reads x in place (xp unused); null: never
   bool rows_tail;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
 };
 
@@ -193,6 +194,8 @@ void f32_dwconv_pack8__avx2(const DwPackArgs& p);
 void f32_dwconv_block8__avx2(const DwBlockArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
 void f32_pool_plane__avx2(const PoolPlaneArgs& p);
+void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // 3-column stride-2 max pools in place; others: AVX2
+bool f32_pool_in_place__avx512(const PoolPlaneArgs& p);
 void f32_pool_plane__scalar(const PoolPlaneArgs& p);
 void f32_deconv__avx2(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
                       int64_t nm_begin, int64_t nm_end);

@@ -72,7 +72,8 @@ void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool
   const int64_t PW = PS * sw;  // row stride
   const int64_t PH = std::max(s.pt + H, OH > 0 ? (OH - 1) * s.sh + (s.kh - 1) * s.dh + 1 : 0);
   const float neutral = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  const detail::PoolPlaneKernel kernel = detail::activeKernels().pool_plane;
+  const detail::KernelTable& kt = detail::activeKernels();
+  const detail::PoolPlaneKernel kernel = kt.pool_plane;
   const int64_t in_plane = H * W, out_plane = OH * OW;
   // AvgPool: each output's divisor (the reference's tap count), the same for every plane.
   std::vector<float> divisor;
@@ -100,14 +101,15 @@ void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool
     }
   };
   detail::parallelUnits(pool, s.planes, out_plane * s.kh * s.kw, [&](int64_t pb, int64_t pe) {
-    std::vector<float> padded(static_cast<size_t>(PH * PW), neutral);
     detail::PoolPlaneArgs a;
     a.row_stride = PW, a.phase_stride = PS;
     a.kh = s.kh, a.kw = s.kw, a.sh = s.sh, a.sw = s.sw, a.dh = s.dh, a.dw = s.dw;
     a.out_h = OH, a.out_w = OW;
     a.is_max = is_max;
     a.in_h = H, a.in_w = W, a.pt = s.pt, a.pl = s.pl;
-    a.xp = padded.data();
+    const bool in_place = kt.pool_in_place != nullptr && kt.pool_in_place(a);
+    std::vector<float> padded(in_place ? 0 : static_cast<size_t>(PH * PW), neutral);
+    a.xp = in_place ? nullptr : padded.data();
     std::vector<float> xw(xh != nullptr ? static_cast<size_t>(in_plane) : 0);
     std::vector<float> yw(yh != nullptr ? static_cast<size_t>(out_plane) : 0);
     for (int64_t p = pb; p < pe; ++p) {
