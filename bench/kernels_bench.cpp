@@ -258,6 +258,8 @@ void registerAll() {
       {"conv/googlenet_3x3_128-192_28", convShape(128, 192, 1, 28, 28, 3, 1, 1)},
       {"conv/squeezenet_3x3_64-256_13", convShape(64, 256, 1, 13, 13, 3, 1, 1)},
       {"conv/squeezenet_3x3_16-64_55", convShape(16, 64, 1, 55, 55, 3, 1, 1)},
+      {"conv/squeezenet_1x1_128-16_55", convShape(128, 16, 1, 55, 55, 1, 1, 0)},
+      {"conv/squeezenet_1x1_512-64_13", convShape(512, 64, 1, 13, 13, 1, 1, 0)},
       {"conv/squeezenet_3x3s2_3-64_224", convShape(3, 64, 1, 224, 224, 3, 2, 0)},
       {"conv/mbv2_3x3s2_3-32_224", convShape(3, 32, 1, 224, 224, 3, 2, 1)},
   };
@@ -269,7 +271,7 @@ void registerAll() {
   for (const char* name : {"conv/squeezenet_3x3s2_3-64_224", "conv/mbv2_3x3s2_3-32_224", "conv/resnet50_7x7s2_3-64_224",
                            "conv/tinyyolo_3x3_3-16_416", "conv/mbv2_1x1_16-96_112", "conv/mbv2_1x1_144-24_56",
                            "conv/resnet50_1x1_64-256_56", "conv/resnet50_1x1_256-64_56",
-                           "conv/squeezenet_3x3_16-64_55"}) {
+                           "conv/squeezenet_3x3_16-64_55", "conv/squeezenet_1x1_128-16_55"}) {
     for (const C& c : convs) {
       if (std::string(c.name) != name) continue;
       const ConvShape s = c.s;

@@ -326,6 +326,11 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(1, 5, 19, 1, 14, 30, 5, 5, 1, 1, 2), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(1, 4, 9, 1, 20, 16, 3, 1, 1, 1, 0), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(2, 24, 70, 1, 9, 11, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
+  // Pointwise with few output channels (B read in place on AVX-512): several k-blocks, a partial last row panel
+  // and a column remainder; groups and batch; a squeeze layer's shape.
+  expectConvMatches(shape2d(1, 600, 20, 1, 9, 13, 1, 1, 1, 1, 0), rng, relu6, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(2, 64, 32, 2, 10, 10, 1, 1, 1, 1, 0), rng, relu, false, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(1, 128, 16, 1, 15, 15, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
   expectConvMatches(shape2d(1, 3, 16, 1, 30, 30, 7, 7, 2, 1, 3), rng, relu, false);
   expectConvMatches(shape2d(1, 16, 32, 1, 20, 20, 1, 1, 2, 1, 0), rng, {}, true);
   expectConvMatches(shape2d(1, 300, 13, 1, 7, 7, 3, 3, 1, 1, 1), rng, relu6, true);  // K = 2700: many k-blocks

@@ -192,6 +192,54 @@ void fillPhases(const float* xr, int64_t W, int64_t pw, int64_t sw, int64_t wq, 
 
 enum class ConvPath { kDirect, kGemm, kDepthwise, kRef };
 
+// Pointwise convolutions with at most this many output channels (per group), over more than kStreamDepth input
+// channels, read B in place instead of packing it: with so few rows to share it, packing B costs a large part of
+// the product (npuc_kernels_bench, warm / cold input: SqueezeNet's 128 -> 16 squeeze at 55x55 0.19 -> 0.14 /
+// 0.33 -> 0.29 ms, ResNet-50's 256 -> 64 at 56x56 1.09 -> 0.97 / 1.38 -> 1.22 ms).
+constexpr int64_t kPointwiseDirectRows = 64;
+// How many tiles ahead pointwiseDirect prefetches its B rows (K rows read at once: too many streams for the
+// hardware prefetcher on a cold input).
+constexpr int64_t kPrefetchTiles = 2;
+
+// C[m0:m1, n0:n1] of a pointwise product with B read in place: row k of B at xg + off[k] (off[k] = k * HW).
+// Whole 2 * kNR-column tiles go through the wide kernel (direct B, every row panel in one call, the last one
+// partial); the columns past the last whole tile through gemmBlock. The k-blocks, hence every output's sum, are
+// gemmBlock's: the same bits.
+void pointwiseDirect(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                     const float* xg, const int64_t* off, const Im2colPacker& packer, const detail::GemmOut& out,
+                     const detail::KernelTable& kt, const GemmBlocking& blk) {
+  const int64_t n_tiles = n0 + (n1 - n0) / (2 * kNR) * (2 * kNR);
+  int64_t nkb = 0, kc_max = 0;
+  detail::kBlocks(K, blk, nkb, kc_max);
+  for (int64_t kb = 0; kb < nkb && n_tiles > n0; ++kb) {
+    const int64_t k0 = kb * kc_max;
+    detail::MicroArgs args;
+    args.kc = std::min(kc_max, K - k0);
+    args.tall = true;
+    args.b_off = off + k0;
+    args.a_stride = K * kMR;
+    args.ldc = out.ldc;
+    args.act = kb == nkb - 1 ? &out.act : nullptr;
+    args.init = kb > 0                ? detail::TileInit::kLoadC
+                : out.bias != nullptr ? detail::TileInit::kRowBias
+                                      : detail::TileInit::kZero;
+    for (int64_t ic = m0; ic < m1; ic += blk.mc) {
+      const int64_t ic_end = std::min(m1, ic + blk.mc);
+      args.panels = ceilDiv(ic_end - ic, kMR);
+      args.mr_last = ic_end - ic - (args.panels - 1) * kMR;
+      args.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
+      args.bias = out.bias != nullptr ? out.bias + ic : nullptr;
+      for (int64_t j = n0; j < n_tiles; j += 2 * kNR) {
+        args.b = xg + j;
+        args.b_prefetch = j + kPrefetchTiles * 2 * kNR < n1 ? kPrefetchTiles * 2 * kNR : 0;
+        args.c = out.at(ic, j);
+        kt.gemm_x2(args);
+      }
+    }
+  }
+  if (n_tiles < n1) detail::gemmBlock(packed_a, M, K, m0, m1, n_tiles, n1, packer, out, kt, blk);
+}
+
 // A float16 input widened whole into the calling thread's scratch (slot 4), for paths that read float32 only.
 const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
   float* xw = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(n, 1)), 4);
@@ -220,6 +268,9 @@ struct Conv::Impl {
   int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
   std::vector<int64_t> dq_off;
   std::vector<float> dq_bias;  // per group, padded to whole kMR-row panels (zeros)
+  // kGemm, pointwise with few output channels (mg <= kPointwiseDirectRows) on tables with the wide, row-tail
+  // kernels: B row k is read in place at k * HW from the group's input (no packing); else empty.
+  std::vector<int64_t> pw_off;
 
   // The tensors of one run: x or xh (float16), y or yh (float16).
   struct Io {
@@ -289,6 +340,9 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
   for (int64_t grp = 0; grp < s.groups; ++grp) {
     im.packed.push_back(std::make_unique<PackedA>(im.mg, im.K, w + grp * im.mg * im.K, im.K, false));
   }
+  if (im.pointwise && im.mg <= kPointwiseDirectRows && im.K > detail::kStreamDepth) {
+    for (int64_t k = 0; k < im.K; ++k) im.pw_off.push_back(k * im.HW);
+  }
   if (!im.pointwise && g.sh == 1 && g.sw == 1 && g.OW >= 14 && im.N > 0 && im.K > 0) {
     // Direct when the dropped columns (ow >= OW, and the rounding to whole 2 * kNR tiles) cost less than
     // packing: the im2col packer writes and re-reads every B element, ~20-25% of a 3x3 conv's time. Measured on
@@ -344,7 +398,8 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
   const detail::GemmSplit split = detail::planSplit(mg, N, outer, threads, blk);
   const int64_t per_outer = split.m_tasks * split.n_tasks;
   detail::PrepackedB pre;
-  if (split.m_tasks > 1 && outer == 1) {
+  const bool pw_direct = !pw_off.empty() && io.xh == nullptr && kt.gemm_x2 != nullptr && kt.rows_tail;
+  if (split.m_tasks > 1 && outer == 1 && !pw_direct) {
     // Tasks split along M would each build the same im2col B: pack it once, in parallel, before.
     pre.panels = ceilDiv(N, kNR);
     float* dst = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(K, 1) * pre.panels * kNR), 3);
@@ -378,8 +433,9 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
       const int64_t xoff = (b * s.in_channels + grp * cg) * HW;
       const Im2colPacker packer{&g, io.xh != nullptr ? nullptr : x + xoff, pointwise,
                                 io.xh != nullptr ? io.xh + xoff : nullptr};
-      detail::gemmBlock(packed[static_cast<size_t>(grp)]->impl().data.data(), mg, K, m0, m1, n0, n1, packer, out, kt,
-                        blk, pre);
+      const float* pa = packed[static_cast<size_t>(grp)]->impl().data.data();
+      if (pw_direct) pointwiseDirect(pa, mg, K, m0, m1, n0, n1, x + xoff, pw_off.data(), packer, out, kt, blk);
+      else detail::gemmBlock(pa, mg, K, m0, m1, n0, n1, packer, out, kt, blk, pre);
       if (io.yh != nullptr) {
         for (int64_t m = m0; m < m1; ++m)
           f32ToF16(out.at(m, n0), io.yh + (b * s.out_channels + grp * mg + m) * N + n0, n1 - n0, Activation{}, nullptr);

@@ -47,6 +47,10 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
     __m512 bv[kV];
     if constexpr (kDirect) {
       const float* br = p.b + b_off[k];
+      if (p.b_prefetch != 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(br + p.b_prefetch), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(br + p.b_prefetch + 16), _MM_HINT_T0);
+      }
       bv[0] = _mm512_loadu_ps(br);
       if constexpr (kV == 2) bv[1] = _mm512_loadu_ps(br + 16);
     } else {

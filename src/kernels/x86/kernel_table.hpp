@@ -48,6 +48,9 @@ struct MicroArgs {
   // b + b_off[k], any alignment, instead of a packed panel — the shifted rows of a padded input (x86/conv.cpp,
   // the direct convolution). Null: packed panels.
   const int64_t* b_off = nullptr;
+  // Direct B only: also prefetch (into L1) the two cache lines b_prefetch floats past each B row's start — the
+  // rows of a later tile, read from memory that may be cold. 0: none.
+  int64_t b_prefetch = 0;
 };
 using GemmMicroKernel = void (*)(const MicroArgs&);
 
