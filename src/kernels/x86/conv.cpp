@@ -201,12 +201,13 @@ constexpr int64_t kPointwiseDirectRows = 64;
 // hardware prefetcher on a cold input).
 constexpr int64_t kPrefetchTiles = 2;
 
-// C[m0:m1, n0:n1] of a pointwise product with B read in place: row k of B at xg + off[k] (off[k] = k * HW).
+// C[m0:m1, n0:n1] of a pointwise product with B read in place: row k of B at packer.xg + off[k] (off[k] = k * HW),
+// or, float16, at packer.xgh + off[k].
 // Whole 2 * kNR-column tiles go through the wide kernel (direct B, every row panel in one call, the last one
 // partial); the columns past the last whole tile through gemmBlock. The k-blocks, hence every output's sum, are
 // gemmBlock's: the same bits.
 void pointwiseDirect(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                     const float* xg, const int64_t* off, const Im2colPacker& packer, const detail::GemmOut& out,
+                     const int64_t* off, const Im2colPacker& packer, const detail::GemmOut& out,
                      const detail::KernelTable& kt, const GemmBlocking& blk) {
   const int64_t n_tiles = n0 + (n1 - n0) / (2 * kNR) * (2 * kNR);
   int64_t nkb = 0, kc_max = 0;
@@ -230,7 +231,8 @@ void pointwiseDirect(const float* packed_a, int64_t M, int64_t K, int64_t m0, in
       args.a = packed_a + (ic / kMR) * K * kMR + k0 * kMR;
       args.bias = out.bias != nullptr ? out.bias + ic : nullptr;
       for (int64_t j = n0; j < n_tiles; j += 2 * kNR) {
-        args.b = xg + j;
+        if (packer.xgh != nullptr) args.bh = packer.xgh + j;
+        else args.b = packer.xg + j;
         args.b_prefetch = j + kPrefetchTiles * 2 * kNR < n1 ? kPrefetchTiles * 2 * kNR : 0;
         args.c = out.at(ic, j);
         kt.gemm_x2(args);
@@ -398,7 +400,7 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
   const detail::GemmSplit split = detail::planSplit(mg, N, outer, threads, blk);
   const int64_t per_outer = split.m_tasks * split.n_tasks;
   detail::PrepackedB pre;
-  const bool pw_direct = !pw_off.empty() && io.xh == nullptr && kt.gemm_x2 != nullptr && kt.rows_tail;
+  const bool pw_direct = !pw_off.empty() && kt.gemm_x2 != nullptr && kt.rows_tail && (io.xh == nullptr || kt.half_b);
   if (split.m_tasks > 1 && outer == 1 && !pw_direct) {
     // Tasks split along M would each build the same im2col B: pack it once, in parallel, before.
     pre.panels = ceilDiv(N, kNR);
@@ -434,7 +436,7 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
       const Im2colPacker packer{&g, io.xh != nullptr ? nullptr : x + xoff, pointwise,
                                 io.xh != nullptr ? io.xh + xoff : nullptr};
       const float* pa = packed[static_cast<size_t>(grp)]->impl().data.data();
-      if (pw_direct) pointwiseDirect(pa, mg, K, m0, m1, n0, n1, x + xoff, pw_off.data(), packer, out, kt, blk);
+      if (pw_direct) pointwiseDirect(pa, mg, K, m0, m1, n0, n1, pw_off.data(), packer, out, kt, blk);
       else detail::gemmBlock(pa, mg, K, m0, m1, n0, n1, packer, out, kt, blk, pre);
       if (io.yh != nullptr) {
         for (int64_t m = m0; m < m1; ++m)

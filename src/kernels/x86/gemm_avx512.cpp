@@ -12,10 +12,16 @@ namespace npuc::kernels::detail {
 
 namespace {
 
+// 16 float16 values widened (the full-mask form: GCC 12's unmasked intrinsic trips -Wmaybe-uninitialized).
+inline __m512 widen16(const uint16_t* h) {
+  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+}
+
 // kP A panels (kP * kMR rows: panel q at a + q * a_stride) by kCols = 16 (one zmm per row, B panel b0) or 32
-// (two, B panels b0 and b1 = b0 + kc*kNR) columns; kDirect: B row k at p.b + p.b_off[k] (kCols floats).
+// (two, B panels b0 and b1 = b0 + kc*kNR) columns; kDirect: B row k at p.b + p.b_off[k] (kCols floats), or with
+// kHalf at p.bh + p.b_off[k] (kCols float16 values, widened exactly as they are loaded).
 // Only the first `rows` rows of C are read (kLoadC), biased (kRowBias) and stored.
-template <int kP, int kCols, bool kDirect>
+template <int kP, int kCols, bool kDirect, bool kHalf = false>
 inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_bias, int rows = kP * kMR) {
   constexpr int kV = kCols / 16;
   constexpr int kR = kP * kMR;
@@ -45,7 +51,12 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
   const int64_t* b_off = p.b_off;
   for (int64_t k = 0; k < p.kc; ++k) {
     __m512 bv[kV];
-    if constexpr (kDirect) {
+    if constexpr (kHalf) {
+      const uint16_t* br = p.bh + b_off[k];
+      if (p.b_prefetch != 0) _mm_prefetch(reinterpret_cast<const char*>(br + p.b_prefetch), _MM_HINT_T0);
+      bv[0] = widen16(br);
+      if constexpr (kV == 2) bv[1] = widen16(br + 16);
+    } else if constexpr (kDirect) {
       const float* br = p.b + b_off[k];
       if (p.b_prefetch != 0) {
         _mm_prefetch(reinterpret_cast<const char*>(br + p.b_prefetch), _MM_HINT_T0);
@@ -81,7 +92,7 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
 
 // With p.tall, pairs of A panels through the 12-row tile; the rest through the 6-row one; a last panel with
 // p.mr_last < kMR rows stores only those.
-template <int kCols, bool kDirect>
+template <int kCols, bool kDirect, bool kHalf = false>
 inline void tiles(const MicroArgs& p) {
   const float* a = p.a;
   float* c = p.c;
@@ -90,28 +101,30 @@ inline void tiles(const MicroArgs& p) {
   const int64_t full = p.mr_last < kMR ? p.panels - 1 : p.panels;
   int64_t i = 0;
   for (; p.tall && i + 2 <= full; i += 2) {
-    tile<2, kCols, kDirect>(p, a, c, bias);
+    tile<2, kCols, kDirect, kHalf>(p, a, c, bias);
     a += 2 * p.a_stride;
     c += 2 * kMR * p.ldc;
     if (row_bias) bias += 2 * kMR;
   }
   for (; i < full; ++i) {
-    tile<1, kCols, kDirect>(p, a, c, bias);
+    tile<1, kCols, kDirect, kHalf>(p, a, c, bias);
     a += p.a_stride;
     c += kMR * p.ldc;
     if (row_bias) bias += kMR;
   }
-  if (full < p.panels) tile<1, kCols, kDirect>(p, a, c, bias, static_cast<int>(p.mr_last));
+  if (full < p.panels) tile<1, kCols, kDirect, kHalf>(p, a, c, bias, static_cast<int>(p.mr_last));
 }
 
 }  // namespace
 
 void f32_gemm__avx512_6x16(const MicroArgs& p) {
-  if (p.b_off != nullptr) tiles<16, true>(p);
+  if (p.b_off != nullptr && p.bh != nullptr) tiles<16, true, true>(p);
+  else if (p.b_off != nullptr) tiles<16, true>(p);
   else tiles<16, false>(p);
 }
 void f32_gemm__avx512_6x32(const MicroArgs& p) {
-  if (p.b_off != nullptr) tiles<32, true>(p);
+  if (p.b_off != nullptr && p.bh != nullptr) tiles<32, true, true>(p);
+  else if (p.b_off != nullptr) tiles<32, true>(p);
   else tiles<32, false>(p);
 }
 

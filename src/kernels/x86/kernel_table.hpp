@@ -51,6 +51,8 @@ struct MicroArgs {
   // Direct B only: also prefetch (into L1) the two cache lines b_prefetch floats past each B row's start — the
   // rows of a later tile, read from memory that may be cold. 0: none.
   int64_t b_prefetch = 0;
+  // Direct B of float16 values (AVX-512 gemm / gemm_x2 only): row k at bh + b_off[k] instead of b.
+  const uint16_t* bh = nullptr;
 };
 using GemmMicroKernel = void (*)(const MicroArgs&);
 
@@ -167,6 +169,7 @@ struct KernelTable {
   PoolPlaneKernel pool_plane;
   bool (*pool_in_place)(const PoolPlaneArgs&);  // whether pool_plane reads x in place (xp unused); null: never
   bool rows_tail;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
+  bool half_b;     // gemm / gemm_x2 read direct B of float16 values (MicroArgs::bh)
 };
 
 /// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL, AVX2/FMA, portable), capped by
