@@ -270,8 +270,8 @@ struct Conv::Impl {
   int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
   std::vector<int64_t> dq_off;
   std::vector<float> dq_bias;  // per group, padded to whole kMR-row panels (zeros)
-  // kGemm, pointwise with few output channels (mg <= kPointwiseDirectRows) on tables with the wide, row-tail
-  // kernels: B row k is read in place at k * HW from the group's input (no packing); else empty.
+  // kGemm, pointwise with few output channels over a deeper input (see kPointwiseDirectRows), on tables with the
+  // wide, row-tail kernels: B row k is read in place at k * HW from the group's input (no packing); else empty.
   std::vector<int64_t> pw_off;
 
   // The tensors of one run: x or xh (float16), y or yh (float16).

@@ -45,8 +45,8 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
         for (int v = 0; v < kV; ++v) acc[i][v] = i < rows ? _mm512_loadu_ps(c + i * ldc + 16 * v) : _mm512_setzero_ps();
       break;
   }
-  const float* b0 = p.b;
-  const float* b1 = p.b + p.kc * kNR;
+  const float* b0 = p.b;  // packed panels (not kDirect: with kHalf, p.b is null)
+  const float* b1 = kDirect ? nullptr : p.b + p.kc * kNR;
   const float* a1 = a + p.a_stride;
   const int64_t* b_off = p.b_off;
   for (int64_t k = 0; k < p.kc; ++k) {
@@ -76,8 +76,10 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
     }
     a += kMR;
     a1 += kMR;
-    b0 += kNR;
-    b1 += kNR;
+    if constexpr (!kDirect) {
+      b0 += kNR;
+      b1 += kNR;
+    }
   }
   if (p.act != nullptr && p.act->kind != ActKind::kNone) {
     const Act16 f(*p.act);
