@@ -123,20 +123,7 @@ void pool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool
   });
 }
 
-}  // namespace
-
-void maxPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
-  detail::checkPool(s, "maxPool2d");
-  if (s.pad_value > -std::numeric_limits<float>::infinity()) return maxPool2d(s, x, y, pool);
-  pool2dFast(s, x, y, pool, true);
-}
-
-void avgPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
-  detail::checkPool(s, "avgPool2d");
-  pool2dFast(s, x, y, pool, false);
-}
-
-namespace {
+// Both storages: float32 tensors go straight through, float16 ones are widened / rounded plane by plane.
 void pool2dStorage(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool,
                    bool is_max) {
   detail::checkPool(s, is_max ? "maxPool2d" : "avgPool2d");
@@ -164,6 +151,14 @@ void pool2dStorage(const Pool2dShape& s, const void* x, Storage xs, void* y, Sto
   pool2dFast(s, xf, yf, pool, is_max, xh, yh);
 }
 }  // namespace
+
+void maxPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
+  pool2dStorage(s, x, Storage::kF32, y, Storage::kF32, pool, true);
+}
+
+void avgPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
+  pool2dStorage(s, x, Storage::kF32, y, Storage::kF32, pool, false);
+}
 
 void maxPool2dFast(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) {
   pool2dStorage(s, x, xs, y, ys, pool, true);
