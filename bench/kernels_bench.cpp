@@ -250,6 +250,7 @@ void registerAll() {
       {"conv/mbv2_1x1_96-576_14", convShape(96, 576, 1, 14, 14, 1, 1, 0)},
       {"conv/mbv2_1x1_32-192_28", convShape(32, 192, 1, 28, 28, 1, 1, 0)},
       {"conv/mbv2_1x1_16-96_112", convShape(16, 96, 1, 112, 112, 1, 1, 0)},
+      {"conv/mbv2_1x1_32-16_112", convShape(32, 16, 1, 112, 112, 1, 1, 0)},
       {"conv/squeezenet_1x1_512-1000_13", convShape(512, 1000, 1, 13, 13, 1, 1, 0)},
       {"conv/tinyyolo_3x3_512-1024_13", convShape(512, 1024, 1, 13, 13, 3, 1, 1)},
       {"conv/tinyyolo_3x3_16-32_208", convShape(16, 32, 1, 208, 208, 3, 1, 1)},
@@ -270,6 +271,7 @@ void registerAll() {
   // Layers whose activations are megabytes, from cold memory (see benchConv).
   for (const char* name : {"conv/squeezenet_3x3s2_3-64_224", "conv/mbv2_3x3s2_3-32_224", "conv/resnet50_7x7s2_3-64_224",
                            "conv/tinyyolo_3x3_3-16_416", "conv/mbv2_1x1_16-96_112", "conv/mbv2_1x1_144-24_56",
+                           "conv/mbv2_1x1_32-16_112",
                            "conv/resnet50_1x1_64-256_56", "conv/resnet50_1x1_256-64_56",
                            "conv/squeezenet_3x3_16-64_55", "conv/squeezenet_1x1_128-16_55"}) {
     for (const C& c : convs) {

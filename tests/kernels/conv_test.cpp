@@ -312,6 +312,38 @@ TEST(Conv, DepthwiseRandomBitExact) {
   }
 }
 
+// The AVX-512 in-place depthwise (stride 1, output rows as wide as the input's): planes of one to many 16-output
+// vectors with partial last ones (blocks of 1, 2, 3 vectors), a 1x1 plane, batches, and the generic kernel (5x5,
+// 3x1, 1x3 windows). Stride 2 and narrower outputs stay on the channel-blocked path.
+TEST(Conv, DepthwiseInPlaceBitExact) {
+  std::mt19937 rng(18);
+  const Activation relu6{ActKind::kClip, 0.0f, 6.0f};
+  std::vector<ConvShape> shapes = {
+      shape2d(1, 7, 7, 7, 7, 7, 3, 3, 1, 1, 1),      shape2d(2, 5, 5, 5, 14, 14, 3, 3, 1, 1, 1),
+      shape2d(1, 6, 6, 6, 4, 5, 3, 3, 1, 1, 1),      shape2d(1, 3, 3, 3, 5, 8, 3, 3, 1, 1, 1),
+      shape2d(1, 4, 4, 4, 1, 1, 3, 3, 1, 1, 1),      shape2d(1, 10, 10, 10, 17, 23, 5, 5, 1, 1, 2),
+      shape2d(3, 9, 9, 9, 16, 16, 3, 3, 1, 1, 1)};
+  for (const bool column : {false, true}) {  // 3x1 and 1x3 windows, padded only along the window
+    ConvShape s = shape2d(1, 6, 6, 6, 12, 9, 1, 1, 1, 1, 0);
+    s.kernel = column ? std::vector<int64_t>{3, 1} : std::vector<int64_t>{1, 3};
+    s.pad_begin = column ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
+    shapes.push_back(s);
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    expectConvMatches(shapes[i], rng, i % 2 ? relu6 : Activation{}, i % 3 != 0);
+  }
+  test::VariantGuard guard;
+  forceKernelIsa("avx512");
+  if (std::string(sgemmVariant()) != "avx512") GTEST_SKIP() << "no AVX-512 on this CPU";
+  const std::vector<float> w(static_cast<size_t>(10 * 25), 0.5f);
+  EXPECT_STREQ(Conv(shapes[0], w.data(), nullptr, {}).variant(), "depthwise_in_place_avx512");
+  EXPECT_STREQ(Conv(shapes[5], w.data(), nullptr, {}).variant(), "depthwise_in_place_avx512");
+  EXPECT_STREQ(Conv(shape2d(1, 8, 8, 8, 14, 14, 3, 3, 2, 1, 1), w.data(), nullptr, {}).variant(),
+               "depthwise_blocked_avx2");
+  EXPECT_STREQ(Conv(shape2d(1, 8, 8, 8, 14, 14, 3, 3, 1, 1, 0), w.data(), nullptr, {}).variant(),
+               "depthwise_blocked_avx2");  // output narrower than the input
+}
+
 TEST(Conv, NetworkLikeShapesBitExact) {
   std::mt19937 rng(14);
   const Activation relu{ActKind::kRelu, 0, 0}, relu6{ActKind::kClip, 0.0f, 6.0f};

@@ -265,6 +265,8 @@ struct Conv::Impl {
   int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
   std::vector<float> dw_wblk, dw_bblk;           // kDepthwise, channel-blocked: [C/8][taps][8], [C/8][8]
   int64_t dw_bwp = 0, dw_bhp = 0;                // kDepthwise, channel-blocked: padded block geometry
+  bool dw_in_place = false;                      // kDepthwise: the geometry DwInPlaceArgs takes
+  std::vector<uint16_t> dw_masks;                // kDepthwise in place: DwInPlaceArgs::masks
   // kDirect: padded planes of hq x wq (pp floats) per channel, gs floats per group's copy; nq = OH * wq virtual
   // columns, computed up to nr (a multiple of 2 * kNR); B row offsets.
   int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
@@ -286,6 +288,7 @@ struct Conv::Impl {
   void runGemm(Io io, ThreadPool* pool) const;
   void runDepthwise(const float* x, float* y, ThreadPool* pool) const;
   void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;
+  void runDepthwiseInPlace(const Io& io, ThreadPool* pool) const;
 };
 
 Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act)
@@ -334,6 +337,25 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     }
     im.dw_bhp = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
     im.dw_bwp = std::max((roundUp(g.OW, 8) - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
+    // In place (tables with dwconv_in_place): stride 1 over a flat plane (output rows as wide as the input's), with
+    // a mask per tap for every 16 outputs.
+    im.dw_in_place = g.dh == 1 && g.dw == 1 && g.sh == 1 && g.sw == 1 && g.OW == g.W &&
+                     g.KH <= detail::kDwInPlaceMaxK && g.KW <= detail::kDwInPlaceMaxK;
+    if (im.dw_in_place) {
+      const int64_t nvec = ceilDiv(im.N, 16);
+      im.dw_masks.assign(static_cast<size_t>(nvec * taps), 0);
+      for (int64_t p = 0; p < im.N; ++p) {
+        const int64_t oh = p / g.OW, ow = p % g.OW;
+        uint16_t* m = im.dw_masks.data() + (p / 16) * taps;
+        const auto bit = static_cast<uint16_t>(1u << (p % 16));
+        for (int64_t ki = 0; ki < g.KH; ++ki) {
+          for (int64_t kj = 0; kj < g.KW; ++kj) {
+            const int64_t ih = oh + ki - g.ph, iw = ow + kj - g.pw;
+            if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) m[ki * g.KW + kj] |= bit;
+          }
+        }
+      }
+    }
     return;
   }
   im.path = ConvPath::kGemm;
@@ -380,7 +402,9 @@ const char* Conv::variant() const {
   switch (impl_->path) {
     case ConvPath::kDirect: return avx512 ? "direct_gemm_avx512" : avx2 ? "direct_gemm_avx2" : "direct_gemm_portable";
     case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
-    case ConvPath::kDepthwise: return avx512 || avx2 ? "depthwise_blocked_avx2" : "depthwise_portable";
+    case ConvPath::kDepthwise:
+      if (avx512 && impl_->dw_in_place) return "depthwise_in_place_avx512";
+      return avx512 || avx2 ? "depthwise_blocked_avx2" : "depthwise_portable";
     case ConvPath::kRef: break;
   }
   return "ref";
@@ -568,6 +592,43 @@ void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
   detail::runTasks(pool, s.batch * blocks, body, 4);
 }
 
+void Conv::Impl::runDepthwiseInPlace(const Io& io, ThreadPool* pool) const {
+  const detail::DwInPlaceKernel kern = detail::activeKernels().dwconv_in_place;
+  const int64_t C = s.in_channels;
+  const int64_t taps = g.KH * g.KW;
+  const bool f16 = io.xh != nullptr || io.yh != nullptr;
+  // float16 tensors go through scratch, a group of planes at a time (widened exactly before, rounded with
+  // floatToHalf's bits after); float32 ones are read and written where they are.
+  const int64_t group = f16 ? std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(HW + N, 1)) : C;
+  auto body = [&](int64_t p0, int64_t p1) {
+    float* xw = io.xh != nullptr ? detail::threadScratch(static_cast<size_t>(std::max<int64_t>(group * HW, 1)), 1)
+                                 : nullptr;
+    float* yw = io.yh != nullptr ? detail::threadScratch(static_cast<size_t>(group * N), 2) : nullptr;
+    detail::DwInPlaceArgs a;
+    a.in_h = g.H, a.in_w = g.W, a.kh = g.KH, a.kw = g.KW, a.ph = g.ph, a.pw = g.pw;
+    a.act = &act, a.out_h = g.OH, a.out_w = g.OW, a.masks = dw_masks.data(), a.x_plane = HW, a.y_plane = N;
+    for (int64_t pl = p0; pl < p1;) {
+      // Planes pl .. pl + cnt - 1: one image's channels c .. c + cnt - 1.
+      const int64_t c = pl % C;
+      const int64_t cnt = std::min({p1 - pl, C - c, group});
+      if (io.xh != nullptr) {
+        f16ToF32(io.xh + pl * HW, xw, cnt * HW, nullptr);
+        a.x = xw;
+      } else {
+        a.x = io.x + pl * HW;
+      }
+      a.planes = cnt;
+      a.w = weights.data() + c * taps;
+      a.bias = dw_bblk.data() + c;
+      a.y = io.yh != nullptr ? yw : io.y + pl * N;
+      kern(a);
+      if (io.yh != nullptr) f32ToF16(yw, io.yh + pl * N, cnt * N, Activation{}, nullptr);
+      pl += cnt;
+    }
+  };
+  detail::runTasks(pool, s.batch * C, body, 8);
+}
+
 void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const {
   const detail::DwPlaneKernel kern = detail::activeKernels().dwconv;
   const int64_t C = s.in_channels;
@@ -618,8 +679,10 @@ void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const 
 
 void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
   if (s.batch == 0 || s.out_channels == 0) return;
-  const bool blocked_dw = path == ConvPath::kDepthwise && detail::activeKernels().dwconv_block8 != nullptr;
-  const bool reads_f16 = path == ConvPath::kGemm || path == ConvPath::kDirect || blocked_dw;
+  const detail::KernelTable& kt = detail::activeKernels();
+  const bool in_place_dw = path == ConvPath::kDepthwise && dw_in_place && kt.dwconv_in_place != nullptr;
+  const bool blocked_dw = path == ConvPath::kDepthwise && kt.dwconv_block8 != nullptr;
+  const bool reads_f16 = path == ConvPath::kGemm || path == ConvPath::kDirect || blocked_dw || in_place_dw;
   if ((io.xh != nullptr || io.yh != nullptr) && !reads_f16) {
     // Paths without float16 reads and writes: widen the whole input, round the whole output.
     int64_t in = s.batch * s.in_channels, out = s.batch * s.out_channels;
@@ -637,7 +700,8 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
       return;
     case ConvPath::kDepthwise:
       if (N == 0) return;
-      if (blocked_dw) runDepthwiseBlocked(io, pool);
+      if (in_place_dw) runDepthwiseInPlace(io, pool);
+      else if (blocked_dw) runDepthwiseBlocked(io, pool);
       else runDepthwise(io.x, io.y, pool);
       return;
     case ConvPath::kGemm:

@@ -109,6 +109,27 @@ struct DwBlockArgs {
 };
 using DwBlockKernel = void (*)(const DwBlockArgs&);
 
+/// Depthwise over channel planes read where they lie (AVX-512, x86/dwconv_avx512.cpp): dilation 1, kh and kw at
+/// most kDwInPlaceMaxK, stride 1 and out_w == in_w. For plane p < planes, output (oh, ow) = act(bias[p] + sum over
+/// taps (ki, kj) in row-major order of w[p * kh * kw + ki * kw + kj] * the input at x + p * x_plane, row
+/// oh + ki - ph, column ow + kj - pw (+0 outside the input)), stored at y[p * y_plane + oh * out_w + ow]. `masks`:
+/// for output vector v (outputs 16v .. 16v + 15 of the flat plane), one mask per tap (row-major), bit l set when
+/// output 16v + l exists and the tap's input is inside the plane.
+struct DwInPlaceArgs {
+  const float* x = nullptr;
+  int64_t planes = 1, x_plane = 0, y_plane = 0;
+  int64_t in_h = 0, in_w = 0;
+  int64_t kh = 1, kw = 1, ph = 0, pw = 0;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  const Activation* act = nullptr;
+  int64_t out_h = 0, out_w = 0;
+  float* y = nullptr;
+  const uint16_t* masks = nullptr;
+};
+using DwInPlaceKernel = void (*)(const DwInPlaceArgs&);
+inline constexpr int64_t kDwInPlaceMaxK = 15;
+
 /// Plain geometry of a transposed convolution, padded to 3 spatial dims, with per-dim tap lists: the taps that
 /// hit an input element for output coordinate o along dim d are entries [tap_begin[d][o], tap_begin[d][o+1]) of
 /// tap_k[d] (kernel index, ascending) and tap_in[d] (the input index it reads).
@@ -162,6 +183,7 @@ struct KernelTable {
   DwPlaneKernel dwconv;          // depthwise over padded planes: tables without the channel-blocked pair
   DwPackKernel dwconv_pack8;     // channel-blocked depthwise; both null when the table has none
   DwBlockKernel dwconv_block8;
+  DwInPlaceKernel dwconv_in_place;  // null when the table has none
   DeconvKernel deconv;
   GemmMicroKernel gemm_cols;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed;
@@ -198,6 +220,7 @@ void f32_gemm__scalar_6x8(const MicroArgs& p);
 void f32_dwconv2d__scalar(const DwPlaneArgs& p);
 void f32_dwconv_pack8__avx2(const DwPackArgs& p);
 void f32_dwconv_block8__avx2(const DwBlockArgs& p);
+void f32_dwconv_in_place__avx512(const DwInPlaceArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
 void f32_pool_plane__avx2(const PoolPlaneArgs& p);
 void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // 3-column stride-2 max pools in place; others: AVX2
