@@ -596,33 +596,19 @@ void Conv::Impl::runDepthwiseInPlace(const Io& io, ThreadPool* pool) const {
   const detail::DwInPlaceKernel kern = detail::activeKernels().dwconv_in_place;
   const int64_t C = s.in_channels;
   const int64_t taps = g.KH * g.KW;
-  const bool f16 = io.xh != nullptr || io.yh != nullptr;
-  // float16 tensors go through scratch, a group of planes at a time (widened exactly before, rounded with
-  // floatToHalf's bits after); float32 ones are read and written where they are.
-  const int64_t group = f16 ? std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(HW + N, 1)) : C;
   auto body = [&](int64_t p0, int64_t p1) {
-    float* xw = io.xh != nullptr ? detail::threadScratch(static_cast<size_t>(std::max<int64_t>(group * HW, 1)), 1)
-                                 : nullptr;
-    float* yw = io.yh != nullptr ? detail::threadScratch(static_cast<size_t>(group * N), 2) : nullptr;
     detail::DwInPlaceArgs a;
     a.in_h = g.H, a.in_w = g.W, a.kh = g.KH, a.kw = g.KW, a.ph = g.ph, a.pw = g.pw;
     a.act = &act, a.out_h = g.OH, a.out_w = g.OW, a.masks = dw_masks.data(), a.x_plane = HW, a.y_plane = N;
     for (int64_t pl = p0; pl < p1;) {
       // Planes pl .. pl + cnt - 1: one image's channels c .. c + cnt - 1.
-      const int64_t c = pl % C;
-      const int64_t cnt = std::min({p1 - pl, C - c, group});
-      if (io.xh != nullptr) {
-        f16ToF32(io.xh + pl * HW, xw, cnt * HW, nullptr);
-        a.x = xw;
-      } else {
-        a.x = io.x + pl * HW;
-      }
-      a.planes = cnt;
-      a.w = weights.data() + c * taps;
-      a.bias = dw_bblk.data() + c;
-      a.y = io.yh != nullptr ? yw : io.y + pl * N;
+      const int64_t c = pl % C, cnt = std::min(p1 - pl, C - c);
+      if (io.xh != nullptr) a.xh = io.xh + pl * HW;
+      else a.x = io.x + pl * HW;
+      if (io.yh != nullptr) a.yh = io.yh + pl * N;
+      else a.y = io.y + pl * N;
+      a.planes = cnt, a.w = weights.data() + c * taps, a.bias = dw_bblk.data() + c;
       kern(a);
-      if (io.yh != nullptr) f32ToF16(yw, io.yh + pl * N, cnt * N, Activation{}, nullptr);
       pl += cnt;
     }
   };

@@ -1,4 +1,4 @@
-// Runtime kernel selection: the widest ISA the CPU has (AVX-512F+VL, then AVX2/FMA, checked once), else the
+// Runtime kernel selection: the widest ISA the CPU has (AVX-512F+VL+BW, then AVX2/FMA, checked once), else the
 // portable table; forceKernelIsa() / forcePortableKernels() cap the choice for tests and benchmarks.
 #include "kernels/gemm.hpp"
 #include "kernels/x86/kernel_table.hpp"
@@ -24,7 +24,8 @@ int cpuIsa() {
     unsigned a = 0, b = 0, c = 0, d = 0;
     const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);  // (clang's __builtin_cpu_supports lacks "f16c")
     if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)) return kPortable;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return kAvx512;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw"))
+      return kAvx512;
     return kAvx2;
   }();
   return isa;

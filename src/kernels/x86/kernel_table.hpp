@@ -114,9 +114,11 @@ using DwBlockKernel = void (*)(const DwBlockArgs&);
 /// taps (ki, kj) in row-major order of w[p * kh * kw + ki * kw + kj] * the input at x + p * x_plane, row
 /// oh + ki - ph, column ow + kj - pw (+0 outside the input)), stored at y[p * y_plane + oh * out_w + ow]. `masks`:
 /// for output vector v (outputs 16v .. 16v + 15 of the flat plane), one mask per tap (row-major), bit l set when
-/// output 16v + l exists and the tap's input is inside the plane.
+/// output 16v + l exists and the tap's input is inside the plane. With xh (yh) set, the input (output) is float16
+/// there instead: widened exactly, rounded with floatToHalf's bits.
 struct DwInPlaceArgs {
   const float* x = nullptr;
+  const uint16_t* xh = nullptr;
   int64_t planes = 1, x_plane = 0, y_plane = 0;
   int64_t in_h = 0, in_w = 0;
   int64_t kh = 1, kw = 1, ph = 0, pw = 0;
@@ -125,6 +127,7 @@ struct DwInPlaceArgs {
   const Activation* act = nullptr;
   int64_t out_h = 0, out_w = 0;
   float* y = nullptr;
+  uint16_t* yh = nullptr;
   const uint16_t* masks = nullptr;
 };
 using DwInPlaceKernel = void (*)(const DwInPlaceArgs&);
@@ -194,7 +197,7 @@ struct KernelTable {
   bool half_b;     // gemm / gemm_x2 read direct B of float16 values (MicroArgs::bh)
 };
 
-/// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL, AVX2/FMA, portable), capped by
+/// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL+BW, AVX2/FMA, portable), capped by
 /// forceKernelIsa / forcePortableKernels.
 const KernelTable& activeKernels();
 /// Whether the active table is an AVX one (those need F16C too), so the F16C conversions may run: a cheap check for
