@@ -15,6 +15,7 @@
 // Compiled with -mavx512f -mavx512vl -mavx512bw; called only when the CPU has them.
 #include "kernels/x86/act_avx512.hpp"
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/lanes_avx512.hpp"
 #include "support/fp16.hpp"
 
 #include <immintrin.h>
@@ -27,14 +28,10 @@ namespace {
 
 constexpr int kU = 4;  // vectors in flight
 
-inline __mmask16 firstLanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
 // The 16 values at p of lanes k, widened (float16: exactly), +0 in the other lanes; memory outside k untouched.
 inline __m512 loadLanes(__mmask16 k, const float* p) { return _mm512_maskz_loadu_ps(k, p); }
 inline __m512 loadLanes(__mmask16 k, const uint16_t* p) {
-  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_maskz_loadu_epi16(k, p));  // (the full-mask form: see pool_avx512.cpp)
+  return widenHalf(_mm256_maskz_loadu_epi16(k, p));
 }
 
 // Stores lanes k of v at p; float16: rounded with floatToHalf's bits (vcvtps2ph rounds to nearest even as it does;
@@ -50,8 +47,7 @@ inline void storeLanes(uint16_t* p, __mmask16 k, __m512 v) {
       if (k >> l & 1) p[l] = floatToHalf(f[l]);
     return;
   }
-  const __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // (full mask: as above)
-  _mm256_mask_storeu_epi16(p, k, h);
+  _mm256_mask_storeu_epi16(p, k, roundHalf(v));
 }
 
 // U consecutive vectors of one plane's flat output: `in` is tap (0, 0) of the first, m its masks.

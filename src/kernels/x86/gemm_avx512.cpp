@@ -5,6 +5,7 @@
 // 16-column B panels), so every table shares the drivers and PackedA.
 #include "kernels/x86/act_avx512.hpp"
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/lanes_avx512.hpp"
 
 #include <immintrin.h>
 
@@ -12,10 +13,8 @@ namespace npuc::kernels::detail {
 
 namespace {
 
-// 16 float16 values widened (the full-mask form: GCC 12's unmasked intrinsic trips -Wmaybe-uninitialized).
-inline __m512 widen16(const uint16_t* h) {
-  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
-}
+// The 16 float16 values at h, widened.
+inline __m512 widen16(const uint16_t* h) { return widenHalf(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h))); }
 
 // kP A panels (kP * kMR rows: panel q at a + q * a_stride) by kCols = 16 (one zmm per row, B panel b0) or 32
 // (two, B panels b0 and b1 = b0 + kc*kNR) columns; kDirect: B row k at p.b + p.b_off[k] (kCols floats), or with

@@ -12,10 +12,10 @@
 // columns outside the input with -inf without touching memory there; masked stores write only the row's outputs.
 // Compiled with -mavx512f -mavx512vl; called only when the CPU has them.
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/lanes_avx512.hpp"
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -23,15 +23,7 @@ namespace npuc::kernels::detail {
 
 namespace {
 
-/// Lanes l of a 16-lane vector starting at column c with 0 <= c + l < w.
-inline __mmask16 inside(int64_t c, int64_t w) {
-  const int64_t lo = std::clamp<int64_t>(-c, 0, 16), hi = std::clamp<int64_t>(w - c, 0, 16);
-  if (hi <= lo) return 0;
-  return static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-}
-
-// The full-mask forms of vmaxps and valignd: GCC 12's unmasked intrinsics pass _mm512_undefined_ps(), which
-// -Wmaybe-uninitialized reports.
+// The full-mask forms of vmaxps and valignd (see lanes_avx512.hpp).
 inline __m512 vmax(__m512 v, __m512 acc) { return _mm512_mask_max_ps(acc, 0xFFFF, v, acc); }
 /// Lanes 1..15 of lo, then lane 0 of hi.
 inline __m512 shiftIn(__m512 lo, __m512 hi) {
@@ -65,8 +57,7 @@ void maxStride2x3(const PoolPlaneArgs& a) {
         const __m512 next = last_in ? _mm512_set1_ps(row[32]) : ninf;  // column c0 + 32 in lane 0
         return vmax(shiftIn(e, next), vmax(o, vmax(e, ninf)));         // shiftIn: columns c0 + 2, ..., c0 + 32
       };
-      const int64_t n = std::min<int64_t>(16, a.out_w - ow0);
-      const __mmask16 m_out = static_cast<__mmask16>((1u << n) - 1u);
+      const __mmask16 m_out = firstLanes(a.out_w - ow0);
       const int64_t ih0 = oh * a.sh - a.pt;
       if (pair) {
         const __m512 h0 = row_max(ih0), h1 = row_max(ih0 + 1), h2 = row_max(ih0 + 2);
