@@ -118,9 +118,9 @@ namespace {
 
 // For one product (outer == 1) on several threads: the split into m x n chunks with the shortest estimated
 // schedule. Task cost ~ tile-padded columns x (tile-padded rows + B packing, in row equivalents; shared by the
-// m-chunks, which use a prepacked B); tasks go in index order to whichever thread is free first, as in
-// ThreadPool::parallelFor with grain 1. Ties prefer fewer tasks, but at least two per thread.
-GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& blk) {
+// m-chunks when they use a prepacked B, else paid by each); tasks go in index order to whichever thread is free
+// first, as in ThreadPool::parallelFor with grain 1. Ties prefer fewer tasks, but at least two per thread.
+GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& blk, BPacking packing) {
   constexpr double kPackRows = 12.0;
   const int64_t base_n = ceilDiv(N, blk.nc);
   GemmSplit best;
@@ -141,7 +141,7 @@ GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& b
       last_mchunk = mchunk;
       const int64_t mtasks = ceilDiv(M, mchunk);
       std::fill(busy.begin(), busy.end(), 0.0);
-      const double pack = kPackRows / static_cast<double>(mtasks);
+      const double pack = packing == BPacking::kShared ? kPackRows / static_cast<double>(mtasks) : kPackRows;
       for (int64_t t = 0; t < mtasks * ntasks; ++t) {
         const int64_t m0 = (t / ntasks) * mchunk, n0 = (t % ntasks) * nchunk;
         const double rows = static_cast<double>(roundUp(std::min(M - m0, mchunk), kMR));
@@ -163,8 +163,8 @@ GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& b
 
 }  // namespace
 
-GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk) {
-  if (threads > 1 && outer == 1 && M > 0 && N > 0) return balancedSplit(M, N, threads, blk);
+GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk, BPacking packing) {
+  if (threads > 1 && outer == 1 && M > 0 && N > 0) return balancedSplit(M, N, threads, blk, packing);
   GemmSplit s;
   s.n_tasks = ceilDiv(N, blk.nc);
   s.m_tasks = 1;

@@ -103,7 +103,13 @@ inline bool tallTiles(int64_t N) { return N <= 512; }
 struct GemmSplit {
   int64_t m_chunk = 0, m_tasks = 1, n_chunk = 0, n_tasks = 1;
 };
-GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk);
+/// How the tasks of one product get their packed B.
+enum class BPacking {
+  kShared,   // packed once before the tasks when the split has several M chunks (PrepackedB)
+  kPerTask,  // every task packs the columns it needs (the M chunks of a column each pack them again)
+};
+GemmSplit planSplit(int64_t M, int64_t N, int64_t outer, int threads, const GemmBlocking& blk,
+                    BPacking packing = BPacking::kShared);
 
 /// One edge register tile at (m, n) with mr <= kMR valid rows and nr <= kNR valid columns (args.a, b, kc, init,
 /// act set), computed through a local buffer.
