@@ -243,6 +243,8 @@ void registerAll() {
       {"conv/mbv2_dw3x3s2_96_112", convShape(96, 96, 96, 112, 112, 3, 2, 1)},
       {"conv/mbv2_dw3x3_960_7", convShape(960, 960, 960, 7, 7, 3, 1, 1)},
       {"conv/mbv2_dw3x3_576_14", convShape(576, 576, 576, 14, 14, 3, 1, 1)},
+      {"conv/mbv2_dw3x3s2_144_56", convShape(144, 144, 144, 56, 56, 3, 2, 1)},
+      {"conv/mbv2_dw3x3s2_192_28", convShape(192, 192, 192, 28, 28, 3, 2, 1)},
       {"conv/mbv2_dw3x3s2_576_14", convShape(576, 576, 576, 14, 14, 3, 2, 1)},
       {"conv/mbv2_1x1_144-24_56", convShape(144, 24, 1, 56, 56, 1, 1, 0)},
       {"conv/mbv2_1x1_960-320_7", convShape(960, 320, 1, 7, 7, 1, 1, 0)},

@@ -322,7 +322,12 @@ TEST(Conv, DepthwiseInPlaceBitExact) {
       shape2d(1, 7, 7, 7, 7, 7, 3, 3, 1, 1, 1),      shape2d(2, 5, 5, 5, 14, 14, 3, 3, 1, 1, 1),
       shape2d(1, 6, 6, 6, 4, 5, 3, 3, 1, 1, 1),      shape2d(1, 3, 3, 3, 5, 8, 3, 3, 1, 1, 1),
       shape2d(1, 4, 4, 4, 1, 1, 3, 3, 1, 1, 1),      shape2d(1, 10, 10, 10, 17, 23, 5, 5, 1, 1, 2),
-      shape2d(3, 9, 9, 9, 16, 16, 3, 3, 1, 1, 1)};
+      shape2d(3, 9, 9, 9, 16, 16, 3, 3, 1, 1, 1),
+      // Stride 2: odd and even planes, padding 0 and 1, 1..4 row groups with partial last ones, output rows of 12
+      // to 40 (partial and several column blocks), a 5x5 window (three tap pairs), batch 2.
+      shape2d(1, 5, 5, 5, 24, 24, 3, 3, 2, 1, 1),    shape2d(2, 3, 3, 3, 25, 27, 3, 3, 2, 1, 1),
+      shape2d(1, 4, 4, 4, 29, 80, 3, 3, 2, 1, 0),    shape2d(1, 6, 6, 6, 35, 66, 5, 5, 2, 1, 2),
+      shape2d(1, 2, 2, 2, 3, 64, 3, 3, 2, 1, 1)};
   for (const bool column : {false, true}) {  // 3x1 and 1x3 windows, padded only along the window
     ConvShape s = shape2d(1, 6, 6, 6, 12, 9, 1, 1, 1, 1, 0);
     s.kernel = column ? std::vector<int64_t>{3, 1} : std::vector<int64_t>{1, 3};
@@ -338,8 +343,10 @@ TEST(Conv, DepthwiseInPlaceBitExact) {
   const std::vector<float> w(static_cast<size_t>(10 * 25), 0.5f);
   EXPECT_STREQ(Conv(shapes[0], w.data(), nullptr, {}).variant(), "depthwise_in_place_avx512");
   EXPECT_STREQ(Conv(shapes[5], w.data(), nullptr, {}).variant(), "depthwise_in_place_avx512");
+  EXPECT_STREQ(Conv(shapes[7], w.data(), nullptr, {}).variant(), "depthwise_in_place_avx512");
+  EXPECT_STREQ(Conv(shapes[10], w.data(), nullptr, {}).variant(), "depthwise_in_place_avx512");
   EXPECT_STREQ(Conv(shape2d(1, 8, 8, 8, 14, 14, 3, 3, 2, 1, 1), w.data(), nullptr, {}).variant(),
-               "depthwise_blocked_avx2");
+               "depthwise_blocked_avx2");  // stride 2, 7 outputs per row
   EXPECT_STREQ(Conv(shape2d(1, 8, 8, 8, 14, 14, 3, 3, 1, 1, 0), w.data(), nullptr, {}).variant(),
                "depthwise_blocked_avx2");  // output narrower than the input
 }

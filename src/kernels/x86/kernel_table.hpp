@@ -110,18 +110,21 @@ struct DwBlockArgs {
 using DwBlockKernel = void (*)(const DwBlockArgs&);
 
 /// Depthwise over channel planes read where they lie (AVX-512, x86/dwconv_avx512.cpp): dilation 1, kh and kw at
-/// most kDwInPlaceMaxK, stride 1 and out_w == in_w. For plane p < planes, output (oh, ow) = act(bias[p] + sum over
-/// taps (ki, kj) in row-major order of w[p * kh * kw + ki * kw + kj] * the input at x + p * x_plane, row
-/// oh + ki - ph, column ow + kj - pw (+0 outside the input)), stored at y[p * y_plane + oh * out_w + ow]. `masks`:
-/// for output vector v (outputs 16v .. 16v + 15 of the flat plane), one mask per tap (row-major), bit l set when
-/// output 16v + l exists and the tap's input is inside the plane. With xh (yh) set, the input (output) is float16
-/// there instead: widened exactly, rounded with floatToHalf's bits.
+/// most kDwInPlaceMaxK, and either stride 1 with out_w == in_w or stride 2 (both directions). For plane p < planes,
+/// output (oh, ow) = act(bias[p] + sum over taps (ki, kj) in row-major order of w[p * kh * kw + ki * kw + kj] * the
+/// input at x + p * x_plane, row oh * stride + ki - ph, column ow * stride + kj - pw (+0 outside the input)), stored
+/// at y[p * y_plane + oh * out_w + ow]. `masks`, stride 1: for output vector v (outputs 16v .. 16v + 15 of the flat
+/// plane), one mask per tap (row-major), bit l set when output 16v + l exists and the tap's input is inside the
+/// plane. Stride 2: for the j-th 16 outputs of a row and each pair of taps q (columns 2q, 2q + 1),
+/// two masks: bit l set when input column 32j - pw + 2q + l (first), + 16 + l (second) is inside the row. With xh
+/// (yh) set, the input (output) is float16 there instead: widened exactly, rounded with floatToHalf's bits.
 struct DwInPlaceArgs {
   const float* x = nullptr;
   const uint16_t* xh = nullptr;
   int64_t planes = 1, x_plane = 0, y_plane = 0;
   int64_t in_h = 0, in_w = 0;
   int64_t kh = 1, kw = 1, ph = 0, pw = 0;
+  int64_t stride = 1;  // 1 or 2
   const float* w = nullptr;
   const float* bias = nullptr;
   const Activation* act = nullptr;
@@ -132,6 +135,7 @@ struct DwInPlaceArgs {
 };
 using DwInPlaceKernel = void (*)(const DwInPlaceArgs&);
 inline constexpr int64_t kDwInPlaceMaxK = 15;
+
 
 /// Plain geometry of a transposed convolution, padded to 3 spatial dims, with per-dim tap lists: the taps that
 /// hit an input element for output coordinate o along dim d are entries [tap_begin[d][o], tap_begin[d][o+1]) of
