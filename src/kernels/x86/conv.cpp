@@ -253,6 +253,7 @@ void pointwiseDirect(const float* packed_a, int64_t M, int64_t K, int64_t m0, in
         else args.b = packer.xg + j;
         args.b_prefetch = j + kPrefetchTiles * 2 * kNR < n1 ? kPrefetchTiles * 2 * kNR : 0;
         args.c = out.at(ic, j);
+        if (out.h != nullptr && kb == nkb - 1) args.ch = out.h + ic * out.ldh + j, args.ldch = out.ldh;
         kt.gemm_x2(args);
       }
     }
@@ -460,6 +461,8 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
     detail::prepackB(Im2colPacker{&g, x, pointwise, io.xh}, K, N, blk, pool, dst);
     pre.data = dst;
   }
+  int64_t nkb = 0, kc_max = 0;
+  detail::kBlocks(K, blk, nkb, kc_max);
   auto body = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t o = t / per_outer, r = t % per_outer;
@@ -469,6 +472,14 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
       const int64_t m1 = std::min(mg, m0 + split.m_chunk), n1 = std::min(N, n0 + split.n_chunk);
       detail::GemmOut out;
       out.tall = detail::tallTiles(N);
+      // float16 output: rounded by the microkernels as they store when one k-block makes each output final and
+      // every column lies in a whole panel (no float32 tail paths: kt.rows_tail takes the row tail); else the
+      // task's results go to its own float32 tile and are rounded into y once they are final.
+      const bool half_out = io.yh != nullptr && kt.half_c && kt.rows_tail && nkb == 1 && (n1 - n0) % kNR == 0;
+      if (half_out) {
+        out.h = io.yh + (b * s.out_channels + grp * mg) * N;
+        out.ldh = N;
+      }
       if (io.yh != nullptr) {
         // float16 output: the task's results in its own float32 tile, rounded into y once they are final.
         out.c = detail::threadScratch(static_cast<size_t>(std::max<int64_t>((m1 - m0) * (n1 - n0), 1)), 5);
@@ -490,7 +501,7 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
       const float* pa = packed[static_cast<size_t>(grp)]->impl().data.data();
       if (pw_direct) pointwiseDirect(pa, mg, K, m0, m1, n0, n1, pw_off.data(), packer, out, kt, blk);
       else detail::gemmBlock(pa, mg, K, m0, m1, n0, n1, packer, out, kt, blk, pre);
-      if (io.yh != nullptr) {
+      if (io.yh != nullptr && !half_out) {
         for (int64_t m = m0; m < m1; ++m)
           f32ToF16(out.at(m, n0), io.yh + (b * s.out_channels + grp * mg + m) * N + n0, n1 - n0, Activation{}, nullptr);
       }

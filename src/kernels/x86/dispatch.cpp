@@ -47,11 +47,12 @@ constexpr KernelTable kAvx512Table{"avx512",
                                    f32_pool_plane__avx512,
                                    f32_pool_in_place__avx512,
                                    true,
+                                   true,
                                    true};
 constexpr KernelTable kAvx2Table{"avx2_fma",         f32_gemm__avx2_6x16, nullptr,
                                  f32_gemm__avx2_6x8, nullptr,  f32_dwconv_pack8__avx2, f32_dwconv_block8__avx2, nullptr, f32_deconv__avx2,
                                  f32_gemm_cols__avx2, f32_gemv_packed__avx2, f32_gemv_row__avx2,
-                                 f32_pool_plane__avx2, nullptr, false, false};
+                                 f32_pool_plane__avx2, nullptr, false, false, false};
 constexpr KernelTable kPortableTable{"portable",
                                      f32_gemm__scalar_6x16,
                                      nullptr,
@@ -66,6 +67,7 @@ constexpr KernelTable kPortableTable{"portable",
                                      f32_gemv_row__scalar,
                                      f32_pool_plane__scalar,
                                      nullptr,
+                                     false,
                                      false,
                                      false};
 

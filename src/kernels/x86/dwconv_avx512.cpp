@@ -40,18 +40,7 @@ inline __m512 loadLanes(__mmask16 k, const uint16_t* p) {
 // Stores lanes k of v at p; float16: rounded with floatToHalf's bits (vcvtps2ph rounds to nearest even as it does;
 // a vector holding an Inf or NaN goes through floatToHalf, whose NaN payloads the hardware does not keep).
 inline void storeLanes(float* p, __mmask16 k, __m512 v) { _mm512_mask_storeu_ps(p, k, v); }
-inline void storeLanes(uint16_t* p, __mmask16 k, __m512 v) {
-  const __m512 inf = _mm512_castsi512_ps(_mm512_set1_epi32(0x7f800000));
-  const __m512 mag = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
-  if (_mm512_cmp_ps_mask(mag, inf, _CMP_NLT_UQ) != 0) {
-    alignas(64) float f[16];
-    _mm512_store_ps(f, v);
-    for (int l = 0; l < 16; ++l)
-      if (k >> l & 1) p[l] = floatToHalf(f[l]);
-    return;
-  }
-  _mm256_mask_storeu_epi16(p, k, roundHalf(v));
-}
+inline void storeLanes(uint16_t* p, __mmask16 k, __m512 v) { storeHalf16(p, v, k); }
 
 // U consecutive vectors of one plane's flat output: `in` is tap (0, 0) of the first, m its masks.
 template <int kK, int U, class In, class Out>

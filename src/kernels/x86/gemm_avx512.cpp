@@ -1,7 +1,7 @@
 // AVX-512 GEMM microkernels (compiled with -mavx512f -mavx512vl -mfma): f32_gemm__avx512_6x32 (two adjacent
 // 16-column B panels; two A panels at a time: 12x32, 24 zmm accumulators) and f32_gemm__avx512_6x16 (one B
 // panel, 12x16); one fma per k per output; B from packed panels or, direct, from shifted rows (MicroArgs::b_off),
-// k ascending; fused bias init and activation epilogue. The packed layouts are the AVX2 ones (6-row A panels,
+// k ascending; fused bias init and activation epilogue; float32 or (MicroArgs::ch) float16 results. The packed layouts are the AVX2 ones (6-row A panels,
 // 16-column B panels), so every table shares the drivers and PackedA.
 #include "kernels/x86/act_avx512.hpp"
 #include "kernels/x86/kernel_table.hpp"
@@ -21,7 +21,8 @@ inline __m512 widen16(const uint16_t* h) { return widenHalf(_mm256_loadu_si256(r
 // kHalf at p.bh + p.b_off[k] (kCols float16 values, widened exactly as they are loaded).
 // Only the first `rows` rows of C are read (kLoadC), biased (kRowBias) and stored.
 template <int kP, int kCols, bool kDirect, bool kHalf = false>
-inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_bias, int rows = kP * kMR) {
+inline void tile(const MicroArgs& p, const float* a, float* c, uint16_t* ch, const float* row_bias,
+                 int rows = kP * kMR) {
   constexpr int kV = kCols / 16;
   constexpr int kR = kP * kMR;
   __m512 acc[kR][kV];
@@ -85,6 +86,13 @@ inline void tile(const MicroArgs& p, const float* a, float* c, const float* row_
     for (int i = 0; i < kR; ++i)
       for (int v = 0; v < kV; ++v) acc[i][v] = f.apply(acc[i][v]);
   }
+  if (p.ch != nullptr) {
+    for (int i = 0; i < kR; ++i) {
+      if (i >= rows) break;
+      for (int v = 0; v < kV; ++v) storeHalf16(ch + i * p.ldch + 16 * v, acc[i][v]);
+    }
+    return;
+  }
   for (int i = 0; i < kR; ++i) {
     if (i >= rows) break;
     for (int v = 0; v < kV; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
@@ -97,23 +105,26 @@ template <int kCols, bool kDirect, bool kHalf = false>
 inline void tiles(const MicroArgs& p) {
   const float* a = p.a;
   float* c = p.c;
+  uint16_t* ch = p.ch;  // stepped only when set
   const float* bias = p.bias;
   const bool row_bias = p.init == TileInit::kRowBias;
   const int64_t full = p.mr_last < kMR ? p.panels - 1 : p.panels;
   int64_t i = 0;
   for (; p.tall && i + 2 <= full; i += 2) {
-    tile<2, kCols, kDirect, kHalf>(p, a, c, bias);
+    tile<2, kCols, kDirect, kHalf>(p, a, c, ch, bias);
     a += 2 * p.a_stride;
     c += 2 * kMR * p.ldc;
+    if (ch != nullptr) ch += 2 * kMR * p.ldch;
     if (row_bias) bias += 2 * kMR;
   }
   for (; i < full; ++i) {
-    tile<1, kCols, kDirect, kHalf>(p, a, c, bias);
+    tile<1, kCols, kDirect, kHalf>(p, a, c, ch, bias);
     a += p.a_stride;
     c += kMR * p.ldc;
+    if (ch != nullptr) ch += kMR * p.ldch;
     if (row_bias) bias += kMR;
   }
-  if (full < p.panels) tile<1, kCols, kDirect, kHalf>(p, a, c, bias, static_cast<int>(p.mr_last));
+  if (full < p.panels) tile<1, kCols, kDirect, kHalf>(p, a, c, ch, bias, static_cast<int>(p.mr_last));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "kernels/x86/kernel_table.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -93,6 +94,11 @@ struct GemmOut {
   BiasKind bias_kind = BiasKind::kNone;
   Activation act;
   bool tall = false;  // MicroArgs::tall (see tallTiles)
+  // float16 output written by the microkernels themselves (tables with half_c; only for blocks of one k-block
+  // whose every column lies in a whole kNR panel, so no tail path stores float32): element (m, n) at
+  // h[m * ldh + n] (global coordinates). Null: c.
+  uint16_t* h = nullptr;
+  int64_t ldh = 0;
 };
 
 /// Whether kernels should use their taller tiles: measured on Zen 4, 12x32 beats 6x32 when the product has few
@@ -184,6 +190,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
                                       ? (nr <= kColsMax ? 0 : nr > 8 && nr - 8 <= kColsMax ? 8 : -1)
                                       : -1;
         if (cols_from >= 0) {
+          assert(out.h == nullptr && "float16 output through a float32 tail path");
           if (cols_from == 8 && full_panels > 0) {
             args.c = out.at(ic, n);
             args.ldc = out.ldc;
@@ -218,6 +225,7 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
           // The common case: a column of full tiles in one microkernel call.
           args.c = out.at(ic, n);
           args.ldc = out.ldc;
+          if (out.h != nullptr && kb == nkb - 1) args.ch = out.h + ic * out.ldh + n, args.ldch = out.ldh;
           args.panels = full_panels + (fused_tail ? 1 : 0);
           args.mr_last = fused_tail ? tail_rows : kMR;
           args.bias = args.init == TileInit::kRowBias   ? out.bias + ic
@@ -226,12 +234,14 @@ void gemmBlock(const float* packed_a, int64_t M, int64_t K, int64_t m0, int64_t 
           (width == 2 ? kt.gemm_x2 : nr == kNR ? kt.gemm : kt.gemm_n8)(args);
           args.mr_last = kMR;
         } else {
+          assert(out.h == nullptr && "float16 output through a float32 tail path");
           for (int64_t i = 0; i < full_panels; ++i) {
             runTile(kt, args, ic + i * kMR, n, kMR, nr, out);
             args.a += K * kMR;
           }
         }
         if (tail_rows > 0 && !fused_tail) {
+          assert(out.h == nullptr && "float16 output through a float32 tail path");
           for (int64_t w = 0; w < width; ++w) {
             const int64_t nw = n + w * kNR;
             args.b = bbuf + (jp + w) * kc * kNR;

@@ -53,6 +53,10 @@ struct MicroArgs {
   int64_t b_prefetch = 0;
   // Direct B of float16 values (AVX-512 gemm / gemm_x2 only): row k at bh + b_off[k] instead of b.
   const uint16_t* bh = nullptr;
+  // float16 C (gemm / gemm_x2 of tables with half_c, with act set: the last k-block): the results are rounded
+  // to float16 with floatToHalf's bits and stored at ch (row stride ldch) instead of c. Null: c.
+  uint16_t* ch = nullptr;
+  int64_t ldch = 0;
 };
 using GemmMicroKernel = void (*)(const MicroArgs&);
 
@@ -199,6 +203,7 @@ struct KernelTable {
   bool (*pool_in_place)(const PoolPlaneArgs&);  // whether pool_plane reads x in place (xp unused); null: never
   bool rows_tail;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
   bool half_b;     // gemm / gemm_x2 read direct B of float16 values (MicroArgs::bh)
+  bool half_c;     // gemm / gemm_x2 store float16 results (MicroArgs::ch)
 };
 
 /// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL+BW, AVX2/FMA, portable), capped by
