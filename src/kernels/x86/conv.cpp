@@ -481,7 +481,8 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
         out.ldh = N;
       }
       if (io.yh != nullptr) {
-        // float16 output: the task's results in its own float32 tile, rounded into y once they are final.
+        // float16 output: the task's results in its own float32 tile, rounded into y once they are final (with
+        // half_out the tile is not written, but the drivers still form their float32 addresses in it).
         out.c = detail::threadScratch(static_cast<size_t>(std::max<int64_t>((m1 - m0) * (n1 - n0), 1)), 5);
         out.ldc = n1 - n0;
         out.m0 = m0;

@@ -31,6 +31,19 @@ namespace {
 
 constexpr int kU = 4;  // vectors in flight
 
+// Calls f.operator()<U>(i) for i = 0, kU, 2kU, ... with U = kU, and once more with U = the 1..kU-1 items left.
+template <class F>
+inline void inGroups(int64_t n, const F& f) {
+  int64_t i = 0;
+  for (; i + kU <= n; i += kU) f.template operator()<kU>(i);
+  switch (n - i) {
+    case 3: f.template operator()<3>(i); break;
+    case 2: f.template operator()<2>(i); break;
+    case 1: f.template operator()<1>(i); break;
+    default: break;
+  }
+}
+
 // The 16 values at p of lanes k, widened (float16: exactly), +0 in the other lanes; memory outside k untouched.
 inline __m512 loadLanes(__mmask16 k, const float* p) { return _mm512_maskz_loadu_ps(k, p); }
 inline __m512 loadLanes(__mmask16 k, const uint16_t* p) {
@@ -83,14 +96,7 @@ void planes(const DwInPlaceArgs& a, const In* x, Out* y) {
     auto vectors = [&]<int U>(int64_t v) {
       flatVectors<kK, U>(in + v * 16, W, kh, kw, a.masks + v * taps, wt, bias, f, out + v * 16, n - v * 16);
     };
-    int64_t v = 0;
-    for (; v + kU <= nvec; v += kU) vectors.template operator()<kU>(v);
-    switch (nvec - v) {
-      case 3: vectors.template operator()<3>(v); break;
-      case 2: vectors.template operator()<2>(v); break;
-      case 1: vectors.template operator()<1>(v); break;
-      default: break;
-    }
+    inGroups(nvec, vectors);
   }
 }
 
@@ -163,14 +169,7 @@ void planesS2(const DwInPlaceArgs& a, const In* x, Out* y) {
         s2Rows<kK, U>(a, xp, yp, oh, j, m, wt, bias, f);
       }
     };
-    int64_t oh = 0;
-    for (; oh + kU <= OH; oh += kU) rows.template operator()<kU>(oh);
-    switch (OH - oh) {
-      case 3: rows.template operator()<3>(oh); break;
-      case 2: rows.template operator()<2>(oh); break;
-      case 1: rows.template operator()<1>(oh); break;
-      default: break;
-    }
+    inGroups(OH, rows);
   }
 }
 
