@@ -454,7 +454,7 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
   const detail::GemmSplit split = detail::planSplit(mg, N, outer, threads, blk, packing);
   const int64_t per_outer = split.m_tasks * split.n_tasks;
   detail::PrepackedB pre;
-  if (split.m_tasks > 1 && outer == 1 && !pw_direct && packing == detail::BPacking::kShared) {
+  if (split.m_tasks > 1 && outer == 1 && !pointwise) {
     // Tasks split along M would each build the same im2col B: pack it once, in parallel, before.
     pre.panels = ceilDiv(N, kNR);
     float* dst = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(K, 1) * pre.panels * kNR), 3);

@@ -19,7 +19,6 @@
 #include "kernels/x86/act_avx512.hpp"
 #include "kernels/x86/kernel_table.hpp"
 #include "kernels/x86/lanes_avx512.hpp"
-#include "support/fp16.hpp"
 
 #include <immintrin.h>
 

@@ -185,25 +185,26 @@ struct PoolPlaneArgs {
 };
 using PoolPlaneKernel = void (*)(const PoolPlaneArgs&);
 
+/// A table names its kernels by field (designated initializers); fields it leaves out are null / false.
 struct KernelTable {
-  const char* name;
-  GemmMicroKernel gemm;     // kMR x kNR tiles
-  GemmMicroKernel gemm_x2;  // kMR x 2*kNR tiles over two adjacent packed B panels (b, b + kc*kNR; kColBias:
-                            // 2*kNR values); null when the table has none
-  GemmMicroKernel gemm_n8;  // kMR x 8 tiles: the first 8 columns of each packed B panel (kColBias: 8 values)
-  DwPlaneKernel dwconv;          // depthwise over padded planes: tables without the channel-blocked pair
-  DwPackKernel dwconv_pack8;     // channel-blocked depthwise; both null when the table has none
-  DwBlockKernel dwconv_block8;
-  DwInPlaceKernel dwconv_in_place;  // null when the table has none
-  DeconvKernel deconv;
-  GemmMicroKernel gemm_cols;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
-  GemvPackedKernel gemv_packed;
-  GemvRowKernel gemv_row;
-  PoolPlaneKernel pool_plane;
-  bool (*pool_in_place)(const PoolPlaneArgs&);  // whether pool_plane reads x in place (xp unused); null: never
-  bool rows_tail;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
-  bool half_b;     // gemm / gemm_x2 read direct B of float16 values (MicroArgs::bh)
-  bool half_c;     // gemm / gemm_x2 store float16 results (MicroArgs::ch)
+  const char* name = nullptr;
+  GemmMicroKernel gemm = nullptr;     // kMR x kNR tiles
+  GemmMicroKernel gemm_x2 = nullptr;  // kMR x 2*kNR tiles over two adjacent packed B panels (b, b + kc*kNR;
+                                      // kColBias: 2*kNR values); null when the table has none
+  GemmMicroKernel gemm_n8 = nullptr;  // kMR x 8 tiles: the first 8 columns of each packed B panel (kColBias: 8 values)
+  DwPlaneKernel dwconv = nullptr;  // depthwise over padded planes: tables without the channel-blocked pair
+  DwPackKernel dwconv_pack8 = nullptr;  // channel-blocked depthwise; both null when the table has none
+  DwBlockKernel dwconv_block8 = nullptr;
+  DwInPlaceKernel dwconv_in_place = nullptr;  // null when the table has none
+  DeconvKernel deconv = nullptr;
+  GemmMicroKernel gemm_cols = nullptr;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
+  GemvPackedKernel gemv_packed = nullptr;
+  GemvRowKernel gemv_row = nullptr;
+  PoolPlaneKernel pool_plane = nullptr;
+  bool (*pool_in_place)(const PoolPlaneArgs&) = nullptr;  // whether pool_plane reads x in place (xp unused); null: never
+  bool rows_tail = false;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
+  bool half_b = false;     // gemm / gemm_x2 read direct B of float16 values (MicroArgs::bh)
+  bool half_c = false;     // gemm / gemm_x2 store float16 results (MicroArgs::ch)
 };
 
 /// The table dispatch chose: the widest ISA the CPU has (AVX-512F+VL+BW, AVX2/FMA, portable), capped by
