@@ -262,6 +262,7 @@ void registerAll() {
       {"conv/squeezenet_3x3_64-256_13", convShape(64, 256, 1, 13, 13, 3, 1, 1)},
       {"conv/squeezenet_3x3_16-64_55", convShape(16, 64, 1, 55, 55, 3, 1, 1)},
       {"conv/squeezenet_1x1_128-16_55", convShape(128, 16, 1, 55, 55, 1, 1, 0)},
+      {"conv/squeezenet_1x1_16-64_55", convShape(16, 64, 1, 55, 55, 1, 1, 0)},
       {"conv/squeezenet_1x1_512-64_13", convShape(512, 64, 1, 13, 13, 1, 1, 0)},
       {"conv/squeezenet_3x3s2_3-64_224", convShape(3, 64, 1, 224, 224, 3, 2, 0)},
       {"conv/mbv2_3x3s2_3-32_224", convShape(3, 32, 1, 224, 224, 3, 2, 1)},
@@ -285,17 +286,20 @@ void registerAll() {
   reg("conv_transpose/4x4s2_64-32_28", benchConvTranspose);
   struct P {
     const char* name;
-    int64_t planes, ih, iw, oh, ow, k, stride, pad;
+    int64_t planes, ih, iw, oh, ow, k, stride, pad, pad_end;
   };
-  for (const P& p : {P{"googlenet_maxpool1_3x3s2_64x112", 64, 112, 112, 56, 56, 3, 2, 0},
-                     P{"googlenet_branch4_3x3s1p1_192x28", 192, 28, 28, 28, 28, 3, 1, 1},
-                     P{"googlenet_branch4_3x3s1p1_512x14", 512, 14, 14, 14, 14, 3, 1, 1},
-                     P{"squeezenet_3x3s2_64x111", 64, 111, 111, 55, 55, 3, 2, 0},
-                     P{"tinyyolo_2x2s2_16x416", 16, 416, 416, 208, 208, 2, 2, 0},
-                     P{"resnet50_3x3s2p1_64x112", 64, 112, 112, 56, 56, 3, 2, 1}}) {
+  // pad: the top and left pads; pad_end: the bottom and right ones.
+  for (const P& p : {P{"googlenet_maxpool1_3x3s2_64x112", 64, 112, 112, 56, 56, 3, 2, 0, 0},
+                     P{"googlenet_branch4_3x3s1p1_192x28", 192, 28, 28, 28, 28, 3, 1, 1, 1},
+                     P{"googlenet_branch4_3x3s1p1_512x14", 512, 14, 14, 14, 14, 3, 1, 1, 1},
+                     P{"googlenet_maxpool4_2x2s2_832x14", 832, 14, 14, 7, 7, 2, 2, 0, 0},
+                     P{"squeezenet_3x3s2_64x111", 64, 111, 111, 55, 55, 3, 2, 0, 0},
+                     P{"tinyyolo_2x2s2_16x416", 16, 416, 416, 208, 208, 2, 2, 0, 0},
+                     P{"tinyyolo_2x2s1_512x13", 512, 13, 13, 13, 13, 2, 1, 0, 1},
+                     P{"resnet50_3x3s2p1_64x112", 64, 112, 112, 56, 56, 3, 2, 1, 1}}) {
     Pool2dShape s;
     s.planes = p.planes, s.ih = p.ih, s.iw = p.iw, s.oh = p.oh, s.ow = p.ow, s.kh = s.kw = p.k;
-    s.sh = s.sw = p.stride, s.pt = s.pl = s.pb = s.pr = p.pad;
+    s.sh = s.sw = p.stride, s.pt = s.pl = p.pad, s.pb = s.pr = p.pad_end;
     for (bool fast : {false, true})
       reg(std::string("maxpool/") + p.name + (fast ? "/fast" : "/ref"),
           [s, fast](benchmark::State& st) { benchPool(st, s, true, fast); });

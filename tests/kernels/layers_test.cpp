@@ -202,6 +202,17 @@ TEST(LayersPool, MatchesNaive) {
       // Three columns at stride 2, read in place: dilated rows at row stride 1; a row narrower than one block.
       checkPool(poolShape(2, 12, 41, 3, 3, 1, 2, 2, 1, 2, 1, 0, 2, ceil_mode, inc), seed++);
       checkPool(poolShape(2, 7, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
+      // Two columns at stride 2, in place: a left pad with an odd row; row stride 1.
+      checkPool(poolShape(2, 9, 37, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 8, 40, 2, 2, 1, 2, 1, 1, 0, 1, 0, 1, ceil_mode, inc), seed++);
+      // Stride-1 columns, in place (four output rows at a time inside the input, one at a time at its edges):
+      // tiny-YOLOv2's 2x2 with end pads, tall planes of several vectors, row stride 2 with dilated taps, the
+      // widest window taken in place (8 columns) and one past it (the AVX2 kernel).
+      checkPool(poolShape(3, 13, 13, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 23, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 19, 37, 3, 5, 2, 1, 2, 2, 1, 3, 2, 2, ceil_mode, inc), seed++);
+      checkPool(poolShape(1, 12, 45, 2, 8, 1, 1, 1, 1, 0, 4, 1, 3, ceil_mode, inc), seed++);
+      checkPool(poolShape(1, 6, 45, 2, 9, 1, 1, 1, 1, 0, 4, 0, 4, ceil_mode, inc), seed++);
     }
 }
 
@@ -216,6 +227,9 @@ TEST(LayersPool, SpecialValuesMatchNaive) {
     checkPool(poolShape(2, 12, 41, 3, 3, 1, 2, 2, 1, 2, 1, 0, 2, ceil_mode, false), seed++, true);
     checkPool(poolShape(2, 9, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ceil_mode, false), seed++, true);
     checkPool(poolShape(2, 5, 70, 3, 3, 2, 2, 1, 1, 1, 2, 1, 2, ceil_mode, false), seed++, true);
+    checkPool(poolShape(2, 9, 37, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, ceil_mode, false), seed++, true);
+    checkPool(poolShape(2, 23, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ceil_mode, false), seed++, true);
+    checkPool(poolShape(3, 13, 13, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, ceil_mode, false), seed++, true);
   }
 }
 
