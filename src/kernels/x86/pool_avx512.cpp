@@ -3,8 +3,9 @@
 // - 2 or 3 columns at stride 2 (3x3 / 2x2 stride 2): each 32 input columns split into their even and odd columns
 //   with two vpermt2ps (npuc_kernels_bench maxpool/*: 0.19 -> 0.09 ms on SqueezeNet's first pool);
 // - stride-1 columns (GoogLeNet's 3x3 stride 1 pad 1 branch pools, tiny-YOLOv2's last 2x2 one): 16 outputs of a
-//   row per vector, one masked load per tap (npuc_kernels_bench maxpool/googlenet_branch4_*, 1 thread: 0.13 ->
-//   0.05 ms; the AVX2 kernel spent most of its time on the copy and on rows of 28 in vectors of 8).
+//   row per vector, one masked load per tap, four output rows at a time (npuc_kernels_bench, 1 thread:
+//   maxpool/googlenet_branch4_3x3s1p1_192x28 0.13 -> 0.07 ms, _512x14 0.13 -> 0.05; the AVX2 kernel spent most of
+//   its time on the copy, on rows of 28 in vectors of 8 and on one max chain per vector).
 // Other pools go to the AVX2 kernel.
 //
 // Same bits as the reference: the reference folds the window's taps in row-major order with
@@ -83,15 +84,15 @@ void maxStride2(const PoolPlaneArgs& a) {
 constexpr int64_t kS1MaxKw = 8;
 
 /// Stride-1 columns: out[oh * out_w + ow] over the window rows oh * sh - pt + kh * dh and columns ow - pl + kw * dw
-/// (kw <= kS1MaxKw), taps folded in row-major order; rows outside the input skipped
-/// (-inf taps change nothing). Column strips of 16 outputs, four output rows at a time where their windows lie
-/// inside the input (four independent max chains). KW > 0 fixes the window's width at compile time.
+/// (kw <= kS1MaxKw), taps folded in row-major order; rows outside the input skipped (-inf taps change nothing).
+/// Column strips of 16 outputs, four output rows at a time where their windows lie inside the input (four
+/// independent max chains). KW > 0 fixes the window's width at compile time.
 template <int KW>
 void maxStride1(const PoolPlaneArgs& a) {
   const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const int64_t kw_n = KW > 0 ? KW : a.kw;
   const int64_t nv = (a.out_w + 15) / 16;
-  const int64_t row4 = a.sh * a.in_w;  // from one output row's window to the next one's
+  const int64_t next_window = a.sh * a.in_w;  // from one output row's window to the next one's
   for (int64_t v = 0; v < nv; ++v) {
     __mmask16 m_in[kS1MaxKw];  // lanes of tap kw inside the row
     for (int64_t kw = 0; kw < kw_n; ++kw) m_in[kw] = inside(16 * v - a.pl + kw * a.dw, a.in_w);
@@ -106,7 +107,7 @@ void maxStride1(const PoolPlaneArgs& a) {
           const float* row = col + (ih0 + kh * a.dh) * a.in_w;
           for (int64_t kw = 0; kw < kw_n; ++kw)
             for (int r = 0; r < 4; ++r)
-              acc[r] = vmax(_mm512_mask_loadu_ps(ninf, m_in[kw], row + r * row4 + kw * a.dw), acc[r]);
+              acc[r] = vmax(_mm512_mask_loadu_ps(ninf, m_in[kw], row + r * next_window + kw * a.dw), acc[r]);
         }
         for (int r = 0; r < 4; ++r) _mm512_mask_storeu_ps(out + (oh + r) * a.out_w, m_out, acc[r]);
         oh += 4;
