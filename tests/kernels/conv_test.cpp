@@ -314,7 +314,7 @@ TEST(Conv, DepthwiseRandomBitExact) {
 
 // The AVX-512 in-place depthwise (stride 1, output rows as wide as the input's): planes of one to many 16-output
 // vectors with partial last ones (blocks of 1, 2, 3 vectors), a 1x1 plane, batches, and the generic kernel (5x5,
-// 3x1, 1x3 windows). Stride 2 and narrower outputs stay on the channel-blocked path.
+// 3x1, 1x3 windows); stride 2 with output rows of 12 and more (narrower ones stay channel-blocked).
 TEST(Conv, DepthwiseInPlaceBitExact) {
   std::mt19937 rng(18);
   const Activation relu6{ActKind::kClip, 0.0f, 6.0f};

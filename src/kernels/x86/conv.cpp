@@ -8,8 +8,8 @@
 // row r, column c of channel ch at ch*pp + r*wq + c). Output (oh, ow) is then "virtual column" n = oh * wq + ow of
 // a GEMM whose B row k = (ch, ki, kj) is the plane shifted by a constant: B[k][n] = xq[off[k] + n]. The
 // microkernels read those rows directly (MicroArgs::b_off), so nothing is packed; columns with ow >= OW are
-// computed into a scratch C and dropped when the tile is copied out. The fma sequence of every output is the reference one (k ascending, padding taps
-// multiply +0), so the bits are those of conv_ref.
+// computed into a scratch C and dropped when the tile is copied out. The fma sequence of every output is the
+// reference one (k ascending, padding taps multiply +0), so the bits are those of conv_ref.
 #include "kernels/conv.hpp"
 
 #include "kernels/x86/gemm_driver.hpp"
@@ -161,6 +161,24 @@ std::vector<uint16_t> dwS2Masks(int64_t in_w, int64_t out_w, int64_t kw, int64_t
           const int64_t iw = 32 * j - pw + 2 * q + 16 * h + l;
           if (iw >= 0 && iw < in_w) m[static_cast<size_t>((j * pairs + q) * 2 + h)] |= static_cast<uint16_t>(1u << l);
         }
+  return m;
+}
+
+// The stride-1 masks of DwInPlaceArgs (a flat plane, output rows as wide as the input's): [ceil(OH * OW / 16)][taps],
+// bit l of (v, t) set when output 16v + l exists and tap t's input is inside the plane.
+std::vector<uint16_t> dwS1Masks(const Geom2& g) {
+  const int64_t n = g.OH * g.OW, taps = g.KH * g.KW;
+  std::vector<uint16_t> m(static_cast<size_t>(ceilDiv(n, 16) * taps), 0);
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t oh = p / g.OW, ow = p % g.OW;
+    uint16_t* mv = m.data() + (p / 16) * taps;
+    const auto bit = static_cast<uint16_t>(1u << (p % 16));
+    for (int64_t ki = 0; ki < g.KH; ++ki)
+      for (int64_t kj = 0; kj < g.KW; ++kj) {
+        const int64_t ih = oh + ki - g.ph, iw = ow + kj - g.pw;
+        if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) mv[ki * g.KW + kj] |= bit;
+      }
+  }
   return m;
 }
 
@@ -363,23 +381,8 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     const bool small_window = g.dh == 1 && g.dw == 1 && g.KH <= detail::kDwInPlaceMaxK && g.KW <= detail::kDwInPlaceMaxK;
     const bool s2 = small_window && g.sh == 2 && g.sw == 2 && g.OW >= kDwS2MinWidth;
     im.dw_in_place = (small_window && g.sh == 1 && g.sw == 1 && g.OW == g.W) || s2;
-    if (s2) {
-      im.dw_masks = dwS2Masks(g.W, g.OW, g.KW, g.pw);
-    } else if (im.dw_in_place) {
-      const int64_t nvec = ceilDiv(im.N, 16);
-      im.dw_masks.assign(static_cast<size_t>(nvec * taps), 0);
-      for (int64_t p = 0; p < im.N; ++p) {
-        const int64_t oh = p / g.OW, ow = p % g.OW;
-        uint16_t* m = im.dw_masks.data() + (p / 16) * taps;
-        const auto bit = static_cast<uint16_t>(1u << (p % 16));
-        for (int64_t ki = 0; ki < g.KH; ++ki) {
-          for (int64_t kj = 0; kj < g.KW; ++kj) {
-            const int64_t ih = oh + ki - g.ph, iw = ow + kj - g.pw;
-            if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) m[ki * g.KW + kj] |= bit;
-          }
-        }
-      }
-    }
+    if (s2) im.dw_masks = dwS2Masks(g.W, g.OW, g.KW, g.pw);
+    else if (im.dw_in_place) im.dw_masks = dwS1Masks(g);
     return;
   }
   im.path = ConvPath::kGemm;

@@ -49,8 +49,7 @@ inline __m512 loadLanes(__mmask16 k, const uint16_t* p) {
   return widenHalf(_mm256_maskz_loadu_epi16(k, p));
 }
 
-// Stores lanes k of v at p; float16: rounded with floatToHalf's bits (vcvtps2ph rounds to nearest even as it does;
-// a vector holding an Inf or NaN goes through floatToHalf, whose NaN payloads the hardware does not keep).
+// Stores lanes k of v at p; float16: rounded with floatToHalf's bits (storeHalf16).
 inline void storeLanes(float* p, __mmask16 k, __m512 v) { _mm512_mask_storeu_ps(p, k, v); }
 inline void storeLanes(uint16_t* p, __mmask16 k, __m512 v) { storeHalf16(p, v, k); }
 

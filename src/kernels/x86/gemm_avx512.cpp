@@ -1,8 +1,8 @@
 // AVX-512 GEMM microkernels (compiled with -mavx512f -mavx512vl -mfma): f32_gemm__avx512_6x32 (two adjacent
 // 16-column B panels; two A panels at a time: 12x32, 24 zmm accumulators) and f32_gemm__avx512_6x16 (one B
 // panel, 12x16); one fma per k per output; B from packed panels or, direct, from shifted rows (MicroArgs::b_off),
-// k ascending; fused bias init and activation epilogue; float32 or (MicroArgs::ch) float16 results. The packed layouts are the AVX2 ones (6-row A panels,
-// 16-column B panels), so every table shares the drivers and PackedA.
+// k ascending; fused bias init and activation epilogue; float32 or (MicroArgs::ch) float16 results. The packed
+// layouts are the AVX2 ones (6-row A panels, 16-column B panels), so every table shares the drivers and PackedA.
 #include "kernels/x86/act_avx512.hpp"
 #include "kernels/x86/kernel_table.hpp"
 #include "kernels/x86/lanes_avx512.hpp"

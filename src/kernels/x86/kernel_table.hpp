@@ -140,7 +140,6 @@ struct DwInPlaceArgs {
 using DwInPlaceKernel = void (*)(const DwInPlaceArgs&);
 inline constexpr int64_t kDwInPlaceMaxK = 15;
 
-
 /// Plain geometry of a transposed convolution, padded to 3 spatial dims, with per-dim tap lists: the taps that
 /// hit an input element for output coordinate o along dim d are entries [tap_begin[d][o], tap_begin[d][o+1]) of
 /// tap_k[d] (kernel index, ascending) and tap_in[d] (the input index it reads).
@@ -172,7 +171,8 @@ using GemvRowKernel = void (*)(const float* x, const float* B, int64_t ldb, int6
 /// xp[(oh*sh + kh*dh) * row_stride + ((kw*dw) % sw) * phase_stride + ow + (kw*dw) / sw] — max:
 /// `v > acc ? v : acc` from -inf; sum: acc + v from +0; stored at y[oh * out_w + ow]. A kernel may read each phase
 /// up to index roundup(out_w, 8) - 1 + ((kw - 1) * dw) / sw. The kernel first copies the input plane x (in_h x in_w,
-/// dense) into rows pt.. and columns pl.. of xp; the margins hold the neutral value already.
+/// dense) into rows pt.. and columns pl.. of xp; the margins hold the neutral value already. (Kernels that read x in
+/// place, KernelTable::pool_in_place, compute the same outputs without xp.)
 struct PoolPlaneArgs {
   const float* x = nullptr;
   int64_t in_h = 0, in_w = 0, pt = 0, pl = 0;
@@ -236,7 +236,7 @@ void f32_dwconv_block8__avx2(const DwBlockArgs& p);
 void f32_dwconv_in_place__avx512(const DwInPlaceArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
 void f32_pool_plane__avx2(const PoolPlaneArgs& p);
-void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // 3-column stride-2 max pools in place; others: AVX2
+void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // max pools in place (f32_pool_in_place__avx512); others: AVX2
 bool f32_pool_in_place__avx512(const PoolPlaneArgs& p);
 void f32_pool_plane__scalar(const PoolPlaneArgs& p);
 void f32_deconv__avx2(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
