@@ -392,6 +392,41 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(2, 6, 12, 3, 10, 10, 3, 3, 1, 2, 2), rng, relu, true, "im2col_gemm_avx2");
 }
 
+// The AVX-512 path vectorised across output channels (ConvOcArgs): blocks of 16 and 32 channels and partial ones
+// (16, 17, 33, 48, 100 per group), rows split into tiles of 1..14 pixels (widths 1, 5, 14, 15, 29, 30), stride 2
+// and uneven strides, dilation, padding, groups, batch 2, with and without bias; then the shapes it leaves to the
+// other paths (1x1, a depth of at most kStreamDepth, stride 3, fewer than 16 channels per group).
+TEST(Conv, OutputChannelVectorsBitExact) {
+  std::mt19937 rng(18);
+  const Activation relu{ActKind::kRelu, 0, 0}, relu6{ActKind::kClip, 0.0f, 6.0f}, leaky{ActKind::kLeakyRelu, 0.1f, 0};
+  const bool avx512 = std::string(sgemmVariant()) == "avx512";
+  auto expectOc = [&](const ConvShape& s, const Activation& act, bool with_bias, bool oc) {
+    const std::vector<float> w(static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * numel(s.kernel)));
+    if (avx512) {
+      EXPECT_EQ(std::string(Conv(s, w.data(), nullptr, act).variant()) == "direct_oc_avx512", oc);
+    }
+    expectConvMatches(s, rng, act, with_bias);
+  };
+  expectOc(shape2d(1, 6, 16, 1, 9, 14, 3, 3, 1, 1, 1), relu, true, true);
+  expectOc(shape2d(1, 7, 17, 1, 6, 5, 3, 3, 1, 1, 1), relu6, false, true);
+  expectOc(shape2d(2, 16, 33, 1, 7, 15, 3, 3, 1, 1, 1), leaky, true, true);
+  expectOc(shape2d(1, 9, 48, 1, 3, 29, 3, 3, 1, 1, 0), {}, true, true);
+  expectOc(shape2d(1, 8, 100, 1, 5, 30, 3, 3, 1, 2, 2), relu, true, true);
+  expectOc(shape2d(1, 12, 32, 1, 1, 1, 3, 3, 1, 1, 1), relu, true, true);  // one pixel, all but one tap padding
+  expectOc(shape2d(1, 6, 40, 1, 17, 31, 3, 3, 2, 1, 1), relu6, true, true);
+  expectOc(shape2d(1, 3, 24, 1, 23, 29, 5, 5, 2, 1, 2), relu, false, true);  // K = 75
+  expectOc(shape2d(2, 12, 64, 2, 10, 11, 3, 3, 1, 1, 1), relu, true, true);  // groups of 6 -> 32
+  expectOc(shape2d(1, 24, 48, 3, 8, 9, 3, 3, 2, 2, 2), leaky, false, true);  // groups of 8 -> 16, dilation 2
+  ConvShape uneven = shape2d(1, 8, 32, 1, 16, 15, 3, 3, 1, 1, 1);
+  uneven.stride = {3, 2}, uneven.pad_begin = {0, 1};
+  uneven.out_spatial = {outSize(16, 3, 3, 1, 0, 0), outSize(15, 3, 2, 1, 1, 1)};
+  expectOc(uneven, relu, true, true);
+  expectOc(shape2d(1, 64, 32, 1, 9, 9, 1, 1, 1, 1, 0), relu, true, false);  // 1x1
+  expectOc(shape2d(1, 5, 32, 1, 12, 12, 3, 3, 1, 1, 1), relu, true, false);  // K = 45
+  expectOc(shape2d(1, 8, 32, 1, 20, 20, 3, 3, 3, 1, 1), relu, true, false);  // stride 3
+  expectOc(shape2d(1, 16, 12, 1, 9, 9, 3, 3, 1, 1, 1), relu, true, false);   // 12 channels
+}
+
 // Depthwise kernels multiply padding in as +0 like the reference: a -0 bias stays -0 only where every product is
 // -0, an infinite weight times a padding zero is NaN. Inputs and weights drawn from signed zeros, ±1, ±inf, NaN.
 TEST(Conv, DepthwiseSpecialValues) {
@@ -422,14 +457,15 @@ TEST(Conv, DepthwiseSpecialValues) {
 }
 
 // float16 storage with special values: signalling and quiet NaNs, infinities, the largest half, subnormals, and
-// results that overflow float16 (rounded to ±inf) — through the depthwise, direct, 1x1 and im2col paths.
+// results that overflow float16 (rounded to ±inf) — through the depthwise, direct, 1x1, im2col and (AVX-512)
+// output-channel-vector paths.
 TEST(Conv, Float16StorageSpecialValues) {
   std::mt19937 rng(17);
   const uint16_t choices[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x0001, 0x83ff,
                               0x7c00, 0xfc00, 0x7e00, 0x7d01, 0x4800, 0x5a00, 0x3555, 0xc123};
   const ConvShape shapes[] = {shape2d(1, 9, 9, 9, 9, 21, 3, 3, 1, 1, 1), shape2d(1, 9, 9, 9, 9, 21, 3, 3, 2, 1, 1),
                               shape2d(1, 6, 10, 1, 15, 16, 3, 3, 1, 1, 1), shape2d(1, 6, 10, 1, 15, 16, 1, 1, 1, 1, 0),
-                              shape2d(1, 6, 10, 1, 15, 16, 3, 3, 2, 1, 1)};
+                              shape2d(1, 6, 10, 1, 15, 16, 3, 3, 2, 1, 1), shape2d(1, 6, 20, 1, 9, 16, 3, 3, 1, 1, 1)};
   for (const ConvShape& s : shapes) {
     const int64_t nx = s.in_channels * numel(s.in_spatial), ny = s.out_channels * numel(s.out_spatial);
     std::vector<uint16_t> xh(static_cast<size_t>(nx));

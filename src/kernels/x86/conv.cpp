@@ -17,7 +17,9 @@
 #include "support/thread_pool.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 namespace npuc::kernels {
@@ -27,6 +29,7 @@ namespace {
 using detail::ceilDiv;
 using detail::kMR;
 using detail::kNR;
+using detail::kOcBlock;
 using detail::roundUp;
 
 // 2-D geometry (1-D convs use H = 1).
@@ -286,6 +289,20 @@ const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
   return xw;
 }
 
+// Whether a 2-D convolution takes the output-channel-vectorised path (ConvOcArgs) on tables that have it: KxK
+// windows (not 1x1: the GEMM paths read B in place or pack it by rows, and were faster), column stride 1 or 2, at
+// least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
+// output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
+// output: SqueezeNet's first conv, K = 27). NPUC_CONV_OC=0 turns the path off, to compare.
+bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
+  static const bool off = [] {
+    const char* e = std::getenv("NPUC_CONV_OC");
+    return e != nullptr && std::strcmp(e, "0") == 0;
+  }();
+  if (off || (g.sw != 1 && g.sw != 2)) return false;
+  return g.KH * g.KW > 1 && K > detail::kStreamDepth && mg >= 16;
+}
+
 }  // namespace
 
 struct Conv::Impl {
@@ -296,7 +313,10 @@ struct Conv::Impl {
   bool pointwise = false;
   int64_t cg = 0, mg = 0, K = 0, N = 0, HW = 0;
   std::vector<float> bias;  // empty: none
-  std::vector<std::unique_ptr<PackedA>> packed;  // kGemm: one per group
+  // kGemm / kDirect: packed A, one per group; with `oc`, left empty until a run on a table without conv_oc needs it
+  // (ensurePacked).
+  mutable std::vector<std::unique_ptr<PackedA>> packed;
+  mutable std::once_flag packed_once;
   std::vector<float> weights;                    // kDepthwise: [M, taps]; kRef: the original weights
   std::vector<int64_t> tap_off;                  // kDepthwise
   int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
@@ -312,6 +332,13 @@ struct Conv::Impl {
   // kGemm, pointwise with few output channels over a deeper input (see kPointwiseDirectRows), on tables with the
   // wide, row-tail kernels: B row k is read in place at k * HW from the group's input (no packing); else empty.
   std::vector<int64_t> pw_off;
+  // Output channels in vectors (tables with conv_oc; ConvOcArgs), beside kGemm / kDirect (the path on other tables):
+  // padded planes of oc_hq x oc_wq (oc_pp floats) per channel, oc_gs floats per group's copy; tap offsets;
+  // weights [group][block of kOcBlock channels][K][kOcBlock] and bias [group][block][kOcBlock], zeros past mg.
+  bool oc = false;
+  int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
+  std::vector<int64_t> oc_off;
+  std::vector<float> oc_w, oc_bias;
 
   // The tensors of one run: x or xh (float16), y or yh (float16).
   struct Io {
@@ -321,7 +348,10 @@ struct Conv::Impl {
     uint16_t* yh = nullptr;
   };
   void run(const Io& io, ThreadPool* pool) const;
+  void ensurePacked() const;
+  float* padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t pp, int64_t gs) const;
   void runDirect(const Io& io, ThreadPool* pool) const;
+  void runOc(const Io& io, ThreadPool* pool) const;
   void runGemm(Io io, ThreadPool* pool) const;
   void runDepthwise(const float* x, float* y, ThreadPool* pool) const;
   void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;
@@ -388,7 +418,8 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
   im.path = ConvPath::kGemm;
   im.pointwise = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H &&
                  g.OW == g.W;
-  for (int64_t grp = 0; grp < s.groups; ++grp) {
+  im.oc = ocEligible(g, im.mg, im.K) && im.N > 0 && im.K > 0;
+  for (int64_t grp = 0; grp < s.groups && !im.oc; ++grp) {
     im.packed.push_back(std::make_unique<PackedA>(im.mg, im.K, w + grp * im.mg * im.K, im.K, false));
   }
   if (im.pointwise && im.mg <= kPointwiseDirectRows && im.K > detail::kStreamDepth) {
@@ -418,6 +449,25 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
           im.dq_bias[static_cast<size_t>(grp * mgp + m)] = im.bias.empty() ? 0.0f : im.bias[static_cast<size_t>(grp * im.mg + m)];
     }
   }
+  if (im.oc) {
+    im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
+    const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
+    im.oc_pp = hq * im.oc_wq;
+    im.oc_gs = im.cg * im.oc_pp;  // every read lies inside the group's planes
+    for (int64_t c = 0; c < im.cg; ++c)
+      for (int64_t ki = 0; ki < g.KH; ++ki)
+        for (int64_t kj = 0; kj < g.KW; ++kj) im.oc_off.push_back(c * im.oc_pp + ki * g.dh * im.oc_wq + kj * g.dw);
+    im.oc_blocks = ceilDiv(im.mg, kOcBlock);
+    im.oc_w.assign(static_cast<size_t>(s.groups * im.oc_blocks * im.K * kOcBlock), 0.0f);
+    im.oc_bias.assign(static_cast<size_t>(s.groups * im.oc_blocks * kOcBlock), 0.0f);
+    for (int64_t grp = 0; grp < s.groups; ++grp)
+      for (int64_t m = 0; m < im.mg; ++m) {
+        const int64_t blk = grp * im.oc_blocks + m / kOcBlock, o = m % kOcBlock;
+        for (int64_t k = 0; k < im.K; ++k)
+          im.oc_w[static_cast<size_t>((blk * im.K + k) * kOcBlock + o)] = w[(grp * im.mg + m) * im.K + k];
+        if (bias != nullptr) im.oc_bias[static_cast<size_t>(blk * kOcBlock + o)] = bias[grp * im.mg + m];
+      }
+  }
 }
 
 Conv::~Conv() = default;
@@ -426,6 +476,7 @@ const char* Conv::variant() const {
   const char* isa = detail::activeKernels().name;
   const bool avx512 = std::strcmp(isa, "avx512") == 0;
   const bool avx2 = std::strcmp(isa, "avx2_fma") == 0;
+  if (impl_->oc && detail::activeKernels().conv_oc != nullptr) return "direct_oc_avx512";
   switch (impl_->path) {
     case ConvPath::kDirect: return avx512 ? "direct_gemm_avx512" : avx2 ? "direct_gemm_avx2" : "direct_gemm_portable";
     case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
@@ -514,20 +565,32 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
   detail::runTasks(pool, outer * per_outer, body);
 }
 
-void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
-  const detail::KernelTable& kt = detail::activeKernels();
-  const GemmBlocking blk = detail::blockingForDepth(K, detail::effectiveBlocking());
-  const int threads = pool != nullptr ? pool->size() : 1;
+// The packed A of the GEMM paths, from oc_w, on first use (runs on tables without conv_oc, e.g. forced to AVX2).
+void Conv::Impl::ensurePacked() const {
+  if (!oc) return;
+  std::call_once(packed_once, [this] {
+    std::vector<float> a(static_cast<size_t>(mg * K));
+    for (int64_t grp = 0; grp < s.groups; ++grp) {
+      for (int64_t m = 0; m < mg; ++m) {
+        const int64_t blk = grp * oc_blocks + m / kOcBlock, o = m % kOcBlock;
+        for (int64_t k = 0; k < K; ++k) a[static_cast<size_t>(m * K + k)] = oc_w[static_cast<size_t>((blk * K + k) * kOcBlock + o)];
+      }
+      packed.push_back(std::make_unique<PackedA>(mg, K, a.data(), K, false));
+    }
+  });
+}
+
+// The zero-padded copy of every (image, group) of the input, owned by the calling thread, filled in parallel:
+// channel c's plane at c * pp (rows of wq floats, the input at row ph, column pw), the group's copy gs floats long.
+float* Conv::Impl::padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t pp, int64_t gs) const {
   const int64_t outer = s.batch * s.groups;
-  const int64_t wq = dq_wq, pp = dq_pp;
-  // 1. The padded copy of every (image, group), owned by the calling thread, filled in parallel.
-  float* xq = detail::threadScratch(static_cast<size_t>(outer * dq_gs), 3);
+  float* xq = detail::threadScratch(static_cast<size_t>(outer * gs), 3);
   auto fill = [&](int64_t p0, int64_t p1) {
     for (int64_t pl = p0; pl < p1; ++pl) {  // pl = (image, group) * cg + channel
       const int64_t o = pl / cg, c = pl % cg;
-      float* dst = xq + o * dq_gs + c * pp;
+      float* dst = xq + o * gs + c * pp;
       std::memset(dst, 0, static_cast<size_t>(pp) * sizeof(float));
-      if (c == cg - 1) std::memset(dst + pp, 0, static_cast<size_t>(dq_gs - cg * pp) * sizeof(float));
+      if (c == cg - 1) std::memset(dst + pp, 0, static_cast<size_t>(gs - cg * pp) * sizeof(float));
       const int64_t b = o / s.groups, grp = o % s.groups;
       const int64_t plane = (b * s.in_channels + grp * cg + c) * HW;
       for (int64_t ih = 0; ih < g.H; ++ih) {
@@ -538,6 +601,17 @@ void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
     }
   };
   detail::runTasks(pool, outer * cg, fill, 4);
+  return xq;
+}
+
+void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
+  const detail::KernelTable& kt = detail::activeKernels();
+  const GemmBlocking blk = detail::blockingForDepth(K, detail::effectiveBlocking());
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t outer = s.batch * s.groups;
+  const int64_t wq = dq_wq, pp = dq_pp;
+  // 1. The padded copy of every (image, group).
+  const float* xq = padInput(io, pool, wq, pp, dq_gs);
 
   // 2. Tasks over (image, group) x M chunks x virtual-column chunks; each computes whole kMR x 2kNR tiles into
   // its scratch C (rows padded with the zero rows of the packed A, columns up to nr), then copies out.
@@ -601,6 +675,44 @@ void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
     }
   };
   detail::runTasks(pool, outer * per_outer, body);
+}
+
+void Conv::Impl::runOc(const Io& io, ThreadPool* pool) const {
+  const detail::KernelTable& kt = detail::activeKernels();
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t outer = s.batch * s.groups;
+  const float* xq = padInput(io, pool, oc_wq, oc_pp, oc_gs);
+  // Tasks: (image, group) x channel block x chunks of output rows, about eight per thread, so a thread that starts
+  // late still gets its share; a task's rows share its block's weights.
+  const int64_t per_row = std::max<int64_t>(1, outer * oc_blocks * g.OH / (8 * threads));
+  const int64_t rows = std::min(g.OH, per_row);
+  const int64_t row_tasks = ceilDiv(g.OH, rows);
+  auto body = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / (oc_blocks * row_tasks), blk = t / row_tasks % oc_blocks, r = t % row_tasks;
+      const int64_t b = o / s.groups, grp = o % s.groups;
+      detail::ConvOcArgs a;
+      a.xq = xq + o * oc_gs;
+      a.wq = oc_wq;
+      a.off = oc_off.data();
+      a.K = K;
+      a.w = oc_w.data() + (grp * oc_blocks + blk) * K * kOcBlock;
+      a.bias = bias.empty() ? nullptr : oc_bias.data() + (grp * oc_blocks + blk) * kOcBlock;
+      a.act = &act;
+      a.sh = g.sh;
+      a.sw = g.sw;
+      a.oh0 = r * rows;
+      a.oh1 = std::min(g.OH, a.oh0 + rows);
+      a.out_w = g.OW;
+      const int64_t y0 = (b * s.out_channels + grp * mg + blk * kOcBlock) * N;
+      if (io.yh != nullptr) a.yh = io.yh + y0;
+      else a.y = io.y + y0;
+      a.y_plane = N;
+      a.channels = static_cast<int>(std::min(kOcBlock, mg - blk * kOcBlock));
+      kt.conv_oc(a);
+    }
+  };
+  detail::runTasks(pool, outer * oc_blocks * row_tasks, body);
 }
 
 void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
@@ -735,10 +847,15 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
       else runDepthwise(io.x, io.y, pool);
       return;
     case ConvPath::kGemm:
-      if (N > 0) runGemm(io, pool);
-      return;
     case ConvPath::kDirect:
-      runDirect(io, pool);
+      if (N == 0) return;
+      if (oc && kt.conv_oc != nullptr) {
+        runOc(io, pool);
+        return;
+      }
+      ensurePacked();
+      if (path == ConvPath::kDirect) runDirect(io, pool);
+      else runGemm(io, pool);
       return;
   }
 }

@@ -185,6 +185,32 @@ struct PoolPlaneArgs {
 };
 using PoolPlaneKernel = void (*)(const PoolPlaneArgs&);
 
+/// Direct convolution vectorised across output channels (AVX-512, x86/conv_oc_avx512.cpp) over one (image, group)'s
+/// zero-padded input xq (channel c, padded row r, column q at xq[c * pp + r * wq + q]) for a block of `channels`
+/// (1..32) output channels: output (o, oh, ow) for oh in [oh0, oh1), ow < out_w is
+/// act(bias[o] + sum over k ascending of w[k * 32 + o] * xq[oh * sh * wq + ow * sw + off[k]]), one fma per k
+/// (+0 without bias), stored at y[o * y_plane + oh * out_w + ow] (float16 at yh instead, with floatToHalf's bits).
+/// With off[k] = c * pp + ki * dh * wq + kj * dw for k = (c, ki, kj) in row-major order, that is conv_ref's sum.
+/// w: K steps of 32 floats (zeros past `channels`); bias: 32 floats or null. sw: 1 or 2.
+struct ConvOcArgs {
+  const float* xq = nullptr;
+  int64_t wq = 0;
+  const int64_t* off = nullptr;
+  int64_t K = 0;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  const Activation* act = nullptr;
+  int64_t sh = 1, sw = 1;
+  int64_t oh0 = 0, oh1 = 0, out_w = 0;
+  float* y = nullptr;
+  uint16_t* yh = nullptr;
+  int64_t y_plane = 0;
+  int channels = 32;
+};
+using ConvOcKernel = void (*)(const ConvOcArgs&);
+/// The output channels ConvOcArgs::w holds per tap.
+inline constexpr int64_t kOcBlock = 32;
+
 /// A table names its kernels by field (designated initializers); fields it leaves out are null / false.
 struct KernelTable {
   const char* name = nullptr;
@@ -197,6 +223,7 @@ struct KernelTable {
   DwBlockKernel dwconv_block8 = nullptr;
   DwInPlaceKernel dwconv_in_place = nullptr;  // null when the table has none
   DeconvKernel deconv = nullptr;
+  ConvOcKernel conv_oc = nullptr;  // null when the table has none
   GemmMicroKernel gemm_cols = nullptr;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed = nullptr;
   GemvRowKernel gemv_row = nullptr;
@@ -234,6 +261,7 @@ void f32_dwconv2d__scalar(const DwPlaneArgs& p);
 void f32_dwconv_pack8__avx2(const DwPackArgs& p);
 void f32_dwconv_block8__avx2(const DwBlockArgs& p);
 void f32_dwconv_in_place__avx512(const DwInPlaceArgs& p);
+void f32_conv_oc__avx512(const ConvOcArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
 void f32_pool_plane__avx2(const PoolPlaneArgs& p);
 void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // max pools in place (f32_pool_in_place__avx512); others: AVX2
