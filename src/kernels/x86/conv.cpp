@@ -684,8 +684,7 @@ void Conv::Impl::runOc(const Io& io, ThreadPool* pool) const {
   const float* xq = padInput(io, pool, oc_wq, oc_pp, oc_gs);
   // Tasks: (image, group) x channel block x chunks of output rows, about eight per thread, so a thread that starts
   // late still gets its share; a task's rows share its block's weights.
-  const int64_t per_row = std::max<int64_t>(1, outer * oc_blocks * g.OH / (8 * threads));
-  const int64_t rows = std::min(g.OH, per_row);
+  const int64_t rows = std::clamp<int64_t>(outer * oc_blocks * g.OH / (8 * threads), 1, g.OH);  // per task
   const int64_t row_tasks = ceilDiv(g.OH, rows);
   auto body = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
