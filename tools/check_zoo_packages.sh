@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The simulator acceptance checks over the exported model zoo (models/zoo, made by tools/export_models.py; not part
 # of `make test` because the zoo needs python3-torch to create). For each model and target (generic, drpai):
-# translate, simulate in --exact mode at 1 thread and in fast mode at 1 and 2 threads, compare the raw output
-# bytes of the three runs (must be identical), and compare the float outputs with the reference engine (generic:
+# translate, simulate in --exact and fast modes at 1 and 2 threads each, compare the raw output
+# bytes of the four runs (must be identical), and compare the float outputs with the reference engine (generic:
 # max error relative to the output's magnitude; drpai: cosine). Needs /usr/bin/python3 with numpy.
 #   tools/check_zoo_packages.sh [build/bin/npuc]
 set -euo pipefail
@@ -19,12 +19,14 @@ for onnx in "$zoo"/*.onnx; do
     "$npuc" translate "$m" -onnx "$onnx" --target "$t" --out "$tmp/$t" >/dev/null
     pkg="$tmp/$t/$m"
     "$npuc" simulate "$pkg" --input "input=$in" -o "$tmp/e_${m}_$t" --exact >/dev/null
+    "$npuc" simulate "$pkg" --input "input=$in" -o "$tmp/e2_${m}_$t" --exact -t 2 >/dev/null
     "$npuc" simulate "$pkg" --input "input=$in" -o "$tmp/f1_${m}_$t" -t 1 >/dev/null
     "$npuc" simulate "$pkg" --input "input=$in" -o "$tmp/f2_${m}_$t" -t 2 >/dev/null
     same=identical
     for f in "$tmp/e_${m}_$t"/*.npy; do
       b=$(basename "$f")
-      cmp -s "$f" "$tmp/f1_${m}_$t/$b" && cmp -s "$f" "$tmp/f2_${m}_$t/$b" || same=DIFFERENT
+      cmp -s "$f" "$tmp/e2_${m}_$t/$b" && cmp -s "$f" "$tmp/f1_${m}_$t/$b" && cmp -s "$f" "$tmp/f2_${m}_$t/$b" ||
+        same=DIFFERENT
     done
     cmpres=$(/usr/bin/python3 - "$tmp/ref_$m" "$tmp/e_${m}_$t" <<'PY'
 import glob, os, sys

@@ -24,7 +24,7 @@ namespace npuc {
 
 struct RuntimeOptions {
   int threads = 1;     // worker threads of this runtime (its own pool)
-  bool exact = false;  // run the scalar reference kernels (the specification) instead of the SIMD ones
+  bool exact = false;  // run the scalar reference kernels (the specification) instead of the SIMD ones, on `threads` too
   bool profile = false;  // record each layer's wall time (layerTimes())
 };
 

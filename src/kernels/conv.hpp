@@ -45,10 +45,13 @@ void conv_ref(const ConvShape& s, const float* x, const float* w, const float* b
               float* y);
 
 /// conv_ref's bits, one output row at a time (1-D and 2-D): the simulator's --exact mode. conv_rows_ref is plain
-/// baseline code; conv_exact picks the same source compiled with hardware FMA when the CPU has it.
+/// baseline code; conv_exact picks the same source compiled with hardware FMA when the CPU has it, and with a pool
+/// of several threads splits the output channels (per image and group) among them — each output still computed by
+/// the same scalar loops, so the bits are the same for every thread count.
 void conv_rows_ref(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act,
                    float* y);
-void conv_exact(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y);
+void conv_exact(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y,
+                ThreadPool* pool = nullptr);
 
 /// A convolution prepared once (weights packed for the fastest variant of this CPU), run many times.
 class Conv {

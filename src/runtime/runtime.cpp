@@ -88,7 +88,7 @@ struct Runtime::Impl {
   package::Package pkg;
   std::vector<Space> spaces;  // by address
   std::unique_ptr<ThreadPool> pool_storage;
-  ThreadPool* pool = nullptr;  // null in exact mode (serial reference)
+  ThreadPool* pool = nullptr;  // the runtime's own, opts.threads (exact mode too: its kernels split outputs only)
   std::vector<RuntimeTensor> inputs, outputs;
   std::vector<RuntimeLayer> layers;
   std::vector<const package::Descriptor*> program;  // by seq
@@ -440,7 +440,7 @@ struct Runtime::Impl {
           s.conv->run(s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool);
           return;
         }
-        kernels::conv_exact(s.cs, inF(s, 0), s.w, s.bias, s.act, outF(s));
+        kernels::conv_exact(s.cs, inF(s, 0), s.w, s.bias, s.act, outF(s), pool);
         break;
       }
       case LayerKind::kConvTranspose: {
@@ -605,10 +605,9 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   im.opts = opts;
   if (opts.threads < 1) fail(ErrorCode::kInvalidArgument, "threads must be at least 1 (got {})", opts.threads);
   im.pkg = package::readPackage(dir);
-  if (!opts.exact) {
-    im.pool_storage = std::make_unique<ThreadPool>(opts.threads);
-    im.pool = im.pool_storage.get();
-  }
+  // Both modes split layers' outputs among the threads (never a reduction), so the bits do not depend on them.
+  im.pool_storage = std::make_unique<ThreadPool>(opts.threads);
+  im.pool = im.pool_storage.get();
   im.prepare();
 }
 

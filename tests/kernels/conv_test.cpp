@@ -217,12 +217,14 @@ void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& 
           " d=" + std::to_string(s.dilation.back()) + " p=" + std::to_string(s.pad_begin.back()) +
           " out=" + std::to_string(s.out_spatial.back()) + " variant=" + conv.variant();
   // The exact-mode row-order variants: same bits as the reference.
-  for (auto* fn : {&conv_rows_ref, &conv_exact}) {
+  for (int threads : {0, 1, 2, 3}) {  // 0: conv_rows_ref; else conv_exact on that many threads
     std::vector<float> y(ref.size(), 7.0f);
-    if (s.in_spatial.size() > 2 && fn == &conv_rows_ref) break;
-    fn(s, x.data(), w.data(), b, act, y.data());
+    if (threads == 0 && s.in_spatial.size() > 2) continue;
+    if (threads == 0) conv_rows_ref(s, x.data(), w.data(), b, act, y.data());
+    else conv_exact(s, x.data(), w.data(), b, act, y.data(), test::poolFor(threads));
     const int64_t bad = firstBitMismatch(ref, y);
-    ASSERT_EQ(bad, -1) << (fn == &conv_exact ? "conv_exact " : "conv_rows_ref ") << " at " << bad;
+    ASSERT_EQ(bad, -1) << (threads > 0 ? "conv_exact, threads " + std::to_string(threads) : "conv_rows_ref") << " at "
+                       << bad;
   }
   forceKernelIsa("avx2");
   if (expect_variant != nullptr && std::string(sgemmVariant()) == "avx2_fma") {

@@ -7,18 +7,53 @@
 #include "kernels/x86/kernel_table.hpp"
 #include "support/thread_pool.hpp"
 
+#include <algorithm>
+
 namespace npuc::kernels {
 
 void conv_rows_fma(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y);
 
-void conv_exact(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y) {
+void conv_exact(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y,
+                ThreadPool* pool) {
   static const bool fma = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
   }();
-  if (s.in_spatial.size() > 2) conv_ref(s, x, w, bias, act, y);
-  else if (fma) conv_rows_fma(s, x, w, bias, act, y);
-  else conv_rows_ref(s, x, w, bias, act, y);
+  auto one = [&](const ConvShape& t, const float* xt, const float* wt, const float* bt, float* yt) {
+    if (t.in_spatial.size() > 2) conv_ref(t, xt, wt, bt, act, yt);
+    else if (fma) conv_rows_fma(t, xt, wt, bt, act, yt);
+    else conv_rows_ref(t, xt, wt, bt, act, yt);
+  };
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t cg = s.groups > 0 ? s.in_channels / s.groups : 0, mg = s.groups > 0 ? s.out_channels / s.groups : 0;
+  if (threads <= 1 || s.batch * s.out_channels <= 1) {
+    one(s, x, w, bias, y);
+    return;
+  }
+  // Tasks: (image, group, a run of the group's output channels), each one call on a one-image, one-group shape.
+  // Every output is computed by the same loops whatever the split, so the bits do not depend on it.
+  int64_t in_plane = 1, out_plane = 1, taps = 1;
+  for (size_t d = 0; d < s.in_spatial.size(); ++d) {
+    in_plane *= s.in_spatial[d], out_plane *= s.out_spatial[d], taps *= s.kernel[d];
+  }
+  const int64_t outer = s.batch * s.groups;
+  const int64_t chunk = std::clamp<int64_t>((outer * mg + 8 * threads - 1) / (8 * threads), 1, mg);
+  const int64_t per_group = (mg + chunk - 1) / chunk;
+  ConvShape t = s;
+  t.batch = 1;
+  t.groups = 1;
+  t.in_channels = cg;
+  pool->parallelFor(outer * per_group, [&](int64_t t0, int64_t t1) {
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t o = task / per_group, b = o / s.groups, grp = o % s.groups;
+      const int64_t m0 = task % per_group * chunk, m1 = std::min(mg, m0 + chunk);
+      ConvShape u = t;
+      u.out_channels = m1 - m0;
+      const int64_t m = grp * mg + m0;
+      one(u, x + (b * s.in_channels + grp * cg) * in_plane, w + m * cg * taps, bias != nullptr ? bias + m : nullptr,
+          y + (b * s.out_channels + m) * out_plane);
+    }
+  }, std::max<int64_t>(1, outer * per_group / (8 * threads)));
 }
 
 namespace detail {
