@@ -1,5 +1,5 @@
-// Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (direct GEMM, im2col
-// GEMM, depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
+// Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (output-channel vectors on
+// AVX-512, direct GEMM, im2col GEMM, depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
 // the direct path's zero-padded input, the depthwise paths (channel blocks of 8 for the AVX tables, padded
 // phase-split planes for the portable one), and the thread split.
 // Microkernels come from the dispatch table.

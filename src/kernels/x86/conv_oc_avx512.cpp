@@ -67,7 +67,7 @@ void tile(const ConvOcArgs& p, int64_t oh, int64_t ow) {
   }
   const float* xb = p.xq + oh * p.sh * p.wq + ow * kS;
   const float* w = p.w;
-  for (int64_t k = 0; k < p.K; ++k, w += 32) {
+  for (int64_t k = 0; k < p.K; ++k, w += kOcBlock) {
     const float* xr = xb + p.off[k];
     const __m512 w0 = _mm512_loadu_ps(w);
     const __m512 w1 = kV == 2 ? _mm512_loadu_ps(w + 16) : w0;
