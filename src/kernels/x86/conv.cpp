@@ -1,7 +1,7 @@
 // Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (output-channel vectors on
-// AVX-512, direct GEMM, im2col GEMM, depthwise, reference), weight packing at construction, implicit-im2col B packing straight from the input,
-// the direct path's zero-padded input, the depthwise paths (channel blocks of 8 for the AVX tables, padded
-// phase-split planes for the portable one), and the thread split.
+// AVX-512, direct GEMM, im2col GEMM, depthwise, reference), weight packing at construction, implicit-im2col B
+// packing straight from the input, the zero-padded input of the direct paths, the depthwise paths (channel blocks of
+// 8 for the AVX tables, padded phase-split planes for the portable one), and the thread split.
 // Microkernels come from the dispatch table.
 //
 // The direct path (2-D, stride 1, not 1x1): the input of each group is copied once into zero-padded planes (padded
@@ -339,6 +339,10 @@ struct Conv::Impl {
   int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
   std::vector<int64_t> oc_off;
   std::vector<float> oc_w, oc_bias;
+  // Where weight (m, k) of group grp lies in oc_w.
+  size_t ocAt(int64_t grp, int64_t m, int64_t k) const {
+    return static_cast<size_t>(((grp * oc_blocks + m / kOcBlock) * K + k) * kOcBlock + m % kOcBlock);
+  }
 
   // The tensors of one run: x or xh (float16), y or yh (float16).
   struct Io {
@@ -408,7 +412,8 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     // a mask per tap for every 16 outputs; stride 2 row by row, with column masks, when output rows fill most of a
     // 16-lane vector (npuc_kernels_bench, 1 thread, against channel-blocked: 14 outputs per row 0.65x, 28 0.75x,
     // 56 0.8x; 7 1.25x — the bound 12 lies between the measured 7 and 14).
-    const bool small_window = g.dh == 1 && g.dw == 1 && g.KH <= detail::kDwInPlaceMaxK && g.KW <= detail::kDwInPlaceMaxK;
+    const bool small_window =
+        g.dh == 1 && g.dw == 1 && g.KH <= detail::kDwInPlaceMaxK && g.KW <= detail::kDwInPlaceMaxK;
     const bool s2 = small_window && g.sh == 2 && g.sw == 2 && g.OW >= kDwS2MinWidth;
     im.dw_in_place = (small_window && g.sh == 1 && g.sw == 1 && g.OW == g.W) || s2;
     if (s2) im.dw_masks = dwS2Masks(g.W, g.OW, g.KW, g.pw);
@@ -462,10 +467,8 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     im.oc_bias.assign(static_cast<size_t>(s.groups * im.oc_blocks * kOcBlock), 0.0f);
     for (int64_t grp = 0; grp < s.groups; ++grp)
       for (int64_t m = 0; m < im.mg; ++m) {
-        const int64_t blk = grp * im.oc_blocks + m / kOcBlock, o = m % kOcBlock;
-        for (int64_t k = 0; k < im.K; ++k)
-          im.oc_w[static_cast<size_t>((blk * im.K + k) * kOcBlock + o)] = w[(grp * im.mg + m) * im.K + k];
-        if (bias != nullptr) im.oc_bias[static_cast<size_t>(blk * kOcBlock + o)] = bias[grp * im.mg + m];
+        for (int64_t k = 0; k < im.K; ++k) im.oc_w[im.ocAt(grp, m, k)] = w[(grp * im.mg + m) * im.K + k];
+        if (bias != nullptr) im.oc_bias[static_cast<size_t>(grp * im.oc_blocks * kOcBlock + m)] = bias[grp * im.mg + m];
       }
   }
 }
@@ -473,10 +476,10 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
 Conv::~Conv() = default;
 
 const char* Conv::variant() const {
-  const char* isa = detail::activeKernels().name;
-  const bool avx512 = std::strcmp(isa, "avx512") == 0;
-  const bool avx2 = std::strcmp(isa, "avx2_fma") == 0;
-  if (impl_->oc && detail::activeKernels().conv_oc != nullptr) return "direct_oc_avx512";
+  const detail::KernelTable& kt = detail::activeKernels();
+  const bool avx512 = std::strcmp(kt.name, "avx512") == 0;
+  const bool avx2 = std::strcmp(kt.name, "avx2_fma") == 0;
+  if (impl_->oc && kt.conv_oc != nullptr) return "direct_oc_avx512";
   switch (impl_->path) {
     case ConvPath::kDirect: return avx512 ? "direct_gemm_avx512" : avx2 ? "direct_gemm_avx2" : "direct_gemm_portable";
     case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
@@ -571,10 +574,8 @@ void Conv::Impl::ensurePacked() const {
   std::call_once(packed_once, [this] {
     std::vector<float> a(static_cast<size_t>(mg * K));
     for (int64_t grp = 0; grp < s.groups; ++grp) {
-      for (int64_t m = 0; m < mg; ++m) {
-        const int64_t blk = grp * oc_blocks + m / kOcBlock, o = m % kOcBlock;
-        for (int64_t k = 0; k < K; ++k) a[static_cast<size_t>(m * K + k)] = oc_w[static_cast<size_t>((blk * K + k) * kOcBlock + o)];
-      }
+      for (int64_t m = 0; m < mg; ++m)
+        for (int64_t k = 0; k < K; ++k) a[static_cast<size_t>(m * K + k)] = oc_w[ocAt(grp, m, k)];
       packed.push_back(std::make_unique<PackedA>(mg, K, a.data(), K, false));
     }
   });

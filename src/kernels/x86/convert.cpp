@@ -4,6 +4,7 @@
 
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/x86/gemm_driver.hpp"
 #include "kernels/x86/kernel_table.hpp"
 #include "support/thread_pool.hpp"
 
@@ -37,13 +38,13 @@ void conv_exact(const ConvShape& s, const float* x, const float* w, const float*
     in_plane *= s.in_spatial[d], out_plane *= s.out_spatial[d], taps *= s.kernel[d];
   }
   const int64_t outer = s.batch * s.groups;
-  const int64_t chunk = std::clamp<int64_t>((outer * mg + 8 * threads - 1) / (8 * threads), 1, mg);
-  const int64_t per_group = (mg + chunk - 1) / chunk;
+  const int64_t chunk = std::clamp<int64_t>(detail::ceilDiv(outer * mg, 8 * threads), 1, mg);
+  const int64_t per_group = detail::ceilDiv(mg, chunk);
   ConvShape t = s;
   t.batch = 1;
   t.groups = 1;
   t.in_channels = cg;
-  pool->parallelFor(outer * per_group, [&](int64_t t0, int64_t t1) {
+  detail::runTasks(pool, outer * per_group, [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t o = task / per_group, b = o / s.groups, grp = o % s.groups;
       const int64_t m0 = task % per_group * chunk, m1 = std::min(mg, m0 + chunk);
@@ -53,7 +54,7 @@ void conv_exact(const ConvShape& s, const float* x, const float* w, const float*
       one(u, x + (b * s.in_channels + grp * cg) * in_plane, w + m * cg * taps, bias != nullptr ? bias + m : nullptr,
           y + (b * s.out_channels + m) * out_plane);
     }
-  }, std::max<int64_t>(1, outer * per_group / (8 * threads)));
+  }, 8);
 }
 
 namespace detail {
