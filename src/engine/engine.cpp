@@ -79,7 +79,7 @@ std::unique_ptr<Kernel> makeKernel(const ir::Graph& g, const ir::Node& n) {
 }
 
 void runNode(const ir::Node& n, int opset, Kernel& k, std::vector<Tensor> in, std::vector<Tensor>& out,
-             ThreadPool* pool, std::vector<Tensor> placed = {}) {
+             ThreadPool* pool, std::vector<Tensor> placed = {}, Tensor residual = {}) {
   std::vector<ir::Type> types;
   std::vector<const Tensor*> vals;
   for (auto& t : in) {
@@ -88,7 +88,7 @@ void runNode(const ir::Node& n, int opset, Kernel& k, std::vector<Tensor> in, st
   }
   auto out_types = ops::inferNode(n, opset, types, vals);
   if (!out_types) fail(ErrorCode::kInternal, "{}: output types unknown although every input is known", n.label());
-  KernelCall call{n, opset, std::move(in), std::move(*out_types), {}, pool, std::move(placed)};
+  KernelCall call{n, opset, std::move(in), std::move(*out_types), {}, pool, std::move(placed), std::move(residual)};
   call.out.resize(call.out_types.size());
   k.run(call);
   for (size_t i = 0; i < call.out.size(); ++i) {
@@ -108,6 +108,7 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
     kernels_.push_back(makeKernel(g_, g_.node(order[i])));
     pos_[order[i]] = i;
   }
+  if (opts_.fuse_residual_adds) fuseResidualAdds();
   if (opts_.fuse_activations) fuseActivations();
   place_.assign(order.size(), {});
   if (opts_.place_concat_inputs) planConcats();
@@ -181,6 +182,52 @@ void Engine::fuseActivations() {
     if (!act || !kernels_[i]->fuseActivation(*act)) continue;
     kernels_[pos_.at(act_node.id)] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
     fused_.insert(pos_.at(act_node.id));
+  }
+}
+
+void Engine::fuseResidualAdds() {
+  const auto& order = g_.order();
+  auto uses = g_.uses();
+  std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
+  auto onlyReader = [&](ir::ValueId v) -> const ir::Node* {
+    auto it = uses.find(v);
+    if (outputs.count(v) || it == uses.end() || it->second.size() != 1) return nullptr;
+    return &g_.node(it->second[0].first);
+  };
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  for (size_t j = 0; j < order.size(); ++j) {
+    const ir::Node& add = g_.node(order[j]);
+    if (add.op != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+    const ir::Type& zt = g_.value(add.outputs[0]).type;
+    if (!zt.isStatic() || zt.dtype != DType::kF32) continue;
+    // The operand a Conv computes, when the other one is ready before that Conv runs (of two Convs, the later).
+    size_t conv_pos = kNone;
+    int yi = -1;
+    for (int k = 0; k < 2 && conv_pos == kNone; ++k) {
+      const ir::ValueId y = add.inputs[static_cast<size_t>(k)], r = add.inputs[static_cast<size_t>(1 - k)];
+      const ir::Value& yv = g_.value(y);
+      const ir::Value& rv = g_.value(r);
+      if (y == r || yv.producer == ir::kNoNode || yv.type != zt || rv.type != zt || onlyReader(y) != &add) continue;
+      const ir::Node& conv = g_.node(yv.producer);
+      if (conv.op != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
+      const size_t p = pos_.at(conv.id);
+      if (rv.producer != ir::kNoNode && pos_.at(rv.producer) >= p) continue;
+      conv_pos = p, yi = k;
+    }
+    if (conv_pos == kNone) continue;
+    kernels::Activation post;
+    size_t act_pos = kNone;
+    if (const ir::Node* an = onlyReader(add.outputs[0]); an != nullptr && an->inputs[0] == add.outputs[0]) {
+      if (auto a = activationOf(g_, *an)) post = *a, act_pos = pos_.at(an->id);
+    }
+    if (!kernels_[conv_pos]->fuseResidualAdd(post)) continue;
+    residual_[conv_pos] = add.inputs[static_cast<size_t>(1 - yi)];
+    unfused_[j] = std::move(kernels_[j]);
+    kernels_[j] = std::make_unique<FnKernel>([yi](KernelCall& c) { c.alias(0, c.input(yi)); });
+    if (act_pos != kNone) {
+      unfused_[act_pos] = std::move(kernels_[act_pos]);
+      kernels_[act_pos] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
+    }
   }
 }
 
@@ -295,7 +342,13 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs, const NodeCal
       placed = {it->second};
       concat_out.erase(it);
     }
-    runNode(n, g_.opset, *kernels_[i], std::move(in), out, pool_, std::move(placed));
+    // With a callback watching, the residual Adds fused into Convs run apart (each op's own output seen).
+    Tensor residual;
+    auto res = cb ? residual_.end() : residual_.find(i);
+    if (res != residual_.end()) residual = vals[static_cast<size_t>(res->second)];
+    auto own = cb ? unfused_.find(i) : unfused_.end();
+    runNode(n, g_.opset, own != unfused_.end() ? *own->second : *kernels_[i], std::move(in), out, pool_,
+            std::move(placed), std::move(residual));
     if (opts_.profile)
       profile_.push_back({n.id, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
     for (size_t j = 0; j < n.outputs.size() && j < out.size(); ++j)

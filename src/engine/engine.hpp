@@ -24,6 +24,10 @@ struct EngineOptions {
   /// Let the producers of a Concat's inputs write into the Concat's output (Engine::planConcats; same values, the
   /// copies saved).
   bool place_concat_inputs = true;
+  /// Run an Add that is the only reader of a Conv's output, and an activation that is the only reader of the Add's,
+  /// inside the Conv (Engine::fuseResidualAdds; same bits, one pass over the output saved). Runs with a callback
+  /// run the three ops apart, so that the callback sees each op's own output.
+  bool fuse_residual_adds = true;
 };
 
 struct NodeTime {
@@ -49,9 +53,15 @@ class Engine {
   const ir::Graph& graph() const { return g_; }
   /// Per-node wall times of the last run (empty unless EngineOptions::profile).
   const std::vector<NodeTime>& profile() const { return profile_; }
+  /// How many residual Adds run inside their Conv (EngineOptions::fuse_residual_adds).
+  size_t fusedResidualAdds() const { return residual_.size(); }
 
  private:
   void fuseActivations();
+  /// Add(Conv(...), R) [-> Relu / LeakyRelu / Clip], R of the Add's own type and ready before the Conv runs, the
+  /// Conv's output read by the Add alone: the Conv's kernel adds R and applies the activation to each part of its
+  /// output as it finishes it; the Add and the activation become aliases (their own kernels kept in unfused_).
+  void fuseResidualAdds();
   /// Concat along an axis with only 1s before it: its inputs are slabs of its output, so an input that only the
   /// Concat reads is written there by its producer (KernelCall::placed) and the Concat copies nothing for it.
   void planConcats();
@@ -66,6 +76,8 @@ class Engine {
   size_t num_values_ = 0;                 // value ids are below this
   std::vector<ir::ValueId> constants_;    // preloaded into every run
   std::set<size_t> fused_;                // positions of activations fused into their producer (now aliases)
+  std::map<size_t, ir::ValueId> residual_;  // Conv position -> the residual its kernel adds (fuseResidualAdds)
+  std::map<size_t, std::unique_ptr<Kernel>> unfused_;  // own kernels of the Adds / activations it made aliases
   static constexpr size_t kNotPlaced = std::numeric_limits<size_t>::max();
   struct Placement {
     size_t concat = kNotPlaced;  // position of the Concat whose output holds this output

@@ -28,6 +28,9 @@ struct KernelCall {
   /// Where alloc(i) puts output i when placed[i] is defined (a view of the type alloc would allocate): the engine
   /// places a Concat's inputs inside its output so the producers write there (Engine::planConcats).
   std::vector<Tensor> placed = {};
+  /// For a Conv whose residual Add the engine fused in (Kernel::fuseResidualAdd, Engine::fuseResidualAdds): the
+  /// other operand of the Add, to add to the output; undefined otherwise.
+  Tensor residual = {};
 
   bool has(int i) const { return i < static_cast<int>(in.size()) && in[static_cast<size_t>(i)].defined(); }
   const Tensor& input(int i) const;
@@ -56,6 +59,9 @@ class Kernel {
   virtual void run(KernelCall& call) = 0;
   /// Asks the kernel to apply `act` to its output itself (epilogue fusion). Returns false when it cannot.
   virtual bool fuseActivation(const kernels::Activation& act) { return false; }
+  /// Asks the kernel to add KernelCall::residual to its output and then apply `post` (an Add that is the only
+  /// reader of the output, and the activation after it), when the call has a residual. Returns false when it cannot.
+  virtual bool fuseResidualAdd(const kernels::Activation& post) { return false; }
 };
 
 /// Creates the kernel for a node; the graph gives access to constant inputs (weights) for packing.

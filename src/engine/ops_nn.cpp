@@ -67,17 +67,31 @@ class ConvKernel : public Kernel {
       in_shape_ = x.shape();
       w_ptr_ = w.raw();
     }
-    conv_->run(x.data<float>(), y.data<float>(), c.pool);
+    if (!c.residual.defined()) {
+      conv_->run(x.data<float>(), y.data<float>(), c.pool);
+      return;
+    }
+    if (c.residual.dtype() != DType::kF32 || c.residual.shape() != y.shape())
+      c.error("the fused residual must be float32 of the output's shape {}", shapeStr(y.shape()));
+    conv_->runAdd(x.data<float>(), c.residual.data<float>(), post_, y.data<float>(), c.pool);
   }
   bool fuseActivation(const kernels::Activation& act) override {
-    if (act_.kind != kernels::ActKind::kNone) return false;
+    if (act_.kind != kernels::ActKind::kNone || residual_) return false;
     act_ = act;
     conv_.reset();
+    return true;
+  }
+  bool fuseResidualAdd(const kernels::Activation& post) override {
+    if (act_.kind != kernels::ActKind::kNone || residual_) return false;
+    residual_ = true;
+    post_ = post;
     return true;
   }
 
  private:
   kernels::Activation act_;
+  bool residual_ = false;
+  kernels::Activation post_;  // after the residual Add
   std::mutex mu_;
   std::unique_ptr<kernels::Conv> conv_;
   Shape in_shape_;

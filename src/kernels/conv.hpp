@@ -66,6 +66,11 @@ class Conv {
   /// (depthwise, direct, 1x1; a float16 output of every GEMM path is rounded tile by tile); the others widen the
   /// whole input first.
   void run(const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) const;
+  /// A residual Add fused in (float32): y = post(conv(x) + r), r of y's shape. Each task adds r to the outputs it has
+  /// just computed, while they are in its cache; the bits are those of run() followed by the separate Add and
+  /// activation (where both addends are NaN, which of the two NaNs the sum keeps is unspecified, as for the Add).
+  /// The Conv must have been made without an activation of its own.
+  void runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool) const;
   /// "im2col_gemm_avx2", "depthwise_blocked_avx2", "ref", … for logs and benchmarks.
   const char* variant() const;
   struct Impl;

@@ -198,6 +198,29 @@ void expectFloat16StorageMatches(const Conv& conv, const ConvShape& s, const std
 }
 
 // Runs Conv under every configuration and compares bits with conv_ref.
+// Conv::runAdd: a residual Add and then `post` fused in, on every path and configuration: the bits of the plain
+// convolution (reference), the Add, then the activation. Two residual elements are NaN / -inf.
+void expectResidualMatches(const ConvShape& s, const std::vector<float>& x, const std::vector<float>& w, const float* b,
+                           const Activation& post, std::mt19937& rng, test::VariantGuard& guard,
+                           const std::string& desc) {
+  std::vector<float> plain(static_cast<size_t>(s.batch * s.out_channels * numel(s.out_spatial)));
+  conv_ref(s, x.data(), w.data(), b, Activation{}, plain.data());
+  auto r = randomFloats(rng, plain.size());
+  r[r.size() / 3] = std::numeric_limits<float>::quiet_NaN();
+  r[r.size() / 2] = -std::numeric_limits<float>::infinity();
+  const Conv conv(s, w.data(), b, Activation{});
+  std::vector<float> want(plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) want[i] = applyActivation(plain[i] + r[i], post);
+  for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+    forceKernelIsa(cfg.isa);
+    setGemmBlocking(cfg.blocking);
+    std::vector<float> y(plain.size(), 7.0f);
+    conv.runAdd(x.data(), r.data(), post, y.data(), test::poolFor(cfg.threads));
+    const int64_t bad = firstBitMismatch(want, y);
+    ASSERT_EQ(bad, -1) << desc << " runAdd " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << want[bad];
+  }
+}
+
 void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& act, bool with_bias,
                        const char* expect_variant = nullptr) {
   const auto x = randomFloats(rng, static_cast<size_t>(s.batch * s.in_channels * numel(s.in_spatial)));
@@ -239,6 +262,7 @@ void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& 
     ASSERT_EQ(bad, -1) << desc << " " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << ref[bad];
   }
   expectFloat16StorageMatches(conv, s, x, w, b, act, guard, desc);
+  expectResidualMatches(s, x, w, b, act, rng, guard, desc);
 }
 
 ConvShape randomConvShape(std::mt19937& rng, int rank, bool depthwise) {

@@ -303,6 +303,19 @@ bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   return g.KH * g.KW > 1 && K > detail::kStreamDepth && mg >= 16;
 }
 
+// y[i] = post(y[i] + r[i]): a residual Add and the activation after it, with the float32 rounding of the separate
+// ops. One loop per activation kind, so that each vectorises.
+void addResidual(float* y, const float* r, int64_t n, const Activation& post) {
+  auto loop = [&](auto act) {
+    for (int64_t i = 0; i < n; ++i) y[i] = act(y[i] + r[i]);
+  };
+  switch (post.kind) {
+    case ActKind::kNone: loop([](float v) { return v; }); return;
+    case ActKind::kRelu: loop([](float v) { return applyActivation(v, Activation{ActKind::kRelu}); }); return;
+    default: loop([&post](float v) { return applyActivation(v, post); }); return;
+  }
+}
+
 }  // namespace
 
 struct Conv::Impl {
@@ -344,20 +357,27 @@ struct Conv::Impl {
     return static_cast<size_t>(((grp * oc_blocks + m / kOcBlock) * K + k) * kOcBlock + m % kOcBlock);
   }
 
-  // The tensors of one run: x or xh (float16), y or yh (float16).
+  // The tensors of one run: x or xh (float16), y or yh (float16); with r (float32 y only), the residual that every
+  // task adds to its outputs once they are final (finish).
   struct Io {
     const float* x = nullptr;
     const uint16_t* xh = nullptr;
     float* y = nullptr;
     uint16_t* yh = nullptr;
+    const float* r = nullptr;
+    Activation post{};
   };
   void run(const Io& io, ThreadPool* pool) const;
+  // The residual epilogue over y[off, off + len) (nothing without io.r).
+  static void finish(const Io& io, int64_t off, int64_t len) {
+    if (io.r != nullptr) addResidual(io.y + off, io.r + off, len, io.post);
+  }
   void ensurePacked() const;
   float* padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t pp, int64_t gs) const;
   void runDirect(const Io& io, ThreadPool* pool) const;
   void runOc(const Io& io, ThreadPool* pool) const;
   void runGemm(Io io, ThreadPool* pool) const;
-  void runDepthwise(const float* x, float* y, ThreadPool* pool) const;
+  void runDepthwise(const Io& io, ThreadPool* pool) const;
   void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;
   void runDepthwiseInPlace(const Io& io, ThreadPool* pool) const;
 };
@@ -559,6 +579,8 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
       const float* pa = packed[static_cast<size_t>(grp)]->impl().data.data();
       if (pw_direct) pointwiseDirect(pa, mg, K, m0, m1, n0, n1, pw_off.data(), packer, out, kt, blk);
       else detail::gemmBlock(pa, mg, K, m0, m1, n0, n1, packer, out, kt, blk, pre);
+      for (int64_t m = m0; m < m1 && io.r != nullptr; ++m)
+        finish(io, (b * s.out_channels + grp * mg + m) * N + n0, n1 - n0);
       if (io.yh != nullptr && !half_out) {
         for (int64_t m = m0; m < m1; ++m)
           f32ToF16(out.at(m, n0), io.yh + (b * s.out_channels + grp * mg + m) * N + n0, n1 - n0, Activation{}, nullptr);
@@ -667,8 +689,12 @@ void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
           const int64_t end = std::min(n1, oh * wq + wq);  // this output row's virtual columns in the chunk
           if (ow < g.OW) {
             const int64_t len = std::min(end, oh * wq + g.OW) - n;
-            if (io.yh != nullptr) f32ToF16(src + (n - n0), io.yh + dst + oh * g.OW + ow, len, Activation{}, nullptr);
-            else std::memcpy(io.y + dst + oh * g.OW + ow, src + (n - n0), static_cast<size_t>(len) * sizeof(float));
+            if (io.yh != nullptr) {
+              f32ToF16(src + (n - n0), io.yh + dst + oh * g.OW + ow, len, Activation{}, nullptr);
+            } else {
+              std::memcpy(io.y + dst + oh * g.OW + ow, src + (n - n0), static_cast<size_t>(len) * sizeof(float));
+              finish(io, dst + oh * g.OW + ow, len);
+            }
           }
           n = end;
         }
@@ -710,6 +736,8 @@ void Conv::Impl::runOc(const Io& io, ThreadPool* pool) const {
       a.y_plane = N;
       a.channels = static_cast<int>(std::min(kOcBlock, mg - blk * kOcBlock));
       kt.conv_oc(a);
+      for (int c = 0; c < a.channels && io.r != nullptr; ++c)
+        finish(io, y0 + c * N + a.oh0 * g.OW, (a.oh1 - a.oh0) * g.OW);
     }
   };
   detail::runTasks(pool, outer * oc_blocks * row_tasks, body);
@@ -742,6 +770,7 @@ void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
       else a.y = io.y + (n * C + c0) * N;
       a.channels = ch;
       kt.dwconv_block8(a);
+      finish(io, (n * C + c0) * N, ch * N);
     }
   };
   detail::runTasks(pool, s.batch * blocks, body, 4);
@@ -765,13 +794,14 @@ void Conv::Impl::runDepthwiseInPlace(const Io& io, ThreadPool* pool) const {
       else a.y = io.y + pl * N;
       a.planes = cnt, a.w = weights.data() + c * taps, a.bias = dw_bblk.data() + c;
       kern(a);
+      finish(io, pl * N, cnt * N);
       pl += cnt;
     }
   };
   detail::runTasks(pool, s.batch * C, body, 8);
 }
 
-void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const {
+void Conv::Impl::runDepthwise(const Io& io, ThreadPool* pool) const {
   const detail::DwPlaneKernel kern = detail::activeKernels().dwconv;
   const int64_t C = s.in_channels;
   const int64_t sw = g.sw;
@@ -780,7 +810,7 @@ void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const 
     float* xq = detail::threadScratch(static_cast<size_t>(dw_hp * row_stride), 1);
     for (int64_t pl = p0; pl < p1; ++pl) {
       const int64_t c = pl % C;
-      const float* xc = x + pl * HW;
+      const float* xc = io.x + pl * HW;
       // Padded row r holds input row r - ph; phase p, column j holds input column j*sw + p - pw. The first plane
       // of the chunk writes the whole padded plane; the zeros stay where they are, so later planes only write the
       // input values (same geometry, same positions). Stride 1 only: the phase split's one-pass de-interleave
@@ -812,8 +842,9 @@ void Conv::Impl::runDepthwise(const float* x, float* y, ThreadPool* pool) const 
       a.sh = g.sh;
       a.bias = bias.empty() ? 0.0f : bias[static_cast<size_t>(c)];
       a.act = &act;
-      a.y = y + pl * N;
+      a.y = io.y + pl * N;
       kern(a);
+      finish(io, pl * N, N);
     }
   };
   detail::runTasks(pool, s.batch * C, body, 8);
@@ -829,7 +860,7 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
     // Paths without float16 reads and writes: widen the whole input, round the whole output.
     int64_t in = s.batch * s.in_channels, out = s.batch * s.out_channels;
     for (size_t d = 0; d < s.in_spatial.size(); ++d) in *= s.in_spatial[d], out *= s.out_spatial[d];
-    Io f32{io.x, nullptr, io.y, nullptr};
+    Io f32{.x = io.x, .y = io.y};
     if (io.xh != nullptr) f32.x = widened(io.xh, in, pool);
     if (io.yh != nullptr) f32.y = detail::threadScratch(static_cast<size_t>(std::max<int64_t>(out, 1)), 5);
     run(f32, pool);
@@ -837,14 +868,18 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
     return;
   }
   switch (path) {
-    case ConvPath::kRef:
+    case ConvPath::kRef: {
       conv_ref(s, io.x, weights.data(), bias.empty() ? nullptr : bias.data(), act, io.y);
+      int64_t out = s.batch * s.out_channels;
+      for (int64_t d : s.out_spatial) out *= d;
+      finish(io, 0, out);
       return;
+    }
     case ConvPath::kDepthwise:
       if (N == 0) return;
       if (in_place_dw) runDepthwiseInPlace(io, pool);
       else if (blocked_dw) runDepthwiseBlocked(io, pool);
-      else runDepthwise(io.x, io.y, pool);
+      else runDepthwise(io, pool);
       return;
     case ConvPath::kGemm:
     case ConvPath::kDirect:
@@ -860,7 +895,14 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
   }
 }
 
-void Conv::run(const float* x, float* y, ThreadPool* pool) const { impl_->run(Impl::Io{x, nullptr, y, nullptr}, pool); }
+void Conv::run(const float* x, float* y, ThreadPool* pool) const { impl_->run(Impl::Io{.x = x, .y = y}, pool); }
+
+void Conv::runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool) const {
+  if (impl_->act.kind != ActKind::kNone)
+    fail(ErrorCode::kInternal, "Conv::runAdd: the convolution has an activation of its own");
+  const Impl::Io io{.x = x, .y = y, .r = r, .post = post};
+  impl_->run(io, pool);
+}
 
 void Conv::run(const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) const {
   Impl::Io io;
