@@ -3,7 +3,10 @@
 # of `make test` because the zoo needs python3-torch to create). For each model and target (generic, drpai):
 # translate, simulate in --exact and fast modes at 1 and 2 threads each, compare the raw output
 # bytes of the four runs (must be identical), and compare the float outputs with the reference engine (generic:
-# max error relative to the output's magnitude; drpai: cosine). Needs /usr/bin/python3 with numpy.
+# max error relative to the output's magnitude; drpai: cosine). For drpai it also prints the model's own
+# sensitivity to float16 storage, on the reference engine (everything else float32): the cosine between its outputs
+# and those for the input rounded to float16, and for the model with its float weights rounded to float16 (the
+# package stores both so, and rounds every layer's output too). Needs /usr/bin/python3 with numpy and onnx.
 #   tools/check_zoo_packages.sh [build/bin/npuc]
 set -euo pipefail
 npuc=${1:-build/bin/npuc}
@@ -15,6 +18,22 @@ for onnx in "$zoo"/*.onnx; do
   m=$(basename "$onnx" .onnx)
   in="$zoo/${m}_input.npy"
   "$npuc" run "$onnx" --input "input=$in" --output-dir "$tmp/ref_$m" >/dev/null
+  /usr/bin/python3 -c 'import sys, numpy as np; np.save(sys.argv[2], np.load(sys.argv[1]).astype(np.float16).astype(np.float32))' \
+    "$in" "$tmp/in16_$m.npy"
+  "$npuc" run "$onnx" --input "input=$tmp/in16_$m.npy" --output-dir "$tmp/ref16_$m" >/dev/null
+  /usr/bin/python3 - "$onnx" "$tmp/w16_$m.onnx" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+model = onnx.load(sys.argv[1])
+for init in model.graph.initializer:
+    a = numpy_helper.to_array(init)
+    if a.dtype == np.float32:
+        init.CopyFrom(numpy_helper.from_array(a.astype(np.float16).astype(np.float32), init.name))
+onnx.save(model, sys.argv[2])
+PY
+  "$npuc" run "$tmp/w16_$m.onnx" --input "input=$in" --output-dir "$tmp/w16_$m" >/dev/null
   for t in generic drpai; do
     "$npuc" translate "$m" -onnx "$onnx" --target "$t" --out "$tmp/$t" >/dev/null
     pkg="$tmp/$t/$m"
@@ -28,17 +47,22 @@ for onnx in "$zoo"/*.onnx; do
       cmp -s "$f" "$tmp/e2_${m}_$t/$b" && cmp -s "$f" "$tmp/f1_${m}_$t/$b" && cmp -s "$f" "$tmp/f2_${m}_$t/$b" ||
         same=DIFFERENT
     done
-    cmpres=$(/usr/bin/python3 - "$tmp/ref_$m" "$tmp/e_${m}_$t" <<'PY'
+    cmpres=$(/usr/bin/python3 - "$tmp/ref_$m" "$tmp/e_${m}_$t" "$t" "$tmp/ref16_$m" "$tmp/w16_$m" <<'PY'
 import glob, os, sys
 import numpy as np
-ref, sim = sys.argv[1], sys.argv[2]
+ref, sim, target, ref16, w16 = sys.argv[1:6]
+cosine = lambda a, b: float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 out = []
 for f in sorted(glob.glob(os.path.join(ref, "*.npy"))):
     r = np.load(f).astype(np.float64).ravel()
     s = np.load(os.path.join(sim, os.path.basename(f))).astype(np.float64).ravel()
     rel = np.abs(s - r).max() / max(np.abs(r).max(), 1e-30)
-    cos = float(s @ r / (np.linalg.norm(s) * np.linalg.norm(r)))
-    out.append(f"max rel err {rel:.2e}, cosine {cos:.7f}")
+    line = f"max rel err {rel:.2e}, cosine {cosine(s, r):.7f}"
+    if target == "drpai":
+        r16 = np.load(os.path.join(ref16, os.path.basename(f))).astype(np.float64).ravel()
+        w = np.load(os.path.join(w16, os.path.basename(f))).astype(np.float64).ravel()
+        line += f" (float16 input alone {cosine(r16, r):.7f}, weights alone {cosine(w, r):.7f})"
+    out.append(line)
 print("; ".join(out))
 PY
 )
