@@ -2,18 +2,11 @@
 // the same graph run without placement (same values) and by looking at where the producers' outputs live.
 #include "engine_test_util.hpp"
 
-#include <random>
 
 namespace npuc::engine {
 namespace {
 
-Tensor randomTensor(Shape s, uint32_t seed) {
-  Tensor t(DType::kF32, std::move(s));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using test::randomTensor;
 
 // x [1,3,6,7] -> conv a (+Relu, fused) -> | concat axis 1 -> y
 //             -> conv b                  -> |

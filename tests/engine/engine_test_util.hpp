@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,14 @@ inline Tensor i64(Shape s, std::vector<int64_t> v) { return Tensor::fromVector<i
 inline Tensor i64v(std::vector<int64_t> v) {
   Shape s{static_cast<int64_t>(v.size())};
   return Tensor::fromVector<int64_t>(s, v);
+}
+/// Uniform values in [-1, 1) from a seeded generator.
+inline Tensor randomTensor(Shape s, uint32_t seed) {
+  Tensor t(DType::kF32, std::move(s));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
 }
 inline Tensor iota(Shape s) {
   Tensor t(DType::kF32, std::move(s));

@@ -5,18 +5,11 @@
 
 #include <cstring>
 #include <limits>
-#include <random>
 
 namespace npuc::engine {
 namespace {
 
-Tensor randomTensor(Shape s, uint32_t seed) {
-  Tensor t(DType::kF32, std::move(s));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using test::randomTensor;
 
 // x [1,4,6,7]
 //   c1 = Conv(x) ; r1 = Relu(Add(c1, x))                   fused, with the Relu (residual: a graph input)
