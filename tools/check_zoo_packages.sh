@@ -5,8 +5,9 @@
 # bytes of the four runs (must be identical), and compare the float outputs with the reference engine (generic:
 # max error relative to the output's magnitude; drpai: cosine). For drpai it also prints the model's own
 # sensitivity to float16 storage, on the reference engine (everything else float32): the cosine between its outputs
-# and those for the input rounded to float16, and for the model with its float weights rounded to float16 (the
-# package stores both so, and rounds every layer's output too). Needs /usr/bin/python3 with numpy and onnx.
+# and those for the input rounded to float16, and for the optimized model (-SaveOptOnnx: BatchNorm folded in float32)
+# with its Conv / Gemm weights rounded to float16, biases float32 — the package stores the input and weights so, and
+# rounds every layer's output too. Needs /usr/bin/python3 with numpy and onnx.
 #   tools/check_zoo_packages.sh [build/bin/npuc]
 set -euo pipefail
 npuc=${1:-build/bin/npuc}
@@ -21,22 +22,25 @@ for onnx in "$zoo"/*.onnx; do
   /usr/bin/python3 -c 'import sys, numpy as np; np.save(sys.argv[2], np.load(sys.argv[1]).astype(np.float16).astype(np.float32))' \
     "$in" "$tmp/in16_$m.npy"
   "$npuc" run "$onnx" --input "input=$tmp/in16_$m.npy" --output-dir "$tmp/ref16_$m" >/dev/null
-  /usr/bin/python3 - "$onnx" "$tmp/w16_$m.onnx" <<'PY'
+  for t in generic drpai; do
+    "$npuc" translate "$m" -onnx "$onnx" --target "$t" --out "$tmp/$t" -SaveOptOnnx >/dev/null
+    pkg="$tmp/$t/$m"
+    if [ "$t" = drpai ]; then
+      /usr/bin/python3 - "$pkg/${m}_opt.onnx" "$tmp/w16_$m.onnx" <<'PY'
 import sys
 import numpy as np
 import onnx
 from onnx import numpy_helper
 model = onnx.load(sys.argv[1])
+weights = {n.input[1] for n in model.graph.node if n.op_type in ("Conv", "Gemm", "MatMul") and len(n.input) > 1}
 for init in model.graph.initializer:
-    a = numpy_helper.to_array(init)
-    if a.dtype == np.float32:
+    if init.name in weights:
+        a = numpy_helper.to_array(init)
         init.CopyFrom(numpy_helper.from_array(a.astype(np.float16).astype(np.float32), init.name))
 onnx.save(model, sys.argv[2])
 PY
-  "$npuc" run "$tmp/w16_$m.onnx" --input "input=$in" --output-dir "$tmp/w16_$m" >/dev/null
-  for t in generic drpai; do
-    "$npuc" translate "$m" -onnx "$onnx" --target "$t" --out "$tmp/$t" >/dev/null
-    pkg="$tmp/$t/$m"
+      "$npuc" run "$tmp/w16_$m.onnx" --input "input=$in" --output-dir "$tmp/w16_$m" >/dev/null
+    fi
     "$npuc" simulate "$pkg" --input "input=$in" -o "$tmp/e_${m}_$t" --exact >/dev/null
     "$npuc" simulate "$pkg" --input "input=$in" -o "$tmp/e2_${m}_$t" --exact -t 2 >/dev/null
     "$npuc" simulate "$pkg" --input "input=$in" -o "$tmp/f1_${m}_$t" -t 1 >/dev/null
