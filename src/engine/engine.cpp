@@ -252,9 +252,8 @@ void Engine::planConcats() {
     const int64_t rank = static_cast<int64_t>(yt.shape.size());
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) continue;
-    int64_t outer = 1, inner = 1;
+    int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= yt.shape[static_cast<size_t>(d)];
-    for (int64_t d = axis + 1; d < rank; ++d) inner *= yt.shape[static_cast<size_t>(d)];
     if (outer != 1) continue;  // each input must be one contiguous slab of the output
     std::set<ir::ValueId> seen;
     size_t offset = 0;
