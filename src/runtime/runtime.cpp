@@ -87,8 +87,7 @@ struct Runtime::Impl {
   RuntimeOptions opts;
   package::Package pkg;
   std::vector<Space> spaces;  // by address
-  std::unique_ptr<ThreadPool> pool_storage;
-  ThreadPool* pool = nullptr;  // the runtime's own, opts.threads (exact mode too: its kernels split outputs only)
+  std::unique_ptr<ThreadPool> pool;  // the runtime's own, opts.threads (exact mode too: its kernels split outputs only)
   std::vector<RuntimeTensor> inputs, outputs;
   std::vector<RuntimeLayer> layers;
   std::vector<const package::Descriptor*> program;  // by seq
@@ -288,7 +287,8 @@ struct Runtime::Impl {
       }
     };
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-    if (pool != nullptr && pool->size() > 1 && chunks > 1) pool->parallelFor(chunks, body, std::max<int64_t>(1, chunks / (4 * pool->size())));
+    if (pool->size() > 1 && chunks > 1)
+      pool->parallelFor(chunks, body, std::max<int64_t>(1, chunks / (4 * pool->size())));
     else body(0, chunks);
   }
   const float* inF(Step& s, int i) {
@@ -298,7 +298,7 @@ struct Runtime::Impl {
     buf.resize(r.numel());
     const uint16_t* h = reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]);
     if (opts.exact) kernels::f16ToF32_ref(h, buf.data(), static_cast<int64_t>(r.numel()));
-    else kernels::f16ToF32(h, buf.data(), static_cast<int64_t>(r.numel()), pool);
+    else kernels::f16ToF32(h, buf.data(), static_cast<int64_t>(r.numel()), pool.get());
     return buf.data();
   }
   float* outF(Step& s) {
@@ -321,7 +321,7 @@ struct Runtime::Impl {
     }
     const float* src = scratch[package::kMaxRefs - 1].data();
     if (opts.exact) kernels::f32ToF16_ref(src, reinterpret_cast<uint16_t*>(s.out), n, act);
-    else kernels::f32ToF16(src, reinterpret_cast<uint16_t*>(s.out), n, act, pool);
+    else kernels::f32ToF16(src, reinterpret_cast<uint16_t*>(s.out), n, act, pool.get());
   }
 
   /// What the translator fixed for the AIPP stage of step s: the output it writes, the frame's bytes per image,
@@ -342,21 +342,22 @@ struct Runtime::Impl {
       case LayerKind::kCast: {
         bool to16 = y.type == ElemType::kF16;
         if (x.type == ElemType::kU8) {
-          if (to16) kernels::castAnyToFp16(n, u8in(), reinterpret_cast<uint16_t*>(s.out), pool);
-          else kernels::castU8ToFp32(n, u8in(), reinterpret_cast<float*>(s.out), pool);
+          if (to16) kernels::castAnyToFp16(n, u8in(), reinterpret_cast<uint16_t*>(s.out), pool.get());
+          else kernels::castU8ToFp32(n, u8in(), reinterpret_cast<float*>(s.out), pool.get());
         } else if (x.type == ElemType::kF16) {
-          kernels::castFp16ToFp32(n, h16in(), reinterpret_cast<float*>(s.out), pool);
+          kernels::castFp16ToFp32(n, h16in(), reinterpret_cast<float*>(s.out), pool.get());
         } else {
-          kernels::castFp32ToFp16(n, reinterpret_cast<const float*>(s.in[0]), reinterpret_cast<uint16_t*>(s.out), pool);
+          kernels::castFp32ToFp16(n, reinterpret_cast<const float*>(s.in[0]), reinterpret_cast<uint16_t*>(s.out),
+                                  pool.get());
         }
         return;
       }
       case LayerKind::kYuvToRgb:
         (opts.exact ? kernels::yuvToRgb : kernels::yuvToRgbFast)(static_cast<kernels::YuvFormat>(static_cast<int32_t>(s.p[0])),
-                                                                 s.p[1] != 0, ys[0], ys[1], u8in(), s.out, pool);
+                                                                 s.p[1] != 0, ys[0], ys[1], u8in(), s.out, pool.get());
         return;
       case LayerKind::kToGray:
-        kernels::toGray(static_cast<kernels::GrayFormat>(static_cast<int32_t>(s.p[0])), ys[0], ys[1], u8in(), s.out, pool);
+        kernels::toGray(static_cast<kernels::GrayFormat>(static_cast<int32_t>(s.p[0])), ys[0], ys[1], u8in(), s.out, pool.get());
         return;
       case LayerKind::kCrop: {
         bool chw = s.p[0] == 1;
@@ -368,7 +369,7 @@ struct Runtime::Impl {
         g.pos_x = s.p[2];
         g.out_height = ys[0];
         g.out_width = ys[1];
-        kernels::crop(chw ? kernels::ImageLayout::kCHW : kernels::ImageLayout::kHWC, g, package::elemSize(x.type), s.in[0], s.out, pool);
+        kernels::crop(chw ? kernels::ImageLayout::kCHW : kernels::ImageLayout::kHWC, g, package::elemSize(x.type), s.in[0], s.out, pool.get());
         return;
       }
       case LayerKind::kResizeHwc: {
@@ -379,9 +380,9 @@ struct Runtime::Impl {
         g.out_height = ys[0];
         g.out_width = ys[1];
         auto alg = s.p[0] == 1 ? kernels::ResizeAlg::kBilinear : kernels::ResizeAlg::kNearest;
-        if (x.type == ElemType::kU8 && opts.exact) kernels::resizeHwc(alg, g, u8in(), s.out, pool);
-        else if (x.type == ElemType::kU8) kernels::resizeHwcFast(alg, g, u8in(), s.out, pool);
-        else kernels::resizeHwc(alg, g, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        if (x.type == ElemType::kU8 && opts.exact) kernels::resizeHwc(alg, g, u8in(), s.out, pool.get());
+        else if (x.type == ElemType::kU8) kernels::resizeHwcFast(alg, g, u8in(), s.out, pool.get());
+        else kernels::resizeHwc(alg, g, h16in(), reinterpret_cast<uint16_t*>(s.out), pool.get());
         return;
       }
       case LayerKind::kNormalize: {
@@ -391,16 +392,16 @@ struct Runtime::Impl {
         uint16_t* out = reinterpret_cast<uint16_t*>(s.out);
         bool swap = s.p[0] != 0;
         auto run = [&](auto* src) {
-          if (opts.exact) kernels::normalize(n / C, C, swap, add, mul, src, out, pool);
-          else kernels::normalizeFast(n / C, C, swap, add, mul, src, out, pool);
+          if (opts.exact) kernels::normalize(n / C, C, swap, add, mul, src, out, pool.get());
+          else kernels::normalizeFast(n / C, C, swap, add, mul, src, out, pool.get());
         };
         if (x.type == ElemType::kU8) run(u8in());
         else run(h16in());
         return;
       }
       case LayerKind::kPostSoftmax:
-        if (y.type == ElemType::kF32) kernels::softmaxFp16(n, h16in(), reinterpret_cast<float*>(s.out), pool);
-        else kernels::softmaxFp16(n, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        if (y.type == ElemType::kF32) kernels::softmaxFp16(n, h16in(), reinterpret_cast<float*>(s.out), pool.get());
+        else kernels::softmaxFp16(n, h16in(), reinterpret_cast<uint16_t*>(s.out), pool.get());
         return;
       case LayerKind::kArgMinMax: {
         bool chw = s.p[0] == 1;
@@ -408,8 +409,8 @@ struct Runtime::Impl {
         auto layout = chw ? kernels::ImageLayout::kCHW : kernels::ImageLayout::kHWC;
         auto axis = static_cast<kernels::ArgAxis>(s.p[1]);
         auto mode = s.p[2] == 1 ? kernels::ArgMode::kArgMin : kernels::ArgMode::kArgMax;
-        if (y.type == ElemType::kU8) kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), s.out, pool);
-        else kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), reinterpret_cast<uint16_t*>(s.out), pool);
+        if (y.type == ElemType::kU8) kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), s.out, pool.get());
+        else kernels::argMinMax(layout, H, W, C, axis, mode, h16in(), reinterpret_cast<uint16_t*>(s.out), pool.get());
         return;
       }
       case LayerKind::kAipp: {
@@ -419,8 +420,8 @@ struct Runtime::Impl {
         const uint8_t* block = d.n_in == 2 ? s.in[1] : reinterpret_cast<const uint8_t*>(s.p.data() + 2);
         try {
           const kernels::AippParams ap = kernels::decodeAipp(block, kernels::aippBlockSize(st.n));
-          if (y.type == ElemType::kF32) kernels::aipp(ap, st, u8in(), reinterpret_cast<float*>(s.out), pool);
-          else kernels::aipp(ap, st, u8in(), reinterpret_cast<uint16_t*>(s.out), pool);
+          if (y.type == ElemType::kF32) kernels::aipp(ap, st, u8in(), reinterpret_cast<float*>(s.out), pool.get());
+          else kernels::aipp(ap, st, u8in(), reinterpret_cast<uint16_t*>(s.out), pool.get());
         } catch (const Error& e) {
           fail(ErrorCode::kInvalidInput, "layer '{}': AIPP parameter block refused: {}", pkg.layers[d.seq].name, e.what());
         }
@@ -437,17 +438,17 @@ struct Runtime::Impl {
       case LayerKind::kConv: {
         if (s.conv) {
           // The fast kernels read and write float16 storage themselves (no whole-tensor conversion passes).
-          s.conv->run(s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool);
+          s.conv->run(s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool.get());
           return;
         }
-        kernels::conv_exact(s.cs, inF(s, 0), s.w, s.bias, s.act, outF(s), pool);
+        kernels::conv_exact(s.cs, inF(s, 0), s.w, s.bias, s.act, outF(s), pool.get());
         break;
       }
       case LayerKind::kConvTranspose: {
         const float* x = inF(s, 0);
         float* y = outF(s);
         if (opts.exact) kernels::conv_transpose_ref(s.ts, x, s.w, s.bias, y);
-        else kernels::conv_transpose(s.ts, x, s.w, s.bias, y, pool);
+        else kernels::conv_transpose(s.ts, x, s.w, s.bias, y, pool.get());
         break;
       }
       case LayerKind::kGemm: {
@@ -483,12 +484,12 @@ struct Runtime::Impl {
           if (g.M == 1) {
             t.C = g.C;
             t.ldc = 1;
-            kernels::sgemm_packed(*s.packed_w, t, pool);
+            kernels::sgemm_packed(*s.packed_w, t, pool.get());
           } else {
             gemm_t.resize(static_cast<size_t>(g.M * g.N));
             t.C = gemm_t.data();
             t.ldc = g.M;
-            kernels::sgemm_packed(*s.packed_w, t, pool);
+            kernels::sgemm_packed(*s.packed_w, t, pool.get());
             for (int64_t m = 0; m < g.M; ++m)
               for (int64_t n = 0; n < g.N; ++n) g.C[m * g.N + n] = gemm_t[static_cast<size_t>(n * g.M + m)];
           }
@@ -500,24 +501,24 @@ struct Runtime::Impl {
         if (!opts.exact && (!s.post_act || s.act.kind == kernels::ActKind::kNone)) {
           // Planes widened and rounded where they are pooled (no whole-tensor conversion passes).
           if (d.kind == LayerKind::kMaxPool)
-            kernels::maxPool2dFast(s.ps, s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool);
+            kernels::maxPool2dFast(s.ps, s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool.get());
           else
-            kernels::avgPool2dFast(s.ps, s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool);
+            kernels::avgPool2dFast(s.ps, s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool.get());
           return;
         }
         if (d.kind == LayerKind::kMaxPool) {
-          if (opts.exact) kernels::maxPool2d(s.ps, inF(s, 0), outF(s), pool);
-          else kernels::maxPool2dFast(s.ps, inF(s, 0), outF(s), pool);
+          if (opts.exact) kernels::maxPool2d(s.ps, inF(s, 0), outF(s), pool.get());
+          else kernels::maxPool2dFast(s.ps, inF(s, 0), outF(s), pool.get());
         } else {
-          if (opts.exact) kernels::avgPool2d(s.ps, inF(s, 0), outF(s), pool);
-          else kernels::avgPool2dFast(s.ps, inF(s, 0), outF(s), pool);
+          if (opts.exact) kernels::avgPool2d(s.ps, inF(s, 0), outF(s), pool.get());
+          else kernels::avgPool2dFast(s.ps, inF(s, 0), outF(s), pool.get());
         }
         break;
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {
         const Shape& x = s.shapes[0];
         int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
-        (d.kind == LayerKind::kGlobalAvgPool ? kernels::globalAvgPool : kernels::globalMaxPool)(planes, size, inF(s, 0), outF(s), pool);
+        (d.kind == LayerKind::kGlobalAvgPool ? kernels::globalAvgPool : kernels::globalMaxPool)(planes, size, inF(s, 0), outF(s), pool.get());
         break;
       }
       case LayerKind::kBinary: {
@@ -532,12 +533,12 @@ struct Runtime::Impl {
         }
         const float* a = inF(s, 0);
         const float* b = inF(s, 1);
-        kernels::binary(op, s.act, s.shapes[0], a, s.shapes[1], b, s.shapes[2], outF(s), pool);
+        kernels::binary(op, s.act, s.shapes[0], a, s.shapes[1], b, s.shapes[2], outF(s), pool.get());
         break;
       }
       case LayerKind::kUnary: {
         auto op = kernels::unaryOpFromName(package::unaryOpNames()[s.p[0]].c_str());
-        kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), inF(s, 0), outF(s), pool);
+        kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), inF(s, 0), outF(s), pool.get());
         break;
       }
       case LayerKind::kSoftmax: {
@@ -545,7 +546,7 @@ struct Runtime::Impl {
         size_t axis = s.p[1];
         int64_t outer = 1, len = 1, inner = 1;
         for (size_t i = 0; i < y.size(); ++i) (i < axis ? outer : i == axis ? len : inner) *= y[i];
-        kernels::softmax(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, inF(s, 0), outF(s), pool);
+        kernels::softmax(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, inF(s, 0), outF(s), pool.get());
         break;
       }
       case LayerKind::kChannelAffine: {
@@ -553,7 +554,7 @@ struct Runtime::Impl {
         int64_t inner = 1;
         for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
         kernels::channelAffine(x[0], x[1], inner, inF(s, 0), reinterpret_cast<const float*>(s.in[1]),
-                               reinterpret_cast<const float*>(s.in[2]), outF(s), pool);
+                               reinterpret_cast<const float*>(s.in[2]), outF(s), pool.get());
         break;
       }
       case LayerKind::kLrn: {
@@ -561,7 +562,7 @@ struct Runtime::Impl {
         int64_t inner = 1;
         for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
         kernels::lrn(x[0], x[1], inner, s.p[0], package::paramFloat(s.p[1]), package::paramFloat(s.p[2]),
-                     package::paramFloat(s.p[3]), inF(s, 0), outF(s), pool);
+                     package::paramFloat(s.p[3]), inF(s, 0), outF(s), pool.get());
         break;
       }
       // Data movement: bits, any element type; no conversion, no activation.
@@ -571,12 +572,12 @@ struct Runtime::Impl {
       case LayerKind::kConcat: {
         std::vector<const void*> ins(s.in.begin(), s.in.end());
         std::vector<std::vector<int64_t>> shapes(s.shapes.begin(), s.shapes.end() - 1);
-        kernels::concat(static_cast<int>(s.p[0]), shapes, ins, es, s.out, pool);
+        kernels::concat(static_cast<int>(s.p[0]), shapes, ins, es, s.out, pool.get());
         return;
       }
       case LayerKind::kTranspose: {
         std::vector<int64_t> perm(s.p.begin(), s.p.end());
-        kernels::transpose(s.shapes[0], perm, es, s.in[0], s.out, pool);
+        kernels::transpose(s.shapes[0], perm, es, s.in[0], s.out, pool.get());
         return;
       }
       case LayerKind::kPad: {
@@ -585,12 +586,12 @@ struct Runtime::Impl {
         float v = package::paramFloat(s.p[2 * r]);
         uint16_t h = floatToHalf(v);
         const void* value = es == 4 ? static_cast<const void*>(&v) : static_cast<const void*>(&h);
-        kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, pool);
+        kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, pool.get());
         return;
       }
       case LayerKind::kSlice: {
         size_t r = s.shapes[0].size();
-        kernels::slice(s.shapes[0], signedWords(s.p, 0, r), signedWords(s.p, r, r), s.shapes.back(), es, s.in[0], s.out, pool);
+        kernels::slice(s.shapes[0], signedWords(s.p, 0, r), signedWords(s.p, r, r), s.shapes.back(), es, s.in[0], s.out, pool.get());
         return;
       }
       // Pre/post-processing: the kernels of kernels/prepost.hpp on the types the references carry (validated).
@@ -606,8 +607,7 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   if (opts.threads < 1) fail(ErrorCode::kInvalidArgument, "threads must be at least 1 (got {})", opts.threads);
   im.pkg = package::readPackage(dir);
   // Both modes split layers' outputs among the threads (never a reduction), so the bits do not depend on them.
-  im.pool_storage = std::make_unique<ThreadPool>(opts.threads);
-  im.pool = im.pool_storage.get();
+  im.pool = std::make_unique<ThreadPool>(opts.threads);
   im.prepare();
 }
 
