@@ -165,19 +165,31 @@ std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::No
 }
 }  // namespace
 
+namespace {
+/// Who reads each value: the (node, input index) pairs of a graph, and its outputs, which are read from outside.
+struct Readers {
+  std::map<ir::ValueId, std::vector<std::pair<ir::NodeId, int>>> uses;
+  std::set<ir::ValueId> outputs;
+  explicit Readers(const ir::Graph& g) : uses(g.uses()), outputs(g.outputs().begin(), g.outputs().end()) {}
+  /// The one use of v (node, input index) when v has exactly one reader and is not a graph output; else null.
+  const std::pair<ir::NodeId, int>* only(ir::ValueId v) const {
+    auto it = uses.find(v);
+    return outputs.count(v) || it == uses.end() || it->second.size() != 1 ? nullptr : &it->second[0];
+  }
+};
+}  // namespace
+
 void Engine::fuseActivations() {
   const auto& order = g_.order();
-  auto uses = g_.uses();
-  std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
+  const Readers readers(g_);
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
     bool arith = n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div";
     if ((n.op != "Conv" && !arith) || !n.domain.empty() || n.outputs.size() != 1) continue;
     ir::ValueId y = n.outputs[0];
-    if (outputs.count(y) || g_.value(y).type.dtype != DType::kF32) continue;
-    auto it = uses.find(y);
-    if (it == uses.end() || it->second.size() != 1 || it->second[0].second != 0) continue;
-    const ir::Node& act_node = g_.node(it->second[0].first);
+    const auto* use = readers.only(y);
+    if (use == nullptr || use->second != 0 || g_.value(y).type.dtype != DType::kF32) continue;
+    const ir::Node& act_node = g_.node(use->first);
     auto act = activationOf(g_, act_node);
     if (!act || !kernels_[i]->fuseActivation(*act)) continue;
     kernels_[pos_.at(act_node.id)] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
@@ -187,13 +199,7 @@ void Engine::fuseActivations() {
 
 void Engine::fuseResidualAdds() {
   const auto& order = g_.order();
-  auto uses = g_.uses();
-  std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
-  auto onlyReader = [&](ir::ValueId v) -> const ir::Node* {
-    auto it = uses.find(v);
-    if (outputs.count(v) || it == uses.end() || it->second.size() != 1) return nullptr;
-    return &g_.node(it->second[0].first);
-  };
+  const Readers readers(g_);
   constexpr size_t kNone = std::numeric_limits<size_t>::max();
   for (size_t j = 0; j < order.size(); ++j) {
     const ir::Node& add = g_.node(order[j]);
@@ -207,7 +213,9 @@ void Engine::fuseResidualAdds() {
       const ir::ValueId y = add.inputs[static_cast<size_t>(k)], r = add.inputs[static_cast<size_t>(1 - k)];
       const ir::Value& yv = g_.value(y);
       const ir::Value& rv = g_.value(r);
-      if (y == r || yv.producer == ir::kNoNode || yv.type != zt || rv.type != zt || onlyReader(y) != &add) continue;
+      const auto* use = readers.only(y);
+      if (y == r || yv.producer == ir::kNoNode || yv.type != zt || rv.type != zt || !use || use->first != add.id)
+        continue;
       const ir::Node& conv = g_.node(yv.producer);
       if (conv.op != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
       const size_t p = pos_.at(conv.id);
@@ -217,8 +225,8 @@ void Engine::fuseResidualAdds() {
     if (conv_pos == kNone) continue;
     kernels::Activation post;
     size_t act_pos = kNone;
-    if (const ir::Node* an = onlyReader(add.outputs[0]); an != nullptr && an->inputs[0] == add.outputs[0]) {
-      if (auto a = activationOf(g_, *an)) post = *a, act_pos = pos_.at(an->id);
+    if (const auto* use = readers.only(add.outputs[0]); use != nullptr && use->second == 0) {
+      if (auto a = activationOf(g_, g_.node(use->first))) post = *a, act_pos = pos_.at(use->first);
     }
     if (!kernels_[conv_pos]->fuseResidualAdd(post)) continue;
     residual_[conv_pos] = add.inputs[static_cast<size_t>(1 - yi)];
@@ -233,15 +241,12 @@ void Engine::fuseResidualAdds() {
 
 void Engine::planConcats() {
   const auto& order = g_.order();
-  auto uses = g_.uses();
-  std::set<ir::ValueId> outside(g_.outputs().begin(), g_.outputs().end());
-  outside.insert(g_.inputs().begin(), g_.inputs().end());
-  // A value that only this node reads, computed by a node of the graph, not an input, output or constant.
+  const Readers readers(g_);
+  // A value that only this node reads, computed by a node of the graph (not an input or constant; not an output).
   auto onlyFor = [&](ir::ValueId v, ir::NodeId reader) {
-    if (v == ir::kNoValue || outside.count(v) || g_.value(v).isConstant() || g_.value(v).producer == ir::kNoNode)
-      return false;
-    auto it = uses.find(v);
-    return it != uses.end() && it->second.size() == 1 && it->second[0].first == reader;
+    if (v == ir::kNoValue || g_.value(v).isConstant() || g_.value(v).producer == ir::kNoNode) return false;
+    const auto* use = readers.only(v);
+    return use != nullptr && use->first == reader;
   };
   for (size_t ci = 0; ci < order.size(); ++ci) {
     const ir::Node& n = g_.node(order[ci]);
