@@ -23,7 +23,9 @@ for onnx in "$zoo"/*.onnx; do
     "$in" "$tmp/in16_$m.npy"
   "$npuc" run "$onnx" --input "input=$tmp/in16_$m.npy" --output-dir "$tmp/ref16_$m" >/dev/null
   for t in generic drpai; do
-    "$npuc" translate "$m" -onnx "$onnx" --target "$t" --out "$tmp/$t" -SaveOptOnnx >/dev/null
+    opt=()
+    [ "$t" = drpai ] && opt=(-SaveOptOnnx)  # the optimized model, for the weights-alone run below
+    "$npuc" translate "$m" -onnx "$onnx" --target "$t" --out "$tmp/$t" "${opt[@]}" >/dev/null
     pkg="$tmp/$t/$m"
     if [ "$t" = drpai ]; then
       /usr/bin/python3 - "$pkg/${m}_opt.onnx" "$tmp/w16_$m.onnx" <<'PY'
