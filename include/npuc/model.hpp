@@ -81,6 +81,13 @@ struct TranslateOptions {
   bool not_check_size = false;           // -NotCheckSizeONNXvsYAML
   std::filesystem::path aipp;            // --aipp (ATC's --insert_op_conf): Ascend-style AIPP configuration
                                          // (docs/aipp.md); empty = none. Not combined with prepost.
+  /// --calib: calibration samples for the bias correction of fp16 targets (docs/calibration.md). Per input of the
+  /// ONNX model (what it reads, before any pre-processing), tensors each holding one or more samples stacked along
+  /// the first axis (a multiple of the input's first dimension, the other dimensions equal); every input needs
+  /// the same number of samples. Empty = weights are only rounded. fp32 targets store weights exactly and ignore
+  /// it (with a warning); int8 targets do not use it yet.
+  std::map<std::string, std::vector<Tensor>> calibration;
+  int threads = 0;                       // threads of the calibration runs (0: all cores)
 };
 
 struct TranslateResult {
@@ -93,6 +100,8 @@ struct TranslateResult {
   uint64_t activation_lower_bound = 0;   // peak of simultaneously-live activation bytes
   std::string content_hash;              // of the object package ("sha256:…"); empty when none was written
   std::vector<std::string> warnings;     // e.g. an address-map size smaller than needed, ignored
+  size_t calibration_samples = 0;        // samples the bias correction measured (0: none)
+  int bias_corrected_layers = 0;         // layers whose float32 bias it changed
 };
 
 /// Translates a model for a target: import, optimize, check, time estimate, reports. Everything is written to a

@@ -9,6 +9,7 @@
 #include "plan/addrmap.hpp"
 #include "plan/memory.hpp"
 #include "prepost/prepost.hpp"
+#include "quant/bias_correction.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unistd.h>
 
 namespace npuc {
@@ -166,6 +168,47 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
   return s + prepost::toYaml(pp);
 }
 
+/// The calibration tensors of TranslateOptions as samples of the model's inputs: each tensor stacks one or more
+/// samples along its first axis (views, nothing copied).
+std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g, const std::map<std::string, std::vector<Tensor>>& data) {
+  for (auto& [name, ts] : data) {
+    bool known = std::any_of(g.inputs().begin(), g.inputs().end(), [&](ir::ValueId v) { return g.value(v).name == name; });
+    if (!known) fail(ErrorCode::kInvalidArgument, "calibration data for '{}': the model has no input of that name", name);
+  }
+  std::vector<std::map<std::string, Tensor>> samples;
+  std::string first;
+  for (ir::ValueId v : g.inputs()) {
+    const ir::Value& in = g.value(v);
+    auto it = data.find(in.name);
+    if (it == data.end() || it->second.empty()) fail(ErrorCode::kInvalidArgument, "calibration data: input '{}' has none (every input needs samples)", in.name);
+    const Shape& s = in.type.shape;
+    std::vector<Tensor> mine;
+    for (size_t f = 0; f < it->second.size(); ++f) {
+      const Tensor& t = it->second[f];
+      auto where = [&] { return fmt::format("calibration data for '{}' (tensor {})", in.name, f + 1); };
+      if (t.dtype() != in.type.dtype)
+        fail(ErrorCode::kInvalidInput, "{}: {} values, the input is {}", where(), dtypeName(t.dtype()), dtypeName(in.type.dtype));
+      bool fits = t.rank() == static_cast<int>(s.size()) && !s.empty() && s[0] > 0 && t.dim(0) > 0 && t.dim(0) % s[0] == 0 &&
+                  std::equal(s.begin() + 1, s.end(), t.shape().begin() + 1);
+      if (!fits)
+        fail(ErrorCode::kInvalidInput, "{}: shape {} does not stack samples of the input's shape {} (the first dimension a "
+             "multiple of {}, the others equal)", where(), shapeStr(t.shape()), shapeStr(s), s.empty() ? 0 : s[0]);
+      size_t bytes = t.nbytes() / static_cast<size_t>(t.dim(0) / s[0]);
+      for (int64_t k = 0; k < t.dim(0) / s[0]; ++k)
+        mine.emplace_back(t.dtype(), s, t.buffer(), t.offset() + static_cast<size_t>(k) * bytes);
+    }
+    if (samples.empty() && first.empty()) {
+      samples.resize(mine.size());
+      first = in.name;
+    } else if (mine.size() != samples.size()) {
+      fail(ErrorCode::kInvalidInput, "calibration data: input '{}' has {} samples, input '{}' {} (they go together)", in.name,
+           mine.size(), first, samples.size());
+    }
+    for (size_t k = 0; k < mine.size(); ++k) samples[k][in.name] = mine[k];
+  }
+  return samples;
+}
+
 }  // namespace
 
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
@@ -185,11 +228,24 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   LoadOptions lo;
   lo.input_shapes = o.input_shapes;
   // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
+  std::optional<quant::InputMeans> means;  // for the bias correction of fp16 weights
   Model opt = [&] {
     Model m = Model::load(o.onnx, lo);
     report("import", sw.lap());
     Model body = m.optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
+    if (!o.calibration.empty()) {
+      // Measured on the optimized model alone (its inputs are what the samples give), applied below by layer name.
+      auto samples = calibrationSamples(graphOf(body), o.calibration);
+      if (t.numerics == "fp16") {
+        int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        means = quant::measureInputMeans(graphOf(body), samples, threads);
+        report("calibrate", sw.lap());
+      } else {
+        res.warnings.push_back(fmt::format("calibration data is not used: target '{}' has {} numerics ({})", t.name, t.numerics,
+                                           t.numerics == "fp32" ? "weights are stored exactly" : "quantization is not implemented yet"));
+      }
+    }
     if (!o.aipp.empty()) {
       // Ascend-style AIPP stages in front of the inputs the configuration names (static blocks checked here).
       Model with = body.withAipp(o.aipp);
@@ -226,6 +282,13 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
       bool emit = t.numerics == "fp32" || t.numerics == "fp16";
       if (emit) {
+        if (means) {
+          // After -SaveOptOnnx: the optimized model stays the float model; only the package's biases change.
+          quant::BiasCorrection bc = quant::correctBias(mutableGraphOf(opt), *means, quant::roundToHalf);
+          res.calibration_samples = means->samples;
+          res.bias_corrected_layers = bc.layers;
+          report("bias", sw.lap());
+        }
         codegen::LowerOptions lo2;
         lo2.prefix = o.prefix;
         lo2.reuse_memory = o.reuse_memory;
@@ -249,7 +312,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         codegen::dropLayers(e, gone);
         res.activation_bytes = low.data_bytes;
         res.activation_lower_bound = low.data_lower_bound;
-        res.warnings = low.map.warnings;
+        res.warnings.insert(res.warnings.end(), low.map.warnings.begin(), low.map.warnings.end());
         report("plan", sw.lap());
         for (auto& f : package::writePackage(low.pkg, tmp)) res.files.push_back(f);
         res.content_hash = low.pkg.content_hash;

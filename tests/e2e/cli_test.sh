@@ -87,6 +87,13 @@ grep -q '### Conv' "$tmp/page.md" && ok "supported-ops page" || bad "supported-o
   ls -a output | grep -q tmp && echo "FAILED: a temporary folder was left in output/" || echo "ok: no temporary folder left"
 ) | tee "$tmp/translate.log"
 fails=$((fails + $(grep -c FAILED "$tmp/translate.log")))
+# --calib: the fp16 biases corrected for weight rounding, measured on calibration samples; bad samples refused
+# (the digits' logits, 540x10, are not samples of its 1x1x8x8 input) and nothing written.
+if "$npuc" translate cal -onnx "$digits" --calib "input=$src/models/digits/test_x.npy" --out "$tmp/cal" >"$tmp/cal.out" &&
+   grep -q "bias correction: 4 layer(s), input means of 540 calibration sample(s)" "$tmp/cal.out"; then
+  ok "translate --calib corrects the fp16 biases"; else bad "translate --calib: $(cat "$tmp/cal.out")"; fi
+expect_error 2 "does not stack samples of the input's shape 1x1x8x8" -- "$npuc" translate calbad -onnx "$digits" --calib "input=$tmp/out_dir/logits.npy" --out "$tmp/calbad"
+[ -e "$tmp/calbad/calbad" ] && bad "a refused --calib translate left output behind" || ok "refused --calib translate wrote nothing"
 # -prepost: validated against the model with the manual's messages, then translated into the package: a uint8
 # frame in (8x8x1 = 64 bytes), the post-processed float32 probabilities out.
 pp="$src/tests/data/prepost/digits_prepost.yaml"

@@ -58,6 +58,15 @@ std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entrie
   return r;
 }
 
+std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<std::string>& entries, const char* what) {
+  std::map<std::string, std::vector<Tensor>> r;
+  for (auto& e : entries) {
+    auto [name, file] = splitEq(e, what);
+    r[name].push_back(readNpyFile(file));
+  }
+  return r;
+}
+
 Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,
                     const std::vector<std::string>& shape_entries) {
   LoadOptions lo;

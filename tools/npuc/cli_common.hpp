@@ -19,6 +19,8 @@ std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries
 std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<std::string>& entries);
 /// "name=file.npy" entries -> tensors read from the files.
 std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entries);
+/// "name=file.npy" entries of an option that may repeat a name (--calib): the tensors of each name, in order.
+std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<std::string>& entries, const char* what);
 /// Loads a model whose input shapes come from --input-shape entries, else from the given input tensors.
 Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,
                     const std::vector<std::string>& shape_entries);

@@ -33,6 +33,10 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   -addr, --addr FILE          address map definition (default: ./UserConfig/addrmap_in_PREFIX.yaml)
   -CheckPrePost ON|OFF        validate the pre/post definition (ON implies -SaveOptOnnx)
   --reuse-memory              place activations by liveness (default: every layer output keeps its own slot)
+  --calib NAME=FILE.npy       calibration samples of model input NAME (repeatable; a file may stack several along
+                              its first axis): fp16 targets correct each Conv / Gemm bias for the rounding of its
+                              weights to float16, measured on these samples (docs/calibration.md)
+  --threads N                 threads of the calibration runs (default: all cores; the package is the same)
   -PrePostFULL                the definition is in the legacy full format (Appendix A)
   -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
   -h, --help                  this text
@@ -72,7 +76,7 @@ void addTranslate(CLI::App& app, Action& run) {
     run = [args] {
       TranslateOptions o;
       std::string onnx, prepost, addr, aipp, check_prepost = "OFF";
-      std::vector<std::string> prefixes, shapes;
+      std::vector<std::string> prefixes, shapes, calib;
       const auto& a = *args;
       auto value = [&](size_t& i) -> std::string {
         if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-') argError("Invalid argument");
@@ -97,6 +101,17 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
         else if (s == "--reuse-memory") o.reuse_memory = true;
+        else if (s == "--calib") calib.push_back(value(i));
+        else if (s == "--threads") {
+          std::string v = value(i);
+          try {
+            size_t used = 0;
+            o.threads = std::stoi(v, &used);
+            if (used != v.size() || o.threads < 1 || o.threads > 256) throw std::out_of_range(v);
+          } catch (const std::exception&) {
+            argError(" --threads takes a number from 1 to 256 (got '" + v + "')");
+          }
+        }
         else if (s == "-PrePostFULL" || s == "--prepost-full") o.prepost_full = true;
         else if (s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") o.not_check_size = true;
         else if (s == "-CheckPrePost" || s == "--check-prepost") {
@@ -122,6 +137,7 @@ void addTranslate(CLI::App& app, Action& run) {
       if (check_prepost == "ON") o.save_opt_onnx = true;
       o.onnx = onnx;
       o.input_shapes = parseShapes(shapes);
+      o.calibration = parseTensorLists(calib, "--calib");
       fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, onnx, o.target);
       if (o.relu6_to_relu) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
       TranslateResult r = translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
@@ -130,6 +146,8 @@ void addTranslate(CLI::App& app, Action& run) {
         for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
       } else {
         for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
+        if (r.calibration_samples)
+          fmt::print("bias correction: {} layer(s), input means of {} calibration sample(s)\n", r.bias_corrected_layers, r.calibration_samples);
         fmt::print("estimated time: {:.3f} us\n", r.estimated_us);
         if (!r.content_hash.empty()) fmt::print("package: {}\n", r.content_hash);
         fmt::print("activations: {} bytes ({}), lower bound {} bytes, {:.1f}% above it\n", r.activation_bytes,

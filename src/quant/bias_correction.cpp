@@ -1,0 +1,194 @@
+// Bias correction of weight storage rounding (see bias_correction.hpp and docs/calibration.md).
+#include "quant/bias_correction.hpp"
+
+#include "engine/engine.hpp"
+#include "support/error.hpp"
+#include "support/fp16.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace npuc::quant {
+
+namespace {
+
+const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) {
+  if (!n.hasInput(i)) return nullptr;
+  const ir::Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
+  return v.isConstant() && v.constant->dtype() == DType::kF32 ? &*v.constant : nullptr;
+}
+
+/// Channels of the activation operand the layer reduces over: Conv C (= C/group * group), Gemm K.
+int64_t inputChannels(const ir::Node& n, const Tensor& w) {
+  if (n.op == "Conv") return w.dim(1) * n.attrInt("group", 1);
+  return n.attrInt("transB", 0) ? w.dim(1) : w.dim(0);
+}
+
+/// Per output channel: sum over the reduction of (round(W) - W) * mean of the input channel it multiplies.
+std::vector<double> meanShift(const ir::Node& n, const Tensor& w, const std::vector<double>& mu, const WeightRounding& round) {
+  const float* wp = w.data<float>();
+  auto delta = [&](int64_t i) { return static_cast<double>(round(wp[i])) - static_cast<double>(wp[i]); };
+  std::vector<double> shift;
+  if (n.op == "Conv") {
+    int64_t O = w.dim(0), Cg = w.dim(1), per_group = O / n.attrInt("group", 1);
+    int64_t taps = w.numel() / (O * Cg);
+    shift.assign(static_cast<size_t>(O), 0.0);
+    for (int64_t o = 0; o < O; ++o) {
+      int64_t c0 = (o / per_group) * Cg;
+      double s = 0;
+      for (int64_t c = 0; c < Cg; ++c) {
+        double d = 0;
+        for (int64_t k = 0; k < taps; ++k) d += delta((o * Cg + c) * taps + k);
+        s += d * mu[static_cast<size_t>(c0 + c)];
+      }
+      shift[static_cast<size_t>(o)] = s;
+    }
+    return shift;
+  }
+  bool transB = n.attrInt("transB", 0) != 0;
+  int64_t K = transB ? w.dim(1) : w.dim(0), N = transB ? w.dim(0) : w.dim(1);
+  shift.assign(static_cast<size_t>(N), 0.0);
+  for (int64_t j = 0; j < N; ++j) {
+    double s = 0;
+    for (int64_t k = 0; k < K; ++k) s += delta(transB ? j * K + k : k * N + j) * mu[static_cast<size_t>(k)];
+    shift[static_cast<size_t>(j)] = s;
+  }
+  return shift;
+}
+
+}  // namespace
+
+bool correctable(const ir::Graph& g, const ir::Node& n) {
+  // ai.npuc: the optimizer's Conv / Gemm with a fused activation (or a folded Pad); the bias comes before either.
+  if (!(n.domain.empty() || n.domain == "ai.npuc") || n.outputs.empty()) return false;
+  const Tensor* w = constF32(g, n, 1);
+  if (!w) return false;
+  const ir::Type& x = g.value(n.inputs[0]).type;
+  if (x.dtype != DType::kF32 || !x.rank_known || x.shape.size() < 2) return false;
+  if (n.op == "Conv") {
+    int64_t group = n.attrInt("group", 1);
+    if (w->rank() < 3 || w->rank() > 4 || group < 1 || w->dim(0) % group != 0 || w->numel() == 0) return false;
+    if (n.hasInput(2)) {
+      const Tensor* b = constF32(g, n, 2);
+      return b && b->numel() == w->dim(0);
+    }
+    return true;
+  }
+  if (n.op == "Gemm") {
+    if (w->rank() != 2 || x.shape.size() != 2 || n.attrInt("transA", 0) != 0 || n.attrFloat("alpha", 1.0f) != 1.0f ||
+        n.attrFloat("beta", 1.0f) != 1.0f || w->numel() == 0)
+      return false;
+    int64_t N = n.attrInt("transB", 0) ? w->dim(0) : w->dim(1);
+    if (n.hasInput(2)) {
+      const Tensor* c = constF32(g, n, 2);
+      return c && (c->shape() == Shape{N} || c->shape() == Shape{1, N});
+    }
+    return true;
+  }
+  return false;
+}
+
+InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads) {
+  // The values to observe and the layers (by output name) that read each.
+  std::map<ir::ValueId, std::vector<std::string>> readers;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (correctable(g, n) && !g.value(n.inputs[0]).isConstant())
+      readers[n.inputs[0]].push_back(g.value(n.outputs[0]).name);
+  }
+  struct Acc {
+    std::vector<double> sum;
+    double count = 0;  // elements per channel so far
+  };
+  std::map<ir::ValueId, Acc> acc;
+  auto observe = [&](ir::ValueId v, const Tensor& t) {
+    auto it = readers.find(v);
+    if (it == readers.end()) return;
+    if (t.dtype() != DType::kF32 || t.rank() < 2) fail(ErrorCode::kInternal, "value '{}' is not a float32 tensor of rank 2 or more", g.value(v).name);
+    int64_t outer = t.dim(0), C = t.dim(1), inner = t.numel() / std::max<int64_t>(1, outer * C);
+    Acc& a = acc[v];
+    a.sum.resize(static_cast<size_t>(C), 0.0);
+    const float* p = t.data<float>();
+    for (int64_t b = 0; b < outer; ++b)
+      for (int64_t c = 0; c < C; ++c) {
+        double s = 0;
+        const float* q = p + (b * C + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) s += q[i];
+        a.sum[static_cast<size_t>(c)] += s;
+      }
+    a.count += static_cast<double>(outer * inner);
+  };
+  engine::EngineOptions eo;
+  eo.threads = std::max(1, threads);
+  eo.fuse_activations = false;  // every op's own output, as in the float model
+  engine::Engine e(g, eo);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    withContext(fmt::format("calibration sample {}", i + 1), [&] {
+      e.run(samples[i], [&](const ir::Node& n, const std::vector<Tensor>& outs) {
+        for (size_t k = 0; k < outs.size() && k < n.outputs.size(); ++k) observe(n.outputs[k], outs[k]);
+      });
+      for (ir::ValueId in : g.inputs())
+        if (readers.count(in)) observe(in, samples[i].at(g.value(in).name));
+    });
+  }
+  InputMeans r;
+  r.samples = samples.size();
+  for (auto& [v, a] : acc) {
+    std::vector<double> mean(a.sum.size());
+    for (size_t c = 0; c < mean.size(); ++c) mean[c] = a.count > 0 ? a.sum[c] / a.count : 0.0;
+    for (auto& name : readers[v]) r.by_output[name] = mean;
+  }
+  return r;
+}
+
+float roundToHalf(float w) { return halfToFloat(floatToHalf(w)); }
+
+BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRounding& round) {
+  BiasCorrection r;
+  std::set<ir::ValueId> replaced;
+  for (ir::NodeId id : std::vector<ir::NodeId>(g.order())) {
+    ir::Node& n = g.node(id);
+    if (!correctable(g, n)) continue;
+    auto it = means.by_output.find(g.value(n.outputs[0]).name);
+    if (it == means.by_output.end()) continue;
+    const Tensor& w = *g.value(n.inputs[1]).constant;
+    if (static_cast<int64_t>(it->second.size()) != inputChannels(n, w))
+      fail(ErrorCode::kInternal, "{}: {} input channel means for {} channels", n.label(), it->second.size(), inputChannels(n, w));
+    std::vector<double> shift = meanShift(n, w, it->second, round);
+    if (std::all_of(shift.begin(), shift.end(), [](double s) { return s == 0.0; })) continue;
+    Shape bshape{static_cast<int64_t>(shift.size())};
+    std::vector<float> bias(shift.size(), 0.0f);
+    std::string base = g.value(n.outputs[0]).name + "_bias";
+    bool had = n.hasInput(2);
+    if (had) {
+      const ir::Value& bv = g.value(n.inputs[2]);
+      bshape = bv.constant->shape();
+      const float* bp = bv.constant->data<float>();
+      for (size_t i = 0; i < bias.size(); ++i) bias[i] = bp[i];
+      base = bv.name;
+      replaced.insert(bv.id);
+    }
+    for (size_t i = 0; i < bias.size(); ++i) {
+      float nb = static_cast<float>(static_cast<double>(bias[i]) - shift[i]);
+      r.max_shift = std::max(r.max_shift, std::fabs(static_cast<double>(nb) - static_cast<double>(bias[i])));
+      bias[i] = nb;
+    }
+    ir::ValueId nb = g.addConstant(g.uniqueValueName(base + "_corrected"), Tensor::fromVector<float>(bshape, bias)).id;
+    if (n.inputs.size() < 3) n.inputs.resize(3, ir::kNoValue);
+    n.inputs[2] = nb;
+    ++r.layers;
+    if (!had) ++r.added_biases;
+  }
+  if (!replaced.empty()) {
+    auto uses = g.uses();
+    for (ir::ValueId v : replaced) {
+      bool output = std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+      auto u = uses.find(v);
+      if ((u == uses.end() || u->second.empty()) && !output) g.removeValue(v);
+    }
+  }
+  return r;
+}
+
+}  // namespace npuc::quant

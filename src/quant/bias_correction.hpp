@@ -1,0 +1,51 @@
+// Bias correction: storing a layer's weights in a narrower type (float16 for an fp16 target) moves the mean of each
+// of its output channels by  sum over (c, k) of (stored(W) - W)[o, c, k] * mean(x_c) , because the layer's input x is
+// far from zero-mean after a ReLU. The translator measures mean(x_c) on calibration samples with the reference
+// engine and subtracts that shift from the layer's float32 bias, so the stored layer has the float layer's output
+// mean again (docs/calibration.md). What remains of the rounding is zero-mean.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "npuc/tensor.hpp"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace npuc::quant {
+
+/// Per-channel means of the activation operand (input 0) of every layer correctBias can correct, keyed by the name
+/// of the layer's first output (value names are unique and survive the translator's later graph edits).
+struct InputMeans {
+  size_t samples = 0;
+  std::map<std::string, std::vector<double>> by_output;
+};
+
+/// True for the layers bias correction applies to: Conv (1-D / 2-D, any group) with float32 constant weights and a
+/// float32 constant bias or none; Gemm (transA 0, alpha 1) with a float32 constant matrix B and a C of shape [N] or
+/// [1, N] or none (beta 1). Others (ConvTranspose, MatMul, Gemm with any other C) are left as they are.
+bool correctable(const ir::Graph& g, const ir::Node& n);
+
+/// Runs `g` on the reference engine over `samples` (each a complete set of graph inputs, by name) and averages the
+/// activation operand of every correctable layer per channel (axis 1), over the samples, the batch and the
+/// positions. Errors name the sample ("calibration sample 3: ...").
+InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads);
+
+/// How a float32 weight is stored: the value the device computes with.
+using WeightRounding = std::function<float(float)>;
+/// Round to nearest even float16 (the fp16 numerics' weight storage), returned widened.
+float roundToHalf(float w);
+
+struct BiasCorrection {
+  int layers = 0;        // layers whose bias changed
+  int added_biases = 0;  // of those, layers that had no bias (one was added)
+  double max_shift = 0;  // the largest |change| of one bias element
+};
+
+/// Subtracts, per output channel, the mean shift that `round` causes on each correctable layer measured in `means`
+/// (layers not in it are left alone). The layer gets a new bias constant (a bias other layers share stays as it is;
+/// one nobody reads any more is removed). Sums in double; the new bias is rounded to float32 once.
+BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRounding& round);
+
+}  // namespace npuc::quant
