@@ -6,7 +6,6 @@
 #include "support/fp16.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <set>
 
 namespace npuc::quant {
@@ -169,11 +168,7 @@ BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRo
       base = bv.name;
       replaced.insert(bv.id);
     }
-    for (size_t i = 0; i < bias.size(); ++i) {
-      float nb = static_cast<float>(static_cast<double>(bias[i]) - shift[i]);
-      r.max_shift = std::max(r.max_shift, std::fabs(static_cast<double>(nb) - static_cast<double>(bias[i])));
-      bias[i] = nb;
-    }
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(static_cast<double>(bias[i]) - shift[i]);
     ir::ValueId nb = g.addConstant(g.uniqueValueName(base + "_corrected"), Tensor::fromVector<float>(bshape, bias)).id;
     if (n.inputs.size() < 3) n.inputs.resize(3, ir::kNoValue);
     n.inputs[2] = nb;

@@ -40,7 +40,6 @@ float roundToHalf(float w);
 struct BiasCorrection {
   int layers = 0;        // layers whose bias changed
   int added_biases = 0;  // of those, layers that had no bias (one was added)
-  double max_shift = 0;  // the largest |change| of one bias element
 };
 
 /// Subtracts, per output channel, the mean shift that `round` causes on each correctable layer measured in `means`

@@ -326,4 +326,25 @@ TEST(TranslateCalibration, BadDataIsRefusedAndNothingIsWritten) {
   expectError({{"input", {}}}, "input 'input' has none");
 }
 
+TEST(TranslateCalibration, EveryInputGivesTheSameNumberOfSamples) {
+  // A model of two inputs (image 1x3x32x32, mask 1x1x32x32).
+  TranslateOptions o;
+  o.prefix = "an";
+  o.onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/aipp/aipp_net.onnx";
+  o.target = "drpai";
+  o.out_root = npuc::test::scratchDir("out");
+  o.calibration = {{"image", {uniform({3, 3, 32, 32}, 0, 1, 1)}}, {"mask", {uniform({2, 1, 32, 32}, 0, 1, 2)}}};
+  try {
+    translate(o);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'mask' has 2 samples, input 'image' 3"), std::string::npos) << e.what();
+  }
+  o.calibration["mask"].push_back(uniform({1, 1, 32, 32}, 0, 1, 3));
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.calibration_samples, 3u);
+  EXPECT_EQ(r.bias_corrected_layers, 3);
+}
+
 }  // namespace
