@@ -24,9 +24,8 @@ for onnx in "$zoo"/*.onnx; do
   /usr/bin/python3 -c 'import sys, numpy as np; np.save(sys.argv[2], np.load(sys.argv[1]).astype(np.float16).astype(np.float32))' \
     "$in" "$tmp/in16_$m.npy"
   "$npuc" run "$onnx" --input "input=$tmp/in16_$m.npy" --output-dir "$tmp/ref16_$m" >/dev/null
-  shape=$(/usr/bin/python3 -c 'import sys, numpy as np; print(",".join(map(str, np.load(sys.argv[1]).shape[1:])))' "$in")
-  /usr/bin/python3 -c 'import sys, numpy as np; np.save(sys.argv[1], np.random.default_rng(1).standard_normal((4,) + tuple(map(int, sys.argv[2].split(",")))).astype(np.float32))' \
-    "$tmp/cal_$m.npy" "$shape"
+  /usr/bin/python3 -c 'import sys, numpy as np; np.save(sys.argv[2], np.random.default_rng(1).standard_normal((4,) + np.load(sys.argv[1]).shape[1:]).astype(np.float32))' \
+    "$in" "$tmp/cal_$m.npy"
   for t in generic drpai drpai_calib; do
     opt=(--target "${t%_calib}")
     [ "$t" = drpai ] && opt+=(-SaveOptOnnx)  # the optimized model, for the float16 sensitivity runs below

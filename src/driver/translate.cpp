@@ -197,7 +197,7 @@ std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g
       for (int64_t k = 0; k < t.dim(0) / s[0]; ++k)
         mine.emplace_back(t.dtype(), s, t.buffer(), t.offset() + static_cast<size_t>(k) * bytes);
     }
-    if (samples.empty() && first.empty()) {
+    if (first.empty()) {
       samples.resize(mine.size());
       first = in.name;
     } else if (mine.size() != samples.size()) {

@@ -353,4 +353,10 @@ std::vector<std::string> sourceNodes(const Node& n) {
   return r;
 }
 
+const Tensor* constantInput(const Graph& g, const Node& n, int i, DType dtype) {
+  if (!n.hasInput(i)) return nullptr;
+  const Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
+  return v.constant && v.constant->dtype() == dtype ? &*v.constant : nullptr;
+}
+
 }  // namespace npuc::ir

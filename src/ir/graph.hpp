@@ -163,6 +163,9 @@ std::string opexp(const Node& n);
 /// The source nodes a node stands for: its own name, then merged_nodes.
 std::vector<std::string> sourceNodes(const Node& n);
 
+/// Input i of `n` when it is a constant of element type `dtype`; nullptr when it is omitted, computed or of another type.
+const Tensor* constantInput(const Graph& g, const Node& n, int i, DType dtype);
+
 /// Checks every invariant and throws naming the node and the rule broken. `code` is kInvalidInput when
 /// checking an imported model, kInternal when checking after a pass (a broken invariant is then a bug).
 void verify(const Graph& g, ErrorCode code = ErrorCode::kInternal);

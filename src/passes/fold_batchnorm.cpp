@@ -14,11 +14,7 @@
 namespace npuc::passes {
 
 namespace {
-const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) {
-  if (!n.hasInput(i)) return nullptr;
-  const ir::Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
-  return v.constant && v.constant->dtype() == DType::kF32 ? &*v.constant : nullptr;
-}
+const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) { return ir::constantInput(g, n, i, DType::kF32); }
 /// The per-channel factor of an inference BatchNormalization: scale / sqrt(var + eps), in double.
 double bnFactor(const ir::Node& bn, const Tensor& scale, const Tensor& var, int64_t c) {
   double eps = bn.attrFloat("epsilon", 1e-5f);

@@ -12,11 +12,7 @@ namespace npuc::quant {
 
 namespace {
 
-const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) {
-  if (!n.hasInput(i)) return nullptr;
-  const ir::Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
-  return v.isConstant() && v.constant->dtype() == DType::kF32 ? &*v.constant : nullptr;
-}
+const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) { return ir::constantInput(g, n, i, DType::kF32); }
 
 /// Channels of the activation operand the layer reduces over: Conv C (= C/group * group), Gemm K.
 int64_t inputChannels(const ir::Node& n, const Tensor& w) {
@@ -146,7 +142,7 @@ float roundToHalf(float w) { return halfToFloat(floatToHalf(w)); }
 BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRounding& round) {
   BiasCorrection r;
   std::set<ir::ValueId> replaced;
-  for (ir::NodeId id : std::vector<ir::NodeId>(g.order())) {
+  for (ir::NodeId id : g.order()) {  // adds constants only: the node order stays
     ir::Node& n = g.node(id);
     if (!correctable(g, n)) continue;
     auto it = means.by_output.find(g.value(n.outputs[0]).name);
