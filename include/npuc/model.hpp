@@ -116,7 +116,11 @@ TranslateResult translate(const TranslateOptions& opts,
 std::vector<TargetInfo> listTargets();
 /// The supported-operator page of a target (Markdown).
 std::string supportedOpsPage(const std::string& target);
-/// Writes PREFIX_error_report.csv, .json and .xlsx (each written atomically); returns the files written.
+/// Creates an output folder and its parents; an existing non-folder, or one that cannot be created (/proc, no
+/// permission, a file on the way), is an Error (kIo) naming `what` and the path.
+void makeOutputFolder(const std::filesystem::path& dir, const char* what);
+/// Writes PREFIX_error_report.csv, .json and .xlsx (each written atomically) into prefix's folder (created when
+/// missing); prefix's last part must be a plain name (one file-name component). Returns the files written.
 std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, const std::string& target,
                                           const std::string& model, const std::filesystem::path& prefix);
 

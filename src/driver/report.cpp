@@ -21,8 +21,7 @@ std::string csvField(const std::string& s) {
 }
 
 void writeXlsx(const std::vector<CheckRow>& rows, const std::filesystem::path& path) {
-  auto tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
+  auto tmp = uniqueSibling(path, "tmp");
   lxw_workbook_options opts = {};
   opts.constant_memory = LXW_FALSE;
   lxw_workbook* wb = workbook_new_opt(tmp.c_str(), &opts);
@@ -53,14 +52,24 @@ void writeXlsx(const std::vector<CheckRow>& rows, const std::filesystem::path& p
     std::filesystem::remove(tmp, ec);
     fail(ErrorCode::kIo, "{}: cannot write the workbook: {}", path.string(), lxw_strerror(err));
   }
+  try {
+    syncFile(tmp);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
   std::filesystem::rename(tmp, path, ec);
   if (ec) fail(ErrorCode::kIo, "{}: cannot rename into place: {}", path.string(), ec.message());
 }
 
 }  // namespace
 
+void makeOutputFolder(const std::filesystem::path& dir, const char* what) { makeFolder(dir, what); }
+
 std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, const std::string& target,
                                           const std::string& model, const std::filesystem::path& prefix) {
+  checkPlainName(prefix.filename().string(), "report prefix");
+  makeFolder(prefix.has_parent_path() ? prefix.parent_path() : ".", "report folder");
   std::vector<std::string> files;
   std::string base = prefix.string() + "_error_report";
   std::string csv = "index,name,op,rule_id,rule,actual,fix\n";

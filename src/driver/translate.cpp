@@ -225,6 +225,11 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   if (!o.aipp.empty() && !o.prepost.empty())
     fail(ErrorCode::kInvalidArgument, "--aipp and -prepost cannot be combined: each puts its own pre-processing in front of the inputs");
   target::Target t = target::loadTarget(o.target);
+  // The output folder is built beside <out>/PREFIX and swapped in at the end (OutputDir: PREFIX is one plain
+  // name, only a folder npuc wrote is replaced, a killed run leaves the old folder in place); checked before any
+  // work is done.
+  OutputDir out(o.out_root, o.prefix);
+  const fs::path& tmp = out.path();
   LoadOptions lo;
   lo.input_shapes = o.input_shapes;
   // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
@@ -263,12 +268,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     res.errors.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
   report("check", sw.lap());
 
-  fs::path final_dir = o.out_root / o.prefix;
-  fs::path tmp = o.out_root / fmt::format(".{}.tmp-{}", o.prefix, ::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp);
-  try {
+  {
     fs::path base = tmp / o.prefix;
     auto add = [&](const std::string& f) { res.files.push_back(fs::path(f).filename().string()); };
     if (o.save_opt_onnx) {
@@ -342,14 +342,9 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) add(base.string() + ext);
       report("estimate", sw.lap());
     }
-    fs::remove_all(final_dir, ec);
-    fs::rename(tmp, final_dir, ec);
-    if (ec) fail(ErrorCode::kIo, "{}: cannot move the output into place: {}", final_dir.string(), ec.message());
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
+    out.commit();
   }
-  res.dir = final_dir;
+  res.dir = out.finalPath();
   res.ok = res.errors.empty();
   report("write", sw.lap());
   return res;

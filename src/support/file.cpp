@@ -2,54 +2,250 @@
 
 #include "support/error.hpp"
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace npuc {
 
-std::vector<uint8_t> readFileBytes(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail(ErrorCode::kIo, "{}: file not found", path.string());
-  if (std::filesystem::is_directory(path, ec)) fail(ErrorCode::kIo, "{}: is a directory, expected a file", path.string());
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kIo, "{}: cannot open: {}", path.string(), std::strerror(errno));
-  f.seekg(0, std::ios::end);
-  auto size = static_cast<size_t>(f.tellg());
-  f.seekg(0);
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Closes a file descriptor on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void syncPath(const fs::path& p, bool dir) {
+  Fd f{::open(p.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC)};
+  if (f.fd < 0) fail(ErrorCode::kIo, "{}: cannot open to flush it to disk: {}", p.string(), std::strerror(errno));
+  // Some file systems (and /dev/shm-like ones) refuse fsync on folders: that is not an error of the data.
+  if (::fsync(f.fd) != 0 && errno != EINVAL && errno != EROFS)
+    fail(ErrorCode::kIo, "{}: cannot flush to disk: {}", p.string(), std::strerror(errno));
+}
+
+std::atomic<unsigned> g_counter{0};
+
+}  // namespace
+
+std::vector<uint8_t> readFileBytes(const fs::path& path, uint64_t max_bytes, const char* what_limits) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) {
+    int err = errno;
+    if (err == ENOENT) fail(ErrorCode::kIo, "{}: file not found", path.string());
+    fail(ErrorCode::kIo, "{}: cannot open: {}", path.string(), std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail(ErrorCode::kIo, "{}: cannot read: {}", path.string(), std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail(ErrorCode::kIo, "{}: is a directory, expected a file", path.string());
+  if (!S_ISREG(st.st_mode)) fail(ErrorCode::kIo, "{}: is not a regular file (a device, pipe or socket)", path.string());
+  auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes)
+    fail(ErrorCode::kInvalidInput, "{}: {} bytes, more than {} may have ({} bytes); nothing was read", path.string(), size,
+         what_limits, max_bytes);
   std::vector<uint8_t> data(size);
-  if (size && !f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(size)))
-    fail(ErrorCode::kIo, "{}: read failed", path.string());
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(f.fd, data.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(ErrorCode::kIo, "{}: read failed: {}", path.string(), std::strerror(errno));
+    if (n == 0) fail(ErrorCode::kIo, "{}: the file shrank while it was read ({} of {} bytes)", path.string(), done, size);
+    done += static_cast<size_t>(n);
+  }
   return data;
 }
 
-std::string readFileText(const std::filesystem::path& path) {
-  auto b = readFileBytes(path);
+std::string readFileText(const fs::path& path, uint64_t max_bytes, const char* what_limits) {
+  auto b = readFileBytes(path, max_bytes, what_limits);
   return std::string(b.begin(), b.end());
 }
 
-void writeFileAtomic(const std::filesystem::path& path, const void* data, size_t size) {
-  auto tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
+fs::path uniqueSibling(const fs::path& path, const char* tag) {
+  fs::path name = path.filename();
+  std::string base = name.string();
+  if (!base.empty() && base[0] != '.') base = "." + base;
+  return path.parent_path() / fmt::format("{}.{}-{}-{}", base, tag, ::getpid(), g_counter++);
+}
+
+void writeFileAtomic(const fs::path& path, const void* data, size_t size) {
+  fs::path tmp = uniqueSibling(path, "tmp");
   {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(ErrorCode::kIo, "{}: cannot create: {}", path.string(), std::strerror(errno));
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    f.flush();
-    if (!f) {
+    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
+    if (f.fd < 0) fail(ErrorCode::kIo, "{}: cannot create: {}", path.string(), std::strerror(errno));
+    auto cleanup = [&](const char* what) {
+      int err = errno;
       std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      fail(ErrorCode::kIo, "{}: write failed", path.string());
+      fs::remove(tmp, ec);
+      fail(ErrorCode::kIo, "{}: {}: {}", path.string(), what, std::strerror(err));
+    };
+    const auto* p = static_cast<const uint8_t*>(data);
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::write(f.fd, p + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) cleanup("write failed");
+      done += static_cast<size_t>(n);
+    }
+    if (::fsync(f.fd) != 0 && errno != EINVAL) cleanup("cannot flush to disk");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    fail(ErrorCode::kIo, "{}: cannot rename into place: {}", path.string(), std::strerror(err));
+  }
+}
+
+void syncFile(const fs::path& path) { syncPath(path, false); }
+
+void syncTree(const fs::path& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    auto st = it->symlink_status(ec);
+    if (ec) break;
+    if (fs::is_regular_file(st)) syncPath(it->path(), false);
+    else if (fs::is_directory(st)) syncPath(it->path(), true);
+  }
+  if (ec) fail(ErrorCode::kIo, "{}: cannot list the folder: {}", dir.string(), ec.message());
+  syncPath(dir, true);
+}
+
+void checkPlainName(const std::string& name, const char* what) {
+  auto bad = [&](const char* rule) { fail(ErrorCode::kInvalidArgument, "{} '{}' {}", what, name, rule); };
+  if (name.empty()) fail(ErrorCode::kInvalidArgument, "{} is empty: it names the output folder and its files", what);
+  if (name == "." || name == "..") bad("is not a name: it must name one new folder or file, not a folder above it");
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos)
+    bad("contains a path separator: give a plain name (use --out for the folder it goes into)");
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f) bad("contains a control character");
+  if (name[0] == '.') bad("starts with '.': npuc keeps such names for its temporary folders");
+  if (name.size() > 200) bad("is longer than 200 bytes");
+}
+
+void makeFolder(const fs::path& dir, const char* what) {
+  std::error_code ec;
+  auto st = fs::status(dir, ec);
+  if (fs::is_directory(st)) return;
+  if (fs::exists(st)) fail(ErrorCode::kIo, "{} {}: exists and is not a folder", what, dir.string());
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    fail(ErrorCode::kIo, "{} {}: cannot create the folder: {}", what, dir.string(), ec ? ec.message() : "not a folder after creation");
+}
+
+std::string OutputDir::whyNotReplaceable(const fs::path& dir) {
+  std::error_code ec;
+  auto st = fs::symlink_status(dir, ec);
+  if (!fs::exists(st)) return "";
+  if (fs::is_symlink(st)) return "is a symbolic link (npuc replaces only a folder it wrote; remove the link or choose another name)";
+  if (!fs::is_directory(st)) return "exists and is not a folder (npuc replaces only a folder it wrote)";
+  if (fs::exists(dir / kMarker, ec)) return "";
+  fs::path manifest = dir / "manifest.json";
+  if (fs::is_regular_file(fs::symlink_status(manifest, ec))) {
+    // A package written before the marker existed: its manifest names the format near its start or its end
+    // (keys are sorted); a bounded read is enough to tell.
+    try {
+      std::string text = readFileText(manifest, 256u << 20, "a package manifest");
+      if (text.find("\"format\": \"npuc-package\"") != std::string::npos ||
+          text.find("\"format\":\"npuc-package\"") != std::string::npos)
+        return "";
+    } catch (const Error&) {
     }
   }
+  if (fs::is_empty(dir, ec) && !ec) return "";
+  return "exists and holds files npuc did not write (no npuc package or marker in it): npuc does not replace it; remove "
+         "it yourself or choose another PREFIX or --out";
+}
+
+OutputDir::OutputDir(fs::path root, std::string name, const char* what) : root_(std::move(root)), name_(std::move(name)) {
+  checkPlainName(name_, what);
+  if (root_.empty()) root_ = ".";
+  makeFolder(root_, "output folder");
+  final_ = root_ / name_;
+  if (std::string why = whyNotReplaceable(final_); !why.empty()) fail(ErrorCode::kIo, "{}: {}", final_.string(), why);
+  // Temporary folders of earlier runs that died (their process is gone) are removed.
+  const std::string mine = "." + name_ + ".";
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    fail(ErrorCode::kIo, "{}: cannot rename into place: {}", path.string(), ec.message());
+  for (auto it = fs::directory_iterator(root_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string f = it->path().filename().string();
+    if (f.compare(0, mine.size(), mine) != 0) continue;
+    std::string rest = f.substr(mine.size());  // "<tag>-<pid>-<n>"
+    size_t dash = rest.find('-');
+    if (dash == std::string::npos) continue;
+    std::string tag = rest.substr(0, dash);
+    if (tag != "tmp" && tag != "old") continue;
+    long pid = std::strtol(rest.c_str() + dash + 1, nullptr, 10);
+    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
   }
+  tmp_ = uniqueSibling(final_, "tmp");
+  if (!fs::create_directory(tmp_, ec) || ec)
+    fail(ErrorCode::kIo, "{}: cannot create a temporary folder in {}: {}", final_.string(), root_.string(),
+         ec ? ec.message() : "it exists");
+}
+
+OutputDir::~OutputDir() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+}
+
+void OutputDir::commit() {
+  writeFileAtomic(tmp_ / kMarker, "npuc output folder: a later npuc run may replace this folder with a new one.\n");
+  syncTree(tmp_);
+  // Retried when a concurrent run publishes between our look at the final folder and our rename.
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    if (std::string why = whyNotReplaceable(final_); !why.empty()) fail(ErrorCode::kIo, "{}: {}", final_.string(), why);
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(final_, ec))) {
+      // Nothing there: a plain rename; it fails if a concurrent run got there first (then we swap).
+      if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, final_.c_str(), RENAME_NOREPLACE) == 0) {
+        committed_ = true;
+        syncPath(root_, true);
+        return;
+      }
+      if (errno == EEXIST || errno == ENOTEMPTY) continue;
+      if (errno != EINVAL && errno != ENOSYS)
+        fail(ErrorCode::kIo, "{}: cannot move the output into place: {}", final_.string(), std::strerror(errno));
+    }
+    // An earlier output is there: swap the two folders in one step, then remove the old one.
+    if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
+      committed_ = true;
+      fs::path old = uniqueSibling(final_, "old");
+      // tmp_ now holds the previous output; rename it (a dead run's leftovers are recognised by name) and remove it.
+      if (::rename(tmp_.c_str(), old.c_str()) != 0) old = tmp_;
+      syncPath(root_, true);
+      fs::remove_all(old, ec);
+      return;
+    }
+    if (errno == ENOENT) continue;  // a concurrent run moved it away in between
+    if (errno != EINVAL && errno != ENOSYS)
+      fail(ErrorCode::kIo, "{}: cannot swap the new output into place: {}", final_.string(), std::strerror(errno));
+    // A file system without RENAME_EXCHANGE: move the old folder aside, the new one in, then remove the old one.
+    fs::path old = uniqueSibling(final_, "old");
+    if (::rename(final_.c_str(), old.c_str()) != 0 && errno != ENOENT)
+      fail(ErrorCode::kIo, "{}: cannot move the previous output aside: {}", final_.string(), std::strerror(errno));
+    if (::rename(tmp_.c_str(), final_.c_str()) != 0) {
+      int err = errno;
+      ::rename(old.c_str(), final_.c_str());  // put the old one back
+      if (err == EEXIST || err == ENOTEMPTY) continue;
+      fail(ErrorCode::kIo, "{}: cannot move the output into place: {}", final_.string(), std::strerror(err));
+    }
+    committed_ = true;
+    syncPath(root_, true);
+    fs::remove_all(old, ec);
+    return;
+  }
+  fail(ErrorCode::kIo, "{}: other runs kept replacing this folder; gave up after 64 attempts", final_.string());
 }
 
 }  // namespace npuc

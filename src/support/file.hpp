@@ -1,21 +1,79 @@
-// File helpers: whole-file reads with clear errors, and atomic writes (temp file + rename) so that a failed
-// run never leaves a half-written output behind.
+// File helpers: whole-file reads with clear errors and size limits, durable atomic writes (temp file, fsync,
+// rename), and output folders that are built beside their final place and published atomically, so that a failed
+// or killed run never leaves a half-written output behind and never removes what npuc did not write.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace npuc {
 
-std::vector<uint8_t> readFileBytes(const std::filesystem::path& path);
-std::string readFileText(const std::filesystem::path& path);
+/// Reads a whole regular file. A file of more than `max_bytes` is refused before anything is read (kInvalidInput,
+/// naming `what_limits`: "a .npy file", "the manifest", …).
+std::vector<uint8_t> readFileBytes(const std::filesystem::path& path,
+                                   uint64_t max_bytes = std::numeric_limits<uint64_t>::max(),
+                                   const char* what_limits = "a file");
+std::string readFileText(const std::filesystem::path& path, uint64_t max_bytes = std::numeric_limits<uint64_t>::max(),
+                         const char* what_limits = "a file");
 
-/// Writes to "<path>.tmp-<pid>" then renames over `path`.
+/// Writes to a temporary file beside `path`, flushes it to disk (fsync) and renames it over `path`.
 void writeFileAtomic(const std::filesystem::path& path, const void* data, size_t size);
 inline void writeFileAtomic(const std::filesystem::path& path, const std::string& s) {
   writeFileAtomic(path, s.data(), s.size());
 }
+
+/// A name for a temporary file or folder beside `path` that no other thread or process uses:
+/// "<dir>/.<name>.<tag>-<pid>-<counter>".
+std::filesystem::path uniqueSibling(const std::filesystem::path& path, const char* tag);
+
+/// Flushes one file to disk (fsync).
+void syncFile(const std::filesystem::path& path);
+/// Flushes every regular file and folder under `dir` (and `dir` itself) to disk.
+void syncTree(const std::filesystem::path& dir);
+
+/// Checks that `name` names one entry inside a folder and nothing else: not empty, not "." or "..", no '/' or
+/// '\', no control characters, not starting with '.' (npuc's temporary folders do), at most 200 bytes.
+/// Throws kInvalidArgument: "<what> '<name>' <rule>".
+void checkPlainName(const std::string& name, const char* what);
+
+/// Creates `dir` and its parents; a path that exists but is not a folder, or cannot be created (a regular file
+/// on the way, /proc, no permission), is a user error (kIo) naming the path and the reason.
+void makeFolder(const std::filesystem::path& dir, const char* what);
+
+/// An output folder <root>/<name> that is built in a temporary folder beside it and published by commit():
+///  - the constructor checks `name` (checkPlainName), creates `root`, refuses up front to replace anything at
+///    <root>/<name> that npuc did not write (see replaceable()), removes the temporary folders of earlier runs
+///    that died, and creates a fresh temporary folder (path());
+///  - commit() flushes every file to disk and swaps the new folder in atomically: at every instant <root>/<name> is
+///    the old folder or the new one, never neither; concurrent runs to the same name each publish a complete
+///    folder (the last one wins);
+///  - an OutputDir destroyed without commit() removes its temporary folder.
+/// Every folder it publishes holds the marker file kMarker, which is what lets a later run replace it.
+class OutputDir {
+ public:
+  static constexpr const char* kMarker = ".npuc-output";
+
+  OutputDir(std::filesystem::path root, std::string name, const char* what = "PREFIX");
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+  ~OutputDir();
+
+  const std::filesystem::path& path() const { return tmp_; }
+  const std::filesystem::path& finalPath() const { return final_; }
+  void commit();
+
+  /// Why `dir` may not be replaced by npuc, or "" when it may: it does not exist, or it is an empty folder, or a
+  /// folder holding kMarker or an npuc package (a manifest.json of format "npuc-package"). A symbolic link, a
+  /// file, or any other folder is refused.
+  static std::string whyNotReplaceable(const std::filesystem::path& dir);
+
+ private:
+  std::filesystem::path root_, final_, tmp_;
+  std::string name_;
+  bool committed_ = false;
+};
 
 }  // namespace npuc

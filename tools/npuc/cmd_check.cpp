@@ -54,7 +54,6 @@ void addCheck(CLI::App& app, Action& run) {
         }
       }
       if (!o->no_report) {
-        std::filesystem::create_directories(o->out_dir);
         for (auto& f : writeCheckReport(rows, o->target, o->model, std::filesystem::path(o->out_dir) / prefix))
           fmt::print("wrote {}\n", f);
       }

@@ -220,7 +220,7 @@ void addCompare(CLI::App& app, Action& run) {
         }
         prev = r.snr;
       }
-      fs::create_directories(o->out);
+      makeOutputFolder(o->out, "--out");
       std::string csv = "seq,layer,kind,engine,opexp,value,shape,matched,max_abs_err,cosine,snr_db\n";
       fmt::print("{:>4}  {:<44} {:<16} {:>12} {:>11} {:>8}\n", "seq", "layer", "kind", "max abs err", "cosine", "SNR dB");
       int matched = 0;

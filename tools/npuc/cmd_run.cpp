@@ -28,7 +28,7 @@ void addRun(CLI::App& app, Action& run) {
       double t0 = nowMs();
       auto outs = s.run(inputs);
       double t1 = nowMs();
-      std::filesystem::create_directories(o->out_dir);
+      makeOutputFolder(o->out_dir, "--output-dir");
       auto infos = m.outputs();
       for (size_t i = 0; i < outs.size(); ++i) {
         auto path = std::filesystem::path(o->out_dir) / (safeFileName(infos[i].name) + ".npy");

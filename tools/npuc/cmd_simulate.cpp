@@ -108,7 +108,7 @@ void addSimulate(CLI::App& app, Action& run) {
       std::string index;
       LayerCallback cb;
       if (!o->trace.empty()) {
-        fs::create_directories(o->trace);
+        makeOutputFolder(o->trace, "--trace");
         index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file\n";
         cb = [&](const RuntimeLayer& l, const Tensor& y) {
           const Shape& s = y.shape();
@@ -130,7 +130,7 @@ void addSimulate(CLI::App& app, Action& run) {
       double t0 = nowMs();
       rt.run(cb);
       double t1 = nowMs();
-      fs::create_directories(o->output_dir);
+      makeOutputFolder(o->output_dir, "--output-dir");
       for (auto& out : rt.outputs()) {
         std::string base = (fs::path(o->output_dir) / safeFileName(out.name)).string();
         writeNpyFile(base + ".npy", rt.outputFloat(out.name));

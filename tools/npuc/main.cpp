@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <string>
 
 int main(int argc, char** argv) {
   CLI::App app{"npuc — open NPU model translator: import ONNX, optimize, check, translate, simulate."};
@@ -33,6 +35,12 @@ int main(int argc, char** argv) {
   } catch (const npuc::Error& e) {
     std::fprintf(stderr, "npuc: error: %s\n", e.what());
     return npuc::exitStatusFor(e.code());
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave could not be read or written (no such folder, no permission, a file where a folder
+    // was expected): their input, not an npuc bug.
+    std::string where = e.path1().empty() ? "" : e.path1().string() + ": ";
+    std::fprintf(stderr, "npuc: error: %s%s\n", where.c_str(), e.code().message().c_str());
+    return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "npuc: error: out of memory\n");
     return 3;
