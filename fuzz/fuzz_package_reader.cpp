@@ -5,16 +5,13 @@
 // the demo's YUY2 camera pipeline translated for drpai (both engines, fp16 body, uint8 frame, pre/post layers, an
 // image input) or for generic (fp32 body with casts at its boundary, whose kernels read device memory directly);
 // the AIPP test model with a static AIPP block (drpai) or a dynamic one (generic: a parameter-block input).
-// Bit 0 of byte 1 says whether to re-hash the manifest after the replacement (so that the damage reaches the
-// decoders and the validator instead of stopping at the SHA-256 check), bit 2 runs the simulator on two threads,
+// Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
+// hash recomputed, so that the damage reaches the decoders and the validator instead of stopping at the hashes), bit 2 runs the simulator on two threads,
 // the rest replaces the file's bytes.
 // With NPUC_FUZZ_SEED_DIR set, the initializer writes one seed per template file there (scripts/fuzz_smoke.sh).
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
 #include "package/package.hpp"
-#include "support/sha256.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -37,22 +34,15 @@ Files g_template[kTemplates];  // prepost drpai (fp16), prepost generic (fp32), 
 std::vector<std::string> g_names;
 fs::path g_dir;
 
+/// Re-seals the manifest over the replaced file (when the manifest can be read) so that the damage reaches the
+/// decoders and the validator.
 void rehash(Files& f) {
-  auto j = nlohmann::ordered_json::parse(f.at("manifest.json"), nullptr, false);
-  if (j.is_discarded() || !j.contains("files") || !j["files"].is_array()) return;
-  std::vector<std::pair<std::string, std::string>> hashes;
-  for (auto& e : j["files"]) {
-    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) return;
-    auto it = f.find(e["name"].get<std::string>());
-    if (it == f.end()) return;
-    std::string h = npuc::sha256Hex(it->second.data(), it->second.size());
-    e["size"] = it->second.size();
-    e["sha256"] = h;
-    hashes.emplace_back(it->first, h);
+  const auto& m = f.at("manifest.json");
+  try {
+    std::string s = npuc::package::resealManifest(std::string(m.begin(), m.end()), f);
+    f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
+  } catch (const npuc::Error&) {
   }
-  j["content_hash"] = npuc::package::contentHash(hashes);
-  std::string s = j.dump(1);
-  f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
 }
 
 }  // namespace
@@ -105,10 +95,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Files f = g_template[((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
   const std::string& name = g_names[data[0] % g_names.size()];
   f[name] = std::vector<uint8_t>(data + 2, data + size);
-  if ((data[1] & 1) && name != "manifest.json") rehash(f);
+  if (data[1] & 1) rehash(f);  // also a replaced manifest: its fields then reach the validator
   try {
     npuc::package::readPackage(
-        [&](const std::string& n) -> std::optional<std::vector<uint8_t>> {
+        [&](const std::string& n, uint64_t) -> std::optional<std::vector<uint8_t>> {
           auto it = f.find(n);
           if (it == f.end()) return std::nullopt;
           return it->second;

@@ -162,7 +162,12 @@ std::vector<uint8_t> encodeDescriptors(const std::vector<Descriptor>& ds, Engine
     put32(b, d.param_addr);
     put32(b, d.param_size);
     b.resize(start + 64, 0);
-    for (const TensorRef& r : d.refs) {
+    for (size_t k = 0; k < kMaxRefs; ++k) {
+      if (k >= size_t(d.n_in) + d.n_out) {  // unused slots are all zero bytes
+        b.resize(b.size() + kTensorRefSize, 0);
+        continue;
+      }
+      const TensorRef& r = d.refs[k];
       put32(b, r.addr);
       put32(b, r.bytes);
       b.push_back(static_cast<uint8_t>(r.type));
@@ -191,14 +196,16 @@ std::vector<uint8_t> encodeLibraries(const std::vector<Library>& libs) {
   return b;
 }
 
-std::string contentHash(const std::vector<std::pair<std::string, std::string>>& files) {
+std::string contentHash(const std::vector<std::pair<std::string, std::string>>& files, const std::string& manifest_sha256) {
   Sha256 h;
-  for (auto& [name, hash] : files) {
+  auto line = [&](const std::string& name, const std::string& hash) {
     h.update(name.data(), name.size());
     h.update("\0", 1);
     h.update(hash.data(), hash.size());
     h.update("\n", 1);
-  }
+  };
+  for (auto& [name, hash] : files) line(name, hash);
+  line("manifest.json", manifest_sha256);
   return "sha256:" + h.hexDigest();
 }
 
@@ -234,6 +241,11 @@ std::vector<Descriptor> decodeDescriptors(const std::vector<uint8_t>& b, Engine 
       if (p[k]) bad(file, "descriptor {}: reserved bytes 32..63 must be 0", i);
     for (size_t r = 0; r < kMaxRefs; ++r) {
       const uint8_t* q = p + 64 + r * kTensorRefSize;
+      if (r >= size_t(d.n_in) + d.n_out) {
+        if (std::any_of(q, q + kTensorRefSize, [](uint8_t c) { return c != 0; }))
+          bad(file, "descriptor {}: unused reference {} (it has {} inputs and {} outputs) must be all zero bytes", i, r, d.n_in, d.n_out);
+        continue;
+      }
       TensorRef& t = d.refs[r];
       t.addr = get32(q);
       t.bytes = get32(q + 4);
@@ -326,6 +338,41 @@ TensorRef refFromJson(const Field& f) {
   return r;
 }
 
+/// Parses a manifest. Nesting deeper than kMaxJsonDepth is refused by a linear scan before any JSON value is built,
+/// so no recursive copy or destruction of a hostile document can exhaust the stack.
+json parseManifest(const std::vector<uint8_t>& b, const std::string& mfile) {
+  int depth = 0;
+  bool in_str = false, esc = false;
+  for (size_t i = 0; i < b.size(); ++i) {
+    uint8_t c = b[i];
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        bad(mfile, "nesting deeper than {} levels at byte {} (a manifest needs 4; this is not an npuc manifest)", kMaxJsonDepth, i);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  try {
+    return json::parse(b.begin(), b.end());
+  } catch (const json::exception& e) {
+    bad(mfile, "not valid JSON: {}", e.what());
+  }
+}
+
+std::string dumpJson(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
+
+/// SHA-256 of the manifest's canonical form (content_hash removed, compact, keys in file order).
+std::string manifestDigest(json j) {
+  if (j.is_object()) j.erase("content_hash");
+  std::string s = dumpJson(j, -1);
+  return sha256Hex(s.data(), s.size());
+}
 
 std::string libInfoText(const Package& p) {
   std::map<uint16_t, std::pair<int, int>> calls;  // lib -> (calls, with interrupt)
@@ -412,7 +459,7 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
     hashes.emplace_back(f.name, h);
     m["files"].push_back({{"name", f.name}, {"size", f.size}, {"sha256", h}});
   }
-  p.content_hash = contentHash(hashes);
+  p.content_hash = contentHash(hashes, manifestDigest(m));
   m["content_hash"] = p.content_hash;
 
   std::vector<std::string> names;
@@ -420,9 +467,27 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
     writeFileAtomic(dir / f.name, f.data, f.size);
     names.push_back(f.name);
   }
-  writeFileAtomic(dir / "manifest.json", m.dump(1) + "\n");
+  writeFileAtomic(dir / "manifest.json", dumpJson(m, 1) + "\n");
   names.push_back("manifest.json");
   return names;
+}
+
+std::string resealManifest(const std::string& text, const std::map<std::string, std::vector<uint8_t>>& files) {
+  json j = parseManifest(std::vector<uint8_t>(text.begin(), text.end()), "manifest.json");
+  if (!j.is_object() || !j.contains("files") || !j["files"].is_array()) bad("manifest.json", "no 'files' list");
+  std::vector<std::pair<std::string, std::string>> hashes;
+  for (auto& e : j["files"]) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) bad("manifest.json", "a 'files' entry has no name");
+    std::string name = e["name"].get<std::string>();
+    auto it = files.find(name);
+    if (it == files.end()) bad("manifest.json", "lists '{}', which is not among the files", name);
+    std::string h = sha256Hex(it->second.data(), it->second.size());
+    e["size"] = it->second.size();
+    e["sha256"] = h;
+    hashes.emplace_back(name, h);
+  }
+  j["content_hash"] = contentHash(hashes, manifestDigest(j));
+  return dumpJson(j, 1) + "\n";
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -433,14 +498,15 @@ Package readPackage(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(ErrorCode::kIo, "{}: not a package directory", dir.string());
   if (!fs::exists(mfile, ec)) fail(ErrorCode::kIo, "{}: no manifest.json (not an npuc package)", dir.string());
-  return readPackage([&](const std::string& name) -> std::optional<std::vector<uint8_t>> {
+  return readPackage([&](const std::string& name, uint64_t max_bytes) -> std::optional<std::vector<uint8_t>> {
     fs::path path = dir / name;
     std::error_code e;
-    if (!fs::is_regular_file(path, e)) return std::nullopt;
-    // No package file can exceed the 32-bit address space (plus headers): refuse before reading.
+    if (!fs::exists(path, e)) return std::nullopt;
+    // Refused from its size before it is read: a file larger than the manifest declares (or than any manifest).
+    if (name == "manifest.json") return readFileBytes(path, max_bytes, "a package manifest");
     uintmax_t size = fs::file_size(path, e);
-    if (e || size > (uintmax_t(1) << 32) + 4096)
-      fail(ErrorCode::kInvalidInput, "{}: {} bytes is larger than any package file can be", path.string(), size);
+    if (!e && size > max_bytes)
+      bad(path.string(), "size {} bytes, the manifest declares {} (truncated or replaced file; nothing was read)", size, max_bytes);
     return readFileBytes(path);
   }, dir.string());
 }
@@ -448,21 +514,17 @@ Package readPackage(const fs::path& dir) {
 Package readPackage(const FileSource& source, const std::string& where) {
   const fs::path dir(where);
   const std::string mfile = (dir / "manifest.json").string();
-  auto manifest = source("manifest.json");
+  auto manifest = source("manifest.json", kMaxManifestBytes);
   if (!manifest) fail(ErrorCode::kIo, "{}: no manifest.json (not an npuc package)", where);
-  json j;
-  try {
-    j = json::parse(manifest->begin(), manifest->end());
-  } catch (const json::exception& e) {
-    bad(mfile, "not valid JSON: {}", e.what());
-  }
+  json j = parseManifest(*manifest, mfile);
   Field root{j, "", mfile};
   Package p;
   try {
     if (root.at("format").str() != "npuc-package") bad(mfile, "field 'format' must be \"npuc-package\"");
     p.version = static_cast<uint32_t>(root.at("version").u());
     if (p.version != kFormatVersion)
-      bad(mfile, "unknown format version {} (this npuc reads version {})", p.version, kFormatVersion);
+      bad(mfile, "unknown format version {} (this npuc reads version {}{})", p.version, kFormatVersion,
+          p.version < kFormatVersion ? "; the package was written by an older npuc: translate the model again" : "");
     p.producer = root.at("producer").str();
     p.prefix = root.at("prefix").str();
     p.target = root.at("target").str();
@@ -501,12 +563,13 @@ Package readPackage(const FileSource& source, const std::string& where) {
     for (size_t i = 0; i < files.size(); ++i) {
       Field f = files.at(i);
       std::string name = f.at("name").str();
-      if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos)
-        bad(mfile, "field 'files[{}].name' = '{}' is not a plain file name", i, name);
-      uint64_t size = f.at("size").u(std::numeric_limits<uint64_t>::max());
+      if (std::string why = whyNotPlainName(name); !why.empty()) bad(mfile, "field 'files[{}].name' = '{}' {}", i, name, why);
+      if (name == "manifest.json" || data.count(name)) bad(mfile, "field 'files[{}].name': '{}' is listed twice", i, name);
+      // No package file can exceed the 32-bit address space (plus headers).
+      uint64_t size = f.at("size").u((uint64_t(1) << 32) + 4096);
       std::string want = f.at("sha256").str();
       fs::path path = dir / name;
-      auto file_bytes = source(name);
+      auto file_bytes = source(name, size);
       if (!file_bytes) fail(ErrorCode::kIo, "{}: missing (listed in manifest.json)", path.string());
       std::vector<uint8_t> bytes = std::move(*file_bytes);
       if (bytes.size() != size)
@@ -517,7 +580,8 @@ Package readPackage(const FileSource& source, const std::string& where) {
       data[name] = std::move(bytes);
     }
     p.content_hash = root.at("content_hash").str();
-    if (p.content_hash != contentHash(hashes)) bad(mfile, "field 'content_hash' does not match the files");
+    if (p.content_hash != contentHash(hashes, manifestDigest(j)))
+      bad(mfile, "field 'content_hash' does not match the files and the manifest (a file or a manifest field was changed)");
     auto byName = [&](const std::string& name) -> std::pair<std::string, std::vector<uint8_t>*> {
       auto it = data.find(name);
       if (it == data.end()) bad(mfile, "'{}' is not listed in 'files'", name);
@@ -539,6 +603,7 @@ Package readPackage(const FileSource& source, const std::string& where) {
       p.libraries = decodeLibraries(*bytes, path);
     }
     Field layers = root.at("layers");
+    std::vector<std::string> kinds;
     for (size_t i = 0; i < layers.size(); ++i) {
       Field l = layers.at(i);
       LayerInfo li;
@@ -552,12 +617,20 @@ Package readPackage(const FileSource& source, const std::string& where) {
       Field nodes = l.at("onnx_nodes");
       for (size_t k = 0; k < nodes.size(); ++k) li.onnx_nodes.push_back(nodes.at(k).str());
       li.output = l.at("output").str();
+      // The kind is stated for readers of the manifest; it must be the descriptor's (checked once decoded).
+      kinds.push_back(l.at("kind").str());
       p.layers.push_back(std::move(li));
+    }
+    validatePackage(p, where);
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      const LayerInfo& l = p.layers[i];
+      const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
+      if (kinds[i] != layerKindName(d.kind))
+        bad(mfile, "field 'layers[{}].kind' = '{}', but its descriptor is a '{}' layer", i, kinds[i], layerKindName(d.kind));
     }
   } catch (const json::exception& e) {
     bad(mfile, "malformed manifest: {}", e.what());
   }
-  validatePackage(p, where);
   return p;
 }
 

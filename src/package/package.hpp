@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,7 +25,9 @@
 
 namespace npuc::package {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;  // 2: the manifest is covered by content_hash; unused references zero
+inline constexpr uint64_t kMaxManifestBytes = 64u << 20;  // a manifest is refused above this size
+inline constexpr int kMaxJsonDepth = 16;                  // and above this nesting (the format needs 4)
 inline constexpr char kDescMagic[8] = {'N', 'P', 'U', 'C', 'D', 'E', 'S', 'C'};
 inline constexpr char kCfgMagic[8] = {'N', 'P', 'U', 'C', 'D', 'C', 'F', 'G'};
 inline constexpr uint32_t kNoWait = 0xFFFF'FFFFu;
@@ -185,8 +188,15 @@ struct Package {
 /// Serialises the binary streams (for writing and for tests).
 std::vector<uint8_t> encodeDescriptors(const std::vector<Descriptor>& d, Engine e);
 std::vector<uint8_t> encodeLibraries(const std::vector<Library>& libs);
-/// The manifest's content_hash: SHA-256 over (name, NUL, the file's SHA-256 hex, newline) per file, in order.
-std::string contentHash(const std::vector<std::pair<std::string, std::string>>& name_and_sha256);
+/// The manifest's content_hash: SHA-256 over (name, NUL, the file's SHA-256 hex, newline) per listed file, in
+/// order, then the same line for "manifest.json" with the SHA-256 of the manifest itself in canonical form (its
+/// JSON without the content_hash field, compact, keys in file order): every byte the runtime reads is covered.
+std::string contentHash(const std::vector<std::pair<std::string, std::string>>& name_and_sha256,
+                        const std::string& manifest_sha256);
+/// For tools and tests that change a package on purpose: the manifest text with each listed file's size and
+/// SHA-256 and the content_hash recomputed from `files` (name -> bytes). Throws npuc::Error on a manifest it
+/// cannot read.
+std::string resealManifest(const std::string& manifest_json, const std::map<std::string, std::vector<uint8_t>>& files);
 
 /// Writes every file of the package into `dir` (which must exist) and returns their names in writing order.
 /// Sets p.content_hash. Same package, same bytes.
@@ -197,9 +207,10 @@ std::vector<std::string> writePackage(Package& p, const std::filesystem::path& d
 /// bytes, every reference and parameter block inside the element space it must be in, program order and
 /// waits), file hashes. Throws npuc::Error (kInvalidInput) naming the file, the field and the rule.
 Package readPackage(const std::filesystem::path& dir);
-/// The same from any file source (tests, the fuzzer): `source(name)` returns a file's bytes, or nullopt when it
-/// does not exist; `where` names the package in messages.
-using FileSource = std::function<std::optional<std::vector<uint8_t>>(const std::string& name)>;
+/// The same from any file source (tests, the fuzzer): `source(name, max_bytes)` returns a file's bytes, or nullopt
+/// when it does not exist; a file of more than max_bytes (the size the manifest declares) must be refused before
+/// it is read (throw npuc::Error). `where` names the package in messages.
+using FileSource = std::function<std::optional<std::vector<uint8_t>>(const std::string& name, uint64_t max_bytes)>;
 Package readPackage(const FileSource& source, const std::string& where);
 
 /// Validates a package in memory (what readPackage runs after parsing; writePackage runs it too).

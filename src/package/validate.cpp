@@ -5,6 +5,7 @@
 #include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
 #include "support/error.hpp"
+#include "support/file.hpp"
 
 #include <fmt/format.h>
 
@@ -191,6 +192,7 @@ struct Checker {
   }
 
   void ioTensors() const {
+    if (p.outputs.empty()) bad("the package has no outputs (a package has at least one)");
     std::set<std::string> names;
     for (auto* list : {&p.inputs, &p.outputs})
       for (auto& t : *list) {
@@ -668,11 +670,23 @@ struct Checker {
       last.erase(last.lower_bound(lo), last.lower_bound(hi));
       last.emplace(lo, Writer{hi, d.seq, e});
     }
+    // Every byte of every output is written by some descriptor (an output elsewhere would read stale memory).
+    for (const IoTensor& t : p.outputs) {
+      uint64_t lo = t.ref.addr, hi = uint64_t(t.ref.addr) + t.ref.bytes;
+      auto it = last.upper_bound(lo);
+      if (it != last.begin()) --it;
+      for (; lo < hi && it != last.end() && it->first <= lo; ++it)
+        if (it->second.hi > lo) lo = it->second.hi;
+      if (lo < hi)
+        bad("output '{}' [0x{:x}, +{}): the bytes from 0x{:x} on are written by no descriptor", t.name, t.ref.addr, t.ref.bytes, lo);
+    }
+    if (n == 0) bad("the package has no descriptors");
     if (p.layers.size() != n) bad("manifest lists {} layers for {} descriptors", p.layers.size(), n);
     for (size_t s = 0; s < n; ++s) {
       const LayerInfo& l = p.layers[s];
       if (l.seq != s || l.engine != by_seq[s].first || l.index != by_seq[s].second)
         bad("manifest layer {} ('{}') does not point at the descriptor with seq {}", s, l.name, s);
+      if (l.name.empty() || l.output.empty()) bad("manifest layer {}: empty name or output", s);
     }
   }
 };
@@ -682,6 +696,8 @@ struct Checker {
 void validatePackage(const Package& p, const std::string& where) {
   if (p.version != kFormatVersion) fail(ErrorCode::kInvalidInput, "{}: unknown format version {}", where, p.version);
   Checker c{p, where, {}};
+  for (auto [field, value] : {std::pair<const char*, const std::string*>{"prefix", &p.prefix}, {"target", &p.target}})
+    if (std::string why = whyNotPlainName(*value); !why.empty()) c.bad("{} '{}' {}", field, *value, why);
   c.floatType();
   c.addressMap();
   for (auto& l : p.libraries)

@@ -50,8 +50,8 @@ std::vector<uint8_t> readFileBytes(const fs::path& path, uint64_t max_bytes, con
   if (!S_ISREG(st.st_mode)) fail(ErrorCode::kIo, "{}: is not a regular file (a device, pipe or socket)", path.string());
   auto size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes)
-    fail(ErrorCode::kInvalidInput, "{}: {} bytes, more than {} may have ({} bytes); nothing was read", path.string(), size,
-         what_limits, max_bytes);
+    fail(ErrorCode::kInvalidInput, "{}: {} bytes, more than the {} bytes {} allows (nothing was read)", path.string(), size,
+         max_bytes, what_limits);
   std::vector<uint8_t> data(size);
   size_t done = 0;
   while (done < size) {
@@ -119,16 +119,22 @@ void syncTree(const fs::path& dir) {
   syncPath(dir, true);
 }
 
-void checkPlainName(const std::string& name, const char* what) {
-  auto bad = [&](const char* rule) { fail(ErrorCode::kInvalidArgument, "{} '{}' {}", what, name, rule); };
-  if (name.empty()) fail(ErrorCode::kInvalidArgument, "{} is empty: it names the output folder and its files", what);
-  if (name == "." || name == "..") bad("is not a name: it must name one new folder or file, not a folder above it");
-  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos)
-    bad("contains a path separator: give a plain name (use --out for the folder it goes into)");
+std::string whyNotPlainName(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is not a name: it must name one folder or file, not the folder itself or its parent";
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos) return "contains a path separator";
   for (unsigned char c : name)
-    if (c < 0x20 || c == 0x7f) bad("contains a control character");
-  if (name[0] == '.') bad("starts with '.': npuc keeps such names for its temporary folders");
-  if (name.size() > 200) bad("is longer than 200 bytes");
+    if (c < 0x20 || c == 0x7f) return "contains a control character";
+  if (name[0] == '.') return "starts with '.': npuc keeps such names for its temporary folders";
+  if (name.size() > 200) return "is longer than 200 bytes";
+  return "";
+}
+
+void checkPlainName(const std::string& name, const char* what) {
+  if (name.empty()) fail(ErrorCode::kInvalidArgument, "{} is empty: it names the output folder and its files", what);
+  if (std::string why = whyNotPlainName(name); !why.empty())
+    fail(ErrorCode::kInvalidArgument, "{} '{}' {} (it must be one plain name; the folder it goes into is given apart, e.g. "
+         "with --out)", what, name, why);
 }
 
 void makeFolder(const fs::path& dir, const char* what) {

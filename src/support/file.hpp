@@ -11,8 +11,8 @@
 
 namespace npuc {
 
-/// Reads a whole regular file. A file of more than `max_bytes` is refused before anything is read (kInvalidInput,
-/// naming `what_limits`: "a .npy file", "the manifest", …).
+/// Reads a whole regular file. A file of more than `max_bytes` is refused before anything is read (kInvalidInput:
+/// "<path>: <size> bytes, more than the <max_bytes> bytes <what_limits> allows").
 std::vector<uint8_t> readFileBytes(const std::filesystem::path& path,
                                    uint64_t max_bytes = std::numeric_limits<uint64_t>::max(),
                                    const char* what_limits = "a file");
@@ -36,7 +36,9 @@ void syncTree(const std::filesystem::path& dir);
 
 /// Checks that `name` names one entry inside a folder and nothing else: not empty, not "." or "..", no '/' or
 /// '\', no control characters, not starting with '.' (npuc's temporary folders do), at most 200 bytes.
-/// Throws kInvalidArgument: "<what> '<name>' <rule>".
+/// whyNotPlainName returns the rule it breaks ("" when none); checkPlainName throws kInvalidArgument:
+/// "<what> '<name>' <rule>".
+std::string whyNotPlainName(const std::string& name);
 void checkPlainName(const std::string& name, const char* what);
 
 /// Creates `dir` and its parents; a path that exists but is not a folder, or cannot be created (a regular file

@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <map>
 
@@ -44,7 +46,7 @@ const Files& validPackage() {
 }
 
 package::Package read(const Files& f) {
-  return package::readPackage([&](const std::string& n) -> std::optional<std::vector<uint8_t>> {
+  return package::readPackage([&](const std::string& n, uint64_t) -> std::optional<std::vector<uint8_t>> {
     auto it = f.find(n);
     if (it == f.end()) return std::nullopt;
     return it->second;
@@ -52,28 +54,24 @@ package::Package read(const Files& f) {
 }
 
 json manifest(const Files& f) { return json::parse(f.at("manifest.json")); }
-void setManifest(Files& f, const json& j) {
+/// Replaces the manifest; `seal` recomputes its content hash (when it can), so that the change reaches the checks
+/// behind the hash.
+void setManifest(Files& f, const json& j, bool seal = true) {
   std::string s = j.dump(1);
   f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
+  if (!seal) return;
+  try {
+    s = package::resealManifest(s, f);
+    f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
+  } catch (const Error&) {
+  }
 }
 
 /// Recomputes sizes, hashes and the content hash so that a changed file reaches the deeper checks.
 void rehash(Files& f) {
-  json j = manifest(f);
-  Sha256 all;
-  for (auto& e : j["files"]) {
-    const auto& b = f.at(e["name"].get<std::string>());
-    std::string h = sha256Hex(b.data(), b.size());
-    e["size"] = b.size();
-    e["sha256"] = h;
-    std::string name = e["name"];
-    all.update(name.data(), name.size());
-    all.update("\0", 1);
-    all.update(h.data(), h.size());
-    all.update("\n", 1);
-  }
-  j["content_hash"] = "sha256:" + all.hexDigest();
-  setManifest(f, j);
+  const auto& m = f.at("manifest.json");
+  std::string s = package::resealManifest(std::string(m.begin(), m.end()), f);
+  f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
 }
 
 void expectError(const Files& f, const std::string& fragment) {
@@ -130,9 +128,12 @@ TEST(PackageReader, UnknownVersion) {
   expectError(f, "unknown format version 7");
   Files g = validPackage();
   json j = manifest(g);
-  j["version"] = 2;
+  j["version"] = 3;
   setManifest(g, j);
-  expectError(g, "unknown format version 2");
+  expectError(g, "unknown format version 3");
+  j["version"] = 1;  // packages of format 1 (before the manifest was hashed) are not read: translate again
+  setManifest(g, j);
+  expectError(g, "written by an older npuc: translate the model again");
 }
 
 TEST(PackageReader, DescriptorAddressingOutsideTheMap) {
@@ -190,7 +191,7 @@ TEST(PackageReader, ManifestProblems) {
   json n = manifest(m);
   n["files"][0]["name"] = "../etc/passwd";
   setManifest(m, n);
-  expectError(m, "not a plain file name");
+  expectError(m, "'../etc/passwd' contains a path separator");
   Files missing = validPackage();
   missing.erase("drp_param.bin");
   expectError(missing, "missing");
@@ -272,6 +273,100 @@ TEST(PackageReader, ReviewRules) {
     setManifest(f, j);
     expectError(f, "used by two inputs/outputs");
   }
+}
+
+// The findings of the bad-input campaign (issue 22): each of these was accepted before.
+TEST(PackageReader, TheManifestIsCoveredByTheContentHash) {
+  // Only outputs[0].addr moved into the data region: simulate used to run it and answer differently.
+  {
+    Files f = validPackage();
+    json j = manifest(f);
+    j["outputs"][0]["addr"] = j["address_map"][0]["elements"][1]["addr"];
+    setManifest(f, j, /*seal=*/false);
+    expectError(f, "'content_hash' does not match the files and the manifest");
+  }
+  // No outputs at all: refused by the hash, and by the validator when re-sealed.
+  {
+    Files f = validPackage();
+    json j = manifest(f);
+    j["outputs"] = json::array();
+    setManifest(f, j, false);
+    expectError(f, "does not match the files and the manifest");
+    setManifest(f, j, true);
+    expectError(f, "the package has no outputs");
+  }
+  // A sealed output whose last bytes no descriptor writes (its 40 bytes moved up by 8 in the 64-byte data_out).
+  {
+    Files f = validPackage();
+    json j = manifest(f);
+    ASSERT_EQ(j["outputs"][0]["bytes"].get<uint64_t>(), 40u);
+    j["outputs"][0]["addr"] = j["outputs"][0]["addr"].get<uint64_t>() + 8;
+    setManifest(f, j);
+    expectError(f, "written by no descriptor");
+  }
+}
+
+TEST(PackageReader, ValidatesEveryManifestFieldTheRuntimeReads) {
+  auto changed = [](const std::function<void(json&)>& edit) {
+    Files f = validPackage();
+    json j = manifest(f);
+    edit(j);
+    setManifest(f, j);
+    return f;
+  };
+  expectError(changed([](json& j) { j["target"] = "../../etc"; }), "target '../../etc' contains a path separator");
+  expectError(changed([](json& j) { j["prefix"] = ".."; }), "prefix '..' is not a name");
+  expectError(changed([](json& j) { j["layers"][0]["kind"] = "softmax"; }), "field 'layers[0].kind' = 'softmax', but its descriptor is a 'conv' layer");
+  expectError(changed([](json& j) { j["layers"][0].erase("kind"); }), "missing field 'layers[0].kind'");
+  expectError(changed([](json& j) { j["layers"][1]["output"] = ""; }), "manifest layer 1: empty name or output");
+  expectError(changed([](json& j) { j["files"].push_back(j["files"][0]); }), "is listed twice");
+}
+
+TEST(PackageReader, UnusedReferenceSlotsMustBeZero) {
+  Files f = validPackage();
+  package::Package p = read(f);
+  size_t used = size_t(p.mac[0].n_in) + p.mac[0].n_out;
+  ASSERT_LT(used, size_t(package::kMaxRefs));
+  // The element type byte of the first unused slot (address and size stay 0, which the old check looked at).
+  f["aimac_desc.bin"][kRec + 64 + used * package::kTensorRefSize + 8] = 1;
+  rehash(f);
+  expectError(f, "unused reference " + std::to_string(used) + " (it has " + std::to_string(p.mac[0].n_in) + " inputs");
+}
+
+TEST(PackageReader, DeeplyNestedManifestIsRefusedWithoutRecursion) {
+  Files f = validPackage();
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  f["manifest.json"] = std::vector<uint8_t>(deep.begin(), deep.end());
+  expectError(f, "nesting deeper than 16 levels at byte 16");
+  // Nesting inside a string is text, not nesting.
+  json j = manifest(validPackage());
+  j["producer"] = std::string(1000, '[');
+  Files g = validPackage();
+  setManifest(g, j);
+  EXPECT_NO_THROW(read(g));
+}
+
+TEST(PackageReader, AnOversizedFileIsRefusedBeforeItIsRead) {
+  // A 3 GiB sparse weight file in a package folder: refused from its size, in no time and without the memory.
+  fs::path dir = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("oversized-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (auto& [name, bytes] : validPackage()) {
+    std::ofstream out(dir / name, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  fs::resize_file(dir / "digits_weight.dat", uint64_t(3) << 30);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    package::readPackage(dir);
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("size 3221225472 bytes, the manifest declares"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing was read"), std::string::npos) << e.what();
+  }
+  // Generous: reading 3 GiB takes seconds; a refusal from the size takes microseconds.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  fs::remove_all(dir);
 }
 
 TEST(PackageReader, CrossEngineReadWithoutWait) {
