@@ -3,6 +3,7 @@
 
 #include "support/error.hpp"
 #include "support/file.hpp"
+#include "support/yaml.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -128,12 +129,7 @@ std::string hexGrouped(uint64_t v) {
 
 AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, const AddrMapRules& rules) {
   return withContext(source, [&] {
-    YAML::Node root;
-    try {
-      root = YAML::Load(yaml);
-    } catch (const YAML::Exception& e) {
-      fail(ErrorCode::kInvalidInput, "invalid YAML: {}", e.what());
-    }
+    YAML::Node root = loadYaml(yaml);
     if (!root.IsSequence()) fail(ErrorCode::kInvalidInput, "the address map must be a YAML list of Sub-Spaces (§6)");
     AddrMapDef d;
     d.source = source;
@@ -165,7 +161,7 @@ AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, c
 }
 
 AddrMapDef loadAddrMapDef(const std::filesystem::path& path, const AddrMapRules& rules) {
-  return parseAddrMapDef(readFileText(path), path.string(), rules);
+  return parseAddrMapDef(readFileText(path, kMaxConfigBytes, "an address map definition"), path.string(), rules);
 }
 
 AddrMapDef defaultAddrMapDef(uint64_t base) {

@@ -5,6 +5,7 @@
 #include "ops/registry.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
+#include "support/yaml.hpp"
 #include "support/fp16.hpp"
 
 #include <fmt/format.h>
@@ -258,7 +259,7 @@ class Parser {
 AippConfig parseAipp(const std::string& text, const std::string& source) { return Parser(text, source).run(); }
 
 AippConfig loadAipp(const std::filesystem::path& file) {
-  std::vector<uint8_t> bytes = readFileBytes(file);
+  std::vector<uint8_t> bytes = readFileBytes(file, kMaxConfigBytes, "an AIPP configuration");
   return parseAipp(std::string(bytes.begin(), bytes.end()), file.string());
 }
 
@@ -438,12 +439,7 @@ const char* const kVarNames[4] = {"dtcPixelVarReciChn0", "dtcPixelVarReciChn1", 
 }  // namespace
 
 kernels::AippParams aippParamsFromYaml(const std::string& text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(ErrorCode::kInvalidInput, "{}: not valid YAML: {}", source, e.what());
-  }
+  YAML::Node root = withContext(source, [&] { return loadYaml(text); });
   if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "{}: an AIPP parameter block is a YAML mapping of the seed's field names", source);
   auto bad = [&](const std::string& where, const std::string& why) { fail(ErrorCode::kInvalidInput, "{}: {}: {}", source, where, why); };
   auto integer = [&](const YAML::Node& v, const FieldRef& f, const std::string& where) {

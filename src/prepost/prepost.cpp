@@ -5,6 +5,7 @@
 
 #include "support/error.hpp"
 #include "support/file.hpp"
+#include "support/yaml.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -1256,12 +1257,7 @@ void checkReaches(const TensorInfo& got, const TensorDecl& want, const char* key
 
 PrePost parsePrePost(const std::string& yaml_text, const std::string& source_name, const ParseOptions& options) {
   return withContext(source_name, [&] {
-    YAML::Node root;
-    try {
-      root = YAML::Load(yaml_text);
-    } catch (const YAML::Exception& e) {
-      bad(fmt::format("invalid YAML: {}", e.what()));
-    }
+    YAML::Node root = loadYaml(yaml_text);
     static const std::vector<std::string> top = {"input_to_pre", "input_to_body", "output_from_body",
                                                  "output_from_post", "preprocess", "postprocess"};
     if (!root.IsMap())
@@ -1316,7 +1312,7 @@ PrePost parsePrePost(const std::string& yaml_text, const std::string& source_nam
 }
 
 PrePost loadPrePost(const std::filesystem::path& path, const ParseOptions& options) {
-  return parsePrePost(readFileText(path), path.string(), options);
+  return parsePrePost(readFileText(path, kMaxConfigBytes, "a pre/post-processing definition"), path.string(), options);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

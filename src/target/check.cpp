@@ -29,6 +29,16 @@ void shapeFacts(Facts& f, const Shape& s, const char* p) {
 
 }  // namespace
 
+const std::set<std::string>& derivedFactNames() {
+  static const std::set<std::string> k = {
+      "op", "n_inputs", "batch", "rank", "axes", "axis", "mode", "coordinate_transformation_mode", "nearest_mode",
+      "exclude_outside", "in_rank", "in_elems", "in_shape", "in_c", "in_w", "in_h", "out_rank", "out_elems",
+      "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
+      "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
+      "depthwise", "m", "k", "n", "b_constant"};
+  return k;
+}
+
 Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
   Facts f;
   f["op"] = Value(n.op);

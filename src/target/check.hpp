@@ -5,6 +5,7 @@
 #include "target/expr.hpp"
 #include "target/target.hpp"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace npuc::target {
 /// depthwise), matrix sizes (m, n, k), a normalised axis, and the node's int and string attributes.
 /// docs/targets.md lists them all.
 Facts nodeFacts(const ir::Graph& g, const ir::Node& n);
+/// Every fact nodeFacts derives (for some node), the node's own attributes aside: the vocabulary a target's rules
+/// are checked against when the target is loaded.
+const std::set<std::string>& derivedFactNames();
 
 struct Violation {
   int index = 0;  // position in the (optimized) graph's node order

@@ -46,6 +46,10 @@ class Parser {
   explicit Parser(const std::string& s) : s_(s) {}
 
   NodeP parseAll() {
+    // Both limits keep every recursion (parsing, evaluation, destruction of the tree) shallow: nesting is bounded
+    // by kMaxExprDepth, and a chain of operators by the length.
+    if (s_.size() > kMaxExprLength)
+      fail(ErrorCode::kInvalidInput, "expression of {} characters: at most {} (split the rule)", s_.size(), kMaxExprLength);
     NodeP n = parseOr();
     skip();
     if (pos_ != s_.size()) error("unexpected '" + s_.substr(pos_, 1) + "'");
@@ -54,8 +58,17 @@ class Parser {
 
  private:
   [[noreturn]] void error(const std::string& what) {
-    fail(ErrorCode::kInvalidInput, "expression \"{}\": {} at column {}", s_, what, pos_ + 1);
+    std::string shown = s_.size() > 200 ? s_.substr(0, 200) + "…" : s_;
+    fail(ErrorCode::kInvalidInput, "expression \"{}\": {} at column {}", shown, what, pos_ + 1);
   }
+  /// Counts one level of nesting ('not', unary '-', parentheses, lists) for its scope.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& q) : p(q) {
+      if (++p.depth_ > kMaxExprDepth) p.error(fmt::format("nesting deeper than {} levels", kMaxExprDepth));
+    }
+    ~Nest() { --p.depth_; }
+  };
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
@@ -93,6 +106,7 @@ class Parser {
   }
   NodeP parseNot() {
     if (word("not")) {
+      Nest nest(*this);
       auto n = std::make_shared<Expr::Node>();
       n->kind = Expr::Node::Kind::kUnary;
       n->op = "not";
@@ -130,6 +144,7 @@ class Parser {
   }
   NodeP parseUnary() {
     if (sym("-")) {
+      Nest nest(*this);
       auto n = std::make_shared<Expr::Node>();
       n->kind = Expr::Node::Kind::kUnary;
       n->op = "-";
@@ -143,22 +158,11 @@ class Parser {
     if (pos_ >= s_.size()) error("unexpected end");
     auto n = std::make_shared<Expr::Node>();
     char c = s_[pos_];
-    if (c == '(') {
-      ++pos_;
-      NodeP in = parseOr();
-      if (!sym(")")) error("missing ')'");
-      return in;
+    if (c == '(' || c == '[') {
+      Nest nest(*this);
+      return c == '(' ? parseParens() : parseList(n);
     }
-    if (c == '[') {
-      ++pos_;
-      n->kind = Expr::Node::Kind::kList;
-      if (!sym("]")) {
-        do n->kids.push_back(parseOr());
-        while (sym(","));
-        if (!sym("]")) error("missing ']'");
-      }
-      return n;
-    }
+
     if (c == '\'' || c == '"') {
       size_t e = s_.find(c, pos_ + 1);
       if (e == std::string::npos) error("unterminated string");
@@ -170,8 +174,10 @@ class Parser {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       int64_t v = 0;
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-        if (v > (INT64_MAX - 9) / 10) error("number too large");
-        v = v * 10 + (s_[pos_++] - '0');
+        int d = s_[pos_] - '0';
+        if (v > (INT64_MAX - d) / 10) error("number too large");
+        v = v * 10 + d;
+        ++pos_;
       }
       n->kind = Expr::Node::Kind::kLit;
       n->lit = Value(v);
@@ -191,8 +197,26 @@ class Parser {
     error(std::string("unexpected '") + c + "'");
   }
 
+  NodeP parseParens() {
+    ++pos_;
+    NodeP in = parseOr();
+    if (!sym(")")) error("missing ')'");
+    return in;
+  }
+  NodeP parseList(std::shared_ptr<Expr::Node> n) {
+    ++pos_;
+    n->kind = Expr::Node::Kind::kList;
+    if (!sym("]")) {
+      do n->kids.push_back(parseOr());
+      while (sym(","));
+      if (!sym("]")) error("missing ']'");
+    }
+    return n;
+  }
+
   const std::string& s_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 Value evalNode(const Expr::Node& n, const Facts& f, const std::string& text) {
@@ -212,7 +236,9 @@ Value evalNode(const Expr::Node& n, const Facts& f, const std::string& text) {
     case K::kUnary: {
       Value a = evalNode(*n.kids[0], f, text);
       if (n.op == "not") return Value(int64_t{!a.truthy()});
-      return Value(-a.asInt());
+      int64_t r = 0;
+      if (__builtin_sub_overflow(int64_t{0}, a.asInt(), &r)) fail(ErrorCode::kInvalidInput, "expression \"{}\": overflow", text);
+      return Value(r);
     }
     case K::kBinary: {
       if (n.op == "and") return Value(int64_t{evalNode(*n.kids[0], f, text).truthy() && evalNode(*n.kids[1], f, text).truthy()});
@@ -236,9 +262,14 @@ Value evalNode(const Expr::Node& n, const Facts& f, const std::string& text) {
       if (n.op == "<=") return Value(int64_t{x <= y});
       if (n.op == ">") return Value(int64_t{x > y});
       if (n.op == ">=") return Value(int64_t{x >= y});
-      if (n.op == "+") return Value(x + y);
-      if (n.op == "-") return Value(x - y);
-      if (n.op == "*") return Value(x * y);
+      int64_t r = 0;
+      bool over = false;
+      if (n.op == "+") over = __builtin_add_overflow(x, y, &r);
+      else if (n.op == "-") over = __builtin_sub_overflow(x, y, &r);
+      else if (n.op == "*") over = __builtin_mul_overflow(x, y, &r);
+      else if (y == -1 && x == INT64_MIN) over = true;
+      if (over) fail(ErrorCode::kInvalidInput, "expression \"{}\": '{}' of {} and {} overflows 64 bits", text, n.op, x, y);
+      if (n.op == "+" || n.op == "-" || n.op == "*") return Value(r);
       if (y == 0) fail(ErrorCode::kInvalidInput, "expression \"{}\": division by zero", text);
       if (n.op == "/") return Value(x / y);
       return Value(x % y);

@@ -35,9 +35,14 @@ struct Value {
 
 using Facts = std::map<std::string, Value>;
 
+/// Limits of an expression (a rule is a line or two; these keep parsing and evaluation from deep recursion).
+inline constexpr size_t kMaxExprLength = 4096;
+inline constexpr int kMaxExprDepth = 64;
+
 class Expr {
  public:
-  /// Parses `text`; throws npuc::Error (kInvalidInput) describing the position of a syntax error.
+  /// Parses `text`; throws npuc::Error (kInvalidInput) describing the position of a syntax error, or naming the
+  /// limit (kMaxExprLength characters, kMaxExprDepth levels of nesting) it breaks.
   static Expr parse(const std::string& text);
   Expr() = default;
   bool empty() const { return !root_; }

@@ -2,8 +2,15 @@
 #include "target/target.hpp"
 
 #include "support/error.hpp"
+#include "support/file.hpp"
+#include "support/yaml.hpp"
+#include "target/check.hpp"
 
+#include <onnx/defs/schema.h>
 #include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <map>
 
 #include <cstdlib>
 #include <set>
@@ -63,11 +70,63 @@ std::string str(const YAML::Node& n, const std::string& field, const std::string
 
 double num(const YAML::Node& n, const std::string& field, double def = 0) {
   if (!n[field]) return def;
+  double v = 0;
   try {
-    return n[field].as<double>();
+    v = n[field].as<double>();
   } catch (const YAML::Exception&) {
-    fail(ErrorCode::kInvalidInput, "field '{}' must be a number, got '{}'", field, n[field].Scalar());
+    fail(ErrorCode::kInvalidInput, "field '{}' must be a number, got '{}'", field, n[field].IsScalar() ? n[field].Scalar() : "a list or map");
   }
+  if (!std::isfinite(v)) fail(ErrorCode::kInvalidInput, "field '{}' must be a finite number, got '{}'", field, n[field].Scalar());
+  return v;
+}
+
+/// The attribute names ONNX defines for an op (any domain, any opset version): facts a rule may read by name.
+const std::set<std::string>& onnxAttributes(const std::string& op) {
+  static const std::map<std::string, std::set<std::string>> table = [] {
+    std::map<std::string, std::set<std::string>> t;
+    for (const onnx::OpSchema& s : onnx::OpSchemaRegistry::get_all_schemas_with_history())
+      for (auto& [name, attr] : s.attributes()) {
+        t[s.Name()].insert(name);
+        t[""].insert(name);  // "": the union, for rules that apply to every op
+      }
+    return t;
+  }();
+  static const std::set<std::string> none;
+  auto it = table.find(op);
+  return it == table.end() ? none : it->second;
+}
+
+/// Every name a rule reads must be a fact some node can have: a derived fact, a value its op's lookup tables
+/// set, or an ONNX attribute of its op. A misspelt name is an error of the target file, not of the model.
+void checkRuleNames(const Target& t) {
+  auto checkExpr = [](const Expr& e, const std::set<std::string>& lookups, const std::string& op, const char* field) {
+    for (const std::string& name : e.names())
+      if (!derivedFactNames().count(name) && !lookups.count(name) && !onnxAttributes(op).count(name))
+        fail(ErrorCode::kInvalidInput, "field '{}': '{}' is not a fact a node can have (the facts npuc derives are listed in "
+             "docs/targets.md; besides them, a lookup table's values and the ONNX attributes of {})", field, name,
+             op.empty() ? "any op" : "'" + op + "'");
+  };
+  auto checkRules = [&](const std::vector<Rule>& rules, const std::set<std::string>& lookups, const std::string& op) {
+    for (const Rule& r : rules)
+      withContext("rule '" + r.id + "'", [&] {
+        checkExpr(r.when, lookups, op, "when");
+        checkExpr(r.require, lookups, op, "require");
+      });
+  };
+  std::set<std::string> all_lookups;
+  for (auto& [op, s] : t.ops)
+    withContext("op '" + op + "'", [&] {
+      std::set<std::string> lookups;
+      for (const Lookup& l : s.lookups) {
+        for (const std::string& k : l.key)
+          if (!derivedFactNames().count(k) && !onnxAttributes(op).count(k))
+            fail(ErrorCode::kInvalidInput, "field 'lookup': key '{}' is not a fact npuc derives or an attribute of '{}'", k, op);
+        lookups.insert(l.values.begin(), l.values.end());
+      }
+      all_lookups.insert(lookups.begin(), lookups.end());
+      checkRules(s.rules, lookups, op);
+    });
+  withContext("graph_rules", [&] { checkRules(t.graph_rules, all_lookups, ""); });
 }
 
 Expr expr(const YAML::Node& n, const std::string& field) {
@@ -156,12 +215,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
   std::string key = fs::weakly_canonical(file).string();
   if (seen.count(key)) fail(ErrorCode::kInvalidInput, "{}: inheritance cycle", file.string());
   seen.insert(key);
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file.string());
-  } catch (const YAML::Exception& e) {
-    fail(ErrorCode::kInvalidInput, "{}: invalid YAML: {}", file.string(), e.what());
-  }
+  YAML::Node root = withContext(file.string(), [&] { return loadYaml(readFileText(file, kMaxConfigBytes, "a target file")); });
   withContext(file.string(), [&] {
     if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
     static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits",
@@ -179,7 +233,13 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
     t.numerics = str(root, "numerics", t.numerics);
     if (t.numerics != "fp32" && t.numerics != "fp16" && t.numerics != "int8")
       fail(ErrorCode::kInvalidInput, "field 'numerics' must be fp32, fp16 or int8, got '{}'", t.numerics);
-    t.address_bits = static_cast<int>(num(root, "address_bits", t.address_bits));
+    if (root["address_bits"]) {
+      double bits = num(root, "address_bits");
+      if (bits != std::floor(bits) || bits < 16 || bits > 32)
+        fail(ErrorCode::kInvalidInput, "field 'address_bits' must be an integer from 16 to 32 (npuc packages address 32 bits), "
+             "got {}", root["address_bits"].Scalar());
+      t.address_bits = static_cast<int>(bits);
+    }
     t.default_engine = str(root, "default_engine", t.default_engine);
     if (auto e = root["engines"]) {
       if (!e.IsMap()) fail(ErrorCode::kInvalidInput, "field 'engines' must be a map");
@@ -199,6 +259,14 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
           eng.overhead_us = num(en, "overhead_us");
           eng.note = str(en, "note");
           if (eng.clock_mhz <= 0) fail(ErrorCode::kInvalidInput, "field 'clock_mhz' must be positive");
+          for (auto [field, v] : {std::pair{"macs_per_cycle", eng.macs_per_cycle}, {"elems_per_cycle", eng.elems_per_cycle},
+                                  {"bytes_per_cycle", eng.bytes_per_cycle}, {"overhead_us", eng.overhead_us}})
+            if (v < 0) fail(ErrorCode::kInvalidInput, "field '{}' must not be negative, got {}", field, v);
+          // The throughput the time estimate divides by.
+          if (eng.kind == "mac" && eng.macs_per_cycle <= 0)
+            fail(ErrorCode::kInvalidInput, "field 'macs_per_cycle' must be positive for a mac engine (got {})", eng.macs_per_cycle);
+          if (eng.kind == "vector" && eng.elems_per_cycle <= 0)
+            fail(ErrorCode::kInvalidInput, "field 'elems_per_cycle' must be positive for a vector engine (got {})", eng.elems_per_cycle);
           t.engines[name] = eng;
         });
       }
@@ -240,6 +308,8 @@ Target loadTarget(const std::string& name_or_path) {
   t.file = file;
   if (t.name.empty()) t.name = file.stem().string();
   withContext(file.string(), [&] {
+    if (std::string why = whyNotPlainName(t.name); !why.empty()) fail(ErrorCode::kInvalidInput, "field 'name': '{}' {}", t.name, why);
+    checkRuleNames(t);
     if (!t.default_engine.empty() && !t.engines.count(t.default_engine))
       fail(ErrorCode::kInvalidInput, "default_engine '{}' is not declared under 'engines'", t.default_engine);
     for (auto& [op, s] : t.ops)

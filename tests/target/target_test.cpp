@@ -92,10 +92,59 @@ TEST(Target, BadFilesNameFileAndField) {
   expect("name: x\nnumerics: fp64\n", "numerics");
   expect("name: x\nspeed: 3\n", "unknown field 'speed'");
   expect("name: x\nengines: {m: {kind: mac, clock_mhz: 0}}\n", "clock_mhz");
-  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1}}\nops: {Conv: {engine: nope}}\n", "engine 'nope'");
-  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1}}\nops: {Conv: {engine: m, rules: [{id: r1, text: t, require: 'k =='}]}}\n",
+  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1}}\nops: {Conv: {engine: nope}}\n", "engine 'nope'");
+  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1}}\nops: {Conv: {engine: m, rules: [{id: r1, text: t, require: 'k =='}]}}\n",
          "rule 'r1'");
   expect("name: x\nops: [1, 2\n", "invalid YAML");
+  // The bad-input campaign (issue 22): each of these loaded before.
+  const std::string eng = "name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1}}\n";
+  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 0}}\n", "'macs_per_cycle' must be positive for a mac engine");
+  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: -4}}\n", "'macs_per_cycle' must not be negative");
+  expect("name: x\nengines: {v: {kind: vector, clock_mhz: 1}}\n", "'elems_per_cycle' must be positive for a vector engine");
+  expect("name: x\nengines: {m: {kind: mac, clock_mhz: .nan, macs_per_cycle: 1}}\n", "'clock_mhz' must be a finite number");
+  for (const char* bits : {"0", "64", "-1", "31.5"}) expect(std::string("name: x\naddress_bits: ") + bits + "\n", "'address_bits' must be an integer from 16 to 32");
+  expect("name: ../../etc\n", "field 'name': '../../etc' contains a path separator");
+  // A misspelt fact is an error of the target file (it was reported as every matching node being unsupported).
+  expect(eng + "ops: {Conv: {engine: m, rules: [{id: r1, text: t, require: 'kernal_h == 3'}]}}\n",
+         "rule 'r1': field 'require': 'kernal_h' is not a fact a node can have");
+  expect(eng + "graph_rules: [{id: g1, text: t, when: 'bacth > 1', require: 'true'}]\n", "graph_rules: rule 'g1': field 'when': 'bacth'");
+  expect(eng + "ops: {Conv: {engine: m, lookup: [{key: [kernal_h], values: [v], rows: []}]}}\n", "key 'kernal_h' is not a fact");
+  // Names a rule may read: derived facts, its op's ONNX attributes, its lookup tables' values.
+  EXPECT_NO_THROW(loadTarget(writeTemp("ok.yaml", eng + "ops: {Conv: {engine: m, lookup: [{key: [kernel_h], values: [min_w], rows: []}],"
+                                                          " rules: [{id: r, text: t, when: 'auto_pad == \"VALID\"', require: 'min_w < in_w'}]},"
+                                                          " Cast: {engine: m, rules: [{id: c, text: t, require: 'to == 1'}]}}\n").string()));
+  // Recursion limits of the expression parser and of the YAML reader: a clear error, not a stack overflow.
+  expect(eng + "graph_rules: [{id: p, text: t, require: '" + std::string(7000, '(') + "1" + std::string(7000, ')') + "'}]\n",
+         "at most 4096");
+  expect(eng + "graph_rules: [{id: p, text: t, require: '" + std::string(1000, '(') + "1" + std::string(1000, ')') + "'}]\n",
+         "nesting deeper than 64 levels");
+  std::string nots;
+  for (int i = 0; i < 100000; ++i) nots += "not ";
+  expect(eng + "graph_rules: [{id: p, text: t, require: '" + nots + "1'}]\n", "at most 4096");
+  std::string deep;
+  for (int i = 0; i < 3000; ++i) deep += "[";
+  expect("name: x\nops: " + deep + "\n", "nested too deeply");
+}
+
+TEST(Expr, DepthAndOverflowLimits) {
+  std::string ok_nots;
+  for (int i = 0; i < 60; ++i) ok_nots += "not ";
+  EXPECT_EQ(Expr::parse(ok_nots + "1").eval({}).asInt(), 1);
+  EXPECT_EQ(Expr::parse(std::string(64, '[') + "1" + std::string(64, ']')).eval({}).str(), std::string(64, '[') + "1" + std::string(64, ']'));
+  EXPECT_THROW(Expr::parse(std::string(65, '-') + "1"), Error);
+  // A long left-deep chain within the length limit evaluates (shallow enough for the evaluator's recursion).
+  std::string chain = "1";
+  while (chain.size() < 4000) chain += " + 1";
+  EXPECT_EQ(Expr::parse(chain).eval({}).asInt(), static_cast<int64_t>((chain.size() - 1) / 4 + 1));
+  for (const char* e : {"9223372036854775807 + 1", "-9223372036854775807 - 2", "4611686018427387904 * 2",
+                        "(-9223372036854775807 - 1) / -1", "-(-9223372036854775807 - 1)"}) {
+    try {
+      Expr::parse(e).eval({});
+      ADD_FAILURE() << e;
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find("overflow"), std::string::npos) << err.what();
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
