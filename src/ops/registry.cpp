@@ -165,12 +165,14 @@ bool inferShapes(ir::Graph& g) {
 int64_t nodeMacs(const ir::Graph& g, const ir::Node& n) {
   const OpSchema* s = registry().find(n.domain, n.op);
   if (!s || !s->macs) return 0;
+  // Every value present must have a static type (one whose type was never inferred has an empty shape the MAC
+  // functions would index); absent optional ones (an omitted bias) are not read.
   std::vector<ir::Type> in, out;
-  for (ir::ValueId v : n.inputs) in.push_back(v == ir::kNoValue ? ir::Type{} : g.value(v).type);
-  for (ir::ValueId v : n.outputs) out.push_back(v == ir::kNoValue ? ir::Type{} : g.value(v).type);
-  for (auto* ts : {&in, &out})
-    for (auto& t : *ts)
-      if (t.dtype != DType::kUndefined && !t.isStatic()) return 0;
+  for (auto [ids, types] : {std::pair{&n.inputs, &in}, {&n.outputs, &out}})
+    for (ir::ValueId v : *ids) {
+      if (v != ir::kNoValue && !g.value(v).type.isStatic()) return 0;
+      types->push_back(v == ir::kNoValue ? ir::Type{} : g.value(v).type);
+    }
   return s->macs(n, in, out);
 }
 

@@ -20,6 +20,10 @@ bool FoldConstantsPass::run(ir::Graph& g, PassContext&) {
   std::vector<ir::NodeId> order = g.order();
   for (ir::NodeId id : order) {
     if (!g.hasNode(id)) continue;
+    // Types first: an input folded earlier in this sweep may make this node's shapes static (a Reshape whose shape
+    // operand just became a constant, then the Shape that reads it), so a chain of shape computations folds in one
+    // sweep instead of one link per round of the pipeline.
+    ops::inferNodeTypes(g, id);
     const ir::Node& n = g.node(id);
     if (!foldable(n) || !n.domain.empty()) continue;
     // Shape and Size only need a static input shape.

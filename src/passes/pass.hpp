@@ -35,8 +35,9 @@ class PassManager {
   explicit PassManager(std::vector<std::string> pipeline);
   /// Runs the pipeline once; returns whether anything changed.
   bool runOnce(ir::Graph& g, PassContext& ctx);
-  /// Repeats the pipeline until nothing changes (at most `max_iterations` rounds).
-  void runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iterations = 16);
+  /// Repeats the pipeline until nothing changes (at most `max_iterations` rounds, with a warning when that is not
+  /// enough). Returns the rounds run (the last one changed nothing, unless the limit was reached).
+  int runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iterations = 16);
 
  private:
   std::vector<std::unique_ptr<Pass>> passes_;

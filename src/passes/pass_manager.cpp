@@ -56,10 +56,11 @@ bool PassManager::runOnce(ir::Graph& g, PassContext& ctx) {
   return any;
 }
 
-void PassManager::runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iterations) {
+int PassManager::runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iterations) {
   for (int i = 0; i < max_iterations; ++i)
-    if (!runOnce(g, ctx)) return;
+    if (!runOnce(g, ctx)) return i + 1;
   log::warn("passes", "the pass pipeline still changed the graph after {} rounds; stopping", max_iterations);
+  return max_iterations;
 }
 
 std::vector<std::string> resolvePipeline() { return {"infer-shapes", "fold-constants", "dce"}; }

@@ -185,6 +185,80 @@ TEST(Import, ExternalDataWeights) {
   fs::remove_all(dir);
 }
 
+// The bad-input campaign (issue 22): each of these was accepted before.
+TEST(Import, ExternalDataDoesNotFollowLinksOutOfTheModelsFolder) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(readAll(kDigits)));
+  fs::path dir = fs::temp_directory_path() / ("npuc_ext_link_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  // A 4x4 float initializer read from "w.bin" inside the folder, which is a link to a file outside it.
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("leak");
+  t->set_data_type(onnx::TensorProto::UINT8);
+  t->add_dims(16);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* e = t->add_external_data();
+  e->set_key("location");
+  e->set_value("w.bin");
+  std::ofstream(dir / "model.onnx", std::ios::binary) << m.SerializeAsString();
+  fs::path outside = fs::temp_directory_path() / ("npuc_ext_secret_" + std::to_string(::getpid()));
+  std::ofstream(outside) << "0123456789abcdef";
+  fs::create_symlink(outside, dir / "w.bin");
+  try {
+    Model::load(dir / "model.onnx");
+    ADD_FAILURE() << "followed a link out of the model's folder";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kInvalidInput);
+    EXPECT_TRUE(contains(err, "outside the model's folder")) << err.what();
+  }
+  // A link that stays inside the folder is fine.
+  fs::rename(outside, dir / "sub" / "real.bin");
+  fs::remove(dir / "w.bin");
+  fs::create_symlink(dir / "sub" / "real.bin", dir / "w.bin");
+  EXPECT_NO_THROW(Model::load(dir / "model.onnx"));
+  fs::remove_all(dir);
+}
+
+TEST(Import, HeaderFieldsAreChecked) {
+  {
+    auto m = tinyModel("Relu", 13);
+    m.mutable_opset_import(0)->set_version(-1);  // was taken as opset 17
+    Error e = loadError(m.SerializeAsString());
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidInput);
+    EXPECT_TRUE(contains(e, "ai.onnx version -1 is not an opset version")) << e.what();
+  }
+  {
+    auto m = tinyModel("Relu", 13);
+    m.set_ir_version(99);
+    Error e = loadError(m.SerializeAsString());
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_TRUE(contains(e, "ir_version 99 is newer than npuc reads")) << e.what();
+    m.clear_ir_version();
+    EXPECT_TRUE(contains(loadError(m.SerializeAsString()), "ir_version 0 is not a valid")) << e.what();
+  }
+  {
+    auto m = tinyModel("Relu", 13);
+    auto* os = m.add_opset_import();
+    os->set_domain("ai.onnx");
+    os->set_version(12);
+    EXPECT_TRUE(contains(loadError(m.SerializeAsString()), "names the ai.onnx domain twice"));
+  }
+  {
+    auto m = tinyModel("Add", 13);
+    m.mutable_graph()->mutable_node(0)->add_input("b");
+    for (float v : {1.0f, 2.0f}) {  // last one won
+      auto* t = m.mutable_graph()->add_initializer();
+      t->set_name("b");
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      t->add_float_data(v);
+    }
+    Error e = loadError(m.SerializeAsString());
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidInput);
+    EXPECT_TRUE(contains(e, "two initializers are named 'b'")) << e.what();
+  }
+}
+
 TEST(Engine, OutputsAreBitIdenticalAtEveryThreadCount) {
   std::vector<std::string> models = {kDigits};
   for (const char* p : {"swish", "mish", "hardswish_op13", "relu6", "gap_avgpool", "flatten_view", "pad_maxpool"})

@@ -41,6 +41,43 @@ TEST(Passes, FoldsShapeChainsIntoAStaticReshape) {
   EXPECT_TRUE(before[0].sameBits(after[0]));
 }
 
+// Swin-T's exports chain dozens of shape computations (Shape -> Gather -> Concat -> Reshape -> Shape -> …): each
+// link's shape is static only once the link before it has folded. Folding re-infers types as it sweeps, so the
+// whole chain folds in one round (it took one round per link, and 16 were not enough: issue 22).
+TEST(Passes, ALongShapeChainFoldsInOneSweep) {
+  Graph g;
+  g.opset = 13;
+  ValueId x = g.addValue("x", makeType(DType::kF32, {2, 3, 4})).id;
+  g.inputs().push_back(x);
+  ValueId cur = x;
+  for (int i = 0; i < 40; ++i) {
+    ValueId s = g.addValue(fmt::format("s{}", i)).id, r = g.addValue(fmt::format("r{}", i)).id;
+    g.addNode("Shape", fmt::format("shape{}", i), {cur}, {s});
+    g.addNode("Reshape", fmt::format("reshape{}", i), {cur, s}, {r});
+    cur = r;
+  }
+  g.outputs().push_back(cur);
+  passes::PassContext ctx;
+  int rounds = passes::PassManager(passes::resolvePipeline()).runToFixpoint(g, ctx);
+  EXPECT_LE(rounds, 3);
+  EXPECT_EQ(g.numNodes(), 40);  // the Reshapes stay, every Shape folded
+  EXPECT_EQ(g.value(g.outputs()[0]).type.shape, (Shape{2, 3, 4}));
+}
+
+// MAC counts of nodes whose values were never typed (a graph the optimizer could not fully resolve) are 0, not a
+// read of an empty shape (Swin-T's MatMuls crashed `npuc inspect`: issue 22).
+TEST(Passes, MacCountOfAnUntypedNodeIsZero) {
+  Graph g;
+  g.opset = 13;
+  ValueId a = g.addValue("a").id, b = g.addValue("b").id, y = g.addValue("y").id;
+  g.inputs() = {a, b};
+  g.addNode("MatMul", "mm", {a, b}, {y});
+  Node& c = g.addNode("Conv", "conv", {a, b}, {g.addValue("z").id});
+  g.outputs().push_back(y);
+  EXPECT_EQ(ops::nodeMacs(g, g.node(g.order()[0])), 0);
+  EXPECT_EQ(ops::nodeMacs(g, c), 0);
+}
+
 TEST(Passes, DeadCodeIsRemoved) {
   Graph g;
   ValueId x = g.addValue("x", makeType(DType::kF32, {2})).id;

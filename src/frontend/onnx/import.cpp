@@ -8,6 +8,7 @@
 #include "support/file.hpp"
 #include "support/log.hpp"
 
+#include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -176,11 +177,22 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
                                        const ImportOptions& opts) {
   return withContext(name, [&]() -> std::unique_ptr<ir::Graph> {
     if (!m.has_graph()) fail(ErrorCode::kInvalidInput, "not a valid ONNX model (no graph)");
+    if (!m.has_ir_version() || m.ir_version() < 1)
+      fail(ErrorCode::kInvalidInput, "ir_version {} is not a valid ONNX IR version", m.ir_version());
+    if (m.ir_version() > onnx::Version::IR_VERSION)
+      fail(ErrorCode::kUnsupported, "ir_version {} is newer than npuc reads (at most {}, ONNX {})", m.ir_version(),
+           static_cast<int>(onnx::Version::IR_VERSION), onnx::LAST_RELEASE_VERSION);
     int opset = -1;
+    bool declared = false;
     for (auto& os : m.opset_import()) {
-      if (os.domain().empty() || os.domain() == "ai.onnx") opset = static_cast<int>(os.version());
+      if (!os.domain().empty() && os.domain() != "ai.onnx") continue;
+      if (declared) fail(ErrorCode::kInvalidInput, "opset_import names the ai.onnx domain twice");
+      declared = true;
+      if (os.version() < 1 || os.version() > 1000)
+        fail(ErrorCode::kInvalidInput, "opset_import: ai.onnx version {} is not an opset version", os.version());
+      opset = static_cast<int>(os.version());
     }
-    if (opset < 0) {
+    if (!declared) {
       if (m.opset_import_size() == 0) fail(ErrorCode::kInvalidInput, "the model declares no opset_import");
       opset = kMaxOpset;  // only other domains imported; their ops are checked below
     }
@@ -198,7 +210,9 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     }
 
     std::set<std::string> inits;
-    for (auto& t : gp.initializer()) inits.insert(t.name());
+    for (auto& t : gp.initializer())
+      if (!inits.insert(t.name()).second)
+        fail(ErrorCode::kInvalidInput, "two initializers are named '{}' (a name has one value)", t.name());
     if (gp.sparse_initializer_size() > 0) fail(ErrorCode::kUnsupported, "sparse initializers are not supported");
     fixInputShapes(gp, opts, inits);
 

@@ -44,14 +44,26 @@ std::vector<uint8_t> readExternal(const onnx::TensorProto& t, const std::filesys
     fail(ErrorCode::kInvalidInput, "external data location '{}' must be a relative path inside the model's folder", location);
   p = base_dir / p;
   std::error_code ec;
-  auto fsize = std::filesystem::file_size(p, ec);
+  // The file, once every symbolic link is resolved, must still lie inside the model's folder and be a regular file:
+  // a link out of the folder (to /etc/passwd, a device, another user's files) is not followed.
+  std::filesystem::path real = std::filesystem::canonical(p, ec);
+  if (ec) fail(ErrorCode::kIo, "external data file '{}' cannot be read: {}", p.string(), ec.message());
+  std::filesystem::path root = std::filesystem::canonical(base_dir.empty() ? "." : base_dir, ec);
+  if (ec) fail(ErrorCode::kIo, "the model's folder '{}' cannot be read: {}", base_dir.string(), ec.message());
+  auto rel = real.lexically_relative(root);
+  if (rel.empty() || *rel.begin() == "..")
+    fail(ErrorCode::kInvalidInput, "external data location '{}' resolves to '{}', outside the model's folder '{}' (symbolic links "
+         "out of the folder are not followed)", location, real.string(), root.string());
+  if (!std::filesystem::is_regular_file(real, ec))
+    fail(ErrorCode::kInvalidInput, "external data location '{}' is not a regular file", location);
+  auto fsize = std::filesystem::file_size(real, ec);
   if (ec) fail(ErrorCode::kIo, "external data file '{}' cannot be read: {}", p.string(), ec.message());
   if (offset < 0 || static_cast<uint64_t>(offset) > fsize)
     fail(ErrorCode::kInvalidInput, "external data offset {} is past the end of '{}' ({} bytes)", offset, p.string(), fsize);
   if (length < 0) length = static_cast<int64_t>(fsize) - offset;
   if (static_cast<uint64_t>(offset + length) > fsize)
     fail(ErrorCode::kInvalidInput, "external data [{}, +{}) is past the end of '{}' ({} bytes)", offset, length, p.string(), fsize);
-  std::ifstream f(p, std::ios::binary);
+  std::ifstream f(real, std::ios::binary);
   f.seekg(offset);
   std::vector<uint8_t> buf(static_cast<size_t>(length));
   if (length && !f.read(reinterpret_cast<char*>(buf.data()), length))
