@@ -40,6 +40,9 @@ struct ModelStats {
 struct LoadOptions {
   /// Input shapes by name (fixes dynamic dims; replaces declared shapes).
   std::map<std::string, Shape> input_shapes;
+  /// For messages: the option that gave an entry of input_shapes ("--input" when it comes from an input file);
+  /// entries not listed came from "--input-shape".
+  std::map<std::string, std::string> input_shape_origin;
   /// Value of a dynamic first dimension when no shape is given.
   int64_t default_batch = 1;
   /// Fail on other dynamic input dims (true for the CLI).

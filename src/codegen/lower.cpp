@@ -4,6 +4,7 @@
 
 #include "ops/registry.hpp"
 #include "ops/window.hpp"
+#include "package/interval_map.hpp"
 #include "plan/memory.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
@@ -1005,7 +1006,8 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       for (int k = 0; k < 4; ++k) p.params.push_back(static_cast<uint8_t>(w >> (8 * k)));
   p.libraries = libs;
   // Descriptors with waits: a descriptor waits for the latest earlier descriptor of the other engine whose
-  // output it reads (RAW), whose input it overwrites (WAR) or whose output it overwrites (WAW).
+  // output it reads (RAW), whose input it overwrites (WAR) or whose output it overwrites (WAW) — unless an
+  // earlier wait of its engine already covers it.
   std::vector<package::Descriptor> all(descs.size());
   for (size_t i = 0; i < descs.size(); ++i) {
     LDesc& ld = descs[i];
@@ -1026,26 +1028,27 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     d.refs[ld.ins.size()] = refOf(ld.out, ld.views.empty() ? nullptr : &ld.views.back());
     if (ld.engine == Engine::kVector) d.lib = lib_of.at(ld.kind);
   }
-  auto overlap = [](const package::TensorRef& a, const package::TensorRef& b) {
-    return a.addr < uint64_t(b.addr) + b.bytes && b.addr < uint64_t(a.addr) + a.bytes;
-  };
+  // Per engine, the last descriptor that wrote / read each byte (interval maps: O(n log n) over the program).
+  package::IntervalMap<int64_t> last_write[2], last_read[2];
+  auto span = [](const package::TensorRef& r) { return std::pair<uint64_t, uint64_t>{r.addr, uint64_t(r.addr) + r.bytes}; };
   int64_t covered[2] = {-1, -1};
   for (size_t i = 0; i < all.size(); ++i) {
     package::Descriptor& d = all[i];
-    int e = static_cast<int>(descs[i].engine);
+    int e = static_cast<int>(descs[i].engine), other = 1 - e;
     int64_t need = -1;
-    for (size_t j = i; j-- > 0;) {
-      const package::Descriptor& o2 = all[j];
-      if (static_cast<int>(descs[j].engine) == e) continue;
-      if (static_cast<int64_t>(j) <= covered[e]) break;
-      bool dep = overlap(o2.out(0), d.out(0));
-      for (int k = 0; k < d.n_in && !dep; ++k) dep = overlap(o2.out(0), d.in(k));
-      for (int k = 0; k < o2.n_in && !dep; ++k) dep = overlap(o2.in(k), d.out(0));
-      if (dep) {
-        need = static_cast<int64_t>(j);
-        break;
-      }
+    auto latest = [&](const package::IntervalMap<int64_t>& m, const package::TensorRef& r) {
+      auto [lo, hi] = span(r);
+      m.forEachOverlap(lo, hi, [&](uint64_t, uint64_t, int64_t seq) { need = std::max(need, seq); });
+    };
+    latest(last_write[other], d.out(0));  // WAW
+    latest(last_read[other], d.out(0));   // WAR
+    for (int k = 0; k < d.n_in; ++k) latest(last_write[other], d.in(k));  // RAW
+    for (int k = 0; k < d.n_in; ++k) {
+      auto [lo, hi] = span(d.in(k));
+      last_read[e].assign(lo, hi, static_cast<int64_t>(i));
     }
+    auto [olo, ohi] = span(d.out(0));
+    last_write[e].assign(olo, ohi, static_cast<int64_t>(i));
     if (need > covered[e]) {
       d.wait = static_cast<uint32_t>(need);
       covered[e] = need;

@@ -25,6 +25,7 @@ namespace {
 onnx_io::ImportOptions importOptions(const LoadOptions& o) {
   onnx_io::ImportOptions io;
   io.input_shapes = o.input_shapes;
+  io.input_shape_origin = o.input_shape_origin;
   io.default_batch = o.default_batch;
   io.require_static_inputs = o.require_static_inputs;
   return io;

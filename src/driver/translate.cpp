@@ -50,6 +50,9 @@ std::string kerStr(const codegen::LayerEstimate& l) {
                  : ",,,,,,,";
 }
 
+/// Layers the summary workbook lists one per row; a larger model's workbook ends with a row pointing to the CSV.
+constexpr size_t kXlsxMaxLayers = 20000;
+
 void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs::path& base) {
   std::string csv = "ith,name,opexp,engine,ker_w,ker_h,ker_st,ker_dil,pad_l,pad_r,pad_t,pad_b,in_ch,in_w,in_h,out_ch,out_w,out_h,MACs,time[us]\n";
   std::string md = fmt::format("# Time estimate: {}\n\nTarget `{}` ({}). Cost model: docs/cost-model.md. Not considering bus congestion "
@@ -84,6 +87,11 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   for (int c = 0; c < 20; ++c) worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), head[c], nullptr);
   lxw_row_t r = 1;
   for (auto& l : e.layers) {
+    if (r > kXlsxMaxLayers) {  // the rest is in the CSV and Markdown files (a workbook of 4M cells takes seconds)
+      worksheet_write_string(ws, r++, 1, fmt::format("… {} more layers: see {}_summary.csv", e.layers.size() - kXlsxMaxLayers,
+                                                   base.filename().string()).c_str(), nullptr);
+      break;
+    }
     worksheet_write_number(ws, r, 0, l.ith, nullptr);
     worksheet_write_string(ws, r, 1, l.name.c_str(), nullptr);
     worksheet_write_string(ws, r, 2, l.opexp.c_str(), nullptr);
@@ -292,7 +300,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         codegen::LowerOptions lo2;
         lo2.prefix = o.prefix;
         lo2.reuse_memory = o.reuse_memory;
-        lo2.intm_yaml_name = o.prefix + "_addrmap_intm.yaml";
+        lo2.intm_yaml_name = (out.finalPath() / (o.prefix + "_addrmap_intm.yaml")).string();
         // The definition, already validated against the model by withPrePost, read once more here for the
         // manifest's frame descriptions and PREFIX_prepost_opt.yaml.
         std::optional<prepost::PrePost> def;
@@ -305,7 +313,18 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         }
         if (!o.addr_map.empty()) lo2.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::drpai());
         // The optimized graph is not needed after this: its constants are released as they are copied.
-        codegen::Lowered low = codegen::lowerConsuming(mutableGraphOf(opt), t, lo2);
+        codegen::Lowered low = [&] {
+          try {
+            return codegen::lowerConsuming(mutableGraphOf(opt), t, lo2);
+          } catch (const plan::AddressMapOverflow& e) {
+            // The message sends the user to the intm files: they are written (with the addresses that overflowed)
+            // and published, in place of the package.
+            writeFileAtomic(base.string() + "_addrmap_intm.yaml", plan::addrMapYaml(e.map));
+            writeFileAtomic(base.string() + "_addrmap_intm.txt", plan::addrMapTxt(e.map));
+            out.commit();
+            throw;
+          }
+        }();
         // Nodes that became no descriptor (aliases, a cast fused into normalize) take no device time.
         std::set<std::string> gone(low.aliased.begin(), low.aliased.end());
         for (auto& f : low.fusions) gone.insert(f.absorbed.begin(), f.absorbed.end());

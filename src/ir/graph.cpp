@@ -224,38 +224,48 @@ std::map<ValueId, std::vector<std::pair<NodeId, int>>> Graph::uses() const {
 }
 
 void Graph::topoSort() {
-  std::map<NodeId, size_t> pos;
-  for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
-  std::map<NodeId, int> indeg;
-  std::map<NodeId, std::vector<NodeId>> succ;
-  for (NodeId id : order_) {
-    indeg[id];
-    std::set<NodeId> preds;
-    for (ValueId in : node(id).inputs) {
+  // Kahn's algorithm with ties broken by the current position (so a sorted order stays as it is), on vectors
+  // indexed by position: O(n log n) for the ready queue, linear otherwise.
+  const size_t n = order_.size();
+  std::vector<int64_t> pos_of(nodes_.size(), -1);  // node id -> position in order_ (-1: not in it)
+  for (size_t i = 0; i < n; ++i) pos_of[static_cast<size_t>(order_[i])] = static_cast<int64_t>(i);
+  std::vector<int> indeg(n, 0);
+  std::vector<std::vector<uint32_t>> succ(n);  // by position
+  std::vector<int64_t> preds;
+  for (size_t i = 0; i < n; ++i) {
+    preds.clear();
+    for (ValueId in : node(order_[i]).inputs) {
       if (in == kNoValue || !hasValue(in)) continue;
       NodeId p = value(in).producer;
-      if (p != kNoNode && hasNode(p) && pos.count(p)) preds.insert(p);
+      if (p == kNoNode || !hasNode(p)) continue;
+      int64_t pp = pos_of[static_cast<size_t>(p)];
+      if (pp >= 0) preds.push_back(pp);
     }
-    for (NodeId p : preds) {
-      ++indeg[id];
-      succ[p].push_back(id);
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (int64_t pp : preds) {
+      ++indeg[i];
+      succ[static_cast<size_t>(pp)].push_back(static_cast<uint32_t>(i));
     }
   }
-  auto cmp = [&](NodeId a, NodeId b) { return pos[a] > pos[b]; };
-  std::priority_queue<NodeId, std::vector<NodeId>, decltype(cmp)> ready(cmp);
-  for (auto& [id, d] : indeg)
-    if (d == 0) ready.push(id);
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (indeg[i] == 0) ready.push(i);
   std::vector<NodeId> out;
+  out.reserve(n);
   while (!ready.empty()) {
-    NodeId id = ready.top();
+    size_t i = ready.top();
     ready.pop();
-    out.push_back(id);
-    for (NodeId s : succ[id])
+    out.push_back(order_[i]);
+    for (uint32_t s : succ[i])
       if (--indeg[s] == 0) ready.push(s);
   }
-  if (out.size() != order_.size()) {
-    for (auto& [id, d] : indeg)
-      if (d > 0) fail(ErrorCode::kInvalidInput, "{}: the graph has a cycle through this node", node(id).label());
+  if (out.size() != n) {
+    // Report the first node (by id, as before) that is still waiting on a predecessor.
+    NodeId first = kNoNode;
+    for (size_t i = 0; i < n; ++i)
+      if (indeg[i] > 0 && (first == kNoNode || order_[i] < first)) first = order_[i];
+    fail(ErrorCode::kInvalidInput, "{}: the graph has a cycle through this node", node(first).label());
   }
   order_ = std::move(out);
 }

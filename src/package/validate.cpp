@@ -4,6 +4,7 @@
 
 #include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
+#include "package/interval_map.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 
@@ -627,11 +628,10 @@ struct Checker {
     // descriptor it waited for. `last` maps disjoint address intervals to their last writer (an interval map: each
     // write replaces the parts it covers), so partial overwrites are seen and the check stays O(n log n).
     struct Writer {
-      uint64_t hi;
       uint32_t seq;
       Engine e;
     };
-    std::map<uint64_t, Writer> last;  // interval start -> (end, writer)
+    IntervalMap<Writer> last;
     uint32_t waited[2] = {0, 0};      // per engine: every seq of the other engine below this is complete
     for (size_t s = 0; s < n; ++s) {
       auto [e, i] = by_seq[s];
@@ -640,43 +640,21 @@ struct Checker {
       if (d.wait != kNoWait) waited[ei] = std::max(waited[ei], d.wait + 1);
       for (int k = 0; k < d.n_in; ++k) {
         const TensorRef& r = d.in(k);
-        uint64_t lo = r.addr, hi = uint64_t(r.addr) + r.bytes;
-        if (lo == hi) continue;
-        auto it = last.upper_bound(lo);
-        if (it != last.begin()) --it;
-        for (; it != last.end() && it->first < hi; ++it) {
-          if (it->second.hi <= lo) continue;
-          if (it->second.e != e && it->second.seq >= waited[ei])
+        last.forEachOverlap(r.addr, uint64_t(r.addr) + r.bytes, [&](uint64_t, uint64_t, const Writer& w) {
+          if (w.e != e && w.seq >= waited[ei])
             bad("{} descriptor {} (seq {}): input {} reads data written by seq {} on the other engine without waiting for it",
-                engineName(e), i, d.seq, k, it->second.seq);
-        }
+                engineName(e), i, d.seq, k, w.seq);
+        });
       }
       const TensorRef& y = d.out(0);
-      uint64_t lo = y.addr, hi = uint64_t(y.addr) + y.bytes;
-      if (lo == hi) continue;
-      // Cut the intervals that straddle lo or hi, drop those inside, insert the new one.
-      auto split = [&](uint64_t at) {
-        auto it = last.upper_bound(at);
-        if (it == last.begin()) return;
-        --it;
-        if (it->first < at && it->second.hi > at) {
-          Writer right = it->second;
-          it->second.hi = at;
-          last.emplace(at, right);
-        }
-      };
-      split(lo);
-      split(hi);
-      last.erase(last.lower_bound(lo), last.lower_bound(hi));
-      last.emplace(lo, Writer{hi, d.seq, e});
+      last.assign(y.addr, uint64_t(y.addr) + y.bytes, Writer{d.seq, e});
     }
     // Every byte of every output is written by some descriptor (an output elsewhere would read stale memory).
     for (const IoTensor& t : p.outputs) {
       uint64_t lo = t.ref.addr, hi = uint64_t(t.ref.addr) + t.ref.bytes;
-      auto it = last.upper_bound(lo);
-      if (it != last.begin()) --it;
-      for (; lo < hi && it != last.end() && it->first <= lo; ++it)
-        if (it->second.hi > lo) lo = it->second.hi;
+      last.forEachOverlap(lo, hi, [&](uint64_t b, uint64_t e, const Writer&) {
+        if (b <= lo && e > lo) lo = e;  // covered up to e (intervals come in address order)
+      });
       if (lo < hi)
         bad("output '{}' [0x{:x}, +{}): the bytes from 0x{:x} on are written by no descriptor", t.name, t.ref.addr, t.ref.bytes, lo);
     }

@@ -37,7 +37,7 @@ namespace {
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
 
-uint64_t parseInt(const YAML::Node& n, const std::string& field) {
+uint64_t parseInt(const YAML::Node& n, const std::string& field, int address_bits) {
   if (!n.IsScalar()) fail(ErrorCode::kInvalidInput, "field '{}' must be an integer", field);
   std::string s;
   for (char c : n.Scalar())
@@ -58,6 +58,11 @@ uint64_t parseInt(const YAML::Node& n, const std::string& field) {
       fail(ErrorCode::kInvalidInput, "field '{}': '{}' is too large", field, n.Scalar());
     v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
   }
+  // An address is below 2^bits; a size at most 2^bits (what a Sub-Space can hold).
+  const uint64_t space = uint64_t{1} << address_bits;
+  if (field == "size" ? v > space : v >= space)
+    fail(ErrorCode::kInvalidInput, "field '{}': {} is beyond the {}-bit address space (at most {})", field, n.Scalar(), address_bits,
+         hexGrouped(field == "size" ? space : space - 1));
   return v;
 }
 
@@ -133,6 +138,7 @@ AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, c
     if (!root.IsSequence()) fail(ErrorCode::kInvalidInput, "the address map must be a YAML list of Sub-Spaces (§6)");
     AddrMapDef d;
     d.source = source;
+    const int bits = std::clamp(rules.address_bits, 1, 48);
     for (size_t i = 0; i < root.size(); ++i) {
       YAML::Node s = root[i];
       std::string where = fmt::format("Sub-Space {}", i + 1);
@@ -141,7 +147,7 @@ AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, c
       sd.name = str(s, "name", where);
       where = "Sub-Space '" + sd.name + "'";
       if (!s["addr"]) fail(ErrorCode::kInvalidInput, "{}: field 'addr' is required", where);
-      sd.addr = withContext(where, [&] { return parseInt(s["addr"], "addr"); });
+      sd.addr = withContext(where, [&] { return parseInt(s["addr"], "addr", bits); });
       if (!s["lst_elemsp"] || !s["lst_elemsp"].IsSequence())
         fail(ErrorCode::kInvalidInput, "{}: field 'lst_elemsp' must be a list of Element-Spaces", where);
       for (auto e : s["lst_elemsp"]) {
@@ -149,8 +155,8 @@ AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, c
         ElementDef ed;
         ed.name = str(e, "name", where);
         std::string ew = where + ", Element-Space '" + ed.name + "'";
-        if (e["addr"]) ed.addr = withContext(ew, [&] { return parseInt(e["addr"], "addr"); });
-        if (e["size"]) ed.size = withContext(ew, [&] { return parseInt(e["size"], "size"); });
+        if (e["addr"]) ed.addr = withContext(ew, [&] { return parseInt(e["addr"], "addr", bits); });
+        if (e["size"]) ed.size = withContext(ew, [&] { return parseInt(e["size"], "size", bits); });
         sd.elements.push_back(ed);
       }
       d.subspaces.push_back(std::move(sd));
@@ -178,13 +184,12 @@ AddrMapDef defaultAddrMapDef(uint64_t base) {
 AddressMap layoutAddrMap(const AddrMapDef& def, const std::map<std::string, uint64_t>& needed, const AddrMapRules& rules,
                          const std::string& yaml_name) {
   AddressMap m;
-  const uint64_t limit = rules.address_bits >= 64 ? UINT64_MAX : (uint64_t{1} << rules.address_bits);
-  auto overflow = [&] {
-    fail(ErrorCode::kInvalidInput,
-         "Address area overflow.\nPlease check {} file. Ensure that all addr in lst_elemsp are smaller than 0x0_FFFF_FFFF by "
-         "modifying addr in input address mapping file",
-         yaml_name);
-  };
+  // Definitions are parsed with every address and size below 2^address_bits (<= 2^32 here), and the needs of a
+  // package are far below 2^48: the layout's arithmetic cannot wrap. An overflow is reported after the whole map is
+  // laid out, so that it can be written for the user to look at.
+  const uint64_t limit = uint64_t{1} << std::min(rules.address_bits, 48);
+  bool overflowed = false;
+  auto overflow = [&] { overflowed = true; };
   for (const SubSpaceDef& sd : def.subspaces) {
     SubSpace s;
     s.name = sd.name;
@@ -221,6 +226,10 @@ AddressMap layoutAddrMap(const AddrMapDef& def, const std::map<std::string, uint
            hexGrouped(s.addr), m.subspaces.back().name, hexGrouped(m.subspaces.back().addr + m.subspaces.back().size));
     m.subspaces.push_back(std::move(s));
   }
+  if (overflowed)
+    throw AddressMapOverflow(fmt::format("Address area overflow.\nPlease check {} file. Ensure that all addr in lst_elemsp are smaller "
+                                         "than 0x0_FFFF_FFFF by modifying addr in input address mapping file", yaml_name),
+                             std::move(m));
   return m;
 }
 

@@ -7,6 +7,8 @@
 // warning) or computed.
 #pragma once
 
+#include "npuc/error.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -65,9 +67,17 @@ struct AddressMap {
   const Element* find(const std::string& name) const;
 };
 
-/// Lays out the definition for the bytes each element needs. Throws the §9 "Address area overflow" error
-/// (naming `yaml_name`, the intm file the user should look at) when an address reaches 2^address_bits, and an
-/// error when user addresses make elements overlap.
+/// The §9 "Address area overflow" error, carrying the layout that overflowed (addresses past 2^address_bits
+/// included) so that the translator can write the PREFIX_addrmap_intm files the message tells the user to check.
+class AddressMapOverflow : public Error {
+ public:
+  AddressMapOverflow(std::string message, AddressMap m) : Error(ErrorCode::kInvalidInput, std::move(message)), map(std::move(m)) {}
+  AddressMap map;
+};
+
+/// Lays out the definition for the bytes each element needs. Throws AddressMapOverflow (naming `yaml_name`, the
+/// intm file the user should look at) when an address reaches 2^address_bits, and an error when user addresses
+/// make elements overlap.
 AddressMap layoutAddrMap(const AddrMapDef& def, const std::map<std::string, uint64_t>& needed, const AddrMapRules& rules,
                          const std::string& yaml_name);
 

@@ -15,11 +15,59 @@ uint64_t alignUp(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
 uint64_t lowerBound(const std::vector<Buffer>& b, uint64_t align) {
   int steps = 0;
   for (auto& x : b) steps = std::max(steps, x.last + 1);
-  std::vector<uint64_t> live(static_cast<size_t>(steps) + 1, 0);
-  for (auto& x : b)
-    for (int t = x.first; t <= x.last; ++t) live[static_cast<size_t>(t)] += alignUp(x.size, align);
-  return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+  // Bytes alive at each step, as a difference array: O(buffers + steps) whatever the lifetimes.
+  std::vector<int64_t> delta(static_cast<size_t>(steps) + 2, 0);
+  for (auto& x : b) {
+    delta[static_cast<size_t>(x.first)] += static_cast<int64_t>(alignUp(x.size, align));
+    delta[static_cast<size_t>(x.last) + 1] -= static_cast<int64_t>(alignUp(x.size, align));
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta) peak = std::max(peak, live += d);
+  return static_cast<uint64_t>(peak);
 }
+
+/// The placed buffers whose lifetimes overlap a query, found in O((k + 1) log n) for k answers: buffers sorted by
+/// first step, a max-segment tree over their last steps (-1 until placed); a query [first, last] visits only the
+/// subtrees of buffers that start by `last` and whose latest end reaches `first`.
+class LiveIndex {
+ public:
+  explicit LiveIndex(const std::vector<Buffer>& b) : b_(b), by_first_(b.size()), pos_(b.size()) {
+    std::iota(by_first_.begin(), by_first_.end(), 0);
+    std::stable_sort(by_first_.begin(), by_first_.end(), [&](size_t x, size_t y) { return b[x].first < b[y].first; });
+    for (size_t k = 0; k < by_first_.size(); ++k) pos_[by_first_[k]] = k;
+    while (n_ < b.size()) n_ *= 2;
+    max_last_.assign(2 * n_, -1);
+  }
+  void place(size_t i) {
+    size_t k = pos_[i] + n_;
+    max_last_[k] = b_[i].last;
+    for (k /= 2; k; k /= 2) max_last_[k] = std::max(max_last_[2 * k], max_last_[2 * k + 1]);
+  }
+  template <typename Fn>
+  void overlapping(const Buffer& q, Fn&& fn) const {
+    // Buffers with first <= q.last are the prefix [0, end) of by_first_.
+    size_t end = static_cast<size_t>(std::upper_bound(by_first_.begin(), by_first_.end(), q.last,
+                                                      [&](int v, size_t x) { return v < b_[x].first; }) - by_first_.begin());
+    visit(1, 0, n_, end, q.first, fn);
+  }
+
+ private:
+  template <typename Fn>
+  void visit(size_t node, size_t lo, size_t hi, size_t end, int first, Fn& fn) const {
+    if (lo >= end || max_last_[node] < first) return;
+    if (hi - lo == 1) {
+      fn(by_first_[lo]);
+      return;
+    }
+    size_t mid = (lo + hi) / 2;
+    visit(2 * node, lo, mid, end, first, fn);
+    visit(2 * node + 1, mid, hi, end, first, fn);
+  }
+  const std::vector<Buffer>& b_;
+  std::vector<size_t> by_first_, pos_;
+  size_t n_ = 1;
+  std::vector<int> max_last_;
+};
 }  // namespace
 
 MemoryPlan planSequential(const std::vector<Buffer>& buffers, uint64_t align) {
@@ -44,17 +92,14 @@ MemoryPlan planReuse(const std::vector<Buffer>& buffers, uint64_t align) {
     if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
     return buffers[a].first < buffers[b].first;
   });
-  std::vector<size_t> placed;
+  LiveIndex placed(buffers);
+  std::vector<std::pair<uint64_t, uint64_t>> taken;
   for (size_t i : order) {
     const Buffer& b = buffers[i];
     uint64_t size = alignUp(b.size, align);
     // Intervals taken by placed buffers alive at the same time, sorted by offset.
-    std::vector<std::pair<uint64_t, uint64_t>> taken;
-    for (size_t j : placed) {
-      const Buffer& o = buffers[j];
-      if (o.last < b.first || b.last < o.first) continue;
-      taken.push_back({p.offsets[j], p.offsets[j] + alignUp(o.size, align)});
-    }
+    taken.clear();
+    placed.overlapping(b, [&](size_t j) { taken.push_back({p.offsets[j], p.offsets[j] + alignUp(buffers[j].size, align)}); });
     std::sort(taken.begin(), taken.end());
     uint64_t off = 0;
     for (auto& [s, e] : taken) {
@@ -63,7 +108,7 @@ MemoryPlan planReuse(const std::vector<Buffer>& buffers, uint64_t align) {
     }
     p.offsets[i] = off;
     p.total = std::max(p.total, off + size);
-    placed.push_back(i);
+    placed.place(i);
   }
   p.lower_bound = lowerBound(buffers, align);
   return p;

@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <map>
 #include <set>
@@ -786,6 +787,12 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
       if (static_cast<int64_t>(p.cof_add.size()) != C || static_cast<int64_t>(p.cof_mul.size()) != C)
         bad(fmt::format("normalize: cof_add and cof_mul need one value per channel ({}), got {} and {}", C,
                         p.cof_add.size(), p.cof_mul.size()));
+      // The result is float16: a coefficient beyond its range (or not finite) makes every output infinite.
+      for (auto [name, v] : {std::pair{"cof_add", &p.cof_add}, {"cof_mul", &p.cof_mul}})
+        for (size_t c = 0; c < v->size(); ++c)
+          if (!std::isfinite((*v)[c]) || std::fabs((*v)[c]) > 65504.0f)
+            bad(fmt::format("normalize: {}[{}] = {} is outside the float16 range (±65504) the normalized image is stored in", name,
+                            c, (*v)[c]));
       TensorInfo o = in;
       if (p.swap_rb) {
         if (in.format != ImageFormat::kRGB && in.format != ImageFormat::kBGR)

@@ -632,9 +632,10 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
     fail(ErrorCode::kInvalidArgument, "the package has no input '{}' (inputs: {})", name, names);
   }
   int64_t n = shapeNumel(it->shape);
-  // The exact shape, or the same elements as a flat vector (raw buffers).
-  if (t.numel() != n || (t.shape() != it->shape && t.rank() != 1))
-    fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}", name, shapeStr(it->shape), shapeStr(t.shape()));
+  // The exact shape: a tensor of another shape (even with the same element count) is a mistake, not a reshape.
+  if (t.shape() != it->shape)
+    fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}{}", name, shapeStr(it->shape), shapeStr(t.shape()),
+         t.numel() == n ? " (the same number of elements, in another shape: reshape it yourself if that is what you mean)" : "");
   uint8_t* dst = im.at(it->address, static_cast<uint64_t>(n) * dtypeSize(it->dtype), "input " + name);
   if (t.dtype() == it->dtype) {
     std::memcpy(dst, t.raw(), t.nbytes());

@@ -3,6 +3,7 @@
 #include "support/error.hpp"
 #include "support/file.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace npuc {
@@ -38,28 +39,113 @@ DType dtypeForDescr(const std::string& d, const std::string& name) {
   fail(ErrorCode::kUnsupported, "{}: unsupported .npy dtype '{}' (big-endian or non-numeric)", name, d);
 }
 
-// Finds the value text after 'key': in the header dict.
-std::string field(const std::string& h, const std::string& key, const std::string& name) {
-  auto k = h.find("'" + key + "'");
-  if (k == std::string::npos) fail(ErrorCode::kInvalidInput, "{}: .npy header has no '{}' field", name, key);
-  auto c = h.find(':', k);
-  if (c == std::string::npos) fail(ErrorCode::kInvalidInput, "{}: .npy header field '{}' has no value", name, key);
-  size_t b = h.find_first_not_of(' ', c + 1);
-  if (b == std::string::npos) fail(ErrorCode::kInvalidInput, "{}: .npy header field '{}' has no value", name, key);
-  size_t e;
-  if (h[b] == '\'') {
-    e = h.find('\'', b + 1);
-    if (e == std::string::npos) fail(ErrorCode::kInvalidInput, "{}: .npy header: unterminated string", name);
-    return h.substr(b + 1, e - b - 1);
+/// The header dict of a .npy file, read strictly: exactly the keys 'descr', 'fortran_order' and 'shape', each once,
+/// with a string, a boolean and a tuple of non-negative integers; nothing but spaces and a final newline after it.
+struct Header {
+  std::string descr;
+  bool fortran = false;
+  Shape shape;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& h, const std::string& name) : h_(h), name_(name) {}
+
+  Header run() {
+    Header r;
+    bool have[3] = {false, false, false};
+    skip();
+    expect('{');
+    for (;;) {
+      skip();
+      if (peek() == '}') break;
+      std::string key = str();
+      skip();
+      expect(':');
+      skip();
+      int k = key == "descr" ? 0 : key == "fortran_order" ? 1 : key == "shape" ? 2 : -1;
+      if (k < 0) bad(fmt::format("unknown key '{}' (a .npy header has 'descr', 'fortran_order' and 'shape')", key));
+      if (have[k]) bad(fmt::format("key '{}' appears twice", key));
+      have[k] = true;
+      if (k == 0) r.descr = str();
+      else if (k == 1) r.fortran = boolean();
+      else r.shape = tuple();
+      skip();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      skip();
+      if (peek() != '}') bad("expected ',' or '}' after a value");
+    }
+    ++pos_;  // '}'
+    for (int k = 0; k < 3; ++k)
+      if (!have[k]) bad(fmt::format("no '{}' field", k == 0 ? "descr" : k == 1 ? "fortran_order" : "shape"));
+    // Padding: spaces, then the newline that ends every header numpy writes (a NUL-padded one is accepted too).
+    while (pos_ < h_.size() && (h_[pos_] == ' ' || h_[pos_] == '\0')) ++pos_;
+    if (pos_ < h_.size() && h_[pos_] == '\n') ++pos_;
+    if (pos_ != h_.size()) bad(fmt::format("unexpected bytes after the header dict at offset {}", pos_));
+    return r;
   }
-  if (h[b] == '(') {
-    e = h.find(')', b);
-    if (e == std::string::npos) fail(ErrorCode::kInvalidInput, "{}: .npy header: unterminated shape", name);
-    return h.substr(b, e - b + 1);
+
+ private:
+  [[noreturn]] void bad(const std::string& why) const {
+    fail(ErrorCode::kInvalidInput, "{}: malformed .npy header: {}", name_, why);
   }
-  e = h.find_first_of(",}", b);
-  return h.substr(b, e == std::string::npos ? std::string::npos : e - b);
-}
+  char peek() const { return pos_ < h_.size() ? h_[pos_] : '\0'; }
+  void skip() {
+    while (pos_ < h_.size() && (h_[pos_] == ' ' || h_[pos_] == '\t' || h_[pos_] == '\n')) ++pos_;
+  }
+  void expect(char c) {
+    if (peek() != c) bad(fmt::format("expected '{}' at offset {}", c, pos_));
+    ++pos_;
+  }
+  std::string str() {
+    char q = peek();
+    if (q != '\'' && q != '"') bad(fmt::format("expected a quoted string at offset {}", pos_));
+    size_t e = h_.find(q, pos_ + 1);
+    if (e == std::string::npos) bad("unterminated string");
+    std::string v = h_.substr(pos_ + 1, e - pos_ - 1);
+    pos_ = e + 1;
+    return v;
+  }
+  bool boolean() {
+    if (h_.compare(pos_, 4, "True") == 0) return pos_ += 4, true;
+    if (h_.compare(pos_, 5, "False") == 0) return pos_ += 5, false;
+    bad("'fortran_order' must be True or False");
+  }
+  Shape tuple() {
+    expect('(');
+    Shape s;
+    for (;;) {
+      skip();
+      if (peek() == ')') break;
+      if (peek() < '0' || peek() > '9') bad(fmt::format("the shape holds something other than a non-negative integer at offset {}", pos_));
+      int64_t v = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        int d = peek() - '0';
+        if (v > (INT64_MAX - d) / 10) bad("a dimension of the shape is too large");
+        v = v * 10 + d;
+        ++pos_;
+      }
+      if (peek() == 'L') ++pos_;  // Python 2 longs
+      s.push_back(v);
+      if (s.size() > 32) bad("the shape has more than 32 dimensions");
+      skip();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() != ')') bad("expected ',' or ')' in the shape");
+    }
+    ++pos_;
+    return s;
+  }
+
+  const std::string& h_;
+  const std::string& name_;
+  size_t pos_ = 0;
+};
 
 }  // namespace
 
@@ -79,30 +165,30 @@ Tensor parseNpy(const uint8_t* data, size_t size, const std::string& name) {
   } else {
     fail(ErrorCode::kUnsupported, "{}: .npy format version {} is not supported", name, major);
   }
-  if (hoff + hlen > size) fail(ErrorCode::kInvalidInput, "{}: truncated .npy header", name);
+  if (hlen > size - hoff) fail(ErrorCode::kInvalidInput, "{}: truncated .npy header", name);
   std::string h(reinterpret_cast<const char*>(data + hoff), hlen);
-  DType dt = dtypeForDescr(field(h, "descr", name), name);
-  if (field(h, "fortran_order", name).find("True") != std::string::npos)
-    fail(ErrorCode::kUnsupported, "{}: Fortran-order .npy arrays are not supported; save with C order", name);
-  std::string s = field(h, "shape", name);
-  Shape shape;
-  size_t i = 1;
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
-    if (i >= s.size() || s[i] == ')') break;
-    size_t e = i;
-    while (e < s.size() && s[e] >= '0' && s[e] <= '9') ++e;
-    if (e == i) fail(ErrorCode::kInvalidInput, "{}: bad .npy shape '{}'", name, s);
-    shape.push_back(std::stoll(s.substr(i, e - i)));
-    i = e;
-    if (i < s.size() && s[i] == 'L') ++i;
+  Header hd = HeaderParser(h, name).run();
+  DType dt = dtypeForDescr(hd.descr, name);
+  // Fortran order would need a transpose; refusing it is clearer than reading it as C order (a silent transpose).
+  if (hd.fortran && hd.shape.size() > 1)
+    fail(ErrorCode::kUnsupported, "{}: Fortran-order .npy arrays are not supported; save with C order (np.ascontiguousarray)", name);
+  // The size the shape declares, checked against the file before anything is allocated (a 99-digit or huge
+  // dimension is a clear error, not an overflow or an allocation of petabytes).
+  const size_t avail = size - hoff - hlen;
+  bool empty = std::any_of(hd.shape.begin(), hd.shape.end(), [](int64_t d) { return d == 0; });
+  uint64_t need = dtypeSize(dt);
+  for (int64_t d : hd.shape) {
+    if (empty) break;
+    if (need > avail / static_cast<uint64_t>(d))
+      fail(ErrorCode::kInvalidInput, "{}: .npy data is {} bytes, far less than shape {} of {} needs", name, avail,
+           shapeStr(hd.shape), dtypeName(dt));
+    need *= static_cast<uint64_t>(d);
   }
-  Tensor t(dt, shape);
-  size_t off = hoff + hlen;
-  if (size - off < t.nbytes())
-    fail(ErrorCode::kInvalidInput, "{}: .npy data is {} bytes, shape {} of {} needs {}", name, size - off,
-         shapeStr(shape), dtypeName(dt), t.nbytes());
-  if (t.nbytes()) std::memcpy(t.raw(), data + off, t.nbytes());
+  Tensor t(dt, hd.shape);
+  if (avail != t.nbytes())
+    fail(ErrorCode::kInvalidInput, "{}: .npy data is {} bytes, shape {} of {} needs {}{}", name, avail, shapeStr(hd.shape),
+         dtypeName(dt), t.nbytes(), avail > t.nbytes() ? " (extra bytes after the array)" : "");
+  if (t.nbytes()) std::memcpy(t.raw(), data + hoff + hlen, t.nbytes());
   return t;
 }
 

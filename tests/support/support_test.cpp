@@ -72,6 +72,47 @@ TEST(Npy, MalformedFilesGiveClearErrors) {
   EXPECT_THROW(parse(std::string()), Error);
 }
 
+// .npy files as numpy writes them, and each malformed variant the bad-input campaign found accepted (issue 22).
+TEST(Npy, HeadersAreReadStrictly) {
+  // A v1.0 file with the given header dict and `data_bytes` zero bytes of data.
+  auto npy = [](std::string dict, size_t data_bytes) {
+    std::string h = dict;
+    h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+    h += '\n';
+    std::string b = "\x93NUMPY\x01";
+    b += '\0';
+    b += static_cast<char>(h.size() & 0xff);
+    b += static_cast<char>(h.size() >> 8);
+    return b + h + std::string(data_bytes, '\0');
+  };
+  auto parse = [](const std::string& b) { return parseNpy(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "x.npy"); };
+  auto refused = [&](const std::string& b, const std::string& fragment) {
+    try {
+      parse(b);
+      ADD_FAILURE() << "accepted: " << b.substr(10, 80);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+      EXPECT_NE(e.code(), ErrorCode::kInternal);
+    }
+  };
+  // What numpy writes (including a trailing comma, a 1-tuple, Fortran order of a 1-D array, double quotes).
+  EXPECT_EQ(parse(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24)).shape(), (Shape{2, 3}));
+  EXPECT_EQ(parse(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (64,), }", 256)).shape(), (Shape{64}));
+  EXPECT_EQ(parse(npy("{\"descr\": \"|u1\", \"shape\": (), \"fortran_order\": False}", 1)).shape(), (Shape{}));
+  // Each of these was read before.
+  refused(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24), "Fortran-order");
+  refused(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ", 24), "expected");        // no closing brace
+  refused(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)} junk", 24), "after the header dict");
+  refused(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", 28), "extra bytes after the array");
+  refused(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::string(99, '9') + ",)}", 4), "too large");
+  refused(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", 4), "far less than");
+  refused(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}", 4), "non-negative integer");
+  refused(npy("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,)}", 4), "True or False");
+  refused(npy("{'descr': '<f4', 'shape': (1,)}", 4), "no 'fortran_order' field");
+  refused(npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", 4), "appears twice");
+  refused(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1}", 4), "unknown key 'extra'");
+}
+
 TEST(Tensor, ShapeChecks) {
   EXPECT_EQ(shapeNumel({2, 3, 4}), 24);
   EXPECT_EQ(shapeNumel({}), 1);

@@ -72,7 +72,10 @@ Model loadForInputs(const std::string& model, const std::map<std::string, Tensor
   LoadOptions lo;
   lo.input_shapes = parseShapes(shape_entries);
   for (auto& [n, t] : inputs)
-    if (!lo.input_shapes.count(n)) lo.input_shapes[n] = t.shape();
+    if (!lo.input_shapes.count(n)) {
+      lo.input_shapes[n] = t.shape();
+      lo.input_shape_origin[n] = "--input";
+    }
   return Model::load(model, lo);
 }
 

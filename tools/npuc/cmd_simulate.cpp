@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -27,15 +28,20 @@ Tensor readInputFile(const Runtime& rt, const std::string& file, const RuntimeTe
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext == ".jpg" || ext == ".jpeg" || ext == ".png") return rt.imageInput(in.name, p);
   if (p.extension() == ".bin" || p.extension() == ".raw") {
-    std::FILE* f = std::fopen(file.c_str(), "rb");
-    if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open", file));
     Tensor t(in.dtype, in.shape);
+    std::error_code ec;
+    auto status = fs::status(p, ec);
+    if (!fs::exists(status)) throw Error(ErrorCode::kIo, fmt::format("{}: file not found", file));
+    if (!fs::is_regular_file(status)) throw Error(ErrorCode::kIo, fmt::format("{}: is not a regular file", file));
+    uintmax_t size = fs::file_size(p, ec);
+    if (ec || size != t.nbytes())
+      throw Error(ErrorCode::kInvalidInput, fmt::format("{}: input '{}' needs exactly {} bytes ({} {}), the file has {}", file,
+                                                        in.name, t.nbytes(), dtypeName(in.dtype), shapeStr(in.shape), size));
+    std::FILE* f = std::fopen(file.c_str(), "rb");
+    if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
     size_t got = std::fread(t.raw(), 1, t.nbytes(), f);
-    bool extra = std::fgetc(f) != EOF;
     std::fclose(f);
-    if (got != t.nbytes() || extra)
-      throw Error(ErrorCode::kInvalidInput, fmt::format("{}: input '{}' needs exactly {} bytes ({} {}), the file has {}{}", file, in.name,
-                                                        t.nbytes(), dtypeName(in.dtype), shapeStr(in.shape), got, extra ? " or more" : ""));
+    if (got != t.nbytes()) throw Error(ErrorCode::kIo, fmt::format("{}: read {} of {} bytes", file, got, t.nbytes()));
     return t;
   }
   throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: inputs are .npy, raw .bin, or (camera-frame inputs) .jpg/.png files", file));

@@ -67,8 +67,13 @@ void fixInputShapes(onnx::GraphProto& g, const ImportOptions& opts, const std::s
     }
   }
   for (auto& [name, s] : opts.input_shapes)
-    if (!seen.count(name))
-      fail(ErrorCode::kInvalidArgument, "--input-shape names '{}', which is not an input of the model", name);
+    if (!seen.count(name)) {
+      auto origin = opts.input_shape_origin.find(name);
+      std::string inputs;
+      for (const std::string& in : seen) inputs += (inputs.empty() ? "" : ", ") + in;
+      fail(ErrorCode::kInvalidArgument, "{} names '{}', which is not an input of the model (its inputs: {})",
+           origin == opts.input_shape_origin.end() ? "--input-shape" : origin->second, name, inputs.empty() ? "none" : inputs);
+    }
 }
 
 /// Runs libonnx shape inference (strict, then lenient) in a child process and returns the inferred value_info,
@@ -108,9 +113,11 @@ std::string inferInChild(onnx::ModelProto m, const std::string& name) {
     try {
       try {
         onnx::ShapeInferenceOptions strict{true, 1, true};
-        onnx::ModelProto copy = m;
-        onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), strict);
-        m = std::move(copy);
+        // Leaked on purpose: the child ends with _exit, and destroying a large model's protobuf costs as much as
+        // inferring its shapes.
+        auto* copy = new onnx::ModelProto(m);
+        onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), strict);
+        m.Swap(copy);
       } catch (const std::exception&) {
         onnx::ShapeInferenceOptions lenient{false, 0, true};
         onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), lenient);

@@ -13,6 +13,8 @@ namespace npuc::onnx_io {
 struct ImportOptions {
   /// Fixes input shapes by name (`--input-shape name=1,3,224,224`); replaces the declared shape.
   std::map<std::string, Shape> input_shapes;
+  /// The option that gave an entry of input_shapes, for messages (default "--input-shape").
+  std::map<std::string, std::string> input_shape_origin;
   /// Value for a dynamic first (batch) dimension when no shape is given.
   int64_t default_batch = 1;
   /// Fail on dynamic dims other than the batch (true for the CLI; conformance passes shapes for every input).
