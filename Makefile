@@ -36,13 +36,15 @@ asan: deps
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer on the ONNX loader and on the package reader + simulator, 60 s each, with ASan/UBSan (build-fuzz/, clang).
+# libFuzzer, 60 s per target, with ASan/UBSan (build-fuzz/, clang): the ONNX loader, the package reader +
+# simulator, target files + expressions, pre/post YAML, address maps, AIPP configurations + parameter blocks, .npy.
+FUZZ_SECONDS ?= 60
+FUZZERS := onnx_loader:onnx package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy
 fuzz-smoke:
 	@scripts/install_deps.sh build fuzz
 	@cmake --preset fuzz >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx_loader fuzz_package_reader
-	@scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_onnx_loader 60
-	@scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_package_reader 60 package
+	@cmake --build build-fuzz -j $(JOBS) --target $(foreach f,$(FUZZERS),fuzz_$(firstword $(subst :, ,$(f))))
+	@set -e; for f in $(FUZZERS); do scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_$${f%%:*} $(FUZZ_SECONDS) $${f##*:}; done
 
 # Side-by-side latency against ONNX Runtime (needs python3-torchvision for the models; npm for ORT).
 bench: build

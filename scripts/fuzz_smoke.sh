@@ -1,24 +1,59 @@
 #!/usr/bin/env bash
-# Runs a libFuzzer binary for N seconds over a seed corpus of small real models; fails on any crash.
-#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_onnx_loader 60
-#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_package_reader 60 package   (seeds: the target writes them)
+# Runs a libFuzzer binary for N seconds over a seed corpus of real inputs; fails on any crash.
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_onnx_loader 60             (seeds: small real models)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_package_reader 60 package  (seeds: the target writes them)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_target_file 60 target     (targets/*.yaml, expressions of their rules)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_prepost 60 prepost         (the pre/post examples and the demo's)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_addrmap 60 addrmap         (the demo's address map)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_aipp 60 aipp               (configurations, parameter YAML and blocks)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_npy 60 npy                 (.npy files)
+# Seeds of the targets whose first byte picks a variant get that byte in front of the file (seed VARIANT FILE).
 set -euo pipefail
 bin=$1
 seconds=${2:-60}
 mode=${3:-onnx}
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-if [ "$mode" = package ]; then
-  NPUC_FUZZ_SEED_DIR="$corpus" "$bin" -runs=0 >/dev/null 2>&1
-else
-  cp models/digits/digits_cnn.onnx tests/data/bad/*.onnx "$corpus/"
-  n=0
-  for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
-    cp "$m" "$corpus/seed_$n.onnx"
+n=0
+seed() {  # seed VARIANT_BYTE FILE...
+  local v=$1; shift
+  for f in "$@"; do
+    { printf "\\x$(printf %02x "$v")"; cat "$f"; } >"$corpus/seed_$n"
     n=$((n + 1))
-    [ $n -ge 200 ] && break
   done
-fi
+}
+case "$mode" in
+  package) NPUC_FUZZ_SEED_DIR="$corpus" "$bin" -runs=0 >/dev/null 2>&1 ;;
+  onnx)
+    cp models/digits/digits_cnn.onnx tests/data/bad/*.onnx "$corpus/"
+    for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
+      cp "$m" "$corpus/seed_$n.onnx"
+      n=$((n + 1))
+      [ $n -ge 200 ] && break
+    done ;;
+  target)
+    seed 0 targets/*.yaml
+    # Each rule's expressions alone (odd first byte: the expression parser).
+    while IFS= read -r e; do
+      printf '%s' "$e" >"$corpus/expr.txt"
+      seed 1 "$corpus/expr.txt"
+    done < <(grep -hoE "(require|when): *['\"].*['\"]" targets/*.yaml | sed -E "s/^(require|when): *['\"]//; s/['\"]$//" | head -300)
+    rm -f "$corpus/expr.txt" ;;
+  prepost) seed 0 tests/data/prepost/*.yaml tests/data/prepost/examples/*.yaml models/digits/demo/*.yaml ;;
+  addrmap) seed 0 models/digits/demo/addrmap.yaml ;;
+  aipp)
+    tmp=$(mktemp -d)
+    printf 'aipp_op {\n aipp_mode: static\n input_format: YUV420SP_U8\n src_image_size_w: 48\n src_image_size_h: 40\n crop: true\n load_start_pos_w: 2\n load_start_pos_h: 4\n crop_size_w: 40\n crop_size_h: 36\n resize: true\n csc_switch: true\n padding: true\n top_padding_size: 1\n var_reci_chn_0: 0.0039\n}\n' >"$tmp/static.cfg"
+    printf 'aipp_op {\n aipp_mode: dynamic\n max_src_image_size: 4096\n}\n' >"$tmp/dynamic.cfg"
+    printf 'inputFormat: 1\nsrcImageSizeW: 32\nsrcImageSizeH: 32\nscfSwitch: 0\ncscSwitch: 0\n' >"$tmp/params.yaml"
+    head -c 160 /dev/zero >"$tmp/block.bin"
+    seed 0 "$tmp"/*.cfg
+    seed 1 "$tmp/params.yaml"
+    seed 2 "$tmp/block.bin"
+    rm -rf "$tmp" ;;
+  npy) seed 0 models/digits/test_y.npy tests/data/*/*.npy 2>/dev/null || seed 0 models/digits/test_y.npy ;;
+  *) echo "fuzz_smoke.sh: unknown mode '$mode'" >&2; exit 2 ;;
+esac
 mkdir -p build-fuzz/artifacts
 echo "fuzzing $bin for ${seconds}s over $(ls "$corpus" | wc -l) seeds"
 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \

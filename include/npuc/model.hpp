@@ -122,6 +122,9 @@ std::string supportedOpsPage(const std::string& target);
 /// Creates an output folder and its parents; an existing non-folder, or one that cannot be created (/proc, no
 /// permission, a file on the way), is an Error (kIo) naming `what` and the path.
 void makeOutputFolder(const std::filesystem::path& dir, const char* what);
+/// Checks that a name given for output files (PREFIX) is one plain file-name component (not empty, not "." or "..",
+/// no separator or control character, not starting with '.'); throws Error (kInvalidArgument) naming `what`.
+void checkOutputName(const std::string& name, const char* what);
 /// Writes PREFIX_error_report.csv, .json and .xlsx (each written atomically) into prefix's folder (created when
 /// missing); prefix's last part must be a plain name (one file-name component). Returns the files written.
 std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, const std::string& target,

@@ -65,6 +65,7 @@ void writeXlsx(const std::vector<CheckRow>& rows, const std::filesystem::path& p
 }  // namespace
 
 void makeOutputFolder(const std::filesystem::path& dir, const char* what) { makeFolder(dir, what); }
+void checkOutputName(const std::string& name, const char* what) { checkPlainName(name, what); }
 
 std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, const std::string& target,
                                           const std::string& model, const std::filesystem::path& prefix) {

@@ -32,6 +32,8 @@ void addCheck(CLI::App& app, Action& run) {
   c->add_flag("--not-check-size", o->not_check_size, "Skip the ONNX-vs-YAML size check (-NotCheckSizeONNXvsYAML)");
   c->callback([o, &run] {
     run = [o] {
+      std::string prefix = o->prefix.empty() ? std::filesystem::path(o->model).stem().string() : o->prefix;
+      if (!o->no_report) checkOutputName(prefix, "report prefix");  // before any work
       LoadOptions lo;
       lo.input_shapes = parseShapes(o->shapes);
       Model m = Model::load(o->model, lo);
@@ -42,7 +44,6 @@ void addCheck(CLI::App& app, Action& run) {
         m.optimized(o->relu6).saveOnnx(o->save_opt);
         fmt::print("wrote {}\n", o->save_opt);
       }
-      std::string prefix = o->prefix.empty() ? std::filesystem::path(o->model).stem().string() : o->prefix;
       if (rows.empty()) {
         fmt::print("{}: every node is supported by target {}\n", o->model, o->target);
       } else {

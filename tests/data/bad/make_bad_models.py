@@ -31,3 +31,22 @@ good = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y])
 data = good.SerializeToString()
 with open(os.path.join(here, "truncated.onnx"), "wb") as f:
     f.write(data[: len(data) // 2])
+
+# The bad-input campaign (issue 22): header fields npuc used to accept.
+m = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y])
+m.opset_import[0].version = -1  # was taken as opset 17
+save(m, "opset_minus1.onnx")
+m = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y])
+m.ir_version = 99
+save(m, "ir_version99.onnx")
+c1 = helper.make_tensor("c", TensorProto.FLOAT, [1], [1.0])
+c2 = helper.make_tensor("c", TensorProto.FLOAT, [1], [2.0])  # the last one won
+save(model([helper.make_node("Add", ["x", "c"], ["y"], name="add")], [x], [y], inits=[c1, c2]), "duplicate_initializer.onnx")
+# External data named "w.bin" next to the model: tests/e2e/bad_input_test.sh makes it a symbolic link out of the
+# model's folder.
+w = helper.make_tensor("w", TensorProto.FLOAT, [1], [0.0])
+w.ClearField("float_data")
+w.data_location = TensorProto.EXTERNAL
+e = w.external_data.add()
+e.key, e.value = "location", "w.bin"
+save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], inits=[w]), "external_link.onnx")
