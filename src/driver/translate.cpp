@@ -179,7 +179,8 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
 /// The calibration tensors of TranslateOptions as samples of the model's inputs: each tensor stacks one or more
 /// samples along its first axis (views, nothing copied).
 std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g, const std::map<std::string, std::vector<Tensor>>& data) {
-  for (auto& [name, ts] : data) {
+  for (const auto& entry : data) {
+    const std::string& name = entry.first;  // (not a structured binding: the lambda below captures it)
     bool known = std::any_of(g.inputs().begin(), g.inputs().end(), [&](ir::ValueId v) { return g.value(v).name == name; });
     if (!known) fail(ErrorCode::kInvalidArgument, "calibration data for '{}': the model has no input of that name", name);
   }

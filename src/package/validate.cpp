@@ -634,7 +634,8 @@ struct Checker {
     IntervalMap<Writer> last;
     uint32_t waited[2] = {0, 0};      // per engine: every seq of the other engine below this is complete
     for (size_t s = 0; s < n; ++s) {
-      auto [e, i] = by_seq[s];
+      const Engine e = by_seq[s].first;  // (not structured bindings: the lambda below captures them)
+      const size_t i = by_seq[s].second;
       const Descriptor& d = (e == Engine::kMac ? p.mac : p.vec)[i];
       int ei = static_cast<int>(e);
       if (d.wait != kNoWait) waited[ei] = std::max(waited[ei], d.wait + 1);

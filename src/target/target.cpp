@@ -114,7 +114,9 @@ void checkRuleNames(const Target& t) {
       });
   };
   std::set<std::string> all_lookups;
-  for (auto& [op, s] : t.ops)
+  for (const auto& entry : t.ops) {
+    const std::string& op = entry.first;  // (not a structured binding: lambdas cannot capture those before C++20)
+    const OpSupport& s = entry.second;
     withContext("op '" + op + "'", [&] {
       std::set<std::string> lookups;
       for (const Lookup& l : s.lookups) {
@@ -126,6 +128,7 @@ void checkRuleNames(const Target& t) {
       all_lookups.insert(lookups.begin(), lookups.end());
       checkRules(s.rules, lookups, op);
     });
+  }
   withContext("graph_rules", [&] { checkRules(t.graph_rules, all_lookups, ""); });
 }
 

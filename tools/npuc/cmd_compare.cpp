@@ -168,7 +168,9 @@ void addCompare(CLI::App& app, Action& run) {
         }
         inputs[in.name] = t;
       }
-      for (auto& [name, t] : inputs) {
+      for (auto& entry : inputs) {
+        const std::string& name = entry.first;  // (not structured bindings: the lambda below captures them)
+        const Tensor& t = entry.second;
         bool ok = t.dtype() == DType::kF32 || std::any_of(rt.inputs().begin(), rt.inputs().end(), [&](const RuntimeTensor& r) {
                     return r.name == name && r.dtype == t.dtype();
                   });

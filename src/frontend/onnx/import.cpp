@@ -14,6 +14,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <cstdio>
@@ -76,41 +77,81 @@ void fixInputShapes(onnx::GraphProto& g, const ImportOptions& opts, const std::s
     }
 }
 
-/// Runs libonnx shape inference (strict, then lenient) in a child process and returns the inferred value_info,
-/// serialised as a GraphProto. libonnx trusts its input and can crash on malformed models; isolating it turns a
-/// crash into a clear error. Large initializers become typed graph inputs first (their values never matter for
-/// shapes), so the copy is small.
-std::string inferInChild(onnx::ModelProto m, const std::string& name) {
-  auto* gp = m.mutable_graph();
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
-  for (auto& t : *gp->mutable_initializer()) {
-    int64_t elems = 1;
-    for (int64_t d : t.dims()) elems = d > 0 && elems < (int64_t{1} << 40) ? elems * d : (d == 0 ? 0 : elems);
-    bool small = elems * 8 <= static_cast<int64_t>(kSmallTensorBytes);
-    if (small && t.data_location() != onnx::TensorProto::EXTERNAL) {
-      *kept.Add() = t;
-      continue;
+/// libonnx shape inference (strict, then lenient) in a child process, started before npuc converts the model and
+/// collected after: the two run side by side. libonnx trusts its input and can crash on malformed models; in a
+/// child, a crash becomes a clear error. The child works on its own (copy-on-write) image of the model, where large
+/// initializers become typed graph inputs first (their values never matter for shapes).
+class OnnxInference {
+ public:
+  explicit OnnxInference(const onnx::ModelProto& m) {
+    int fds[2];
+    if (::pipe(fds) != 0) fail(ErrorCode::kIo, "cannot create a pipe for ONNX shape inference");
+    std::fflush(nullptr);
+    pid_ = ::fork();
+    if (pid_ < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      fail(ErrorCode::kIo, "cannot fork for ONNX shape inference");
     }
-    auto* vi = gp->add_input();
-    vi->set_name(t.name());
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(t.data_type());
-    for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  gp->mutable_initializer()->Swap(&kept);
-  int fds[2];
-  if (::pipe(fds) != 0) fail(ErrorCode::kIo, "cannot create a pipe for ONNX shape inference");
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
+    if (pid_ == 0) {
+      ::close(fds[0]);
+      child(const_cast<onnx::ModelProto&>(m), fds[1]);  // the child's own image: the parent's model is untouched
+    }
     ::close(fds[1]);
-    fail(ErrorCode::kIo, "cannot fork for ONNX shape inference");
+    fd_ = fds[0];
   }
-  if (pid == 0) {
-    ::close(fds[0]);
+  OnnxInference(const OnnxInference&) = delete;
+  OnnxInference& operator=(const OnnxInference&) = delete;
+  ~OnnxInference() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::close(fd_);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+
+  /// Waits for the child: the inferred value_info serialised as a GraphProto, or an error naming the problem.
+  std::string result() {
+    std::string in;
+    char buf[65536];
+    for (;;) {
+      ssize_t r = ::read(fd_, buf, sizeof buf);
+      if (r > 0) in.append(buf, static_cast<size_t>(r));
+      else if (r == 0 || errno != EINTR) break;
+    }
+    ::close(fd_);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    if (!WIFEXITED(status) || in.empty())
+      fail(ErrorCode::kInvalidInput, "malformed model: ONNX shape inference crashed on it (signal {})",
+           WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (in[0] == 'E') fail(ErrorCode::kInvalidInput, "inconsistent shapes (ONNX shape inference): {}", in.substr(1));
+    return in.substr(1);
+  }
+
+ private:
+  [[noreturn]] static void child(onnx::ModelProto& m, int fd) {
     std::string out;
     try {
+      auto* gp = m.mutable_graph();
+      google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+      for (auto& t : *gp->mutable_initializer()) {
+        int64_t elems = 1;
+        for (int64_t d : t.dims()) elems = d > 0 && elems < (int64_t{1} << 40) ? elems * d : (d == 0 ? 0 : elems);
+        bool small = elems * 8 <= static_cast<int64_t>(kSmallTensorBytes);
+        if (small && t.data_location() != onnx::TensorProto::EXTERNAL) {
+          *kept.Add() = t;
+          continue;
+        }
+        auto* vi = gp->add_input();
+        vi->set_name(t.name());
+        auto* tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(t.data_type());
+        for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+      }
+      gp->mutable_initializer()->Swap(&kept);
       try {
         onnx::ShapeInferenceOptions strict{true, 1, true};
         // Leaked on purpose: the child ends with _exit, and destroying a large model's protobuf costs as much as
@@ -130,40 +171,26 @@ std::string inferInChild(onnx::ModelProto m, const std::string& name) {
     }
     size_t off = 0;
     while (off < out.size()) {
-      ssize_t w = ::write(fds[1], out.data() + off, out.size() - off);
+      ssize_t w = ::write(fd, out.data() + off, out.size() - off);
+      if (w < 0 && errno == EINTR) continue;
       if (w <= 0) break;
       off += static_cast<size_t>(w);
     }
     ::_exit(0);
   }
-  ::close(fds[1]);
-  std::string in;
-  char buf[65536];
-  for (;;) {
-    ssize_t r = ::read(fds[0], buf, sizeof buf);
-    if (r > 0) in.append(buf, static_cast<size_t>(r));
-    else if (r == 0 || errno != EINTR) break;
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || in.empty())
-    fail(ErrorCode::kInvalidInput, "malformed model: ONNX shape inference crashed on it (signal {})",
-         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  if (in[0] == 'E') fail(ErrorCode::kInvalidInput, "inconsistent shapes (ONNX shape inference): {}", in.substr(1));
-  (void)name;
-  return in.substr(1);
-}
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
 
 /// ONNX shape inference as a cross-check, run once npuc's own shape functions have accepted every node: every
 /// static shape it infers must agree with npuc's.
-void crossCheckWithOnnx(const onnx::ModelProto& m, const ir::Graph& g, const std::string& name) {
+void crossCheckWithOnnx(OnnxInference& onnx_shapes, const ir::Graph& g) {
   for (ir::NodeId id : g.order())
     for (ir::ValueId v : g.node(id).outputs)
       if (v != ir::kNoValue && !g.value(v).type.isStatic()) return;  // data-dependent shapes: nothing to check
   onnx::GraphProto shapes;
-  if (!shapes.ParseFromString(inferInChild(m, name)))
+  if (!shapes.ParseFromString(onnx_shapes.result()))
     fail(ErrorCode::kInternal, "could not read the result of ONNX shape inference");
   for (auto& vi : shapes.value_info()) {
     auto id = g.findValue(vi.name());
@@ -234,6 +261,8 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     }
 
     onnx::GraphProto& graph = gp;
+    // ONNX's own shape inference starts now in a child process and is checked against npuc's at the end.
+    OnnxInference onnx_shapes(m);
     auto g = std::make_unique<ir::Graph>();
     g->opset = opset;
     g->name = graph.name();
@@ -325,7 +354,7 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
       if (e.code() == ErrorCode::kInvalidInput) e.addContext("inconsistent shapes");
       throw;
     }
-    crossCheckWithOnnx(m, *g, name);
+    crossCheckWithOnnx(onnx_shapes, *g);
     return g;
   });
 }
