@@ -399,6 +399,15 @@ class Lowerer {
     if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" || op == "Dropout") {
       if (op == "Dropout" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue && uses_.count(n.outputs[1]))
         unsupported(n, "the Dropout mask output has no package form");
+      if (op == "Dropout" && n.hasInput(2)) {  // training mode: an identity only when the ratio is 0
+        const ir::Value& mode = g_.value(n.inputs[2]);
+        const ir::Value* ratio = n.hasInput(1) ? &g_.value(n.inputs[1]) : nullptr;
+        if (!mode.isConstant() || (ratio && !ratio->isConstant()))
+          unsupported(n, "Dropout's training_mode and ratio must be constants to have a package form");
+        double r = ratio ? ratio->constant->toDouble().at(0) : 0.5;
+        if (mode.constant->toDouble().at(0) != 0 && r != 0)
+          unsupported(n, "training_mode=true with ratio {} (random dropout) has no package form", r);
+      }
       return copyLike(n);
     }
     if (op == "Cast") return cast(n);

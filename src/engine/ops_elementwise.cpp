@@ -511,8 +511,13 @@ void registerElementwiseKernels(KernelRegistry& r) {
     r.addFn(op, unaryKernel);
   r.addFn("Clip", clipKernel);
   r.addFn("Dropout", [](KernelCall& c) {
-    if (c.has(2) && c.input(2).toDouble().at(0) != 0)
-      c.unsupported("training_mode=true (random dropout) is not supported; npuc runs inference");
+    // Training mode drops at random, unless the ratio is 0: then nothing is dropped and the scale 1 / (1 - ratio)
+    // is 1 — an identity, as torchvision's exports of Swin-T and ViT ask for.
+    if (c.has(2) && c.input(2).toDouble().at(0) != 0) {
+      double ratio = c.has(1) ? c.input(1).toDouble().at(0) : 0.5;
+      if (ratio != 0)
+        c.unsupported("training_mode=true with ratio {} (random dropout) is not supported; npuc runs inference", ratio);
+    }
     c.alias(0, c.input(0));
     if (c.numOutputs() > 1 && c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue) {
       Tensor& m = c.alloc(1);

@@ -251,3 +251,23 @@ TEST(TensorKernels, NonZero) {
 
 }  // namespace
 }  // namespace npuc::engine::test
+
+// torchvision exports Swin-T and ViT with Dropout(ratio = 0, training_mode = true): nothing is dropped, an identity.
+// A non-zero ratio in training mode is random and stays refused (issue 22's torchvision survey).
+TEST(Dropout, TrainingModeWithRatioZeroIsAnIdentity) {
+  using namespace npuc;
+  using engine::test::runOp;
+  Tensor x = Tensor::fromVector<float>({2, 3}, {1, -2, 3, -4, 5, -6});
+  Tensor yes(DType::kBool, {});
+  *static_cast<uint8_t*>(yes.raw()) = 1;
+  auto out = runOp("Dropout", {x, Tensor::scalar<float>(0.0f), yes});
+  EXPECT_TRUE(out[0].sameBits(x));
+  try {
+    runOp("Dropout", {x, Tensor::scalar<float>(0.5f), yes});
+    ADD_FAILURE() << "random dropout ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("ratio 0.5"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(runOp("Dropout", {x, Tensor(), yes}), Error);  // the default ratio is 0.5
+}
