@@ -167,7 +167,7 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
   for (const package::LayerInfo& l : low.pkg.layers) {
     const auto& stream = l.engine == package::Engine::kMac ? low.pkg.mac : low.pkg.vec;
     const package::Descriptor& d = stream[l.index];
-    bool pp_kind = static_cast<uint16_t>(d.kind) >= static_cast<uint16_t>(package::LayerKind::kCast);
+    bool pp_kind = package::layerKindInfo(d.kind)->cls == package::KindClass::PrePost;
     bool pp_name = l.name.find("/pre") != std::string::npos || l.name.find("/post") != std::string::npos;
     bool is_output = std::any_of(low.pkg.outputs.begin(), low.pkg.outputs.end(), [&](auto& t) { return t.name == l.output; });
     if (pp_kind || pp_name || (is_output && d.kind == package::LayerKind::kCopy))

@@ -72,9 +72,11 @@ void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const 
 
 // ---------------------------------------------------------------------------------------------------------
 // Element-wise.
+/// The operations of the element-wise kernels (elementwise_ops.def: the order is their code in a package).
 enum class UnaryOp : uint8_t {
-  kRelu, kLeakyRelu, kClip, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kSwish, kMish, kElu, kSelu, kCelu,
-  kSoftplus, kSoftsign, kExp, kLog, kSqrt, kReciprocal, kAbs, kNeg, kErf, kFloor, kCeil, kRound, kIdentity,
+#define NPUC_UNARY_OP(E, name, params) E,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_UNARY_OP
   kCount
 };
 /// Name as in ONNX ("Relu", "HardSwish", …); UnaryOp::kCount when unknown.
@@ -85,7 +87,12 @@ const char* unaryOpName(UnaryOp op);
 float unaryScalar(UnaryOp op, float x, float alpha, float beta);
 void unary(UnaryOp op, float alpha, float beta, int64_t n, const float* x, float* y, ThreadPool* pool);
 
-enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kCount };
+enum class BinaryOp : uint8_t {
+#define NPUC_BINARY_OP(E, name) E,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_BINARY_OP
+  kCount
+};
 BinaryOp binaryOpFromName(const char* name);
 const char* binaryOpName(BinaryOp op);
 float binaryScalar(BinaryOp op, float a, float b);

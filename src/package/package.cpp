@@ -51,43 +51,63 @@ bool elemTypeValid(uint8_t code) { return elemSize(static_cast<ElemType>(code)) 
 
 const char* engineName(Engine e) { return e == Engine::kMac ? "mac" : "vector"; }
 
-const char* layerKindName(LayerKind k) {
-  switch (k) {
-    case LayerKind::kConv: return "conv";
-    case LayerKind::kConvTranspose: return "conv_transpose";
-    case LayerKind::kGemm: return "gemm";
-    case LayerKind::kMaxPool: return "max_pool";
-    case LayerKind::kAvgPool: return "avg_pool";
-    case LayerKind::kGlobalAvgPool: return "global_avg_pool";
-    case LayerKind::kGlobalMaxPool: return "global_max_pool";
-    case LayerKind::kBinary: return "binary";
-    case LayerKind::kUnary: return "unary";
-    case LayerKind::kCopy: return "copy";
-    case LayerKind::kConcat: return "concat";
-    case LayerKind::kSoftmax: return "softmax";
-    case LayerKind::kTranspose: return "transpose";
-    case LayerKind::kPad: return "pad";
-    case LayerKind::kSlice: return "slice";
-    case LayerKind::kChannelAffine: return "channel_affine";
-    case LayerKind::kLrn: return "lrn";
-    case LayerKind::kCast: return "cast";
-    case LayerKind::kYuvToRgb: return "yuv_to_rgb";
-    case LayerKind::kToGray: return "to_gray";
-    case LayerKind::kCrop: return "crop";
-    case LayerKind::kResizeHwc: return "resize_hwc";
-    case LayerKind::kNormalize: return "normalize";
-    case LayerKind::kPostSoftmax: return "post_softmax";
-    case LayerKind::kArgMinMax: return "argminmax";
-    case LayerKind::kAipp: return "aipp";
-  }
-  return nullptr;
+const std::vector<LayerKindInfo>& layerKinds() {
+  static const std::vector<LayerKindInfo> k = {
+#define NPUC_LAYER_KIND(E, code, name, engine, in_min, in_max, words, per_rank, cls, in_doc, param_doc) \
+  {LayerKind::E, name, EngineClass::engine, in_min, in_max, words, per_rank, KindClass::cls, in_doc, param_doc},
+#include "package/layer_kinds.def"
+#undef NPUC_LAYER_KIND
+  };
+  return k;
 }
 
-Engine layerEngine(LayerKind k) { return static_cast<uint16_t>(k) < 16 ? Engine::kMac : Engine::kVector; }
+const LayerKindInfo* layerKindInfo(LayerKind k) {
+  static const std::vector<const LayerKindInfo*> by_code = [] {
+    std::vector<const LayerKindInfo*> v;
+    for (const LayerKindInfo& i : layerKinds()) {
+      size_t c = static_cast<size_t>(i.kind);
+      if (v.size() <= c) v.resize(c + 1, nullptr);
+      v[c] = &i;
+    }
+    return v;
+  }();
+  size_t c = static_cast<size_t>(k);
+  return c < by_code.size() ? by_code[c] : nullptr;
+}
+
+const char* layerKindName(LayerKind k) {
+  const LayerKindInfo* i = layerKindInfo(k);
+  return i ? i->name : nullptr;
+}
+
+Engine layerEngine(LayerKind k) {
+  const LayerKindInfo* i = layerKindInfo(k);
+  return i && i->engine == EngineClass::Vector ? Engine::kVector : Engine::kMac;
+}
 
 bool layerAllowedOn(LayerKind k, Engine e) {
-  bool pool = k == LayerKind::kMaxPool || k == LayerKind::kAvgPool || k == LayerKind::kGlobalAvgPool || k == LayerKind::kGlobalMaxPool;
-  return pool || layerEngine(k) == e;
+  const LayerKindInfo* i = layerKindInfo(k);
+  if (!i) return false;
+  return i->engine == EngineClass::Either || (i->engine == EngineClass::Mac) == (e == Engine::kMac);
+}
+
+std::string layerKindsMarkdown() {
+  std::string md = "| code | kind | engine | inputs | parameter words |\n|---|---|---|---|---|\n";
+  for (const LayerKindInfo& k : layerKinds()) {
+    const char* engine = k.engine == EngineClass::Mac ? "MAC" : k.engine == EngineClass::Vector ? "vector" : "MAC or vector";
+    md += fmt::format("| {} | `{}` | {} | {} | {} |\n", static_cast<int>(k.kind), k.name, engine, k.inputs_doc, k.params_doc);
+  }
+  md += "\nOperations of `unary` layers (word 0), with what `alpha` and `beta` (words 1 and 2) are:\n\n| code | op | alpha, beta |\n|---|---|---|\n";
+  int code = 0;
+#define NPUC_UNARY_OP(E, name, params) md += fmt::format("| {} | {} | {} |\n", code++, name, params);
+#include "kernels/elementwise_ops.def"
+#undef NPUC_UNARY_OP
+  md += "\nOperations of `binary` layers (word 0):\n\n| code | op |\n|---|---|\n";
+  code = 0;
+#define NPUC_BINARY_OP(E, name) md += fmt::format("| {} | {} |\n", code++, name);
+#include "kernels/elementwise_ops.def"
+#undef NPUC_BINARY_OP
+  return md;
 }
 
 uint64_t TensorRef::numel() const {

@@ -43,51 +43,41 @@ bool elemTypeValid(uint8_t code);
 enum class Engine : uint8_t { kMac = 0, kVector = 1 };
 const char* engineName(Engine e);  // "mac" / "vector"
 
-/// Layer kinds. The parameter block of each (in drp_param, 32-bit words) is listed with it.
+/// Layer kinds: the enum and everything about a kind's identity come from layer_kinds.def (one line per kind: code,
+/// name, engine, inputs, parameter words, class, doc — docs/package-format.md shows the same table).
 enum class LayerKind : uint16_t {
-  // MAC engine
-  kConv = 1,           // in: x[N,C,H,W], w[M,C/g,kh,kw], (bias[M] f32); out y. params: g kh kw sh sw dh dw pt pl
-  kConvTranspose = 2,  // in: x, w[C,M/g,kh,kw], (bias[M] f32); out y. params: g kh kw sh sw dh dw pt pl
-  kGemm = 3,           // in: x[M,K], w[N,K], (bias[N] f32); out y[M,N] = x * w^T + bias. params: none
-  kMaxPool = 4,        // in: x[N,C,H,W]; params: kh kw sh sw dh dw pt pl pb pr count_include_pad pad_value
-                       // (f32 bits: padded taps count as this value; -inf = ignore them, as ONNX MaxPool)
-  kAvgPool = 5,        // same params (pad_value must be 0)
-  kGlobalAvgPool = 6,  // in: x[N,C,...]; out [N,C,1,...]. params: none
-  kGlobalMaxPool = 7,
-  // vector engine
-  kBinary = 16,        // in: a, b (numpy broadcasting to y); params: op (kernels::BinaryOp)
-  kUnary = 17,         // params: op (kernels::UnaryOp), alpha (f32 bits), beta (f32 bits)
-  kCopy = 18,          // Reshape/Flatten/Squeeze/Unsqueeze/Identity: same bytes, new shape. params: none
-  kConcat = 19,        // params: axis
-  kSoftmax = 20,       // params: kind (0 softmax, 1 log-softmax, 2 hardmax), axis — over one axis of y's shape
-  kTranspose = 21,     // params: perm[rank of x]
-  kPad = 22,           // params: begin[rank], end[rank], value (f32 bits)
-  kSlice = 23,         // params: start[rank], step[rank]
-  kChannelAffine = 24, // in: x[N,C,...], a[C] f32, b[C] f32 (BatchNormalization not folded)
-  kLrn = 25,           // params: size, alpha, beta, bias (f32 bits)
-  // vector engine, pre/post-processing (docs/prepost-kernels.md; element types as the references say)
-  kCast = 26,          // in: x u8/f16/f32; out: y f16/f32, same dims (exact widening; f32 -> f16 rounds to nearest
-                       // even). params: none
-  kYuvToRgb = 27,      // in: x u8 (the frame's bytes); out: y u8 [H, W, 3]. params: format (DIN_YUV_FORMAT), bgr
-  kToGray = 28,        // in: x u8 [H, W, 2 or 3]; out: y u8 [H, W, 1]. params: format (DIN_FORMAT)
-  kCrop = 29,          // in: x u8/f16 [H, W, C] or [C, H, W]; out: y [h, w, C] same type. params: layout (0 HWC,
-                       // 1 CHW), pos_y, pos_x
-  kResizeHwc = 30,     // in: x u8/f16 [H, W, C]; out: y [h, w, C] same type. params: alg (0 nearest, 1 bilinear)
-  kNormalize = 31,     // in: x f16, or u8 (cast_any_to_fp16 fused: the same bits) [..., C]; out: y f16 same dims.
-                       // params: swap_rb, add[C] (f32 bits), mul[C] (f32 bits)
-  kPostSoftmax = 32,   // in: x f16; out: y f16 or f32, same dims; one softmax over all elements. params: none
-  kArgMinMax = 33,     // in: x f16 [H, W, C] or [C, H, W]; out: y u8/u16, the reduced axis of size 1.
-                       // params: layout (0 HWC, 1 CHW), axis (0 channel, 1 width, 2 height), mode (0 max, 1 min)
-  kAipp = 34,          // Ascend-style AIPP (kernels/aipp.hpp). in: frame u8 [N, image bytes], and for a dynamic
-                       // stage the parameter block u8 [160 + 96 (N - 1)] (a package input); out: y f32/f16
-                       // [N, C, H, W]. params: dynamic (0/1), padding_value (f32 bits), and for a static stage the
-                       // parameter block's bytes (little-endian words)
+#define NPUC_LAYER_KIND(E, code, name, engine, in_min, in_max, words, per_rank, cls, in_doc, param_doc) E = code,
+#include "package/layer_kinds.def"
+#undef NPUC_LAYER_KIND
 };
+/// Where a kind may run: one engine, or either (the target decides).
+enum class EngineClass : uint8_t { Mac, Vector, Either };
+/// What a kind does to its data: computes, moves bytes (no activation, any element type), or is a pre/post-
+/// processing step (no activation, the element types of its reference kernel).
+enum class KindClass : uint8_t { Compute, Moves, PrePost };
+/// One row of layer_kinds.def.
+struct LayerKindInfo {
+  LayerKind kind;
+  const char* name;
+  EngineClass engine;
+  int min_inputs, max_inputs;
+  int words, words_per_rank;  // words = -1: computed (expectedParamWords)
+  KindClass cls;
+  const char* inputs_doc;
+  const char* params_doc;
+};
+/// Every kind, in code order.
+const std::vector<LayerKindInfo>& layerKinds();
+/// The row of a kind, or nullptr for an unknown code.
+const LayerKindInfo* layerKindInfo(LayerKind k);
 const char* layerKindName(LayerKind k);  // "conv", "max_pool", … (nullptr for an unknown code)
 /// The engine a kind runs on by default, and whether it may run on `e` (pooling may run on either engine: DRP-AI
 /// pools on its DRP, TIDL on its EVE; the target decides).
 Engine layerEngine(LayerKind k);
 bool layerAllowedOn(LayerKind k, Engine e);
+/// The table of docs/package-format.md ("### Layer kinds" and the unary / binary op codes), generated from the
+/// .def files.
+std::string layerKindsMarkdown();
 
 /// Operations of kUnary and kBinary descriptors, by code (the index in these lists; format version 1). Names
 /// are the ONNX op names; the runtime maps them onto its kernels by name.

@@ -19,13 +19,19 @@
 namespace npuc::package {
 
 const std::vector<std::string>& unaryOpNames() {
-  static const std::vector<std::string> k = {"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
-                                             "Swish", "Mish", "Elu", "Selu", "Celu", "Softplus", "Softsign", "Exp", "Log",
-                                             "Sqrt", "Reciprocal", "Abs", "Neg", "Erf", "Floor", "Ceil", "Round", "Identity"};
+  static const std::vector<std::string> k = {
+#define NPUC_UNARY_OP(E, name, params) name,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_UNARY_OP
+  };
   return k;
 }
 const std::vector<std::string>& binaryOpNames() {
-  static const std::vector<std::string> k = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"};
+  static const std::vector<std::string> k = {
+#define NPUC_BINARY_OP(E, name) name,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_BINARY_OP
+  };
   return k;
 }
 
@@ -42,24 +48,10 @@ uint32_t floatParam(float f) {
 
 uint32_t expectedParamWords(const Descriptor& d) {
   uint32_t r = d.n_in ? d.in(0).rank : 0;
-  switch (d.kind) {
-    case LayerKind::kConv:
-    case LayerKind::kConvTranspose: return 9;
-    case LayerKind::kMaxPool:
-    case LayerKind::kAvgPool: return 12;
-    case LayerKind::kBinary:
-    case LayerKind::kConcat: return 1;
-    case LayerKind::kUnary: return 3;
-    case LayerKind::kSoftmax: return 2;
-    case LayerKind::kTranspose: return r;
-    case LayerKind::kPad: return 2 * r + 1;
-    case LayerKind::kSlice: return 2 * r;
-    case LayerKind::kLrn: return 4;
-    case LayerKind::kYuvToRgb: return 2;
-    case LayerKind::kToGray:
-    case LayerKind::kResizeHwc: return 1;
-    case LayerKind::kCrop:
-    case LayerKind::kArgMinMax: return 3;
+  const LayerKindInfo* k = layerKindInfo(d.kind);
+  if (!k) return 0;
+  if (k->words >= 0) return static_cast<uint32_t>(k->words) + static_cast<uint32_t>(k->words_per_rank) * r;
+  switch (d.kind) {  // the kinds whose block size layer_kinds.def marks as computed (-1)
     case LayerKind::kAipp:  // a static stage carries its parameter block (batch = the output's N)
       return d.n_in == 2 || d.n_out < 1 || d.out(0).rank < 1 ? 2 : 2 + static_cast<uint32_t>(kernels::aippBlockSize(std::min<uint32_t>(d.out(0).dims[0], 1u << 20)) / 4);
     case LayerKind::kNormalize:  // saturated: a channel count this large is refused by the shape check
@@ -228,10 +220,11 @@ struct Checker {
     if (!layerAllowedOn(d.kind, e)) bad("{}: this kind runs on the {} engine", what, engineName(layerEngine(d.kind)));
     if (d.n_in + d.n_out > kMaxRefs || d.n_out != 1 || d.n_in < 1)
       bad("{}: {} inputs and {} outputs (one output and at most {} references)", what, d.n_in, d.n_out, kMaxRefs);
+    if (d.n_in < layerKindInfo(d.kind)->min_inputs || d.n_in > layerKindInfo(d.kind)->max_inputs)
+      bad("{}: {} inputs (this kind takes {}..{})", what, d.n_in, layerKindInfo(d.kind)->min_inputs, layerKindInfo(d.kind)->max_inputs);
     if (static_cast<uint8_t>(d.act) > 3) bad("{}: unknown activation code {}", what, static_cast<int>(d.act));
-    bool moves = d.kind == LayerKind::kCopy || d.kind == LayerKind::kConcat || d.kind == LayerKind::kTranspose ||
-                 d.kind == LayerKind::kPad || d.kind == LayerKind::kSlice;
-    bool prepost = static_cast<uint16_t>(d.kind) >= static_cast<uint16_t>(LayerKind::kCast);
+    const LayerKindInfo& info = *layerKindInfo(d.kind);
+    bool moves = info.cls == KindClass::Moves, prepost = info.cls == KindClass::PrePost;
     if ((moves || prepost) && (d.act != Act::kNone || d.act_a != 0 || d.act_b != 0))
       bad("{}: {} layers have no activation", what, moves ? "data-movement" : "pre/post-processing");
     if (d.flags & ~kFlagInterrupt) bad("{}: unknown flags 0x{:x}", what, d.flags);
@@ -290,9 +283,6 @@ struct Checker {
     const TensorRef& y = d.out(0);
     auto w = paramWords(p, d);
     auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(w[i])); };
-    auto needIn = [&](int lo, int hi) {
-      if (d.n_in < lo || d.n_in > hi) bad("{}: {} inputs (needs {}..{})", what, d.n_in, lo, hi);
-    };
     auto isFloat = [&](const TensorRef& r, const char* name) {
       if (r.type != ft) bad("{}: {} is {}, the package numerics need {}", what, name, elemName(r.type), elemName(ft));
     };
@@ -320,7 +310,6 @@ struct Checker {
     switch (d.kind) {
       case LayerKind::kConv:
       case LayerKind::kConvTranspose: {
-        needIn(2, 3);
         const TensorRef& wt = d.in(1);
         rankIs(x, 4, "x"); rankIs(wt, 4, "w"); rankIs(y, 4, "y");
         isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
@@ -353,7 +342,6 @@ struct Checker {
         break;
       }
       case LayerKind::kGemm: {
-        needIn(2, 3);
         const TensorRef& wt = d.in(1);
         rankIs(x, 2, "x"); rankIs(wt, 2, "w"); rankIs(y, 2, "y");
         isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
@@ -365,7 +353,6 @@ struct Checker {
       }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool: {
-        needIn(1, 1);
         rankIs(x, 4, "x"); rankIs(y, 4, "y");
         isFloat(x, "x"); isFloat(y, "y");
         if (x.dims[0] != y.dims[0] || x.dims[1] != y.dims[1]) bad("{}: {} -> {} changes N or C", what, dimsStr(x), dimsStr(y));
@@ -378,7 +365,6 @@ struct Checker {
       }
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {
-        needIn(1, 1);
         isFloat(x, "x"); isFloat(y, "y");
         if (x.rank < 3 || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
           bad("{}: {} -> {} is not a global pooling", what, dimsStr(x), dimsStr(y));
@@ -387,7 +373,6 @@ struct Checker {
         break;
       }
       case LayerKind::kBinary: {
-        needIn(2, 2);
         const TensorRef& b = d.in(1);
         isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
         if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
@@ -403,7 +388,6 @@ struct Checker {
       case LayerKind::kUnary:
       case LayerKind::kSoftmax:
       case LayerKind::kLrn: {
-        needIn(1, 1);
         isFloat(x, "x"); isFloat(y, "y");
         if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
         if (d.kind == LayerKind::kUnary && w[0] >= unaryOpNames().size()) bad("{}: unknown unary op {}", what, w[0]);
@@ -413,11 +397,9 @@ struct Checker {
         break;
       }
       case LayerKind::kCopy:
-        needIn(1, 1);
         if (x.type != y.type || x.bytes != y.bytes) bad("{}: copy of {} {} into {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
         break;
       case LayerKind::kConcat: {
-        needIn(1, kMaxRefs - 1);
         uint32_t axis = w[0];
         if (axis >= y.rank) bad("{}: axis {} out of range for rank {}", what, axis, y.rank);
         uint64_t sum = 0;
@@ -433,7 +415,6 @@ struct Checker {
         break;
       }
       case LayerKind::kTranspose: {
-        needIn(1, 1);
         if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
         std::vector<bool> used(x.rank, false);
         for (int i = 0; i < x.rank; ++i) {
@@ -445,7 +426,6 @@ struct Checker {
         break;
       }
       case LayerKind::kPad: {
-        needIn(1, 1);
         isFloat(x, "x"); isFloat(y, "y");  // the pad value is a float of the package's type
         if (x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
         for (int i = 0; i < x.rank; ++i) {
@@ -456,7 +436,6 @@ struct Checker {
         break;
       }
       case LayerKind::kSlice: {
-        needIn(1, 1);
         if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
         for (int i = 0; i < x.rank; ++i) {
           int64_t st = si(static_cast<size_t>(i)), step = si(static_cast<size_t>(x.rank + i));
@@ -467,7 +446,6 @@ struct Checker {
         break;
       }
       case LayerKind::kCast: {
-        needIn(1, 1);
         bool ok_in = x.type == ElemType::kU8 || x.type == ElemType::kF16 || x.type == ElemType::kF32;
         bool ok_out = y.type == ElemType::kF16 || y.type == ElemType::kF32;
         if (!ok_in || !ok_out || x.type == y.type)
@@ -477,7 +455,6 @@ struct Checker {
       }
       case LayerKind::kYuvToRgb:
       case LayerKind::kToGray: {
-        needIn(1, 1);
         typeIs(x, ElemType::kU8, "x");
         typeIs(y, ElemType::kU8, "y");
         bool rgb = d.kind == LayerKind::kYuvToRgb;
@@ -498,7 +475,6 @@ struct Checker {
         break;
       }
       case LayerKind::kCrop: {
-        needIn(1, 1);
         if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: crops uint8 or float16, not {}", what, elemName(x.type));
         typeIs(y, x.type, "y");
         rankIs(x, 3, "x"); rankIs(y, 3, "y");
@@ -510,7 +486,6 @@ struct Checker {
         break;
       }
       case LayerKind::kResizeHwc: {
-        needIn(1, 1);
         if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: resizes uint8 or float16, not {}", what, elemName(x.type));
         typeIs(y, x.type, "y");
         rankIs(x, 3, "x"); rankIs(y, 3, "y");
@@ -519,7 +494,6 @@ struct Checker {
         break;
       }
       case LayerKind::kNormalize: {
-        needIn(1, 1);
         if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: normalizes float16 (or uint8), not {}", what, elemName(x.type));
         typeIs(y, ElemType::kF16, "y");
         if (x.rank < 1 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
@@ -529,14 +503,12 @@ struct Checker {
         break;
       }
       case LayerKind::kPostSoftmax: {
-        needIn(1, 1);
         typeIs(x, ElemType::kF16, "x");
         if (y.type != ElemType::kF16 && y.type != ElemType::kF32) bad("{}: output is {} (float16 or float32)", what, elemName(y.type));
         if (x.numel() != y.numel()) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
         break;
       }
       case LayerKind::kArgMinMax: {
-        needIn(1, 1);
         typeIs(x, ElemType::kF16, "x");
         if (y.type != ElemType::kU8 && y.type != ElemType::kU16) bad("{}: output is {} (uint8 or uint16)", what, elemName(y.type));
         rankIs(x, 3, "x"); rankIs(y, 3, "y");
@@ -552,7 +524,6 @@ struct Checker {
         break;
       }
       case LayerKind::kAipp: {
-        needIn(1, 2);
         typeIs(x, ElemType::kU8, "frame");
         isFloat(y, "y");
         rankIs(x, 2, "frame"); rankIs(y, 4, "y");
@@ -589,7 +560,6 @@ struct Checker {
         break;
       }
       case LayerKind::kChannelAffine: {
-        needIn(3, 3);
         isFloat(x, "x"); isFloat(y, "y");
         if (x.rank < 2 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
         for (int i = 1; i <= 2; ++i) {

@@ -522,7 +522,7 @@ struct Runtime::Impl {
         break;
       }
       case LayerKind::kBinary: {
-        auto op = kernels::binaryOpFromName(package::binaryOpNames()[s.p[0]].c_str());
+        auto op = static_cast<kernels::BinaryOp>(s.p[0]);  // the code is the op (elementwise_ops.def); validated
         if (!opts.exact && s.shapes[0] == s.shapes[2] && s.shapes[1] == s.shapes[2] && elementwiseF16(s, 2)) {
           // float16 operands of one shape: widened, added and rounded in cache-sized chunks (one pass over memory).
           chunked(s, 2, [&](const float* const* x, float* y, int64_t n) {
@@ -537,7 +537,7 @@ struct Runtime::Impl {
         break;
       }
       case LayerKind::kUnary: {
-        auto op = kernels::unaryOpFromName(package::unaryOpNames()[s.p[0]].c_str());
+        auto op = static_cast<kernels::UnaryOp>(s.p[0]);  // the code is the op (elementwise_ops.def); validated
         kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), inF(s, 0), outF(s), pool.get());
         break;
       }

@@ -1,6 +1,7 @@
 // The package reader treats files as untrusted: every malformed variant of a valid package gives one clear
 // error naming the file and the rule, never a crash.
 #include "npuc/model.hpp"
+#include "kernels/layers.hpp"
 #include "package/package.hpp"
 #include "support/error.hpp"
 #include "support/sha256.hpp"
@@ -9,10 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <unistd.h>
 
@@ -367,6 +370,42 @@ TEST(PackageReader, AnOversizedFileIsRefusedBeforeItIsRead) {
   // Generous: reading 3 GiB takes seconds; a refusal from the size takes microseconds.
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
   fs::remove_all(dir);
+}
+
+// docs/package-format.md shows the layer kinds and the element-wise op codes as layer_kinds.def and
+// elementwise_ops.def define them (NPUC_UPDATE_DOCS=1 rewrites the section from the tables).
+TEST(LayerKinds, TheDocumentedTableIsTheDefinition) {
+  const fs::path doc = fs::path(NPUC_SOURCE_DIR) / "docs" / "package-format.md";
+  std::ifstream in(doc);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string begin = "<!-- layer kinds: generated from src/package/layer_kinds.def and src/kernels/elementwise_ops.def -->\n";
+  const std::string end = "<!-- end of the generated layer kinds -->";
+  size_t b = text.find(begin), e = text.find(end);
+  ASSERT_NE(b, std::string::npos) << doc << " lacks the marker " << begin;
+  ASSERT_NE(e, std::string::npos) << doc << " lacks the marker " << end;
+  std::string want = package::layerKindsMarkdown();
+  if (std::getenv("NPUC_UPDATE_DOCS")) {
+    text = text.substr(0, b + begin.size()) + want + text.substr(e);
+    std::ofstream(doc, std::ios::binary | std::ios::trunc) << text;
+    return;
+  }
+  EXPECT_EQ(text.substr(b + begin.size(), e - b - begin.size()), want) << "run the test with NPUC_UPDATE_DOCS=1";
+}
+
+TEST(LayerKinds, EveryKindHasOneRowAndTheRowsAreConsistent) {
+  std::set<std::string> names;
+  for (const package::LayerKindInfo& k : package::layerKinds()) {
+    EXPECT_EQ(package::layerKindInfo(k.kind), &k);
+    EXPECT_TRUE(names.insert(k.name).second) << k.name;
+    EXPECT_LE(k.min_inputs, k.max_inputs) << k.name;
+    EXPECT_GE(k.min_inputs, 1) << k.name;
+    EXPECT_LT(k.max_inputs, package::kMaxRefs) << k.name;  // one reference stays for the output
+    EXPECT_TRUE(package::layerAllowedOn(k.kind, package::layerEngine(k.kind))) << k.name;
+  }
+  EXPECT_EQ(package::layerKindInfo(static_cast<package::LayerKind>(99)), nullptr);
+  EXPECT_EQ(package::unaryOpNames().size(), static_cast<size_t>(kernels::UnaryOp::kCount));
+  for (size_t i = 0; i < package::unaryOpNames().size(); ++i)  // the wire code is the kernel's op
+    EXPECT_EQ(kernels::unaryOpFromName(package::unaryOpNames()[i].c_str()), static_cast<kernels::UnaryOp>(i));
 }
 
 TEST(PackageReader, CrossEngineReadWithoutWait) {

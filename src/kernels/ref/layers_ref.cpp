@@ -123,12 +123,16 @@ void pool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
 // Unary ops.
 
 constexpr std::array<const char*, static_cast<size_t>(UnaryOp::kCount)> kUnaryNames = {
-    "Relu",     "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",  "Swish", "Mish",
-    "Elu",      "Selu",      "Celu", "Softplus", "Softsign", "Exp", "Log", "Sqrt", "Reciprocal",
-    "Abs",      "Neg",       "Erf",  "Floor",   "Ceil", "Round", "Identity"};
+#define NPUC_UNARY_OP(E, name, params) name,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_UNARY_OP
+};
 
-constexpr std::array<const char*, static_cast<size_t>(BinaryOp::kCount)> kBinaryNames = {"Add", "Sub", "Mul", "Div",
-                                                                                           "Max", "Min", "Pow"};
+constexpr std::array<const char*, static_cast<size_t>(BinaryOp::kCount)> kBinaryNames = {
+#define NPUC_BINARY_OP(E, name) name,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_BINARY_OP
+};
 
 inline double sigmoidD(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
 inline double softplusD(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
