@@ -30,6 +30,10 @@ std::string_view dtypeName(DType t);  // "float32", "int64", …
 bool isFloat(DType t);
 bool isInteger(DType t);
 bool isSigned(DType t);
+/// ONNX TensorProto element-type codes (1 float, 2 uint8, …, 10 float16, 16 bfloat16): the encoding of element
+/// types in models and in npuc packages. kUndefined / -1 for codes and types without a counterpart.
+DType dtypeFromOnnxCode(int64_t code);
+int64_t onnxCodeOf(DType t);
 
 template <typename T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::kF32; };

@@ -123,13 +123,10 @@ class Lowerer {
   /// float numerics.
   ElemType storageType(const ir::Node& n, const ir::Value& v) const {
     if (v.exact_type) {
-      switch (v.type.dtype) {
-        case DType::kU8: return ElemType::kU8;
-        case DType::kU16: return ElemType::kU16;
-        case DType::kF16: return ElemType::kF16;
-        case DType::kF32: return ElemType::kF32;
-        default: unsupported(n, "pre/post value '{}' is {}; packages hold uint8, uint16, float16 or float32", v.name, dtypeName(v.type.dtype));
-      }
+      const DType t = v.type.dtype;
+      if (t != DType::kU8 && t != DType::kU16 && t != DType::kF16 && t != DType::kF32)
+        unsupported(n, "pre/post value '{}' is {}; packages hold uint8, uint16, float16 or float32", v.name, dtypeName(t));
+      return t;
     }
     if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
       unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,

@@ -103,7 +103,7 @@ void registerElementwiseOps(Registry& r) {
     OpSchema s = unary("Cast", "convert element type (attribute 'to')");
     s.infer = [](InferContext& c) {
       int64_t to = c.node().attrInt("to", -1);
-      DType t = onnxToDType(to);
+      DType t = dtypeFromOnnxCode(to);
       if (t == DType::kUndefined) c.unsupported("cast to ONNX type {} is not supported", to);
       c.setOutput(0, t, c.inputShape(0));
     };
@@ -138,30 +138,5 @@ void registerElementwiseOps(Registry& r) {
   }
 }
 
-DType onnxToDType(int64_t t) {
-  switch (t) {
-    case 1: return DType::kF32;
-    case 2: return DType::kU8;
-    case 3: return DType::kI8;
-    case 4: return DType::kU16;
-    case 5: return DType::kI16;
-    case 6: return DType::kI32;
-    case 7: return DType::kI64;
-    case 8: return DType::kString;
-    case 9: return DType::kBool;
-    case 10: return DType::kF16;
-    case 11: return DType::kF64;
-    case 12: return DType::kU32;
-    case 13: return DType::kU64;
-    case 16: return DType::kBF16;
-    default: return DType::kUndefined;
-  }
-}
-
-int64_t dtypeToOnnx(DType t) {
-  for (int64_t c = 1; c <= 16; ++c)
-    if (onnxToDType(c) == t) return c;
-  return -1;
-}
 
 }  // namespace npuc::ops

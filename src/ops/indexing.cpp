@@ -51,7 +51,7 @@ void registerIndexingOps(Registry& r) {
   r.add(makeSchema("Scatter", 3, 3, "deprecated name of ScatterElements (opsets 9-10)", scatterElements));
   r.add(makeSchema("EyeLike", 1, 1, "ones on diagonal k of a 2-D shape, zeros elsewhere ('dtype')", [](InferContext& c) {
     if (c.inputRank(0) != 2) c.error("input must be 2-D");
-    DType t = c.node().hasAttr("dtype") ? onnxToDType(c.node().attrInt("dtype", 1)) : c.inputDType(0);
+    DType t = c.node().hasAttr("dtype") ? dtypeFromOnnxCode(c.node().attrInt("dtype", 1)) : c.inputDType(0);
     if (t == DType::kUndefined || t == DType::kString) c.unsupported("dtype {} is not supported", c.node().attrInt("dtype", 1));
     c.setOutput(0, t, c.inputShape(0));
   }));

@@ -111,10 +111,6 @@ bool inferShapes(ir::Graph& g);
 /// Multiply-accumulate count of a node (0 for non-MAC ops or unknown shapes).
 int64_t nodeMacs(const ir::Graph& g, const ir::Node& n);
 
-/// ONNX TensorProto.DataType code <-> DType (kUndefined / -1 when there is no counterpart).
-DType onnxToDType(int64_t onnx_type);
-int64_t dtypeToOnnx(DType t);
-
 // Registration, one function per op family (called once by registry()).
 void registerElementwiseOps(Registry& r);
 void registerTensorOps(Registry& r);

@@ -19,35 +19,19 @@ namespace npuc::package {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-size_t elemSize(ElemType t) {
+bool isPackageType(ElemType t) {
   switch (t) {
-    case ElemType::kF32: return 4;
-    case ElemType::kU8: return 1;
-    case ElemType::kI8: return 1;
-    case ElemType::kU16: return 2;
-    case ElemType::kI16: return 2;
-    case ElemType::kI32: return 4;
-    case ElemType::kI64: return 8;
-    case ElemType::kF16: return 2;
+    case DType::kF32: case DType::kF16: case DType::kU8: case DType::kI8: case DType::kU16: case DType::kI16:
+    case DType::kI32: case DType::kI64: return true;
+    default: return false;
   }
-  return 0;
 }
 
-const char* elemName(ElemType t) {
-  switch (t) {
-    case ElemType::kF32: return "float32";
-    case ElemType::kU8: return "uint8";
-    case ElemType::kI8: return "int8";
-    case ElemType::kU16: return "uint16";
-    case ElemType::kI16: return "int16";
-    case ElemType::kI32: return "int32";
-    case ElemType::kI64: return "int64";
-    case ElemType::kF16: return "float16";
-  }
-  return "?";
-}
+size_t elemSize(ElemType t) { return isPackageType(t) ? dtypeSize(t) : 0; }
 
-bool elemTypeValid(uint8_t code) { return elemSize(static_cast<ElemType>(code)) != 0; }
+std::string_view elemName(ElemType t) { return dtypeName(t); }
+
+bool elemTypeValid(uint8_t code) { return isPackageType(dtypeFromOnnxCode(code)); }
 
 const char* engineName(Engine e) { return e == Engine::kMac ? "mac" : "vector"; }
 
@@ -190,7 +174,7 @@ std::vector<uint8_t> encodeDescriptors(const std::vector<Descriptor>& ds, Engine
       const TensorRef& r = d.refs[k];
       put32(b, r.addr);
       put32(b, r.bytes);
-      b.push_back(static_cast<uint8_t>(r.type));
+      b.push_back(static_cast<uint8_t>(onnxCodeOf(r.type)));
       b.push_back(r.rank);
       put16(b, 0);
       for (uint32_t dim : r.dims) put32(b, dim);
@@ -269,7 +253,8 @@ std::vector<Descriptor> decodeDescriptors(const std::vector<uint8_t>& b, Engine 
       TensorRef& t = d.refs[r];
       t.addr = get32(q);
       t.bytes = get32(q + 4);
-      t.type = static_cast<ElemType>(q[8]);
+      if (!elemTypeValid(q[8])) bad(file, "descriptor {}: reference {}: unknown element type code {}", i, r, q[8]);
+      t.type = dtypeFromOnnxCode(q[8]);
       t.rank = q[9];
       if (q[10] || q[11]) bad(file, "descriptor {}: reference {}: reserved bytes must be 0", i, r);
       for (size_t k = 0; k < kMaxRank; ++k) t.dims[k] = get32(q + 12 + 4 * k);
@@ -341,8 +326,8 @@ struct Field {
 };
 
 ElemType elemFromName(const std::string& s, const std::string& file, const std::string& field) {
-  for (uint8_t c = 0; c < 16; ++c)
-    if (elemTypeValid(c) && s == elemName(static_cast<ElemType>(c))) return static_cast<ElemType>(c);
+  for (uint8_t c = 0; c < 17; ++c)
+    if (elemTypeValid(c) && s == elemName(dtypeFromOnnxCode(c))) return dtypeFromOnnxCode(c);
   bad(file, "field '{}': unknown dtype '{}'", field, s);
 }
 

@@ -13,6 +13,8 @@
 //   drp_lib_info.txt    per library: calls and how many end with an interrupt (informational)
 #pragma once
 
+#include "npuc/dtype.hpp"
+
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,11 +37,13 @@ inline constexpr uint32_t kNoWait = 0xFFFF'FFFFu;
 inline constexpr int kMaxRank = 6;   // dims in a TensorRef
 inline constexpr int kMaxRefs = 8;   // tensor references per descriptor (inputs + outputs)
 
-/// Element types, with ONNX TensorProto's codes.
-enum class ElemType : uint8_t { kF32 = 1, kU8 = 2, kI8 = 3, kU16 = 4, kI16 = 5, kI32 = 6, kI64 = 7, kF16 = 10 };
-size_t elemSize(ElemType t);      // 0 for an unknown code
-const char* elemName(ElemType t);  // "float32", "float16", … ("?" for an unknown code)
-bool elemTypeValid(uint8_t code);
+/// Element types are npuc's one DType (include/npuc/dtype.hpp); a package holds float32, float16, int8/uint8,
+/// int16/uint16, int32 and int64 tensors, encoded on disk with ONNX TensorProto's codes (1, 10, 3, 2, 5, 4, 6, 7).
+using ElemType = DType;
+bool isPackageType(ElemType t);
+size_t elemSize(ElemType t);       // 0 for a type a package cannot hold
+std::string_view elemName(ElemType t);  // "float32", "float16", …
+bool elemTypeValid(uint8_t code);  // an on-disk code of a type a package can hold
 
 enum class Engine : uint8_t { kMac = 0, kVector = 1 };
 const char* engineName(Engine e);  // "mac" / "vector"

@@ -145,7 +145,7 @@ struct Checker {
   }
 
   void ref(const TensorRef& r, const std::string& what) const {
-    if (!elemTypeValid(static_cast<uint8_t>(r.type))) bad("{}: unknown element type code {}", what, static_cast<int>(r.type));
+    if (!isPackageType(r.type)) bad("{}: element type {} cannot be in a package", what, dtypeName(r.type));
     if (r.rank > kMaxRank) bad("{}: rank {} (at most {})", what, r.rank, kMaxRank);
     for (int i = r.rank; i < kMaxRank; ++i)
       if (r.dims[static_cast<size_t>(i)]) bad("{}: dims beyond the rank must be 0", what);

@@ -55,10 +55,10 @@ void params(YAML::Emitter& e, const Operation& o) {
           hw(p.out_height, p.out_width);
           kv("DATA_TYPE", p.data_type), kv("DATA_FORMAT", p.data_format == Order::kCHW);
         } else if constexpr (std::is_same_v<P, ResizeHwcParams>) {
-          kv("RESIZE_ALG", static_cast<int64_t>(p.alg)), kv("DATA_TYPE", p.data_type == ElemType::kFp16);
+          kv("RESIZE_ALG", static_cast<int64_t>(p.alg)), kv("DATA_TYPE", p.data_type == ElemType::kF16);
           hw(p.out_height, p.out_width);
         } else if constexpr (std::is_same_v<P, CastAnyToFp16Params>)
-          kv("DIN_FORMAT", p.din_format == ElemType::kUint8 ? 0 : p.din_format == ElemType::kFp16 ? 1 : 2);
+          kv("DIN_FORMAT", p.din_format == ElemType::kU8 ? 0 : p.din_format == ElemType::kF16 ? 1 : 2);
         else if constexpr (std::is_same_v<P, NormalizeParams>) {
           kv("DOUT_RGB_ORDER", p.swap_rb);
           for (auto [k, v] : {std::pair{"cof_add", &p.cof_add}, std::pair{"cof_mul", &p.cof_mul}}) {
@@ -67,10 +67,10 @@ void params(YAML::Emitter& e, const Operation& o) {
             e << YAML::EndSeq;
           }
         } else if constexpr (std::is_same_v<P, MemcopyParams>) kv("WORD_SIZE", p.word_size);
-        else if constexpr (std::is_same_v<P, SoftmaxParams>) kv("DOUT_FORMAT", p.dout_format == ElemType::kFp32);
+        else if constexpr (std::is_same_v<P, SoftmaxParams>) kv("DOUT_FORMAT", p.dout_format == ElemType::kF32);
         else if constexpr (std::is_same_v<P, CastFp16Fp32Params>) kv("CAST_MODE", static_cast<int64_t>(p.mode));
         else if constexpr (std::is_same_v<P, ArgMinMaxParams>) {
-          kv("DIN_FORMAT", p.din_format == Order::kCHW), kv("DOUT_TYPE", p.dout_type == ElemType::kUint16);
+          kv("DIN_FORMAT", p.din_format == Order::kCHW), kv("DOUT_TYPE", p.dout_type == ElemType::kU16);
           kv("AXIS", static_cast<int64_t>(p.axis)), kv("ARG_MODE", static_cast<int64_t>(p.mode));
         }
       },

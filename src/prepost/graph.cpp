@@ -74,7 +74,7 @@ class Builder {
         return node("ResizeHwc", "ai.npuc", {x}, base + "_resize",
                     {{"alg", A(int64_t{p.alg == ResizeAlg::kBilinear})}, {"out_height", A(p.out_height)}, {"out_width", A(p.out_width)}});
       }
-      case OpKind::kCastAnyToFp16: return o.in.type == ElemType::kFp16 ? x : cast(x, DType::kF16, base + "_cast_fp16");
+      case OpKind::kCastAnyToFp16: return o.in.type == ElemType::kF16 ? x : cast(x, DType::kF16, base + "_cast_fp16");
       case OpKind::kNormalize: {
         auto& p = std::get<NormalizeParams>(o.params);
         std::vector<float> add(p.cof_add.begin(), p.cof_add.end()), mul(p.cof_mul.begin(), p.cof_mul.end());
@@ -84,7 +84,7 @@ class Builder {
       case OpKind::kMemcopy: return node("Identity", "", {x}, base + "_memcopy");
       case OpKind::kSoftmax: {
         auto& p = std::get<SoftmaxParams>(o.params);
-        return node("PostSoftmax", "ai.npuc", {x}, base + "_softmax", {{"fp32_out", A(int64_t{p.dout_format == ElemType::kFp32})}});
+        return node("PostSoftmax", "ai.npuc", {x}, base + "_softmax", {{"fp32_out", A(int64_t{p.dout_format == ElemType::kF32})}});
       }
       case OpKind::kCastFp16Fp32: {
         auto& p = std::get<CastFp16Fp32Params>(o.params);
@@ -96,7 +96,7 @@ class Builder {
                     {{"layout", A(int64_t{p.din_format == Order::kCHW})},
                      {"axis", A(static_cast<int64_t>(p.axis))},
                      {"mode", A(int64_t{p.mode == ArgMode::kArgMin})},
-                     {"out_type", A(int64_t{p.dout_type == ElemType::kUint16})}});
+                     {"out_type", A(int64_t{p.dout_type == ElemType::kU16})}});
       }
     }
     fail(ErrorCode::kInternal, "unknown pre/post operation");
@@ -112,7 +112,7 @@ class Builder {
         fail(ErrorCode::kInvalidInput, "{}: preprocess dest '{}' is not an input of the model", pp_.source, p.dest);
       ir::ValueId body_in = *model_in;
       if (g_.findValue(p.src)) fail(ErrorCode::kInvalidInput, "{}: input_to_pre name '{}' is already a value of the model", pp_.source, p.src);
-      ir::Value& src = g_.addValue(p.src, ir::makeType(toDType(in->type), in->shape));
+      ir::Value& src = g_.addValue(p.src, ir::makeType(in->type, in->shape));
       src.exact_type = true;
       ir::ValueId x = src.id;
       for (const Operation& o : p.operations) x = op(o, x, p.dest + "/pre");
@@ -140,7 +140,7 @@ class Builder {
       if (mt.shape.size() == 4 && ob.order == Order::kHWC)
         x = node("Transpose", "", {x}, ob.name + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}}, false);
       x = reshape(x, ob.shape, ob.name + "/post_shaped", false);
-      return cast(x, toDType(ob.type), ob.name + "/post_cast");
+      return cast(x, ob.type, ob.name + "/post_cast");
     };
     auto modelOutput = [&](const std::string& name) -> std::optional<ir::ValueId> {
       auto it = std::find_if(g_.outputs().begin(), g_.outputs().end(), [&](ir::ValueId v) { return g_.value(v).name == name; });

@@ -34,12 +34,12 @@ std::string_view toString(Order o) {
 
 std::string_view toString(ElemType t) {
   switch (t) {
-    case ElemType::kUint8: return "uint8";
-    case ElemType::kUint16: return "uint16";
-    case ElemType::kFp16: return "fp16";
-    case ElemType::kFp32: return "fp32";
+    case DType::kU8: return "uint8";
+    case DType::kU16: return "uint16";
+    case DType::kF16: return "fp16";
+    case DType::kF32: return "fp32";
+    default: return dtypeName(t);
   }
-  return "?";
 }
 
 std::string_view toString(ImageFormat f) {
@@ -94,26 +94,6 @@ std::string_view toString(YuvFormat f) {
 
 ImageFormat requiredInputFormat(YuvFormat f) {
   return f == YuvFormat::kIMC1 || f == YuvFormat::kIMC3 ? ImageFormat::kRGB : ImageFormat::kYUY2;
-}
-
-DType toDType(ElemType t) {
-  switch (t) {
-    case ElemType::kUint8: return DType::kU8;
-    case ElemType::kUint16: return DType::kU16;
-    case ElemType::kFp16: return DType::kF16;
-    case ElemType::kFp32: return DType::kF32;
-  }
-  return DType::kUndefined;
-}
-
-size_t elemSize(ElemType t) {
-  switch (t) {
-    case ElemType::kUint8: return 1;
-    case ElemType::kUint16:
-    case ElemType::kFp16: return 2;
-    case ElemType::kFp32: return 4;
-  }
-  return 0;
 }
 
 int64_t TensorInfo::height() const {
@@ -290,7 +270,7 @@ E enumValue(const std::string& s, const std::vector<std::pair<std::string, E>>& 
 
 const std::vector<std::pair<std::string, Order>> kAllOrders = {{"HWC", Order::kHWC}, {"CHW", Order::kCHW}, {"C", Order::kC}};
 const std::vector<std::pair<std::string, ElemType>> kAllTypes = {
-    {"uint8", ElemType::kUint8}, {"uint16", ElemType::kUint16}, {"fp16", ElemType::kFp16}, {"fp32", ElemType::kFp32}};
+    {"uint8", ElemType::kU8}, {"uint16", ElemType::kU16}, {"fp16", ElemType::kF16}, {"fp32", ElemType::kF32}};
 
 template <typename E>
 std::vector<std::pair<std::string, E>> subset(const std::vector<std::pair<std::string, E>>& all, std::vector<E> keep) {
@@ -315,16 +295,16 @@ struct DeclSpec {
 const DeclSpec kInputToPre{"input_to_pre",
                            {Order::kHWC, Order::kCHW},
                            {ImageFormat::kRGB, ImageFormat::kBGR, ImageFormat::kYUY2, ImageFormat::kGray},
-                           {ElemType::kUint8, ElemType::kFp16, ElemType::kFp32},
+                           {ElemType::kU8, ElemType::kF16, ElemType::kF32},
                            false};
 const DeclSpec kInputToBody{
-    "input_to_body", {Order::kHWC}, {ImageFormat::kRGB, ImageFormat::kBGR, ImageFormat::kGray}, {ElemType::kFp16}, false};
-const DeclSpec kOutputFromBody{"output_from_body", {Order::kHWC, Order::kC}, {}, {ElemType::kFp16}, true};
+    "input_to_body", {Order::kHWC}, {ImageFormat::kRGB, ImageFormat::kBGR, ImageFormat::kGray}, {ElemType::kF16}, false};
+const DeclSpec kOutputFromBody{"output_from_body", {Order::kHWC, Order::kC}, {}, {ElemType::kF16}, true};
 // uint16 is accepted too although §5.2 lists fp16 | fp32 | uint8: argminmax with DOUT_TYPE 1 produces it.
 const DeclSpec kOutputFromPost{"output_from_post",
                                {Order::kHWC, Order::kCHW, Order::kC},
                                {},
-                               {ElemType::kFp16, ElemType::kFp32, ElemType::kUint8, ElemType::kUint16},
+                               {ElemType::kF16, ElemType::kF32, ElemType::kU8, ElemType::kU16},
                                false};
 
 const std::vector<std::pair<std::string, ImageFormat>> kAllFormats = {
@@ -575,7 +555,7 @@ OpParams parseParams(OpKind kind, Stage stage, const YAML::Node& param, const st
     case OpKind::kResizeHwc: {
       ResizeHwcParams p;
       p.alg = static_cast<ResizeAlg>(r.choice("RESIZE_ALG", {{0, "\"Nearest\""}, {1, "\"Bilinear\""}}, 0));
-      p.data_type = r.choice("DATA_TYPE", {{0, "\"uint8\""}, {1, "\"fp16\""}}, 0) ? ElemType::kFp16 : ElemType::kUint8;
+      p.data_type = r.choice("DATA_TYPE", {{0, "\"uint8\""}, {1, "\"fp16\""}}, 0) ? ElemType::kF16 : ElemType::kU8;
       std::tie(p.out_height, p.out_width) = hw(r, "shape_out", "resized");
       r.finish({"RESIZE_ALG", "DATA_TYPE", "shape_out"});
       return p;
@@ -583,7 +563,7 @@ OpParams parseParams(OpKind kind, Stage stage, const YAML::Node& param, const st
     case OpKind::kCastAnyToFp16: {
       CastAnyToFp16Params p;
       int64_t v = r.choice("DIN_FORMAT", {{0, "\"uint8\""}, {1, "\"fp16\""}, {2, "\"fp32\""}}, 0);
-      p.din_format = v == 0 ? ElemType::kUint8 : v == 1 ? ElemType::kFp16 : ElemType::kFp32;
+      p.din_format = v == 0 ? ElemType::kU8 : v == 1 ? ElemType::kF16 : ElemType::kF32;
       r.finish({"DIN_FORMAT"});
       return p;
     }
@@ -604,7 +584,7 @@ OpParams parseParams(OpKind kind, Stage stage, const YAML::Node& param, const st
     }
     case OpKind::kSoftmax: {
       SoftmaxParams p;
-      p.dout_format = r.choice("DOUT_FORMAT", {{0, "\"FP16\""}, {1, "\"FP32\""}}, 0) ? ElemType::kFp32 : ElemType::kFp16;
+      p.dout_format = r.choice("DOUT_FORMAT", {{0, "\"FP16\""}, {1, "\"FP32\""}}, 0) ? ElemType::kF32 : ElemType::kF16;
       r.finish({"DOUT_FORMAT"});
       return p;
     }
@@ -617,7 +597,7 @@ OpParams parseParams(OpKind kind, Stage stage, const YAML::Node& param, const st
     case OpKind::kArgMinMax: {
       ArgMinMaxParams p;
       p.din_format = r.choice("DIN_FORMAT", {{0, "\"HWC\""}, {1, "\"CHW\""}}, std::nullopt) ? Order::kCHW : Order::kHWC;
-      p.dout_type = r.choice("DOUT_TYPE", {{0, "\"uint8\""}, {1, "uint16"}}, std::nullopt) ? ElemType::kUint16 : ElemType::kUint8;
+      p.dout_type = r.choice("DOUT_TYPE", {{0, "\"uint8\""}, {1, "uint16"}}, std::nullopt) ? ElemType::kU16 : ElemType::kU8;
       p.axis = static_cast<ArgAxis>(r.choice("AXIS", {{0, "\"ch\""}, {1, "\"width\""}, {2, "\"height\""}}, std::nullopt));
       p.mode = static_cast<ArgMode>(r.choice("ARG_MODE", {{0, "\"ARGMAX\""}, {1, "\"ARGMIN\""}}, std::nullopt));
       r.finish({"DIN_FORMAT", "DOUT_TYPE", "AXIS", "ARG_MODE"});
@@ -682,10 +662,10 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
   switch (k) {
     case OpKind::kTranspose: {
       if (stage == Stage::kPre) {
-        requireType(stage, k, in, {ElemType::kUint8});
+        requireType(stage, k, in, {ElemType::kU8});
         requireOrder(stage, k, in, {Order::kCHW});
       } else {
-        requireType(stage, k, in, {ElemType::kFp16});
+        requireType(stage, k, in, {ElemType::kF16});
         requireOrder(stage, k, in, {Order::kHWC});
       }
       limit(W <= 65535 && H <= 65535 && C <= 65535, "shape_in: width <= 65535, height <= 65535, ch <= 65535", shapeGot());
@@ -696,7 +676,7 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
     }
     case OpKind::kConvYuv2Rgb: {
       const auto& p = std::get<ConvYuv2RgbParams>(op.params);
-      requireType(stage, k, in, {ElemType::kUint8});
+      requireType(stage, k, in, {ElemType::kU8});
       requireOrder(stage, k, in, {Order::kHWC});
       ImageFormat need = requiredInputFormat(p.din_yuv_format);
       if (in.format != need)
@@ -714,7 +694,7 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
     }
     case OpKind::kConvX2Gray: {
       const auto& p = std::get<ConvX2GrayParams>(op.params);
-      requireType(stage, k, in, {ElemType::kUint8});
+      requireType(stage, k, in, {ElemType::kU8});
       requireOrder(stage, k, in, {Order::kHWC});
       bool rgb = p.din_format == GrayInput::kRGB24 || p.din_format == GrayInput::kBGR24;
       ImageFormat need = p.din_format == GrayInput::kRGB24   ? ImageFormat::kRGB
@@ -735,9 +715,9 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
     }
     case OpKind::kCrop: {
       const auto& p = std::get<CropParams>(op.params);
-      requireType(stage, k, in, {ElemType::kUint8, ElemType::kFp16});
+      requireType(stage, k, in, {ElemType::kU8, ElemType::kF16});
       requireOrder(stage, k, in, {Order::kHWC, Order::kCHW});
-      if ((p.data_type == 0) != (in.type == ElemType::kUint8))
+      if ((p.data_type == 0) != (in.type == ElemType::kU8))
         bad(fmt::format("crop: DATA_TYPE {} ({}) does not match the input type {} (§5.3.2 crop: 0 = 1 byte (uint8), "
                         "1 = 2 bytes (uint16, fp16))",
                         p.data_type, p.data_type ? "2 bytes" : "1 byte", toString(in.type)));
@@ -757,11 +737,11 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
     }
     case OpKind::kResizeHwc: {
       const auto& p = std::get<ResizeHwcParams>(op.params);
-      requireType(stage, k, in, {ElemType::kUint8, ElemType::kFp16});
+      requireType(stage, k, in, {ElemType::kU8, ElemType::kF16});
       requireOrder(stage, k, in, {Order::kHWC});
       if (p.data_type != in.type)
         bad(fmt::format("resize_hwc: DATA_TYPE {} (\"{}\") does not match the input type {} (§5.3.2 resize_hwc)",
-                        p.data_type == ElemType::kFp16 ? 1 : 0, toString(p.data_type), toString(in.type)));
+                        p.data_type == ElemType::kF16 ? 1 : 0, toString(p.data_type), toString(in.type)));
       limit(W > 2 && H > 2, "shape_in: (width > 2) && (height > 2)", shapeGot());
       limit(C <= 4096, "shape_in: ch <= 4096", shapeGot());
       limit(p.out_width > 2 && p.out_height > 2, "shape_out: (width > 2) && (height > 2)",
@@ -770,19 +750,19 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
     }
     case OpKind::kCastAnyToFp16: {
       const auto& p = std::get<CastAnyToFp16Params>(op.params);
-      requireType(stage, k, in, {ElemType::kUint8, ElemType::kFp16, ElemType::kFp32});
+      requireType(stage, k, in, {ElemType::kU8, ElemType::kF16, ElemType::kF32});
       requireOrder(stage, k, in, {Order::kHWC});
       if (p.din_format != in.type)
         bad(fmt::format("cast_any_to_fp16: DIN_FORMAT says {} but the input type is {} (§5.3.2 cast_any_to_fp16)",
                         toString(p.din_format), toString(in.type)));
       limit(W * C < 0xFFFFFFFFLL, "shape_in: (width * ch) < 32'hFFFF_FFFF", shapeGot());
       TensorInfo o = in;
-      o.type = ElemType::kFp16;
+      o.type = ElemType::kF16;
       return o;
     }
     case OpKind::kNormalize: {
       const auto& p = std::get<NormalizeParams>(op.params);
-      requireType(stage, k, in, {ElemType::kFp16});
+      requireType(stage, k, in, {ElemType::kF16});
       requireOrder(stage, k, in, {Order::kHWC});
       if (static_cast<int64_t>(p.cof_add.size()) != C || static_cast<int64_t>(p.cof_mul.size()) != C)
         bad(fmt::format("normalize: cof_add and cof_mul need one value per channel ({}), got {} and {}", C,
@@ -804,12 +784,12 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
       return o;
     }
     case OpKind::kMemcopy: {
-      requireType(stage, k, in, {ElemType::kFp16});
+      requireType(stage, k, in, {ElemType::kF16});
       return in;
     }
     case OpKind::kSoftmax: {
       const auto& p = std::get<SoftmaxParams>(op.params);
-      requireType(stage, k, in, {ElemType::kFp16});
+      requireType(stage, k, in, {ElemType::kF16});
       requireOrder(stage, k, in, {Order::kC});
       limit(C >= 1 && C <= 16384, "shape_in: 1 <= ch <= 16384", shapeGot());
       TensorInfo o = in;
@@ -819,19 +799,19 @@ TensorInfo applyOperation(Stage stage, const Operation& op, const TensorInfo& in
     case OpKind::kCastFp16Fp32: {
       const auto& p = std::get<CastFp16Fp32Params>(op.params);
       bool up = p.mode == CastMode::kFp16ToFp32;
-      if (in.type != (up ? ElemType::kFp16 : ElemType::kFp32))
+      if (in.type != (up ? ElemType::kF16 : ElemType::kF32))
         bad(fmt::format("cast_fp16_fp32: CAST_MODE {} (\"{}\") takes {} input but receives {} (§5.4.1: the format of "
                         "the output data of the previous operation and the format of the input data to the next "
                         "operation must match)",
                         up ? 0 : 1, up ? "FP16 to FP32" : "FP32 to FP16", up ? "fp16" : "fp32", toString(in.type)));
       limit(in.elements() <= 0xFFFFFFFFLL, "shape_in: (width * height * ch) <= 32'hFFFF_FFFF", shapeGot());
       TensorInfo o = in;
-      o.type = up ? ElemType::kFp32 : ElemType::kFp16;
+      o.type = up ? ElemType::kF32 : ElemType::kF16;
       return o;
     }
     case OpKind::kArgMinMax: {
       const auto& p = std::get<ArgMinMaxParams>(op.params);
-      requireType(stage, k, in, {ElemType::kFp16});
+      requireType(stage, k, in, {ElemType::kF16});
       requireOrder(stage, k, in, {Order::kHWC, Order::kCHW});
       if (p.din_format != in.order)
         bad(fmt::format("argminmax: DIN_FORMAT {} (\"{}\") does not match the input order {} (§5.4.2 argminmax)",
@@ -908,7 +888,7 @@ LegacyIo parseLegacyIo(std::map<std::string, YAML::Node>& e, const std::string& 
   return io;
 }
 
-const std::vector<ElemType> kAnyType = {ElemType::kUint8, ElemType::kUint16, ElemType::kFp16, ElemType::kFp32};
+const std::vector<ElemType> kAnyType = {ElemType::kU8, ElemType::kU16, ElemType::kF16, ElemType::kF32};
 const std::vector<Order> kAnyOrder = {Order::kHWC, Order::kCHW, Order::kC};
 
 void checkLegacy(const std::string& path, const char* side, const std::vector<int64_t>& shape, ElemType type, Order order,
@@ -945,10 +925,10 @@ ParsedProcess parseProcess(const YAML::Node& n, Stage stage, const std::string& 
   pp.p.dest = single("dest");
   if (full) {
     if (stage == Stage::kPre)
-      pp.io = parseLegacyIo(e, path, {ElemType::kUint8, ElemType::kFp16, ElemType::kFp32}, {ElemType::kFp16},
+      pp.io = parseLegacyIo(e, path, {ElemType::kU8, ElemType::kF16, ElemType::kF32}, {ElemType::kF16},
                             {Order::kHWC, Order::kCHW}, {Order::kHWC});
     else
-      pp.io = parseLegacyIo(e, path, {ElemType::kFp16}, {ElemType::kFp16, ElemType::kFp32}, {Order::kC, Order::kHWC},
+      pp.io = parseLegacyIo(e, path, {ElemType::kF16}, {ElemType::kF16, ElemType::kF32}, {Order::kC, Order::kHWC},
                             {Order::kC, Order::kHWC, Order::kCHW});
   }
   YAML::Node ops = e["operations"];
@@ -1006,7 +986,7 @@ ParsedProcess parseProcess(const YAML::Node& n, Stage stage, const std::string& 
     for (size_t i = 0; i < opsv.size(); ++i) {
       if (opsv[i].kind != OpKind::kNormalize) continue;
       bool cast_u8 = std::any_of(opsv.begin(), opsv.begin() + static_cast<long>(i), [](const Operation& o) {
-        return o.kind == OpKind::kCastAnyToFp16 && std::get<CastAnyToFp16Params>(o.params).din_format == ElemType::kUint8;
+        return o.kind == OpKind::kCastAnyToFp16 && std::get<CastAnyToFp16Params>(o.params).din_format == ElemType::kU8;
       });
       if (!cast_u8)
         bad(fmt::format("{}: \"cast_any_to_fp16\" is required before \"normalize\" operation. The input data format to "

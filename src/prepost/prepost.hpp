@@ -27,7 +27,9 @@ namespace npuc::prepost {
 enum class Order { kHWC, kCHW, kC };
 /// Element type ("type" key; the manual also calls it the data "format"). kUint16 is only produced by
 /// argminmax (DOUT_TYPE 1).
-enum class ElemType { kUint8, kUint16, kFp16, kFp32 };
+/// Element types of pre/post-processing tensors: npuc's one DType, of which the definitions use uint8, uint16,
+/// float16 and float32 (toString gives the YAML spelling: "uint8", "uint16", "fp16", "fp32").
+using ElemType = DType;
 /// Image format ("format" key of input_to_pre / input_to_body). kNone on the post side, which has no format.
 enum class ImageFormat { kNone, kRGB, kBGR, kYUY2, kGray };
 enum class Stage { kPre, kPost };
@@ -36,15 +38,13 @@ std::string_view toString(Order o);
 std::string_view toString(ElemType t);
 std::string_view toString(ImageFormat f);
 std::string_view toString(Stage s);
-DType toDType(ElemType t);
-size_t elemSize(ElemType t);
 
 /// A tensor as it flows through the operations.
 struct TensorInfo {
   std::vector<int64_t> shape;  // in `order`: HWC = [H, W, C], CHW = [C, H, W], C = [C]
   Order order = Order::kHWC;
   ImageFormat format = ImageFormat::kNone;
-  ElemType type = ElemType::kUint8;
+  ElemType type = ElemType::kU8;
 
   int64_t height() const;  // 1 for order C
   int64_t width() const;   // 1 for order C
@@ -68,7 +68,7 @@ struct TensorDecl {
   std::vector<int64_t> shape;
   Order order = Order::kHWC;
   ImageFormat format = ImageFormat::kNone;  // input_to_pre / input_to_body only
-  ElemType type = ElemType::kFp16;
+  ElemType type = ElemType::kF16;
   std::vector<ShapePost> shape_post;  // output_from_body only; empty = passed whole
   TensorInfo info() const { return {shape, order, format, type}; }
   bool operator==(const TensorDecl&) const = default;
@@ -147,13 +147,13 @@ struct CropParams {
 enum class ResizeAlg { kNearest = 0, kBilinear = 1 };
 struct ResizeHwcParams {
   ResizeAlg alg = ResizeAlg::kNearest;  // RESIZE_ALG, default 0
-  ElemType data_type = ElemType::kUint8;  // DATA_TYPE 0 = uint8 (default), 1 = fp16
+  ElemType data_type = ElemType::kU8;  // DATA_TYPE 0 = uint8 (default), 1 = fp16
   int64_t out_height = 0, out_width = 0;  // shape_out (required)
   bool operator==(const ResizeHwcParams&) const = default;
 };
 
 struct CastAnyToFp16Params {
-  ElemType din_format = ElemType::kUint8;  // DIN_FORMAT 0 = uint8 (default), 1 = fp16, 2 = fp32
+  ElemType din_format = ElemType::kU8;  // DIN_FORMAT 0 = uint8 (default), 1 = fp16, 2 = fp32
   bool operator==(const CastAnyToFp16Params&) const = default;
 };
 
@@ -171,7 +171,7 @@ struct MemcopyParams {
 };
 
 struct SoftmaxParams {
-  ElemType dout_format = ElemType::kFp16;  // DOUT_FORMAT 0 = FP16 (default), 1 = FP32
+  ElemType dout_format = ElemType::kF16;  // DOUT_FORMAT 0 = FP16 (default), 1 = FP32
   bool operator==(const SoftmaxParams&) const = default;
 };
 
@@ -186,7 +186,7 @@ enum class ArgMode { kArgMax = 0, kArgMin = 1 };
 /// argminmax(DIN_FORMAT, DOUT_TYPE, AXIS, ARG_MODE); all four required (no defaults in the manual).
 struct ArgMinMaxParams {
   Order din_format = Order::kHWC;     // 0 = HWC, 1 = CHW
-  ElemType dout_type = ElemType::kUint8;  // 0 = uint8, 1 = uint16
+  ElemType dout_type = ElemType::kU8;  // 0 = uint8, 1 = uint16
   ArgAxis axis = ArgAxis::kChannel;
   ArgMode mode = ArgMode::kArgMax;
   bool operator==(const ArgMinMaxParams&) const = default;

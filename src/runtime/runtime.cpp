@@ -37,20 +37,6 @@ namespace {
 using package::ElemType;
 using package::LayerKind;
 
-DType dtypeOf(ElemType t) {
-  switch (t) {
-    case ElemType::kF32: return DType::kF32;
-    case ElemType::kF16: return DType::kF16;
-    case ElemType::kU8: return DType::kU8;
-    case ElemType::kI8: return DType::kI8;
-    case ElemType::kU16: return DType::kU16;
-    case ElemType::kI16: return DType::kI16;
-    case ElemType::kI32: return DType::kI32;
-    case ElemType::kI64: return DType::kI64;
-  }
-  return DType::kUndefined;
-}
-
 Shape shapeOf(const package::TensorRef& r) {
   Shape s;
   for (int i = 0; i < r.rank; ++i) s.push_back(r.dims[static_cast<size_t>(i)]);
@@ -144,8 +130,8 @@ struct Runtime::Impl {
     load("desc_drp", package::encodeDescriptors(pkg.vec, package::Engine::kVector));
 
     for (auto& t : pkg.inputs)
-      inputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {t.image.format, t.image.height, t.image.width, t.image.chw}, {}});
-    for (auto& t : pkg.outputs) outputs.push_back({t.name, dtypeOf(t.ref.type), shapeOf(t.ref), t.ref.addr, {}, {}});
+      inputs.push_back({t.name, t.ref.type, shapeOf(t.ref), t.ref.addr, {t.image.format, t.image.height, t.image.width, t.image.chw}, {}});
+    for (auto& t : pkg.outputs) outputs.push_back({t.name, t.ref.type, shapeOf(t.ref), t.ref.addr, {}, {}});
     // Parameter inputs of dynamic AIPP stages name the frame input they configure.
     for (const package::Descriptor& d : pkg.vec)
       if (d.kind == LayerKind::kAipp && d.n_in == 2) {
@@ -166,7 +152,7 @@ struct Runtime::Impl {
       rl.name = l.name;
       rl.opexp = l.opexp;
       rl.onnx_nodes = l.onnx_nodes;
-      rl.output = {l.output, dtypeOf(d.out(0).type), shapeOf(d.out(0)), d.out(0).addr, {}, {}};
+      rl.output = {l.output, d.out(0).type, shapeOf(d.out(0)), d.out(0).addr, {}, {}};
       layers.push_back(std::move(rl));
     }
     for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));

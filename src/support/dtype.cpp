@@ -34,6 +34,32 @@ std::string_view dtypeName(DType t) {
   return "?";
 }
 
+DType dtypeFromOnnxCode(int64_t code) {
+  switch (code) {
+    case 1: return DType::kF32;
+    case 2: return DType::kU8;
+    case 3: return DType::kI8;
+    case 4: return DType::kU16;
+    case 5: return DType::kI16;
+    case 6: return DType::kI32;
+    case 7: return DType::kI64;
+    case 8: return DType::kString;
+    case 9: return DType::kBool;
+    case 10: return DType::kF16;
+    case 11: return DType::kF64;
+    case 12: return DType::kU32;
+    case 13: return DType::kU64;
+    case 16: return DType::kBF16;
+    default: return DType::kUndefined;
+  }
+}
+
+int64_t onnxCodeOf(DType t) {
+  for (int64_t c = 1; c <= 16; ++c)
+    if (dtypeFromOnnxCode(c) == t) return c;
+  return -1;
+}
+
 bool isFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kF64; }
 bool isInteger(DType t) {
   switch (t) {

@@ -1033,10 +1033,10 @@ TEST(PrePostExamples, Example1Classification) {
   PrePost pp = parsePrePost(kExample1, "example1.yaml");
   ASSERT_EQ(pp.input_to_pre.size(), 1u);
   EXPECT_EQ(pp.input_to_pre[0].name, "pre_in");
-  EXPECT_EQ(pp.input_to_pre[0].info(), T({480, 640, 2}, Order::kHWC, ImageFormat::kYUY2, ElemType::kUint8));
-  EXPECT_EQ(pp.input_to_body[0].info(), T({224, 224, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kFp16));
-  EXPECT_EQ(pp.output_from_body[0].info(), T({1000}, Order::kC, ImageFormat::kNone, ElemType::kFp16));
-  EXPECT_EQ(pp.output_from_post[0].info(), T({1000}, Order::kC, ImageFormat::kNone, ElemType::kFp32));
+  EXPECT_EQ(pp.input_to_pre[0].info(), T({480, 640, 2}, Order::kHWC, ImageFormat::kYUY2, ElemType::kU8));
+  EXPECT_EQ(pp.input_to_body[0].info(), T({224, 224, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kF16));
+  EXPECT_EQ(pp.output_from_body[0].info(), T({1000}, Order::kC, ImageFormat::kNone, ElemType::kF16));
+  EXPECT_EQ(pp.output_from_post[0].info(), T({1000}, Order::kC, ImageFormat::kNone, ElemType::kF32));
   ASSERT_EQ(pp.preprocess.size(), 1u);
   const Process& pre = pp.preprocess[0];
   EXPECT_EQ(pre.src, "pre_in");
@@ -1047,22 +1047,22 @@ TEST(PrePostExamples, Example1Classification) {
   EXPECT_EQ(std::get<ConvYuv2RgbParams>(pre.operations[0].params),
             (ConvYuv2RgbParams{YuvFormat::kY0UY1V, RgbFormat::kRGB}));
   EXPECT_EQ(std::get<ResizeHwcParams>(pre.operations[1].params),
-            (ResizeHwcParams{ResizeAlg::kBilinear, ElemType::kUint8, 224, 224}));
-  EXPECT_EQ(std::get<CastAnyToFp16Params>(pre.operations[2].params).din_format, ElemType::kUint8);
+            (ResizeHwcParams{ResizeAlg::kBilinear, ElemType::kU8, 224, 224}));
+  EXPECT_EQ(std::get<CastAnyToFp16Params>(pre.operations[2].params).din_format, ElemType::kU8);
   const auto& norm = std::get<NormalizeParams>(pre.operations[3].params);
   EXPECT_FALSE(norm.swap_rb);
   EXPECT_EQ(norm.cof_add, (std::vector<double>{-123.675, -116.28, -103.53}));
   EXPECT_EQ(norm.cof_mul, (std::vector<double>{0.01712475, 0.017507, 0.01742919}));
   // Propagation: YUY2 [480,640,2] → RGB [480,640,3] → [224,224,3] uint8 → fp16 → fp16.
   EXPECT_EQ(pre.operations[0].in, pp.input_to_pre[0].info());
-  EXPECT_EQ(pre.operations[0].out, T({480, 640, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kUint8));
-  EXPECT_EQ(pre.operations[1].out, T({224, 224, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kUint8));
-  EXPECT_EQ(pre.operations[2].out, T({224, 224, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kFp16));
+  EXPECT_EQ(pre.operations[0].out, T({480, 640, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kU8));
+  EXPECT_EQ(pre.operations[1].out, T({224, 224, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kU8));
+  EXPECT_EQ(pre.operations[2].out, T({224, 224, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kF16));
   EXPECT_EQ(pre.operations[3].out, pp.input_to_body[0].info());
   ASSERT_EQ(pp.postprocess.size(), 1u);
   const Process& post = pp.postprocess[0];
   EXPECT_EQ(kinds(post), std::vector<OpKind>{OpKind::kSoftmax});
-  EXPECT_EQ(std::get<SoftmaxParams>(post.operations[0].params).dout_format, ElemType::kFp32);
+  EXPECT_EQ(std::get<SoftmaxParams>(post.operations[0].params).dout_format, ElemType::kF32);
   EXPECT_EQ(post.operations[0].in, pp.output_from_body[0].info());
   EXPECT_EQ(post.operations[0].out, pp.output_from_post[0].info());
   EXPECT_EQ(describe(pre.operations[0].in), "[480, 640, 2] HWC YUY2 uint8");
@@ -1072,14 +1072,14 @@ TEST(PrePostExamples, Example2SingleScaleDetection) {
   PrePost pp = parsePrePost(kExample2, "example2.yaml");
   const Process& pre = pp.preprocess[0];
   EXPECT_EQ(pre.operations[1].out.shape, (std::vector<int64_t>{416, 416, 3}));
-  EXPECT_EQ(pre.operations[3].out, T({416, 416, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kFp16));
+  EXPECT_EQ(pre.operations[3].out, T({416, 416, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kF16));
   EXPECT_EQ(std::get<NormalizeParams>(pre.operations[3].params).cof_add, (std::vector<double>{0.0, 0.0, 0.0}));
   const Process& post = pp.postprocess[0];
   EXPECT_EQ(kinds(post), (std::vector<OpKind>{OpKind::kTranspose, OpKind::kCastFp16Fp32}));
   EXPECT_EQ(std::get<TransposeParams>(post.operations[0].params), (TransposeParams{1, 0}));
-  EXPECT_EQ(post.operations[0].in, T({13, 13, 125}, Order::kHWC, ImageFormat::kNone, ElemType::kFp16));
-  EXPECT_EQ(post.operations[0].out, T({125, 13, 13}, Order::kCHW, ImageFormat::kNone, ElemType::kFp16));
-  EXPECT_EQ(post.operations[1].out, T({125, 13, 13}, Order::kCHW, ImageFormat::kNone, ElemType::kFp32));
+  EXPECT_EQ(post.operations[0].in, T({13, 13, 125}, Order::kHWC, ImageFormat::kNone, ElemType::kF16));
+  EXPECT_EQ(post.operations[0].out, T({125, 13, 13}, Order::kCHW, ImageFormat::kNone, ElemType::kF16));
+  EXPECT_EQ(post.operations[1].out, T({125, 13, 13}, Order::kCHW, ImageFormat::kNone, ElemType::kF32));
   EXPECT_EQ(post.operations[1].out, pp.output_from_post[0].info());
 }
 
@@ -1094,8 +1094,8 @@ TEST(PrePostExamples, Example3MultiOutput) {
     EXPECT_EQ(p.dest, fmt::format("post_out_{0}x{0}", outs[i].second));
     ASSERT_EQ(kinds(p), std::vector<OpKind>{OpKind::kCastFp16Fp32});
     int64_t s = outs[i].second;
-    EXPECT_EQ(p.operations[0].in, T({s, s, 255}, Order::kHWC, ImageFormat::kNone, ElemType::kFp16));
-    EXPECT_EQ(p.operations[0].out, T({s, s, 255}, Order::kHWC, ImageFormat::kNone, ElemType::kFp32));
+    EXPECT_EQ(p.operations[0].in, T({s, s, 255}, Order::kHWC, ImageFormat::kNone, ElemType::kF16));
+    EXPECT_EQ(p.operations[0].out, T({s, s, 255}, Order::kHWC, ImageFormat::kNone, ElemType::kF32));
   }
   EXPECT_EQ(pp.preprocess[0].src, "camera_data");
   EXPECT_EQ(pp.preprocess[0].dest, "images");
@@ -1119,13 +1119,13 @@ TEST(PrePostExamples, Example4Crop) {
   EXPECT_EQ(kinds(pre), (std::vector<OpKind>{OpKind::kConvYuv2Rgb, OpKind::kCrop, OpKind::kResizeHwc,
                                               OpKind::kCastAnyToFp16}));
   EXPECT_EQ(std::get<CropParams>(pre.operations[1].params), (CropParams{60, 40, 200, 200, 0, Order::kHWC}));
-  EXPECT_EQ(pre.operations[1].in, T({480, 640, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kUint8));
-  EXPECT_EQ(pre.operations[1].out, T({200, 200, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kUint8));
-  EXPECT_EQ(pre.operations[2].out, T({96, 96, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kUint8));
-  EXPECT_EQ(pre.operations[3].out, T({96, 96, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kFp16));
+  EXPECT_EQ(pre.operations[1].in, T({480, 640, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kU8));
+  EXPECT_EQ(pre.operations[1].out, T({200, 200, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kU8));
+  EXPECT_EQ(pre.operations[2].out, T({96, 96, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kU8));
+  EXPECT_EQ(pre.operations[3].out, T({96, 96, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kF16));
   const Process& post = pp.postprocess[0];
-  EXPECT_EQ(post.operations[0].out, T({3, 96, 96}, Order::kCHW, ImageFormat::kNone, ElemType::kFp16));
-  EXPECT_EQ(post.operations[1].out, T({3, 96, 96}, Order::kCHW, ImageFormat::kNone, ElemType::kFp32));
+  EXPECT_EQ(post.operations[0].out, T({3, 96, 96}, Order::kCHW, ImageFormat::kNone, ElemType::kF16));
+  EXPECT_EQ(post.operations[1].out, T({3, 96, 96}, Order::kCHW, ImageFormat::kNone, ElemType::kF32));
 }
 
 TEST(PrePostExamples, Example5MultiInput) {
@@ -1139,10 +1139,10 @@ TEST(PrePostExamples, Example5MultiInput) {
   for (const Process& p : pp.preprocess) {
     ASSERT_EQ(kinds(p), std::vector<OpKind>{OpKind::kMemcopy});
     EXPECT_EQ(std::get<MemcopyParams>(p.operations[0].params).word_size, 2);
-    EXPECT_EQ(p.operations[0].out, T({64, 64, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kFp16));
+    EXPECT_EQ(p.operations[0].out, T({64, 64, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kF16));
   }
   EXPECT_EQ(kinds(pp.postprocess[0]), std::vector<OpKind>{OpKind::kMemcopy});
-  EXPECT_EQ(pp.postprocess[0].operations[0].out, T({16, 16, 32}, Order::kHWC, ImageFormat::kNone, ElemType::kFp16));
+  EXPECT_EQ(pp.postprocess[0].operations[0].out, T({16, 16, 32}, Order::kHWC, ImageFormat::kNone, ElemType::kF16));
 }
 
 // ---- Appendix A: the legacy full format ----
@@ -1222,8 +1222,8 @@ TEST(PrePostValid, ShapePostSplitsOneOutput) {
   PrePost pp = parsePrePost(d.str(), "split.yaml");
   ASSERT_EQ(pp.output_from_body[0].shape_post.size(), 2u);
   EXPECT_EQ(pp.output_from_body[0].shape_post[1], (ShapePost{"paf", {77, 46, 38}}));
-  EXPECT_EQ(pp.postprocess[0].operations[0].in, T({77, 46, 19}, Order::kHWC, ImageFormat::kNone, ElemType::kFp16));
-  EXPECT_EQ(pp.postprocess[1].operations[0].out, T({38, 77, 46}, Order::kCHW, ImageFormat::kNone, ElemType::kFp16));
+  EXPECT_EQ(pp.postprocess[0].operations[0].in, T({77, 46, 19}, Order::kHWC, ImageFormat::kNone, ElemType::kF16));
+  EXPECT_EQ(pp.postprocess[1].operations[0].out, T({38, 77, 46}, Order::kCHW, ImageFormat::kNone, ElemType::kF16));
   // The pieces must split the channels exactly, and postprocess reads the pieces, not the whole output.
   Def bad_sum = d;
   bad_sum.body_out = replaced(d.body_out, "[77, 46, 38]", "[77, 46, 37]");
@@ -1248,7 +1248,7 @@ TEST(PrePostValid, PostprocessChainsThroughAnotherDest) {
   PrePost pp = parsePrePost(chained, "chain.yaml");
   ASSERT_EQ(pp.postprocess.size(), 2u);
   EXPECT_EQ(pp.postprocess[1].src, "tmp");
-  EXPECT_EQ(pp.postprocess[1].operations[0].in, T({125, 13, 13}, Order::kCHW, ImageFormat::kNone, ElemType::kFp16));
+  EXPECT_EQ(pp.postprocess[1].operations[0].in, T({125, 13, 13}, Order::kCHW, ImageFormat::kNone, ElemType::kF16));
   EXPECT_EQ(pp.postprocess[1].operations[0].out, pp.output_from_post[0].info());
   // The second entry reads a name nobody produces.
   std::string msg = errorOf(replaced(chained, "src: [\"tmp\"]", "src: [\"tmq\"]"));
@@ -1270,10 +1270,10 @@ TEST(PrePostValid, TransposeCropCastNormalizeSwap) {
            "{op: normalize, param: {DOUT_RGB_ORDER: 1, cof_add: [-103.53, -116.28, -123.675], cof_mul: [1, 1, 1]}}"};
   PrePost pp = parsePrePost(d.str(), "t.yaml");
   const auto& ops = pp.preprocess[0].operations;
-  EXPECT_EQ(ops[0].out, T({300, 400, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kUint8));
-  EXPECT_EQ(ops[1].out, T({300, 300, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kUint8));
+  EXPECT_EQ(ops[0].out, T({300, 400, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kU8));
+  EXPECT_EQ(ops[1].out, T({300, 300, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kU8));
   EXPECT_EQ(ops[4].in.format, ImageFormat::kRGB);
-  EXPECT_EQ(ops[4].out, T({224, 224, 3}, Order::kHWC, ImageFormat::kBGR, ElemType::kFp16));
+  EXPECT_EQ(ops[4].out, T({224, 224, 3}, Order::kHWC, ImageFormat::kBGR, ElemType::kF16));
 }
 
 TEST(PrePostValid, CropOfChwFp16OutputsHwc) {
@@ -1284,7 +1284,7 @@ TEST(PrePostValid, CropOfChwFp16OutputsHwc) {
   d.pre = {"{op: crop, param: {CROP_POS_X: 10, CROP_POS_Y: 20, shape_out: [64, 64], DATA_TYPE: 1, DATA_FORMAT: 1}}",
            kMemcopy};
   PrePost pp = parsePrePost(d.str(), "t.yaml");
-  EXPECT_EQ(pp.preprocess[0].operations[0].out, T({64, 64, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kFp16));
+  EXPECT_EQ(pp.preprocess[0].operations[0].out, T({64, 64, 3}, Order::kHWC, ImageFormat::kRGB, ElemType::kF16));
 }
 
 TEST(PrePostValid, GrayAndArgminmax) {
@@ -1298,14 +1298,14 @@ TEST(PrePostValid, GrayAndArgminmax) {
   d.post = {"{op: argminmax, param: {DIN_FORMAT: 0, DOUT_TYPE: 0, AXIS: 0, ARG_MODE: 0}}"};
   PrePost pp = parsePrePost(d.str(), "t.yaml");
   EXPECT_EQ(std::get<ConvX2GrayParams>(pp.preprocess[0].operations[0].params).din_format, GrayInput::kY0UY1V);
-  EXPECT_EQ(pp.preprocess[0].operations[0].out, T({480, 640, 1}, Order::kHWC, ImageFormat::kGray, ElemType::kUint8));
+  EXPECT_EQ(pp.preprocess[0].operations[0].out, T({480, 640, 1}, Order::kHWC, ImageFormat::kGray, ElemType::kU8));
   EXPECT_EQ(std::get<ArgMinMaxParams>(pp.postprocess[0].operations[0].params),
-            (ArgMinMaxParams{Order::kHWC, ElemType::kUint8, ArgAxis::kChannel, ArgMode::kArgMax}));
+            (ArgMinMaxParams{Order::kHWC, ElemType::kU8, ArgAxis::kChannel, ArgMode::kArgMax}));
   EXPECT_EQ(pp.postprocess[0].operations[0].out, pp.output_from_post[0].info());
   // Argmin over the width of a CHW tensor, uint16 indices.
-  Operation op{OpKind::kArgMinMax, ArgMinMaxParams{Order::kCHW, ElemType::kUint16, ArgAxis::kWidth, ArgMode::kArgMin}, {}, {}};
-  EXPECT_EQ(applyOperation(Stage::kPost, op, T({125, 13, 20}, Order::kCHW, ImageFormat::kNone, ElemType::kFp16)),
-            T({125, 13, 1}, Order::kCHW, ImageFormat::kNone, ElemType::kUint16));
+  Operation op{OpKind::kArgMinMax, ArgMinMaxParams{Order::kCHW, ElemType::kU16, ArgAxis::kWidth, ArgMode::kArgMin}, {}, {}};
+  EXPECT_EQ(applyOperation(Stage::kPost, op, T({125, 13, 20}, Order::kCHW, ImageFormat::kNone, ElemType::kF16)),
+            T({125, 13, 1}, Order::kCHW, ImageFormat::kNone, ElemType::kU16));
 }
 
 TEST(PrePostValid, EveryYuvFormatCode) {

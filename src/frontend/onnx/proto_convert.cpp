@@ -74,7 +74,7 @@ std::vector<uint8_t> readExternal(const onnx::TensorProto& t, const std::filesys
 }  // namespace
 
 Tensor tensorFromProto(const onnx::TensorProto& t, const std::filesystem::path& base_dir) {
-  DType dt = ops::onnxToDType(t.data_type());
+  DType dt = dtypeFromOnnxCode(t.data_type());
   if (dt == DType::kUndefined) fail(ErrorCode::kUnsupported, "tensor element type {} is not supported", t.data_type());
   if (dt == DType::kString) fail(ErrorCode::kUnsupported, "string tensors are not supported");
   Shape shape;
@@ -129,7 +129,7 @@ Tensor tensorFromProto(const onnx::TensorProto& t, const std::filesystem::path& 
 
 void tensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto& out) {
   out.set_name(name);
-  int64_t code = ops::dtypeToOnnx(t.dtype());
+  int64_t code = onnxCodeOf(t.dtype());
   if (code < 0) fail(ErrorCode::kUnsupported, "cannot export {} tensors to ONNX", dtypeName(t.dtype()));
   out.set_data_type(static_cast<int32_t>(code));
   for (int64_t d : t.shape()) out.add_dims(d);
@@ -142,7 +142,7 @@ ir::Type typeFromProto(const onnx::TypeProto& t, const std::string& what, bool a
     fail(ErrorCode::kUnsupported, "{} is not a tensor (sequences, maps and optionals are not supported)", what);
   }
   ir::Type r;
-  r.dtype = ops::onnxToDType(t.tensor_type().elem_type());
+  r.dtype = dtypeFromOnnxCode(t.tensor_type().elem_type());
   if (r.dtype == DType::kString) fail(ErrorCode::kUnsupported, "{} is a string tensor; strings are not supported", what);
   if (!t.tensor_type().has_shape()) return r;
   r.rank_known = true;
@@ -152,7 +152,7 @@ ir::Type typeFromProto(const onnx::TypeProto& t, const std::string& what, bool a
 
 void typeToProto(const ir::Type& t, onnx::TypeProto& out) {
   auto* tt = out.mutable_tensor_type();
-  tt->set_elem_type(static_cast<int32_t>(std::max<int64_t>(0, ops::dtypeToOnnx(t.dtype))));
+  tt->set_elem_type(static_cast<int32_t>(std::max<int64_t>(0, onnxCodeOf(t.dtype))));
   if (!t.rank_known) return;
   auto* s = tt->mutable_shape();
   for (int64_t d : t.shape) {
