@@ -74,12 +74,12 @@ std::string_view toString(OpKind k) {
 
 std::string_view toString(YuvFormat f) {
   switch (f) {
-    case YuvFormat::kY0UY1V: return "Y0UY1V";
-    case YuvFormat::kY0VY1U: return "Y0VY1U";
-    case YuvFormat::kUY0VY1: return "UY0VY1";
-    case YuvFormat::kVUY1Y0: return "VUY1Y0";
-    case YuvFormat::kY0UY1V_4096: return "Y0UY1V";
-    case YuvFormat::kUY0VY1_4097: return "UY0VY1";
+    case YuvFormat::kYUYV: return "Y0UY1V";
+    case YuvFormat::kYVYU: return "Y0VY1U";
+    case YuvFormat::kUYVY: return "UY0VY1";
+    case YuvFormat::kVUYY: return "VUY1Y0";
+    case YuvFormat::kYUYV420: return "Y0UY1V";
+    case YuvFormat::kUYVY420: return "UY0VY1";
     case YuvFormat::kYV12: return "YV12";
     case YuvFormat::kIYUV: return "IYUV";
     case YuvFormat::kNV12: return "NV12";

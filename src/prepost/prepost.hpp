@@ -11,6 +11,7 @@
 // message starts with the manual's text. docs/prepost.md lists the conventions and rules.
 #pragma once
 
+#include "kernels/prepost.hpp"
 #include "npuc/dtype.hpp"
 
 #include <cstdint>
@@ -100,30 +101,16 @@ struct TransposeParams {
   bool operator==(const TransposeParams&) const = default;
 };
 
-/// DIN_YUV_FORMAT codes of conv_yuv2rgb (§5.3.2 table; names as printed).
-enum class YuvFormat : int32_t {
-  kY0UY1V = 0,  // "YUY2"
-  kY0VY1U = 1,
-  kUY0VY1 = 2,
-  kVUY1Y0 = 3,
-  kY0UY1V_4096 = 4096,  // "YUY2"
-  kUY0VY1_4097 = 4097,
-  kYV12 = 4098,
-  kIYUV = 4099,
-  kNV12 = 4100,
-  kNV21 = 4101,
-  kIMC1 = 4102,  // the table asks for format RGB in input_to_pre
-  kIMC2 = 4103,
-  kIMC3 = 4104,  // format RGB
-  kIMC4 = 4105,
-};
+/// DIN_YUV_FORMAT codes of conv_yuv2rgb (§5.3.2 table): the kernels' enum, whose values are those codes.
+using YuvFormat = kernels::YuvFormat;
+/// The name the manual's table prints for a code ("Y0UY1V", "NV12", …).
 std::string_view toString(YuvFormat f);
 /// The input_to_pre format the table of §5.3.2 requires for a DIN_YUV_FORMAT code (YUY2, or RGB for IMC1/IMC3).
 ImageFormat requiredInputFormat(YuvFormat f);
 
 enum class RgbFormat { kRGB = 0, kBGR = 1 };
 struct ConvYuv2RgbParams {
-  YuvFormat din_yuv_format = YuvFormat::kY0UY1V;  // default 0
+  YuvFormat din_yuv_format = YuvFormat::kYUYV;  // default 0
   RgbFormat dout_rgb_format = RgbFormat::kRGB;    // default 0
   bool operator==(const ConvYuv2RgbParams&) const = default;
 };

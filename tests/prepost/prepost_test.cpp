@@ -1045,7 +1045,7 @@ TEST(PrePostExamples, Example1Classification) {
                                               OpKind::kNormalize}));
   // Parameters, defaults included (DIN_YUV_FORMAT is not written: 0 = "Y0UY1V"("YUY2")).
   EXPECT_EQ(std::get<ConvYuv2RgbParams>(pre.operations[0].params),
-            (ConvYuv2RgbParams{YuvFormat::kY0UY1V, RgbFormat::kRGB}));
+            (ConvYuv2RgbParams{YuvFormat::kYUYV, RgbFormat::kRGB}));
   EXPECT_EQ(std::get<ResizeHwcParams>(pre.operations[1].params),
             (ResizeHwcParams{ResizeAlg::kBilinear, ElemType::kU8, 224, 224}));
   EXPECT_EQ(std::get<CastAnyToFp16Params>(pre.operations[2].params).din_format, ElemType::kU8);
