@@ -22,7 +22,7 @@ int64_t factInt(const target::Facts& f, const char* k) {
 
 Estimate estimate(const ir::Graph& g, const target::Target& t) {
   Estimate e;
-  int64_t esize = t.numerics == "fp32" ? 4 : t.numerics == "fp16" ? 2 : 1;
+  int64_t esize = t.numerics == Numerics::kFp32 ? 4 : t.numerics == Numerics::kFp16 ? 2 : 1;
   std::map<std::string, double> per_engine;
   int ith = 0;
   for (ir::NodeId id : g.order()) {

@@ -62,13 +62,12 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(static_cast<int32_t>(v));
 class Lowerer {
  public:
   Lowerer(const ir::Graph& g, const target::Target& t, ir::Graph* consume) : g_(g), t_(t), consume_(consume) {
-    if (t.numerics == "fp32") ft_ = ElemType::kF32;
-    else if (t.numerics == "fp16") ft_ = ElemType::kF16;
-    else
+    ft_ = numericsFloatType(t.numerics);
+    if (!numericsHasPackages(t.numerics))
       fail(ErrorCode::kUnsupported,
            "target '{}' declares {} numerics; packages in {} need quantization, which npuc does not implement yet "
            "(fp32 and fp16 targets emit packages)",
-           t.name, t.numerics, t.numerics);
+           t.name, numericsName(t.numerics), numericsName(t.numerics));
   }
 
   void run() {

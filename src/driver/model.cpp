@@ -185,7 +185,7 @@ std::vector<TargetInfo> listTargets() {
   std::vector<TargetInfo> r;
   for (auto& name : target::listTargets()) {
     target::Target t = target::loadTarget(name);
-    r.push_back({t.name, t.description, t.numerics, t.file.string()});
+    r.push_back({t.name, t.description, std::string(numericsName(t.numerics)), t.file.string()});
   }
   return r;
 }

@@ -58,7 +58,7 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   std::string md = fmt::format("# Time estimate: {}\n\nTarget `{}` ({}). Cost model: docs/cost-model.md. Not considering bus congestion "
                                "or memory outside the accelerator.\n\n| ith | name | opexp | engine | ker (w,h,st,dil,l,r,t,b) | in (ch,w,h) | out (ch,w,h) | MACs | time [us] |\n"
                                "|---|---|---|---|---|---|---|---|---|\n",
-                               base.filename().string(), t.name, t.numerics);
+                               base.filename().string(), t.name, numericsName(t.numerics));
   for (auto& l : e.layers) {
     std::string name = l.name.find(',') == std::string::npos ? l.name : "\"" + l.name + "\"";
     csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}\n", l.ith, name, l.opexp, l.engine, kerStr(l), l.in_c,
@@ -151,7 +151,7 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
   std::string s = fmt::format("# {}_prepost_opt.yaml: the pre/post-processing of {} as npuc translated it for target {} ({}).\n"
                               "# The definition below is {} in the current format with every parameter written out.\n"
                               "# Optimizations:\n",
-                              o.prefix, o.prefix, low.pkg.target, low.pkg.numerics, o.prepost.filename().string());
+                              o.prefix, o.prefix, low.pkg.target, numericsName(low.pkg.numerics), o.prepost.filename().string());
   for (auto& f : low.fusions) s += fmt::format("#   - {}: {}\n", f.layer, f.what);
   size_t aliases = 0;
   for (auto& a : low.aliased)
@@ -251,13 +251,14 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     if (!o.calibration.empty()) {
       // Measured on the optimized model alone (its inputs are what the samples give), applied below by layer name.
       auto samples = calibrationSamples(graphOf(body), o.calibration);
-      if (t.numerics == "fp16") {
+      if (t.numerics == Numerics::kFp16) {
         int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         means = quant::measureInputMeans(graphOf(body), samples, threads);
         report("calibrate", sw.lap());
       } else {
-        res.warnings.push_back(fmt::format("calibration data is not used: target '{}' has {} numerics ({})", t.name, t.numerics,
-                                           t.numerics == "fp32" ? "weights are stored exactly" : "quantization is not implemented yet"));
+        res.warnings.push_back(fmt::format("calibration data is not used: target '{}' has {} numerics ({})", t.name,
+                                           numericsName(t.numerics), t.numerics == Numerics::kFp32 ? "weights are stored exactly"
+                                                                                                  : "quantization is not implemented yet"));
       }
     }
     if (!o.aipp.empty()) {
@@ -289,7 +290,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       for (auto& f : writeCheckReport(res.errors, t.name, o.onnx.string(), base)) add(f);
     } else {
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
-      bool emit = t.numerics == "fp32" || t.numerics == "fp16";
+      bool emit = numericsHasPackages(t.numerics);
       if (emit) {
         if (means) {
           // After -SaveOptOnnx: the optimized model stays the float model; only the package's biases change.
@@ -354,7 +355,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         res.activation_bytes = mp.total;
         res.activation_lower_bound = mp.lower_bound;
         res.warnings.push_back(fmt::format("target '{}' declares {} numerics: no object package is written until "
-                                           "quantization is implemented (reports only)", t.name, t.numerics));
+                                           "quantization is implemented (reports only)", t.name, numericsName(t.numerics)));
         report("plan", sw.lap());
       }
       res.estimated_us = e.total_us;

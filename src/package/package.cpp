@@ -427,7 +427,7 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
   m["producer"] = p.producer;
   m["prefix"] = p.prefix;
   m["target"] = p.target;
-  m["numerics"] = p.numerics;
+  m["numerics"] = std::string(numericsName(p.numerics));
   json am = json::array();
   for (auto& s : p.address_map) {
     json js{{"name", s.name}, {"addr", s.addr}, {"size", s.size}, {"elements", json::array()}};
@@ -533,7 +533,11 @@ Package readPackage(const FileSource& source, const std::string& where) {
     p.producer = root.at("producer").str();
     p.prefix = root.at("prefix").str();
     p.target = root.at("target").str();
-    p.numerics = root.at("numerics").str();
+    std::string numerics = root.at("numerics").str();
+    auto num = numericsFromName(numerics);
+    if (!num || !numericsHasPackages(*num))
+      bad(mfile, "field 'numerics' = '{}': this npuc reads fp32 and fp16 packages", numerics);
+    p.numerics = *num;
     Field am = root.at("address_map");
     for (size_t i = 0; i < am.size(); ++i) {
       Field s = am.at(i);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "npuc/dtype.hpp"
+#include "support/numerics.hpp"
 
 #include <array>
 #include <cstdint>
@@ -167,7 +168,8 @@ struct LayerInfo {
 
 struct Package {
   uint32_t version = kFormatVersion;
-  std::string prefix, target, numerics;  // numerics: "fp32" | "fp16"
+  std::string prefix, target;
+  Numerics numerics = Numerics::kFp32;  // packages exist for fp32 and fp16
   std::string producer = "npuc";
   std::vector<SubSpace> address_map;
   std::vector<IoTensor> inputs, outputs;

@@ -207,9 +207,8 @@ struct Checker {
   }
 
   ElemType floatType() const {
-    if (p.numerics == "fp32") return ElemType::kF32;
-    if (p.numerics == "fp16") return ElemType::kF16;
-    bad("numerics '{}' is not supported by this npuc (fp32, fp16)", p.numerics);
+    if (!numericsHasPackages(p.numerics)) bad("numerics '{}' is not supported by this npuc (fp32, fp16)", numericsName(p.numerics));
+    return numericsFloatType(p.numerics);
   }
 
   void descriptor(const Descriptor& d, Engine e, size_t index) const {

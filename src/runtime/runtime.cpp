@@ -72,6 +72,7 @@ struct Space {
 struct Runtime::Impl {
   RuntimeOptions opts;
   package::Package pkg;
+  std::string numerics;       // the name of pkg.numerics (numerics() returns a reference)
   std::vector<Space> spaces;  // by address
   std::unique_ptr<ThreadPool> pool;  // the runtime's own, opts.threads (exact mode too: its kernels split outputs only)
   std::vector<RuntimeTensor> inputs, outputs;
@@ -592,6 +593,7 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   im.opts = opts;
   if (opts.threads < 1) fail(ErrorCode::kInvalidArgument, "threads must be at least 1 (got {})", opts.threads);
   im.pkg = package::readPackage(dir);
+  im.numerics = std::string(numericsName(im.pkg.numerics));
   // Both modes split layers' outputs among the threads (never a reduction), so the bits do not depend on them.
   im.pool = std::make_unique<ThreadPool>(opts.threads);
   im.prepare();
@@ -602,7 +604,7 @@ Runtime::Runtime(Runtime&&) noexcept = default;
 Runtime& Runtime::operator=(Runtime&&) noexcept = default;
 
 const std::string& Runtime::target() const { return impl_->pkg.target; }
-const std::string& Runtime::numerics() const { return impl_->pkg.numerics; }
+const std::string& Runtime::numerics() const { return impl_->numerics; }
 const std::string& Runtime::contentHash() const { return impl_->pkg.content_hash; }
 const std::vector<RuntimeTensor>& Runtime::inputs() const { return impl_->inputs; }
 const std::vector<RuntimeTensor>& Runtime::outputs() const { return impl_->outputs; }

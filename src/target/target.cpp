@@ -233,9 +233,12 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
     }
     t.name = str(root, "name", t.name);
     t.description = str(root, "description", t.description);
-    t.numerics = str(root, "numerics", t.numerics);
-    if (t.numerics != "fp32" && t.numerics != "fp16" && t.numerics != "int8")
-      fail(ErrorCode::kInvalidInput, "field 'numerics' must be fp32, fp16 or int8, got '{}'", t.numerics);
+    if (root["numerics"]) {
+      std::string n = str(root, "numerics");
+      auto num = numericsFromName(n);
+      if (!num) fail(ErrorCode::kInvalidInput, "field 'numerics' must be fp32, fp16 or int8, got '{}'", n);
+      t.numerics = *num;
+    }
     if (root["address_bits"]) {
       double bits = num(root, "address_bits");
       if (bits != std::floor(bits) || bits < 16 || bits > 32)
@@ -305,7 +308,6 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
 Target loadTarget(const std::string& name_or_path) {
   fs::path file = findTarget(name_or_path);
   Target t;
-  t.numerics = "fp32";
   std::set<std::string> seen;
   loadInto(t, file, seen);
   t.file = file;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ir/graph.hpp"
+#include "support/numerics.hpp"
 #include "target/expr.hpp"
 
 #include <filesystem>
@@ -56,7 +57,7 @@ struct Engine {
 struct Target {
   std::string name;
   std::string description;
-  std::string numerics;  // fp32 | fp16 | int8
+  Numerics numerics = Numerics::kFp32;
   std::vector<std::string> inherits;  // chain, nearest first
   int address_bits = 32;
   std::map<std::string, Engine> engines;

@@ -96,7 +96,7 @@ constexpr size_t kRec = package::kDescHeaderSize;  // first record
 
 TEST(PackageReader, ValidPackageReads) {
   package::Package p = read(validPackage());
-  EXPECT_EQ(p.numerics, "fp32");
+  EXPECT_EQ(p.numerics, Numerics::kFp32);
   EXPECT_EQ(p.mac.size() + p.vec.size(), p.layers.size());
   EXPECT_EQ(p.content_hash.substr(0, 7), "sha256:");
   // Encoding what was read gives the same bytes.

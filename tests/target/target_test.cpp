@@ -60,7 +60,7 @@ TEST(Target, BuiltInTargetsLoad) {
     EXPECT_EQ(t.name, n);
     EXPECT_FALSE(t.engines.empty());
   }
-  EXPECT_EQ(loadTarget("drpai").numerics, "fp16");
+  EXPECT_EQ(loadTarget("drpai").numerics, Numerics::kFp16);
   EXPECT_EQ(loadTarget("tidl").engines.at("eve").macs_per_cycle, 16);
   EXPECT_THROW(loadTarget("no_such_target"), Error);
 }
@@ -71,7 +71,7 @@ TEST(Target, InheritanceOverridesEntryByEntry) {
                          "      - {id: c.k, text: only 1x1, require: 'kernel_h == 1'}\n");
   Target t = loadTarget(child.string());
   EXPECT_EQ(t.name, "child");
-  EXPECT_EQ(t.numerics, "fp16");
+  EXPECT_EQ(t.numerics, Numerics::kFp16);
   EXPECT_EQ(t.inherits, std::vector<std::string>{"generic"});
   EXPECT_EQ(t.findOp("Conv")->rules.size(), 1u);
   EXPECT_EQ(t.findOp("Relu")->engine, "vector");  // generic's default engine still applies

@@ -1,0 +1,41 @@
+// Numerics: how a target and its packages compute. One enum for the target files, the translator, the package
+// format and the runtime; the names are what target files and manifests spell.
+#pragma once
+
+#include "npuc/dtype.hpp"
+
+#include <optional>
+#include <string_view>
+
+namespace npuc {
+
+enum class Numerics : uint8_t {
+  kFp32,  // float32 weights and activations: the reference engine's bits
+  kFp16,  // float16 storage, float32 accumulation, rounded once per layer output (docs/numerics.md)
+  kInt8,  // integer targets (tidl): checked and estimated; no package until quantization (docs/roadmap.md)
+};
+
+inline std::string_view numericsName(Numerics n) {
+  switch (n) {
+    case Numerics::kFp32: return "fp32";
+    case Numerics::kFp16: return "fp16";
+    case Numerics::kInt8: return "int8";
+  }
+  return "?";
+}
+
+inline std::optional<Numerics> numericsFromName(std::string_view s) {
+  for (Numerics n : {Numerics::kFp32, Numerics::kFp16, Numerics::kInt8})
+    if (s == numericsName(n)) return n;
+  return std::nullopt;
+}
+
+/// Whether packages exist for these numerics yet.
+inline bool numericsHasPackages(Numerics n) { return n == Numerics::kFp32 || n == Numerics::kFp16; }
+
+/// The element type of float activations and weights in a package of these numerics (kUndefined: none yet).
+inline DType numericsFloatType(Numerics n) {
+  return n == Numerics::kFp32 ? DType::kF32 : n == Numerics::kFp16 ? DType::kF16 : DType::kUndefined;
+}
+
+}  // namespace npuc
