@@ -980,8 +980,8 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       {"drp_param", pbytes},
       {"desc_aimac", package::kDescHeaderSize + nmac * package::kDescriptorSize},
       {"desc_drp", package::kDescHeaderSize + nvec * package::kDescriptorSize}};
-  plan::AddrMapRules rules = plan::AddrMapRules::drpai();
-  plan::AddrMapDef def = o.addr_def ? *o.addr_def : plan::defaultAddrMapDef();
+  plan::AddrMapRules rules = plan::AddrMapRules::forTarget(t);
+  plan::AddrMapDef def = o.addr_def ? *o.addr_def : plan::defaultAddrMapDef(rules.base);
   res.map = plan::layoutAddrMap(def, needed, rules, o.intm_yaml_name);
   auto base = [&](const char* space) { return res.map.find(space)->addr; };
 

@@ -313,7 +313,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
           def = prepost::loadPrePost(o.prepost, po);
           lo2.input_images = inputImages(*def);
         }
-        if (!o.addr_map.empty()) lo2.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::drpai());
+        if (!o.addr_map.empty()) lo2.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::forTarget(t));
         // The optimized graph is not needed after this: its constants are released as they are copied.
         codegen::Lowered low = [&] {
           try {

@@ -19,10 +19,19 @@ const std::vector<std::string>& elementSpaceNames() {
   return n;
 }
 
-AddrMapRules AddrMapRules::drpai() {
+AddrMapRules AddrMapRules::drpai() { return forTarget(target::Target{}); }
+
+AddrMapRules AddrMapRules::forTarget(const target::Target& t) {
   AddrMapRules r;
-  for (auto& n : elementSpaceNames()) r.size_align[n] = 64;
-  for (const char* n : {"drp_param", "desc_aimac", "desc_drp"}) r.size_align[n] = 16;
+  const target::AddressRules& a = t.address_rules;
+  r.subspace_align = a.subspace_align;
+  r.element_addr_align = a.element_align;
+  for (auto& n : elementSpaceNames()) {
+    auto it = a.size_align_of.find(n);
+    r.size_align[n] = it == a.size_align_of.end() ? a.size_align : it->second;
+  }
+  r.address_bits = t.address_bits;
+  r.base = a.base;
   return r;
 }
 
@@ -133,7 +142,7 @@ std::string hexGrouped(uint64_t v) {
 }
 
 AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, const AddrMapRules& rules) {
-  return withContext(source, [&] {
+  return withContext(source, [&] { return readingYaml([&] {
     YAML::Node root = loadYaml(yaml);
     if (!root.IsSequence()) fail(ErrorCode::kInvalidInput, "the address map must be a YAML list of Sub-Spaces (§6)");
     AddrMapDef d;
@@ -163,7 +172,7 @@ AddrMapDef parseAddrMapDef(const std::string& yaml, const std::string& source, c
     }
     checkRules(d, rules);
     return d;
-  });
+  }); });
 }
 
 AddrMapDef loadAddrMapDef(const std::filesystem::path& path, const AddrMapRules& rules) {

@@ -9,6 +9,8 @@
 
 #include "npuc/error.hpp"
 
+#include "target/target.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -26,7 +28,11 @@ struct AddrMapRules {
   uint64_t element_addr_align = 64;              // element start addresses (as the §6.5 examples place them)
   std::map<std::string, uint64_t> size_align;    // element sizes rounded up to these (§6.4 table)
   int address_bits = 32;
+  uint64_t base = 0x4000'0000;                   // where the default map starts
+  /// DRP-AI's rules (§6; the defaults of a target file's address_map block).
   static AddrMapRules drpai();
+  /// The rules a target file declares (address_map, address_bits).
+  static AddrMapRules forTarget(const target::Target& t);
 };
 
 struct ElementDef {

@@ -438,7 +438,7 @@ const char* const kVarNames[4] = {"dtcPixelVarReciChn0", "dtcPixelVarReciChn1", 
 
 }  // namespace
 
-kernels::AippParams aippParamsFromYaml(const std::string& text, const std::string& source) {
+static kernels::AippParams aippParamsFromYamlNodes(const std::string& text, const std::string& source) {
   YAML::Node root = withContext(source, [&] { return loadYaml(text); });
   if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "{}: an AIPP parameter block is a YAML mapping of the seed's field names", source);
   auto bad = [&](const std::string& where, const std::string& why) { fail(ErrorCode::kInvalidInput, "{}: {}: {}", source, where, why); };
@@ -530,6 +530,15 @@ kernels::AippParams aippParamsFromYaml(const std::string& text, const std::strin
     bad("batchNum", fmt::format("is {} but {} record(s) are given", n.Scalar(), p.batch.size()));
   if (p.batch.size() > 127) bad("batch", "at most 127 records (batchNum is an int8)");
   return p;
+}
+
+kernels::AippParams aippParamsFromYaml(const std::string& text, const std::string& source) {
+  try {
+    return aippParamsFromYamlNodes(text, source);
+  } catch (const YAML::Exception& e) {  // a node of an unexpected kind
+    fail(ErrorCode::kInvalidInput, "{}: unexpected YAML structure at line {}, column {}: {}", source, e.mark.line + 1,
+         e.mark.column + 1, e.msg);
+  }
 }
 
 std::string aippParamsToYaml(const kernels::AippParams& in) {

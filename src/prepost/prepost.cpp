@@ -1243,7 +1243,7 @@ void checkReaches(const TensorInfo& got, const TensorDecl& want, const char* key
 }  // namespace
 
 PrePost parsePrePost(const std::string& yaml_text, const std::string& source_name, const ParseOptions& options) {
-  return withContext(source_name, [&] {
+  return withContext(source_name, [&] { return readingYaml([&] {
     YAML::Node root = loadYaml(yaml_text);
     static const std::vector<std::string> top = {"input_to_pre", "input_to_body", "output_from_body",
                                                  "output_from_post", "preprocess", "postprocess"};
@@ -1295,7 +1295,7 @@ PrePost parsePrePost(const std::string& yaml_text, const std::string& source_nam
     }
     for (auto& pr : post) pp.postprocess.push_back(pr.p);
     return pp;
-  });
+  }); });
 }
 
 PrePost loadPrePost(const std::filesystem::path& path, const ParseOptions& options) {

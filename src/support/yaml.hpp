@@ -30,4 +30,16 @@ inline YAML::Node loadYaml(const std::string& text) {
   }
 }
 
+/// Runs fn, which reads YAML nodes: a node of an unexpected kind (a list where a map belongs, a map where a
+/// scalar does) makes yaml-cpp throw; that becomes npuc::Error (kInvalidInput) naming the line and column.
+template <typename Fn>
+decltype(auto) readingYaml(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) fail(ErrorCode::kInvalidInput, "unexpected YAML structure: {}", e.msg);
+    fail(ErrorCode::kInvalidInput, "unexpected YAML structure at line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+}
+
 }  // namespace npuc

@@ -9,6 +9,7 @@
 #include <onnx/defs/schema.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -132,6 +133,57 @@ void checkRuleNames(const Target& t) {
   withContext("graph_rules", [&] { checkRules(t.graph_rules, all_lookups, ""); });
 }
 
+/// A non-negative integer, decimal or hexadecimal with '_' separators (0x4000_0000), below 2^40.
+uint64_t address(const YAML::Node& n, const std::string& field) {
+  if (!n.IsScalar()) fail(ErrorCode::kInvalidInput, "field '{}' must be an integer", field);
+  std::string s;
+  for (char c : n.Scalar())
+    if (c != '_') s += c;
+  int base = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
+  size_t i = base == 16 ? 2 : 0;
+  uint64_t v = 0;
+  if (i >= s.size()) fail(ErrorCode::kInvalidInput, "field '{}': '{}' is not an integer", field, n.Scalar());
+  for (; i < s.size(); ++i) {
+    int d = std::isdigit(static_cast<unsigned char>(s[i])) ? s[i] - '0'
+            : base == 16 && std::isxdigit(static_cast<unsigned char>(s[i])) ? std::tolower(s[i]) - 'a' + 10 : -1;
+    if (d < 0) fail(ErrorCode::kInvalidInput, "field '{}': '{}' is not an integer", field, n.Scalar());
+    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+    if (v >= (uint64_t{1} << 40)) fail(ErrorCode::kInvalidInput, "field '{}': {} is too large", field, n.Scalar());
+  }
+  return v;
+}
+
+void parseAddressRules(const YAML::Node& n, AddressRules& r) {
+  if (!n.IsMap()) fail(ErrorCode::kInvalidInput, "must be a map (base, subspace_align, element_align, size_align)");
+  auto alignment = [&](const YAML::Node& v, const std::string& field) {
+    uint64_t a = address(v, field);
+    if (a < 1 || (a & (a - 1))) fail(ErrorCode::kInvalidInput, "field '{}' must be a power of two, got {}", field, a);
+    return a;
+  };
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    std::string k = it->first.as<std::string>();
+    YAML::Node v = it->second;
+    if (k == "base") r.base = address(v, k);
+    else if (k == "subspace_align") r.subspace_align = alignment(v, k);
+    else if (k == "element_align") r.element_align = alignment(v, k);
+    else if (k == "size_align") {
+      if (v.IsScalar()) {
+        r.size_align = alignment(v, k);
+        continue;
+      }
+      if (!v.IsMap()) fail(ErrorCode::kInvalidInput, "field 'size_align' must be a number or a map of Element-Space -> alignment");
+      for (auto e = v.begin(); e != v.end(); ++e) {
+        std::string space = e->first.as<std::string>();
+        if (space == "default") r.size_align = alignment(e->second, "size_align.default");
+        else r.size_align_of[space] = alignment(e->second, "size_align." + space);
+      }
+    } else {
+      fail(ErrorCode::kInvalidInput, "unknown field '{}' (base, subspace_align, element_align, size_align)", k);
+    }
+  }
+  if (r.base % r.subspace_align) fail(ErrorCode::kInvalidInput, "base 0x{:x} is not aligned to subspace_align {}", r.base, r.subspace_align);
+}
+
 Expr expr(const YAML::Node& n, const std::string& field) {
   if (!n[field]) return Expr();
   if (!n[field].IsScalar()) fail(ErrorCode::kInvalidInput, "field '{}' must be an expression string", field);
@@ -219,9 +271,9 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
   if (seen.count(key)) fail(ErrorCode::kInvalidInput, "{}: inheritance cycle", file.string());
   seen.insert(key);
   YAML::Node root = withContext(file.string(), [&] { return loadYaml(readFileText(file, kMaxConfigBytes, "a target file")); });
-  withContext(file.string(), [&] {
+  withContext(file.string(), [&] { readingYaml([&] {
     if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
-    static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits",
+    static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits", "address_map",
                                                 "engines", "ops", "graph_rules", "default_engine"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
@@ -247,6 +299,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       t.address_bits = static_cast<int>(bits);
     }
     t.default_engine = str(root, "default_engine", t.default_engine);
+    if (auto am = root["address_map"]) withContext("field 'address_map'", [&] { parseAddressRules(am, t.address_rules); });
     if (auto e = root["engines"]) {
       if (!e.IsMap()) fail(ErrorCode::kInvalidInput, "field 'engines' must be a map");
       for (auto it = e.begin(); it != e.end(); ++it) {
@@ -300,7 +353,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
         });
       }
     }
-  });
+  }); });
 }
 
 }  // namespace

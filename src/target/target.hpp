@@ -54,12 +54,22 @@ struct Engine {
   std::string note;
 };
 
+/// How the target's memory is laid out (the `address_map` block of a target file; defaults: DRP-AI's §6 rules).
+struct AddressRules {
+  uint64_t base = 0x4000'0000;   // where the map starts when the user gives no definition (-addr)
+  uint64_t subspace_align = 64;  // Sub-Space addresses
+  uint64_t element_align = 64;   // Element-Space start addresses
+  uint64_t size_align = 64;      // Element-Space sizes, unless size_align_of names the space
+  std::map<std::string, uint64_t> size_align_of = {{"drp_param", 16}, {"desc_aimac", 16}, {"desc_drp", 16}};
+};
+
 struct Target {
   std::string name;
   std::string description;
   Numerics numerics = Numerics::kFp32;
   std::vector<std::string> inherits;  // chain, nearest first
   int address_bits = 32;
+  AddressRules address_rules;
   std::map<std::string, Engine> engines;
   std::map<std::string, OpSupport> ops;
   std::vector<Rule> graph_rules;  // rules every node must meet (batch size, rank, …)

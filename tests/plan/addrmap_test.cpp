@@ -200,7 +200,7 @@ TEST(AddrMap, DefaultMapHasEveryElementAligned) {
 TEST(MemoryPlan, NoTwoLiveBuffersOverlapAndReuseBeatsSequential) {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 50; ++trial) {
-    std::vector<Buffer> b;
+    std::vector<plan::Buffer> b;
     int n = 5 + static_cast<int>(rng() % 60);
     for (int i = 0; i < n; ++i) {
       int first = static_cast<int>(rng() % 40);
@@ -222,7 +222,7 @@ TEST(MemoryPlan, NoTwoLiveBuffersOverlapAndReuseBeatsSequential) {
 }
 
 TEST(MemoryPlan, ChainReusesTwoSlots) {
-  std::vector<Buffer> chain;
+  std::vector<plan::Buffer> chain;
   for (int i = 0; i < 10; ++i) chain.push_back({"c", 1024, i, i + 1});
   MemoryPlan p = planReuse(chain);
   EXPECT_EQ(p.lower_bound, 2048u);

@@ -124,6 +124,9 @@ TEST(Target, BadFilesNameFileAndField) {
   std::string deep;
   for (int i = 0; i < 3000; ++i) deep += "[";
   expect("name: x\nops: " + deep + "\n", "nested too deeply");
+  // A scalar where a map belongs made yaml-cpp throw past npuc's errors (an internal error; found by fuzz_target_file).
+  expect(eng + "ops: {Conv: 3}\n", "unexpected YAML structure at line 3");
+  expect("name: [1, 2]\n", "field 'name' must be a string");
 }
 
 TEST(Expr, DepthAndOverflowLimits) {
