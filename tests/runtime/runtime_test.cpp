@@ -3,6 +3,7 @@
 // same translation gives the same bytes; runtimes on different threads are independent.
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
+#include "package/package.hpp"
 #include "plan/addrmap.hpp"
 
 #include "package_checks.hpp"
@@ -315,6 +316,26 @@ TEST(Package, UserAddressMapIsUsedAndItsFilesParseBack) {
   auto d = translateTo(kSrc + "/models/digits/digits_cnn.onnx", "drpai", scratchDir("addr_default"), "digits");
   std::vector<Tensor> in = {randomInput({1, 1, 8, 8}, 9)};
   EXPECT_TRUE(rt.run(in)[0].sameBits(Runtime(d.dir).run(in)[0]));
+}
+
+// The address-map rules are the target's (its address_map block), not DRP-AI's for every target.
+TEST(Package, TheTargetFileSetsTheAddressMapRules) {
+  fs::path root = scratchDir("rules");
+  fs::path t = root / "wide.yaml";
+  std::ofstream(t) << "name: wide\ninherits: generic\naddress_map: {base: 0x1000_0000, size_align: {default: 4096, weight: 256}}\n";
+  TranslateResult r = translateTo(kSrc + "/models/digits/digits_cnn.onnx", t.string(), root, "digits");
+  ASSERT_TRUE(r.ok);
+  package::Package p = package::readPackage(r.dir);
+  ASSERT_FALSE(p.address_map.empty());
+  EXPECT_EQ(p.address_map[0].addr, 0x1000'0000u);
+  // Named spaces keep the alignment given for them (weight here; drp_param and the descriptor streams by default).
+  for (const package::Element& e : p.address_map[0].elements) {
+    bool fine = e.name == "drp_param" || e.name == "desc_aimac" || e.name == "desc_drp";
+    EXPECT_EQ(e.size % (e.name == "weight" ? 256 : fine ? 16 : 4096), 0u) << e.name << " " << e.size;
+  }
+  EXPECT_NE(p.element("weight")->size % 4096, 0u);  // the weight space keeps its own alignment
+  std::ofstream(t) << "name: wide\ninherits: generic\naddress_map: {size_align: 48}\n";
+  EXPECT_THROW(translateTo(kSrc + "/models/digits/digits_cnn.onnx", t.string(), root, "digits2"), Error);  // not a power of two
 }
 
 TEST(Package, AddressOverflowIsTheManualsError) {

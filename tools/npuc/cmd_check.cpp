@@ -13,14 +13,14 @@ void addCheck(CLI::App& app, Action& run) {
                                "Check a model against a target's operator constraints (after the optimizer); "
                                "exit 1 when something is unsupported");
   struct Opts {
-    std::string model, target = "generic", prefix, out_dir = ".";
+    std::string model, target = "drpai", prefix, out_dir = ".";  // the default target of translate too
     std::vector<std::string> shapes;
     bool no_report = false, relu6 = false, prepost_full = false, not_check_size = false;
     std::string save_opt, prepost;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("model", o->model, "ONNX model")->required();
-  c->add_option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml");
+  c->add_option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml (default: drpai, as translate)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
   c->add_option("--prefix", o->prefix, "Report file prefix (default: the model's file name without .onnx)");
   c->add_option("--out,-o", o->out_dir, "Folder for PREFIX_error_report.{csv,json,xlsx}");
