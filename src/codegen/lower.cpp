@@ -368,7 +368,7 @@ class Lowerer {
         d = &emit(n, LayerKind::kBinary, {a, c}, outVal(*act, act->outputs[0]), {static_cast<uint32_t>(b->second)});
         of_[outv] = d->out;
         if (act->op == "Relu") d->act = Act::kRelu;
-        else if (act->op == "LeakyRelu") d->act = Act::kLeakyRelu, d->act_a = act->attrFloat("alpha", 0.01f);
+        else if (act->op == "LeakyRelu") d->act = Act::kLeakyRelu, d->act_a = ops::attrFloat(*act, "alpha");
         else clipBounds(*act, d->act_a, d->act_b), d->act = Act::kClip;
         d->opexp += "+" + act->op;
         d->onnx_nodes.push_back(act->name);
@@ -382,10 +382,10 @@ class Lowerer {
         op == "Log" || op == "Sqrt" || op == "Reciprocal" || op == "Abs" || op == "Neg" || op == "Erf" || op == "Floor" ||
         op == "Ceil" || op == "Round" || op == "HardSwish" || op == "Mish")
       return unaryOp(n, op, 0, 0);
-    if (op == "LeakyRelu") return unaryOp(n, op, n.attrFloat("alpha", 0.01f), 0);
-    if (op == "HardSigmoid") return unaryOp(n, op, n.attrFloat("alpha", 0.2f), n.attrFloat("beta", 0.5f));
-    if (op == "Elu" || op == "Celu") return unaryOp(n, op, n.attrFloat("alpha", 1.0f), 0);
-    if (op == "Selu") return unaryOp(n, op, n.attrFloat("alpha", 1.67326319217681884765625f), n.attrFloat("gamma", 1.05070102214813232421875f));
+    if (op == "LeakyRelu") return unaryOp(n, op, ops::attrFloat(n, "alpha"), 0);
+    if (op == "HardSigmoid") return unaryOp(n, op, ops::attrFloat(n, "alpha"), ops::attrFloat(n, "beta"));
+    if (op == "Elu" || op == "Celu") return unaryOp(n, op, ops::attrFloat(n, "alpha"), 0);
+    if (op == "Selu") return unaryOp(n, op, ops::attrFloat(n, "alpha"), ops::attrFloat(n, "gamma"));
     if (op == "Clip") {
       if ((n.hasInput(1) && !constIn(n, 1)) || (n.hasInput(2) && !constIn(n, 2))) unsupported(n, "Clip bounds must be constants");
       float lo, hi;
@@ -432,8 +432,8 @@ class Lowerer {
     if (op == "LRN") {
       int64_t size = n.attrInt("size", 1);
       emit(n, LayerKind::kLrn, {in(n, 0)}, outVal(n, n.outputs[0]),
-           {static_cast<uint32_t>(size), package::floatParam(n.attrFloat("alpha", 1e-4f)),
-            package::floatParam(n.attrFloat("beta", 0.75f)), package::floatParam(n.attrFloat("bias", 1.0f))});
+           {static_cast<uint32_t>(size), package::floatParam(ops::attrFloat(n, "alpha")),
+            package::floatParam(ops::attrFloat(n, "beta")), package::floatParam(ops::attrFloat(n, "bias"))});
       return;
     }
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
@@ -612,9 +612,9 @@ class Lowerer {
     const Tensor* w = constIn(n, 1);
     if (!w || w->rank() != 2) unsupported(n, "the second operand must be a constant matrix");
     if (as.size() != 2) unsupported(n, "the first operand must be a matrix (got rank {})", as.size());
-    if (!mm && (n.attrInt("transA", 0) || n.attrFloat("alpha", 1.0f) != 1.0f || (n.hasInput(2) && n.attrFloat("beta", 1.0f) != 1.0f)))
+    if (!mm && (ops::attrInt(n, "transA") || ops::attrFloat(n, "alpha") != 1.0f || (n.hasInput(2) && ops::attrFloat(n, "beta") != 1.0f)))
       unsupported(n, "Gemm with transA, alpha != 1 or beta != 1 has no package form");
-    bool transB = !mm && n.attrInt("transB", 0);
+    bool transB = !mm && ops::attrInt(n, "transB");
     int64_t K = as[1], N = transB ? w->dim(0) : w->dim(1);
     if ((transB ? w->dim(1) : w->dim(0)) != K) unsupported(n, "operand shapes {} and {} do not multiply", shapeStr(as), shapeStr(w->shape()));
     std::vector<float> wt(static_cast<size_t>(N * K));
@@ -826,7 +826,7 @@ class Lowerer {
     if (n.outputs.size() > 1) unsupported(n, "training-mode outputs have no package form");
     std::vector<double> sc = constIn(n, 1)->toDouble(), bi = constIn(n, 2)->toDouble(), me = constIn(n, 3)->toDouble(),
                         va = constIn(n, 4)->toDouble();
-    double eps = n.attrFloat("epsilon", 1e-5f);
+    double eps = ops::attrFloat(n, "epsilon");
     std::vector<float> a(sc.size()), b(sc.size());
     for (size_t c = 0; c < sc.size(); ++c) {  // as the reference engine computes them
       double k = sc[c] / std::sqrt(va[c] + eps);

@@ -142,7 +142,7 @@ std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::No
     a.kind = kernels::ActKind::kRelu;
   } else if (n.op == "LeakyRelu") {
     a.kind = kernels::ActKind::kLeakyRelu;
-    a.a = n.attrFloat("alpha", 0.01f);
+    a.a = ops::attrFloat(n, "alpha");
   } else if (n.op == "Clip") {
     a.kind = kernels::ActKind::kClip;
     a.a = -std::numeric_limits<float>::infinity();

@@ -3,6 +3,7 @@
 // Float16 inputs are computed in float32 and rounded back once per output.
 #include "engine/elementwise_util.hpp"
 #include "kernels/layers.hpp"
+#include "ops/registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -84,15 +85,15 @@ kernels::UnaryOp libraryUnary(const ir::Node& n, float& alpha, float& beta) {
   alpha = 0.0f;
   beta = 0.0f;
   switch (op) {
-    case UnaryOp::kLeakyRelu: alpha = n.attrFloat("alpha", 0.01f); break;
+    case UnaryOp::kLeakyRelu: alpha = ops::attrFloat(n, "alpha"); break;
     case UnaryOp::kHardSigmoid:
-      alpha = n.attrFloat("alpha", 0.2f);
-      beta = n.attrFloat("beta", 0.5f);
+      alpha = ops::attrFloat(n, "alpha");
+      beta = ops::attrFloat(n, "beta");
       break;
-    case UnaryOp::kElu: case UnaryOp::kCelu: alpha = n.attrFloat("alpha", 1.0f); break;
+    case UnaryOp::kElu: case UnaryOp::kCelu: alpha = ops::attrFloat(n, "alpha"); break;
     case UnaryOp::kSelu:
-      alpha = n.attrFloat("alpha", 1.67326319217681884765625f);
-      beta = n.attrFloat("gamma", 1.05070102214813232421875f);
+      alpha = ops::attrFloat(n, "alpha");
+      beta = ops::attrFloat(n, "gamma");
       break;
     case UnaryOp::kMish: case UnaryOp::kSwish: case UnaryOp::kClip: return UnaryOp::kCount;
     default: break;
@@ -129,32 +130,32 @@ UnaryF unaryFloatFn(const ir::Node& n) {
   if (op == "Atanh") return [](double x) { return std::atanh(x); };
   if (op == "Round") return [](double x) { return std::nearbyint(x); };
   if (op == "Elu") {
-    double a = n.attrFloat("alpha", 1.0f);
+    double a = ops::attrFloat(n, "alpha");
     return [a](double x) { return x < 0 ? a * (std::exp(x) - 1.0) : x; };
   }
   if (op == "Celu") {
-    double a = n.attrFloat("alpha", 1.0f);
+    double a = ops::attrFloat(n, "alpha");
     return [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1.0)); };
   }
   if (op == "Selu") {
-    double a = n.attrFloat("alpha", 1.67326319217681884765625f), g = n.attrFloat("gamma", 1.05070102214813232421875f);
+    double a = ops::attrFloat(n, "alpha"), g = ops::attrFloat(n, "gamma");
     return [a, g](double x) { return x <= 0 ? g * (a * std::exp(x) - a) : g * x; };
   }
   if (op == "LeakyRelu") {
-    double a = n.attrFloat("alpha", 0.01f);
+    double a = ops::attrFloat(n, "alpha");
     return [a](double x) { return x < 0 ? a * x : x; };
   }
   if (op == "ThresholdedRelu") {
-    double a = n.attrFloat("alpha", 1.0f);
+    double a = ops::attrFloat(n, "alpha");
     return [a](double x) { return x > a ? x : 0.0; };
   }
   if (op == "HardSigmoid") {
-    double a = n.attrFloat("alpha", 0.2f), b = n.attrFloat("beta", 0.5f);
+    double a = ops::attrFloat(n, "alpha"), b = ops::attrFloat(n, "beta");
     return [a, b](double x) { return std::clamp(a * x + b, 0.0, 1.0); };
   }
   if (op == "HardSwish") return [](double x) { return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0); };
   if (op == "Shrink") {
-    double bias = n.attrFloat("bias", 0.0f), l = n.attrFloat("lambd", 0.5f);
+    double bias = ops::attrFloat(n, "bias"), l = ops::attrFloat(n, "lambd");
     return [bias, l](double x) { return x < -l ? x + bias : (x > l ? x - bias : 0.0); };
   }
   return nullptr;

@@ -3,6 +3,7 @@
 // data movement copies raw elements, so every fixed-size element type works.
 #include "engine/elementwise_util.hpp"
 #include "ops/shape_util.hpp"
+#include "ops/registry.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -239,7 +240,7 @@ void layerNorm(KernelCall& call) {
     if (x.dtype() != DType::kF32) c.unsupported("LayerNormalization runs in float32 only");
     int64_t axis = c.node.attrInt("axis", -1);
     ops::normalizeAxis(axis, x.rank());
-    double eps = c.node.attrFloat("epsilon", 1e-5f);
+    double eps = ops::attrFloat(c.node, "epsilon");
     int64_t outer = 1, inner = 1;
     for (int i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.dim(i);
     Shape norm_shape(x.shape().begin() + axis, x.shape().end());

@@ -8,6 +8,7 @@
 #include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
+#include "ops/registry.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -118,10 +119,10 @@ class MatMulKernel : public Kernel {
  public:
   MatMulKernel(const ir::Node& n, const ir::Graph& g) {
     bool gemm = n.op == "Gemm";
-    trans_a_ = gemm && n.attrInt("transA", 0);
-    trans_b_ = gemm && n.attrInt("transB", 0);
-    alpha_ = gemm ? n.attrFloat("alpha", 1.0f) : 1.0f;
-    beta_ = gemm ? n.attrFloat("beta", 1.0f) : 1.0f;
+    trans_a_ = gemm && ops::attrInt(n, "transA");
+    trans_b_ = gemm && ops::attrInt(n, "transB");
+    alpha_ = gemm ? ops::attrFloat(n, "alpha") : 1.0f;
+    beta_ = gemm ? ops::attrFloat(n, "beta") : 1.0f;
     const Tensor* b = constInput(n, g, 1);
     if (b && b->dtype() == DType::kF32 && b->rank() == 2) {
       int64_t K = trans_b_ ? b->dim(1) : b->dim(0);
@@ -398,7 +399,7 @@ void batchNormKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   std::vector<double> scale = c.input(1).toDouble(), bias = c.input(2).toDouble(), mean = c.input(3).toDouble(),
                       var = c.input(4).toDouble();
-  double eps = c.node.attrFloat("epsilon", 1e-5f);
+  double eps = ops::attrFloat(c.node, "epsilon");
   int64_t C = x.dim(1), N = x.dim(0), inner = x.numel() / std::max<int64_t>(1, N * C);
   std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
   for (int64_t ch = 0; ch < C; ++ch) {
@@ -415,7 +416,7 @@ void instanceNormKernel(KernelCall& c) {
   needF32(c, 0);
   const Tensor& x = c.input(0);
   std::vector<double> scale = c.input(1).toDouble(), bias = c.input(2).toDouble();
-  double eps = c.node.attrFloat("epsilon", 1e-5f);
+  double eps = ops::attrFloat(c.node, "epsilon");
   int64_t C = x.dim(1), N = x.dim(0), inner = x.numel() / std::max<int64_t>(1, N * C);
   Tensor& y = c.alloc(0);
   const float* px = x.data<float>();
@@ -439,8 +440,8 @@ void lrnKernel(KernelCall& c) {
   needF32(c, 0);
   const Tensor& x = c.input(0);
   int64_t size = c.node.attrInt("size", 1);
-  float alpha = c.node.attrFloat("alpha", 1e-4f), beta = c.node.attrFloat("beta", 0.75f),
-        bias = c.node.attrFloat("bias", 1.0f);
+  float alpha = ops::attrFloat(c.node, "alpha"), beta = ops::attrFloat(c.node, "beta"),
+        bias = ops::attrFloat(c.node, "bias");
   int64_t N = x.dim(0), C = x.dim(1), inner = x.numel() / std::max<int64_t>(1, N * C);
   if (size < 1) c.error("size must be >= 1, got {}", size);
   Tensor& y = c.alloc(0);

@@ -82,7 +82,14 @@ void registerElementwiseOps(Registry& r) {
               U{"IsNaN", "x is NaN"}, U{"IsInf", "x is infinite"}, U{"ThresholdedRelu", "x if x>alpha else 0"},
               U{"Celu", "continuously differentiable ELU"}, U{"Shrink", "shrink towards zero"}}) {
     OpSchema s = unary(u.n, u.d);
-    if (std::string(u.n) == "IsNaN" || std::string(u.n) == "IsInf")
+    // ONNX's defaults, declared once (the engine, the passes and the lowering read them through ops::attrFloat).
+    const std::string name = u.n;
+    if (name == "LeakyRelu") s.withDefault("alpha", 0.01f);
+    if (name == "HardSigmoid") s.withDefault("alpha", 0.2f).withDefault("beta", 0.5f);
+    if (name == "Elu" || name == "Celu" || name == "ThresholdedRelu") s.withDefault("alpha", 1.0f);
+    if (name == "Selu") s.withDefault("alpha", 1.67326319217681884765625f).withDefault("gamma", 1.05070102214813232421875f);
+    if (name == "Shrink") s.withDefault("bias", 0.0f).withDefault("lambd", 0.5f);
+    if (name == "IsNaN" || name == "IsInf")
       s.infer = [](InferContext& c) { c.setOutput(0, DType::kBool, c.inputShape(0)); };
     r.add(s);
   }

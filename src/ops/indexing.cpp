@@ -93,7 +93,7 @@ void registerIndexingOps(Registry& r) {
   r.add(makeSchema("LayerNormalization", 2, 3, "normalise over the dims from 'axis' on, then scale and shift",
                [](InferContext& c) {
                  const Shape& x = c.inputShape(0);
-                 int64_t axis = c.node().attrInt("axis", -1);
+                 int64_t axis = attrInt(c.node(), "axis");
                  if (!normalizeAxis(axis, static_cast<int64_t>(x.size()))) c.error("axis out of range");
                  Shape stats(x.begin(), x.begin() + axis);
                  stats.resize(x.size(), 1);
@@ -101,7 +101,7 @@ void registerIndexingOps(Registry& r) {
                  c.setOutput(1, DType::kF32, stats);
                  c.setOutput(2, DType::kF32, stats);
                },
-               3));
+               3).withDefault("epsilon", 1e-5f).withDefault("axis", int64_t{-1}));
 }
 
 }  // namespace npuc::ops

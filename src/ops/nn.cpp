@@ -77,6 +77,7 @@ void registerNnOps(Registry& r) {
       int64_t k = n.attrInt("transA", 0) ? in[0].shape[0] : in[0].shape[1];
       return numel(out[0]) * k;
     };
+    s.withDefault("alpha", 1.0f).withDefault("beta", 1.0f).withDefault("transA", int64_t{0}).withDefault("transB", int64_t{0});
     r.add(s);
   }
   {
@@ -131,6 +132,7 @@ void registerNnOps(Registry& r) {
       if (c.node().attrInt("training_mode", 0)) c.unsupported("training_mode=1 is not supported (inference only)");
       c.setOutput(0, c.inputDType(0), x);
     }, 5);
+    s.withDefault("epsilon", 1e-5f).withDefault("momentum", 0.9f);
     r.add(s);
   }
   r.add(makeSchema("InstanceNormalization", 3, 3, "per-instance, per-channel normalisation", [](InferContext& c) {
@@ -140,13 +142,13 @@ void registerNnOps(Registry& r) {
     for (int i = 1; i < 3; ++i)
       if (c.inputShape(i) != Shape{x[1]}) c.error("input {} must be [{}], got {}", i, x[1], shapeStr(c.inputShape(i)));
     c.setOutput(0, c.inputDType(0), x);
-  }));
+  }).withDefault("epsilon", 1e-5f));
   r.add(makeSchema("LRN", 1, 1, "local response normalisation across channels", [](InferContext& c) {
     needFloat(c, 0);
     if (c.inputRank(0) < 3) c.error("input must be at least 3-D");
     if (c.node().attrInt("size", 0) <= 0) c.error("attribute 'size' must be positive");
     c.setOutput(0, c.inputDType(0), c.inputShape(0));
-  }));
+  }).withDefault("alpha", 1e-4f).withDefault("beta", 0.75f).withDefault("bias", 1.0f));
   for (const char* n : {"Softmax", "LogSoftmax", "Hardmax"}) {
     r.add(makeSchema(n, 1, 1, "normalised exponential along 'axis' (opset < 13: over the flattened trailing dims)",
                  [](InferContext& c) {

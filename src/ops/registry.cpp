@@ -52,6 +52,36 @@ OpSchema makeSchema(const char* name, int min_in, int max_in, const char* doc, I
   return s;
 }
 
+namespace {
+const ir::Attr& declaredDefault(const ir::Node& n, const std::string& name) {
+  const OpSchema* s = registry().find(n.domain, n.op);
+  if (!s) fail(ErrorCode::kInternal, "no schema for {} (attribute '{}')", n.op, name);
+  auto it = s->defaults.find(name);
+  // npuc's fused ops (ai.npuc) extend the ONNX op of the same name: its defaults are theirs.
+  if (it == s->defaults.end() && !n.domain.empty())
+    if (const OpSchema* onnx = registry().find("", n.op)) {
+      s = onnx;
+      it = s->defaults.find(name);
+    }
+  if (it == s->defaults.end()) fail(ErrorCode::kInternal, "the schema of {} declares no default for attribute '{}'", n.op, name);
+  return it->second;
+}
+}  // namespace
+
+float attrFloat(const ir::Node& n, const std::string& name) {
+  if (n.hasAttr(name)) return n.attrFloat(name, 0.0f);
+  const ir::Attr& d = declaredDefault(n, name);
+  if (const float* f = d.get<float>()) return *f;
+  fail(ErrorCode::kInternal, "the default of {}'s attribute '{}' is not a float", n.op, name);
+}
+
+int64_t attrInt(const ir::Node& n, const std::string& name) {
+  if (n.hasAttr(name)) return n.attrInt(name, 0);
+  const ir::Attr& d = declaredDefault(n, name);
+  if (const int64_t* i = d.get<int64_t>()) return *i;
+  fail(ErrorCode::kInternal, "the default of {}'s attribute '{}' is not an integer", n.op, name);
+}
+
 void Registry::add(OpSchema s) {
   auto key = std::make_pair(s.domain, s.name);
   ops_[key] = std::move(s);

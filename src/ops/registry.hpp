@@ -75,6 +75,12 @@ struct OpSchema {
   InferFn infer;
   MacsFn macs;  // null: not a MAC op
   std::string doc;
+  /// Attributes with a default value (ONNX's): declared once here, read with ops::attrFloat / attrInt.
+  std::map<std::string, ir::Attr> defaults;
+  OpSchema& withDefault(const std::string& attr, ir::Attr value) {
+    defaults[attr] = std::move(value);
+    return *this;
+  }
 };
 
 /// An ai.onnx schema: name, input count range (max -1 = variadic), doc, shape function, most outputs.
@@ -94,6 +100,10 @@ class Registry {
 const Registry& registry();
 /// Schema for a node, or throws kUnsupported "unknown op".
 const OpSchema& schemaFor(const ir::Node& n);
+/// An attribute of a node, or the default its schema declares (kInternal when the schema declares none: every
+/// attribute read through these has its default in one place).
+float attrFloat(const ir::Node& n, const std::string& name);
+int64_t attrInt(const ir::Node& n, const std::string& name);
 
 /// Infers output types of `n` from its inputs' types and constant values. Returns std::nullopt when some input
 /// is not known yet. Throws kInvalidInput when the inputs are inconsistent.

@@ -15,6 +15,7 @@
 #include "passes/match.hpp"
 #include "passes/passes.hpp"
 #include "support/log.hpp"
+#include "ops/registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -82,8 +83,8 @@ std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node
       ir::ValueId other = n.inputs[static_cast<size_t>(1 - s)];
       // x * HardSigmoid(x; 1/6, 1/2)
       if (const ir::Node* hs = producer(g, n.inputs[static_cast<size_t>(s)], "HardSigmoid")) {
-        if (hs->inputs[0] == other && singleUse(g, u, hs->outputs[0]) && std::fabs(hs->attrFloat("alpha", 0.2f) - 1.0f / 6) < 1e-6 &&
-            std::fabs(hs->attrFloat("beta", 0.5f) - 0.5f) < 1e-6)
+        if (hs->inputs[0] == other && singleUse(g, u, hs->outputs[0]) && std::fabs(ops::attrFloat(*hs, "alpha") - 1.0f / 6) < 1e-6 &&
+            std::fabs(ops::attrFloat(*hs, "beta") - 0.5f) < 1e-6)
           return Match{other, {hs->id, n.id}};
       }
       // x * (Clip(x + 3, 0, 6) / 6)

@@ -7,6 +7,7 @@
 // y = a[m]·conv + d[m], composed in double, and becomes W' = W·a, b' = b·a + d.
 #include "ir/rewriter.hpp"
 #include "passes/passes.hpp"
+#include "ops/registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +18,7 @@ namespace {
 const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) { return ir::constantInput(g, n, i, DType::kF32); }
 /// The per-channel factor of an inference BatchNormalization: scale / sqrt(var + eps), in double.
 double bnFactor(const ir::Node& bn, const Tensor& scale, const Tensor& var, int64_t c) {
-  double eps = bn.attrFloat("epsilon", 1e-5f);
+  double eps = ops::attrFloat(bn, "epsilon");
   return static_cast<double>(scale.data<float>()[c]) / std::sqrt(static_cast<double>(var.data<float>()[c]) + eps);
 }
 
@@ -107,10 +108,10 @@ bool foldIntoGemm(ir::Graph& g, ir::NodeId gemm_id, const ir::Node& bn) {
   const ir::Node& gm = g.node(gemm_id);
   const Tensor* w = constF32(g, gm, 1);
   const Tensor* c = constF32(g, gm, 2);
-  if (!w || w->rank() != 2 || (gm.hasInput(2) && !c) || gm.attrInt("transA", 0) || gm.attrFloat("alpha", 1.0f) != 1.0f ||
-      gm.attrFloat("beta", 1.0f) != 1.0f)
+  if (!w || w->rank() != 2 || (gm.hasInput(2) && !c) || ops::attrInt(gm, "transA") || ops::attrFloat(gm, "alpha") != 1.0f ||
+      ops::attrFloat(gm, "beta") != 1.0f)
     return false;
-  bool tb = gm.attrInt("transB", 0) != 0;
+  bool tb = ops::attrInt(gm, "transB") != 0;
   int64_t N = tb ? w->dim(0) : w->dim(1), K = tb ? w->dim(1) : w->dim(0);
   if (c && c->numel() != N && c->numel() != 1) return false;
   const Tensor *scale = constF32(g, bn, 1), *beta = constF32(g, bn, 2), *mean = constF32(g, bn, 3), *var = constF32(g, bn, 4);

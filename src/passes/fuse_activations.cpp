@@ -3,6 +3,7 @@
 // (the ONNX ops it stands for). Relu6 is Clip(0, 6).
 #include "passes/match.hpp"
 #include "passes/passes.hpp"
+#include "ops/registry.hpp"
 
 #include <set>
 
@@ -19,8 +20,8 @@ std::optional<Act> activationOf(const ir::Graph& g, const ir::Node& n) {
   static const std::set<std::string> plain = {"Relu", "Sigmoid", "Tanh"};
   if (n.domain.empty()) {
     if (plain.count(n.op)) return Act{n.op};
-    if (n.op == "LeakyRelu") return Act{"LeakyRelu", n.attrFloat("alpha", 0.01f)};
-    if (n.op == "HardSigmoid") return Act{"HardSigmoid", n.attrFloat("alpha", 0.2f), n.attrFloat("beta", 0.5f)};
+    if (n.op == "LeakyRelu") return Act{"LeakyRelu", ops::attrFloat(n, "alpha")};
+    if (n.op == "HardSigmoid") return Act{"HardSigmoid", ops::attrFloat(n, "alpha"), ops::attrFloat(n, "beta")};
     if (n.op == "HardSwish") return Act{"HardSwish"};
     if (n.op == "Clip") {
       auto b = clipBounds(g, n);

@@ -4,6 +4,7 @@
 #include "engine/engine.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
+#include "ops/registry.hpp"
 
 #include <algorithm>
 #include <set>
@@ -17,7 +18,7 @@ const Tensor* constF32(const ir::Graph& g, const ir::Node& n, int i) { return ir
 /// Channels of the activation operand the layer reduces over: Conv C (= C/group * group), Gemm K.
 int64_t inputChannels(const ir::Node& n, const Tensor& w) {
   if (n.op == "Conv") return w.dim(1) * n.attrInt("group", 1);
-  return n.attrInt("transB", 0) ? w.dim(1) : w.dim(0);
+  return ops::attrInt(n, "transB") ? w.dim(1) : w.dim(0);
 }
 
 /// Per output channel: sum over the reduction of (round(W) - W) * mean of the input channel it multiplies.
@@ -41,7 +42,7 @@ std::vector<double> meanShift(const ir::Node& n, const Tensor& w, const std::vec
     }
     return shift;
   }
-  bool transB = n.attrInt("transB", 0) != 0;
+  bool transB = ops::attrInt(n, "transB") != 0;
   int64_t K = transB ? w.dim(1) : w.dim(0), N = transB ? w.dim(0) : w.dim(1);
   shift.assign(static_cast<size_t>(N), 0.0);
   for (int64_t j = 0; j < N; ++j) {
@@ -71,10 +72,10 @@ bool correctable(const ir::Graph& g, const ir::Node& n) {
     return true;
   }
   if (n.op == "Gemm") {
-    if (w->rank() != 2 || x.shape.size() != 2 || n.attrInt("transA", 0) != 0 || n.attrFloat("alpha", 1.0f) != 1.0f ||
-        n.attrFloat("beta", 1.0f) != 1.0f || w->numel() == 0)
+    if (w->rank() != 2 || x.shape.size() != 2 || ops::attrInt(n, "transA") != 0 || ops::attrFloat(n, "alpha") != 1.0f ||
+        ops::attrFloat(n, "beta") != 1.0f || w->numel() == 0)
       return false;
-    int64_t N = n.attrInt("transB", 0) ? w->dim(0) : w->dim(1);
+    int64_t N = ops::attrInt(n, "transB") ? w->dim(0) : w->dim(1);
     if (n.hasInput(2)) {
       const Tensor* c = constF32(g, n, 2);
       return c && (c->shape() == Shape{N} || c->shape() == Shape{1, N});
