@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace npuc::codegen {
 
@@ -1092,6 +1093,80 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   return res;
 }
 }  // namespace
+
+std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t) {
+  std::vector<PackageGap> gaps;
+  if (!numericsHasPackages(t.numerics)) return gaps;
+  std::set<ir::ValueId> used;  // values something reads (or the model outputs)
+  for (ir::NodeId id : g.order())
+    for (ir::ValueId v : g.node(id).inputs) used.insert(v);
+  used.insert(g.outputs().begin(), g.outputs().end());
+  std::map<std::string, std::string> cache;  // signature -> reason ("" when the node lowers)
+  int index = 0;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    // The signature: everything the lowering of a lone node can depend on.
+    std::string sig = n.domain + "." + n.op + "|";
+    for (auto& [k, a] : n.attrs) {
+      sig += k + "=";
+      if (auto v = a.get<int64_t>()) sig += std::to_string(*v);
+      else if (auto f = a.get<float>()) sig += fmt::format("{}", *f);
+      else if (auto str = a.get<std::string>()) sig += *str;
+      else if (auto l = a.get<std::vector<int64_t>>()) sig += fmt::format("{}", fmt::join(*l, ","));
+      else if (auto fl = a.get<std::vector<float>>()) sig += fmt::format("{}", fmt::join(*fl, ","));
+      else sig += "?" + n.name;  // tensors and string lists: not shared
+      sig += ";";
+    }
+    auto typeSig = [&](ir::ValueId v) {
+      if (v == ir::kNoValue) return std::string("-");
+      const ir::Value& val = g.value(v);
+      std::string ts = val.type.str() + (val.exact_type ? "!" : "") + (used.count(v) ? "u" : "");
+      if (val.isConstant()) {
+        const Tensor& c = *val.constant;
+        ts += c.numel() <= 64 ? fmt::format("={}", fmt::join(c.toDouble(), ",")) : "=const" + std::to_string(v);
+      }
+      return ts;
+    };
+    for (ir::ValueId v : n.inputs) sig += typeSig(v) + ",";
+    sig += "->";
+    for (ir::ValueId v : n.outputs) sig += typeSig(v) + ",";
+    auto it = cache.find(sig);
+    if (it == cache.end()) {
+      ir::Graph one;
+      one.opset = g.opset;
+      std::map<ir::ValueId, ir::ValueId> copy;
+      auto valueOf = [&](ir::ValueId v, bool output) -> ir::ValueId {
+        if (v == ir::kNoValue) return ir::kNoValue;
+        if (auto c = copy.find(v); c != copy.end()) return c->second;
+        const ir::Value& src = g.value(v);
+        ir::Value& dst = !output && src.isConstant() ? one.addConstant(src.name, *src.constant) : one.addValue(src.name, src.type);
+        dst.exact_type = src.exact_type;
+        if (!output && !src.isConstant()) one.inputs().push_back(dst.id);
+        return copy[v] = dst.id;
+      };
+      std::vector<ir::ValueId> ins, outs;
+      for (ir::ValueId v : n.inputs) ins.push_back(valueOf(v, false));
+      for (ir::ValueId v : n.outputs) outs.push_back(valueOf(v, true));
+      one.addNode(n.op, n.name, ins, outs, n.domain).attrs = n.attrs;
+      for (size_t k = 0; k < n.outputs.size(); ++k)
+        if (n.outputs[k] != ir::kNoValue && used.count(n.outputs[k])) one.outputs().push_back(outs[k]);
+      std::string reason;
+      try {
+        if (!one.outputs().empty()) lower(one, t, LowerOptions{});
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kUnsupported) reason = e.message();
+      }
+      it = cache.emplace(sig, reason).first;
+    }
+    if (!it->second.empty()) {
+      std::string reason = it->second, label = n.label() + ": ";
+      if (reason.compare(0, label.size(), label) == 0) reason = reason.substr(label.size());
+      gaps.push_back({index, reason});
+    }
+    ++index;
+  }
+  return gaps;
+}
 
 std::string tblAddrText(const Lowered& l, const std::string& space) {
   std::string s = fmt::format("# {} — {}: name, address, size (bytes, hex)\n", space == "merge" ? "all element spaces" : space,

@@ -52,6 +52,17 @@ Lowered lower(const ir::Graph& g, const target::Target& t, const LowerOptions& o
 /// held once, not twice). `g` keeps its structure but loses its constant data: use it for nothing else after.
 Lowered lowerConsuming(ir::Graph& g, const target::Target& t, const LowerOptions& o);
 
+/// A node the lowering has no package form for, with the lowering's reason.
+struct PackageGap {
+  int index = 0;  // position in the graph's node order (the index of the availability report)
+  std::string reason;
+};
+/// Every node of `g` that has no package form for target `t` (none when the target's numerics have no packages
+/// yet): each node is lowered alone, in a graph of its own with its input types and constants, as translate would
+/// lower it (results cached per op, attributes, input types and constants). `check` reports these with the target's
+/// rules, so whatever it passes, translate packages.
+std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t);
+
 /// PREFIX_tbl_addr_<space>.txt ("merge": every space) and PREFIX_data_{in,out}_list.txt contents.
 std::string tblAddrText(const Lowered& l, const std::string& space);
 std::string ioListText(const Lowered& l, bool inputs);

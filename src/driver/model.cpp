@@ -1,6 +1,7 @@
 // The compiler facade behind include/npuc/model.hpp: import -> resolve pipeline; inspection; export; sessions.
 #include "npuc/model.hpp"
 
+#include "codegen/lower.hpp"
 #include "engine/engine.hpp"
 #include "frontend/onnx/onnx_io.hpp"
 #include "ops/registry.hpp"
@@ -12,6 +13,7 @@
 #include "support/npy.hpp"
 #include "target/check.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace npuc {
@@ -169,13 +171,27 @@ Model Model::optimized(bool relu6_to_relu) const {
   return m;
 }
 
+std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t) {
+  std::vector<CheckRow> rows;
+  for (auto& v : target::checkGraph(g, t)) rows.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
+  // What the target allows but npuc cannot put into a package yet: reported here, so that translate packages
+  // whatever check passes.
+  std::vector<std::pair<const ir::Node*, int>> by_index;
+  for (ir::NodeId id : g.order()) by_index.push_back({&g.node(id), static_cast<int>(by_index.size())});
+  for (const codegen::PackageGap& gap : codegen::packageGaps(g, t)) {
+    const ir::Node& n = *by_index[static_cast<size_t>(gap.index)].first;
+    rows.push_back({gap.index, n.name, n.domain.empty() ? n.op : n.domain + "." + n.op, t.name + ".package",
+                    "npuc must have a package form for the node (docs/package-format.md lists the layer kinds)", gap.reason,
+                    ""});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const CheckRow& a, const CheckRow& b) { return a.index < b.index; });
+  return rows;
+}
+
 std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu) const {
   target::Target t = target::loadTarget(target);
   Model opt = optimized(relu6_to_relu);
-  std::vector<CheckRow> rows;
-  for (auto& v : target::checkGraph(*opt.impl_->graph, t))
-    rows.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
-  return rows;
+  return checkRows(*opt.impl_->graph, t);
 }
 
 const ir::Graph& graphOf(const Model& m) { return *m.impl().graph; }

@@ -29,9 +29,11 @@ namespace npuc {
 
 namespace fs = std::filesystem;
 
-// Defined in model.cpp: the optimized graph of a Model, for the codegen stages.
+// Defined in model.cpp: the optimized graph of a Model, for the codegen stages; the availability report's rows
+// (the target's rules and the nodes without a package form).
 const ir::Graph& graphOf(const Model& m);
 ir::Graph& mutableGraphOf(Model& m);
+std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t);
 
 namespace {
 
@@ -243,8 +245,26 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   lo.input_shapes = o.input_shapes;
   // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
   std::optional<quant::InputMeans> means;  // for the bias correction of fp16 weights
+  // A model that cannot be imported or prepared (malformed, an unknown op, a pre/post definition that does not fit)
+  // gets the error report too: one row with the message, published before the error goes up (exit status 2).
+  auto reportFailure = [&](const Error& e, const char* stage) {
+    try {
+      writeCheckReport({{-1, "", "", t.name + "." + stage, std::string("the model must ") + (stage[0] == 'i' ? "import" : "lower") +
+                         " (" + errorCodeName(e.code()) + ")", e.what(), ""}},
+                       t.name, o.onnx.string(), tmp / o.prefix);
+      out.commit();
+    } catch (const Error&) {  // the original error is the one to report
+    }
+  };
   Model opt = [&] {
-    Model m = Model::load(o.onnx, lo);
+    Model m = [&] {
+      try {
+        return Model::load(o.onnx, lo);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kInvalidInput || e.code() == ErrorCode::kUnsupported) reportFailure(e, "import");
+        throw;
+      }
+    }();
     report("import", sw.lap());
     Model body = m.optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
@@ -274,8 +294,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     report("prepost", sw.lap());
     return with;
   }();
-  for (auto& v : target::checkGraph(graphOf(opt), t))
-    res.errors.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
+  res.errors = checkRows(graphOf(opt), t);
   report("check", sw.lap());
 
   {
@@ -324,6 +343,10 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
             writeFileAtomic(base.string() + "_addrmap_intm.yaml", plan::addrMapYaml(e.map));
             writeFileAtomic(base.string() + "_addrmap_intm.txt", plan::addrMapTxt(e.map));
             out.commit();
+            throw;
+          } catch (const Error& e) {
+            // What the per-node check (packageGaps) could not foresee: a failure of the whole graph's lowering.
+            if (e.code() == ErrorCode::kUnsupported) reportFailure(e, "lowering");
             throw;
           }
         }();

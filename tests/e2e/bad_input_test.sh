@@ -124,6 +124,10 @@ expect_error 2 "two initializers are named 'c'" -- "$npuc" inspect "$d/duplicate
 mkdir -p "$tmp/ext" && cp "$d/external_link.onnx" "$tmp/ext/" && printf 'root:x:0:0' >"$tmp/secret" && ln -s "$tmp/secret" "$tmp/ext/w.bin"
 expect_error 2 "outside the model's folder" -- "$npuc" inspect "$tmp/ext/external_link.onnx"
 
+# A model that does not import still gets the error report (issue 23: translate failures of any kind write it).
+expect_error 2 "unknown op 'FancyNewOp'" -- "$npuc" translate unk -onnx "$d/unknown_op.onnx" --out "$out"
+grep -q "drpai.import" "$out/unk/unk_error_report.csv" 2>/dev/null && ok "an import failure writes the error report" || bad "no error report for an import failure"
+
 # ---- Target files, address maps, pre/post ---------------------------------------------------------------------------
 eng='name: t
 engines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1}}

@@ -245,17 +245,22 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
   EXPECT_EQ(rt.layers()[0].onnx_nodes.size(), 3u);
 }
 
-TEST(Translate, ModelsWithoutAPackageFormFailCleanly) {
-  // Resize has no descriptor yet: translate fails with an error naming the node, and leaves no output folder.
+TEST(Translate, NodesWithoutAPackageFormAreReportedLikeBrokenRules) {
+  // Resize has no descriptor yet: check reports it (rule generic.package) and translate writes the same error report
+  // instead of stopping at the first such node with no report (check passed the model before: issue 23).
   fs::path root = scratchDir("no_form");
-  try {
-    translateTo(kSrc + "/tests/data/patterns/upsample_expand.onnx", "generic", root, "up");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("Resize"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(fs::exists(root / "up"));
+  const std::string model = kSrc + "/tests/data/patterns/upsample_expand.onnx";
+  TranslateResult r = translateTo(model, "generic", root, "up");
+  EXPECT_FALSE(r.ok);
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_EQ(r.errors[0].op, "Resize");
+  EXPECT_EQ(r.errors[0].rule_id, "generic.package");
+  EXPECT_NE(r.errors[0].actual.find("no package form"), std::string::npos) << r.errors[0].actual;
+  EXPECT_TRUE(fs::exists(root / "up" / "up_error_report.csv"));
+  EXPECT_FALSE(fs::exists(root / "up" / "manifest.json"));
+  std::vector<CheckRow> rows = Model::load(model).check("generic");
+  ASSERT_EQ(rows.size(), r.errors.size());
+  EXPECT_EQ(rows[0].rule_id, "generic.package");
 }
 
 }  // namespace
