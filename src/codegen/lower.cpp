@@ -437,7 +437,36 @@ class Lowerer {
             package::floatParam(ops::attrFloat(n, "beta")), package::floatParam(ops::attrFloat(n, "bias"))});
       return;
     }
+    if (auto red = package::reduceOpCode(op)) return reduce(n, *red);
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
+  }
+
+  /// Reduce*: the axes (an attribute, or from opset 18 — 13 for ReduceSum — a constant input) become one flag per
+  /// dim of x; keepdims only shapes the output.
+  void reduce(const ir::Node& n, uint32_t code) {
+    const Shape& x = shapeOf(n, 0);
+    if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
+    const int64_t rank = static_cast<int64_t>(x.size());
+    std::vector<int64_t> axes;
+    bool from_input = n.op == "ReduceSum" ? g_.opset >= 13 : g_.opset >= 18;
+    if (from_input) {
+      if (n.hasInput(1)) {
+        const ir::Value& a = g_.value(n.inputs[1]);
+        if (!a.isConstant()) unsupported(n, "the axes must be a constant to have a package form");
+        axes = a.constant->toInt64();
+      }
+    } else {
+      axes = n.attrInts("axes");
+    }
+    bool noop = axes.empty() && n.attrInt("noop_with_empty_axes", 0) != 0;
+    std::vector<uint32_t> p{code};
+    std::vector<bool> flags(x.size(), axes.empty() && !noop);
+    for (int64_t a : axes) {
+      if (a < -rank || a >= rank) unsupported(n, "axis {} is out of range for rank {}", a, rank);
+      flags[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+    }
+    for (bool f : flags) p.push_back(f ? 1u : 0u);
+    emit(n, LayerKind::kReduce, {in(n, 0)}, outVal(n, n.outputs[0]), p);
   }
 
   /// Same bytes, another shape: an alias of the input (no descriptor), or a copy where the result is a graph output

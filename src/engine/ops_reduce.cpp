@@ -15,6 +15,7 @@
 //    select_last_index).
 // With noop_with_empty_axes and no axes, each element is reduced on its own (ReduceSumSquare squares, …).
 #include "engine/elementwise_util.hpp"
+#include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 
 #include <algorithm>
@@ -25,21 +26,12 @@ namespace npuc::engine {
 
 namespace {
 
-enum class Red { kL1, kL2, kLogSum, kLogSumExp, kMax, kMin, kMean, kProd, kSum, kSumSquare };
+using Red = kernels::ReduceOp;  // one list of reductions (kernels/elementwise_ops.def)
 
 Red redOf(const KernelCall& c) {
-  const std::string& op = c.node.op;
-  if (op == "ReduceL1") return Red::kL1;
-  if (op == "ReduceL2") return Red::kL2;
-  if (op == "ReduceLogSum") return Red::kLogSum;
-  if (op == "ReduceLogSumExp") return Red::kLogSumExp;
-  if (op == "ReduceMax") return Red::kMax;
-  if (op == "ReduceMin") return Red::kMin;
-  if (op == "ReduceMean") return Red::kMean;
-  if (op == "ReduceProd") return Red::kProd;
-  if (op == "ReduceSum") return Red::kSum;
-  if (op == "ReduceSumSquare") return Red::kSumSquare;
-  c.unsupported("no reduction kernel for {}", op);
+  Red r = kernels::reduceOpFromName(c.node.op.c_str());
+  if (r == Red::kCount) c.unsupported("no reduction kernel for {}", c.node.op);
+  return r;
 }
 
 /// Reduces p[base + off] for off in `roff` (ascending) with op `r`.
@@ -165,6 +157,10 @@ void reduceKernel(KernelCall& call) {
       reduced[static_cast<size_t>(n)] = true;
     }
     Tensor& y = c.alloc(0);
+    if (x.dtype() == DType::kF32) {  // float32 (and float16, widened): the layer kernel packages run too
+      kernels::reduce(static_cast<kernels::ReduceOp>(red), x.shape(), reduced, x.data<float>(), y.data<float>(), c.pool);
+      return;
+    }
     std::vector<int64_t> ist = stridesOf(x.shape());
     Shape kept_dims, red_dims;
     std::vector<int64_t> kept_st, red_st;

@@ -103,6 +103,25 @@ void binary(BinaryOp op, const Activation& act, const std::vector<int64_t>& a_sh
             ThreadPool* pool);
 
 // ---------------------------------------------------------------------------------------------------------
+// Reductions (ONNX Reduce*) over any set of axes.
+enum class ReduceOp : uint8_t {
+#define NPUC_REDUCE_OP(E, name) E,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_REDUCE_OP
+  kCount
+};
+/// "ReduceMean", … ("?" for an unknown op) and back (ReduceOp::kCount for an unknown name).
+const char* reduceOpName(ReduceOp op);
+ReduceOp reduceOpFromName(const char* name);
+/// y[kept dims of x, in order] = op over the dims of x whose `reduced` flag is set. The specification: each output
+/// element reduces its inputs one at a time in ascending input index order, in double (Max and Min compare in
+/// float and propagate NaN; LogSumExp subtracts the maximum first; Mean divides by the count), rounded to float
+/// once; an empty reduction gives the op's identity (0; 1 for Prod; -inf for Max, LogSum, LogSumExp; +inf for
+/// Min; NaN for Mean). Parallel calls split the outputs only.
+void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced, const float* x, float* y,
+            ThreadPool* pool);
+
+// ---------------------------------------------------------------------------------------------------------
 // Data movement (element size in bytes, so one kernel serves fp32, fp16 and integer tensors).
 /// Concatenation along `axis`: inputs[i] has shape in_shapes[i]; they agree except on `axis`.
 void concat(int axis, const std::vector<std::vector<int64_t>>& in_shapes, const std::vector<const void*>& inputs,

@@ -91,6 +91,11 @@ std::string layerKindsMarkdown() {
 #define NPUC_BINARY_OP(E, name) md += fmt::format("| {} | {} |\n", code++, name);
 #include "kernels/elementwise_ops.def"
 #undef NPUC_BINARY_OP
+  md += "\nOperations of `reduce` layers (word 0):\n\n| code | op |\n|---|---|\n";
+  code = 0;
+#define NPUC_REDUCE_OP(E, name) md += fmt::format("| {} | {} |\n", code++, name);
+#include "kernels/elementwise_ops.def"
+#undef NPUC_REDUCE_OP
   return md;
 }
 

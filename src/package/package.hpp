@@ -85,6 +85,9 @@ bool layerAllowedOn(LayerKind k, Engine e);
 /// .def files.
 std::string layerKindsMarkdown();
 
+/// The code of a reduction (ONNX op name "ReduceMean", …) in a kReduce descriptor, or nullopt.
+std::optional<uint32_t> reduceOpCode(const std::string& onnx_op);
+
 /// Operations of kUnary and kBinary descriptors, by code (the index in these lists; format version 1). Names
 /// are the ONNX op names; the runtime maps them onto its kernels by name.
 const std::vector<std::string>& unaryOpNames();

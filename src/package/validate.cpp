@@ -3,6 +3,7 @@
 #include "package/package.hpp"
 
 #include "kernels/aipp.hpp"
+#include "kernels/layers.hpp"
 #include "kernels/prepost.hpp"
 #include "package/interval_map.hpp"
 #include "support/error.hpp"
@@ -33,6 +34,12 @@ const std::vector<std::string>& binaryOpNames() {
 #undef NPUC_BINARY_OP
   };
   return k;
+}
+
+std::optional<uint32_t> reduceOpCode(const std::string& onnx_op) {
+  kernels::ReduceOp op = kernels::reduceOpFromName(onnx_op.c_str());
+  if (op == kernels::ReduceOp::kCount) return std::nullopt;
+  return static_cast<uint32_t>(op);
 }
 
 float paramFloat(uint32_t w) {
@@ -556,6 +563,20 @@ struct Checker {
           }
           if (!why.empty()) bad("{}: static AIPP parameters: {}", what, why);
         }
+        break;
+      }
+      case LayerKind::kReduce: {
+        isFloat(x, "x"); isFloat(y, "y");
+        if (w[0] >= static_cast<uint32_t>(kernels::ReduceOp::kCount)) bad("{}: unknown reduce op {}", what, w[0]);
+        std::vector<uint32_t> kept_keep, kept;  // y's dims with keepdims, and without
+        for (int i = 0; i < x.rank; ++i) {
+          uint32_t flag = w[static_cast<size_t>(1 + i)];
+          if (flag > 1) bad("{}: axis flag {} of dim {} is not 0 or 1", what, flag, i);
+          kept_keep.push_back(flag ? 1u : x.dims[static_cast<size_t>(i)]);
+          if (!flag) kept.push_back(x.dims[static_cast<size_t>(i)]);
+        }
+        std::vector<uint32_t> ydims(y.dims.begin(), y.dims.begin() + y.rank);
+        if (ydims != kept_keep && ydims != kept) bad("{}: {} reduced is not {}", what, dimsStr(x), dimsStr(y));
         break;
       }
       case LayerKind::kChannelAffine: {

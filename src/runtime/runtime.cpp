@@ -552,6 +552,13 @@ struct Runtime::Impl {
                      package::paramFloat(s.p[3]), inF(s, 0), outF(s), pool.get());
         break;
       }
+      case LayerKind::kReduce: {
+        const Shape& x = s.shapes[0];
+        std::vector<bool> reduced(x.size());
+        for (size_t i = 0; i < x.size(); ++i) reduced[i] = s.p[1 + i] != 0;
+        kernels::reduce(static_cast<kernels::ReduceOp>(s.p[0]), x, reduced, inF(s, 0), outF(s), pool.get());
+        break;
+      }
       // Data movement: bits, any element type; no conversion, no activation.
       case LayerKind::kCopy:
         std::memmove(s.out, s.in[0], d.out(0).bytes);

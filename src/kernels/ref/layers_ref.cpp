@@ -533,6 +533,127 @@ void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const 
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Reductions.
+
+namespace {
+
+constexpr std::array<const char*, static_cast<size_t>(ReduceOp::kCount)> kReduceNames = {
+#define NPUC_REDUCE_OP(E, name) name,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_REDUCE_OP
+};
+
+/// One output element: p[base + off] for off in roff (ascending), as the header specifies.
+float reduceOne(ReduceOp r, const float* p, int64_t base, const std::vector<int64_t>& roff) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  switch (r) {
+    case ReduceOp::kMax:
+    case ReduceOp::kMin: {
+      float acc = r == ReduceOp::kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+      for (int64_t o : roff) {
+        float v = p[base + o];
+        if (std::isnan(v)) return v;
+        if (r == ReduceOp::kMax ? v > acc : v < acc) acc = v;
+      }
+      return acc;
+    }
+    case ReduceOp::kLogSumExp: {
+      double m = -kInf;
+      for (int64_t o : roff) {
+        double v = static_cast<double>(p[base + o]);
+        if (std::isnan(v)) return static_cast<float>(v);
+        m = std::max(m, v);
+      }
+      if (std::isinf(m)) return static_cast<float>(m);
+      double sum = 0;
+      for (int64_t o : roff) sum += std::exp(static_cast<double>(p[base + o]) - m);
+      return static_cast<float>(m + std::log(sum));
+    }
+    case ReduceOp::kProd: {
+      double acc = 1;
+      for (int64_t o : roff) acc *= static_cast<double>(p[base + o]);
+      return static_cast<float>(acc);
+    }
+    default: break;
+  }
+  double acc = 0;
+  for (int64_t o : roff) {
+    double v = static_cast<double>(p[base + o]);
+    if (r == ReduceOp::kL1) acc += std::fabs(v);
+    else if (r == ReduceOp::kL2 || r == ReduceOp::kSumSquare) acc += v * v;
+    else acc += v;
+  }
+  if (r == ReduceOp::kL2) acc = std::sqrt(acc);
+  else if (r == ReduceOp::kLogSum) acc = std::log(acc);
+  else if (r == ReduceOp::kMean) acc /= static_cast<double>(roff.size());
+  return static_cast<float>(acc);
+}
+
+}  // namespace
+
+const char* reduceOpName(ReduceOp op) {
+  const size_t i = static_cast<size_t>(op);
+  return i < kReduceNames.size() ? kReduceNames[i] : "?";
+}
+
+ReduceOp reduceOpFromName(const char* name) {
+  if (name == nullptr) return ReduceOp::kCount;
+  for (size_t i = 0; i < kReduceNames.size(); ++i)
+    if (std::strcmp(name, kReduceNames[i]) == 0) return static_cast<ReduceOp>(i);
+  return ReduceOp::kCount;
+}
+
+void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced, const float* x, float* y,
+            ThreadPool* pool) {
+  if (static_cast<size_t>(op) >= kReduceNames.size()) fail(ErrorCode::kInvalidArgument, "reduce: unknown op {}", static_cast<int>(op));
+  if (reduced.size() != x_shape.size()) fail(ErrorCode::kInvalidArgument, "reduce: {} axis flags for rank {}", reduced.size(), x_shape.size());
+  for (int64_t d : x_shape)
+    if (d < 0) fail(ErrorCode::kInvalidArgument, "reduce: negative dimension {}", d);
+  const size_t rank = x_shape.size();
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t i = rank; i-- > 1;) stride[i - 1] = stride[i] * x_shape[i];
+  std::vector<int64_t> kept_dims, kept_st, red_dims, red_st;
+  for (size_t d = 0; d < rank; ++d) {
+    (reduced[d] ? red_dims : kept_dims).push_back(x_shape[d]);
+    (reduced[d] ? red_st : kept_st).push_back(stride[d]);
+  }
+  // Offsets of the reduced elements, ascending.
+  int64_t nred = 1;
+  for (int64_t d : red_dims) nred *= d;
+  std::vector<int64_t> roff;
+  roff.reserve(static_cast<size_t>(nred));
+  std::vector<int64_t> idx(red_dims.size(), 0);
+  for (int64_t i = 0; i < nred; ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < red_dims.size(); ++d) off += idx[d] * red_st[d];
+    roff.push_back(off);
+    for (size_t d = red_dims.size(); d-- > 0;) {
+      if (++idx[d] < red_dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  int64_t nout = 1;
+  for (int64_t d : kept_dims) nout *= d;
+  parallelUnits(pool, nout, std::max<int64_t>(nred, 1), [&](int64_t b, int64_t e) {
+    std::vector<int64_t> k(kept_dims.size(), 0);
+    for (int64_t o = b, rest = b; o < e; ++o) {
+      if (o == b)  // the first output's coordinates; then counted up
+        for (size_t d = kept_dims.size(); d-- > 0;) {
+          k[d] = rest % kept_dims[d];
+          rest /= kept_dims[d];
+        }
+      int64_t base = 0;
+      for (size_t d = 0; d < kept_dims.size(); ++d) base += k[d] * kept_st[d];
+      y[o] = reduceOne(op, x, base, roff);
+      for (size_t d = kept_dims.size(); d-- > 0;) {
+        if (++k[d] < kept_dims[d]) break;
+        k[d] = 0;
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Element-wise.
 
 UnaryOp unaryOpFromName(const char* name) {

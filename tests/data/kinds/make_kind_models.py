@@ -78,3 +78,19 @@ save("residual_add_relu", [helper.make_node("Conv", ["x", "w1", "b1"], ["p"], pa
                            helper.make_node("Conv", ["x", "w2"], ["q"]),
                            helper.make_node("Add", ["p", "q"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
      [1, 4, 33, 40], [1, 8, 33, 40], [("w1", w(8, 4, 3, 3)), ("b1", w(8)), ("w2", w(8, 4, 1, 1))])
+# Reductions (the reduce layer kind): axes as an attribute and as an input (ReduceSum from opset 13), keepdims 0 and
+# 1, every op through two chains.
+save("reduce_spatial_mean", [helper.make_node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=1)], [1, 5, 4, 6],
+     [1, 5, 1, 1])
+save("reduce_chain_a", [helper.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=0),
+                        helper.make_node("ReduceMax", ["s"], ["m"], axes=[0], keepdims=1),
+                        helper.make_node("ReduceL2", ["m"], ["y"], axes=[-1], keepdims=1)], [2, 3, 4], [1, 1],
+     [("ax", np.array([1], np.int64))])
+save("reduce_chain_b", [helper.make_node("ReduceL1", ["x"], ["a"], axes=[2]),
+                        helper.make_node("ReduceLogSumExp", ["a"], ["b"], axes=[0]),
+                        helper.make_node("ReduceMin", ["b"], ["c"], axes=[1], keepdims=0),
+                        helper.make_node("ReduceSumSquare", ["x"], ["d"], axes=[0, 2], keepdims=0),
+                        helper.make_node("ReduceProd", ["d"], ["e"], keepdims=1),
+                        helper.make_node("Abs", ["e"], ["f"]),
+                        helper.make_node("ReduceLogSum", ["f"], ["g"], keepdims=1),
+                        helper.make_node("Add", ["c", "g"], ["y"])], [2, 3, 4], [1, 1])
