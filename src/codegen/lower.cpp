@@ -716,15 +716,34 @@ class Lowerer {
     d.views = {as4d(xs), as4d(g_.value(n.outputs[0]).type.shape)};
   }
 
+  /// Concat. A descriptor references at most 7 inputs; more become a chain: each concat appends up to 6 inputs to the
+  /// previous partial result (concatenation only copies, so the bytes are the same).
   void concat(const ir::Node& n) {
-    int k = n.numInputs();
-    if (k > package::kMaxRefs - 1) unsupported(n, "Concat of {} inputs has no package form (at most {})", k, package::kMaxRefs - 1);
+    const int k = n.numInputs(), per = package::kMaxRefs - 1;
     int64_t axis = n.attrInt("axis", 0);
-    int64_t r = static_cast<int64_t>(shapeOf(n, 0).size());
+    const Shape& s0 = shapeOf(n, 0);
+    int64_t r = static_cast<int64_t>(s0.size());
     if (axis < 0) axis += r;
     std::vector<int> ins;
     for (int i = 0; i < k; ++i) ins.push_back(in(n, i));
-    emit(n, LayerKind::kConcat, ins, outVal(n, n.outputs[0]), {static_cast<uint32_t>(axis)});
+    const int y = outVal(n, n.outputs[0]);
+    const std::vector<uint32_t> p{static_cast<uint32_t>(axis)};
+    int done = std::min(k, per), part = 0;
+    std::vector<int> group(ins.begin(), ins.begin() + done);
+    Shape acc = s0;
+    acc[static_cast<size_t>(axis)] = 0;
+    for (int i = 0; i < done; ++i) acc[static_cast<size_t>(axis)] += shapeOf(n, i)[static_cast<size_t>(axis)];
+    while (done < k) {
+      int t = tempVal(fmt::format("{}/part{}", g_.value(n.outputs[0]).name, ++part), acc);
+      vals_[static_cast<size_t>(t)].type = vals_[static_cast<size_t>(y)].type;
+      emit(n, LayerKind::kConcat, group, t, p).name = fmt::format("{}/part{}", n.name, part);
+      group = {t};
+      for (int end = std::min(k, done + per - 1); done < end; ++done) {
+        group.push_back(ins[static_cast<size_t>(done)]);
+        acc[static_cast<size_t>(axis)] += shapeOf(n, done)[static_cast<size_t>(axis)];
+      }
+    }
+    emit(n, LayerKind::kConcat, group, y, p);
   }
 
   void softmax(const ir::Node& n) {

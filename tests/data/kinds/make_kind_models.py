@@ -94,3 +94,6 @@ save("reduce_chain_b", [helper.make_node("ReduceL1", ["x"], ["a"], axes=[2]),
                         helper.make_node("Abs", ["e"], ["f"]),
                         helper.make_node("ReduceLogSum", ["f"], ["g"], keepdims=1),
                         helper.make_node("Add", ["c", "g"], ["y"])], [2, 3, 4], [1, 1])
+# A Concat of more inputs than a descriptor references (7): lowered as a chain of concats (DenseNet's blocks).
+save("concat_many", [helper.make_node("Concat", ["x"] + ["k%d" % i for i in range(15)], ["y"], axis=1)], [1, 2, 3],
+     [1, 2 + sum(range(1, 16)), 3], [("k%d" % i, w(1, i + 1, 3)) for i in range(15)])
