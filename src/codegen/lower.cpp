@@ -438,6 +438,7 @@ class Lowerer {
       return;
     }
     if (auto red = package::reduceOpCode(op)) return reduce(n, *red);
+    if (op == "LayerNormalization") return layerNorm(n);
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
   }
 
@@ -641,11 +642,16 @@ class Lowerer {
     const Shape& as = shapeOf(n, 0);
     const Tensor* w = constIn(n, 1);
     if (!w || w->rank() != 2) unsupported(n, "the second operand must be a constant matrix");
-    if (as.size() != 2) unsupported(n, "the first operand must be a matrix (got rank {})", as.size());
+    // A MatMul of a batch of matrices ([..., M, K]) by one constant matrix is one tall product [(... * M), K]: every
+    // output element is the same dot product over K, so the bits are the engine's (its paths agree bit for bit).
+    const bool tall = mm && as.size() > 2;
+    if (as.size() != 2 && !tall) unsupported(n, "the first operand must be a matrix (got rank {})", as.size());
     if (!mm && (ops::attrInt(n, "transA") || ops::attrFloat(n, "alpha") != 1.0f || (n.hasInput(2) && ops::attrFloat(n, "beta") != 1.0f)))
       unsupported(n, "Gemm with transA, alpha != 1 or beta != 1 has no package form");
     bool transB = !mm && ops::attrInt(n, "transB");
-    int64_t K = as[1], N = transB ? w->dim(0) : w->dim(1);
+    int64_t K = as.back(), N = transB ? w->dim(0) : w->dim(1);
+    int64_t rows = 1;  // M of the (tall) product
+    for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
     if ((transB ? w->dim(1) : w->dim(0)) != K) unsupported(n, "operand shapes {} and {} do not multiply", shapeStr(as), shapeStr(w->shape()));
     std::vector<float> wt(static_cast<size_t>(N * K));
     std::vector<double> wd;
@@ -694,6 +700,7 @@ class Lowerer {
     }
     int out = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", ys);
     LDesc& d = emit(n, LayerKind::kGemm, ins, out);
+    if (tall) d.views = {{rows, K}, {N, K}, {rows, N}};
     d.act = probe.act;
     d.act_a = probe.act_a;
     d.act_b = probe.act_b;
@@ -867,6 +874,47 @@ class Lowerer {
     for (size_t i = 0; i < r; ++i) p.push_back(u32(ys[i] ? st[i] : 0));
     for (size_t i = 0; i < r; ++i) p.push_back(u32(sp[i]));
     emit(n, LayerKind::kSlice, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+  }
+
+  /// LayerNormalization: scale and bias (constants, numpy-broadcast to the normalised dims) expanded to float32
+  /// [inner] in the weight space, as the reference engine expands them.
+  void layerNorm(const ir::Node& n) {
+    const Shape& x = shapeOf(n, 0);
+    const int64_t rank = static_cast<int64_t>(x.size());
+    int64_t axis = ops::attrInt(n, "axis");
+    if (axis < -rank || axis >= rank) unsupported(n, "axis {} out of range for rank {}", axis, rank);
+    if (axis < 0) axis += rank;
+    for (size_t k = 1; k < n.outputs.size(); ++k)
+      if (n.outputs[k] != ir::kNoValue && uses_.count(n.outputs[k])) unsupported(n, "the Mean / InvStdDev outputs have no package form");
+    const Shape norm(x.begin() + axis, x.end());
+    int64_t inner = 1;
+    for (int64_t d : norm) inner *= d;
+    auto expand = [&](int i, const char* what) {
+      const Tensor* t = constIn(n, i);
+      if (!t) unsupported(n, "the {} must be a constant to have a package form", what);
+      std::vector<double> v = t->toDouble();
+      const Shape& ts = t->shape();
+      if (ts.size() > norm.size()) unsupported(n, "the {} {} does not broadcast to {}", what, shapeStr(ts), shapeStr(norm));
+      std::vector<float> out(static_cast<size_t>(inner));
+      for (int64_t e = 0; e < inner; ++e) {  // the element of t each normalised position reads (right-aligned)
+        int64_t rest = e, src = 0, stride = 1;
+        for (size_t d = norm.size(), td = ts.size(); d-- > 0;) {
+          int64_t coord = rest % norm[d];
+          rest /= norm[d];
+          if (td == 0) continue;
+          --td;
+          if (ts[td] != 1 && ts[td] != norm[d]) unsupported(n, "the {} {} does not broadcast to {}", what, shapeStr(ts), shapeStr(norm));
+          src += (ts[td] == 1 ? 0 : coord) * stride;
+          stride *= ts[td];
+        }
+        out[static_cast<size_t>(e)] = static_cast<float>(v[static_cast<size_t>(src)]);
+      }
+      return weightVal(n.name + "/" + what, {inner}, floatBytes(Tensor(), true, &out), ElemType::kF32);
+    };
+    std::vector<int> ins{in(n, 0), expand(1, "scale")};
+    if (n.hasInput(2)) ins.push_back(expand(2, "bias"));
+    emit(n, LayerKind::kLayerNorm, ins, outVal(n, n.outputs[0]),
+         {static_cast<uint32_t>(axis), package::floatParam(ops::attrFloat(n, "epsilon"))});
   }
 
   void batchNorm(const ir::Node& n) {

@@ -102,6 +102,13 @@ void binary(BinaryOp op, const Activation& act, const std::vector<int64_t>& a_sh
             const std::vector<int64_t>& b_shape, const float* b, const std::vector<int64_t>& y_shape, float* y,
             ThreadPool* pool);
 
+/// LayerNormalization of `outer` rows of `inner` values: y = (x - mean) * inv * scale + bias per row, with the mean
+/// and the variance summed in double in ascending order, inv = 1 / sqrt(var + epsilon), everything after the
+/// subtraction in double, rounded to float once; bias null adds 0. mean_out / inv_out (may be null) get each row's
+/// mean and inv. Parallel calls split the rows only.
+void layerNorm(int64_t outer, int64_t inner, float epsilon, const float* x, const float* scale, const float* bias,
+               float* y, float* mean_out, float* inv_out, ThreadPool* pool);
+
 // ---------------------------------------------------------------------------------------------------------
 // Reductions (ONNX Reduce*) over any set of axes.
 enum class ReduceOp : uint8_t {

@@ -565,6 +565,20 @@ struct Checker {
         }
         break;
       }
+      case LayerKind::kLayerNorm: {
+        isFloat(x, "x"); isFloat(y, "y");
+        if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
+        if (w[0] >= std::max<uint32_t>(x.rank, 1)) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
+        if (!std::isfinite(paramFloat(w[1])) || paramFloat(w[1]) < 0) bad("{}: epsilon {} is not a finite non-negative number", what, paramFloat(w[1]));
+        uint64_t inner = 1;
+        for (uint32_t i = w[0]; i < x.rank; ++i) inner *= x.dims[i];
+        for (int i = 1; i < d.n_in; ++i) {
+          const TensorRef& r = d.in(i);
+          if (r.type != ElemType::kF32 || r.rank != 1 || r.dims[0] != inner) bad("{}: scale/bias must be float32 [{}]", what, inner);
+          weightRef(r, what + ": scale/bias");
+        }
+        break;
+      }
       case LayerKind::kReduce: {
         isFloat(x, "x"); isFloat(y, "y");
         if (w[0] >= static_cast<uint32_t>(kernels::ReduceOp::kCount)) bad("{}: unknown reduce op {}", what, w[0]);

@@ -552,6 +552,15 @@ struct Runtime::Impl {
                      package::paramFloat(s.p[3]), inF(s, 0), outF(s), pool.get());
         break;
       }
+      case LayerKind::kLayerNorm: {
+        const Shape& x = s.shapes[0];
+        int64_t outer = 1, inner = 1;
+        for (size_t i = 0; i < x.size(); ++i) (i < s.p[0] ? outer : inner) *= x[i];
+        kernels::layerNorm(outer, inner, package::paramFloat(s.p[1]), inF(s, 0), reinterpret_cast<const float*>(s.in[1]),
+                           d.n_in > 2 ? reinterpret_cast<const float*>(s.in[2]) : nullptr, outF(s), nullptr, nullptr,
+                           pool.get());
+        break;
+      }
       case LayerKind::kReduce: {
         const Shape& x = s.shapes[0];
         std::vector<bool> reduced(x.size());

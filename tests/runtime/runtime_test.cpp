@@ -157,7 +157,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "pool_1d", "globalmaxpool", "conv1d_leaky0", "lrn", "softmax_axis1", "logsoftmax", "hardmax",
                         "softmax_opset11", "batchnorm_unfolded", "slice_neg_steps", "pad_constant", "transpose",
                         "depthtospace_dcr", "depthtospace_crd", "concat_axis0", "binary_broadcast", "unary_params",
-                        "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many"})
+                        "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }

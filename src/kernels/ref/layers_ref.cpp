@@ -532,6 +532,27 @@ void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const 
   });
 }
 
+void layerNorm(int64_t outer, int64_t inner, float epsilon, const float* x, const float* scale, const float* bias,
+               float* y, float* mean_out, float* inv_out, ThreadPool* pool) {
+  if (outer < 0 || inner < 0) fail(ErrorCode::kInvalidArgument, "layerNorm: negative size {}x{}", outer, inner);
+  const double eps = epsilon;
+  parallelUnits(pool, outer, std::max<int64_t>(inner, 1) * 3, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      const float* xr = x + o * inner;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < inner; ++i) mean += xr[i];
+      mean /= static_cast<double>(inner);
+      for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+      var /= static_cast<double>(inner);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t i = 0; i < inner; ++i)
+        y[o * inner + i] = static_cast<float>((xr[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f));
+      if (mean_out) mean_out[o] = static_cast<float>(mean);
+      if (inv_out) inv_out[o] = static_cast<float>(inv);
+    }
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Reductions.
 

@@ -97,3 +97,11 @@ save("reduce_chain_b", [helper.make_node("ReduceL1", ["x"], ["a"], axes=[2]),
 # A Concat of more inputs than a descriptor references (7): lowered as a chain of concats (DenseNet's blocks).
 save("concat_many", [helper.make_node("Concat", ["x"] + ["k%d" % i for i in range(15)], ["y"], axis=1)], [1, 2, 3],
      [1, 2 + sum(range(1, 16)), 3], [("k%d" % i, w(1, i + 1, 3)) for i in range(15)])
+# LayerNormalization (the layer_norm kind): over the last dim with a broadcast scale and no bias; over the last two
+# dims with a bias. MatMul of a batch of matrices by a constant matrix (one tall Gemm), with a Relu fused.
+save("layer_norm", [helper.make_node("LayerNormalization", ["x", "s"], ["t"], axis=-1, epsilon=1e-3),
+                    helper.make_node("LayerNormalization", ["t", "s2", "b2"], ["y"], axis=1)], [2, 3, 8], [2, 3, 8],
+     [("s", w(1)), ("s2", w(3, 8)), ("b2", w(8))], opset=17)
+save("matmul_batched", [helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["u"]),
+                        helper.make_node("MatMul", ["u", "w2"], ["y"])], [2, 2, 3, 12], [2, 2, 3, 4],
+     [("w", w(12, 5)), ("w2", w(5, 4))])
