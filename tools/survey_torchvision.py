@@ -74,7 +74,11 @@ def classify(rc, err):
         return "INTERNAL"
     if rc == 0:
         return "ok"
-    first = next((line for line in err.splitlines() if "error" in line), err.strip()[:160])
+    if rc == 1:  # check / translate found unsupported nodes: the report's count and its first rule
+        count = next((line.split(": ", 1)[1] for line in err.splitlines() if " problem" in line or "not supported by" in line), "")
+        rule = next((line.strip() for line in err.splitlines() if line.strip().startswith("rule:") or "): " in line), "")
+        return f"reported: {count.strip()[:60]} — {rule[:120]}"
+    first = next((line for line in err.splitlines() if "error:" in line), err.strip()[:160])
     return "refused: " + first.replace("npuc: error: ", "")[:160]
 
 

@@ -439,6 +439,7 @@ class Lowerer {
     }
     if (auto red = package::reduceOpCode(op)) return reduce(n, *red);
     if (op == "LayerNormalization") return layerNorm(n);
+    if (op == "Resize" || op == "Upsample") return resize(n);
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
   }
 
@@ -874,6 +875,75 @@ class Lowerer {
     for (size_t i = 0; i < r; ++i) p.push_back(u32(ys[i] ? st[i] : 0));
     for (size_t i = 0; i < r; ++i) p.push_back(u32(sp[i]));
     emit(n, LayerKind::kSlice, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+  }
+
+  /// Resize / Upsample: the engine's parameters (kernels::ResizeSpec) from the attributes and the constant roi, scales
+  /// or sizes, stored in the parameter block; the runtime computes the same taps.
+  void resize(const ir::Node& n) {
+    const Shape& x = shapeOf(n, 0);
+    const Shape& ys = g_.value(n.outputs[0]).type.shape;
+    const int64_t rank = static_cast<int64_t>(x.size());
+    if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
+    bool upsample = n.op == "Upsample";
+    kernels::ResizeSpec p;
+    std::string mode = n.attrString("mode", "nearest");
+    if (mode == "nearest") p.interp = kernels::ResizeInterp::kNearest;
+    else if (mode == "linear" || (upsample && mode == "bilinear")) p.interp = kernels::ResizeInterp::kLinear;
+    else if (mode == "cubic" && !upsample && g_.opset >= 11) p.interp = kernels::ResizeInterp::kCubic;
+    else unsupported(n, "resize mode '{}' has no package form", mode);
+    auto constant = [&](int i, const char* what) {
+      const Tensor* t = constIn(n, i);
+      if (!t) unsupported(n, "the {} must be a constant to have a package form", what);
+      return t;
+    };
+    std::vector<double> scales, roi;
+    std::vector<int64_t> sizes;
+    if (upsample || g_.opset < 11) {
+      p.legacy = true;
+      if (upsample && n.hasAttr("scales")) {
+        for (float f : n.attrFloats("scales")) scales.push_back(f);
+      } else {
+        scales = constant(1, "scales")->toDouble();
+      }
+    } else {
+      std::string cm = n.attrString("coordinate_transformation_mode", "half_pixel");
+      std::string nm = n.attrString("nearest_mode", "round_prefer_floor");
+      if (!kernels::resizeCoordFromName(cm, &p.coord)) unsupported(n, "coordinate_transformation_mode '{}' has no package form", cm);
+      if (!kernels::resizeNearestFromName(nm, &p.nearest)) unsupported(n, "nearest_mode '{}' has no package form", nm);
+      p.cubic_a = n.attrFloat("cubic_coeff_a", -0.75f);
+      p.exclude_outside = n.attrInt("exclude_outside", 0) != 0;
+      p.extrapolation = n.attrFloat("extrapolation_value", 0.0f);
+      if (n.attrInt("antialias", 0) != 0) unsupported(n, "antialias has no package form");
+      if (n.hasInput(3)) sizes = constant(3, "sizes")->toInt64();
+      if (sizes.empty() && n.hasInput(2)) scales = constant(2, "scales")->toDouble();
+      if (n.hasInput(1)) roi = constant(1, "roi")->toDouble();
+    }
+    std::vector<int64_t> axes = n.attrInts("axes");
+    if (axes.empty())
+      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+    for (int64_t& a : axes) {
+      if (a < -rank || a >= rank) unsupported(n, "axis {} out of range", a);
+      if (a < 0) a += rank;
+    }
+    if ((!sizes.empty() && sizes.size() != axes.size()) || (sizes.empty() && scales.size() != axes.size()) ||
+        (!roi.empty() && roi.size() != 2 * axes.size()))
+      unsupported(n, "scales / sizes / roi do not match the axes");
+    p.scale.assign(x.size(), 1.0);
+    p.roi_start.assign(x.size(), 0.0);
+    p.roi_end.assign(x.size(), 1.0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t a = static_cast<size_t>(axes[i]);
+      int64_t in = x[a];
+      if (!sizes.empty()) p.scale[a] = in == 0 || sizes[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(in);
+      else p.scale[a] = scales[i];
+      if (!(p.scale[a] > 0) || !std::isfinite(p.scale[a])) unsupported(n, "scale {} has no package form", p.scale[a]);
+      if (!roi.empty()) {
+        p.roi_start[a] = roi[i];
+        p.roi_end[a] = roi[i + axes.size()];
+      }
+    }
+    if (ys.size() != x.size()) unsupported(n, "output rank differs from the input rank");
+    emit(n, LayerKind::kResize, {in(n, 0)}, outVal(n, n.outputs[0]), package::resizeParams(p));
   }
 
   /// LayerNormalization: scale and bias (constants, numpy-broadcast to the normalised dims) expanded to float32

@@ -7,6 +7,7 @@
 // per output). Resize computes every output in double (taps and weights per axis, separable), following the
 // ONNX reference formulas. Every data-dependent failure is reported through call.error / call.unsupported.
 #include "engine/elementwise_util.hpp"
+#include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 
 #include <algorithm>
@@ -614,152 +615,18 @@ void topKKernel(KernelCall& c) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Resize / Upsample
-
-enum class Interp { kNearest, kLinear, kCubic };
-
-/// Taps of one axis: for output coordinate o, `k` (input index, weight) pairs at [o*k, o*k+k); `outside[o]`
-/// marks tf_crop_and_resize coordinates that take the extrapolation value.
-struct AxisTaps {
-  int k = 1;
-  std::vector<int64_t> idx;
-  std::vector<double> w;
-  std::vector<uint8_t> outside;
-};
-
-struct ResizeParams {
-  Interp interp = Interp::kNearest;
-  std::string coord = "half_pixel";
-  std::string nearest = "round_prefer_floor";
-  bool legacy = false;  // Upsample, Resize-10: asymmetric, nearest floors (ceil when downsampling)
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  double extrapolation = 0.0;
-};
-
-int64_t nearestIndex(const KernelCall& c, const ResizeParams& p, double x, bool downsampling) {
-  if (p.legacy) return static_cast<int64_t>(downsampling ? std::ceil(x) : std::floor(x));
-  double fl = std::floor(x);
-  if (x == fl) return static_cast<int64_t>(fl);
-  const std::string& m = p.nearest;
-  if (m == "floor") return static_cast<int64_t>(fl);
-  if (m == "ceil") return static_cast<int64_t>(fl) + 1;
-  double frac = x - fl;
-  if (m == "round_prefer_floor") return static_cast<int64_t>(fl) + (frac > 0.5 ? 1 : 0);
-  if (m == "round_prefer_ceil") return static_cast<int64_t>(fl) + (frac >= 0.5 ? 1 : 0);
-  c.unsupported("unknown nearest_mode '{}'", m);
-}
-
-void cubicCoeffs(double r, double a, double* w) {
-  double t0 = r + 1, t1 = r, t2 = 1 - r, t3 = 2 - r;
-  w[0] = ((a * t0 - 5 * a) * t0 + 8 * a) * t0 - 4 * a;
-  w[1] = ((a + 2) * t1 - (a + 3)) * t1 * t1 + 1;
-  w[2] = ((a + 2) * t2 - (a + 3)) * t2 * t2 + 1;
-  w[3] = ((a * t3 - 5 * a) * t3 + 8 * a) * t3 - 4 * a;
-}
-
-AxisTaps axisTaps(const KernelCall& c, const ResizeParams& p, int64_t in, int64_t out, double scale, double roi_s,
-                  double roi_e) {
-  AxisTaps t;
-  t.k = p.interp == Interp::kNearest ? 1 : p.interp == Interp::kLinear ? 2 : 4;
-  size_t k = static_cast<size_t>(t.k);
-  t.idx.assign(static_cast<size_t>(out) * k, 0);
-  t.w.assign(static_cast<size_t>(out) * k, 0.0);
-  t.outside.assign(static_cast<size_t>(out), 0);
-  if (out == 0) return t;
-  if (in == 0) c.error("cannot resize an empty axis to size {}", out);
-  double in_f = static_cast<double>(in);
-  double out_f = scale * in_f;  // the ONNX reference's "output width" (not rounded)
-  const std::string& cm = p.coord;
-  for (int64_t o = 0; o < out; ++o) {
-    double xo = static_cast<double>(o), x = 0;
-    if (p.legacy || cm == "asymmetric") x = xo / scale;
-    else if (cm == "half_pixel") x = (xo + 0.5) / scale - 0.5;
-    else if (cm == "pytorch_half_pixel") x = out_f > 1 ? (xo + 0.5) / scale - 0.5 : 0.0;
-    else if (cm == "align_corners") x = out_f == 1 ? 0.0 : xo * (in_f - 1) / (out_f - 1);
-    else if (cm == "tf_half_pixel_for_nn") x = (xo + 0.5) / scale;
-    else if (cm == "half_pixel_symmetric") {
-      double adj = static_cast<double>(out) / out_f;
-      x = in_f / 2 * (1 - adj) + (xo + 0.5) / scale - 0.5;
-    } else if (cm == "tf_crop_and_resize") {
-      x = out_f > 1 ? roi_s * (in_f - 1) + xo * (roi_e - roi_s) * (in_f - 1) / (out_f - 1)
-                    : 0.5 * (roi_s + roi_e) * (in_f - 1);
-      if (x < 0 || x > in_f - 1) {
-        t.outside[static_cast<size_t>(o)] = 1;
-        continue;
-      }
-    } else {
-      c.unsupported("unknown coordinate_transformation_mode '{}'", cm);
-    }
-    if (!std::isfinite(x)) c.error("non-finite source coordinate (scale {})", scale);
-    int64_t* ti = &t.idx[static_cast<size_t>(o) * k];
-    double* tw = &t.w[static_cast<size_t>(o) * k];
-    auto clampIdx = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
-    if (p.interp == Interp::kNearest) {
-      x = std::clamp(x, -1.0, in_f);  // keeps the integer conversion defined; the index is clamped below
-      ti[0] = clampIdx(nearestIndex(c, p, x, scale < 1.0));
-      tw[0] = 1.0;
-    } else if (p.interp == Interp::kLinear) {
-      x = std::clamp(x, 0.0, in_f - 1);
-      double fl = std::floor(x);
-      double r = x - fl;
-      int64_t i0 = static_cast<int64_t>(fl);
-      ti[0] = clampIdx(i0);
-      ti[1] = clampIdx(i0 + 1);
-      tw[0] = 1 - r;
-      tw[1] = r;
-    } else {
-      x = std::clamp(x, -4.0, in_f + 3.0);  // beyond this every tap reads the edge anyway
-      double fl = std::floor(x);
-      double r = x - fl;
-      int64_t i0 = static_cast<int64_t>(fl);
-      cubicCoeffs(r, p.cubic_a, tw);
-      double sum = 0;
-      for (size_t j = 0; j < 4; ++j) {
-        int64_t i = i0 - 1 + static_cast<int64_t>(j);
-        if (p.exclude_outside && (i < 0 || i >= in)) tw[j] = 0;
-        sum += tw[j];
-        ti[j] = clampIdx(i);
-      }
-      if (p.exclude_outside && sum != 0)
-        for (size_t j = 0; j < 4; ++j) tw[j] /= sum;
-    }
-  }
-  // An axis on which every output reads exactly one input with weight 1 needs one tap.
-  if (t.k > 1) {
-    bool single = true;
-    std::vector<int64_t> one(static_cast<size_t>(out), 0);
-    for (int64_t o = 0; o < out && single; ++o) {
-      if (t.outside[static_cast<size_t>(o)]) continue;
-      int nonzero = 0;
-      for (size_t j = 0; j < k; ++j) {
-        double w = t.w[static_cast<size_t>(o) * k + j];
-        if (w != 0) {
-          ++nonzero;
-          single &= w == 1.0;
-          one[static_cast<size_t>(o)] = t.idx[static_cast<size_t>(o) * k + j];
-        }
-      }
-      single &= nonzero == 1;
-    }
-    if (single) {
-      t.k = 1;
-      t.idx = one;
-      t.w.assign(static_cast<size_t>(out), 1.0);
-    }
-  }
-  return t;
-}
+// Resize / Upsample: the taps and, for float32 (and float16, widened), the sums are the layer kernel's
+// (kernels::resizeTaps / kernels::resize), which packages run too.
 
 void resizeKernel(KernelCall& call) {
   computeHalfAsFloat(call, [](KernelCall& c) {
     const Tensor& x = c.input(0);
     bool upsample = c.node.op == "Upsample";
-    ResizeParams p;
+    kernels::ResizeSpec p;
     std::string mode = c.node.attrString("mode", "nearest");
-    if (mode == "nearest") p.interp = Interp::kNearest;
-    else if (mode == "linear" || (upsample && mode == "bilinear")) p.interp = Interp::kLinear;
-    else if (mode == "cubic" && !upsample && c.opset >= 11) p.interp = Interp::kCubic;
+    if (mode == "nearest") p.interp = kernels::ResizeInterp::kNearest;
+    else if (mode == "linear" || (upsample && mode == "bilinear")) p.interp = kernels::ResizeInterp::kLinear;
+    else if (mode == "cubic" && !upsample && c.opset >= 11) p.interp = kernels::ResizeInterp::kCubic;
     else c.unsupported("unsupported resize mode '{}'", mode);
     int64_t rank = x.rank();
     std::vector<double> scales;
@@ -773,8 +640,10 @@ void resizeKernel(KernelCall& call) {
         scales = c.input(1).toDouble();
       }
     } else {
-      p.coord = c.node.attrString("coordinate_transformation_mode", "half_pixel");
-      p.nearest = c.node.attrString("nearest_mode", "round_prefer_floor");
+      std::string cm = c.node.attrString("coordinate_transformation_mode", "half_pixel");
+      std::string nm = c.node.attrString("nearest_mode", "round_prefer_floor");
+      if (!kernels::resizeCoordFromName(cm, &p.coord)) c.unsupported("unknown coordinate_transformation_mode '{}'", cm);
+      if (!kernels::resizeNearestFromName(nm, &p.nearest)) c.unsupported("unknown nearest_mode '{}'", nm);
       p.cubic_a = c.node.attrFloat("cubic_coeff_a", -0.75f);
       p.exclude_outside = c.node.attrInt("exclude_outside", 0) != 0;
       p.extrapolation = c.node.attrFloat("extrapolation_value", 0.0f);
@@ -793,37 +662,30 @@ void resizeKernel(KernelCall& call) {
     Tensor& y = c.alloc(0);
     if (y.rank() != rank) c.error("output rank differs from the input rank");
     size_t r = static_cast<size_t>(rank);
-    std::vector<double> sc(r, 1.0), rs(r, 0.0), re(r, 1.0);
+    p.scale.assign(r, 1.0);
+    p.roi_start.assign(r, 0.0);
+    p.roi_end.assign(r, 1.0);
     for (size_t i = 0; i < axes.size(); ++i) {
       size_t a = static_cast<size_t>(axes[i]);
       int64_t in = x.dim(static_cast<int>(a));
       if (!sizes.empty()) {
         if (sizes[i] < 0) c.error("sizes entry {} is negative", sizes[i]);
-        sc[a] = in == 0 || sizes[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(in);
+        p.scale[a] = in == 0 || sizes[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(in);
       } else {
-        sc[a] = scales[i];
-        if (!(sc[a] > 0) || !std::isfinite(sc[a])) c.error("scale {} must be positive and finite", sc[a]);
+        p.scale[a] = scales[i];
+        if (!(p.scale[a] > 0) || !std::isfinite(p.scale[a])) c.error("scale {} must be positive and finite", p.scale[a]);
       }
       if (!roi.empty()) {
-        rs[a] = roi[i];
-        re[a] = roi[i + axes.size()];
+        p.roi_start[a] = roi[i];
+        p.roi_end[a] = roi[i + axes.size()];
       }
     }
     if (y.numel() == 0) return;
-    std::vector<AxisTaps> taps;
-    for (size_t a = 0; a < r; ++a) {
-      int64_t in = x.dim(static_cast<int>(a)), out = y.dim(static_cast<int>(a));
-      if (in == out && sc[a] == 1.0 && p.coord != "tf_crop_and_resize") {
-        AxisTaps t;  // identity axis
-        t.idx.resize(static_cast<size_t>(out));
-        std::iota(t.idx.begin(), t.idx.end(), int64_t{0});
-        t.w.assign(static_cast<size_t>(out), 1.0);
-        t.outside.assign(static_cast<size_t>(out), 0);
-        taps.push_back(std::move(t));
-      } else {
-        taps.push_back(axisTaps(c, p, in, out, sc[a], rs[a], re[a]));
-      }
+    if (x.dtype() == DType::kF32) {
+      kernels::resize(p, x.shape(), y.shape(), x.data<float>(), y.data<float>(), c.pool);
+      return;
     }
+    std::vector<kernels::ResizeTaps> taps = kernels::resizeTaps(p, x.shape(), y.shape());
     std::vector<int64_t> ist = stridesOf(x.shape());
     dispatchNumeric(x.dtype(), c, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace npuc {
@@ -108,6 +109,43 @@ void binary(BinaryOp op, const Activation& act, const std::vector<int64_t>& a_sh
 /// mean and inv. Parallel calls split the rows only.
 void layerNorm(int64_t outer, int64_t inner, float epsilon, const float* x, const float* scale, const float* bias,
                float* y, float* mean_out, float* inv_out, ThreadPool* pool);
+
+// ---------------------------------------------------------------------------------------------------------
+// Resize (ONNX Resize / Upsample): separable taps per axis, every output summed in double.
+enum class ResizeInterp : uint8_t { kNearest, kLinear, kCubic };
+enum class ResizeCoord : uint8_t {
+  kHalfPixel, kAsymmetric, kPytorchHalfPixel, kAlignCorners, kTfHalfPixelForNn, kHalfPixelSymmetric, kTfCropAndResize
+};
+enum class ResizeNearest : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+/// The ONNX attribute spellings ("half_pixel", "round_prefer_floor", …): false for an unknown name.
+bool resizeCoordFromName(const std::string& name, ResizeCoord* c);
+bool resizeNearestFromName(const std::string& name, ResizeNearest* n);
+struct ResizeSpec {
+  ResizeInterp interp = ResizeInterp::kNearest;
+  ResizeCoord coord = ResizeCoord::kHalfPixel;
+  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
+  bool legacy = false;           // Upsample, Resize-10: asymmetric, nearest floors (ceils when downsampling)
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;    // tf_crop_and_resize outside the roi
+  std::vector<double> scale, roi_start, roi_end;  // per axis of x (1, 0, 1 for an axis not resized)
+};
+/// The taps of one axis: for output coordinate o, `k` (input index, weight) pairs at [o*k, o*k+k); `outside[o]`
+/// marks tf_crop_and_resize coordinates that take the extrapolation value.
+struct ResizeTaps {
+  int k = 1;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<uint8_t> outside;
+};
+/// Every axis's taps (the specification of the coordinate transforms and the interpolation weights). Throws
+/// npuc::Error (kInvalidArgument) for an empty input axis resized to a non-empty one or a non-finite coordinate.
+std::vector<ResizeTaps> resizeTaps(const ResizeSpec& s, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape);
+/// y = Resize(x): each output element sums w(taps) * x over every combination of its axes' taps (first axis
+/// outermost, weights multiplied in axis order, zero weights skipped) in double, rounded to float once; outside the
+/// roi, the extrapolation value. Parallel calls split the outputs only.
+void resize(const ResizeSpec& s, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, const float* x,
+            float* y, ThreadPool* pool);
 
 // ---------------------------------------------------------------------------------------------------------
 // Reductions (ONNX Reduce*) over any set of axes.

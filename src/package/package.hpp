@@ -13,6 +13,7 @@
 //   drp_lib_info.txt    per library: calls and how many end with an interrupt (informational)
 #pragma once
 
+#include "kernels/layers.hpp"
 #include "npuc/dtype.hpp"
 #include "support/numerics.hpp"
 
@@ -84,6 +85,10 @@ bool layerAllowedOn(LayerKind k, Engine e);
 /// The table of docs/package-format.md ("### Layer kinds" and the unary / binary op codes), generated from the
 /// .def files.
 std::string layerKindsMarkdown();
+
+/// The parameter words of a `resize` layer and back (layer_kinds.def gives the layout).
+std::vector<uint32_t> resizeParams(const kernels::ResizeSpec& s);
+kernels::ResizeSpec resizeSpecFromParams(const std::vector<uint32_t>& w, size_t rank);
 
 /// The code of a reduction (ONNX op name "ReduceMean", …) in a kReduce descriptor, or nullopt.
 std::optional<uint32_t> reduceOpCode(const std::string& onnx_op);

@@ -36,6 +36,43 @@ const std::vector<std::string>& binaryOpNames() {
   return k;
 }
 
+std::vector<uint32_t> resizeParams(const kernels::ResizeSpec& s) {
+  std::vector<uint32_t> w = {static_cast<uint32_t>(s.interp), static_cast<uint32_t>(s.coord), static_cast<uint32_t>(s.nearest),
+                             s.legacy ? 1u : 0u, s.exclude_outside ? 1u : 0u, floatParam(static_cast<float>(s.cubic_a)),
+                             floatParam(static_cast<float>(s.extrapolation))};
+  for (size_t a = 0; a < s.scale.size(); ++a)
+    for (double v : {s.scale[a], s.roi_start[a], s.roi_end[a]}) {
+      uint64_t bits;
+      std::memcpy(&bits, &v, 8);
+      w.push_back(static_cast<uint32_t>(bits));
+      w.push_back(static_cast<uint32_t>(bits >> 32));
+    }
+  return w;
+}
+
+kernels::ResizeSpec resizeSpecFromParams(const std::vector<uint32_t>& w, size_t rank) {
+  kernels::ResizeSpec s;
+  s.interp = static_cast<kernels::ResizeInterp>(w[0]);
+  s.coord = static_cast<kernels::ResizeCoord>(w[1]);
+  s.nearest = static_cast<kernels::ResizeNearest>(w[2]);
+  s.legacy = w[3] != 0;
+  s.exclude_outside = w[4] != 0;
+  s.cubic_a = paramFloat(w[5]);
+  s.extrapolation = paramFloat(w[6]);
+  auto f64 = [&](size_t i) {
+    uint64_t bits = uint64_t(w[i]) | uint64_t(w[i + 1]) << 32;
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  };
+  for (size_t a = 0; a < rank; ++a) {
+    s.scale.push_back(f64(7 + 6 * a));
+    s.roi_start.push_back(f64(9 + 6 * a));
+    s.roi_end.push_back(f64(11 + 6 * a));
+  }
+  return s;
+}
+
 std::optional<uint32_t> reduceOpCode(const std::string& onnx_op) {
   kernels::ReduceOp op = kernels::reduceOpFromName(onnx_op.c_str());
   if (op == kernels::ReduceOp::kCount) return std::nullopt;
@@ -563,6 +600,22 @@ struct Checker {
           }
           if (!why.empty()) bad("{}: static AIPP parameters: {}", what, why);
         }
+        break;
+      }
+      case LayerKind::kResize: {
+        isFloat(x, "x"); isFloat(y, "y");
+        if (x.rank != y.rank) bad("{}: {} -> {} changes the rank", what, dimsStr(x), dimsStr(y));
+        if (w[0] > 2 || w[1] > 6 || w[2] > 3 || w[3] > 1 || w[4] > 1)
+          bad("{}: interp {} / coordinate mode {} / nearest mode {} / flags {} {} out of range", what, w[0], w[1], w[2], w[3], w[4]);
+        kernels::ResizeSpec spec = resizeSpecFromParams(w, x.rank);
+        for (int a = 0; a < x.rank; ++a) {
+          double sc = spec.scale[static_cast<size_t>(a)];
+          if (!(sc > 0) || !std::isfinite(sc) || !std::isfinite(spec.roi_start[static_cast<size_t>(a)]) ||
+              !std::isfinite(spec.roi_end[static_cast<size_t>(a)]))
+            bad("{}: scale {} / roi of dim {} is not finite and positive", what, sc, a);
+          if (x.dims[static_cast<size_t>(a)] == 0 && y.dims[static_cast<size_t>(a)] != 0) bad("{}: resizes an empty dim {}", what, a);
+        }
+        if (!std::isfinite(spec.cubic_a) || !std::isfinite(spec.extrapolation)) bad("{}: cubic_coeff_a / extrapolation not finite", what);
         break;
       }
       case LayerKind::kLayerNorm: {

@@ -552,6 +552,11 @@ struct Runtime::Impl {
                      package::paramFloat(s.p[3]), inF(s, 0), outF(s), pool.get());
         break;
       }
+      case LayerKind::kResize: {
+        kernels::ResizeSpec spec = package::resizeSpecFromParams(s.p, s.shapes[0].size());
+        kernels::resize(spec, s.shapes[0], s.shapes.back(), inF(s, 0), outF(s), pool.get());
+        break;
+      }
       case LayerKind::kLayerNorm: {
         const Shape& x = s.shapes[0];
         int64_t outer = 1, inner = 1;

@@ -50,3 +50,8 @@ w.data_location = TensorProto.EXTERNAL
 e = w.external_data.add()
 e.key, e.value = "location", "w.bin"
 save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], inits=[w]), "external_link.onnx")
+# An op the engine runs but no package holds yet (a Gather of an activation): check reports it, translate writes the
+# error report (tests/runtime/runtime_test.cpp).
+gi = helper.make_tensor("i", TensorProto.INT64, [2], [2, 0])
+save(model([helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)], [x], [y], inits=[gi]),
+     "no_package_form.onnx")

@@ -105,3 +105,19 @@ save("layer_norm", [helper.make_node("LayerNormalization", ["x", "s"], ["t"], ax
 save("matmul_batched", [helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["u"]),
                         helper.make_node("MatMul", ["u", "w2"], ["y"])], [2, 2, 3, 12], [2, 2, 3, 4],
      [("w", w(12, 5)), ("w2", w(5, 4))])
+# Resize (the resize kind): nearest with scales (asymmetric, floor), linear with sizes (half_pixel), cubic
+# (align_corners, exclude_outside), tf_crop_and_resize with a roi and an extrapolation value, and the opset-10 form.
+save("resize_nearest", [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest",
+                                         coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+     [1, 2, 3, 4], [1, 2, 6, 6], [("s", np.array([1, 1, 2, 1.5], np.float32))])
+save("resize_linear_sizes", [helper.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="linear")], [1, 2, 5, 4],
+     [1, 2, 3, 7], [("sz", np.array([1, 2, 3, 7], np.int64))])
+save("resize_cubic", [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="cubic", coordinate_transformation_mode="align_corners",
+                                       exclude_outside=1, cubic_coeff_a=-0.5)], [1, 1, 4, 5], [1, 1, 8, 10],
+     [("s", np.array([1, 1, 2, 2], np.float32))])
+save("resize_crop", [helper.make_node("Resize", ["x", "roi", "", "sz"], ["y"], mode="linear",
+                                      coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.0)],
+     [1, 1, 6, 6], [1, 1, 4, 5],
+     [("roi", np.array([0, 0, -0.2, 0.1, 1, 1, 0.9, 1.3], np.float32)), ("sz", np.array([1, 1, 4, 5], np.int64))])
+save("resize_opset10", [helper.make_node("Resize", ["x", "s"], ["y"], mode="nearest")], [1, 2, 3, 3], [1, 2, 6, 6],
+     [("s", np.array([1, 1, 2, 2], np.float32))], opset=10)
