@@ -15,6 +15,7 @@
 //    select_last_index).
 // With noop_with_empty_axes and no axes, each element is reduced on its own (ReduceSumSquare squares, …).
 #include "engine/elementwise_util.hpp"
+#include "kernels/layer_templates.hpp"
 #include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 
@@ -39,47 +40,7 @@ template <typename T>
 T reduceOne(Red r, const T* p, int64_t base, const std::vector<int64_t>& roff) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if constexpr (std::is_floating_point_v<T>) {
-    switch (r) {
-      case Red::kMax:
-      case Red::kMin: {
-        T acc = r == Red::kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-        for (int64_t o : roff) {
-          T v = p[base + o];
-          if (std::isnan(v)) return v;
-          if (r == Red::kMax ? v > acc : v < acc) acc = v;
-        }
-        return acc;
-      }
-      case Red::kLogSumExp: {
-        double m = -kInf;
-        for (int64_t o : roff) {
-          double v = static_cast<double>(p[base + o]);
-          if (std::isnan(v)) return static_cast<T>(v);
-          m = std::max(m, v);
-        }
-        if (std::isinf(m)) return static_cast<T>(m);
-        double s = 0;
-        for (int64_t o : roff) s += std::exp(static_cast<double>(p[base + o]) - m);
-        return static_cast<T>(m + std::log(s));
-      }
-      case Red::kProd: {
-        double acc = 1;
-        for (int64_t o : roff) acc *= static_cast<double>(p[base + o]);
-        return static_cast<T>(acc);
-      }
-      default: break;
-    }
-    double acc = 0;
-    for (int64_t o : roff) {
-      double v = static_cast<double>(p[base + o]);
-      if (r == Red::kL1) acc += std::fabs(v);
-      else if (r == Red::kL2 || r == Red::kSumSquare) acc += v * v;
-      else acc += v;
-    }
-    if (r == Red::kL2) acc = std::sqrt(acc);
-    else if (r == Red::kLogSum) acc = std::log(acc);
-    else if (r == Red::kMean) acc /= static_cast<double>(roff.size());
-    return static_cast<T>(acc);
+    return kernels::reduceFloating<T>(r, p, base, roff);  // the layer kernel's arithmetic (float64 here)
   } else {
     switch (r) {
       case Red::kMax:

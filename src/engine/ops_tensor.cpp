@@ -7,6 +7,7 @@
 // per output). Resize computes every output in double (taps and weights per axis, separable), following the
 // ONNX reference formulas. Every data-dependent failure is reported through call.error / call.unsupported.
 #include "engine/elementwise_util.hpp"
+#include "kernels/layer_templates.hpp"
 #include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 
@@ -686,53 +687,16 @@ void resizeKernel(KernelCall& call) {
       return;
     }
     std::vector<kernels::ResizeTaps> taps = kernels::resizeTaps(p, x.shape(), y.shape());
-    std::vector<int64_t> ist = stridesOf(x.shape());
     dispatchNumeric(x.dtype(), c, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
         c.unsupported("Resize is not defined for bool");
       } else {
-        const T* src = x.data<T>();
-        T* dst = y.data<T>();
-        T extrap = convertValue<T>(p.extrapolation);
-        std::vector<int64_t> idx(r, 0);
-        std::vector<int> tap(r, 0);
-        int64_t total = y.numel();
-        for (int64_t o = 0; o < total; ++o) {
-          bool outside = false;
-          for (size_t a = 0; a < r; ++a) outside |= taps[a].outside[static_cast<size_t>(idx[a])] != 0;
-          if (outside) {
-            dst[o] = extrap;
-          } else {
-            // Sum over every combination of taps (first axis outermost), in a fixed order.
-            double acc = 0;
-            std::fill(tap.begin(), tap.end(), 0);
-            for (;;) {
-              double w = 1;
-              int64_t off = 0;
-              for (size_t a = 0; a < r; ++a) {
-                size_t j = static_cast<size_t>(idx[a]) * static_cast<size_t>(taps[a].k) + static_cast<size_t>(tap[a]);
-                w *= taps[a].w[j];
-                off += taps[a].idx[j] * ist[a];
-              }
-              if (w != 0) acc += w * static_cast<double>(src[off]);
-              bool done = true;
-              for (size_t a = r; a-- > 0;) {
-                if (++tap[a] < taps[a].k) {
-                  done = false;
-                  break;
-                }
-                tap[a] = 0;
-              }
-              if (done) break;
-            }
-            if constexpr (std::is_floating_point_v<T>) dst[o] = static_cast<T>(acc);
-            else dst[o] = convertValue<T>(std::nearbyint(acc));
-          }
-          for (size_t a = r; a-- > 0;) {
-            if (++idx[a] < y.dim(static_cast<int>(a))) break;
-            idx[a] = 0;
-          }
-        }
+        kernels::resizeRange<T>(taps, x.shape(), y.shape(), x.data<T>(), y.data<T>(), convertValue<T>(p.extrapolation),
+                                [](double acc) {
+                                  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(acc);
+                                  else return convertValue<T>(std::nearbyint(acc));
+                                },
+                                0, y.numel());
       }
     });
   });

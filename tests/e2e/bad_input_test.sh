@@ -8,21 +8,9 @@ src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAILED: $*"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 digits=$src/models/digits/digits_cnn.onnx
 d=$src/tests/data/bad
-
-# expect_error STATUS TEXT -- command...: exit STATUS, TEXT on stderr, exactly one error line.
-expect_error() {
-  local want=$1 text=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then bad "$* exited $rc, expected $want: $(head -c 400 "$tmp/err")"; return; fi
-  if ! grep -qF -- "$text" "$tmp/err"; then bad "$*: stderr lacks '$text': $(head -c 400 "$tmp/err")"; return; fi
-  if [ "$(grep -c 'error' "$tmp/err")" -ne 1 ]; then bad "$*: expected exactly one error line: $(cat "$tmp/err")"; return; fi
-  ok "$(basename "$1") ${2:-} … -> $rc: $(head -c 160 "$tmp/err" | tr '\n' ' ')"
-}
 
 # ---- Data loss: PREFIX '..', '.', '' and foreign folders -------------------------------------------------------
 mkdir -p "$tmp/home/work/sub" && echo precious >"$tmp/home/keep.txt" && echo precious >"$tmp/home/work/keep.txt"

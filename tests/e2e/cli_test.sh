@@ -6,19 +6,7 @@ src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAILED: $*"; fails=$((fails + 1)); }
-
-# expect_error STATUS TEXT -- command...: the command must exit with STATUS and print TEXT on stderr.
-expect_error() {
-  local want=$1 text=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then bad "$* exited $rc, expected $want: $(cat "$tmp/err")"; return; fi
-  if ! grep -q -- "$text" "$tmp/err"; then bad "$*: stderr lacks '$text': $(cat "$tmp/err")"; return; fi
-  if [ "$(grep -c 'error' "$tmp/err")" -ne 1 ]; then bad "$*: expected exactly one error line: $(cat "$tmp/err")"; return; fi
-  ok "$* -> $rc: $(head -c 200 "$tmp/err")"
-}
+source "$(dirname "$0")/lib.sh"
 
 digits=$src/models/digits/digits_cnn.onnx
 if "$npuc" run "$digits" --input "input=$src/models/digits/test_x.npy" --output-dir "$tmp/out_dir" >/dev/null &&
@@ -106,7 +94,7 @@ if "$npuc" compare "$digits" "$tmp/ppok/ppok" --prepost "$pp" -o "$tmp/ppcmp" >"
    grep -q "layers matched" "$tmp/ppcmp.out" && grep -q "normalize" "$tmp/ppcmp/compare.csv"; then
   ok "compare --prepost matches the pre/post layers too"; else bad "compare --prepost"; fi
 sed 's/name: "logits"/name: "logitz"/' "$pp" >"$tmp/pp_bad.yaml"
-expect_error 2 "Error Y01. Error in prepost yaml" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" -CheckPrePost ON --out "$tmp/ppout"
+expect_error 2 "[Error Y01] Error in prepost yaml" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" -CheckPrePost ON --out "$tmp/ppout"
 expect_error 2 "Converter-007" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" --out "$tmp/ppout"
 sed 's/\[8, 8, 1\]/[9, 8, 1]/' "$pp" >"$tmp/pp_size.yaml"
 expect_error 2 "the size of ONNX vs. YAML does not match" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" --out "$tmp/ppout"

@@ -2,6 +2,7 @@
 // unary and binary math, data movement. Each output element is computed by one thread in a fixed order, so the
 // results are bit-identical for every thread count; the formulas are those the reference engine has always
 // used (its ONNX conformance suite checks them).
+#include "kernels/layer_templates.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/ref/parallel_units.hpp"
 #include "kernels/ref/pool_geom.hpp"
@@ -717,57 +718,14 @@ std::vector<ResizeTaps> resizeTaps(const ResizeSpec& s, const std::vector<int64_
 void resize(const ResizeSpec& s, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, const float* x,
             float* y, ThreadPool* pool) {
   const std::vector<ResizeTaps> taps = resizeTaps(s, x_shape, y_shape);
-  const size_t r = x_shape.size();
-  std::vector<int64_t> ist(r, 1);
-  for (size_t i = r; i-- > 1;) ist[i - 1] = ist[i] * x_shape[i];
   int64_t total = 1;
   for (int64_t d : y_shape) total *= d;
   if (total == 0) return;
-  const float extrap = static_cast<float>(s.extrapolation);
   int64_t work = 1;
   for (const ResizeTaps& t : taps) work *= t.k;
   parallelUnits(pool, total, work, [&](int64_t b, int64_t e) {
-    std::vector<int64_t> idx(r, 0);
-    for (int64_t rest = b, a = static_cast<int64_t>(r); a-- > 0;) {  // the first output's coordinates
-      idx[static_cast<size_t>(a)] = rest % y_shape[static_cast<size_t>(a)];
-      rest /= y_shape[static_cast<size_t>(a)];
-    }
-    std::vector<int> tap(r, 0);
-    for (int64_t o = b; o < e; ++o) {
-      bool outside = false;
-      for (size_t a = 0; a < r; ++a) outside |= taps[a].outside[static_cast<size_t>(idx[a])] != 0;
-      if (outside) {
-        y[o] = extrap;
-      } else {
-        // Sum over every combination of taps (first axis outermost), in a fixed order.
-        double acc = 0;
-        std::fill(tap.begin(), tap.end(), 0);
-        for (;;) {
-          double w = 1;
-          int64_t off = 0;
-          for (size_t a = 0; a < r; ++a) {
-            size_t j = static_cast<size_t>(idx[a]) * static_cast<size_t>(taps[a].k) + static_cast<size_t>(tap[a]);
-            w *= taps[a].w[j];
-            off += taps[a].idx[j] * ist[a];
-          }
-          if (w != 0) acc += w * static_cast<double>(x[off]);
-          bool done = true;
-          for (size_t a = r; a-- > 0;) {
-            if (++tap[a] < taps[a].k) {
-              done = false;
-              break;
-            }
-            tap[a] = 0;
-          }
-          if (done) break;
-        }
-        y[o] = static_cast<float>(acc);
-      }
-      for (size_t a = r; a-- > 0;) {
-        if (++idx[a] < y_shape[a]) break;
-        idx[a] = 0;
-      }
-    }
+    resizeRange<float>(taps, x_shape, y_shape, x, y, static_cast<float>(s.extrapolation),
+                       [](double acc) { return static_cast<float>(acc); }, b, e);
   });
 }
 
@@ -781,52 +739,6 @@ constexpr std::array<const char*, static_cast<size_t>(ReduceOp::kCount)> kReduce
 #include "kernels/elementwise_ops.def"
 #undef NPUC_REDUCE_OP
 };
-
-/// One output element: p[base + off] for off in roff (ascending), as the header specifies.
-float reduceOne(ReduceOp r, const float* p, int64_t base, const std::vector<int64_t>& roff) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  switch (r) {
-    case ReduceOp::kMax:
-    case ReduceOp::kMin: {
-      float acc = r == ReduceOp::kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-      for (int64_t o : roff) {
-        float v = p[base + o];
-        if (std::isnan(v)) return v;
-        if (r == ReduceOp::kMax ? v > acc : v < acc) acc = v;
-      }
-      return acc;
-    }
-    case ReduceOp::kLogSumExp: {
-      double m = -kInf;
-      for (int64_t o : roff) {
-        double v = static_cast<double>(p[base + o]);
-        if (std::isnan(v)) return static_cast<float>(v);
-        m = std::max(m, v);
-      }
-      if (std::isinf(m)) return static_cast<float>(m);
-      double sum = 0;
-      for (int64_t o : roff) sum += std::exp(static_cast<double>(p[base + o]) - m);
-      return static_cast<float>(m + std::log(sum));
-    }
-    case ReduceOp::kProd: {
-      double acc = 1;
-      for (int64_t o : roff) acc *= static_cast<double>(p[base + o]);
-      return static_cast<float>(acc);
-    }
-    default: break;
-  }
-  double acc = 0;
-  for (int64_t o : roff) {
-    double v = static_cast<double>(p[base + o]);
-    if (r == ReduceOp::kL1) acc += std::fabs(v);
-    else if (r == ReduceOp::kL2 || r == ReduceOp::kSumSquare) acc += v * v;
-    else acc += v;
-  }
-  if (r == ReduceOp::kL2) acc = std::sqrt(acc);
-  else if (r == ReduceOp::kLogSum) acc = std::log(acc);
-  else if (r == ReduceOp::kMean) acc /= static_cast<double>(roff.size());
-  return static_cast<float>(acc);
-}
 
 }  // namespace
 
@@ -883,7 +795,7 @@ void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<
         }
       int64_t base = 0;
       for (size_t d = 0; d < kept_dims.size(); ++d) base += k[d] * kept_st[d];
-      y[o] = reduceOne(op, x, base, roff);
+      y[o] = reduceFloating<float>(op, x, base, roff);
       for (size_t d = kept_dims.size(); d-- > 0;) {
         if (++k[d] < kept_dims[d]) break;
         k[d] = 0;
