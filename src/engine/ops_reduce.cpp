@@ -92,12 +92,6 @@ T reduceOne(Red r, const T* p, int64_t base, const std::vector<int64_t>& roff) {
   }
 }
 
-std::vector<int64_t> stridesOf(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
 void reduceKernel(KernelCall& call) {
   computeHalfAsFloat(call, [](KernelCall& c) {
     const Tensor& x = c.input(0);
@@ -122,30 +116,9 @@ void reduceKernel(KernelCall& call) {
       kernels::reduce(static_cast<kernels::ReduceOp>(red), x.shape(), reduced, x.data<float>(), y.data<float>(), c.pool);
       return;
     }
-    std::vector<int64_t> ist = stridesOf(x.shape());
-    Shape kept_dims, red_dims;
-    std::vector<int64_t> kept_st, red_st;
-    for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
-      (reduced[d] ? red_dims : kept_dims).push_back(x.shape()[d]);
-      (reduced[d] ? red_st : kept_st).push_back(ist[d]);
-    }
+    const kernels::ReduceGeometry geo = kernels::reduceGeometry(x.shape(), reduced);
+    const std::vector<int64_t>&kept_dims = geo.kept_dims, &kept_st = geo.kept_strides, &roff = geo.offsets;
     if (shapeNumel(kept_dims) != y.numel()) c.error("internal: output size mismatch");
-    // offsets of the reduced elements, ascending
-    std::vector<int64_t> roff;
-    int64_t nred = shapeNumel(red_dims);
-    roff.reserve(static_cast<size_t>(nred));
-    {
-      std::vector<int64_t> idx(red_dims.size(), 0);
-      for (int64_t i = 0; i < nred; ++i) {
-        int64_t off = 0;
-        for (size_t d = 0; d < red_dims.size(); ++d) off += idx[d] * red_st[d];
-        roff.push_back(off);
-        for (size_t d = red_dims.size(); d-- > 0;) {
-          if (++idx[d] < red_dims[d]) break;
-          idx[d] = 0;
-        }
-      }
-    }
     dispatchNumeric(x.dtype(), c, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
         c.unsupported("{} is not defined for bool", c.node.op);

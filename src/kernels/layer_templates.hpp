@@ -13,6 +13,37 @@
 
 namespace npuc::kernels {
 
+/// The geometry of a reduction over the dims of x whose flag is set: the kept dims and their strides in x, and the
+/// offsets of one output's reduced elements, ascending (the order every sum runs in).
+struct ReduceGeometry {
+  std::vector<int64_t> kept_dims, kept_strides, offsets;
+};
+inline ReduceGeometry reduceGeometry(const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced) {
+  const size_t rank = x_shape.size();
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t i = rank; i-- > 1;) stride[i - 1] = stride[i] * x_shape[i];
+  ReduceGeometry g;
+  std::vector<int64_t> red_dims, red_st;
+  for (size_t d = 0; d < rank; ++d) {
+    (reduced[d] ? red_dims : g.kept_dims).push_back(x_shape[d]);
+    (reduced[d] ? red_st : g.kept_strides).push_back(stride[d]);
+  }
+  int64_t nred = 1;
+  for (int64_t d : red_dims) nred *= d;
+  g.offsets.reserve(static_cast<size_t>(nred));
+  std::vector<int64_t> idx(red_dims.size(), 0);
+  for (int64_t i = 0; i < nred; ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < red_dims.size(); ++d) off += idx[d] * red_st[d];
+    g.offsets.push_back(off);
+    for (size_t d = red_dims.size(); d-- > 0;) {
+      if (++idx[d] < red_dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return g;
+}
+
 /// One output element of a floating-point reduction: p[base + off] for off in roff (ascending), as
 /// kernels::reduce specifies (T = float or double).
 template <typename T>

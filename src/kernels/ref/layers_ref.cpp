@@ -760,29 +760,9 @@ void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<
   if (reduced.size() != x_shape.size()) fail(ErrorCode::kInvalidArgument, "reduce: {} axis flags for rank {}", reduced.size(), x_shape.size());
   for (int64_t d : x_shape)
     if (d < 0) fail(ErrorCode::kInvalidArgument, "reduce: negative dimension {}", d);
-  const size_t rank = x_shape.size();
-  std::vector<int64_t> stride(rank, 1);
-  for (size_t i = rank; i-- > 1;) stride[i - 1] = stride[i] * x_shape[i];
-  std::vector<int64_t> kept_dims, kept_st, red_dims, red_st;
-  for (size_t d = 0; d < rank; ++d) {
-    (reduced[d] ? red_dims : kept_dims).push_back(x_shape[d]);
-    (reduced[d] ? red_st : kept_st).push_back(stride[d]);
-  }
-  // Offsets of the reduced elements, ascending.
-  int64_t nred = 1;
-  for (int64_t d : red_dims) nred *= d;
-  std::vector<int64_t> roff;
-  roff.reserve(static_cast<size_t>(nred));
-  std::vector<int64_t> idx(red_dims.size(), 0);
-  for (int64_t i = 0; i < nred; ++i) {
-    int64_t off = 0;
-    for (size_t d = 0; d < red_dims.size(); ++d) off += idx[d] * red_st[d];
-    roff.push_back(off);
-    for (size_t d = red_dims.size(); d-- > 0;) {
-      if (++idx[d] < red_dims[d]) break;
-      idx[d] = 0;
-    }
-  }
+  const ReduceGeometry geo = reduceGeometry(x_shape, reduced);
+  const std::vector<int64_t>&kept_dims = geo.kept_dims, &kept_st = geo.kept_strides, &roff = geo.offsets;
+  const int64_t nred = static_cast<int64_t>(roff.size());
   int64_t nout = 1;
   for (int64_t d : kept_dims) nout *= d;
   parallelUnits(pool, nout, std::max<int64_t>(nred, 1), [&](int64_t b, int64_t e) {
