@@ -75,9 +75,9 @@ def classify(rc, err):
     if rc == 0:
         return "ok"
     if rc == 1:  # check / translate found unsupported nodes: the report's count and its first rule
-        count = next((line.split(": ", 1)[1] for line in err.splitlines() if " problem" in line or "not supported by" in line), "")
-        rule = next((line.strip() for line in err.splitlines() if line.strip().startswith("rule:") or "): " in line), "")
-        return f"reported: {count.strip()[:60]} — {rule[:120]}"
+        count = next((line.strip() for line in err.splitlines() if " problem" in line or "not supported by" in line), "")
+        rules = sorted({line.strip()[len("rule: "):] for line in err.splitlines() if line.strip().startswith("rule: ")})
+        return f"reported: {count[-60:]} (rules: {', '.join(rules)[:100]})"
     first = next((line for line in err.splitlines() if "error:" in line), err.strip()[:160])
     return "refused: " + first.replace("npuc: error: ", "")[:160]
 
