@@ -425,11 +425,7 @@ void instanceNormKernel(KernelCall& c) {
     for (int64_t pl = s; pl < e; ++pl) {
       size_t ch = static_cast<size_t>(pl % C);
       const float* xp = px + pl * inner;
-      double mean = 0, var = 0;
-      for (int64_t i = 0; i < inner; ++i) mean += xp[i];
-      mean /= static_cast<double>(inner);
-      for (int64_t i = 0; i < inner; ++i) var += (xp[i] - mean) * (xp[i] - mean);
-      var /= static_cast<double>(inner);
+      const auto [mean, var] = kernels::meanVariance(xp, inner);
       double k = scale[ch] / std::sqrt(var + eps);
       for (int64_t i = 0; i < inner; ++i) py[pl * inner + i] = static_cast<float>((xp[i] - mean) * k + bias[ch]);
     }

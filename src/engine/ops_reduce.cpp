@@ -117,24 +117,15 @@ void reduceKernel(KernelCall& call) {
       return;
     }
     const kernels::ReduceGeometry geo = kernels::reduceGeometry(x.shape(), reduced);
-    const std::vector<int64_t>&kept_dims = geo.kept_dims, &kept_st = geo.kept_strides, &roff = geo.offsets;
-    if (shapeNumel(kept_dims) != y.numel()) c.error("internal: output size mismatch");
+    if (shapeNumel(geo.kept_dims) != y.numel()) c.error("internal: output size mismatch");
     dispatchNumeric(x.dtype(), c, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
         c.unsupported("{} is not defined for bool", c.node.op);
       } else {
         const T* p = x.data<T>();
         T* out = y.data<T>();
-        std::vector<int64_t> idx(kept_dims.size(), 0);
-        for (int64_t o = 0; o < y.numel(); ++o) {
-          int64_t base = 0;
-          for (size_t d = 0; d < kept_dims.size(); ++d) base += idx[d] * kept_st[d];
-          out[o] = reduceOne<T>(red, p, base, roff);
-          for (size_t d = kept_dims.size(); d-- > 0;) {
-            if (++idx[d] < kept_dims[d]) break;
-            idx[d] = 0;
-          }
-        }
+        kernels::forEachReduceOutput(geo, 0, y.numel(),
+                                     [&](int64_t o, int64_t base) { out[o] = reduceOne<T>(red, p, base, geo.offsets); });
       }
     });
   });

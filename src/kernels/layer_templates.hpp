@@ -44,6 +44,29 @@ inline ReduceGeometry reduceGeometry(const std::vector<int64_t>& x_shape, const 
   return g;
 }
 
+/// Calls f(o, base) for the outputs o in [b, e) of a reduction, in order; base is the offset in x of output o's
+/// first reduced element (its kept coordinates times their strides).
+template <typename F>
+void forEachReduceOutput(const ReduceGeometry& g, int64_t b, int64_t e, F&& f) {
+  if (b >= e) return;
+  const std::vector<int64_t>&dims = g.kept_dims, &st = g.kept_strides;
+  std::vector<int64_t> k(dims.size(), 0);
+  int64_t rest = b;  // the first output's coordinates; then counted up
+  for (size_t d = dims.size(); d-- > 0;) {
+    k[d] = rest % dims[d];
+    rest /= dims[d];
+  }
+  for (int64_t o = b; o < e; ++o) {
+    int64_t base = 0;
+    for (size_t d = 0; d < dims.size(); ++d) base += k[d] * st[d];
+    f(o, base);
+    for (size_t d = dims.size(); d-- > 0;) {
+      if (++k[d] < dims[d]) break;
+      k[d] = 0;
+    }
+  }
+}
+
 /// One output element of a floating-point reduction: p[base + off] for off in roff (ascending), as
 /// kernels::reduce specifies (T = float or double).
 template <typename T>

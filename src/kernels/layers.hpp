@@ -103,6 +103,13 @@ void binary(BinaryOp op, const Activation& act, const std::vector<int64_t>& a_sh
             const std::vector<int64_t>& b_shape, const float* b, const std::vector<int64_t>& y_shape, float* y,
             ThreadPool* pool);
 
+/// The mean and the biased variance of x[0, n), each summed in double in ascending order (the variance of the
+/// differences from the mean): the statistics of layerNorm and of the engine's InstanceNormalization.
+struct MeanVariance {
+  double mean, variance;
+};
+MeanVariance meanVariance(const float* x, int64_t n);
+
 /// LayerNormalization of `outer` rows of `inner` values: y = (x - mean) * inv * scale + bias per row, with the mean
 /// and the variance summed in double in ascending order, inv = 1 / sqrt(var + epsilon), everything after the
 /// subtraction in double, rounded to float once; bias null adds 0. mean_out / inv_out (may be null) get each row's

@@ -2,12 +2,6 @@
 # The findings of the bad-input campaign (issue 22), each as a check of the CLI: nothing the user owns is lost,
 # nothing crashes (exit status 2 with one clear error, never 3 or a signal), nothing is silently wrong.
 #   tests/e2e/bad_input_test.sh build/bin/npuc SOURCE_DIR
-set -uo pipefail
-npuc=$1
-src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 source "$(dirname "$0")/lib.sh"
 digits=$src/models/digits/digits_cnn.onnx
 d=$src/tests/data/bad

@@ -1,11 +1,5 @@
 #!/usr/bin/env bash
 # End-to-end checks of the npuc CLI: outputs written, and bad input -> one clear error, exit status 2.
-set -uo pipefail
-npuc=$1
-src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 source "$(dirname "$0")/lib.sh"
 
 digits=$src/models/digits/digits_cnn.onnx

@@ -1,5 +1,13 @@
-# Helpers of the end-to-end scripts (sourced): ok / bad count results, expect_error checks one refused command.
-# The script sets $tmp (a scratch folder) and fails=0 before sourcing this.
+# The start and helpers of the end-to-end scripts, sourced by a script run as `SCRIPT NPUC SOURCE_DIR`: sets $npuc and
+# $src from its arguments, $tmp (a scratch folder removed on exit) and fails=0; ok / bad count results,
+# expect_error checks one refused command.
+set -uo pipefail
+npuc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
 ok() { echo "ok: $*"; }
 bad() { echo "FAILED: $*"; fails=$((fails + 1)); }
 

@@ -534,6 +534,14 @@ void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const 
   });
 }
 
+MeanVariance meanVariance(const float* x, int64_t n) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  return {mean, var / static_cast<double>(n)};
+}
+
 void layerNorm(int64_t outer, int64_t inner, float epsilon, const float* x, const float* scale, const float* bias,
                float* y, float* mean_out, float* inv_out, ThreadPool* pool) {
   if (outer < 0 || inner < 0) fail(ErrorCode::kInvalidArgument, "layerNorm: negative size {}x{}", outer, inner);
@@ -541,11 +549,7 @@ void layerNorm(int64_t outer, int64_t inner, float epsilon, const float* x, cons
   parallelUnits(pool, outer, std::max<int64_t>(inner, 1) * 3, [&](int64_t b, int64_t e) {
     for (int64_t o = b; o < e; ++o) {
       const float* xr = x + o * inner;
-      double mean = 0, var = 0;
-      for (int64_t i = 0; i < inner; ++i) mean += xr[i];
-      mean /= static_cast<double>(inner);
-      for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-      var /= static_cast<double>(inner);
+      const auto [mean, var] = meanVariance(xr, inner);
       const double inv = 1.0 / std::sqrt(var + eps);
       for (int64_t i = 0; i < inner; ++i)
         y[o * inner + i] = static_cast<float>((xr[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f));
@@ -761,26 +765,10 @@ void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<
   for (int64_t d : x_shape)
     if (d < 0) fail(ErrorCode::kInvalidArgument, "reduce: negative dimension {}", d);
   const ReduceGeometry geo = reduceGeometry(x_shape, reduced);
-  const std::vector<int64_t>&kept_dims = geo.kept_dims, &kept_st = geo.kept_strides, &roff = geo.offsets;
-  const int64_t nred = static_cast<int64_t>(roff.size());
   int64_t nout = 1;
-  for (int64_t d : kept_dims) nout *= d;
-  parallelUnits(pool, nout, std::max<int64_t>(nred, 1), [&](int64_t b, int64_t e) {
-    std::vector<int64_t> k(kept_dims.size(), 0);
-    for (int64_t o = b, rest = b; o < e; ++o) {
-      if (o == b)  // the first output's coordinates; then counted up
-        for (size_t d = kept_dims.size(); d-- > 0;) {
-          k[d] = rest % kept_dims[d];
-          rest /= kept_dims[d];
-        }
-      int64_t base = 0;
-      for (size_t d = 0; d < kept_dims.size(); ++d) base += k[d] * kept_st[d];
-      y[o] = reduceFloating<float>(op, x, base, roff);
-      for (size_t d = kept_dims.size(); d-- > 0;) {
-        if (++k[d] < kept_dims[d]) break;
-        k[d] = 0;
-      }
-    }
+  for (int64_t d : geo.kept_dims) nout *= d;
+  parallelUnits(pool, nout, std::max<int64_t>(static_cast<int64_t>(geo.offsets.size()), 1), [&](int64_t b, int64_t e) {
+    forEachReduceOutput(geo, b, e, [&](int64_t o, int64_t base) { y[o] = reduceFloating<float>(op, x, base, geo.offsets); });
   });
 }
 
