@@ -450,23 +450,17 @@ class Lowerer {
     if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
     const int64_t rank = static_cast<int64_t>(x.size());
     std::vector<int64_t> axes;
-    bool from_input = n.op == "ReduceSum" ? g_.opset >= 13 : g_.opset >= 18;
-    if (from_input) {
-      if (n.hasInput(1)) {
-        const ir::Value& a = g_.value(n.inputs[1]);
-        if (!a.isConstant()) unsupported(n, "the axes must be a constant to have a package form");
-        axes = a.constant->toInt64();
-      }
-    } else {
+    if (!ops::reduceAxesFromInput(n, g_.opset)) {
       axes = n.attrInts("axes");
+    } else if (n.hasInput(1)) {
+      const ir::Value& a = g_.value(n.inputs[1]);
+      if (!a.isConstant()) unsupported(n, "the axes must be a constant to have a package form");
+      axes = a.constant->toInt64();
     }
-    bool noop = axes.empty() && n.attrInt("noop_with_empty_axes", 0) != 0;
+    std::vector<bool> flags;
+    int64_t bad = 0;
+    if (!ops::reducedDims(n, axes, rank, flags, bad)) unsupported(n, "axis {} is out of range for rank {}", bad, rank);
     std::vector<uint32_t> p{code};
-    std::vector<bool> flags(x.size(), axes.empty() && !noop);
-    for (int64_t a : axes) {
-      if (a < -rank || a >= rank) unsupported(n, "axis {} is out of range for rank {}", a, rank);
-      flags[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
-    }
     for (bool f : flags) p.push_back(f ? 1u : 0u);
     emit(n, LayerKind::kReduce, {in(n, 0)}, outVal(n, n.outputs[0]), p);
   }

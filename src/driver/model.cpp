@@ -176,10 +176,9 @@ std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t) {
   for (auto& v : target::checkGraph(g, t)) rows.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
   // What the target allows but npuc cannot put into a package yet: reported here, so that translate packages
   // whatever check passes.
-  std::vector<std::pair<const ir::Node*, int>> by_index;
-  for (ir::NodeId id : g.order()) by_index.push_back({&g.node(id), static_cast<int>(by_index.size())});
+  const std::vector<ir::NodeId>& order = g.order();
   for (const codegen::PackageGap& gap : codegen::packageGaps(g, t)) {
-    const ir::Node& n = *by_index[static_cast<size_t>(gap.index)].first;
+    const ir::Node& n = g.node(order[static_cast<size_t>(gap.index)]);
     rows.push_back({gap.index, n.name, n.domain.empty() ? n.op : n.domain + "." + n.op, t.name + ".package",
                     "npuc must have a package form for the node (docs/package-format.md lists the layer kinds)", gap.reason,
                     ""});

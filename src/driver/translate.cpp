@@ -247,10 +247,10 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   std::optional<quant::InputMeans> means;  // for the bias correction of fp16 weights
   // A model that cannot be imported or prepared (malformed, an unknown op, a pre/post definition that does not fit)
   // gets the error report too: one row with the message, published before the error goes up (exit status 2).
-  auto reportFailure = [&](const Error& e, const char* stage) {
+  auto reportFailure = [&](const Error& e, const char* stage, const char* verb) {
     try {
-      writeCheckReport({{-1, "", "", t.name + "." + stage, std::string("the model must ") + (stage[0] == 'i' ? "import" : "lower") +
-                         " (" + errorCodeName(e.code()) + ")", e.what(), ""}},
+      writeCheckReport({{-1, "", "", t.name + "." + stage, fmt::format("the model must {} ({})", verb, errorCodeName(e.code())),
+                         e.what(), ""}},
                        t.name, o.onnx.string(), tmp / o.prefix);
       out.commit();
     } catch (const Error&) {  // the original error is the one to report
@@ -261,7 +261,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       try {
         return Model::load(o.onnx, lo);
       } catch (const Error& e) {
-        if (e.code() == ErrorCode::kInvalidInput || e.code() == ErrorCode::kUnsupported) reportFailure(e, "import");
+        if (e.code() == ErrorCode::kInvalidInput || e.code() == ErrorCode::kUnsupported) reportFailure(e, "import", "import");
         throw;
       }
     }();
@@ -346,7 +346,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
             throw;
           } catch (const Error& e) {
             // What the per-node check (packageGaps) could not foresee: a failure of the whole graph's lowering.
-            if (e.code() == ErrorCode::kUnsupported) reportFailure(e, "lowering");
+            if (e.code() == ErrorCode::kUnsupported) reportFailure(e, "lowering", "lower");
             throw;
           }
         }();

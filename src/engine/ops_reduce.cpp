@@ -17,6 +17,7 @@
 #include "engine/elementwise_util.hpp"
 #include "kernels/layer_templates.hpp"
 #include "kernels/layers.hpp"
+#include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
 #include <algorithm>
@@ -97,20 +98,12 @@ void reduceKernel(KernelCall& call) {
     const Tensor& x = c.input(0);
     Red red = redOf(c);
     int64_t rank = x.rank();
-    bool from_input = c.node.op == "ReduceSum" ? c.opset >= 13 : c.opset >= 18;
     std::vector<int64_t> axes;
-    if (from_input) {
-      if (c.has(1)) axes = c.input(1).toInt64();
-    } else {
-      axes = c.node.attrInts("axes");
-    }
-    bool noop = axes.empty() && c.node.attrInt("noop_with_empty_axes", 0) != 0;
-    std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty() && !noop);
-    for (int64_t a : axes) {
-      int64_t n = a;
-      if (!ops::normalizeAxis(n, rank)) c.error("axis {} is out of range for rank {}", a, rank);
-      reduced[static_cast<size_t>(n)] = true;
-    }
+    if (!ops::reduceAxesFromInput(c.node, c.opset)) axes = c.node.attrInts("axes");
+    else if (c.has(1)) axes = c.input(1).toInt64();
+    std::vector<bool> reduced;
+    int64_t bad = 0;
+    if (!ops::reducedDims(c.node, axes, rank, reduced, bad)) c.error("axis {} is out of range for rank {}", bad, rank);
     Tensor& y = c.alloc(0);
     if (x.dtype() == DType::kF32) {  // float32 (and float16, widened): the layer kernel packages run too
       kernels::reduce(static_cast<kernels::ReduceOp>(red), x.shape(), reduced, x.data<float>(), y.data<float>(), c.pool);

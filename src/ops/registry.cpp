@@ -1,6 +1,8 @@
 // Op registry, InferContext and graph-wide shape inference.
 #include "ops/registry.hpp"
 
+#include "ops/shape_util.hpp"
+
 namespace npuc::ops {
 
 InferContext::InferContext(const ir::Node& node, int opset, std::vector<ir::Type> in_types,
@@ -80,6 +82,23 @@ int64_t attrInt(const ir::Node& n, const std::string& name) {
   const ir::Attr& d = declaredDefault(n, name);
   if (const int64_t* i = d.get<int64_t>()) return *i;
   fail(ErrorCode::kInternal, "the default of {}'s attribute '{}' is not an integer", n.op, name);
+}
+
+bool reduceAxesFromInput(const ir::Node& n, int opset) { return n.op == "ReduceSum" ? opset >= 13 : opset >= 18; }
+
+bool reducedDims(const ir::Node& n, const std::vector<int64_t>& axes, int64_t rank, std::vector<bool>& reduced,
+                 int64_t& bad_axis) {
+  const bool noop = axes.empty() && n.attrInt("noop_with_empty_axes", 0) != 0;
+  reduced.assign(static_cast<size_t>(rank), axes.empty() && !noop);
+  for (int64_t a : axes) {
+    int64_t d = a;
+    if (!normalizeAxis(d, rank)) {
+      bad_axis = a;
+      return false;
+    }
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  return true;
 }
 
 void Registry::add(OpSchema s) {

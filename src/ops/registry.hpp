@@ -105,6 +105,14 @@ const OpSchema& schemaFor(const ir::Node& n);
 float attrFloat(const ir::Node& n, const std::string& name);
 int64_t attrInt(const ir::Node& n, const std::string& name);
 
+/// Reduce* nodes: whether the axes are input 1 (from opset 18; ReduceSum from 13) rather than the 'axes' attribute.
+bool reduceAxesFromInput(const ir::Node& n, int opset);
+/// The dims a Reduce* node reduces, one flag per dim of its rank-`rank` input, from its axes (the attribute or input
+/// 1, normalised): no axes reduce every dim, unless noop_with_empty_axes. False, with `bad_axis` the first axis out
+/// of range, when there is one (the caller reports it). Shape inference, the engine and the lowering all use this.
+bool reducedDims(const ir::Node& n, const std::vector<int64_t>& axes, int64_t rank, std::vector<bool>& reduced,
+                 int64_t& bad_axis);
+
 /// Infers output types of `n` from its inputs' types and constant values. Returns std::nullopt when some input
 /// is not known yet. Throws kInvalidInput when the inputs are inconsistent.
 std::optional<std::vector<ir::Type>> inferNode(const ir::Graph& g, const ir::Node& n);
