@@ -3,6 +3,7 @@
 #include "codegen/lower.hpp"
 
 #include "ops/registry.hpp"
+#include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 #include "package/interval_map.hpp"
 #include "plan/memory.hpp"
@@ -440,6 +441,7 @@ class Lowerer {
     if (auto red = package::reduceOpCode(op)) return reduce(n, *red);
     if (op == "LayerNormalization") return layerNorm(n);
     if (op == "Resize" || op == "Upsample") return resize(n);
+    if (op == "Gather") return gather(n);
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
   }
 
@@ -636,6 +638,8 @@ class Lowerer {
     bool mm = n.op == "MatMul";
     const Shape& as = shapeOf(n, 0);
     const Tensor* w = constIn(n, 1);
+    // Anything but (a batch of) matrices times one constant matrix is the matmul kind (attention's products).
+    if (mm && (!w || w->rank() != 2 || as.size() < 2)) return matmul(n);
     if (!w || w->rank() != 2) unsupported(n, "the second operand must be a constant matrix");
     // A MatMul of a batch of matrices ([..., M, K]) by one constant matrix is one tall product [(... * M), K]: every
     // output element is the same dot product over K, so the bits are the engine's (its paths agree bit for bit).
@@ -700,6 +704,75 @@ class Lowerer {
     d.act_a = probe.act_a;
     d.act_b = probe.act_b;
     if (!epilogue) trailingActivation(n, out, outVal(n, outv));
+  }
+
+  /// MatMul of two operands that are not (a batch of matrices) x (one constant matrix): one product per batch, the
+  /// batch dims broadcast. A 1-D operand is viewed as a matrix ([1, K] or [K, 1]), as ONNX defines.
+  void matmul(const ir::Node& n) {
+    Shape sa = shapeOf(n, 0), sb = shapeOf(n, 1);
+    if (sa.empty() || sb.empty()) unsupported(n, "MatMul of a scalar");
+    if (sa.size() == 1) sa.insert(sa.begin(), 1);
+    if (sb.size() == 1) sb.push_back(1);
+    Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), yv;
+    if (!ops::broadcastShapes(ba, bb, yv)) unsupported(n, "batch dims {} and {} do not broadcast", shapeStr(ba), shapeStr(bb));
+    yv.push_back(sa[sa.size() - 2]);
+    yv.push_back(sb.back());
+    // The references carry every operand at the output's rank (leading 1s): the kernel broadcasts by dims.
+    while (sa.size() < yv.size()) sa.insert(sa.begin(), 1);
+    while (sb.size() < yv.size()) sb.insert(sb.begin(), 1);
+    if (yv.size() > package::kMaxRank) unsupported(n, "rank {} above {}", yv.size(), package::kMaxRank);
+    int a = in(n, 0), b = in(n, 1);
+    ir::ValueId outv = n.outputs[0];
+    LDesc probe;
+    bool epilogue = actFromAttrs(n, probe);
+    const Shape& ys = g_.value(outv).type.shape;
+    int out = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", ys);
+    LDesc& d = emit(n, LayerKind::kMatMul, {a, b}, out);
+    d.views = {sa, sb, yv};
+    d.act = probe.act;
+    d.act_a = probe.act_a;
+    d.act_b = probe.act_b;
+    if (!epilogue) trailingActivation(n, out, outVal(n, outv));
+  }
+
+  /// Gather: the indices are a constant (to the weights, as int64) or a model input of int32 / int64; indices
+  /// computed by the model are not (packages carry float activations).
+  void gather(const ir::Node& n) {
+    const Shape& xs = shapeOf(n, 0);
+    const ir::Value& iv = g_.value(n.inputs[1]);
+    const Shape& ys = g_.value(n.outputs[0]).type.shape;
+    const int64_t rank = static_cast<int64_t>(xs.size());
+    int64_t axis = ops::attrInt(n, "axis");
+    if (axis < -rank || axis >= rank) unsupported(n, "axis {} is out of range for rank {}", axis, rank);
+    if (axis < 0) axis += rank;
+    if (xs.size() > package::kMaxRank || ys.size() > package::kMaxRank || iv.type.shape.size() > package::kMaxRank)
+      unsupported(n, "rank above {}", package::kMaxRank);
+    int x = in(n, 0);
+    int idx;
+    if (iv.isConstant()) {
+      std::vector<int64_t> v = iv.constant->toInt64();
+      const int64_t len = xs[static_cast<size_t>(axis)];
+      for (int64_t i : v)
+        if (i < -len || i >= len) unsupported(n, "index {} is out of range for axis {} of size {}", i, axis, len);
+      std::vector<uint8_t> bytes(v.size() * sizeof(int64_t));
+      if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+      idx = weightVal(iv.name, iv.type.shape, std::move(bytes), ElemType::kI64);
+    } else if (auto it = of_.find(n.inputs[1]); it != of_.end()) {
+      idx = it->second;
+    } else if (iv.producer == ir::kNoNode && (iv.type.dtype == DType::kI64 || iv.type.dtype == DType::kI32)) {
+      LVal l;
+      l.name = iv.name;
+      l.shape = iv.type.shape;
+      l.type = iv.type.dtype;
+      l.space = 'i';
+      vals_.push_back(l);
+      idx = of_[n.inputs[1]] = static_cast<int>(vals_.size()) - 1;
+    } else {
+      unsupported(n, "indices computed by the model have no package form (a constant or a model input of int32/int64)");
+    }
+    if (vals_[static_cast<size_t>(idx)].type != DType::kI64 && vals_[static_cast<size_t>(idx)].type != DType::kI32)
+      unsupported(n, "indices '{}' are {}, not int32/int64", iv.name, dtypeName(vals_[static_cast<size_t>(idx)].type));
+    emit(n, LayerKind::kGather, {x, idx}, outVal(n, n.outputs[0]), {u32(axis)});
   }
 
   void pool(const ir::Node& n) {

@@ -228,22 +228,16 @@ class MatMulKernel : public Kernel {
         return;
       }
     }
-    // General batched case: walk output batches, mapping to broadcast input batches.
-    std::vector<int64_t> idx(bo.size(), 0);
-    for (int64_t bi = 0; bi < batches; ++bi) {
-      int64_t oa = 0, ob = 0, sta = 1, stb = 1;
-      for (size_t d = bo.size(); d-- > 0;) {
-        size_t da = d - (bo.size() - ba.size()), db = d - (bo.size() - bb.size());
-        if (d >= bo.size() - ba.size()) { oa += (ba[da] == 1 ? 0 : idx[d]) * sta; sta *= ba[da]; }
-        if (d >= bo.size() - bb.size()) { ob += (bb[db] == 1 ? 0 : idx[d]) * stb; stb *= bb[db]; }
-      }
-      product(c, M, N, K, pa + oa * M * K, K, false, pb + ob * K * N, N, false, py + bi * M * N, nullptr,
-              kernels::BiasKind::kNone, false);
-      for (size_t d = bo.size(); d-- > 0;) {
-        if (++idx[d] < bo[d]) break;
-        idx[d] = 0;
-      }
-    }
+    // General batched case: every output batch, its operands' batches broadcast (the package's matmul layer runs
+    // this same kernel).
+    kernels::MatMulBatches mb;
+    std::string why;
+    Shape sy = bo;
+    sy.push_back(M), sy.push_back(N);
+    Shape fa = ba, fb = bb;
+    fa.push_back(M), fa.push_back(K), fb.push_back(K), fb.push_back(N);
+    if (!kernels::matmulBatches(fa, fb, sy, &mb, &why)) c.error("{}", why);
+    kernels::matmulBatched(mb, pa, pb, py, {}, c.pool);
   }
 
   bool trans_a_ = false, trans_b_ = false;

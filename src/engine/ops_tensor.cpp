@@ -9,6 +9,7 @@
 #include "engine/elementwise_util.hpp"
 #include "kernels/layer_templates.hpp"
 #include "kernels/layers.hpp"
+#include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
 #include <algorithm>
@@ -281,25 +282,17 @@ void gatherKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   size_t es = elemSize(c, x);
   int64_t rank = x.rank();
-  int64_t axis = normAxis(c, c.node.attrInt("axis", 0), rank);
+  int64_t axis = normAxis(c, ops::attrInt(c.node, "axis"), rank);
   std::vector<int64_t> idx = c.input(1).toInt64();
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
   for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<int>(d));
   int64_t xa = x.dim(static_cast<int>(axis));
-  for (int64_t& v : idx) {
+  for (int64_t v : idx)
     if (v < -xa || v >= xa) c.error("index {} is out of range for axis {} of size {}", v, axis, xa);
-    if (v < 0) v += xa;
-  }
   Tensor& y = c.alloc(0);
-  size_t chunk = static_cast<size_t>(inner) * es;
-  if (chunk == 0) return;
-  int64_t ni = static_cast<int64_t>(idx.size());
-  uint8_t* dst = bytesOf(y);
-  const uint8_t* src = bytesOf(x);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < ni; ++j)
-      std::memcpy(dst + static_cast<size_t>(o * ni + j) * chunk, src + static_cast<size_t>(o * xa + idx[static_cast<size_t>(j)]) * chunk, chunk);
+  // The package's gather layer runs this same kernel.
+  kernels::gather(outer, xa, inner, idx, es, x.raw(), y.raw(), c.pool);
 }
 
 void gatherElementsKernel(KernelCall& c) {

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace npuc {
 class ThreadPool;
@@ -62,6 +64,26 @@ class PackedA {
 
 /// As sgemm with g.A/lda/transA replaced by the packed matrix (g.M and g.K must match it).
 void sgemm_packed(const PackedA& a, const GemmArgs& g, ThreadPool* pool);
+
+/// The products of a MatMul with numpy-broadcast batch dims (ONNX MatMul of two rank >= 2 operands):
+/// a [..., M, K] x b [..., K, N] -> y [..., M, N]. Output batch i multiplies a's batch a_off[i] by b's batch
+/// b_off[i] (element offsets); y's batches follow one another.
+struct MatMulBatches {
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<int64_t> a_off, b_off;
+};
+/// The batches of a [..., M, K] x b [..., K, N] (both rank >= 2); false (and `why`) when the shapes do not
+/// multiply or their batch dims do not broadcast to y's.
+bool matmulBatches(const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
+                   const std::vector<int64_t>& y_shape, MatMulBatches* out, std::string* why);
+/// Every batch's product with the numerics above (no bias, then `act`): reference / fastest variant (the same
+/// bits; threads split batches or, for few batches, each product's outputs).
+/// The GemmArgs of batch i (for the variants).
+GemmArgs matmulBatchArgs(const MatMulBatches& b, size_t i, const float* a, const float* bm, float* y,
+                         const Activation& act);
+void matmulBatched_ref(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act);
+void matmulBatched(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act,
+                   ThreadPool* pool);
 
 /// Name of the variant sgemm() dispatches to ("avx512", "avx2_fma" or "portable"), for logs and benchmarks.
 const char* sgemmVariant();

@@ -190,4 +190,10 @@ void padConstant(const std::vector<int64_t>& x_shape, const std::vector<int64_t>
 void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
            const std::vector<int64_t>& y_shape, size_t elem_size, const void* x, void* y, ThreadPool* pool);
 
+/// ONNX Gather along one axis: y[o, j, i] = x[o, idx[j], i] for o < outer, j < idx.size(), i < inner (x is
+/// [outer, axis_len, inner] in elements of elem_size bytes). Indices may be negative (counted from the end);
+/// one outside [-axis_len, axis_len) is an error naming it, raised before anything is written.
+void gather(int64_t outer, int64_t axis_len, int64_t inner, const std::vector<int64_t>& idx, size_t elem_size,
+            const void* x, void* y, ThreadPool* pool);
+
 }  // namespace npuc::kernels

@@ -200,13 +200,13 @@ void registerTensorOps(Registry& r) {
   r.add(makeSchema("Gather", 2, 2, "take entries along 'axis' by index", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     const Shape& idx = c.inputShape(1);
-    int64_t axis = axisOf(c, c.node().attrInt("axis", 0), static_cast<int64_t>(in.size()));
+    int64_t axis = axisOf(c, attrInt(c.node(), "axis"), static_cast<int64_t>(in.size()));
     if (!isInteger(c.inputDType(1))) c.error("indices must be integers, got {}", dtypeName(c.inputDType(1)));
     Shape out(in.begin(), in.begin() + axis);
     out.insert(out.end(), idx.begin(), idx.end());
     out.insert(out.end(), in.begin() + axis + 1, in.end());
     c.setOutput(0, c.inputDType(0), out);
-  }));
+  }).withDefault("axis", int64_t{0}));
   r.add(makeSchema("GatherElements", 2, 2, "take entries along 'axis' element by element", [](InferContext& c) {
     axisOf(c, c.node().attrInt("axis", 0), c.inputRank(0));
     c.setOutput(0, c.inputDType(0), c.inputShape(1));

@@ -3,6 +3,7 @@
 #include "package/package.hpp"
 
 #include "kernels/aipp.hpp"
+#include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/prepost.hpp"
 #include "package/interval_map.hpp"
@@ -644,6 +645,29 @@ struct Checker {
         }
         std::vector<uint32_t> ydims(y.dims.begin(), y.dims.begin() + y.rank);
         if (ydims != kept_keep && ydims != kept) bad("{}: {} reduced is not {}", what, dimsStr(x), dimsStr(y));
+        break;
+      }
+      case LayerKind::kMatMul: {
+        const TensorRef& b = d.in(1);
+        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
+        kernels::MatMulBatches mb;
+        std::string why;
+        auto dims = [](const TensorRef& r) { return std::vector<int64_t>(r.dims.begin(), r.dims.begin() + r.rank); };
+        if (!kernels::matmulBatches(dims(x), dims(b), dims(y), &mb, &why)) bad("{}: {}", what, why);
+        break;
+      }
+      case LayerKind::kGather: {
+        const TensorRef& idx = d.in(1);
+        if (idx.type != ElemType::kI64 && idx.type != ElemType::kI32)
+          bad("{}: indices are {}, this kind needs int32 or int64", what, elemName(idx.type));
+        if (x.type != y.type) bad("{}: gathers {} into {}", what, elemName(x.type), elemName(y.type));
+        if (w[0] >= x.rank) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
+        std::vector<uint32_t> want(x.dims.begin(), x.dims.begin() + w[0]);
+        want.insert(want.end(), idx.dims.begin(), idx.dims.begin() + idx.rank);
+        want.insert(want.end(), x.dims.begin() + w[0] + 1, x.dims.begin() + x.rank);
+        if (std::vector<uint32_t>(y.dims.begin(), y.dims.begin() + y.rank) != want)
+          bad("{}: {} gathered along axis {} by {} is not {}", what, dimsStr(x), w[0], dimsStr(idx), dimsStr(y));
+        if (x.dims[w[0]] == 0 && idx.numel() > 0) bad("{}: gathers from an empty axis {}", what, w[0]);
         break;
       }
       case LayerKind::kChannelAffine: {

@@ -95,6 +95,7 @@ struct Runtime::Impl {
     kernels::ConvShape cs;
     kernels::ConvTransposeShape ts;
     kernels::Pool2dShape ps;
+    kernels::MatMulBatches mm;  // matmul: the operands' batches
     std::vector<Shape> shapes;  // of the references
   };
   std::vector<Step> steps;  // by seq
@@ -239,6 +240,11 @@ struct Runtime::Impl {
         break;
       }
       case LayerKind::kBinary: break;
+      case LayerKind::kMatMul: {
+        std::string why;
+        if (!kernels::matmulBatches(s.shapes[0], s.shapes[1], s.shapes[2], &s.mm, &why)) fault(what + ": " + why);
+        break;  // the activation is the product's epilogue
+      }
       case LayerKind::kNormalize:
         for (size_t i = 1; i < s.p.size(); ++i) s.coef.push_back(package::paramFloat(s.p[i]));
         break;
@@ -483,6 +489,13 @@ struct Runtime::Impl {
         }
         break;
       }
+      case LayerKind::kMatMul: {
+        const float* a = inF(s, 0);
+        const float* b = inF(s, 1);
+        if (opts.exact) kernels::matmulBatched_ref(s.mm, a, b, outF(s), s.act);
+        else kernels::matmulBatched(s.mm, a, b, outF(s), s.act, pool.get());
+        break;
+      }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
         if (!opts.exact && (!s.post_act || s.act.kind == kernels::ActKind::kNone)) {
@@ -595,6 +608,23 @@ struct Runtime::Impl {
         uint16_t h = floatToHalf(v);
         const void* value = es == 4 ? static_cast<const void*>(&v) : static_cast<const void*>(&h);
         kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, pool.get());
+        return;
+      }
+      case LayerKind::kGather: {
+        const Shape& x = s.shapes[0];
+        const size_t axis = s.p[0];
+        int64_t outer = 1, inner = 1;
+        for (size_t i = 0; i < x.size(); ++i)
+          if (i != axis) (i < axis ? outer : inner) *= x[i];
+        const package::TensorRef& ir = d.in(1);
+        std::vector<int64_t> idx(ir.numel());
+        if (ir.type == ElemType::kI64) {
+          if (!idx.empty()) std::memcpy(idx.data(), s.in[1], idx.size() * sizeof(int64_t));
+        } else {
+          const int32_t* i32 = reinterpret_cast<const int32_t*>(s.in[1]);
+          for (size_t i = 0; i < idx.size(); ++i) idx[i] = i32[i];
+        }
+        kernels::gather(outer, x[axis], inner, idx, es, s.in[0], s.out, pool.get());
         return;
       }
       case LayerKind::kSlice: {

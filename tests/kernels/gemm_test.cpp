@@ -216,6 +216,62 @@ TEST(Gemm, ActivationSpecialValuesBitExact) {
   }
 }
 
+// Batched products with broadcast batch dims (the matmul layer kind, the engine's MatMul): the batch offsets are
+// numpy's, and every variant and thread count gives sgemm_ref's bits.
+TEST(MatMulBatched, BroadcastOffsetsAndEveryVariantBitExact) {
+  MatMulBatches b;
+  std::string why;
+  ASSERT_TRUE(matmulBatches({2, 1, 3, 4}, {3, 4, 5}, {2, 3, 3, 5}, &b, &why)) << why;
+  EXPECT_EQ(b.M, 3);
+  EXPECT_EQ(b.N, 5);
+  EXPECT_EQ(b.K, 4);
+  // a's batch [i, 0] for every j; b's batch j for every i.
+  EXPECT_EQ(b.a_off, (std::vector<int64_t>{0, 0, 0, 12, 12, 12}));
+  EXPECT_EQ(b.b_off, (std::vector<int64_t>{0, 20, 40, 0, 20, 40}));
+  EXPECT_FALSE(matmulBatches({2, 3, 4}, {3, 4, 5}, {3, 3, 5}, &b, &why));  // 2 vs 3 does not broadcast
+  EXPECT_NE(why.find("does not broadcast"), std::string::npos) << why;
+  EXPECT_FALSE(matmulBatches({3, 4}, {5, 6}, {3, 6}, &b, &why));  // K 4 vs 5
+  EXPECT_FALSE(matmulBatches({4}, {4, 6}, {6}, &b, &why));        // rank 1: the caller views it as a matrix
+
+  std::mt19937 rng(5);
+  test::VariantGuard guard;
+  for (int iter = 0; iter < 40; ++iter) {
+    const int64_t M = randomInt(rng, 1, 40), N = randomInt(rng, 1, 40), K = randomInt(rng, iter % 8 ? 1 : 0, 50);
+    std::vector<int64_t> ab, bb, yb;  // batch dims
+    const int nb = static_cast<int>(randomInt(rng, 0, 3));
+    for (int d = 0; d < nb; ++d) {
+      const int64_t n = randomInt(rng, 1, 4);
+      const int which = static_cast<int>(randomInt(rng, 0, 2));  // 0 both, 1 a broadcast, 2 b broadcast
+      ab.push_back(which == 1 ? 1 : n), bb.push_back(which == 2 ? 1 : n), yb.push_back(n);
+    }
+    if (iter % 5 == 0 && !bb.empty()) bb.erase(bb.begin());  // b of a lower rank
+    auto full = [](std::vector<int64_t> s, int64_t r, int64_t c) { s.push_back(r), s.push_back(c); return s; };
+    const std::vector<int64_t> as = full(ab, M, K), bs = full(bb, K, N), ys = full(yb, M, N);
+    MatMulBatches mb;
+    ASSERT_TRUE(matmulBatches(as, bs, ys, &mb, &why)) << why;
+    auto numel = [](const std::vector<int64_t>& s) { int64_t n = 1; for (auto d : s) n *= d; return n; };
+    const auto A = randomFloats(rng, static_cast<size_t>(numel(as))), B = randomFloats(rng, static_cast<size_t>(numel(bs)));
+    const Activation act = test::activationFor(iter);
+    std::vector<float> ref(static_cast<size_t>(numel(ys)), 7.0f);
+    matmulBatched_ref(mb, A.data(), B.data(), ref.data(), act);
+    // Batch 0 by hand: the plain product of the first matrices.
+    std::vector<float> c0(static_cast<size_t>(M * N));
+    GemmArgs g;
+    g.M = M, g.N = N, g.K = K, g.A = A.data(), g.lda = K, g.B = B.data() + mb.b_off[0], g.ldb = N, g.C = c0.data(), g.ldc = N;
+    g.act = act;
+    sgemm_ref(g);
+    ASSERT_EQ(firstBitMismatch(c0, std::vector<float>(ref.begin(), ref.begin() + M * N)), -1);
+    for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+      forceKernelIsa(cfg.isa);
+      setGemmBlocking(cfg.blocking);
+      std::vector<float> out(ref.size(), 7.0f);
+      matmulBatched(mb, A.data(), B.data(), out.data(), act, test::poolFor(cfg.threads));
+      const int64_t bad = firstBitMismatch(ref, out);
+      ASSERT_EQ(bad, -1) << "matmulBatched " << cfg.name() << " M=" << M << " N=" << N << " K=" << K << " at " << bad;
+    }
+  }
+}
+
 TEST(Gemm, PackedShapeMismatchThrows) {
   const std::vector<float> A(6, 1.0f), B(6, 1.0f);
   std::vector<float> C(4);

@@ -5,6 +5,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 
+#include "support/error.hpp"
 #include "support/fp16.hpp"
 #include "support/thread_pool.hpp"
 #include "test_util.hpp"
@@ -791,6 +792,45 @@ TEST(LayersMove, SliceWithNegativeSteps) {
   }
   std::vector<uint8_t> x(40), y(40);
   EXPECT_ANY_THROW(slice({10}, {9}, {1}, {2}, 4, x.data(), y.data(), nullptr));  // reads past the end
+}
+
+TEST(LayersMove, GatherAlongEveryAxisWithNegativeIndices) {
+  std::mt19937 rng(46);
+  const Shape xs{3, 4, 5};
+  const std::vector<int64_t> idx{-1, 0, 2, 2, -3};
+  for (size_t axis = 0; axis < 3; ++axis) {
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < 3; ++d)
+      if (d != axis) (d < axis ? outer : inner) *= xs[d];
+    for (size_t es : {1, 2, 4, 8}) {
+      const std::vector<uint8_t> x = randomBytes(rng, static_cast<size_t>(numel(xs)) * es);
+      const int64_t len = xs[axis], ni = static_cast<int64_t>(idx.size());
+      std::vector<uint8_t> want(static_cast<size_t>(outer * ni * inner) * es);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < ni; ++j)
+          for (int64_t i = 0; i < inner; ++i) {
+            const int64_t k = idx[static_cast<size_t>(j)] < 0 ? idx[static_cast<size_t>(j)] + len : idx[static_cast<size_t>(j)];
+            std::memcpy(&want[static_cast<size_t>((o * ni + j) * inner + i) * es],
+                        &x[static_cast<size_t>((o * len + k) * inner + i) * es], es);
+          }
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p2}) {
+        std::vector<uint8_t> y(want.size(), 0xee);
+        gather(outer, len, inner, idx, es, x.data(), y.data(), pool);
+        EXPECT_EQ(y, want) << "axis " << axis << " es " << es;
+      }
+    }
+  }
+  std::vector<uint8_t> x(60 * 4), y(60 * 4, 0xee);
+  const std::vector<uint8_t> untouched = y;
+  for (int64_t bad : {4, -5}) {
+    try {
+      gather(3, 4, 5, {0, bad}, 4, x.data(), y.data(), nullptr);
+      ADD_FAILURE() << "index " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(y, untouched);  // nothing written before the check
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

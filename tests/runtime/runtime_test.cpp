@@ -122,13 +122,19 @@ TEST_P(PackageRun, GenericMatchesEngineBitsAndModesAgree) {
   expectLayersAgree(l_exact, l_fast1, l_fast2);
 }
 
+// fp16 packages: for drpai, and for the kind models (several break drpai's rules on purpose) for a float16
+// variant of generic, so that every layer kind has its float16 form tested.
 TEST_P(PackageRun, Fp16CloseToEngineAndModesAgree) {
   const Case& c = GetParam();
-  if (!c.drpai) GTEST_SKIP() << "a generic-only kind model";
   fs::path onnx = kSrc + "/" + c.model;
   std::string prefix = fs::path(c.model).stem().string();
-  fs::path root = scratchDir("drpai_" + prefix);
-  TranslateResult r = translateTo(onnx, "drpai", root, prefix);
+  fs::path root = scratchDir("fp16_" + prefix);
+  std::string target = "drpai";
+  if (!c.drpai) {
+    target = (root / "generic_fp16.yaml").string();
+    std::ofstream(target) << "name: generic_fp16\ninherits: generic\nnumerics: fp16\n";
+  }
+  TranslateResult r = translateTo(onnx, target, root, prefix);
   ASSERT_TRUE(r.ok);
   Model m = Model::load(onnx);
   std::vector<Tensor> in;
@@ -158,7 +164,8 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "softmax_opset11", "batchnorm_unfolded", "slice_neg_steps", "pad_constant", "transpose",
                         "depthtospace_dcr", "depthtospace_crd", "concat_axis0", "binary_broadcast", "unary_params",
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
-                        "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10"})
+                        "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
+                        "gather"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }
@@ -169,6 +176,40 @@ INSTANTIATE_TEST_SUITE_P(Models, PackageRun, ::testing::ValuesIn(withKindModels(
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
 });
+
+// Gather by indices given at run time (a model input of int64 or int32): the package input keeps the integer type,
+// the outputs equal the engine's in both modes, and an index out of range stops the run with a clear error.
+TEST(Package, GatherByInputIndices) {
+  for (const char* name : {"gather_input_indices", "gather_input_indices_i32"}) {
+    fs::path onnx = kSrc + "/tests/data/kinds/" + name + ".onnx";
+    TranslateResult r = translateTo(onnx, "generic", scratchDir(name), name);
+    ASSERT_TRUE(r.ok) << name;
+    const DType it = std::string(name).ends_with("i32") ? DType::kI32 : DType::kI64;
+    Runtime rt(r.dir);
+    ASSERT_EQ(rt.inputs().size(), 2u);
+    EXPECT_EQ(rt.inputs()[1].dtype, it);
+    Tensor idx(it, {2, 2});
+    const int64_t v[4] = {3, -1, 0, 2};
+    for (int k = 0; k < 4; ++k) {
+      if (it == DType::kI64) idx.data<int64_t>()[k] = v[k];
+      else idx.data<int32_t>()[k] = static_cast<int32_t>(v[k]);
+    }
+    std::vector<Tensor> in = {randomInput({4, 3}, 5), idx};
+    std::vector<Tensor> ref = Session(Model::load(onnx), 1).run(in);
+    for (RuntimeOptions o : {RuntimeOptions{1, true}, RuntimeOptions{2, false}})
+      EXPECT_TRUE(Runtime(r.dir, o).run(in)[0].sameBits(ref[0])) << name;
+    for (int64_t bad : {4, -5}) {
+      if (it == DType::kI64) idx.data<int64_t>()[1] = bad;
+      else idx.data<int32_t>()[1] = static_cast<int32_t>(bad);
+      try {
+        Runtime(r.dir).run({in[0], idx});
+        ADD_FAILURE() << name << ": index " << bad << " accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
 
 std::string fileBytes(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -248,14 +289,14 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
 }
 
 TEST(Translate, NodesWithoutAPackageFormAreReportedLikeBrokenRules) {
-  // A Gather of an activation has no descriptor yet: check reports it (rule generic.package) and translate writes the
+  // GatherElements has no descriptor yet: check reports it (rule generic.package) and translate writes the
   // same error report instead of stopping at the first such node with no report (check passed such models before).
   fs::path root = scratchDir("no_form");
   const std::string model = kSrc + "/tests/data/bad/no_package_form.onnx";
   TranslateResult r = translateTo(model, "generic", root, "up");
   EXPECT_FALSE(r.ok);
   ASSERT_FALSE(r.errors.empty());
-  EXPECT_EQ(r.errors[0].op, "Gather");
+  EXPECT_EQ(r.errors[0].op, "GatherElements");
   EXPECT_EQ(r.errors[0].rule_id, "generic.package");
   EXPECT_NE(r.errors[0].actual.find("no package form"), std::string::npos) << r.errors[0].actual;
   EXPECT_TRUE(fs::exists(root / "up" / "up_error_report.csv"));

@@ -1098,4 +1098,28 @@ void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& star
   });
 }
 
+void gather(int64_t outer, int64_t axis_len, int64_t inner, const std::vector<int64_t>& idx, size_t elem_size,
+            const void* x, void* y, ThreadPool* pool) {
+  std::vector<int64_t> at(idx.size());
+  for (size_t j = 0; j < idx.size(); ++j) {
+    const int64_t v = idx[j];
+    if (v < -axis_len || v >= axis_len)
+      fail(ErrorCode::kInvalidArgument, "gather: index {} (position {}) is out of range for an axis of size {}", v, j,
+           axis_len);
+    at[j] = v < 0 ? v + axis_len : v;
+  }
+  const size_t chunk = static_cast<size_t>(inner) * elem_size;
+  const int64_t ni = static_cast<int64_t>(at.size());
+  if (chunk == 0 || outer <= 0 || ni == 0) return;
+  const uint8_t* src = static_cast<const uint8_t*>(x);
+  uint8_t* dst = static_cast<uint8_t*>(y);
+  detail::parallelUnits(pool, outer * ni, inner, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t o = u / ni, j = u % ni;
+      std::memcpy(dst + static_cast<size_t>(u) * chunk, src + static_cast<size_t>(o * axis_len + at[static_cast<size_t>(j)]) * chunk,
+                  chunk);
+    }
+  });
+}
+
 }  // namespace npuc::kernels

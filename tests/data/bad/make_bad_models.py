@@ -2,7 +2,8 @@
 """Writes the small invalid ONNX models used by tests/e2e/cli_test.sh (committed; rerun to regenerate)."""
 import os
 import onnx
-from onnx import TensorProto, helper
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
 
 here = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,8 +51,8 @@ w.data_location = TensorProto.EXTERNAL
 e = w.external_data.add()
 e.key, e.value = "location", "w.bin"
 save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], inits=[w]), "external_link.onnx")
-# An op the engine runs but no package holds yet (a Gather of an activation): check reports it, translate writes the
-# error report (tests/runtime/runtime_test.cpp).
-gi = helper.make_tensor("i", TensorProto.INT64, [2], [2, 0])
-save(model([helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)], [x], [y], inits=[gi]),
+# An op the engine runs but no package holds yet (GatherElements): check reports it, translate writes the error
+# report (tests/runtime/runtime_test.cpp).
+gi = numpy_helper.from_array(np.zeros((1, 3, 8, 8), np.int64), "i")
+save(model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="gather_elements", axis=1)], [x], [y], inits=[gi]),
      "no_package_form.onnx")

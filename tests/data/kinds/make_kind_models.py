@@ -121,3 +121,28 @@ save("resize_crop", [helper.make_node("Resize", ["x", "roi", "", "sz"], ["y"], m
      [("roi", np.array([0, 0, -0.2, 0.1, 1, 1, 0.9, 1.3], np.float32)), ("sz", np.array([1, 1, 4, 5], np.int64))])
 save("resize_opset10", [helper.make_node("Resize", ["x", "s"], ["y"], mode="nearest")], [1, 2, 3, 3], [1, 2, 6, 6],
      [("s", np.array([1, 1, 2, 2], np.float32))], opset=10)
+# MatMul of two activations (the matmul kind): a batch of products of x by its own transpose (attention's Q·Kᵀ),
+# then by a constant batch broadcast over the leading dim, a fused Relu, a 1-D second operand (a matrix-vector
+# product) and a 1-D first operand, added.
+save("matmul_activations", [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]),
+                            helper.make_node("MatMul", ["x", "t"], ["p"]),
+                            helper.make_node("MatMul", ["p", "c3"], ["q"]), helper.make_node("Relu", ["q"], ["r"]),
+                            helper.make_node("MatMul", ["r", "v"], ["a"]),
+                            helper.make_node("MatMul", ["u", "p"], ["b"]), helper.make_node("Add", ["a", "b"], ["y"])],
+     [2, 3, 4, 5], [2, 3, 4], [("c3", w(3, 4, 6)), ("v", w(6)), ("u", w(4))])
+# Gather (the gather kind): a scalar index (the axis dropped, as a Swin / ViT class-token pick), 2-D indices with a
+# negative one, and along axis 0 of a constant-free activation.
+save("gather", [helper.make_node("Gather", ["x", "i0"], ["a"], axis=1),
+                helper.make_node("Gather", ["x", "i1"], ["b"], axis=1), helper.make_node("Add", ["b", "a"], ["c"]),
+                helper.make_node("Gather", ["c", "i2"], ["y"], axis=0)],
+     [2, 5, 3], [2, 2, 2, 3],
+     [("i0", np.array(3, np.int64)), ("i1", np.array([[-1, 0], [2, 2]], np.int64)), ("i2", np.array([1, -2], np.int64))])
+# Gather by indices the caller gives (an int64 and an int32 model input: an embedding lookup).
+for name, itype in (("gather_input_indices", TensorProto.INT64), ("gather_input_indices_i32", TensorProto.INT32)):
+    g = helper.make_graph([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], name,
+                          [helper.make_tensor_value_info("x", F, [4, 3]), helper.make_tensor_value_info("i", itype, [2, 2])],
+                          [helper.make_tensor_value_info("y", F, [2, 2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, name + ".onnx")
