@@ -6,7 +6,7 @@ BUILD ?= build
 NPUC := $(BUILD)/bin/npuc
 CONFORMANCE_FLAGS ?= --quiet --roundtrip
 
-.PHONY: all deps build demo test conformance unit asan fuzz-smoke bench docs clean
+.PHONY: all deps build demo test conformance unit asan fuzz-smoke bench zoo docs clean
 
 all: build
 
@@ -50,6 +50,14 @@ fuzz-smoke:
 bench: build
 	@/usr/bin/python3 tools/export_models.py
 	@tools/bench_vs_ort.sh
+
+# The torchvision acceptance zoo (issue 23): export 29 models, translate for generic and drpai, simulate every
+# package in --exact and fast mode at 1 and 2 threads against the reference engine; writes docs/zoo-torchvision.md.
+# About 30 minutes and 3 GB in ZOO_DIR; not part of `make test` (tests/data/kinds/ holds a model per layer kind).
+ZOO_DIR ?= /tmp/npuc_tv
+zoo: build
+	@scripts/install_deps.sh torch
+	@/usr/bin/python3 tools/survey_torchvision.py --npuc $(NPUC) --out $(ZOO_DIR) --doc docs/zoo-torchvision.md
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz build-debug

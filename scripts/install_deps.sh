@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
 # and `apt-get update` runs only when something is missing.
-#   scripts/install_deps.sh [build] [fuzz] [python]
+#   scripts/install_deps.sh [build] [fuzz] [python] [torch]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config
@@ -10,6 +10,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev libstb-dev)
 fuzz_pkgs=(clang llvm libclang-rt-14-dev)
 python_pkgs=(python3 python3-numpy python3-onnx)
+torch_pkgs=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)  # exporting test models only
 
 want=()
 for group in "${@:-build}"; do
@@ -17,7 +18,8 @@ for group in "${@:-build}"; do
     build) want+=("${build_pkgs[@]}") ;;
     fuzz) want+=("${fuzz_pkgs[@]}") ;;
     python) want+=("${python_pkgs[@]}") ;;
-    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python)" >&2; exit 2 ;;
+    torch) want+=("${torch_pkgs[@]}") ;;
+    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch)" >&2; exit 2 ;;
   esac
 done
 

@@ -76,8 +76,8 @@ class Runtime {
   /// Wall time of each layer in the last run, in ms, by seq (empty unless RuntimeOptions::profile).
   const std::vector<double>& layerTimes() const;
 
-  /// Copies an input into data_in. Accepts the device element type, or float32 (rounded to the device type, round
-  /// to nearest even). The shape must match exactly (another shape with the same element count is refused too).
+  /// Copies an input into data_in. Accepts the device element type, or for a float input float32, float16 or
+  /// bfloat16 (widened exactly, or rounded to the device type, to nearest even). The shape must match exactly (another shape with the same element count is refused too).
   void setInput(const std::string& name, const Tensor& t);
   /// For inputs that hold a camera frame (RuntimeTensor::image): a JPEG or PNG picture made into that frame — decoded
   /// to RGB, resized to the frame's size (bilinear), converted to its format (YUV: ITU-R BT.601 limited range) and

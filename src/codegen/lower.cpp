@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -86,6 +87,93 @@ class Lowerer {
       lowerNode(g_.node(id));
       if (consume_) release(g_.node(id));
     }
+    for (ir::ValueId v : g_.outputs()) directOutput(v);
+    for (ir::ValueId v : g_.outputs()) halfOutput(v);
+  }
+
+  /// A float16 model output of a float32 package is rounded to float16 as it is stored (a cast layer after the
+  /// layer computing it in float32), so the package's outputs have the model's types.
+  void halfOutput(ir::ValueId v) {
+    const ir::Value& val = g_.value(v);
+    auto it = of_.find(v);
+    if (ft_ != ElemType::kF32 || val.exact_type || val.type.dtype != DType::kF16 || it == of_.end()) return;
+    LVal& computed = vals_[static_cast<size_t>(it->second)];
+    if (computed.type != ElemType::kF32 || computed.space != 'o') return;
+    computed.space = 'd';
+    computed.name += "/float32";
+    LVal o;
+    o.name = val.name;
+    o.shape = computed.shape;
+    o.type = ElemType::kF16;
+    o.space = 'o';
+    vals_.push_back(o);
+    const int out = static_cast<int>(vals_.size()) - 1;
+    LDesc d;
+    d.kind = LayerKind::kCast;
+    d.engine = package::layerEngine(LayerKind::kCast);
+    d.ins = {it->second};
+    d.out = out;
+    d.name = val.name + "/to_float16";
+    d.opexp = "Cast";
+    descs_.push_back(std::move(d));
+    it->second = out;
+  }
+
+  /// Why model output v cannot be a package output when no node computes it (a constant after folding: a Shape, a
+  /// Size; or a model input passed through), or "" when it can: copied by a copy layer from the weights or the input.
+  static std::string directOutputGap(const ir::Graph& g, ir::ValueId v) {
+    const ir::Value& val = g.value(v);
+    if (val.producer != ir::kNoNode) return "";
+    const DType t = val.isConstant() ? val.constant->dtype() : val.type.dtype;
+    if (isFloat(t) || (val.isConstant() && package::isPackageType(t))) return "";
+    return fmt::format("model output '{}' is {} {} that no layer computes; packages copy float tensors and constants "
+                       "of {} only", val.name, val.isConstant() ? "a constant" : "the model input", dtypeName(t),
+                       "float32, float16, (u)int8, (u)int16, int32 and int64");
+  }
+
+  void directOutput(ir::ValueId v) {
+    const ir::Value& val = g_.value(v);
+    if (val.producer != ir::kNoNode) return;  // computed by a layer
+    if (std::string why = directOutputGap(g_, v); !why.empty()) fail(ErrorCode::kUnsupported, "{}", why);
+    int src;
+    if (val.isConstant()) {
+      const Tensor& c = *val.constant;
+      if (isFloat(c.dtype())) {
+        src = weightVal(val.name + "/value", c.shape(), floatBytes(c, false), ft_);
+      } else {
+        std::vector<uint8_t> bytes(c.nbytes());
+        if (!bytes.empty()) std::memcpy(bytes.data(), c.raw(), bytes.size());
+        src = weightVal(val.name + "/value", c.shape(), std::move(bytes), c.dtype());
+      }
+    } else {
+      auto it = of_.find(v);
+      src = it != of_.end() ? it->second : -1;
+      if (src < 0) {  // an input nothing else reads
+        LVal l;
+        l.name = val.name;
+        l.shape = val.type.shape;
+        l.type = ft_;
+        l.space = 'i';
+        vals_.push_back(l);
+        src = of_[v] = static_cast<int>(vals_.size()) - 1;
+      }
+    }
+    LVal o;
+    o.name = val.name;
+    o.shape = vals_[static_cast<size_t>(src)].shape;
+    o.type = vals_[static_cast<size_t>(src)].type;
+    o.space = 'o';
+    vals_.push_back(o);
+    const int out = static_cast<int>(vals_.size()) - 1;
+    LDesc d;
+    d.kind = LayerKind::kCopy;
+    d.engine = package::layerEngine(LayerKind::kCopy);
+    d.ins = {src};
+    d.out = out;
+    d.name = val.name + "/copy";
+    d.opexp = val.isConstant() ? "Constant" : "Identity";
+    descs_.push_back(std::move(d));
+    of_[v] = out;
   }
 
   /// Drops the data of constants whose every consumer has been lowered.
@@ -295,17 +383,15 @@ class Lowerer {
     return static_cast<float>(t->toDouble()[0]);
   }
 
+  /// Clip's bounds as the engine reads them (ops::clipBounds); the caller has checked that they are constants.
   void clipBounds(const ir::Node& c, float& lo, float& hi) const {
-    if (g_.opset < 11 || !c.hasInput(1)) {
-      lo = c.attrFloat("min", -INFINITY);
-      hi = c.attrFloat("max", INFINITY);
-    } else {
-      lo = -INFINITY;
-      hi = INFINITY;
-    }
-    if (c.hasInput(1)) lo = scalarOf(constIn(c, 1), lo);
-    if (c.hasInput(2)) hi = scalarOf(constIn(c, 2), hi);
+    auto b = ops::clipBounds(g_, c);
+    if (!b) unsupported(c, "Clip bounds must be constants");
+    lo = b->first;
+    hi = b->second;
   }
+
+
 
   /// Activation from an ai.npuc node's attributes; false when it is not one the descriptor applies.
   bool actFromAttrs(const ir::Node& n, LDesc& d) const {
@@ -357,9 +443,9 @@ class Lowerer {
       emit(n, op == "GlobalAveragePool" ? LayerKind::kGlobalAvgPool : LayerKind::kGlobalMaxPool, {x}, outVal(n, n.outputs[0]));
       return;
     }
-    static const std::map<std::string, int> kBinary = {{"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}, {"Max", 4}, {"Min", 5}, {"Pow", 6}};
-    if (auto b = kBinary.find(op); b != kBinary.end()) {
-      if (n.numInputs() != 2) unsupported(n, "{} with {} inputs has no package form (two inputs)", op, n.numInputs());
+    const std::vector<std::string>& binary_names = package::binaryOpNames();
+    if (auto b = std::find(binary_names.begin(), binary_names.end(), op); b != binary_names.end()) {
+      if (n.numInputs() != 2) return variadic(n, static_cast<uint32_t>(b - binary_names.begin()));
       if (shapeOf(n, 0).size() > package::kMaxRank || g_.value(n.outputs[0]).type.shape.size() > package::kMaxRank)
         unsupported(n, "rank above {}", package::kMaxRank);
       int a = in(n, 0), c = in(n, 1);
@@ -367,7 +453,7 @@ class Lowerer {
       const ir::Node* act = fusableActivation(outv);
       LDesc* d;
       if (act) {
-        d = &emit(n, LayerKind::kBinary, {a, c}, outVal(*act, act->outputs[0]), {static_cast<uint32_t>(b->second)});
+        d = &emit(n, LayerKind::kBinary, {a, c}, outVal(*act, act->outputs[0]), {static_cast<uint32_t>(b - binary_names.begin())});
         of_[outv] = d->out;
         if (act->op == "Relu") d->act = Act::kRelu;
         else if (act->op == "LeakyRelu") d->act = Act::kLeakyRelu, d->act_a = ops::attrFloat(*act, "alpha");
@@ -376,10 +462,11 @@ class Lowerer {
         d->onnx_nodes.push_back(act->name);
         skip_[act->id] = true;
       } else {
-        emit(n, LayerKind::kBinary, {a, c}, outVal(n, outv), {static_cast<uint32_t>(b->second)});
+        emit(n, LayerKind::kBinary, {a, c}, outVal(n, outv), {static_cast<uint32_t>(b - binary_names.begin())});
       }
       return;
     }
+    if (op == "Sum" || op == "Mean") return variadic(n, binaryCode("Add"));
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Softplus" || op == "Softsign" || op == "Exp" ||
         op == "Log" || op == "Sqrt" || op == "Reciprocal" || op == "Abs" || op == "Neg" || op == "Erf" || op == "Floor" ||
         op == "Ceil" || op == "Round" || op == "HardSwish" || op == "Mish")
@@ -445,6 +532,39 @@ class Lowerer {
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
   }
 
+  /// Sum / Mean / Max / Min of any number of inputs, as the engine computes them: a chain of binary layers
+  /// (((a op b) op c) …, each broadcasting), then for Mean one division by the count. One input is a copy.
+  void variadic(const ir::Node& n, uint32_t code) {
+    const int k = n.numInputs();
+    if (k < 1) unsupported(n, "{} without inputs", n.op);
+    const Shape& ys = g_.value(n.outputs[0]).type.shape;
+    if (ys.size() > package::kMaxRank) unsupported(n, "rank above {}", package::kMaxRank);
+    if (k == 1) return copyLike(n);
+    int acc = in(n, 0);
+    Shape acc_shape = shapeOf(n, 0);
+    for (int i = 1; i < k; ++i) {
+      Shape s;
+      if (!ops::broadcastShapes(acc_shape, shapeOf(n, i), s)) unsupported(n, "inputs do not broadcast");
+      const bool last = i == k - 1 && n.op != "Mean";
+      int next = last ? outVal(n, n.outputs[0]) : tempVal(fmt::format("{}/partial{}", n.name, i), s);
+      emit(n, LayerKind::kBinary, {acc, in(n, i)}, next, {code}).name = fmt::format("{}/{}", n.name, i);
+      acc = next;
+      acc_shape = s;
+    }
+    if (n.op == "Mean") {
+      Tensor count(DType::kF32, {});
+      count.data<float>()[0] = static_cast<float>(k);
+      int c = weightVal(n.name + "/count", {}, floatBytes(count, false), ft_);
+      emit(n, LayerKind::kBinary, {acc, c}, outVal(n, n.outputs[0]), {binaryCode("Div")})
+          .name = n.name + "/divide";
+    }
+  }
+  /// The package code of a binary op (elementwise_ops.def).
+  static uint32_t binaryCode(const char* name) {
+    const std::vector<std::string>& names = package::binaryOpNames();
+    return static_cast<uint32_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  }
+
   /// Reduce*: the axes (an attribute, or from opset 18 — 13 for ReduceSum — a constant input) become one flag per
   /// dim of x; keepdims only shapes the output.
   void reduce(const ir::Node& n, uint32_t code) {
@@ -492,7 +612,24 @@ class Lowerer {
 
   void cast(const ir::Node& n) {
     int x = in(n, 0);
-    ElemType t = storageType(n, g_.value(n.outputs[0]));
+    const ir::Value& yv = g_.value(n.outputs[0]);
+    ElemType t = storageType(n, yv);
+    // A Cast to float16 inside a float32 package rounds: to float16 and back, or for a model output, to the model's
+    // float16 output itself. (In a float16 package every value is already rounded so.)
+    if (!yv.exact_type && ft_ == ElemType::kF32 && (yv.type.dtype == DType::kF16 || yv.type.dtype == DType::kBF16)) {
+      if (yv.type.dtype == DType::kBF16) unsupported(n, "a cast to bfloat16 has no package form");
+      if (is_output_.count(n.outputs[0])) {
+        int out = outVal(n, n.outputs[0]);
+        vals_[static_cast<size_t>(out)].type = ElemType::kF16;
+        emit(n, LayerKind::kCast, {x}, out);
+        return;
+      }
+      int half = tempVal(n.name + "/float16", yv.type.shape);
+      vals_[static_cast<size_t>(half)].type = ElemType::kF16;
+      emit(n, LayerKind::kCast, {x}, half).name = n.name + "/to_float16";
+      emit(n, LayerKind::kCast, {half}, outVal(n, n.outputs[0]));
+      return;
+    }
     if (t == vals_[static_cast<size_t>(x)].type) return copyLike(n);
     // cast_any_to_fp16 of a uint8 image feeding normalize alone: normalize reads the uint8 image itself (the same
     // bits: the cast is exact).
@@ -1394,10 +1531,12 @@ std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t)
     if (!it->second.empty()) {
       std::string reason = it->second, label = n.label() + ": ";
       if (reason.compare(0, label.size(), label) == 0) reason = reason.substr(label.size());
-      gaps.push_back({index, reason});
+      gaps.push_back({index, reason, ""});
     }
     ++index;
   }
+  for (ir::ValueId v : g.outputs())
+    if (std::string why = Lowerer::directOutputGap(g, v); !why.empty()) gaps.push_back({-1, why, g.value(v).name});
   return gaps;
 }
 

@@ -54,8 +54,9 @@ Lowered lowerConsuming(ir::Graph& g, const target::Target& t, const LowerOptions
 
 /// A node the lowering has no package form for, with the lowering's reason.
 struct PackageGap {
-  int index = 0;  // position in the graph's node order (the index of the availability report)
+  int index = 0;  // position in the graph's node order (the index of the availability report); -1: a model output
   std::string reason;
+  std::string output;  // index -1: the model output no layer computes
 };
 /// Every node of `g` that has no package form for target `t` (none when the target's numerics have no packages
 /// yet): each node is lowered alone, in a graph of its own with its input types and constants, as translate would

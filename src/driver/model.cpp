@@ -178,6 +178,11 @@ std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t) {
   // whatever check passes.
   const std::vector<ir::NodeId>& order = g.order();
   for (const codegen::PackageGap& gap : codegen::packageGaps(g, t)) {
+    if (gap.index < 0) {  // a model output no layer computes
+      rows.push_back({gap.index, gap.output, "(model output)", t.name + ".package",
+                      "every model output must be computed by a layer or be a copyable constant", gap.reason, ""});
+      continue;
+    }
     const ir::Node& n = g.node(order[static_cast<size_t>(gap.index)]);
     rows.push_back({gap.index, n.name, n.domain.empty() ? n.op : n.domain + "." + n.op, t.name + ".package",
                     "npuc must have a package form for the node (docs/package-format.md lists the layer kinds)", gap.reason,

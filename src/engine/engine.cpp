@@ -144,20 +144,11 @@ std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::No
     a.kind = kernels::ActKind::kLeakyRelu;
     a.a = ops::attrFloat(n, "alpha");
   } else if (n.op == "Clip") {
+    auto b = ops::clipBounds(g, n);
+    if (!b) return std::nullopt;
     a.kind = kernels::ActKind::kClip;
-    a.a = -std::numeric_limits<float>::infinity();
-    a.b = std::numeric_limits<float>::infinity();
-    if (g.opset < 11) {
-      a.a = n.attrFloat("min", -std::numeric_limits<float>::max());
-      a.b = n.attrFloat("max", std::numeric_limits<float>::max());
-    } else {
-      for (int i = 1; i <= 2; ++i) {
-        if (!n.hasInput(i)) continue;
-        const ir::Value& v = g.value(n.inputs[static_cast<size_t>(i)]);
-        if (!v.constant || v.constant->dtype() != DType::kF32 || v.constant->numel() != 1) return std::nullopt;
-        (i == 1 ? a.a : a.b) = v.constant->data<float>()[0];
-      }
-    }
+    a.a = b->first;
+    a.b = b->second;
   } else {
     return std::nullopt;
   }

@@ -3,6 +3,8 @@
 
 #include "ops/shape_util.hpp"
 
+#include <limits>
+
 namespace npuc::ops {
 
 InferContext::InferContext(const ir::Node& node, int opset, std::vector<ir::Type> in_types,
@@ -223,6 +225,20 @@ int64_t nodeMacs(const ir::Graph& g, const ir::Node& n) {
       types->push_back(v == ir::kNoValue ? ir::Type{} : g.value(v).type);
     }
   return s->macs(n, in, out);
+}
+
+std::optional<std::pair<float, float>> clipBounds(const ir::Graph& g, const ir::Node& clip) {
+  const float big = std::numeric_limits<float>::max();
+  if (g.opset < 11) return std::make_pair(clip.attrFloat("min", -big), clip.attrFloat("max", big));
+  float b[2] = {-big, big};
+  for (int i = 1; i <= 2; ++i) {
+    if (!clip.hasInput(i)) continue;
+    const ir::Value& v = g.value(clip.inputs[static_cast<size_t>(i)]);
+    if (!v.isConstant() || v.constant->numel() != 1 || !(isFloat(v.constant->dtype()) || isInteger(v.constant->dtype())))
+      return std::nullopt;
+    b[i - 1] = static_cast<float>(v.constant->toDouble()[0]);
+  }
+  return std::make_pair(b[0], b[1]);
 }
 
 }  // namespace npuc::ops

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace npuc::ops {
@@ -112,6 +113,11 @@ bool reduceAxesFromInput(const ir::Node& n, int opset);
 /// of range, when there is one (the caller reports it). Shape inference, the engine and the lowering all use this.
 bool reducedDims(const ir::Node& n, const std::vector<int64_t>& axes, int64_t rank, std::vector<bool>& reduced,
                  int64_t& bad_axis);
+
+/// Clip's bounds (lower, upper) as every part of npuc reads them: the 'min' / 'max' attributes before opset 11, the
+/// scalar constant inputs 1 and 2 from it (any numeric type, converted to float); an absent bound is float's
+/// lowest / largest value (ONNX's default: infinities are clipped too). nullopt when a bound is not a constant.
+std::optional<std::pair<float, float>> clipBounds(const ir::Graph& g, const ir::Node& clip);
 
 /// Infers output types of `n` from its inputs' types and constant values. Returns std::nullopt when some input
 /// is not known yet. Throws kInvalidInput when the inputs are inconsistent.

@@ -58,7 +58,7 @@ std::optional<Match> mish(const ir::Graph& g, const Uses& u, const ir::Node& mul
 std::optional<Match> relu6OfXPlus3(const ir::Graph& g, const Uses& u, ir::ValueId v) {
   const ir::Node* clip = producer(g, v, "Clip");
   if (!clip || !singleUse(g, u, v)) return std::nullopt;
-  auto b = clipBounds(g, *clip);
+  auto b = ops::clipBounds(g, *clip);
   if (!b || b->second != 6.0f || b->first > 0.0f) return std::nullopt;
   std::vector<ir::NodeId> nodes{clip->id};
   ir::ValueId in = clip->inputs[0];

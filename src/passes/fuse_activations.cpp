@@ -24,7 +24,7 @@ std::optional<Act> activationOf(const ir::Graph& g, const ir::Node& n) {
     if (n.op == "HardSigmoid") return Act{"HardSigmoid", ops::attrFloat(n, "alpha"), ops::attrFloat(n, "beta")};
     if (n.op == "HardSwish") return Act{"HardSwish"};
     if (n.op == "Clip") {
-      auto b = clipBounds(g, n);
+      auto b = ops::clipBounds(g, n);
       if (b) return Act{"Clip", b->first, b->second};
     }
     return std::nullopt;
@@ -83,7 +83,7 @@ bool Relu6ToReluPass::run(ir::Graph& g, PassContext&) {
   for (ir::NodeId id : g.order()) {
     ir::Node& n = g.node(id);
     if (n.op == "Clip" && n.domain.empty()) {
-      auto b = clipBounds(g, n);
+      auto b = ops::clipBounds(g, n);
       if (!b || b->first != 0.0f || b->second != 6.0f) continue;
       n.op = "Relu";
       n.inputs.resize(1);

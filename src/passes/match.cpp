@@ -28,22 +28,6 @@ std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v) {
   return t.toDouble()[0];
 }
 
-std::optional<std::pair<float, float>> clipBounds(const ir::Graph& g, const ir::Node& clip) {
-  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-  if (g.opset < 11) {
-    lo = clip.attrFloat("min", -std::numeric_limits<float>::max());
-    hi = clip.attrFloat("max", std::numeric_limits<float>::max());
-    return std::make_pair(lo, hi);
-  }
-  for (int i = 1; i <= 2; ++i) {
-    if (!clip.hasInput(i)) continue;
-    auto v = constScalar(g, clip.inputs[static_cast<size_t>(i)]);
-    if (!v) return std::nullopt;
-    (i == 1 ? lo : hi) = static_cast<float>(*v);
-  }
-  return std::make_pair(lo, hi);
-}
-
 ir::Node& replaceWith(ir::Graph& g, const std::vector<ir::NodeId>& dead, const std::string& op, const std::string& domain,
                       const std::string& name, std::vector<ir::ValueId> inputs, ir::ValueId out) {
   std::vector<std::string> sources;  // provenance: the replaced nodes (and what was merged into them)

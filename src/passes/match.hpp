@@ -18,8 +18,6 @@ const ir::Node* producer(const ir::Graph& g, ir::ValueId v, const char* op = nul
 bool singleUse(const ir::Graph& g, const Uses& uses, ir::ValueId v);
 /// The value of a one-element constant, as double.
 std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v);
-/// Clip bounds (attributes before opset 11, constant inputs after); nullopt when not constant.
-std::optional<std::pair<float, float>> clipBounds(const ir::Graph& g, const ir::Node& clip);
 
 /// Replaces the nodes `dead` (their outputs must be unused outside them) by one new node computing `out`.
 ir::Node& replaceWith(ir::Graph& g, const std::vector<ir::NodeId>& dead, const std::string& op, const std::string& domain,

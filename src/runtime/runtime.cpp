@@ -678,13 +678,25 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
   uint8_t* dst = im.at(it->address, static_cast<uint64_t>(n) * dtypeSize(it->dtype), "input " + name);
   if (t.dtype() == it->dtype) {
     std::memcpy(dst, t.raw(), t.nbytes());
-  } else if (t.dtype() == DType::kF32 && it->dtype == DType::kF16) {
-    const float* s = t.data<float>();
-    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) d[i] = floatToHalf(s[i]);
+  } else if ((it->dtype == DType::kF16 || it->dtype == DType::kF32) &&
+             (t.dtype() == DType::kF32 || t.dtype() == DType::kF16 || t.dtype() == DType::kBF16)) {
+    // Another float type: widened exactly to float32, then (a float16 device input) rounded to nearest even.
+    auto at = [&](int64_t i) {
+      if (t.dtype() == DType::kF32) return t.data<float>()[i];
+      const uint16_t h = static_cast<const uint16_t*>(t.raw())[i];
+      return t.dtype() == DType::kF16 ? halfToFloat(h) : bf16ToFloat(h);
+    };
+    if (it->dtype == DType::kF32) {
+      float* d = reinterpret_cast<float*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = at(i);
+    } else {
+      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = floatToHalf(at(i));
+    }
   } else {
     fail(ErrorCode::kInvalidArgument, "input '{}' is {} on the device; got {} (give {}{})", name, dtypeName(it->dtype),
-         dtypeName(t.dtype()), dtypeName(it->dtype), it->dtype == DType::kF16 ? " or float32" : "");
+         dtypeName(t.dtype()), dtypeName(it->dtype),
+         isFloat(it->dtype) ? ", or float32, float16 or bfloat16" : "");
   }
 }
 

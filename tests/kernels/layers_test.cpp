@@ -566,6 +566,7 @@ std::vector<float> naiveBinary(BinaryOp op, const Activation& act, const Shape& 
       case BinaryOp::kMax: r = std::isnan(u) || std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : std::max(u, v); break;
       case BinaryOp::kMin: r = std::isnan(u) || std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : std::min(u, v); break;
       case BinaryOp::kPow: r = std::pow(u, v); break;
+      case BinaryOp::kPRelu: r = u < 0.0f ? u * v : u; break;
       case BinaryOp::kCount: break;
     }
     y[static_cast<size_t>(p)] = applyActivation(r, act);
@@ -584,7 +585,7 @@ Shape broadcastShape(const Shape& a, const Shape& b) {
 }
 
 TEST(LayersBinary, NamesAndScalars) {
-  const char* names[] = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"};
+  const char* names[] = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "PRelu"};
   for (size_t i = 0; i < std::size(names); ++i) {
     EXPECT_EQ(binaryOpFromName(names[i]), static_cast<BinaryOp>(i));
     EXPECT_STREQ(binaryOpName(static_cast<BinaryOp>(i)), names[i]);
@@ -593,6 +594,8 @@ TEST(LayersBinary, NamesAndScalars) {
   EXPECT_EQ(binaryScalar(BinaryOp::kSub, 1.0f, 3.0f), -2.0f);
   EXPECT_EQ(binaryScalar(BinaryOp::kPow, 2.0f, 10.0f), 1024.0f);
   EXPECT_EQ(binaryScalar(BinaryOp::kMax, -1.0f, 2.0f), 2.0f);
+  EXPECT_EQ(binaryScalar(BinaryOp::kPRelu, -2.0f, 0.25f), -0.5f);  // the slope scales negatives only
+  EXPECT_EQ(binaryScalar(BinaryOp::kPRelu, 3.0f, 0.25f), 3.0f);
   EXPECT_TRUE(std::isnan(binaryScalar(BinaryOp::kMin, std::nanf(""), 2.0f)));
   EXPECT_TRUE(std::isnan(binaryScalar(BinaryOp::kMax, 2.0f, std::nanf(""))));
 }

@@ -5,6 +5,7 @@
 #include "npuc/runtime.hpp"
 #include "package/package.hpp"
 #include "plan/addrmap.hpp"
+#include "support/fp16.hpp"
 
 #include "package_checks.hpp"
 #include "scratch_dir.hpp"
@@ -279,6 +280,21 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
   // The same 64 elements in another shape are refused too (they were taken as 1x1x8x8: issue 22).
   EXPECT_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kF32, {64})), Error);
   EXPECT_THROW(rt.setInput(rt.inputs()[0].name, Tensor(DType::kI32, {1, 1, 8, 8})), Error);
+  // Other float types are widened exactly to the float32 input: float16 and bfloat16 give float32's bits.
+  Tensor f(DType::kF32, {1, 1, 8, 8}), h(DType::kF16, {1, 1, 8, 8}), b(DType::kBF16, {1, 1, 8, 8});
+  for (int i = 0; i < 64; ++i) {
+    f.data<float>()[i] = 0.25f * static_cast<float>(i - 32);  // exact in float16 and bfloat16
+    static_cast<uint16_t*>(h.raw())[i] = floatToHalf(f.data<float>()[i]);
+    static_cast<uint16_t*>(b.raw())[i] = floatToBf16(f.data<float>()[i]);
+  }
+  rt.setInput(rt.inputs()[0].name, f);
+  rt.run();
+  Tensor want = rt.output(rt.outputs()[0].name);
+  for (const Tensor* t : {&h, &b}) {
+    rt.setInput(rt.inputs()[0].name, *t);
+    rt.run();
+    EXPECT_TRUE(rt.output(rt.outputs()[0].name).sameBits(want)) << dtypeName(t->dtype());
+  }
   EXPECT_THROW(rt.output("nope"), Error);
   EXPECT_THROW(Runtime(r.dir, {0, false}), Error);
   EXPECT_EQ(rt.layers().size(), 6u);  // the Flatten before the classifier is an alias (no layer)

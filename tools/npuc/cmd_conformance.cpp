@@ -1,7 +1,10 @@
 // npuc conformance: runs ONNX backend test directories (model.onnx + test_data_set_*/{input,output}_*.pb) on the
 // reference engine and compares with the expected outputs (rtol 1e-3, atol 1e-4; exact for integers and bools).
-// Optionally checks import -> export -> import (ONNX checker + bit-identical outputs) and an allowlist.
+// Optionally checks import -> export -> import (ONNX checker + bit-identical outputs) and an allowlist, and with
+// --package TARGET that `check` and `translate` agree on every test the engine passes and that each package the
+// translator writes computes the engine's outputs (bit for bit for float32 targets) in --exact and fast mode.
 #include "cli_common.hpp"
+#include "npuc/runtime.hpp"
 
 #include <fmt/format.h>
 
@@ -11,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -60,12 +65,89 @@ std::string compare(const Tensor& got, const Tensor& want) {
 
 enum class Verdict { kPass, kFail, kUnsupported };
 
+/// A scratch folder for the packages of --package, removed with everything in it at the end.
+struct ScratchDir {
+  fs::path dir = fs::temp_directory_path() / fmt::format("npuc-conformance-{}", ::getpid());
+  ScratchDir() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  const fs::path& path() const { return dir; }
+};
+
 struct Result {
   Verdict v;
   std::string why;
 };
 
-Result runTest(const fs::path& dir, bool roundtrip, int threads) {
+/// What --package found for one test: the package agrees (or both check and translate refuse), or why not.
+struct PackageResult {
+  enum Kind { kPackaged, kReported, kDisagree, kWrong } kind = kReported;
+  std::string why;
+};
+
+/// check and translate for `target` on model m (inputs fixed to the data set's shapes); when a package is written,
+/// simulates it in --exact mode at 1 thread and fast mode at 2 threads on the data set's inputs.
+PackageResult packageTest(const fs::path& model, const LoadOptions& lo, const std::string& target,
+                          const std::map<std::string, Tensor>& inputs, const fs::path& scratch) {
+  Model m = Model::load(model, lo);
+  std::vector<CheckRow> rows = m.check(target);
+  TranslateOptions to;
+  to.prefix = "t";
+  to.onnx = model;
+  to.target = target;
+  to.out_root = scratch;
+  to.input_shapes = lo.input_shapes;
+  bool packaged = false;
+  std::string refused;
+  try {
+    TranslateResult r = translate(to);
+    packaged = r.ok;
+    if (!r.ok && !r.errors.empty()) refused = r.errors[0].rule_id + ": " + r.errors[0].actual;
+  } catch (const Error& e) {
+    refused = e.what();
+  }
+  if (rows.empty() != packaged) {
+    return {PackageResult::kDisagree,
+            rows.empty() ? fmt::format("check passes, translate refuses: {}", refused)
+                         : fmt::format("check reports {} ({}: {}), translate packages it", rows.size(), rows[0].rule_id,
+                                       rows[0].actual)};
+  }
+  if (!packaged) return {PackageResult::kReported, rows[0].rule_id + ": " + rows[0].actual};
+  // The package computes what the engine computes on the optimized model (fused patterns round once, not per op;
+  // the test's own comparison above holds the optimizer to the expected outputs).
+  std::vector<Tensor> opt_outs = Session(m.optimized(), 1).run(inputs);
+  fs::path dir = scratch / "t";
+  std::vector<std::vector<Tensor>> runs;
+  for (RuntimeOptions ro : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+    Runtime rt(dir, ro);
+    for (const RuntimeTensor& in : rt.inputs()) {
+      auto it = inputs.find(in.name);
+      if (it == inputs.end()) return {PackageResult::kWrong, fmt::format("the package input '{}' is not a model input", in.name)};
+      rt.setInput(in.name, it->second);
+    }
+    rt.run();
+    std::vector<Tensor> outs;
+    for (const RuntimeTensor& o : rt.outputs()) outs.push_back(rt.output(o.name));
+    runs.push_back(std::move(outs));
+  }
+  if (runs[0].size() != opt_outs.size())
+    return {PackageResult::kWrong, fmt::format("{} package outputs, the model has {}", runs[0].size(), opt_outs.size())};
+  const bool fp32 = Runtime(dir).numerics() == "fp32";
+  for (size_t i = 0; i < opt_outs.size(); ++i) {
+    if (!runs[1][i].sameBits(runs[0][i])) return {PackageResult::kWrong, fmt::format("output {}: fast mode differs from --exact", i)};
+    if (fp32 && !runs[0][i].reshaped(opt_outs[i].shape()).sameBits(opt_outs[i]))
+      return {PackageResult::kWrong, fmt::format("output {}: the package's bits differ from the engine's", i)};
+  }
+  return {PackageResult::kPackaged, ""};
+}
+
+Result runTest(const fs::path& dir, bool roundtrip, int threads, const std::string& package_target,
+               const fs::path& scratch, PackageResult* pkg) {
   fs::path model = dir / "model.onnx";
   auto sets = sortedNumbered(dir, "test_data_set_");
   if (sets.empty()) return {Verdict::kUnsupported, "no test_data_set_* folder"};
@@ -108,6 +190,7 @@ Result runTest(const fs::path& dir, bool roundtrip, int threads) {
         if (!why.empty())
           return {Verdict::kFail, fmt::format("{} output {} ({}): {}", set.filename().string(), i, m.outputs()[i].name, why)};
       }
+      if (pkg && set == sets.front()) *pkg = packageTest(model, lo, package_target, inputs, scratch);
       if (roundtrip) {
         std::string bytes = m.toOnnxBytes();
         checkOnnx(bytes, "exported " + model.string());
@@ -135,7 +218,7 @@ void addConformance(CLI::App& app, Action& run) {
                                "pytorch-operator/, simple/) and compare with the expected outputs");
   struct Opts {
     std::vector<std::string> dirs;
-    std::string filter, allowlist, write_passing;
+    std::string filter, allowlist, write_passing, package, packaged_list, write_packaged;
     bool roundtrip = false, quiet = false;
     int threads = 1;
   };
@@ -147,6 +230,12 @@ void addConformance(CLI::App& app, Action& run) {
   c->add_flag("--roundtrip", o->roundtrip, "Also check import -> export -> import: ONNX checker and identical outputs");
   c->add_flag("--quiet,-q", o->quiet, "Print only failures and the totals");
   c->add_option("--threads,-t", o->threads, "Worker threads per test")->check(CLI::Range(1, 256));
+  c->add_option("--package", o->package,
+                "Also, for every test the engine passes: `check` and `translate` for this target must agree, and each "
+                "package must compute the engine's outputs (bit for bit for float32 targets) in --exact and fast mode");
+  c->add_option("--packaged-list", o->packaged_list,
+                "With --package: file of test ids that must translate into a package; exit 1 if one does not");
+  c->add_option("--write-packaged", o->write_packaged, "With --package: write the ids of the packaged tests to this file");
   c->callback([o, &run] {
     run = [o] {
       std::vector<std::string> dirs = o->dirs;
@@ -168,10 +257,27 @@ void addConformance(CLI::App& app, Action& run) {
         for (auto& s : sub) tests.push_back({p.filename().string() + "/" + s.filename().string(), s});
       }
       int pass = 0, failc = 0, unsup = 0;
-      std::set<std::string> passing;
+      int packaged = 0, reported = 0, disagree = 0;
+      std::set<std::string> passing, packaged_ids;
+      ScratchDir scratch;
       for (auto& [id, dir] : tests) {
         if (!o->filter.empty() && id.find(o->filter) == std::string::npos) continue;
-        Result r = runTest(dir, o->roundtrip, o->threads);
+        PackageResult pr;
+        pr.kind = PackageResult::kReported;
+        pr.why = "-";
+        Result r = runTest(dir, o->roundtrip, o->threads, o->package, scratch.path(), o->package.empty() ? nullptr : &pr);
+        if (r.v == Verdict::kPass && !o->package.empty()) {
+          if (pr.kind == PackageResult::kPackaged) {
+            ++packaged;
+            packaged_ids.insert(id);
+          } else if (pr.kind == PackageResult::kReported) {
+            ++reported;
+            if (!o->quiet) fmt::print("reported     {} ({}): {}\n", id, o->package, pr.why);
+          } else {
+            ++disagree;
+            r = {Verdict::kFail, fmt::format("package ({}): {}", o->package, pr.why)};
+          }
+        }
         if (r.v == Verdict::kPass) {
           ++pass;
           passing.insert(id);
@@ -189,24 +295,34 @@ void addConformance(CLI::App& app, Action& run) {
         std::ofstream f(o->write_passing);
         for (auto& id : passing) f << id << "\n";
       }
+      if (!o->write_packaged.empty()) {
+        std::ofstream f(o->write_packaged);
+        for (auto& id : packaged_ids) f << id << "\n";
+      }
       int rc = 0;
-      if (!o->allowlist.empty()) {
-        std::ifstream f(o->allowlist);
-        if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open the allowlist", o->allowlist));
+      // Every id of `file` must be in `got`: 1 (and the missing ids printed) when one is not.
+      auto requireAll = [&](const std::string& file, const std::set<std::string>& got, const char* what) {
+        std::ifstream f(file);
+        if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open the list", file));
         std::string line;
         int listed = 0, missing = 0;
         while (std::getline(f, line)) {
           if (line.empty() || line[0] == '#') continue;
           ++listed;
           if (!o->filter.empty() && line.find(o->filter) == std::string::npos) continue;
-          if (!passing.count(line)) {
+          if (!got.count(line)) {
             ++missing;
-            fmt::print("allowlisted test did not pass: {}\n", line);
+            fmt::print("listed test did not {}: {}\n", what, line);
           }
         }
-        fmt::print("allowlist: {} listed, {} did not pass\n", listed, missing);
+        fmt::print("{}: {} listed, {} did not {}\n", file, listed, missing, what);
         if (missing) rc = 1;
-      }
+      };
+      if (!o->allowlist.empty()) requireAll(o->allowlist, passing, "pass");
+      if (!o->packaged_list.empty()) requireAll(o->packaged_list, packaged_ids, "translate into a package");
+      if (!o->package.empty())
+        fmt::print("package {}: {} packaged and computing the engine's outputs, {} reported by check and refused by "
+                   "translate, {} disagreeing or wrong\n", o->package, packaged, reported, disagree);
       fmt::print("{} passed, {} failed, {} unsupported\n", pass, failc, unsup);
       return rc;
     };

@@ -217,8 +217,11 @@ inline float binaryT(float a, float b) {
   } else if constexpr (Op == BinaryOp::kMin) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
     return b < a ? b : a;
-  } else {
+  } else if constexpr (Op == BinaryOp::kPow) {
     return static_cast<float>(std::pow(a, b));  // powf, as the engine's float32 Pow
+  } else {
+    static_assert(Op == BinaryOp::kPRelu);
+    return a < 0.0f ? a * b : a;  // b: the slope
   }
 }
 
