@@ -467,19 +467,18 @@ class Lowerer {
       return;
     }
     if (op == "Sum" || op == "Mean") return variadic(n, binaryCode("Add"));
-    if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Softplus" || op == "Softsign" || op == "Exp" ||
-        op == "Log" || op == "Sqrt" || op == "Reciprocal" || op == "Abs" || op == "Neg" || op == "Erf" || op == "Floor" ||
-        op == "Ceil" || op == "Round" || op == "HardSwish" || op == "Mish")
-      return unaryOp(n, op, 0, 0);
-    if (op == "LeakyRelu") return unaryOp(n, op, ops::attrFloat(n, "alpha"), 0);
-    if (op == "HardSigmoid") return unaryOp(n, op, ops::attrFloat(n, "alpha"), ops::attrFloat(n, "beta"));
-    if (op == "Elu" || op == "Celu") return unaryOp(n, op, ops::attrFloat(n, "alpha"), 0);
-    if (op == "Selu") return unaryOp(n, op, ops::attrFloat(n, "alpha"), ops::attrFloat(n, "gamma"));
     if (op == "Clip") {
       if ((n.hasInput(1) && !constIn(n, 1)) || (n.hasInput(2) && !constIn(n, 2))) unsupported(n, "Clip bounds must be constants");
       float lo, hi;
       clipBounds(n, lo, hi);
       return unaryOp(n, op, lo, hi);
+    }
+    // The element-wise ops of the unary table (elementwise_ops.def), alpha and beta from the attributes it names.
+    const std::vector<std::string>& unary_names = package::unaryOpNames();
+    if (auto u = std::find(unary_names.begin(), unary_names.end(), op);
+        u != unary_names.end() && op != "Identity" && op != "Swish") {
+      const auto& [a, b] = package::unaryOpAttrs()[static_cast<size_t>(u - unary_names.begin())];
+      return unaryOp(n, op, a.empty() ? 0.0f : ops::attrFloat(n, a), b.empty() ? 0.0f : ops::attrFloat(n, b));
     }
     if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" || op == "Dropout") {
       if (op == "Dropout" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue && uses_.count(n.outputs[1]))

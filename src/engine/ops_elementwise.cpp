@@ -82,22 +82,11 @@ T sign(T v) {
 kernels::UnaryOp libraryUnary(const ir::Node& n, float& alpha, float& beta) {
   using kernels::UnaryOp;
   UnaryOp op = kernels::unaryOpFromName(n.op.c_str());
-  alpha = 0.0f;
-  beta = 0.0f;
-  switch (op) {
-    case UnaryOp::kLeakyRelu: alpha = ops::attrFloat(n, "alpha"); break;
-    case UnaryOp::kHardSigmoid:
-      alpha = ops::attrFloat(n, "alpha");
-      beta = ops::attrFloat(n, "beta");
-      break;
-    case UnaryOp::kElu: case UnaryOp::kCelu: alpha = ops::attrFloat(n, "alpha"); break;
-    case UnaryOp::kSelu:
-      alpha = ops::attrFloat(n, "alpha");
-      beta = ops::attrFloat(n, "gamma");
-      break;
-    case UnaryOp::kMish: case UnaryOp::kSwish: case UnaryOp::kClip: return UnaryOp::kCount;
-    default: break;
-  }
+  // Clip's bounds are inputs from opset 11 (clipKernel); Swish and Mish are ai.npuc ops (their own kernels).
+  if (op == UnaryOp::kMish || op == UnaryOp::kSwish || op == UnaryOp::kClip) return UnaryOp::kCount;
+  const kernels::UnaryAttrs attrs = kernels::unaryOpAttrs(op);  // the attributes alpha and beta come from
+  alpha = *attrs.alpha ? ops::attrFloat(n, attrs.alpha) : 0.0f;
+  beta = *attrs.beta ? ops::attrFloat(n, attrs.beta) : 0.0f;
   return op;
 }
 

@@ -75,7 +75,7 @@ void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const 
 // Element-wise.
 /// The operations of the element-wise kernels (elementwise_ops.def: the order is their code in a package).
 enum class UnaryOp : uint8_t {
-#define NPUC_UNARY_OP(E, name, params) E,
+#define NPUC_UNARY_OP(E, name, alpha, beta) E,
 #include "kernels/elementwise_ops.def"
 #undef NPUC_UNARY_OP
   kCount
@@ -83,8 +83,15 @@ enum class UnaryOp : uint8_t {
 /// Name as in ONNX ("Relu", "HardSwish", …); UnaryOp::kCount when unknown.
 UnaryOp unaryOpFromName(const char* name);
 const char* unaryOpName(UnaryOp op);
-/// One element: the specification (float in, float out; alpha/beta as the ONNX op's attributes:
-/// LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta; Elu/Celu alpha; Selu alpha, gamma).
+/// The ONNX attributes alpha and beta come from ("" when the op has no such parameter), from elementwise_ops.def:
+/// LeakyRelu alpha; Clip min, max (its inputs from opset 11); HardSigmoid alpha, beta; Elu/Celu alpha; Selu alpha,
+/// gamma.
+struct UnaryAttrs {
+  const char* alpha;
+  const char* beta;
+};
+UnaryAttrs unaryOpAttrs(UnaryOp op);
+/// One element: the specification (float in, float out; alpha/beta from the attributes above).
 float unaryScalar(UnaryOp op, float x, float alpha, float beta);
 void unary(UnaryOp op, float alpha, float beta, int64_t n, const float* x, float* y, ThreadPool* pool);
 

@@ -75,6 +75,14 @@ bool layerAllowedOn(LayerKind k, Engine e) {
   return i->engine == EngineClass::Either || (i->engine == EngineClass::Mac) == (e == Engine::kMac);
 }
 
+namespace {
+/// The doc column of a unary op's parameters: "alpha, beta" as the ONNX attributes they come from, or "—".
+std::string unaryParamsDoc(const char* alpha, const char* beta) {
+  if (!*alpha) return "—";
+  return *beta ? fmt::format("{}, {}", alpha, beta) : std::string(alpha);
+}
+}  // namespace
+
 std::string layerKindsMarkdown() {
   std::string md = "| code | kind | engine | inputs | parameter words |\n|---|---|---|---|---|\n";
   for (const LayerKindInfo& k : layerKinds()) {
@@ -83,7 +91,8 @@ std::string layerKindsMarkdown() {
   }
   md += "\nOperations of `unary` layers (word 0), with what `alpha` and `beta` (words 1 and 2) are:\n\n| code | op | alpha, beta |\n|---|---|---|\n";
   int code = 0;
-#define NPUC_UNARY_OP(E, name, params) md += fmt::format("| {} | {} | {} |\n", code++, name, params);
+#define NPUC_UNARY_OP(E, name, alpha, beta) \
+  md += fmt::format("| {} | {} | {} |\n", code++, name, unaryParamsDoc(alpha, beta));
 #include "kernels/elementwise_ops.def"
 #undef NPUC_UNARY_OP
   md += "\nOperations of `binary` layers (word 0):\n\n| code | op |\n|---|---|\n";

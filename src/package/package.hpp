@@ -96,6 +96,8 @@ std::optional<uint32_t> reduceOpCode(const std::string& onnx_op);
 /// Operations of kUnary and kBinary descriptors, by code (the index in these lists; format version 1). Names
 /// are the ONNX op names; the runtime maps them onto its kernels by name.
 const std::vector<std::string>& unaryOpNames();
+/// Per unary op code: the ONNX attributes its alpha and beta words come from ("" when none).
+const std::vector<std::pair<std::string, std::string>>& unaryOpAttrs();
 const std::vector<std::string>& binaryOpNames();
 
 /// Fused activation of a descriptor (applied to the fp32 result before the output is stored).

@@ -22,7 +22,15 @@ namespace npuc::package {
 
 const std::vector<std::string>& unaryOpNames() {
   static const std::vector<std::string> k = {
-#define NPUC_UNARY_OP(E, name, params) name,
+#define NPUC_UNARY_OP(E, name, alpha, beta) name,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_UNARY_OP
+  };
+  return k;
+}
+const std::vector<std::pair<std::string, std::string>>& unaryOpAttrs() {
+  static const std::vector<std::pair<std::string, std::string>> k = {
+#define NPUC_UNARY_OP(E, name, alpha, beta) {alpha, beta},
 #include "kernels/elementwise_ops.def"
 #undef NPUC_UNARY_OP
   };

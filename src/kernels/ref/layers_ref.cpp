@@ -125,10 +125,15 @@ void pool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool) {
 // Unary ops.
 
 constexpr std::array<const char*, static_cast<size_t>(UnaryOp::kCount)> kUnaryNames = {
-#define NPUC_UNARY_OP(E, name, params) name,
+#define NPUC_UNARY_OP(E, name, alpha, beta) name,
 #include "kernels/elementwise_ops.def"
 #undef NPUC_UNARY_OP
 };
+constexpr std::array<UnaryAttrs, static_cast<size_t>(UnaryOp::kCount)> kUnaryAttrs = {{
+#define NPUC_UNARY_OP(E, name, alpha, beta) {alpha, beta},
+#include "kernels/elementwise_ops.def"
+#undef NPUC_UNARY_OP
+}};
 
 constexpr std::array<const char*, static_cast<size_t>(BinaryOp::kCount)> kBinaryNames = {
 #define NPUC_BINARY_OP(E, name) name,
@@ -788,6 +793,11 @@ UnaryOp unaryOpFromName(const char* name) {
 const char* unaryOpName(UnaryOp op) {
   const size_t i = static_cast<size_t>(op);
   return i < kUnaryNames.size() ? kUnaryNames[i] : "?";
+}
+
+UnaryAttrs unaryOpAttrs(UnaryOp op) {
+  const size_t i = static_cast<size_t>(op);
+  return i < kUnaryAttrs.size() ? kUnaryAttrs[i] : UnaryAttrs{"", ""};
 }
 
 float unaryScalar(UnaryOp op, float x, float alpha, float beta) {
