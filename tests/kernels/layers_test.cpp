@@ -474,6 +474,20 @@ float unaryFormula(UnaryOp op, float x, float alpha, float beta) {
     case UnaryOp::kCeil: return std::ceil(x);
     case UnaryOp::kRound: return static_cast<float>(std::nearbyint(d));
     case UnaryOp::kIdentity: return x;
+    case UnaryOp::kSin: return static_cast<float>(std::sin(d));
+    case UnaryOp::kCos: return static_cast<float>(std::cos(d));
+    case UnaryOp::kTan: return static_cast<float>(std::tan(d));
+    case UnaryOp::kAsin: return static_cast<float>(std::asin(d));
+    case UnaryOp::kAcos: return static_cast<float>(std::acos(d));
+    case UnaryOp::kAtan: return static_cast<float>(std::atan(d));
+    case UnaryOp::kSinh: return static_cast<float>(std::sinh(d));
+    case UnaryOp::kCosh: return static_cast<float>(std::cosh(d));
+    case UnaryOp::kAsinh: return static_cast<float>(std::asinh(d));
+    case UnaryOp::kAcosh: return static_cast<float>(std::acosh(d));
+    case UnaryOp::kAtanh: return static_cast<float>(std::atanh(d));
+    case UnaryOp::kSign: return std::isnan(x) ? x : x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
+    case UnaryOp::kThresholdedRelu: return x > alpha ? x : 0.0f;
+    case UnaryOp::kShrink: return static_cast<float>(d < -b ? d + a : (d > b ? d - a : 0.0));
     case UnaryOp::kCount: break;
   }
   return std::numeric_limits<float>::quiet_NaN();
@@ -487,6 +501,8 @@ std::pair<float, float> unaryAttrs(UnaryOp op) {
     case UnaryOp::kElu: return {0.7f, 0.0f};
     case UnaryOp::kCelu: return {1.3f, 0.0f};
     case UnaryOp::kSelu: return {1.67326319217681884765625f, 1.05070102214813232421875f};
+    case UnaryOp::kThresholdedRelu: return {1.0f, 0.0f};
+    case UnaryOp::kShrink: return {0.25f, 1.5f};  // bias, lambd
     default: return {0.0f, 0.0f};
   }
 }
@@ -494,13 +510,14 @@ std::pair<float, float> unaryAttrs(UnaryOp op) {
 TEST(LayersUnary, NamesRoundTrip) {
   const char* names[] = {"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Swish", "Mish",
                          "Elu", "Selu", "Celu", "Softplus", "Softsign", "Exp", "Log", "Sqrt", "Reciprocal", "Abs",
-                         "Neg", "Erf", "Floor", "Ceil", "Round", "Identity"};
+                         "Neg", "Erf", "Floor", "Ceil", "Round", "Identity", "Sin", "Cos", "Tan", "Asin", "Acos",
+                         "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Sign", "ThresholdedRelu", "Shrink"};
   ASSERT_EQ(std::size(names), static_cast<size_t>(UnaryOp::kCount));
   for (size_t i = 0; i < std::size(names); ++i) {
     EXPECT_EQ(unaryOpFromName(names[i]), static_cast<UnaryOp>(i)) << names[i];
     EXPECT_STREQ(unaryOpName(static_cast<UnaryOp>(i)), names[i]);
   }
-  EXPECT_EQ(unaryOpFromName("Sin"), UnaryOp::kCount);
+  EXPECT_EQ(unaryOpFromName("Softmax"), UnaryOp::kCount);
   EXPECT_EQ(unaryOpFromName("relu"), UnaryOp::kCount);
 }
 

@@ -182,7 +182,23 @@ inline float unaryT(float x, float alpha, float beta) {
   else if constexpr (Op == UnaryOp::kFloor) return std::floor(x);
   else if constexpr (Op == UnaryOp::kCeil) return std::ceil(x);
   else if constexpr (Op == UnaryOp::kRound) return static_cast<float>(std::nearbyint(xd));
-  else return x;  // kIdentity
+  else if constexpr (Op == UnaryOp::kSin) return static_cast<float>(std::sin(xd));
+  else if constexpr (Op == UnaryOp::kCos) return static_cast<float>(std::cos(xd));
+  else if constexpr (Op == UnaryOp::kTan) return static_cast<float>(std::tan(xd));
+  else if constexpr (Op == UnaryOp::kAsin) return static_cast<float>(std::asin(xd));
+  else if constexpr (Op == UnaryOp::kAcos) return static_cast<float>(std::acos(xd));
+  else if constexpr (Op == UnaryOp::kAtan) return static_cast<float>(std::atan(xd));
+  else if constexpr (Op == UnaryOp::kSinh) return static_cast<float>(std::sinh(xd));
+  else if constexpr (Op == UnaryOp::kCosh) return static_cast<float>(std::cosh(xd));
+  else if constexpr (Op == UnaryOp::kAsinh) return static_cast<float>(std::asinh(xd));
+  else if constexpr (Op == UnaryOp::kAcosh) return static_cast<float>(std::acosh(xd));
+  else if constexpr (Op == UnaryOp::kAtanh) return static_cast<float>(std::atanh(xd));
+  else if constexpr (Op == UnaryOp::kSign) return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;  // ±0 and NaN stay
+  else if constexpr (Op == UnaryOp::kThresholdedRelu) return x > alpha ? x : 0.0f;
+  else if constexpr (Op == UnaryOp::kShrink) {  // alpha: bias, beta: lambd
+    const double b = alpha, l = beta;
+    return static_cast<float>(xd < -l ? xd + b : (xd > l ? xd - b : 0.0));
+  } else return x;  // kIdentity
 }
 
 /// Ops cheap enough that a thread needs many elements to be worth waking.
