@@ -528,6 +528,7 @@ class Lowerer {
     if (op == "LayerNormalization") return layerNorm(n);
     if (op == "Resize" || op == "Upsample") return resize(n);
     if (op == "Gather") return gather(n);
+    if (op == "Split") return split(n);
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
   }
 
@@ -776,6 +777,9 @@ class Lowerer {
     const Tensor* w = constIn(n, 1);
     // Anything but (a batch of) matrices times one constant matrix is the matmul kind (attention's products).
     if (mm && (!w || w->rank() != 2 || as.size() < 2)) return matmul(n);
+    if (!mm && (!w || w->rank() != 2 || ops::attrInt(n, "transA") || ops::attrFloat(n, "alpha") != 1.0f ||
+                (n.hasInput(2) && ops::attrFloat(n, "beta") != 1.0f)))
+      return gemmGeneral(n);
     if (!w || w->rank() != 2) unsupported(n, "the second operand must be a constant matrix");
     // A MatMul of a batch of matrices ([..., M, K]) by one constant matrix is one tall product [(... * M), K]: every
     // output element is the same dot product over K, so the bits are the engine's (its paths agree bit for bit).
@@ -842,6 +846,110 @@ class Lowerer {
     if (!epilogue) trailingActivation(n, out, outVal(n, outv));
   }
 
+  /// Gemm beyond "x times constant weights plus bias": transA, alpha, beta, or B an activation. As the engine
+  /// computes it: the product (a matmul layer; transposed operands through transpose layers, a constant B transposed
+  /// here), then y * alpha (a binary layer), then + beta * C (C scaled here when constant, by a binary layer when
+  /// not), the fused activation on the last layer.
+  void gemmGeneral(const ir::Node& n) {
+    const Shape &as = shapeOf(n, 0), &bs = shapeOf(n, 1);
+    if (as.size() != 2 || bs.size() != 2) unsupported(n, "Gemm operands must be matrices");
+    const bool ta = ops::attrInt(n, "transA"), tb = ops::attrInt(n, "transB");
+    const float alpha = ops::attrFloat(n, "alpha"), beta = ops::attrFloat(n, "beta");
+    const int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1], N = tb ? bs[0] : bs[1];
+    auto transposed = [&](int v, const Shape& s, const char* what) {
+      int t = tempVal(fmt::format("{}/{}", n.name, what), {s[1], s[0]});
+      emit(n, LayerKind::kTranspose, {v}, t, {1u, 0u}).name = fmt::format("{}/{}", n.name, what);
+      return t;
+    };
+    int a = in(n, 0);
+    if (ta) a = transposed(a, as, "transA");
+    int b;
+    if (const Tensor* w = constIn(n, 1); w && tb) {  // a constant B^T: transposed once, here
+      std::vector<double> wd = w->toDouble();
+      std::vector<float> bt(static_cast<size_t>(K * N));
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) bt[static_cast<size_t>(k * N + j)] = static_cast<float>(wd[static_cast<size_t>(j * K + k)]);
+      b = weightVal(g_.value(n.inputs[1]).name + "/transposed", {K, N}, floatBytes(*w, false, &bt), ft_);
+    } else {
+      b = in(n, 1);
+      if (tb) b = transposed(b, bs, "transB");
+    }
+    const ir::ValueId outv = n.outputs[0];
+    const Shape& ys = g_.value(outv).type.shape;
+    LDesc probe;
+    const bool epilogue = actFromAttrs(n, probe);
+    const bool scale = alpha != 1.0f;
+    const ir::Value* cv = n.hasInput(2) && beta != 0.0f ? &g_.value(n.inputs[2]) : nullptr;
+    // As the engine: "+ C" with C per column ([N], [1, N]) or per row ([M, 1]) starts the sums (a bias).
+    uint32_t bias_kind = 0;
+    int bias = -1;
+    if (cv && alpha == 1.0f && beta == 1.0f) {
+      const Shape& cs = cv->type.shape;
+      bias_kind = (cs == Shape{N} || cs == Shape{1, N}) && N > 0 ? 1 : cs == Shape{M, 1} && M > 0 ? 2 : 0;
+      if (bias_kind) {
+        const int64_t len = bias_kind == 1 ? N : M;
+        if (cv->isConstant()) {
+          bias = weightVal(cv->name, {len}, floatBytes(*cv->constant, true), ElemType::kF32);
+        } else {
+          bias = in(n, 2);
+        }
+        cv = nullptr;
+      }
+    }
+    // The layers in order; the last one writes the output and carries the activation.
+    int steps = 1 + (scale ? 1 : 0) + (cv ? 1 : 0) + (cv && !cv->isConstant() && beta != 1.0f ? 1 : 0);
+    auto next = [&](const char* what) {
+      return --steps == 0 && epilogue ? outVal(n, outv) : tempVal(fmt::format("{}/{}", n.name, what), ys);
+    };
+    auto finish = [&](LDesc& d) {
+      if (steps) return;
+      d.act = probe.act, d.act_a = probe.act_a, d.act_b = probe.act_b;
+      if (!epilogue) trailingActivation(n, d.out, outVal(n, outv));
+    };
+    int y = next("product");
+    std::vector<int> ins = {a, b};
+    if (bias >= 0) ins.push_back(bias);
+    LDesc& p = emit(n, LayerKind::kMatMul, ins, y, {bias_kind});
+    p.views = {{M, K}, {K, N}};
+    if (bias >= 0) p.views.push_back({bias_kind == 1 ? N : M});
+    p.views.push_back({M, N});
+    finish(p);
+    if (scale) {
+      Tensor t(DType::kF32, {});
+      t.data<float>()[0] = alpha;
+      int av = weightVal(n.name + "/alpha", {}, floatBytes(t, false), ft_);
+      int ya = next("alpha");
+      LDesc& d = emit(n, LayerKind::kBinary, {y, av}, ya, {binaryCode("Mul")});
+      d.name = n.name + "/alpha";
+      y = ya;
+      finish(d);
+    }
+    if (cv) {
+      int c;
+      if (cv->isConstant()) {  // beta * C, each element one float multiply as in the engine
+        std::vector<double> cd = cv->constant->toDouble();
+        std::vector<float> sc(cd.size());
+        for (size_t i = 0; i < cd.size(); ++i) sc[i] = beta == 1.0f ? static_cast<float>(cd[i]) : beta * static_cast<float>(cd[i]);
+        c = weightVal(cv->name + "/scaled", cv->type.shape, floatBytes(*cv->constant, false, &sc), ft_);
+      } else {
+        c = in(n, 2);
+        if (beta != 1.0f) {
+          Tensor t(DType::kF32, {});
+          t.data<float>()[0] = beta;
+          int bv = weightVal(n.name + "/beta", {}, floatBytes(t, false), ft_);
+          int cb = tempVal(n.name + "/beta_C", cv->type.shape);
+          --steps;
+          emit(n, LayerKind::kBinary, {c, bv}, cb, {binaryCode("Mul")}).name = n.name + "/beta";
+          c = cb;
+        }
+      }
+      int yc = next("add_C");
+      LDesc& d = emit(n, LayerKind::kBinary, {y, c}, yc, {binaryCode("Add")});
+      d.name = n.name + "/add_C";
+      finish(d);
+    }
+  }
+
   /// MatMul of two operands that are not (a batch of matrices) x (one constant matrix): one product per batch, the
   /// batch dims broadcast. A 1-D operand is viewed as a matrix ([1, K] or [K, 1]), as ONNX defines.
   void matmul(const ir::Node& n) {
@@ -863,7 +971,7 @@ class Lowerer {
     bool epilogue = actFromAttrs(n, probe);
     const Shape& ys = g_.value(outv).type.shape;
     int out = epilogue ? outVal(n, outv) : tempVal(n.name + "/pre_act", ys);
-    LDesc& d = emit(n, LayerKind::kMatMul, {a, b}, out);
+    LDesc& d = emit(n, LayerKind::kMatMul, {a, b}, out, {0u});
     d.views = {sa, sb, yv};
     d.act = probe.act;
     d.act_a = probe.act_a;
@@ -1042,6 +1150,30 @@ class Lowerer {
     }
     p.push_back(package::floatParam(value));
     emit(n, LayerKind::kPad, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+  }
+
+  /// Split: each output a slice of the input along the axis, at the sum of the previous outputs' sizes (the sizes
+  /// are the outputs' own dims, as shape inference fixed them from `split` / num_outputs).
+  void split(const ir::Node& n) {
+    const Shape& s = shapeOf(n, 0);
+    const size_t r = s.size();
+    if (r > package::kMaxRank) unsupported(n, "rank {} above {}", r, package::kMaxRank);
+    int64_t axis = ops::attrInt(n, "axis");
+    if (axis < -static_cast<int64_t>(r) || axis >= static_cast<int64_t>(r)) unsupported(n, "axis {} out of range", axis);
+    if (axis < 0) axis += static_cast<int64_t>(r);
+    int x = in(n, 0);
+    int64_t offset = 0;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      ir::ValueId v = n.outputs[k];
+      if (v == ir::kNoValue) unsupported(n, "output {} is missing", k);
+      const Shape& ys = g_.value(v).type.shape;
+      std::vector<uint32_t> p;
+      for (size_t i = 0; i < r; ++i) p.push_back(u32(static_cast<int64_t>(i) == axis && ys[i] ? offset : 0));
+      for (size_t i = 0; i < r; ++i) p.push_back(1u);
+      offset += ys[static_cast<size_t>(axis)];
+      if (!uses_.count(v) && !is_output_.count(v)) continue;  // nothing reads it
+      emit(n, LayerKind::kSlice, {x}, outVal(n, v), p).name = fmt::format("{}/{}", n.name, k);
+    }
   }
 
   void slice(const ir::Node& n) {

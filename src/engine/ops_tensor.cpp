@@ -215,7 +215,7 @@ void splitKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   size_t es = elemSize(c, x);
   int64_t rank = x.rank();
-  int64_t axis = normAxis(c, c.node.attrInt("axis", 0), rank);
+  int64_t axis = normAxis(c, ops::attrInt(c.node, "axis"), rank);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
   for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<int>(d));

@@ -76,14 +76,16 @@ struct MatMulBatches {
 /// multiply or their batch dims do not broadcast to y's.
 bool matmulBatches(const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
                    const std::vector<int64_t>& y_shape, MatMulBatches* out, std::string* why);
-/// Every batch's product with the numerics above (no bias, then `act`): reference / fastest variant (the same
-/// bits; threads split batches or, for few batches, each product's outputs).
+/// Every batch's product with the numerics above (then `act`): reference / fastest variant (the same bits; threads
+/// split batches or, for few batches, each product's outputs).
+/// `bias` (kPerCol: [N], kPerRow: [M]) starts every batch's sums, as in GemmArgs.
 /// The GemmArgs of batch i (for the variants).
 GemmArgs matmulBatchArgs(const MatMulBatches& b, size_t i, const float* a, const float* bm, float* y,
-                         const Activation& act);
-void matmulBatched_ref(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act);
+                         const Activation& act, const float* bias = nullptr, BiasKind bias_kind = BiasKind::kNone);
+void matmulBatched_ref(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act,
+                       const float* bias = nullptr, BiasKind bias_kind = BiasKind::kNone);
 void matmulBatched(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act,
-                   ThreadPool* pool);
+                   ThreadPool* pool, const float* bias = nullptr, BiasKind bias_kind = BiasKind::kNone);
 
 /// Name of the variant sgemm() dispatches to ("avx512", "avx2_fma" or "portable"), for logs and benchmarks.
 const char* sgemmVariant();

@@ -135,7 +135,7 @@ void registerTensorOps(Registry& r) {
   {
     OpSchema s = makeSchema("Split", 1, 2, "split along 'axis' into parts ('split' sizes or equal)", [](InferContext& c) {
       const Shape& in = c.inputShape(0);
-      int64_t axis = axisOf(c, c.node().attrInt("axis", 0), static_cast<int64_t>(in.size()));
+      int64_t axis = axisOf(c, attrInt(c.node(), "axis"), static_cast<int64_t>(in.size()));
       std::vector<int64_t> split = c.node().attrInts("split");
       if (split.empty() && c.hasInput(1)) split = c.inputInts(1);
       int64_t n = static_cast<int64_t>(c.outputs().size());
@@ -155,6 +155,7 @@ void registerTensorOps(Registry& r) {
         c.setOutput(static_cast<int>(i), c.inputDType(0), o);
       }
     }, 64);
+    s.withDefault("axis", int64_t{0});
     r.add(s);
   }
   r.add(makeSchema("Slice", 1, 5, "strided slice (starts, ends, axes, steps)", [](InferContext& c) {

@@ -662,6 +662,13 @@ struct Checker {
         std::string why;
         auto dims = [](const TensorRef& r) { return std::vector<int64_t>(r.dims.begin(), r.dims.begin() + r.rank); };
         if (!kernels::matmulBatches(dims(x), dims(b), dims(y), &mb, &why)) bad("{}: {}", what, why);
+        if (w[0] > 2 || (w[0] != 0) != (d.n_in == 3)) bad("{}: bias kind {} with {} inputs", what, w[0], d.n_in);
+        if (d.n_in == 3) {
+          const TensorRef& bias = d.in(2);
+          const int64_t want = w[0] == 1 ? mb.N : mb.M;
+          if ((bias.type != ElemType::kF32 && bias.type != ft) || bias.rank != 1 || bias.dims[0] != want)
+            bad("{}: bias must be float [{}], got {} {}", what, want, elemName(bias.type), dimsStr(bias));
+        }
         break;
       }
       case LayerKind::kGather: {

@@ -242,7 +242,7 @@ struct Runtime::Impl {
       case LayerKind::kBinary: break;
       case LayerKind::kMatMul: {
         std::string why;
-        if (!kernels::matmulBatches(s.shapes[0], s.shapes[1], s.shapes[2], &s.mm, &why)) fault(what + ": " + why);
+        if (!kernels::matmulBatches(s.shapes[0], s.shapes[1], s.shapes.back(), &s.mm, &why)) fault(what + ": " + why);
         break;  // the activation is the product's epilogue
       }
       case LayerKind::kNormalize:
@@ -492,8 +492,10 @@ struct Runtime::Impl {
       case LayerKind::kMatMul: {
         const float* a = inF(s, 0);
         const float* b = inF(s, 1);
-        if (opts.exact) kernels::matmulBatched_ref(s.mm, a, b, outF(s), s.act);
-        else kernels::matmulBatched(s.mm, a, b, outF(s), s.act, pool.get());
+        const float* bias = d.n_in > 2 ? inF(s, 2) : nullptr;
+        const auto bk = s.p[0] == 1 ? kernels::BiasKind::kPerCol : s.p[0] == 2 ? kernels::BiasKind::kPerRow : kernels::BiasKind::kNone;
+        if (opts.exact) kernels::matmulBatched_ref(s.mm, a, b, outF(s), s.act, bias, bk);
+        else kernels::matmulBatched(s.mm, a, b, outF(s), s.act, pool.get(), bias, bk);
         break;
       }
       case LayerKind::kMaxPool:

@@ -252,20 +252,25 @@ TEST(MatMulBatched, BroadcastOffsetsAndEveryVariantBitExact) {
     auto numel = [](const std::vector<int64_t>& s) { int64_t n = 1; for (auto d : s) n *= d; return n; };
     const auto A = randomFloats(rng, static_cast<size_t>(numel(as))), B = randomFloats(rng, static_cast<size_t>(numel(bs)));
     const Activation act = test::activationFor(iter);
+    const BiasKind bk = iter % 3 == 0 ? BiasKind::kNone : iter % 3 == 1 ? BiasKind::kPerCol : BiasKind::kPerRow;
+    const auto bias = randomFloats(rng, static_cast<size_t>(std::max(M, N)));
+    const float* bp = bk == BiasKind::kNone ? nullptr : bias.data();
     std::vector<float> ref(static_cast<size_t>(numel(ys)), 7.0f);
-    matmulBatched_ref(mb, A.data(), B.data(), ref.data(), act);
+    matmulBatched_ref(mb, A.data(), B.data(), ref.data(), act, bp, bk);
     // Batch 0 by hand: the plain product of the first matrices.
     std::vector<float> c0(static_cast<size_t>(M * N));
     GemmArgs g;
     g.M = M, g.N = N, g.K = K, g.A = A.data(), g.lda = K, g.B = B.data() + mb.b_off[0], g.ldb = N, g.C = c0.data(), g.ldc = N;
     g.act = act;
+    g.bias = bp;
+    g.bias_kind = bk;
     sgemm_ref(g);
     ASSERT_EQ(firstBitMismatch(c0, std::vector<float>(ref.begin(), ref.begin() + M * N)), -1);
     for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
       forceKernelIsa(cfg.isa);
       setGemmBlocking(cfg.blocking);
       std::vector<float> out(ref.size(), 7.0f);
-      matmulBatched(mb, A.data(), B.data(), out.data(), act, test::poolFor(cfg.threads));
+      matmulBatched(mb, A.data(), B.data(), out.data(), act, test::poolFor(cfg.threads), bp, bk);
       const int64_t bad = firstBitMismatch(ref, out);
       ASSERT_EQ(bad, -1) << "matmulBatched " << cfg.name() << " M=" << M << " N=" << N << " K=" << K << " at " << bad;
     }

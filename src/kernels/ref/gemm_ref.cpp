@@ -85,18 +85,21 @@ bool matmulBatches(const std::vector<int64_t>& a_shape, const std::vector<int64_
 }
 
 GemmArgs matmulBatchArgs(const MatMulBatches& b, size_t i, const float* a, const float* bm, float* y,
-                         const Activation& act) {
+                         const Activation& act, const float* bias, BiasKind bias_kind) {
   GemmArgs g;
   g.M = b.M, g.N = b.N, g.K = b.K;
   g.A = a + b.a_off[i], g.lda = b.K;
   g.B = bm + b.b_off[i], g.ldb = b.N;
   g.C = y + static_cast<int64_t>(i) * b.M * b.N, g.ldc = b.N;
   g.act = act;
+  g.bias = bias;
+  g.bias_kind = bias ? bias_kind : BiasKind::kNone;
   return g;
 }
 
-void matmulBatched_ref(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act) {
-  for (size_t i = 0; i < b.a_off.size(); ++i) sgemm_ref(matmulBatchArgs(b, i, a, bm, y, act));
+void matmulBatched_ref(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act,
+                       const float* bias, BiasKind bias_kind) {
+  for (size_t i = 0; i < b.a_off.size(); ++i) sgemm_ref(matmulBatchArgs(b, i, a, bm, y, act, bias, bias_kind));
 }
 
 }  // namespace npuc::kernels

@@ -420,18 +420,19 @@ void sgemm(const GemmArgs& g, ThreadPool* pool) {
 }
 
 void matmulBatched(const MatMulBatches& b, const float* a, const float* bm, float* y, const Activation& act,
-                   ThreadPool* pool) {
+                   ThreadPool* pool, const float* bias, BiasKind bias_kind) {
   const int64_t batches = static_cast<int64_t>(b.a_off.size());
   if (batches == 0 || b.M <= 0 || b.N <= 0) return;
   const int64_t threads = pool ? static_cast<int64_t>(pool->size()) : 1;
   if (threads > 1 && batches >= 2 * threads) {
     // Many small products (attention heads): a batch per task, each on one thread.
     pool->parallelFor(batches, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) sgemm(matmulBatchArgs(b, static_cast<size_t>(i), a, bm, y, act), nullptr);
+      for (int64_t i = i0; i < i1; ++i) sgemm(matmulBatchArgs(b, static_cast<size_t>(i), a, bm, y, act, bias, bias_kind), nullptr);
     }, 1);
     return;
   }
-  for (int64_t i = 0; i < batches; ++i) sgemm(matmulBatchArgs(b, static_cast<size_t>(i), a, bm, y, act), pool);
+  for (int64_t i = 0; i < batches; ++i)
+    sgemm(matmulBatchArgs(b, static_cast<size_t>(i), a, bm, y, act, bias, bias_kind), pool);
 }
 
 }  // namespace npuc::kernels
