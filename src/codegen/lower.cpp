@@ -529,6 +529,31 @@ class Lowerer {
     if (op == "Resize" || op == "Upsample") return resize(n);
     if (op == "Gather") return gather(n);
     if (op == "Split") return split(n);
+    if (op == "Expand" || op == "Tile") {
+      const Shape& ys = g_.value(n.outputs[0]).type.shape;
+      Shape xs = shapeOf(n, 0);
+      if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
+      if (xs.size() > ys.size()) unsupported(n, "{} does not expand to {}", shapeStr(xs), shapeStr(ys));
+      xs.insert(xs.begin(), ys.size() - xs.size(), 1);  // Expand broadcasts from the right
+      if (xs == ys) return copyLike(n);
+      LDesc& d = emit(n, LayerKind::kTile, {in(n, 0)}, outVal(n, n.outputs[0]));
+      d.views = {xs, ys};
+      return;
+    }
+    if (op == "InstanceNormalization") {
+      const Shape& xs = shapeOf(n, 0);
+      if (xs.size() < 2 || xs.size() > package::kMaxRank) unsupported(n, "rank {} (2 to {})", xs.size(), package::kMaxRank);
+      std::vector<int> ins = {in(n, 0)};
+      for (int i = 1; i <= 2; ++i) {
+        if (const Tensor* c = constIn(n, i)) {
+          ins.push_back(weightVal(g_.value(n.inputs[static_cast<size_t>(i)]).name, {xs[1]}, floatBytes(*c, true), ElemType::kF32));
+        } else {
+          ins.push_back(in(n, i));
+        }
+      }
+      emit(n, LayerKind::kInstanceNorm, ins, outVal(n, n.outputs[0]), {package::floatParam(ops::attrFloat(n, "epsilon"))});
+      return;
+    }
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", op);
   }
 

@@ -409,21 +409,14 @@ void batchNormKernel(KernelCall& c) {
 void instanceNormKernel(KernelCall& c) {
   needF32(c, 0);
   const Tensor& x = c.input(0);
-  std::vector<double> scale = c.input(1).toDouble(), bias = c.input(2).toDouble();
-  double eps = ops::attrFloat(c.node, "epsilon");
+  Tensor scale = c.input(1), bias = c.input(2);
+  if (scale.dtype() != DType::kF32) scale = castTensor(scale, DType::kF32, c);
+  if (bias.dtype() != DType::kF32) bias = castTensor(bias, DType::kF32, c);
   int64_t C = x.dim(1), N = x.dim(0), inner = x.numel() / std::max<int64_t>(1, N * C);
   Tensor& y = c.alloc(0);
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
-  c.pool->parallelFor(N * C, [&](int64_t s, int64_t e) {
-    for (int64_t pl = s; pl < e; ++pl) {
-      size_t ch = static_cast<size_t>(pl % C);
-      const float* xp = px + pl * inner;
-      const auto [mean, var] = kernels::meanVariance(xp, inner);
-      double k = scale[ch] / std::sqrt(var + eps);
-      for (int64_t i = 0; i < inner; ++i) py[pl * inner + i] = static_cast<float>((xp[i] - mean) * k + bias[ch]);
-    }
-  });
+  // The package's instance_norm layer runs this same kernel.
+  kernels::instanceNorm(N, C, inner, ops::attrFloat(c.node, "epsilon"), x.data<float>(), scale.data<float>(),
+                        bias.data<float>(), y.data<float>(), c.pool);
 }
 
 void lrnKernel(KernelCall& c) {

@@ -324,39 +324,26 @@ void gatherElementsKernel(KernelCall& c) {
   });
 }
 
+// Expand and Tile: the package's tile layer runs this same kernel (Expand with x viewed at the output's rank).
 void expandKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   size_t es = elemSize(c, x);
   Tensor& y = c.alloc(0);
-  size_t r = static_cast<size_t>(y.rank());
-  std::vector<int64_t> ist = stridesOf(x.shape());
-  std::vector<int64_t> sst(r, 0);
-  size_t off = r - x.shape().size();
-  for (size_t d = 0; d < x.shape().size(); ++d) {
-    if (x.shape()[d] != 1 && x.shape()[d] != y.shape()[d + off]) c.error("cannot expand {} to {}", shapeStr(x.shape()), shapeStr(y.shape()));
-    sst[d + off] = x.shape()[d] == 1 ? 0 : ist[d];
-  }
-  stridedCopy(bytesOf(x), 0, sst, bytesOf(y), y.shape(), es);
+  Shape xs = x.shape();
+  if (xs.size() > y.shape().size()) c.error("cannot expand {} to {}", shapeStr(x.shape()), shapeStr(y.shape()));
+  xs.insert(xs.begin(), y.shape().size() - xs.size(), 1);
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (xs[d] != 1 && xs[d] != y.shape()[d]) c.error("cannot expand {} to {}", shapeStr(x.shape()), shapeStr(y.shape()));
+  kernels::tile(xs, y.shape(), es, x.raw(), y.raw(), c.pool);
 }
-
 void tileKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   size_t es = elemSize(c, x);
   Tensor& y = c.alloc(0);
-  // The output viewed as (repeat_0, in_0, repeat_1, in_1, ...) reads the input with strides (0, s_0, 0, s_1, ...).
-  std::vector<int64_t> ist = stridesOf(x.shape());
-  Shape dims;
-  std::vector<int64_t> sst;
-  for (int d = 0; d < x.rank(); ++d) {
-    int64_t n = x.dim(d);
-    int64_t rep = n == 0 ? 0 : y.dim(d) / n;
-    if (rep * n != y.dim(d)) c.error("output dim {} is not a multiple of input dim {}", y.dim(d), n);
-    dims.push_back(rep);
-    sst.push_back(0);
-    dims.push_back(n);
-    sst.push_back(ist[static_cast<size_t>(d)]);
-  }
-  stridedCopy(bytesOf(x), 0, sst, bytesOf(y), dims, es);
+  for (int d = 0; d < x.rank(); ++d)
+    if (x.dim(d) ? y.dim(d) % x.dim(d) != 0 : y.dim(d) != 0)
+      c.error("output dim {} is not a multiple of input dim {}", y.dim(d), x.dim(d));
+  kernels::tile(x.shape(), y.shape(), es, x.raw(), y.raw(), c.pool);
 }
 
 // ---------------------------------------------------------------------------------------------------------

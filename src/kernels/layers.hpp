@@ -71,6 +71,11 @@ enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 /// exp(x - max) / sum (or x - max - log(sum); or one-hot of the first maximum).
 void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool);
 
+/// ONNX InstanceNormalization over [n, c, inner]: per plane the mean and variance of meanVariance, then
+/// y = (x - mean) * k + bias[c] with k = scale[c] / sqrt(variance + epsilon), in double, rounded once.
+void instanceNorm(int64_t n, int64_t c, int64_t inner, float epsilon, const float* x, const float* scale,
+                  const float* bias, float* y, ThreadPool* pool);
+
 // ---------------------------------------------------------------------------------------------------------
 // Element-wise.
 /// The operations of the element-wise kernels (elementwise_ops.def: the order is their code in a package).
@@ -196,6 +201,11 @@ void padConstant(const std::vector<int64_t>& x_shape, const std::vector<int64_t>
 /// Strided slice: y[i...] = x[starts + i * steps ...] (starts already clamped; steps may be negative).
 void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
            const std::vector<int64_t>& y_shape, size_t elem_size, const void* x, void* y, ThreadPool* pool);
+
+/// Repetition: y[i_0, …] = x[i_0 mod x_shape[0], …] for x and y of one rank, each of y's dims a multiple of x's
+/// (ONNX Tile; Expand is the case of x's dims 1 or equal, with x viewed at y's rank).
+void tile(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, size_t elem_size, const void* x,
+          void* y, ThreadPool* pool);
 
 /// ONNX Gather along one axis: y[o, j, i] = x[o, idx[j], i] for o < outer, j < idx.size(), i < inner (x is
 /// [outer, axis_len, inner] in elements of elem_size bytes). Indices may be negative (counted from the end);

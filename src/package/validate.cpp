@@ -685,6 +685,25 @@ struct Checker {
         if (x.dims[w[0]] == 0 && idx.numel() > 0) bad("{}: gathers from an empty axis {}", what, w[0]);
         break;
       }
+      case LayerKind::kTile: {
+        if (x.type != y.type || x.rank != y.rank) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
+        for (int i = 0; i < x.rank; ++i) {
+          const uint32_t xd = x.dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(i)];
+          if (xd ? yd % xd != 0 : yd != 0) bad("{}: {} does not tile {}", what, dimsStr(x), dimsStr(y));
+        }
+        break;
+      }
+      case LayerKind::kInstanceNorm: {
+        isFloat(x, "x"); isFloat(y, "y");
+        if (x.rank < 2 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        if (!std::isfinite(paramFloat(w[0])) || paramFloat(w[0]) < 0) bad("{}: epsilon {} is not a finite non-negative number", what, paramFloat(w[0]));
+        for (int i = 1; i <= 2; ++i) {
+          const TensorRef& r = d.in(i);
+          if ((r.type != ElemType::kF32 && r.type != ft) || r.rank != 1 || r.dims[0] != x.dims[1])
+            bad("{}: scale/bias must be float [{}], got {} {}", what, x.dims[1], elemName(r.type), dimsStr(r));
+        }
+        break;
+      }
       case LayerKind::kChannelAffine: {
         isFloat(x, "x"); isFloat(y, "y");
         if (x.rank < 2 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));

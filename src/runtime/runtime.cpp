@@ -559,6 +559,14 @@ struct Runtime::Impl {
                                reinterpret_cast<const float*>(s.in[2]), outF(s), pool.get());
         break;
       }
+      case LayerKind::kInstanceNorm: {
+        const Shape& x = s.shapes[0];
+        int64_t inner = 1;
+        for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
+        kernels::instanceNorm(x[0], x[1], inner, package::paramFloat(s.p[0]), inF(s, 0), inF(s, 1), inF(s, 2), outF(s),
+                              pool.get());
+        break;
+      }
       case LayerKind::kLrn: {
         const Shape& x = s.shapes[0];
         int64_t inner = 1;
@@ -612,6 +620,9 @@ struct Runtime::Impl {
         kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, pool.get());
         return;
       }
+      case LayerKind::kTile:
+        kernels::tile(s.shapes[0], s.shapes.back(), es, s.in[0], s.out, pool.get());
+        return;
       case LayerKind::kGather: {
         const Shape& x = s.shapes[0];
         const size_t axis = s.p[0];

@@ -814,6 +814,33 @@ TEST(LayersMove, SliceWithNegativeSteps) {
   EXPECT_ANY_THROW(slice({10}, {9}, {1}, {2}, 4, x.data(), y.data(), nullptr));  // reads past the end
 }
 
+TEST(LayersMove, TileAndExpandMatchNaive) {
+  std::mt19937 rng(47);
+  struct Case { Shape xs, ys; };
+  for (const Case& cs : {Case{{2, 3}, {4, 9}}, Case{{1, 3, 1}, {2, 3, 5}}, Case{{2, 1, 2}, {2, 4, 6}}, Case{{3}, {3}},
+                         Case{{1}, {7}}, Case{{2, 0}, {4, 0}}, Case{{}, {}}}) {
+    for (size_t es : {1, 2, 4, 8}) {
+      const std::vector<uint8_t> x = randomBytes(rng, static_cast<size_t>(numel(cs.xs)) * es);
+      std::vector<uint8_t> want(static_cast<size_t>(numel(cs.ys)) * es);
+      const std::vector<int64_t> xst = stridesOf(cs.xs);
+      for (int64_t p = 0; p < numel(cs.ys); ++p) {
+        const std::vector<int64_t> yi = unravel(p, cs.ys);
+        int64_t off = 0;
+        for (size_t d = 0; d < yi.size(); ++d) off += (yi[d] % cs.xs[d]) * xst[d];
+        std::memcpy(&want[static_cast<size_t>(p) * es], &x[static_cast<size_t>(off) * es], es);
+      }
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p2}) {
+        std::vector<uint8_t> y(want.size(), 0xee);
+        tile(cs.xs, cs.ys, es, x.data(), y.data(), pool);
+        EXPECT_EQ(y, want) << "es " << es;
+      }
+    }
+  }
+  std::vector<uint8_t> x(24), y(48);
+  EXPECT_ANY_THROW(tile({2, 3}, {2, 4}, 4, x.data(), y.data(), nullptr));  // 4 is not a multiple of 3
+  EXPECT_ANY_THROW(tile({2, 3}, {6}, 4, x.data(), y.data(), nullptr));     // ranks differ
+}
+
 TEST(LayersMove, GatherAlongEveryAxisWithNegativeIndices) {
   std::mt19937 rng(46);
   const Shape xs{3, 4, 5};

@@ -583,6 +583,22 @@ void layerNorm(int64_t outer, int64_t inner, float epsilon, const float* x, cons
   });
 }
 
+void instanceNorm(int64_t n, int64_t c, int64_t inner, float epsilon, const float* x, const float* scale,
+                  const float* bias, float* y, ThreadPool* pool) {
+  if (n < 0 || c < 0 || inner < 0) fail(ErrorCode::kInvalidArgument, "instanceNorm: negative size {}x{}x{}", n, c, inner);
+  const double eps = epsilon;
+  parallelUnits(pool, n * c, std::max<int64_t>(inner, 1) * 3, [&](int64_t b, int64_t e) {
+    for (int64_t pl = b; pl < e; ++pl) {
+      const int64_t ch = pl % c;
+      const float* xp = x + pl * inner;
+      const auto [mean, var] = meanVariance(xp, inner);
+      const double k = static_cast<double>(scale[ch]) / std::sqrt(var + eps);
+      const double bc = bias[ch];
+      for (int64_t i = 0; i < inner; ++i) y[pl * inner + i] = static_cast<float>((xp[i] - mean) * k + bc);
+    }
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Resize.
 
@@ -1123,6 +1139,43 @@ void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& star
     for (int64_t row = b; row < e; ++row) {
       gatherRun(src + (base + off[0]) * es, ls, dst + row * L * es, L, elem_size);
       od.next<1>(y_shape.data(), oq, st, off);
+    }
+  });
+}
+
+void tile(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, size_t elem_size, const void* x,
+          void* y, ThreadPool* pool) {
+  const size_t r = y_shape.size();
+  if (x_shape.size() != r) fail(ErrorCode::kInvalidArgument, "tile: ranks {} and {} differ", x_shape.size(), r);
+  for (size_t d = 0; d < r; ++d)
+    if (x_shape[d] < 0 || y_shape[d] < 0 || (x_shape[d] ? y_shape[d] % x_shape[d] != 0 : y_shape[d] != 0))
+      fail(ErrorCode::kInvalidArgument, "tile: dim {} of {} is not a multiple of {}", d, y_shape[d], x_shape[d]);
+  const int64_t total = numel(y_shape);
+  if (total <= 0) return;
+  const uint8_t* src = static_cast<const uint8_t*>(x);
+  uint8_t* dst = static_cast<uint8_t*>(y);
+  if (r == 0) {
+    std::memcpy(dst, src, elem_size);
+    return;
+  }
+  const std::vector<int64_t> xst = [&] {
+    std::vector<int64_t> st(r, 1);
+    for (size_t d = r; d-- > 1;) st[d - 1] = st[d] * x_shape[d];
+    return st;
+  }();
+  const int64_t L = y_shape[r - 1], xl = x_shape[r - 1], rows = total / L;
+  const size_t es = elem_size;
+  parallelUnits(pool, rows, L, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      int64_t rem = row, off = 0;  // x's row: each of y's outer indices modulo x's dim
+      for (size_t d = r - 1; d-- > 0;) {
+        const int64_t i = rem % y_shape[d];
+        rem /= y_shape[d];
+        off += (i % x_shape[d]) * xst[d];
+      }
+      const uint8_t* xr = src + static_cast<size_t>(off) * es;
+      uint8_t* yr = dst + static_cast<size_t>(row * L) * es;
+      for (int64_t j = 0; j < L; j += xl) std::memcpy(yr + static_cast<size_t>(j) * es, xr, static_cast<size_t>(xl) * es);
     }
   });
 }

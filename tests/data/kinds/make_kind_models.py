@@ -137,6 +137,11 @@ save("gather", [helper.make_node("Gather", ["x", "i0"], ["a"], axis=1),
                 helper.make_node("Gather", ["c", "i2"], ["y"], axis=0)],
      [2, 5, 3], [2, 2, 2, 3],
      [("i0", np.array(3, np.int64)), ("i1", np.array([[-1, 0], [2, 2]], np.int64)), ("i2", np.array([1, -2], np.int64))])
+# Expand (x broadcast to a higher rank) then Tile (the tile kind); InstanceNormalization (the instance_norm kind).
+save("tile_expand", [helper.make_node("Expand", ["x", "shape"], ["e"]), helper.make_node("Tile", ["e", "reps"], ["y"])],
+     [2, 1, 3], [3, 2, 8, 3], [("shape", np.array([3, 2, 4, 3], np.int64)), ("reps", np.array([1, 1, 2, 1], np.int64))])
+save("instance_norm", [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)], [2, 3, 4, 5],
+     [2, 3, 4, 5], [("s", w(3)), ("b", w(3))])
 # Gather by indices the caller gives (an int64 and an int32 model input: an embedding lookup).
 for name, itype in (("gather_input_indices", TensorProto.INT64), ("gather_input_indices_i32", TensorProto.INT32)):
     g = helper.make_graph([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], name,
