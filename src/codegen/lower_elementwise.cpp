@@ -1,0 +1,172 @@
+// Lowering of the element-wise ops (mirrors engine/ops_elementwise.cpp): every op of the unary and binary tables
+// (kernels/elementwise_ops.def) by name, n-ary Sum / Mean / Max / Min, Clip, Cast, Identity and Dropout.
+#include "codegen/lowerer.hpp"
+
+#include "ops/registry.hpp"
+#include "ops/shape_util.hpp"
+#include "ops/window.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace npuc::codegen::detail {
+
+/// Sum / Mean / Max / Min of any number of inputs, as the engine computes them: a chain of binary layers
+/// (((a op b) op c) …, each broadcasting), then for Mean one division by the count. One input is a copy.
+void Lowerer::variadic(const ir::Node& n, uint32_t code) {
+  const int k = n.numInputs();
+  if (k < 1) unsupported(n, "{} without inputs", n.op);
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  if (ys.size() > package::kMaxRank) unsupported(n, "rank above {}", package::kMaxRank);
+  if (k == 1) return copyLike(n);
+  int acc = in(n, 0);
+  Shape acc_shape = shapeOf(n, 0);
+  for (int i = 1; i < k; ++i) {
+    Shape s;
+    if (!ops::broadcastShapes(acc_shape, shapeOf(n, i), s)) unsupported(n, "inputs do not broadcast");
+    const bool last = i == k - 1 && n.op != "Mean";
+    int next = last ? outVal(n, n.outputs[0]) : tempVal(fmt::format("{}/partial{}", n.name, i), s);
+    emit(n, LayerKind::kBinary, {acc, in(n, i)}, next, {code}).name = fmt::format("{}/{}", n.name, i);
+    acc = next;
+    acc_shape = s;
+  }
+  if (n.op == "Mean") {
+    Tensor count(DType::kF32, {});
+    count.data<float>()[0] = static_cast<float>(k);
+    int c = weightVal(n.name + "/count", {}, floatBytes(count, false), ft_);
+    emit(n, LayerKind::kBinary, {acc, c}, outVal(n, n.outputs[0]), {binaryCode("Div")})
+        .name = n.name + "/divide";
+  }
+}
+
+void Lowerer::cast(const ir::Node& n) {
+  int x = in(n, 0);
+  const ir::Value& yv = g_.value(n.outputs[0]);
+  ElemType t = storageType(n, yv);
+  // A Cast to float16 inside a float32 package rounds: to float16 and back, or for a model output, to the model's
+  // float16 output itself. (In a float16 package every value is already rounded so.)
+  if (!yv.exact_type && ft_ == ElemType::kF32 && (yv.type.dtype == DType::kF16 || yv.type.dtype == DType::kBF16)) {
+    if (yv.type.dtype == DType::kBF16) unsupported(n, "a cast to bfloat16 has no package form");
+    if (is_output_.count(n.outputs[0])) {
+      int out = outVal(n, n.outputs[0]);
+      vals_[static_cast<size_t>(out)].type = ElemType::kF16;
+      emit(n, LayerKind::kCast, {x}, out);
+      return;
+    }
+    int half = tempVal(n.name + "/float16", yv.type.shape);
+    vals_[static_cast<size_t>(half)].type = ElemType::kF16;
+    emit(n, LayerKind::kCast, {x}, half).name = n.name + "/to_float16";
+    emit(n, LayerKind::kCast, {half}, outVal(n, n.outputs[0]));
+    return;
+  }
+  if (t == vals_[static_cast<size_t>(x)].type) return copyLike(n);
+  // cast_any_to_fp16 of a uint8 image feeding normalize alone: normalize reads the uint8 image itself (the same
+  // bits: the cast is exact).
+  if (vals_[static_cast<size_t>(x)].type == ElemType::kU8 && t == ElemType::kF16 && !is_output_.count(n.outputs[0])) {
+    auto it = uses_.find(n.outputs[0]);
+    if (it != uses_.end() && it->second.size() == 1) {
+      const ir::Node& c = g_.node(it->second[0].first);
+      if (c.domain == "ai.npuc" && c.op == "Normalize") {
+        fused_cast_[n.outputs[0]] = {x, &n};
+        return;
+      }
+    }
+  }
+  castTo(n, x, t);
+}
+
+void Lowerer::castTo(const ir::Node& n, int x, ElemType t) {
+  ElemType from = vals_[static_cast<size_t>(x)].type;
+  bool ok = (from == ElemType::kU8 || from == ElemType::kF16 || from == ElemType::kF32) && (t == ElemType::kF16 || t == ElemType::kF32);
+  if (!ok) unsupported(n, "a cast from {} to {} has no package form (uint8, float16 or float32 to float16 or float32)",
+                       package::elemName(from), package::elemName(t));
+  emit(n, LayerKind::kCast, {x}, outVal(n, n.outputs[0]));
+}
+
+void Lowerer::unaryOp(const ir::Node& n, const std::string& op, float alpha, float beta) {
+  const auto& names = package::unaryOpNames();
+  auto it = std::find(names.begin(), names.end(), op);
+  if (it == names.end()) unsupported(n, "unary op {} has no package form", op);
+  emit(n, LayerKind::kUnary, {in(n, 0)}, outVal(n, n.outputs[0]),
+       {static_cast<uint32_t>(it - names.begin()), package::floatParam(alpha), package::floatParam(beta)});
+}
+
+/// A binary op of the table (two inputs; more or fewer are the variadic chain), with a following Relu, LeakyRelu or
+/// Clip applied by the layer itself.
+void Lowerer::binaryNode(const ir::Node& n) {
+  const std::vector<std::string>& names = package::binaryOpNames();
+  const uint32_t code = static_cast<uint32_t>(std::find(names.begin(), names.end(), n.op) - names.begin());
+  if (n.numInputs() != 2) return variadic(n, code);
+  if (shapeOf(n, 0).size() > package::kMaxRank || g_.value(n.outputs[0]).type.shape.size() > package::kMaxRank)
+    unsupported(n, "rank above {}", package::kMaxRank);
+  int a = in(n, 0), c = in(n, 1);
+  ir::ValueId outv = n.outputs[0];
+  const ir::Node* act = fusableActivation(outv);
+  if (!act) {
+    emit(n, LayerKind::kBinary, {a, c}, outVal(n, outv), {code});
+    return;
+  }
+  LDesc& d = emit(n, LayerKind::kBinary, {a, c}, outVal(*act, act->outputs[0]), {code});
+  of_[outv] = d.out;
+  if (act->op == "Relu") d.act = Act::kRelu;
+  else if (act->op == "LeakyRelu") d.act = Act::kLeakyRelu, d.act_a = ops::attrFloat(*act, "alpha");
+  else clipBounds(*act, d.act_a, d.act_b), d.act = Act::kClip;
+  d.opexp += "+" + act->op;
+  d.onnx_nodes.push_back(act->name);
+  skip_[act->id] = true;
+}
+
+void Lowerer::sumMean(const ir::Node& n) { variadic(n, binaryCode("Add")); }
+
+void Lowerer::clipNode(const ir::Node& n) {
+  if ((n.hasInput(1) && !constIn(n, 1)) || (n.hasInput(2) && !constIn(n, 2))) unsupported(n, "Clip bounds must be constants");
+  float lo, hi;
+  clipBounds(n, lo, hi);
+  unaryOp(n, n.op, lo, hi);
+}
+
+/// An op of the unary table: alpha and beta from the attributes the table names.
+void Lowerer::unaryNode(const ir::Node& n) {
+  const std::vector<std::string>& names = package::unaryOpNames();
+  const size_t code = static_cast<size_t>(std::find(names.begin(), names.end(), n.op) - names.begin());
+  const auto& [a, b] = package::unaryOpAttrs()[code];
+  unaryOp(n, n.op, a.empty() ? 0.0f : ops::attrFloat(n, a), b.empty() ? 0.0f : ops::attrFloat(n, b));
+}
+
+/// ai.npuc Swish / Mish / HardSwish: the optimizer's fused activation patterns.
+void Lowerer::npucUnary(const ir::Node& n) { unaryOp(n, n.op, 0, 0); }
+
+/// Identity and inference-mode Dropout: the same bytes (an alias, or a copy into a model output).
+void Lowerer::copyNode(const ir::Node& n) {
+  if (n.op == "Dropout" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue && uses_.count(n.outputs[1]))
+    unsupported(n, "the Dropout mask output has no package form");
+  if (n.op == "Dropout" && n.hasInput(2)) {  // training mode: an identity only when the ratio is 0
+    const ir::Value& mode = g_.value(n.inputs[2]);
+    const ir::Value* ratio = n.hasInput(1) ? &g_.value(n.inputs[1]) : nullptr;
+    if (!mode.isConstant() || (ratio && !ratio->isConstant()))
+      unsupported(n, "Dropout's training_mode and ratio must be constants to have a package form");
+    double r = ratio ? ratio->constant->toDouble().at(0) : 0.5;
+    if (mode.constant->toDouble().at(0) != 0 && r != 0)
+      unsupported(n, "training_mode=true with ratio {} (random dropout) has no package form", r);
+  }
+  copyLike(n);
+}
+
+void registerElementwiseLowerings(LowerTable& t) {
+  for (const std::string& op : package::binaryOpNames()) t[{"", op}] = &Lowerer::binaryNode;
+  for (const std::string& op : package::unaryOpNames())
+    if (op != "Identity" && op != "Swish" && op != "Clip") t[{"", op}] = &Lowerer::unaryNode;
+  for (const char* op : {"Swish", "Mish", "HardSwish"}) t[{"ai.npuc", op}] = &Lowerer::npucUnary;
+  t[{"", "Sum"}] = &Lowerer::sumMean;
+  t[{"", "Mean"}] = &Lowerer::sumMean;
+  t[{"", "Clip"}] = &Lowerer::clipNode;
+  t[{"", "Cast"}] = &Lowerer::cast;
+  t[{"", "Identity"}] = &Lowerer::copyNode;
+  t[{"", "Dropout"}] = &Lowerer::copyNode;
+}
+
+}  // namespace npuc::codegen::detail

@@ -1,0 +1,354 @@
+// Lowering of the tensor ops (mirrors engine/ops_tensor.cpp): reshapes (aliases), Concat, Transpose, Split,
+// Slice, Pad, Gather, Expand / Tile, DepthToSpace / SpaceToDepth / Focus, Resize / Upsample.
+#include "codegen/lowerer.hpp"
+
+#include "ops/registry.hpp"
+#include "ops/shape_util.hpp"
+#include "ops/window.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace npuc::codegen::detail {
+
+/// Same bytes, another shape: an alias of the input (no descriptor), or a copy where the result is a graph output
+/// (outputs live in data_out). A change of storage type is a cast.
+void Lowerer::copyLike(const ir::Node& n) {
+  int x = in(n, 0);
+  ir::ValueId outv = n.outputs[0];
+  const ir::Value& ov = g_.value(outv);
+  ElemType t = storageType(n, ov);
+  if (t != vals_[static_cast<size_t>(x)].type) return castTo(n, x, t);
+  if (is_output_.count(outv)) {
+    emit(n, LayerKind::kCopy, {x}, outVal(n, outv));
+    return;
+  }
+  int root = vals_[static_cast<size_t>(x)].alias >= 0 ? vals_[static_cast<size_t>(x)].alias : x;
+  LVal a = vals_[static_cast<size_t>(root)];
+  a.name = ov.name;
+  a.shape = ov.type.shape;
+  a.alias = root;
+  a.writer = a.last_reader = -1;
+  vals_.push_back(std::move(a));
+  of_[outv] = static_cast<int>(vals_.size()) - 1;
+  aliased_.push_back(n.name);
+}
+
+/// Gather: the indices are a constant (to the weights, as int64) or a model input of int32 / int64; indices
+/// computed by the model are not (packages carry float activations).
+void Lowerer::gather(const ir::Node& n) {
+  const Shape& xs = shapeOf(n, 0);
+  const ir::Value& iv = g_.value(n.inputs[1]);
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  int64_t axis = ops::attrInt(n, "axis");
+  if (axis < -rank || axis >= rank) unsupported(n, "axis {} is out of range for rank {}", axis, rank);
+  if (axis < 0) axis += rank;
+  if (xs.size() > package::kMaxRank || ys.size() > package::kMaxRank || iv.type.shape.size() > package::kMaxRank)
+    unsupported(n, "rank above {}", package::kMaxRank);
+  int x = in(n, 0);
+  int idx;
+  if (iv.isConstant()) {
+    std::vector<int64_t> v = iv.constant->toInt64();
+    const int64_t len = xs[static_cast<size_t>(axis)];
+    for (int64_t i : v)
+      if (i < -len || i >= len) unsupported(n, "index {} is out of range for axis {} of size {}", i, axis, len);
+    std::vector<uint8_t> bytes(v.size() * sizeof(int64_t));
+    if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+    idx = weightVal(iv.name, iv.type.shape, std::move(bytes), ElemType::kI64);
+  } else if (auto it = of_.find(n.inputs[1]); it != of_.end()) {
+    idx = it->second;
+  } else if (iv.producer == ir::kNoNode && (iv.type.dtype == DType::kI64 || iv.type.dtype == DType::kI32)) {
+    LVal l;
+    l.name = iv.name;
+    l.shape = iv.type.shape;
+    l.type = iv.type.dtype;
+    l.space = 'i';
+    vals_.push_back(l);
+    idx = of_[n.inputs[1]] = static_cast<int>(vals_.size()) - 1;
+  } else {
+    unsupported(n, "indices computed by the model have no package form (a constant or a model input of int32/int64)");
+  }
+  if (vals_[static_cast<size_t>(idx)].type != DType::kI64 && vals_[static_cast<size_t>(idx)].type != DType::kI32)
+    unsupported(n, "indices '{}' are {}, not int32/int64", iv.name, dtypeName(vals_[static_cast<size_t>(idx)].type));
+  emit(n, LayerKind::kGather, {x, idx}, outVal(n, n.outputs[0]), {u32(axis)});
+}
+
+/// Concat. A descriptor references at most 7 inputs; more become a chain: each concat appends up to 6 inputs to the
+/// previous partial result (concatenation only copies, so the bytes are the same).
+void Lowerer::concat(const ir::Node& n) {
+  const int k = n.numInputs(), per = package::kMaxRefs - 1;
+  int64_t axis = n.attrInt("axis", 0);
+  const Shape& s0 = shapeOf(n, 0);
+  int64_t r = static_cast<int64_t>(s0.size());
+  if (axis < 0) axis += r;
+  std::vector<int> ins;
+  for (int i = 0; i < k; ++i) ins.push_back(in(n, i));
+  const int y = outVal(n, n.outputs[0]);
+  const std::vector<uint32_t> p{static_cast<uint32_t>(axis)};
+  int done = std::min(k, per), part = 0;
+  std::vector<int> group(ins.begin(), ins.begin() + done);
+  Shape acc = s0;
+  acc[static_cast<size_t>(axis)] = 0;
+  for (int i = 0; i < done; ++i) acc[static_cast<size_t>(axis)] += shapeOf(n, i)[static_cast<size_t>(axis)];
+  while (done < k) {
+    int t = tempVal(fmt::format("{}/part{}", g_.value(n.outputs[0]).name, ++part), acc);
+    vals_[static_cast<size_t>(t)].type = vals_[static_cast<size_t>(y)].type;
+    emit(n, LayerKind::kConcat, group, t, p).name = fmt::format("{}/part{}", n.name, part);
+    group = {t};
+    for (int end = std::min(k, done + per - 1); done < end; ++done) {
+      group.push_back(ins[static_cast<size_t>(done)]);
+      acc[static_cast<size_t>(axis)] += shapeOf(n, done)[static_cast<size_t>(axis)];
+    }
+  }
+  emit(n, LayerKind::kConcat, group, y, p);
+}
+
+void Lowerer::depthSpace(const ir::Node& n) {
+  const Shape& s = shapeOf(n, 0);
+  int64_t b = n.attrInt("blocksize", 0);
+  if (s.size() != 4 || b < 1) unsupported(n, "needs a 4-D input and a blocksize");
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  Shape view;
+  std::vector<uint32_t> perm;
+  if (n.op == "SpaceToDepth") {
+    view = {N, C, H / b, b, W / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+  } else if (n.attrString("mode", "DCR") == "DCR") {
+    view = {N, b, b, C / (b * b), H, W};
+    perm = {0, 3, 4, 1, 5, 2};
+  } else {
+    view = {N, C / (b * b), b, b, H, W};
+    perm = {0, 1, 4, 2, 5, 3};
+  }
+  Shape out_view;
+  for (uint32_t p : perm) out_view.push_back(view[p]);
+  LDesc& d = emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), perm);
+  d.views = {view, out_view};
+}
+
+void Lowerer::focus(const ir::Node& n) {
+  const Shape& s = shapeOf(n, 0);
+  std::vector<int64_t> off = n.attrInts("offsets");
+  // x viewed [N, C, H/2, dy, W/2, dx]; output blocks in the order of 'offsets' (pairs dy, dx).
+  std::vector<uint32_t> perm;
+  if (off == std::vector<int64_t>{0, 0, 1, 0, 0, 1, 1, 1}) perm = {0, 5, 3, 1, 2, 4};       // block = dx*2 + dy
+  else if (off == std::vector<int64_t>{0, 0, 0, 1, 1, 0, 1, 1}) perm = {0, 3, 5, 1, 2, 4};  // block = dy*2 + dx
+  else unsupported(n, "Focus with this sub-image order has no package form");
+  Shape view = {s[0], s[1], s[2] / 2, 2, s[3] / 2, 2};
+  Shape out_view;
+  for (uint32_t p : perm) out_view.push_back(view[p]);
+  LDesc& d = emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), perm);
+  d.views = {view, out_view};
+}
+
+void Lowerer::pad(const ir::Node& n) {
+  std::string mode = n.attrString("mode", "constant");
+  if (mode != "constant") unsupported(n, "Pad mode '{}' has no package form (constant)", mode);
+  const Shape& s = shapeOf(n, 0);
+  std::vector<int64_t> pads;
+  float value = 0;
+  if (g_.opset < 11) {
+    pads = n.attrInts("pads");
+    value = n.attrFloat("value", 0.0f);
+  } else {
+    const Tensor* p = constIn(n, 1);
+    if (!p) unsupported(n, "pads must be a constant");
+    pads = p->toInt64();
+    if (n.hasInput(2)) {
+      const Tensor* v = constIn(n, 2);
+      if (!v) unsupported(n, "the pad value must be a constant");
+      value = scalarOf(v, 0);
+    }
+    if (n.hasInput(3)) unsupported(n, "Pad with 'axes' has no package form");
+  }
+  size_t r = s.size();
+  if (pads.size() != 2 * r) unsupported(n, "pads has {} values for rank {}", pads.size(), r);
+  std::vector<uint32_t> p;
+  for (auto v : pads) {
+    if (v < 0) unsupported(n, "negative pads (cropping) have no package form");
+    p.push_back(u32(v));
+  }
+  p.push_back(package::floatParam(value));
+  emit(n, LayerKind::kPad, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+}
+
+/// Split: each output a slice of the input along the axis, at the sum of the previous outputs' sizes (the sizes
+/// are the outputs' own dims, as shape inference fixed them from `split` / num_outputs).
+void Lowerer::split(const ir::Node& n) {
+  const Shape& s = shapeOf(n, 0);
+  const size_t r = s.size();
+  if (r > package::kMaxRank) unsupported(n, "rank {} above {}", r, package::kMaxRank);
+  int64_t axis = ops::attrInt(n, "axis");
+  if (axis < -static_cast<int64_t>(r) || axis >= static_cast<int64_t>(r)) unsupported(n, "axis {} out of range", axis);
+  if (axis < 0) axis += static_cast<int64_t>(r);
+  int x = in(n, 0);
+  int64_t offset = 0;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    ir::ValueId v = n.outputs[k];
+    if (v == ir::kNoValue) unsupported(n, "output {} is missing", k);
+    const Shape& ys = g_.value(v).type.shape;
+    std::vector<uint32_t> p;
+    for (size_t i = 0; i < r; ++i) p.push_back(u32(static_cast<int64_t>(i) == axis && ys[i] ? offset : 0));
+    for (size_t i = 0; i < r; ++i) p.push_back(1u);
+    offset += ys[static_cast<size_t>(axis)];
+    if (!uses_.count(v) && !is_output_.count(v)) continue;  // nothing reads it
+    emit(n, LayerKind::kSlice, {x}, outVal(n, v), p).name = fmt::format("{}/{}", n.name, k);
+  }
+}
+
+void Lowerer::slice(const ir::Node& n) {
+  const Shape& s = shapeOf(n, 0);
+  size_t r = s.size();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (g_.opset < 10) {
+    starts = n.attrInts("starts");
+    ends = n.attrInts("ends");
+    axes = n.attrInts("axes");
+  } else {
+    for (int i = 1; i < 5; ++i)
+      if (n.hasInput(i) && !constIn(n, i)) unsupported(n, "starts/ends/axes/steps must be constants");
+    if (!constIn(n, 1) || !constIn(n, 2)) unsupported(n, "starts and ends must be constants");
+    starts = constIn(n, 1)->toInt64();
+    ends = constIn(n, 2)->toInt64();
+    if (n.hasInput(3)) axes = constIn(n, 3)->toInt64();
+    if (n.hasInput(4)) steps = constIn(n, 4)->toInt64();
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  std::vector<int64_t> st(r, 0), sp(r, 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(r) : axes[i];
+    int64_t dim = s[static_cast<size_t>(a)], step = steps[i], b = starts[i];
+    if (b < 0) b += dim;
+    b = step > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+    st[static_cast<size_t>(a)] = b;
+    sp[static_cast<size_t>(a)] = step;
+  }
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  std::vector<uint32_t> p;
+  for (size_t i = 0; i < r; ++i) p.push_back(u32(ys[i] ? st[i] : 0));
+  for (size_t i = 0; i < r; ++i) p.push_back(u32(sp[i]));
+  emit(n, LayerKind::kSlice, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+}
+
+/// Resize / Upsample: the engine's parameters (kernels::ResizeSpec) from the attributes and the constant roi, scales
+/// or sizes, stored in the parameter block; the runtime computes the same taps.
+void Lowerer::resize(const ir::Node& n) {
+  const Shape& x = shapeOf(n, 0);
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
+  bool upsample = n.op == "Upsample";
+  kernels::ResizeSpec p;
+  std::string mode = n.attrString("mode", "nearest");
+  if (mode == "nearest") p.interp = kernels::ResizeInterp::kNearest;
+  else if (mode == "linear" || (upsample && mode == "bilinear")) p.interp = kernels::ResizeInterp::kLinear;
+  else if (mode == "cubic" && !upsample && g_.opset >= 11) p.interp = kernels::ResizeInterp::kCubic;
+  else unsupported(n, "resize mode '{}' has no package form", mode);
+  auto constant = [&](int i, const char* what) {
+    const Tensor* t = constIn(n, i);
+    if (!t) unsupported(n, "the {} must be a constant to have a package form", what);
+    return t;
+  };
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+  if (upsample || g_.opset < 11) {
+    p.legacy = true;
+    if (upsample && n.hasAttr("scales")) {
+      for (float f : n.attrFloats("scales")) scales.push_back(f);
+    } else {
+      scales = constant(1, "scales")->toDouble();
+    }
+  } else {
+    std::string cm = n.attrString("coordinate_transformation_mode", "half_pixel");
+    std::string nm = n.attrString("nearest_mode", "round_prefer_floor");
+    if (!kernels::resizeCoordFromName(cm, &p.coord)) unsupported(n, "coordinate_transformation_mode '{}' has no package form", cm);
+    if (!kernels::resizeNearestFromName(nm, &p.nearest)) unsupported(n, "nearest_mode '{}' has no package form", nm);
+    p.cubic_a = n.attrFloat("cubic_coeff_a", -0.75f);
+    p.exclude_outside = n.attrInt("exclude_outside", 0) != 0;
+    p.extrapolation = n.attrFloat("extrapolation_value", 0.0f);
+    if (n.attrInt("antialias", 0) != 0) unsupported(n, "antialias has no package form");
+    if (n.hasInput(3)) sizes = constant(3, "sizes")->toInt64();
+    if (sizes.empty() && n.hasInput(2)) scales = constant(2, "scales")->toDouble();
+    if (n.hasInput(1)) roi = constant(1, "roi")->toDouble();
+  }
+  std::vector<int64_t> axes = n.attrInts("axes");
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) unsupported(n, "axis {} out of range", a);
+    if (a < 0) a += rank;
+  }
+  if ((!sizes.empty() && sizes.size() != axes.size()) || (sizes.empty() && scales.size() != axes.size()) ||
+      (!roi.empty() && roi.size() != 2 * axes.size()))
+    unsupported(n, "scales / sizes / roi do not match the axes");
+  p.scale.assign(x.size(), 1.0);
+  p.roi_start.assign(x.size(), 0.0);
+  p.roi_end.assign(x.size(), 1.0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    size_t a = static_cast<size_t>(axes[i]);
+    int64_t in = x[a];
+    if (!sizes.empty()) p.scale[a] = in == 0 || sizes[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(in);
+    else p.scale[a] = scales[i];
+    if (!(p.scale[a] > 0) || !std::isfinite(p.scale[a])) unsupported(n, "scale {} has no package form", p.scale[a]);
+    if (!roi.empty()) {
+      p.roi_start[a] = roi[i];
+      p.roi_end[a] = roi[i + axes.size()];
+    }
+  }
+  if (ys.size() != x.size()) unsupported(n, "output rank differs from the input rank");
+  emit(n, LayerKind::kResize, {in(n, 0)}, outVal(n, n.outputs[0]), package::resizeParams(p));
+}
+
+void Lowerer::transposeNode(const ir::Node& n) {
+  const Shape& s = shapeOf(n, 0);
+  std::vector<int64_t> perm = n.attrInts("perm");
+  if (perm.empty())
+    for (size_t i = 0; i < s.size(); ++i) perm.push_back(static_cast<int64_t>(s.size() - 1 - i));
+  if (s.size() > package::kMaxRank) unsupported(n, "rank {} above {}", s.size(), package::kMaxRank);
+  // A permutation that only moves size-1 dims keeps the bytes in order: a reshape.
+  std::vector<int64_t> moved;
+  for (int64_t a : perm)
+    if (s[static_cast<size_t>(a)] != 1) moved.push_back(a);
+  if (std::is_sorted(moved.begin(), moved.end())) return copyLike(n);
+  std::vector<uint32_t> p;
+  for (auto v : perm) p.push_back(static_cast<uint32_t>(v));
+  emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+}
+
+/// Expand and Tile: one repetition layer, x viewed at the output's rank (Expand broadcasts from the right).
+void Lowerer::tileNode(const ir::Node& n) {
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  Shape xs = shapeOf(n, 0);
+  if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
+  if (xs.size() > ys.size()) unsupported(n, "{} does not expand to {}", shapeStr(xs), shapeStr(ys));
+  xs.insert(xs.begin(), ys.size() - xs.size(), 1);
+  if (xs == ys) return copyLike(n);
+  LDesc& d = emit(n, LayerKind::kTile, {in(n, 0)}, outVal(n, n.outputs[0]));
+  d.views = {xs, ys};
+}
+
+void registerTensorLowerings(LowerTable& t) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) t[{"", op}] = &Lowerer::copyLike;
+  t[{"", "Concat"}] = &Lowerer::concat;
+  t[{"", "Transpose"}] = &Lowerer::transposeNode;
+  t[{"", "Split"}] = &Lowerer::split;
+  t[{"", "Slice"}] = &Lowerer::slice;
+  t[{"", "Pad"}] = &Lowerer::pad;
+  t[{"", "Gather"}] = &Lowerer::gather;
+  t[{"", "Expand"}] = &Lowerer::tileNode;
+  t[{"", "Tile"}] = &Lowerer::tileNode;
+  t[{"", "SpaceToDepth"}] = &Lowerer::depthSpace;
+  t[{"", "DepthToSpace"}] = &Lowerer::depthSpace;
+  t[{"ai.npuc", "Focus"}] = &Lowerer::focus;
+  t[{"", "Resize"}] = &Lowerer::resize;
+  t[{"", "Upsample"}] = &Lowerer::resize;
+}
+
+}  // namespace npuc::codegen::detail

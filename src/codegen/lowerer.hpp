@@ -1,0 +1,548 @@
+// The lowering's builder (private to src/codegen/): the values, weights and descriptors a model becomes, and the
+// per-op-family lowerings that fill them. lower.cpp drives it (node order, outputs, placement, the package);
+// lower_<family>.cpp hold the ops of one family each, mirroring engine/ops_<family>.cpp, and register them by
+// (domain, op) in a table (register*Lowerings). docs/adding-an-op.md says where a new op goes.
+#pragma once
+
+#include "codegen/lower.hpp"
+
+#include "ops/registry.hpp"
+#include "support/error.hpp"
+#include "support/fp16.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace npuc::codegen::detail {
+
+
+using package::Act;
+using package::ElemType;
+using package::Engine;
+using package::LayerKind;
+
+struct LVal {
+  std::string name;
+  Shape shape;
+  ElemType type = ElemType::kF32;
+  int weight_blob = -1;  // >= 0: a constant in the weight space
+  int writer = -1;       // descriptor producing it (-1: graph input or weight)
+  int last_reader = -1;
+  char space = 'd';      // 'i' data_in, 'd' data, 'o' data_out, 'w' weight
+  uint64_t offset = 0;
+  int alias = -1;        // >= 0: the same bytes as that value, another shape (a Reshape, Identity, same-type Cast)
+};
+
+struct LDesc {
+  LayerKind kind = LayerKind::kCopy;
+  Engine engine = Engine::kMac;
+  Act act = Act::kNone;
+  float act_a = 0, act_b = 0;
+  std::vector<uint32_t> params;
+  std::vector<int> ins;
+  std::vector<Shape> views;  // per input then the output: the dims recorded in the reference (same numel)
+  int out = -1;
+  std::string name, opexp;
+  std::vector<std::string> onnx_nodes;
+};
+
+struct Blob {
+  std::string name;
+  uint64_t offset = 0, size = 0;  // in the weight image
+};
+
+inline uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(static_cast<int32_t>(v)); }
+
+class Lowerer;
+/// A lowering of one op: a member of Lowerer taking the node.
+using LowerFn = void (Lowerer::*)(const ir::Node&);
+/// The lowerings by (domain, op name); "" is the ONNX domain.
+using LowerTable = std::map<std::pair<std::string, std::string>, LowerFn>;
+void registerNnLowerings(LowerTable& t);
+void registerElementwiseLowerings(LowerTable& t);
+void registerTensorLowerings(LowerTable& t);
+void registerReduceLowerings(LowerTable& t);
+void registerPrepostLowerings(LowerTable& t);
+
+class Lowerer {
+  // The families register their (private) lowerings.
+  friend void registerNnLowerings(LowerTable& t);
+  friend void registerElementwiseLowerings(LowerTable& t);
+  friend void registerTensorLowerings(LowerTable& t);
+  friend void registerReduceLowerings(LowerTable& t);
+  friend void registerPrepostLowerings(LowerTable& t);
+
+ public:
+  Lowerer(const ir::Graph& g, const target::Target& t, ir::Graph* consume) : g_(g), t_(t), consume_(consume) {
+    ft_ = numericsFloatType(t.numerics);
+    if (!numericsHasPackages(t.numerics))
+      fail(ErrorCode::kUnsupported,
+           "target '{}' declares {} numerics; packages in {} need quantization, which npuc does not implement yet "
+           "(fp32 and fp16 targets emit packages)",
+           t.name, numericsName(t.numerics), numericsName(t.numerics));
+  }
+
+  void run() {
+    // Reserve the weight image once (an upper bound: untouched capacity costs no memory), so it never
+    // reallocates while holding a copy of the model's weights.
+    uint64_t upper = 0;
+    for (ir::ValueId v : g_.valueIds())
+      if (g_.value(v).isConstant()) upper += static_cast<uint64_t>(g_.value(v).constant->numel()) * 4 + 64;
+    weights_.reserve(upper);
+    uses_ = g_.uses();
+    for (ir::ValueId v : g_.outputs()) is_output_[v] = true;
+    for (ir::NodeId id : g_.order()) {
+      if (skip_.count(id)) continue;
+      lowerNode(g_.node(id));
+      if (consume_) release(g_.node(id));
+    }
+    for (ir::ValueId v : g_.outputs()) directOutput(v);
+    for (ir::ValueId v : g_.outputs()) halfOutput(v);
+  }
+
+  /// A float16 model output of a float32 package is rounded to float16 as it is stored (a cast layer after the
+  /// layer computing it in float32), so the package's outputs have the model's types.
+  void halfOutput(ir::ValueId v) {
+    const ir::Value& val = g_.value(v);
+    auto it = of_.find(v);
+    if (ft_ != ElemType::kF32 || val.exact_type || val.type.dtype != DType::kF16 || it == of_.end()) return;
+    LVal& computed = vals_[static_cast<size_t>(it->second)];
+    if (computed.type != ElemType::kF32 || computed.space != 'o') return;
+    computed.space = 'd';
+    computed.name += "/float32";
+    LVal o;
+    o.name = val.name;
+    o.shape = computed.shape;
+    o.type = ElemType::kF16;
+    o.space = 'o';
+    vals_.push_back(o);
+    const int out = static_cast<int>(vals_.size()) - 1;
+    LDesc d;
+    d.kind = LayerKind::kCast;
+    d.engine = package::layerEngine(LayerKind::kCast);
+    d.ins = {it->second};
+    d.out = out;
+    d.name = val.name + "/to_float16";
+    d.opexp = "Cast";
+    descs_.push_back(std::move(d));
+    it->second = out;
+  }
+
+  /// Why model output v cannot be a package output when no node computes it (a constant after folding: a Shape, a
+  /// Size; or a model input passed through), or "" when it can: copied by a copy layer from the weights or the input.
+  static std::string directOutputGap(const ir::Graph& g, ir::ValueId v) {
+    const ir::Value& val = g.value(v);
+    if (val.producer != ir::kNoNode) return "";
+    const DType t = val.isConstant() ? val.constant->dtype() : val.type.dtype;
+    if (isFloat(t) || (val.isConstant() && package::isPackageType(t))) return "";
+    return fmt::format("model output '{}' is {} {} that no layer computes; packages copy float tensors and constants "
+                       "of {} only", val.name, val.isConstant() ? "a constant" : "the model input", dtypeName(t),
+                       "float32, float16, (u)int8, (u)int16, int32 and int64");
+  }
+
+  void directOutput(ir::ValueId v) {
+    const ir::Value& val = g_.value(v);
+    if (val.producer != ir::kNoNode) return;  // computed by a layer
+    if (std::string why = directOutputGap(g_, v); !why.empty()) fail(ErrorCode::kUnsupported, "{}", why);
+    int src;
+    if (val.isConstant()) {
+      const Tensor& c = *val.constant;
+      if (isFloat(c.dtype())) {
+        src = weightVal(val.name + "/value", c.shape(), floatBytes(c, false), ft_);
+      } else {
+        std::vector<uint8_t> bytes(c.nbytes());
+        if (!bytes.empty()) std::memcpy(bytes.data(), c.raw(), bytes.size());
+        src = weightVal(val.name + "/value", c.shape(), std::move(bytes), c.dtype());
+      }
+    } else {
+      auto it = of_.find(v);
+      src = it != of_.end() ? it->second : -1;
+      if (src < 0) {  // an input nothing else reads
+        LVal l;
+        l.name = val.name;
+        l.shape = val.type.shape;
+        l.type = ft_;
+        l.space = 'i';
+        vals_.push_back(l);
+        src = of_[v] = static_cast<int>(vals_.size()) - 1;
+      }
+    }
+    LVal o;
+    o.name = val.name;
+    o.shape = vals_[static_cast<size_t>(src)].shape;
+    o.type = vals_[static_cast<size_t>(src)].type;
+    o.space = 'o';
+    vals_.push_back(o);
+    const int out = static_cast<int>(vals_.size()) - 1;
+    LDesc d;
+    d.kind = LayerKind::kCopy;
+    d.engine = package::layerEngine(LayerKind::kCopy);
+    d.ins = {src};
+    d.out = out;
+    d.name = val.name + "/copy";
+    d.opexp = val.isConstant() ? "Constant" : "Identity";
+    descs_.push_back(std::move(d));
+    of_[v] = out;
+  }
+
+  /// Drops the data of constants whose every consumer has been lowered.
+  void release(const ir::Node& n) {
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue || !g_.value(v).isConstant()) continue;
+      auto& users = uses_[v];
+      if (++released_uses_[v] >= static_cast<int>(users.size())) *consume_->value(v).constant = Tensor();
+    }
+  }
+  std::map<ir::ValueId, int> released_uses_;
+
+  const ir::Graph& g_;
+  const target::Target& t_;
+  ir::Graph* consume_;  // non-null: release constants once copied
+  ElemType ft_ = ElemType::kF32;
+  std::vector<LVal> vals_;
+  std::vector<LDesc> descs_;
+  std::vector<Blob> blobs_;
+  std::vector<uint8_t> weights_;  // the weight space image, 64-byte aligned entries
+  std::map<ir::ValueId, int> of_;
+  std::map<ir::ValueId, bool> is_output_;
+  std::map<ir::ValueId, std::vector<std::pair<ir::NodeId, int>>> uses_;
+  std::map<ir::NodeId, bool> skip_;
+  std::map<ir::ValueId, std::pair<int, const ir::Node*>> fused_cast_;  // cast output -> (uint8 source, the Cast)
+  std::vector<Fusion> fusions_;
+  std::vector<std::string> aliased_;  // nodes that became aliases (no descriptor)
+
+ private:
+  template <typename... Args>
+  [[noreturn]] void unsupported(const ir::Node& n, fmt::format_string<Args...> f, Args&&... a) const {
+    fail(ErrorCode::kUnsupported, "{}: {}", n.label(), fmt::format(f, std::forward<Args>(a)...));
+  }
+
+  /// The element type a value is stored in: pre/post values exactly as typed, other float values in the target's
+  /// float numerics.
+  ElemType storageType(const ir::Node& n, const ir::Value& v) const {
+    if (v.exact_type) {
+      const DType t = v.type.dtype;
+      if (t != DType::kU8 && t != DType::kU16 && t != DType::kF16 && t != DType::kF32)
+        unsupported(n, "pre/post value '{}' is {}; packages hold uint8, uint16, float16 or float32", v.name, dtypeName(t));
+      return t;
+    }
+    if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
+      unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,
+                  dtypeName(v.type.dtype));
+    return ft_;
+  }
+
+  // --- values ------------------------------------------------------------------------------------------
+
+  int addBlob(const std::string& name, const std::vector<uint8_t>& bytes) {
+    uint64_t off = alignUp(weights_.size(), 64);
+    weights_.resize(off + bytes.size());
+    std::copy(bytes.begin(), bytes.end(), weights_.begin() + static_cast<std::ptrdiff_t>(off));
+    blobs_.push_back({name, off, bytes.size()});
+    return static_cast<int>(blobs_.size()) - 1;
+  }
+
+  /// Float data of a constant, converted to the package's float type (or float32 when `f32`).
+  std::vector<uint8_t> floatBytes(const Tensor& t, bool f32, const std::vector<float>* values = nullptr) {
+    std::vector<float> tmp;
+    const float* src;
+    size_t n;
+    if (values) {
+      src = values->data();
+      n = values->size();
+    } else if (t.dtype() == DType::kF32) {
+      src = t.data<float>();
+      n = static_cast<size_t>(t.numel());
+    } else {
+      for (double d : t.toDouble()) tmp.push_back(static_cast<float>(d));
+      src = tmp.data();
+      n = tmp.size();
+    }
+    std::vector<uint8_t> out;
+    if (f32 || ft_ == ElemType::kF32) {
+      out.resize(n * 4);
+      std::memcpy(out.data(), src, n * 4);
+    } else {
+      out.resize(n * 2);
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h = floatToHalf(src[i]);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+      }
+    }
+    return out;
+  }
+
+  int weightVal(const std::string& name, Shape shape, std::vector<uint8_t> bytes, ElemType type) {
+    LVal v;
+    v.name = name;
+    v.shape = std::move(shape);
+    v.type = type;
+    v.space = 'w';
+    v.weight_blob = addBlob(name, bytes);
+    vals_.push_back(std::move(v));
+    return static_cast<int>(vals_.size()) - 1;
+  }
+
+  /// The LVal of a node input: an activation already produced, a graph input, or a constant (to the weights).
+  int in(const ir::Node& n, int i) {
+    if (!n.hasInput(i)) unsupported(n, "input {} is missing", i);
+    ir::ValueId v = n.inputs[static_cast<size_t>(i)];
+    auto it = of_.find(v);
+    if (it != of_.end()) return it->second;
+    const ir::Value& val = g_.value(v);
+    ElemType type = storageType(n, val);
+    if (val.isConstant()) {
+      int id = weightVal(val.name, val.type.shape, floatBytes(*val.constant, false), ft_);
+      of_[v] = id;
+      return id;
+    }
+    if (val.producer != ir::kNoNode) unsupported(n, "input '{}' has not been computed yet (internal ordering error)", val.name);
+    LVal l;
+    l.name = val.name;
+    l.shape = val.type.shape;
+    l.type = type;
+    l.space = 'i';
+    vals_.push_back(l);
+    of_[v] = static_cast<int>(vals_.size()) - 1;
+    return of_[v];
+  }
+
+  /// The graph output that `v` only feeds through a same-shape, same-type copy (an Identity naming a post-processing
+  /// dest, a no-op Reshape): the producer then writes the output itself and the copy takes no layer.
+  const ir::Node* copyToOutput(const ir::Node& n, ir::ValueId v) const {
+    if (is_output_.count(v)) return nullptr;
+    auto it = uses_.find(v);
+    if (it == uses_.end() || it->second.size() != 1) return nullptr;
+    const ir::Node& c = g_.node(it->second[0].first);
+    if (!c.domain.empty() || c.outputs.size() != 1 || !is_output_.count(c.outputs[0])) return nullptr;
+    if (c.op != "Identity" && c.op != "Reshape" && c.op != "Flatten" && c.op != "Squeeze" && c.op != "Unsqueeze") return nullptr;
+    const ir::Value &a = g_.value(v), &b = g_.value(c.outputs[0]);
+    if (a.type.shape != b.type.shape || storageType(n, a) != storageType(c, b)) return nullptr;
+    return &c;
+  }
+
+  int outVal(const ir::Node& n, ir::ValueId v) {
+    if (const ir::Node* c = copyToOutput(n, v)) {
+      int id = outVal(*c, c->outputs[0]);
+      of_[v] = id;
+      skip_[c->id] = true;
+      aliased_.push_back(c->name);
+      return id;
+    }
+    const ir::Value& val = g_.value(v);
+    LVal l;
+    l.name = val.name;
+    l.shape = val.type.shape;
+    l.type = storageType(n, val);
+    l.space = is_output_.count(v) ? 'o' : 'd';
+    vals_.push_back(l);
+    of_[v] = static_cast<int>(vals_.size()) - 1;
+    return of_[v];
+  }
+
+  const Shape& shapeOf(const ir::Node& n, int i) const { return g_.value(n.inputs[static_cast<size_t>(i)]).type.shape; }
+  const Tensor* constIn(const ir::Node& n, int i) const {
+    if (!n.hasInput(i)) return nullptr;
+    const ir::Value& v = g_.value(n.inputs[static_cast<size_t>(i)]);
+    return v.isConstant() ? &*v.constant : nullptr;
+  }
+
+
+  /// Pooling runs where the target's table puts the op (an engine of kind "mac" or "vector"); everything else
+  /// on its kind's engine.
+  Engine engineFor(const ir::Node& n, LayerKind k) const {
+    Engine def = package::layerEngine(k);
+    if (package::layerAllowedOn(k, Engine::kMac) && package::layerAllowedOn(k, Engine::kVector)) {
+      const target::OpSupport* s = t_.findOp(n.op);
+      if (s) {
+        auto it = t_.engines.find(s->engine);
+        if (it != t_.engines.end()) return it->second.kind == "mac" ? Engine::kMac : Engine::kVector;
+      }
+    }
+    return def;
+  }
+
+  LDesc& emit(const ir::Node& n, LayerKind k, std::vector<int> ins, int out, std::vector<uint32_t> params = {}) {
+    LDesc d;
+    d.kind = k;
+    d.engine = engineFor(n, k);
+    d.ins = std::move(ins);
+    d.out = out;
+    d.params = std::move(params);
+    d.name = n.name;
+    d.opexp = ir::opexp(n);
+    d.onnx_nodes = ir::sourceNodes(n);
+    descs_.push_back(std::move(d));
+    return descs_.back();
+  }
+
+  /// The single consumer of v when it is an activation the descriptor can apply itself.
+  const ir::Node* fusableActivation(ir::ValueId v) const {
+    if (is_output_.count(v)) return nullptr;
+    auto it = uses_.find(v);
+    if (it == uses_.end() || it->second.size() != 1) return nullptr;
+    const ir::Node& c = g_.node(it->second[0].first);
+    if (c.domain != "" || (c.op != "Relu" && c.op != "LeakyRelu" && c.op != "Clip")) return nullptr;
+    if (c.op == "Clip" && (c.numInputs() > 1 && (!constIn(c, 1) || (c.numInputs() > 2 && !constIn(c, 2))))) return nullptr;
+    return &c;
+  }
+
+  static float scalarOf(const Tensor* t, float def) {
+    if (!t || t->numel() != 1) return def;
+    return static_cast<float>(t->toDouble()[0]);
+  }
+
+  /// Clip's bounds as the engine reads them (ops::clipBounds); the caller has checked that they are constants.
+  void clipBounds(const ir::Node& c, float& lo, float& hi) const {
+    auto b = ops::clipBounds(g_, c);
+    if (!b) unsupported(c, "Clip bounds must be constants");
+    lo = b->first;
+    hi = b->second;
+  }
+
+
+
+  /// Activation from an ai.npuc node's attributes; false when it is not one the descriptor applies.
+  bool actFromAttrs(const ir::Node& n, LDesc& d) const {
+    std::string a = n.attrString("activation", "");
+    if (a.empty()) return true;
+    if (a == "Relu") d.act = Act::kRelu;
+    else if (a == "LeakyRelu") d.act = Act::kLeakyRelu, d.act_a = n.attrFloat("activation_alpha", 0.0f);  // omitted when 0
+    else if (a == "Clip") d.act = Act::kClip, d.act_a = n.attrFloat("activation_alpha", 0), d.act_b = n.attrFloat("activation_beta", 0);
+    else return false;
+    return true;
+  }
+
+  /// Emits the unary descriptor of a fused activation the MAC epilogue does not have (Sigmoid, HardSwish, …).
+  void trailingActivation(const ir::Node& n, int from, int out) {
+    std::string a = n.attrString("activation", "");
+    const auto& names = package::unaryOpNames();
+    auto it = std::find(names.begin(), names.end(), a);
+    if (it == names.end()) unsupported(n, "fused activation '{}' has no package form", a);
+    float alpha = n.attrFloat("activation_alpha", 0), beta = n.attrFloat("activation_beta", 0);
+    LDesc& u = emit(n, LayerKind::kUnary, {from}, out,
+                    {static_cast<uint32_t>(it - names.begin()), package::floatParam(alpha), package::floatParam(beta)});
+    u.name = n.name + "/" + a;
+  }
+
+  int tempVal(const std::string& name, const Shape& s) {
+    LVal l;
+    l.name = name;
+    l.shape = s;
+    l.type = ft_;
+    vals_.push_back(l);
+    return static_cast<int>(vals_.size()) - 1;
+  }
+
+  // --- nodes --------------------------------------------------------------------------------------------
+
+  /// One node's layers: the lowering its (domain, op) is registered with (lower_<family>.cpp), or an error.
+  void lowerNode(const ir::Node& n);
+
+  // --- the op families (lower_<family>.cpp, mirroring engine/ops_<family>.cpp) -------------------------
+  // Each takes the node and emits its layers; registered by (domain, op) in its family's register*Lowerings.
+  void globalPool(const ir::Node& n);
+  void binaryNode(const ir::Node& n);
+  void sumMean(const ir::Node& n);
+  void clipNode(const ir::Node& n);
+  void unaryNode(const ir::Node& n);
+  void npucUnary(const ir::Node& n);
+  void copyNode(const ir::Node& n);
+  void transposeNode(const ir::Node& n);
+  void lrn(const ir::Node& n);
+  void reduceNode(const ir::Node& n);
+  void tileNode(const ir::Node& n);
+  void instanceNorm(const ir::Node& n);
+
+
+  /// Sum / Mean / Max / Min of any number of inputs, as the engine computes them: a chain of binary layers
+  /// (((a op b) op c) …, each broadcasting), then for Mean one division by the count. One input is a copy.
+  void variadic(const ir::Node& n, uint32_t code);
+  /// The package code of a binary op (elementwise_ops.def).
+  static uint32_t binaryCode(const char* name) {
+    const std::vector<std::string>& names = package::binaryOpNames();
+    return static_cast<uint32_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  }
+
+  /// Reduce*: the axes (an attribute, or from opset 18 — 13 for ReduceSum — a constant input) become one flag per
+  /// dim of x; keepdims only shapes the output.
+  void reduce(const ir::Node& n, uint32_t code);
+
+  /// Same bytes, another shape: an alias of the input (no descriptor), or a copy where the result is a graph output
+  /// (outputs live in data_out). A change of storage type is a cast.
+  void copyLike(const ir::Node& n);
+
+  void cast(const ir::Node& n);
+
+  void castTo(const ir::Node& n, int x, ElemType t);
+
+  static uint32_t attrU32(const ir::Node& n, const char* name) { return u32(n.attrInt(name, 0)); }
+
+  /// The pre/post-processing nodes of a -prepost definition (prepost/graph.hpp) on the vector engine.
+  void prePost(const ir::Node& n);
+
+  void unaryOp(const ir::Node& n, const std::string& op, float alpha, float beta);
+
+  /// Window value i (0 = H, 1 = W) of a 1-D or 2-D window; a 1-D window has H = one_d.
+  static int64_t hw(const std::vector<int64_t>& v, int i, int64_t one_d, bool one);
+
+  /// NC(W) -> NC1W views for 1-D windows.
+  static Shape as4d(Shape s);
+
+  void conv(const ir::Node& n);
+
+  void gemm(const ir::Node& n);
+
+  /// Gemm beyond "x times constant weights plus bias": transA, alpha, beta, or B an activation. As the engine
+  /// computes it: the product (a matmul layer; transposed operands through transpose layers, a constant B transposed
+  /// here), then y * alpha (a binary layer), then + beta * C (C scaled here when constant, by a binary layer when
+  /// not), the fused activation on the last layer.
+  void gemmGeneral(const ir::Node& n);
+
+  /// MatMul of two operands that are not (a batch of matrices) x (one constant matrix): one product per batch, the
+  /// batch dims broadcast. A 1-D operand is viewed as a matrix ([1, K] or [K, 1]), as ONNX defines.
+  void matmul(const ir::Node& n);
+
+  /// Gather: the indices are a constant (to the weights, as int64) or a model input of int32 / int64; indices
+  /// computed by the model are not (packages carry float activations).
+  void gather(const ir::Node& n);
+
+  void pool(const ir::Node& n);
+
+  /// Concat. A descriptor references at most 7 inputs; more become a chain: each concat appends up to 6 inputs to the
+  /// previous partial result (concatenation only copies, so the bytes are the same).
+  void concat(const ir::Node& n);
+
+  void softmax(const ir::Node& n);
+
+  void depthSpace(const ir::Node& n);
+
+  void focus(const ir::Node& n);
+
+  void pad(const ir::Node& n);
+
+  /// Split: each output a slice of the input along the axis, at the sum of the previous outputs' sizes (the sizes
+  /// are the outputs' own dims, as shape inference fixed them from `split` / num_outputs).
+  void split(const ir::Node& n);
+
+  void slice(const ir::Node& n);
+
+  /// Resize / Upsample: the engine's parameters (kernels::ResizeSpec) from the attributes and the constant roi, scales
+  /// or sizes, stored in the parameter block; the runtime computes the same taps.
+  void resize(const ir::Node& n);
+
+  /// LayerNormalization: scale and bias (constants, numpy-broadcast to the normalised dims) expanded to float32
+  /// [inner] in the weight space, as the reference engine expands them.
+  void layerNorm(const ir::Node& n);
+
+  void batchNorm(const ir::Node& n);
+};
+
+}  // namespace npuc::codegen::detail
