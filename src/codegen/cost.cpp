@@ -31,10 +31,26 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.ith = ith++;
     l.name = n.name;
     l.opexp = ir::opexp(n);
+    // The window geometry needs the node's facts; every other op only its shapes (a chain of 200k element-wise
+    // layers is estimated without building 200k fact maps).
     target::Facts f;
-    try {
-      f = target::nodeFacts(g, n);
-    } catch (const Error&) {
+    if (target::hasWindowFacts(n.op)) {
+      try {
+        f = target::nodeFacts(g, n);
+      } catch (const Error&) {
+      }
+    } else {
+      auto dims = [&](ir::ValueId v, const char* p) {
+        if (v == ir::kNoValue || !g.value(v).type.isStatic()) return;
+        const target::ShapeDims d = target::shapeDims(g.value(v).type.shape);
+        const std::string pre(p);
+        f[pre + "_elems"] = target::Value(d.elems);
+        f[pre + "_c"] = target::Value(d.c);
+        f[pre + "_w"] = target::Value(d.w);
+        f[pre + "_h"] = target::Value(d.h);
+      };
+      dims(n.hasInput(0) ? n.inputs[0] : ir::kNoValue, "in");
+      dims(n.outputs.empty() ? ir::kNoValue : n.outputs[0], "out");
     }
     l.ker_w = factInt(f, "kernel_w");
     l.ker_h = factInt(f, "kernel_h");

@@ -386,9 +386,14 @@ std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t)
 std::string tblAddrText(const Lowered& l, const std::string& space) {
   std::string s = fmt::format("# {} — {}: name, address, size (bytes, hex)\n", space == "merge" ? "all element spaces" : space,
                               "npuc address table");
-  for (auto& p : l.placements)
-    if (space == "merge" || p.space == space)
-      s += fmt::format("{:<40s} {} {:#x}{}\n", p.name, plan::hexGrouped(p.addr), p.size, space == "merge" ? " " + p.space : "");
+  const bool merge = space == "merge";
+  auto out = std::back_inserter(s);
+  for (auto& p : l.placements) {
+    if (!merge && p.space != space) continue;
+    fmt::format_to(out, "{:<40s} {} {:#x}", p.name, plan::hexGrouped(p.addr), p.size);
+    if (merge) s += ' ', s += p.space;
+    s += '\n';
+  }
   return s;
 }
 

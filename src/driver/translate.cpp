@@ -61,12 +61,16 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
                                "or memory outside the accelerator.\n\n| ith | name | opexp | engine | ker (w,h,st,dil,l,r,t,b) | in (ch,w,h) | out (ch,w,h) | MACs | time [us] |\n"
                                "|---|---|---|---|---|---|---|---|---|\n",
                                base.filename().string(), t.name, numericsName(t.numerics));
+  auto csv_out = std::back_inserter(csv);
+  auto md_out = std::back_inserter(md);
   for (auto& l : e.layers) {
-    std::string name = l.name.find(',') == std::string::npos ? l.name : "\"" + l.name + "\"";
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}\n", l.ith, name, l.opexp, l.engine, kerStr(l), l.in_c,
-                       l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
-    md += fmt::format("| {} | {} | {} | {} | {} | {},{},{} | {},{},{} | {} | {:.3f} |\n", l.ith, l.name, l.opexp, l.engine,
-                      l.ker_w ? kerStr(l) : "", l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
+    const bool quote = l.name.find(',') != std::string::npos;
+    const std::string ker = kerStr(l);
+    fmt::format_to(csv_out, "{}{}{}{},{},{},{},{},{},{},{},{},{},{},{:.3f}\n", l.ith, quote ? ",\"" : ",", l.name,
+                   quote ? "\"" : "", l.opexp, l.engine, ker, l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs,
+                   l.time_us);
+    fmt::format_to(md_out, "| {} | {} | {} | {} | {} | {},{},{} | {},{},{} | {} | {:.3f} |\n", l.ith, l.name, l.opexp,
+                   l.engine, l.ker_w ? ker : "", l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
   }
   csv += fmt::format("total,,,,,,,,,,,,,,,,,,,{:.3f}\n", e.total_us);
   md += fmt::format("\n**Total: {:.3f} us**", e.total_us);

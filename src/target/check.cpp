@@ -11,23 +11,36 @@ namespace npuc::target {
 
 namespace {
 
-bool isWindowOp(const std::string& op) {
-  return op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" || op == "LpPool";
-}
+bool isWindowOp(const std::string& op) { return hasWindowFacts(op); }
 
 void shapeFacts(Facts& f, const Shape& s, const char* p) {
   std::string pre(p);
-  f[pre + "_rank"] = Value(static_cast<int64_t>(s.size()));
-  f[pre + "_elems"] = Value(shapeNumel(s));
+  const ShapeDims d = shapeDims(s);
+  f[pre + "_rank"] = Value(d.rank);
+  f[pre + "_elems"] = Value(d.elems);
   std::vector<Value> dims;
-  for (int64_t d : s) dims.emplace_back(d);
+  for (int64_t x : s) dims.emplace_back(x);
   f[pre + "_shape"] = Value(std::move(dims));
-  if (s.size() >= 2) f[pre + "_c"] = Value(s[1]);
-  if (s.size() >= 3) f[pre + "_w"] = Value(s.back());
-  f[pre + "_h"] = Value(s.size() >= 4 ? s[s.size() - 2] : int64_t{1});
+  if (s.size() >= 2) f[pre + "_c"] = Value(d.c);
+  if (s.size() >= 3) f[pre + "_w"] = Value(d.w);
+  f[pre + "_h"] = Value(d.h);
 }
 
 }  // namespace
+
+bool hasWindowFacts(const std::string& op) {
+  return op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" || op == "LpPool";
+}
+
+ShapeDims shapeDims(const Shape& s) {
+  ShapeDims d;
+  d.rank = static_cast<int64_t>(s.size());
+  d.elems = shapeNumel(s);
+  if (s.size() >= 2) d.c = s[1];
+  if (s.size() >= 3) d.w = s.back();
+  d.h = s.size() >= 4 ? s[s.size() - 2] : int64_t{1};
+  return d;
+}
 
 const std::set<std::string>& derivedFactNames() {
   static const std::set<std::string> k = {

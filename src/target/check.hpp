@@ -16,6 +16,14 @@ namespace npuc::target {
 /// depthwise), matrix sizes (m, n, k), a normalised axis, and the node's int and string attributes.
 /// docs/targets.md lists them all.
 Facts nodeFacts(const ir::Graph& g, const ir::Node& n);
+/// The dims nodeFacts reads from a static shape (facts <p>_rank, _elems, _c, _w, _h): c = dim 1 (rank >= 2), w = the
+/// last dim (rank >= 3), h = the one before it (rank >= 4, else 1); 0 where a fact is absent.
+struct ShapeDims {
+  int64_t rank = 0, elems = 0, c = 0, w = 0, h = 0;
+};
+ShapeDims shapeDims(const Shape& s);
+/// Whether nodeFacts derives window geometry (kernel, stride, pads) for this op.
+bool hasWindowFacts(const std::string& op);
 /// Every fact nodeFacts derives (for some node), the node's own attributes aside: the vocabulary a target's rules
 /// are checked against when the target is loaded.
 const std::set<std::string>& derivedFactNames();
