@@ -156,7 +156,36 @@ void Lowerer::copyNode(const ir::Node& n) {
   copyLike(n);
 }
 
+/// Where: the condition a constant (uint8 weights, 0 / 1) or a bool model input (a uint8 package input); a condition
+/// computed by the model has no package form (packages carry no bool activations).
+void Lowerer::whereNode(const ir::Node& n) {
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
+  const ir::Value& cv = g_.value(n.inputs[0]);
+  int cond;
+  if (cv.isConstant()) {
+    std::vector<double> v = cv.constant->toDouble();
+    std::vector<uint8_t> bytes(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i] != 0 ? 1 : 0;
+    cond = weightVal(cv.name, cv.type.shape, std::move(bytes), ElemType::kU8);
+  } else if (auto it = of_.find(n.inputs[0]); it != of_.end() && vals_[static_cast<size_t>(it->second)].type == ElemType::kU8) {
+    cond = it->second;
+  } else if (cv.producer == ir::kNoNode && cv.type.dtype == DType::kBool) {
+    LVal l;
+    l.name = cv.name;
+    l.shape = cv.type.shape;
+    l.type = ElemType::kU8;
+    l.space = 'i';
+    vals_.push_back(l);
+    cond = of_[n.inputs[0]] = static_cast<int>(vals_.size()) - 1;
+  } else {
+    unsupported(n, "a condition computed by the model has no package form (a constant or a bool model input)");
+  }
+  emit(n, LayerKind::kWhere, {cond, in(n, 1), in(n, 2)}, outVal(n, n.outputs[0]));
+}
+
 void registerElementwiseLowerings(LowerTable& t) {
+  t[{"", "Where"}] = &Lowerer::whereNode;
   for (const std::string& op : package::binaryOpNames()) t[{"", op}] = &Lowerer::binaryNode;
   for (const std::string& op : package::unaryOpNames())
     if (op != "Identity" && op != "Swish" && op != "Clip") t[{"", op}] = &Lowerer::unaryNode;

@@ -452,27 +452,16 @@ void variadicKernel(KernelCall& call) {
   });
 }
 
-void whereKernel(KernelCall& call) {
-  computeHalfAsFloat(call, [](KernelCall& c) {
-    const Tensor& cond = c.input(0);
-    const Tensor& a = c.input(1);
-    const Tensor& b = c.input(2);
-    Tensor& y = c.alloc(0);
-    size_t es = dtypeSize(a.dtype());
-    const bool* pc = cond.data<bool>();
-    const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
-    const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
-    uint8_t* py = static_cast<uint8_t*>(y.raw());
-    forEachBroadcast<3>(y.shape(), {&cond.shape(), &a.shape(), &b.shape()},
-                        [&](int64_t o, std::array<int64_t, 3> off, std::array<int64_t, 3> st, int64_t n) {
-                          for (int64_t i = 0; i < n; ++i) {
-                            bool sel = pc[off[0] + i * st[0]];
-                            const uint8_t* src = sel ? pa + (off[1] + i * st[1]) * static_cast<int64_t>(es)
-                                                     : pb + (off[2] + i * st[2]) * static_cast<int64_t>(es);
-                            std::memcpy(py + (o + i) * static_cast<int64_t>(es), src, es);
-                          }
-                        });
-  });
+void whereKernel(KernelCall& c) {
+  const Tensor& cond = c.input(0);
+  const Tensor& a = c.input(1);
+  const Tensor& b = c.input(2);
+  if (cond.dtype() != DType::kBool) c.error("the condition must be bool, got {}", dtypeName(cond.dtype()));
+  if (a.dtype() != b.dtype()) c.error("X and Y differ in type ({} and {})", dtypeName(a.dtype()), dtypeName(b.dtype()));
+  Tensor& y = c.alloc(0);
+  // Bits selected, any element type (bool is one byte, 0 or 1); the package's where layer runs this same kernel.
+  kernels::where(cond.shape(), static_cast<const uint8_t*>(cond.raw()), a.shape(), a.raw(), b.shape(), b.raw(), y.shape(),
+                 dtypeSize(a.dtype()), y.raw(), c.pool);
 }
 
 /// Cast / CastLike. Narrowing to bfloat16 truncates, as the ONNX reference of these opsets does (npuc's own

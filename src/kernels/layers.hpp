@@ -207,6 +207,12 @@ void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& star
 void tile(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, size_t elem_size, const void* x,
           void* y, ThreadPool* pool);
 
+/// ONNX Where: y = cond ? a : b element by element (elem_size bytes each; cond one byte, non-zero = true), the three
+/// inputs broadcast numpy-style to y_shape.
+void where(const std::vector<int64_t>& cond_shape, const uint8_t* cond, const std::vector<int64_t>& a_shape,
+           const void* a, const std::vector<int64_t>& b_shape, const void* b, const std::vector<int64_t>& y_shape,
+           size_t elem_size, void* y, ThreadPool* pool);
+
 /// ONNX Gather along one axis: y[o, j, i] = x[o, idx[j], i] for o < outer, j < idx.size(), i < inner (x is
 /// [outer, axis_len, inner] in elements of elem_size bytes). Indices may be negative (counted from the end);
 /// one outside [-axis_len, axis_len) is an error naming it, raised before anything is written.

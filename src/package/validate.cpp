@@ -685,6 +685,20 @@ struct Checker {
         if (x.dims[w[0]] == 0 && idx.numel() > 0) bad("{}: gathers from an empty axis {}", what, w[0]);
         break;
       }
+      case LayerKind::kWhere: {
+        const TensorRef &a = d.in(1), &b = d.in(2);
+        if (x.type != ElemType::kU8) bad("{}: the condition is {}, this kind needs uint8", what, elemName(x.type));
+        if (a.type != y.type || b.type != y.type)
+          bad("{}: selects {} / {} into {}", what, elemName(a.type), elemName(b.type), elemName(y.type));
+        for (const TensorRef* r : {&x, &a, &b}) {
+          if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
+          for (int i = 0; i < r->rank; ++i) {
+            uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
+            if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
+          }
+        }
+        break;
+      }
       case LayerKind::kTile: {
         if (x.type != y.type || x.rank != y.rank) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
         for (int i = 0; i < x.rank; ++i) {

@@ -620,6 +620,10 @@ struct Runtime::Impl {
         kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, pool.get());
         return;
       }
+      case LayerKind::kWhere:
+        kernels::where(s.shapes[0], s.in[0], s.shapes[1], s.in[1], s.shapes[2], s.in[2], s.shapes.back(), es, s.out,
+                       pool.get());
+        return;
       case LayerKind::kTile:
         kernels::tile(s.shapes[0], s.shapes.back(), es, s.in[0], s.out, pool.get());
         return;
@@ -689,7 +693,7 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
     fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}{}", name, shapeStr(it->shape), shapeStr(t.shape()),
          t.numel() == n ? " (the same number of elements, in another shape: reshape it yourself if that is what you mean)" : "");
   uint8_t* dst = im.at(it->address, static_cast<uint64_t>(n) * dtypeSize(it->dtype), "input " + name);
-  if (t.dtype() == it->dtype) {
+  if (t.dtype() == it->dtype || (t.dtype() == DType::kBool && it->dtype == DType::kU8)) {  // bool: a byte, 0 or 1
     std::memcpy(dst, t.raw(), t.nbytes());
   } else if ((it->dtype == DType::kF16 || it->dtype == DType::kF32) &&
              (t.dtype() == DType::kF32 || t.dtype() == DType::kF16 || t.dtype() == DType::kBF16)) {

@@ -841,6 +841,41 @@ TEST(LayersMove, TileAndExpandMatchNaive) {
   EXPECT_ANY_THROW(tile({2, 3}, {6}, 4, x.data(), y.data(), nullptr));     // ranks differ
 }
 
+TEST(LayersMove, WhereBroadcastsAllThreeInputs) {
+  std::mt19937 rng(48);
+  struct Case { Shape cs, as, bs, ys; };
+  for (const Case& k : {Case{{2, 3}, {2, 3}, {2, 3}, {2, 3}}, Case{{3, 1}, {1, 4}, {4}, {3, 4}},
+                        Case{{1}, {2, 1, 3}, {5, 1}, {2, 5, 3}}, Case{{}, {}, {}, {}}, Case{{2, 0}, {1}, {1}, {2, 0}}}) {
+    const std::vector<uint8_t> c = randomBytes(rng, static_cast<size_t>(numel(k.cs)));
+    for (size_t es : {1, 2, 4, 8}) {
+      const std::vector<uint8_t> a = randomBytes(rng, static_cast<size_t>(numel(k.as)) * es);
+      const std::vector<uint8_t> b = randomBytes(rng, static_cast<size_t>(numel(k.bs)) * es);
+      std::vector<uint8_t> want(static_cast<size_t>(numel(k.ys)) * es);
+      auto at = [&](const Shape& s, const std::vector<int64_t>& yi) {  // numpy broadcasting, right-aligned
+        int64_t off = 0, st = 1;
+        for (size_t i = 0; i < s.size(); ++i) {
+          const size_t d = s.size() - 1 - i;
+          off += (s[d] == 1 ? 0 : yi[yi.size() - 1 - i]) * st;
+          st *= s[d];
+        }
+        return static_cast<size_t>(off);
+      };
+      for (int64_t p = 0; p < numel(k.ys); ++p) {
+        const std::vector<int64_t> yi = unravel(p, k.ys);
+        const bool t = c[at(k.cs, yi)] != 0;
+        std::memcpy(&want[static_cast<size_t>(p) * es], t ? &a[at(k.as, yi) * es] : &b[at(k.bs, yi) * es], es);
+      }
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p2}) {
+        std::vector<uint8_t> y(want.size(), 0xee);
+        where(k.cs, c.data(), k.as, a.data(), k.bs, b.data(), k.ys, es, y.data(), pool);
+        EXPECT_EQ(y, want) << "es " << es;
+      }
+    }
+  }
+  std::vector<uint8_t> c(6), a(24), y(24);
+  EXPECT_ANY_THROW(where({3}, c.data(), {2, 3}, a.data(), {2, 3}, a.data(), {2, 2}, 4, y.data(), nullptr));
+}
+
 TEST(LayersMove, GatherAlongEveryAxisWithNegativeIndices) {
   std::mt19937 rng(46);
   const Shape xs{3, 4, 5};

@@ -166,7 +166,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "depthtospace_dcr", "depthtospace_crd", "concat_axis0", "binary_broadcast", "unary_params",
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
                         "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
-                        "gather", "tile_expand", "instance_norm"})
+                        "gather", "tile_expand", "instance_norm", "where"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }

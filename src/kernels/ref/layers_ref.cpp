@@ -1180,6 +1180,51 @@ void tile(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_sha
   });
 }
 
+void where(const std::vector<int64_t>& cond_shape, const uint8_t* cond, const std::vector<int64_t>& a_shape,
+           const void* a, const std::vector<int64_t>& b_shape, const void* b, const std::vector<int64_t>& y_shape,
+           size_t elem_size, void* y, ThreadPool* pool) {
+  const size_t r = y_shape.size();
+  checkRank(r, "where");
+  const std::vector<int64_t>* shapes[3] = {&cond_shape, &a_shape, &b_shape};
+  std::array<std::array<int64_t, kMaxRank>, 3> st{};  // element strides per output dim (0: broadcast)
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<int64_t>& s = *shapes[k];
+    if (s.size() > r) fail(ErrorCode::kInvalidArgument, "where: input {} has rank {} above the output's {}", k, s.size(), r);
+    int64_t acc = 1;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const size_t d = s.size() - 1 - i, od = r - 1 - i;
+      if (s[d] != y_shape[od] && s[d] != 1)
+        fail(ErrorCode::kInvalidArgument, "where: dim {} of input {} is {}, the output has {}", d, k, s[d], y_shape[od]);
+      st[static_cast<size_t>(k)][od] = s[d] == 1 ? 0 : acc;
+      acc *= s[d];
+    }
+  }
+  const int64_t total = numel(y_shape);
+  if (total <= 0) return;
+  const int64_t L = r ? y_shape[r - 1] : 1, rows = total / L;
+  const uint8_t* pa = static_cast<const uint8_t*>(a);
+  const uint8_t* pb = static_cast<const uint8_t*>(b);
+  uint8_t* py = static_cast<uint8_t*>(y);
+  const size_t es = elem_size;
+  parallelUnits(pool, rows, L, [&](int64_t b0, int64_t e0) {
+    for (int64_t row = b0; row < e0; ++row) {
+      std::array<int64_t, 3> off{};
+      int64_t rem = row;
+      for (size_t d = r > 0 ? r - 1 : 0; d-- > 0;) {
+        const int64_t i = rem % y_shape[d];
+        rem /= y_shape[d];
+        for (size_t k = 0; k < 3; ++k) off[k] += i * st[k][d];
+      }
+      const int64_t sc = r ? st[0][r - 1] : 0, sa = r ? st[1][r - 1] : 0, sb = r ? st[2][r - 1] : 0;
+      for (int64_t j = 0; j < L; ++j) {
+        const bool take_a = cond[off[0] + j * sc] != 0;
+        const uint8_t* src = take_a ? pa + static_cast<size_t>(off[1] + j * sa) * es : pb + static_cast<size_t>(off[2] + j * sb) * es;
+        std::memcpy(py + static_cast<size_t>(row * L + j) * es, src, es);
+      }
+    }
+  });
+}
+
 void gather(int64_t outer, int64_t axis_len, int64_t inner, const std::vector<int64_t>& idx, size_t elem_size,
             const void* x, void* y, ThreadPool* pool) {
   std::vector<int64_t> at(idx.size());

@@ -142,6 +142,9 @@ save("tile_expand", [helper.make_node("Expand", ["x", "shape"], ["e"]), helper.m
      [2, 1, 3], [3, 2, 8, 3], [("shape", np.array([3, 2, 4, 3], np.int64)), ("reps", np.array([1, 1, 2, 1], np.int64))])
 save("instance_norm", [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)], [2, 3, 4, 5],
      [2, 3, 4, 5], [("s", w(3)), ("b", w(3))])
+# Where with a constant condition broadcast over the leading dim and a broadcast constant other branch (the where kind).
+save("where", [helper.make_node("Where", ["c", "x", "b"], ["y"])], [2, 3, 4], [2, 3, 4],
+     [("c", np.array([[True], [False], [True]])), ("b", w(4))])
 # Gather by indices the caller gives (an int64 and an int32 model input: an embedding lookup).
 for name, itype in (("gather_input_indices", TensorProto.INT64), ("gather_input_indices_i32", TensorProto.INT32)):
     g = helper.make_graph([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], name,
