@@ -1,0 +1,66 @@
+// Integer numerics: the scalar reference of the int8-affine profile (docs/numerics.md, "int8-affine"), the
+// specification every fast int8 kernel must reproduce bit for bit.
+//
+//   real = (q - zero_point) * scale          activations: int8 per tensor, any zero point in [-128, 127]
+//                                            weights: int8 in [-127, 127] per output channel, zero point 0
+//   acc  = bias[c] + sum (x - zx) * w[c]     int32, exact (a padded tap contributes nothing: x = zx)
+//   y    = clamp(zy + requantize(acc, M[c]), lo, hi)
+//
+// requantize multiplies by a real factor (in_scale * w_scale[c] / out_scale) held as a Q31 fixed-point multiplier
+// and a power-of-two shift, rounded as gemmlowp / TFLite do by default ("double rounding"): a rounding doubling high
+// multiply (half toward +inf) and a rounding right shift (half away from zero). Every integer step is exact, so the
+// result does not depend on the order of the sum, the vector width or the thread count. All float math (the
+// multipliers, quantized weights and biases) happens once, at translation, and lands in the package as integers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace npuc::kernels {
+
+/// A real factor r as m * 2^(shift - 31), m in [2^30, 2^31) (or 0 for r = 0), shift in [-31, 30].
+struct Multiplier {
+  int32_t m = 0;
+  int32_t shift = 0;
+};
+
+/// The multiplier of a real factor r >= 0 (the compile-time step): frexp(r) = q * 2^e with q in [0.5, 1),
+/// m = round_half_away(q * 2^31) (m = 2^31 becomes 2^30 with e + 1), shift = e; factors below 2^-31 give 0;
+/// factors of 2^30 or more are refused (std::invalid_argument: no layer needs one).
+Multiplier quantizeMultiplier(double r);
+/// m * 2^(shift - 31) as a double (exact): what the multiplier stands for.
+double multiplierValue(Multiplier mul);
+
+/// Rounding doubling high multiply: floor((a * b + 2^30) / 2^31) (half toward +inf), saturating the one overflow
+/// a = b = INT32_MIN to INT32_MAX.
+int32_t roundingDoublingHighMul(int32_t a, int32_t b);
+/// x / 2^e rounded to nearest, half away from zero (0 <= e <= 31).
+int32_t roundingShiftRight(int32_t x, int e);
+/// x * multiplier: (x * 2^max(shift, 0)) through roundingDoublingHighMul, then roundingShiftRight by
+/// max(-shift, 0). The left shift saturates to int32 (it cannot overflow for the factors of real layers).
+int32_t multiplyByMultiplier(int32_t x, Multiplier mul);
+
+/// float -> int8 of a tensor with (scale, zero_point): clamp(round_half_away(x / scale) + zp, -128, 127); NaN -> zp.
+int8_t quantizeValue(float x, float scale, int32_t zero_point);
+/// (q - zp) * scale, in float.
+float dequantizeValue(int8_t q, float scale, int32_t zero_point);
+
+/// The quantized product of one output row / channel set (a Conv or Gemm layer in int8-affine).
+struct QOutput {
+  int32_t zero_point = 0;             // zy
+  int32_t lo = -128, hi = 127;        // the clamp (a fused Relu / Relu6 narrows it)
+  std::vector<Multiplier> multiplier; // per output channel, or one for all
+  const Multiplier& of(int64_t c) const { return multiplier.size() == 1 ? multiplier[0] : multiplier[static_cast<size_t>(c)]; }
+};
+
+/// y[m, n] = clamp(zy + multiplyByMultiplier(bias[n] + sum_k (a[m, k] - za) * w[n, k], M[n]), lo, hi):
+/// a [M, K] int8 with zero point za, w [N, K] int8 (zero point 0), bias [N] int32 or null.
+void qgemm_ref(int64_t M, int64_t N, int64_t K, const int8_t* a, int32_t za, const int8_t* w, const int32_t* bias,
+               const QOutput& out, int8_t* y);
+
+/// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
+/// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].
+void requantize_ref(int64_t outer, int64_t channels, int64_t inner, const int32_t* acc, const QOutput& out, int8_t* y);
+
+}  // namespace npuc::kernels

@@ -1,0 +1,93 @@
+// The int8-affine reference (kernels/quant.hpp): plain loops and exact integer arithmetic, the specification.
+#include "kernels/quant.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace npuc::kernels {
+
+namespace {
+constexpr int64_t kQ31 = int64_t{1} << 31;
+
+/// round half away from zero, as std::round, for a value known to fit int64.
+int64_t roundAway(double v) { return static_cast<int64_t>(std::round(v)); }
+}  // namespace
+
+Multiplier quantizeMultiplier(double r) {
+  if (!(r >= 0) || !std::isfinite(r)) throw std::invalid_argument("quantizeMultiplier: the factor must be finite and >= 0");
+  if (r == 0) return {};
+  int e = 0;
+  const double q = std::frexp(r, &e);  // r = q * 2^e, q in [0.5, 1)
+  int64_t m = roundAway(q * static_cast<double>(kQ31));
+  if (m == kQ31) {
+    m /= 2;
+    ++e;
+  }
+  if (e < -31) return {};  // below 2^-32: every int32 accumulator requantizes to 0 (or -0 rounding): the factor 0
+  if (e > 30) throw std::invalid_argument("quantizeMultiplier: a factor of 2^30 or more");
+  return {static_cast<int32_t>(m), e};
+}
+
+double multiplierValue(Multiplier mul) { return std::ldexp(static_cast<double>(mul.m), mul.shift - 31); }
+
+int32_t roundingDoublingHighMul(int32_t a, int32_t b) {
+  if (a == std::numeric_limits<int32_t>::min() && b == std::numeric_limits<int32_t>::min())
+    return std::numeric_limits<int32_t>::max();
+  const int64_t p = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  // floor((p + 2^30) / 2^31): an arithmetic shift is floor division (C++20 defines >> of negatives so).
+  return static_cast<int32_t>((p + (int64_t{1} << 30)) >> 31);
+}
+
+int32_t roundingShiftRight(int32_t x, int e) {
+  if (e <= 0) return x;
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << e) - 1);
+  const int32_t rem = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> e) + (rem > threshold ? 1 : 0);
+}
+
+int32_t multiplyByMultiplier(int32_t x, Multiplier mul) {
+  const int left = std::max(mul.shift, 0), right = std::max(-mul.shift, 0);
+  const int64_t wide = static_cast<int64_t>(x) * (int64_t{1} << left);
+  const int32_t shifted = static_cast<int32_t>(std::clamp<int64_t>(wide, std::numeric_limits<int32_t>::min(),
+                                                                   std::numeric_limits<int32_t>::max()));
+  return roundingShiftRight(roundingDoublingHighMul(shifted, mul.m), right);
+}
+
+int8_t quantizeValue(float x, float scale, int32_t zero_point) {
+  if (std::isnan(x)) return static_cast<int8_t>(std::clamp(zero_point, -128, 127));
+  const double v = std::round(static_cast<double>(x) / static_cast<double>(scale)) + zero_point;
+  return static_cast<int8_t>(std::clamp(v, -128.0, 127.0));
+}
+
+float dequantizeValue(int8_t q, float scale, int32_t zero_point) {
+  return static_cast<float>(static_cast<int32_t>(q) - zero_point) * scale;
+}
+
+void qgemm_ref(int64_t M, int64_t N, int64_t K, const int8_t* a, int32_t za, const int8_t* w, const int32_t* bias,
+               const QOutput& out, int8_t* y) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      // Summed in 64 bits, kept as int32 (modulo 2^32, as the device's int32 accumulator; the translator keeps
+      // K * 255 * 127 below 2^31, so it is exact).
+      int64_t acc = bias ? bias[n] : 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += (static_cast<int32_t>(a[m * K + k]) - za) * static_cast<int32_t>(w[n * K + k]);
+      const int32_t v = out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc), out.of(n));
+      y[m * N + n] = static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
+    }
+}
+
+void requantize_ref(int64_t outer, int64_t channels, int64_t inner, const int32_t* acc, const QOutput& out, int8_t* y) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (o * channels + c) * inner + i;
+        const int32_t v = out.zero_point + multiplyByMultiplier(acc[at], out.of(c));
+        y[at] = static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
+      }
+}
+
+}  // namespace npuc::kernels

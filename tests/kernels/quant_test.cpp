@@ -1,0 +1,164 @@
+// The int8-affine reference (kernels/quant.hpp) against oracles written here in wider arithmetic: the rounding
+// of every primitive (ties included), the multiplier's precision, and the quantized product against exact rational
+// arithmetic.
+#include "kernels/quant.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <stdexcept>
+
+namespace npuc::kernels {
+namespace {
+
+constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+
+/// floor((a b + 2^30) / 2^31) in long double (64-bit mantissa: a b and the sum are exact, the division by a power
+/// of two too).
+int32_t srdhmOracle(int32_t a, int32_t b) {
+  const long double p = static_cast<long double>(a) * static_cast<long double>(b);
+  return static_cast<int32_t>(std::floor((p + 1073741824.0L) / 2147483648.0L));
+}
+
+TEST(QuantPrimitives, RoundingDoublingHighMulIsHalfUpWithOneSaturation) {
+  EXPECT_EQ(roundingDoublingHighMul(kMin, kMin), kMax);  // the one overflow
+  EXPECT_EQ(roundingDoublingHighMul(1, 1 << 30), 1);     // +0.5 -> 1
+  EXPECT_EQ(roundingDoublingHighMul(-1, 1 << 30), 0);    // -0.5 -> 0 (toward +inf)
+  EXPECT_EQ(roundingDoublingHighMul(3, 1 << 30), 2);     // 1.5 -> 2
+  EXPECT_EQ(roundingDoublingHighMul(-3, 1 << 30), -1);   // -1.5 -> -1
+  EXPECT_EQ(roundingDoublingHighMul(kMax, kMax), kMax - 1);
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int32_t> any(kMin, kMax);
+  for (int i = 0; i < 200000; ++i) {
+    const int32_t a = any(rng), b = i % 7 ? any(rng) : (1 << 30) + static_cast<int32_t>(i % 5) - 2;
+    if (a == kMin && b == kMin) continue;
+    ASSERT_EQ(roundingDoublingHighMul(a, b), srdhmOracle(a, b)) << a << " * " << b;
+  }
+}
+
+TEST(QuantPrimitives, RoundingShiftRightIsHalfAwayFromZero) {
+  EXPECT_EQ(roundingShiftRight(5, 1), 3);    // 2.5 -> 3
+  EXPECT_EQ(roundingShiftRight(-5, 1), -3);  // -2.5 -> -3 (a half-up shift would give -2)
+  EXPECT_EQ(roundingShiftRight(-4, 1), -2);
+  EXPECT_EQ(roundingShiftRight(7, 0), 7);
+  EXPECT_EQ(roundingShiftRight(kMin, 31), -1);
+  EXPECT_EQ(roundingShiftRight(kMax, 31), 1);
+  std::mt19937 rng(2);
+  std::uniform_int_distribution<int32_t> any(kMin, kMax);
+  for (int i = 0; i < 200000; ++i) {
+    const int e = i % 32;
+    const int32_t x = i % 3 ? any(rng) : static_cast<int32_t>((any(rng) >> e) * (e ? 1 << (e - 1) : 1) * 2 + (e ? 1 << (e - 1) : 0));
+    const double want = std::round(static_cast<double>(x) / std::ldexp(1.0, e));  // exact for int32, half away
+    ASSERT_EQ(roundingShiftRight(x, e), static_cast<int32_t>(want)) << x << " >> " << e;
+  }
+}
+
+TEST(QuantPrimitives, MultiplierHoldsTheFactorToQ31) {
+  EXPECT_EQ(quantizeMultiplier(0).m, 0);
+  EXPECT_EQ(quantizeMultiplier(0.5).m, 1 << 30);
+  EXPECT_EQ(quantizeMultiplier(0.5).shift, 0);
+  EXPECT_EQ(quantizeMultiplier(1.0).shift, 1);
+  EXPECT_EQ(quantizeMultiplier(std::ldexp(1.0, -40)).m, 0);  // too small: the factor 0
+  EXPECT_THROW(quantizeMultiplier(-1.0), std::invalid_argument);
+  EXPECT_THROW(quantizeMultiplier(std::nan("")), std::invalid_argument);
+  EXPECT_THROW(quantizeMultiplier(std::ldexp(1.0, 31)), std::invalid_argument);
+  // Just below 1: q * 2^31 rounds to 2^31 and the multiplier moves to the next power of two.
+  const Multiplier near1 = quantizeMultiplier(1.0 - std::ldexp(1.0, -40));
+  EXPECT_EQ(near1.m, 1 << 30);
+  EXPECT_EQ(near1.shift, 1);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> expo(-30.0, 20.0);
+  for (int i = 0; i < 100000; ++i) {
+    const double r = std::exp2(expo(rng));
+    const Multiplier mul = quantizeMultiplier(r);
+    ASSERT_GE(mul.m, 1 << 30);
+    ASSERT_LE(std::fabs(multiplierValue(mul) - r), r * std::ldexp(1.0, -31)) << r;
+  }
+}
+
+TEST(QuantPrimitives, MultiplyByMultiplierIsTheFactorRoundedTwice) {
+  // x * 0.5: the high multiply rounds half up, the right shift half away from zero.
+  const Multiplier half = quantizeMultiplier(0.5);
+  EXPECT_EQ(multiplyByMultiplier(3, half), 2);
+  EXPECT_EQ(multiplyByMultiplier(-3, half), -1);
+  const Multiplier quarter = quantizeMultiplier(0.25);  // shift -1: SRDHM by 2^30, then a rounding shift by 1
+  EXPECT_EQ(multiplyByMultiplier(6, quarter), 2);       // 1.5 -> 2
+  EXPECT_EQ(multiplyByMultiplier(-6, quarter), -2);     // -1.5: SRDHM(-6, 2^30) = -3, -3 >> 1 rounds to -2
+  EXPECT_EQ(multiplyByMultiplier(1000, quantizeMultiplier(3.0)), 3000);  // a left shift
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int32_t> acc(-(1 << 24), 1 << 24);
+  std::uniform_real_distribution<double> expo(-20.0, 4.0);
+  for (int i = 0; i < 200000; ++i) {
+    const int32_t x = acc(rng);
+    const Multiplier mul = quantizeMultiplier(std::exp2(expo(rng)));
+    const double exact = static_cast<double>(x) * multiplierValue(mul);
+    const int32_t got = multiplyByMultiplier(x, mul);
+    ASSERT_LE(std::fabs(got - exact), 1.0) << x << " * " << multiplierValue(mul);  // two roundings: within 1
+  }
+}
+
+TEST(QuantValues, QuantizeRoundsHalfAwayAndSaturates) {
+  EXPECT_EQ(quantizeValue(0.5f, 1.0f, 0), 1);
+  EXPECT_EQ(quantizeValue(-0.5f, 1.0f, 0), -1);
+  EXPECT_EQ(quantizeValue(2.5f, 1.0f, 0), 3);
+  EXPECT_EQ(quantizeValue(1.0f, 0.1f, -3), 7);
+  EXPECT_EQ(quantizeValue(1e9f, 0.1f, 0), 127);
+  EXPECT_EQ(quantizeValue(-1e9f, 0.1f, 10), -128);
+  EXPECT_EQ(quantizeValue(std::numeric_limits<float>::infinity(), 0.1f, 0), 127);
+  EXPECT_EQ(quantizeValue(std::nanf(""), 0.1f, 5), 5);
+  EXPECT_EQ(dequantizeValue(7, 0.25f, -3), 2.5f);
+  for (int q = -128; q <= 127; ++q)  // quantize(dequantize(q)) is q for every code
+    ASSERT_EQ(quantizeValue(dequantizeValue(static_cast<int8_t>(q), 0.0371f, 17), 0.0371f, 17), q);
+}
+
+TEST(QuantGemm, MatchesExactArithmeticAndClamps) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), zp(-20, 20);
+  for (int iter = 0; iter < 50; ++iter) {
+    const int64_t M = 1 + iter % 4, N = 1 + iter % 7, K = 1 + (iter * 13) % 300;
+    std::vector<int8_t> a(static_cast<size_t>(M * K)), w(static_cast<size_t>(N * K));
+    for (auto& v : a) v = static_cast<int8_t>(i8(rng));
+    for (auto& v : w) v = static_cast<int8_t>(w8(rng));
+    std::vector<int32_t> bias(static_cast<size_t>(N));
+    for (auto& b : bias) b = i8(rng) * 50;
+    const int32_t za = zp(rng);
+    QOutput out;
+    out.zero_point = zp(rng);
+    out.lo = iter % 3 == 0 ? out.zero_point : -128;  // a fused Relu in every third case
+    for (int64_t n = 0; n < N; ++n) out.multiplier.push_back(quantizeMultiplier(std::exp2(-8.0 - 0.37 * static_cast<double>(n))));
+    std::vector<int8_t> y(static_cast<size_t>(M * N));
+    qgemm_ref(M, N, K, a.data(), za, w.data(), bias.data(), out, y.data());
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = bias[static_cast<size_t>(n)];
+        for (int64_t k = 0; k < K; ++k) acc += (a[static_cast<size_t>(m * K + k)] - za) * w[static_cast<size_t>(n * K + k)];
+        // The spec by its primitives, and close to the exact rational result.
+        const int32_t want = std::clamp(out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc), out.multiplier[static_cast<size_t>(n)]),
+                                        out.lo, out.hi);
+        ASSERT_EQ(y[static_cast<size_t>(m * N + n)], want);
+        const double real = out.zero_point + static_cast<double>(acc) * multiplierValue(out.multiplier[static_cast<size_t>(n)]);
+        if (real > out.lo + 1 && real < out.hi - 1) {
+          ASSERT_LE(std::fabs(want - real), 1.0);
+        }
+      }
+    // requantize_ref is the same epilogue over a [1, N, M]-laid accumulator set.
+  }
+  // requantize_ref: per-channel multipliers along the middle axis.
+  QOutput out;
+  out.multiplier = {quantizeMultiplier(0.5), quantizeMultiplier(0.25)};
+  const int32_t acc[] = {3, -3, 6, -6};  // [1, 2 channels, 2]
+  int8_t y[4];
+  requantize_ref(1, 2, 2, acc, out, y);
+  EXPECT_EQ(y[0], 2);
+  EXPECT_EQ(y[1], -1);
+  EXPECT_EQ(y[2], 2);
+  EXPECT_EQ(y[3], -2);
+}
+
+}  // namespace
+}  // namespace npuc::kernels
