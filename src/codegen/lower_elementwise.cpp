@@ -171,13 +171,7 @@ void Lowerer::whereNode(const ir::Node& n) {
   } else if (auto it = of_.find(n.inputs[0]); it != of_.end() && vals_[static_cast<size_t>(it->second)].type == ElemType::kU8) {
     cond = it->second;
   } else if (cv.producer == ir::kNoNode && cv.type.dtype == DType::kBool) {
-    LVal l;
-    l.name = cv.name;
-    l.shape = cv.type.shape;
-    l.type = ElemType::kU8;
-    l.space = 'i';
-    vals_.push_back(l);
-    cond = of_[n.inputs[0]] = static_cast<int>(vals_.size()) - 1;
+    cond = of_[n.inputs[0]] = newVal(cv.name, cv.type.shape, ElemType::kU8, 'i');
   } else {
     unsupported(n, "a condition computed by the model has no package form (a constant or a bool model input)");
   }

@@ -63,13 +63,7 @@ void Lowerer::gather(const ir::Node& n) {
   } else if (auto it = of_.find(n.inputs[1]); it != of_.end()) {
     idx = it->second;
   } else if (iv.producer == ir::kNoNode && (iv.type.dtype == DType::kI64 || iv.type.dtype == DType::kI32)) {
-    LVal l;
-    l.name = iv.name;
-    l.shape = iv.type.shape;
-    l.type = iv.type.dtype;
-    l.space = 'i';
-    vals_.push_back(l);
-    idx = of_[n.inputs[1]] = static_cast<int>(vals_.size()) - 1;
+    idx = of_[n.inputs[1]] = newVal(iv.name, iv.type.shape, iv.type.dtype, 'i');
   } else {
     unsupported(n, "indices computed by the model have no package form (a constant or a model input of int32/int64)");
   }

@@ -117,21 +117,8 @@ class Lowerer {
     if (computed.type != ElemType::kF32 || computed.space != 'o') return;
     computed.space = 'd';
     computed.name += "/float32";
-    LVal o;
-    o.name = val.name;
-    o.shape = computed.shape;
-    o.type = ElemType::kF16;
-    o.space = 'o';
-    vals_.push_back(o);
-    const int out = static_cast<int>(vals_.size()) - 1;
-    LDesc d;
-    d.kind = LayerKind::kCast;
-    d.engine = package::layerEngine(LayerKind::kCast);
-    d.ins = {it->second};
-    d.out = out;
-    d.name = val.name + "/to_float16";
-    d.opexp = "Cast";
-    descs_.push_back(std::move(d));
+    const int out = newVal(val.name, computed.shape, ElemType::kF16, 'o');
+    emitFor(LayerKind::kCast, it->second, out, val.name + "/to_float16", "Cast");
     it->second = out;
   }
 
@@ -164,31 +151,10 @@ class Lowerer {
     } else {
       auto it = of_.find(v);
       src = it != of_.end() ? it->second : -1;
-      if (src < 0) {  // an input nothing else reads
-        LVal l;
-        l.name = val.name;
-        l.shape = val.type.shape;
-        l.type = ft_;
-        l.space = 'i';
-        vals_.push_back(l);
-        src = of_[v] = static_cast<int>(vals_.size()) - 1;
-      }
+      if (src < 0) src = of_[v] = newVal(val.name, val.type.shape, ft_, 'i');  // an input nothing else reads
     }
-    LVal o;
-    o.name = val.name;
-    o.shape = vals_[static_cast<size_t>(src)].shape;
-    o.type = vals_[static_cast<size_t>(src)].type;
-    o.space = 'o';
-    vals_.push_back(o);
-    const int out = static_cast<int>(vals_.size()) - 1;
-    LDesc d;
-    d.kind = LayerKind::kCopy;
-    d.engine = package::layerEngine(LayerKind::kCopy);
-    d.ins = {src};
-    d.out = out;
-    d.name = val.name + "/copy";
-    d.opexp = val.isConstant() ? "Constant" : "Identity";
-    descs_.push_back(std::move(d));
+    const int out = newVal(val.name, vals_[static_cast<size_t>(src)].shape, vals_[static_cast<size_t>(src)].type, 'o');
+    emitFor(LayerKind::kCopy, src, out, val.name + "/copy", val.isConstant() ? "Constant" : "Identity");
     of_[v] = out;
   }
 
@@ -304,13 +270,7 @@ class Lowerer {
       return id;
     }
     if (val.producer != ir::kNoNode) unsupported(n, "input '{}' has not been computed yet (internal ordering error)", val.name);
-    LVal l;
-    l.name = val.name;
-    l.shape = val.type.shape;
-    l.type = type;
-    l.space = 'i';
-    vals_.push_back(l);
-    of_[v] = static_cast<int>(vals_.size()) - 1;
+    of_[v] = newVal(val.name, val.type.shape, type, 'i');
     return of_[v];
   }
 
@@ -337,13 +297,7 @@ class Lowerer {
       return id;
     }
     const ir::Value& val = g_.value(v);
-    LVal l;
-    l.name = val.name;
-    l.shape = val.type.shape;
-    l.type = storageType(n, val);
-    l.space = is_output_.count(v) ? 'o' : 'd';
-    vals_.push_back(l);
-    of_[v] = static_cast<int>(vals_.size()) - 1;
+    of_[v] = newVal(val.name, val.type.shape, storageType(n, val), is_output_.count(v) ? 'o' : 'd');
     return of_[v];
   }
 
@@ -432,14 +386,30 @@ class Lowerer {
     u.name = n.name + "/" + a;
   }
 
-  int tempVal(const std::string& name, const Shape& s) {
+  /// A new value of the package (space 'd' data, 'i' data_in, 'o' data_out); its index.
+  int newVal(const std::string& name, const Shape& s, ElemType type, char space) {
     LVal l;
     l.name = name;
     l.shape = s;
-    l.type = ft_;
-    vals_.push_back(l);
+    l.type = type;
+    l.space = space;
+    vals_.push_back(std::move(l));
     return static_cast<int>(vals_.size()) - 1;
   }
+  int tempVal(const std::string& name, const Shape& s) { return newVal(name, s, ft_, 'd'); }
+  /// A descriptor no node stands for (a model output's copy or rounding), on its kind's engine.
+  LDesc& emitFor(LayerKind k, int in, int out, const std::string& name, const std::string& opexp) {
+    LDesc d;
+    d.kind = k;
+    d.engine = package::layerEngine(k);
+    d.ins = {in};
+    d.out = out;
+    d.name = name;
+    d.opexp = opexp;
+    descs_.push_back(std::move(d));
+    return descs_.back();
+  }
+
 
   // --- nodes --------------------------------------------------------------------------------------------
 
