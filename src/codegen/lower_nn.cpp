@@ -2,6 +2,7 @@
 // BatchNormalization, InstanceNormalization, LRN, Softmax.
 #include "codegen/lowerer.hpp"
 
+#include "ops/einsum.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -349,6 +350,39 @@ void Lowerer::instanceNorm(const ir::Node& n) {
   emit(n, LayerKind::kInstanceNorm, ins, outVal(n, n.outputs[0]), {package::floatParam(ops::attrFloat(n, "epsilon"))});
 }
 
+/// Einsum of two operands (ops::einsumPlan, the engine's plan): transposes into [batch, M, K] and [batch, K, N] where
+/// the letters are not in that order already, a matmul layer, a transpose into the output's letter order.
+void Lowerer::einsum(const ir::Node& n) {
+  if (n.numInputs() != 2) unsupported(n, "Einsum of {} operands has no package form (two)", n.numInputs());
+  ops::EinsumPlan p;
+  std::string why;
+  if (!ops::einsumPlan(n.attrString("equation", ""), shapeOf(n, 0), shapeOf(n, 1), &p, &why)) unsupported(n, "{}", why);
+  for (const Shape* s : {&p.a_t, &p.b_t, &p.prod})
+    if (s->size() > package::kMaxRank) unsupported(n, "rank {} above {}", s->size(), package::kMaxRank);
+  auto identity = [](const std::vector<int64_t>& perm) {
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<int64_t>(i)) return false;
+    return true;
+  };
+  auto transposed = [&](int v, const std::vector<int64_t>& perm, const Shape& to, const char* what) {
+    if (identity(perm)) return v;
+    int t = tempVal(fmt::format("{}/{}", n.name, what), to);
+    std::vector<uint32_t> pw(perm.begin(), perm.end());
+    emit(n, LayerKind::kTranspose, {v}, t, pw).name = fmt::format("{}/{}", n.name, what);
+    return t;
+  };
+  const int a = transposed(in(n, 0), p.perm_a, p.a_t, "a_transposed");
+  const int b = transposed(in(n, 1), p.perm_b, p.b_t, "b_transposed");
+  const bool direct = identity(p.perm_y);
+  const int prod = direct ? outVal(n, n.outputs[0]) : tempVal(n.name + "/product", p.prod);
+  LDesc& d = emit(n, LayerKind::kMatMul, {a, b}, prod, {0u});
+  d.views = {{p.batch, p.M, p.K}, {p.batch, p.K, p.N}, {p.batch, p.M, p.N}};
+  if (!direct) {
+    std::vector<uint32_t> pw(p.perm_y.begin(), p.perm_y.end());
+    emit(n, LayerKind::kTranspose, {prod}, outVal(n, n.outputs[0]), pw).name = n.name + "/to_output";
+  }
+}
+
 void registerNnLowerings(LowerTable& t) {
   for (const char* d : {"", "ai.npuc"}) {
     t[{d, "Conv"}] = &Lowerer::conv;
@@ -363,6 +397,7 @@ void registerNnLowerings(LowerTable& t) {
   t[{"", "BatchNormalization"}] = &Lowerer::batchNorm;
   t[{"", "InstanceNormalization"}] = &Lowerer::instanceNorm;
   t[{"", "LRN"}] = &Lowerer::lrn;
+  t[{"", "Einsum"}] = &Lowerer::einsum;
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) t[{"", op}] = &Lowerer::softmax;
 }
 

@@ -431,6 +431,7 @@ class Lowerer {
   void tileNode(const ir::Node& n);
   void instanceNorm(const ir::Node& n);
   void whereNode(const ir::Node& n);
+  void einsum(const ir::Node& n);
 
 
   /// Sum / Mean / Max / Min of any number of inputs, as the engine computes them: a chain of binary layers

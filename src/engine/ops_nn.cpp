@@ -8,6 +8,7 @@
 #include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
+#include "ops/einsum.hpp"
 #include "ops/registry.hpp"
 
 #include <cmath>
@@ -406,6 +407,27 @@ void batchNormKernel(KernelCall& c) {
   kernels::channelAffine(N, C, inner, x.data<float>(), a.data(), b.data(), y.data<float>(), c.pool);
 }
 
+// Einsum of two operands as one batched product (ops::einsumPlan): transposes, the batched matmul kernel, a
+// transpose; the package lowers it to the same layers.
+void einsumKernel(KernelCall& c) {
+  if (c.in.size() != 2) c.unsupported("Einsum of {} operands (two are supported)", c.in.size());
+  needF32(c, 0);
+  needF32(c, 1);
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  ops::EinsumPlan p;
+  std::string why;
+  if (!ops::einsumPlan(c.node.attrString("equation", ""), a.shape(), b.shape(), &p, &why)) c.unsupported("{}", why);
+  Tensor at(DType::kF32, p.a_t), bt(DType::kF32, p.b_t), prod(DType::kF32, p.prod);
+  kernels::transpose(a.shape(), p.perm_a, sizeof(float), a.raw(), at.raw(), c.pool);
+  kernels::transpose(b.shape(), p.perm_b, sizeof(float), b.raw(), bt.raw(), c.pool);
+  kernels::MatMulBatches mb;
+  if (!kernels::matmulBatches({p.batch, p.M, p.K}, {p.batch, p.K, p.N}, {p.batch, p.M, p.N}, &mb, &why)) c.error("{}", why);
+  kernels::matmulBatched(mb, at.data<float>(), bt.data<float>(), prod.data<float>(), {}, c.pool);
+  Tensor& y = c.alloc(0);
+  kernels::transpose(p.prod, p.perm_y, sizeof(float), prod.raw(), y.raw(), c.pool);
+}
+
 void instanceNormKernel(KernelCall& c) {
   needF32(c, 0);
   const Tensor& x = c.input(0);
@@ -510,6 +532,7 @@ void registerNnKernels(KernelRegistry& r) {
   r.addFn("GlobalMaxPool", globalPoolKernel);
   r.addFn("BatchNormalization", batchNormKernel);
   r.addFn("InstanceNormalization", instanceNormKernel);
+  r.addFn("Einsum", einsumKernel);
   r.addFn("LRN", lrnKernel);
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) r.addFn(op, softmaxKernel);
 }

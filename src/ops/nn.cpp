@@ -3,6 +3,8 @@
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 
+#include <map>
+
 namespace npuc::ops {
 
 namespace {
@@ -80,6 +82,41 @@ void registerNnOps(Registry& r) {
     s.withDefault("alpha", 1.0f).withDefault("beta", 1.0f).withDefault("transA", int64_t{0}).withDefault("transB", int64_t{0});
     r.add(s);
   }
+  r.add(makeSchema("Einsum", 1, -1, "Einstein summation (two operands, explicit output: a batched matmul)",
+                   [](InferContext& c) {
+    std::string eq;
+    for (char ch : c.node().attrString("equation", "")) if (ch != ' ') eq += ch;
+    const size_t arrow = eq.find("->");
+    if (eq.find("...") != std::string::npos) c.unsupported("an ellipsis ('...') is not supported");
+    if (arrow == std::string::npos) c.unsupported("an einsum without an explicit output ('->') is not supported");
+    std::vector<std::string> terms;
+    for (size_t at = 0;;) {
+      const size_t comma = eq.find(',', at);
+      terms.push_back(eq.substr(at, std::min(comma, arrow) - at));
+      if (comma == std::string::npos || comma > arrow) break;
+      at = comma + 1;
+    }
+    if (static_cast<int>(terms.size()) != c.numInputs())
+      c.error("equation '{}' has {} terms for {} inputs", eq, terms.size(), c.numInputs());
+    std::map<char, int64_t> dims;
+    for (int i = 0; i < c.numInputs(); ++i) {
+      const Shape& s = c.inputShape(i);
+      if (terms[static_cast<size_t>(i)].size() != s.size())
+        c.error("term '{}' does not match input {} of rank {}", terms[static_cast<size_t>(i)], i, s.size());
+      for (size_t k = 0; k < s.size(); ++k) {
+        auto [it, fresh] = dims.emplace(terms[static_cast<size_t>(i)][k], s[k]);
+        if (!fresh && it->second != s[k] && s[k] >= 0 && it->second >= 0)
+          c.error("letter '{}' is {} and {}", it->first, it->second, s[k]);
+      }
+    }
+    Shape out;
+    for (char ch : eq.substr(arrow + 2)) {
+      auto it = dims.find(ch);
+      if (it == dims.end()) c.error("output letter '{}' is in no input", ch);
+      out.push_back(it->second);
+    }
+    c.setOutput(0, c.inputDType(0), out);
+  }));
   {
     OpSchema s = makeSchema("MatMul", 2, 2, "numpy matmul (batched, broadcast)", [](InferContext& c) {
       Shape a = c.inputShape(0), b = c.inputShape(1);

@@ -166,7 +166,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "depthtospace_dcr", "depthtospace_crd", "concat_axis0", "binary_broadcast", "unary_params",
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
                         "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
-                        "gather", "tile_expand", "instance_norm", "where"})
+                        "gather", "tile_expand", "instance_norm", "where", "einsum"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }
@@ -210,6 +210,20 @@ TEST(Package, GatherByInputIndices) {
       }
     }
   }
+}
+
+// The engine's Einsum against numpy's (float64, tests/data/kinds/einsum_out.npy): three two-operand forms, one with
+// spaces in the equation and one whose letters need transposing; the package equals the engine bit for bit (the
+// kind models above).
+TEST(Engine, EinsumMatchesNumpy) {
+  const std::string dir = kSrc + "/tests/data/kinds/";
+  Tensor x = readNpyFile(dir + "einsum_in.npy"), want = readNpyFile(dir + "einsum_out.npy");
+  std::vector<Tensor> got = Session(Model::load(dir + "einsum.onnx"), 2).run({x});
+  ASSERT_EQ(got[0].shape(), want.shape());
+  auto g = got[0].toDouble(), w = want.toDouble();
+  double mx = 0, err = 0;
+  for (size_t i = 0; i < w.size(); ++i) mx = std::max(mx, std::fabs(w[i])), err = std::max(err, std::fabs(g[i] - w[i]));
+  EXPECT_LE(err, 1e-5 * mx);
 }
 
 std::string fileBytes(const fs::path& p) {

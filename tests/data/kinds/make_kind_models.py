@@ -145,6 +145,22 @@ save("instance_norm", [helper.make_node("InstanceNormalization", ["x", "s", "b"]
 # Where with a constant condition broadcast over the leading dim and a broadcast constant other branch (the where kind).
 save("where", [helper.make_node("Where", ["c", "x", "b"], ["y"])], [2, 3, 4], [2, 3, 4],
      [("c", np.array([[True], [False], [True]])), ("b", w(4))])
+# Einsum of two operands (a batched matmul, transposes where the letters ask for them): attention's two products as
+# MaxViT writes them, then a contraction whose batch and free letters need transposing.
+es, ec = w(5), w(3, 5, 6)
+save("einsum", [helper.make_node("Mul", ["x", "s"], ["k"]),
+                helper.make_node("Einsum", ["x", "k"], ["p"], equation="b h i d, b h j d -> b h i j"),
+                helper.make_node("Einsum", ["p", "x"], ["v"], equation="bhij,bhjd->bhid"),
+                helper.make_node("Einsum", ["v", "c"], ["y"], equation="bhid,hdk->bhik")],
+     [2, 3, 4, 5], [2, 3, 4, 6], [("s", es), ("c", ec)])
+# numpy's einsum (float64) as the oracle of the engine's (tests/runtime/runtime_test.cpp).
+ex = rng.randn(2, 3, 4, 5).astype(np.float32)
+ek = ex.astype(np.float64) * es
+ep = np.einsum("bhid,bhjd->bhij", ex.astype(np.float64), ek.astype(np.float32).astype(np.float64))
+ev = np.einsum("bhij,bhjd->bhid", ep.astype(np.float32).astype(np.float64), ex.astype(np.float64))
+ey = np.einsum("bhid,hdk->bhik", ev.astype(np.float32).astype(np.float64), ec.astype(np.float64))
+np.save("einsum_in.npy", ex)
+np.save("einsum_out.npy", ey.astype(np.float32))
 # Gather by indices the caller gives (an int64 and an int32 model input: an embedding lookup).
 for name, itype in (("gather_input_indices", TensorProto.INT64), ("gather_input_indices_i32", TensorProto.INT32)):
     g = helper.make_graph([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], name,
