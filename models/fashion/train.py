@@ -134,6 +134,7 @@ def main():
     import torch
     import torch.nn as nn
 
+    os.makedirs(a.out, exist_ok=True)
     ref_path = os.path.join(a.out, "reference.json")
     ref = json.load(open(ref_path)) if os.path.exists(ref_path) else {}
     for name, cls in models().items():
