@@ -52,7 +52,10 @@ TEST(QuantPrimitives, RoundingShiftRightIsHalfAwayFromZero) {
   std::uniform_int_distribution<int32_t> any(kMin, kMax);
   for (int i = 0; i < 200000; ++i) {
     const int e = i % 32;
-    const int32_t x = i % 3 ? any(rng) : static_cast<int32_t>((any(rng) >> e) * (e ? 1 << (e - 1) : 1) * 2 + (e ? 1 << (e - 1) : 0));
+    // Every third value a tie: an odd multiple of 2^(e - 1) (in 64 bits, then clamped into int32).
+    const int64_t half = e ? int64_t{1} << (e - 1) : 0;
+    const int64_t tie = (static_cast<int64_t>(any(rng)) >> e) * (int64_t{1} << e) + half;
+    const int32_t x = i % 3 ? any(rng) : static_cast<int32_t>(std::clamp<int64_t>(tie, kMin, kMax));
     const double want = std::round(static_cast<double>(x) / std::ldexp(1.0, e));  // exact for int32, half away
     ASSERT_EQ(roundingShiftRight(x, e), static_cast<int32_t>(want)) << x << " >> " << e;
   }
