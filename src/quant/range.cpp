@@ -1,0 +1,151 @@
+// Calibration ranges (range.hpp).
+#include "quant/range.hpp"
+
+#include "support/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace npuc::quant {
+
+bool rangeMethodFromName(const std::string& name, RangeMethod* m) {
+  static const std::pair<const char*, RangeMethod> k[] = {{"minmax", RangeMethod::kMinMax},
+                                                          {"percentile", RangeMethod::kPercentile},
+                                                          {"entropy", RangeMethod::kEntropy},
+                                                          {"mse", RangeMethod::kMse}};
+  for (auto& [n, v] : k)
+    if (name == n) return *m = v, true;
+  return false;
+}
+
+const char* rangeMethodName(RangeMethod m) {
+  switch (m) {
+    case RangeMethod::kMinMax: return "minmax";
+    case RangeMethod::kPercentile: return "percentile";
+    case RangeMethod::kEntropy: return "entropy";
+    case RangeMethod::kMse: return "mse";
+  }
+  return "?";
+}
+
+TensorStats::TensorStats(int bins)
+    : min_(std::numeric_limits<double>::infinity()), max_(-std::numeric_limits<double>::infinity()) {
+  if (bins < 8 || bins > (1 << 20)) fail(ErrorCode::kInvalidArgument, "calibration histogram: {} bins (8 to 2^20)", bins);
+  hist_.assign(static_cast<size_t>(bins), 0);
+}
+
+void TensorStats::observeRange(const float* x, int64_t n) {
+  if (hist_count_) fail(ErrorCode::kInternal, "calibration: a range observed after the histogram was begun");
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    if (!std::isfinite(v)) {
+      ++non_finite_;
+      continue;
+    }
+    min_ = std::min(min_, v);
+    max_ = std::max(max_, v);
+    ++count_;
+  }
+}
+
+double TensorStats::absMax() const { return count_ ? std::max(std::fabs(min_), std::fabs(max_)) : 0.0; }
+
+double TensorStats::binWidth() const { return absMax() / static_cast<double>(hist_.size()); }
+
+void TensorStats::observeHistogram(const float* x, int64_t n) {
+  const double w = binWidth();
+  const int64_t last = static_cast<int64_t>(hist_.size()) - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = std::fabs(static_cast<double>(x[i]));
+    if (!std::isfinite(a)) continue;
+    const int64_t b = w > 0 ? std::min(static_cast<int64_t>(a / w), last) : 0;
+    ++hist_[static_cast<size_t>(b)];
+    ++hist_count_;
+  }
+}
+
+namespace {
+
+double percentileThreshold(const std::vector<int64_t>& h, double w, double p) {
+  int64_t total = 0;
+  for (int64_t c : h) total += c;
+  if (total == 0) return 0;
+  const double target = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(total);
+  int64_t cum = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    cum += h[i];
+    if (static_cast<double>(cum) >= target) return static_cast<double>(i + 1) * w;
+  }
+  return static_cast<double>(h.size()) * w;
+}
+
+/// KL(P || Q) for the first i bins: P with the tail folded into bin i - 1, Q the first i bins merged into `levels`
+/// bins and spread back over each merged bin's non-empty source bins.
+double klDivergence(const std::vector<int64_t>& h, size_t i, int levels) {
+  std::vector<double> p(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(i)), q(i, 0.0);
+  for (size_t k = i; k < h.size(); ++k) p[i - 1] += static_cast<double>(h[k]);
+  const size_t per = i / static_cast<size_t>(levels);
+  for (int j = 0; j < levels; ++j) {
+    const size_t start = static_cast<size_t>(j) * per, stop = j == levels - 1 ? i : start + per;
+    double sum = 0;
+    int64_t nonzero = 0;
+    for (size_t k = start; k < stop; ++k) sum += static_cast<double>(h[k]), nonzero += h[k] != 0;
+    for (size_t k = start; k < stop; ++k) q[k] = h[k] != 0 ? sum / static_cast<double>(nonzero) : 0.0;
+  }
+  double sp = 0, sq = 0;
+  for (size_t k = 0; k < i; ++k) sp += p[k], sq += q[k];
+  if (sp == 0 || sq == 0) return std::numeric_limits<double>::infinity();
+  double kl = 0;
+  for (size_t k = 0; k < i; ++k) {
+    if (p[k] == 0) continue;
+    const double pk = p[k] / sp, qk = std::max(q[k] / sq, 1e-12);  // a folded tail over an empty bin costs much
+    kl += pk * std::log(pk / qk);
+  }
+  return kl;
+}
+
+}  // namespace
+
+double TensorStats::threshold(RangeMethod m, double percentile, int levels) const {
+  const double w = binWidth();
+  if (absMax() == 0) return 0;
+  if (levels < 2) fail(ErrorCode::kInvalidArgument, "calibration: {} quantization levels", levels);
+  if (m != RangeMethod::kMinMax && hist_count_ == 0)
+    fail(ErrorCode::kInternal, "calibration: the {} method needs the histogram pass", rangeMethodName(m));
+  const size_t nb = hist_.size();
+  switch (m) {
+    case RangeMethod::kMinMax: return absMax();
+    case RangeMethod::kPercentile: return percentileThreshold(hist_, w, percentile);
+    case RangeMethod::kEntropy: {
+      if (nb <= static_cast<size_t>(levels)) return absMax();
+      size_t best = nb;
+      double best_kl = std::numeric_limits<double>::infinity();
+      for (size_t i = static_cast<size_t>(levels); i <= nb; ++i) {
+        const double kl = klDivergence(hist_, i, levels);
+        if (kl < best_kl) best_kl = kl, best = i;  // the first minimum: the smallest threshold of equal loss
+      }
+      return static_cast<double>(best) * w;
+    }
+    case RangeMethod::kMse: {
+      const double steps = static_cast<double>(levels - 1);  // positive int8 codes: 127
+      size_t best = nb;
+      double best_err = std::numeric_limits<double>::infinity();
+      for (size_t i = 1; i <= nb; ++i) {
+        const double t = static_cast<double>(i) * w, step = t / steps;
+        double err = 0;
+        for (size_t k = 0; k < nb; ++k) {
+          if (!hist_[k]) continue;
+          const double c = (static_cast<double>(k) + 0.5) * w;
+          const double e = c <= t ? step * step / 12.0 : (c - t) * (c - t);
+          err += static_cast<double>(hist_[k]) * e;
+        }
+        if (err < best_err) best_err = err, best = i;
+      }
+      return static_cast<double>(best) * w;
+    }
+  }
+  return absMax();
+}
+
+}  // namespace npuc::quant

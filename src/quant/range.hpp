@@ -1,0 +1,53 @@
+// Calibration ranges (issue 24, docs/calibration.md): the statistics of one tensor over the calibration samples
+// and the clipping threshold each range method picks from them.
+//
+// Two passes, as TensorRT and TIDL calibrate: the first finds min and max, the second fills a histogram of |x| over
+// [0, max(|min|, |max|)]. The methods then choose a symmetric threshold T (values beyond ±T saturate):
+//   minmax      T = max |x|
+//   percentile  T = the p-th percentile of |x| (p = 99.99 by default), at histogram-bin resolution
+//   entropy     the T whose int8 quantization of the clipped histogram loses the least information (the KL
+//               divergence of TensorRT's calibrator: reference = the histogram up to T with the tail folded into its
+//               last bin, candidate = the same merged into `levels` bins and spread back; T from 'levels' bins up)
+//   mse         the T minimising the expected squared error: rounding (step²/12 per value inside ±T) plus clipping
+//               (the distance to T of every value beyond it), at bin-centre resolution
+// An affine (asymmetric) range is [max(min, -T), min(max, T)].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace npuc::quant {
+
+enum class RangeMethod { kMinMax, kPercentile, kEntropy, kMse };
+/// "minmax", "percentile", "entropy", "mse"; false for another name.
+bool rangeMethodFromName(const std::string& name, RangeMethod* m);
+const char* rangeMethodName(RangeMethod m);
+
+class TensorStats {
+ public:
+  explicit TensorStats(int bins = 2048);
+  /// Pass 1: min, max and counts (NaN and infinities are counted apart and take no part in the range).
+  void observeRange(const float* x, int64_t n);
+  /// Pass 2 (after every observeRange): the histogram of |x| over [0, absMax()].
+  void observeHistogram(const float* x, int64_t n);
+
+  double min() const { return min_; }
+  double max() const { return max_; }
+  double absMax() const;
+  int64_t count() const { return count_; }          // finite values seen by pass 1
+  int64_t nonFinite() const { return non_finite_; }  // NaN and ±inf seen by pass 1
+  const std::vector<int64_t>& histogram() const { return hist_; }
+  double binWidth() const;
+
+  /// The symmetric clipping threshold of a method (> 0; absMax() for minmax). `levels`: the quantized bins of the
+  /// entropy method (128 for int8's magnitudes). An all-zero tensor gives 0.
+  double threshold(RangeMethod m, double percentile = 99.99, int levels = 128) const;
+
+ private:
+  double min_, max_;
+  int64_t count_ = 0, non_finite_ = 0, hist_count_ = 0;
+  std::vector<int64_t> hist_;
+};
+
+}  // namespace npuc::quant

@@ -1,0 +1,101 @@
+// Calibration ranges (quant/range.hpp): each method's threshold on distributions whose answer is known — uniform,
+// Gaussian, Gaussian with a few far outliers — and the edge cases (all zero, NaN and infinities, no histogram).
+#include "quant/range.hpp"
+
+#include "support/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace npuc::quant {
+namespace {
+
+TensorStats statsOf(const std::vector<float>& v, int bins = 2048) {
+  TensorStats s(bins);
+  s.observeRange(v.data(), static_cast<int64_t>(v.size()));
+  s.observeHistogram(v.data(), static_cast<int64_t>(v.size()));
+  return s;
+}
+
+std::vector<float> gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+TEST(CalibrationRange, MinMaxAndCounts) {
+  const float inf = std::numeric_limits<float>::infinity();
+  TensorStats s = statsOf({-3.0f, 1.0f, 2.0f, std::nanf(""), inf, -inf});
+  EXPECT_EQ(s.min(), -3.0);
+  EXPECT_EQ(s.max(), 2.0);
+  EXPECT_EQ(s.count(), 3);
+  EXPECT_EQ(s.nonFinite(), 3);
+  EXPECT_EQ(s.threshold(RangeMethod::kMinMax), 3.0);
+  int64_t total = 0;
+  for (int64_t c : s.histogram()) total += c;
+  EXPECT_EQ(total, 3);
+  EXPECT_EQ(s.histogram().back(), 1);  // |-3| = absMax falls into the last bin
+}
+
+TEST(CalibrationRange, PercentileAndEntropyClipOutliersMinMaxDoesNot) {
+  std::vector<float> v = gaussian(200000, 1);
+  for (int i = 0; i < 5; ++i) v.push_back(60.0f);  // five far outliers
+  TensorStats s = statsOf(v);
+  EXPECT_EQ(s.threshold(RangeMethod::kMinMax), 60.0);
+  const double p = s.threshold(RangeMethod::kPercentile, 99.99);
+  EXPECT_GT(p, 3.3);  // the 99.99th percentile of |N(0, 1)| is 3.89
+  EXPECT_LT(p, 4.5);
+  const double e = s.threshold(RangeMethod::kEntropy);
+  EXPECT_GT(e, 2.0);
+  EXPECT_LT(e, 10.0);
+  // MSE weighs squared error: clipping five values by ~56 each costs more than rounding 200k values on a coarse
+  // grid, so it keeps them — the method for tensors without rare far outliers.
+  EXPECT_GT(s.threshold(RangeMethod::kMse), 40.0);
+  // On a plain Gaussian the squared-error optimum of 8-bit clipping lies near 4 sigma (rounding (T/127)^2/12 against
+  // the tails' clipping error).
+  TensorStats g = statsOf(gaussian(200000, 3));
+  const double m = g.threshold(RangeMethod::kMse);
+  EXPECT_GT(m, 3.2);
+  EXPECT_LT(m, 5.0);
+  EXPECT_LT(m, g.absMax());
+}
+
+TEST(CalibrationRange, UniformDataKeepsNearlyItsWholeRange) {
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(100000);
+  for (float& x : v) x = d(rng);
+  TensorStats s = statsOf(v);
+  // Nothing to clip: every method keeps at least 90 % of the range (clipping a uniform tail only adds error).
+  for (RangeMethod m : {RangeMethod::kMinMax, RangeMethod::kPercentile, RangeMethod::kEntropy, RangeMethod::kMse})
+    EXPECT_GT(s.threshold(m), 0.9 * s.absMax()) << rangeMethodName(m);
+}
+
+TEST(CalibrationRange, EdgeCases) {
+  TensorStats zero = statsOf(std::vector<float>(100, 0.0f));
+  for (RangeMethod m : {RangeMethod::kMinMax, RangeMethod::kPercentile, RangeMethod::kEntropy, RangeMethod::kMse})
+    EXPECT_EQ(zero.threshold(m), 0.0) << rangeMethodName(m);
+  TensorStats only_range(2048);
+  const float v[] = {1.0f, -2.0f};
+  only_range.observeRange(v, 2);
+  EXPECT_EQ(only_range.threshold(RangeMethod::kMinMax), 2.0);
+  EXPECT_THROW(only_range.threshold(RangeMethod::kEntropy), Error);  // the histogram pass never ran
+  only_range.observeHistogram(v, 2);
+  EXPECT_THROW(only_range.observeRange(v, 2), Error);  // the range is fixed once the histogram has begun
+  EXPECT_THROW(TensorStats(4), Error);
+  RangeMethod m;
+  for (const char* n : {"minmax", "percentile", "entropy", "mse"}) {
+    ASSERT_TRUE(rangeMethodFromName(n, &m));
+    EXPECT_STREQ(rangeMethodName(m), n);
+  }
+  EXPECT_FALSE(rangeMethodFromName("kl", &m));
+}
+
+}  // namespace
+}  // namespace npuc::quant
