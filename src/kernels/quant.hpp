@@ -13,6 +13,8 @@
 // multipliers, quantized weights and biases) happens once, at translation, and lands in the package as integers.
 #pragma once
 
+#include "kernels/conv.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -57,6 +59,13 @@ struct QOutput {
 /// y[m, n] = clamp(zy + multiplyByMultiplier(bias[n] + sum_k (a[m, k] - za) * w[n, k], M[n]), lo, hi):
 /// a [M, K] int8 with zero point za, w [N, K] int8 (zero point 0), bias [N] int32 or null.
 void qgemm_ref(int64_t M, int64_t N, int64_t K, const int8_t* a, int32_t za, const int8_t* w, const int32_t* bias,
+               const QOutput& out, int8_t* y);
+
+/// The int8-affine convolution (1 to 3 spatial dims, groups, strides, dilations, pads): x int8 [N, C, in…] with
+/// zero point zx, w int8 [M, C/groups, k…] (zero point 0), bias int32 [M] or null;
+/// acc = bias[m] + sum over the taps inside the input of (x - zx) * w (a tap in the padding adds nothing, as if
+/// x = zx: the zero point is the padded value), y = clamp(zy + multiplyByMultiplier(acc, M[m]), lo, hi).
+void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
                const QOutput& out, int8_t* y);
 
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],

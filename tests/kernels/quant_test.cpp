@@ -163,5 +163,45 @@ TEST(QuantGemm, MatchesExactArithmeticAndClamps) {
   EXPECT_EQ(y[3], -2);
 }
 
+// The quantized convolution against the float reference convolution run on the integers as floats (exact: every
+// sum stays below 2^24): strides, dilation, pads (a padded tap is the zero point), groups, 1-D and 2-D.
+TEST(QuantConv, MatchesTheFloatConvolutionOfTheIntegers) {
+  std::mt19937 rng(6);
+  std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127);
+  struct Case { int64_t c, m, g; std::vector<int64_t> in, k, st, dil, pad, out; };
+  for (const Case& k : {Case{4, 6, 1, {7, 9}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {7, 5}},
+                        Case{6, 6, 6, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {4, 4}},   // depthwise
+                        Case{4, 4, 2, {10}, {3}, {1}, {2}, {2}, {10}},                  // 1-D, dilated, groups
+                        Case{3, 5, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {5, 6}}}) {
+    ConvShape s;
+    s.batch = 2, s.in_channels = k.c, s.out_channels = k.m, s.groups = k.g;
+    s.in_spatial = k.in, s.out_spatial = k.out, s.kernel = k.k, s.stride = k.st, s.dilation = k.dil, s.pad_begin = k.pad;
+    int64_t in_sz = 1, out_sz = 1, k_sz = 1;
+    for (size_t i = 0; i < k.in.size(); ++i) in_sz *= k.in[i], out_sz *= k.out[i], k_sz *= k.k[i];
+    std::vector<int8_t> x(static_cast<size_t>(2 * k.c * in_sz)), w(static_cast<size_t>(k.m * (k.c / k.g) * k_sz));
+    for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+    for (auto& v : w) v = static_cast<int8_t>(w8(rng));
+    std::vector<int32_t> bias(static_cast<size_t>(k.m));
+    for (auto& b : bias) b = i8(rng) * 30;
+    const int32_t zx = -7;
+    QOutput out;
+    out.zero_point = 3;
+    for (int64_t m = 0; m < k.m; ++m) out.multiplier.push_back(quantizeMultiplier(std::exp2(-9.0 - 0.5 * static_cast<double>(m))));
+    std::vector<int8_t> y(static_cast<size_t>(2 * k.m * out_sz));
+    qconv_ref(s, x.data(), zx, w.data(), bias.data(), out, y.data());
+    // The oracle: conv_ref on (x - zx) and w as floats, padding 0 — the same as x = zx in the integer domain.
+    std::vector<float> xf(x.size()), wf(w.size()), bf(bias.size()), acc(y.size());
+    for (size_t i = 0; i < x.size(); ++i) xf[i] = static_cast<float>(x[i] - zx);
+    for (size_t i = 0; i < w.size(); ++i) wf[i] = static_cast<float>(w[i]);
+    for (size_t i = 0; i < bias.size(); ++i) bf[i] = static_cast<float>(bias[i]);
+    conv_ref(s, xf.data(), wf.data(), bf.data(), {}, acc.data());
+    for (size_t i = 0; i < y.size(); ++i) {
+      const int64_t m = static_cast<int64_t>(i) / out_sz % k.m;
+      const int32_t want = std::clamp(out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc[i]), out.of(m)), -128, 127);
+      ASSERT_EQ(y[i], want) << "element " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace npuc::kernels

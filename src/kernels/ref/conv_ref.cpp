@@ -1,8 +1,10 @@
 // Reference convolution and transposed convolution (1 to 3 spatial dims): the executable form of the
 // numerics specification in kernels/conv.hpp. Plain loops; every fast variant is tested against these bits.
 #include "kernels/conv.hpp"
+#include "kernels/quant.hpp"
 #include "support/error.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -76,6 +78,44 @@ void conv_ref(const ConvShape& s, const float* x, const float* w, const float* b
             }
             y[((n * s.out_channels + m) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow] =
                 applyActivation(acc, act);
+          }
+        }
+      }
+    }
+  }
+}
+
+void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
+               const QOutput& out, int8_t* y) {
+  const Geometry3 g = toGeometry3(s, "qconv");
+  const int64_t cg = s.in_channels / s.groups;
+  const int64_t mg = s.out_channels / s.groups;
+  for (int64_t n = 0; n < s.batch; ++n) {
+    for (int64_t m = 0; m < s.out_channels; ++m) {
+      const int64_t grp = m / mg;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            int64_t acc = bias != nullptr ? bias[m] : 0;  // exact; kept as int32 (the translator bounds K)
+            for (int64_t cl = 0; cl < cg; ++cl) {
+              const int8_t* xc = x + (n * s.in_channels + grp * cg + cl) * g.inSize();
+              const int8_t* wc = w + (m * cg + cl) * g.kSize();
+              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                    const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+                    const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                    const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
+                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
+                    acc += (static_cast<int32_t>(xc[(id * g.in[1] + ih) * g.in[2] + iw]) - zx) *
+                           static_cast<int32_t>(wc[(kd * g.k[1] + kh) * g.k[2] + kw]);
+                  }
+                }
+              }
+            }
+            const int32_t v = out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc), out.of(m));
+            y[((n * s.out_channels + m) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow] =
+                static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
           }
         }
       }
