@@ -1,7 +1,10 @@
 // Calibration ranges (range.hpp).
 #include "quant/range.hpp"
 
+#include "engine/engine.hpp"
 #include "support/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -146,6 +149,56 @@ double TensorStats::threshold(RangeMethod m, double percentile, int levels) cons
     }
   }
   return absMax();
+}
+
+std::map<std::string, TensorStats> collectStats(const ir::Graph& g,
+                                                const std::vector<std::map<std::string, Tensor>>& samples, int threads,
+                                                int bins) {
+  if (samples.empty()) fail(ErrorCode::kInvalidArgument, "calibration: no samples");
+  std::map<std::string, TensorStats> stats;
+  engine::EngineOptions eo;
+  eo.threads = std::max(1, threads);
+  eo.fuse_activations = false;
+  engine::Engine e(g, eo);
+  for (int pass = 0; pass < 2; ++pass) {
+    auto observe = [&](ir::ValueId v, const Tensor& t) {
+      if (t.dtype() != DType::kF32) return;  // shapes, indices, masks: not quantized
+      const std::string& name = g.value(v).name;
+      auto it = stats.find(name);
+      if (it == stats.end()) it = stats.emplace(name, TensorStats(bins)).first;
+      if (pass == 0) it->second.observeRange(t.data<float>(), t.numel());
+      else it->second.observeHistogram(t.data<float>(), t.numel());
+    };
+    for (size_t i = 0; i < samples.size(); ++i) {
+      withContext(fmt::format("calibration sample {}", i + 1), [&] {
+        for (ir::ValueId in : g.inputs()) {
+          auto it = samples[i].find(g.value(in).name);
+          if (it == samples[i].end()) fail(ErrorCode::kInvalidArgument, "no tensor for input '{}'", g.value(in).name);
+          observe(in, it->second);
+        }
+        e.run(samples[i], [&](const ir::Node& n, const std::vector<Tensor>& outs) {
+          for (size_t k = 0; k < outs.size() && k < n.outputs.size(); ++k)
+            if (n.outputs[k] != ir::kNoValue) observe(n.outputs[k], outs[k]);
+        });
+      });
+    }
+  }
+  return stats;
+}
+
+Range rangeOf(const TensorStats& s, RangeMethod m, double percentile) {
+  Range r;
+  if (s.count() == 0) {
+    r.warning = "no finite values";
+    return r;
+  }
+  const double t = s.threshold(m, percentile);
+  r.lo = std::min(0.0, std::max(s.min(), -t));
+  r.hi = std::max(0.0, std::min(s.max(), t));
+  if (s.min() == s.max()) r.warning = fmt::format("every value is {} (a zero-width range)", s.min());
+  if (s.nonFinite())
+    r.warning += fmt::format("{}{} NaN or infinite values ignored", r.warning.empty() ? "" : "; ", s.nonFinite());
+  return r;
 }
 
 }  // namespace npuc::quant

@@ -13,7 +13,11 @@
 // An affine (asymmetric) range is [max(min, -T), min(max, T)].
 #pragma once
 
+#include "ir/graph.hpp"
+#include "npuc/tensor.hpp"
+
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,5 +53,21 @@ class TensorStats {
   int64_t count_ = 0, non_finite_ = 0, hist_count_ = 0;
   std::vector<int64_t> hist_;
 };
+
+/// The statistics of every float tensor of `g` (its inputs and every node's outputs, by value name) over the
+/// calibration samples (each a complete set of graph inputs by name), two passes of the reference engine (activations
+/// unfused: every op's own output, as in the float model). Errors name the sample ("calibration sample 3: ...").
+std::map<std::string, TensorStats> collectStats(const ir::Graph& g,
+                                                const std::vector<std::map<std::string, Tensor>>& samples, int threads,
+                                                int bins = 2048);
+
+/// An affine range [lo, hi] from statistics and a method: [max(min, -T), min(max, T)], widened to contain 0 (the
+/// zero point must be exact). `warning` is set (else cleared) when the range is degenerate (all values equal, or
+/// none finite) or values were NaN / infinite.
+struct Range {
+  double lo = 0, hi = 0;
+  std::string warning;
+};
+Range rangeOf(const TensorStats& s, RangeMethod m, double percentile = 99.99);
 
 }  // namespace npuc::quant

@@ -2,14 +2,21 @@
 // Gaussian, Gaussian with a few far outliers — and the edge cases (all zero, NaN and infinities, no histogram).
 #include "quant/range.hpp"
 
+#include "npuc/model.hpp"
 #include "support/error.hpp"
+#include "support/npy.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
+
+namespace npuc {
+const ir::Graph& graphOf(const Model& m);  // src/driver/model.cpp
+}
 
 namespace npuc::quant {
 namespace {
@@ -95,6 +102,52 @@ TEST(CalibrationRange, EdgeCases) {
     EXPECT_STREQ(rangeMethodName(m), n);
   }
   EXPECT_FALSE(rangeMethodFromName("kl", &m));
+}
+
+// Statistics of every tensor of the digits model over 40 test images: the input's are the data's own, every
+// Relu output is non-negative, counts add up over the samples, and each method's range holds 0 and stays inside
+// [min, max].
+TEST(CalibrationRange, CollectsEveryTensorOfAModel) {
+  const std::string dir = std::string(NPUC_SOURCE_DIR) + "/models/digits/";
+  Model m = Model::load(dir + "digits_cnn.onnx").optimized();
+  const ir::Graph& g = graphOf(m);
+  Tensor all = readNpy(dir + "test_x.npy");
+  std::vector<std::map<std::string, Tensor>> samples;
+  double lo = 1e9, hi = -1e9;
+  for (int i = 0; i < 40; ++i) {
+    Tensor t(DType::kF32, {1, 1, 8, 8});
+    std::memcpy(t.raw(), static_cast<const float*>(all.raw()) + i * 64, 64 * sizeof(float));
+    for (int k = 0; k < 64; ++k) lo = std::min<double>(lo, t.data<float>()[k]), hi = std::max<double>(hi, t.data<float>()[k]);
+    samples.push_back({{m.inputs()[0].name, t}});
+  }
+  std::map<std::string, TensorStats> stats = collectStats(g, samples, 2);
+  const TensorStats& in = stats.at(m.inputs()[0].name);
+  EXPECT_EQ(in.min(), lo);
+  EXPECT_EQ(in.max(), hi);
+  EXPECT_EQ(in.count(), 40 * 64);
+  int relus = 0;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    const TensorStats& s = stats.at(g.value(n.outputs[0]).name);
+    EXPECT_EQ(s.count() % 40, 0) << n.name;
+    if (n.op == "Relu" || n.attrString("activation", "") == "Relu") {
+      ++relus;
+      EXPECT_GE(s.min(), 0.0) << n.name;
+    }
+    for (RangeMethod meth : {RangeMethod::kMinMax, RangeMethod::kPercentile, RangeMethod::kEntropy, RangeMethod::kMse}) {
+      Range r = rangeOf(s, meth);
+      EXPECT_LE(r.lo, 0.0);
+      EXPECT_GE(r.hi, 0.0);
+      EXPECT_GE(r.lo, std::min(0.0, s.min()));
+      EXPECT_LE(r.hi, std::max(0.0, s.max()));
+    }
+  }
+  EXPECT_GT(relus, 0);
+  EXPECT_THROW(collectStats(g, {}, 1), Error);  // an empty calibration set
+  Range zero = rangeOf(statsOf(std::vector<float>(10, 2.5f)), RangeMethod::kMinMax);
+  EXPECT_NE(zero.warning.find("zero-width"), std::string::npos) << zero.warning;
+  EXPECT_EQ(zero.lo, 0.0);
+  EXPECT_EQ(zero.hi, 2.5);
 }
 
 }  // namespace
