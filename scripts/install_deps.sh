@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
 # and `apt-get update` runs only when something is missing.
-#   scripts/install_deps.sh [build] [fuzz] [python] [torch]
+#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config
@@ -11,6 +11,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config
 fuzz_pkgs=(clang llvm libclang-rt-14-dev)
 python_pkgs=(python3 python3-numpy python3-onnx)
 torch_pkgs=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)  # exporting test models only
+fashion_pkgs=(dataset-fashion-mnist)  # the accuracy checks' data (models/fashion/train.py)
 
 want=()
 for group in "${@:-build}"; do
@@ -19,7 +20,8 @@ for group in "${@:-build}"; do
     fuzz) want+=("${fuzz_pkgs[@]}") ;;
     python) want+=("${python_pkgs[@]}") ;;
     torch) want+=("${torch_pkgs[@]}") ;;
-    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch)" >&2; exit 2 ;;
+    fashion) want+=("${fashion_pkgs[@]}") ;;
+    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion)" >&2; exit 2 ;;
   esac
 done
 

@@ -3,6 +3,7 @@
 MobileNetV2-style CNN (inverted residuals with depthwise convolutions), trained on Debian's dataset-fashion-mnist
 (60k training / 10k test images) and exported to ONNX.
 
+    scripts/install_deps.sh torch fashion               the Debian packages it needs (torch only to train)
     /usr/bin/python3 models/fashion/train.py            train both (minutes, one thread), write the ONNX files
     /usr/bin/python3 models/fashion/train.py --data DIR write only the data sets as .npy into DIR
 
@@ -44,7 +45,7 @@ def idx(name):
 
 def load():
     if not os.path.isdir(DATA):
-        sys.exit(f"{DATA} is missing: install Debian's dataset-fashion-mnist")
+        sys.exit(f"{DATA} is missing: install Debian's dataset-fashion-mnist (scripts/install_deps.sh fashion)")
     x_tr = (idx("train-images-idx3-ubyte.gz").astype(np.float32) / 255.0)[:, None]
     y_tr = idx("train-labels-idx1-ubyte.gz").astype(np.int64)
     x_te = (idx("t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0)[:, None]

@@ -31,27 +31,20 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.ith = ith++;
     l.name = n.name;
     l.opexp = ir::opexp(n);
-    // The window geometry needs the node's facts; every other op only its shapes (a chain of 200k element-wise
-    // layers is estimated without building 200k fact maps).
+    // The window geometry needs the node's facts (window ops only: a chain of 200k element-wise layers builds no
+    // fact maps); the dims come from the shapes, as the rules see them (target::shapeDims).
     target::Facts f;
     if (target::hasWindowFacts(n.op)) {
       try {
         f = target::nodeFacts(g, n);
       } catch (const Error&) {
       }
-    } else {
-      auto dims = [&](ir::ValueId v, const char* p) {
-        if (v == ir::kNoValue || !g.value(v).type.isStatic()) return;
-        const target::ShapeDims d = target::shapeDims(g.value(v).type.shape);
-        const std::string pre(p);
-        f[pre + "_elems"] = target::Value(d.elems);
-        f[pre + "_c"] = target::Value(d.c);
-        f[pre + "_w"] = target::Value(d.w);
-        f[pre + "_h"] = target::Value(d.h);
-      };
-      dims(n.hasInput(0) ? n.inputs[0] : ir::kNoValue, "in");
-      dims(n.outputs.empty() ? ir::kNoValue : n.outputs[0], "out");
     }
+    auto dims = [&](ir::ValueId v) {
+      return v != ir::kNoValue && g.value(v).type.isStatic() ? target::shapeDims(g.value(v).type.shape) : target::ShapeDims{};
+    };
+    const target::ShapeDims in = dims(n.hasInput(0) ? n.inputs[0] : ir::kNoValue);
+    const target::ShapeDims out = dims(n.outputs.empty() ? ir::kNoValue : n.outputs[0]);
     l.ker_w = factInt(f, "kernel_w");
     l.ker_h = factInt(f, "kernel_h");
     l.stride = factInt(f, "stride_w");
@@ -60,14 +53,14 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.pad_r = factInt(f, "pad_r");
     l.pad_t = factInt(f, "pad_t");
     l.pad_b = factInt(f, "pad_b");
-    l.in_c = factInt(f, "in_c");
-    l.in_w = factInt(f, "in_w");
-    l.in_h = factInt(f, "in_h");
-    l.out_c = factInt(f, "out_c");
-    l.out_w = factInt(f, "out_w");
-    l.out_h = factInt(f, "out_h");
+    l.in_c = in.c;
+    l.in_w = in.w;
+    l.in_h = in.h;
+    l.out_c = out.c;
+    l.out_w = out.w;
+    l.out_h = out.h;
     l.macs = ops::nodeMacs(g, n);
-    int64_t elems = factInt(f, "in_elems") + factInt(f, "out_elems");
+    int64_t elems = in.elems + out.elems;
     int64_t weights = 0;
     for (ir::ValueId v : n.inputs)
       if (v != ir::kNoValue && g.value(v).isConstant()) weights += g.value(v).constant->numel();

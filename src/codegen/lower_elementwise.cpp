@@ -98,8 +98,7 @@ void Lowerer::unaryOp(const ir::Node& n, const std::string& op, float alpha, flo
 /// A binary op of the table (two inputs; more or fewer are the variadic chain), with a following Relu, LeakyRelu or
 /// Clip applied by the layer itself.
 void Lowerer::binaryNode(const ir::Node& n) {
-  const std::vector<std::string>& names = package::binaryOpNames();
-  const uint32_t code = static_cast<uint32_t>(std::find(names.begin(), names.end(), n.op) - names.begin());
+  const uint32_t code = binaryCode(n.op.c_str());
   if (n.numInputs() != 2) return variadic(n, code);
   if (shapeOf(n, 0).size() > package::kMaxRank || g_.value(n.outputs[0]).type.shape.size() > package::kMaxRank)
     unsupported(n, "rank above {}", package::kMaxRank);

@@ -90,11 +90,10 @@ struct PackageResult {
   std::string why;
 };
 
-/// check and translate for `target` on model m (inputs fixed to the data set's shapes); when a package is written,
+/// check and translate for `target` on model m, loaded from `model` (inputs fixed to the data set's shapes); when a package is written,
 /// simulates it in --exact mode at 1 thread and fast mode at 2 threads on the data set's inputs.
-PackageResult packageTest(const fs::path& model, const LoadOptions& lo, const std::string& target,
+PackageResult packageTest(const fs::path& model, const Model& m, const LoadOptions& lo, const std::string& target,
                           const std::map<std::string, Tensor>& inputs, const fs::path& scratch) {
-  Model m = Model::load(model, lo);
   std::vector<CheckRow> rows = m.check(target);
   TranslateOptions to;
   to.prefix = "t";
@@ -190,7 +189,7 @@ Result runTest(const fs::path& dir, bool roundtrip, int threads, const std::stri
         if (!why.empty())
           return {Verdict::kFail, fmt::format("{} output {} ({}): {}", set.filename().string(), i, m.outputs()[i].name, why)};
       }
-      if (pkg && set == sets.front()) *pkg = packageTest(model, lo, package_target, inputs, scratch);
+      if (pkg && set == sets.front()) *pkg = packageTest(model, m, lo, package_target, inputs, scratch);
       if (roundtrip) {
         std::string bytes = m.toOnnxBytes();
         checkOnnx(bytes, "exported " + model.string());

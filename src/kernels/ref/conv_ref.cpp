@@ -46,9 +46,14 @@ Geometry3 toGeometry3(const Shape& s, const char* what) {
 
 }  // namespace
 
-void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act,
-              float* y) {
-  const Geometry3 g = toGeometry3(s, "conv");
+namespace {
+
+/// The reference convolution's walk, shared by the float and the int8 forms: for every output (image n, channel m,
+/// index yi of y) in order, f(m, yi, taps), where taps(tap) calls tap(xi, wi) for every tap of the output in the
+/// order of the sum — input channels of the group, then kernel positions row-major — with xi the index of x it
+/// reads, or -1 for a tap in the padding, and wi the index of w.
+template <class F>
+void forEachConvOutput(const ConvShape& s, const Geometry3& g, F&& f) {
   const int64_t cg = s.in_channels / s.groups;
   const int64_t mg = s.out_channels / s.groups;
   for (int64_t n = 0; n < s.batch; ++n) {
@@ -57,27 +62,24 @@ void conv_ref(const ConvShape& s, const float* x, const float* w, const float* b
       for (int64_t od = 0; od < g.out[0]; ++od) {
         for (int64_t oh = 0; oh < g.out[1]; ++oh) {
           for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            float acc = bias != nullptr ? bias[m] : 0.0f;
-            for (int64_t cl = 0; cl < cg; ++cl) {
-              const int64_t c = grp * cg + cl;
-              const float* xc = x + (n * s.in_channels + c) * g.inSize();
-              const float* wc = w + (m * cg + cl) * g.kSize();
-              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                    const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
-                    const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
-                    const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
-                    const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 &&
-                                        iw < g.in[2];
-                    const float xv = inside ? xc[(id * g.in[1] + ih) * g.in[2] + iw] : 0.0f;
-                    acc = std::fma(wc[(kd * g.k[1] + kh) * g.k[2] + kw], xv, acc);
-                  }
-                }
+            auto taps = [&](auto&& tap) {
+              for (int64_t cl = 0; cl < cg; ++cl) {
+                const int64_t xc = (n * s.in_channels + grp * cg + cl) * g.inSize();
+                const int64_t wc = (m * cg + cl) * g.kSize();
+                for (int64_t kd = 0; kd < g.k[0]; ++kd)
+                  for (int64_t kh = 0; kh < g.k[1]; ++kh)
+                    for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                      const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+                      const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                      const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
+                      const bool inside =
+                          id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
+                      tap(inside ? xc + (id * g.in[1] + ih) * g.in[2] + iw : int64_t{-1},
+                          wc + (kd * g.k[1] + kh) * g.k[2] + kw);
+                    }
               }
-            }
-            y[((n * s.out_channels + m) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow] =
-                applyActivation(acc, act);
+            };
+            f(m, ((n * s.out_channels + m) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow, taps);
           }
         }
       }
@@ -85,42 +87,28 @@ void conv_ref(const ConvShape& s, const float* x, const float* w, const float* b
   }
 }
 
+}  // namespace
+
+void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act,
+              float* y) {
+  forEachConvOutput(s, toGeometry3(s, "conv"), [&](int64_t m, int64_t yi, auto&& taps) {
+    float acc = bias != nullptr ? bias[m] : 0.0f;
+    // A tap in the padding is fma(w, +0.0f, acc) (docs/numerics.md).
+    taps([&](int64_t xi, int64_t wi) { acc = std::fma(w[wi], xi >= 0 ? x[xi] : 0.0f, acc); });
+    y[yi] = applyActivation(acc, act);
+  });
+}
+
 void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
                const QOutput& out, int8_t* y) {
-  const Geometry3 g = toGeometry3(s, "qconv");
-  const int64_t cg = s.in_channels / s.groups;
-  const int64_t mg = s.out_channels / s.groups;
-  for (int64_t n = 0; n < s.batch; ++n) {
-    for (int64_t m = 0; m < s.out_channels; ++m) {
-      const int64_t grp = m / mg;
-      for (int64_t od = 0; od < g.out[0]; ++od) {
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            int64_t acc = bias != nullptr ? bias[m] : 0;  // exact; kept as int32 (the translator bounds K)
-            for (int64_t cl = 0; cl < cg; ++cl) {
-              const int8_t* xc = x + (n * s.in_channels + grp * cg + cl) * g.inSize();
-              const int8_t* wc = w + (m * cg + cl) * g.kSize();
-              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                    const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
-                    const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
-                    const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
-                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
-                    acc += (static_cast<int32_t>(xc[(id * g.in[1] + ih) * g.in[2] + iw]) - zx) *
-                           static_cast<int32_t>(wc[(kd * g.k[1] + kh) * g.k[2] + kw]);
-                  }
-                }
-              }
-            }
-            const int32_t v = out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc), out.of(m));
-            y[((n * s.out_channels + m) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow] =
-                static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
-          }
-        }
-      }
-    }
-  }
+  forEachConvOutput(s, toGeometry3(s, "qconv"), [&](int64_t m, int64_t yi, auto&& taps) {
+    int64_t acc = bias != nullptr ? bias[m] : 0;  // exact; kept as int32 (the translator bounds K)
+    taps([&](int64_t xi, int64_t wi) {  // a tap in the padding adds nothing: x = zx
+      if (xi >= 0) acc += (static_cast<int32_t>(x[xi]) - zx) * static_cast<int32_t>(w[wi]);
+    });
+    const int32_t v = out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc), out.of(m));
+    y[yi] = static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
+  });
 }
 
 void conv_transpose_ref(const ConvTransposeShape& s, const float* x, const float* w, const float* bias, float* y) {

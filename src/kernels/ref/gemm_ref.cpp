@@ -2,6 +2,8 @@
 // Deliberately plain loops; every fast variant is tested against these bits.
 #include "kernels/gemm.hpp"
 
+#include "npuc/tensor.hpp"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -25,15 +27,10 @@ void sgemm_ref(const GemmArgs& g) {
 
 bool matmulBatches(const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
                    const std::vector<int64_t>& y_shape, MatMulBatches* out, std::string* why) {
-  auto str = [](const std::vector<int64_t>& s) {
-    std::string t = "[";
-    for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
-    return t + "]";
-  };
   const size_t ra = a_shape.size(), rb = b_shape.size(), ry = y_shape.size();
   if (ra < 2 || rb < 2 || ry != std::max(ra, rb)) {
-    *why = fmt::format("{} x {} -> {}: both operands need rank >= 2 and the output the larger rank", str(a_shape),
-                       str(b_shape), str(y_shape));
+    *why = fmt::format("{} x {} -> {}: both operands need rank >= 2 and the output the larger rank", shapeStr(a_shape),
+                       shapeStr(b_shape), shapeStr(y_shape));
     return false;
   }
   MatMulBatches m;
@@ -41,7 +38,7 @@ bool matmulBatches(const std::vector<int64_t>& a_shape, const std::vector<int64_
   m.K = a_shape[ra - 1];
   m.N = b_shape[rb - 1];
   if (b_shape[rb - 2] != m.K || y_shape[ry - 2] != m.M || y_shape[ry - 1] != m.N) {
-    *why = fmt::format("{} x {} -> {}: the matrices do not multiply", str(a_shape), str(b_shape), str(y_shape));
+    *why = fmt::format("{} x {} -> {}: the matrices do not multiply", shapeStr(a_shape), shapeStr(b_shape), shapeStr(y_shape));
     return false;
   }
   // Batch dims, right-aligned: each operand's dim is the output's or 1 (broadcast).
@@ -60,7 +57,7 @@ bool matmulBatches(const std::vector<int64_t>& a_shape, const std::vector<int64_
       if (d < lead) continue;
       const int64_t od = s[d - lead];
       if (od != yd && od != 1) {
-        *why = fmt::format("{} x {} -> {}: batch dim {} does not broadcast", str(a_shape), str(b_shape), str(y_shape), d);
+        *why = fmt::format("{} x {} -> {}: batch dim {} does not broadcast", shapeStr(a_shape), shapeStr(b_shape), shapeStr(y_shape), d);
         return false;
       }
       (*strides[o])[d] = od == 1 ? 0 : *st[o];
