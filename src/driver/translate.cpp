@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <optional>
 #include <set>
 #include <thread>
@@ -313,6 +314,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       for (auto& f : writeCheckReport(res.errors, t.name, o.onnx.string(), base)) add(f);
     } else {
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
+      std::future<void> summary;  // after e: destroyed (joined) first
       bool emit = numericsHasPackages(t.numerics);
       if (emit) {
         if (means) {
@@ -358,6 +360,9 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         std::set<std::string> gone(low.aliased.begin(), low.aliased.end());
         for (auto& f : low.fusions) gone.insert(f.absorbed.begin(), f.absorbed.end());
         codegen::dropLayers(e, gone);
+        // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a
+        // second thread meanwhile; its future joins on every way out of this block.
+        summary = std::async(std::launch::async, [&e, &t, base] { writeSummary(e, t, base); });
         res.activation_bytes = low.data_bytes;
         res.activation_lower_bound = low.data_lower_bound;
         res.warnings.insert(res.warnings.end(), low.map.warnings.begin(), low.map.warnings.end());
@@ -386,7 +391,8 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         report("plan", sw.lap());
       }
       res.estimated_us = e.total_us;
-      writeSummary(e, t, base);
+      if (summary.valid()) summary.get();  // rethrows what the summary's thread threw
+      else writeSummary(e, t, base);
       for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) add(base.string() + ext);
       report("estimate", sw.lap());
     }

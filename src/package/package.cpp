@@ -386,9 +386,34 @@ json parseManifest(const std::vector<uint8_t>& b, const std::string& mfile) {
 
 std::string dumpJson(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
 
+/// The compact form of a dump: whitespace outside strings removed (a dump's strings hold no raw control
+/// characters, and its only other whitespace is indentation and the space after ':'), which is what dump(-1) writes.
+std::string compactJson(const std::string& dumped) {
+  std::string out;
+  out.reserve(dumped.size());
+  bool in_str = false, esc = false;
+  for (char c : dumped) {
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == ' ' || c == '\n') {
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 /// SHA-256 of the manifest's canonical form (content_hash removed, compact, keys in file order).
-std::string manifestDigest(json j) {
-  if (j.is_object()) j.erase("content_hash");
+std::string manifestDigest(const json& j) {
+  if (j.is_object() && j.contains("content_hash")) {
+    json without = j;
+    without.erase("content_hash");
+    return manifestDigest(without);
+  }
   std::string s = dumpJson(j, -1);
   return sha256Hex(s.data(), s.size());
 }
@@ -463,13 +488,24 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
   m["weights_file"] = p.prefix + "_weight.dat";
   m["params_file"] = "drp_param.bin";
   m["config_file"] = p.prefix + "_drpcfg.mem";
-  m["layers"] = json::array();
+  // One object per layer (200k for the largest models): built in place, its keys appended without the search for
+  // an existing key that an insertion does (they are distinct), the objects moved into the list.
+  json& layers = m["layers"] = json::array();
+  layers.get_ref<json::array_t&>().reserve(p.layers.size());
   for (auto& l : p.layers) {
     const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
-    json jl{{"seq", l.seq},       {"engine", engineName(l.engine)}, {"index", l.index}, {"kind", layerKindName(d.kind)},
-            {"name", l.name},     {"opexp", l.opexp},               {"onnx_nodes", l.onnx_nodes},
-            {"output", l.output}};
-    m["layers"].push_back(jl);
+    json jl(json::value_t::object);
+    auto& o = jl.get_ref<json::object_t&>();
+    o.reserve(8);
+    o.emplace_back("seq", l.seq);
+    o.emplace_back("engine", engineName(l.engine));
+    o.emplace_back("index", l.index);
+    o.emplace_back("kind", layerKindName(d.kind));
+    o.emplace_back("name", l.name);
+    o.emplace_back("opexp", l.opexp);
+    o.emplace_back("onnx_nodes", l.onnx_nodes);
+    o.emplace_back("output", l.output);
+    layers.push_back(std::move(jl));
   }
   std::vector<std::pair<std::string, std::string>> hashes;
   m["files"] = json::array();
@@ -478,15 +514,23 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
     hashes.emplace_back(f.name, h);
     m["files"].push_back({{"name", f.name}, {"size", f.size}, {"sha256", h}});
   }
-  p.content_hash = contentHash(hashes, manifestDigest(m));
-  m["content_hash"] = p.content_hash;
+  // Dumped once: the digest is taken over the compact form of this text, and content_hash, the last key, is
+  // spliced in as the indented dump would write it (a test compares the file with a fresh dump of what it parses to).
+  std::string text = dumpJson(m, 1);
+  m = json();
+  std::string compact = compactJson(text);
+  p.content_hash = contentHash(hashes, sha256Hex(compact.data(), compact.size()));
+  if (text.size() < 2 || text.compare(text.size() - 2, 2, "\n}") != 0)
+    fail(ErrorCode::kInternal, "the manifest's dump does not end its object as expected");
+  text.insert(text.size() - 2, ",\n \"content_hash\": \"" + p.content_hash + "\"");
+  text += "\n";
 
   std::vector<std::string> names;
   for (auto& f : files) {
     writeFileAtomic(dir / f.name, f.data, f.size);
     names.push_back(f.name);
   }
-  writeFileAtomic(dir / "manifest.json", dumpJson(m, 1) + "\n");
+  writeFileAtomic(dir / "manifest.json", text);
   names.push_back("manifest.json");
   return names;
 }

@@ -17,7 +17,7 @@ class Sha256 {
   std::string hexDigest();
 
  private:
-  void block(const uint8_t* p);
+  void blocks(const uint8_t* p, size_t n);  // n whole 64-byte blocks; SHA extensions where the CPU has them
   uint32_t h_[8];
   uint8_t buf_[64];
   size_t buf_len_ = 0;
@@ -25,5 +25,13 @@ class Sha256 {
 };
 
 std::string sha256Hex(const void* data, size_t size);
+
+namespace detail {
+/// The two implementations of the compression function over `blocks` 64-byte blocks (they give the same state;
+/// tests run both where the CPU has the SHA extensions).
+void sha256BlocksPortable(uint32_t* state, const uint8_t* p, size_t blocks);
+void sha256BlocksShaNi(uint32_t* state, const uint8_t* p, size_t blocks);
+bool cpuHasShaNi();
+}  // namespace detail
 
 }  // namespace npuc

@@ -425,3 +425,23 @@ TEST(PackageReader, CrossEngineReadWithoutWait) {
 }
 
 }  // namespace
+
+TEST(PackageWriter, TheManifestIsWhatItsDumpWouldBe) {
+  // Dumped once, content_hash spliced in and the digest taken over a compacted copy: the file must be exactly the
+  // dump of what it parses to, whatever the names hold (quotes, backslashes, control characters, UTF-8, spaces).
+  package::Package p = read(validPackage());
+  p.layers[0].name = "a \"quoted\" \\ name\n with\ttabs, \x01 and caf\xc3\xa9 : { [ ,";
+  p.layers[0].onnx_nodes.clear();
+  p.layers[1].opexp = "  spaced  out  ";
+  fs::path dir = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("writer-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  package::writePackage(p, dir);
+  std::ifstream in(dir / "manifest.json", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  json j = json::parse(text);
+  EXPECT_EQ(text, j.dump(1) + "\n");
+  EXPECT_EQ(j["layers"][0]["name"], p.layers[0].name);
+  EXPECT_EQ(package::readPackage(dir).content_hash, p.content_hash);
+  fs::remove_all(dir);
+}

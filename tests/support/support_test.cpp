@@ -2,6 +2,7 @@
 #include "support/error.hpp"
 #include "support/fp16.hpp"
 #include "support/npy.hpp"
+#include "support/sha256.hpp"
 #include "support/thread_pool.hpp"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 using namespace npuc;
 
@@ -170,5 +173,29 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
       }, 3);
       for (auto& h : hits) EXPECT_EQ(h.load(), 1);
     }
+  }
+}
+
+TEST(Sha256, KnownDigests) {
+  EXPECT_EQ(sha256Hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256Hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const char* two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";  // FIPS 180-2, two blocks
+  EXPECT_EQ(sha256Hex(two, std::strlen(two)), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  std::string million(1000000, 'a');
+  EXPECT_EQ(sha256Hex(million.data(), million.size()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Sha256, EveryPathTheCpuHasGivesTheSameState) {
+  std::vector<uint8_t> data(64 * 37);
+  uint32_t x = 12345;
+  for (auto& b : data) b = static_cast<uint8_t>((x = x * 1103515245u + 12345u) >> 24);
+  if (!detail::cpuHasShaNi()) GTEST_SKIP() << "this CPU has no SHA extensions (the portable path is the one in use)";
+  for (size_t n : {size_t{1}, size_t{2}, size_t{37}}) {
+    uint32_t a[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    uint32_t b[8];
+    std::memcpy(b, a, sizeof a);
+    detail::sha256BlocksPortable(a, data.data(), n);
+    detail::sha256BlocksShaNi(b, data.data(), n);
+    EXPECT_EQ(0, std::memcmp(a, b, sizeof a)) << n << " blocks";
   }
 }

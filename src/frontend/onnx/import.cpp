@@ -8,6 +8,7 @@
 #include "support/file.hpp"
 #include "support/log.hpp"
 
+#include <google/protobuf/arena.h>
 #include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
@@ -153,19 +154,19 @@ class OnnxInference {
       }
       gp->mutable_initializer()->Swap(&kept);
       try {
+        // In place (the child's image is its own): where strict inference stops at an error, the lenient pass
+        // starts from what it had inferred, which agrees with what the lenient pass infers again.
         onnx::ShapeInferenceOptions strict{true, 1, true};
-        // Leaked on purpose: the child ends with _exit, and destroying a large model's protobuf costs as much as
-        // inferring its shapes.
-        auto* copy = new onnx::ModelProto(m);
-        onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), strict);
-        m.Swap(copy);
+        onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), strict);
       } catch (const std::exception&) {
         onnx::ShapeInferenceOptions lenient{false, 0, true};
         onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), lenient);
       }
-      onnx::GraphProto shapes;
-      *shapes.mutable_value_info() = m.graph().value_info();
-      out = "O" + shapes.SerializeAsString();
+      // Moved, not copied; nothing is destroyed (the child ends with _exit, and destroying a large model's
+      // protobuf costs as much as inferring its shapes).
+      auto* shapes = new onnx::GraphProto;
+      shapes->mutable_value_info()->Swap(m.mutable_graph()->mutable_value_info());
+      out = "O" + shapes->SerializeAsString();
     } catch (const std::exception& e) {
       out = std::string("E") + e.what();
     }
@@ -189,10 +190,12 @@ void crossCheckWithOnnx(OnnxInference& onnx_shapes, const ir::Graph& g) {
   for (ir::NodeId id : g.order())
     for (ir::ValueId v : g.node(id).outputs)
       if (v != ir::kNoValue && !g.value(v).type.isStatic()) return;  // data-dependent shapes: nothing to check
-  onnx::GraphProto shapes;
-  if (!shapes.ParseFromString(onnx_shapes.result()))
+  // On an arena: one value_info per tensor of the model, freed at once rather than message by message.
+  google::protobuf::Arena arena;
+  auto* shapes = google::protobuf::Arena::CreateMessage<onnx::GraphProto>(&arena);
+  if (!shapes->ParseFromString(onnx_shapes.result()))
     fail(ErrorCode::kInternal, "could not read the result of ONNX shape inference");
-  for (auto& vi : shapes.value_info()) {
+  for (auto& vi : shapes->value_info()) {
     auto id = g.findValue(vi.name());
     if (!id) continue;
     ir::Type t = typeFromProto(vi.type(), "value '" + vi.name() + "'", true);
