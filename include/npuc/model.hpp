@@ -143,7 +143,9 @@ class Model {
   std::string dump() const;
   /// The translator's graph optimizer applied to a copy: BatchNorm folding, pattern detection (Swish, Mish,
   /// HardSwish, GlobalAveragePool and Flatten equivalents), activation fusion; optionally Relu6 -> Relu.
-  Model optimized(bool relu6_to_relu = false) const;
+  Model optimized(bool relu6_to_relu = false) const&;
+  /// The same on a model not needed afterwards: its graph is optimized in place of a copy (unless shared).
+  Model optimized(bool relu6_to_relu = false) &&;
   /// A copy with a DRP-AI pre/post-processing definition (docs/prepost.md) inserted as graph nodes: the new inputs
   /// are the input_to_pre tensors (camera frames), the outputs the output_from_post ones. The definition is validated
   /// against this model first (the manual's messages; the ONNX-vs-YAML size check unless not_check_size).

@@ -84,7 +84,9 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
 }
 
 void dropLayers(Estimate& e, const std::set<std::string>& names) {
+  if (names.empty()) return;
   std::vector<LayerEstimate> kept;
+  kept.reserve(e.layers.size());
   for (auto& l : e.layers) {
     if (!names.count(l.name)) {
       l.ith = static_cast<int>(kept.size());

@@ -12,6 +12,7 @@
 #include "support/error.hpp"
 #include "support/fp16.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -251,6 +252,9 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   package::IntervalMap<int64_t> last_write[2], last_read[2];
   auto span = [](const package::TensorRef& r) { return std::pair<uint64_t, uint64_t>{r.addr, uint64_t(r.addr) + r.bytes}; };
   int64_t covered[2] = {-1, -1};
+  // An engine's maps are read only by later descriptors of the other engine: none after the last of those.
+  int64_t last_of[2] = {-1, -1};
+  for (size_t i = 0; i < all.size(); ++i) last_of[static_cast<int>(descs[i].engine)] = static_cast<int64_t>(i);
   for (size_t i = 0; i < all.size(); ++i) {
     package::Descriptor& d = all[i];
     int e = static_cast<int>(descs[i].engine), other = 1 - e;
@@ -262,12 +266,14 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     latest(last_write[other], d.out(0));  // WAW
     latest(last_read[other], d.out(0));   // WAR
     for (int k = 0; k < d.n_in; ++k) latest(last_write[other], d.in(k));  // RAW
-    for (int k = 0; k < d.n_in; ++k) {
-      auto [lo, hi] = span(d.in(k));
-      last_read[e].assign(lo, hi, static_cast<int64_t>(i));
+    if (last_of[other] > static_cast<int64_t>(i)) {
+      for (int k = 0; k < d.n_in; ++k) {
+        auto [lo, hi] = span(d.in(k));
+        last_read[e].assign(lo, hi, static_cast<int64_t>(i));
+      }
+      auto [olo, ohi] = span(d.out(0));
+      last_write[e].assign(olo, ohi, static_cast<int64_t>(i));
     }
-    auto [olo, ohi] = span(d.out(0));
-    last_write[e].assign(olo, ohi, static_cast<int64_t>(i));
     if (need > covered[e]) {
       d.wait = static_cast<uint32_t>(need);
       covered[e] = need;
@@ -383,18 +389,23 @@ std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t)
   return gaps;
 }
 
-std::string tblAddrText(const Lowered& l, const std::string& space) {
-  std::string s = fmt::format("# {} — {}: name, address, size (bytes, hex)\n", space == "merge" ? "all element spaces" : space,
-                              "npuc address table");
-  const bool merge = space == "merge";
-  auto out = std::back_inserter(s);
-  for (auto& p : l.placements) {
-    if (!merge && p.space != space) continue;
-    fmt::format_to(out, "{:<40s} {} {:#x}", p.name, plan::hexGrouped(p.addr), p.size);
-    if (merge) s += ' ', s += p.space;
-    s += '\n';
+std::vector<std::pair<std::string, std::string>> tblAddrTexts(const Lowered& l) {
+  static const char* kSpaces[] = {"data", "data_in", "data_out", "drp_config", "weight", "work", "merge"};
+  std::vector<std::pair<std::string, std::string>> tables;
+  for (const char* sp : kSpaces)
+    tables.emplace_back(sp, fmt::format("# {} — {}: name, address, size (bytes, hex)\n",
+                                        std::string_view(sp) == "merge" ? "all element spaces" : sp, "npuc address table"));
+  std::string& merge = tables.back().second;
+  std::string line;
+  for (auto& p : l.placements) {  // each line formatted once, for its space's table and the merged one
+    line.clear();
+    fmt::format_to(std::back_inserter(line), FMT_COMPILE("{:<40s} {} {:#x}"), p.name, plan::hexGrouped(p.addr), p.size);
+    for (size_t i = 0; i + 1 < tables.size(); ++i)
+      if (p.space == tables[i].first) (tables[i].second += line) += '\n';
+    ((merge += line) += ' ') += p.space;
+    merge += '\n';
   }
-  return s;
+  return tables;
 }
 
 std::string ioListText(const Lowered& l, bool inputs) {

@@ -64,8 +64,9 @@ struct PackageGap {
 /// rules, so whatever it passes, translate packages.
 std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t);
 
-/// PREFIX_tbl_addr_<space>.txt ("merge": every space) and PREFIX_data_{in,out}_list.txt contents.
-std::string tblAddrText(const Lowered& l, const std::string& space);
+/// (space, contents of PREFIX_tbl_addr_<space>.txt) for data, data_in, data_out, drp_config, weight, work and
+/// merge (every space); then PREFIX_data_{in,out}_list.txt contents.
+std::vector<std::pair<std::string, std::string>> tblAddrTexts(const Lowered& l);
 std::string ioListText(const Lowered& l, bool inputs);
 
 }  // namespace npuc::codegen

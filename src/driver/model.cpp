@@ -155,10 +155,17 @@ std::vector<uint8_t> loadAippParams(const std::filesystem::path& file) {
   return kernels::encodeAipp(prepost::aippParamsFromYaml(std::string(bytes.begin(), bytes.end()), file.string()));
 }
 
-Model Model::optimized(bool relu6_to_relu) const {
+Model Model::optimized(bool relu6_to_relu) const& {
   Model m;
   m.impl_ = std::make_shared<Impl>();
   m.impl_->graph = impl_->graph->clone();
+  return std::move(m).optimized(relu6_to_relu);
+}
+
+Model Model::optimized(bool relu6_to_relu) && {
+  if (impl_.use_count() > 1) return static_cast<const Model&>(*this).optimized(relu6_to_relu);
+  Model m;
+  m.impl_ = std::move(impl_);
   ir::Graph& g = *m.impl_->graph;
   withContext(g.source, [&] {
     passes::PassContext ctx;

@@ -248,6 +248,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   const fs::path& tmp = out.path();
   LoadOptions lo;
   lo.input_shapes = o.input_shapes;
+  lo.optimize = false;  // the translate pipeline below folds BatchNorm and removes dead code itself
   // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
   std::optional<quant::InputMeans> means;  // for the bias correction of fp16 weights
   // A model that cannot be imported or prepared (malformed, an unknown op, a pre/post definition that does not fit)
@@ -271,7 +272,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       }
     }();
     report("import", sw.lap());
-    Model body = m.optimized(o.relu6_to_relu);
+    Model body = std::move(m).optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
     if (!o.calibration.empty()) {
       // Measured on the optimized model alone (its inputs are what the samples give), applied below by layer name.
@@ -375,8 +376,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         };
         put("_addrmap_intm.yaml", plan::addrMapYaml(low.map));
         put("_addrmap_intm.txt", plan::addrMapTxt(low.map));
-        for (const char* sp : {"data", "data_in", "data_out", "drp_config", "weight", "work", "merge"})
-          put(std::string("_tbl_addr_") + sp + ".txt", codegen::tblAddrText(low, sp));
+        for (auto& [sp, text] : codegen::tblAddrTexts(low)) put("_tbl_addr_" + sp + ".txt", text);
         if (def) put("_prepost_opt.yaml", prepostOptYaml(o, *def, low));
         put("_data_in_list.txt", codegen::ioListText(low, true));
         put("_data_out_list.txt", codegen::ioListText(low, false));

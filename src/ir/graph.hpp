@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -154,7 +155,7 @@ class Graph {
   std::vector<std::unique_ptr<Value>> values_;  // by id; null when removed
   std::vector<NodeId> order_;
   std::vector<ValueId> inputs_, outputs_;
-  std::map<std::string, ValueId> value_names_;
+  std::unordered_map<std::string, ValueId> value_names_;  // looked up only, never walked
 };
 
 /// The ONNX ops a node computes, for reports: "Conv+BatchNormalization+Relu" (its "fused" attribute or its op,

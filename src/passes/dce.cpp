@@ -2,19 +2,24 @@
 #include "ir/rewriter.hpp"
 #include "passes/passes.hpp"
 
-#include <set>
+#include <algorithm>
+#include <vector>
 
 namespace npuc::passes {
 
 bool DeadCodeEliminationPass::run(ir::Graph& g, PassContext&) {
   bool changed = false;
-  std::set<ir::ValueId> live(g.outputs().begin(), g.outputs().end());
+  // Flags indexed by value id (ids are dense: 0 .. the highest id ever given).
+  ir::ValueId top = 0;
+  for (ir::ValueId v : g.valueIds()) top = std::max(top, v);
+  std::vector<char> live(static_cast<size_t>(top) + 1, 0);
+  for (ir::ValueId v : g.outputs()) live[static_cast<size_t>(v)] = 1;
   // Walk backwards: a node is live when one of its outputs is live.
   std::vector<ir::NodeId> order = g.order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const ir::Node& n = g.node(*it);
     bool used = false;
-    for (ir::ValueId o : n.outputs) used |= o != ir::kNoValue && live.count(o);
+    for (ir::ValueId o : n.outputs) used |= o != ir::kNoValue && live[static_cast<size_t>(o)];
     if (!used) {
       std::vector<ir::ValueId> outs = n.outputs;
       g.removeNode(*it);
@@ -24,12 +29,12 @@ bool DeadCodeEliminationPass::run(ir::Graph& g, PassContext&) {
       continue;
     }
     for (ir::ValueId in : n.inputs)
-      if (in != ir::kNoValue) live.insert(in);
+      if (in != ir::kNoValue) live[static_cast<size_t>(in)] = 1;
   }
-  std::set<ir::ValueId> keep(g.inputs().begin(), g.inputs().end());
+  for (ir::ValueId v : g.inputs()) live[static_cast<size_t>(v)] = 1;
   for (ir::ValueId v : g.valueIds()) {
     const ir::Value& val = g.value(v);
-    if (live.count(v) || keep.count(v)) continue;
+    if (live[static_cast<size_t>(v)]) continue;
     if (val.isConstant() || val.producer == ir::kNoNode) {
       g.removeValue(v);
       changed = true;

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <cstdio>
 #include <set>
+#include <unordered_map>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -272,11 +273,11 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     g->producer = m.producer_name();
     g->source = name;
 
-    std::map<std::string, onnx::TypeProto> types;
+    std::unordered_map<std::string, const onnx::TypeProto*> types;  // into the model, which outlives it
     for (auto* list : {&graph.input(), &graph.output(), &graph.value_info()})
-      for (auto& vi : *list) types[vi.name()] = vi.type();
+      for (auto& vi : *list) types[vi.name()] = &vi.type();
 
-    std::map<std::string, ir::ValueId> byName;
+    std::unordered_map<std::string, ir::ValueId> byName;
     for (auto& t : *graph.mutable_initializer()) {
       if (t.name().empty()) fail(ErrorCode::kInvalidInput, "an initializer has no name");
       Tensor tensor = withContext("initializer '" + t.name() + "'", [&] { return tensorFromProto(t, base_dir); });
@@ -309,7 +310,7 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
         if (byName.count(o))
           fail(ErrorCode::kInvalidInput, "{}: output '{}' is already defined elsewhere", nodeLabel(n, i), o);
         auto it = types.find(o);
-        ir::Type t = it != types.end() ? typeFromProto(it->second, "value '" + o + "'", true) : ir::Type{};
+        ir::Type t = it != types.end() ? typeFromProto(*it->second, "value '" + o + "'", true) : ir::Type{};
         byName[o] = g->addValue(o, t).id;
         outs[static_cast<size_t>(i)].push_back(byName[o]);
       }
