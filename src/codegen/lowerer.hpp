@@ -178,7 +178,7 @@ class Lowerer {
   std::vector<uint8_t> weights_;  // the weight space image, 64-byte aligned entries
   std::map<ir::ValueId, int> of_;
   std::map<ir::ValueId, bool> is_output_;
-  std::map<ir::ValueId, std::vector<std::pair<ir::NodeId, int>>> uses_;
+  ir::UseMap uses_;
   std::map<ir::NodeId, bool> skip_;
   std::map<ir::ValueId, std::pair<int, const ir::Node*>> fused_cast_;  // cast output -> (uint8 source, the Cast)
   std::vector<Fusion> fusions_;

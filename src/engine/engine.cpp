@@ -159,7 +159,7 @@ std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::No
 namespace {
 /// Who reads each value: the (node, input index) pairs of a graph, and its outputs, which are read from outside.
 struct Readers {
-  std::map<ir::ValueId, std::vector<std::pair<ir::NodeId, int>>> uses;
+  ir::UseMap uses;
   std::set<ir::ValueId> outputs;
   explicit Readers(const ir::Graph& g) : uses(g.uses()), outputs(g.outputs().begin(), g.outputs().end()) {}
   /// The one use of v (node, input index) when v has exactly one reader and is not a graph output; else null.

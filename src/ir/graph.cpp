@@ -213,8 +213,8 @@ std::optional<ValueId> Graph::findValue(const std::string& name) const {
   return it->second;
 }
 
-std::map<ValueId, std::vector<std::pair<NodeId, int>>> Graph::uses() const {
-  std::map<ValueId, std::vector<std::pair<NodeId, int>>> u;
+UseMap Graph::uses() const {
+  UseMap u;
   for (NodeId id : order_) {
     const Node& n = node(id);
     for (size_t i = 0; i < n.inputs.size(); ++i)

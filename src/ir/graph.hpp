@@ -11,11 +11,13 @@
 #include "support/tensor.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -95,6 +97,42 @@ struct Node {
   bool hasInput(int i) const { return i < static_cast<int>(inputs.size()) && inputs[static_cast<size_t>(i)] != kNoValue; }
 };
 
+/// The readers of each value, (node id, input index) in node order, indexed by value id: built in one pass over
+/// the nodes, looked up in constant time. The interface is the part of std::map's the passes use; a value that
+/// nobody reads is absent (find gives end(), count 0) until operator[] gives it an (empty) list.
+class UseMap {
+ public:
+  using List = std::vector<std::pair<NodeId, int>>;
+  using value_type = std::pair<const ValueId, List>;
+  using iterator = value_type*;
+  using const_iterator = const value_type*;
+
+  const_iterator find(ValueId v) const { return present(v) ? &slots_[static_cast<size_t>(v)] : end(); }
+  iterator find(ValueId v) { return present(v) ? &slots_[static_cast<size_t>(v)] : end(); }
+  const_iterator end() const { return nullptr; }
+  iterator end() { return nullptr; }
+  size_t count(ValueId v) const { return present(v) ? 1 : 0; }
+  const List& at(ValueId v) const {
+    if (!present(v)) throw std::out_of_range("UseMap::at: value has no readers");
+    return slots_[static_cast<size_t>(v)].second;
+  }
+  List& operator[](ValueId v) {
+    grow(v);
+    has_[static_cast<size_t>(v)] = 1;
+    return slots_[static_cast<size_t>(v)].second;
+  }
+
+ private:
+  bool present(ValueId v) const { return v >= 0 && static_cast<size_t>(v) < has_.size() && has_[static_cast<size_t>(v)]; }
+  void grow(ValueId v) {
+    if (v < 0) throw std::out_of_range("UseMap: negative value id");
+    while (slots_.size() <= static_cast<size_t>(v)) slots_.emplace_back(static_cast<ValueId>(slots_.size()), List{});
+    has_.resize(slots_.size(), 0);
+  }
+  std::deque<value_type> slots_;  // slot i holds value i (a deque: slots never move, iterators stay valid)
+  std::vector<char> has_;
+};
+
 class Graph {
  public:
   Graph() = default;
@@ -142,7 +180,7 @@ class Graph {
   std::optional<ValueId> findValue(const std::string& name) const;
 
   /// Consumers of every value: (node id, input index), in node order.
-  std::map<ValueId, std::vector<std::pair<NodeId, int>>> uses() const;
+  UseMap uses() const;
 
   // --- model metadata ---
   int opset = 13;        // ai.onnx opset

@@ -442,6 +442,46 @@ std::string libInfoText(const Package& p) {
 // ---------------------------------------------------------------------------------------------------------
 // Writer.
 
+namespace {
+
+/// The manifest's "layers" list as dump(1) writes it at depth 1, without building one JSON object per layer:
+/// strings go through the JSON library's own escaping (a test compares the file with a fresh dump of what it
+/// parses to).
+std::string layersJsonText(const Package& p) {
+  std::string s = "[\n";
+  auto str = [&](const std::string& v) { s += dumpJson(json(v), -1); };
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const LayerInfo& l = p.layers[i];
+    const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
+    fmt::format_to(std::back_inserter(s), "  {{\n   \"seq\": {},\n   \"engine\": \"{}\",\n   \"index\": {},\n   \"kind\": ",
+                   l.seq, engineName(l.engine), l.index);
+    str(layerKindName(d.kind));
+    s += ",\n   \"name\": ";
+    str(l.name);
+    s += ",\n   \"opexp\": ";
+    str(l.opexp);
+    s += ",\n   \"onnx_nodes\": ";
+    if (l.onnx_nodes.empty()) {
+      s += "[]";
+    } else {
+      s += "[\n";
+      for (size_t k = 0; k < l.onnx_nodes.size(); ++k) {
+        s += "    ";
+        str(l.onnx_nodes[k]);
+        s += k + 1 < l.onnx_nodes.size() ? ",\n" : "\n";
+      }
+      s += "   ]";
+    }
+    s += ",\n   \"output\": ";
+    str(l.output);
+    s += i + 1 < p.layers.size() ? "\n  },\n" : "\n  }\n";
+  }
+  s += " ]";
+  return s;
+}
+
+}  // namespace
+
 std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
   validatePackage(p, "package being written");
   // (name, bytes): views of the package's own buffers where it has them, so the weights are never copied.
@@ -488,25 +528,7 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
   m["weights_file"] = p.prefix + "_weight.dat";
   m["params_file"] = "drp_param.bin";
   m["config_file"] = p.prefix + "_drpcfg.mem";
-  // One object per layer (200k for the largest models): built in place, its keys appended without the search for
-  // an existing key that an insertion does (they are distinct), the objects moved into the list.
-  json& layers = m["layers"] = json::array();
-  layers.get_ref<json::array_t&>().reserve(p.layers.size());
-  for (auto& l : p.layers) {
-    const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
-    json jl(json::value_t::object);
-    auto& o = jl.get_ref<json::object_t&>();
-    o.reserve(8);
-    o.emplace_back("seq", l.seq);
-    o.emplace_back("engine", engineName(l.engine));
-    o.emplace_back("index", l.index);
-    o.emplace_back("kind", layerKindName(d.kind));
-    o.emplace_back("name", l.name);
-    o.emplace_back("opexp", l.opexp);
-    o.emplace_back("onnx_nodes", l.onnx_nodes);
-    o.emplace_back("output", l.output);
-    layers.push_back(std::move(jl));
-  }
+  m["layers"] = json::array();  // a placeholder: the list is written as text below (200k layers for the largest models)
   std::vector<std::pair<std::string, std::string>> hashes;
   m["files"] = json::array();
   for (auto& f : files) {
@@ -517,7 +539,13 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
   // Dumped once: the digest is taken over the compact form of this text, and content_hash, the last key, is
   // spliced in as the indented dump would write it (a test compares the file with a fresh dump of what it parses to).
   std::string text = dumpJson(m, 1);
-  m = json();
+  if (!p.layers.empty()) {
+    // Top-level keys are the only lines that start with one space and a quote (a dump's strings hold no newline).
+    const std::string key = "\n \"layers\": []";
+    size_t at = text.find(key);
+    if (at == std::string::npos) fail(ErrorCode::kInternal, "the manifest's dump has no layers placeholder");
+    text.replace(at + key.size() - 2, 2, layersJsonText(p));
+  }
   std::string compact = compactJson(text);
   p.content_hash = contentHash(hashes, sha256Hex(compact.data(), compact.size()));
   if (text.size() < 2 || text.compare(text.size() - 2, 2, "\n}") != 0)

@@ -762,6 +762,15 @@ struct Checker {
     };
     IntervalMap<Writer> last;
     uint32_t waited[2] = {0, 0};      // per engine: every seq of the other engine below this is complete
+    // A write matters to a later read of the other engine, or to the coverage of an output below: others are not
+    // recorded (a single-engine program of 200k layers keeps its map small).
+    size_t last_of[2] = {0, 0};  // one past the last seq of each engine
+    for (size_t s = 0; s < n; ++s) last_of[static_cast<int>(by_seq[s].first)] = s + 1;
+    auto touchesOutput = [&](const TensorRef& y) {
+      for (const IoTensor& t : p.outputs)
+        if (y.addr < uint64_t(t.ref.addr) + t.ref.bytes && t.ref.addr < uint64_t(y.addr) + y.bytes) return true;
+      return false;
+    };
     for (size_t s = 0; s < n; ++s) {
       const Engine e = by_seq[s].first;  // (not structured bindings: the lambda below captures them)
       const size_t i = by_seq[s].second;
@@ -777,7 +786,7 @@ struct Checker {
         });
       }
       const TensorRef& y = d.out(0);
-      last.assign(y.addr, uint64_t(y.addr) + y.bytes, Writer{d.seq, e});
+      if (last_of[1 - ei] > s + 1 || touchesOutput(y)) last.assign(y.addr, uint64_t(y.addr) + y.bytes, Writer{d.seq, e});
     }
     // Every byte of every output is written by some descriptor (an output elsewhere would read stale memory).
     for (const IoTensor& t : p.outputs) {

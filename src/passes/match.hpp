@@ -10,7 +10,7 @@
 
 namespace npuc::passes {
 
-using Uses = std::map<ir::ValueId, std::vector<std::pair<ir::NodeId, int>>>;
+using Uses = ir::UseMap;
 
 /// The node producing `v` when it is an ONNX op named `op` (any op when empty), else null.
 const ir::Node* producer(const ir::Graph& g, ir::ValueId v, const char* op = nullptr);
