@@ -63,6 +63,7 @@ const KernelRegistry& kernelRegistry() {
     registerNnKernels(reg);
     registerReduceKernels(reg);
     registerIndexingKernels(reg);
+    registerQuantKernels(reg);
     registerPrePostKernels(reg);
     return reg;
   }();

@@ -96,6 +96,7 @@ void registerTensorKernels(KernelRegistry& r);
 void registerNnKernels(KernelRegistry& r);
 void registerReduceKernels(KernelRegistry& r);
 void registerIndexingKernels(KernelRegistry& r);
+void registerQuantKernels(KernelRegistry& r);
 void registerPrePostKernels(KernelRegistry& r);
 
 }  // namespace npuc::engine

@@ -137,6 +137,7 @@ const Registry& registry() {
     registerNnOps(reg);
     registerReduceOps(reg);
     registerIndexingOps(reg);
+    registerQuantOps(reg);
     registerNpucOps(reg);
     return reg;
   }();

@@ -141,6 +141,7 @@ void registerTensorOps(Registry& r);
 void registerNnOps(Registry& r);
 void registerReduceOps(Registry& r);
 void registerIndexingOps(Registry& r);
+void registerQuantOps(Registry& r);
 void registerNpucOps(Registry& r);  // after the ONNX families: it derives schemas from them
 
 namespace registry_detail {
