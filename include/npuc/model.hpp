@@ -130,6 +130,33 @@ void checkOutputName(const std::string& name, const char* what);
 std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, const std::string& target,
                                           const std::string& model, const std::filesystem::path& prefix);
 
+/// int8 quantization as QuantizeLinear / DequantizeLinear pairs (docs/numerics.md, "int8-affine as QDQ").
+struct QuantizeOptions {
+  /// Calibration samples per model input: tensors stacking samples of its shape along the first axis.
+  std::map<std::string, std::vector<Tensor>> calibration;
+  std::string method = "minmax";  // activation ranges: minmax | percentile | entropy | mse (docs/calibration.md)
+  double percentile = 99.99;      // for method percentile
+  bool per_channel = true;        // weights per output channel (opset >= 13), else per tensor
+  int threads = 0;                // calibration threads (0: all cores)
+};
+/// One tensor of the quantization table.
+struct QuantizedTensor {
+  std::string name, kind;  // kind: activation | weight | bias
+  double lo = 0, hi = 0;   // the float range mapped onto int8 (weights: ±max|W| over their channels)
+  double scale = 0;        // activations: the scale; weights / biases: the largest channel scale
+  int zero_point = 0;
+  int64_t channels = 1;
+  std::string warning;
+};
+struct QuantizeReport {
+  std::vector<QuantizedTensor> tensors;
+  std::vector<std::string> warnings;
+  size_t samples = 0;  // calibration samples used
+};
+
+/// The quantization table as CSV (name, kind, lo, hi, scale, zero_point, channels, warning), written atomically.
+void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& csv);
+
 class Model {
  public:
   static Model load(const std::filesystem::path& path, const LoadOptions& opts = {});
@@ -159,6 +186,10 @@ class Model {
   /// names: each such input becomes a uint8 frame input of the same name ([N, image bytes]), plus a parameter
   /// input "<input>_aipp" for a dynamic aipp_op. Static blocks are validated against the input here.
   Model withAipp(const std::filesystem::path& config) const;
+  /// A copy quantized to int8-affine in QDQ form, calibrated on `o.calibration` with the reference engine: weights
+  /// int8 per channel, biases int32, every stored activation int8 per tensor (docs/numerics.md). The copy runs on
+  /// the engine (Session) and saves as standard ONNX (saveOnnx) that other runtimes run on their int8 paths.
+  Model quantizedQdq(const QuantizeOptions& o, QuantizeReport* report = nullptr) const;
   /// Checks every node of the optimized model against a target's operator constraints (name or path of a
   /// targets/*.yaml). Empty when everything is supported.
   std::vector<CheckRow> check(const std::string& target, bool relu6_to_relu = false) const;

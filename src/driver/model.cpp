@@ -8,6 +8,7 @@
 #include "passes/pass.hpp"
 #include "prepost/aipp.hpp"
 #include "prepost/graph.hpp"
+#include "quant/qdq.hpp"
 #include "support/file.hpp"
 #include "support/log.hpp"
 #include "support/npy.hpp"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 namespace npuc {
 
@@ -153,6 +155,36 @@ std::vector<uint8_t> loadAippParams(const std::filesystem::path& file) {
   std::string ext = file.extension().string();
   if (ext != ".yaml" && ext != ".yml") return bytes;
   return kernels::encodeAipp(prepost::aippParamsFromYaml(std::string(bytes.begin(), bytes.end()), file.string()));
+}
+
+std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g, const std::map<std::string, std::vector<Tensor>>& data);
+
+Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) const {
+  quant::QdqOptions qo;
+  if (!quant::rangeMethodFromName(o.method, &qo.method))
+    fail(ErrorCode::kInvalidArgument, "unknown range method '{}' (minmax, percentile, entropy, mse)", o.method);
+  if (!(o.percentile > 0 && o.percentile <= 100)) fail(ErrorCode::kInvalidArgument, "percentile {} is not in (0, 100]", o.percentile);
+  qo.percentile = o.percentile;
+  qo.per_channel = o.per_channel;
+  Model m;
+  m.impl_ = std::make_shared<Impl>();
+  m.impl_->graph = impl_->graph->clone();
+  ir::Graph& g = *m.impl_->graph;
+  withContext(g.source, [&] {
+    auto samples = calibrationSamples(g, o.calibration);
+    int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    auto stats = quant::collectStats(g, samples, threads);
+    quant::QdqReport rep = quant::quantizeToQdq(g, stats, qo);
+    ir::verify(g);
+    if (report) {
+      report->samples = samples.size();
+      report->warnings = rep.warnings;
+      report->tensors.clear();
+      for (auto& t : rep.tensors)
+        report->tensors.push_back({t.name, t.kind, t.lo, t.hi, t.scale, t.zero_point, t.channels, t.warning});
+    }
+  });
+  return m;
 }
 
 Model Model::optimized(bool relu6_to_relu) const& {

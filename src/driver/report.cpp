@@ -94,4 +94,18 @@ std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, con
   return files;
 }
 
+void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& csv) {
+  auto quote = [](const std::string& v) {
+    if (v.find_first_of(",\"\n") == std::string::npos) return v;
+    std::string q = "\"";
+    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::string s = "name,kind,lo,hi,scale,zero_point,channels,warning\n";
+  for (auto& t : r.tensors)
+    s += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{},{},{}\n", quote(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point,
+                     t.channels, quote(t.warning));
+  writeFileAtomic(csv, s);
+}
+
 }  // namespace npuc

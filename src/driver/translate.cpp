@@ -183,8 +183,10 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
   return s + prepost::toYaml(pp);
 }
 
+}  // namespace
+
 /// The calibration tensors of TranslateOptions as samples of the model's inputs: each tensor stacks one or more
-/// samples along its first axis (views, nothing copied).
+/// samples along its first axis (views, nothing copied). Also used by Model::quantizedQdq (model.cpp).
 std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g, const std::map<std::string, std::vector<Tensor>>& data) {
   for (const auto& entry : data) {
     const std::string& name = entry.first;  // (not a structured binding: the lambda below captures it)
@@ -224,8 +226,6 @@ std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g
   }
   return samples;
 }
-
-}  // namespace
 
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
   auto report = [&](const char* stage, double s) {

@@ -39,6 +39,7 @@ void addInspect(CLI::App& app, Action& run);
 void addRun(CLI::App& app, Action& run);
 void addBench(CLI::App& app, Action& run);
 void addEval(CLI::App& app, Action& run);
+void addQuantize(CLI::App& app, Action& run);
 void addConformance(CLI::App& app, Action& run);
 void addCheck(CLI::App& app, Action& run);
 void addTargets(CLI::App& app, Action& run);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   npuc::cli::addRun(app, action);
   npuc::cli::addBench(app, action);
   npuc::cli::addEval(app, action);
+  npuc::cli::addQuantize(app, action);
   npuc::cli::addConformance(app, action);
   npuc::cli::addCheck(app, action);
   npuc::cli::addTargets(app, action);

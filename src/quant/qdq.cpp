@@ -1,0 +1,220 @@
+// int8-affine quantization as QuantizeLinear / DequantizeLinear pairs (see qdq.hpp and docs/numerics.md).
+#include "quant/qdq.hpp"
+
+#include "ir/rewriter.hpp"
+#include "ops/registry.hpp"
+#include "support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace npuc::quant {
+
+void affineInt8(double lo, double hi, float* scale, int* zero_point) {
+  lo = std::min(lo, 0.0);
+  hi = std::max(hi, 0.0);
+  double s = (hi - lo) / 255.0;
+  if (!(s > 0) || !std::isfinite(s)) s = 1.0;  // an all-zero tensor: any scale represents it
+  float sf = static_cast<float>(s);
+  long zp = std::lround(-128.0 - lo / static_cast<double>(sf));
+  *scale = sf;
+  *zero_point = static_cast<int>(std::clamp(zp, -128L, 127L));
+}
+
+namespace {
+
+Tensor scalarF32(float v) {
+  Tensor t(DType::kF32, Shape{});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+Tensor vectorF32(const std::vector<float>& v) {
+  Tensor t(DType::kF32, Shape{static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+/// Quantizes constant weights per channel along `axis` (symmetric int8) and puts a DequantizeLinear in front of
+/// input `i` of node `n`; returns the per-channel scales (empty when the input is not a float32 constant).
+std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64_t axis, bool per_channel, QdqReport& rep) {
+  ir::Graph& g = rw.graph();
+  const Tensor* wp = ir::constantInput(g, g.node(id), i, DType::kF32);
+  if (!wp || wp->numel() == 0 || axis >= wp->rank()) return {};
+  const Tensor w = *wp;
+  int64_t C = per_channel ? w.dim(static_cast<int>(axis)) : 1, inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < w.rank(); ++d) inner *= w.dim(d);
+  auto chan = [&](int64_t k) { return C == 1 ? 0 : static_cast<size_t>((k / inner) % C); };
+  std::vector<float> amax(static_cast<size_t>(C), 0.0f);
+  const float* src = w.data<float>();
+  for (int64_t k = 0; k < w.numel(); ++k)
+    if (std::isfinite(src[k])) amax[chan(k)] = std::max(amax[chan(k)], std::fabs(src[k]));
+  std::vector<float> scale(amax.size());
+  int zero_channels = 0;
+  for (size_t c = 0; c < amax.size(); ++c) {
+    scale[c] = amax[c] > 0 ? amax[c] / 127.0f : 1.0f;
+    zero_channels += amax[c] == 0;
+  }
+  Tensor q(DType::kI8, w.shape());
+  for (int64_t k = 0; k < w.numel(); ++k) {
+    float v = std::nearbyint(src[k] / scale[chan(k)]);  // what QuantizeLinear would give: half to even
+    q.data<int8_t>()[k] = static_cast<int8_t>(std::isnan(v) ? 0.0f : std::clamp(v, -127.0f, 127.0f));
+  }
+  const std::string name = g.value(g.node(id).inputs[static_cast<size_t>(i)]).name;
+  ir::ValueId qv = g.addConstant(g.uniqueValueName(name + "_quantized"), std::move(q)).id;
+  ir::ValueId sv = g.addConstant(g.uniqueValueName(name + "_scale"), C == 1 ? scalarF32(scale[0]) : vectorF32(scale)).id;
+  Tensor zp(DType::kI8, C == 1 ? Shape{} : Shape{C});
+  std::fill(zp.data<int8_t>(), zp.data<int8_t>() + zp.numel(), int8_t{0});
+  ir::ValueId zv = g.addConstant(g.uniqueValueName(name + "_zero_point"), std::move(zp)).id;
+  ir::ValueId out = g.addValue(g.uniqueValueName(name + "_dequantized"), ir::makeType(DType::kF32, w.shape())).id;
+  ir::Node& dq = rw.addNode("DequantizeLinear", g.uniqueValueName(name + "_DequantizeLinear"), {qv, sv, zv}, {out});
+  if (C > 1) dq.attrs["axis"] = ir::Attr(axis);
+  g.node(id).inputs[static_cast<size_t>(i)] = out;
+  QdqTensor t;
+  t.name = name;
+  t.kind = "weight";
+  float m = *std::max_element(amax.begin(), amax.end());
+  t.lo = -m;
+  t.hi = m;
+  t.scale = *std::max_element(scale.begin(), scale.end());
+  t.channels = C;
+  if (zero_channels) t.warning = fmt::format("{} of {} channels are all zero", zero_channels, C);
+  rep.tensors.push_back(t);
+  return scale;
+}
+
+/// The bias (input i, float32 [C]) as int32 at scale x_scale * w_scale[c], behind a DequantizeLinear.
+void quantizeBias(ir::Rewriter& rw, ir::NodeId id, int i, float x_scale, const std::vector<float>& w_scale, QdqReport& rep) {
+  ir::Graph& g = rw.graph();
+  const Tensor* bp = ir::constantInput(g, g.node(id), i, DType::kF32);
+  if (!bp || bp->rank() != 1 || (w_scale.size() != 1 && bp->numel() != static_cast<int64_t>(w_scale.size()))) return;
+  const Tensor b = *bp;
+  const int64_t C = b.numel();
+  std::vector<float> scale(static_cast<size_t>(C));
+  Tensor q(DType::kI32, b.shape());
+  int saturated = 0;
+  for (int64_t c = 0; c < C; ++c) {
+    scale[static_cast<size_t>(c)] = x_scale * w_scale[w_scale.size() == 1 ? 0 : static_cast<size_t>(c)];
+    double v = std::nearbyint(static_cast<double>(b.data<float>()[c]) / scale[static_cast<size_t>(c)]);
+    if (std::isnan(v)) v = 0;
+    if (v > 2147483647.0 || v < -2147483647.0) ++saturated;
+    q.data<int32_t>()[c] = static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
+  }
+  const std::string name = g.value(g.node(id).inputs[static_cast<size_t>(i)]).name;
+  ir::ValueId qv = g.addConstant(g.uniqueValueName(name + "_quantized"), std::move(q)).id;
+  ir::ValueId sv = g.addConstant(g.uniqueValueName(name + "_scale"), vectorF32(scale)).id;
+  Tensor zp(DType::kI32, Shape{C});
+  std::fill(zp.data<int32_t>(), zp.data<int32_t>() + C, 0);
+  ir::ValueId zv = g.addConstant(g.uniqueValueName(name + "_zero_point"), std::move(zp)).id;
+  ir::ValueId out = g.addValue(g.uniqueValueName(name + "_dequantized"), ir::makeType(DType::kF32, b.shape())).id;
+  ir::Node& dq = rw.addNode("DequantizeLinear", g.uniqueValueName(name + "_DequantizeLinear"), {qv, sv, zv}, {out});
+  dq.attrs["axis"] = ir::Attr(int64_t{0});
+  g.node(id).inputs[static_cast<size_t>(i)] = out;
+  QdqTensor t;
+  t.name = name;
+  t.kind = "bias";
+  t.scale = *std::max_element(scale.begin(), scale.end());
+  t.channels = C;
+  if (saturated) t.warning = fmt::format("{} values saturate int32", saturated);
+  rep.tensors.push_back(t);
+}
+
+/// Whether a device fuses the one reader of `v` into v's producer (its output is then never stored).
+bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::ValueId v) {
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return false;
+  auto it = uses.find(v);
+  if (it == uses.end() || it->second.size() != 1) return false;
+  const ir::Node& r = g.node(it->second[0].first);
+  const ir::Node& p = g.node(g.value(v).producer);
+  bool layer = p.op == "Conv" || p.op == "Gemm" || p.op == "MatMul" || p.op == "Add" || p.op == "ConvTranspose";
+  return layer && r.domain.empty() && (r.op == "Relu" || r.op == "Clip");
+}
+
+}  // namespace
+
+QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const QdqOptions& o) {
+  QdqReport rep;
+  ir::Rewriter rw(g);
+  const bool per_axis = g.opset >= 13;
+  if (o.per_channel && !per_axis)
+    rep.warnings.push_back(fmt::format("opset {} has no per-axis DequantizeLinear (13 on): weights are quantized per tensor", g.opset));
+  const bool per_channel = o.per_channel && per_axis;
+
+  // Activations first: each stored float tensor becomes Q -> DQ, its readers reading the dequantized copy.
+  std::map<ir::ValueId, float> act_scale;  // original value -> its scale
+  std::vector<ir::ValueId> acts;
+  for (ir::ValueId v : g.inputs())
+    if (g.value(v).type.dtype == DType::kF32) acts.push_back(v);
+  const ir::UseMap uses = g.uses();
+  for (ir::NodeId id : g.order())
+    for (ir::ValueId v : g.node(id).outputs)
+      if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && !fusedActivationFollows(g, uses, v)) acts.push_back(v);
+  for (ir::ValueId v : acts) {
+    const std::string name = g.value(v).name;
+    auto st = stats.find(name);
+    if (st == stats.end()) fail(ErrorCode::kInternal, "no calibration statistics for tensor '{}'", name);
+    Range r = rangeOf(st->second, o.method, o.percentile);
+    float scale;
+    int zp;
+    affineInt8(r.lo, r.hi, &scale, &zp);
+    ir::Type ft = g.value(v).type;
+    ir::ValueId dq_out = g.addValue(g.uniqueValueName(name + "_dequantized"), ft).id;
+    // The readers read the dequantized copy (the Q node, added below, keeps reading v). A graph output passes
+    // its name on to the copy (the model's interface stays), v being renamed.
+    if (std::count(g.outputs().begin(), g.outputs().end(), v)) {
+      rw.replaceAllUses(v, dq_out);
+    } else if (auto it = uses.find(v); it != uses.end()) {
+      for (auto [reader, k] : it->second) g.node(reader).inputs[static_cast<size_t>(k)] = dq_out;
+    }
+    const std::string vname = g.value(v).name;
+    Tensor zpt(DType::kI8, Shape{});
+    zpt.data<int8_t>()[0] = static_cast<int8_t>(zp);
+    ir::ValueId sv = g.addConstant(g.uniqueValueName(vname + "_scale"), scalarF32(scale)).id;
+    ir::ValueId zv = g.addConstant(g.uniqueValueName(vname + "_zero_point"), std::move(zpt)).id;
+    ir::ValueId q = g.addValue(g.uniqueValueName(vname + "_quantized"), ir::makeType(DType::kI8, ft.shape)).id;
+    rw.addNode("QuantizeLinear", g.uniqueValueName(vname + "_QuantizeLinear"), {v, sv, zv}, {q});
+    rw.addNode("DequantizeLinear", g.uniqueValueName(vname + "_DequantizeLinear"), {q, sv, zv}, {dq_out});
+    act_scale[dq_out] = scale;
+    QdqTensor t;
+    t.name = name;
+    t.kind = "activation";
+    t.lo = r.lo;
+    t.hi = r.hi;
+    t.scale = scale;
+    t.zero_point = zp;
+    t.warning = r.warning;
+    if (!r.warning.empty()) rep.warnings.push_back(fmt::format("tensor '{}': {}", name, r.warning));
+    rep.tensors.push_back(t);
+  }
+
+  // Weights and biases of the MAC layers.
+  std::vector<ir::NodeId> layers;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.domain.empty() && (n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul")) layers.push_back(id);
+  }
+  for (ir::NodeId id : layers) {
+    const ir::Node& n = g.node(id);
+    int64_t axis = 0;
+    if (n.op == "Gemm") axis = ops::attrInt(n, "transB") ? 0 : 1;
+    if (n.op == "MatMul") {
+      const Tensor* b = ir::constantInput(g, n, 1, DType::kF32);
+      if (!b || b->rank() != 2) continue;
+      axis = 1;
+    }
+    std::vector<float> ws = quantizeWeights(rw, id, 1, axis, per_channel, rep);
+    if (ws.empty() || n.op == "MatMul" || !g.node(id).hasInput(2) || !per_axis) continue;
+    auto xs = act_scale.find(g.node(id).inputs[0]);
+    if (xs == act_scale.end()) continue;  // an unquantized operand: the bias stays float
+    if (n.op == "Gemm" && (ops::attrFloat(n, "alpha") != 1.0f || ops::attrFloat(n, "beta") != 1.0f || ops::attrInt(n, "transA")))
+      continue;
+    quantizeBias(rw, id, 2, xs->second, ws, rep);
+  }
+  rw.finish();
+  return rep;
+}
+
+}  // namespace npuc::quant

@@ -1,0 +1,58 @@
+// int8-affine quantization of a float graph as ONNX QuantizeLinear / DequantizeLinear pairs ("QDQ", issue 24,
+// docs/numerics.md): the standard form in which ONNX Runtime, TensorRT and the vendors' importers exchange
+// quantized models. The graph keeps its float ops; each tensor an int8 device would hold in memory passes through
+// int8 and back, so the reference engine computes what int8 storage costs, and `--save-qdq-onnx` writes a model any
+// ONNX runtime runs on its own int8 path.
+//
+//   weights      per output channel, symmetric int8 (zero point 0), scale = max|W[c]| / 127 (Conv, Gemm, and
+//                MatMul with a constant 2-D right operand); per tensor when the opset has no per-axis
+//                DequantizeLinear (< 13)
+//   biases       int32 at scale s_x * s_w[c] (exact zero point 0), as the integer kernels add them
+//   activations  per tensor, affine int8: [lo, hi] from the calibration statistics and range method (holding 0),
+//                scale = (hi - lo) / 255, zero point = round(-128 - lo / scale); every graph input and every node
+//                output a device stores, except a layer output read only by the Relu / Clip a device fuses into it
+//
+// What this form does not model: the integer requantization's own rounding (multiplier + shift) — the integer
+// kernels (src/kernels/quant.hpp) and int8 packages are the next step; the QDQ model's accuracy is the standard
+// estimate of theirs.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "quant/range.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace npuc::quant {
+
+struct QdqOptions {
+  RangeMethod method = RangeMethod::kMinMax;
+  double percentile = 99.99;
+  bool per_channel = true;  // weights per output channel (else one scale per weight tensor)
+};
+
+/// One quantized tensor of the report: an activation (lo, hi, scale, zero point) or a weight (scale range over its
+/// channels, zero point 0).
+struct QdqTensor {
+  std::string name, kind;  // kind: "activation", "weight", "bias"
+  double lo = 0, hi = 0;   // the float range quantized (weights: -max|W|, max|W| over all channels)
+  double scale = 0;        // activations: the scale; weights / biases: the largest channel scale
+  int zero_point = 0;
+  int64_t channels = 1;
+  std::string warning;     // a degenerate range, values clipped, …
+};
+
+struct QdqReport {
+  std::vector<QdqTensor> tensors;
+  std::vector<std::string> warnings;
+};
+
+/// Rewrites `g` in place. `stats` are the calibration statistics of g's float tensors by name (collectStats on this
+/// same graph); a float tensor without statistics is an error naming it.
+QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const QdqOptions& o = {});
+
+/// The affine int8 parameters of a range [lo, hi] holding 0: scale (> 0) and zero point in [-128, 127].
+void affineInt8(double lo, double hi, float* scale, int* zero_point);
+
+}  // namespace npuc::quant

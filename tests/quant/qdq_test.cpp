@@ -1,0 +1,186 @@
+// int8-affine as QDQ (quant/qdq.hpp, Model::quantizedQdq): the affine parameters, ONNX's QuantizeLinear /
+// DequantizeLinear semantics in the engine (numpy's formulas written out), and the digits model quantized:
+// accuracy against its float self and its labels, the saved ONNX read back, bad calibration data.
+#include "quant/qdq.hpp"
+
+#include "npuc/model.hpp"
+#include "support/error.hpp"
+#include "support/npy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <utility>
+
+#include <unistd.h>
+
+namespace npuc {
+const ir::Graph& graphOf(const Model& m);  // src/driver/model.cpp
+}
+
+namespace npuc::quant {
+namespace {
+
+const std::string kDigits = std::string(NPUC_SOURCE_DIR) + "/models/digits/";
+
+TEST(Qdq, AffineParametersHoldZeroAndTheRange) {
+  float s;
+  int zp;
+  affineInt8(0.0, 1.0, &s, &zp);  // a Relu output: 0 is the lowest code
+  EXPECT_FLOAT_EQ(s, 1.0f / 255.0f);
+  EXPECT_EQ(zp, -128);
+  // The codes -128 and 127 reach lo and hi to within half a step (the zero point is rounded, 0 stays exact).
+  for (auto [lo, hi] : {std::pair{-1.0, 1.0}, std::pair{-3.0, 1.0}, std::pair{-0.01, 7.0}, std::pair{-5.0, 0.2}}) {
+    affineInt8(lo, hi, &s, &zp);
+    EXPECT_FLOAT_EQ(s, static_cast<float>((hi - lo) / 255.0));
+    EXPECT_EQ(zp, std::lround(-128.0 - lo / s));
+    EXPECT_LE((-128 - zp) * double(s), lo + s / 2.0) << lo << " " << hi;
+    EXPECT_GE((127 - zp) * double(s), hi - s / 2.0) << lo << " " << hi;
+  }
+  affineInt8(2.0, 5.0, &s, &zp);  // widened to hold 0
+  EXPECT_FLOAT_EQ(s, 5.0f / 255.0f);
+  affineInt8(0.0, 0.0, &s, &zp);  // all zero: any scale, zero exact
+  EXPECT_GT(s, 0.0f);
+  EXPECT_GE(zp, -128);
+  EXPECT_LE(zp, 127);
+}
+
+struct Digits {
+  Model model;
+  Tensor x, y;
+  Digits() : model(Model::load(kDigits + "digits_cnn.onnx")) {
+    x = readNpyFile(kDigits + "test_x.npy");
+    y = readNpyFile(kDigits + "test_y.npy");
+  }
+  /// The first n test images as one stacked calibration tensor.
+  QuantizeOptions calib(int64_t n) const {
+    QuantizeOptions o;
+    Tensor c(DType::kF32, Shape{n, 1, 8, 8});
+    std::memcpy(c.raw(), x.raw(), c.nbytes());
+    o.calibration["input"] = {c};
+    o.threads = 2;
+    return o;
+  }
+  /// top-1 over the whole test set, one image at a time.
+  double accuracy(const Model& m, std::vector<std::vector<float>>* logits = nullptr) const {
+    Session s(m, 1);
+    int64_t n = x.dim(0), correct = 0;
+    auto labels = y.toInt64();
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
+      std::memcpy(xi.raw(), static_cast<const float*>(x.raw()) + i * 64, 64 * sizeof(float));
+      Tensor out = s.run({{"input", xi}})[0];
+      const float* r = out.data<float>();
+      correct += std::max_element(r, r + out.numel()) - r == labels[static_cast<size_t>(i)];
+      if (logits) logits->emplace_back(r, r + out.numel());
+    }
+    return 100.0 * static_cast<double>(correct) / static_cast<double>(n);
+  }
+};
+
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+
+TEST(Qdq, DigitsModelKeepsItsAccuracyAndItsOutputs) {
+  Digits d;
+  QuantizeReport rep;
+  Model q = d.model.quantizedQdq(d.calib(100), &rep);
+  EXPECT_EQ(rep.samples, 100u);
+  int qn = 0, dqn = 0;
+  for (auto& n : q.nodes()) qn += n.op == "QuantizeLinear", dqn += n.op == "DequantizeLinear";
+  int acts = 0, weights = 0;
+  for (auto& t : rep.tensors) acts += t.kind == "activation", weights += t.kind == "weight";
+  EXPECT_EQ(qn, acts);
+  EXPECT_GE(dqn, acts + weights);
+  EXPECT_EQ(weights, 4);  // three convolutions and the classifier
+  std::vector<std::vector<float>> fl, ql;
+  double fa = d.accuracy(d.model, &fl), qa = d.accuracy(q, &ql);
+  EXPECT_GE(qa, fa - 0.5) << "float " << fa << "%, int8 " << qa << "%";
+  double worst = 1;
+  for (size_t i = 0; i < fl.size(); ++i) worst = std::min(worst, cosine(fl[i], ql[i]));
+  EXPECT_GT(worst, 0.99);
+  // Not the float model: the int8 storage changes the logits.
+  bool differs = false;
+  for (size_t i = 0; i < fl.size() && !differs; ++i) differs = fl[i] != ql[i];
+  EXPECT_TRUE(differs);
+}
+
+TEST(Qdq, TheSavedModelIsStandardOnnxAndRunsTheSame) {
+  Digits d;
+  Model q = d.model.quantizedQdq(d.calib(50));
+  auto path = std::filesystem::temp_directory_path() / ("npuc_qdq_" + std::to_string(::getpid()) + ".onnx");
+  q.saveOnnx(path);
+  Model back = Model::load(path);
+  std::filesystem::remove(path);
+  std::vector<std::vector<float>> a, b;
+  d.accuracy(q, &a);
+  d.accuracy(back, &b);
+  EXPECT_EQ(a, b);  // bit for bit: the same int8 constants and scales
+}
+
+TEST(Qdq, PerTensorWeightsAreCoarser) {
+  Digits d;
+  QuantizeOptions o = d.calib(100);
+  QuantizeReport pc, pt;
+  d.model.quantizedQdq(o, &pc);
+  o.per_channel = false;
+  d.model.quantizedQdq(o, &pt);
+  for (auto& t : pt.tensors)
+    if (t.kind == "weight") {
+      EXPECT_EQ(t.channels, 1) << t.name;
+    }
+  for (auto& t : pc.tensors)
+    if (t.kind == "weight") {
+      EXPECT_GT(t.channels, 1) << t.name;
+    }
+}
+
+TEST(Qdq, BadCalibrationDataGetsClearErrors) {
+  Digits d;
+  auto expectError = [&](QuantizeOptions o, const std::string& fragment) {
+    try {
+      d.model.quantizedQdq(o);
+      FAIL() << "expected an error containing '" << fragment << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  QuantizeOptions o = d.calib(10);
+  o.method = "median";
+  expectError(o, "unknown range method 'median'");
+  o = d.calib(10);
+  o.calibration["input"] = {Tensor(DType::kF32, Shape{10, 1, 8, 7})};
+  expectError(o, "does not stack samples");
+  o = d.calib(10);
+  o.calibration["other"] = o.calibration["input"];
+  expectError(o, "no input of that name");
+  o = d.calib(10);
+  o.calibration.clear();
+  expectError(o, "has none");
+  o = d.calib(10);
+  o.calibration["input"] = {Tensor(DType::kF64, Shape{10, 1, 8, 8})};
+  expectError(o, "the input is float32");
+}
+
+TEST(Qdq, NonFiniteSamplesAreNamedInTheWarnings) {
+  Digits d;
+  QuantizeOptions o = d.calib(10);
+  Tensor& c = o.calibration["input"][0];
+  c = c.clone();
+  c.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  QuantizeReport rep;
+  d.model.quantizedQdq(o, &rep);
+  bool named = false;
+  for (auto& w : rep.warnings) named |= w.find("'input'") != std::string::npos && w.find("NaN or infinite") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+}  // namespace
+}  // namespace npuc::quant

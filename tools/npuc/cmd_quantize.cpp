@@ -1,0 +1,71 @@
+// npuc quantize: int8-affine quantization of an ONNX model as QuantizeLinear / DequantizeLinear pairs (QDQ),
+// calibrated on samples with the reference engine; writes the quantized model (standard ONNX) and its table.
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+namespace npuc::cli {
+
+void addQuantize(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand(
+      "quantize",
+      "Quantize a model to int8 (QDQ ONNX: per-channel int8 weights, int32 biases, per-tensor int8 activations) "
+      "calibrated on samples; `npuc eval` and `npuc run` run the result, so does any ONNX runtime. The integer "
+      "kernels' own requantization rounding and int8 packages are not built yet (docs/numerics.md)");
+  struct Opts {
+    std::string model, output, table, method = "minmax";
+    std::vector<std::string> calib, shapes;
+    double percentile = 99.99;
+    bool per_tensor = false;
+    int threads = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("model", o->model, "ONNX model (float32)")->required();
+  c->add_option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
+                "first axis (repeatable; several files of one name add up)")->required();
+  c->add_option("--output,-o", o->output, "The quantized model (.onnx)")->required();
+  c->add_option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, warnings) as CSV");
+  c->add_option("--method", o->method, "Activation range method: minmax | percentile | entropy | mse (docs/calibration.md)");
+  c->add_option("--percentile", o->percentile, "The percentile of --method percentile")->check(CLI::Range(1e-9, 100.0));
+  c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
+  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
+  c->add_option("--threads,-t", o->threads, "Calibration threads (default: all cores; the result is the same)")->check(CLI::Range(1, 256));
+  c->callback([o, &run] {
+    run = [o] {
+      LoadOptions lo;
+      lo.input_shapes = parseShapes(o->shapes);
+      Model m = Model::load(o->model, lo);
+      QuantizeOptions qo;
+      qo.calibration = parseTensorLists(o->calib, "--calib");
+      qo.method = o->method;
+      qo.percentile = o->percentile;
+      qo.per_channel = !o->per_tensor;
+      qo.threads = o->threads;
+      double t0 = nowMs();
+      QuantizeReport rep;
+      Model q = m.quantizedQdq(qo, &rep);
+      double t1 = nowMs();
+      int acts = 0, weights = 0, biases = 0;
+      size_t wn = 4;
+      for (auto& t : rep.tensors) {
+        acts += t.kind == "activation";
+        weights += t.kind == "weight";
+        biases += t.kind == "bias";
+        wn = std::max(wn, t.name.size());
+      }
+      fmt::print("{:<{}}  {:<10} {:>12} {:>12} {:>12} {:>4} {:>5}\n", "name", wn, "kind", "lo", "hi", "scale", "zp", "ch");
+      for (auto& t : rep.tensors)
+        fmt::print("{:<{}}  {:<10} {:>12.6g} {:>12.6g} {:>12.6g} {:>4} {:>5}{}\n", t.name, wn, t.kind, t.lo, t.hi, t.scale,
+                   t.zero_point, t.channels, t.warning.empty() ? "" : "  ! " + t.warning);
+      for (auto& w : rep.warnings) fmt::print(stderr, "warning: {}\n", w);
+      q.saveOnnx(o->output);
+      if (!o->table.empty()) writeQuantizeTable(rep, o->table);
+      fmt::print("calibration: {} sample(s), method {}, {:.1f} ms\nquantized: {} activation(s), {} weight tensor(s) ({}), {} bias(es)\nwrote {}{}\n",
+                 rep.samples, o->method, t1 - t0, acts, weights, o->per_tensor ? "per tensor" : "per channel", biases,
+                 o->output, o->table.empty() ? "" : ", " + o->table);
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli
