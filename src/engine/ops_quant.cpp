@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace npuc::engine {
 
@@ -31,22 +32,47 @@ std::vector<float> floats(const Tensor& t) {
   return r;
 }
 
+/// Element i of a float32 / float16 tensor as float.
+struct FloatReader {
+  const float* f = nullptr;
+  const uint16_t* h = nullptr;
+  explicit FloatReader(const Tensor& t) {
+    if (t.dtype() == DType::kF16) h = t.data<uint16_t>();
+    else f = t.data<float>();
+  }
+  float operator()(int64_t i) const { return f ? f[i] : halfToFloat(h[i]); }
+};
+
+template <typename Q>
+void quantizeTo(const Tensor& x, Q* y, const ChannelOf& ch, const std::vector<float>& scale, const std::vector<int64_t>& zp) {
+  constexpr float lo = std::is_same_v<Q, uint8_t> ? 0.0f : -128.0f, hi = std::is_same_v<Q, uint8_t> ? 255.0f : 127.0f;
+  FloatReader in(x);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    size_t k = ch(i);
+    float q = std::nearbyint(in(i) / scale[k]);  // half to even
+    q = std::isnan(q) ? 0.0f : q;
+    y[i] = static_cast<Q>(std::clamp(q + static_cast<float>(zp[k]), lo, hi));
+  }
+}
+
 void quantizeLinear(KernelCall& c) {
   const Tensor& x = c.input(0);
   std::vector<float> scale = floats(c.input(1));
   std::vector<int64_t> zp = c.has(2) ? c.input(2).toInt64() : std::vector<int64_t>(scale.size(), 0);
   Tensor& y = c.alloc(0);
   ChannelOf ch(c, x, static_cast<int64_t>(scale.size()));
-  const bool u8 = y.dtype() == DType::kU8;
-  const float lo = u8 ? 0.0f : -128.0f, hi = u8 ? 255.0f : 127.0f;
-  std::vector<double> xs = x.toDouble();  // float32 or float16, exactly
-  for (int64_t i = 0; i < x.numel(); ++i) {
+  if (y.dtype() == DType::kU8) quantizeTo(x, y.data<uint8_t>(), ch, scale, zp);
+  else quantizeTo(x, y.data<int8_t>(), ch, scale, zp);
+}
+
+template <typename Q>
+void dequantizeFrom(const Q* x, Tensor& y, const ChannelOf& ch, const std::vector<float>& scale, const std::vector<int64_t>& zp) {
+  float* f = y.dtype() == DType::kF16 ? nullptr : y.data<float>();
+  for (int64_t i = 0; i < y.numel(); ++i) {
     size_t k = ch(i);
-    float q = std::nearbyint(static_cast<float>(xs[static_cast<size_t>(i)]) / scale[k]);  // half to even
-    q = std::isnan(q) ? 0.0f : q;
-    float v = std::clamp(q + static_cast<float>(zp[k]), lo, hi);
-    if (u8) y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-    else y.data<int8_t>()[i] = static_cast<int8_t>(v);
+    float v = static_cast<float>(static_cast<int64_t>(x[i]) - zp[k]) * scale[k];
+    if (f) f[i] = v;
+    else y.data<uint16_t>()[i] = floatToHalf(v);
   }
 }
 
@@ -56,12 +82,10 @@ void dequantizeLinear(KernelCall& c) {
   std::vector<int64_t> zp = c.has(2) ? c.input(2).toInt64() : std::vector<int64_t>(scale.size(), 0);
   Tensor& y = c.alloc(0);
   ChannelOf ch(c, x, static_cast<int64_t>(scale.size()));
-  std::vector<int64_t> xs = x.toInt64();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    size_t k = ch(i);
-    float v = static_cast<float>(xs[static_cast<size_t>(i)] - zp[k]) * scale[k];
-    if (y.dtype() == DType::kF16) y.data<uint16_t>()[i] = floatToHalf(v);
-    else y.data<float>()[i] = v;
+  switch (x.dtype()) {
+    case DType::kI8: dequantizeFrom(x.data<int8_t>(), y, ch, scale, zp); break;
+    case DType::kU8: dequantizeFrom(x.data<uint8_t>(), y, ch, scale, zp); break;
+    default: dequantizeFrom(x.data<int32_t>(), y, ch, scale, zp); break;
   }
 }
 

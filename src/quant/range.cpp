@@ -62,20 +62,25 @@ void TensorStats::observeHistogram(const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const double a = std::fabs(static_cast<double>(x[i]));
     if (!std::isfinite(a)) continue;
+    ++hist_count_;
+    if (a == 0) {  // exact in every range: counted apart, so the zeros after a Relu do not drive the choice of T
+      ++zeros_;
+      continue;
+    }
     const int64_t b = w > 0 ? std::min(static_cast<int64_t>(a / w), last) : 0;
     ++hist_[static_cast<size_t>(b)];
-    ++hist_count_;
   }
 }
 
 namespace {
 
-double percentileThreshold(const std::vector<int64_t>& h, double w, double p) {
-  int64_t total = 0;
+double percentileThreshold(const std::vector<int64_t>& h, int64_t zeros, double w, double p) {
+  int64_t total = zeros;
   for (int64_t c : h) total += c;
   if (total == 0) return 0;
   const double target = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(total);
-  int64_t cum = 0;
+  int64_t cum = zeros;
+  if (static_cast<double>(cum) >= target) return w;  // (the smallest threshold the histogram resolves)
   for (size_t i = 0; i < h.size(); ++i) {
     cum += h[i];
     if (static_cast<double>(cum) >= target) return static_cast<double>(i + 1) * w;
@@ -119,7 +124,7 @@ double TensorStats::threshold(RangeMethod m, double percentile, int levels) cons
   const size_t nb = hist_.size();
   switch (m) {
     case RangeMethod::kMinMax: return absMax();
-    case RangeMethod::kPercentile: return percentileThreshold(hist_, w, percentile);
+    case RangeMethod::kPercentile: return percentileThreshold(hist_, zeros_, w, percentile);
     case RangeMethod::kEntropy: {
       if (nb <= static_cast<size_t>(levels)) return absMax();
       size_t best = nb;

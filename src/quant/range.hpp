@@ -33,7 +33,8 @@ class TensorStats {
   explicit TensorStats(int bins = 2048);
   /// Pass 1: min, max and counts (NaN and infinities are counted apart and take no part in the range).
   void observeRange(const float* x, int64_t n);
-  /// Pass 2 (after every observeRange): the histogram of |x| over [0, absMax()].
+  /// Pass 2 (after every observeRange): the histogram of |x| over [0, absMax()], exact zeros counted apart (every
+  /// range holds 0 exactly: they take part in the percentile's count only).
   void observeHistogram(const float* x, int64_t n);
 
   double min() const { return min_; }
@@ -41,7 +42,8 @@ class TensorStats {
   double absMax() const;
   int64_t count() const { return count_; }          // finite values seen by pass 1
   int64_t nonFinite() const { return non_finite_; }  // NaN and ±inf seen by pass 1
-  const std::vector<int64_t>& histogram() const { return hist_; }
+  const std::vector<int64_t>& histogram() const { return hist_; }  // nonzero |x| only
+  int64_t zeros() const { return zeros_; }
   double binWidth() const;
 
   /// The symmetric clipping threshold of a method (> 0; absMax() for minmax). `levels`: the quantized bins of the
@@ -50,7 +52,7 @@ class TensorStats {
 
  private:
   double min_, max_;
-  int64_t count_ = 0, non_finite_ = 0, hist_count_ = 0;
+  int64_t count_ = 0, non_finite_ = 0, hist_count_ = 0, zeros_ = 0;  // zeros_: exact zeros, kept out of hist_
   std::vector<int64_t> hist_;
 };
 
