@@ -88,8 +88,10 @@ struct TranslateOptions {
   /// ONNX model (what it reads, before any pre-processing), tensors each holding one or more samples stacked along
   /// the first axis (a multiple of the input's first dimension, the other dimensions equal); every input needs
   /// the same number of samples. Empty = weights are only rounded. fp32 targets store weights exactly and ignore
-  /// it (with a warning); int8 targets do not use it yet.
+  /// it (with a warning); int8-affine targets (generic-int8) need it: the model is quantized on these samples
+  /// (Model::quantizedQdq) before it is lowered; the tidl target does not use it yet.
   std::map<std::string, std::vector<Tensor>> calibration;
+  std::string calib_method = "minmax";   // --calib-method: the int8 activation range method (docs/calibration.md)
   int threads = 0;                       // threads of the calibration runs (0: all cores)
 };
 
@@ -103,7 +105,8 @@ struct TranslateResult {
   uint64_t activation_lower_bound = 0;   // peak of simultaneously-live activation bytes
   std::string content_hash;              // of the object package ("sha256:…"); empty when none was written
   std::vector<std::string> warnings;     // e.g. an address-map size smaller than needed, ignored
-  size_t calibration_samples = 0;        // samples the bias correction measured (0: none)
+  size_t calibration_samples = 0;        // samples the bias correction measured, or the int8 quantization (0: none)
+  bool quantized = false;                // the model was quantized to int8-affine on the calibration samples
   int bias_corrected_layers = 0;         // layers whose float32 bias it changed
 };
 

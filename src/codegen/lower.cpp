@@ -36,6 +36,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
     registerTensorLowerings(t);
     registerReduceLowerings(t);
     registerPrepostLowerings(t);
+    registerQuantLowerings(t);
     return t;
   }();
   auto it = table.find({n.domain, n.op});

@@ -70,6 +70,7 @@ void registerElementwiseLowerings(LowerTable& t);
 void registerTensorLowerings(LowerTable& t);
 void registerReduceLowerings(LowerTable& t);
 void registerPrepostLowerings(LowerTable& t);
+void registerQuantLowerings(LowerTable& t);
 
 class Lowerer {
   // The families register their (private) lowerings.
@@ -78,6 +79,7 @@ class Lowerer {
   friend void registerTensorLowerings(LowerTable& t);
   friend void registerReduceLowerings(LowerTable& t);
   friend void registerPrepostLowerings(LowerTable& t);
+  friend void registerQuantLowerings(LowerTable& t);
 
  public:
   Lowerer(const ir::Graph& g, const target::Target& t, ir::Graph* consume) : g_(g), t_(t), consume_(consume) {
@@ -199,6 +201,8 @@ class Lowerer {
         unsupported(n, "pre/post value '{}' is {}; packages hold uint8, uint16, float16 or float32", v.name, dtypeName(t));
       return t;
     }
+    // int8-affine: the int8 side of QuantizeLinear / DequantizeLinear (docs/numerics.md) is stored as int8.
+    if (v.type.dtype == DType::kI8 && t_.numerics == Numerics::kInt8Affine) return ElemType::kI8;
     if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
       unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,
                   dtypeName(v.type.dtype));
@@ -431,6 +435,7 @@ class Lowerer {
   void tileNode(const ir::Node& n);
   void instanceNorm(const ir::Node& n);
   void whereNode(const ir::Node& n);
+  void quantizeNode(const ir::Node& n);  // lower_quant.cpp
   void einsum(const ir::Node& n);
 
 

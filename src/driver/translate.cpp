@@ -6,6 +6,7 @@
 #include "codegen/lower.hpp"
 #include "kernels/prepost.hpp"
 #include "package/package.hpp"
+#include "passes/pass.hpp"
 #include "plan/addrmap.hpp"
 #include "plan/memory.hpp"
 #include "prepost/prepost.hpp"
@@ -274,7 +275,28 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     report("import", sw.lap());
     Model body = std::move(m).optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
-    if (!o.calibration.empty()) {
+    if (t.numerics == Numerics::kInt8Affine) {
+      // Quantized as QDQ on the optimized model (its fused layers' outputs are what the device stores), then the
+      // weights' DequantizeLinear folded into float32 constants: the package holds int8 activations between
+      // quantize / dequantize layers (docs/numerics.md).
+      if (o.calibration.empty())
+        fail(ErrorCode::kInvalidArgument, "target '{}' has int8-affine numerics: translate needs calibration samples "
+             "(--calib NAME=FILE.npy, docs/calibration.md)", t.name);
+      QuantizeOptions qo;
+      qo.calibration = o.calibration;
+      qo.method = o.calib_method;
+      qo.threads = o.threads;
+      QuantizeReport qr;
+      body = body.quantizedQdq(qo, &qr);
+      res.calibration_samples = qr.samples;
+      res.quantized = true;
+      res.warnings.insert(res.warnings.end(), qr.warnings.begin(), qr.warnings.end());
+      withContext(o.onnx.string(), [&] {
+        passes::PassContext ctx;
+        passes::PassManager({"fold-constants", "dce"}).runToFixpoint(mutableGraphOf(body), ctx);
+      });
+      report("quantize", sw.lap());
+    } else if (!o.calibration.empty()) {
       // Measured on the optimized model alone (its inputs are what the samples give), applied below by layer name.
       auto samples = calibrationSamples(graphOf(body), o.calibration);
       if (t.numerics == Numerics::kFp16) {

@@ -2,6 +2,7 @@
 // half to even (the default rounding mode), then adds the zero point and saturates; DequantizeLinear computes
 // (x - zero_point) * scale in float32. Per tensor, or per axis with a 1-D scale.
 #include "engine/kernel.hpp"
+#include "kernels/layers.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "support/fp16.hpp"
@@ -61,7 +62,9 @@ void quantizeLinear(KernelCall& c) {
   std::vector<int64_t> zp = c.has(2) ? c.input(2).toInt64() : std::vector<int64_t>(scale.size(), 0);
   Tensor& y = c.alloc(0);
   ChannelOf ch(c, x, static_cast<int64_t>(scale.size()));
-  if (y.dtype() == DType::kU8) quantizeTo(x, y.data<uint8_t>(), ch, scale, zp);
+  if (y.dtype() == DType::kI8 && x.dtype() == DType::kF32 && scale.size() == 1)  // the package kernel (same bits)
+    kernels::quantizeLinear(x.data<float>(), x.numel(), scale[0], static_cast<int32_t>(zp[0]), y.data<int8_t>(), c.pool);
+  else if (y.dtype() == DType::kU8) quantizeTo(x, y.data<uint8_t>(), ch, scale, zp);
   else quantizeTo(x, y.data<int8_t>(), ch, scale, zp);
 }
 
@@ -82,6 +85,10 @@ void dequantizeLinear(KernelCall& c) {
   std::vector<int64_t> zp = c.has(2) ? c.input(2).toInt64() : std::vector<int64_t>(scale.size(), 0);
   Tensor& y = c.alloc(0);
   ChannelOf ch(c, x, static_cast<int64_t>(scale.size()));
+  if (x.dtype() == DType::kI8 && y.dtype() == DType::kF32 && scale.size() == 1) {  // the package kernel (same bits)
+    kernels::dequantizeLinear(x.data<int8_t>(), x.numel(), scale[0], static_cast<int32_t>(zp[0]), y.data<float>(), c.pool);
+    return;
+  }
   switch (x.dtype()) {
     case DType::kI8: dequantizeFrom(x.data<int8_t>(), y, ch, scale, zp); break;
     case DType::kU8: dequantizeFrom(x.data<uint8_t>(), y, ch, scale, zp); break;

@@ -202,6 +202,12 @@ void padConstant(const std::vector<int64_t>& x_shape, const std::vector<int64_t>
 void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
            const std::vector<int64_t>& y_shape, size_t elem_size, const void* x, void* y, ThreadPool* pool);
 
+/// ONNX QuantizeLinear per tensor into int8 (int8-affine packages): y = saturate(rint(x / scale) + zero_point) to
+/// [-128, 127], the division in float32, rint half to even; NaN gives the zero point.
+void quantizeLinear(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y, ThreadPool* pool);
+/// ONNX DequantizeLinear per tensor from int8: y = float(q - zero_point) * scale in float32.
+void dequantizeLinear(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y, ThreadPool* pool);
+
 /// Repetition: y[i_0, …] = x[i_0 mod x_shape[0], …] for x and y of one rank, each of y's dims a multiple of x's
 /// (ONNX Tile; Expand is the case of x's dims 1 or equal, with x viewed at y's rank).
 void tile(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, size_t elem_size, const void* x,

@@ -260,7 +260,7 @@ struct Checker {
   }
 
   ElemType floatType() const {
-    if (!numericsHasPackages(p.numerics)) bad("numerics '{}' is not supported by this npuc (fp32, fp16)", numericsName(p.numerics));
+    if (!numericsHasPackages(p.numerics)) bad("numerics '{}' is not supported by this npuc (fp32, fp16, int8-affine)", numericsName(p.numerics));
     return numericsFloatType(p.numerics);
   }
 
@@ -705,6 +705,19 @@ struct Checker {
           const uint32_t xd = x.dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(i)];
           if (xd ? yd % xd != 0 : yd != 0) bad("{}: {} does not tile {}", what, dimsStr(x), dimsStr(y));
         }
+        break;
+      }
+      case LayerKind::kQuantize:
+      case LayerKind::kDequantize: {
+        const bool q = d.kind == LayerKind::kQuantize;
+        if (p.numerics != Numerics::kInt8Affine) bad("{}: {} layers belong to int8-affine packages", what, layerKindName(d.kind));
+        typeIs(x, q ? ElemType::kF32 : ElemType::kI8, "x");
+        typeIs(y, q ? ElemType::kI8 : ElemType::kF32, "y");
+        if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+        const float scale = paramFloat(w[0]);
+        const int32_t zp = static_cast<int32_t>(w[1]);
+        if (!(scale > 0) || !std::isfinite(scale)) bad("{}: scale {} is not a finite positive number", what, scale);
+        if (zp < -128 || zp > 127) bad("{}: zero point {} is outside int8", what, zp);
         break;
       }
       case LayerKind::kInstanceNorm: {

@@ -194,7 +194,8 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   std::vector<ir::NodeId> layers;
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
-    if (n.domain.empty() && (n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul")) layers.push_back(id);
+    // ai.npuc: the optimizer's Conv / Gemm with a fused activation (their inputs are ONNX's).
+    if ((n.domain.empty() || n.domain == "ai.npuc") && (n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul")) layers.push_back(id);
   }
   for (ir::NodeId id : layers) {
     const ir::Node& n = g.node(id);

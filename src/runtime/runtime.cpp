@@ -644,6 +644,14 @@ struct Runtime::Impl {
         kernels::gather(outer, x[axis], inner, idx, es, s.in[0], s.out, pool.get());
         return;
       }
+      case LayerKind::kQuantize:
+        kernels::quantizeLinear(reinterpret_cast<const float*>(s.in[0]), static_cast<int64_t>(d.in(0).numel()),
+                                package::paramFloat(s.p[0]), static_cast<int32_t>(s.p[1]), reinterpret_cast<int8_t*>(s.out), pool.get());
+        return;
+      case LayerKind::kDequantize:
+        kernels::dequantizeLinear(reinterpret_cast<const int8_t*>(s.in[0]), static_cast<int64_t>(d.in(0).numel()),
+                                  package::paramFloat(s.p[0]), static_cast<int32_t>(s.p[1]), reinterpret_cast<float*>(s.out), pool.get());
+        return;
       case LayerKind::kSlice: {
         size_t r = s.shapes[0].size();
         kernels::slice(s.shapes[0], signedWords(s.p, 0, r), signedWords(s.p, r, r), s.shapes.back(), es, s.in[0], s.out, pool.get());

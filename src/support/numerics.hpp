@@ -12,7 +12,8 @@ namespace npuc {
 enum class Numerics : uint8_t {
   kFp32,  // float32 weights and activations: the reference engine's bits
   kFp16,  // float16 storage, float32 accumulation, rounded once per layer output (docs/numerics.md)
-  kInt8,  // integer targets (tidl): checked and estimated; no package until quantization (docs/roadmap.md)
+  kInt8,  // integer targets (tidl): checked and estimated; no package until their profile (docs/roadmap.md)
+  kInt8Affine,  // int8-affine (docs/numerics.md): int8 tensors between quantize / dequantize layers, float32 elsewhere
 };
 
 inline std::string_view numericsName(Numerics n) {
@@ -20,22 +21,24 @@ inline std::string_view numericsName(Numerics n) {
     case Numerics::kFp32: return "fp32";
     case Numerics::kFp16: return "fp16";
     case Numerics::kInt8: return "int8";
+    case Numerics::kInt8Affine: return "int8-affine";
   }
   return "?";
 }
 
 inline std::optional<Numerics> numericsFromName(std::string_view s) {
-  for (Numerics n : {Numerics::kFp32, Numerics::kFp16, Numerics::kInt8})
+  for (Numerics n : {Numerics::kFp32, Numerics::kFp16, Numerics::kInt8, Numerics::kInt8Affine})
     if (s == numericsName(n)) return n;
   return std::nullopt;
 }
 
 /// Whether packages exist for these numerics yet.
-inline bool numericsHasPackages(Numerics n) { return n == Numerics::kFp32 || n == Numerics::kFp16; }
+inline bool numericsHasPackages(Numerics n) { return n != Numerics::kInt8; }
 
-/// The element type of float activations and weights in a package of these numerics (kUndefined: none yet).
+/// The element type of float activations and weights in a package of these numerics (kUndefined: none yet). An
+/// int8-affine package's float layers (those without an integer form yet) compute in float32.
 inline DType numericsFloatType(Numerics n) {
-  return n == Numerics::kFp32 ? DType::kF32 : n == Numerics::kFp16 ? DType::kF16 : DType::kUndefined;
+  return n == Numerics::kFp32 || n == Numerics::kInt8Affine ? DType::kF32 : n == Numerics::kFp16 ? DType::kF16 : DType::kUndefined;
 }
 
 }  // namespace npuc

@@ -4,6 +4,7 @@
 #include "quant/qdq.hpp"
 
 #include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
 
@@ -180,6 +181,54 @@ TEST(Qdq, NonFiniteSamplesAreNamedInTheWarnings) {
   bool named = false;
   for (auto& w : rep.warnings) named |= w.find("'input'") != std::string::npos && w.find("NaN or infinite") != std::string::npos;
   EXPECT_TRUE(named);
+}
+
+// An int8-affine package (target generic-int8): int8 activations between quantize / dequantize layers, the layers
+// between them in float32 — the QDQ model's arithmetic. Its outputs equal the engine's on the QDQ form of the
+// optimized model bit for bit, in the reference and the fast mode, at 1, 2 and 3 threads.
+TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
+  Digits d;
+  TranslateOptions o;
+  o.prefix = "digits8";
+  o.onnx = kDigits + "digits_cnn.onnx";
+  o.target = "generic-int8";
+  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_" + std::to_string(::getpid()));
+  QuantizeOptions q = d.calib(100);
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.calibration_samples, 100u);
+  Model qdq = Model::load(o.onnx).optimized().quantizedQdq(q);
+  Session s(qdq, 1);
+  for (bool exact : {true, false})
+    for (int threads : {1, 2, 3}) {
+      Runtime rt(r.dir, RuntimeOptions{threads, exact});
+      EXPECT_EQ(rt.numerics(), "int8-affine");
+      for (int64_t i = 0; i < 40; ++i) {
+        Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
+        std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + i * 64, 64 * sizeof(float));
+        rt.setInput("input", xi);
+        rt.run();
+        Tensor want = s.run({{"input", xi}})[0];
+        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
+      }
+    }
+  std::filesystem::remove_all(o.out_root);
+}
+
+TEST(Int8AffinePackage, NeedsCalibrationSamples) {
+  TranslateOptions o;
+  o.prefix = "digits8";
+  o.onnx = kDigits + "digits_cnn.onnx";
+  o.target = "generic-int8";
+  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_nocalib_" + std::to_string(::getpid()));
+  try {
+    translate(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs calibration samples (--calib"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(o.out_root);
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ void addTargets(CLI::App& app, Action& run) {
         fmt::print("{}", supportedOpsPage(*page));
         return 0;
       }
-      for (auto& t : listTargets()) fmt::print("{:<10} {:<5} {}\n", t.name, t.numerics, t.description);
+      for (auto& t : listTargets()) fmt::print("{:<12} {:<11} {}\n", t.name, t.numerics, t.description);
       return 0;
     };
   });

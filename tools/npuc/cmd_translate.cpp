@@ -35,7 +35,9 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --reuse-memory              place activations by liveness (default: every layer output keeps its own slot)
   --calib NAME=FILE.npy       calibration samples of model input NAME (repeatable; a file may stack several along
                               its first axis): fp16 targets correct each Conv / Gemm bias for the rounding of its
-                              weights to float16, measured on these samples (docs/calibration.md)
+                              weights to float16, measured on these samples (docs/calibration.md); int8-affine
+                              targets (generic-int8) quantize the model on them (required there)
+  --calib-method M            int8 activation ranges: minmax (default), percentile, entropy, mse
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
   -PrePostFULL                the definition is in the legacy full format (Appendix A)
   -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
@@ -102,6 +104,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
         else if (s == "--reuse-memory") o.reuse_memory = true;
         else if (s == "--calib") calib.push_back(value(i));
+        else if (s == "--calib-method") o.calib_method = value(i);
         else if (s == "--threads") {
           std::string v = value(i);
           try {
@@ -146,7 +149,9 @@ void addTranslate(CLI::App& app, Action& run) {
         for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
       } else {
         for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
-        if (r.calibration_samples)
+        if (r.quantized)
+          fmt::print("quantized: int8-affine, ranges from {} calibration sample(s) ({})\n", r.calibration_samples, o.calib_method);
+        else if (r.calibration_samples)
           fmt::print("bias correction: {} layer(s), input means of {} calibration sample(s)\n", r.bias_corrected_layers, r.calibration_samples);
         fmt::print("estimated time: {:.3f} us\n", r.estimated_us);
         if (!r.content_hash.empty()) fmt::print("package: {}\n", r.content_hash);

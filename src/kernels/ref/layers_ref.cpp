@@ -1143,6 +1143,22 @@ void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& star
   });
 }
 
+void quantizeLinear(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y, ThreadPool* pool) {
+  const float zp = static_cast<float>(zero_point);
+  parallelUnits(pool, n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      float q = std::nearbyint(x[i] / scale);  // the default rounding mode: half to even
+      y[i] = static_cast<int8_t>(std::clamp((std::isnan(q) ? 0.0f : q) + zp, -128.0f, 127.0f));
+    }
+  });
+}
+
+void dequantizeLinear(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y, ThreadPool* pool) {
+  parallelUnits(pool, n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zero_point) * scale;
+  });
+}
+
 void tile(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, size_t elem_size, const void* x,
           void* y, ThreadPool* pool) {
   const size_t r = y_shape.size();
