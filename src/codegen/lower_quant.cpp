@@ -1,6 +1,9 @@
 // Lowering of ONNX's linear quantization ops into int8-affine packages (docs/numerics.md): a per-tensor
 // QuantizeLinear / DequantizeLinear with int8 on its integer side becomes a quantize / dequantize layer.
 #include "codegen/lowerer.hpp"
+#include "ops/window.hpp"
+
+#include <cstring>
 
 namespace npuc::codegen::detail {
 
@@ -25,7 +28,55 @@ void Lowerer::quantizeNode(const ir::Node& n) {
        {package::floatParam(s), static_cast<uint32_t>(z)});
 }
 
+/// ai.npuc QConv -> a conv layer in its int8 form: x int8, w int8, bias int32, and the requantization table int32
+/// [x_zero_point, y_zero_point, y_min, y_max, then (multiplier, shift) per output channel]; the parameter words are
+/// the float conv's.
+void Lowerer::qconvNode(const ir::Node& n) {
+  if (t_.numerics != Numerics::kInt8Affine)
+    unsupported(n, "QConv has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
+                numericsName(t_.numerics));
+  const Shape& xs = shapeOf(n, 0);
+  if (xs.size() != 4) unsupported(n, "{}-D integer convolution has no package form (2-D)", xs.size() - 2);
+  const Tensor* w = constIn(n, 1);
+  if (!w || w->dtype() != DType::kI8) unsupported(n, "the weights must be a constant int8 tensor");
+  const Tensor* b = constIn(n, 2);
+  if (n.hasInput(2) && (!b || b->dtype() != DType::kI32)) unsupported(n, "the bias must be a constant int32 tensor");
+  const int64_t M = w->dim(0);
+  std::vector<int64_t> sp(xs.begin() + 2, xs.end()), ks(w->shape().begin() + 2, w->shape().end());
+  ops::Window win = ops::resolveWindow(n, sp, ks, false);
+  std::vector<uint32_t> p = {u32(n.attrInt("group", 1)), u32(win.kernel[0]), u32(win.kernel[1]), u32(win.stride[0]),
+                             u32(win.stride[1]), u32(win.dilation[0]), u32(win.dilation[1]), u32(win.pad_begin[0]),
+                             u32(win.pad_begin[1])};
+  auto bytesOf = [](const Tensor& t) {
+    const auto* s = static_cast<const uint8_t*>(t.raw());
+    return std::vector<uint8_t>(s, s + t.nbytes());
+  };
+  int x = in(n, 0);
+  int wv = weightVal(g_.value(n.inputs[1]).name, w->shape(), bytesOf(*w), ElemType::kI8);
+  std::vector<int32_t> bias(static_cast<size_t>(M), 0);
+  if (b) std::copy(b->data<int32_t>(), b->data<int32_t>() + M, bias.begin());
+  std::vector<int32_t> table = {static_cast<int32_t>(n.attrInt("x_zero_point", 0)), static_cast<int32_t>(n.attrInt("y_zero_point", 0)),
+                                static_cast<int32_t>(n.attrInt("y_min", -128)), static_cast<int32_t>(n.attrInt("y_max", 127))};
+  auto mult = n.attrInts("multipliers"), shift = n.attrInts("shifts");
+  for (int64_t m = 0; m < M; ++m) {
+    size_t k = mult.size() == 1 ? 0 : static_cast<size_t>(m);
+    table.push_back(static_cast<int32_t>(mult.at(k)));
+    table.push_back(static_cast<int32_t>(shift.at(k)));
+  }
+  auto i32bytes = [](const std::vector<int32_t>& v) {
+    std::vector<uint8_t> out(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  };
+  int bv = weightVal(b ? g_.value(n.inputs[2]).name : n.name + "/bias", {M}, i32bytes(bias), ElemType::kI32);
+  int tv = weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  LDesc& d = emit(n, LayerKind::kConv, {x, wv, bv, tv}, outVal(n, n.outputs[0]), p);
+  d.views = {xs, w->shape(), {M}, {static_cast<int64_t>(table.size())}, ys};
+}
+
 void registerQuantLowerings(LowerTable& t) {
+  t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"", "QuantizeLinear"}] = &Lowerer::quantizeNode;
   t[{"", "DequantizeLinear"}] = &Lowerer::quantizeNode;
 }

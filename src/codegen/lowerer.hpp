@@ -436,6 +436,7 @@ class Lowerer {
   void instanceNorm(const ir::Node& n);
   void whereNode(const ir::Node& n);
   void quantizeNode(const ir::Node& n);  // lower_quant.cpp
+  void qconvNode(const ir::Node& n);
   void einsum(const ir::Node& n);
 
 

@@ -175,8 +175,15 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto stats = quant::collectStats(g, samples, threads);
     quant::QdqReport rep = quant::quantizeToQdq(g, stats, qo);
+    int integer = 0;
+    if (o.integer_layers) {
+      integer = quant::fuseIntegerConvs(g);
+      passes::PassContext ctx;
+      passes::PassManager({"dce"}).runToFixpoint(g, ctx);
+    }
     ir::verify(g);
     if (report) {
+      report->integer_layers = integer;
       report->samples = samples.size();
       report->warnings = rep.warnings;
       report->tensors.clear();

@@ -286,6 +286,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       qo.calibration = o.calibration;
       qo.method = o.calib_method;
       qo.threads = o.threads;
+      qo.integer_layers = true;
       QuantizeReport qr;
       body = body.quantizedQdq(qo, &qr);
       res.calibration_samples = qr.samples;

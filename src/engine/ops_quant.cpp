@@ -3,8 +3,10 @@
 // (x - zero_point) * scale in float32. Per tensor, or per axis with a 1-D scale.
 #include "engine/kernel.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/quant.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
+#include "ops/window.hpp"
 #include "support/fp16.hpp"
 
 #include <algorithm>
@@ -96,11 +98,47 @@ void dequantizeLinear(KernelCall& c) {
   }
 }
 
+kernels::QOutput qconvOutput(const ir::Node& n) {
+  kernels::QOutput out;
+  out.zero_point = static_cast<int32_t>(n.attrInt("y_zero_point", 0));
+  out.lo = static_cast<int32_t>(n.attrInt("y_min", -128));
+  out.hi = static_cast<int32_t>(n.attrInt("y_max", 127));
+  auto m = n.attrInts("multipliers"), sh = n.attrInts("shifts");
+  for (size_t i = 0; i < m.size(); ++i)
+    out.multiplier.push_back({static_cast<int32_t>(m[i]), static_cast<int32_t>(sh[i])});
+  return out;
+}
+
+/// ai.npuc QConv: the int8-affine convolution of docs/numerics.md (kernels::qconv: qconv_ref's bits, which the
+/// package's conv layer in int8 form runs too).
+void qconv(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& w = c.input(1);
+  Tensor& y = c.alloc(0);
+  std::vector<int64_t> sp(x.shape().begin() + 2, x.shape().end()), ks(w.shape().begin() + 2, w.shape().end());
+  ops::Window win = ops::resolveWindow(c.node, sp, ks, false);
+  kernels::ConvShape s;
+  s.batch = x.dim(0);
+  s.in_channels = x.dim(1);
+  s.out_channels = w.dim(0);
+  s.groups = c.node.attrInt("group", 1);
+  s.in_spatial = win.in;
+  s.out_spatial = win.out;
+  s.kernel = win.kernel;
+  s.stride = win.stride;
+  s.dilation = win.dilation;
+  s.pad_begin = win.pad_begin;
+  kernels::QOutput out = qconvOutput(c.node);
+  kernels::qconv(s, x.data<int8_t>(), static_cast<int32_t>(c.node.attrInt("x_zero_point", 0)), w.data<int8_t>(),
+                 c.has(2) ? c.input(2).data<int32_t>() : nullptr, out, y.data<int8_t>(), c.pool);
+}
+
 }  // namespace
 
 void registerQuantKernels(KernelRegistry& r) {
   r.addFn("QuantizeLinear", quantizeLinear);
   r.addFn("DequantizeLinear", dequantizeLinear);
+  r.addFn("QConv", qconv, "ai.npuc");
 }
 
 }  // namespace npuc::engine

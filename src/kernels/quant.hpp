@@ -19,6 +19,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace npuc {
+class ThreadPool;
+}
+
 namespace npuc::kernels {
 
 /// A real factor r as m * 2^(shift - 31), m in [2^30, 2^31) (or 0 for r = 0), shift in [-31, 30].
@@ -67,6 +71,13 @@ void qgemm_ref(int64_t M, int64_t N, int64_t K, const int8_t* a, int32_t za, con
 /// x = zx: the zero point is the padded value), y = clamp(zy + multiplyByMultiplier(acc, M[m]), lo, hi).
 void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
                const QOutput& out, int8_t* y);
+
+/// qconv_ref's bits, fast (2-D convolutions; others fall back to qconv_ref): the input's channels widened once to
+/// int16 (x - zx) with zeros in the padding, then per output channel an int32 plane accumulated tap by tap along
+/// rows (vectorised across outputs). Integer sums are exact, so any order and any split of the output channels
+/// among `pool`'s threads gives the reference's accumulators and the same requantized bytes.
+void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
+           int8_t* y, ThreadPool* pool);
 
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
 /// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].

@@ -3,6 +3,7 @@
 // (docs/numerics.md) write quantized models in this form (--save-qdq-onnx) and read it back.
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
+#include "ops/window.hpp"
 
 namespace npuc::ops {
 
@@ -45,6 +46,45 @@ void registerQuantOps(Registry& r) {
           c.setOutput(0, c.inputDType(1), c.inputShape(0));
         })
             .withDefault("axis", int64_t{1}));
+}
+
+void registerQuantNpucOps(Registry& r) {
+  // The int8-affine convolution (docs/numerics.md): what a DequantizeLinear -> Conv (+ fused Relu / Clip) ->
+  // QuantizeLinear run of a QDQ model becomes on an integer device.
+  OpSchema s = makeSchema("QConv", 2, 3,
+                          "int8-affine convolution: x int8, w int8 [M, C/g, k…] (zero point 0), bias int32 [M]; "
+                          "acc = bias + sum (x - x_zero_point) * w, y = clamp(y_zero_point + acc * M[m], y_min, y_max) "
+                          "with M[m] = multipliers[m] * 2^(shifts[m] - 31) (docs/numerics.md)",
+                          [](InferContext& c) {
+                            if (c.inputDType(0) != DType::kI8 || c.inputDType(1) != DType::kI8)
+                              c.error("x and w must be int8, got {} and {}", dtypeName(c.inputDType(0)), dtypeName(c.inputDType(1)));
+                            if (c.hasInput(2) && c.inputDType(2) != DType::kI32) c.error("the bias must be int32, got {}", dtypeName(c.inputDType(2)));
+                            const Shape& x = c.inputShape(0);
+                            const Shape& w = c.inputShape(1);
+                            if (x.size() < 3 || w.size() != x.size()) c.error("input {} and weights {} must be N-D of one rank", shapeStr(x), shapeStr(w));
+                            int64_t g = c.node().attrInt("group", 1);
+                            if (g <= 0 || x[1] % g || w[0] % g || w[1] * g != x[1])
+                              c.error("group {} does not fit input channels {} and weights {}", g, x[1], shapeStr(w));
+                            if (c.hasInput(2) && c.inputShape(2) != Shape{w[0]}) c.error("bias must be [{}], got {}", w[0], shapeStr(c.inputShape(2)));
+                            auto m = c.node().attrInts("multipliers"), sh = c.node().attrInts("shifts");
+                            if (m.empty() || m.size() != sh.size() || (m.size() != 1 && static_cast<int64_t>(m.size()) != w[0]))
+                              c.error("multipliers / shifts: {} / {} values for {} output channels", m.size(), sh.size(), w[0]);
+                            for (const char* z : {"x_zero_point", "y_zero_point", "y_min", "y_max"}) {
+                              int64_t v = c.node().attrInt(z, 0);
+                              if (v < -128 || v > 127) c.error("{} = {} is outside int8", z, v);
+                            }
+                            if (c.node().attrInt("y_min", -128) > c.node().attrInt("y_max", 127)) c.error("y_min above y_max");
+                            std::vector<int64_t> sp(x.begin() + 2, x.end()), ks(w.begin() + 2, w.end());
+                            Window win = resolveWindow(c.node(), sp, ks, false);
+                            Shape out{x[0], w[0]};
+                            out.insert(out.end(), win.out.begin(), win.out.end());
+                            c.setOutput(0, DType::kI8, out);
+                          });
+  s.domain = "ai.npuc";
+  s.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>& out) {
+    return shapeNumel(out[0].shape) * (shapeNumel(in[1].shape) / in[1].shape[0]);
+  };
+  r.add(s);
 }
 
 }  // namespace npuc::ops

@@ -138,6 +138,7 @@ const Registry& registry() {
     registerReduceOps(reg);
     registerIndexingOps(reg);
     registerQuantOps(reg);
+    registerQuantNpucOps(reg);
     registerNpucOps(reg);
     return reg;
   }();

@@ -142,6 +142,7 @@ void registerNnOps(Registry& r);
 void registerReduceOps(Registry& r);
 void registerIndexingOps(Registry& r);
 void registerQuantOps(Registry& r);
+void registerQuantNpucOps(Registry& r);  // ai.npuc QConv
 void registerNpucOps(Registry& r);  // after the ONNX families: it derives schemas from them
 
 namespace registry_detail {

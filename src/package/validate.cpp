@@ -364,7 +364,17 @@ struct Checker {
       case LayerKind::kConvTranspose: {
         const TensorRef& wt = d.in(1);
         rankIs(x, 4, "x"); rankIs(wt, 4, "w"); rankIs(y, 4, "y");
-        isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
+        // The int8 form (int8-affine packages): int8 x, w, y, int32 bias and requantization table (docs/numerics.md).
+        const bool int8 = d.kind == LayerKind::kConv && x.type == ElemType::kI8;
+        if (int8) {
+          if (p.numerics != Numerics::kInt8Affine) bad("{}: int8 convolutions belong to int8-affine packages", what);
+          if (d.n_in != 4) bad("{}: the int8 form takes 4 inputs (x, w, bias, requantization), got {}", what, d.n_in);
+          typeIs(wt, ElemType::kI8, "w");
+          typeIs(y, ElemType::kI8, "y");
+        } else {
+          if (d.n_in > 3) bad("{}: {} inputs (the float form takes 2 or 3)", what, d.n_in);
+          isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
+        }
         weightRef(wt, what + ": weights");
         int64_t g = si(0);
         int64_t C = x.dims[1], M = y.dims[1];
@@ -390,7 +400,29 @@ struct Checker {
           window(x.dims[2], y.dims[2], si(1), si(3), si(5), si(7), "H");
           window(x.dims[3], y.dims[3], si(2), si(4), si(6), si(8), "W");
         }
-        bias(2, static_cast<uint32_t>(M));
+        if (!int8) {
+          bias(2, static_cast<uint32_t>(M));
+          break;
+        }
+        const TensorRef &b = d.in(2), &tab = d.in(3);
+        if (b.type != ElemType::kI32 || b.rank != 1 || b.dims[0] != M) bad("{}: bias must be int32 [{}], got {} {}", what, M, elemName(b.type), dimsStr(b));
+        if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] != 4 + 2 * M)
+          bad("{}: the requantization table must be int32 [{}], got {} {}", what, 4 + 2 * M, elemName(tab.type), dimsStr(tab));
+        weightRef(b, what + ": bias");
+        weightRef(tab, what + ": requantization");
+        int32_t q[4];
+        std::memcpy(q, p.weights.data() + (tab.addr - need("weight").addr), sizeof q);
+        for (int k = 0; k < 4; ++k)
+          if (q[k] < -128 || q[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, q[k]);
+        if (q[2] > q[3]) bad("{}: the clamp [{}, {}] is empty", what, q[2], q[3]);
+        for (int64_t m = 0; m < M; ++m) {
+          int32_t mm[2];
+          std::memcpy(mm, p.weights.data() + (tab.addr - need("weight").addr) + 16 + 8 * static_cast<size_t>(m), sizeof mm);
+          if (!(mm[0] == 0 || (mm[0] >= (1 << 30)))) bad("{}: multiplier {} of channel {} is not 0 or in [2^30, 2^31)", what, mm[0], m);
+          if (mm[1] < -31 || mm[1] > 30) bad("{}: shift {} of channel {} is outside [-31, 30]", what, mm[1], m);
+        }
+        if (int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3] * 255 * 127 >= (int64_t{1} << 31))
+          bad("{}: {} taps per output could overflow the int32 accumulator", what, int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3]);
         break;
       }
       case LayerKind::kGemm: {

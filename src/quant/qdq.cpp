@@ -2,6 +2,7 @@
 #include "quant/qdq.hpp"
 
 #include "ir/rewriter.hpp"
+#include "kernels/quant.hpp"
 #include "ops/registry.hpp"
 #include "support/error.hpp"
 
@@ -9,7 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
+#include <stdexcept>
 
 namespace npuc::quant {
 
@@ -216,6 +219,121 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   }
   rw.finish();
   return rep;
+}
+
+namespace {
+
+/// A per-tensor (or per-axis) DequantizeLinear / QuantizeLinear node's constant operands.
+struct QParams {
+  const ir::Node* node = nullptr;
+  std::vector<float> scale;
+  std::vector<int64_t> zero_point;
+  const Tensor* data = nullptr;  // input 0 when it is a constant (weights, bias)
+};
+
+std::optional<QParams> qparams(const ir::Graph& g, ir::ValueId v, const char* op) {
+  if (v == ir::kNoValue || g.value(v).producer == ir::kNoNode) return std::nullopt;
+  const ir::Node& n = g.node(g.value(v).producer);
+  if (n.op != op || !n.domain.empty() || !n.hasInput(2)) return std::nullopt;
+  const ir::Value &s = g.value(n.inputs[1]), &z = g.value(n.inputs[2]);
+  if (!s.isConstant() || !z.isConstant() || s.constant->dtype() != DType::kF32) return std::nullopt;
+  QParams q;
+  q.node = &n;
+  for (double d : s.constant->toDouble()) q.scale.push_back(static_cast<float>(d));
+  q.zero_point = z.constant->toInt64();
+  const ir::Value& x = g.value(n.inputs[0]);
+  if (x.isConstant()) q.data = &*x.constant;
+  return q;
+}
+
+}  // namespace
+
+int fuseIntegerConvs(ir::Graph& g) {
+  ir::Rewriter rw(g);
+  const ir::UseMap uses = g.uses();
+  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  int fused = 0;
+  const std::vector<ir::NodeId> order = g.order();
+  for (ir::NodeId id : order) {
+    if (!g.hasNode(id)) continue;
+    const ir::Node& c = g.node(id);
+    if (c.op != "Conv" || !(c.domain.empty() || c.domain == "ai.npuc") || c.outputs.size() != 1) continue;
+    auto x = qparams(g, c.inputs[0], "DequantizeLinear");
+    auto w = qparams(g, c.inputs[1], "DequantizeLinear");
+    if (!x || x->data || x->scale.size() != 1 || g.value(x->node->inputs[0]).type.dtype != DType::kI8) continue;
+    if (!w || !w->data || w->data->dtype() != DType::kI8 || w->data->rank() != 4) continue;
+    if (std::any_of(w->zero_point.begin(), w->zero_point.end(), [](int64_t z) { return z != 0; })) continue;
+    const int64_t M = w->data->dim(0), K = w->data->numel() / std::max<int64_t>(M, 1);
+    if (w->scale.size() != 1 && static_cast<int64_t>(w->scale.size()) != M) continue;
+    if (K * 255 * 127 >= (int64_t{1} << 31)) continue;  // int32 accumulation could overflow
+    std::optional<QParams> b;
+    if (c.hasInput(2)) {
+      b = qparams(g, c.inputs[2], "DequantizeLinear");
+      if (!b || !b->data || b->data->dtype() != DType::kI32 || b->data->numel() != M) continue;
+      bool exact_scale = true;  // the bias must be at x_scale * w_scale[m] (quantizeToQdq writes it so)
+      for (int64_t m = 0; m < M; ++m) {
+        double want = double(x->scale[0]) * w->scale[w->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
+        double got = b->scale[b->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
+        exact_scale &= std::fabs(got - want) <= 1e-6 * want;
+      }
+      if (!exact_scale || std::any_of(b->zero_point.begin(), b->zero_point.end(), [](int64_t z) { return z != 0; })) continue;
+    }
+    const ir::ValueId y = c.outputs[0];
+    auto u = uses.find(y);
+    if (outputs.count(y) || u == uses.end() || u->second.size() != 1) continue;
+    const ir::Node& qn = g.node(u->second[0].first);
+    if (qn.op != "QuantizeLinear" || !qn.domain.empty() || qn.outputs.size() != 1) continue;
+    auto q = qparams(g, qn.outputs[0], "QuantizeLinear");
+    if (!q || q->scale.size() != 1 || g.value(qn.outputs[0]).type.dtype != DType::kI8) continue;
+    const float sy = q->scale[0];
+    const int64_t zy = q->zero_point[0];
+    // The fused activation as a clamp in y's integer domain.
+    int64_t lo = -128, hi = 127;
+    const std::string act = c.attrString("activation", "");
+    if (act == "Relu") {
+      lo = zy;
+    } else if (act == "Clip") {
+      lo = std::max<int64_t>(-128, zy + std::lround(c.attrFloat("activation_alpha", 0.0f) / sy));
+      hi = std::min<int64_t>(127, zy + std::lround(c.attrFloat("activation_beta", 6.0f) / sy));
+      if (lo > hi) continue;
+    } else if (!act.empty()) {
+      continue;
+    }
+    std::vector<int64_t> mult, shift;
+    bool ok = true;
+    for (size_t m = 0; m < w->scale.size() && ok; ++m) {
+      try {
+        kernels::Multiplier mm = kernels::quantizeMultiplier(double(x->scale[0]) * w->scale[m] / sy);
+        mult.push_back(mm.m);
+        shift.push_back(mm.shift);
+      } catch (const std::invalid_argument&) {
+        ok = false;
+      }
+    }
+    if (!ok) continue;
+    std::vector<ir::ValueId> ins = {x->node->inputs[0], w->node->inputs[0]};
+    if (b) ins.push_back(b->node->inputs[0]);
+    std::map<std::string, ir::Attr> attrs;
+    for (const char* a : {"group", "kernel_shape", "strides", "dilations", "pads", "auto_pad", "fused", "merged_nodes"})
+      if (c.hasAttr(a)) attrs[a] = c.attrs.at(a);
+    attrs["x_zero_point"] = ir::Attr(x->zero_point[0]);
+    attrs["y_zero_point"] = ir::Attr(zy);
+    attrs["y_min"] = ir::Attr(lo);
+    attrs["y_max"] = ir::Attr(hi);
+    attrs["multipliers"] = ir::Attr(mult);
+    attrs["shifts"] = ir::Attr(shift);
+    if (!c.hasAttr("fused")) attrs["fused"] = ir::Attr(std::vector<std::string>{"Conv"});  // opexp: the ONNX op
+    const std::string name = c.name;
+    const ir::ValueId yq = qn.outputs[0];
+    const ir::NodeId qid = qn.id;
+    g.removeNode(qid);
+    rw.eraseNode(id);
+    ir::Node& nn = rw.addNode("QConv", name, ins, {yq}, "ai.npuc");
+    nn.attrs = std::move(attrs);
+    ++fused;
+  }
+  rw.finish();
+  return fused;
 }
 
 }  // namespace npuc::quant

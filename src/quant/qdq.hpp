@@ -52,6 +52,13 @@ struct QdqReport {
 /// same graph); a float tensor without statistics is an error naming it.
 QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const QdqOptions& o = {});
 
+/// Replaces each DequantizeLinear -> Conv (2-D, + a fused Relu / Clip) -> QuantizeLinear run of a QDQ graph (as
+/// quantizeToQdq writes it) by one ai.npuc QConv: int8 input, the int8 weights and int32 bias, the requantization
+/// multipliers of x_scale * w_scale[m] / y_scale (docs/numerics.md) — the integer layer a device runs. Convs that do
+/// not fit (another activation, a float operand, an accumulation that could overflow int32) stay in float between
+/// their DequantizeLinear and QuantizeLinear. Returns how many it replaced; unused Q / DQ nodes are left for DCE.
+int fuseIntegerConvs(ir::Graph& g);
+
 /// The affine int8 parameters of a range [lo, hi] holding 0: scale (> 0) and zero point in [-128, 127].
 void affineInt8(double lo, double hi, float* scale, int* zero_point);
 

@@ -16,6 +16,7 @@
 #include "kernels/convert.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/quant.hpp"
 #include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
 #include "package/package.hpp"
@@ -97,6 +98,9 @@ struct Runtime::Impl {
     kernels::Pool2dShape ps;
     kernels::MatMulBatches mm;  // matmul: the operands' batches
     std::vector<Shape> shapes;  // of the references
+    bool int8 = false;          // conv in its int8 form (int8-affine): qconv_ref with q
+    int32_t zx = 0;
+    kernels::QOutput q;
   };
   std::vector<Step> steps;  // by seq
   std::vector<double> times;
@@ -199,6 +203,16 @@ struct Runtime::Impl {
     switch (d.kind) {
       case LayerKind::kConv: {
         windowShape(s, s.cs);
+        if (d.in(0).type == ElemType::kI8) {  // the int8 form: the requantization table (validated) read once
+          s.int8 = true;
+          const int32_t* t = reinterpret_cast<const int32_t*>(s.in[3]);
+          s.zx = t[0];
+          s.q.zero_point = t[1];
+          s.q.lo = t[2];
+          s.q.hi = t[3];
+          for (int64_t m = 0; m < s.cs.out_channels; ++m) s.q.multiplier.push_back({t[4 + 2 * m], t[5 + 2 * m]});
+          break;
+        }
         s.w = weights(1);
         if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
         if (!opts.exact) s.conv = std::make_unique<kernels::Conv>(s.cs, s.w, s.bias, s.act);
@@ -429,6 +443,14 @@ struct Runtime::Impl {
     size_t es = package::elemSize(d.out(0).type);
     switch (d.kind) {
       case LayerKind::kConv: {
+        if (s.int8) {  // --exact: the scalar reference; fast: the same bits (exact integer sums)
+          const auto* xi = reinterpret_cast<const int8_t*>(s.in[0]);
+          const auto* wi = reinterpret_cast<const int8_t*>(s.in[1]);
+          const auto* bi = reinterpret_cast<const int32_t*>(s.in[2]);
+          if (opts.exact) kernels::qconv_ref(s.cs, xi, s.zx, wi, bi, s.q, reinterpret_cast<int8_t*>(s.out));
+          else kernels::qconv(s.cs, xi, s.zx, wi, bi, s.q, reinterpret_cast<int8_t*>(s.out), pool.get());
+          return;
+        }
         if (s.conv) {
           // The fast kernels read and write float16 storage themselves (no whole-tensor conversion passes).
           s.conv->run(s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool.get());

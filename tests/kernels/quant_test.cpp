@@ -2,6 +2,7 @@
 // of every primitive (ties included), the multiplier's precision, and the quantized product against exact rational
 // arithmetic.
 #include "kernels/quant.hpp"
+#include "support/thread_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -199,6 +200,48 @@ TEST(QuantConv, MatchesTheFloatConvolutionOfTheIntegers) {
       const int64_t m = static_cast<int64_t>(i) / out_sz % k.m;
       const int32_t want = std::clamp(out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc[i]), out.of(m)), -128, 127);
       ASSERT_EQ(y[i], want) << "element " << i;
+    }
+  }
+}
+
+// The fast int8 convolution gives qconv_ref's bytes: random 2-D shapes (strides, dilations, pads on either side,
+// groups, depthwise, 1x1, a window that stops short of the input's end), zero points, clamps, per-channel
+// multipliers, at 1, 2 and 3 threads; 1-D falls back to the reference.
+TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
+  ThreadPool p2(2), p3(3);
+  for (int trial = 0; trial < 60; ++trial) {
+    ConvShape s;
+    const bool oned = trial % 10 == 9;
+    const int64_t g = trial % 4 == 1 ? ch(rng) : 1, cg = ch(rng), mg = trial % 4 == 1 ? 1 : ch(rng);
+    s.batch = 1 + trial % 2, s.groups = g, s.in_channels = g * cg, s.out_channels = g * mg;
+    const size_t r = oned ? 1 : 2;
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t k = trial % 7 == 0 ? 1 : small(rng), st = small(rng), dl = small(rng), pb = pad(rng), in = 4 + pad(rng) * 3;
+      s.kernel.push_back(k), s.stride.push_back(st), s.dilation.push_back(dl), s.pad_begin.push_back(pb), s.in_spatial.push_back(in);
+      const int64_t span = (k - 1) * dl + 1, pe = pad(rng);
+      s.out_spatial.push_back(std::max<int64_t>(1, (in + pb + pe - span) / st + 1));
+    }
+    int64_t in_sz = 1, out_sz = 1, k_sz = 1;
+    for (size_t d = 0; d < r; ++d) in_sz *= s.in_spatial[d], out_sz *= s.out_spatial[d], k_sz *= s.kernel[d];
+    std::vector<int8_t> x(static_cast<size_t>(s.batch * s.in_channels * in_sz)), w(static_cast<size_t>(s.out_channels * cg * k_sz));
+    for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+    for (auto& v : w) v = static_cast<int8_t>(trial % 5 == 0 && v % 3 == 0 ? 0 : w8(rng));
+    std::vector<int32_t> bias(static_cast<size_t>(s.out_channels));
+    for (auto& b : bias) b = i8(rng) * 50;
+    QOutput out;
+    out.zero_point = i8(rng) / 4;
+    out.lo = trial % 3 == 0 ? out.zero_point : -128;  // a fused Relu now and then
+    for (int64_t m = 0; m < (trial % 2 ? s.out_channels : 1); ++m)
+      out.multiplier.push_back(quantizeMultiplier(std::exp2(-6.0 - 0.37 * static_cast<double>(m + trial % 5))));
+    const int32_t zx = i8(rng) / 2;
+    std::vector<int8_t> want(static_cast<size_t>(s.batch * s.out_channels * out_sz));
+    qconv_ref(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, want.data());
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+      std::vector<int8_t> got(want.size(), 99);
+      qconv(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, got.data(), pool);
+      ASSERT_EQ(got, want) << "trial " << trial << ", " << (pool ? pool->size() : 1) << " threads";
     }
   }
 }

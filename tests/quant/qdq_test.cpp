@@ -183,9 +183,10 @@ TEST(Qdq, NonFiniteSamplesAreNamedInTheWarnings) {
   EXPECT_TRUE(named);
 }
 
-// An int8-affine package (target generic-int8): int8 activations between quantize / dequantize layers, the layers
-// between them in float32 — the QDQ model's arithmetic. Its outputs equal the engine's on the QDQ form of the
-// optimized model bit for bit, in the reference and the fast mode, at 1, 2 and 3 threads.
+// An int8-affine package (target generic-int8): integer convolutions (int8 operands, int32 accumulation, multiplier
+// + shift requantization), int8 activations between layers, the other layers in float32 between dequantize and
+// quantize layers. Its outputs equal the engine's on the same quantized model bit for bit, in the reference and the
+// fast mode, at 1, 2 and 3 threads.
 TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   Digits d;
   TranslateOptions o;
@@ -198,7 +199,10 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.calibration_samples, 100u);
-  Model qdq = Model::load(o.onnx).optimized().quantizedQdq(q);
+  q.integer_layers = true;  // what translate does: its convolutions are integer layers (ai.npuc QConv, qconv_ref)
+  QuantizeReport rep;
+  Model qdq = Model::load(o.onnx).optimized().quantizedQdq(q, &rep);
+  EXPECT_EQ(rep.integer_layers, 3);  // the three convolutions (the classifier is a Gemm: float between Q / DQ)
   Session s(qdq, 1);
   for (bool exact : {true, false})
     for (int threads : {1, 2, 3}) {

@@ -1,0 +1,79 @@
+// The int8-affine convolution, fast: qconv_ref's bits (see kernels/quant.hpp). Portable C++ written so that the
+// compiler vectorises the inner loop across output columns; the accumulation is exact integer arithmetic, so the
+// order of the taps and the split of the output channels among threads cannot change a bit.
+#include "kernels/quant.hpp"
+#include "kernels/ref/parallel_units.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace npuc::kernels {
+
+using detail::parallelUnits;
+
+/// acc[oy, ox] += row(oy)[ox * sw] * wv over the plane (qconv_tap.inc): the baseline build here, the AVX2 build in
+/// qconv_avx2.cpp, chosen by the CPU's features (integer arithmetic: both give the same sums).
+#define NPUC_QCONV_TAP accumulateTapBaseline
+#include "kernels/x86/qconv_tap.inc"
+#undef NPUC_QCONV_TAP
+void accumulateTapAvx2(int32_t* acc, const int16_t* plane, int64_t oh, int64_t ow, int64_t row_step, int64_t sw,
+                       int64_t wp, int32_t wv);
+
+namespace {
+using TapFn = void (*)(int32_t*, const int16_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t);
+TapFn tapKernel() {
+  static const TapFn f = __builtin_cpu_supports("avx2") ? accumulateTapAvx2 : accumulateTapBaseline;
+  return f;
+}
+}  // namespace
+
+void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
+           int8_t* y, ThreadPool* pool) {
+  if (s.in_spatial.size() != 2) return qconv_ref(s, x, zx, w, bias, out, y);
+  const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
+  const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
+  const int64_t KH = s.kernel[0], KW = s.kernel[1], SH = s.stride[0], SW = s.stride[1], DH = s.dilation[0],
+                DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
+  // The padded plane covers every tap of every output: rows [-PT, (OH-1)*SH + (KH-1)*DH - PT], same for columns.
+  const int64_t HP = std::max<int64_t>((OH - 1) * SH + (KH - 1) * DH + 1, 1), WP = std::max<int64_t>((OW - 1) * SW + (KW - 1) * DW + 1, 1);
+  const TapFn tap = tapKernel();
+  std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP));
+  std::vector<int32_t> acc_all(static_cast<size_t>(M * OH * OW));
+  for (int64_t n = 0; n < s.batch; ++n) {
+    const int8_t* xn = x + n * C * H * W;
+    for (int64_t c = 0; c < C; ++c) {  // x - zx inside the input, 0 (= x at the zero point) in the padding
+      int16_t* pc = xp.data() + c * HP * WP;
+      for (int64_t r = 0; r < HP; ++r) {
+        const int64_t ih = r - PT;
+        for (int64_t q = 0; q < WP; ++q) {
+          const int64_t iw = q - PL;
+          const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+          pc[r * WP + q] = inside ? static_cast<int16_t>(xn[(c * H + ih) * W + iw] - zx) : int16_t{0};
+        }
+      }
+    }
+    parallelUnits(pool, M, cg * KH * KW * OH * OW, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        int32_t* acc = acc_all.data() + m * OH * OW;
+        std::fill(acc, acc + OH * OW, bias != nullptr ? bias[m] : 0);
+        const int64_t grp = m / mg;
+        for (int64_t cl = 0; cl < cg; ++cl) {
+          const int16_t* pc = xp.data() + (grp * cg + cl) * HP * WP;
+          const int8_t* wc = w + (m * cg + cl) * KH * KW;
+          for (int64_t kh = 0; kh < KH; ++kh)
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int32_t wv = wc[kh * KW + kw];
+              if (wv == 0) continue;  // adds nothing
+              tap(acc, pc + kh * DH * WP + kw * DW, OH, OW, SH, SW, WP, wv);
+            }
+        }
+        int8_t* ym = y + (n * M + m) * OH * OW;
+        const Multiplier& mm = out.of(m);
+        for (int64_t i = 0; i < OH * OW; ++i)
+          ym[i] = static_cast<int8_t>(std::clamp(out.zero_point + multiplyByMultiplier(acc[i], mm), out.lo, out.hi));
+      }
+    });
+  }
+}
+
+}  // namespace npuc::kernels
