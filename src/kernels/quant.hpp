@@ -78,6 +78,12 @@ void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
 /// among `pool`'s threads gives the reference's accumulators and the same requantized bytes.
 void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
            int8_t* y, ThreadPool* pool);
+namespace detail {
+/// qconv on a chosen path (tests run every path the CPU has): avx2 = the vpmaddwd product over an im2col of pairs
+/// (the CPU must have AVX2), else the per-tap loop of the baseline instruction set.
+void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
+               int8_t* y, ThreadPool* pool, bool avx2);
+}  // namespace detail
 
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
 /// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].

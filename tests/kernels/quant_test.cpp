@@ -204,20 +204,27 @@ TEST(QuantConv, MatchesTheFloatConvolutionOfTheIntegers) {
   }
 }
 
-// The fast int8 convolution gives qconv_ref's bytes: random 2-D shapes (strides, dilations, pads on either side,
+// The fast int8 convolution gives qconv_ref's bytes on each of its paths: random 2-D shapes (strides, dilations, pads on either side,
 // groups, depthwise, 1x1, a window that stops short of the input's end), zero points, clamps, per-channel
 // multipliers, at 1, 2 and 3 threads; 1-D falls back to the reference.
 TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 62; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9;
-    const int64_t g = trial % 4 == 1 ? ch(rng) : 1, cg = ch(rng), mg = trial % 4 == 1 ? 1 : ch(rng);
-    s.batch = 1 + trial % 2, s.groups = g, s.in_channels = g * cg, s.out_channels = g * mg;
+    if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels
+      s.batch = 1, s.groups = trial == 60 ? 1 : 4, s.in_channels = 32, s.out_channels = 24;
+      s.in_spatial = {20, 19}, s.kernel = {3, 3}, s.stride = {1, trial == 60 ? 1 : 2}, s.dilation = {1, 1};
+      s.pad_begin = {1, 1}, s.out_spatial = {20, trial == 60 ? 19 : 10};
+    }
+    const int64_t g = trial % 4 == 1 ? ch(rng) : 1, mg = trial % 4 == 1 ? 1 : ch(rng);
+    int64_t cg = ch(rng);
+    if (trial < 60) s.batch = 1 + trial % 2, s.groups = g, s.in_channels = g * cg, s.out_channels = g * mg;
+    else cg = s.in_channels / s.groups;
     const size_t r = oned ? 1 : 2;
-    for (size_t d = 0; d < r; ++d) {
+    for (size_t d = 0; d < r && trial < 60; ++d) {
       const int64_t k = trial % 7 == 0 ? 1 : small(rng), st = small(rng), dl = small(rng), pb = pad(rng), in = 4 + pad(rng) * 3;
       s.kernel.push_back(k), s.stride.push_back(st), s.dilation.push_back(dl), s.pad_begin.push_back(pb), s.in_spatial.push_back(in);
       const int64_t span = (k - 1) * dl + 1, pe = pad(rng);
@@ -238,11 +245,17 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     const int32_t zx = i8(rng) / 2;
     std::vector<int8_t> want(static_cast<size_t>(s.batch * s.out_channels * out_sz));
     qconv_ref(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, want.data());
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
-      std::vector<int8_t> got(want.size(), 99);
-      qconv(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, got.data(), pool);
-      ASSERT_EQ(got, want) << "trial " << trial << ", " << (pool ? pool->size() : 1) << " threads";
+    for (bool avx2 : {false, true}) {
+      if (avx2 && !__builtin_cpu_supports("avx2")) continue;  // the paths this CPU has
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+        std::vector<int8_t> got(want.size(), 99);
+        detail::qconvPath(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, got.data(), pool, avx2);
+        ASSERT_EQ(got, want) << "trial " << trial << (avx2 ? ", avx2, " : ", baseline, ") << (pool ? pool->size() : 1) << " threads";
+      }
     }
+    std::vector<int8_t> got(want.size(), 99);  // and the dispatched entry point
+    qconv(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, got.data(), &p2);
+    ASSERT_EQ(got, want) << "trial " << trial;
   }
 }
 

@@ -19,16 +19,20 @@ using detail::parallelUnits;
 void accumulateTapAvx2(int32_t* acc, const int16_t* plane, int64_t oh, int64_t ow, int64_t row_step, int64_t sw,
                        int64_t wp, int32_t wv);
 
+void qgemmPairsAvx2(int64_t m0, int64_t m1, int64_t P, int64_t K2, const int32_t* A2, const int16_t* B2, int32_t* C);
+
 namespace {
 using TapFn = void (*)(int32_t*, const int16_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t);
-TapFn tapKernel() {
-  static const TapFn f = __builtin_cpu_supports("avx2") ? accumulateTapAvx2 : accumulateTapBaseline;
-  return f;
-}
 }  // namespace
 
 void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
            int8_t* y, ThreadPool* pool) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  detail::qconvPath(s, x, zx, w, bias, out, y, pool, avx2);
+}
+
+void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
+                       const QOutput& out, int8_t* y, ThreadPool* pool, bool avx2) {
   if (s.in_spatial.size() != 2) return qconv_ref(s, x, zx, w, bias, out, y);
   const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
   const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
@@ -36,7 +40,9 @@ void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, con
                 DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
   // The padded plane covers every tap of every output: rows [-PT, (OH-1)*SH + (KH-1)*DH - PT], same for columns.
   const int64_t HP = std::max<int64_t>((OH - 1) * SH + (KH - 1) * DH + 1, 1), WP = std::max<int64_t>((OW - 1) * SW + (KW - 1) * DW + 1, 1);
-  const TapFn tap = tapKernel();
+  const TapFn tap = avx2 ? accumulateTapAvx2 : accumulateTapBaseline;
+  std::vector<int16_t> b2;
+  std::vector<int32_t> a2;
   std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP));
   std::vector<int32_t> acc_all(static_cast<size_t>(M * OH * OW));
   for (int64_t n = 0; n < s.batch; ++n) {
@@ -51,6 +57,41 @@ void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, con
           pc[r * WP + q] = inside ? static_cast<int16_t>(xn[(c * H + ih) * W + iw] - zx) : int16_t{0};
         }
       }
+    }
+    if (avx2) {
+      // im2col in pairs of k (B2 [K2, P, 2]), the weights as int16 pairs (A2 [mg, K2]), an exact int32 product.
+      const int64_t K = cg * KH * KW, K2 = (K + 1) / 2, P = OH * OW;
+      b2.assign(static_cast<size_t>(K2 * P * 2), 0);
+      a2.assign(static_cast<size_t>(mg * K2), 0);
+      for (int64_t grp = 0; grp < G; ++grp) {
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+          const int16_t* pc = xp.data() + (grp * cg + cl) * HP * WP + kh * DH * WP + kw * DW;
+          int16_t* dst = b2.data() + (k / 2 * P) * 2 + (k & 1);
+          for (int64_t oy = 0; oy < OH; ++oy)
+            for (int64_t ox = 0; ox < OW; ++ox) dst[(oy * OW + ox) * 2] = pc[oy * SH * WP + ox * SW];
+        }
+        for (int64_t ml = 0; ml < mg; ++ml)
+          for (int64_t k = 0; k < K; k += 2) {
+            const int8_t* wm = w + (grp * mg + ml) * K;
+            const uint32_t lo = static_cast<uint16_t>(static_cast<int16_t>(wm[k]));
+            const uint32_t hi = k + 1 < K ? static_cast<uint16_t>(static_cast<int16_t>(wm[k + 1])) : 0u;
+            a2[static_cast<size_t>(ml * K2 + k / 2)] = static_cast<int32_t>(lo | (hi << 16));
+          }
+        int32_t* c = acc_all.data() + grp * mg * P;
+        for (int64_t ml = 0; ml < mg; ++ml) std::fill(c + ml * P, c + (ml + 1) * P, bias != nullptr ? bias[grp * mg + ml] : 0);
+        parallelUnits(pool, mg, K * P, [&](int64_t m0, int64_t m1) { qgemmPairsAvx2(m0, m1, P, K2, a2.data(), b2.data(), c); });
+      }
+      parallelUnits(pool, M, OH * OW, [&](int64_t m0, int64_t m1) {
+        for (int64_t m = m0; m < m1; ++m) {
+          const int32_t* acc = acc_all.data() + m * OH * OW;
+          int8_t* ym = y + (n * M + m) * OH * OW;
+          const Multiplier& mm = out.of(m);
+          for (int64_t i = 0; i < OH * OW; ++i)
+            ym[i] = static_cast<int8_t>(std::clamp(out.zero_point + multiplyByMultiplier(acc[i], mm), out.lo, out.hi));
+        }
+      });
+      continue;
     }
     parallelUnits(pool, M, cg * KH * KW * OH * OW, [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m) {
