@@ -154,6 +154,11 @@ struct QuantizedTensor {
   int zero_point = 0;
   int64_t channels = 1;
   std::string warning;
+  /// Activations: 10·log10(Σ float² / Σ (float − quantized)²) over up to 32 calibration samples, the float model's
+  /// tensor against the quantized model's dequantized copy (the error of every layer up to here); NaN where the
+  /// copy is gone (an integer layer reads the int8 tensor itself) or the float tensor is all zero.
+  double snr_db = 0;
+  double saturated = 0;  // activations: the fraction of calibration values outside [lo, hi] (clipped)
 };
 struct QuantizeReport {
   std::vector<QuantizedTensor> tensors;

@@ -15,6 +15,8 @@
 #include "target/check.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -182,14 +184,80 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
       passes::PassManager({"dce"}).runToFixpoint(g, ctx);
     }
     ir::verify(g);
-    if (report) {
-      report->integer_layers = integer;
-      report->samples = samples.size();
-      report->warnings = rep.warnings;
-      report->tensors.clear();
-      for (auto& t : rep.tensors)
-        report->tensors.push_back({t.name, t.kind, t.lo, t.hi, t.scale, t.zero_point, t.channels, t.warning});
+    if (!report) return;
+    report->integer_layers = integer;
+    report->samples = samples.size();
+    report->warnings = rep.warnings;
+    report->tensors.clear();
+    std::map<std::string, std::string> copy_of;  // quantized model's dequantized copy -> the float tensor
+    for (auto& t : rep.tensors) {
+      QuantizedTensor q{t.name, t.kind, t.lo, t.hi, t.scale, t.zero_point, t.channels, t.warning};
+      if (t.kind == "activation") {
+        q.snr_db = std::numeric_limits<double>::quiet_NaN();
+        const quant::TensorStats& st = stats.at(t.name);
+        q.saturated = st.count() ? static_cast<double>(st.countOutside(t.lo, t.hi)) / static_cast<double>(st.count()) : 0.0;
+        if (g.hasValue(t.dequantized)) copy_of[g.value(t.dequantized).name] = t.name;
+      }
+      report->tensors.push_back(q);
     }
+    // SNR of every dequantized copy against the float model's tensor, over the first samples.
+    std::map<std::string, std::vector<float>> ref;
+    std::map<std::string, std::pair<double, double>> sums;  // float name -> (Σ f², Σ (f - q)²)
+    Session fs(*this, threads), qs(m, threads);
+    const size_t n = std::min<size_t>(samples.size(), 32);
+    for (size_t i = 0; i < n; ++i) {
+      ref.clear();
+      fs.run(samples[i], [&](const std::string& v, const Tensor& t) {
+        bool wanted = false;
+        for (auto& q : report->tensors) wanted |= q.kind == "activation" && q.name == v;
+        if (wanted && t.dtype() == DType::kF32) ref[v].assign(t.data<float>(), t.data<float>() + t.numel());
+      });
+      for (auto& [name, x] : samples[i])  // graph inputs are not node outputs
+        if (x.dtype() == DType::kF32) ref[name].assign(x.data<float>(), x.data<float>() + x.numel());
+      qs.run(samples[i], [&](const std::string& v, const Tensor& t) {
+        auto c = copy_of.find(v);
+        if (c == copy_of.end() || t.dtype() != DType::kF32) return;
+        auto r = ref.find(c->second);
+        if (r == ref.end() || r->second.size() != static_cast<size_t>(t.numel())) return;
+        auto& [sig, err] = sums[c->second];
+        for (int64_t k = 0; k < t.numel(); ++k) {
+          const double f = r->second[static_cast<size_t>(k)], d = f - t.data<float>()[k];
+          sig += f * f;
+          err += d * d;
+        }
+      });
+    }
+    std::vector<double> snrs;
+    for (auto& q : report->tensors) {
+      auto it = sums.find(q.name);
+      if (q.kind != "activation" || it == sums.end() || it->second.first == 0) continue;
+      q.snr_db = it->second.second == 0 ? std::numeric_limits<double>::infinity()
+                                         : 10.0 * std::log10(it->second.first / it->second.second);
+      if (std::isfinite(q.snr_db)) snrs.push_back(q.snr_db);
+    }
+    // Diagnostics, with their numbers (docs/calibration.md).
+    std::sort(snrs.begin(), snrs.end());
+    const double median = snrs.empty() ? 0 : snrs[snrs.size() / 2];
+    for (auto& q : report->tensors) {
+      if (q.kind != "activation") continue;
+      const quant::TensorStats& st = stats.at(q.name);
+      if (!snrs.empty() && std::isfinite(q.snr_db) && q.snr_db < median - 10)
+        report->warnings.push_back(fmt::format("tensor '{}': int8 SNR {:.1f} dB, far below the model's median {:.1f} dB "
+                                               "(keep its layer in higher precision or choose another range method)",
+                                               q.name, q.snr_db, median));
+      const double p9999 = st.threshold(quant::RangeMethod::kPercentile, 99.99);
+      if (st.count() > 0 && p9999 > 0 && st.absMax() > 10 * p9999)
+        report->warnings.push_back(fmt::format("tensor '{}': max |x| {:.4g} is {:.0f}x its 99.99th percentile {:.4g}: a few "
+                                               "outliers set the {} range", q.name, st.absMax(), st.absMax() / p9999, p9999, o.method));
+      if (qo.method == quant::RangeMethod::kPercentile && static_cast<double>(st.count()) * (1 - o.percentile / 100) < 1)
+        report->warnings.push_back(fmt::format("tensor '{}': {} values are too few for the {}th percentile (it is their maximum)",
+                                               q.name, st.count(), o.percentile));
+      if (qo.method == quant::RangeMethod::kEntropy && samples.size() < 10)
+        report->warnings.push_back(fmt::format("{} calibration sample(s) are few for the entropy method (its histograms "
+                                               "need hundreds of thousands of values; use 100 or more samples)", samples.size()));
+    }
+    std::sort(report->warnings.begin(), report->warnings.end());
+    report->warnings.erase(std::unique(report->warnings.begin(), report->warnings.end()), report->warnings.end());
   });
   return m;
 }

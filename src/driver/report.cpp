@@ -101,10 +101,13 @@ void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& cs
     for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
     return q + "\"";
   };
-  std::string s = "name,kind,lo,hi,scale,zero_point,channels,warning\n";
-  for (auto& t : r.tensors)
-    s += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{},{},{}\n", quote(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point,
-                     t.channels, quote(t.warning));
+  std::string s = "name,kind,lo,hi,scale,zero_point,channels,snr_db,saturated,warning\n";
+  for (auto& t : r.tensors) {
+    const bool act = t.kind == "activation";
+    s += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{}\n", quote(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point,
+                     t.channels, act ? fmt::format("{:.3f}", t.snr_db) : "", act ? fmt::format("{:.6f}", t.saturated) : "",
+                     quote(t.warning));
+  }
   writeFileAtomic(csv, s);
 }
 

@@ -188,6 +188,7 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     t.hi = r.hi;
     t.scale = scale;
     t.zero_point = zp;
+    t.dequantized = dq_out;
     t.warning = r.warning;
     if (!r.warning.empty()) rep.warnings.push_back(fmt::format("tensor '{}': {}", name, r.warning));
     rep.tensors.push_back(t);

@@ -41,6 +41,7 @@ struct QdqTensor {
   int zero_point = 0;
   int64_t channels = 1;
   std::string warning;     // a degenerate range, values clipped, …
+  ir::ValueId dequantized = ir::kNoValue;  // activations: the DequantizeLinear output the readers now read
 };
 
 struct QdqReport {

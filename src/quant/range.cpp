@@ -72,6 +72,15 @@ void TensorStats::observeHistogram(const float* x, int64_t n) {
   }
 }
 
+int64_t TensorStats::countOutside(double lo, double hi) const {
+  // A range of rangeOf is [max(min, -T), min(max, T)]: the values it clips are those with |x| > T = max(-lo, hi).
+  const double t = std::max(-lo, hi), w = binWidth();
+  int64_t n = 0;
+  for (size_t b = 0; b < hist_.size(); ++b)
+    if ((static_cast<double>(b) + 0.5) * w > t) n += hist_[b];
+  return n;
+}
+
 namespace {
 
 double percentileThreshold(const std::vector<int64_t>& h, int64_t zeros, double w, double p) {

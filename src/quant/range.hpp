@@ -45,6 +45,9 @@ class TensorStats {
   const std::vector<int64_t>& histogram() const { return hist_; }  // nonzero |x| only
   int64_t zeros() const { return zeros_; }
   double binWidth() const;
+  /// The values a range of rangeOf ([max(min, -T), min(max, T)]) clips: those with |x| > T = max(-lo, hi), at
+  /// histogram-bin resolution (a bin counts when its centre lies beyond T).
+  int64_t countOutside(double lo, double hi) const;
 
   /// The symmetric clipping threshold of a method (> 0; absMax() for minmax). `levels`: the quantized bins of the
   /// entropy method (128 for int8's magnitudes). An all-zero tensor gives 0.

@@ -101,6 +101,11 @@ TEST(Qdq, DigitsModelKeepsItsAccuracyAndItsOutputs) {
   EXPECT_EQ(qn, acts);
   EXPECT_GE(dqn, acts + weights);
   EXPECT_EQ(weights, 4);  // three convolutions and the classifier
+  for (auto& t : rep.tensors) {
+    if (t.kind != "activation") continue;
+    EXPECT_EQ(t.saturated, 0.0) << t.name;  // minmax clips nothing
+    EXPECT_GT(t.snr_db, 15.0) << t.name;    // int8 storage: ~20-50 dB per tensor, the input's grid nearly exact
+  }
   std::vector<std::vector<float>> fl, ql;
   double fa = d.accuracy(d.model, &fl), qa = d.accuracy(q, &ql);
   EXPECT_GE(qa, fa - 0.5) << "float " << fa << "%, int8 " << qa << "%";
@@ -168,6 +173,28 @@ TEST(Qdq, BadCalibrationDataGetsClearErrors) {
   o = d.calib(10);
   o.calibration["input"] = {Tensor(DType::kF64, Shape{10, 1, 8, 8})};
   expectError(o, "the input is float32");
+}
+
+TEST(Qdq, DiagnosticsGiveTheirNumbers) {
+  Digits d;
+  QuantizeOptions o = d.calib(4);
+  o.method = "entropy";
+  QuantizeReport rep;
+  d.model.quantizedQdq(o, &rep);
+  bool few = false;
+  for (auto& w : rep.warnings) few |= w.find("4 calibration sample(s) are few for the entropy method") != std::string::npos;
+  EXPECT_TRUE(few);
+  o = d.calib(100);
+  o.method = "percentile";
+  o.percentile = 99.9999;  // 1 in a million: more than the values of the logits (100 x 10)
+  d.model.quantizedQdq(o, &rep);
+  bool pct = false, clipped = false;
+  for (auto& w : rep.warnings) pct |= w.find("values are too few for the 99.9999th percentile") != std::string::npos;
+  EXPECT_TRUE(pct);
+  o.percentile = 90;  // clips a tenth of the largest magnitudes
+  d.model.quantizedQdq(o, &rep);
+  for (auto& t : rep.tensors) clipped |= t.kind == "activation" && t.saturated > 0.01;
+  EXPECT_TRUE(clipped);
 }
 
 TEST(Qdq, NonFiniteSamplesAreNamedInTheWarnings) {

@@ -53,10 +53,14 @@ void addQuantize(CLI::App& app, Action& run) {
         biases += t.kind == "bias";
         wn = std::max(wn, t.name.size());
       }
-      fmt::print("{:<{}}  {:<10} {:>12} {:>12} {:>12} {:>4} {:>5}\n", "name", wn, "kind", "lo", "hi", "scale", "zp", "ch");
-      for (auto& t : rep.tensors)
-        fmt::print("{:<{}}  {:<10} {:>12.6g} {:>12.6g} {:>12.6g} {:>4} {:>5}{}\n", t.name, wn, t.kind, t.lo, t.hi, t.scale,
-                   t.zero_point, t.channels, t.warning.empty() ? "" : "  ! " + t.warning);
+      fmt::print("{:<{}}  {:<10} {:>12} {:>12} {:>12} {:>4} {:>5} {:>8} {:>7}\n", "name", wn, "kind", "lo", "hi", "scale", "zp",
+                 "ch", "snr dB", "clip %");
+      for (auto& t : rep.tensors) {
+        const bool act = t.kind == "activation";
+        fmt::print("{:<{}}  {:<10} {:>12.6g} {:>12.6g} {:>12.6g} {:>4} {:>5} {:>8} {:>7}{}\n", t.name, wn, t.kind, t.lo, t.hi,
+                   t.scale, t.zero_point, t.channels, act ? fmt::format("{:.1f}", t.snr_db) : "",
+                   act ? fmt::format("{:.3f}", 100 * t.saturated) : "", t.warning.empty() ? "" : "  ! " + t.warning);
+      }
       for (auto& w : rep.warnings) fmt::print(stderr, "warning: {}\n", w);
       q.saveOnnx(o->output);
       if (!o->table.empty()) writeQuantizeTable(rep, o->table);
