@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { readNpy } from './npy.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -29,21 +30,6 @@ if (pos.length !== 3) {
   process.exit(2);
 }
 
-function readNpy(file) {
-  const b = fs.readFileSync(file);
-  if (b.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not an .npy file`);
-  const major = b[6];
-  const hlen = major >= 2 ? b.readUInt32LE(8) : b.readUInt16LE(8);
-  const hoff = major >= 2 ? 12 : 10;
-  const header = b.toString('latin1', hoff, hoff + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim()).filter((s) => s.length).map(Number);
-  const raw = b.subarray(hoff + hlen);
-  const ab = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length);
-  const ctor = { '<f4': Float32Array, '<i8': BigInt64Array }[descr];
-  if (!ctor) throw new Error(`${file}: dtype ${descr} unsupported`);
-  return { shape, data: new ctor(ab) };
-}
 
 const require = createRequire(path.join(path.resolve(opt.module), 'package.json'));
 const ort = require('onnxruntime-node');

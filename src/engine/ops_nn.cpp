@@ -2,6 +2,7 @@
 // cache-blocked SIMD kernels (src/kernels/); 1-D/2-D and global pooling, the BatchNormalization affine map, LRN
 // and Softmax through its layer kernels (kernels/layers.hpp, shared with the device runtime). N-D pooling (and
 // MaxPool with indices) and InstanceNormalization are reference loops here, parallel over independent planes.
+#include "engine/conv_geometry.hpp"
 #include "engine/elementwise_util.hpp"
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
@@ -21,22 +22,6 @@ namespace npuc::engine {
 namespace {
 
 std::vector<int64_t> spatialOf(const Shape& s) { return {s.begin() + 2, s.end()}; }
-
-/// The kernel-library geometry (ConvShape or ConvTransposeShape) of a node's resolved window.
-template <class Geometry>
-Geometry geometryOf(const KernelCall& c, const Tensor& x, const ops::Window& win) {
-  Geometry s;
-  s.batch = x.dim(0);
-  s.in_channels = x.dim(1);
-  s.groups = c.node.attrInt("group", 1);
-  s.in_spatial = win.in;
-  s.out_spatial = win.out;
-  s.kernel = win.kernel;
-  s.stride = win.stride;
-  s.dilation = win.dilation;
-  s.pad_begin = win.pad_begin;
-  return s;
-}
 
 void needF32(const KernelCall& c, int i) {
   if (c.input(i).dtype() != DType::kF32)

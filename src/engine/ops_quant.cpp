@@ -1,6 +1,7 @@
 // Kernels of ONNX's linear quantization ops, with ONNX's semantics: QuantizeLinear divides in float32 and rounds
 // half to even (the default rounding mode), then adds the zero point and saturates; DequantizeLinear computes
 // (x - zero_point) * scale in float32. Per tensor, or per axis with a 1-D scale.
+#include "engine/conv_geometry.hpp"
 #include "engine/kernel.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/quant.hpp"
@@ -117,17 +118,8 @@ void qconv(KernelCall& c) {
   Tensor& y = c.alloc(0);
   std::vector<int64_t> sp(x.shape().begin() + 2, x.shape().end()), ks(w.shape().begin() + 2, w.shape().end());
   ops::Window win = ops::resolveWindow(c.node, sp, ks, false);
-  kernels::ConvShape s;
-  s.batch = x.dim(0);
-  s.in_channels = x.dim(1);
+  auto s = geometryOf<kernels::ConvShape>(c, x, win);
   s.out_channels = w.dim(0);
-  s.groups = c.node.attrInt("group", 1);
-  s.in_spatial = win.in;
-  s.out_spatial = win.out;
-  s.kernel = win.kernel;
-  s.stride = win.stride;
-  s.dilation = win.dilation;
-  s.pad_begin = win.pad_begin;
   kernels::QOutput out = qconvOutput(c.node);
   kernels::qconv(s, x.data<int8_t>(), static_cast<int32_t>(c.node.attrInt("x_zero_point", 0)), w.data<int8_t>(),
                  c.has(2) ? c.input(2).data<int32_t>() : nullptr, out, y.data<int8_t>(), c.pool);

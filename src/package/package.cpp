@@ -357,20 +357,31 @@ TensorRef refFromJson(const Field& f) {
   return r;
 }
 
-/// Parses a manifest. Nesting deeper than kMaxJsonDepth is refused by a linear scan before any JSON value is built,
-/// so no recursive copy or destruction of a hostile document can exhaust the stack.
-json parseManifest(const std::vector<uint8_t>& b, const std::string& mfile) {
-  int depth = 0;
+/// Where a linear scan of JSON text stands: inside a string (quotes and escapes tracked) or not.
+struct JsonScan {
   bool in_str = false, esc = false;
-  for (size_t i = 0; i < b.size(); ++i) {
-    uint8_t c = b[i];
+  /// Takes the next character; true when it is structure (outside every string, and not the quote opening one).
+  bool structural(char c) {
     if (in_str) {
       if (esc) esc = false;
       else if (c == '\\') esc = true;
       else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == '[' || c == '{') {
+      return false;
+    }
+    if (c == '"') in_str = true;
+    return !in_str;
+  }
+};
+
+/// Parses a manifest. Nesting deeper than kMaxJsonDepth is refused by a linear scan before any JSON value is built,
+/// so no recursive copy or destruction of a hostile document can exhaust the stack.
+json parseManifest(const std::vector<uint8_t>& b, const std::string& mfile) {
+  int depth = 0;
+  JsonScan scan;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const char c = static_cast<char>(b[i]);
+    if (!scan.structural(c)) continue;
+    if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth)
         bad(mfile, "nesting deeper than {} levels at byte {} (a manifest needs 4; this is not an npuc manifest)", kMaxJsonDepth, i);
     } else if ((c == ']' || c == '}') && depth > 0) {
@@ -391,17 +402,9 @@ std::string dumpJson(const json& j, int indent) { return j.dump(indent, ' ', fal
 std::string compactJson(const std::string& dumped) {
   std::string out;
   out.reserve(dumped.size());
-  bool in_str = false, esc = false;
+  JsonScan scan;
   for (char c : dumped) {
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == ' ' || c == '\n') {
-      continue;
-    }
+    if (scan.structural(c) && (c == ' ' || c == '\n')) continue;
     out += c;
   }
   return out;
