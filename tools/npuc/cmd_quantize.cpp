@@ -10,8 +10,8 @@ void addQuantize(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand(
       "quantize",
       "Quantize a model to int8 (QDQ ONNX: per-channel int8 weights, int32 biases, per-tensor int8 activations) "
-      "calibrated on samples; `npuc eval` and `npuc run` run the result, so does any ONNX runtime. The integer "
-      "kernels' own requantization rounding and int8 packages are not built yet (docs/numerics.md)");
+      "calibrated on samples; `npuc eval` and `npuc run` run the result, so does any ONNX runtime. For int8 packages "
+      "(integer convolutions) translate for target generic-int8 with --calib (docs/numerics.md)");
   struct Opts {
     std::string model, output, table, method = "minmax";
     std::vector<std::string> calib, shapes;
