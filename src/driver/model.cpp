@@ -19,6 +19,7 @@
 #include <limits>
 #include <set>
 #include <thread>
+#include <unordered_set>
 
 namespace npuc {
 
@@ -202,15 +203,16 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     }
     // SNR of every dequantized copy against the float model's tensor, over the first samples.
     std::map<std::string, std::vector<float>> ref;
+    std::unordered_set<std::string> activations;
+    for (auto& q : report->tensors)
+      if (q.kind == "activation") activations.insert(q.name);
     std::map<std::string, std::pair<double, double>> sums;  // float name -> (Σ f², Σ (f - q)²)
     Session fs(*this, threads), qs(m, threads);
     const size_t n = std::min<size_t>(samples.size(), 32);
     for (size_t i = 0; i < n; ++i) {
       ref.clear();
       fs.run(samples[i], [&](const std::string& v, const Tensor& t) {
-        bool wanted = false;
-        for (auto& q : report->tensors) wanted |= q.kind == "activation" && q.name == v;
-        if (wanted && t.dtype() == DType::kF32) ref[v].assign(t.data<float>(), t.data<float>() + t.numel());
+        if (activations.count(v) && t.dtype() == DType::kF32) ref[v].assign(t.data<float>(), t.data<float>() + t.numel());
       });
       for (auto& [name, x] : samples[i])  // graph inputs are not node outputs
         if (x.dtype() == DType::kF32) ref[name].assign(x.data<float>(), x.data<float>() + x.numel());

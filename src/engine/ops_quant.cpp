@@ -41,7 +41,7 @@ struct FloatReader {
   const float* f = nullptr;
   const uint16_t* h = nullptr;
   explicit FloatReader(const Tensor& t) {
-    if (t.dtype() == DType::kF16) h = t.data<uint16_t>();
+    if (t.dtype() == DType::kF16) h = static_cast<const uint16_t*>(t.raw());
     else f = t.data<float>();
   }
   float operator()(int64_t i) const { return f ? f[i] : halfToFloat(h[i]); }
@@ -78,7 +78,7 @@ void dequantizeFrom(const Q* x, Tensor& y, const ChannelOf& ch, const std::vecto
     size_t k = ch(i);
     float v = static_cast<float>(static_cast<int64_t>(x[i]) - zp[k]) * scale[k];
     if (f) f[i] = v;
-    else y.data<uint16_t>()[i] = floatToHalf(v);
+    else static_cast<uint16_t*>(y.raw())[i] = floatToHalf(v);
   }
 }
 

@@ -14,7 +14,8 @@ namespace {
 void checkScale(InferContext& c) {
   const Shape& x = c.inputShape(0);
   const Shape& s = c.inputShape(1);
-  if (!isFloat(c.inputDType(1))) c.error("the scale must be a float tensor, got {}", dtypeName(c.inputDType(1)));
+  if (c.inputDType(1) != DType::kF32 && c.inputDType(1) != DType::kF16)
+    c.unsupported("a {} scale is not supported (float32, float16)", dtypeName(c.inputDType(1)));
   if (s.size() > 1) c.unsupported("blocked quantization (a scale of rank {}) is not supported", s.size());
   int64_t n = shapeNumel(s);
   if (s.size() == 1 && n != 1) {
@@ -30,7 +31,8 @@ void checkScale(InferContext& c) {
 void registerQuantOps(Registry& r) {
   r.add(makeSchema("QuantizeLinear", 2, 3, "y = saturate(round_half_even(x / scale) + zero_point), int8 / uint8",
                    [](InferContext& c) {
-                     if (!isFloat(c.inputDType(0))) c.error("input must be a float tensor, got {}", dtypeName(c.inputDType(0)));
+                     if (c.inputDType(0) != DType::kF32 && c.inputDType(0) != DType::kF16)
+                       c.unsupported("quantization of {} is not supported (float32, float16)", dtypeName(c.inputDType(0)));
                      checkScale(c);
                      DType t = c.hasInput(2) ? c.inputDType(2) : DType::kU8;
                      if (t != DType::kI8 && t != DType::kU8) c.unsupported("quantization to {} is not supported (int8, uint8)", dtypeName(t));
@@ -69,6 +71,10 @@ void registerQuantNpucOps(Registry& r) {
                             auto m = c.node().attrInts("multipliers"), sh = c.node().attrInts("shifts");
                             if (m.empty() || m.size() != sh.size() || (m.size() != 1 && static_cast<int64_t>(m.size()) != w[0]))
                               c.error("multipliers / shifts: {} / {} values for {} output channels", m.size(), sh.size(), w[0]);
+                            for (size_t i = 0; i < m.size(); ++i)
+                              if (!(m[i] == 0 || (m[i] >= (int64_t{1} << 30) && m[i] < (int64_t{1} << 31))) || sh[i] < -31 || sh[i] > 30)
+                                c.error("multiplier {} / shift {} of channel {}: the multiplier must be 0 or in [2^30, 2^31), "
+                                        "the shift in [-31, 30]", m[i], sh[i], i);
                             for (const char* z : {"x_zero_point", "y_zero_point", "y_min", "y_max"}) {
                               int64_t v = c.node().attrInt(z, 0);
                               if (v < -128 || v > 127) c.error("{} = {} is outside int8", z, v);

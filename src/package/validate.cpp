@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -421,8 +422,16 @@ struct Checker {
           if (!(mm[0] == 0 || (mm[0] >= (1 << 30)))) bad("{}: multiplier {} of channel {} is not 0 or in [2^30, 2^31)", what, mm[0], m);
           if (mm[1] < -31 || mm[1] > 30) bad("{}: shift {} of channel {} is outside [-31, 30]", what, mm[1], m);
         }
-        if (int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3] * 255 * 127 >= (int64_t{1} << 31))
-          bad("{}: {} taps per output could overflow the int32 accumulator", what, int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3]);
+        if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
+        int64_t max_bias = 0;
+        for (int64_t m = 0; m < M; ++m) {
+          int32_t bv;
+          std::memcpy(&bv, p.weights.data() + (b.addr - need("weight").addr) + 4 * static_cast<size_t>(m), 4);
+          max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(bv)));
+        }
+        const int64_t taps = int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3];
+        if (max_bias + taps * 255 * 128 > INT32_MAX)
+          bad("{}: bias up to {} plus {} taps per output could overflow the int32 accumulator", what, max_bias, taps);
         break;
       }
       case LayerKind::kGemm: {

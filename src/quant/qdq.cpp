@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -266,7 +268,10 @@ int fuseIntegerConvs(ir::Graph& g) {
     if (std::any_of(w->zero_point.begin(), w->zero_point.end(), [](int64_t z) { return z != 0; })) continue;
     const int64_t M = w->data->dim(0), K = w->data->numel() / std::max<int64_t>(M, 1);
     if (w->scale.size() != 1 && static_cast<int64_t>(w->scale.size()) != M) continue;
-    if (K * 255 * 127 >= (int64_t{1} << 31)) continue;  // int32 accumulation could overflow
+    // The weights' scales must be per output channel (axis 0), finite and positive.
+    if (w->scale.size() > 1 && w->node->attrInt("axis", 1) != 0) continue;
+    if (std::any_of(w->scale.begin(), w->scale.end(), [](float v) { return !(v > 0) || !std::isfinite(v); })) continue;
+    if (!(x->scale[0] > 0) || !std::isfinite(x->scale[0])) continue;
     std::optional<QParams> b;
     if (c.hasInput(2)) {
       b = qparams(g, c.inputs[2], "DequantizeLinear");
@@ -279,6 +284,11 @@ int fuseIntegerConvs(ir::Graph& g) {
       }
       if (!exact_scale || std::any_of(b->zero_point.begin(), b->zero_point.end(), [](int64_t z) { return z != 0; })) continue;
     }
+    // int32 accumulation: |bias| + K * 255 * 128 must stay below 2^31 (docs/numerics.md).
+    int64_t max_bias = 0;
+    if (b)
+      for (int64_t m = 0; m < M; ++m) max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(b->data->data<int32_t>()[m])));
+    if (max_bias + K * 255 * 128 > INT32_MAX) continue;
     const ir::ValueId y = c.outputs[0];
     auto u = uses.find(y);
     if (outputs.count(y) || u == uses.end() || u->second.size() != 1) continue;
@@ -287,6 +297,7 @@ int fuseIntegerConvs(ir::Graph& g) {
     auto q = qparams(g, qn.outputs[0], "QuantizeLinear");
     if (!q || q->scale.size() != 1 || g.value(qn.outputs[0]).type.dtype != DType::kI8) continue;
     const float sy = q->scale[0];
+    if (!(sy > 0) || !std::isfinite(sy)) continue;
     const int64_t zy = q->zero_point[0];
     // The fused activation as a clamp in y's integer domain.
     int64_t lo = -128, hi = 127;
@@ -294,8 +305,9 @@ int fuseIntegerConvs(ir::Graph& g) {
     if (act == "Relu") {
       lo = zy;
     } else if (act == "Clip") {
-      lo = std::max<int64_t>(-128, zy + std::lround(c.attrFloat("activation_alpha", 0.0f) / sy));
-      hi = std::min<int64_t>(127, zy + std::lround(c.attrFloat("activation_beta", 6.0f) / sy));
+      // (a missing bound is ±FLT_MAX: clamped before rounding)
+      lo = std::max<int64_t>(-128, zy + std::lround(std::clamp(c.attrFloat("activation_alpha", 0.0f) / sy, -512.0f, 512.0f)));
+      hi = std::min<int64_t>(127, zy + std::lround(std::clamp(c.attrFloat("activation_beta", 6.0f) / sy, -512.0f, 512.0f)));
       if (lo > hi) continue;
     } else if (!act.empty()) {
       continue;

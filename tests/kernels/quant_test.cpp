@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -242,7 +243,14 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     out.lo = trial % 3 == 0 ? out.zero_point : -128;  // a fused Relu now and then
     for (int64_t m = 0; m < (trial % 2 ? s.out_channels : 1); ++m)
       out.multiplier.push_back(quantizeMultiplier(std::exp2(-6.0 - 0.37 * static_cast<double>(m + trial % 5))));
-    const int32_t zx = i8(rng) / 2;
+    int32_t zx = i8(rng) / 2;
+    if (trial % 8 == 3) {  // the extremes the int32 bound allows: (127 - -128) * -128 on every tap, the largest bias
+      std::fill(x.begin(), x.end(), int8_t{127});
+      std::fill(w.begin(), w.end(), int8_t{-128});
+      zx = -128;
+      const int64_t room = INT32_MAX - cg * k_sz * 255 * 128;
+      for (auto& b : bias) b = static_cast<int32_t>(-std::max<int64_t>(0, room));
+    }
     std::vector<int8_t> want(static_cast<size_t>(s.batch * s.out_channels * out_sz));
     qconv_ref(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, want.data());
     for (bool avx2 : {false, true}) {

@@ -11,13 +11,19 @@ namespace npuc::kernels {
 
 using detail::parallelUnits;
 
-/// acc[oy, ox] += row(oy)[ox * sw] * wv over the plane (qconv_tap.inc): the baseline build here, the AVX2 build in
-/// qconv_avx2.cpp, chosen by the CPU's features (integer arithmetic: both give the same sums).
-#define NPUC_QCONV_TAP accumulateTapBaseline
-#include "kernels/x86/qconv_tap.inc"
-#undef NPUC_QCONV_TAP
-void accumulateTapAvx2(int32_t* acc, const int16_t* plane, int64_t oh, int64_t ow, int64_t row_step, int64_t sw,
-                       int64_t wp, int32_t wv);
+/// acc[oy, ox] += row(oy)[ox * sw] * wv over the plane: the baseline path's loop, one tap at a time.
+void accumulateTapBaseline(int32_t* acc, const int16_t* plane, int64_t oh, int64_t ow, int64_t row_step, int64_t sw,
+                           int64_t wp, int32_t wv) {
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const int16_t* row = plane + oy * row_step * wp;
+    int32_t* a = acc + oy * ow;
+    if (sw == 1) {
+      for (int64_t ox = 0; ox < ow; ++ox) a[ox] += static_cast<int32_t>(row[ox]) * wv;
+    } else {
+      for (int64_t ox = 0; ox < ow; ++ox) a[ox] += static_cast<int32_t>(row[ox * sw]) * wv;
+    }
+  }
+}
 
 void qgemmPairsAvx2(int64_t m0, int64_t m1, int64_t P, int64_t K2, const int32_t* A2, const int16_t* B2, int32_t* C);
 
@@ -40,9 +46,12 @@ void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const in
                 DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
   // The padded plane covers every tap of every output: rows [-PT, (OH-1)*SH + (KH-1)*DH - PT], same for columns.
   const int64_t HP = std::max<int64_t>((OH - 1) * SH + (KH - 1) * DH + 1, 1), WP = std::max<int64_t>((OW - 1) * SW + (KW - 1) * DW + 1, 1);
-  const TapFn tap = avx2 ? accumulateTapAvx2 : accumulateTapBaseline;
+  const TapFn tap = accumulateTapBaseline;  // (with AVX2 the im2col product below runs instead)
   std::vector<int16_t> b2;
   std::vector<int32_t> a2;
+  // A window far wider than the input (huge kernels or dilations, allowed by the format) would make the padded plane
+  // enormous: the reference walks such shapes without one.
+  if (HP * WP > 4 * H * W + 65536) return qconv_ref(s, x, zx, w, bias, out, y);
   std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP));
   std::vector<int32_t> acc_all(static_cast<size_t>(M * OH * OW));
   for (int64_t n = 0; n < s.batch; ++n) {

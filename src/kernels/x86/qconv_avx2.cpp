@@ -1,5 +1,4 @@
-// The fast int8 convolution's AVX2 parts (-mavx2; chosen at run time by kernels/x86/qconv.cpp): the per-tap loop,
-// and the int16 product C[m][p] += sum_k A[m][k] * B[k][p] with vpmaddwd, vectorised across outputs p (each lane an
+// The fast int8 convolution's AVX2 part (-mavx2; chosen at run time by kernels/x86/qconv.cpp): the int16 product C[m][p] += sum_k A[m][k] * B[k][p] with vpmaddwd, vectorised across outputs p (each lane an
 // output column, each vpmaddwd two consecutive k of it). Every product and sum is exact int32 arithmetic, so the
 // result is the reference's whatever the blocking.
 #include <immintrin.h>
@@ -7,10 +6,6 @@
 #include <cstdint>
 
 namespace npuc::kernels {
-
-#define NPUC_QCONV_TAP accumulateTapAvx2
-#include "kernels/x86/qconv_tap.inc"
-#undef NPUC_QCONV_TAP
 
 /// C [M, P] (holding the bias) += A2 · B2 where A2 [M, K2] packs two int16 weights per int32 (k even in the low
 /// half) and B2 [K2, P, 2] the matching pairs of each column.
