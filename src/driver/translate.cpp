@@ -11,6 +11,7 @@
 #include "plan/memory.hpp"
 #include "prepost/prepost.hpp"
 #include "quant/bias_correction.hpp"
+#include "quant/qdq.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -250,8 +251,12 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   LoadOptions lo;
   lo.input_shapes = o.input_shapes;
   lo.optimize = false;  // the translate pipeline below folds BatchNorm and removes dead code itself
+  // int8-affine: the model may hold its own quantization, whose weights' DequantizeLinear the resolve pipeline would
+  // fold into float32 constants before its convolutions can become integer layers; resolved below instead.
+  lo.resolve = t.numerics != Numerics::kInt8Affine;
   // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
   std::optional<quant::InputMeans> means;  // for the bias correction of fp16 weights
+  bool prequantized = false;               // an int8-affine target's model that holds its own quantization
   // A model that cannot be imported or prepared (malformed, an unknown op, a pre/post definition that does not fit)
   // gets the error report too: one row with the message, published before the error goes up (exit status 2).
   auto reportFailure = [&](const Error& e, const char* stage, const char* verb) {
@@ -273,9 +278,31 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       }
     }();
     report("import", sw.lap());
+    // A model quantized elsewhere (QuantizeLinear / DequantizeLinear pairs, e.g. `npuc quantize`) keeps its own
+    // scales on int8-affine targets: its convolutions become integer layers before the optimizer folds the weights'
+    // DequantizeLinear, and nothing is calibrated.
+    if (t.numerics == Numerics::kInt8Affine) {
+      for (const NodeInfo& n : m.nodes()) prequantized |= n.op == "QuantizeLinear";
+      if (prequantized) {
+        if (!o.calibration.empty())
+          res.warnings.push_back("the model is already quantized (QuantizeLinear / DequantizeLinear): its own scales are "
+                                 "used, the calibration samples are not");
+        withContext(o.onnx.string(), [&] {
+          quant::fuseIntegerConvs(mutableGraphOf(m));
+          passes::PassContext ctx;
+          passes::PassManager({"dce"}).runToFixpoint(mutableGraphOf(m), ctx);
+        });
+        res.quantized = true;
+        report("integer", sw.lap());
+      }
+      withContext(o.onnx.string(), [&] {  // what Model::load skipped (LoadOptions::resolve)
+        passes::PassContext ctx;
+        passes::PassManager(passes::resolvePipeline()).runToFixpoint(mutableGraphOf(m), ctx);
+      });
+    }
     Model body = std::move(m).optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
-    if (t.numerics == Numerics::kInt8Affine) {
+    if (t.numerics == Numerics::kInt8Affine && !prequantized) {
       // Quantized as QDQ on the optimized model (its fused layers' outputs are what the device stores), then the
       // weights' DequantizeLinear folded into float32 constants: the package holds int8 activations between
       // quantize / dequantize layers (docs/numerics.md).

@@ -292,6 +292,25 @@ int fuseIntegerConvs(ir::Graph& g) {
     const ir::ValueId y = c.outputs[0];
     auto u = uses.find(y);
     if (outputs.count(y) || u == uses.end() || u->second.size() != 1) continue;
+    // A QDQ model as exported (not optimized) keeps the activation a node of its own between the Conv and the
+    // QuantizeLinear: a Relu, or a Clip with constant bounds, is fused the same way.
+    std::string act = c.attrString("activation", "");
+    float act_lo = c.attrFloat("activation_alpha", 0.0f), act_hi = c.attrFloat("activation_beta", 6.0f);
+    const ir::Node* act_node = nullptr;
+    if (const ir::Node& r = g.node(u->second[0].first); act.empty() && r.domain.empty() && (r.op == "Relu" || r.op == "Clip") &&
+                                                        r.outputs.size() == 1 && !outputs.count(r.outputs[0])) {
+      auto ru = uses.find(r.outputs[0]);
+      if (ru == uses.end() || ru->second.size() != 1) continue;
+      if (r.op == "Clip") {
+        auto b = ops::clipBounds(g, r);
+        if (!b) continue;
+        act_lo = b->first;
+        act_hi = b->second;
+      }
+      act = r.op;
+      act_node = &r;
+      u = ru;
+    }
     const ir::Node& qn = g.node(u->second[0].first);
     if (qn.op != "QuantizeLinear" || !qn.domain.empty() || qn.outputs.size() != 1) continue;
     auto q = qparams(g, qn.outputs[0], "QuantizeLinear");
@@ -301,13 +320,12 @@ int fuseIntegerConvs(ir::Graph& g) {
     const int64_t zy = q->zero_point[0];
     // The fused activation as a clamp in y's integer domain.
     int64_t lo = -128, hi = 127;
-    const std::string act = c.attrString("activation", "");
     if (act == "Relu") {
       lo = zy;
     } else if (act == "Clip") {
       // (a missing bound is ±FLT_MAX: clamped before rounding)
-      lo = std::max<int64_t>(-128, zy + std::lround(std::clamp(c.attrFloat("activation_alpha", 0.0f) / sy, -512.0f, 512.0f)));
-      hi = std::min<int64_t>(127, zy + std::lround(std::clamp(c.attrFloat("activation_beta", 6.0f) / sy, -512.0f, 512.0f)));
+      lo = std::max<int64_t>(-128, zy + std::lround(std::clamp(act_lo / sy, -512.0f, 512.0f)));
+      hi = std::min<int64_t>(127, zy + std::lround(std::clamp(act_hi / sy, -512.0f, 512.0f)));
       if (lo > hi) continue;
     } else if (!act.empty()) {
       continue;
@@ -335,11 +353,13 @@ int fuseIntegerConvs(ir::Graph& g) {
     attrs["y_max"] = ir::Attr(hi);
     attrs["multipliers"] = ir::Attr(mult);
     attrs["shifts"] = ir::Attr(shift);
-    if (!c.hasAttr("fused")) attrs["fused"] = ir::Attr(std::vector<std::string>{"Conv"});  // opexp: the ONNX op
+    if (!c.hasAttr("fused"))  // opexp: the ONNX ops
+      attrs["fused"] = ir::Attr(act_node ? std::vector<std::string>{"Conv", act_node->op} : std::vector<std::string>{"Conv"});
     const std::string name = c.name;
     const ir::ValueId yq = qn.outputs[0];
     const ir::NodeId qid = qn.id;
     g.removeNode(qid);
+    if (act_node) rw.eraseNode(act_node->id);
     rw.eraseNode(id);
     ir::Node& nn = rw.addNode("QConv", name, ins, {yq}, "ai.npuc");
     nn.attrs = std::move(attrs);

@@ -21,6 +21,7 @@
 
 namespace npuc {
 const ir::Graph& graphOf(const Model& m);  // src/driver/model.cpp
+ir::Graph& mutableGraphOf(Model& m);
 }
 
 namespace npuc::quant {
@@ -245,6 +246,40 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
       }
     }
   std::filesystem::remove_all(o.out_root);
+}
+
+// A model quantized elsewhere (here: by npuc quantize, saved as standard ONNX) translates for generic-int8 without
+// calibration: its own scales, its convolutions as integer layers; the package equals the engine on that model with
+// the same integer convolutions, bit for bit.
+TEST(Int8AffinePackage, AQdqModelKeepsItsOwnScales) {
+  Digits d;
+  const auto dir = std::filesystem::temp_directory_path() / ("npuc_qdq_in_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  d.model.quantizedQdq(d.calib(100)).saveOnnx(dir / "digits_qdq.onnx");
+  TranslateOptions o;
+  o.prefix = "qdq";
+  o.onnx = dir / "digits_qdq.onnx";
+  o.target = "generic-int8";
+  o.out_root = dir;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(r.quantized);
+  EXPECT_EQ(r.calibration_samples, 0u);
+  LoadOptions lo;
+  lo.resolve = false;  // as translate loads for int8-affine targets: the weights' DequantizeLinear not folded yet
+  Model ref = Model::load(o.onnx, lo);
+  EXPECT_EQ(quant::fuseIntegerConvs(mutableGraphOf(ref)), 3);
+  Model opt = ref.optimized();
+  Session s(opt, 1);
+  Runtime rt(r.dir, RuntimeOptions{2, false});
+  for (int64_t i = 0; i < 20; ++i) {
+    Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
+    std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + i * 64, 64 * sizeof(float));
+    rt.setInput("input", xi);
+    rt.run();
+    EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(s.run({{"input", xi}})[0])) << "sample " << i;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Int8AffinePackage, NeedsCalibrationSamples) {

@@ -149,8 +149,10 @@ void addTranslate(CLI::App& app, Action& run) {
         for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
       } else {
         for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
-        if (r.quantized)
+        if (r.quantized && r.calibration_samples)
           fmt::print("quantized: int8-affine, ranges from {} calibration sample(s) ({})\n", r.calibration_samples, o.calib_method);
+        else if (r.quantized)
+          fmt::print("quantized: int8-affine, the model's own QuantizeLinear / DequantizeLinear scales\n");
         else if (r.calibration_samples)
           fmt::print("bias correction: {} layer(s), input means of {} calibration sample(s)\n", r.bias_corrected_layers, r.calibration_samples);
         fmt::print("estimated time: {:.3f} us\n", r.estimated_us);
