@@ -15,6 +15,8 @@
 
 #include "kernels/conv.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -40,12 +42,30 @@ double multiplierValue(Multiplier mul);
 
 /// Rounding doubling high multiply: floor((a * b + 2^30) / 2^31) (half toward +inf), saturating the one overflow
 /// a = b = INT32_MIN to INT32_MAX.
-int32_t roundingDoublingHighMul(int32_t a, int32_t b);
+inline int32_t roundingDoublingHighMul(int32_t a, int32_t b) {
+  if (a == std::numeric_limits<int32_t>::min() && b == std::numeric_limits<int32_t>::min())
+    return std::numeric_limits<int32_t>::max();
+  const int64_t p = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  // floor((p + 2^30) / 2^31): an arithmetic shift is floor division (C++20 defines >> of negatives so).
+  return static_cast<int32_t>((p + (int64_t{1} << 30)) >> 31);
+}
 /// x / 2^e rounded to nearest, half away from zero (0 <= e <= 31).
-int32_t roundingShiftRight(int32_t x, int e);
+inline int32_t roundingShiftRight(int32_t x, int e) {
+  if (e <= 0) return x;
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << e) - 1);
+  const int32_t rem = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> e) + (rem > threshold ? 1 : 0);
+}
 /// x * multiplier: (x * 2^max(shift, 0)) through roundingDoublingHighMul, then roundingShiftRight by
 /// max(-shift, 0). The left shift saturates to int32 (it cannot overflow for the factors of real layers).
-int32_t multiplyByMultiplier(int32_t x, Multiplier mul);
+inline int32_t multiplyByMultiplier(int32_t x, Multiplier mul) {
+  const int left = std::max(mul.shift, 0), right = std::max(-mul.shift, 0);
+  const int64_t wide = static_cast<int64_t>(x) * (int64_t{1} << left);
+  const int32_t shifted = static_cast<int32_t>(std::clamp<int64_t>(wide, std::numeric_limits<int32_t>::min(),
+                                                                   std::numeric_limits<int32_t>::max()));
+  return roundingShiftRight(roundingDoublingHighMul(shifted, mul.m), right);
+}
 
 /// float -> int8 of a tensor with (scale, zero_point): clamp(round_half_away(x / scale) + zp, -128, 127); NaN -> zp.
 int8_t quantizeValue(float x, float scale, int32_t zero_point);

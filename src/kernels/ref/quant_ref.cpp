@@ -32,30 +32,6 @@ Multiplier quantizeMultiplier(double r) {
 
 double multiplierValue(Multiplier mul) { return std::ldexp(static_cast<double>(mul.m), mul.shift - 31); }
 
-int32_t roundingDoublingHighMul(int32_t a, int32_t b) {
-  if (a == std::numeric_limits<int32_t>::min() && b == std::numeric_limits<int32_t>::min())
-    return std::numeric_limits<int32_t>::max();
-  const int64_t p = static_cast<int64_t>(a) * static_cast<int64_t>(b);
-  // floor((p + 2^30) / 2^31): an arithmetic shift is floor division (C++20 defines >> of negatives so).
-  return static_cast<int32_t>((p + (int64_t{1} << 30)) >> 31);
-}
-
-int32_t roundingShiftRight(int32_t x, int e) {
-  if (e <= 0) return x;
-  const int32_t mask = static_cast<int32_t>((int64_t{1} << e) - 1);
-  const int32_t rem = x & mask;
-  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return (x >> e) + (rem > threshold ? 1 : 0);
-}
-
-int32_t multiplyByMultiplier(int32_t x, Multiplier mul) {
-  const int left = std::max(mul.shift, 0), right = std::max(-mul.shift, 0);
-  const int64_t wide = static_cast<int64_t>(x) * (int64_t{1} << left);
-  const int32_t shifted = static_cast<int32_t>(std::clamp<int64_t>(wide, std::numeric_limits<int32_t>::min(),
-                                                                   std::numeric_limits<int32_t>::max()));
-  return roundingShiftRight(roundingDoublingHighMul(shifted, mul.m), right);
-}
-
 int8_t quantizeValue(float x, float scale, int32_t zero_point) {
   if (std::isnan(x)) return static_cast<int8_t>(std::clamp(zero_point, -128, 127));
   const double v = std::round(static_cast<double>(x) / static_cast<double>(scale)) + zero_point;

@@ -58,13 +58,19 @@ void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const in
     const int8_t* xn = x + n * C * H * W;
     for (int64_t c = 0; c < C; ++c) {  // x - zx inside the input, 0 (= x at the zero point) in the padding
       int16_t* pc = xp.data() + c * HP * WP;
+      // Each row: zeros, then the input's columns [q0, q1) of the plane, then zeros.
+      const int64_t q0 = std::clamp<int64_t>(PL, 0, WP), q1 = std::clamp<int64_t>(PL + W, q0, WP);
       for (int64_t r = 0; r < HP; ++r) {
+        int16_t* row = pc + r * WP;
         const int64_t ih = r - PT;
-        for (int64_t q = 0; q < WP; ++q) {
-          const int64_t iw = q - PL;
-          const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-          pc[r * WP + q] = inside ? static_cast<int16_t>(xn[(c * H + ih) * W + iw] - zx) : int16_t{0};
+        if (ih < 0 || ih >= H) {
+          std::fill(row, row + WP, int16_t{0});
+          continue;
         }
+        std::fill(row, row + q0, int16_t{0});
+        const int8_t* src = xn + (c * H + ih) * W;  // column q of the plane is input column q - PL
+        for (int64_t q = q0; q < q1; ++q) row[q] = static_cast<int16_t>(src[q - PL] - zx);
+        std::fill(row + q1, row + WP, int16_t{0});
       }
     }
     if (avx2) {
@@ -73,12 +79,26 @@ void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const in
       b2.assign(static_cast<size_t>(K2 * P * 2), 0);
       a2.assign(static_cast<size_t>(mg * K2), 0);
       for (int64_t grp = 0; grp < G; ++grp) {
-        for (int64_t k = 0; k < K; ++k) {
+        auto tapPlane = [&](int64_t k) {  // the plane of tap k, read at (oy * SH, ox * SW)
           const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-          const int16_t* pc = xp.data() + (grp * cg + cl) * HP * WP + kh * DH * WP + kw * DW;
-          int16_t* dst = b2.data() + (k / 2 * P) * 2 + (k & 1);
-          for (int64_t oy = 0; oy < OH; ++oy)
-            for (int64_t ox = 0; ox < OW; ++ox) dst[(oy * OW + ox) * 2] = pc[oy * SH * WP + ox * SW];
+          return xp.data() + (grp * cg + cl) * HP * WP + kh * DH * WP + kw * DW;
+        };
+        for (int64_t k = 0; k < K; k += 2) {  // two taps at once: rows interleaved into their pairs
+          const int16_t* p0 = tapPlane(k);
+          const int16_t* p1 = k + 1 < K ? tapPlane(k + 1) : nullptr;
+          int16_t* dst = b2.data() + (k / 2 * P) * 2;
+          for (int64_t oy = 0; oy < OH; ++oy) {
+            const int16_t* r0 = p0 + oy * SH * WP;
+            int16_t* d = dst + oy * OW * 2;
+            if (p1 && SW == 1) {
+              const int16_t* r1 = p1 + oy * SH * WP;
+              for (int64_t ox = 0; ox < OW; ++ox) d[2 * ox] = r0[ox], d[2 * ox + 1] = r1[ox];
+            } else {
+              for (int64_t ox = 0; ox < OW; ++ox) d[2 * ox] = r0[ox * SW];
+              if (p1)
+                for (int64_t ox = 0; ox < OW; ++ox) d[2 * ox + 1] = p1[oy * SH * WP + ox * SW];
+            }
+          }
         }
         for (int64_t ml = 0; ml < mg; ++ml)
           for (int64_t k = 0; k < K; k += 2) {
