@@ -242,7 +242,10 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     out.zero_point = i8(rng) / 4;
     out.lo = trial % 3 == 0 ? out.zero_point : -128;  // a fused Relu now and then
     for (int64_t m = 0; m < (trial % 2 ? s.out_channels : 1); ++m)
-      out.multiplier.push_back(quantizeMultiplier(std::exp2(-6.0 - 0.37 * static_cast<double>(m + trial % 5))));
+      // factors below 1/2 (a right shift), in [1/2, 1) (shift 0) and above 1 (a left shift) now and then
+      out.multiplier.push_back(quantizeMultiplier(trial % 7 == 2 ? 0.5 + 0.07 * static_cast<double>(m % 7)
+                                                  : trial % 7 == 4 ? 1.5 + static_cast<double>(m % 3)
+                                                                   : std::exp2(-6.0 - 0.37 * static_cast<double>(m + trial % 5))));
     int32_t zx = i8(rng) / 2;
     if (trial % 8 == 3) {  // the extremes the int32 bound allows: (127 - -128) * -128 on every tap, the largest bias
       std::fill(x.begin(), x.end(), int8_t{127});

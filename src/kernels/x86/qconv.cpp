@@ -26,6 +26,7 @@ void accumulateTapBaseline(int32_t* acc, const int16_t* plane, int64_t oh, int64
 }
 
 void qgemmPairsAvx2(int64_t m0, int64_t m1, int64_t P, int64_t K2, const int32_t* A2, const int16_t* B2, int32_t* C);
+void requantizeRowAvx2(const int32_t* acc, int64_t n, int32_t m, int right, int32_t zp, int32_t lo, int32_t hi, int8_t* y);
 
 namespace {
 using TapFn = void (*)(int32_t*, const int16_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t);
@@ -116,6 +117,10 @@ void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const in
           const int32_t* acc = acc_all.data() + m * OH * OW;
           int8_t* ym = y + (n * M + m) * OH * OW;
           const Multiplier& mm = out.of(m);
+          if (mm.shift <= 0) {  // (a layer's factor is below 1: no left shift)
+            requantizeRowAvx2(acc, OH * OW, mm.m, -mm.shift, out.zero_point, out.lo, out.hi, ym);
+            continue;
+          }
           for (int64_t i = 0; i < OH * OW; ++i)
             ym[i] = static_cast<int8_t>(std::clamp(out.zero_point + multiplyByMultiplier(acc[i], mm), out.lo, out.hi));
         }
