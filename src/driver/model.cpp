@@ -162,6 +162,15 @@ std::vector<uint8_t> loadAippParams(const std::filesystem::path& file) {
 
 std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g, const std::map<std::string, std::vector<Tensor>>& data);
 
+/// The integer layers of a QDQ graph (quant::fuseIntegerConvs) with the Q / DQ nodes they leave unused removed;
+/// returns how many convolutions became integer layers. Also used by translate (an already quantized model).
+int integerLayers(ir::Graph& g) {
+  const int n = quant::fuseIntegerConvs(g);
+  passes::PassContext ctx;
+  passes::PassManager({"dce"}).runToFixpoint(g, ctx);
+  return n;
+}
+
 Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) const {
   quant::QdqOptions qo;
   if (!quant::rangeMethodFromName(o.method, &qo.method))
@@ -178,12 +187,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto stats = quant::collectStats(g, samples, threads);
     quant::QdqReport rep = quant::quantizeToQdq(g, stats, qo);
-    int integer = 0;
-    if (o.integer_layers) {
-      integer = quant::fuseIntegerConvs(g);
-      passes::PassContext ctx;
-      passes::PassManager({"dce"}).runToFixpoint(g, ctx);
-    }
+    const int integer = o.integer_layers ? integerLayers(g) : 0;
     ir::verify(g);
     if (!report) return;
     report->integer_layers = integer;

@@ -11,7 +11,6 @@
 #include "plan/memory.hpp"
 #include "prepost/prepost.hpp"
 #include "quant/bias_correction.hpp"
-#include "quant/qdq.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -37,6 +36,7 @@ namespace fs = std::filesystem;
 const ir::Graph& graphOf(const Model& m);
 ir::Graph& mutableGraphOf(Model& m);
 std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t);
+int integerLayers(ir::Graph& g);
 
 namespace {
 
@@ -287,11 +287,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         if (!o.calibration.empty())
           res.warnings.push_back("the model is already quantized (QuantizeLinear / DequantizeLinear): its own scales are "
                                  "used, the calibration samples are not");
-        withContext(o.onnx.string(), [&] {
-          quant::fuseIntegerConvs(mutableGraphOf(m));
-          passes::PassContext ctx;
-          passes::PassManager({"dce"}).runToFixpoint(mutableGraphOf(m), ctx);
-        });
+        withContext(o.onnx.string(), [&] { integerLayers(mutableGraphOf(m)); });
         res.quantized = true;
         report("integer", sw.lap());
       }

@@ -411,24 +411,24 @@ struct Checker {
           bad("{}: the requantization table must be int32 [{}], got {} {}", what, 4 + 2 * M, elemName(tab.type), dimsStr(tab));
         weightRef(b, what + ": bias");
         weightRef(tab, what + ": requantization");
-        int32_t q[4];
-        std::memcpy(q, p.weights.data() + (tab.addr - need("weight").addr), sizeof q);
+        // Word i of an int32 weight reference (both were bounds-checked by weightRef above).
+        const uint64_t weight_base = need("weight").addr;
+        auto word = [&](const TensorRef& r, int64_t i) {
+          int32_t v;
+          std::memcpy(&v, p.weights.data() + (r.addr - weight_base) + 4 * static_cast<size_t>(i), 4);
+          return v;
+        };
         for (int k = 0; k < 4; ++k)
-          if (q[k] < -128 || q[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, q[k]);
-        if (q[2] > q[3]) bad("{}: the clamp [{}, {}] is empty", what, q[2], q[3]);
-        for (int64_t m = 0; m < M; ++m) {
-          int32_t mm[2];
-          std::memcpy(mm, p.weights.data() + (tab.addr - need("weight").addr) + 16 + 8 * static_cast<size_t>(m), sizeof mm);
-          if (!(mm[0] == 0 || (mm[0] >= (1 << 30)))) bad("{}: multiplier {} of channel {} is not 0 or in [2^30, 2^31)", what, mm[0], m);
-          if (mm[1] < -31 || mm[1] > 30) bad("{}: shift {} of channel {} is outside [-31, 30]", what, mm[1], m);
-        }
-        if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
+          if (word(tab, k) < -128 || word(tab, k) > 127) bad("{}: requantization word {} = {} is outside int8", what, k, word(tab, k));
+        if (word(tab, 2) > word(tab, 3)) bad("{}: the clamp [{}, {}] is empty", what, word(tab, 2), word(tab, 3));
         int64_t max_bias = 0;
         for (int64_t m = 0; m < M; ++m) {
-          int32_t bv;
-          std::memcpy(&bv, p.weights.data() + (b.addr - need("weight").addr) + 4 * static_cast<size_t>(m), 4);
-          max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(bv)));
+          const int32_t mult = word(tab, 4 + 2 * m), shift = word(tab, 5 + 2 * m);
+          if (!(mult == 0 || mult >= (1 << 30))) bad("{}: multiplier {} of channel {} is not 0 or in [2^30, 2^31)", what, mult, m);
+          if (shift < -31 || shift > 30) bad("{}: shift {} of channel {} is outside [-31, 30]", what, shift, m);
+          max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(word(b, m))));
         }
+        if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
         const int64_t taps = int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3];
         if (max_bias + taps * 255 * 128 > INT32_MAX)
           bad("{}: bias up to {} plus {} taps per output could overflow the int32 accumulator", what, max_bias, taps);
