@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -92,18 +93,40 @@ void qgemm_ref(int64_t M, int64_t N, int64_t K, const int8_t* a, int32_t za, con
 void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
                const QOutput& out, int8_t* y);
 
-/// qconv_ref's bits, fast (2-D convolutions; others fall back to qconv_ref): the input's channels widened once to
-/// int16 (x - zx) with zeros in the padding, then per output channel an int32 plane accumulated tap by tap along
-/// rows (vectorised across outputs). Integer sums are exact, so any order and any split of the output channels
-/// among `pool`'s threads gives the reference's accumulators and the same requantized bytes.
+/// The fast int8 convolution's instruction-set paths (each gives qconv_ref's bits).
+enum class QConvPath {
+  kBaseline,  // per-tap loop over an int16 plane, vectorised by the compiler for the baseline instruction set
+  kAvx2,      // vpmaddwd over an im2col of int16 pairs
+  kVnni,      // AVX-512 VNNI vpdpbusd over an im2col of unsigned quads, weights packed once
+};
+/// The widest path this CPU has; whether it has `path`; its name ("baseline", "avx2", "avx512_vnni").
+QConvPath bestQConvPath();
+bool cpuHasQConvPath(QConvPath path);
+const char* qconvPathName(QConvPath path);
+
+/// qconv_ref's bits, fast, for one layer: the weights packed once at construction (w and bias must outlive the
+/// object: the baseline and AVX2 paths read them on each run), then run() per input. 2-D convolutions take the
+/// chosen path; others (1-D, 3-D, windows far wider than the input) run qconv_ref. Integer sums are exact, so any
+/// order, any blocking and any split of the work among `pool`'s threads give the reference's bytes.
+class QConv {
+ public:
+  QConv(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, QOutput out,
+        QConvPath path = bestQConvPath());
+  ~QConv();
+  QConv(const QConv&) = delete;
+  QConv& operator=(const QConv&) = delete;
+  void run(const int8_t* x, int8_t* y, ThreadPool* pool) const;
+  QConvPath path() const { return path_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  QConvPath path_;
+};
+
+/// One call of QConv on the best path (packs the weights each call: layers that run more than once keep a QConv).
 void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
            int8_t* y, ThreadPool* pool);
-namespace detail {
-/// qconv on a chosen path (tests run every path the CPU has): avx2 = the vpmaddwd product over an im2col of pairs
-/// (the CPU must have AVX2), else the per-tap loop of the baseline instruction set.
-void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
-               int8_t* y, ThreadPool* pool, bool avx2);
-}  // namespace detail
 
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
 /// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].

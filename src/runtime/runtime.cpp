@@ -101,6 +101,7 @@ struct Runtime::Impl {
     bool int8 = false;          // conv in its int8 form (int8-affine): qconv_ref with q
     int32_t zx = 0;
     kernels::QOutput q;
+    std::unique_ptr<kernels::QConv> qconv;  // fast mode: the int8 weights packed once
   };
   std::vector<Step> steps;  // by seq
   std::vector<double> times;
@@ -211,6 +212,9 @@ struct Runtime::Impl {
           s.q.lo = t[2];
           s.q.hi = t[3];
           for (int64_t m = 0; m < s.cs.out_channels; ++m) s.q.multiplier.push_back({t[4 + 2 * m], t[5 + 2 * m]});
+          if (!opts.exact)  // (weights and bias are package constants: they outlive the step)
+            s.qconv = std::make_unique<kernels::QConv>(s.cs, reinterpret_cast<const int8_t*>(s.in[1]),
+                                                       reinterpret_cast<const int32_t*>(s.in[2]), s.zx, s.q);
           break;
         }
         s.w = weights(1);
@@ -445,10 +449,9 @@ struct Runtime::Impl {
       case LayerKind::kConv: {
         if (s.int8) {  // --exact: the scalar reference; fast: the same bits (exact integer sums)
           const auto* xi = reinterpret_cast<const int8_t*>(s.in[0]);
-          const auto* wi = reinterpret_cast<const int8_t*>(s.in[1]);
-          const auto* bi = reinterpret_cast<const int32_t*>(s.in[2]);
-          if (opts.exact) kernels::qconv_ref(s.cs, xi, s.zx, wi, bi, s.q, reinterpret_cast<int8_t*>(s.out));
-          else kernels::qconv(s.cs, xi, s.zx, wi, bi, s.q, reinterpret_cast<int8_t*>(s.out), pool.get());
+          if (s.qconv) return s.qconv->run(xi, reinterpret_cast<int8_t*>(s.out), pool.get());
+          kernels::qconv_ref(s.cs, xi, s.zx, reinterpret_cast<const int8_t*>(s.in[1]), reinterpret_cast<const int32_t*>(s.in[2]),
+                             s.q, reinterpret_cast<int8_t*>(s.out));
           return;
         }
         if (s.conv) {

@@ -206,19 +206,20 @@ TEST(QuantConv, MatchesTheFloatConvolutionOfTheIntegers) {
 }
 
 // The fast int8 convolution gives qconv_ref's bytes on each of its paths: random 2-D shapes (strides, dilations, pads on either side,
-// groups, depthwise, 1x1, a window that stops short of the input's end), zero points, clamps, per-channel
-// multipliers, at 1, 2 and 3 threads; 1-D falls back to the reference.
+// groups, depthwise, 1x1, a window that stops short of the input's end, tile and quad remainders), zero points, clamps,
+// per-channel multipliers, at 1, 2 and 3 threads, each weight packing used for several runs; 1-D falls back to the reference.
 TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 62; ++trial) {
+  for (int trial = 0; trial < 64; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9;
-    if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels
-      s.batch = 1, s.groups = trial == 60 ? 1 : 4, s.in_channels = 32, s.out_channels = 24;
-      s.in_spatial = {20, 19}, s.kernel = {3, 3}, s.stride = {1, trial == 60 ? 1 : 2}, s.dilation = {1, 1};
-      s.pad_begin = {1, 1}, s.out_spatial = {20, trial == 60 ? 19 : 10};
+    if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
+      const int64_t groups[] = {1, 4, 2, 40}, cin[] = {32, 32, 16, 40}, cout[] = {24, 24, 34, 40};
+      s.batch = 1, s.groups = groups[trial - 60], s.in_channels = cin[trial - 60], s.out_channels = cout[trial - 60];
+      s.in_spatial = {20, 19}, s.kernel = {3, 3}, s.stride = {1, trial % 2 == 0 ? 1 : 2}, s.dilation = {1, 1};
+      s.pad_begin = {1, 1}, s.out_spatial = {20, trial % 2 == 0 ? 19 : 10};
     }
     const int64_t g = trial % 4 == 1 ? ch(rng) : 1, mg = trial % 4 == 1 ? 1 : ch(rng);
     int64_t cg = ch(rng);
@@ -256,12 +257,14 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     }
     std::vector<int8_t> want(static_cast<size_t>(s.batch * s.out_channels * out_sz));
     qconv_ref(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, want.data());
-    for (bool avx2 : {false, true}) {
-      if (avx2 && !__builtin_cpu_supports("avx2")) continue;  // the paths this CPU has
+    for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni}) {
+      if (!cpuHasQConvPath(path)) continue;  // the paths this CPU has
+      const QConv conv(s, w.data(), trial % 6 == 0 ? nullptr : bias.data(), zx, out, path);
+      ASSERT_EQ(conv.path(), path);
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
         std::vector<int8_t> got(want.size(), 99);
-        detail::qconvPath(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, got.data(), pool, avx2);
-        ASSERT_EQ(got, want) << "trial " << trial << (avx2 ? ", avx2, " : ", baseline, ") << (pool ? pool->size() : 1) << " threads";
+        conv.run(x.data(), got.data(), pool);
+        ASSERT_EQ(got, want) << "trial " << trial << ", " << qconvPathName(path) << ", " << (pool ? pool->size() : 1) << " threads";
       }
     }
     std::vector<int8_t> got(want.size(), 99);  // and the dispatched entry point

@@ -3,6 +3,7 @@
 // order of the taps and the split of the output channels among threads cannot change a bit.
 #include "kernels/quant.hpp"
 #include "kernels/ref/parallel_units.hpp"
+#include "kernels/x86/qconv_vnni.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -32,15 +33,89 @@ namespace {
 using TapFn = void (*)(int32_t*, const int16_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t);
 }  // namespace
 
-void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
-           int8_t* y, ThreadPool* pool) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  detail::qconvPath(s, x, zx, w, bias, out, y, pool, avx2);
+QConvPath bestQConvPath() {
+  static const QConvPath best = [] {
+    __builtin_cpu_init();
+    if (cpuHasQConvPath(QConvPath::kVnni)) return QConvPath::kVnni;
+    return cpuHasQConvPath(QConvPath::kAvx2) ? QConvPath::kAvx2 : QConvPath::kBaseline;
+  }();
+  return best;
 }
 
-void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
-                       const QOutput& out, int8_t* y, ThreadPool* pool, bool avx2) {
-  if (s.in_spatial.size() != 2) return qconv_ref(s, x, zx, w, bias, out, y);
+bool cpuHasQConvPath(QConvPath path) {
+  switch (path) {
+    case QConvPath::kBaseline: return true;
+    case QConvPath::kAvx2: return __builtin_cpu_supports("avx2");
+    case QConvPath::kVnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+const char* qconvPathName(QConvPath path) {
+  switch (path) {
+    case QConvPath::kBaseline: return "baseline";
+    case QConvPath::kAvx2: return "avx2";
+    case QConvPath::kVnni: return "avx512_vnni";
+  }
+  return "?";
+}
+
+namespace {
+/// The per-call paths (the weights are re-read on each run).
+void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
+               const QOutput& out, int8_t* y, ThreadPool* pool, bool avx2);
+
+/// The padded plane covers every tap of every output; a window far wider than the input (huge kernels or dilations,
+/// allowed by the format) would make it enormous: the reference walks such shapes without one.
+bool planeIsReasonable(const ConvShape& s) {
+  if (s.in_spatial.size() != 2) return false;
+  const int64_t HP = std::max<int64_t>((s.out_spatial[0] - 1) * s.stride[0] + (s.kernel[0] - 1) * s.dilation[0] + 1, 1);
+  const int64_t WP = std::max<int64_t>((s.out_spatial[1] - 1) * s.stride[1] + (s.kernel[1] - 1) * s.dilation[1] + 1, 1);
+  return HP * WP <= 4 * s.in_spatial[0] * s.in_spatial[1] + 65536;
+}
+}  // namespace
+
+struct QConv::Impl {
+  ConvShape shape;
+  const int8_t* w;
+  const int32_t* bias;
+  int32_t zx;
+  QOutput out;
+  bool fast = false;            // else qconv_ref
+  detail::QConvVnniPlan vnni;   // the VNNI path's packed weights
+};
+
+QConv::QConv(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, QOutput out, QConvPath path)
+    : impl_(std::make_unique<Impl>()), path_(path) {
+  if (!cpuHasQConvPath(path)) path_ = path = bestQConvPath();
+  impl_->shape = s;
+  impl_->w = w;
+  impl_->bias = bias;
+  impl_->zx = zx;
+  impl_->fast = planeIsReasonable(s);
+  if (impl_->fast && path == QConvPath::kVnni) impl_->vnni = detail::planQConvVnni(s, w, bias, zx, out);
+  impl_->out = std::move(out);
+}
+
+QConv::~QConv() = default;
+
+void QConv::run(const int8_t* x, int8_t* y, ThreadPool* pool) const {
+  const Impl& p = *impl_;
+  if (!p.fast) return qconv_ref(p.shape, x, p.zx, p.w, p.bias, p.out, y);
+  if (path_ == QConvPath::kVnni) return detail::qconvVnni(p.vnni, x, y, pool);
+  qconvPath(p.shape, x, p.zx, p.w, p.bias, p.out, y, pool, path_ == QConvPath::kAvx2);
+}
+
+void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
+           int8_t* y, ThreadPool* pool) {
+  QConv(s, w, bias, zx, out).run(x, y, pool);
+}
+
+namespace {
+void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
+               const QOutput& out, int8_t* y, ThreadPool* pool, bool avx2) {
   const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
   const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
   const int64_t KH = s.kernel[0], KW = s.kernel[1], SH = s.stride[0], SW = s.stride[1], DH = s.dilation[0],
@@ -50,9 +125,6 @@ void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const in
   const TapFn tap = accumulateTapBaseline;  // (with AVX2 the im2col product below runs instead)
   std::vector<int16_t> b2;
   std::vector<int32_t> a2;
-  // A window far wider than the input (huge kernels or dilations, allowed by the format) would make the padded plane
-  // enormous: the reference walks such shapes without one.
-  if (HP * WP > 4 * H * W + 65536) return qconv_ref(s, x, zx, w, bias, out, y);
   std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP));
   std::vector<int32_t> acc_all(static_cast<size_t>(M * OH * OW));
   for (int64_t n = 0; n < s.batch; ++n) {
@@ -150,5 +222,7 @@ void detail::qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const in
     });
   }
 }
+
+}  // namespace
 
 }  // namespace npuc::kernels

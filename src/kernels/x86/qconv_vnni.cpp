@@ -1,0 +1,269 @@
+// The fast int8 convolution's AVX-512 VNNI path (-mavx512vnni; chosen at run time by kernels/x86/qconv.cpp).
+//
+// vpdpbusd multiplies 4 unsigned bytes by 4 signed bytes and adds the four products to an int32 lane. The
+// activations become unsigned by an offset of 128 (xu = x + 128, the padding xu = zx + 128), so
+//   sum_k (x_k - zx) * w_k = sum_k xu_k * w_k - (zx + 128) * sum_k w_k
+// over every tap of the window (a padded tap has xu = zx + 128 and so adds nothing to the left side). The last
+// term is a per-channel constant, folded into the bias once when the weights are packed (QConvVnniPlan). The
+// product runs over an im2col of quads, B [K4][P16][4] (four consecutive taps of one output pixel in one int32),
+// vectorised across output pixels: each zmm holds 16 pixels of one output channel, each vpdpbusd four taps of
+// them, the weights broadcast four at a time. A microkernel keeps up to 6 channels x 64 pixels of int32 sums in
+// registers and requantizes them there (multiplyByMultiplier's bits, see kernels/quant.hpp).
+//
+// Every step is exact integer arithmetic. vpdpbusd's int32 sums wrap modulo 2^32 like every add here, and the
+// validated bound |bias| + K * 255 * 128 < 2^31 keeps the final sum in range, so the result equals the
+// reference's whatever the order of the taps, the blocking or the split among threads.
+#include "kernels/x86/qconv_vnni.hpp"
+#include "kernels/ref/parallel_units.hpp"
+
+// GCC 12's AVX-512 integer intrinsics start from _mm512_undefined_epi32() (a self-initialised variable), which
+// -Wmaybe-uninitialized reports at every use when inlined (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace npuc::kernels::detail {
+
+namespace {
+
+constexpr int kMaxRows = 6;  // output channels per microkernel call
+constexpr int kMaxVecs = 4;  // 16-pixel vectors per microkernel call
+
+/// Requantizes 16 int32 sums of one channel (multiplier without left shift) and stores `n` <= 16 bytes.
+inline void requantizeStore(__m512i acc, const Multiplier& mm, int32_t zp, int32_t lo, int32_t hi, int8_t* y, int n) {
+  if (mm.shift > 0) {  // a factor above 1: rare, the scalar primitive
+    alignas(64) int32_t a[16];
+    _mm512_store_si512(a, acc);
+    for (int i = 0; i < n; ++i) y[i] = static_cast<int8_t>(std::clamp(zp + multiplyByMultiplier(a[i], mm), lo, hi));
+    return;
+  }
+  const int right = -mm.shift;
+  const __m512i mv = _mm512_set1_epi32(mm.m), round = _mm512_set1_epi64(int64_t{1} << 30);
+  // The rounding doubling high multiply on even and odd lanes as 64-bit products: the low 32 bits of
+  // (p + 2^30) >> 31 are the same for a logical and an arithmetic shift, and the result fits int32 (m > 0).
+  const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(acc, mv), round), 31);
+  const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), mv), round);
+  __m512i q = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32));
+  // The rounding right shift: x >> e plus one where the remainder exceeds half (half away from zero).
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << right) - 1);
+  const __m512i rem = _mm512_and_si512(q, _mm512_set1_epi32(mask));
+  const __m512i threshold = _mm512_add_epi32(_mm512_set1_epi32(mask >> 1), _mm512_srli_epi32(q, 31));
+  const __mmask16 up = _mm512_cmpgt_epi32_mask(rem, threshold);
+  q = _mm512_sra_epi32(q, _mm_cvtsi32_si128(right));
+  q = _mm512_mask_add_epi32(q, up, q, _mm512_set1_epi32(1));
+  q = _mm512_add_epi32(q, _mm512_set1_epi32(zp));
+  q = _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
+  _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), _mm512_cvtepi32_epi8(q));
+}
+
+/// y rows [ROWS][pixels p0 .. p0 + n) of one group: acc = bias + A4 · B4 over K4 quads, requantized.
+/// a: ROWS weight rows (K4 int32 each, consecutive), b: B4 at pixel p0 (quad row stride `bstride` int32s).
+template <int ROWS, int VECS>
+void microkernel(const int32_t* a, int64_t K4, const int32_t* b, int64_t bstride, const int32_t* bias,
+                 const Multiplier* mul, const QOutput& out, int8_t* y, int64_t ystride, int64_t n) {
+  __m512i acc[ROWS][VECS];
+  for (int r = 0; r < ROWS; ++r)
+    for (int v = 0; v < VECS; ++v) acc[r][v] = _mm512_set1_epi32(bias[r]);
+  for (int64_t k = 0; k < K4; ++k) {
+    __m512i bv[VECS];
+    for (int v = 0; v < VECS; ++v) bv[v] = _mm512_loadu_si512(b + k * bstride + v * 16);
+    for (int r = 0; r < ROWS; ++r) {
+      const __m512i av = _mm512_set1_epi32(a[r * K4 + k]);
+      for (int v = 0; v < VECS; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], bv[v], av);
+    }
+  }
+  for (int r = 0; r < ROWS; ++r)
+    for (int v = 0; v < VECS; ++v) {
+      const int64_t left = n - v * 16;
+      if (left <= 0) break;
+      requantizeStore(acc[r][v], mul[r], out.zero_point, out.lo, out.hi, y + r * ystride + v * 16,
+                      static_cast<int>(std::min<int64_t>(left, 16)));
+    }
+}
+
+using Micro = void (*)(const int32_t*, int64_t, const int32_t*, int64_t, const int32_t*, const Multiplier*,
+                       const QOutput&, int8_t*, int64_t, int64_t);
+
+template <int ROWS>
+constexpr Micro pick(int vecs) {
+  return vecs == 1 ? microkernel<ROWS, 1> : vecs == 2 ? microkernel<ROWS, 2> : vecs == 3 ? microkernel<ROWS, 3> : microkernel<ROWS, 4>;
+}
+Micro pickMicro(int rows, int vecs) {
+  switch (rows) {
+    case 1: return pick<1>(vecs);
+    case 2: return pick<2>(vecs);
+    case 3: return pick<3>(vecs);
+    case 4: return pick<4>(vecs);
+    case 5: return pick<5>(vecs);
+    default: return pick<6>(vecs);
+  }
+}
+
+/// Interleaves four byte rows into quads: d[4 i + j] = r_j[i * step], i < n.
+void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, int64_t n, int64_t step,
+                 uint8_t* d) {
+  int64_t i = 0;
+  if (step == 1) {
+    for (; i + 16 <= n; i += 16) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + i));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r2 + i));
+      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r3 + i));
+      const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+      const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+      __m128i* o = reinterpret_cast<__m128i*>(d + 4 * i);
+      _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab0, ce0));
+      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
+      _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
+      _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
+    }
+  }
+  for (; i < n; ++i) {
+    d[4 * i] = r0[i * step];
+    d[4 * i + 1] = r1[i * step];
+    d[4 * i + 2] = r2[i * step];
+    d[4 * i + 3] = r3[i * step];
+  }
+}
+
+}  // namespace
+
+void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool) {
+  const ConvShape& s = plan.shape;
+  const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
+  const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
+  const int64_t KH = s.kernel[0], KW = s.kernel[1], SH = s.stride[0], SW = s.stride[1], DH = s.dilation[0],
+                DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
+  const int64_t HP = plan.hp, WP = plan.wp, K = cg * KH * KW, K4 = plan.k4, P = OH * OW, P16 = (P + 15) / 16 * 16;
+  const uint8_t pad = static_cast<uint8_t>(plan.zx + 128);
+  std::unique_ptr<uint8_t[]> xp(new uint8_t[static_cast<size_t>(C * HP * WP)]);
+  // The im2col of a group: B4 [K4][P16] quads. Where groups run in parallel, each chunk has its own.
+  const bool by_group = G > 1 && mg < 2 * kMaxRows;
+  const size_t b_bytes = static_cast<size_t>(K4 * P16 * 4);
+  std::unique_ptr<uint8_t[]> b_shared(by_group ? nullptr : new uint8_t[b_bytes]);
+
+  auto buildB = [&](int64_t grp, uint8_t* b, int64_t q0, int64_t q1) {  // quad rows [q0, q1)
+    const uint8_t* zero_row = nullptr;
+    for (int64_t q = q0; q < q1; ++q) {
+      const uint8_t* plane[4];
+      int64_t live = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int64_t k = 4 * q + j;
+        if (k >= K) {
+          plane[j] = zero_row;
+          continue;
+        }
+        const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+        plane[j] = xp.get() + (grp * cg + cl) * HP * WP + kh * DH * WP + kw * DW;
+        ++live;
+      }
+      uint8_t* dst = b + q * P16 * 4;
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        const int64_t off = oy * SH * WP;
+        uint8_t* d = dst + oy * OW * 4;
+        if (live == 4) {
+          interleave4(plane[0] + off, plane[1] + off, plane[2] + off, plane[3] + off, OW, SW, d);
+          continue;
+        }
+        for (int64_t ox = 0; ox < OW; ++ox)  // the last quad of a K not divisible by 4: weights 0 past K
+          for (int j = 0; j < 4; ++j) d[4 * ox + j] = plane[j] ? plane[j][off + ox * SW] : 0;
+      }
+      std::fill(dst + P * 4, dst + P16 * 4, uint8_t{0});
+    }
+  };
+  for (int64_t nb = 0; nb < s.batch; ++nb) {
+    const int8_t* xn = x + nb * C * H * W;
+    // The offset plane of every channel: x + 128 inside the input, zx + 128 in the padding.
+    parallelUnits(pool, C, HP * WP, [&](int64_t c0, int64_t c1) {
+      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+      const int64_t q0 = std::clamp<int64_t>(PL, 0, WP), q1 = std::clamp<int64_t>(PL + W, q0, WP);
+      for (int64_t c = c0; c < c1; ++c) {
+        uint8_t* pc = xp.get() + c * HP * WP;
+        for (int64_t r = 0; r < HP; ++r) {
+          uint8_t* row = pc + r * WP;
+          const int64_t ih = r - PT;
+          if (ih < 0 || ih >= H) {
+            std::fill(row, row + WP, pad);
+            continue;
+          }
+          std::fill(row, row + q0, pad);
+          const int8_t* src = xn + (c * H + ih) * W - PL;  // plane column q is input column q - PL
+          int64_t q = q0;
+          for (; q + 16 <= q1; q += 16)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(row + q),
+                             _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + q)), flip));
+          for (; q < q1; ++q) row[q] = static_cast<uint8_t>(src[q] ^ 0x80);
+          std::fill(row + q1, row + WP, pad);
+        }
+      }
+    });
+    int8_t* yn = y + nb * M * P;
+    // Rows [r0, r1) of a group's output, over pixel tiles: a tile of B stays in cache while the rows pass over it.
+    auto product = [&](int64_t grp, const uint8_t* b, int64_t r0, int64_t r1) {
+      const int32_t* b4 = reinterpret_cast<const int32_t*>(b);
+      for (int64_t p0 = 0; p0 < P; p0 += kMaxVecs * 16) {
+        const int64_t n = std::min<int64_t>(kMaxVecs * 16, P - p0);
+        const int vecs = static_cast<int>((n + 15) / 16);
+        for (int64_t r = r0; r < r1; r += kMaxRows) {
+          const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, r1 - r));
+          const int64_t m = grp * mg + r;
+          pickMicro(rows, vecs)(plan.a4.data() + m * K4, K4, b4 + p0, P16, plan.bias.data() + m, plan.mul.data() + m,
+                                plan.out, yn + m * P + p0, P, n);
+        }
+      }
+    };
+    if (by_group) {  // small groups (depthwise and the like): whole groups per thread, each with its own im2col
+      parallelUnits(pool, G, mg * K * P, [&](int64_t g0, int64_t g1) {
+        std::unique_ptr<uint8_t[]> b(new uint8_t[b_bytes]);
+        for (int64_t grp = g0; grp < g1; ++grp) {
+          buildB(grp, b.get(), 0, K4);
+          product(grp, b.get(), 0, mg);
+        }
+      });
+      continue;
+    }
+    for (int64_t grp = 0; grp < G; ++grp) {
+      parallelUnits(pool, K4, 4 * P, [&](int64_t q0, int64_t q1) { buildB(grp, b_shared.get(), q0, q1); });
+      // Threads split the rows in multiples of the microkernel's height.
+      const int64_t blocks = (mg + kMaxRows - 1) / kMaxRows;
+      parallelUnits(pool, blocks, kMaxRows * K * P, [&](int64_t b0, int64_t b1) {
+        product(grp, b_shared.get(), b0 * kMaxRows, std::min(mg, b1 * kMaxRows));
+      });
+    }
+  }
+}
+
+QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, const QOutput& out) {
+  QConvVnniPlan p;
+  p.shape = s;
+  p.zx = zx;
+  p.out = out;
+  const int64_t M = s.out_channels, cg = s.in_channels / s.groups, K = cg * s.kernel[0] * s.kernel[1];
+  p.k4 = (K + 3) / 4;
+  p.hp = std::max<int64_t>((s.out_spatial[0] - 1) * s.stride[0] + (s.kernel[0] - 1) * s.dilation[0] + 1, 1);
+  p.wp = std::max<int64_t>((s.out_spatial[1] - 1) * s.stride[1] + (s.kernel[1] - 1) * s.dilation[1] + 1, 1);
+  p.a4.assign(static_cast<size_t>(M * p.k4), 0);
+  p.bias.resize(static_cast<size_t>(M));
+  p.mul.resize(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m) {
+    int64_t sum = 0;
+    auto* a = reinterpret_cast<uint8_t*>(p.a4.data() + m * p.k4);
+    for (int64_t k = 0; k < K; ++k) {
+      const int8_t v = w[m * K + k];
+      a[k] = static_cast<uint8_t>(v);
+      sum += v;
+    }
+    // (wraps modulo 2^32 like the sums it corrects; the true total is in range)
+    const uint32_t corr = static_cast<uint32_t>(bias != nullptr ? bias[m] : 0) -
+                          static_cast<uint32_t>((static_cast<int64_t>(zx) + 128) * sum);
+    p.bias[static_cast<size_t>(m)] = static_cast<int32_t>(corr);
+    p.mul[static_cast<size_t>(m)] = out.of(m);
+  }
+  return p;
+}
+
+}  // namespace npuc::kernels::detail

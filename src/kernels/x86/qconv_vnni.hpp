@@ -1,0 +1,27 @@
+// The AVX-512 VNNI int8 convolution (kernels/x86/qconv_vnni.cpp): its packed weights and the entry point. Internal to
+// the kernels library; callers use kernels::QConv (kernels/quant.hpp).
+#pragma once
+
+#include "kernels/quant.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace npuc::kernels::detail {
+
+/// What the VNNI path packs once per layer: the weights as quads of consecutive taps (A4 [M][K4] int32, zeros past
+/// K), the bias minus (zx + 128) * sum_k w (the unsigned-offset correction) and each channel's multiplier.
+struct QConvVnniPlan {
+  ConvShape shape;
+  int32_t zx = 0;
+  QOutput out;
+  int64_t k4 = 0, hp = 0, wp = 0;  // quads per row; the padded plane's height and width
+  std::vector<int32_t> a4, bias;
+  std::vector<Multiplier> mul;
+};
+
+/// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI.)
+QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, const QOutput& out);
+void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool);
+
+}  // namespace npuc::kernels::detail
