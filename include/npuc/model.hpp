@@ -142,8 +142,9 @@ struct QuantizeOptions {
   bool per_channel = true;        // weights per output channel (opset >= 13), else per tensor
   int threads = 0;                // calibration threads (0: all cores)
   /// Also turn each DequantizeLinear -> Conv -> QuantizeLinear run into one integer convolution (ai.npuc QConv:
-  /// int8 operands, int32 accumulation, multiplier + shift requantization; docs/numerics.md), as int8-affine packages
-  /// compute it. The result is then npuc's own model (not standard ONNX).
+  /// int8 operands, int32 accumulation, multiplier + shift requantization; docs/numerics.md), and each such run
+  /// around an Add of two same-shape tensors into an integer addition (ai.npuc QAdd), as int8-affine packages
+  /// compute them. The result is then npuc's own model (not standard ONNX).
   bool integer_layers = false;
 };
 /// One tensor of the quantization table.
@@ -164,7 +165,7 @@ struct QuantizeReport {
   std::vector<QuantizedTensor> tensors;
   std::vector<std::string> warnings;
   size_t samples = 0;       // calibration samples used
-  int integer_layers = 0;   // convolutions turned into integer layers (QuantizeOptions::integer_layers)
+  int integer_layers = 0;   // layers (convolutions, additions) turned into integer layers (QuantizeOptions::integer_layers)
 };
 
 /// The quantization table as CSV (name, kind, lo, hi, scale, zero_point, channels, warning), written atomically.

@@ -7,6 +7,14 @@
 
 namespace npuc::codegen::detail {
 
+namespace {
+std::vector<uint8_t> i32bytes(const std::vector<int32_t>& v) {
+  std::vector<uint8_t> out(v.size() * 4);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+}  // namespace
+
 void Lowerer::quantizeNode(const ir::Node& n) {
   const bool q = n.op == "QuantizeLinear";
   if (t_.numerics != Numerics::kInt8Affine)
@@ -63,11 +71,6 @@ void Lowerer::qconvNode(const ir::Node& n) {
     table.push_back(static_cast<int32_t>(mult.at(k)));
     table.push_back(static_cast<int32_t>(shift.at(k)));
   }
-  auto i32bytes = [](const std::vector<int32_t>& v) {
-    std::vector<uint8_t> out(v.size() * 4);
-    std::memcpy(out.data(), v.data(), out.size());
-    return out;
-  };
   int bv = weightVal(b ? g_.value(n.inputs[2]).name : n.name + "/bias", {M}, i32bytes(bias), ElemType::kI32);
   int tv = weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
   const Shape& ys = g_.value(n.outputs[0]).type.shape;
@@ -75,8 +78,29 @@ void Lowerer::qconvNode(const ir::Node& n) {
   d.views = {xs, w->shape(), {M}, {static_cast<int64_t>(table.size())}, ys};
 }
 
+/// ai.npuc QAdd -> a binary layer (add) in its int8 form: a, b int8 of one shape, and the requantization table int32
+/// [a_zero_point, b_zero_point, y_zero_point, y_min, y_max, multiplier of a, multiplier of b, shift].
+void Lowerer::qaddNode(const ir::Node& n) {
+  if (t_.numerics != Numerics::kInt8Affine)
+    unsupported(n, "QAdd has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
+                numericsName(t_.numerics));
+  std::vector<int32_t> table;
+  for (const char* a : {"a_zero_point", "b_zero_point", "y_zero_point", "y_min", "y_max"})
+    table.push_back(static_cast<int32_t>(n.attrInt(a, 0)));
+  table[3] = static_cast<int32_t>(n.attrInt("y_min", -128));
+  table[4] = static_cast<int32_t>(n.attrInt("y_max", 127));
+  auto mult = n.attrInts("multipliers");
+  table.push_back(static_cast<int32_t>(mult.at(0)));
+  table.push_back(static_cast<int32_t>(mult.at(1)));
+  table.push_back(static_cast<int32_t>(n.attrInt("shift", 1)));
+  const int a = in(n, 0), b = in(n, 1);
+  int tv = weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
+  emit(n, LayerKind::kBinary, {a, b, tv}, outVal(n, n.outputs[0]), {binaryCode("Add")});
+}
+
 void registerQuantLowerings(LowerTable& t) {
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
+  t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"", "QuantizeLinear"}] = &Lowerer::quantizeNode;
   t[{"", "DequantizeLinear"}] = &Lowerer::quantizeNode;
 }

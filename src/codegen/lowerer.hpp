@@ -437,6 +437,7 @@ class Lowerer {
   void whereNode(const ir::Node& n);
   void quantizeNode(const ir::Node& n);  // lower_quant.cpp
   void qconvNode(const ir::Node& n);
+  void qaddNode(const ir::Node& n);
   void einsum(const ir::Node& n);
 
 

@@ -125,12 +125,35 @@ void qconv(KernelCall& c) {
                  c.has(2) ? c.input(2).data<int32_t>() : nullptr, out, y.data<int8_t>(), c.pool);
 }
 
+/// The parameters of an ai.npuc QAdd node (validated by its schema).
+kernels::QAddParams qaddParamsOf(const ir::Node& n) {
+  kernels::QAddParams p;
+  p.za = static_cast<int32_t>(n.attrInt("a_zero_point", 0));
+  p.zb = static_cast<int32_t>(n.attrInt("b_zero_point", 0));
+  p.zy = static_cast<int32_t>(n.attrInt("y_zero_point", 0));
+  p.lo = static_cast<int32_t>(n.attrInt("y_min", -128));
+  p.hi = static_cast<int32_t>(n.attrInt("y_max", 127));
+  auto m = n.attrInts("multipliers");
+  p.ma = static_cast<int32_t>(m[0]);
+  p.mb = static_cast<int32_t>(m[1]);
+  p.shift = static_cast<int32_t>(n.attrInt("shift", 1));
+  return p;
+}
+
+/// ai.npuc QAdd: the int8-affine addition (kernels::qadd: qadd_ref's bits, as the package's int8 binary layer).
+void qadd(KernelCall& c) {
+  const Tensor& a = c.input(0);
+  Tensor& y = c.alloc(0);
+  kernels::qadd(a.numel(), a.data<int8_t>(), c.input(1).data<int8_t>(), qaddParamsOf(c.node), y.data<int8_t>(), c.pool);
+}
+
 }  // namespace
 
 void registerQuantKernels(KernelRegistry& r) {
   r.addFn("QuantizeLinear", quantizeLinear);
   r.addFn("DequantizeLinear", dequantizeLinear);
   r.addFn("QConv", qconv, "ai.npuc");
+  r.addFn("QAdd", qadd, "ai.npuc");
 }
 
 }  // namespace npuc::engine

@@ -128,6 +128,26 @@ class QConv {
 void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
            int8_t* y, ThreadPool* pool);
 
+/// The int8-affine addition y = a + b of three tensors with their own (scale, zero point), in integers
+/// (docs/numerics.md): one exact int32 sum of the operands scaled by 16-bit multipliers, one rounding shift,
+///   acc = (a - za) * ma + (b - zb) * mb        ma, mb in [0, 2^15): round(sa / sy * 2^shift), round(sb / sy * 2^shift)
+///   y   = clamp(zy + floor((acc + 2^(shift - 1)) / 2^shift), lo, hi)     (rounds half toward +inf)
+/// shift in [1, 30] is the largest that keeps both multipliers below 2^15 (the larger in [2^14, 2^15)), so each
+/// scale ratio carries 15 significant bits: |acc / 2^shift - the real sum| <= 255 * 2^-14 * max(sa, sb) / sy.
+/// (a - za, b - zb) pairs times (ma, mb) is one vpmaddwd: the form vectorises as a dot product of int16 pairs.
+struct QAddParams {
+  int32_t za = 0, zb = 0, zy = 0, lo = -128, hi = 127;
+  int32_t ma = 0, mb = 0, shift = 1;
+};
+/// The parameters of y = a + b for the scales and zero points given (the compile-time step; a fused Relu / Clip
+/// narrows [lo, hi]). Throws std::invalid_argument for scales that are not finite and positive, or an operand scale
+/// 2^14 times the output's or more (no shift of at least 1 fits).
+QAddParams qaddParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int32_t lo = -128, int32_t hi = 127);
+/// n elements of y = a + b (same shape).
+void qadd_ref(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
+/// qadd_ref's bits, fast (AVX-512 where the CPU has it, else the reference in chunks on `pool`'s threads).
+void qadd(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y, ThreadPool* pool);
+
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
 /// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].
 void requantize_ref(int64_t outer, int64_t channels, int64_t inner, const int32_t* acc, const QOutput& out, int8_t* y);

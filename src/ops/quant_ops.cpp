@@ -91,6 +91,33 @@ void registerQuantNpucOps(Registry& r) {
     return shapeNumel(out[0].shape) * (shapeNumel(in[1].shape) / in[1].shape[0]);
   };
   r.add(s);
+  // The int8-affine addition (docs/numerics.md): what DequantizeLinear (a), DequantizeLinear (b) -> Add (+ Relu /
+  // Clip) -> QuantizeLinear becomes on an integer device.
+  OpSchema a = makeSchema("QAdd", 2, 2,
+                          "int8-affine addition of two int8 tensors of one shape: acc = (a - a_zero_point) * multipliers[0] "
+                          "+ (b - b_zero_point) * multipliers[1], y = clamp(y_zero_point + floor((acc + 2^(shift-1)) / "
+                          "2^shift), y_min, y_max) (docs/numerics.md)",
+                          [](InferContext& c) {
+                            if (c.inputDType(0) != DType::kI8 || c.inputDType(1) != DType::kI8)
+                              c.error("a and b must be int8, got {} and {}", dtypeName(c.inputDType(0)), dtypeName(c.inputDType(1)));
+                            if (c.inputShape(0) != c.inputShape(1))
+                              c.error("a {} and b {} must have one shape", shapeStr(c.inputShape(0)), shapeStr(c.inputShape(1)));
+                            auto m = c.node().attrInts("multipliers");
+                            if (m.size() != 2) c.error("multipliers: {} values (2: a, b)", m.size());
+                            for (size_t i = 0; i < 2; ++i)
+                              if (m[i] < 0 || m[i] >= 32768) c.error("multiplier {} = {} is outside [0, 2^15)", i, m[i]);
+                            const int64_t sh = c.node().attrInt("shift", 0);
+                            if (sh < 1 || sh > 30) c.error("shift {} is outside [1, 30]", sh);
+                            for (const char* z : {"a_zero_point", "b_zero_point", "y_zero_point", "y_min", "y_max"}) {
+                              int64_t v = c.node().attrInt(z, 0);
+                              if (v < -128 || v > 127) c.error("{} = {} is outside int8", z, v);
+                            }
+                            if (c.node().attrInt("y_min", -128) > c.node().attrInt("y_max", 127)) c.error("y_min above y_max");
+                            c.setOutput(0, DType::kI8, c.inputShape(0));
+                          });
+  a.domain = "ai.npuc";
+  r.add(a);
 }
+
 
 }  // namespace npuc::ops

@@ -467,8 +467,32 @@ struct Checker {
       }
       case LayerKind::kBinary: {
         const TensorRef& b = d.in(1);
-        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
         if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
+        if (x.type == ElemType::kI8) {  // the int8 form (int8-affine packages): an addition (docs/numerics.md)
+          if (p.numerics != Numerics::kInt8Affine) bad("{}: int8 additions belong to int8-affine packages", what);
+          if (binaryOpNames()[w[0]] != std::string_view("Add")) bad("{}: the int8 form is an addition, not {}", what, binaryOpNames()[w[0]]);
+          if (d.n_in != 3) bad("{}: the int8 form takes 3 inputs (a, b, requantization), got {}", what, d.n_in);
+          typeIs(b, ElemType::kI8, "b");
+          typeIs(y, ElemType::kI8, "y");
+          if (dimsOf(x) != dimsOf(y) || dimsOf(b) != dimsOf(y))
+            bad("{}: the int8 form adds tensors of one shape, got {} + {} -> {}", what, dimsStr(x), dimsStr(b), dimsStr(y));
+          const TensorRef& tab = d.in(2);
+          if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] != 8)
+            bad("{}: the requantization table must be int32 [8], got {} {}", what, elemName(tab.type), dimsStr(tab));
+          weightRef(tab, what + ": requantization");
+          int32_t t[8];
+          std::memcpy(t, p.weights.data() + (tab.addr - need("weight").addr), sizeof t);
+          for (int k = 0; k < 5; ++k)
+            if (t[k] < -128 || t[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, t[k]);
+          if (t[3] > t[4]) bad("{}: the clamp [{}, {}] is empty", what, t[3], t[4]);
+          for (int k = 5; k < 7; ++k)
+            if (t[k] < 0 || t[k] >= 32768) bad("{}: multiplier {} is outside [0, 2^15)", what, t[k]);
+          if (t[7] < 1 || t[7] > 30) bad("{}: shift {} is outside [1, 30]", what, t[7]);
+          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
+          break;
+        }
+        if (d.n_in != 2) bad("{}: {} inputs (the float form takes 2)", what, d.n_in);
+        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
         for (const TensorRef* r : {&x, &b}) {
           if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
           for (int i = 0; i < r->rank; ++i) {

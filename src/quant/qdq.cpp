@@ -249,6 +249,64 @@ std::optional<QParams> qparams(const ir::Graph& g, ir::ValueId v, const char* op
   return q;
 }
 
+/// How a layer's output y reaches int8: an optional fused activation (the layer's own `act`, or a Relu / Clip node
+/// that is y's only reader, as in a QDQ model as exported) then a per-tensor int8 QuantizeLinear that is the only
+/// reader; the activation becomes the clamp [lo, hi] in y's integer domain.
+struct QuantizedOutput {
+  const ir::Node* act_node = nullptr;  // the Relu / Clip node fused, if any
+  const ir::Node* q = nullptr;         // the QuantizeLinear
+  float scale = 0;
+  int64_t zero_point = 0, lo = -128, hi = 127;
+};
+
+std::optional<QuantizedOutput> quantizedOutput(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs,
+                                               ir::ValueId y, std::string act, float act_lo, float act_hi) {
+  auto u = uses.find(y);
+  if (outputs.count(y) || u == uses.end() || u->second.size() != 1) return std::nullopt;
+  QuantizedOutput o;
+  if (const ir::Node& r = g.node(u->second[0].first); act.empty() && r.domain.empty() && (r.op == "Relu" || r.op == "Clip") &&
+                                                      r.outputs.size() == 1 && !outputs.count(r.outputs[0])) {
+    auto ru = uses.find(r.outputs[0]);
+    if (ru == uses.end() || ru->second.size() != 1) return std::nullopt;
+    if (r.op == "Clip") {
+      auto b = ops::clipBounds(g, r);
+      if (!b) return std::nullopt;
+      act_lo = b->first;
+      act_hi = b->second;
+    }
+    act = r.op;
+    o.act_node = &r;
+    u = ru;
+  }
+  const ir::Node& qn = g.node(u->second[0].first);
+  if (qn.op != "QuantizeLinear" || !qn.domain.empty() || qn.outputs.size() != 1) return std::nullopt;
+  auto q = qparams(g, qn.outputs[0], "QuantizeLinear");
+  if (!q || q->scale.size() != 1 || g.value(qn.outputs[0]).type.dtype != DType::kI8) return std::nullopt;
+  o.q = &qn;
+  o.scale = q->scale[0];
+  if (!(o.scale > 0) || !std::isfinite(o.scale)) return std::nullopt;
+  o.zero_point = q->zero_point[0];
+  if (act == "Relu") {
+    o.lo = o.zero_point;
+  } else if (act == "Clip") {
+    // (a missing bound is ±FLT_MAX: clamped before rounding)
+    o.lo = std::max<int64_t>(-128, o.zero_point + std::lround(std::clamp(act_lo / o.scale, -512.0f, 512.0f)));
+    o.hi = std::min<int64_t>(127, o.zero_point + std::lround(std::clamp(act_hi / o.scale, -512.0f, 512.0f)));
+    if (o.lo > o.hi) return std::nullopt;
+  } else if (!act.empty()) {
+    return std::nullopt;
+  }
+  return o;
+}
+
+/// An int8 activation read through a per-tensor DequantizeLinear: its scale, zero point and the int8 value.
+std::optional<QParams> int8Activation(const ir::Graph& g, ir::ValueId v) {
+  auto x = qparams(g, v, "DequantizeLinear");
+  if (!x || x->data || x->scale.size() != 1 || g.value(x->node->inputs[0]).type.dtype != DType::kI8) return std::nullopt;
+  if (!(x->scale[0] > 0) || !std::isfinite(x->scale[0])) return std::nullopt;
+  return x;
+}
+
 }  // namespace
 
 int fuseIntegerConvs(ir::Graph& g) {
@@ -261,9 +319,9 @@ int fuseIntegerConvs(ir::Graph& g) {
     if (!g.hasNode(id)) continue;
     const ir::Node& c = g.node(id);
     if (c.op != "Conv" || !(c.domain.empty() || c.domain == "ai.npuc") || c.outputs.size() != 1) continue;
-    auto x = qparams(g, c.inputs[0], "DequantizeLinear");
+    auto x = int8Activation(g, c.inputs[0]);
     auto w = qparams(g, c.inputs[1], "DequantizeLinear");
-    if (!x || x->data || x->scale.size() != 1 || g.value(x->node->inputs[0]).type.dtype != DType::kI8) continue;
+    if (!x) continue;
     if (!w || !w->data || w->data->dtype() != DType::kI8 || w->data->rank() != 4) continue;
     if (std::any_of(w->zero_point.begin(), w->zero_point.end(), [](int64_t z) { return z != 0; })) continue;
     const int64_t M = w->data->dim(0), K = w->data->numel() / std::max<int64_t>(M, 1);
@@ -271,7 +329,6 @@ int fuseIntegerConvs(ir::Graph& g) {
     // The weights' scales must be per output channel (axis 0), finite and positive.
     if (w->scale.size() > 1 && w->node->attrInt("axis", 1) != 0) continue;
     if (std::any_of(w->scale.begin(), w->scale.end(), [](float v) { return !(v > 0) || !std::isfinite(v); })) continue;
-    if (!(x->scale[0] > 0) || !std::isfinite(x->scale[0])) continue;
     std::optional<QParams> b;
     if (c.hasInput(2)) {
       b = qparams(g, c.inputs[2], "DequantizeLinear");
@@ -289,47 +346,13 @@ int fuseIntegerConvs(ir::Graph& g) {
     if (b)
       for (int64_t m = 0; m < M; ++m) max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(b->data->data<int32_t>()[m])));
     if (max_bias + K * 255 * 128 > INT32_MAX) continue;
-    const ir::ValueId y = c.outputs[0];
-    auto u = uses.find(y);
-    if (outputs.count(y) || u == uses.end() || u->second.size() != 1) continue;
-    // A QDQ model as exported (not optimized) keeps the activation a node of its own between the Conv and the
-    // QuantizeLinear: a Relu, or a Clip with constant bounds, is fused the same way.
-    std::string act = c.attrString("activation", "");
-    float act_lo = c.attrFloat("activation_alpha", 0.0f), act_hi = c.attrFloat("activation_beta", 6.0f);
-    const ir::Node* act_node = nullptr;
-    if (const ir::Node& r = g.node(u->second[0].first); act.empty() && r.domain.empty() && (r.op == "Relu" || r.op == "Clip") &&
-                                                        r.outputs.size() == 1 && !outputs.count(r.outputs[0])) {
-      auto ru = uses.find(r.outputs[0]);
-      if (ru == uses.end() || ru->second.size() != 1) continue;
-      if (r.op == "Clip") {
-        auto b = ops::clipBounds(g, r);
-        if (!b) continue;
-        act_lo = b->first;
-        act_hi = b->second;
-      }
-      act = r.op;
-      act_node = &r;
-      u = ru;
-    }
-    const ir::Node& qn = g.node(u->second[0].first);
-    if (qn.op != "QuantizeLinear" || !qn.domain.empty() || qn.outputs.size() != 1) continue;
-    auto q = qparams(g, qn.outputs[0], "QuantizeLinear");
-    if (!q || q->scale.size() != 1 || g.value(qn.outputs[0]).type.dtype != DType::kI8) continue;
-    const float sy = q->scale[0];
-    if (!(sy > 0) || !std::isfinite(sy)) continue;
-    const int64_t zy = q->zero_point[0];
-    // The fused activation as a clamp in y's integer domain.
-    int64_t lo = -128, hi = 127;
-    if (act == "Relu") {
-      lo = zy;
-    } else if (act == "Clip") {
-      // (a missing bound is ±FLT_MAX: clamped before rounding)
-      lo = std::max<int64_t>(-128, zy + std::lround(std::clamp(act_lo / sy, -512.0f, 512.0f)));
-      hi = std::min<int64_t>(127, zy + std::lround(std::clamp(act_hi / sy, -512.0f, 512.0f)));
-      if (lo > hi) continue;
-    } else if (!act.empty()) {
-      continue;
-    }
+    auto qo = quantizedOutput(g, uses, outputs, c.outputs[0], c.attrString("activation", ""),
+                              c.attrFloat("activation_alpha", 0.0f), c.attrFloat("activation_beta", 6.0f));
+    if (!qo) continue;
+    const float sy = qo->scale;
+    const int64_t zy = qo->zero_point, lo = qo->lo, hi = qo->hi;
+    const ir::Node* act_node = qo->act_node;
+    const ir::Node& qn = *qo->q;
     std::vector<int64_t> mult, shift;
     bool ok = true;
     for (size_t m = 0; m < w->scale.size() && ok; ++m) {
@@ -362,6 +385,53 @@ int fuseIntegerConvs(ir::Graph& g) {
     if (act_node) rw.eraseNode(act_node->id);
     rw.eraseNode(id);
     ir::Node& nn = rw.addNode("QConv", name, ins, {yq}, "ai.npuc");
+    nn.attrs = std::move(attrs);
+    ++fused;
+  }
+  rw.finish();
+  return fused;
+}
+
+int fuseIntegerAdds(ir::Graph& g) {
+  ir::Rewriter rw(g);
+  const ir::UseMap uses = g.uses();
+  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  int fused = 0;
+  const std::vector<ir::NodeId> order = g.order();
+  for (ir::NodeId id : order) {
+    if (!g.hasNode(id)) continue;
+    const ir::Node& n = g.node(id);
+    if (n.op != "Add" || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
+    auto a = int8Activation(g, n.inputs[0]);
+    auto b = int8Activation(g, n.inputs[1]);
+    if (!a || !b) continue;
+    const ir::Type &at = g.value(a->node->inputs[0]).type, &bt = g.value(b->node->inputs[0]).type;
+    if (at.shape != bt.shape || at.shape != g.value(n.outputs[0]).type.shape) continue;  // (no broadcasting)
+    auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
+    if (!qo) continue;
+    kernels::QAddParams p;
+    try {
+      p = kernels::qaddParams(a->scale[0], static_cast<int32_t>(a->zero_point[0]), b->scale[0], static_cast<int32_t>(b->zero_point[0]),
+                              qo->scale, static_cast<int32_t>(qo->zero_point), static_cast<int32_t>(qo->lo), static_cast<int32_t>(qo->hi));
+    } catch (const std::invalid_argument&) {
+      continue;
+    }
+    std::map<std::string, ir::Attr> attrs;
+    attrs["a_zero_point"] = ir::Attr(int64_t{p.za});
+    attrs["b_zero_point"] = ir::Attr(int64_t{p.zb});
+    attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
+    attrs["y_min"] = ir::Attr(int64_t{p.lo});
+    attrs["y_max"] = ir::Attr(int64_t{p.hi});
+    attrs["multipliers"] = ir::Attr(std::vector<int64_t>{p.ma, p.mb});
+    attrs["shift"] = ir::Attr(int64_t{p.shift});
+    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{"Add", qo->act_node->op} : std::vector<std::string>{"Add"});
+    const std::string name = n.name;
+    std::vector<ir::ValueId> ins = {a->node->inputs[0], b->node->inputs[0]};
+    const ir::ValueId yq = qo->q->outputs[0];
+    g.removeNode(qo->q->id);
+    if (qo->act_node) rw.eraseNode(qo->act_node->id);
+    rw.eraseNode(id);
+    ir::Node& nn = rw.addNode("QAdd", name, ins, {yq}, "ai.npuc");
     nn.attrs = std::move(attrs);
     ++fused;
   }

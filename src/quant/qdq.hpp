@@ -60,6 +60,11 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
 /// their DequantizeLinear and QuantizeLinear. Returns how many it replaced; unused Q / DQ nodes are left for DCE.
 int fuseIntegerConvs(ir::Graph& g);
 
+/// Replaces each DequantizeLinear (a), DequantizeLinear (b) -> Add (+ a Relu / Clip) -> QuantizeLinear run, a and b
+/// int8 tensors of the output's shape, by one ai.npuc QAdd (kernels::qadd_ref: the integer addition of
+/// docs/numerics.md). Adds with broadcasting stay in float. Returns how many it replaced.
+int fuseIntegerAdds(ir::Graph& g);
+
 /// The affine int8 parameters of a range [lo, hi] holding 0: scale (> 0) and zero point in [-128, 127].
 void affineInt8(double lo, double hi, float* scale, int* zero_point);
 

@@ -102,6 +102,7 @@ struct Runtime::Impl {
     int32_t zx = 0;
     kernels::QOutput q;
     std::unique_ptr<kernels::QConv> qconv;  // fast mode: the int8 weights packed once
+    kernels::QAddParams qadd;                // binary in its int8 form (an addition)
   };
   std::vector<Step> steps;  // by seq
   std::vector<double> times;
@@ -257,7 +258,14 @@ struct Runtime::Impl {
         s.post_act = true;
         break;
       }
-      case LayerKind::kBinary: break;
+      case LayerKind::kBinary:
+        if (d.in(0).type == ElemType::kI8) {  // the int8 form: its requantization table (validated) read once
+          s.int8 = true;
+          const int32_t* t = reinterpret_cast<const int32_t*>(s.in[2]);
+          s.qadd.za = t[0], s.qadd.zb = t[1], s.qadd.zy = t[2], s.qadd.lo = t[3], s.qadd.hi = t[4];
+          s.qadd.ma = t[5], s.qadd.mb = t[6], s.qadd.shift = t[7];
+        }
+        break;
       case LayerKind::kMatMul: {
         std::string why;
         if (!kernels::matmulBatches(s.shapes[0], s.shapes[1], s.shapes.back(), &s.mm, &why)) fault(what + ": " + why);
@@ -549,6 +557,15 @@ struct Runtime::Impl {
         break;
       }
       case LayerKind::kBinary: {
+        if (s.int8) {
+          const auto* a = reinterpret_cast<const int8_t*>(s.in[0]);
+          const auto* b = reinterpret_cast<const int8_t*>(s.in[1]);
+          auto* y = reinterpret_cast<int8_t*>(s.out);
+          const int64_t n = shapeNumel(s.shapes[0]);
+          if (opts.exact) kernels::qadd_ref(n, a, b, s.qadd, y);
+          else kernels::qadd(n, a, b, s.qadd, y, pool.get());
+          return;
+        }
         auto op = static_cast<kernels::BinaryOp>(s.p[0]);  // the code is the op (elementwise_ops.def); validated
         if (!opts.exact && s.shapes[0] == s.shapes[2] && s.shapes[1] == s.shapes[2] && elementwiseF16(s, 2)) {
           // float16 operands of one shape: widened, added and rounded in cache-sized chunks (one pass over memory).

@@ -273,5 +273,66 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   }
 }
 
+// The int8 addition's parameters hold each scale ratio to 15 significant bits, and qadd_ref is the real sum rounded
+// half up to y's grid (checked in exact rational arithmetic on every (a, b) pair), then clamped; operand scales 2^14
+// times the output's are refused.
+TEST(QuantAdd, IsTheRealSumRoundedOnceAndClamped) {
+  const double cases[][3] = {{0.02, 0.03, 0.04}, {0.5, 0.001, 0.1}, {1.0, 1.0, 1.0}, {0.01, 0.01, 0.5}, {3e-5, 2e-5, 1e-6}, {1.0, 1.0, 1e-4}};
+  for (const auto& c : cases) {
+    const QAddParams p = qaddParams(c[0], -7, c[1], 12, c[2], 3, -100, 127);
+    const int32_t big = std::max(p.ma, p.mb);
+    EXPECT_GE(big, 1 << 14) << c[0];
+    EXPECT_LT(big, 1 << 15) << c[0];
+    EXPECT_NEAR(std::ldexp(p.ma, -p.shift), c[0] / c[2], std::ldexp(0.5, -p.shift) * 1.0000001);
+    EXPECT_NEAR(std::ldexp(p.mb, -p.shift), c[1] / c[2], std::ldexp(0.5, -p.shift) * 1.0000001);
+    std::vector<int8_t> a(65536), b(65536), y(65536);
+    for (int i = 0; i < 65536; ++i) a[i] = static_cast<int8_t>(i & 255), b[i] = static_cast<int8_t>(i >> 8);
+    qadd_ref(65536, a.data(), b.data(), p, y.data());
+    for (int i = 0; i < 65536; ++i) {
+      const int64_t acc = int64_t(a[i] + 7) * p.ma + int64_t(b[i] - 12) * p.mb;  // exact; then floor((acc + half) / 2^s)
+      const int64_t q = static_cast<int64_t>(std::floor((static_cast<long double>(acc) + std::ldexp(1.0L, p.shift - 1)) / std::ldexp(1.0L, p.shift)));
+      ASSERT_EQ(y[i], std::clamp<int64_t>(3 + q, -100, 127)) << i;
+      // and within 0.5 + 255 * 2^-14 * max ratio of the real sum (the multipliers' own rounding)
+      const double real = 3 + (c[0] * (a[i] + 7) + c[1] * (b[i] - 12)) / c[2];
+      if (real > -100 && real < 127) {
+        ASSERT_LE(std::fabs(y[i] - real), 0.5 + 255.0 * 2 * std::ldexp(0.5, -p.shift) + 1e-9) << i;
+      }
+    }
+  }
+  EXPECT_THROW(qaddParams(1.0, 0, 1.0, 0, 1.0 / 16384, 0), std::invalid_argument);
+  EXPECT_THROW(qaddParams(0.0, 0, 1.0, 0, 1.0, 0), std::invalid_argument);
+  EXPECT_THROW(qaddParams(1.0, 0, NAN, 0, 1.0, 0), std::invalid_argument);
+}
+
+// The fast addition gives qadd_ref's bytes: every length up to 100 (the vector tail), large tensors on 1-3 threads,
+// random parameters including the extreme shifts and multipliers.
+TEST(QuantAdd, FastIsTheReferenceBitForBit) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  ThreadPool p2(2), p3(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    QAddParams p;
+    p.za = i8(rng), p.zb = i8(rng), p.zy = i8(rng);
+    p.lo = trial % 3 == 0 ? p.zy : -128, p.hi = trial % 5 == 0 ? std::min(127, p.zy + 60) : 127;
+    if (p.lo > p.hi) std::swap(p.lo, p.hi);
+    p.shift = 1 + trial % 30;
+    p.ma = trial % 7 == 0 ? 32767 : static_cast<int32_t>(rng() % 32768);
+    p.mb = trial % 11 == 0 ? 0 : static_cast<int32_t>(rng() % 32768);
+    const int64_t n = trial < 100 ? trial : 70000 + trial;
+    std::vector<int8_t> a(static_cast<size_t>(n)), b(a.size()), want(a.size()), got(a.size());
+    for (auto& v : a) v = static_cast<int8_t>(i8(rng));
+    for (auto& v : b) v = static_cast<int8_t>(i8(rng));
+    qadd_ref(n, a.data(), b.data(), p, want.data());
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+      std::fill(got.begin(), got.end(), int8_t{99});
+      qadd(n, a.data(), b.data(), p, got.data(), pool);
+      ASSERT_EQ(got, want) << "trial " << trial << ", n " << n;
+    }
+    std::copy(a.begin(), a.end(), got.begin());  // in place (the planner may give y a's slot)
+    qadd(n, got.data(), b.data(), p, got.data(), &p2);
+    ASSERT_EQ(got, want) << "trial " << trial << " in place";
+  }
+}
+
 }  // namespace
 }  // namespace npuc::kernels

@@ -66,4 +66,32 @@ void requantize_ref(int64_t outer, int64_t channels, int64_t inner, const int32_
       }
 }
 
+QAddParams qaddParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int32_t lo, int32_t hi) {
+  for (double v : {sa, sb, sy})
+    if (!(v > 0) || !std::isfinite(v)) throw std::invalid_argument("qaddParams: scales must be finite and positive");
+  QAddParams p;
+  p.za = za, p.zb = zb, p.zy = zy, p.lo = lo, p.hi = hi;
+  const double ra = sa / sy, rb = sb / sy, rmax = std::max(ra, rb);
+  // The largest shift with round(rmax * 2^shift) < 2^15.
+  int e = 0;
+  std::frexp(rmax, &e);  // rmax in [2^(e-1), 2^e): rmax * 2^(15 - e) in [2^14, 2^15)
+  int shift = 15 - e;
+  if (roundAway(std::ldexp(rmax, shift)) >= (int64_t{1} << 15)) --shift;
+  if (shift < 1) throw std::invalid_argument("qaddParams: an operand scale 2^14 times the output's or more");
+  shift = std::min(shift, 30);  // (operands 2^15 times finer than the output: their multipliers lose bits, not range)
+  p.shift = shift;
+  p.ma = static_cast<int32_t>(roundAway(std::ldexp(ra, shift)));
+  p.mb = static_cast<int32_t>(roundAway(std::ldexp(rb, shift)));
+  return p;
+}
+
+void qadd_ref(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y) {
+  const int32_t half = int32_t{1} << (p.shift - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    // |acc| <= 2 * 255 * (2^15 - 1) < 2^24: exact
+    const int32_t acc = (static_cast<int32_t>(a[i]) - p.za) * p.ma + (static_cast<int32_t>(b[i]) - p.zb) * p.mb;
+    y[i] = static_cast<int8_t>(std::clamp(p.zy + ((acc + half) >> p.shift), p.lo, p.hi));
+  }
+}
+
 }  // namespace npuc::kernels

@@ -14,13 +14,9 @@
 // validated bound |bias| + K * 255 * 128 < 2^31 keeps the final sum in range, so the result equals the
 // reference's whatever the order of the taps, the blocking or the split among threads.
 #include "kernels/x86/qconv_vnni.hpp"
+#include "kernels/x86/quant_avx512.hpp"
 #include "kernels/ref/parallel_units.hpp"
 
-// GCC 12's AVX-512 integer intrinsics start from _mm512_undefined_epi32() (a self-initialised variable), which
-// -Wmaybe-uninitialized reports at every use when inlined (GCC bug 105593, fixed in GCC 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -33,7 +29,7 @@ namespace {
 constexpr int kMaxRows = 6;  // output channels per microkernel call
 constexpr int kMaxVecs = 4;  // 16-pixel vectors per microkernel call
 
-/// Requantizes 16 int32 sums of one channel (multiplier without left shift) and stores `n` <= 16 bytes.
+/// Requantizes 16 int32 sums of one channel and stores `n` <= 16 bytes.
 inline void requantizeStore(__m512i acc, const Multiplier& mm, int32_t zp, int32_t lo, int32_t hi, int8_t* y, int n) {
   if (mm.shift > 0) {  // a factor above 1: rare, the scalar primitive
     alignas(64) int32_t a[16];
@@ -41,23 +37,8 @@ inline void requantizeStore(__m512i acc, const Multiplier& mm, int32_t zp, int32
     for (int i = 0; i < n; ++i) y[i] = static_cast<int8_t>(std::clamp(zp + multiplyByMultiplier(a[i], mm), lo, hi));
     return;
   }
-  const int right = -mm.shift;
-  const __m512i mv = _mm512_set1_epi32(mm.m), round = _mm512_set1_epi64(int64_t{1} << 30);
-  // The rounding doubling high multiply on even and odd lanes as 64-bit products: the low 32 bits of
-  // (p + 2^30) >> 31 are the same for a logical and an arithmetic shift, and the result fits int32 (m > 0).
-  const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(acc, mv), round), 31);
-  const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), mv), round);
-  __m512i q = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32));
-  // The rounding right shift: x >> e plus one where the remainder exceeds half (half away from zero).
-  const int32_t mask = static_cast<int32_t>((int64_t{1} << right) - 1);
-  const __m512i rem = _mm512_and_si512(q, _mm512_set1_epi32(mask));
-  const __m512i threshold = _mm512_add_epi32(_mm512_set1_epi32(mask >> 1), _mm512_srli_epi32(q, 31));
-  const __mmask16 up = _mm512_cmpgt_epi32_mask(rem, threshold);
-  q = _mm512_sra_epi32(q, _mm_cvtsi32_si128(right));
-  q = _mm512_mask_add_epi32(q, up, q, _mm512_set1_epi32(1));
-  q = _mm512_add_epi32(q, _mm512_set1_epi32(zp));
-  q = _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
-  _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), _mm512_cvtepi32_epi8(q));
+  const __m128i q = offsetClampToI8Avx512(multiplyByMultiplierAvx512(acc, mm.m, -mm.shift), zp, lo, hi);
+  _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), q);
 }
 
 /// y rows [ROWS][pixels p0 .. p0 + n) of one group: acc = bias + A4 · B4 over K4 quads, requantized.
