@@ -5,6 +5,7 @@
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/quant.hpp"
 #include "support/thread_pool.hpp"
 
 #include <benchmark/benchmark.h>
@@ -98,6 +99,33 @@ void benchConv(benchmark::State& state, ConvShape s, bool cold = false) {
   const double macs = static_cast<double>(s.out_channels) * static_cast<double>(ohw) *
                       static_cast<double>(s.in_channels / s.groups) * static_cast<double>(taps);
   setFlops(state, 2.0 * macs, conv.variant());
+}
+
+// The int8-affine convolution (kernels::QConv, weights packed once) on the best path of this CPU: GMAC/s.
+void benchQConv(benchmark::State& state, ConvShape s) {
+  const int threads = static_cast<int>(state.range(0));
+  const int64_t hw = s.in_spatial[0] * s.in_spatial[1], ohw = s.out_spatial[0] * s.out_spatial[1];
+  const int64_t taps = s.kernel[0] * s.kernel[1], K = (s.in_channels / s.groups) * taps;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127);
+  std::vector<int8_t> x(static_cast<size_t>(s.in_channels * hw)), w(static_cast<size_t>(s.out_channels * K));
+  for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+  for (auto& v : w) v = static_cast<int8_t>(w8(rng));
+  std::vector<int32_t> bias(static_cast<size_t>(s.out_channels), 1000);
+  std::vector<int8_t> y(static_cast<size_t>(s.out_channels * ohw));
+  QOutput out;
+  out.zero_point = -128, out.lo = -128;
+  for (int64_t m = 0; m < s.out_channels; ++m) out.multiplier.push_back(quantizeMultiplier(0.001 + 1e-5 * static_cast<double>(m)));
+  const QConv conv(s, w.data(), bias.data(), 3, out);
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    conv.run(x.data(), y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double macs = static_cast<double>(s.out_channels) * static_cast<double>(ohw) * static_cast<double>(K);
+  state.counters["GMAC/s"] = benchmark::Counter(macs * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(qconvPathName(conv.path()));
 }
 
 void benchConvTranspose(benchmark::State& state) {
@@ -270,6 +298,10 @@ void registerAll() {
   for (const C& c : convs) {
     const ConvShape s = c.s;
     reg(c.name, [s](benchmark::State& st) { benchConv(st, s); });
+  }
+  for (const C& c : convs) {  // the same layers in int8-affine
+    const ConvShape s = c.s;
+    reg(std::string("qconv/") + (c.name + 5), [s](benchmark::State& st) { benchQConv(st, s); });
   }
   // Layers whose activations are megabytes, from cold memory (see benchConv).
   for (const char* name : {"conv/squeezenet_3x3s2_3-64_224", "conv/mbv2_3x3s2_3-32_224", "conv/resnet50_7x7s2_3-64_224",

@@ -20,7 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <memory>
+#include <vector>
 
 namespace npuc::kernels::detail {
 
@@ -46,23 +46,35 @@ inline void requantizeStore(__m512i acc, const Multiplier& mm, int32_t zp, int32
 template <int ROWS, int VECS>
 void microkernel(const int32_t* a, int64_t K4, const int32_t* b, int64_t bstride, const int32_t* bias,
                  const Multiplier* mul, const QOutput& out, int8_t* y, int64_t ystride, int64_t n) {
+  // Every loop has constant bounds and is unrolled, so the ROWS x VECS sums live in registers (an early exit or a
+  // variable index would make the compiler keep the array in memory and spill it on every step).
   __m512i acc[ROWS][VECS];
+#pragma GCC unroll 8
   for (int r = 0; r < ROWS; ++r)
-    for (int v = 0; v < VECS; ++v) acc[r][v] = _mm512_set1_epi32(bias[r]);
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; ++v) acc[r][v] = _mm512_setzero_si512();  // (the bias is added after the loop)
+  const int32_t* a_rows[ROWS];
+#pragma GCC unroll 8
+  for (int r = 0; r < ROWS; ++r) a_rows[r] = a + r * K4;
   for (int64_t k = 0; k < K4; ++k) {
     __m512i bv[VECS];
+#pragma GCC unroll 4
     for (int v = 0; v < VECS; ++v) bv[v] = _mm512_loadu_si512(b + k * bstride + v * 16);
+#pragma GCC unroll 8
     for (int r = 0; r < ROWS; ++r) {
-      const __m512i av = _mm512_set1_epi32(a[r * K4 + k]);
+      const __m512i av = _mm512_set1_epi32(a_rows[r][k]);
+#pragma GCC unroll 4
       for (int v = 0; v < VECS; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], bv[v], av);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < VECS; ++v) {
       const int64_t left = n - v * 16;
-      if (left <= 0) break;
-      requantizeStore(acc[r][v], mul[r], out.zero_point, out.lo, out.hi, y + r * ystride + v * 16,
-                      static_cast<int>(std::min<int64_t>(left, 16)));
+      if (left > 0)
+        requantizeStore(_mm512_add_epi32(acc[r][v], _mm512_set1_epi32(bias[r])), mul[r], out.zero_point, out.lo, out.hi, y + r * ystride + v * 16,
+                        static_cast<int>(std::min<int64_t>(left, 16)));
     }
 }
 
@@ -84,31 +96,55 @@ Micro pickMicro(int rows, int vecs) {
   }
 }
 
-/// Interleaves four byte rows into quads: d[4 i + j] = r_j[i * step], i < n.
-void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, int64_t n, int64_t step,
-                 uint8_t* d) {
-  int64_t i = 0;
+/// 16 (or the first n) pixels of four rows as quads at d (4 n bytes; masked stores for a tail).
+inline void storeQuads(__m128i a, __m128i b, __m128i c, __m128i e, uint8_t* d, int64_t n) {
+  const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+  const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+  const __m128i q[4] = {_mm_unpacklo_epi16(ab0, ce0), _mm_unpackhi_epi16(ab0, ce0), _mm_unpacklo_epi16(ab1, ce1),
+                        _mm_unpackhi_epi16(ab1, ce1)};
+  for (int k = 0; k < 4; ++k) {
+    const int64_t bytes = std::clamp<int64_t>(4 * n - 16 * k, 0, 16);
+    if (bytes == 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16 * k), q[k]);
+    else if (bytes > 0) _mm_mask_storeu_epi8(d + 16 * k, static_cast<__mmask16>((1u << bytes) - 1u), q[k]);
+  }
+}
+
+/// 16 (or the first n) bytes r[i * step], i < n, each XORed with `flip`: step 1 a plain load, step 2 the even bytes
+/// of 32 (vpmovwb), others gathered. Masked loads read nothing past the last byte asked for.
+inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i flip) {
+  __m128i v;
   if (step == 1) {
-    for (; i + 16 <= n; i += 16) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + i));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r2 + i));
-      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r3 + i));
-      const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-      const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
-      __m128i* o = reinterpret_cast<__m128i*>(d + 4 * i);
-      _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab0, ce0));
-      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
-      _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
-      _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
-    }
+    v = n >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r))
+                : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n) - 1u), r);
+  } else if (step == 2) {
+    const __m256i w = n >= 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r))
+                              : _mm256_maskz_loadu_epi8(static_cast<__mmask32>((uint64_t{1} << (2 * n - 1)) - 1u), r);
+    v = _mm256_cvtepi16_epi8(w);
+  } else {
+    alignas(16) uint8_t t[16] = {};
+    for (int64_t i = 0; i < std::min<int64_t>(n, 16); ++i) t[i] = r[i * step];
+    v = _mm_load_si128(reinterpret_cast<const __m128i*>(t));
   }
-  for (; i < n; ++i) {
-    d[4 * i] = r0[i * step];
-    d[4 * i + 1] = r1[i * step];
-    d[4 * i + 2] = r2[i * step];
-    d[4 * i + 3] = r3[i * step];
+  return _mm_xor_si128(v, flip);
+}
+
+/// Interleaves four byte rows into quads: d[4 i + j] = r_j[i * step] ^ flip, i < n.
+void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, int64_t n, int64_t step,
+                 __m128i flip, uint8_t* d) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t m = std::min<int64_t>(16, n - i), at = i * step;
+    storeQuads(loadRow(r0 + at, step, m, flip), loadRow(r1 + at, step, m, flip), loadRow(r2 + at, step, m, flip),
+               loadRow(r3 + at, step, m, flip), d + 4 * i, m);
   }
+}
+
+/// A grow-only scratch buffer of the calling thread (slot 0: the offset planes, 1: an im2col): reused from run to run,
+/// so a layer does not pay for fresh pages (and the page-fault lock they share between threads) on every call.
+uint8_t* scratch(int slot, size_t bytes) {
+  thread_local std::vector<uint8_t> buffers[2];
+  std::vector<uint8_t>& b = buffers[slot];
+  if (b.size() < bytes) b.resize(bytes);
+  return b.data();
 }
 
 }  // namespace
@@ -121,11 +157,17 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
                 DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
   const int64_t HP = plan.hp, WP = plan.wp, K = cg * KH * KW, K4 = plan.k4, P = OH * OW, P16 = (P + 15) / 16 * 16;
   const uint8_t pad = static_cast<uint8_t>(plan.zx + 128);
-  std::unique_ptr<uint8_t[]> xp(new uint8_t[static_cast<size_t>(C * HP * WP)]);
+  // Without padding (every window inside the input: 1x1 convolutions, unpadded ones) the im2col reads x itself and
+  // offsets it on the way (XOR 0x80 = + 128 for an int8); else it reads offset planes with the padding filled in.
+  const bool direct = PT == 0 && PL == 0 && HP <= H && WP <= W;
+  const int64_t RS = direct ? W : WP, PS = direct ? H * W : HP * WP;  // the planes' row and plane strides
+  const __m128i flip = _mm_set1_epi8(direct ? static_cast<char>(0x80) : 0);
+  uint8_t* const xp = direct ? nullptr : scratch(0, static_cast<size_t>(C * HP * WP));
+  const uint8_t* planes = xp;
   // The im2col of a group: B4 [K4][P16] quads. Where groups run in parallel, each chunk has its own.
   const bool by_group = G > 1 && mg < 2 * kMaxRows;
   const size_t b_bytes = static_cast<size_t>(K4 * P16 * 4);
-  std::unique_ptr<uint8_t[]> b_shared(by_group ? nullptr : new uint8_t[b_bytes]);
+  uint8_t* const b_shared = by_group ? nullptr : scratch(1, b_bytes);
 
   auto buildB = [&](int64_t grp, uint8_t* b, int64_t q0, int64_t q1) {  // quad rows [q0, q1)
     const uint8_t* zero_row = nullptr;
@@ -139,31 +181,33 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
           continue;
         }
         const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-        plane[j] = xp.get() + (grp * cg + cl) * HP * WP + kh * DH * WP + kw * DW;
+        plane[j] = planes + (grp * cg + cl) * PS + kh * DH * RS + kw * DW;
         ++live;
       }
       uint8_t* dst = b + q * P16 * 4;
       for (int64_t oy = 0; oy < OH; ++oy) {
-        const int64_t off = oy * SH * WP;
+        const int64_t off = oy * SH * RS;
         uint8_t* d = dst + oy * OW * 4;
         if (live == 4) {
-          interleave4(plane[0] + off, plane[1] + off, plane[2] + off, plane[3] + off, OW, SW, d);
+          interleave4(plane[0] + off, plane[1] + off, plane[2] + off, plane[3] + off, OW, SW, flip, d);
           continue;
         }
+        const uint8_t f = direct ? 0x80 : 0;
         for (int64_t ox = 0; ox < OW; ++ox)  // the last quad of a K not divisible by 4: weights 0 past K
-          for (int j = 0; j < 4; ++j) d[4 * ox + j] = plane[j] ? plane[j][off + ox * SW] : 0;
+          for (int j = 0; j < 4; ++j) d[4 * ox + j] = plane[j] ? static_cast<uint8_t>(plane[j][off + ox * SW] ^ f) : 0;
       }
       std::fill(dst + P * 4, dst + P16 * 4, uint8_t{0});
     }
   };
   for (int64_t nb = 0; nb < s.batch; ++nb) {
     const int8_t* xn = x + nb * C * H * W;
+    if (direct) planes = reinterpret_cast<const uint8_t*>(xn);
     // The offset plane of every channel: x + 128 inside the input, zx + 128 in the padding.
-    parallelUnits(pool, C, HP * WP, [&](int64_t c0, int64_t c1) {
-      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+    if (!direct) parallelUnits(pool, C, HP * WP, [&](int64_t c0, int64_t c1) {
+      const __m128i flip80 = _mm_set1_epi8(static_cast<char>(0x80));
       const int64_t q0 = std::clamp<int64_t>(PL, 0, WP), q1 = std::clamp<int64_t>(PL + W, q0, WP);
       for (int64_t c = c0; c < c1; ++c) {
-        uint8_t* pc = xp.get() + c * HP * WP;
+        uint8_t* pc = xp + c * HP * WP;
         for (int64_t r = 0; r < HP; ++r) {
           uint8_t* row = pc + r * WP;
           const int64_t ih = r - PT;
@@ -176,7 +220,7 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
           int64_t q = q0;
           for (; q + 16 <= q1; q += 16)
             _mm_storeu_si128(reinterpret_cast<__m128i*>(row + q),
-                             _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + q)), flip));
+                             _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + q)), flip80));
           for (; q < q1; ++q) row[q] = static_cast<uint8_t>(src[q] ^ 0x80);
           std::fill(row + q1, row + WP, pad);
         }
@@ -199,20 +243,20 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
     };
     if (by_group) {  // small groups (depthwise and the like): whole groups per thread, each with its own im2col
       parallelUnits(pool, G, mg * K * P, [&](int64_t g0, int64_t g1) {
-        std::unique_ptr<uint8_t[]> b(new uint8_t[b_bytes]);
+        uint8_t* const b = scratch(1, b_bytes);  // (this worker's own)
         for (int64_t grp = g0; grp < g1; ++grp) {
-          buildB(grp, b.get(), 0, K4);
-          product(grp, b.get(), 0, mg);
+          buildB(grp, b, 0, K4);
+          product(grp, b, 0, mg);
         }
       });
       continue;
     }
     for (int64_t grp = 0; grp < G; ++grp) {
-      parallelUnits(pool, K4, 4 * P, [&](int64_t q0, int64_t q1) { buildB(grp, b_shared.get(), q0, q1); });
+      parallelUnits(pool, K4, 4 * P, [&](int64_t q0, int64_t q1) { buildB(grp, b_shared, q0, q1); });
       // Threads split the rows in multiples of the microkernel's height.
       const int64_t blocks = (mg + kMaxRows - 1) / kMaxRows;
       parallelUnits(pool, blocks, kMaxRows * K * P, [&](int64_t b0, int64_t b1) {
-        product(grp, b_shared.get(), b0 * kMaxRows, std::min(mg, b1 * kMaxRows));
+        product(grp, b_shared, b0 * kMaxRows, std::min(mg, b1 * kMaxRows));
       });
     }
   }
