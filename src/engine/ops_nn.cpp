@@ -7,6 +7,7 @@
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/quant.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 #include "ops/einsum.hpp"
@@ -288,10 +289,32 @@ void forTaps(const PlaneGeom& p, int64_t o, F&& tap) {
   }
 }
 
+/// MaxPool over int8 codes (an int8-affine graph's data movement: input and output share scale and zero point).
+void maxPoolI8(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  if (x.rank() != 3 && x.rank() != 4) c.unsupported("int8 MaxPool is 1-D or 2-D");
+  if (c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue) c.unsupported("int8 MaxPool has no indices output");
+  if (c.node.attrFloat("pad_value", -std::numeric_limits<float>::infinity()) != -std::numeric_limits<float>::infinity())
+    c.unsupported("int8 MaxPool ignores its padding (no pad_value)");
+  const ops::Window w = ops::resolveWindow(c.node, spatialOf(x.shape()), {}, c.node.attrInt("ceil_mode", 0) != 0);
+  kernels::Pool2dShape s;
+  s.planes = x.dim(0) * x.dim(1);
+  const size_t v = w.rank() == 2 ? 1 : 0;  // the W dim
+  if (w.rank() == 2) {
+    s.ih = w.in[0], s.oh = w.out[0], s.kh = w.kernel[0], s.sh = w.stride[0], s.dh = w.dilation[0];
+    s.pt = w.pad_begin[0], s.pb = w.pad_end[0];
+  }
+  s.iw = w.in[v], s.ow = w.out[v], s.kw = w.kernel[v], s.sw = w.stride[v], s.dw = w.dilation[v];
+  s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
+  Tensor& y = c.alloc(0);
+  kernels::maxPool2dI8Fast(s, x.data<int8_t>(), y.data<int8_t>(), c.pool);
+}
+
 void poolKernel(KernelCall& c) {
-  needF32(c, 0);
   const Tensor& x = c.input(0);
   bool is_max = c.node.op == "MaxPool";
+  if (is_max && x.dtype() == DType::kI8) return maxPoolI8(c);
+  needF32(c, 0);
   if (x.rank() - 2 > 3) c.unsupported("pooling over more than 3 spatial dims is not supported");
   PlaneGeom p = planeGeom(ops::resolveWindow(c.node, spatialOf(x.shape()), {}, c.node.attrInt("ceil_mode", 0) != 0));
   bool include_pad = c.node.attrInt("count_include_pad", 0) != 0;

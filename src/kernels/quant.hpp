@@ -14,6 +14,7 @@
 #pragma once
 
 #include "kernels/conv.hpp"
+#include "kernels/layers.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -147,6 +148,18 @@ QAddParams qaddParams(double sa, int32_t za, double sb, int32_t zb, double sy, i
 void qadd_ref(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
 /// qadd_ref's bits, fast (AVX-512 where the CPU has it, else the reference in chunks on `pool`'s threads).
 void qadd(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y, ThreadPool* pool);
+
+/// kernels::quantizeLinear / dequantizeLinear's bits (layers.hpp: ONNX's per-tensor formulas), fast: AVX-512 where the
+/// CPU has it (the same IEEE operations lane by lane), else those reference loops.
+void quantizeLinearFast(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y, ThreadPool* pool);
+void dequantizeLinearFast(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y, ThreadPool* pool);
+
+/// MaxPool over int8 codes (a tensor whose input and output share scale and zero point): y = the largest of the
+/// window's taps inside the input, -128 when none is (s.pad_value is ignored: padding never wins). Max is exact, so
+/// any order and thread split gives these bytes.
+void maxPool2dI8(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool);
+/// maxPool2dI8's bytes, AVX-512BW where the CPU has it (vpmaxsb over rows, then columns).
+void maxPool2dI8Fast(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool);
 
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
 /// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].

@@ -136,9 +136,9 @@ void registerNnOps(Registry& r) {
     };
     r.add(s);
   }
-  auto pool = [](bool global) {
-    return [global](InferContext& c) {
-      needFloat(c, 0);
+  auto pool = [](bool global, bool int8 = false) {
+    return [global, int8](InferContext& c) {
+      if (!(int8 && c.inputDType(0) == DType::kI8)) needFloat(c, 0);  // (MaxPool also selects int8 codes)
       const Shape& x = c.inputShape(0);
       if (x.size() < 3) c.error("input must be at least 3-D (N, C, spatial…), got {}", shapeStr(x));
       Shape out{x[0], x[1]};
@@ -154,7 +154,7 @@ void registerNnOps(Registry& r) {
     };
   };
   r.add(makeSchema("AveragePool", 1, 1, "average over windows (count_include_pad)", pool(false)));
-  r.add(makeSchema("MaxPool", 1, 1, "maximum over windows (dilations, ceil_mode; optional indices)", pool(false), 2));
+  r.add(makeSchema("MaxPool", 1, 1, "maximum over windows (dilations, ceil_mode; optional indices; float or int8)", pool(false, true), 2));
   r.add(makeSchema("LpPool", 1, 1, "Lp norm over windows", pool(false)));
   r.add(makeSchema("GlobalAveragePool", 1, 1, "average over all spatial positions", pool(true)));
   r.add(makeSchema("GlobalMaxPool", 1, 1, "maximum over all spatial positions", pool(true)));

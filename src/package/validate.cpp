@@ -16,6 +16,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -447,7 +448,14 @@ struct Checker {
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool: {
         rankIs(x, 4, "x"); rankIs(y, 4, "y");
-        isFloat(x, "x"); isFloat(y, "y");
+        if (d.kind == LayerKind::kMaxPool && x.type == ElemType::kI8) {  // int8 codes (int8-affine packages)
+          if (p.numerics != Numerics::kInt8Affine) bad("{}: int8 pooling belongs to int8-affine packages", what);
+          typeIs(y, ElemType::kI8, "y");
+          if (paramFloat(w[11]) != -std::numeric_limits<float>::infinity()) bad("{}: int8 max pooling ignores its padding (pad value must be -inf)", what);
+          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: int8 max pooling has no activation", what);
+        } else {
+          isFloat(x, "x"); isFloat(y, "y");
+        }
         if (x.dims[0] != y.dims[0] || x.dims[1] != y.dims[1]) bad("{}: {} -> {} changes N or C", what, dimsStr(x), dimsStr(y));
         window(x.dims[2], y.dims[2], si(0), si(2), si(4), si(6), "H");
         window(x.dims[3], y.dims[3], si(1), si(3), si(5), si(7), "W");

@@ -138,6 +138,42 @@ bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::Valu
   return layer && r.domain.empty() && (r.op == "Relu" || r.op == "Clip");
 }
 
+/// Ops that only move or select int8 values (their output's codes are input codes): with the input's scale and
+/// zero point on the output they run on int8 data as they are.
+bool movesValues(const ir::Node& n) {
+  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity"};
+  return n.domain.empty() && ops.count(n.op) && !n.inputs.empty() && n.outputs.size() >= 1;
+}
+
+/// Ranges shared so that data movement stays in int8 (as TensorRT and ONNX Runtime's quantizers do):
+/// - a Concat whose inputs are stored activations read by it alone gives them its own range (the union of theirs),
+///   so the concatenation is a copy of int8 codes;
+/// - an op that moves values (MaxPool, Reshape, Flatten, …) gives its output its input's range, in graph order, so
+///   chains of them share one.
+void shareRanges(const ir::Graph& g, const ir::UseMap& uses, std::map<ir::ValueId, Range>& ranges) {
+  std::set<ir::ValueId> from_concat;
+  const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "Concat" || !n.domain.empty() || n.outputs.size() != 1 || !ranges.count(n.outputs[0])) continue;
+    bool ok = true;
+    for (ir::ValueId v : n.inputs) {
+      auto u = uses.find(v);
+      ok &= ranges.count(v) && !outputs.count(v) && u != uses.end() && u->second.size() == 1;
+    }
+    if (!ok) continue;
+    for (ir::ValueId v : n.inputs) {
+      ranges[v] = ranges.at(n.outputs[0]);
+      from_concat.insert(v);
+    }
+  }
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (!movesValues(n) || !ranges.count(n.inputs[0]) || !ranges.count(n.outputs[0]) || from_concat.count(n.outputs[0])) continue;
+    ranges[n.outputs[0]] = ranges.at(n.inputs[0]);
+  }
+}
+
 }  // namespace
 
 QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const QdqOptions& o) {
@@ -157,11 +193,17 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   for (ir::NodeId id : g.order())
     for (ir::ValueId v : g.node(id).outputs)
       if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && !fusedActivationFollows(g, uses, v)) acts.push_back(v);
+  std::map<ir::ValueId, Range> ranges;
   for (ir::ValueId v : acts) {
-    const std::string name = g.value(v).name;
+    const std::string& name = g.value(v).name;
     auto st = stats.find(name);
     if (st == stats.end()) fail(ErrorCode::kInternal, "no calibration statistics for tensor '{}'", name);
-    Range r = rangeOf(st->second, o.method, o.percentile);
+    ranges[v] = rangeOf(st->second, o.method, o.percentile);
+  }
+  shareRanges(g, uses, ranges);
+  for (ir::ValueId v : acts) {
+    const std::string name = g.value(v).name;
+    const Range& r = ranges.at(v);
     float scale;
     int zp;
     affineInt8(r.lo, r.hi, &scale, &zp);
@@ -432,6 +474,45 @@ int fuseIntegerAdds(ir::Graph& g) {
     if (qo->act_node) rw.eraseNode(qo->act_node->id);
     rw.eraseNode(id);
     ir::Node& nn = rw.addNode("QAdd", name, ins, {yq}, "ai.npuc");
+    nn.attrs = std::move(attrs);
+    ++fused;
+  }
+  rw.finish();
+  return fused;
+}
+
+int fuseIntegerDataMovement(ir::Graph& g) {
+  ir::Rewriter rw(g);
+  const ir::UseMap uses = g.uses();
+  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  int fused = 0;
+  const std::vector<ir::NodeId> order = g.order();
+  for (ir::NodeId id : order) {
+    if (!g.hasNode(id)) continue;
+    const ir::Node& n = g.node(id);
+    const bool concat = n.op == "Concat" && n.domain.empty();
+    if (!concat && !movesValues(n)) continue;
+    if (n.outputs.size() != 1 && !(n.op == "MaxPool" && n.outputs.size() == 2 && n.outputs[1] == ir::kNoValue)) continue;
+    auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
+    if (!qo || qo->act_node) continue;
+    // The data inputs (all of a Concat's, the first of the others: Reshape's shape is a constant) must be int8
+    // codes with the output's scale and zero point.
+    const size_t data = concat ? n.inputs.size() : 1;
+    std::vector<ir::ValueId> ins = n.inputs;
+    bool ok = true;
+    for (size_t i = 0; i < data && ok; ++i) {
+      auto x = int8Activation(g, n.inputs[i]);
+      ok = x && x->scale[0] == qo->scale && x->zero_point[0] == qo->zero_point;
+      if (ok) ins[i] = x->node->inputs[0];
+    }
+    if (!ok) continue;
+    if (n.op == "MaxPool" && n.attrFloat("pad_value", -INFINITY) != -INFINITY) continue;  // (a folded Pad's value is a float)
+    const std::string name = n.name, op = n.op, domain = n.domain;
+    std::map<std::string, ir::Attr> attrs = n.attrs;
+    const ir::ValueId yq = qo->q->outputs[0];
+    g.removeNode(qo->q->id);
+    rw.eraseNode(id);
+    ir::Node& nn = rw.addNode(op, name, ins, {yq}, domain);
     nn.attrs = std::move(attrs);
     ++fused;
   }

@@ -65,6 +65,11 @@ int fuseIntegerConvs(ir::Graph& g);
 /// docs/numerics.md). Adds with broadcasting stay in float. Returns how many it replaced.
 int fuseIntegerAdds(ir::Graph& g);
 
+/// Lets data movement run on int8 codes: each DequantizeLinear -> MaxPool / Concat / Reshape / Flatten / Transpose /
+/// Squeeze / Unsqueeze / Identity -> QuantizeLinear run whose inputs and output share one scale and zero point (as
+/// quantizeToQdq assigns them) becomes the same op on the int8 tensors. Returns how many it rewrote.
+int fuseIntegerDataMovement(ir::Graph& g);
+
 /// The affine int8 parameters of a range [lo, hi] holding 0: scale (> 0) and zero point in [-128, 127].
 void affineInt8(double lo, double hi, float* scale, int* zero_point);
 

@@ -533,6 +533,10 @@ struct Runtime::Impl {
       }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
+        if (d.in(0).type == ElemType::kI8) {  // int8 codes: max is exact, one kernel for both modes
+          (opts.exact ? kernels::maxPool2dI8 : kernels::maxPool2dI8Fast)(s.ps, reinterpret_cast<const int8_t*>(s.in[0]), reinterpret_cast<int8_t*>(s.out), pool.get());
+          return;
+        }
         if (!opts.exact && (!s.post_act || s.act.kind == kernels::ActKind::kNone)) {
           // Planes widened and rounded where they are pooled (no whole-tensor conversion passes).
           if (d.kind == LayerKind::kMaxPool)
@@ -687,11 +691,11 @@ struct Runtime::Impl {
         return;
       }
       case LayerKind::kQuantize:
-        kernels::quantizeLinear(reinterpret_cast<const float*>(s.in[0]), static_cast<int64_t>(d.in(0).numel()),
+        (opts.exact ? kernels::quantizeLinear : kernels::quantizeLinearFast)(reinterpret_cast<const float*>(s.in[0]), static_cast<int64_t>(d.in(0).numel()),
                                 package::paramFloat(s.p[0]), static_cast<int32_t>(s.p[1]), reinterpret_cast<int8_t*>(s.out), pool.get());
         return;
       case LayerKind::kDequantize:
-        kernels::dequantizeLinear(reinterpret_cast<const int8_t*>(s.in[0]), static_cast<int64_t>(d.in(0).numel()),
+        (opts.exact ? kernels::dequantizeLinear : kernels::dequantizeLinearFast)(reinterpret_cast<const int8_t*>(s.in[0]), static_cast<int64_t>(d.in(0).numel()),
                                   package::paramFloat(s.p[0]), static_cast<int32_t>(s.p[1]), reinterpret_cast<float*>(s.out), pool.get());
         return;
       case LayerKind::kSlice: {

@@ -1,6 +1,7 @@
 // The int8-affine reference (kernels/quant.hpp) against oracles written here in wider arithmetic: the rounding
 // of every primitive (ties included), the multiplier's precision, and the quantized product against exact rational
 // arithmetic.
+#include "kernels/layers.hpp"
 #include "kernels/quant.hpp"
 #include "support/thread_pool.hpp"
 
@@ -10,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -331,6 +333,74 @@ TEST(QuantAdd, FastIsTheReferenceBitForBit) {
     std::copy(a.begin(), a.end(), got.begin());  // in place (the planner may give y a's slot)
     qadd(n, got.data(), b.data(), p, got.data(), &p2);
     ASSERT_EQ(got, want) << "trial " << trial << " in place";
+  }
+}
+
+// The fast QuantizeLinear / DequantizeLinear give the reference's bytes: ties (k + 1/2 steps, to even), NaN, ±inf,
+// saturation, subnormals, every length up to 100 and large tensors on 1-3 threads.
+TEST(QuantLinear, FastIsTheReferenceBitForBit) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-200.0f, 200.0f);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  ThreadPool p2(2), p3(3);
+  for (int trial = 0; trial < 120; ++trial) {
+    const float scale = trial % 3 == 0 ? 0.5f : std::ldexp(1.0f + 0.37f * static_cast<float>(trial % 7), -(trial % 9));
+    const int32_t zp = i8(rng);
+    const int64_t n = trial < 100 ? trial : 50000 + trial;
+    std::vector<float> x(static_cast<size_t>(n));
+    for (size_t i = 0; i < x.size(); ++i) {
+      switch (i % 9) {
+        case 0: x[i] = (std::floor(u(rng)) + 0.5f) * scale; break;  // a tie
+        case 1: x[i] = i % 2 ? NAN : -INFINITY; break;
+        case 2: x[i] = i % 4 == 2 ? INFINITY : 1e-40f; break;
+        default: x[i] = u(rng);
+      }
+    }
+    std::vector<int8_t> want(x.size()), got(x.size());
+    quantizeLinear(x.data(), n, scale, zp, want.data(), nullptr);
+    std::vector<float> dwant(x.size()), dgot(x.size());
+    dequantizeLinear(want.data(), n, scale, zp, dwant.data(), nullptr);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+      std::fill(got.begin(), got.end(), int8_t{99});
+      quantizeLinearFast(x.data(), n, scale, zp, got.data(), pool);
+      ASSERT_EQ(got, want) << "trial " << trial;
+      std::fill(dgot.begin(), dgot.end(), 99.0f);
+      dequantizeLinearFast(want.data(), n, scale, zp, dgot.data(), pool);
+      ASSERT_EQ(0, std::memcmp(dgot.data(), dwant.data(), dgot.size() * sizeof(float))) << "trial " << trial;
+    }
+  }
+}
+
+// MaxPool over int8 codes is the float MaxPool of the same values (an independent oracle: kernels::maxPool2d on the
+// widened codes, padding ignored), and the fast form gives the same bytes: random windows (kernels 1-4, strides 1-3,
+// dilations, pads on either side, widths past a vector), 1-3 threads.
+TEST(QuantMaxPool, IsTheFloatMaxPoolOfTheCodesAndFastAgrees) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> i8(-128, 127), k(1, 4), st(1, 3), dl(1, 2), pad(0, 1);
+  ThreadPool p2(2), p3(3);
+  for (int trial = 0; trial < 150; ++trial) {
+    Pool2dShape s;
+    s.planes = 1 + trial % 5;
+    s.ih = 1 + trial % 13, s.iw = trial < 100 ? 1 + trial % 37 : 60 + trial * 3;
+    s.kh = k(rng), s.kw = k(rng), s.sh = st(rng), s.sw = trial % 3 == 0 ? 2 : st(rng), s.dh = dl(rng), s.dw = dl(rng);
+    s.pt = std::min<int64_t>(pad(rng), s.kh - 1), s.pl = std::min<int64_t>(pad(rng), s.kw - 1);
+    s.pb = std::min<int64_t>(pad(rng), s.kh - 1), s.pr = std::min<int64_t>(pad(rng), s.kw - 1);
+    const int64_t sh = (s.kh - 1) * s.dh + 1, sw = (s.kw - 1) * s.dw + 1;
+    if (s.ih + s.pt + s.pb < sh || s.iw + s.pl + s.pr < sw) continue;
+    s.oh = (s.ih + s.pt + s.pb - sh) / s.sh + 1, s.ow = (s.iw + s.pl + s.pr - sw) / s.sw + 1;
+    std::vector<int8_t> x(static_cast<size_t>(s.planes * s.ih * s.iw));
+    for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+    std::vector<float> xf(x.begin(), x.end()), yf(static_cast<size_t>(s.planes * s.oh * s.ow));
+    maxPool2d(s, xf.data(), yf.data(), nullptr);
+    std::vector<int8_t> want(yf.size()), got(yf.size());
+    maxPool2dI8(s, x.data(), want.data(), nullptr);
+    for (size_t i = 0; i < yf.size(); ++i)  // (a window wholly in the padding: -inf in float, the lowest code in int8)
+      ASSERT_EQ(static_cast<float>(want[i]), std::max(yf[i], -128.0f)) << "trial " << trial << " at " << i;
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+      std::fill(got.begin(), got.end(), int8_t{99});
+      maxPool2dI8Fast(s, x.data(), got.data(), pool);
+      ASSERT_EQ(got, want) << "trial " << trial;
+    }
   }
 }
 

@@ -290,6 +290,59 @@ TEST(Int8AffinePackage, ResidualAddsAreIntegerAdditions) {
   std::filesystem::remove_all(o.out_root);
 }
 
+// Data movement on int8 codes: in a small GoogLeNet-style network (tests/data/quant/make_inception.py) the MaxPools,
+// the inception Concat and the Flatten share their inputs' scales and run on int8 tensors (no QuantizeLinear but the
+// input's and the output's), and the package equals the engine on that graph, bit for bit, exact and fast at 1 to 3
+// threads.
+TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/inception_mini.onnx";
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Tensor c(DType::kF32, Shape{12, 3, 16, 16});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["input"] = {c};
+  q.threads = 2;
+  q.integer_layers = true;
+  QuantizeReport rep;
+  Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
+  EXPECT_EQ(rep.integer_layers, 4);  // the four convolutions
+  int quantize = 0, int8_pools = 0, int8_concats = 0;
+  const ir::Graph& g = graphOf(qdq);
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    quantize += n.op == "QuantizeLinear";
+    const bool int8_in = g.value(n.inputs[0]).type.dtype == DType::kI8;
+    int8_pools += n.op == "MaxPool" && int8_in;
+    int8_concats += n.op == "Concat" && int8_in;
+  }
+  EXPECT_EQ(quantize, 2);  // the input's and the output's
+  EXPECT_EQ(int8_pools, 3);
+  EXPECT_EQ(int8_concats, 1);
+  TranslateOptions o;
+  o.prefix = "incep8";
+  o.onnx = onnx;
+  o.target = "generic-int8";
+  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_move_" + std::to_string(::getpid()));
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Session s(qdq, 1);
+  for (bool exact : {true, false})
+    for (int threads : {1, 2, 3}) {
+      Runtime rt(r.dir, RuntimeOptions{threads, exact});
+      for (int i = 0; i < 5; ++i) {
+        Tensor xi(DType::kF32, Shape{1, 3, 16, 16});
+        for (int64_t k = 0; k < xi.numel(); ++k) xi.data<float>()[k] = u(rng);
+        rt.setInput("input", xi);
+        rt.run();
+        Tensor want = s.run({{"input", xi}})[0];
+        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
+      }
+    }
+  std::filesystem::remove_all(o.out_root);
+}
+
 // A model quantized elsewhere (here: by npuc quantize, saved as standard ONNX) translates for generic-int8 without
 // calibration: its own scales, its convolutions as integer layers; the package equals the engine on that model with
 // the same integer convolutions, bit for bit.

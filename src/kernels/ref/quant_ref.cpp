@@ -1,5 +1,6 @@
 // The int8-affine reference (kernels/quant.hpp): plain loops and exact integer arithmetic, the specification.
 #include "kernels/quant.hpp"
+#include "kernels/ref/parallel_units.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -92,6 +93,33 @@ void qadd_ref(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, 
     const int32_t acc = (static_cast<int32_t>(a[i]) - p.za) * p.ma + (static_cast<int32_t>(b[i]) - p.zb) * p.mb;
     y[i] = static_cast<int8_t>(std::clamp(p.zy + ((acc + half) >> p.shift), p.lo, p.hi));
   }
+}
+
+void maxPool2dI8(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
+  detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
+    std::vector<int8_t> row(static_cast<size_t>(std::max<int64_t>(s.iw, 1)));
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const int8_t* xp = x + pl * s.ih * s.iw;
+      int8_t* yp = y + pl * s.oh * s.ow;
+      for (int64_t oy = 0; oy < s.oh; ++oy) {
+        std::fill(row.begin(), row.end(), int8_t{-128});  // the window's rows, column by column
+        for (int64_t i = 0; i < s.kh; ++i) {
+          const int64_t iy = oy * s.sh - s.pt + i * s.dh;
+          if (iy < 0 || iy >= s.ih) continue;
+          const int8_t* r = xp + iy * s.iw;
+          for (int64_t c = 0; c < s.iw; ++c) row[static_cast<size_t>(c)] = std::max(row[static_cast<size_t>(c)], r[c]);
+        }
+        for (int64_t ox = 0; ox < s.ow; ++ox) {
+          int8_t m = -128;
+          for (int64_t j = 0; j < s.kw; ++j) {
+            const int64_t ix = ox * s.sw - s.pl + j * s.dw;
+            if (ix >= 0 && ix < s.iw) m = std::max(m, row[static_cast<size_t>(ix)]);
+          }
+          yp[oy * s.ow + ox] = m;
+        }
+      }
+    }
+  });
 }
 
 }  // namespace npuc::kernels

@@ -7,11 +7,11 @@ namespace npuc::kernels {
 
 namespace detail {
 void qaddAvx512(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
+bool cpuHasAvx512bw();  // kernels/x86/quantize.cpp
 }
 
 void qadd(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y, ThreadPool* pool) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl");
+  const bool avx512 = detail::cpuHasAvx512bw();
   const bool vec = avx512 && p.ma >= 0 && p.ma < 32768 && p.mb >= 0 && p.mb < 32768 && p.shift >= 1 && p.shift <= 30;
   detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
     const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);

@@ -1,0 +1,77 @@
+// MaxPool over int8 codes, AVX-512BW (chosen at run time by kernels/x86/quantize.cpp's dispatch): maxPool2dI8's
+// bytes. Rows first: the window's input rows reduced with vpmaxsb, 64 columns at a time, into a row padded with -128
+// on both sides (padding never wins); then columns: stride 1 reads the padded row at the taps' offsets, stride 2 its
+// even and odd bytes (vpmovwb), other strides gather. Max is exact, so any order gives the same bytes.
+#include "kernels/x86/quant_avx512.hpp"
+#include "kernels/ref/parallel_units.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace npuc::kernels::detail {
+
+namespace {
+
+inline __mmask64 first(int64_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; }
+
+}  // namespace
+
+void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
+  // The padded row: pl columns of -128, the input's iw, then enough -128 for the last window and a vector's overrun.
+  const int64_t span = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1;
+  const int64_t width = std::max(s.pl + s.iw, span) + 128;
+  parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
+    std::vector<int8_t> buf(static_cast<size_t>(3 * width), int8_t{-128});
+    int8_t* row = buf.data();
+    int8_t* even = row + width;             // row[2 i]
+    int8_t* odd = even + width / 2 + 64;    // row[2 i + 1]
+    const __m512i lowest = _mm512_set1_epi8(-128);
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const int8_t* xp = x + pl * s.ih * s.iw;
+      int8_t* yp = y + pl * s.oh * s.ow;
+      for (int64_t oy = 0; oy < s.oh; ++oy) {
+        int8_t* r = row + s.pl;
+        for (int64_t c = 0; c < s.iw; c += 64) {
+          const __mmask64 k = first(s.iw - c);
+          __m512i m = lowest;
+          for (int64_t i = 0; i < s.kh; ++i) {
+            const int64_t iy = oy * s.sh - s.pt + i * s.dh;
+            if (iy >= 0 && iy < s.ih) m = _mm512_max_epi8(m, _mm512_maskz_loadu_epi8(k, xp + iy * s.iw + c));
+          }
+          _mm512_mask_storeu_epi8(r + c, k, m);
+        }
+        int8_t* yr = yp + oy * s.ow;
+        if (s.sw == 1) {
+          for (int64_t ox = 0; ox < s.ow; ox += 64) {
+            __m512i m = lowest;
+            for (int64_t j = 0; j < s.kw; ++j) m = _mm512_max_epi8(m, _mm512_loadu_si512(row + ox + j * s.dw));
+            _mm512_mask_storeu_epi8(yr + ox, first(s.ow - ox), m);
+          }
+        } else if (s.sw == 2) {
+          const int64_t pairs = (span + 1) / 2 + 64;  // (the row's padding covers the overrun)
+          for (int64_t i = 0; i < pairs; i += 32) {
+            const __m512i w = _mm512_loadu_si512(row + 2 * i);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(even + i), _mm512_cvtepi16_epi8(w));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(odd + i), _mm512_cvtepi16_epi8(_mm512_srli_epi16(w, 8)));
+          }
+          for (int64_t ox = 0; ox < s.ow; ox += 64) {
+            __m512i m = lowest;
+            for (int64_t j = 0; j < s.kw; ++j) {
+              const int64_t t = j * s.dw;  // column 2 ox + t: even[ox + t / 2] or odd[ox + t / 2]
+              m = _mm512_max_epi8(m, _mm512_loadu_si512((t % 2 ? odd : even) + ox + t / 2));
+            }
+            _mm512_mask_storeu_epi8(yr + ox, first(s.ow - ox), m);
+          }
+        } else {
+          for (int64_t ox = 0; ox < s.ow; ++ox) {
+            int8_t m = -128;
+            for (int64_t j = 0; j < s.kw; ++j) m = std::max(m, row[ox * s.sw + j * s.dw]);
+            yr[ox] = m;
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace npuc::kernels::detail

@@ -1,0 +1,43 @@
+// QuantizeLinear / DequantizeLinear per tensor and MaxPool over int8 codes, fast (kernels/quant.hpp): the AVX-512
+// loops where the CPU has AVX-512F/BW/VL, else the reference; element-wise or exact, so the split among threads
+// cannot change a bit.
+#include "kernels/layers.hpp"
+#include "kernels/quant.hpp"
+#include "kernels/ref/parallel_units.hpp"
+
+namespace npuc::kernels {
+
+namespace detail {
+void quantizeLinearAvx512(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);
+void dequantizeLinearAvx512(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y);
+void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool);
+
+bool cpuHasAvx512bw() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+}  // namespace detail
+
+void quantizeLinearFast(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y, ThreadPool* pool) {
+  if (!detail::cpuHasAvx512bw()) return quantizeLinear(x, n, scale, zero_point, y, pool);
+  detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
+    const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);
+    detail::quantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
+  });
+}
+
+void dequantizeLinearFast(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y, ThreadPool* pool) {
+  if (!detail::cpuHasAvx512bw()) return dequantizeLinear(x, n, scale, zero_point, y, pool);
+  detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
+    const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);
+    detail::dequantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
+  });
+}
+
+void maxPool2dI8Fast(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
+  if (!detail::cpuHasAvx512bw()) return maxPool2dI8(s, x, y, pool);
+  detail::maxPool2dI8Avx512(s, x, y, pool);
+}
+
+}  // namespace npuc::kernels
