@@ -214,14 +214,16 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 64; ++trial) {
+  for (int trial = 0; trial < 67; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
-      const int64_t groups[] = {1, 4, 2, 40}, cin[] = {32, 32, 16, 40}, cout[] = {24, 24, 34, 40};
+      const int64_t groups[] = {1, 4, 2, 40, 24, 16, 8}, cin[] = {32, 32, 16, 40, 24, 16, 8}, cout[] = {24, 24, 34, 40, 24, 16, 8};
+      const int64_t k = trial == 64 ? 5 : 3, w = trial == 66 ? 37 : 19;
       s.batch = 1, s.groups = groups[trial - 60], s.in_channels = cin[trial - 60], s.out_channels = cout[trial - 60];
-      s.in_spatial = {20, 19}, s.kernel = {3, 3}, s.stride = {1, trial % 2 == 0 ? 1 : 2}, s.dilation = {1, 1};
-      s.pad_begin = {1, 1}, s.out_spatial = {20, trial % 2 == 0 ? 19 : 10};
+      s.in_spatial = {20, w}, s.kernel = {k, k}, s.stride = {1, trial % 2 == 0 ? 1 : 2}, s.dilation = {1, 1};
+      s.pad_begin = {k / 2, trial == 66 ? 0 : k / 2};  // (trial 66: no left padding, a window short of the right end)
+      s.out_spatial = {20, trial == 66 ? 35 : trial % 2 == 0 ? w : (w - 1) / 2 + 1};
     }
     const int64_t g = trial % 4 == 1 ? ch(rng) : 1, mg = trial % 4 == 1 ? 1 : ch(rng);
     int64_t cg = ch(rng);

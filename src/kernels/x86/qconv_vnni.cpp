@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace npuc::kernels::detail {
@@ -147,9 +148,109 @@ uint8_t* scratch(int slot, size_t bytes) {
   return b.data();
 }
 
+/// One row of an offset plane: columns [q0, q1) are src[q] + 128 (XOR 0x80), the others `pad`; src null for a row
+/// wholly in the padding. Plain loops (the compiler vectorises the XOR): AVX-512 masked stores here, read back soon
+/// after by overlapping loads, measured several times slower.
+inline void offsetRow(uint8_t* row, const int8_t* src, int64_t wp, int64_t q0, int64_t q1, uint8_t pad) {
+  if (src == nullptr) {
+    std::memset(row, pad, static_cast<size_t>(wp));
+    return;
+  }
+  for (int64_t q = 0; q < q0; ++q) row[q] = pad;
+  for (int64_t q = q0; q < q1; ++q) row[q] = static_cast<uint8_t>(src[q] ^ 0x80);
+  for (int64_t q = q1; q < wp; ++q) row[q] = pad;
+}
+
+/// One channel of the depthwise form over its offset plane (everything by value: the compiler keeps it in registers).
+struct DwArgs {
+  const uint8_t* xp;
+  int64_t wp, oh, ow, sh, sw;
+  const int32_t* wq;  // kh x qw weight quads
+  int32_t bias;
+  Multiplier mul;
+  int32_t zp, lo, hi;
+  int8_t* y;  // the channel's output plane
+  int64_t kh, qw;
+};
+
+/// KH, QW > 0: the window's height and quads per row fixed at compile time (loops unrolled); 0: a.kh, a.qw.
+template <int KH, int QW>
+void dwChannel(const DwArgs a, const __m512i perm, const __m512i shuf) {
+  const int64_t kh_n = KH > 0 ? KH : a.kh, qw_n = QW > 0 ? QW : a.qw;
+  const __m512i bias = _mm512_set1_epi32(a.bias);
+  for (int64_t oy = 0; oy < a.oh; ++oy) {
+    int8_t* yr = a.y + oy * a.ow;
+    const uint8_t* rows = a.xp + oy * a.sh * a.wp;
+    for (int64_t ox = 0; ox < a.ow; ox += 16) {
+      __m512i acc = bias;
+      const uint8_t* base = rows + ox * a.sw;
+#pragma GCC unroll 8
+      for (int64_t kh = 0; kh < kh_n; ++kh)
+#pragma GCC unroll 4
+        for (int64_t q = 0; q < qw_n; ++q) {
+          const __m512i v = _mm512_loadu_si512(base + kh * a.wp + 4 * q);
+          const __m512i quads = _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm, v), shuf);
+          acc = _mm512_dpbusd_epi32(acc, quads, _mm512_set1_epi32(a.wq[kh * qw_n + q]));
+        }
+      requantizeStore(acc, a.mul, a.zp, a.lo, a.hi, yr + ox, static_cast<int>(std::min<int64_t>(16, a.ow - ox)));
+    }
+  }
+}
+
+/// The depthwise form (plan.depthwise): per channel, the offset plane (x + 128, the padding zx + 128) and then per
+/// output row, 16 output columns at a time, each window row as quads of 4 consecutive plane columns starting at
+/// the output's first tap: one 64-byte load, vpermd to give each 128-bit lane the bytes of its 4 outputs, vpshufb to
+/// cut the 4 overlapping quads, one vpdpbusd with the row's 4 weights. Exact integer sums: qconv_ref's bytes.
+void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool) {
+  const ConvShape& s = plan.shape;
+  const int64_t C = s.in_channels, H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
+  const int64_t KH = s.kernel[0], SH = s.stride[0], SW = s.stride[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
+  const int64_t HP = plan.hp, WP = plan.wp, QW = plan.qw;
+  const uint8_t pad = static_cast<uint8_t>(plan.zx + 128);
+  // Stride 1: lane L holds plane bytes 4L .. 4L + 15 (dwords L .. L + 3), its outputs' quads start at bytes 0..3;
+  // stride 2: bytes 8L .. 8L + 15 (dwords 2L .. 2L + 3), quads at 0, 2, 4, 6.
+  const __m512i perm = SW == 1 ? _mm512_set_epi32(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0)
+                               : _mm512_set_epi32(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0);
+  const __m512i shuf = SW == 1 ? _mm512_broadcast_i32x4(_mm_set_epi8(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0))
+                               : _mm512_broadcast_i32x4(_mm_set_epi8(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0));
+  for (int64_t nb = 0; nb < s.batch; ++nb) {
+    const int8_t* xn = x + nb * C * H * W;
+    int8_t* yn = y + nb * C * OH * OW;
+    parallelUnits(pool, C, OH * OW * KH * QW, [&](int64_t c0, int64_t c1) {
+      // The plane, plus 64 bytes a last 64-byte load may reach past it (their products meet zero weights or lanes
+      // that are not stored).
+      // Planes are built kBlock channels ahead of their use: a 64-byte load that overlaps masked stores still in
+      // flight cannot take their data forwarded and waits for them to retire.
+      constexpr int64_t kBlock = 8;
+      const int64_t plane = HP * WP + 128 + 4 * QW;
+      uint8_t* const planes = scratch(0, static_cast<size_t>(kBlock * plane));
+      const int64_t q0 = std::clamp<int64_t>(PL, 0, WP), q1 = std::clamp<int64_t>(PL + W, q0, WP);
+      for (int64_t b = 0; b < kBlock; ++b)  // (rows never reach the tail a last load may)
+        std::fill(planes + b * plane + HP * WP, planes + (b + 1) * plane, uint8_t{0});
+      for (int64_t cb = c0; cb < c1; cb += kBlock) {
+        const int64_t ce = std::min(c1, cb + kBlock);
+        for (int64_t c = cb; c < ce; ++c)
+          for (int64_t r = 0; r < HP; ++r) {
+            const int64_t ih = r - PT;
+            offsetRow(planes + (c - cb) * plane + r * WP, ih < 0 || ih >= H ? nullptr : xn + (c * H + ih) * W - PL, WP, q0, q1, pad);
+          }
+        for (int64_t c = cb; c < ce; ++c) {
+          const DwArgs a{planes + (c - cb) * plane, WP, OH, OW, SH, SW, plan.a4.data() + c * KH * QW,
+                         plan.bias[static_cast<size_t>(c)], plan.mul[static_cast<size_t>(c)], plan.out.zero_point,
+                         plan.out.lo, plan.out.hi, yn + c * OH * OW, KH, QW};
+          if (KH == 3 && QW == 1) dwChannel<3, 1>(a, perm, shuf);
+          else if (KH == 5 && QW == 2) dwChannel<5, 2>(a, perm, shuf);
+          else dwChannel<0, 0>(a, perm, shuf);
+        }
+      }
+    });
+  }
+}
+
 }  // namespace
 
 void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool) {
+  if (plan.depthwise) return qdwconvVnni(plan, x, y, pool);
   const ConvShape& s = plan.shape;
   const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
   const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
@@ -204,27 +305,12 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
     if (direct) planes = reinterpret_cast<const uint8_t*>(xn);
     // The offset plane of every channel: x + 128 inside the input, zx + 128 in the padding.
     if (!direct) parallelUnits(pool, C, HP * WP, [&](int64_t c0, int64_t c1) {
-      const __m128i flip80 = _mm_set1_epi8(static_cast<char>(0x80));
       const int64_t q0 = std::clamp<int64_t>(PL, 0, WP), q1 = std::clamp<int64_t>(PL + W, q0, WP);
-      for (int64_t c = c0; c < c1; ++c) {
-        uint8_t* pc = xp + c * HP * WP;
+      for (int64_t c = c0; c < c1; ++c)
         for (int64_t r = 0; r < HP; ++r) {
-          uint8_t* row = pc + r * WP;
           const int64_t ih = r - PT;
-          if (ih < 0 || ih >= H) {
-            std::fill(row, row + WP, pad);
-            continue;
-          }
-          std::fill(row, row + q0, pad);
-          const int8_t* src = xn + (c * H + ih) * W - PL;  // plane column q is input column q - PL
-          int64_t q = q0;
-          for (; q + 16 <= q1; q += 16)
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(row + q),
-                             _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + q)), flip80));
-          for (; q < q1; ++q) row[q] = static_cast<uint8_t>(src[q] ^ 0x80);
-          std::fill(row + q1, row + WP, pad);
+          offsetRow(xp + (c * HP + r) * WP, ih < 0 || ih >= H ? nullptr : xn + (c * H + ih) * W - PL, WP, q0, q1, pad);
         }
-      }
     });
     int8_t* yn = y + nb * M * P;
     // Rows [r0, r1) of a group's output, over pixel tiles: a tile of B stays in cache while the rows pass over it.
@@ -271,15 +357,21 @@ QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* 
   p.k4 = (K + 3) / 4;
   p.hp = std::max<int64_t>((s.out_spatial[0] - 1) * s.stride[0] + (s.kernel[0] - 1) * s.dilation[0] + 1, 1);
   p.wp = std::max<int64_t>((s.out_spatial[1] - 1) * s.stride[1] + (s.kernel[1] - 1) * s.dilation[1] + 1, 1);
-  p.a4.assign(static_cast<size_t>(M * p.k4), 0);
+  const int64_t KH = s.kernel[0], KW = s.kernel[1];
+  p.depthwise = s.groups == s.in_channels && s.groups == M && s.dilation[0] == 1 && s.dilation[1] == 1 &&
+                (s.stride[1] == 1 || s.stride[1] == 2);
+  p.qw = (KW + 3) / 4;
+  const int64_t per = p.depthwise ? KH * p.qw : p.k4;  // int32 words per output channel
+  p.a4.assign(static_cast<size_t>(M * per), 0);
   p.bias.resize(static_cast<size_t>(M));
   p.mul.resize(static_cast<size_t>(M));
   for (int64_t m = 0; m < M; ++m) {
     int64_t sum = 0;
-    auto* a = reinterpret_cast<uint8_t*>(p.a4.data() + m * p.k4);
+    auto* a = reinterpret_cast<uint8_t*>(p.a4.data() + m * per);
     for (int64_t k = 0; k < K; ++k) {
       const int8_t v = w[m * K + k];
-      a[k] = static_cast<uint8_t>(v);
+      // (depthwise: row kh's taps start at quad kh * qw)
+      a[p.depthwise ? (k / KW) * p.qw * 4 + k % KW : k] = static_cast<uint8_t>(v);
       sum += v;
     }
     // (wraps modulo 2^32 like the sums it corrects; the true total is in range)

@@ -18,6 +18,11 @@ struct QConvVnniPlan {
   int64_t k4 = 0, hp = 0, wp = 0;  // quads per row; the padded plane's height and width
   std::vector<int32_t> a4, bias;
   std::vector<Multiplier> mul;
+  // Depthwise (one input and one output channel per group, dilation 1, width stride 1 or 2): no im2col; each row of
+  // the window is read straight from the padded plane as quads of consecutive columns. a4 then holds per channel
+  // kh x qw quads (qw = ceil(kw / 4), zeros past kw).
+  bool depthwise = false;
+  int64_t qw = 0;
 };
 
 /// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI.)
