@@ -76,6 +76,8 @@ struct TranslateOptions {
   std::map<std::string, Shape> input_shapes;
   bool relu6_to_relu = false;            // -RELU6toRELU
   bool save_opt_onnx = false;            // -SaveOptOnnx: <prefix>_opt.onnx
+  bool save_qdq_onnx = false;            // --save-qdq-onnx (int8-affine targets): <prefix>_qdq.onnx, the quantized
+                                         // model as standard ONNX QuantizeLinear / DequantizeLinear pairs
   bool reuse_memory = false;             // place activations by liveness instead of one slot per layer output
   std::filesystem::path addr_map;        // -addr: address map definition (§6); empty = the default map
   std::filesystem::path prepost;         // -prepost: pre/post-processing definition (§5); empty = none
@@ -146,6 +148,9 @@ struct QuantizeOptions {
   /// around an Add of two same-shape tensors into an integer addition (ai.npuc QAdd), as int8-affine packages
   /// compute them. The result is then npuc's own model (not standard ONNX).
   bool integer_layers = false;
+  /// When set: also write the quantized model as standard ONNX QuantizeLinear / DequantizeLinear pairs (before any
+  /// integer-layer fusion) to this file, for any ONNX runtime.
+  std::filesystem::path qdq_onnx;
 };
 /// One tensor of the quantization table.
 struct QuantizedTensor {

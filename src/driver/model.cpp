@@ -188,6 +188,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto stats = quant::collectStats(g, samples, threads);
     quant::QdqReport rep = quant::quantizeToQdq(g, stats, qo);
+    if (!o.qdq_onnx.empty()) onnx_io::exportFile(g, o.qdq_onnx);
     const int integer = o.integer_layers ? integerLayers(g) : 0;
     ir::verify(g);
     if (!report) return;

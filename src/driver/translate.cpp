@@ -287,6 +287,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         if (!o.calibration.empty())
           res.warnings.push_back("the model is already quantized (QuantizeLinear / DequantizeLinear): its own scales are "
                                  "used, the calibration samples are not");
+        if (o.save_qdq_onnx) m.saveOnnx(tmp / (o.prefix + "_qdq.onnx"));  // (the model as given: already QDQ)
         withContext(o.onnx.string(), [&] { integerLayers(mutableGraphOf(m)); });
         res.quantized = true;
         report("integer", sw.lap());
@@ -295,6 +296,18 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         passes::PassContext ctx;
         passes::PassManager(passes::resolvePipeline()).runToFixpoint(mutableGraphOf(m), ctx);
       });
+    }
+    if (o.save_qdq_onnx && t.numerics != Numerics::kInt8Affine)
+      res.warnings.push_back(fmt::format("--save-qdq-onnx is ignored: target '{}' has {} numerics (the QDQ model is "
+                                         "the int8-affine quantization)", t.name, numericsName(t.numerics)));
+    // --save-qdq-onnx: the model as `npuc quantize` loads it (standard ONNX ops, batch norms folded) is quantized on the same samples
+    // with the same method; the tensors the package stores get the same scales (the same statistics), while ops
+    // the optimizer fuses (Conv + activation, HardSwish, …) keep standard ONNX form.
+    std::optional<Model> standard;
+    if (o.save_qdq_onnx && t.numerics == Numerics::kInt8Affine && !prequantized) {
+      LoadOptions so = lo;  // the load pipeline: shapes resolved, batch norms folded, ONNX ops only
+      so.resolve = so.optimize = true;
+      standard = Model::load(o.onnx, so);
     }
     Model body = std::move(m).optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
@@ -309,6 +322,12 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       qo.calibration = o.calibration;
       qo.method = o.calib_method;
       qo.threads = o.threads;
+      if (standard) {
+        QuantizeOptions so = qo;
+        so.qdq_onnx = tmp / (o.prefix + "_qdq.onnx");
+        withContext(o.onnx.string(), [&] { standard->quantizedQdq(so); });
+        report("save-qdq", sw.lap());
+      }
       qo.integer_layers = true;
       QuantizeReport qr;
       body = body.quantizedQdq(qo, &qr);
@@ -352,6 +371,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   {
     fs::path base = tmp / o.prefix;
     auto add = [&](const std::string& f) { res.files.push_back(fs::path(f).filename().string()); };
+    if (o.save_qdq_onnx && res.quantized) add(base.string() + "_qdq.onnx");  // (written when quantized, above)
     if (o.save_opt_onnx) {
       opt.saveOnnx(base.string() + "_opt.onnx");
       add(base.string() + "_opt.onnx");

@@ -343,6 +343,43 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   std::filesystem::remove_all(o.out_root);
 }
 
+// --save-qdq-onnx: translate also writes the quantized model as standard ONNX (every op in the default domain,
+// QuantizeLinear / DequantizeLinear pairs) — the file `npuc quantize` would write for the same samples and method:
+// the same scales, so the same model bit for bit.
+TEST(Int8AffinePackage, SavesTheQdqModelAsStandardOnnx) {
+  Digits d;
+  TranslateOptions o;
+  o.prefix = "digitsq";
+  o.onnx = kDigits + "digits_cnn.onnx";
+  o.target = "generic-int8";
+  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_save_" + std::to_string(::getpid()));
+  o.save_qdq_onnx = true;
+  QuantizeOptions q = d.calib(60);
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(std::count(r.files.begin(), r.files.end(), "digitsq_qdq.onnx"));
+  const auto file = r.dir / "digitsq_qdq.onnx";
+  ASSERT_TRUE(std::filesystem::exists(file));
+  Model saved = Model::load(file);
+  int qs = 0;
+  for (const NodeInfo& n : saved.nodes()) {
+    EXPECT_EQ(n.op.find('.'), std::string::npos) << n.name << " is " << n.op;  // ("domain.Op" outside ai.onnx)
+    qs += n.op == "QuantizeLinear";
+  }
+  EXPECT_GT(qs, 0);
+  const auto again = o.out_root / "again.onnx";
+  d.model.quantizedQdq(q).saveOnnx(again);
+  Model want = Model::load(again);
+  Session a(saved, 1), b(want, 1);
+  for (int64_t i = 0; i < 20; ++i) {
+    Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
+    std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + i * 64, 64 * sizeof(float));
+    EXPECT_TRUE(a.run({{"input", xi}})[0].sameBits(b.run({{"input", xi}})[0])) << "sample " << i;
+  }
+  std::filesystem::remove_all(o.out_root);
+}
+
 // A model quantized elsewhere (here: by npuc quantize, saved as standard ONNX) translates for generic-int8 without
 // calibration: its own scales, its convolutions as integer layers; the package equals the engine on that model with
 // the same integer convolutions, bit for bit.

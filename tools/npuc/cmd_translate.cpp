@@ -26,6 +26,9 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --input-shape NAME=DIMS     fix an input's shape (repeatable)
   -RELU6toRELU, --relu6-to-relu     replace Relu6 by Relu (says so)
   -SaveOptOnnx, --save-opt-onnx     also write PREFIX_opt.onnx (the optimized model; report indices refer to it)
+  -SaveQdqOnnx, --save-qdq-onnx     int8-affine targets: also write PREFIX_qdq.onnx, the quantized model as standard
+                                    ONNX QuantizeLinear / DequantizeLinear pairs (any ONNX runtime runs it on its
+                                    int8 path; without the pre/post-processing)
   -prepost, --prepost FILE    pre/post-processing definition (default: ./UserConfig/prepost_PREFIX.yaml)
   --aipp, --insert_op_conf FILE
                               Ascend-style AIPP configuration (aipp_op blocks, static or dynamic; docs/aipp.md);
@@ -45,10 +48,11 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
 
 Writes today: PREFIX_summary.{csv,md,xlsx} (time estimate per layer), PREFIX_opt.onnx with -SaveOptOnnx, and
 PREFIX_error_report.{csv,json,xlsx} when a node is unsupported (exit status 1).
-Output (fp32/fp16 targets): the object package (manifest.json, aimac_desc.bin, drp_desc.bin, drp_param.bin,
+Output (fp32, fp16 and int8-affine targets): the object package (manifest.json, aimac_desc.bin, drp_desc.bin, drp_param.bin,
 PREFIX_weight.dat, PREFIX_drpcfg.mem, drp_lib_info.txt; docs/package-format.md), the address map files
 (PREFIX_addrmap_intm.{yaml,txt}, PREFIX_tbl_addr_*.txt, PREFIX_data_{in,out}_list.txt) and the time estimate.
-int8 targets (tidl) get the check and the estimate only: quantization is not implemented yet.
+generic-int8 (int8-affine) quantizes on --calib samples (or keeps a QDQ model's own scales); tidl (int8-pow2) and
+kneron (int8-radix) numerics are not built yet: tidl gets the check and the estimate only.
 Pre/post-processing: -prepost definitions (current format, or the legacy one with -PrePostFULL) are parsed and
 validated against the model with the manual's messages ([Error Y01..Y03], KeyError, Converter-007, the size
 check unless -NotCheckSizeONNXvsYAML), then put into the package as vector-engine layers: data_in holds the raw
@@ -102,6 +106,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--input-shape") shapes.push_back(value(i));
         else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
+        else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") o.save_qdq_onnx = true;
         else if (s == "--reuse-memory") o.reuse_memory = true;
         else if (s == "--calib") calib.push_back(value(i));
         else if (s == "--calib-method") o.calib_method = value(i);
