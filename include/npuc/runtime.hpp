@@ -53,6 +53,11 @@ struct RuntimeLayer {
   std::string opexp;      // fused ONNX ops
   std::vector<std::string> onnx_nodes;
   RuntimeTensor output;   // the value it writes (name = the ONNX value name)
+  // int8-affine packages: an int8 output is the codes of the float tensor `float_value`, real = (q - zero_point) *
+  // scale (scale 0 otherwise).
+  double scale = 0;
+  int zero_point = 0;
+  std::string float_value;
 };
 
 /// Called after every layer with the layer and a view of its output in device memory (valid during the call).

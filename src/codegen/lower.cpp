@@ -293,6 +293,11 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     li.opexp = descs[i].opexp;
     li.onnx_nodes = descs[i].onnx_nodes;
     li.output = vals[static_cast<size_t>(descs[i].out)].name;
+    if (const auto& q = vals[static_cast<size_t>(descs[i].out)].quant) {
+      li.scale = q->scale;
+      li.zero_point = q->zero_point;
+      li.float_value = q->of;
+    }
     stream.push_back(all[i]);
     p.layers.push_back(std::move(li));
   }

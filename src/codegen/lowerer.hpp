@@ -36,6 +36,7 @@ struct LVal {
   char space = 'd';      // 'i' data_in, 'd' data, 'o' data_out, 'w' weight
   uint64_t offset = 0;
   int alias = -1;        // >= 0: the same bytes as that value, another shape (a Reshape, Identity, same-type Cast)
+  std::optional<ir::Quantization> quant;  // int8 codes of a float tensor (int8-affine packages)
 };
 
 struct LDesc {
@@ -302,6 +303,7 @@ class Lowerer {
     }
     const ir::Value& val = g_.value(v);
     of_[v] = newVal(val.name, val.type.shape, storageType(n, val), is_output_.count(v) ? 'o' : 'd');
+    if (val.quant && val.type.dtype == DType::kI8) vals_[static_cast<size_t>(of_[v])].quant = val.quant;
     return of_[v];
   }
 

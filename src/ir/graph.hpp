@@ -57,6 +57,15 @@ class Attr {
 
 const char* attrKindName(Attr::Kind k);
 
+/// int8 codes standing for a float tensor (int8-affine): real = (q - zero_point) * scale; `of` names the float tensor.
+/// Set by the quantizer on each QuantizeLinear output; kept through the integer fusions (they write the same
+/// value); recorded in packages for traces and comparisons.
+struct Quantization {
+  double scale = 0;
+  int32_t zero_point = 0;
+  std::string of;
+};
+
 struct Value {
   ValueId id = kNoValue;
   std::string name;
@@ -67,6 +76,7 @@ struct Value {
   /// Stored exactly as typed (pre/post-processing values: uint8 frames, float16 images, float32 results). Other
   /// float values are stored in the target's float numerics when lowered (float16 for an fp16 target).
   bool exact_type = false;
+  std::optional<Quantization> quant;
 
   bool isConstant() const { return constant.has_value(); }
 };

@@ -477,6 +477,13 @@ std::string layersJsonText(const Package& p) {
     }
     s += ",\n   \"output\": ";
     str(l.output);
+    if (l.scale > 0) {
+      s += ",\n   \"quantization\": {\n    \"scale\": ";
+      s += dumpJson(json(l.scale), -1);
+      fmt::format_to(std::back_inserter(s), ",\n    \"zero_point\": {},\n    \"of\": ", l.zero_point);
+      str(l.float_value);
+      s += "\n   }";
+    }
     s += i + 1 < p.layers.size() ? "\n  },\n" : "\n  }\n";
   }
   s += " ]";
@@ -715,6 +722,16 @@ Package readPackage(const FileSource& source, const std::string& where) {
       Field nodes = l.at("onnx_nodes");
       for (size_t k = 0; k < nodes.size(); ++k) li.onnx_nodes.push_back(nodes.at(k).str());
       li.output = l.at("output").str();
+      if (l.j.contains("quantization")) {  // (int8 layers of int8-affine packages)
+        Field q = l.at("quantization");
+        if (!q.at("scale").j.is_number() || !(q.at("scale").j.get<double>() > 0) || !std::isfinite(q.at("scale").j.get<double>()))
+          bad(mfile, "field '{}.scale' must be a finite positive number", q.path);
+        li.scale = q.at("scale").j.get<double>();
+        if (!q.at("zero_point").j.is_number_integer() || q.at("zero_point").j.get<int64_t>() < -128 || q.at("zero_point").j.get<int64_t>() > 127)
+          bad(mfile, "field '{}.zero_point' must be an integer in [-128, 127]", q.path);
+        li.zero_point = static_cast<int32_t>(q.at("zero_point").j.get<int64_t>());
+        li.float_value = q.at("of").str();
+      }
       // The kind is stated for readers of the manifest; it must be the descriptor's (checked once decoded).
       kinds.push_back(l.at("kind").str());
       p.layers.push_back(std::move(li));
@@ -725,6 +742,8 @@ Package readPackage(const FileSource& source, const std::string& where) {
       const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
       if (kinds[i] != layerKindName(d.kind))
         bad(mfile, "field 'layers[{}].kind' = '{}', but its descriptor is a '{}' layer", i, kinds[i], layerKindName(d.kind));
+      if (l.scale > 0 && d.out(0).type != ElemType::kI8)
+        bad(mfile, "field 'layers[{}].quantization': the layer writes {}, not int8 codes", i, elemName(d.out(0).type));
     }
   } catch (const json::exception& e) {
     bad(mfile, "malformed manifest: {}", e.what());

@@ -174,6 +174,11 @@ struct LayerInfo {
   std::string opexp;   // fused ONNX ops, "Conv+BatchNormalization+Relu"
   std::vector<std::string> onnx_nodes;  // the source nodes: the optimized node, then those folded into it
   std::string output;  // name of the value it writes
+  // int8-affine packages: the output is int8 codes of the float tensor `float_value`, real = (q - zero_point) *
+  // scale (scale 0: not quantized). Written to the manifest as "quantization" only when set.
+  double scale = 0;
+  int32_t zero_point = 0;
+  std::string float_value;
 };
 
 struct Package {

@@ -222,6 +222,7 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     ir::ValueId sv = g.addConstant(g.uniqueValueName(vname + "_scale"), scalarF32(scale)).id;
     ir::ValueId zv = g.addConstant(g.uniqueValueName(vname + "_zero_point"), std::move(zpt)).id;
     ir::ValueId q = g.addValue(g.uniqueValueName(vname + "_quantized"), ir::makeType(DType::kI8, ft.shape)).id;
+    g.value(q).quant = ir::Quantization{scale, zp, name};  // (the model's name: a graph output's v is renamed above)
     rw.addNode("QuantizeLinear", g.uniqueValueName(vname + "_QuantizeLinear"), {v, sv, zv}, {q});
     rw.addNode("DequantizeLinear", g.uniqueValueName(vname + "_DequantizeLinear"), {q, sv, zv}, {dq_out});
     act_scale[dq_out] = scale;
@@ -350,6 +351,16 @@ std::optional<QParams> int8Activation(const ir::Graph& g, ir::ValueId v) {
 }
 
 }  // namespace
+
+void annotateQuantized(ir::Graph& g) {
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "QuantizeLinear" || !n.domain.empty() || n.outputs.size() != 1 || g.value(n.outputs[0]).quant) continue;
+    auto q = qparams(g, n.outputs[0], "QuantizeLinear");
+    if (!q || q->scale.size() != 1 || g.value(n.outputs[0]).type.dtype != DType::kI8) continue;
+    g.value(n.outputs[0]).quant = ir::Quantization{q->scale[0], static_cast<int32_t>(q->zero_point[0]), g.value(n.inputs[0]).name};
+  }
+}
 
 int fuseIntegerConvs(ir::Graph& g) {
   ir::Rewriter rw(g);

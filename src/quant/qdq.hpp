@@ -53,6 +53,10 @@ struct QdqReport {
 /// same graph); a float tensor without statistics is an error naming it.
 QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const QdqOptions& o = {});
 
+/// Records on each per-tensor int8 QuantizeLinear output what it stands for (ir::Value::quant: scale, zero point, the
+/// float tensor) where it is not recorded yet (a model quantized elsewhere); quantizeToQdq records its own.
+void annotateQuantized(ir::Graph& g);
+
 /// Replaces each DequantizeLinear -> Conv (2-D, + a fused Relu / Clip) -> QuantizeLinear run of a QDQ graph (as
 /// quantizeToQdq writes it) by one ai.npuc QConv: int8 input, the int8 weights and int32 bias, the requantization
 /// multipliers of x_scale * w_scale[m] / y_scale (docs/numerics.md) — the integer layer a device runs. Convs that do

@@ -160,6 +160,9 @@ struct Runtime::Impl {
       rl.name = l.name;
       rl.opexp = l.opexp;
       rl.onnx_nodes = l.onnx_nodes;
+      rl.scale = l.scale;
+      rl.zero_point = l.zero_point;
+      rl.float_value = l.float_value;
       rl.output = {l.output, d.out(0).type, shapeOf(d.out(0)), d.out(0).addr, {}, {}};
       layers.push_back(std::move(rl));
     }

@@ -9,7 +9,9 @@
 #include "support/npy.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <random>
 
 #include <algorithm>
@@ -377,6 +379,59 @@ TEST(Int8AffinePackage, SavesTheQdqModelAsStandardOnnx) {
     std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + i * 64, 64 * sizeof(float));
     EXPECT_TRUE(a.run({{"input", xi}})[0].sameBits(b.run({{"input", xi}})[0])) << "sample " << i;
   }
+  std::filesystem::remove_all(o.out_root);
+}
+
+// The package records what each int8 layer output stands for (scale, zero point, the float tensor): dequantized with
+// it, every int8 layer of the digits package follows the float model's tensor (cosine above 0.99 on real images),
+// and float layers carry no record.
+TEST(Int8AffinePackage, LayersRecordTheScalesOfTheirCodes) {
+  Digits d;
+  TranslateOptions o;
+  o.prefix = "digitsr";
+  o.onnx = kDigits + "digits_cnn.onnx";
+  o.target = "generic-int8";
+  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_rec_" + std::to_string(::getpid()));
+  o.calibration = d.calib(100).calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir, RuntimeOptions{1, false});
+  Session s(d.model, 1);
+  int int8_layers = 0;
+  for (int64_t i = 0; i < 5; ++i) {
+    Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
+    std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + (100 + i) * 64, 64 * sizeof(float));
+    std::map<std::string, Tensor> ref;
+    s.run({{"input", xi}}, [&](const std::string& v, const Tensor& t) { ref[v] = t.clone(); });
+    ref["input"] = xi;
+    rt.setInput("input", xi);
+    int8_layers = 0;
+    rt.run([&](const RuntimeLayer& l, const Tensor& y) {
+      if (y.dtype() != DType::kI8) {
+        EXPECT_EQ(l.scale, 0.0) << l.name;
+        return;
+      }
+      ++int8_layers;
+      ASSERT_GT(l.scale, 0.0) << l.name;
+      auto it = ref.find(l.float_value);
+      ASSERT_NE(it, ref.end()) << l.name << " stands for '" << l.float_value << "', not a value of the model";
+      double dot = 0, a2 = 0, b2 = 0;
+      for (int64_t k = 0; k < y.numel(); ++k) {
+        const double a = (y.data<int8_t>()[k] - l.zero_point) * l.scale, b = it->second.data<float>()[k];
+        dot += a * b, a2 += a * a, b2 += b * b;
+      }
+      EXPECT_GT(dot / std::sqrt(a2 * b2 + 1e-30), 0.99) << l.name << ", sample " << i;
+    });
+  }
+  EXPECT_GE(int8_layers, 4);  // the input's quantize and the three convolutions
+  // The records are part of the manifest's layers, which stays exactly the dump of what it parses to.
+  std::ifstream in(r.dir / "manifest.json", std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);  // (keys in file order)
+  EXPECT_EQ(text, j.dump(1) + "\n");
+  int records = 0;
+  for (const auto& l : j["layers"]) records += l.contains("quantization");
+  EXPECT_EQ(records, int8_layers);
   std::filesystem::remove_all(o.out_root);
 }
 

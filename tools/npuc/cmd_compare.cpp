@@ -1,5 +1,6 @@
 // npuc compare: the original model on the reference engine (float32) against its package on the simulator, layer by
-// layer. Layers are matched by the value they write (the package manifest's `output`, the ONNX value name); per
+// layer. Layers are matched by the value they write (the package manifest's `output`, the ONNX value name; an int8
+// layer of an int8-affine package by the float tensor its codes stand for, dequantized with its scale); per
 // layer: max abs error, cosine similarity, SNR in dB; the first layer whose SNR drops sharply is flagged. Written
 // to the console, DIR/compare.csv and DIR/compare.html (one self-contained page with an SVG chart).
 #include "cli_common.hpp"
@@ -179,7 +180,7 @@ void addCompare(CLI::App& app, Action& run) {
       }
       // Reference: the original model, keeping the values the package's layers write.
       std::map<std::string, Tensor> ref;
-      for (auto& l : rt.layers()) ref[l.output.name];
+      for (auto& l : rt.layers()) ref[l.scale > 0 ? l.float_value : l.output.name];  // (int8 codes: their float tensor)
       LoadOptions lo;
       if (o->prepost.empty() && o->aipp_config.empty())
         for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
@@ -203,10 +204,18 @@ void addCompare(CLI::App& app, Action& run) {
         r.opexp = l.opexp;
         r.value = l.output.name;
         r.shape = shapeStr(y.shape());
-        auto it = ref.find(l.output.name);
+        auto it = ref.find(l.scale > 0 ? l.float_value : l.output.name);
         if (it != ref.end() && it->second.defined() && it->second.numel() == y.numel()) {
           r.matched = true;
-          measure(y, it->second, r);
+          if (l.scale > 0 && y.dtype() == DType::kI8) {  // int8 codes, compared as the real values they stand for
+            Tensor real(DType::kF32, y.shape());
+            for (int64_t i = 0; i < y.numel(); ++i)
+              real.data<float>()[i] = static_cast<float>((y.data<int8_t>()[i] - l.zero_point) * l.scale);
+            r.value = l.float_value;
+            measure(real, it->second, r);
+          } else {
+            measure(y, it->second, r);
+          }
         }
         rows.push_back(r);
       });
