@@ -76,6 +76,22 @@ if "$npuc" translate cal -onnx "$digits" --calib "input=$src/models/digits/test_
   ok "translate --calib corrects the fp16 biases"; else bad "translate --calib: $(cat "$tmp/cal.out")"; fi
 expect_error 2 "does not stack samples of the input's shape 1x1x8x8" -- "$npuc" translate calbad -onnx "$digits" --calib "input=$tmp/out_dir/logits.npy" --out "$tmp/calbad"
 [ -e "$tmp/calbad/calbad" ] && bad "a refused --calib translate left output behind" || ok "refused --calib translate wrote nothing"
+# int8-affine: translate on calibration samples (+ the standard QDQ model), traces of int8 codes with their scales,
+# compare against the float model layer by layer on a real image (the first test sample: an .npy of one 1x1x8x8 float32
+# image cut from test_x.npy, whose 128-byte header and C order put sample 0 right after it)
+{ printf '\x93NUMPY\x01\x00\x76\x00'; printf "%-117s\n" "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 8, 8), }"
+  tail -c +129 "$src/models/digits/test_x.npy" | head -c 256; } >"$tmp/x1.npy"
+if "$npuc" translate q8 -onnx "$digits" --target generic-int8 --calib "input=$src/models/digits/test_x.npy" --save-qdq-onnx \
+     --out "$tmp/q8" >"$tmp/q8.out" && [ -s "$tmp/q8/q8/q8_qdq.onnx" ] && [ -s "$tmp/q8/q8/manifest.json" ] &&
+   "$npuc" simulate "$tmp/q8/q8" --input "input=$tmp/x1.npy" -o "$tmp/q8sim" --trace "$tmp/q8tr" >"$tmp/q8sim.out" 2>&1; then
+  if grep -q '^1,1,mac,conv,.*,int8,.*,0\.[0-9]*,-\?[0-9]*,"/features' "$tmp/q8tr/trace_index.csv"; then
+    ok "int8 traces record each layer's scale and zero point"; else bad "int8 traces: $(head -3 "$tmp/q8tr/trace_index.csv")"; fi
+else
+  bad "translate / simulate generic-int8: $(cat "$tmp/q8.out" "$tmp/q8sim.out")"
+fi
+if "$npuc" compare "$digits" "$tmp/q8/q8" --input "input=$tmp/x1.npy" -o "$tmp/q8cmp" >"$tmp/q8cmp.out" &&
+   grep -q "^   1  .*conv .* 0\.99" "$tmp/q8cmp.out"; then
+  ok "compare matches int8 layers to their float tensors"; else bad "compare int8: $(head -5 "$tmp/q8cmp.out")"; fi
 # -prepost: validated against the model with the manual's messages, then translated into the package: a uint8
 # frame in (8x8x1 = 64 bytes), the post-processed float32 probabilities out.
 pp="$src/tests/data/prepost/digits_prepost.yaml"

@@ -95,7 +95,8 @@ void addSimulate(CLI::App& app, Action& run) {
   c->add_option("--aipp", o->aipp, "Dynamic AIPP parameters: name=params.bin (the kAippDynamicPara bytes) or name=params.yaml (the "
                                    "seed's field names; docs/aipp.md), name = the frame input")->expected(1);
   c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
-  c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y, .npy, trace_index.csv)");
+  c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
+                                     "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point)");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
   c->add_flag("--exact", o->exact, "Run the scalar reference kernels (the specification; same bits, slower)");
   c->add_option("--top", o->top, "Also print the K largest values of each output with their indices (classification)")
@@ -115,7 +116,7 @@ void addSimulate(CLI::App& app, Action& run) {
       LayerCallback cb;
       if (!o->trace.empty()) {
         makeOutputFolder(o->trace, "--trace");
-        index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file\n";
+        index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file,scale,zero_point,float_value\n";
         cb = [&](const RuntimeLayer& l, const Tensor& y) {
           const Shape& s = y.shape();
           int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
@@ -126,11 +127,20 @@ void addSimulate(CLI::App& app, Action& run) {
             throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", (fs::path(o->trace) / raw).string()));
           }
           std::fclose(f);
-          writeNpyFile((fs::path(o->trace) / npy).string(), toFloat(y));
+          if (l.scale > 0 && y.dtype() == DType::kI8) {  // int8 codes: the .y file holds them, the .npy the real values
+            Tensor real(DType::kF32, y.shape());
+            for (int64_t i = 0; i < y.numel(); ++i)
+              real.data<float>()[i] = static_cast<float>((y.data<int8_t>()[i] - l.zero_point) * l.scale);
+            writeNpyFile((fs::path(o->trace) / npy).string(), real);
+          } else {
+            writeNpyFile((fs::path(o->trace) / npy).string(), toFloat(y));
+          }
           std::string nodes;
           for (auto& n : l.onnx_nodes) nodes += (nodes.empty() ? "" : " ") + n;
-          index += fmt::format("{},{},{},{},\"{}\",{},\"{}\",\"{}\",{},{},{},{}\n", l.seq, l.seq, l.engine, l.kind, l.name, l.opexp,
-                               nodes, l.output.name, dtypeName(l.output.dtype), shapeStr(s), raw, npy);
+          index += fmt::format("{},{},{},{},\"{}\",{},\"{}\",\"{}\",{},{},{},{},{},{},\"{}\"\n", l.seq, l.seq, l.engine, l.kind, l.name,
+                               l.opexp, nodes, l.output.name, dtypeName(l.output.dtype), shapeStr(s), raw, npy,
+                               l.scale > 0 ? fmt::format("{:.9g}", l.scale) : "", l.scale > 0 ? std::to_string(l.zero_point) : "",
+                               l.float_value);
         };
       }
       double t0 = nowMs();
