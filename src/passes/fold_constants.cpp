@@ -62,7 +62,9 @@ bool FoldConstantsPass::run(ir::Graph& g, PassContext&) {
     std::vector<Tensor> outs = engine::evalNode(g, n, ins);
     size_t bytes = 0;
     for (auto& t : outs) bytes += t.defined() ? t.nbytes() : 0;
-    if (bytes > kMaxFoldBytes) continue;
+    // (a DequantizeLinear of constant weights gives back the float weights the model was quantized from: a float
+    // layer of an int8 package needs them whatever their size)
+    if (bytes > kMaxFoldBytes && !(n.op == "DequantizeLinear" && n.domain.empty())) continue;
     std::vector<ir::ValueId> node_outs = n.outputs;
     for (size_t i = 0; i < node_outs.size() && i < outs.size(); ++i)
       if (node_outs[i] != ir::kNoValue) rw.makeConstant(node_outs[i], outs[i].clone());
