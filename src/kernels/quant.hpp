@@ -96,7 +96,8 @@ void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
 
 /// The fast int8 convolution's instruction-set paths (each gives qconv_ref's bits).
 enum class QConvPath {
-  kBaseline,  // per-tap loop over an int16 plane, vectorised by the compiler for the baseline instruction set
+  kBaseline,  // per-tap loops over flat int16 (phase) planes: portable C++ the compiler vectorises (baseline / AVX2
+              // builds); the simulator's --exact mode
   kAvx2,      // vpmaddwd over an im2col of int16 pairs
   kVnni,      // AVX-512 VNNI vpdpbusd over an im2col of unsigned quads, weights packed once
 };

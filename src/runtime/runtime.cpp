@@ -216,9 +216,12 @@ struct Runtime::Impl {
           s.q.lo = t[2];
           s.q.hi = t[3];
           for (int64_t m = 0; m < s.cs.out_channels; ++m) s.q.multiplier.push_back({t[4 + 2 * m], t[5 + 2 * m]});
-          if (!opts.exact)  // (weights and bias are package constants: they outlive the step)
-            s.qconv = std::make_unique<kernels::QConv>(s.cs, reinterpret_cast<const int8_t*>(s.in[1]),
-                                                       reinterpret_cast<const int32_t*>(s.in[2]), s.zx, s.q);
+          // (weights and bias are package constants: they outlive the step) --exact runs the portable path: plain
+          // C++ loops without intrinsics over the same integers (qconv_ref's bytes, tested on every path); fast
+          // mode the widest path the CPU has.
+          s.qconv = std::make_unique<kernels::QConv>(s.cs, reinterpret_cast<const int8_t*>(s.in[1]),
+                                                     reinterpret_cast<const int32_t*>(s.in[2]), s.zx, s.q,
+                                                     opts.exact ? kernels::QConvPath::kBaseline : kernels::bestQConvPath());
           break;
         }
         s.w = weights(1);

@@ -12,26 +12,15 @@ namespace npuc::kernels {
 
 using detail::parallelUnits;
 
-/// acc[oy, ox] += row(oy)[ox * sw] * wv over the plane: the baseline path's loop, one tap at a time.
-void accumulateTapBaseline(int32_t* acc, const int16_t* plane, int64_t oh, int64_t ow, int64_t row_step, int64_t sw,
-                           int64_t wp, int32_t wv) {
-  for (int64_t oy = 0; oy < oh; ++oy) {
-    const int16_t* row = plane + oy * row_step * wp;
-    int32_t* a = acc + oy * ow;
-    if (sw == 1) {
-      for (int64_t ox = 0; ox < ow; ++ox) a[ox] += static_cast<int32_t>(row[ox]) * wv;
-    } else {
-      for (int64_t ox = 0; ox < ow; ++ox) a[ox] += static_cast<int32_t>(row[ox * sw]) * wv;
-    }
-  }
-}
+// The baseline path's tap loop (kernels/x86/qconv_tap.inc), compiled here for the baseline instruction set and in
+// qconv_tap_avx2.cpp with AVX2 (the compiler's own vectorisation of the same source; chosen at run time).
+#define NPUC_QCONV_TAP_FLAT accumulateTapFlatBaseline
+#include "kernels/x86/qconv_tap.inc"
+#undef NPUC_QCONV_TAP_FLAT
+void accumulateTapFlatAvx2(int32_t* acc, const int16_t* src, int64_t n, int32_t wv);
 
 void qgemmPairsAvx2(int64_t m0, int64_t m1, int64_t P, int64_t K2, const int32_t* A2, const int16_t* B2, int32_t* C);
 void requantizeRowAvx2(const int32_t* acc, int64_t n, int32_t m, int right, int32_t zp, int32_t lo, int32_t hi, int8_t* y);
-
-namespace {
-using TapFn = void (*)(int32_t*, const int16_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t);
-}  // namespace
 
 QConvPath bestQConvPath() {
   static const QConvPath best = [] {
@@ -122,11 +111,14 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
                 DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
   // The padded plane covers every tap of every output: rows [-PT, (OH-1)*SH + (KH-1)*DH - PT], same for columns.
   const int64_t HP = std::max<int64_t>((OH - 1) * SH + (KH - 1) * DH + 1, 1), WP = std::max<int64_t>((OW - 1) * SW + (KW - 1) * DW + 1, 1);
-  const TapFn tap = accumulateTapBaseline;  // (with AVX2 the im2col product below runs instead)
+  static const bool has_avx2 = __builtin_cpu_supports("avx2");
+  const auto flat_tap = has_avx2 ? accumulateTapFlatAvx2 : accumulateTapFlatBaseline;
+  std::vector<int16_t> xq;  // the baseline path's phase planes (strided convolutions)
   std::vector<int16_t> b2;
   std::vector<int32_t> a2;
-  std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP));
-  std::vector<int32_t> acc_all(static_cast<size_t>(M * OH * OW));
+  // (+ slack: a flat tap reads up to (KW - 1) * DW elements past its plane's last row, for discarded columns)
+  std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP + (KW - 1) * DW + 16));
+  std::vector<int32_t> acc_all(static_cast<size_t>(avx2 ? M * OH * OW : 0));
   for (int64_t n = 0; n < s.batch; ++n) {
     const int8_t* xn = x + n * C * H * W;
     for (int64_t c = 0; c < C; ++c) {  // x - zx inside the input, 0 (= x at the zero point) in the padding
@@ -199,25 +191,48 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
       });
       continue;
     }
+    // Phase planes: the padded plane split by stride phase, phase (ph, pw) holding rows ph, ph + SH, … and columns
+    // pw, pw + SW, …, so every tap reads its phase plane at stride 1 and accumulates over it flat (outputs at every
+    // phase-plane column, those past OW discarded). Stride 1 has one phase: the padded plane itself.
+    const int64_t HPp = (HP + SH - 1) / SH, WPp = (WP + SW - 1) / SW, phases = SH * SW;
+    const bool phased = phases > 1;
+    if (phased) {
+      xq.assign(static_cast<size_t>(C * phases * HPp * WPp + (KW - 1) * DW + 16), 0);
+      parallelUnits(pool, C, HP * WP, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t ph = 0; ph < SH; ++ph)
+            for (int64_t pw = 0; pw < SW; ++pw) {
+              int16_t* dst = xq.data() + ((c * SH + ph) * SW + pw) * HPp * WPp;
+              const int16_t* src = xp.data() + c * HP * WP;
+              for (int64_t r = 0; r * SH + ph < HP; ++r)
+                for (int64_t q = 0; q * SW + pw < WP; ++q) dst[r * WPp + q] = src[(r * SH + ph) * WP + q * SW + pw];
+            }
+      });
+    }
+    const int16_t* planes = phased ? xq.data() : xp.data();
     parallelUnits(pool, M, cg * KH * KW * OH * OW, [&](int64_t m0, int64_t m1) {
+      std::vector<int32_t> acc(static_cast<size_t>(OH * WPp));  // outputs at every phase-plane column
       for (int64_t m = m0; m < m1; ++m) {
-        int32_t* acc = acc_all.data() + m * OH * OW;
-        std::fill(acc, acc + OH * OW, bias != nullptr ? bias[m] : 0);
+        std::fill(acc.begin(), acc.end(), bias != nullptr ? bias[m] : 0);
         const int64_t grp = m / mg;
         for (int64_t cl = 0; cl < cg; ++cl) {
-          const int16_t* pc = xp.data() + (grp * cg + cl) * HP * WP;
+          const int16_t* pc = planes + (grp * cg + cl) * phases * HPp * WPp;
           const int8_t* wc = w + (m * cg + cl) * KH * KW;
           for (int64_t kh = 0; kh < KH; ++kh)
             for (int64_t kw = 0; kw < KW; ++kw) {
               const int32_t wv = wc[kh * KW + kw];
               if (wv == 0) continue;  // adds nothing
-              tap(acc, pc + kh * DH * WP + kw * DW, OH, OW, SH, SW, WP, wv);
+              const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
+              const int16_t* src = pc + ((th % SH) * SW + tw % SW) * HPp * WPp + (th / SH) * WPp + tw / SW;
+              flat_tap(acc.data(), src, OH * WPp, wv);
             }
         }
         int8_t* ym = y + (n * M + m) * OH * OW;
         const Multiplier& mm = out.of(m);
-        for (int64_t i = 0; i < OH * OW; ++i)
-          ym[i] = static_cast<int8_t>(std::clamp(out.zero_point + multiplyByMultiplier(acc[i], mm), out.lo, out.hi));
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox)
+            ym[oy * OW + ox] = static_cast<int8_t>(
+                std::clamp(out.zero_point + multiplyByMultiplier(acc[static_cast<size_t>(oy * WPp + ox)], mm), out.lo, out.hi));
       }
     });
   }
