@@ -109,6 +109,20 @@ void quantizeBias(ir::Rewriter& rw, ir::NodeId id, int i, float x_scale, const s
     q.data<int32_t>()[c] = static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
   }
   const std::string name = g.value(g.node(id).inputs[static_cast<size_t>(i)]).name;
+  if (saturated) {
+    // Saturated, the bias would be destroyed (a layer whose input range is tiny: x_scale * w_scale far below the
+    // bias values): it stays float32, and so does its layer (an integer layer needs an int32 bias).
+    QdqTensor t;
+    t.name = name;
+    t.kind = "bias";
+    t.scale = *std::max_element(scale.begin(), scale.end());
+    t.channels = C;
+    t.warning = fmt::format("kept in float32: {} of {} values would saturate int32 at scale {:.3g} (the layer's input "
+                            "range is narrow); the layer stays float", saturated, C, t.scale);
+    rep.warnings.push_back(fmt::format("bias '{}': {}", name, t.warning));
+    rep.tensors.push_back(t);
+    return;
+  }
   ir::ValueId qv = g.addConstant(g.uniqueValueName(name + "_quantized"), std::move(q)).id;
   ir::ValueId sv = g.addConstant(g.uniqueValueName(name + "_scale"), vectorF32(scale)).id;
   Tensor zp(DType::kI32, Shape{C});
@@ -123,7 +137,6 @@ void quantizeBias(ir::Rewriter& rw, ir::NodeId id, int i, float x_scale, const s
   t.kind = "bias";
   t.scale = *std::max_element(scale.begin(), scale.end());
   t.channels = C;
-  if (saturated) t.warning = fmt::format("{} values saturate int32", saturated);
   rep.tensors.push_back(t);
 }
 

@@ -2,6 +2,8 @@
 // DequantizeLinear semantics in the engine (numpy's formulas written out), and the digits model quantized:
 // accuracy against its float self and its labels, the saved ONNX read back, bad calibration data.
 #include "quant/qdq.hpp"
+#include "engine/engine.hpp"
+#include "ops/registry.hpp"
 
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
@@ -151,6 +153,33 @@ TEST(Qdq, PerTensorWeightsAreCoarser) {
     if (t.kind == "weight") {
       EXPECT_GT(t.channels, 1) << t.name;
     }
+}
+
+// A layer whose input range is tiny (GoogLeNet's classifier under torchvision's seeded init reads activations of
+// 1e-12) cannot hold its bias in int32 at x_scale * w_scale: the bias stays float32 (named in the warnings) instead
+// of saturating, and the layer's output keeps it. (Saturated, the bias was destroyed: output cosine 0.)
+TEST(Qdq, ABiasThatWouldSaturateInt32StaysFloat) {
+  ir::Graph g;
+  g.opset = 13;
+  ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 4})).id;
+  g.inputs().push_back(x);
+  ir::ValueId t = g.addValue("tiny").id;
+  g.addNode("Mul", "shrink", {x, g.addConstant("k", Tensor::fromVector<float>({1}, {1e-12f})).id}, {t});
+  ir::ValueId y = g.addValue("y").id;
+  g.addNode("Gemm", "fc", {t, g.addConstant("w", Tensor::fromVector<float>({3, 4}, {1, -2, 3, 1, 0.5f, 1, -1, 2, 1, 1, 1, 1})).id,
+                          g.addConstant("b", Tensor::fromVector<float>({3}, {0.5f, -0.25f, 0.125f})).id},
+            {y}).attrs["transB"] = int64_t{1};
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (int i = 0; i < 8; ++i) samples.push_back({{"x", Tensor::fromVector<float>({1, 4}, {0.1f * i, -0.2f, 0.3f, 1.0f - 0.1f * i})}});
+  const Tensor want = engine::Engine(g).run(samples[3])[0];
+  QdqReport rep = quantizeToQdq(g, collectStats(g, samples, 1));
+  bool named = false;
+  for (const auto& w : rep.warnings) named |= w.find("bias 'b'") != std::string::npos && w.find("kept in float32") != std::string::npos;
+  EXPECT_TRUE(named);
+  const Tensor got = engine::Engine(g).run(samples[3])[0];
+  for (int c = 0; c < 3; ++c) EXPECT_NEAR(got.data<float>()[c], want.data<float>()[c], 0.01) << c;  // (the bias: 0.5, -0.25, 0.125)
 }
 
 TEST(Qdq, BadCalibrationDataGetsClearErrors) {
