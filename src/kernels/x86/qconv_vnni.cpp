@@ -161,6 +161,42 @@ inline void offsetRow(uint8_t* row, const int8_t* src, int64_t wp, int64_t q0, i
   for (int64_t q = q1; q < wp; ++q) row[q] = pad;
 }
 
+/// A whole offset plane (the depthwise form's, private to its thread, with at least 64 bytes of slack after it): the
+/// masks of each 64-column block are the same for every row, so a row is one masked load, a XOR, a blend and an
+/// unmasked store per block (a store running past its row is overwritten by the next row, or lands in the slack).
+void offsetPlane(uint8_t* plane, const int8_t* xc, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt, int64_t pl,
+                 uint8_t pad) {
+  const int64_t q0 = std::clamp<int64_t>(pl, 0, wp), q1 = std::clamp<int64_t>(pl + w, q0, wp);
+  const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad)), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const int64_t blocks = (wp + 63) / 64;
+  __mmask64 in[8] = {};  // (planes wider than 512 columns take offsetRow)
+  if (blocks > 8) {
+    for (int64_t r = 0; r < hp; ++r)
+      offsetRow(plane + r * wp, r - pt < 0 || r - pt >= h ? nullptr : xc + (r - pt) * w - pl, wp, q0, q1, pad);
+    return;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t q = b * 64, n = std::min<int64_t>(64, wp - q);
+    if (q1 > q && q0 < q + n) {
+      const int64_t lo = std::max(q0, q) - q, hi = std::min(q1, q + n) - q;
+      in[b] = (hi == 64 ? ~__mmask64{0} : (__mmask64{1} << hi) - 1) & ~((__mmask64{1} << lo) - 1);
+    }
+  }
+  for (int64_t r = 0; r < hp; ++r) {
+    uint8_t* row = plane + r * wp;
+    const int64_t ih = r - pt;
+    if (ih < 0 || ih >= h) {
+      for (int64_t b = 0; b < blocks; ++b) _mm512_storeu_si512(row + b * 64, padv);
+      continue;
+    }
+    const int8_t* src = xc + ih * w - pl;  // plane column q is input column q - pl
+    for (int64_t b = 0; b < blocks; ++b) {
+      const __m512i v = _mm512_maskz_loadu_epi8(in[b], src + b * 64);
+      _mm512_storeu_si512(row + b * 64, _mm512_mask_blend_epi8(in[b], padv, _mm512_xor_si512(v, flip)));
+    }
+  }
+}
+
 /// One channel of the depthwise form over its offset plane (everything by value: the compiler keeps it in registers).
 struct DwArgs {
   const uint8_t* xp;
@@ -219,21 +255,16 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
     parallelUnits(pool, C, OH * OW * KH * QW, [&](int64_t c0, int64_t c1) {
       // The plane, plus 64 bytes a last 64-byte load may reach past it (their products meet zero weights or lanes
       // that are not stored).
-      // Planes are built kBlock channels ahead of their use: a 64-byte load that overlaps masked stores still in
-      // flight cannot take their data forwarded and waits for them to retire.
+      // Planes are built kBlock channels ahead of their use: a 64-byte load that overlaps stores still in flight
+      // cannot take their data forwarded and waits for them to retire.
       constexpr int64_t kBlock = 8;
-      const int64_t plane = HP * WP + 128 + 4 * QW;
+      const int64_t plane = HP * WP + 128 + 4 * QW;  // (the slack: the last loads' reach, offsetPlane's overrun)
       uint8_t* const planes = scratch(0, static_cast<size_t>(kBlock * plane));
-      const int64_t q0 = std::clamp<int64_t>(PL, 0, WP), q1 = std::clamp<int64_t>(PL + W, q0, WP);
-      for (int64_t b = 0; b < kBlock; ++b)  // (rows never reach the tail a last load may)
-        std::fill(planes + b * plane + HP * WP, planes + (b + 1) * plane, uint8_t{0});
+      // (the slack holds defined bytes: what it holds meets zero weights or lanes that are not stored)
+      for (int64_t b = 0; b < kBlock; ++b) std::fill(planes + b * plane + HP * WP, planes + (b + 1) * plane, uint8_t{0});
       for (int64_t cb = c0; cb < c1; cb += kBlock) {
         const int64_t ce = std::min(c1, cb + kBlock);
-        for (int64_t c = cb; c < ce; ++c)
-          for (int64_t r = 0; r < HP; ++r) {
-            const int64_t ih = r - PT;
-            offsetRow(planes + (c - cb) * plane + r * WP, ih < 0 || ih >= H ? nullptr : xn + (c * H + ih) * W - PL, WP, q0, q1, pad);
-          }
+        for (int64_t c = cb; c < ce; ++c) offsetPlane(planes + (c - cb) * plane, xn + c * H * W, H, W, HP, WP, PT, PL, pad);
         for (int64_t c = cb; c < ce; ++c) {
           const DwArgs a{planes + (c - cb) * plane, WP, OH, OW, SH, SW, plan.a4.data() + c * KH * QW,
                          plan.bias[static_cast<size_t>(c)], plan.mul[static_cast<size_t>(c)], plan.out.zero_point,
