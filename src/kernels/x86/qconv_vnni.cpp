@@ -292,9 +292,11 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
   // Without padding (every window inside the input: 1x1 convolutions, unpadded ones) the im2col reads x itself and
   // offsets it on the way (XOR 0x80 = + 128 for an int8); else it reads offset planes with the padding filled in.
   const bool direct = PT == 0 && PL == 0 && HP <= H && WP <= W;
-  const int64_t RS = direct ? W : WP, PS = direct ? H * W : HP * WP;  // the planes' row and plane strides
+  // The planes' row and plane strides (offset planes keep 64 bytes of slack each: offsetPlane's last store may run
+  // past its plane, and planes are built in parallel).
+  const int64_t RS = direct ? W : WP, PS = direct ? H * W : HP * WP + 64;
   const __m128i flip = _mm_set1_epi8(direct ? static_cast<char>(0x80) : 0);
-  uint8_t* const xp = direct ? nullptr : scratch(0, static_cast<size_t>(C * HP * WP));
+  uint8_t* const xp = direct ? nullptr : scratch(0, static_cast<size_t>(C * PS));
   const uint8_t* planes = xp;
   // The im2col of a group: B4 [K4][P16] quads. Where groups run in parallel, each chunk has its own.
   const bool by_group = G > 1 && mg < 2 * kMaxRows;
@@ -336,12 +338,7 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
     if (direct) planes = reinterpret_cast<const uint8_t*>(xn);
     // The offset plane of every channel: x + 128 inside the input, zx + 128 in the padding.
     if (!direct) parallelUnits(pool, C, HP * WP, [&](int64_t c0, int64_t c1) {
-      const int64_t q0 = std::clamp<int64_t>(PL, 0, WP), q1 = std::clamp<int64_t>(PL + W, q0, WP);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = 0; r < HP; ++r) {
-          const int64_t ih = r - PT;
-          offsetRow(xp + (c * HP + r) * WP, ih < 0 || ih >= H ? nullptr : xn + (c * H + ih) * W - PL, WP, q0, q1, pad);
-        }
+      for (int64_t c = c0; c < c1; ++c) offsetPlane(xp + c * PS, xn + c * H * W, H, W, HP, WP, PT, PL, pad);
     });
     int8_t* yn = y + nb * M * P;
     // Rows [r0, r1) of a group's output, over pixel tiles: a tile of B stays in cache while the rows pass over it.
