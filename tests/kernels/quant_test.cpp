@@ -368,7 +368,7 @@ TEST(QuantLinear, FastIsTheReferenceBitForBit) {
       ASSERT_EQ(got, want) << "trial " << trial;
       std::fill(dgot.begin(), dgot.end(), 99.0f);
       dequantizeLinearFast(want.data(), n, scale, zp, dgot.data(), pool);
-      ASSERT_EQ(0, std::memcmp(dgot.data(), dwant.data(), dgot.size() * sizeof(float))) << "trial " << trial;
+      ASSERT_TRUE(dgot.empty() || std::memcmp(dgot.data(), dwant.data(), dgot.size() * sizeof(float)) == 0) << "trial " << trial;
     }
   }
 }
