@@ -94,6 +94,8 @@ struct TranslateOptions {
   /// (Model::quantizedQdq) before it is lowered; the tidl target does not use it yet.
   std::map<std::string, std::vector<Tensor>> calibration;
   std::string calib_method = "minmax";   // --calib-method: the int8 activation range method (docs/calibration.md)
+  std::vector<std::string> keep_float;   // --keep-float NODE: int8-affine layers kept in float32 (QuantizeOptions)
+  std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges
   int threads = 0;                       // threads of the calibration runs (0: all cores)
 };
 
@@ -151,6 +153,11 @@ struct QuantizeOptions {
   /// When set: also write the quantized model as standard ONNX QuantizeLinear / DequantizeLinear pairs (before any
   /// integer-layer fusion) to this file, for any ONNX runtime.
   std::filesystem::path qdq_onnx;
+  /// Per-layer overrides: layers kept in float32 (by node name: float weights, computed in float between dequantize
+  /// and quantize conversions), and tensors quantized over a forced [lo, hi] (by name) instead of their calibrated
+  /// range. Unknown names are errors.
+  std::vector<std::string> keep_float;
+  std::map<std::string, std::pair<double, double>> ranges;
 };
 /// One tensor of the quantization table.
 struct QuantizedTensor {

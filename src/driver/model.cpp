@@ -180,6 +180,8 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
   if (!(o.percentile > 0 && o.percentile <= 100)) fail(ErrorCode::kInvalidArgument, "percentile {} is not in (0, 100]", o.percentile);
   qo.percentile = o.percentile;
   qo.per_channel = o.per_channel;
+  qo.keep_float.insert(o.keep_float.begin(), o.keep_float.end());
+  qo.ranges = o.ranges;
   Model m;
   m.impl_ = std::make_shared<Impl>();
   m.impl_->graph = impl_->graph->clone();

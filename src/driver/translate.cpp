@@ -322,6 +322,8 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       qo.calibration = o.calibration;
       qo.method = o.calib_method;
       qo.threads = o.threads;
+      qo.keep_float = o.keep_float;
+      qo.ranges = o.ranges;
       if (standard) {
         QuantizeOptions so = qo;
         so.qdq_onnx = tmp / (o.prefix + "_qdq.onnx");

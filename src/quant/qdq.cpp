@@ -197,6 +197,20 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     rep.warnings.push_back(fmt::format("opset {} has no per-axis DequantizeLinear (13 on): weights are quantized per tensor", g.opset));
   const bool per_channel = o.per_channel && per_axis;
 
+  // Per-layer overrides: every name must be the graph's.
+  std::set<ir::NodeId> kept;
+  for (const std::string& name : o.keep_float) {
+    bool found = false;
+    for (ir::NodeId id : g.order())
+      if (g.node(id).name == name) kept.insert(id), found = true;
+    if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float '{}': the model has no node of that name", name);
+  }
+  for (const auto& [name, r] : o.ranges) {
+    if (!g.findValue(name)) fail(ErrorCode::kInvalidArgument, "--range '{}': the model has no tensor of that name", name);
+    if (!(r.first <= r.second) || !std::isfinite(r.first) || !std::isfinite(r.second))
+      fail(ErrorCode::kInvalidArgument, "--range '{}': [{}, {}] is not a finite range", name, r.first, r.second);
+  }
+
   // Activations first: each stored float tensor becomes Q -> DQ, its readers reading the dequantized copy.
   std::map<ir::ValueId, float> act_scale;  // original value -> its scale
   std::vector<ir::ValueId> acts;
@@ -214,6 +228,9 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     ranges[v] = rangeOf(st->second, o.method, o.percentile);
   }
   shareRanges(g, uses, ranges);
+  for (ir::ValueId v : acts)  // forced ranges win over calibration and sharing
+    if (auto f = o.ranges.find(g.value(v).name); f != o.ranges.end())
+      ranges[v] = Range{std::min(f->second.first, 0.0), std::max(f->second.second, 0.0), ""};  // (holding 0)
   for (ir::ValueId v : acts) {
     const std::string name = g.value(v).name;
     const Range& r = ranges.at(v);
@@ -248,6 +265,7 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     t.zero_point = zp;
     t.dequantized = dq_out;
     t.warning = r.warning;
+    if (o.ranges.count(name)) t.warning = "range forced by --range";
     if (!r.warning.empty()) rep.warnings.push_back(fmt::format("tensor '{}': {}", name, r.warning));
     rep.tensors.push_back(t);
   }
@@ -257,7 +275,8 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
     // ai.npuc: the optimizer's Conv / Gemm with a fused activation (their inputs are ONNX's).
-    if ((n.domain.empty() || n.domain == "ai.npuc") && (n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul")) layers.push_back(id);
+    if ((n.domain.empty() || n.domain == "ai.npuc") && (n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul") && !kept.count(id))
+      layers.push_back(id);
   }
   for (ir::NodeId id : layers) {
     const ir::Node& n = g.node(id);

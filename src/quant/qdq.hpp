@@ -21,6 +21,7 @@
 #include "quant/range.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct QdqOptions {
   RangeMethod method = RangeMethod::kMinMax;
   double percentile = 99.99;
   bool per_channel = true;  // weights per output channel (else one scale per weight tensor)
+  /// Per-layer overrides. keep_float: layers (by node name) kept in float32 — their weights and bias stay float, so
+  /// they compute in float between the conversion layers (DequantizeLinear before, QuantizeLinear after) instead of
+  /// becoming integer layers. ranges: tensors (by name) quantized over this [lo, hi] instead of their calibrated range
+  /// (widened to hold 0). A name the graph lacks is an error naming it.
+  std::set<std::string> keep_float;
+  std::map<std::string, std::pair<double, double>> ranges;
 };
 
 /// One quantized tensor of the report: an activation (lo, hi, scale, zero point) or a weight (scale range over its

@@ -182,6 +182,55 @@ TEST(Qdq, ABiasThatWouldSaturateInt32StaysFloat) {
   for (int c = 0; c < 3; ++c) EXPECT_NEAR(got.data<float>()[c], want.data<float>()[c], 0.01) << c;  // (the bias: 0.5, -0.25, 0.125)
 }
 
+// Per-layer overrides: a layer kept in float32 keeps float weights and computes in float between its conversion
+// layers (not an integer layer; the others still are), a forced range replaces the calibrated one (widened to hold 0),
+// and names the model lacks are errors naming them.
+TEST(Qdq, OverridesKeepALayerFloatAndForceARange) {
+  Digits d;
+  QuantizeOptions q = d.calib(60);
+  q.integer_layers = true;
+  q.keep_float = {"/features/features.3/Conv"};
+  q.ranges["/features/features.2/Relu_output_0"] = {0.5, 4.0};
+  QuantizeReport rep;
+  Model m = d.model.quantizedQdq(q, &rep);
+  const ir::Graph& g = graphOf(m);
+  EXPECT_EQ(rep.integer_layers, 2) << [&] {  // the other two convolutions
+    std::string ops;
+    for (ir::NodeId id : g.order()) ops += g.node(id).op + " " + g.node(id).name + "\n";
+    return ops;
+  }();
+  bool kept_float = false;
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.name != "/features/features.3/Conv") continue;
+    kept_float = n.op == "Conv";
+    const ir::Value& w = g.value(n.inputs[1]);  // float weights (a constant, not a DequantizeLinear of int8 codes)
+    EXPECT_TRUE(w.isConstant() && w.constant->dtype() == DType::kF32) << w.name;
+  }
+  EXPECT_TRUE(kept_float);
+  bool forced = false;
+  for (const auto& t : rep.tensors)
+    if (t.name == "/features/features.2/Relu_output_0") {
+      forced = true;
+      EXPECT_DOUBLE_EQ(t.lo, 0.0);  // (widened to hold 0)
+      EXPECT_DOUBLE_EQ(t.hi, 4.0);
+      EXPECT_NEAR(t.scale, 4.0 / 255.0, 1e-7);
+    }
+  EXPECT_TRUE(forced);
+  EXPECT_GT(d.accuracy(m), 0.97);
+  QuantizeOptions bad = d.calib(10);
+  bad.keep_float = {"no_such_node"};
+  try {
+    (void)d.model.quantizedQdq(bad);
+    ADD_FAILURE() << "an unknown node name was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'no_such_node': the model has no node of that name"), std::string::npos) << e.what();
+  }
+  bad.keep_float.clear();
+  bad.ranges["nope"] = {0, 1};
+  EXPECT_THROW((void)d.model.quantizedQdq(bad), Error);
+}
+
 TEST(Qdq, BadCalibrationDataGetsClearErrors) {
   Digits d;
   auto expectError = [&](QuantizeOptions o, const std::string& fragment) {

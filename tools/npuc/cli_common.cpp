@@ -26,6 +26,28 @@ std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<st
   return r;
 }
 
+std::map<std::string, std::pair<double, double>> parseRanges(const std::vector<std::string>& entries) {
+  std::map<std::string, std::pair<double, double>> r;
+  for (auto& e : entries) {
+    auto [name, span] = splitEq(e, "--range");
+    const size_t comma = span.find(',');
+    auto number = [&](const std::string& t) {
+      char* end = nullptr;
+      const double v = std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0' || !std::isfinite(v))
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("--range '{}': '{}' is not a finite number (TENSOR=LO,HI)", e, t));
+      return v;
+    };
+    if (comma == std::string::npos)
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--range '{}': expected TENSOR=LO,HI", e));
+    const double lo = number(span.substr(0, comma)), hi = number(span.substr(comma + 1));
+    if (lo > hi) throw Error(ErrorCode::kInvalidArgument, fmt::format("--range '{}': LO {} is above HI {}", e, lo, hi));
+    if (r.count(name)) throw Error(ErrorCode::kInvalidArgument, fmt::format("--range: tensor '{}' is given twice", name));
+    r[name] = {lo, hi};
+  }
+  return r;
+}
+
 std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries) {
   std::map<std::string, Shape> r;
   for (auto& e : entries) {

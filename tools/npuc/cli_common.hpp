@@ -15,6 +15,8 @@ namespace npuc::cli {
 
 /// "name=1,3,224,224" entries -> map (throws kInvalidArgument naming the bad entry).
 std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries);
+/// --range TENSOR=LO,HI entries (LO <= HI, finite numbers; repeatable, one per tensor).
+std::map<std::string, std::pair<double, double>> parseRanges(const std::vector<std::string>& entries);
 /// "--aipp name=params.bin|yaml" entries -> frame input name -> the dynamic AIPP parameter block (docs/aipp.md).
 std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<std::string>& entries);
 /// "name=file.npy" entries -> tensors read from the files.

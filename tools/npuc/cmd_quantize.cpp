@@ -17,6 +17,7 @@ void addQuantize(CLI::App& app, Action& run) {
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
     bool per_tensor = false;
+    std::vector<std::string> keep_float, ranges;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -28,6 +29,8 @@ void addQuantize(CLI::App& app, Action& run) {
   c->add_option("--method", o->method, "Activation range method: minmax | percentile | entropy | mse (docs/calibration.md)");
   c->add_option("--percentile", o->percentile, "The percentile of --method percentile")->check(CLI::Range(1e-9, 100.0));
   c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
+  c->add_option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear (repeatable)");
+  c->add_option("--range", o->ranges, "Quantize this tensor over LO..HI instead of its calibrated range: TENSOR=LO,HI (repeatable)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
   c->add_option("--threads,-t", o->threads, "Calibration threads (default: all cores; the result is the same)")->check(CLI::Range(1, 256));
   c->callback([o, &run] {
@@ -40,6 +43,8 @@ void addQuantize(CLI::App& app, Action& run) {
       qo.method = o->method;
       qo.percentile = o->percentile;
       qo.per_channel = !o->per_tensor;
+      qo.keep_float = o->keep_float;
+      qo.ranges = parseRanges(o->ranges);
       qo.threads = o->threads;
       double t0 = nowMs();
       QuantizeReport rep;

@@ -41,6 +41,10 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               weights to float16, measured on these samples (docs/calibration.md); int8-affine
                               targets (generic-int8) quantize the model on them (required there)
   --calib-method M            int8 activation ranges: minmax (default), percentile, entropy, mse
+  --keep-float NODE           int8-affine: keep this layer (node name of the optimized model, as in the summary) in
+                              float32: float weights, computed between dequantize / quantize layers (repeatable)
+  --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
+                              (repeatable)
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
   -PrePostFULL                the definition is in the legacy full format (Appendix A)
   -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
@@ -82,7 +86,7 @@ void addTranslate(CLI::App& app, Action& run) {
     run = [args] {
       TranslateOptions o;
       std::string onnx, prepost, addr, aipp, check_prepost = "OFF";
-      std::vector<std::string> prefixes, shapes, calib;
+      std::vector<std::string> prefixes, shapes, calib, ranges;
       const auto& a = *args;
       auto value = [&](size_t& i) -> std::string {
         if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-') argError("Invalid argument");
@@ -110,6 +114,8 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--reuse-memory") o.reuse_memory = true;
         else if (s == "--calib") calib.push_back(value(i));
         else if (s == "--calib-method") o.calib_method = value(i);
+        else if (s == "--keep-float") o.keep_float.push_back(value(i));
+        else if (s == "--range") ranges.push_back(value(i));
         else if (s == "--threads") {
           std::string v = value(i);
           try {
@@ -146,6 +152,7 @@ void addTranslate(CLI::App& app, Action& run) {
       o.onnx = onnx;
       o.input_shapes = parseShapes(shapes);
       o.calibration = parseTensorLists(calib, "--calib");
+      o.ranges = parseRanges(ranges);
       fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, onnx, o.target);
       if (o.relu6_to_relu) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
       TranslateResult r = translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
