@@ -382,6 +382,35 @@ std::optional<QParams> int8Activation(const ir::Graph& g, ir::ValueId v) {
   return x;
 }
 
+/// Replaces a fused run — the layer `id`, the activation node `qo` found after it, its QuantizeLinear — by one node
+/// `op` (named as the layer) that writes the QuantizeLinear's int8 output.
+void replaceRun(ir::Graph& g, ir::Rewriter& rw, ir::NodeId id, const QuantizedOutput& qo, const std::string& op,
+                const std::string& domain, const std::vector<ir::ValueId>& ins, std::map<std::string, ir::Attr> attrs) {
+  const std::string name = g.node(id).name;
+  const ir::ValueId yq = qo.q->outputs[0];
+  const ir::NodeId act = qo.act_node ? qo.act_node->id : ir::kNoNode;
+  g.removeNode(qo.q->id);
+  if (act != ir::kNoNode) rw.eraseNode(act);
+  rw.eraseNode(id);
+  rw.addNode(op, name, ins, {yq}, domain).attrs = std::move(attrs);
+}
+
+/// Calls fuse(rw, uses, outputs, node) for each node of `g` in order (skipping nodes an earlier call removed) and
+/// applies the rewrites; returns how many calls fused (returned true). The fusers below are its bodies.
+template <class F>
+int fuseEach(ir::Graph& g, F&& fuse) {
+  ir::Rewriter rw(g);
+  const ir::UseMap uses = g.uses();
+  const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  int fused = 0;
+  for (ir::NodeId id : g.order()) {
+    if (!g.hasNode(id)) continue;
+    fused += fuse(rw, uses, outputs, id) ? 1 : 0;
+  }
+  rw.finish();
+  return fused;
+}
+
 }  // namespace
 
 void annotateQuantized(ir::Graph& g) {
@@ -395,49 +424,42 @@ void annotateQuantized(ir::Graph& g) {
 }
 
 int fuseIntegerConvs(ir::Graph& g) {
-  ir::Rewriter rw(g);
-  const ir::UseMap uses = g.uses();
-  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
-  int fused = 0;
-  const std::vector<ir::NodeId> order = g.order();
-  for (ir::NodeId id : order) {
-    if (!g.hasNode(id)) continue;
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& c = g.node(id);
-    if (c.op != "Conv" || !(c.domain.empty() || c.domain == "ai.npuc") || c.outputs.size() != 1) continue;
+    if (c.op != "Conv" || !(c.domain.empty() || c.domain == "ai.npuc") || c.outputs.size() != 1) return false;
     auto x = int8Activation(g, c.inputs[0]);
     auto w = qparams(g, c.inputs[1], "DequantizeLinear");
-    if (!x) continue;
-    if (!w || !w->data || w->data->dtype() != DType::kI8 || w->data->rank() != 4) continue;
-    if (std::any_of(w->zero_point.begin(), w->zero_point.end(), [](int64_t z) { return z != 0; })) continue;
+    if (!x) return false;
+    if (!w || !w->data || w->data->dtype() != DType::kI8 || w->data->rank() != 4) return false;
+    if (std::any_of(w->zero_point.begin(), w->zero_point.end(), [](int64_t z) { return z != 0; })) return false;
     const int64_t M = w->data->dim(0), K = w->data->numel() / std::max<int64_t>(M, 1);
-    if (w->scale.size() != 1 && static_cast<int64_t>(w->scale.size()) != M) continue;
+    if (w->scale.size() != 1 && static_cast<int64_t>(w->scale.size()) != M) return false;
     // The weights' scales must be per output channel (axis 0), finite and positive.
-    if (w->scale.size() > 1 && w->node->attrInt("axis", 1) != 0) continue;
-    if (std::any_of(w->scale.begin(), w->scale.end(), [](float v) { return !(v > 0) || !std::isfinite(v); })) continue;
+    if (w->scale.size() > 1 && w->node->attrInt("axis", 1) != 0) return false;
+    if (std::any_of(w->scale.begin(), w->scale.end(), [](float v) { return !(v > 0) || !std::isfinite(v); })) return false;
     std::optional<QParams> b;
     if (c.hasInput(2)) {
       b = qparams(g, c.inputs[2], "DequantizeLinear");
-      if (!b || !b->data || b->data->dtype() != DType::kI32 || b->data->numel() != M) continue;
+      if (!b || !b->data || b->data->dtype() != DType::kI32 || b->data->numel() != M) return false;
       bool exact_scale = true;  // the bias must be at x_scale * w_scale[m] (quantizeToQdq writes it so)
       for (int64_t m = 0; m < M; ++m) {
         double want = double(x->scale[0]) * w->scale[w->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
         double got = b->scale[b->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
         exact_scale &= std::fabs(got - want) <= 1e-6 * want;
       }
-      if (!exact_scale || std::any_of(b->zero_point.begin(), b->zero_point.end(), [](int64_t z) { return z != 0; })) continue;
+      if (!exact_scale || std::any_of(b->zero_point.begin(), b->zero_point.end(), [](int64_t z) { return z != 0; })) return false;
     }
     // int32 accumulation: |bias| + K * 255 * 128 must stay below 2^31 (docs/numerics.md).
     int64_t max_bias = 0;
     if (b)
       for (int64_t m = 0; m < M; ++m) max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(b->data->data<int32_t>()[m])));
-    if (max_bias + K * 255 * 128 > INT32_MAX) continue;
+    if (max_bias + K * 255 * 128 > INT32_MAX) return false;
     auto qo = quantizedOutput(g, uses, outputs, c.outputs[0], c.attrString("activation", ""),
                               c.attrFloat("activation_alpha", 0.0f), c.attrFloat("activation_beta", 6.0f));
-    if (!qo) continue;
+    if (!qo) return false;
     const float sy = qo->scale;
     const int64_t zy = qo->zero_point, lo = qo->lo, hi = qo->hi;
     const ir::Node* act_node = qo->act_node;
-    const ir::Node& qn = *qo->q;
     std::vector<int64_t> mult, shift;
     bool ok = true;
     for (size_t m = 0; m < w->scale.size() && ok; ++m) {
@@ -449,7 +471,7 @@ int fuseIntegerConvs(ir::Graph& g) {
         ok = false;
       }
     }
-    if (!ok) continue;
+    if (!ok) return false;
     std::vector<ir::ValueId> ins = {x->node->inputs[0], w->node->inputs[0]};
     if (b) ins.push_back(b->node->inputs[0]);
     std::map<std::string, ir::Attr> attrs;
@@ -463,43 +485,28 @@ int fuseIntegerConvs(ir::Graph& g) {
     attrs["shifts"] = ir::Attr(shift);
     if (!c.hasAttr("fused"))  // opexp: the ONNX ops
       attrs["fused"] = ir::Attr(act_node ? std::vector<std::string>{"Conv", act_node->op} : std::vector<std::string>{"Conv"});
-    const std::string name = c.name;
-    const ir::ValueId yq = qn.outputs[0];
-    const ir::NodeId qid = qn.id;
-    g.removeNode(qid);
-    if (act_node) rw.eraseNode(act_node->id);
-    rw.eraseNode(id);
-    ir::Node& nn = rw.addNode("QConv", name, ins, {yq}, "ai.npuc");
-    nn.attrs = std::move(attrs);
-    ++fused;
-  }
-  rw.finish();
-  return fused;
+    replaceRun(g, rw, id, *qo, "QConv", "ai.npuc", ins, std::move(attrs));
+    return true;
+  });
 }
 
 int fuseIntegerAdds(ir::Graph& g) {
-  ir::Rewriter rw(g);
-  const ir::UseMap uses = g.uses();
-  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
-  int fused = 0;
-  const std::vector<ir::NodeId> order = g.order();
-  for (ir::NodeId id : order) {
-    if (!g.hasNode(id)) continue;
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);
-    if (n.op != "Add" || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
+    if (n.op != "Add" || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
     auto a = int8Activation(g, n.inputs[0]);
     auto b = int8Activation(g, n.inputs[1]);
-    if (!a || !b) continue;
+    if (!a || !b) return false;
     const ir::Type &at = g.value(a->node->inputs[0]).type, &bt = g.value(b->node->inputs[0]).type;
-    if (at.shape != bt.shape || at.shape != g.value(n.outputs[0]).type.shape) continue;  // (no broadcasting)
+    if (at.shape != bt.shape || at.shape != g.value(n.outputs[0]).type.shape) return false;  // (no broadcasting)
     auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
-    if (!qo) continue;
+    if (!qo) return false;
     kernels::QAddParams p;
     try {
       p = kernels::qaddParams(a->scale[0], static_cast<int32_t>(a->zero_point[0]), b->scale[0], static_cast<int32_t>(b->zero_point[0]),
                               qo->scale, static_cast<int32_t>(qo->zero_point), static_cast<int32_t>(qo->lo), static_cast<int32_t>(qo->hi));
     } catch (const std::invalid_argument&) {
-      continue;
+      return false;
     }
     std::map<std::string, ir::Attr> attrs;
     attrs["a_zero_point"] = ir::Attr(int64_t{p.za});
@@ -510,34 +517,19 @@ int fuseIntegerAdds(ir::Graph& g) {
     attrs["multipliers"] = ir::Attr(std::vector<int64_t>{p.ma, p.mb});
     attrs["shift"] = ir::Attr(int64_t{p.shift});
     attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{"Add", qo->act_node->op} : std::vector<std::string>{"Add"});
-    const std::string name = n.name;
-    std::vector<ir::ValueId> ins = {a->node->inputs[0], b->node->inputs[0]};
-    const ir::ValueId yq = qo->q->outputs[0];
-    g.removeNode(qo->q->id);
-    if (qo->act_node) rw.eraseNode(qo->act_node->id);
-    rw.eraseNode(id);
-    ir::Node& nn = rw.addNode("QAdd", name, ins, {yq}, "ai.npuc");
-    nn.attrs = std::move(attrs);
-    ++fused;
-  }
-  rw.finish();
-  return fused;
+    replaceRun(g, rw, id, *qo, "QAdd", "ai.npuc", {a->node->inputs[0], b->node->inputs[0]}, std::move(attrs));
+    return true;
+  });
 }
 
 int fuseIntegerDataMovement(ir::Graph& g) {
-  ir::Rewriter rw(g);
-  const ir::UseMap uses = g.uses();
-  std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
-  int fused = 0;
-  const std::vector<ir::NodeId> order = g.order();
-  for (ir::NodeId id : order) {
-    if (!g.hasNode(id)) continue;
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);
     const bool concat = n.op == "Concat" && n.domain.empty();
-    if (!concat && !movesValues(n)) continue;
-    if (n.outputs.size() != 1 && !(n.op == "MaxPool" && n.outputs.size() == 2 && n.outputs[1] == ir::kNoValue)) continue;
+    if (!concat && !movesValues(n)) return false;
+    if (n.outputs.size() != 1 && !(n.op == "MaxPool" && n.outputs.size() == 2 && n.outputs[1] == ir::kNoValue)) return false;
     auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
-    if (!qo || qo->act_node) continue;
+    if (!qo || qo->act_node) return false;
     // The data inputs (all of a Concat's, the first of the others: Reshape's shape is a constant) must be int8
     // codes with the output's scale and zero point.
     const size_t data = concat ? n.inputs.size() : 1;
@@ -548,19 +540,12 @@ int fuseIntegerDataMovement(ir::Graph& g) {
       ok = x && x->scale[0] == qo->scale && x->zero_point[0] == qo->zero_point;
       if (ok) ins[i] = x->node->inputs[0];
     }
-    if (!ok) continue;
-    if (n.op == "MaxPool" && n.attrFloat("pad_value", -INFINITY) != -INFINITY) continue;  // (a folded Pad's value is a float)
-    const std::string name = n.name, op = n.op, domain = n.domain;
-    std::map<std::string, ir::Attr> attrs = n.attrs;
-    const ir::ValueId yq = qo->q->outputs[0];
-    g.removeNode(qo->q->id);
-    rw.eraseNode(id);
-    ir::Node& nn = rw.addNode(op, name, ins, {yq}, domain);
-    nn.attrs = std::move(attrs);
-    ++fused;
-  }
-  rw.finish();
-  return fused;
+    if (!ok) return false;
+    if (n.op == "MaxPool" && n.attrFloat("pad_value", -INFINITY) != -INFINITY) return false;  // (a folded Pad's value is a float)
+    const std::string op = n.op, domain = n.domain;
+    replaceRun(g, rw, id, *qo, op, domain, ins, n.attrs);
+    return true;
+  });
 }
 
 }  // namespace npuc::quant

@@ -330,6 +330,25 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   std::filesystem::remove_all(o.out_root);
 }
 
+/// The package in `dir` equals `model` on the engine, bit for bit, in exact and fast mode at 1, 2 and 3 threads, on
+/// `samples` inputs of `shape` drawn from `draw` (input "input").
+template <class Draw>
+void expectPackageEqualsEngine(const std::filesystem::path& dir, const Model& model, const Shape& shape, int samples, Draw draw) {
+  Session s(model, 1);
+  for (bool exact : {true, false})
+    for (int threads : {1, 2, 3}) {
+      Runtime rt(dir, RuntimeOptions{threads, exact});
+      for (int i = 0; i < samples; ++i) {
+        Tensor xi(DType::kF32, shape);
+        for (int64_t k = 0; k < xi.numel(); ++k) xi.data<float>()[k] = draw();
+        rt.setInput("input", xi);
+        rt.run();
+        Tensor want = s.run({{"input", xi}})[0];
+        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
+      }
+    }
+}
+
 // A residual network (the project's Fashion-MNIST ResNet): its Adds become integer additions too (ai.npuc QAdd, the
 // binary layer's int8 form), and the package equals the engine on the same integer graph, bit for bit, exact and fast
 // at 1 to 3 threads. (Calibration on seeded random images: the test is the arithmetic, not the accuracy.)
@@ -354,19 +373,7 @@ TEST(Int8AffinePackage, ResidualAddsAreIntegerAdditions) {
   QuantizeReport rep;
   Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
   EXPECT_EQ(rep.integer_layers, 12);  // 9 convolutions, 3 residual additions
-  Session s(qdq, 1);
-  for (bool exact : {true, false})
-    for (int threads : {1, 2, 3}) {
-      Runtime rt(r.dir, RuntimeOptions{threads, exact});
-      for (int i = 0; i < 6; ++i) {
-        Tensor xi(DType::kF32, Shape{1, 1, 28, 28});
-        for (int64_t k = 0; k < xi.numel(); ++k) xi.data<float>()[k] = u(rng);
-        rt.setInput("input", xi);
-        rt.run();
-        Tensor want = s.run({{"input", xi}})[0];
-        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
-      }
-    }
+  expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 6, [&] { return u(rng); });
   std::filesystem::remove_all(o.out_root);
 }
 
@@ -407,19 +414,7 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   o.calibration = q.calibration;
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
-  Session s(qdq, 1);
-  for (bool exact : {true, false})
-    for (int threads : {1, 2, 3}) {
-      Runtime rt(r.dir, RuntimeOptions{threads, exact});
-      for (int i = 0; i < 5; ++i) {
-        Tensor xi(DType::kF32, Shape{1, 3, 16, 16});
-        for (int64_t k = 0; k < xi.numel(); ++k) xi.data<float>()[k] = u(rng);
-        rt.setInput("input", xi);
-        rt.run();
-        Tensor want = s.run({{"input", xi}})[0];
-        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
-      }
-    }
+  expectPackageEqualsEngine(r.dir, qdq, Shape{1, 3, 16, 16}, 5, [&] { return u(rng); });
   std::filesystem::remove_all(o.out_root);
 }
 
