@@ -327,6 +327,21 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       if (standard) {
         QuantizeOptions so = qo;
         so.qdq_onnx = tmp / (o.prefix + "_qdq.onnx");
+        // Override names are the optimized model's: those the standard model lacks (nodes and tensors the optimizer
+        // made) are left out of the QDQ file, and said so.
+        std::set<std::string> nodes, values;
+        for (const NodeInfo& n : standard->nodes()) nodes.insert(n.name);
+        so.keep_float.clear();
+        for (const std::string& k : qo.keep_float)
+          if (nodes.count(k)) so.keep_float.push_back(k);
+          else res.warnings.push_back(fmt::format("--keep-float '{}' is not applied to {}_qdq.onnx (the standard model has no such node)", k, o.prefix));
+        for (auto it = so.ranges.begin(); it != so.ranges.end();)
+          if (!graphOf(*standard).findValue(it->first)) {
+            res.warnings.push_back(fmt::format("--range '{}' is not applied to {}_qdq.onnx (the standard model has no such tensor)", it->first, o.prefix));
+            it = so.ranges.erase(it);
+          } else {
+            ++it;
+          }
         withContext(o.onnx.string(), [&] { standard->quantizedQdq(so); });
         report("save-qdq", sw.lap());
       }

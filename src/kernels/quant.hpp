@@ -69,6 +69,12 @@ inline int32_t multiplyByMultiplier(int32_t x, Multiplier mul) {
   return roundingShiftRight(roundingDoublingHighMul(shifted, mul.m), right);
 }
 
+/// y = clamp(zp + multiplyByMultiplier(acc, mul), lo, hi) as an int8 code, the sum taken in 64 bits (the validated
+/// accumulator bound keeps it in int32 for multipliers below 1, which the vector forms rely on).
+inline int8_t requantizeValue(int32_t acc, Multiplier mul, int32_t zp, int32_t lo, int32_t hi) {
+  return static_cast<int8_t>(std::clamp<int64_t>(int64_t{zp} + multiplyByMultiplier(acc, mul), lo, hi));
+}
+
 /// float -> int8 of a tensor with (scale, zero_point): clamp(round_half_away(x / scale) + zp, -128, 127); NaN -> zp.
 int8_t quantizeValue(float x, float scale, int32_t zero_point);
 /// (q - zp) * scale, in float.

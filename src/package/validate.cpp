@@ -431,7 +431,7 @@ struct Checker {
         }
         if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
         const int64_t taps = int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3];
-        if (max_bias + taps * 255 * 128 > INT32_MAX)
+        if (max_bias + taps * 255 * 128 + 128 > INT32_MAX)  // (+ 128: the output zero point added to it)
           bad("{}: bias up to {} plus {} taps per output could overflow the int32 accumulator", what, max_bias, taps);
         break;
       }

@@ -201,8 +201,15 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   std::set<ir::NodeId> kept;
   for (const std::string& name : o.keep_float) {
     bool found = false;
-    for (ir::NodeId id : g.order())
-      if (g.node(id).name == name) kept.insert(id), found = true;
+    for (ir::NodeId id : g.order()) {
+      const ir::Node& n = g.node(id);
+      if (n.name != name) continue;
+      found = true;
+      if (!(n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul"))
+        fail(ErrorCode::kInvalidArgument, "--keep-float '{}': a {} has no weights to keep in float (layers with weights: "
+             "Conv, Gemm, MatMul)", name, n.op);
+      kept.insert(id);
+    }
     if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float '{}': the model has no node of that name", name);
   }
   for (const auto& [name, r] : o.ranges) {
@@ -403,7 +410,8 @@ int fuseEach(ir::Graph& g, F&& fuse) {
   const ir::UseMap uses = g.uses();
   const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
   int fused = 0;
-  for (ir::NodeId id : g.order()) {
+  const std::vector<ir::NodeId> order = g.order();  // (a copy: fusing removes and adds nodes)
+  for (ir::NodeId id : order) {
     if (!g.hasNode(id)) continue;
     fused += fuse(rw, uses, outputs, id) ? 1 : 0;
   }
@@ -449,11 +457,12 @@ int fuseIntegerConvs(ir::Graph& g) {
       }
       if (!exact_scale || std::any_of(b->zero_point.begin(), b->zero_point.end(), [](int64_t z) { return z != 0; })) return false;
     }
-    // int32 accumulation: |bias| + K * 255 * 128 must stay below 2^31 (docs/numerics.md).
+    // int32 accumulation: |bias| + K * 255 * 128 + 128 (the zero point added after requantization) must stay below
+    // 2^31 (docs/numerics.md).
     int64_t max_bias = 0;
     if (b)
       for (int64_t m = 0; m < M; ++m) max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(b->data->data<int32_t>()[m])));
-    if (max_bias + K * 255 * 128 > INT32_MAX) return false;
+    if (max_bias + K * 255 * 128 + 128 > INT32_MAX) return false;
     auto qo = quantizedOutput(g, uses, outputs, c.outputs[0], c.attrString("activation", ""),
                               c.attrFloat("activation_alpha", 0.0f), c.attrFloat("activation_beta", 6.0f));
     if (!qo) return false;

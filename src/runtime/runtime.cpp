@@ -461,7 +461,7 @@ struct Runtime::Impl {
     size_t es = package::elemSize(d.out(0).type);
     switch (d.kind) {
       case LayerKind::kConv: {
-        if (s.int8) {  // --exact: the scalar reference; fast: the same bits (exact integer sums)
+        if (s.int8) {  // --exact: the portable path; fast: the widest path (both qconv_ref's bytes, exact integer sums)
           const auto* xi = reinterpret_cast<const int8_t*>(s.in[0]);
           if (s.qconv) return s.qconv->run(xi, reinterpret_cast<int8_t*>(s.out), pool.get());
           kernels::qconv_ref(s.cs, xi, s.zx, reinterpret_cast<const int8_t*>(s.in[1]), reinterpret_cast<const int32_t*>(s.in[2]),

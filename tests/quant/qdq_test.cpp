@@ -226,6 +226,13 @@ TEST(Qdq, OverridesKeepALayerFloatAndForceARange) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'no_such_node': the model has no node of that name"), std::string::npos) << e.what();
   }
+  bad.keep_float = {"/features/features.2/Relu"};  // (no weights: nothing to keep)
+  try {
+    (void)d.model.quantizedQdq(bad);
+    ADD_FAILURE() << "--keep-float of a Relu was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no weights to keep in float"), std::string::npos) << e.what();
+  }
   bad.keep_float.clear();
   bad.ranges["nope"] = {0, 1};
   EXPECT_THROW((void)d.model.quantizedQdq(bad), Error);

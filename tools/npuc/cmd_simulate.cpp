@@ -98,7 +98,8 @@ void addSimulate(CLI::App& app, Action& run) {
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
                                      "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point)");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
-  c->add_flag("--exact", o->exact, "Run the scalar reference kernels (the specification; same bits, slower)");
+  c->add_flag("--exact", o->exact, "Run the reference kernels (the specification; int8 convolutions: the portable path, "
+                                   "tested equal to it; same bits, slower)");
   c->add_option("--top", o->top, "Also print the K largest values of each output with their indices (classification)")
       ->check(CLI::Range(1, 1000));
   c->callback([o, &run] {

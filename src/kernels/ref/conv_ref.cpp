@@ -106,8 +106,7 @@ void qconv_ref(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
     taps([&](int64_t xi, int64_t wi) {  // a tap in the padding adds nothing: x = zx
       if (xi >= 0) acc += (static_cast<int32_t>(x[xi]) - zx) * static_cast<int32_t>(w[wi]);
     });
-    const int32_t v = out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc), out.of(m));
-    y[yi] = static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
+    y[yi] = requantizeValue(static_cast<int32_t>(acc), out.of(m), out.zero_point, out.lo, out.hi);
   });
 }
 

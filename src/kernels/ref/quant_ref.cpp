@@ -52,8 +52,7 @@ void qgemm_ref(int64_t M, int64_t N, int64_t K, const int8_t* a, int32_t za, con
       int64_t acc = bias ? bias[n] : 0;
       for (int64_t k = 0; k < K; ++k)
         acc += (static_cast<int32_t>(a[m * K + k]) - za) * static_cast<int32_t>(w[n * K + k]);
-      const int32_t v = out.zero_point + multiplyByMultiplier(static_cast<int32_t>(acc), out.of(n));
-      y[m * N + n] = static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
+      y[m * N + n] = requantizeValue(static_cast<int32_t>(acc), out.of(n), out.zero_point, out.lo, out.hi);
     }
 }
 
@@ -62,8 +61,7 @@ void requantize_ref(int64_t outer, int64_t channels, int64_t inner, const int32_
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t at = (o * channels + c) * inner + i;
-        const int32_t v = out.zero_point + multiplyByMultiplier(acc[at], out.of(c));
-        y[at] = static_cast<int8_t>(std::clamp(v, out.lo, out.hi));
+        y[at] = requantizeValue(acc[at], out.of(c), out.zero_point, out.lo, out.hi);
       }
 }
 

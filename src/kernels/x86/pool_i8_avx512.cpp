@@ -48,7 +48,9 @@ void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadP
             _mm512_mask_storeu_epi8(yr + ox, first(s.ow - ox), m);
           }
         } else if (s.sw == 2) {
-          const int64_t pairs = (span + 1) / 2 + 64;  // (the row's padding covers the overrun)
+          // (the split reads up to ~span + 190 bytes from the row: past its width into `even`, inside the buffer;
+          // those bytes only reach lanes that are not stored)
+          const int64_t pairs = (span + 1) / 2 + 64;
           for (int64_t i = 0; i < pairs; i += 32) {
             const __m512i w = _mm512_loadu_si512(row + 2 * i);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(even + i), _mm512_cvtepi16_epi8(w));

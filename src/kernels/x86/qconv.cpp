@@ -186,7 +186,7 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
             continue;
           }
           for (int64_t i = 0; i < OH * OW; ++i)
-            ym[i] = static_cast<int8_t>(std::clamp(out.zero_point + multiplyByMultiplier(acc[i], mm), out.lo, out.hi));
+            ym[i] = requantizeValue(acc[i], mm, out.zero_point, out.lo, out.hi);
         }
       });
       continue;
@@ -231,8 +231,7 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
         const Multiplier& mm = out.of(m);
         for (int64_t oy = 0; oy < OH; ++oy)
           for (int64_t ox = 0; ox < OW; ++ox)
-            ym[oy * OW + ox] = static_cast<int8_t>(
-                std::clamp(out.zero_point + multiplyByMultiplier(acc[static_cast<size_t>(oy * WPp + ox)], mm), out.lo, out.hi));
+            ym[oy * OW + ox] = requantizeValue(acc[static_cast<size_t>(oy * WPp + ox)], mm, out.zero_point, out.lo, out.hi);
       }
     });
   }

@@ -11,7 +11,7 @@
 // registers and requantizes them there (multiplyByMultiplier's bits, see kernels/quant.hpp).
 //
 // Every step is exact integer arithmetic. vpdpbusd's int32 sums wrap modulo 2^32 like every add here, and the
-// validated bound |bias| + K * 255 * 128 < 2^31 keeps the final sum in range, so the result equals the
+// validated bound |bias| + K * 255 * 128 + 128 < 2^31 keeps the final sum in range, so the result equals the
 // reference's whatever the order of the taps, the blocking or the split among threads.
 #include "kernels/x86/qconv_vnni.hpp"
 #include "kernels/x86/quant_avx512.hpp"
@@ -35,7 +35,7 @@ inline void requantizeStore(__m512i acc, const Multiplier& mm, int32_t zp, int32
   if (mm.shift > 0) {  // a factor above 1: rare, the scalar primitive
     alignas(64) int32_t a[16];
     _mm512_store_si512(a, acc);
-    for (int i = 0; i < n; ++i) y[i] = static_cast<int8_t>(std::clamp(zp + multiplyByMultiplier(a[i], mm), lo, hi));
+    for (int i = 0; i < n; ++i) y[i] = requantizeValue(a[i], mm, zp, lo, hi);
     return;
   }
   const __m128i q = offsetClampToI8Avx512(multiplyByMultiplierAvx512(acc, mm.m, -mm.shift), zp, lo, hi);
@@ -118,8 +118,8 @@ inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i flip) 
     v = n >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r))
                 : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n) - 1u), r);
   } else if (step == 2) {
-    const __m256i w = n >= 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r))
-                              : _mm256_maskz_loadu_epi8(static_cast<__mmask32>((uint64_t{1} << (2 * n - 1)) - 1u), r);
+    // (bytes 0 .. 2m - 2 for m = min(n, 16): never the byte after the last tap, which may lie past the tensor)
+    const __m256i w = _mm256_maskz_loadu_epi8(static_cast<__mmask32>((uint64_t{1} << (2 * std::min<int64_t>(n, 16) - 1)) - 1u), r);
     v = _mm256_cvtepi16_epi8(w);
   } else {
     alignas(16) uint8_t t[16] = {};
