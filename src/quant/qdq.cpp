@@ -50,13 +50,19 @@ std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64
   const Tensor* wp = ir::constantInput(g, g.node(id), i, DType::kF32);
   if (!wp || wp->numel() == 0 || axis >= wp->rank()) return {};
   const Tensor w = *wp;
-  int64_t C = per_channel ? w.dim(static_cast<int>(axis)) : 1, inner = 1;
+  const int64_t channels = w.dim(static_cast<int>(axis));  // the output channels, whatever the quantization
+  int64_t C = per_channel ? channels : 1, inner = 1;
   for (int d = static_cast<int>(axis) + 1; d < w.rank(); ++d) inner *= w.dim(d);
   auto chan = [&](int64_t k) { return C == 1 ? 0 : static_cast<size_t>((k / inner) % C); };
-  std::vector<float> amax(static_cast<size_t>(C), 0.0f);
+  std::vector<float> range(static_cast<size_t>(channels), 0.0f);  // max |w| per output channel
   const float* src = w.data<float>();
   for (int64_t k = 0; k < w.numel(); ++k)
-    if (std::isfinite(src[k])) amax[chan(k)] = std::max(amax[chan(k)], std::fabs(src[k]));
+    if (std::isfinite(src[k])) {
+      float& r = range[static_cast<size_t>((k / inner) % channels)];
+      r = std::max(r, std::fabs(src[k]));
+    }
+  std::vector<float> amax(static_cast<size_t>(C), 0.0f);
+  for (size_t c = 0; c < range.size(); ++c) amax[C == 1 ? 0 : c] = std::max(amax[C == 1 ? 0 : c], range[c]);
   std::vector<float> scale(amax.size());
   int zero_channels = 0;
   for (size_t c = 0; c < amax.size(); ++c) {
@@ -87,6 +93,23 @@ std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64
   t.scale = *std::max_element(scale.begin(), scale.end());
   t.channels = C;
   if (zero_channels) t.warning = fmt::format("{} of {} channels are all zero", zero_channels, C);
+  // A channel whose range is far above its neighbours' (the median channel's): harmless per channel, but it would
+  // take most of a per-tensor scale's resolution from the others, and often marks a badly trained or folded layer.
+  std::vector<float> nonzero;
+  for (float r : range)
+    if (r > 0) nonzero.push_back(r);
+  if (nonzero.size() >= 4) {
+    std::nth_element(nonzero.begin(), nonzero.begin() + static_cast<std::ptrdiff_t>(nonzero.size() / 2), nonzero.end());
+    const float median = nonzero[nonzero.size() / 2];
+    const size_t widest = static_cast<size_t>(std::max_element(range.begin(), range.end()) - range.begin());
+    if (range[widest] > 10.0f * median) {
+      const std::string w_note = fmt::format(
+          "channel {}'s range {:.4g} is {:.0f}x the median channel's {:.4g} ({})", widest, range[widest], range[widest] / median,
+          median, C > 1 ? "quantized per channel, the others keep their resolution" : "per tensor, it costs the other channels resolution");
+      t.warning += (t.warning.empty() ? "" : "; ") + w_note;
+      rep.warnings.push_back(fmt::format("weight '{}': {}", name, w_note));
+    }
+  }
   rep.tensors.push_back(t);
   return scale;
 }

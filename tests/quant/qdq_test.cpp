@@ -238,6 +238,33 @@ TEST(Qdq, OverridesKeepALayerFloatAndForceARange) {
   EXPECT_THROW((void)d.model.quantizedQdq(bad), Error);
 }
 
+// The per-channel weight diagnostic: a channel whose range is far above the median channel's is named, with its
+// numbers; ordinary spreads are not.
+TEST(Qdq, AChannelWithAnOutlyingWeightRangeIsNamed) {
+  for (float wide : {1.0f, 50.0f}) {
+    ir::Graph g;
+    g.opset = 13;
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 2, 3, 3})).id;
+    g.inputs().push_back(x);
+    std::vector<float> w = {0.5f, -0.4f, 0.3f, 0.6f, -0.2f, 0.45f, 0.35f, -0.5f, 0.4f, 0.3f, -0.6f, 0.2f};
+    w[6] *= wide, w[7] *= wide;  // channel 3
+    ir::ValueId y = g.addValue("y").id;
+    g.addNode("Conv", "conv", {x, g.addConstant("w", Tensor::fromVector<float>({6, 2, 1, 1}, w)).id}, {y});
+    g.outputs().push_back(y);
+    ops::inferShapes(g);
+    std::vector<std::map<std::string, Tensor>> samples;
+    for (int i = 0; i < 4; ++i) {
+      Tensor t(DType::kF32, Shape{1, 2, 3, 3});
+      for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = 0.1f * static_cast<float>((k + i) % 7) - 0.3f;
+      samples.push_back({{"x", t}});
+    }
+    QdqReport rep = quantizeToQdq(g, collectStats(g, samples, 1));
+    bool named = false;
+    for (const auto& m : rep.warnings) named |= m.find("weight 'w': channel 3's range 25 is 42x the median channel's 0.6") != std::string::npos;
+    EXPECT_EQ(named, wide > 1.0f) << (rep.warnings.empty() ? "" : rep.warnings[0]);
+  }
+}
+
 TEST(Qdq, BadCalibrationDataGetsClearErrors) {
   Digits d;
   auto expectError = [&](QuantizeOptions o, const std::string& fragment) {
