@@ -4,7 +4,9 @@
 // Input: byte 0 picks a file of a template package, bits 1 and 3 of byte 1 the template: the digits model behind
 // the demo's YUY2 camera pipeline translated for drpai (both engines, fp16 body, uint8 frame, pre/post layers, an
 // image input) or for generic (fp32 body with casts at its boundary, whose kernels read device memory directly);
-// the AIPP test model with a static AIPP block (drpai) or a dynamic one (generic: a parameter-block input).
+// the AIPP test model with a static AIPP block (drpai) or a dynamic one (generic: a parameter-block input); with bit
+// 4 of byte 1, the digits model as an int8-affine package (generic-int8: quantize / dequantize layers, int8
+// convolutions with their requantization tables, an int8 max pool, the manifest's quantization records).
 // Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
 // hash recomputed, so that the damage reaches the decoders and the validator instead of stopping at the hashes), bit 2 runs the simulator on two threads,
 // the rest replaces the file's bytes.
@@ -29,8 +31,9 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-constexpr int kTemplates = 4;
-Files g_template[kTemplates];  // prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic
+constexpr int kTemplates = 5;
+// prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic, int8-affine digits
+Files g_template[kTemplates];
 std::vector<std::string> g_names;
 fs::path g_dir;
 
@@ -58,14 +61,17 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (int t = 0; t < kTemplates; ++t) {
     npuc::TranslateOptions o;
     o.prefix = "t";  // same prefix: the templates have the same file names
-    if (t < 2) {
+    if (t == 4) {
+      o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
+      o.calibration["input"] = {npuc::readNpyFile(NPUC_SOURCE_DIR "/models/digits/test_x.npy")};
+    } else if (t < 2) {
       o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
       o.prepost = NPUC_SOURCE_DIR "/models/digits/demo/prepost_yuy2.yaml";
     } else {
       o.onnx = NPUC_SOURCE_DIR "/tests/data/aipp/aipp_net.onnx";
       o.aipp = root / (t == 2 ? "static.cfg" : "dynamic.cfg");
     }
-    o.target = t % 2 == 0 ? "drpai" : "generic";
+    o.target = t == 4 ? "generic-int8" : t % 2 == 0 ? "drpai" : "generic";
     o.out_root = root / std::to_string(t);
     npuc::TranslateResult r = npuc::translate(o);
     for (auto& e : fs::directory_iterator(r.dir)) {
@@ -81,7 +87,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         auto it = g_template[t].find(g_names[i]);
         if (it == g_template[t].end()) continue;
         std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(t) + "_" + std::to_string(i)), std::ios::binary);
-        char head[2] = {static_cast<char>(i), static_cast<char>(1 | ((t & 1) << 1) | ((t & 2) << 2))};
+        char head[2] = {static_cast<char>(i), static_cast<char>(t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2))};
         out.write(head, 2);
         const auto& b = it->second;
         out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
@@ -92,7 +98,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || g_names.empty()) return 0;
-  Files f = g_template[((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
+  Files f = g_template[(data[1] & 16) ? 4 : ((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
   const std::string& name = g_names[data[0] % g_names.size()];
   f[name] = std::vector<uint8_t>(data + 2, data + size);
   if (data[1] & 1) rehash(f);  // also a replaced manifest: its fields then reach the validator
