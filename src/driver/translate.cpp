@@ -329,7 +329,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         so.qdq_onnx = tmp / (o.prefix + "_qdq.onnx");
         // Override names are the optimized model's: those the standard model lacks (nodes and tensors the optimizer
         // made) are left out of the QDQ file, and said so.
-        std::set<std::string> nodes, values;
+        std::set<std::string> nodes;
         for (const NodeInfo& n : standard->nodes()) nodes.insert(n.name);
         so.keep_float.clear();
         for (const std::string& k : qo.keep_float)

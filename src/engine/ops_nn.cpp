@@ -289,6 +289,20 @@ void forTaps(const PlaneGeom& p, int64_t o, F&& tap) {
   }
 }
 
+/// The kernel library's 2-D pooling geometry of a 1-D or 2-D window (1-D as H = 1).
+kernels::Pool2dShape pool2dShape(const ops::Window& w, int64_t planes) {
+  kernels::Pool2dShape s;
+  s.planes = planes;
+  const size_t v = w.rank() == 2 ? 1 : 0;  // the W dim
+  if (w.rank() == 2) {
+    s.ih = w.in[0], s.oh = w.out[0], s.kh = w.kernel[0], s.sh = w.stride[0], s.dh = w.dilation[0];
+    s.pt = w.pad_begin[0], s.pb = w.pad_end[0];
+  }
+  s.iw = w.in[v], s.ow = w.out[v], s.kw = w.kernel[v], s.sw = w.stride[v], s.dw = w.dilation[v];
+  s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
+  return s;
+}
+
 /// MaxPool over int8 codes (an int8-affine graph's data movement: input and output share scale and zero point).
 void maxPoolI8(KernelCall& c) {
   const Tensor& x = c.input(0);
@@ -297,15 +311,7 @@ void maxPoolI8(KernelCall& c) {
   if (c.node.attrFloat("pad_value", -std::numeric_limits<float>::infinity()) != -std::numeric_limits<float>::infinity())
     c.unsupported("int8 MaxPool ignores its padding (no pad_value)");
   const ops::Window w = ops::resolveWindow(c.node, spatialOf(x.shape()), {}, c.node.attrInt("ceil_mode", 0) != 0);
-  kernels::Pool2dShape s;
-  s.planes = x.dim(0) * x.dim(1);
-  const size_t v = w.rank() == 2 ? 1 : 0;  // the W dim
-  if (w.rank() == 2) {
-    s.ih = w.in[0], s.oh = w.out[0], s.kh = w.kernel[0], s.sh = w.stride[0], s.dh = w.dilation[0];
-    s.pt = w.pad_begin[0], s.pb = w.pad_end[0];
-  }
-  s.iw = w.in[v], s.ow = w.out[v], s.kw = w.kernel[v], s.sw = w.stride[v], s.dw = w.dilation[v];
-  s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
+  const kernels::Pool2dShape s = pool2dShape(w, x.dim(0) * x.dim(1));
   Tensor& y = c.alloc(0);
   kernels::maxPool2dI8Fast(s, x.data<int8_t>(), y.data<int8_t>(), c.pool);
 }
@@ -330,16 +336,7 @@ void poolKernel(KernelCall& c) {
   int64_t planes = x.dim(0) * x.dim(1);
   if (!want_idx && (p.w.rank() == 1 || p.w.rank() == 2)) {
     // 1-D and 2-D pooling: the kernel library's row-at-a-time loops (1-D as H = 1).
-    const ops::Window& w = p.w;
-    const size_t v = w.rank() == 2 ? 1 : 0;  // the W dim
-    kernels::Pool2dShape s;
-    s.planes = planes;
-    if (w.rank() == 2) {
-      s.ih = w.in[0], s.oh = w.out[0], s.kh = w.kernel[0], s.sh = w.stride[0], s.dh = w.dilation[0];
-      s.pt = w.pad_begin[0], s.pb = w.pad_end[0];
-    }
-    s.iw = w.in[v], s.ow = w.out[v], s.kw = w.kernel[v], s.sw = w.stride[v], s.dw = w.dilation[v];
-    s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
+    kernels::Pool2dShape s = pool2dShape(p.w, planes);
     s.count_include_pad = include_pad;
     s.pad_value = pad_value;
     if (is_max) kernels::maxPool2dFast(s, px, py, c.pool);

@@ -5,6 +5,8 @@
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 
+#include <initializer_list>
+
 namespace npuc::ops {
 
 namespace {
@@ -24,6 +26,18 @@ void checkScale(InferContext& c) {
     if (x[static_cast<size_t>(axis)] != n) c.error("a scale of {} values for axis {} of length {}", n, axis, x[static_cast<size_t>(axis)]);
   }
   if (c.hasInput(2) && c.inputShape(2) != s) c.error("the zero point has shape {}, the scale {}", shapeStr(c.inputShape(2)), shapeStr(s));
+}
+
+/// An integer layer's zero points and output clamp (attributes `zero_points`, then y_min / y_max): each in int8, the
+/// clamp not empty.
+void checkInt8Attrs(InferContext& c, std::initializer_list<const char*> zero_points) {
+  auto inInt8 = [&](const char* a, int64_t fallback) {
+    const int64_t v = c.node().attrInt(a, fallback);
+    if (v < -128 || v > 127) c.error("{} = {} is outside int8", a, v);
+    return v;
+  };
+  for (const char* z : zero_points) inInt8(z, 0);
+  if (inInt8("y_min", -128) > inInt8("y_max", 127)) c.error("y_min above y_max");
 }
 
 }  // namespace
@@ -75,11 +89,7 @@ void registerQuantNpucOps(Registry& r) {
                               if (!(m[i] == 0 || (m[i] >= (int64_t{1} << 30) && m[i] < (int64_t{1} << 31))) || sh[i] < -31 || sh[i] > 30)
                                 c.error("multiplier {} / shift {} of channel {}: the multiplier must be 0 or in [2^30, 2^31), "
                                         "the shift in [-31, 30]", m[i], sh[i], i);
-                            for (const char* z : {"x_zero_point", "y_zero_point", "y_min", "y_max"}) {
-                              int64_t v = c.node().attrInt(z, 0);
-                              if (v < -128 || v > 127) c.error("{} = {} is outside int8", z, v);
-                            }
-                            if (c.node().attrInt("y_min", -128) > c.node().attrInt("y_max", 127)) c.error("y_min above y_max");
+                            checkInt8Attrs(c, {"x_zero_point", "y_zero_point"});
                             std::vector<int64_t> sp(x.begin() + 2, x.end()), ks(w.begin() + 2, w.end());
                             Window win = resolveWindow(c.node(), sp, ks, false);
                             Shape out{x[0], w[0]};
@@ -108,11 +118,7 @@ void registerQuantNpucOps(Registry& r) {
                               if (m[i] < 0 || m[i] >= 32768) c.error("multiplier {} = {} is outside [0, 2^15)", i, m[i]);
                             const int64_t sh = c.node().attrInt("shift", 0);
                             if (sh < 1 || sh > 30) c.error("shift {} is outside [1, 30]", sh);
-                            for (const char* z : {"a_zero_point", "b_zero_point", "y_zero_point", "y_min", "y_max"}) {
-                              int64_t v = c.node().attrInt(z, 0);
-                              if (v < -128 || v > 127) c.error("{} = {} is outside int8", z, v);
-                            }
-                            if (c.node().attrInt("y_min", -128) > c.node().attrInt("y_max", 127)) c.error("y_min above y_max");
+                            checkInt8Attrs(c, {"a_zero_point", "b_zero_point", "y_zero_point"});
                             c.setOutput(0, DType::kI8, c.inputShape(0));
                           });
   a.domain = "ai.npuc";

@@ -332,6 +332,13 @@ struct Checker {
           what, r.addr, r.bytes, p.weights.size());
   }
 
+  /// Word i of an int32 reference in the weight space (checked by weightRef first).
+  int32_t weightWord(const TensorRef& r, int64_t i) const {
+    int32_t v;
+    std::memcpy(&v, p.weights.data() + (r.addr - need("weight").addr) + 4 * static_cast<size_t>(i), 4);
+    return v;
+  }
+
   void shapes(const Descriptor& d, const std::string& what) const {
     const ElemType ft = floatType();
     const TensorRef& y = d.out(0);
@@ -412,22 +419,15 @@ struct Checker {
           bad("{}: the requantization table must be int32 [{}], got {} {}", what, 4 + 2 * M, elemName(tab.type), dimsStr(tab));
         weightRef(b, what + ": bias");
         weightRef(tab, what + ": requantization");
-        // Word i of an int32 weight reference (both were bounds-checked by weightRef above).
-        const uint64_t weight_base = need("weight").addr;
-        auto word = [&](const TensorRef& r, int64_t i) {
-          int32_t v;
-          std::memcpy(&v, p.weights.data() + (r.addr - weight_base) + 4 * static_cast<size_t>(i), 4);
-          return v;
-        };
         for (int k = 0; k < 4; ++k)
-          if (word(tab, k) < -128 || word(tab, k) > 127) bad("{}: requantization word {} = {} is outside int8", what, k, word(tab, k));
-        if (word(tab, 2) > word(tab, 3)) bad("{}: the clamp [{}, {}] is empty", what, word(tab, 2), word(tab, 3));
+          if (weightWord(tab, k) < -128 || weightWord(tab, k) > 127) bad("{}: requantization word {} = {} is outside int8", what, k, weightWord(tab, k));
+        if (weightWord(tab, 2) > weightWord(tab, 3)) bad("{}: the clamp [{}, {}] is empty", what, weightWord(tab, 2), weightWord(tab, 3));
         int64_t max_bias = 0;
         for (int64_t m = 0; m < M; ++m) {
-          const int32_t mult = word(tab, 4 + 2 * m), shift = word(tab, 5 + 2 * m);
+          const int32_t mult = weightWord(tab, 4 + 2 * m), shift = weightWord(tab, 5 + 2 * m);
           if (!(mult == 0 || mult >= (1 << 30))) bad("{}: multiplier {} of channel {} is not 0 or in [2^30, 2^31)", what, mult, m);
           if (shift < -31 || shift > 30) bad("{}: shift {} of channel {} is outside [-31, 30]", what, shift, m);
-          max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(word(b, m))));
+          max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(weightWord(b, m))));
         }
         if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
         const int64_t taps = int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3];
@@ -489,7 +489,7 @@ struct Checker {
             bad("{}: the requantization table must be int32 [8], got {} {}", what, elemName(tab.type), dimsStr(tab));
           weightRef(tab, what + ": requantization");
           int32_t t[8];
-          std::memcpy(t, p.weights.data() + (tab.addr - need("weight").addr), sizeof t);
+          for (int k = 0; k < 8; ++k) t[k] = weightWord(tab, k);
           for (int k = 0; k < 5; ++k)
             if (t[k] < -128 || t[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, t[k]);
           if (t[3] > t[4]) bad("{}: the clamp [{}, {}] is empty", what, t[3], t[4]);

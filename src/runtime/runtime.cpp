@@ -98,11 +98,9 @@ struct Runtime::Impl {
     kernels::Pool2dShape ps;
     kernels::MatMulBatches mm;  // matmul: the operands' batches
     std::vector<Shape> shapes;  // of the references
-    bool int8 = false;          // conv in its int8 form (int8-affine): qconv_ref with q
-    int32_t zx = 0;
-    kernels::QOutput q;
-    std::unique_ptr<kernels::QConv> qconv;  // fast mode: the int8 weights packed once
-    kernels::QAddParams qadd;                // binary in its int8 form (an addition)
+    std::unique_ptr<kernels::QConv> qconv;  // conv in its int8 form (int8-affine): the int8 weights packed once
+    bool int8 = false;                       // binary in its int8 form (an addition), with qadd
+    kernels::QAddParams qadd;
   };
   std::vector<Step> steps;  // by seq
   std::vector<double> times;
@@ -209,18 +207,17 @@ struct Runtime::Impl {
       case LayerKind::kConv: {
         windowShape(s, s.cs);
         if (d.in(0).type == ElemType::kI8) {  // the int8 form: the requantization table (validated) read once
-          s.int8 = true;
           const int32_t* t = reinterpret_cast<const int32_t*>(s.in[3]);
-          s.zx = t[0];
-          s.q.zero_point = t[1];
-          s.q.lo = t[2];
-          s.q.hi = t[3];
-          for (int64_t m = 0; m < s.cs.out_channels; ++m) s.q.multiplier.push_back({t[4 + 2 * m], t[5 + 2 * m]});
+          kernels::QOutput q;
+          q.zero_point = t[1];
+          q.lo = t[2];
+          q.hi = t[3];
+          for (int64_t m = 0; m < s.cs.out_channels; ++m) q.multiplier.push_back({t[4 + 2 * m], t[5 + 2 * m]});
           // (weights and bias are package constants: they outlive the step) --exact runs the portable path: plain
           // C++ loops without intrinsics over the same integers (qconv_ref's bytes, tested on every path); fast
           // mode the widest path the CPU has.
           s.qconv = std::make_unique<kernels::QConv>(s.cs, reinterpret_cast<const int8_t*>(s.in[1]),
-                                                     reinterpret_cast<const int32_t*>(s.in[2]), s.zx, s.q,
+                                                     reinterpret_cast<const int32_t*>(s.in[2]), t[0], std::move(q),
                                                      opts.exact ? kernels::QConvPath::kBaseline : kernels::bestQConvPath());
           break;
         }
@@ -461,13 +458,8 @@ struct Runtime::Impl {
     size_t es = package::elemSize(d.out(0).type);
     switch (d.kind) {
       case LayerKind::kConv: {
-        if (s.int8) {  // --exact: the portable path; fast: the widest path (both qconv_ref's bytes, exact integer sums)
-          const auto* xi = reinterpret_cast<const int8_t*>(s.in[0]);
-          if (s.qconv) return s.qconv->run(xi, reinterpret_cast<int8_t*>(s.out), pool.get());
-          kernels::qconv_ref(s.cs, xi, s.zx, reinterpret_cast<const int8_t*>(s.in[1]), reinterpret_cast<const int32_t*>(s.in[2]),
-                             s.q, reinterpret_cast<int8_t*>(s.out));
-          return;
-        }
+        if (s.qconv)  // --exact: the portable path; fast: the widest path (both qconv_ref's bytes, exact integer sums)
+          return s.qconv->run(reinterpret_cast<const int8_t*>(s.in[0]), reinterpret_cast<int8_t*>(s.out), pool.get());
         if (s.conv) {
           // The fast kernels read and write float16 storage themselves (no whole-tensor conversion passes).
           s.conv->run(s.in[0], storageOf(d.in(0)), s.out, storageOf(d.out(0)), pool.get());

@@ -26,6 +26,13 @@ std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<st
   return r;
 }
 
+Tensor realValues(const RuntimeLayer& l, const Tensor& y) {
+  if (!(l.scale > 0) || y.dtype() != DType::kI8) return y;
+  Tensor real(DType::kF32, y.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) real.data<float>()[i] = static_cast<float>((y.data<int8_t>()[i] - l.zero_point) * l.scale);
+  return real;
+}
+
 std::map<std::string, std::pair<double, double>> parseRanges(const std::vector<std::string>& entries) {
   std::map<std::string, std::pair<double, double>> r;
   for (auto& e : entries) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -15,6 +16,9 @@ namespace npuc::cli {
 
 /// "name=1,3,224,224" entries -> map (throws kInvalidArgument naming the bad entry).
 std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries);
+/// The real values an int8 layer output stands for: (q - zero_point) * scale, float32 (int8 packages record them per
+/// layer); the output itself for any other layer.
+Tensor realValues(const RuntimeLayer& l, const Tensor& y);
 /// --range TENSOR=LO,HI entries (LO <= HI, finite numbers; repeatable, one per tensor).
 std::map<std::string, std::pair<double, double>> parseRanges(const std::vector<std::string>& entries);
 /// "--aipp name=params.bin|yaml" entries -> frame input name -> the dynamic AIPP parameter block (docs/aipp.md).

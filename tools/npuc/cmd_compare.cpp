@@ -207,15 +207,8 @@ void addCompare(CLI::App& app, Action& run) {
         auto it = ref.find(l.scale > 0 ? l.float_value : l.output.name);
         if (it != ref.end() && it->second.defined() && it->second.numel() == y.numel()) {
           r.matched = true;
-          if (l.scale > 0 && y.dtype() == DType::kI8) {  // int8 codes, compared as the real values they stand for
-            Tensor real(DType::kF32, y.shape());
-            for (int64_t i = 0; i < y.numel(); ++i)
-              real.data<float>()[i] = static_cast<float>((y.data<int8_t>()[i] - l.zero_point) * l.scale);
-            r.value = l.float_value;
-            measure(real, it->second, r);
-          } else {
-            measure(y, it->second, r);
-          }
+          if (l.scale > 0) r.value = l.float_value;  // int8 codes, compared as the real values they stand for
+          measure(realValues(l, y), it->second, r);
         }
         rows.push_back(r);
       });

@@ -128,14 +128,8 @@ void addSimulate(CLI::App& app, Action& run) {
             throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", (fs::path(o->trace) / raw).string()));
           }
           std::fclose(f);
-          if (l.scale > 0 && y.dtype() == DType::kI8) {  // int8 codes: the .y file holds them, the .npy the real values
-            Tensor real(DType::kF32, y.shape());
-            for (int64_t i = 0; i < y.numel(); ++i)
-              real.data<float>()[i] = static_cast<float>((y.data<int8_t>()[i] - l.zero_point) * l.scale);
-            writeNpyFile((fs::path(o->trace) / npy).string(), real);
-          } else {
-            writeNpyFile((fs::path(o->trace) / npy).string(), toFloat(y));
-          }
+          // (int8 codes: the .y file holds them, the .npy the real values they stand for)
+          writeNpyFile((fs::path(o->trace) / npy).string(), toFloat(realValues(l, y)));
           std::string nodes;
           for (auto& n : l.onnx_nodes) nodes += (nodes.empty() ? "" : " ") + n;
           index += fmt::format("{},{},{},{},\"{}\",{},\"{}\",\"{}\",{},{},{},{},{},{},\"{}\"\n", l.seq, l.seq, l.engine, l.kind, l.name,

@@ -3,6 +3,7 @@
 // on both sides (padding never wins); then columns: stride 1 reads the padded row at the taps' offsets, stride 2 its
 // even and odd bytes (vpmovwb), other strides gather. Max is exact, so any order gives the same bytes.
 #include "kernels/x86/quant_avx512.hpp"
+#include "kernels/x86/quant_x86.hpp"
 #include "kernels/ref/parallel_units.hpp"
 
 #include <algorithm>

@@ -2,13 +2,9 @@
 // reference; either way in chunks on the pool's threads (element-wise: the split cannot change a bit).
 #include "kernels/quant.hpp"
 #include "kernels/ref/parallel_units.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
 namespace npuc::kernels {
-
-namespace detail {
-void qaddAvx512(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
-bool cpuHasAvx512bw();  // kernels/x86/quantize.cpp
-}
 
 void qadd(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y, ThreadPool* pool) {
   const bool avx512 = detail::cpuHasAvx512bw();

@@ -3,6 +3,7 @@
 // (a - za, b - zb) and one vpmaddwd with the pair (ma, mb) gives each exact int32 sum; the unpack and the pack work
 // within 128-bit lanes alike, so the pack restores the elements' order.
 #include "kernels/x86/quant_avx512.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
 #include <algorithm>
 

@@ -4,6 +4,7 @@
 #include "kernels/quant.hpp"
 #include "kernels/ref/parallel_units.hpp"
 #include "kernels/x86/qconv_vnni.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -17,10 +18,6 @@ using detail::parallelUnits;
 #define NPUC_QCONV_TAP_FLAT accumulateTapFlatBaseline
 #include "kernels/x86/qconv_tap.inc"
 #undef NPUC_QCONV_TAP_FLAT
-void accumulateTapFlatAvx2(int32_t* acc, const int16_t* src, int64_t n, int32_t wv);
-
-void qgemmPairsAvx2(int64_t m0, int64_t m1, int64_t P, int64_t K2, const int32_t* A2, const int16_t* B2, int32_t* C);
-void requantizeRowAvx2(const int32_t* acc, int64_t n, int32_t m, int right, int32_t zp, int32_t lo, int32_t hi, int8_t* y);
 
 QConvPath bestQConvPath() {
   static const QConvPath best = [] {
@@ -36,8 +33,7 @@ bool cpuHasQConvPath(QConvPath path) {
     case QConvPath::kBaseline: return true;
     case QConvPath::kAvx2: return __builtin_cpu_supports("avx2");
     case QConvPath::kVnni:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+      return detail::cpuHasAvx512bw() && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }

@@ -1,6 +1,8 @@
 // The fast int8 convolution's AVX2 part (-mavx2; chosen at run time by kernels/x86/qconv.cpp): the int16 product C[m][p] += sum_k A[m][k] * B[k][p] with vpmaddwd, vectorised across outputs p (each lane an
 // output column, each vpmaddwd two consecutive k of it). Every product and sum is exact int32 arithmetic, so the
 // result is the reference's whatever the blocking.
+#include "kernels/x86/quant_x86.hpp"
+
 #include <immintrin.h>
 
 #include <algorithm>

@@ -4,13 +4,11 @@
 #include "kernels/layers.hpp"
 #include "kernels/quant.hpp"
 #include "kernels/ref/parallel_units.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
 namespace npuc::kernels {
 
 namespace detail {
-void quantizeLinearAvx512(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);
-void dequantizeLinearAvx512(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y);
-void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool);
 
 bool cpuHasAvx512bw() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -2,6 +2,7 @@
 // reference's float operations lane by lane — an IEEE division, round to nearest even (roundscale, as nearbyint in
 // the default mode), NaN to 0, the zero point added in float, the clamp — so the bytes are the reference's.
 #include "kernels/x86/quant_avx512.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
 #include <algorithm>
 
