@@ -64,6 +64,30 @@ struct CheckRow {
   std::string fix;     // suggested fix (may be empty)
 };
 
+/// One place where pre/post-processing meets the model's body (Model::prePostBoundaries).
+struct PrePostBoundary {
+  bool input = false;          // input_to_body: the pre result feeds the model input; else output_from_body
+  std::string model_value;     // the model's input / output, in the model's own layout
+  std::string prepost_value;   // the same numbers in the declared order, shape and type
+  std::string order;           // "HWC", "CHW" or "C"
+  Shape shape;                 // the declared shape (no N)
+  bool channel_last = false;   // the model's rank-4 tensor was read as NHWC (a channel-last export, Appendix B)
+};
+/// The verdict on one boundary, from the values of a run.
+struct BoundaryCheck {
+  PrePostBoundary boundary;
+  bool checked = false;   // both values were present
+  bool ok = false;        // the pre/post value is the model value in one arrangement the declaration allows
+  std::string arrangement;  // "NCHW", "NHWC" or "flat" (the one that matched), or empty
+  std::string message;      // for people: what matched, or what the values look like instead
+};
+/// Checks each boundary on `values` (by value name): the pre/post value must hold the model value's numbers in the
+/// declared order — read channel-first ([1, C, H, W]) or channel-last ([1, H, W, C]), whichever the model's shape
+/// allows; flat for other ranks — equal after rounding to the declared type. An independent check of the layout
+/// bridges, for `npuc compare --prepost`.
+std::vector<BoundaryCheck> checkPrePostBoundaries(const std::vector<PrePostBoundary>& boundaries,
+                                                  const std::map<std::string, Tensor>& values);
+
 struct TargetInfo {
   std::string name, description, numerics, file;
 };
@@ -208,6 +232,10 @@ class Model {
     bool not_check_size = false;  // -NotCheckSizeONNXvsYAML
   };
   Model withPrePost(const std::filesystem::path& definition, const PrePostOptions& options) const;
+  /// Where the pre/post-processing of a model made by withPrePost meets the original model (empty otherwise): per
+  /// input_to_body / output_from_body declaration, the model's value and the value holding the same numbers in
+  /// the declared order, shape and type (checkPrePostBoundaries checks them on a run's values).
+  std::vector<PrePostBoundary> prePostBoundaries() const;
   /// A copy with Ascend-style AIPP stages (docs/aipp.md) in front of the inputs an `aipp_op { … }` configuration
   /// names: each such input becomes a uint8 frame input of the same name ([N, image bytes]), plus a parameter
   /// input "<input>_aipp" for a dynamic aipp_op. Static blocks are validated against the input here.

@@ -53,12 +53,18 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.pad_r = factInt(f, "pad_r");
     l.pad_t = factInt(f, "pad_t");
     l.pad_b = factInt(f, "pad_b");
-    l.in_c = in.c;
-    l.in_w = in.w;
-    l.in_h = in.h;
-    l.out_c = out.c;
-    l.out_w = out.w;
-    l.out_h = out.h;
+    // The reported channel / width / height follow the value's layout (pre/post values are HWC, CHW or flat).
+    auto chw = [&](ir::ValueId v) {
+      return v != ir::kNoValue && g.value(v).type.isStatic() ? ir::chwDims(g.value(v).type.shape, g.value(v).layout)
+                                                             : ir::ChwDims{0, 0, 0};
+    };
+    const ir::ChwDims ic = chw(n.hasInput(0) ? n.inputs[0] : ir::kNoValue), oc = chw(n.outputs.empty() ? ir::kNoValue : n.outputs[0]);
+    l.in_c = ic.c;
+    l.in_w = ic.w;
+    l.in_h = ic.h;
+    l.out_c = oc.c;
+    l.out_w = oc.w;
+    l.out_h = oc.h;
     l.macs = ops::nodeMacs(g, n);
     int64_t elems = in.elems + out.elems;
     int64_t weights = 0;

@@ -218,8 +218,12 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     if (auto it = L.of_.find(v); it != L.of_.end()) {
       auto im = o.input_images.find(g.value(v).name);
       p.inputs.push_back({g.value(v).name, refOf(it->second, nullptr), im == o.input_images.end() ? package::ImageInfo{} : im->second});
+      res.input_layouts.push_back(g.value(v).layout);
     }
-  for (ir::ValueId v : g.outputs()) p.outputs.push_back({g.value(v).name, refOf(L.of_.at(v), nullptr), {}});
+  for (ir::ValueId v : g.outputs()) {
+    p.outputs.push_back({g.value(v).name, refOf(L.of_.at(v), nullptr), {}});
+    res.output_layouts.push_back(g.value(v).layout);
+  }
   p.weights = std::move(L.weights_);
   p.params.reserve(pbytes);
   for (auto& d : descs)
@@ -416,13 +420,15 @@ std::vector<std::pair<std::string, std::string>> tblAddrTexts(const Lowered& l) 
 
 std::string ioListText(const Lowered& l, bool inputs) {
   std::string s;
-  for (auto& t : inputs ? l.pkg.inputs : l.pkg.outputs) {
-    // NCHW: channel = dim 1, height = dim 2, width = dim 3 (missing dims are 1).
-    auto dim = [&](int i) { return i < t.ref.rank ? t.ref.dims[static_cast<size_t>(i)] : 1u; };
-    uint32_t c = t.ref.rank >= 2 ? dim(1) : dim(0), h = t.ref.rank >= 3 ? dim(2) : 1, w = t.ref.rank >= 4 ? dim(3) : 1;
-    if (t.ref.rank == 2) c = dim(1);
+  const auto& io = inputs ? l.pkg.inputs : l.pkg.outputs;
+  const auto& layouts = inputs ? l.input_layouts : l.output_layouts;
+  for (size_t i = 0; i < io.size(); ++i) {
+    const package::IoTensor& t = io[i];
+    Shape shape(t.ref.dims.begin(), t.ref.dims.begin() + t.ref.rank);
+    // The value's layout: a pre/post frame or result is HWC, CHW or flat as declared; a model tensor NCHW.
+    const ir::ChwDims d = ir::chwDims(shape, i < layouts.size() ? layouts[i] : ir::Layout::kModel);
     s += fmt::format("{}_node_name: {}\n         Address: {:#x}\n         Channel: {}\n         Width  : {}\n         Height : {}\n\n",
-                     inputs ? "Input" : "Output", t.name, t.ref.addr, c, w, h);
+                     inputs ? "Input" : "Output", t.name, t.ref.addr, d.c, d.w, d.h);
   }
   return s;
 }

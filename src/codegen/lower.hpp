@@ -43,6 +43,7 @@ struct Lowered {
   plan::AddressMap map;
   std::vector<Placement> placements;      // every buffer, weight, parameter block and stream, by space
   uint64_t data_bytes = 0, data_lower_bound = 0;  // activations in 'data' and the peak of live bytes
+  std::vector<ir::Layout> input_layouts, output_layouts;  // of pkg.inputs / pkg.outputs (the data list files)
 };
 
 /// Throws kUnsupported naming the node for ops that have no descriptor yet, and the §9 overflow error when the

@@ -9,10 +9,14 @@
 #include "prepost/aipp.hpp"
 #include "prepost/graph.hpp"
 #include "quant/qdq.hpp"
+#include "support/fp16.hpp"
 #include "support/file.hpp"
 #include "support/log.hpp"
 #include "support/npy.hpp"
 #include "target/check.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +29,7 @@ namespace npuc {
 
 struct Model::Impl {
   std::unique_ptr<ir::Graph> graph;
+  std::vector<PrePostBoundary> boundaries;  // withPrePost
 };
 
 namespace {
@@ -137,10 +142,87 @@ Model Model::withPrePost(const std::filesystem::path& definition, const PrePostO
   m.impl_ = std::make_shared<Impl>();
   m.impl_->graph = impl_->graph->clone();
   withContext(definition.string(), [&] {
-    prepost::insertPrePost(*m.impl_->graph, pp);
+    for (const prepost::Boundary& b : prepost::insertPrePost(*m.impl_->graph, pp))
+      m.impl_->boundaries.push_back({b.input, b.declared, b.prepost_value, std::string(prepost::toString(b.order)), b.shape, b.channel_last});
     ir::verify(*m.impl_->graph, ErrorCode::kInternal);
   });
   return m;
+}
+
+std::vector<PrePostBoundary> Model::prePostBoundaries() const { return impl_->boundaries; }
+
+namespace {
+
+/// `m` (a model tensor) in the declared order of `b`, read as `reading` ("NCHW", "NHWC" or "flat"); empty when its
+/// shape does not allow that reading.
+std::vector<double> arranged(const Tensor& m, const PrePostBoundary& b, const std::string& reading) {
+  std::vector<double> v = m.toDouble();
+  if (reading == "flat") return v;
+  const Shape& s = m.shape();
+  if (s.size() != 4 || s[0] != 1 || b.shape.size() != 3 || b.order == "C") return {};
+  const bool hwc = b.order == "HWC";
+  const int64_t C = hwc ? b.shape[2] : b.shape[0], H = hwc ? b.shape[0] : b.shape[1], W = hwc ? b.shape[1] : b.shape[2];
+  const bool nchw = reading == "NCHW";
+  if (nchw ? (s[1] != C || s[2] != H || s[3] != W) : (s[1] != H || s[2] != W || s[3] != C)) return {};
+  std::vector<double> out(v.size());
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w) {
+        const int64_t from = nchw ? (c * H + h) * W + w : (h * W + w) * C + c;
+        const int64_t to = hwc ? (h * W + w) * C + c : (c * H + h) * W + w;
+        out[static_cast<size_t>(to)] = v[static_cast<size_t>(from)];
+      }
+  return out;
+}
+
+}  // namespace
+
+std::vector<BoundaryCheck> checkPrePostBoundaries(const std::vector<PrePostBoundary>& boundaries,
+                                                  const std::map<std::string, Tensor>& values) {
+  std::vector<BoundaryCheck> res;
+  for (const PrePostBoundary& b : boundaries) {
+    BoundaryCheck r;
+    r.boundary = b;
+    auto mi = values.find(b.model_value), pi = values.find(b.prepost_value);
+    const std::string what = fmt::format("{} '{}'", b.input ? "input_to_body" : "output_from_body", b.model_value);
+    if (mi == values.end() || pi == values.end() || !mi->second.defined() || !pi->second.defined() ||
+        mi->second.numel() != pi->second.numel()) {
+      r.message = fmt::format("{}: not checked (the run did not show both values)", what);
+      res.push_back(r);
+      continue;
+    }
+    r.checked = true;
+    const Tensor& p = pi->second;
+    std::vector<double> want = p.toDouble();
+    const bool half = p.dtype() == DType::kF16;
+    const bool rank4 = mi->second.shape().size() == 4 && b.shape.size() == 3 && b.order != "C";
+    std::vector<std::string> tried;
+    for (const char* reading : rank4 ? std::vector<const char*>{"NCHW", "NHWC"} : std::vector<const char*>{"flat"}) {
+      std::vector<double> got = arranged(mi->second, b, reading);
+      if (got.empty()) continue;
+      tried.push_back(reading);
+      size_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        double g = half ? halfToFloat(floatToHalf(static_cast<float>(got[i]))) : got[i];
+        if (!(g == want[i] || (std::isnan(g) && std::isnan(want[i])))) ++differ;
+      }
+      if (differ == 0) {
+        r.ok = true;
+        r.arrangement = reading;
+        break;
+      }
+    }
+    const std::string decl = fmt::format("{} {}", shapeStr(b.shape), b.order);
+    if (r.ok)
+      r.message = fmt::format("{}: the {} values are the model's {} read as {}", what, decl, shapeStr(mi->second.shape()),
+                              r.arrangement);
+    else
+      r.message = fmt::format("{}: LAYOUT MISTAKE: the {} values are not the model's {} in any arrangement the declaration "
+                              "allows ({} tried)", what, decl, shapeStr(mi->second.shape()),
+                              tried.empty() ? std::string("none fits the shapes") : fmt::format("{}", fmt::join(tried, ", ")));
+    res.push_back(r);
+  }
+  return res;
 }
 
 Model Model::withAipp(const std::filesystem::path& config) const {

@@ -10,6 +10,34 @@
 
 namespace npuc::ir {
 
+ChwDims chwDims(const Shape& s, Layout l) {
+  ChwDims d;
+  const size_t r = s.size();
+  auto at = [&](size_t i) { return i < r ? s[i] : int64_t{1}; };
+  switch (l) {
+    case Layout::kModel:
+      d.c = r >= 2 ? s[1] : at(0);
+      if (r >= 3) d.w = s[r - 1];
+      if (r >= 4) d.h = s[r - 2];
+      break;
+    case Layout::kNhwc:
+      if (r == 4) d = {s[3], s[1], s[2]};
+      else d.c = shapeNumel(s);
+      break;
+    case Layout::kHwc:
+      if (r == 3) d = {s[2], s[0], s[1]};
+      else d.c = shapeNumel(s);
+      break;
+    case Layout::kChw:
+      if (r == 3) d = {s[0], s[1], s[2]};
+      else d.c = shapeNumel(s);
+      break;
+    case Layout::kFlat: d.c = shapeNumel(s); break;
+  }
+  return d;
+}
+
+
 std::string Type::str() const {
   std::string s(dtypeName(dtype));
   s += rank_known ? "[" + shapeStr(shape) + "]" : "[?]";

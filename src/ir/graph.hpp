@@ -66,6 +66,17 @@ struct Quantization {
   std::string of;
 };
 
+/// How a value's dimensions read as channel / height / width, for reports (the summary, the data lists): the ONNX
+/// convention ([N, C, H, W], [N, C, L], [N, C]), a channel-last model's [N, H, W, C] (Appendix B of the DRP-AI
+/// manual), or a pre/post-processing order without N.
+enum class Layout : uint8_t { kModel, kNhwc, kHwc, kChw, kFlat };
+struct ChwDims {
+  int64_t c = 1, h = 1, w = 1;
+};
+/// kModel: c = dim 1 (rank >= 2; rank 1: dim 0), h = dim rank-2 (rank >= 4), w = dim rank-1 (rank >= 3);
+/// kNhwc [N, H, W, C], kHwc [H, W, C], kChw [C, H, W]; kFlat: every element a channel. Missing dimensions are 1.
+ChwDims chwDims(const Shape& s, Layout l);
+
 struct Value {
   ValueId id = kNoValue;
   std::string name;
@@ -77,6 +88,7 @@ struct Value {
   /// float values are stored in the target's float numerics when lowered (float16 for an fp16 target).
   bool exact_type = false;
   std::optional<Quantization> quant;
+  Layout layout = Layout::kModel;
 
   bool isConstant() const { return constant.has_value(); }
 };

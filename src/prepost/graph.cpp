@@ -102,7 +102,7 @@ class Builder {
     fail(ErrorCode::kInternal, "unknown pre/post operation");
   }
 
-  void run() {
+  std::vector<Boundary> run() {
     std::vector<ir::ValueId> new_inputs = g_.inputs();
     for (const Process& p : pp_.preprocess) {
       const TensorDecl* in = pp_.findInputToPre(p.src);
@@ -114,15 +114,35 @@ class Builder {
       if (g_.findValue(p.src)) fail(ErrorCode::kInvalidInput, "{}: input_to_pre name '{}' is already a value of the model", pp_.source, p.src);
       ir::Value& src = g_.addValue(p.src, ir::makeType(in->type, in->shape));
       src.exact_type = true;
+      src.layout = layoutOf(in->order);
       ir::ValueId x = src.id;
-      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/pre");
-      // Bridge: the pre result (HWC, or the body's declared order) to the model's input layout and type.
+      for (const Operation& o : p.operations) {
+        x = op(o, x, p.dest + "/pre");
+        g_.value(x).layout = layoutOf(o.out.order);
+      }
+      // Bridge: the pre result (the declared order, HWC) to the model's input layout and type.
       const ir::Type& mt = g_.value(body_in).type;
       const TensorDecl* body = pp_.findInputToBody(p.dest);
-      if (mt.shape.size() == 4 && body && body->order == Order::kHWC && body->shape.size() == 3 &&
-          mt.shape[1] == body->shape[2] && mt.shape[2] == body->shape[0] && mt.shape[3] == body->shape[1])
-        x = node("Transpose", "", {x}, p.dest + "/pre_to_nchw", {{"perm", ir::Attr(std::vector<int64_t>{2, 0, 1})}});
+      bool channel_last = false;
+      if (body) {
+        Boundary b{true, p.dest, g_.value(x).name, body->order, body->shape, false};
+        if (mt.shape.size() == 4 && body->shape.size() == 3 && body->order != Order::kC) {
+          std::optional<bool> last = modelTensorIsChannelLast(mt.shape, *body, feedsTranspose(body_in, {0, 3, 1, 2}));
+          b.channel_last = last.value_or(false);
+          // [H, W, C] -> [C, H, W] for a channel-first model, [C, H, W] -> [H, W, C] for a channel-last one (neither
+          // reading fits under -NotCheckSizeONNXvsYAML: the data stays as declared, and the reshape names the sizes).
+          if (!last) {
+          } else if (!b.channel_last && body->order == Order::kHWC)
+            x = node("Transpose", "", {x}, p.dest + "/pre_to_nchw", {{"perm", ir::Attr(std::vector<int64_t>{2, 0, 1})}});
+          else if (b.channel_last && body->order == Order::kCHW)
+            x = node("Transpose", "", {x}, p.dest + "/pre_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{1, 2, 0})}});
+        }
+        channel_last = b.channel_last;
+        boundaries_.push_back(b);
+      }
       ir::ValueId shaped = reshape(x, mt.shape, p.dest + "/pre_shaped");
+      const ir::Layout model_layout = channel_last ? ir::Layout::kNhwc : ir::Layout::kModel;
+      g_.value(shaped).layout = g_.value(body_in).layout = model_layout;
       // The last bridge node writes the model's input value itself, so the body is unchanged.
       int64_t to = mt.dtype == DType::kF32 ? 1 : mt.dtype == DType::kF16 ? 10 : 0;
       if (!to) fail(ErrorCode::kUnsupported, "{}: model input '{}' is {}; pre-processing feeds float inputs", pp_.source, p.dest, dtypeName(mt.dtype));
@@ -137,10 +157,26 @@ class Builder {
     auto bridgeOut = [&](ir::ValueId x, const TensorDecl& ob) {
       consumed.push_back(x);
       const ir::Type& mt = g_.value(x).type;
-      if (mt.shape.size() == 4 && ob.order == Order::kHWC)
-        x = node("Transpose", "", {x}, ob.name + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}}, false);
+      Boundary b{false, ob.name, "", ob.order, ob.shape, false};
+      if (mt.shape.size() == 4 && ob.shape.size() == 3 && ob.order != Order::kC) {
+        std::optional<bool> last = modelTensorIsChannelLast(mt.shape, ob, producedByTranspose(x, {0, 2, 3, 1}));
+        b.channel_last = last.value_or(false);
+        if (b.channel_last) g_.value(x).layout = ir::Layout::kNhwc;
+        // [N, C, H, W] -> [N, H, W, C] for an HWC declaration of a channel-first output; [N, H, W, C] ->
+        // [N, C, H, W] for a CHW declaration of a channel-last one; otherwise the order is already the declared one.
+        if (!last) {
+        } else if (!b.channel_last && ob.order == Order::kHWC)
+          x = node("Transpose", "", {x}, ob.name + "/post_to_nhwc", {{"perm", ir::Attr(std::vector<int64_t>{0, 2, 3, 1})}}, false);
+        else if (b.channel_last && ob.order == Order::kCHW)
+          x = node("Transpose", "", {x}, ob.name + "/post_to_nchw", {{"perm", ir::Attr(std::vector<int64_t>{0, 3, 1, 2})}}, false);
+      }
       x = reshape(x, ob.shape, ob.name + "/post_shaped", false);
-      return cast(x, ob.type, ob.name + "/post_cast");
+      g_.value(x).layout = layoutOf(ob.order);
+      x = cast(x, ob.type, ob.name + "/post_cast");
+      g_.value(x).layout = layoutOf(ob.order);
+      b.prepost_value = g_.value(x).name;
+      boundaries_.push_back(b);
+      return x;
     };
     auto modelOutput = [&](const std::string& name) -> std::optional<ir::ValueId> {
       auto it = std::find_if(g_.outputs().begin(), g_.outputs().end(), [&](ir::ValueId v) { return g_.value(v).name == name; });
@@ -169,6 +205,7 @@ class Builder {
                    {{"starts", ir::Attr(std::vector<int64_t>{start})}, {"ends", ir::Attr(std::vector<int64_t>{start + len})},
                     {"axes", ir::Attr(std::vector<int64_t>{axis})}});
         }
+        g_.value(v).layout = layoutOf(ob.order);
         results[piece.name] = v;
         start += len;
       }
@@ -184,9 +221,14 @@ class Builder {
           fail(ErrorCode::kInvalidInput, "{}: postprocess source '{}' is neither a model output nor an earlier dest", pp_.source, p.src);
         x = bridgeOut(*model_out, *ob);
       }
-      for (const Operation& o : p.operations) x = op(o, x, p.dest + "/post");
+      for (const Operation& o : p.operations) {
+        x = op(o, x, p.dest + "/post");
+        g_.value(x).layout = layoutOf(o.out.order);
+      }
       if (g_.findValue(p.dest)) fail(ErrorCode::kInvalidInput, "{}: postprocess dest '{}' is already a value of the model", pp_.source, p.dest);
+      ir::Layout l = g_.value(x).layout;
       x = node("Identity", "", {x}, p.dest);  // named exactly p.dest (checked free above)
+      g_.value(x).layout = l;
       results[p.dest] = x;
     }
     std::vector<ir::ValueId> outs;
@@ -197,15 +239,61 @@ class Builder {
     g_.outputs() = outs;
     g_.topoSort();
     ops::inferShapes(g_);
+    std::stable_partition(boundaries_.begin(), boundaries_.end(), [](const Boundary& b) { return b.input; });
+    return boundaries_;
   }
 
  private:
+  bool isTranspose(const ir::Node& n, const std::vector<int64_t>& perm) const {
+    if (n.op != "Transpose" || !n.domain.empty()) return false;
+    auto it = n.attrs.find("perm");
+    const auto* p = it == n.attrs.end() ? nullptr : it->second.get<std::vector<int64_t>>();
+    return p && *p == perm;
+  }
+  /// Every reader of the model input `v` is a Transpose by `perm` (a channel-last export's boundary transpose).
+  bool feedsTranspose(ir::ValueId v, const std::vector<int64_t>& perm) const {
+    bool any = false;
+    for (ir::NodeId id : g_.order()) {
+      const ir::Node& n = g_.node(id);
+      if (std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
+      if (!isTranspose(n, perm)) return false;
+      any = true;
+    }
+    return any;
+  }
+  bool producedByTranspose(ir::ValueId v, const std::vector<int64_t>& perm) const {
+    ir::NodeId p = g_.value(v).producer;
+    return p != ir::kNoNode && isTranspose(g_.node(p), perm);
+  }
+
   ir::Graph& g_;
   const PrePost& pp_;
+  std::vector<Boundary> boundaries_;
 };
 
 }  // namespace
 
-void insertPrePost(ir::Graph& g, const PrePost& pp) { Builder(g, pp).run(); }
+std::vector<Boundary> insertPrePost(ir::Graph& g, const PrePost& pp) { return Builder(g, pp).run(); }
+
+std::optional<bool> modelTensorIsChannelLast(const std::vector<int64_t>& m, const TensorDecl& d, bool transposed_at_boundary) {
+  if (m.size() != 4 || d.shape.size() != 3 || d.order == Order::kC) return std::nullopt;
+  const int64_t c = d.order == Order::kHWC ? d.shape[2] : d.shape[0];
+  const int64_t h = d.order == Order::kHWC ? d.shape[0] : d.shape[1];
+  const int64_t w = d.order == Order::kHWC ? d.shape[1] : d.shape[2];
+  auto fits = [](int64_t model, int64_t decl) { return model <= 0 || model == decl; };  // unknown dims fit
+  const bool nchw = fits(m[1], c) && fits(m[2], h) && fits(m[3], w);
+  const bool nhwc = fits(m[1], h) && fits(m[2], w) && fits(m[3], c);
+  if (!nchw && !nhwc) return std::nullopt;
+  return nhwc && (!nchw || transposed_at_boundary);
+}
+
+ir::Layout layoutOf(Order o) {
+  switch (o) {
+    case Order::kHWC: return ir::Layout::kHwc;
+    case Order::kCHW: return ir::Layout::kChw;
+    case Order::kC: return ir::Layout::kFlat;
+  }
+  return ir::Layout::kModel;
+}
 
 }  // namespace npuc::prepost

@@ -103,6 +103,26 @@ if "$npuc" translate ppok -onnx "$digits" -prepost "$pp" --out "$tmp/ppok" >/dev
 if "$npuc" compare "$digits" "$tmp/ppok/ppok" --prepost "$pp" -o "$tmp/ppcmp" >"$tmp/ppcmp.out" &&
    grep -q "layers matched" "$tmp/ppcmp.out" && grep -q "normalize" "$tmp/ppcmp/compare.csv"; then
   ok "compare --prepost matches the pre/post layers too"; else bad "compare --prepost"; fi
+# A channel-last (NHWC) model behind pre/post-processing (Appendix B): the package computes the engine's numbers,
+# compare checks each boundary against the declared layout, and the data lists give channel / width / height as
+# declared (HWC frame in, CHW result out).
+nh="$src/tests/data/prepost/nhwc"
+if "$npuc" translate nh -onnx "$nh/nhwc_model.onnx" -prepost "$nh/nhwc_prepost.yaml" --target generic --out "$tmp/nh" >/dev/null &&
+   "$npuc" compare "$nh/nhwc_model.onnx" "$tmp/nh/nh" --prepost "$nh/nhwc_prepost.yaml" -o "$tmp/nhcmp" >"$tmp/nhcmp.out" &&
+   grep -q "output_from_body 'feat': the 12x16x5 HWC values are the model's 1x12x16x5 read as NHWC" "$tmp/nhcmp.out" &&
+   ! grep -q "LAYOUT MISTAKE" "$tmp/nhcmp.out" && grep -q "lowest cosine 1.0000000" "$tmp/nhcmp.out"; then
+  ok "a channel-last model with -prepost: compare finds the package equal and each boundary in the declared layout"
+else bad "channel-last model with -prepost: $(cat "$tmp/nhcmp.out")"; fi
+if tr -d ' ' <"$tmp/nh/nh/nh_data_in_list.txt" | tr '\n' ' ' | grep -q "Input_node_name:cam Address:0x[0-9a-f]* Channel:3 Width:16 Height:12" &&
+   tr -d ' ' <"$tmp/nh/nh/nh_data_out_list.txt" | tr '\n' ' ' | grep -q "Output_node_name:feat_chw Address:0x[0-9a-f]* Channel:5 Width:16 Height:12"; then
+  ok "data lists: an HWC frame and a CHW result give their own channel / width / height"
+else bad "data lists: $(cat "$tmp/nh/nh/nh_data_in_list.txt" "$tmp/nh/nh/nh_data_out_list.txt")"; fi
+ex="$src/tests/data/prepost/examples"
+if "$npuc" translate ex2 -onnx "$ex/example2.onnx" -prepost "$ex/example2.yaml" --out "$tmp/ex2" >/dev/null &&
+   tr -d ' ' <"$tmp/ex2/ex2/ex2_data_in_list.txt" | tr '\n' ' ' | grep -q "Channel:2 Width:640 Height:480" &&
+   tr -d ' ' <"$tmp/ex2/ex2/ex2_data_out_list.txt" | tr '\n' ' ' | grep -q "Channel:125 Width:13 Height:13"; then
+  ok "data lists of the manual's example 2: YUY2 [480, 640, 2] HWC in, [125, 13, 13] CHW out"
+else bad "data lists of example 2: $(cat "$tmp/ex2/ex2/ex2_data_in_list.txt" "$tmp/ex2/ex2/ex2_data_out_list.txt")"; fi
 sed 's/name: "logits"/name: "logitz"/' "$pp" >"$tmp/pp_bad.yaml"
 expect_error 2 "[Error Y01] Error in prepost yaml" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" -CheckPrePost ON --out "$tmp/ppout"
 expect_error 2 "Converter-007" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" --out "$tmp/ppout"

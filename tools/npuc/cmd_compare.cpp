@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 namespace npuc::cli {
 
@@ -187,10 +188,17 @@ void addCompare(CLI::App& app, Action& run) {
       Model m = Model::load(o->model, lo);
       if (!o->prepost.empty()) m = m.withPrePost(o->prepost, {o->prepost_full, false, false});
       if (!o->aipp_config.empty()) m = m.withAipp(o->aipp_config);
+      // The pre/post boundaries: checked on the reference's values and on the package's (independently of how the
+      // translator bridged them, so a layout mistake both share still shows).
+      const std::vector<PrePostBoundary> bounds = m.prePostBoundaries();
+      std::set<std::string> bound_names;
+      for (auto& b : bounds) bound_names.insert({b.model_value, b.prepost_value});
+      std::map<std::string, Tensor> ref_bound(inputs.begin(), inputs.end()), pkg_bound(inputs.begin(), inputs.end());
       Session s(m, o->threads);
       s.run(inputs, [&](const std::string& v, const Tensor& t) {
         auto it = ref.find(v);
         if (it != ref.end()) it->second = t.clone();
+        if (bound_names.count(v)) ref_bound[v] = t.clone();
       });
       for (size_t i = 0; i < m.inputs().size(); ++i)
         if (ref.count(m.inputs()[i].name)) ref[m.inputs()[i].name] = inputs[m.inputs()[i].name];
@@ -204,6 +212,7 @@ void addCompare(CLI::App& app, Action& run) {
         r.opexp = l.opexp;
         r.value = l.output.name;
         r.shape = shapeStr(y.shape());
+        if (bound_names.count(l.output.name)) pkg_bound[l.output.name] = y.clone();
         auto it = ref.find(l.scale > 0 ? l.float_value : l.output.name);
         if (it != ref.end() && it->second.defined() && it->second.numel() == y.numel()) {
           r.matched = true;
@@ -243,12 +252,26 @@ void addCompare(CLI::App& app, Action& run) {
           fmt::print("{:>4}  {:<44} {:<16} {:>33}\n", r.seq, nm, r.kind, "(no matching model value)");
         }
       }
+      bool layout_mistake = false;
+      if (!bounds.empty()) {
+        fmt::print("pre/post boundaries (the declared layout against the model's tensors):\n");
+        for (auto [who, vals] : {std::pair{"reference", &ref_bound}, std::pair{"package", &pkg_bound}})
+          for (const BoundaryCheck& c : checkPrePostBoundaries(bounds, *vals)) {
+            if (!c.checked && std::string(who) == "package") continue;  // (a value the package keeps in one buffer)
+            layout_mistake = layout_mistake || (c.checked && !c.ok);
+            fmt::print("  {:<9} {}\n", who, c.message);
+          }
+      }
       writeText(fs::path(o->out) / "compare.csv", csv);
       writeText(fs::path(o->out) / "compare.html", html(rows, o->model, o->package, rt));
       fmt::print("{} of {} layers matched; lowest cosine {:.7f}; {}\nwrote {}/compare.csv and {}/compare.html\n", matched, rows.size(),
                  worst_cos, flagged ? fmt::format("first sharp SNR drop at layer {} ({})", flagged->seq, flagged->name)
                                     : "no sharp SNR drop",
                  o->out, o->out);
+      if (layout_mistake) {
+        fmt::print(stderr, "npuc: error: a pre/post boundary does not hold the model's tensor in the declared layout (see above)\n");
+        return 1;
+      }
       return 0;
     };
   });

@@ -1,0 +1,37 @@
+#!/usr/bin/python3
+"""Writes nhwc/nhwc_model.onnx: a channel-last (TensorFlow / Keras style) model, as such exporters write it — the
+input [1, 12, 16, 3] NHWC, a Transpose to NCHW, Conv 3x3 (3 -> 5) + Relu, a Transpose back, the output
+[1, 12, 16, 5] NHWC (the DRP-AI manual's Appendix B: the translator takes these boundary transposes as the model's
+layout). Used with nhwc/nhwc_prepost.yaml (a uint8 RGB frame in, a CHW float32 feature map out) by
+tests/prepost/graph_test.cpp and tests/e2e/cli_test.sh.
+
+Also nhwc/square_model.onnx: the same with a [1, 4, 4, 4] input and output (H = W = C), whose shapes alone cannot
+tell the layouts apart.
+
+Deterministic (seeded weights); needs python3-onnx and numpy. Run from this folder: /usr/bin/python3 make_nhwc_model.py"""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def model(h, w, cin, cout, seed):
+    rng = np.random.default_rng(seed)
+    wt = rng.normal(0.0, np.sqrt(2.0 / (cin * 9)), (cout, cin, 3, 3)).astype(np.float32)
+    b = rng.normal(0.0, 0.05, (cout,)).astype(np.float32)
+    nodes = [
+        helper.make_node("Transpose", ["input"], ["to_nchw"], perm=[0, 3, 1, 2], name="transpose_in"),
+        helper.make_node("Conv", ["to_nchw", "w", "b"], ["conv"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["conv"], ["relu"], name="relu"),
+        helper.make_node("Transpose", ["relu"], ["feat"], perm=[0, 2, 3, 1], name="transpose_out"),
+    ]
+    g = helper.make_graph(nodes, "nhwc", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, h, w, cin])],
+                          [helper.make_tensor_value_info("feat", TensorProto.FLOAT, [1, h, w, cout])],
+                          [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+onnx.save(model(12, 16, 3, 5, 1), "nhwc/nhwc_model.onnx")
+onnx.save(model(4, 4, 4, 4, 2), "nhwc/square_model.onnx")
