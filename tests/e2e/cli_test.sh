@@ -106,7 +106,7 @@ if "$npuc" compare "$digits" "$tmp/ppok/ppok" --prepost "$pp" -o "$tmp/ppcmp" >"
 # A channel-last (NHWC) model behind pre/post-processing (Appendix B): the package computes the engine's numbers,
 # compare checks each boundary against the declared layout, and the data lists give channel / width / height as
 # declared (HWC frame in, CHW result out).
-nh="$src/tests/data/prepost/nhwc"
+nh="$src/tests/data/prepost/bodies"
 if "$npuc" translate nh -onnx "$nh/nhwc_model.onnx" -prepost "$nh/nhwc_prepost.yaml" --target generic --out "$tmp/nh" >/dev/null &&
    "$npuc" compare "$nh/nhwc_model.onnx" "$tmp/nh/nh" --prepost "$nh/nhwc_prepost.yaml" -o "$tmp/nhcmp" >"$tmp/nhcmp.out" &&
    grep -q "output_from_body 'feat': the 12x16x5 HWC values are the model's 1x12x16x5 read as NHWC" "$tmp/nhcmp.out" &&

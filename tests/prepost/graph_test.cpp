@@ -85,7 +85,7 @@ TEST(PrePostGraph, DefinitionErrorsComeBeforeInsertion) {
 // is the plain model on the engine fed the normalized frame as its NHWC input, its NHWC output rounded to fp16 and
 // transposed to CHW by hand — nothing of the bridge the definition inserts.
 
-const std::string kNhwc = kSrc + "/tests/data/prepost/nhwc/";
+const std::string kNhwc = kSrc + "/tests/data/prepost/bodies/";
 
 }  // namespace
 

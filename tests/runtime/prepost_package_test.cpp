@@ -17,7 +17,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -410,3 +413,70 @@ TEST(ImageInput, BadPicturesAndNonImageInputsAreRefused) {
 }
 
 }  // namespace
+
+// Planar and 4:2:0 YUV in conv_yuv2rgb (issue 25 item 3): the manual's table has these frames declared YUY2
+// [H, W, 2] (RGB [H, W, 3] for IMC1 / IMC3), more bytes than the frame's 1.5 a pixel; the frame fills the start of
+// the buffer. Each format is translated (generic: exact) and simulated, and the RGB it gives is OpenCV's
+// (tests/data/prepost_golden, cv2.cvtColor), also on the engine and with the package's fast path.
+TEST(PrePostPackage, PlanarYuvFramesGiveOpenCvsRgb) {
+  const fs::path golden = kSrc + "/tests/data/prepost_golden";
+  struct F {
+    int code;
+    const char* name;
+  };
+  for (F f : {F{4096, "yuyv420"}, F{4097, "uyvy420"}, F{4098, "yv12"}, F{4099, "iyuv"}, F{4100, "nv12"}, F{4101, "nv21"},
+              F{4102, "imc1"}, F{4103, "imc2"}, F{4104, "imc3"}, F{4105, "imc4"}}) {
+    SCOPED_TRACE(f.name);
+    const bool rgb_decl = f.code == 4102 || f.code == 4104;
+    std::string def = fmt::format(R"(input_to_pre:
+  - {{name: cam, format: {}, order: HWC, shape: [12, 16, {}], type: uint8}}
+input_to_body:
+  - {{name: input, format: RGB, order: HWC, shape: [12, 16, 3], type: fp16}}
+output_from_body:
+  - {{name: output, shape: [12, 16, 3], order: HWC, type: fp16}}
+output_from_post:
+  - {{name: rgb, shape: [12, 16, 3], order: HWC, type: fp32}}
+preprocess:
+  - src: [cam]
+    dest: [input]
+    operations:
+      - {{op: conv_yuv2rgb, param: {{DIN_YUV_FORMAT: {}, DOUT_RGB_FORMAT: 0}}}}
+      - {{op: cast_any_to_fp16, param: {{DIN_FORMAT: 0}}}}
+      - {{op: normalize, param: {{DOUT_RGB_ORDER: 0, cof_add: [0, 0, 0], cof_mul: [1, 1, 1]}}}}
+postprocess:
+  - src: [output]
+    dest: [rgb]
+    operations:
+      - {{op: cast_fp16_fp32, param: {{CAST_MODE: 0}}}}
+)",
+                                  rgb_decl ? "RGB" : "YUY2", rgb_decl ? 3 : 2, f.code);
+    TranslateOptions o;
+    o.prefix = std::string("yuv_") + f.name;
+    o.onnx = kSrc + "/tests/data/prepost/bodies/rgb_12x16.onnx";
+    o.target = "generic";
+    o.out_root = scratchDir(o.prefix);
+    o.prepost = writeText("defs/" + o.prefix + ".yaml", def);
+    TranslateResult r = translate(o);
+    ASSERT_TRUE(r.ok);
+    Runtime rt(r.dir);
+    ASSERT_EQ(rt.inputs()[0].shape, (Shape{12, 16, rgb_decl ? 3 : 2}));
+    // The frame at the start of the buffer, the rest filled with a pattern that must not matter.
+    Tensor frame = readNpyFile(golden / fmt::format("yuv_{}_12x16_in.npy", f.name));
+    Tensor in(DType::kU8, rt.inputs()[0].shape);
+    ASSERT_LE(frame.numel(), in.numel());
+    for (int64_t i = 0; i < in.numel(); ++i) static_cast<uint8_t*>(in.raw())[i] = static_cast<uint8_t>(i * 7 + 3);
+    std::memcpy(in.raw(), frame.raw(), static_cast<size_t>(frame.numel()));
+    Tensor want = readNpyFile(golden / fmt::format("yuv_{}_12x16_rgb.npy", f.name));
+    ASSERT_EQ(want.numel(), 12 * 16 * 3);
+    std::vector<Tensor> l1, l2;
+    Tensor exact = runPackage(r.dir, {1, true}, {in}, &l1)[0], fast = runPackage(r.dir, {2, false}, {in}, &l2)[0];
+    auto w = want.toDouble(), e = exact.toDouble();
+    ASSERT_EQ(e.size(), w.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < w.size(); ++i) differ += e[i] != w[i];
+    EXPECT_EQ(differ, 0u) << "of " << w.size() << " values differ from OpenCV";
+    EXPECT_TRUE(fast.sameBits(exact));
+    Model m = Model::load(o.onnx).withPrePost(o.prepost, {});
+    EXPECT_TRUE(Session(m).run({{"cam", in}})[0].sameBits(exact));
+  }
+}

@@ -1,14 +1,19 @@
 #!/usr/bin/python3
-"""Writes nhwc/nhwc_model.onnx: a channel-last (TensorFlow / Keras style) model, as such exporters write it — the
+"""Small bodies for pre/post-processing tests, into bodies/.
+
+bodies/nhwc_model.onnx: a channel-last (TensorFlow / Keras style) model, as such exporters write it — the
 input [1, 12, 16, 3] NHWC, a Transpose to NCHW, Conv 3x3 (3 -> 5) + Relu, a Transpose back, the output
 [1, 12, 16, 5] NHWC (the DRP-AI manual's Appendix B: the translator takes these boundary transposes as the model's
-layout). Used with nhwc/nhwc_prepost.yaml (a uint8 RGB frame in, a CHW float32 feature map out) by
+layout). Used with bodies/nhwc_prepost.yaml (a uint8 RGB frame in, a CHW float32 feature map out) by
 tests/prepost/graph_test.cpp and tests/e2e/cli_test.sh.
 
-Also nhwc/square_model.onnx: the same with a [1, 4, 4, 4] input and output (H = W = C), whose shapes alone cannot
+bodies/square_model.onnx: the same with a [1, 4, 4, 4] input and output (H = W = C), whose shapes alone cannot
 tell the layouts apart.
 
-Deterministic (seeded weights); needs python3-onnx and numpy. Run from this folder: /usr/bin/python3 make_nhwc_model.py"""
+bodies/rgb_12x16.onnx: input [1, 3, 12, 16] -> Relu -> output (a body that passes a converted camera frame through,
+for the YUV formats of conv_yuv2rgb in tests/runtime/prepost_package_test.cpp).
+
+Deterministic (seeded weights); needs python3-onnx and numpy. Run from this folder: /usr/bin/python3 make_bodies.py"""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -33,5 +38,16 @@ def model(h, w, cin, cout, seed):
     return m
 
 
-onnx.save(model(12, 16, 3, 5, 1), "nhwc/nhwc_model.onnx")
-onnx.save(model(4, 4, 4, 4, 2), "nhwc/square_model.onnx")
+def passthrough():
+    g = helper.make_graph([helper.make_node("Relu", ["input"], ["output"], name="relu")], "rgb",
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 12, 16])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 12, 16])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+onnx.save(model(12, 16, 3, 5, 1), "bodies/nhwc_model.onnx")
+onnx.save(model(4, 4, 4, 4, 2), "bodies/square_model.onnx")
+onnx.save(passthrough(), "bodies/rgb_12x16.onnx")
