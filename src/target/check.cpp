@@ -1,11 +1,15 @@
 // Node facts, rule evaluation and the supported-ops page.
 #include "target/check.hpp"
 
+#include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
 
 namespace npuc::target {
 
@@ -28,6 +32,11 @@ void shapeFacts(Facts& f, const Shape& s, const char* p) {
 
 }  // namespace
 
+std::string floatFact(float x) {
+  if (std::isinf(x) || std::fabs(x) >= std::numeric_limits<float>::max()) return x > 0 ? "inf" : "-inf";
+  return fmt::format("{}", x);
+}
+
 bool hasWindowFacts(const std::string& op) {
   return op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" || op == "LpPool";
 }
@@ -48,7 +57,7 @@ const std::set<std::string>& derivedFactNames() {
       "exclude_outside", "in_rank", "in_elems", "in_shape", "in_c", "in_w", "in_h", "out_rank", "out_elems",
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
-      "depthwise", "m", "k", "n", "b_constant"};
+      "depthwise", "m", "k", "n", "b_constant", "min", "max"};
   return k;
 }
 
@@ -59,6 +68,7 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
   for (auto& [k, a] : n.attrs) {
     if (auto v = a.get<int64_t>()) f[k] = Value(*v);
     else if (auto s = a.get<std::string>()) f[k] = Value(*s);
+    else if (auto x = a.get<float>()) f[k] = Value(floatFact(*x));
     else if (auto l = a.get<std::vector<int64_t>>()) {
       std::vector<Value> vals;
       for (int64_t x : *l) vals.emplace_back(x);
@@ -76,6 +86,18 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     deflt("exclude_outside", Value(int64_t{0}));
   }
   if (n.op == "Pad") deflt("mode", Value(std::string("constant")));
+  if (n.op == "Gemm") {
+    deflt("alpha", Value(floatFact(1.0f)));
+    deflt("beta", Value(floatFact(1.0f)));
+    deflt("transA", Value(int64_t{0}));
+    deflt("transB", Value(int64_t{0}));
+  }
+  if (n.op == "Clip" && n.domain.empty()) {  // the bounds, attributes (opset < 11) or constant inputs; absent: ±inf
+    if (auto b = ops::clipBounds(g, n)) {
+      f["min"] = Value(floatFact(b->first));
+      f["max"] = Value(floatFact(b->second));
+    }
+  }
   const ir::Type* in = n.hasInput(0) ? &g.value(n.inputs[0]).type : nullptr;
   const ir::Type* out = !n.outputs.empty() && n.outputs[0] != ir::kNoValue ? &g.value(n.outputs[0]).type : nullptr;
   if (in && in->isStatic()) {

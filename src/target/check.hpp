@@ -22,6 +22,9 @@ struct ShapeDims {
   int64_t rank = 0, elems = 0, c = 0, w = 0, h = 0;
 };
 ShapeDims shapeDims(const Shape& s);
+/// A float attribute as a fact: its shortest decimal form ("1", "0.5", "6"), "inf" / "-inf" beyond float's range
+/// (rules compare it as a string: `alpha == '1'`).
+std::string floatFact(float x);
 /// Whether nodeFacts derives window geometry (kernel, stride, pads) for this op.
 bool hasWindowFacts(const std::string& op);
 /// Every fact nodeFacts derives (for some node), the node's own attributes aside: the vocabulary a target's rules

@@ -544,6 +544,46 @@ TEST(DrpaiRules, ConcatAndSoftmaxAxes) {
                "axis 1, rank 3");
 }
 
+// What the manual's table allows and check used to pass (issue 25 item 4): Clip only as Relu6 / Relu with fewer
+// than 8192 channels, Softmax over at most 16384 channels, SpaceToDepth blocksize 2, Gemm as a plain
+// fully-connected layer.
+TEST(DrpaiRules, ClipSoftmaxSpaceToDepthAndGemmAsTheManualLimitsThem) {
+  auto scalar = [](float v) { return Tensor::fromVector<float>({}, {v}); };
+  const std::string clip_rule = "Clip is supported as Relu6: min 0 and max 6 or absent (D:L416-421)";
+  EXPECT_TRUE(check(opGraph("Clip", {{1, 8, 4, 4}}, {}, {scalar(0), scalar(6)}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Clip", {{1, 8, 4, 4}}, {}, {scalar(0)}), "drpai").empty());  // Relu
+  EXPECT_TRUE(check(opGraph("Clip", {{1, 8, 4, 4}}, {{"min", ir::Attr(0.0f)}, {"max", ir::Attr(6.0f)}}, {}, 9), "drpai").empty());
+  expectOneRow(check(opGraph("Clip", {{1, 8, 4, 4}}, {}, {scalar(0), scalar(3)}), "drpai"), "drpai.clip.bounds", clip_rule,
+               "min 0, max 3");
+  expectOneRow(check(opGraph("Clip", {{1, 8, 4, 4}}, {}, {scalar(-1), scalar(6)}), "drpai"), "drpai.clip.bounds", clip_rule,
+               "min -1, max 6");
+  expectOneRow(check(opGraph("Clip", {{1, 8, 4, 4}}), "drpai"), "drpai.clip.bounds", clip_rule, "min -inf, max inf");
+  expectOneRow(check(opGraph("Clip", {{1, 8192, 2, 2}}, {}, {scalar(0), scalar(6)}), "drpai"), "drpai.clip.channels",
+               "Clip needs fewer than 8192 input channels (D:L416)", "8192 channels");
+
+  EXPECT_TRUE(check(opGraph("Softmax", {{1, 16384}}), "drpai").empty());
+  expectOneRow(check(opGraph("Softmax", {{1, 16385}}), "drpai"), "drpai.softmax.channels",
+               "Softmax supports 1 to 16384 channels (D:L646-648)", "16385 channels");
+
+  const std::string s2d_rule = "SpaceToDepth supports blocksize 2 (D:L650)";
+  EXPECT_TRUE(check(opGraph("SpaceToDepth", {{1, 4, 8, 8}}, {{"blocksize", ir::Attr(int64_t{2})}}), "drpai").empty());
+  expectOneRow(check(opGraph("SpaceToDepth", {{1, 4, 8, 8}}, {{"blocksize", ir::Attr(int64_t{4})}}), "drpai"),
+               "drpai.spacetodepth.blocksize", s2d_rule, "blocksize 4");
+
+  const std::string gemm_rule = "Gemm supports alpha 1.0, beta 1.0, transA 0 and transB 0 or 1: a fully-connected layer (D:L502-510)";
+  Tensor w(DType::kF32, {64, 16}), wt(DType::kF32, {16, 64});
+  EXPECT_TRUE(check(opGraph("Gemm", {{1, 64}}, {{"transB", ir::Attr(int64_t{1})}}, {wt}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Gemm", {{1, 64}}, {{"alpha", ir::Attr(1.0f)}}, {w}), "drpai").empty());
+  expectOneRow(check(opGraph("Gemm", {{1, 64}}, {{"alpha", ir::Attr(0.5f)}}, {w}), "drpai"), "drpai.gemm.attributes", gemm_rule,
+               "alpha 0.5, beta 1, transA 0, transB 0");
+  // (A [64, 1] transposed: its first dimension also reads as a batch of 64, the batch rule's row)
+  auto rows = check(opGraph("Gemm", {{64, 1}}, {{"transA", ir::Attr(int64_t{1})}}, {w}), "drpai");
+  auto it = std::find_if(rows.begin(), rows.end(), [](const Violation& v) { return v.rule_id == "drpai.gemm.attributes"; });
+  ASSERT_NE(it, rows.end());
+  EXPECT_EQ(it->rule, gemm_rule);
+  EXPECT_EQ(it->actual, "alpha 1, beta 1, transA 1, transB 0");
+}
+
 TEST(TidlRules, ConvFamily) {
   ConvSpec s;
   s.x = {1, 16, 32, 32};
