@@ -130,12 +130,100 @@ bool foldIntoGemm(ir::Graph& g, ir::NodeId gemm_id, const ir::Node& bn) {
   return true;
 }
 
+/// The per-channel affine step of an arithmetic node on `x` (a rank-4 value with C channels): Mul / Add by a
+/// per-channel constant on either side, Sub / Div with the constant second. False when `n` is not one.
+bool affineStep(const ir::Graph& g, const ir::Node& n, ir::ValueId x, std::vector<double>& a, std::vector<double>& d) {
+  if (!n.domain.empty() || n.numInputs() != 2 || (n.op != "Mul" && n.op != "Div" && n.op != "Add" && n.op != "Sub")) return false;
+  int pos = n.inputs[0] == x ? 0 : (n.inputs[1] == x ? 1 : -1);
+  if (pos < 0 || ((n.op == "Div" || n.op == "Sub") && pos != 0) || n.inputs[0] == n.inputs[1]) return false;
+  const ir::Type& t = g.value(x).type;
+  if (!t.isStatic() || t.shape.size() != 4 || t.dtype != DType::kF32 || g.value(n.outputs[0]).type.shape != t.shape) return false;
+  auto k = perChannel(g, n.inputs[static_cast<size_t>(1 - pos)], t.shape[1]);
+  if (k.empty()) return false;
+  for (size_t m = 0; m < k.size(); ++m) {
+    if (n.op == "Mul") a[m] *= k[m], d[m] *= k[m];
+    else if (n.op == "Div") a[m] /= k[m], d[m] /= k[m];
+    else if (n.op == "Add") d[m] += k[m];
+    else d[m] -= k[m];
+  }
+  return true;
+}
+
+/// A chain of per-channel Mul / Div / Add / Sub by constants that no Conv absorbs — an in-model normalisation such
+/// as (x - mean) / std at the input, "equivalent to BatchNormalization" (DRP-AI manual, Sub / Div / Mul) — becomes
+/// one BatchNormalization (scale a, bias d, mean 0, variance 1, epsilon 0: y = a·x + d, composed in double and
+/// rounded once), a per-channel affine layer. Only chains with a Sub or Div or of two steps or more: a lone Mul or
+/// Add by a constant stays what it is. Returns true when it rewrote one.
+bool affineChainToBatchNorm(ir::Graph& g, ir::NodeId first, const ir::UseMap& uses) {
+  const ir::Node& n0 = g.node(first);
+  if (!n0.domain.empty() || n0.numInputs() != 2) return false;
+  ir::ValueId x = ir::kNoValue;
+  for (ir::ValueId in : n0.inputs)
+    if (!g.value(in).isConstant()) x = in;
+  if (x == ir::kNoValue || !g.value(x).type.isStatic() || g.value(x).type.shape.size() != 4) return false;
+  const int64_t C = g.value(x).type.shape[1];
+  std::vector<double> a(static_cast<size_t>(C), 1.0), d(static_cast<size_t>(C), 0.0);
+  if (!affineStep(g, n0, x, a, d)) return false;
+  // A chain that starts after a producer whose own chain this is (its previous step) is not a start.
+  if (ir::NodeId p = g.value(x).producer; p != ir::kNoNode) {
+    std::vector<double> pa(static_cast<size_t>(C), 1.0), pd(static_cast<size_t>(C), 0.0);
+    const ir::Node& pn = g.node(p);
+    for (ir::ValueId in : pn.inputs)
+      if (!g.value(in).isConstant() && affineStep(g, pn, in, pa, pd) && uses.at(x).size() == 1) return false;
+  }
+  std::vector<ir::NodeId> chain{first};
+  bool sub_or_div = n0.op == "Sub" || n0.op == "Div";
+  ir::ValueId cur = n0.outputs[0];
+  for (;;) {
+    auto it = uses.find(cur);
+    if (it == uses.end() || it->second.size() != 1) break;
+    if (std::find(g.outputs().begin(), g.outputs().end(), cur) != g.outputs().end()) break;
+    const ir::Node& n = g.node(it->second[0].first);
+    if (!affineStep(g, n, cur, a, d)) break;
+    sub_or_div = sub_or_div || n.op == "Sub" || n.op == "Div";
+    chain.push_back(n.id);
+    cur = n.outputs[0];
+  }
+  if (!sub_or_div && chain.size() < 2) return false;
+  Tensor scale(DType::kF32, {C}), bias(DType::kF32, {C}), mean(DType::kF32, {C}), var(DType::kF32, {C});
+  for (int64_t m = 0; m < C; ++m) {
+    scale.data<float>()[m] = static_cast<float>(a[static_cast<size_t>(m)]);
+    bias.data<float>()[m] = static_cast<float>(d[static_cast<size_t>(m)]);
+    mean.data<float>()[m] = 0.0f;
+    var.data<float>()[m] = 1.0f;
+  }
+  const std::string name = g.node(first).name;
+  std::vector<std::string> ops, names;
+  for (ir::NodeId id : chain) ops.push_back(g.node(id).op), names.push_back(g.node(id).name);
+  ir::ValueId sv = g.addConstant(g.uniqueValueName(name + "_scale"), scale).id;
+  ir::ValueId bv = g.addConstant(g.uniqueValueName(name + "_bias"), bias).id;
+  ir::ValueId mv = g.addConstant(g.uniqueValueName(name + "_mean"), mean).id;
+  ir::ValueId vv = g.addConstant(g.uniqueValueName(name + "_var"), var).id;
+  ir::Rewriter rw(g);
+  for (ir::NodeId id : chain) rw.eraseNode(id);
+  // The BatchNormalization writes the chain's last value, so readers and graph outputs are unchanged.
+  ir::Node& bn = rw.addNode("BatchNormalization", g.uniqueValueName(name + "/affine"), {x, sv, bv, mv, vv}, {cur});
+  bn.attrs["epsilon"] = ir::Attr(0.0f);
+  bn.merged_ops = ops;
+  bn.merged_nodes = names;
+  rw.finish();
+  return true;
+}
+
 }  // namespace
 
 bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
   bool chains = false;
   for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))
     if (g.hasNode(id) && g.node(id).op == "Conv" && g.node(id).domain.empty()) chains |= foldAffineChain(g, id);
+  {
+    ir::UseMap uses = g.uses();
+    for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))
+      if (g.hasNode(id) && affineChainToBatchNorm(g, id, uses)) {
+        chains = true;
+        uses = g.uses();
+      }
+  }
   if (chains) g.topoSort();
   ir::Rewriter rw(g);
   auto uses = g.uses();

@@ -117,6 +117,15 @@ if tr -d ' ' <"$tmp/nh/nh/nh_data_in_list.txt" | tr '\n' ' ' | grep -q "Input_no
    tr -d ' ' <"$tmp/nh/nh/nh_data_out_list.txt" | tr '\n' ' ' | grep -q "Output_node_name:feat_chw Address:0x[0-9a-f]* Channel:5 Width:16 Height:12"; then
   ok "data lists: an HWC frame and a CHW result give their own channel / width / height"
 else bad "data lists: $(cat "$tmp/nh/nh/nh_data_in_list.txt" "$tmp/nh/nh/nh_data_out_list.txt")"; fi
+# An in-model normalisation, (x - mean) / std with no Conv before it: drpai accepts it as one per-channel affine
+# layer (the manual's Sub / Div "equivalent to BatchNormalization"), and the package computes the model.
+if "$npuc" check "$nh/normalised_input.onnx" --target drpai --no-report >/dev/null &&
+   "$npuc" translate norm -onnx "$nh/normalised_input.onnx" --out "$tmp/norm" >/dev/null &&
+   grep -q "BatchNormalization+Sub+Div" "$tmp/norm/norm/norm_summary.csv" &&
+   "$npuc" compare "$nh/normalised_input.onnx" "$tmp/norm/norm" -o "$tmp/normcmp" >"$tmp/normcmp.out" &&
+   grep -o "lowest cosine [-0-9.]*" "$tmp/normcmp.out" | awk '{ exit !($3 > 0.9999) }'; then
+  ok "an in-model (x - mean) / std translates for drpai as one affine layer, close to the model"
+else bad "in-model normalisation: $(cat "$tmp/normcmp.out" 2>&1)"; fi
 ex="$src/tests/data/prepost/examples"
 if "$npuc" translate ex2 -onnx "$ex/example2.onnx" -prepost "$ex/example2.yaml" --out "$tmp/ex2" >/dev/null &&
    tr -d ' ' <"$tmp/ex2/ex2/ex2_data_in_list.txt" | tr '\n' ' ' | grep -q "Channel:2 Width:640 Height:480" &&

@@ -5,6 +5,8 @@
 #include "passes/pass.hpp"
 #include "engine/engine.hpp"
 #include "ops/registry.hpp"
+#include "target/check.hpp"
+#include "target/target.hpp"
 
 #include <gtest/gtest.h>
 
@@ -92,4 +94,62 @@ TEST(Passes, DeadCodeIsRemoved) {
   EXPECT_EQ(g.numNodes(), 1);
   EXPECT_FALSE(g.findValue("unused_const").has_value());
   EXPECT_THROW(passes::createPass("no-such-pass"), Error);
+}
+
+// An in-model normalisation ((x - mean) / std, no Conv before it: issue 25 item 5) becomes one per-channel affine
+// BatchNormalization, which drpai supports (the manual's Sub / Div "equivalent to BatchNormalization"); the result
+// is the chain's up to float rounding (the affine map is composed in double and rounded once). A lone Mul by a
+// constant stays a Mul; a chain stops at a value with a second reader.
+namespace {
+Graph normGraph(bool second_reader, bool lone_mul) {
+  Graph g;
+  g.opset = 13;
+  ValueId x = g.addValue("x", makeType(DType::kF32, {1, 3, 5, 7})).id;
+  g.inputs().push_back(x);
+  auto c = [&](const char* n, std::vector<float> v) { return g.addConstant(n, Tensor::fromVector<float>({1, 3, 1, 1}, v)).id; };
+  ValueId s = g.addValue("s").id, y = g.addValue("y").id;
+  if (lone_mul) {
+    g.addNode("Mul", "mul", {x, c("k", {2.f, 3.f, 4.f})}, {y});
+  } else {
+    g.addNode("Sub", "sub", {x, c("mean", {0.485f, 0.456f, 0.406f})}, {s});
+    g.addNode("Div", "div", {s, c("std", {0.229f, 0.224f, 0.225f})}, {y});
+  }
+  g.outputs().push_back(y);
+  if (second_reader) g.outputs().push_back(s);
+  ops::inferShapes(g);
+  return g;
+}
+}  // namespace
+
+TEST(Passes, AnInModelNormalisationBecomesOneBatchNormalization) {
+  Graph g = normGraph(false, false);
+  Tensor in(DType::kF32, {1, 3, 5, 7});
+  for (int i = 0; i < 105; ++i) in.data<float>()[i] = static_cast<float>(i % 17) / 16.0f;
+  auto before = engine::Engine(g).run({in});
+  passes::PassContext ctx;
+  ctx.verify_each = true;
+  passes::PassManager(passes::translatePipeline()).runToFixpoint(g, ctx);
+  ASSERT_EQ(g.numNodes(), 1);
+  const Node& bn = g.node(g.order()[0]);
+  EXPECT_EQ(bn.op, "BatchNormalization");
+  EXPECT_EQ(bn.merged_ops, (std::vector<std::string>{"Sub", "Div"}));
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "y");
+  auto after = engine::Engine(g).run({in});
+  auto a = before[0].toDouble(), b = after[0].toDouble();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::max(1.0, std::abs(a[i]))) << i;
+  // drpai accepts it (Sub and Div alone are not drpai ops).
+  EXPECT_TRUE(target::checkGraph(g, target::loadTarget("drpai")).empty());
+}
+
+TEST(Passes, ALoneMulAndAChainWithASecondReaderStayAsTheyAre) {
+  for (bool lone : {true, false}) {
+    Graph g = normGraph(!lone, lone);
+    passes::PassContext ctx;
+    passes::PassManager(passes::translatePipeline()).runToFixpoint(g, ctx);
+    std::vector<std::string> ops;
+    for (NodeId id : g.order()) ops.push_back(g.node(id).op);
+    // lone Mul: unchanged; Sub (two readers) then Div: the Div alone becomes the affine layer, the Sub stays.
+    std::vector<std::string> want = lone ? std::vector<std::string>{"Mul"} : std::vector<std::string>{"BatchNormalization", "BatchNormalization"};
+    EXPECT_EQ(ops, want);
+  }
 }

@@ -13,6 +13,9 @@ tell the layouts apart.
 bodies/rgb_12x16.onnx: input [1, 3, 12, 16] -> Relu -> output (a body that passes a converted camera frame through,
 for the YUV formats of conv_yuv2rgb in tests/runtime/prepost_package_test.cpp).
 
+bodies/normalised_input.onnx: (x - mean) / std per channel on a [1, 3, 16, 16] input (ImageNet's mean and std),
+then Conv 3x3 (3 -> 8): an in-model normalisation with no Conv before it (tests/e2e/cli_test.sh).
+
 Deterministic (seeded weights); needs python3-onnx and numpy. Run from this folder: /usr/bin/python3 make_bodies.py"""
 import numpy as np
 import onnx
@@ -48,6 +51,25 @@ def passthrough():
     return m
 
 
+def normalised():
+    rng = np.random.default_rng(3)
+    wt = rng.normal(0.0, 0.3, (8, 3, 3, 3)).astype(np.float32)
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+    nodes = [helper.make_node("Sub", ["x", "mean"], ["centred"], name="sub"),
+             helper.make_node("Div", ["centred", "std"], ["normalised"], name="div"),
+             helper.make_node("Conv", ["normalised", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv")]
+    g = helper.make_graph(nodes, "normalised", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])],
+                          [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(mean, "mean"),
+                           numpy_helper.from_array(std, "std")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
 onnx.save(model(12, 16, 3, 5, 1), "bodies/nhwc_model.onnx")
 onnx.save(model(4, 4, 4, 4, 2), "bodies/square_model.onnx")
 onnx.save(passthrough(), "bodies/rgb_12x16.onnx")
+onnx.save(normalised(), "bodies/normalised_input.onnx")
