@@ -20,6 +20,13 @@ std::string csvField(const std::string& s) {
   return r + "\"";
 }
 
+/// The manual's `message` column (§7.6, "Error detail"): the rule and what the node has.
+std::string message(const CheckRow& r) {
+  std::string m = r.rule;
+  if (!r.actual.empty()) m += " (actual: " + r.actual + ")";
+  return m;
+}
+
 void writeXlsx(const std::vector<CheckRow>& rows, const std::filesystem::path& path) {
   auto tmp = uniqueSibling(path, "tmp");
   lxw_workbook_options opts = {};
@@ -35,17 +42,20 @@ void writeXlsx(const std::vector<CheckRow>& rows, const std::filesystem::path& p
   lxw_worksheet* ws = workbook_add_worksheet(wb, "errors");
   lxw_format* bold = workbook_add_format(wb);
   format_set_bold(bold);
-  const char* head[] = {"index", "name", "op", "rule id", "rule", "actual", "fix"};
-  for (int c = 0; c < 7; ++c) worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), head[c], bold);
+  // The manual's columns (§7.6: node_idx, name, op_type, message), then npuc's.
+  const char* head[] = {"node_idx", "name", "op_type", "message", "rule_id", "rule", "actual", "fix"};
+  for (int c = 0; c < 8; ++c) worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), head[c], bold);
   for (size_t i = 0; i < rows.size(); ++i) {
     auto r = static_cast<lxw_row_t>(i + 1);
     const CheckRow& row = rows[i];
     worksheet_write_number(ws, r, 0, row.index, nullptr);
-    const std::string* cols[] = {&row.node, &row.op, &row.rule_id, &row.rule, &row.actual, &row.fix};
-    for (int c = 0; c < 6; ++c) worksheet_write_string(ws, r, static_cast<lxw_col_t>(c + 1), cols[c]->c_str(), nullptr);
+    const std::string msg = message(row);
+    const std::string* cols[] = {&row.node, &row.op, &msg, &row.rule_id, &row.rule, &row.actual, &row.fix};
+    for (int c = 0; c < 7; ++c) worksheet_write_string(ws, r, static_cast<lxw_col_t>(c + 1), cols[c]->c_str(), nullptr);
   }
   worksheet_set_column(ws, 1, 1, 30, nullptr);
-  worksheet_set_column(ws, 4, 5, 60, nullptr);
+  worksheet_set_column(ws, 3, 3, 80, nullptr);
+  worksheet_set_column(ws, 5, 6, 60, nullptr);
   lxw_error err = workbook_close(wb);
   std::error_code ec;
   if (err != LXW_NO_ERROR) {
@@ -73,10 +83,10 @@ std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, con
   makeFolder(prefix.has_parent_path() ? prefix.parent_path() : ".", "report folder");
   std::vector<std::string> files;
   std::string base = prefix.string() + "_error_report";
-  std::string csv = "index,name,op,rule_id,rule,actual,fix\n";
+  std::string csv = "node_idx,name,op_type,message,rule_id,rule,actual,fix\n";
   for (auto& r : rows)
-    csv += std::to_string(r.index) + "," + csvField(r.node) + "," + csvField(r.op) + "," + csvField(r.rule_id) + "," +
-           csvField(r.rule) + "," + csvField(r.actual) + "," + csvField(r.fix) + "\n";
+    csv += std::to_string(r.index) + "," + csvField(r.node) + "," + csvField(r.op) + "," + csvField(message(r)) + "," +
+           csvField(r.rule_id) + "," + csvField(r.rule) + "," + csvField(r.actual) + "," + csvField(r.fix) + "\n";
   writeFileAtomic(base + ".csv", csv);
   files.push_back(base + ".csv");
   nlohmann::ordered_json j;
@@ -85,8 +95,8 @@ std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, con
   j["supported"] = rows.empty();
   j["errors"] = nlohmann::ordered_json::array();
   for (auto& r : rows)
-    j["errors"].push_back({{"index", r.index}, {"name", r.node}, {"op", r.op}, {"rule_id", r.rule_id},
-                           {"rule", r.rule}, {"actual", r.actual}, {"fix", r.fix}});
+    j["errors"].push_back({{"node_idx", r.index}, {"name", r.node}, {"op_type", r.op}, {"message", message(r)},
+                           {"rule_id", r.rule_id}, {"rule", r.rule}, {"actual", r.actual}, {"fix", r.fix}});
   writeFileAtomic(base + ".json", j.dump(2) + "\n");
   files.push_back(base + ".json");
   writeXlsx(rows, base + ".xlsx");

@@ -29,6 +29,10 @@ if [ $rc -eq 1 ] && [ -s "$tmp/chk/d_error_report.csv" ] && [ -s "$tmp/chk/d_err
 else
   bad "check drpai: rc=$rc, files: $(ls "$tmp/chk" 2>&1)"
 fi
+head -1 "$tmp/chk/d_error_report.csv" | grep -qx "node_idx,name,op_type,message,rule_id,rule,actual,fix" &&
+  grep -q '^0,.*,Conv,".*(actual: .*)",drpai\.' "$tmp/chk/d_error_report.csv" &&
+  grep -q '"node_idx": 0' "$tmp/chk/d_error_report.json" && ok "error report: the manual's columns (node_idx, name, op_type, message) first" ||
+  bad "error report columns: $(head -2 "$tmp/chk/d_error_report.csv")"
 sum1=$(cat "$tmp"/chk/d_error_report.* | md5sum)
 sleep 1
 "$npuc" check "$unsup" --target drpai --out "$tmp/chk" --prefix d >/dev/null 2>&1
