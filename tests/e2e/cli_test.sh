@@ -142,6 +142,26 @@ expect_error 2 "Converter-007" -- "$npuc" translate ppd -onnx "$digits" -prepost
 sed 's/\[8, 8, 1\]/[9, 8, 1]/' "$pp" >"$tmp/pp_size.yaml"
 expect_error 2 "the size of ONNX vs. YAML does not match" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" --out "$tmp/ppout"
 expect_error 2 "cannot reshape 9x8x1" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" -NotCheckSizeONNXvsYAML --out "$tmp/ppout"
+grep -q "hint: the pre/post-processing definition .* run again with -CheckPrePost ON" "$tmp/err" &&
+  ok "a definition that disagrees with the model gets the manual's -CheckPrePost hint" || bad "no -CheckPrePost hint: $(cat "$tmp/err")"
+# The simple specification case (§7.2.1): ./UserConfig/prepost_<model>.yaml is found by the ONNX file's name, and
+# the banner says which files are used (or that there are none).
+mkdir -p "$tmp/sc/onnx" "$tmp/sc/UserConfig" && cp "$digits" "$tmp/sc/onnx/modelA.onnx" && cp "$pp" "$tmp/sc/UserConfig/prepost_modelA.yaml"
+if (cd "$tmp/sc" && "$npuc" translate test -onnx ./onnx/modelA.onnx >"$tmp/sc.out") &&
+   grep -q "Prepost file          : ./UserConfig/prepost_modelA.yaml" "$tmp/sc.out" &&
+   grep -q "Address mapping file  : none (no ./UserConfig/addrmap_in_modelA.yaml)" "$tmp/sc.out" &&
+   [ -s "$tmp/sc/output/test/test_prepost_opt.yaml" ]; then
+  ok "simple specification case: UserConfig/prepost_<model>.yaml used, the [Input file information] banner says so"
+else bad "simple specification case: $(cat "$tmp/sc.out")"; fi
+rm "$tmp/sc/UserConfig/prepost_modelA.yaml"
+(cd "$tmp/sc" && "$npuc" translate test2 -onnx ./onnx/modelA.onnx >"$tmp/sc2.out")
+grep -q "Prepost file          : none (no ./UserConfig/prepost_modelA.yaml): no pre/post-processing" "$tmp/sc2.out" &&
+  ok "without a definition the banner says there is none" || bad "banner without a definition: $(cat "$tmp/sc2.out")"
+if "$npuc" translate pp2 -onnx "$digits" -prepot "$pp" --out "$tmp/pp2" >/dev/null && [ -s "$tmp/pp2/pp2/pp2_prepost_opt.yaml" ]; then
+  ok "-prepot (the manual's spelling in §7.3) is -prepost"; else bad "-prepot"; fi
+expect_error 2 "Invalid option name: -prepst (did you mean -prepost?)" -- "$npuc" translate x -onnx "$digits" -prepst "$pp"
+expect_error 2 "Invalid argument: option -addr needs a value (none given)" -- "$npuc" translate x -onnx "$digits" -addr
+expect_error 2 "the package has no input 'nope' (its inputs: 'pre_in')" -- "$npuc" simulate "$tmp/ppok/ppok" --input nope="$tmp/frame.bin" -o "$tmp/nope"
 if "$npuc" check "$digits" --target drpai --prepost "$pp" --save-opt-onnx "$tmp/full.onnx" --no-report >/dev/null && "$npuc" inspect "$tmp/full.onnx" | grep -q "ai.npuc.Normalize"; then ok "check --prepost writes the combined model"; else bad "check --prepost"; fi
 [ -e "$tmp/ppout/ppd" ] && bad "a refused translate left output behind" || ok "refused prepost translate wrote nothing"
 # --aipp: a dynamic AIPP package takes its parameter block from --aipp (YAML or the raw kAippDynamicPara bytes);

@@ -146,4 +146,13 @@ double nowMs() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+const RuntimeTensor& packageInput(const Runtime& rt, const std::string& name, const std::string& what) {
+  std::string names;
+  for (auto& r : rt.inputs()) {
+    if (r.name == name) return r;
+    names += (names.empty() ? "'" : ", '") + r.name + "'";
+  }
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: the package has no input '{}' (its inputs: {})", what, name, names));
+}
+
 }  // namespace npuc::cli

@@ -19,6 +19,8 @@ std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries
 /// The real values an int8 layer output stands for: (q - zero_point) * scale, float32 (int8 packages record them per
 /// layer); the output itself for any other layer.
 Tensor realValues(const RuntimeLayer& l, const Tensor& y);
+/// The package's input `name`, or an Error (kInvalidArgument) that says `what` named it and lists the inputs there are.
+const RuntimeTensor& packageInput(const Runtime& rt, const std::string& name, const std::string& what);
 /// --range TENSOR=LO,HI entries (LO <= HI, finite numbers; repeatable, one per tensor).
 std::map<std::string, std::pair<double, double>> parseRanges(const std::vector<std::string>& entries);
 /// "--aipp name=params.bin|yaml" entries -> frame input name -> the dynamic AIPP parameter block (docs/aipp.md).

@@ -38,10 +38,7 @@ void addEval(CLI::App& app, Action& run) {
       Shape bs = x.shape();
       if (std::filesystem::is_directory(o->model)) {
         rt = std::make_unique<Runtime>(o->model, RuntimeOptions{o->threads, false});
-        const RuntimeTensor* in = nullptr;
-        for (auto& r : rt->inputs())
-          if (r.name == name) in = &r;
-        if (!in) throw Error(ErrorCode::kInvalidArgument, fmt::format("the package has no input '{}'", name));
+        const RuntimeTensor* in = &packageInput(*rt, name, "--input");
         bs = in->shape;  // the package's batch
         if (bs.empty() || bs[0] < 1 || shapeNumel(bs) / bs[0] != x.numel() / std::max<int64_t>(n, 1))
           throw Error(ErrorCode::kInvalidInput, fmt::format("package input '{}' is {}, samples are {}", name, shapeStr(bs), shapeStr(x.shape())));

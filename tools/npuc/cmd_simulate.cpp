@@ -57,11 +57,7 @@ std::map<std::string, Tensor> packageInputs(const Runtime& rt, const std::vector
     if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
       throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': expected name=file", e));
     std::string name = e.substr(0, eq);
-    const RuntimeTensor* in = nullptr;
-    for (auto& r : rt.inputs())
-      if (r.name == name) in = &r;
-    if (!in) throw Error(ErrorCode::kInvalidArgument, fmt::format("--input '{}': the package has no input '{}'", e, name));
-    out[name] = readInputFile(rt, e.substr(eq + 1), *in);
+    out[name] = readInputFile(rt, e.substr(eq + 1), packageInput(rt, name, "--input '" + e + "'"));
   }
   for (auto& r : rt.inputs()) {
     if (out.count(r.name) || given_elsewhere.count(r.name)) continue;

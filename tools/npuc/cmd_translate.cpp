@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <vector>
 
 namespace npuc::cli {
 
@@ -29,11 +32,13 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   -SaveQdqOnnx, --save-qdq-onnx     int8-affine targets: also write PREFIX_qdq.onnx, the quantized model as standard
                                     ONNX QuantizeLinear / DequantizeLinear pairs (any ONNX runtime runs it on its
                                     int8 path; without the pre/post-processing)
-  -prepost, --prepost FILE    pre/post-processing definition (default: ./UserConfig/prepost_PREFIX.yaml)
+  -prepost, --prepost FILE    pre/post-processing definition (default: ./UserConfig/prepost_MODEL.yaml, MODEL the
+                              ONNX file's name as in the manual's simple case, else prepost_PREFIX.yaml; -prepot too)
   --aipp, --insert_op_conf FILE
                               Ascend-style AIPP configuration (aipp_op blocks, static or dynamic; docs/aipp.md);
                               not combined with -prepost
-  -addr, --addr FILE          address map definition (default: ./UserConfig/addrmap_in_PREFIX.yaml)
+  -addr, --addr FILE          address map definition (default: ./UserConfig/addrmap_in_MODEL.yaml, else
+                              addrmap_in_PREFIX.yaml)
   -CheckPrePost ON|OFF        validate the pre/post definition (ON implies -SaveOptOnnx)
   --reuse-memory              place activations by liveness (default: every layer output keeps its own slot)
   --calib NAME=FILE.npy       calibration samples of model input NAME (repeatable; a file may stack several along
@@ -69,6 +74,33 @@ Output is written to a temporary folder and renamed into place, so a failed run 
 
 [[noreturn]] void argError(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, "[ERROR] : " + msg); }
 
+/// " (did you mean -prepost?)" for an option within two edits of a known one (case-insensitive), else "".
+std::string closestOption(const std::string& s) {
+  static const char* known[] = {"-onnx", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL",
+                                "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
+                                "--reuse-memory", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
+                                "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu"};
+  auto lower = [](std::string x) {
+    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x;
+  };
+  auto dist = [](const std::string& a, const std::string& b) {  // Levenshtein
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  const char* best = nullptr;
+  size_t best_d = 3;
+  for (const char* k : known)
+    if (size_t d = dist(lower(s), lower(k)); d < best_d) best = k, best_d = d;
+  return best ? fmt::format(" (did you mean {}?)", best) : std::string();
+}
+
 bool looksLikeFile(const std::string& s) {
   auto ext = fs::path(s).extension().string();
   return s.find('/') != std::string::npos || ext == ".onnx" || ext == ".yaml" || ext == ".yml";
@@ -89,7 +121,9 @@ void addTranslate(CLI::App& app, Action& run) {
       std::vector<std::string> prefixes, shapes, calib, ranges;
       const auto& a = *args;
       auto value = [&](size_t& i) -> std::string {
-        if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-') argError("Invalid argument");
+        if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-')
+          argError(fmt::format("Invalid argument: option {} needs a value{}", a[i],
+                               i + 1 < a.size() ? fmt::format(" (got '{}')", a[i + 1]) : std::string(" (none given)")));
         return a[++i];
       };
       for (size_t i = 0; i < a.size(); ++i) {
@@ -102,7 +136,7 @@ void addTranslate(CLI::App& app, Action& run) {
           if (looksLikeFile(s)) argError("Please add option name (-addr or -prepost or -onnx) before the file");
           prefixes.push_back(s);
         } else if (s == "-onnx" || s == "--onnx") onnx = value(i);
-        else if (s == "-prepost" || s == "--prepost") prepost = value(i);
+        else if (s == "-prepost" || s == "--prepost" || s == "-prepot") prepost = value(i);  // (-prepot: the manual's §7.3 table)
         else if (s == "-addr" || s == "--addr") addr = value(i);
         else if (s == "--aipp" || s == "--insert_op_conf" || s == "-insert_op_conf") aipp = value(i);
         else if (s == "--target" || s == "-t") o.target = value(i);
@@ -132,16 +166,35 @@ void addTranslate(CLI::App& app, Action& run) {
           if (i + 1 >= a.size() || (a[i + 1] != "ON" && a[i + 1] != "OFF")) argError("Please choose ON/OFF for -CheckPrePost option");
           check_prepost = a[++i];
         } else {
-          argError("Invalid option name");
+          argError(fmt::format("Invalid option name: {}{} (npuc translate -h lists the options)", s, closestOption(s)));
         }
       }
       if (prefixes.empty()) argError(" PREFIX is not set");
       if (prefixes.size() > 1) argError(" Please enter only 1 prefix name");
       o.prefix = prefixes[0];
-      // Simple specification case: files found by PREFIX.
+      // Simple specification case (§7.2.1): the definitions are found under ./UserConfig by the model's name
+      // (./onnx/modelA.onnx -> prepost_modelA.yaml, addrmap_in_modelA.yaml); npuc also looks for PREFIX-keyed files.
       if (onnx.empty()) onnx = "./onnx/" + o.prefix + ".onnx";
-      if (prepost.empty() && fs::exists("./UserConfig/prepost_" + o.prefix + ".yaml")) prepost = "./UserConfig/prepost_" + o.prefix + ".yaml";
-      if (addr.empty() && fs::exists("./UserConfig/addrmap_in_" + o.prefix + ".yaml")) addr = "./UserConfig/addrmap_in_" + o.prefix + ".yaml";
+      const std::string model_name = fs::path(onnx).stem().string();
+      auto userConfig = [&](const std::string& kind) {
+        for (const std::string& key : {model_name, o.prefix})
+          if (std::string f = "./UserConfig/" + kind + key + ".yaml"; fs::exists(f)) return f;
+        return std::string();
+      };
+      std::string prepost_note, addr_note;
+      if (prepost.empty() && aipp.empty()) {
+        prepost = userConfig("prepost_");
+        if (prepost.empty()) prepost_note = fmt::format("none (no ./UserConfig/prepost_{}.yaml): no pre/post-processing", model_name);
+      }
+      if (addr.empty()) {
+        addr = userConfig("addrmap_in_");
+        if (addr.empty()) addr_note = fmt::format("none (no ./UserConfig/addrmap_in_{}.yaml): the default address map", model_name);
+      }
+      // The manual's banner: which files this run uses.
+      fmt::print("[Input file information]\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n", "PREFIX", o.prefix,
+                 "ONNX Model", onnx, aipp.empty() ? "Prepost file" : "AIPP configuration",
+                 aipp.empty() ? (prepost.empty() ? prepost_note : prepost) : aipp, "Address mapping file",
+                 addr.empty() ? addr_note : addr);
       for (const std::string* f : {&onnx, &prepost, &addr, &aipp})
         if (!f->empty() && !fs::exists(*f)) argError(" " + *f + " file is not exist.");
       o.prepost = prepost;
@@ -155,7 +208,19 @@ void addTranslate(CLI::App& app, Action& run) {
       o.ranges = parseRanges(ranges);
       fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, onnx, o.target);
       if (o.relu6_to_relu) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
-      TranslateResult r = translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
+      TranslateResult r = [&] {
+        try {
+          return translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
+        } catch (const Error& e) {
+          // The manual's hint (§7.3): an error that seems to come from the definition disagreeing with the model.
+          std::string what = e.what();
+          if (!o.prepost.empty() && !o.check_prepost && what.find(o.prepost.string()) != std::string::npos)
+            fmt::print(stderr, "hint: the pre/post-processing definition {} may disagree with the model; run again with "
+                               "-CheckPrePost ON to check them ([Error Ynn] messages; the optimized model is saved to "
+                               "compare with)\n", o.prepost.string());
+          throw;
+        }
+      }();
       if (!r.ok) {
         fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), o.target);
         for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
