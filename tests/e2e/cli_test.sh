@@ -191,6 +191,15 @@ printf 'aipp_op {\n  aipp_mode: static\n  crop: true\n  crop_size_w: 48\n}\n' >"
 expect_error 2 "src_image_size_w must be set" -- "$npuc" translate apd -onnx "$an" --aipp "$tmp/bad_aipp.cfg" --out "$tmp/apout"
 expect_error 2 "cannot be combined" -- "$npuc" translate apd -onnx "$digits" --aipp "$tmp/dyn.cfg" -prepost "$pp" --out "$tmp/apout"
 [ -e "$tmp/apout/apd" ] && bad "a refused --aipp translate left output behind" || ok "refused --aipp translate wrote nothing"
+# The manual's sample-model mode: no arguments, PREFIX and a model number asked on stdin; the device variants.
+mkdir -p "$tmp/smp"
+if (cd "$tmp/smp" && printf 'smp\n1\n' | "$npuc" translate >"$tmp/smp.out") && grep -q "1: digits_cnn" "$tmp/smp.out" &&
+   [ -s "$tmp/smp/output/smp/manifest.json" ]; then ok "npuc translate without arguments translates the sample model picked on stdin"
+else bad "sample-model mode: $(cat "$tmp/smp.out")"; fi
+expect_error 2 "PREFIX is not set" -- "$npuc" translate </dev/null
+if "$npuc" translate v2l -onnx "$digits" --target drpai-v2l --out "$tmp/v2l" >/dev/null &&
+   grep -q '"target": "drpai-v2l"' "$tmp/v2l/v2l/manifest.json"; then ok "target drpai-v2l (the V2L script's device) translates"
+else bad "target drpai-v2l"; fi
 expect_error 2 "PREFIX is not set" -- "$npuc" translate -onnx "$digits"
 expect_error 2 "Please enter only 1 prefix name" -- "$npuc" translate a b -onnx "$digits"
 expect_error 2 "Invalid option name" -- "$npuc" translate a -onnx "$digits" -Frobnicate

@@ -9,7 +9,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <iterator>
 #include <vector>
 
 namespace npuc::cli {
@@ -101,6 +105,43 @@ std::string closestOption(const std::string& s) {
   return best ? fmt::format(" (did you mean {}?)", best) : std::string();
 }
 
+/// The manual's sample-model mode (§7.1: the script without arguments asks for PREFIX and a model number): the
+/// same questions on stdin, over the models npuc ships (NPUC_SAMPLES_DIR, else the source tree's models/); returns
+/// the arguments of the translation they select.
+std::vector<std::string> sampleModelArgs() {
+  const char* env = std::getenv("NPUC_SAMPLES_DIR");
+  fs::path dir = env && *env ? fs::path(env) : fs::path(NPUC_DEFAULT_SAMPLES_DIR);
+  struct Sample {
+    const char* name;
+    const char* file;
+    const char* what;
+  };
+  const Sample samples[] = {{"digits_cnn", "digits/digits_cnn.onnx", "8x8 digits CNN (Included in npuc)"},
+                            {"fashion_resnet", "fashion/fashion_resnet.onnx", "Fashion-MNIST ResNet (Included in npuc)"},
+                            {"fashion_mbv2", "fashion/fashion_mbv2.onnx", "Fashion-MNIST MobileNetV2 (Included in npuc)"}};
+  fmt::print("[npuc translate] sample models\n Please input PREFIX.\n >>> ");
+  std::fflush(stdout);
+  std::string prefix, pick;
+  if (!std::getline(std::cin, prefix) || prefix.empty()) {
+    fmt::print("\n");
+    argError(" PREFIX is not set");
+  }
+  fmt::print("    PREFIX: {}\n Please select model No\n", prefix);
+  for (size_t i = 0; i < std::size(samples); ++i) fmt::print("   {}: {:<15} ({})\n", i + 1, samples[i].name, samples[i].what);
+  fmt::print(" >>> ");
+  std::fflush(stdout);
+  std::getline(std::cin, pick);
+  fmt::print("\n");
+  size_t k = pick.size() == 1 && pick[0] >= '1' && pick[0] <= '0' + static_cast<int>(std::size(samples)) ? static_cast<size_t>(pick[0] - '1')
+                                                                                                        : std::size(samples);
+  if (k >= std::size(samples)) argError(fmt::format(" Please select a model number from 1 to {} (got '{}')", std::size(samples), pick));
+  fs::path model = dir / samples[k].file;
+  if (!fs::exists(model))
+    argError(fmt::format(" {} file is not exist. (the sample models are found in NPUC_SAMPLES_DIR, else {})", model.string(),
+                         NPUC_DEFAULT_SAMPLES_DIR));
+  return {prefix, "-onnx", model.string()};
+}
+
 bool looksLikeFile(const std::string& s) {
   auto ext = fs::path(s).extension().string();
   return s.find('/') != std::string::npos || ext == ".onnx" || ext == ".yaml" || ext == ".yml";
@@ -119,7 +160,9 @@ void addTranslate(CLI::App& app, Action& run) {
       TranslateOptions o;
       std::string onnx, prepost, addr, aipp, check_prepost = "OFF";
       std::vector<std::string> prefixes, shapes, calib, ranges;
-      const auto& a = *args;
+      std::vector<std::string> sample_args;
+      if (args->empty()) sample_args = sampleModelArgs();  // the manual's sample-model mode (§7.1)
+      const auto& a = args->empty() ? sample_args : *args;
       auto value = [&](size_t& i) -> std::string {
         if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-')
           argError(fmt::format("Invalid argument: option {} needs a value{}", a[i],
