@@ -174,6 +174,14 @@ head -c 4096 /dev/zero >"$tmp/mask.bin"
 if "$npuc" translate ap -onnx "$an" --aipp "$tmp/dyn.cfg" --target generic --out "$tmp/ap" >/dev/null &&
    "$npuc" simulate "$tmp/ap/ap" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/apsim" >/dev/null &&
    [ -s "$tmp/apsim/out.npy" ]; then ok "translate --aipp (dynamic), simulate --aipp name=params.yaml"; else bad "translate/simulate --aipp"; fi
+# The seed's two-input example: a dynamic block per input, --aipp given once for each.
+printf 'aipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 0\n  max_src_image_size: 1536\n}\naipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 1\n  max_src_image_size: 1024\n}\n' >"$tmp/dyn2.cfg"
+printf 'inputFormat: YUV400_U8\nsrcImageSizeW: 32\nsrcImageSizeH: 32\ndtcPixelVarReciChn0: 0.01\n' >"$tmp/p400.yaml"
+head -c 1024 /dev/urandom >"$tmp/y.bin"
+if "$npuc" translate ap2 -onnx "$an" --aipp "$tmp/dyn2.cfg" --target generic --out "$tmp/ap2" >/dev/null &&
+   "$npuc" simulate "$tmp/ap2/ap2" --input image="$tmp/nv12.bin" --input mask="$tmp/y.bin" --aipp image="$tmp/p.yaml" \
+     --aipp mask="$tmp/p400.yaml" -o "$tmp/ap2sim" >/dev/null && [ -s "$tmp/ap2sim/out.npy" ]; then
+  ok "two dynamic AIPP inputs: simulate takes --aipp once for each"; else bad "simulate with two --aipp"; fi
 # The same block as raw bytes (kAippDynamicPara: format 1, batchNum 1, 32x32; mean0 16 at 120; var_reci at 136).
 { printf '\x01\x00\x00\x00\x01\x00\x00\x00\x20\x00\x00\x00\x20\x00\x00\x00'; head -c 104 /dev/zero; printf '\x10\x00'
   head -c 14 /dev/zero; printf '\x19\x1c\x00\x3c\x00\x3c\x00\x3c'; head -c 16 /dev/zero; } >"$tmp/p.bin"

@@ -322,7 +322,7 @@ TEST(AippPackage, InvalidBlocksAreRefusedWithTheirRule) {
       {"aipp.scf", [](AippParams& p) {  // 40 -> 2: below 1/16
          p.batch[0].scf_out_w = 2;
        }},
-      {"aipp.padding", [](AippParams& p) { p.batch[0].padding = 3; }},
+      {"aipp.padding", [](AippParams& p) { p.batch[0].padding = 5; }},
       {"aipp.padding", [](AippParams& p) { p.batch[0].padding = 1, p.batch[0].pad_left = 40; }},
       {"aipp.rotate", [](AippParams& p) { p.batch[0].rotate = 4; }},
       {"aipp.csc", [](AippParams& p) { p.input_format = 4; }},
@@ -616,6 +616,19 @@ struct Oracle {
     int64_t ow = (b.rotate % 2) ? chh : cw, oh = (b.rotate % 2) ? cw : chh;
     int64_t iy = y - (b.padding ? b.pad_top : 0), ix = x - (b.padding ? b.pad_left : 0);
     if (b.padding == 2) iy = std::clamp<int64_t>(iy, 0, oh - 1), ix = std::clamp<int64_t>(ix, 0, ow - 1);
+    if (b.padding == 3 || b.padding == 4) {
+      // The padded side as a sequence of source indices, as numpy would concatenate it: block copy
+      // img[:p0] + img + img[n-p1:], mirror copy (np.pad mode 'symmetric') flip(img[:p0]) + img + flip(img[n-p1:]).
+      auto side = [&](int64_t n, int64_t p0, int64_t p1) {
+        std::vector<int64_t> v;
+        for (int64_t k = 0; k < p0; ++k) v.push_back(b.padding == 3 ? k : p0 - 1 - k);
+        for (int64_t k = 0; k < n; ++k) v.push_back(k);
+        for (int64_t k = 0; k < p1; ++k) v.push_back(b.padding == 3 ? n - p1 + k : n - 1 - k);
+        return v;
+      };
+      iy = side(oh, b.pad_top, b.pad_bottom)[static_cast<size_t>(y)];
+      ix = side(ow, b.pad_left, b.pad_right)[static_cast<size_t>(x)];
+    }
     if (iy < 0 || iy >= oh || ix < 0 || ix >= ow) return s.padding_value;
     // Undo the rotation: (ix, iy) in the rotated image -> (u, v) in the cropped one.
     int64_t u = ix, v = iy;
@@ -637,7 +650,9 @@ TEST(AippKernel, MatchesAnIndependentImplementation) {
   };
   const std::vector<K> ks = {{"nv12_csc", 1, 0, 0, 1, 0, 0},    {"nv21_rot90", 1, 1, 0, 1, 1, 1}, {"nv12_raw_rot180", 1, 0, 0, 0, 2, 2},
                              {"xrgb_rot270", 2, 0, 0, 0, 3, 1}, {"rgbx_to_yuv", 2, 1, 1, 1, 0, 2}, {"rgb_csc_pad", 3, 0, 0, 1, 1, 2},
-                             {"bgr_raw", 3, 1, 0, 0, 0, 0},     {"gray", 4, 0, 0, 0, 3, 1}};
+                             {"bgr_raw", 3, 1, 0, 0, 0, 0},     {"gray", 4, 0, 0, 0, 3, 1},
+                             {"rgb_block_copy", 3, 0, 0, 0, 0, 3}, {"nv12_block_copy_rot90", 1, 0, 0, 1, 1, 3},
+                             {"xrgb_mirror", 2, 0, 0, 0, 0, 4},    {"gray_mirror_rot270", 4, 0, 0, 0, 3, 4}};
   for (const K& k : ks) {
     SCOPED_TRACE(k.name);
     AippParams p;
@@ -716,3 +731,19 @@ TEST(AippKernel, ScfIsTheBilinearResizeOfTheCroppedImage) {
 }
 
 }  // namespace
+
+// Block and mirror copies read the padding from the image next to it: a padding wider than the image is refused.
+TEST(AippKernel, CopiedPaddingWiderThanTheImageIsRefused) {
+  AippParams p;
+  p.input_format = 3;
+  p.src_w = 6, p.src_h = 4;
+  AippBatchParams b;
+  b.padding = 4, b.pad_top = 5, b.pad_bottom = 0;  // 5 rows mirrored from a 4-row image
+  b.var_reci = {0x3C00, 0x3C00, 0x3C00, 0x3C00};
+  p.batch = {b};
+  kernels::AippSetup s;
+  s.channels = 3, s.height = 9, s.width = 6, s.image_bytes = 6 * 4 * 3;
+  EXPECT_NE(kernels::checkAipp(p, s).find("aipp.padding: paddingSwitch 4 (mirror copy)"), std::string::npos) << kernels::checkAipp(p, s);
+  p.batch[0].pad_top = 4, s.height = 8;
+  EXPECT_EQ(kernels::checkAipp(p, s), "");
+}

@@ -89,7 +89,8 @@ void addSimulate(CLI::App& app, Action& run) {
   c->add_option("package", o->package, "Package folder (output/PREFIX)")->required();
   c->add_option("--input", o->inputs, "Input: name=file.npy (float32 or the device type), name=file.bin (raw device bytes), or for a camera-frame input name=photo.jpg|png (converted to the frame's format and size)");
   c->add_option("--aipp", o->aipp, "Dynamic AIPP parameters: name=params.bin (the kAippDynamicPara bytes) or name=params.yaml (the "
-                                   "seed's field names; docs/aipp.md), name = the frame input")->expected(1);
+                                   "seed's field names; docs/aipp.md), name = the frame input; once per frame input (a model with two AIPP "
+                                   "inputs takes two)")->allow_extra_args(false);
   c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
                                      "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point)");

@@ -213,9 +213,9 @@ std::string checkAipp(const AippParams& p, const AippSetup& s) {
     std::string img = p.batch.size() > 1 ? fmt::format("image {}: ", i) : "";
     for (auto [name, v] : {std::pair{"cropSwitch", b.crop}, {"scfSwitch", b.scf}})
       if (v != 0 && v != 1) return fmt::format("aipp.switch: {}{} is {}, must be 0 or 1", img, name, v);
-    if (b.padding < 0 || b.padding > 2)
-      return fmt::format("aipp.padding: {}paddingSwitch is {}: npuc supports 0 (off), 1 (padding value) and 2 (edge copy); "
-                         "3 (block copy) and 4 (mirror copy) are not supported", img, b.padding);
+    if (b.padding < 0 || b.padding > 4)
+      return fmt::format("aipp.padding: {}paddingSwitch is {}, must be 0 (off), 1 (padding value), 2 (edge copy), 3 (block copy) "
+                         "or 4 (mirror copy)", img, b.padding);
     if (b.rotate < 0 || b.rotate > 3)
       return fmt::format("aipp.rotate: {}rotateSwitch is {}, must be 0..3 (0, 90, 180, 270 degrees clockwise)", img, b.rotate);
     if (b.crop) {
@@ -247,6 +247,11 @@ std::string checkAipp(const AippParams& p, const AippSetup& s) {
       if (!finiteHalf(b.min[static_cast<size_t>(c)]) || !finiteHalf(b.var_reci[static_cast<size_t>(c)]))
         return fmt::format("aipp.dtc: {}dtcPixelMinChn{} / dtcPixelVarReciChn{} must be finite float16 values (0x{:04x}, 0x{:04x})",
                            img, c, c, b.min[static_cast<size_t>(c)], b.var_reci[static_cast<size_t>(c)]);
+    // Block and mirror copies take each padding from the image's own rows / columns next to it.
+    if ((b.padding == 3 || b.padding == 4) && (std::max(g.pt, g.pb) > g.oh || std::max(g.pl, g.pr) > g.ow))
+      return fmt::format("aipp.padding: {}paddingSwitch {} ({} copy) copies the padding from the image: each padding size must be "
+                         "at most the image's side ({}x{}), got t{} b{} l{} r{}", img, b.padding, b.padding == 3 ? "block" : "mirror",
+                         g.ow, g.oh, g.pt, g.pb, g.pl, g.pr);
     int64_t H = g.pt + g.oh + g.pb, W = g.pl + g.ow + g.pr;
     if (H != s.height || W != s.width)
       return fmt::format("aipp.output_size: {}the stages give {}x{} (W x H: {}{}{}{}), the model input is {}x{}", img, W, H,
@@ -347,6 +352,17 @@ void rotate(int rot, int64_t h, int64_t w, int C, const uint8_t* src, uint8_t* d
 inline void storeOut(float v, float* d) { *d = v; }
 inline void storeOut(float v, uint16_t* d) { *d = floatToHalf(v); }
 
+/// The source row (column) a copying padding mode reads for position i of an image side of n (padding p_begin
+/// before it, p_end after it, each at most n): 2 edge copy (the nearest edge: aaa|abc), 3 block copy (the p rows
+/// next to the edge, in order: the first p_begin before the image, the last p_end after it: ab|abc), 4 mirror copy
+/// (reflected about the edge, the edge repeated: ba|abc, OpenCV's BORDER_REFLECT). Inside the image: i.
+int64_t paddedSource(int mode, int64_t i, int64_t n, int64_t p_begin, int64_t p_end) {
+  if (i >= 0 && i < n) return i;
+  if (mode == 2) return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == 3) return i < 0 ? i + p_begin : i - p_end;
+  return i < 0 ? -1 - i : 2 * n - 1 - i;  // mode 4
+}
+
 template <class Out>
 void aippImpl(const AippParams& p, const AippSetup& s, const uint8_t* frame, Out* dst, ThreadPool* pool) {
   if (std::string why = checkAipp(p, s); !why.empty()) fail(ErrorCode::kInvalidArgument, "{}", why);
@@ -384,11 +400,11 @@ void aippImpl(const AippParams& p, const AippSetup& s, const uint8_t* frame, Out
         Out* row = out + u * W;
         int64_t iy = y - g.pt;
         bool pad_row = iy < 0 || iy >= g.oh;
-        if (b.padding == 2) iy = std::clamp<int64_t>(iy, 0, g.oh - 1), pad_row = false;
+        if (b.padding >= 2) iy = paddedSource(b.padding, iy, g.oh, g.pt, g.pb), pad_row = false;
         for (int64_t x = 0; x < W; ++x) {
           int64_t ix = x - g.pl;
           bool pad = pad_row || ix < 0 || ix >= g.ow;
-          if (b.padding == 2) ix = std::clamp<int64_t>(ix, 0, g.ow - 1), pad = false;
+          if (b.padding >= 2) ix = paddedSource(b.padding, ix, g.ow, g.pl, g.pr), pad = false;
           if (pad) {
             storeOut(s.padding_value, row + x);
             continue;
