@@ -121,6 +121,12 @@ struct TranslateOptions {
   std::vector<std::string> keep_float;   // --keep-float NODE: int8-affine layers kept in float32 (QuantizeOptions)
   std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges
   int threads = 0;                       // threads of the calibration runs (0: all cores)
+  /// Gears (Ascend ATC's --dynamic_batch_size / --dynamic_image_size; docs/package-format.md, "Gears"): one package
+  /// per batch size, or per height x width, of the input whose input_shapes entry (or ONNX shape) leaves those
+  /// dimensions open (-1: the batch; H and W of NCHW), in sub-folders of <out_root>/<prefix>/ with gears.json. At
+  /// most one of the two; each needs 1 to 100 distinct sizes.
+  std::vector<int64_t> dynamic_batch_sizes;
+  std::vector<std::pair<int64_t, int64_t>> dynamic_image_sizes;  // (height, width)
 };
 
 struct TranslateResult {

@@ -189,6 +189,19 @@ NPUC_API npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, 
 NPUC_API npuc_status npuc_runtime_set_dynamic_aipp(npuc_runtime* rt, const char* name, const void* params, size_t bytes);
 
 /**
+ * Packages with gears (translated with --dynamic_batch_size / --dynamic_image_size; docs/package-format.md): the
+ * number of gears (0 for an ordinary package) and gear `index`'s batch size or height and width (0 for the other
+ * kind; NULL pointers are skipped). A runtime starts on the first gear; the setters select the gear of that size
+ * (Ascend's aclmdlSetDynamicBatchSize / aclmdlSetDynamicHWSize) — NPUC_STATUS_INVALID_ARGUMENT naming the gears for
+ * a size the package lacks — after which inputs, outputs, layers and runs are that gear's (their infos are re-read:
+ * strings from earlier info calls are no longer valid).
+ */
+NPUC_API npuc_status npuc_runtime_num_gears(const npuc_runtime* rt, size_t* count);
+NPUC_API npuc_status npuc_runtime_gear(const npuc_runtime* rt, size_t index, int64_t* batch, int64_t* height, int64_t* width);
+NPUC_API npuc_status npuc_runtime_set_dynamic_batch_size(npuc_runtime* rt, int64_t batch);
+NPUC_API npuc_status npuc_runtime_set_dynamic_hw_size(npuc_runtime* rt, int64_t height, int64_t width);
+
+/**
  * Runs every layer of the package in program order. `callback` (may be NULL) is called after each layer with
  * `user` passed through. A device fault (an access outside the address map) is NPUC_STATUS_INVALID_INPUT.
  */

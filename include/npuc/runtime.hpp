@@ -60,6 +60,12 @@ struct RuntimeLayer {
   std::string float_value;
 };
 
+/// One gear of a package with gears (translated with --dynamic_batch_size or --dynamic_image_size): the batch size, or
+/// the height and width, of the dynamic input.
+struct RuntimeGear {
+  int64_t batch = 0;
+  int64_t height = 0, width = 0;
+};
 /// Called after every layer with the layer and a view of its output in device memory (valid during the call).
 using LayerCallback = std::function<void(const RuntimeLayer&, const Tensor& output)>;
 
@@ -91,9 +97,21 @@ class Runtime {
   Tensor imageInput(const std::string& name, const std::filesystem::path& picture) const;
   /// Dynamic AIPP (docs/aipp.md): sets the parameter block of the AIPP stage that reads `input` (the frame input, or
   /// the parameter input "<input>_aipp" itself) — the kAippDynamicPara bytes of the seed, 160 + 96 * (N - 1) bytes.
+  /// With batch gears the block is for the largest batch (the seed: batchSize set to the maximum) and each gear takes
+  /// its first records; with image-size gears it is set on the selected gear and may not crop or pad (the seed).
   /// Checked here (kInvalidArgument with the rule broken) and again by the stage on every run, which refuses a block
   /// written by setInput that breaks a rule (kInvalidInput). The block stays until it is set again.
   void setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params);
+  /// Packages with gears (docs/package-format.md, "Gears"; Ascend's aclmdlSetDynamicBatchSize / aclmdlSetDynamicHWSize):
+  /// the gears, in the order translated (empty for an ordinary package), the kind ("batch" | "image_size") and the
+  /// input they size. A runtime starts on the first gear; selecting another switches every other call (inputs,
+  /// outputs, layers, run, …) to that gear's program. Inputs set and the dynamic AIPP block stay with each gear.
+  const std::vector<RuntimeGear>& gears() const;
+  const std::string& gearKind() const;
+  const std::string& gearInput() const;
+  /// Selects the gear of batch size `n` / of height x width; kInvalidArgument listing the gears for any other.
+  void setDynamicBatchSize(int64_t n);
+  void setDynamicHWSize(int64_t height, int64_t width);
   /// Runs every descriptor of both engines in program order. Throws (kInvalidInput) on a device fault.
   void run(const LayerCallback& cb = {});
   /// An output in the device element type / converted to float32.

@@ -121,6 +121,26 @@ npuc_tensor_info infoOf(const npuc::RuntimeTensor& t) {
   return info;
 }
 
+// The cached descriptions of the runtime's (selected gear's) inputs, outputs and layers.
+void describe(npuc_runtime& h) {
+  h.inputs.clear();
+  h.outputs.clear();
+  h.layers.clear();
+  for (auto& t : h.rt.inputs()) h.inputs.push_back(infoOf(t));
+  for (auto& t : h.rt.outputs()) h.outputs.push_back(infoOf(t));
+  for (auto& l : h.rt.layers()) {
+    npuc_layer_info li{};
+    li.seq = l.seq;
+    li.engine = l.engine.c_str();
+    li.index = l.index;
+    li.kind = l.kind.c_str();
+    li.name = l.name.c_str();
+    li.opexp = l.opexp.c_str();
+    li.output = infoOf(l.output);
+    h.layers.push_back(li);
+  }
+}
+
 const npuc_tensor_info& pick(const std::vector<npuc_tensor_info>& v, size_t index, const char* what) {
   if (index >= v.size())
     invalid(std::string(what) + " index " + std::to_string(index) + " is out of range (the package has " +
@@ -186,20 +206,45 @@ npuc_status npuc_runtime_open(const char* package_dir, int threads, int exact, n
     o.exact = exact != 0;
     npuc::Runtime r(std::filesystem::path(package_dir), o);
     auto h = std::make_unique<npuc_runtime>(std::move(r));
-    for (auto& t : h->rt.inputs()) h->inputs.push_back(infoOf(t));
-    for (auto& t : h->rt.outputs()) h->outputs.push_back(infoOf(t));
-    for (auto& l : h->rt.layers()) {
-      npuc_layer_info li{};
-      li.seq = l.seq;
-      li.engine = l.engine.c_str();
-      li.index = l.index;
-      li.kind = l.kind.c_str();
-      li.name = l.name.c_str();
-      li.opexp = l.opexp.c_str();
-      li.output = infoOf(l.output);
-      h->layers.push_back(li);
-    }
+    describe(*h);
     *out = h.release();
+  });
+}
+
+npuc_status npuc_runtime_num_gears(const npuc_runtime* rt, size_t* count) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(count, "count");
+    *count = rt->rt.gears().size();
+  });
+}
+
+npuc_status npuc_runtime_gear(const npuc_runtime* rt, size_t index, int64_t* batch, int64_t* height, int64_t* width) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    const auto& g = rt->rt.gears();
+    if (index >= g.size()) invalid("gear index " + std::to_string(index) + " out of range (" + std::to_string(g.size()) + " gears)");
+    if (batch) *batch = g[index].batch;
+    if (height) *height = g[index].height;
+    if (width) *width = g[index].width;
+  });
+}
+
+npuc_status npuc_runtime_set_dynamic_batch_size(npuc_runtime* rt, int64_t batch) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    Busy busy(rt);
+    rt->rt.setDynamicBatchSize(batch);
+    describe(*rt);
+  });
+}
+
+npuc_status npuc_runtime_set_dynamic_hw_size(npuc_runtime* rt, int64_t height, int64_t width) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    Busy busy(rt);
+    rt->rt.setDynamicHWSize(height, width);
+    describe(*rt);
   });
 }
 

@@ -5,6 +5,7 @@
 #include "codegen/cost.hpp"
 #include "codegen/lower.hpp"
 #include "kernels/prepost.hpp"
+#include "package/gears.hpp"
 #include "package/package.hpp"
 #include "passes/pass.hpp"
 #include "plan/addrmap.hpp"
@@ -229,7 +230,109 @@ std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g
   return samples;
 }
 
+namespace {
+
+/// translate() for a package with gears: one ordinary translation per gear into a sub-folder of the staging folder,
+/// then gears.json; all published together (or nothing).
+TranslateResult translateGears(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
+  const bool batch = !o.dynamic_batch_sizes.empty();
+  if (batch && !o.dynamic_image_sizes.empty())
+    fail(ErrorCode::kInvalidArgument, "--dynamic_batch_size and --dynamic_image_size cannot be combined (one kind of gears)");
+  const size_t n = batch ? o.dynamic_batch_sizes.size() : o.dynamic_image_sizes.size();
+  const char* opt = batch ? "--dynamic_batch_size" : "--dynamic_image_size";
+  if (n > 100) fail(ErrorCode::kInvalidArgument, "{}: {} gears, at most 100", opt, n);
+  std::set<std::pair<int64_t, int64_t>> seen;
+  for (size_t i = 0; i < n; ++i) {
+    auto hw = batch ? std::pair<int64_t, int64_t>{o.dynamic_batch_sizes[i], 1} : o.dynamic_image_sizes[i];
+    if (hw.first < 1 || hw.second < 1 || hw.first > 65536 || hw.second > 65536)
+      fail(ErrorCode::kInvalidArgument, "{}: gear {} has a size outside [1, 65536]", opt, i + 1);
+    if (!seen.insert(hw).second) fail(ErrorCode::kInvalidArgument, "{}: gear {} repeats an earlier size", opt, i + 1);
+  }
+  // The dynamic input: an input_shapes entry with -1 where the gears go, else the model's own open dimensions.
+  std::map<std::string, Shape> shapes = o.input_shapes;
+  {
+    LoadOptions lo;
+    lo.require_static_inputs = false;
+    lo.resolve = false;
+    lo.optimize = false;
+    Model m = Model::load(o.onnx, lo);
+    for (const TensorInfo& in : m.inputs())
+      if (!shapes.count(in.name)) shapes[in.name] = in.shape;
+  }
+  std::string input;
+  for (const auto& [name, shape] : shapes) {
+    bool open = false;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] < 0) {
+        const bool ok = batch ? d == 0 : shape.size() == 4 && (d == 2 || d == 3);
+        if (!ok)
+          fail(ErrorCode::kInvalidArgument, "{}: input '{}' {} has an open dimension {} where {} sets none ({})", opt, name,
+               shapeStr(shape), d, opt, batch ? "the batch is dimension 0" : "the image size is dimensions 2 and 3 of NCHW");
+        open = true;
+      }
+    if (!open) continue;
+    if (!batch && (shape[2] >= 0 || shape[3] >= 0))
+      fail(ErrorCode::kInvalidArgument, "{}: input '{}' {} must leave both height and width open (-1)", opt, name, shapeStr(shape));
+    if (!input.empty())
+      fail(ErrorCode::kInvalidArgument, "{}: inputs '{}' and '{}' both have open dimensions; npuc's gears size one input", opt, input, name);
+    input = name;
+  }
+  if (input.empty())
+    fail(ErrorCode::kInvalidArgument, "{}: no input has an open dimension: give the dynamic input's shape with -1 where the gears go "
+         "(--input_shape \"data:-1,3,224,224\" for batch gears, \"data:1,3,-1,-1\" for image-size gears)", opt);
+  OutputDir out(o.out_root, o.prefix);
+  package::Gears gears;
+  gears.kind = batch ? "batch" : "image_size";
+  gears.input = input;
+  TranslateResult res;
+  for (size_t i = 0; i < n; ++i) {
+    TranslateOptions g = o;
+    g.dynamic_batch_sizes.clear();
+    g.dynamic_image_sizes.clear();
+    g.out_root = out.path();
+    package::Gear gear;
+    Shape s = shapes[input];
+    if (batch) {
+      gear.batch = s[0] = o.dynamic_batch_sizes[i];
+      gear.dir = fmt::format("batch_{}", gear.batch);
+    } else {
+      gear.height = s[2] = o.dynamic_image_sizes[i].first;
+      gear.width = s[3] = o.dynamic_image_sizes[i].second;
+      gear.dir = fmt::format("size_{}x{}", gear.height, gear.width);
+    }
+    g.input_shapes = shapes;
+    g.input_shapes[input] = s;
+    g.prefix = gear.dir;
+    if (progress) progress("gear " + gear.dir, 0.0);
+    TranslateResult r = translate(g, progress);
+    for (auto& f : r.files) res.files.push_back(gear.dir + "/" + f);
+    res.warnings.insert(res.warnings.end(), r.warnings.begin(), r.warnings.end());
+    res.estimated_us = std::max(res.estimated_us, r.estimated_us);
+    res.activation_bytes = std::max(res.activation_bytes, r.activation_bytes);
+    res.activation_lower_bound = std::max(res.activation_lower_bound, r.activation_lower_bound);
+    res.calibration_samples = r.calibration_samples;
+    res.quantized = r.quantized;
+    res.bias_corrected_layers = r.bias_corrected_layers;
+    if (!r.ok) {  // the gear's error report is published; no gears.json
+      res.errors = r.errors;
+      out.commit();
+      res.dir = out.finalPath();
+      return res;
+    }
+    gears.gears.push_back(gear);
+  }
+  writeFileAtomic(out.path() / package::kGearsFile, package::gearsJson(gears));
+  res.files.push_back(package::kGearsFile);
+  out.commit();
+  res.dir = out.finalPath();
+  res.ok = true;
+  return res;
+}
+
+}  // namespace
+
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
+  if (!o.dynamic_batch_sizes.empty() || !o.dynamic_image_sizes.empty()) return translateGears(o, progress);
   auto report = [&](const char* stage, double s) {
     if (progress) progress(stage, s);
   };

@@ -19,6 +19,7 @@
 #include "kernels/quant.hpp"
 #include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
+#include "package/gears.hpp"
 #include "package/package.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
@@ -103,6 +104,13 @@ struct Runtime::Impl {
     kernels::QAddParams qadd;
   };
   std::vector<Step> steps;  // by seq
+
+  // A package with gears: this Impl holds one program (an Impl) per gear and forwards to the selected one, `cur`;
+  // for an ordinary package cur is this.
+  std::vector<std::unique_ptr<Impl>> gear_programs;
+  std::vector<RuntimeGear> gears;
+  std::string gear_kind, gear_input;
+  Impl* cur = this;
   std::vector<double> times;
   std::vector<std::vector<float>> scratch;  // per input slot, plus one for the output (fp16 packages)
   std::vector<float> gemm_t;                // transposed gemm result (M > 1)
@@ -712,6 +720,25 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   Impl& im = *impl_;
   im.opts = opts;
   if (opts.threads < 1) fail(ErrorCode::kInvalidArgument, "threads must be at least 1 (got {})", opts.threads);
+  if (package::hasGears(dir)) {
+    const package::Gears g = package::readGears(dir);
+    im.gear_kind = g.kind;
+    im.gear_input = g.input;
+    for (const package::Gear& x : g.gears) {
+      Runtime one(dir / x.dir, opts);  // (a gear's folder holds an ordinary package)
+      const auto& ins = one.inputs();
+      auto in = std::find_if(ins.begin(), ins.end(), [&](const RuntimeTensor& r) { return r.name == g.input; });
+      // (behind an AIPP stage the input is the frame [N, bytes]: its batch is checked, its image size is the stage's)
+      if (in == ins.end() || in->shape.empty() ||
+          (g.kind == "batch" ? in->shape[0] != x.batch
+                             : in->shape.size() == 4 && (in->shape[2] != x.height || in->shape[3] != x.width)))
+        fail(ErrorCode::kInvalidInput, "{}: gear '{}' does not hold input '{}' of the size gears.json gives", dir.string(), x.dir, g.input);
+      im.gear_programs.push_back(std::move(one.impl_));
+      im.gears.push_back({x.batch, x.height, x.width});
+    }
+    im.cur = im.gear_programs.front().get();
+    return;
+  }
   im.pkg = package::readPackage(dir);
   im.numerics = std::string(numericsName(im.pkg.numerics));
   // Both modes split layers' outputs among the threads (never a reduction), so the bits do not depend on them.
@@ -723,16 +750,51 @@ Runtime::~Runtime() = default;
 Runtime::Runtime(Runtime&&) noexcept = default;
 Runtime& Runtime::operator=(Runtime&&) noexcept = default;
 
-const std::string& Runtime::target() const { return impl_->pkg.target; }
-const std::string& Runtime::numerics() const { return impl_->numerics; }
-const std::string& Runtime::contentHash() const { return impl_->pkg.content_hash; }
-const std::vector<RuntimeTensor>& Runtime::inputs() const { return impl_->inputs; }
-const std::vector<RuntimeTensor>& Runtime::outputs() const { return impl_->outputs; }
-const std::vector<RuntimeLayer>& Runtime::layers() const { return impl_->layers; }
-const std::vector<double>& Runtime::layerTimes() const { return impl_->times; }
+const std::string& Runtime::target() const { return impl_->cur->pkg.target; }
+const std::string& Runtime::numerics() const { return impl_->cur->numerics; }
+const std::string& Runtime::contentHash() const { return impl_->cur->pkg.content_hash; }
+const std::vector<RuntimeTensor>& Runtime::inputs() const { return impl_->cur->inputs; }
+const std::vector<RuntimeTensor>& Runtime::outputs() const { return impl_->cur->outputs; }
+const std::vector<RuntimeLayer>& Runtime::layers() const { return impl_->cur->layers; }
+const std::vector<double>& Runtime::layerTimes() const { return impl_->cur->times; }
+const std::vector<RuntimeGear>& Runtime::gears() const { return impl_->gears; }
+const std::string& Runtime::gearKind() const { return impl_->gear_kind; }
+const std::string& Runtime::gearInput() const { return impl_->gear_input; }
+
+namespace {
+std::string gearList(const std::vector<RuntimeGear>& gears, bool batch) {
+  std::string s;
+  for (auto& g : gears) s += (s.empty() ? "" : ", ") + (batch ? std::to_string(g.batch) : fmt::format("{}x{}", g.height, g.width));
+  return s;
+}
+}  // namespace
+
+void Runtime::setDynamicBatchSize(int64_t n) {
+  Impl& im = *impl_;
+  if (im.gear_kind != "batch")
+    fail(ErrorCode::kInvalidArgument, "the package has no batch gears (translate with --dynamic_batch_size to get them)");
+  for (size_t i = 0; i < im.gears.size(); ++i)
+    if (im.gears[i].batch == n) {
+      im.cur = im.gear_programs[i].get();
+      return;
+    }
+  fail(ErrorCode::kInvalidArgument, "no gear of batch size {} (the package's gears: {})", n, gearList(im.gears, true));
+}
+
+void Runtime::setDynamicHWSize(int64_t height, int64_t width) {
+  Impl& im = *impl_;
+  if (im.gear_kind != "image_size")
+    fail(ErrorCode::kInvalidArgument, "the package has no image-size gears (translate with --dynamic_image_size to get them)");
+  for (size_t i = 0; i < im.gears.size(); ++i)
+    if (im.gears[i].height == height && im.gears[i].width == width) {
+      im.cur = im.gear_programs[i].get();
+      return;
+    }
+  fail(ErrorCode::kInvalidArgument, "no gear of height x width {}x{} (the package's gears: {})", height, width, gearList(im.gears, false));
+}
 
 void Runtime::setInput(const std::string& name, const Tensor& t) {
-  Impl& im = *impl_;
+  Impl& im = *impl_->cur;
   auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
   if (it == im.inputs.end()) {
     std::string names;
@@ -769,8 +831,46 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
   }
 }
 
+namespace {
+/// The dynamic AIPP block of `input` on one program (checked, then written to the stage's parameter input).
+void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params);
+}  // namespace
+
 void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params) {
-  Impl& im = *impl_;
+  if (!impl_->gears.empty()) {
+    Impl& holder = *impl_;
+    kernels::AippParams p;
+    try {
+      p = kernels::decodeAipp(params.data(), params.size());
+    } catch (const Error& e) {
+      fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, e.what());
+    }
+    if (holder.gear_kind == "batch") {
+      // The seed: with dynamic batch, the block is set for the largest batch; each gear takes its first records.
+      int64_t most = 0;
+      for (auto& g : holder.gears) most = std::max(most, g.batch);
+      if (static_cast<int64_t>(p.batch.size()) != most)
+        fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_batch: with batch gears the block holds the largest batch, {} "
+             "image(s) (batchNum {}), got batchNum {}", input, most, most, p.batch.size());
+      for (size_t i = 0; i < holder.gears.size(); ++i) {
+        kernels::AippParams mine = p;
+        mine.batch.resize(static_cast<size_t>(holder.gears[i].batch));
+        setAippBlock(*holder.gear_programs[i], input, kernels::encodeAipp(mine));
+      }
+      return;
+    }
+    // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad.
+    for (auto& b : p.batch)
+      if (b.crop || b.padding)
+        fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block may not crop or pad "
+             "(cropSwitch {}, paddingSwitch {})", input, b.crop, b.padding);
+  }
+  setAippBlock(*impl_->cur, input, params);
+}
+
+namespace {
+void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params) {
+  using Impl = Runtime::Impl;
   auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == input; });
   if (it == im.inputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no input '{}'", input);
   const Impl::Step* stage = nullptr;
@@ -794,8 +894,10 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
   std::memcpy(im.at(pr.addr, pr.bytes, "AIPP parameters of " + input), params.data(), params.size());
 }
 
+}  // namespace
+
 void Runtime::run(const LayerCallback& cb) {
-  Impl& im = *impl_;
+  Impl& im = *impl_->cur;
   if (im.opts.profile) im.times.assign(im.steps.size(), 0.0);
   for (size_t i = 0; i < im.steps.size(); ++i) {
     if (im.opts.profile) {
@@ -818,7 +920,7 @@ void Runtime::run(const LayerCallback& cb) {
 }
 
 Tensor Runtime::output(const std::string& name) const {
-  Impl& im = *impl_;
+  Impl& im = *impl_->cur;
   auto it = std::find_if(im.outputs.begin(), im.outputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
   if (it == im.outputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no output '{}'", name);
   Tensor t(it->dtype, it->shape);
@@ -840,12 +942,13 @@ Tensor Runtime::outputFloat(const std::string& name) const {
 }
 
 std::vector<Tensor> Runtime::run(const std::vector<Tensor>& ins, const LayerCallback& cb) {
-  if (ins.size() != impl_->inputs.size())
-    fail(ErrorCode::kInvalidArgument, "the package has {} inputs, got {}", impl_->inputs.size(), ins.size());
-  for (size_t i = 0; i < ins.size(); ++i) setInput(impl_->inputs[i].name, ins[i]);
+  const Impl& im = *impl_->cur;
+  if (ins.size() != im.inputs.size())
+    fail(ErrorCode::kInvalidArgument, "the package has {} inputs, got {}", im.inputs.size(), ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) setInput(im.inputs[i].name, ins[i]);
   run(cb);
   std::vector<Tensor> outs;
-  for (auto& o : impl_->outputs) outs.push_back(outputFloat(o.name));
+  for (auto& o : im.outputs) outs.push_back(outputFloat(o.name));
   return outs;
 }
 

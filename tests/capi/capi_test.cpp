@@ -542,3 +542,47 @@ TEST(CApiAipp, SetDynamicAipp) {
 }
 
 }  // namespace
+
+// Gears through the C API: the gear list, selecting a batch size (the input infos follow), a missing size refused.
+TEST(CApiGears, SelectABatchGear) {
+  fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_gears_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  TranslateOptions o;
+  o.prefix = "gears";
+  o.onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  o.target = "generic";
+  o.out_root = root;
+  o.input_shapes["input"] = {-1, 1, 8, 8};
+  o.dynamic_batch_sizes = {1, 3};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(r.dir.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  size_t n = 0;
+  ASSERT_EQ(npuc_runtime_num_gears(h.rt, &n), NPUC_STATUS_OK);
+  ASSERT_EQ(n, 2u);
+  int64_t batch = 0, height = -1, width = -1;
+  ASSERT_EQ(npuc_runtime_gear(h.rt, 1, &batch, &height, &width), NPUC_STATUS_OK);
+  EXPECT_EQ(batch, 3);
+  EXPECT_EQ(height, 0);
+  npuc_tensor_info info{};
+  ASSERT_EQ(npuc_runtime_input_info(h.rt, 0, &info), NPUC_STATUS_OK);
+  EXPECT_EQ(info.dims[0], 1);
+  ASSERT_EQ(npuc_runtime_set_dynamic_batch_size(h.rt, 3), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_input_info(h.rt, 0, &info), NPUC_STATUS_OK);
+  EXPECT_EQ(info.dims[0], 3);
+  std::vector<float> x = randomFloats(3 * 64, 5);
+  ASSERT_EQ(npuc_runtime_set_input(h.rt, "input", NPUC_DTYPE_FLOAT32, x.data(), x.size() * 4), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  std::vector<float> y(30);
+  ASSERT_EQ(npuc_runtime_get_output(h.rt, "logits", 1, y.data(), y.size() * 4, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  Runtime cpp(r.dir);
+  cpp.setDynamicBatchSize(3);
+  Tensor t(DType::kF32, {3, 1, 8, 8});
+  std::memcpy(t.raw(), x.data(), x.size() * 4);
+  Tensor want = cpp.run({t})[0];
+  EXPECT_EQ(std::memcmp(want.raw(), y.data(), 120), 0);
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_dynamic_batch_size(h.rt, 2), "the package's gears: 1, 3");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_gear(h.rt, 2, &batch, nullptr, nullptr), "out of range");
+  fs::remove_all(root);
+}

@@ -182,6 +182,16 @@ if "$npuc" translate ap2 -onnx "$an" --aipp "$tmp/dyn2.cfg" --target generic --o
    "$npuc" simulate "$tmp/ap2/ap2" --input image="$tmp/nv12.bin" --input mask="$tmp/y.bin" --aipp image="$tmp/p.yaml" \
      --aipp mask="$tmp/p400.yaml" -o "$tmp/ap2sim" >/dev/null && [ -s "$tmp/ap2sim/out.npy" ]; then
   ok "two dynamic AIPP inputs: simulate takes --aipp once for each"; else bad "simulate with two --aipp"; fi
+# Gears (ATC's --dynamic_batch_size with --input_shape): one package per batch size, simulate picks one.
+"$npuc" translate gb -onnx "$digits" --target generic --input_shape "input:-1,1,8,8" --dynamic_batch_size "1,2" --out "$tmp/gb" >/dev/null
+/usr/bin/python3 -c "import numpy as np; np.save('$tmp/x2.npy', np.load('$src/models/digits/test_x.npy')[:2])"
+if [ -s "$tmp/gb/gb/gears.json" ] && [ -s "$tmp/gb/gb/batch_1/manifest.json" ] &&
+   "$npuc" simulate "$tmp/gb/gb" --dynamic_batch_size 2 --input input="$tmp/x2.npy" -o "$tmp/gbsim" >/dev/null &&
+   /usr/bin/python3 -c "import numpy as np, sys; sys.exit(0 if np.load('$tmp/gbsim/logits.npy').shape == (2, 10) else 1)"; then
+  ok "translate --dynamic_batch_size writes a gear per batch size; simulate --dynamic_batch_size runs one"
+else bad "gears: $(ls -R "$tmp/gb" 2>&1 | head -5)"; fi
+expect_error 2 "no gear of batch size 3 (the package's gears: 1, 2)" -- "$npuc" simulate "$tmp/gb/gb" --dynamic-batch-size 3 --input input="$tmp/x2.npy" -o "$tmp/gbsim3"
+expect_error 2 "shape ranges (lo~hi) are not supported" -- "$npuc" translate gr -onnx "$digits" --input_shape "input:1~4,1,8,8" --out "$tmp/gr"
 # The same block as raw bytes (kAippDynamicPara: format 1, batchNum 1, 32x32; mean0 16 at 120; var_reci at 136).
 { printf '\x01\x00\x00\x00\x01\x00\x00\x00\x20\x00\x00\x00\x20\x00\x00\x00'; head -c 104 /dev/zero; printf '\x10\x00'
   head -c 14 /dev/zero; printf '\x19\x1c\x00\x3c\x00\x3c\x00\x3c'; head -c 16 /dev/zero; } >"$tmp/p.bin"

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -80,7 +81,8 @@ Tensor toFloat(const Tensor& t) {
 void addSimulate(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("simulate", "Run an object package on the simulated device (bit-exact to its numerics)");
   struct Opts {
-    std::string package, output_dir = "sim_out", trace;
+    std::string package, output_dir = "sim_out", trace, image_size;
+    int64_t batch = 0;
     std::vector<std::string> inputs, aipp;
     int threads = 1, top = 0;
     bool exact = false;
@@ -91,6 +93,11 @@ void addSimulate(CLI::App& app, Action& run) {
   c->add_option("--aipp", o->aipp, "Dynamic AIPP parameters: name=params.bin (the kAippDynamicPara bytes) or name=params.yaml (the "
                                    "seed's field names; docs/aipp.md), name = the frame input; once per frame input (a model with two AIPP "
                                    "inputs takes two)")->allow_extra_args(false);
+  c->add_option("--dynamic-batch-size,--dynamic_batch_size", o->batch,
+                "Packages with batch gears (translate --dynamic_batch_size): run the gear of this batch size")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  c->add_option("--dynamic-image-size,--dynamic_image_size", o->image_size,
+                "Packages with image-size gears (translate --dynamic_image_size): run the gear of this HEIGHT,WIDTH");
   c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
                                      "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point)");
@@ -102,6 +109,21 @@ void addSimulate(CLI::App& app, Action& run) {
   c->callback([o, &run] {
     run = [o] {
       Runtime rt(o->package, {o->threads, o->exact});
+      // A package with gears: the gear first (the inputs, AIPP stages and layers are the gear's).
+      if (o->batch) rt.setDynamicBatchSize(o->batch);
+      if (!o->image_size.empty()) {
+        const size_t comma = o->image_size.find(',');
+        char* e1 = nullptr;
+        char* e2 = nullptr;
+        const long long h = std::strtoll(o->image_size.c_str(), &e1, 10);
+        const long long w = comma == std::string::npos ? 0 : std::strtoll(o->image_size.c_str() + comma + 1, &e2, 10);
+        if (comma == std::string::npos || e1 != o->image_size.c_str() + comma || !e2 || *e2 != '\0' || h < 1 || w < 1)
+          throw Error(ErrorCode::kInvalidArgument, fmt::format("--dynamic-image-size '{}': expected HEIGHT,WIDTH", o->image_size));
+        rt.setDynamicHWSize(h, w);
+      }
+      if (!rt.gears().empty() && !o->batch && o->image_size.empty())
+        fmt::print("package with {} {} gears: running the first (select one with --dynamic-{}-size)\n", rt.gears().size(),
+                   rt.gearKind() == "batch" ? "batch" : "image-size", rt.gearKind() == "batch" ? "batch" : "image");
       std::set<std::string> by_aipp;
       for (const auto& [name, block] : parseAippParams(o->aipp)) {
         rt.setDynamicAipp(name, block);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <vector>
 
 namespace npuc::cli {
@@ -55,6 +56,14 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
                               (repeatable)
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
+  --input_shape "NAME:D0,D1,...;..."
+                              Ascend ATC's input shapes; -1 marks the dimensions the gears below set (shape
+                              ranges lo~hi are refused: packages have static shapes)
+  --dynamic_batch_size "1,2,4"  gears: one package per batch size of the input whose batch is -1, selected per
+                              inference (Runtime::setDynamicBatchSize, simulate --dynamic-batch-size)
+  --dynamic_image_size "H,W;H,W"
+                              gears: one package per height x width of the input whose H and W are -1
+                              (Runtime::setDynamicHWSize, simulate --dynamic-image-size)
   -PrePostFULL                the definition is in the legacy full format (Appendix A)
   -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
   -h, --help                  this text
@@ -78,12 +87,53 @@ Output is written to a temporary folder and renamed into place, so a failed run 
 
 [[noreturn]] void argError(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, "[ERROR] : " + msg); }
 
+std::vector<std::string> splitOn(const std::string& s, char sep) {
+  std::vector<std::string> r;
+  if (s.empty()) return r;
+  size_t i = 0;
+  for (;;) {
+    size_t j = s.find(sep, i);
+    r.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    if (j == std::string::npos) return r;
+    i = j + 1;
+  }
+}
+
+/// "1,2,4" (ATC's list syntax): positive integers; -1 too when `open` (an ATC --input_shape dimension left to gears).
+std::vector<int64_t> parseAtcList(const std::string& text, const char* what, bool open = false) {
+  std::vector<int64_t> r;
+  for (const std::string& d : splitOn(text, ',')) {
+    char* end = nullptr;
+    long long v = std::strtoll(d.c_str(), &end, 10);
+    if (d.empty() || *end != '\0' || (v < 1 && !(open && v == -1)) || v > (1ll << 31))
+      argError(fmt::format("Invalid argument: {} '{}': '{}' is not a {}", what, text, d, open ? "dimension (a positive integer, or -1)" : "positive integer"));
+    r.push_back(v);
+  }
+  return r;
+}
+
+/// ATC's --input_shape "name:d0,d1,...;name2:..." (-1 marks a dimension the gears set).
+std::map<std::string, Shape> parseAtcShapes(const std::string& text) {
+  std::map<std::string, Shape> r;
+  for (const std::string& e : splitOn(text, ';')) {
+    size_t colon = e.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      argError(fmt::format("Invalid argument: --input_shape '{}': expected name:d0,d1,... (ATC's syntax)", e));
+    if (e.find('~') != std::string::npos)
+      argError(fmt::format("Invalid argument: --input_shape '{}': shape ranges (lo~hi) are not supported — npuc packages have "
+                           "static shapes; give the sizes as gears with --dynamic_batch_size or --dynamic_image_size", e));
+    r[e.substr(0, colon)] = parseAtcList(e.substr(colon + 1), "--input_shape", true);
+  }
+  return r;
+}
+
 /// " (did you mean -prepost?)" for an option within two edits of a known one (case-insensitive), else "".
 std::string closestOption(const std::string& s) {
   static const char* known[] = {"-onnx", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
                                 "--reuse-memory", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
-                                "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu"};
+                                "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
+                                "--dynamic_batch_size", "--dynamic_image_size"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x;
@@ -158,7 +208,7 @@ void addTranslate(CLI::App& app, Action& run) {
     *args = c->remaining();
     run = [args] {
       TranslateOptions o;
-      std::string onnx, prepost, addr, aipp, check_prepost = "OFF";
+      std::string onnx, prepost, addr, aipp, check_prepost = "OFF", atc_shapes, dyn_batch, dyn_image;
       std::vector<std::string> prefixes, shapes, calib, ranges;
       std::vector<std::string> sample_args;
       if (args->empty()) sample_args = sampleModelArgs();  // the manual's sample-model mode (§7.1)
@@ -185,6 +235,9 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--target" || s == "-t") o.target = value(i);
         else if (s == "--out") o.out_root = value(i);
         else if (s == "--input-shape") shapes.push_back(value(i));
+        else if (s == "--input_shape" || s == "-input_shape") atc_shapes = value(i);
+        else if (s == "--dynamic_batch_size" || s == "-dynamic_batch_size") dyn_batch = value(i);
+        else if (s == "--dynamic_image_size" || s == "-dynamic_image_size") dyn_image = value(i);
         else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
         else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") o.save_qdq_onnx = true;
@@ -247,6 +300,13 @@ void addTranslate(CLI::App& app, Action& run) {
       if (check_prepost == "ON") o.save_opt_onnx = true;
       o.onnx = onnx;
       o.input_shapes = parseShapes(shapes);
+      for (auto& [name, shape] : parseAtcShapes(atc_shapes)) o.input_shapes[name] = shape;
+      o.dynamic_batch_sizes = parseAtcList(dyn_batch, "--dynamic_batch_size");
+      for (const std::string& g : splitOn(dyn_image, ';')) {
+        auto hw = parseAtcList(g, "--dynamic_image_size");
+        if (hw.size() != 2) argError(fmt::format("Invalid argument: --dynamic_image_size gear '{}' is not HEIGHT,WIDTH", g));
+        o.dynamic_image_sizes.push_back({hw[0], hw[1]});
+      }
       o.calibration = parseTensorLists(calib, "--calib");
       o.ranges = parseRanges(ranges);
       fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, onnx, o.target);

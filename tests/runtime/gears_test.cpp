@@ -1,0 +1,216 @@
+// Packages with gears (issue 25 item 11; Ascend ATC's --dynamic_batch_size / --dynamic_image_size): one package per
+// batch size or image size under gears.json, the runtime switching between them per inference.
+//   - batch gears: each gear computes the engine's outputs for its batch (generic: the same bits), and every sample
+//     of the batch-4 gear is what the batch-1 gear gives for it alone;
+//   - the seed's AIPP rules: with batch gears the block is for the largest batch; with image-size gears it may not
+//     crop or pad;
+//   - a size the package lacks, and malformed gears.json files, are refused naming the gears / file and field.
+#include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
+#include "kernels/aipp.hpp"
+#include "support/fp16.hpp"
+
+#include "scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+using namespace npuc;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDigits = std::string(NPUC_SOURCE_DIR) + "/models/digits/digits_cnn.onnx";
+
+Tensor samples(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t(DType::kF32, {n, 1, 8, 8});
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(rng() % 17) / 16.0f;
+  return t;
+}
+
+Tensor rows(const Tensor& t, int64_t from, int64_t count) {
+  Shape s = t.shape();
+  int64_t per = t.numel() / s[0];
+  s[0] = count;
+  Tensor r(t.dtype(), s);
+  std::memcpy(r.raw(), static_cast<const char*>(t.raw()) + from * per * dtypeSize(t.dtype()), static_cast<size_t>(count * per) * dtypeSize(t.dtype()));
+  return r;
+}
+
+fs::path batchGears(const std::string& name, const std::string& aipp = "") {
+  TranslateOptions o;
+  o.prefix = name;
+  o.onnx = kDigits;
+  o.target = "generic";
+  o.out_root = npuc::test::scratchDir("gears_" + name);
+  o.input_shapes["input"] = {-1, 1, 8, 8};
+  o.dynamic_batch_sizes = {1, 2, 4};
+  if (!aipp.empty()) {
+    o.aipp = npuc::test::scratchPath(name + ".cfg");
+    std::ofstream(o.aipp) << aipp;
+  }
+  TranslateResult r = translate(o);
+  EXPECT_TRUE(r.ok);
+  return r.dir;
+}
+
+}  // namespace
+
+TEST(Gears, EachBatchGearComputesItsBatch) {
+  fs::path dir = batchGears("batch");
+  EXPECT_TRUE(fs::exists(dir / "gears.json"));
+  Runtime rt(dir, {2, false});
+  ASSERT_EQ(rt.gears().size(), 3u);
+  EXPECT_EQ(rt.gearKind(), "batch");
+  EXPECT_EQ(rt.gearInput(), "input");
+  EXPECT_EQ(rt.inputs()[0].shape, (Shape{1, 1, 8, 8}));  // starts on the first gear
+  Tensor x = samples(4, 7);
+  std::vector<Tensor> alone;
+  for (int64_t i = 0; i < 4; ++i) alone.push_back(rt.run({rows(x, i, 1)})[0]);
+  for (int64_t b : {2, 4}) {
+    SCOPED_TRACE(b);
+    rt.setDynamicBatchSize(b);
+    ASSERT_EQ(rt.inputs()[0].shape, (Shape{b, 1, 8, 8}));
+    Tensor y = rt.run({rows(x, 0, b)})[0];
+    ASSERT_EQ(y.shape(), (Shape{b, 10}));
+    // The engine on the model with this batch: the same bits (generic, float32).
+    LoadOptions lo;
+    lo.input_shapes["input"] = {b, 1, 8, 8};
+    Tensor want = Session(Model::load(kDigits, lo).optimized()).run({rows(x, 0, b)})[0];
+    EXPECT_TRUE(y.sameBits(want));
+    for (int64_t i = 0; i < b; ++i) EXPECT_TRUE(rows(y, i, 1).sameBits(alone[static_cast<size_t>(i)])) << "sample " << i;
+  }
+  try {
+    rt.setDynamicBatchSize(3);
+    FAIL() << "batch 3 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no gear of batch size 3 (the package's gears: 1, 2, 4)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rt.setDynamicHWSize(8, 8), Error);  // batch gears, not image-size ones
+}
+
+TEST(Gears, WithDynamicAippTheBlockIsForTheLargestBatch) {
+  fs::path dir = batchGears("aipp", "aipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 0\n  max_src_image_size: 64\n}\n");
+  Runtime rt(dir);
+  kernels::AippParams p;
+  p.input_format = 4;  // YUV400_U8: the digits' one channel
+  p.src_w = 8, p.src_h = 8;
+  kernels::AippBatchParams b;
+  b.var_reci = {floatToHalf(1.0f / 16), 0, 0, 0};
+  p.batch = {b, b};
+  try {
+    rt.setDynamicAipp("input", kernels::encodeAipp(p));
+    FAIL() << "a block for 2 images accepted with gears up to 4";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aipp.dynamic_batch"), std::string::npos) << e.what();
+  }
+  p.batch.assign(4, b);
+  rt.setDynamicAipp("input", kernels::encodeAipp(p));
+  // Every gear took its first records: gear 4's first image is gear 1's image.
+  std::vector<uint8_t> frames(4 * 64);
+  for (size_t i = 0; i < frames.size(); ++i) frames[i] = static_cast<uint8_t>(i * 37 % 17);
+  auto frame = [&](int64_t n) {
+    Tensor t(DType::kU8, {n, 64});
+    std::memcpy(t.raw(), frames.data(), static_cast<size_t>(n * 64));
+    return t;
+  };
+  rt.setInput("input", frame(1));
+  rt.run();
+  Tensor one = rt.output("logits");
+  rt.setDynamicBatchSize(4);
+  rt.setInput("input", frame(4));
+  rt.run();
+  EXPECT_TRUE(rows(rt.output("logits"), 0, 1).sameBits(one));
+}
+
+TEST(Gears, ImageSizeGearsAndTheSeedsNoCropRule) {
+  TranslateOptions o;
+  o.prefix = "size";
+  o.onnx = kDigits;
+  o.target = "generic";
+  o.out_root = npuc::test::scratchDir("gears_size");
+  o.input_shapes["input"] = {1, 1, -1, -1};
+  o.dynamic_image_sizes = {{8, 8}, {16, 12}};
+  o.aipp = npuc::test::scratchPath("size.cfg");
+  std::ofstream(o.aipp) << "aipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 0\n  max_src_image_size: 192\n}\n";
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  ASSERT_EQ(rt.gears().size(), 2u);
+  EXPECT_EQ(rt.gears()[1].height, 16);
+  EXPECT_EQ(rt.gears()[1].width, 12);
+  rt.setDynamicHWSize(16, 12);
+  kernels::AippParams p;
+  p.input_format = 4;
+  p.src_w = 12, p.src_h = 16;
+  kernels::AippBatchParams b;
+  b.var_reci = {floatToHalf(1.0f / 16), 0, 0, 0};
+  p.batch = {b};
+  rt.setDynamicAipp("input", kernels::encodeAipp(p));  // the gear's own size: accepted
+  p.batch[0].crop = 1, p.batch[0].crop_w = 12, p.batch[0].crop_h = 16;
+  try {
+    rt.setDynamicAipp("input", kernels::encodeAipp(p));
+    FAIL() << "a cropping block accepted with image-size gears";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aipp.dynamic_image_size"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rt.setDynamicHWSize(12, 16), Error);
+  EXPECT_THROW(rt.setDynamicBatchSize(1), Error);
+}
+
+TEST(Gears, TranslateRefusesGearsWithoutAnOpenDimension) {
+  TranslateOptions o;
+  o.prefix = "closed";
+  o.onnx = kDigits;
+  o.out_root = npuc::test::scratchDir("gears_closed");
+  o.dynamic_batch_sizes = {1, 2};
+  try {
+    translate(o);
+    FAIL() << "gears on a static input accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no input has an open dimension"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(o.out_root / "closed"));
+  o.input_shapes["input"] = {-1, 1, 8, 8};
+  o.dynamic_batch_sizes = {2, 2};
+  EXPECT_THROW(translate(o), Error);  // a repeated size
+  o.dynamic_batch_sizes = {1};
+  o.dynamic_image_sizes = {{8, 8}};
+  EXPECT_THROW(translate(o), Error);  // both kinds
+}
+
+TEST(Gears, MalformedGearsFilesNameFileAndField) {
+  fs::path dir = batchGears("bad");
+  const std::string good = [&] {
+    std::ifstream in(dir / "gears.json");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }();
+  struct Bad {
+    std::string from, to, message;
+  };
+  const std::vector<Bad> bad = {
+      {"\"npuc-gears\"", "\"other\"", "format: must be \"npuc-gears\""},
+      {"\"version\": 1", "\"version\": 2", "version: must be 1"},
+      {"\"kind\": \"batch\"", "\"kind\": \"shape\"", "kind: must be"},
+      {"\"dir\": \"batch_2\"", "\"dir\": \"../x\"", "gears[1].dir"},
+      {"\"dir\": \"batch_2\"", "\"dir\": \"batch_1\"", "listed twice"},
+      {"\"batch\": 2", "\"batch\": 0", "gears[1].batch: must be an integer"},
+      {"\"batch\": 2", "\"batch\": 3", "does not hold input 'input'"},
+      {"{", "[", "gears.json"},
+  };
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.message);
+    std::string text = good;
+    text.replace(text.find(b.from), b.from.size(), b.to);
+    std::ofstream(dir / "gears.json") << text;
+    try {
+      Runtime rt(dir);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
+    }
+  }
+}
