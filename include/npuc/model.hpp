@@ -127,6 +127,11 @@ struct TranslateOptions {
   /// most one of the two; each needs 1 to 100 distinct sizes.
   std::vector<int64_t> dynamic_batch_sizes;
   std::vector<std::pair<int64_t, int64_t>> dynamic_image_sizes;  // (height, width)
+  /// ATC's --input_shape ranges ("data:1,3,200~400,200~400"): per input, [lo, hi] per dimension (lo == hi for a
+  /// fixed one). Packages have static shapes, so each open dimension must be set by something else: the height and
+  /// width by the static AIPP stage of that input (which must lie in the range, the seed's rule); anything else is
+  /// an error saying so. Not combined with gears.
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_shape_ranges;
 };
 
 struct TranslateResult {

@@ -6,6 +6,7 @@
 #include "codegen/lower.hpp"
 #include "kernels/prepost.hpp"
 #include "package/gears.hpp"
+#include "prepost/aipp.hpp"
 #include "package/package.hpp"
 #include "passes/pass.hpp"
 #include "plan/addrmap.hpp"
@@ -329,9 +330,65 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
   return res;
 }
 
+/// --input_shape ranges resolved to static shapes: each open height / width from the input's static AIPP stage,
+/// which must deliver a size inside the range (the seed's rule); any other open dimension is an error.
+std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o) {
+  std::map<std::string, Shape> shapes = o.input_shapes;
+  std::optional<prepost::AippConfig> cfg;
+  if (!o.aipp.empty()) cfg = prepost::loadAipp(o.aipp);
+  std::vector<std::string> names;
+  {
+    LoadOptions lo;
+    lo.require_static_inputs = false;
+    lo.resolve = false;
+    lo.optimize = false;
+    for (const TensorInfo& in : Model::load(o.onnx, lo).inputs()) names.push_back(in.name);
+  }
+  for (const auto& [name, ranges] : o.input_shape_ranges) {
+    auto pos = std::find(names.begin(), names.end(), name);
+    if (pos == names.end()) fail(ErrorCode::kInvalidArgument, "--input_shape names '{}', which is not an input of the model", name);
+    int64_t aipp_h = 0, aipp_w = 0;  // what the input's static AIPP stage delivers (0: none)
+    if (cfg)
+      for (const prepost::AippOp& op : cfg->ops)
+        if (op.related_input_rank == pos - names.begin())
+          if (auto hw = prepost::staticAippOutputSize(op)) aipp_h = hw->first, aipp_w = hw->second;
+    Shape s;
+    for (size_t d = 0; d < ranges.size(); ++d) {
+      auto [lo, hi] = ranges[d];
+      if (lo < 1 || hi < lo) fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} range {}~{} is empty", name, d, lo, hi);
+      if (lo == hi) {
+        s.push_back(lo);
+        continue;
+      }
+      if (ranges.size() != 4 || (d != 2 && d != 3))
+        fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} is a range {}~{}; npuc packages have static shapes, and "
+             "only the height and width of an image input can be set by its static AIPP stage (give the sizes as gears with "
+             "--dynamic_batch_size / --dynamic_image_size)", name, d, lo, hi);
+      if (!aipp_h)
+        fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} is a range {}~{}, and no static AIPP stage of this input "
+             "gives its size (npuc packages have static shapes: a static aipp_op with its output size, or gears)", name, d, lo, hi);
+      const int64_t v = d == 2 ? aipp_h : aipp_w;
+      if (v < lo || v > hi)
+        fail(ErrorCode::kInvalidArgument, "--input_shape '{}': the AIPP stage delivers {} {}, outside the range {}~{} (the seed: AIPP's "
+             "output height and width must lie in the --input_shape range)", name, d == 2 ? "height" : "width", v, lo, hi);
+      s.push_back(v);
+    }
+    shapes[name] = s;
+  }
+  return shapes;
+}
+
 }  // namespace
 
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
+  if (!o.input_shape_ranges.empty()) {
+    if (!o.dynamic_batch_sizes.empty() || !o.dynamic_image_sizes.empty())
+      fail(ErrorCode::kInvalidArgument, "--input_shape ranges and gears (--dynamic_batch_size / --dynamic_image_size) cannot be combined");
+    TranslateOptions fixed = o;
+    fixed.input_shapes = shapesFromRanges(o);
+    fixed.input_shape_ranges.clear();
+    return translate(fixed, progress);
+  }
   if (!o.dynamic_batch_sizes.empty() || !o.dynamic_image_sizes.empty()) return translateGears(o, progress);
   auto report = [&](const char* stage, double s) {
     if (progress) progress(stage, s);

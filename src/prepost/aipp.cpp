@@ -263,6 +263,16 @@ AippConfig loadAipp(const std::filesystem::path& file) {
   return parseAipp(std::string(bytes.begin(), bytes.end()), file.string());
 }
 
+std::optional<std::pair<int64_t, int64_t>> staticAippOutputSize(const AippOp& op) {
+  if (op.dynamic) return std::nullopt;
+  int64_t w = op.resize ? op.resize_w : op.crop ? op.crop_w : op.src_w;
+  int64_t h = op.resize ? op.resize_h : op.crop ? op.crop_h : op.src_h;
+  if (w <= 0 || h <= 0) return std::nullopt;
+  if (op.rotation == 90 || op.rotation == 270) std::swap(w, h);
+  if (op.padding) w += op.pad_left + op.pad_right, h += op.pad_top + op.pad_bottom;
+  return std::make_pair(h, w);
+}
+
 kernels::AippParams staticAippParams(const AippOp& op, const std::vector<int64_t>& model_input, const std::string& what) {
   auto bad = [&](const std::string& why) { fail(ErrorCode::kInvalidInput, "{}: {}", what, why); };
   if (model_input.size() != 4) bad(fmt::format("AIPP feeds an [N, C, H, W] input, this one has rank {}", model_input.size()));

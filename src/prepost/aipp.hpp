@@ -16,6 +16,7 @@
 #include "kernels/aipp.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct AippConfig {
 /// types and ranges, mode consistency and unique related_input_rank; not the model (insertAipp does).
 AippConfig parseAipp(const std::string& text, const std::string& source);
 AippConfig loadAipp(const std::filesystem::path& file);
+
+/// The (height, width) a static block delivers whatever the model input is — from resize_output, else the crop size,
+/// else the source size, rotated, plus the padding — or nothing when a size it needs is left to the model input (0).
+std::optional<std::pair<int64_t, int64_t>> staticAippOutputSize(const AippOp& op);
 
 /// The parameter block of a static block for a model input of shape [N, C, H, W] (all N images alike), checked
 /// with kernels::checkAipp. `what` prefixes messages.

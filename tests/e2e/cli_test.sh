@@ -191,7 +191,12 @@ if [ -s "$tmp/gb/gb/gears.json" ] && [ -s "$tmp/gb/gb/batch_1/manifest.json" ] &
   ok "translate --dynamic_batch_size writes a gear per batch size; simulate --dynamic_batch_size runs one"
 else bad "gears: $(ls -R "$tmp/gb" 2>&1 | head -5)"; fi
 expect_error 2 "no gear of batch size 3 (the package's gears: 1, 2)" -- "$npuc" simulate "$tmp/gb/gb" --dynamic-batch-size 3 --input input="$tmp/x2.npy" -o "$tmp/gbsim3"
-expect_error 2 "shape ranges (lo~hi) are not supported" -- "$npuc" translate gr -onnx "$digits" --input_shape "input:1~4,1,8,8" --out "$tmp/gr"
+# --input_shape ranges: packages have static shapes, so a static AIPP stage sets the height and width, inside the range.
+expect_error 2 "dimension 0 is a range 1~4; npuc packages have static shapes" -- "$npuc" translate gr -onnx "$digits" --input_shape "input:1~4,1,8,8" --out "$tmp/gr"
+printf 'aipp_op {\n  aipp_mode: static\n  input_format: RGB888_U8\n  src_image_size_w: 40\n  src_image_size_h: 40\n  crop: true\n  load_start_pos_w: 4\n  load_start_pos_h: 4\n  crop_size_w: 32\n  crop_size_h: 32\n}\n' >"$tmp/st.cfg"
+if "$npuc" translate rg -onnx "$an" --aipp "$tmp/st.cfg" --target generic --input_shape "image:1,3,16~64,16~64" --out "$tmp/rg" >/dev/null &&
+   [ -s "$tmp/rg/rg/manifest.json" ]; then ok "an --input_shape range is set by the static AIPP stage's 32x32 output"; else bad "--input_shape range with static AIPP"; fi
+expect_error 2 "the AIPP stage delivers height 32, outside the range 16~24" -- "$npuc" translate rg2 -onnx "$an" --aipp "$tmp/st.cfg" --target generic --input_shape "image:1,3,16~24,16~64" --out "$tmp/rg"
 # The same block as raw bytes (kAippDynamicPara: format 1, batchNum 1, 32x32; mean0 16 at 120; var_reci at 136).
 { printf '\x01\x00\x00\x00\x01\x00\x00\x00\x20\x00\x00\x00\x20\x00\x00\x00'; head -c 104 /dev/zero; printf '\x10\x00'
   head -c 14 /dev/zero; printf '\x19\x1c\x00\x3c\x00\x3c\x00\x3c'; head -c 16 /dev/zero; } >"$tmp/p.bin"

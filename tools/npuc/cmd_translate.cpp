@@ -57,8 +57,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               (repeatable)
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
   --input_shape "NAME:D0,D1,...;..."
-                              Ascend ATC's input shapes; -1 marks the dimensions the gears below set (shape
-                              ranges lo~hi are refused: packages have static shapes)
+                              Ascend ATC's input shapes; -1 marks the dimensions the gears below set; a range
+                              LO~HI for an image's height / width is set by its static AIPP stage (within the range)
   --dynamic_batch_size "1,2,4"  gears: one package per batch size of the input whose batch is -1, selected per
                               inference (Runtime::setDynamicBatchSize, simulate --dynamic-batch-size)
   --dynamic_image_size "H,W;H,W"
@@ -112,19 +112,28 @@ std::vector<int64_t> parseAtcList(const std::string& text, const char* what, boo
   return r;
 }
 
-/// ATC's --input_shape "name:d0,d1,...;name2:..." (-1 marks a dimension the gears set).
-std::map<std::string, Shape> parseAtcShapes(const std::string& text) {
-  std::map<std::string, Shape> r;
+/// ATC's --input_shape "name:d0,d1,...;name2:..." (-1 marks a dimension the gears set; lo~hi a range): the shapes
+/// without ranges into `shapes`, those with one into `ranges`.
+void parseAtcShapes(const std::string& text, std::map<std::string, Shape>& shapes,
+                    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& ranges) {
   for (const std::string& e : splitOn(text, ';')) {
     size_t colon = e.rfind(':');
     if (colon == std::string::npos || colon == 0)
       argError(fmt::format("Invalid argument: --input_shape '{}': expected name:d0,d1,... (ATC's syntax)", e));
-    if (e.find('~') != std::string::npos)
-      argError(fmt::format("Invalid argument: --input_shape '{}': shape ranges (lo~hi) are not supported — npuc packages have "
-                           "static shapes; give the sizes as gears with --dynamic_batch_size or --dynamic_image_size", e));
-    r[e.substr(0, colon)] = parseAtcList(e.substr(colon + 1), "--input_shape", true);
+    const std::string name = e.substr(0, colon), dims = e.substr(colon + 1);
+    if (dims.find('~') == std::string::npos) {
+      shapes[name] = parseAtcList(dims, "--input_shape", true);
+      continue;
+    }
+    std::vector<std::pair<int64_t, int64_t>> r;
+    for (const std::string& d : splitOn(dims, ',')) {
+      size_t t = d.find('~');
+      auto lo = parseAtcList(t == std::string::npos ? d : d.substr(0, t), "--input_shape");
+      auto hi = t == std::string::npos ? lo : parseAtcList(d.substr(t + 1), "--input_shape");
+      r.push_back({lo.at(0), hi.at(0)});
+    }
+    ranges[name] = r;
   }
-  return r;
 }
 
 /// " (did you mean -prepost?)" for an option within two edits of a known one (case-insensitive), else "".
@@ -300,7 +309,7 @@ void addTranslate(CLI::App& app, Action& run) {
       if (check_prepost == "ON") o.save_opt_onnx = true;
       o.onnx = onnx;
       o.input_shapes = parseShapes(shapes);
-      for (auto& [name, shape] : parseAtcShapes(atc_shapes)) o.input_shapes[name] = shape;
+      parseAtcShapes(atc_shapes, o.input_shapes, o.input_shape_ranges);
       o.dynamic_batch_sizes = parseAtcList(dyn_batch, "--dynamic_batch_size");
       for (const std::string& g : splitOn(dyn_image, ';')) {
         auto hw = parseAtcList(g, "--dynamic_image_size");
