@@ -9,7 +9,8 @@ build_pkgs=(cmake ninja-build g++ pkg-config
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev libstb-dev)
 fuzz_pkgs=(clang llvm libclang-rt-14-dev)
-python_pkgs=(python3 python3-numpy python3-onnx)
+python_pkgs=(python3 python3-numpy python3-onnx python3-dev pybind11-dev python3-pytest python3-distributed python3-tqdm
+  python3-pil)  # the Python package (python/), its tests (pytest, Dask) and examples (Pillow)
 torch_pkgs=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)  # exporting test models only
 fashion_pkgs=(dataset-fashion-mnist)  # the accuracy checks' data (models/fashion/train.py)
 

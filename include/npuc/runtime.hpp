@@ -90,6 +90,9 @@ class Runtime {
   /// Copies an input into data_in. Accepts the device element type, or for a float input float32, float16 or
   /// bfloat16 (widened exactly, or rounded to the device type, to nearest even). The shape must match exactly (another shape with the same element count is refused too).
   void setInput(const std::string& name, const Tensor& t);
+  /// The same from raw memory: `data` holds the tensor's elements of `dtype` in `shape`, row-major (copied once,
+  /// into the device memory).
+  void setInput(const std::string& name, DType dtype, const Shape& shape, const void* data);
   /// For inputs that hold a camera frame (RuntimeTensor::image): a JPEG or PNG picture made into that frame — decoded
   /// to RGB, resized to the frame's size (bilinear), converted to its format (YUV: ITU-R BT.601 limited range) and
   /// element type. The result goes to setInput. Throws (kInvalidInput) naming the file for an unreadable picture,

@@ -793,7 +793,9 @@ void Runtime::setDynamicHWSize(int64_t height, int64_t width) {
   fail(ErrorCode::kInvalidArgument, "no gear of height x width {}x{} (the package's gears: {})", height, width, gearList(im.gears, false));
 }
 
-void Runtime::setInput(const std::string& name, const Tensor& t) {
+void Runtime::setInput(const std::string& name, const Tensor& t) { setInput(name, t.dtype(), t.shape(), t.raw()); }
+
+void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape, const void* data) {
   Impl& im = *impl_->cur;
   auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
   if (it == im.inputs.end()) {
@@ -803,19 +805,19 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
   }
   int64_t n = shapeNumel(it->shape);
   // The exact shape: a tensor of another shape (even with the same element count) is a mistake, not a reshape.
-  if (t.shape() != it->shape)
-    fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}{}", name, shapeStr(it->shape), shapeStr(t.shape()),
-         t.numel() == n ? " (the same number of elements, in another shape: reshape it yourself if that is what you mean)" : "");
+  if (shape != it->shape)
+    fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}{}", name, shapeStr(it->shape), shapeStr(shape),
+         shapeNumel(shape) == n ? " (the same number of elements, in another shape: reshape it yourself if that is what you mean)" : "");
   uint8_t* dst = im.at(it->address, static_cast<uint64_t>(n) * dtypeSize(it->dtype), "input " + name);
-  if (t.dtype() == it->dtype || (t.dtype() == DType::kBool && it->dtype == DType::kU8)) {  // bool: a byte, 0 or 1
-    std::memcpy(dst, t.raw(), t.nbytes());
+  if (dtype == it->dtype || (dtype == DType::kBool && it->dtype == DType::kU8)) {  // bool: a byte, 0 or 1
+    std::memcpy(dst, data, static_cast<size_t>(n) * dtypeSize(dtype));
   } else if ((it->dtype == DType::kF16 || it->dtype == DType::kF32) &&
-             (t.dtype() == DType::kF32 || t.dtype() == DType::kF16 || t.dtype() == DType::kBF16)) {
+             (dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16)) {
     // Another float type: widened exactly to float32, then (a float16 device input) rounded to nearest even.
     auto at = [&](int64_t i) {
-      if (t.dtype() == DType::kF32) return t.data<float>()[i];
-      const uint16_t h = static_cast<const uint16_t*>(t.raw())[i];
-      return t.dtype() == DType::kF16 ? halfToFloat(h) : bf16ToFloat(h);
+      if (dtype == DType::kF32) return static_cast<const float*>(data)[i];
+      const uint16_t h = static_cast<const uint16_t*>(data)[i];
+      return dtype == DType::kF16 ? halfToFloat(h) : bf16ToFloat(h);
     };
     if (it->dtype == DType::kF32) {
       float* d = reinterpret_cast<float*>(dst);
@@ -826,7 +828,7 @@ void Runtime::setInput(const std::string& name, const Tensor& t) {
     }
   } else {
     fail(ErrorCode::kInvalidArgument, "input '{}' is {} on the device; got {} (give {}{})", name, dtypeName(it->dtype),
-         dtypeName(t.dtype()), dtypeName(it->dtype),
+         dtypeName(dtype), dtypeName(it->dtype),
          isFloat(it->dtype) ? ", or float32, float16 or bfloat16" : "");
   }
 }

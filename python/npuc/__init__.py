@@ -1,0 +1,179 @@
+"""npuc from Python (docs/python.md).
+
+The runtime and the compiler come from the extension npuc._npuc (pybind11 over npuc's C++ API):
+
+    rt = npuc.Runtime("output/digits")           # a package on the simulated device
+    out = rt.run({"input": x})                   # dict output name -> numpy array (float32; raw=True: device type)
+    res = npuc.translate("digits", "digits.onnx", target="generic")
+    y = npuc.run_model("digits.onnx", {"input": x})   # the reference engine
+
+Built on them, here:
+
+    npuc.inference(pre_results, input_names, package=..., onnx_file=..., data_type="float"|"fixed",
+                   reordering=None, platform=None)   # Kneron's kneron_inference, for npuc packages
+    npuc.evaluate(package, dataset, labels, metric="top1", client=None)   # sharded, on Dask or local processes
+    npuc.compare(onnx, package, inputs)              # per-layer table, package vs reference engine
+
+and the Kneron guide's helpers (binary image <-> numpy, RGBA dumps, boxes drawn on a picture) in npuc.utils.
+Errors raise npuc.Error (a RuntimeError) with npuc's message, and .code ("invalid-argument", "io", ...).
+"""
+import os
+import threading
+
+import numpy as np
+
+from ._npuc import Error, Runtime, TranslateResult, model_io, run_model, translate  # noqa: F401
+from .evaluate import evaluate  # noqa: F401
+
+def _error(message, code="invalid argument"):
+    """An npuc.Error raised from Python, with the same attributes as the C++ ones."""
+    e = Error(message)
+    e.code = code
+    e.message = message
+    return e
+
+
+__all__ = ["Error", "Runtime", "TranslateResult", "translate", "run_model", "model_io", "inference", "evaluate",
+           "compare", "FixedArray"]
+
+
+class FixedArray(np.ndarray):
+    """An integer output of a quantized package: real = (value - zero_point) * scale (int8-affine), or in Kneron's
+    terms value / scale' / 2**radix. Attributes: scale, zero_point (and radix = 0, the affine form has none)."""
+
+    def __new__(cls, values, scale, zero_point):
+        obj = np.asarray(values).view(cls)
+        obj.scale = float(scale)
+        obj.zero_point = int(zero_point)
+        obj.radix = 0
+        return obj
+
+    def __array_finalize__(self, obj):
+        if obj is None:
+            return
+        self.scale = getattr(obj, "scale", 0.0)
+        self.zero_point = getattr(obj, "zero_point", 0)
+        self.radix = getattr(obj, "radix", 0)
+
+    def to_float(self):
+        """The real values, as float32."""
+        return ((np.asarray(self, dtype=np.float64) - self.zero_point) * self.scale).astype(np.float32)
+
+
+_runtimes = threading.local()  # per thread: package path -> Runtime (inference() loads each package once)
+
+
+def _runtime(package):
+    cache = getattr(_runtimes, "cache", None)
+    if cache is None:
+        cache = _runtimes.cache = {}
+    key = os.path.abspath(os.fspath(package))
+    rt = cache.get(key)
+    if rt is None or rt.closed:
+        rt = cache[key] = Runtime(key)
+    return rt
+
+
+def inference(pre_results, input_names, package=None, onnx_file=None, data_type="float", reordering=None, platform=None,
+              nef_file=None, bie_file=None, model_id=None):
+    """Kneron's kneron_inference for npuc: runs `pre_results` (numpy arrays in ONNX shape, one per name of
+    `input_names`) through `package` (an npuc package folder, on the simulated device) or `onnx_file` (the float
+    model, on the reference engine) and returns the outputs as numpy arrays in ONNX shape, in the model's order or
+    in `reordering`'s (a list of output names).
+
+    data_type "float" gives float32 values; "fixed" (packages only) gives each output's integer values as the device
+    holds them, as a FixedArray carrying its scale and zero point — for outputs stored as int8 codes (int8-affine
+    packages); a float output refuses it, naming the output. platform (520/720 for Kneron) selects nothing here: the
+    package fixes the device; it is accepted for compatibility. nef_file / bie_file / model_id are Kneron's file
+    kinds and are refused with a pointer to `package`.
+    """
+    if nef_file or bie_file or model_id is not None:
+        raise _error("npuc.inference runs npuc packages (package=...) or ONNX models (onnx_file=...); Kneron's nef / bie "
+                    "files and model ids are not npuc's")
+    if (package is None) == (onnx_file is None):
+        raise _error("npuc.inference: give exactly one of package=... (the simulated device) or onnx_file=... (the float "
+                    "model)")
+    if data_type not in ("float", "fixed"):
+        raise _error("npuc.inference: data_type must be 'float' or 'fixed', got %r" % (data_type,))
+    pre_results = list(pre_results)
+    input_names = list(input_names)
+    if len(pre_results) != len(input_names):
+        raise _error("npuc.inference: %d arrays for %d input names" % (len(pre_results), len(input_names)))
+    feed = {name: np.ascontiguousarray(x) for name, x in zip(input_names, pre_results)}
+    if onnx_file is not None:
+        if data_type == "fixed":
+            raise _error("npuc.inference: data_type 'fixed' needs a package (the float model has no fixed-point outputs)")
+        outs = run_model(onnx_file, feed)
+        order = [o["name"] for o in model_io(onnx_file)[1]]
+    else:
+        rt = _runtime(package)
+        for name, x in feed.items():
+            rt.set_input(name, x if x.dtype != np.float64 else x.astype(np.float32))
+        outs = rt.run(raw=data_type == "fixed")
+        order = [o["name"] for o in rt.outputs]
+        if data_type == "fixed":
+            quant = {l["output"]["name"]: l for l in rt.layers if "scale" in l}
+            fixed = {}
+            for name in order:
+                if name not in quant:
+                    raise _error("npuc.inference: output '%s' of %s is stored as %s, not as fixed-point codes: "
+                                "data_type 'fixed' needs an int8 package whose output is quantized"
+                                % (name, package, outs[name].dtype))
+                fixed[name] = FixedArray(outs[name], quant[name]["scale"], quant[name]["zero_point"])
+            outs = fixed
+    names = order if reordering is None else list(reordering)
+    missing = [n for n in names if n not in outs]
+    if missing:
+        raise _error("npuc.inference: reordering names %s, not outputs of the model (its outputs: %s)"
+                    % (", ".join(missing), ", ".join(order)))
+    return [outs[n] for n in names]
+
+
+def compare(onnx_file, package, inputs, threads=1):
+    """The package on the simulated device against the model on the reference engine, layer by layer (as `npuc
+    compare`): a list of dicts (seq, layer, kind, value, shape, matched, max_abs_err, cosine, snr_db), in program
+    order. Layers match by the value they write; an int8 layer by the float tensor its codes stand for."""
+    rt = Runtime(package, threads=threads)
+    layer_out = {}
+
+    def keep(layer, y):
+        layer_out[layer["seq"]] = (layer, y)
+
+    rt.run(inputs, callback=keep)
+    wanted = []
+    for layer, _ in layer_out.values():
+        wanted.append(layer.get("float_value") or layer["output"]["name"])
+    io_inputs = {i["name"] for i in model_io(onnx_file)[0]}
+    capture = sorted(set(w for w in wanted if w not in io_inputs))
+    ref = {}
+    # Values the model does not compute (npuc's own layers) are left unmatched.
+    model_values = set()
+    try:
+        ref = run_model(onnx_file, inputs, capture=capture, threads=threads)
+    except Error:
+        for name in capture:
+            try:
+                ref.update(run_model(onnx_file, inputs, capture=[name], threads=threads))
+            except Error:
+                pass
+    model_values = set(ref)
+    rows = []
+    for seq in sorted(layer_out):
+        layer, y = layer_out[seq]
+        value = layer.get("float_value") or layer["output"]["name"]
+        row = {"seq": seq, "layer": layer["name"], "kind": layer["kind"], "value": value, "shape": tuple(y.shape),
+               "matched": value in model_values}
+        if row["matched"]:
+            got = y.astype(np.float64)
+            if "scale" in layer:
+                got = (got - layer["zero_point"]) * layer["scale"]
+            want = np.asarray(ref[value], dtype=np.float64).reshape(got.shape)
+            d = got - want
+            sig, noise = float(np.sum(want * want)), float(np.sum(d * d))
+            na, nb = float(np.sqrt(np.sum(got * got))), float(np.sqrt(sig))
+            row["max_abs_err"] = float(np.max(np.abs(d))) if d.size else 0.0
+            row["cosine"] = 1.0 if na == 0 and nb == 0 else (0.0 if na == 0 or nb == 0 else float(np.sum(got * want) / (na * nb)))
+            row["snr_db"] = float("inf") if noise == 0 else (10 * np.log10(sig / noise) if sig > 0 else float("-inf"))
+        rows.append(row)
+    rt.close()
+    return rows

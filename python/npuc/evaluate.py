@@ -1,0 +1,164 @@
+"""npuc.evaluate: a package over a labelled data set, in shards, on a Dask cluster or on local processes.
+
+Each worker loads the package once (a module-level cache in the worker process) and runs its shards sample batch by
+sample batch; every sample's result depends on that sample only, so the predictions — and the metrics — are the
+same bit for bit whatever the number of workers or shards.
+"""
+import concurrent.futures
+import math
+import multiprocessing
+import os
+import sys
+
+import numpy as np
+
+_worker_runtimes = {}  # in a worker process: package path -> Runtime
+
+
+def _worker_runtime(package, threads):
+    from . import Runtime
+    key = (package, threads)
+    rt = _worker_runtimes.get(key)
+    if rt is None or rt.closed:
+        rt = _worker_runtimes[key] = Runtime(package, threads=threads)
+    return rt
+
+
+def _batch_of(rt, names):
+    """The package's batch: the first dimension its inputs share."""
+    shapes = {i["name"]: i["shape"] for i in rt.inputs}
+    batches = {shapes[n][0] if shapes[n] else 1 for n in names}
+    if len(batches) != 1:
+        raise ValueError("the package's inputs %s have different batch sizes %s" % (names, sorted(batches)))
+    return batches.pop()
+
+
+def run_shard(package, shard, output, topk, threads=1):
+    """Runs `shard` (dict input name -> array of n samples stacked on axis 0) through the package: the top-`topk`
+    class indices of each sample's `output` ([n, topk] int64, best first; ties to the lower index)."""
+    from . import _error
+    rt = _worker_runtime(package, threads)
+    names = list(shard)
+    batch = _batch_of(rt, names)
+    shapes = {i["name"]: tuple(i["shape"]) for i in rt.inputs}
+    dtypes = {i["name"]: i["dtype"] for i in rt.inputs}
+    n = len(next(iter(shard.values())))
+    out = np.empty((n, topk), dtype=np.int64)
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        for name in names:
+            x = np.asarray(shard[name][start:stop])
+            if stop - start < batch:  # the last, short batch: padded with its last sample, the extra results dropped
+                x = np.concatenate([x, np.repeat(x[-1:], batch - (stop - start), axis=0)])
+            x = x.reshape(shapes[name])
+            if x.dtype == np.float64:
+                x = x.astype(np.float32)
+            elif x.dtype != dtypes[name] and not (x.dtype == np.float32 and dtypes[name] == np.float16):
+                x = x.astype(dtypes[name])
+            rt.set_input(name, np.ascontiguousarray(x))
+        y = rt.run()
+        if output not in y:
+            raise _error("evaluate: the package has no output '%s' (its outputs: %s)" % (output, ", ".join(y)))
+        scores = y[output].reshape(batch, -1)[: stop - start]
+        # Stable: equal scores keep the lower class index first.
+        out[start:stop] = np.argsort(-scores, axis=1, kind="stable")[:, :topk]
+    return out
+
+
+def _shards(dataset, names, shard_size):
+    """(start, dict of arrays) per shard of a dict of stacked arrays, or of an iterable of such dicts."""
+    if isinstance(dataset, dict):
+        chunks = [dataset]
+    else:
+        chunks = dataset
+    start = 0
+    for chunk in chunks:
+        arrays = {n: np.asarray(chunk[n]) for n in names}
+        lengths = {len(a) for a in arrays.values()}
+        if len(lengths) != 1:
+            raise ValueError("evaluate: the inputs of a chunk hold different numbers of samples %s" % sorted(lengths))
+        n = lengths.pop()
+        for s in range(0, n, shard_size):
+            yield start + s, {k: np.ascontiguousarray(a[s:s + shard_size]) for k, a in arrays.items()}
+        start += n
+
+
+def evaluate(package, dataset, labels, metric="top1", client=None, workers=None, shard_size=None, output=None,
+             threads=1, progress=None):
+    """Runs `package` over `dataset` and scores the predictions against `labels`.
+
+    dataset: a dict input name -> numpy array of samples stacked along the first axis (each sample the input's shape
+    without its batch dimension, or with it), or an iterable of such dicts (chunks of a larger set). labels: the
+    class index per sample. metric: "top1", "top5", or a list of them. client: a dask.distributed Client — the shards
+    run on its workers (each loads the package once); without one, `workers` local processes (default: the CPU
+    count; 1 runs in this process). output: the output holding the class scores (default: the first).
+
+    Returns {"top1": accuracy, ... each metric asked, "predictions": top-1 class per sample (int64), "samples": n}.
+    The result is the same bit for bit for any number of workers and any shard size.
+    """
+    from . import Runtime, _error
+    package = os.path.abspath(os.fspath(package))
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    ks = []
+    for m in metrics:
+        if not (m.startswith("top") and m[3:].isdigit() and int(m[3:]) >= 1):
+            raise _error("evaluate: unknown metric %r (top1, top5, topK)" % (m,))
+        ks.append(int(m[3:]))
+    topk = max(ks)
+    probe = Runtime(package)
+    names = [i["name"] for i in probe.inputs]
+    if output is None:
+        output = probe.outputs[0]["name"]
+    elif output not in [o["name"] for o in probe.outputs]:
+        raise _error("evaluate: the package has no output '%s' (its outputs: %s)" % (output, ", ".join(o["name"] for o in probe.outputs)))
+    probe.close()
+    if isinstance(dataset, dict):
+        missing = [n for n in names if n not in dataset]
+        if missing:
+            raise _error("evaluate: the data set has no %s (the package's inputs: %s)" % (", ".join(missing), ", ".join(names)))
+        total = len(np.asarray(dataset[names[0]]))
+    else:
+        total = None
+    labels = np.asarray(labels).reshape(-1).astype(np.int64)
+    if workers is None:
+        workers = len(client.scheduler_info()["workers"]) if client is not None else (os.cpu_count() or 1)
+    if shard_size is None:
+        shard_size = max(1, math.ceil((total or len(labels)) / (4 * max(1, workers))))
+    shards = list(_shards(dataset, names, shard_size))
+    n = sum(len(next(iter(s.values()))) for _, s in shards)
+    if n != len(labels):
+        raise _error("evaluate: %d samples and %d labels" % (n, len(labels)))
+    if progress is None:
+        progress = n >= 2000 and sys.stderr.isatty()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=n, unit="sample", desc="npuc.evaluate")
+    results = {}
+
+    def done(start, r):
+        results[start] = r
+        if bar is not None:
+            bar.update(len(r))
+
+    if client is not None:
+        futures = {client.submit(run_shard, package, s, output, topk, threads, pure=False): start for start, s in shards}
+        from distributed import as_completed
+        for f in as_completed(list(futures)):
+            done(futures[f], f.result())
+    elif workers <= 1:
+        for start, s in shards:
+            done(start, run_shard(package, s, output, topk, threads))
+    else:
+        ctx = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {pool.submit(run_shard, package, s, output, topk, threads): start for start, s in shards}
+            for f in concurrent.futures.as_completed(futures):
+                done(futures[f], f.result())
+    if bar is not None:
+        bar.close()
+    top = np.concatenate([results[start] for start in sorted(results)])
+    res = {"samples": n, "predictions": top[:, 0].copy()}
+    for m, k in zip(metrics, ks):
+        res[m] = float(np.mean(np.any(top[:, :k] == labels[:, None], axis=1)))
+    return res

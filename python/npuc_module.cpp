@@ -1,0 +1,453 @@
+// The Python extension `npuc._npuc` (pybind11) over npuc's public C++ API: the runtime (include/npuc/runtime.hpp)
+// and the compiler (include/npuc/model.hpp). numpy arrays come in without a copy (C-contiguous arrays are read in
+// place; the runtime copies them once, into device memory) and go out without one (an array over the tensor the
+// runtime returns). Long calls release the GIL, so several runtimes run concurrently from Python threads. Errors
+// raise npuc.Error (a RuntimeError) carrying npuc's message and its code ("invalid-argument", …).
+// The Python half of the package (python/npuc/__init__.py) builds Kneron-style inference, evaluation and helpers
+// on these.
+#include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+
+namespace py = pybind11;
+using namespace npuc;
+
+namespace {
+
+py::object g_error;  // npuc.Error
+
+[[noreturn]] void raise(ErrorCode code, const std::string& msg) { throw Error(code, msg); }
+
+/// numpy's dtype for an npuc element type (bfloat16 has none: it comes out as uint16 bits).
+py::dtype numpyDtype(DType t) {
+  switch (t) {
+    case DType::kF32: return py::dtype("float32");
+    case DType::kF16: return py::dtype("float16");
+    case DType::kBF16: return py::dtype("uint16");
+    case DType::kF64: return py::dtype("float64");
+    case DType::kI8: return py::dtype("int8");
+    case DType::kU8: return py::dtype("uint8");
+    case DType::kI16: return py::dtype("int16");
+    case DType::kU16: return py::dtype("uint16");
+    case DType::kI32: return py::dtype("int32");
+    case DType::kU32: return py::dtype("uint32");
+    case DType::kI64: return py::dtype("int64");
+    case DType::kU64: return py::dtype("uint64");
+    case DType::kBool: return py::dtype("bool");
+    default: break;
+  }
+  raise(ErrorCode::kUnsupported, std::string("no numpy type for ") + std::string(dtypeName(t)));
+}
+
+DType npucDtype(const py::dtype& d, const std::string& what) {
+  const char k = d.kind();
+  const auto n = d.itemsize();
+  if (k == 'f' && n == 4) return DType::kF32;
+  if (k == 'f' && n == 2) return DType::kF16;
+  if (k == 'f' && n == 8) return DType::kF64;
+  if (k == 'i' && n == 1) return DType::kI8;
+  if (k == 'u' && n == 1) return DType::kU8;
+  if (k == 'i' && n == 2) return DType::kI16;
+  if (k == 'u' && n == 2) return DType::kU16;
+  if (k == 'i' && n == 4) return DType::kI32;
+  if (k == 'u' && n == 4) return DType::kU32;
+  if (k == 'i' && n == 8) return DType::kI64;
+  if (k == 'u' && n == 8) return DType::kU64;
+  if (k == 'b') return DType::kBool;
+  raise(ErrorCode::kInvalidArgument, what + ": numpy type " + py::cast<std::string>(d.attr("name")) + " has no npuc element type");
+}
+
+/// A numpy array as (type, shape, data) read in place; it must be a C-contiguous numpy array in native byte order.
+struct ArrayView {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  const void* data = nullptr;
+  py::array keep;  // holds the array while the view is used
+};
+
+ArrayView viewOf(const py::handle& obj, const std::string& what) {
+  if (!py::isinstance<py::array>(obj))
+    raise(ErrorCode::kInvalidArgument, what + ": expected a numpy array, got " + std::string(py::str(obj.get_type().attr("__name__"))));
+  py::array a = py::reinterpret_borrow<py::array>(obj);
+  if (!(a.flags() & py::array::c_style))
+    raise(ErrorCode::kInvalidArgument, what + ": the array is not C-contiguous (a slice or a transpose): pass "
+                                              "numpy.ascontiguousarray(x)");
+  const char order = a.dtype().byteorder();
+  if (order == '>') raise(ErrorCode::kInvalidArgument, what + ": the array is big-endian: pass x.astype(x.dtype.newbyteorder('='))");
+  ArrayView v;
+  v.dtype = npucDtype(a.dtype(), what);
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) v.shape.push_back(static_cast<int64_t>(a.shape(i)));
+  v.data = a.data();
+  v.keep = a;
+  return v;
+}
+
+Tensor tensorOf(const py::handle& obj, const std::string& what) {
+  ArrayView v = viewOf(obj, what);
+  Tensor t(v.dtype, v.shape);
+  if (t.nbytes()) std::memcpy(t.raw(), v.data, t.nbytes());
+  return t;
+}
+
+/// A numpy array over a tensor's bytes (the tensor kept alive by the array).
+py::array arrayOf(Tensor t) {
+  auto* keep = new Tensor(std::move(t));
+  py::capsule owner(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  std::vector<py::ssize_t> shape(keep->shape().begin(), keep->shape().end());
+  return py::array(numpyDtype(keep->dtype()), shape, keep->raw(), owner);
+}
+
+py::dict tensorInfo(const RuntimeTensor& t) {
+  py::dict d;
+  d["name"] = t.name;
+  d["dtype"] = numpyDtype(t.dtype);
+  d["shape"] = py::tuple(py::cast(t.shape));
+  d["address"] = t.address;
+  if (!t.image.format.empty())
+    d["image"] = py::dict(py::arg("format") = t.image.format, py::arg("height") = t.image.height, py::arg("width") = t.image.width,
+                          py::arg("chw") = t.image.chw);
+  if (!t.aipp_for.empty()) d["aipp_for"] = t.aipp_for;
+  return d;
+}
+
+py::dict layerInfo(const RuntimeLayer& l) {
+  py::dict d;
+  d["seq"] = l.seq;
+  d["engine"] = l.engine;
+  d["index"] = l.index;
+  d["kind"] = l.kind;
+  d["name"] = l.name;
+  d["opexp"] = l.opexp;
+  d["onnx_nodes"] = l.onnx_nodes;
+  d["output"] = tensorInfo(l.output);
+  if (l.scale > 0) {
+    d["scale"] = l.scale;
+    d["zero_point"] = l.zero_point;
+    d["float_value"] = l.float_value;
+  }
+  return d;
+}
+
+/// npuc::Runtime for Python: closable, refusing a second thread while a call runs (the GIL is released in run).
+class PyRuntime {
+ public:
+  PyRuntime(const std::filesystem::path& package, int threads, bool exact) {
+    RuntimeOptions o;
+    o.threads = threads;
+    o.exact = exact;
+    py::gil_scoped_release nogil;
+    rt_ = std::make_unique<Runtime>(package, o);
+    path_ = package.string();
+  }
+
+  Runtime& rt() {
+    if (!rt_) raise(ErrorCode::kInvalidArgument, "the runtime is closed");
+    return *rt_;
+  }
+
+  struct Busy {
+    explicit Busy(PyRuntime& r) : r_(r) {
+      if (r_.busy_.exchange(true)) raise(ErrorCode::kInvalidArgument, "the runtime is in use by another thread (one Runtime per thread)");
+    }
+    ~Busy() { r_.busy_ = false; }
+    PyRuntime& r_;
+  };
+
+  void setInput(const std::string& name, const py::handle& array) {
+    Busy b(*this);
+    ArrayView v = viewOf(array, "input '" + name + "'");
+    Runtime& r = rt();
+    py::gil_scoped_release nogil;  // (the view keeps the array alive; the copy needs no Python)
+    r.setInput(name, v.dtype, v.shape, v.data);
+  }
+
+  void setInputs(const py::handle& inputs) {
+    if (inputs.is_none()) return;
+    if (py::isinstance<py::dict>(inputs)) {
+      for (auto item : py::reinterpret_borrow<py::dict>(inputs)) setInput(py::cast<std::string>(item.first), item.second);
+      return;
+    }
+    if (py::isinstance<py::array>(inputs)) {
+      if (rt().inputs().size() != 1)
+        raise(ErrorCode::kInvalidArgument, "the package has " + std::to_string(rt().inputs().size()) + " inputs: pass a dict name -> array");
+      setInput(rt().inputs()[0].name, inputs);
+      return;
+    }
+    if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
+      py::sequence seq = py::reinterpret_borrow<py::sequence>(inputs);
+      if (seq.size() != rt().inputs().size())
+        raise(ErrorCode::kInvalidArgument, "the package has " + std::to_string(rt().inputs().size()) + " inputs, got " + std::to_string(seq.size()));
+      for (size_t i = 0; i < seq.size(); ++i) setInput(rt().inputs()[i].name, seq[i]);
+      return;
+    }
+    raise(ErrorCode::kInvalidArgument, "inputs: a dict name -> array, a list of arrays in input order, or one array");
+  }
+
+  py::dict run(const py::handle& inputs, const py::object& callback, bool raw) {
+    setInputs(inputs);
+    {
+      Busy b(*this);
+      Runtime& r = rt();
+      if (callback.is_none()) {
+        py::gil_scoped_release nogil;
+        r.run();
+      } else {
+        // The callback runs Python: the GIL is held for the whole run.
+        r.run([&](const RuntimeLayer& l, const Tensor& y) { callback(layerInfo(l), arrayOf(y.clone())); });
+      }
+    }
+    std::vector<std::pair<std::string, Tensor>> outs;
+    {
+      Runtime& r = rt();
+      py::gil_scoped_release nogil;
+      for (auto& o : r.outputs()) outs.emplace_back(o.name, raw ? r.output(o.name) : r.outputFloat(o.name));
+    }
+    py::dict out;
+    for (auto& [name, t] : outs) out[py::str(name)] = arrayOf(std::move(t));
+    return out;
+  }
+
+  py::array output(const std::string& name, bool raw) {
+    Runtime& r = rt();
+    Tensor t;
+    {
+      py::gil_scoped_release nogil;
+      t = raw ? r.output(name) : r.outputFloat(name);
+    }
+    return arrayOf(std::move(t));
+  }
+
+  void setDynamicAipp(const std::string& name, const py::handle& params) {
+    Busy b(*this);
+    std::vector<uint8_t> block;
+    if (py::isinstance<py::bytes>(params) || py::isinstance<py::bytearray>(params)) {
+      std::string s = py::cast<std::string>(params);
+      block.assign(s.begin(), s.end());
+    } else {
+      ArrayView v = viewOf(params, "AIPP parameters of '" + name + "'");
+      if (v.dtype != DType::kU8) raise(ErrorCode::kInvalidArgument, "AIPP parameters of '" + name + "': bytes or a uint8 array");
+      block.assign(static_cast<const uint8_t*>(v.data), static_cast<const uint8_t*>(v.data) + shapeNumel(v.shape));
+    }
+    rt().setDynamicAipp(name, block);
+  }
+
+  void close() {
+    Busy b(*this);
+    rt_.reset();
+  }
+  bool closed() const { return !rt_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::unique_ptr<Runtime> rt_;
+  std::string path_;
+  std::atomic<bool> busy_{false};
+};
+
+std::map<std::string, Tensor> tensorsByName(const py::handle& inputs, const std::vector<TensorInfo>& names, const std::string& what) {
+  std::map<std::string, Tensor> r;
+  if (py::isinstance<py::dict>(inputs)) {
+    for (auto item : py::reinterpret_borrow<py::dict>(inputs)) {
+      std::string n = py::cast<std::string>(item.first);
+      r[n] = tensorOf(item.second, what + " '" + n + "'");
+    }
+  } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(inputs);
+    if (seq.size() != names.size())
+      raise(ErrorCode::kInvalidArgument, what + ": the model has " + std::to_string(names.size()) + " inputs, got " + std::to_string(seq.size()));
+    for (size_t i = 0; i < seq.size(); ++i) r[names[i].name] = tensorOf(seq[i], what + " '" + names[i].name + "'");
+  } else if (py::isinstance<py::array>(inputs) && names.size() == 1) {
+    r[names[0].name] = tensorOf(inputs, what + " '" + names[0].name + "'");
+  } else {
+    raise(ErrorCode::kInvalidArgument, what + ": a dict name -> array, or a list of arrays in input order");
+  }
+  return r;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_npuc, m) {
+  m.doc() = "npuc's C++ API for Python (use the npuc package, which builds on this module)";
+  g_error = py::exception<Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      py::object exc = g_error(e.what());
+      exc.attr("code") = errorCodeName(e.code());
+      exc.attr("message") = e.message();
+      PyErr_SetObject(g_error.ptr(), exc.ptr());
+    }
+  });
+
+  py::class_<PyRuntime>(m, "Runtime", "A package on the simulated device (npuc::Runtime)")
+      .def(py::init<const std::filesystem::path&, int, bool>(), py::arg("package"), py::arg("threads") = 1, py::arg("exact") = false)
+      .def_property_readonly("path", &PyRuntime::path)
+      .def_property_readonly("closed", &PyRuntime::closed)
+      .def_property_readonly("target", [](PyRuntime& r) { return r.rt().target(); })
+      .def_property_readonly("numerics", [](PyRuntime& r) { return r.rt().numerics(); })
+      .def_property_readonly("content_hash", [](PyRuntime& r) { return r.rt().contentHash(); })
+      .def_property_readonly("inputs", [](PyRuntime& r) {
+        py::list l;
+        for (auto& t : r.rt().inputs()) l.append(tensorInfo(t));
+        return l;
+      })
+      .def_property_readonly("outputs", [](PyRuntime& r) {
+        py::list l;
+        for (auto& t : r.rt().outputs()) l.append(tensorInfo(t));
+        return l;
+      })
+      .def_property_readonly("layers", [](PyRuntime& r) {
+        py::list l;
+        for (auto& x : r.rt().layers()) l.append(layerInfo(x));
+        return l;
+      })
+      .def_property_readonly("gears", [](PyRuntime& r) {
+        py::list l;
+        for (auto& g : r.rt().gears())
+          l.append(r.rt().gearKind() == "batch" ? py::dict(py::arg("batch") = g.batch)
+                                                : py::dict(py::arg("height") = g.height, py::arg("width") = g.width));
+        return l;
+      })
+      .def_property_readonly("gear_kind", [](PyRuntime& r) { return r.rt().gearKind(); })
+      .def("set_input", &PyRuntime::setInput, py::arg("name"), py::arg("array"))
+      .def("set_dynamic_aipp", &PyRuntime::setDynamicAipp, py::arg("name"), py::arg("params"))
+      .def("set_dynamic_batch_size", [](PyRuntime& r, int64_t n) { r.rt().setDynamicBatchSize(n); }, py::arg("batch"))
+      .def("set_dynamic_hw_size", [](PyRuntime& r, int64_t h, int64_t w) { r.rt().setDynamicHWSize(h, w); }, py::arg("height"),
+           py::arg("width"))
+      .def("run", &PyRuntime::run, py::arg("inputs") = py::none(), py::arg("callback") = py::none(), py::arg("raw") = false)
+      .def("output", &PyRuntime::output, py::arg("name"), py::arg("raw") = false)
+      .def("close", &PyRuntime::close);
+
+  py::class_<TranslateResult>(m, "TranslateResult", "What npuc.translate wrote (npuc::TranslateResult)")
+      .def_readonly("ok", &TranslateResult::ok)
+      .def_readonly("dir", &TranslateResult::dir)
+      .def_readonly("files", &TranslateResult::files)
+      .def_readonly("estimated_us", &TranslateResult::estimated_us)
+      .def_readonly("activation_bytes", &TranslateResult::activation_bytes)
+      .def_readonly("content_hash", &TranslateResult::content_hash)
+      .def_readonly("warnings", &TranslateResult::warnings)
+      .def_readonly("calibration_samples", &TranslateResult::calibration_samples)
+      .def_readonly("quantized", &TranslateResult::quantized)
+      .def_property_readonly("errors", [](const TranslateResult& r) {
+        py::list l;
+        for (auto& e : r.errors)
+          l.append(py::dict(py::arg("node_idx") = e.index, py::arg("name") = e.node, py::arg("op_type") = e.op, py::arg("rule_id") = e.rule_id,
+                            py::arg("rule") = e.rule, py::arg("actual") = e.actual, py::arg("fix") = e.fix));
+        return l;
+      })
+      .def("__repr__", [](const TranslateResult& r) {
+        return std::string("<npuc.TranslateResult ") + (r.ok ? "ok " : "unsupported nodes ") + r.dir.string() + ">";
+      });
+
+  m.def(
+      "translate",
+      [](const std::string& prefix, const std::filesystem::path& onnx, const std::string& target, const std::filesystem::path& out,
+         const std::optional<std::filesystem::path>& prepost, const std::optional<std::filesystem::path>& addr,
+         const std::optional<std::filesystem::path>& aipp, const py::object& calib, const std::string& calib_method,
+         const std::map<std::string, Shape>& input_shapes, bool relu6_to_relu, bool save_opt_onnx, bool save_qdq_onnx,
+         bool reuse_memory, int threads, const std::vector<int64_t>& dynamic_batch_size,
+         const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size) {
+        TranslateOptions o;
+        o.prefix = prefix;
+        o.onnx = onnx;
+        o.target = target;
+        o.out_root = out;
+        if (prepost) o.prepost = *prepost;
+        if (addr) o.addr_map = *addr;
+        if (aipp) o.aipp = *aipp;
+        o.calib_method = calib_method;
+        o.input_shapes = input_shapes;
+        o.relu6_to_relu = relu6_to_relu;
+        o.save_opt_onnx = save_opt_onnx;
+        o.save_qdq_onnx = save_qdq_onnx;
+        o.reuse_memory = reuse_memory;
+        o.threads = threads;
+        o.dynamic_batch_sizes = dynamic_batch_size;
+        o.dynamic_image_sizes = dynamic_image_size;
+        if (!calib.is_none()) {
+          if (!py::isinstance<py::dict>(calib)) raise(ErrorCode::kInvalidArgument, "calib: a dict input name -> array (or list of arrays)");
+          for (auto item : py::reinterpret_borrow<py::dict>(calib)) {
+            std::string n = py::cast<std::string>(item.first);
+            if (py::isinstance<py::list>(item.second) || py::isinstance<py::tuple>(item.second)) {
+              for (auto x : py::reinterpret_borrow<py::sequence>(item.second)) o.calibration[n].push_back(tensorOf(x, "calib '" + n + "'"));
+            } else {
+              o.calibration[n].push_back(tensorOf(item.second, "calib '" + n + "'"));
+            }
+          }
+        }
+        py::gil_scoped_release nogil;
+        return translate(o);
+      },
+      py::arg("prefix"), py::arg("onnx"), py::arg("target") = "drpai", py::arg("out") = "output", py::arg("prepost") = py::none(),
+      py::arg("addr") = py::none(), py::arg("aipp") = py::none(), py::arg("calib") = py::none(), py::arg("calib_method") = "minmax",
+      py::arg("input_shapes") = std::map<std::string, Shape>{}, py::arg("relu6_to_relu") = false, py::arg("save_opt_onnx") = false,
+      py::arg("save_qdq_onnx") = false, py::arg("reuse_memory") = false, py::arg("threads") = 0,
+      py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
+      "Translates a model for a target (npuc::translate): the package and its reports under out/prefix");
+
+  m.def(
+      "model_io",
+      [](const std::filesystem::path& onnx) {
+        Model mdl = Model::load(onnx);
+        auto info = [](const std::vector<TensorInfo>& v) {
+          py::list l;
+          for (auto& t : v) l.append(py::dict(py::arg("name") = t.name, py::arg("dtype") = numpyDtype(t.dtype), py::arg("shape") = py::tuple(py::cast(t.shape))));
+          return l;
+        };
+        return py::make_tuple(info(mdl.inputs()), info(mdl.outputs()));
+      },
+      py::arg("onnx"), "The model's inputs and outputs: (list of {name, dtype, shape}, same for outputs)");
+
+  m.def(
+      "run_model",
+      [](const std::filesystem::path& onnx, const py::handle& inputs, const std::vector<std::string>& capture, int threads,
+         const std::optional<std::filesystem::path>& prepost) {
+        std::map<std::string, Tensor> feed;
+        LoadOptions lo;
+        {
+          Model probe = Model::load(onnx, [] {
+            LoadOptions l;
+            l.require_static_inputs = false;
+            return l;
+          }());
+          feed = tensorsByName(inputs, probe.inputs(), "run_model input");
+        }
+        if (!prepost)
+          for (auto& [n, t] : feed) lo.input_shapes[n] = t.shape();
+        std::map<std::string, Tensor> got;
+        std::vector<std::string> outs;
+        {
+          py::gil_scoped_release nogil;
+          Model mdl = Model::load(onnx, lo);
+          if (prepost) mdl = mdl.withPrePost(*prepost, {});
+          for (auto& t : mdl.outputs()) outs.push_back(t.name);
+          Session s(mdl, threads);
+          std::set<std::string> want(capture.begin(), capture.end());
+          want.insert(outs.begin(), outs.end());
+          s.run(feed, [&](const std::string& v, const Tensor& t) {
+            if (want.count(v)) got[v] = t.clone();
+          });
+        }
+        py::dict r;
+        for (auto& n : outs)
+          if (got.count(n)) r[py::str(n)] = arrayOf(got[n]);
+        for (auto& n : capture) {
+          if (!got.count(n)) raise(ErrorCode::kInvalidArgument, "run_model: capture names '" + n + "', which is not a value the model computes");
+          r[py::str(n)] = arrayOf(got[n]);
+        }
+        return r;
+      },
+      py::arg("onnx"), py::arg("inputs"), py::arg("capture") = std::vector<std::string>{}, py::arg("threads") = 1,
+      py::arg("prepost") = py::none(),
+      "Runs a model on the reference engine: a dict of its outputs (and of the `capture` values) as numpy arrays");
+}
