@@ -63,6 +63,27 @@ else
   bad "run_package_cpp was not built"
 fi
 
+# The Python package: installed where Debian's python3 looks for a prefix (PREFIX/lib/python3.X/dist-packages;
+# /usr/lib/python3/dist-packages for /usr), importable from there with no build tree, running the package.
+pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pydir=$prefix/lib/python$pyver/dist-packages
+if ls "$pydir"/npuc/_npuc*.so >/dev/null 2>&1; then
+  if (cd "$tmp" && PYTHONPATH=$pydir /usr/bin/python3 -c "
+import numpy as np, npuc, sys
+assert npuc.__file__.startswith('$pydir'), npuc.__file__
+y = npuc.Runtime('$pkg').run(np.full((1, 1, 8, 8), 0.25, np.float32))['logits']
+print('python logits', y.shape)" >"$tmp/py.log" 2>&1); then
+    ok "the installed Python package imports from $pydir and runs the package"
+  else
+    bad "installed Python package: $(cat "$tmp/py.log")"
+  fi
+  /usr/bin/python3 -c "import sys; sys.exit(0 if '/usr/local/lib/python$pyver/dist-packages' in sys.path else 1)" &&
+    ok "Debian's python3 reads /usr/local/lib/python$pyver/dist-packages (the default prefix's place)" ||
+    bad "/usr/local/lib/python$pyver/dist-packages is not on Debian's python3 path"
+else
+  echo "note: the Python package was not built (no pybind11-dev / python3-dev): not checked"
+fi
+
 # Failure: not a package -> status 1 and the last error.
 "$tmp/example/run_package" "$tmp" >"$tmp/fail.out" 2>"$tmp/fail.err"
 rc=$?
