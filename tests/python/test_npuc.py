@@ -190,3 +190,36 @@ def test_the_helpers(tmp_path):
     drawn = utils.draw_boxes(canvas, [(10, 5, 20, 15, 0.9, 1)], tmp_path / "boxes.png")
     assert drawn.shape == (40, 60, 3) and drawn[5, 10:30].any() and not drawn[30:, 40:].any()
     assert (tmp_path / "boxes.png").stat().st_size > 0
+
+
+def test_compare_gives_the_per_layer_table(packages):
+    rows = npuc.compare(DIGITS, packages["drpai"], {"input": X[:1]})
+    rt = npuc.Runtime(packages["drpai"])
+    assert [r["seq"] for r in rows] == list(range(len(rt.layers)))
+    matched = [r for r in rows if r["matched"]]
+    assert matched and all(r["cosine"] > 0.999 for r in matched)
+    assert rows[-1]["value"] == "logits" and rows[-1]["matched"]
+    exact = npuc.compare(DIGITS, packages["generic"], {"input": X[:1]})
+    assert exact[-1]["max_abs_err"] < 1e-4
+
+
+def test_dynamic_aipp_from_python(tmp_path):
+    cfg = tmp_path / "dyn.cfg"
+    cfg.write_text("aipp_op {\n aipp_mode: dynamic\n max_src_image_size: 3072\n}\n")
+    r = npuc.translate("aipp", os.path.join(SRC, "tests", "data", "aipp", "aipp_net.onnx"), target="generic", out=str(tmp_path),
+                       aipp=str(cfg))
+    assert r.ok
+    rt = npuc.Runtime(r.dir)
+    assert any(i.get("aipp_for") == "image" for i in rt.inputs)
+    block = bytearray(160)  # one 32x32 RGB888_U8 image, dtcPixelVarReciChn0..2 = 1/255 (float16 0x1C04)
+    block[0], block[4], block[8], block[12] = 3, 1, 32, 32
+    for c in range(3):
+        block[136 + 2 * c], block[137 + 2 * c] = 0x04, 0x1C
+    rt.set_dynamic_aipp("image", bytes(block))
+    frame = (np.arange(3072) * 7 % 256).astype(np.uint8).reshape(1, 3072)
+    out = rt.run({"image": frame, "mask": np.full((1, 1, 32, 32), 0.25, np.float32)})
+    assert np.isfinite(out["out"]).all()
+    rt.set_dynamic_aipp("image", np.frombuffer(bytes(block), np.uint8))  # a uint8 array works too
+    block[0] = 9
+    with pytest.raises(npuc.Error, match="aipp.format"):
+        rt.set_dynamic_aipp("image", bytes(block))
