@@ -2,7 +2,7 @@
 // and the compiler (include/npuc/model.hpp). numpy arrays come in without a copy (C-contiguous arrays are read in
 // place; the runtime copies them once, into device memory) and go out without one (an array over the tensor the
 // runtime returns). Long calls release the GIL, so several runtimes run concurrently from Python threads. Errors
-// raise npuc.Error (a RuntimeError) carrying npuc's message and its code ("invalid-argument", …).
+// raise npuc.Error (a RuntimeError) carrying npuc's message and its code ("invalid argument", "i/o error", …).
 // The Python half of the package (python/npuc/__init__.py) builds Kneron-style inference, evaluation and helpers
 // on these.
 #include "npuc/model.hpp"
@@ -23,7 +23,7 @@ using namespace npuc;
 
 namespace {
 
-py::object g_error;  // npuc.Error
+PyObject* g_error = nullptr;  // npuc.Error (a reference the module holds for the interpreter's life: never released at exit)
 
 [[noreturn]] void raise(ErrorCode code, const std::string& msg) { throw Error(code, msg); }
 
@@ -78,6 +78,10 @@ ArrayView viewOf(const py::handle& obj, const std::string& what) {
   if (!py::isinstance<py::array>(obj))
     raise(ErrorCode::kInvalidArgument, what + ": expected a numpy array, got " + std::string(py::str(obj.get_type().attr("__name__"))));
   py::array a = py::reinterpret_borrow<py::array>(obj);
+  constexpr int kAligned = 0x0100;  // NPY_ARRAY_ALIGNED
+  if (!(a.flags() & kAligned))
+    raise(ErrorCode::kInvalidArgument, what + ": the array is not aligned to its element size (a view at an odd byte offset): pass "
+                                              "numpy.array(x) (a copy)");
   if (!(a.flags() & py::array::c_style))
     raise(ErrorCode::kInvalidArgument, what + ": the array is not C-contiguous (a slice or a transpose): pass "
                                               "numpy.ascontiguousarray(x)");
@@ -164,38 +168,45 @@ class PyRuntime {
 
   void setInput(const std::string& name, const py::handle& array) {
     Busy b(*this);
+    setInputHeld(name, array);
+  }
+
+  /// (the caller holds Busy)
+  void setInputHeld(const std::string& name, const py::handle& array) {
     ArrayView v = viewOf(array, "input '" + name + "'");
     Runtime& r = rt();
     py::gil_scoped_release nogil;  // (the view keeps the array alive; the copy needs no Python)
     r.setInput(name, v.dtype, v.shape, v.data);
   }
 
+  /// (the caller holds Busy)
   void setInputs(const py::handle& inputs) {
     if (inputs.is_none()) return;
     if (py::isinstance<py::dict>(inputs)) {
-      for (auto item : py::reinterpret_borrow<py::dict>(inputs)) setInput(py::cast<std::string>(item.first), item.second);
+      for (auto item : py::reinterpret_borrow<py::dict>(inputs)) setInputHeld(py::cast<std::string>(item.first), item.second);
       return;
     }
     if (py::isinstance<py::array>(inputs)) {
       if (rt().inputs().size() != 1)
         raise(ErrorCode::kInvalidArgument, "the package has " + std::to_string(rt().inputs().size()) + " inputs: pass a dict name -> array");
-      setInput(rt().inputs()[0].name, inputs);
+      setInputHeld(rt().inputs()[0].name, inputs);
       return;
     }
     if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
       py::sequence seq = py::reinterpret_borrow<py::sequence>(inputs);
       if (seq.size() != rt().inputs().size())
         raise(ErrorCode::kInvalidArgument, "the package has " + std::to_string(rt().inputs().size()) + " inputs, got " + std::to_string(seq.size()));
-      for (size_t i = 0; i < seq.size(); ++i) setInput(rt().inputs()[i].name, seq[i]);
+      for (size_t i = 0; i < seq.size(); ++i) setInputHeld(rt().inputs()[i].name, seq[i]);
       return;
     }
     raise(ErrorCode::kInvalidArgument, "inputs: a dict name -> array, a list of arrays in input order, or one array");
   }
 
+  /// Inputs, run and outputs under one Busy: no other thread's call (close, a gear switch, another run) comes between.
   py::dict run(const py::handle& inputs, const py::object& callback, bool raw) {
+    Busy b(*this);
     setInputs(inputs);
     {
-      Busy b(*this);
       Runtime& r = rt();
       if (callback.is_none()) {
         py::gil_scoped_release nogil;
@@ -217,6 +228,7 @@ class PyRuntime {
   }
 
   py::array output(const std::string& name, bool raw) {
+    Busy b(*this);
     Runtime& r = rt();
     Tensor t;
     {
@@ -238,6 +250,15 @@ class PyRuntime {
       block.assign(static_cast<const uint8_t*>(v.data), static_cast<const uint8_t*>(v.data) + shapeNumel(v.shape));
     }
     rt().setDynamicAipp(name, block);
+  }
+
+  void setBatch(int64_t n) {
+    Busy b(*this);
+    rt().setDynamicBatchSize(n);
+  }
+  void setHW(int64_t h, int64_t w) {
+    Busy b(*this);
+    rt().setDynamicHWSize(h, w);
   }
 
   void close() {
@@ -277,15 +298,19 @@ std::map<std::string, Tensor> tensorsByName(const py::handle& inputs, const std:
 
 PYBIND11_MODULE(_npuc, m) {
   m.doc() = "npuc's C++ API for Python (use the npuc package, which builds on this module)";
-  g_error = py::exception<Error>(m, "Error", PyExc_RuntimeError);
+  g_error = py::exception<Error>(m, "Error", PyExc_RuntimeError).inc_ref().ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      py::object exc = g_error(e.what());
+      // Messages may quote file names or ONNX names that are not UTF-8: decoded with replacement, never failing.
+      auto text = [](const std::string& s) {
+        return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+      };
+      py::object exc = py::reinterpret_borrow<py::object>(g_error)(text(e.what()));
       exc.attr("code") = errorCodeName(e.code());
-      exc.attr("message") = e.message();
-      PyErr_SetObject(g_error.ptr(), exc.ptr());
+      exc.attr("message") = text(e.message());
+      PyErr_SetObject(g_error, exc.ptr());
     }
   });
 
@@ -321,9 +346,8 @@ PYBIND11_MODULE(_npuc, m) {
       .def_property_readonly("gear_kind", [](PyRuntime& r) { return r.rt().gearKind(); })
       .def("set_input", &PyRuntime::setInput, py::arg("name"), py::arg("array"))
       .def("set_dynamic_aipp", &PyRuntime::setDynamicAipp, py::arg("name"), py::arg("params"))
-      .def("set_dynamic_batch_size", [](PyRuntime& r, int64_t n) { r.rt().setDynamicBatchSize(n); }, py::arg("batch"))
-      .def("set_dynamic_hw_size", [](PyRuntime& r, int64_t h, int64_t w) { r.rt().setDynamicHWSize(h, w); }, py::arg("height"),
-           py::arg("width"))
+      .def("set_dynamic_batch_size", &PyRuntime::setBatch, py::arg("batch"))
+      .def("set_dynamic_hw_size", &PyRuntime::setHW, py::arg("height"), py::arg("width"))
       .def("run", &PyRuntime::run, py::arg("inputs") = py::none(), py::arg("callback") = py::none(), py::arg("raw") = false)
       .def("output", &PyRuntime::output, py::arg("name"), py::arg("raw") = false)
       .def("close", &PyRuntime::close);

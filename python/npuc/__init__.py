@@ -15,7 +15,7 @@ Built on them, here:
     npuc.compare(onnx, package, inputs)              # per-layer table, package vs reference engine
 
 and the Kneron guide's helpers (binary image <-> numpy, RGBA dumps, boxes drawn on a picture) in npuc.utils.
-Errors raise npuc.Error (a RuntimeError) with npuc's message, and .code ("invalid-argument", "io", ...).
+Errors raise npuc.Error (a RuntimeError) with npuc's message, and .code ("invalid argument", "i/o error", ...).
 """
 import os
 import threading
@@ -38,14 +38,20 @@ __all__ = ["Error", "Runtime", "TranslateResult", "translate", "run_model", "mod
 
 
 class FixedArray(np.ndarray):
-    """An integer output of a quantized package: real = (value - zero_point) * scale (int8-affine), or in Kneron's
-    terms value / scale' / 2**radix. Attributes: scale, zero_point (and radix = 0, the affine form has none)."""
+    """An integer output of a quantized package: real = (value - zero_point) * scale (int8-affine), or in Kneron's terms
+    real = value / kneron_scale / 2**radix (int8-radix: zero point 0, kneron_scale 1). Attributes: scale, zero_point,
+    radix, kneron_scale."""
 
     def __new__(cls, values, scale, zero_point):
         obj = np.asarray(values).view(cls)
         obj.scale = float(scale)
         obj.zero_point = int(zero_point)
-        obj.radix = 0
+        # Kneron's form, real = fixed / kneron_scale / 2^radix: an int8-radix tensor (zero point 0, scale 2^-radix)
+        # has kneron_scale 1; any other radix 0 and kneron_scale 1 / scale (its zero point aside).
+        m, e = np.frexp(obj.scale)
+        pow2 = obj.zero_point == 0 and m == 0.5
+        obj.radix = int(1 - e) if pow2 else 0
+        obj.kneron_scale = 1.0 if pow2 else 1.0 / obj.scale
         return obj
 
     def __array_finalize__(self, obj):
@@ -54,6 +60,7 @@ class FixedArray(np.ndarray):
         self.scale = getattr(obj, "scale", 0.0)
         self.zero_point = getattr(obj, "zero_point", 0)
         self.radix = getattr(obj, "radix", 0)
+        self.kneron_scale = getattr(obj, "kneron_scale", 1.0)
 
     def to_float(self):
         """The real values, as float32."""
@@ -65,8 +72,9 @@ _runtimes = threading.local()  # per thread: package path -> Runtime (inference(
 
 def _runtime(package):
     cache = getattr(_runtimes, "cache", None)
-    if cache is None:
+    if cache is None or getattr(_runtimes, "pid", None) != os.getpid():  # (a forked child starts afresh)
         cache = _runtimes.cache = {}
+        _runtimes.pid = os.getpid()
     key = os.path.abspath(os.fspath(package))
     rt = cache.get(key)
     if rt is None or rt.closed:
@@ -112,14 +120,24 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
         outs = rt.run(raw=data_type == "fixed")
         order = [o["name"] for o in rt.outputs]
         if data_type == "fixed":
-            quant = {l["output"]["name"]: l for l in rt.layers if "scale" in l}
+            # An output stored as int8 codes is returned as it is; a float output that dequantizes int8 codes (the
+            # last layer of an int8-affine / int8-radix package) as those codes, which it holds exactly.
+            by_output = {l["output"]["name"]: l for l in rt.layers if "scale" in l}
+            by_float = {l["float_value"]: l for l in rt.layers if "scale" in l}
             fixed = {}
             for name in order:
-                if name not in quant:
+                y = outs[name]
+                if name in by_output and y.dtype == np.int8:
+                    q = by_output[name]
+                    fixed[name] = FixedArray(y, q["scale"], q["zero_point"])
+                elif name in by_float:
+                    q = by_float[name]
+                    codes = np.rint(np.asarray(y, np.float64) / q["scale"]) + q["zero_point"]
+                    fixed[name] = FixedArray(np.clip(codes, -128, 127).astype(np.int8), q["scale"], q["zero_point"])
+                else:
                     raise _error("npuc.inference: output '%s' of %s is stored as %s, not as fixed-point codes: "
-                                "data_type 'fixed' needs an int8 package whose output is quantized"
-                                % (name, package, outs[name].dtype))
-                fixed[name] = FixedArray(outs[name], quant[name]["scale"], quant[name]["zero_point"])
+                                 "data_type 'fixed' needs an int8 package whose output is quantized"
+                                 % (name, package, y.dtype))
             outs = fixed
     names = order if reordering is None else list(reordering)
     missing = [n for n in names if n not in outs]
@@ -162,7 +180,7 @@ def compare(onnx_file, package, inputs, threads=1):
         layer, y = layer_out[seq]
         value = layer.get("float_value") or layer["output"]["name"]
         row = {"seq": seq, "layer": layer["name"], "kind": layer["kind"], "value": value, "shape": tuple(y.shape),
-               "matched": value in model_values}
+               "matched": value in model_values and np.asarray(ref[value]).size == y.size}
         if row["matched"]:
             got = y.astype(np.float64)
             if "scale" in layer:

@@ -9,15 +9,18 @@ import math
 import multiprocessing
 import os
 import sys
+import threading
 
 import numpy as np
 
-_worker_runtimes = {}  # in a worker process: package path -> Runtime
+_worker_runtimes = {}  # (process, thread, package, threads) -> Runtime: one per worker thread, none inherited by fork
 
 
 def _worker_runtime(package, threads):
     from . import Runtime
-    key = (package, threads)
+    # A Runtime serves one thread at a time (a Dask worker runs tasks on several), and a forked child must not reuse
+    # its parent's (their thread pools do not survive fork): keyed by process and thread.
+    key = (os.getpid(), threading.get_ident(), package, threads)
     rt = _worker_runtimes.get(key)
     if rt is None or rt.closed:
         rt = _worker_runtimes[key] = Runtime(package, threads=threads)
@@ -106,11 +109,14 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
         ks.append(int(m[3:]))
     topk = max(ks)
     probe = Runtime(package)
+    classes = {o["name"]: int(np.prod(o["shape"][1:])) if len(o["shape"]) > 1 else int(np.prod(o["shape"])) for o in probe.outputs}
     names = [i["name"] for i in probe.inputs]
     if output is None:
         output = probe.outputs[0]["name"]
     elif output not in [o["name"] for o in probe.outputs]:
         raise _error("evaluate: the package has no output '%s' (its outputs: %s)" % (output, ", ".join(o["name"] for o in probe.outputs)))
+    if topk > classes[output]:
+        raise _error("evaluate: top%d asks for more classes than output '%s' has (%d)" % (topk, output, classes[output]))
     probe.close()
     if isinstance(dataset, dict):
         missing = [n for n in names if n not in dataset]

@@ -17,7 +17,7 @@ std::vector<uint8_t> i32bytes(const std::vector<int32_t>& v) {
 
 void Lowerer::quantizeNode(const ir::Node& n) {
   const bool q = n.op == "QuantizeLinear";
-  if (t_.numerics != Numerics::kInt8Affine)
+  if (!isInt8AffineFamily(t_.numerics))
     unsupported(n, "{} has a package form in int8-affine packages only (target '{}' has {} numerics)", n.op, t_.name,
                 numericsName(t_.numerics));
   const Tensor* scale = constIn(n, 1);
@@ -40,7 +40,7 @@ void Lowerer::quantizeNode(const ir::Node& n) {
 /// [x_zero_point, y_zero_point, y_min, y_max, then (multiplier, shift) per output channel]; the parameter words are
 /// the float conv's.
 void Lowerer::qconvNode(const ir::Node& n) {
-  if (t_.numerics != Numerics::kInt8Affine)
+  if (!isInt8AffineFamily(t_.numerics))
     unsupported(n, "QConv has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
                 numericsName(t_.numerics));
   const Shape& xs = shapeOf(n, 0);
@@ -81,7 +81,7 @@ void Lowerer::qconvNode(const ir::Node& n) {
 /// ai.npuc QAdd -> a binary layer (add) in its int8 form: a, b int8 of one shape, and the requantization table int32
 /// [a_zero_point, b_zero_point, y_zero_point, y_min, y_max, multiplier of a, multiplier of b, shift].
 void Lowerer::qaddNode(const ir::Node& n) {
-  if (t_.numerics != Numerics::kInt8Affine)
+  if (!isInt8AffineFamily(t_.numerics))
     unsupported(n, "QAdd has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
                 numericsName(t_.numerics));
   std::vector<int32_t> table;

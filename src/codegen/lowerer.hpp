@@ -203,7 +203,7 @@ class Lowerer {
       return t;
     }
     // int8-affine: the int8 side of QuantizeLinear / DequantizeLinear (docs/numerics.md) is stored as int8.
-    if (v.type.dtype == DType::kI8 && t_.numerics == Numerics::kInt8Affine) return ElemType::kI8;
+    if (v.type.dtype == DType::kI8 && isInt8AffineFamily(t_.numerics)) return ElemType::kI8;
     if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
       unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,
                   dtypeName(v.type.dtype));

@@ -197,7 +197,12 @@ std::vector<BoundaryCheck> checkPrePostBoundaries(const std::vector<PrePostBound
     const bool half = p.dtype() == DType::kF16;
     const bool rank4 = mi->second.shape().size() == 4 && b.shape.size() == 3 && b.order != "C";
     std::vector<std::string> tried;
-    for (const char* reading : rank4 ? std::vector<const char*>{"NCHW", "NHWC"} : std::vector<const char*>{"flat"}) {
+    std::vector<const char*> readings = rank4 ? std::vector<const char*>{"NCHW", "NHWC"} : std::vector<const char*>{"flat"};
+    // A shape that fits both readings (H = W = C) cannot tell them apart: only the one the bridge chose (from the
+    // model's structure) is right, so a bridge that took the other shows as a mistake.
+    if (rank4 && !arranged(mi->second, b, "NCHW").empty() && !arranged(mi->second, b, "NHWC").empty())
+      readings = {b.channel_last ? "NHWC" : "NCHW"};
+    for (const char* reading : readings) {
       std::vector<double> got = arranged(mi->second, b, reading);
       if (got.empty()) continue;
       tried.push_back(reading);
@@ -262,6 +267,8 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
   if (!(o.percentile > 0 && o.percentile <= 100)) fail(ErrorCode::kInvalidArgument, "percentile {} is not in (0, 100]", o.percentile);
   qo.percentile = o.percentile;
   qo.per_channel = o.per_channel;
+  if (o.scheme == "radix") qo.scheme = quant::ActivationScheme::kRadix;
+  else if (o.scheme != "affine") fail(ErrorCode::kInvalidArgument, "unknown activation scheme '{}' (affine, radix)", o.scheme);
   qo.keep_float.insert(o.keep_float.begin(), o.keep_float.end());
   qo.ranges = o.ranges;
   Model m;

@@ -22,6 +22,7 @@
 #include <xlsxwriter.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <future>
 #include <optional>
@@ -116,6 +117,25 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   worksheet_write_string(ws, r, 0, "total", nullptr);
   worksheet_write_number(ws, r, 19, e.total_us, nullptr);
   if (workbook_close(wb) != LXW_NO_ERROR) fail(ErrorCode::kIo, "{}: cannot write the workbook", xlsx);
+}
+
+/// PREFIX_radix_scale_info.txt of an int8-radix package (Kneron's per-output radix and scale: float = fixed / scale /
+/// 2^radix): "<output> <radix> <scale>" per output, from the record of the int8 codes the output dequantizes.
+std::string radixScaleInfo(const package::Package& p) {
+  std::string s = "# output radix scale (float = fixed / scale / 2^radix; npuc int8-radix)\n";
+  for (const package::IoTensor& out : p.outputs) {
+    const package::LayerInfo* rec = nullptr;
+    for (const package::LayerInfo& l : p.layers)
+      if (l.scale > 0 && l.float_value == out.name) rec = &l;
+    if (!rec) {
+      s += fmt::format("{} float\n", out.name);
+      continue;
+    }
+    int e = 0;
+    std::frexp(rec->scale, &e);
+    s += fmt::format("{} {} 1\n", out.name, 1 - e);
+  }
+  return s;
 }
 
 /// The frame each pre-processed input holds, from its declaration and its first operation (the YUV code of
@@ -413,7 +433,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   lo.optimize = false;  // the translate pipeline below folds BatchNorm and removes dead code itself
   // int8-affine: the model may hold its own quantization, whose weights' DequantizeLinear the resolve pipeline would
   // fold into float32 constants before its convolutions can become integer layers; resolved below instead.
-  lo.resolve = t.numerics != Numerics::kInt8Affine;
+  lo.resolve = !isInt8AffineFamily(t.numerics);
   // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
   std::optional<quant::InputMeans> means;  // for the bias correction of fp16 weights
   bool prequantized = false;               // an int8-affine target's model that holds its own quantization
@@ -441,7 +461,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     // A model quantized elsewhere (QuantizeLinear / DequantizeLinear pairs, e.g. `npuc quantize`) keeps its own
     // scales on int8-affine targets: its convolutions become integer layers before the optimizer folds the weights'
     // DequantizeLinear, and nothing is calibrated.
-    if (t.numerics == Numerics::kInt8Affine) {
+    if (isInt8AffineFamily(t.numerics)) {
       for (const NodeInfo& n : m.nodes()) prequantized |= n.op == "QuantizeLinear";
       if (prequantized) {
         if (!o.calibration.empty())
@@ -457,30 +477,31 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         passes::PassManager(passes::resolvePipeline()).runToFixpoint(mutableGraphOf(m), ctx);
       });
     }
-    if (o.save_qdq_onnx && t.numerics != Numerics::kInt8Affine)
+    if (o.save_qdq_onnx && !isInt8AffineFamily(t.numerics))
       res.warnings.push_back(fmt::format("--save-qdq-onnx is ignored: target '{}' has {} numerics (the QDQ model is "
                                          "the int8-affine quantization)", t.name, numericsName(t.numerics)));
     // --save-qdq-onnx: the model as `npuc quantize` loads it (standard ONNX ops, batch norms folded) is quantized on the same samples
     // with the same method; the tensors the package stores get the same scales (the same statistics), while ops
     // the optimizer fuses (Conv + activation, HardSwish, …) keep standard ONNX form.
     std::optional<Model> standard;
-    if (o.save_qdq_onnx && t.numerics == Numerics::kInt8Affine && !prequantized) {
+    if (o.save_qdq_onnx && isInt8AffineFamily(t.numerics) && !prequantized) {
       LoadOptions so = lo;  // the load pipeline: shapes resolved, batch norms folded, ONNX ops only
       so.resolve = so.optimize = true;
       standard = Model::load(o.onnx, so);
     }
     Model body = std::move(m).optimized(o.relu6_to_relu);
     report("optimize", sw.lap());
-    if (t.numerics == Numerics::kInt8Affine && !prequantized) {
+    if (isInt8AffineFamily(t.numerics) && !prequantized) {
       // Quantized as QDQ on the optimized model (its fused layers' outputs are what the device stores), then the
       // weights' DequantizeLinear folded into float32 constants: the package holds int8 activations between
       // quantize / dequantize layers (docs/numerics.md).
       if (o.calibration.empty())
-        fail(ErrorCode::kInvalidArgument, "target '{}' has int8-affine numerics: translate needs calibration samples "
-             "(--calib NAME=FILE.npy, docs/calibration.md)", t.name);
+        fail(ErrorCode::kInvalidArgument, "target '{}' has {} numerics: translate needs calibration samples "
+             "(--calib NAME=FILE.npy, docs/calibration.md)", t.name, numericsName(t.numerics));
       QuantizeOptions qo;
       qo.calibration = o.calibration;
       qo.method = o.calib_method;
+      qo.scheme = t.numerics == Numerics::kInt8Radix ? "radix" : "affine";
       qo.threads = o.threads;
       qo.keep_float = o.keep_float;
       qo.ranges = o.ranges;
@@ -621,6 +642,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         put("_addrmap_intm.txt", plan::addrMapTxt(low.map));
         for (auto& [sp, text] : codegen::tblAddrTexts(low)) put("_tbl_addr_" + sp + ".txt", text);
         if (def) put("_prepost_opt.yaml", prepostOptYaml(o, *def, low));
+        if (t.numerics == Numerics::kInt8Radix) put("_radix_scale_info.txt", radixScaleInfo(low.pkg));
         put("_data_in_list.txt", codegen::ioListText(low, true));
         put("_data_out_list.txt", codegen::ioListText(low, false));
         report("package", sw.lap());

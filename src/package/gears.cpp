@@ -16,6 +16,7 @@ using json = nlohmann::ordered_json;
 namespace {
 constexpr uint64_t kMaxGearsBytes = 1 << 20;
 constexpr int64_t kMaxGearSide = 1 << 20;
+constexpr size_t kMaxGears = 100;  // as translate allows
 }  // namespace
 
 std::string gearsJson(const Gears& g) {
@@ -62,6 +63,7 @@ Gears readGears(const fs::path& dir) {
   if (!j.contains("input") || !j["input"].is_string() || j["input"].get<std::string>().empty()) bad("input", "must name the model input");
   g.input = j["input"].get<std::string>();
   if (!j.contains("gears") || !j["gears"].is_array() || j["gears"].empty()) bad("gears", "must be a non-empty list");
+  if (j["gears"].size() > kMaxGears) bad("gears", fmt::format("{} gears, at most {}", j["gears"].size(), kMaxGears));
   std::set<std::string> dirs;
   std::set<std::pair<int64_t, int64_t>> sizes;
   auto positive = [&](const json& e, const char* key, const std::string& where) {

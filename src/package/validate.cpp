@@ -376,7 +376,7 @@ struct Checker {
         // The int8 form (int8-affine packages): int8 x, w, y, int32 bias and requantization table (docs/numerics.md).
         const bool int8 = d.kind == LayerKind::kConv && x.type == ElemType::kI8;
         if (int8) {
-          if (p.numerics != Numerics::kInt8Affine) bad("{}: int8 convolutions belong to int8-affine packages", what);
+          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 convolutions belong to int8-affine packages", what);
           if (d.n_in != 4) bad("{}: the int8 form takes 4 inputs (x, w, bias, requantization), got {}", what, d.n_in);
           typeIs(wt, ElemType::kI8, "w");
           typeIs(y, ElemType::kI8, "y");
@@ -449,7 +449,7 @@ struct Checker {
       case LayerKind::kAvgPool: {
         rankIs(x, 4, "x"); rankIs(y, 4, "y");
         if (d.kind == LayerKind::kMaxPool && x.type == ElemType::kI8) {  // int8 codes (int8-affine packages)
-          if (p.numerics != Numerics::kInt8Affine) bad("{}: int8 pooling belongs to int8-affine packages", what);
+          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 pooling belongs to int8-affine packages", what);
           typeIs(y, ElemType::kI8, "y");
           if (paramFloat(w[11]) != -std::numeric_limits<float>::infinity()) bad("{}: int8 max pooling ignores its padding (pad value must be -inf)", what);
           if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: int8 max pooling has no activation", what);
@@ -477,7 +477,7 @@ struct Checker {
         const TensorRef& b = d.in(1);
         if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
         if (x.type == ElemType::kI8) {  // the int8 form (int8-affine packages): an addition (docs/numerics.md)
-          if (p.numerics != Numerics::kInt8Affine) bad("{}: int8 additions belong to int8-affine packages", what);
+          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 additions belong to int8-affine packages", what);
           if (binaryOpNames()[w[0]] != std::string_view("Add")) bad("{}: the int8 form is an addition, not {}", what, binaryOpNames()[w[0]]);
           if (d.n_in != 3) bad("{}: the int8 form takes 3 inputs (a, b, requantization), got {}", what, d.n_in);
           typeIs(b, ElemType::kI8, "b");
@@ -784,7 +784,7 @@ struct Checker {
       case LayerKind::kQuantize:
       case LayerKind::kDequantize: {
         const bool q = d.kind == LayerKind::kQuantize;
-        if (p.numerics != Numerics::kInt8Affine) bad("{}: {} layers belong to int8-affine packages", what, layerKindName(d.kind));
+        if (!isInt8AffineFamily(p.numerics)) bad("{}: {} layers belong to int8-affine packages", what, layerKindName(d.kind));
         typeIs(x, q ? ElemType::kF32 : ElemType::kI8, "x");
         typeIs(y, q ? ElemType::kI8 : ElemType::kF32, "y");
         if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
@@ -792,6 +792,11 @@ struct Checker {
         const int32_t zp = static_cast<int32_t>(w[1]);
         if (!(scale > 0) || !std::isfinite(scale)) bad("{}: scale {} is not a finite positive number", what, scale);
         if (zp < -128 || zp > 127) bad("{}: zero point {} is outside int8", what, zp);
+        if (p.numerics == Numerics::kInt8Radix) {  // float = fixed / 2^radix: zero point 0, scale a power of two
+          int e = 0;
+          if (zp != 0 || std::frexp(scale, &e) != 0.5f)
+            bad("{}: int8-radix tensors are symmetric at a power-of-two scale, got scale {} and zero point {}", what, scale, zp);
+        }
         break;
       }
       case LayerKind::kInstanceNorm: {

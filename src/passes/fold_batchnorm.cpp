@@ -51,6 +51,16 @@ std::vector<double> perChannel(const ir::Graph& g, ir::ValueId v, int64_t M) {
   return {};
 }
 
+/// y = a·x + d followed by `op` (Mul, Div, Add or Sub) with the per-channel constant k: a and d updated in place.
+void composeStep(const std::string& op, const std::vector<double>& k, std::vector<double>& a, std::vector<double>& d) {
+  for (size_t m = 0; m < k.size(); ++m) {
+    if (op == "Mul") a[m] *= k[m], d[m] *= k[m];
+    else if (op == "Div") a[m] /= k[m], d[m] /= k[m];
+    else if (op == "Add") d[m] += k[m];
+    else d[m] -= k[m];
+  }
+}
+
 /// Folds Conv -> (Mul|Div|Add|Sub by per-channel constants)+ into the Conv. Returns true when it folded.
 bool foldAffineChain(ir::Graph& g, ir::NodeId conv_id) {
   ir::Node& conv = g.node(conv_id);
@@ -73,12 +83,7 @@ bool foldAffineChain(ir::Graph& g, ir::NodeId conv_id) {
     if (!arith || ((n.op == "Div" || n.op == "Sub") && pos != 0)) break;
     auto k = perChannel(g, n.inputs[static_cast<size_t>(1 - pos)], M);
     if (k.empty() || g.value(n.outputs[0]).type.shape != g.value(cur).type.shape) break;
-    for (size_t m = 0; m < static_cast<size_t>(M); ++m) {
-      if (n.op == "Mul") a[m] *= k[m], d[m] *= k[m];
-      else if (n.op == "Div") a[m] /= k[m], d[m] /= k[m];
-      else if (n.op == "Add") d[m] += k[m];
-      else d[m] -= k[m];
-    }
+    composeStep(n.op, k, a, d);
     chain.push_back(n.id);
     cur = n.outputs[0];
   }
@@ -140,12 +145,7 @@ bool affineStep(const ir::Graph& g, const ir::Node& n, ir::ValueId x, std::vecto
   if (!t.isStatic() || t.shape.size() != 4 || t.dtype != DType::kF32 || g.value(n.outputs[0]).type.shape != t.shape) return false;
   auto k = perChannel(g, n.inputs[static_cast<size_t>(1 - pos)], t.shape[1]);
   if (k.empty()) return false;
-  for (size_t m = 0; m < k.size(); ++m) {
-    if (n.op == "Mul") a[m] *= k[m], d[m] *= k[m];
-    else if (n.op == "Div") a[m] /= k[m], d[m] /= k[m];
-    else if (n.op == "Add") d[m] += k[m];
-    else d[m] -= k[m];
-  }
+  composeStep(n.op, k, a, d);
   return true;
 }
 
@@ -169,7 +169,9 @@ bool affineChainToBatchNorm(ir::Graph& g, ir::NodeId first, const ir::UseMap& us
     std::vector<double> pa(static_cast<size_t>(C), 1.0), pd(static_cast<size_t>(C), 0.0);
     const ir::Node& pn = g.node(p);
     for (ir::ValueId in : pn.inputs)
-      if (!g.value(in).isConstant() && affineStep(g, pn, in, pa, pd) && uses.at(x).size() == 1) return false;
+      if (!g.value(in).isConstant() && affineStep(g, pn, in, pa, pd) && uses.at(x).size() == 1 &&
+          std::find(g.outputs().begin(), g.outputs().end(), x) == g.outputs().end())
+        return false;  // (the chain before x goes on through it: this is not a start)
   }
   std::vector<ir::NodeId> chain{first};
   bool sub_or_div = n0.op == "Sub" || n0.op == "Div";

@@ -29,6 +29,19 @@ void affineInt8(double lo, double hi, float* scale, int* zero_point) {
   *zero_point = static_cast<int>(std::clamp(zp, -128L, 127L));
 }
 
+void radixInt8(double lo, double hi, float* scale, int* zero_point, int* radix) {
+  const double m = std::max(-std::min(lo, 0.0), std::max(hi, 0.0));
+  int r = 0;
+  if (m > 0 && std::isfinite(m)) {
+    r = static_cast<int>(std::floor(std::log2(127.0 / m)));
+    while (std::ldexp(m, r) > 127.0) --r;  // (log2's rounding)
+    r = std::clamp(r, -31, 31);
+  }
+  *scale = std::ldexp(1.0f, -r);
+  *zero_point = 0;
+  if (radix) *radix = r;
+}
+
 namespace {
 
 Tensor scalarF32(float v) {
@@ -266,7 +279,8 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     const Range& r = ranges.at(v);
     float scale;
     int zp;
-    affineInt8(r.lo, r.hi, &scale, &zp);
+    if (o.scheme == ActivationScheme::kRadix) radixInt8(r.lo, r.hi, &scale, &zp, nullptr);
+    else affineInt8(r.lo, r.hi, &scale, &zp);
     ir::Type ft = g.value(v).type;
     ir::ValueId dq_out = g.addValue(g.uniqueValueName(name + "_dequantized"), ft).id;
     // The readers read the dequantized copy (the Q node, added below, keeps reading v). A graph output passes

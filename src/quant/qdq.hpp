@@ -27,8 +27,13 @@
 
 namespace npuc::quant {
 
+/// How activations are quantized: affine (scale and zero point spanning [lo, hi]) or Kneron's radix form (zero point
+/// 0, scale 2^-radix with the largest radix that keeps max(|lo|, |hi|) within 127).
+enum class ActivationScheme { kAffine, kRadix };
+
 struct QdqOptions {
   RangeMethod method = RangeMethod::kMinMax;
+  ActivationScheme scheme = ActivationScheme::kAffine;
   double percentile = 99.99;
   bool per_channel = true;  // weights per output channel (else one scale per weight tensor)
   /// Per-layer overrides. keep_float: layers (by node name) kept in float32 — their weights and bias stay float, so
@@ -83,5 +88,8 @@ int fuseIntegerDataMovement(ir::Graph& g);
 
 /// The affine int8 parameters of a range [lo, hi] holding 0: scale (> 0) and zero point in [-128, 127].
 void affineInt8(double lo, double hi, float* scale, int* zero_point);
+/// The radix form of [lo, hi]: zero point 0, scale 2^-radix with the largest radix (in [-31, 31]) for which
+/// max(|lo|, |hi|) * 2^radix <= 127 (an all-zero range: radix 0).
+void radixInt8(double lo, double hi, float* scale, int* zero_point, int* radix);
 
 }  // namespace npuc::quant

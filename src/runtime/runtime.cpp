@@ -725,7 +725,9 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
     im.gear_kind = g.kind;
     im.gear_input = g.input;
     for (const package::Gear& x : g.gears) {
-      Runtime one(dir / x.dir, opts);  // (a gear's folder holds an ordinary package)
+      if (package::hasGears(dir / x.dir))
+        fail(ErrorCode::kInvalidInput, "{}: gear '{}' holds gears of its own (a gear's folder holds an ordinary package)", dir.string(), x.dir);
+      Runtime one(dir / x.dir, opts);
       const auto& ins = one.inputs();
       auto in = std::find_if(ins.begin(), ins.end(), [&](const RuntimeTensor& r) { return r.name == g.input; });
       // (behind an AIPP stage the input is the frame [N, bytes]: its batch is checked, its image size is the stage's)
@@ -835,7 +837,7 @@ void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape,
 
 namespace {
 /// The dynamic AIPP block of `input` on one program (checked, then written to the stage's parameter input).
-void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params);
+void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params, bool write = true);
 }  // namespace
 
 void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params) {
@@ -854,11 +856,15 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
       if (static_cast<int64_t>(p.batch.size()) != most)
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_batch: with batch gears the block holds the largest batch, {} "
              "image(s) (batchNum {}), got batchNum {}", input, most, most, p.batch.size());
+      // Every gear's block checked before any is written: a refused block leaves them all as they were.
+      std::vector<std::vector<uint8_t>> blocks;
       for (size_t i = 0; i < holder.gears.size(); ++i) {
         kernels::AippParams mine = p;
         mine.batch.resize(static_cast<size_t>(holder.gears[i].batch));
-        setAippBlock(*holder.gear_programs[i], input, kernels::encodeAipp(mine));
+        blocks.push_back(kernels::encodeAipp(mine));
+        setAippBlock(*holder.gear_programs[i], input, blocks.back(), false);
       }
+      for (size_t i = 0; i < holder.gears.size(); ++i) setAippBlock(*holder.gear_programs[i], input, blocks[i], true);
       return;
     }
     // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad.
@@ -867,11 +873,12 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block may not crop or pad "
              "(cropSwitch {}, paddingSwitch {})", input, b.crop, b.padding);
   }
-  setAippBlock(*impl_->cur, input, params);
+  setAippBlock(*impl_->cur, input, params, true);
 }
 
 namespace {
-void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params) {
+/// (write = false: the checks only)
+void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params, bool write) {
   using Impl = Runtime::Impl;
   auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == input; });
   if (it == im.inputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no input '{}'", input);
@@ -893,7 +900,7 @@ void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector
     why = e.what();
   }
   if (!why.empty()) fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, why);
-  std::memcpy(im.at(pr.addr, pr.bytes, "AIPP parameters of " + input), params.data(), params.size());
+  if (write) std::memcpy(im.at(pr.addr, pr.bytes, "AIPP parameters of " + input), params.data(), params.size());
 }
 
 }  // namespace

@@ -84,22 +84,38 @@ def test_kneron_style_inference(packages):
         npuc.inference([X[:1]], ["input"], nef_file="models.nef")
 
 
-def test_fixed_point_outputs_of_an_int8_package(tmp_path):
-    # The digits model quantized to int8-affine; its logits layer is a quantized convolution? Then 'fixed' gives
-    # the codes with their scale; otherwise the float output refuses it with the output's name.
+def test_fixed_point_outputs_of_int8_packages(tmp_path):
+    # int8-affine: the logits dequantize int8 codes; 'fixed' gives those codes with their scale and zero point.
     r = npuc.translate("q", DIGITS, target="generic-int8", out=str(tmp_path), calib={"input": X[:64]})
     assert r.ok and r.quantized
-    rt = npuc.Runtime(r.dir)
-    quantized_outputs = {l["output"]["name"] for l in rt.layers if "scale" in l}
-    out_name = rt.outputs[0]["name"]
-    if out_name in quantized_outputs:
-        fixed = npuc.inference([X[:1]], ["input"], package=str(r.dir), data_type="fixed")[0]
-        assert isinstance(fixed, npuc.FixedArray) and fixed.scale > 0
-        flt = npuc.inference([X[:1]], ["input"], package=str(r.dir))[0]
-        assert np.allclose(fixed.to_float(), flt)
-    else:
-        with pytest.raises(npuc.Error, match="output '%s'" % out_name):
-            npuc.inference([X[:1]], ["input"], package=str(r.dir), data_type="fixed")
+    fixed = npuc.inference([X[:1]], ["input"], package=str(r.dir), data_type="fixed")[0]
+    flt = npuc.inference([X[:1]], ["input"], package=str(r.dir))[0]
+    assert isinstance(fixed, npuc.FixedArray) and fixed.dtype == np.int8 and fixed.scale > 0
+    assert np.array_equal(fixed.to_float(), flt)
+    # int8-radix (target kneron): zero point 0, scale 2^-radix: float = fixed / 2^radix (Kneron's scale 1).
+    k = npuc.translate("k", DIGITS, target="kneron", out=str(tmp_path), calib={"input": X[:64]})
+    assert k.ok and "k_radix_scale_info.txt" in k.files
+    fixed = npuc.inference([X[:1]], ["input"], package=str(k.dir), data_type="fixed")[0]
+    flt = npuc.inference([X[:1]], ["input"], package=str(k.dir))[0]
+    assert fixed.zero_point == 0 and fixed.kneron_scale == 1.0 and fixed.scale == 2.0 ** -fixed.radix
+    assert np.array_equal(np.asarray(fixed, np.float64) / 2.0 ** fixed.radix, flt.astype(np.float64))
+    info = (k.dir / "k_radix_scale_info.txt").read_text().split("\n")
+    assert "logits %d 1" % fixed.radix in info
+    if CLI:  # Kneron's CSIM dumps: the 520's (h, c, w16) and the 720's (c, h, w16) orders, radix and scale files
+        np.save(tmp_path / "x.npy", X[:1])
+        for platform in (520, 720):
+            subprocess.run([CLI, "simulate", str(k.dir), "--input", "input=%s" % (tmp_path / "x.npy"), "-o", str(tmp_path / "sim"),
+                            "--kneron-dump", str(platform)], check=True, capture_output=True)
+            d = tmp_path / "sim" / ("kneron_%d" % platform)
+            vals = np.loadtxt(d / "logits_fixed.txt", dtype=np.int64)
+            # logits [1, 10]: C = 10, H = W = 1, the width padded to 16
+            want = np.zeros((10, 16), np.int64)
+            want[:, 0] = np.asarray(fixed).reshape(10)
+            assert np.array_equal(vals, want.reshape(-1)), platform
+            if platform == 520:
+                assert "logits %d 1" % fixed.radix in (d / "radix_scale_info.txt").read_text()
+            else:
+                assert (d / "logits_dma2seq.info").read_text() == "radix %d\nscale 1\n" % fixed.radix
 
 
 def test_evaluate_matches_npuc_eval_with_any_number_of_workers(packages):

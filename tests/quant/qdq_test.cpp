@@ -591,5 +591,59 @@ TEST(Int8AffinePackage, NeedsCalibrationSamples) {
   std::filesystem::remove_all(o.out_root);
 }
 
+
+// int8-radix (Kneron, target kneron): the radix of a range is the largest that keeps its magnitude within 127; every
+// activation of the package is symmetric at a power-of-two scale (the validator's rule too), and the package equals
+// the engine on the same radix-quantized model bit for bit, exact and fast at 1 to 3 threads.
+TEST(Int8RadixPackage, PowerOfTwoScalesAndTheEnginesBits) {
+  struct R {
+    double lo, hi;
+    int radix;
+  };
+  for (R r : {R{0, 1, 6}, R{-1, 1, 6}, R{0, 127, 0}, R{0, 127.5, -1}, R{-0.01, 3.9, 5}, R{0, 0, 0}, R{-200, 10, -1}, R{0, 1e-9, 31}}) {
+    float scale;
+    int zp, radix;
+    quant::radixInt8(r.lo, r.hi, &scale, &zp, &radix);
+    EXPECT_EQ(radix, r.radix) << r.lo << ".." << r.hi;
+    EXPECT_EQ(zp, 0);
+    EXPECT_EQ(scale, std::ldexp(1.0f, -radix));
+    if (r.hi > 0) {
+      EXPECT_LE(std::max(-r.lo, r.hi) * std::ldexp(1.0, radix), 127.0 + 1e-9);
+    }
+  }
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/models/fashion/fashion_resnet.onnx";
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  Tensor c(DType::kF32, Shape{16, 1, 28, 28});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["input"] = {c};
+  q.threads = 2;
+  q.scheme = "radix";
+  TranslateOptions o;
+  o.prefix = "fresk";
+  o.onnx = onnx;
+  o.target = "kneron";
+  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_radix_" + std::to_string(::getpid()));
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  EXPECT_EQ(rt.numerics(), "int8-radix");
+  int records = 0;
+  for (const RuntimeLayer& l : rt.layers())
+    if (l.scale > 0) {
+      ++records;
+      int e = 0;
+      EXPECT_EQ(std::frexp(l.scale, &e), 0.5) << l.name << " scale " << l.scale;
+      EXPECT_EQ(l.zero_point, 0) << l.name;
+    }
+  EXPECT_GT(records, 10);
+  q.integer_layers = true;
+  Model qdq = Model::load(onnx).optimized().quantizedQdq(q);
+  expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 4, [&] { return u(rng); });
+  std::filesystem::remove_all(o.out_root);
+}
+
 }  // namespace
 }  // namespace npuc::quant

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -153,6 +154,15 @@ const RuntimeTensor& packageInput(const Runtime& rt, const std::string& name, co
     names += (names.empty() ? "'" : ", '") + r.name + "'";
   }
   throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: the package has no input '{}' (its inputs: {})", what, name, names));
+}
+
+void writeText(const std::filesystem::path& p, const std::string& s) {
+  std::FILE* f = std::fopen(p.c_str(), "wb");
+  if (!f || std::fwrite(s.data(), 1, s.size(), f) != s.size()) {
+    if (f) std::fclose(f);
+    throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", p.string()));
+  }
+  std::fclose(f);
 }
 
 }  // namespace npuc::cli

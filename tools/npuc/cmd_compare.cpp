@@ -106,15 +106,6 @@ std::string html(const std::vector<Row>& rows, const std::string& model, const s
       htmlEscape(model), htmlEscape(pkg), rt.target(), rt.numerics(), kSharpDrop, svg, table);
 }
 
-void writeText(const fs::path& p, const std::string& s) {
-  std::FILE* f = std::fopen(p.c_str(), "wb");
-  if (!f || std::fwrite(s.data(), 1, s.size(), f) != s.size()) {
-    if (f) std::fclose(f);
-    throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", p.string()));
-  }
-  std::fclose(f);
-}
-
 }  // namespace
 
 void addCompare(CLI::App& app, Action& run) {

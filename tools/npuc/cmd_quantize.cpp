@@ -13,7 +13,7 @@ void addQuantize(CLI::App& app, Action& run) {
       "calibrated on samples; `npuc eval` and `npuc run` run the result, so does any ONNX runtime. For int8 packages "
       "(integer convolutions) translate for target generic-int8 with --calib (docs/numerics.md)");
   struct Opts {
-    std::string model, output, table, method = "minmax";
+    std::string model, output, table, method = "minmax", scheme = "affine";
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
     bool per_tensor = false;
@@ -28,6 +28,9 @@ void addQuantize(CLI::App& app, Action& run) {
   c->add_option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, warnings) as CSV");
   c->add_option("--method", o->method, "Activation range method: minmax | percentile | entropy | mse (docs/calibration.md)");
   c->add_option("--percentile", o->percentile, "The percentile of --method percentile")->check(CLI::Range(1e-9, 100.0));
+  c->add_option("--scheme", o->scheme, "Activations: affine (scale and zero point, default) or radix (Kneron's int8-radix: zero "
+                                     "point 0, power-of-two scales; docs/numerics.md)")
+      ->check(CLI::IsMember({"affine", "radix"}));
   c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
   c->add_option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear (repeatable)");
   c->add_option("--range", o->ranges, "Quantize this tensor over LO..HI instead of its calibrated range: TENSOR=LO,HI (repeatable)");
@@ -41,6 +44,7 @@ void addQuantize(CLI::App& app, Action& run) {
       QuantizeOptions qo;
       qo.calibration = parseTensorLists(o->calib, "--calib");
       qo.method = o->method;
+      qo.scheme = o->scheme;
       qo.percentile = o->percentile;
       qo.per_channel = !o->per_tensor;
       qo.keep_float = o->keep_float;

@@ -78,11 +78,60 @@ Tensor toFloat(const Tensor& t) {
   return f;
 }
 
+/// The radix of each output of an int8-radix package: the record of the int8 codes the output dequantizes (scale
+/// 2^-radix, zero point 0). Throws for an output without one.
+int outputRadix(const Runtime& rt, const std::string& output) {
+  for (const RuntimeLayer& l : rt.layers())
+    if (l.scale > 0 && l.float_value == output) {
+      int e = 0;
+      if (l.zero_point != 0 || std::frexp(l.scale, &e) != 0.5)
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("output '{}' is not in radix form (scale {}, zero point {})", output, l.scale, l.zero_point));
+      return 1 - e;  // scale = 2^(e - 1) = 2^-radix
+    }
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("output '{}' has no fixed-point form in this package", output));
+}
+
+/// Kneron's CSIM output files (the E2E simulator guide, seed 003): per output `<name>_fixed.txt`, its fixed-point
+/// values one per line in the 520's (h, c, w_align16) or the 720's (c, h, w_align16) order — the width padded to a
+/// multiple of 16 with zeros — and the radix and scale of each output (float = fixed / scale / 2^radix): one
+/// radix_scale_info.txt for the 520, a `<name>_dma2seq.info` per output for the 720. The layout of these two files is
+/// npuc's (the guide names them without their format): "<name> <radix> <scale>" lines, and "radix R" / "scale S".
+void writeKneronDump(const Runtime& rt, int platform, const fs::path& dir) {
+  if (rt.numerics() != "int8-radix")
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--kneron-dump needs an int8-radix package (target kneron); this one is {}", rt.numerics()));
+  makeOutputFolder(dir, "--kneron-dump");
+  std::string info = "# output radix scale (float = fixed / scale / 2^radix)\n";
+  for (const RuntimeTensor& out : rt.outputs()) {
+    const int radix = outputRadix(rt, out.name);
+    Tensor f = rt.outputFloat(out.name);
+    const Shape& s = f.shape();
+    // [N, C, H, W] (N = 1 per image, images one after another); lower ranks: [N, C] -> C x 1 x 1.
+    const int64_t N = s.empty() ? 1 : s[0], C = s.size() >= 2 ? s[1] : 1, H = s.size() >= 4 ? s[s.size() - 2] : 1,
+                  W = s.size() >= 3 ? s.back() : 1;
+    const int64_t Wa = (W + 15) / 16 * 16;
+    std::string text;
+    auto fixed = [&](int64_t n, int64_t c, int64_t h, int64_t w) {
+      return std::lround(std::ldexp(static_cast<double>(f.data<float>()[((n * C + c) * H + h) * W + w]), radix));
+    };
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t a = 0; a < (platform == 520 ? H : C); ++a)
+        for (int64_t b = 0; b < (platform == 520 ? C : H); ++b)
+          for (int64_t w = 0; w < Wa; ++w)
+            text += fmt::format("{}\n", w < W ? (platform == 520 ? fixed(n, b, a, w) : fixed(n, a, b, w)) : 0L);
+    const std::string base = safeFileName(out.name);
+    writeText(dir / (base + "_fixed.txt"), text);
+    if (platform == 720) writeText(dir / (base + "_dma2seq.info"), fmt::format("radix {}\nscale 1\n", radix));
+    info += fmt::format("{} {} 1\n", out.name, radix);
+  }
+  if (platform == 520) writeText(dir / "radix_scale_info.txt", info);
+}
+
 void addSimulate(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("simulate", "Run an object package on the simulated device (bit-exact to its numerics)");
   struct Opts {
-    std::string package, output_dir = "sim_out", trace, image_size;
+    std::string package, output_dir = "sim_out", trace, image_size, kneron_dir;
     int64_t batch = 0;
+    int kneron = 0;
     std::vector<std::string> inputs, aipp;
     int threads = 1, top = 0;
     bool exact = false;
@@ -98,6 +147,11 @@ void addSimulate(CLI::App& app, Action& run) {
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   c->add_option("--dynamic-image-size,--dynamic_image_size", o->image_size,
                 "Packages with image-size gears (translate --dynamic_image_size): run the gear of this HEIGHT,WIDTH");
+  c->add_option("--kneron-dump", o->kneron, "int8-radix packages (target kneron): also write the outputs as Kneron's CSIM does "
+                                           "for this platform, 520 or 720 (fixed-point values in its layout, radix and scale), "
+                                           "into --kneron-dir")
+      ->check(CLI::IsMember({520, 720}));
+  c->add_option("--kneron-dir", o->kneron_dir, "Folder for --kneron-dump (default: OUTPUT_DIR/kneron_<platform>)");
   c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
                                      "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point)");
@@ -177,6 +231,11 @@ void addSimulate(CLI::App& app, Action& run) {
                             [&](int64_t a, int64_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
           for (size_t i = 0; i < k; ++i) fmt::print("  top {}: index {} = {:.6g}\n", i + 1, idx[i], v[idx[i]]);
         }
+      }
+      if (o->kneron) {
+        fs::path dir = o->kneron_dir.empty() ? fs::path(o->output_dir) / fmt::format("kneron_{}", o->kneron) : fs::path(o->kneron_dir);
+        writeKneronDump(rt, o->kneron, dir);
+        fmt::print("Kneron {} dump: {}\n", o->kneron, dir.string());
       }
       if (!o->trace.empty()) {
         std::FILE* f = std::fopen((fs::path(o->trace) / "trace_index.csv").c_str(), "wb");

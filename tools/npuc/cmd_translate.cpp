@@ -102,6 +102,7 @@ std::vector<std::string> splitOn(const std::string& s, char sep) {
 /// "1,2,4" (ATC's list syntax): positive integers; -1 too when `open` (an ATC --input_shape dimension left to gears).
 std::vector<int64_t> parseAtcList(const std::string& text, const char* what, bool open = false) {
   std::vector<int64_t> r;
+  if (text.empty()) argError(fmt::format("Invalid argument: {}: an empty list of values", what));
   for (const std::string& d : splitOn(text, ',')) {
     char* end = nullptr;
     long long v = std::strtoll(d.c_str(), &end, 10);
@@ -221,7 +222,18 @@ void addTranslate(CLI::App& app, Action& run) {
       std::vector<std::string> prefixes, shapes, calib, ranges;
       std::vector<std::string> sample_args;
       if (args->empty()) sample_args = sampleModelArgs();  // the manual's sample-model mode (§7.1)
-      const auto& a = args->empty() ? sample_args : *args;
+      // "--opt=value" (ATC's spelling: --input_shape="data:1,3,224,224") is "--opt value".
+      std::vector<std::string> split;
+      for (const std::string& x : args->empty() ? sample_args : *args) {
+        const size_t eq = x.find('=');
+        if (x.size() > 2 && x[0] == '-' && eq != std::string::npos && eq > 1) {
+          split.push_back(x.substr(0, eq));
+          split.push_back(x.substr(eq + 1));
+        } else {
+          split.push_back(x);
+        }
+      }
+      const auto& a = split;
       auto value = [&](size_t& i) -> std::string {
         if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-')
           argError(fmt::format("Invalid argument: option {} needs a value{}", a[i],
@@ -310,7 +322,7 @@ void addTranslate(CLI::App& app, Action& run) {
       o.onnx = onnx;
       o.input_shapes = parseShapes(shapes);
       parseAtcShapes(atc_shapes, o.input_shapes, o.input_shape_ranges);
-      o.dynamic_batch_sizes = parseAtcList(dyn_batch, "--dynamic_batch_size");
+      if (!dyn_batch.empty()) o.dynamic_batch_sizes = parseAtcList(dyn_batch, "--dynamic_batch_size");
       for (const std::string& g : splitOn(dyn_image, ';')) {
         auto hw = parseAtcList(g, "--dynamic_image_size");
         if (hw.size() != 2) argError(fmt::format("Invalid argument: --dynamic_image_size gear '{}' is not HEIGHT,WIDTH", g));
