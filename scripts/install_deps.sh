@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
 # and `apt-get update` runs only when something is missing.
-#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion]
+#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config
@@ -13,6 +13,7 @@ python_pkgs=(python3 python3-numpy python3-onnx python3-dev pybind11-dev python3
   python3-pil)  # the Python package (python/), its tests (pytest, Dask) and examples (Pillow)
 torch_pkgs=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)  # exporting test models only
 fashion_pkgs=(dataset-fashion-mnist)  # the accuracy checks' data (models/fashion/train.py)
+browser_pkgs=(chromium)  # the test that opens npuc view's page headless
 
 want=()
 for group in "${@:-build}"; do
@@ -22,7 +23,8 @@ for group in "${@:-build}"; do
     python) want+=("${python_pkgs[@]}") ;;
     torch) want+=("${torch_pkgs[@]}") ;;
     fashion) want+=("${fashion_pkgs[@]}") ;;
-    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion)" >&2; exit 2 ;;
+    browser) want+=("${browser_pkgs[@]}") ;;
+    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser)" >&2; exit 2 ;;
   esac
 done
 

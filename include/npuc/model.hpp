@@ -26,6 +26,7 @@ struct NodeInfo {
   std::string op;  // "Conv", or "domain.Op" outside ai.onnx
   std::vector<Shape> input_shapes;   // constant and activation inputs, in order (empty for an omitted input)
   std::vector<Shape> output_shapes;
+  std::vector<std::string> inputs, outputs;  // value names; "" for an omitted optional input and for a constant
   int64_t macs = 0;
 };
 

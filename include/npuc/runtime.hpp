@@ -53,6 +53,7 @@ struct RuntimeLayer {
   std::string opexp;      // fused ONNX ops
   std::vector<std::string> onnx_nodes;
   RuntimeTensor output;   // the value it writes (name = the ONNX value name)
+  std::vector<std::string> inputs;  // the values it reads: package inputs and earlier layers' outputs, in operand order
   // int8-affine packages: an int8 output is the codes of the float tensor `float_value`, real = (q - zero_point) *
   // scale (scale 0 otherwise).
   double scale = 0;

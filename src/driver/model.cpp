@@ -94,8 +94,14 @@ std::vector<NodeInfo> Model::nodes() const {
     ni.index = i++;
     ni.name = n.name;
     ni.op = n.domain.empty() ? n.op : n.domain + "." + n.op;
-    for (ir::ValueId v : n.inputs) ni.input_shapes.push_back(v == ir::kNoValue ? Shape{} : g.value(v).type.shape);
-    for (ir::ValueId v : n.outputs) ni.output_shapes.push_back(v == ir::kNoValue ? Shape{} : g.value(v).type.shape);
+    for (ir::ValueId v : n.inputs) {
+      ni.input_shapes.push_back(v == ir::kNoValue ? Shape{} : g.value(v).type.shape);
+      ni.inputs.push_back(v == ir::kNoValue || g.value(v).isConstant() ? std::string() : g.value(v).name);
+    }
+    for (ir::ValueId v : n.outputs) {
+      ni.output_shapes.push_back(v == ir::kNoValue ? Shape{} : g.value(v).type.shape);
+      ni.outputs.push_back(v == ir::kNoValue ? std::string() : g.value(v).name);
+    }
     ni.macs = ops::nodeMacs(g, n);
     r.push_back(std::move(ni));
   }

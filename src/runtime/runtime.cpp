@@ -156,9 +156,18 @@ struct Runtime::Impl {
     program.resize(pkg.mac.size() + pkg.vec.size());
     for (auto* s : {&pkg.mac, &pkg.vec})
       for (auto& d : *s) program[d.seq] = &d;
+    // The value at each address as program order goes: the package inputs first, then each layer's output (memory
+    // reused by liveness holds several values over time: a layer reads the latest written before it).
+    std::map<uint32_t, std::string> holds;
+    for (auto& t : pkg.inputs) holds[t.ref.addr] = t.name;
     for (auto& l : pkg.layers) {
       const package::Descriptor& d = *program[l.seq];
       RuntimeLayer rl;
+      for (int i = 0; i < d.n_in; ++i)
+        if (auto it = holds.find(d.in(i).addr); it != holds.end() &&
+            std::find(rl.inputs.begin(), rl.inputs.end(), it->second) == rl.inputs.end())
+          rl.inputs.push_back(it->second);
+      holds[d.out(0).addr] = l.output;
       rl.seq = static_cast<int>(l.seq);
       rl.engine = package::engineName(l.engine);
       rl.index = static_cast<int>(l.index);

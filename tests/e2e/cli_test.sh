@@ -231,5 +231,24 @@ expect_error 2 "Please choose ON/OFF for -CheckPrePost option" -- "$npuc" transl
 expect_error 2 "Please add option name (-addr or -prepost or -onnx) before the file" -- "$npuc" translate a "$digits"
 expect_error 2 "./onnx/nothere.onnx file is not exist." -- "$npuc" translate nothere
 
+# npuc view: the .dot and the page of a package (with compare's SNR) and of an ONNX model; the page opened in headless
+# Chromium, whose script fills the summary from the embedded data.
+if "$npuc" translate vw -onnx "$digits" --reuse-memory --out "$tmp/vw" >/dev/null &&
+   "$npuc" compare "$digits" "$tmp/vw/vw" -o "$tmp/vwcmp" >/dev/null &&
+   "$npuc" view "$tmp/vw/vw" -o "$tmp/view" --compare "$tmp/vwcmp/compare.csv" >/dev/null &&
+   "$npuc" view "$src/models/fashion/fashion_resnet.onnx" -o "$tmp/view" >/dev/null &&
+   grep -q -- '-> l1;' "$tmp/view/vw.dot" && grep -q 'SNR' "$tmp/view/vw.dot" && [ "$(grep -c -- '->' "$tmp/view/fashion_resnet.dot")" -ge 27 ]; then
+  ok "npuc view writes the .dot and the page of a package (SNR from compare) and of a model"
+else bad "npuc view"; fi
+if command -v chromium >/dev/null; then
+  dom=$(chromium --headless --disable-gpu --no-sandbox --dump-dom "file://$tmp/view/vw.html" 2>/dev/null)
+  if echo "$dom" | grep -q '<p id="summary">6 layers (mac: 4, vector: 2); estimated [0-9.]* us; lowest SNR [0-9.]* dB at ' &&
+     echo "$dom" | grep -q '<g class="node" data-i="1">'; then
+    ok "the view page in headless Chromium: its script summarises the 6 layers, their time and the lowest SNR"
+  else bad "view page in Chromium: $(echo "$dom" | grep -o '<p id="summary">[^<]*')"; fi
+else
+  echo "note: chromium is not installed: the view page's browser check is skipped"
+fi
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -56,5 +56,6 @@ void addTargets(CLI::App& app, Action& run);
 void addTranslate(CLI::App& app, Action& run);
 void addSimulate(CLI::App& app, Action& run);
 void addCompare(CLI::App& app, Action& run);
+void addView(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

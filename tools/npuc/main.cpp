@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   npuc::cli::addTranslate(app, action);
   npuc::cli::addSimulate(app, action);
   npuc::cli::addCompare(app, action);
+  npuc::cli::addView(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,351 @@
+// npuc view: the layer graph of a package (or the node graph of an ONNX model) as Graphviz .dot and as one
+// self-contained HTML page (an SVG drawn here, a table, the data as JSON, no external file or script): nodes coloured by
+// engine, with shapes, MACs and the estimated time (the package's PREFIX_summary.csv) and, given `npuc compare`'s
+// compare.csv, each layer's SNR. The layout is computed here (layers by longest path from the inputs), so the page
+// needs no Graphviz; the .dot is for `dot -Tsvg` and other Graphviz tools (the guide's `tidl_viewer -d net.dot`).
+#include "cli_common.hpp"
+
+#include "npuc/runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace npuc::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct VNode {
+  std::string id, name, kind, engine, shape, value;  // value: the tensor it writes
+  int64_t macs = -1;
+  double time_us = -1, snr = std::nan("");
+  bool io = false;  // a graph input / output marker
+  int rank = 0, slot = 0;
+};
+
+struct VGraph {
+  std::string title, source;
+  std::vector<VNode> nodes;
+  std::vector<std::pair<size_t, size_t>> edges;
+};
+
+/// One CSV record's fields (RFC 4180 quotes).
+std::vector<std::string> csvFields(const std::string& line) {
+  std::vector<std::string> f(1);
+  bool q = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (q) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') f.back() += '"', ++i;
+      else if (c == '"') q = false;
+      else f.back() += c;
+    } else if (c == '"') {
+      q = true;
+    } else if (c == ',') {
+      f.emplace_back();
+    } else if (c != '\r') {
+      f.back() += c;
+    }
+  }
+  return f;
+}
+
+/// A CSV file as a list of column name -> value maps (empty when the file is missing).
+std::vector<std::map<std::string, std::string>> readCsv(const fs::path& p) {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::ifstream in(p);
+  if (!in) return rows;
+  std::string line;
+  if (!std::getline(in, line)) return rows;
+  const auto head = csvFields(line);
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto f = csvFields(line);
+    std::map<std::string, std::string> r;
+    for (size_t i = 0; i < head.size() && i < f.size(); ++i) r[head[i]] = f[i];
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+double number(const std::string& s, double fallback) {
+  if (s.empty()) return fallback;
+  if (s == "inf") return INFINITY;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  return end && *end == '\0' ? v : fallback;
+}
+
+VGraph fromPackage(const fs::path& dir) {
+  Runtime rt(dir);
+  VGraph g;
+  g.title = dir.filename().string();
+  g.source = fmt::format("package {} (target {}, {} numerics, {} layers)", dir.string(), rt.target(), rt.numerics(), rt.layers().size());
+  std::map<std::string, size_t> writer;  // value -> node
+  for (auto& in : rt.inputs()) {
+    writer[in.name] = g.nodes.size();
+    g.nodes.push_back({"in_" + std::to_string(g.nodes.size()), in.name, "input", "io", shapeStr(in.shape), in.name, -1, -1, std::nan(""), true, 0, 0});
+  }
+  // The estimate of each layer: PREFIX_summary.csv (by layer name), written beside the package by translate.
+  std::map<std::string, std::map<std::string, std::string>> summary;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.size() > 12 && f.compare(f.size() - 12, 12, "_summary.csv") == 0)
+      for (auto& r : readCsv(e.path())) summary[r["name"]] = r;
+  }
+  for (auto& l : rt.layers()) {
+    VNode n{"l" + std::to_string(l.seq), l.name, l.kind, l.engine, shapeStr(l.output.shape), l.output.name, -1, -1, std::nan(""), false, 0, 0};
+    if (auto it = summary.find(l.name); it != summary.end()) {
+      n.macs = static_cast<int64_t>(number(it->second["MACs"], -1));
+      n.time_us = number(it->second["time[us]"], -1);
+    }
+    const size_t id = g.nodes.size();
+    for (auto& v : l.inputs)
+      if (auto w = writer.find(v); w != writer.end()) g.edges.push_back({w->second, id});
+    writer[l.output.name] = id;
+    g.nodes.push_back(n);
+  }
+  for (auto& out : rt.outputs()) {
+    const size_t id = g.nodes.size();
+    g.nodes.push_back({"out_" + std::to_string(id), out.name, "output", "io", shapeStr(out.shape), out.name, -1, -1, std::nan(""), true, 0, 0});
+    if (auto w = writer.find(out.name); w != writer.end()) g.edges.push_back({w->second, id});
+  }
+  return g;
+}
+
+VGraph fromModel(const fs::path& onnx) {
+  Model m = Model::load(onnx);
+  VGraph g;
+  g.title = onnx.stem().string();
+  g.source = fmt::format("ONNX model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)", onnx.string(),
+                         m.nodes().size());
+  std::map<std::string, size_t> writer;
+  for (auto& in : m.inputs()) {
+    writer[in.name] = g.nodes.size();
+    g.nodes.push_back({"in_" + std::to_string(g.nodes.size()), in.name, "input", "io", shapeStr(in.shape), in.name, -1, -1, std::nan(""), true, 0, 0});
+  }
+  for (auto& ni : m.nodes()) {
+    const bool mac = ni.op == "Conv" || ni.op == "ConvTranspose" || ni.op == "Gemm" || ni.op == "MatMul" || ni.op.find("ai.npuc.Conv") == 0 ||
+                     ni.op.find("ai.npuc.Gemm") == 0 || ni.op.find("ai.npuc.QConv") == 0;
+    VNode n{"n" + std::to_string(ni.index), ni.name, ni.op, mac ? "mac" : "vector",
+            ni.output_shapes.empty() ? std::string() : shapeStr(ni.output_shapes[0]), ni.outputs.empty() ? std::string() : ni.outputs[0],
+            ni.macs, -1, std::nan(""), false, 0, 0};
+    const size_t id = g.nodes.size();
+    std::set<size_t> from;
+    for (auto& v : ni.inputs)
+      if (auto w = writer.find(v); !v.empty() && w != writer.end() && from.insert(w->second).second) g.edges.push_back({w->second, id});
+    for (auto& v : ni.outputs)
+      if (!v.empty()) writer[v] = id;
+    g.nodes.push_back(n);
+  }
+  for (auto& out : m.outputs()) {
+    const size_t id = g.nodes.size();
+    g.nodes.push_back({"out_" + std::to_string(id), out.name, "output", "io", shapeStr(out.shape), out.name, -1, -1, std::nan(""), true, 0, 0});
+    if (auto w = writer.find(out.name); w != writer.end()) g.edges.push_back({w->second, id});
+  }
+  return g;
+}
+
+/// compare.csv's SNR per layer (by layer name).
+void addSnr(VGraph& g, const fs::path& csv) {
+  auto rows = readCsv(csv);
+  if (rows.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("--compare {}: no rows (a compare.csv of npuc compare)", csv.string()));
+  std::map<std::string, double> snr;
+  for (auto& r : rows)
+    if (r["matched"] == "1") snr[r["layer"]] = number(r["snr_db"], std::nan(""));
+  for (auto& n : g.nodes)
+    if (auto it = snr.find(n.name); it != snr.end()) n.snr = it->second;
+}
+
+/// Ranks by longest path from the sources (node order is topological), slots in order within a rank.
+void layout(VGraph& g) {
+  std::vector<std::vector<size_t>> preds(g.nodes.size());
+  for (auto [a, b] : g.edges) preds[b].push_back(a);
+  std::map<int, int> used;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    int r = 0;
+    for (size_t p : preds[i]) r = std::max(r, g.nodes[p].rank + 1);
+    g.nodes[i].rank = r;
+    g.nodes[i].slot = used[r]++;
+  }
+}
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else if (c == '\'') o += "&#39;";
+    else o += c;
+  }
+  return o;
+}
+
+std::string dotEsc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c == '\n' ? ' ' : c;
+  }
+  return o;
+}
+
+const char* colour(const std::string& engine) {
+  if (engine == "mac") return "#9ecae1";
+  if (engine == "vector") return "#a1d99b";
+  if (engine == "io") return "#eeeeee";
+  return "#fdae6b";
+}
+
+std::string timeStr(double us) { return us >= 0 ? fmt::format("{:.3f} us", us) : std::string(); }
+std::string snrStr(double s) { return std::isnan(s) ? std::string() : std::isinf(s) ? std::string("inf dB") : fmt::format("{:.1f} dB", s); }
+
+std::string dot(const VGraph& g) {
+  std::string s = fmt::format("// npuc view: {}\ndigraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"sans-serif\", fontsize=10];\n",
+                              dotEsc(g.source), dotEsc(g.title));
+  for (auto& n : g.nodes) {
+    std::string label = n.io ? fmt::format("{}\\n{}", dotEsc(n.name), n.shape)
+                             : fmt::format("{}\\n{} ({})\\n{}", dotEsc(n.name), dotEsc(n.kind), n.engine, n.shape);
+    if (n.macs > 0) label += fmt::format("\\n{} MACs", n.macs);
+    if (n.time_us >= 0) label += "\\n" + timeStr(n.time_us);
+    if (!std::isnan(n.snr)) label += "\\nSNR " + snrStr(n.snr);
+    s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}];\n", n.id, label, colour(n.engine), n.io ? ", shape=ellipse" : "");
+  }
+  for (auto [a, b] : g.edges) s += fmt::format("  {} -> {};\n", g.nodes[a].id, g.nodes[b].id);
+  return s + "}\n";
+}
+
+std::string jsonStr(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
+    else if (c < 0x20) o += fmt::format("\\u{:04x}", c);
+    else if (c == '<') o += "\\u003c";  // (inside <script>)
+    else o += static_cast<char>(c);
+  }
+  return o + "\"";
+}
+
+std::string html(const VGraph& g) {
+  const double W = 230, H = 58, DX = 250, DY = 88, M = 20;
+  int ranks = 0, slots = 0;
+  for (auto& n : g.nodes) ranks = std::max(ranks, n.rank + 1), slots = std::max(slots, n.slot + 1);
+  const double width = M * 2 + slots * DX, height = M * 2 + ranks * DY;
+  auto x = [&](const VNode& n) { return M + n.slot * DX; };
+  auto y = [&](const VNode& n) { return M + n.rank * DY; };
+  std::string svg = fmt::format("<svg id='graph' xmlns='http://www.w3.org/2000/svg' width='{:.0f}' height='{:.0f}' "
+                                "style='font:11px sans-serif'>\n<defs><marker id='arrow' viewBox='0 0 10 10' refX='10' refY='5' "
+                                "markerWidth='6' markerHeight='6' orient='auto'><path d='M0,0 L10,5 L0,10 z' fill='#666'/></marker></defs>\n",
+                                width, height);
+  for (auto [a, b] : g.edges) {
+    const VNode &p = g.nodes[a], &q = g.nodes[b];
+    const double x1 = x(p) + W / 2, y1 = y(p) + H, x2 = x(q) + W / 2, y2 = y(q);
+    svg += fmt::format("<path d='M{:.1f},{:.1f} C{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}' fill='none' stroke='#666' "
+                       "marker-end='url(#arrow)'/>\n", x1, y1, x1, y1 + DY / 2, x2, y2 - DY / 2, x2, y2);
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const VNode& n = g.nodes[i];
+    std::string second = n.io ? n.shape : fmt::format("{} · {} · {}", n.kind, n.engine, n.shape);
+    std::string third;
+    if (n.macs > 0) third += fmt::format("{} MACs ", n.macs);
+    if (n.time_us >= 0) third += timeStr(n.time_us) + " ";
+    if (!std::isnan(n.snr)) third += "SNR " + snrStr(n.snr);
+    const std::string nm = n.name.size() > 34 ? "…" + n.name.substr(n.name.size() - 33) : n.name;
+    svg += fmt::format("<g class='node' data-i='{}'><title>{}</title><rect x='{:.0f}' y='{:.0f}' width='{:.0f}' height='{:.0f}' "
+                       "rx='{}' fill='{}' stroke='#555'/><text x='{:.0f}' y='{:.0f}'>{}</text><text x='{:.0f}' y='{:.0f}'>{}</text>"
+                       "<text x='{:.0f}' y='{:.0f}'>{}</text></g>\n",
+                       i, esc(n.name), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.engine), x(n) + 6, y(n) + 15, esc(nm), x(n) + 6,
+                       y(n) + 31, esc(second), x(n) + 6, y(n) + 47, esc(third));
+  }
+  svg += "</svg>\n";
+  std::string data = "[";
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const VNode& n = g.nodes[i];
+    data += fmt::format("{}{{\"name\":{},\"kind\":{},\"engine\":{},\"shape\":{},\"io\":{},\"macs\":{},\"time_us\":{},\"snr\":{}}}",
+                        i ? ",\n" : "", jsonStr(n.name), jsonStr(n.kind), jsonStr(n.engine), jsonStr(n.shape), n.io ? "true" : "false",
+                        n.macs, n.time_us, std::isnan(n.snr) ? std::string("null") : std::isinf(n.snr) ? std::string("1e999") : fmt::format("{}", n.snr));
+  }
+  data += "]";
+  std::string rows;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const VNode& n = g.nodes[i];
+    if (n.io) continue;
+    rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                        i, esc(n.name), esc(n.kind), colour(n.engine), n.engine, n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
+                        timeStr(n.time_us), snrStr(n.snr));
+  }
+  // The script reads the embedded data: the summary line and the click-to-highlight link between graph and table.
+  const char* script = R"JS(
+const layers = JSON.parse(document.getElementById('data').textContent).filter(n => !n.io);
+const engines = {};
+let total = 0, worst = null;
+for (const n of layers) {
+  engines[n.engine] = (engines[n.engine] || 0) + 1;
+  if (n.time_us >= 0) total += n.time_us;
+  if (n.snr !== null && (worst === null || n.snr < worst.snr)) worst = n;
+}
+let text = layers.length + ' layers (' + Object.keys(engines).sort().map(e => e + ': ' + engines[e]).join(', ') + ')';
+if (total > 0) text += '; estimated ' + total.toFixed(3) + ' us';
+if (worst) text += '; lowest SNR ' + worst.snr.toFixed(1) + ' dB at ' + worst.name;
+document.getElementById('summary').textContent = text;
+for (const g of document.querySelectorAll('g.node')) {
+  g.addEventListener('click', () => {
+    for (const r of document.querySelectorAll('tr.sel')) r.classList.remove('sel');
+    const row = document.getElementById('row' + g.dataset.i);
+    if (row) { row.classList.add('sel'); row.scrollIntoView(); }
+  });
+}
+)JS";
+  return fmt::format(
+      "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>npuc view: {}</title><style>body{{font-family:sans-serif;margin:16px}}"
+      "table{{border-collapse:collapse;margin-top:12px}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}tr.sel{{outline:2px solid #d62728}}"
+      "g.node{{cursor:pointer}}.legend span{{padding:2px 8px;margin-right:6px;border:1px solid #999}}</style></head><body>\n"
+      "<h1>npuc view: {}</h1>\n<p>{}</p>\n<p id='summary'>(the summary needs JavaScript)</p>\n<p class='legend'><span style='background:{}'>mac</span>"
+      "<span style='background:{}'>vector</span><span style='background:{}'>input / output</span><span style='background:{}'>other</span></p>\n"
+      "<div style='overflow:auto;max-height:70vh;border:1px solid #ddd'>\n{}</div>\n<table><tr><th>layer</th><th>kind</th><th>engine</th>"
+      "<th>shape</th><th>MACs</th><th>time</th><th>SNR</th></tr>\n{}</table>\n<script id='data' type='application/json'>{}</script>\n"
+      "<script>{}</script>\n</body></html>\n",
+      esc(g.title), esc(g.title), esc(g.source), colour("mac"), colour("vector"), colour("io"), colour("other"), svg, rows, data, script);
+}
+
+}  // namespace
+
+void addView(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("view", "Draw a package's layer graph (or an ONNX model's): Graphviz .dot and a self-contained HTML page");
+  struct Opts {
+    std::string target, out = ".", compare, name;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("target", o->target, "A package folder (output/PREFIX) or an ONNX model")->required();
+  c->add_option("--out,-o", o->out, "Folder for NAME.dot and NAME.html (default: the current folder)");
+  c->add_option("--name", o->name, "File name stem (default: the package's or model's name)");
+  c->add_option("--compare", o->compare, "npuc compare's compare.csv: each layer's SNR on the graph and in the table");
+  c->callback([o, &run] {
+    run = [o] {
+      VGraph g = fs::is_directory(o->target) ? fromPackage(o->target) : fromModel(o->target);
+      if (!o->compare.empty()) addSnr(g, o->compare);
+      layout(g);
+      const std::string stem = o->name.empty() ? g.title : o->name;
+      checkOutputName(stem, "--name");
+      makeOutputFolder(o->out, "--out");
+      const fs::path base = fs::path(o->out) / stem;
+      writeText(base.string() + ".dot", dot(g));
+      writeText(base.string() + ".html", html(g));
+      fmt::print("{}: {} nodes, {} edges\nwrote {}.dot and {}.html\n", g.source, g.nodes.size(), g.edges.size(), base.string(), base.string());
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli
