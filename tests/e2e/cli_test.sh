@@ -250,5 +250,64 @@ else
   echo "note: chromium is not installed: the view page's browser check is skipped"
 fi
 
+# npuc tidl-import: the TIDL guide's sample configurations parse and are refused at modelType (Caffe: ONNX only); an
+# ONNX variant translates for tidl; broken variants are each an error naming file, line and key.
+td="$src/tests/data/tidl"
+expect_error 2 "tidl_import_j11_v2.txt:5: modelType: 0 (Caffe, the guide's default): npuc imports ONNX only" -- "$npuc" tidl-import "$td/tidl_import_j11_v2.txt"
+expect_error 2 "tidl_import_j11_split.txt:5: modelType: 0" -- "$npuc" tidl-import "$td/tidl_import_j11_split.txt"
+mkdir -p "$tmp/ti"
+onnxify() {  # the guide's sample as an ONNX configuration for the digits model
+  sed -e 's|^modelType .*|modelType = 2|' -e "s|^inputNetFile .*|inputNetFile = \"$digits\"|" \
+      -e "s|^sampleInData .*|sampleInData = \"$src/models/digits/test_x.npy\"|" \
+      -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/out/tidl_net_digits.bin\"|" "$1"
+}
+onnxify "$td/tidl_import_j11_v2.txt" >"$tmp/ti/ok.txt"
+if "$npuc" tidl-import "$tmp/ti/ok.txt" >"$tmp/ti/ok.out" && grep -q "numParamBits       = 12" "$tmp/ti/ok.out" &&
+   [ -s "$tmp/ti/out/tidl_net_digits/tidl_net_digits_summary.csv" ]; then
+  ok "tidl-import: an ONNX configuration translates for tidl (reports), every key's use printed"
+else bad "tidl-import ONNX configuration: $(cat "$tmp/ti/ok.out")"; fi
+onnxify "$td/tidl_import_j11_split.txt" | grep -v '^layersGroupId\|^conv2dKernelType' >"$tmp/ti/split.txt"
+printf 'layersGroupId = 0 1 1 1 1 1 1 0\nconv2dKernelType = 1 1 1 1 1 1 1 1\n' >>"$tmp/ti/split.txt"
+"$npuc" tidl-import "$tmp/ti/split.txt" --dry-run >"$tmp/ti/split.out" && grep -q "layer groups are not built yet" "$tmp/ti/split.out" &&
+  ok "tidl-import: layersGroupId / conv2dKernelType accepted and said to be recorded only" || bad "tidl-import with layer groups"
+n=0
+tidl_bad() {  # tidl_bad 'sed script' 'expected text'
+  n=$((n + 1))
+  sed -e "$1" "$tmp/ti/ok.txt" >"$tmp/ti/bad$n.txt"
+  expect_error 2 "$2" -- "$npuc" tidl-import "$tmp/ti/bad$n.txt" --dry-run
+}
+tidl_bad 's|^numParamBits .*|numParamBits = 13|' ":22: numParamBits: 13 is outside the guide's range [4, 12]"
+tidl_bad 's|^numParamBits .*|numParamBits = 3|' "numParamBits: 3 is outside"
+tidl_bad 's|^numParamBits .*|numParamBits = 8.5|' "numParamBits: '8.5' is not an integer"
+tidl_bad 's|^numParamBits .*|numParamBits = eight|' "numParamBits: 'eight' is not a number"
+tidl_bad 's|^numParamBits .*|numParamBits = "8"|' "numParamBits: expects a number, got a string"
+tidl_bad 's|^numParamBits .*|numParamBits = 8 8|' "numParamBits: expects one value, got 2"
+tidl_bad 's|^numParamBits .*|numParamBits =|' "numParamBits: has no value"
+tidl_bad 's|^quantRoundAdd .*|quantRoundAdd = 101|' "quantRoundAdd: 101 is outside the guide's range [0, 100]"
+tidl_bad 's|^quantizationStyle .*|quantizationStyle = 0|' "quantizationStyle: 0 (fixed quantization by the training framework) is not supported"
+tidl_bad 's|^inElementType .*|inElementType = 2|' "inElementType: 2 is outside"
+tidl_bad 's|^rawSampleInData .*|rawSampleInData = -1|' "rawSampleInData: -1 is outside"
+tidl_bad 's|^modelType .*|modelType = 1|' "modelType: 1 (TensorFlow): npuc imports ONNX only"
+tidl_bad 's|^modelType .*|modelType = 3|' "modelType: 3 is outside"
+tidl_bad 's|^randParams .*|randParams = 0\nnumParamBit = 8|' ":3: numParamBit: unknown key"
+tidl_bad 's|^randParams .*|randparams = 0|' "randparams: unknown key (did you mean randParams?)"
+tidl_bad 's|^randParams .*|randParams = 0\nrandParams = 1|' "randParams: set twice (first at line 2)"
+tidl_bad 's|^randParams .*|randParams 0|' ":2: randParams 0: expected key = value"
+tidl_bad 's|^inputNetFile .*|inputNetFile = "nowhere.onnx"|' "inputNetFile: \"nowhere.onnx\" does not exist"
+tidl_bad "s|^inputNetFile .*|inputNetFile = \"$td/README.md\"|" "is not an .onnx file (modelType 2 is ONNX)"
+tidl_bad 's|^inputNetFile .*|inputNetFile = "unterminated|' "inputNetFile: unterminated string"
+tidl_bad '/^inputNetFile/d' ":0: inputNetFile: is required"
+tidl_bad 's|^sampleInData .*|sampleInData = "missing.raw"|' "sampleInData: \"missing.raw\" does not exist"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 7|' "preProcType: 7 is a configuration error in the guide's table"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 300|' "preProcType: 300 is outside the guide's range [0, 256]"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nrawSampleInData2 = 1|' "rawSampleInData2: unknown key"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninNumChannels = 2000|' "inNumChannels: 2000 is outside the guide's range [1, 1024]"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninMean = 1 2 3\ninScale = 1 2|' "inScale: 2 values for 3 inMean values"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninQuantFactor = 0|' "inQuantFactor: must be > 0, or -1"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nlayersGroupId = 0 1 1 0\nconv2dKernelType = 1 1|' "conv2dKernelType: 2 values, layersGroupId has 4"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nconv2dKernelType = 1 2|' "conv2dKernelType: 2 is outside the guide's range [0, 1]"
+tidl_bad 's|^outputNetFile .*|outputNetFile = "/tmp/.hidden.bin"|' "outputNetFile '.hidden'"
+expect_error 2 "cannot read the import configuration" -- "$npuc" tidl-import "$tmp/ti/none.txt"
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

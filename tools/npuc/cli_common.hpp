@@ -57,5 +57,6 @@ void addTranslate(CLI::App& app, Action& run);
 void addSimulate(CLI::App& app, Action& run);
 void addCompare(CLI::App& app, Action& run);
 void addView(CLI::App& app, Action& run);
+void addTidlImport(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   npuc::cli::addSimulate(app, action);
   npuc::cli::addCompare(app, action);
   npuc::cli::addView(app, action);
+  npuc::cli::addTidlImport(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
