@@ -219,8 +219,10 @@ struct QuantizeReport {
   int integer_layers = 0;   // layers (convolutions, additions) turned into integer layers (QuantizeOptions::integer_layers)
 };
 
-/// The quantization table as CSV (name, kind, lo, hi, scale, zero_point, channels, warning), written atomically.
-void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& csv);
+/// The quantization table (name, kind, lo, hi, scale, zero_point, channels, snr_db, saturated, warning), written
+/// atomically; the format follows the file's extension: .xlsx (a workbook), .html (one self-contained page: rows with
+/// a warning highlighted, each activation's SNR as a bar), anything else CSV.
+void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& file);
 
 class Model {
  public:

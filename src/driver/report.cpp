@@ -4,8 +4,12 @@
 #include "support/error.hpp"
 #include "support/file.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <xlsxwriter.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include <unistd.h>
 
@@ -104,21 +108,110 @@ std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, con
   return files;
 }
 
-void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& csv) {
-  auto quote = [](const std::string& v) {
-    if (v.find_first_of(",\"\n") == std::string::npos) return v;
-    std::string q = "\"";
-    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
+namespace {
+
+std::string quantCsv(const QuantizeReport& r) {
   std::string s = "name,kind,lo,hi,scale,zero_point,channels,snr_db,saturated,warning\n";
   for (auto& t : r.tensors) {
     const bool act = t.kind == "activation";
-    s += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{}\n", quote(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point,
+    s += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{}\n", csvField(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point,
                      t.channels, act ? fmt::format("{:.3f}", t.snr_db) : "", act ? fmt::format("{:.6f}", t.saturated) : "",
-                     quote(t.warning));
+                     csvField(t.warning));
   }
-  writeFileAtomic(csv, s);
+  return s;
+}
+
+std::string htmlText(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else o += c;
+  }
+  return o;
+}
+
+/// One self-contained page: the table, rows with a warning highlighted, each activation's SNR as a bar.
+std::string quantHtml(const QuantizeReport& r) {
+  double top = 60;
+  for (auto& t : r.tensors)
+    if (t.kind == "activation" && std::isfinite(t.snr_db)) top = std::max(top, t.snr_db);
+  std::string rows;
+  for (auto& t : r.tensors) {
+    const bool act = t.kind == "activation";
+    const double w = act && std::isfinite(t.snr_db) ? std::clamp(t.snr_db / top, 0.0, 1.0) * 120 : 0;
+    rows += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.6g}</td><td>{:.6g}</td><td>{:.6g}</td><td>{}</td><td>{}</td><td>{}</td>"
+                        "<td>{}</td><td>{}</td></tr>\n",
+                        t.warning.empty() ? "" : " class='warn'", htmlText(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point, t.channels,
+                        act ? fmt::format("<svg width='122' height='10'><rect width='{:.1f}' height='10' fill='#1f77b4'/></svg> {:.1f}",
+                                          w, t.snr_db)
+                            : std::string(),
+                        act ? fmt::format("{:.4f} %", 100 * t.saturated) : std::string(), htmlText(t.warning));
+  }
+  std::string warnings;
+  for (auto& w : r.warnings) warnings += "<li>" + htmlText(w) + "</li>\n";
+  return fmt::format(
+      "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>npuc quantization table</title><style>body{{font-family:sans-serif;"
+      "margin:16px}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}"
+      "tr.warn{{background:#fdd}}</style></head><body>\n<h1>npuc quantization table</h1>\n<p>{} tensors, {} calibration "
+      "samples. SNR: the float tensor against its quantized copy in the quantized model (dB); saturated: the calibration "
+      "values outside the range.</p>\n<ul>{}</ul>\n<table><tr><th>tensor</th><th>kind</th><th>lo</th><th>hi</th><th>scale</th>"
+      "<th>zero point</th><th>channels</th><th>SNR dB</th><th>saturated</th><th>warning</th></tr>\n{}</table>\n</body></html>\n",
+      r.tensors.size(), r.samples, warnings, rows);
+}
+
+void quantXlsx(const QuantizeReport& r, const std::filesystem::path& path) {
+  auto tmp = uniqueSibling(path, "tmp");
+  lxw_workbook_options opts = {};
+  lxw_workbook* wb = workbook_new_opt(tmp.c_str(), &opts);
+  if (!wb) fail(ErrorCode::kIo, "{}: cannot create the workbook", path.string());
+  lxw_doc_properties props = {};
+  char title[] = "npuc quantization table";
+  props.title = title;
+  props.created = 946684800;  // fixed: the same table gives the same bytes
+  workbook_set_properties(wb, &props);
+  lxw_worksheet* ws = workbook_add_worksheet(wb, "quantization");
+  lxw_format* bold = workbook_add_format(wb);
+  format_set_bold(bold);
+  const char* head[] = {"name", "kind", "lo", "hi", "scale", "zero_point", "channels", "snr_db", "saturated", "warning"};
+  for (int c = 0; c < 10; ++c) worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), head[c], bold);
+  for (size_t i = 0; i < r.tensors.size(); ++i) {
+    const auto& t = r.tensors[i];
+    auto row = static_cast<lxw_row_t>(i + 1);
+    worksheet_write_string(ws, row, 0, t.name.c_str(), nullptr);
+    worksheet_write_string(ws, row, 1, t.kind.c_str(), nullptr);
+    worksheet_write_number(ws, row, 2, t.lo, nullptr);
+    worksheet_write_number(ws, row, 3, t.hi, nullptr);
+    worksheet_write_number(ws, row, 4, t.scale, nullptr);
+    worksheet_write_number(ws, row, 5, t.zero_point, nullptr);
+    worksheet_write_number(ws, row, 6, static_cast<double>(t.channels), nullptr);
+    if (t.kind == "activation") {
+      if (std::isfinite(t.snr_db)) worksheet_write_number(ws, row, 7, t.snr_db, nullptr);
+      worksheet_write_number(ws, row, 8, t.saturated, nullptr);
+    }
+    worksheet_write_string(ws, row, 9, t.warning.c_str(), nullptr);
+  }
+  worksheet_set_column(ws, 0, 0, 40, nullptr);
+  worksheet_set_column(ws, 9, 9, 60, nullptr);
+  lxw_error err = workbook_close(wb);
+  std::error_code ec;
+  if (err != LXW_NO_ERROR) {
+    std::filesystem::remove(tmp, ec);
+    fail(ErrorCode::kIo, "{}: cannot write the workbook: {}", path.string(), lxw_strerror(err));
+  }
+  syncFile(tmp);
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) fail(ErrorCode::kIo, "{}: cannot rename into place: {}", path.string(), ec.message());
+}
+
+}  // namespace
+
+void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".xlsx") quantXlsx(r, file);
+  else if (ext == ".html" || ext == ".htm") writeFileAtomic(file, quantHtml(r));
+  else writeFileAtomic(file, quantCsv(r));
 }
 
 }  // namespace npuc

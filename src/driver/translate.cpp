@@ -529,6 +529,11 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       qo.integer_layers = true;
       QuantizeReport qr;
       body = body.quantizedQdq(qo, &qr);
+      // The quantization table beside the package: csv, xlsx and html (docs/calibration.md).
+      for (const char* ext : {".csv", ".xlsx", ".html"}) {
+        writeQuantizeTable(qr, tmp / (o.prefix + "_quant_table" + ext));
+        res.files.push_back(o.prefix + "_quant_table" + ext);
+      }
       res.calibration_samples = qr.samples;
       res.quantized = true;
       res.warnings.insert(res.warnings.end(), qr.warnings.begin(), qr.warnings.end());

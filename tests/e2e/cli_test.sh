@@ -309,5 +309,14 @@ tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nconv2dKernelType = 1 2|' "con
 tidl_bad 's|^outputNetFile .*|outputNetFile = "/tmp/.hidden.bin"|' "outputNetFile '.hidden'"
 expect_error 2 "cannot read the import configuration" -- "$npuc" tidl-import "$tmp/ti/none.txt"
 
+# int8 translations write the quantization table beside the package (csv, xlsx, html), the same bytes on every run.
+if "$npuc" translate qt -onnx "$digits" --target generic-int8 --calib input="$src/models/digits/test_x.npy" --out "$tmp/qt1" >/dev/null &&
+   "$npuc" translate qt -onnx "$digits" --target generic-int8 --calib input="$src/models/digits/test_x.npy" --out "$tmp/qt2" >/dev/null &&
+   grep -q "^name,kind,lo,hi,scale,zero_point,channels,snr_db,saturated,warning" "$tmp/qt1/qt/qt_quant_table.csv" &&
+   grep -q "<h1>npuc quantization table</h1>" "$tmp/qt1/qt/qt_quant_table.html" &&
+   cmp -s "$tmp/qt1/qt/qt_quant_table.xlsx" "$tmp/qt2/qt/qt_quant_table.xlsx" && cmp -s "$tmp/qt1/qt/manifest.json" "$tmp/qt2/qt/manifest.json"; then
+  ok "int8 translate writes the quantization table as csv, xlsx and html, byte-identical across runs"
+else bad "quantization table files"; fi
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

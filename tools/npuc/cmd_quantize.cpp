@@ -25,7 +25,8 @@ void addQuantize(CLI::App& app, Action& run) {
   c->add_option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
                 "first axis (repeatable; several files of one name add up)")->required();
   c->add_option("--output,-o", o->output, "The quantized model (.onnx)")->required();
-  c->add_option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, warnings) as CSV");
+  c->add_option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, SNR, clipped fraction, warnings): "
+                                     "T.csv, T.xlsx or T.html by the extension");
   c->add_option("--method", o->method, "Activation range method: minmax | percentile | entropy | mse (docs/calibration.md)");
   c->add_option("--percentile", o->percentile, "The percentile of --method percentile")->check(CLI::Range(1e-9, 100.0));
   c->add_option("--scheme", o->scheme, "Activations: affine (scale and zero point, default) or radix (Kneron's int8-radix: zero "
