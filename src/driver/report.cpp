@@ -24,6 +24,43 @@ std::string csvField(const std::string& s) {
   return r + "\"";
 }
 
+/// A workbook written beside `path` (renamed into place by closeWorkbook), with fixed document properties: the same
+/// content gives the same bytes. `tmp` receives the temporary file's name.
+lxw_workbook* openWorkbook(const std::filesystem::path& path, const char* title, std::filesystem::path& tmp) {
+  tmp = uniqueSibling(path, "tmp");
+  lxw_workbook_options opts = {};
+  opts.constant_memory = LXW_FALSE;
+  lxw_workbook* wb = workbook_new_opt(tmp.c_str(), &opts);
+  if (!wb) fail(ErrorCode::kIo, "{}: cannot create the workbook", path.string());
+  lxw_doc_properties props = {};
+  std::string t = title;
+  props.title = t.data();
+  props.created = 946684800;  // 2000-01-01: also used for the zip entries, so the file is reproducible
+  workbook_set_properties(wb, &props);
+  return wb;
+}
+
+/// Closes the workbook, syncs it and renames it into place; nothing is left behind on failure.
+void closeWorkbook(lxw_workbook* wb, const std::filesystem::path& tmp, const std::filesystem::path& path) {
+  lxw_error err = workbook_close(wb);
+  std::error_code ec;
+  if (err != LXW_NO_ERROR) {
+    std::filesystem::remove(tmp, ec);
+    fail(ErrorCode::kIo, "{}: cannot write the workbook: {}", path.string(), lxw_strerror(err));
+  }
+  try {
+    syncFile(tmp);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    fail(ErrorCode::kIo, "{}: cannot rename into place: {}", path.string(), ec.message());
+  }
+}
+
 /// The manual's `message` column (§7.6, "Error detail"): the rule and what the node has.
 std::string message(const CheckRow& r) {
   std::string m = r.rule;
@@ -32,17 +69,8 @@ std::string message(const CheckRow& r) {
 }
 
 void writeXlsx(const std::vector<CheckRow>& rows, const std::filesystem::path& path) {
-  auto tmp = uniqueSibling(path, "tmp");
-  lxw_workbook_options opts = {};
-  opts.constant_memory = LXW_FALSE;
-  lxw_workbook* wb = workbook_new_opt(tmp.c_str(), &opts);
-  if (!wb) fail(ErrorCode::kIo, "{}: cannot create the workbook", path.string());
-  // Fixed document properties: the same report gives the same bytes.
-  lxw_doc_properties props = {};
-  char title[] = "npuc availability report";
-  props.title = title;
-  props.created = 946684800;  // 2000-01-01: also used for the zip entries, so the file is reproducible
-  workbook_set_properties(wb, &props);
+  std::filesystem::path tmp;
+  lxw_workbook* wb = openWorkbook(path, "npuc availability report", tmp);
   lxw_worksheet* ws = workbook_add_worksheet(wb, "errors");
   lxw_format* bold = workbook_add_format(wb);
   format_set_bold(bold);
@@ -60,20 +88,7 @@ void writeXlsx(const std::vector<CheckRow>& rows, const std::filesystem::path& p
   worksheet_set_column(ws, 1, 1, 30, nullptr);
   worksheet_set_column(ws, 3, 3, 80, nullptr);
   worksheet_set_column(ws, 5, 6, 60, nullptr);
-  lxw_error err = workbook_close(wb);
-  std::error_code ec;
-  if (err != LXW_NO_ERROR) {
-    std::filesystem::remove(tmp, ec);
-    fail(ErrorCode::kIo, "{}: cannot write the workbook: {}", path.string(), lxw_strerror(err));
-  }
-  try {
-    syncFile(tmp);
-  } catch (...) {
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) fail(ErrorCode::kIo, "{}: cannot rename into place: {}", path.string(), ec.message());
+  closeWorkbook(wb, tmp, path);
 }
 
 }  // namespace
@@ -162,15 +177,8 @@ std::string quantHtml(const QuantizeReport& r) {
 }
 
 void quantXlsx(const QuantizeReport& r, const std::filesystem::path& path) {
-  auto tmp = uniqueSibling(path, "tmp");
-  lxw_workbook_options opts = {};
-  lxw_workbook* wb = workbook_new_opt(tmp.c_str(), &opts);
-  if (!wb) fail(ErrorCode::kIo, "{}: cannot create the workbook", path.string());
-  lxw_doc_properties props = {};
-  char title[] = "npuc quantization table";
-  props.title = title;
-  props.created = 946684800;  // fixed: the same table gives the same bytes
-  workbook_set_properties(wb, &props);
+  std::filesystem::path tmp;
+  lxw_workbook* wb = openWorkbook(path, "npuc quantization table", tmp);
   lxw_worksheet* ws = workbook_add_worksheet(wb, "quantization");
   lxw_format* bold = workbook_add_format(wb);
   format_set_bold(bold);
@@ -194,15 +202,7 @@ void quantXlsx(const QuantizeReport& r, const std::filesystem::path& path) {
   }
   worksheet_set_column(ws, 0, 0, 40, nullptr);
   worksheet_set_column(ws, 9, 9, 60, nullptr);
-  lxw_error err = workbook_close(wb);
-  std::error_code ec;
-  if (err != LXW_NO_ERROR) {
-    std::filesystem::remove(tmp, ec);
-    fail(ErrorCode::kIo, "{}: cannot write the workbook: {}", path.string(), lxw_strerror(err));
-  }
-  syncFile(tmp);
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) fail(ErrorCode::kIo, "{}: cannot rename into place: {}", path.string(), ec.message());
+  closeWorkbook(wb, tmp, path);
 }
 
 }  // namespace

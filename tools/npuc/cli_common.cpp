@@ -165,4 +165,17 @@ void writeText(const std::filesystem::path& p, const std::string& s) {
   std::fclose(f);
 }
 
+std::string htmlEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else if (c == '\'') o += "&#39;";
+    else o += c;
+  }
+  return o;
+}
+
 }  // namespace npuc::cli

@@ -36,6 +36,8 @@ Model loadForInputs(const std::string& model, const std::map<std::string, Tensor
 void fillRandomInputs(const Model& m, std::map<std::string, Tensor>& given, uint32_t seed = 0);
 /// A file-system friendly name for a tensor.
 std::string safeFileName(const std::string& name);
+/// Text for HTML (element content and quoted attributes): < > & " ' escaped.
+std::string htmlEscape(const std::string& s);
 /// Writes a text file (kIo naming it when it cannot).
 void writeText(const std::filesystem::path& p, const std::string& s);
 std::string humanCount(int64_t n);

@@ -53,18 +53,6 @@ void measure(const Tensor& sim, const Tensor& ref, Row& r) {
 
 std::string snrStr(double s) { return s >= kSnrCap ? "inf" : fmt::format("{:.2f}", s); }
 
-std::string htmlEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
-
 std::string html(const std::vector<Row>& rows, const std::string& model, const std::string& pkg, const Runtime& rt) {
   // SVG line chart of SNR per layer (matched layers), 0..max(60, finite max) dB.
   const double W = 900, H = 300, L = 50, B = 30;

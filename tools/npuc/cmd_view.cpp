@@ -179,20 +179,7 @@ void layout(VGraph& g) {
   }
 }
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else if (c == '\'') o += "&#39;";
-    else o += c;
-  }
-  return o;
-}
-
-std::string dotEsc(const std::string& s) {
+std::string dotEscape(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '"' || c == '\\') o += '\\';
@@ -213,10 +200,10 @@ std::string snrStr(double s) { return std::isnan(s) ? std::string() : std::isinf
 
 std::string dot(const VGraph& g) {
   std::string s = fmt::format("// npuc view: {}\ndigraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"sans-serif\", fontsize=10];\n",
-                              dotEsc(g.source), dotEsc(g.title));
+                              dotEscape(g.source), dotEscape(g.title));
   for (auto& n : g.nodes) {
-    std::string label = n.io ? fmt::format("{}\\n{}", dotEsc(n.name), n.shape)
-                             : fmt::format("{}\\n{} ({})\\n{}", dotEsc(n.name), dotEsc(n.kind), n.engine, n.shape);
+    std::string label = n.io ? fmt::format("{}\\n{}", dotEscape(n.name), n.shape)
+                             : fmt::format("{}\\n{} ({})\\n{}", dotEscape(n.name), dotEscape(n.kind), n.engine, n.shape);
     if (n.macs > 0) label += fmt::format("\\n{} MACs", n.macs);
     if (n.time_us >= 0) label += "\\n" + timeStr(n.time_us);
     if (!std::isnan(n.snr)) label += "\\nSNR " + snrStr(n.snr);
@@ -265,8 +252,8 @@ std::string html(const VGraph& g) {
     svg += fmt::format("<g class='node' data-i='{}'><title>{}</title><rect x='{:.0f}' y='{:.0f}' width='{:.0f}' height='{:.0f}' "
                        "rx='{}' fill='{}' stroke='#555'/><text x='{:.0f}' y='{:.0f}'>{}</text><text x='{:.0f}' y='{:.0f}'>{}</text>"
                        "<text x='{:.0f}' y='{:.0f}'>{}</text></g>\n",
-                       i, esc(n.name), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.engine), x(n) + 6, y(n) + 15, esc(nm), x(n) + 6,
-                       y(n) + 31, esc(second), x(n) + 6, y(n) + 47, esc(third));
+                       i, htmlEscape(n.name), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.engine), x(n) + 6, y(n) + 15, htmlEscape(nm), x(n) + 6,
+                       y(n) + 31, htmlEscape(second), x(n) + 6, y(n) + 47, htmlEscape(third));
   }
   svg += "</svg>\n";
   std::string data = "[";
@@ -282,7 +269,7 @@ std::string html(const VGraph& g) {
     const VNode& n = g.nodes[i];
     if (n.io) continue;
     rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        i, esc(n.name), esc(n.kind), colour(n.engine), n.engine, n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
+                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.engine), n.engine, n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
                         timeStr(n.time_us), snrStr(n.snr));
   }
   // The script reads the embedded data: the summary line and the click-to-highlight link between graph and table.
@@ -316,7 +303,7 @@ for (const g of document.querySelectorAll('g.node')) {
       "<div style='overflow:auto;max-height:70vh;border:1px solid #ddd'>\n{}</div>\n<table><tr><th>layer</th><th>kind</th><th>engine</th>"
       "<th>shape</th><th>MACs</th><th>time</th><th>SNR</th></tr>\n{}</table>\n<script id='data' type='application/json'>{}</script>\n"
       "<script>{}</script>\n</body></html>\n",
-      esc(g.title), esc(g.title), esc(g.source), colour("mac"), colour("vector"), colour("io"), colour("other"), svg, rows, data, script);
+      htmlEscape(g.title), htmlEscape(g.title), htmlEscape(g.source), colour("mac"), colour("vector"), colour("io"), colour("other"), svg, rows, data, script);
 }
 
 }  // namespace
