@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 namespace py = pybind11;
 using namespace npuc;
@@ -158,12 +159,26 @@ class PyRuntime {
     return *rt_;
   }
 
+  /// One call at a time per runtime. The thread running it may re-enter with a read (output() from a layer callback);
+  /// anything else from a callback, or any call from another thread, is refused.
   struct Busy {
-    explicit Busy(PyRuntime& r) : r_(r) {
-      if (r_.busy_.exchange(true)) raise(ErrorCode::kInvalidArgument, "the runtime is in use by another thread (one Runtime per thread)");
+    explicit Busy(PyRuntime& r, bool read = false) : r_(r) {
+      if (!r_.busy_.exchange(true)) {
+        r_.owner_.store(std::this_thread::get_id());
+        return;
+      }
+      if (r_.owner_.load() == std::this_thread::get_id()) {
+        if (!read) raise(ErrorCode::kInvalidArgument, "this call is not allowed inside a layer callback (reading outputs is)");
+        nested_ = true;
+        return;
+      }
+      raise(ErrorCode::kInvalidArgument, "the runtime is in use by another thread (one Runtime per thread)");
     }
-    ~Busy() { r_.busy_ = false; }
+    ~Busy() {
+      if (!nested_) r_.owner_.store(std::thread::id()), r_.busy_ = false;
+    }
     PyRuntime& r_;
+    bool nested_ = false;
   };
 
   void setInput(const std::string& name, const py::handle& array) {
@@ -228,7 +243,7 @@ class PyRuntime {
   }
 
   py::array output(const std::string& name, bool raw) {
-    Busy b(*this);
+    Busy b(*this, true);
     Runtime& r = rt();
     Tensor t;
     {
@@ -272,6 +287,7 @@ class PyRuntime {
   std::unique_ptr<Runtime> rt_;
   std::string path_;
   std::atomic<bool> busy_{false};
+  std::atomic<std::thread::id> owner_{};  // the thread holding busy_
 };
 
 std::map<std::string, Tensor> tensorsByName(const py::handle& inputs, const std::vector<TensorInfo>& names, const std::string& what) {

@@ -89,9 +89,9 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
     model, on the reference engine) and returns the outputs as numpy arrays in ONNX shape, in the model's order or
     in `reordering`'s (a list of output names).
 
-    data_type "float" gives float32 values; "fixed" (packages only) gives each output's integer values as the device
-    holds them, as a FixedArray carrying its scale and zero point — for outputs stored as int8 codes (int8-affine
-    packages); a float output refuses it, naming the output. platform (520/720 for Kneron) selects nothing here: the
+    data_type "float" gives float32 values; "fixed" (packages only) gives each output as int8 codes — those the device
+    stores, or those a float output dequantizes (int8-affine / int8-radix packages) — as a FixedArray carrying its
+    scale, zero point and Kneron's radix; an output with no int8 form refuses it, naming the output. platform (520/720 for Kneron) selects nothing here: the
     package fixes the device; it is accepted for compatibility. nef_file / bie_file / model_id are Kneron's file
     kinds and are refused with a pointer to `package`.
     """

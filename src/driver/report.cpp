@@ -9,6 +9,7 @@
 #include <xlsxwriter.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <unistd.h>
@@ -208,10 +209,12 @@ void quantXlsx(const QuantizeReport& r, const std::filesystem::path& path) {
 }  // namespace
 
 void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& file) {
-  const std::string ext = file.extension().string();
+  std::string ext = file.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext == ".xlsx") quantXlsx(r, file);
   else if (ext == ".html" || ext == ".htm") writeFileAtomic(file, quantHtml(r));
-  else writeFileAtomic(file, quantCsv(r));
+  else if (ext == ".csv") writeFileAtomic(file, quantCsv(r));
+  else fail(ErrorCode::kInvalidArgument, "{}: a quantization table is .csv, .xlsx or .html", file.string());
 }
 
 }  // namespace npuc

@@ -119,6 +119,30 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   if (workbook_close(wb) != LXW_NO_ERROR) fail(ErrorCode::kIo, "{}: cannot write the workbook", xlsx);
 }
 
+/// A model quantized elsewhere, translated for int8-radix: every QuantizeLinear must already be in radix form (zero
+/// point 0, a power-of-two scale); otherwise an error naming the tensor and how to get that form.
+void requireRadixForm(const ir::Graph& g, const std::string& file) {
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "QuantizeLinear" || !n.domain.empty()) continue;
+    const Tensor* sc = n.hasInput(1) ? ir::constantInput(g, n, 1, DType::kF32) : nullptr;
+    const ir::Value* zp = n.hasInput(2) ? &g.value(n.inputs[2]) : nullptr;
+    bool ok = sc && sc->numel() == 1;
+    if (ok) {
+      int e = 0;
+      ok = std::frexp(sc->data<float>()[0], &e) == 0.5f;
+    }
+    if (ok && zp) {
+      const std::vector<double> z = zp->isConstant() ? zp->constant->toDouble() : std::vector<double>{1};
+      ok = std::all_of(z.begin(), z.end(), [](double v) { return v == 0; });
+    }
+    if (!ok)
+      fail(ErrorCode::kUnsupported, "{}: tensor '{}' is quantized with a scale or zero point that is not in int8-radix form (zero point 0, "
+           "a power-of-two scale): quantize the float model with `npuc quantize --scheme radix`, or translate it with --calib",
+           file, g.value(n.inputs[0]).name);
+  }
+}
+
 /// PREFIX_radix_scale_info.txt of an int8-radix package (Kneron's per-output radix and scale: float = fixed / scale /
 /// 2^radix): "<output> <radix> <scale>" per output, from the record of the int8 codes the output dequantizes.
 std::string radixScaleInfo(const package::Package& p) {
@@ -467,6 +491,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         if (!o.calibration.empty())
           res.warnings.push_back("the model is already quantized (QuantizeLinear / DequantizeLinear): its own scales are "
                                  "used, the calibration samples are not");
+        if (t.numerics == Numerics::kInt8Radix) requireRadixForm(graphOf(m), o.onnx.string());
         if (o.save_qdq_onnx) m.saveOnnx(tmp / (o.prefix + "_qdq.onnx"));  // (the model as given: already QDQ)
         withContext(o.onnx.string(), [&] { integerLayers(mutableGraphOf(m)); });
         res.quantized = true;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -744,6 +745,10 @@ Package readPackage(const FileSource& source, const std::string& where) {
         bad(mfile, "field 'layers[{}].kind' = '{}', but its descriptor is a '{}' layer", i, kinds[i], layerKindName(d.kind));
       if (l.scale > 0 && d.out(0).type != ElemType::kI8)
         bad(mfile, "field 'layers[{}].quantization': the layer writes {}, not int8 codes", i, elemName(d.out(0).type));
+      int e = 0;
+      if (l.scale > 0 && p.numerics == Numerics::kInt8Radix && (l.zero_point != 0 || std::frexp(l.scale, &e) != 0.5))
+        bad(mfile, "field 'layers[{}].quantization': an int8-radix package's codes are symmetric at a power-of-two scale, got "
+            "scale {} and zero point {}", i, l.scale, l.zero_point);
     }
   } catch (const json::exception& e) {
     bad(mfile, "malformed manifest: {}", e.what());

@@ -124,7 +124,7 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
       f["axes"] = Value(std::move(axes));
     }
   }
-  if (n.hasAttr("axis") || n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "Concat" || n.op == "Flatten" ||
+  if (n.hasAttr("axis") || n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "Concat" || n.op == "Flatten" || n.op == "Split" ||
       n.op == "ArgMax" || n.op == "ArgMin") {
     int64_t def = n.op == "Softmax" || n.op == "LogSoftmax" ? (g.opset < 13 ? 1 : -1) : (n.op == "Flatten" ? 1 : 0);
     int64_t axis = n.attrInt("axis", def);

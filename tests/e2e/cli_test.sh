@@ -296,7 +296,7 @@ tidl_bad 's|^randParams .*|randParams 0|' ":2: randParams 0: expected key = valu
 tidl_bad 's|^inputNetFile .*|inputNetFile = "nowhere.onnx"|' "inputNetFile: \"nowhere.onnx\" does not exist"
 tidl_bad "s|^inputNetFile .*|inputNetFile = \"$td/README.md\"|" "is not an .onnx file (modelType 2 is ONNX)"
 tidl_bad 's|^inputNetFile .*|inputNetFile = "unterminated|' "inputNetFile: unterminated string"
-tidl_bad '/^inputNetFile/d' ":0: inputNetFile: is required"
+tidl_bad '/^inputNetFile/d' ".txt: inputNetFile: is required"
 tidl_bad 's|^sampleInData .*|sampleInData = "missing.raw"|' "sampleInData: \"missing.raw\" does not exist"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 7|' "preProcType: 7 is a configuration error in the guide's table"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 300|' "preProcType: 300 is outside the guide's range [0, 256]"
@@ -317,6 +317,14 @@ if "$npuc" translate qt -onnx "$digits" --target generic-int8 --calib input="$sr
    cmp -s "$tmp/qt1/qt/qt_quant_table.xlsx" "$tmp/qt2/qt/qt_quant_table.xlsx" && cmp -s "$tmp/qt1/qt/manifest.json" "$tmp/qt2/qt/manifest.json"; then
   ok "int8 translate writes the quantization table as csv, xlsx and html, byte-identical across runs"
 else bad "quantization table files"; fi
+
+# A model quantized elsewhere translates for kneron only in radix form (zero points 0, power-of-two scales).
+"$npuc" quantize "$digits" --calib input="$src/models/digits/test_x.npy" -o "$tmp/qa.onnx" >/dev/null
+"$npuc" quantize "$digits" --calib input="$src/models/digits/test_x.npy" --scheme radix -o "$tmp/qr.onnx" >/dev/null
+expect_error 2 "is quantized with a scale or zero point that is not in int8-radix form" -- "$npuc" translate qa -onnx "$tmp/qa.onnx" --target kneron --out "$tmp/qk"
+if "$npuc" translate qr -onnx "$tmp/qr.onnx" --target kneron --out "$tmp/qk" >/dev/null && grep -q "logits" "$tmp/qk/qr/qr_radix_scale_info.txt"; then
+  ok "a radix-form QDQ model (npuc quantize --scheme radix) translates for kneron with its own scales"
+else bad "radix QDQ model for kneron"; fi
 
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -65,6 +65,20 @@ def test_a_layer_callback_sees_every_layer(packages):
     rt.run({"input": X[:1]}, callback=lambda layer, y: seen.append((layer["seq"], y.shape, layer["output"]["shape"])))
     assert [s[0] for s in seen] == list(range(len(rt.layers)))
     assert all(tuple(s[1]) == tuple(s[2]) for s in seen)
+    # Inside a callback the runtime's outputs can be read; closing it (or running it) cannot.
+    reads, refused = [], []
+
+    def inside(layer, y):
+        reads.append(rt.output("logits").shape)
+        try:
+            rt.close()
+        except npuc.Error as e:
+            refused.append(str(e))
+
+    rt.run({"input": X[:1]}, callback=inside)
+    assert reads and all(r == (1, 10) for r in reads)
+    assert len(refused) == len(reads) and "not allowed inside a layer callback" in refused[0]
+    assert not rt.closed
 
 
 def test_kneron_style_inference(packages):

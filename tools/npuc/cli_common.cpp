@@ -158,11 +158,13 @@ const RuntimeTensor& packageInput(const Runtime& rt, const std::string& name, co
 
 void writeText(const std::filesystem::path& p, const std::string& s) {
   std::FILE* f = std::fopen(p.c_str(), "wb");
-  if (!f || std::fwrite(s.data(), 1, s.size(), f) != s.size()) {
-    if (f) std::fclose(f);
+  bool ok = f && std::fwrite(s.data(), 1, s.size(), f) == s.size();
+  if (f) ok = std::fclose(f) == 0 && ok;  // (a full disk shows at the flush)
+  if (!ok) {
+    std::error_code ec;
+    std::filesystem::remove(p, ec);
     throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", p.string()));
   }
-  std::fclose(f);
 }
 
 std::string htmlEscape(const std::string& s) {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -78,17 +79,27 @@ Tensor toFloat(const Tensor& t) {
   return f;
 }
 
-/// The radix of each output of an int8-radix package: the record of the int8 codes the output dequantizes (scale
-/// 2^-radix, zero point 0). Throws for an output without one.
-int outputRadix(const Runtime& rt, const std::string& output) {
+/// The radix of an output of an int8-radix package: from the record of the int8 codes the output dequantizes (scale
+/// 2^-radix, zero point 0; the reader checked the form); empty for an output without one (a float output: translate's
+/// radix_scale_info.txt says "float" too).
+std::optional<int> outputRadix(const Runtime& rt, const std::string& output) {
   for (const RuntimeLayer& l : rt.layers())
     if (l.scale > 0 && l.float_value == output) {
       int e = 0;
-      if (l.zero_point != 0 || std::frexp(l.scale, &e) != 0.5)
-        throw Error(ErrorCode::kInvalidArgument, fmt::format("output '{}' is not in radix form (scale {}, zero point {})", output, l.scale, l.zero_point));
+      std::frexp(l.scale, &e);
       return 1 - e;  // scale = 2^(e - 1) = 2^-radix
     }
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("output '{}' has no fixed-point form in this package", output));
+  return std::nullopt;
+}
+
+/// What --kneron-dump needs, checked before the run: an int8-radix package, outputs of rank 4 at most.
+void checkKneronDump(const Runtime& rt) {
+  if (rt.numerics() != "int8-radix")
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--kneron-dump needs an int8-radix package (target kneron); this one is {}", rt.numerics()));
+  for (const RuntimeTensor& out : rt.outputs())
+    if (out.shape.size() > 4)
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--kneron-dump: output '{}' has rank {}; the CSIM layouts are for [N, C, H, W]",
+                                                           out.name, out.shape.size()));
 }
 
 /// Kneron's CSIM output files (the E2E simulator guide, seed 003): per output `<name>_fixed.txt`, its fixed-point
@@ -97,12 +108,16 @@ int outputRadix(const Runtime& rt, const std::string& output) {
 /// radix_scale_info.txt for the 520, a `<name>_dma2seq.info` per output for the 720. The layout of these two files is
 /// npuc's (the guide names them without their format): "<name> <radix> <scale>" lines, and "radix R" / "scale S".
 void writeKneronDump(const Runtime& rt, int platform, const fs::path& dir) {
-  if (rt.numerics() != "int8-radix")
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("--kneron-dump needs an int8-radix package (target kneron); this one is {}", rt.numerics()));
   makeOutputFolder(dir, "--kneron-dump");
   std::string info = "# output radix scale (float = fixed / scale / 2^radix)\n";
   for (const RuntimeTensor& out : rt.outputs()) {
-    const int radix = outputRadix(rt, out.name);
+    const std::optional<int> r = outputRadix(rt, out.name);
+    if (!r) {  // a float output: no fixed-point values
+      info += fmt::format("{} float\n", out.name);
+      if (platform == 720) writeText(dir / (safeFileName(out.name) + "_dma2seq.info"), "float\n");
+      continue;
+    }
+    const int radix = *r;
     Tensor f = rt.outputFloat(out.name);
     const Shape& s = f.shape();
     // [N, C, H, W] (N = 1 per image, images one after another); lower ranks: [N, C] -> C x 1 x 1.
@@ -164,6 +179,9 @@ void addSimulate(CLI::App& app, Action& run) {
     run = [o] {
       Runtime rt(o->package, {o->threads, o->exact});
       // A package with gears: the gear first (the inputs, AIPP stages and layers are the gear's).
+      if (o->kneron) checkKneronDump(rt);
+      else if (!o->kneron_dir.empty())
+        throw Error(ErrorCode::kInvalidArgument, "--kneron-dir is the folder of --kneron-dump 520|720, which is not given");
       if (o->batch) rt.setDynamicBatchSize(o->batch);
       if (!o->image_size.empty()) {
         const size_t comma = o->image_size.find(',');

@@ -37,8 +37,10 @@ struct Config {
   std::map<std::string, Entry> keys;
 };
 
+/// An error at `line` of the file (0: a key that is missing, named without a line).
 [[noreturn]] void bad(const Config& c, int line, const std::string& key, const std::string& why) {
-  throw Error(ErrorCode::kInvalidInput, fmt::format("{}:{}: {}: {}", c.file, line, key, why));
+  if (line > 0) throw Error(ErrorCode::kInvalidInput, fmt::format("{}:{}: {}: {}", c.file, line, key, why));
+  throw Error(ErrorCode::kInvalidInput, fmt::format("{}: {}: {}", c.file, key, why));
 }
 
 enum class Kind { kInt, kIntList, kNumberList, kNumber, kString, kFile };
@@ -210,11 +212,12 @@ void addTidlImport(CLI::App& app, Action& run) {
         LoadOptions lo;
         lo.require_static_inputs = false;
         Model m = Model::load(t.onnx, lo);
+        const char* size_key = has("inWidth") ? "inWidth" : has("inHeight") ? "inHeight" : "inNumChannels";
         if (m.inputs().size() != 1)
-          bad(cfg, line(has("inWidth") ? "inWidth" : has("inHeight") ? "inHeight" : "inNumChannels"), "inWidth",
+          bad(cfg, line(size_key), size_key,
               fmt::format("the model has {} inputs; inWidth / inHeight / inNumChannels describe one", m.inputs().size()));
         Shape s = m.inputs()[0].shape;
-        if (s.size() != 4) bad(cfg, line("inWidth"), "inWidth", fmt::format("the model's input {} is not [N, C, H, W]", shapeStr(s)));
+        if (s.size() != 4) bad(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, C, H, W]", shapeStr(s)));
         s[0] = 1;
         if (has("inNumChannels")) s[1] = static_cast<int64_t>(num("inNumChannels", 0));
         if (has("inHeight")) s[2] = static_cast<int64_t>(num("inHeight", 0));

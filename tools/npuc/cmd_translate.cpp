@@ -70,11 +70,12 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
 
 Writes today: PREFIX_summary.{csv,md,xlsx} (time estimate per layer), PREFIX_opt.onnx with -SaveOptOnnx, and
 PREFIX_error_report.{csv,json,xlsx} when a node is unsupported (exit status 1).
-Output (fp32, fp16 and int8-affine targets): the object package (manifest.json, aimac_desc.bin, drp_desc.bin, drp_param.bin,
+Output (fp32, fp16, int8-affine and int8-radix targets): the object package (manifest.json, aimac_desc.bin, drp_desc.bin, drp_param.bin,
 PREFIX_weight.dat, PREFIX_drpcfg.mem, drp_lib_info.txt; docs/package-format.md), the address map files
 (PREFIX_addrmap_intm.{yaml,txt}, PREFIX_tbl_addr_*.txt, PREFIX_data_{in,out}_list.txt) and the time estimate.
-generic-int8 (int8-affine) quantizes on --calib samples (or keeps a QDQ model's own scales); tidl (int8-pow2) and
-kneron (int8-radix) numerics are not built yet: tidl gets the check and the estimate only.
+generic-int8 (int8-affine) quantizes on --calib samples (or keeps a QDQ model's own scales), kneron (int8-radix) the
+same with power-of-two activation scales (+ PREFIX_radix_scale_info.txt); both write PREFIX_quant_table.{csv,xlsx,html}.
+tidl (int8-pow2) numerics are not built yet: tidl gets the check and the estimate only.
 Pre/post-processing: -prepost definitions (current format, or the legacy one with -PrePostFULL) are parsed and
 validated against the model with the manual's messages ([Error Y01..Y03], KeyError, Converter-007, the size
 check unless -NotCheckSizeONNXvsYAML), then put into the package as vector-engine layers: data_in holds the raw
@@ -351,9 +352,10 @@ void addTranslate(CLI::App& app, Action& run) {
       } else {
         for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
         if (r.quantized && r.calibration_samples)
-          fmt::print("quantized: int8-affine, ranges from {} calibration sample(s) ({})\n", r.calibration_samples, o.calib_method);
+          fmt::print("quantized: {}, ranges from {} calibration sample(s) ({})\n", o.target == "kneron" ? "int8-radix" : "int8",
+                     r.calibration_samples, o.calib_method);
         else if (r.quantized)
-          fmt::print("quantized: int8-affine, the model's own QuantizeLinear / DequantizeLinear scales\n");
+          fmt::print("quantized: the model's own QuantizeLinear / DequantizeLinear scales\n");
         else if (r.calibration_samples)
           fmt::print("bias correction: {} layer(s), input means of {} calibration sample(s)\n", r.bias_corrected_layers, r.calibration_samples);
         fmt::print("estimated time: {:.3f} us\n", r.estimated_us);

@@ -76,18 +76,26 @@ std::vector<std::map<std::string, std::string>> readCsv(const fs::path& p) {
   return rows;
 }
 
+/// A finite number of a CSV field ("inf" for an SNR: +infinity), else `fallback`.
 double number(const std::string& s, double fallback) {
   if (s.empty()) return fallback;
   if (s == "inf") return INFINITY;
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  return end && *end == '\0' ? v : fallback;
+  return end && *end == '\0' && std::isfinite(v) ? v : fallback;
+}
+
+/// The name of a path as the user means it ("output/net/" and "." included).
+std::string nameOf(const fs::path& p) {
+  fs::path a = fs::absolute(p).lexically_normal();
+  if (a.filename().empty()) a = a.parent_path();
+  return a.filename().string();
 }
 
 VGraph fromPackage(const fs::path& dir) {
   Runtime rt(dir);
   VGraph g;
-  g.title = dir.filename().string();
+  g.title = nameOf(dir);
   g.source = fmt::format("package {} (target {}, {} numerics, {} layers)", dir.string(), rt.target(), rt.numerics(), rt.layers().size());
   std::map<std::string, size_t> writer;  // value -> node
   for (auto& in : rt.inputs()) {
@@ -105,7 +113,8 @@ VGraph fromPackage(const fs::path& dir) {
   for (auto& l : rt.layers()) {
     VNode n{"l" + std::to_string(l.seq), l.name, l.kind, l.engine, shapeStr(l.output.shape), l.output.name, -1, -1, std::nan(""), false, 0, 0};
     if (auto it = summary.find(l.name); it != summary.end()) {
-      n.macs = static_cast<int64_t>(number(it->second["MACs"], -1));
+      const double macs = number(it->second["MACs"], -1);
+      n.macs = macs >= 0 && macs < 9e18 ? static_cast<int64_t>(macs) : -1;
       n.time_us = number(it->second["time[us]"], -1);
     }
     const size_t id = g.nodes.size();
@@ -123,7 +132,9 @@ VGraph fromPackage(const fs::path& dir) {
 }
 
 VGraph fromModel(const fs::path& onnx) {
-  Model m = Model::load(onnx);
+  LoadOptions lo;
+  lo.require_static_inputs = false;  // (open dimensions print as -1)
+  Model m = Model::load(onnx, lo);
   VGraph g;
   g.title = onnx.stem().string();
   g.source = fmt::format("ONNX model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)", onnx.string(),
@@ -261,7 +272,8 @@ std::string html(const VGraph& g) {
     const VNode& n = g.nodes[i];
     data += fmt::format("{}{{\"name\":{},\"kind\":{},\"engine\":{},\"shape\":{},\"io\":{},\"macs\":{},\"time_us\":{},\"snr\":{}}}",
                         i ? ",\n" : "", jsonStr(n.name), jsonStr(n.kind), jsonStr(n.engine), jsonStr(n.shape), n.io ? "true" : "false",
-                        n.macs, n.time_us, std::isnan(n.snr) ? std::string("null") : std::isinf(n.snr) ? std::string("1e999") : fmt::format("{}", n.snr));
+                        n.macs, std::isfinite(n.time_us) ? fmt::format("{}", n.time_us) : std::string("-1"),
+                        std::isnan(n.snr) ? std::string("null") : std::isinf(n.snr) ? std::string(n.snr > 0 ? "1e999" : "-1e999") : fmt::format("{}", n.snr));
   }
   data += "]";
   std::string rows;
