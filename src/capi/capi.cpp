@@ -342,9 +342,7 @@ npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, npuc_dtyp
       invalid("input '" + std::string(name) + "' as " + npuc_dtype_name(dtype) + " is " + std::to_string(want) +
               " bytes, got " + std::to_string(bytes));
     npuc::Shape shape(in->dims, in->dims + in->rank);
-    npuc::Tensor t(static_cast<npuc::DType>(dtype), shape);
-    if (bytes) std::memcpy(t.raw(), data, bytes);
-    rt->rt.setInput(name, t);
+    rt->rt.setInput(name, static_cast<npuc::DType>(dtype), shape, data);  // (copied once, into device memory)
   });
 }
 

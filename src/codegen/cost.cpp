@@ -32,7 +32,7 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.name = n.name;
     l.opexp = ir::opexp(n);
     // The window geometry needs the node's facts (window ops only: a chain of 200k element-wise layers builds no
-    // fact maps); the dims come from the shapes, as the rules see them (target::shapeDims).
+    // fact maps); channel / width / height come from the shapes in each value's layout (ir::chwDims).
     target::Facts f;
     if (target::hasWindowFacts(n.op)) {
       try {
@@ -40,11 +40,8 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
       } catch (const Error&) {
       }
     }
-    auto dims = [&](ir::ValueId v) {
-      return v != ir::kNoValue && g.value(v).type.isStatic() ? target::shapeDims(g.value(v).type.shape) : target::ShapeDims{};
-    };
-    const target::ShapeDims in = dims(n.hasInput(0) ? n.inputs[0] : ir::kNoValue);
-    const target::ShapeDims out = dims(n.outputs.empty() ? ir::kNoValue : n.outputs[0]);
+    const ir::ValueId x = n.hasInput(0) ? n.inputs[0] : ir::kNoValue, y = n.outputs.empty() ? ir::kNoValue : n.outputs[0];
+    auto known = [&](ir::ValueId v) { return v != ir::kNoValue && g.value(v).type.isStatic(); };
     l.ker_w = factInt(f, "kernel_w");
     l.ker_h = factInt(f, "kernel_h");
     l.stride = factInt(f, "stride_w");
@@ -54,11 +51,8 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.pad_t = factInt(f, "pad_t");
     l.pad_b = factInt(f, "pad_b");
     // The reported channel / width / height follow the value's layout (pre/post values are HWC, CHW or flat).
-    auto chw = [&](ir::ValueId v) {
-      return v != ir::kNoValue && g.value(v).type.isStatic() ? ir::chwDims(g.value(v).type.shape, g.value(v).layout)
-                                                             : ir::ChwDims{0, 0, 0};
-    };
-    const ir::ChwDims ic = chw(n.hasInput(0) ? n.inputs[0] : ir::kNoValue), oc = chw(n.outputs.empty() ? ir::kNoValue : n.outputs[0]);
+    auto chw = [&](ir::ValueId v) { return known(v) ? ir::chwDims(g.value(v).type.shape, g.value(v).layout) : ir::ChwDims{0, 0, 0}; };
+    const ir::ChwDims ic = chw(x), oc = chw(y);
     l.in_c = ic.c;
     l.in_w = ic.w;
     l.in_h = ic.h;
@@ -66,7 +60,7 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.out_w = oc.w;
     l.out_h = oc.h;
     l.macs = ops::nodeMacs(g, n);
-    int64_t elems = in.elems + out.elems;
+    int64_t elems = (known(x) ? shapeNumel(g.value(x).type.shape) : 0) + (known(y) ? shapeNumel(g.value(y).type.shape) : 0);
     int64_t weights = 0;
     for (ir::ValueId v : n.inputs)
       if (v != ir::kNoValue && g.value(v).isConstant()) weights += g.value(v).constant->numel();

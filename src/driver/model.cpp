@@ -159,23 +159,35 @@ std::vector<PrePostBoundary> Model::prePostBoundaries() const { return impl_->bo
 
 namespace {
 
-/// `m` (a model tensor) in the declared order of `b`, read as `reading` ("NCHW", "NHWC" or "flat"); empty when its
-/// shape does not allow that reading.
+/// The declared (C, H, W) of a boundary's image declaration.
+struct Chw {
+  int64_t c, h, w;
+};
+Chw declared(const PrePostBoundary& b) {
+  const bool hwc = b.order == "HWC";
+  return {hwc ? b.shape[2] : b.shape[0], hwc ? b.shape[0] : b.shape[1], hwc ? b.shape[1] : b.shape[2]};
+}
+
+/// Whether the model tensor's shape `s` is the declaration read as `reading` ("NCHW" or "NHWC"; "flat" always fits).
+bool fits(const Shape& s, const PrePostBoundary& b, const std::string& reading) {
+  if (reading == "flat") return true;
+  if (s.size() != 4 || s[0] != 1 || b.shape.size() != 3 || b.order == "C") return false;
+  const Chw d = declared(b);
+  return reading == "NCHW" ? s[1] == d.c && s[2] == d.h && s[3] == d.w : s[1] == d.h && s[2] == d.w && s[3] == d.c;
+}
+
+/// `m` (a model tensor whose shape fits `reading`) in the declared order of `b`.
 std::vector<double> arranged(const Tensor& m, const PrePostBoundary& b, const std::string& reading) {
   std::vector<double> v = m.toDouble();
   if (reading == "flat") return v;
-  const Shape& s = m.shape();
-  if (s.size() != 4 || s[0] != 1 || b.shape.size() != 3 || b.order == "C") return {};
-  const bool hwc = b.order == "HWC";
-  const int64_t C = hwc ? b.shape[2] : b.shape[0], H = hwc ? b.shape[0] : b.shape[1], W = hwc ? b.shape[1] : b.shape[2];
-  const bool nchw = reading == "NCHW";
-  if (nchw ? (s[1] != C || s[2] != H || s[3] != W) : (s[1] != H || s[2] != W || s[3] != C)) return {};
+  const Chw d = declared(b);
+  const bool nchw = reading == "NCHW", hwc = b.order == "HWC";
   std::vector<double> out(v.size());
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t w = 0; w < W; ++w) {
-        const int64_t from = nchw ? (c * H + h) * W + w : (h * W + w) * C + c;
-        const int64_t to = hwc ? (h * W + w) * C + c : (c * H + h) * W + w;
+  for (int64_t c = 0; c < d.c; ++c)
+    for (int64_t h = 0; h < d.h; ++h)
+      for (int64_t w = 0; w < d.w; ++w) {
+        const int64_t from = nchw ? (c * d.h + h) * d.w + w : (h * d.w + w) * d.c + c;
+        const int64_t to = hwc ? (h * d.w + w) * d.c + c : (c * d.h + h) * d.w + w;
         out[static_cast<size_t>(to)] = v[static_cast<size_t>(from)];
       }
   return out;
@@ -202,22 +214,20 @@ std::vector<BoundaryCheck> checkPrePostBoundaries(const std::vector<PrePostBound
     std::vector<double> want = p.toDouble();
     const bool half = p.dtype() == DType::kF16;
     const bool rank4 = mi->second.shape().size() == 4 && b.shape.size() == 3 && b.order != "C";
+    const Shape& ms = mi->second.shape();
     std::vector<std::string> tried;
-    std::vector<const char*> readings = rank4 ? std::vector<const char*>{"NCHW", "NHWC"} : std::vector<const char*>{"flat"};
+    for (const char* reading : rank4 ? std::vector<const char*>{"NCHW", "NHWC"} : std::vector<const char*>{"flat"})
+      if (fits(ms, b, reading)) tried.push_back(reading);
     // A shape that fits both readings (H = W = C) cannot tell them apart: only the one the bridge chose (from the
     // model's structure) is right, so a bridge that took the other shows as a mistake.
-    if (rank4 && !arranged(mi->second, b, "NCHW").empty() && !arranged(mi->second, b, "NHWC").empty())
-      readings = {b.channel_last ? "NHWC" : "NCHW"};
-    for (const char* reading : readings) {
-      std::vector<double> got = arranged(mi->second, b, reading);
-      if (got.empty()) continue;
-      tried.push_back(reading);
-      size_t differ = 0;
-      for (size_t i = 0; i < got.size(); ++i) {
-        double g = half ? halfToFloat(floatToHalf(static_cast<float>(got[i]))) : got[i];
-        if (!(g == want[i] || (std::isnan(g) && std::isnan(want[i])))) ++differ;
-      }
-      if (differ == 0) {
+    if (tried.size() == 2) tried = {b.channel_last ? "NHWC" : "NCHW"};
+    for (const std::string& reading : tried) {
+      const std::vector<double> got = arranged(mi->second, b, reading);
+      auto same = [&](double g, double w) {
+        if (half) g = halfToFloat(floatToHalf(static_cast<float>(g)));
+        return g == w || (std::isnan(g) && std::isnan(w));
+      };
+      if (std::equal(got.begin(), got.end(), want.begin(), same)) {
         r.ok = true;
         r.arrangement = reading;
         break;

@@ -845,8 +845,7 @@ void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape,
 }
 
 namespace {
-/// The dynamic AIPP block of `input` on one program (checked, then written to the stage's parameter input).
-void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params, bool write = true);
+uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params);
 }  // namespace
 
 void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params) {
@@ -866,14 +865,15 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_batch: with batch gears the block holds the largest batch, {} "
              "image(s) (batchNum {}), got batchNum {}", input, most, most, p.batch.size());
       // Every gear's block checked before any is written: a refused block leaves them all as they were.
-      std::vector<std::vector<uint8_t>> blocks;
+      std::vector<std::pair<uint8_t*, std::vector<uint8_t>>> blocks;
       for (size_t i = 0; i < holder.gears.size(); ++i) {
         kernels::AippParams mine = p;
         mine.batch.resize(static_cast<size_t>(holder.gears[i].batch));
-        blocks.push_back(kernels::encodeAipp(mine));
-        setAippBlock(*holder.gear_programs[i], input, blocks.back(), false);
+        std::vector<uint8_t> block = kernels::encodeAipp(mine);
+        uint8_t* dst = aippBlockDestination(*holder.gear_programs[i], input, block);
+        blocks.emplace_back(dst, std::move(block));
       }
-      for (size_t i = 0; i < holder.gears.size(); ++i) setAippBlock(*holder.gear_programs[i], input, blocks[i], true);
+      for (auto& [dst, block] : blocks) std::memcpy(dst, block.data(), block.size());
       return;
     }
     // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad.
@@ -882,12 +882,13 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block may not crop or pad "
              "(cropSwitch {}, paddingSwitch {})", input, b.crop, b.padding);
   }
-  setAippBlock(*impl_->cur, input, params, true);
+  std::memcpy(aippBlockDestination(*impl_->cur, input, params), params.data(), params.size());
 }
 
 namespace {
-/// (write = false: the checks only)
-void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params, bool write) {
+/// Where the dynamic AIPP block of `input` goes in one program, after checking `params` against its stage (the
+/// caller copies it there).
+uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params) {
   using Impl = Runtime::Impl;
   auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == input; });
   if (it == im.inputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no input '{}'", input);
@@ -909,7 +910,7 @@ void setAippBlock(Runtime::Impl& im, const std::string& input, const std::vector
     why = e.what();
   }
   if (!why.empty()) fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, why);
-  if (write) std::memcpy(im.at(pr.addr, pr.bytes, "AIPP parameters of " + input), params.data(), params.size());
+  return im.at(pr.addr, pr.bytes, "AIPP parameters of " + input);
 }
 
 }  // namespace

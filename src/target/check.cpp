@@ -45,9 +45,10 @@ ShapeDims shapeDims(const Shape& s) {
   ShapeDims d;
   d.rank = static_cast<int64_t>(s.size());
   d.elems = shapeNumel(s);
-  if (s.size() >= 2) d.c = s[1];
-  if (s.size() >= 3) d.w = s.back();
-  d.h = s.size() >= 4 ? s[s.size() - 2] : int64_t{1};
+  const ir::ChwDims chw = ir::chwDims(s, ir::Layout::kModel);  // (the facts publish c from rank 2 on, w from rank 3)
+  d.c = chw.c;
+  d.w = chw.w;
+  d.h = chw.h;
   return d;
 }
 

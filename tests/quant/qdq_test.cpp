@@ -35,6 +35,29 @@ namespace {
 
 const std::string kDigits = std::string(NPUC_SOURCE_DIR) + "/models/digits/";
 
+/// Translation options for an int8 package of `onnx` under a temporary folder of this process (`folder` + pid).
+TranslateOptions int8Options(const std::string& prefix, const std::filesystem::path& onnx, const std::string& target,
+                             const std::string& folder) {
+  TranslateOptions o;
+  o.prefix = prefix;
+  o.onnx = onnx;
+  o.target = target;
+  o.out_root = std::filesystem::temp_directory_path() / (folder + std::to_string(::getpid()));
+  return o;
+}
+
+/// Calibration for the Fashion-MNIST models on 16 seeded uniform images (the package tests check the arithmetic,
+/// not the accuracy), on 2 threads.
+QuantizeOptions fashionCalibration(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  Tensor c(DType::kF32, Shape{16, 1, 28, 28});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["input"] = {c};
+  q.threads = 2;
+  return q;
+}
+
 TEST(Qdq, AffineParametersHoldZeroAndTheRange) {
   float s;
   int zp;
@@ -333,11 +356,7 @@ TEST(Qdq, NonFiniteSamplesAreNamedInTheWarnings) {
 // fast mode, at 1, 2 and 3 threads.
 TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   Digits d;
-  TranslateOptions o;
-  o.prefix = "digits8";
-  o.onnx = kDigits + "digits_cnn.onnx";
-  o.target = "generic-int8";
-  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_" + std::to_string(::getpid()));
+  TranslateOptions o = int8Options("digits8", kDigits + "digits_cnn.onnx", "generic-int8", "npuc_int8_");
   QuantizeOptions q = d.calib(100);
   o.calibration = q.calibration;
   TranslateResult r = translate(o);
@@ -390,16 +409,8 @@ TEST(Int8AffinePackage, ResidualAddsAreIntegerAdditions) {
   const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/models/fashion/fashion_resnet.onnx";
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  Tensor c(DType::kF32, Shape{16, 1, 28, 28});
-  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
-  QuantizeOptions q;
-  q.calibration["input"] = {c};
-  q.threads = 2;
-  TranslateOptions o;
-  o.prefix = "fres8";
-  o.onnx = onnx;
-  o.target = "generic-int8";
-  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_add_" + std::to_string(::getpid()));
+  QuantizeOptions q = fashionCalibration(rng);
+  TranslateOptions o = int8Options("fres8", onnx, "generic-int8", "npuc_int8_add_");
   o.calibration = q.calibration;
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
@@ -440,11 +451,7 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   EXPECT_EQ(quantize, 2);  // the input's and the output's
   EXPECT_EQ(int8_pools, 3);
   EXPECT_EQ(int8_concats, 1);
-  TranslateOptions o;
-  o.prefix = "incep8";
-  o.onnx = onnx;
-  o.target = "generic-int8";
-  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_move_" + std::to_string(::getpid()));
+  TranslateOptions o = int8Options("incep8", onnx, "generic-int8", "npuc_int8_move_");
   o.calibration = q.calibration;
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
@@ -457,11 +464,7 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
 // the same scales, so the same model bit for bit.
 TEST(Int8AffinePackage, SavesTheQdqModelAsStandardOnnx) {
   Digits d;
-  TranslateOptions o;
-  o.prefix = "digitsq";
-  o.onnx = kDigits + "digits_cnn.onnx";
-  o.target = "generic-int8";
-  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_save_" + std::to_string(::getpid()));
+  TranslateOptions o = int8Options("digitsq", kDigits + "digits_cnn.onnx", "generic-int8", "npuc_int8_save_");
   o.save_qdq_onnx = true;
   QuantizeOptions q = d.calib(60);
   o.calibration = q.calibration;
@@ -494,11 +497,7 @@ TEST(Int8AffinePackage, SavesTheQdqModelAsStandardOnnx) {
 // and float layers carry no record.
 TEST(Int8AffinePackage, LayersRecordTheScalesOfTheirCodes) {
   Digits d;
-  TranslateOptions o;
-  o.prefix = "digitsr";
-  o.onnx = kDigits + "digits_cnn.onnx";
-  o.target = "generic-int8";
-  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_rec_" + std::to_string(::getpid()));
+  TranslateOptions o = int8Options("digitsr", kDigits + "digits_cnn.onnx", "generic-int8", "npuc_int8_rec_");
   o.calibration = d.calib(100).calibration;
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
@@ -577,11 +576,7 @@ TEST(Int8AffinePackage, AQdqModelKeepsItsOwnScales) {
 }
 
 TEST(Int8AffinePackage, NeedsCalibrationSamples) {
-  TranslateOptions o;
-  o.prefix = "digits8";
-  o.onnx = kDigits + "digits_cnn.onnx";
-  o.target = "generic-int8";
-  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_nocalib_" + std::to_string(::getpid()));
+  TranslateOptions o = int8Options("digits8", kDigits + "digits_cnn.onnx", "generic-int8", "npuc_int8_nocalib_");
   try {
     translate(o);
     FAIL() << "expected an error";
@@ -614,17 +609,9 @@ TEST(Int8RadixPackage, PowerOfTwoScalesAndTheEnginesBits) {
   const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/models/fashion/fashion_resnet.onnx";
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  Tensor c(DType::kF32, Shape{16, 1, 28, 28});
-  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
-  QuantizeOptions q;
-  q.calibration["input"] = {c};
-  q.threads = 2;
+  QuantizeOptions q = fashionCalibration(rng);
   q.scheme = "radix";
-  TranslateOptions o;
-  o.prefix = "fresk";
-  o.onnx = onnx;
-  o.target = "kneron";
-  o.out_root = std::filesystem::temp_directory_path() / ("npuc_int8_radix_" + std::to_string(::getpid()));
+  TranslateOptions o = int8Options("fresk", onnx, "kneron", "npuc_int8_radix_");
   o.calibration = q.calibration;
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);

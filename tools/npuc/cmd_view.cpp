@@ -92,16 +92,45 @@ std::string nameOf(const fs::path& p) {
   return a.filename().string();
 }
 
+/// Builds a VGraph: nodes in order, an edge from the latest writer of each value a node reads.
+struct GraphBuilder {
+  VGraph g;
+  std::map<std::string, size_t> writer;  // value -> node
+
+  template <class T> void inputs(const std::vector<T>& ins) {
+    for (auto& in : ins) add(io("in_", in.name, "input", shapeStr(in.shape)), {}, {in.name});
+  }
+  template <class T> void outputs(const std::vector<T>& outs) {
+    for (auto& out : outs) add(io("out_", out.name, "output", shapeStr(out.shape)), {out.name}, {});
+  }
+  void add(VNode n, const std::vector<std::string>& reads, const std::vector<std::string>& writes) {
+    const size_t id = g.nodes.size();
+    std::set<size_t> from;
+    for (auto& v : reads)
+      if (auto w = writer.find(v); !v.empty() && w != writer.end() && from.insert(w->second).second) g.edges.push_back({w->second, id});
+    for (auto& v : writes)
+      if (!v.empty()) writer[v] = id;
+    g.nodes.push_back(std::move(n));
+  }
+  /// A graph input / output marker.
+  VNode io(const char* prefix, const std::string& name, const char* kind, const std::string& shape) const {
+    VNode n;
+    n.id = prefix + std::to_string(g.nodes.size());
+    n.name = n.value = name;
+    n.kind = kind;
+    n.engine = "io";
+    n.shape = shape;
+    n.io = true;
+    return n;
+  }
+};
+
 VGraph fromPackage(const fs::path& dir) {
   Runtime rt(dir);
-  VGraph g;
-  g.title = nameOf(dir);
-  g.source = fmt::format("package {} (target {}, {} numerics, {} layers)", dir.string(), rt.target(), rt.numerics(), rt.layers().size());
-  std::map<std::string, size_t> writer;  // value -> node
-  for (auto& in : rt.inputs()) {
-    writer[in.name] = g.nodes.size();
-    g.nodes.push_back({"in_" + std::to_string(g.nodes.size()), in.name, "input", "io", shapeStr(in.shape), in.name, -1, -1, std::nan(""), true, 0, 0});
-  }
+  GraphBuilder b;
+  b.g.title = nameOf(dir);
+  b.g.source = fmt::format("package {} (target {}, {} numerics, {} layers)", dir.string(), rt.target(), rt.numerics(), rt.layers().size());
+  b.inputs(rt.inputs());
   // The estimate of each layer: PREFIX_summary.csv (by layer name), written beside the package by translate.
   std::map<std::string, std::map<std::string, std::string>> summary;
   std::error_code ec;
@@ -117,53 +146,31 @@ VGraph fromPackage(const fs::path& dir) {
       n.macs = macs >= 0 && macs < 9e18 ? static_cast<int64_t>(macs) : -1;
       n.time_us = number(it->second["time[us]"], -1);
     }
-    const size_t id = g.nodes.size();
-    for (auto& v : l.inputs)
-      if (auto w = writer.find(v); w != writer.end()) g.edges.push_back({w->second, id});
-    writer[l.output.name] = id;
-    g.nodes.push_back(n);
+    b.add(std::move(n), l.inputs, {l.output.name});
   }
-  for (auto& out : rt.outputs()) {
-    const size_t id = g.nodes.size();
-    g.nodes.push_back({"out_" + std::to_string(id), out.name, "output", "io", shapeStr(out.shape), out.name, -1, -1, std::nan(""), true, 0, 0});
-    if (auto w = writer.find(out.name); w != writer.end()) g.edges.push_back({w->second, id});
-  }
-  return g;
+  b.outputs(rt.outputs());
+  return b.g;
 }
 
 VGraph fromModel(const fs::path& onnx) {
   LoadOptions lo;
   lo.require_static_inputs = false;  // (open dimensions print as -1)
   Model m = Model::load(onnx, lo);
-  VGraph g;
-  g.title = onnx.stem().string();
-  g.source = fmt::format("ONNX model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)", onnx.string(),
-                         m.nodes().size());
-  std::map<std::string, size_t> writer;
-  for (auto& in : m.inputs()) {
-    writer[in.name] = g.nodes.size();
-    g.nodes.push_back({"in_" + std::to_string(g.nodes.size()), in.name, "input", "io", shapeStr(in.shape), in.name, -1, -1, std::nan(""), true, 0, 0});
-  }
+  GraphBuilder b;
+  b.g.title = onnx.stem().string();
+  b.g.source = fmt::format("ONNX model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)", onnx.string(),
+                           m.nodes().size());
+  b.inputs(m.inputs());
   for (auto& ni : m.nodes()) {
     const bool mac = ni.op == "Conv" || ni.op == "ConvTranspose" || ni.op == "Gemm" || ni.op == "MatMul" || ni.op.find("ai.npuc.Conv") == 0 ||
                      ni.op.find("ai.npuc.Gemm") == 0 || ni.op.find("ai.npuc.QConv") == 0;
-    VNode n{"n" + std::to_string(ni.index), ni.name, ni.op, mac ? "mac" : "vector",
-            ni.output_shapes.empty() ? std::string() : shapeStr(ni.output_shapes[0]), ni.outputs.empty() ? std::string() : ni.outputs[0],
-            ni.macs, -1, std::nan(""), false, 0, 0};
-    const size_t id = g.nodes.size();
-    std::set<size_t> from;
-    for (auto& v : ni.inputs)
-      if (auto w = writer.find(v); !v.empty() && w != writer.end() && from.insert(w->second).second) g.edges.push_back({w->second, id});
-    for (auto& v : ni.outputs)
-      if (!v.empty()) writer[v] = id;
-    g.nodes.push_back(n);
+    b.add({"n" + std::to_string(ni.index), ni.name, ni.op, mac ? "mac" : "vector",
+           ni.output_shapes.empty() ? std::string() : shapeStr(ni.output_shapes[0]), ni.outputs.empty() ? std::string() : ni.outputs[0],
+           ni.macs, -1, std::nan(""), false, 0, 0},
+          ni.inputs, ni.outputs);
   }
-  for (auto& out : m.outputs()) {
-    const size_t id = g.nodes.size();
-    g.nodes.push_back({"out_" + std::to_string(id), out.name, "output", "io", shapeStr(out.shape), out.name, -1, -1, std::nan(""), true, 0, 0});
-    if (auto w = writer.find(out.name); w != writer.end()) g.edges.push_back({w->second, id});
-  }
-  return g;
+  b.outputs(m.outputs());
+  return b.g;
 }
 
 /// compare.csv's SNR per layer (by layer name).
