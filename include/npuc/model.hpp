@@ -158,6 +158,35 @@ struct TranslateResult {
 TranslateResult translate(const TranslateOptions& opts,
                           const std::function<void(const std::string&, double)>& progress = {});
 
+/// A registered custom op (docs/custom-ops.md).
+struct CustomOpInfo {
+  std::string name, domain;  // domain "" = ai.onnx
+  std::string engine;        // what its definition names ("vector", "mac", or a target's engine)
+  std::string library, sha256;
+  std::string doc;
+};
+/// Registers the custom ops of a plugin library (include/npuc/custom_op.h) for the whole process: import, check,
+/// the reference engine, translate and the runtime then know them. Throws npuc::Error naming the library and the
+/// op for a file that is not a shared library, not an npuc plugin, of another ABI version, with a faulty op table,
+/// or defining an op npuc implements itself. Registering the same file again does nothing. Returns its ops.
+std::vector<CustomOpInfo> registerCustomOp(const std::filesystem::path& library);
+/// Every registered custom op.
+std::vector<CustomOpInfo> customOps();
+
+/// `npuc custom-op create`: reads an op definition (the RKNN custom-op guide's YAML — name, framework: onnx,
+/// target_platform, inputs, outputs, params with VX types — plus npuc's domain, engine, dtypes, input and required
+/// keys; docs/custom-ops.md) and writes a buildable skeleton into op_path: op.yml (the definition as read),
+/// <op>_op.cpp (the descriptor and the callbacks, stubbed to fail loudly until written), CMakeLists.txt (builds
+/// lib<op>.so against npuc's include/npuc/custom_op.h) and test_<op>.cpp (a harness: infer, compute_ref and
+/// compute_fast on a sample input, bits compared). Refuses to overwrite an existing source unless `force`. Errors
+/// name the file, the key and the rule. Returns the files written, then notes for the user.
+struct CustomOpSkeleton {
+  std::string op_name, lib_name;  // "ResizeArea", "resize_area" (the library is lib<lib_name>.so)
+  std::vector<std::filesystem::path> files;
+  std::vector<std::string> notes;
+};
+CustomOpSkeleton createCustomOp(const std::filesystem::path& config, const std::filesystem::path& op_path, bool force);
+
 /// Targets found in $NPUC_TARGETS_DIR and the built-in targets folder.
 std::vector<TargetInfo> listTargets();
 /// The supported-operator page of a target (Markdown).

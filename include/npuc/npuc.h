@@ -135,6 +135,15 @@ NPUC_API const char* npuc_dtype_name(npuc_dtype dtype);
 NPUC_API size_t npuc_dtype_size(npuc_dtype dtype);
 
 /**
+ * Registers the custom ops of a plugin library (include/npuc/custom_op.h, docs/custom-ops.md) for every runtime of
+ * this process; a package with custom layers opens only once the plugin it was translated with (same SHA-256) is
+ * registered. Registering the same file twice does nothing. NPUC_STATUS_IO when the file is missing,
+ * NPUC_STATUS_INVALID_INPUT when it is not a shared library, not an npuc plugin, of another ABI version, or its op
+ * table is faulty (the message names the file and the op).
+ */
+NPUC_API npuc_status npuc_register_custom_op(const char* library_path);
+
+/**
  * Loads and validates the package in folder `package_dir` and allocates its device memory.
  *   threads: worker threads of this runtime (>= 1); exact: nonzero runs the scalar reference kernels (the
  *   numerics specification, single-threaded) instead of the SIMD ones — both give the same bits.

@@ -75,6 +75,11 @@ class Runtime {
   /// Loads and validates a package directory; throws npuc::Error (kInvalidInput, naming the file, the field and
   /// the rule) for anything malformed.
   explicit Runtime(const std::filesystem::path& package_dir, RuntimeOptions opts = {});
+  /// Registers the custom ops of a plugin library (docs/custom-ops.md) for every Runtime of this process: a package
+  /// with custom layers loads only once the plugin it was translated with (same SHA-256) is registered. Throws
+  /// npuc::Error naming the library for a file that is not a shared library, not an npuc plugin, of another ABI
+  /// version, or with a faulty op table. Registering the same file again does nothing.
+  static void registerCustomOp(const std::filesystem::path& library);
   ~Runtime();
   Runtime(Runtime&&) noexcept;
   Runtime& operator=(Runtime&&) noexcept;

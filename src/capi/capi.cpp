@@ -196,6 +196,13 @@ size_t npuc_dtype_size(npuc_dtype dtype) {
   return npuc::dtypeSize(static_cast<npuc::DType>(dtype));
 }
 
+npuc_status npuc_register_custom_op(const char* library_path) {
+  return guard(__func__, [&] {
+    need(library_path, "library_path");
+    npuc::Runtime::registerCustomOp(std::filesystem::path(library_path));
+  });
+}
+
 npuc_status npuc_runtime_open(const char* package_dir, int threads, int exact, npuc_runtime** out) {
   if (out) *out = nullptr;
   return guard(__func__, [&] {

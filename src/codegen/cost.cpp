@@ -65,7 +65,7 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     for (ir::ValueId v : n.inputs)
       if (v != ir::kNoValue && g.value(v).isConstant()) weights += g.value(v).constant->numel();
     l.bytes = (elems + weights) * esize;
-    const target::OpSupport* s = t.findOp(n.domain == "ai.npuc" ? n.op : n.op);
+    const target::OpSupport* s = t.supportOf(n);
     l.engine = s ? s->engine : "unsupported";
     if (s && s->engine != "folded") {
       const target::Engine& en = t.engines.at(s->engine);

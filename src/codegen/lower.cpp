@@ -28,6 +28,7 @@ namespace npuc::codegen {
 namespace detail {
 
 void Lowerer::lowerNode(const ir::Node& n) {
+  if (const plugin::CustomOp* c = ops::customOpOf(n)) return customNode(n, *c);
   if (n.domain != "" && n.domain != "ai.npuc") unsupported(n, "domain '{}' has no package form", n.domain);
   static const LowerTable table = [] {
     LowerTable t;
@@ -302,6 +303,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       li.zero_point = q->zero_point;
       li.float_value = q->of;
     }
+    li.custom = descs[i].custom;
     stream.push_back(all[i]);
     p.layers.push_back(std::move(li));
   }

@@ -6,6 +6,7 @@
 
 #include "codegen/lower.hpp"
 
+#include "ops/custom.hpp"
 #include "ops/registry.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
@@ -50,6 +51,7 @@ struct LDesc {
   int out = -1;
   std::string name, opexp;
   std::vector<std::string> onnx_nodes;
+  std::optional<package::CustomLayer> custom;  // custom layers (lower_custom.cpp)
 };
 
 struct Blob {
@@ -320,7 +322,7 @@ class Lowerer {
   Engine engineFor(const ir::Node& n, LayerKind k) const {
     Engine def = package::layerEngine(k);
     if (package::layerAllowedOn(k, Engine::kMac) && package::layerAllowedOn(k, Engine::kVector)) {
-      const target::OpSupport* s = t_.findOp(n.op);
+      const target::OpSupport* s = t_.supportOf(n);
       if (s) {
         auto it = t_.engines.find(s->engine);
         if (it != t_.engines.end()) return it->second.kind == "mac" ? Engine::kMac : Engine::kVector;
@@ -434,6 +436,8 @@ class Lowerer {
   void transposeNode(const ir::Node& n);
   void lrn(const ir::Node& n);
   void reduceNode(const ir::Node& n);
+  /// A registered custom op (plugin): one custom layer (lower_custom.cpp).
+  void customNode(const ir::Node& n, const plugin::CustomOp& op);
   void tileNode(const ir::Node& n);
   void instanceNorm(const ir::Node& n);
   void whereNode(const ir::Node& n);

@@ -4,6 +4,7 @@
 #include "codegen/lower.hpp"
 #include "engine/engine.hpp"
 #include "frontend/onnx/onnx_io.hpp"
+#include "ops/custom.hpp"
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
 #include "prepost/aipp.hpp"
@@ -488,5 +489,26 @@ void checkOnnx(const std::string& bytes, const std::string& name) { onnx_io::che
 
 Tensor readNpyFile(const std::filesystem::path& path) { return readNpy(path); }
 void writeNpyFile(const std::filesystem::path& path, const Tensor& t) { writeNpy(path, t); }
+
+namespace {
+CustomOpInfo infoOf(const plugin::CustomOp& op) {
+  return {op.name(), op.domain(), op.engine(), op.library().file_name, op.library().sha256, op.doc()};
+}
+}  // namespace
+
+std::vector<CustomOpInfo> registerCustomOp(const std::filesystem::path& library) {
+  std::vector<CustomOpInfo> r;
+  for (const plugin::CustomOp* op : plugin::registerLibrary(library, [](const std::string& domain, const std::string& name) {
+         return ops::registry().find(domain, name) != nullptr;
+       }))
+    r.push_back(infoOf(*op));
+  return r;
+}
+
+std::vector<CustomOpInfo> customOps() {
+  std::vector<CustomOpInfo> r;
+  for (const plugin::CustomOp* op : plugin::registered()) r.push_back(infoOf(*op));
+  return r;
+}
 
 }  // namespace npuc

@@ -146,7 +146,7 @@ const Registry& registry() {
 }
 
 const OpSchema& schemaFor(const ir::Node& n) {
-  const OpSchema* s = registry().find(n.domain, n.op);
+  const OpSchema* s = findSchema(n.domain, n.op);
   if (!s)
     fail(ErrorCode::kUnsupported, "{}: unknown op '{}{}' (npuc does not implement it)", n.label(),
          n.domain.empty() ? "" : n.domain + ".", n.op);
@@ -216,7 +216,7 @@ bool inferShapes(ir::Graph& g) {
 }
 
 int64_t nodeMacs(const ir::Graph& g, const ir::Node& n) {
-  const OpSchema* s = registry().find(n.domain, n.op);
+  const OpSchema* s = findSchema(n.domain, n.op);
   if (!s || !s->macs) return 0;
   // Every value present must have a static type (one whose type was never inferred has an empty shape the MAC
   // functions would index); absent optional ones (an omitted bias) are not read.

@@ -99,6 +99,8 @@ class Registry {
 
 /// The registry with every built-in op (built on first use).
 const Registry& registry();
+/// The schema of (domain, op): a built-in op, else a registered custom op (plugin, docs/custom-ops.md), else nullptr.
+const OpSchema* findSchema(std::string_view domain, std::string_view name);
 /// Schema for a node, or throws kUnsupported "unknown op".
 const OpSchema& schemaFor(const ir::Node& n);
 /// An attribute of a node, or the default its schema declares (kInternal when the schema declares none: every

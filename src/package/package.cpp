@@ -20,6 +20,12 @@ namespace npuc::package {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
+namespace {
+/// The manifest's names of custom parameter types, by npuc_param_type code - 1.
+const char* const kCustomParamTypes[] = {"bool", "int", "float", "string", "ints", "floats", "tensor"};
+
+}  // namespace
+
 bool isPackageType(ElemType t) {
   switch (t) {
     case DType::kF32: case DType::kF16: case DType::kU8: case DType::kI8: case DType::kU16: case DType::kI16:
@@ -340,6 +346,67 @@ struct Field {
   }
 };
 
+double floatFromJson(const Field& f) {
+  if (f.j.is_number()) return f.j.get<double>();
+  if (f.j.is_string()) {
+    const std::string v = f.j.get<std::string>();
+    if (v == "inf") return std::numeric_limits<double>::infinity();
+    if (v == "-inf") return -std::numeric_limits<double>::infinity();
+    if (v == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  bad(f.file, "field '{}' must be a number (or \"inf\", \"-inf\", \"nan\")", f.path);
+}
+
+int64_t intFromJson(const Field& f) {
+  if (!f.j.is_number_integer()) bad(f.file, "field '{}' must be an integer", f.path);
+  return f.j.get<int64_t>();
+}
+
+CustomLayer customFromJson(const Field& f) {
+  CustomLayer c;
+  c.op = f.at("op").str();
+  c.domain = f.at("domain").str();
+  c.library = f.at("library").str();
+  c.sha256 = f.at("sha256").str();
+  if (c.op.empty() || c.library.empty()) bad(f.file, "field '{}': op and library must not be empty", f.path);
+  if (c.sha256.size() != 64 || c.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+    bad(f.file, "field '{}.sha256' must be 64 lowercase hex digits", f.path);
+  c.abi_version = static_cast<uint32_t>(f.at("abi_version").u());
+  Field ps = f.at("params");
+  if (ps.size() > 256) bad(f.file, "field '{}' lists {} parameters (at most 256)", ps.path, ps.size());
+  for (size_t k = 0; k < ps.size(); ++k) {
+    Field q = ps.at(k);
+    CustomParam p;
+    p.name = q.at("name").str();
+    const std::string tn = q.at("type").str();
+    for (int32_t t = 1; t <= 7; ++t)
+      if (tn == kCustomParamTypes[t - 1]) p.type = t;
+    if (p.type < 1) bad(f.file, "field '{}.type': '{}' is not bool, int, float, string, ints, floats or tensor", q.path, tn);
+    if (!q.at("present").j.is_boolean()) bad(f.file, "field '{}.present' must be true or false", q.path);
+    p.present = q.at("present").j.get<bool>();
+    if (p.present) {
+      switch (p.type) {
+        case 1: case 2: p.i = intFromJson(q.at("value")); break;
+        case 3: p.f = floatFromJson(q.at("value")); break;
+        case 4: p.s = q.at("value").str(); break;
+        case 5: {
+          Field v = q.at("value");
+          for (size_t e = 0; e < v.size(); ++e) p.ints.push_back(intFromJson(v.at(e)));
+          break;
+        }
+        case 6: {
+          Field v = q.at("value");
+          for (size_t e = 0; e < v.size(); ++e) p.floats.push_back(floatFromJson(v.at(e)));
+          break;
+        }
+        default: p.input = static_cast<int32_t>(q.at("input").u(kMaxRefs));
+      }
+    }
+    c.params.push_back(std::move(p));
+  }
+  return c;
+}
+
 ElemType elemFromName(const std::string& s, const std::string& file, const std::string& field) {
   for (uint8_t c = 0; c < 17; ++c)
     if (elemTypeValid(c) && s == elemName(dtypeFromOnnxCode(c))) return dtypeFromOnnxCode(c);
@@ -448,6 +515,46 @@ std::string libInfoText(const Package& p) {
 
 namespace {
 
+/// A float parameter as JSON: a number, or "inf" / "-inf" / "nan" (JSON has no such numbers).
+json floatJson(double v) {
+  if (std::isfinite(v)) return json(v);
+  return json(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+/// The manifest's `custom` record of a custom layer.
+json customJson(const CustomLayer& c) {
+  json j = json::object();
+  j["op"] = c.op;
+  j["domain"] = c.domain;
+  j["library"] = c.library;
+  j["sha256"] = c.sha256;
+  j["abi_version"] = c.abi_version;
+  json ps = json::array();
+  for (const CustomParam& p : c.params) {
+    json q = json::object();
+    q["name"] = p.name;
+    q["type"] = p.type >= 1 && p.type <= 7 ? kCustomParamTypes[p.type - 1] : "?";
+    q["present"] = p.present;
+    if (p.present) switch (p.type) {
+        case 1: case 2: q["value"] = p.i; break;
+        case 3: q["value"] = floatJson(p.f); break;
+        case 4: q["value"] = p.s; break;
+        case 5: q["value"] = p.ints; break;
+        case 6: {
+          json a = json::array();
+          for (double v : p.floats) a.push_back(floatJson(v));
+          q["value"] = a;
+          break;
+        }
+        case 7: q["input"] = p.input; break;
+        default: break;
+      }
+    ps.push_back(q);
+  }
+  j["params"] = ps;
+  return j;
+}
+
 /// The manifest's "layers" list as dump(1) writes it at depth 1, without building one JSON object per layer:
 /// strings go through the JSON library's own escaping (a test compares the file with a fresh dump of what it
 /// parses to).
@@ -484,6 +591,11 @@ std::string layersJsonText(const Package& p) {
       fmt::format_to(std::back_inserter(s), ",\n    \"zero_point\": {},\n    \"of\": ", l.zero_point);
       str(l.float_value);
       s += "\n   }";
+    }
+    if (l.custom) {
+      std::string c = dumpJson(customJson(*l.custom), 1);
+      for (size_t k = c.find('\n'); k != std::string::npos; k = c.find('\n', k + 1)) c.insert(k + 1, "   ");
+      s += ",\n   \"custom\": " + c;
     }
     s += i + 1 < p.layers.size() ? "\n  },\n" : "\n  }\n";
   }
@@ -733,6 +845,7 @@ Package readPackage(const FileSource& source, const std::string& where) {
         li.zero_point = static_cast<int32_t>(q.at("zero_point").j.get<int64_t>());
         li.float_value = q.at("of").str();
       }
+      if (l.j.contains("custom")) li.custom = customFromJson(l.at("custom"));
       // The kind is stated for readers of the manifest; it must be the descriptor's (checked once decoded).
       kinds.push_back(l.at("kind").str());
       p.layers.push_back(std::move(li));

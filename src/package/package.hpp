@@ -165,6 +165,30 @@ struct IoTensor {
   ImageInfo image;  // inputs only
 };
 
+/// A parameter of a custom layer as the manifest records it (docs/custom-ops.md). type is npuc_param_type's code
+/// (include/npuc/custom_op.h: 1 bool, 2 int, 3 float, 4 string, 5 ints, 6 floats, 7 tensor); a tensor parameter
+/// is the descriptor's input `input`.
+struct CustomParam {
+  std::string name;
+  int32_t type = 0;
+  bool present = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  int32_t input = -1;
+  bool operator==(const CustomParam&) const = default;
+};
+/// What runs a custom layer: the op, the plugin it was translated with, its parameters.
+struct CustomLayer {
+  std::string op, domain;         // domain "" = ai.onnx
+  std::string library, sha256;    // the plugin's file name and the SHA-256 of its bytes
+  uint32_t abi_version = 0;       // NPUC_CUSTOM_OP_ABI_VERSION it was translated with
+  std::vector<CustomParam> params;
+  bool operator==(const CustomLayer&) const = default;
+};
+
 /// What the manifest says about one descriptor.
 struct LayerInfo {
   uint32_t seq = 0;
@@ -179,6 +203,7 @@ struct LayerInfo {
   double scale = 0;
   int32_t zero_point = 0;
   std::string float_value;
+  std::optional<CustomLayer> custom;  // custom layers only
 };
 
 struct Package {

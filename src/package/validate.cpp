@@ -324,6 +324,24 @@ struct Checker {
     shapes(d, what);
   }
 
+  /// A custom layer's record: parameter names unique, types known, each tensor parameter one of the descriptor's
+  /// inputs (after the op's tensor inputs, no two on one input).
+  void customLayer(const CustomLayer& c, const Descriptor& d, const std::string& what) const {
+    if (c.op.empty() || c.library.empty()) bad("{}: the custom record names no op or no plugin", what);
+    std::set<std::string> names;
+    std::set<int32_t> inputs;
+    for (const CustomParam& q : c.params) {
+      if (q.name.empty() || !names.insert(q.name).second) bad("{}: parameter name '{}' is empty or repeated", what, q.name);
+      if (q.type < 1 || q.type > 7) bad("{}: parameter '{}' has unknown type {}", what, q.name, q.type);
+      if (q.type == 7 && q.present) {
+        if (q.input < 0 || q.input >= d.n_in || !inputs.insert(q.input).second)
+          bad("{}: tensor parameter '{}' names input {} (the descriptor has {}; one parameter per input)", what, q.name, q.input, d.n_in);
+      }
+    }
+    if (!inputs.empty() && *inputs.begin() < d.n_in - static_cast<int>(inputs.size()))
+      bad("{}: tensor parameters must be the descriptor's last inputs", what);
+  }
+
   void weightRef(const TensorRef& r, const std::string& what) const {
     const Element* s = spaceOf(r.addr, r.bytes);
     if (!s || s->name != "weight") bad("{} must be in the weight space", what);
@@ -781,6 +799,10 @@ struct Checker {
         }
         break;
       }
+      case LayerKind::kCustom:
+        // Any package type in and out: what the op computes is its plugin's, checked when the runtime loads it (the
+        // plugin's infer callback must give the output this reference holds).
+        break;
       case LayerKind::kQuantize:
       case LayerKind::kDequantize: {
         const bool q = d.kind == LayerKind::kQuantize;
@@ -896,6 +918,11 @@ struct Checker {
       if (l.seq != s || l.engine != by_seq[s].first || l.index != by_seq[s].second)
         bad("manifest layer {} ('{}') does not point at the descriptor with seq {}", s, l.name, s);
       if (l.name.empty() || l.output.empty()) bad("manifest layer {}: empty name or output", s);
+      const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
+      if ((d.kind == LayerKind::kCustom) != l.custom.has_value())
+        bad("manifest layer {} ('{}'): {}", s, l.name,
+            l.custom ? "a custom record on a layer that is not custom" : "a custom layer without its custom record");
+      if (l.custom) customLayer(*l.custom, d, fmt::format("manifest layer {} ('{}')", s, l.name));
     }
   }
 };

@@ -21,6 +21,7 @@
 #include "kernels/prepost.hpp"
 #include "package/gears.hpp"
 #include "package/package.hpp"
+#include "plugin/plugin.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
 #include "support/thread_pool.hpp"
@@ -102,6 +103,9 @@ struct Runtime::Impl {
     std::unique_ptr<kernels::QConv> qconv;  // conv in its int8 form (int8-affine): the int8 weights packed once
     bool int8 = false;                       // binary in its int8 form (an addition), with qadd
     kernels::QAddParams qadd;
+    std::unique_ptr<plugin::Instance> custom;  // a custom layer: its plugin op, parameters and state
+    std::vector<DType> custom_in;              // the type each input passes to the plugin as
+    DType custom_out = DType::kUndefined;      // the type the plugin writes the output in
   };
   std::vector<Step> steps;  // by seq
 
@@ -221,6 +225,7 @@ struct Runtime::Impl {
       return s.w32.data();
     };
     switch (d.kind) {
+      case LayerKind::kCustom: prepareCustom(s); break;
       case LayerKind::kConv: {
         windowShape(s, s.cs);
         if (d.in(0).type == ElemType::kI8) {  // the int8 form: the requantization table (validated) read once
@@ -470,10 +475,118 @@ struct Runtime::Impl {
     }
   }
 
+  /// A view of the device memory a reference names (its bytes were checked to lie in one element space).
+  Tensor viewOf(const package::TensorRef& r) {
+    for (auto& sp : spaces)
+      if (r.addr >= sp.addr && r.bytes <= sp.size && r.addr - sp.addr <= sp.size - r.bytes)
+        return Tensor(r.type, shapeOf(r), sp.buf, r.addr - sp.addr);
+    fault(fmt::format("access [0x{:x}, +{}) is outside the address map", r.addr, r.bytes));
+  }
+
+  /// A custom layer: its plugin found among the registered ones and checked against the package's record (the op,
+  /// the ABI version, the library's SHA-256), its parameters rebuilt, its output shape checked with the plugin's
+  /// infer.
+  void prepareCustom(Step& s) {
+    const package::Descriptor& d = *s.d;
+    const package::LayerInfo& l = pkg.layers[d.seq];
+    const package::CustomLayer& c = *l.custom;
+    const std::string qn = c.domain.empty() ? c.op : c.domain + "." + c.op;
+    const std::string what = fmt::format("layer '{}' (custom op '{}')", l.name, qn);
+    if (c.abi_version != NPUC_CUSTOM_OP_ABI_VERSION)
+      fail(ErrorCode::kInvalidInput, "{}: the package was translated with custom-op ABI version {}; this npuc speaks "
+           "version {} (translate it again with this npuc and a plugin built for it)", what, c.abi_version, NPUC_CUSTOM_OP_ABI_VERSION);
+    const plugin::CustomOp* op = plugin::find(c.domain, c.op);
+    if (!op)
+      fail(ErrorCode::kInvalidInput, "{}: its plugin is missing: register {} (sha256 {}) before loading the package "
+           "(--custom-op PATH, Runtime::registerCustomOp, npuc_register_custom_op)", what, c.library, c.sha256);
+    if (op->library().sha256 != c.sha256)
+      fail(ErrorCode::kInvalidInput, "{}: the registered plugin {} has sha256 {}, but the package was translated with "
+           "{} (sha256 {}): register the plugin the package was made with, or translate again", what,
+           op->library().file_name, op->library().sha256, c.library, c.sha256);
+    std::vector<plugin::Param> params;
+    int tensors = 0;
+    for (const package::CustomParam& q : c.params) {
+      plugin::Param p;
+      p.name = q.name;
+      p.type = q.type;
+      p.present = q.present;
+      p.i = q.i;
+      p.f = q.f;
+      p.s = q.s;
+      p.ints = q.ints;
+      p.floats = q.floats;
+      if (q.type == NPUC_PARAM_TENSOR && q.present) {
+        p.tensor = viewOf(d.in(q.input));
+        ++tensors;
+      }
+      params.push_back(std::move(p));
+    }
+    const uint32_t np = op->desc().num_params;
+    bool same = params.size() == np;
+    for (uint32_t k = 0; same && k < np; ++k)
+      same = params[k].name == op->desc().params[k].name && params[k].type == op->desc().params[k].type;
+    if (!same) fail(ErrorCode::kInvalidInput, "{}: the package's parameters are not the ones {} defines", what, op->label());
+    if (d.n_in - tensors != op->numInputs())
+      fail(ErrorCode::kInvalidInput, "{}: {} tensor inputs, {} takes {}", what, d.n_in - tensors, op->label(), op->numInputs());
+    std::vector<DType> types;
+    std::vector<Shape> shapes;
+    std::vector<const Tensor*> values;
+    for (int i = 0; i < op->numInputs(); ++i) {
+      const DType stored = d.in(i).type;
+      const std::vector<DType> ok = op->portTypes(false, i);
+      DType t = stored;
+      if (!std::count(ok.begin(), ok.end(), stored)) {
+        t = isFloat(stored) ? op->floatPortType(false, i, stored) : DType::kUndefined;
+        if (!isFloat(t)) fail(ErrorCode::kInvalidInput, "{}: input {} is {}, which {} does not take", what, i, dtypeName(stored), op->label());
+      }
+      s.custom_in.push_back(t);
+      types.push_back(t);
+      shapes.push_back(s.shapes[static_cast<size_t>(i)]);
+      values.push_back(nullptr);
+    }
+    auto outs = op->infer(l.name, types, shapes, values, params);
+    const DType stored = d.out(0).type;
+    if (outs.size() < 1 || outs[0].second != s.shapes.back() ||
+        !(outs[0].first == stored || (isFloat(outs[0].first) && isFloat(stored))))
+      fail(ErrorCode::kInvalidInput, "{}: {}'s infer gives {} {}, but the package holds {} {} for its output", what,
+           op->label(), outs.empty() ? "nothing" : dtypeName(outs[0].first), outs.empty() ? "" : shapeStr(outs[0].second),
+           dtypeName(stored), shapeStr(s.shapes.back()));
+    s.custom_out = outs[0].first;
+    s.custom = std::make_unique<plugin::Instance>(*op, l.name, std::move(params));
+  }
+
+  void execCustom(Step& s) {
+    const package::Descriptor& d = *s.d;
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < s.custom_in.size(); ++i) {
+      Tensor v = viewOf(d.in(static_cast<int>(i)));
+      if (v.dtype() != s.custom_in[i]) {  // float16 device memory widened for a float32 port (exact), or the reverse
+        Tensor w = Tensor::uninitialized(s.custom_in[i], v.shape());
+        if (v.dtype() == DType::kF16 && w.dtype() == DType::kF32)
+          kernels::f16ToF32_ref(static_cast<const uint16_t*>(v.raw()), w.data<float>(), v.numel());
+        else
+          kernels::f32ToF16_ref(v.data<float>(), static_cast<uint16_t*>(w.raw()), v.numel(), kernels::Activation{});
+        v = w;
+      }
+      in.push_back(std::move(v));
+    }
+    const package::TensorRef& y = d.out(0);
+    std::vector<Tensor> out;
+    out.push_back(s.custom_out == y.type ? viewOf(y) : Tensor::uninitialized(s.custom_out, shapeOf(y)));
+    s.custom->compute(in, out, opts.exact, pool ? pool->size() : 1);
+    if (s.custom_out != y.type) {
+      if (y.type == ElemType::kF16 && s.custom_out == DType::kF32)
+        kernels::f32ToF16_ref(out[0].data<float>(), reinterpret_cast<uint16_t*>(s.out), out[0].numel(), kernels::Activation{});
+      else
+        kernels::f16ToF32_ref(static_cast<const uint16_t*>(out[0].raw()), reinterpret_cast<float*>(s.out), out[0].numel());
+    }
+  }
+
   void exec(Step& s) {
     const package::Descriptor& d = *s.d;
     size_t es = package::elemSize(d.out(0).type);
     switch (d.kind) {
+      case LayerKind::kCustom: execCustom(s); return;
       case LayerKind::kConv: {
         if (s.qconv)  // --exact: the portable path; fast: the widest path (both qconv_ref's bytes, exact integer sums)
           return s.qconv->run(reinterpret_cast<const int8_t*>(s.in[0]), reinterpret_cast<int8_t*>(s.out), pool.get());
@@ -756,6 +869,8 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   im.pool = std::make_unique<ThreadPool>(opts.threads);
   im.prepare();
 }
+
+void Runtime::registerCustomOp(const std::filesystem::path& library) { plugin::registerLibrary(library); }
 
 Runtime::~Runtime() = default;
 Runtime::Runtime(Runtime&&) noexcept = default;

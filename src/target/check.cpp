@@ -1,6 +1,8 @@
 // Node facts, rule evaluation and the supported-ops page.
 #include "target/check.hpp"
 
+#include "ops/custom.hpp"
+
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -188,10 +190,31 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
     const ir::Node& n = g.node(id);
     std::string op = n.domain.empty() ? n.op : n.domain + "." + n.op;
     // npuc's own ops (the optimizer's fused forms) are checked as the ONNX op they extend.
-    const OpSupport* s = t.findOp(n.domain == "ai.npuc" ? n.op : op);
+    const OpSupport* s = t.supportOf(n);
     auto row = [&](const std::string& rid, const std::string& rule, const std::string& actual, const std::string& fix) {
       rows.push_back({index, n.name, op, rid, rule, actual, fix});
     };
+    if (const plugin::CustomOp* c = ops::customOpOf(n)) {
+      if (!s) {
+        std::string names;
+        for (auto& [name, e] : t.engines) names += (names.empty() ? "" : ", ") + name + " (" + e.kind + ")";
+        row(t.name + ".custom.engine",
+            fmt::format("Custom op {} runs on the engine its definition names; target {} has engines {}", op, t.name, names),
+            fmt::format("engine '{}' ({})", c->engine(), c->library().file_name),
+            "name one of the target's engines (or 'vector' / 'mac') as the op's engine in its definition");
+        ++index;
+        continue;
+      }
+      int tensors = c->numInputs();
+      for (uint32_t k = 0; k < c->desc().num_params; ++k)
+        tensors += c->desc().params[k].type == NPUC_PARAM_TENSOR && n.hasInput(c->desc().params[k].input);
+      int outs = 0;
+      for (ir::ValueId v : n.outputs) outs += v != ir::kNoValue;
+      if (outs != 1 || tensors > 7)
+        row(t.name + ".custom.layer", "A custom layer of a package has one output and at most 7 tensor inputs (tensor "
+            "parameters included)", fmt::format("{} outputs, {} tensor inputs", outs, tensors),
+            "split the op into ops of one output each");
+    }
     if (!s) {
       row(t.name + ".op", fmt::format("Operator {} is not supported by target {}", op, t.name), op, "");
       ++index;

@@ -1,6 +1,8 @@
 // Target loading: YAML -> Target, inheritance, validation with errors naming the file and the field.
 #include "target/target.hpp"
 
+#include "ops/custom.hpp"
+
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "support/yaml.hpp"
@@ -27,6 +29,24 @@ const OpSupport* Target::findOp(const std::string& op) const {
   static thread_local OpSupport any;
   any = OpSupport{op, {}, default_engine, "", {}};
   return &any;
+}
+
+std::string Target::customOpEngine(const std::string& wanted) const {
+  if (engines.count(wanted)) return wanted;
+  for (auto& [name, e] : engines)
+    if (e.kind == wanted) return name;
+  return "";
+}
+
+const OpSupport* Target::supportOf(const ir::Node& n) const {
+  if (const plugin::CustomOp* c = ops::customOpOf(n)) {
+    const std::string e = customOpEngine(c->engine());
+    if (e.empty()) return nullptr;
+    static thread_local OpSupport custom;
+    custom = OpSupport{c->qualifiedName(), {}, e, c->label(), {}};
+    return &custom;
+  }
+  return findOp(n.domain.empty() || n.domain == "ai.npuc" ? n.op : n.domain + "." + n.op);
 }
 
 std::vector<fs::path> targetDirs() {

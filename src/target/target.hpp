@@ -77,6 +77,13 @@ struct Target {
   std::filesystem::path file;
 
   const OpSupport* findOp(const std::string& op) const;
+  /// What the target says about node n: a registered custom op (plugin) runs without rules on the engine its
+  /// definition names (customOpEngine), nullptr when the target has none; npuc's own ops (ai.npuc) as the ONNX op
+  /// they extend; any other op by its name (findOp).
+  const OpSupport* supportOf(const ir::Node& n) const;
+  /// The engine a custom op whose definition names `wanted` runs on here: the engine of that name, else the first
+  /// engine of that kind ("mac" / "vector"); "" when there is none.
+  std::string customOpEngine(const std::string& wanted) const;
 };
 
 /// Folders searched for targets: $NPUC_TARGETS_DIR (if set), then the built-in targets folder.

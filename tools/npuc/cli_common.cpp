@@ -180,4 +180,24 @@ std::string htmlEscape(const std::string& s) {
   return o;
 }
 
+namespace {
+std::vector<std::string>& customOpLibraries() {
+  static std::vector<std::string> libs;
+  return libs;
+}
+}  // namespace
+
+void addCustomOpOption(CLI::App* c) {
+  c->add_option("--custom-op,--register-op", customOpLibraries(),
+                "Register a custom-op plugin (a shared library built with `npuc custom-op build`; repeatable; "
+                "docs/custom-ops.md)")
+      ->allow_extra_args(false);
+}
+
+void addCustomOpLibrary(const std::string& path) { customOpLibraries().push_back(path); }
+
+void registerCustomOps() {
+  for (const std::string& lib : customOpLibraries()) registerCustomOp(lib);
+}
+
 }  // namespace npuc::cli

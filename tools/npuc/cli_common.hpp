@@ -45,6 +45,14 @@ std::string humanBytes(int64_t n);
 
 double nowMs();
 
+/// Adds --custom-op LIB.so (alias --register-op; repeatable) to a subcommand: plugins registered before it runs
+/// (registerCustomOps).
+void addCustomOpOption(CLI::App* c);
+/// Registers every plugin the command line named (main calls it after parsing, before the command runs).
+void registerCustomOps();
+/// The same for one library named by a hand-parsed command (translate).
+void addCustomOpLibrary(const std::string& path);
+
 // Subcommand registration: each adds its subcommand to `app` and sets `run` to its action.
 using Action = std::function<int()>;
 void addInspect(CLI::App& app, Action& run);
@@ -60,5 +68,6 @@ void addSimulate(CLI::App& app, Action& run);
 void addCompare(CLI::App& app, Action& run);
 void addView(CLI::App& app, Action& run);
 void addTidlImport(CLI::App& app, Action& run);
+void addCustomOp(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

@@ -139,6 +139,7 @@ int benchPackage(const Opts& o) {
 
 void addBench(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("bench", "Time a model on the reference engine (median and min latency)");
+  addCustomOpOption(c);
   struct Opts {
     std::string model;
     std::vector<std::string> inputs, shapes, aipp;

@@ -20,6 +20,7 @@ void addCheck(CLI::App& app, Action& run) {
   };
   auto o = std::make_shared<Opts>();
   c->add_option("model", o->model, "ONNX model")->required();
+  addCustomOpOption(c);
   c->add_option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml (default: drpai, as translate)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
   c->add_option("--prefix", o->prefix, "Report file prefix (default: the model's file name without .onnx)");

@@ -98,6 +98,7 @@ std::string html(const std::vector<Row>& rows, const std::string& model, const s
 
 void addCompare(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("compare", "Compare a package on the simulator with its model on the reference engine, layer by layer");
+  addCustomOpOption(c);
   struct Opts {
     std::string model, package, out = "compare_out", prepost, aipp_config;
     bool prepost_full = false;

@@ -12,6 +12,7 @@ namespace npuc::cli {
 
 void addEval(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("eval", "Top-1 accuracy of a classifier model over a labelled .npy data set");
+  addCustomOpOption(c);
   struct Opts {
     std::string model, input, labels;
     int threads = 1;

@@ -15,6 +15,7 @@ std::string shapesStr(const std::vector<Shape>& v) {
 
 void addInspect(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("inspect", "Print a per-node table (shapes, MACs) and totals of an ONNX model");
+  addCustomOpOption(c);
   struct Opts {
     std::string model;
     std::vector<std::string> shapes;

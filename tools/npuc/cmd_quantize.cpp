@@ -12,6 +12,7 @@ void addQuantize(CLI::App& app, Action& run) {
       "Quantize a model to int8 (QDQ ONNX: per-channel int8 weights, int32 biases, per-tensor int8 activations) "
       "calibrated on samples; `npuc eval` and `npuc run` run the result, so does any ONNX runtime. For int8 packages "
       "(integer convolutions) translate for target generic-int8 with --calib (docs/numerics.md)");
+  addCustomOpOption(c);
   struct Opts {
     std::string model, output, table, method = "minmax", scheme = "affine";
     std::vector<std::string> calib, shapes;

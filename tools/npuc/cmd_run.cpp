@@ -9,6 +9,7 @@ namespace npuc::cli {
 
 void addRun(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("run", "Run an ONNX model on the reference engine; write outputs as .npy");
+  addCustomOpOption(c);
   struct Opts {
     std::string model, out_dir = ".";
     std::vector<std::string> inputs, shapes;

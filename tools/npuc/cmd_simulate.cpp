@@ -143,6 +143,7 @@ void writeKneronDump(const Runtime& rt, int platform, const fs::path& dir) {
 
 void addSimulate(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("simulate", "Run an object package on the simulated device (bit-exact to its numerics)");
+  addCustomOpOption(c);
   struct Opts {
     std::string package, output_dir = "sim_out", trace, image_size, kneron_dir;
     int64_t batch = 0;

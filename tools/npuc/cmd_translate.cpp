@@ -64,6 +64,9 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --dynamic_image_size "H,W;H,W"
                               gears: one package per height x width of the input whose H and W are -1
                               (Runtime::setDynamicHWSize, simulate --dynamic-image-size)
+  --custom-op, --register-op LIB.so
+                              register a custom-op plugin before the model is read (repeatable; docs/custom-ops.md):
+                              its ops are checked, translated as `custom` layers and recorded with the plugin's SHA-256
   -PrePostFULL                the definition is in the legacy full format (Appendix A)
   -NotCheckSizeONNXvsYAML     skip the ONNX-vs-YAML size check
   -h, --help                  this text
@@ -140,7 +143,7 @@ void parseAtcShapes(const std::string& text, std::map<std::string, Shape>& shape
 
 /// " (did you mean -prepost?)" for an option within two edits of a known one (case-insensitive), else "".
 std::string closestOption(const std::string& s) {
-  static const char* known[] = {"-onnx", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL",
+  static const char* known[] = {"-onnx", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
                                 "--reuse-memory", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
@@ -265,6 +268,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") o.save_qdq_onnx = true;
         else if (s == "--reuse-memory") o.reuse_memory = true;
         else if (s == "--calib") calib.push_back(value(i));
+        else if (s == "--custom-op" || s == "--register-op" || s == "-custom_op") registerCustomOp(value(i));
         else if (s == "--calib-method") o.calib_method = value(i);
         else if (s == "--keep-float") o.keep_float.push_back(value(i));
         else if (s == "--range") ranges.push_back(value(i));

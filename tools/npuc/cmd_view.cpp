@@ -329,6 +329,7 @@ for (const g of document.querySelectorAll('g.node')) {
 
 void addView(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("view", "Draw a package's layer graph (or an ONNX model's): Graphviz .dot and a self-contained HTML page");
+  addCustomOpOption(c);
   struct Opts {
     std::string target, out = ".", compare, name;
   };

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   npuc::cli::addCompare(app, action);
   npuc::cli::addView(app, action);
   npuc::cli::addTidlImport(app, action);
+  npuc::cli::addCustomOp(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
+    npuc::cli::registerCustomOps();
     return action ? action() : 0;
   } catch (const npuc::Error& e) {
     std::fprintf(stderr, "npuc: error: %s\n", e.what());

@@ -243,8 +243,10 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     // Unknown ops first, so the user hears about them by name rather than through shape inference.
     for (int i = 0; i < gp.node_size(); ++i) {
       const auto& n = gp.node(i);
-      if (!ops::registry().find(n.domain(), n.op_type()))
-        fail(ErrorCode::kUnsupported, "{}: unknown op '{}' (npuc does not implement it)", nodeLabel(n, i), n.op_type());
+      if (!ops::findSchema(n.domain(), n.op_type()))
+        fail(ErrorCode::kUnsupported, "{}: unknown op '{}{}' (npuc does not implement it; an op of your own can be "
+             "added as a plugin: docs/custom-ops.md, --custom-op LIB.so)", nodeLabel(n, i),
+             n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".", n.op_type());
     }
 
     std::set<std::string> inits;

@@ -1,0 +1,71 @@
+// The reference engine's kernel for custom ops (plugins, docs/custom-ops.md): the plugin's compute on the node's
+// tensor inputs, its parameters read once from the run's constant inputs and attributes.
+#include "engine/kernel.hpp"
+
+#include "ops/custom.hpp"
+#include "support/fp16.hpp"
+
+#include <algorithm>
+#include <memory>
+
+namespace npuc::engine {
+
+namespace {
+
+/// A float tensor in another float type (float32 <-> float16, rounding to nearest even), or the tensor itself.
+Tensor asType(const Tensor& t, DType want) {
+  if (t.dtype() == want) return t;
+  Tensor r = Tensor::uninitialized(want, t.shape());
+  const int64_t n = t.numel();
+  if (t.dtype() == DType::kF32 && want == DType::kF16) {
+    const float* x = t.data<float>();
+    uint16_t* y = static_cast<uint16_t*>(r.raw());
+    for (int64_t i = 0; i < n; ++i) y[i] = floatToHalf(x[i]);
+  } else if (t.dtype() == DType::kF16 && want == DType::kF32) {
+    const uint16_t* x = static_cast<const uint16_t*>(t.raw());
+    float* y = r.data<float>();
+    for (int64_t i = 0; i < n; ++i) y[i] = halfToFloat(x[i]);
+  } else {
+    fail(ErrorCode::kInternal, "no conversion from {} to {}", dtypeName(t.dtype()), dtypeName(want));
+  }
+  return r;
+}
+
+class CustomKernel : public Kernel {
+ public:
+  explicit CustomKernel(const plugin::CustomOp& op) : op_(op) {}
+  void run(KernelCall& call) override {
+    const ir::Node& n = call.node;
+    if (!inst_)
+      inst_ = std::make_unique<plugin::Instance>(
+          op_, n.name, ops::customParams(n, op_, [&](int i) { return call.has(i) ? &call.input(i) : nullptr; }));
+    std::vector<Tensor> in;
+    for (int i = 0; i < op_.numInputs(); ++i) {
+      const Tensor& t = call.input(i);
+      const std::vector<DType> ok = op_.portTypes(false, i);
+      if (std::count(ok.begin(), ok.end(), t.dtype())) {
+        in.push_back(t);
+      } else if (isFloat(t.dtype()) && (std::count(ok.begin(), ok.end(), DType::kF32) || std::count(ok.begin(), ok.end(), DType::kF16))) {
+        in.push_back(asType(t, op_.floatPortType(false, i, t.dtype())));
+      } else {
+        call.unsupported("{}: input {} is {}, which the op does not take", op_.label(), i, dtypeName(t.dtype()));
+      }
+    }
+    std::vector<Tensor> out;
+    for (int k = 0; k < call.numOutputs(); ++k) out.push_back(call.alloc(k));
+    inst_->compute(in, out, false, call.pool ? call.pool->size() : 1);
+  }
+
+ private:
+  const plugin::CustomOp& op_;
+  std::unique_ptr<plugin::Instance> inst_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> makeCustomKernel(const ir::Node& n) {
+  const plugin::CustomOp* op = ops::customOpOf(n);
+  return op ? std::make_unique<CustomKernel>(*op) : nullptr;
+}
+
+}  // namespace npuc::engine

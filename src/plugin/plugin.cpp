@@ -1,0 +1,499 @@
+#include "plugin/plugin.hpp"
+
+#include "support/file.hpp"
+#include "support/sha256.hpp"
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace npuc::plugin {
+
+namespace {
+
+constexpr size_t kGuard = 64;                 // bytes checked on each side of an output
+constexpr uint8_t kGuardByte = 0xA5;
+constexpr uint64_t kMaxLibraryBytes = 1ull << 30;
+constexpr uint64_t kMaxOutputBytes = 1ull << 40;
+constexpr uint32_t kMaxPorts = 64;
+constexpr uint32_t kMaxParams = 256;
+
+struct Registry {
+  std::mutex mu;
+  std::vector<std::unique_ptr<Library>> libs;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<CustomOp>, std::less<>> ops;
+};
+Registry& reg() {
+  static Registry r;
+  return r;
+}
+
+std::string normDomain(std::string_view d) { return d == "ai.onnx" ? std::string() : std::string(d); }
+
+/// What npuc keeps behind npuc_op_context::host.
+struct Host {
+  std::string error;
+};
+void setError(npuc_op_context* ctx, const char* message) {
+  if (!ctx || !ctx->host) return;
+  static_cast<Host*>(ctx->host)->error = message ? message : "";
+}
+
+/// The C views of a set of parameters (valid while `params` lives).
+struct ParamViews {
+  std::vector<npuc_param> p;
+  std::vector<npuc_tensor> tensors;
+  explicit ParamViews(const std::vector<Param>& params) {
+    tensors.resize(params.size());
+    for (size_t k = 0; k < params.size(); ++k) {
+      const Param& s = params[k];
+      npuc_param v{};
+      v.name = s.name.c_str();
+      v.type = s.type;
+      v.present = s.present ? 1 : 0;
+      v.i = s.i;
+      v.f = s.f;
+      v.s = s.s.c_str();
+      if (s.type == NPUC_PARAM_INTS) {
+        v.count = s.ints.size();
+        v.ints = s.ints.data();
+      } else if (s.type == NPUC_PARAM_FLOATS) {
+        v.count = s.floats.size();
+        v.floats = s.floats.data();
+      } else if (s.type == NPUC_PARAM_TENSOR && s.tensor.defined()) {
+        npuc_tensor& t = tensors[k];
+        t.elem_type = codeOf(s.tensor.dtype());
+        t.rank = static_cast<int32_t>(s.tensor.shape().size());
+        for (int32_t d = 0; d < t.rank && d < NPUC_OP_MAX_RANK; ++d) t.dims[d] = s.tensor.shape()[static_cast<size_t>(d)];
+        t.data = const_cast<void*>(s.tensor.raw());
+        t.bytes = s.tensor.nbytes();
+        v.tensor = &t;
+      }
+      p.push_back(v);
+    }
+  }
+};
+
+npuc_tensor viewOf(DType t, const Shape& s, const void* data, uint64_t bytes) {
+  npuc_tensor v{};
+  v.elem_type = codeOf(t);
+  v.rank = static_cast<int32_t>(s.size());
+  for (size_t d = 0; d < s.size() && d < NPUC_OP_MAX_RANK; ++d) v.dims[d] = s[d];
+  v.data = const_cast<void*>(data);
+  v.bytes = bytes;
+  return v;
+}
+
+/// Runs one callback: the context made, exceptions caught, a failing status turned into an Error.
+template <class F>
+void guarded(const CustomOp& op, const std::string& node, const char* what, const std::vector<Param>& params,
+             void* state, int threads, F&& call) {
+  Host host;
+  ParamViews views(params);
+  npuc_op_context ctx{};
+  ctx.struct_size = sizeof(npuc_op_context);
+  ctx.node_name = node.c_str();
+  ctx.params = views.p.data();
+  ctx.num_params = static_cast<uint32_t>(views.p.size());
+  ctx.state = state;
+  ctx.num_threads = threads;
+  ctx.host = &host;
+  ctx.set_error = &setError;
+  int32_t status = 0;
+  std::string thrown;
+  try {
+    status = call(ctx);
+  } catch (const std::exception& e) {
+    thrown = fmt::format("threw an exception: {}", e.what());
+  } catch (...) {
+    thrown = "threw an exception (not a std::exception)";
+  }
+  if (!thrown.empty())
+    fail(ErrorCode::kInvalidInput, "{}, node '{}': {} {}", op.label(), node, what, thrown);
+  if (status != NPUC_OP_OK)
+    fail(ErrorCode::kInvalidInput, "{}, node '{}': {} failed (status {}): {}", op.label(), node, what, status,
+         host.error.empty() ? "the plugin gave no message" : host.error);
+}
+
+/// An output's bytes with guard bytes on both sides.
+struct Guarded {
+  std::vector<uint64_t> mem;  // 8-byte aligned
+  size_t bytes = 0;
+  explicit Guarded(size_t n) : mem((n + 2 * kGuard + 7) / 8), bytes(n) {
+    std::memset(mem.data(), kGuardByte, mem.size() * 8);
+  }
+  uint8_t* data() { return reinterpret_cast<uint8_t*>(mem.data()) + kGuard; }
+  /// The offset (from the data) of the first guard byte written, or 0 when none was.
+  std::optional<std::ptrdiff_t> breach() const {
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(mem.data());
+    for (size_t k = kGuard; k-- > 0;)
+      if (base[k] != kGuardByte) return static_cast<std::ptrdiff_t>(k) - static_cast<std::ptrdiff_t>(kGuard);
+    const size_t end = mem.size() * 8;
+    for (size_t k = kGuard + bytes; k < end && k < kGuard + bytes + kGuard; ++k)
+      if (base[k] != kGuardByte) return static_cast<std::ptrdiff_t>(k - kGuard);
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+DType dtypeOf(int32_t code) {
+  switch (code) {
+    case NPUC_ELEM_FLOAT32: return DType::kF32;
+    case NPUC_ELEM_FLOAT16: return DType::kF16;
+    case NPUC_ELEM_UINT8: return DType::kU8;
+    case NPUC_ELEM_INT8: return DType::kI8;
+    case NPUC_ELEM_UINT16: return DType::kU16;
+    case NPUC_ELEM_INT16: return DType::kI16;
+    case NPUC_ELEM_INT32: return DType::kI32;
+    case NPUC_ELEM_INT64: return DType::kI64;
+    case NPUC_ELEM_BOOL: return DType::kBool;
+    default: return DType::kUndefined;
+  }
+}
+
+int32_t codeOf(DType t) {
+  switch (t) {
+    case DType::kF32: return NPUC_ELEM_FLOAT32;
+    case DType::kF16: return NPUC_ELEM_FLOAT16;
+    case DType::kU8: return NPUC_ELEM_UINT8;
+    case DType::kI8: return NPUC_ELEM_INT8;
+    case DType::kU16: return NPUC_ELEM_UINT16;
+    case DType::kI16: return NPUC_ELEM_INT16;
+    case DType::kI32: return NPUC_ELEM_INT32;
+    case DType::kI64: return NPUC_ELEM_INT64;
+    case DType::kBool: return NPUC_ELEM_BOOL;
+    default: return 0;
+  }
+}
+
+int32_t paramTypeFromName(const std::string& s) {
+  static const std::map<std::string, int32_t> names = {
+      {"bool", NPUC_PARAM_BOOL}, {"int", NPUC_PARAM_INT}, {"float", NPUC_PARAM_FLOAT},
+      {"string", NPUC_PARAM_STRING}, {"ints", NPUC_PARAM_INTS}, {"floats", NPUC_PARAM_FLOATS},
+      {"tensor", NPUC_PARAM_TENSOR}, {"VX_TYPE_BOOL", NPUC_PARAM_BOOL}, {"VX_TYPE_CHAR", NPUC_PARAM_INT},
+      {"VX_TYPE_INT8", NPUC_PARAM_INT}, {"VX_TYPE_UINT8", NPUC_PARAM_INT}, {"VX_TYPE_INT16", NPUC_PARAM_INT},
+      {"VX_TYPE_UINT16", NPUC_PARAM_INT}, {"VX_TYPE_INT32", NPUC_PARAM_INT}, {"VX_TYPE_UINT32", NPUC_PARAM_INT},
+      {"VX_TYPE_INT64", NPUC_PARAM_INT}, {"VX_TYPE_UINT64", NPUC_PARAM_INT}, {"VX_TYPE_ENUM", NPUC_PARAM_INT},
+      {"VX_TYPE_SIZE", NPUC_PARAM_INT}, {"VX_TYPE_FLOAT16", NPUC_PARAM_FLOAT},
+      {"VX_TYPE_FLOAT32", NPUC_PARAM_FLOAT}, {"VX_TYPE_FLOAT64", NPUC_PARAM_FLOAT},
+      {"VX_TYPE_ARRAY", NPUC_PARAM_INTS}, {"VX_TYPE_TENSOR", NPUC_PARAM_TENSOR}};
+  auto it = names.find(s);
+  return it == names.end() ? 0 : it->second;
+}
+
+const char* paramTypeName(int32_t type) {
+  switch (type) {
+    case NPUC_PARAM_BOOL: return "bool";
+    case NPUC_PARAM_INT: return "int";
+    case NPUC_PARAM_FLOAT: return "float";
+    case NPUC_PARAM_STRING: return "string";
+    case NPUC_PARAM_INTS: return "ints";
+    case NPUC_PARAM_FLOATS: return "floats";
+    case NPUC_PARAM_TENSOR: return "tensor";
+    default: return "?";
+  }
+}
+
+CustomOp::CustomOp(const Library& lib, const npuc_custom_op& d)
+    : lib_(&lib), d_(&d), name_(d.name), domain_(normDomain(d.domain ? d.domain : "")),
+      engine_(d.engine && *d.engine ? d.engine : "vector"), doc_(d.doc ? d.doc : "") {}
+
+std::string CustomOp::qualifiedName() const { return domain_.empty() ? name_ : domain_ + "." + name_; }
+
+std::string CustomOp::label() const {
+  return fmt::format("custom op '{}' (plugin {})", qualifiedName(), lib_->file_name);
+}
+
+std::vector<DType> CustomOp::portTypes(bool output, int i) const {
+  const npuc_port_def& p = (output ? d_->outputs : d_->inputs)[i];
+  std::vector<DType> r;
+  for (uint32_t k = 0; k < p.num_types; ++k) r.push_back(dtypeOf(p.types[k]));
+  if (r.empty()) r.push_back(DType::kF32);
+  return r;
+}
+
+DType CustomOp::floatPortType(bool output, int i, DType stored) const {
+  const std::vector<DType> t = portTypes(output, i);
+  const bool f32 = std::count(t.begin(), t.end(), DType::kF32) > 0, f16 = std::count(t.begin(), t.end(), DType::kF16) > 0;
+  if (f16 && (stored == DType::kF16 || !f32)) return DType::kF16;
+  if (f32) return DType::kF32;
+  return t.front();
+}
+
+int CustomOp::lastParamInput() const {
+  int last = -1;
+  for (uint32_t k = 0; k < d_->num_params; ++k) last = std::max(last, static_cast<int>(d_->params[k].input));
+  return last;
+}
+
+std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, const std::vector<DType>& in_types,
+                                                     const std::vector<Shape>& in_shapes,
+                                                     const std::vector<const Tensor*>& in_values,
+                                                     const std::vector<Param>& params) const {
+  std::vector<npuc_tensor> in;
+  for (size_t i = 0; i < in_types.size(); ++i) {
+    const Tensor* v = i < in_values.size() ? in_values[i] : nullptr;
+    if (in_shapes[i].size() > NPUC_OP_MAX_RANK)
+      fail(ErrorCode::kUnsupported, "{}, node '{}': input {} has rank {}; custom ops take rank {} at most", label(),
+           node, i, in_shapes[i].size(), NPUC_OP_MAX_RANK);
+    in.push_back(viewOf(in_types[i], in_shapes[i], v ? v->raw() : nullptr, v ? v->nbytes() : 0));
+  }
+  std::vector<npuc_tensor> out(static_cast<size_t>(numOutputs()));
+  for (auto& o : out) o.rank = -1;  // unset: the plugin must set every output
+  guarded(*this, node, "infer", params, nullptr, 1, [&](npuc_op_context& ctx) {
+    return d_->infer(&ctx, in.data(), static_cast<uint32_t>(in.size()), out.data(), static_cast<uint32_t>(out.size()));
+  });
+  std::vector<std::pair<DType, Shape>> r;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const npuc_tensor& o = out[k];
+    auto bad = [&](const std::string& why) {
+      fail(ErrorCode::kInvalidInput, "{}, node '{}': infer gave output {} ('{}') {}", label(), node, k,
+           d_->outputs[k].name ? d_->outputs[k].name : "", why);
+    };
+    if (o.rank < 0 || o.rank > NPUC_OP_MAX_RANK)
+      bad(o.rank < 0 ? std::string("no shape (infer must set every output's rank and dims)")
+                     : fmt::format("rank {} (0 to {} allowed)", o.rank, NPUC_OP_MAX_RANK));
+    const DType t = dtypeOf(o.elem_type);
+    const std::vector<DType> allowed = portTypes(true, static_cast<int>(k));
+    if (t == DType::kUndefined || std::count(allowed.begin(), allowed.end(), t) == 0)
+      bad(fmt::format("element type code {}, which the op's definition does not list for it", o.elem_type));
+    Shape s;
+    uint64_t bytes = dtypeSize(t);
+    for (int32_t d = 0; d < o.rank; ++d) {
+      if (o.dims[d] < 0) bad(fmt::format("dim {} = {} (dims are >= 0)", d, o.dims[d]));
+      if (o.dims[d] > 0 && bytes > kMaxOutputBytes / static_cast<uint64_t>(o.dims[d]))
+        bad(fmt::format("a shape of more than {} bytes", kMaxOutputBytes));
+      bytes *= static_cast<uint64_t>(o.dims[d]);
+      s.push_back(o.dims[d]);
+    }
+    r.emplace_back(t, std::move(s));
+  }
+  return r;
+}
+
+Instance::Instance(const CustomOp& op, std::string node, std::vector<Param> params)
+    : op_(op), node_(std::move(node)), params_(std::move(params)) {}
+
+Instance::~Instance() { releaseState(); }
+
+void Instance::releaseState() {
+  if (has_state_ && op_.desc().destroy) {
+    try {
+      op_.desc().destroy(state_);
+    } catch (...) {  // a destructor cannot report; the state is gone either way
+    }
+  }
+  has_state_ = false;
+  state_ = nullptr;
+}
+
+void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tensor>& out, int threads) {
+  if (!op_.desc().init) return;
+  std::vector<Shape> shapes;
+  for (auto& t : in) shapes.push_back(t.shape());
+  for (auto& t : out) shapes.push_back(t.shape());
+  if (has_state_ && shapes == state_shapes_) return;
+  releaseState();
+  std::vector<npuc_tensor> vi, vo;
+  for (auto& t : in) vi.push_back(viewOf(t.dtype(), t.shape(), t.raw(), t.nbytes()));
+  for (auto& t : out) vo.push_back(viewOf(t.dtype(), t.shape(), nullptr, 0));
+  void* st = nullptr;
+  guarded(op_, node_, "init", params_, nullptr, threads, [&](npuc_op_context& ctx) {
+    return op_.desc().init(&ctx, vi.data(), static_cast<uint32_t>(vi.size()), vo.data(), static_cast<uint32_t>(vo.size()), &st);
+  });
+  state_ = st;
+  has_state_ = true;
+  state_shapes_ = std::move(shapes);
+}
+
+void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& out, bool exact, int threads) {
+  ensureState(in, out, threads);
+  std::vector<npuc_tensor> vi;
+  for (auto& t : in) vi.push_back(viewOf(t.dtype(), t.shape(), t.raw(), t.nbytes()));
+  auto run = [&](npuc_compute_fn fn, const char* what, std::vector<Guarded>& bufs) {
+    bufs.clear();
+    std::vector<npuc_tensor> vo;
+    for (auto& t : out) {
+      bufs.emplace_back(t.nbytes());
+      vo.push_back(viewOf(t.dtype(), t.shape(), bufs.back().data(), t.nbytes()));
+    }
+    guarded(op_, node_, what, params_, state_, threads, [&](npuc_op_context& ctx) {
+      return fn(&ctx, vi.data(), static_cast<uint32_t>(vi.size()), vo.data(), static_cast<uint32_t>(vo.size()));
+    });
+    for (size_t k = 0; k < bufs.size(); ++k)
+      if (auto at = bufs[k].breach())
+        fail(ErrorCode::kInvalidInput,
+             "{}, node '{}': {} wrote outside output {} (byte {} of a {}-byte tensor {}): the plugin writes out of "
+             "bounds", op_.label(), node_, what, k, *at, bufs[k].bytes, shapeStr(out[k].shape()));
+  };
+  std::vector<Guarded> ref, fast;
+  const npuc_compute_fn fast_fn = exact ? nullptr : op_.desc().compute_fast;
+  if (!fast_fn || !fast_checked_) run(op_.desc().compute_ref, "compute_ref", ref);
+  if (fast_fn) {
+    run(fast_fn, "compute_fast", fast);
+    if (!fast_checked_) {
+      for (size_t k = 0; k < out.size(); ++k)
+        if (std::memcmp(ref[k].data(), fast[k].data(), ref[k].bytes) != 0) {
+          size_t b = 0;
+          while (ref[k].data()[b] == fast[k].data()[b]) ++b;
+          const size_t es = std::max<size_t>(1, dtypeSize(out[k].dtype()));
+          fail(ErrorCode::kInvalidInput,
+               "{}, node '{}': compute_fast differs from compute_ref at output {} element {} (the fast compute must "
+               "give the reference's bits; run with --exact to use the reference alone)",
+               op_.label(), node_, k, b / es);
+        }
+      fast_checked_ = true;
+    }
+  }
+  std::vector<Guarded>& res = fast_fn ? fast : ref;
+  for (size_t k = 0; k < out.size(); ++k)
+    if (res[k].bytes) std::memcpy(out[k].raw(), res[k].data(), res[k].bytes);
+}
+
+std::vector<const CustomOp*> registerLibrary(const std::filesystem::path& given,
+                                             const std::function<bool(const std::string&, const std::string&)>& builtin) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path path = fs::absolute(given, ec);
+  const std::string shown = given.string();
+  if (!fs::is_regular_file(path, ec))
+    fail(ErrorCode::kIo, "custom op plugin '{}': no such file", shown);
+  const std::vector<uint8_t> bytes = readFileBytes(path, kMaxLibraryBytes);
+  const std::string sha = sha256Hex(bytes.data(), bytes.size());
+  Registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (auto& l : r.libs)
+    if (l->sha256 == sha) {
+      std::vector<const CustomOp*> same;
+      for (auto& [k, op] : r.ops)
+        if (&op->library() == l.get()) same.push_back(op.get());
+      return same;
+    }
+  if (bytes.size() < 4 || std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0)
+    fail(ErrorCode::kInvalidInput, "custom op plugin '{}' is not a shared library (no ELF header; build it with "
+         "`npuc custom-op build`)", shown);
+  dlerror();
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    fail(ErrorCode::kInvalidInput, "custom op plugin '{}' cannot be loaded as a shared library: {}", shown, e ? e : "dlopen failed");
+  }
+  auto lib = std::make_unique<Library>();
+  lib->path = path;
+  lib->file_name = path.filename().string();
+  lib->sha256 = sha;
+  lib->handle = h;
+  auto refuse = [&](const std::string& why) {
+    dlclose(h);
+    fail(ErrorCode::kInvalidInput, "custom op plugin '{}': {}", shown, why);
+  };
+  void* sym = dlsym(h, NPUC_CUSTOM_OP_ENTRY);
+  if (!sym) refuse("not an npuc plugin: it does not export " NPUC_CUSTOM_OP_ENTRY "() (include/npuc/custom_op.h)");
+  const npuc_custom_op_library* table = nullptr;
+  try {
+    table = reinterpret_cast<npuc_custom_op_library_get_fn>(sym)();
+  } catch (...) {
+    refuse(NPUC_CUSTOM_OP_ENTRY "() threw an exception");
+  }
+  if (!table) refuse(NPUC_CUSTOM_OP_ENTRY "() returned no table");
+  lib->abi_version = table->abi_version;
+  if (table->abi_version != NPUC_CUSTOM_OP_ABI_VERSION)
+    refuse(fmt::format("it was built for custom-op ABI version {}, this npuc speaks version {} (rebuild it against "
+                       "this npuc's include/npuc/custom_op.h)", table->abi_version, NPUC_CUSTOM_OP_ABI_VERSION));
+  if (table->num_ops == 0 || !table->ops) refuse("its table defines no ops");
+  if (table->num_ops > 1024) refuse(fmt::format("its table claims {} ops", table->num_ops));
+  std::vector<std::unique_ptr<CustomOp>> ops;
+  for (uint32_t k = 0; k < table->num_ops; ++k) {
+    const npuc_custom_op& d = table->ops[k];
+    const std::string name = d.name ? d.name : "";
+    auto bad = [&](const std::string& why) {
+      refuse(fmt::format("op {} ('{}'): {}", k, name, why));
+    };
+    if (d.struct_size != sizeof(npuc_custom_op))
+      bad(fmt::format("descriptor size {} (this ABI's npuc_custom_op is {} bytes)", d.struct_size, sizeof(npuc_custom_op)));
+    if (name.empty() || name.size() > 128 ||
+        !std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+      bad("the op name must be 1..128 letters, digits or '_'");
+    const std::string domain = normDomain(d.domain ? d.domain : "");
+    if (domain.size() > 128 || !std::all_of(domain.begin(), domain.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+        }))
+      bad("the domain must be letters, digits, '_', '.' or '-'");
+    if (domain == "ai.npuc") bad("the domain ai.npuc is npuc's own");
+    if (builtin && builtin(domain, name))
+      bad(fmt::format("npuc implements {}{} itself (give the custom op a domain of its own)",
+                      domain.empty() ? "" : domain + ".", name));
+    if (!d.infer) bad("it lacks the infer callback (required)");
+    if (!d.compute_ref) bad("it lacks the compute_ref callback (required: the reference computation)");
+    if (d.init && !d.destroy) bad("it has init but no destroy callback");
+    if (d.num_inputs > kMaxPorts || (d.num_inputs && !d.inputs)) bad("its inputs are malformed");
+    if (d.num_outputs == 0 || d.num_outputs > kMaxPorts || !d.outputs) bad("it must have 1 to 64 outputs");
+    if (d.num_params > kMaxParams || (d.num_params && !d.params)) bad("its parameters are malformed");
+    for (int side = 0; side < 2; ++side) {
+      const npuc_port_def* ports = side ? d.outputs : d.inputs;
+      const uint32_t n = side ? d.num_outputs : d.num_inputs;
+      for (uint32_t p = 0; p < n; ++p) {
+        if (!ports[p].name) bad(fmt::format("{} {} has no name", side ? "output" : "input", p));
+        if (ports[p].num_types > 16 || (ports[p].num_types && !ports[p].types))
+          bad(fmt::format("{} '{}': malformed type list", side ? "output" : "input", ports[p].name));
+        for (uint32_t t = 0; t < ports[p].num_types; ++t)
+          if (dtypeOf(ports[p].types[t]) == DType::kUndefined)
+            bad(fmt::format("{} '{}': unknown element type code {}", side ? "output" : "input", ports[p].name, ports[p].types[t]));
+      }
+    }
+    std::vector<std::string> pnames;
+    for (uint32_t p = 0; p < d.num_params; ++p) {
+      const npuc_param_def& pd = d.params[p];
+      if (!pd.name || !*pd.name) bad(fmt::format("parameter {} has no name", p));
+      if (std::count(pnames.begin(), pnames.end(), pd.name)) bad(fmt::format("two parameters are named '{}'", pd.name));
+      pnames.push_back(pd.name);
+      if (pd.type < NPUC_PARAM_BOOL || pd.type > NPUC_PARAM_TENSOR)
+        bad(fmt::format("parameter '{}': unknown type code {}", pd.name, pd.type));
+      if (pd.input >= 0 && pd.input < static_cast<int32_t>(d.num_inputs))
+        bad(fmt::format("parameter '{}' reads input {}, which is one of the op's tensor inputs", pd.name, pd.input));
+      if (pd.input > 255) bad(fmt::format("parameter '{}' reads input {}", pd.name, pd.input));
+      if (pd.type == NPUC_PARAM_TENSOR && pd.input < 0)
+        bad(fmt::format("tensor parameter '{}' must read a constant input (input: N)", pd.name));
+    }
+    const std::pair<std::string, std::string> key{domain, name};
+    if (auto it = r.ops.find(key); it != r.ops.end())
+      bad(fmt::format("plugin {} already registered {}", it->second->library().file_name,
+                      domain.empty() ? name : domain + "." + name));
+    for (auto& o : ops)
+      if (o->domain() == domain && o->name() == name) bad("the table defines it twice");
+    ops.push_back(std::make_unique<CustomOp>(*lib, d));
+  }
+  std::vector<const CustomOp*> out;
+  for (auto& o : ops) {
+    out.push_back(o.get());
+    r.ops[{o->domain(), o->name()}] = std::move(o);
+  }
+  r.libs.push_back(std::move(lib));
+  return out;
+}
+
+const CustomOp* find(std::string_view domain, std::string_view name) {
+  Registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.ops.empty()) return nullptr;
+  auto it = r.ops.find(std::pair<std::string, std::string>(normDomain(domain), std::string(name)));
+  return it == r.ops.end() ? nullptr : it->second.get();
+}
+
+std::vector<const CustomOp*> registered() {
+  Registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<const CustomOp*> v;
+  for (auto& [k, op] : r.ops) v.push_back(op.get());
+  return v;
+}
+
+}  // namespace npuc::plugin

@@ -1,0 +1,131 @@
+// npuc custom-op create | build: a custom operator from its YAML definition to a plugin library
+// (docs/custom-ops.md; the RKNN custom-op guide's `custom_op --action create|build`).
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#ifndef NPUC_SOURCE_INCLUDE_DIR
+#define NPUC_SOURCE_INCLUDE_DIR ""
+#endif
+
+namespace npuc::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+template <class... A>
+[[noreturn]] void fail(ErrorCode c, fmt::format_string<A...> f, A&&... a) {
+  throw Error(c, fmt::format(f, std::forward<A>(a)...));
+}
+
+/// The folder holding npuc/custom_op.h: next to an installed npuc (<prefix>/include), else this build's source.
+fs::path npucIncludeDir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "include";
+    if (fs::exists(installed / "npuc" / "custom_op.h", ec)) return installed;
+  }
+  return NPUC_SOURCE_INCLUDE_DIR;
+}
+
+/// A shell word: single-quoted.
+std::string quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+int runCommand(const std::string& cmd, const std::string& what) {
+  fmt::print("$ {}\n", cmd);
+  std::fflush(stdout);
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0)
+    fail(ErrorCode::kInvalidInput, "{} failed (exit status {}): the messages above say why", what, WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
+  return rc;
+}
+
+}  // namespace
+
+void addCustomOp(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("custom-op", "Custom operators: create a plugin skeleton from a YAML definition, build it "
+                                            "(docs/custom-ops.md)");
+  c->require_subcommand(1);
+  struct Opts {
+    std::string config, op_path, build_dir, include_dir, out_dir;
+    bool force = false, test = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* create = c->add_subcommand("create", "Generate a buildable plugin skeleton (source with the callbacks stubbed to "
+                                             "fail loudly, CMakeLists.txt, a test harness) from an op definition");
+  create->add_option("--config,-c", o->config, "The op definition (YAML: the RKNN guide's format, framework: onnx)")->required();
+  create->add_option("--op-path,--op_path,-p", o->op_path, "Folder to write the skeleton into")->required();
+  create->add_flag("--force", o->force, "Overwrite existing files");
+  create->callback([o, &run] {
+    run = [o] {
+      const CustomOpSkeleton s = createCustomOp(o->config, o->op_path, o->force);
+      for (auto& n : s.notes) fmt::print("note: {}\n", n);
+      for (auto& f : s.files) fmt::print("wrote {}\n", f.string());
+      fmt::print("Next: write infer and compute_ref in {}, then `npuc custom-op build --op-path {}` builds lib{}.so.\n",
+                 (fs::path(o->op_path) / (s.lib_name + "_op.cpp")).string(), o->op_path, s.lib_name);
+      return 0;
+    };
+  });
+  auto* build = c->add_subcommand("build", "Build the plugin of an op folder (CMake + Ninja) into DIR/lib<op>.so");
+  build->add_option("--op-path,--op_path,-p", o->op_path, "The op's folder (made by create)")->required();
+  build->add_option("--build-dir", o->build_dir, "Where CMake builds (default: DIR/build)");
+  build->add_option("--include-dir", o->include_dir, "The folder holding npuc/custom_op.h (default: this npuc's)");
+  build->add_option("--out-dir", o->out_dir, "Where the library goes (default: the op's folder)");
+  build->add_flag("--test", o->test, "Then run the harness (test_<op>) with its default input");
+  build->callback([o, &run] {
+    run = [o] {
+      const fs::path dir = o->op_path;
+      if (!fs::is_regular_file(dir / "CMakeLists.txt"))
+        fail(ErrorCode::kInvalidArgument, "{}: no CMakeLists.txt (make the folder with `npuc custom-op create`)", dir.string());
+      const fs::path bdir = o->build_dir.empty() ? dir / "build" : fs::path(o->build_dir);
+      const fs::path inc = o->include_dir.empty() ? npucIncludeDir() : fs::path(o->include_dir);
+      if (!fs::exists(inc / "npuc" / "custom_op.h"))
+        fail(ErrorCode::kInvalidArgument, "{}: no npuc/custom_op.h there (--include-dir names npuc's include folder)", inc.string());
+      if (std::system("cmake --version > /dev/null 2>&1") != 0)
+        fail(ErrorCode::kInvalidArgument, "cmake is not installed (apt-get install cmake ninja-build g++)");
+      const bool ninja = std::system("ninja --version > /dev/null 2>&1") == 0;
+      runCommand(fmt::format("cmake -S {} -B {} {}-DCMAKE_BUILD_TYPE=Release -DNPUC_INCLUDE_DIR={} > /dev/null",
+                             quote(dir.string()), quote(bdir.string()), ninja ? "-G Ninja " : "", quote(inc.string())),
+                 "configuring the plugin (cmake)");
+      runCommand(fmt::format("cmake --build {}", quote(bdir.string())), "building the plugin");
+      fs::path lib;
+      for (auto& e : fs::directory_iterator(bdir))
+        if (e.is_regular_file() && e.path().extension() == ".so") {
+          if (!lib.empty()) fail(ErrorCode::kInvalidInput, "{}: more than one library was built", bdir.string());
+          lib = e.path();
+        }
+      if (lib.empty()) fail(ErrorCode::kInvalidInput, "{}: the build made no shared library", bdir.string());
+      const fs::path out = o->out_dir.empty() ? dir : fs::path(o->out_dir);
+      const fs::path dest = out / lib.filename();
+      const fs::path tmp = out / (lib.filename().string() + ".tmp");
+      fs::copy_file(lib, tmp, fs::copy_options::overwrite_existing);
+      fs::rename(tmp, dest);
+      // Loading it now shows a faulty table here rather than at translate time.
+      for (const CustomOpInfo& op : registerCustomOp(dest))
+        fmt::print("{}: op '{}{}' on engine '{}' (sha256 {})\n", dest.string(), op.domain.empty() ? "" : op.domain + ".",
+                   op.name, op.engine, op.sha256);
+      if (o->test) {
+        fs::path harness;
+        for (auto& e : fs::directory_iterator(bdir))
+          if (e.is_regular_file() && e.path().filename().string().rfind("test_", 0) == 0) harness = e.path();
+        if (harness.empty()) fail(ErrorCode::kInvalidInput, "{}: no test_ harness was built", bdir.string());
+        runCommand(quote(harness.string()), "the harness");
+      }
+      fmt::print("Register it with --custom-op {}\n", dest.string());
+      return 0;
+    };
+  });
+}
+
+}  // namespace npuc::cli
