@@ -1,0 +1,256 @@
+// Custom-op plugins (docs/custom-ops.md): registration, the engine, translation and the simulator with a correct
+// plugin, and a clear error naming the plugin and the op for each way a plugin can be wrong (tests/plugin/
+// test_plugin.cpp, built once per fault).
+#include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
+#include "package/package.hpp"
+#include "support/fp16.hpp"
+#include "scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+namespace npuc {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path pluginPath(const std::string& fault) { return fs::path(NPUC_TEST_PLUGIN_DIR) / ("libnpuc_test_plugin_" + fault + ".so"); }
+
+/// x [1, 3, 4, 5] -> Relu -> <domain>.ScaleBias(scale, bias [3]) -> y.
+std::string model(const std::string& domain, const std::string& op = "ScaleBias") {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  if (!domain.empty()) {
+    auto* os = m.add_opset_import();
+    os->set_domain(domain);
+    os->set_version(1);
+  }
+  auto* g = m.mutable_graph();
+  g->set_name("custom");
+  auto io = [&](onnx::ValueInfoProto* v, const char* name) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 3, 4, 5}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  io(g->add_input(), "x");
+  io(g->add_output(), "y");
+  auto* b = g->add_initializer();
+  b->set_name("bias");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(3);
+  for (float v : {0.5f, -1.25f, 3.0f}) b->add_float_data(v);
+  auto* r = g->add_node();
+  r->set_name("relu");
+  r->set_op_type("Relu");
+  r->add_input("x");
+  r->add_output("r");
+  auto* n = g->add_node();
+  n->set_name("scale_bias");
+  n->set_op_type(op);
+  n->set_domain(domain);
+  n->add_input("r");
+  n->add_input("bias");
+  n->add_output("y");
+  auto* a = n->add_attribute();
+  a->set_name("scale");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(1.75f);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
+Tensor input() {
+  Tensor x(DType::kF32, {1, 3, 4, 5});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  return x;
+}
+
+/// What the op computes, written here independently of the plugin.
+Tensor expected(const Tensor& x) {
+  Tensor y(DType::kF32, x.shape());
+  const float bias[3] = {0.5f, -1.25f, 3.0f};
+  for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = std::max(x.data<float>()[i], 0.0f) * 1.75f + bias[(i / 20) % 3];
+  return y;
+}
+
+/// The same in a float16 package: the input stored as float16, the op's float32 result rounded to float16 (the
+/// bias, a tensor parameter, kept as the model's float32), read back widened.
+Tensor expectedF16(const Tensor& x) {
+  Tensor y(DType::kF32, x.shape());
+  const float bias[3] = {0.5f, -1.25f, 3.0f};
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float r = std::max(halfToFloat(floatToHalf(x.data<float>()[i])), 0.0f);
+    y.data<float>()[i] = halfToFloat(floatToHalf(r * 1.75f + bias[(i / 20) % 3]));
+  }
+  return y;
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string readAll(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(CustomOp, RunsOnTheEngineWithTheBitsOfItsDefinition) {
+  auto ops = registerCustomOp(pluginPath("good"));
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, "ScaleBias");
+  EXPECT_EQ(ops[0].domain, "test.good");
+  EXPECT_EQ(registerCustomOp(pluginPath("good")).size(), 1u);  // again: nothing changes
+  Model m = Model::fromOnnxBytes(model("test.good"), "custom.onnx");
+  Session s(m);
+  const Tensor x = input();
+  EXPECT_TRUE(s.run({x})[0].sameBits(expected(x)));
+  EXPECT_TRUE(m.check("generic").empty());
+  EXPECT_TRUE(m.check("drpai").empty());
+}
+
+TEST(CustomOp, TranslatesToACustomLayerTheSimulatorRunsAndTheSamePackageTwice) {
+  registerCustomOp(pluginPath("good"));
+  const fs::path dir = test::scratchDir("custom_op_translate");
+  const fs::path onnx = dir / "custom.onnx";
+  std::ofstream(onnx, std::ios::binary) << model("test.good");
+  const Tensor x = input();
+  for (const std::string target : {"generic", "drpai"}) {
+    for (const std::string root : {"a", "b"}) {
+      TranslateOptions o;
+      o.prefix = "p";
+      o.onnx = onnx;
+      o.target = target;
+      o.out_root = dir / target / root;
+      TranslateResult r = translate(o);
+      ASSERT_TRUE(r.ok) << target;
+      const std::string manifest = readAll(r.dir / "manifest.json");
+      EXPECT_NE(manifest.find("\"library\": \"libnpuc_test_plugin_good.so\""), std::string::npos);
+      EXPECT_NE(manifest.find("\"kind\": \"custom\""), std::string::npos);
+      const package::Package p = package::readPackage(r.dir);
+      bool found = false;
+      for (const package::LayerInfo& l : p.layers)
+        if (l.custom) {
+          found = true;
+          EXPECT_EQ(l.custom->op, "ScaleBias");
+          EXPECT_EQ(l.custom->domain, "test.good");
+          EXPECT_EQ(l.custom->params.size(), 2u);
+          EXPECT_EQ(l.custom->params[0].f, 1.75);
+          EXPECT_EQ(l.custom->params[1].input, 1);  // the bias: the descriptor's input 1, in the weights
+        }
+      EXPECT_TRUE(found);
+      for (bool exact : {false, true}) {
+        Runtime rt(r.dir, RuntimeOptions{2, exact, false});
+        Tensor y = rt.run({x})[0];
+        if (target == "generic") EXPECT_TRUE(y.sameBits(expected(x))) << "exact " << exact;
+        else EXPECT_TRUE(y.sameBits(expectedF16(x))) << "exact " << exact;
+      }
+    }
+    // Same inputs and options: the same bytes, file by file.
+    size_t files = 0;
+    for (const auto& e : fs::directory_iterator(dir / target / "a" / "p")) {
+      if (e.path().extension() == ".xlsx") continue;  // (the summary workbook is not part of the package)
+      EXPECT_EQ(readAll(e.path()), readAll(dir / target / "b" / "p" / e.path().filename())) << e.path();
+      ++files;
+    }
+    EXPECT_GT(files, 10u);
+  }
+}
+
+TEST(CustomOp, APackageOfAnotherAbiVersionIsRefusedBeforeItRuns) {
+  registerCustomOp(pluginPath("good"));
+  const fs::path dir = test::scratchDir("custom_op_abi");
+  std::ofstream(dir / "custom.onnx", std::ios::binary) << model("test.good");
+  TranslateOptions o;
+  o.prefix = "p";
+  o.onnx = dir / "custom.onnx";
+  o.target = "generic";
+  o.out_root = dir;
+  ASSERT_TRUE(translate(o).ok);
+  package::Package p = package::readPackage(dir / "p");
+  for (auto& l : p.layers)
+    if (l.custom) l.custom->abi_version = 2;
+  fs::create_directories(dir / "q");
+  package::writePackage(p, dir / "q");
+  EXPECT_NE(errorOf([&] { Runtime rt(dir / "q"); }).find("translated with custom-op ABI version 2"), std::string::npos);
+}
+
+struct Fault {
+  const char* lib;
+  const char* when;    // "register", "load" (model import), "run"
+  const char* expect;  // a part of the message
+};
+
+void PrintTo(const Fault& f, std::ostream* os) { *os << f.lib; }
+
+class Faulty : public ::testing::TestWithParam<Fault> {};
+
+TEST_P(Faulty, GivesAClearErrorNamingThePluginAndTheOp) {
+  const Fault f = GetParam();
+  const fs::path lib = pluginPath(f.lib);
+  std::string msg = errorOf([&] { registerCustomOp(lib); });
+  if (std::string(f.when) == "register") {
+    EXPECT_NE(msg.find(lib.filename().string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find(f.expect), std::string::npos) << msg;
+    return;
+  }
+  ASSERT_EQ(msg, "(no error)");
+  const std::string domain = std::string("test.") + f.lib;
+  msg = errorOf([&] {
+    Model m = Model::fromOnnxBytes(model(domain), "custom.onnx");
+    Session s(m);
+    s.run({input()});
+  });
+  EXPECT_NE(msg.find(lib.filename().string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find(domain + ".ScaleBias"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("scale_bias"), std::string::npos) << msg;  // the node
+  EXPECT_NE(msg.find(f.expect), std::string::npos) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plugins, Faulty,
+    ::testing::Values(Fault{"abi", "register", "built for custom-op ABI version 99"},
+                      Fault{"nocallback", "register", "lacks the compute_ref callback"},
+                      Fault{"noentry", "register", "does not export npuc_custom_op_library_get"},
+                      Fault{"builtin", "register", "npuc implements Relu itself"},
+                      Fault{"shape", "load", "rank 9"},
+                      Fault{"inferfails", "load", "the size is not one this op supports"},
+                      Fault{"throws", "run", "threw an exception: the op's kernel gave up"},
+                      Fault{"oob", "run", "wrote outside output 0 (byte 240 of a 240-byte tensor"},
+                      Fault{"fastdiffers", "run", "compute_fast differs from compute_ref at output 0 element 3"}),
+    [](const ::testing::TestParamInfo<Fault>& i) { return std::string(i.param.lib); });
+
+TEST(CustomOp, AFileThatIsNotAPluginIsNamed) {
+  const fs::path dir = test::scratchDir("custom_op_files");
+  std::ofstream(dir / "notes.so") << "not a library";
+  std::string msg = errorOf([&] { registerCustomOp(dir / "notes.so"); });
+  EXPECT_NE(msg.find("notes.so' is not a shared library"), std::string::npos) << msg;
+  msg = errorOf([&] { registerCustomOp(dir / "missing.so"); });
+  EXPECT_NE(msg.find("missing.so': no such file"), std::string::npos) << msg;
+  // A shared library that is not a plugin (the C++ runtime itself has no entry point).
+  msg = errorOf([&] { registerCustomOp(pluginPath("noentry")); });
+  EXPECT_NE(msg.find("not an npuc plugin"), std::string::npos) << msg;
+}
+
+TEST(CustomOp, AnUnknownOpSaysHowToAddOne) {
+  std::string msg = errorOf([&] { Model::fromOnnxBytes(model("test.unregistered"), "custom.onnx"); });
+  EXPECT_NE(msg.find("unknown op 'test.unregistered.ScaleBias'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--custom-op"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace npuc

@@ -1,0 +1,110 @@
+// A custom-op plugin for the tests, compiled once per fault (tests/CMakeLists.txt defines one FAULT_* macro): the op
+// <domain>.ScaleBias, y[n, c, …] = x * scale + bias[c], with scale a float attribute and bias a tensor parameter
+// read from the node's constant input 1. FAULT_GOOD is correct; every other build breaks one rule of the ABI.
+#include <npuc/custom_op.h>
+
+#include <stdexcept>
+
+#if defined(FAULT_GOOD)
+#define DOMAIN "test.good"
+#elif defined(FAULT_SHAPE)
+#define DOMAIN "test.shape"
+#elif defined(FAULT_THROWS)
+#define DOMAIN "test.throws"
+#elif defined(FAULT_OOB)
+#define DOMAIN "test.oob"
+#elif defined(FAULT_ABI)
+#define DOMAIN "test.abi"
+#elif defined(FAULT_NOCALLBACK)
+#define DOMAIN "test.nocallback"
+#elif defined(FAULT_FASTDIFFERS)
+#define DOMAIN "test.fastdiffers"
+#elif defined(FAULT_NOENTRY)
+#define DOMAIN "test.noentry"
+#elif defined(FAULT_INFERFAILS)
+#define DOMAIN "test.inferfails"
+#elif defined(FAULT_BUILTIN)
+#define DOMAIN ""
+#endif
+
+namespace {
+
+const npuc_port_def kIn[] = {{"x", 0, nullptr}};
+const npuc_port_def kOut[] = {{"y", 0, nullptr}};
+const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
+                                  {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"}};
+
+int32_t infer(npuc_op_context* ctx, const npuc_tensor* in, uint32_t, npuc_tensor* out, uint32_t) {
+#if defined(FAULT_INFERFAILS)
+  ctx->set_error(ctx, "the size is not one this op supports");
+  return NPUC_OP_ERROR;
+#endif
+  const npuc_param* bias = npuc_param_find(ctx, "bias");
+  if (in[0].rank < 2 || !bias || !bias->present || npuc_tensor_numel(bias->tensor) != in[0].dims[1]) {
+    ctx->set_error(ctx, "ScaleBias takes [N, C, ...] and a bias of C values");
+    return NPUC_OP_ERROR;
+  }
+  out[0] = in[0];
+  out[0].data = nullptr;
+#if defined(FAULT_SHAPE)
+  out[0].rank = 9;
+#endif
+  return NPUC_OP_OK;
+}
+
+int32_t compute(npuc_op_context* ctx, const npuc_tensor* in, npuc_tensor* out, bool fast) {
+  const npuc_param* scale = npuc_param_find(ctx, "scale");
+  const npuc_param* bias = npuc_param_find(ctx, "bias");
+  const float s = static_cast<float>(scale->f);
+  const float* b = static_cast<const float*>(bias->tensor->data);
+  const float* x = static_cast<const float*>(in[0].data);
+  float* y = static_cast<float*>(out[0].data);
+  const int64_t n = npuc_tensor_numel(&in[0]), c = in[0].dims[1], inner = n / (in[0].dims[0] * c);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s + b[(i / inner) % c];
+#if defined(FAULT_THROWS)
+  throw std::runtime_error("the op's kernel gave up");
+#endif
+#if defined(FAULT_OOB)
+  y[n] = 0;  // one element past the end
+#endif
+#if defined(FAULT_FASTDIFFERS)
+  if (fast && n > 3) y[3] += 1;
+#endif
+  (void)fast;
+  return NPUC_OP_OK;
+}
+[[maybe_unused]] int32_t computeRef(npuc_op_context* ctx, const npuc_tensor* in, uint32_t, npuc_tensor* out, uint32_t) {
+  return compute(ctx, in, out, false);
+}
+int32_t computeFast(npuc_op_context* ctx, const npuc_tensor* in, uint32_t, npuc_tensor* out, uint32_t) {
+  return compute(ctx, in, out, true);
+}
+
+}  // namespace
+
+#if defined(FAULT_NOENTRY)
+extern "C" NPUC_PLUGIN_EXPORT const npuc_custom_op_library* npuc_custom_ops(void) {
+#else
+extern "C" NPUC_PLUGIN_EXPORT const npuc_custom_op_library* npuc_custom_op_library_get(void) {
+#endif
+  static const npuc_custom_op ops[] = {{
+      sizeof(npuc_custom_op),
+#if defined(FAULT_BUILTIN)
+      "Relu",
+#else
+      "ScaleBias",
+#endif
+      DOMAIN, "vector", 1, kIn, 1, kOut, 2, kParams, infer, nullptr, nullptr,
+#if defined(FAULT_NOCALLBACK)
+      nullptr,
+#else
+      computeRef,
+#endif
+      computeFast, "x * scale + bias[c]"}};
+#if defined(FAULT_ABI)
+  static const npuc_custom_op_library lib = {99, 1, ops};
+#else
+  static const npuc_custom_op_library lib = {NPUC_CUSTOM_OP_ABI_VERSION, 1, ops};
+#endif
+  return &lib;
+}
