@@ -436,6 +436,19 @@ PYBIND11_MODULE(_npuc, m) {
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix");
 
   m.def(
+      "register_custom_op",
+      [](const std::filesystem::path& library) {
+        py::list ops;
+        for (const CustomOpInfo& op : registerCustomOp(library))
+          ops.append(op.domain.empty() ? op.name : op.domain + "." + op.name);
+        return ops;
+      },
+      py::arg("library"),
+      "Registers the custom ops of a plugin library (docs/custom-ops.md) for this process: models, translate and "
+      "packages then know them. Returns the ops' names (domain.name). Raises npuc.Error naming the library and the op "
+      "for a faulty plugin.");
+
+  m.def(
       "model_io",
       [](const std::filesystem::path& onnx) {
         Model mdl = Model::load(onnx);
