@@ -12,6 +12,10 @@ mkdir -p "$work"
 cd "$work"
 py=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# What the example needs besides npuc (make deps installs it): a C++ toolchain and CMake to build the plugin, numpy
+# and onnx for the reference. Without them the example is skipped (status 77), not failed.
+for tool in cmake c++; do command -v $tool > /dev/null || { echo "SKIP: no $tool"; exit 77; }; done
+$py -c "import numpy, onnx" 2> /dev/null || { echo "SKIP: no numpy / onnx for $py"; exit 77; }
 
 echo "== create: a skeleton from the guide's definition"
 rm -rf gen

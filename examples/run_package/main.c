@@ -1,9 +1,11 @@
 /* run_package: runs an npuc object package through the C API (npuc/npuc.h).
  *
  *   run_package PACKAGE_DIR [--fill X] [--input NAME=FILE.bin]... [--threads N] [--exact] [--layers]
+ *               [--custom-op LIB.so]...
  *
  * Every input is filled with X (default 0.5) unless a raw file is given for it: FILE.bin holds the tensor's
- * elements row-major, either as float32 or in the input's device type (told apart by the file size). The program
+ * elements row-major, either as float32 or in the input's device type (told apart by the file size). A package with
+ * custom layers needs the plugins it was translated with, registered first (--custom-op: npuc_register_custom_op). The program
  * prints the package facts, each output's shape and first values (as float32), and with --layers one line per
  * layer. On any failure it prints npuc_last_error() and exits with status 1 (2 for a bad command line). */
 #include <npuc/npuc.h>
@@ -16,7 +18,8 @@
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: run_package PACKAGE_DIR [--fill X] [--input NAME=FILE.bin]... [--threads N] [--exact] [--layers]\n");
+          "usage: run_package PACKAGE_DIR [--fill X] [--input NAME=FILE.bin]... [--threads N] [--exact] [--layers]\n"
+          "                   [--custom-op LIB.so]...\n");
   return 2;
 }
 
@@ -80,7 +83,9 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--input") == 0 && i + 1 < argc && nfiles < MAX_FILES) files[nfiles++] = argv[++i];
     else if (strcmp(argv[i], "--exact") == 0) exact = 1;
     else if (strcmp(argv[i], "--layers") == 0) layers = 1;
-    else if (argv[i][0] != '-' && !dir) dir = argv[i];
+    else if (strcmp(argv[i], "--custom-op") == 0 && i + 1 < argc) {
+      if ((s = npuc_register_custom_op(argv[++i])) != NPUC_STATUS_OK) return fail("npuc_register_custom_op", s);
+    } else if (argv[i][0] != '-' && !dir) dir = argv[i];
     else return usage();
   }
   if (!dir) return usage();

@@ -69,9 +69,10 @@ typedef enum npuc_param_type {
 
 typedef enum npuc_op_status { NPUC_OP_OK = 0, NPUC_OP_ERROR = 1 } npuc_op_status;
 
-/* A tensor as a callback sees it. Row-major (C order), dims[0] outermost; models are NCHW. In infer, data is NULL
- * except for inputs that are constants of the model; in compute, inputs are read-only and outputs are to be written
- * in full. */
+/* A tensor as a callback sees it. Row-major (C order), dims[0] outermost; models are NCHW. In infer, data is set for
+ * inputs that are constants of the model (initializers, folded values; in a package, tensors in its weights) and may
+ * be set for others (the reference engine passes every input): an output shape may depend on constant inputs only.
+ * In compute, inputs are read-only and outputs are to be written in full. */
 typedef struct npuc_tensor {
   int32_t elem_type; /* npuc_elem_type */
   int32_t rank;      /* 0 .. NPUC_OP_MAX_RANK */
@@ -81,8 +82,8 @@ typedef struct npuc_tensor {
 } npuc_tensor;
 
 /* A parameter's value for one node. present is 0 when the node does not give an optional parameter (the other
- * fields are then zero). Arrays and strings stay valid for the duration of the callback (and, for init, as long as
- * the state lives). */
+ * fields are then zero; a required one is always present). ctx->params, its strings, arrays and tensors stay valid
+ * and unchanged for the life of the layer: init may keep pointers to them in its state. */
 typedef struct npuc_param {
   const char* name;
   int32_t type; /* npuc_param_type */
@@ -106,9 +107,10 @@ typedef struct npuc_param_def {
   const char* vx_type; /* the type the definition gave ("VX_TYPE_ARRAY", …): informative */
 } npuc_param_def;
 
-/* A tensor input or output: its name and the element types it accepts, preferred first. For a float16 or float32
- * tensor of the model npuc passes the first float type listed (converting: a float16 package's activations are
- * widened exactly for a float32 port, and a float32 result is rounded to nearest even when stored as float16). */
+/* A tensor input or output: its name and the element types it accepts. A tensor whose type the port lists passes as
+ * it is; a float32 or float16 tensor the port does not list passes as the port's float type (float32 when listed):
+ * a float16 package's activations are widened exactly for a float32 port, and a float32 result is rounded to nearest
+ * even when the package stores float16. infer, compute and init all see the converted types. */
 typedef struct npuc_port_def {
   const char* name;
   uint32_t num_types;
@@ -122,7 +124,7 @@ struct npuc_op_context {
   const npuc_param* params; /* in the descriptor's order */
   uint32_t num_params;
   void* state; /* what init returned (NULL without init) */
-  int32_t num_threads; /* a hint: how many threads the caller runs with */
+  int32_t num_threads; /* a hint: how many threads the caller runs with (results must not depend on it) */
   void* host; /* npuc's own; do not touch */
   /* Records the message of a failing callback (copied; the last call wins). */
   void (*set_error)(npuc_op_context* ctx, const char* message);
@@ -148,8 +150,8 @@ typedef struct npuc_custom_op {
   uint32_t num_params;
   const npuc_param_def* params;
   npuc_infer_fn infer;
-  npuc_init_fn init;       /* optional */
-  npuc_destroy_fn destroy; /* required with init */
+  npuc_init_fn init;       /* optional; again when the shapes change (the previous state destroyed first) */
+  npuc_destroy_fn destroy; /* required with init: called with what each successful init stored, even NULL */
   npuc_compute_fn compute_ref;
   npuc_compute_fn compute_fast; /* optional; same bits as compute_ref */
   const char* doc;              /* one line */

@@ -7,19 +7,29 @@
 
 namespace npuc::codegen::detail {
 
+namespace {
+/// Whether s is well-formed UTF-8 (the manifest is JSON text).
+bool validUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (n < 0 || i + static_cast<size_t>(n) >= s.size() + (n == 0 ? 1 : 0)) return false;
+    for (int k = 1; k <= n; ++k)
+      if ((static_cast<unsigned char>(s[i + static_cast<size_t>(k)]) >> 6) != 0x2) return false;
+    i += static_cast<size_t>(n) + 1;
+  }
+  return true;
+}
+}  // namespace
+
 void Lowerer::customNode(const ir::Node& n, const plugin::CustomOp& op) {
-  int used = 0;
-  for (size_t k = 0; k < n.outputs.size(); ++k)
-    if (n.outputs[k] != ir::kNoValue) ++used;
-  if (used != 1 || n.outputs.empty() || n.outputs[0] == ir::kNoValue)
-    unsupported(n, "{}: a custom layer of a package has one output (the node has {})", op.label(), used);
+  if (!ops::customOutputsFitAPackage(n))
+    unsupported(n, "{}: a custom layer of a package writes one output, the op's first (the node uses others)", op.label());
   std::vector<int> ins;
   for (int i = 0; i < op.numInputs(); ++i) {
     ins.push_back(in(n, i));
     const ElemType t = vals_[static_cast<size_t>(ins.back())].type;
-    const std::vector<DType> ok = op.portTypes(false, i);
-    const bool conv = isFloat(t) && (std::count(ok.begin(), ok.end(), DType::kF32) || std::count(ok.begin(), ok.end(), DType::kF16));
-    if (!std::count(ok.begin(), ok.end(), t) && !conv)
+    if (op.passType(i, t) == DType::kUndefined)
       unsupported(n, "{}: input {} is stored as {}, which the op does not take", op.label(), i, dtypeName(t));
   }
   package::CustomLayer rec;
@@ -29,6 +39,8 @@ void Lowerer::customNode(const ir::Node& n, const plugin::CustomOp& op) {
   rec.sha256 = op.library().sha256;
   rec.abi_version = op.library().abi_version;
   for (plugin::Param& p : ops::customParams(n, op, [&](int i) { return constIn(n, i); })) {
+    if (p.type == NPUC_PARAM_STRING && !validUtf8(p.s))
+      unsupported(n, "{}: string parameter '{}' is not UTF-8 text, which a manifest cannot record", op.label(), p.name);
     package::CustomParam q;
     q.name = p.name;
     q.type = p.type;

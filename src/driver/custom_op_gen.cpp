@@ -103,7 +103,7 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
               if (std::none_of(elemNames().begin(), elemNames().end(), [&](auto& e) { return e.first == t; }))
                 bad(k + "." + fk, fmt::format("unknown element type '{}' (float32, float16, uint8, int8, uint16, int16, "
                                                "int32, int64, bool)", t));
-              p.dtypes.push_back(t);
+              if (std::find(p.dtypes.begin(), p.dtypes.end(), t) == p.dtypes.end()) p.dtypes.push_back(t);
             }
           } else {
             bad(k + "." + fk, "unknown key (type, dtype)");
@@ -203,7 +203,12 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
       if (p.input >= 0 && p.input < static_cast<int>(d.inputs.size()))
         bad("params." + p.name + ".input",
             fmt::format("input {} is one of the op's tensor inputs (parameters read inputs {} and after)", p.input, d.inputs.size()));
-    if (d.doc.find_first_of("\"\\\n") != std::string::npos) bad("doc", "one line without quotes or backslashes");
+    if (std::any_of(d.doc.begin(), d.doc.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      bad("doc", "one line of text (no control characters)");
+    if (!d.target_platform.empty() && !plainName(d.target_platform, true))
+      bad("target_platform", "a platform name (letters, digits, '_', '.', '-')");
+    if (d.inputs.size() > 64 || d.outputs.size() > 64) bad(d.inputs.size() > 64 ? "inputs" : "outputs", "at most 64 tensors");
+    if (d.params.size() > 256) bad("params", "at most 256 parameters");
     if (!d.target_platform.empty())
       notes.push_back(fmt::format("{}: target_platform '{}' is informative; npuc's targets are chosen at translate time "
                                   "(--target), and the op runs on the engine 'engine' names ('{}')",
@@ -212,14 +217,29 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
   });
 }
 
-std::string cStr(const std::string& s) { return "\"" + s + "\""; }
+/// A C string literal (and a YAML double-quoted scalar) of s: '"' and '\\' escaped; s has no control characters.
+std::string cStr(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r + "\"";
+}
+
+/// Text for a comment: printable ASCII, anything else (and a backslash, which would continue the line) as '?'.
+std::string commentText(const std::string& s) {
+  std::string r;
+  for (char c : s) r += c >= 0x20 && c < 0x7f && c != '\\' ? c : '?';
+  return r;
+}
 
 std::string opYml(const Definition& d, const std::string& lib) {
   std::string s = "# The op's definition as npuc read it (npuc custom-op create); the source's descriptor mirrors it.\n";
   s += fmt::format("name: {}\nframework: onnx\n", d.name);
   if (!d.target_platform.empty()) s += fmt::format("target_platform: {}\n", d.target_platform);
-  s += fmt::format("domain: \"{}\"\nengine: {}\n", d.domain, d.engine);
-  if (!d.doc.empty()) s += fmt::format("doc: \"{}\"\n", d.doc);
+  s += fmt::format("domain: {}\nengine: {}\n", cStr(d.domain), d.engine);
+  if (!d.doc.empty()) s += fmt::format("doc: {}\n", cStr(d.doc));
   for (auto [key, ports] : {std::pair{"inputs", &d.inputs}, {"outputs", &d.outputs}}) {
     s += fmt::format("{}:\n", key);
     for (auto& p : *ports) {
@@ -369,10 +389,11 @@ if(NOT NPUC_INCLUDE_DIR)
 endif()
 # -ffp-contract=off: no fused multiply-adds the source does not write, so compute_ref's bits are its source's.
 set(OP_FLAGS -Wall -Wextra -ffp-contract=off)
-add_library({lib} SHARED {lib}_op.cpp)
-target_include_directories({lib} PRIVATE ${{NPUC_INCLUDE_DIR}})
-target_compile_options({lib} PRIVATE ${{OP_FLAGS}})
-set_target_properties({lib} PROPERTIES CXX_VISIBILITY_PRESET hidden)
+# (targets prefixed: an op's name may be one CMake reserves, such as all, test or install)
+add_library(npucop_{lib} SHARED {lib}_op.cpp)
+target_include_directories(npucop_{lib} PRIVATE ${{NPUC_INCLUDE_DIR}})
+target_compile_options(npucop_{lib} PRIVATE ${{OP_FLAGS}})
+set_target_properties(npucop_{lib} PROPERTIES OUTPUT_NAME {lib} CXX_VISIBILITY_PRESET hidden)
 add_executable(test_{lib} test_{lib}.cpp {lib}_op.cpp)
 target_include_directories(test_{lib} PRIVATE ${{NPUC_INCLUDE_DIR}})
 target_compile_options(test_{lib} PRIVATE ${{OP_FLAGS}})
@@ -432,12 +453,19 @@ int main(int argc, char** argv) {{
   for (int a = 1; a < argc; ++a) {{
     if (!std::strcmp(argv[a], "--shape") && a + 1 < argc) {{
       shape = numbers(argv[++a]);
+      if (shape.size() > NPUC_OP_MAX_RANK) {{ std::fprintf(stderr, "FAIL: --shape has more than %d dims\n", NPUC_OP_MAX_RANK); return 2; }}
     }} else if (!std::strcmp(argv[a], "--param") && a + 1 < argc) {{
       std::string kv = argv[++a];
       size_t eq = kv.find('=');
       bool found = false;
       for (uint32_t k = 0; k < op.num_params && eq != std::string::npos; ++k)
-        if (kv.substr(0, eq) == op.params[k].name) given[k] = numbers(kv.c_str() + eq + 1), has[k] = true, found = true;
+        if (kv.substr(0, eq) == op.params[k].name) {{
+          if (op.params[k].type == NPUC_PARAM_TENSOR || op.params[k].type == NPUC_PARAM_STRING) {{
+            std::fprintf(stderr, "FAIL: the harness gives numbers only; '%s' is a tensor or string parameter\n", op.params[k].name);
+            return 2;
+          }}
+          given[k] = numbers(kv.c_str() + eq + 1), has[k] = true, found = true;
+        }}
       if (!found) {{ std::fprintf(stderr, "FAIL: no parameter '%s'\n", kv.c_str()); return 1; }}
     }} else {{
       std::fprintf(stderr, "usage: %s [--shape D0,D1,...] [--param NAME=V1,V2,...]...\n", argv[0]);
@@ -486,6 +514,8 @@ int main(int argc, char** argv) {{
     in_data[i].assign(static_cast<size_t>(n) * elemSize(t.elem_type), 0);
     if (t.elem_type == NPUC_ELEM_FLOAT32)
       for (int64_t e = 0; e < n; ++e) reinterpret_cast<float*>(in_data[i].data())[e] = static_cast<float>(std::sin(0.37 * e + i));
+    else if (t.elem_type != NPUC_ELEM_FLOAT16)  // integers: a byte pattern (float16 stays zero: no converter here)
+      for (size_t b = 0; b < in_data[i].size(); ++b) in_data[i][b] = static_cast<unsigned char>((b * 37 + i) & 0x7f);
     t.data = in_data[i].data();
     t.bytes = in_data[i].size();
   }}
@@ -494,6 +524,7 @@ int main(int argc, char** argv) {{
     std::fprintf(stderr, "FAIL: init: %s\n", g_error.c_str());
     return 1;
   }}
+  const bool has_state = op.init != nullptr;  // destroy gets what a successful init stored, even NULL (as in npuc)
   ctx.state = state;
   std::vector<std::vector<unsigned char>> ref(op.num_outputs), fast(op.num_outputs);
   for (int pass = 0; pass < 2; ++pass) {{
@@ -510,7 +541,7 @@ int main(int argc, char** argv) {{
       return 1;
     }}
   }}
-  if (op.destroy && state) op.destroy(state);
+  if (has_state && op.destroy) op.destroy(state);
   for (uint32_t k = 0; k < op.num_outputs; ++k) {{
     std::printf("output %u: rank %d, %zu bytes\n", k, out[k].rank, ref[k].size());
     if (op.compute_fast && ref[k] != fast[k]) {{
@@ -536,7 +567,7 @@ CustomOpSkeleton createCustomOp(const fs::path& config, const fs::path& op_path,
   const std::string lib = r.lib_name;
   const std::vector<std::pair<fs::path, std::string>> files = {
       {op_path / "op.yml", opYml(d, lib)},
-      {op_path / (lib + "_op.cpp"), source(d, lib, config.filename().string())},
+      {op_path / (lib + "_op.cpp"), source(d, lib, commentText(config.filename().string()))},
       {op_path / "CMakeLists.txt", cmakeLists(d, lib)},
       {op_path / ("test_" + lib + ".cpp"), harness(d, lib)}};
   if (!force)

@@ -76,7 +76,7 @@ std::unique_ptr<Kernel> makeKernel(const ir::Graph& g, const ir::Node& n) {
   ops::schemaFor(n);  // unknown op / arity errors first
   const KernelFactory* f = kernelRegistry().find(n.domain, n.op);
   if (!f)
-    if (auto k = makeCustomKernel(n)) return k;
+    if (auto k = makeCustomKernel(n, g)) return k;
   if (!f) fail(ErrorCode::kUnsupported, "{}: the reference engine has no kernel for {}", n.label(), n.op);
   return withContext(n.label(), [&] { return (*f)(n, g); });
 }

@@ -99,6 +99,6 @@ void registerIndexingKernels(KernelRegistry& r);
 void registerQuantKernels(KernelRegistry& r);
 void registerPrePostKernels(KernelRegistry& r);
 /// The kernel of a registered custom op (plugin, ops_custom.cpp), or nullptr when n is not one.
-std::unique_ptr<Kernel> makeCustomKernel(const ir::Node& n);
+std::unique_ptr<Kernel> makeCustomKernel(const ir::Node& n, const ir::Graph& g);
 
 }  // namespace npuc::engine

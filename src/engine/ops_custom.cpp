@@ -33,39 +33,33 @@ Tensor asType(const Tensor& t, DType want) {
 
 class CustomKernel : public Kernel {
  public:
-  explicit CustomKernel(const plugin::CustomOp& op) : op_(op) {}
+  /// The parameters come from the graph's constants (an attribute or a constant input, never a run's value).
+  CustomKernel(const plugin::CustomOp& op, const ir::Node& n, const ir::Graph& g)
+      : op_(op), inst_(op, n.name, ops::customParams(n, op, [&](int i) { return ops::constantInput(g, n, i); })) {}
   void run(KernelCall& call) override {
-    const ir::Node& n = call.node;
-    if (!inst_)
-      inst_ = std::make_unique<plugin::Instance>(
-          op_, n.name, ops::customParams(n, op_, [&](int i) { return call.has(i) ? &call.input(i) : nullptr; }));
     std::vector<Tensor> in;
     for (int i = 0; i < op_.numInputs(); ++i) {
       const Tensor& t = call.input(i);
-      const std::vector<DType> ok = op_.portTypes(false, i);
-      if (std::count(ok.begin(), ok.end(), t.dtype())) {
-        in.push_back(t);
-      } else if (isFloat(t.dtype()) && (std::count(ok.begin(), ok.end(), DType::kF32) || std::count(ok.begin(), ok.end(), DType::kF16))) {
-        in.push_back(asType(t, op_.floatPortType(false, i, t.dtype())));
-      } else {
+      const DType want = op_.passType(i, t.dtype());
+      if (want == DType::kUndefined)
         call.unsupported("{}: input {} is {}, which the op does not take", op_.label(), i, dtypeName(t.dtype()));
-      }
+      in.push_back(asType(t, want));
     }
     std::vector<Tensor> out;
     for (int k = 0; k < call.numOutputs(); ++k) out.push_back(call.alloc(k));
-    inst_->compute(in, out, false, call.pool ? call.pool->size() : 1);
+    inst_.compute(in, out, false, call.pool ? call.pool->size() : 1);
   }
 
  private:
   const plugin::CustomOp& op_;
-  std::unique_ptr<plugin::Instance> inst_;
+  plugin::Instance inst_;
 };
 
 }  // namespace
 
-std::unique_ptr<Kernel> makeCustomKernel(const ir::Node& n) {
+std::unique_ptr<Kernel> makeCustomKernel(const ir::Node& n, const ir::Graph& g) {
   const plugin::CustomOp* op = ops::customOpOf(n);
-  return op ? std::make_unique<CustomKernel>(*op) : nullptr;
+  return op ? std::make_unique<CustomKernel>(*op, n, g) : nullptr;
 }
 
 }  // namespace npuc::engine

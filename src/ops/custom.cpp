@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -13,6 +15,13 @@ const plugin::CustomOp* customOpOf(const ir::Node& n) {
   if (n.domain == "ai.npuc") return nullptr;
   if (n.domain.empty() && registry().find("", n.op)) return nullptr;
   return plugin::find(n.domain, n.op);
+}
+
+bool customOutputsFitAPackage(const ir::Node& n) {
+  if (n.outputs.empty() || n.outputs[0] == ir::kNoValue) return false;
+  for (size_t k = 1; k < n.outputs.size(); ++k)
+    if (n.outputs[k] != ir::kNoValue) return false;
+  return true;
 }
 
 const Tensor* constantInput(const ir::Graph& g, const ir::Node& n, int i) {
@@ -49,9 +58,17 @@ std::vector<plugin::Param> customParams(const ir::Node& n, const plugin::CustomO
           case NPUC_PARAM_STRING: bad("a string cannot come from an input"); break;
           default: {
             if (t->numel() != 1) bad(fmt::format("input {} holds {} values, a scalar holds one", pd.input, t->numel()));
-            const double v = t->toDouble()[0];
-            if (pd.type == NPUC_PARAM_FLOAT) p.f = v;
-            else p.i = pd.type == NPUC_PARAM_BOOL ? (v != 0) : static_cast<int64_t>(v);
+            if (pd.type == NPUC_PARAM_FLOAT) {
+              p.f = t->toDouble()[0];
+            } else if (isInteger(t->dtype()) || t->dtype() == DType::kBool) {
+              p.i = t->toInt64()[0];
+            } else {  // a float constant for an int parameter: only an exact integer
+              const double v = t->toDouble()[0];
+              if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.0e15)
+                bad(fmt::format("input {} holds {}, not an integer", pd.input, v));
+              p.i = static_cast<int64_t>(v);
+            }
+            if (pd.type == NPUC_PARAM_BOOL) p.i = p.i != 0;
           }
         }
       }
@@ -95,6 +112,10 @@ std::vector<plugin::Param> customParams(const ir::Node& n, const plugin::CustomO
         default: break;
       }
     }
+    if (p.type == NPUC_PARAM_TENSOR && p.present && p.tensor.shape().size() > NPUC_OP_MAX_RANK)
+      bad(fmt::format("the tensor has rank {}; custom ops take rank {} at most", p.tensor.shape().size(), NPUC_OP_MAX_RANK));
+    if (p.type == NPUC_PARAM_TENSOR && p.present && !plugin::codeOf(p.tensor.dtype()))
+      bad(fmt::format("the tensor is {}, which the ABI has no code for", dtypeName(p.tensor.dtype())));
     if (!p.present && pd.required)
       bad(pd.input >= 0 ? fmt::format("the node has no input {} (the parameter is required)", pd.input)
                         : fmt::format("the node has no attribute '{}' (the parameter is required)", p.name));
@@ -122,14 +143,16 @@ OpSchema schemaOf(const plugin::CustomOp& op) {
     std::vector<const Tensor*> values;
     for (int i = 0; i < p->numInputs(); ++i) {
       if (!ctx.hasInput(i)) ctx.error("{}: input {} is required", p->label(), i);
-      types.push_back(ctx.inputDType(i));
+      types.push_back(p->passType(i, ctx.inputDType(i)));
+      if (types.back() == DType::kUndefined)
+        ctx.unsupported("{}: input {} is {}, which the op does not take", p->label(), i, dtypeName(ctx.inputDType(i)));
       shapes.push_back(ctx.inputShape(i));
       const Tensor* v = nullptr;
       try {
         v = &ctx.inputValue(i);
       } catch (const UnknownInput&) {
       }
-      values.push_back(v);
+      values.push_back(v && v->dtype() == types.back() ? v : nullptr);  // (data only in the type the plugin is told)
     }
     // A parameter read from an input that is not known yet leaves the outputs unknown (UnknownInput).
     std::vector<plugin::Param> params = customParams(n, *p, [&](int i) { return &ctx.inputValue(i); });

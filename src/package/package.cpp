@@ -386,7 +386,11 @@ CustomLayer customFromJson(const Field& f) {
     p.present = q.at("present").j.get<bool>();
     if (p.present) {
       switch (p.type) {
-        case 1: case 2: p.i = intFromJson(q.at("value")); break;
+        case 1:
+          p.i = intFromJson(q.at("value"));
+          if (p.i != 0 && p.i != 1) bad(f.file, "field '{}.value' of a bool parameter must be 0 or 1", q.path);
+          break;
+        case 2: p.i = intFromJson(q.at("value")); break;
         case 3: p.f = floatFromJson(q.at("value")); break;
         case 4: p.s = q.at("value").str(); break;
         case 5: {

@@ -801,7 +801,8 @@ struct Checker {
       }
       case LayerKind::kCustom:
         // Any package type in and out: what the op computes is its plugin's, checked when the runtime loads it (the
-        // plugin's infer callback must give the output this reference holds).
+        // plugin's infer callback must give the output this reference holds). No fused activation.
+        if (d.act != Act::kNone || d.act_a != 0 || d.act_b != 0) bad("{}: custom layers have no activation", what);
         break;
       case LayerKind::kQuantize:
       case LayerKind::kDequantize: {

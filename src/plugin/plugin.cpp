@@ -26,13 +26,14 @@ constexpr uint32_t kMaxPorts = 64;
 constexpr uint32_t kMaxParams = 256;
 
 struct Registry {
-  std::mutex mu;
+  std::recursive_mutex mu;  // (recursive: a plugin's constructor, run by dlopen under it, may look ops up)
   std::vector<std::unique_ptr<Library>> libs;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<CustomOp>, std::less<>> ops;
 };
+/// Never destroyed: layers may outlive static destruction (a Runtime held by a global), and plugins stay loaded.
 Registry& reg() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry;
+  return *r;
 }
 
 std::string normDomain(std::string_view d) { return d == "ai.onnx" ? std::string() : std::string(d); }
@@ -46,41 +47,6 @@ void setError(npuc_op_context* ctx, const char* message) {
   static_cast<Host*>(ctx->host)->error = message ? message : "";
 }
 
-/// The C views of a set of parameters (valid while `params` lives).
-struct ParamViews {
-  std::vector<npuc_param> p;
-  std::vector<npuc_tensor> tensors;
-  explicit ParamViews(const std::vector<Param>& params) {
-    tensors.resize(params.size());
-    for (size_t k = 0; k < params.size(); ++k) {
-      const Param& s = params[k];
-      npuc_param v{};
-      v.name = s.name.c_str();
-      v.type = s.type;
-      v.present = s.present ? 1 : 0;
-      v.i = s.i;
-      v.f = s.f;
-      v.s = s.s.c_str();
-      if (s.type == NPUC_PARAM_INTS) {
-        v.count = s.ints.size();
-        v.ints = s.ints.data();
-      } else if (s.type == NPUC_PARAM_FLOATS) {
-        v.count = s.floats.size();
-        v.floats = s.floats.data();
-      } else if (s.type == NPUC_PARAM_TENSOR && s.tensor.defined()) {
-        npuc_tensor& t = tensors[k];
-        t.elem_type = codeOf(s.tensor.dtype());
-        t.rank = static_cast<int32_t>(s.tensor.shape().size());
-        for (int32_t d = 0; d < t.rank && d < NPUC_OP_MAX_RANK; ++d) t.dims[d] = s.tensor.shape()[static_cast<size_t>(d)];
-        t.data = const_cast<void*>(s.tensor.raw());
-        t.bytes = s.tensor.nbytes();
-        v.tensor = &t;
-      }
-      p.push_back(v);
-    }
-  }
-};
-
 npuc_tensor viewOf(DType t, const Shape& s, const void* data, uint64_t bytes) {
   npuc_tensor v{};
   v.elem_type = codeOf(t);
@@ -93,10 +59,9 @@ npuc_tensor viewOf(DType t, const Shape& s, const void* data, uint64_t bytes) {
 
 /// Runs one callback: the context made, exceptions caught, a failing status turned into an Error.
 template <class F>
-void guarded(const CustomOp& op, const std::string& node, const char* what, const std::vector<Param>& params,
-             void* state, int threads, F&& call) {
+void guarded(const CustomOp& op, const std::string& node, const char* what, const ParamViews& views, void* state,
+             int threads, F&& call) {
   Host host;
-  ParamViews views(params);
   npuc_op_context ctx{};
   ctx.struct_size = sizeof(npuc_op_context);
   ctx.node_name = node.c_str();
@@ -130,7 +95,7 @@ struct Guarded {
     std::memset(mem.data(), kGuardByte, mem.size() * 8);
   }
   uint8_t* data() { return reinterpret_cast<uint8_t*>(mem.data()) + kGuard; }
-  /// The offset (from the data) of the first guard byte written, or 0 when none was.
+  /// The offset (from the data) of the first guard byte written, or nullopt when none was.
   std::optional<std::ptrdiff_t> breach() const {
     const uint8_t* base = reinterpret_cast<const uint8_t*>(mem.data());
     for (size_t k = kGuard; k-- > 0;)
@@ -143,6 +108,36 @@ struct Guarded {
 };
 
 }  // namespace
+
+ParamViews::ParamViews(const std::vector<Param>& params) {
+  tensors.resize(params.size());
+  for (size_t k = 0; k < params.size(); ++k) {
+    const Param& s = params[k];
+    npuc_param v{};
+    v.name = s.name.c_str();
+    v.type = s.type;
+    v.present = s.present ? 1 : 0;
+    v.i = s.i;
+    v.f = s.f;
+    v.s = s.s.c_str();
+    if (s.type == NPUC_PARAM_INTS) {
+      v.count = s.ints.size();
+      v.ints = s.ints.data();
+    } else if (s.type == NPUC_PARAM_FLOATS) {
+      v.count = s.floats.size();
+      v.floats = s.floats.data();
+    } else if (s.type == NPUC_PARAM_TENSOR && s.tensor.defined()) {
+      npuc_tensor& t = tensors[k];
+      t.elem_type = codeOf(s.tensor.dtype());
+      t.rank = static_cast<int32_t>(s.tensor.shape().size());
+      for (int32_t d = 0; d < t.rank && d < NPUC_OP_MAX_RANK; ++d) t.dims[d] = s.tensor.shape()[static_cast<size_t>(d)];
+      t.data = const_cast<void*>(s.tensor.raw());
+      t.bytes = s.tensor.nbytes();
+      v.tensor = &t;
+    }
+    p.push_back(v);
+  }
+}
 
 DType dtypeOf(int32_t code) {
   switch (code) {
@@ -228,6 +223,14 @@ DType CustomOp::floatPortType(bool output, int i, DType stored) const {
   return t.front();
 }
 
+DType CustomOp::passType(int i, DType t) const {
+  const std::vector<DType> ok = portTypes(false, i);
+  if (std::count(ok.begin(), ok.end(), t)) return t;
+  const bool floats = std::count(ok.begin(), ok.end(), DType::kF32) || std::count(ok.begin(), ok.end(), DType::kF16);
+  if ((t == DType::kF32 || t == DType::kF16) && floats) return floatPortType(false, i, t);
+  return DType::kUndefined;
+}
+
 int CustomOp::lastParamInput() const {
   int last = -1;
   for (uint32_t k = 0; k < d_->num_params; ++k) last = std::max(last, static_cast<int>(d_->params[k].input));
@@ -248,7 +251,8 @@ std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, co
   }
   std::vector<npuc_tensor> out(static_cast<size_t>(numOutputs()));
   for (auto& o : out) o.rank = -1;  // unset: the plugin must set every output
-  guarded(*this, node, "infer", params, nullptr, 1, [&](npuc_op_context& ctx) {
+  const ParamViews views(params);
+  guarded(*this, node, "infer", views, nullptr, 1, [&](npuc_op_context& ctx) {
     return d_->infer(&ctx, in.data(), static_cast<uint32_t>(in.size()), out.data(), static_cast<uint32_t>(out.size()));
   });
   std::vector<std::pair<DType, Shape>> r;
@@ -280,7 +284,7 @@ std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, co
 }
 
 Instance::Instance(const CustomOp& op, std::string node, std::vector<Param> params)
-    : op_(op), node_(std::move(node)), params_(std::move(params)) {}
+    : op_(op), node_(std::move(node)), params_(std::move(params)), views_(params_) {}
 
 Instance::~Instance() { releaseState(); }
 
@@ -306,7 +310,7 @@ void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tens
   for (auto& t : in) vi.push_back(viewOf(t.dtype(), t.shape(), t.raw(), t.nbytes()));
   for (auto& t : out) vo.push_back(viewOf(t.dtype(), t.shape(), nullptr, 0));
   void* st = nullptr;
-  guarded(op_, node_, "init", params_, nullptr, threads, [&](npuc_op_context& ctx) {
+  guarded(op_, node_, "init", views_, nullptr, threads, [&](npuc_op_context& ctx) {
     return op_.desc().init(&ctx, vi.data(), static_cast<uint32_t>(vi.size()), vo.data(), static_cast<uint32_t>(vo.size()), &st);
   });
   state_ = st;
@@ -314,18 +318,33 @@ void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tens
   state_shapes_ = std::move(shapes);
 }
 
-void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& out, bool exact, int threads) {
+void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given, bool exact, int threads) {
+  // Every output the op defines gets a buffer: those the caller does not keep (a node that omits trailing outputs,
+  // a package layer holding output 0) are computed into scratch tensors of the shapes infer gives.
+  std::vector<Tensor> out = given;
+  if (out.size() < static_cast<size_t>(op_.numOutputs())) {
+    std::vector<DType> types;
+    std::vector<Shape> shapes;
+    std::vector<const Tensor*> values;
+    for (auto& t : in) types.push_back(t.dtype()), shapes.push_back(t.shape()), values.push_back(&t);
+    const auto all = op_.infer(node_, types, shapes, values, params_);
+    for (size_t k = out.size(); k < all.size(); ++k) out.push_back(Tensor::uninitialized(all[k].first, all[k].second));
+  }
   ensureState(in, out, threads);
+  std::vector<Shape> shapes;
+  for (auto& t : in) shapes.push_back(t.shape());
+  for (auto& t : out) shapes.push_back(t.shape());
   std::vector<npuc_tensor> vi;
   for (auto& t : in) vi.push_back(viewOf(t.dtype(), t.shape(), t.raw(), t.nbytes()));
   auto run = [&](npuc_compute_fn fn, const char* what, std::vector<Guarded>& bufs) {
     bufs.clear();
+    bufs.reserve(out.size());
     std::vector<npuc_tensor> vo;
     for (auto& t : out) {
       bufs.emplace_back(t.nbytes());
       vo.push_back(viewOf(t.dtype(), t.shape(), bufs.back().data(), t.nbytes()));
     }
-    guarded(op_, node_, what, params_, state_, threads, [&](npuc_op_context& ctx) {
+    guarded(op_, node_, what, views_, state_, threads, [&](npuc_op_context& ctx) {
       return fn(&ctx, vi.data(), static_cast<uint32_t>(vi.size()), vo.data(), static_cast<uint32_t>(vo.size()));
     });
     for (size_t k = 0; k < bufs.size(); ++k)
@@ -334,12 +353,14 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
              "{}, node '{}': {} wrote outside output {} (byte {} of a {}-byte tensor {}): the plugin writes out of "
              "bounds", op_.label(), node_, what, k, *at, bufs[k].bytes, shapeStr(out[k].shape()));
   };
+  // compute_fast is checked against compute_ref on the first call for each set of shapes.
   std::vector<Guarded> ref, fast;
   const npuc_compute_fn fast_fn = exact ? nullptr : op_.desc().compute_fast;
-  if (!fast_fn || !fast_checked_) run(op_.desc().compute_ref, "compute_ref", ref);
+  const bool check = fast_fn && fast_checked_ != shapes;
+  if (!fast_fn || check) run(op_.desc().compute_ref, "compute_ref", ref);
   if (fast_fn) {
     run(fast_fn, "compute_fast", fast);
-    if (!fast_checked_) {
+    if (check) {
       for (size_t k = 0; k < out.size(); ++k)
         if (std::memcmp(ref[k].data(), fast[k].data(), ref[k].bytes) != 0) {
           size_t b = 0;
@@ -347,10 +368,9 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
           const size_t es = std::max<size_t>(1, dtypeSize(out[k].dtype()));
           fail(ErrorCode::kInvalidInput,
                "{}, node '{}': compute_fast differs from compute_ref at output {} element {} (the fast compute must "
-               "give the reference's bits; run with --exact to use the reference alone)",
-               op_.label(), node_, k, b / es);
+               "give the reference's bits)", op_.label(), node_, k, b / es);
         }
-      fast_checked_ = true;
+      fast_checked_ = shapes;
     }
   }
   std::vector<Guarded>& res = fast_fn ? fast : ref;
@@ -369,12 +389,17 @@ std::vector<const CustomOp*> registerLibrary(const std::filesystem::path& given,
   const std::vector<uint8_t> bytes = readFileBytes(path, kMaxLibraryBytes);
   const std::string sha = sha256Hex(bytes.data(), bytes.size());
   Registry& r = reg();
-  std::lock_guard<std::mutex> lock(r.mu);
+  std::lock_guard<std::recursive_mutex> lock(r.mu);
   for (auto& l : r.libs)
-    if (l->sha256 == sha) {
+    if (l->sha256 == sha) {  // registered before (perhaps under another name, perhaps by the runtime alone)
       std::vector<const CustomOp*> same;
       for (auto& [k, op] : r.ops)
-        if (&op->library() == l.get()) same.push_back(op.get());
+        if (&op->library() == l.get()) {
+          if (builtin && builtin(op->domain(), op->name()))
+            fail(ErrorCode::kInvalidInput, "custom op plugin '{}': op '{}': npuc implements {} itself (give the custom "
+                 "op a domain of its own)", shown, op->name(), op->qualifiedName());
+          same.push_back(op.get());
+        }
       return same;
     }
   if (bytes.size() < 4 || std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0)
@@ -428,6 +453,12 @@ std::vector<const CustomOp*> registerLibrary(const std::filesystem::path& given,
         }))
       bad("the domain must be letters, digits, '_', '.' or '-'");
     if (domain == "ai.npuc") bad("the domain ai.npuc is npuc's own");
+    auto ident = [](const char* t) {
+      const std::string v = t ? t : "";
+      return !v.empty() && v.size() <= 128 &&
+             std::all_of(v.begin(), v.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    };
+    if (d.engine && *d.engine && !ident(d.engine)) bad("the engine name must be letters, digits or '_'");
     if (builtin && builtin(domain, name))
       bad(fmt::format("npuc implements {}{} itself (give the custom op a domain of its own)",
                       domain.empty() ? "" : domain + ".", name));
@@ -441,7 +472,7 @@ std::vector<const CustomOp*> registerLibrary(const std::filesystem::path& given,
       const npuc_port_def* ports = side ? d.outputs : d.inputs;
       const uint32_t n = side ? d.num_outputs : d.num_inputs;
       for (uint32_t p = 0; p < n; ++p) {
-        if (!ports[p].name) bad(fmt::format("{} {} has no name", side ? "output" : "input", p));
+        if (!ident(ports[p].name)) bad(fmt::format("{} {}: a name is 1..128 letters, digits or '_'", side ? "output" : "input", p));
         if (ports[p].num_types > 16 || (ports[p].num_types && !ports[p].types))
           bad(fmt::format("{} '{}': malformed type list", side ? "output" : "input", ports[p].name));
         for (uint32_t t = 0; t < ports[p].num_types; ++t)
@@ -452,7 +483,7 @@ std::vector<const CustomOp*> registerLibrary(const std::filesystem::path& given,
     std::vector<std::string> pnames;
     for (uint32_t p = 0; p < d.num_params; ++p) {
       const npuc_param_def& pd = d.params[p];
-      if (!pd.name || !*pd.name) bad(fmt::format("parameter {} has no name", p));
+      if (!ident(pd.name)) bad(fmt::format("parameter {}: a name is 1..128 letters, digits or '_'", p));
       if (std::count(pnames.begin(), pnames.end(), pd.name)) bad(fmt::format("two parameters are named '{}'", pd.name));
       pnames.push_back(pd.name);
       if (pd.type < NPUC_PARAM_BOOL || pd.type > NPUC_PARAM_TENSOR)
@@ -482,7 +513,7 @@ std::vector<const CustomOp*> registerLibrary(const std::filesystem::path& given,
 
 const CustomOp* find(std::string_view domain, std::string_view name) {
   Registry& r = reg();
-  std::lock_guard<std::mutex> lock(r.mu);
+  std::lock_guard<std::recursive_mutex> lock(r.mu);
   if (r.ops.empty()) return nullptr;
   auto it = r.ops.find(std::pair<std::string, std::string>(normDomain(domain), std::string(name)));
   return it == r.ops.end() ? nullptr : it->second.get();
@@ -490,7 +521,7 @@ const CustomOp* find(std::string_view domain, std::string_view name) {
 
 std::vector<const CustomOp*> registered() {
   Registry& r = reg();
-  std::lock_guard<std::mutex> lock(r.mu);
+  std::lock_guard<std::recursive_mutex> lock(r.mu);
   std::vector<const CustomOp*> v;
   for (auto& [k, op] : r.ops) v.push_back(op.get());
   return v;

@@ -44,6 +44,13 @@ struct Param {
   Tensor tensor;  // TENSOR
 };
 
+/// The C views of a set of parameters: valid while the parameters live and are not changed.
+struct ParamViews {
+  std::vector<npuc_param> p;
+  std::vector<npuc_tensor> tensors;
+  explicit ParamViews(const std::vector<Param>& params);
+};
+
 /// The element type of a port (DType) for an npuc_elem_type code, or kUndefined.
 DType dtypeOf(int32_t code);
 /// The code of a DType, or 0 when a port cannot carry it.
@@ -72,6 +79,11 @@ class CustomOp {
   /// The type npuc passes to a float port for a float tensor: float32 unless the port takes float16 only, or takes
   /// float16 and `stored` is float16 (a float16 package's activation passes as it is).
   DType floatPortType(bool output, int i, DType stored) const;
+  /// The element type a tensor of type t passes to input port i as: t when the port takes it, else for float32 /
+  /// float16 the port's float type (floatPortType: float16 device memory widened exactly, float32 rounded to nearest
+  /// even); kUndefined when the port cannot take it. Shape inference, the engine, the lowering and the runtime all
+  /// use this one rule.
+  DType passType(int i, DType t) const;
   /// The highest input index a parameter reads (-1: none): the node has max(numInputs, this + 1) inputs at least.
   int lastParamInput() const;
 
@@ -110,10 +122,11 @@ class Instance {
   const CustomOp& op_;
   std::string node_;
   std::vector<Param> params_;
+  ParamViews views_;  // of params_: what every call's context points at (valid as long as the state lives)
   void* state_ = nullptr;
   bool has_state_ = false;
   std::vector<Shape> state_shapes_;  // the shapes init saw
-  bool fast_checked_ = false;
+  std::vector<Shape> fast_checked_;   // the shapes compute_fast was checked on (empty: not yet)
 };
 
 /// Loads and registers the ops of a plugin library. `builtin(domain, name)` says whether npuc itself implements an

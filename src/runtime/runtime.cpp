@@ -493,8 +493,9 @@ struct Runtime::Impl {
     const std::string qn = c.domain.empty() ? c.op : c.domain + "." + c.op;
     const std::string what = fmt::format("layer '{}' (custom op '{}')", l.name, qn);
     if (c.abi_version != NPUC_CUSTOM_OP_ABI_VERSION)
-      fail(ErrorCode::kInvalidInput, "{}: the package was translated with custom-op ABI version {}; this npuc speaks "
-           "version {} (translate it again with this npuc and a plugin built for it)", what, c.abi_version, NPUC_CUSTOM_OP_ABI_VERSION);
+      fail(ErrorCode::kInvalidInput, "{}: the package was translated with custom-op ABI version {} (plugin {}, sha256 {}); "
+           "this npuc speaks version {} (translate it again with this npuc and a plugin built for it)", what,
+           c.abi_version, c.library, c.sha256, NPUC_CUSTOM_OP_ABI_VERSION);
     const plugin::CustomOp* op = plugin::find(c.domain, c.op);
     if (!op)
       fail(ErrorCode::kInvalidInput, "{}: its plugin is missing: register {} (sha256 {}) before loading the package "
@@ -522,27 +523,39 @@ struct Runtime::Impl {
       params.push_back(std::move(p));
     }
     const uint32_t np = op->desc().num_params;
-    bool same = params.size() == np;
-    for (uint32_t k = 0; same && k < np; ++k)
-      same = params[k].name == op->desc().params[k].name && params[k].type == op->desc().params[k].type;
-    if (!same) fail(ErrorCode::kInvalidInput, "{}: the package's parameters are not the ones {} defines", what, op->label());
+    if (params.size() != np)
+      fail(ErrorCode::kInvalidInput, "{}: the package records {} parameters, {} defines {}", what, params.size(), op->label(), np);
+    for (uint32_t k = 0; k < np; ++k) {
+      const npuc_param_def& pd = op->desc().params[k];
+      if (params[k].name != pd.name || params[k].type != pd.type)
+        fail(ErrorCode::kInvalidInput, "{}: parameter {} is '{}' ({}) in the package, '{}' ({}) in {}", what, k,
+             params[k].name, plugin::paramTypeName(params[k].type), pd.name, plugin::paramTypeName(pd.type), op->label());
+      if (pd.required && !params[k].present)
+        fail(ErrorCode::kInvalidInput, "{}: the package does not give parameter '{}', which {} requires", what, pd.name, op->label());
+    }
     if (d.n_in - tensors != op->numInputs())
       fail(ErrorCode::kInvalidInput, "{}: {} tensor inputs, {} takes {}", what, d.n_in - tensors, op->label(), op->numInputs());
     std::vector<DType> types;
     std::vector<Shape> shapes;
+    std::vector<Tensor> constants;  // inputs in the weight space: their data, as shape inference saw it
+    constants.reserve(static_cast<size_t>(op->numInputs()));
     std::vector<const Tensor*> values;
+    const package::Element* weight = pkg.element("weight");
     for (int i = 0; i < op->numInputs(); ++i) {
       const DType stored = d.in(i).type;
-      const std::vector<DType> ok = op->portTypes(false, i);
-      DType t = stored;
-      if (!std::count(ok.begin(), ok.end(), stored)) {
-        t = isFloat(stored) ? op->floatPortType(false, i, stored) : DType::kUndefined;
-        if (!isFloat(t)) fail(ErrorCode::kInvalidInput, "{}: input {} is {}, which {} does not take", what, i, dtypeName(stored), op->label());
-      }
+      const DType t = op->passType(i, stored);
+      if (t == DType::kUndefined)
+        fail(ErrorCode::kInvalidInput, "{}: input {} is {}, which {} does not take", what, i, dtypeName(stored), op->label());
       s.custom_in.push_back(t);
       types.push_back(t);
       shapes.push_back(s.shapes[static_cast<size_t>(i)]);
-      values.push_back(nullptr);
+      const bool is_weight = weight && d.in(i).addr >= weight->addr && d.in(i).addr - weight->addr < weight->size;
+      if (is_weight && t == stored) {
+        constants.push_back(viewOf(d.in(i)));
+        values.push_back(&constants.back());
+      } else {
+        values.push_back(nullptr);
+      }
     }
     auto outs = op->infer(l.name, types, shapes, values, params);
     const DType stored = d.out(0).type;

@@ -67,6 +67,9 @@ const std::set<std::string>& derivedFactNames() {
 Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
   Facts f;
   f["op"] = Value(n.op);
+  // A custom op (plugin) gets the generic facts only: its name may be an ONNX op's, its attributes mean what it says.
+  const bool custom = ops::customOpOf(n) != nullptr;
+  const std::string kop = custom ? std::string() : n.op;
   f["n_inputs"] = Value(static_cast<int64_t>(n.numInputs()));
   for (auto& [k, a] : n.attrs) {
     if (auto v = a.get<int64_t>()) f[k] = Value(*v);
@@ -82,20 +85,20 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
   auto deflt = [&](const char* k, Value v) {
     if (!f.count(k)) f[k] = std::move(v);
   };
-  if (n.op == "Resize" || n.op == "Upsample") {
+  if (kop == "Resize" || kop == "Upsample") {
     deflt("mode", Value(std::string("nearest")));
-    deflt("coordinate_transformation_mode", Value(std::string(n.op == "Upsample" ? "asymmetric" : "half_pixel")));
-    deflt("nearest_mode", Value(std::string(n.op == "Upsample" ? "floor" : "round_prefer_floor")));
+    deflt("coordinate_transformation_mode", Value(std::string(kop == "Upsample" ? "asymmetric" : "half_pixel")));
+    deflt("nearest_mode", Value(std::string(kop == "Upsample" ? "floor" : "round_prefer_floor")));
     deflt("exclude_outside", Value(int64_t{0}));
   }
-  if (n.op == "Pad") deflt("mode", Value(std::string("constant")));
-  if (n.op == "Gemm") {
+  if (kop == "Pad") deflt("mode", Value(std::string("constant")));
+  if (kop == "Gemm") {
     deflt("alpha", Value(floatFact(1.0f)));
     deflt("beta", Value(floatFact(1.0f)));
     deflt("transA", Value(int64_t{0}));
     deflt("transB", Value(int64_t{0}));
   }
-  if (n.op == "Clip" && n.domain.empty()) {  // the bounds, attributes (opset < 11) or constant inputs; absent: ±inf
+  if (kop == "Clip" && n.domain.empty()) {  // the bounds, attributes (opset < 11) or constant inputs; absent: ±inf
     if (auto b = ops::clipBounds(g, n)) {
       f["min"] = Value(floatFact(b->first));
       f["max"] = Value(floatFact(b->second));
@@ -109,12 +112,12 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     f["rank"] = Value(static_cast<int64_t>(in->shape.size()));
   }
   if (out && out->isStatic()) shapeFacts(f, out->shape, "out");
-  if (n.op == "Slice" && g.opset < 10 && !n.hasAttr("axes")) {
+  if (kop == "Slice" && g.opset < 10 && !n.hasAttr("axes")) {
     std::vector<Value> axes;
     for (size_t i = 0; i < n.attrInts("starts").size(); ++i) axes.emplace_back(static_cast<int64_t>(i));
     f["axes"] = Value(std::move(axes));
   }
-  if (n.op == "Slice" && g.opset >= 10) {  // axes is an input from opset 10 on (default: 0 .. len(starts)-1)
+  if (kop == "Slice" && g.opset >= 10) {  // axes is an input from opset 10 on (default: 0 .. len(starts)-1)
     std::vector<Value> axes;
     const ir::Value* ax = n.hasInput(3) ? &g.value(n.inputs[3]) : nullptr;
     const ir::Value* st = n.hasInput(1) ? &g.value(n.inputs[1]) : nullptr;
@@ -127,21 +130,21 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
       f["axes"] = Value(std::move(axes));
     }
   }
-  if (n.hasAttr("axis") || n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "Concat" || n.op == "Flatten" || n.op == "Split" ||
-      n.op == "ArgMax" || n.op == "ArgMin") {
-    int64_t def = n.op == "Softmax" || n.op == "LogSoftmax" ? (g.opset < 13 ? 1 : -1) : (n.op == "Flatten" ? 1 : 0);
+  if ((n.hasAttr("axis") && !custom) || kop == "Softmax" || kop == "LogSoftmax" || kop == "Concat" || kop == "Flatten" || kop == "Split" ||
+      kop == "ArgMax" || kop == "ArgMin") {
+    int64_t def = kop == "Softmax" || kop == "LogSoftmax" ? (g.opset < 13 ? 1 : -1) : (kop == "Flatten" ? 1 : 0);
     int64_t axis = n.attrInt("axis", def);
-    if (in && in->rank_known) ops::normalizeAxis(axis, static_cast<int64_t>(in->shape.size()) + (n.op == "Flatten"));
+    if (in && in->rank_known) ops::normalizeAxis(axis, static_cast<int64_t>(in->shape.size()) + (kop == "Flatten"));
     f["axis"] = Value(axis);
   }
-  if (isWindowOp(n.op) && in && in->isStatic() && in->shape.size() >= 3) {
+  if (isWindowOp(kop) && in && in->isStatic() && in->shape.size() >= 3) {
     std::vector<int64_t> sp(in->shape.begin() + 2, in->shape.end());
     std::vector<int64_t> kernel;
-    if ((n.op == "Conv" || n.op == "ConvTranspose") && n.hasInput(1) && g.value(n.inputs[1]).type.isStatic()) {
+    if ((kop == "Conv" || kop == "ConvTranspose") && n.hasInput(1) && g.value(n.inputs[1]).type.isStatic()) {
       const Shape& w = g.value(n.inputs[1]).type.shape;
       kernel.assign(w.begin() + 2, w.end());
     }
-    ops::Window w = n.op == "ConvTranspose" ? ops::resolveTransposedWindow(n, sp, kernel)
+    ops::Window w = kop == "ConvTranspose" ? ops::resolveTransposedWindow(n, sp, kernel)
                                             : ops::resolveWindow(n, sp, kernel, n.attrInt("ceil_mode", 0) != 0);
     size_t r = sp.size();
     auto hw = [&](const std::vector<int64_t>& v, bool h) { return r >= 2 ? v[h ? r - 2 : r - 1] : (h ? 1 : v[r - 1]); };
@@ -170,7 +173,7 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     int64_t out_c = out && out->isStatic() && out->shape.size() >= 2 ? out->shape[1] : 0;
     f["depthwise"] = Value(int64_t{group > 1 && group == in_c && out_c == in_c});
   }
-  if ((n.op == "Gemm" || n.op == "MatMul") && in && in->isStatic() && n.hasInput(1) && g.value(n.inputs[1]).type.isStatic()) {
+  if ((kop == "Gemm" || kop == "MatMul") && in && in->isStatic() && n.hasInput(1) && g.value(n.inputs[1]).type.isStatic()) {
     Shape a = in->shape, b = g.value(n.inputs[1]).type.shape;
     if (a.size() >= 2 && b.size() >= 2) {
       bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
@@ -210,9 +213,9 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
         tensors += c->desc().params[k].type == NPUC_PARAM_TENSOR && n.hasInput(c->desc().params[k].input);
       int outs = 0;
       for (ir::ValueId v : n.outputs) outs += v != ir::kNoValue;
-      if (outs != 1 || tensors > 7)
-        row(t.name + ".custom.layer", "A custom layer of a package has one output and at most 7 tensor inputs (tensor "
-            "parameters included)", fmt::format("{} outputs, {} tensor inputs", outs, tensors),
+      if (!ops::customOutputsFitAPackage(n) || tensors > 7 || tensors < 1)
+        row(t.name + ".custom.layer", "A custom layer of a package writes one output (the op's first) and reads 1 to 7 "
+            "tensor inputs (tensor parameters included)", fmt::format("{} outputs used, {} tensor inputs", outs, tensors),
             "split the op into ops of one output each");
     }
     if (!s) {

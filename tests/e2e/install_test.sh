@@ -19,7 +19,7 @@ run() {  # run LOG command...: fails the test (and shows LOG) when the command f
 
 run "$tmp/install.log" cmake --install "$build" --prefix "$prefix"
 for f in bin/npuc include/npuc/npuc.h include/npuc/runtime.hpp include/npuc/tensor.hpp include/npuc/dtype.hpp \
-         include/npuc/error.hpp lib/libnpuc.so lib/cmake/npuc/npucConfig.cmake lib/cmake/npuc/npucConfigVersion.cmake \
+         include/npuc/error.hpp include/npuc/custom_op.h lib/libnpuc.so lib/cmake/npuc/npucConfig.cmake lib/cmake/npuc/npucConfigVersion.cmake \
          lib/cmake/npuc/npucTargets.cmake share/npuc/targets/generic.yaml; do
   [ -e "$prefix/$f" ] && ok "installed $f" || bad "missing $prefix/$f"
 done
@@ -83,6 +83,24 @@ print('python logits', y.shape)" >"$tmp/py.log" 2>&1); then
 else
   echo "note: the Python package was not built (no pybind11-dev / python3-dev): not checked"
 fi
+
+# A custom-op plugin built by the installed npuc against the installed header alone, then a package with its op run
+# through the C API's registration (npuc_register_custom_op, by the example's --custom-op).
+run "$tmp/plugin.log" "$prefix/bin/npuc" custom-op build --op-path "$src/examples/custom_op/resize_area" \
+  --build-dir "$tmp/plugin" --out-dir "$tmp"
+grep -q "NPUC_INCLUDE_DIR='$prefix/include'" "$tmp/plugin.log" && ok "custom-op build uses the installed include/" ||
+  bad "custom-op build did not use $prefix/include: $(grep NPUC_INCLUDE_DIR "$tmp/plugin.log")"
+run "$tmp/translate_custom.log" "$prefix/bin/npuc" translate ra -onnx "$src/examples/custom_op/resize_area_model.onnx" \
+  --target generic --out "$tmp/out" --custom-op "$tmp/libresize_area.so"
+if "$tmp/example/run_package" "$tmp/out/ra" >"$tmp/nocustom.out" 2>"$tmp/nocustom.err"; then
+  bad "run_package ran a package with a custom layer without its plugin"
+else
+  grep -q "its plugin is missing" "$tmp/nocustom.err" && ok "without its plugin: $(cat "$tmp/nocustom.err")" ||
+    bad "no plugin: $(cat "$tmp/nocustom.err")"
+fi
+run "$tmp/run_custom.log" "$tmp/example/run_package" "$tmp/out/ra" --custom-op "$tmp/libresize_area.so" --fill 0.5
+grep -q '^output scores: float32 \[1,2,10,10\]: ' "$tmp/run_custom.log" && ok "run_package --custom-op runs the custom layer" ||
+  bad "run_package --custom-op: $(cat "$tmp/run_custom.log")"
 
 # Failure: not a package -> status 1 and the last error.
 "$tmp/example/run_package" "$tmp" >"$tmp/fail.out" 2>"$tmp/fail.err"

@@ -171,6 +171,43 @@ TEST(CustomOp, TranslatesToACustomLayerTheSimulatorRunsAndTheSamePackageTwice) {
   }
 }
 
+// An op with two outputs in a model that uses the first: the engine and the package compute the second into scratch
+// memory (the plugin writes both), and the package's layer holds the first.
+TEST(CustomOp, AnOutputTheNodeDoesNotUseStillGetsItsBuffer) {
+  registerCustomOp(pluginPath("twoout"));
+  const fs::path dir = test::scratchDir("custom_op_twoout");
+  std::ofstream(dir / "custom.onnx", std::ios::binary) << model("test.twoout");
+  const Tensor x = input();
+  EXPECT_TRUE(Session(Model::load(dir / "custom.onnx")).run({x})[0].sameBits(expected(x)));
+  TranslateOptions o;
+  o.prefix = "p";
+  o.onnx = dir / "custom.onnx";
+  o.target = "generic";
+  o.out_root = dir;
+  ASSERT_TRUE(translate(o).ok);
+  Runtime rt(dir / "p");
+  EXPECT_TRUE(rt.run({x})[0].sameBits(expected(x)));
+}
+
+// A parameter is read from the model's constants when the layer is made, never from a run's values.
+TEST(CustomOp, AParameterFromAnInputThatIsNotAConstantIsRefused) {
+  registerCustomOp(pluginPath("good"));
+  onnx::ModelProto m;
+  m.ParseFromString(model("test.good"));
+  m.mutable_graph()->clear_initializer();
+  auto* b = m.mutable_graph()->add_input();
+  b->set_name("bias");
+  b->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  b->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  const std::string msg = errorOf([&] {
+    Session s(Model::fromOnnxBytes(bytes, "custom.onnx"));
+    s.run(std::vector<Tensor>{input(), Tensor::fromVector<float>({3}, {1, 2, 3})});
+  });
+  EXPECT_NE(msg.find("parameter 'bias' (tensor): input 1 must be a constant of the model"), std::string::npos) << msg;
+}
+
 TEST(CustomOp, APackageOfAnotherAbiVersionIsRefusedBeforeItRuns) {
   registerCustomOp(pluginPath("good"));
   const fs::path dir = test::scratchDir("custom_op_abi");

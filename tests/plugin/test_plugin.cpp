@@ -25,12 +25,18 @@
 #define DOMAIN "test.inferfails"
 #elif defined(FAULT_BUILTIN)
 #define DOMAIN ""
+#elif defined(FAULT_TWOOUT)
+#define DOMAIN "test.twoout"  // correct, with a second output (x itself) that models may leave unused
 #endif
 
 namespace {
 
 const npuc_port_def kIn[] = {{"x", 0, nullptr}};
+#if defined(FAULT_TWOOUT)
+const npuc_port_def kOut[] = {{"y", 0, nullptr}, {"x_copy", 0, nullptr}};
+#else
 const npuc_port_def kOut[] = {{"y", 0, nullptr}};
+#endif
 const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
                                   {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"}};
 
@@ -46,6 +52,9 @@ int32_t infer(npuc_op_context* ctx, const npuc_tensor* in, uint32_t, npuc_tensor
   }
   out[0] = in[0];
   out[0].data = nullptr;
+#if defined(FAULT_TWOOUT)
+  out[1] = out[0];
+#endif
 #if defined(FAULT_SHAPE)
   out[0].rank = 9;
 #endif
@@ -61,6 +70,9 @@ int32_t compute(npuc_op_context* ctx, const npuc_tensor* in, npuc_tensor* out, b
   float* y = static_cast<float*>(out[0].data);
   const int64_t n = npuc_tensor_numel(&in[0]), c = in[0].dims[1], inner = n / (in[0].dims[0] * c);
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s + b[(i / inner) % c];
+#if defined(FAULT_TWOOUT)
+  for (int64_t i = 0; i < n; ++i) static_cast<float*>(out[1].data)[i] = x[i];
+#endif
 #if defined(FAULT_THROWS)
   throw std::runtime_error("the op's kernel gave up");
 #endif
@@ -94,7 +106,7 @@ extern "C" NPUC_PLUGIN_EXPORT const npuc_custom_op_library* npuc_custom_op_libra
 #else
       "ScaleBias",
 #endif
-      DOMAIN, "vector", 1, kIn, 1, kOut, 2, kParams, infer, nullptr, nullptr,
+      DOMAIN, "vector", 1, kIn, sizeof kOut / sizeof kOut[0], kOut, 2, kParams, infer, nullptr, nullptr,
 #if defined(FAULT_NOCALLBACK)
       nullptr,
 #else

@@ -194,8 +194,6 @@ void addCustomOpOption(CLI::App* c) {
       ->allow_extra_args(false);
 }
 
-void addCustomOpLibrary(const std::string& path) { customOpLibraries().push_back(path); }
-
 void registerCustomOps() {
   for (const std::string& lib : customOpLibraries()) registerCustomOp(lib);
 }

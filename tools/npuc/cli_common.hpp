@@ -50,8 +50,6 @@ double nowMs();
 void addCustomOpOption(CLI::App* c);
 /// Registers every plugin the command line named (main calls it after parsing, before the command runs).
 void registerCustomOps();
-/// The same for one library named by a hand-parsed command (translate).
-void addCustomOpLibrary(const std::string& path);
 
 // Subcommand registration: each adds its subcommand to `app` and sets `run` to its action.
 using Action = std::function<int()>;

@@ -4,10 +4,11 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #ifndef NPUC_SOURCE_INCLUDE_DIR
 #define NPUC_SOURCE_INCLUDE_DIR ""
@@ -99,12 +100,18 @@ void addCustomOp(CLI::App& app, Action& run) {
                              quote(dir.string()), quote(bdir.string()), ninja ? "-G Ninja " : "", quote(inc.string())),
                  "configuring the plugin (cmake)");
       runCommand(fmt::format("cmake --build {}", quote(bdir.string())), "building the plugin");
+      // The library op.yml names (out_binary), else the only one built.
       fs::path lib;
-      for (auto& e : fs::directory_iterator(bdir))
-        if (e.is_regular_file() && e.path().extension() == ".so") {
-          if (!lib.empty()) fail(ErrorCode::kInvalidInput, "{}: more than one library was built", bdir.string());
-          lib = e.path();
+      std::ifstream yml(dir / "op.yml");
+      for (std::string line; std::getline(yml, line);)
+        if (line.rfind("out_binary:", 0) == 0) {
+          std::string name = line.substr(11);
+          name.erase(0, name.find_first_not_of(" \t"));
+          name.erase(name.find_last_not_of(" \t\r") + 1);
+          if (fs::is_regular_file(bdir / name)) lib = bdir / name;
         }
+      for (auto& e : fs::directory_iterator(bdir))
+        if (lib.empty() && e.is_regular_file() && e.path().extension() == ".so") lib = e.path();
       if (lib.empty()) fail(ErrorCode::kInvalidInput, "{}: the build made no shared library", bdir.string());
       const fs::path out = o->out_dir.empty() ? dir : fs::path(o->out_dir);
       const fs::path dest = out / lib.filename();

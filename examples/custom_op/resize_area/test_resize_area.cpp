@@ -49,12 +49,19 @@ int main(int argc, char** argv) {
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--shape") && a + 1 < argc) {
       shape = numbers(argv[++a]);
+      if (shape.size() > NPUC_OP_MAX_RANK) { std::fprintf(stderr, "FAIL: --shape has more than %d dims\n", NPUC_OP_MAX_RANK); return 2; }
     } else if (!std::strcmp(argv[a], "--param") && a + 1 < argc) {
       std::string kv = argv[++a];
       size_t eq = kv.find('=');
       bool found = false;
       for (uint32_t k = 0; k < op.num_params && eq != std::string::npos; ++k)
-        if (kv.substr(0, eq) == op.params[k].name) given[k] = numbers(kv.c_str() + eq + 1), has[k] = true, found = true;
+        if (kv.substr(0, eq) == op.params[k].name) {
+          if (op.params[k].type == NPUC_PARAM_TENSOR || op.params[k].type == NPUC_PARAM_STRING) {
+            std::fprintf(stderr, "FAIL: the harness gives numbers only; '%s' is a tensor or string parameter\n", op.params[k].name);
+            return 2;
+          }
+          given[k] = numbers(kv.c_str() + eq + 1), has[k] = true, found = true;
+        }
       if (!found) { std::fprintf(stderr, "FAIL: no parameter '%s'\n", kv.c_str()); return 1; }
     } else {
       std::fprintf(stderr, "usage: %s [--shape D0,D1,...] [--param NAME=V1,V2,...]...\n", argv[0]);
@@ -103,6 +110,8 @@ int main(int argc, char** argv) {
     in_data[i].assign(static_cast<size_t>(n) * elemSize(t.elem_type), 0);
     if (t.elem_type == NPUC_ELEM_FLOAT32)
       for (int64_t e = 0; e < n; ++e) reinterpret_cast<float*>(in_data[i].data())[e] = static_cast<float>(std::sin(0.37 * e + i));
+    else if (t.elem_type != NPUC_ELEM_FLOAT16)  // integers: a byte pattern (float16 stays zero: no converter here)
+      for (size_t b = 0; b < in_data[i].size(); ++b) in_data[i][b] = static_cast<unsigned char>((b * 37 + i) & 0x7f);
     t.data = in_data[i].data();
     t.bytes = in_data[i].size();
   }
@@ -111,6 +120,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: init: %s\n", g_error.c_str());
     return 1;
   }
+  const bool has_state = op.init != nullptr;  // destroy gets what a successful init stored, even NULL (as in npuc)
   ctx.state = state;
   std::vector<std::vector<unsigned char>> ref(op.num_outputs), fast(op.num_outputs);
   for (int pass = 0; pass < 2; ++pass) {
@@ -127,7 +137,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (op.destroy && state) op.destroy(state);
+  if (has_state && op.destroy) op.destroy(state);
   for (uint32_t k = 0; k < op.num_outputs; ++k) {
     std::printf("output %u: rank %d, %zu bytes\n", k, out[k].rank, ref[k].size());
     if (op.compute_fast && ref[k] != fast[k]) {
