@@ -8,14 +8,25 @@
 namespace npuc::codegen::detail {
 
 namespace {
-/// Whether s is well-formed UTF-8 (the manifest is JSON text).
+/// Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), which the
+/// manifest (JSON text) records unchanged.
 bool validUtf8(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    const int n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
-    if (n < 0 || i + static_cast<size_t>(n) >= s.size() + (n == 0 ? 1 : 0)) return false;
-    for (int k = 1; k <= n; ++k)
-      if ((static_cast<unsigned char>(s[i + static_cast<size_t>(k)]) >> 6) != 0x2) return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int n = (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (n < 0 || i + static_cast<size_t>(n) >= s.size()) return false;  // (the sequence's last byte is i + n)
+    uint32_t cp = c & (0x3Fu >> n);
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char b = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((b >> 6) != 0x2) return false;
+      cp = (cp << 6) | (b & 0x3Fu);
+    }
+    const uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
     i += static_cast<size_t>(n) + 1;
   }
   return true;
@@ -24,7 +35,8 @@ bool validUtf8(const std::string& s) {
 
 void Lowerer::customNode(const ir::Node& n, const plugin::CustomOp& op) {
   if (!ops::customOutputsFitAPackage(n))
-    unsupported(n, "{}: a custom layer of a package writes one output, the op's first (the node uses others)", op.label());
+    unsupported(n, "{}: a custom layer of a package writes one output, the op's first (the node uses another, or more "
+                "than one)", op.label());
   std::vector<int> ins;
   for (int i = 0; i < op.numInputs(); ++i) {
     ins.push_back(in(n, i));

@@ -173,7 +173,8 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
         }
       } else if (key == "out_binary" || key == "op_py_file" || key == "vx_file" || key == "kernel index" ||
                  key == "kernel_index" || key == "source") {
-        notes.push_back(fmt::format("{}: '{}' (written by a generator) is not read", file.string(), key));
+        notes.push_back(fmt::format("{}: '{}' (written by a generator) is not part of the definition; npuc custom-op "
+                                    "create ignores it", file.string(), key));
       } else if (v.IsMap() && v["type"]) {
         loose.emplace_back(key, v);
       } else {
@@ -205,6 +206,7 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
             fmt::format("input {} is one of the op's tensor inputs (parameters read inputs {} and after)", p.input, d.inputs.size()));
     if (std::any_of(d.doc.begin(), d.doc.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
       bad("doc", "one line of text (no control characters)");
+    if (d.doc.find("??") != std::string::npos) bad("doc", "two question marks in a row would start a C trigraph in the generated source");
     if (!d.target_platform.empty() && !plainName(d.target_platform, true))
       bad("target_platform", "a platform name (letters, digits, '_', '.', '-')");
     if (d.inputs.size() > 64 || d.outputs.size() > 64) bad(d.inputs.size() > 64 ? "inputs" : "outputs", "at most 64 tensors");
@@ -453,7 +455,9 @@ int main(int argc, char** argv) {{
   for (int a = 1; a < argc; ++a) {{
     if (!std::strcmp(argv[a], "--shape") && a + 1 < argc) {{
       shape = numbers(argv[++a]);
-      if (shape.size() > NPUC_OP_MAX_RANK) {{ std::fprintf(stderr, "FAIL: --shape has more than %d dims\n", NPUC_OP_MAX_RANK); return 2; }}
+      bool bad = shape.size() > NPUC_OP_MAX_RANK;
+      for (double d : shape) bad = bad || !(d >= 0 && d <= 1e6);
+      if (bad) {{ std::fprintf(stderr, "FAIL: --shape takes up to %d dims of 0..1000000\n", NPUC_OP_MAX_RANK); return 2; }}
     }} else if (!std::strcmp(argv[a], "--param") && a + 1 < argc) {{
       std::string kv = argv[++a];
       size_t eq = kv.find('=');
@@ -507,6 +511,14 @@ int main(int argc, char** argv) {{
   if (op.infer(&ctx, in.data(), op.num_inputs, out.data(), op.num_outputs) != NPUC_OP_OK) {{
     std::fprintf(stderr, "FAIL: infer: %s\n", g_error.c_str());
     return 1;
+  }}
+  for (uint32_t k = 0; k < op.num_outputs; ++k) {{
+    bool bad = out[k].rank < 0 || out[k].rank > NPUC_OP_MAX_RANK;
+    for (int32_t d = 0; !bad && d < out[k].rank; ++d) bad = out[k].dims[d] < 0 || out[k].dims[d] > (int64_t{{1}} << 32);
+    if (bad) {{
+      std::fprintf(stderr, "FAIL: infer gave output %u rank %d or a dim out of range\n", k, out[k].rank);
+      return 1;
+    }}
   }}
   for (uint32_t i = 0; i < op.num_inputs; ++i) {{
     npuc_tensor& t = in[i];

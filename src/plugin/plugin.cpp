@@ -323,12 +323,17 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given
   // a package layer holding output 0) are computed into scratch tensors of the shapes infer gives.
   std::vector<Tensor> out = given;
   if (out.size() < static_cast<size_t>(op_.numOutputs())) {
-    std::vector<DType> types;
-    std::vector<Shape> shapes;
-    std::vector<const Tensor*> values;
-    for (auto& t : in) types.push_back(t.dtype()), shapes.push_back(t.shape()), values.push_back(&t);
-    const auto all = op_.infer(node_, types, shapes, values, params_);
-    for (size_t k = out.size(); k < all.size(); ++k) out.push_back(Tensor::uninitialized(all[k].first, all[k].second));
+    std::vector<Shape> in_shapes;
+    for (auto& t : in) in_shapes.push_back(t.shape());
+    if (spare_for_ != in_shapes || spare_.empty()) {  // their types and shapes, once per set of input shapes
+      std::vector<DType> types;
+      std::vector<const Tensor*> values;
+      for (auto& t : in) types.push_back(t.dtype()), values.push_back(nullptr);
+      auto all = op_.infer(node_, types, in_shapes, values, params_);
+      spare_.assign(all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), out.size())), all.end());
+      spare_for_ = std::move(in_shapes);
+    }
+    for (auto& [t, s] : spare_) out.push_back(Tensor::uninitialized(t, s));
   }
   ensureState(in, out, threads);
   std::vector<Shape> shapes;
@@ -356,7 +361,7 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given
   // compute_fast is checked against compute_ref on the first call for each set of shapes.
   std::vector<Guarded> ref, fast;
   const npuc_compute_fn fast_fn = exact ? nullptr : op_.desc().compute_fast;
-  const bool check = fast_fn && fast_checked_ != shapes;
+  const bool check = fast_fn && !fast_checked_.count(shapes);
   if (!fast_fn || check) run(op_.desc().compute_ref, "compute_ref", ref);
   if (fast_fn) {
     run(fast_fn, "compute_fast", fast);
@@ -370,11 +375,11 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given
                "{}, node '{}': compute_fast differs from compute_ref at output {} element {} (the fast compute must "
                "give the reference's bits)", op_.label(), node_, k, b / es);
         }
-      fast_checked_ = shapes;
+      fast_checked_.insert(shapes);
     }
   }
   std::vector<Guarded>& res = fast_fn ? fast : ref;
-  for (size_t k = 0; k < out.size(); ++k)
+  for (size_t k = 0; k < given.size(); ++k)  // (the spare outputs are dropped)
     if (res[k].bytes) std::memcpy(out[k].raw(), res[k].data(), res[k].bytes);
 }
 

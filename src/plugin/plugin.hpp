@@ -6,7 +6,8 @@
 //     descriptor's callbacks, ports and parameters), and stays loaded for the life of the process;
 //   - every callback runs inside a guard: a failing status, a C++ exception, an output shape out of bounds, a
 //     write outside an output's bytes become one Error naming the plugin, the op and the node;
-//   - a fast compute is checked against the reference compute, bit for bit, on its first call for each layer.
+//   - a fast compute is checked against the reference compute, bit for bit, on its first call for each layer and set
+//     of shapes.
 #pragma once
 
 #include "npuc/custom_op.h"
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,8 +49,10 @@ struct Param {
 /// The C views of a set of parameters: valid while the parameters live and are not changed.
 struct ParamViews {
   std::vector<npuc_param> p;
-  std::vector<npuc_tensor> tensors;
+  std::vector<npuc_tensor> tensors;  // (p[k].tensor points here: not copyable)
   explicit ParamViews(const std::vector<Param>& params);
+  ParamViews(const ParamViews&) = delete;
+  ParamViews& operator=(const ParamViews&) = delete;
 };
 
 /// The element type of a port (DType) for an npuc_elem_type code, or kUndefined.
@@ -113,7 +117,8 @@ class Instance {
   const std::vector<Param>& params() const { return params_; }
   /// Computes the outputs (allocated by the caller with the inferred types, written here in full) from the inputs
   /// (of the port types). `exact`: the reference compute only. Otherwise the fast compute when the plugin has one,
-  /// checked against the reference on the first call (an Error on any differing bit).
+  /// checked against the reference on the first call for each set of shapes (an Error on any differing bit). `out`
+  /// may hold fewer outputs than the op defines: the others are computed into scratch tensors and dropped.
   void compute(const std::vector<Tensor>& in, std::vector<Tensor>& out, bool exact, int threads);
 
  private:
@@ -126,7 +131,9 @@ class Instance {
   void* state_ = nullptr;
   bool has_state_ = false;
   std::vector<Shape> state_shapes_;  // the shapes init saw
-  std::vector<Shape> fast_checked_;   // the shapes compute_fast was checked on (empty: not yet)
+  std::set<std::vector<Shape>> fast_checked_;  // the input + output shapes compute_fast was checked on
+  std::vector<Shape> spare_for_;                // the input shapes spare_ is for
+  std::vector<std::pair<DType, Shape>> spare_;  // the outputs the caller does not keep (infer's)
 };
 
 /// Loads and registers the ops of a plugin library. `builtin(domain, name)` says whether npuc itself implements an

@@ -550,8 +550,8 @@ struct Runtime::Impl {
       types.push_back(t);
       shapes.push_back(s.shapes[static_cast<size_t>(i)]);
       const bool is_weight = weight && d.in(i).addr >= weight->addr && d.in(i).addr - weight->addr < weight->size;
-      if (is_weight && t == stored) {
-        constants.push_back(viewOf(d.in(i)));
+      if (is_weight) {  // a constant: its data in the type the plugin is told (converted as execCustom converts it)
+        constants.push_back(asPassed(viewOf(d.in(i)), t));
         values.push_back(&constants.back());
       } else {
         values.push_back(nullptr);
@@ -568,21 +568,22 @@ struct Runtime::Impl {
     s.custom = std::make_unique<plugin::Instance>(*op, l.name, std::move(params));
   }
 
+  /// A tensor of device memory as a custom op's port takes it: itself, or float16 widened to float32 (exact) / float32
+  /// rounded to float16 (nearest even) — CustomOp::passType chose the type.
+  static Tensor asPassed(const Tensor& v, DType t) {
+    if (v.dtype() == t) return v;
+    Tensor w = Tensor::uninitialized(t, v.shape());
+    if (v.dtype() == DType::kF16 && t == DType::kF32)
+      kernels::f16ToF32_ref(static_cast<const uint16_t*>(v.raw()), w.data<float>(), v.numel());
+    else
+      kernels::f32ToF16_ref(v.data<float>(), static_cast<uint16_t*>(w.raw()), v.numel(), kernels::Activation{});
+    return w;
+  }
+
   void execCustom(Step& s) {
     const package::Descriptor& d = *s.d;
     std::vector<Tensor> in;
-    for (size_t i = 0; i < s.custom_in.size(); ++i) {
-      Tensor v = viewOf(d.in(static_cast<int>(i)));
-      if (v.dtype() != s.custom_in[i]) {  // float16 device memory widened for a float32 port (exact), or the reverse
-        Tensor w = Tensor::uninitialized(s.custom_in[i], v.shape());
-        if (v.dtype() == DType::kF16 && w.dtype() == DType::kF32)
-          kernels::f16ToF32_ref(static_cast<const uint16_t*>(v.raw()), w.data<float>(), v.numel());
-        else
-          kernels::f32ToF16_ref(v.data<float>(), static_cast<uint16_t*>(w.raw()), v.numel(), kernels::Activation{});
-        v = w;
-      }
-      in.push_back(std::move(v));
-    }
+    for (size_t i = 0; i < s.custom_in.size(); ++i) in.push_back(asPassed(viewOf(d.in(static_cast<int>(i))), s.custom_in[i]));
     const package::TensorRef& y = d.out(0);
     std::vector<Tensor> out;
     out.push_back(s.custom_out == y.type ? viewOf(y) : Tensor::uninitialized(s.custom_out, shapeOf(y)));

@@ -66,12 +66,15 @@ const std::set<std::string>& derivedFactNames() {
 
 Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
   Facts f;
-  f["op"] = Value(n.op);
-  // A custom op (plugin) gets the generic facts only: its name may be an ONNX op's, its attributes mean what it says.
-  const bool custom = ops::customOpOf(n) != nullptr;
+  // A custom op (plugin) gets the generic facts only: its name may be an ONNX op's, and its attributes (which could
+  // be named like a fact) mean what the op says; `op` is its qualified name (domain.name).
+  const plugin::CustomOp* custom_op = ops::customOpOf(n);
+  const bool custom = custom_op != nullptr;
   const std::string kop = custom ? std::string() : n.op;
+  f["op"] = Value(custom ? custom_op->qualifiedName() : n.op);
   f["n_inputs"] = Value(static_cast<int64_t>(n.numInputs()));
-  for (auto& [k, a] : n.attrs) {
+  static const std::map<std::string, ir::Attr> kNoAttrs;
+  for (auto& [k, a] : custom ? kNoAttrs : n.attrs) {
     if (auto v = a.get<int64_t>()) f[k] = Value(*v);
     else if (auto s = a.get<std::string>()) f[k] = Value(*s);
     else if (auto x = a.get<float>()) f[k] = Value(floatFact(*x));
@@ -216,7 +219,8 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
       if (!ops::customOutputsFitAPackage(n) || tensors > 7 || tensors < 1)
         row(t.name + ".custom.layer", "A custom layer of a package writes one output (the op's first) and reads 1 to 7 "
             "tensor inputs (tensor parameters included)", fmt::format("{} outputs used, {} tensor inputs", outs, tensors),
-            "split the op into ops of one output each");
+            outs > 1 || !ops::customOutputsFitAPackage(n) ? "use the op's first output only, or split the op into ops of one "
+                                                            "output each" : "give the op 1 to 7 tensor inputs");
     }
     if (!s) {
       row(t.name + ".op", fmt::format("Operator {} is not supported by target {}", op, t.name), op, "");

@@ -106,12 +106,19 @@ void addCustomOp(CLI::App& app, Action& run) {
       for (std::string line; std::getline(yml, line);)
         if (line.rfind("out_binary:", 0) == 0) {
           std::string name = line.substr(11);
-          name.erase(0, name.find_first_not_of(" \t"));
-          name.erase(name.find_last_not_of(" \t\r") + 1);
-          if (fs::is_regular_file(bdir / name)) lib = bdir / name;
+          if (auto hash = name.find(" #"); hash != std::string::npos) name.erase(hash);
+          name.erase(0, name.find_first_not_of(" \t\"'"));
+          name.erase(name.find_last_not_of(" \t\r\"'") + 1);
+          if (!name.empty() && name.find('/') == std::string::npos && fs::is_regular_file(bdir / name)) lib = bdir / name;
         }
-      for (auto& e : fs::directory_iterator(bdir))
-        if (lib.empty() && e.is_regular_file() && e.path().extension() == ".so") lib = e.path();
+      if (lib.empty())
+        for (auto& e : fs::directory_iterator(bdir))
+          if (e.is_regular_file() && e.path().extension() == ".so") {
+            if (!lib.empty())
+              fail(ErrorCode::kInvalidInput, "{}: more than one library was built and op.yml's out_binary names none of "
+                   "them", bdir.string());
+            lib = e.path();
+          }
       if (lib.empty()) fail(ErrorCode::kInvalidInput, "{}: the build made no shared library", bdir.string());
       const fs::path out = o->out_dir.empty() ? dir : fs::path(o->out_dir);
       const fs::path dest = out / lib.filename();
