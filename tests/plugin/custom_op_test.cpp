@@ -95,6 +95,17 @@ Tensor expectedF16(const Tensor& x) {
   return y;
 }
 
+/// The model of `domain` written to dir/custom.onnx and translated for generic into dir/p.
+bool translateGeneric(const fs::path& dir, const std::string& domain) {
+  std::ofstream(dir / "custom.onnx", std::ios::binary) << model(domain);
+  TranslateOptions o;
+  o.prefix = "p";
+  o.onnx = dir / "custom.onnx";
+  o.target = "generic";
+  o.out_root = dir;
+  return translate(o).ok;
+}
+
 std::string errorOf(const std::function<void()>& f) {
   try {
     f();
@@ -176,15 +187,9 @@ TEST(CustomOp, TranslatesToACustomLayerTheSimulatorRunsAndTheSamePackageTwice) {
 TEST(CustomOp, AnOutputTheNodeDoesNotUseStillGetsItsBuffer) {
   registerCustomOp(pluginPath("twoout"));
   const fs::path dir = test::scratchDir("custom_op_twoout");
-  std::ofstream(dir / "custom.onnx", std::ios::binary) << model("test.twoout");
   const Tensor x = input();
+  ASSERT_TRUE(translateGeneric(dir, "test.twoout"));
   EXPECT_TRUE(Session(Model::load(dir / "custom.onnx")).run({x})[0].sameBits(expected(x)));
-  TranslateOptions o;
-  o.prefix = "p";
-  o.onnx = dir / "custom.onnx";
-  o.target = "generic";
-  o.out_root = dir;
-  ASSERT_TRUE(translate(o).ok);
   Runtime rt(dir / "p");
   EXPECT_TRUE(rt.run({x})[0].sameBits(expected(x)));
 }
@@ -211,13 +216,7 @@ TEST(CustomOp, AParameterFromAnInputThatIsNotAConstantIsRefused) {
 TEST(CustomOp, APackageOfAnotherAbiVersionIsRefusedBeforeItRuns) {
   registerCustomOp(pluginPath("good"));
   const fs::path dir = test::scratchDir("custom_op_abi");
-  std::ofstream(dir / "custom.onnx", std::ios::binary) << model("test.good");
-  TranslateOptions o;
-  o.prefix = "p";
-  o.onnx = dir / "custom.onnx";
-  o.target = "generic";
-  o.out_root = dir;
-  ASSERT_TRUE(translate(o).ok);
+  ASSERT_TRUE(translateGeneric(dir, "test.good"));
   package::Package p = package::readPackage(dir / "p");
   for (auto& l : p.layers)
     if (l.custom) l.custom->abi_version = 2;
