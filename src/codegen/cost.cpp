@@ -1,6 +1,7 @@
 // Cost model. Per layer on engine E of the target (clock f MHz, so f cycles per µs):
-//   MAC engine:    t = overhead + max(MACs / (macs_per_cycle·f), bytes / (bytes_per_cycle·f))
-//   vector engine: t = overhead + max(elements / (elems_per_cycle·f), bytes / (bytes_per_cycle·f))
+//   t = overhead + max(compute, bytes / (bytes_per_cycle·f))
+//   compute = MACs / (macs_per_cycle·f) for a layer with MACs on an engine with a MAC rate (a MAC engine, or a
+//             vector engine that multiplies: TIDL's DSP), else elements / (elems_per_cycle·f)
 // elements = input + output elements; bytes = activations read and written plus weights, at the target's
 // element size (fp32 4, fp16 2, int8 1). A zero bytes_per_cycle leaves the memory term out. Folded ops cost 0.
 #include "codegen/cost.hpp"
@@ -20,8 +21,19 @@ int64_t factInt(const target::Facts& f, const char* k) {
 }
 }  // namespace
 
+namespace {
+double layerTime(const target::Engine& en, int64_t macs, int64_t elems, int64_t bytes) {
+  const double compute = macs > 0 && en.macs_per_cycle > 0 ? static_cast<double>(macs) / (en.macs_per_cycle * en.clock_mhz)
+                         : en.elems_per_cycle > 0          ? static_cast<double>(elems) / (en.elems_per_cycle * en.clock_mhz)
+                                                           : 0.0;
+  const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(bytes) / (en.bytes_per_cycle * en.clock_mhz) : 0.0;
+  return en.overhead_us + std::max(compute, memory);
+}
+}  // namespace
+
 Estimate estimate(const ir::Graph& g, const target::Target& t) {
   Estimate e;
+  std::vector<double> single(t.engines.size(), 0.0);
   int64_t esize = t.numerics == Numerics::kFp32 ? 4 : t.numerics == Numerics::kFp16 ? 2 : 1;
   std::map<std::string, double> per_engine;
   int ith = 0;
@@ -68,18 +80,20 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     const target::OpSupport* s = t.supportOf(n);
     l.engine = s ? s->engine : "unsupported";
     if (s && s->engine != "folded") {
-      const target::Engine& en = t.engines.at(s->engine);
-      double compute = en.kind == "mac" && en.macs_per_cycle > 0 ? static_cast<double>(l.macs) / (en.macs_per_cycle * en.clock_mhz)
-                       : en.elems_per_cycle > 0 ? static_cast<double>(elems) / (en.elems_per_cycle * en.clock_mhz)
-                                                : 0.0;
-      double memory = en.bytes_per_cycle > 0 ? static_cast<double>(l.bytes) / (en.bytes_per_cycle * en.clock_mhz) : 0.0;
-      l.time_us = en.overhead_us + std::max(compute, memory);
+      l.time_us = layerTime(t.engines.at(s->engine), l.macs, elems, l.bytes);
       per_engine[s->engine] += l.time_us;
       e.total_us += l.time_us;
+      size_t k = 0;
+      for (auto& [name, en] : t.engines) {
+        l.single_core_us.push_back(layerTime(en, l.macs, elems, l.bytes));
+        single[k++] += l.single_core_us.back();
+      }
     }
     e.layers.push_back(std::move(l));
   }
   e.per_engine_us.assign(per_engine.begin(), per_engine.end());
+  size_t k = 0;
+  for (auto& [name, en] : t.engines) e.single_core_us.emplace_back(name, single[k++]);
   return e;
 }
 
@@ -93,6 +107,8 @@ void dropLayers(Estimate& e, const std::set<std::string>& names) {
       kept.push_back(std::move(l));
       continue;
     }
+    for (size_t k = 0; k < l.single_core_us.size() && k < e.single_core_us.size(); ++k)
+      e.single_core_us[k].second -= l.single_core_us[k];
     if (l.time_us == 0) continue;
     e.total_us -= l.time_us;
     for (auto& [eng, us] : e.per_engine_us)

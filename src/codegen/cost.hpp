@@ -22,15 +22,22 @@ struct LayerEstimate {
   int64_t macs = 0;
   int64_t bytes = 0;  // activations read and written plus weights, at the target's numerics
   double time_us = 0;
+  std::vector<double> single_core_us;  // the layer's time on each engine (Estimate::engines' order), were it there
 };
 
 struct Estimate {
   std::vector<LayerEstimate> layers;
   double total_us = 0;
   std::vector<std::pair<std::string, double>> per_engine_us;  // sorted by engine name
+  /// Single core: the model's time were every layer (folded ones aside) on one engine — the figure a vendor's
+  /// single-core table gives (TIDL's "EVE" and "DSP" columns). By engine name, sorted.
+  std::vector<std::pair<std::string, double>> single_core_us;
 };
 
-/// Estimates every node of an optimized graph on a target (nodes the target does not list count 0 µs).
+/// Estimates every node of an optimized graph on a target (nodes the target does not list count 0 µs). A layer's
+/// time on an engine (clock f MHz): overhead + max(compute, memory), compute = MACs / (macs_per_cycle · f) for a
+/// layer with MACs on an engine with a MAC rate, else elements / (elems_per_cycle · f); memory = bytes /
+/// (bytes_per_cycle · f) (docs/cost-model.md).
 Estimate estimate(const ir::Graph& g, const target::Target& t);
 
 /// Removes the layers named in `names` (nodes lowering turned into no descriptor: aliases, fused casts) and their

@@ -81,6 +81,8 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   csv += fmt::format("total,,,,,,,,,,,,,,,,,,,{:.3f}\n", e.total_us);
   md += fmt::format("\n**Total: {:.3f} us**", e.total_us);
   for (auto& [eng, us] : e.per_engine_us) md += fmt::format(" — {}: {:.3f} us", eng, us);
+  md += "\n\nSingle core (every layer on one engine, as vendors' single-core tables measure):";
+  for (auto& [eng, us] : e.single_core_us) md += fmt::format(" {}: {:.3f} us;", eng, us);
   md += "\n";
   writeFileAtomic(base.string() + "_summary.csv", csv);
   writeFileAtomic(base.string() + "_summary.md", md);
@@ -353,6 +355,9 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
     for (auto& f : r.files) res.files.push_back(gear.dir + "/" + f);
     res.warnings.insert(res.warnings.end(), r.warnings.begin(), r.warnings.end());
     res.estimated_us = std::max(res.estimated_us, r.estimated_us);
+    if (res.single_core_us.empty()) res.single_core_us = r.single_core_us;
+    for (size_t k = 0; k < res.single_core_us.size() && k < r.single_core_us.size(); ++k)
+      res.single_core_us[k].second = std::max(res.single_core_us[k].second, r.single_core_us[k].second);
     res.activation_bytes = std::max(res.activation_bytes, r.activation_bytes);
     res.activation_lower_bound = std::max(res.activation_lower_bound, r.activation_lower_bound);
     res.calibration_samples = r.calibration_samples;
@@ -686,6 +691,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         report("plan", sw.lap());
       }
       res.estimated_us = e.total_us;
+      res.single_core_us = e.single_core_us;
       if (summary.valid()) summary.get();  // rethrows what the summary's thread threw
       else writeSummary(e, t, base);
       for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) add(base.string() + ext);

@@ -61,7 +61,8 @@ TEST(Target, BuiltInTargetsLoad) {
     EXPECT_FALSE(t.engines.empty());
   }
   EXPECT_EQ(loadTarget("drpai").numerics, Numerics::kFp16);
-  EXPECT_EQ(loadTarget("tidl").engines.at("eve").macs_per_cycle, 16);
+  EXPECT_EQ(loadTarget("tidl").engines.at("eve").clock_mhz, 650);  // the guide's clocks
+  EXPECT_EQ(loadTarget("tidl").engines.at("dsp").clock_mhz, 750);
   EXPECT_THROW(loadTarget("no_such_target"), Error);
 }
 

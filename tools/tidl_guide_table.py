@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The TIDL estimate against the guide's single-core figures (§3.15.1.7, dense models): exports MobileNetV1 (defined
+here: torchvision has none), MobileNetV2, SqueezeNet1.1 (227x227) and GoogLeNet (InceptionNetV1) with random weights
+(the estimate reads shapes only), translates each for the tidl target and prints the Markdown table of
+docs/cost-model.md: guide, npuc, ratio per engine. Needs Debian's python3-torch / torchvision
+(scripts/install_deps.sh torch).
+
+    /usr/bin/python3 tools/tidl_guide_table.py [--npuc build/bin/npuc] [--work /tmp/tidl_table]
+"""
+import argparse
+import os
+import re
+import subprocess
+
+import torch
+import torch.nn as nn
+import torchvision
+
+GUIDE = {  # network: (EVE dense ms, DSP dense ms), seeds/001 §3.15.1.7
+    "MobileNetV1": (155.0, 717.11),
+    "MobileNetV2": (146.0, 409.0),
+    "SqueezeNet1.1": (180.0, 433.73),
+    "InceptionNetV1": (362.0, 1454.91),
+}
+CALIBRATED = {"MobileNetV1", "InceptionNetV1"}
+
+
+def mobilenet_v1():
+    def cbr(i, o, s):
+        return [nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+    def dw(i, o, s):
+        return [nn.Conv2d(i, i, 3, s, 1, groups=i, bias=False), nn.BatchNorm2d(i), nn.ReLU(),
+                nn.Conv2d(i, o, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+    cfg = [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1), (256, 512, 2)] + \
+        [(512, 512, 1)] * 5 + [(512, 1024, 2), (1024, 1024, 1)]
+    layers = cbr(3, 32, 2)
+    for c in cfg:
+        layers += dw(*c)
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(1024, 1000))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--npuc", default="build/bin/npuc")
+    ap.add_argument("--work", default="/tmp/tidl_table")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    nets = {
+        "MobileNetV1": (mobilenet_v1(), 224),
+        "MobileNetV2": (torchvision.models.mobilenet_v2(), 224),
+        "SqueezeNet1.1": (torchvision.models.squeezenet1_1(), 227),
+        "InceptionNetV1": (torchvision.models.googlenet(aux_logits=False, init_weights=True), 224),
+    }
+    print("| network | EVE: guide | npuc | ratio | DSP: guide | npuc | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (net, size) in nets.items():
+        path = os.path.join(a.work, name + ".onnx")
+        torch.onnx.export(net.eval(), torch.rand(1, 3, size, size), path, opset_version=13)
+        out = subprocess.run([a.npuc, "translate", "net", "-onnx", path, "--target", "tidl", "--out",
+                              os.path.join(a.work, name)], capture_output=True, text=True, check=True).stdout
+        single = dict(re.findall(r"(\w+) ([0-9.]+) us", out.split("single core:")[1]))
+        eve, dsp = float(single["eve"]) / 1000, float(single["dsp"]) / 1000
+        ge, gd = GUIDE[name]
+        mark = " (calibration)" if name in CALIBRATED else ""
+        print(f"| {name}{mark} | {ge:g} ms | {eve:.1f} ms | {eve / ge:.2f} | {gd:g} ms | {dsp:.1f} ms | {dsp / gd:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
