@@ -1,6 +1,7 @@
 // The compiler facade behind include/npuc/model.hpp: import -> resolve pipeline; inspection; export; sessions.
 #include "npuc/model.hpp"
 
+#include "codegen/cost.hpp"
 #include "codegen/lower.hpp"
 #include "engine/engine.hpp"
 #include "frontend/onnx/onnx_io.hpp"
@@ -427,6 +428,16 @@ std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu
   target::Target t = target::loadTarget(target);
   Model opt = optimized(relu6_to_relu);
   return checkRows(*opt.impl_->graph, t);
+}
+
+std::vector<Model::NodeEstimate> Model::estimate(const std::string& target) const {
+  const target::Target t = target::loadTarget(target);
+  std::vector<NodeEstimate> r;
+  for (const codegen::LayerEstimate& l : codegen::estimate(*impl_->graph, t).layers) {
+    auto e = t.engines.find(l.engine);
+    r.push_back({l.name, l.engine, e == t.engines.end() ? std::string() : e->second.kind, l.macs, l.time_us});
+  }
+  return r;
 }
 
 const ir::Graph& graphOf(const Model& m) { return *m.impl().graph; }

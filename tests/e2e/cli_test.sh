@@ -249,6 +249,13 @@ if command -v chromium >/dev/null; then
 else
   echo "note: chromium is not installed: the view page's browser check is skipped"
 fi
+# A model on a target without packages (tidl): nodes on the engines the target puts them, with estimated times.
+if "$npuc" view "$digits" --on tidl -o "$tmp/view_tidl" >/dev/null &&
+   grep -q '"engine":"eve"' "$tmp/view_tidl/digits_cnn.html" && grep -q '"engine":"dsp"' "$tmp/view_tidl/digits_cnn.html" &&
+   grep -q '"time_us":[1-9]' "$tmp/view_tidl/digits_cnn.html"; then
+  ok "npuc view MODEL --on tidl: nodes on eve and dsp with their estimated time"
+else bad "npuc view --on tidl"; fi
+expect_error 2 "--target-of-model applies to an ONNX model" -- "$npuc" view "$tmp/vw/vw" --on tidl -o "$tmp/view_tidl"
 
 # npuc tidl-import: the TIDL guide's sample configurations parse and are refused at modelType (Caffe: ONNX only); an
 # ONNX variant translates for tidl; broken variants are each an error naming file, line and key.

@@ -29,6 +29,7 @@ struct VNode {
   double time_us = -1, snr = std::nan("");
   bool io = false;  // a graph input / output marker
   int rank = 0, slot = 0;
+  std::string kind_of_engine;  // a target's engine (eve, dsp, …): its kind, mac or vector, for the colour
 };
 
 struct VGraph {
@@ -140,7 +141,7 @@ VGraph fromPackage(const fs::path& dir) {
       for (auto& r : readCsv(e.path())) summary[r["name"]] = r;
   }
   for (auto& l : rt.layers()) {
-    VNode n{"l" + std::to_string(l.seq), l.name, l.kind, l.engine, shapeStr(l.output.shape), l.output.name, -1, -1, std::nan(""), false, 0, 0};
+    VNode n{"l" + std::to_string(l.seq), l.name, l.kind, l.engine, shapeStr(l.output.shape), l.output.name, -1, -1, std::nan(""), false, 0, 0, {}};
     if (auto it = summary.find(l.name); it != summary.end()) {
       const double macs = number(it->second["MACs"], -1);
       n.macs = macs >= 0 && macs < 9e18 ? static_cast<int64_t>(macs) : -1;
@@ -152,22 +153,40 @@ VGraph fromPackage(const fs::path& dir) {
   return b.g;
 }
 
-VGraph fromModel(const fs::path& onnx) {
+/// An ONNX model's node graph; with a target, the model as translate optimizes it, each node on the engine the
+/// target puts it (coloured by the engine's kind) with its estimated time — a target without packages (tidl) too.
+VGraph fromModel(const fs::path& onnx, const std::string& target) {
   LoadOptions lo;
   lo.require_static_inputs = false;  // (open dimensions print as -1)
   Model m = Model::load(onnx, lo);
+  std::map<std::string, Model::NodeEstimate> est;
+  if (!target.empty()) {
+    m = std::move(m).optimized();
+    for (auto& e : m.estimate(target)) est[e.name] = e;
+  }
   GraphBuilder b;
   b.g.title = onnx.stem().string();
-  b.g.source = fmt::format("ONNX model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)", onnx.string(),
-                           m.nodes().size());
+  b.g.source = target.empty()
+                   ? fmt::format("ONNX model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)",
+                                 onnx.string(), m.nodes().size())
+                   : fmt::format("ONNX model {} optimized for target {} ({} nodes; colour by the kind of the engine each runs on, "
+                                 "time from the cost model)", onnx.string(), target, m.nodes().size());
   b.inputs(m.inputs());
   for (auto& ni : m.nodes()) {
     const bool mac = ni.op == "Conv" || ni.op == "ConvTranspose" || ni.op == "Gemm" || ni.op == "MatMul" || ni.op.find("ai.npuc.Conv") == 0 ||
                      ni.op.find("ai.npuc.Gemm") == 0 || ni.op.find("ai.npuc.QConv") == 0;
-    b.add({"n" + std::to_string(ni.index), ni.name, ni.op, mac ? "mac" : "vector",
-           ni.output_shapes.empty() ? std::string() : shapeStr(ni.output_shapes[0]), ni.outputs.empty() ? std::string() : ni.outputs[0],
-           ni.macs, -1, std::nan(""), false, 0, 0},
-          ni.inputs, ni.outputs);
+    std::string engine = mac ? "mac" : "vector";
+    double time_us = -1;
+    if (auto it = est.find(ni.name); it != est.end()) {
+      engine = it->second.engine;
+      time_us = it->second.time_us;
+    }
+    VNode v{"n" + std::to_string(ni.index), ni.name, ni.op, engine,
+            ni.output_shapes.empty() ? std::string() : shapeStr(ni.output_shapes[0]), ni.outputs.empty() ? std::string() : ni.outputs[0],
+            ni.macs, -1, std::nan(""), false, 0, 0, {}};
+    v.time_us = time_us;
+    if (auto it = est.find(ni.name); it != est.end()) v.kind_of_engine = it->second.engine_kind;
+    b.add(v, ni.inputs, ni.outputs);
   }
   b.outputs(m.outputs());
   return b.g;
@@ -225,7 +244,7 @@ std::string dot(const VGraph& g) {
     if (n.macs > 0) label += fmt::format("\\n{} MACs", n.macs);
     if (n.time_us >= 0) label += "\\n" + timeStr(n.time_us);
     if (!std::isnan(n.snr)) label += "\\nSNR " + snrStr(n.snr);
-    s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}];\n", n.id, label, colour(n.engine), n.io ? ", shape=ellipse" : "");
+    s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}];\n", n.id, label, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), n.io ? ", shape=ellipse" : "");
   }
   for (auto [a, b] : g.edges) s += fmt::format("  {} -> {};\n", g.nodes[a].id, g.nodes[b].id);
   return s + "}\n";
@@ -270,7 +289,7 @@ std::string html(const VGraph& g) {
     svg += fmt::format("<g class='node' data-i='{}'><title>{}</title><rect x='{:.0f}' y='{:.0f}' width='{:.0f}' height='{:.0f}' "
                        "rx='{}' fill='{}' stroke='#555'/><text x='{:.0f}' y='{:.0f}'>{}</text><text x='{:.0f}' y='{:.0f}'>{}</text>"
                        "<text x='{:.0f}' y='{:.0f}'>{}</text></g>\n",
-                       i, htmlEscape(n.name), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.engine), x(n) + 6, y(n) + 15, htmlEscape(nm), x(n) + 6,
+                       i, htmlEscape(n.name), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), x(n) + 6, y(n) + 15, htmlEscape(nm), x(n) + 6,
                        y(n) + 31, htmlEscape(second), x(n) + 6, y(n) + 47, htmlEscape(third));
   }
   svg += "</svg>\n";
@@ -288,7 +307,7 @@ std::string html(const VGraph& g) {
     const VNode& n = g.nodes[i];
     if (n.io) continue;
     rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.engine), n.engine, n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
+                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), n.engine, n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
                         timeStr(n.time_us), snrStr(n.snr));
   }
   // The script reads the embedded data: the summary line and the click-to-highlight link between graph and table.
@@ -331,16 +350,21 @@ void addView(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("view", "Draw a package's layer graph (or an ONNX model's): Graphviz .dot and a self-contained HTML page");
   addCustomOpOption(c);
   struct Opts {
-    std::string target, out = ".", compare, name;
+    std::string target, out = ".", compare, name, on;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("target", o->target, "A package folder (output/PREFIX) or an ONNX model")->required();
   c->add_option("--out,-o", o->out, "Folder for NAME.dot and NAME.html (default: the current folder)");
   c->add_option("--name", o->name, "File name stem (default: the package's or model's name)");
+  c->add_option("--target-of-model,--on", o->on,
+                "For an ONNX model: optimize it for this target and colour each node by the engine the target puts it "
+                "on, with its estimated time (tidl, whose packages are not built yet, too)");
   c->add_option("--compare", o->compare, "npuc compare's compare.csv: each layer's SNR on the graph and in the table");
   c->callback([o, &run] {
     run = [o] {
-      VGraph g = fs::is_directory(o->target) ? fromPackage(o->target) : fromModel(o->target);
+      if (!o->on.empty() && fs::is_directory(o->target))
+        throw Error(ErrorCode::kInvalidArgument, "--target-of-model applies to an ONNX model; a package knows its target");
+      VGraph g = fs::is_directory(o->target) ? fromPackage(o->target) : fromModel(o->target, o->on);
       if (!o->compare.empty()) addSnr(g, o->compare);
       layout(g);
       const std::string stem = o->name.empty() ? g.title : o->name;
