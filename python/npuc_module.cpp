@@ -11,6 +11,8 @@
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+
+#include <cmath>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
@@ -373,6 +375,12 @@ PYBIND11_MODULE(_npuc, m) {
       .def_readonly("dir", &TranslateResult::dir)
       .def_readonly("files", &TranslateResult::files)
       .def_readonly("estimated_us", &TranslateResult::estimated_us)
+      .def_property_readonly("single_core_us",
+                             [](const TranslateResult& r) {
+                               py::dict d;  // engine -> us (None: the engine has no MAC rate for the model's MAC layers)
+                               for (auto& [eng, us] : r.single_core_us) d[py::str(eng)] = std::isnan(us) ? py::object(py::none()) : py::object(py::float_(us));
+                               return d;
+                             })
       .def_readonly("activation_bytes", &TranslateResult::activation_bytes)
       .def_readonly("content_hash", &TranslateResult::content_hash)
       .def_readonly("warnings", &TranslateResult::warnings)

@@ -294,9 +294,9 @@ class Model {
   /// Checks every node of the optimized model against a target's operator constraints (name or path of a
   /// targets/*.yaml). Empty when everything is supported.
   std::vector<CheckRow> check(const std::string& target, bool relu6_to_relu = false) const;
-  /// The time estimate of this model's nodes on a target (docs/cost-model.md; call it on an optimized() model for
-  /// translate's figures): per node, the engine the target's table puts it on (name and kind; "folded", or
-  /// "unsupported" with kind ""), its MACs and its time.
+  /// The cost model's estimate of this model's nodes, as they are, on a target (docs/cost-model.md; on an optimized()
+  /// model it is translate's, before lowering removes layers that become aliases): per node in graph order, the engine
+  /// the target's table puts it on (name and kind; "folded", or "unsupported" with kind ""), its MACs and its time.
   struct NodeEstimate {
     std::string name, engine, engine_kind;
     int64_t macs = 0;

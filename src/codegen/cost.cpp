@@ -10,6 +10,7 @@
 #include "target/check.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace npuc::codegen {
@@ -92,8 +93,14 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     e.layers.push_back(std::move(l));
   }
   e.per_engine_us.assign(per_engine.begin(), per_engine.end());
+  // An engine without a MAC rate cannot run the model's MAC layers alone (DRP-AI's DRP): no single-core figure for it.
+  const bool has_macs = std::any_of(e.layers.begin(), e.layers.end(), [](const LayerEstimate& l) { return l.macs > 0; });
   size_t k = 0;
-  for (auto& [name, en] : t.engines) e.single_core_us.emplace_back(name, single[k++]);
+  for (auto& [name, en] : t.engines) {
+    if (!has_macs || en.macs_per_cycle > 0) e.single_core_us.emplace_back(name, single[k]);
+    else e.single_core_us.emplace_back(name, std::nan(""));
+    ++k;
+  }
   return e;
 }
 

@@ -22,7 +22,7 @@ struct LayerEstimate {
   int64_t macs = 0;
   int64_t bytes = 0;  // activations read and written plus weights, at the target's numerics
   double time_us = 0;
-  std::vector<double> single_core_us;  // the layer's time on each engine (Estimate::engines' order), were it there
+  std::vector<double> single_core_us;  // the layer's time on each engine (the target's engines in name order)
 };
 
 struct Estimate {
@@ -30,7 +30,8 @@ struct Estimate {
   double total_us = 0;
   std::vector<std::pair<std::string, double>> per_engine_us;  // sorted by engine name
   /// Single core: the model's time were every layer (folded ones aside) on one engine — the figure a vendor's
-  /// single-core table gives (TIDL's "EVE" and "DSP" columns). By engine name, sorted.
+  /// single-core table gives (TIDL's "EVE" and "DSP" columns). By engine name, sorted; NaN for an engine without a
+  /// MAC rate when the model has MAC layers (it cannot run them alone).
   std::vector<std::pair<std::string, double>> single_core_us;
 };
 

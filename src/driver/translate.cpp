@@ -81,8 +81,8 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   csv += fmt::format("total,,,,,,,,,,,,,,,,,,,{:.3f}\n", e.total_us);
   md += fmt::format("\n**Total: {:.3f} us**", e.total_us);
   for (auto& [eng, us] : e.per_engine_us) md += fmt::format(" — {}: {:.3f} us", eng, us);
-  md += "\n\nSingle core (every layer on one engine, as vendors' single-core tables measure):";
-  for (auto& [eng, us] : e.single_core_us) md += fmt::format(" {}: {:.3f} us;", eng, us);
+  md += "\n\nSingle core (every layer on one engine; n/a: the engine has no MAC rate for the model's MAC layers):";
+  for (auto& [eng, us] : e.single_core_us) md += std::isnan(us) ? fmt::format(" {}: n/a;", eng) : fmt::format(" {}: {:.3f} us;", eng, us);
   md += "\n";
   writeFileAtomic(base.string() + "_summary.csv", csv);
   writeFileAtomic(base.string() + "_summary.md", md);

@@ -255,7 +255,7 @@ if "$npuc" view "$digits" --on tidl -o "$tmp/view_tidl" >/dev/null &&
    grep -q '"time_us":[1-9]' "$tmp/view_tidl/digits_cnn.html"; then
   ok "npuc view MODEL --on tidl: nodes on eve and dsp with their estimated time"
 else bad "npuc view --on tidl"; fi
-expect_error 2 "--target-of-model applies to an ONNX model" -- "$npuc" view "$tmp/vw/vw" --on tidl -o "$tmp/view_tidl"
+expect_error 2 "--on applies to an ONNX model" -- "$npuc" view "$tmp/vw/vw" --on tidl -o "$tmp/view_tidl"
 
 # npuc tidl-import: the TIDL guide's sample configurations parse and are refused at modelType (Caffe: ONNX only); an
 # ONNX variant translates for tidl; broken variants are each an error naming file, line and key.

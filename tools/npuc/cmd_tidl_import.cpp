@@ -259,7 +259,10 @@ void addTidlImport(CLI::App& app, Action& run) {
         fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), t.target);
         for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
       }
-      fmt::print("estimated time: {:.3f} us\n", r.estimated_us);
+      std::string single;
+      for (auto& [eng, us] : r.single_core_us)
+        if (us == us) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);  // (NaN: n/a)
+      fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
       for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
       return r.ok ? 0 : 1;
     };

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -363,7 +365,8 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (r.calibration_samples)
           fmt::print("bias correction: {} layer(s), input means of {} calibration sample(s)\n", r.bias_corrected_layers, r.calibration_samples);
         std::string single;
-        for (auto& [eng, us] : r.single_core_us) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);
+        for (auto& [eng, us] : r.single_core_us)
+          if (!std::isnan(us)) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);
         fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
         if (!r.content_hash.empty()) fmt::print("package: {}\n", r.content_hash);
         fmt::print("activations: {} bytes ({}), lower bound {} bytes, {:.1f}% above it\n", r.activation_bytes,

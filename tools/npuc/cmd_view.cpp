@@ -157,12 +157,12 @@ VGraph fromPackage(const fs::path& dir) {
 /// target puts it (coloured by the engine's kind) with its estimated time — a target without packages (tidl) too.
 VGraph fromModel(const fs::path& onnx, const std::string& target) {
   LoadOptions lo;
-  lo.require_static_inputs = false;  // (open dimensions print as -1)
+  lo.require_static_inputs = !target.empty();  // (open dimensions print as -1; an estimate needs them all)
   Model m = Model::load(onnx, lo);
-  std::map<std::string, Model::NodeEstimate> est;
+  std::vector<Model::NodeEstimate> est;  // by position: the nodes in graph order
   if (!target.empty()) {
     m = std::move(m).optimized();
-    for (auto& e : m.estimate(target)) est[e.name] = e;
+    est = m.estimate(target);
   }
   GraphBuilder b;
   b.g.title = onnx.stem().string();
@@ -177,15 +177,16 @@ VGraph fromModel(const fs::path& onnx, const std::string& target) {
                      ni.op.find("ai.npuc.Gemm") == 0 || ni.op.find("ai.npuc.QConv") == 0;
     std::string engine = mac ? "mac" : "vector";
     double time_us = -1;
-    if (auto it = est.find(ni.name); it != est.end()) {
-      engine = it->second.engine;
-      time_us = it->second.time_us;
+    const Model::NodeEstimate* ne = static_cast<size_t>(ni.index) < est.size() ? &est[static_cast<size_t>(ni.index)] : nullptr;
+    if (ne) {
+      engine = ne->engine;
+      time_us = ne->time_us;
     }
     VNode v{"n" + std::to_string(ni.index), ni.name, ni.op, engine,
             ni.output_shapes.empty() ? std::string() : shapeStr(ni.output_shapes[0]), ni.outputs.empty() ? std::string() : ni.outputs[0],
             ni.macs, -1, std::nan(""), false, 0, 0, {}};
     v.time_us = time_us;
-    if (auto it = est.find(ni.name); it != est.end()) v.kind_of_engine = it->second.engine_kind;
+    if (ne) v.kind_of_engine = ne->engine_kind;
     b.add(v, ni.inputs, ni.outputs);
   }
   b.outputs(m.outputs());
@@ -240,7 +241,7 @@ std::string dot(const VGraph& g) {
                               dotEscape(g.source), dotEscape(g.title));
   for (auto& n : g.nodes) {
     std::string label = n.io ? fmt::format("{}\\n{}", dotEscape(n.name), n.shape)
-                             : fmt::format("{}\\n{} ({})\\n{}", dotEscape(n.name), dotEscape(n.kind), n.engine, n.shape);
+                             : fmt::format("{}\\n{} ({})\\n{}", dotEscape(n.name), dotEscape(n.kind), dotEscape(n.engine), n.shape);
     if (n.macs > 0) label += fmt::format("\\n{} MACs", n.macs);
     if (n.time_us >= 0) label += "\\n" + timeStr(n.time_us);
     if (!std::isnan(n.snr)) label += "\\nSNR " + snrStr(n.snr);
@@ -307,7 +308,7 @@ std::string html(const VGraph& g) {
     const VNode& n = g.nodes[i];
     if (n.io) continue;
     rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), n.engine, n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
+                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), htmlEscape(n.engine), n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
                         timeStr(n.time_us), snrStr(n.snr));
   }
   // The script reads the embedded data: the summary line and the click-to-highlight link between graph and table.
@@ -356,14 +357,15 @@ void addView(CLI::App& app, Action& run) {
   c->add_option("target", o->target, "A package folder (output/PREFIX) or an ONNX model")->required();
   c->add_option("--out,-o", o->out, "Folder for NAME.dot and NAME.html (default: the current folder)");
   c->add_option("--name", o->name, "File name stem (default: the package's or model's name)");
-  c->add_option("--target-of-model,--on", o->on,
+  c->add_option("--on", o->on,
                 "For an ONNX model: optimize it for this target and colour each node by the engine the target puts it "
                 "on, with its estimated time (tidl, whose packages are not built yet, too)");
   c->add_option("--compare", o->compare, "npuc compare's compare.csv: each layer's SNR on the graph and in the table");
   c->callback([o, &run] {
     run = [o] {
       if (!o->on.empty() && fs::is_directory(o->target))
-        throw Error(ErrorCode::kInvalidArgument, "--target-of-model applies to an ONNX model; a package knows its target");
+        throw Error(ErrorCode::kInvalidArgument, "--on applies to an ONNX model; a package knows its target");
+      if (!o->on.empty()) supportedOpsPage(o->on);  // an unknown target fails here, before the model is read
       VGraph g = fs::is_directory(o->target) ? fromPackage(o->target) : fromModel(o->target, o->on);
       if (!o->compare.empty()) addSnr(g, o->compare);
       layout(g);
