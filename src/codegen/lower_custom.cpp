@@ -54,14 +54,7 @@ void Lowerer::customNode(const ir::Node& n, const plugin::CustomOp& op) {
     if (p.type == NPUC_PARAM_STRING && !validUtf8(p.s))
       unsupported(n, "{}: string parameter '{}' is not UTF-8 text, which a manifest cannot record", op.label(), p.name);
     package::CustomParam q;
-    q.name = p.name;
-    q.type = p.type;
-    q.present = p.present;
-    q.i = p.i;
-    q.f = p.f;
-    q.s = p.s;
-    q.ints = p.ints;
-    q.floats = p.floats;
+    static_cast<plugin::ParamValue&>(q) = p;
     if (p.type == NPUC_PARAM_TENSOR && p.present) {
       const Tensor& t = p.tensor;
       if (!package::isPackageType(t.dtype()))

@@ -1,9 +1,9 @@
 // The reference engine's kernel for custom ops (plugins, docs/custom-ops.md): the plugin's compute on the node's
 // tensor inputs, its parameters read once from the run's constant inputs and attributes.
+#include "engine/elementwise_util.hpp"
 #include "engine/kernel.hpp"
 
 #include "ops/custom.hpp"
-#include "support/fp16.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -11,25 +11,6 @@
 namespace npuc::engine {
 
 namespace {
-
-/// A float tensor in another float type (float32 <-> float16, rounding to nearest even), or the tensor itself.
-Tensor asType(const Tensor& t, DType want) {
-  if (t.dtype() == want) return t;
-  Tensor r = Tensor::uninitialized(want, t.shape());
-  const int64_t n = t.numel();
-  if (t.dtype() == DType::kF32 && want == DType::kF16) {
-    const float* x = t.data<float>();
-    uint16_t* y = static_cast<uint16_t*>(r.raw());
-    for (int64_t i = 0; i < n; ++i) y[i] = floatToHalf(x[i]);
-  } else if (t.dtype() == DType::kF16 && want == DType::kF32) {
-    const uint16_t* x = static_cast<const uint16_t*>(t.raw());
-    float* y = r.data<float>();
-    for (int64_t i = 0; i < n; ++i) y[i] = halfToFloat(x[i]);
-  } else {
-    fail(ErrorCode::kInternal, "no conversion from {} to {}", dtypeName(t.dtype()), dtypeName(want));
-  }
-  return r;
-}
 
 class CustomKernel : public Kernel {
  public:
@@ -43,7 +24,7 @@ class CustomKernel : public Kernel {
       const DType want = op_.passType(i, t.dtype());
       if (want == DType::kUndefined)
         call.unsupported("{}: input {} is {}, which the op does not take", op_.label(), i, dtypeName(t.dtype()));
-      in.push_back(asType(t, want));
+      in.push_back(castTensor(t, want, call));  // (float32 <-> float16 only: passType's rule)
     }
     std::vector<Tensor> out;
     for (int k = 0; k < call.numOutputs(); ++k) out.push_back(call.alloc(k));

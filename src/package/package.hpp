@@ -15,6 +15,7 @@
 
 #include "kernels/layers.hpp"
 #include "npuc/dtype.hpp"
+#include "plugin/param.hpp"
 #include "support/numerics.hpp"
 
 #include <array>
@@ -165,18 +166,9 @@ struct IoTensor {
   ImageInfo image;  // inputs only
 };
 
-/// A parameter of a custom layer as the manifest records it (docs/custom-ops.md). type is npuc_param_type's code
-/// (include/npuc/custom_op.h: 1 bool, 2 int, 3 float, 4 string, 5 ints, 6 floats, 7 tensor); a tensor parameter
-/// is the descriptor's input `input`.
-struct CustomParam {
-  std::string name;
-  int32_t type = 0;
-  bool present = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
+/// A parameter of a custom layer as the manifest records it (docs/custom-ops.md): the value npuc resolved for the
+/// node (plugin::ParamValue); a tensor parameter is the descriptor's input `input`.
+struct CustomParam : plugin::ParamValue {
   int32_t input = -1;
   bool operator==(const CustomParam&) const = default;
 };

@@ -299,11 +299,9 @@ void Instance::releaseState() {
   state_ = nullptr;
 }
 
-void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tensor>& out, int threads) {
+void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                           const std::vector<Shape>& shapes, int threads) {
   if (!op_.desc().init) return;
-  std::vector<Shape> shapes;
-  for (auto& t : in) shapes.push_back(t.shape());
-  for (auto& t : out) shapes.push_back(t.shape());
   if (has_state_ && shapes == state_shapes_) return;
   releaseState();
   std::vector<npuc_tensor> vi, vo;
@@ -315,7 +313,7 @@ void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tens
   });
   state_ = st;
   has_state_ = true;
-  state_shapes_ = std::move(shapes);
+  state_shapes_ = shapes;
 }
 
 void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given, bool exact, int threads) {
@@ -335,10 +333,10 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given
     }
     for (auto& [t, s] : spare_) out.push_back(Tensor::uninitialized(t, s));
   }
-  ensureState(in, out, threads);
-  std::vector<Shape> shapes;
+  std::vector<Shape> shapes;  // inputs then outputs: what init and the fast check are keyed on
   for (auto& t : in) shapes.push_back(t.shape());
   for (auto& t : out) shapes.push_back(t.shape());
+  ensureState(in, out, shapes, threads);
   std::vector<npuc_tensor> vi;
   for (auto& t : in) vi.push_back(viewOf(t.dtype(), t.shape(), t.raw(), t.nbytes()));
   auto run = [&](npuc_compute_fn fn, const char* what, std::vector<Guarded>& bufs) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "npuc/custom_op.h"
+#include "plugin/param.hpp"
 #include "support/error.hpp"
 #include "support/tensor.hpp"
 
@@ -34,15 +35,7 @@ struct Library {
 };
 
 /// A parameter of one node, resolved (from an attribute, a constant input, or a package's record).
-struct Param {
-  std::string name;
-  int32_t type = 0;  // npuc_param_type
-  bool present = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
+struct Param : ParamValue {
   Tensor tensor;  // TENSOR
 };
 
@@ -122,7 +115,8 @@ class Instance {
   void compute(const std::vector<Tensor>& in, std::vector<Tensor>& out, bool exact, int threads);
 
  private:
-  void ensureState(const std::vector<Tensor>& in, const std::vector<Tensor>& out, int threads);
+  void ensureState(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const std::vector<Shape>& shapes,
+                   int threads);
   void releaseState();
   const CustomOp& op_;
   std::string node_;

@@ -508,14 +508,7 @@ struct Runtime::Impl {
     int tensors = 0;
     for (const package::CustomParam& q : c.params) {
       plugin::Param p;
-      p.name = q.name;
-      p.type = q.type;
-      p.present = q.present;
-      p.i = q.i;
-      p.f = q.f;
-      p.s = q.s;
-      p.ints = q.ints;
-      p.floats = q.floats;
+      static_cast<plugin::ParamValue&>(p) = q;
       if (q.type == NPUC_PARAM_TENSOR && q.present) {
         p.tensor = viewOf(d.in(q.input));
         ++tensors;
