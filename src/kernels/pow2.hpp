@@ -1,0 +1,139 @@
+// int8-pow2: TIDL's fixed-point numerics (docs/numerics.md, "int8-pow2"; the TIDL guide, seed 001, §3.15.1.4.7 and
+// §3.15.1.4.9). The scalar reference below is the specification; the runtime's layers run exactly these functions.
+//
+//   real = code * 2^-q          activations: 8-bit codes, signed (int8) or unsigned (uint8), per tensor, q an integer
+//                               in [kMinQ, kMaxQ] chosen per frame (dynamic) or once (frozen calibrated ranges)
+//   weights                     numParamBits-bit signed codes (4..12, held in int16) per layer at 2^-qw
+//   bias                        int32 at 2^-qb (brought to the accumulator's 2^-(qx + qw) with requant's rounding)
+//   acc = bias + sum x * w      exact integer sum (int64: the device's 40-bit accumulator cannot overflow — the
+//                               translator bounds |acc| below 2^39)
+//   y   = sat(floor(acc * 2^(qy - qacc) / S + quantRoundAdd / 100))     S = 1 except averages (S = the count)
+//
+// Dynamic quantization (TIDL's quantHistoryParam1 / quantHistoryParam2 / quantMargin): each tensor a layer writes
+// has a slot holding its range history. For frame n the layer computes its accumulators, takes the real range
+// [lo, hi] of this frame's outputs (after the fused activation) and sets
+//   range_n = (w * range_{n-1} + (100 - w) * [lo, hi]) / 100,  w = quantHistoryParam1 for the first boot_frames
+//   frames, quantHistoryParam2 after; range_{-1} = the calibrated range;
+// then qy = the largest q with max(|range_n|) * (1 + quantMargin / 100) * 2^q <= 127 (signed) or 255 (unsigned).
+// With both weights 0 each frame is quantized by its own range (the guide's "same result as the import").
+// Frozen (stateless): qy comes from the calibrated range (with the margin) and never changes.
+#pragma once
+
+#include "kernels/conv.hpp"
+#include "kernels/layers.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace npuc {
+class ThreadPool;
+}
+
+namespace npuc::kernels::pow2 {
+
+inline constexpr int kMinQ = -24, kMaxQ = 24;  // every q (activation, weight, bias) lies here
+inline constexpr int32_t kNoFixedQ = -1000;    // OutSpec::fixed_q: the slot's q follows its range
+
+/// The package-wide options (TIDL's import configuration keys).
+struct Options {
+  int round_add = 50;      // quantRoundAdd: quantRoundAdd / 100 is added before flooring (0..100)
+  bool dynamic = true;     // false: the calibrated ranges, frozen (stateless)
+  int history1 = 20;       // quantHistoryParam1: the history's weight in % during the first boot_frames frames
+  int history2 = 5;        // quantHistoryParam2: after them
+  int margin = 0;          // quantMargin: % added to the range's magnitude
+  int boot_frames = 4;     // "initial few frames" (the guide gives no number: npuc's documented choice)
+  bool operator==(const Options&) const = default;
+};
+/// "" when the options are in their ranges, else what is wrong (names the TIDL key).
+std::string checkOptions(const Options& o);
+
+/// The activation of a layer, applied to its accumulators.
+enum class Act : int32_t { kNone = 0, kRelu = 1, kClip = 2 };
+
+/// What a layer writes: its slot and how the slot starts (the words of OutSpec in a layer's table).
+struct OutSpec {
+  int32_t slot = -1;  // -1: the layer writes float (dequantize), no slot
+  bool is_signed = true;
+  Act act = Act::kNone;
+  float clip_lo = 0, clip_hi = 0;      // Act::kClip bounds, real
+  float init_lo = 0, init_hi = 0;      // the calibrated range
+  int32_t fixed_q = kNoFixedQ;         // a q that never changes (a graph input with inQuantFactor)
+};
+/// The table of a layer (the int32 words the package stores as the layer's last input, the IR as attribute
+/// "table"): [n_in, in_slots…, out (8 words: slot, signed, act, clip_lo, clip_hi, init_lo, init_hi, fixed_q), qw, qb].
+struct Table {
+  std::vector<int32_t> in_slots;
+  OutSpec out;
+  int32_t qw = 0, qb = 0;  // weights' and bias's q (conv / gemm), 0 elsewhere
+};
+std::vector<int32_t> encodeTable(const Table& t);
+/// Decodes and checks ranges (q's, act code, finite clip / init floats, init_lo <= init_hi). "" or the problem.
+std::string decodeTable(const int32_t* w, size_t n, Table* t);
+
+/// A slot: one tensor's q and range history.
+struct Slot {
+  bool is_signed = true;
+  int32_t fixed_q = kNoFixedQ;
+  double init_lo = 0, init_hi = 0;
+  double lo = 0, hi = 0;  // the history (range_{n-1})
+  int64_t frames = 0;
+  int q = 0;
+};
+/// The largest q in [kMinQ, kMaxQ] with max(|lo|, |hi|) * (1 + margin / 100) * 2^q <= 127 (signed) / 255
+/// (unsigned) — kMaxQ for an all-zero range; a range beyond 255 * 2^24 gets kMinQ (its codes saturate).
+int qForRange(double lo, double hi, bool is_signed, int margin);
+/// The slot as it starts (before frame 0, and after Runtime::resetState): history = the calibrated range.
+Slot makeSlot(const OutSpec& o, const Options& opt);
+/// This frame's q of a slot whose outputs span [lo, hi] (real): updates the history when dynamic.
+int updateSlot(Slot& s, double lo, double hi, const Options& opt);
+
+/// floor(acc * 2^a / S + R / 100), exact (a in [-100, 100], S >= 1), saturated to the code range.
+int32_t requant(int64_t acc, int a, int64_t S, int round_add, bool is_signed);
+/// The code range: [-128, 127] or [0, 255].
+inline int32_t codeMin(bool is_signed) { return is_signed ? -128 : 0; }
+inline int32_t codeMax(bool is_signed) { return is_signed ? 127 : 255; }
+inline int32_t codeAt(const uint8_t* p, int64_t i, bool is_signed) {
+  return is_signed ? static_cast<int32_t>(static_cast<int8_t>(p[i])) : static_cast<int32_t>(p[i]);
+}
+
+/// A tensor of codes: bytes read as int8 or uint8, real = code * 2^-q.
+struct Codes {
+  const uint8_t* p = nullptr;
+  bool is_signed = true;
+  int q = 0;
+};
+
+/// The bias in accumulator units (2^-qacc): bias * 2^(qacc - qb), a right shift rounded as requant.
+int64_t biasAt(int32_t bias, int qb, int qacc, int round_add);
+
+/// Convolution accumulators: acc[n, m, o…] = biasAt(bias[m]) + sum over the taps inside the input of x * w
+/// (padding contributes nothing: the code 0 is the real 0). x [N, C, …] codes, w [M, C/g, k…] int16 codes, bias
+/// [M] int32 or null. Exact; `pool` splits output channels (any split gives the same integers).
+void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
+             int64_t* acc, ThreadPool* pool);
+
+/// Finishes a layer from its accumulators at 2^-qacc / S: applies the activation, takes this frame's range,
+/// updates the slot (-> qy) and writes y = requant(acc, qy - qacc, S). Returns qy.
+int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
+           uint8_t* y);
+
+/// Addition of two code tensors of one shape: acc = a * 2^(Q - qa) + b * 2^(Q - qb), Q = max(qa, qb); finished at
+/// 2^-Q. Returns qy.
+int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
+
+/// Global average pooling: acc = the sum of each plane (size S), finished at 2^-qx / S. Returns qy.
+int globalAvgPool(Codes x, int64_t planes, int64_t size, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+                  std::vector<int64_t>& scratch);
+
+/// Max pooling on codes (of one q: the output keeps the input's slot): the largest code among the window's taps
+/// inside the input (padding never wins; a window wholly in the padding gives the smallest code).
+void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool);
+
+/// float -> codes: this frame's range of the finite values sets qy (updateSlot), y = sat(floor(x * 2^qy + R / 100))
+/// evaluated in double as written (NaN -> 0). Returns qy.
+int quantize(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y);
+/// codes -> float: y = code * 2^-q (exact).
+void dequantize(Codes x, int64_t n, float* y);
+
+}  // namespace npuc::kernels::pow2

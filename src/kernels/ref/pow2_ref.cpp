@@ -1,0 +1,280 @@
+// The int8-pow2 reference (kernels/pow2.hpp): the specification of TIDL-style fixed point in npuc.
+#include "kernels/pow2.hpp"
+
+#include "kernels/ref/parallel_units.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace npuc::kernels::pow2 {
+
+namespace {
+using i128 = __int128;
+
+int32_t floatWord(float f) {
+  int32_t w;
+  std::memcpy(&w, &f, 4);
+  return w;
+}
+float wordFloat(int32_t w) {
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
+/// floor(num / den), den > 0.
+i128 floorDiv(i128 num, i128 den) {
+  i128 q = num / den;
+  if ((num % den) != 0 && num < 0) --q;
+  return q;
+}
+int32_t saturate(i128 v, bool is_signed) {
+  return static_cast<int32_t>(std::clamp<i128>(v, codeMin(is_signed), codeMax(is_signed)));
+}
+constexpr size_t kOutWords = 8;
+}  // namespace
+
+std::string checkOptions(const Options& o) {
+  if (o.round_add < 0 || o.round_add > 100) return "quantRoundAdd " + std::to_string(o.round_add) + " is outside 0..100";
+  if (o.history1 < 0 || o.history1 > 100) return "quantHistoryParam1 " + std::to_string(o.history1) + " is outside 0..100";
+  if (o.history2 < 0 || o.history2 > 100) return "quantHistoryParam2 " + std::to_string(o.history2) + " is outside 0..100";
+  if (o.margin < 0 || o.margin > 1000) return "quantMargin " + std::to_string(o.margin) + " is outside 0..1000";
+  if (o.boot_frames < 0 || o.boot_frames > 1000000) return "boot frames " + std::to_string(o.boot_frames) + " is outside 0..1000000";
+  return "";
+}
+
+std::vector<int32_t> encodeTable(const Table& t) {
+  std::vector<int32_t> w;
+  w.push_back(static_cast<int32_t>(t.in_slots.size()));
+  w.insert(w.end(), t.in_slots.begin(), t.in_slots.end());
+  const OutSpec& o = t.out;
+  w.insert(w.end(), {o.slot, o.is_signed ? 1 : 0, static_cast<int32_t>(o.act), floatWord(o.clip_lo), floatWord(o.clip_hi),
+                     floatWord(o.init_lo), floatWord(o.init_hi), o.fixed_q});
+  w.push_back(t.qw);
+  w.push_back(t.qb);
+  return w;
+}
+
+std::string decodeTable(const int32_t* w, size_t n, Table* t) {
+  if (n < 1 || w[0] < 0 || w[0] > 8) return "the table's input count must be in 0..8";
+  const size_t k = static_cast<size_t>(w[0]);
+  if (n != 1 + k + kOutWords + 2) return "the table has " + std::to_string(n) + " words, expected " + std::to_string(1 + k + kOutWords + 2);
+  t->in_slots.assign(w + 1, w + 1 + k);
+  const int32_t* o = w + 1 + k;
+  t->out.slot = o[0];
+  if (o[1] != 0 && o[1] != 1) return "the signed flag must be 0 or 1";
+  t->out.is_signed = o[1] == 1;
+  if (o[2] < 0 || o[2] > 2) return "unknown activation code " + std::to_string(o[2]);
+  t->out.act = static_cast<Act>(o[2]);
+  t->out.clip_lo = wordFloat(o[3]);
+  t->out.clip_hi = wordFloat(o[4]);
+  t->out.init_lo = wordFloat(o[5]);
+  t->out.init_hi = wordFloat(o[6]);
+  t->out.fixed_q = o[7];
+  t->qw = o[8];
+  t->qb = o[9];
+  for (float f : {t->out.clip_lo, t->out.clip_hi, t->out.init_lo, t->out.init_hi})
+    if (!std::isfinite(f)) return "a clip bound or calibrated range is not finite";
+  if (t->out.act == Act::kClip && !(t->out.clip_lo <= t->out.clip_hi)) return "the clip's low bound is above its high bound";
+  if (!(t->out.init_lo <= t->out.init_hi)) return "the calibrated range's low end is above its high end";
+  if (t->out.fixed_q != kNoFixedQ && (t->out.fixed_q < kMinQ || t->out.fixed_q > kMaxQ))
+    return "fixed q " + std::to_string(t->out.fixed_q) + " is outside [" + std::to_string(kMinQ) + ", " + std::to_string(kMaxQ) + "]";
+  for (int32_t q : {t->qw, t->qb})
+    if (q < kMinQ || q > kMaxQ) return "weight / bias q " + std::to_string(q) + " is outside [" + std::to_string(kMinQ) + ", " + std::to_string(kMaxQ) + "]";
+  for (int32_t s : t->in_slots)
+    if (s < 0) return "an input slot is negative";
+  if (t->out.slot < -1) return "the output slot is below -1";
+  return "";
+}
+
+int qForRange(double lo, double hi, bool is_signed, int margin) {
+  double m = is_signed ? std::max(std::fabs(lo), std::fabs(hi)) : std::max(hi, 0.0);
+  m *= 1.0 + margin / 100.0;
+  if (!(m > 0)) return kMaxQ;
+  const double limit = is_signed ? 127.0 : 255.0;
+  int q = kMaxQ;
+  while (q > kMinQ && std::ldexp(m, q) > limit) --q;  // ldexp is exact: the comparison is too
+  return q;
+}
+
+Slot makeSlot(const OutSpec& o, const Options& opt) {
+  Slot s;
+  s.is_signed = o.is_signed;
+  s.fixed_q = o.fixed_q;
+  s.init_lo = s.lo = o.init_lo;
+  s.init_hi = s.hi = o.init_hi;
+  s.q = o.fixed_q != kNoFixedQ ? o.fixed_q : qForRange(s.lo, s.hi, s.is_signed, opt.margin);
+  return s;
+}
+
+int updateSlot(Slot& s, double lo, double hi, const Options& opt) {
+  if (s.fixed_q != kNoFixedQ || !opt.dynamic) return s.q;
+  const double w = s.frames < opt.boot_frames ? opt.history1 : opt.history2;
+  s.lo = (w * s.lo + (100.0 - w) * lo) / 100.0;
+  s.hi = (w * s.hi + (100.0 - w) * hi) / 100.0;
+  ++s.frames;
+  s.q = qForRange(s.lo, s.hi, s.is_signed, opt.margin);
+  return s.q;
+}
+
+int32_t requant(int64_t acc, int a, int64_t S, int round_add, bool is_signed) {
+  a = std::clamp(a, -100, 40);  // above 40 every non-zero acc saturates, as it would at any larger a
+  const i128 up = a > 0 ? (i128{1} << a) : 1, down = a < 0 ? (i128{1} << -a) : 1;
+  const i128 num = i128{acc} * up * 100 + i128{round_add} * S * down;
+  return saturate(floorDiv(num, i128{100} * S * down), is_signed);
+}
+
+int64_t biasAt(int32_t bias, int qb, int qacc, int round_add) {
+  const int a = qacc - qb;
+  const i128 lim = i128{1} << 47;
+  if (a >= 0) return static_cast<int64_t>(std::clamp<i128>(i128{bias} << std::min(a, 60), -lim, lim));
+  const int r = std::min(-a, 100);
+  const i128 down = i128{1} << r;
+  return static_cast<int64_t>(floorDiv(i128{bias} * 100 + i128{round_add} * down, 100 * down));
+}
+
+void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
+             int64_t* acc, ThreadPool* pool) {
+  const int64_t N = s.batch, C = s.in_channels, M = s.out_channels, G = s.groups;
+  const int64_t Cg = C / G, Mg = M / G;
+  const size_t rank = s.in_spatial.size();
+  int64_t in_sz = 1, out_sz = 1, k_sz = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    in_sz *= s.in_spatial[d];
+    out_sz *= s.out_spatial[d];
+    k_sz *= s.kernel[d];
+  }
+  const int qacc = x.q + qw;
+  detail::parallelUnits(pool, N * M, out_sz * Cg * k_sz, [&](int64_t u0, int64_t u1) {
+    std::vector<int64_t> o(rank), t(rank);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t n = u / M, m = u % M, g = m / Mg;
+      const int64_t b0 = bias ? biasAt(bias[m], qb, qacc, round_add) : 0;
+      const int16_t* wm = w + m * Cg * k_sz;
+      int64_t* am = acc + u * out_sz;
+      for (int64_t op = 0; op < out_sz; ++op) {
+        for (int64_t r = op, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+          o[static_cast<size_t>(d)] = r % s.out_spatial[static_cast<size_t>(d)];
+          r /= s.out_spatial[static_cast<size_t>(d)];
+        }
+        int64_t sum = b0;
+        for (int64_t c = 0; c < Cg; ++c) {
+          const uint8_t* xc = x.p + ((n * C) + g * Cg + c) * in_sz;
+          const int16_t* wc = wm + c * k_sz;
+          for (int64_t kt = 0; kt < k_sz; ++kt) {
+            int64_t off = 0;
+            bool inside = true;
+            for (int64_t r = kt, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+              const size_t du = static_cast<size_t>(d);
+              const int64_t tap = r % s.kernel[du];
+              r /= s.kernel[du];
+              const int64_t i = o[du] * s.stride[du] - s.pad_begin[du] + tap * s.dilation[du];
+              if (i < 0 || i >= s.in_spatial[du]) inside = false;
+              t[du] = i;
+            }
+            if (!inside) continue;
+            for (size_t d = 0; d < rank; ++d) off = off * s.in_spatial[d] + t[d];
+            sum += static_cast<int64_t>(codeAt(xc, off, x.is_signed)) * wc[kt];
+          }
+        }
+        am[op] = sum;
+      }
+    }
+  });
+}
+
+int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
+           uint8_t* y) {
+  // The activation's bounds in accumulator units (S * 2^qacc per real unit).
+  i128 lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  if (o.act == Act::kRelu) lo = 0;
+  if (o.act == Act::kClip) {
+    auto bound = [&](float f, bool up) {
+      const double v = std::ldexp(static_cast<double>(f), std::clamp(qacc, -200, 200)) * static_cast<double>(S);
+      const double r = up ? std::ceil(v) : std::floor(v);
+      return static_cast<i128>(std::clamp(r, -0x1p62, 0x1p62));
+    };
+    lo = bound(o.clip_lo, true);
+    hi = bound(o.clip_hi, false);
+  }
+  auto act = [&](int64_t a) { return static_cast<int64_t>(std::clamp<i128>(a, lo, hi)); };
+  int64_t mn = std::numeric_limits<int64_t>::max(), mx = std::numeric_limits<int64_t>::min();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t a = act(acc[i]);
+    mn = std::min(mn, a);
+    mx = std::max(mx, a);
+  }
+  if (n == 0) mn = mx = 0;
+  auto real = [&](int64_t a) { return std::ldexp(static_cast<double>(a), -qacc) / static_cast<double>(S); };
+  const int qy = updateSlot(slot, real(mn), real(mx), opt);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<uint8_t>(requant(act(acc[i]), qy - qacc, S, opt.round_add, o.is_signed));
+  return qy;
+}
+
+int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch) {
+  const int Q = std::max(a.q, b.q);
+  scratch.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    scratch[static_cast<size_t>(i)] = (static_cast<int64_t>(codeAt(a.p, i, a.is_signed)) << (Q - a.q)) +
+                                      (static_cast<int64_t>(codeAt(b.p, i, b.is_signed)) << (Q - b.q));
+  return finish(scratch.data(), n, Q, 1, o, slot, opt, y);
+}
+
+int globalAvgPool(Codes x, int64_t planes, int64_t size, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+                  std::vector<int64_t>& scratch) {
+  scratch.assign(static_cast<size_t>(planes), 0);
+  for (int64_t p = 0; p < planes; ++p) {
+    int64_t s = 0;
+    for (int64_t i = 0; i < size; ++i) s += codeAt(x.p, p * size + i, x.is_signed);
+    scratch[static_cast<size_t>(p)] = s;
+  }
+  return finish(scratch.data(), planes, x.q, std::max<int64_t>(size, 1), o, slot, opt, y);
+}
+
+void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool) {
+  detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const uint8_t* xp = x + pl * s.ih * s.iw;
+      uint8_t* yp = y + pl * s.oh * s.ow;
+      for (int64_t oy = 0; oy < s.oh; ++oy)
+        for (int64_t ox = 0; ox < s.ow; ++ox) {
+          int32_t m = codeMin(is_signed);
+          for (int64_t i = 0; i < s.kh; ++i) {
+            const int64_t iy = oy * s.sh - s.pt + i * s.dh;
+            if (iy < 0 || iy >= s.ih) continue;
+            for (int64_t j = 0; j < s.kw; ++j) {
+              const int64_t ix = ox * s.sw - s.pl + j * s.dw;
+              if (ix >= 0 && ix < s.iw) m = std::max(m, codeAt(xp, iy * s.iw + ix, is_signed));
+            }
+          }
+          yp[oy * s.ow + ox] = static_cast<uint8_t>(m);
+        }
+    }
+  });
+}
+
+int quantize(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y) {
+  double mn = std::numeric_limits<double>::infinity(), mx = -mn;
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isfinite(x[i])) {
+      mn = std::min(mn, static_cast<double>(x[i]));
+      mx = std::max(mx, static_cast<double>(x[i]));
+    }
+  if (mn > mx) mn = mx = 0;
+  const int qy = updateSlot(slot, mn, mx, opt);
+  const double r = opt.round_add / 100.0;
+  const double lo = codeMin(o.is_signed), hi = codeMax(o.is_signed);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = std::isnan(x[i]) ? 0.0 : std::clamp(std::floor(std::ldexp(static_cast<double>(x[i]), qy) + r), lo, hi);
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
+  }
+  return qy;
+}
+
+void dequantize(Codes x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::ldexp(static_cast<float>(codeAt(x.p, i, x.is_signed)), -x.q);
+}
+
+}  // namespace npuc::kernels::pow2

@@ -1,0 +1,241 @@
+// The int8-pow2 reference (kernels/pow2.hpp) against oracles written another way: requantization checked by the
+// inequality that defines a floor, convolution sums by the float reference convolution (exact on small integers),
+// the range history by the guide's formula computed by hand.
+#include "kernels/pow2.hpp"
+#include "support/thread_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace npuc::kernels::pow2 {
+namespace {
+
+/// The k with k <= acc * 2^a / S + R / 100 < k + 1, found by checking the inequality in exact integers.
+int64_t floorOracle(int64_t acc, int a, int64_t S, int R) {
+  __int128 v = acc, d = S;  // value = v / d
+  if (a >= 0) v <<= a;
+  else d <<= -a;
+  // k <= v/d + R/100  <=>  100 k d <= 100 v + R d
+  __int128 k = v / d - 2;
+  while (100 * (k + 1) * d <= 100 * v + R * d) ++k;
+  return static_cast<int64_t>(k);
+}
+
+TEST(Pow2, RequantIsTheFloorOfTheScaledValuePlusRoundAdd) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> accd(-(int64_t{1} << 30), int64_t{1} << 30);
+  for (int R : {0, 25, 50, 99, 100})
+    for (int a : {-20, -9, -3, -1, 0, 1, 2, 5})
+      for (int64_t S : {1, 3, 49})
+        for (int i = 0; i < 300; ++i) {
+          int64_t acc = i < 40 ? i - 20 : accd(rng) >> (i % 24);
+          for (bool sg : {true, false}) {
+            const int64_t k = floorOracle(acc, a, S, R);
+            const int64_t want = std::clamp<int64_t>(k, codeMin(sg), codeMax(sg));
+            ASSERT_EQ(requant(acc, a, S, R, sg), want) << "acc " << acc << " a " << a << " S " << S << " R " << R;
+          }
+        }
+  // The exact ties: R = 50 rounds half up, R = 0 floors, R = 100 adds one.
+  EXPECT_EQ(requant(3, -1, 1, 50, true), 2);   // 1.5 -> 2
+  EXPECT_EQ(requant(-3, -1, 1, 50, true), -1); // -1.5 -> -1
+  EXPECT_EQ(requant(3, -1, 1, 0, true), 1);
+  EXPECT_EQ(requant(4, -1, 1, 100, true), 3);
+  EXPECT_EQ(requant(1000, 0, 1, 50, true), 127);
+  EXPECT_EQ(requant(-5, 0, 1, 50, false), 0);
+}
+
+TEST(Pow2, BiasIsBroughtToTheAccumulatorScale) {
+  EXPECT_EQ(biasAt(5, 3, 6, 50), 40);       // 5 * 2^3
+  EXPECT_EQ(biasAt(5, 3, 2, 50), 3);        // 2.5 -> 3 (R = 50)
+  EXPECT_EQ(biasAt(5, 3, 2, 0), 2);         // floor
+  EXPECT_EQ(biasAt(-5, 3, 2, 50), -2);      // -2.5 + 0.5 -> -2
+}
+
+TEST(Pow2, QIsTheLargestThatKeepsTheRangeInCodes) {
+  EXPECT_EQ(qForRange(-1.0, 1.0, true, 0), 6);    // 1 * 64 = 64 <= 127, 128 > 127
+  EXPECT_EQ(qForRange(0.0, 1.0, false, 0), 7);    // 128 <= 255
+  EXPECT_EQ(qForRange(0.0, 2.0, false, 0), 6);
+  EXPECT_EQ(qForRange(-3.0, 0.5, false, 0), 8);   // unsigned: only the positive end counts (0.5 * 256 > 255)
+  EXPECT_EQ(qForRange(0.0, 1.0, false, 100), 6);  // a 100 % margin doubles the range
+  EXPECT_EQ(qForRange(0, 0, true, 0), kMaxQ);
+  EXPECT_EQ(qForRange(-1e30, 1e30, true, 0), kMinQ);
+  for (int q = -10; q <= 10; ++q) {  // a range exactly at the limit keeps its q
+    const double m = std::ldexp(127.0, -q);
+    EXPECT_EQ(qForRange(-m, m, true, 0), q);
+    EXPECT_EQ(qForRange(-std::nextafter(m, 1e9), m, true, 0), q - 1);
+  }
+}
+
+TEST(Pow2, TheRangeHistoryFollowsTheGuidesWeights) {
+  Options o;
+  o.history1 = 20;
+  o.history2 = 5;
+  o.boot_frames = 2;
+  OutSpec spec;
+  spec.slot = 0;
+  spec.is_signed = true;
+  spec.init_lo = -4;
+  spec.init_hi = 4;
+  Slot s = makeSlot(spec, o);
+  EXPECT_EQ(s.q, 4);  // 4 * 16 = 64, 4 * 32 = 128 > 127
+  double lo = -4, hi = 4;
+  const double frames[][2] = {{-1, 1}, {-2, 0.5}, {-10, 3}, {-1, 1}};
+  for (int n = 0; n < 4; ++n) {
+    const double w = n < 2 ? 20 : 5;
+    lo = (w * lo + (100 - w) * frames[n][0]) / 100;
+    hi = (w * hi + (100 - w) * frames[n][1]) / 100;
+    EXPECT_EQ(updateSlot(s, frames[n][0], frames[n][1], o), qForRange(lo, hi, true, 0)) << "frame " << n;
+    EXPECT_EQ(s.lo, lo);
+    EXPECT_EQ(s.hi, hi);
+  }
+  // History weights 0: each frame by its own range (the guide's setting for the import's results).
+  o.history1 = o.history2 = 0;
+  Slot z = makeSlot(spec, o);
+  EXPECT_EQ(updateSlot(z, -0.3, 0.2, o), qForRange(-0.3, 0.2, true, 0));
+  // Frozen: the calibrated q forever.
+  o.dynamic = false;
+  Slot f = makeSlot(spec, o);
+  EXPECT_EQ(updateSlot(f, -100, 100, o), 4);
+  // A fixed q (inQuantFactor) never moves, dynamic or not.
+  o.dynamic = true;
+  spec.fixed_q = 3;
+  Slot x = makeSlot(spec, o);
+  EXPECT_EQ(updateSlot(x, -100, 100, o), 3);
+}
+
+TEST(Pow2, ConvolutionSumsAreTheFloatConvolutionsOnTheCodes) {
+  std::mt19937 rng(3);
+  struct Case {
+    int64_t N, C, M, G, H, W, k, st, dil, pad;
+  };
+  const Case cases[] = {{1, 3, 4, 1, 7, 6, 3, 1, 1, 1}, {2, 4, 4, 4, 5, 5, 3, 2, 1, 1}, {1, 6, 4, 2, 6, 7, 2, 1, 2, 0},
+                        {1, 5, 3, 1, 4, 4, 1, 1, 1, 0}, {1, 2, 2, 1, 9, 3, 5, 2, 1, 2}};
+  for (const Case& c : cases)
+    for (bool sg : {true, false}) {
+      ConvShape s;
+      s.batch = c.N;
+      s.in_channels = c.C;
+      s.out_channels = c.M;
+      s.groups = c.G;
+      s.in_spatial = {c.H, c.W};
+      s.kernel = {c.k, c.k};
+      s.stride = {c.st, c.st};
+      s.dilation = {c.dil, c.dil};
+      s.pad_begin = {c.pad, c.pad};
+      for (int d = 0; d < 2; ++d)
+        s.out_spatial.push_back((s.in_spatial[d] + 2 * c.pad - c.dil * (c.k - 1) - 1) / c.st + 1);
+      const int64_t nx = c.N * c.C * c.H * c.W, nw = c.M * (c.C / c.G) * c.k * c.k;
+      const int64_t ny = c.N * c.M * s.out_spatial[0] * s.out_spatial[1];
+      std::vector<uint8_t> x(static_cast<size_t>(nx));
+      std::vector<int16_t> w(static_cast<size_t>(nw));
+      std::vector<int32_t> b(static_cast<size_t>(c.M));
+      std::vector<float> xf(x.size()), wf(w.size()), bf(b.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = static_cast<uint8_t>(rng());
+        xf[i] = static_cast<float>(codeAt(x.data(), static_cast<int64_t>(i), sg));
+      }
+      for (size_t i = 0; i < w.size(); ++i) wf[i] = w[i] = static_cast<int16_t>(static_cast<int>(rng() % 1023) - 511);
+      for (size_t i = 0; i < b.size(); ++i) bf[i] = static_cast<float>(b[i] = static_cast<int32_t>(rng() % 2001) - 1000);
+      std::vector<float> ref(static_cast<size_t>(ny));
+      // Bias at qb = qacc: added as it is.
+      conv_ref(s, xf.data(), wf.data(), bf.data(), Activation{}, ref.data());
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<int64_t> acc(static_cast<size_t>(ny));
+        convAcc(s, Codes{x.data(), sg, 5}, w.data(), 3, b.data(), 8, 50, acc.data(), &pool);
+        for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(static_cast<double>(acc[i]), static_cast<double>(ref[i])) << i;
+      }
+    }
+}
+
+TEST(Pow2, FinishAppliesTheActivationThenTheFramesQ) {
+  Options o;
+  o.history1 = o.history2 = 0;  // this frame's own range
+  OutSpec spec;
+  spec.slot = 0;
+  spec.is_signed = false;
+  spec.act = Act::kRelu;
+  spec.init_lo = 0;
+  spec.init_hi = 1;
+  Slot s = makeSlot(spec, o);
+  // acc at 2^-4: reals -1, 0.5, 3.0, 2.0
+  std::vector<int64_t> acc = {-16, 8, 48, 32};
+  std::vector<uint8_t> y(4);
+  const int qy = finish(acc.data(), 4, 4, 1, spec, s, o, y.data());
+  EXPECT_EQ(qy, 6);  // 3 * 64 = 192 <= 255
+  EXPECT_EQ(std::vector<int>(y.begin(), y.end()), (std::vector<int>{0, 32, 192, 128}));
+  // A clip at [0, 2]: 3.0 becomes 2.0, the range [0, 2], q 6 (2 * 128 = 256 > 255 -> 6)
+  spec.act = Act::kClip;
+  spec.clip_lo = 0;
+  spec.clip_hi = 2;
+  Slot c = makeSlot(spec, o);
+  EXPECT_EQ(finish(acc.data(), 4, 4, 1, spec, c, o, y.data()), 6);
+  EXPECT_EQ(std::vector<int>(y.begin(), y.end()), (std::vector<int>{0, 32, 128, 128}));
+}
+
+TEST(Pow2, AddAlignsTheOperandsExactly) {
+  Options o;
+  o.history1 = o.history2 = 0;
+  OutSpec spec;
+  spec.slot = 0;
+  Slot s = makeSlot(spec, o);
+  std::vector<uint8_t> a = {10, 250}, b = {3, 1}, y(2);  // a signed at q 2: 2.5, -1.5; b unsigned at q 0: 3, 1
+  std::vector<int64_t> scratch;
+  const int qy = add(Codes{a.data(), true, 2}, Codes{b.data(), false, 0}, 2, spec, s, o, y.data(), scratch);
+  EXPECT_EQ(qy, 4);  // range [-0.5, 5.5]: 5.5 * 16 = 88, * 32 = 176 > 127
+  EXPECT_EQ(static_cast<int8_t>(y[0]), 88);
+  EXPECT_EQ(static_cast<int8_t>(y[1]), -8);
+}
+
+TEST(Pow2, QuantizeAndDequantizeRoundTrip) {
+  Options o;
+  o.history1 = o.history2 = 0;
+  OutSpec spec;
+  spec.slot = 0;
+  spec.is_signed = true;
+  Slot s = makeSlot(spec, o);
+  std::vector<float> x = {0.25f, -1.0f, 0.126f, std::nanf(""), 1.9f};
+  std::vector<uint8_t> y(x.size());
+  const int q = quantize(x.data(), 5, spec, s, o, y.data());
+  EXPECT_EQ(q, 6);  // 1.9 * 64 = 121.6
+  EXPECT_EQ(static_cast<int8_t>(y[0]), 16);
+  EXPECT_EQ(static_cast<int8_t>(y[1]), -64);
+  EXPECT_EQ(static_cast<int8_t>(y[2]), 8);  // 8.064 + 0.5 -> 8
+  EXPECT_EQ(static_cast<int8_t>(y[3]), 0);
+  EXPECT_EQ(static_cast<int8_t>(y[4]), 122);  // 121.6 + 0.5 -> 122
+  std::vector<float> back(5);
+  dequantize(Codes{y.data(), true, q}, 5, back.data());
+  EXPECT_EQ(back[0], 0.25f);
+  EXPECT_EQ(back[4], 122.0f / 64);
+}
+
+TEST(Pow2, TablesRoundTripAndBadOnesAreNamed) {
+  Table t;
+  t.in_slots = {3, 1};
+  t.out.slot = 4;
+  t.out.is_signed = false;
+  t.out.act = Act::kClip;
+  t.out.clip_lo = 0;
+  t.out.clip_hi = 6;
+  t.out.init_lo = 0;
+  t.out.init_hi = 5.5f;
+  t.qw = 7;
+  t.qb = 12;
+  auto w = encodeTable(t);
+  Table u;
+  ASSERT_EQ(decodeTable(w.data(), w.size(), &u), "");
+  EXPECT_EQ(u.in_slots, t.in_slots);
+  EXPECT_EQ(u.out.clip_hi, 6.0f);
+  EXPECT_EQ(u.qb, 12);
+  auto bad = w;
+  bad[0] = 5;
+  EXPECT_NE(decodeTable(bad.data(), bad.size(), &u), "");
+  bad = w;
+  bad.back() = 99;
+  EXPECT_NE(decodeTable(bad.data(), bad.size(), &u).find("outside"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace npuc::kernels::pow2
