@@ -133,6 +133,19 @@ struct TranslateOptions {
   /// width by the static AIPP stage of that input (which must lie in the range, the seed's rule); anything else is
   /// an error saying so. Not combined with gears.
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_shape_ranges;
+  /// int8-pow2 targets (tidl; docs/numerics.md "int8-pow2"), named as TIDL's import configuration keys. With
+  /// calibration samples a package is written; without, reports only.
+  struct Pow2 {
+    int num_param_bits = 8;          // numParamBits: 4..12
+    int quant_round_add = 50;        // quantRoundAdd: 0..100
+    int in_element_type = 1;         // inElementType: 0 unsigned, 1 signed 8-bit input
+    double in_quant_factor = -1;     // inQuantFactor: > 0 fixes the input scale at 1 / inQuantFactor (a power of two)
+    int quant_history_param1 = 20;   // quantHistoryParam1: history weight (%) during the first boot_frames frames
+    int quant_history_param2 = 5;    // quantHistoryParam2: after them
+    int quant_margin = 0;            // quantMargin: % added to every range
+    int boot_frames = 4;             // the guide's "initial few frames" (npuc's choice; not a TIDL key)
+    bool dynamic = true;             // false: the calibrated ranges frozen (stateless)
+  } pow2;
 };
 
 struct TranslateResult {

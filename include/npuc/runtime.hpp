@@ -122,7 +122,12 @@ class Runtime {
   void setDynamicBatchSize(int64_t n);
   void setDynamicHWSize(int64_t height, int64_t width);
   /// Runs every descriptor of both engines in program order. Throws (kInvalidInput) on a device fault.
+  /// int8-pow2 packages (TIDL's dynamic quantization, docs/numerics.md) are not stateless: each run is one frame,
+  /// and the range history it leaves sets the next frame's scales.
   void run(const LayerCallback& cb = {});
+  /// int8-pow2 packages: forgets the frames run so far (every tensor's range back to its calibrated one), as a
+  /// freshly loaded runtime. Other packages have no state: nothing to do.
+  void resetState();
   /// An output in the device element type / converted to float32.
   Tensor output(const std::string& name) const;
   Tensor outputFloat(const std::string& name) const;

@@ -206,6 +206,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   p.prefix = o.prefix;
   p.target = t.name;
   p.numerics = t.numerics;
+  if (t.numerics == Numerics::kInt8Pow2) p.pow2 = package::Pow2Info{o.pow2, static_cast<uint32_t>(L.pow2_slots_)};
   for (auto& s : res.map.subspaces) {
     package::SubSpace ss{s.name, s.addr, s.size, {}};
     for (auto& e : s.elements) ss.elements.push_back({e.name, e.addr, e.size});

@@ -22,6 +22,7 @@ struct LowerOptions {
   std::optional<plan::AddrMapDef> addr_def;  // the user's definition; default map when absent
   std::string intm_yaml_name;                // named by the §9 overflow error
   std::map<std::string, package::ImageInfo> input_images;  // pre-processed inputs: the frame they hold
+  kernels::pow2::Options pow2;               // int8-pow2 targets: the numerics' options (the manifest's "pow2")
 };
 
 /// One entry of a PREFIX_tbl_addr_<space>.txt table.

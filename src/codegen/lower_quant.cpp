@@ -1,7 +1,10 @@
 // Lowering of ONNX's linear quantization ops into int8-affine packages (docs/numerics.md): a per-tensor
 // QuantizeLinear / DequantizeLinear with int8 on its integer side becomes a quantize / dequantize layer.
 #include "codegen/lowerer.hpp"
+#include "kernels/pow2.hpp"
 #include "ops/window.hpp"
+
+#include <algorithm>
 
 #include <cstring>
 
@@ -98,7 +101,58 @@ void Lowerer::qaddNode(const ir::Node& n) {
   emit(n, LayerKind::kBinary, {a, b, tv}, outVal(n, n.outputs[0]), {binaryCode("Add")});
 }
 
+/// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
+/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add -> binary add, P2GlobalAvgPool ->
+/// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
+void Lowerer::pow2Node(const ir::Node& n) {
+  if (t_.numerics != Numerics::kInt8Pow2)
+    unsupported(n, "{} has a package form in int8-pow2 packages only (target '{}' has {} numerics)", n.op, t_.name,
+                numericsName(t_.numerics));
+  auto words = n.attrInts("table");
+  std::vector<int32_t> table(words.begin(), words.end());
+  kernels::pow2::Table t;
+  if (std::string why = kernels::pow2::decodeTable(table.data(), table.size(), &t); !why.empty()) unsupported(n, "table: {}", why);
+  pow2_slots_ = std::max(pow2_slots_, t.out.slot + 1);
+  auto bytesOf = [](const Tensor& v) {
+    const auto* s = static_cast<const uint8_t*>(v.raw());
+    return std::vector<uint8_t>(s, s + v.nbytes());
+  };
+  const int out = outVal(n, n.outputs[0]);
+  int tv = weightVal(n.name + "/pow2_table", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
+  if (n.op == "P2Quantize" || n.op == "P2Dequantize") {
+    emit(n, n.op == "P2Quantize" ? LayerKind::kQuantize : LayerKind::kDequantize, {in(n, 0), tv}, out, {0u, 0u});
+    return;
+  }
+  if (n.op == "P2Add") {
+    emit(n, LayerKind::kBinary, {in(n, 0), in(n, 1), tv}, out, {binaryCode("Add")});
+    return;
+  }
+  if (n.op == "P2GlobalAvgPool") {
+    emit(n, LayerKind::kGlobalAvgPool, {in(n, 0), tv}, out);
+    return;
+  }
+  // P2Conv
+  const Shape& xs = shapeOf(n, 0);
+  const Tensor* w = constIn(n, 1);
+  const Tensor* b = constIn(n, 2);
+  if (!w || w->dtype() != DType::kI16 || !b || b->dtype() != DType::kI32) unsupported(n, "the weights and bias must be constants (int16, int32)");
+  int x = in(n, 0);
+  int wv = weightVal(g_.value(n.inputs[1]).name, w->shape(), bytesOf(*w), ElemType::kI16);
+  int bv = weightVal(g_.value(n.inputs[2]).name, b->shape(), bytesOf(*b), ElemType::kI32);
+  if (xs.size() == 2) {
+    emit(n, LayerKind::kGemm, {x, wv, bv, tv}, out);
+    return;
+  }
+  std::vector<int64_t> sp(xs.begin() + 2, xs.end()), ks(w->shape().begin() + 2, w->shape().end());
+  ops::Window win = ops::resolveWindow(n, sp, ks, false);
+  std::vector<uint32_t> p = {u32(n.attrInt("group", 1)), u32(win.kernel[0]), u32(win.kernel[1]), u32(win.stride[0]),
+                             u32(win.stride[1]), u32(win.dilation[0]), u32(win.dilation[1]), u32(win.pad_begin[0]),
+                             u32(win.pad_begin[1])};
+  emit(n, LayerKind::kConv, {x, wv, bv, tv}, out, p);
+}
+
 void registerQuantLowerings(LowerTable& t) {
+  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"", "QuantizeLinear"}] = &Lowerer::quantizeNode;

@@ -179,6 +179,7 @@ class Lowerer {
   ElemType ft_ = ElemType::kF32;
   std::vector<LVal> vals_;
   std::vector<LDesc> descs_;
+  int pow2_slots_ = 0;  // int8-pow2: one past the largest slot a layer writes
   std::vector<Blob> blobs_;
   std::vector<uint8_t> weights_;  // the weight space image, 64-byte aligned entries
   std::map<ir::ValueId, int> of_;
@@ -206,6 +207,8 @@ class Lowerer {
     }
     // int8-affine: the int8 side of QuantizeLinear / DequantizeLinear (docs/numerics.md) is stored as int8.
     if (v.type.dtype == DType::kI8 && isInt8AffineFamily(t_.numerics)) return ElemType::kI8;
+    // int8-pow2: codes, signed (int8) or unsigned (uint8).
+    if ((v.type.dtype == DType::kI8 || v.type.dtype == DType::kU8) && t_.numerics == Numerics::kInt8Pow2) return v.type.dtype;
     if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
       unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,
                   dtypeName(v.type.dtype));
@@ -444,6 +447,7 @@ class Lowerer {
   void quantizeNode(const ir::Node& n);  // lower_quant.cpp
   void qconvNode(const ir::Node& n);
   void qaddNode(const ir::Node& n);
+  void pow2Node(const ir::Node& n);  // lower_quant.cpp: the int8-pow2 ops (P2Quantize, P2Dequantize, P2Conv, P2Add, P2GlobalAvgPool)
   void einsum(const ir::Node& n);
 
 

@@ -16,14 +16,15 @@
 
 namespace npuc {
 
-namespace {
-
+/// A CSV field, quoted when it must be (also used by translate.cpp's tables).
 std::string csvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string r = "\"";
   for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
   return r + "\"";
 }
+
+namespace {
 
 /// A workbook written beside `path` (renamed into place by closeWorkbook), with fixed document properties: the same
 /// content gives the same bytes. `tmp` receives the temporary file's name.

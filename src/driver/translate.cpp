@@ -13,6 +13,7 @@
 #include "plan/memory.hpp"
 #include "prepost/prepost.hpp"
 #include "quant/bias_correction.hpp"
+#include "quant/pow2.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -234,6 +235,51 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
 }
 
 }  // namespace
+
+std::string csvField(const std::string& s);  // report.cpp
+
+/// TranslateOptions::Pow2 (TIDL's keys) as the quantizer's and the runtime's options; bad values are errors naming
+/// the key.
+struct Pow2Setup {
+  quant::Pow2Options quant;
+  kernels::pow2::Options runtime;
+};
+Pow2Setup pow2Options(const TranslateOptions& o) {
+  Pow2Setup p;
+  const TranslateOptions::Pow2& t = o.pow2;
+  if (t.num_param_bits < 4 || t.num_param_bits > 12) fail(ErrorCode::kInvalidArgument, "numParamBits {} is outside 4..12", t.num_param_bits);
+  if (t.in_element_type != 0 && t.in_element_type != 1) fail(ErrorCode::kInvalidArgument, "inElementType {} is not 0 (unsigned) or 1 (signed)", t.in_element_type);
+  if (!(t.in_quant_factor > 0) && t.in_quant_factor != -1) fail(ErrorCode::kInvalidArgument, "inQuantFactor {} must be > 0 (or -1: from calibration)", t.in_quant_factor);
+  p.runtime.round_add = t.quant_round_add;
+  p.runtime.dynamic = t.dynamic;
+  p.runtime.history1 = t.quant_history_param1;
+  p.runtime.history2 = t.quant_history_param2;
+  p.runtime.margin = t.quant_margin;
+  p.runtime.boot_frames = t.boot_frames;
+  if (std::string why = kernels::pow2::checkOptions(p.runtime); !why.empty()) fail(ErrorCode::kInvalidArgument, "{}", why);
+  if (!quant::rangeMethodFromName(o.calib_method, &p.quant.method))
+    fail(ErrorCode::kInvalidArgument, "unknown range method '{}' (minmax, percentile, entropy, mse)", o.calib_method);
+  p.quant.param_bits = t.num_param_bits;
+  p.quant.input_signed = t.in_element_type == 1;
+  p.quant.in_quant_factor = t.in_quant_factor;
+  p.quant.margin = t.quant_margin;
+  p.quant.keep_float.insert(o.keep_float.begin(), o.keep_float.end());
+  p.quant.ranges = o.ranges;
+  return p;
+}
+
+/// PREFIX_pow2_table.csv: every slot (tensor, signedness, calibrated range, starting q) and every layer's form.
+std::string pow2TableCsv(const quant::Pow2Report& r) {
+  std::string s = "kind,name,op,signed,lo,hi,q,qw,qb,note\n";
+  for (size_t i = 0; i < r.slots.size(); ++i) {
+    const quant::Pow2Slot& x = r.slots[i];
+    s += fmt::format("slot,{},{},{},{},{},{},,,{}\n", csvField(x.tensor), i, x.is_signed ? 1 : 0, x.lo, x.hi, x.q, csvField(x.warning));
+  }
+  for (const quant::Pow2Layer& l : r.layers)
+    s += fmt::format("layer,{},{},,,,,{},{},{}\n", csvField(l.name), l.op, l.op == "conv" || l.op == "gemm" ? std::to_string(l.qw) : "",
+                     l.op == "conv" || l.op == "gemm" ? std::to_string(l.qb) : "", csvField(l.note));
+  return s;
+}
 
 /// The calibration tensors of TranslateOptions as samples of the model's inputs: each tensor stacks one or more
 /// samples along its first axis (views, nothing copied). Also used by Model::quantizedQdq (model.cpp).
@@ -465,6 +511,8 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   lo.resolve = !isInt8AffineFamily(t.numerics);
   // The imported model is released once optimized (constants the optimizer kept are shared, not copied).
   std::optional<quant::InputMeans> means;  // for the bias correction of fp16 weights
+  std::optional<std::map<std::string, quant::TensorStats>> pow2_stats;  // int8-pow2: the calibration statistics
+  std::string put_pow2_table;                                           // and its PREFIX_pow2_table.csv
   bool prequantized = false;               // an int8-affine target's model that holds its own quantization
   // A model that cannot be imported or prepared (malformed, an unknown op, a pre/post definition that does not fit)
   // gets the error report too: one row with the message, published before the error goes up (exit status 2).
@@ -575,9 +623,14 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     } else if (!o.calibration.empty()) {
       // Measured on the optimized model alone (its inputs are what the samples give), applied below by layer name.
       auto samples = calibrationSamples(graphOf(body), o.calibration);
+      const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       if (t.numerics == Numerics::kFp16) {
-        int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         means = quant::measureInputMeans(graphOf(body), samples, threads);
+        report("calibrate", sw.lap());
+      } else if (t.numerics == Numerics::kInt8Pow2) {
+        // The statistics of every tensor of the optimized model; quantized where it is lowered (below).
+        pow2_stats = withContext(o.onnx.string(), [&] { return quant::collectStats(graphOf(body), samples, threads); });
+        res.calibration_samples = samples.size();
         report("calibrate", sw.lap());
       } else {
         res.warnings.push_back(fmt::format("calibration data is not used: target '{}' has {} numerics ({})", t.name,
@@ -615,7 +668,20 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     } else {
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
       std::future<void> summary;  // after e: destroyed (joined) first
-      bool emit = numericsHasPackages(t.numerics);
+      bool emit = numericsHasPackages(t.numerics) && (t.numerics != Numerics::kInt8Pow2 || pow2_stats);
+      if (emit && pow2_stats) {
+        // int8-pow2 (docs/numerics.md): the check and the estimate above saw the float model; the package holds its
+        // quantized form. The table of slots and layers goes beside it.
+        quant::Pow2Report pr = withContext(o.onnx.string(), [&] {
+          return quant::quantizeToPow2(mutableGraphOf(opt), *pow2_stats, pow2Options(o).quant);
+        });
+        passes::PassContext ctx;
+        passes::PassManager({"dce"}).runToFixpoint(mutableGraphOf(opt), ctx);
+        put_pow2_table = pow2TableCsv(pr);
+        res.quantized = true;
+        res.warnings.insert(res.warnings.end(), pr.warnings.begin(), pr.warnings.end());
+        report("quantize", sw.lap());
+      }
       if (emit) {
         if (means) {
           // After -SaveOptOnnx: the optimized model stays the float model; only the package's biases change.
@@ -626,6 +692,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         }
         codegen::LowerOptions lo2;
         lo2.prefix = o.prefix;
+        lo2.pow2 = pow2Options(o).runtime;
         lo2.reuse_memory = o.reuse_memory;
         lo2.intm_yaml_name = (out.finalPath() / (o.prefix + "_addrmap_intm.yaml")).string();
         // The definition, already validated against the model by withPrePost, read once more here for the
@@ -678,6 +745,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         for (auto& [sp, text] : codegen::tblAddrTexts(low)) put("_tbl_addr_" + sp + ".txt", text);
         if (def) put("_prepost_opt.yaml", prepostOptYaml(o, *def, low));
         if (t.numerics == Numerics::kInt8Radix) put("_radix_scale_info.txt", radixScaleInfo(low.pkg));
+        if (!put_pow2_table.empty()) put("_pow2_table.csv", put_pow2_table);
         put("_data_in_list.txt", codegen::ioListText(low, true));
         put("_data_out_list.txt", codegen::ioListText(low, false));
         report("package", sw.lap());
@@ -686,8 +754,12 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
         res.activation_bytes = mp.total;
         res.activation_lower_bound = mp.lower_bound;
-        res.warnings.push_back(fmt::format("target '{}' declares {} numerics: no object package is written until "
-                                           "quantization is implemented (reports only)", t.name, numericsName(t.numerics)));
+        if (t.numerics == Numerics::kInt8Pow2)
+          res.warnings.push_back(fmt::format("target '{}' has {} numerics: no object package is written without calibration "
+                                             "samples (--calib NAME=FILE.npy; reports only)", t.name, numericsName(t.numerics)));
+        else
+          res.warnings.push_back(fmt::format("target '{}' declares {} numerics: no object package is written until "
+                                             "quantization is implemented (reports only)", t.name, numericsName(t.numerics)));
         report("plan", sw.lap());
       }
       res.estimated_us = e.total_us;

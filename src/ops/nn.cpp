@@ -138,7 +138,7 @@ void registerNnOps(Registry& r) {
   }
   auto pool = [](bool global, bool int8 = false) {
     return [global, int8](InferContext& c) {
-      if (!(int8 && c.inputDType(0) == DType::kI8)) needFloat(c, 0);  // (MaxPool also selects int8 codes)
+      if (!(int8 && (c.inputDType(0) == DType::kI8 || c.inputDType(0) == DType::kU8))) needFloat(c, 0);  // (MaxPool also selects int8 / uint8 codes)
       const Shape& x = c.inputShape(0);
       if (x.size() < 3) c.error("input must be at least 3-D (N, C, spatial…), got {}", shapeStr(x));
       Shape out{x[0], x[1]};

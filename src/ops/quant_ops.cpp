@@ -123,6 +123,81 @@ void registerQuantNpucOps(Registry& r) {
                           });
   a.domain = "ai.npuc";
   r.add(a);
+
+  // int8-pow2 (TIDL, docs/numerics.md): the ops quant::quantizeToPow2 writes. Codes are int8 (signed) or uint8
+  // (unsigned); attribute "table" holds the slots and the rest of kernels::pow2::Table (checked where it is
+  // lowered and by the package reader). They run in packages only: the engine has no kernels for them.
+  auto codes = [](InferContext& c, int i) {
+    const DType t = c.inputDType(i);
+    if (t != DType::kI8 && t != DType::kU8) c.error("input {} must be int8 / uint8 codes, got {}", i, dtypeName(t));
+  };
+  auto table = [](InferContext& c) {
+    auto t = c.node().attrInts("table");
+    if (t.size() < 11 || t[0] < 0 || t[0] > 8 || t.size() != 11 + static_cast<size_t>(t[0]))
+      c.error("attribute table: {} words do not make an int8-pow2 table (11 + the input count)", t.size());
+    return t;
+  };
+  auto outType = [](const std::vector<int64_t>& t) { return t[2 + static_cast<size_t>(t[0])] ? DType::kI8 : DType::kU8; };
+  auto pow2 = [&r](OpSchema s) {
+    s.domain = "ai.npuc";
+    r.add(s);
+  };
+  pow2(makeSchema("P2Quantize", 1, 1, "int8-pow2: float32 -> codes at this frame's 2^-q (the slot's range history)",
+                  [=](InferContext& c) {
+                    if (c.inputDType(0) != DType::kF32) c.error("input must be float32, got {}", dtypeName(c.inputDType(0)));
+                    c.setOutput(0, outType(table(c)), c.inputShape(0));
+                  }));
+  pow2(makeSchema("P2Dequantize", 1, 1, "int8-pow2: codes -> float32, code * 2^-q", [=](InferContext& c) {
+    codes(c, 0);
+    table(c);
+    c.setOutput(0, DType::kF32, c.inputShape(0));
+  }));
+  OpSchema pc = makeSchema("P2Conv", 3, 3,
+                           "int8-pow2 convolution (x [N, C, H, W]) or inner product (x [M, K], w [N, K]): codes x, int16 "
+                           "weights at 2^-qw, int32 bias at 2^-qb; exact sums, requantized to this frame's q",
+                           [=](InferContext& c) {
+                             codes(c, 0);
+                             if (c.inputDType(1) != DType::kI16 || c.inputDType(2) != DType::kI32)
+                               c.error("weights must be int16 and the bias int32, got {} and {}", dtypeName(c.inputDType(1)), dtypeName(c.inputDType(2)));
+                             auto t = table(c);
+                             const Shape& x = c.inputShape(0);
+                             const Shape& w = c.inputShape(1);
+                             if (c.inputShape(2) != Shape{w.empty() ? 0 : w[0]}) c.error("bias must be [{}], got {}", w.empty() ? 0 : w[0], shapeStr(c.inputShape(2)));
+                             if (x.size() == 2) {
+                               if (w.size() != 2 || w[1] != x[1]) c.error("inner product of {} and weights {}", shapeStr(x), shapeStr(w));
+                               c.setOutput(0, outType(t), Shape{x[0], w[0]});
+                               return;
+                             }
+                             if (x.size() != 4 || w.size() != 4) c.error("input {} and weights {} must be 4-D", shapeStr(x), shapeStr(w));
+                             int64_t g = c.node().attrInt("group", 1);
+                             if (g <= 0 || x[1] % g || w[0] % g || w[1] * g != x[1])
+                               c.error("group {} does not fit input channels {} and weights {}", g, x[1], shapeStr(w));
+                             std::vector<int64_t> sp(x.begin() + 2, x.end()), ks(w.begin() + 2, w.end());
+                             Window win = resolveWindow(c.node(), sp, ks, false);
+                             Shape out{x[0], w[0]};
+                             out.insert(out.end(), win.out.begin(), win.out.end());
+                             c.setOutput(0, outType(t), out);
+                           });
+  pc.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>& out) {
+    return shapeNumel(out[0].shape) * (shapeNumel(in[1].shape) / in[1].shape[0]);
+  };
+  pow2(pc);
+  pow2(makeSchema("P2Add", 2, 2, "int8-pow2 addition of two code tensors of one shape, aligned to the finer q, exact",
+                  [=](InferContext& c) {
+                    codes(c, 0);
+                    codes(c, 1);
+                    if (c.inputShape(0) != c.inputShape(1)) c.error("a {} and b {} must have one shape", shapeStr(c.inputShape(0)), shapeStr(c.inputShape(1)));
+                    c.setOutput(0, outType(table(c)), c.inputShape(0));
+                  }));
+  pow2(makeSchema("P2GlobalAvgPool", 1, 1, "int8-pow2 global average pooling: the exact plane sum, divided in requantization",
+                  [=](InferContext& c) {
+                    codes(c, 0);
+                    const Shape& x = c.inputShape(0);
+                    if (x.size() < 3) c.error("input must be at least 3-D, got {}", shapeStr(x));
+                    Shape out{x[0], x[1]};
+                    out.resize(x.size(), 1);
+                    c.setOutput(0, outType(table(c)), out);
+                  }));
 }
 
 

@@ -634,6 +634,12 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
   m["prefix"] = p.prefix;
   m["target"] = p.target;
   m["numerics"] = std::string(numericsName(p.numerics));
+  if (p.pow2) {
+    const kernels::pow2::Options& o = p.pow2->options;
+    m["pow2"] = {{"quant_round_add", o.round_add}, {"dynamic", o.dynamic}, {"quant_history_param1", o.history1},
+                 {"quant_history_param2", o.history2}, {"quant_margin", o.margin}, {"boot_frames", o.boot_frames},
+                 {"slots", p.pow2->slots}};
+  }
   json am = json::array();
   for (auto& s : p.address_map) {
     json js{{"name", s.name}, {"addr", s.addr}, {"size", s.size}, {"elements", json::array()}};
@@ -751,6 +757,18 @@ Package readPackage(const FileSource& source, const std::string& where) {
     if (!num || !numericsHasPackages(*num))
       bad(mfile, "field 'numerics' = '{}': this npuc reads fp32 and fp16 packages", numerics);
     p.numerics = *num;
+    if (p.numerics == Numerics::kInt8Pow2) {  // (validatePackage checks the values)
+      Field q = root.at("pow2");
+      kernels::pow2::Options o;
+      o.round_add = static_cast<int>(q.at("quant_round_add").u(100));
+      if (!q.at("dynamic").j.is_boolean()) bad(mfile, "field 'pow2.dynamic' must be true or false");
+      o.dynamic = q.at("dynamic").j.get<bool>();
+      o.history1 = static_cast<int>(q.at("quant_history_param1").u(100));
+      o.history2 = static_cast<int>(q.at("quant_history_param2").u(100));
+      o.margin = static_cast<int>(q.at("quant_margin").u(1000));
+      o.boot_frames = static_cast<int>(q.at("boot_frames").u(1000000));
+      p.pow2 = Pow2Info{o, static_cast<uint32_t>(q.at("slots").u(1u << 20))};
+    }
     Field am = root.at("address_map");
     for (size_t i = 0; i < am.size(); ++i) {
       Field s = am.at(i);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "kernels/layers.hpp"
+#include "kernels/pow2.hpp"
 #include "npuc/dtype.hpp"
 #include "plugin/param.hpp"
 #include "support/numerics.hpp"
@@ -198,6 +199,14 @@ struct LayerInfo {
   std::optional<CustomLayer> custom;  // custom layers only
 };
 
+/// int8-pow2 packages (docs/numerics.md): the numerics' options and how many slots (tensors with a q of their own)
+/// its layers' tables use. Written to the manifest as "pow2".
+struct Pow2Info {
+  kernels::pow2::Options options;
+  uint32_t slots = 0;
+  bool operator==(const Pow2Info&) const = default;
+};
+
 struct Package {
   uint32_t version = kFormatVersion;
   std::string prefix, target;
@@ -209,6 +218,7 @@ struct Package {
   std::vector<LayerInfo> layers;  // by seq
   std::vector<Library> libraries;
   std::vector<uint8_t> weights, params;  // images of the weight and drp_param spaces (may be shorter)
+  std::optional<Pow2Info> pow2;          // int8-pow2 packages only
   std::string content_hash;              // filled by write / read
 
   const Element* element(const std::string& name) const;

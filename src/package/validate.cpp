@@ -357,8 +357,90 @@ struct Checker {
     return v;
   }
 
+  /// int8-pow2 packages (docs/numerics.md): each layer's table, by seq, for the slot order check of program().
+  mutable std::map<uint32_t, kernels::pow2::Table> pow2_tables;
+
+  static bool isCodes(ElemType t) { return t == ElemType::kI8 || t == ElemType::kU8; }
+
+  /// The int8-pow2 forms (conv, gemm, add, global average pooling, max pooling on codes, quantize, dequantize).
+  /// True when `d` is one of them and is valid; false for a layer in a float form.
+  bool pow2Layer(const Descriptor& d, const std::string& what) const {
+    const TensorRef& x = d.in(0);
+    const TensorRef& y = d.out(0);
+    const bool conv = d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm;
+    const bool any = d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize ||
+                     ((conv || d.kind == LayerKind::kBinary || d.kind == LayerKind::kGlobalAvgPool || d.kind == LayerKind::kMaxPool) &&
+                      isCodes(x.type));
+    if (!any) return false;
+    if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: int8-pow2 layers have no descriptor activation (it is in their table)", what);
+    if (d.kind == LayerKind::kMaxPool) {  // codes of one q: the output keeps the input's slot
+      if (y.type != x.type) bad("{}: max pooling keeps the codes' type ({} -> {})", what, elemName(x.type), elemName(y.type));
+      return false;  // the geometry is the float form's
+    }
+    const int n_in = conv ? 4 : d.kind == LayerKind::kBinary ? 3 : 2;
+    if (d.n_in != n_in) bad("{}: the int8-pow2 form takes {} inputs (the last its table), got {}", what, n_in, d.n_in);
+    const TensorRef& tab = d.in(n_in - 1);
+    if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] < 11 || tab.dims[0] > 19)
+      bad("{}: the int8-pow2 table must be int32 [11..19], got {} {}", what, elemName(tab.type), dimsStr(tab));
+    weightRef(tab, what + ": table");
+    std::vector<int32_t> words(tab.dims[0]);
+    for (size_t k = 0; k < words.size(); ++k) words[k] = weightWord(tab, static_cast<int64_t>(k));
+    kernels::pow2::Table t;
+    std::string why = kernels::pow2::decodeTable(words.data(), words.size(), &t);
+    if (!why.empty()) bad("{}: table: {}", what, why);
+    pow2_tables[d.seq] = t;
+    const size_t want_in = d.kind == LayerKind::kQuantize ? 0 : d.kind == LayerKind::kBinary ? 2 : 1;
+    if (t.in_slots.size() != want_in) bad("{}: table: {} input slots, this layer reads {}", what, t.in_slots.size(), want_in);
+    const uint32_t S = p.pow2 ? p.pow2->slots : 0;
+    for (int32_t sl : t.in_slots)
+      if (static_cast<uint32_t>(sl) >= S) bad("{}: table: input slot {} is not below the package's {} slots", what, sl, S);
+    const bool writes = d.kind != LayerKind::kDequantize;
+    if (writes ? (t.out.slot < 0 || static_cast<uint32_t>(t.out.slot) >= S) : t.out.slot != -1)
+      bad("{}: table: output slot {} ({})", what, t.out.slot, writes ? fmt::format("must be below {}", S) : "a dequantize writes none: -1");
+    if (writes && y.type != (t.out.is_signed ? ElemType::kI8 : ElemType::kU8))
+      bad("{}: y is {}, the table says {}", what, elemName(y.type), t.out.is_signed ? "int8" : "uint8");
+    if (!writes && y.type != ElemType::kF32) bad("{}: y is {}, a dequantize writes float32", what, elemName(y.type));
+    if (d.kind == LayerKind::kQuantize ? x.type != ElemType::kF32 : !isCodes(x.type))
+      bad("{}: x is {}", what, elemName(x.type));
+    if ((d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize || d.kind == LayerKind::kBinary) && dimsOf(x) != dimsOf(y))
+      bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
+    if (t.out.act != kernels::pow2::Act::kNone && !(conv || d.kind == LayerKind::kBinary)) bad("{}: table: this layer has no activation", what);
+    if (d.kind == LayerKind::kBinary) {
+      if (binaryOpNames()[paramWords(p, d)[0]] != std::string_view("Add")) bad("{}: the int8-pow2 form is an addition", what);
+      if (!isCodes(d.in(1).type) || dimsOf(d.in(1)) != dimsOf(x)) bad("{}: b must be codes of a's shape", what);
+    }
+    if (d.kind == LayerKind::kGlobalAvgPool) {
+      if (x.rank < 3 || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
+        bad("{}: {} -> {} is not a global pooling", what, dimsStr(x), dimsStr(y));
+      for (int i = 2; i < y.rank; ++i)
+        if (y.dims[static_cast<size_t>(i)] != 1) bad("{}: output {} must be 1 on spatial dims", what, dimsStr(y));
+    }
+    if (conv) {
+      const TensorRef &wt = d.in(1), &b = d.in(2);
+      if (wt.type != ElemType::kI16) bad("{}: int8-pow2 weights are int16 codes, got {}", what, elemName(wt.type));
+      weightRef(wt, what + ": weights");
+      weightRef(b, what + ": bias");
+      const uint32_t M = wt.dims[0];
+      if (b.type != ElemType::kI32 || b.rank != 1 || b.dims[0] != M) bad("{}: bias must be int32 [{}], got {} {}", what, M, elemName(b.type), dimsStr(b));
+      uint64_t K = 1;
+      for (int i = 1; i < wt.rank; ++i) K *= wt.dims[static_cast<size_t>(i)];
+      // The device's 40-bit accumulator: 8-bit codes times 12-bit weights (the widest numParamBits), K terms.
+      if (static_cast<double>(K) * 255.0 * 2047.0 >= 0x1p39) bad("{}: {} terms per output could exceed a 40-bit accumulator", what, K);
+      if (d.kind == LayerKind::kGemm) {
+        if (x.rank != 2 || wt.rank != 2 || y.rank != 2 || wt.dims[1] != x.dims[1] || y.dims[0] != x.dims[0] || y.dims[1] != M)
+          bad("{}: {} x {}^T -> {} is inconsistent", what, dimsStr(x), dimsStr(wt), dimsStr(y));
+      } else {
+        if (x.rank != 4 || wt.rank != 4 || y.rank != 4) bad("{}: x, w and y must be 4-D", what);
+        return false;  // the geometry is the float form's (checked next, with int8-pow2 types)
+      }
+    }
+    return true;
+  }
+
   void shapes(const Descriptor& d, const std::string& what) const {
     const ElemType ft = floatType();
+    if (p.numerics == Numerics::kInt8Pow2 && pow2Layer(d, what)) return;
+    const bool pow2 = p.numerics == Numerics::kInt8Pow2 && isCodes(d.in(0).type);  // conv / max_pool geometry below
     const TensorRef& y = d.out(0);
     auto w = paramWords(p, d);
     auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(w[i])); };
@@ -392,8 +474,10 @@ struct Checker {
         const TensorRef& wt = d.in(1);
         rankIs(x, 4, "x"); rankIs(wt, 4, "w"); rankIs(y, 4, "y");
         // The int8 form (int8-affine packages): int8 x, w, y, int32 bias and requantization table (docs/numerics.md).
-        const bool int8 = d.kind == LayerKind::kConv && x.type == ElemType::kI8;
-        if (int8) {
+        const bool int8 = !pow2 && d.kind == LayerKind::kConv && x.type == ElemType::kI8;
+        if (pow2) {
+          // the int8-pow2 form: types and table checked by pow2Layer
+        } else if (int8) {
           if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 convolutions belong to int8-affine packages", what);
           if (d.n_in != 4) bad("{}: the int8 form takes 4 inputs (x, w, bias, requantization), got {}", what, d.n_in);
           typeIs(wt, ElemType::kI8, "w");
@@ -427,6 +511,7 @@ struct Checker {
           window(x.dims[2], y.dims[2], si(1), si(3), si(5), si(7), "H");
           window(x.dims[3], y.dims[3], si(2), si(4), si(6), si(8), "W");
         }
+        if (pow2) break;
         if (!int8) {
           bias(2, static_cast<uint32_t>(M));
           break;
@@ -466,7 +551,9 @@ struct Checker {
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool: {
         rankIs(x, 4, "x"); rankIs(y, 4, "y");
-        if (d.kind == LayerKind::kMaxPool && x.type == ElemType::kI8) {  // int8 codes (int8-affine packages)
+        if (pow2) {
+          // int8-pow2 codes (int8 or uint8), the type kept: pow2Layer
+        } else if (d.kind == LayerKind::kMaxPool && x.type == ElemType::kI8) {  // int8 codes (int8-affine packages)
           if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 pooling belongs to int8-affine packages", what);
           typeIs(y, ElemType::kI8, "y");
           if (paramFloat(w[11]) != -std::numeric_limits<float>::infinity()) bad("{}: int8 max pooling ignores its padding (pad value must be -inf)", what);
@@ -859,6 +946,18 @@ struct Checker {
         descriptor(d, e, i);
       }
     }
+    if (p.numerics == Numerics::kInt8Pow2) {
+      // Slots: each written by one layer, read only after it (in program order).
+      std::vector<bool> written(p.pow2 ? p.pow2->slots : 0, false);
+      for (auto& [seq, t] : pow2_tables) {
+        for (int32_t sl : t.in_slots)
+          if (!written[static_cast<size_t>(sl)]) bad("seq {}: reads the q of slot {} before any layer writes it", seq, sl);
+        if (t.out.slot >= 0) {
+          if (written[static_cast<size_t>(t.out.slot)]) bad("seq {}: slot {} is written by two layers", seq, t.out.slot);
+          written[static_cast<size_t>(t.out.slot)] = true;
+        }
+      }
+    }
     for (Engine e : {Engine::kMac, Engine::kVector}) {
       const auto& ds = e == Engine::kMac ? p.mac : p.vec;
       for (size_t i = 0; i < ds.size(); ++i) {
@@ -932,10 +1031,14 @@ struct Checker {
 
 void validatePackage(const Package& p, const std::string& where) {
   if (p.version != kFormatVersion) fail(ErrorCode::kInvalidInput, "{}: unknown format version {}", where, p.version);
-  Checker c{p, where, {}};
+  Checker c{p, where, {}, {}};
   for (auto [field, value] : {std::pair<const char*, const std::string*>{"prefix", &p.prefix}, {"target", &p.target}})
     if (std::string why = whyNotPlainName(*value); !why.empty()) c.bad("{} '{}' {}", field, *value, why);
   c.floatType();
+  if ((p.numerics == Numerics::kInt8Pow2) != p.pow2.has_value())
+    c.bad("the manifest's 'pow2' options belong to int8-pow2 packages, and those need them");
+  if (p.pow2)
+    if (std::string why = kernels::pow2::checkOptions(p.pow2->options); !why.empty()) c.bad("pow2 options: {}", why);
   c.addressMap();
   for (auto& l : p.libraries)
     if (l.name.size() > 23) c.bad("library {}: name '{}' is longer than 23 characters", l.id, l.name);

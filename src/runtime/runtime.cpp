@@ -17,6 +17,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/quant.hpp"
+#include "kernels/pow2.hpp"
 #include "kernels/aipp.hpp"
 #include "kernels/prepost.hpp"
 #include "package/gears.hpp"
@@ -106,6 +107,8 @@ struct Runtime::Impl {
     std::unique_ptr<plugin::Instance> custom;  // a custom layer: its plugin op, parameters and state
     std::vector<DType> custom_in;              // the type each input passes to the plugin as
     DType custom_out = DType::kUndefined;      // the type the plugin writes the output in
+    std::optional<kernels::pow2::Table> p2;    // a layer in its int8-pow2 form: its table (slots, activation, q's)
+    bool p2_codes = false;                     // max pooling on int8-pow2 codes (no table: the input's slot)
   };
   std::vector<Step> steps;  // by seq
 
@@ -118,6 +121,78 @@ struct Runtime::Impl {
   std::vector<double> times;
   std::vector<std::vector<float>> scratch;  // per input slot, plus one for the output (fp16 packages)
   std::vector<float> gemm_t;                // transposed gemm result (M > 1)
+  std::vector<kernels::pow2::Slot> p2_slots;  // int8-pow2: each slot's q and range history (the package's state)
+  std::vector<int64_t> p2_acc;                // int8-pow2: a layer's accumulators
+
+  /// int8-pow2: every slot back to its calibrated range (as loaded; Runtime::resetState).
+  void resetPow2() {
+    if (!pkg.pow2) return;
+    p2_slots.assign(pkg.pow2->slots, {});
+    for (const Step& s : steps)
+      if (s.p2 && s.p2->out.slot >= 0) p2_slots[static_cast<size_t>(s.p2->out.slot)] = kernels::pow2::makeSlot(s.p2->out, pkg.pow2->options);
+  }
+
+  /// The int8-pow2 form of a layer, if it is one: its table read once (the reader validated it).
+  bool preparePow2(Step& s) {
+    const package::Descriptor& d = *s.d;
+    if (pkg.numerics != Numerics::kInt8Pow2) return false;
+    const bool codes = d.in(0).type == ElemType::kI8 || d.in(0).type == ElemType::kU8;
+    if (d.kind == LayerKind::kMaxPool && codes) {
+      s.p2_codes = true;
+      return false;  // the pool's geometry is prepared as for the float form
+    }
+    const bool form = d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize ||
+                      ((d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm || d.kind == LayerKind::kBinary ||
+                        d.kind == LayerKind::kGlobalAvgPool) && codes);
+    if (!form) return false;
+    const package::TensorRef& tab = d.in(d.n_in - 1);
+    kernels::pow2::Table t;
+    std::string why = kernels::pow2::decodeTable(reinterpret_cast<const int32_t*>(s.in.back()), tab.dims[0], &t);
+    if (!why.empty()) fault(fmt::format("seq {}: int8-pow2 table: {}", d.seq, why));
+    s.p2 = t;
+    if (d.kind == LayerKind::kConv) windowShape(s, s.cs);
+    if (d.kind == LayerKind::kGemm) {  // y [M, N] = x [M, K] w [N, K]^T: a 1x1 convolution over a batch of M
+      const Shape &x = s.shapes[0], &w = s.shapes[1];
+      s.cs.batch = x[0];
+      s.cs.in_channels = x[1];
+      s.cs.out_channels = w[0];
+      s.cs.groups = 1;
+      s.cs.in_spatial = s.cs.out_spatial = s.cs.kernel = s.cs.stride = s.cs.dilation = {1, 1};
+      s.cs.pad_begin = {0, 0};
+    }
+    return true;
+  }
+
+  void execPow2(Step& s) {
+    namespace pw = kernels::pow2;
+    const package::Descriptor& d = *s.d;
+    const pw::Table& t = *s.p2;
+    const pw::Options& o = pkg.pow2->options;
+    auto codes = [&](int i) {
+      return pw::Codes{s.in[static_cast<size_t>(i)], d.in(i).type == ElemType::kI8, p2_slots[static_cast<size_t>(t.in_slots[static_cast<size_t>(i)])].q};
+    };
+    pw::Slot* out = t.out.slot >= 0 ? &p2_slots[static_cast<size_t>(t.out.slot)] : nullptr;
+    const int64_t n = static_cast<int64_t>(d.out(0).numel());
+    switch (d.kind) {
+      case LayerKind::kQuantize: pw::quantize(reinterpret_cast<const float*>(s.in[0]), n, t.out, *out, o, s.out); return;
+      case LayerKind::kDequantize: pw::dequantize(codes(0), n, reinterpret_cast<float*>(s.out)); return;
+      case LayerKind::kBinary: pw::add(codes(0), codes(1), n, t.out, *out, o, s.out, p2_acc); return;
+      case LayerKind::kGlobalAvgPool: {
+        const Shape& x = s.shapes[0];
+        const int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
+        pw::globalAvgPool(codes(0), planes, size, t.out, *out, o, s.out, p2_acc);
+        return;
+      }
+      default: {  // conv, gemm
+        const pw::Codes x = codes(0);
+        p2_acc.resize(static_cast<size_t>(n));
+        pw::convAcc(s.cs, x, reinterpret_cast<const int16_t*>(s.in[1]), t.qw, reinterpret_cast<const int32_t*>(s.in[2]), t.qb,
+                    o.round_add, p2_acc.data(), pool.get());
+        pw::finish(p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
+        return;
+      }
+    }
+  }
 
   [[noreturn]] void fault(const std::string& msg) const { fail(ErrorCode::kInvalidInput, "device fault: {}", msg); }
 
@@ -187,6 +262,7 @@ struct Runtime::Impl {
     }
     for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));
     scratch.assign(package::kMaxRefs, {});
+    resetPow2();
   }
 
   /// ConvShape / ConvTransposeShape of a conv descriptor: dims from its references, the window from its parameters
@@ -216,6 +292,7 @@ struct Runtime::Impl {
     for (int i = 0; i < d.n_in + d.n_out; ++i) s.shapes.push_back(shapeOf(d.refs[static_cast<size_t>(i)]));
     s.p = package::paramWords(pkg, d);
     s.act = actOf(d);
+    if (preparePow2(s)) return s;
     auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(s.p[i])); };
     auto weights = [&](int i) -> const float* {
       const package::TensorRef& r = d.in(i);
@@ -591,6 +668,9 @@ struct Runtime::Impl {
 
   void exec(Step& s) {
     const package::Descriptor& d = *s.d;
+    if (s.p2) return execPow2(s);
+    if (s.p2_codes)  // max over codes of one q: exact, one kernel for both modes
+      return kernels::pow2::maxPool(s.ps, s.in[0], d.in(0).type == ElemType::kI8, s.out, pool.get());
     size_t es = package::elemSize(d.out(0).type);
     switch (d.kind) {
       case LayerKind::kCustom: execCustom(s); return;
@@ -875,6 +955,11 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   // Both modes split layers' outputs among the threads (never a reduction), so the bits do not depend on them.
   im.pool = std::make_unique<ThreadPool>(opts.threads);
   im.prepare();
+}
+
+void Runtime::resetState() {
+  impl_->resetPow2();
+  for (auto& g : impl_->gear_programs) g->resetPow2();
 }
 
 void Runtime::registerCustomOp(const std::filesystem::path& library) { plugin::registerLibrary(library); }

@@ -1,0 +1,373 @@
+// int8-pow2 quantization of an optimized graph (quant/pow2.hpp, docs/numerics.md "int8-pow2").
+#include "quant/pow2.hpp"
+
+#include "ops/registry.hpp"
+#include "support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace npuc::quant {
+
+namespace pw = kernels::pow2;
+
+int qForMagnitude(double m, double limit) {
+  if (!(m > 0)) return pw::kMaxQ;
+  int q = pw::kMaxQ;
+  while (q > pw::kMinQ && std::ldexp(m, q) > limit) --q;
+  return q;
+}
+
+namespace {
+
+double roundHalfAway(double v) { return v < 0 ? -std::floor(-v + 0.5) : std::floor(v + 0.5); }
+
+/// The codes standing for a float tensor: the codes' value and its slot.
+struct Code {
+  ir::ValueId codes = ir::kNoValue;
+  int slot = -1;
+  bool is_signed = true;
+  bool replaced = false;  // the float tensor's producer became an integer layer (it is now a P2Dequantize's output)
+};
+
+class Pow2Builder {
+ public:
+  Pow2Builder(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const Pow2Options& o)
+      : g_(g), stats_(stats), o_(o) {}
+
+  Pow2Report run() {
+    if (o_.param_bits < 4 || o_.param_bits > 12) fail(ErrorCode::kInvalidArgument, "numParamBits {} is outside 4..12", o_.param_bits);
+    if (o_.in_quant_factor > 0) {
+      int e = 0;
+      const double f = std::frexp(o_.in_quant_factor, &e);
+      if (f != 0.5 || e - 1 < pw::kMinQ || e - 1 > pw::kMaxQ)
+        fail(ErrorCode::kInvalidArgument, "inQuantFactor {} is not a power of two in [2^{}, 2^{}] (int8-pow2 scales are 2^-q)",
+             o_.in_quant_factor, pw::kMinQ, pw::kMaxQ);
+      input_fixed_q_ = e - 1;
+    }
+    for (auto& [name, r] : o_.ranges)
+      if (!g_.findValue(name)) fail(ErrorCode::kInvalidArgument, "--range: the model has no tensor '{}'", name);
+    for (auto& name : o_.keep_float) {
+      bool found = false;
+      for (ir::NodeId id : g_.order()) found |= g_.node(id).name == name;
+      if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float: the model has no layer '{}'", name);
+    }
+    const std::vector<ir::NodeId> order = g_.order();
+    for (ir::NodeId id : order) {
+      if (!g_.hasNode(id)) continue;
+      ir::Node& n = g_.node(id);
+      if (o_.keep_float.count(n.name)) {
+        rep_.layers.push_back({n.name, "float", 0, 0, "kept in float (--keep-float)"});
+        ++rep_.float_layers;
+        continue;
+      }
+      const std::string why = lower(n);
+      if (!why.empty()) {
+        rep_.layers.push_back({n.name, "float", 0, 0, why});
+        ++rep_.float_layers;
+      }
+    }
+    finishOutputs();
+    g_.topoSort();
+    return rep_;
+  }
+
+ private:
+  ir::Graph& g_;
+  const std::map<std::string, TensorStats>& stats_;
+  const Pow2Options& o_;
+  Pow2Report rep_;
+  std::map<ir::ValueId, Code> code_;
+  int input_fixed_q_ = pw::kNoFixedQ;
+  int uid_ = 0;
+
+  bool isFloat32(ir::ValueId v) const { return g_.value(v).type.dtype == DType::kF32 && !g_.value(v).isConstant(); }
+  bool hasCodes(ir::ValueId v) const { return code_.count(v) != 0; }
+
+  std::pair<double, double> rangeOfTensor(const std::string& name, std::string* warning) const {
+    auto f = o_.ranges.find(name);
+    if (f != o_.ranges.end()) return {std::min(f->second.first, 0.0), std::max(f->second.second, 0.0)};
+    auto s = stats_.find(name);
+    if (s == stats_.end()) fail(ErrorCode::kInternal, "int8-pow2: no calibration statistics for tensor '{}'", name);
+    Range r = rangeOf(s->second, o_.method, o_.percentile);
+    if (warning) *warning = r.warning;
+    return {r.lo, r.hi};
+  }
+
+  /// A new slot for the tensor `name`; its OutSpec (act / clip filled by the caller).
+  pw::OutSpec newSlot(const std::string& name, bool is_signed, int fixed_q = pw::kNoFixedQ) {
+    Pow2Slot s;
+    s.tensor = name;
+    s.is_signed = is_signed;
+    auto [lo, hi] = rangeOfTensor(name, &s.warning);
+    s.lo = lo;
+    s.hi = hi;
+    s.q = fixed_q != pw::kNoFixedQ ? fixed_q : pw::qForRange(lo, hi, is_signed, o_.margin);
+    if (!s.warning.empty()) rep_.warnings.push_back(fmt::format("tensor '{}': {}", name, s.warning));
+    pw::OutSpec out;
+    out.slot = static_cast<int32_t>(rep_.slots.size());
+    out.is_signed = is_signed;
+    out.init_lo = static_cast<float>(lo);
+    out.init_hi = static_cast<float>(hi);
+    out.fixed_q = fixed_q;
+    rep_.slots.push_back(s);
+    return out;
+  }
+
+  ir::ValueId newCodes(const std::string& of, const Shape& shape, bool is_signed) {
+    ir::Value& v = g_.addValue(g_.uniqueValueName(of + "/codes"), ir::Type{is_signed ? DType::kI8 : DType::kU8, shape, true});
+    return v.id;
+  }
+
+  /// The codes of a float tensor, made by a P2Quantize where it has none.
+  Code codesOf(ir::ValueId v) {
+    auto it = code_.find(v);
+    if (it != code_.end()) return it->second;
+    const ir::Value& val = g_.value(v);
+    const bool input = std::find(g_.inputs().begin(), g_.inputs().end(), v) != g_.inputs().end();
+    std::string warning;
+    const bool is_signed = input ? o_.input_signed : rangeOfTensor(val.name, &warning).first < 0;
+    pw::OutSpec out = newSlot(val.name, is_signed, input ? input_fixed_q_ : pw::kNoFixedQ);
+    pw::Table t;
+    t.out = out;
+    Code c{newCodes(val.name, val.type.shape, is_signed), out.slot, is_signed, false};
+    const std::string name = g_.uniqueValueName(val.name + "/p2_quantize");
+    ir::Node& q = g_.addNode("P2Quantize", name, {v}, {c.codes}, "ai.npuc");
+    q.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({name, "quantize", 0, 0, ""});
+    code_[v] = c;
+    return c;
+  }
+
+  static std::vector<int64_t> tableInts(const pw::Table& t) {
+    auto w = pw::encodeTable(t);
+    return std::vector<int64_t>(w.begin(), w.end());
+  }
+
+  /// Replaces n (one float output) by an integer node writing `codes`.
+  void replaceOutput(ir::Node& n, Code c) {
+    const ir::ValueId out = n.outputs[0];
+    c.replaced = true;
+    code_[out] = c;
+    g_.removeNode(n.id);
+  }
+
+  /// The fused activation of a Conv / Gemm twin: Relu and Clip have integer forms; others keep the layer float.
+  bool activation(const ir::Node& n, pw::OutSpec& o) const {
+    const std::string a = n.attrString("activation", "");
+    if (a.empty()) return true;
+    if (a == "Relu") {
+      o.act = pw::Act::kRelu;
+      return true;
+    }
+    if (a == "Clip") {
+      o.act = pw::Act::kClip;
+      o.clip_lo = n.attrFloat("activation_alpha", 0);
+      o.clip_hi = n.attrFloat("activation_beta", 6);
+      return std::isfinite(o.clip_lo) && std::isfinite(o.clip_hi) && o.clip_lo <= o.clip_hi;
+    }
+    return false;
+  }
+
+  std::string lower(ir::Node& n) {
+    const bool twin = n.domain == "ai.npuc";
+    if ((n.domain.empty() || twin) && (n.op == "Conv" || n.op == "Gemm")) return conv(n);
+    if (!n.domain.empty()) return "no int8-pow2 form (kept in float)";
+    if (n.op == "Add") return addOp(n);
+    if (n.op == "GlobalAveragePool") return gap(n);
+    if (n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
+        n.op == "Identity")
+      return moves(n);
+    return "no int8-pow2 form (kept in float)";
+  }
+
+  std::string conv(ir::Node& n) {
+    const bool gemm = n.op == "Gemm";
+    const ir::Value& x = g_.value(n.inputs[0]);
+    const ir::Value& wv = g_.value(n.inputs[1]);
+    if (!isFloat32(x.id) || !x.type.isStatic()) return "float32 input of static shape needed";
+    if (!wv.isConstant() || wv.constant->dtype() != DType::kF32) return "the weights are not a float32 constant";
+    const Tensor& W = *wv.constant;
+    const Tensor* B = nullptr;
+    if (n.hasInput(2)) {
+      const ir::Value& bv = g_.value(n.inputs[2]);
+      if (!bv.isConstant() || bv.constant->dtype() != DType::kF32) return "the bias is not a float32 constant";
+      B = &*bv.constant;
+    }
+    int64_t M = 0, K = 0;
+    bool transB = false;
+    if (gemm) {
+      if (x.type.shape.size() != 2 || W.shape().size() != 2) return "Gemm of 2-D operands only";
+      if (n.attrInt("transA", 0) != 0 || n.attrFloat("alpha", 1) != 1.0f || n.attrFloat("beta", 1) != 1.0f)
+        return "Gemm with transA, alpha or beta";
+      transB = n.attrInt("transB", 0) != 0;
+      M = transB ? W.dim(0) : W.dim(1);
+      K = transB ? W.dim(1) : W.dim(0);
+      if (B && B->numel() != M) return "a Gemm bias that is not one value per output";
+    } else {
+      if (x.type.shape.size() != 4) return "only 2-D convolutions have an int8-pow2 form";
+      M = W.dim(0);
+      K = W.numel() / M;
+    }
+    pw::OutSpec out;
+    if (!activation(n, out)) return fmt::format("fused activation '{}' has no int8-pow2 form", n.attrString("activation", ""));
+    // Weights: numParamBits-bit codes per layer at 2^-qw.
+    const float* w = W.data<float>();
+    double wmax = 0;
+    for (int64_t i = 0; i < W.numel(); ++i) wmax = std::max(wmax, std::fabs(static_cast<double>(w[i])));
+    if (!std::isfinite(wmax)) return "weights are not finite";
+    const double wlim = static_cast<double>((1 << (o_.param_bits - 1)) - 1);
+    const int qw = qForMagnitude(wmax, wlim);
+    std::vector<int16_t> codes(static_cast<size_t>(M * K));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) {
+        const float v = gemm ? (transB ? w[m * K + k] : w[k * M + m]) : w[m * K + k];
+        codes[static_cast<size_t>(m * K + k)] =
+            static_cast<int16_t>(std::clamp(roundHalfAway(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim));
+      }
+    // The 40-bit accumulator: K products of 8-bit codes and param_bits-bit weights.
+    if (static_cast<double>(K) * 255.0 * wlim >= std::ldexp(1.0, 39)) return "the accumulation could exceed 40 bits";
+    Code cx = codesOf(x.id);
+    const Pow2Slot& xs = rep_.slots[static_cast<size_t>(cx.slot)];
+    // Bias: int32 at 2^-qb, qb the calibrated accumulator's q where the bias fits in 30 bits.
+    std::vector<int32_t> bias(static_cast<size_t>(M), 0);
+    int qb = std::clamp(xs.q + qw, pw::kMinQ, pw::kMaxQ);
+    if (B) {
+      double bmax = 0;
+      for (int64_t m = 0; m < M; ++m) bmax = std::max(bmax, std::fabs(static_cast<double>(B->data<float>()[m])));
+      if (!std::isfinite(bmax)) return "the bias is not finite";
+      qb = std::min(qb, qForMagnitude(bmax, std::ldexp(1.0, 30)));
+      for (int64_t m = 0; m < M; ++m)
+        bias[static_cast<size_t>(m)] = static_cast<int32_t>(roundHalfAway(std::ldexp(static_cast<double>(B->data<float>()[m]), qb)));
+    }
+    const ir::Value& y = g_.value(n.outputs[0]);
+    const bool is_signed = !(out.act == pw::Act::kRelu || (out.act == pw::Act::kClip && out.clip_lo >= 0));
+    pw::OutSpec spec = newSlot(y.name, is_signed);
+    spec.act = out.act;
+    spec.clip_lo = out.clip_lo;
+    spec.clip_hi = out.clip_hi;
+    pw::Table t;
+    t.in_slots = {cx.slot};
+    t.out = spec;
+    t.qw = qw;
+    t.qb = qb;
+    Shape ws = gemm ? Shape{M, K} : W.shape();
+    Tensor wt(DType::kI16, ws);
+    std::copy(codes.begin(), codes.end(), wt.data<int16_t>());
+    Tensor bt(DType::kI32, {M});
+    std::copy(bias.begin(), bias.end(), bt.data<int32_t>());
+    const ir::ValueId wc = g_.addConstant(g_.uniqueValueName(wv.name + "/p2"), std::move(wt)).id;
+    const ir::ValueId bc = g_.addConstant(g_.uniqueValueName(n.name + "/p2_bias"), std::move(bt)).id;
+    Code cy{newCodes(y.name, y.type.shape, is_signed), spec.slot, is_signed, false};
+    ir::Node& p = g_.addNode("P2Conv", n.name, {cx.codes, wc, bc}, {cy.codes}, "ai.npuc");
+    if (!gemm)
+      for (const char* a : {"group", "kernel_shape", "strides", "pads", "dilations", "auto_pad"}) {
+        auto it = n.attrs.find(a);
+        if (it != n.attrs.end()) p.attrs[a] = it->second;
+      }
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, gemm ? "gemm" : "conv", qw, qb, ""});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
+    return "";
+  }
+
+  std::string addOp(ir::Node& n) {
+    const ir::Value &a = g_.value(n.inputs[0]), &b = g_.value(n.inputs[1]);
+    if (!isFloat32(a.id) || !isFloat32(b.id) || !a.type.isStatic() || a.type.shape != b.type.shape)
+      return "an Add of two float32 tensors of one shape only";
+    if (!hasCodes(a.id) && !hasCodes(b.id)) return "neither operand is held as codes";
+    // A Relu that alone reads the sum is fused (a residual block's last activation).
+    const auto uses = g_.uses();
+    ir::Node* relu = nullptr;
+    auto u = uses.find(n.outputs[0]);
+    const bool output = std::find(g_.outputs().begin(), g_.outputs().end(), n.outputs[0]) != g_.outputs().end();
+    if (!output && u != uses.end() && u->second.size() == 1) {
+      ir::Node& r = g_.node(u->second[0].first);
+      if (r.domain.empty() && r.op == "Relu" && !o_.keep_float.count(r.name)) relu = &r;
+    }
+    Code ca = codesOf(a.id), cb = codesOf(b.id);
+    const ir::Value& y = g_.value(relu ? relu->outputs[0] : n.outputs[0]);
+    pw::OutSpec spec = newSlot(y.name, relu == nullptr);
+    if (relu) spec.act = pw::Act::kRelu;
+    pw::Table t;
+    t.in_slots = {ca.slot, cb.slot};
+    t.out = spec;
+    Code cy{newCodes(y.name, y.type.shape, spec.is_signed), spec.slot, spec.is_signed, false};
+    ir::Node& p = g_.addNode("P2Add", n.name, {ca.codes, cb.codes}, {cy.codes}, "ai.npuc");
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, "add", 0, 0, ""});
+    ++rep_.integer_layers;
+    if (relu) {
+      g_.removeNode(n.id);
+      replaceOutput(*relu, cy);
+    } else {
+      replaceOutput(n, cy);
+    }
+    return "";
+  }
+
+  std::string gap(ir::Node& n) {
+    const ir::Value& x = g_.value(n.inputs[0]);
+    if (!isFloat32(x.id) || !x.type.isStatic() || x.type.shape.size() < 3) return "float32 input of static shape needed";
+    if (!hasCodes(x.id)) return "its input is not held as codes";
+    Code cx = codesOf(x.id);
+    const ir::Value& y = g_.value(n.outputs[0]);
+    pw::OutSpec spec = newSlot(y.name, cx.is_signed);
+    pw::Table t;
+    t.in_slots = {cx.slot};
+    t.out = spec;
+    Code cy{newCodes(y.name, y.type.shape, cx.is_signed), spec.slot, cx.is_signed, false};
+    ir::Node& p = g_.addNode("P2GlobalAvgPool", n.name, {cx.codes}, {cy.codes}, "ai.npuc");
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, "global_avg_pool", 0, 0, ""});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
+    return "";
+  }
+
+  /// Max pooling and reshapes on codes keep their input's slot: the codes are the same numbers.
+  std::string moves(ir::Node& n) {
+    const ir::ValueId x = n.inputs[0];
+    if (!isFloat32(x) || !hasCodes(x)) return "its input is not held as codes";
+    if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return "the MaxPool indices output";
+    if (n.op == "MaxPool" && n.hasAttr("pad_value")) return "a MaxPool with a padding value";
+    Code cx = code_.at(x);
+    const ir::Value& y = g_.value(n.outputs[0]);
+    if (!y.type.isStatic()) return "output of static shape needed";
+    Code cy{newCodes(y.name, y.type.shape, cx.is_signed), cx.slot, cx.is_signed, false};
+    std::vector<ir::ValueId> ins = n.inputs;
+    ins[0] = cx.codes;
+    ir::Node& p = g_.addNode(n.op, n.name, ins, {cy.codes}, n.domain);
+    p.attrs = n.attrs;
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
+    return "";
+  }
+
+  /// Every float tensor whose producer became an integer layer and that something still reads as float (a float
+  /// layer, a graph output) is made again by a P2Dequantize of its codes, under its own name.
+  void finishOutputs() {
+    const auto uses = g_.uses();
+    for (auto& [v, c] : code_) {
+      if (!c.replaced) continue;
+      const bool output = std::find(g_.outputs().begin(), g_.outputs().end(), v) != g_.outputs().end();
+      auto u = uses.find(v);
+      if (!output && (u == uses.end() || u->second.empty())) continue;
+      pw::Table t;
+      t.in_slots = {c.slot};
+      ir::Node& d = g_.addNode("P2Dequantize", g_.uniqueValueName(g_.value(v).name + "/p2_dequantize"), {c.codes}, {v}, "ai.npuc");
+      d.attrs["table"] = ir::Attr(tableInts(t));
+    }
+  }
+};
+
+}  // namespace
+
+Pow2Report quantizeToPow2(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const Pow2Options& o) {
+  return Pow2Builder(g, stats, o).run();
+}
+
+}  // namespace npuc::quant
