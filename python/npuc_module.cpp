@@ -278,6 +278,10 @@ class PyRuntime {
     rt().setDynamicHWSize(h, w);
   }
 
+  void resetState() {
+    Busy b(*this);
+    rt().resetState();
+  }
   void close() {
     Busy b(*this);
     rt_.reset();
@@ -368,6 +372,8 @@ PYBIND11_MODULE(_npuc, m) {
       .def("set_dynamic_hw_size", &PyRuntime::setHW, py::arg("height"), py::arg("width"))
       .def("run", &PyRuntime::run, py::arg("inputs") = py::none(), py::arg("callback") = py::none(), py::arg("raw") = false)
       .def("output", &PyRuntime::output, py::arg("name"), py::arg("raw") = false)
+      .def("reset_state", &PyRuntime::resetState,
+           "int8-pow2 packages: forget the frames run so far (TIDL's range history back to the calibrated ranges)")
       .def("close", &PyRuntime::close);
 
   py::class_<TranslateResult>(m, "TranslateResult", "What npuc.translate wrote (npuc::TranslateResult)")

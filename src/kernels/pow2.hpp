@@ -113,6 +113,13 @@ int64_t biasAt(int32_t bias, int qb, int qacc, int round_add);
 void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
              int64_t* acc, ThreadPool* pool);
 
+/// convAcc's integers, fast (x86/pow2_conv.cpp): 2-D only; each output plane accumulated in int32 over padded int16
+/// input planes, one weight times a row of inputs at a time (vectorised across outputs; zero weights skipped), when
+/// the layer's bound K * 255 * max|w| + max|bias| stays below 2^31; convAcc otherwise. Exact integer sums: the same
+/// numbers for any order, vector width or thread split.
+void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
+                 int64_t* acc, ThreadPool* pool);
+
 /// Finishes a layer from its accumulators at 2^-qacc / S: applies the activation, takes this frame's range,
 /// updates the slot (-> qy) and writes y = requant(acc, qy - qacc, S). Returns qy.
 int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,

@@ -186,8 +186,9 @@ struct Runtime::Impl {
       default: {  // conv, gemm
         const pw::Codes x = codes(0);
         p2_acc.resize(static_cast<size_t>(n));
-        pw::convAcc(s.cs, x, reinterpret_cast<const int16_t*>(s.in[1]), t.qw, reinterpret_cast<const int32_t*>(s.in[2]), t.qb,
-                    o.round_add, p2_acc.data(), pool.get());
+        // --exact: the reference's loops; fast: plane sums in int32 (the same integers: exact sums).
+        (opts.exact ? pw::convAcc : pw::convAccFast)(s.cs, x, reinterpret_cast<const int16_t*>(s.in[1]), t.qw,
+                                                     reinterpret_cast<const int32_t*>(s.in[2]), t.qb, o.round_add, p2_acc.data(), pool.get());
         pw::finish(p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
         return;
       }

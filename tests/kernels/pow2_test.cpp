@@ -150,6 +150,48 @@ TEST(Pow2, ConvolutionSumsAreTheFloatConvolutionsOnTheCodes) {
     }
 }
 
+TEST(Pow2, FastSumsAreTheReferencesAtEveryThreadCount) {
+  std::mt19937 rng(11);
+  for (int iter = 0; iter < 60; ++iter) {
+    auto r = [&](int lo, int hi) { return static_cast<int64_t>(lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1))); };
+    ConvShape s;
+    s.batch = r(1, 2);
+    s.groups = iter % 4 == 0 ? r(2, 3) : 1;
+    const bool dw = iter % 5 == 0;
+    s.in_channels = s.groups * (dw ? 1 : r(1, 4));
+    if (dw) s.groups = s.in_channels = r(2, 6);
+    s.out_channels = s.groups * r(1, 3);
+    const int64_t k = r(1, 5), st = r(1, 3), dil = r(1, 2), pad = r(0, 2);
+    s.in_spatial = {r(k * dil, 12), r(k * dil, 13)};
+    s.kernel = {k, iter % 3 ? k : r(1, 3)};
+    s.stride = {st, iter % 2 ? st : r(1, 2)};
+    s.dilation = {dil, dil};
+    s.pad_begin = {pad, r(0, 2)};
+    for (int d = 0; d < 2; ++d)
+      s.out_spatial.push_back((s.in_spatial[d] + s.pad_begin[d] + r(0, 1) - s.dilation[d] * (s.kernel[d] - 1) - 1) / s.stride[d] + 1);
+    if (s.out_spatial[0] < 1 || s.out_spatial[1] < 1) continue;
+    const int64_t nx = s.batch * s.in_channels * s.in_spatial[0] * s.in_spatial[1];
+    const int64_t nw = s.out_channels * (s.in_channels / s.groups) * s.kernel[0] * s.kernel[1];
+    const int64_t ny = s.batch * s.out_channels * s.out_spatial[0] * s.out_spatial[1];
+    std::vector<uint8_t> x(static_cast<size_t>(nx));
+    std::vector<int16_t> w(static_cast<size_t>(nw));
+    std::vector<int32_t> b(static_cast<size_t>(s.out_channels));
+    for (auto& v : x) v = static_cast<uint8_t>(rng());
+    const int wmax = iter % 7 == 0 ? 2047 : 127;
+    for (auto& v : w) v = static_cast<int16_t>(rng() % 3 == 0 ? 0 : static_cast<int>(rng() % (2 * wmax + 1)) - wmax);
+    for (auto& v : b) v = static_cast<int32_t>(rng() % 200001) - 100000;
+    const bool sg = iter % 2;
+    std::vector<int64_t> ref(static_cast<size_t>(ny)), fast(ref.size());
+    convAcc(s, Codes{x.data(), sg, 3}, w.data(), 6, b.data(), 7, 50, ref.data(), nullptr);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::fill(fast.begin(), fast.end(), -1);
+      convAccFast(s, Codes{x.data(), sg, 3}, w.data(), 6, b.data(), 7, 50, fast.data(), &pool);
+      ASSERT_EQ(fast, ref) << "case " << iter << " threads " << threads;
+    }
+  }
+}
+
 TEST(Pow2, FinishAppliesTheActivationThenTheFramesQ) {
   Options o;
   o.history1 = o.history2 = 0;  // this frame's own range

@@ -58,6 +58,16 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
                               (repeatable)
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
+  int8-pow2 targets (tidl; docs/numerics.md), TIDL's import keys:
+  --numParamBits N            bits of the weights, 4..12 (default 8)
+  --quantRoundAdd N           quantRoundAdd/100 is added before flooring, 0..100 (default 50: round half up)
+  --inElementType 0|1         the input's 8-bit codes: 0 unsigned, 1 signed (default 1)
+  --inQuantFactor F           the input's scale is 1/F (a power of two); default: from calibration
+  --quantHistoryParam1 N      dynamic quantization: the range history's weight (%) in the first frames (default 20)
+  --quantHistoryParam2 N      … after them (default 5)
+  --quantMargin N             % added to every range (default 0)
+  --boot-frames N             how many frames use quantHistoryParam1 (default 4; the guide says "initial few")
+  --static-quant              the calibrated ranges frozen: stateless, every frame alike
   --input_shape "NAME:D0,D1,...;..."
                               Ascend ATC's input shapes; -1 marks the dimensions the gears below set; a range
                               LO~HI for an image's height / width is set by its static AIPP stage (within the range)
@@ -75,7 +85,7 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
 
 Writes today: PREFIX_summary.{csv,md,xlsx} (time estimate per layer), PREFIX_opt.onnx with -SaveOptOnnx, and
 PREFIX_error_report.{csv,json,xlsx} when a node is unsupported (exit status 1).
-Output (fp32, fp16, int8-affine and int8-radix targets): the object package (manifest.json, aimac_desc.bin, drp_desc.bin, drp_param.bin,
+Output (fp32, fp16, int8-affine, int8-radix targets, and int8-pow2 with --calib; with it PREFIX_pow2_table.csv): the object package (manifest.json, aimac_desc.bin, drp_desc.bin, drp_param.bin,
 PREFIX_weight.dat, PREFIX_drpcfg.mem, drp_lib_info.txt; docs/package-format.md), the address map files
 (PREFIX_addrmap_intm.{yaml,txt}, PREFIX_tbl_addr_*.txt, PREFIX_data_{in,out}_list.txt) and the time estimate.
 generic-int8 (int8-affine) quantizes on --calib samples (or keeps a QDQ model's own scales), kneron (int8-radix) the
@@ -143,13 +153,36 @@ void parseAtcShapes(const std::string& text, std::map<std::string, Shape>& shape
   }
 }
 
+/// An integer option's value in [lo, hi]; an argument error naming the option otherwise.
+int intValue(const std::string& opt, const std::string& v, int lo, int hi) {
+  try {
+    size_t used = 0;
+    const int n = std::stoi(v, &used);
+    if (used == v.size() && n >= lo && n <= hi) return n;
+  } catch (const std::exception&) {
+  }
+  argError(fmt::format(" {} takes a whole number from {} to {} (got '{}')", opt, lo, hi, v));
+}
+/// A number option's value.
+double numberValue(const std::string& opt, const std::string& v) {
+  try {
+    size_t used = 0;
+    const double n = std::stod(v, &used);
+    if (used == v.size() && std::isfinite(n)) return n;
+  } catch (const std::exception&) {
+  }
+  argError(fmt::format(" {} takes a number (got '{}')", opt, v));
+}
+
 /// " (did you mean -prepost?)" for an option within two edits of a known one (case-insensitive), else "".
 std::string closestOption(const std::string& s) {
   static const char* known[] = {"-onnx", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
                                 "--reuse-memory", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
-                                "--dynamic_batch_size", "--dynamic_image_size"};
+                                "--dynamic_batch_size", "--dynamic_image_size", "--numParamBits", "--quantRoundAdd",
+                                "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
+                                "--quantMargin", "--boot-frames", "--static-quant"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x;
@@ -272,6 +305,15 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--calib") calib.push_back(value(i));
         else if (s == "--custom-op" || s == "--register-op" || s == "-custom_op") registerCustomOp(value(i));
         else if (s == "--calib-method") o.calib_method = value(i);
+        else if (s == "--numParamBits") o.pow2.num_param_bits = intValue(s, value(i), 4, 12);
+        else if (s == "--quantRoundAdd") o.pow2.quant_round_add = intValue(s, value(i), 0, 100);
+        else if (s == "--inElementType") o.pow2.in_element_type = intValue(s, value(i), 0, 1);
+        else if (s == "--inQuantFactor") o.pow2.in_quant_factor = numberValue(s, value(i));
+        else if (s == "--quantHistoryParam1") o.pow2.quant_history_param1 = intValue(s, value(i), 0, 100);
+        else if (s == "--quantHistoryParam2") o.pow2.quant_history_param2 = intValue(s, value(i), 0, 100);
+        else if (s == "--quantMargin") o.pow2.quant_margin = intValue(s, value(i), 0, 1000);
+        else if (s == "--boot-frames") o.pow2.boot_frames = intValue(s, value(i), 0, 1000000);
+        else if (s == "--static-quant") o.pow2.dynamic = false;
         else if (s == "--keep-float") o.keep_float.push_back(value(i));
         else if (s == "--range") ranges.push_back(value(i));
         else if (s == "--threads") {

@@ -120,6 +120,13 @@ int updateSlot(Slot& s, double lo, double hi, const Options& opt) {
 
 int32_t requant(int64_t acc, int a, int64_t S, int round_add, bool is_signed) {
   a = std::clamp(a, -100, 40);  // above 40 every non-zero acc saturates, as it would at any larger a
+  if (S == 1 && a <= 0 && a >= -62) {
+    // floor(acc / 2^s + R/100) = (acc + floor(R 2^s / 100)) >> s: acc is an integer, so flooring the added fraction
+    // first changes nothing (|acc| < 2^47 here: no overflow).
+    const int sh = -a;
+    const int64_t add = static_cast<int64_t>((static_cast<i128>(round_add) << sh) / 100);
+    return static_cast<int32_t>(std::clamp<int64_t>((acc + add) >> sh, codeMin(is_signed), codeMax(is_signed)));
+  }
   const i128 up = a > 0 ? (i128{1} << a) : 1, down = a < 0 ? (i128{1} << -a) : 1;
   const i128 num = i128{acc} * up * 100 + i128{round_add} * S * down;
   return saturate(floorDiv(num, i128{100} * S * down), is_signed);

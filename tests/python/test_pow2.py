@@ -1,0 +1,307 @@
+"""int8-pow2 (TIDL's fixed point, docs/numerics.md): npuc's package against an oracle written from the specification in
+numpy and Python integers, frame by frame — the dynamic quantization's range history included. The oracle reads only
+the optimized ONNX model (float weights) and PREFIX_pow2_table.csv (which layers are integer, each slot's tensor,
+signedness and calibrated range, each layer's weight and bias q): every code it computes, it computes itself.
+Run by ctest (`python_tests`) with PYTHONPATH=build/python and NPUC_CLI=build/bin/npuc."""
+import csv
+import math
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import npuc
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper, numpy_helper, TensorProto  # noqa: E402
+
+CLI = os.environ.get("NPUC_CLI")
+
+
+def make_model(path):
+    """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
+    Clip(0, 6), max pooling on codes, a float layer between conversions, an add without activation, global
+    average pooling, flatten, inner product. The float layer is an element-wise Max (the tidl target runs it; the
+    int8-pow2 numerics have no integer form of it), exact in float32, so the oracle computes it bit for bit."""
+    rng = np.random.default_rng(5)
+
+    def w(name, shape, scale):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    inits = [w("wa", (8, 3, 3, 3), 0.4), w("ba", (8,), 0.2), w("wb", (8, 8, 3, 3), 0.15), w("bb", (8,), 0.1),
+             w("wc", (8, 1, 3, 3), 0.5), w("bc", (8,), 0.3), w("wd", (8, 8, 1, 1), 0.3), w("bd", (8,), 0.1),
+             w("we", (8, 8, 1, 1), 0.4), w("be", (8,), 0.05), w("wg", (5, 8), 0.5), w("bg", (5,), 0.1),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero"), numpy_helper.from_array(np.array(6.0, np.float32), "six")]
+    N = helper.make_node
+    nodes = [
+        N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]), N("Relu", ["a0"], ["a"], name="relu_a"),
+        N("Conv", ["a", "wb", "bb"], ["b"], name="conv_b", pads=[1, 1, 1, 1]),
+        N("Add", ["a", "b"], ["c0"], name="add_c"), N("Relu", ["c0"], ["c"], name="relu_c"),
+        N("Conv", ["c", "wc", "bc"], ["d0"], name="conv_d", group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
+        N("Clip", ["d0", "zero", "six"], ["d"], name="clip_d"),
+        N("MaxPool", ["d"], ["e"], name="pool_e", kernel_shape=[2, 2], strides=[1, 1]),
+        N("Conv", ["e", "wd", "bd"], ["f"], name="conv_f"),
+        N("Conv", ["e", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
+        N("Max", ["f", "h"], ["g"], name="max_g"),
+        N("Add", ["g", "f"], ["i"], name="add_i"),
+        N("GlobalAveragePool", ["i"], ["j"], name="gap_j"),
+        N("Flatten", ["j"], ["k"], name="flat_k"),
+        N("Gemm", ["k", "wg", "bg"], ["logits"], name="fc", transB=1),
+    ]
+    g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 10])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, path)
+
+
+def frames(n, seed):
+    rng = np.random.default_rng(seed)
+    # Scales that move from frame to frame, so the ranges (and the q's) do.
+    return [(rng.standard_normal((1, 3, 10, 10)) * s).astype(np.float32) for s in rng.uniform(0.3, 3.0, n)]
+
+
+class Oracle:
+    """The int8-pow2 specification, computed from the optimized model and the pow2 table."""
+
+    def __init__(self, opt_onnx, table_csv, bits, R, h1, h2, margin, boot, dynamic):
+        self.m = onnx.load(opt_onnx)
+        self.w = {t.name: numpy_helper.to_array(t) for t in self.m.graph.initializer}
+        self.bits, self.R, self.h1, self.h2, self.margin, self.boot, self.dynamic = bits, R, h1, h2, margin, boot, dynamic
+        self.slots, self.layers = [], {}
+        with open(table_csv) as f:
+            for row in csv.DictReader(f):
+                if row["kind"] == "slot":
+                    lo, hi = float(np.float32(float(row["lo"]))), float(np.float32(float(row["hi"])))
+                    self.slots.append({"tensor": row["name"], "signed": row["signed"] == "1", "init": (lo, hi)})
+                else:
+                    self.layers[row["name"]] = row
+        self.slot_of = {s["tensor"]: i for i, s in enumerate(self.slots)}
+        self.reset()
+
+    def reset(self):
+        for s in self.slots:
+            s["lo"], s["hi"] = s["init"]
+            s["frames"] = 0
+            s["q"] = self.q_for(s["lo"], s["hi"], s["signed"])
+
+    def q_for(self, lo, hi, signed):
+        m = max(abs(lo), abs(hi)) if signed else max(hi, 0.0)
+        m *= 1.0 + self.margin / 100.0
+        if not m > 0:
+            return 24
+        q = 24
+        while q > -24 and math.ldexp(m, q) > (127.0 if signed else 255.0):
+            q -= 1
+        return q
+
+    def update(self, i, lo, hi):
+        s = self.slots[i]
+        if self.dynamic:
+            w = float(self.h1 if s["frames"] < self.boot else self.h2)
+            s["lo"] = (w * s["lo"] + (100.0 - w) * lo) / 100.0
+            s["hi"] = (w * s["hi"] + (100.0 - w) * hi) / 100.0
+            s["frames"] += 1
+            s["q"] = self.q_for(s["lo"], s["hi"], s["signed"])
+        return s["q"]
+
+    def requant(self, acc, a, S, signed):
+        a = max(-100, min(40, a))
+        up, down = 2 ** max(a, 0), 2 ** max(-a, 0)
+        flat = [((int(v) * up * 100 + self.R * S * down) // (100 * S * down)) for v in acc.reshape(-1)]
+        lo, hi = (-128, 127) if signed else (0, 255)
+        return np.clip(np.array(flat, dtype=np.int64), lo, hi).reshape(acc.shape)
+
+    def finish(self, acc, qacc, S, slot, act=None, clip=None):
+        if act == "Relu":
+            acc = np.maximum(acc, 0)
+        if act == "Clip":
+            lo = math.ceil(math.ldexp(float(np.float32(clip[0])), qacc) * S)
+            hi = math.floor(math.ldexp(float(np.float32(clip[1])), qacc) * S)
+            acc = np.clip(acc, lo, hi)
+        real = lambda a: math.ldexp(float(int(a)), -qacc) / S  # noqa: E731
+        q = self.update(slot, real(acc.min()), real(acc.max()))
+        return (self.requant(acc, q - qacc, S, self.slots[slot]["signed"]), slot)
+
+    def quantize(self, x, slot):
+        fin = x[np.isfinite(x)].astype(np.float64)
+        q = self.update(slot, float(fin.min()) if fin.size else 0.0, float(fin.max()) if fin.size else 0.0)
+        lo, hi = (-128, 127) if self.slots[slot]["signed"] else (0, 255)
+        return (np.clip(np.floor(np.ldexp(x.astype(np.float64), q) + self.R / 100.0), lo, hi).astype(np.int64), slot)
+
+    def codes(self, v, name):
+        return v if isinstance(v, tuple) else self.quantize(v, self.slot_of[name])
+
+    def real(self, v):
+        if not isinstance(v, tuple):
+            return v
+        c, slot = v
+        return np.ldexp(c.astype(np.float32), -self.slots[slot]["q"]).astype(np.float32)
+
+    def bias_at(self, b, qb, qacc):
+        a = qacc - qb
+        if a >= 0:
+            return b << a
+        return (b * 100 + self.R * 2 ** -a) // (100 * 2 ** -a)
+
+    def conv(self, n, xc, attrs):
+        x, slot = xc
+        qx = self.slots[slot]["q"]
+        row = self.layers[n.name]
+        qw, qb = int(row["qw"]), int(row["qb"])
+        lim = 2 ** (self.bits - 1) - 1
+        W = self.w[n.input[1]].astype(np.float64)
+        wc = np.clip(np.sign(W) * np.floor(np.abs(W) * 2.0 ** qw + 0.5), -lim, lim).astype(np.int64)
+        B = self.w[n.input[2]].astype(np.float64)
+        bc = [self.bias_at(int(v), qb, qx + qw) for v in np.sign(B) * np.floor(np.abs(B) * 2.0 ** qb + 0.5)]
+        if n.op_type == "Gemm":
+            acc = x @ wc.T + np.array(bc, dtype=np.int64)
+        else:
+            g = attrs.get("group", 1)
+            st = attrs.get("strides", [1, 1])
+            p = attrs.get("pads", [0, 0, 0, 0])
+            M, Cg, KH, KW = wc.shape
+            xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])))
+            OH = (xp.shape[2] - KH) // st[0] + 1
+            OW = (xp.shape[3] - KW) // st[1] + 1
+            acc = np.zeros((1, M, OH, OW), dtype=np.int64)
+            for m in range(M):
+                c0 = (m // (M // g)) * Cg
+                for ky in range(KH):
+                    for kx in range(KW):
+                        patch = xp[0, c0:c0 + Cg, ky:ky + st[0] * (OH - 1) + 1:st[0], kx:kx + st[1] * (OW - 1) + 1:st[1]]
+                        acc[0, m] += np.einsum("cij,c->ij", patch, wc[m, :, ky, kx])
+                acc[0, m] += bc[m]
+        act = attrs.get("activation")
+        act = act.decode() if isinstance(act, bytes) else act
+        return self.finish(acc, qx + qw, 1, self.slot_of[n.output[0]], act, (attrs.get("activation_alpha", 0.0), attrs.get("activation_beta", 6.0)))
+
+    def run(self, x):
+        v = {"x": x}
+        fused = set()
+        for n in self.m.graph.node:
+            attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+            ins = [v.get(i) for i in n.input]
+            row = self.layers.get(n.name, {})
+            if n.name in fused:
+                continue
+            if row.get("op") in ("conv", "gemm"):
+                v[n.output[0]] = self.conv(n, self.codes(ins[0], n.input[0]), attrs)
+            elif row.get("op") == "add":
+                (a, sa), (b, sb) = self.codes(ins[0], n.input[0]), self.codes(ins[1], n.input[1])
+                qa, qb = self.slots[sa]["q"], self.slots[sb]["q"]
+                Q = max(qa, qb)
+                acc = (a << (Q - qa)) + (b << (Q - qb))
+                out = n.output[0]
+                relu = [r for r in self.m.graph.node if r.op_type == "Relu" and list(r.input) == [out]]
+                if out not in self.slot_of and relu:  # the Relu that alone reads the sum is fused
+                    fused.add(relu[0].name)
+                    v[relu[0].output[0]] = self.finish(acc, Q, 1, self.slot_of[relu[0].output[0]], "Relu")
+                else:
+                    v[out] = self.finish(acc, Q, 1, self.slot_of[out])
+            elif row.get("op") == "global_avg_pool":
+                c, s = ins[0]
+                S = c.shape[2] * c.shape[3]
+                v[n.output[0]] = self.finish(c.sum(axis=(2, 3), keepdims=True), self.slots[s]["q"], S, self.slot_of[n.output[0]])
+            elif n.op_type == "MaxPool" and isinstance(ins[0], tuple):
+                c, s = ins[0]
+                k, st = attrs["kernel_shape"], attrs.get("strides", [1, 1])
+                OH, OW = (c.shape[2] - k[0]) // st[0] + 1, (c.shape[3] - k[1]) // st[1] + 1
+                out = np.full((1, c.shape[1], OH, OW), -1000, dtype=np.int64)
+                for ky in range(k[0]):
+                    for kx in range(k[1]):
+                        out = np.maximum(out, c[:, :, ky:ky + st[0] * (OH - 1) + 1:st[0], kx:kx + st[1] * (OW - 1) + 1:st[1]])
+                v[n.output[0]] = (out, s)
+            elif n.op_type == "Flatten" and isinstance(ins[0], tuple):
+                v[n.output[0]] = (ins[0][0].reshape(1, -1), ins[0][1])
+            elif n.op_type == "Max":  # the float layer (exact in float32)
+                v[n.output[0]] = np.maximum(self.real(ins[0]), self.real(ins[1]))
+            else:
+                raise AssertionError("the oracle has no rule for %s (%s)" % (n.name, n.op_type))
+        return self.real(v["logits"])
+
+
+CONFIGS = {
+    "default": [],
+    "tuned": ["--quantHistoryParam1", "30", "--quantHistoryParam2", "10", "--quantMargin", "10", "--boot-frames", "3",
+              "--quantRoundAdd", "25", "--numParamBits", "10"],
+    "static": ["--static-quant"],
+    "unsigned_in": ["--inElementType", "0", "--quantHistoryParam1", "0", "--quantHistoryParam2", "0"],
+}
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory):
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    root = tmp_path_factory.mktemp("pow2")
+    model = str(root / "forms.onnx")
+    make_model(model)
+    np.save(root / "calib.npy", np.concatenate(frames(16, 1)))
+    res = {}
+    for name, extra in CONFIGS.items():
+        subprocess.run([CLI, "translate", name, "-onnx", model, "--target", "tidl", "--out", str(root), "--calib",
+                        "x=%s" % (root / "calib.npy"), "-SaveOptOnnx"] + extra, check=True, capture_output=True)
+        res[name] = root / name
+    res["model"] = model
+    return res
+
+
+def oracle_for(pkg, name):
+    args = CONFIGS[name]
+    opt = lambda k, d: int(args[args.index(k) + 1]) if k in args else d  # noqa: E731
+    return Oracle(str(pkg / (name + "_opt.onnx")), str(pkg / (name + "_pow2_table.csv")), opt("--numParamBits", 8),
+                  opt("--quantRoundAdd", 50), opt("--quantHistoryParam1", 20), opt("--quantHistoryParam2", 5),
+                  opt("--quantMargin", 0), opt("--boot-frames", 4), "--static-quant" not in args)
+
+
+def test_the_table_names_every_integer_form(packages):
+    with open(packages["default"] / "default_pow2_table.csv") as f:
+        rows = list(csv.DictReader(f))
+    ops = {r["name"]: r["op"] for r in rows if r["kind"] == "layer"}
+    assert ops["conv_a"] == "conv" and ops["conv_d"] == "conv" and ops["fc"] == "gemm"
+    assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool"
+    assert ops["max_g"] == "float"
+    signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
+    assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_a_frame_sequence_is_the_oracles(packages, name):
+    pkg = packages[name]
+    oracle = oracle_for(pkg, name)
+    seq = frames(12, 7)
+    want = [oracle.run(x) for x in seq]
+    for threads, exact in ((1, True), (1, False), (2, False), (3, False), (2, True)):
+        rt = npuc.Runtime(str(pkg), threads=threads, exact=exact)
+        got = [rt.run({"x": x})["logits"] for x in seq]
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert g.tobytes() == w.tobytes(), "%s frame %d (threads %d, exact %s): %s vs %s" % (name, i, threads, exact, g, w)
+
+
+def test_the_history_matters_and_reset_forgets_it(packages):
+    pkg = str(packages["default"])
+    seq = frames(6, 9)
+    rt = npuc.Runtime(pkg)
+    first = [rt.run({"x": x})["logits"].copy() for x in seq]
+    again = [rt.run({"x": x})["logits"].copy() for x in seq]
+    assert any(a.tobytes() != b.tobytes() for a, b in zip(first, again))  # another history, other scales
+    rt.reset_state()
+    assert all(a.tobytes() == rt.run({"x": x})["logits"].tobytes() for a, x in zip(first, seq))
+    static = npuc.Runtime(str(packages["static"]))
+    s1 = [static.run({"x": x})["logits"].copy() for x in seq]
+    # Frozen ranges: a frame gives the same output whatever came before it.
+    back = [static.run({"x": x})["logits"].copy() for x in reversed(seq)]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(s1, reversed(back)))
+
+
+def test_int8_pow2_is_close_to_float(packages):
+    # The quantized model tracks the float one (8-bit codes, 8-bit weights: a few percent of error at most here).
+    seq = frames(8, 3)
+    for name in ("default", "static"):
+        rt = npuc.Runtime(str(packages[name]))
+        for x in seq:
+            q = rt.run({"x": x})["logits"].reshape(-1).astype(np.float64)
+            f = npuc.run_model(str(packages["model"]), {"x": x})["logits"].reshape(-1).astype(np.float64)
+            cos = q @ f / (np.linalg.norm(q) * np.linalg.norm(f))
+            assert cos > 0.98, (name, cos, q, f)
