@@ -1,8 +1,7 @@
 // Lowering of ONNX's linear quantization ops into int8-affine packages (docs/numerics.md): a per-tensor
 // QuantizeLinear / DequantizeLinear with int8 on its integer side becomes a quantize / dequantize layer.
 #include "codegen/lowerer.hpp"
-#include "kernels/pow2.hpp"
-#include "ops/window.hpp"
+#include "ops/window.hpp"  // (kernels::pow2, the tables: through package/package.hpp)
 
 #include <algorithm>
 

@@ -270,8 +270,11 @@ onnxify() {  # the guide's sample as an ONNX configuration for the digits model
 }
 onnxify "$td/tidl_import_j11_v2.txt" >"$tmp/ti/ok.txt"
 if "$npuc" tidl-import "$tmp/ti/ok.txt" >"$tmp/ti/ok.out" && grep -q "numParamBits       = 12" "$tmp/ti/ok.out" &&
-   [ -s "$tmp/ti/out/tidl_net_digits/tidl_net_digits_summary.csv" ]; then
-  ok "tidl-import: an ONNX configuration translates for tidl (reports), every key's use printed"
+   [ -s "$tmp/ti/out/tidl_net_digits/tidl_net_digits_summary.csv" ] &&
+   grep -q '"numerics": "int8-pow2"' "$tmp/ti/out/tidl_net_digits/manifest.json" &&
+   grep -q '"quant_round_add": 50' "$tmp/ti/out/tidl_net_digits/manifest.json" &&
+   grep -q "^layer,/features/features.0/Conv,conv,,,,,[0-9]*,[0-9]*," "$tmp/ti/out/tidl_net_digits/tidl_net_digits_pow2_table.csv"; then
+  ok "tidl-import: an ONNX configuration translates for tidl into an int8-pow2 package (its keys as the options), every key's use printed"
 else bad "tidl-import ONNX configuration: $(cat "$tmp/ti/ok.out")"; fi
 onnxify "$td/tidl_import_j11_split.txt" | grep -v '^layersGroupId\|^conv2dKernelType' >"$tmp/ti/split.txt"
 printf 'layersGroupId = 0 1 1 1 1 1 1 0\nconv2dKernelType = 1 1 1 1 1 1 1 1\n' >>"$tmp/ti/split.txt"
@@ -315,6 +318,20 @@ tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nlayersGroupId = 0 1 1 0\nconv
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nconv2dKernelType = 1 2|' "conv2dKernelType: 2 is outside the guide's range [0, 1]"
 tidl_bad 's|^outputNetFile .*|outputNetFile = "/tmp/.hidden.bin"|' "outputNetFile '.hidden'"
 expect_error 2 "cannot read the import configuration" -- "$npuc" tidl-import "$tmp/ti/none.txt"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninQuantFactor = 3|' "inQuantFactor: 3 is not a power of two"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nquantHistoryParam1 = 101|' "quantHistoryParam1: 101 is outside"
+head -c 100 /dev/zero >"$tmp/ti/short.raw"
+tidl_bad "s|^sampleInData .*|sampleInData = \"$tmp/ti/short.raw\"\nnumSampleInData = 4|" "has 100 bytes; 4 frames of 1x8x8 need 256"
+tidl_bad "s|^sampleInData .*|sampleInData = \"$tmp/ti/short.raw\"|;s|^rawSampleInData .*|rawSampleInData = 0|" "encoded pictures (rawSampleInData = 0) are decoded on the target only"
+# Raw calibration frames (8-bit codes), as TIDL's sampleInData holds them.
+head -c 256 /dev/urandom >"$tmp/ti/frames.raw"
+sed -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/frames.raw\"\nnumSampleInData = 4|" "$tmp/ti/ok.txt" >"$tmp/ti/raw.txt"
+"$npuc" tidl-import "$tmp/ti/raw.txt" >"$tmp/ti/raw.out" && grep -q '"numerics": "int8-pow2"' "$tmp/ti/out/tidl_net_digits/manifest.json" &&
+  ok "tidl-import: raw sampleInData frames calibrate the int8-pow2 package" || bad "tidl-import raw frames: $(cat "$tmp/ti/raw.out")"
+# Without calibration samples the tidl target writes reports only, and says so.
+"$npuc" translate nc -onnx "$digits" --target tidl --out "$tmp/ti/nc" >"$tmp/ti/nc.out" 2>&1 &&
+  grep -q "no object package is written without calibration samples" "$tmp/ti/nc.out" && [ ! -e "$tmp/ti/nc/nc/manifest.json" ] &&
+  ok "translate --target tidl without --calib: reports only, said" || bad "tidl without calibration: $(cat "$tmp/ti/nc.out")"
 
 # int8 translations write the quantization table beside the package (csv, xlsx, html), the same bytes on every run.
 if "$npuc" translate qt -onnx "$digits" --target generic-int8 --calib input="$src/models/digits/test_x.npy" --out "$tmp/qt1" >/dev/null &&

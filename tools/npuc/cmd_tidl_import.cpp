@@ -3,8 +3,8 @@
 // '#' comments, strings in double quotes, lists of numbers separated by spaces. Every key of the guide's table is
 // known; an unknown key, a value of the wrong kind or out of the guide's range, a missing file, or a model that is
 // not ONNX (modelType 0 Caffe, 1 TensorFlow) is an error naming the file, the line and the key. What npuc does with
-// each key is printed; keys whose feature npuc does not have yet (layer groups, the int8-pow2 package of the int8
-// issue) are accepted and said so.
+// each key is printed; the quantization keys set the int8-pow2 package's options and sampleInData its calibration;
+// keys whose feature npuc does not have yet (layer groups, conv2dKernelType) are accepted and said so.
 #include "cli_common.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -78,6 +79,11 @@ const std::map<std::string, KeySpec>& specs() {
       {"layersGroupId", {Kind::kIntList, 0, 1e9, "per layer: its group (0 input and output, 1 EVE, 2 DSP, …)"}},
       {"inMean", {Kind::kNumberList, -1e30, 1e30, "mean * 255 per channel"}},
       {"inScale", {Kind::kNumberList, -1e30, 1e30, "1 / (std * 255) per channel"}},
+      // The dynamic quantization's parameters (§3.15.1.4.9): TIDL sets them on the device; npuc's package carries
+      // them, so the import configuration takes them too.
+      {"quantHistoryParam1", {Kind::kInt, 0, 100, "history weight (%) during the first frames"}},
+      {"quantHistoryParam2", {Kind::kInt, 0, 100, "history weight (%) after the first frames"}},
+      {"quantMargin", {Kind::kInt, 0, 1000, "margin (%) added to the ranges"}},
   };
   return k;
 }
@@ -158,6 +164,49 @@ Config parse(const std::string& file) {
 }
 
 }  // namespace
+
+/// The calibration samples of sampleInData for the model's one input: a .npy file as it is (its first axis the
+/// samples), or numSampleInData raw frames of 8-bit codes (uint8 or int8 as inElementType says) of the input's
+/// [C, H, W], each value (v - inMean[c]) * inScale[c] when both are set, else v.
+std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, const Entry& e, const TranslateOptions& t, int64_t count,
+                                                         bool raw, int element_type) {
+  LoadOptions lo;
+  lo.require_static_inputs = false;
+  Model m = Model::load(t.onnx, lo);
+  if (m.inputs().size() != 1) bad(cfg, e.line, "sampleInData", fmt::format("the model has {} inputs; sampleInData feeds one", m.inputs().size()));
+  const std::string name = m.inputs()[0].name;
+  Shape s = t.input_shapes.count(name) ? t.input_shapes.at(name) : m.inputs()[0].shape;
+  if (fs::path(e.raw).extension() == ".npy") {
+    try {
+      return {{name, {readNpyFile(e.raw)}}};
+    } catch (const Error& err) {
+      bad(cfg, e.line, "sampleInData", err.what());
+    }
+  }
+  if (!raw) bad(cfg, e.line, "sampleInData", "encoded pictures (rawSampleInData = 0) are decoded on the target only: give raw frames (rawSampleInData = 1) or a .npy file");
+  if (s.size() != 4 || s[1] < 1 || s[2] < 1 || s[3] < 1)
+    bad(cfg, e.line, "sampleInData", fmt::format("the model's input {} is not a static [N, C, H, W] (set inWidth / inHeight / inNumChannels)", shapeStr(s)));
+  const int64_t frame = s[1] * s[2] * s[3];
+  std::ifstream in(e.raw, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (static_cast<int64_t>(bytes.size()) < frame * count)
+    bad(cfg, e.line, "sampleInData", fmt::format("\"{}\" has {} bytes; {} frames of {}x{}x{} need {}", e.raw, bytes.size(), count, s[1], s[2], s[3], frame * count));
+  std::vector<double> mean, scale;
+  if (cfg.keys.count("inMean") && cfg.keys.count("inScale")) {
+    mean = cfg.keys.at("inMean").numbers;
+    scale = cfg.keys.at("inScale").numbers;
+    if (static_cast<int64_t>(mean.size()) != s[1]) bad(cfg, cfg.keys.at("inMean").line, "inMean", fmt::format("{} values for {} channels", mean.size(), s[1]));
+  }
+  Tensor x(DType::kF32, {count, s[1], s[2], s[3]});
+  float* p = x.data<float>();
+  for (int64_t i = 0; i < count * frame; ++i) {
+    const double v = element_type == 1 ? static_cast<double>(static_cast<int8_t>(bytes[static_cast<size_t>(i)]))
+                                       : static_cast<double>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)]));
+    const size_t c = static_cast<size_t>((i % frame) / (s[2] * s[3]));
+    p[i] = static_cast<float>(mean.empty() ? v : (v - mean[c]) * scale[c]);
+  }
+  return {{name, {std::move(x)}}};
+}
 
 void addTidlImport(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("tidl-import", "Translate with TI TIDL's import configuration file (tidl_model_import.out's keys; the tidl target)");
@@ -240,9 +289,39 @@ void addTidlImport(CLI::App& app, Action& run) {
       say("inNumChannels", "input channels");
       say("foldBnInConv2D", num("foldBnInConv2D", 1) ? "BatchNormalization folded into convolutions (npuc always folds)"
                                                      : "npuc folds BatchNormalization into convolutions regardless");
-      for (const char* k : {"numParamBits", "quantRoundAdd", "inElementType", "inQuantFactor", "quantizationStyle", "sampleInData",
-                            "numSampleInData", "rawSampleInData", "preProcType", "inMean", "inScale", "randParams"})
-        say(k, "recorded; the tidl target's int8-pow2 package (issue 24) is not built yet: reports only");
+      // int8-pow2 (docs/numerics.md): the quantization keys are translate's options of the same names.
+      t.pow2.num_param_bits = static_cast<int>(num("numParamBits", 8));
+      t.pow2.quant_round_add = static_cast<int>(num("quantRoundAdd", 50));
+      t.pow2.in_element_type = static_cast<int>(num("inElementType", 1));
+      t.pow2.quant_history_param1 = static_cast<int>(num("quantHistoryParam1", 20));
+      t.pow2.quant_history_param2 = static_cast<int>(num("quantHistoryParam2", 5));
+      t.pow2.quant_margin = static_cast<int>(num("quantMargin", 0));
+      if (num("inQuantFactor", -1) > 0) {
+        int e = 0;
+        if (std::frexp(num("inQuantFactor", -1), &e) != 0.5)
+          bad(cfg, line("inQuantFactor"), "inQuantFactor",
+              fmt::format("{} is not a power of two: npuc's int8-pow2 scales are powers of two (2^-q)", num("inQuantFactor", -1)));
+        t.pow2.in_quant_factor = num("inQuantFactor", -1);
+      }
+      say("numParamBits", "weights in this many bits (int8-pow2)");
+      say("quantRoundAdd", "added (/100) before flooring (int8-pow2)");
+      say("inElementType", "the input's codes: 0 unsigned, 1 signed");
+      say("inQuantFactor", "the input's fixed scale 1/inQuantFactor");
+      say("quantHistoryParam1", "dynamic quantization: history weight, first frames");
+      say("quantHistoryParam2", "dynamic quantization: history weight, later frames");
+      say("quantMargin", "dynamic quantization: range margin");
+      say("quantizationStyle", "1: dynamic quantization (npuc's int8-pow2 package)");
+      // Calibration: sampleInData, numSampleInData frames of the model's input.
+      if (has("sampleInData")) {
+        const Entry& e = cfg.keys.at("sampleInData");
+        t.calibration = calibrationOf(cfg, e, t, static_cast<int64_t>(num("numSampleInData", 1)), num("rawSampleInData", 0) != 0,
+                                      static_cast<int>(num("inElementType", 1)));
+      }
+      say("sampleInData", "calibration samples (.npy as they are; raw: 8-bit codes, inMean / inScale applied)");
+      say("numSampleInData", "samples in sampleInData");
+      say("rawSampleInData", "raw 8-bit samples (encoded pictures are read only on the target: refused)");
+      for (const char* k : {"preProcType", "inMean", "inScale", "randParams"})
+        say(k, "recorded (applied to raw calibration samples: inMean / inScale)");
       say("layersGroupId", "recorded; layer groups are not built yet (issue 27): npuc places layers by op type");
       say("conv2dKernelType", "recorded; sparse / dense kernels are not modelled yet (issue 27)");
       say("tidlStatsTool", "(TIDL's calibration executable: npuc calibrates itself)");
