@@ -757,6 +757,8 @@ Package readPackage(const FileSource& source, const std::string& where) {
     if (!num || !numericsHasPackages(*num))
       bad(mfile, "field 'numerics' = '{}': this npuc reads fp32 and fp16 packages", numerics);
     p.numerics = *num;
+    if (p.numerics != Numerics::kInt8Pow2 && root.j.contains("pow2"))
+      bad(mfile, "field 'pow2' belongs to int8-pow2 packages (numerics is '{}')", numerics);
     if (p.numerics == Numerics::kInt8Pow2) {  // (validatePackage checks the values)
       Field q = root.at("pow2");
       kernels::pow2::Options o;

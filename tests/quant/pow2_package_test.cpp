@@ -1,0 +1,171 @@
+// int8-pow2 packages (docs/numerics.md): what the translator writes, what the reader refuses, and the simulator's
+// fast and exact modes over a sequence of frames. The numbers themselves are checked against an independent oracle
+// in tests/python/test_pow2.py.
+#include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
+#include "package/package.hpp"
+#include "support/error.hpp"
+#include "support/npy.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <cstring>
+#include <functional>
+#include <unistd.h>
+
+namespace npuc {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using Files = std::map<std::string, std::vector<uint8_t>>;
+
+const std::string kSrc = NPUC_SOURCE_DIR;
+
+TranslateOptions pow2Options(const std::string& prefix, const std::string& onnx, const std::string& folder) {
+  TranslateOptions o;
+  o.prefix = prefix;
+  o.onnx = onnx;
+  o.target = "tidl";
+  o.out_root = fs::temp_directory_path() / (folder + std::to_string(::getpid()));
+  return o;
+}
+
+Files readFiles(const fs::path& dir) {
+  Files f;
+  for (auto& e : fs::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    f[e.path().filename().string()] = std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+  }
+  return f;
+}
+
+package::Package readFrom(const Files& f) {
+  return package::readPackage([&](const std::string& n, uint64_t) -> std::optional<std::vector<uint8_t>> {
+    auto it = f.find(n);
+    if (it == f.end()) return std::nullopt;
+    return it->second;
+  }, "pkg");
+}
+
+void reseal(Files& f) {
+  const auto& m = f.at("manifest.json");
+  std::string s = package::resealManifest(std::string(m.begin(), m.end()), f);
+  f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
+}
+
+void expectRefused(const Files& f, const std::string& fragment) {
+  try {
+    readFrom(f);
+    ADD_FAILURE() << "accepted; expected an error with: " << fragment;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Int8Pow2Package, TheReaderChecksOptionsTablesAndSlots) {
+  TranslateOptions o = pow2Options("dg", kSrc + "/models/digits/digits_cnn.onnx", "npuc_pow2_read_");
+  o.calibration["input"] = {readNpy(kSrc + "/models/digits/test_x.npy")};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  const Files good = readFiles(r.dir);
+  ASSERT_TRUE(good.count("manifest.json") && good.count("dg_pow2_table.csv"));
+  package::Package p = readFrom(good);
+  ASSERT_EQ(p.numerics, Numerics::kInt8Pow2);
+  ASSERT_TRUE(p.pow2);
+  EXPECT_EQ(p.pow2->slots, 6u);  // the input, three convolutions, the average, the logits
+  EXPECT_EQ(p.pow2->options, kernels::pow2::Options{});
+
+  // The translation is deterministic: the same files again.
+  TranslateResult r2 = translate(o);
+  const Files again = readFiles(r2.dir);
+  ASSERT_EQ(again.size(), good.size());
+  for (auto& [name, bytes] : good)
+    EXPECT_EQ(std::string(bytes.begin(), bytes.end()), std::string(again.at(name).begin(), again.at(name).end())) << name;
+
+  auto withManifest = [&](const std::function<void(json&)>& edit) {
+    Files f = good;
+    json j = json::parse(f.at("manifest.json"));
+    edit(j);
+    std::string s = j.dump(1);
+    f["manifest.json"] = std::vector<uint8_t>(s.begin(), s.end());
+    reseal(f);
+    return f;
+  };
+  expectRefused(withManifest([](json& j) { j["pow2"]["quant_round_add"] = 101; }), "quant_round_add");
+  expectRefused(withManifest([](json& j) { j["pow2"]["quant_history_param2"] = 150; }), "quant_history_param2");
+  expectRefused(withManifest([](json& j) { j["pow2"]["dynamic"] = 1; }), "pow2.dynamic");
+  expectRefused(withManifest([](json& j) { j.erase("pow2"); }), "pow2");
+  expectRefused(withManifest([](json& j) { j["pow2"]["slots"] = 3; }), "slot");
+  expectRefused(withManifest([](json& j) { j["numerics"] = "int8-affine"; }), "pow2");
+
+  // A table's words, changed in the weight file.
+  const package::Descriptor* conv = nullptr;
+  for (const package::Descriptor& d : p.mac)
+    if (d.kind == package::LayerKind::kConv && !conv) conv = &d;
+  ASSERT_NE(conv, nullptr);
+  const uint64_t weight_base = p.element("weight")->addr;
+  const uint64_t table_at = conv->in(3).addr - weight_base;
+  auto withWord = [&](int k, int32_t v) {
+    Files f = good;
+    std::memcpy(f.at("dg_weight.dat").data() + table_at + 4 * k, &v, 4);
+    reseal(f);
+    return f;
+  };
+  expectRefused(withWord(1, 40), "input slot 40 is not below");        // its input's slot
+  expectRefused(withWord(2, 0), "written by two layers");              // its output slot: the input's
+  expectRefused(withWord(3, 1), "y is uint8, the table says int8");    // signedness
+  expectRefused(withWord(4, 7), "unknown activation code 7");
+  expectRefused(withWord(10, 99), "outside [-24, 24]");                // qw
+  expectRefused(withWord(0, 3), "words");                              // the input count
+  fs::remove_all(o.out_root);
+}
+
+TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
+  // fashion_resnet: convolutions, residual adds with their Relu, global average pooling, an inner product; dynamic
+  // quantization over 10 frames (the scales move from frame to frame), fast == --exact at 1, 2 and 3 threads.
+  TranslateOptions o = pow2Options("fr", kSrc + "/models/fashion/fashion_resnet.onnx", "npuc_pow2_seq_");
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  Tensor calib(DType::kF32, Shape{16, 1, 28, 28});
+  for (int64_t i = 0; i < calib.numel(); ++i) calib.data<float>()[i] = u(rng);
+  o.calibration["input"] = {calib};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  std::vector<Tensor> frames;
+  for (int f = 0; f < 10; ++f) {
+    Tensor x(DType::kF32, Shape{1, 1, 28, 28});
+    const float gain = 0.3f + 0.35f * static_cast<float>(f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = gain * u(rng);
+    frames.push_back(x);
+  }
+  auto sequence = [&](int threads, bool exact) {
+    RuntimeOptions ro;
+    ro.threads = threads;
+    ro.exact = exact;
+    Runtime rt(r.dir, ro);
+    std::vector<std::string> out;
+    for (const Tensor& x : frames) {
+      Tensor y = rt.run({x}).at(0);
+      out.emplace_back(static_cast<const char*>(y.raw()), y.nbytes());
+    }
+    return out;
+  };
+  const auto ref = sequence(1, true);
+  std::set<std::string> distinct(ref.begin(), ref.end());
+  EXPECT_EQ(distinct.size(), ref.size());
+  for (int threads : {1, 2, 3}) {
+    EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
+    EXPECT_EQ(sequence(threads, true), ref) << "exact, " << threads << " threads";
+  }
+  fs::remove_all(o.out_root);
+}
+
+}  // namespace
+}  // namespace npuc
