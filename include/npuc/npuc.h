@@ -215,6 +215,12 @@ NPUC_API npuc_status npuc_runtime_set_dynamic_hw_size(npuc_runtime* rt, int64_t 
  * `user` passed through. A device fault (an access outside the address map) is NPUC_STATUS_INVALID_INPUT.
  */
 NPUC_API npuc_status npuc_runtime_run(npuc_runtime* rt, npuc_layer_callback callback, void* user);
+/**
+ * int8-pow2 packages (TIDL's dynamic quantization, docs/numerics.md): each run is one frame and leaves a range
+ * history that sets the next frame's scales. This forgets it (every tensor's range back to its calibrated one), as a
+ * freshly opened runtime. Other packages have no state: NPUC_OK, nothing done.
+ */
+NPUC_API npuc_status npuc_runtime_reset_state(npuc_runtime* rt);
 
 /**
  * Copies the output called `name` into dst: in the device type (as_float32 == 0) or converted to float32

@@ -364,6 +364,14 @@ npuc_status npuc_runtime_set_dynamic_aipp(npuc_runtime* rt, const char* name, co
   });
 }
 
+npuc_status npuc_runtime_reset_state(npuc_runtime* rt) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    Busy busy(rt);
+    rt->rt.resetState();
+  });
+}
+
 npuc_status npuc_runtime_run(npuc_runtime* rt, npuc_layer_callback callback, void* user) {
   return guard(__func__, [&] {
     need(rt, "rt");

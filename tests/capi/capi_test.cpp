@@ -586,3 +586,37 @@ TEST(CApiGears, SelectABatchGear) {
   EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_gear(h.rt, 2, &batch, nullptr, nullptr), "out of range");
   fs::remove_all(root);
 }
+
+TEST(CApiPow2, ResetStateRepeatsTheFirstFrames) {
+  // An int8-pow2 package (tidl) keeps the range history of the frames it ran; npuc_runtime_reset_state forgets it.
+  fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_pow2_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  TranslateOptions o;
+  o.prefix = "p2";
+  o.onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  o.target = "tidl";
+  o.out_root = root;
+  o.calibration["input"] = {readNpyFile(kSrc + "/models/digits/test_x.npy")};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(r.dir.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  auto frames = [&] {
+    std::vector<std::vector<uint8_t>> out;
+    for (int f = 0; f < 5; ++f) {
+      std::vector<float> x = randomFloats(64, 20 + f);
+      for (float& v : x) v *= 0.5f + static_cast<float>(f);  // ranges that move from frame to frame
+      EXPECT_EQ(npuc_runtime_set_input(h.rt, "input", NPUC_DTYPE_FLOAT32, x.data(), x.size() * 4), NPUC_STATUS_OK) << npuc_last_error();
+      EXPECT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+      out.push_back(getOutput(h.rt, "logits", 1));
+    }
+    return out;
+  };
+  const auto first = frames();
+  const auto second = frames();
+  EXPECT_NE(first, second);  // the same frames after another history: other scales
+  ASSERT_EQ(npuc_runtime_reset_state(h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(frames(), first);
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_reset_state(nullptr), "npuc_runtime_reset_state");
+  fs::remove_all(root);
+}
