@@ -387,6 +387,12 @@ PYBIND11_MODULE(_npuc, m) {
                                for (auto& [eng, us] : r.single_core_us) d[py::str(eng)] = std::isnan(us) ? py::object(py::none()) : py::object(py::float_(us));
                                return d;
                              })
+      .def_property_readonly("multi_core_roi_s",
+                             [](const TranslateResult& r) {
+                               py::dict d;  // core set -> frames per second (None: n/a)
+                               for (auto& [set, v] : r.multi_core_roi_s) d[py::str(set)] = std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v));
+                               return d;
+                             })
       .def_readonly("activation_bytes", &TranslateResult::activation_bytes)
       .def_readonly("content_hash", &TranslateResult::content_hash)
       .def_readonly("warnings", &TranslateResult::warnings)

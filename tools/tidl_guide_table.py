@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The TIDL estimate against the guide's single-core figures (§3.15.1.7, dense models): exports MobileNetV1 (defined
 here: torchvision has none), MobileNetV2, SqueezeNet1.1 (227x227) and GoogLeNet (InceptionNetV1) with random weights
-(the estimate reads shapes only), translates each for the tidl target and prints the Markdown table of
-docs/cost-model.md: guide, npuc, ratio per engine. Needs Debian's python3-torch / torchvision
+(the estimate reads shapes only), translates each for the tidl target and prints the Markdown tables of
+docs/cost-model.md: guide, npuc, ratio per engine (single core, §3.15.1.7) and per core set (roi/s, §3.15.1.8). Needs Debian's python3-torch / torchvision
 (scripts/install_deps.sh torch).
 
     /usr/bin/python3 tools/tidl_guide_table.py [--npuc build/bin/npuc] [--work /tmp/tidl_table]
@@ -22,7 +22,14 @@ GUIDE = {  # network: (EVE dense ms, DSP dense ms), seeds/001 §3.15.1.7
     "SqueezeNet1.1": (180.0, 433.73),
     "InceptionNetV1": (362.0, 1454.91),
 }
-CALIBRATED = {"MobileNetV1", "InceptionNetV1"}
+MULTI = {  # network: roi/s for 2xDSP, 2xEVE, 2xEVE+1xDSP, 4xEVE, 4xEVE+1xDSP, seeds/001 §3.15.1.8
+    "MobileNetV1": (2.69, 13.7, 21.57, 25.05, 39.1),
+    "MobileNetV2": (4.88, 13.5, 24.27, 24.8, 42.2),
+    "SqueezeNet1.1": (4.46, 11.0, 14.7, 21.64, 32.4),
+    "InceptionNetV1": (1.34, 5.46, 6.62, 10.73, 12.93),
+}
+SETS = ("2xDSP", "2xEVE", "2xEVE+1xDSP", "4xEVE", "4xEVE+1xDSP")
+CALIBRATED = {"MobileNetV2", "InceptionNetV1"}
 
 
 def mobilenet_v1():
@@ -65,8 +72,7 @@ def main():
         "SqueezeNet1.1": (torchvision.models.squeezenet1_1(), 227),
         "InceptionNetV1": (inception_v1(), 224),
     }
-    print("| network | EVE: guide | npuc | ratio | DSP: guide | npuc | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    single, multi = [], []
     for name, (net, size) in nets.items():
         path = os.path.join(a.work, name + ".onnx")
         torch.onnx.export(net.eval(), torch.rand(1, 3, size, size), path, opset_version=13)
@@ -75,11 +81,23 @@ def main():
         m = re.search(r"single core: ([^)]*)\)", run.stdout)
         if run.returncode != 0 or not m:
             raise SystemExit(f"npuc translate {path} failed:\n{run.stdout}{run.stderr}")
-        single = dict(re.findall(r"([\w.-]+) ([0-9.]+) us", m.group(1)))
-        eve, dsp = float(single["eve"]) / 1000, float(single["dsp"]) / 1000
+        times = dict(re.findall(r"([\w.-]+) ([0-9.]+) us", m.group(1)))
+        eve, dsp = float(times["eve"]) / 1000, float(times["dsp"]) / 1000
         ge, gd = GUIDE[name]
         mark = " (calibration)" if name in CALIBRATED else ""
-        print(f"| {name}{mark} | {ge:g} ms | {eve:.1f} ms | {eve / ge:.2f} | {gd:g} ms | {dsp:.1f} ms | {dsp / gd:.2f} |")
+        single.append(f"| {name}{mark} | {ge:g} ms | {eve:.1f} ms | {eve / ge:.2f} | {gd:g} ms | {dsp:.1f} ms | {dsp / gd:.2f} |")
+        t = re.search(r"estimated throughput \(roi/s\): (.*)", run.stdout)
+        roi = dict((k, float(v)) for k, v in re.findall(r"([\w+]+) ([0-9.]+)", t.group(1))) if t else {}
+        cells = [f"{g:g} / {roi[s]:.2f} / {roi[s] / g:.2f}" if s in roi else f"{g:g} / n/a" for s, g in zip(SETS, MULTI[name])]
+        multi.append(f"| {name}{mark} | " + " | ".join(cells) + " |")
+    print("Single core (ms):\n")
+    print("| network | EVE: guide | npuc | ratio | DSP: guide | npuc | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(single))
+    print("\nMulti-core throughput (roi/s: guide / npuc / ratio):\n")
+    print("| network | " + " | ".join(SETS) + " |")
+    print("|---|" + "---|" * len(SETS))
+    print("\n".join(multi))
 
 
 if __name__ == "__main__":

@@ -155,6 +155,7 @@ struct TranslateResult {
   std::vector<CheckRow> errors;
   double estimated_us = 0;
   std::vector<std::pair<std::string, double>> single_core_us;  // the estimate with every layer on one engine, by engine
+  std::vector<std::pair<std::string, double>> multi_core_roi_s;  // frames per second per core set of the target (NaN: n/a)
   uint64_t activation_bytes = 0;         // bytes the activation plan uses
   uint64_t activation_lower_bound = 0;   // peak of simultaneously-live activation bytes
   std::string content_hash;              // of the object package ("sha256:…"); empty when none was written

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace npuc::codegen {
@@ -23,14 +24,65 @@ int64_t factInt(const target::Facts& f, const char* k) {
 }  // namespace
 
 namespace {
-double layerTime(const target::Engine& en, int64_t macs, int64_t elems, int64_t bytes) {
-  const double compute = macs > 0 && en.macs_per_cycle > 0 ? static_cast<double>(macs) / (en.macs_per_cycle * en.clock_mhz)
-                         : en.elems_per_cycle > 0          ? static_cast<double>(elems) / (en.elems_per_cycle * en.clock_mhz)
-                                                           : 0.0;
-  const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(bytes) / (en.bytes_per_cycle * en.clock_mhz) : 0.0;
+/// What the time of a layer depends on.
+struct Work {
+  std::string op;  // the layer's (first) ONNX op
+  int64_t macs = 0, taps = 0, elems = 0, in_elems = 0, bytes = 0;
+};
+double layerTime(const target::Engine& en, const Work& w) {
+  const bool emulated = std::find(en.emulated_ops.begin(), en.emulated_ops.end(), w.op) != en.emulated_ops.end();
+  const double f = en.clock_mhz;
+  double compute = 0;
+  if (emulated) compute = static_cast<double>(w.macs > 0 ? w.macs : w.in_elems) * en.cycles_per_emulated_op / f;
+  else if (w.macs > 0 && en.macs_per_cycle > 0)
+    compute = static_cast<double>(w.macs) / (en.macs_per_cycle * f) + static_cast<double>(w.taps) * en.cycles_per_tap / f;
+  else if (en.elems_per_cycle > 0) compute = static_cast<double>(w.elems) / (en.elems_per_cycle * f);
+  const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) / (en.bytes_per_cycle * f) : 0.0;
   return en.overhead_us + std::max(compute, memory);
 }
+
 }  // namespace
+
+/// One engine: its cores run whole frames side by side. Two: a pipeline of two layers groups; the cut is the one (in
+/// program order) whose slowest stage — a group's time over its cores, the second plus the hand-over — is shortest
+/// (the first such cut: the estimate is deterministic).
+void throughput(Estimate& e, const target::Target& t) {
+  e.multi_core.clear();
+  std::vector<std::string> names;
+  for (auto& [name, en] : t.engines) names.push_back(name);
+  auto index = [&](const std::string& n) { return static_cast<size_t>(std::find(names.begin(), names.end(), n) - names.begin()); };
+  std::vector<const LayerEstimate*> run;  // the layers that take time, in order
+  for (const LayerEstimate& l : e.layers)
+    if (!l.single_core_us.empty()) run.push_back(&l);
+  for (const target::CoreSet& cs : t.core_sets) {
+    Estimate::CoreSetEstimate r;
+    r.name = cs.name;
+    auto usable = [&](size_t k) { return !std::isnan(e.single_core_us[k].second); };
+    if (cs.cores.size() == 1) {
+      const size_t k = index(cs.cores[0].first);
+      r.period_us = e.single_core_us[k].second / cs.cores[0].second;
+      r.roi_per_s = usable(k) && r.period_us > 0 ? 1e6 / r.period_us : std::nan("");
+    } else {
+      const size_t a = index(cs.cores[0].first), b = index(cs.cores[1].first);
+      const double na = cs.cores[0].second, nb = cs.cores[1].second;
+      std::vector<double> suffix(run.size() + 1, 0.0);
+      for (size_t i = run.size(); i-- > 0;) suffix[i] = suffix[i + 1] + run[i]->single_core_us[b];
+      double prefix = 0, best = std::numeric_limits<double>::infinity();
+      for (size_t s = 0; s <= run.size(); ++s) {
+        if (s > 0) prefix += run[s - 1]->single_core_us[a];
+        const bool both = s > 0 && s < run.size();
+        const double period = std::max(prefix / na, suffix[s] / nb + (both ? t.group_switch_us : 0.0));
+        if (period < best) {
+          best = period;
+          r.first_group_layers = static_cast<int>(s);
+        }
+      }
+      r.period_us = best;
+      r.roi_per_s = usable(a) && usable(b) && best > 0 ? 1e6 / best : std::nan("");
+    }
+    e.multi_core.push_back(r);
+  }
+}
 
 Estimate estimate(const ir::Graph& g, const target::Target& t) {
   Estimate e;
@@ -73,20 +125,23 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.out_w = oc.w;
     l.out_h = oc.h;
     l.macs = ops::nodeMacs(g, n);
-    int64_t elems = (known(x) ? shapeNumel(g.value(x).type.shape) : 0) + (known(y) ? shapeNumel(g.value(y).type.shape) : 0);
+    const int64_t in_elems = known(x) ? shapeNumel(g.value(x).type.shape) : 0;
+    int64_t elems = in_elems + (known(y) ? shapeNumel(g.value(y).type.shape) : 0);
+    if (l.macs > 0 && known(y)) l.taps = shapeNumel(g.value(y).type.shape) * std::max<int64_t>(1, l.ker_w) * std::max<int64_t>(1, l.ker_h);
     int64_t weights = 0;
     for (ir::ValueId v : n.inputs)
       if (v != ir::kNoValue && g.value(v).isConstant()) weights += g.value(v).constant->numel();
     l.bytes = (elems + weights) * esize;
     const target::OpSupport* s = t.supportOf(n);
     l.engine = s ? s->engine : "unsupported";
+    const Work w{n.op, l.macs, l.taps, elems, in_elems, l.bytes};
     if (s && s->engine != "folded") {
-      l.time_us = layerTime(t.engines.at(s->engine), l.macs, elems, l.bytes);
+      l.time_us = layerTime(t.engines.at(s->engine), w);
       per_engine[s->engine] += l.time_us;
       e.total_us += l.time_us;
       size_t k = 0;
       for (auto& [name, en] : t.engines) {
-        l.single_core_us.push_back(layerTime(en, l.macs, elems, l.bytes));
+        l.single_core_us.push_back(layerTime(en, w));
         single[k++] += l.single_core_us.back();
       }
     }
@@ -101,6 +156,7 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     else e.single_core_us.emplace_back(name, std::nan(""));
     ++k;
   }
+  throughput(e, t);
   return e;
 }
 

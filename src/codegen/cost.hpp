@@ -21,6 +21,7 @@ struct LayerEstimate {
   int64_t in_c = 0, in_w = 0, in_h = 0, out_c = 0, out_w = 0, out_h = 0;
   int64_t macs = 0;
   int64_t bytes = 0;  // activations read and written plus weights, at the target's numerics
+  int64_t taps = 0;   // MAC layers: output elements x kernel taps (1 for inner products)
   double time_us = 0;
   std::vector<double> single_core_us;  // the layer's time on each engine (the target's engines in name order)
 };
@@ -33,16 +34,29 @@ struct Estimate {
   /// single-core table gives (TIDL's "EVE" and "DSP" columns). By engine name, sorted; NaN for an engine without a
   /// MAC rate when the model has MAC layers (it cannot run them alone).
   std::vector<std::pair<std::string, double>> single_core_us;
+  /// Throughput per core set of the target (Target::core_sets): frames per second, and for two layers groups the
+  /// cut the estimate chose — the first `first_group_layers` layers (in program order) on the first engine.
+  struct CoreSetEstimate {
+    std::string name;
+    double roi_per_s = 0;                // NaN: an engine of the set cannot run its layers
+    int first_group_layers = -1;         // two groups only
+    double period_us = 0;                // the pipeline's slowest stage per frame
+  };
+  std::vector<CoreSetEstimate> multi_core;
 };
 
 /// Estimates every node of an optimized graph on a target (nodes the target does not list count 0 µs). A layer's
-/// time on an engine (clock f MHz): overhead + max(compute, memory), compute = MACs / (macs_per_cycle · f) for a
-/// layer with MACs on an engine with a MAC rate, else elements / (elems_per_cycle · f); memory = bytes /
-/// (bytes_per_cycle · f) (docs/cost-model.md).
+/// time on an engine (clock f MHz): overhead + max(compute, memory), compute = MACs / (macs_per_cycle · f) + taps ·
+/// cycles_per_tap / f for a layer with MACs on an engine with a MAC rate, ops · cycles_per_emulated_op / f for an op
+/// the engine emulates, else elements / (elems_per_cycle · f); memory = bytes / (bytes_per_cycle · f); then the
+/// throughput of each of the target's core sets (docs/cost-model.md).
 Estimate estimate(const ir::Graph& g, const target::Target& t);
 
 /// Removes the layers named in `names` (nodes lowering turned into no descriptor: aliases, fused casts) and their
-/// time; the rest are renumbered.
+/// time; the rest are renumbered. The throughput is left as it was: call throughput() again.
 void dropLayers(Estimate& e, const std::set<std::string>& names);
+
+/// (Re)computes e.multi_core from the layers' single-core times, for each of the target's core sets.
+void throughput(Estimate& e, const target::Target& t);
 
 }  // namespace npuc::codegen

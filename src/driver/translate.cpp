@@ -85,6 +85,13 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   md += "\n\nSingle core (every layer on one engine; n/a: the engine has no MAC rate for the model's MAC layers):";
   for (auto& [eng, us] : e.single_core_us) md += std::isnan(us) ? fmt::format(" {}: n/a;", eng) : fmt::format(" {}: {:.3f} us;", eng, us);
   md += "\n";
+  if (!e.multi_core.empty()) {
+    md += "\nMulti-core throughput (docs/cost-model.md; two layers groups: the first N layers on the first engine, the "
+          "rest pipelined on the second):\n\n| cores | roi/s | period [us] | first group |\n|---|---|---|---|\n";
+    for (auto& c : e.multi_core)
+      md += fmt::format("| {} | {} | {:.1f} | {} |\n", c.name, std::isnan(c.roi_per_s) ? std::string("n/a") : fmt::format("{:.2f}", c.roi_per_s),
+                        c.period_us, c.first_group_layers < 0 ? std::string("—") : fmt::format("{} layers", c.first_group_layers));
+  }
   writeFileAtomic(base.string() + "_summary.csv", csv);
   writeFileAtomic(base.string() + "_summary.md", md);
 
@@ -727,6 +734,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         std::set<std::string> gone(low.aliased.begin(), low.aliased.end());
         for (auto& f : low.fusions) gone.insert(f.absorbed.begin(), f.absorbed.end());
         codegen::dropLayers(e, gone);
+        codegen::throughput(e, t);
         // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a
         // second thread meanwhile; its future joins on every way out of this block.
         summary = std::async(std::launch::async, [&e, &t, base] { writeSummary(e, t, base); });
@@ -764,6 +772,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       }
       res.estimated_us = e.total_us;
       res.single_core_us = e.single_core_us;
+      for (auto& c : e.multi_core) res.multi_core_roi_s.emplace_back(c.name, c.roi_per_s);
       if (summary.valid()) summary.get();  // rethrows what the summary's thread threw
       else writeSummary(e, t, base);
       for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) add(base.string() + ext);

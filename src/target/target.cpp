@@ -294,7 +294,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
   withContext(file.string(), [&] { readingYaml([&] {
     if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
     static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits", "address_map",
-                                                "engines", "ops", "graph_rules", "default_engine"};
+                                                "engines", "ops", "graph_rules", "default_engine", "core_sets", "group_switch_us"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(ErrorCode::kInvalidInput, "unknown field '{}'", it->first.as<std::string>());
@@ -336,6 +336,14 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
           eng.elems_per_cycle = num(en, "elems_per_cycle");
           eng.bytes_per_cycle = num(en, "bytes_per_cycle");
           eng.overhead_us = num(en, "overhead_us");
+          eng.cycles_per_tap = num(en, "cycles_per_tap");
+          eng.cycles_per_emulated_op = num(en, "cycles_per_emulated_op");
+          if (auto ops = en["emulated_ops"]) {
+            if (!ops.IsSequence()) fail(ErrorCode::kInvalidInput, "field 'emulated_ops' must be a list of op names");
+            for (auto o : ops) eng.emulated_ops.push_back(o.as<std::string>());
+          }
+          if (eng.cycles_per_tap < 0 || eng.cycles_per_emulated_op < 0)
+            fail(ErrorCode::kInvalidInput, "fields 'cycles_per_tap' and 'cycles_per_emulated_op' must not be negative");
           eng.note = str(en, "note");
           if (eng.clock_mhz <= 0) fail(ErrorCode::kInvalidInput, "field 'clock_mhz' must be positive");
           for (auto [field, v] : {std::pair{"macs_per_cycle", eng.macs_per_cycle}, {"elems_per_cycle", eng.elems_per_cycle},
@@ -351,6 +359,33 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       }
     }
     if (root["graph_rules"]) t.graph_rules = parseRules(root["graph_rules"], "graph_rules");
+    if (root["group_switch_us"]) {
+      t.group_switch_us = num(root, "group_switch_us");
+      if (t.group_switch_us < 0) fail(ErrorCode::kInvalidInput, "field 'group_switch_us' must not be negative");
+    }
+    if (auto cs = root["core_sets"]) {
+      if (!cs.IsSequence()) fail(ErrorCode::kInvalidInput, "field 'core_sets' must be a list");
+      t.core_sets.clear();
+      for (auto c : cs) {
+        CoreSet set;
+        set.name = str(c, "name");
+        withContext("core set '" + set.name + "'", [&] {
+          YAML::Node cores = c["cores"];
+          if (!cores || !cores.IsSequence() || cores.size() < 1 || cores.size() > 2)
+            fail(ErrorCode::kInvalidInput, "field 'cores' must list one or two engines with their counts (the layers groups in order)");
+          for (auto e : cores) {
+            const std::string eng = str(e, "engine");
+            const double n = num(e, "count");
+            if (!t.engines.count(eng)) fail(ErrorCode::kInvalidInput, "engine '{}' is not one of the target's", eng);
+            if (n < 1 || n > 64 || n != std::floor(n)) fail(ErrorCode::kInvalidInput, "count {} must be a whole number from 1 to 64", n);
+            set.cores.emplace_back(eng, static_cast<int>(n));
+          }
+          if (set.cores.size() == 2 && set.cores[0].first == set.cores[1].first)
+            fail(ErrorCode::kInvalidInput, "the two layers groups must be on two engines");
+        });
+        t.core_sets.push_back(std::move(set));
+      }
+    }
     if (auto ops = root["ops"]) {
       if (!ops.IsMap()) fail(ErrorCode::kInvalidInput, "field 'ops' must be a map from op name to its support");
       for (auto it = ops.begin(); it != ops.end(); ++it) {

@@ -51,7 +51,23 @@ struct Engine {
   double elems_per_cycle = 0;  // vector engines
   double bytes_per_cycle = 0;  // memory bandwidth; 0 = not modelled
   double overhead_us = 0;      // fixed cost per layer
+  /// Cycles per output element and kernel tap of a MAC layer (the loop overhead around the channel sums), on top of
+  /// its MACs / macs_per_cycle; 0 = not modelled.
+  double cycles_per_tap = 0;
+  /// Ops this engine runs in software (TIDL's EVE emulates float on its ARP32: inner products, global pooling,
+  /// softmax): such a layer costs cycles_per_emulated_op per operation (a MAC, or an input element), not its rate.
+  std::vector<std::string> emulated_ops;
+  double cycles_per_emulated_op = 0;
   std::string note;
+};
+
+/// A set of cores a target's throughput is estimated for (TIDL's multi-core table): cores per engine, e.g. 2 EVE +
+/// 1 DSP. One engine: frames run in parallel on its cores (one layers group). Two: two layers groups pipelined, the
+/// first engine's cores running the first layers of frames while the second engine's run the last layers of earlier
+/// frames; the cut between the groups is chosen by the estimate (docs/cost-model.md).
+struct CoreSet {
+  std::string name;
+  std::vector<std::pair<std::string, int>> cores;  // (engine, count), in pipeline order
 };
 
 /// How the target's memory is laid out (the `address_map` block of a target file; defaults: DRP-AI's §6 rules).
@@ -74,6 +90,8 @@ struct Target {
   std::map<std::string, OpSupport> ops;
   std::vector<Rule> graph_rules;  // rules every node must meet (batch size, rank, …)
   std::string default_engine;     // when set, ops not listed under 'ops' are supported there without rules
+  std::vector<CoreSet> core_sets;  // throughput estimates (empty: none)
+  double group_switch_us = 0;      // per frame, handing it from one layers group to the next
   std::filesystem::path file;
 
   const OpSupport* findOp(const std::string& op) const;

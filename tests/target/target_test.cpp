@@ -128,6 +128,20 @@ TEST(Target, BadFilesNameFileAndField) {
   // A scalar where a map belongs made yaml-cpp throw past npuc's errors (an internal error; found by fuzz_target_file).
   expect(eng + "ops: {Conv: 3}\n", "unexpected YAML structure at line 3");
   expect("name: [1, 2]\n", "field 'name' must be a string");
+  // Core sets (throughput estimates) and the cost model's extra engine fields.
+  const std::string two = "name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1}, v: {kind: vector, clock_mhz: 1, elems_per_cycle: 1}}\n";
+  expect(two + "core_sets: {a: 1}\n", "field 'core_sets' must be a list");
+  expect(two + "core_sets: [{name: s, cores: [{engine: q, count: 2}]}]\n", "core set 's': engine 'q' is not one of the target's");
+  expect(two + "core_sets: [{name: s, cores: [{engine: m, count: 0}]}]\n", "count 0 must be a whole number from 1 to 64");
+  expect(two + "core_sets: [{name: s, cores: [{engine: m, count: 1.5}]}]\n", "count 1.5");
+  expect(two + "core_sets: [{name: s, cores: [{engine: m, count: 1}, {engine: m, count: 1}]}]\n", "two engines");
+  expect(two + "core_sets: [{name: s, cores: []}]\n", "one or two engines");
+  expect(two + "group_switch_us: -1\n", "'group_switch_us' must not be negative");
+  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1, cycles_per_tap: -1}}\n", "must not be negative");
+  expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1, emulated_ops: Gemm}}\n", "'emulated_ops' must be a list");
+  Target ok = loadTarget(writeTemp("cs.yaml", two + "core_sets: [{name: s, cores: [{engine: m, count: 2}, {engine: v, count: 1}]}]\n").string());
+  ASSERT_EQ(ok.core_sets.size(), 1u);
+  EXPECT_EQ(ok.core_sets[0].cores, (std::vector<std::pair<std::string, int>>{{"m", 2}, {"v", 1}}));
 }
 
 TEST(Expr, DepthAndOverflowLimits) {

@@ -342,6 +342,10 @@ void addTidlImport(CLI::App& app, Action& run) {
       for (auto& [eng, us] : r.single_core_us)
         if (us == us) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);  // (NaN: n/a)
       fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
+      std::string multi;
+      for (auto& [set, roi] : r.multi_core_roi_s)
+        if (roi == roi) multi += fmt::format("{}{} {:.2f}", multi.empty() ? "" : ", ", set, roi);
+      if (!multi.empty()) fmt::print("estimated throughput (roi/s): {}\n", multi);
       for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
       return r.ok ? 0 : 1;
     };

@@ -410,6 +410,10 @@ void addTranslate(CLI::App& app, Action& run) {
         for (auto& [eng, us] : r.single_core_us)
           if (!std::isnan(us)) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);
         fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
+        std::string multi;
+        for (auto& [set, roi] : r.multi_core_roi_s)
+          if (!std::isnan(roi)) multi += fmt::format("{}{} {:.2f}", multi.empty() ? "" : ", ", set, roi);
+        if (!multi.empty()) fmt::print("estimated throughput (roi/s): {}\n", multi);
         if (!r.content_hash.empty()) fmt::print("package: {}\n", r.content_hash);
         fmt::print("activations: {} bytes ({}), lower bound {} bytes, {:.1f}% above it\n", r.activation_bytes,
                    o.reuse_memory ? "reused by liveness" : "one slot per layer output", r.activation_lower_bound,
