@@ -121,6 +121,7 @@ struct TranslateOptions {
   std::string calib_method = "minmax";   // --calib-method: the int8 activation range method (docs/calibration.md)
   std::vector<std::string> keep_float;   // --keep-float NODE: int8-affine layers kept in float32 (QuantizeOptions)
   std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges
+  bool bias_correction = false;          // --bias-correction: int8-affine biases corrected for the weights' rounding
   int threads = 0;                       // threads of the calibration runs (0: all cores)
   /// Gears (Ascend ATC's --dynamic_batch_size / --dynamic_image_size; docs/package-format.md, "Gears"): one package
   /// per batch size, or per height x width, of the input whose input_shapes entry (or ONNX shape) leaves those
@@ -241,6 +242,9 @@ struct QuantizeOptions {
   /// range. Unknown names are errors.
   std::vector<std::string> keep_float;
   std::map<std::string, std::pair<double, double>> ranges;
+  /// Bias correction (docs/calibration.md): each Conv / Gemm's float bias loses the mean shift its int8 weights cause
+  /// on each output channel, measured with the float model's input means on the calibration samples.
+  bool bias_correction = false;
 };
 /// One tensor of the quantization table.
 struct QuantizedTensor {
@@ -261,6 +265,7 @@ struct QuantizeReport {
   std::vector<std::string> warnings;
   size_t samples = 0;       // calibration samples used
   int integer_layers = 0;   // layers (convolutions, additions) turned into integer layers (QuantizeOptions::integer_layers)
+  int bias_corrected = 0;   // layers whose bias the bias correction changed
 };
 
 /// The quantization table (name, kind, lo, hi, scale, zero_point, channels, snr_db, saturated, warning), written

@@ -10,6 +10,7 @@
 #include "passes/pass.hpp"
 #include "prepost/aipp.hpp"
 #include "prepost/graph.hpp"
+#include "quant/bias_correction.hpp"
 #include "quant/qdq.hpp"
 #include "support/fp16.hpp"
 #include "support/file.hpp"
@@ -297,12 +298,18 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     auto samples = calibrationSamples(g, o.calibration);
     int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto stats = quant::collectStats(g, samples, threads);
+    std::optional<quant::InputMeans> means;
+    if (o.bias_correction) {  // the float model's input means, before anything is quantized
+      means = quant::measureInputMeans(g, samples, threads);
+      qo.bias_means = &*means;
+    }
     quant::QdqReport rep = quant::quantizeToQdq(g, stats, qo);
     if (!o.qdq_onnx.empty()) onnx_io::exportFile(g, o.qdq_onnx);
     const int integer = o.integer_layers ? integerLayers(g) : 0;
     ir::verify(g);
     if (!report) return;
     report->integer_layers = integer;
+    report->bias_corrected = rep.bias_corrected;
     report->samples = samples.size();
     report->warnings = rep.warnings;
     report->tensors.clear();

@@ -590,6 +590,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       qo.threads = o.threads;
       qo.keep_float = o.keep_float;
       qo.ranges = o.ranges;
+      qo.bias_correction = o.bias_correction;
       if (standard) {
         QuantizeOptions so = qo;
         so.qdq_onnx = tmp / (o.prefix + "_qdq.onnx");
@@ -620,6 +621,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         res.files.push_back(o.prefix + "_quant_table" + ext);
       }
       res.calibration_samples = qr.samples;
+      res.bias_corrected_layers = qr.bias_corrected;
       res.quantized = true;
       res.warnings.insert(res.warnings.end(), qr.warnings.begin(), qr.warnings.end());
       withContext(o.onnx.string(), [&] {

@@ -22,9 +22,9 @@ int64_t inputChannels(const ir::Node& n, const Tensor& w) {
 }
 
 /// Per output channel: sum over the reduction of (round(W) - W) * mean of the input channel it multiplies.
-std::vector<double> meanShift(const ir::Node& n, const Tensor& w, const std::vector<double>& mu, const WeightRounding& round) {
+std::vector<double> meanShift(const ir::Node& n, const Tensor& w, const std::vector<double>& mu, const ChannelRounding& round) {
   const float* wp = w.data<float>();
-  auto delta = [&](int64_t i) { return static_cast<double>(round(wp[i])) - static_cast<double>(wp[i]); };
+  auto delta = [&](int64_t i, int64_t channel) { return static_cast<double>(round(wp[i], channel)) - static_cast<double>(wp[i]); };
   std::vector<double> shift;
   if (n.op == "Conv") {
     int64_t O = w.dim(0), Cg = w.dim(1), per_group = O / n.attrInt("group", 1);
@@ -35,7 +35,7 @@ std::vector<double> meanShift(const ir::Node& n, const Tensor& w, const std::vec
       double s = 0;
       for (int64_t c = 0; c < Cg; ++c) {
         double d = 0;
-        for (int64_t k = 0; k < taps; ++k) d += delta((o * Cg + c) * taps + k);
+        for (int64_t k = 0; k < taps; ++k) d += delta((o * Cg + c) * taps + k, o);
         s += d * mu[static_cast<size_t>(c0 + c)];
       }
       shift[static_cast<size_t>(o)] = s;
@@ -47,7 +47,7 @@ std::vector<double> meanShift(const ir::Node& n, const Tensor& w, const std::vec
   shift.assign(static_cast<size_t>(N), 0.0);
   for (int64_t j = 0; j < N; ++j) {
     double s = 0;
-    for (int64_t k = 0; k < K; ++k) s += delta(transB ? j * K + k : k * N + j) * mu[static_cast<size_t>(k)];
+    for (int64_t k = 0; k < K; ++k) s += delta(transB ? j * K + k : k * N + j, j) * mu[static_cast<size_t>(k)];
     shift[static_cast<size_t>(j)] = s;
   }
   return shift;
@@ -140,37 +140,48 @@ InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std:
 
 float roundToHalf(float w) { return halfToFloat(floatToHalf(w)); }
 
+bool correctLayerBias(ir::Graph& g, ir::NodeId id, const std::vector<double>& mean, const ChannelRounding& round, bool* added_bias) {
+  ir::Node& n = g.node(id);
+  const Tensor& w = *g.value(n.inputs[1]).constant;
+  if (static_cast<int64_t>(mean.size()) != inputChannels(n, w))
+    fail(ErrorCode::kInternal, "{}: {} input channel means for {} channels", n.label(), mean.size(), inputChannels(n, w));
+  std::vector<double> shift = meanShift(n, w, mean, round);
+  if (std::all_of(shift.begin(), shift.end(), [](double s) { return s == 0.0; })) return false;
+  Shape bshape{static_cast<int64_t>(shift.size())};
+  std::vector<float> bias(shift.size(), 0.0f);
+  std::string base = g.value(n.outputs[0]).name + "_bias";
+  const bool had = n.hasInput(2);
+  if (had) {
+    const ir::Value& bv = g.value(n.inputs[2]);
+    bshape = bv.constant->shape();
+    const float* bp = bv.constant->data<float>();
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = bp[i];
+    base = bv.name;
+  }
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(static_cast<double>(bias[i]) - shift[i]);
+  ir::ValueId nb = g.addConstant(g.uniqueValueName(base + "_corrected"), Tensor::fromVector<float>(bshape, bias)).id;
+  ir::Node& m = g.node(id);  // (addConstant may not move nodes, but take the reference again)
+  if (m.inputs.size() < 3) m.inputs.resize(3, ir::kNoValue);
+  m.inputs[2] = nb;
+  if (added_bias) *added_bias = !had;
+  return true;
+}
+
 BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRounding& round) {
   BiasCorrection r;
   std::set<ir::ValueId> replaced;
+  const ChannelRounding per_channel = [&](float w, int64_t) { return round(w); };
   for (ir::NodeId id : g.order()) {  // adds constants only: the node order stays
-    ir::Node& n = g.node(id);
+    const ir::Node& n = g.node(id);
     if (!correctable(g, n)) continue;
     auto it = means.by_output.find(g.value(n.outputs[0]).name);
     if (it == means.by_output.end()) continue;
-    const Tensor& w = *g.value(n.inputs[1]).constant;
-    if (static_cast<int64_t>(it->second.size()) != inputChannels(n, w))
-      fail(ErrorCode::kInternal, "{}: {} input channel means for {} channels", n.label(), it->second.size(), inputChannels(n, w));
-    std::vector<double> shift = meanShift(n, w, it->second, round);
-    if (std::all_of(shift.begin(), shift.end(), [](double s) { return s == 0.0; })) continue;
-    Shape bshape{static_cast<int64_t>(shift.size())};
-    std::vector<float> bias(shift.size(), 0.0f);
-    std::string base = g.value(n.outputs[0]).name + "_bias";
-    bool had = n.hasInput(2);
-    if (had) {
-      const ir::Value& bv = g.value(n.inputs[2]);
-      bshape = bv.constant->shape();
-      const float* bp = bv.constant->data<float>();
-      for (size_t i = 0; i < bias.size(); ++i) bias[i] = bp[i];
-      base = bv.name;
-      replaced.insert(bv.id);
-    }
-    for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(static_cast<double>(bias[i]) - shift[i]);
-    ir::ValueId nb = g.addConstant(g.uniqueValueName(base + "_corrected"), Tensor::fromVector<float>(bshape, bias)).id;
-    if (n.inputs.size() < 3) n.inputs.resize(3, ir::kNoValue);
-    n.inputs[2] = nb;
+    const ir::ValueId old_bias = n.hasInput(2) ? n.inputs[2] : ir::kNoValue;
+    bool added = false;
+    if (!correctLayerBias(g, id, it->second, per_channel, &added)) continue;
+    if (old_bias != ir::kNoValue) replaced.insert(old_bias);
     ++r.layers;
-    if (!had) ++r.added_biases;
+    if (added) ++r.added_biases;
   }
   if (!replaced.empty()) {
     auto uses = g.uses();

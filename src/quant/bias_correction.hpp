@@ -34,6 +34,9 @@ InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std:
 
 /// How a float32 weight is stored: the value the device computes with.
 using WeightRounding = std::function<float(float)>;
+/// The same for storage that depends on the weight's output channel (int8 per-channel scales): (w, channel) -> the
+/// stored value; the channel is the layer's output channel (Conv: axis 0 of W; Gemm: its output column).
+using ChannelRounding = std::function<float(float, int64_t)>;
 /// Round to nearest even float16 (the fp16 numerics' weight storage), returned widened.
 float roundToHalf(float w);
 
@@ -46,5 +49,10 @@ struct BiasCorrection {
 /// (layers not in it are left alone). The layer gets a new bias constant (a bias other layers share stays as it is;
 /// one nobody reads any more is removed). Sums in double; the new bias is rounded to float32 once.
 BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRounding& round);
+
+/// One layer's correction (what correctBias does per layer): `mean` the per-channel means of its input (the
+/// InputMeans entry of its output). Returns whether its bias changed (it gets a new bias constant; the old one stays
+/// for correctBias's callers to drop). The layer must be correctable().
+bool correctLayerBias(ir::Graph& g, ir::NodeId id, const std::vector<double>& mean, const ChannelRounding& round, bool* added_bias = nullptr);
 
 }  // namespace npuc::quant

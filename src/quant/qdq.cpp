@@ -1,6 +1,8 @@
 // int8-affine quantization as QuantizeLinear / DequantizeLinear pairs (see qdq.hpp and docs/numerics.md).
 #include "quant/qdq.hpp"
 
+#include "quant/bias_correction.hpp"
+
 #include "ir/rewriter.hpp"
 #include "kernels/quant.hpp"
 #include "ops/registry.hpp"
@@ -56,17 +58,13 @@ Tensor vectorF32(const std::vector<float>& v) {
   return t;
 }
 
-/// Quantizes constant weights per channel along `axis` (symmetric int8) and puts a DequantizeLinear in front of
-/// input `i` of node `n`; returns the per-channel scales (empty when the input is not a float32 constant).
-std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64_t axis, bool per_channel, QdqReport& rep) {
-  ir::Graph& g = rw.graph();
-  const Tensor* wp = ir::constantInput(g, g.node(id), i, DType::kF32);
-  if (!wp || wp->numel() == 0 || axis >= wp->rank()) return {};
-  const Tensor w = *wp;
+/// The int8 scales of weights w, per channel along `axis` (per tensor: one): max |w| / 127 (1 for an all-zero
+/// channel); `range` gets max |w| of every output channel.
+std::vector<float> weightScales(const Tensor& w, int64_t axis, bool per_channel, std::vector<float>* range_out = nullptr) {
   const int64_t channels = w.dim(static_cast<int>(axis));  // the output channels, whatever the quantization
-  int64_t C = per_channel ? channels : 1, inner = 1;
+  const int64_t C = per_channel ? channels : 1;
+  int64_t inner = 1;
   for (int d = static_cast<int>(axis) + 1; d < w.rank(); ++d) inner *= w.dim(d);
-  auto chan = [&](int64_t k) { return C == 1 ? 0 : static_cast<size_t>((k / inner) % C); };
   std::vector<float> range(static_cast<size_t>(channels), 0.0f);  // max |w| per output channel
   const float* src = w.data<float>();
   for (int64_t k = 0; k < w.numel(); ++k)
@@ -77,14 +75,38 @@ std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64
   std::vector<float> amax(static_cast<size_t>(C), 0.0f);
   for (size_t c = 0; c < range.size(); ++c) amax[C == 1 ? 0 : c] = std::max(amax[C == 1 ? 0 : c], range[c]);
   std::vector<float> scale(amax.size());
+  for (size_t c = 0; c < amax.size(); ++c) scale[c] = amax[c] > 0 ? amax[c] / 127.0f : 1.0f;
+  if (range_out) *range_out = std::move(range);
+  return scale;
+}
+
+/// A weight as its int8 code stands for it: clamp(round_half_even(w / scale), -127, 127) * scale (NaN: 0).
+float int8WeightValue(float w, float scale) {
+  const float v = std::nearbyint(w / scale);
+  return (std::isnan(v) ? 0.0f : std::clamp(v, -127.0f, 127.0f)) * scale;
+}
+
+/// Quantizes constant weights per channel along `axis` (symmetric int8) and puts a DequantizeLinear in front of
+/// input `i` of node `n`; returns the per-channel scales (empty when the input is not a float32 constant).
+std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64_t axis, bool per_channel, QdqReport& rep) {
+  ir::Graph& g = rw.graph();
+  const Tensor* wp = ir::constantInput(g, g.node(id), i, DType::kF32);
+  if (!wp || wp->numel() == 0 || axis >= wp->rank()) return {};
+  const Tensor w = *wp;
+  std::vector<float> range;
+  const std::vector<float> scale = weightScales(w, axis, per_channel, &range);
+  const int64_t C = static_cast<int64_t>(scale.size());
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < w.rank(); ++d) inner *= w.dim(d);
+  auto chan = [&](int64_t k) { return C == 1 ? 0 : static_cast<size_t>((k / inner) % C); };
+  const float* src = w.data<float>();
+  std::vector<float> amax(scale.size(), 0.0f);
+  for (size_t c = 0; c < range.size(); ++c) amax[C == 1 ? 0 : c] = std::max(amax[C == 1 ? 0 : c], range[c]);
   int zero_channels = 0;
-  for (size_t c = 0; c < amax.size(); ++c) {
-    scale[c] = amax[c] > 0 ? amax[c] / 127.0f : 1.0f;
-    zero_channels += amax[c] == 0;
-  }
+  for (float a : amax) zero_channels += a == 0;
   Tensor q(DType::kI8, w.shape());
   for (int64_t k = 0; k < w.numel(); ++k) {
-    float v = std::nearbyint(src[k] / scale[chan(k)]);  // what QuantizeLinear would give: half to even
+    float v = std::nearbyint(src[k] / scale[chan(k)]);  // what QuantizeLinear would give: half to even (int8WeightValue)
     q.data<int8_t>()[k] = static_cast<int8_t>(std::isnan(v) ? 0.0f : std::clamp(v, -127.0f, 127.0f));
   }
   const std::string name = g.value(g.node(id).inputs[static_cast<size_t>(i)]).name;
@@ -254,6 +276,11 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
       fail(ErrorCode::kInvalidArgument, "--range '{}': [{}, {}] is not a finite range", name, r.first, r.second);
   }
 
+  // The layers' output names as the bias correction's means know them (a graph output is renamed below).
+  std::map<ir::NodeId, std::string> first_output;
+  if (o.bias_means)
+    for (ir::NodeId id : g.order())
+      if (!g.node(id).outputs.empty() && g.node(id).outputs[0] != ir::kNoValue) first_output[id] = g.value(g.node(id).outputs[0]).name;
   // Activations first: each stored float tensor becomes Q -> DQ, its readers reading the dequantized copy.
   std::map<ir::ValueId, float> act_scale;  // original value -> its scale
   std::vector<ir::ValueId> acts;
@@ -330,6 +357,17 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
       const Tensor* b = ir::constantInput(g, n, 1, DType::kF32);
       if (!b || b->rank() != 2) continue;
       axis = 1;
+    }
+    // Bias correction (docs/calibration.md): the mean shift the int8 weights cause on each output channel, measured
+    // with the float model's input means, is taken out of the float bias before it is quantized.
+    if (o.bias_means && correctable(g, n)) {
+      auto m = o.bias_means->by_output.find(first_output[id]);
+      const Tensor* w = ir::constantInput(g, n, 1, DType::kF32);
+      if (m != o.bias_means->by_output.end() && w && w->numel() > 0 && axis < w->rank()) {
+        const std::vector<float> sc = weightScales(*w, axis, per_channel);
+        const ChannelRounding round = [&](float v, int64_t ch) { return int8WeightValue(v, sc[sc.size() == 1 ? 0 : static_cast<size_t>(ch)]); };
+        if (correctLayerBias(g, id, m->second, round)) ++rep.bias_corrected;
+      }
     }
     std::vector<float> ws = quantizeWeights(rw, id, 1, axis, per_channel, rep);
     if (ws.empty() || n.op == "MatMul" || !g.node(id).hasInput(2) || !per_axis) continue;

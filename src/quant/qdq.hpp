@@ -27,6 +27,8 @@
 
 namespace npuc::quant {
 
+struct InputMeans;  // bias_correction.hpp
+
 /// How activations are quantized: affine (scale and zero point spanning [lo, hi]) or Kneron's radix form (zero point
 /// 0, scale 2^-radix with the largest radix that keeps max(|lo|, |hi|) within 127).
 enum class ActivationScheme { kAffine, kRadix };
@@ -42,6 +44,9 @@ struct QdqOptions {
   /// (widened to hold 0). A name the graph lacks is an error naming it.
   std::set<std::string> keep_float;
   std::map<std::string, std::pair<double, double>> ranges;
+  /// Bias correction: the float model's per-channel input means of its layers (measureInputMeans on this graph,
+  /// before quantization); each Conv / Gemm they cover gets its bias corrected for its int8 weights. Null: none.
+  const InputMeans* bias_means = nullptr;
 };
 
 /// One quantized tensor of the report: an activation (lo, hi, scale, zero point) or a weight (scale range over its
@@ -59,6 +64,7 @@ struct QdqTensor {
 struct QdqReport {
   std::vector<QdqTensor> tensors;
   std::vector<std::string> warnings;
+  int bias_corrected = 0;  // layers whose bias the bias correction changed
 };
 
 /// Rewrites `g` in place. `stats` are the calibration statistics of g's float tensors by name (collectStats on this

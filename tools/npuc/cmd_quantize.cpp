@@ -17,7 +17,7 @@ void addQuantize(CLI::App& app, Action& run) {
     std::string model, output, table, method = "minmax", scheme = "affine";
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
-    bool per_tensor = false;
+    bool per_tensor = false, bias_correction = false;
     std::vector<std::string> keep_float, ranges;
     int threads = 0;
   };
@@ -34,6 +34,8 @@ void addQuantize(CLI::App& app, Action& run) {
                                      "point 0, power-of-two scales; docs/numerics.md)")
       ->check(CLI::IsMember({"affine", "radix"}));
   c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
+  c->add_flag("--bias-correction", o->bias_correction, "Correct each Conv / Gemm bias for the mean shift its int8 weights cause, "
+                                                       "measured on the calibration samples (docs/calibration.md)");
   c->add_option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear (repeatable)");
   c->add_option("--range", o->ranges, "Quantize this tensor over LO..HI instead of its calibrated range: TENSOR=LO,HI (repeatable)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
@@ -52,6 +54,7 @@ void addQuantize(CLI::App& app, Action& run) {
       qo.keep_float = o->keep_float;
       qo.ranges = parseRanges(o->ranges);
       qo.threads = o->threads;
+      qo.bias_correction = o->bias_correction;
       double t0 = nowMs();
       QuantizeReport rep;
       Model q = m.quantizedQdq(qo, &rep);
@@ -72,6 +75,7 @@ void addQuantize(CLI::App& app, Action& run) {
                    t.scale, t.zero_point, t.channels, act ? fmt::format("{:.1f}", t.snr_db) : "",
                    act ? fmt::format("{:.3f}", 100 * t.saturated) : "", t.warning.empty() ? "" : "  ! " + t.warning);
       }
+      if (rep.bias_corrected) fmt::print("bias correction: {} layer(s)\n", rep.bias_corrected);
       for (auto& w : rep.warnings) fmt::print(stderr, "warning: {}\n", w);
       q.saveOnnx(o->output);
       if (!o->table.empty()) writeQuantizeTable(rep, o->table);

@@ -57,6 +57,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               float32: float weights, computed between dequantize / quantize layers (repeatable)
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
                               (repeatable)
+  --bias-correction           int8-affine: correct each Conv / Gemm bias for the mean shift of its int8 weights,
+                              measured on the calibration samples
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
   int8-pow2 targets (tidl; docs/numerics.md), TIDL's import keys:
   --numParamBits N            bits of the weights, 4..12 (default 8)
@@ -182,7 +184,7 @@ std::string closestOption(const std::string& s) {
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
-                                "--quantMargin", "--boot-frames", "--static-quant"};
+                                "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x;
@@ -314,6 +316,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--quantMargin") o.pow2.quant_margin = intValue(s, value(i), 0, 1000);
         else if (s == "--boot-frames") o.pow2.boot_frames = intValue(s, value(i), 0, 1000000);
         else if (s == "--static-quant") o.pow2.dynamic = false;
+        else if (s == "--bias-correction") o.bias_correction = true;
         else if (s == "--keep-float") o.keep_float.push_back(value(i));
         else if (s == "--range") ranges.push_back(value(i));
         else if (s == "--threads") {
