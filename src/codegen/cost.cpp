@@ -78,7 +78,9 @@ void throughput(Estimate& e, const target::Target& t) {
         }
       }
       r.period_us = best;
-      r.roi_per_s = usable(a) && usable(b) && best > 0 ? 1e6 / best : std::nan("");
+      // An engine the chosen cut leaves idle need not be able to run the model.
+      const bool uses_a = r.first_group_layers > 0, uses_b = r.first_group_layers < static_cast<int>(run.size());
+      r.roi_per_s = (!uses_a || usable(a)) && (!uses_b || usable(b)) && best > 0 ? 1e6 / best : std::nan("");
     }
     e.multi_core.push_back(r);
   }

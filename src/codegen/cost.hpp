@@ -35,7 +35,8 @@ struct Estimate {
   /// MAC rate when the model has MAC layers (it cannot run them alone).
   std::vector<std::pair<std::string, double>> single_core_us;
   /// Throughput per core set of the target (Target::core_sets): frames per second, and for two layers groups the
-  /// cut the estimate chose — the first `first_group_layers` layers (in program order) on the first engine.
+  /// cut the estimate chose — the first `first_group_layers` layers that take time (in program order; folded layers
+  /// aside) on the first engine.
   struct CoreSetEstimate {
     std::string name;
     double roi_per_s = 0;                // NaN: an engine of the set cannot run its layers

@@ -113,10 +113,11 @@ int64_t biasAt(int32_t bias, int qb, int qacc, int round_add);
 void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
              int64_t* acc, ThreadPool* pool);
 
-/// convAcc's integers, fast (x86/pow2_conv.cpp): 2-D only; each output plane accumulated in int32 over padded int16
-/// input planes, one weight times a row of inputs at a time (vectorised across outputs; zero weights skipped), when
-/// the layer's bound K * 255 * max|w| + max|bias| stays below 2^31; convAcc otherwise. Exact integer sums: the same
-/// numbers for any order, vector width or thread split.
+/// convAcc's integers, fast (x86/pow2_conv.cpp): 2-D only; per image and group an im2col of the codes (int16, zeros
+/// in the padding), each output plane summed in int32 one weight times a row of the im2col at a time (vectorised
+/// across outputs; zero weights skipped), or as inner products for small planes, when K * 255 * max|w| stays below
+/// 2^31 (the bias is added in int64 afterwards); convAcc otherwise. Exact integer sums: the same numbers for any
+/// order, vector width or thread split.
 void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
                  int64_t* acc, ThreadPool* pool);
 

@@ -406,7 +406,8 @@ struct Checker {
       bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
     if (t.out.act != kernels::pow2::Act::kNone && !(conv || d.kind == LayerKind::kBinary)) bad("{}: table: this layer has no activation", what);
     if (d.kind == LayerKind::kBinary) {
-      if (binaryOpNames()[paramWords(p, d)[0]] != std::string_view("Add")) bad("{}: the int8-pow2 form is an addition", what);
+      const uint32_t op = paramWords(p, d)[0];
+      if (op >= binaryOpNames().size() || binaryOpNames()[op] != std::string_view("Add")) bad("{}: the int8-pow2 form is an addition", what);
       if (!isCodes(d.in(1).type) || dimsOf(d.in(1)) != dimsOf(x)) bad("{}: b must be codes of a's shape", what);
     }
     if (d.kind == LayerKind::kGlobalAvgPool) {
@@ -440,7 +441,10 @@ struct Checker {
   void shapes(const Descriptor& d, const std::string& what) const {
     const ElemType ft = floatType();
     if (p.numerics == Numerics::kInt8Pow2 && pow2Layer(d, what)) return;
-    const bool pow2 = p.numerics == Numerics::kInt8Pow2 && isCodes(d.in(0).type);  // conv / max_pool geometry below
+    // The int8-pow2 forms pow2Layer leaves to the float form's geometry checks below (conv, max_pool); every other kind
+    // keeps its own type checks (codes where a float form needs floats are refused there).
+    const bool pow2 = p.numerics == Numerics::kInt8Pow2 && isCodes(d.in(0).type) &&
+                      (d.kind == LayerKind::kConv || d.kind == LayerKind::kMaxPool);
     const TensorRef& y = d.out(0);
     auto w = paramWords(p, d);
     auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(w[i])); };
@@ -540,6 +544,7 @@ struct Checker {
       }
       case LayerKind::kGemm: {
         const TensorRef& wt = d.in(1);
+        if (d.n_in > 3) bad("{}: {} inputs (the float form takes 2 or 3)", what, d.n_in);
         rankIs(x, 2, "x"); rankIs(wt, 2, "w"); rankIs(y, 2, "y");
         isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
         weightRef(wt, what + ": weights");
@@ -571,6 +576,7 @@ struct Checker {
       }
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {
+        if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
         isFloat(x, "x"); isFloat(y, "y");
         if (x.rank < 3 || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
           bad("{}: {} -> {} is not a global pooling", what, dimsStr(x), dimsStr(y));
@@ -895,6 +901,7 @@ struct Checker {
       case LayerKind::kDequantize: {
         const bool q = d.kind == LayerKind::kQuantize;
         if (!isInt8AffineFamily(p.numerics)) bad("{}: {} layers belong to int8-affine packages", what, layerKindName(d.kind));
+        if (d.n_in != 1) bad("{}: {} inputs (the int8-affine form takes 1)", what, d.n_in);
         typeIs(x, q ? ElemType::kF32 : ElemType::kI8, "x");
         typeIs(y, q ? ElemType::kI8 : ElemType::kF32, "y");
         if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));

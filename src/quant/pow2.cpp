@@ -229,15 +229,19 @@ class Pow2Builder {
       }
     // The 40-bit accumulator: K products of 8-bit codes and param_bits-bit weights.
     if (static_cast<double>(K) * 255.0 * wlim >= std::ldexp(1.0, 39)) return "the accumulation could exceed 40 bits";
+    double bmax = 0;
+    if (B) {
+      for (int64_t m = 0; m < M; ++m) bmax = std::max(bmax, std::fabs(static_cast<double>(B->data<float>()[m])));
+      if (!std::isfinite(bmax)) return "the bias is not finite";
+      if (std::ldexp(bmax, pw::kMinQ) > std::ldexp(1.0, 30)) return "the bias is too large for an int32 at any q";
+    }
+    // (every early return above leaves the layer float without touching the graph)
     Code cx = codesOf(x.id);
     const Pow2Slot& xs = rep_.slots[static_cast<size_t>(cx.slot)];
     // Bias: int32 at 2^-qb, qb the calibrated accumulator's q where the bias fits in 30 bits.
     std::vector<int32_t> bias(static_cast<size_t>(M), 0);
     int qb = std::clamp(xs.q + qw, pw::kMinQ, pw::kMaxQ);
     if (B) {
-      double bmax = 0;
-      for (int64_t m = 0; m < M; ++m) bmax = std::max(bmax, std::fabs(static_cast<double>(B->data<float>()[m])));
-      if (!std::isfinite(bmax)) return "the bias is not finite";
       qb = std::min(qb, qForMagnitude(bmax, std::ldexp(1.0, 30)));
       for (int64_t m = 0; m < M; ++m)
         bias[static_cast<size_t>(m)] = static_cast<int32_t>(roundHalfAway(std::ldexp(static_cast<double>(B->data<float>()[m]), qb)));

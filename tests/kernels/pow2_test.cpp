@@ -217,6 +217,25 @@ TEST(Pow2, FinishAppliesTheActivationThenTheFramesQ) {
   EXPECT_EQ(std::vector<int>(y.begin(), y.end()), (std::vector<int>{0, 32, 128, 128}));
 }
 
+TEST(Pow2, AClipNarrowerThanOneAccumulatorStepClampsToItsLowEnd) {
+  // Clip(1, 6) on accumulators at 2^3 (qacc = -3): no accumulator value lies in [1/8, 6/8]; every output is the
+  // first one above the low bound, 1 (= 8 in real units).
+  Options o;
+  o.history1 = o.history2 = 0;
+  OutSpec spec;
+  spec.slot = 0;
+  spec.is_signed = false;
+  spec.act = Act::kClip;
+  spec.clip_lo = 1;
+  spec.clip_hi = 6;
+  Slot s = makeSlot(spec, o);
+  std::vector<int64_t> acc = {-5, 0, 1, 7};
+  std::vector<uint8_t> y(4);
+  const int qy = finish(acc.data(), 4, -3, 1, spec, s, o, y.data());
+  EXPECT_EQ(qy, 4);  // range [8, 8]: 8 * 16 = 128 <= 255, 8 * 32 > 255
+  for (uint8_t v : y) EXPECT_EQ(v, 128);
+}
+
 TEST(Pow2, AddAlignsTheOperandsExactly) {
   Options o;
   o.history1 = o.history2 = 0;

@@ -157,6 +157,18 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
     }
     return out;
   };
+  {  // A malformed add (its op word out of range) is refused by the reader, not read out of bounds.
+    Files f = readFiles(r.dir);
+    package::Package pk = readFrom(f);
+    const package::Descriptor* add = nullptr;
+    for (const package::Descriptor& d : pk.vec)
+      if (d.kind == package::LayerKind::kBinary && !add) add = &d;
+    ASSERT_NE(add, nullptr);
+    const uint32_t bad_op = 0xFFFFFFFFu;
+    std::memcpy(f.at("drp_param.bin").data() + (add->param_addr - pk.element("drp_param")->addr), &bad_op, 4);
+    reseal(f);
+    expectRefused(f, "the int8-pow2 form is an addition");
+  }
   const auto ref = sequence(1, true);
   std::set<std::string> distinct(ref.begin(), ref.end());
   EXPECT_EQ(distinct.size(), ref.size());

@@ -204,6 +204,7 @@ int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o,
     };
     lo = bound(o.clip_lo, true);
     hi = bound(o.clip_hi, false);
+    if (hi < lo) hi = lo;  // no accumulator value lies in [clip_lo, clip_hi]: every output is ceil(clip_lo · 2^qacc · S)
   }
   auto act = [&](int64_t a) { return static_cast<int64_t>(std::clamp<i128>(a, lo, hi)); };
   int64_t mn = std::numeric_limits<int64_t>::max(), mx = std::numeric_limits<int64_t>::min();
