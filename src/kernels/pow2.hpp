@@ -118,8 +118,12 @@ void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_
 /// across outputs; zero weights skipped), or as inner products for small planes, when K * 255 * max|w| stays below
 /// 2^31 (the bias is added in int64 afterwards); convAcc otherwise. Exact integer sums: the same numbers for any
 /// order, vector width or thread split.
+/// The instruction-set paths of convAccFast (each gives convAcc's integers).
+enum class Pow2Path { kBaseline, kAvx2 };
+Pow2Path bestPow2Path();
+bool cpuHasPow2Path(Pow2Path p);
 void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
-                 int64_t* acc, ThreadPool* pool);
+                 int64_t* acc, ThreadPool* pool, Pow2Path path = bestPow2Path());
 
 /// Finishes a layer from its accumulators at 2^-qacc / S: applies the activation, takes this frame's range,
 /// updates the slot (-> qy) and writes y = requant(acc, qy - qacc, S). Returns qy.

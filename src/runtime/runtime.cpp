@@ -187,8 +187,10 @@ struct Runtime::Impl {
         const pw::Codes x = codes(0);
         p2_acc.resize(static_cast<size_t>(n));
         // --exact: the reference's loops; fast: plane sums in int32 (the same integers: exact sums).
-        (opts.exact ? pw::convAcc : pw::convAccFast)(s.cs, x, reinterpret_cast<const int16_t*>(s.in[1]), t.qw,
-                                                     reinterpret_cast<const int32_t*>(s.in[2]), t.qb, o.round_add, p2_acc.data(), pool.get());
+        const auto* w = reinterpret_cast<const int16_t*>(s.in[1]);
+        const auto* b = reinterpret_cast<const int32_t*>(s.in[2]);
+        if (opts.exact) pw::convAcc(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get());
+        else pw::convAccFast(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get());
         pw::finish(p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
         return;
       }

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <bit>
 #include <limits>
 
 namespace npuc::kernels::pow2 {
@@ -13,16 +13,8 @@ namespace npuc::kernels::pow2 {
 namespace {
 using i128 = __int128;
 
-int32_t floatWord(float f) {
-  int32_t w;
-  std::memcpy(&w, &f, 4);
-  return w;
-}
-float wordFloat(int32_t w) {
-  float f;
-  std::memcpy(&f, &w, 4);
-  return f;
-}
+int32_t floatWord(float f) { return std::bit_cast<int32_t>(f); }
+float wordFloat(int32_t w) { return std::bit_cast<float>(w); }
 /// floor(num / den), den > 0.
 i128 floorDiv(i128 num, i128 den) {
   i128 q = num / den;
@@ -216,8 +208,20 @@ int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o,
   if (n == 0) mn = mx = 0;
   auto real = [&](int64_t a) { return std::ldexp(static_cast<double>(a), -qacc) / static_cast<double>(S); };
   const int qy = updateSlot(slot, real(mn), real(mx), opt);
+  const int a = qy - qacc;
+  if (S == 1 && a <= 0 && a >= -62) {
+    // requant's right-shift form, hoisted out of the loop: (acc + floor(R 2^s / 100)) >> s, clamped (the same numbers).
+    const int sh = -a;
+    const int64_t add = static_cast<int64_t>((static_cast<i128>(opt.round_add) << sh) / 100);
+    const int64_t cmin = codeMin(o.is_signed), cmax = codeMax(o.is_signed);
+    const int64_t alo = static_cast<int64_t>(std::max<i128>(lo, std::numeric_limits<int64_t>::min() / 2));
+    const int64_t ahi = static_cast<int64_t>(std::min<i128>(hi, std::numeric_limits<int64_t>::max() / 2));
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = static_cast<uint8_t>(std::clamp((std::clamp(acc[i], alo, ahi) + add) >> sh, cmin, cmax));
+    return qy;
+  }
   for (int64_t i = 0; i < n; ++i)
-    y[i] = static_cast<uint8_t>(requant(act(acc[i]), qy - qacc, S, opt.round_add, o.is_signed));
+    y[i] = static_cast<uint8_t>(requant(act(acc[i]), a, S, opt.round_add, o.is_signed));
   return qy;
 }
 

@@ -9,8 +9,25 @@
 
 namespace npuc::kernels::pow2 {
 
+#define NPUC_POW2_TAP pow2TapBaseline
+#define NPUC_POW2_DOT pow2DotBaseline
+#include "kernels/x86/pow2_tap.inc"
+#undef NPUC_POW2_TAP
+#undef NPUC_POW2_DOT
+void pow2TapAvx2(int32_t* acc, const int16_t* src, int64_t n, int32_t wv);  // pow2_tap_avx2.cpp
+int32_t pow2DotAvx2(const int16_t* a, const int16_t* b, int64_t n);
+
+bool cpuHasPow2Path(Pow2Path p) { return p == Pow2Path::kBaseline || __builtin_cpu_supports("avx2"); }
+Pow2Path bestPow2Path() {
+  static const Pow2Path best = cpuHasPow2Path(Pow2Path::kAvx2) ? Pow2Path::kAvx2 : Pow2Path::kBaseline;
+  return best;
+}
+
 void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
-                 int64_t* acc, ThreadPool* pool) {
+                 int64_t* acc, ThreadPool* pool, Pow2Path path) {
+  const bool avx2 = path == Pow2Path::kAvx2 && cpuHasPow2Path(Pow2Path::kAvx2);
+  const auto tap = avx2 ? pow2TapAvx2 : pow2TapBaseline;
+  const auto dot = avx2 ? pow2DotAvx2 : pow2DotBaseline;
   if (s.in_spatial.size() != 2) return convAcc(s, x, w, qw, bias, qb, round_add, acc, pool);
   const int64_t N = s.batch, C = s.in_channels, M = s.out_channels, G = s.groups, Cg = C / G, Mg = M / G;
   const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
@@ -26,52 +43,72 @@ void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const in
   // (small P: inner products) P rows of K taps.
   const int64_t P = OH * OW;
   const bool rows = P >= 16;
-  detail::parallelUnits(pool, N * G, Mg * P * K, [&](int64_t u0, int64_t u1) {
-    std::vector<int16_t> col(static_cast<size_t>(K * P));
-    std::vector<int32_t> sum(static_cast<size_t>(P));
-    for (int64_t u = u0; u < u1; ++u) {
-      const int64_t n = u / G, g = u % G;
-      for (int64_t c = 0; c < Cg; ++c) {
-        const uint8_t* xc = x.p + (n * C + g * Cg + c) * H * W;
-        for (int64_t ky = 0; ky < KH; ++ky)
-          for (int64_t kx = 0; kx < KW; ++kx) {
-            const int64_t k = (c * KH + ky) * KW + kx;
-            for (int64_t oy = 0; oy < OH; ++oy) {
-              const int64_t iy = oy * SH - PT + ky * DH;
-              for (int64_t ox = 0; ox < OW; ++ox) {
-                const int64_t ix = ox * SW - PL + kx * DW;
-                const int16_t v = iy >= 0 && iy < H && ix >= 0 && ix < W ? static_cast<int16_t>(codeAt(xc, iy * W + ix, x.is_signed)) : 0;
-                col[static_cast<size_t>(rows ? k * P + oy * OW + ox : (oy * OW + ox) * K + k)] = v;
-              }
+  // The im2col of image n, group g.
+  auto im2col = [&](int64_t n, int64_t g, std::vector<int16_t>& col) {
+    for (int64_t c = 0; c < Cg; ++c) {
+      const uint8_t* xc = x.p + (n * C + g * Cg + c) * H * W;
+      for (int64_t ky = 0; ky < KH; ++ky)
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          const int64_t k = (c * KH + ky) * KW + kx;
+          // The output columns whose tap lies inside the input: ox in [x0, x1).
+          const int64_t off = kx * DW - PL;
+          const int64_t x0 = std::min(OW, off >= 0 ? 0 : (-off + SW - 1) / SW);
+          const int64_t x1 = std::max(x0, std::min(OW, W - off <= 0 ? 0 : (W - off + SW - 1) / SW));
+          for (int64_t oy = 0; oy < OH; ++oy) {
+            const int64_t iy = oy * SH - PT + ky * DH;
+            const int64_t stride = rows ? 1 : K;
+            int16_t* dst = col.data() + (rows ? k * P + oy * OW : oy * OW * K + k);
+            if (iy < 0 || iy >= H) {
+              for (int64_t ox = 0; ox < OW; ++ox) dst[ox * stride] = 0;
+              continue;
             }
-          }
-      }
-      for (int64_t mi = 0; mi < Mg; ++mi) {
-        const int64_t m = g * Mg + mi;
-        const int16_t* wm = w + m * K;
-        if (rows) {
-          std::fill(sum.begin(), sum.end(), 0);
-          for (int64_t k = 0; k < K; ++k) {
-            const int32_t wv = wm[k];
-            if (wv == 0) continue;
-            const int16_t* r = col.data() + k * P;
-            int32_t* out = sum.data();
-            for (int64_t p = 0; p < P; ++p) out[p] += wv * r[p];
-          }
-        } else {
-          for (int64_t p = 0; p < P; ++p) {
-            const int16_t* r = col.data() + p * K;
-            int32_t a = 0;
-            for (int64_t k = 0; k < K; ++k) a += static_cast<int32_t>(wm[k]) * r[k];
-            sum[static_cast<size_t>(p)] = a;
+            for (int64_t ox = 0; ox < x0; ++ox) dst[ox * stride] = 0;
+            const uint8_t* src = xc + iy * W + off;
+            if (x.is_signed)
+              for (int64_t ox = x0; ox < x1; ++ox) dst[ox * stride] = static_cast<int8_t>(src[ox * SW]);
+            else
+              for (int64_t ox = x0; ox < x1; ++ox) dst[ox * stride] = src[ox * SW];
+            for (int64_t ox = x1; ox < OW; ++ox) dst[ox * stride] = 0;
           }
         }
-        const int64_t b0 = bias ? biasAt(bias[m], qb, qacc, round_add) : 0;
-        int64_t* am = acc + (n * M + m) * P;
-        for (int64_t i = 0; i < P; ++i) am[i] = b0 + sum[static_cast<size_t>(i)];
-      }
     }
-  });
+  };
+  // The sums of output channels [m0, m1) of group g from its im2col.
+  auto sums = [&](int64_t n, int64_t g, const std::vector<int16_t>& col, int64_t m0, int64_t m1, std::vector<int32_t>& sum) {
+    for (int64_t mi = m0; mi < m1; ++mi) {
+      const int64_t m = g * Mg + mi;
+      const int16_t* wm = w + m * K;
+      if (rows) {
+        std::fill(sum.begin(), sum.end(), 0);
+        for (int64_t k = 0; k < K; ++k)
+          if (wm[k] != 0) tap(sum.data(), col.data() + k * P, P, wm[k]);
+      } else {
+        for (int64_t p = 0; p < P; ++p) sum[static_cast<size_t>(p)] = dot(wm, col.data() + p * K, K);
+      }
+      const int64_t b0 = bias ? biasAt(bias[m], qb, qacc, round_add) : 0;
+      int64_t* am = acc + (n * M + m) * P;
+      for (int64_t i = 0; i < P; ++i) am[i] = b0 + sum[static_cast<size_t>(i)];
+    }
+  };
+  if (N * G >= 4 || Mg < 2) {  // many images or groups (depthwise): a unit each, its own im2col
+    detail::parallelUnits(pool, N * G, Mg * P * K, [&](int64_t u0, int64_t u1) {
+      std::vector<int16_t> col(static_cast<size_t>(K * P));
+      std::vector<int32_t> sum(static_cast<size_t>(P));
+      for (int64_t u = u0; u < u1; ++u) {
+        im2col(u / G, u % G, col);
+        sums(u / G, u % G, col, 0, Mg, sum);
+      }
+    });
+    return;
+  }
+  std::vector<int16_t> col(static_cast<size_t>(K * P));  // one im2col, its output channels split among the threads
+  for (int64_t u = 0; u < N * G; ++u) {
+    im2col(u / G, u % G, col);
+    detail::parallelUnits(pool, Mg, P * K, [&](int64_t m0, int64_t m1) {
+      std::vector<int32_t> sum(static_cast<size_t>(P));
+      sums(u / G, u % G, col, m0, m1, sum);
+    });
+  }
 }
 
 }  // namespace npuc::kernels::pow2
