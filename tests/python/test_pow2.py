@@ -305,3 +305,16 @@ def test_int8_pow2_is_close_to_float(packages):
             f = npuc.run_model(str(packages["model"]), {"x": x})["logits"].reshape(-1).astype(np.float64)
             cos = q @ f / (np.linalg.norm(q) * np.linalg.norm(f))
             assert cos > 0.98, (name, cos, q, f)
+
+
+def test_translate_reports_the_tidl_estimates(tmp_path):
+    # The estimate's single-core times and multi-core throughput reach Python (cost-model.md): the two-group sets are
+    # at least as fast as their EVE cores alone, and one engine's cores side by side scale with their count.
+    digits = os.path.join(os.path.dirname(__file__), "..", "..", "models", "digits", "digits_cnn.onnx")
+    r = npuc.translate("est", digits, target="tidl", out=str(tmp_path))
+    assert set(r.single_core_us) == {"dsp", "eve"}
+    roi = r.multi_core_roi_s
+    assert list(roi) == ["2xDSP", "2xEVE", "2xEVE+1xDSP", "4xEVE", "4xEVE+1xDSP"]
+    assert roi["2xEVE"] == pytest.approx(2e6 / r.single_core_us["eve"])
+    assert roi["4xEVE"] == pytest.approx(2 * roi["2xEVE"])
+    assert roi["2xEVE+1xDSP"] >= roi["2xEVE"] and roi["4xEVE+1xDSP"] >= roi["4xEVE"]
