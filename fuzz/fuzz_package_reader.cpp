@@ -6,7 +6,9 @@
 // image input) or for generic (fp32 body with casts at its boundary, whose kernels read device memory directly);
 // the AIPP test model with a static AIPP block (drpai) or a dynamic one (generic: a parameter-block input); with bit
 // 4 of byte 1, the digits model as an int8-affine package (generic-int8: quantize / dequantize layers, int8
-// convolutions with their requantization tables, an int8 max pool, the manifest's quantization records).
+// convolutions with their requantization tables, an int8 max pool, the manifest's quantization records); with bit 5,
+// the digits model as an int8-pow2 package (tidl: a quantize layer, codes at per-frame power-of-two scales, the
+// layers' tables of slots, max pooling on codes, global pooling, an inner product, the manifest's pow2 options).
 // Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
 // hash recomputed, so that the damage reaches the decoders and the validator instead of stopping at the hashes), bit 2 runs the simulator on two threads,
 // the rest replaces the file's bytes.
@@ -31,8 +33,9 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-constexpr int kTemplates = 5;
-// prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic, int8-affine digits
+constexpr int kTemplates = 6;
+// prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic, int8-affine digits,
+// int8-pow2 digits
 Files g_template[kTemplates];
 std::vector<std::string> g_names;
 fs::path g_dir;
@@ -64,6 +67,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     if (t == 4) {
       o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
       o.calibration["input"] = {npuc::readNpyFile(NPUC_SOURCE_DIR "/models/digits/test_x.npy")};
+    } else if (t == 5) {
+      o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
+      o.calibration["input"] = {npuc::readNpyFile(NPUC_SOURCE_DIR "/models/digits/test_x.npy")};
     } else if (t < 2) {
       o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
       o.prepost = NPUC_SOURCE_DIR "/models/digits/demo/prepost_yuy2.yaml";
@@ -71,7 +77,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       o.onnx = NPUC_SOURCE_DIR "/tests/data/aipp/aipp_net.onnx";
       o.aipp = root / (t == 2 ? "static.cfg" : "dynamic.cfg");
     }
-    o.target = t == 4 ? "generic-int8" : t % 2 == 0 ? "drpai" : "generic";
+    o.target = t == 5 ? "tidl" : t == 4 ? "generic-int8" : t % 2 == 0 ? "drpai" : "generic";
     o.out_root = root / std::to_string(t);
     npuc::TranslateResult r = npuc::translate(o);
     for (auto& e : fs::directory_iterator(r.dir)) {
@@ -87,7 +93,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         auto it = g_template[t].find(g_names[i]);
         if (it == g_template[t].end()) continue;
         std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(t) + "_" + std::to_string(i)), std::ios::binary);
-        char head[2] = {static_cast<char>(i), static_cast<char>(t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2))};
+        char head[2] = {static_cast<char>(i), static_cast<char>(t == 5 ? 1 | 32 : t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2))};
         out.write(head, 2);
         const auto& b = it->second;
         out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
@@ -98,7 +104,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || g_names.empty()) return 0;
-  Files f = g_template[(data[1] & 16) ? 4 : ((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
+  Files f = g_template[(data[1] & 32) ? 5 : (data[1] & 16) ? 4 : ((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
   const std::string& name = g_names[data[0] % g_names.size()];
   f[name] = std::vector<uint8_t>(data + 2, data + size);
   if (data[1] & 1) rehash(f);  // also a replaced manifest: its fields then reach the validator
@@ -125,6 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rt.run();
     npuc::Runtime exact(g_dir, {1, true});
     exact.run();
+    exact.run();  // int8-pow2: a second frame, from the first one's range history
   } catch (const npuc::Error&) {
   }
   return 0;

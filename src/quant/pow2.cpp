@@ -81,7 +81,6 @@ class Pow2Builder {
   Pow2Report rep_;
   std::map<ir::ValueId, Code> code_;
   int input_fixed_q_ = pw::kNoFixedQ;
-  int uid_ = 0;
 
   bool isFloat32(ir::ValueId v) const { return g_.value(v).type.dtype == DType::kF32 && !g_.value(v).isConstant(); }
   bool hasCodes(ir::ValueId v) const { return code_.count(v) != 0; }
