@@ -505,6 +505,8 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   if (!o.aipp.empty() && !o.prepost.empty())
     fail(ErrorCode::kInvalidArgument, "--aipp and -prepost cannot be combined: each puts its own pre-processing in front of the inputs");
   target::Target t = target::loadTarget(o.target);
+  // int8-pow2: TIDL's options, checked before any work is done.
+  const std::optional<Pow2Setup> pow2 = t.numerics == Numerics::kInt8Pow2 ? std::optional(pow2Options(o)) : std::nullopt;
   // The output folder is built beside <out>/PREFIX and swapped in at the end (OutputDir: PREFIX is one plain
   // name, only a folder npuc wrote is replaced, a killed run leaves the old folder in place); checked before any
   // work is done.
@@ -682,7 +684,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         // int8-pow2 (docs/numerics.md): the check and the estimate above saw the float model; the package holds its
         // quantized form. The table of slots and layers goes beside it.
         quant::Pow2Report pr = withContext(o.onnx.string(), [&] {
-          return quant::quantizeToPow2(mutableGraphOf(opt), *pow2_stats, pow2Options(o).quant);
+          return quant::quantizeToPow2(mutableGraphOf(opt), *pow2_stats, pow2->quant);
         });
         passes::PassContext ctx;
         passes::PassManager({"dce"}).runToFixpoint(mutableGraphOf(opt), ctx);
@@ -701,7 +703,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         }
         codegen::LowerOptions lo2;
         lo2.prefix = o.prefix;
-        lo2.pow2 = pow2Options(o).runtime;
+        if (pow2) lo2.pow2 = pow2->runtime;
         lo2.reuse_memory = o.reuse_memory;
         lo2.intm_yaml_name = (out.finalPath() / (o.prefix + "_addrmap_intm.yaml")).string();
         // The definition, already validated against the model by withPrePost, read once more here for the

@@ -80,6 +80,8 @@ struct Slot {
   int64_t frames = 0;
   int q = 0;
 };
+/// The largest q in [kMinQ, kMaxQ] with m * 2^q <= limit (kMaxQ for m = 0; kMinQ when even that is too large).
+int qForMagnitude(double m, double limit);
 /// The largest q in [kMinQ, kMaxQ] with max(|lo|, |hi|) * (1 + margin / 100) * 2^q <= 127 (signed) / 255
 /// (unsigned) — kMaxQ for an all-zero range; a range beyond 255 * 2^24 gets kMinQ (its codes saturate).
 int qForRange(double lo, double hi, bool is_signed, int margin);

@@ -90,6 +90,21 @@ std::string unaryParamsDoc(const char* alpha, const char* beta) {
 }
 }  // namespace
 
+Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
+  if (numerics != Numerics::kInt8Pow2) return Pow2Form::kNone;
+  if (d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize) return Pow2Form::kTable;
+  const ElemType x = d.in(0).type;
+  if (x != ElemType::kI8 && x != ElemType::kU8) return Pow2Form::kNone;
+  switch (d.kind) {
+    case LayerKind::kMaxPool: return Pow2Form::kCodes;
+    case LayerKind::kConv:
+    case LayerKind::kGemm:
+    case LayerKind::kBinary:
+    case LayerKind::kGlobalAvgPool: return Pow2Form::kTable;
+    default: return Pow2Form::kNone;
+  }
+}
+
 std::string layerKindsMarkdown() {
   std::string md = "| code | kind | engine | inputs | parameter words |\n|---|---|---|---|---|\n";
   for (const LayerKindInfo& k : layerKinds()) {

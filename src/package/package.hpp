@@ -199,6 +199,13 @@ struct LayerInfo {
   std::optional<CustomLayer> custom;  // custom layers only
 };
 
+/// The form a descriptor of an int8-pow2 package has: none (its float or data-movement form), max pooling over codes
+/// (no table: the output keeps the input's slot), or a form whose last input is its table (conv, gemm and binary
+/// add over codes, global average pooling over codes, quantize, dequantize). One definition for the reader and the
+/// runtime.
+enum class Pow2Form { kNone, kCodes, kTable };
+Pow2Form pow2Form(Numerics numerics, const Descriptor& d);
+
 /// int8-pow2 packages (docs/numerics.md): the numerics' options and how many slots (tensors with a q of their own)
 /// its layers' tables use. Written to the manifest as "pow2".
 struct Pow2Info {

@@ -368,10 +368,7 @@ struct Checker {
     const TensorRef& x = d.in(0);
     const TensorRef& y = d.out(0);
     const bool conv = d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm;
-    const bool any = d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize ||
-                     ((conv || d.kind == LayerKind::kBinary || d.kind == LayerKind::kGlobalAvgPool || d.kind == LayerKind::kMaxPool) &&
-                      isCodes(x.type));
-    if (!any) return false;
+    if (pow2Form(p.numerics, d) == Pow2Form::kNone) return false;
     if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: int8-pow2 layers have no descriptor activation (it is in their table)", what);
     if (d.kind == LayerKind::kMaxPool) {  // codes of one q: the output keeps the input's slot
       if (y.type != x.type) bad("{}: max pooling keeps the codes' type ({} -> {})", what, elemName(x.type), elemName(y.type));
@@ -410,12 +407,7 @@ struct Checker {
       if (op >= binaryOpNames().size() || binaryOpNames()[op] != std::string_view("Add")) bad("{}: the int8-pow2 form is an addition", what);
       if (!isCodes(d.in(1).type) || dimsOf(d.in(1)) != dimsOf(x)) bad("{}: b must be codes of a's shape", what);
     }
-    if (d.kind == LayerKind::kGlobalAvgPool) {
-      if (x.rank < 3 || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
-        bad("{}: {} -> {} is not a global pooling", what, dimsStr(x), dimsStr(y));
-      for (int i = 2; i < y.rank; ++i)
-        if (y.dims[static_cast<size_t>(i)] != 1) bad("{}: output {} must be 1 on spatial dims", what, dimsStr(y));
-    }
+    if (d.kind == LayerKind::kGlobalAvgPool) return false;  // the geometry is the float form's
     if (conv) {
       const TensorRef &wt = d.in(1), &b = d.in(2);
       if (wt.type != ElemType::kI16) bad("{}: int8-pow2 weights are int16 codes, got {}", what, elemName(wt.type));
@@ -441,10 +433,10 @@ struct Checker {
   void shapes(const Descriptor& d, const std::string& what) const {
     const ElemType ft = floatType();
     if (p.numerics == Numerics::kInt8Pow2 && pow2Layer(d, what)) return;
-    // The int8-pow2 forms pow2Layer leaves to the float form's geometry checks below (conv, max_pool); every other kind
-    // keeps its own type checks (codes where a float form needs floats are refused there).
-    const bool pow2 = p.numerics == Numerics::kInt8Pow2 && isCodes(d.in(0).type) &&
-                      (d.kind == LayerKind::kConv || d.kind == LayerKind::kMaxPool);
+    // The int8-pow2 forms pow2Layer leaves to the float form's geometry checks below (conv, max_pool,
+    // global_avg_pool); every other kind keeps its own type checks (codes where a float form needs floats are refused).
+    const bool pow2 = pow2Form(p.numerics, d) != Pow2Form::kNone &&
+                      (d.kind == LayerKind::kConv || d.kind == LayerKind::kMaxPool || d.kind == LayerKind::kGlobalAvgPool);
     const TensorRef& y = d.out(0);
     auto w = paramWords(p, d);
     auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(w[i])); };
@@ -576,8 +568,10 @@ struct Checker {
       }
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {
-        if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
-        isFloat(x, "x"); isFloat(y, "y");
+        if (!pow2) {  // (the int8-pow2 form's types and table: pow2Layer)
+          if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
+          isFloat(x, "x"); isFloat(y, "y");
+        }
         if (x.rank < 3 || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
           bad("{}: {} -> {} is not a global pooling", what, dimsStr(x), dimsStr(y));
         for (int i = 2; i < y.rank; ++i)

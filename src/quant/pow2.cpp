@@ -13,16 +13,9 @@ namespace npuc::quant {
 
 namespace pw = kernels::pow2;
 
-int qForMagnitude(double m, double limit) {
-  if (!(m > 0)) return pw::kMaxQ;
-  int q = pw::kMaxQ;
-  while (q > pw::kMinQ && std::ldexp(m, q) > limit) --q;
-  return q;
-}
-
 namespace {
 
-double roundHalfAway(double v) { return v < 0 ? -std::floor(-v + 0.5) : std::floor(v + 0.5); }
+using pw::qForMagnitude;
 
 /// The codes standing for a float tensor: the codes' value and its slot.
 struct Code {
@@ -224,7 +217,7 @@ class Pow2Builder {
       for (int64_t k = 0; k < K; ++k) {
         const float v = gemm ? (transB ? w[m * K + k] : w[k * M + m]) : w[m * K + k];
         codes[static_cast<size_t>(m * K + k)] =
-            static_cast<int16_t>(std::clamp(roundHalfAway(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim));
+            static_cast<int16_t>(std::clamp(std::round(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim));
       }
     // The 40-bit accumulator: K products of 8-bit codes and param_bits-bit weights.
     if (static_cast<double>(K) * 255.0 * wlim >= std::ldexp(1.0, 39)) return "the accumulation could exceed 40 bits";
@@ -243,7 +236,7 @@ class Pow2Builder {
     if (B) {
       qb = std::min(qb, qForMagnitude(bmax, std::ldexp(1.0, 30)));
       for (int64_t m = 0; m < M; ++m)
-        bias[static_cast<size_t>(m)] = static_cast<int32_t>(roundHalfAway(std::ldexp(static_cast<double>(B->data<float>()[m]), qb)));
+        bias[static_cast<size_t>(m)] = static_cast<int32_t>(std::round(std::ldexp(static_cast<double>(B->data<float>()[m]), qb)));
     }
     const ir::Value& y = g_.value(n.outputs[0]);
     const bool is_signed = !(out.act == pw::Act::kRelu || (out.act == pw::Act::kClip && out.clip_lo >= 0));

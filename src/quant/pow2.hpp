@@ -58,7 +58,5 @@ struct Pow2Report {
 /// statistics of g's float tensors by name (collectStats on this graph).
 Pow2Report quantizeToPow2(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const Pow2Options& o);
 
-/// The largest q in [kMinQ, kMaxQ] with m * 2^q <= limit (kMaxQ for m = 0).
-int qForMagnitude(double m, double limit);
 
 }  // namespace npuc::quant

@@ -135,16 +135,12 @@ struct Runtime::Impl {
   /// The int8-pow2 form of a layer, if it is one: its table read once (the reader validated it).
   bool preparePow2(Step& s) {
     const package::Descriptor& d = *s.d;
-    if (pkg.numerics != Numerics::kInt8Pow2) return false;
-    const bool codes = d.in(0).type == ElemType::kI8 || d.in(0).type == ElemType::kU8;
-    if (d.kind == LayerKind::kMaxPool && codes) {
+    const package::Pow2Form form = package::pow2Form(pkg.numerics, d);
+    if (form == package::Pow2Form::kCodes) {
       s.p2_codes = true;
       return false;  // the pool's geometry is prepared as for the float form
     }
-    const bool form = d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize ||
-                      ((d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm || d.kind == LayerKind::kBinary ||
-                        d.kind == LayerKind::kGlobalAvgPool) && codes);
-    if (!form) return false;
+    if (form == package::Pow2Form::kNone) return false;
     const package::TensorRef& tab = d.in(d.n_in - 1);
     kernels::pow2::Table t;
     std::string why = kernels::pow2::decodeTable(reinterpret_cast<const int32_t*>(s.in.back()), tab.dims[0], &t);

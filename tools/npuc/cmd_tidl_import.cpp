@@ -168,11 +168,8 @@ Config parse(const std::string& file) {
 /// The calibration samples of sampleInData for the model's one input: a .npy file as it is (its first axis the
 /// samples), or numSampleInData raw frames of 8-bit codes (uint8 or int8 as inElementType says) of the input's
 /// [C, H, W], each value (v - inMean[c]) * inScale[c] when both are set, else v.
-std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, const Entry& e, const TranslateOptions& t, int64_t count,
-                                                         bool raw, int element_type) {
-  LoadOptions lo;
-  lo.require_static_inputs = false;
-  Model m = Model::load(t.onnx, lo);
+std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, const Entry& e, const TranslateOptions& t, const Model& m,
+                                                         int64_t count, bool raw, int element_type) {
   if (m.inputs().size() != 1) bad(cfg, e.line, "sampleInData", fmt::format("the model has {} inputs; sampleInData feeds one", m.inputs().size()));
   const std::string name = m.inputs()[0].name;
   Shape s = t.input_shapes.count(name) ? t.input_shapes.at(name) : m.inputs()[0].shape;
@@ -257,10 +254,18 @@ void addTidlImport(CLI::App& app, Action& run) {
       t.prefix = outnet.stem().string();
       t.out_root = outnet.has_parent_path() ? outnet.parent_path() : fs::path(".");
       checkOutputName(t.prefix, "outputNetFile");
+      // The model, read once, for the keys that describe its input.
+      std::optional<Model> model;
+      auto inputModel = [&]() -> const Model& {
+        if (!model) {
+          LoadOptions lo;
+          lo.require_static_inputs = false;
+          model = Model::load(t.onnx, lo);
+        }
+        return *model;
+      };
       if (has("inWidth") || has("inHeight") || has("inNumChannels")) {
-        LoadOptions lo;
-        lo.require_static_inputs = false;
-        Model m = Model::load(t.onnx, lo);
+        const Model& m = inputModel();
         const char* size_key = has("inWidth") ? "inWidth" : has("inHeight") ? "inHeight" : "inNumChannels";
         if (m.inputs().size() != 1)
           bad(cfg, line(size_key), size_key,
@@ -314,7 +319,7 @@ void addTidlImport(CLI::App& app, Action& run) {
       // Calibration: sampleInData, numSampleInData frames of the model's input.
       if (has("sampleInData")) {
         const Entry& e = cfg.keys.at("sampleInData");
-        t.calibration = calibrationOf(cfg, e, t, static_cast<int64_t>(num("numSampleInData", 1)), num("rawSampleInData", 0) != 0,
+        t.calibration = calibrationOf(cfg, e, t, inputModel(), static_cast<int64_t>(num("numSampleInData", 1)), num("rawSampleInData", 0) != 0,
                                       static_cast<int>(num("inElementType", 1)));
       }
       say("sampleInData", "calibration samples (.npy as they are; raw: 8-bit codes, inMean / inScale applied)");

@@ -319,16 +319,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--bias-correction") o.bias_correction = true;
         else if (s == "--keep-float") o.keep_float.push_back(value(i));
         else if (s == "--range") ranges.push_back(value(i));
-        else if (s == "--threads") {
-          std::string v = value(i);
-          try {
-            size_t used = 0;
-            o.threads = std::stoi(v, &used);
-            if (used != v.size() || o.threads < 1 || o.threads > 256) throw std::out_of_range(v);
-          } catch (const std::exception&) {
-            argError(" --threads takes a number from 1 to 256 (got '" + v + "')");
-          }
-        }
+        else if (s == "--threads") o.threads = intValue(s, value(i), 1, 256);
         else if (s == "-PrePostFULL" || s == "--prepost-full") o.prepost_full = true;
         else if (s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") o.not_check_size = true;
         else if (s == "-CheckPrePost" || s == "--check-prepost") {

@@ -80,14 +80,16 @@ std::string decodeTable(const int32_t* w, size_t n, Table* t) {
   return "";
 }
 
-int qForRange(double lo, double hi, bool is_signed, int margin) {
-  double m = is_signed ? std::max(std::fabs(lo), std::fabs(hi)) : std::max(hi, 0.0);
-  m *= 1.0 + margin / 100.0;
+int qForMagnitude(double m, double limit) {
   if (!(m > 0)) return kMaxQ;
-  const double limit = is_signed ? 127.0 : 255.0;
   int q = kMaxQ;
   while (q > kMinQ && std::ldexp(m, q) > limit) --q;  // ldexp is exact: the comparison is too
   return q;
+}
+
+int qForRange(double lo, double hi, bool is_signed, int margin) {
+  const double m = is_signed ? std::max(std::fabs(lo), std::fabs(hi)) : std::max(hi, 0.0);
+  return qForMagnitude(m * (1.0 + margin / 100.0), is_signed ? 127.0 : 255.0);
 }
 
 Slot makeSlot(const OutSpec& o, const Options& opt) {
@@ -112,13 +114,6 @@ int updateSlot(Slot& s, double lo, double hi, const Options& opt) {
 
 int32_t requant(int64_t acc, int a, int64_t S, int round_add, bool is_signed) {
   a = std::clamp(a, -100, 40);  // above 40 every non-zero acc saturates, as it would at any larger a
-  if (S == 1 && a <= 0 && a >= -62) {
-    // floor(acc / 2^s + R/100) = (acc + floor(R 2^s / 100)) >> s: acc is an integer, so flooring the added fraction
-    // first changes nothing (|acc| < 2^47 here: no overflow).
-    const int sh = -a;
-    const int64_t add = static_cast<int64_t>((static_cast<i128>(round_add) << sh) / 100);
-    return static_cast<int32_t>(std::clamp<int64_t>((acc + add) >> sh, codeMin(is_signed), codeMax(is_signed)));
-  }
   const i128 up = a > 0 ? (i128{1} << a) : 1, down = a < 0 ? (i128{1} << -a) : 1;
   const i128 num = i128{acc} * up * 100 + i128{round_add} * S * down;
   return saturate(floorDiv(num, i128{100} * S * down), is_signed);
@@ -210,7 +205,8 @@ int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o,
   const int qy = updateSlot(slot, real(mn), real(mx), opt);
   const int a = qy - qacc;
   if (S == 1 && a <= 0 && a >= -62) {
-    // requant's right-shift form, hoisted out of the loop: (acc + floor(R 2^s / 100)) >> s, clamped (the same numbers).
+    // requant's right shift, hoisted out of the loop: floor(acc / 2^s + R/100) = (acc + floor(R 2^s / 100)) >> s,
+    // as acc is an integer (flooring the added fraction first changes nothing), clamped: requant's numbers.
     const int sh = -a;
     const int64_t add = static_cast<int64_t>((static_cast<i128>(opt.round_add) << sh) / 100);
     const int64_t cmin = codeMin(o.is_signed), cmax = codeMax(o.is_signed);
