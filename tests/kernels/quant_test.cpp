@@ -3,6 +3,7 @@
 // arithmetic.
 #include "kernels/layers.hpp"
 #include "kernels/quant.hpp"
+#include "kernels/x86/quant_x86.hpp"
 #include "support/thread_pool.hpp"
 
 #include <gtest/gtest.h>
@@ -106,6 +107,31 @@ TEST(QuantPrimitives, MultiplyByMultiplierIsTheFactorRoundedTwice) {
     const double exact = static_cast<double>(x) * multiplierValue(mul);
     const int32_t got = multiplyByMultiplier(x, mul);
     ASSERT_LE(std::fabs(got - exact), 1.0) << x << " * " << multiplierValue(mul);  // two roundings: within 1
+  }
+}
+
+// The vector requantization computes multiplyByMultiplier (no left shift) as one rounding of the 64-bit product
+// (kernels/x86/quant_x86.hpp, RequantOnce): the same value for every x, every right shift, ties of either rounding.
+TEST(QuantPrimitives, OneRoundingIsTheTwoRoundings) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int32_t> any(kMin + 1, kMax), mrand(1 << 30, kMax), small(-70000, 70000);
+  for (int right = 0; right <= 31; ++right) {
+    for (int32_t m : {0, 1, 1 << 30, (1 << 30) + 1, kMax, 1518500250}) {
+      const detail::RequantOnce c = detail::requantOnce(m, right);
+      for (int32_t x : {0, 1, -1, 2, -2, 3, -3, kMax, kMin + 1, 1 << 20, -(1 << 20), (1 << 20) + 1, -(1 << 20) - 1})
+        ASSERT_EQ(detail::multiplyOnce(x, c), multiplyByMultiplier(x, {m, -right})) << x << " " << m << " " << right;
+    }
+    for (int i = 0; i < 20000; ++i) {
+      const int32_t m = i % 3 == 0 ? 1 << 30 : mrand(rng);  // 2^30: every odd x is a tie of the high multiply
+      const int32_t x = i % 2 ? any(rng) : small(rng);
+      // x = (2k + 1) 2^(r - 1): with m = 2^30, q = floor((x + 1) / 2) sits on the shift's tie for some k
+      const int32_t tie = right >= 2 ? static_cast<int32_t>((2 * (i % 1000) + 1 - 1000) * (int64_t{1} << (right - 1))) : x;
+      const detail::RequantOnce c = detail::requantOnce(m, right);
+      ASSERT_EQ(detail::multiplyOnce(x, c), multiplyByMultiplier(x, {m, -right})) << x << " " << m << " " << right;
+      if (right < 21) {
+        ASSERT_EQ(detail::multiplyOnce(tie, c), multiplyByMultiplier(tie, {m, -right})) << tie << " " << m << " " << right;
+      }
+    }
   }
 }
 
@@ -278,6 +304,45 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     std::vector<int8_t> got(want.size(), 99);  // and the dispatched entry point
     qconv(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, got.data(), &p2);
     ASSERT_EQ(got, want) << "trial " << trial;
+  }
+}
+
+// Every output code of a requantization, ties of both roundings among them, on every path: a 1x1 convolution of one
+// input channel with weight 1, so acc = bias[m] + x - zx sweeps 256 consecutive values per output channel, through
+// multipliers of 1/2^k (each odd sum a tie) and others, plain and depthwise (each channel its own plane), with rows
+// of 64 outputs (the packed narrowing) and a tail.
+TEST(QuantConv, RequantizationTiesAreTheReferencesOnEveryPath) {
+  ThreadPool p2(2);
+  for (int64_t width : {256, 250}) {
+    for (bool depthwise : {false, true}) {
+      const int64_t M = 40;
+      ConvShape s;
+      s.batch = 1, s.in_channels = depthwise ? M : 1, s.out_channels = M, s.groups = depthwise ? M : 1;
+      s.in_spatial = {1, width}, s.out_spatial = {1, width}, s.kernel = {1, 1}, s.stride = {1, 1}, s.dilation = {1, 1};
+      s.pad_begin = {0, 0};
+      std::vector<int8_t> x(static_cast<size_t>(s.in_channels * width)), w(static_cast<size_t>(M), 1);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int8_t>(static_cast<int64_t>(i % static_cast<size_t>(width)) - 128);
+      std::vector<int32_t> bias(static_cast<size_t>(M));
+      QOutput out;
+      out.zero_point = 3;
+      for (int64_t m = 0; m < M; ++m) {
+        // factors 2^-1 .. 2^-9 (ties of the high multiply and of the shift), and 2^-k times 1.37, 0.77
+        const double f = std::exp2(-1.0 - static_cast<double>(m % 9)) * (m < 9 ? 1.0 : m < 18 ? 1.37 : m < 27 ? 0.77 : 1.0);
+        out.multiplier.push_back(m < 36 ? quantizeMultiplier(f) : quantizeMultiplier(0.5 + 0.1 * static_cast<double>(m - 36)));
+        bias[static_cast<size_t>(m)] = static_cast<int32_t>((m % 5 - 2) * 37);  // sums of both signs
+      }
+      std::vector<int8_t> want(static_cast<size_t>(M * width));
+      qconv_ref(s, x.data(), -128, w.data(), bias.data(), out, want.data());
+      for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni}) {
+        if (!cpuHasQConvPath(path)) continue;
+        const QConv conv(s, w.data(), bias.data(), -128, out, path);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2}) {
+          std::vector<int8_t> got(want.size(), 99);
+          conv.run(x.data(), got.data(), pool);
+          ASSERT_EQ(got, want) << qconvPathName(path) << (depthwise ? " depthwise" : "") << " width " << width;
+        }
+      }
+    }
   }
 }
 

@@ -30,15 +30,19 @@ namespace {
 constexpr int kMaxRows = 6;  // output channels per microkernel call
 constexpr int kMaxVecs = 4;  // 16-pixel vectors per microkernel call
 
+/// The scalar primitive for a factor above 1 (rare): out of line, so that its stack array does not cost the
+/// microkernels' registers.
+[[gnu::noinline]] void requantizeStoreScalar(__m512i acc, const Multiplier& mm, int32_t zp, int32_t lo, int32_t hi,
+                                            int8_t* y, int n) {
+  alignas(64) int32_t a[16];
+  _mm512_store_si512(a, acc);
+  for (int i = 0; i < n; ++i) y[i] = requantizeValue(a[i], mm, zp, lo, hi);
+}
+
 /// Requantizes 16 int32 sums of one channel and stores `n` <= 16 bytes.
-inline void requantizeStore(__m512i acc, const Multiplier& mm, int32_t zp, int32_t lo, int32_t hi, int8_t* y, int n) {
-  if (mm.shift > 0) {  // a factor above 1: rare, the scalar primitive
-    alignas(64) int32_t a[16];
-    _mm512_store_si512(a, acc);
-    for (int i = 0; i < n; ++i) y[i] = requantizeValue(a[i], mm, zp, lo, hi);
-    return;
-  }
-  const __m128i q = offsetClampToI8Avx512(multiplyByMultiplierAvx512(acc, mm.m, -mm.shift), zp, lo, hi);
+inline void requantizeStore(__m512i acc, const ChannelRequant& rq, int32_t zp, int32_t lo, int32_t hi, int8_t* y, int n) {
+  if (rq.mul.shift > 0) return requantizeStoreScalar(acc, rq.mul, zp, lo, hi, y, n);
+  const __m128i q = offsetClampToI8Avx512(multiplyByMultiplierAvx512(acc, rq.once), zp, lo, hi);
   _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), q);
 }
 
@@ -46,7 +50,7 @@ inline void requantizeStore(__m512i acc, const Multiplier& mm, int32_t zp, int32
 /// a: ROWS weight rows (K4 int32 each, consecutive), b: B4 at pixel p0 (quad row stride `bstride` int32s).
 template <int ROWS, int VECS>
 void microkernel(const int32_t* a, int64_t K4, const int32_t* b, int64_t bstride, const int32_t* bias,
-                 const Multiplier* mul, const QOutput& out, int8_t* y, int64_t ystride, int64_t n) {
+                 const ChannelRequant* rq, const QOutput& out, int8_t* y, int64_t ystride, int64_t n) {
   // Every loop has constant bounds and is unrolled, so the ROWS x VECS sums live in registers (an early exit or a
   // variable index would make the compiler keep the array in memory and spill it on every step).
   __m512i acc[ROWS][VECS];
@@ -68,18 +72,28 @@ void microkernel(const int32_t* a, int64_t K4, const int32_t* b, int64_t bstride
       for (int v = 0; v < VECS; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], bv[v], av);
     }
   }
+  const int32_t zp = out.zero_point, lo = out.lo, hi = out.hi;
 #pragma GCC unroll 8
-  for (int r = 0; r < ROWS; ++r)
+  for (int r = 0; r < ROWS; ++r) {
+    const __m512i bias_r = _mm512_set1_epi32(bias[r]);
+    if (VECS == 4 && n == 64 && rq[r].mul.shift <= 0) {  // a whole row of 64: narrowed four vectors at a time
+      __m512i q[4];
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) q[v] = multiplyByMultiplierAvx512(_mm512_add_epi32(acc[r][v % VECS], bias_r), rq[r].once);
+      _mm512_storeu_si512(y + r * ystride, offsetClampToI8x4Avx512(q[0], q[1], q[2], q[3], zp, lo, hi));
+      continue;
+    }
 #pragma GCC unroll 4
     for (int v = 0; v < VECS; ++v) {
       const int64_t left = n - v * 16;
       if (left > 0)
-        requantizeStore(_mm512_add_epi32(acc[r][v], _mm512_set1_epi32(bias[r])), mul[r], out.zero_point, out.lo, out.hi, y + r * ystride + v * 16,
+        requantizeStore(_mm512_add_epi32(acc[r][v], bias_r), rq[r], zp, lo, hi, y + r * ystride + v * 16,
                         static_cast<int>(std::min<int64_t>(left, 16)));
     }
+  }
 }
 
-using Micro = void (*)(const int32_t*, int64_t, const int32_t*, int64_t, const int32_t*, const Multiplier*,
+using Micro = void (*)(const int32_t*, int64_t, const int32_t*, int64_t, const int32_t*, const ChannelRequant*,
                        const QOutput&, int8_t*, int64_t, int64_t);
 
 template <int ROWS>
@@ -203,7 +217,7 @@ struct DwArgs {
   int64_t wp, oh, ow, sh, sw;
   const int32_t* wq;  // kh x qw weight quads
   int32_t bias;
-  Multiplier mul;
+  ChannelRequant rq;
   int32_t zp, lo, hi;
   int8_t* y;  // the channel's output plane
   int64_t kh, qw;
@@ -228,7 +242,7 @@ void dwChannel(const DwArgs a, const __m512i perm, const __m512i shuf) {
           const __m512i quads = _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm, v), shuf);
           acc = _mm512_dpbusd_epi32(acc, quads, _mm512_set1_epi32(a.wq[kh * qw_n + q]));
         }
-      requantizeStore(acc, a.mul, a.zp, a.lo, a.hi, yr + ox, static_cast<int>(std::min<int64_t>(16, a.ow - ox)));
+      requantizeStore(acc, a.rq, a.zp, a.lo, a.hi, yr + ox, static_cast<int>(std::min<int64_t>(16, a.ow - ox)));
     }
   }
 }
@@ -267,7 +281,7 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
         for (int64_t c = cb; c < ce; ++c) offsetPlane(planes + (c - cb) * plane, xn + c * H * W, H, W, HP, WP, PT, PL, pad);
         for (int64_t c = cb; c < ce; ++c) {
           const DwArgs a{planes + (c - cb) * plane, WP, OH, OW, SH, SW, plan.a4.data() + c * KH * QW,
-                         plan.bias[static_cast<size_t>(c)], plan.mul[static_cast<size_t>(c)], plan.out.zero_point,
+                         plan.bias[static_cast<size_t>(c)], plan.rq[static_cast<size_t>(c)], plan.out.zero_point,
                          plan.out.lo, plan.out.hi, yn + c * OH * OW, KH, QW};
           if (KH == 3 && QW == 1) dwChannel<3, 1>(a, perm, shuf);
           else if (KH == 5 && QW == 2) dwChannel<5, 2>(a, perm, shuf);
@@ -350,7 +364,7 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
         for (int64_t r = r0; r < r1; r += kMaxRows) {
           const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, r1 - r));
           const int64_t m = grp * mg + r;
-          pickMicro(rows, vecs)(plan.a4.data() + m * K4, K4, b4 + p0, P16, plan.bias.data() + m, plan.mul.data() + m,
+          pickMicro(rows, vecs)(plan.a4.data() + m * K4, K4, b4 + p0, P16, plan.bias.data() + m, plan.rq.data() + m,
                                 plan.out, yn + m * P + p0, P, n);
         }
       }
@@ -392,7 +406,7 @@ QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* 
   const int64_t per = p.depthwise ? KH * p.qw : p.k4;  // int32 words per output channel
   p.a4.assign(static_cast<size_t>(M * per), 0);
   p.bias.resize(static_cast<size_t>(M));
-  p.mul.resize(static_cast<size_t>(M));
+  p.rq.resize(static_cast<size_t>(M));
   for (int64_t m = 0; m < M; ++m) {
     int64_t sum = 0;
     auto* a = reinterpret_cast<uint8_t*>(p.a4.data() + m * per);
@@ -406,7 +420,8 @@ QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* 
     const uint32_t corr = static_cast<uint32_t>(bias != nullptr ? bias[m] : 0) -
                           static_cast<uint32_t>((static_cast<int64_t>(zx) + 128) * sum);
     p.bias[static_cast<size_t>(m)] = static_cast<int32_t>(corr);
-    p.mul[static_cast<size_t>(m)] = out.of(m);
+    const Multiplier mm = out.of(m);
+    p.rq[static_cast<size_t>(m)] = {mm, requantOnce(mm.m, std::max(-mm.shift, 0))};
   }
   return p;
 }

@@ -3,11 +3,19 @@
 #pragma once
 
 #include "kernels/quant.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
 #include <cstdint>
 #include <vector>
 
 namespace npuc::kernels::detail {
+
+/// One output channel's requantization: its multiplier, and its one-rounding constants (used where it has no left
+/// shift).
+struct ChannelRequant {
+  Multiplier mul;
+  RequantOnce once;
+};
 
 /// What the VNNI path packs once per layer: the weights as quads of consecutive taps (A4 [M][K4] int32, zeros past
 /// K), the bias minus (zx + 128) * sum_k w (the unsigned-offset correction) and each channel's multiplier.
@@ -17,7 +25,7 @@ struct QConvVnniPlan {
   QOutput out;
   int64_t k4 = 0, hp = 0, wp = 0;  // quads per row; the padded plane's height and width
   std::vector<int32_t> a4, bias;
-  std::vector<Multiplier> mul;
+  std::vector<ChannelRequant> rq;
   // Depthwise (one input and one output channel per group, dilation 1, width stride 1 or 2): no im2col; each row of
   // the window is read straight from the padded plane as quads of consecutive columns. a4 then holds per channel
   // kh x qw quads (qw = ceil(kw / 4), zeros past kw).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/quant.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
 // GCC 12's AVX-512 integer intrinsics start from _mm512_undefined_epi32() (a self-initialised variable), which
 // -Wmaybe-uninitialized reports at every use when inlined (GCC bug 105593, fixed in GCC 13): off for
@@ -14,21 +15,22 @@
 
 namespace npuc::kernels::detail {
 
-/// multiplyByMultiplier(x, {m, -right}) on 16 lanes, for a multiplier without left shift (0 <= right <= 31, m >= 0):
-/// the rounding doubling high multiply on even and odd lanes as 64-bit products (the low 32 bits of (p + 2^30) >> 31
-/// are the same for a logical and an arithmetic shift, and the result fits int32 since m < 2^31), then the rounding
-/// right shift: x >> right plus one where the remainder exceeds half (half away from zero).
+/// multiplyByMultiplier(x, {m, -r}) on 16 lanes, as one rounding (RequantOnce, kernels/x86/quant_x86.hpp): the even and
+/// the odd lanes' 64-bit products (vpmuldq; the odd lanes brought down by vpshufd), the sign's constant chosen by a
+/// compare into a mask, one arithmetic shift each, the odd results moved back up. Two multiplies and two shifts on
+/// the shift/multiply port, the rest on the others.
+inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnce& c) {
+  const __m512i mv = _mm512_set1_epi32(c.m), pos = _mm512_set1_epi64(c.add_pos), neg = _mm512_set1_epi64(c.add_neg);
+  const __m128i count = _mm_cvtsi64_si128(c.shift);
+  const __m512i pe = _mm512_mul_epi32(x, mv);
+  const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, _MM_PERM_CDAB), mv);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i re = _mm512_sra_epi64(_mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), pos, neg)), count);
+  const __m512i ro = _mm512_sra_epi64(_mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), pos, neg)), count);
+  return _mm512_mask_shuffle_epi32(re, 0xAAAA, ro, _MM_PERM_CDAB);
+}
 inline __m512i multiplyByMultiplierAvx512(__m512i x, int32_t m, int right) {
-  const __m512i mv = _mm512_set1_epi32(m), round = _mm512_set1_epi64(int64_t{1} << 30);
-  const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mv), round), 31);
-  const __m512i odd = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mv), round), 31);
-  __m512i q = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
-  const int32_t mask = static_cast<int32_t>((int64_t{1} << right) - 1);
-  const __m512i rem = _mm512_and_si512(q, _mm512_set1_epi32(mask));
-  const __m512i threshold = _mm512_add_epi32(_mm512_set1_epi32(mask >> 1), _mm512_srli_epi32(q, 31));
-  const __mmask16 up = _mm512_cmpgt_epi32_mask(rem, threshold);
-  q = _mm512_sra_epi32(q, _mm_cvtsi32_si128(right));
-  return _mm512_mask_add_epi32(q, up, q, _mm512_set1_epi32(1));
+  return multiplyByMultiplierAvx512(x, requantOnce(m, right));
 }
 
 /// clamp(zp + x, lo, hi) narrowed to 16 int8.
@@ -36,6 +38,18 @@ inline __m128i offsetClampToI8Avx512(__m512i x, int32_t zp, int32_t lo, int32_t 
   x = _mm512_add_epi32(x, _mm512_set1_epi32(zp));
   x = _mm512_min_epi32(_mm512_max_epi32(x, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
   return _mm512_cvtepi32_epi8(x);
+}
+
+/// Four vectors of one row (64 consecutive outputs) requantized the same way, narrowed together: clamp(zp + x, lo,
+/// hi) as int8, by saturating packs (int32 -> int16, + zp saturating, -> int8: a value past the int8 range stays
+/// past it, so the clamp to [lo, hi] within [-128, 127] on bytes gives the same code) and one dword permute to
+/// undo the packs' lane interleave.
+inline __m512i offsetClampToI8x4Avx512(__m512i a, __m512i b, __m512i c, __m512i d, int32_t zp, int32_t lo, int32_t hi) {
+  const __m512i z = _mm512_set1_epi16(static_cast<int16_t>(zp));
+  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a, b), z), cd = _mm512_adds_epi16(_mm512_packs_epi32(c, d), z);
+  __m512i q = _mm512_packs_epi16(ab, cd);  // 128-bit lane L: a[4L..4L+3], b[..], c[..], d[..]
+  q = _mm512_min_epi8(_mm512_max_epi8(q, _mm512_set1_epi8(static_cast<char>(lo))), _mm512_set1_epi8(static_cast<char>(hi)));
+  return _mm512_permutexvar_epi32(_mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0), q);
 }
 
 }  // namespace npuc::kernels::detail

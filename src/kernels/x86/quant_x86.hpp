@@ -16,6 +16,34 @@ void accumulateTapFlatAvx2(int32_t* acc, const int16_t* src, int64_t n, int32_t 
 
 namespace detail {
 
+/// multiplyByMultiplier(x, {m, -r}) for a multiplier without left shift (0 <= r <= 31, m >= 0) as one rounding of
+/// the exact 64-bit product. With h = 2^(r-1) for r >= 1 (0 for r = 0), the two roundings
+///   q = floor((x m + 2^30) / 2^31)                        (roundingDoublingHighMul)
+///   y = floor((q + h - [q < 0 and r >= 1]) / 2^r)         (roundingShiftRight: half away from zero)
+/// nest into y = floor((x m + 2^30 + (h - c) 2^31) / 2^(31 + r)) (floor(floor(a / b) / d) = floor(a / (b d)) for
+/// integers; an integer times 2^31 passes through the inner floor), where c = [x < 0 and r >= 1]: for m > 0,
+/// x < 0 gives q <= 0, and where q = 0 the -1 changes nothing (0 <= h - 1 < 2^r). The sum stays below 2^63
+/// (|x m| <= 2^62, 2^30 + h 2^31 <= 2^61 + 2^30).
+struct RequantOnce {
+  int64_t add_pos = 0, add_neg = 0;  // 2^30 + h 2^31, and that minus 2^31 where r >= 1
+  int64_t shift = 31;                // 31 + r
+  int32_t m = 0;
+};
+inline RequantOnce requantOnce(int32_t m, int right) {
+  RequantOnce c;
+  const int64_t h = right >= 1 ? int64_t{1} << (right - 1) : 0;
+  c.add_pos = (int64_t{1} << 30) + h * (int64_t{1} << 31);
+  c.add_neg = c.add_pos - (right >= 1 ? int64_t{1} << 31 : 0);
+  c.shift = 31 + right;
+  c.m = m;
+  return c;
+}
+/// The same in scalar form (the identity the vector forms rely on; tested against multiplyByMultiplier).
+inline int32_t multiplyOnce(int32_t x, const RequantOnce& c) {
+  const int64_t p = static_cast<int64_t>(x) * c.m;
+  return static_cast<int32_t>((p + (p < 0 ? c.add_neg : c.add_pos)) >> c.shift);
+}
+
 /// Whether the CPU has AVX-512F, BW and VL (checked once; quantize.cpp).
 bool cpuHasAvx512bw();
 // AVX-512 (qadd_avx512.cpp, quantize_avx512.cpp, pool_i8_avx512.cpp).
