@@ -240,19 +240,28 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 68; ++trial) {
+  for (int trial = 0; trial < 72; ++trial) {
     ConvShape s;
-    const bool oned = trial % 10 == 9;
+    const bool oned = trial % 10 == 9 && trial < 60;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
       const int64_t groups[] = {1, 4, 2, 40, 24, 16, 8, 1}, cin[] = {32, 32, 16, 40, 24, 16, 8, 8}, cout[] = {24, 24, 34, 40, 24, 16, 8, 8};
       const int64_t k = trial == 64 ? 5 : 3, w = trial == 66 ? 37 : 19;
-      s.batch = 1, s.groups = groups[trial - 60], s.in_channels = cin[trial - 60], s.out_channels = cout[trial - 60];
+      s.batch = 1, s.groups = groups[std::min(trial - 60, 7)], s.in_channels = cin[std::min(trial - 60, 7)],
+          s.out_channels = cout[std::min(trial - 60, 7)];  // (68 on: overridden below)
       s.in_spatial = {20, w}, s.kernel = {k, k}, s.stride = {1, trial % 2 == 0 ? 1 : 2}, s.dilation = {1, 1};
       s.pad_begin = {k / 2, trial == 66 ? 0 : k / 2};  // (trial 66: no left padding, a window short of the right end)
       s.out_spatial = {20, trial == 66 ? 35 : trial % 2 == 0 ? w : (w - 1) / 2 + 1};
       if (trial == 67) {  // 1x1, stride 2, no padding: the im2col reads x itself, 16 outputs a row and one more
         s.in_channels = s.out_channels = s.groups = 8, s.groups = 1;
         s.in_spatial = {4, 33}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {2, 17};
+      }
+      if (trial >= 68) {  // depthwise over small planes (rows of at most 8 outputs: two rows per vector on VNNI)
+        const int64_t ch[] = {16, 24, 8, 8}, in[] = {7, 14, 8, 6}, kk[] = {3, 3, 5, 3}, st[] = {1, 2, 1, 2};
+        const int64_t i = trial - 68, out_w = (in[i] + 2 * (kk[i] / 2) - kk[i]) / st[i] + 1;
+        s.in_channels = s.out_channels = s.groups = ch[i];
+        s.in_spatial = {in[i] - (i == 3 ? 1 : 0), in[i]}, s.kernel = {kk[i], kk[i]}, s.stride = {st[i], st[i]};
+        s.pad_begin = {kk[i] / 2, kk[i] / 2};
+        s.out_spatial = {(s.in_spatial[0] + 2 * (kk[i] / 2) - kk[i]) / st[i] + 1, out_w};
       }
     }
     const int64_t g = trial % 4 == 1 ? ch(rng) : 1, mg = trial % 4 == 1 ? 1 : ch(rng);

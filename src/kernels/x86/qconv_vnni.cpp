@@ -225,10 +225,49 @@ struct DwArgs {
 
 /// KH, QW > 0: the window's height and quads per row fixed at compile time (loops unrolled); 0: a.kh, a.qw.
 template <int KH, int QW>
-void dwChannel(const DwArgs a, const __m512i perm, const __m512i shuf) {
+void dwChannel(const DwArgs a, const __m512i perm, const __m512i shuf, const __m512i perm2) {
   const int64_t kh_n = KH > 0 ? KH : a.kh, qw_n = QW > 0 ? QW : a.qw;
   const __m512i bias = _mm512_set1_epi32(a.bias);
-  for (int64_t oy = 0; oy < a.oh; ++oy) {
+  const bool once = a.rq.mul.shift <= 0;
+  const RequantOnceVec rv(a.rq.once);
+  const __m512i zp = _mm512_set1_epi32(a.zp), lo = _mm512_set1_epi32(a.lo), hi = _mm512_set1_epi32(a.hi);
+  auto finish = [&](__m512i acc, int8_t* y, int n, __m128i compact) {
+    if (!once) {  // (a factor above 1: the scalar primitive, in the lanes' order)
+      alignas(16) int8_t t[16];
+      requantizeStoreScalar(acc, a.rq.mul, a.zp, a.lo, a.hi, t, 16);
+      const __m128i q = _mm_shuffle_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(t)), compact);
+      _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), q);
+      return;
+    }
+    const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(multiplyByMultiplierAvx512(acc, rv), zp), lo), hi);
+    _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), _mm_shuffle_epi8(_mm512_cvtepi32_epi8(q), compact));
+  };
+  int64_t oy = 0;
+  if (a.ow <= 8) {
+    // Rows of at most 8 outputs, two per vector: lanes 0-7 row oy, lanes 8-15 row oy + 1 (each 256-bit half loaded
+    // from its own row, perm2 giving each 128-bit lane its outputs' bytes), the 2 x ow codes compacted into one store.
+    alignas(16) int8_t idx[16];
+    for (int i = 0; i < 16; ++i) idx[i] = static_cast<int8_t>(i < a.ow ? i : i < 2 * a.ow ? 8 + i - a.ow : -1);
+    const __m128i compact = _mm_load_si128(reinterpret_cast<const __m128i*>(idx));
+    const int64_t next = a.sh * a.wp;
+    for (; oy + 1 < a.oh; oy += 2) {
+      __m512i acc = bias;
+      const uint8_t* base = a.xp + oy * next;
+#pragma GCC unroll 8
+      for (int64_t kh = 0; kh < kh_n; ++kh)
+#pragma GCC unroll 4
+        for (int64_t q = 0; q < qw_n; ++q) {
+          const uint8_t* r0 = base + kh * a.wp + 4 * q;
+          const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0))),
+                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0 + next)), 1);
+          const __m512i quads = _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm2, v), shuf);
+          acc = _mm512_dpbusd_epi32(acc, quads, _mm512_set1_epi32(a.wq[kh * qw_n + q]));
+        }
+      finish(acc, a.y + oy * a.ow, static_cast<int>(2 * a.ow), compact);
+    }
+  }
+  const __m128i identity = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (; oy < a.oh; ++oy) {
     int8_t* yr = a.y + oy * a.ow;
     const uint8_t* rows = a.xp + oy * a.sh * a.wp;
     for (int64_t ox = 0; ox < a.ow; ox += 16) {
@@ -242,7 +281,7 @@ void dwChannel(const DwArgs a, const __m512i perm, const __m512i shuf) {
           const __m512i quads = _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm, v), shuf);
           acc = _mm512_dpbusd_epi32(acc, quads, _mm512_set1_epi32(a.wq[kh * qw_n + q]));
         }
-      requantizeStore(acc, a.rq, a.zp, a.lo, a.hi, yr + ox, static_cast<int>(std::min<int64_t>(16, a.ow - ox)));
+      finish(acc, yr + ox, static_cast<int>(std::min<int64_t>(16, a.ow - ox)), identity);
     }
   }
 }
@@ -261,6 +300,10 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
   // stride 2: bytes 8L .. 8L + 15 (dwords 2L .. 2L + 3), quads at 0, 2, 4, 6.
   const __m512i perm = SW == 1 ? _mm512_set_epi32(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0)
                                : _mm512_set_epi32(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0);
+  // Two rows per vector (rows of at most 8 outputs): the upper 256 bits hold the second row, its lanes 2 and 3
+  // index from dword 8.
+  const __m512i perm2 = SW == 1 ? _mm512_set_epi32(12, 11, 10, 9, 11, 10, 9, 8, 4, 3, 2, 1, 3, 2, 1, 0)
+                                : _mm512_set_epi32(13, 12, 11, 10, 11, 10, 9, 8, 5, 4, 3, 2, 3, 2, 1, 0);
   const __m512i shuf = SW == 1 ? _mm512_broadcast_i32x4(_mm_set_epi8(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0))
                                : _mm512_broadcast_i32x4(_mm_set_epi8(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0));
   for (int64_t nb = 0; nb < s.batch; ++nb) {
@@ -283,9 +326,9 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
           const DwArgs a{planes + (c - cb) * plane, WP, OH, OW, SH, SW, plan.a4.data() + c * KH * QW,
                          plan.bias[static_cast<size_t>(c)], plan.rq[static_cast<size_t>(c)], plan.out.zero_point,
                          plan.out.lo, plan.out.hi, yn + c * OH * OW, KH, QW};
-          if (KH == 3 && QW == 1) dwChannel<3, 1>(a, perm, shuf);
-          else if (KH == 5 && QW == 2) dwChannel<5, 2>(a, perm, shuf);
-          else dwChannel<0, 0>(a, perm, shuf);
+          if (KH == 3 && QW == 1) dwChannel<3, 1>(a, perm, shuf, perm2);
+          else if (KH == 5 && QW == 2) dwChannel<5, 2>(a, perm, shuf, perm2);
+          else dwChannel<0, 0>(a, perm, shuf, perm2);
         }
       }
     });

@@ -19,15 +19,24 @@ namespace npuc::kernels::detail {
 /// the odd lanes' 64-bit products (vpmuldq; the odd lanes brought down by vpshufd), the sign's constant chosen by a
 /// compare into a mask, one arithmetic shift each, the odd results moved back up. Two multiplies and two shifts on
 /// the shift/multiply port, the rest on the others.
-inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnce& c) {
-  const __m512i mv = _mm512_set1_epi32(c.m), pos = _mm512_set1_epi64(c.add_pos), neg = _mm512_set1_epi64(c.add_neg);
-  const __m128i count = _mm_cvtsi64_si128(c.shift);
-  const __m512i pe = _mm512_mul_epi32(x, mv);
-  const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, _MM_PERM_CDAB), mv);
+/// RequantOnce's constants broadcast once (a loop over one channel's outputs keeps them in registers).
+struct RequantOnceVec {
+  __m512i m, pos, neg;
+  __m128i count;
+  explicit RequantOnceVec(const RequantOnce& c)
+      : m(_mm512_set1_epi32(c.m)), pos(_mm512_set1_epi64(c.add_pos)), neg(_mm512_set1_epi64(c.add_neg)),
+        count(_mm_cvtsi64_si128(c.shift)) {}
+};
+inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnceVec& c) {
+  const __m512i pe = _mm512_mul_epi32(x, c.m);
+  const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, _MM_PERM_CDAB), c.m);
   const __m512i zero = _mm512_setzero_si512();
-  const __m512i re = _mm512_sra_epi64(_mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), pos, neg)), count);
-  const __m512i ro = _mm512_sra_epi64(_mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), pos, neg)), count);
+  const __m512i re = _mm512_sra_epi64(_mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), c.pos, c.neg)), c.count);
+  const __m512i ro = _mm512_sra_epi64(_mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), c.pos, c.neg)), c.count);
   return _mm512_mask_shuffle_epi32(re, 0xAAAA, ro, _MM_PERM_CDAB);
+}
+inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnce& c) {
+  return multiplyByMultiplierAvx512(x, RequantOnceVec(c));
 }
 inline __m512i multiplyByMultiplierAvx512(__m512i x, int32_t m, int right) {
   return multiplyByMultiplierAvx512(x, requantOnce(m, right));
