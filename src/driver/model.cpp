@@ -268,11 +268,11 @@ std::vector<uint8_t> loadAippParams(const std::filesystem::path& file) {
 
 std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g, const std::map<std::string, std::vector<Tensor>>& data);
 
-/// The integer layers of a QDQ graph (quant::fuseIntegerConvs, fuseIntegerAdds; data movement on int8 codes,
+/// The integer layers of a QDQ graph (quant::fuseIntegerConvs, fuseIntegerGemms, fuseIntegerAdds; data movement on int8 codes,
 /// fuseIntegerDataMovement) with the Q / DQ nodes they leave unused removed; returns how many layers became integer layers. Also used by translate (an already quantized model).
 int integerLayers(ir::Graph& g) {
   quant::annotateQuantized(g);
-  const int n = quant::fuseIntegerConvs(g) + quant::fuseIntegerAdds(g);
+  const int n = quant::fuseIntegerConvs(g) + quant::fuseIntegerGemms(g) + quant::fuseIntegerAdds(g);
   quant::fuseIntegerDataMovement(g);  // (runs on int8 codes: not counted as integer layers)
   passes::PassContext ctx;
   passes::PassManager({"dce"}).runToFixpoint(g, ctx);

@@ -506,70 +506,156 @@ void annotateQuantized(ir::Graph& g) {
   }
 }
 
+namespace {
+
+/// What an integer product (ai.npuc QConv) needs of a Conv / Gemm `c` of a QDQ graph: an int8 input, int8 weights
+/// per output channel (or per tensor) with zero point 0 whose output channels lie along `axis` of a rank-`rank`
+/// weight tensor, an optional int32 bias at x_scale * w_scale[m], an int32 accumulation that cannot overflow, an
+/// int8 output (+ a Relu / Clip) and the requantization multipliers; nullopt where any of it does not hold.
+struct IntegerProduct {
+  QParams x, w;
+  std::optional<QParams> b;
+  QuantizedOutput qo;
+  int64_t M = 0, K = 0;
+  std::vector<int64_t> mult, shift;
+};
+
+std::optional<IntegerProduct> integerProduct(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs,
+                                             const ir::Node& c, int64_t axis, int64_t rank) {
+  IntegerProduct p;
+  auto x = int8Activation(g, c.inputs[0]);
+  auto w = qparams(g, c.inputs[1], "DequantizeLinear");
+  if (!x) return std::nullopt;
+  if (!w || !w->data || w->data->dtype() != DType::kI8 || w->data->rank() != rank) return std::nullopt;
+  if (std::any_of(w->zero_point.begin(), w->zero_point.end(), [](int64_t z) { return z != 0; })) return std::nullopt;
+  const int64_t M = w->data->dim(axis), K = w->data->numel() / std::max<int64_t>(M, 1);
+  if (w->scale.size() != 1 && static_cast<int64_t>(w->scale.size()) != M) return std::nullopt;
+  // The weights' scales must be per output channel, finite and positive.
+  if (w->scale.size() > 1 && w->node->attrInt("axis", 1) != axis) return std::nullopt;
+  if (std::any_of(w->scale.begin(), w->scale.end(), [](float v) { return !(v > 0) || !std::isfinite(v); })) return std::nullopt;
+  if (c.hasInput(2)) {
+    p.b = qparams(g, c.inputs[2], "DequantizeLinear");
+    if (!p.b || !p.b->data || p.b->data->dtype() != DType::kI32 || p.b->data->numel() != M) return std::nullopt;
+    bool exact_scale = true;  // the bias must be at x_scale * w_scale[m] (quantizeToQdq writes it so)
+    for (int64_t m = 0; m < M; ++m) {
+      double want = double(x->scale[0]) * w->scale[w->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
+      double got = p.b->scale[p.b->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
+      exact_scale &= std::fabs(got - want) <= 1e-6 * want;
+    }
+    if (!exact_scale || std::any_of(p.b->zero_point.begin(), p.b->zero_point.end(), [](int64_t z) { return z != 0; }))
+      return std::nullopt;
+  }
+  // int32 accumulation: |bias| + K * 255 * 128 + 128 (the zero point added after requantization) must stay below
+  // 2^31 (docs/numerics.md).
+  int64_t max_bias = 0;
+  if (p.b)
+    for (int64_t m = 0; m < M; ++m) max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(p.b->data->data<int32_t>()[m])));
+  if (max_bias + K * 255 * 128 + 128 > INT32_MAX) return std::nullopt;
+  auto qo = quantizedOutput(g, uses, outputs, c.outputs[0], c.attrString("activation", ""),
+                            c.attrFloat("activation_alpha", 0.0f), c.attrFloat("activation_beta", 6.0f));
+  if (!qo) return std::nullopt;
+  for (size_t m = 0; m < w->scale.size(); ++m) {
+    try {
+      kernels::Multiplier mm = kernels::quantizeMultiplier(double(x->scale[0]) * w->scale[m] / qo->scale);
+      p.mult.push_back(mm.m);
+      p.shift.push_back(mm.shift);
+    } catch (const std::invalid_argument&) {
+      return std::nullopt;
+    }
+  }
+  p.x = *x;
+  p.w = *w;
+  p.qo = *qo;
+  p.M = M;
+  p.K = K;
+  return p;
+}
+
+/// A QConv's attributes besides its geometry: zero points, clamp, multipliers, and the ONNX ops it stands for.
+void productAttrs(const IntegerProduct& p, const std::string& op, std::map<std::string, ir::Attr>& attrs) {
+  attrs["x_zero_point"] = ir::Attr(p.x.zero_point[0]);
+  attrs["y_zero_point"] = ir::Attr(p.qo.zero_point);
+  attrs["y_min"] = ir::Attr(p.qo.lo);
+  attrs["y_max"] = ir::Attr(p.qo.hi);
+  attrs["multipliers"] = ir::Attr(p.mult);
+  attrs["shifts"] = ir::Attr(p.shift);
+  if (!attrs.count("fused"))  // opexp: the ONNX ops
+    attrs["fused"] = ir::Attr(p.qo.act_node ? std::vector<std::string>{op, p.qo.act_node->op} : std::vector<std::string>{op});
+}
+
+}  // namespace
+
 int fuseIntegerConvs(ir::Graph& g) {
   return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& c = g.node(id);
     if (c.op != "Conv" || !(c.domain.empty() || c.domain == "ai.npuc") || c.outputs.size() != 1) return false;
-    auto x = int8Activation(g, c.inputs[0]);
-    auto w = qparams(g, c.inputs[1], "DequantizeLinear");
-    if (!x) return false;
-    if (!w || !w->data || w->data->dtype() != DType::kI8 || w->data->rank() != 4) return false;
-    if (std::any_of(w->zero_point.begin(), w->zero_point.end(), [](int64_t z) { return z != 0; })) return false;
-    const int64_t M = w->data->dim(0), K = w->data->numel() / std::max<int64_t>(M, 1);
-    if (w->scale.size() != 1 && static_cast<int64_t>(w->scale.size()) != M) return false;
-    // The weights' scales must be per output channel (axis 0), finite and positive.
-    if (w->scale.size() > 1 && w->node->attrInt("axis", 1) != 0) return false;
-    if (std::any_of(w->scale.begin(), w->scale.end(), [](float v) { return !(v > 0) || !std::isfinite(v); })) return false;
-    std::optional<QParams> b;
-    if (c.hasInput(2)) {
-      b = qparams(g, c.inputs[2], "DequantizeLinear");
-      if (!b || !b->data || b->data->dtype() != DType::kI32 || b->data->numel() != M) return false;
-      bool exact_scale = true;  // the bias must be at x_scale * w_scale[m] (quantizeToQdq writes it so)
-      for (int64_t m = 0; m < M; ++m) {
-        double want = double(x->scale[0]) * w->scale[w->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
-        double got = b->scale[b->scale.size() == 1 ? 0 : static_cast<size_t>(m)];
-        exact_scale &= std::fabs(got - want) <= 1e-6 * want;
-      }
-      if (!exact_scale || std::any_of(b->zero_point.begin(), b->zero_point.end(), [](int64_t z) { return z != 0; })) return false;
-    }
-    // int32 accumulation: |bias| + K * 255 * 128 + 128 (the zero point added after requantization) must stay below
-    // 2^31 (docs/numerics.md).
-    int64_t max_bias = 0;
-    if (b)
-      for (int64_t m = 0; m < M; ++m) max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(b->data->data<int32_t>()[m])));
-    if (max_bias + K * 255 * 128 + 128 > INT32_MAX) return false;
-    auto qo = quantizedOutput(g, uses, outputs, c.outputs[0], c.attrString("activation", ""),
-                              c.attrFloat("activation_alpha", 0.0f), c.attrFloat("activation_beta", 6.0f));
-    if (!qo) return false;
-    const float sy = qo->scale;
-    const int64_t zy = qo->zero_point, lo = qo->lo, hi = qo->hi;
-    const ir::Node* act_node = qo->act_node;
-    std::vector<int64_t> mult, shift;
-    bool ok = true;
-    for (size_t m = 0; m < w->scale.size() && ok; ++m) {
-      try {
-        kernels::Multiplier mm = kernels::quantizeMultiplier(double(x->scale[0]) * w->scale[m] / sy);
-        mult.push_back(mm.m);
-        shift.push_back(mm.shift);
-      } catch (const std::invalid_argument&) {
-        ok = false;
-      }
-    }
-    if (!ok) return false;
-    std::vector<ir::ValueId> ins = {x->node->inputs[0], w->node->inputs[0]};
-    if (b) ins.push_back(b->node->inputs[0]);
+    auto p = integerProduct(g, uses, outputs, c, 0, 4);
+    if (!p) return false;
+    std::vector<ir::ValueId> ins = {p->x.node->inputs[0], p->w.node->inputs[0]};
+    if (p->b) ins.push_back(p->b->node->inputs[0]);
     std::map<std::string, ir::Attr> attrs;
     for (const char* a : {"group", "kernel_shape", "strides", "dilations", "pads", "auto_pad", "fused", "merged_nodes"})
       if (c.hasAttr(a)) attrs[a] = c.attrs.at(a);
-    attrs["x_zero_point"] = ir::Attr(x->zero_point[0]);
-    attrs["y_zero_point"] = ir::Attr(zy);
-    attrs["y_min"] = ir::Attr(lo);
-    attrs["y_max"] = ir::Attr(hi);
-    attrs["multipliers"] = ir::Attr(mult);
-    attrs["shifts"] = ir::Attr(shift);
-    if (!c.hasAttr("fused"))  // opexp: the ONNX ops
-      attrs["fused"] = ir::Attr(act_node ? std::vector<std::string>{"Conv", act_node->op} : std::vector<std::string>{"Conv"});
-    replaceRun(g, rw, id, *qo, "QConv", "ai.npuc", ins, std::move(attrs));
+    productAttrs(*p, "Conv", attrs);
+    replaceRun(g, rw, id, p->qo, "QConv", "ai.npuc", ins, std::move(attrs));
+    return true;
+  });
+}
+
+int fuseIntegerGemms(ir::Graph& g) {
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    const bool matmul = n.op == "MatMul";  // (a MatMul of 2-D operands is a Gemm without transB and bias)
+    if (!(n.op == "Gemm" || matmul) || !(n.domain.empty() || n.domain == "ai.npuc") || n.outputs.size() != 1) return false;
+    if (matmul && n.inputs.size() != 2) return false;
+    if (n.attrInt("transA", 0) != 0 || n.attrFloat("alpha", 1.0f) != 1.0f || n.attrFloat("beta", 1.0f) != 1.0f) return false;
+    const bool transB = n.attrInt("transB", 0) != 0;
+    auto p = integerProduct(g, uses, outputs, n, transB ? 0 : 1, 2);
+    if (!p) return false;
+    const ir::Type xt = g.value(p->x.node->inputs[0]).type;
+    if (!xt.isStatic() || xt.shape.size() != 2 || xt.shape[1] != p->K) return false;
+    const int64_t N = xt.shape[0], M = p->M, K = p->K;
+    // (copies: adding values below may move the graph's values)
+    const std::string x_name = g.value(p->x.node->inputs[0]).name, y_name = g.value(p->qo.q->outputs[0]).name;
+    const std::optional<ir::Quantization> x_quant = g.value(p->x.node->inputs[0]).quant, y_quant = g.value(p->qo.q->outputs[0]).quant;
+    // The product as a 1x1 convolution over [N, K, 1, 1]: the weights [M, K, 1, 1] (transposed from [K, M] without
+    // transB), the int8 input and output reshaped around it (data movement on codes).
+    Tensor w4(DType::kI8, {M, K, 1, 1});
+    const int8_t* w = p->w.data->data<int8_t>();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) w4.data<int8_t>()[m * K + k] = transB ? w[m * K + k] : w[k * M + m];
+    const std::string name = n.name;
+    const ir::ValueId wc = g.addConstant(g.uniqueValueName(g.value(p->w.node->inputs[0]).name + "/1x1"), std::move(w4)).id;
+    Tensor s4(DType::kI64, {4}), s2(DType::kI64, {2});
+    const int64_t d4[] = {N, K, 1, 1}, d2[] = {N, M};
+    std::copy(d4, d4 + 4, s4.data<int64_t>());
+    std::copy(d2, d2 + 2, s2.data<int64_t>());
+    const ir::ValueId s4c = g.addConstant(g.uniqueValueName(name + "/nchw_shape"), std::move(s4)).id;
+    const ir::ValueId s2c = g.addConstant(g.uniqueValueName(name + "/shape"), std::move(s2)).id;
+    const ir::ValueId yq = p->qo.q->outputs[0];
+    const ir::ValueId x4id = g.addValue(g.uniqueValueName(x_name + "/nchw"), ir::Type{DType::kI8, {N, K, 1, 1}, true}).id;
+    g.value(x4id).quant = x_quant;
+    const ir::ValueId y4id = g.addValue(g.uniqueValueName(y_name + "/nchw"), ir::Type{DType::kI8, {N, M, 1, 1}, true}).id;
+    g.value(y4id).quant = y_quant;
+    std::vector<ir::ValueId> ins = {x4id, wc};
+    if (p->b) ins.push_back(p->b->node->inputs[0]);
+    std::map<std::string, ir::Attr> attrs;
+    for (const char* a : {"fused", "merged_nodes"})
+      if (n.hasAttr(a)) attrs[a] = n.attrs.at(a);
+    attrs["group"] = ir::Attr(int64_t{1});
+    attrs["kernel_shape"] = ir::Attr(std::vector<int64_t>{1, 1});
+    attrs["strides"] = ir::Attr(std::vector<int64_t>{1, 1});
+    attrs["dilations"] = ir::Attr(std::vector<int64_t>{1, 1});
+    attrs["pads"] = ir::Attr(std::vector<int64_t>{0, 0, 0, 0});
+    productAttrs(*p, n.op, attrs);
+    const ir::ValueId xin = p->x.node->inputs[0];
+    const ir::NodeId act = p->qo.act_node ? p->qo.act_node->id : ir::kNoNode;
+    g.removeNode(p->qo.q->id);
+    if (act != ir::kNoNode) rw.eraseNode(act);
+    rw.eraseNode(id);
+    rw.addNode("Reshape", name + "/to_nchw", {xin, s4c}, {x4id});
+    rw.addNode("QConv", name, ins, {y4id}, "ai.npuc").attrs = std::move(attrs);
+    rw.addNode("Reshape", name + "/from_nchw", {y4id, s2c}, {yq});
     return true;
   });
 }

@@ -82,6 +82,11 @@ void annotateQuantized(ir::Graph& g);
 /// their DequantizeLinear and QuantizeLinear. Returns how many it replaced; unused Q / DQ nodes are left for DCE.
 int fuseIntegerConvs(ir::Graph& g);
 
+/// The same for DequantizeLinear -> Gemm (2-D int8 input, constant int8 B with or without transB, alpha = beta = 1,
+/// no transA; + a Relu / Clip) or MatMul (2-D operands, B constant) -> QuantizeLinear: a QConv 1x1 over the input reshaped to [N, K, 1, 1], its output
+/// reshaped back (Reshape on int8 codes). Returns how many it replaced.
+int fuseIntegerGemms(ir::Graph& g);
+
 /// Replaces each DequantizeLinear (a), DequantizeLinear (b) -> Add (+ a Relu / Clip) -> QuantizeLinear run, a and b
 /// int8 tensors of the output's shape, by one ai.npuc QAdd (kernels::qadd_ref: the integer addition of
 /// docs/numerics.md). Adds with broadcasting stay in float. Returns how many it replaced.

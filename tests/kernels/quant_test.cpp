@@ -240,7 +240,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 72; ++trial) {
+  for (int trial = 0; trial < 76; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9 && trial < 60;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
@@ -255,7 +255,11 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
         s.in_channels = s.out_channels = s.groups = 8, s.groups = 1;
         s.in_spatial = {4, 33}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {2, 17};
       }
-      if (trial >= 68) {  // depthwise over small planes (rows of at most 8 outputs: two rows per vector on VNNI)
+      if (trial >= 72) {  // one output pixel (a Gemm as a 1x1 convolution: vectorised across output channels on VNNI)
+        const int64_t i = trial - 72, cin[] = {40, 9, 300, 16}, cout[] = {70, 20, 33, 64}, k = i == 1 ? 3 : 1;
+        s.batch = i == 0 ? 2 : 1, s.groups = 1, s.in_channels = cin[i], s.out_channels = cout[i];
+        s.in_spatial = {1, 1}, s.kernel = {k, k}, s.stride = {1, 1}, s.pad_begin = {k / 2, k / 2}, s.out_spatial = {1, 1};
+      } else if (trial >= 68) {  // depthwise over small planes (rows of at most 8 outputs: two rows per vector on VNNI)
         const int64_t ch[] = {16, 24, 8, 8}, in[] = {7, 14, 8, 6}, kk[] = {3, 3, 5, 3}, st[] = {1, 2, 1, 2};
         const int64_t i = trial - 68, out_w = (in[i] + 2 * (kk[i] / 2) - kk[i]) / st[i] + 1;
         s.in_channels = s.out_channels = s.groups = ch[i];
@@ -285,9 +289,11 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     QOutput out;
     out.zero_point = i8(rng) / 4;
     out.lo = trial % 3 == 0 ? out.zero_point : -128;  // a fused Relu now and then
-    for (int64_t m = 0; m < (trial % 2 ? s.out_channels : 1); ++m)
-      // factors below 1/2 (a right shift), in [1/2, 1) (shift 0) and above 1 (a left shift) now and then
-      out.multiplier.push_back(quantizeMultiplier(trial % 7 == 2 ? 0.5 + 0.07 * static_cast<double>(m % 7)
+    for (int64_t m = 0; m < (trial % 2 || trial >= 72 ? s.out_channels : 1); ++m)
+      // factors below 1/2 (a right shift), in [1/2, 1) (shift 0) and above 1 (a left shift) now and then; from trial
+      // 72 on, a mix per channel (one left shift, at channel 5 where trial 73 has it)
+      out.multiplier.push_back(quantizeMultiplier(trial >= 72 ? (m == 5 && trial != 74 ? 1.5 : m % 4 == 1 ? 0.5 + 0.03 * static_cast<double>(m) : std::exp2(-10.5 - 0.02 * static_cast<double>(m)))
+                                                  : trial % 7 == 2 ? 0.5 + 0.07 * static_cast<double>(m % 7)
                                                   : trial % 7 == 4 ? 1.5 + static_cast<double>(m % 3)
                                                                    : std::exp2(-6.0 - 0.37 * static_cast<double>(m + trial % 5))));
     int32_t zx = i8(rng) / 2;

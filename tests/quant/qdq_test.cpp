@@ -217,7 +217,7 @@ TEST(Qdq, OverridesKeepALayerFloatAndForceARange) {
   QuantizeReport rep;
   Model m = d.model.quantizedQdq(q, &rep);
   const ir::Graph& g = graphOf(m);
-  EXPECT_EQ(rep.integer_layers, 2) << [&] {  // the other two convolutions
+  EXPECT_EQ(rep.integer_layers, 3) << [&] {  // the other two convolutions and the classifier Gemm
     std::string ops;
     for (ir::NodeId id : g.order()) ops += g.node(id).op + " " + g.node(id).name + "\n";
     return ops;
@@ -365,7 +365,7 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   q.integer_layers = true;  // what translate does: its convolutions are integer layers (ai.npuc QConv, qconv_ref)
   QuantizeReport rep;
   Model qdq = Model::load(o.onnx).optimized().quantizedQdq(q, &rep);
-  EXPECT_EQ(rep.integer_layers, 3);  // the three convolutions (the classifier is a Gemm: float between Q / DQ)
+  EXPECT_EQ(rep.integer_layers, 4);  // the three convolutions and the classifier Gemm (a 1x1 QConv)
   Session s(qdq, 1);
   for (bool exact : {true, false})
     for (int threads : {1, 2, 3}) {
@@ -417,7 +417,7 @@ TEST(Int8AffinePackage, ResidualAddsAreIntegerAdditions) {
   q.integer_layers = true;
   QuantizeReport rep;
   Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
-  EXPECT_EQ(rep.integer_layers, 12);  // 9 convolutions, 3 residual additions
+  EXPECT_EQ(rep.integer_layers, 13);  // 9 convolutions, 3 residual additions, the classifier Gemm
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 6, [&] { return u(rng); });
   std::filesystem::remove_all(o.out_root);
 }
@@ -438,7 +438,7 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   q.integer_layers = true;
   QuantizeReport rep;
   Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
-  EXPECT_EQ(rep.integer_layers, 4);  // the four convolutions
+  EXPECT_EQ(rep.integer_layers, 5);  // the four convolutions and the classifier Gemm
   int quantize = 0, int8_pools = 0, int8_concats = 0;
   const ir::Graph& g = graphOf(qdq);
   for (ir::NodeId id : g.order()) {
@@ -448,7 +448,7 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
     int8_pools += n.op == "MaxPool" && int8_in;
     int8_concats += n.op == "Concat" && int8_in;
   }
-  EXPECT_EQ(quantize, 2);  // the input's and the output's
+  EXPECT_EQ(quantize, 1);  // the input's (the classifier Gemm writes its int8 output itself)
   EXPECT_EQ(int8_pools, 3);
   EXPECT_EQ(int8_concats, 1);
   TranslateOptions o = int8Options("incep8", onnx, "generic-int8", "npuc_int8_move_");
@@ -538,6 +538,40 @@ TEST(Int8AffinePackage, LayersRecordTheScalesOfTheirCodes) {
   int records = 0;
   for (const auto& l : j["layers"]) records += l.contains("quantization");
   EXPECT_EQ(records, int8_layers);
+  std::filesystem::remove_all(o.out_root);
+}
+
+// Gemms and a MatMul by constant weights (tests/data/quant/mlp_mini.onnx: B [K, M] without transB and [M, K] with
+// it, a fused Relu, a batch of two) become integer products: a QConv 1x1 over the int8 input reshaped to [N, K, 1, 1], reshaped back; no float
+// Gemm is left, and the package equals the engine on that graph, bit for bit, exact and fast at 1 to 3 threads.
+TEST(Int8AffinePackage, GemmsAreIntegerProducts) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/mlp_mini.onnx";
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Tensor c(DType::kF32, Shape{16, 12});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["input"] = {c};
+  q.integer_layers = true;
+  QuantizeReport rep;
+  Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
+  EXPECT_EQ(rep.integer_layers, 3);
+  int qconv = 0, gemm = 0, int8_reshapes = 0;
+  const ir::Graph& g = graphOf(qdq);
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    qconv += n.op == "QConv";
+    gemm += n.op == "Gemm" || n.op == "MatMul";
+    int8_reshapes += n.op == "Reshape" && g.value(n.inputs[0]).type.dtype == DType::kI8;
+  }
+  EXPECT_EQ(qconv, 3);
+  EXPECT_EQ(gemm, 0);
+  EXPECT_EQ(int8_reshapes, 6);
+  TranslateOptions o = int8Options("mlp8", onnx, "generic-int8", "npuc_int8_gemm_");
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  expectPackageEqualsEngine(r.dir, qdq, Shape{2, 12}, 20, [&] { return u(rng) * 1.2f; });
   std::filesystem::remove_all(o.out_root);
 }
 

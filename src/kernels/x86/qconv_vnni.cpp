@@ -337,6 +337,67 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
 
 }  // namespace
 
+/// The one-pixel form (plan.gemv): output channels 16 to a vector, four vectors at a time sharing each broadcast
+/// input quad, the weights streamed once; each lane requantized with its own channel's constants.
+void qgemvVnni(const QConvVnniPlan& plan, const int32_t* b4, int8_t* y, ThreadPool* pool) {
+  const int64_t M = plan.shape.out_channels, K4 = plan.k4, blocks = (M + 15) / 16;
+  const QOutput& out = plan.out;
+  // Lanes m0 .. m0 + n of one block: bias, then the one-rounding requantization with per-lane constants (the even
+  // and the odd channels' 64-bit constants apart), or the scalar primitive where a channel has a left shift.
+  auto finish = [&](__m512i acc, int64_t m0) {
+    const int n = static_cast<int>(std::min<int64_t>(16, M - m0));
+    alignas(64) int32_t a[16];
+    alignas(64) int32_t mv[16] = {};
+    alignas(64) int64_t pos_e[8] = {}, neg_e[8] = {}, sh_e[8] = {}, pos_o[8] = {}, neg_o[8] = {}, sh_o[8] = {};
+    bool scalar = false;
+    for (int i = 0; i < n; ++i) {
+      const ChannelRequant& rq = plan.rq[static_cast<size_t>(m0 + i)];
+      scalar |= rq.mul.shift > 0;
+      mv[i] = rq.once.m;
+      (i % 2 ? pos_o : pos_e)[i / 2] = rq.once.add_pos;
+      (i % 2 ? neg_o : neg_e)[i / 2] = rq.once.add_neg;
+      (i % 2 ? sh_o : sh_e)[i / 2] = rq.once.shift;
+    }
+    acc = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << n) - 1u), plan.bias.data() + m0));
+    if (scalar) {
+      _mm512_store_si512(a, acc);
+      for (int i = 0; i < n; ++i)
+        y[m0 + i] = requantizeValue(a[i], plan.rq[static_cast<size_t>(m0 + i)].mul, out.zero_point, out.lo, out.hi);
+      return;
+    }
+    const __m512i m = _mm512_load_si512(mv), zero = _mm512_setzero_si512();
+    const __m512i pe = _mm512_mul_epi32(acc, m);
+    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, _MM_PERM_CDAB), _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
+    const __m512i re = _mm512_srav_epi64(
+        _mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), _mm512_load_si512(pos_e), _mm512_load_si512(neg_e))),
+        _mm512_load_si512(sh_e));
+    const __m512i ro = _mm512_srav_epi64(
+        _mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), _mm512_load_si512(pos_o), _mm512_load_si512(neg_o))),
+        _mm512_load_si512(sh_o));
+    const __m512i q = _mm512_mask_shuffle_epi32(re, 0xAAAA, ro, _MM_PERM_CDAB);
+    _mm_mask_storeu_epi8(y + m0, static_cast<__mmask16>((1u << n) - 1u), offsetClampToI8Avx512(q, out.zero_point, out.lo, out.hi));
+  };
+  parallelUnits(pool, blocks, K4 * 16, [&](int64_t b0, int64_t b1) {
+    int64_t b = b0;
+    for (; b + 4 <= b1; b += 4) {
+      __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+      const int32_t* w = plan.w16.data() + b * K4 * 16;
+      for (int64_t k = 0; k < K4; ++k) {
+        const __m512i xq = _mm512_set1_epi32(b4[k * 16]);  // (B4 rows of 16 pixels: pixel 0)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) acc[v] = _mm512_dpbusd_epi32(acc[v], xq, _mm512_loadu_si512(w + (v * K4 + k) * 16));
+      }
+      for (int v = 0; v < 4; ++v) finish(acc[v], (b + v) * 16);
+    }
+    for (; b < b1; ++b) {
+      __m512i acc = _mm512_setzero_si512();
+      const int32_t* w = plan.w16.data() + b * K4 * 16;
+      for (int64_t k = 0; k < K4; ++k) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(b4[k * 16]), _mm512_loadu_si512(w + k * 16));
+      finish(acc, b * 16);
+    }
+  });
+}
+
 void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool) {
   if (plan.depthwise) return qdwconvVnni(plan, x, y, pool);
   const ConvShape& s = plan.shape;
@@ -424,6 +485,10 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
     }
     for (int64_t grp = 0; grp < G; ++grp) {
       parallelUnits(pool, K4, 4 * P, [&](int64_t q0, int64_t q1) { buildB(grp, b_shared, q0, q1); });
+      if (plan.gemv) {
+        qgemvVnni(plan, reinterpret_cast<const int32_t*>(b_shared), yn, pool);
+        continue;
+      }
       // Threads split the rows in multiples of the microkernel's height.
       const int64_t blocks = (mg + kMaxRows - 1) / kMaxRows;
       parallelUnits(pool, blocks, kMaxRows * K * P, [&](int64_t b0, int64_t b1) {
@@ -465,6 +530,14 @@ QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* 
     p.bias[static_cast<size_t>(m)] = static_cast<int32_t>(corr);
     const Multiplier mm = out.of(m);
     p.rq[static_cast<size_t>(m)] = {mm, requantOnce(mm.m, std::max(-mm.shift, 0))};
+  }
+  p.gemv = !p.depthwise && s.groups == 1 && s.out_spatial[0] * s.out_spatial[1] == 1;
+  if (p.gemv) {
+    const int64_t blocks = (M + 15) / 16;
+    p.w16.assign(static_cast<size_t>(blocks * p.k4 * 16), 0);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < p.k4; ++k)
+        p.w16[static_cast<size_t>(((m / 16) * p.k4 + k) * 16 + m % 16)] = p.a4[static_cast<size_t>(m * p.k4 + k)];
   }
   return p;
 }

@@ -31,6 +31,10 @@ struct QConvVnniPlan {
   // kh x qw quads (qw = ceil(kw / 4), zeros past kw).
   bool depthwise = false;
   int64_t qw = 0;
+  // One output pixel (P = 1, one group: a Gemm as a 1x1 convolution, a squeeze-and-excitation layer): vectorised
+  // across output channels instead, the weights repacked as w16 [ceil(M / 16)][K4][16] int32 (zeros past M).
+  bool gemv = false;
+  std::vector<int32_t> w16;
 };
 
 /// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI.)
