@@ -211,6 +211,9 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
       for (int64_t m = m0; m < m1; ++m) {
         std::fill(acc.begin(), acc.end(), bias != nullptr ? bias[m] : 0);
         const int64_t grp = m / mg;
+        const int16_t* tap_src[4];
+        int32_t tap_w[4];
+        int taps = 0;  // taps gathered, accumulated four at a time
         for (int64_t cl = 0; cl < cg; ++cl) {
           const int16_t* pc = planes + (grp * cg + cl) * phases * HPp * WPp;
           const int8_t* wc = w + (m * cg + cl) * KH * KW;
@@ -220,9 +223,15 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
               if (wv == 0) continue;  // adds nothing
               const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
               const int16_t* src = pc + ((th % SH) * SW + tw % SW) * HPp * WPp + (th / SH) * WPp + tw / SW;
-              flat_tap(acc.data(), src, OH * WPp, wv);
+              tap_src[taps] = src;
+              tap_w[taps] = wv;
+              if (++taps == 4) {
+                flat_tap(acc.data(), tap_src, tap_w, taps, OH * WPp);
+                taps = 0;
+              }
             }
         }
+        if (taps > 0) flat_tap(acc.data(), tap_src, tap_w, taps, OH * WPp);
         int8_t* ym = y + (n * M + m) * OH * OW;
         const Multiplier& mm = out.of(m);
         for (int64_t oy = 0; oy < OH; ++oy)

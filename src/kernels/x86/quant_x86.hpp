@@ -12,7 +12,7 @@ namespace npuc::kernels {
 // AVX2 (qconv_avx2.cpp, qconv_tap_avx2.cpp): the int16-pair product, its requantization, the portable tap loop.
 void qgemmPairsAvx2(int64_t m0, int64_t m1, int64_t P, int64_t K2, const int32_t* A2, const int16_t* B2, int32_t* C);
 void requantizeRowAvx2(const int32_t* acc, int64_t n, int32_t m, int right, int32_t zp, int32_t lo, int32_t hi, int8_t* y);
-void accumulateTapFlatAvx2(int32_t* acc, const int16_t* src, int64_t n, int32_t wv);
+void accumulateTapFlatAvx2(int32_t* acc, const int16_t* const* src, const int32_t* wv, int taps, int64_t n);
 
 namespace detail {
 
