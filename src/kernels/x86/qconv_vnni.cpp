@@ -460,10 +460,12 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
     });
     int8_t* yn = y + nb * M * P;
     // Rows [r0, r1) of a group's output, over pixel tiles: a tile of B stays in cache while the rows pass over it.
-    auto product = [&](int64_t grp, const uint8_t* b, int64_t r0, int64_t r1) {
+    // (pixels [pa, pb): a multiple of 64 from a tile's start, or P)
+    auto product = [&](int64_t grp, const uint8_t* b, int64_t r0, int64_t r1, int64_t pa = 0, int64_t pb = -1) {
       const int32_t* b4 = reinterpret_cast<const int32_t*>(b);
-      for (int64_t p0 = 0; p0 < P; p0 += kMaxVecs * 16) {
-        const int64_t n = std::min<int64_t>(kMaxVecs * 16, P - p0);
+      if (pb < 0) pb = P;
+      for (int64_t p0 = pa; p0 < pb; p0 += kMaxVecs * 16) {
+        const int64_t n = std::min<int64_t>(kMaxVecs * 16, pb - p0);
         const int vecs = static_cast<int>((n + 15) / 16);
         for (int64_t r = r0; r < r1; r += kMaxRows) {
           const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, r1 - r));
@@ -489,8 +491,16 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
         qgemvVnni(plan, reinterpret_cast<const int32_t*>(b_shared), yn, pool);
         continue;
       }
-      // Threads split the rows in multiples of the microkernel's height.
-      const int64_t blocks = (mg + kMaxRows - 1) / kMaxRows;
+      // Threads split the rows in multiples of the microkernel's height; where those are few for the threads (a
+      // projection to 16 or 24 channels: 3 or 4 blocks), the pixels in tiles of 64 instead.
+      const int64_t blocks = (mg + kMaxRows - 1) / kMaxRows, threads = pool != nullptr ? pool->size() : 1;
+      if (threads > 1 && blocks < 4 * threads) {
+        const int64_t tile = kMaxVecs * 16;
+        parallelUnits(pool, (P + tile - 1) / tile, mg * K * tile, [&](int64_t t0, int64_t t1) {
+          product(grp, b_shared, 0, mg, t0 * tile, std::min(P, t1 * tile));
+        });
+        continue;
+      }
       parallelUnits(pool, blocks, kMaxRows * K * P, [&](int64_t b0, int64_t b1) {
         product(grp, b_shared, b0 * kMaxRows, std::min(mg, b1 * kMaxRows));
       });
