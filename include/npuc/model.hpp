@@ -93,6 +93,9 @@ struct TargetInfo {
   std::string name, description, numerics, file;
 };
 
+/// The most layers groups a package may have (TranslateOptions::layer_groups).
+inline constexpr int kMaxLayerGroups = 16;
+
 struct TranslateOptions {
   std::string prefix;                    // output goes to <out_root>/<prefix>/, files are named <prefix>_*
   std::filesystem::path onnx;
@@ -147,6 +150,17 @@ struct TranslateOptions {
     int boot_frames = 4;             // the guide's "initial few frames" (npuc's choice; not a TIDL key)
     bool dynamic = true;             // false: the calibrated ranges frozen (stateless)
   } pow2;
+  /// Layers groups (TIDL's layersGroupId; docs/package-format.md, "Layers groups"): pipeline stages recorded in the
+  /// package, each run by its own simulated core (npuc::Pipeline, runtime.hpp). At most one of the three:
+  /// - layer_groups (--layer-group LAYER=ID): the layers named (the package's layer names, PREFIX_summary.csv) in
+  ///   group ID; a layer not named takes the group of the layer before it (the first layer: 1);
+  /// - layer_group_list: one ID per package layer in program order (tidl-import's layersGroupId without its 0s);
+  /// - auto_layer_groups (--layer-groups auto): the cut the time estimate chose for the target's fastest core set of
+  ///   two engines whose cut uses both (docs/cost-model.md): group 1 on its first engine, 2 on its second.
+  /// Groups must not decrease in program order (a stage reads only what earlier stages wrote).
+  std::map<std::string, int> layer_groups;
+  std::vector<int> layer_group_list;
+  bool auto_layer_groups = false;
 };
 
 struct TranslateResult {

@@ -54,6 +54,7 @@ struct RuntimeLayer {
   std::vector<std::string> onnx_nodes;
   RuntimeTensor output;   // the value it writes (name = the ONNX value name)
   std::vector<std::string> inputs;  // the values it reads: package inputs and earlier layers' outputs, in operand order
+  int group = 0;          // its layers group (a pipeline stage: Pipeline), 0 when the package has none
   // int8-affine packages: an int8 output is the codes of the float tensor `float_value`, real = (q - zero_point) *
   // scale (scale 0 otherwise).
   double scale = 0;
@@ -138,6 +139,41 @@ class Runtime {
   struct Impl;
 
  private:
+  friend class Pipeline;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A package whose layers are in groups (TIDL's layersGroupId: `translate --layer-group` / `--layer-groups auto`;
+/// docs/runtime-api.md, "Pipelines") run as a pipeline of simulated cores: one Runtime per group, each on its own
+/// thread, every frame handed from group to group — the bytes the later groups read (a core-to-core transfer) and
+/// the int8-pow2 scales of the tensors they read — so that group 2 works on frame i while group 1 works on frame
+/// i + 1. The outputs are those of Runtime::run on the same frames in the same order, bit for bit, dynamic
+/// quantization included. A package without groups runs as one stage. Not for packages with gears.
+class Pipeline {
+ public:
+  /// opts.threads: worker threads of each stage's runtime.
+  explicit Pipeline(const std::filesystem::path& package_dir, RuntimeOptions opts = {});
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  /// The group of each stage, in pipeline order.
+  const std::vector<int>& groups() const;
+  const std::vector<RuntimeTensor>& inputs() const;
+  const std::vector<RuntimeTensor>& outputs() const;
+  /// Runs frames[i] (one tensor per package input, in inputs() order) through the stages; returns each frame's
+  /// outputs as float32 (in outputs() order). Throws what a stage throws (the other stages stopped).
+  std::vector<std::vector<Tensor>> run(const std::vector<std::vector<Tensor>>& frames);
+  /// Of the last run: each stage's mean busy time per frame (ms: its layers and the hand-over into it), the run's
+  /// wall time (ms) and the bytes handed into each stage per frame.
+  const std::vector<double>& stageMs() const;
+  double wallMs() const;
+  const std::vector<uint64_t>& handoffBytes() const;
+  /// int8-pow2: every stage's dynamic quantization back to the calibrated ranges (Runtime::resetState).
+  void resetState();
+
+ private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

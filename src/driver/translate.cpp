@@ -54,6 +54,79 @@ struct Stopwatch {
   }
 };
 
+/// The package's layers groups from the options (TranslateOptions::layer_groups / layer_group_list /
+/// auto_layer_groups); errors name the layer and the rule.
+void assignLayerGroups(const TranslateOptions& o, const codegen::Estimate& e, package::Package& p) {
+  static_assert(kMaxLayerGroups == static_cast<int>(package::kMaxGroups));
+  const int given = !o.layer_groups.empty() + !o.layer_group_list.empty() + o.auto_layer_groups;
+  if (given == 0) return;
+  if (given > 1) fail(ErrorCode::kInvalidArgument, "layers groups: give --layer-group, a layersGroupId list or --layer-groups auto, not several");
+  auto check = [](int g, const std::string& what) {
+    if (g < 1 || g > static_cast<int>(package::kMaxGroups))
+      fail(ErrorCode::kInvalidArgument, "layers groups: {}: group {} is outside [1, {}]", what, g, package::kMaxGroups);
+  };
+  std::vector<uint32_t> groups(p.layers.size(), 1);
+  if (!o.layer_groups.empty()) {
+    std::set<std::string> unknown;
+    for (auto& [name, g] : o.layer_groups) {
+      check(g, "layer '" + name + "'");
+      unknown.insert(name);
+    }
+    uint32_t cur = 1;
+    for (size_t i = 0; i < p.layers.size(); ++i) {
+      auto it = o.layer_groups.find(p.layers[i].name);
+      if (it != o.layer_groups.end()) {
+        cur = static_cast<uint32_t>(it->second);
+        unknown.erase(it->first);
+      }
+      groups[i] = cur;
+    }
+    if (!unknown.empty())
+      fail(ErrorCode::kInvalidArgument, "layers groups: the package has no layer '{}' (its layers: PREFIX_summary.csv, column name)", *unknown.begin());
+  } else if (!o.layer_group_list.empty()) {
+    if (o.layer_group_list.size() != p.layers.size())
+      fail(ErrorCode::kInvalidArgument,
+           "layers groups: {} groups listed for the package's {} layers (one per layer in program order, as PREFIX_summary.csv lists them)",
+           o.layer_group_list.size(), p.layers.size());
+    for (size_t i = 0; i < groups.size(); ++i) {
+      check(o.layer_group_list[i], fmt::format("layer {} ('{}')", i, p.layers[i].name));
+      groups[i] = static_cast<uint32_t>(o.layer_group_list[i]);
+    }
+  } else {
+    // The estimate's cut for the fastest core set of two engines whose cut uses both (else the fastest of two
+    // engines): its first `first_group_layers` timed layers (the estimate's names are the package's) on the first
+    // engine; everything up to the last of them is group 1.
+    std::vector<std::string> timed;
+    for (auto& l : e.layers)
+      if (!l.single_core_us.empty()) timed.push_back(l.name);
+    const codegen::Estimate::CoreSetEstimate* best = nullptr;
+    auto splits = [&](const codegen::Estimate::CoreSetEstimate& c) {
+      return c.first_group_layers > 0 && c.first_group_layers < static_cast<int>(timed.size());
+    };
+    for (auto& c : e.multi_core)
+      if (c.first_group_layers >= 0 && !std::isnan(c.roi_per_s) &&
+          (!best || splits(c) > splits(*best) || (splits(c) == splits(*best) && c.roi_per_s > best->roi_per_s)))
+        best = &c;
+    if (!best) fail(ErrorCode::kInvalidArgument, "--layer-groups auto: target '{}' has no core set of two engines", p.target);
+    const int s = best->first_group_layers;
+    int64_t last = -1;  // the last package layer of group 1
+    if (s >= static_cast<int>(timed.size())) {
+      last = static_cast<int64_t>(p.layers.size()) - 1;
+    } else if (s > 0) {
+      for (size_t i = 0; i < p.layers.size(); ++i)
+        if (p.layers[i].name == timed[static_cast<size_t>(s - 1)]) last = static_cast<int64_t>(i);
+      if (last < 0) fail(ErrorCode::kInternal, "--layer-groups auto: layer '{}' of the estimate is not in the package", timed[static_cast<size_t>(s - 1)]);
+    }
+    for (size_t i = 0; i < groups.size(); ++i) groups[i] = static_cast<int64_t>(i) <= last ? 1 : 2;
+  }
+  for (size_t i = 1; i < groups.size(); ++i)
+    if (groups[i] < groups[i - 1])
+      fail(ErrorCode::kInvalidArgument,
+           "layers groups: layer {} ('{}') is in group {} after layer '{}' in group {}: groups are pipeline stages, non-decreasing in program order",
+           i, p.layers[i].name, groups[i], p.layers[i - 1].name, groups[i - 1]);
+  for (size_t i = 0; i < groups.size(); ++i) p.layers[i].group = groups[i];
+}
+
 std::string kerStr(const codegen::LayerEstimate& l) {
   return l.ker_w ? fmt::format("{},{},{},{},{},{},{},{}", l.ker_w, l.ker_h, l.stride, l.dilation, l.pad_l, l.pad_r, l.pad_t, l.pad_b)
                  : ",,,,,,,";
@@ -739,6 +812,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         for (auto& f : low.fusions) gone.insert(f.absorbed.begin(), f.absorbed.end());
         codegen::dropLayers(e, gone);
         codegen::throughput(e, t);
+        assignLayerGroups(o, e, low.pkg);
         // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a
         // second thread meanwhile; its future joins on every way out of this block.
         summary = std::async(std::launch::async, [&e, &t, base] { writeSummary(e, t, base); });

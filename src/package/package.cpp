@@ -611,6 +611,7 @@ std::string layersJsonText(const Package& p) {
       str(l.float_value);
       s += "\n   }";
     }
+    if (l.group > 0) fmt::format_to(std::back_inserter(s), ",\n   \"group\": {}", l.group);
     if (l.custom) {
       std::string c = dumpJson(customJson(*l.custom), 1);
       for (size_t k = c.find('\n'); k != std::string::npos; k = c.find('\n', k + 1)) c.insert(k + 1, "   ");
@@ -885,6 +886,11 @@ Package readPackage(const FileSource& source, const std::string& where) {
         li.float_value = q.at("of").str();
       }
       if (l.j.contains("custom")) li.custom = customFromJson(l.at("custom"));
+      if (l.j.contains("group")) {
+        const uint64_t g = l.at("group").u();
+        if (g < 1 || g > kMaxGroups) bad(mfile, "field '{}.group' must be an integer in [1, {}]", l.path, kMaxGroups);
+        li.group = static_cast<uint32_t>(g);
+      }
       // The kind is stated for readers of the manifest; it must be the descriptor's (checked once decoded).
       kinds.push_back(l.at("kind").str());
       p.layers.push_back(std::move(li));

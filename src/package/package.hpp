@@ -197,7 +197,11 @@ struct LayerInfo {
   int32_t zero_point = 0;
   std::string float_value;
   std::optional<CustomLayer> custom;  // custom layers only
+  /// Its layers group (TIDL's layersGroupId: a pipeline stage, one simulated core each; runtime::Pipeline): 1 to
+  /// kMaxGroups, non-decreasing in program order, on every layer or none (0: the package has no groups).
+  uint32_t group = 0;
 };
+inline constexpr uint32_t kMaxGroups = 16;
 
 /// The form a descriptor of an int8-pow2 package has: none (its float or data-movement form), max pooling over codes
 /// (no table: the output keeps the input's slot), or a form whose last input is its table (conv, gemm and binary

@@ -1025,6 +1025,16 @@ struct Checker {
             l.custom ? "a custom record on a layer that is not custom" : "a custom layer without its custom record");
       if (l.custom) customLayer(*l.custom, d, fmt::format("manifest layer {} ('{}')", s, l.name));
     }
+    // Layers groups: pipeline stages, each a run of consecutive layers (a stage reads only what earlier ones wrote).
+    if (p.layers[0].group > 0 || std::any_of(p.layers.begin(), p.layers.end(), [](const LayerInfo& l) { return l.group > 0; }))
+      for (size_t s = 0; s < n; ++s) {
+        const LayerInfo& l = p.layers[s];
+        if (l.group < 1 || l.group > kMaxGroups)
+          bad("manifest layer {} ('{}'): group {} is outside [1, {}] (groups are given to every layer or none)", s, l.name, l.group, kMaxGroups);
+        if (s > 0 && l.group < p.layers[s - 1].group)
+          bad("manifest layer {} ('{}'): group {} after group {}: layers groups are pipeline stages, non-decreasing in program order",
+              s, l.name, l.group, p.layers[s - 1].group);
+      }
   }
 };
 

@@ -277,9 +277,28 @@ if "$npuc" tidl-import "$tmp/ti/ok.txt" >"$tmp/ti/ok.out" && grep -q "numParamBi
   ok "tidl-import: an ONNX configuration translates for tidl into an int8-pow2 package (its keys as the options), every key's use printed"
 else bad "tidl-import ONNX configuration: $(cat "$tmp/ti/ok.out")"; fi
 onnxify "$td/tidl_import_j11_split.txt" | grep -v '^layersGroupId\|^conv2dKernelType' >"$tmp/ti/split.txt"
-printf 'layersGroupId = 0 1 1 1 1 1 1 0\nconv2dKernelType = 1 1 1 1 1 1 1 1\n' >>"$tmp/ti/split.txt"
-"$npuc" tidl-import "$tmp/ti/split.txt" --dry-run >"$tmp/ti/split.out" && grep -q "layer groups are not built yet" "$tmp/ti/split.out" &&
-  ok "tidl-import: layersGroupId / conv2dKernelType accepted and said to be recorded only" || bad "tidl-import with layer groups"
+cp "$tmp/ti/split.txt" "$tmp/ti/split6.txt"
+# The digits package has 8 layers: 5 in group 1 (EVE), 3 in group 2 (DSP), TIDL's input / output 0s around them.
+printf 'layersGroupId = 0 1 1 1 1 1 2 2 2 0\nconv2dKernelType = 1 1 1 1 1 1 1 1 1 1\n' >>"$tmp/ti/split.txt"
+if "$npuc" tidl-import "$tmp/ti/split.txt" >"$tmp/ti/split.out" && grep -q "each group a pipeline stage" "$tmp/ti/split.out" &&
+   [ "$(grep -c '"group": 2' "$tmp/ti/out/tidl_net_digits/manifest.json")" = 3 ] &&
+   "$npuc" bench "$tmp/ti/out/tidl_net_digits" --pipeline --runs 5 | grep -q "pipeline: 2 stages (groups 1, 2)"; then
+  ok "tidl-import: layersGroupId becomes the package's layers groups, and bench --pipeline runs them as two stages"
+else bad "tidl-import with layer groups: $(cat "$tmp/ti/split.out")"; fi
+printf 'layersGroupId = 0 1 1 1 1 2 2 0\n' >>"$tmp/ti/split6.txt"
+expect_error 2 "layersGroupId: layers groups: 6 groups listed for the package's 8 layers" -- "$npuc" tidl-import "$tmp/ti/split6.txt"
+printf 'layersGroupId = 0 1 1 2 2 1 1 2 2 0\n' >"$tmp/ti/order.txt"
+grep -v '^layersGroupId' "$tmp/ti/split6.txt" >>"$tmp/ti/order.txt"
+expect_error 2 "in group 1 after layer '/features/features.6/Conv' in group 2" -- "$npuc" tidl-import "$tmp/ti/order.txt"
+# translate's own options: --layer-groups auto (the estimate's cut) and --layer-group LAYER=ID.
+if "$npuc" translate lg -onnx "$digits" --target tidl --calib "input=$src/models/digits/test_x.npy" --layer-groups auto \
+     --out "$tmp/lg" >/dev/null && grep -q '"group": 1' "$tmp/lg/lg/manifest.json" && grep -q '"group": 2' "$tmp/lg/lg/manifest.json" &&
+   "$npuc" translate lg2 -onnx "$digits" --target generic --layer-group /features/features.6/Conv=2 --out "$tmp/lg" >/dev/null &&
+   [ "$(grep -c '"group": 2' "$tmp/lg/lg2/manifest.json")" -ge 2 ]; then
+  ok "translate --layer-groups auto / --layer-group LAYER=ID record the package's layers groups"
+else bad "translate with layer groups"; fi
+expect_error 2 "--layer-group takes LAYER=ID (got 'conv')" -- "$npuc" translate lg3 -onnx "$digits" --target generic --layer-group conv --out "$tmp/lg"
+expect_error 2 "--layer-groups takes 'auto'" -- "$npuc" translate lg3 -onnx "$digits" --target generic --layer-groups eve --out "$tmp/lg"
 n=0
 tidl_bad() {  # tidl_bad 'sed script' 'expected text'
   n=$((n + 1))

@@ -134,6 +134,29 @@ int benchPackage(const Opts& o) {
                                   : "median: {:.3f} ms\nmin: {:.3f} ms\nmean: {:.3f} ms\nmax: {:.3f} ms\n";
   fmt::print(fmt::runtime(f), s.median, s.min, s.mean, s.max);
   if (o.profile) printProfile(profiles, o.profile_csv);
+  if (o.pipeline) {
+    // The package's layers groups as a pipeline of simulated cores (npuc::Pipeline): the same frames, each stage on
+    // its own thread with o.threads workers.
+    Pipeline pl(o.model, {o.threads, o.exact, false});
+    std::vector<Tensor> frame;
+    for (auto& in : pl.inputs()) {
+      auto it = std::find_if(feeds.begin(), feeds.end(), [&](auto& f) { return f.first == in.name; });
+      if (it == feeds.end())
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("--pipeline: input '{}' (a dynamic AIPP block) is not supported", in.name));
+      frame.push_back(it->second);
+    }
+    (void)pl.run(std::vector<std::vector<Tensor>>(static_cast<size_t>(std::max(o.warmup, 1)), frame));
+    (void)pl.run(std::vector<std::vector<Tensor>>(static_cast<size_t>(o.runs), frame));
+    const double per = pl.wallMs() / o.runs;
+    std::string groups;
+    for (int g : pl.groups()) groups += (groups.empty() ? "" : ", ") + std::to_string(g);
+    fmt::print("\npipeline: {} stage{} (groups {}), {} frames: {:.3f} ms per frame ({:.1f} frames/s); one runtime: {:.3f} ms "
+               "({:.1f} frames/s)\n", pl.groups().size(), pl.groups().size() == 1 ? "" : "s", groups, o.runs, per, 1000.0 / per,
+               s.median, 1000.0 / s.median);
+    for (size_t k = 0; k < pl.groups().size(); ++k)
+      fmt::print("  stage {} (group {}): {:.3f} ms per frame busy{}\n", k + 1, pl.groups()[k], pl.stageMs()[k],
+                 k == 0 ? std::string() : fmt::format(", {} bytes handed in per frame", pl.handoffBytes()[k]));
+  }
   return 0;
 }
 
@@ -144,7 +167,7 @@ void addBench(CLI::App& app, Action& run) {
     std::string model;
     std::vector<std::string> inputs, shapes, aipp;
     int threads = 1, runs = 20, warmup = 3;
-    bool profile = false, exact = false, io = false;
+    bool profile = false, exact = false, io = false, pipeline = false;
     std::string profile_csv;
   };
   auto o = std::make_shared<Opts>();
@@ -158,6 +181,8 @@ void addBench(CLI::App& app, Action& run) {
   c->add_flag("--profile", o->profile, "Also print time per op type and the slowest nodes (median run)");
   c->add_option("--profile-csv", o->profile_csv, "With --profile: every node's (layer's) median time to this CSV");
   c->add_flag("--exact", o->exact, "Packages: time the scalar reference kernels (the specification)");
+  c->add_flag("--pipeline", o->pipeline, "Packages with layers groups: also run the frames through a pipeline of simulated "
+                                         "cores, one per group (npuc::Pipeline), and print its time per frame");
   c->add_flag("--io", o->io, "Packages: time each inference with its inputs copied in and its outputs read out as float32 "
                              "(what an application pays per call)");
   c->callback([o, &run] {

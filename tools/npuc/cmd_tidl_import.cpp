@@ -4,7 +4,7 @@
 // known; an unknown key, a value of the wrong kind or out of the guide's range, a missing file, or a model that is
 // not ONNX (modelType 0 Caffe, 1 TensorFlow) is an error naming the file, the line and the key. What npuc does with
 // each key is printed; the quantization keys set the int8-pow2 package's options and sampleInData its calibration;
-// keys whose feature npuc does not have yet (layer groups, conv2dKernelType) are accepted and said so.
+// keys whose feature npuc does not have yet (conv2dKernelType) are accepted and said so.
 #include "cli_common.hpp"
 
 #include <fmt/format.h>
@@ -327,7 +327,13 @@ void addTidlImport(CLI::App& app, Action& run) {
       say("rawSampleInData", "raw 8-bit samples (encoded pictures are read only on the target: refused)");
       for (const char* k : {"preProcType", "inMean", "inScale", "randParams"})
         say(k, "recorded (applied to raw calibration samples: inMean / inScale)");
-      say("layersGroupId", "recorded; layer groups are not built yet (issue 27): npuc places layers by op type");
+      // layersGroupId: TIDL's input and output data layers are group 0; the others list one group per layer, in
+      // program order — npuc's layers as PREFIX_summary.csv lists them.
+      if (has("layersGroupId"))
+        for (double g : cfg.keys.at("layersGroupId").numbers)
+          if (g != 0) t.layer_group_list.push_back(static_cast<int>(g));
+      say("layersGroupId", "the package's layers groups (its 0s, TIDL's input and output layers, dropped): one per layer of "
+                           "PREFIX_summary.csv, each group a pipeline stage (npuc bench --pipeline)");
       say("conv2dKernelType", "recorded; sparse / dense kernels are not modelled yet (issue 27)");
       say("tidlStatsTool", "(TIDL's calibration executable: npuc calibrates itself)");
       if (has("layersGroupId") && has("conv2dKernelType") &&
@@ -337,7 +343,16 @@ void addTidlImport(CLI::App& app, Action& run) {
                         cfg.keys.at("layersGroupId").numbers.size()));
       fmt::print("{}", plan);
       if (o->dry) return 0;
-      TranslateResult r = translate(t, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
+      TranslateResult r = [&] {
+        try {
+          return translate(t, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
+        } catch (const Error& e) {
+          // (what the groups' list breaks is said at its line)
+          if (has("layersGroupId") && std::string(e.what()).find("layers groups:") != std::string::npos)
+            bad(cfg, line("layersGroupId"), "layersGroupId", e.what());
+          throw;
+        }
+      }();
       for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
       if (!r.ok) {
         fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), t.target);

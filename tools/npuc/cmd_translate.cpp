@@ -70,6 +70,10 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --quantMargin N             % added to every range (default 0)
   --boot-frames N             how many frames use quantHistoryParam1 (default 4; the guide says "initial few")
   --static-quant              the calibrated ranges frozen: stateless, every frame alike
+  Layers groups (TIDL's layersGroupId: pipeline stages, one simulated core each; docs/package-format.md):
+  --layer-group LAYER=ID      put LAYER (a name of PREFIX_summary.csv) and the layers after it in group ID, up to
+                              the next layer named (repeatable; the first layers: group 1)
+  --layer-groups auto         the estimate's cut for the target's fastest two-engine core set (tidl: EVE then DSP)
   --input_shape "NAME:D0,D1,...;..."
                               Ascend ATC's input shapes; -1 marks the dimensions the gears below set; a range
                               LO~HI for an image's height / width is set by its static AIPP stage (within the range)
@@ -184,7 +188,8 @@ std::string closestOption(const std::string& s) {
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
-                                "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction"};
+                                "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--layer-group",
+                                "--layer-groups"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x;
@@ -317,6 +322,15 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--boot-frames") o.pow2.boot_frames = intValue(s, value(i), 0, 1000000);
         else if (s == "--static-quant") o.pow2.dynamic = false;
         else if (s == "--bias-correction") o.bias_correction = true;
+        else if (s == "--layer-group") {
+          const std::string v = value(i);
+          const size_t eq = v.rfind('=');
+          if (eq == std::string::npos || eq == 0) argError(fmt::format(" --layer-group takes LAYER=ID (got '{}')", v));
+          o.layer_groups[v.substr(0, eq)] = intValue(s, v.substr(eq + 1), 1, kMaxLayerGroups);
+        } else if (s == "--layer-groups") {
+          if (value(i) != "auto") argError(fmt::format(" --layer-groups takes 'auto' (got '{}'); --layer-group LAYER=ID names groups", a[i]));
+          o.auto_layer_groups = true;
+        }
         else if (s == "--keep-float") o.keep_float.push_back(value(i));
         else if (s == "--range") ranges.push_back(value(i));
         else if (s == "--threads") o.threads = intValue(s, value(i), 1, 256);
