@@ -297,6 +297,10 @@ if "$npuc" translate lg -onnx "$digits" --target tidl --calib "input=$src/models
    [ "$(grep -c '"group": 2' "$tmp/lg/lg2/manifest.json")" -ge 2 ]; then
   ok "translate --layer-groups auto / --layer-group LAYER=ID record the package's layers groups"
 else bad "translate with layer groups"; fi
+# Several packages at once, each on its own simulated core.
+"$npuc" bench "$tmp/lg/lg" --with "$tmp/lg/lg2" --runs 3 | grep -q "concurrent: 2 packages, one simulated core each" &&
+  ok "bench --with: two packages run at once, one simulated core each" || bad "bench --with"
+expect_error 2 "not a package directory" -- "$npuc" bench "$tmp/lg/lg" --with "$tmp/lg/none" --runs 1
 expect_error 2 "--layer-group takes LAYER=ID (got 'conv')" -- "$npuc" translate lg3 -onnx "$digits" --target generic --layer-group conv --out "$tmp/lg"
 expect_error 2 "--layer-groups takes 'auto'" -- "$npuc" translate lg3 -onnx "$digits" --target generic --layer-groups eve --out "$tmp/lg"
 n=0

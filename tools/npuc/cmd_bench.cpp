@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
+#include <thread>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -65,6 +67,59 @@ Stats stats(std::vector<double> t) {
   return {median, t.front(), mean / static_cast<double>(t.size()), t.back()};
 }
 
+/// A seeded random input for a package: integer frames (camera inputs of pre-processing) get random bytes, float
+/// inputs uniform [0, 1).
+Tensor randomInput(const RuntimeTensor& in, uint32_t seed) {
+  const bool bytes = in.dtype == DType::kU8;
+  Tensor t(bytes ? DType::kU8 : DType::kF32, in.shape);
+  uint32_t st = 0x9e3779b9u * seed;
+  for (int64_t i = 0; i < t.numel(); ++i) {  // xorshift
+    st ^= st << 13, st ^= st >> 17, st ^= st << 5;
+    if (bytes) static_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t>(st >> 24);
+    else t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-24f;
+  }
+  return t;
+}
+
+/// Several packages at once, each on its own simulated core (a Runtime on its own thread, `threads` workers each):
+/// every package runs `runs` frames of seeded random inputs; prints each one's time per frame while they share the
+/// machine.
+void benchConcurrent(const std::vector<std::string>& dirs, int threads, bool exact, int runs) {
+  std::vector<Runtime> rts;
+  for (const std::string& d : dirs) {
+    rts.emplace_back(d, RuntimeOptions{threads, exact, false});
+    uint32_t seed = 0;
+    for (auto& in : rts.back().inputs()) {
+      if (!in.aipp_for.empty())
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("--with: {} has a dynamic AIPP input ('{}'): not supported here", d, in.name));
+      rts.back().setInput(in.name, randomInput(in, ++seed));
+    }
+    rts.back().run();  // (warm-up)
+  }
+  std::vector<double> ms(rts.size());
+  std::vector<std::exception_ptr> errors(rts.size());
+  const double t0 = nowMs();
+  std::vector<std::thread> pool;
+  for (size_t k = 0; k < rts.size(); ++k)
+    pool.emplace_back([&, k] {
+      try {
+        const double a = nowMs();
+        for (int i = 0; i < runs; ++i) rts[k].run();
+        ms[k] = (nowMs() - a) / runs;
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    });
+  for (auto& t : pool) t.join();
+  const double wall = nowMs() - t0;
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  fmt::print("\nconcurrent: {} packages, one simulated core each ({} thread{} each), {} frames each, {:.1f} ms in all\n", rts.size(),
+             threads, threads == 1 ? "" : "s", runs, wall);
+  for (size_t k = 0; k < rts.size(); ++k)
+    fmt::print("  {}: {:.3f} ms per frame ({:.1f} frames/s)\n", dirs[k], ms[k], 1000.0 / ms[k]);
+}
+
 /// Times a package on the simulator: seeded random inputs (uniform; random bytes for uint8 frames) unless --input gives them.
 template <typename Opts>
 int benchPackage(const Opts& o) {
@@ -92,15 +147,7 @@ int benchPackage(const Opts& o) {
                                                              "--aipp {}=params.bin|yaml", in.name, in.aipp_for, in.aipp_for));
       continue;
     }
-    // Integer frames (camera inputs of pre-processing) get random bytes, float inputs uniform [0, 1).
-    bool bytes = in.dtype == DType::kU8;
-    Tensor t(bytes ? DType::kU8 : DType::kF32, in.shape);
-    uint32_t st = 0x9e3779b9u * ++seed;
-    for (int64_t i = 0; i < t.numel(); ++i) {  // xorshift
-      st ^= st << 13, st ^= st >> 17, st ^= st << 5;
-      if (bytes) static_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t>(st >> 24);
-      else t.data<float>()[i] = static_cast<float>(st >> 8) * 0x1p-24f;
-    }
+    Tensor t = randomInput(in, ++seed);
     rt.setInput(in.name, t);
     feeds.emplace_back(in.name, t);
   }
@@ -134,6 +181,11 @@ int benchPackage(const Opts& o) {
                                   : "median: {:.3f} ms\nmin: {:.3f} ms\nmean: {:.3f} ms\nmax: {:.3f} ms\n";
   fmt::print(fmt::runtime(f), s.median, s.min, s.mean, s.max);
   if (o.profile) printProfile(profiles, o.profile_csv);
+  if (!o.with.empty()) {
+    std::vector<std::string> dirs = {o.model};
+    dirs.insert(dirs.end(), o.with.begin(), o.with.end());
+    benchConcurrent(dirs, o.threads, o.exact, o.runs);
+  }
   if (o.pipeline) {
     // The package's layers groups as a pipeline of simulated cores (npuc::Pipeline): the same frames, each stage on
     // its own thread with o.threads workers.
@@ -165,7 +217,7 @@ void addBench(CLI::App& app, Action& run) {
   addCustomOpOption(c);
   struct Opts {
     std::string model;
-    std::vector<std::string> inputs, shapes, aipp;
+    std::vector<std::string> inputs, shapes, aipp, with;
     int threads = 1, runs = 20, warmup = 3;
     bool profile = false, exact = false, io = false, pipeline = false;
     std::string profile_csv;
@@ -181,6 +233,8 @@ void addBench(CLI::App& app, Action& run) {
   c->add_flag("--profile", o->profile, "Also print time per op type and the slowest nodes (median run)");
   c->add_option("--profile-csv", o->profile_csv, "With --profile: every node's (layer's) median time to this CSV");
   c->add_flag("--exact", o->exact, "Packages: time the scalar reference kernels (the specification)");
+  c->add_option("--with", o->with, "Packages: also run these packages at the same time as PKG, each on its own simulated core "
+                                  "(a runtime on its own thread), and print each one's time per frame (repeatable)");
   c->add_flag("--pipeline", o->pipeline, "Packages with layers groups: also run the frames through a pipeline of simulated "
                                          "cores, one per group (npuc::Pipeline), and print its time per frame");
   c->add_flag("--io", o->io, "Packages: time each inference with its inputs copied in and its outputs read out as float32 "
