@@ -240,7 +240,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 76; ++trial) {
+  for (int trial = 0; trial < 78; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9 && trial < 60;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
@@ -255,7 +255,14 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
         s.in_channels = s.out_channels = s.groups = 8, s.groups = 1;
         s.in_spatial = {4, 33}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {2, 17};
       }
-      if (trial >= 72) {  // one output pixel (a Gemm as a 1x1 convolution: vectorised across output channels on VNNI)
+      if (trial >= 76) {  // maps of 1000+ pixels: with 2 or 3 threads each cuts and multiplies its own pixel tiles
+        s.batch = 1, s.groups = 1, s.in_channels = 20, s.out_channels = trial == 76 ? 30 : 13;
+        if (trial == 76) {
+          s.in_spatial = {40, 40}, s.kernel = {3, 3}, s.stride = {1, 1}, s.pad_begin = {1, 1}, s.out_spatial = {40, 40};
+        } else {  // 1x1, stride 2, no padding, rows of 35 outputs: tiles that cut rows
+          s.in_spatial = {60, 70}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {30, 35};
+        }
+      } else if (trial >= 72) {  // one output pixel (a Gemm as a 1x1 convolution: vectorised across output channels on VNNI)
         const int64_t i = trial - 72, cin[] = {40, 9, 300, 16}, cout[] = {70, 20, 33, 64}, k = i == 1 ? 3 : 1;
         s.batch = i == 0 ? 2 : 1, s.groups = 1, s.in_channels = cin[i], s.out_channels = cout[i];
         s.in_spatial = {1, 1}, s.kernel = {k, k}, s.stride = {1, 1}, s.pad_begin = {k / 2, k / 2}, s.out_spatial = {1, 1};
