@@ -162,7 +162,8 @@ class Pipeline {
   const std::vector<RuntimeTensor>& inputs() const;
   const std::vector<RuntimeTensor>& outputs() const;
   /// Runs frames[i] (one tensor per package input, in inputs() order) through the stages; returns each frame's
-  /// outputs as float32 (in outputs() order). Throws what a stage throws (the other stages stopped).
+  /// outputs as float32 (in outputs() order). Throws what a stage throws (the other stages stopped; every stage's
+  /// state then reset, as by resetState()).
   std::vector<std::vector<Tensor>> run(const std::vector<std::vector<Tensor>>& frames);
   /// Of the last run: each stage's mean busy time per frame (ms: its layers and the hand-over into it), the run's
   /// wall time (ms) and the bytes handed into each stage per frame.

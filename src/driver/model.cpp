@@ -272,7 +272,10 @@ std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g
 /// fuseIntegerDataMovement) with the Q / DQ nodes they leave unused removed; returns how many layers became integer layers. Also used by translate (an already quantized model).
 int integerLayers(ir::Graph& g) {
   quant::annotateQuantized(g);
-  const int n = quant::fuseIntegerConvs(g) + quant::fuseIntegerGemms(g) + quant::fuseIntegerAdds(g);
+  // (one after the other: each rewrites the graph, and the order fixes the nodes' ids and names)
+  int n = quant::fuseIntegerConvs(g);
+  n += quant::fuseIntegerGemms(g);
+  n += quant::fuseIntegerAdds(g);
   quant::fuseIntegerDataMovement(g);  // (runs on int8 codes: not counted as integer layers)
   passes::PassContext ctx;
   passes::PassManager({"dce"}).runToFixpoint(g, ctx);

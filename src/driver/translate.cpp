@@ -117,7 +117,8 @@ void assignLayerGroups(const TranslateOptions& o, const codegen::Estimate& e, pa
         if (p.layers[i].name == timed[static_cast<size_t>(s - 1)]) last = static_cast<int64_t>(i);
       if (last < 0) fail(ErrorCode::kInternal, "--layer-groups auto: layer '{}' of the estimate is not in the package", timed[static_cast<size_t>(s - 1)]);
     }
-    for (size_t i = 0; i < groups.size(); ++i) groups[i] = static_cast<int64_t>(i) <= last ? 1 : 2;
+    // (a cut that leaves the first engine idle: every layer on the second, one group)
+    for (size_t i = 0; i < groups.size(); ++i) groups[i] = last < 0 || static_cast<int64_t>(i) <= last ? 1 : 2;
   }
   for (size_t i = 1; i < groups.size(); ++i)
     if (groups[i] < groups[i - 1])

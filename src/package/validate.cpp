@@ -1026,7 +1026,7 @@ struct Checker {
       if (l.custom) customLayer(*l.custom, d, fmt::format("manifest layer {} ('{}')", s, l.name));
     }
     // Layers groups: pipeline stages, each a run of consecutive layers (a stage reads only what earlier ones wrote).
-    if (p.layers[0].group > 0 || std::any_of(p.layers.begin(), p.layers.end(), [](const LayerInfo& l) { return l.group > 0; }))
+    if (std::any_of(p.layers.begin(), p.layers.end(), [](const LayerInfo& l) { return l.group > 0; }))
       for (size_t s = 0; s < n; ++s) {
         const LayerInfo& l = p.layers[s];
         if (l.group < 1 || l.group > kMaxGroups)

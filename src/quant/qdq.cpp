@@ -612,6 +612,11 @@ int fuseIntegerGemms(ir::Graph& g) {
     const bool transB = n.attrInt("transB", 0) != 0;
     auto p = integerProduct(g, uses, outputs, n, transB ? 0 : 1, 2);
     if (!p) return false;
+    // The bias must add one value per output column: C of shape [M] or [1, M] (a C of [M, 1] adds one per row).
+    if (p->b) {
+      const Shape& cs = p->b->data->shape();
+      if (!(cs.size() == 1 || (cs.size() == 2 && cs[0] == 1))) return false;
+    }
     const ir::Type xt = g.value(p->x.node->inputs[0]).type;
     if (!xt.isStatic() || xt.shape.size() != 2 || xt.shape[1] != p->K) return false;
     const int64_t N = xt.shape[0], M = p->M, K = p->K;

@@ -1304,10 +1304,12 @@ std::vector<std::vector<Tensor>> Pipeline::run(const std::vector<std::vector<Ten
       for (size_t f = 0; f < F; ++f) {
         if (k == 0) {
           for (size_t j = 0; j < frames[f].size(); ++j) rt.setInput(rt.inputs()[j].name, frames[f][j]);
-        } else {  // take frame f from the stage before
-          std::unique_lock<std::mutex> lk(mu);
-          cv.wait(lk, [&] { return failed || box[k].frame == static_cast<int64_t>(f); });
-          if (failed) return;
+        } else {  // take frame f from the stage before (one producer, one consumer: the copy runs unlocked)
+          {
+            std::unique_lock<std::mutex> lk(mu);
+            cv.wait(lk, [&] { return failed || box[k].frame == static_cast<int64_t>(f); });
+            if (failed) return;
+          }
           const auto t0 = std::chrono::steady_clock::now();
           size_t at = 0;
           for (auto [a, n] : p.in_ranges[k]) {
@@ -1315,17 +1317,20 @@ std::vector<std::vector<Tensor>> Pipeline::run(const std::vector<std::vector<Ten
             at += n;
           }
           for (size_t j = 0; j < p.in_slots[k].size(); ++j) im.p2_slots[static_cast<size_t>(p.in_slots[k][j])] = box[k].slots[j];
-          box[k].frame = -1;
           busy[k] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          std::lock_guard<std::mutex> lk(mu);
+          box[k].frame = -1;
           cv.notify_all();
         }
         const auto t0 = std::chrono::steady_clock::now();
         rt.run();
         busy[k] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (k + 1 < S) {  // hand frame f to the next stage once it has taken the one before
-          std::unique_lock<std::mutex> lk(mu);
-          cv.wait(lk, [&] { return failed || box[k + 1].frame < 0; });
-          if (failed) return;
+          {
+            std::unique_lock<std::mutex> lk(mu);
+            cv.wait(lk, [&] { return failed || box[k + 1].frame < 0; });
+            if (failed) return;
+          }
           Handoff& h = box[k + 1];
           h.bytes.resize(p.handoff_bytes[k + 1]);
           size_t at = 0;
@@ -1335,6 +1340,7 @@ std::vector<std::vector<Tensor>> Pipeline::run(const std::vector<std::vector<Ten
           }
           h.slots.clear();
           for (int32_t sl : p.in_slots[k + 1]) h.slots.push_back(im.p2_slots[static_cast<size_t>(sl)]);
+          std::lock_guard<std::mutex> lk(mu);
           h.frame = static_cast<int64_t>(f);
           cv.notify_all();
         } else {
@@ -1350,11 +1356,23 @@ std::vector<std::vector<Tensor>> Pipeline::run(const std::vector<std::vector<Ten
   };
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
-  for (size_t k = 1; k < S; ++k) threads.emplace_back(stage, k);
-  stage(0);
+  try {
+    for (size_t k = 1; k < S; ++k) threads.emplace_back(stage, k);
+  } catch (...) {  // (a thread that could not start: the others are told to stop)
+    std::lock_guard<std::mutex> lk(mu);
+    if (!failed) error = std::current_exception();
+    failed = true;
+    cv.notify_all();
+  }
+  if (!failed) stage(0);
   for (auto& t : threads) t.join();
   p.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (error) std::rethrow_exception(error);
+  if (error) {
+    // Stages stopped at different frames: their int8-pow2 histories no longer belong to one sequence. Every stage
+    // starts again from the calibrated ranges, as a new Pipeline would.
+    resetState();
+    std::rethrow_exception(error);
+  }
   p.stage_ms.assign(S, 0.0);
   for (size_t k = 0; k < S; ++k) p.stage_ms[k] = F > 0 ? busy[k] / static_cast<double>(F) : 0.0;
   return results;

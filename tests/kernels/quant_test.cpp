@@ -124,11 +124,12 @@ TEST(QuantPrimitives, OneRoundingIsTheTwoRoundings) {
     for (int i = 0; i < 20000; ++i) {
       const int32_t m = i % 3 == 0 ? 1 << 30 : mrand(rng);  // 2^30: every odd x is a tie of the high multiply
       const int32_t x = i % 2 ? any(rng) : small(rng);
-      // x = (2k + 1) 2^(r - 1): with m = 2^30, q = floor((x + 1) / 2) sits on the shift's tie for some k
-      const int32_t tie = right >= 2 ? static_cast<int32_t>((2 * (i % 1000) + 1 - 1000) * (int64_t{1} << (right - 1))) : x;
+      // x = (2k + 1) 2^r, k of either sign: with m = 2^30, q = floor((x + 1) / 2) = (2k + 1) 2^(r - 1), a tie of the
+      // shift by r (half away from zero: k + 1 for k >= 0, k for k < 0)
+      const int32_t tie = right >= 1 ? static_cast<int32_t>((2 * (i % 1000) + 1 - 1000) * (int64_t{1} << right)) : x;
       const detail::RequantOnce c = detail::requantOnce(m, right);
       ASSERT_EQ(detail::multiplyOnce(x, c), multiplyByMultiplier(x, {m, -right})) << x << " " << m << " " << right;
-      if (right < 21) {
+      if (right < 21) {  // (|x| < 1000 2^20 < 2^31)
         ASSERT_EQ(detail::multiplyOnce(tie, c), multiplyByMultiplier(tie, {m, -right})) << tie << " " << m << " " << right;
       }
     }
@@ -263,7 +264,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
           s.in_spatial = {60, 70}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {30, 35};
         }
       } else if (trial >= 72) {  // one output pixel (a Gemm as a 1x1 convolution: vectorised across output channels on VNNI)
-        const int64_t i = trial - 72, cin[] = {40, 9, 300, 16}, cout[] = {70, 20, 33, 64}, k = i == 1 ? 3 : 1;
+        const int64_t i = trial - 72, cin[] = {40, 9, 300, 16}, cout[] = {70, 20, 400, 64}, k = i == 1 ? 3 : 1;
         s.batch = i == 0 ? 2 : 1, s.groups = 1, s.in_channels = cin[i], s.out_channels = cout[i];
         s.in_spatial = {1, 1}, s.kernel = {k, k}, s.stride = {1, 1}, s.pad_begin = {k / 2, k / 2}, s.out_spatial = {1, 1};
       } else if (trial >= 68) {  // depthwise over small planes (rows of at most 8 outputs: two rows per vector on VNNI)
@@ -298,10 +299,11 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     out.lo = trial % 3 == 0 ? out.zero_point : -128;  // a fused Relu now and then
     for (int64_t m = 0; m < (trial % 2 || trial >= 72 ? s.out_channels : 1); ++m)
       // factors below 1/2 (a right shift), in [1/2, 1) (shift 0) and above 1 (a left shift) now and then; from trial
-      // 72 on, a mix per channel (one left shift, at channel 5 where trial 73 has it)
-      out.multiplier.push_back(quantizeMultiplier(trial >= 72 ? (m == 5 && trial != 74 ? 1.5 : m % 4 == 1 ? 0.5 + 0.03 * static_cast<double>(m) : std::exp2(-10.5 - 0.02 * static_cast<double>(m)))
+      // 72 on, a mix per channel (one left shift, at channel 5 where trial 73 has it); trial 70 (depthwise, two rows
+      // of 8 to a register) all above 1
+      out.multiplier.push_back(quantizeMultiplier(trial >= 72 ? (m == 5 && trial != 74 ? 1.5 : m % 4 == 1 ? 0.5 + 0.03 * static_cast<double>(m) : std::exp2(-10.5 - 0.02 * static_cast<double>(m % 40)))
                                                   : trial % 7 == 2 ? 0.5 + 0.07 * static_cast<double>(m % 7)
-                                                  : trial % 7 == 4 ? 1.5 + static_cast<double>(m % 3)
+                                                  : trial % 7 == 4 || trial == 70 ? 1.5 + static_cast<double>(m % 3)
                                                                    : std::exp2(-6.0 - 0.37 * static_cast<double>(m + trial % 5))));
     int32_t zx = i8(rng) / 2;
     if (trial % 8 == 3) {  // the extremes the int32 bound allows: (127 - -128) * -128 on every tap, the largest bias
@@ -351,7 +353,7 @@ TEST(QuantConv, RequantizationTiesAreTheReferencesOnEveryPath) {
         // factors 2^-1 .. 2^-9 (ties of the high multiply and of the shift), and 2^-k times 1.37, 0.77
         const double f = std::exp2(-1.0 - static_cast<double>(m % 9)) * (m < 9 ? 1.0 : m < 18 ? 1.37 : m < 27 ? 0.77 : 1.0);
         out.multiplier.push_back(m < 36 ? quantizeMultiplier(f) : quantizeMultiplier(0.5 + 0.1 * static_cast<double>(m - 36)));
-        bias[static_cast<size_t>(m)] = static_cast<int32_t>((m % 5 - 2) * 37);  // sums of both signs
+        bias[static_cast<size_t>(m)] = static_cast<int32_t>((m % 5 - 2) * 300);  // sums of both signs, [-600, 855]
       }
       std::vector<int8_t> want(static_cast<size_t>(M * width));
       qconv_ref(s, x.data(), -128, w.data(), bias.data(), out, want.data());

@@ -575,6 +575,41 @@ TEST(Int8AffinePackage, GemmsAreIntegerProducts) {
   std::filesystem::remove_all(o.out_root);
 }
 
+// A Gemm whose bias adds one value per row (tests/data/quant/gemm_row_bias.onnx: C [M, 1] with N = M) is no
+// per-channel product: it stays a float Gemm between its Q / DQ layers, and the quantized model stays within int8's
+// error of the float one (a per-channel bias would put C's values in the wrong places).
+TEST(Int8AffinePackage, AGemmBiasPerRowIsNoIntegerProduct) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/gemm_row_bias.onnx";
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Tensor c(DType::kF32, Shape{12, 4});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["input"] = {c};
+  q.integer_layers = true;
+  QuantizeReport rep;
+  Model fp = Model::load(onnx).optimized();
+  Model qdq = fp.quantizedQdq(q, &rep);
+  EXPECT_EQ(rep.integer_layers, 0);
+  int gemm = 0;
+  for (ir::NodeId id : graphOf(qdq).order()) gemm += graphOf(qdq).node(id).op == "Gemm";
+  EXPECT_EQ(gemm, 1);
+  {  // the same Gemm quantized elsewhere, its C [3, 1] an int32 at x_scale * w_scale: still no integer product
+    LoadOptions lo;
+    lo.resolve = false;  // (as translate loads a QDQ model)
+    Model m = Model::load(std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/gemm_row_bias_qdq.onnx", lo);
+    quant::annotateQuantized(mutableGraphOf(m));
+    EXPECT_EQ(quant::fuseIntegerGemms(mutableGraphOf(m)), 0);
+  }
+  Session sf(fp, 1), sq(qdq, 1);
+  for (int i = 0; i < 5; ++i) {
+    Tensor x(DType::kF32, Shape{3, 4});
+    for (int64_t k = 0; k < x.numel(); ++k) x.data<float>()[k] = u(rng);
+    const Tensor want = sf.run({{"input", x}})[0], got = sq.run({{"input", x}})[0];
+    for (int64_t k = 0; k < want.numel(); ++k) EXPECT_NEAR(got.data<float>()[k], want.data<float>()[k], 0.05) << i << " " << k;
+  }
+}
+
 // A model quantized elsewhere (here: by npuc quantize, saved as standard ONNX) translates for generic-int8 without
 // calibration: its own scales, its convolutions as integer layers; the package equals the engine on that model with
 // the same integer convolutions, bit for bit.

@@ -234,7 +234,8 @@ void addBench(CLI::App& app, Action& run) {
   c->add_option("--profile-csv", o->profile_csv, "With --profile: every node's (layer's) median time to this CSV");
   c->add_flag("--exact", o->exact, "Packages: time the scalar reference kernels (the specification)");
   c->add_option("--with", o->with, "Packages: also run these packages at the same time as PKG, each on its own simulated core "
-                                  "(a runtime on its own thread), and print each one's time per frame (repeatable)");
+                                  "(a runtime on its own thread, seeded random inputs), and print each one's time per frame "
+                                  "(repeatable)");
   c->add_flag("--pipeline", o->pipeline, "Packages with layers groups: also run the frames through a pipeline of simulated "
                                          "cores, one per group (npuc::Pipeline), and print its time per frame");
   c->add_flag("--io", o->io, "Packages: time each inference with its inputs copied in and its outputs read out as float32 "
@@ -242,6 +243,9 @@ void addBench(CLI::App& app, Action& run) {
   c->callback([o, &run] {
     run = [o] {
       if (std::filesystem::is_directory(o->model)) return benchPackage(*o);
+      if (o->pipeline || !o->with.empty())
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("{} apply to packages (output/PREFIX folders), not to an ONNX model",
+                                                             o->pipeline ? "--pipeline" : "--with"));
       auto inputs = parseInputs(o->inputs);
       double l0 = nowMs();
       Model m = loadForInputs(o->model, inputs, o->shapes);

@@ -419,7 +419,13 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
   // The im2col of a group: B4 [K4][P16] quads. Where groups run in parallel, each chunk has its own.
   const bool by_group = G > 1 && mg < 2 * kMaxRows;
   const size_t b_bytes = static_cast<size_t>(K4 * P16 * 4);
-  uint8_t* const b_shared = by_group ? nullptr : scratch(1, b_bytes);
+  const int64_t tile = 2 * kMaxVecs * 16, tiles = (P + tile - 1) / tile, threads = pool != nullptr ? pool->size() : 1;
+  // Several threads and enough pixel tiles for them: each task cuts the im2col of its own tiles of 128 pixels and
+  // multiplies each at once (a thread reads only the B it wrote, not its neighbour's from another core: MobileNetV2's
+  // 144 -> 24 at 56x56 0.113 -> 0.076 ms at 2 threads). One thread keeps the whole im2col first (alternating the two
+  // loops tile by tile measured up to 1.6x slower there).
+  const bool tiled = !by_group && threads > 1 && tiles >= 4 * threads;
+  uint8_t* const b_shared = by_group || tiled ? nullptr : scratch(1, b_bytes);
 
   // Quad rows [q0, q1) of a group's im2col for output pixels [pa, pb): pixel p of row q at b + (q * stride + p - pa) * 4,
   // the row's tail up to a multiple of 16 pixels zero (the microkernel's last vector reads it; its lanes are not stored).
@@ -489,13 +495,8 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
       });
       continue;
     }
-    const int64_t tile = 2 * kMaxVecs * 16, tiles = (P + tile - 1) / tile, threads = pool != nullptr ? pool->size() : 1;
     for (int64_t grp = 0; grp < G; ++grp) {
-      if (!plan.gemv && threads > 1 && tiles >= 4 * threads) {
-        // Several threads and enough pixel tiles for them: each task cuts the im2col of its own tiles of 128 pixels
-        // and multiplies each at once (a thread reads only the B it wrote, not its neighbour's from another core:
-        // MobileNetV2's 144 -> 24 at 56x56 0.113 -> 0.076 ms at 2 threads). One thread keeps the whole im2col first
-        // (alternating the two loops tile by tile measured up to 1.6x slower there).
+      if (tiled) {  // (a one-pixel layer has one tile: never tiled)
         parallelUnits(pool, tiles, mg * K * tile, [&](int64_t t0, int64_t t1) {
           uint8_t* const b = scratch(1, static_cast<size_t>(K4 * tile * 4));  // (this worker's own)
           for (int64_t t = t0; t < t1; ++t) {

@@ -38,9 +38,6 @@ inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnceVec& c) {
 inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnce& c) {
   return multiplyByMultiplierAvx512(x, RequantOnceVec(c));
 }
-inline __m512i multiplyByMultiplierAvx512(__m512i x, int32_t m, int right) {
-  return multiplyByMultiplierAvx512(x, requantOnce(m, right));
-}
 
 /// clamp(zp + x, lo, hi) narrowed to 16 int8.
 inline __m128i offsetClampToI8Avx512(__m512i x, int32_t zp, int32_t lo, int32_t hi) {
