@@ -348,15 +348,15 @@ void qgemvVnni(const QConvVnniPlan& plan, const int32_t* b4, int8_t* y, ThreadPo
     const int n = static_cast<int>(std::min<int64_t>(16, M - m0));
     alignas(64) int32_t a[16];
     alignas(64) int32_t mv[16] = {};
-    alignas(64) int64_t pos_e[8] = {}, neg_e[8] = {}, sh_e[8] = {}, pos_o[8] = {}, neg_o[8] = {}, sh_o[8] = {};
+    alignas(64) int64_t pos[2][8] = {}, neg[2][8] = {}, sh[2][8] = {};  // [even, odd lanes][qword lane]
     bool scalar = false;
     for (int i = 0; i < n; ++i) {
       const ChannelRequant& rq = plan.rq[static_cast<size_t>(m0 + i)];
       scalar |= rq.mul.shift > 0;
       mv[i] = rq.once.m;
-      (i % 2 ? pos_o : pos_e)[i / 2] = rq.once.add_pos;
-      (i % 2 ? neg_o : neg_e)[i / 2] = rq.once.add_neg;
-      (i % 2 ? sh_o : sh_e)[i / 2] = rq.once.shift;
+      pos[i % 2][i / 2] = rq.once.add_pos;
+      neg[i % 2][i / 2] = rq.once.add_neg;
+      sh[i % 2][i / 2] = rq.once.shift;
     }
     acc = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << n) - 1u), plan.bias.data() + m0));
     if (scalar) {
@@ -369,11 +369,11 @@ void qgemvVnni(const QConvVnniPlan& plan, const int32_t* b4, int8_t* y, ThreadPo
     const __m512i pe = _mm512_mul_epi32(acc, m);
     const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, _MM_PERM_CDAB), _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
     const __m512i re = _mm512_srav_epi64(
-        _mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), _mm512_load_si512(pos_e), _mm512_load_si512(neg_e))),
-        _mm512_load_si512(sh_e));
+        _mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), _mm512_load_si512(pos[0]), _mm512_load_si512(neg[0]))),
+        _mm512_load_si512(sh[0]));
     const __m512i ro = _mm512_srav_epi64(
-        _mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), _mm512_load_si512(pos_o), _mm512_load_si512(neg_o))),
-        _mm512_load_si512(sh_o));
+        _mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), _mm512_load_si512(pos[1]), _mm512_load_si512(neg[1]))),
+        _mm512_load_si512(sh[1]));
     const __m512i q = _mm512_mask_shuffle_epi32(re, 0xAAAA, ro, _MM_PERM_CDAB);
     _mm_mask_storeu_epi8(y + m0, static_cast<__mmask16>((1u << n) - 1u), offsetClampToI8Avx512(q, out.zero_point, out.lo, out.hi));
   };
