@@ -8,7 +8,8 @@
 // 4 of byte 1, the digits model as an int8-affine package (generic-int8: quantize / dequantize layers, int8
 // convolutions with their requantization tables, an int8 max pool, the manifest's quantization records); with bit 5,
 // the digits model as an int8-pow2 package (tidl: a quantize layer, codes at per-frame power-of-two scales, the
-// layers' tables of slots, max pooling on codes, global pooling, an inner product, the manifest's pow2 options).
+// layers' tables of slots, max pooling on codes, global pooling, an inner product, the manifest's pow2 options, and
+// two layers groups: an accepted package with groups also runs through npuc::Pipeline).
 // Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
 // hash recomputed, so that the damage reaches the decoders and the validator instead of stopping at the hashes), bit 2 runs the simulator on two threads,
 // the rest replaces the file's bytes.
@@ -70,6 +71,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     } else if (t == 5) {
       o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
       o.calibration["input"] = {npuc::readNpyFile(NPUC_SOURCE_DIR "/models/digits/test_x.npy")};
+      o.auto_layer_groups = true;  // (the estimate's EVE / DSP cut: two groups)
     } else if (t < 2) {
       o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
       o.prepost = NPUC_SOURCE_DIR "/models/digits/demo/prepost_yuy2.yaml";
@@ -132,6 +134,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     npuc::Runtime exact(g_dir, {1, true});
     exact.run();
     exact.run();  // int8-pow2: a second frame, from the first one's range history
+    npuc::Pipeline pl(g_dir, {1, false});
+    if (pl.groups().size() > 1) {
+      std::vector<npuc::Tensor> frame;
+      for (const npuc::RuntimeTensor& in : pl.inputs()) frame.emplace_back(npuc::DType::kF32, in.shape);
+      (void)pl.run({frame, frame});
+    }
   } catch (const npuc::Error&) {
   }
   return 0;
