@@ -115,15 +115,15 @@ int64_t biasAt(int32_t bias, int qb, int qacc, int round_add);
 void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
              int64_t* acc, ThreadPool* pool);
 
+/// The instruction-set paths of convAccFast (each gives convAcc's integers).
+enum class Pow2Path { kBaseline, kAvx2 };
+Pow2Path bestPow2Path();
+bool cpuHasPow2Path(Pow2Path p);
 /// convAcc's integers, fast (x86/pow2_conv.cpp): 2-D only; per image and group an im2col of the codes (int16, zeros
 /// in the padding), each output plane summed in int32 one weight times a row of the im2col at a time (vectorised
 /// across outputs; zero weights skipped), or as inner products for small planes, when K * 255 * max|w| stays below
 /// 2^31 (the bias is added in int64 afterwards); convAcc otherwise. Exact integer sums: the same numbers for any
 /// order, vector width or thread split.
-/// The instruction-set paths of convAccFast (each gives convAcc's integers).
-enum class Pow2Path { kBaseline, kAvx2 };
-Pow2Path bestPow2Path();
-bool cpuHasPow2Path(Pow2Path p);
 void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
                  int64_t* acc, ThreadPool* pool, Pow2Path path = bestPow2Path());
 

@@ -58,5 +58,4 @@ struct Pow2Report {
 /// statistics of g's float tensors by name (collectStats on this graph).
 Pow2Report quantizeToPow2(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const Pow2Options& o);
 
-
 }  // namespace npuc::quant

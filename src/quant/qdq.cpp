@@ -465,16 +465,18 @@ std::optional<QParams> int8Activation(const ir::Graph& g, ir::ValueId v) {
 }
 
 /// Replaces a fused run — the layer `id`, the activation node `qo` found after it, its QuantizeLinear — by one node
-/// `op` (named as the layer) that writes the QuantizeLinear's int8 output.
+/// `op` (named as the layer) that writes `out`: by default the QuantizeLinear's int8 output (the caller otherwise
+/// connects `out` to it).
 void replaceRun(ir::Graph& g, ir::Rewriter& rw, ir::NodeId id, const QuantizedOutput& qo, const std::string& op,
-                const std::string& domain, const std::vector<ir::ValueId>& ins, std::map<std::string, ir::Attr> attrs) {
+                const std::string& domain, const std::vector<ir::ValueId>& ins, std::map<std::string, ir::Attr> attrs,
+                ir::ValueId out = ir::kNoValue) {
   const std::string name = g.node(id).name;
-  const ir::ValueId yq = qo.q->outputs[0];
+  if (out == ir::kNoValue) out = qo.q->outputs[0];
   const ir::NodeId act = qo.act_node ? qo.act_node->id : ir::kNoNode;
   g.removeNode(qo.q->id);
   if (act != ir::kNoNode) rw.eraseNode(act);
   rw.eraseNode(id);
-  rw.addNode(op, name, ins, {yq}, domain).attrs = std::move(attrs);
+  rw.addNode(op, name, ins, {out}, domain).attrs = std::move(attrs);
 }
 
 /// Calls fuse(rw, uses, outputs, node) for each node of `g` in order (skipping nodes an earlier call removed) and
@@ -631,12 +633,8 @@ int fuseIntegerGemms(ir::Graph& g) {
       for (int64_t k = 0; k < K; ++k) w4.data<int8_t>()[m * K + k] = transB ? w[m * K + k] : w[k * M + m];
     const std::string name = n.name;
     const ir::ValueId wc = g.addConstant(g.uniqueValueName(g.value(p->w.node->inputs[0]).name + "/1x1"), std::move(w4)).id;
-    Tensor s4(DType::kI64, {4}), s2(DType::kI64, {2});
-    const int64_t d4[] = {N, K, 1, 1}, d2[] = {N, M};
-    std::copy(d4, d4 + 4, s4.data<int64_t>());
-    std::copy(d2, d2 + 2, s2.data<int64_t>());
-    const ir::ValueId s4c = g.addConstant(g.uniqueValueName(name + "/nchw_shape"), std::move(s4)).id;
-    const ir::ValueId s2c = g.addConstant(g.uniqueValueName(name + "/shape"), std::move(s2)).id;
+    const ir::ValueId s4c = g.addConstant(g.uniqueValueName(name + "/nchw_shape"), Tensor::fromVector<int64_t>({4}, {N, K, 1, 1})).id;
+    const ir::ValueId s2c = g.addConstant(g.uniqueValueName(name + "/shape"), Tensor::fromVector<int64_t>({2}, {N, M})).id;
     const ir::ValueId yq = p->qo.q->outputs[0];
     const ir::ValueId x4id = g.addValue(g.uniqueValueName(x_name + "/nchw"), ir::Type{DType::kI8, {N, K, 1, 1}, true}).id;
     g.value(x4id).quant = x_quant;
@@ -653,13 +651,8 @@ int fuseIntegerGemms(ir::Graph& g) {
     attrs["dilations"] = ir::Attr(std::vector<int64_t>{1, 1});
     attrs["pads"] = ir::Attr(std::vector<int64_t>{0, 0, 0, 0});
     productAttrs(*p, n.op, attrs);
-    const ir::ValueId xin = p->x.node->inputs[0];
-    const ir::NodeId act = p->qo.act_node ? p->qo.act_node->id : ir::kNoNode;
-    g.removeNode(p->qo.q->id);
-    if (act != ir::kNoNode) rw.eraseNode(act);
-    rw.eraseNode(id);
-    rw.addNode("Reshape", name + "/to_nchw", {xin, s4c}, {x4id});
-    rw.addNode("QConv", name, ins, {y4id}, "ai.npuc").attrs = std::move(attrs);
+    rw.addNode("Reshape", name + "/to_nchw", {p->x.node->inputs[0], s4c}, {x4id});
+    replaceRun(g, rw, id, p->qo, "QConv", "ai.npuc", ins, std::move(attrs), y4id);
     rw.addNode("Reshape", name + "/from_nchw", {y4id, s2c}, {yq});
     return true;
   });

@@ -1184,7 +1184,6 @@ std::vector<Tensor> Runtime::run(const std::vector<Tensor>& ins, const LayerCall
   return outs;
 }
 
-
 // ---- Pipeline --------------------------------------------------------------------------------------------------
 
 namespace {
@@ -1207,6 +1206,21 @@ bool covered(const std::vector<std::pair<uint64_t, uint64_t>>& merged, uint64_t 
   for (auto [b, m] : merged)
     if (a >= b && a + n <= b + m) return true;
   return false;
+}
+
+/// Adds [a, a + n) to sorted, merged ranges, keeping them so.
+void addRange(std::vector<std::pair<uint64_t, uint64_t>>& merged, uint64_t a, uint64_t n) {
+  if (n == 0) return;
+  auto it = std::lower_bound(merged.begin(), merged.end(), std::pair<uint64_t, uint64_t>{a, 0});
+  if (it != merged.begin() && std::prev(it)->first + std::prev(it)->second >= a) --it;  // touches the one before
+  uint64_t lo = a, hi = a + n;
+  auto end = it;
+  for (; end != merged.end() && end->first <= hi; ++end) {
+    lo = std::min(lo, end->first);
+    hi = std::max(hi, end->first + end->second);
+  }
+  it = merged.erase(it, end);
+  merged.insert(it, {lo, hi - lo});
 }
 
 }  // namespace
@@ -1242,21 +1256,19 @@ Pipeline::Pipeline(const std::filesystem::path& dir, RuntimeOptions opts) : impl
   p.in_slots.assign(p.groups.size(), {});
   for (size_t k = 1; k < p.groups.size(); ++k) {
     const int g = p.groups[k];
-    std::vector<std::pair<uint64_t, uint64_t>> need, written;
+    std::vector<std::pair<uint64_t, uint64_t>> need, written;  // (written: sorted and merged)
     for (size_t i = 0; i < im.steps.size(); ++i) {
       const package::Descriptor& d = *im.steps[i].d;
       if (im.layers[i].group < g) {
         if (im.steps[i].p2 && im.steps[i].p2->out.slot >= 0) p.in_slots[k].push_back(im.steps[i].p2->out.slot);
         continue;
       }
-      const auto w = mergeRanges(written);
       for (int j = 0; j < d.n_in; ++j)
-        if (dataSpace(d.in(j).addr) && !covered(w, d.in(j).addr, d.in(j).bytes)) need.push_back({d.in(j).addr, d.in(j).bytes});
-      for (int j = 0; j < d.n_out; ++j) written.push_back({d.out(j).addr, d.out(j).bytes});
+        if (dataSpace(d.in(j).addr) && !covered(written, d.in(j).addr, d.in(j).bytes)) need.push_back({d.in(j).addr, d.in(j).bytes});
+      for (int j = 0; j < d.n_out; ++j) addRange(written, d.out(j).addr, d.out(j).bytes);
     }
-    const auto w = mergeRanges(written);
     for (const package::IoTensor& o : im.pkg.outputs)  // outputs earlier stages write reach the last one
-      if (!covered(w, o.ref.addr, o.ref.bytes)) need.push_back({o.ref.addr, o.ref.bytes});
+      if (!covered(written, o.ref.addr, o.ref.bytes)) need.push_back({o.ref.addr, o.ref.bytes});
     p.in_ranges[k] = mergeRanges(need);
   }
   for (size_t k = 0; k < p.stages.size(); ++k) p.stages[k].impl_->only_group = p.groups[k];

@@ -342,38 +342,28 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
 void qgemvVnni(const QConvVnniPlan& plan, const int32_t* b4, int8_t* y, ThreadPool* pool) {
   const int64_t M = plan.shape.out_channels, K4 = plan.k4, blocks = (M + 15) / 16;
   const QOutput& out = plan.out;
-  // Lanes m0 .. m0 + n of one block: bias, then the one-rounding requantization with per-lane constants (the even
-  // and the odd channels' 64-bit constants apart), or the scalar primitive where a channel has a left shift.
+  // Lanes m0 .. m0 + n of one block: bias, then the one-rounding requantization with the block's per-lane constants
+  // (plan.lanes), or the scalar primitive where a channel has a left shift.
   auto finish = [&](__m512i acc, int64_t m0) {
     const int n = static_cast<int>(std::min<int64_t>(16, M - m0));
-    alignas(64) int32_t a[16];
-    alignas(64) int32_t mv[16] = {};
-    alignas(64) int64_t pos[2][8] = {}, neg[2][8] = {}, sh[2][8] = {};  // [even, odd lanes][qword lane]
-    bool scalar = false;
-    for (int i = 0; i < n; ++i) {
-      const ChannelRequant& rq = plan.rq[static_cast<size_t>(m0 + i)];
-      scalar |= rq.mul.shift > 0;
-      mv[i] = rq.once.m;
-      pos[i % 2][i / 2] = rq.once.add_pos;
-      neg[i % 2][i / 2] = rq.once.add_neg;
-      sh[i % 2][i / 2] = rq.once.shift;
-    }
+    const QConvVnniPlan::LaneRequant& c = plan.lanes[static_cast<size_t>(m0 / 16)];
     acc = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << n) - 1u), plan.bias.data() + m0));
-    if (scalar) {
+    if (c.scalar) {
+      alignas(64) int32_t a[16];
       _mm512_store_si512(a, acc);
       for (int i = 0; i < n; ++i)
         y[m0 + i] = requantizeValue(a[i], plan.rq[static_cast<size_t>(m0 + i)].mul, out.zero_point, out.lo, out.hi);
       return;
     }
-    const __m512i m = _mm512_load_si512(mv), zero = _mm512_setzero_si512();
+    const __m512i m = _mm512_load_si512(c.m), zero = _mm512_setzero_si512();
     const __m512i pe = _mm512_mul_epi32(acc, m);
     const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, _MM_PERM_CDAB), _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
     const __m512i re = _mm512_srav_epi64(
-        _mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), _mm512_load_si512(pos[0]), _mm512_load_si512(neg[0]))),
-        _mm512_load_si512(sh[0]));
+        _mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), _mm512_load_si512(c.pos[0]), _mm512_load_si512(c.neg[0]))),
+        _mm512_load_si512(c.shift[0]));
     const __m512i ro = _mm512_srav_epi64(
-        _mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), _mm512_load_si512(pos[1]), _mm512_load_si512(neg[1]))),
-        _mm512_load_si512(sh[1]));
+        _mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), _mm512_load_si512(c.pos[1]), _mm512_load_si512(c.neg[1]))),
+        _mm512_load_si512(c.shift[1]));
     const __m512i q = _mm512_mask_shuffle_epi32(re, 0xAAAA, ro, _MM_PERM_CDAB);
     _mm_mask_storeu_epi8(y + m0, static_cast<__mmask16>((1u << n) - 1u), offsetClampToI8Avx512(q, out.zero_point, out.lo, out.hi));
   };
@@ -469,7 +459,6 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
       for (int64_t c = c0; c < c1; ++c) offsetPlane(xp + c * PS, xn + c * H * W, H, W, HP, WP, PT, PL, pad);
     });
     int8_t* yn = y + nb * M * P;
-    // Rows [r0, r1) of a group's output, over pixel tiles: a tile of B stays in cache while the rows pass over it.
     // Rows [r0, r1) of a group's output at pixels [pa, pb) (pa a multiple of 64), over tiles of 64 pixels: a tile of B
     // stays in cache while the rows pass over it. b: B at pixel pa, its quad rows `stride` pixels apart.
     auto product = [&](int64_t grp, const uint8_t* b, int64_t stride, int64_t r0, int64_t r1, int64_t pa, int64_t pb) {
@@ -559,9 +548,19 @@ QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* 
   if (p.gemv) {
     const int64_t blocks = (M + 15) / 16;
     p.w16.assign(static_cast<size_t>(blocks * p.k4 * 16), 0);
-    for (int64_t m = 0; m < M; ++m)
+    p.lanes.assign(static_cast<size_t>(blocks), {});
+    for (int64_t m = 0; m < M; ++m) {
       for (int64_t k = 0; k < p.k4; ++k)
         p.w16[static_cast<size_t>(((m / 16) * p.k4 + k) * 16 + m % 16)] = p.a4[static_cast<size_t>(m * p.k4 + k)];
+      const ChannelRequant& rq = p.rq[static_cast<size_t>(m)];
+      QConvVnniPlan::LaneRequant& c = p.lanes[static_cast<size_t>(m / 16)];
+      const int64_t i = m % 16;
+      c.scalar |= rq.mul.shift > 0;
+      c.m[i] = rq.once.m;
+      c.pos[i % 2][i / 2] = rq.once.add_pos;
+      c.neg[i % 2][i / 2] = rq.once.add_neg;
+      c.shift[i % 2][i / 2] = rq.once.shift;
+    }
   }
   return p;
 }

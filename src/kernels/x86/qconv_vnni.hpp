@@ -35,6 +35,14 @@ struct QConvVnniPlan {
   // across output channels instead, the weights repacked as w16 [ceil(M / 16)][K4][16] int32 (zeros past M).
   bool gemv = false;
   std::vector<int32_t> w16;
+  /// Per block of 16 output channels, their one-rounding constants laid out for the vector form: the multipliers by
+  /// lane, the 64-bit constants of the even and of the odd lanes apart; `scalar` where a channel has a left shift.
+  struct alignas(64) LaneRequant {
+    int32_t m[16] = {};
+    int64_t pos[2][8] = {}, neg[2][8] = {}, shift[2][8] = {};  // [even, odd lanes][qword lane]
+    bool scalar = false;
+  };
+  std::vector<LaneRequant> lanes;
 };
 
 /// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI.)

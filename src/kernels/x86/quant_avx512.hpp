@@ -15,10 +15,6 @@
 
 namespace npuc::kernels::detail {
 
-/// multiplyByMultiplier(x, {m, -r}) on 16 lanes, as one rounding (RequantOnce, kernels/x86/quant_x86.hpp): the even and
-/// the odd lanes' 64-bit products (vpmuldq; the odd lanes brought down by vpshufd), the sign's constant chosen by a
-/// compare into a mask, one arithmetic shift each, the odd results moved back up. Two multiplies and two shifts on
-/// the shift/multiply port, the rest on the others.
 /// RequantOnce's constants broadcast once (a loop over one channel's outputs keeps them in registers).
 struct RequantOnceVec {
   __m512i m, pos, neg;
@@ -27,6 +23,10 @@ struct RequantOnceVec {
       : m(_mm512_set1_epi32(c.m)), pos(_mm512_set1_epi64(c.add_pos)), neg(_mm512_set1_epi64(c.add_neg)),
         count(_mm_cvtsi64_si128(c.shift)) {}
 };
+/// multiplyByMultiplier(x, {m, -r}) on 16 lanes, as one rounding (RequantOnce, kernels/x86/quant_x86.hpp): the even and
+/// the odd lanes' 64-bit products (vpmuldq; the odd lanes brought down by vpshufd), the sign's constant chosen by a
+/// compare into a mask, one arithmetic shift each, the odd results moved back up. Two multiplies and two shifts on
+/// the shift/multiply port, the rest on the others.
 inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnceVec& c) {
   const __m512i pe = _mm512_mul_epi32(x, c.m);
   const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, _MM_PERM_CDAB), c.m);
