@@ -241,7 +241,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 78; ++trial) {
+  for (int trial = 0; trial < 80; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9 && trial < 60;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
@@ -256,7 +256,11 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
         s.in_channels = s.out_channels = s.groups = 8, s.groups = 1;
         s.in_spatial = {4, 33}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {2, 17};
       }
-      if (trial >= 76) {  // maps of 1000+ pixels: with 2 or 3 threads each cuts and multiplies its own pixel tiles
+      if (trial >= 78) {  // 1x1, stride 1, no padding: the output rows end to end, cut 64 pixels at a time, and a tail
+        s.batch = 1, s.groups = 1, s.in_channels = trial == 78 ? 20 : 13, s.out_channels = trial == 78 ? 24 : 10;
+        s.in_spatial = trial == 78 ? std::vector<int64_t>{20, 37} : std::vector<int64_t>{40, 40};  // (79: tiled)
+        s.kernel = {1, 1}, s.stride = {1, 1}, s.pad_begin = {0, 0}, s.out_spatial = s.in_spatial;
+      } else if (trial >= 76) {  // maps of 1000+ pixels: with 2 or 3 threads each cuts and multiplies its own pixel tiles
         s.batch = 1, s.groups = 1, s.in_channels = 20, s.out_channels = trial == 76 ? 30 : 13;
         if (trial == 76) {
           s.in_spatial = {40, 40}, s.kernel = {3, 3}, s.stride = {1, 1}, s.pad_begin = {1, 1}, s.out_spatial = {40, 40};

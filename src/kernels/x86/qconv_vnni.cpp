@@ -146,7 +146,28 @@ inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i flip) 
 /// Interleaves four byte rows into quads: d[4 i + j] = r_j[i * step] ^ flip, i < n.
 void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, int64_t n, int64_t step,
                  __m128i flip, uint8_t* d) {
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  if (step == 1) {
+    // 64 pixels at a time: the unpacks work within 128-bit lanes (lane L of q[k] holds pixels 16 L + 4 k .. + 3),
+    // then a 4 x 4 transpose of the lanes puts 16 consecutive pixels in each stored vector.
+    const __m512i f = _mm512_broadcast_i32x4(flip);
+    for (; i + 64 <= n; i += 64) {
+      const __m512i a = _mm512_xor_si512(_mm512_loadu_si512(r0 + i), f), b = _mm512_xor_si512(_mm512_loadu_si512(r1 + i), f);
+      const __m512i c = _mm512_xor_si512(_mm512_loadu_si512(r2 + i), f), e = _mm512_xor_si512(_mm512_loadu_si512(r3 + i), f);
+      const __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+      const __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
+      const __m512i q0 = _mm512_unpacklo_epi16(ab0, ce0), q1 = _mm512_unpackhi_epi16(ab0, ce0);
+      const __m512i q2 = _mm512_unpacklo_epi16(ab1, ce1), q3 = _mm512_unpackhi_epi16(ab1, ce1);
+      // t0 = lanes (q0.0, q0.1, q1.0, q1.1), t1 = (q2.0, q2.1, q3.0, q3.1), t2, t3 the same of lanes 2 and 3.
+      const __m512i t0 = _mm512_shuffle_i64x2(q0, q1, _MM_SHUFFLE(1, 0, 1, 0)), t1 = _mm512_shuffle_i64x2(q2, q3, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i t2 = _mm512_shuffle_i64x2(q0, q1, _MM_SHUFFLE(3, 2, 3, 2)), t3 = _mm512_shuffle_i64x2(q2, q3, _MM_SHUFFLE(3, 2, 3, 2));
+      _mm512_storeu_si512(d + 4 * i, _mm512_shuffle_i64x2(t0, t1, _MM_SHUFFLE(2, 0, 2, 0)));        // q0.0 q1.0 q2.0 q3.0
+      _mm512_storeu_si512(d + 4 * i + 64, _mm512_shuffle_i64x2(t0, t1, _MM_SHUFFLE(3, 1, 3, 1)));   // q0.1 q1.1 q2.1 q3.1
+      _mm512_storeu_si512(d + 4 * i + 128, _mm512_shuffle_i64x2(t2, t3, _MM_SHUFFLE(2, 0, 2, 0)));  // lane 2
+      _mm512_storeu_si512(d + 4 * i + 192, _mm512_shuffle_i64x2(t2, t3, _MM_SHUFFLE(3, 1, 3, 1)));  // lane 3
+    }
+  }
+  for (; i < n; i += 16) {
     const int64_t m = std::min<int64_t>(16, n - i), at = i * step;
     storeQuads(loadRow(r0 + at, step, m, flip), loadRow(r1 + at, step, m, flip), loadRow(r2 + at, step, m, flip),
                loadRow(r3 + at, step, m, flip), d + 4 * i, m);
@@ -211,26 +232,93 @@ void offsetPlane(uint8_t* plane, const int8_t* xc, int64_t h, int64_t w, int64_t
   }
 }
 
-/// One channel of the depthwise form over its offset plane (everything by value: the compiler keeps it in registers).
+/// The depthwise form's geometry, the same for every channel of a layer. Each window row is read as quads of 4
+/// consecutive columns; a "quad plane" holds, per padded input row r and per quad q of the window row, the quads
+/// of every output column (int32 lanes, 64-byte rows), built once per channel, so the KH window rows that share an
+/// input row share its cutting, and the product is one aligned load and one vpdpbusd per window quad.
+///   Wide rows (OW > 8): B = ceil(OW / 16) vectors per output row, row r at r B 64 bytes.
+///   Narrow rows (OW <= 8): a vector holds two output rows (lanes 0-7 row oy, 8-15 row oy + 1), so a stored row
+///   holds input rows r (lanes 0-7) and r + SH (lanes 8-15), at pos(r) = (r % SH) * ceil(HP / SH) + r / SH.
+struct DwGeometry {
+  int64_t H, W, OH, OW, KH, SH, SW, PT, PL, HP, QW;
+  bool narrow;
+  int64_t blocks, per_res, rows;  // B; ceil(HP / SH); stored rows per quad plane
+  int64_t rowBytes() const { return blocks * 64; }
+  int64_t pos(int64_t r) const { return narrow ? (r % SH) * per_res + r / SH : r; }
+};
+
+DwGeometry dwGeometry(const ConvShape& s, int64_t hp, int64_t qw) {
+  DwGeometry g{};
+  g.H = s.in_spatial[0], g.W = s.in_spatial[1], g.OH = s.out_spatial[0], g.OW = s.out_spatial[1];
+  g.KH = s.kernel[0], g.SH = s.stride[0], g.SW = s.stride[1], g.PT = s.pad_begin[0], g.PL = s.pad_begin[1];
+  g.HP = hp, g.QW = qw;
+  g.narrow = g.OW <= 8;
+  g.blocks = g.narrow ? 1 : (g.OW + 15) / 16;
+  g.per_res = (g.HP + g.SH - 1) / g.SH;
+  g.rows = g.narrow ? g.SH * g.per_res : g.HP;
+  return g;
+}
+
+/// Builds one channel's quad planes (64-byte aligned) from its input plane xc: the bytes x + 128 (XOR 0x80), the
+/// padding zx + 128. Block b's quads (16 outputs, window quad q) come from one masked 64-byte load of the input row
+/// at column 16 b SW - PL + 4 q (the mask keeps the bytes inside the row; the others take the padding), cut by
+/// vpermd (each 128-bit lane gets the bytes of its 4 outputs: 4 L .. 4 L + 15 at stride 1, 8 L .. 8 L + 15 at
+/// stride 2) and vpshufb (the 4 overlapping quads). Every store is a whole aligned 64-byte row the product loads
+/// as it is (a load that spans two stores still in flight would wait for them to retire).
+void buildDwQuads(const DwGeometry& g, const int8_t* xc, uint8_t pad, const __mmask64* masks, const __m512i perm,
+                  const __m512i shuf, uint8_t* quads) {
+  const __m512i padx = _mm512_set1_epi8(static_cast<char>(pad ^ 0x80)), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad));
+  auto cut = [&](int64_t r, int64_t q, int64_t b) {
+    const int64_t ih = r - g.PT;
+    if (ih < 0 || ih >= g.H) return padv;
+    const int64_t at = 16 * b * g.SW - g.PL + 4 * q;  // (masked-off bytes are not read)
+    const __m512i v = _mm512_xor_si512(_mm512_mask_loadu_epi8(padx, masks[q * g.blocks + b], xc + ih * g.W + at), flip);
+    return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm, v), shuf);
+  };
+  const int64_t rb = g.rowBytes();
+  for (int64_t q = 0; q < g.QW; ++q) {
+    uint8_t* const plane = quads + q * g.rows * rb;
+    if (!g.narrow) {
+      for (int64_t r = 0; r < g.HP; ++r)
+        for (int64_t b = 0; b < g.blocks; ++b) _mm512_store_si512(plane + r * rb + b * 64, cut(r, q, b));
+      continue;
+    }
+    for (int64_t k = 0; k < g.SH && k < g.HP; ++k) {  // residue classes: rows k, k + SH, ...
+      __m512i prev = cut(k, q, 0);
+      uint8_t* dst = plane + g.pos(k) * 64;
+      for (int64_t r = k; r < g.HP; r += g.SH, dst += 64) {
+        const __m512i next = r + g.SH < g.HP ? cut(r + g.SH, q, 0) : prev;  // (past the last row: lanes never stored)
+        _mm512_store_si512(dst, _mm512_inserti64x4(prev, _mm512_castsi512_si256(next), 1));
+        prev = next;
+      }
+    }
+  }
+}
+
+/// One channel of the depthwise form over its quad planes (everything by value: the compiler keeps it in registers).
 struct DwArgs {
-  const uint8_t* xp;
-  int64_t wp, oh, ow, sh, sw;
+  const uint8_t* quads;
   const int32_t* wq;  // kh x qw weight quads
   int32_t bias;
   ChannelRequant rq;
   int32_t zp, lo, hi;
   int8_t* y;  // the channel's output plane
-  int64_t kh, qw;
 };
 
-/// KH, QW > 0: the window's height and quads per row fixed at compile time (loops unrolled); 0: a.kh, a.qw.
+/// KH, QW > 0: the window's height and quads per row fixed at compile time (loops unrolled); 0: g.KH, g.QW.
 template <int KH, int QW>
-void dwChannel(const DwArgs a, const __m512i perm, const __m512i shuf, const __m512i perm2) {
-  const int64_t kh_n = KH > 0 ? KH : a.kh, qw_n = QW > 0 ? QW : a.qw;
+void dwChannel(const DwGeometry& g, const DwArgs a) {
+  const int64_t kh_n = KH > 0 ? KH : g.KH, qw_n = QW > 0 ? QW : g.QW;
+  const int64_t rb = g.rowBytes(), plane = g.rows * rb;
   const __m512i bias = _mm512_set1_epi32(a.bias);
   const bool once = a.rq.mul.shift <= 0;
   const RequantOnceVec rv(a.rq.once);
   const __m512i zp = _mm512_set1_epi32(a.zp), lo = _mm512_set1_epi32(a.lo), hi = _mm512_set1_epi32(a.hi);
+  __m512i w[8 * 4];  // (the window's quads broadcast once; KH x QW <= 32 when fixed)
+  if (KH > 0)
+    for (int64_t i = 0; i < kh_n * qw_n; ++i) w[i] = _mm512_set1_epi32(a.wq[i]);
+  auto weight = [&](int64_t kh, int64_t q) { return KH > 0 ? w[kh * qw_n + q] : _mm512_set1_epi32(a.wq[kh * qw_n + q]); };
   auto finish = [&](__m512i acc, int8_t* y, int n, __m128i compact) {
     if (!once) {  // (a factor above 1: the scalar primitive, in the lanes' order)
       alignas(16) int8_t t[16];
@@ -242,94 +330,80 @@ void dwChannel(const DwArgs a, const __m512i perm, const __m512i shuf, const __m
     const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(multiplyByMultiplierAvx512(acc, rv), zp), lo), hi);
     _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), _mm_shuffle_epi8(_mm512_cvtepi32_epi8(q), compact));
   };
-  int64_t oy = 0;
-  if (a.ow <= 8) {
-    // Rows of at most 8 outputs, two per vector: lanes 0-7 row oy, lanes 8-15 row oy + 1 (each 256-bit half loaded
-    // from its own row, perm2 giving each 128-bit lane its outputs' bytes), the 2 x ow codes compacted into one store.
+  if (g.narrow) {
+    // Two output rows per vector; the 2 x OW codes compacted into one store.
     alignas(16) int8_t idx[16];
-    for (int i = 0; i < 16; ++i) idx[i] = static_cast<int8_t>(i < a.ow ? i : i < 2 * a.ow ? 8 + i - a.ow : -1);
+    for (int i = 0; i < 16; ++i) idx[i] = static_cast<int8_t>(i < g.OW ? i : i < 2 * g.OW ? 8 + i - g.OW : -1);
     const __m128i compact = _mm_load_si128(reinterpret_cast<const __m128i*>(idx));
-    const int64_t next = a.sh * a.wp;
-    for (; oy + 1 < a.oh; oy += 2) {
+    // (pos(oy SH + kh) = pos(kh) + oy: window row kh's stored rows, without a division in the loop)
+    int64_t at[16];
+    for (int64_t kh = 0; kh < std::min<int64_t>(kh_n, 16); ++kh) at[kh] = g.pos(kh) * 64;
+    for (int64_t oy = 0; oy < g.OH; oy += 2) {
       __m512i acc = bias;
-      const uint8_t* base = a.xp + oy * next;
 #pragma GCC unroll 8
-      for (int64_t kh = 0; kh < kh_n; ++kh)
+      for (int64_t kh = 0; kh < kh_n; ++kh) {
+        const uint8_t* row = a.quads + oy * 64 + (kh < 16 ? at[kh] : g.pos(kh) * 64);
 #pragma GCC unroll 4
-        for (int64_t q = 0; q < qw_n; ++q) {
-          const uint8_t* r0 = base + kh * a.wp + 4 * q;
-          const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0))),
-                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0 + next)), 1);
-          const __m512i quads = _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm2, v), shuf);
-          acc = _mm512_dpbusd_epi32(acc, quads, _mm512_set1_epi32(a.wq[kh * qw_n + q]));
-        }
-      finish(acc, a.y + oy * a.ow, static_cast<int>(2 * a.ow), compact);
+        for (int64_t q = 0; q < qw_n; ++q) acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(row + q * plane), weight(kh, q));
+      }
+      finish(acc, a.y + oy * g.OW, static_cast<int>(std::min<int64_t>(2, g.OH - oy) * g.OW), compact);
     }
+    return;
   }
   const __m128i identity = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  for (; oy < a.oh; ++oy) {
-    int8_t* yr = a.y + oy * a.ow;
-    const uint8_t* rows = a.xp + oy * a.sh * a.wp;
-    for (int64_t ox = 0; ox < a.ow; ox += 16) {
+  for (int64_t oy = 0; oy < g.OH; ++oy) {
+    int8_t* const yr = a.y + oy * g.OW;
+    const uint8_t* const rows = a.quads + oy * g.SH * rb;
+    for (int64_t b = 0; b < g.blocks; ++b) {
       __m512i acc = bias;
-      const uint8_t* base = rows + ox * a.sw;
 #pragma GCC unroll 8
       for (int64_t kh = 0; kh < kh_n; ++kh)
 #pragma GCC unroll 4
-        for (int64_t q = 0; q < qw_n; ++q) {
-          const __m512i v = _mm512_loadu_si512(base + kh * a.wp + 4 * q);
-          const __m512i quads = _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm, v), shuf);
-          acc = _mm512_dpbusd_epi32(acc, quads, _mm512_set1_epi32(a.wq[kh * qw_n + q]));
-        }
-      finish(acc, yr + ox, static_cast<int>(std::min<int64_t>(16, a.ow - ox)), identity);
+        for (int64_t q = 0; q < qw_n; ++q)
+          acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(rows + kh * rb + q * plane + b * 64), weight(kh, q));
+      finish(acc, yr + 16 * b, static_cast<int>(std::min<int64_t>(16, g.OW - 16 * b)), identity);
     }
   }
 }
 
-/// The depthwise form (plan.depthwise): per channel, the offset plane (x + 128, the padding zx + 128) and then per
-/// output row, 16 output columns at a time, each window row as quads of 4 consecutive plane columns starting at
-/// the output's first tap: one 64-byte load, vpermd to give each 128-bit lane the bytes of its 4 outputs, vpshufb to
-/// cut the 4 overlapping quads, one vpdpbusd with the row's 4 weights. Exact integer sums: qconv_ref's bytes.
+/// The depthwise form (plan.depthwise): per channel, its quad planes (DwGeometry, buildDwQuads), then per output
+/// row, 16 output columns (or two rows of at most 8) at a time, one vpdpbusd per window quad with its 4 weights.
+/// Exact integer sums: qconv_ref's bytes.
 void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool) {
   const ConvShape& s = plan.shape;
-  const int64_t C = s.in_channels, H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
-  const int64_t KH = s.kernel[0], SH = s.stride[0], SW = s.stride[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
-  const int64_t HP = plan.hp, WP = plan.wp, QW = plan.qw;
+  const DwGeometry g = dwGeometry(s, plan.hp, plan.qw);
+  const int64_t C = s.in_channels;
   const uint8_t pad = static_cast<uint8_t>(plan.zx + 128);
-  // Stride 1: lane L holds plane bytes 4L .. 4L + 15 (dwords L .. L + 3), its outputs' quads start at bytes 0..3;
+  // Stride 1: lane L holds bytes 4L .. 4L + 15 (dwords L .. L + 3), its outputs' quads start at bytes 0..3;
   // stride 2: bytes 8L .. 8L + 15 (dwords 2L .. 2L + 3), quads at 0, 2, 4, 6.
-  const __m512i perm = SW == 1 ? _mm512_set_epi32(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0)
-                               : _mm512_set_epi32(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0);
-  // Two rows per vector (rows of at most 8 outputs): the upper 256 bits hold the second row, its lanes 2 and 3
-  // index from dword 8.
-  const __m512i perm2 = SW == 1 ? _mm512_set_epi32(12, 11, 10, 9, 11, 10, 9, 8, 4, 3, 2, 1, 3, 2, 1, 0)
-                                : _mm512_set_epi32(13, 12, 11, 10, 11, 10, 9, 8, 5, 4, 3, 2, 3, 2, 1, 0);
-  const __m512i shuf = SW == 1 ? _mm512_broadcast_i32x4(_mm_set_epi8(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0))
-                               : _mm512_broadcast_i32x4(_mm_set_epi8(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0));
+  const __m512i perm = g.SW == 1 ? _mm512_set_epi32(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0)
+                                 : _mm512_set_epi32(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0);
+  const __m512i shuf = g.SW == 1 ? _mm512_broadcast_i32x4(_mm_set_epi8(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0))
+                                 : _mm512_broadcast_i32x4(_mm_set_epi8(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0));
+  // The bytes of block b's load for window quad q that lie inside the input row (the same for every row).
+  std::vector<__mmask64> masks(static_cast<size_t>(g.QW * g.blocks));
+  for (int64_t q = 0; q < g.QW; ++q)
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      const int64_t at = 16 * b * g.SW - g.PL + 4 * q;
+      __mmask64 m = 0;
+      for (int64_t j = 0; j < 64; ++j)
+        if (at + j >= 0 && at + j < g.W) m |= __mmask64{1} << j;
+      masks[static_cast<size_t>(q * g.blocks + b)] = m;
+    }
+  const size_t bytes = static_cast<size_t>(g.QW * g.rows * g.rowBytes()) + 64;  // (+ the alignment below)
   for (int64_t nb = 0; nb < s.batch; ++nb) {
-    const int8_t* xn = x + nb * C * H * W;
-    int8_t* yn = y + nb * C * OH * OW;
-    parallelUnits(pool, C, OH * OW * KH * QW, [&](int64_t c0, int64_t c1) {
-      // The plane, plus 64 bytes a last 64-byte load may reach past it (their products meet zero weights or lanes
-      // that are not stored).
-      // Planes are built kBlock channels ahead of their use: a 64-byte load that overlaps stores still in flight
-      // cannot take their data forwarded and waits for them to retire.
-      constexpr int64_t kBlock = 8;
-      const int64_t plane = HP * WP + 128 + 4 * QW;  // (the slack: the last loads' reach, offsetPlane's overrun)
-      uint8_t* const planes = scratch(0, static_cast<size_t>(kBlock * plane));
-      // (the slack holds defined bytes: what it holds meets zero weights or lanes that are not stored)
-      for (int64_t b = 0; b < kBlock; ++b) std::fill(planes + b * plane + HP * WP, planes + (b + 1) * plane, uint8_t{0});
-      for (int64_t cb = c0; cb < c1; cb += kBlock) {
-        const int64_t ce = std::min(c1, cb + kBlock);
-        for (int64_t c = cb; c < ce; ++c) offsetPlane(planes + (c - cb) * plane, xn + c * H * W, H, W, HP, WP, PT, PL, pad);
-        for (int64_t c = cb; c < ce; ++c) {
-          const DwArgs a{planes + (c - cb) * plane, WP, OH, OW, SH, SW, plan.a4.data() + c * KH * QW,
-                         plan.bias[static_cast<size_t>(c)], plan.rq[static_cast<size_t>(c)], plan.out.zero_point,
-                         plan.out.lo, plan.out.hi, yn + c * OH * OW, KH, QW};
-          if (KH == 3 && QW == 1) dwChannel<3, 1>(a, perm, shuf, perm2);
-          else if (KH == 5 && QW == 2) dwChannel<5, 2>(a, perm, shuf, perm2);
-          else dwChannel<0, 0>(a, perm, shuf, perm2);
-        }
+    const int8_t* xn = x + nb * C * g.H * g.W;
+    int8_t* yn = y + nb * C * g.OH * g.OW;
+    parallelUnits(pool, C, g.OH * g.OW * g.KH * g.QW, [&](int64_t c0, int64_t c1) {
+      uint8_t* const raw = scratch(0, bytes);
+      uint8_t* const quads = raw + (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
+      for (int64_t c = c0; c < c1; ++c) {
+        buildDwQuads(g, xn + c * g.H * g.W, pad, masks.data(), perm, shuf, quads);
+        const DwArgs a{quads, plan.a4.data() + c * g.KH * g.QW, plan.bias[static_cast<size_t>(c)],
+                       plan.rq[static_cast<size_t>(c)], plan.out.zero_point, plan.out.lo, plan.out.hi, yn + c * g.OH * g.OW};
+        if (g.KH == 3 && g.QW == 1) dwChannel<3, 1>(g, a);
+        else if (g.KH == 5 && g.QW == 2) dwChannel<5, 2>(g, a);
+        else dwChannel<0, 0>(g, a);
       }
     });
   }
@@ -419,6 +493,7 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
 
   // Quad rows [q0, q1) of a group's im2col for output pixels [pa, pb): pixel p of row q at b + (q * stride + p - pa) * 4,
   // the row's tail up to a multiple of 16 pixels zero (the microkernel's last vector reads it; its lanes are not stored).
+  const bool contiguous = SH == 1 && SW == 1 && RS == OW;  // (1x1 convolutions: pixel p at plane offset p)
   auto buildB = [&](int64_t grp, uint8_t* b, int64_t q0, int64_t q1, int64_t pa, int64_t pb, int64_t stride) {
     const uint8_t* zero_row = nullptr;
     for (int64_t q = q0; q < q1; ++q) {
@@ -435,8 +510,8 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
         ++live;
       }
       uint8_t* dst = b + q * stride * 4;
-      for (int64_t p = pa; p < pb;) {  // row segments
-        const int64_t oy = p / OW, ox = p % OW, n = std::min(pb - p, OW - ox);
+      for (int64_t p = pa; p < pb;) {  // row segments (one, where the output rows lie end to end in the planes)
+        const int64_t oy = p / OW, ox = p % OW, n = contiguous ? pb - p : std::min(pb - p, OW - ox);
         const int64_t off = oy * SH * RS + ox * SW;
         uint8_t* d = dst + (p - pa) * 4;
         p += n;
