@@ -106,8 +106,9 @@ enum class QConvPath {
               // builds); the simulator's --exact mode
   kAvx2,      // vpmaddwd over an im2col of int16 pairs
   kVnni,      // AVX-512 VNNI vpdpbusd over an im2col of unsigned quads, weights packed once
+  kAmx,       // kVnni with its products on AMX tiles (TDPBSUD) where the CPU and the OS allow them
 };
-/// The widest path this CPU has; whether it has `path`; its name ("baseline", "avx2", "avx512_vnni").
+/// The widest path this CPU has; whether it has `path`; its name ("baseline", "avx2", "avx512_vnni", "avx512_amx").
 QConvPath bestQConvPath();
 bool cpuHasQConvPath(QConvPath path);
 const char* qconvPathName(QConvPath path);

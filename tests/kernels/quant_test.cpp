@@ -319,7 +319,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
     }
     std::vector<int8_t> want(static_cast<size_t>(s.batch * s.out_channels * out_sz));
     qconv_ref(s, x.data(), zx, w.data(), trial % 6 == 0 ? nullptr : bias.data(), out, want.data());
-    for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni}) {
+    for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni, QConvPath::kAmx}) {
       if (!cpuHasQConvPath(path)) continue;  // the paths this CPU has
       const QConv conv(s, w.data(), trial % 6 == 0 ? nullptr : bias.data(), zx, out, path);
       ASSERT_EQ(conv.path(), path);
@@ -361,7 +361,7 @@ TEST(QuantConv, RequantizationTiesAreTheReferencesOnEveryPath) {
       }
       std::vector<int8_t> want(static_cast<size_t>(M * width));
       qconv_ref(s, x.data(), -128, w.data(), bias.data(), out, want.data());
-      for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni}) {
+      for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni, QConvPath::kAmx}) {
         if (!cpuHasQConvPath(path)) continue;
         const QConv conv(s, w.data(), bias.data(), -128, out, path);
         for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2}) {

@@ -22,6 +22,7 @@ using detail::parallelUnits;
 QConvPath bestQConvPath() {
   static const QConvPath best = [] {
     __builtin_cpu_init();
+    if (cpuHasQConvPath(QConvPath::kAmx)) return QConvPath::kAmx;
     if (cpuHasQConvPath(QConvPath::kVnni)) return QConvPath::kVnni;
     return cpuHasQConvPath(QConvPath::kAvx2) ? QConvPath::kAvx2 : QConvPath::kBaseline;
   }();
@@ -34,6 +35,8 @@ bool cpuHasQConvPath(QConvPath path) {
     case QConvPath::kAvx2: return __builtin_cpu_supports("avx2");
     case QConvPath::kVnni:
       return detail::cpuHasAvx512bw() && __builtin_cpu_supports("avx512vnni");
+    case QConvPath::kAmx:
+      return cpuHasQConvPath(QConvPath::kVnni) && detail::amxInt8Usable();
   }
   return false;
 }
@@ -43,6 +46,7 @@ const char* qconvPathName(QConvPath path) {
     case QConvPath::kBaseline: return "baseline";
     case QConvPath::kAvx2: return "avx2";
     case QConvPath::kVnni: return "avx512_vnni";
+    case QConvPath::kAmx: return "avx512_amx";
   }
   return "?";
 }
@@ -69,7 +73,7 @@ struct QConv::Impl {
   int32_t zx;
   QOutput out;
   bool fast = false;            // else qconv_ref
-  detail::QConvVnniPlan vnni;   // the VNNI path's packed weights
+  detail::QConvVnniPlan vnni;   // the VNNI and AMX paths' packed weights
 };
 
 QConv::QConv(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, QOutput out, QConvPath path)
@@ -80,7 +84,8 @@ QConv::QConv(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t z
   impl_->bias = bias;
   impl_->zx = zx;
   impl_->fast = planeIsReasonable(s);
-  if (impl_->fast && path == QConvPath::kVnni) impl_->vnni = detail::planQConvVnni(s, w, bias, zx, out);
+  if (impl_->fast && (path == QConvPath::kVnni || path == QConvPath::kAmx))
+    impl_->vnni = detail::planQConvVnni(s, w, bias, zx, out, path == QConvPath::kAmx);
   impl_->out = std::move(out);
 }
 
@@ -89,7 +94,7 @@ QConv::~QConv() = default;
 void QConv::run(const int8_t* x, int8_t* y, ThreadPool* pool) const {
   const Impl& p = *impl_;
   if (!p.fast) return qconv_ref(p.shape, x, p.zx, p.w, p.bias, p.out, y);
-  if (path_ == QConvPath::kVnni) return detail::qconvVnni(p.vnni, x, y, pool);
+  if (path_ == QConvPath::kVnni || path_ == QConvPath::kAmx) return detail::qconvVnni(p.vnni, x, y, pool);
   qconvPath(p.shape, x, p.zx, p.w, p.bias, p.out, y, pool, path_ == QConvPath::kAvx2);
 }
 

@@ -43,10 +43,25 @@ struct QConvVnniPlan {
     bool scalar = false;
   };
   std::vector<LaneRequant> lanes;
+  // The AMX product (planned with amx: the path "avx512_amx"; not for depthwise, one-pixel or small-group layers,
+  // which keep the forms above): the weights again as a16 [M + 32][K16] int32, K16 = K4 rounded up to 16 quads,
+  // zeros past M and past K4 (a tile block reads up to 32 rows from any channel it starts at).
+  bool amx = false;
+  int64_t k16 = 0;
+  std::vector<int32_t> a16;
 };
 
-/// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI.)
-QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, const QOutput& out);
+/// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI, and for `amx` AMX-INT8: amxInt8Usable.)
+QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, const QOutput& out,
+                            bool amx = false);
 void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool);
+
+/// Whether the CPU has AMX-TILE and AMX-INT8 and the OS lets this process use the tiles (asked once; qconv_amx.cpp).
+bool amxInt8Usable();
+/// Channels [m0, m1) (global indices into the plan) over `n` pixels of an im2col B4 (b at the first pixel, quad rows
+/// `bstride` int32 apart, K16 rows readable, rows past K4 any value: they meet zero weights), requantized into
+/// y (channel m0's first pixel; channel rows `ystride` apart).
+void qproductAmx(const QConvVnniPlan& plan, int64_t m0, int64_t m1, const int32_t* b, int64_t bstride, int64_t n,
+                 int8_t* y, int64_t ystride);
 
 }  // namespace npuc::kernels::detail
