@@ -211,6 +211,16 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
       });
     }
     const int16_t* planes = phased ? xq.data() : xp.data();
+    // Each tap's offset in its channel's phase planes, once per layer (not per output channel: the divisions cost
+    // more than the sums of a small map).
+    std::vector<int64_t> tap_off(static_cast<size_t>(cg * KH * KW));
+    for (int64_t cl = 0; cl < cg; ++cl)
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
+          tap_off[static_cast<size_t>((cl * KH + kh) * KW + kw)] =
+              cl * phases * HPp * WPp + ((th % SH) * SW + tw % SW) * HPp * WPp + (th / SH) * WPp + tw / SW;
+        }
     parallelUnits(pool, M, cg * KH * KW * OH * OW, [&](int64_t m0, int64_t m1) {
       std::vector<int32_t> acc(static_cast<size_t>(OH * WPp));  // outputs at every phase-plane column
       for (int64_t m = m0; m < m1; ++m) {
@@ -219,22 +229,17 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
         const int16_t* tap_src[4];
         int32_t tap_w[4];
         int taps = 0;  // taps gathered, accumulated four at a time
-        for (int64_t cl = 0; cl < cg; ++cl) {
-          const int16_t* pc = planes + (grp * cg + cl) * phases * HPp * WPp;
-          const int8_t* wc = w + (m * cg + cl) * KH * KW;
-          for (int64_t kh = 0; kh < KH; ++kh)
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const int32_t wv = wc[kh * KW + kw];
-              if (wv == 0) continue;  // adds nothing
-              const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
-              const int16_t* src = pc + ((th % SH) * SW + tw % SW) * HPp * WPp + (th / SH) * WPp + tw / SW;
-              tap_src[taps] = src;
-              tap_w[taps] = wv;
-              if (++taps == 4) {
-                flat_tap(acc.data(), tap_src, tap_w, taps, OH * WPp);
-                taps = 0;
-              }
-            }
+        const int16_t* pg = planes + grp * cg * phases * HPp * WPp;
+        const int8_t* wm = w + m * cg * KH * KW;
+        for (int64_t t = 0; t < cg * KH * KW; ++t) {
+          const int32_t wv = wm[t];
+          if (wv == 0) continue;  // adds nothing
+          tap_src[taps] = pg + tap_off[static_cast<size_t>(t)];
+          tap_w[taps] = wv;
+          if (++taps == 4) {
+            flat_tap(acc.data(), tap_src, tap_w, taps, OH * WPp);
+            taps = 0;
+          }
         }
         if (taps > 0) flat_tap(acc.data(), tap_src, tap_w, taps, OH * WPp);
         int8_t* ym = y + (n * M + m) * OH * OW;

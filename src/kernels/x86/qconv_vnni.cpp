@@ -488,12 +488,14 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
   const bool by_group = byGroup(s);
   const int64_t KB = plan.amx ? plan.k16 : K4;  // quad rows of an im2col (AMX reads K16: rows past K4 meet zero weights)
   const size_t b_bytes = static_cast<size_t>(KB * P16 * 4);
-  const int64_t tile = 2 * kMaxVecs * 16, tiles = (P + tile - 1) / tile, threads = pool != nullptr ? pool->size() : 1;
+  const int64_t threads = pool != nullptr ? pool->size() : 1;
+  // (tiles of 128 pixels, or of 64 where 128 would give the threads fewer than 4 each)
+  const int64_t tile = (P + 127) / 128 >= 4 * threads ? 128 : 64, tiles = (P + tile - 1) / tile;
   // Several threads and enough pixel tiles for them: each task cuts the im2col of its own tiles of 128 pixels and
   // multiplies each at once (a thread reads only the B it wrote, not its neighbour's from another core: MobileNetV2's
   // 144 -> 24 at 56x56 0.113 -> 0.076 ms at 2 threads). One thread keeps the whole im2col first (alternating the two
   // loops tile by tile measured up to 1.6x slower there).
-  const bool tiled = !by_group && threads > 1 && tiles >= 4 * threads;
+  const bool tiled = !by_group && threads > 1 && tiles >= 2 * threads;
   uint8_t* const b_shared = by_group || tiled ? nullptr : scratch(1, b_bytes);
 
   // Quad rows [q0, q1) of a group's im2col for output pixels [pa, pb): pixel p of row q at b + (q * stride + p - pa) * 4,
@@ -584,9 +586,15 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
         qgemvVnni(plan, reinterpret_cast<const int32_t*>(b_shared), yn, pool);
         continue;
       }
-      const int64_t unit = plan.amx ? 32 : kMaxRows, blocks = (mg + unit - 1) / unit;  // (AMX: 2 x 16-row tiles)
-      parallelUnits(pool, blocks, unit * K * P, [&](int64_t b0, int64_t b1) {
-        product(grp, b_shared, P16, b0 * unit, std::min(mg, b1 * unit), 0, P);
+      // The product in units of (rows, 64 pixels), pixel-major (a thread's consecutive units share their B): a layer
+      // of few channels (a MobileNetV2 projection to 24 or 32) still splits among the threads.
+      const int64_t unit = plan.amx ? 32 : kMaxRows, rblocks = (mg + unit - 1) / unit;  // (AMX: 2 x 16-row tiles)
+      const int64_t chunk = kMaxVecs * 16, pchunks = (P + chunk - 1) / chunk;
+      parallelUnits(pool, rblocks * pchunks, unit * K * chunk, [&](int64_t u0, int64_t u1) {
+        for (int64_t u = u0; u < u1; ++u) {
+          const int64_t rb = u % rblocks, pa = u / rblocks * chunk;
+          product(grp, b_shared + pa * 4, P16, rb * unit, std::min(mg, (rb + 1) * unit), pa, std::min(P, pa + chunk));
+        }
       });
     }
   }
