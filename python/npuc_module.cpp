@@ -296,6 +296,95 @@ class PyRuntime {
   std::atomic<std::thread::id> owner_{};  // the thread holding busy_
 };
 
+/// npuc::Pipeline for Python: frames in, each frame's outputs out (float32); refuses a second thread while a call runs
+/// (the GIL is released in run, where the stages work on their own threads).
+class PyPipeline {
+ public:
+  PyPipeline(const std::filesystem::path& package, int threads, bool exact) : path_(package.string()) {
+    RuntimeOptions o;
+    o.threads = threads;
+    o.exact = exact;
+    py::gil_scoped_release nogil;
+    pl_ = std::make_unique<Pipeline>(package, o);
+  }
+  Pipeline& pl() {
+    if (!pl_) raise(ErrorCode::kInvalidArgument, "the pipeline of " + path_ + " is closed");
+    return *pl_;
+  }
+
+  /// frames: a list; each frame a dict name -> array, a list of arrays in input order, or one array (one input).
+  py::list run(const py::handle& frames) {
+    Busy b(*this);
+    Pipeline& p = pl();
+    if (!py::isinstance<py::list>(frames) && !py::isinstance<py::tuple>(frames))
+      raise(ErrorCode::kInvalidArgument, "frames: a list of frames (each a dict name -> array, a list of arrays or one array)");
+    const auto& ins = p.inputs();
+    std::vector<std::vector<Tensor>> in;
+    for (py::handle frame : py::reinterpret_borrow<py::sequence>(frames)) {
+      const std::string what = "frame " + std::to_string(in.size());
+      std::vector<Tensor> f;
+      if (py::isinstance<py::dict>(frame)) {
+        py::dict d = py::reinterpret_borrow<py::dict>(frame);
+        for (const RuntimeTensor& t : ins) {
+          if (!d.contains(t.name)) raise(ErrorCode::kInvalidArgument, what + ": no array for input '" + t.name + "'");
+          f.push_back(tensorOf(d[py::str(t.name)], what + ", input '" + t.name + "'"));
+        }
+        if (d.size() != ins.size()) raise(ErrorCode::kInvalidArgument, what + ": " + std::to_string(d.size()) + " arrays for " +
+                                                                          std::to_string(ins.size()) + " inputs");
+      } else if (py::isinstance<py::array>(frame)) {
+        if (ins.size() != 1)
+          raise(ErrorCode::kInvalidArgument, what + ": the package has " + std::to_string(ins.size()) + " inputs: pass a dict name -> array");
+        f.push_back(tensorOf(frame, what));
+      } else if (py::isinstance<py::list>(frame) || py::isinstance<py::tuple>(frame)) {
+        py::sequence seq = py::reinterpret_borrow<py::sequence>(frame);
+        if (seq.size() != ins.size())
+          raise(ErrorCode::kInvalidArgument, what + ": the package has " + std::to_string(ins.size()) + " inputs, got " + std::to_string(seq.size()));
+        for (size_t i = 0; i < seq.size(); ++i) f.push_back(tensorOf(seq[i], what + ", input '" + ins[i].name + "'"));
+      } else {
+        raise(ErrorCode::kInvalidArgument, what + ": a dict name -> array, a list of arrays in input order, or one array");
+      }
+      in.push_back(std::move(f));
+    }
+    std::vector<std::vector<Tensor>> got;
+    {
+      py::gil_scoped_release nogil;
+      got = p.run(in);
+    }
+    py::list out;
+    for (auto& frame : got) {
+      py::dict d;
+      for (size_t o = 0; o < frame.size(); ++o) d[py::str(p.outputs()[o].name)] = arrayOf(std::move(frame[o]));
+      out.append(d);
+    }
+    return out;
+  }
+  void resetState() {
+    Busy b(*this);
+    pl().resetState();
+  }
+  void close() {
+    Busy b(*this);
+    pl_.reset();
+  }
+  bool closed() const { return !pl_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  class Busy {
+   public:
+    explicit Busy(PyPipeline& p) : p_(p) {
+      if (p_.busy_.exchange(true)) raise(ErrorCode::kInvalidArgument, "the pipeline is in use by another thread (one Pipeline per thread)");
+    }
+    ~Busy() { p_.busy_.store(false); }
+
+   private:
+    PyPipeline& p_;
+  };
+  std::unique_ptr<Pipeline> pl_;
+  std::string path_;
+  std::atomic<bool> busy_{false};
+};
+
 std::map<std::string, Tensor> tensorsByName(const py::handle& inputs, const std::vector<TensorInfo>& names, const std::string& what) {
   std::map<std::string, Tensor> r;
   if (py::isinstance<py::dict>(inputs)) {
@@ -375,6 +464,35 @@ PYBIND11_MODULE(_npuc, m) {
       .def("reset_state", &PyRuntime::resetState,
            "int8-pow2 packages: forget the frames run so far (TIDL's range history back to the calibrated ranges)")
       .def("close", &PyRuntime::close);
+
+  py::class_<PyPipeline>(m, "Pipeline",
+                         "A package's layers groups as a pipeline of simulated cores, one runtime per group on its own "
+                         "thread (npuc::Pipeline): run(frames) gives each frame's outputs, Runtime.run's bits")
+      .def(py::init<const std::filesystem::path&, int, bool>(), py::arg("package"), py::arg("threads") = 1, py::arg("exact") = false)
+      .def_property_readonly("path", &PyPipeline::path)
+      .def_property_readonly("closed", &PyPipeline::closed)
+      .def_property_readonly("groups", [](PyPipeline& p) { return p.pl().groups(); })
+      .def_property_readonly("inputs", [](PyPipeline& p) {
+        py::list l;
+        for (auto& t : p.pl().inputs()) l.append(tensorInfo(t));
+        return l;
+      })
+      .def_property_readonly("outputs", [](PyPipeline& p) {
+        py::list l;
+        for (auto& t : p.pl().outputs()) l.append(tensorInfo(t));
+        return l;
+      })
+      .def_property_readonly("stage_ms", [](PyPipeline& p) { return p.pl().stageMs(); },
+                             "of the last run: each stage's mean busy time per frame (ms)")
+      .def_property_readonly("wall_ms", [](PyPipeline& p) { return p.pl().wallMs(); }, "the last run's wall time (ms)")
+      .def_property_readonly("handoff_bytes", [](PyPipeline& p) { return p.pl().handoffBytes(); },
+                             "of the last run: the bytes handed into each stage per frame")
+      .def("run", &PyPipeline::run, py::arg("frames"),
+           "frames: a list, each frame a dict name -> array, a list of arrays in input order, or one array; returns a list "
+           "of dicts name -> float32 array, one per frame")
+      .def("reset_state", &PyPipeline::resetState,
+           "int8-pow2 packages: every stage's range history back to the calibrated ranges (Runtime.reset_state)")
+      .def("close", &PyPipeline::close);
 
   py::class_<TranslateResult>(m, "TranslateResult", "What npuc.translate wrote (npuc::TranslateResult)")
       .def_readonly("ok", &TranslateResult::ok)

@@ -231,6 +231,43 @@ NPUC_API npuc_status npuc_runtime_reset_state(npuc_runtime* rt);
 NPUC_API npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, int as_float32, void* dst,
                                              size_t capacity, size_t* written);
 
+/* ---- Pipelines of simulated cores (docs/runtime-api.md, "Pipelines"; npuc::Pipeline) ------------------------ */
+
+/** A package whose layers are in groups (TIDL's layersGroupId) run as a pipeline: one stage per group, each a
+ *  runtime on its own thread, frames handed from stage to stage; the outputs are npuc_runtime_run's, frame after
+ *  frame, bit for bit. A package without groups is one stage. Used by one thread at a time, like npuc_runtime. */
+typedef struct npuc_pipeline npuc_pipeline;
+
+/**
+ * Loads the package in `package_dir` as a pipeline. threads: worker threads of each stage (>= 1); exact as in
+ * npuc_runtime_open. Errors as npuc_runtime_open's; NPUC_STATUS_INVALID_ARGUMENT for a package with gears.
+ */
+NPUC_API npuc_status npuc_pipeline_open(const char* package_dir, int threads, int exact, npuc_pipeline** out);
+/** Releases a pipeline (its stages and their threads). NULL is allowed and ignored. */
+NPUC_API void npuc_pipeline_close(npuc_pipeline* p);
+
+/** Number of stages; each stage's layers group, and of the last run its mean busy time per frame (ms: its layers and
+ *  the hand-over into it) and the bytes handed into it per frame (any of group, busy_ms, handoff_bytes may be NULL). */
+NPUC_API npuc_status npuc_pipeline_num_stages(const npuc_pipeline* p, size_t* count);
+NPUC_API npuc_status npuc_pipeline_stage_info(const npuc_pipeline* p, size_t index, int* group, double* busy_ms,
+                                              uint64_t* handoff_bytes);
+/** The package's inputs and outputs, as npuc_runtime_*_info (names valid until npuc_pipeline_close). */
+NPUC_API npuc_status npuc_pipeline_num_inputs(const npuc_pipeline* p, size_t* count);
+NPUC_API npuc_status npuc_pipeline_num_outputs(const npuc_pipeline* p, size_t* count);
+NPUC_API npuc_status npuc_pipeline_input_info(const npuc_pipeline* p, size_t index, npuc_tensor_info* info);
+NPUC_API npuc_status npuc_pipeline_output_info(const npuc_pipeline* p, size_t index, npuc_tensor_info* info);
+
+/**
+ * Runs `frames` frames through the stages. inputs[f * num_inputs + i]: frame f's input i as float32, its element
+ * count (in input order); outputs[f * num_outputs + o]: room for frame f's output o as float32, its element count.
+ * *wall_ms (may be NULL) receives the run's wall time. A failing stage stops the others, resets every stage's state
+ * (npuc_pipeline_reset_state) and its error is returned; the outputs are then unspecified.
+ */
+NPUC_API npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const float* const* inputs, float* const* outputs,
+                                       double* wall_ms);
+/** int8-pow2 packages: every stage's dynamic quantization back to the calibrated ranges (npuc_runtime_reset_state). */
+NPUC_API npuc_status npuc_pipeline_reset_state(npuc_pipeline* p);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from ._npuc import Error, Runtime, TranslateResult, model_io, register_custom_op, run_model, translate  # noqa: F401
+from ._npuc import Error, Pipeline, Runtime, TranslateResult, model_io, register_custom_op, run_model, translate  # noqa: F401
 from .evaluate import evaluate  # noqa: F401
 
 def _error(message, code="invalid argument"):
@@ -33,7 +33,7 @@ def _error(message, code="invalid argument"):
     return e
 
 
-__all__ = ["Error", "Runtime", "TranslateResult", "translate", "run_model", "model_io", "register_custom_op", "inference", "evaluate",
+__all__ = ["Error", "Pipeline", "Runtime", "TranslateResult", "translate", "run_model", "model_io", "register_custom_op", "inference", "evaluate",
            "compare", "FixedArray"]
 
 

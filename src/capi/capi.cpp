@@ -41,6 +41,13 @@ struct npuc_runtime {
   mutable std::atomic<bool> busy{false};
 };
 
+struct npuc_pipeline {
+  explicit npuc_pipeline(std::unique_ptr<npuc::Pipeline> p) : pl(std::move(p)) {}
+  std::unique_ptr<npuc::Pipeline> pl;
+  std::vector<npuc_tensor_info> inputs, outputs;
+  mutable std::atomic<bool> busy{false};
+};
+
 namespace {
 
 thread_local std::string t_last_error;
@@ -87,19 +94,21 @@ npuc_status guard(const char* fn, Body&& body) noexcept {
   }
 }
 
-// Marks a runtime in use for the duration of a call; a second thread entering meanwhile gets an error.
+// Marks a runtime (or a pipeline) in use for the duration of a call; a second thread entering meanwhile gets an error.
 class Busy {
  public:
-  explicit Busy(const npuc_runtime* rt) : rt_(rt) {
-    if (rt_->busy.exchange(true, std::memory_order_acquire))
-      invalid("the runtime is in use by another call (one npuc_runtime is used by one thread at a time)");
-  }
-  ~Busy() { rt_->busy.store(false, std::memory_order_release); }
+  explicit Busy(const npuc_runtime* rt) : Busy(rt->busy, "runtime") {}
+  explicit Busy(const npuc_pipeline* p) : Busy(p->busy, "pipeline") {}
+  ~Busy() { flag_.store(false, std::memory_order_release); }
   Busy(const Busy&) = delete;
   Busy& operator=(const Busy&) = delete;
 
  private:
-  const npuc_runtime* rt_;
+  Busy(std::atomic<bool>& flag, const std::string& what) : flag_(flag) {
+    if (flag_.exchange(true, std::memory_order_acquire))
+      invalid("the " + what + " is in use by another call (one npuc_" + what + " is used by one thread at a time)");
+  }
+  std::atomic<bool>& flag_;
 };
 
 template <typename T>
@@ -405,6 +414,117 @@ npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, in
     npuc::Tensor t = as_float32 ? rt->rt.outputFloat(name) : rt->rt.output(name);
     if (t.nbytes() != size) throw npuc::Error(npuc::ErrorCode::kInternal, "output size mismatch");
     if (size) std::memcpy(dst, t.raw(), size);
+  });
+}
+
+npuc_status npuc_pipeline_open(const char* package_dir, int threads, int exact, npuc_pipeline** out) {
+  if (out) *out = nullptr;
+  return guard(__func__, [&] {
+    need(out, "out");
+    need(package_dir, "package_dir");
+    npuc::RuntimeOptions o;
+    o.threads = threads;
+    o.exact = exact != 0;
+    auto h = std::make_unique<npuc_pipeline>(std::make_unique<npuc::Pipeline>(std::filesystem::path(package_dir), o));
+    for (auto& t : h->pl->inputs()) h->inputs.push_back(infoOf(t));
+    for (auto& t : h->pl->outputs()) h->outputs.push_back(infoOf(t));
+    *out = h.release();
+  });
+}
+
+void npuc_pipeline_close(npuc_pipeline* p) { delete p; }
+
+npuc_status npuc_pipeline_num_stages(const npuc_pipeline* p, size_t* count) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    need(count, "count");
+    *count = p->pl->groups().size();
+  });
+}
+
+npuc_status npuc_pipeline_stage_info(const npuc_pipeline* p, size_t index, int* group, double* busy_ms, uint64_t* handoff_bytes) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    Busy busy(p);
+    const auto& g = p->pl->groups();
+    if (index >= g.size())
+      invalid("stage index " + std::to_string(index) + " is out of range (the pipeline has " + std::to_string(g.size()) + ")");
+    if (group) *group = g[index];
+    // (before the first run: no times, no bytes)
+    if (busy_ms) *busy_ms = index < p->pl->stageMs().size() ? p->pl->stageMs()[index] : 0.0;
+    if (handoff_bytes) *handoff_bytes = index < p->pl->handoffBytes().size() ? p->pl->handoffBytes()[index] : 0;
+  });
+}
+
+npuc_status npuc_pipeline_num_inputs(const npuc_pipeline* p, size_t* count) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    need(count, "count");
+    *count = p->inputs.size();
+  });
+}
+
+npuc_status npuc_pipeline_num_outputs(const npuc_pipeline* p, size_t* count) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    need(count, "count");
+    *count = p->outputs.size();
+  });
+}
+
+npuc_status npuc_pipeline_input_info(const npuc_pipeline* p, size_t index, npuc_tensor_info* info) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    need(info, "info");
+    *info = pick(p->inputs, index, "input");
+  });
+}
+
+npuc_status npuc_pipeline_output_info(const npuc_pipeline* p, size_t index, npuc_tensor_info* info) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    need(info, "info");
+    *info = pick(p->outputs, index, "output");
+  });
+}
+
+npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const float* const* inputs, float* const* outputs, double* wall_ms) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    Busy busy(p);
+    if (frames == 0) invalid("frames is 0");
+    need(inputs, "inputs");
+    need(outputs, "outputs");
+    const size_t ni = p->inputs.size(), no = p->outputs.size();
+    std::vector<std::vector<npuc::Tensor>> in(frames);
+    for (size_t f = 0; f < frames; ++f)
+      for (size_t i = 0; i < ni; ++i) {
+        const npuc::RuntimeTensor& t = p->pl->inputs()[i];
+        const float* src = inputs[f * ni + i];
+        if (src == nullptr) invalid("inputs[" + std::to_string(f * ni + i) + "] (frame " + std::to_string(f) + ", input '" + t.name + "') is NULL");
+        npuc::Tensor x(npuc::DType::kF32, t.shape);
+        if (x.nbytes()) std::memcpy(x.raw(), src, x.nbytes());
+        in[f].push_back(std::move(x));
+      }
+    for (size_t k = 0; k < frames * no; ++k)
+      if (outputs[k] == nullptr)
+        invalid("outputs[" + std::to_string(k) + "] (frame " + std::to_string(k / no) + ", output '" + p->outputs[k % no].name + "') is NULL");
+    const auto got = p->pl->run(in);
+    for (size_t f = 0; f < frames; ++f)
+      for (size_t o = 0; o < no; ++o) {
+        const npuc::Tensor& y = got.at(f).at(o);
+        if (y.nbytes() != p->outputs[o].elements * sizeof(float)) throw npuc::Error(npuc::ErrorCode::kInternal, "output size mismatch");
+        if (y.nbytes()) std::memcpy(outputs[f * no + o], y.raw(), y.nbytes());
+      }
+    if (wall_ms) *wall_ms = p->pl->wallMs();
+  });
+}
+
+npuc_status npuc_pipeline_reset_state(npuc_pipeline* p) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    Busy busy(p);
+    p->pl->resetState();
   });
 }
 

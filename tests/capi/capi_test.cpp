@@ -620,3 +620,92 @@ TEST(CApiPow2, ResetStateRepeatsTheFirstFrames) {
   EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_reset_state(nullptr), "npuc_runtime_reset_state");
   fs::remove_all(root);
 }
+
+TEST(CApiPipeline, StagesGiveTheRuntimesFramesBitForBit) {
+  // An int8-pow2 package (tidl) in two layers groups (the estimate's own cut): npuc_pipeline_run's outputs are
+  // npuc_runtime_run's on the same frames in order — the range history travels with the frames.
+  fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_pipeline_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  TranslateOptions o;
+  o.prefix = "pl";
+  o.onnx = kSrc + "/models/digits/digits_cnn.onnx";
+  o.target = "tidl";
+  o.out_root = root;
+  o.calibration["input"] = {readNpyFile(kSrc + "/models/digits/test_x.npy")};
+  o.auto_layer_groups = true;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  npuc_pipeline* p = nullptr;
+  ASSERT_EQ(npuc_pipeline_open(r.dir.c_str(), 1, 0, &p), NPUC_STATUS_OK) << npuc_last_error();
+  std::unique_ptr<npuc_pipeline, void (*)(npuc_pipeline*)> keep(p, npuc_pipeline_close);
+  size_t stages = 0, ni = 0, no = 0;
+  ASSERT_EQ(npuc_pipeline_num_stages(p, &stages), NPUC_STATUS_OK);
+  ASSERT_EQ(stages, 2u);
+  int group = 0;
+  ASSERT_EQ(npuc_pipeline_stage_info(p, 1, &group, nullptr, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(group, 2);
+  ASSERT_EQ(npuc_pipeline_num_inputs(p, &ni), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_pipeline_num_outputs(p, &no), NPUC_STATUS_OK);
+  ASSERT_EQ(ni, 1u);
+  ASSERT_EQ(no, 1u);
+  npuc_tensor_info in{}, out{};
+  ASSERT_EQ(npuc_pipeline_input_info(p, 0, &in), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_pipeline_output_info(p, 0, &out), NPUC_STATUS_OK);
+  EXPECT_STREQ(out.name, "logits");
+
+  constexpr size_t kFrames = 6;
+  std::vector<std::vector<float>> xs, ys(kFrames, std::vector<float>(out.elements));
+  std::vector<const float*> ins;
+  std::vector<float*> outs;
+  for (size_t f = 0; f < kFrames; ++f) {
+    xs.push_back(randomFloats(in.elements, 40 + static_cast<uint32_t>(f)));
+    for (float& v : xs.back()) v *= 0.5f + static_cast<float>(f);  // ranges that move from frame to frame
+  }
+  for (size_t f = 0; f < kFrames; ++f) ins.push_back(xs[f].data()), outs.push_back(ys[f].data());
+  double wall = -1;
+  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), outs.data(), &wall), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_GT(wall, 0.0);
+  uint64_t handed = 0;
+  double busy_ms = -1;
+  ASSERT_EQ(npuc_pipeline_stage_info(p, 1, nullptr, &busy_ms, &handed), NPUC_STATUS_OK);
+  EXPECT_GT(handed, 0u);
+  EXPECT_GE(busy_ms, 0.0);
+
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(r.dir.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  auto sequential = [&] {
+    for (size_t f = 0; f < kFrames; ++f) {
+      ASSERT_EQ(npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_FLOAT32, xs[f].data(), xs[f].size() * 4), NPUC_STATUS_OK);
+      ASSERT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK);
+      const std::vector<uint8_t> want = getOutput(h.rt, out.name, 1);
+      EXPECT_EQ(std::memcmp(want.data(), ys[f].data(), want.size()), 0) << "frame " << f;
+    }
+  };
+  sequential();
+  // Again from where both left off, then both reset: the same frames, the same bytes.
+  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), outs.data(), nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  sequential();
+  ASSERT_EQ(npuc_pipeline_reset_state(p), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_runtime_reset_state(h.rt), NPUC_STATUS_OK);
+  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), outs.data(), nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  sequential();
+
+  // Bad calls: each an error naming the function, nothing run.
+  npuc_pipeline* none = reinterpret_cast<npuc_pipeline*>(1);
+  EXPECT_FAILS(NPUC_STATUS_IO, npuc_pipeline_open((root / "missing").c_str(), 1, 0, &none), "npuc_pipeline_open");
+  EXPECT_EQ(none, nullptr);
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_open(r.dir.c_str(), 0, 0, &none), "threads");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(nullptr, 1, ins.data(), outs.data(), nullptr), "p is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 0, ins.data(), outs.data(), nullptr), "frames is 0");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, nullptr, outs.data(), nullptr), "inputs is NULL");
+  const float* no_input[1] = {nullptr};
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, no_input, outs.data(), nullptr), "input 'input') is NULL");
+  float* no_output[1] = {nullptr};
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, ins.data(), no_output, nullptr), "output 'logits') is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_stage_info(p, 2, &group, nullptr, nullptr), "out of range");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_num_stages(p, nullptr), "count is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_reset_state(nullptr), "npuc_pipeline_reset_state");
+  npuc_pipeline_close(nullptr);
+  keep.reset();
+  fs::remove_all(root);
+}

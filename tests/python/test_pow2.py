@@ -295,6 +295,41 @@ def test_the_history_matters_and_reset_forgets_it(packages):
     assert all(a.tobytes() == b.tobytes() for a, b in zip(s1, reversed(back)))
 
 
+def test_a_pipeline_of_layers_groups_is_the_runtime_frame_by_frame(packages, tmp_path):
+    # npuc.Pipeline (docs/runtime-api.md, "Pipelines"): the package in two layers groups (npuc's own cut), one
+    # simulated core each; its outputs are Runtime.run's on the same frames in order, range history included.
+    model, calib = packages["model"], tmp_path / "calib.npy"
+    np.save(calib, np.concatenate(frames(16, 1)))
+    subprocess.run([CLI, "translate", "grp", "-onnx", model, "--target", "tidl", "--out", str(tmp_path), "--calib",
+                    "x=%s" % calib, "--layer-groups", "auto"], check=True, capture_output=True)
+    pkg = str(tmp_path / "grp")
+    seq = frames(6, 9)
+    for threads, exact in ((1, False), (2, False), (1, True)):
+        pl = npuc.Pipeline(pkg, threads=threads, exact=exact)
+        assert pl.groups == [1, 2] and [t["name"] for t in pl.inputs] == ["x"]
+        rt = npuc.Runtime(pkg, threads=threads, exact=exact)
+        for rnd in range(2):  # (the second run goes on from the first's history, as rt does)
+            got = pl.run([{"x": x} for x in seq] if rnd == 0 else [[x] for x in seq])
+            assert len(got) == len(seq)
+            for i, (g, x) in enumerate(zip(got, seq)):
+                assert g["logits"].tobytes() == rt.run({"x": x})["logits"].tobytes(), "round %d frame %d" % (rnd, i)
+        assert len(pl.stage_ms) == 2 and pl.wall_ms > 0 and pl.handoff_bytes[1] > 0
+        pl.reset_state()
+        rt.reset_state()
+        assert pl.run([seq[0]])[0]["logits"].tobytes() == rt.run({"x": seq[0]})["logits"].tobytes()
+        pl.close()
+        assert pl.closed
+    pl = npuc.Pipeline(pkg)
+    with pytest.raises(npuc.Error, match="frame 0: no array for input 'x'"):
+        pl.run([{"y": seq[0]}])
+    with pytest.raises(npuc.Error, match="frame 1: the package has 1 inputs, got 2"):
+        pl.run([seq[0], [seq[0], seq[1]]])
+    with pytest.raises(npuc.Error, match="a list of frames"):
+        pl.run(seq[0])
+    with pytest.raises(npuc.Error):
+        npuc.Pipeline(str(tmp_path / "missing"))
+
+
 def test_int8_pow2_is_close_to_float(packages):
     # The quantized model tracks the float one (8-bit codes, 8-bit weights: a few percent of error at most here).
     seq = frames(8, 3)
