@@ -1,7 +1,7 @@
 // MaxPool over int8 codes, AVX-512BW (chosen at run time by kernels/x86/quantize.cpp's dispatch): maxPool2dI8's
 // bytes. Rows first: the window's input rows reduced with vpmaxsb, 64 columns at a time, into a row padded with -128
-// on both sides (padding never wins); then columns: stride 1 reads the padded row at the taps' offsets, stride 2 its
-// even and odd bytes (vpmovwb), other strides gather. Max is exact, so any order gives the same bytes.
+// on both sides (padding never wins); then columns: stride 1 reads the padded row at the taps' offsets, stride 2 the
+// same as 16-bit words whose low bytes are the outputs (vpmovwb), other strides gather. Max is exact, so any order gives the same bytes.
 #include "kernels/x86/quant_avx512.hpp"
 #include "kernels/x86/quant_x86.hpp"
 #include "kernels/ref/parallel_units.hpp"
@@ -18,20 +18,19 @@ inline __mmask64 first(int64_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{
 }  // namespace
 
 void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
-  // The padded row: pl columns of -128, the input's iw, then enough -128 for the last window and a vector's overrun.
+  // A padded row: pl columns of -128, the input's iw, then enough -128 for the last window and a vector's overrun.
   const int64_t span = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1;
   const int64_t width = std::max(s.pl + s.iw, span) + 128;
   parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
-    std::vector<int8_t> buf(static_cast<size_t>(3 * width), int8_t{-128});
-    int8_t* row = buf.data();
-    int8_t* even = row + width;             // row[2 i]
-    int8_t* odd = even + width / 2 + 64;    // row[2 i + 1]
+    // Every output row's reduced row first, then the columns: a column load right after the (masked, unaligned)
+    // stores it overlaps would wait for them to retire instead of taking their data forwarded.
+    std::vector<int8_t> buf(static_cast<size_t>(s.oh * width), int8_t{-128});
     const __m512i lowest = _mm512_set1_epi8(-128);
     for (int64_t pl = p0; pl < p1; ++pl) {
       const int8_t* xp = x + pl * s.ih * s.iw;
       int8_t* yp = y + pl * s.oh * s.ow;
       for (int64_t oy = 0; oy < s.oh; ++oy) {
-        int8_t* r = row + s.pl;
+        int8_t* r = buf.data() + oy * width + s.pl;
         for (int64_t c = 0; c < s.iw; c += 64) {
           const __mmask64 k = first(s.iw - c);
           __m512i m = lowest;
@@ -41,6 +40,9 @@ void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadP
           }
           _mm512_mask_storeu_epi8(r + c, k, m);
         }
+      }
+      for (int64_t oy = 0; oy < s.oh; ++oy) {
+        const int8_t* row = buf.data() + oy * width;
         int8_t* yr = yp + oy * s.ow;
         if (s.sw == 1) {
           for (int64_t ox = 0; ox < s.ow; ox += 64) {
@@ -49,21 +51,13 @@ void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadP
             _mm512_mask_storeu_epi8(yr + ox, first(s.ow - ox), m);
           }
         } else if (s.sw == 2) {
-          // (the split reads up to ~span + 190 bytes from the row: past its width into `even`, inside the buffer;
-          // those bytes only reach lanes that are not stored)
-          const int64_t pairs = (span + 1) / 2 + 64;
-          for (int64_t i = 0; i < pairs; i += 32) {
-            const __m512i w = _mm512_loadu_si512(row + 2 * i);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(even + i), _mm512_cvtepi16_epi8(w));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(odd + i), _mm512_cvtepi16_epi8(_mm512_srli_epi16(w, 8)));
-          }
-          for (int64_t ox = 0; ox < s.ow; ox += 64) {
+          // Column 2 ox + t is the low byte of the 16-bit word ox of the row read from byte t: the byte-wise max of
+          // the taps' loads holds every output in a word's low byte, packed 32 at a time (vpmovwb). (Reads up to
+          // span + 64 bytes of the row: inside its padding.)
+          for (int64_t ox = 0; ox < s.ow; ox += 32) {
             __m512i m = lowest;
-            for (int64_t j = 0; j < s.kw; ++j) {
-              const int64_t t = j * s.dw;  // column 2 ox + t: even[ox + t / 2] or odd[ox + t / 2]
-              m = _mm512_max_epi8(m, _mm512_loadu_si512((t % 2 ? odd : even) + ox + t / 2));
-            }
-            _mm512_mask_storeu_epi8(yr + ox, first(s.ow - ox), m);
+            for (int64_t j = 0; j < s.kw; ++j) m = _mm512_max_epi8(m, _mm512_loadu_si512(row + 2 * ox + j * s.dw));
+            _mm256_mask_storeu_epi8(yr + ox, static_cast<__mmask32>(first(std::min<int64_t>(32, s.ow - ox))), _mm512_cvtepi16_epi8(m));
           }
         } else {
           for (int64_t ox = 0; ox < s.ow; ++ox) {
