@@ -234,6 +234,35 @@ TEST(QuantConv, MatchesTheFloatConvolutionOfTheIntegers) {
   }
 }
 
+// The portable path's tap loop, both builds (baseline SSE2 and AVX2, whichever the CPU runs), against plain sums:
+// every column count around the vector widths, 1 to 4 taps, the extreme operands (|x - zx| <= 255, |w| <= 128).
+TEST(QuantConv, TheTapLoopsAreExactSums) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> xs(-255, 255), ws(-128, 127);
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100}) {
+    for (int taps = 1; taps <= 4; ++taps) {
+      std::vector<std::vector<int16_t>> planes(4, std::vector<int16_t>(static_cast<size_t>(n)));
+      for (auto& pl : planes)
+        for (auto& v : pl) v = static_cast<int16_t>(n == 64 ? (rng() % 2 ? 255 : -255) : xs(rng));
+      const int16_t* src[4] = {planes[0].data(), planes[1].data(), planes[2].data(), planes[3].data()};
+      int32_t wv[4];
+      for (int32_t& w : wv) w = n == 64 ? -128 : ws(rng);
+      std::vector<int32_t> want(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        want[static_cast<size_t>(i)] = static_cast<int32_t>(i) * 1000;
+        for (int t = 0; t < taps; ++t) want[static_cast<size_t>(i)] += src[t][i] * wv[t];
+      }
+      for (bool avx2 : {false, true}) {
+        if (avx2 && !__builtin_cpu_supports("avx2")) continue;
+        std::vector<int32_t> acc(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) acc[static_cast<size_t>(i)] = static_cast<int32_t>(i) * 1000;
+        (avx2 ? accumulateTapFlatAvx2 : accumulateTapFlatBaseline)(acc.data(), src, wv, taps, n);
+        ASSERT_EQ(acc, want) << (avx2 ? "avx2" : "baseline") << " n " << n << " taps " << taps;
+      }
+    }
+  }
+}
+
 // The fast int8 convolution gives qconv_ref's bytes on each of its paths: random 2-D shapes (strides, dilations, pads on either side,
 // groups, depthwise, 1x1, a window that stops short of the input's end, tile and quad remainders), zero points, clamps,
 // per-channel multipliers, at 1, 2 and 3 threads, each weight packing used for several runs; 1-D falls back to the reference.

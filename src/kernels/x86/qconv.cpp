@@ -6,6 +6,8 @@
 #include "kernels/x86/qconv_vnni.hpp"
 #include "kernels/x86/quant_x86.hpp"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -14,7 +16,7 @@ namespace npuc::kernels {
 using detail::parallelUnits;
 
 // The baseline path's tap loop (kernels/x86/qconv_tap.inc), compiled here for the baseline instruction set and in
-// qconv_tap_avx2.cpp with AVX2 (the compiler's own vectorisation of the same source; chosen at run time).
+// qconv_tap_avx2.cpp with AVX2 (the same source, 256-bit there; chosen at run time).
 #define NPUC_QCONV_TAP_FLAT accumulateTapFlatBaseline
 #include "kernels/x86/qconv_tap.inc"
 #undef NPUC_QCONV_TAP_FLAT
