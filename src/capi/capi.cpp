@@ -157,6 +157,26 @@ const npuc_tensor_info& pick(const std::vector<npuc_tensor_info>& v, size_t inde
   return v[index];
 }
 
+// The inputs' / outputs' count and descriptions of a runtime or a pipeline (handle `h` named `name` in messages).
+template <typename H>
+npuc_status countOf(const char* fn, const H* h, const char* name, std::vector<npuc_tensor_info> H::*list, size_t* count) {
+  return guard(fn, [&] {
+    need(h, name);
+    need(count, "count");
+    *count = (h->*list).size();
+  });
+}
+
+template <typename H>
+npuc_status infoAt(const char* fn, const H* h, const char* name, std::vector<npuc_tensor_info> H::*list, size_t index,
+                   npuc_tensor_info* info, const char* what) {
+  return guard(fn, [&] {
+    need(h, name);
+    need(info, "info");
+    *info = pick(h->*list, index, what);
+  });
+}
+
 const npuc_tensor_info* findByName(const std::vector<npuc_tensor_info>& v, const char* name) {
   for (auto& t : v)
     if (std::strcmp(t.name, name) == 0) return &t;
@@ -267,35 +287,19 @@ npuc_status npuc_runtime_set_dynamic_hw_size(npuc_runtime* rt, int64_t height, i
 void npuc_runtime_close(npuc_runtime* rt) { delete rt; }
 
 npuc_status npuc_runtime_num_inputs(const npuc_runtime* rt, size_t* count) {
-  return guard(__func__, [&] {
-    need(rt, "rt");
-    need(count, "count");
-    *count = rt->inputs.size();
-  });
+  return countOf(__func__, rt, "rt", &npuc_runtime::inputs, count);
 }
 
 npuc_status npuc_runtime_num_outputs(const npuc_runtime* rt, size_t* count) {
-  return guard(__func__, [&] {
-    need(rt, "rt");
-    need(count, "count");
-    *count = rt->outputs.size();
-  });
+  return countOf(__func__, rt, "rt", &npuc_runtime::outputs, count);
 }
 
 npuc_status npuc_runtime_input_info(const npuc_runtime* rt, size_t index, npuc_tensor_info* info) {
-  return guard(__func__, [&] {
-    need(rt, "rt");
-    need(info, "info");
-    *info = pick(rt->inputs, index, "input");
-  });
+  return infoAt(__func__, rt, "rt", &npuc_runtime::inputs, index, info, "input");
 }
 
 npuc_status npuc_runtime_output_info(const npuc_runtime* rt, size_t index, npuc_tensor_info* info) {
-  return guard(__func__, [&] {
-    need(rt, "rt");
-    need(info, "info");
-    *info = pick(rt->outputs, index, "output");
-  });
+  return infoAt(__func__, rt, "rt", &npuc_runtime::outputs, index, info, "output");
 }
 
 npuc_status npuc_runtime_num_layers(const npuc_runtime* rt, size_t* count) {
@@ -457,35 +461,19 @@ npuc_status npuc_pipeline_stage_info(const npuc_pipeline* p, size_t index, int* 
 }
 
 npuc_status npuc_pipeline_num_inputs(const npuc_pipeline* p, size_t* count) {
-  return guard(__func__, [&] {
-    need(p, "p");
-    need(count, "count");
-    *count = p->inputs.size();
-  });
+  return countOf(__func__, p, "p", &npuc_pipeline::inputs, count);
 }
 
 npuc_status npuc_pipeline_num_outputs(const npuc_pipeline* p, size_t* count) {
-  return guard(__func__, [&] {
-    need(p, "p");
-    need(count, "count");
-    *count = p->outputs.size();
-  });
+  return countOf(__func__, p, "p", &npuc_pipeline::outputs, count);
 }
 
 npuc_status npuc_pipeline_input_info(const npuc_pipeline* p, size_t index, npuc_tensor_info* info) {
-  return guard(__func__, [&] {
-    need(p, "p");
-    need(info, "info");
-    *info = pick(p->inputs, index, "input");
-  });
+  return infoAt(__func__, p, "p", &npuc_pipeline::inputs, index, info, "input");
 }
 
 npuc_status npuc_pipeline_output_info(const npuc_pipeline* p, size_t index, npuc_tensor_info* info) {
-  return guard(__func__, [&] {
-    need(p, "p");
-    need(info, "info");
-    *info = pick(p->outputs, index, "output");
-  });
+  return infoAt(__func__, p, "p", &npuc_pipeline::outputs, index, info, "output");
 }
 
 npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const float* const* inputs, float* const* outputs, double* wall_ms) {
