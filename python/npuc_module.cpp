@@ -318,6 +318,7 @@ class PyPipeline {
     Pipeline& p = pl();
     if (!py::isinstance<py::list>(frames) && !py::isinstance<py::tuple>(frames))
       raise(ErrorCode::kInvalidArgument, "frames: a list of frames (each a dict name -> array, a list of arrays or one array)");
+    if (py::len(frames) == 0) raise(ErrorCode::kInvalidArgument, "frames: an empty list");
     const auto& ins = p.inputs();
     std::vector<std::vector<Tensor>> in;
     for (py::handle frame : py::reinterpret_borrow<py::sequence>(frames)) {
@@ -361,6 +362,19 @@ class PyPipeline {
   void resetState() {
     Busy b(*this);
     pl().resetState();
+  }
+  /// Of the last run (copies, taken while no run is in progress): each stage's busy ms, the wall ms, the bytes handed in.
+  std::vector<double> stageMs() {
+    Busy b(*this);
+    return pl().stageMs();
+  }
+  double wallMs() {
+    Busy b(*this);
+    return pl().wallMs();
+  }
+  std::vector<uint64_t> handoffBytes() {
+    Busy b(*this);
+    return pl().handoffBytes();
   }
   void close() {
     Busy b(*this);
@@ -482,11 +496,9 @@ PYBIND11_MODULE(_npuc, m) {
         for (auto& t : p.pl().outputs()) l.append(tensorInfo(t));
         return l;
       })
-      .def_property_readonly("stage_ms", [](PyPipeline& p) { return p.pl().stageMs(); },
-                             "of the last run: each stage's mean busy time per frame (ms)")
-      .def_property_readonly("wall_ms", [](PyPipeline& p) { return p.pl().wallMs(); }, "the last run's wall time (ms)")
-      .def_property_readonly("handoff_bytes", [](PyPipeline& p) { return p.pl().handoffBytes(); },
-                             "of the last run: the bytes handed into each stage per frame")
+      .def_property_readonly("stage_ms", &PyPipeline::stageMs, "of the last run: each stage's mean busy time per frame (ms)")
+      .def_property_readonly("wall_ms", &PyPipeline::wallMs, "the last run's wall time (ms)")
+      .def_property_readonly("handoff_bytes", &PyPipeline::handoffBytes, "of the last run: the bytes handed into each stage per frame")
       .def("run", &PyPipeline::run, py::arg("frames"),
            "frames: a list, each frame a dict name -> array, a list of arrays in input order, or one array; returns a list "
            "of dicts name -> float32 array, one per frame")

@@ -7,7 +7,7 @@
  *     target_link_libraries(app PRIVATE npuc::runtime)
  *
  * Conventions
- * - Handles are opaque (npuc_runtime). Every function that can fail returns an npuc_status; on failure it stores
+ * - Handles are opaque (npuc_runtime, npuc_pipeline). Every function that can fail returns an npuc_status; on failure it stores
  *   a message for the calling thread, returned by npuc_last_error(). No function throws, aborts or crashes on a
  *   NULL pointer, a bad index or an unknown name: those return NPUC_STATUS_INVALID_ARGUMENT.
  * - Out-parameters are written only on success, except where a function says otherwise.
@@ -17,6 +17,8 @@
  *   called while another call of these three is inside the same runtime (another thread, or a layer callback
  *   calling back into its runtime) fail with NPUC_STATUS_INVALID_ARGUMENT instead of racing. Different runtimes
  *   are independent and may run concurrently, each with its own worker threads. The last error is per thread.
+ *   An npuc_pipeline follows the same rules (its stages run on their own threads inside npuc_pipeline_run).
+ *   Closing a handle while another thread is inside one of its calls is undefined.
  *
  *     npuc_runtime* rt = NULL;
  *     if (npuc_runtime_open("output/digits", 1, 0, &rt) != NPUC_STATUS_OK) {
@@ -258,13 +260,14 @@ NPUC_API npuc_status npuc_pipeline_input_info(const npuc_pipeline* p, size_t ind
 NPUC_API npuc_status npuc_pipeline_output_info(const npuc_pipeline* p, size_t index, npuc_tensor_info* info);
 
 /**
- * Runs `frames` frames through the stages. inputs[f * num_inputs + i]: frame f's input i as float32, its element
- * count (in input order); outputs[f * num_outputs + o]: room for frame f's output o as float32, its element count.
- * *wall_ms (may be NULL) receives the run's wall time. A failing stage stops the others, resets every stage's state
- * (npuc_pipeline_reset_state) and its error is returned; the outputs are then unspecified.
+ * Runs `frames` (>= 1) frames through the stages. inputs[f * num_inputs + i]: frame f's input i, its element count
+ * in type dtypes[i] (as npuc_runtime_set_input takes it: the device type, or float32 / float16 for a float input;
+ * dtypes NULL: every input float32); outputs[f * num_outputs + o]: room for frame f's output o as float32, its
+ * element count. *wall_ms (may be NULL) receives the run's wall time. A failing stage stops the others, resets every
+ * stage's state (npuc_pipeline_reset_state) and its error is returned; the outputs are then unspecified.
  */
-NPUC_API npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const float* const* inputs, float* const* outputs,
-                                       double* wall_ms);
+NPUC_API npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const void* const* inputs, const npuc_dtype* dtypes,
+                                       float* const* outputs, double* wall_ms);
 /** int8-pow2 packages: every stage's dynamic quantization back to the calibrated ranges (npuc_runtime_reset_state). */
 NPUC_API npuc_status npuc_pipeline_reset_state(npuc_pipeline* p);
 

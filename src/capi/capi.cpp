@@ -476,7 +476,8 @@ npuc_status npuc_pipeline_output_info(const npuc_pipeline* p, size_t index, npuc
   return infoAt(__func__, p, "p", &npuc_pipeline::outputs, index, info, "output");
 }
 
-npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const float* const* inputs, float* const* outputs, double* wall_ms) {
+npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const void* const* inputs, const npuc_dtype* dtypes,
+                              float* const* outputs, double* wall_ms) {
   return guard(__func__, [&] {
     need(p, "p");
     Busy busy(p);
@@ -484,13 +485,15 @@ npuc_status npuc_pipeline_run(npuc_pipeline* p, size_t frames, const float* cons
     need(inputs, "inputs");
     need(outputs, "outputs");
     const size_t ni = p->inputs.size(), no = p->outputs.size();
+    for (size_t i = 0; dtypes != nullptr && i < ni; ++i)
+      if (!validDtype(dtypes[i])) invalid("dtypes[" + std::to_string(i) + "] (input '" + p->inputs[i].name + "') is not an npuc_dtype");
     std::vector<std::vector<npuc::Tensor>> in(frames);
     for (size_t f = 0; f < frames; ++f)
       for (size_t i = 0; i < ni; ++i) {
         const npuc::RuntimeTensor& t = p->pl->inputs()[i];
-        const float* src = inputs[f * ni + i];
+        const void* src = inputs[f * ni + i];
         if (src == nullptr) invalid("inputs[" + std::to_string(f * ni + i) + "] (frame " + std::to_string(f) + ", input '" + t.name + "') is NULL");
-        npuc::Tensor x(npuc::DType::kF32, t.shape);
+        npuc::Tensor x(dtypes != nullptr ? static_cast<npuc::DType>(dtypes[i]) : npuc::DType::kF32, t.shape);
         if (x.nbytes()) std::memcpy(x.raw(), src, x.nbytes());
         in[f].push_back(std::move(x));
       }

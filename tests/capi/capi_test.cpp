@@ -655,7 +655,7 @@ TEST(CApiPipeline, StagesGiveTheRuntimesFramesBitForBit) {
 
   constexpr size_t kFrames = 6;
   std::vector<std::vector<float>> xs, ys(kFrames, std::vector<float>(out.elements));
-  std::vector<const float*> ins;
+  std::vector<const void*> ins;
   std::vector<float*> outs;
   for (size_t f = 0; f < kFrames; ++f) {
     xs.push_back(randomFloats(in.elements, 40 + static_cast<uint32_t>(f)));
@@ -663,7 +663,7 @@ TEST(CApiPipeline, StagesGiveTheRuntimesFramesBitForBit) {
   }
   for (size_t f = 0; f < kFrames; ++f) ins.push_back(xs[f].data()), outs.push_back(ys[f].data());
   double wall = -1;
-  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), outs.data(), &wall), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), nullptr, outs.data(), &wall), NPUC_STATUS_OK) << npuc_last_error();
   EXPECT_GT(wall, 0.0);
   uint64_t handed = 0;
   double busy_ms = -1;
@@ -683,11 +683,12 @@ TEST(CApiPipeline, StagesGiveTheRuntimesFramesBitForBit) {
   };
   sequential();
   // Again from where both left off, then both reset: the same frames, the same bytes.
-  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), outs.data(), nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  const npuc_dtype f32[1] = {NPUC_DTYPE_FLOAT32};  // (the types named: the same frames)
+  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), f32, outs.data(), nullptr), NPUC_STATUS_OK) << npuc_last_error();
   sequential();
   ASSERT_EQ(npuc_pipeline_reset_state(p), NPUC_STATUS_OK);
   ASSERT_EQ(npuc_runtime_reset_state(h.rt), NPUC_STATUS_OK);
-  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), outs.data(), nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_pipeline_run(p, kFrames, ins.data(), nullptr, outs.data(), nullptr), NPUC_STATUS_OK) << npuc_last_error();
   sequential();
 
   // Bad calls: each an error naming the function, nothing run.
@@ -695,13 +696,17 @@ TEST(CApiPipeline, StagesGiveTheRuntimesFramesBitForBit) {
   EXPECT_FAILS(NPUC_STATUS_IO, npuc_pipeline_open((root / "missing").c_str(), 1, 0, &none), "npuc_pipeline_open");
   EXPECT_EQ(none, nullptr);
   EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_open(r.dir.c_str(), 0, 0, &none), "threads");
-  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(nullptr, 1, ins.data(), outs.data(), nullptr), "p is NULL");
-  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 0, ins.data(), outs.data(), nullptr), "frames is 0");
-  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, nullptr, outs.data(), nullptr), "inputs is NULL");
-  const float* no_input[1] = {nullptr};
-  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, no_input, outs.data(), nullptr), "input 'input') is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(nullptr, 1, ins.data(), nullptr, outs.data(), nullptr), "p is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 0, ins.data(), nullptr, outs.data(), nullptr), "frames is 0");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, nullptr, nullptr, outs.data(), nullptr), "inputs is NULL");
+  const void* no_input[1] = {nullptr};
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, no_input, nullptr, outs.data(), nullptr), "input 'input') is NULL");
   float* no_output[1] = {nullptr};
-  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, ins.data(), no_output, nullptr), "output 'logits') is NULL");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, ins.data(), nullptr, no_output, nullptr), "output 'logits') is NULL");
+  const npuc_dtype bad_type[1] = {static_cast<npuc_dtype>(99)};
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_run(p, 1, ins.data(), bad_type, outs.data(), nullptr), "not an npuc_dtype");
+  const npuc_dtype int8_type[1] = {NPUC_DTYPE_INT8};  // (a float input takes float32 or float16: refused by the stage)
+  EXPECT_NE(npuc_pipeline_run(p, 1, ins.data(), int8_type, outs.data(), nullptr), NPUC_STATUS_OK);
   EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_stage_info(p, 2, &group, nullptr, nullptr), "out of range");
   EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_num_stages(p, nullptr), "count is NULL");
   EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_pipeline_reset_state(nullptr), "npuc_pipeline_reset_state");

@@ -270,7 +270,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 80; ++trial) {
+  for (int trial = 0; trial < 81; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9 && trial < 60;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
@@ -285,7 +285,10 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
         s.in_channels = s.out_channels = s.groups = 8, s.groups = 1;
         s.in_spatial = {4, 33}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {2, 17};
       }
-      if (trial >= 78) {  // 1x1, stride 1, no padding: the output rows end to end, cut 64 pixels at a time, and a tail
+      if (trial == 80) {  // two images, two groups of 24 channels (AMX tile blocks reach into the next group), 288 taps
+        s.batch = 2, s.groups = 2, s.in_channels = 64, s.out_channels = 48;
+        s.in_spatial = {9, 13}, s.kernel = {3, 3}, s.stride = {1, 1}, s.pad_begin = {1, 1}, s.out_spatial = {9, 13};
+      } else if (trial >= 78) {  // 1x1, stride 1, no padding: the output rows end to end, cut 64 pixels at a time, and a tail
         s.batch = 1, s.groups = 1, s.in_channels = trial == 78 ? 20 : 13, s.out_channels = trial == 78 ? 24 : 10;
         s.in_spatial = trial == 78 ? std::vector<int64_t>{20, 37} : std::vector<int64_t>{40, 40};  // (79: tiled)
         s.kernel = {1, 1}, s.stride = {1, 1}, s.pad_begin = {0, 0}, s.out_spatial = s.in_spatial;

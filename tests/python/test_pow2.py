@@ -326,6 +326,8 @@ def test_a_pipeline_of_layers_groups_is_the_runtime_frame_by_frame(packages, tmp
         pl.run([seq[0], [seq[0], seq[1]]])
     with pytest.raises(npuc.Error, match="a list of frames"):
         pl.run(seq[0])
+    with pytest.raises(npuc.Error, match="an empty list"):
+        pl.run([])
     with pytest.raises(npuc.Error):
         npuc.Pipeline(str(tmp_path / "missing"))
 

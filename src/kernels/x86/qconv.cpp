@@ -122,6 +122,18 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
   // (+ slack: a flat tap reads up to (KW - 1) * DW elements past its plane's last row, for discarded columns)
   std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP + (KW - 1) * DW + 16));
   std::vector<int32_t> acc_all(static_cast<size_t>(avx2 ? M * OH * OW : 0));
+  // Phase planes (the baseline path, below): the padded plane split by stride phase.
+  const int64_t HPp = (HP + SH - 1) / SH, WPp = (WP + SW - 1) / SW, phases = SH * SW;
+  // Each tap's offset in its channel's phase planes, once per layer (not per output channel: the divisions cost
+  // more than the sums of a small map).
+  std::vector<int64_t> tap_off(static_cast<size_t>(avx2 ? 0 : cg * KH * KW));
+  for (int64_t cl = 0; cl < cg && !avx2; ++cl)
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
+        tap_off[static_cast<size_t>((cl * KH + kh) * KW + kw)] =
+            cl * phases * HPp * WPp + ((th % SH) * SW + tw % SW) * HPp * WPp + (th / SH) * WPp + tw / SW;
+      }
   for (int64_t n = 0; n < s.batch; ++n) {
     const int8_t* xn = x + n * C * H * W;
     for (int64_t c = 0; c < C; ++c) {  // x - zx inside the input, 0 (= x at the zero point) in the padding
@@ -197,7 +209,6 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
     // Phase planes: the padded plane split by stride phase, phase (ph, pw) holding rows ph, ph + SH, … and columns
     // pw, pw + SW, …, so every tap reads its phase plane at stride 1 and accumulates over it flat (outputs at every
     // phase-plane column, those past OW discarded). Stride 1 has one phase: the padded plane itself.
-    const int64_t HPp = (HP + SH - 1) / SH, WPp = (WP + SW - 1) / SW, phases = SH * SW;
     const bool phased = phases > 1;
     if (phased) {
       xq.assign(static_cast<size_t>(C * phases * HPp * WPp + (KW - 1) * DW + 16), 0);
@@ -213,16 +224,6 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
       });
     }
     const int16_t* planes = phased ? xq.data() : xp.data();
-    // Each tap's offset in its channel's phase planes, once per layer (not per output channel: the divisions cost
-    // more than the sums of a small map).
-    std::vector<int64_t> tap_off(static_cast<size_t>(cg * KH * KW));
-    for (int64_t cl = 0; cl < cg; ++cl)
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
-          tap_off[static_cast<size_t>((cl * KH + kh) * KW + kw)] =
-              cl * phases * HPp * WPp + ((th % SH) * SW + tw % SW) * HPp * WPp + (th / SH) * WPp + tw / SW;
-        }
     parallelUnits(pool, M, cg * KH * KW * OH * OW, [&](int64_t m0, int64_t m1) {
       std::vector<int32_t> acc(static_cast<size_t>(OH * WPp));  // outputs at every phase-plane column
       for (int64_t m = m0; m < m1; ++m) {

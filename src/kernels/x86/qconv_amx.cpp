@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__linux__)
@@ -37,19 +38,6 @@ struct alignas(64) TileConfig {
     for (int t = 0; t < 8; ++t) colsb[t] = 64, rows[t] = 16;
   }
 };
-
-/// Sums of one channel row of a C tile: bias, requantization, `n` codes stored.
-inline void requantizeRow(const int32_t* c, int32_t bias, const ChannelRequant& rq, const QOutput& out, int8_t* y, int n) {
-  const __m512i acc = _mm512_add_epi32(_mm512_load_si512(c), _mm512_set1_epi32(bias));
-  if (rq.mul.shift > 0) {  // (a factor above 1: the scalar primitive)
-    alignas(64) int32_t a[16];
-    _mm512_store_si512(a, acc);
-    for (int i = 0; i < n; ++i) y[i] = requantizeValue(a[i], rq.mul, out.zero_point, out.lo, out.hi);
-    return;
-  }
-  const __m128i q = offsetClampToI8Avx512(multiplyByMultiplierAvx512(acc, rq.once), out.zero_point, out.lo, out.hi);
-  _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), q);
-}
 
 /// MT x PT blocks (1 or 2 each) of 16 channels x 16 pixels: channels [m, m + 16 MT) (rows of a16), pixels
 /// [p, p + 16 PT) of B (quad rows `bstride` int32 apart); sums over every quad chunk, then requantized.
@@ -84,8 +72,9 @@ void tileBlock(const QConvVnniPlan& plan, int64_t m, int64_t mend, const int32_t
       for (int i = 0; i < 16; ++i) {
         const int64_t ch = m + 16 * mt + i;
         if (ch >= mend) break;
-        requantizeRow(c[2 * mt + pt][i], plan.bias[static_cast<size_t>(ch)], plan.rq[static_cast<size_t>(ch)], plan.out,
-                      y + (ch - m) * ystride + 16 * pt, cols);
+        const ChannelRequant& rq = plan.rq[static_cast<size_t>(ch)];
+        const __m512i acc = _mm512_add_epi32(_mm512_load_si512(c[2 * mt + pt][i]), _mm512_set1_epi32(plan.bias[static_cast<size_t>(ch)]));
+        requantizeStore(acc, rq.mul, rq.once, plan.out.zero_point, plan.out.lo, plan.out.hi, y + (ch - m) * ystride + 16 * pt, cols);
       }
     }
 }
@@ -95,6 +84,9 @@ void tileBlock(const QConvVnniPlan& plan, int64_t m, int64_t mend, const int32_t
 bool amxInt8Usable() {
   static const bool usable = [] {
 #if defined(__linux__) && defined(__x86_64__)
+    // NPUC_NO_AMX=1: never ask. (Asking changes the whole process: Linux then requires larger signal stacks of it,
+    // which a host process with its own small sigaltstack may not expect.)
+    if (const char* no = std::getenv("NPUC_NO_AMX"); no != nullptr && *no != '\0' && std::strcmp(no, "0") != 0) return false;
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid_max(0, nullptr) < 7) return false;
     __cpuid_count(7, 0, a, b, c, d);

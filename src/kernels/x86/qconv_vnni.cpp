@@ -31,22 +31,6 @@ constexpr int kMaxRows = 6;  // output channels per microkernel call
 constexpr int kMaxVecs = 4;  // 16-pixel vectors per microkernel call
 constexpr int64_t kAmxMinQuads = 36;  // the shortest sums (quads of taps) the AMX product takes
 
-/// The scalar primitive for a factor above 1 (rare): out of line, so that its stack array does not cost the
-/// microkernels' registers.
-[[gnu::noinline]] void requantizeStoreScalar(__m512i acc, const Multiplier& mm, int32_t zp, int32_t lo, int32_t hi,
-                                            int8_t* y, int n) {
-  alignas(64) int32_t a[16];
-  _mm512_store_si512(a, acc);
-  for (int i = 0; i < n; ++i) y[i] = requantizeValue(a[i], mm, zp, lo, hi);
-}
-
-/// Requantizes 16 int32 sums of one channel and stores `n` <= 16 bytes.
-inline void requantizeStore(__m512i acc, const ChannelRequant& rq, int32_t zp, int32_t lo, int32_t hi, int8_t* y, int n) {
-  if (rq.mul.shift > 0) return requantizeStoreScalar(acc, rq.mul, zp, lo, hi, y, n);
-  const __m128i q = offsetClampToI8Avx512(multiplyByMultiplierAvx512(acc, rq.once), zp, lo, hi);
-  _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), q);
-}
-
 /// y rows [ROWS][pixels p0 .. p0 + n) of one group: acc = bias + A4 · B4 over K4 quads, requantized.
 /// a: ROWS weight rows (K4 int32 each, consecutive), b: B4 at pixel p0 (quad row stride `bstride` int32s).
 template <int ROWS, int VECS>
@@ -88,7 +72,7 @@ void microkernel(const int32_t* a, int64_t K4, const int32_t* b, int64_t bstride
     for (int v = 0; v < VECS; ++v) {
       const int64_t left = n - v * 16;
       if (left > 0)
-        requantizeStore(_mm512_add_epi32(acc[r][v], bias_r), rq[r], zp, lo, hi, y + r * ystride + v * 16,
+        requantizeStore(_mm512_add_epi32(acc[r][v], bias_r), rq[r].mul, rq[r].once, zp, lo, hi, y + r * ystride + v * 16,
                         static_cast<int>(std::min<int64_t>(left, 16)));
     }
   }
@@ -178,7 +162,8 @@ void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const 
 /// Small groups (depthwise-like, but not the depthwise form): whole groups per thread, each with its own im2col.
 bool byGroup(const ConvShape& s) { return s.groups > 1 && s.out_channels / s.groups < 2 * kMaxRows; }
 
-/// A grow-only scratch buffer of the calling thread (slot 0: the offset planes, 1: an im2col): reused from run to run,
+/// A grow-only scratch buffer of the calling thread (slot 0: the offset planes or the depthwise form's quad planes, 1:
+/// an im2col): reused from run to run,
 /// so a layer does not pay for fresh pages (and the page-fault lock they share between threads) on every call.
 uint8_t* scratch(int slot, size_t bytes) {
   thread_local std::vector<uint8_t> buffers[2];
@@ -200,7 +185,7 @@ inline void offsetRow(uint8_t* row, const int8_t* src, int64_t wp, int64_t q0, i
   for (int64_t q = q1; q < wp; ++q) row[q] = pad;
 }
 
-/// A whole offset plane (the depthwise form's, private to its thread, with at least 64 bytes of slack after it): the
+/// A whole offset plane (the im2col's, with at least 64 bytes of slack after it): the
 /// masks of each 64-column block are the same for every row, so a row is one masked load, a XOR, a blend and an
 /// unmasked store per block (a store running past its row is overwritten by the next row, or lands in the slack).
 void offsetPlane(uint8_t* plane, const int8_t* xc, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt, int64_t pl,
@@ -228,9 +213,10 @@ void offsetPlane(uint8_t* plane, const int8_t* xc, int64_t h, int64_t w, int64_t
       for (int64_t b = 0; b < blocks; ++b) _mm512_storeu_si512(row + b * 64, padv);
       continue;
     }
-    const int8_t* src = xc + ih * w - pl;  // plane column q is input column q - pl
+    // (plane column q is input column q - pl; the address is formed in integers: it may lie before the plane's start)
+    const uintptr_t src = reinterpret_cast<uintptr_t>(xc) + static_cast<uintptr_t>(ih * w - pl);
     for (int64_t b = 0; b < blocks; ++b) {
-      const __m512i v = _mm512_maskz_loadu_epi8(in[b], src + b * 64);
+      const __m512i v = _mm512_maskz_loadu_epi8(in[b], reinterpret_cast<const void*>(src + static_cast<uintptr_t>(b * 64)));
       _mm512_storeu_si512(row + b * 64, _mm512_mask_blend_epi8(in[b], padv, _mm512_xor_si512(v, flip)));
     }
   }
@@ -276,8 +262,10 @@ void buildDwQuads(const DwGeometry& g, const int8_t* xc, uint8_t pad, const __mm
   auto cut = [&](int64_t r, int64_t q, int64_t b) {
     const int64_t ih = r - g.PT;
     if (ih < 0 || ih >= g.H) return padv;
-    const int64_t at = 16 * b * g.SW - g.PL + 4 * q;  // (masked-off bytes are not read)
-    const __m512i v = _mm512_xor_si512(_mm512_mask_loadu_epi8(padx, masks[q * g.blocks + b], xc + ih * g.W + at), flip);
+    // (masked-off bytes are not read; the address is formed in integers: it may lie before the plane's start)
+    const int64_t at = ih * g.W + 16 * b * g.SW - g.PL + 4 * q;
+    const void* src = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(xc) + static_cast<uintptr_t>(at));
+    const __m512i v = _mm512_xor_si512(_mm512_mask_loadu_epi8(padx, masks[q * g.blocks + b], src), flip);
     return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm, v), shuf);
   };
   const int64_t rb = g.rowBytes();
@@ -300,7 +288,7 @@ void buildDwQuads(const DwGeometry& g, const int8_t* xc, uint8_t pad, const __mm
   }
 }
 
-/// One channel of the depthwise form over its quad planes (everything by value: the compiler keeps it in registers).
+/// One channel of the depthwise form over its quad planes.
 struct DwArgs {
   const uint8_t* quads;
   const int32_t* wq;  // kh x qw weight quads
@@ -491,7 +479,7 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
   const int64_t threads = pool != nullptr ? pool->size() : 1;
   // (tiles of 128 pixels, or of 64 where 128 would give the threads fewer than 4 each)
   const int64_t tile = (P + 127) / 128 >= 4 * threads ? 128 : 64, tiles = (P + tile - 1) / tile;
-  // Several threads and enough pixel tiles for them: each task cuts the im2col of its own tiles of 128 pixels and
+  // Several threads and enough pixel tiles for them: each task cuts the im2col of its own tiles of 64 or 128 pixels and
   // multiplies each at once (a thread reads only the B it wrote, not its neighbour's from another core: MobileNetV2's
   // 144 -> 24 at 56x56 0.113 -> 0.076 ms at 2 threads). One thread keeps the whole im2col first (alternating the two
   // loops tile by tile measured up to 1.6x slower there).
@@ -579,8 +567,8 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
         });
         continue;
       }
-      // Few pixels (7x7, 14x14 maps, one pixel): one im2col shared by the threads, which split the rows in multiples
-      // of the microkernel's height.
+      // Few pixels (7x7 maps, one pixel) or an expanding layer on one thread: one im2col shared by the threads, which
+      // then split the product (below).
       parallelUnits(pool, K4, 4 * P, [&](int64_t q0, int64_t q1) { buildB(grp, b_shared, q0, q1, 0, P, P16); });
       if (plan.gemv) {
         qgemvVnni(plan, reinterpret_cast<const int32_t*>(b_shared), yn, pool);

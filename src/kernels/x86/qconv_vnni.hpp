@@ -26,9 +26,9 @@ struct QConvVnniPlan {
   int64_t k4 = 0, hp = 0, wp = 0;  // quads per row; the padded plane's height and width
   std::vector<int32_t> a4, bias;
   std::vector<ChannelRequant> rq;
-  // Depthwise (one input and one output channel per group, dilation 1, width stride 1 or 2): no im2col; each row of
-  // the window is read straight from the padded plane as quads of consecutive columns. a4 then holds per channel
-  // kh x qw quads (qw = ceil(kw / 4), zeros past kw).
+  // Depthwise (one input and one output channel per group, dilation 1, width stride 1 or 2): no im2col; each input
+  // row is cut once into quads of consecutive columns (a per-channel quad plane) that every window row reading it
+  // shares. a4 then holds per channel kh x qw quads (qw = ceil(kw / 4), zeros past kw).
   bool depthwise = false;
   int64_t qw = 0;
   // One output pixel (P = 1, one group: a Gemm as a 1x1 convolution, a squeeze-and-excitation layer): vectorised

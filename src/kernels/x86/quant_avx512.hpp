@@ -39,11 +39,29 @@ inline __m512i multiplyByMultiplierAvx512(__m512i x, const RequantOnce& c) {
   return multiplyByMultiplierAvx512(x, RequantOnceVec(c));
 }
 
+/// The scalar primitive for a factor above 1 (rare): out of line, so that its stack array does not cost the
+/// microkernels' registers.
+[[gnu::noinline]] inline void requantizeStoreScalar(__m512i acc, const Multiplier& mm, int32_t zp, int32_t lo, int32_t hi,
+                                                   int8_t* y, int n) {
+  alignas(64) int32_t a[16];
+  _mm512_store_si512(a, acc);
+  for (int i = 0; i < n; ++i) y[i] = requantizeValue(a[i], mm, zp, lo, hi);
+}
+
 /// clamp(zp + x, lo, hi) narrowed to 16 int8.
 inline __m128i offsetClampToI8Avx512(__m512i x, int32_t zp, int32_t lo, int32_t hi) {
   x = _mm512_add_epi32(x, _mm512_set1_epi32(zp));
   x = _mm512_min_epi32(_mm512_max_epi32(x, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
   return _mm512_cvtepi32_epi8(x);
+}
+
+/// Requantizes 16 int32 sums of one channel (multiplier mm; `once`: its one-rounding constants, used where mm has
+/// no left shift) and stores `n` <= 16 codes.
+inline void requantizeStore(__m512i acc, const Multiplier& mm, const RequantOnce& once, int32_t zp, int32_t lo, int32_t hi,
+                            int8_t* y, int n) {
+  if (mm.shift > 0) return requantizeStoreScalar(acc, mm, zp, lo, hi, y, n);
+  const __m128i q = offsetClampToI8Avx512(multiplyByMultiplierAvx512(acc, once), zp, lo, hi);
+  _mm_mask_storeu_epi8(y, static_cast<__mmask16>((1u << n) - 1u), q);
 }
 
 /// Four vectors of one row (64 consecutive outputs) requantized the same way, narrowed together: clamp(zp + x, lo,
