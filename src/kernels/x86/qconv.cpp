@@ -247,9 +247,14 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
         if (taps > 0) flat_tap(acc.data(), tap_src, tap_w, taps, OH * WPp);
         int8_t* ym = y + (n * M + m) * OH * OW;
         const Multiplier& mm = out.of(m);
-        for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          if (has_avx2 && mm.shift <= 0) {  // (as the tap loop: the AVX2 build of the row where the CPU has it)
+            requantizeRowAvx2(acc.data() + oy * WPp, OW, mm.m, -mm.shift, out.zero_point, out.lo, out.hi, ym + oy * OW);
+            continue;
+          }
           for (int64_t ox = 0; ox < OW; ++ox)
             ym[oy * OW + ox] = requantizeValue(acc[static_cast<size_t>(oy * WPp + ox)], mm, out.zero_point, out.lo, out.hi);
+        }
       }
     });
   }
