@@ -93,6 +93,10 @@ class Runtime {
   const std::vector<RuntimeLayer>& layers() const;
   /// Wall time of each layer in the last run, in ms, by seq (empty unless RuntimeOptions::profile).
   const std::vector<double>& layerTimes() const;
+  /// The real value of one step of layer `seq`'s int8 codes as of now (in a LayerCallback: the frame just computed;
+  /// real = (code - zero_point) * scale): int8-affine, its fixed scale (RuntimeLayer::scale); int8-pow2, 2^-q with q
+  /// the dynamic quantization's q of those codes this frame (zero point 0); 0 for an output that is not codes.
+  double outputScale(int seq) const;
 
   /// Copies an input into data_in. Accepts the device element type, or for a float input float32, float16 or
   /// bfloat16 (widened exactly, or rounded to the device type, to nearest even). The shape must match exactly (another shape with the same element count is refused too).

@@ -126,6 +126,7 @@ struct Runtime::Impl {
   std::vector<std::vector<float>> scratch;  // per input slot, plus one for the output (fp16 packages)
   std::vector<float> gemm_t;                // transposed gemm result (M > 1)
   std::vector<kernels::pow2::Slot> p2_slots;  // int8-pow2: each slot's q and range history (the package's state)
+  std::vector<int> p2_out_slot;               // int8-pow2: by seq, the slot of the layer's output codes (-1: none)
   std::vector<int64_t> p2_acc;                // int8-pow2: a layer's accumulators
   int only_group = 0;                         // > 0: run only the layers of this group (a Pipeline stage)
 
@@ -268,6 +269,23 @@ struct Runtime::Impl {
     for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));
     scratch.assign(package::kMaxRefs, {});
     resetPow2();
+    // int8-pow2: the slot whose q each layer's codes are at — its table's output slot, or for a layer on codes without
+    // a table (max pooling, data movement) the slot of the codes it reads (the last writer of that address before it).
+    p2_out_slot.assign(steps.size(), -1);
+    if (pkg.pow2) {
+      std::map<uint32_t, int> slot_at;  // address -> the slot of the codes last written there (-1: not codes)
+      for (const Step& st : steps) {
+        const package::Descriptor& d = *st.d;
+        int slot = -1;
+        const ElemType y = d.out(0).type;
+        if (st.p2) slot = st.p2->out.slot;
+        else if ((y == ElemType::kI8 || y == ElemType::kU8) && d.n_in >= 1)
+          if (auto it = slot_at.find(d.in(0).addr); it != slot_at.end()) slot = it->second;
+        if (y != ElemType::kI8 && y != ElemType::kU8) slot = -1;  // (a dequantize: float out)
+        p2_out_slot[d.seq] = slot;
+        slot_at[d.out(0).addr] = slot;
+      }
+    }
   }
 
   /// ConvShape / ConvTransposeShape of a conv descriptor: dims from its references, the window from its parameters
@@ -980,6 +998,15 @@ const std::vector<RuntimeTensor>& Runtime::inputs() const { return impl_->cur->i
 const std::vector<RuntimeTensor>& Runtime::outputs() const { return impl_->cur->outputs; }
 const std::vector<RuntimeLayer>& Runtime::layers() const { return impl_->cur->layers; }
 const std::vector<double>& Runtime::layerTimes() const { return impl_->cur->times; }
+
+double Runtime::outputScale(int seq) const {
+  const Impl& im = *impl_->cur;
+  if (seq < 0 || static_cast<size_t>(seq) >= im.layers.size())
+    fail(ErrorCode::kInvalidArgument, "outputScale: layer seq {} is out of range (the package has {} layers)", seq, im.layers.size());
+  if (!im.pkg.pow2) return im.layers[static_cast<size_t>(seq)].scale;
+  const int slot = im.p2_out_slot[static_cast<size_t>(seq)];
+  return slot < 0 ? 0.0 : std::ldexp(1.0, -im.p2_slots[static_cast<size_t>(slot)].q);
+}
 const std::vector<RuntimeGear>& Runtime::gears() const { return impl_->gears; }
 const std::string& Runtime::gearKind() const { return impl_->gear_kind; }
 const std::string& Runtime::gearInput() const { return impl_->gear_input; }

@@ -93,6 +93,15 @@ if "$npuc" translate q8 -onnx "$digits" --target generic-int8 --calib "input=$sr
 else
   bad "translate / simulate generic-int8: $(cat "$tmp/q8.out" "$tmp/q8sim.out")"
 fi
+# int8-pow2 (tidl): traces give each layer's q of the frame, and the real values at 2^-q (the conv's codes, unsigned
+# after its Relu, at scale 2^-q with q in the last column)
+if "$npuc" translate p2 -onnx "$digits" --target tidl --calib "input=$src/models/digits/test_x.npy" --out "$tmp/p2" >"$tmp/p2.out" &&
+   "$npuc" simulate "$tmp/p2/p2" --input "input=$tmp/x1.npy" -o "$tmp/p2sim" --trace "$tmp/p2tr" >"$tmp/p2sim.out" 2>&1 &&
+   grep -q '^1,1,[a-z]*,conv,.*,uint8,.*,0\.[0-9]*,0,"[^"]*",[0-9]\+$' "$tmp/p2tr/trace_index.csv"; then
+  ok "int8-pow2 traces record each layer's q and scale"
+else
+  bad "int8-pow2 traces: $(cat "$tmp/p2.out" "$tmp/p2sim.out"; head -3 "$tmp/p2tr/trace_index.csv" 2>/dev/null)"
+fi
 if "$npuc" compare "$digits" "$tmp/q8/q8" --input "input=$tmp/x1.npy" -o "$tmp/q8cmp" >"$tmp/q8cmp.out" &&
    grep -q "^   1  .*conv .* 0\.99" "$tmp/q8cmp.out"; then
   ok "compare matches int8 layers to their float tensors"; else bad "compare int8: $(head -5 "$tmp/q8cmp.out")"; fi

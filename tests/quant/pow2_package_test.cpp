@@ -169,6 +169,37 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
     reseal(f);
     expectRefused(f, "the int8-pow2 form is an addition");
   }
+  {  // Runtime::outputScale: each layer's codes at this frame's q. The output (a dequantize of the last codes) is those
+     // codes times their scale; the scales move with the frames; a max pooling keeps its input's.
+    Runtime rt(r.dir);
+    std::set<std::map<int, double>> per_frame;
+    for (const Tensor& x : frames) {
+      std::map<int, double> scale;
+      Tensor codes;
+      rt.setInput(rt.inputs()[0].name, x);
+      rt.run([&](const RuntimeLayer& l, const Tensor& y) {
+        scale[l.seq] = rt.outputScale(l.seq);
+        if (l.kind == "max_pool") {
+          EXPECT_EQ(scale[l.seq], scale[l.seq - 1]) << l.name;
+        }
+        if (l.kind != "dequantize") {
+          EXPECT_GT(scale[l.seq], 0.0) << l.name;
+          codes = y.clone();
+        } else {
+          EXPECT_EQ(scale[l.seq], 0.0) << l.name;  // (float out)
+        }
+      });
+      const int last = static_cast<int>(rt.layers().size()) - 2;  // (the codes the final dequantize reads)
+      ASSERT_EQ(rt.layers().back().kind, "dequantize");
+      const Tensor y = rt.outputFloat(rt.outputs()[0].name);
+      ASSERT_EQ(y.numel(), codes.numel());
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_EQ(y.data<float>()[i], static_cast<float>(codes.data<int8_t>()[i] * scale[last])) << i;
+      per_frame.insert(scale);
+    }
+    EXPECT_GT(per_frame.size(), 1u);  // (q's moved with the frames' ranges)
+    EXPECT_THROW(rt.outputScale(static_cast<int>(rt.layers().size())), Error);
+  }
   const auto ref = sequence(1, true);
   std::set<std::string> distinct(ref.begin(), ref.end());
   EXPECT_EQ(distinct.size(), ref.size());

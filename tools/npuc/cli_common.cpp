@@ -27,10 +27,14 @@ std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<st
   return r;
 }
 
-Tensor realValues(const RuntimeLayer& l, const Tensor& y) {
-  if (!(l.scale > 0) || y.dtype() != DType::kI8) return y;
+Tensor realValues(const RuntimeLayer& l, const Tensor& y, double scale) {
+  if (!(scale > 0) || (y.dtype() != DType::kI8 && y.dtype() != DType::kU8)) return y;
   Tensor real(DType::kF32, y.shape());
-  for (int64_t i = 0; i < y.numel(); ++i) real.data<float>()[i] = static_cast<float>((y.data<int8_t>()[i] - l.zero_point) * l.scale);
+  const bool u8 = y.dtype() == DType::kU8;  // (int8-pow2 codes after a Relu are unsigned)
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const int code = u8 ? y.data<uint8_t>()[i] : y.data<int8_t>()[i];
+    real.data<float>()[i] = static_cast<float>((code - l.zero_point) * scale);
+  }
   return real;
 }
 

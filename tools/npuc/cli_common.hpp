@@ -16,9 +16,10 @@ namespace npuc::cli {
 
 /// "name=1,3,224,224" entries -> map (throws kInvalidArgument naming the bad entry).
 std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries);
-/// The real values an int8 layer output stands for: (q - zero_point) * scale, float32 (int8 packages record them per
-/// layer); the output itself for any other layer.
-Tensor realValues(const RuntimeLayer& l, const Tensor& y);
+/// The real values an int8 layer output stands for: (code - zero_point) * scale, float32, with the scale of this frame
+/// (Runtime::outputScale: int8-affine packages record it per layer, int8-pow2 ones move it from frame to frame); the
+/// output itself for any other layer (scale 0).
+Tensor realValues(const RuntimeLayer& l, const Tensor& y, double scale);
 /// The package's input `name`, or an Error (kInvalidArgument) that says `what` named it and lists the inputs there are.
 const RuntimeTensor& packageInput(const Runtime& rt, const std::string& name, const std::string& what);
 /// --range TENSOR=LO,HI entries (LO <= HI, finite numbers; repeatable, one per tensor).

@@ -197,7 +197,7 @@ void addCompare(CLI::App& app, Action& run) {
         if (it != ref.end() && it->second.defined() && it->second.numel() == y.numel()) {
           r.matched = true;
           if (l.scale > 0) r.value = l.float_value;  // int8 codes, compared as the real values they stand for
-          measure(realValues(l, y), it->second, r);
+          measure(realValues(l, y, rt.outputScale(l.seq)), it->second, r);
         }
         rows.push_back(r);
       });

@@ -170,7 +170,7 @@ void addSimulate(CLI::App& app, Action& run) {
   c->add_option("--kneron-dir", o->kneron_dir, "Folder for --kneron-dump (default: OUTPUT_DIR/kneron_<platform>)");
   c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
   c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
-                                     "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point)");
+                                     "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point, and q in int8-pow2 packages)");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
   c->add_flag("--exact", o->exact, "Run the reference kernels (the specification; int8 convolutions: the portable path, "
                                    "tested equal to it; same bits, slower)");
@@ -209,7 +209,8 @@ void addSimulate(CLI::App& app, Action& run) {
       LayerCallback cb;
       if (!o->trace.empty()) {
         makeOutputFolder(o->trace, "--trace");
-        index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file,scale,zero_point,float_value\n";
+        index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file,scale,zero_point,float_value,q\n";
+        const bool pow2 = rt.numerics() == "int8-pow2";
         cb = [&](const RuntimeLayer& l, const Tensor& y) {
           const Shape& s = y.shape();
           int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
@@ -220,14 +221,16 @@ void addSimulate(CLI::App& app, Action& run) {
             throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", (fs::path(o->trace) / raw).string()));
           }
           std::fclose(f);
-          // (int8 codes: the .y file holds them, the .npy the real values they stand for)
-          writeNpyFile((fs::path(o->trace) / npy).string(), toFloat(realValues(l, y)));
+          // (int8 codes: the .y file holds them, the .npy the real values they stand for at this frame's scale)
+          const double scale = rt.outputScale(l.seq);
+          writeNpyFile((fs::path(o->trace) / npy).string(), toFloat(realValues(l, y, scale)));
           std::string nodes;
           for (auto& n : l.onnx_nodes) nodes += (nodes.empty() ? "" : " ") + n;
-          index += fmt::format("{},{},{},{},\"{}\",{},\"{}\",\"{}\",{},{},{},{},{},{},\"{}\"\n", l.seq, l.seq, l.engine, l.kind, l.name,
+          // (int8-pow2: the scale is 2^-q, q this frame's, also given as q)
+          index += fmt::format("{},{},{},{},\"{}\",{},\"{}\",\"{}\",{},{},{},{},{},{},\"{}\",{}\n", l.seq, l.seq, l.engine, l.kind, l.name,
                                l.opexp, nodes, l.output.name, dtypeName(l.output.dtype), shapeStr(s), raw, npy,
-                               l.scale > 0 ? fmt::format("{:.9g}", l.scale) : "", l.scale > 0 ? std::to_string(l.zero_point) : "",
-                               l.float_value);
+                               scale > 0 ? fmt::format("{:.9g}", scale) : "", scale > 0 ? std::to_string(l.zero_point) : "",
+                               l.float_value, pow2 && scale > 0 ? std::to_string(-std::ilogb(scale)) : "");
         };
       }
       double t0 = nowMs();
