@@ -210,8 +210,7 @@ void addSimulate(CLI::App& app, Action& run) {
       if (!o->trace.empty()) {
         makeOutputFolder(o->trace, "--trace");
         index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file,scale,zero_point,float_value,q\n";
-        const bool pow2 = rt.numerics() == "int8-pow2";
-        cb = [&](const RuntimeLayer& l, const Tensor& y) {
+        cb = [&, pow2 = rt.numerics() == "int8-pow2"](const RuntimeLayer& l, const Tensor& y) {  // (runs after this block)
           const Shape& s = y.shape();
           int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
           std::string raw = fmt::format("trace_dump_{}_{}x{}.y", l.seq, w, h), npy = fmt::format("trace_{}.npy", l.seq);
