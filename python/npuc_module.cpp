@@ -126,6 +126,12 @@ py::dict tensorInfo(const RuntimeTensor& t) {
   return d;
 }
 
+py::list tensorInfos(const std::vector<RuntimeTensor>& v) {
+  py::list l;
+  for (auto& t : v) l.append(tensorInfo(t));
+  return l;
+}
+
 py::dict layerInfo(const RuntimeLayer& l) {
   py::dict d;
   d["seq"] = l.seq;
@@ -446,16 +452,8 @@ PYBIND11_MODULE(_npuc, m) {
       .def_property_readonly("target", [](PyRuntime& r) { return r.rt().target(); })
       .def_property_readonly("numerics", [](PyRuntime& r) { return r.rt().numerics(); })
       .def_property_readonly("content_hash", [](PyRuntime& r) { return r.rt().contentHash(); })
-      .def_property_readonly("inputs", [](PyRuntime& r) {
-        py::list l;
-        for (auto& t : r.rt().inputs()) l.append(tensorInfo(t));
-        return l;
-      })
-      .def_property_readonly("outputs", [](PyRuntime& r) {
-        py::list l;
-        for (auto& t : r.rt().outputs()) l.append(tensorInfo(t));
-        return l;
-      })
+      .def_property_readonly("inputs", [](PyRuntime& r) { return tensorInfos(r.rt().inputs()); })
+      .def_property_readonly("outputs", [](PyRuntime& r) { return tensorInfos(r.rt().outputs()); })
       .def_property_readonly("layers", [](PyRuntime& r) {
         py::list l;
         for (auto& x : r.rt().layers()) l.append(layerInfo(x));
@@ -486,16 +484,8 @@ PYBIND11_MODULE(_npuc, m) {
       .def_property_readonly("path", &PyPipeline::path)
       .def_property_readonly("closed", &PyPipeline::closed)
       .def_property_readonly("groups", [](PyPipeline& p) { return p.pl().groups(); })
-      .def_property_readonly("inputs", [](PyPipeline& p) {
-        py::list l;
-        for (auto& t : p.pl().inputs()) l.append(tensorInfo(t));
-        return l;
-      })
-      .def_property_readonly("outputs", [](PyPipeline& p) {
-        py::list l;
-        for (auto& t : p.pl().outputs()) l.append(tensorInfo(t));
-        return l;
-      })
+      .def_property_readonly("inputs", [](PyPipeline& p) { return tensorInfos(p.pl().inputs()); })
+      .def_property_readonly("outputs", [](PyPipeline& p) { return tensorInfos(p.pl().outputs()); })
       .def_property_readonly("stage_ms", &PyPipeline::stageMs, "of the last run: each stage's mean busy time per frame (ms)")
       .def_property_readonly("wall_ms", &PyPipeline::wallMs, "the last run's wall time (ms)")
       .def_property_readonly("handoff_bytes", &PyPipeline::handoffBytes, "of the last run: the bytes handed into each stage per frame")

@@ -276,12 +276,10 @@ struct Runtime::Impl {
       std::map<uint32_t, int> slot_at;  // address -> the slot of the codes last written there (-1: not codes)
       for (const Step& st : steps) {
         const package::Descriptor& d = *st.d;
-        int slot = -1;
-        const ElemType y = d.out(0).type;
-        if (st.p2) slot = st.p2->out.slot;
-        else if ((y == ElemType::kI8 || y == ElemType::kU8) && d.n_in >= 1)
-          if (auto it = slot_at.find(d.in(0).addr); it != slot_at.end()) slot = it->second;
-        if (y != ElemType::kI8 && y != ElemType::kU8) slot = -1;  // (a dequantize: float out)
+        int slot = -1;  // (-1 too for a float output: a dequantize)
+        const bool codes = d.out(0).type == ElemType::kI8 || d.out(0).type == ElemType::kU8;
+        if (codes && st.p2) slot = st.p2->out.slot;
+        else if (auto it = codes && d.n_in >= 1 ? slot_at.find(d.in(0).addr) : slot_at.end(); it != slot_at.end()) slot = it->second;
         p2_out_slot[d.seq] = slot;
         slot_at[d.out(0).addr] = slot;
       }

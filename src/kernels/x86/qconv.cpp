@@ -54,6 +54,13 @@ const char* qconvPathName(QConvPath path) {
 }
 
 namespace {
+/// y[i] = requantizeValue(acc[i], mm, …), i < n: the AVX2 row kernel where `avx2` (the CPU has it) and mm has no left
+/// shift, the scalar primitive otherwise.
+void requantizeRow(const int32_t* acc, int64_t n, const Multiplier& mm, const QOutput& out, int8_t* y, bool avx2) {
+  if (avx2 && mm.shift <= 0) return requantizeRowAvx2(acc, n, mm.m, -mm.shift, out.zero_point, out.lo, out.hi, y);
+  for (int64_t i = 0; i < n; ++i) y[i] = requantizeValue(acc[i], mm, out.zero_point, out.lo, out.hi);
+}
+
 /// The per-call paths (the weights are re-read on each run).
 void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
                const QOutput& out, int8_t* y, ThreadPool* pool, bool avx2);
@@ -193,15 +200,7 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
       }
       parallelUnits(pool, M, OH * OW, [&](int64_t m0, int64_t m1) {
         for (int64_t m = m0; m < m1; ++m) {
-          const int32_t* acc = acc_all.data() + m * OH * OW;
-          int8_t* ym = y + (n * M + m) * OH * OW;
-          const Multiplier& mm = out.of(m);
-          if (mm.shift <= 0) {  // (a layer's factor is below 1: no left shift)
-            requantizeRowAvx2(acc, OH * OW, mm.m, -mm.shift, out.zero_point, out.lo, out.hi, ym);
-            continue;
-          }
-          for (int64_t i = 0; i < OH * OW; ++i)
-            ym[i] = requantizeValue(acc[i], mm, out.zero_point, out.lo, out.hi);
+          requantizeRow(acc_all.data() + m * OH * OW, OH * OW, out.of(m), out, y + (n * M + m) * OH * OW, true);
         }
       });
       continue;
@@ -246,15 +245,8 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
         }
         if (taps > 0) flat_tap(acc.data(), tap_src, tap_w, taps, OH * WPp);
         int8_t* ym = y + (n * M + m) * OH * OW;
-        const Multiplier& mm = out.of(m);
-        for (int64_t oy = 0; oy < OH; ++oy) {
-          if (has_avx2 && mm.shift <= 0) {  // (as the tap loop: the AVX2 build of the row where the CPU has it)
-            requantizeRowAvx2(acc.data() + oy * WPp, OW, mm.m, -mm.shift, out.zero_point, out.lo, out.hi, ym + oy * OW);
-            continue;
-          }
-          for (int64_t ox = 0; ox < OW; ++ox)
-            ym[oy * OW + ox] = requantizeValue(acc[static_cast<size_t>(oy * WPp + ox)], mm, out.zero_point, out.lo, out.hi);
-        }
+        for (int64_t oy = 0; oy < OH; ++oy)  // (as the tap loop: the AVX2 build where the CPU has it)
+          requantizeRow(acc.data() + oy * WPp, OW, out.of(m), out, ym + oy * OW, has_avx2);
       }
     });
   }

@@ -255,7 +255,7 @@ DwGeometry dwGeometry(const ConvShape& s, int64_t hp, int64_t qw) {
 /// vpermd (each 128-bit lane gets the bytes of its 4 outputs: 4 L .. 4 L + 15 at stride 1, 8 L .. 8 L + 15 at
 /// stride 2) and vpshufb (the 4 overlapping quads). Every store is a whole aligned 64-byte row the product loads
 /// as it is (a load that spans two stores still in flight would wait for them to retire).
-void buildDwQuads(const DwGeometry& g, const int8_t* xc, uint8_t pad, const __mmask64* masks, const __m512i perm,
+void buildDwQuads(const DwGeometry& g, const int8_t* xc, uint8_t pad, const uint64_t* masks, const __m512i perm,
                   const __m512i shuf, uint8_t* quads) {
   const __m512i padx = _mm512_set1_epi8(static_cast<char>(pad ^ 0x80)), flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad));
@@ -265,7 +265,7 @@ void buildDwQuads(const DwGeometry& g, const int8_t* xc, uint8_t pad, const __mm
     // (masked-off bytes are not read; the address is formed in integers: it may lie before the plane's start)
     const int64_t at = ih * g.W + 16 * b * g.SW - g.PL + 4 * q;
     const void* src = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(xc) + static_cast<uintptr_t>(at));
-    const __m512i v = _mm512_xor_si512(_mm512_mask_loadu_epi8(padx, masks[q * g.blocks + b], src), flip);
+    const __m512i v = _mm512_xor_si512(_mm512_mask_loadu_epi8(padx, static_cast<__mmask64>(masks[q * g.blocks + b]), src), flip);
     return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(perm, v), shuf);
   };
   const int64_t rb = g.rowBytes();
@@ -372,16 +372,7 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
                                  : _mm512_set_epi32(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0);
   const __m512i shuf = g.SW == 1 ? _mm512_broadcast_i32x4(_mm_set_epi8(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0))
                                  : _mm512_broadcast_i32x4(_mm_set_epi8(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0));
-  // The bytes of block b's load for window quad q that lie inside the input row (the same for every row).
-  std::vector<__mmask64> masks(static_cast<size_t>(g.QW * g.blocks));
-  for (int64_t q = 0; q < g.QW; ++q)
-    for (int64_t b = 0; b < g.blocks; ++b) {
-      const int64_t at = 16 * b * g.SW - g.PL + 4 * q;
-      __mmask64 m = 0;
-      for (int64_t j = 0; j < 64; ++j)
-        if (at + j >= 0 && at + j < g.W) m |= __mmask64{1} << j;
-      masks[static_cast<size_t>(q * g.blocks + b)] = m;
-    }
+  const uint64_t* masks = plan.dw_masks.data();
   const size_t bytes = static_cast<size_t>(g.QW * g.rows * g.rowBytes()) + 64;  // (+ the alignment below)
   for (int64_t nb = 0; nb < s.batch; ++nb) {
     const int8_t* xn = x + nb * C * g.H * g.W;
@@ -390,7 +381,7 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
       uint8_t* const raw = scratch(0, bytes);
       uint8_t* const quads = raw + (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
       for (int64_t c = c0; c < c1; ++c) {
-        buildDwQuads(g, xn + c * g.H * g.W, pad, masks.data(), perm, shuf, quads);
+        buildDwQuads(g, xn + c * g.H * g.W, pad, masks, perm, shuf, quads);
         const DwArgs a{quads, plan.a4.data() + c * g.KH * g.QW, plan.bias[static_cast<size_t>(c)],
                        plan.rq[static_cast<size_t>(c)], plan.out.zero_point, plan.out.lo, plan.out.hi, yn + c * g.OH * g.OW};
         if (g.KH == 3 && g.QW == 1) dwChannel<3, 1>(g, a);
@@ -628,10 +619,21 @@ QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* 
   // faster — MobileNetV2's 1x1 96 -> 576 at 14x14 0.064 ms VNNI, 0.071 AMX; ResNet-50's 1x1 256 -> 64 at 56x56
   // 0.242 VNNI, 0.145 AMX)
   p.amx = amx && !p.depthwise && !p.gemv && !byGroup(s) && p.k4 >= kAmxMinQuads;
-  if (p.amx) {
+  if (p.amx) {  // (the tiles read a16 only: a4 is dropped)
     p.k16 = (p.k4 + 15) / 16 * 16;
     p.a16.assign(static_cast<size_t>((M + 32) * p.k16), 0);
     for (int64_t m = 0; m < M; ++m) std::copy_n(p.a4.data() + m * p.k4, p.k4, p.a16.data() + m * p.k16);
+    std::vector<int32_t>().swap(p.a4);
+  }
+  if (p.depthwise) {  // the bytes of block b's load for window quad q that lie inside an input row (every row's)
+    const DwGeometry g = dwGeometry(s, p.hp, p.qw);
+    p.dw_masks.assign(static_cast<size_t>(g.QW * g.blocks), 0);
+    for (int64_t q = 0; q < g.QW; ++q)
+      for (int64_t b = 0; b < g.blocks; ++b) {
+        const int64_t at = 16 * b * g.SW - g.PL + 4 * q;
+        for (int64_t j = 0; j < 64; ++j)
+          if (at + j >= 0 && at + j < g.W) p.dw_masks[static_cast<size_t>(q * g.blocks + b)] |= uint64_t{1} << j;
+      }
   }
   if (p.gemv) {
     const int64_t blocks = (M + 15) / 16;

@@ -28,9 +28,11 @@ struct QConvVnniPlan {
   std::vector<ChannelRequant> rq;
   // Depthwise (one input and one output channel per group, dilation 1, width stride 1 or 2): no im2col; each input
   // row is cut once into quads of consecutive columns (a per-channel quad plane) that every window row reading it
-  // shares. a4 then holds per channel kh x qw quads (qw = ceil(kw / 4), zeros past kw).
+  // shares. a4 then holds per channel kh x qw quads (qw = ceil(kw / 4), zeros past kw); dw_masks, per window quad and
+  // 16-output block, the bytes of its 64-byte load of an input row that lie inside the row.
   bool depthwise = false;
   int64_t qw = 0;
+  std::vector<uint64_t> dw_masks;
   // One output pixel (P = 1, one group: a Gemm as a 1x1 convolution, a squeeze-and-excitation layer): vectorised
   // across output channels instead, the weights repacked as w16 [ceil(M / 16)][K4][16] int32 (zeros past M).
   bool gemv = false;
@@ -45,7 +47,7 @@ struct QConvVnniPlan {
   std::vector<LaneRequant> lanes;
   // The AMX product (planned with amx: the path "avx512_amx"; not for depthwise, one-pixel or small-group layers,
   // which keep the forms above): the weights again as a16 [M + 32][K16] int32, K16 = K4 rounded up to 16 quads,
-  // zeros past M and past K4 (a tile block reads up to 32 rows from any channel it starts at).
+  // zeros past M and past K4 (a tile block reads up to 32 rows from any channel it starts at); a4 is then empty.
   bool amx = false;
   int64_t k16 = 0;
   std::vector<int32_t> a16;
