@@ -481,33 +481,20 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
   // the row's tail up to a multiple of 16 pixels zero (the microkernel's last vector reads it; its lanes are not stored).
   const bool contiguous = SH == 1 && SW == 1 && RS == OW;  // (1x1 convolutions: pixel p at plane offset p)
   auto buildB = [&](int64_t grp, uint8_t* b, int64_t q0, int64_t q1, int64_t pa, int64_t pb, int64_t stride) {
-    const uint8_t* zero_row = nullptr;
     for (int64_t q = q0; q < q1; ++q) {
+      // (the last quad of a K not divisible by 4 repeats its first row past K: those bytes meet zero weights)
       const uint8_t* plane[4];
-      int64_t live = 0;
       for (int j = 0; j < 4; ++j) {
-        const int64_t k = 4 * q + j;
-        if (k >= K) {
-          plane[j] = zero_row;
-          continue;
-        }
+        const int64_t k = 4 * q + j < K ? 4 * q + j : 4 * q;
         const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
         plane[j] = planes + (grp * cg + cl) * PS + kh * DH * RS + kw * DW;
-        ++live;
       }
       uint8_t* dst = b + q * stride * 4;
       for (int64_t p = pa; p < pb;) {  // row segments (one, where the output rows lie end to end in the planes)
         const int64_t oy = p / OW, ox = p % OW, n = contiguous ? pb - p : std::min(pb - p, OW - ox);
         const int64_t off = oy * SH * RS + ox * SW;
-        uint8_t* d = dst + (p - pa) * 4;
+        interleave4(plane[0] + off, plane[1] + off, plane[2] + off, plane[3] + off, n, SW, flip, dst + (p - pa) * 4);
         p += n;
-        if (live == 4) {
-          interleave4(plane[0] + off, plane[1] + off, plane[2] + off, plane[3] + off, n, SW, flip, d);
-          continue;
-        }
-        const uint8_t f = direct ? 0x80 : 0;
-        for (int64_t i = 0; i < n; ++i)  // the last quad of a K not divisible by 4: weights 0 past K
-          for (int j = 0; j < 4; ++j) d[4 * i + j] = plane[j] ? static_cast<uint8_t>(plane[j][off + i * SW] ^ f) : 0;
       }
       std::fill(dst + (pb - pa) * 4, dst + (pb - pa + 15) / 16 * 16 * 4, uint8_t{0});
     }
