@@ -107,6 +107,7 @@ struct TranslateOptions {
   bool save_qdq_onnx = false;            // --save-qdq-onnx (int8-affine targets): <prefix>_qdq.onnx, the quantized
                                          // model as standard ONNX QuantizeLinear / DequantizeLinear pairs
   bool reuse_memory = false;             // place activations by liveness instead of one slot per layer output
+  bool concat_copies = false;            // keep each Concat as a copy layer (default: its inputs written in place)
   std::filesystem::path addr_map;        // -addr: address map definition (§6); empty = the default map
   std::filesystem::path prepost;         // -prepost: pre/post-processing definition (§5); empty = none
   bool prepost_full = false;             // -PrePostFULL: the legacy full format (Appendix A)

@@ -99,11 +99,71 @@ Lowered lower(const ir::Graph& g, const target::Target& t, const LowerOptions& o
 Lowered lowerConsuming(ir::Graph& g, const target::Target& t, const LowerOptions& o) { return lowerImpl(g, t, o, &g); }
 
 namespace {
+/// Concat in place: each input of a Concat whose inputs lie end to end in its result (every dimension before the
+/// axis is 1) becomes a slab of the result, written there by its producer, and the Concat's copy layer goes. Each
+/// input must be a 'data' value of the result's element type written by a layer of its own (not an alias, a graph
+/// input or output, a constant, nor an input twice), and each slab must start 64-byte aligned (the kernels' row
+/// loads). Not for int8-pow2, where a layer's codes carry their own per-frame shift. Other aliases of an input
+/// follow it into the slab. Returns the roots (the Concats' results): they are placed as buffers of their own,
+/// alive from their first slab's writer on.
+std::vector<int> concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vector<std::string>& aliased) {
+  std::vector<int> writer(vals.size(), -1), roots;
+  std::vector<bool> drop(descs.size(), false);
+  for (size_t i = 0; i < descs.size(); ++i) writer[static_cast<size_t>(descs[i].out)] = static_cast<int>(i);
+  auto bytesOf = [&](const LVal& v) {
+    uint64_t n = package::elemSize(v.type);
+    for (int64_t d : v.shape) n *= static_cast<uint64_t>(d);
+    return n;
+  };
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const LDesc& d = descs[i];
+    const LVal& y = vals[static_cast<size_t>(d.out)];
+    if (d.kind != LayerKind::kConcat || d.params.empty() || y.space != 'd' || y.alias >= 0 || !d.views.empty()) continue;
+    const size_t axis = d.params[0];
+    if (axis >= y.shape.size()) continue;
+    bool ok = true;
+    for (size_t k = 0; k < axis; ++k) ok &= y.shape[k] == 1;
+    std::set<int> seen;
+    uint64_t at = 0;
+    for (int v : d.ins) {
+      const LVal& x = vals[static_cast<size_t>(v)];
+      const int w = writer[static_cast<size_t>(v)];
+      ok &= x.space == 'd' && x.alias < 0 && x.type == y.type && w >= 0 && w < static_cast<int>(i) && !drop[static_cast<size_t>(w)] &&
+            seen.insert(v).second && at % 64 == 0;
+      at += bytesOf(x);
+    }
+    if (!ok || at != bytesOf(y)) continue;
+    at = 0;
+    for (int v : d.ins) {
+      vals[static_cast<size_t>(v)].alias = d.out;
+      vals[static_cast<size_t>(v)].alias_offset = at;
+      at += bytesOf(vals[static_cast<size_t>(v)]);
+    }
+    drop[i] = true;
+    roots.push_back(d.out);
+    aliased.push_back(d.name);
+  }
+  if (roots.empty()) return roots;
+  for (LVal& v : vals)  // (aliases of a slab: of the root, at the slab's offset)
+    if (v.alias >= 0 && vals[static_cast<size_t>(v.alias)].alias >= 0) {
+      const LVal& slab = vals[static_cast<size_t>(v.alias)];
+      v.alias_offset += slab.alias_offset;
+      v.alias = slab.alias;
+    }
+  std::vector<LDesc> kept;
+  for (size_t i = 0; i < descs.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(descs[i]));
+  descs = std::move(kept);
+  return roots;
+}
+
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
   Lowerer L(g, t, consume);
   L.run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;
+  const std::vector<int> roots =
+      o.concat_in_place && t.numerics != Numerics::kInt8Pow2 ? concatsInPlace(vals, descs, L.aliased_) : std::vector<int>{};
   if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
   for (ir::ValueId v : g.outputs()) {
     auto it = L.of_.find(v);
@@ -146,15 +206,24 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   std::vector<plan::Buffer> bufs;
   std::vector<int> buf_val;
   for (size_t i = 0; i < descs.size(); ++i) {
-    LVal& l = vals[static_cast<size_t>(descs[i].out)];
+    const int out = descs[i].out;
+    LVal& l = vals[static_cast<size_t>(out)];
     if (l.space != 'd') continue;
+    if (l.alias >= 0) {  // a slab of a Concat done in place: the result's buffer, from the first slab written
+      LVal& r = vals[static_cast<size_t>(l.alias)];
+      if (r.writer >= 0) continue;
+      r.writer = static_cast<int>(i);
+      bufs.push_back({r.name, bytesOf(r), static_cast<int>(i), std::max(static_cast<int>(i), r.last_reader)});
+      buf_val.push_back(l.alias);
+      continue;
+    }
     bufs.push_back({l.name, bytesOf(l), static_cast<int>(i), std::max(static_cast<int>(i), l.last_reader)});
-    buf_val.push_back(descs[i].out);
+    buf_val.push_back(out);
   }
   plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(bufs) : plan::planSequential(bufs);
   for (size_t i = 0; i < bufs.size(); ++i) vals[static_cast<size_t>(buf_val[i])].offset = mp.offsets[i];
   for (auto& v : vals)
-    if (v.alias >= 0 && v.space != 'w') v.offset = vals[static_cast<size_t>(v.alias)].offset;
+    if (v.alias >= 0 && v.space != 'w') v.offset = vals[static_cast<size_t>(v.alias)].offset + v.alias_offset;
   res.data_bytes = mp.total;
   res.data_lower_bound = mp.lower_bound;
   // Weights.

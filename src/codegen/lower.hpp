@@ -19,6 +19,7 @@ namespace npuc::codegen {
 struct LowerOptions {
   std::string prefix;
   bool reuse_memory = false;                 // place 'data' by liveness instead of one buffer per layer
+  bool concat_in_place = true;              // a Concat's inputs written into their slabs of its result (no copy layer)
   std::optional<plan::AddrMapDef> addr_def;  // the user's definition; default map when absent
   std::string intm_yaml_name;                // named by the §9 overflow error
   std::map<std::string, package::ImageInfo> input_images;  // pre-processed inputs: the frame they hold
@@ -41,6 +42,7 @@ struct Lowered {
   package::Package pkg;
   std::vector<Fusion> fusions;
   std::vector<std::string> aliased;       // nodes lowered to aliases of their input (Reshape, Identity, same-type Cast)
+                                          // or, for a Concat done in place, of their inputs' slabs
   plan::AddressMap map;
   std::vector<Placement> placements;      // every buffer, weight, parameter block and stream, by space
   uint64_t data_bytes = 0, data_lower_bound = 0;  // activations in 'data' and the peak of live bytes

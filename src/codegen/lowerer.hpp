@@ -36,7 +36,9 @@ struct LVal {
   int last_reader = -1;
   char space = 'd';      // 'i' data_in, 'd' data, 'o' data_out, 'w' weight
   uint64_t offset = 0;
-  int alias = -1;        // >= 0: the same bytes as that value, another shape (a Reshape, Identity, same-type Cast)
+  int alias = -1;        // >= 0: the same bytes as that value, another shape (a Reshape, Identity, same-type Cast),
+                        // or a slab of it (a Concat's input written in place: alias_offset bytes in)
+  uint64_t alias_offset = 0;
   std::optional<ir::Quantization> quant;  // int8 codes of a float tensor (int8-affine packages)
 };
 

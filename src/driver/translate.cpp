@@ -779,6 +779,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         lo2.prefix = o.prefix;
         if (pow2) lo2.pow2 = pow2->runtime;
         lo2.reuse_memory = o.reuse_memory;
+        lo2.concat_in_place = !o.concat_copies;
         lo2.intm_yaml_name = (out.finalPath() / (o.prefix + "_addrmap_intm.yaml")).string();
         // The definition, already validated against the model by withPrePost, read once more here for the
         // manifest's frame descriptions and PREFIX_prepost_opt.yaml.

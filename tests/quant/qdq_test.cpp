@@ -3,6 +3,7 @@
 // accuracy against its float self and its labels, the saved ONNX read back, bad calibration data.
 #include "quant/qdq.hpp"
 #include "engine/engine.hpp"
+#include "package/package.hpp"
 #include "ops/registry.hpp"
 
 #include "npuc/model.hpp"
@@ -456,6 +457,31 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 3, 16, 16}, 5, [&] { return u(rng); });
+  // The Concat is done in place (docs/memory-planning.md): its three branches write their codes end to end into
+  // its result, which the MaxPool after it reads; no copy layer. With --concat-copies it is a layer again, and
+  // both packages give the engine's bits.
+  auto layer = [](const package::Package& p, const std::string& name) -> const package::Descriptor* {
+    for (const package::LayerInfo& l : p.layers)
+      if (l.name == name) return &(l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
+    return nullptr;
+  };
+  const package::Package in_place = package::readPackage(r.dir);
+  const package::Descriptor *b1 = layer(in_place, "b1"), *b2 = layer(in_place, "b2"), *b3 = layer(in_place, "b3"),
+                            *pool2 = layer(in_place, "pool2");
+  ASSERT_TRUE(b1 && b2 && b3 && pool2);
+  EXPECT_EQ(layer(in_place, "cat"), nullptr);
+  EXPECT_EQ(b2->out(0).addr, b1->out(0).addr + b1->out(0).bytes);
+  EXPECT_EQ(b3->out(0).addr, b2->out(0).addr + b2->out(0).bytes);
+  EXPECT_EQ(pool2->in(0).addr, b1->out(0).addr);
+  EXPECT_EQ(pool2->in(0).bytes, b1->out(0).bytes + b2->out(0).bytes + b3->out(0).bytes);
+  o.concat_copies = true;
+  o.prefix = "incep8c";
+  TranslateResult rc = translate(o);
+  ASSERT_TRUE(rc.ok);
+  const package::Package copies = package::readPackage(rc.dir);
+  EXPECT_EQ(copies.layers.size(), in_place.layers.size() + 1);
+  EXPECT_NE(layer(copies, "cat"), nullptr);
+  expectPackageEqualsEngine(rc.dir, qdq, Shape{1, 3, 16, 16}, 3, [&] { return u(rng); });
   std::filesystem::remove_all(o.out_root);
 }
 

@@ -48,6 +48,9 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               addrmap_in_PREFIX.yaml)
   -CheckPrePost ON|OFF        validate the pre/post definition (ON implies -SaveOptOnnx)
   --reuse-memory              place activations by liveness (default: every layer output keeps its own slot)
+  --concat-copies             keep each Concat as a copy layer (default: where a Concat's inputs lie end to end
+                              in its result, their layers write them there and the Concat has no layer;
+                              docs/memory-planning.md)
   --calib NAME=FILE.npy       calibration samples of model input NAME (repeatable; a file may stack several along
                               its first axis): fp16 targets correct each Conv / Gemm bias for the rounding of its
                               weights to float16, measured on these samples (docs/calibration.md); int8-affine
@@ -184,7 +187,7 @@ double numberValue(const std::string& opt, const std::string& v) {
 std::string closestOption(const std::string& s) {
   static const char* known[] = {"-onnx", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
-                                "--reuse-memory", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
+                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
@@ -309,6 +312,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
         else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") o.save_qdq_onnx = true;
         else if (s == "--reuse-memory") o.reuse_memory = true;
+        else if (s == "--concat-copies") o.concat_copies = true;
         else if (s == "--calib") calib.push_back(value(i));
         else if (s == "--custom-op" || s == "--register-op" || s == "-custom_op") registerCustomOp(value(i));
         else if (s == "--calib-method") o.calib_method = value(i);
