@@ -100,6 +100,19 @@ void Lowerer::qaddNode(const ir::Node& n) {
   emit(n, LayerKind::kBinary, {a, b, tv}, outVal(n, n.outputs[0]), {binaryCode("Add")});
 }
 
+/// ai.npuc QGlobalAvgPool -> a global_avg_pool layer in its int8 form: x int8, and the requantization table int32
+/// [x_zero_point, y_zero_point, y_min, y_max, multiplier, shift].
+void Lowerer::qglobalAvgPoolNode(const ir::Node& n) {
+  if (!isInt8AffineFamily(t_.numerics))
+    unsupported(n, "QGlobalAvgPool has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
+                numericsName(t_.numerics));
+  std::vector<int32_t> table = {static_cast<int32_t>(n.attrInt("x_zero_point", 0)), static_cast<int32_t>(n.attrInt("y_zero_point", 0)),
+                                static_cast<int32_t>(n.attrInt("y_min", -128)), static_cast<int32_t>(n.attrInt("y_max", 127)),
+                                static_cast<int32_t>(n.attrInt("multiplier", 0)), static_cast<int32_t>(n.attrInt("shift", 0))};
+  int tv = weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
+  emit(n, LayerKind::kGlobalAvgPool, {in(n, 0), tv}, outVal(n, n.outputs[0]));
+}
+
 /// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
 /// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add -> binary add, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
@@ -154,6 +167,7 @@ void registerQuantLowerings(LowerTable& t) {
   for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
+  t[{"ai.npuc", "QGlobalAvgPool"}] = &Lowerer::qglobalAvgPoolNode;
   t[{"", "QuantizeLinear"}] = &Lowerer::quantizeNode;
   t[{"", "DequantizeLinear"}] = &Lowerer::quantizeNode;
 }

@@ -147,6 +147,21 @@ void qadd(KernelCall& c) {
   kernels::qadd(a.numel(), a.data<int8_t>(), c.input(1).data<int8_t>(), qaddParamsOf(c.node), y.data<int8_t>(), c.pool);
 }
 
+/// ai.npuc QGlobalAvgPool: the int8-affine global average pooling (kernels::qglobalAvgPool, as the package's int8
+/// global_avg_pool layer).
+void qglobalAvgPool(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.alloc(0);
+  kernels::QGlobalAvgPoolParams p;
+  p.zx = static_cast<int32_t>(c.node.attrInt("x_zero_point", 0));
+  p.zy = static_cast<int32_t>(c.node.attrInt("y_zero_point", 0));
+  p.lo = static_cast<int32_t>(c.node.attrInt("y_min", -128));
+  p.hi = static_cast<int32_t>(c.node.attrInt("y_max", 127));
+  p.mul = {static_cast<int32_t>(c.node.attrInt("multiplier", 0)), static_cast<int32_t>(c.node.attrInt("shift", 0))};
+  const int64_t planes = x.dim(0) * x.dim(1);
+  kernels::qglobalAvgPool(planes, planes ? x.numel() / planes : 0, x.data<int8_t>(), p, y.data<int8_t>(), c.pool);
+}
+
 }  // namespace
 
 void registerQuantKernels(KernelRegistry& r) {
@@ -154,6 +169,7 @@ void registerQuantKernels(KernelRegistry& r) {
   r.addFn("DequantizeLinear", dequantizeLinear);
   r.addFn("QConv", qconv, "ai.npuc");
   r.addFn("QAdd", qadd, "ai.npuc");
+  r.addFn("QGlobalAvgPool", qglobalAvgPool, "ai.npuc");
 }
 
 }  // namespace npuc::engine

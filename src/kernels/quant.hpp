@@ -169,6 +169,22 @@ void maxPool2dI8(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* p
 /// maxPool2dI8's bytes, AVX-512BW where the CPU has it (vpmaxsb over rows, then columns).
 void maxPool2dI8Fast(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool);
 
+/// The int8-affine global average pooling (docs/numerics.md): per plane of n codes x (scale sx, zero point zx),
+///   acc = sum x - n * zx                     (exact in int32: n < 2^23)
+///   y   = clamp(zy + multiplyByMultiplier(acc, M), lo, hi),   M = quantizeMultiplier(sx / (sy * n))
+/// — the mean's one rounding is the requantization's (as a convolution's: the factor carries 31 significant bits).
+struct QGlobalAvgPoolParams {
+  int32_t zx = 0, zy = 0, lo = -128, hi = 127;
+  Multiplier mul;
+};
+/// The parameters for n codes per plane (the compile-time step; a fused Relu / Clip narrows [lo, hi]). Throws
+/// std::invalid_argument for scales that are not finite and positive, n outside [1, 2^23), or a factor of 2^30 or more.
+QGlobalAvgPoolParams qglobalAvgPoolParams(double sx, int32_t zx, double sy, int32_t zy, int64_t n, int32_t lo = -128,
+                                          int32_t hi = 127);
+/// `planes` planes of n codes each -> one code per plane. Integer sums are exact: the plane split among `pool`'s
+/// threads cannot change a bit (the reference and the fast mode are this one loop, which the compiler vectorises).
+void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvgPoolParams& p, int8_t* y, ThreadPool* pool);
+
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
 /// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].
 void requantize_ref(int64_t outer, int64_t channels, int64_t inner, const int32_t* acc, const QOutput& out, int8_t* y);

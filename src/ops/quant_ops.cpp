@@ -123,6 +123,29 @@ void registerQuantNpucOps(Registry& r) {
                           });
   a.domain = "ai.npuc";
   r.add(a);
+  // The int8-affine global average pooling (docs/numerics.md): DequantizeLinear -> GlobalAveragePool (+ Relu / Clip)
+  // -> QuantizeLinear on an integer device.
+  OpSchema gap = makeSchema("QGlobalAvgPool", 1, 1,
+                            "int8-affine global average pooling of int8 x [N, C, …]: per plane of n values acc = sum x - n * "
+                            "x_zero_point, y = clamp(y_zero_point + acc * M, y_min, y_max) with M = multiplier * 2^(shift - 31) "
+                            "(docs/numerics.md)",
+                            [](InferContext& c) {
+                              if (c.inputDType(0) != DType::kI8) c.error("x must be int8, got {}", dtypeName(c.inputDType(0)));
+                              const Shape& x = c.inputShape(0);
+                              if (x.size() < 3) c.error("input {} must have spatial dimensions", shapeStr(x));
+                              int64_t n = 1;
+                              for (size_t i = 2; i < x.size(); ++i) n *= x[i];
+                              if (n < 1 || n >= (int64_t{1} << 23)) c.error("{} values per plane (1 to 2^23 - 1)", n);
+                              const int64_t m = c.node().attrInt("multiplier", 0), sh = c.node().attrInt("shift", 0);
+                              if (!(m == 0 || (m >= (int64_t{1} << 30) && m < (int64_t{1} << 31))) || sh < -31 || sh > 30)
+                                c.error("multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", m, sh);
+                              checkInt8Attrs(c, {"x_zero_point", "y_zero_point"});
+                              Shape y(x.size(), 1);
+                              y[0] = x[0], y[1] = x[1];
+                              c.setOutput(0, DType::kI8, y);
+                            });
+  gap.domain = "ai.npuc";
+  r.add(gap);
 
   // int8-pow2 (TIDL, docs/numerics.md): the ops quant::quantizeToPow2 writes. Codes are int8 (signed) or uint8
   // (unsigned); attribute "table" holds the slots and the rest of kernels::pow2::Table (checked where it is

@@ -568,7 +568,27 @@ struct Checker {
       }
       case LayerKind::kGlobalAvgPool:
       case LayerKind::kGlobalMaxPool: {
-        if (!pow2) {  // (the int8-pow2 form's types and table: pow2Layer)
+        if (d.kind == LayerKind::kGlobalAvgPool && x.type == ElemType::kI8 && !pow2) {
+          // The int8 form (int8-affine packages): x, y int8 and the table [zx, zy, lo, hi, multiplier, shift].
+          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 global average pooling belongs to int8-affine packages", what);
+          if (d.n_in != 2) bad("{}: the int8 form takes 2 inputs (x, requantization), got {}", what, d.n_in);
+          typeIs(y, ElemType::kI8, "y");
+          const TensorRef& tab = d.in(1);
+          if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] != 6)
+            bad("{}: the requantization table must be int32 [6], got {} {}", what, elemName(tab.type), dimsStr(tab));
+          weightRef(tab, what + ": requantization");
+          int32_t t[6];
+          for (int k = 0; k < 6; ++k) t[k] = weightWord(tab, k);
+          for (int k = 0; k < 4; ++k)
+            if (t[k] < -128 || t[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, t[k]);
+          if (t[2] > t[3]) bad("{}: the clamp [{}, {}] is empty", what, t[2], t[3]);
+          if (!(t[4] == 0 || t[4] >= (1 << 30)) || t[5] < -31 || t[5] > 30)
+            bad("{}: multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", what, t[4], t[5]);
+          uint64_t n = 1;
+          for (int i = 2; i < x.rank; ++i) n *= x.dims[static_cast<size_t>(i)];
+          if (n >= (uint64_t{1} << 23)) bad("{}: {} values per plane (the int8 form sums at most 2^23 - 1)", what, n);
+          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
+        } else if (!pow2) {  // (the int8-pow2 form's types and table: pow2Layer)
           if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
           isFloat(x, "x"); isFloat(y, "y");
         }

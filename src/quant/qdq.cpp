@@ -690,6 +690,40 @@ int fuseIntegerAdds(ir::Graph& g) {
   });
 }
 
+int fuseIntegerPools(ir::Graph& g) {
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "GlobalAveragePool" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    auto x = int8Activation(g, n.inputs[0]);
+    if (!x) return false;
+    const ir::Type& xt = g.value(x->node->inputs[0]).type;
+    const Shape& xs = xt.shape;
+    if (xs.size() < 3 || !xt.isStatic()) return false;
+    int64_t count = 1;
+    for (size_t i = 2; i < xs.size(); ++i) count *= xs[i];
+    auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
+    if (!qo) return false;
+    kernels::QGlobalAvgPoolParams p;
+    try {
+      p = kernels::qglobalAvgPoolParams(x->scale[0], static_cast<int32_t>(x->zero_point[0]), qo->scale,
+                                        static_cast<int32_t>(qo->zero_point), count, static_cast<int32_t>(qo->lo),
+                                        static_cast<int32_t>(qo->hi));
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+    std::map<std::string, ir::Attr> attrs;
+    attrs["x_zero_point"] = ir::Attr(int64_t{p.zx});
+    attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
+    attrs["y_min"] = ir::Attr(int64_t{p.lo});
+    attrs["y_max"] = ir::Attr(int64_t{p.hi});
+    attrs["multiplier"] = ir::Attr(int64_t{p.mul.m});
+    attrs["shift"] = ir::Attr(int64_t{p.mul.shift});
+    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{n.op, qo->act_node->op} : std::vector<std::string>{n.op});
+    replaceRun(g, rw, id, *qo, "QGlobalAvgPool", "ai.npuc", {x->node->inputs[0]}, std::move(attrs));
+    return true;
+  });
+}
+
 int fuseIntegerDataMovement(ir::Graph& g) {
   return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);

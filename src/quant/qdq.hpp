@@ -92,6 +92,11 @@ int fuseIntegerGemms(ir::Graph& g);
 /// docs/numerics.md). Adds with broadcasting stay in float. Returns how many it replaced.
 int fuseIntegerAdds(ir::Graph& g);
 
+/// Replaces each DequantizeLinear -> GlobalAveragePool (+ a Relu / Clip) -> QuantizeLinear run over an int8 tensor of
+/// static shape by one ai.npuc QGlobalAvgPool (kernels::qglobalAvgPool: the integer mean of docs/numerics.md).
+/// Returns how many it replaced.
+int fuseIntegerPools(ir::Graph& g);
+
 /// Lets data movement run on int8 codes: each DequantizeLinear -> MaxPool / Concat / Reshape / Flatten / Transpose /
 /// Squeeze / Unsqueeze / Identity -> QuantizeLinear run whose inputs and output share one scale and zero point (as
 /// quantizeToQdq assigns them) becomes the same op on the int8 tensors. Returns how many it rewrote.

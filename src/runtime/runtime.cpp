@@ -106,8 +106,9 @@ struct Runtime::Impl {
     kernels::MatMulBatches mm;  // matmul: the operands' batches
     std::vector<Shape> shapes;  // of the references
     std::unique_ptr<kernels::QConv> qconv;  // conv in its int8 form (int8-affine): the int8 weights packed once
-    bool int8 = false;                       // binary in its int8 form (an addition), with qadd
+    bool int8 = false;                       // binary (an addition, with qadd) or global_avg_pool (qgap) in its int8 form
     kernels::QAddParams qadd;
+    kernels::QGlobalAvgPoolParams qgap;
     std::unique_ptr<plugin::Instance> custom;  // a custom layer: its plugin op, parameters and state
     std::vector<DType> custom_in;              // the type each input passes to the plugin as
     DType custom_out = DType::kUndefined;      // the type the plugin writes the output in
@@ -388,6 +389,15 @@ struct Runtime::Impl {
           s.qadd.za = t[0], s.qadd.zb = t[1], s.qadd.zy = t[2], s.qadd.lo = t[3], s.qadd.hi = t[4];
           s.qadd.ma = t[5], s.qadd.mb = t[6], s.qadd.shift = t[7];
         }
+        break;
+      case LayerKind::kGlobalAvgPool:
+        if (d.in(0).type == ElemType::kI8 && !s.p2) {  // the int8 form: its table (validated) read once
+          s.int8 = true;
+          const int32_t* t = reinterpret_cast<const int32_t*>(s.in[1]);
+          s.qgap.zx = t[0], s.qgap.zy = t[1], s.qgap.lo = t[2], s.qgap.hi = t[3];
+          s.qgap.mul = {t[4], t[5]};
+        }
+        s.post_act = true;
         break;
       case LayerKind::kMatMul: {
         std::string why;
@@ -793,6 +803,10 @@ struct Runtime::Impl {
       case LayerKind::kGlobalMaxPool: {
         const Shape& x = s.shapes[0];
         int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
+        if (s.int8) {
+          kernels::qglobalAvgPool(planes, size, reinterpret_cast<const int8_t*>(s.in[0]), s.qgap, reinterpret_cast<int8_t*>(s.out), pool.get());
+          return;
+        }
         (d.kind == LayerKind::kGlobalAvgPool ? kernels::globalAvgPool : kernels::globalMaxPool)(planes, size, inF(s, 0), outF(s), pool.get());
         break;
       }

@@ -437,6 +437,43 @@ TEST(QuantAdd, IsTheRealSumRoundedOnceAndClamped) {
   EXPECT_THROW(qaddParams(1.0, 0, NAN, 0, 1.0, 0), std::invalid_argument);
 }
 
+// The int8 global average pooling is the real mean rounded once: for random planes of 1 to 400 codes and random
+// scales and zero points, each code is within 0.5 (+ the multiplier's 2^-30 relative error) of
+// zy + sx * (mean x - zx) / sy before the clamp, ties rounding as multiplyByMultiplier does; the same bytes on 1 and
+// 3 threads; parameters it cannot hold are refused.
+TEST(QuantGlobalAvgPool, IsTheRealMeanRoundedOnceAndClamped) {
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<int> i8(-128, 127), len(1, 400);
+  std::uniform_real_distribution<double> scale(-6.0, 1.0);
+  ThreadPool p3(3);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t n = trial == 0 ? 1 : len(rng), planes = 1 + trial % 7;
+    const double sx = std::pow(10.0, scale(rng)), sy = sx * std::pow(10.0, scale(rng) / 3);
+    const int32_t zx = i8(rng), zy = trial % 3 == 0 ? 0 : i8(rng), lo = trial % 4 == 0 ? zy : -128;
+    const QGlobalAvgPoolParams p = qglobalAvgPoolParams(sx, zx, sy, zy, n, lo, 127);
+    std::vector<int8_t> x(static_cast<size_t>(planes * n)), y1(static_cast<size_t>(planes)), y3(static_cast<size_t>(planes));
+    for (auto& v : x) v = static_cast<int8_t>(trial % 5 == 0 ? 127 : i8(rng));  // (some all at one extreme)
+    qglobalAvgPool(planes, n, x.data(), p, y1.data(), nullptr);
+    qglobalAvgPool(planes, n, x.data(), p, y3.data(), &p3);
+    ASSERT_EQ(y1, y3) << trial;
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      int64_t sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += x[static_cast<size_t>(pl * n + i)];
+      const double real = zy + sx * (static_cast<double>(sum) / n - zx) / sy;
+      const int32_t got = y1[static_cast<size_t>(pl)];
+      if (real >= lo - 0.5 && real <= 127.5) {
+        ASSERT_LE(std::fabs(got - real), 0.5 + std::fabs(real - zy) * 1e-9 + 1e-9) << trial << " " << pl << " real " << real;
+      } else {
+        ASSERT_EQ(got, real < lo ? lo : 127) << trial << " " << pl;
+      }
+    }
+  }
+  EXPECT_THROW(qglobalAvgPoolParams(1.0, 0, 1.0, 0, 0), std::invalid_argument);
+  EXPECT_THROW(qglobalAvgPoolParams(1.0, 0, 1.0, 0, int64_t{1} << 23), std::invalid_argument);
+  EXPECT_THROW(qglobalAvgPoolParams(0.0, 0, 1.0, 0, 4), std::invalid_argument);
+  EXPECT_THROW(qglobalAvgPoolParams(1.0, 0, INFINITY, 0, 4), std::invalid_argument);
+}
+
 // The fast addition gives qadd_ref's bytes: every length up to 100 (the vector tail), large tensors on 1-3 threads,
 // random parameters including the extreme shifts and multipliers.
 TEST(QuantAdd, FastIsTheReferenceBitForBit) {

@@ -218,7 +218,7 @@ TEST(Qdq, OverridesKeepALayerFloatAndForceARange) {
   QuantizeReport rep;
   Model m = d.model.quantizedQdq(q, &rep);
   const ir::Graph& g = graphOf(m);
-  EXPECT_EQ(rep.integer_layers, 3) << [&] {  // the other two convolutions and the classifier Gemm
+  EXPECT_EQ(rep.integer_layers, 4) << [&] {  // the other two convolutions, the global average pooling, the classifier Gemm
     std::string ops;
     for (ir::NodeId id : g.order()) ops += g.node(id).op + " " + g.node(id).name + "\n";
     return ops;
@@ -366,7 +366,7 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   q.integer_layers = true;  // what translate does: its convolutions are integer layers (ai.npuc QConv, qconv_ref)
   QuantizeReport rep;
   Model qdq = Model::load(o.onnx).optimized().quantizedQdq(q, &rep);
-  EXPECT_EQ(rep.integer_layers, 4);  // the three convolutions and the classifier Gemm (a 1x1 QConv)
+  EXPECT_EQ(rep.integer_layers, 5);  // the three convolutions, the global average pooling and the classifier Gemm (a 1x1 QConv)
   Session s(qdq, 1);
   for (bool exact : {true, false})
     for (int threads : {1, 2, 3}) {
@@ -418,8 +418,32 @@ TEST(Int8AffinePackage, ResidualAddsAreIntegerAdditions) {
   q.integer_layers = true;
   QuantizeReport rep;
   Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
-  EXPECT_EQ(rep.integer_layers, 13);  // 9 convolutions, 3 residual additions, the classifier Gemm
+  EXPECT_EQ(rep.integer_layers, 14);  // 9 convolutions, 3 residual additions, the global average pooling, the classifier Gemm
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 6, [&] { return u(rng); });
+  // The global average pooling is the global_avg_pool layer's int8 form; the reader refuses its table with a
+  // multiplier outside [2^30, 2^31) (reading or writing it), naming the layer and the rule.
+  package::Package p = package::readPackage(r.dir);
+  const package::Descriptor* gap = nullptr;
+  for (const package::Descriptor& d : p.vec) gap = d.kind == package::LayerKind::kGlobalAvgPool ? &d : gap;
+  for (const package::Descriptor& d : p.mac) gap = d.kind == package::LayerKind::kGlobalAvgPool ? &d : gap;
+  ASSERT_NE(gap, nullptr);
+  ASSERT_EQ(gap->n_in, 2);
+  EXPECT_EQ(gap->in(0).type, package::ElemType::kI8);
+  EXPECT_EQ(gap->out(0).type, package::ElemType::kI8);
+  uint64_t weight_base = 0;
+  for (const package::SubSpace& sp : p.address_map)
+    for (const package::Element& e : sp.elements)
+      if (e.name == "weight") weight_base = e.addr;
+  const uint64_t at = gap->in(1).addr - weight_base + 4 * 4;  // (word 4: the multiplier)
+  ASSERT_LT(at + 4, p.weights.size());
+  const int32_t bad = 12345;
+  std::memcpy(p.weights.data() + at, &bad, 4);
+  try {
+    package::validatePackage(p, "fres8");
+    ADD_FAILURE() << "a bad multiplier passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("multiplier 12345"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(o.out_root);
 }
 
@@ -637,8 +661,8 @@ TEST(Int8AffinePackage, AGemmBiasPerRowIsNoIntegerProduct) {
 }
 
 // A model quantized elsewhere (here: by npuc quantize, saved as standard ONNX) translates for generic-int8 without
-// calibration: its own scales, its convolutions as integer layers; the package equals the engine on that model with
-// the same integer convolutions, bit for bit.
+// calibration: its own scales, its convolutions and its global average pooling as integer layers; the package equals
+// the engine on that model with the same integer layers, bit for bit.
 TEST(Int8AffinePackage, AQdqModelKeepsItsOwnScales) {
   Digits d;
   const auto dir = std::filesystem::temp_directory_path() / ("npuc_qdq_in_" + std::to_string(::getpid()));
@@ -657,6 +681,7 @@ TEST(Int8AffinePackage, AQdqModelKeepsItsOwnScales) {
   lo.resolve = false;  // as translate loads for int8-affine targets: the weights' DequantizeLinear not folded yet
   Model ref = Model::load(o.onnx, lo);
   EXPECT_EQ(quant::fuseIntegerConvs(mutableGraphOf(ref)), 3);
+  EXPECT_EQ(quant::fuseIntegerPools(mutableGraphOf(ref)), 1);
   Model opt = ref.optimized();
   Session s(opt, 1);
   Runtime rt(r.dir, RuntimeOptions{2, false});

@@ -93,6 +93,27 @@ void qadd_ref(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, 
   }
 }
 
+QGlobalAvgPoolParams qglobalAvgPoolParams(double sx, int32_t zx, double sy, int32_t zy, int64_t n, int32_t lo, int32_t hi) {
+  for (double v : {sx, sy})
+    if (!(v > 0) || !std::isfinite(v)) throw std::invalid_argument("qglobalAvgPoolParams: scales must be finite and positive");
+  if (n < 1 || n >= (int64_t{1} << 23)) throw std::invalid_argument("qglobalAvgPoolParams: a plane must hold 1 to 2^23 - 1 codes");
+  QGlobalAvgPoolParams p;
+  p.zx = zx, p.zy = zy, p.lo = lo, p.hi = hi;
+  p.mul = quantizeMultiplier(sx / (sy * static_cast<double>(n)));
+  return p;
+}
+
+void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvgPoolParams& p, int8_t* y, ThreadPool* pool) {
+  detail::parallelUnits(pool, planes, n, [&](int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const int8_t* xp = x + pl * n;
+      int32_t sum = 0;  // |sum| <= 128 n < 2^30
+      for (int64_t i = 0; i < n; ++i) sum += xp[i];
+      y[pl] = requantizeValue(sum - static_cast<int32_t>(n) * p.zx, p.mul, p.zy, p.lo, p.hi);
+    }
+  });
+}
+
 void maxPool2dI8(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
   detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
     std::vector<int8_t> row(static_cast<size_t>(std::max<int64_t>(s.iw, 1)));
