@@ -270,7 +270,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 81; ++trial) {
+  for (int trial = 0; trial < 83; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9 && trial < 60;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
@@ -285,7 +285,11 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
         s.in_channels = s.out_channels = s.groups = 8, s.groups = 1;
         s.in_spatial = {4, 33}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {2, 17};
       }
-      if (trial == 80) {  // two images, two groups of 24 channels (AMX tile blocks reach into the next group), 288 taps
+      if (trial >= 81) {  // depthwise, rows of 70 and 75 outputs: four blocks narrowed together, then a last group of one
+        s.batch = 1, s.groups = s.in_channels = s.out_channels = trial == 81 ? 12 : 8;
+        s.in_spatial = {5, trial == 81 ? 70 : 150}, s.kernel = {3, 3}, s.stride = {1, trial == 81 ? 1 : 2}, s.pad_begin = {1, 1};
+        s.out_spatial = {5, trial == 81 ? 70 : 75};
+      } else if (trial == 80) {  // two images, two groups of 24 channels (AMX tile blocks reach into the next group), 288 taps
         s.batch = 2, s.groups = 2, s.in_channels = 64, s.out_channels = 48;
         s.in_spatial = {9, 13}, s.kernel = {3, 3}, s.stride = {1, 1}, s.pad_begin = {1, 1}, s.out_spatial = {9, 13};
       } else if (trial >= 78) {  // 1x1, stride 1, no padding: the output rows end to end, cut 64 pixels at a time, and a tail
