@@ -159,7 +159,7 @@ bool affineChainToBatchNorm(ir::Graph& g, ir::NodeId first, const ir::UseMap& us
   if (!n0.domain.empty() || n0.numInputs() != 2) return false;
   ir::ValueId x = ir::kNoValue;
   for (ir::ValueId in : n0.inputs)
-    if (!g.value(in).isConstant()) x = in;
+    if (in != ir::kNoValue && !g.value(in).isConstant()) x = in;
   if (x == ir::kNoValue || !g.value(x).type.isStatic() || g.value(x).type.shape.size() != 4) return false;
   const int64_t C = g.value(x).type.shape[1];
   std::vector<double> a(static_cast<size_t>(C), 1.0), d(static_cast<size_t>(C), 0.0);
@@ -168,8 +168,8 @@ bool affineChainToBatchNorm(ir::Graph& g, ir::NodeId first, const ir::UseMap& us
   if (ir::NodeId p = g.value(x).producer; p != ir::kNoNode) {
     std::vector<double> pa(static_cast<size_t>(C), 1.0), pd(static_cast<size_t>(C), 0.0);
     const ir::Node& pn = g.node(p);
-    for (ir::ValueId in : pn.inputs)
-      if (!g.value(in).isConstant() && affineStep(g, pn, in, pa, pd) && uses.at(x).size() == 1 &&
+    for (ir::ValueId in : pn.inputs)  // (an optional input left out is kNoValue)
+      if (in != ir::kNoValue && !g.value(in).isConstant() && affineStep(g, pn, in, pa, pd) && uses.at(x).size() == 1 &&
           std::find(g.outputs().begin(), g.outputs().end(), x) == g.outputs().end())
         return false;  // (the chain before x goes on through it: this is not a start)
   }

@@ -141,6 +141,26 @@ TEST(Passes, AnInModelNormalisationBecomesOneBatchNormalization) {
   EXPECT_TRUE(target::checkGraph(g, target::loadTarget("drpai")).empty());
 }
 
+// A chain after a node with an optional input left out (here Clip without min: kNoValue among its inputs, as in
+// torchvision's swin_t) is looked at without reading that input (it threw "no value with id -1").
+TEST(Passes, AChainAfterANodeWithAnOmittedInputIsConverted) {
+  Graph g;
+  g.opset = 13;
+  ValueId x = g.addValue("x", makeType(DType::kF32, {1, 3, 2, 2})).id;
+  g.inputs().push_back(x);
+  ValueId c = g.addValue("c").id, s = g.addValue("s").id, y = g.addValue("y").id;
+  g.addNode("Clip", "clip", {x, ir::kNoValue, g.addConstant("hi", Tensor::fromVector<float>({}, {6.f})).id}, {c});
+  g.addNode("Sub", "sub", {c, g.addConstant("mean", Tensor::fromVector<float>({1, 3, 1, 1}, {1.f, 2.f, 3.f})).id}, {s});
+  g.addNode("Div", "div", {s, g.addConstant("std", Tensor::fromVector<float>({1, 3, 1, 1}, {2.f, 4.f, 8.f})).id}, {y});
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  passes::PassContext ctx;
+  passes::PassManager(passes::translatePipeline()).runToFixpoint(g, ctx);
+  std::vector<std::string> ops;
+  for (NodeId id : g.order()) ops.push_back(g.node(id).op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Clip", "BatchNormalization"}));
+}
+
 TEST(Passes, ALoneMulAndAChainWithASecondReaderStayAsTheyAre) {
   for (bool lone : {true, false}) {
     Graph g = normGraph(!lone, lone);
