@@ -535,7 +535,7 @@ PYBIND11_MODULE(_npuc, m) {
          const std::optional<std::filesystem::path>& prepost, const std::optional<std::filesystem::path>& addr,
          const std::optional<std::filesystem::path>& aipp, const py::object& calib, const std::string& calib_method,
          const std::map<std::string, Shape>& input_shapes, bool relu6_to_relu, bool save_opt_onnx, bool save_qdq_onnx,
-         bool reuse_memory, int threads, const std::vector<int64_t>& dynamic_batch_size,
+         bool reuse_memory, bool concat_copies, int threads, const std::vector<int64_t>& dynamic_batch_size,
          const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size) {
         TranslateOptions o;
         o.prefix = prefix;
@@ -551,6 +551,7 @@ PYBIND11_MODULE(_npuc, m) {
         o.save_opt_onnx = save_opt_onnx;
         o.save_qdq_onnx = save_qdq_onnx;
         o.reuse_memory = reuse_memory;
+        o.concat_copies = concat_copies;
         o.threads = threads;
         o.dynamic_batch_sizes = dynamic_batch_size;
         o.dynamic_image_sizes = dynamic_image_size;
@@ -571,7 +572,7 @@ PYBIND11_MODULE(_npuc, m) {
       py::arg("prefix"), py::arg("onnx"), py::arg("target") = "drpai", py::arg("out") = "output", py::arg("prepost") = py::none(),
       py::arg("addr") = py::none(), py::arg("aipp") = py::none(), py::arg("calib") = py::none(), py::arg("calib_method") = "minmax",
       py::arg("input_shapes") = std::map<std::string, Shape>{}, py::arg("relu6_to_relu") = false, py::arg("save_opt_onnx") = false,
-      py::arg("save_qdq_onnx") = false, py::arg("reuse_memory") = false, py::arg("threads") = 0,
+      py::arg("save_qdq_onnx") = false, py::arg("reuse_memory") = false, py::arg("concat_copies") = false, py::arg("threads") = 0,
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix");
 

@@ -104,10 +104,11 @@ namespace {
 /// input must be a 'data' value of the result's element type written by a layer of its own (not an alias, a graph
 /// input or output, a constant, nor an input twice), and each slab must start 64-byte aligned (the kernels' row
 /// loads). Not for int8-pow2, where a layer's codes carry their own per-frame shift. Other aliases of an input
-/// follow it into the slab. Returns the roots (the Concats' results): they are placed as buffers of their own,
-/// alive from their first slab's writer on.
-std::vector<int> concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vector<std::string>& aliased) {
-  std::vector<int> writer(vals.size(), -1), roots;
+/// follow it into the slab. The results are placed as buffers of their own, alive from their first slab's writer to
+/// their last reader (lowerImpl). `aliased` gets the names of the Concat nodes that lost their layer.
+void concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vector<std::string>& aliased) {
+  std::vector<int> writer(vals.size(), -1);
+  bool any = false;
   std::vector<bool> drop(descs.size(), false);
   for (size_t i = 0; i < descs.size(); ++i) writer[static_cast<size_t>(descs[i].out)] = static_cast<int>(i);
   auto bytesOf = [&](const LVal& v) {
@@ -140,10 +141,11 @@ std::vector<int> concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& des
       at += bytesOf(vals[static_cast<size_t>(v)]);
     }
     drop[i] = true;
-    roots.push_back(d.out);
-    aliased.push_back(d.name);
+    any = true;
+    // (a Concat of more than 7 inputs is a chain of layers "NAME/partK" then NAME: only a node's own name is listed)
+    if (std::find(d.onnx_nodes.begin(), d.onnx_nodes.end(), d.name) != d.onnx_nodes.end()) aliased.push_back(d.name);
   }
-  if (roots.empty()) return roots;
+  if (!any) return;
   for (LVal& v : vals)  // (aliases of a slab: of the root, at the slab's offset)
     if (v.alias >= 0 && vals[static_cast<size_t>(v.alias)].alias >= 0) {
       const LVal& slab = vals[static_cast<size_t>(v.alias)];
@@ -154,7 +156,6 @@ std::vector<int> concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& des
   for (size_t i = 0; i < descs.size(); ++i)
     if (!drop[i]) kept.push_back(std::move(descs[i]));
   descs = std::move(kept);
-  return roots;
 }
 
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
@@ -162,8 +163,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   L.run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;
-  const std::vector<int> roots =
-      o.concat_in_place && t.numerics != Numerics::kInt8Pow2 ? concatsInPlace(vals, descs, L.aliased_) : std::vector<int>{};
+  if (o.concat_in_place && t.numerics != Numerics::kInt8Pow2) concatsInPlace(vals, descs, L.aliased_);
   if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
   for (ir::ValueId v : g.outputs()) {
     auto it = L.of_.find(v);
@@ -205,14 +205,19 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   }
   std::vector<plan::Buffer> bufs;
   std::vector<int> buf_val;
+  std::map<int, size_t> slab_buffer;  // a Concat done in place: its result's buffer
   for (size_t i = 0; i < descs.size(); ++i) {
     const int out = descs[i].out;
     LVal& l = vals[static_cast<size_t>(out)];
     if (l.space != 'd') continue;
     if (l.alias >= 0) {  // a slab of a Concat done in place: the result's buffer, from the first slab written
       LVal& r = vals[static_cast<size_t>(l.alias)];
-      if (r.writer >= 0) continue;
+      if (auto it = slab_buffer.find(l.alias); it != slab_buffer.end()) {
+        bufs[it->second].last = std::max(bufs[it->second].last, static_cast<int>(i));  // (alive for every slab's writer)
+        continue;
+      }
       r.writer = static_cast<int>(i);
+      slab_buffer[l.alias] = bufs.size();
       bufs.push_back({r.name, bytesOf(r), static_cast<int>(i), std::max(static_cast<int>(i), r.last_reader)});
       buf_val.push_back(l.alias);
       continue;

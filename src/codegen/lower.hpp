@@ -41,8 +41,8 @@ struct Fusion {
 struct Lowered {
   package::Package pkg;
   std::vector<Fusion> fusions;
-  std::vector<std::string> aliased;       // nodes lowered to aliases of their input (Reshape, Identity, same-type Cast)
-                                          // or, for a Concat done in place, of their inputs' slabs
+  std::vector<std::string> aliased;       // nodes lowered to aliases of their input (Reshape, Identity, same-type Cast),
+                                          // and Concats done in place (their inputs are slabs of their result)
   plan::AddressMap map;
   std::vector<Placement> placements;      // every buffer, weight, parameter block and stream, by space
   uint64_t data_bytes = 0, data_lower_bound = 0;  // activations in 'data' and the peak of live bytes

@@ -296,7 +296,7 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
   for (auto& a : low.aliased)
     if (a.find("/pre") != std::string::npos || a.find("/post") != std::string::npos || a.find("_memcopy") != std::string::npos) ++aliases;
   if (aliases)
-    s += fmt::format("#   - {} reshape/memcopy/same-type cast step{} between pre/post operations and the body take no layer "
+    s += fmt::format("#   - {} reshape/memcopy/same-type cast/in-place concat step{} between pre/post operations and the body take no layer "
                      "(the next layer reads the same bytes)\n", aliases, aliases > 1 ? "s" : "");
   s += "#   - normalize is not folded into the first convolution: the reference normalizes in float16 before the\n"
        "#     convolution, and folding the coefficients into its weights would change the rounding (npuc keeps the\n"

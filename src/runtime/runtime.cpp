@@ -241,18 +241,22 @@ struct Runtime::Impl {
     program.resize(pkg.mac.size() + pkg.vec.size());
     for (auto* s : {&pkg.mac, &pkg.vec})
       for (auto& d : *s) program[d.seq] = &d;
-    // The value at each address as program order goes: the package inputs first, then each layer's output (memory
-    // reused by liveness holds several values over time: a layer reads the latest written before it).
+    // The value starting at each address as program order goes: the package inputs first, then each layer's output
+    // (memory reused by liveness holds several values over time: a layer reads the latest written before it). An
+    // input range may hold several values end to end (a Concat done in place: its slabs' layers wrote them).
     std::map<uint32_t, std::string> holds;
-    for (auto& t : pkg.inputs) holds[t.ref.addr] = t.name;
+    auto write = [&](const package::TensorRef& r, const std::string& name) {
+      holds.erase(holds.lower_bound(r.addr), holds.lower_bound(static_cast<uint32_t>(std::min<uint64_t>(uint64_t{r.addr} + r.bytes, UINT32_MAX))));
+      holds[r.addr] = name;
+    };
+    for (auto& t : pkg.inputs) write(t.ref, t.name);
     for (auto& l : pkg.layers) {
       const package::Descriptor& d = *program[l.seq];
       RuntimeLayer rl;
       for (int i = 0; i < d.n_in; ++i)
-        if (auto it = holds.find(d.in(i).addr); it != holds.end() &&
-            std::find(rl.inputs.begin(), rl.inputs.end(), it->second) == rl.inputs.end())
-          rl.inputs.push_back(it->second);
-      holds[d.out(0).addr] = l.output;
+        for (auto it = holds.lower_bound(d.in(i).addr); it != holds.end() && uint64_t{it->first} < uint64_t{d.in(i).addr} + d.in(i).bytes; ++it)
+          if (std::find(rl.inputs.begin(), rl.inputs.end(), it->second) == rl.inputs.end()) rl.inputs.push_back(it->second);
+      write(d.out(0), l.output);
       rl.seq = static_cast<int>(l.seq);
       rl.engine = package::engineName(l.engine);
       rl.index = static_cast<int>(l.index);

@@ -270,7 +270,7 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127), small(1, 3), pad(0, 2), ch(1, 4);
   ThreadPool p2(2), p3(3);
-  for (int trial = 0; trial < 83; ++trial) {
+  for (int trial = 0; trial < 84; ++trial) {
     ConvShape s;
     const bool oned = trial % 10 == 9 && trial < 60;
     if (trial >= 60) {  // large enough that 2 and 3 threads split the output channels (or the groups)
@@ -285,10 +285,12 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
         s.in_channels = s.out_channels = s.groups = 8, s.groups = 1;
         s.in_spatial = {4, 33}, s.kernel = {1, 1}, s.stride = {2, 2}, s.pad_begin = {0, 0}, s.out_spatial = {2, 17};
       }
-      if (trial >= 81) {  // depthwise, rows of 70 and 75 outputs: four blocks narrowed together, then a last group of one
-        s.batch = 1, s.groups = s.in_channels = s.out_channels = trial == 81 ? 12 : 8;
-        s.in_spatial = {5, trial == 81 ? 70 : 150}, s.kernel = {3, 3}, s.stride = {1, trial == 81 ? 1 : 2}, s.pad_begin = {1, 1};
-        s.out_spatial = {5, trial == 81 ? 70 : 75};
+      if (trial >= 81) {  // depthwise, rows of 70, 75 and 40 outputs: four blocks narrowed together, then a last group of
+                          // one; a group of three (83: with the extreme sums, the packs' saturation)
+        const int64_t i = trial - 81, ch[] = {12, 8, 16}, in_w[] = {70, 150, 40}, st[] = {1, 2, 1}, out_w[] = {70, 75, 40};
+        s.batch = 1, s.groups = s.in_channels = s.out_channels = ch[i];
+        s.in_spatial = {5, in_w[i]}, s.kernel = {3, 3}, s.stride = {1, st[i]}, s.pad_begin = {1, 1};
+        s.out_spatial = {5, out_w[i]};
       } else if (trial == 80) {  // two images, two groups of 24 channels (AMX tile blocks reach into the next group), 288 taps
         s.batch = 2, s.groups = 2, s.in_channels = 64, s.out_channels = 48;
         s.in_spatial = {9, 13}, s.kernel = {3, 3}, s.stride = {1, 1}, s.pad_begin = {1, 1}, s.out_spatial = {9, 13};

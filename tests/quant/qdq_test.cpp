@@ -498,6 +498,12 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   EXPECT_EQ(b3->out(0).addr, b2->out(0).addr + b2->out(0).bytes);
   EXPECT_EQ(pool2->in(0).addr, b1->out(0).addr);
   EXPECT_EQ(pool2->in(0).bytes, b1->out(0).bytes + b2->out(0).bytes + b3->out(0).bytes);
+  // The runtime's layer list (npuc view's graph) has the MaxPool read the three branches.
+  Runtime rt(r.dir, RuntimeOptions{1, false});
+  for (const RuntimeLayer& l : rt.layers())
+    if (l.name == "pool2") {
+      EXPECT_EQ(l.inputs.size(), 3u) << l.inputs.front();
+    }
   o.concat_copies = true;
   o.prefix = "incep8c";
   TranslateResult rc = translate(o);
