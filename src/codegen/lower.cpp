@@ -99,6 +99,13 @@ Lowered lower(const ir::Graph& g, const target::Target& t, const LowerOptions& o
 Lowered lowerConsuming(ir::Graph& g, const target::Target& t, const LowerOptions& o) { return lowerImpl(g, t, o, &g); }
 
 namespace {
+/// A value's bytes in the package (its shape at its element type).
+uint64_t bytesOf(const LVal& v) {
+  uint64_t n = 1;
+  for (auto d : v.shape) n *= static_cast<uint64_t>(d);
+  return n * package::elemSize(v.type);
+}
+
 /// Concat in place: each input of a Concat whose inputs lie end to end in its result (every dimension before the
 /// axis is 1) becomes a slab of the result, written there by its producer, and the Concat's copy layer goes. Each
 /// input must be a 'data' value of the result's element type written by a layer of its own (not an alias, a graph
@@ -111,11 +118,6 @@ void concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vec
   bool any = false;
   std::vector<bool> drop(descs.size(), false);
   for (size_t i = 0; i < descs.size(); ++i) writer[static_cast<size_t>(descs[i].out)] = static_cast<int>(i);
-  auto bytesOf = [&](const LVal& v) {
-    uint64_t n = package::elemSize(v.type);
-    for (int64_t d : v.shape) n *= static_cast<uint64_t>(d);
-    return n;
-  };
   for (size_t i = 0; i < descs.size(); ++i) {
     const LDesc& d = descs[i];
     const LVal& y = vals[static_cast<size_t>(d.out)];
@@ -180,11 +182,6 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       if (d < 0) fail(ErrorCode::kUnsupported, "value '{}' has a dynamic shape; packages need static shapes (--input-shape)", v.name);
   // Place activations.
   Lowered res;
-  auto bytesOf = [&](const LVal& v) {
-    uint64_t n = 1;
-    for (auto d : v.shape) n *= static_cast<uint64_t>(d);
-    return n * package::elemSize(v.type);
-  };
   // An alias keeps its root alive as long as it is read.
   for (auto& v : vals)
     if (v.alias >= 0) {

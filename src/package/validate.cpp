@@ -357,6 +357,20 @@ struct Checker {
     return v;
   }
 
+  /// An int8-affine layer's requantization table `tab` (docs/numerics.md): int32 [words] in the weight space whose
+  /// first `codes` words are int8 (zero points, then the output clamp [lo, hi], not empty); its words.
+  std::vector<int32_t> int8Table(const TensorRef& tab, int64_t words, int codes, const std::string& what) const {
+    if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] != words)
+      bad("{}: the requantization table must be int32 [{}], got {} {}", what, words, elemName(tab.type), dimsStr(tab));
+    weightRef(tab, what + ": requantization");
+    std::vector<int32_t> t(static_cast<size_t>(words));
+    for (int64_t k = 0; k < words; ++k) t[static_cast<size_t>(k)] = weightWord(tab, k);
+    for (int k = 0; k < codes; ++k)
+      if (t[k] < -128 || t[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, t[k]);
+    if (t[codes - 2] > t[codes - 1]) bad("{}: the clamp [{}, {}] is empty", what, t[codes - 2], t[codes - 1]);
+    return t;
+  }
+
   /// int8-pow2 packages (docs/numerics.md): each layer's table, by seq, for the slot order check of program().
   mutable std::map<uint32_t, kernels::pow2::Table> pow2_tables;
 
@@ -514,16 +528,11 @@ struct Checker {
         }
         const TensorRef &b = d.in(2), &tab = d.in(3);
         if (b.type != ElemType::kI32 || b.rank != 1 || b.dims[0] != M) bad("{}: bias must be int32 [{}], got {} {}", what, M, elemName(b.type), dimsStr(b));
-        if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] != 4 + 2 * M)
-          bad("{}: the requantization table must be int32 [{}], got {} {}", what, 4 + 2 * M, elemName(tab.type), dimsStr(tab));
         weightRef(b, what + ": bias");
-        weightRef(tab, what + ": requantization");
-        for (int k = 0; k < 4; ++k)
-          if (weightWord(tab, k) < -128 || weightWord(tab, k) > 127) bad("{}: requantization word {} = {} is outside int8", what, k, weightWord(tab, k));
-        if (weightWord(tab, 2) > weightWord(tab, 3)) bad("{}: the clamp [{}, {}] is empty", what, weightWord(tab, 2), weightWord(tab, 3));
+        const std::vector<int32_t> t = int8Table(tab, 4 + 2 * M, 4, what);
         int64_t max_bias = 0;
         for (int64_t m = 0; m < M; ++m) {
-          const int32_t mult = weightWord(tab, 4 + 2 * m), shift = weightWord(tab, 5 + 2 * m);
+          const int32_t mult = t[static_cast<size_t>(4 + 2 * m)], shift = t[static_cast<size_t>(5 + 2 * m)];
           if (!(mult == 0 || mult >= (1 << 30))) bad("{}: multiplier {} of channel {} is not 0 or in [2^30, 2^31)", what, mult, m);
           if (shift < -31 || shift > 30) bad("{}: shift {} of channel {} is outside [-31, 30]", what, shift, m);
           max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(weightWord(b, m))));
@@ -573,15 +582,7 @@ struct Checker {
           if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 global average pooling belongs to int8-affine packages", what);
           if (d.n_in != 2) bad("{}: the int8 form takes 2 inputs (x, requantization), got {}", what, d.n_in);
           typeIs(y, ElemType::kI8, "y");
-          const TensorRef& tab = d.in(1);
-          if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] != 6)
-            bad("{}: the requantization table must be int32 [6], got {} {}", what, elemName(tab.type), dimsStr(tab));
-          weightRef(tab, what + ": requantization");
-          int32_t t[6];
-          for (int k = 0; k < 6; ++k) t[k] = weightWord(tab, k);
-          for (int k = 0; k < 4; ++k)
-            if (t[k] < -128 || t[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, t[k]);
-          if (t[2] > t[3]) bad("{}: the clamp [{}, {}] is empty", what, t[2], t[3]);
+          const std::vector<int32_t> t = int8Table(d.in(1), 6, 4, what);
           if (!(t[4] == 0 || t[4] >= (1 << 30)) || t[5] < -31 || t[5] > 30)
             bad("{}: multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", what, t[4], t[5]);
           uint64_t n = 1;
@@ -609,15 +610,7 @@ struct Checker {
           typeIs(y, ElemType::kI8, "y");
           if (dimsOf(x) != dimsOf(y) || dimsOf(b) != dimsOf(y))
             bad("{}: the int8 form adds tensors of one shape, got {} + {} -> {}", what, dimsStr(x), dimsStr(b), dimsStr(y));
-          const TensorRef& tab = d.in(2);
-          if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] != 8)
-            bad("{}: the requantization table must be int32 [8], got {} {}", what, elemName(tab.type), dimsStr(tab));
-          weightRef(tab, what + ": requantization");
-          int32_t t[8];
-          for (int k = 0; k < 8; ++k) t[k] = weightWord(tab, k);
-          for (int k = 0; k < 5; ++k)
-            if (t[k] < -128 || t[k] > 127) bad("{}: requantization word {} = {} is outside int8", what, k, t[k]);
-          if (t[3] > t[4]) bad("{}: the clamp [{}, {}] is empty", what, t[3], t[4]);
+          const std::vector<int32_t> t = int8Table(d.in(2), 8, 5, what);
           for (int k = 5; k < 7; ++k)
             if (t[k] < 0 || t[k] >= 32768) bad("{}: multiplier {} is outside [0, 2^15)", what, t[k]);
           if (t[7] < 1 || t[7] > 30) bad("{}: shift {} is outside [1, 30]", what, t[7]);

@@ -343,19 +343,20 @@ void dwChannel(const DwGeometry& g, const DwArgs a) {
     return;
   }
   const __m128i identity = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  // The sums of block b (16 outputs) of the output row whose window starts at `rows`.
+  auto blockSums = [&](const uint8_t* rows, int64_t b) {
+    __m512i acc = bias;
+#pragma GCC unroll 8
+    for (int64_t kh = 0; kh < kh_n; ++kh)
+#pragma GCC unroll 4
+      for (int64_t q = 0; q < qw_n; ++q) acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(rows + kh * rb + q * plane + b * 64), weight(kh, q));
+    return acc;
+  };
   if (g.blocks == 1 || !once) {  // rows of 9 to 16 outputs (or a factor above 1): a block at a time
     for (int64_t oy = 0; oy < g.OH; ++oy) {
-      int8_t* const yr = a.y + oy * g.OW;
       const uint8_t* const rows = a.quads + oy * g.SH * rb;
-      for (int64_t b = 0; b < g.blocks; ++b) {
-        __m512i acc = bias;
-#pragma GCC unroll 8
-        for (int64_t kh = 0; kh < kh_n; ++kh)
-#pragma GCC unroll 4
-          for (int64_t q = 0; q < qw_n; ++q)
-            acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(rows + kh * rb + q * plane + b * 64), weight(kh, q));
-        finish(acc, yr + 16 * b, static_cast<int>(std::min<int64_t>(16, g.OW - 16 * b)), identity);
-      }
+      for (int64_t b = 0; b < g.blocks; ++b)
+        finish(blockSums(rows, b), a.y + oy * g.OW + 16 * b, static_cast<int>(std::min<int64_t>(16, g.OW - 16 * b)), identity);
     }
     return;
   }
@@ -366,21 +367,10 @@ void dwChannel(const DwGeometry& g, const DwArgs a) {
     const uint8_t* const rows = a.quads + oy * g.SH * rb;
     for (int64_t b0 = 0; b0 < g.blocks; b0 += 4) {
       const int64_t nb = std::min<int64_t>(4, g.blocks - b0);
-      __m512i acc[4];
-#pragma GCC unroll 4
-      for (int64_t v = 0; v < 4; ++v) {
-        acc[v] = bias;
-        if (v >= nb) continue;
-#pragma GCC unroll 8
-        for (int64_t kh = 0; kh < kh_n; ++kh)
-#pragma GCC unroll 4
-          for (int64_t q = 0; q < qw_n; ++q)
-            acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_load_si512(rows + kh * rb + q * plane + (b0 + v) * 64), weight(kh, q));
-      }
       const int64_t n = std::min<int64_t>(64, g.OW - 16 * b0);
       __m512i q[4];
 #pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) q[v] = v < nb ? multiplyByMultiplierAvx512(acc[v], rv) : _mm512_setzero_si512();
+      for (int v = 0; v < 4; ++v) q[v] = v < nb ? multiplyByMultiplierAvx512(blockSums(rows, b0 + v), rv) : _mm512_setzero_si512();
       _mm512_mask_storeu_epi8(yr + 16 * b0, n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1,
                               offsetClampToI8x4Avx512(q[0], q[1], q[2], q[3], a.zp, a.lo, a.hi));
     }
