@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The TIDL estimate against the guide's single-core figures (§3.15.1.7, dense models): exports MobileNetV1 (defined
-here: torchvision has none), MobileNetV2, SqueezeNet1.1 (227x227) and GoogLeNet (InceptionNetV1) with random weights
-(the estimate reads shapes only), translates each for the tidl target and prints the Markdown tables of
-docs/cost-model.md: guide, npuc, ratio per engine (single core, §3.15.1.7) and per core set (roi/s, §3.15.1.8). Needs Debian's python3-torch / torchvision
-(scripts/install_deps.sh torch).
+"""The TIDL estimate against the guide's figures (§3.15.1.7 single core, §3.15.1.8 multi-core; dense models): exports
+MobileNetV1 (defined here: torchvision has none), MobileNetV2, SqueezeNet1.1 (227x227), GoogLeNet (InceptionNetV1) and
+JacintoNet11_v2 (rebuilt here) with random weights (the estimate reads shapes only), translates each for the tidl
+target and prints the Markdown tables of docs/cost-model.md: guide, npuc, ratio per engine (single core) and per core
+set (roi/s). Needs Debian's python3-torch / torchvision (scripts/install_deps.sh torch).
 
     /usr/bin/python3 tools/tidl_guide_table.py [--npuc build/bin/npuc] [--work /tmp/tidl_table]
 """
@@ -21,15 +21,17 @@ GUIDE = {  # network: (EVE dense ms, DSP dense ms), seeds/001 §3.15.1.7
     "MobileNetV2": (146.0, 409.0),
     "SqueezeNet1.1": (180.0, 433.73),
     "InceptionNetV1": (362.0, 1454.91),
+    "JacintoNet11_v2": (181.0, 370.64),
 }
 MULTI = {  # network: roi/s for 2xDSP, 2xEVE, 2xEVE+1xDSP, 4xEVE, 4xEVE+1xDSP, seeds/001 §3.15.1.8
     "MobileNetV1": (2.69, 13.7, 21.57, 25.05, 39.1),
     "MobileNetV2": (4.88, 13.5, 24.27, 24.8, 42.2),
     "SqueezeNet1.1": (4.46, 11.0, 14.7, 21.64, 32.4),
     "InceptionNetV1": (1.34, 5.46, 6.62, 10.73, 12.93),
+    "JacintoNet11_v2": (5.32, 10.2, 13.6, 20.2, 26.8),  # (the dense row)
 }
 SETS = ("2xDSP", "2xEVE", "2xEVE+1xDSP", "4xEVE", "4xEVE+1xDSP")
-CALIBRATED = {"MobileNetV2", "InceptionNetV1"}
+CALIBRATED = {"SqueezeNet1.1", "MobileNetV1"}
 
 
 def mobilenet_v1():
@@ -60,6 +62,22 @@ def inception_v1():
     return net
 
 
+def jacintonet11_v2():
+    """TI's JacintoNet11 v2 (caffe-jacinto-models, models/jacintonet_v2.py), rebuilt from its layer list: a 5x5/2
+    convolution, then five stages of a 3x3 convolution and a 3x3 convolution in 4 groups (each with batch norm and
+    ReLU), 2x2 max pooling between the stages, global average pooling and a 1000-way inner product. Its
+    convolutions come to 405.8 MMAC at 224x224, the guide's 405.81."""
+    def cbr(i, o, k, s, g):
+        return [nn.Conv2d(i, o, k, s, k // 2, groups=g, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+    layers = cbr(3, 32, 5, 2, 1) + cbr(32, 32, 3, 1, 4) + [nn.MaxPool2d(2, 2)]
+    c = 32
+    for o in (64, 128, 256, 512):
+        layers += cbr(c, o, 3, 1, 1) + cbr(o, o, 3, 1, 4) + ([nn.MaxPool2d(2, 2)] if o != 512 else [])
+        c = o
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--npuc", default="build/bin/npuc")
@@ -71,6 +89,7 @@ def main():
         "MobileNetV2": (torchvision.models.mobilenet_v2(), 224),
         "SqueezeNet1.1": (torchvision.models.squeezenet1_1(), 227),
         "InceptionNetV1": (inception_v1(), 224),
+        "JacintoNet11_v2": (jacintonet11_v2(), 224),
     }
     single, multi = [], []
     for name, (net, size) in nets.items():

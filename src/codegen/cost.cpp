@@ -1,7 +1,9 @@
 // Cost model. Per layer on engine E of the target (clock f MHz, so f cycles per µs):
 //   t = overhead + max(compute, bytes / (bytes_per_cycle·f))
-//   compute = MACs / (macs_per_cycle·f) for a layer with MACs on an engine with a MAC rate (a MAC engine, or a
-//             vector engine that multiplies: TIDL's DSP), else elements / (elems_per_cycle·f)
+//   compute = MACs / (rate·f) + taps · cycles_per_tap / f for a layer with MACs on an engine with a MAC rate (a MAC
+//             engine, or a vector engine that multiplies: TIDL's DSP), the rate the engine's for the layer's class
+//             (narrow groups, pointwise, other); ops · cycles / f for an op the engine emulates; else
+//             elements / (elems_per_cycle·f)
 // elements = input + output elements; bytes = activations read and written plus weights, at the target's
 // element size (fp32 4, fp16 2, int8 1). A zero bytes_per_cycle leaves the memory term out. Folded ops cost 0.
 #include "codegen/cost.hpp"
@@ -27,15 +29,23 @@ namespace {
 /// What the time of a layer depends on.
 struct Work {
   std::string op;  // the layer's (first) ONNX op
-  int64_t macs = 0, taps = 0, elems = 0, in_elems = 0, bytes = 0;
+  int64_t macs = 0, taps = 0, elems = 0, in_elems = 0, out_elems = 0, bytes = 0;
 };
+/// The MAC rate of a layer on an engine: narrow groups (MACs per output tap = input channels per group), pointwise
+/// layers (taps = output elements: one kernel tap) or the engine's own rate.
+double macRate(const target::Engine& en, const Work& w) {
+  if (en.narrow_group_channels > 0 && w.taps > 0 && w.macs <= en.narrow_group_channels * w.taps) return en.narrow_macs_per_cycle;
+  if (en.pointwise_macs_per_cycle > 0 && w.taps > 0 && w.taps == w.out_elems) return en.pointwise_macs_per_cycle;
+  return en.macs_per_cycle;
+}
+
 double layerTime(const target::Engine& en, const Work& w) {
-  const bool emulated = std::find(en.emulated_ops.begin(), en.emulated_ops.end(), w.op) != en.emulated_ops.end();
+  const auto emulated = en.emulated_ops.find(w.op);
   const double f = en.clock_mhz;
   double compute = 0;
-  if (emulated) compute = static_cast<double>(w.macs > 0 ? w.macs : w.in_elems) * en.cycles_per_emulated_op / f;
+  if (emulated != en.emulated_ops.end()) compute = static_cast<double>(w.macs > 0 ? w.macs : w.in_elems) * emulated->second / f;
   else if (w.macs > 0 && en.macs_per_cycle > 0)
-    compute = static_cast<double>(w.macs) / (en.macs_per_cycle * f) + static_cast<double>(w.taps) * en.cycles_per_tap / f;
+    compute = static_cast<double>(w.macs) / (macRate(en, w) * f) + static_cast<double>(w.taps) * en.cycles_per_tap / f;
   else if (en.elems_per_cycle > 0) compute = static_cast<double>(w.elems) / (en.elems_per_cycle * f);
   const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) / (en.bytes_per_cycle * f) : 0.0;
   return en.overhead_us + std::max(compute, memory);
@@ -128,15 +138,16 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.out_h = oc.h;
     l.macs = ops::nodeMacs(g, n);
     const int64_t in_elems = known(x) ? shapeNumel(g.value(x).type.shape) : 0;
-    int64_t elems = in_elems + (known(y) ? shapeNumel(g.value(y).type.shape) : 0);
-    if (l.macs > 0 && known(y)) l.taps = shapeNumel(g.value(y).type.shape) * std::max<int64_t>(1, l.ker_w) * std::max<int64_t>(1, l.ker_h);
+    const int64_t out_elems = known(y) ? shapeNumel(g.value(y).type.shape) : 0;
+    const int64_t elems = in_elems + out_elems;
+    if (l.macs > 0) l.taps = out_elems * std::max<int64_t>(1, l.ker_w) * std::max<int64_t>(1, l.ker_h);
     int64_t weights = 0;
     for (ir::ValueId v : n.inputs)
       if (v != ir::kNoValue && g.value(v).isConstant()) weights += g.value(v).constant->numel();
     l.bytes = (elems + weights) * esize;
     const target::OpSupport* s = t.supportOf(n);
     l.engine = s ? s->engine : "unsupported";
-    const Work w{n.op, l.macs, l.taps, elems, in_elems, l.bytes};
+    const Work w{n.op, l.macs, l.taps, elems, in_elems, out_elems, l.bytes};
     if (s && s->engine != "folded") {
       l.time_us = layerTime(t.engines.at(s->engine), w);
       per_engine[s->engine] += l.time_us;

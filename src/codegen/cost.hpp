@@ -47,9 +47,10 @@ struct Estimate {
 };
 
 /// Estimates every node of an optimized graph on a target (nodes the target does not list count 0 µs). A layer's
-/// time on an engine (clock f MHz): overhead + max(compute, memory), compute = MACs / (macs_per_cycle · f) + taps ·
-/// cycles_per_tap / f for a layer with MACs on an engine with a MAC rate, ops · cycles_per_emulated_op / f for an op
-/// the engine emulates, else elements / (elems_per_cycle · f); memory = bytes / (bytes_per_cycle · f); then the
+/// time on an engine (clock f MHz): overhead + max(compute, memory), compute = MACs / (rate · f) + taps ·
+/// cycles_per_tap / f for a layer with MACs on an engine with a MAC rate (the rate of the layer's class: narrow groups,
+/// pointwise, other), ops · cycles / f for an op the engine emulates, else elements / (elems_per_cycle · f);
+/// memory = bytes / (bytes_per_cycle · f); then the
 /// throughput of each of the target's core sets (docs/cost-model.md).
 Estimate estimate(const ir::Graph& g, const target::Target& t);
 

@@ -337,17 +337,39 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
           eng.bytes_per_cycle = num(en, "bytes_per_cycle");
           eng.overhead_us = num(en, "overhead_us");
           eng.cycles_per_tap = num(en, "cycles_per_tap");
-          eng.cycles_per_emulated_op = num(en, "cycles_per_emulated_op");
+          eng.narrow_macs_per_cycle = num(en, "narrow_macs_per_cycle");
+          eng.pointwise_macs_per_cycle = num(en, "pointwise_macs_per_cycle");
+          const double narrow = num(en, "narrow_group_channels");
+          if (!(narrow >= 0 && narrow <= 1e9 && narrow == std::floor(narrow)))
+            fail(ErrorCode::kInvalidInput, "field 'narrow_group_channels' must be a whole number of channels >= 0, got {}", narrow);
+          eng.narrow_group_channels = static_cast<int64_t>(narrow);
+          if ((eng.narrow_group_channels > 0) != (eng.narrow_macs_per_cycle > 0))
+            fail(ErrorCode::kInvalidInput, "fields 'narrow_group_channels' and 'narrow_macs_per_cycle' go together (both positive, or neither given)");
+          const double per_op = num(en, "cycles_per_emulated_op");
+          if (per_op < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' must not be negative, got {}", per_op);
           if (auto ops = en["emulated_ops"]) {
-            if (!ops.IsSequence()) fail(ErrorCode::kInvalidInput, "field 'emulated_ops' must be a list of op names");
-            for (auto o : ops) eng.emulated_ops.push_back(o.as<std::string>());
+            if (ops.IsSequence()) {
+              for (auto o : ops) eng.emulated_ops[o.as<std::string>()] = per_op;
+            } else if (ops.IsMap()) {
+              if (en["cycles_per_emulated_op"])
+                fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' goes with a list of 'emulated_ops', not a map (which gives each op its cycles)");
+              for (auto o = ops.begin(); o != ops.end(); ++o) {
+                const std::string op = o->first.as<std::string>();
+                const double c = num(ops, op.c_str());
+                if (c < 0) fail(ErrorCode::kInvalidInput, "field 'emulated_ops.{}' must not be negative, got {}", op, c);
+                eng.emulated_ops[op] = c;
+              }
+            } else {
+              fail(ErrorCode::kInvalidInput, "field 'emulated_ops' must be a list of op names or a map op: cycles per operation");
+            }
           }
-          if (eng.cycles_per_tap < 0 || eng.cycles_per_emulated_op < 0)
-            fail(ErrorCode::kInvalidInput, "fields 'cycles_per_tap' and 'cycles_per_emulated_op' must not be negative");
+          if (eng.cycles_per_tap < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_tap' must not be negative, got {}", eng.cycles_per_tap);
           eng.note = str(en, "note");
           if (eng.clock_mhz <= 0) fail(ErrorCode::kInvalidInput, "field 'clock_mhz' must be positive");
           for (auto [field, v] : {std::pair{"macs_per_cycle", eng.macs_per_cycle}, {"elems_per_cycle", eng.elems_per_cycle},
-                                  {"bytes_per_cycle", eng.bytes_per_cycle}, {"overhead_us", eng.overhead_us}})
+                                  {"bytes_per_cycle", eng.bytes_per_cycle}, {"overhead_us", eng.overhead_us},
+                                  {"narrow_macs_per_cycle", eng.narrow_macs_per_cycle},
+                                  {"pointwise_macs_per_cycle", eng.pointwise_macs_per_cycle}})
             if (v < 0) fail(ErrorCode::kInvalidInput, "field '{}' must not be negative, got {}", field, v);
           // The throughput the time estimate divides by.
           if (eng.kind == "mac" && eng.macs_per_cycle <= 0)

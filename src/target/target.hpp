@@ -54,10 +54,16 @@ struct Engine {
   /// Cycles per output element and kernel tap of a MAC layer (the loop overhead around the channel sums), on top of
   /// its MACs / macs_per_cycle; 0 = not modelled.
   double cycles_per_tap = 0;
+  /// MAC layers whose groups have at most narrow_group_channels input channels (depthwise layers, 3x3s behind a
+  /// squeeze) run at narrow_macs_per_cycle instead of macs_per_cycle; 0 = no such class.
+  int64_t narrow_group_channels = 0;
+  double narrow_macs_per_cycle = 0;
+  /// Pointwise MAC layers (one kernel tap: 1x1 convolutions, inner products) run at this rate; 0 = macs_per_cycle.
+  double pointwise_macs_per_cycle = 0;
   /// Ops this engine runs in software (TIDL's EVE emulates float on its ARP32: inner products, global pooling,
-  /// softmax): such a layer costs cycles_per_emulated_op per operation (a MAC, or an input element), not its rate.
-  std::vector<std::string> emulated_ops;
-  double cycles_per_emulated_op = 0;
+  /// softmax) and their cycles per operation (a MAC, or an input element): such a layer costs that, not its rate.
+  /// The target file gives a map op: cycles, or a list of ops with one cycles_per_emulated_op.
+  std::map<std::string, double> emulated_ops;
   std::string note;
 };
 

@@ -139,6 +139,23 @@ TEST(Target, BadFilesNameFileAndField) {
   expect(two + "group_switch_us: -1\n", "'group_switch_us' must not be negative");
   expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1, cycles_per_tap: -1}}\n", "must not be negative");
   expect("name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1, emulated_ops: Gemm}}\n", "'emulated_ops' must be a list");
+  const std::string mac = "name: x\nengines: {m: {kind: mac, clock_mhz: 1, macs_per_cycle: 1, ";
+  expect(mac + "emulated_ops: {Gemm: -2}}}\n", "'emulated_ops.Gemm' must not be negative");
+  expect(mac + "emulated_ops: {Gemm: fast}}}\n", "field 'Gemm' must be a number");
+  expect(mac + "emulated_ops: {Gemm: 2}, cycles_per_emulated_op: 3}}\n", "goes with a list");
+  expect(mac + "narrow_group_channels: 2.5, narrow_macs_per_cycle: 1}}\n", "'narrow_group_channels' must be a whole number");
+  expect(mac + "narrow_group_channels: 16}}\n", "go together");
+  expect(mac + "narrow_macs_per_cycle: 2}}\n", "go together");
+  expect(mac + "pointwise_macs_per_cycle: -1}}\n", "'pointwise_macs_per_cycle' must not be negative");
+  const Target rates = loadTarget(writeTemp("rates.yaml", mac + "narrow_group_channels: 16, narrow_macs_per_cycle: 0.5, pointwise_macs_per_cycle: 0.75, "
+                                                                "emulated_ops: {Gemm: 26.4, GlobalAveragePool: 150}}}\n").string());
+  const Engine& m = rates.engines.at("m");
+  EXPECT_EQ(m.narrow_group_channels, 16);
+  EXPECT_EQ(m.narrow_macs_per_cycle, 0.5);
+  EXPECT_EQ(m.pointwise_macs_per_cycle, 0.75);
+  EXPECT_EQ(m.emulated_ops, (std::map<std::string, double>{{"Gemm", 26.4}, {"GlobalAveragePool", 150}}));
+  const Target listed = loadTarget(writeTemp("listed.yaml", mac + "emulated_ops: [Gemm, Softmax], cycles_per_emulated_op: 30}}\n").string());
+  EXPECT_EQ(listed.engines.at("m").emulated_ops, (std::map<std::string, double>{{"Gemm", 30}, {"Softmax", 30}}));
   Target ok = loadTarget(writeTemp("cs.yaml", two + "core_sets: [{name: s, cores: [{engine: m, count: 2}, {engine: v, count: 1}]}]\n").string());
   ASSERT_EQ(ok.core_sets.size(), 1u);
   EXPECT_EQ(ok.core_sets[0].cores, (std::vector<std::pair<std::string, int>>{{"m", 2}, {"v", 1}}));
