@@ -269,7 +269,9 @@ void Lowerer::matmul(const ir::Node& n) {
   if (!epilogue) trailingActivation(n, out, outVal(n, outv));
 }
 
-void Lowerer::pool(const ir::Node& n) {
+void Lowerer::pool(const ir::Node& n) { poolLayer(n, {in(n, 0)}); }
+
+LDesc& Lowerer::poolLayer(const ir::Node& n, std::vector<int> inputs) {
   const Shape& xs = shapeOf(n, 0);
   if (xs.size() != 4 && xs.size() != 3) unsupported(n, "{}-D pooling has no package form (1-D and 2-D)", xs.size() - 2);
   if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) unsupported(n, "the MaxPool indices output has no package form");
@@ -281,8 +283,11 @@ void Lowerer::pool(const ir::Node& n) {
                              u32(at(w.pad_begin, 0, 0)), u32(at(w.pad_begin, 1, 0)), u32(at(w.pad_end, 0, 0)),
                              u32(at(w.pad_end, 1, 0)),   u32(n.attrInt("count_include_pad", 0) != 0),
                              n.op == "MaxPool" ? package::floatParam(n.attrFloat("pad_value", -INFINITY)) : 0u};
-  LDesc& d = emit(n, n.op == "MaxPool" ? LayerKind::kMaxPool : LayerKind::kAvgPool, {in(n, 0)}, outVal(n, n.outputs[0]), p);
-  d.views = {as4d(xs), as4d(g_.value(n.outputs[0]).type.shape)};
+  LDesc& d = emit(n, n.op == "MaxPool" ? LayerKind::kMaxPool : LayerKind::kAvgPool, inputs, outVal(n, n.outputs[0]), p);
+  d.views = {as4d(xs)};
+  for (size_t k = 1; k < inputs.size(); ++k) d.views.push_back(vals_[static_cast<size_t>(inputs[k])].shape);  // (the int8 form's table)
+  d.views.push_back(as4d(g_.value(n.outputs[0]).type.shape));
+  return d;
 }
 
 void Lowerer::softmax(const ir::Node& n) {

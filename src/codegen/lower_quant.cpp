@@ -113,6 +113,20 @@ void Lowerer::qglobalAvgPoolNode(const ir::Node& n) {
   emit(n, LayerKind::kGlobalAvgPool, {in(n, 0), tv}, outVal(n, n.outputs[0]));
 }
 
+/// ai.npuc QAvgPool -> an avg_pool layer in its int8 form: x int8, and the requantization table int32 [x_zero_point,
+/// y_zero_point, y_min, y_max, then multiplier, shift for each divisor 1 .. kh * kw].
+void Lowerer::qavgPoolNode(const ir::Node& n) {
+  if (!isInt8AffineFamily(t_.numerics))
+    unsupported(n, "QAvgPool has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
+                numericsName(t_.numerics));
+  std::vector<int32_t> table = {static_cast<int32_t>(n.attrInt("x_zero_point", 0)), static_cast<int32_t>(n.attrInt("y_zero_point", 0)),
+                                static_cast<int32_t>(n.attrInt("y_min", -128)), static_cast<int32_t>(n.attrInt("y_max", 127))};
+  const std::vector<int64_t> m = n.attrInts("multipliers"), sh = n.attrInts("shifts");
+  for (size_t i = 0; i < m.size() && i < sh.size(); ++i) table.push_back(static_cast<int32_t>(m[i])), table.push_back(static_cast<int32_t>(sh[i]));
+  int tv = weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
+  poolLayer(n, {in(n, 0), tv});
+}
+
 /// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
 /// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add -> binary add, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
@@ -168,6 +182,7 @@ void registerQuantLowerings(LowerTable& t) {
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"ai.npuc", "QGlobalAvgPool"}] = &Lowerer::qglobalAvgPoolNode;
+  t[{"ai.npuc", "QAvgPool"}] = &Lowerer::qavgPoolNode;
   t[{"", "QuantizeLinear"}] = &Lowerer::quantizeNode;
   t[{"", "DequantizeLinear"}] = &Lowerer::quantizeNode;
 }

@@ -450,6 +450,7 @@ class Lowerer {
   void qconvNode(const ir::Node& n);
   void qaddNode(const ir::Node& n);
   void qglobalAvgPoolNode(const ir::Node& n);
+  void qavgPoolNode(const ir::Node& n);
   void pow2Node(const ir::Node& n);  // lower_quant.cpp: the int8-pow2 ops (P2Quantize, P2Dequantize, P2Conv, P2Add, P2GlobalAvgPool)
   void einsum(const ir::Node& n);
 
@@ -507,6 +508,9 @@ class Lowerer {
   void gather(const ir::Node& n);
 
   void pool(const ir::Node& n);
+  /// A max_pool / avg_pool layer of a pooling node's window (MaxPool / AveragePool attributes) over `inputs` (x, then the
+  /// int8 form's table).
+  LDesc& poolLayer(const ir::Node& n, std::vector<int> inputs);
 
   /// Concat. A descriptor references at most 7 inputs; more become a chain: each concat appends up to 6 inputs to the
   /// previous partial result (concatenation only copies, so the bytes are the same).

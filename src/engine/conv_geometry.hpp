@@ -1,7 +1,8 @@
-// The kernel-library geometry of a convolution-like node (shared by the float and the int8 kernels).
+// The kernel-library geometry of a convolution-like or pooling node (shared by the float and the int8 kernels).
 #pragma once
 
 #include "engine/kernel.hpp"
+#include "kernels/layers.hpp"
 #include "ops/window.hpp"
 
 namespace npuc::engine {
@@ -19,6 +20,20 @@ Geometry geometryOf(const KernelCall& c, const Tensor& x, const ops::Window& win
   s.stride = win.stride;
   s.dilation = win.dilation;
   s.pad_begin = win.pad_begin;
+  return s;
+}
+
+/// The kernel library's 2-D pooling geometry of a 1-D or 2-D window (1-D as H = 1).
+inline kernels::Pool2dShape pool2dShape(const ops::Window& w, int64_t planes) {
+  kernels::Pool2dShape s;
+  s.planes = planes;
+  const size_t v = w.rank() == 2 ? 1 : 0;  // the W dim
+  if (w.rank() == 2) {
+    s.ih = w.in[0], s.oh = w.out[0], s.kh = w.kernel[0], s.sh = w.stride[0], s.dh = w.dilation[0];
+    s.pt = w.pad_begin[0], s.pb = w.pad_end[0];
+  }
+  s.iw = w.in[v], s.ow = w.out[v], s.kw = w.kernel[v], s.sw = w.stride[v], s.dw = w.dilation[v];
+  s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
   return s;
 }
 

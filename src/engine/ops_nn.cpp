@@ -289,20 +289,6 @@ void forTaps(const PlaneGeom& p, int64_t o, F&& tap) {
   }
 }
 
-/// The kernel library's 2-D pooling geometry of a 1-D or 2-D window (1-D as H = 1).
-kernels::Pool2dShape pool2dShape(const ops::Window& w, int64_t planes) {
-  kernels::Pool2dShape s;
-  s.planes = planes;
-  const size_t v = w.rank() == 2 ? 1 : 0;  // the W dim
-  if (w.rank() == 2) {
-    s.ih = w.in[0], s.oh = w.out[0], s.kh = w.kernel[0], s.sh = w.stride[0], s.dh = w.dilation[0];
-    s.pt = w.pad_begin[0], s.pb = w.pad_end[0];
-  }
-  s.iw = w.in[v], s.ow = w.out[v], s.kw = w.kernel[v], s.sw = w.stride[v], s.dw = w.dilation[v];
-  s.pl = w.pad_begin[v], s.pr = w.pad_end[v];
-  return s;
-}
-
 /// MaxPool over int8 codes (an int8-affine graph's data movement: input and output share scale and zero point).
 void maxPoolI8(KernelCall& c) {
   const Tensor& x = c.input(0);

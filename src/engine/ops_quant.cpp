@@ -162,6 +162,26 @@ void qglobalAvgPool(KernelCall& c) {
   kernels::qglobalAvgPool(planes, planes ? x.numel() / planes : 0, x.data<int8_t>(), p, y.data<int8_t>(), c.pool);
 }
 
+/// ai.npuc QAvgPool: the int8-affine windowed average pooling (kernels::qavgPool2d, as the package's int8 avg_pool
+/// layer).
+void qavgPool(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  if (x.rank() != 3 && x.rank() != 4) c.unsupported("int8 AveragePool is 1-D or 2-D");
+  const ops::Window w = ops::resolveWindow(c.node, std::vector<int64_t>(x.shape().begin() + 2, x.shape().end()), {},
+                                           c.node.attrInt("ceil_mode", 0) != 0);
+  kernels::Pool2dShape s = pool2dShape(w, x.dim(0) * x.dim(1));
+  s.count_include_pad = c.node.attrInt("count_include_pad", 0) != 0;
+  kernels::QAvgPoolParams p;
+  p.zx = static_cast<int32_t>(c.node.attrInt("x_zero_point", 0));
+  p.zy = static_cast<int32_t>(c.node.attrInt("y_zero_point", 0));
+  p.lo = static_cast<int32_t>(c.node.attrInt("y_min", -128));
+  p.hi = static_cast<int32_t>(c.node.attrInt("y_max", 127));
+  const std::vector<int64_t> m = c.node.attrInts("multipliers"), sh = c.node.attrInts("shifts");
+  for (size_t i = 0; i < m.size() && i < sh.size(); ++i) p.mul.push_back({static_cast<int32_t>(m[i]), static_cast<int32_t>(sh[i])});
+  Tensor& y = c.alloc(0);
+  kernels::qavgPool2d(s, x.data<int8_t>(), p, y.data<int8_t>(), c.pool);
+}
+
 }  // namespace
 
 void registerQuantKernels(KernelRegistry& r) {
@@ -170,6 +190,7 @@ void registerQuantKernels(KernelRegistry& r) {
   r.addFn("QConv", qconv, "ai.npuc");
   r.addFn("QAdd", qadd, "ai.npuc");
   r.addFn("QGlobalAvgPool", qglobalAvgPool, "ai.npuc");
+  r.addFn("QAvgPool", qavgPool, "ai.npuc");
 }
 
 }  // namespace npuc::engine

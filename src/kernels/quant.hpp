@@ -185,6 +185,23 @@ QGlobalAvgPoolParams qglobalAvgPoolParams(double sx, int32_t zx, double sy, int3
 /// threads cannot change a bit (the reference and the fast mode are this one loop, which the compiler vectorises).
 void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvgPoolParams& p, int8_t* y, ThreadPool* pool);
 
+/// The int8-affine windowed average pooling (docs/numerics.md): per output, over the window's taps inside the input
+/// (k of them) with divisor n (k, or with count_include_pad the taps inside the padded input, as avgPool2d counts),
+///   acc = sum x - k * zx                     (a padded tap is the real 0: the code zx, which adds nothing)
+///   y   = clamp(zy + multiplyByMultiplier(acc, M[n]), lo, hi),   M[n] = quantizeMultiplier(sx / (sy * n))
+/// — the mean's one rounding is the requantization's; zy (clamped) where n is 0. One factor per possible divisor.
+struct QAvgPoolParams {
+  int32_t zx = 0, zy = 0, lo = -128, hi = 127;
+  std::vector<Multiplier> mul;  // mul[n - 1]: divisor n, 1 .. kh * kw
+};
+/// The parameters for windows of up to `taps` taps (kh * kw, 1 .. kMaxAvgPoolTaps): a factor for each divisor.
+/// Throws std::invalid_argument for scales that are not finite and positive, or `taps` out of range.
+inline constexpr int64_t kMaxAvgPoolTaps = 1024;
+QAvgPoolParams qavgPoolParams(double sx, int32_t zx, double sy, int32_t zy, int64_t taps, int32_t lo = -128, int32_t hi = 127);
+/// int8 codes x [planes, ih, iw] -> y [planes, oh, ow] (s: Pool2dShape, its pad_value unused). Integer sums are exact:
+/// one kernel for the reference and the fast mode, the plane split among `pool`'s threads changes no bit.
+void qavgPool2d(const Pool2dShape& s, const int8_t* x, const QAvgPoolParams& p, int8_t* y, ThreadPool* pool);
+
 /// Requantizes int32 accumulators in place of a float epilogue: y[i] = clamp(zy + multiplyByMultiplier(acc[i],
 /// M[channel of i]), lo, hi), acc laid out [outer, channels, inner].
 void requantize_ref(int64_t outer, int64_t channels, int64_t inner, const int32_t* acc, const QOutput& out, int8_t* y);

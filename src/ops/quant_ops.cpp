@@ -146,6 +146,36 @@ void registerQuantNpucOps(Registry& r) {
                             });
   gap.domain = "ai.npuc";
   r.add(gap);
+  // The int8-affine windowed average pooling: DequantizeLinear -> AveragePool (+ Relu / Clip) -> QuantizeLinear. The
+  // window attributes are AveragePool's; one multiplier / shift pair per possible divisor 1 .. kh * kw.
+  OpSchema avg = makeSchema("QAvgPool", 1, 1,
+                            "int8-affine average pooling of int8 x [N, C, …] over AveragePool's windows: per output acc = sum "
+                            "of the taps inside x - taps * x_zero_point, y = clamp(y_zero_point + acc * M[n], y_min, y_max) with "
+                            "n the divisor (count_include_pad as AveragePool) and M[n] = multipliers[n-1] * 2^(shifts[n-1] - 31) "
+                            "(docs/numerics.md)",
+                            [](InferContext& c) {
+                              if (c.inputDType(0) != DType::kI8) c.error("x must be int8, got {}", dtypeName(c.inputDType(0)));
+                              const Shape& x = c.inputShape(0);
+                              if (x.size() != 3 && x.size() != 4) c.error("input {} must be 3-D or 4-D (N, C, spatial…)", shapeStr(x));
+                              Window w = resolveWindow(c.node(), std::vector<int64_t>(x.begin() + 2, x.end()), {},
+                                                       c.node().attrInt("ceil_mode", 0) != 0);
+                              int64_t taps = 1;
+                              for (int64_t k : w.kernel) taps *= k;
+                              if (taps > 1024) c.error("a window of {} taps (the int8 form holds at most 1024)", taps);
+                              const std::vector<int64_t> m = c.node().attrInts("multipliers"), sh = c.node().attrInts("shifts");
+                              if (static_cast<int64_t>(m.size()) != taps || sh.size() != m.size())
+                                c.error("{} multipliers and {} shifts for a window of {} taps (one of each per divisor)", m.size(), sh.size(), taps);
+                              for (size_t i = 0; i < m.size(); ++i)
+                                if (!(m[i] == 0 || (m[i] >= (int64_t{1} << 30) && m[i] < (int64_t{1} << 31))) || sh[i] < -31 || sh[i] > 30)
+                                  c.error("multiplier {} / shift {} (divisor {}): the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]",
+                                          m[i], sh[i], i + 1);
+                              checkInt8Attrs(c, {"x_zero_point", "y_zero_point"});
+                              Shape y{x[0], x[1]};
+                              y.insert(y.end(), w.out.begin(), w.out.end());
+                              c.setOutput(0, DType::kI8, y);
+                            });
+  avg.domain = "ai.npuc";
+  r.add(avg);
 
   // int8-pow2 (TIDL, docs/numerics.md): the ops quant::quantizeToPow2 writes. Codes are int8 (signed) or uint8
   // (unsigned); attribute "table" holds the slots and the rest of kernels::pow2::Table (checked where it is

@@ -6,6 +6,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/prepost.hpp"
+#include "kernels/quant.hpp"
 #include "package/interval_map.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
@@ -564,7 +565,24 @@ struct Checker {
           typeIs(y, ElemType::kI8, "y");
           if (paramFloat(w[11]) != -std::numeric_limits<float>::infinity()) bad("{}: int8 max pooling ignores its padding (pad value must be -inf)", what);
           if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: int8 max pooling has no activation", what);
+          if (d.n_in != 1) bad("{}: {} inputs (max pooling takes 1)", what, d.n_in);
+        } else if (d.kind == LayerKind::kAvgPool && x.type == ElemType::kI8) {
+          // The int8 form (int8-affine packages): x, y int8 and the table [zx, zy, lo, hi, (multiplier, shift) per divisor].
+          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 average pooling belongs to int8-affine packages", what);
+          if (d.n_in != 2) bad("{}: the int8 form takes 2 inputs (x, requantization), got {}", what, d.n_in);
+          typeIs(y, ElemType::kI8, "y");
+          const int64_t taps = int64_t{si(0)} * si(1);
+          if (taps < 1 || taps > kernels::kMaxAvgPoolTaps) bad("{}: a window of {} taps (the int8 form holds 1 to {})", what, taps, kernels::kMaxAvgPoolTaps);
+          const std::vector<int32_t> t = int8Table(d.in(1), 4 + 2 * taps, 4, what);
+          for (int64_t k = 0; k < taps; ++k) {
+            const int32_t mult = t[static_cast<size_t>(4 + 2 * k)], shift = t[static_cast<size_t>(5 + 2 * k)];
+            if (!(mult == 0 || mult >= (1 << 30)) || shift < -31 || shift > 30)
+              bad("{}: multiplier {} / shift {} of divisor {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", what,
+                  mult, shift, k + 1);
+          }
+          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
         } else {
+          if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
           isFloat(x, "x"); isFloat(y, "y");
         }
         if (x.dims[0] != y.dims[0] || x.dims[1] != y.dims[1]) bad("{}: {} -> {} changes N or C", what, dimsStr(x), dimsStr(y));

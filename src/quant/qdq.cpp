@@ -6,6 +6,7 @@
 #include "ir/rewriter.hpp"
 #include "kernels/quant.hpp"
 #include "ops/registry.hpp"
+#include "ops/window.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
@@ -690,10 +691,54 @@ int fuseIntegerAdds(ir::Graph& g) {
   });
 }
 
+namespace {
+/// DequantizeLinear -> AveragePool (+ Relu / Clip) -> QuantizeLinear -> ai.npuc QAvgPool (the window attributes kept).
+bool fuseIntegerAvgPool(ir::Graph& g, ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  if (n.outputs.size() != 1 || n.hasAttr("storage_order")) return false;
+  auto x = int8Activation(g, n.inputs[0]);
+  if (!x) return false;
+  const ir::Type& xt = g.value(x->node->inputs[0]).type;
+  const Shape& xs = xt.shape;
+  if ((xs.size() != 3 && xs.size() != 4) || !xt.isStatic()) return false;
+  int64_t taps = 1;
+  try {
+    const ops::Window w = ops::resolveWindow(n, std::vector<int64_t>(xs.begin() + 2, xs.end()), {}, n.attrInt("ceil_mode", 0) != 0);
+    for (int64_t k : w.kernel) taps *= k;
+  } catch (const Error&) {
+    return false;
+  }
+  auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
+  if (!qo || taps > kernels::kMaxAvgPoolTaps) return false;
+  kernels::QAvgPoolParams p;
+  try {
+    p = kernels::qavgPoolParams(x->scale[0], static_cast<int32_t>(x->zero_point[0]), qo->scale, static_cast<int32_t>(qo->zero_point),
+                                taps, static_cast<int32_t>(qo->lo), static_cast<int32_t>(qo->hi));
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  std::map<std::string, ir::Attr> attrs;
+  for (const char* a : {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad", "dilations"})
+    if (n.hasAttr(a)) attrs[a] = n.attrs.at(a);
+  std::vector<int64_t> m, sh;
+  for (const kernels::Multiplier& k : p.mul) m.push_back(k.m), sh.push_back(k.shift);
+  attrs["x_zero_point"] = ir::Attr(int64_t{p.zx});
+  attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
+  attrs["y_min"] = ir::Attr(int64_t{p.lo});
+  attrs["y_max"] = ir::Attr(int64_t{p.hi});
+  attrs["multipliers"] = ir::Attr(m);
+  attrs["shifts"] = ir::Attr(sh);
+  attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{n.op, qo->act_node->op} : std::vector<std::string>{n.op});
+  replaceRun(g, rw, id, *qo, "QAvgPool", "ai.npuc", {x->node->inputs[0]}, std::move(attrs));
+  return true;
+}
+}  // namespace
+
 int fuseIntegerPools(ir::Graph& g) {
   return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);
-    if (n.op != "GlobalAveragePool" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    if ((n.op != "GlobalAveragePool" && n.op != "AveragePool") || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    if (n.op == "AveragePool") return fuseIntegerAvgPool(g, rw, uses, outputs, id);
     auto x = int8Activation(g, n.inputs[0]);
     if (!x) return false;
     const ir::Type& xt = g.value(x->node->inputs[0]).type;

@@ -93,7 +93,8 @@ int fuseIntegerGemms(ir::Graph& g);
 int fuseIntegerAdds(ir::Graph& g);
 
 /// Replaces each DequantizeLinear -> GlobalAveragePool (+ a Relu / Clip) -> QuantizeLinear run over an int8 tensor of
-/// static shape by one ai.npuc QGlobalAvgPool (kernels::qglobalAvgPool: the integer mean of docs/numerics.md).
+/// static shape by one ai.npuc QGlobalAvgPool (kernels::qglobalAvgPool: the integer mean of docs/numerics.md), and each
+/// such run through a 1-D or 2-D AveragePool of at most 1024 taps by one ai.npuc QAvgPool (kernels::qavgPool2d).
 /// Returns how many it replaced.
 int fuseIntegerPools(ir::Graph& g);
 

@@ -106,9 +106,10 @@ struct Runtime::Impl {
     kernels::MatMulBatches mm;  // matmul: the operands' batches
     std::vector<Shape> shapes;  // of the references
     std::unique_ptr<kernels::QConv> qconv;  // conv in its int8 form (int8-affine): the int8 weights packed once
-    bool int8 = false;                       // binary (an addition, with qadd) or global_avg_pool (qgap) in its int8 form
+    bool int8 = false;                       // binary (an addition, with qadd), global_avg_pool (qgap) or avg_pool (qavg) in its int8 form
     kernels::QAddParams qadd;
     kernels::QGlobalAvgPoolParams qgap;
+    kernels::QAvgPoolParams qavg;  // avg_pool in its int8 form
     std::unique_ptr<plugin::Instance> custom;  // a custom layer: its plugin op, parameters and state
     std::vector<DType> custom_in;              // the type each input passes to the plugin as
     DType custom_out = DType::kUndefined;      // the type the plugin writes the output in
@@ -383,6 +384,12 @@ struct Runtime::Impl {
         s.ps.pr = si(9);
         s.ps.count_include_pad = s.p[10] != 0;
         s.ps.pad_value = package::paramFloat(s.p[11]);
+        if (d.kind == LayerKind::kAvgPool && d.in(0).type == ElemType::kI8 && !s.p2) {  // the int8 form: its table (validated)
+          s.int8 = true;
+          const int32_t* t = reinterpret_cast<const int32_t*>(s.in[1]);
+          s.qavg.zx = t[0], s.qavg.zy = t[1], s.qavg.lo = t[2], s.qavg.hi = t[3];
+          for (int64_t k = 0; k < s.ps.kh * s.ps.kw; ++k) s.qavg.mul.push_back({t[4 + 2 * k], t[5 + 2 * k]});
+        }
         s.post_act = true;
         break;
       }
@@ -783,6 +790,10 @@ struct Runtime::Impl {
       }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
+        if (s.int8) {  // avg_pool's int8 form: exact integer sums, one kernel for both modes
+          kernels::qavgPool2d(s.ps, reinterpret_cast<const int8_t*>(s.in[0]), s.qavg, reinterpret_cast<int8_t*>(s.out), pool.get());
+          return;
+        }
         if (d.in(0).type == ElemType::kI8) {  // int8 codes: max is exact, one kernel for both modes
           (opts.exact ? kernels::maxPool2dI8 : kernels::maxPool2dI8Fast)(s.ps, reinterpret_cast<const int8_t*>(s.in[0]), reinterpret_cast<int8_t*>(s.out), pool.get());
           return;

@@ -443,6 +443,75 @@ TEST(QuantAdd, IsTheRealSumRoundedOnceAndClamped) {
   EXPECT_THROW(qaddParams(1.0, 0, NAN, 0, 1.0, 0), std::invalid_argument);
 }
 
+// The int8 windowed average pooling is the real mean requantized, with the float kernel's divisor: for random
+// windows (1-4 taps a side, strides 1-3, dilations 1-2, pads, count_include_pad on and off, 1-D and 2-D), scales and
+// zero points, each code is within half a step (+ the requantization's second rounding, and the multiplier's 2^-30
+// relative error) of zy + sx * avg(x - zx) / sy before the clamp, avg being avgPool2d's (a padded tap is the real 0);
+// the same bytes on 1 and 3 threads; parameters it cannot hold are refused.
+TEST(QuantAvgPool, IsTheRealMeanRoundedOnceAndClamped) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> i8(-128, 127), k4(1, 4), s3(1, 3), d2(1, 2), hw(1, 12), coin(0, 1);
+  std::uniform_real_distribution<double> scale(-6.0, 1.0);
+  ThreadPool p3(3);
+  int checked = 0, padded_divisors = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Pool2dShape s;
+    s.planes = 1 + trial % 5;
+    const bool one_d = trial % 4 == 3;
+    s.kh = one_d ? 1 : k4(rng), s.kw = k4(rng), s.sh = one_d ? 1 : s3(rng), s.sw = s3(rng);
+    s.dh = one_d ? 1 : d2(rng), s.dw = d2(rng);
+    s.ih = one_d ? 1 : hw(rng), s.iw = hw(rng);
+    auto pad = [&](int64_t k) { return std::uniform_int_distribution<int64_t>(0, k - 1)(rng); };
+    s.pt = one_d ? 0 : pad(s.kh), s.pb = one_d ? 0 : pad(s.kh), s.pl = pad(s.kw), s.pr = pad(s.kw);
+    s.count_include_pad = coin(rng) == 1;
+    const int64_t eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
+    if (s.ih + s.pt + s.pb < eh || s.iw + s.pl + s.pr < ew) continue;
+    s.oh = (s.ih + s.pt + s.pb - eh) / s.sh + 1, s.ow = (s.iw + s.pl + s.pr - ew) / s.sw + 1;
+    const double sx = std::pow(10.0, scale(rng)), sy = sx * std::pow(10.0, scale(rng) / 3);
+    const int32_t zx = i8(rng), zy = trial % 3 == 0 ? 0 : i8(rng), lo = trial % 4 == 0 ? zy : -128;
+    const QAvgPoolParams p = qavgPoolParams(sx, zx, sy, zy, s.kh * s.kw, lo, 127);
+    const int64_t in = s.planes * s.ih * s.iw, out = s.planes * s.oh * s.ow;
+    std::vector<int8_t> x(static_cast<size_t>(in)), y1(static_cast<size_t>(out)), y3(static_cast<size_t>(out));
+    for (auto& v : x) v = static_cast<int8_t>(trial % 5 == 0 ? 127 : i8(rng));
+    qavgPool2d(s, x.data(), p, y1.data(), nullptr);
+    qavgPool2d(s, x.data(), p, y3.data(), &p3);
+    ASSERT_EQ(y1, y3) << trial;
+    // The float kernel on the real values (x - zx): its sums of small integers are exact, its divisor the spec's.
+    std::vector<float> xf(x.size()), avg(static_cast<size_t>(out));
+    for (size_t i = 0; i < x.size(); ++i) xf[i] = static_cast<float>(x[i] - zx);
+    avgPool2d(s, xf.data(), avg.data(), nullptr);
+    // The divisor (docs/numerics.md): taps inside the input, or with count_include_pad inside the padded extent.
+    auto taps = [](int64_t o, int64_t k, int64_t d, int64_t lo, int64_t hi) {
+      int64_t c = 0;
+      for (int64_t j = 0; j < k; ++j) c += o + j * d >= lo && o + j * d < hi;
+      return c;
+    };
+    for (int64_t i = 0; i < out; ++i) {
+      const int64_t oy = i / s.ow % s.oh, ox = i % s.ow, y0 = oy * s.sh - s.pt, x0 = ox * s.sw - s.pl;
+      const int64_t n = s.count_include_pad ? taps(y0, s.kh, s.dh, -s.pt, s.ih + s.pb) * taps(x0, s.kw, s.dw, -s.pl, s.iw + s.pr)
+                                            : taps(y0, s.kh, s.dh, 0, s.ih) * taps(x0, s.kw, s.dw, 0, s.iw);
+      padded_divisors += s.count_include_pad && n > taps(y0, s.kh, s.dh, 0, s.ih) * taps(x0, s.kw, s.dw, 0, s.iw);
+      const double real = zy + sx * static_cast<double>(avg[static_cast<size_t>(i)]) / sy;
+      const int32_t got = y1[static_cast<size_t>(i)];
+      // (multiplyByMultiplier rounds the product to an integer, then shifts right by `right` with rounding: the
+      // second rounding adds at most half a step of the first, 2^-(right + 1))
+      const int right = n > 0 ? std::max(0, -p.mul[static_cast<size_t>(n - 1)].shift) : 0;
+      const double tol = 0.5 + (right > 0 ? std::ldexp(0.5, -right) : 0.0) + std::fabs(real - zy) * 2e-6 + 1e-9;
+      if (real >= lo - 0.5 && real <= 127.5) {
+        ASSERT_LE(std::fabs(got - real), tol) << trial << " " << i << " real " << real << " divisor " << n;
+      } else {
+        ASSERT_EQ(got, real < lo ? lo : 127) << trial << " " << i;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 5000);
+  EXPECT_GT(padded_divisors, 100);  // windows whose divisor counted padding were among them
+  EXPECT_THROW(qavgPoolParams(1.0, 0, 1.0, 0, 0), std::invalid_argument);
+  EXPECT_THROW(qavgPoolParams(1.0, 0, 1.0, 0, kMaxAvgPoolTaps + 1), std::invalid_argument);
+  EXPECT_THROW(qavgPoolParams(0.0, 0, 1.0, 0, 4), std::invalid_argument);
+}
+
 // The int8 global average pooling is the real mean rounded once: for random planes of 1 to 400 codes and random
 // scales and zero points, each code is within 0.5 (+ the multiplier's 2^-30 relative error) of
 // zy + sx * (mean x - zx) / sy before the clamp, ties rounding as multiplyByMultiplier does; the same bytes on 1 and

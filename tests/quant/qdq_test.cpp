@@ -385,9 +385,10 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
 }
 
 /// The package in `dir` equals `model` on the engine, bit for bit, in exact and fast mode at 1, 2 and 3 threads, on
-/// `samples` inputs of `shape` drawn from `draw` (input "input").
+/// `samples` inputs of `shape` drawn from `draw` (input `input`).
 template <class Draw>
-void expectPackageEqualsEngine(const std::filesystem::path& dir, const Model& model, const Shape& shape, int samples, Draw draw) {
+void expectPackageEqualsEngine(const std::filesystem::path& dir, const Model& model, const Shape& shape, int samples, Draw draw,
+                               const std::string& input = "input") {
   Session s(model, 1);
   for (bool exact : {true, false})
     for (int threads : {1, 2, 3}) {
@@ -395,9 +396,9 @@ void expectPackageEqualsEngine(const std::filesystem::path& dir, const Model& mo
       for (int i = 0; i < samples; ++i) {
         Tensor xi(DType::kF32, shape);
         for (int64_t k = 0; k < xi.numel(); ++k) xi.data<float>()[k] = draw();
-        rt.setInput("input", xi);
+        rt.setInput(input, xi);
         rt.run();
-        Tensor want = s.run({{"input", xi}})[0];
+        Tensor want = s.run({{input, xi}})[0];
         EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
       }
     }
@@ -445,6 +446,70 @@ TEST(Int8AffinePackage, ResidualAddsAreIntegerAdditions) {
     EXPECT_NE(std::string(e.what()).find("multiplier 12345"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(o.out_root);
+}
+
+// Windowed average pooling in integers (ai.npuc QAvgPool, the avg_pool layer's int8 form): a 2-D pool counting its
+// padding (3x3, stride 2, pads 1) and a 1-D one after a max pool (tests/data/kinds) — each AveragePool becomes one
+// integer layer, the package equals the engine on that graph bit for bit (exact and fast, 1 to 3 threads), and the
+// reader refuses the layer's table with a bad multiplier, naming the divisor.
+TEST(Int8AffinePackage, AveragePoolsAreIntegerMeans) {
+  struct Case {
+    const char* name;
+    Shape shape;
+  };
+  for (const Case& k : {Case{"avgpool_include_pad", Shape{1, 3, 7, 8}}, Case{"pool_1d", Shape{1, 3, 11}}}) {
+    SCOPED_TRACE(k.name);
+    const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/kinds/" + k.name + ".onnx";
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> u(-1.0f, 3.0f);
+    Shape cs = k.shape;
+    cs[0] = 10;
+    Tensor c(DType::kF32, cs);
+    for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+    QuantizeOptions q;
+    q.calibration["x"] = {c};
+    q.integer_layers = true;
+    QuantizeReport rep;
+    Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
+    EXPECT_EQ(rep.integer_layers, 1);
+    int qavg = 0, float_avg = 0;
+    const ir::Graph& g = graphOf(qdq);
+    for (ir::NodeId id : g.order()) {
+      qavg += g.node(id).op == "QAvgPool";
+      float_avg += g.node(id).op == "AveragePool";
+    }
+    EXPECT_EQ(qavg, 1);
+    EXPECT_EQ(float_avg, 0);
+    TranslateOptions o = int8Options(std::string(k.name) + "8", onnx, "generic-int8", "npuc_int8_avg_");
+    o.calibration = q.calibration;
+    TranslateResult r = translate(o);
+    ASSERT_TRUE(r.ok);
+    expectPackageEqualsEngine(r.dir, qdq, k.shape, 6, [&] { return u(rng); }, "x");
+    package::Package p = package::readPackage(r.dir);
+    const package::Descriptor* avg = nullptr;
+    for (const package::Descriptor& d : p.vec) avg = d.kind == package::LayerKind::kAvgPool ? &d : avg;
+    for (const package::Descriptor& d : p.mac) avg = d.kind == package::LayerKind::kAvgPool ? &d : avg;
+    ASSERT_NE(avg, nullptr);
+    ASSERT_EQ(avg->n_in, 2);
+    EXPECT_EQ(avg->in(0).type, package::ElemType::kI8);
+    EXPECT_EQ(avg->out(0).type, package::ElemType::kI8);
+    uint64_t weight_base = 0;
+    for (const package::SubSpace& sp : p.address_map)
+      for (const package::Element& e : sp.elements)
+        if (e.name == "weight") weight_base = e.addr;
+    const uint64_t at = avg->in(1).addr - weight_base + 4 * 6;  // (word 6: divisor 2's multiplier)
+    ASSERT_LT(at + 4, p.weights.size());
+    const int32_t bad = 777;
+    std::memcpy(p.weights.data() + at, &bad, 4);
+    try {
+      package::validatePackage(p, "avg8");
+      ADD_FAILURE() << "a bad multiplier passed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("multiplier 777 / shift"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("of divisor 2"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(o.out_root);
+  }
 }
 
 // Data movement on int8 codes: in a small GoogLeNet-style network (tests/data/quant/make_inception.py) the MaxPools,

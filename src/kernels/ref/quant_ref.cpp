@@ -114,6 +114,54 @@ void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvg
   });
 }
 
+QAvgPoolParams qavgPoolParams(double sx, int32_t zx, double sy, int32_t zy, int64_t taps, int32_t lo, int32_t hi) {
+  for (double v : {sx, sy})
+    if (!(v > 0) || !std::isfinite(v)) throw std::invalid_argument("qavgPoolParams: scales must be finite and positive");
+  if (taps < 1 || taps > kMaxAvgPoolTaps) throw std::invalid_argument("qavgPoolParams: a window must have 1 to 1024 taps");
+  QAvgPoolParams p;
+  p.zx = zx, p.zy = zy, p.lo = lo, p.hi = hi;
+  for (int64_t n = 1; n <= taps; ++n) p.mul.push_back(quantizeMultiplier(sx / (sy * static_cast<double>(n))));
+  return p;
+}
+
+void qavgPool2d(const Pool2dShape& s, const int8_t* x, const QAvgPoolParams& p, int8_t* y, ThreadPool* pool) {
+  // Taps of a window starting at i0 (k taps, dilation d) inside [lo, hi).
+  auto inside = [](int64_t i0, int64_t k, int64_t d, int64_t lo, int64_t hi) {
+    int64_t c = 0;
+    for (int64_t j = 0; j < k; ++j) c += i0 + j * d >= lo && i0 + j * d < hi;
+    return c;
+  };
+  detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const int8_t* xp = x + pl * s.ih * s.iw;
+      int8_t* yp = y + pl * s.oh * s.ow;
+      for (int64_t oy = 0; oy < s.oh; ++oy) {
+        const int64_t iy0 = oy * s.sh - s.pt;
+        const int64_t rows_in = inside(iy0, s.kh, s.dh, 0, s.ih);
+        const int64_t rows_n = s.count_include_pad ? inside(iy0, s.kh, s.dh, -s.pt, s.ih + s.pb) : rows_in;
+        for (int64_t ox = 0; ox < s.ow; ++ox) {
+          const int64_t ix0 = ox * s.sw - s.pl;
+          const int64_t cols_in = inside(ix0, s.kw, s.dw, 0, s.iw);
+          const int64_t n = rows_n * (s.count_include_pad ? inside(ix0, s.kw, s.dw, -s.pl, s.iw + s.pr) : cols_in);
+          int32_t sum = 0;  // |sum| <= 128 * 1024 taps
+          for (int64_t i = 0; i < s.kh; ++i) {
+            const int64_t iy = iy0 + i * s.dh;
+            if (iy < 0 || iy >= s.ih) continue;
+            for (int64_t j = 0; j < s.kw; ++j) {
+              const int64_t ix = ix0 + j * s.dw;
+              if (ix >= 0 && ix < s.iw) sum += xp[iy * s.iw + ix];
+            }
+          }
+          const int32_t acc = sum - static_cast<int32_t>(rows_in * cols_in) * p.zx;
+          yp[oy * s.ow + ox] = n > 0 && n <= static_cast<int64_t>(p.mul.size())
+                                   ? requantizeValue(acc, p.mul[static_cast<size_t>(n - 1)], p.zy, p.lo, p.hi)
+                                   : static_cast<int8_t>(std::clamp(p.zy, p.lo, p.hi));
+        }
+      }
+    }
+  });
+}
+
 void maxPool2dI8(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
   detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
     std::vector<int8_t> row(static_cast<size_t>(std::max<int64_t>(s.iw, 1)));
