@@ -162,6 +162,14 @@ struct TranslateOptions {
   std::map<std::string, int> layer_groups;
   std::vector<int> layer_group_list;
   bool auto_layer_groups = false;
+  /// Convolution kernels of a target with a sparse kernel (TIDL's conv2dKernelType: 0 sparse, 1 dense; the time
+  /// estimate, docs/cost-model.md). Default: dense for an output plane below 64 x 64, sparse otherwise. conv_kernel_all
+  /// (-1: not given) sets every convolution; conv_kernel_list one value per layer of the package (as layer_group_list;
+  /// the values of layers that are no convolution ignored); conv_kernels (--conv-kernel LAYER=sparse|dense) layers by
+  /// name.
+  int conv_kernel_all = -1;
+  std::vector<int> conv_kernel_list;
+  std::map<std::string, int> conv_kernels;
 };
 
 struct TranslateResult {

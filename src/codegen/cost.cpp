@@ -9,7 +9,10 @@
 #include "codegen/cost.hpp"
 
 #include "ops/registry.hpp"
+#include "support/error.hpp"
 #include "target/check.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +33,12 @@ namespace {
 struct Work {
   std::string op;  // the layer's (first) ONNX op
   int64_t macs = 0, taps = 0, elems = 0, in_elems = 0, out_elems = 0, bytes = 0;
+  bool sparse = false;  // a convolution on the sparse kernel: its MACs scale with the weights' density
+  double density = 1;
 };
+Work workOf(const LayerEstimate& l) {
+  return Work{l.op, l.macs, l.taps, l.elems, l.in_elems, l.out_elems, l.bytes, l.conv_kernel == "sparse", l.weight_density};
+}
 /// The MAC rate of a layer on an engine: narrow groups (MACs per output tap = input channels per group), pointwise
 /// layers (taps = output elements: one kernel tap) or the engine's own rate.
 double macRate(const target::Engine& en, const Work& w) {
@@ -44,8 +52,11 @@ double layerTime(const target::Engine& en, const Work& w) {
   const double f = en.clock_mhz;
   double compute = 0;
   if (emulated != en.emulated_ops.end()) compute = static_cast<double>(w.macs > 0 ? w.macs : w.in_elems) * emulated->second / f;
-  else if (w.macs > 0 && en.macs_per_cycle > 0)
+  else if (w.macs > 0 && en.macs_per_cycle > 0) {
     compute = static_cast<double>(w.macs) / (macRate(en, w) * f) + static_cast<double>(w.taps) * en.cycles_per_tap / f;
+    // The sparse kernel skips zero weights: a fixed part of the time, the rest in proportion to the nonzero ones.
+    if (w.sparse && en.sparse_kernel) compute *= en.sparse_fixed_fraction + (1 - en.sparse_fixed_fraction) * w.density;
+  }
   else if (en.elems_per_cycle > 0) compute = static_cast<double>(w.elems) / (en.elems_per_cycle * f);
   const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) / (en.bytes_per_cycle * f) : 0.0;
   return en.overhead_us + std::max(compute, memory);
@@ -101,6 +112,7 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
   std::vector<double> single(t.engines.size(), 0.0);
   int64_t esize = t.numerics == Numerics::kFp32 ? 4 : t.numerics == Numerics::kFp16 ? 2 : 1;
   std::map<std::string, double> per_engine;
+  const bool sparse_target = std::any_of(t.engines.begin(), t.engines.end(), [](const auto& en) { return en.second.sparse_kernel; });
   int ith = 0;
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
@@ -147,7 +159,22 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.bytes = (elems + weights) * esize;
     const target::OpSupport* s = t.supportOf(n);
     l.engine = s ? s->engine : "unsupported";
-    const Work w{n.op, l.macs, l.taps, elems, in_elems, out_elems, l.bytes};
+    l.op = n.op;
+    l.elems = elems;
+    l.in_elems = in_elems;
+    l.out_elems = out_elems;
+    if (sparse_target && n.op == "Conv" && l.macs > 0) {  // (a fused activation puts a Conv in npuc's domain)
+      l.conv_kernel = denseByDefault(l.out_w, l.out_h) ? "dense" : "sparse";
+      if (n.hasInput(1) && g.value(n.inputs[1]).isConstant()) {
+        const Tensor& wt = *g.value(n.inputs[1]).constant;
+        if (wt.dtype() == DType::kF32 && wt.numel() > 0) {
+          int64_t nonzero = 0;
+          for (int64_t i = 0; i < wt.numel(); ++i) nonzero += wt.data<float>()[i] != 0.0f;
+          l.weight_density = static_cast<double>(nonzero) / static_cast<double>(wt.numel());
+        }
+      }
+    }
+    const Work w = workOf(l);
     if (s && s->engine != "folded") {
       l.time_us = layerTime(t.engines.at(s->engine), w);
       per_engine[s->engine] += l.time_us;
@@ -171,6 +198,51 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
   }
   throughput(e, t);
   return e;
+}
+
+void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std::vector<int>& by_index,
+                       const std::vector<std::string>& index_names, const std::map<std::string, int>& by_name) {
+  if (all < 0 && by_index.empty() && by_name.empty()) return;
+  const bool sparse_target = std::any_of(t.engines.begin(), t.engines.end(), [](const auto& en) { return en.second.sparse_kernel; });
+  if (!sparse_target)
+    fail(ErrorCode::kInvalidArgument, "convolution kernels: target '{}' has no sparse kernel to choose (TIDL's conv2dKernelType: target tidl)", t.name);
+  auto value = [](int v, const std::string& what) {
+    if (v != 0 && v != 1) fail(ErrorCode::kInvalidArgument, "convolution kernels: {}: {} is not 0 (sparse) or 1 (dense)", what, v);
+    return v == 0 ? "sparse" : "dense";
+  };
+  if (!by_index.empty() && by_index.size() != index_names.size())
+    fail(ErrorCode::kInvalidArgument, "convolution kernels: {} values for {} layers (one per layer of the package, as layersGroupId)",
+         by_index.size(), index_names.size());
+  std::map<std::string, const char*> listed;  // (by index, by name)
+  for (size_t i = 0; i < by_index.size(); ++i) listed[index_names[i]] = value(by_index[i], fmt::format("layer {} ('{}')", i, index_names[i]));
+  std::set<std::string> unknown;
+  for (auto& [name, v] : by_name) unknown.insert(name);
+  for (LayerEstimate& l : e.layers) {
+    std::string kernel = l.conv_kernel;
+    if (all >= 0 && !l.conv_kernel.empty()) kernel = value(all, "every convolution");
+    if (auto it = listed.find(l.name); it != listed.end() && !l.conv_kernel.empty()) kernel = it->second;
+    if (auto it = by_name.find(l.name); it != by_name.end()) {
+      if (l.conv_kernel.empty()) fail(ErrorCode::kInvalidArgument, "convolution kernels: layer '{}' is no convolution ({})", l.name, l.opexp);
+      kernel = value(it->second, "layer '" + l.name + "'");
+      unknown.erase(l.name);
+    }
+    if (kernel == l.conv_kernel) continue;
+    l.conv_kernel = kernel;
+    if (l.single_core_us.empty()) continue;  // (a layer that takes no time)
+    const Work w = workOf(l);
+    size_t k = 0;
+    for (auto& [name, en] : t.engines) {
+      const double now = layerTime(en, w);
+      e.single_core_us[k].second += now - l.single_core_us[k];
+      l.single_core_us[k++] = now;
+    }
+    const double now = layerTime(t.engines.at(l.engine), w);
+    e.total_us += now - l.time_us;
+    for (auto& [eng, us] : e.per_engine_us)
+      if (eng == l.engine) us += now - l.time_us;
+    l.time_us = now;
+  }
+  if (!unknown.empty()) fail(ErrorCode::kInvalidArgument, "convolution kernels: no layer '{}' (the names of PREFIX_summary.csv)", *unknown.begin());
 }
 
 void dropLayers(Estimate& e, const std::set<std::string>& names) {

@@ -5,6 +5,7 @@
 #include "ir/graph.hpp"
 #include "target/target.hpp"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +25,14 @@ struct LayerEstimate {
   int64_t taps = 0;   // MAC layers: output elements x kernel taps (1 for inner products)
   double time_us = 0;
   std::vector<double> single_core_us;  // the layer's time on each engine (the target's engines in name order)
+  /// Convolutions on a target whose engines have a sparse kernel (TIDL's conv2dKernelType): "sparse" or "dense";
+  /// "" elsewhere. weight_density: the fraction of the layer's constant weights that are not zero (the sparse
+  /// kernel skips the rest).
+  std::string conv_kernel;
+  double weight_density = 1;
+  // What the time depends on besides the above (chooseConvKernels re-times a layer from them).
+  std::string op;
+  int64_t elems = 0, in_elems = 0, out_elems = 0;
 };
 
 struct Estimate {
@@ -53,6 +62,19 @@ struct Estimate {
 /// memory = bytes / (bytes_per_cycle · f); then the
 /// throughput of each of the target's core sets (docs/cost-model.md).
 Estimate estimate(const ir::Graph& g, const target::Target& t);
+
+/// TIDL's automatic choice (the import tool's default): the dense kernel for a convolution whose output plane is
+/// smaller than 64 x 64 (width x height < 4096), the sparse kernel for the others.
+inline bool denseByDefault(int64_t out_w, int64_t out_h) { return out_w * out_h < 64 * 64; }
+
+/// Sets the kernel of convolution layers (the rest keep estimate()'s automatic choice) and re-times them on every
+/// engine, with the totals: `all` (-1: none; 0 sparse, 1 dense) every convolution; `by_index` one value per name of
+/// `index_names` (the package's layers: TIDL's conv2dKernelType without its input and output layers; the values of
+/// layers that are no convolution ignored); `by_name` layers by name. Errors (kInvalidArgument) name the layer and
+/// the rule: an unknown or non-convolution layer by name, a list of the wrong length, a value not 0 or 1, a target
+/// without a sparse kernel. Call before throughput().
+void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std::vector<int>& by_index,
+                       const std::vector<std::string>& index_names, const std::map<std::string, int>& by_name);
 
 /// Removes the layers named in `names` (nodes lowering turned into no descriptor: aliases, fused casts) and their
 /// time; the rest are renumbered. The throughput is left as it was: call throughput() again.

@@ -159,6 +159,14 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   md += "\n\nSingle core (every layer on one engine; n/a: the engine has no MAC rate for the model's MAC layers):";
   for (auto& [eng, us] : e.single_core_us) md += std::isnan(us) ? fmt::format(" {}: n/a;", eng) : fmt::format(" {}: {:.3f} us;", eng, us);
   md += "\n";
+  int sparse = 0, dense = 0;
+  for (auto& l : e.layers) (l.conv_kernel == "sparse" ? sparse : dense) += !l.conv_kernel.empty();
+  if (sparse + dense > 0) {
+    md += fmt::format("\nConvolution kernels (TIDL's conv2dKernelType; docs/cost-model.md): {} sparse, {} dense —", sparse, dense);
+    for (auto& l : e.layers)
+      if (!l.conv_kernel.empty()) md += fmt::format(" {} {} (weights {:.0f} % nonzero);", l.name, l.conv_kernel, 100 * l.weight_density);
+    md += "\n";
+  }
   if (!e.multi_core.empty()) {
     md += "\nMulti-core throughput (docs/cost-model.md; two layers groups: the first N layers on the first engine, the "
           "rest pipelined on the second):\n\n| cores | roi/s | period [us] | first group |\n|---|---|---|---|\n";
@@ -813,6 +821,9 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         std::set<std::string> gone(low.aliased.begin(), low.aliased.end());
         for (auto& f : low.fusions) gone.insert(f.absorbed.begin(), f.absorbed.end());
         codegen::dropLayers(e, gone);
+        std::vector<std::string> layer_names;
+        for (const package::LayerInfo& l : low.pkg.layers) layer_names.push_back(l.name);
+        codegen::chooseConvKernels(e, t, o.conv_kernel_all, o.conv_kernel_list, layer_names, o.conv_kernels);
         codegen::throughput(e, t);
         assignLayerGroups(o, e, low.pkg);
         // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a
@@ -838,6 +849,10 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         put("_data_out_list.txt", codegen::ioListText(low, false));
         report("package", sw.lap());
       } else {
+        std::vector<std::string> layer_names;
+        for (const codegen::LayerEstimate& l : e.layers) layer_names.push_back(l.name);
+        codegen::chooseConvKernels(e, t, o.conv_kernel_all, o.conv_kernel_list, layer_names, o.conv_kernels);
+        codegen::throughput(e, t);
         auto buffers = plan::activationBuffers(graphOf(opt), 1);
         plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
         res.activation_bytes = mp.total;

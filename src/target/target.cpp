@@ -345,6 +345,12 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
           eng.narrow_group_channels = static_cast<int64_t>(narrow);
           if ((eng.narrow_group_channels > 0) != (eng.narrow_macs_per_cycle > 0))
             fail(ErrorCode::kInvalidInput, "fields 'narrow_group_channels' and 'narrow_macs_per_cycle' go together (both positive, or neither given)");
+          if (en["sparse_fixed_fraction"]) {
+            eng.sparse_kernel = true;
+            eng.sparse_fixed_fraction = num(en, "sparse_fixed_fraction");
+            if (!(eng.sparse_fixed_fraction >= 0 && eng.sparse_fixed_fraction <= 1))
+              fail(ErrorCode::kInvalidInput, "field 'sparse_fixed_fraction' must be in [0, 1], got {}", eng.sparse_fixed_fraction);
+          }
           const double per_op = num(en, "cycles_per_emulated_op");
           if (per_op < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' must not be negative, got {}", per_op);
           if (auto ops = en["emulated_ops"]) {

@@ -60,6 +60,10 @@ struct Engine {
   double narrow_macs_per_cycle = 0;
   /// Pointwise MAC layers (one kernel tap: 1x1 convolutions, inner products) run at this rate; 0 = macs_per_cycle.
   double pointwise_macs_per_cycle = 0;
+  /// A sparse convolution kernel (TIDL's conv2dKernelType 0: it skips zero weights): a convolution on it takes its
+  /// MAC time x (sparse_fixed_fraction + (1 - sparse_fixed_fraction) x its weights' nonzero fraction).
+  bool sparse_kernel = false;
+  double sparse_fixed_fraction = 0;
   /// Ops this engine runs in software (TIDL's EVE emulates float on its ARP32: inner products, global pooling,
   /// softmax) and their cycles per operation (a MAC, or an input element): such a layer costs that, not its rate.
   /// The target file gives a map op: cycles, or a list of ops with one cycles_per_emulated_op.

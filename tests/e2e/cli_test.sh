@@ -288,12 +288,16 @@ else bad "tidl-import ONNX configuration: $(cat "$tmp/ti/ok.out")"; fi
 onnxify "$td/tidl_import_j11_split.txt" | grep -v '^layersGroupId\|^conv2dKernelType' >"$tmp/ti/split.txt"
 cp "$tmp/ti/split.txt" "$tmp/ti/split6.txt"
 # The digits package has 8 layers: 5 in group 1 (EVE), 3 in group 2 (DSP), TIDL's input / output 0s around them.
-printf 'layersGroupId = 0 1 1 1 1 1 2 2 2 0\nconv2dKernelType = 1 1 1 1 1 1 1 1 1 1\n' >>"$tmp/ti/split.txt"
+printf 'layersGroupId = 0 1 1 1 1 1 2 2 2 0\nconv2dKernelType = 1 0 0 0 0 0 0 0 0 1\n' >>"$tmp/ti/split.txt"
 if "$npuc" tidl-import "$tmp/ti/split.txt" >"$tmp/ti/split.out" && grep -q "each group a pipeline stage" "$tmp/ti/split.out" &&
    [ "$(grep -c '"group": 2' "$tmp/ti/out/tidl_net_digits/manifest.json")" = 3 ] &&
-   "$npuc" bench "$tmp/ti/out/tidl_net_digits" --pipeline --runs 5 | grep -q "pipeline: 2 stages (groups 1, 2)"; then
-  ok "tidl-import: layersGroupId becomes the package's layers groups, and bench --pipeline runs them as two stages"
+   "$npuc" bench "$tmp/ti/out/tidl_net_digits" --pipeline --runs 5 | grep -q "pipeline: 2 stages (groups 1, 2)" &&
+   grep -q "3 sparse, 0 dense" "$tmp/ti/out/tidl_net_digits/tidl_net_digits_summary.md"; then
+  ok "tidl-import: layersGroupId becomes the package's layers groups, and bench --pipeline runs them as two stages; conv2dKernelType sets the estimate's kernels"
 else bad "tidl-import with layer groups: $(cat "$tmp/ti/split.out")"; fi
+cp "$tmp/ti/split6.txt" "$tmp/ti/kernels.txt"
+printf 'conv2dKernelType = 1 0 0 1\n' >>"$tmp/ti/kernels.txt"
+expect_error 2 ":$(wc -l <"$tmp/ti/kernels.txt"): conv2dKernelType: convolution kernels: 2 values for 8 layers (one per layer of the package" -- "$npuc" tidl-import "$tmp/ti/kernels.txt"
 printf 'layersGroupId = 0 1 1 1 1 2 2 0\n' >>"$tmp/ti/split6.txt"
 expect_error 2 "layersGroupId: layers groups: 6 groups listed for the package's 8 layers" -- "$npuc" tidl-import "$tmp/ti/split6.txt"
 printf 'layersGroupId = 0 1 1 2 2 1 1 2 2 0\n' >"$tmp/ti/order.txt"

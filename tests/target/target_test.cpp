@@ -147,12 +147,15 @@ TEST(Target, BadFilesNameFileAndField) {
   expect(mac + "narrow_group_channels: 16}}\n", "go together");
   expect(mac + "narrow_macs_per_cycle: 2}}\n", "go together");
   expect(mac + "pointwise_macs_per_cycle: -1}}\n", "'pointwise_macs_per_cycle' must not be negative");
+  expect(mac + "sparse_fixed_fraction: 1.5}}\n", "'sparse_fixed_fraction' must be in [0, 1]");
   const Target rates = loadTarget(writeTemp("rates.yaml", mac + "narrow_group_channels: 16, narrow_macs_per_cycle: 0.5, pointwise_macs_per_cycle: 0.75, "
                                                                 "emulated_ops: {Gemm: 26.4, GlobalAveragePool: 150}}}\n").string());
   const Engine& m = rates.engines.at("m");
   EXPECT_EQ(m.narrow_group_channels, 16);
   EXPECT_EQ(m.narrow_macs_per_cycle, 0.5);
   EXPECT_EQ(m.pointwise_macs_per_cycle, 0.75);
+  EXPECT_FALSE(m.sparse_kernel);
+  EXPECT_TRUE(loadTarget(writeTemp("sparse.yaml", mac + "sparse_fixed_fraction: 0}}\n").string()).engines.at("m").sparse_kernel);
   EXPECT_EQ(m.emulated_ops, (std::map<std::string, double>{{"Gemm", 26.4}, {"GlobalAveragePool", 150}}));
   const Target listed = loadTarget(writeTemp("listed.yaml", mac + "emulated_ops: [Gemm, Softmax], cycles_per_emulated_op: 30}}\n").string());
   EXPECT_EQ(listed.engines.at("m").emulated_ops, (std::map<std::string, double>{{"Gemm", 30}, {"Softmax", 30}}));

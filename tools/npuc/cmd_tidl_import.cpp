@@ -4,7 +4,7 @@
 // known; an unknown key, a value of the wrong kind or out of the guide's range, a missing file, or a model that is
 // not ONNX (modelType 0 Caffe, 1 TensorFlow) is an error naming the file, the line and the key. What npuc does with
 // each key is printed; the quantization keys set the int8-pow2 package's options and sampleInData its calibration;
-// keys whose feature npuc does not have yet (conv2dKernelType) are accepted and said so.
+// keys whose feature npuc does not have yet are accepted and said so.
 #include "cli_common.hpp"
 
 #include <fmt/format.h>
@@ -328,13 +328,24 @@ void addTidlImport(CLI::App& app, Action& run) {
       for (const char* k : {"preProcType", "inMean", "inScale", "randParams"})
         say(k, "recorded (applied to raw calibration samples: inMean / inScale)");
       // layersGroupId: TIDL's input and output data layers are group 0; the others list one group per layer, in
-      // program order — npuc's layers as PREFIX_summary.csv lists them.
+      // program order — the package's layers (manifest.json's, with its quantize / dequantize layers).
       if (has("layersGroupId"))
         for (double g : cfg.keys.at("layersGroupId").numbers)
           if (g != 0) t.layer_group_list.push_back(static_cast<int>(g));
       say("layersGroupId", "the package's layers groups (its 0s, TIDL's input and output layers, dropped): one per layer of "
-                           "PREFIX_summary.csv, each group a pipeline stage (npuc bench --pipeline)");
-      say("conv2dKernelType", "recorded; sparse / dense kernels are not modelled yet (issue 27)");
+                           "the package (manifest.json), each group a pipeline stage (npuc bench --pipeline)");
+      // conv2dKernelType: one value per layer as layersGroupId (TIDL's input and output data layers included: without
+      // layersGroupId, the first and the last value are theirs).
+      if (has("conv2dKernelType")) {
+        const std::vector<double>& k = cfg.keys.at("conv2dKernelType").numbers;
+        const std::vector<double>* groups = has("layersGroupId") ? &cfg.keys.at("layersGroupId").numbers : nullptr;
+        for (size_t i = 0; i < k.size(); ++i) {
+          const bool data_layer = groups ? i < groups->size() && (*groups)[i] == 0 : i == 0 || i + 1 == k.size();
+          if (!data_layer) t.conv_kernel_list.push_back(static_cast<int>(k[i]));
+        }
+      }
+      say("conv2dKernelType", "the convolutions' kernels in the time estimate (0 sparse, 1 dense; the input and output layers' "
+                              "values dropped, as layersGroupId's 0s): one per layer of the package, as layersGroupId");
       say("tidlStatsTool", "(TIDL's calibration executable: npuc calibrates itself)");
       if (has("layersGroupId") && has("conv2dKernelType") &&
           cfg.keys.at("layersGroupId").numbers.size() != cfg.keys.at("conv2dKernelType").numbers.size())
@@ -350,6 +361,8 @@ void addTidlImport(CLI::App& app, Action& run) {
           // (what the groups' list breaks is said at its line)
           if (has("layersGroupId") && std::string(e.what()).find("layers groups:") != std::string::npos)
             bad(cfg, line("layersGroupId"), "layersGroupId", e.what());
+          if (has("conv2dKernelType") && std::string(e.what()).find("convolution kernels:") != std::string::npos)
+            bad(cfg, line("conv2dKernelType"), "conv2dKernelType", e.what());
           throw;
         }
       }();

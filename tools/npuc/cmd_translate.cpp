@@ -77,6 +77,9 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --layer-group LAYER=ID      put LAYER (a name of PREFIX_summary.csv) and the layers after it in group ID, up to
                               the next layer named (repeatable; the first layers: group 1)
   --layer-groups auto         the estimate's cut for the target's fastest two-engine core set (tidl: EVE then DSP)
+  --conv-kernel K             TIDL's conv2dKernelType in the time estimate (docs/cost-model.md): K = sparse or dense
+                              (every convolution) or LAYER=sparse|dense (repeatable); default: dense below a 64x64
+                              output plane, sparse above (the sparse kernel skips zero weights)
   --input_shape "NAME:D0,D1,...;..."
                               Ascend ATC's input shapes; -1 marks the dimensions the gears below set; a range
                               LO~HI for an image's height / width is set by its static AIPP stage (within the range)
@@ -331,6 +334,15 @@ void addTranslate(CLI::App& app, Action& run) {
           const size_t eq = v.rfind('=');
           if (eq == std::string::npos || eq == 0) argError(fmt::format(" --layer-group takes LAYER=ID (got '{}')", v));
           o.layer_groups[v.substr(0, eq)] = intValue(s, v.substr(eq + 1), 1, kMaxLayerGroups);
+        } else if (s == "--conv-kernel") {
+          const std::string v = value(i);
+          const size_t eq = v.rfind('=');
+          const std::string kind = eq == std::string::npos ? v : v.substr(eq + 1);
+          if (kind != "sparse" && kind != "dense")
+            argError(fmt::format(" --conv-kernel takes sparse, dense or LAYER=sparse|dense (got '{}')", v));
+          if (eq == std::string::npos) o.conv_kernel_all = kind == "sparse" ? 0 : 1;
+          else if (eq == 0) argError(fmt::format(" --conv-kernel LAYER=KIND needs a layer name (got '{}')", v));
+          else o.conv_kernels[v.substr(0, eq)] = kind == "sparse" ? 0 : 1;
         } else if (s == "--layer-groups") {
           if (value(i) != "auto") argError(fmt::format(" --layer-groups takes 'auto' (got '{}'); --layer-group LAYER=ID names groups", a[i]));
           o.auto_layer_groups = true;
