@@ -255,8 +255,8 @@ struct QuantizeOptions {
   /// Also turn each DequantizeLinear -> Conv -> QuantizeLinear run into one integer convolution (ai.npuc QConv:
   /// int8 operands, int32 accumulation, multiplier + shift requantization; docs/numerics.md), and each such run
   /// around an Add of two same-shape tensors into an integer addition (ai.npuc QAdd), a Gemm / 2-D MatMul by
-  /// constant weights into a 1x1 QConv, and a GlobalAveragePool into an integer mean (ai.npuc QGlobalAvgPool), as
-  /// int8-affine packages compute them. The result is then npuc's own model (not standard ONNX).
+  /// constant weights into a 1x1 QConv, a GlobalAveragePool into an integer mean (ai.npuc QGlobalAvgPool) and an
+  /// AveragePool into an integer windowed mean (ai.npuc QAvgPool), as int8-affine packages compute them. The result is then npuc's own model (not standard ONNX).
   bool integer_layers = false;
   /// When set: also write the quantized model as standard ONNX QuantizeLinear / DequantizeLinear pairs (before any
   /// integer-layer fusion) to this file, for any ONNX runtime.
@@ -288,7 +288,7 @@ struct QuantizeReport {
   std::vector<QuantizedTensor> tensors;
   std::vector<std::string> warnings;
   size_t samples = 0;       // calibration samples used
-  int integer_layers = 0;   // layers (convolutions, Gemms, additions, global average pools) turned into integer layers (QuantizeOptions::integer_layers)
+  int integer_layers = 0;   // layers (convolutions, Gemms, additions, global and windowed average pools) turned into integer layers (QuantizeOptions::integer_layers)
   int bias_corrected = 0;   // layers whose bias the bias correction changed
 };
 

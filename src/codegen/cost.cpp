@@ -53,9 +53,9 @@ double layerTime(const target::Engine& en, const Work& w) {
   double compute = 0;
   if (emulated != en.emulated_ops.end()) compute = static_cast<double>(w.macs > 0 ? w.macs : w.in_elems) * emulated->second / f;
   else if (w.macs > 0 && en.macs_per_cycle > 0) {
-    compute = static_cast<double>(w.macs) / (macRate(en, w) * f) + static_cast<double>(w.taps) * en.cycles_per_tap / f;
-    // The sparse kernel skips zero weights: a fixed part of the time, the rest in proportion to the nonzero ones.
-    if (w.sparse && en.sparse_kernel) compute *= en.sparse_fixed_fraction + (1 - en.sparse_fixed_fraction) * w.density;
+    // The sparse kernel skips zero weights: a fixed part of the MAC time, the rest in proportion to the nonzero ones.
+    const double sparse = w.sparse && en.sparse_kernel ? en.sparse_fixed_fraction + (1 - en.sparse_fixed_fraction) * w.density : 1.0;
+    compute = static_cast<double>(w.macs) / (macRate(en, w) * f) * sparse + static_cast<double>(w.taps) * en.cycles_per_tap / f;
   }
   else if (en.elems_per_cycle > 0) compute = static_cast<double>(w.elems) / (en.elems_per_cycle * f);
   const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) / (en.bytes_per_cycle * f) : 0.0;

@@ -571,7 +571,7 @@ struct Checker {
           if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 average pooling belongs to int8-affine packages", what);
           if (d.n_in != 2) bad("{}: the int8 form takes 2 inputs (x, requantization), got {}", what, d.n_in);
           typeIs(y, ElemType::kI8, "y");
-          const int64_t taps = int64_t{si(0)} * si(1);
+          const int64_t taps = si(0) >= 1 && si(1) >= 1 ? int64_t{si(0)} * si(1) : 0;
           if (taps < 1 || taps > kernels::kMaxAvgPoolTaps) bad("{}: a window of {} taps (the int8 form holds 1 to {})", what, taps, kernels::kMaxAvgPoolTaps);
           const std::vector<int32_t> t = int8Table(d.in(1), 4 + 2 * taps, 4, what);
           for (int64_t k = 0; k < taps; ++k) {

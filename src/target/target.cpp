@@ -353,8 +353,12 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
           }
           const double per_op = num(en, "cycles_per_emulated_op");
           if (per_op < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' must not be negative, got {}", per_op);
+          if (en["cycles_per_emulated_op"] && !en["emulated_ops"])
+            fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' without 'emulated_ops' (the ops it applies to)");
           if (auto ops = en["emulated_ops"]) {
             if (ops.IsSequence()) {
+              if (ops.size() > 0 && !en["cycles_per_emulated_op"])
+                fail(ErrorCode::kInvalidInput, "a list of 'emulated_ops' needs 'cycles_per_emulated_op' (or give a map op: cycles)");
               for (auto o : ops) eng.emulated_ops[o.as<std::string>()] = per_op;
             } else if (ops.IsMap()) {
               if (en["cycles_per_emulated_op"])

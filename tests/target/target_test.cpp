@@ -148,6 +148,8 @@ TEST(Target, BadFilesNameFileAndField) {
   expect(mac + "narrow_macs_per_cycle: 2}}\n", "go together");
   expect(mac + "pointwise_macs_per_cycle: -1}}\n", "'pointwise_macs_per_cycle' must not be negative");
   expect(mac + "sparse_fixed_fraction: 1.5}}\n", "'sparse_fixed_fraction' must be in [0, 1]");
+  expect(mac + "emulated_ops: [Gemm]}}\n", "needs 'cycles_per_emulated_op'");
+  expect(mac + "cycles_per_emulated_op: 3}}\n", "without 'emulated_ops'");
   const Target rates = loadTarget(writeTemp("rates.yaml", mac + "narrow_group_channels: 16, narrow_macs_per_cycle: 0.5, pointwise_macs_per_cycle: 0.75, "
                                                                 "emulated_ops: {Gemm: 26.4, GlobalAveragePool: 150}}}\n").string());
   const Engine& m = rates.engines.at("m");

@@ -343,6 +343,9 @@ void addTidlImport(CLI::App& app, Action& run) {
           const bool data_layer = groups ? i < groups->size() && (*groups)[i] == 0 : i == 0 || i + 1 == k.size();
           if (!data_layer) t.conv_kernel_list.push_back(static_cast<int>(k[i]));
         }
+        if (t.conv_kernel_list.empty())
+          bad(cfg, line("conv2dKernelType"), "conv2dKernelType",
+              fmt::format("{} value(s), all the input and output layers' (one per layer, those two included)", k.size()));
       }
       say("conv2dKernelType", "the convolutions' kernels in the time estimate (0 sparse, 1 dense; the input and output layers' "
                               "values dropped, as layersGroupId's 0s): one per layer of the package, as layersGroupId");

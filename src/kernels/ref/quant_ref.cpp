@@ -1,6 +1,7 @@
 // The int8-affine reference (kernels/quant.hpp): plain loops and exact integer arithmetic, the specification.
 #include "kernels/quant.hpp"
 #include "kernels/ref/parallel_units.hpp"
+#include "kernels/ref/pool_geom.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -125,6 +126,8 @@ QAvgPoolParams qavgPoolParams(double sx, int32_t zx, double sy, int32_t zy, int6
 }
 
 void qavgPool2d(const Pool2dShape& s, const int8_t* x, const QAvgPoolParams& p, int8_t* y, ThreadPool* pool) {
+  detail::checkPool(s, "qavgPool2d");
+  if (static_cast<int64_t>(p.mul.size()) < s.kh * s.kw) fail(ErrorCode::kInvalidArgument, "qavgPool2d: {} factors for a window of {} taps", p.mul.size(), s.kh * s.kw);
   // Taps of a window starting at i0 (k taps, dilation d) inside [lo, hi).
   auto inside = [](int64_t i0, int64_t k, int64_t d, int64_t lo, int64_t hi) {
     int64_t c = 0;
@@ -153,9 +156,8 @@ void qavgPool2d(const Pool2dShape& s, const int8_t* x, const QAvgPoolParams& p, 
             }
           }
           const int32_t acc = sum - static_cast<int32_t>(rows_in * cols_in) * p.zx;
-          yp[oy * s.ow + ox] = n > 0 && n <= static_cast<int64_t>(p.mul.size())
-                                   ? requantizeValue(acc, p.mul[static_cast<size_t>(n - 1)], p.zy, p.lo, p.hi)
-                                   : static_cast<int8_t>(std::clamp(p.zy, p.lo, p.hi));
+          yp[oy * s.ow + ox] = n > 0 ? requantizeValue(acc, p.mul[static_cast<size_t>(n - 1)], p.zy, p.lo, p.hi)
+                                     : static_cast<int8_t>(std::clamp(p.zy, p.lo, p.hi));
         }
       }
     }
