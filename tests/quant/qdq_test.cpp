@@ -404,6 +404,33 @@ void expectPackageEqualsEngine(const std::filesystem::path& dir, const Model& mo
     }
 }
 
+/// The package in `dir` has a layer of `kind` in its int8 form (x and y int8, a table as input 1), and the reader
+/// refuses the package once word `word` of that table is `bad`, with every one of `needles` in its message.
+void expectInt8TableChecked(const std::filesystem::path& dir, package::LayerKind kind, int word, int32_t bad,
+                            const std::vector<std::string>& needles) {
+  package::Package p = package::readPackage(dir);
+  const package::Descriptor* layer = nullptr;
+  for (const package::Descriptor& d : p.vec) layer = d.kind == kind ? &d : layer;
+  for (const package::Descriptor& d : p.mac) layer = d.kind == kind ? &d : layer;
+  ASSERT_NE(layer, nullptr);
+  ASSERT_EQ(layer->n_in, 2);
+  EXPECT_EQ(layer->in(0).type, package::ElemType::kI8);
+  EXPECT_EQ(layer->out(0).type, package::ElemType::kI8);
+  uint64_t weight_base = 0;
+  for (const package::SubSpace& sp : p.address_map)
+    for (const package::Element& e : sp.elements)
+      if (e.name == "weight") weight_base = e.addr;
+  const uint64_t at = layer->in(1).addr - weight_base + 4 * static_cast<uint64_t>(word);
+  ASSERT_LT(at + 4, p.weights.size());
+  std::memcpy(p.weights.data() + at, &bad, 4);
+  try {
+    package::validatePackage(p, "pkg");
+    ADD_FAILURE() << "a bad table word passed";
+  } catch (const Error& e) {
+    for (const std::string& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+}
+
 // A residual network (the project's Fashion-MNIST ResNet): its Adds become integer additions too (ai.npuc QAdd, the
 // binary layer's int8 form), and the package equals the engine on the same integer graph, bit for bit, exact and fast
 // at 1 to 3 threads. (Calibration on seeded random images: the test is the arithmetic, not the accuracy.)
@@ -423,28 +450,7 @@ TEST(Int8AffinePackage, ResidualAddsAreIntegerAdditions) {
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 6, [&] { return u(rng); });
   // The global average pooling is the global_avg_pool layer's int8 form; the reader refuses its table with a
   // multiplier outside [2^30, 2^31) (reading or writing it), naming the layer and the rule.
-  package::Package p = package::readPackage(r.dir);
-  const package::Descriptor* gap = nullptr;
-  for (const package::Descriptor& d : p.vec) gap = d.kind == package::LayerKind::kGlobalAvgPool ? &d : gap;
-  for (const package::Descriptor& d : p.mac) gap = d.kind == package::LayerKind::kGlobalAvgPool ? &d : gap;
-  ASSERT_NE(gap, nullptr);
-  ASSERT_EQ(gap->n_in, 2);
-  EXPECT_EQ(gap->in(0).type, package::ElemType::kI8);
-  EXPECT_EQ(gap->out(0).type, package::ElemType::kI8);
-  uint64_t weight_base = 0;
-  for (const package::SubSpace& sp : p.address_map)
-    for (const package::Element& e : sp.elements)
-      if (e.name == "weight") weight_base = e.addr;
-  const uint64_t at = gap->in(1).addr - weight_base + 4 * 4;  // (word 4: the multiplier)
-  ASSERT_LT(at + 4, p.weights.size());
-  const int32_t bad = 12345;
-  std::memcpy(p.weights.data() + at, &bad, 4);
-  try {
-    package::validatePackage(p, "fres8");
-    ADD_FAILURE() << "a bad multiplier passed";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("multiplier 12345"), std::string::npos) << e.what();
-  }
+  expectInt8TableChecked(r.dir, package::LayerKind::kGlobalAvgPool, 4, 12345, {"multiplier 12345"});  // (word 4: the multiplier)
   std::filesystem::remove_all(o.out_root);
 }
 
@@ -485,29 +491,7 @@ TEST(Int8AffinePackage, AveragePoolsAreIntegerMeans) {
     TranslateResult r = translate(o);
     ASSERT_TRUE(r.ok);
     expectPackageEqualsEngine(r.dir, qdq, k.shape, 6, [&] { return u(rng); }, "x");
-    package::Package p = package::readPackage(r.dir);
-    const package::Descriptor* avg = nullptr;
-    for (const package::Descriptor& d : p.vec) avg = d.kind == package::LayerKind::kAvgPool ? &d : avg;
-    for (const package::Descriptor& d : p.mac) avg = d.kind == package::LayerKind::kAvgPool ? &d : avg;
-    ASSERT_NE(avg, nullptr);
-    ASSERT_EQ(avg->n_in, 2);
-    EXPECT_EQ(avg->in(0).type, package::ElemType::kI8);
-    EXPECT_EQ(avg->out(0).type, package::ElemType::kI8);
-    uint64_t weight_base = 0;
-    for (const package::SubSpace& sp : p.address_map)
-      for (const package::Element& e : sp.elements)
-        if (e.name == "weight") weight_base = e.addr;
-    const uint64_t at = avg->in(1).addr - weight_base + 4 * 6;  // (word 6: divisor 2's multiplier)
-    ASSERT_LT(at + 4, p.weights.size());
-    const int32_t bad = 777;
-    std::memcpy(p.weights.data() + at, &bad, 4);
-    try {
-      package::validatePackage(p, "avg8");
-      ADD_FAILURE() << "a bad multiplier passed";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("multiplier 777 / shift"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("of divisor 2"), std::string::npos) << e.what();
-    }
+    expectInt8TableChecked(r.dir, package::LayerKind::kAvgPool, 6, 777, {"multiplier 777 / shift", "of divisor 2"});  // (word 6: divisor 2's multiplier)
     std::filesystem::remove_all(o.out_root);
   }
 }
