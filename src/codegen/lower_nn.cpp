@@ -275,8 +275,7 @@ LDesc& Lowerer::poolLayer(const ir::Node& n, std::vector<int> inputs) {
   const Shape& xs = shapeOf(n, 0);
   if (xs.size() != 4 && xs.size() != 3) unsupported(n, "{}-D pooling has no package form (1-D and 2-D)", xs.size() - 2);
   if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) unsupported(n, "the MaxPool indices output has no package form");
-  std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
-  ops::Window w = ops::resolveWindow(n, spatial, {}, n.attrInt("ceil_mode", 0) != 0);
+  ops::Window w = ops::resolvePoolWindow(n, xs);
   auto at = [one = xs.size() == 3](const std::vector<int64_t>& v, int i, int64_t one_d) { return hw(v, i, one_d, one); };
   std::vector<uint32_t> p = {u32(at(w.kernel, 0, 1)),    u32(at(w.kernel, 1, 1)),    u32(at(w.stride, 0, 1)),
                              u32(at(w.stride, 1, 1)),    u32(at(w.dilation, 0, 1)),  u32(at(w.dilation, 1, 1)),

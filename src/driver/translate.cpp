@@ -760,12 +760,9 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       for (auto& f : writeCheckReport(res.errors, t.name, o.onnx.string(), base)) add(f);
     } else {
       codegen::Estimate e = codegen::estimate(graphOf(opt), t);
-      if (o.conv_kernel_all >= 0 || !o.conv_kernels.empty()) {
-        // The convolution kernels' choices checked now (target, names, values), before the quantization and the
-        // lowering; a list by layer is checked against the package's layers once they exist.
-        codegen::Estimate probe = e;
-        codegen::chooseConvKernels(probe, t, o.conv_kernel_all, {}, {}, o.conv_kernels);
-      }
+      // The convolution kernels chosen for all and by name now (a bad choice refused before the quantization and
+      // the lowering); a list by layer once the package's layers exist (below: chooseConvKernels is idempotent).
+      codegen::chooseConvKernels(e, t, o.conv_kernel_all, {}, {}, o.conv_kernels);
       std::future<void> summary;  // after e: destroyed (joined) first
       bool emit = numericsHasPackages(t.numerics) && (t.numerics != Numerics::kInt8Pow2 || pow2_stats);
       if (emit && pow2_stats) {
@@ -829,7 +826,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         codegen::dropLayers(e, gone);
         std::vector<std::string> layer_names;
         for (const package::LayerInfo& l : low.pkg.layers) layer_names.push_back(l.name);
-        codegen::chooseConvKernels(e, t, o.conv_kernel_all, o.conv_kernel_list, layer_names, o.conv_kernels);
+        codegen::chooseConvKernels(e, t, -1, o.conv_kernel_list, layer_names, o.conv_kernels);  // (by name over the list)
         codegen::throughput(e, t);
         assignLayerGroups(o, e, low.pkg);
         // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a
@@ -859,8 +856,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
           fail(ErrorCode::kInvalidArgument, "convolution kernels: a list by layer counts the package's layers, and target '{}' writes "
                "no package without calibration samples (--calib, tidl-import's sampleInData); name layers instead "
                "(--conv-kernel LAYER=sparse|dense)", t.name);
-        codegen::chooseConvKernels(e, t, o.conv_kernel_all, {}, {}, o.conv_kernels);
-        codegen::throughput(e, t);
+        codegen::throughput(e, t);  // (the kernels chosen above)
         auto buffers = plan::activationBuffers(graphOf(opt), 1);
         plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
         res.activation_bytes = mp.total;

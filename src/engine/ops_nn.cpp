@@ -296,7 +296,7 @@ void maxPoolI8(KernelCall& c) {
   if (c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue) c.unsupported("int8 MaxPool has no indices output");
   if (c.node.attrFloat("pad_value", -std::numeric_limits<float>::infinity()) != -std::numeric_limits<float>::infinity())
     c.unsupported("int8 MaxPool ignores its padding (no pad_value)");
-  const ops::Window w = ops::resolveWindow(c.node, spatialOf(x.shape()), {}, c.node.attrInt("ceil_mode", 0) != 0);
+  const ops::Window w = ops::resolvePoolWindow(c.node, x.shape());
   const kernels::Pool2dShape s = pool2dShape(w, x.dim(0) * x.dim(1));
   Tensor& y = c.alloc(0);
   kernels::maxPool2dI8Fast(s, x.data<int8_t>(), y.data<int8_t>(), c.pool);
@@ -308,7 +308,7 @@ void poolKernel(KernelCall& c) {
   if (is_max && x.dtype() == DType::kI8) return maxPoolI8(c);
   needF32(c, 0);
   if (x.rank() - 2 > 3) c.unsupported("pooling over more than 3 spatial dims is not supported");
-  PlaneGeom p = planeGeom(ops::resolveWindow(c.node, spatialOf(x.shape()), {}, c.node.attrInt("ceil_mode", 0) != 0));
+  PlaneGeom p = planeGeom(ops::resolvePoolWindow(c.node, x.shape()));
   bool include_pad = c.node.attrInt("count_include_pad", 0) != 0;
   // ai.npuc.MaxPool: taps in the padding count as pad_value (a constant Pad folded in); -inf (and NaN) ignore them.
   const float ninf = -std::numeric_limits<float>::infinity();

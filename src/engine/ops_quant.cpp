@@ -167,8 +167,7 @@ void qglobalAvgPool(KernelCall& c) {
 void qavgPool(KernelCall& c) {
   const Tensor& x = c.input(0);
   if (x.rank() != 3 && x.rank() != 4) c.unsupported("int8 AveragePool is 1-D or 2-D");
-  const ops::Window w = ops::resolveWindow(c.node, std::vector<int64_t>(x.shape().begin() + 2, x.shape().end()), {},
-                                           c.node.attrInt("ceil_mode", 0) != 0);
+  const ops::Window w = ops::resolvePoolWindow(c.node, x.shape());
   kernels::Pool2dShape s = pool2dShape(w, x.dim(0) * x.dim(1));
   s.count_include_pad = c.node.attrInt("count_include_pad", 0) != 0;
   kernels::QAvgPoolParams p;

@@ -146,7 +146,7 @@ void registerNnOps(Registry& r) {
         out.resize(x.size(), 1);
       } else {
         if (c.node().attrInt("storage_order", 0) != 0) c.unsupported("storage_order=1 is not supported");
-        Window w = resolveWindow(c.node(), spatial(x), {}, c.node().attrInt("ceil_mode", 0) != 0);
+        Window w = resolvePoolWindow(c.node(), x);
         out.insert(out.end(), w.out.begin(), w.out.end());
       }
       c.setOutput(0, c.inputDType(0), out);

@@ -157,8 +157,7 @@ void registerQuantNpucOps(Registry& r) {
                               if (c.inputDType(0) != DType::kI8) c.error("x must be int8, got {}", dtypeName(c.inputDType(0)));
                               const Shape& x = c.inputShape(0);
                               if (x.size() != 3 && x.size() != 4) c.error("input {} must be 3-D or 4-D (N, C, spatial…)", shapeStr(x));
-                              Window w = resolveWindow(c.node(), std::vector<int64_t>(x.begin() + 2, x.end()), {},
-                                                       c.node().attrInt("ceil_mode", 0) != 0);
+                              Window w = resolvePoolWindow(c.node(), x);
                               int64_t taps = 1;
                               for (int64_t k : w.kernel) taps *= k;
                               if (taps > 1024) c.error("a window of {} taps (the int8 form holds at most 1024)", taps);

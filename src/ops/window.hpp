@@ -19,6 +19,12 @@ struct Window {
 Window resolveWindow(const ir::Node& n, const std::vector<int64_t>& in_spatial, std::vector<int64_t> kernel,
                      bool ceil_mode);
 
+/// A pooling node's window (MaxPool, AveragePool, LpPool and npuc's integer pools: 'kernel_shape', its 'ceil_mode')
+/// over an input x of shape [N, C, spatial…].
+inline Window resolvePoolWindow(const ir::Node& n, const Shape& x) {
+  return resolveWindow(n, std::vector<int64_t>(x.begin() + 2, x.end()), {}, n.attrInt("ceil_mode", 0) != 0);
+}
+
 /// ConvTranspose geometry (output_padding / output_shape / auto_pad resolved); `kernel` from the weights.
 Window resolveTransposedWindow(const ir::Node& n, const std::vector<int64_t>& in_spatial, std::vector<int64_t> kernel);
 

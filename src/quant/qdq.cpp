@@ -703,7 +703,7 @@ bool fuseIntegerAvgPool(ir::Graph& g, ir::Rewriter& rw, const ir::UseMap& uses, 
   if ((xs.size() != 3 && xs.size() != 4) || !xt.isStatic()) return false;
   int64_t taps = 1;
   try {
-    const ops::Window w = ops::resolveWindow(n, std::vector<int64_t>(xs.begin() + 2, xs.end()), {}, n.attrInt("ceil_mode", 0) != 0);
+    const ops::Window w = ops::resolvePoolWindow(n, xs);
     for (int64_t k : w.kernel) taps *= k;
   } catch (const Error&) {
     return false;
