@@ -395,13 +395,15 @@ struct QParams {
 std::optional<QParams> qparams(const ir::Graph& g, ir::ValueId v, const char* op) {
   if (v == ir::kNoValue || g.value(v).producer == ir::kNoNode) return std::nullopt;
   const ir::Node& n = g.node(g.value(v).producer);
-  if (n.op != op || !n.domain.empty() || !n.hasInput(2)) return std::nullopt;
-  const ir::Value &s = g.value(n.inputs[1]), &z = g.value(n.inputs[2]);
-  if (!s.isConstant() || !z.isConstant() || s.constant->dtype() != DType::kF32) return std::nullopt;
+  if (n.op != op || !n.domain.empty() || !n.hasInput(1)) return std::nullopt;
+  // (no zero point: 0, ONNX's default; the integer type is then the default's too, which the callers check)
+  const ir::Value& s = g.value(n.inputs[1]);
+  const ir::Value* z = n.hasInput(2) ? &g.value(n.inputs[2]) : nullptr;
+  if (!s.isConstant() || (z && !z->isConstant()) || s.constant->dtype() != DType::kF32) return std::nullopt;
   QParams q;
   q.node = &n;
   for (double d : s.constant->toDouble()) q.scale.push_back(static_cast<float>(d));
-  q.zero_point = z.constant->toInt64();
+  q.zero_point = z ? z->constant->toInt64() : std::vector<int64_t>(q.scale.size(), 0);
   const ir::Value& x = g.value(n.inputs[0]);
   if (x.isConstant()) q.data = &*x.constant;
   return q;

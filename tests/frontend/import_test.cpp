@@ -93,6 +93,29 @@ TEST(Import, UnknownOpNamesTheNode) {
   EXPECT_TRUE(contains(e, "bad.onnx")) << e.what();
 }
 
+// QLinearConv / QLinearMatMul are expanded on import (frontend/onnx/qlinear.cpp; their arithmetic is checked by the
+// ONNX test data in the conformance allowlist and by tests/python/test_qoperator.py): a malformed one is an error
+// naming the node and the rule.
+TEST(Import, MalformedQLinearNodesAreNamed) {
+  auto conv = tinyModel("QLinearConv", 13);
+  for (int i = 0; i < 6; ++i) conv.mutable_graph()->mutable_node(0)->add_input("x");  // 7 inputs
+  Error e = loadError(conv.SerializeAsString());
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidInput);
+  EXPECT_TRUE(contains(e, "'the_node'") && contains(e, "QLinearConv takes 8 or 9 inputs and 1 output, not 7 and 1")) << e.what();
+  auto mm = tinyModel("QLinearMatMul", 13);
+  for (int i = 0; i < 7; ++i) mm.mutable_graph()->mutable_node(0)->add_input(i == 2 ? "" : "x");  // b omitted
+  e = loadError(mm.SerializeAsString());
+  EXPECT_TRUE(contains(e, "'the_node'") && contains(e, "input 3 (b) of QLinearMatMul is required")) << e.what();
+  auto attr = tinyModel("QLinearMatMul", 13);
+  for (int i = 0; i < 7; ++i) attr.mutable_graph()->mutable_node(0)->add_input("x");
+  auto* a = attr.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name("transA");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(1);
+  e = loadError(attr.SerializeAsString());
+  EXPECT_TRUE(contains(e, "QLinearMatMul has no attribute 'transA'")) << e.what();
+}
+
 TEST(Import, MissingInitializerNamesTheNodeAndInput) {
   auto m = tinyModel("Add", 13);
   m.mutable_graph()->mutable_node(0)->add_input("B_missing");

@@ -2,6 +2,7 @@
 #include "frontend/onnx/onnx_io.hpp"
 #include "frontend/onnx/proto_convert.hpp"
 #include "frontend/onnx/legacy.hpp"
+#include "frontend/onnx/qlinear.hpp"
 
 #include "ops/registry.hpp"
 #include "support/error.hpp"
@@ -243,7 +244,7 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     // Unknown ops first, so the user hears about them by name rather than through shape inference.
     for (int i = 0; i < gp.node_size(); ++i) {
       const auto& n = gp.node(i);
-      if (!ops::findSchema(n.domain(), n.op_type()))
+      if (!ops::findSchema(n.domain(), n.op_type()) && !isExpandedOnImport(n.domain(), n.op_type()))
         fail(ErrorCode::kUnsupported, "{}: unknown op '{}{}' (npuc does not implement it; an op of your own can be "
              "added as a plugin: docs/custom-ops.md, --custom-op LIB.so)", nodeLabel(n, i),
              n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".", n.op_type());
@@ -347,6 +348,7 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     }
     g->topoSort();
     ir::verify(*g, ErrorCode::kInvalidInput);
+    expandQLinearOps(*g);
     // npuc's own shape functions validate every node first (they check ranks, channels, attributes); legacy
     // forms are canonicalised node by node as their input types become known.
     try {
