@@ -610,7 +610,7 @@ int fuseIntegerConvs(ir::Graph& g) {
 int fuseIntegerGemms(ir::Graph& g) {
   return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);
-    const bool matmul = n.op == "MatMul";  // (a MatMul of 2-D operands is a Gemm without transB and bias)
+    const bool matmul = n.op == "MatMul";  // (a MatMul by a 2-D constant is a Gemm without transB and bias)
     if (!(n.op == "Gemm" || matmul) || !(n.domain.empty() || n.domain == "ai.npuc") || n.outputs.size() != 1) return false;
     if (matmul && n.inputs.size() != 2) return false;
     if (n.attrInt("transA", 0) != 0 || n.attrFloat("alpha", 1.0f) != 1.0f || n.attrFloat("beta", 1.0f) != 1.0f) return false;
@@ -622,9 +622,13 @@ int fuseIntegerGemms(ir::Graph& g) {
       const Shape& cs = p->b->data->shape();
       if (!(cs.size() == 1 || (cs.size() == 2 && cs[0] == 1))) return false;
     }
+    // x [N, K]; a MatMul's x may have leading dimensions ([..., R, K] by [K, M]: every row of every matrix is one
+    // product row, N = their count), which its output [..., R, M] keeps.
     const ir::Type xt = g.value(p->x.node->inputs[0]).type;
-    if (!xt.isStatic() || xt.shape.size() != 2 || xt.shape[1] != p->K) return false;
-    const int64_t N = xt.shape[0], M = p->M, K = p->K;
+    if (!xt.isStatic() || xt.shape.size() < 2 || (!matmul && xt.shape.size() != 2) || xt.shape.back() != p->K) return false;
+    const int64_t M = p->M, K = p->K, N = shapeNumel(xt.shape) / std::max<int64_t>(K, 1);
+    Shape y_shape = xt.shape;
+    y_shape.back() = M;
     // (copies: adding values below may move the graph's values)
     const std::string x_name = g.value(p->x.node->inputs[0]).name, y_name = g.value(p->qo.q->outputs[0]).name;
     const std::optional<ir::Quantization> x_quant = g.value(p->x.node->inputs[0]).quant, y_quant = g.value(p->qo.q->outputs[0]).quant;
@@ -637,7 +641,8 @@ int fuseIntegerGemms(ir::Graph& g) {
     const std::string name = n.name;
     const ir::ValueId wc = g.addConstant(g.uniqueValueName(g.value(p->w.node->inputs[0]).name + "/1x1"), std::move(w4)).id;
     const ir::ValueId s4c = g.addConstant(g.uniqueValueName(name + "/nchw_shape"), Tensor::fromVector<int64_t>({4}, {N, K, 1, 1})).id;
-    const ir::ValueId s2c = g.addConstant(g.uniqueValueName(name + "/shape"), Tensor::fromVector<int64_t>({2}, {N, M})).id;
+    const ir::ValueId s2c = g.addConstant(g.uniqueValueName(name + "/shape"),
+                                          Tensor::fromVector<int64_t>({static_cast<int64_t>(y_shape.size())}, y_shape)).id;
     const ir::ValueId yq = p->qo.q->outputs[0];
     const ir::ValueId x4id = g.addValue(g.uniqueValueName(x_name + "/nchw"), ir::Type{DType::kI8, {N, K, 1, 1}, true}).id;
     g.value(x4id).quant = x_quant;

@@ -680,6 +680,42 @@ TEST(Int8AffinePackage, GemmsAreIntegerProducts) {
   std::filesystem::remove_all(o.out_root);
 }
 
+// MatMuls of 3-D activations by constant weights (tests/data/quant/matmul3d_mini.onnx: [2, 3, 12] by [12, 7], Relu,
+// by [7, 5], as a transformer's linear layers) become integer products too: every row of every matrix one product
+// row (a QConv 1x1 over [6, K, 1, 1]), reshaped back to [2, 3, M]; the package equals the engine bit for bit.
+TEST(Int8AffinePackage, MatMulsOfBatchedRowsAreIntegerProducts) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/matmul3d_mini.onnx";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Tensor c(DType::kF32, Shape{8, 3, 12});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["input"] = {c};
+  q.integer_layers = true;
+  QuantizeReport rep;
+  Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
+  EXPECT_EQ(rep.integer_layers, 2);
+  int qconv = 0, matmul = 0;
+  const ir::Graph& g = graphOf(qdq);
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    qconv += n.op == "QConv";
+    matmul += n.op == "MatMul" || n.op == "Gemm";
+    if (n.op == "QConv") {
+      EXPECT_EQ(g.value(n.inputs[0]).type.shape, (Shape{6, qconv == 1 ? 12 : 7, 1, 1}));
+    }
+  }
+  EXPECT_EQ(qconv, 2);
+  EXPECT_EQ(matmul, 0);
+  EXPECT_EQ(g.value(g.outputs()[0]).type.shape, (Shape{2, 3, 5}));
+  TranslateOptions o = int8Options("mm3d", onnx, "generic-int8", "npuc_int8_mm3d_");
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  expectPackageEqualsEngine(r.dir, qdq, Shape{2, 3, 12}, 20, [&] { return u(rng) * 1.2f; });
+  std::filesystem::remove_all(o.out_root);
+}
+
 // A Gemm whose bias adds one value per row (tests/data/quant/gemm_row_bias.onnx: C [M, 1] with N = M) is no
 // per-channel product: it stays a float Gemm between its Q / DQ layers, and the quantized model stays within int8's
 // error of the float one (a per-channel bias would put C's values in the wrong places).

@@ -4,7 +4,7 @@
 # MatMul by a constant [5, 3]: the forms of a product by constant weights the int8-affine path turns into integer
 # products. Also gemm_row_bias.onnx: x [3, 4] · B [4, 3] + C [3, 1], a bias that adds one value per row (not per
 # output column): not an integer product, and gemm_row_bias_qdq.onnx, that Gemm quantized elsewhere (QDQ, an int32
-# C [3, 1]). Seeded weights.
+# C [3, 1]); and matmul3d_mini.onnx (below). Seeded weights.
 #   /usr/bin/python3 tests/data/quant/make_mlp.py
 import os
 
@@ -72,3 +72,17 @@ m3 = helper.make_model(g3, opset_imports=[helper.make_opsetid("", 13)], producer
 m3.ir_version = 8
 onnx.checker.check_model(m3)
 onnx.save(m3, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gemm_row_bias_qdq.onnx"))
+
+# matmul3d_mini.onnx: products of 3-D activations by constant weights, as a transformer's linear layers export —
+# input [2, 3, 12] (two sequences of three rows), MatMul by [12, 7], Relu, MatMul by [7, 5]: each an integer product
+# over the 6 rows, the output [2, 3, 5].
+m3d = [const("u1", (12, 7), 0.4), const("u2", (7, 5), 0.5)]
+g4 = helper.make_graph([helper.make_node("MatMul", ["input", "u1"], ["h"], name="mm1"),
+                        helper.make_node("Relu", ["h"], ["hr"], name="mm1_relu"),
+                        helper.make_node("MatMul", ["hr", "u2"], ["output"], name="mm2")], "matmul3d_mini",
+                       [helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 3, 12])],
+                       [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, 3, 5])], m3d)
+m4 = helper.make_model(g4, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
+m4.ir_version = 8
+onnx.checker.check_model(m4)
+onnx.save(m4, os.path.join(os.path.dirname(os.path.abspath(__file__)), "matmul3d_mini.onnx"))
