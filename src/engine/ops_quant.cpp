@@ -8,6 +8,7 @@
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
+#include "support/error.hpp"
 #include "support/fp16.hpp"
 
 #include <algorithm>
@@ -99,6 +100,109 @@ void dequantizeLinear(KernelCall& c) {
   }
 }
 
+/// DynamicQuantizeLinear, ONNX's formulas in float32: the range [min(x, 0), max(x, 0)] over 255 steps, the zero
+/// point rounded half to even and saturated, then QuantizeLinear's rounding. An all-zero x (a zero range) gives scale
+/// 0, zero point 0 and codes 0.
+void dynamicQuantizeLinear(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  const float* xs = x.data<float>();
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (std::isnan(xs[i])) fail(ErrorCode::kInvalidInput, "{}: x holds NaN: its range, and so its scale, are undefined", c.node.label());
+    lo = std::min(lo, xs[i]);
+    hi = std::max(hi, xs[i]);
+  }
+  const float scale = (hi - lo) / 255.0f;
+  const float zp = scale > 0 ? std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f)) : 0.0f;
+  Tensor& y = c.alloc(0);
+  uint8_t* ys = y.data<uint8_t>();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ys[i] = scale > 0 ? static_cast<uint8_t>(std::clamp(std::nearbyint(xs[i] / scale) + zp, 0.0f, 255.0f)) : uint8_t{0};
+  c.alloc(1).data<float>()[0] = scale;
+  c.alloc(2).data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+}
+
+/// Element i of an int8 / uint8 tensor, widened.
+int32_t int8At(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kU8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
+}
+
+/// A zero point input (absent: 0) as one value per index (a per-tensor one repeated `n` times).
+std::vector<int32_t> zeroPoints(const KernelCall& c, int i, int64_t n) {
+  std::vector<int32_t> z(static_cast<size_t>(n), 0);
+  if (!c.has(i)) return z;
+  const Tensor& t = c.input(i);
+  for (int64_t k = 0; k < n; ++k) z[static_cast<size_t>(k)] = int8At(t, t.numel() == 1 ? 0 : k);
+  return z;
+}
+
+/// MatMulInteger: per output, the exact sum over k of (a - za[row]) (b - zb[col]), stored as int32; batch dims
+/// broadcast numpy-style.
+void matMulInteger(KernelCall& c) {
+  const Tensor &a = c.input(0), &b = c.input(1);
+  Tensor& y = c.alloc(0);
+  const int64_t M = a.dim(a.rank() - 2), K = a.dim(a.rank() - 1), N = b.dim(b.rank() - 1), R = y.rank() - 2;
+  const std::vector<int32_t> za = zeroPoints(c, 2, M), zb = zeroPoints(c, 3, N);
+  // The offset of batch b_idx's matrix in an operand of shape s (its batch dims right-aligned, broadcast where 1).
+  auto offsetIn = [&](const Tensor& t, int64_t b_idx) {
+    int64_t off = 0, stride = t.dim(t.rank() - 2) * t.dim(t.rank() - 1);
+    for (int64_t d = R - 1, td = t.rank() - 3; d >= 0; --d, --td) {
+      const int64_t i = b_idx % y.dim(static_cast<int>(d));
+      b_idx /= y.dim(static_cast<int>(d));
+      if (td < 0) continue;
+      const int64_t n = t.dim(static_cast<int>(td));
+      if (n != 1) off += i * stride;
+      stride *= n;
+    }
+    return off;
+  };
+  int32_t* out = y.data<int32_t>();
+  const int64_t batches = y.numel() / std::max<int64_t>(M * N, 1);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const int64_t ao = offsetIn(a, bi), bo = offsetIn(b, bi);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += int64_t{int8At(a, ao + i * K + k) - za[static_cast<size_t>(i)]} * (int8At(b, bo + k * N + j) - zb[static_cast<size_t>(j)]);
+        out[(bi * M + i) * N + j] = static_cast<int32_t>(acc);
+      }
+  }
+}
+
+/// ConvInteger (2-D): per output, the exact sum of (x - zx) (w - zw[m]) over the window's taps inside the input (the
+/// padding adds 0), stored as int32.
+void convInteger(KernelCall& c) {
+  const Tensor &x = c.input(0), &w = c.input(1);
+  Tensor& y = c.alloc(0);
+  const ops::Window win = ops::resolveWindow(c.node, {x.dim(2), x.dim(3)}, {w.dim(2), w.dim(3)}, false);
+  const int64_t B = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), G = c.node.attrInt("group", 1);
+  const int64_t cg = C / G, mg = M / G, KH = w.dim(2), KW = w.dim(3), OH = y.dim(2), OW = y.dim(3);
+  const int32_t zx = zeroPoints(c, 2, 1)[0];
+  const std::vector<int32_t> zw = zeroPoints(c, 3, M);
+  int32_t* out = y.data<int32_t>();
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          int64_t acc = 0;
+          for (int64_t cl = 0; cl < cg; ++cl) {
+            const int64_t ci = m / mg * cg + cl;
+            for (int64_t ky = 0; ky < KH; ++ky) {
+              const int64_t iy = oy * win.stride[0] - win.pad_begin[0] + ky * win.dilation[0];
+              if (iy < 0 || iy >= H) continue;
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                const int64_t ix = ox * win.stride[1] - win.pad_begin[1] + kx * win.dilation[1];
+                if (ix < 0 || ix >= W) continue;
+                acc += int64_t{int8At(x, ((n * C + ci) * H + iy) * W + ix) - zx} *
+                       (int8At(w, ((m * cg + cl) * KH + ky) * KW + kx) - zw[static_cast<size_t>(m)]);
+              }
+            }
+          }
+          out[((n * M + m) * OH + oy) * OW + ox] = static_cast<int32_t>(acc);
+        }
+}
+
 kernels::QOutput qconvOutput(const ir::Node& n) {
   kernels::QOutput out;
   out.zero_point = static_cast<int32_t>(n.attrInt("y_zero_point", 0));
@@ -186,6 +290,9 @@ void qavgPool(KernelCall& c) {
 void registerQuantKernels(KernelRegistry& r) {
   r.addFn("QuantizeLinear", quantizeLinear);
   r.addFn("DequantizeLinear", dequantizeLinear);
+  r.addFn("DynamicQuantizeLinear", dynamicQuantizeLinear);
+  r.addFn("MatMulInteger", matMulInteger);
+  r.addFn("ConvInteger", convInteger);
   r.addFn("QConv", qconv, "ai.npuc");
   r.addFn("QAdd", qadd, "ai.npuc");
   r.addFn("QGlobalAvgPool", qglobalAvgPool, "ai.npuc");

@@ -62,6 +62,78 @@ void registerQuantOps(Registry& r) {
           c.setOutput(0, c.inputDType(1), c.inputShape(0));
         })
             .withDefault("axis", int64_t{1}));
+  // ONNX's integer products and dynamic quantization (ONNX Runtime's dynamically quantized models): computed exactly
+  // in the engine (int64 sums stored as int32, as ONNX specifies); they have no package form.
+  r.add(makeSchema("DynamicQuantizeLinear", 1, 1,
+                   "y = saturate(round_half_even(x / y_scale) + y_zero_point), uint8, with y_scale = (max(x, 0) - "
+                   "min(x, 0)) / 255 and y_zero_point = saturate(round_half_even(-min(x, 0) / y_scale)) from x itself",
+                   [](InferContext& c) {
+                     if (c.inputDType(0) != DType::kF32) c.unsupported("x is {}; only float32 is supported", dtypeName(c.inputDType(0)));
+                     c.setOutput(0, DType::kU8, c.inputShape(0));
+                     c.setOutput(1, DType::kF32, Shape{});
+                     c.setOutput(2, DType::kU8, Shape{});
+                   },
+                   3));
+  auto int8or8 = [](InferContext& c, int i, const char* what) {
+    if (c.inputDType(i) != DType::kI8 && c.inputDType(i) != DType::kU8)
+      c.unsupported("{} is {}; int8 or uint8 is required", what, dtypeName(c.inputDType(i)));
+  };
+  {
+    OpSchema s = makeSchema(
+        "MatMulInteger", 2, 4,
+        "numpy matmul of (a - a_zero_point) and (b - b_zero_point), int8 / uint8, summed exactly into int32; zero points "
+        "per tensor, or per row of a ([M]) / per column of b ([N])",
+        [int8or8](InferContext& c) {
+          int8or8(c, 0, "a");
+          int8or8(c, 1, "b");
+          Shape a = c.inputShape(0), b = c.inputShape(1);
+          if (a.size() < 2 || b.size() < 2) c.unsupported("a {} and b {} must be at least 2-D", shapeStr(a), shapeStr(b));
+          if (a.back() != b[b.size() - 2]) c.error("inner dimensions differ: {} vs {}", shapeStr(a), shapeStr(b));
+          for (int i : {2, 3}) {
+            if (!c.hasInput(i)) continue;
+            if (c.inputDType(i) != c.inputDType(i - 2)) c.error("zero point {} is {}, its operand {}", i, dtypeName(c.inputDType(i)), dtypeName(c.inputDType(i - 2)));
+            const int64_t n = shapeNumel(c.inputShape(i)), want = i == 2 ? a[a.size() - 2] : b.back();
+            if (c.inputShape(i).size() > 1 || (n != 1 && n != want))
+              c.error("zero point {} has shape {}: one value, or one per {} ({})", i, shapeStr(c.inputShape(i)), i == 2 ? "row of a" : "column of b", want);
+          }
+          Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), out;
+          if (!broadcastShapes(ba, bb, out)) c.error("batch dims {} and {} do not broadcast", shapeStr(ba), shapeStr(bb));
+          out.push_back(a[a.size() - 2]);
+          out.push_back(b.back());
+          c.setOutput(0, DType::kI32, out);
+        });
+    s.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>& out) {
+      return shapeNumel(out[0].shape) * in[0].shape.back();
+    };
+    r.add(s);
+  }
+  {
+    OpSchema s = makeSchema(
+        "ConvInteger", 2, 4,
+        "2-D convolution of (x - x_zero_point) and (w - w_zero_point), int8 / uint8, summed exactly into int32 (the "
+        "padding contributes 0); w_zero_point per tensor or per output channel",
+        [int8or8](InferContext& c) {
+          int8or8(c, 0, "x");
+          int8or8(c, 1, "w");
+          const Shape& x = c.inputShape(0);
+          const Shape& w = c.inputShape(1);
+          if (x.size() != 4 || w.size() != 4) c.unsupported("only 2-D convolutions are supported (x {}, w {})", shapeStr(x), shapeStr(w));
+          int64_t g = c.node().attrInt("group", 1);
+          if (g <= 0 || x[1] % g || w[0] % g || w[1] * g != x[1])
+            c.error("group {} does not fit input channels {} and weights {}", g, x[1], shapeStr(w));
+          if (c.hasInput(2) && (c.inputDType(2) != c.inputDType(0) || shapeNumel(c.inputShape(2)) != 1))
+            c.error("x_zero_point must be one {} value", dtypeName(c.inputDType(0)));
+          if (c.hasInput(3) && (c.inputDType(3) != c.inputDType(1) || c.inputShape(3).size() > 1 ||
+                                (shapeNumel(c.inputShape(3)) != 1 && shapeNumel(c.inputShape(3)) != w[0])))
+            c.error("w_zero_point must be one {} value or one per output channel ({})", dtypeName(c.inputDType(1)), w[0]);
+          Window win = resolveWindow(c.node(), {x[2], x[3]}, {w[2], w[3]}, false);
+          c.setOutput(0, DType::kI32, Shape{x[0], w[0], win.out[0], win.out[1]});
+        });
+    s.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>& out) {
+      return shapeNumel(out[0].shape) * (shapeNumel(in[1].shape) / in[1].shape[0]);
+    };
+    r.add(s);
+  }
 }
 
 void registerQuantNpucOps(Registry& r) {
