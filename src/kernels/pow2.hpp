@@ -22,6 +22,7 @@
 #include "kernels/conv.hpp"
 #include "kernels/layers.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -127,10 +128,60 @@ bool cpuHasPow2Path(Pow2Path p);
 void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
                  int64_t* acc, ThreadPool* pool, Pow2Path path = bestPow2Path());
 
+/// A conv / gemm layer's weights packed once for convFinishFast's VNNI form: `vnni` where the CPU has AVX-512 VNNI and
+/// the layer allows it (2-D, every weight in int8, K * 255 * 128 below 2^31); then the weights as int8 quads A4
+/// [M][K4] (zeros past K) and each output channel's weight sum.
+struct PackedWeights {
+  bool vnni = false;
+  std::vector<int32_t> a4, wsum;
+};
+PackedWeights packWeights(const ConvShape& s, const int16_t* w);
+
+/// A conv / gemm layer in fast mode: convAccFast's accumulators finished as `finish` does (the same codes, q and
+/// slot). In the VNNI form (packed.vnni, and every bias in accumulator units leaves room for the largest sum in
+/// int32): vpdpbusd over byte quads, the sums and their range in int32 (finishI32Avx512); else convAccFast and
+/// finish. `acc64` / `acc32` are scratch. Returns qy.
+int convFinishFast(const ConvShape& s, Codes x, const int16_t* w, const PackedWeights& packed, int qw, const int32_t* bias,
+                   int qb, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& acc64,
+                   std::vector<int32_t>& acc32, ThreadPool* pool);
+
+namespace fast {
+/// sums[n, m, p] = b0[m] + the sum of x * w over the taps inside the input, int32 (x86/pow2_conv_vnni.cpp; the CPU
+/// must have AVX-512 VNNI, the weights packed with packed.vnni).
+void convSumsVnni(const ConvShape& s, Codes x, const PackedWeights& packed, const int32_t* b0, int32_t* sums,
+                  ThreadPool* pool);
+/// finish over int32 accumulators on AVX-512 (F, BW): the range by vector minima and maxima, the hoisted shift eight
+/// lanes at a time in int64. finish's numbers.
+int finishI32Avx512(const int32_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
+                    uint8_t* y);
+}  // namespace fast
+
 /// Finishes a layer from its accumulators at 2^-qacc / S: applies the activation, takes this frame's range,
-/// updates the slot (-> qy) and writes y = requant(acc, qy - qacc, S). Returns qy.
+/// updates the slot (-> qy) and writes y = requant(acc, qy - qacc, S). Returns qy. (int32 accumulators: the same
+/// numbers for the same values.)
 int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
            uint8_t* y);
+int finish(const int32_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
+           uint8_t* y);
+
+/// finish once the accumulators' range [mn, mx] (before the activation; n of them) is known: the activation's bounds,
+/// the slot updated (-> qy), and each code's formula — requant(clamp(acc, lo, hi), qy - qacc, S), or where S = 1 and
+/// qy <= qacc the right shift hoisted: clamp((clamp(acc, alo, ahi) + add) >> sh, cmin, cmax), the same numbers.
+struct FinishPlan {
+  int qy = 0, a = 0;
+  int64_t S = 1;
+  int round_add = 50;
+  bool is_signed = true;
+  int64_t lo = 0, hi = 0, cmin = 0, cmax = 0;
+  bool hoisted = false;
+  int sh = 0;
+  int64_t add = 0, alo = 0, ahi = 0;
+  uint8_t code(int64_t acc) const {
+    if (hoisted) return static_cast<uint8_t>(std::clamp((std::clamp(acc, alo, ahi) + add) >> sh, cmin, cmax));
+    return static_cast<uint8_t>(requant(std::clamp(acc, lo, hi), a, S, round_add, is_signed));
+  }
+};
+FinishPlan planFinish(int64_t mn, int64_t mx, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt);
 
 /// Addition of two code tensors of one shape: acc = a * 2^(Q - qa) + b * 2^(Q - qb), Q = max(qa, qb); finished at
 /// 2^-Q. Returns qy.

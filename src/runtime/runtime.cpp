@@ -114,6 +114,7 @@ struct Runtime::Impl {
     std::vector<DType> custom_in;              // the type each input passes to the plugin as
     DType custom_out = DType::kUndefined;      // the type the plugin writes the output in
     std::optional<kernels::pow2::Table> p2;    // a layer in its int8-pow2 form: its table (slots, activation, q's)
+    kernels::pow2::PackedWeights p2_w;         // its conv / gemm weights packed once for fast mode's VNNI form
     bool p2_codes = false;                     // max pooling on int8-pow2 codes (no table: the input's slot)
   };
   std::vector<Step> steps;  // by seq
@@ -130,6 +131,7 @@ struct Runtime::Impl {
   std::vector<kernels::pow2::Slot> p2_slots;  // int8-pow2: each slot's q and range history (the package's state)
   std::vector<int> p2_out_slot;               // int8-pow2: by seq, the slot of the layer's output codes (-1: none)
   std::vector<int64_t> p2_acc;                // int8-pow2: a layer's accumulators
+  std::vector<int32_t> p2_acc32;              // (fast mode, where they fit in int32)
   int only_group = 0;                         // > 0: run only the layers of this group (a Pipeline stage)
 
   /// int8-pow2: every slot back to its calibrated range (as loaded; Runtime::resetState).
@@ -164,6 +166,8 @@ struct Runtime::Impl {
       s.cs.in_spatial = s.cs.out_spatial = s.cs.kernel = s.cs.stride = s.cs.dilation = {1, 1};
       s.cs.pad_begin = {0, 0};
     }
+    if ((d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm) && !opts.exact)
+      s.p2_w = kernels::pow2::packWeights(s.cs, reinterpret_cast<const int16_t*>(s.in[1]));
     return true;
   }
 
@@ -189,12 +193,15 @@ struct Runtime::Impl {
       }
       default: {  // conv, gemm
         const pw::Codes x = codes(0);
-        p2_acc.resize(static_cast<size_t>(n));
-        // --exact: the reference's loops; fast: plane sums in int32 (the same integers: exact sums).
+        // --exact: the reference's loops; fast: the same integers (exact sums) in int32 where they fit.
         const auto* w = reinterpret_cast<const int16_t*>(s.in[1]);
         const auto* b = reinterpret_cast<const int32_t*>(s.in[2]);
-        if (opts.exact) pw::convAcc(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get());
-        else pw::convAccFast(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get());
+        if (!opts.exact) {
+          pw::convFinishFast(s.cs, x, w, s.p2_w, t.qw, b, t.qb, t.out, *out, o, s.out, p2_acc, p2_acc32, pool.get());
+          return;
+        }
+        p2_acc.resize(static_cast<size_t>(n));
+        pw::convAcc(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get());
         pw::finish(p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
         return;
       }

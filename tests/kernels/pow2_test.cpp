@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 namespace npuc::kernels::pow2 {
@@ -150,48 +151,113 @@ TEST(Pow2, ConvolutionSumsAreTheFloatConvolutionsOnTheCodes) {
     }
 }
 
+/// A random 2-D convolution for the fast paths' tests (groups, depthwise, kernels up to 5, strides up to 3, dilations,
+/// pads), channels scaled by `wide` (1: a few; larger: several blocks of the VNNI form's 4 channels x 64 outputs, and
+/// its shared-im2col split); nullopt where the draw leaves no output.
+std::optional<ConvShape> randomConv(std::mt19937& rng, int iter, int64_t wide) {
+  auto r = [&](int lo, int hi) { return static_cast<int64_t>(lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1))); };
+  ConvShape s;
+  s.batch = r(1, 2);
+  s.groups = iter % 4 == 0 ? r(2, 3) : 1;
+  const bool dw = iter % 5 == 0;
+  s.in_channels = s.groups * (dw ? 1 : r(1, 4) * wide);
+  if (dw) s.groups = s.in_channels = r(2, 6) * wide;
+  s.out_channels = s.groups * (dw ? 1 : r(1, 3) * wide);
+  const int64_t k = r(1, 5), st = r(1, 3), dil = r(1, 2), pad = r(0, 2);
+  s.in_spatial = {r(k * dil, 12 + 2 * wide), r(k * dil, 13 + 3 * wide)};
+  s.kernel = {k, iter % 3 ? k : r(1, 3)};
+  s.stride = {st, iter % 2 ? st : r(1, 2)};
+  s.dilation = {dil, dil};
+  s.pad_begin = {pad, r(0, 2)};
+  for (int d = 0; d < 2; ++d)
+    s.out_spatial.push_back((s.in_spatial[d] + s.pad_begin[d] + r(0, 1) - s.dilation[d] * (s.kernel[d] - 1) - 1) / s.stride[d] + 1);
+  if (s.out_spatial[0] < 1 || s.out_spatial[1] < 1) return std::nullopt;
+  return s;
+}
+
+/// Random codes, weights of at most `wmax` in magnitude (a third of them 0) and biases for a convolution.
+struct ConvData {
+  std::vector<uint8_t> x;
+  std::vector<int16_t> w;
+  std::vector<int32_t> b;
+  ConvData(const ConvShape& s, std::mt19937& rng, int wmax, int bmax) {
+    x.resize(static_cast<size_t>(s.batch * s.in_channels * s.in_spatial[0] * s.in_spatial[1]));
+    w.resize(static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * s.kernel[0] * s.kernel[1]));
+    b.resize(static_cast<size_t>(s.out_channels));
+    for (auto& v : x) v = static_cast<uint8_t>(rng());
+    for (auto& v : w) v = static_cast<int16_t>(rng() % 3 == 0 ? 0 : static_cast<int>(rng() % (2 * wmax + 1)) - wmax);
+    for (auto& v : b) v = static_cast<int32_t>(rng() % (2 * static_cast<unsigned>(bmax) + 1)) - bmax;
+  }
+};
+
+int64_t outputsOf(const ConvShape& s) { return s.batch * s.out_channels * s.out_spatial[0] * s.out_spatial[1]; }
+
 TEST(Pow2, FastSumsAreTheReferencesAtEveryThreadCount) {
   std::mt19937 rng(11);
   for (int iter = 0; iter < 60; ++iter) {
-    auto r = [&](int lo, int hi) { return static_cast<int64_t>(lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1))); };
-    ConvShape s;
-    s.batch = r(1, 2);
-    s.groups = iter % 4 == 0 ? r(2, 3) : 1;
-    const bool dw = iter % 5 == 0;
-    s.in_channels = s.groups * (dw ? 1 : r(1, 4));
-    if (dw) s.groups = s.in_channels = r(2, 6);
-    s.out_channels = s.groups * r(1, 3);
-    const int64_t k = r(1, 5), st = r(1, 3), dil = r(1, 2), pad = r(0, 2);
-    s.in_spatial = {r(k * dil, 12), r(k * dil, 13)};
-    s.kernel = {k, iter % 3 ? k : r(1, 3)};
-    s.stride = {st, iter % 2 ? st : r(1, 2)};
-    s.dilation = {dil, dil};
-    s.pad_begin = {pad, r(0, 2)};
-    for (int d = 0; d < 2; ++d)
-      s.out_spatial.push_back((s.in_spatial[d] + s.pad_begin[d] + r(0, 1) - s.dilation[d] * (s.kernel[d] - 1) - 1) / s.stride[d] + 1);
-    if (s.out_spatial[0] < 1 || s.out_spatial[1] < 1) continue;
-    const int64_t nx = s.batch * s.in_channels * s.in_spatial[0] * s.in_spatial[1];
-    const int64_t nw = s.out_channels * (s.in_channels / s.groups) * s.kernel[0] * s.kernel[1];
-    const int64_t ny = s.batch * s.out_channels * s.out_spatial[0] * s.out_spatial[1];
-    std::vector<uint8_t> x(static_cast<size_t>(nx));
-    std::vector<int16_t> w(static_cast<size_t>(nw));
-    std::vector<int32_t> b(static_cast<size_t>(s.out_channels));
-    for (auto& v : x) v = static_cast<uint8_t>(rng());
-    const int wmax = iter % 7 == 0 ? 2047 : 127;
-    for (auto& v : w) v = static_cast<int16_t>(rng() % 3 == 0 ? 0 : static_cast<int>(rng() % (2 * wmax + 1)) - wmax);
-    for (auto& v : b) v = static_cast<int32_t>(rng() % 200001) - 100000;
+    const auto shape = randomConv(rng, iter, 1);
+    if (!shape) continue;
+    const ConvShape& s = *shape;
+    const ConvData d(s, rng, iter % 7 == 0 ? 2047 : 127, 100000);
     const bool sg = iter % 2;
-    std::vector<int64_t> ref(static_cast<size_t>(ny)), fast(ref.size());
-    convAcc(s, Codes{x.data(), sg, 3}, w.data(), 6, b.data(), 7, 50, ref.data(), nullptr);
+    std::vector<int64_t> ref(static_cast<size_t>(outputsOf(s))), fast(ref.size());
+    convAcc(s, Codes{d.x.data(), sg, 3}, d.w.data(), 6, d.b.data(), 7, 50, ref.data(), nullptr);
     for (Pow2Path path : {Pow2Path::kBaseline, Pow2Path::kAvx2}) {
       if (!cpuHasPow2Path(path)) continue;  // (every path this CPU has)
       for (int threads : {1, 2, 3}) {
         ThreadPool pool(threads);
         std::fill(fast.begin(), fast.end(), -1);
-        convAccFast(s, Codes{x.data(), sg, 3}, w.data(), 6, b.data(), 7, 50, fast.data(), &pool, path);
+        convAccFast(s, Codes{d.x.data(), sg, 3}, d.w.data(), 6, d.b.data(), 7, 50, fast.data(), &pool, path);
         ASSERT_EQ(fast, ref) << "case " << iter << " threads " << threads << " path " << static_cast<int>(path);
       }
     }
+  }
+}
+
+// Fast mode's conv layer (convFinishFast: on AVX-512 VNNI, int32 sums over byte quads and finishI32Avx512) gives the
+// reference's codes, q and slot history (convAcc, then finish) over a sequence of frames, at 1 to 3 threads: signed
+// and unsigned codes, each activation, 8-bit weights (the VNNI form) and 12-bit ones (the fallback), small and
+// large biases (a bias with no room in int32 falls back too), dynamic and frozen ranges.
+TEST(Pow2, FastLayersAreTheReferencesCodesAndSlots) {
+  std::mt19937 rng(23);
+  int vnni_layers = 0;
+  for (int iter = 0; iter < 48; ++iter) {
+    const auto shape = randomConv(rng, iter, iter % 3 == 0 ? 1 : 8);
+    if (!shape) continue;
+    const ConvShape& s = *shape;
+    const ConvData d(s, rng, iter % 11 == 0 ? 2047 : iter % 2 ? 127 : 128, iter % 13 == 0 ? 2000000000 : 100000);
+    const PackedWeights packed = packWeights(s, d.w.data());
+    vnni_layers += packed.vnni;
+    Options opt;
+    opt.dynamic = iter % 5 != 0;
+    OutSpec spec;
+    spec.slot = 0;
+    spec.is_signed = iter % 4 < 2;
+    spec.act = static_cast<Act>(iter % 3);
+    spec.clip_lo = -0.5f, spec.clip_hi = 6.0f;
+    spec.init_lo = -1.0f, spec.init_hi = 4.0f;
+    const int64_t n = outputsOf(s);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      Slot ref_slot = makeSlot(spec, opt), fast_slot = ref_slot;
+      std::vector<int64_t> acc(static_cast<size_t>(n)), acc64;
+      std::vector<int32_t> acc32;
+      std::vector<uint8_t> ref(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+      for (int frame = 0; frame < 3; ++frame) {  // (the same input three frames running: the history moves the q)
+        const Codes x{d.x.data(), iter % 2 == 0, 2 + frame};
+        convAcc(s, x, d.w.data(), 6, d.b.data(), 9, 50, acc.data(), nullptr);
+        const int ref_q = finish(acc.data(), n, x.q + 6, 1, spec, ref_slot, opt, ref.data());
+        std::fill(got.begin(), got.end(), uint8_t{0x5a});
+        const int q = convFinishFast(s, x, d.w.data(), packed, 6, d.b.data(), 9, spec, fast_slot, opt, got.data(), acc64, acc32, &pool);
+        ASSERT_EQ(q, ref_q) << "case " << iter << " frame " << frame << " threads " << threads;
+        ASSERT_EQ(got, ref) << "case " << iter << " frame " << frame << " threads " << threads;
+        ASSERT_EQ(fast_slot.lo, ref_slot.lo);
+        ASSERT_EQ(fast_slot.hi, ref_slot.hi);
+      }
+    }
+  }
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw")) {
+    EXPECT_GT(vnni_layers, 20);  // (the VNNI form was tested, where the CPU has it)
   }
 }
 

@@ -178,52 +178,71 @@ void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_
   });
 }
 
-int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
-           uint8_t* y) {
+FinishPlan planFinish(int64_t mn, int64_t mx, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt) {
+  FinishPlan p;
   // The activation's bounds in accumulator units (S * 2^qacc per real unit).
-  i128 lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
-  if (o.act == Act::kRelu) lo = 0;
+  p.lo = std::numeric_limits<int64_t>::min(), p.hi = std::numeric_limits<int64_t>::max();
+  if (o.act == Act::kRelu) p.lo = 0;
   if (o.act == Act::kClip) {
     auto bound = [&](float f, bool up) {
       const double v = std::ldexp(static_cast<double>(f), std::clamp(qacc, -200, 200)) * static_cast<double>(S);
       const double r = up ? std::ceil(v) : std::floor(v);
-      return static_cast<i128>(std::clamp(r, -0x1p62, 0x1p62));
+      return static_cast<int64_t>(std::clamp(r, -0x1p62, 0x1p62));
     };
-    lo = bound(o.clip_lo, true);
-    hi = bound(o.clip_hi, false);
-    if (hi < lo) hi = lo;  // no accumulator value lies in [clip_lo, clip_hi]: every output is ceil(clip_lo · 2^qacc · S)
+    p.lo = bound(o.clip_lo, true);
+    p.hi = bound(o.clip_hi, false);
+    if (p.hi < p.lo) p.hi = p.lo;  // no accumulator value lies in [clip_lo, clip_hi]: every output is ceil(clip_lo · 2^qacc · S)
   }
-  auto act = [&](int64_t a) { return static_cast<int64_t>(std::clamp<i128>(a, lo, hi)); };
-  int64_t mn = std::numeric_limits<int64_t>::max(), mx = std::numeric_limits<int64_t>::min();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t a = act(acc[i]);
-    mn = std::min(mn, a);
-    mx = std::max(mx, a);
-  }
-  if (n == 0) mn = mx = 0;
+  // The range after the activation: the clamp is monotonic, so it is the clamped range of the accumulators.
+  mn = n == 0 ? 0 : std::clamp(mn, p.lo, p.hi);
+  mx = n == 0 ? 0 : std::clamp(mx, p.lo, p.hi);
   auto real = [&](int64_t a) { return std::ldexp(static_cast<double>(a), -qacc) / static_cast<double>(S); };
-  const int qy = updateSlot(slot, real(mn), real(mx), opt);
-  const int a = qy - qacc;
-  if (S == 1 && a <= 0 && a >= -62) {
+  p.qy = updateSlot(slot, real(mn), real(mx), opt);
+  p.a = p.qy - qacc;
+  p.S = S;
+  p.round_add = opt.round_add;
+  p.is_signed = o.is_signed;
+  p.cmin = codeMin(o.is_signed), p.cmax = codeMax(o.is_signed);
+  p.hoisted = S == 1 && p.a <= 0 && p.a >= -62;
+  if (p.hoisted) {
     // requant's right shift, hoisted out of the loop: floor(acc / 2^s + R/100) = (acc + floor(R 2^s / 100)) >> s,
     // as acc is an integer (flooring the added fraction first changes nothing), clamped: requant's numbers.
-    const int sh = -a;
-    const int64_t add = static_cast<int64_t>((static_cast<i128>(opt.round_add) << sh) / 100);
-    const int64_t cmin = codeMin(o.is_signed), cmax = codeMax(o.is_signed);
-    const int64_t alo = static_cast<int64_t>(std::max<i128>(lo, std::numeric_limits<int64_t>::min() / 2));
-    const int64_t ahi = static_cast<int64_t>(std::min<i128>(hi, std::numeric_limits<int64_t>::max() / 2));
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = static_cast<uint8_t>(std::clamp((std::clamp(acc[i], alo, ahi) + add) >> sh, cmin, cmax));
-    return qy;
+    p.sh = -p.a;
+    p.add = static_cast<int64_t>((static_cast<i128>(opt.round_add) << p.sh) / 100);
+    p.alo = std::max(p.lo, std::numeric_limits<int64_t>::min() / 2);
+    p.ahi = std::min(p.hi, std::numeric_limits<int64_t>::max() / 2);
   }
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = static_cast<uint8_t>(requant(act(acc[i]), a, S, opt.round_add, o.is_signed));
-  return qy;
+  return p;
+}
+
+namespace {
+/// finish for either accumulator type (the same numbers for the same values).
+template <class T>
+int finishT(const T* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y) {
+  int64_t mn = std::numeric_limits<int64_t>::max(), mx = std::numeric_limits<int64_t>::min();
+  for (int64_t i = 0; i < n; ++i) {
+    mn = std::min<int64_t>(mn, acc[i]);
+    mx = std::max<int64_t>(mx, acc[i]);
+  }
+  const FinishPlan p = planFinish(mn, mx, n, qacc, S, o, slot, opt);
+  for (int64_t i = 0; i < n; ++i) y[i] = p.code(acc[i]);
+  return p.qy;
+}
+}  // namespace
+
+int finish(const int64_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
+           uint8_t* y) {
+  return finishT(acc, n, qacc, S, o, slot, opt, y);
+}
+
+int finish(const int32_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
+           uint8_t* y) {
+  return finishT(acc, n, qacc, S, o, slot, opt, y);
 }
 
 int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch) {
   const int Q = std::max(a.q, b.q);
-  scratch.resize(static_cast<size_t>(n));
+  if (scratch.size() < static_cast<size_t>(n)) scratch.resize(static_cast<size_t>(n));  // (grows only)
   for (int64_t i = 0; i < n; ++i)
     scratch[static_cast<size_t>(i)] = (static_cast<int64_t>(codeAt(a.p, i, a.is_signed)) << (Q - a.q)) +
                                       (static_cast<int64_t>(codeAt(b.p, i, b.is_signed)) << (Q - b.q));
@@ -232,7 +251,7 @@ int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options
 
 int globalAvgPool(Codes x, int64_t planes, int64_t size, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
                   std::vector<int64_t>& scratch) {
-  scratch.assign(static_cast<size_t>(planes), 0);
+  if (scratch.size() < static_cast<size_t>(planes)) scratch.resize(static_cast<size_t>(planes));  // (grows only)
   for (int64_t p = 0; p < planes; ++p) {
     int64_t s = 0;
     for (int64_t i = 0; i < size; ++i) s += codeAt(x.p, p * size + i, x.is_signed);

@@ -111,4 +111,54 @@ void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const in
   }
 }
 
+PackedWeights packWeights(const ConvShape& s, const int16_t* w) {
+  PackedWeights p;
+  static const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vnni");
+  if (!cpu || s.in_spatial.size() != 2) return p;
+  const int64_t M = s.out_channels, K = s.in_channels / s.groups * s.kernel[0] * s.kernel[1], K4 = (K + 3) / 4;
+  // (|sum| <= K4 * 4 * 255 * 128 with the bytes offset by 128, and the correction 128 * sum |w| alike)
+  if (K4 * 4 * 255 * 128 >= (int64_t{1} << 31)) return p;
+  for (int64_t i = 0; i < M * K; ++i)
+    if (w[i] < -128 || w[i] > 127) return p;
+  p.a4.assign(static_cast<size_t>(M * K4), 0);
+  p.wsum.assign(static_cast<size_t>(M), 0);
+  for (int64_t m = 0; m < M; ++m) {
+    auto* a = reinterpret_cast<int8_t*>(p.a4.data() + m * K4);
+    for (int64_t k = 0; k < K; ++k) {
+      a[k] = static_cast<int8_t>(w[m * K + k]);
+      p.wsum[static_cast<size_t>(m)] += w[m * K + k];
+    }
+  }
+  p.vnni = true;
+  return p;
+}
+
+int convFinishFast(const ConvShape& s, Codes x, const int16_t* w, const PackedWeights& packed, int qw, const int32_t* bias,
+                   int qb, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& acc64,
+                   std::vector<int32_t>& acc32, ThreadPool* pool) {
+  const int qacc = x.q + qw;
+  int64_t n = s.batch * s.out_channels;
+  for (int64_t d : s.out_spatial) n *= d;
+  if (packed.vnni) {
+    // Each bias in accumulator units, with room for the largest sum (packWeights' bound) in int32.
+    const int64_t K = s.in_channels / s.groups * s.kernel[0] * s.kernel[1], room = (int64_t{1} << 31) - (K + 3) / 4 * 4 * 255 * 128;
+    std::vector<int32_t> b0(static_cast<size_t>(s.out_channels), 0);
+    bool fits = true;
+    for (int64_t m = 0; m < s.out_channels && bias != nullptr && fits; ++m) {
+      const int64_t v = biasAt(bias[m], qb, qacc, opt.round_add);
+      fits = v > -room && v < room;
+      b0[static_cast<size_t>(m)] = static_cast<int32_t>(fits ? v : 0);
+    }
+    if (fits) {
+      if (acc32.size() < static_cast<size_t>(n)) acc32.resize(static_cast<size_t>(n));  // (grows only: no refill per layer)
+      fast::convSumsVnni(s, x, packed, b0.data(), acc32.data(), pool);
+      return fast::finishI32Avx512(acc32.data(), n, qacc, 1, o, slot, opt, y);
+    }
+  }
+  if (acc64.size() < static_cast<size_t>(n)) acc64.resize(static_cast<size_t>(n));
+  convAccFast(s, x, w, qw, bias, qb, opt.round_add, acc64.data(), pool);
+  return finish(acc64.data(), n, qacc, 1, o, slot, opt, y);
+}
+
 }  // namespace npuc::kernels::pow2

@@ -1,0 +1,80 @@
+// Byte quads for vpdpbusd (four consecutive taps of one output in one int32 lane): four byte rows interleaved, shared
+// by the int8 VNNI convolutions (qconv_vnni.cpp: int8-affine; pow2_conv_vnni.cpp: int8-pow2). Include only from files
+// compiled with AVX-512F/BW/VL (*_vnni.cpp): the inline functions must have one instruction set across the program.
+#pragma once
+
+// (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized: GCC bug 105593, see quant_avx512.hpp)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace npuc::kernels::detail {
+
+/// 16 (or the first n) pixels of four rows as quads at d (4 n bytes; masked stores for a tail).
+inline void storeQuads(__m128i a, __m128i b, __m128i c, __m128i e, uint8_t* d, int64_t n) {
+  const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+  const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+  const __m128i q[4] = {_mm_unpacklo_epi16(ab0, ce0), _mm_unpackhi_epi16(ab0, ce0), _mm_unpacklo_epi16(ab1, ce1),
+                        _mm_unpackhi_epi16(ab1, ce1)};
+  for (int k = 0; k < 4; ++k) {
+    const int64_t bytes = std::clamp<int64_t>(4 * n - 16 * k, 0, 16);
+    if (bytes == 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16 * k), q[k]);
+    else if (bytes > 0) _mm_mask_storeu_epi8(d + 16 * k, static_cast<__mmask16>((1u << bytes) - 1u), q[k]);
+  }
+}
+
+/// 16 (or the first n) bytes r[i * step], i < n, each XORed with `flip`: step 1 a plain load, step 2 the even bytes
+/// of 32 (vpmovwb), others gathered. Masked loads read nothing past the last byte asked for.
+inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i flip) {
+  __m128i v;
+  if (step == 1) {
+    v = n >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r))
+                : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n) - 1u), r);
+  } else if (step == 2) {
+    // (bytes 0 .. 2m - 2 for m = min(n, 16): never the byte after the last tap, which may lie past the tensor)
+    const __m256i w = _mm256_maskz_loadu_epi8(static_cast<__mmask32>((uint64_t{1} << (2 * std::min<int64_t>(n, 16) - 1)) - 1u), r);
+    v = _mm256_cvtepi16_epi8(w);
+  } else {
+    alignas(16) uint8_t t[16] = {};
+    for (int64_t i = 0; i < std::min<int64_t>(n, 16); ++i) t[i] = r[i * step];
+    v = _mm_load_si128(reinterpret_cast<const __m128i*>(t));
+  }
+  return _mm_xor_si128(v, flip);
+}
+
+/// Interleaves four byte rows into quads: d[4 i + j] = r_j[i * step] ^ flip, i < n.
+inline void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, int64_t n, int64_t step,
+                 __m128i flip, uint8_t* d) {
+  int64_t i = 0;
+  if (step == 1) {
+    // 64 pixels at a time: the unpacks work within 128-bit lanes (lane L of q[k] holds pixels 16 L + 4 k .. + 3),
+    // then a 4 x 4 transpose of the lanes puts 16 consecutive pixels in each stored vector.
+    const __m512i f = _mm512_broadcast_i32x4(flip);
+    for (; i + 64 <= n; i += 64) {
+      const __m512i a = _mm512_xor_si512(_mm512_loadu_si512(r0 + i), f), b = _mm512_xor_si512(_mm512_loadu_si512(r1 + i), f);
+      const __m512i c = _mm512_xor_si512(_mm512_loadu_si512(r2 + i), f), e = _mm512_xor_si512(_mm512_loadu_si512(r3 + i), f);
+      const __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+      const __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
+      const __m512i q0 = _mm512_unpacklo_epi16(ab0, ce0), q1 = _mm512_unpackhi_epi16(ab0, ce0);
+      const __m512i q2 = _mm512_unpacklo_epi16(ab1, ce1), q3 = _mm512_unpackhi_epi16(ab1, ce1);
+      // t0 = lanes (q0.0, q0.1, q1.0, q1.1), t1 = (q2.0, q2.1, q3.0, q3.1), t2, t3 the same of lanes 2 and 3.
+      const __m512i t0 = _mm512_shuffle_i64x2(q0, q1, _MM_SHUFFLE(1, 0, 1, 0)), t1 = _mm512_shuffle_i64x2(q2, q3, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i t2 = _mm512_shuffle_i64x2(q0, q1, _MM_SHUFFLE(3, 2, 3, 2)), t3 = _mm512_shuffle_i64x2(q2, q3, _MM_SHUFFLE(3, 2, 3, 2));
+      _mm512_storeu_si512(d + 4 * i, _mm512_shuffle_i64x2(t0, t1, _MM_SHUFFLE(2, 0, 2, 0)));        // q0.0 q1.0 q2.0 q3.0
+      _mm512_storeu_si512(d + 4 * i + 64, _mm512_shuffle_i64x2(t0, t1, _MM_SHUFFLE(3, 1, 3, 1)));   // q0.1 q1.1 q2.1 q3.1
+      _mm512_storeu_si512(d + 4 * i + 128, _mm512_shuffle_i64x2(t2, t3, _MM_SHUFFLE(2, 0, 2, 0)));  // lane 2
+      _mm512_storeu_si512(d + 4 * i + 192, _mm512_shuffle_i64x2(t2, t3, _MM_SHUFFLE(3, 1, 3, 1)));  // lane 3
+    }
+  }
+  for (; i < n; i += 16) {
+    const int64_t m = std::min<int64_t>(16, n - i), at = i * step;
+    storeQuads(loadRow(r0 + at, step, m, flip), loadRow(r1 + at, step, m, flip), loadRow(r2 + at, step, m, flip),
+               loadRow(r3 + at, step, m, flip), d + 4 * i, m);
+  }
+}
+
+}  // namespace npuc::kernels::detail
