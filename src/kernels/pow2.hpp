@@ -154,6 +154,12 @@ void convSumsVnni(const ConvShape& s, Codes x, const PackedWeights& packed, cons
 /// lanes at a time in int64. finish's numbers.
 int finishI32Avx512(const int32_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
                     uint8_t* y);
+/// quantize and dequantize on AVX-512 (F, BW, VL): the same operations lane by lane (the range of the finite values;
+/// x · 2^qy in double, + quantRoundAdd / 100, floor, clamp, NaN -> 0; code · 2^-q in float), so the same bytes.
+int quantizeAvx512(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y);
+void dequantizeAvx512(Codes x, int64_t n, float* y);
+/// Whether the CPU has what the *Avx512 functions above need.
+bool cpuHasAvx512();
 }  // namespace fast
 
 /// Finishes a layer from its accumulators at 2^-qacc / S: applies the activation, takes this frame's range,

@@ -182,8 +182,14 @@ struct Runtime::Impl {
     pw::Slot* out = t.out.slot >= 0 ? &p2_slots[static_cast<size_t>(t.out.slot)] : nullptr;
     const int64_t n = static_cast<int64_t>(d.out(0).numel());
     switch (d.kind) {
-      case LayerKind::kQuantize: pw::quantize(reinterpret_cast<const float*>(s.in[0]), n, t.out, *out, o, s.out); return;
-      case LayerKind::kDequantize: pw::dequantize(codes(0), n, reinterpret_cast<float*>(s.out)); return;
+      case LayerKind::kQuantize:  // (fast mode: the same operations lane by lane where the CPU has AVX-512)
+        if (!opts.exact && pw::fast::cpuHasAvx512()) pw::fast::quantizeAvx512(reinterpret_cast<const float*>(s.in[0]), n, t.out, *out, o, s.out);
+        else pw::quantize(reinterpret_cast<const float*>(s.in[0]), n, t.out, *out, o, s.out);
+        return;
+      case LayerKind::kDequantize:
+        if (!opts.exact && pw::fast::cpuHasAvx512()) pw::fast::dequantizeAvx512(codes(0), n, reinterpret_cast<float*>(s.out));
+        else pw::dequantize(codes(0), n, reinterpret_cast<float*>(s.out));
+        return;
       case LayerKind::kBinary: pw::add(codes(0), codes(1), n, t.out, *out, o, s.out, p2_acc); return;
       case LayerKind::kGlobalAvgPool: {
         const Shape& x = s.shapes[0];
@@ -193,7 +199,9 @@ struct Runtime::Impl {
       }
       default: {  // conv, gemm
         const pw::Codes x = codes(0);
-        // --exact: the reference's loops; fast: the same integers (exact sums) in int32 where they fit.
+        // --exact: the portable path (plain C++ plane sums, as int8-affine's QConvPath::kBaseline; convAcc's integers
+        // by test — convAcc itself, a loop per output and tap, takes half a minute a ResNet-50 frame); fast: the same
+        // integers in int32 on the CPU's best path (AVX-512 VNNI, AVX2).
         const auto* w = reinterpret_cast<const int16_t*>(s.in[1]);
         const auto* b = reinterpret_cast<const int32_t*>(s.in[2]);
         if (!opts.exact) {
@@ -201,7 +209,7 @@ struct Runtime::Impl {
           return;
         }
         p2_acc.resize(static_cast<size_t>(n));
-        pw::convAcc(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get());
+        pw::convAccFast(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get(), pw::Pow2Path::kBaseline);
         pw::finish(p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
         return;
       }

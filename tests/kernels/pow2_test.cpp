@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -258,6 +260,47 @@ TEST(Pow2, FastLayersAreTheReferencesCodesAndSlots) {
   }
   if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw")) {
     EXPECT_GT(vnni_layers, 20);  // (the VNNI form was tested, where the CPU has it)
+  }
+}
+
+// Fast mode's quantize / dequantize layers (AVX-512, where the CPU has it) give the reference's codes, q and floats:
+// ties of the rounding, NaN, the infinities, values far past the code range, both signednesses, several round_add.
+TEST(Pow2, FastQuantizeAndDequantizeAreTheReferences) {
+  if (!fast::cpuHasAvx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (int iter = 0; iter < 40; ++iter) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 300);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) {
+      const unsigned kind = rng() % 16;
+      v = kind == 0   ? std::nanf("")
+          : kind == 1 ? (rng() % 2 ? 1 : -1) * std::numeric_limits<float>::infinity()
+          : kind == 2 ? std::ldexp(static_cast<float>(static_cast<int>(rng() % 64) - 32) + 0.5f, -3)  // ties at q 3
+          : kind == 3 ? u(rng) * 1e6f
+                      : u(rng);
+    }
+    Options opt;
+    opt.round_add = iter % 3 == 0 ? 50 : iter % 3 == 1 ? 33 : 0;
+    opt.dynamic = iter % 4 != 0;
+    OutSpec spec;
+    spec.slot = 0;
+    spec.is_signed = iter % 2;
+    spec.init_lo = -2, spec.init_hi = 2;
+    Slot a = makeSlot(spec, opt), b = a;
+    std::vector<uint8_t> ref(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    for (int frame = 0; frame < 2; ++frame) {
+      ASSERT_EQ(fast::quantizeAvx512(x.data(), n, spec, b, opt, got.data()), quantize(x.data(), n, spec, a, opt, ref.data())) << iter;
+      ASSERT_EQ(got, ref) << iter;
+      ASSERT_EQ(a.lo, b.lo);
+      ASSERT_EQ(a.hi, b.hi);
+    }
+    for (int q : {-24, -3, 0, 7, 24}) {
+      std::vector<float> fr(static_cast<size_t>(n)), fg(static_cast<size_t>(n));
+      dequantize(Codes{ref.data(), spec.is_signed, q}, n, fr.data());
+      fast::dequantizeAvx512(Codes{ref.data(), spec.is_signed, q}, n, fg.data());
+      ASSERT_EQ(0, std::memcmp(fr.data(), fg.data(), fr.size() * sizeof(float))) << iter << " q " << q;
+    }
   }
 }
 

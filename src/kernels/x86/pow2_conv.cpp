@@ -111,10 +111,15 @@ void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const in
   }
 }
 
+bool fast::cpuHasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
 PackedWeights packWeights(const ConvShape& s, const int16_t* w) {
   PackedWeights p;
-  static const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vnni");
+  static const bool cpu = fast::cpuHasAvx512() && __builtin_cpu_supports("avx512vnni");
   if (!cpu || s.in_spatial.size() != 2) return p;
   const int64_t M = s.out_channels, K = s.in_channels / s.groups * s.kernel[0] * s.kernel[1], K4 = (K + 3) / 4;
   // (|sum| <= K4 * 4 * 255 * 128 with the bytes offset by 128, and the correction 128 * sum |w| alike)

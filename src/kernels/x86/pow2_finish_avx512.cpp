@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace npuc::kernels::pow2::fast {
@@ -43,6 +44,54 @@ int finishI32Avx512(const int32_t* acc, int64_t n, int qacc, int64_t S, const Ou
   }
   for (; i < n; ++i) y[i] = p.code(acc[i]);
   return p.qy;
+}
+
+int quantizeAvx512(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y) {
+  // The range of the finite values (x - x is 0 exactly for them, NaN for NaN and the infinities).
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 vmn = _mm512_set1_ps(std::numeric_limits<float>::infinity()), vmx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), zero, _CMP_EQ_OQ);
+    vmn = _mm512_mask_min_ps(vmn, finite, vmn, v);
+    vmx = _mm512_mask_max_ps(vmx, finite, vmx, v);
+  }
+  double mn = _mm512_reduce_min_ps(vmn), mx = _mm512_reduce_max_ps(vmx);
+  for (; i < n; ++i)
+    if (std::isfinite(x[i])) {
+      mn = std::min(mn, static_cast<double>(x[i]));
+      mx = std::max(mx, static_cast<double>(x[i]));
+    }
+  if (mn > mx) mn = mx = 0;
+  const int qy = updateSlot(slot, mn, mx, opt);
+  const double r = opt.round_add / 100.0, p = std::ldexp(1.0, qy);  // (x · 2^qy: exact, as ldexp)
+  const double lo = codeMin(o.is_signed), hi = codeMax(o.is_signed);
+  const __m512d vr = _mm512_set1_pd(r), vp = _mm512_set1_pd(p), vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+    __m512d q = _mm512_roundscale_pd(_mm512_add_pd(_mm512_mul_pd(v, vp), vr), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    q = _mm512_max_pd(_mm512_min_pd(q, vhi), vlo);
+    q = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), q, _mm512_setzero_pd());  // NaN -> 0
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), _mm256_cvtepi32_epi8(_mm512_cvttpd_epi32(q)));
+  }
+  for (; i < n; ++i) {
+    const double v = std::isnan(x[i]) ? 0.0 : std::clamp(std::floor(static_cast<double>(x[i]) * p + r), lo, hi);
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
+  }
+  return qy;
+}
+
+void dequantizeAvx512(Codes x, int64_t n, float* y) {
+  const float s = std::ldexp(1.0f, -x.q);  // (code · 2^-q: exact, as ldexp)
+  const __m512 vs = _mm512_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.p + i));
+    const __m512i w = x.is_signed ? _mm512_cvtepi8_epi32(c) : _mm512_cvtepu8_epi32(c);
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(w), vs));
+  }
+  for (; i < n; ++i) y[i] = static_cast<float>(codeAt(x.p, i, x.is_signed)) * s;
 }
 
 }  // namespace npuc::kernels::pow2::fast
