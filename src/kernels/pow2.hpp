@@ -158,6 +158,10 @@ int finishI32Avx512(const int32_t* acc, int64_t n, int qacc, int64_t S, const Ou
 /// x · 2^qy in double, + quantRoundAdd / 100, floor, clamp, NaN -> 0; code · 2^-q in float), so the same bytes.
 int quantizeAvx512(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y);
 void dequantizeAvx512(Codes x, int64_t n, float* y);
+/// add on AVX-512 where both shifts keep the sums in int32 (Q - q <= 22): the operands aligned in int32 lanes, their
+/// range, then the sums again into codes (finishI32Avx512's formulas); add itself otherwise. add's codes, q and slot.
+int addAvx512(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+              std::vector<int64_t>& scratch);
 /// Whether the CPU has what the *Avx512 functions above need.
 bool cpuHasAvx512();
 }  // namespace fast
@@ -171,8 +175,9 @@ int finish(const int32_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o,
            uint8_t* y);
 
 /// finish once the accumulators' range [mn, mx] (before the activation; n of them) is known: the activation's bounds,
-/// the slot updated (-> qy), and each code's formula — requant(clamp(acc, lo, hi), qy - qacc, S), or where S = 1 and
-/// qy <= qacc the right shift hoisted: clamp((clamp(acc, alo, ahi) + add) >> sh, cmin, cmax), the same numbers.
+/// the slot updated (-> qy), and each code's formula — requant(clamp(acc, lo, hi), qy - qacc, S), or where S = 1 the
+/// shift hoisted: clamp(((clamp(acc, alo, ahi) << lsh) + add) >> sh, cmin, cmax) (one of lsh, sh is 0), the same
+/// numbers.
 struct FinishPlan {
   int qy = 0, a = 0;
   int64_t S = 1;
@@ -180,10 +185,10 @@ struct FinishPlan {
   bool is_signed = true;
   int64_t lo = 0, hi = 0, cmin = 0, cmax = 0;
   bool hoisted = false;
-  int sh = 0;
+  int sh = 0, lsh = 0;
   int64_t add = 0, alo = 0, ahi = 0;
   uint8_t code(int64_t acc) const {
-    if (hoisted) return static_cast<uint8_t>(std::clamp((std::clamp(acc, alo, ahi) + add) >> sh, cmin, cmax));
+    if (hoisted) return static_cast<uint8_t>(std::clamp(((std::clamp(acc, alo, ahi) << lsh) + add) >> sh, cmin, cmax));
     return static_cast<uint8_t>(requant(std::clamp(acc, lo, hi), a, S, round_add, is_signed));
   }
 };

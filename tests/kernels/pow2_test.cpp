@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -302,6 +304,80 @@ TEST(Pow2, FastQuantizeAndDequantizeAreTheReferences) {
       ASSERT_EQ(0, std::memcmp(fr.data(), fg.data(), fr.size() * sizeof(float))) << iter << " q " << q;
     }
   }
+}
+
+// Fast mode's addition (AVX-512, where the CPU has it) gives add's codes, q and slot: operands of either signedness
+// at q's apart by 0 to 30 (past 22 the int32 lanes could overflow: add itself), each activation, over frames.
+TEST(Pow2, FastAddIsTheReferences) {
+  if (!fast::cpuHasAvx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(31);
+  for (int iter = 0; iter < 60; ++iter) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 400);
+    std::vector<uint8_t> a(static_cast<size_t>(n)), b(a.size());
+    for (auto& v : a) v = static_cast<uint8_t>(rng());
+    for (auto& v : b) v = static_cast<uint8_t>(rng());
+    const int qa = static_cast<int>(rng() % 20) - 10, qb = qa + static_cast<int>(rng() % 31) * (iter % 2 ? 1 : -1) / (iter % 3 ? 1 : 3);
+    Options opt;
+    opt.dynamic = iter % 4 != 0;
+    OutSpec spec;
+    spec.slot = 0;
+    spec.is_signed = iter % 3 != 0;
+    spec.act = static_cast<Act>(iter % 3);
+    spec.clip_lo = -1.0f, spec.clip_hi = 3.0f;
+    spec.init_lo = -2, spec.init_hi = 2;
+    Slot rs = makeSlot(spec, opt), fs = rs;
+    std::vector<int64_t> scratch, scratch64;
+    std::vector<uint8_t> ref(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    for (int frame = 0; frame < 2; ++frame) {
+      const Codes ca{a.data(), iter % 2 == 0, qa}, cb{b.data(), iter % 5 < 2, std::clamp(qb, kMinQ, kMaxQ)};
+      const int q = add(ca, cb, n, spec, rs, opt, ref.data(), scratch);
+      ASSERT_EQ(fast::addAvx512(ca, cb, n, spec, fs, opt, got.data(), scratch64), q) << iter;
+      ASSERT_EQ(got, ref) << iter << " q " << qa << " " << qb;
+      ASSERT_EQ(rs.lo, fs.lo);
+      ASSERT_EQ(rs.hi, fs.hi);
+    }
+  }
+}
+
+// finish's codes are requant's of the activated accumulators for every shift, the hoisted right and left shifts
+// included (qy fixed, qacc chosen so that qy - qacc runs from -70 to 45), every round_add, both signednesses, the fast
+// form alike; accumulators from 0 to beyond 2^40.
+TEST(Pow2, FinishIsRequantOfTheActivatedAccumulators) {
+  std::mt19937_64 rng(37);
+  for (int a = -70; a <= 45; ++a)
+    for (int round_add : {0, 33, 50, 99, 100})
+      for (int act = 0; act < 2; ++act) {
+        OutSpec spec;
+        spec.slot = 0;
+        spec.is_signed = (a + round_add) % 2 != 0;
+        spec.act = static_cast<Act>(act);
+        spec.fixed_q = 3;  // qy = 3, so a = qy - qacc
+        Options opt;
+        opt.round_add = round_add;
+        std::vector<int64_t> acc(97);
+        for (size_t i = 0; i < acc.size(); ++i) {
+          const int bits = static_cast<int>(rng() % 42);
+          acc[i] = static_cast<int64_t>(rng() % (uint64_t{1} << bits)) * (rng() % 2 ? 1 : -1);
+        }
+        acc[0] = 0, acc[1] = 511, acc[2] = -512, acc[3] = 1;
+        Slot slot = makeSlot(spec, opt);
+        std::vector<uint8_t> y(acc.size());
+        ASSERT_EQ(finish(acc.data(), static_cast<int64_t>(acc.size()), 3 - a, 1, spec, slot, opt, y.data()), 3);
+        for (size_t i = 0; i < acc.size(); ++i) {
+          const int64_t v = act == 1 ? std::max<int64_t>(acc[i], 0) : acc[i];
+          ASSERT_EQ(y[i], static_cast<uint8_t>(requant(v, a, 1, round_add, spec.is_signed))) << "a " << a << " R " << round_add << " acc " << acc[i];
+        }
+        if (fast::cpuHasAvx512()) {  // the same on int32 accumulators through the vector form
+          std::vector<int32_t> a32(acc.size());
+          for (size_t i = 0; i < acc.size(); ++i) a32[i] = static_cast<int32_t>(std::clamp<int64_t>(acc[i], INT32_MIN, INT32_MAX));
+          std::vector<int64_t> a64(a32.begin(), a32.end());
+          std::vector<uint8_t> want(acc.size()), got(acc.size());
+          Slot s1 = makeSlot(spec, opt), s2 = s1;
+          finish(a64.data(), static_cast<int64_t>(a64.size()), 3 - a, 1, spec, s1, opt, want.data());
+          fast::finishI32Avx512(a32.data(), static_cast<int64_t>(a32.size()), 3 - a, 1, spec, s2, opt, got.data());
+          ASSERT_EQ(got, want) << "a " << a << " R " << round_add;
+        }
+      }
 }
 
 TEST(Pow2, FinishAppliesTheActivationThenTheFramesQ) {

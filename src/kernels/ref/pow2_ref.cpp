@@ -203,14 +203,23 @@ FinishPlan planFinish(int64_t mn, int64_t mx, int64_t n, int qacc, int64_t S, co
   p.round_add = opt.round_add;
   p.is_signed = o.is_signed;
   p.cmin = codeMin(o.is_signed), p.cmax = codeMax(o.is_signed);
-  p.hoisted = S == 1 && p.a <= 0 && p.a >= -62;
-  if (p.hoisted) {
+  p.hoisted = S == 1 && p.a >= -62;
+  if (p.hoisted && p.a <= 0) {
     // requant's right shift, hoisted out of the loop: floor(acc / 2^s + R/100) = (acc + floor(R 2^s / 100)) >> s,
     // as acc is an integer (flooring the added fraction first changes nothing), clamped: requant's numbers.
     p.sh = -p.a;
     p.add = static_cast<int64_t>((static_cast<i128>(opt.round_add) << p.sh) / 100);
     p.alo = std::max(p.lo, std::numeric_limits<int64_t>::min() / 2);
     p.ahi = std::min(p.hi, std::numeric_limits<int64_t>::max() / 2);
+  } else if (p.hoisted) {
+    // A left shift (the output finer than the accumulators): floor(acc 2^a + R/100) = (acc << a) + floor(R/100),
+    // exact; an |acc| of 512 or more saturates for any a >= 1, so the clamp to [-512, 512] (after the activation's:
+    // clamps onto nested intervals compose) keeps the shift in range without changing a code; requant takes a above
+    // 40 as 40.
+    p.lsh = std::min(p.a, 40);
+    p.add = opt.round_add / 100;
+    p.alo = std::clamp<int64_t>(p.lo, -512, 512);
+    p.ahi = std::clamp<int64_t>(p.hi, -512, 512);
   }
   return p;
 }

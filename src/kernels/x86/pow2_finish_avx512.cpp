@@ -12,37 +12,62 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace npuc::kernels::pow2::fast {
 
-int finishI32Avx512(const int32_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
-                    uint8_t* y) {
+namespace {
+
+/// The range of n int32 accumulators given by value(i) (16 lanes from the vector form, one from the scalar one).
+template <class Vec, class One>
+std::pair<int64_t, int64_t> rangeOf(int64_t n, const Vec& vec, const One& one) {
   __m512i vmn = _mm512_set1_epi32(std::numeric_limits<int32_t>::max()), vmx = _mm512_set1_epi32(std::numeric_limits<int32_t>::min());
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512i v = _mm512_loadu_si512(acc + i);
+    const __m512i v = vec(i);
     vmn = _mm512_min_epi32(vmn, v);
     vmx = _mm512_max_epi32(vmx, v);
   }
   int64_t mn = _mm512_reduce_min_epi32(vmn), mx = _mm512_reduce_max_epi32(vmx);
   for (; i < n; ++i) {
-    mn = std::min<int64_t>(mn, acc[i]);
-    mx = std::max<int64_t>(mx, acc[i]);
+    mn = std::min<int64_t>(mn, one(i));
+    mx = std::max<int64_t>(mx, one(i));
   }
-  const FinishPlan p = planFinish(mn, mx, n, qacc, S, o, slot, opt);
-  i = 0;
+  return {mn, mx};
+}
+
+/// y[i] = p.code(value(i)): the hoisted shift 16 lanes at a time (two halves in int64) where p has it.
+template <class Vec, class One>
+void codesOf(const FinishPlan& p, int64_t n, const Vec& vec, const One& one, uint8_t* y) {
+  int64_t i = 0;
   if (p.hoisted) {
     const __m512i alo = _mm512_set1_epi64(p.alo), ahi = _mm512_set1_epi64(p.ahi), add = _mm512_set1_epi64(p.add);
     const __m512i cmin = _mm512_set1_epi64(p.cmin), cmax = _mm512_set1_epi64(p.cmax);
-    const __m128i sh = _mm_cvtsi32_si128(p.sh);
-    for (; i + 8 <= n; i += 8) {
-      __m512i v = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i)));
-      v = _mm512_sra_epi64(_mm512_add_epi64(_mm512_min_epi64(_mm512_max_epi64(v, alo), ahi), add), sh);
-      v = _mm512_min_epi64(_mm512_max_epi64(v, cmin), cmax);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), _mm512_cvtepi64_epi8(v));
+    const __m128i sh = _mm_cvtsi32_si128(p.sh), lsh = _mm_cvtsi32_si128(p.lsh);
+    auto half = [&](__m256i a) {
+      __m512i v = _mm512_cvtepi32_epi64(a);
+      v = _mm512_sra_epi64(_mm512_add_epi64(_mm512_sll_epi64(_mm512_min_epi64(_mm512_max_epi64(v, alo), ahi), lsh), add), sh);
+      return _mm512_cvtepi64_epi8(_mm512_min_epi64(_mm512_max_epi64(v, cmin), cmax));
+    };
+    for (; i + 16 <= n; i += 16) {
+      const __m512i v = vec(i);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                       _mm_unpacklo_epi64(half(_mm512_castsi512_si256(v)), half(_mm512_extracti64x4_epi64(v, 1))));
     }
   }
-  for (; i < n; ++i) y[i] = p.code(acc[i]);
+  for (; i < n; ++i) y[i] = p.code(one(i));
+}
+
+}  // namespace
+
+int finishI32Avx512(const int32_t* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt,
+                    uint8_t* y) {
+  auto vec = [&](int64_t i) { return _mm512_loadu_si512(acc + i); };
+  auto one = [&](int64_t i) { return static_cast<int64_t>(acc[i]); };
+  const auto [mn, mx] = rangeOf(n, vec, one);
+  const FinishPlan p = planFinish(mn, mx, n, qacc, S, o, slot, opt);
+  codesOf(p, n, vec, one, y);
   return p.qy;
 }
 
@@ -80,6 +105,28 @@ int quantizeAvx512(const float* x, int64_t n, const OutSpec& o, Slot& slot, cons
     y[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
   }
   return qy;
+}
+
+int addAvx512(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+              std::vector<int64_t>& scratch) {
+  const int Q = std::max(a.q, b.q), sa = Q - a.q, sb = Q - b.q;
+  if (sa > 22 || sb > 22) return add(a, b, n, o, slot, opt, y, scratch);  // (255 · 2^22 · 2 < 2^31)
+  // The sums computed twice, for the range and for the codes: cheaper than writing them out and reading them back.
+  const __m128i csa = _mm_cvtsi32_si128(sa), csb = _mm_cvtsi32_si128(sb);
+  auto widen = [](const uint8_t* p, bool is_signed) {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return is_signed ? _mm512_cvtepi8_epi32(c) : _mm512_cvtepu8_epi32(c);
+  };
+  auto vec = [&](int64_t i) {
+    return _mm512_add_epi32(_mm512_sll_epi32(widen(a.p + i, a.is_signed), csa), _mm512_sll_epi32(widen(b.p + i, b.is_signed), csb));
+  };
+  auto one = [&](int64_t i) {  // (as add: the codes' values shifted left, exact in int32 here)
+    return (static_cast<int64_t>(codeAt(a.p, i, a.is_signed)) << sa) + (static_cast<int64_t>(codeAt(b.p, i, b.is_signed)) << sb);
+  };
+  const auto [mn, mx] = rangeOf(n, vec, one);
+  const FinishPlan p = planFinish(mn, mx, n, Q, 1, o, slot, opt);
+  codesOf(p, n, vec, one, y);
+  return p.qy;
 }
 
 void dequantizeAvx512(Codes x, int64_t n, float* y) {
