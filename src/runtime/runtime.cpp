@@ -203,9 +203,9 @@ struct Runtime::Impl {
       }
       default: {  // conv, gemm
         const pw::Codes x = codes(0);
-        // --exact: the portable path (plain C++ plane sums, as int8-affine's QConvPath::kBaseline; convAcc's integers
-        // by test — convAcc itself, a loop per output and tap, takes half a minute a ResNet-50 frame); fast: the same
-        // integers in int32 on the CPU's best path (AVX-512 VNNI, AVX2).
+        // --exact: the portable plane sums (one C++ source built for the baseline and for AVX2, as int8-affine's
+        // QConvPath::kBaseline; convAcc's integers by test — convAcc itself, a loop per output and tap, takes half a
+        // minute a ResNet-50 frame); fast: the same integers in int32 on AVX-512 VNNI where the layer allows it.
         const auto* w = reinterpret_cast<const int16_t*>(s.in[1]);
         const auto* b = reinterpret_cast<const int32_t*>(s.in[2]);
         if (!opts.exact) {
@@ -213,7 +213,7 @@ struct Runtime::Impl {
           return;
         }
         p2_acc.resize(static_cast<size_t>(n));
-        pw::convAccFast(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get(), pw::Pow2Path::kBaseline);
+        pw::convAccFast(s.cs, x, w, t.qw, b, t.qb, o.round_add, p2_acc.data(), pool.get(), pw::bestPow2Path());
         pw::finish(p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
         return;
       }
