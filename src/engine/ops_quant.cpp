@@ -108,11 +108,15 @@ void dynamicQuantizeLinear(KernelCall& c) {
   const float* xs = x.data<float>();
   float lo = 0.0f, hi = 0.0f;
   for (int64_t i = 0; i < x.numel(); ++i) {
-    if (std::isnan(xs[i])) fail(ErrorCode::kInvalidInput, "{}: x holds NaN: its range, and so its scale, are undefined", c.node.label());
+    if (!std::isfinite(xs[i]))
+      fail(ErrorCode::kInvalidInput, "{}: x holds {}: its range, and so its scale, are undefined", c.node.label(),
+           std::isnan(xs[i]) ? "NaN" : "an infinity");
     lo = std::min(lo, xs[i]);
     hi = std::max(hi, xs[i]);
   }
   const float scale = (hi - lo) / 255.0f;
+  if (!std::isfinite(scale))
+    fail(ErrorCode::kInvalidInput, "{}: x spans [{}, {}], a range beyond float32: its scale is undefined", c.node.label(), lo, hi);
   const float zp = scale > 0 ? std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f)) : 0.0f;
   Tensor& y = c.alloc(0);
   uint8_t* ys = y.data<uint8_t>();

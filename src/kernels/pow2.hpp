@@ -187,10 +187,9 @@ struct FinishPlan {
   bool hoisted = false;
   int sh = 0, lsh = 0;
   int64_t add = 0, alo = 0, ahi = 0;
-  uint8_t code(int64_t acc) const {
-    if (hoisted) return static_cast<uint8_t>(std::clamp(((std::clamp(acc, alo, ahi) << lsh) + add) >> sh, cmin, cmax));
-    return static_cast<uint8_t>(requant(std::clamp(acc, lo, hi), a, S, round_add, is_signed));
-  }
+  /// The code of one accumulator (out of line: the AVX-512 files call it for their tails and must not hold a copy
+  /// built for their instruction set that a baseline caller could be linked to).
+  uint8_t code(int64_t acc) const;
 };
 FinishPlan planFinish(int64_t mn, int64_t mx, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt);
 

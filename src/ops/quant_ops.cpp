@@ -91,10 +91,13 @@ void registerQuantOps(Registry& r) {
           if (a.back() != b[b.size() - 2]) c.error("inner dimensions differ: {} vs {}", shapeStr(a), shapeStr(b));
           for (int i : {2, 3}) {
             if (!c.hasInput(i)) continue;
-            if (c.inputDType(i) != c.inputDType(i - 2)) c.error("zero point {} is {}, its operand {}", i, dtypeName(c.inputDType(i)), dtypeName(c.inputDType(i - 2)));
+            const char* name = i == 2 ? "a_zero_point" : "b_zero_point";
+            if (c.inputDType(i) != c.inputDType(i - 2))
+              c.error("{} is {}, {} {}", name, dtypeName(c.inputDType(i)), i == 2 ? "a" : "b", dtypeName(c.inputDType(i - 2)));
+            if (c.inputShape(i).size() > 1) c.unsupported("{} of shape {}: one value or a vector is supported", name, shapeStr(c.inputShape(i)));
             const int64_t n = shapeNumel(c.inputShape(i)), want = i == 2 ? a[a.size() - 2] : b.back();
-            if (c.inputShape(i).size() > 1 || (n != 1 && n != want))
-              c.error("zero point {} has shape {}: one value, or one per {} ({})", i, shapeStr(c.inputShape(i)), i == 2 ? "row of a" : "column of b", want);
+            if (n != 1 && n != want)
+              c.error("{} has {} values: one, or one per {} ({})", name, n, i == 2 ? "row of a" : "column of b", want);
           }
           Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), out;
           if (!broadcastShapes(ba, bb, out)) c.error("batch dims {} and {} do not broadcast", shapeStr(ba), shapeStr(bb));
@@ -118,6 +121,7 @@ void registerQuantOps(Registry& r) {
           const Shape& x = c.inputShape(0);
           const Shape& w = c.inputShape(1);
           if (x.size() != 4 || w.size() != 4) c.unsupported("only 2-D convolutions are supported (x {}, w {})", shapeStr(x), shapeStr(w));
+          if (w[0] < 1) c.error("weights {} have no output channel", shapeStr(w));
           int64_t g = c.node().attrInt("group", 1);
           if (g <= 0 || x[1] % g || w[0] % g || w[1] * g != x[1])
             c.error("group {} does not fit input channels {} and weights {}", g, x[1], shapeStr(w));

@@ -6,6 +6,7 @@
 #include "ir/rewriter.hpp"
 #include "kernels/quant.hpp"
 #include "ops/registry.hpp"
+#include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 #include "support/error.hpp"
 
@@ -536,7 +537,10 @@ std::optional<IntegerProduct> integerProduct(const ir::Graph& g, const ir::UseMa
   const int64_t M = w->data->dim(axis), K = w->data->numel() / std::max<int64_t>(M, 1);
   if (w->scale.size() != 1 && static_cast<int64_t>(w->scale.size()) != M) return std::nullopt;
   // The weights' scales must be per output channel, finite and positive.
-  if (w->scale.size() > 1 && w->node->attrInt("axis", 1) != axis) return std::nullopt;
+  if (w->scale.size() > 1) {  // (the axis as written: negative ones count from the end)
+    int64_t waxis = w->node->attrInt("axis", 1);
+    if (!ops::normalizeAxis(waxis, rank) || waxis != axis) return std::nullopt;
+  }
   if (std::any_of(w->scale.begin(), w->scale.end(), [](float v) { return !(v > 0) || !std::isfinite(v); })) return std::nullopt;
   if (c.hasInput(2)) {
     p.b = qparams(g, c.inputs[2], "DequantizeLinear");

@@ -7,6 +7,7 @@ import subprocess
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import npuc
@@ -80,6 +81,11 @@ def test_dynamic_quantize_linear_follows_onnx_formulas(tmp_path):
         zp = np.uint8(np.rint(np.clip(np.float32(0) - xmin / scale, 0, 255)))
         want = np.clip(np.rint(x / scale) + np.float32(zp), 0, 255).astype(np.uint8)
         assert out["s"] == scale and out["z"] == zp and np.array_equal(out["y"], want), (lo, hi)
+    for bad, what in ((np.inf, "an infinity"), (np.nan, "NaN")):  # no range, no scale: a clear error
+        x = np.zeros((7, 33), np.float32)
+        x[3, 4] = bad
+        with pytest.raises(npuc.Error, match=what):
+            npuc.run_model(path, {"x": x})
     if CLI:  # no package form: check names the node and the rule, exit 1
         r = subprocess.run([CLI, "check", path, "--target", "generic"], capture_output=True, text=True)
         assert r.returncode != 0 and "DynamicQuantizeLinear" in r.stdout + r.stderr

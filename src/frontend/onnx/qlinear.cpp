@@ -52,14 +52,21 @@ int expandQLinearOps(ir::Graph& g) {
         fail(ErrorCode::kInvalidInput, "{}: input {} ({}) of {} is required", n.label(), i, conv ? kConv[i] : kMatMul[i], n.op);
       }
     auto value = [&](const std::string& suffix) { return g.addValue(g.uniqueValueName(n.name + suffix)).id; };
-    // x (and for QLinearMatMul a) per tensor, or per row along axis -2 of a; w per output channel (axis 0) or b per
-    // column (axis -1) where its scale is a vector.
+    // QLinearConv's x and y per tensor (the spec's scalars: a vector where the shape is known is refused); w per
+    // output channel (axis 0) where its scale is a vector. QLinearMatMul's a and y per tensor or per row (axis -2),
+    // b per column (axis -1). The axes are set whether or not the scales' shapes are known yet (a per-tensor scale
+    // ignores its axis).
+    if (conv)
+      for (int i : {1, 6})
+        if (vectorLength(g, n.inputs[static_cast<size_t>(i)]) > 1)
+          fail(ErrorCode::kInvalidInput, "{}: {} must be a scalar (QLinearConv quantizes {} per tensor), not {} values",
+               n.label(), i == 1 ? "x_scale" : "y_scale", i == 1 ? "x" : "y", vectorLength(g, n.inputs[static_cast<size_t>(i)]));
     const ir::ValueId xf = value("_x_dequantized"), wf = value(conv ? "_w_dequantized" : "_b_dequantized");
     ir::Node& dx = g.addNode("DequantizeLinear", n.name + "_DequantizeLinear_x", {n.inputs[0], n.inputs[1], n.inputs[2]}, {xf});
-    if (!conv && vectorLength(g, n.inputs[1]) > 1) dx.attrs["axis"] = ir::Attr(int64_t{-2});
+    if (!conv) dx.attrs["axis"] = ir::Attr(int64_t{-2});
     ir::Node& dw = g.addNode("DequantizeLinear", n.name + (conv ? "_DequantizeLinear_w" : "_DequantizeLinear_b"),
                              {n.inputs[3], n.inputs[4], n.inputs[5]}, {wf});
-    if (vectorLength(g, n.inputs[4]) > 1) dw.attrs["axis"] = ir::Attr(int64_t{conv ? 0 : -1});
+    dw.attrs["axis"] = ir::Attr(int64_t{conv ? 0 : -1});
     std::vector<ir::ValueId> ins = {xf, wf};
     if (conv && n.inputs.size() == 9 && n.inputs[8] != ir::kNoValue) {
       // The bias: int32 at x_scale * w_scale, zero point 0 (QLinearConv's definition); the product a constant where
@@ -80,7 +87,8 @@ int expandQLinearOps(ir::Graph& g) {
     else if (!n.attrs.empty())
       fail(ErrorCode::kInvalidInput, "{}: QLinearMatMul has no attribute '{}'", n.label(), n.attrs.begin()->first);
     g.removeNode(id);
-    g.addNode("QuantizeLinear", n.name + "_QuantizeLinear", {yf, n.inputs[6], n.inputs[7]}, {n.outputs[0]});
+    ir::Node& qy = g.addNode("QuantizeLinear", n.name + "_QuantizeLinear", {yf, n.inputs[6], n.inputs[7]}, {n.outputs[0]});
+    if (!conv) qy.attrs["axis"] = ir::Attr(int64_t{-2});
     ++expanded;
   }
   if (expanded > 0) g.topoSort();

@@ -225,6 +225,16 @@ FinishPlan planFinish(int64_t mn, int64_t mx, int64_t n, int qacc, int64_t S, co
 }
 
 namespace {
+/// FinishPlan::code, inlined into the loops of this file.
+inline uint8_t codeOf(const FinishPlan& p, int64_t acc) {
+  if (p.hoisted) return static_cast<uint8_t>(std::clamp(((std::clamp(acc, p.alo, p.ahi) << p.lsh) + p.add) >> p.sh, p.cmin, p.cmax));
+  return static_cast<uint8_t>(requant(std::clamp(acc, p.lo, p.hi), p.a, p.S, p.round_add, p.is_signed));
+}
+}  // namespace
+
+uint8_t FinishPlan::code(int64_t acc) const { return codeOf(*this, acc); }
+
+namespace {
 /// finish for either accumulator type (the same numbers for the same values).
 template <class T>
 int finishT(const T* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y) {
@@ -234,7 +244,7 @@ int finishT(const T* acc, int64_t n, int qacc, int64_t S, const OutSpec& o, Slot
     mx = std::max<int64_t>(mx, acc[i]);
   }
   const FinishPlan p = planFinish(mn, mx, n, qacc, S, o, slot, opt);
-  for (int64_t i = 0; i < n; ++i) y[i] = p.code(acc[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = codeOf(p, acc[i]);
   return p.qy;
 }
 }  // namespace

@@ -19,6 +19,13 @@ namespace npuc::kernels::pow2::fast {
 
 namespace {
 
+// (this file's own copies of pow2.hpp's inline code helpers: see FinishPlan::code)
+int32_t codeIn(const uint8_t* p, int64_t i, bool is_signed) {
+  return is_signed ? static_cast<int32_t>(static_cast<int8_t>(p[i])) : static_cast<int32_t>(p[i]);
+}
+double lowestCode(bool is_signed) { return is_signed ? -128.0 : 0.0; }
+double highestCode(bool is_signed) { return is_signed ? 127.0 : 255.0; }
+
 /// The range of n int32 accumulators given by value(i) (16 lanes from the vector form, one from the scalar one).
 template <class Vec, class One>
 std::pair<int64_t, int64_t> rangeOf(int64_t n, const Vec& vec, const One& one) {
@@ -91,7 +98,7 @@ int quantizeAvx512(const float* x, int64_t n, const OutSpec& o, Slot& slot, cons
   if (mn > mx) mn = mx = 0;
   const int qy = updateSlot(slot, mn, mx, opt);
   const double r = opt.round_add / 100.0, p = std::ldexp(1.0, qy);  // (x · 2^qy: exact, as ldexp)
-  const double lo = codeMin(o.is_signed), hi = codeMax(o.is_signed);
+  const double lo = lowestCode(o.is_signed), hi = highestCode(o.is_signed);
   const __m512d vr = _mm512_set1_pd(r), vp = _mm512_set1_pd(p), vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
   for (i = 0; i + 8 <= n; i += 8) {
     const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
@@ -121,7 +128,7 @@ int addAvx512(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const O
     return _mm512_add_epi32(_mm512_sll_epi32(widen(a.p + i, a.is_signed), csa), _mm512_sll_epi32(widen(b.p + i, b.is_signed), csb));
   };
   auto one = [&](int64_t i) {  // (as add: the codes' values shifted left, exact in int32 here)
-    return (static_cast<int64_t>(codeAt(a.p, i, a.is_signed)) << sa) + (static_cast<int64_t>(codeAt(b.p, i, b.is_signed)) << sb);
+    return (static_cast<int64_t>(codeIn(a.p, i, a.is_signed)) << sa) + (static_cast<int64_t>(codeIn(b.p, i, b.is_signed)) << sb);
   };
   const auto [mn, mx] = rangeOf(n, vec, one);
   const FinishPlan p = planFinish(mn, mx, n, Q, 1, o, slot, opt);
@@ -138,7 +145,7 @@ void dequantizeAvx512(Codes x, int64_t n, float* y) {
     const __m512i w = x.is_signed ? _mm512_cvtepi8_epi32(c) : _mm512_cvtepu8_epi32(c);
     _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(w), vs));
   }
-  for (; i < n; ++i) y[i] = static_cast<float>(codeAt(x.p, i, x.is_signed)) * s;
+  for (; i < n; ++i) y[i] = static_cast<float>(codeIn(x.p, i, x.is_signed)) * s;
 }
 
 }  // namespace npuc::kernels::pow2::fast

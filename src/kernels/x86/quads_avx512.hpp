@@ -1,6 +1,7 @@
 // Byte quads for vpdpbusd (four consecutive taps of one output in one int32 lane): four byte rows interleaved, shared
 // by the int8 VNNI convolutions (qconv_vnni.cpp: int8-affine; pow2_conv_vnni.cpp: int8-pow2). Include only from files
-// compiled with AVX-512F/BW/VL (*_vnni.cpp): the inline functions must have one instruction set across the program.
+// compiled with AVX-512F/BW/VL (*_vnni.cpp). The functions have internal linkage: each file keeps its own copy, so no
+// copy built for one instruction set can stand in for another's.
 #pragma once
 
 // (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized: GCC bug 105593, see quant_avx512.hpp)
@@ -15,7 +16,7 @@
 namespace npuc::kernels::detail {
 
 /// 16 (or the first n) pixels of four rows as quads at d (4 n bytes; masked stores for a tail).
-inline void storeQuads(__m128i a, __m128i b, __m128i c, __m128i e, uint8_t* d, int64_t n) {
+static inline void storeQuads(__m128i a, __m128i b, __m128i c, __m128i e, uint8_t* d, int64_t n) {
   const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
   const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
   const __m128i q[4] = {_mm_unpacklo_epi16(ab0, ce0), _mm_unpackhi_epi16(ab0, ce0), _mm_unpacklo_epi16(ab1, ce1),
@@ -29,7 +30,7 @@ inline void storeQuads(__m128i a, __m128i b, __m128i c, __m128i e, uint8_t* d, i
 
 /// 16 (or the first n) bytes r[i * step], i < n, each XORed with `flip`: step 1 a plain load, step 2 the even bytes
 /// of 32 (vpmovwb), others gathered. Masked loads read nothing past the last byte asked for.
-inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i flip) {
+static inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i flip) {
   __m128i v;
   if (step == 1) {
     v = n >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r))
@@ -47,7 +48,7 @@ inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i flip) 
 }
 
 /// Interleaves four byte rows into quads: d[4 i + j] = r_j[i * step] ^ flip, i < n.
-inline void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, int64_t n, int64_t step,
+static inline void interleave4(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, int64_t n, int64_t step,
                  __m128i flip, uint8_t* d) {
   int64_t i = 0;
   if (step == 1) {
