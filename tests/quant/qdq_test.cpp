@@ -384,6 +384,18 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   std::filesystem::remove_all(o.out_root);
 }
 
+/// The model at `onnx`, optimized and quantized with integer layers, calibrated on one tensor of `shape` (input
+/// `input`) drawn from `u`: the QDQ model and its options (for translating the same package).
+std::pair<Model, QuantizeOptions> integerQdq(const std::string& onnx, const std::string& input, const Shape& shape,
+                                             std::mt19937& rng, std::uniform_real_distribution<float>& u, QuantizeReport* rep) {
+  Tensor c(DType::kF32, shape);
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration[input] = {c};
+  q.integer_layers = true;
+  return {Model::load(onnx).optimized().quantizedQdq(q, rep), q};
+}
+
 /// The package in `dir` equals `model` on the engine, bit for bit, in exact and fast mode at 1, 2 and 3 threads, on
 /// `samples` inputs of `shape` drawn from `draw` (input `input`).
 template <class Draw>
@@ -470,13 +482,8 @@ TEST(Int8AffinePackage, AveragePoolsAreIntegerMeans) {
     std::uniform_real_distribution<float> u(-1.0f, 3.0f);
     Shape cs = k.shape;
     cs[0] = 10;
-    Tensor c(DType::kF32, cs);
-    for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
-    QuantizeOptions q;
-    q.calibration["x"] = {c};
-    q.integer_layers = true;
     QuantizeReport rep;
-    Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
+    auto [qdq, q] = integerQdq(onnx, "x", cs, rng, u, &rep);
     EXPECT_EQ(rep.integer_layers, 1);
     int qavg = 0, float_avg = 0;
     const ir::Graph& g = graphOf(qdq);
@@ -687,13 +694,8 @@ TEST(Int8AffinePackage, MatMulsOfBatchedRowsAreIntegerProducts) {
   const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/matmul3d_mini.onnx";
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  Tensor c(DType::kF32, Shape{8, 3, 12});
-  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
-  QuantizeOptions q;
-  q.calibration["input"] = {c};
-  q.integer_layers = true;
   QuantizeReport rep;
-  Model qdq = Model::load(onnx).optimized().quantizedQdq(q, &rep);
+  auto [qdq, q] = integerQdq(onnx, "input", Shape{8, 3, 12}, rng, u, &rep);
   EXPECT_EQ(rep.integer_layers, 2);
   int qconv = 0, matmul = 0;
   const ir::Graph& g = graphOf(qdq);
