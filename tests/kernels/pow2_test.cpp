@@ -190,7 +190,7 @@ struct ConvData {
     b.resize(static_cast<size_t>(s.out_channels));
     for (auto& v : x) v = static_cast<uint8_t>(rng());
     for (auto& v : w) v = static_cast<int16_t>(rng() % 3 == 0 ? 0 : static_cast<int>(rng() % (2 * wmax + 1)) - wmax);
-    for (auto& v : b) v = static_cast<int32_t>(rng() % (2 * static_cast<unsigned>(bmax) + 1)) - bmax;
+    for (auto& v : b) v = static_cast<int32_t>(static_cast<int64_t>(rng() % (2 * static_cast<uint64_t>(bmax) + 1)) - bmax);
   }
 };
 
