@@ -54,8 +54,9 @@ int expandQLinearOps(ir::Graph& g) {
     auto value = [&](const std::string& suffix) { return g.addValue(g.uniqueValueName(n.name + suffix)).id; };
     // QLinearConv's x and y per tensor (the spec's scalars: a vector where the shape is known is refused); w per
     // output channel (axis 0) where its scale is a vector. QLinearMatMul's a and y per tensor or per row (axis -2),
-    // b per column (axis -1). The axes are set whether or not the scales' shapes are known yet (a per-tensor scale
-    // ignores its axis).
+    // b per column (axis -1). From opset 13 (the first whose DequantizeLinear / QuantizeLinear have `axis`) the axes
+    // are set whether or not the scales' shapes are known yet (a per-tensor scale ignores its axis); before it only
+    // where a scale is known to be a vector (the exported model then needs opset 13 for that node).
     if (conv)
       for (int i : {1, 6})
         if (vectorLength(g, n.inputs[static_cast<size_t>(i)]) > 1)
@@ -63,10 +64,13 @@ int expandQLinearOps(ir::Graph& g) {
                n.label(), i == 1 ? "x_scale" : "y_scale", i == 1 ? "x" : "y", vectorLength(g, n.inputs[static_cast<size_t>(i)]));
     const ir::ValueId xf = value("_x_dequantized"), wf = value(conv ? "_w_dequantized" : "_b_dequantized");
     ir::Node& dx = g.addNode("DequantizeLinear", n.name + "_DequantizeLinear_x", {n.inputs[0], n.inputs[1], n.inputs[2]}, {xf});
-    if (!conv) dx.attrs["axis"] = ir::Attr(int64_t{-2});
+    auto setAxis = [&](ir::Node& q, ir::ValueId scale, int64_t axis) {
+      if (g.opset >= 13 || vectorLength(g, scale) > 1) q.attrs["axis"] = ir::Attr(axis);
+    };
+    if (!conv) setAxis(dx, n.inputs[1], -2);
     ir::Node& dw = g.addNode("DequantizeLinear", n.name + (conv ? "_DequantizeLinear_w" : "_DequantizeLinear_b"),
                              {n.inputs[3], n.inputs[4], n.inputs[5]}, {wf});
-    dw.attrs["axis"] = ir::Attr(int64_t{conv ? 0 : -1});
+    setAxis(dw, n.inputs[4], conv ? 0 : -1);
     std::vector<ir::ValueId> ins = {xf, wf};
     if (conv && n.inputs.size() == 9 && n.inputs[8] != ir::kNoValue) {
       // The bias: int32 at x_scale * w_scale, zero point 0 (QLinearConv's definition); the product a constant where
@@ -88,7 +92,7 @@ int expandQLinearOps(ir::Graph& g) {
       fail(ErrorCode::kInvalidInput, "{}: QLinearMatMul has no attribute '{}'", n.label(), n.attrs.begin()->first);
     g.removeNode(id);
     ir::Node& qy = g.addNode("QuantizeLinear", n.name + "_QuantizeLinear", {yf, n.inputs[6], n.inputs[7]}, {n.outputs[0]});
-    if (!conv) qy.attrs["axis"] = ir::Attr(int64_t{-2});
+    if (!conv) setAxis(qy, n.inputs[6], -2);
     ++expanded;
   }
   if (expanded > 0) g.topoSort();
