@@ -134,6 +134,7 @@ void convAccFast(const ConvShape& s, Codes x, const int16_t* w, int qw, const in
 struct PackedWeights {
   bool vnni = false;
   std::vector<int32_t> a4, wsum;
+  int64_t bias_room = 0;  // a bias (in accumulator units) below this in magnitude leaves room for every sum in int32
 };
 PackedWeights packWeights(const ConvShape& s, const int16_t* w);
 
@@ -144,6 +145,14 @@ PackedWeights packWeights(const ConvShape& s, const int16_t* w);
 int convFinishFast(const ConvShape& s, Codes x, const int16_t* w, const PackedWeights& packed, int qw, const int32_t* bias,
                    int qb, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& acc64,
                    std::vector<int32_t>& acc32, ThreadPool* pool);
+
+/// quantize, dequantize, add and maxPool in fast mode: their fast:: forms where the CPU has AVX-512 (max pooling on
+/// the int8-affine kernel, unsigned codes through XOR 0x80), else the references. The same bytes, q and slots.
+int quantizeFast(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y);
+void dequantizeFast(Codes x, int64_t n, float* y);
+int addFast(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+            std::vector<int64_t>& scratch);
+void maxPoolFast(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool);
 
 namespace fast {
 /// sums[n, m, p] = b0[m] + the sum of x * w over the taps inside the input, int32 (x86/pow2_conv_vnni.cpp; the CPU

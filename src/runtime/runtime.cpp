@@ -132,7 +132,6 @@ struct Runtime::Impl {
   std::vector<int> p2_out_slot;               // int8-pow2: by seq, the slot of the layer's output codes (-1: none)
   std::vector<int64_t> p2_acc;                // int8-pow2: a layer's accumulators
   std::vector<int32_t> p2_acc32;              // (fast mode, where they fit in int32)
-  std::vector<int8_t> p2_codes_buf;           // (fast mode: unsigned codes as int8 for max pooling)
   int only_group = 0;                         // > 0: run only the layers of this group (a Pipeline stage)
 
   /// int8-pow2: every slot back to its calibrated range (as loaded; Runtime::resetState).
@@ -183,18 +182,15 @@ struct Runtime::Impl {
     pw::Slot* out = t.out.slot >= 0 ? &p2_slots[static_cast<size_t>(t.out.slot)] : nullptr;
     const int64_t n = static_cast<int64_t>(d.out(0).numel());
     switch (d.kind) {
-      case LayerKind::kQuantize:  // (fast mode: the same operations lane by lane where the CPU has AVX-512)
-        if (!opts.exact && pw::fast::cpuHasAvx512()) pw::fast::quantizeAvx512(reinterpret_cast<const float*>(s.in[0]), n, t.out, *out, o, s.out);
-        else pw::quantize(reinterpret_cast<const float*>(s.in[0]), n, t.out, *out, o, s.out);
+      case LayerKind::kQuantize: {
+        const auto* x = reinterpret_cast<const float*>(s.in[0]);
+        opts.exact ? pw::quantize(x, n, t.out, *out, o, s.out) : pw::quantizeFast(x, n, t.out, *out, o, s.out);
         return;
+      }
       case LayerKind::kDequantize:
-        if (!opts.exact && pw::fast::cpuHasAvx512()) pw::fast::dequantizeAvx512(codes(0), n, reinterpret_cast<float*>(s.out));
-        else pw::dequantize(codes(0), n, reinterpret_cast<float*>(s.out));
+        (opts.exact ? pw::dequantize : pw::dequantizeFast)(codes(0), n, reinterpret_cast<float*>(s.out));
         return;
-      case LayerKind::kBinary:
-        if (!opts.exact && pw::fast::cpuHasAvx512()) pw::fast::addAvx512(codes(0), codes(1), n, t.out, *out, o, s.out, p2_acc);
-        else pw::add(codes(0), codes(1), n, t.out, *out, o, s.out, p2_acc);
-        return;
+      case LayerKind::kBinary: (opts.exact ? pw::add : pw::addFast)(codes(0), codes(1), n, t.out, *out, o, s.out, p2_acc); return;
       case LayerKind::kGlobalAvgPool: {
         const Shape& x = s.shapes[0];
         const int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
@@ -730,21 +726,9 @@ struct Runtime::Impl {
   void exec(Step& s) {
     const package::Descriptor& d = *s.d;
     if (s.p2) return execPow2(s);
-    if (s.p2_codes) {  // max over codes of one q: exact; fast mode the int8 kernel (unsigned codes through XOR 0x80)
-      const bool is_signed = d.in(0).type == ElemType::kI8;
-      if (opts.exact) return kernels::pow2::maxPool(s.ps, s.in[0], is_signed, s.out, pool.get());
-      const int64_t in_n = s.ps.planes * s.ps.ih * s.ps.iw, out_n = s.ps.planes * s.ps.oh * s.ps.ow;
-      const int8_t* x = reinterpret_cast<const int8_t*>(s.in[0]);
-      if (!is_signed) {  // (max commutes with the order-preserving map u -> u ^ 0x80 onto int8; 0 when no tap is inside)
-        if (p2_codes_buf.size() < static_cast<size_t>(in_n)) p2_codes_buf.resize(static_cast<size_t>(in_n));
-        for (int64_t i = 0; i < in_n; ++i) p2_codes_buf[static_cast<size_t>(i)] = static_cast<int8_t>(s.in[0][i] ^ 0x80);
-        x = p2_codes_buf.data();
-      }
-      kernels::maxPool2dI8Fast(s.ps, x, reinterpret_cast<int8_t*>(s.out), pool.get());
-      if (!is_signed)
-        for (int64_t i = 0; i < out_n; ++i) s.out[i] ^= 0x80;
-      return;
-    }
+    if (s.p2_codes)  // max over codes of one q: exact (fast mode: the int8 kernel)
+      return (opts.exact ? kernels::pow2::maxPool : kernels::pow2::maxPoolFast)(s.ps, s.in[0], d.in(0).type == ElemType::kI8,
+                                                                                  s.out, pool.get());
     size_t es = package::elemSize(d.out(0).type);
     switch (d.kind) {
       case LayerKind::kCustom: execCustom(s); return;

@@ -1,6 +1,7 @@
 // The fast int8-pow2 convolution sums (kernels/pow2.hpp: convAccFast): convAcc's integers, plane by plane.
 #include "kernels/pow2.hpp"
 
+#include "kernels/quant.hpp"
 #include "kernels/ref/parallel_units.hpp"
 
 #include <algorithm>
@@ -124,6 +125,7 @@ PackedWeights packWeights(const ConvShape& s, const int16_t* w) {
   const int64_t M = s.out_channels, K = s.in_channels / s.groups * s.kernel[0] * s.kernel[1], K4 = (K + 3) / 4;
   // (|sum| <= K4 * 4 * 255 * 128 with the bytes offset by 128, and the correction 128 * sum |w| alike)
   if (K4 * 4 * 255 * 128 >= (int64_t{1} << 31)) return p;
+  p.bias_room = (int64_t{1} << 31) - K4 * 4 * 255 * 128;
   for (int64_t i = 0; i < M * K; ++i)
     if (w[i] < -128 || w[i] > 127) return p;
   p.a4.assign(static_cast<size_t>(M * K4), 0);
@@ -146,13 +148,12 @@ int convFinishFast(const ConvShape& s, Codes x, const int16_t* w, const PackedWe
   int64_t n = s.batch * s.out_channels;
   for (int64_t d : s.out_spatial) n *= d;
   if (packed.vnni) {
-    // Each bias in accumulator units, with room for the largest sum (packWeights' bound) in int32.
-    const int64_t K = s.in_channels / s.groups * s.kernel[0] * s.kernel[1], room = (int64_t{1} << 31) - (K + 3) / 4 * 4 * 255 * 128;
+    // Each bias in accumulator units, with room for the largest sum in int32.
     std::vector<int32_t> b0(static_cast<size_t>(s.out_channels), 0);
     bool fits = true;
     for (int64_t m = 0; m < s.out_channels && bias != nullptr && fits; ++m) {
       const int64_t v = biasAt(bias[m], qb, qacc, opt.round_add);
-      fits = v > -room && v < room;
+      fits = v > -packed.bias_room && v < packed.bias_room;
       b0[static_cast<size_t>(m)] = static_cast<int32_t>(fits ? v : 0);
     }
     if (fits) {
@@ -164,6 +165,34 @@ int convFinishFast(const ConvShape& s, Codes x, const int16_t* w, const PackedWe
   if (acc64.size() < static_cast<size_t>(n)) acc64.resize(static_cast<size_t>(n));
   convAccFast(s, x, w, qw, bias, qb, opt.round_add, acc64.data(), pool);
   return finish(acc64.data(), n, qacc, 1, o, slot, opt, y);
+}
+
+int quantizeFast(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y) {
+  return fast::cpuHasAvx512() ? fast::quantizeAvx512(x, n, o, slot, opt, y) : quantize(x, n, o, slot, opt, y);
+}
+
+void dequantizeFast(Codes x, int64_t n, float* y) {
+  if (fast::cpuHasAvx512()) return fast::dequantizeAvx512(x, n, y);
+  dequantize(x, n, y);
+}
+
+int addFast(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+            std::vector<int64_t>& scratch) {
+  return fast::cpuHasAvx512() ? fast::addAvx512(a, b, n, o, slot, opt, y, scratch) : add(a, b, n, o, slot, opt, y, scratch);
+}
+
+void maxPoolFast(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool) {
+  const int8_t* xi = reinterpret_cast<const int8_t*>(x);
+  if (!is_signed) {  // (max commutes with the order-preserving map u -> u ^ 0x80 onto int8; 0 when no tap is inside)
+    thread_local std::vector<int8_t> flipped;
+    const int64_t n = s.planes * s.ih * s.iw;
+    if (flipped.size() < static_cast<size_t>(n)) flipped.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) flipped[static_cast<size_t>(i)] = static_cast<int8_t>(x[i] ^ 0x80);
+    xi = flipped.data();
+  }
+  maxPool2dI8Fast(s, xi, reinterpret_cast<int8_t*>(y), pool);
+  if (!is_signed)
+    for (int64_t i = 0; i < s.planes * s.oh * s.ow; ++i) y[i] ^= 0x80;
 }
 
 }  // namespace npuc::kernels::pow2

@@ -9,7 +9,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 namespace npuc::kernels::pow2 {
@@ -18,15 +17,10 @@ namespace {
 
 constexpr int kRows = 4, kVecs = 4;  // the microkernel's block: 4 output channels x 64 outputs
 
-/// A grow-only buffer of the calling thread (slot 0: padded planes, 1: an im2col), reused from run to run.
-uint8_t* scratch(int slot, size_t bytes) {
-  thread_local std::vector<uint8_t> b[2];
-  if (b[slot].size() < bytes) b[slot].resize(bytes);
-  return b[slot].data();
-}
-
 struct Geometry {
   int64_t C, M, G, Cg, Mg, H, W, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, K, K4, P, P16;
+  int64_t HP, WP;   // the padded plane every window reads
+  bool direct;      // no window leaves the input (no padding: 1x1 convolutions and the like): the planes are x itself
 };
 
 Geometry geometryOf(const ConvShape& s) {
@@ -36,50 +30,35 @@ Geometry geometryOf(const ConvShape& s) {
   g.KH = s.kernel[0], g.KW = s.kernel[1], g.SH = s.stride[0], g.SW = s.stride[1], g.DH = s.dilation[0], g.DW = s.dilation[1];
   g.PT = s.pad_begin[0], g.PL = s.pad_begin[1];
   g.K = g.Cg * g.KH * g.KW, g.K4 = (g.K + 3) / 4, g.P = g.OH * g.OW, g.P16 = (g.P + 15) / 16 * 16;
+  g.HP = (g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1, g.WP = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
+  g.direct = g.PT == 0 && g.PL == 0 && g.HP <= g.H && g.WP <= g.W;
   return g;
 }
 
-/// Group `grp`'s channels of one image as planes the windows read, at `planes` (`stride` bytes apart, rows `rs`
-/// apart): the input itself where no window leaves it (no padding: 1x1 convolutions and the like), else padded
-/// copies (the code 0 in the padding, 64 bytes of slack after each: interleave4's loads may run past a row).
+/// Group `grp`'s channels of one image as the planes the windows read (`stride` bytes apart, rows `rs` apart, bytes to
+/// XOR with `flip` as they are cut into quads): the input itself where the geometry is direct, else offset planes
+/// (detail::offsetPlane: the codes already XORed with the flip, the code 0's byte in the padding, 64 bytes of slack).
 struct Planes {
   const uint8_t* p;
   int64_t stride, rs;
+  uint8_t flip;
 };
-Planes planesOf(const Geometry& g, const uint8_t* xn, int64_t grp, uint8_t* buf) {
-  const int64_t HP = (g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1, WP = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
-  if (g.PT == 0 && g.PL == 0 && HP <= g.H && WP <= g.W) return {xn + grp * g.Cg * g.H * g.W, g.H * g.W, g.W};
-  const int64_t ps = HP * WP + 64;
-  for (int64_t c = 0; c < g.Cg; ++c) {
-    const uint8_t* xc = xn + (grp * g.Cg + c) * g.H * g.W;
-    uint8_t* pc = buf + c * ps;
-    const int64_t q0 = std::clamp<int64_t>(g.PL, 0, WP), q1 = std::clamp<int64_t>(g.PL + g.W, q0, WP);
-    for (int64_t r = 0; r < HP; ++r) {
-      uint8_t* row = pc + r * WP;
-      const int64_t ih = r - g.PT;
-      if (ih < 0 || ih >= g.H) {
-        std::memset(row, 0, static_cast<size_t>(WP));
-        continue;
-      }
-      for (int64_t q = 0; q < q0; ++q) row[q] = 0;  // (a pad or two: loops, not library calls)
-      std::memcpy(row + q0, xc + ih * g.W + (q0 - g.PL), static_cast<size_t>(q1 - q0));
-      for (int64_t q = q1; q < WP; ++q) row[q] = 0;
-    }
-    std::memset(pc + HP * WP, 0, 64);
-  }
-  return {buf, ps, WP};
+Planes planesOf(const Geometry& g, const uint8_t* xn, int64_t grp, uint8_t flip, uint8_t* buf) {
+  if (g.direct) return {xn + grp * g.Cg * g.H * g.W, g.H * g.W, g.W, flip};
+  const int64_t ps = g.HP * g.WP + 64;
+  for (int64_t c = 0; c < g.Cg; ++c)
+    detail::offsetPlane(buf + c * ps, reinterpret_cast<const int8_t*>(xn + (grp * g.Cg + c) * g.H * g.W), g.H, g.W, g.HP, g.WP,
+                        g.PT, g.PL, flip, flip);
+  return {buf, ps, g.WP, 0};
 }
 /// The bytes planesOf may write for one group.
-size_t planeBytes(const Geometry& g) {
-  const int64_t HP = (g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1, WP = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
-  return static_cast<size_t>(g.Cg * (HP * WP + 64));
-}
+size_t planeBytes(const Geometry& g) { return g.direct ? 0 : static_cast<size_t>(g.Cg * (g.HP * g.WP + 64)); }
 
 /// The im2col of a group as byte quads, B4 [K4][P16][4]: byte j of quad q at output p is tap 4q + j's code as an
-/// unsigned byte (x + 128 for signed codes: the XOR `flip` 0x80; the padding's code 0 alike), tap 4q's again past K
-/// (it meets a zero weight); outputs past P are zero.
-void buildQuads(const Geometry& g, const Planes& pl, uint8_t flip, uint8_t* b) {
-  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+/// unsigned byte (x + 128 for signed codes: the XOR 0x80; the padding's code 0 alike), tap 4q's again past K (it meets
+/// a zero weight); outputs past P are zero.
+void buildQuads(const Geometry& g, const Planes& pl, uint8_t* b) {
+  const __m128i f = _mm_set1_epi8(static_cast<char>(pl.flip));
   const bool contiguous = g.SH == 1 && g.SW == 1 && pl.rs == g.OW;  // (output rows end to end in the planes)
   for (int64_t q = 0; q < g.K4; ++q) {
     const uint8_t* plane[4];
@@ -159,19 +138,19 @@ void convSumsVnni(const ConvShape& s, Codes x, const PackedWeights& packed, cons
     int32_t* sn = sums + n * g.M * g.P;
     if (g.G >= 4 || g.Mg < 2 * kRows) {  // many groups (depthwise): whole groups per thread, each with its own im2col
       detail::parallelUnits(pool, g.G, g.Mg * g.K * g.P, [&](int64_t g0, int64_t g1) {
-        uint8_t* b = scratch(1, b_bytes);
-        uint8_t* planes = scratch(0, planeBytes(g));
+        uint8_t* b = detail::scratch(1, b_bytes);
+        uint8_t* planes = detail::scratch(0, planeBytes(g));
         for (int64_t grp = g0; grp < g1; ++grp) {
-          buildQuads(g, planesOf(g, xn, grp, planes), flip, b);
+          buildQuads(g, planesOf(g, xn, grp, flip, planes), b);
           product(g, b, a4, corr.data(), grp * g.Mg, (grp + 1) * g.Mg, 0, g.P, sn);
         }
       });
       continue;
     }
     // Few groups: one im2col per group, then blocks of (4 channels, 64 outputs) among the threads.
-    uint8_t* const shared = scratch(1, b_bytes);  // (the calling thread's: the threads below only read it)
+    uint8_t* const shared = detail::scratch(1, b_bytes);  // (the calling thread's: the threads below only read it)
     for (int64_t grp = 0; grp < g.G; ++grp) {
-      buildQuads(g, planesOf(g, xn, grp, scratch(0, planeBytes(g))), flip, shared);
+      buildQuads(g, planesOf(g, xn, grp, flip, detail::scratch(0, planeBytes(g))), shared);
       const int64_t rblocks = (g.Mg + kRows - 1) / kRows, pblocks = (g.P + 16 * kVecs - 1) / (16 * kVecs);
       detail::parallelUnits(pool, rblocks * pblocks, kRows * g.K * 16 * kVecs, [&](int64_t u0, int64_t u1) {
         for (int64_t u = u0; u < u1; ++u) {

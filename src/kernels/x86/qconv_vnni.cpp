@@ -100,66 +100,6 @@ Micro pickMicro(int rows, int vecs) {
 /// Small groups (depthwise-like, but not the depthwise form): whole groups per thread, each with its own im2col.
 bool byGroup(const ConvShape& s) { return s.groups > 1 && s.out_channels / s.groups < 2 * kMaxRows; }
 
-/// A grow-only scratch buffer of the calling thread (slot 0: the offset planes or the depthwise form's quad planes, 1:
-/// an im2col): reused from run to run,
-/// so a layer does not pay for fresh pages (and the page-fault lock they share between threads) on every call.
-uint8_t* scratch(int slot, size_t bytes) {
-  thread_local std::vector<uint8_t> buffers[2];
-  std::vector<uint8_t>& b = buffers[slot];
-  if (b.size() < bytes) b.resize(bytes);
-  return b.data();
-}
-
-/// One row of an offset plane: columns [q0, q1) are src[q] + 128 (XOR 0x80), the others `pad`; src null for a row
-/// wholly in the padding. Plain loops (the compiler vectorises the XOR): AVX-512 masked stores here, read back soon
-/// after by overlapping loads, measured several times slower.
-inline void offsetRow(uint8_t* row, const int8_t* src, int64_t wp, int64_t q0, int64_t q1, uint8_t pad) {
-  if (src == nullptr) {
-    std::memset(row, pad, static_cast<size_t>(wp));
-    return;
-  }
-  for (int64_t q = 0; q < q0; ++q) row[q] = pad;
-  for (int64_t q = q0; q < q1; ++q) row[q] = static_cast<uint8_t>(src[q] ^ 0x80);
-  for (int64_t q = q1; q < wp; ++q) row[q] = pad;
-}
-
-/// A whole offset plane (the im2col's, with at least 64 bytes of slack after it): the
-/// masks of each 64-column block are the same for every row, so a row is one masked load, a XOR, a blend and an
-/// unmasked store per block (a store running past its row is overwritten by the next row, or lands in the slack).
-void offsetPlane(uint8_t* plane, const int8_t* xc, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt, int64_t pl,
-                 uint8_t pad) {
-  const int64_t q0 = std::clamp<int64_t>(pl, 0, wp), q1 = std::clamp<int64_t>(pl + w, q0, wp);
-  const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad)), flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const int64_t blocks = (wp + 63) / 64;
-  __mmask64 in[8] = {};  // (planes wider than 512 columns take offsetRow)
-  if (blocks > 8) {
-    for (int64_t r = 0; r < hp; ++r)
-      offsetRow(plane + r * wp, r - pt < 0 || r - pt >= h ? nullptr : xc + (r - pt) * w - pl, wp, q0, q1, pad);
-    return;
-  }
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t q = b * 64, n = std::min<int64_t>(64, wp - q);
-    if (q1 > q && q0 < q + n) {
-      const int64_t lo = std::max(q0, q) - q, hi = std::min(q1, q + n) - q;
-      in[b] = (hi == 64 ? ~__mmask64{0} : (__mmask64{1} << hi) - 1) & ~((__mmask64{1} << lo) - 1);
-    }
-  }
-  for (int64_t r = 0; r < hp; ++r) {
-    uint8_t* row = plane + r * wp;
-    const int64_t ih = r - pt;
-    if (ih < 0 || ih >= h) {
-      for (int64_t b = 0; b < blocks; ++b) _mm512_storeu_si512(row + b * 64, padv);
-      continue;
-    }
-    // (plane column q is input column q - pl; the address is formed in integers: it may lie before the plane's start)
-    const uintptr_t src = reinterpret_cast<uintptr_t>(xc) + static_cast<uintptr_t>(ih * w - pl);
-    for (int64_t b = 0; b < blocks; ++b) {
-      const __m512i v = _mm512_maskz_loadu_epi8(in[b], reinterpret_cast<const void*>(src + static_cast<uintptr_t>(b * 64)));
-      _mm512_storeu_si512(row + b * 64, _mm512_mask_blend_epi8(in[b], padv, _mm512_xor_si512(v, flip)));
-    }
-  }
-}
-
 /// The depthwise form's geometry, the same for every channel of a layer. Each window row is read as quads of 4
 /// consecutive columns; a "quad plane" holds, per padded input row r and per quad q of the window row, the quads
 /// of every output column (int32 lanes, 64-byte rows), built once per channel, so the KH window rows that share an
@@ -461,7 +401,7 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
     if (direct) planes = reinterpret_cast<const uint8_t*>(xn);
     // The offset plane of every channel: x + 128 inside the input, zx + 128 in the padding.
     if (!direct) parallelUnits(pool, C, HP * WP, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) offsetPlane(xp + c * PS, xn + c * H * W, H, W, HP, WP, PT, PL, pad);
+      for (int64_t c = c0; c < c1; ++c) offsetPlane(xp + c * PS, xn + c * H * W, H, W, HP, WP, PT, PL, pad, 0x80);
     });
     int8_t* yn = y + nb * M * P;
     // Rows [r0, r1) of a group's output at pixels [pa, pb) (pa a multiple of 64), over tiles of 64 pixels: a tile of B

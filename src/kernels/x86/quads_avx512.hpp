@@ -1,5 +1,6 @@
-// Byte quads for vpdpbusd (four consecutive taps of one output in one int32 lane): four byte rows interleaved, shared
-// by the int8 VNNI convolutions (qconv_vnni.cpp: int8-affine; pow2_conv_vnni.cpp: int8-pow2). Include only from files
+// Byte quads for vpdpbusd (four consecutive taps of one output in one int32 lane): the padded planes the windows read
+// and four byte rows interleaved, shared by the int8 VNNI convolutions (qconv_vnni.cpp: int8-affine;
+// pow2_conv_vnni.cpp: int8-pow2), with their per-thread scratch. Include only from files
 // compiled with AVX-512F/BW/VL (*_vnni.cpp). The functions have internal linkage: each file keeps its own copy, so no
 // copy built for one instruction set can stand in for another's.
 #pragma once
@@ -12,8 +13,70 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace npuc::kernels::detail {
+
+/// A grow-only scratch buffer of the calling thread (slot 0: the offset planes or the depthwise form's quad planes, 1:
+/// an im2col): reused from run to run,
+/// so a layer does not pay for fresh pages (and the page-fault lock they share between threads) on every call.
+static inline uint8_t* scratch(int slot, size_t bytes) {
+  thread_local std::vector<uint8_t> buffers[2];
+  std::vector<uint8_t>& b = buffers[slot];
+  if (b.size() < bytes) b.resize(bytes);
+  return b.data();
+}
+
+/// One row of an offset plane: columns [q0, q1) are src[q] XOR `flip` (0x80: + 128 for an int8), the others `pad`;
+/// src null for a row wholly in the padding. Plain loops (the compiler vectorises the XOR): AVX-512 masked stores here, read back soon
+/// after by overlapping loads, measured several times slower.
+static inline void offsetRow(uint8_t* row, const int8_t* src, int64_t wp, int64_t q0, int64_t q1, uint8_t pad, uint8_t flip) {
+  if (src == nullptr) {
+    std::memset(row, pad, static_cast<size_t>(wp));
+    return;
+  }
+  for (int64_t q = 0; q < q0; ++q) row[q] = pad;
+  for (int64_t q = q0; q < q1; ++q) row[q] = static_cast<uint8_t>(src[q] ^ flip);
+  for (int64_t q = q1; q < wp; ++q) row[q] = pad;
+}
+
+/// A whole offset plane (the im2col's, with at least 64 bytes of slack after it; offsetRow's bytes): the
+/// masks of each 64-column block are the same for every row, so a row is one masked load, a XOR, a blend and an
+/// unmasked store per block (a store running past its row is overwritten by the next row, or lands in the slack).
+static inline void offsetPlane(uint8_t* plane, const int8_t* xc, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt,
+                               int64_t pl, uint8_t pad, uint8_t flip_byte) {
+  const int64_t q0 = std::clamp<int64_t>(pl, 0, wp), q1 = std::clamp<int64_t>(pl + w, q0, wp);
+  const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad)), flip = _mm512_set1_epi8(static_cast<char>(flip_byte));
+  const int64_t blocks = (wp + 63) / 64;
+  __mmask64 in[8] = {};  // (planes wider than 512 columns take offsetRow)
+  if (blocks > 8) {
+    for (int64_t r = 0; r < hp; ++r)
+      offsetRow(plane + r * wp, r - pt < 0 || r - pt >= h ? nullptr : xc + (r - pt) * w - pl, wp, q0, q1, pad, flip_byte);
+    return;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t q = b * 64, n = std::min<int64_t>(64, wp - q);
+    if (q1 > q && q0 < q + n) {
+      const int64_t lo = std::max(q0, q) - q, hi = std::min(q1, q + n) - q;
+      in[b] = (hi == 64 ? ~__mmask64{0} : (__mmask64{1} << hi) - 1) & ~((__mmask64{1} << lo) - 1);
+    }
+  }
+  for (int64_t r = 0; r < hp; ++r) {
+    uint8_t* row = plane + r * wp;
+    const int64_t ih = r - pt;
+    if (ih < 0 || ih >= h) {
+      for (int64_t b = 0; b < blocks; ++b) _mm512_storeu_si512(row + b * 64, padv);
+      continue;
+    }
+    // (plane column q is input column q - pl; the address is formed in integers: it may lie before the plane's start)
+    const uintptr_t src = reinterpret_cast<uintptr_t>(xc) + static_cast<uintptr_t>(ih * w - pl);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const __m512i v = _mm512_maskz_loadu_epi8(in[b], reinterpret_cast<const void*>(src + static_cast<uintptr_t>(b * 64)));
+      _mm512_storeu_si512(row + b * 64, _mm512_mask_blend_epi8(in[b], padv, _mm512_xor_si512(v, flip)));
+    }
+  }
+}
 
 /// 16 (or the first n) pixels of four rows as quads at d (4 n bytes; masked stores for a tail).
 static inline void storeQuads(__m128i a, __m128i b, __m128i c, __m128i e, uint8_t* d, int64_t n) {
