@@ -14,6 +14,7 @@
 #pragma once
 
 #include "kernels/conv.hpp"
+#include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 
 #include <algorithm>
@@ -156,6 +157,29 @@ QAddParams qaddParams(double sa, int32_t za, double sb, int32_t zb, double sy, i
 void qadd_ref(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
 /// qadd_ref's bits, fast (AVX-512 where the CPU has it, else the reference in chunks on `pool`'s threads).
 void qadd(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y, ThreadPool* pool);
+
+/// The int8-affine product of two activations (attention's Q·Kᵀ and P·V; docs/numerics.md), per batch of `mb`
+/// (MatMul's broadcasting): a [..., M, K] and b [..., K, N] int8 with their own zero points,
+///   acc[m, n] = sum_k (a[m, k] - za) * (b[k, n] - zb)        int32, exact: K * 255 * 255 < 2^31 (K <= 33025)
+///   y[m, n]   = clamp(zy + multiplyByMultiplier(acc, M), lo, hi),   M = quantizeMultiplier(sa * sb / sy)
+/// — a convolution's requantization with one factor for the tensor and no bias.
+struct QMatMulParams {
+  int32_t za = 0, zb = 0, zy = 0, lo = -128, hi = 127;
+  Multiplier mul;
+};
+inline constexpr int64_t kMaxQMatMulDepth = 33025;  // the largest K whose sums of 255 * 255 stay below 2^31
+/// The parameters for a depth of K (the compile-time step; a fused Relu / Clip narrows [lo, hi]). Throws
+/// std::invalid_argument for scales that are not finite and positive, K outside [1, kMaxQMatMulDepth], or a factor
+/// of 2^30 or more.
+QMatMulParams qmatmulParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int64_t K, int32_t lo = -128,
+                            int32_t hi = 127);
+/// Every batch's product (y: batch i at i * M * N), the specification: per output one exact sum.
+void qmatmul_ref(const MatMulBatches& mb, const int8_t* a, const int8_t* b, const QMatMulParams& p, int8_t* y);
+/// qmatmul_ref's bits, fast: `path` kVnni / kAmx (where the CPU has VNNI) takes vpdpbusd over b packed per frame,
+/// the others a portable loop over int16 operands; the rows of every batch split among `pool`'s threads (integer
+/// sums are exact: no split can change a bit).
+void qmatmul(const MatMulBatches& mb, const int8_t* a, const int8_t* b, const QMatMulParams& p, int8_t* y, ThreadPool* pool,
+             QConvPath path = bestQConvPath());
 
 /// kernels::quantizeLinear / dequantizeLinear's bits (layers.hpp: ONNX's per-tensor formulas), fast: AVX-512 where the
 /// CPU has it (the same IEEE operations lane by lane), else those reference loops.

@@ -16,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 namespace npuc::kernels {
 namespace {
@@ -644,6 +645,100 @@ TEST(QuantMaxPool, IsTheFloatMaxPoolOfTheCodesAndFastAgrees) {
       maxPool2dI8Fast(s, x.data(), got.data(), pool);
       ASSERT_EQ(got, want) << "trial " << trial;
     }
+  }
+}
+
+// The int8 product of two activations is the real product of the operands' values rounded once (+ the second
+// rounding's share) and clamped: for broadcast batches, zero points at both ends of the range, a factor below and
+// above 1, each code against (sa sb / sy) * the exact integer sum in long double; parameters it cannot hold refused.
+TEST(QuantMatMul, IsTheRealProductRoundedOnceAndClamped) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  const double cases[][3] = {{0.02, 0.03, 0.5}, {0.1, 0.004, 0.01}, {0.5, 0.5, 0.002}};  // (the last: a factor > 1)
+  const int32_t zps[][3] = {{-128, 127, 0}, {127, -128, -20}, {3, -5, 100}};
+  for (int c = 0; c < 3; ++c) {
+    MatMulBatches mb;
+    std::string why;
+    ASSERT_TRUE(matmulBatches({2, 1, 5, 7}, {1, 3, 7, 9}, {2, 3, 5, 9}, &mb, &why)) << why;
+    const QMatMulParams p = qmatmulParams(cases[c][0], zps[c][0], cases[c][1], zps[c][1], cases[c][2], zps[c][2], 7, -120, 126);
+    std::vector<int8_t> a(2 * 5 * 7), b(3 * 7 * 9), y(2 * 3 * 5 * 9);
+    for (auto& v : a) v = static_cast<int8_t>(i8(rng));
+    for (auto& v : b) v = static_cast<int8_t>(i8(rng));
+    qmatmul_ref(mb, a.data(), b.data(), p, y.data());
+    const long double factor = static_cast<long double>(multiplierValue(p.mul));
+    EXPECT_NEAR(static_cast<double>(factor), cases[c][0] * cases[c][1] / cases[c][2], 1e-9 * cases[c][0] * cases[c][1] / cases[c][2]);
+    for (int i0 = 0; i0 < 2; ++i0)
+      for (int i1 = 0; i1 < 3; ++i1)
+        for (int m = 0; m < 5; ++m)
+          for (int n = 0; n < 9; ++n) {
+            int64_t acc = 0;
+            for (int k = 0; k < 7; ++k) acc += int64_t(a[(i0 * 5 + m) * 7 + k] - p.za) * (b[(i1 * 7 + k) * 9 + n] - p.zb);
+            const long double real = p.zy + factor * static_cast<long double>(acc);
+            const int got = y[((i0 * 3 + i1) * 5 + m) * 9 + n];
+            if (real <= p.lo - 0.5L) ASSERT_EQ(got, p.lo);
+            else if (real >= p.hi + 0.5L) ASSERT_EQ(got, p.hi);
+            else ASSERT_LE(std::fabs(static_cast<long double>(got) - real), 0.5L + 1e-6L) << c << " " << m << " " << n;
+          }
+  }
+  EXPECT_THROW(qmatmulParams(1.0, 0, 1.0, 0, 1.0, 0, kMaxQMatMulDepth + 1), std::invalid_argument);
+  EXPECT_THROW(qmatmulParams(1.0, 0, 1.0, 0, 1.0, 0, 0), std::invalid_argument);
+  EXPECT_THROW(qmatmulParams(1.0, 0, 0.0, 0, 1.0, 0, 4), std::invalid_argument);
+  EXPECT_THROW(qmatmulParams(1.0, 0, 1.0, 0, INFINITY, 0, 4), std::invalid_argument);
+  EXPECT_THROW(qmatmulParams(1e6, 0, 1e6, 0, 1e-6, 0, 4), std::invalid_argument);  // a factor of 2^30 or more
+}
+
+// The fast product gives the reference's bytes on every path this CPU has, 1-3 threads: random shapes (K not a
+// multiple of 4, N past 64, M not a multiple of the row tile, broadcast batches), zero points, clamps, factors below
+// and above 1; and at the largest depth with every term at its extreme (-255 * -255), where the VNNI form's partial
+// sums wrap and its corrections are near 2^31.
+TEST(QuantMatMul, FastIsTheReferenceBitForBit) {
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  ThreadPool p2(2), p3(3);
+  auto check = [&](const std::vector<int64_t>& as, const std::vector<int64_t>& bs, const QMatMulParams& p, bool extreme, const std::string& what) {
+    std::vector<int64_t> ys(std::max(as.size(), bs.size()));
+    for (size_t d = 0; d + 2 < ys.size(); ++d) {
+      const size_t la = ys.size() - as.size(), lb = ys.size() - bs.size();
+      const int64_t da = d >= la ? as[d - la] : 1, db = d >= lb ? bs[d - lb] : 1;
+      ys[d] = std::max(da, db);
+    }
+    ys[ys.size() - 2] = as[as.size() - 2];
+    ys.back() = bs.back();
+    MatMulBatches mb;
+    std::string why;
+    ASSERT_TRUE(matmulBatches(as, bs, ys, &mb, &why)) << why;
+    int64_t na = 1, nb = 1, ny = 1;
+    for (int64_t d : as) na *= d;
+    for (int64_t d : bs) nb *= d;
+    for (int64_t d : ys) ny *= d;
+    std::vector<int8_t> a(static_cast<size_t>(na)), b(static_cast<size_t>(nb)), want(static_cast<size_t>(ny)), got(want.size());
+    for (auto& v : a) v = extreme ? int8_t{-128} : static_cast<int8_t>(i8(rng));
+    for (auto& v : b) v = extreme ? int8_t{-128} : static_cast<int8_t>(i8(rng));
+    qmatmul_ref(mb, a.data(), b.data(), p, want.data());
+    for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni, QConvPath::kAmx}) {
+      if (!cpuHasQConvPath(path)) continue;
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+        std::fill(got.begin(), got.end(), int8_t{99});
+        qmatmul(mb, a.data(), b.data(), p, got.data(), pool, path);
+        ASSERT_EQ(got, want) << what << ", path " << qconvPathName(path) << ", threads " << (pool ? pool->size() : 1);
+      }
+    }
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t M = 1 + rng() % 19, K = 1 + rng() % 70, N = 1 + rng() % (trial % 4 == 0 ? 150 : 40);
+    std::vector<int64_t> as = {M, K}, bs = {K, N};
+    if (trial % 3 == 1) as.insert(as.begin(), {2, 3}), bs.insert(bs.begin(), 3);
+    if (trial % 3 == 2) as.insert(as.begin(), {1, 2}), bs.insert(bs.begin(), {3, 1});
+    const double sy = trial % 5 == 0 ? 1e-4 : 0.05 + 0.01 * (trial % 7);  // (1e-4: a factor above 1)
+    QMatMulParams p = qmatmulParams(0.01, i8(rng), 0.02, i8(rng), sy, i8(rng), K);
+    if (trial % 4 == 1) p.lo = std::clamp(p.zy, -128, 127);
+    if (trial % 6 == 2) p.hi = std::min(127, p.lo + 50);
+    check(as, bs, p, false, "trial " + std::to_string(trial));
+  }
+  // |acc| = 33025 * 255 * 255 = 2147450625: the largest sum there is.
+  for (int64_t N : {1, 17}) {
+    const QMatMulParams p = qmatmulParams(1.0, 127, 1.0, 127, 1e8, -3, kMaxQMatMulDepth);
+    check({2, kMaxQMatMulDepth}, {kMaxQMatMulDepth, N}, p, true, "largest depth, N " + std::to_string(N));
   }
 }
 

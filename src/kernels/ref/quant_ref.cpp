@@ -94,6 +94,33 @@ void qadd_ref(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, 
   }
 }
 
+QMatMulParams qmatmulParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int64_t K, int32_t lo,
+                            int32_t hi) {
+  for (double v : {sa, sb, sy})
+    if (!(v > 0) || !std::isfinite(v)) throw std::invalid_argument("qmatmulParams: scales must be finite and positive");
+  if (K < 1 || K > kMaxQMatMulDepth) throw std::invalid_argument("qmatmulParams: the depth K must be 1 to 33025 (int32 sums)");
+  QMatMulParams p;
+  p.za = za, p.zb = zb, p.zy = zy, p.lo = lo, p.hi = hi;
+  p.mul = quantizeMultiplier(sa * sb / sy);
+  return p;
+}
+
+void qmatmul_ref(const MatMulBatches& mb, const int8_t* a, const int8_t* b, const QMatMulParams& p, int8_t* y) {
+  const int64_t M = mb.M, N = mb.N, K = mb.K;
+  for (size_t i = 0; i < mb.a_off.size(); ++i) {
+    const int8_t* A = a + mb.a_off[i];
+    const int8_t* B = b + mb.b_off[i];
+    int8_t* Y = y + static_cast<int64_t>(i) * M * N;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = 0;  // (|acc| <= K * 255 * 255 < 2^31: qmatmulParams keeps K in range)
+        for (int64_t k = 0; k < K; ++k)
+          acc += (static_cast<int32_t>(A[m * K + k]) - p.za) * (static_cast<int32_t>(B[k * N + n]) - p.zb);
+        Y[m * N + n] = requantizeValue(static_cast<int32_t>(acc), p.mul, p.zy, p.lo, p.hi);
+      }
+  }
+}
+
 QGlobalAvgPoolParams qglobalAvgPoolParams(double sx, int32_t zx, double sy, int32_t zy, int64_t n, int32_t lo, int32_t hi) {
   for (double v : {sx, sy})
     if (!(v > 0) || !std::isfinite(v)) throw std::invalid_argument("qglobalAvgPoolParams: scales must be finite and positive");
