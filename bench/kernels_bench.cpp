@@ -1,6 +1,7 @@
 // npuc_kernels_bench: GFLOP/s of the fast float kernels (sgemm, sgemm_packed, Conv on resnet50 / mobilenet_v2
-// shapes, conv_transpose) at 1 and 2 threads; pooling (GoogLeNet / SqueezeNet shapes) as GB/s read, reference and
-// fast. Flops count 2 per multiply-add, padded taps included.
+// shapes, conv_transpose) at 1 and 2 threads, GMAC/s of their int8 forms and of attention's products of two
+// activations (float and int8); pooling (GoogLeNet / SqueezeNet shapes) as GB/s read, reference and fast. Flops
+// count 2 per multiply-add, padded taps included.
 // NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA; NPUC_GEMM_KC/MC/NC set the cache blocking.
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
@@ -126,6 +127,37 @@ void benchQConv(benchmark::State& state, ConvShape s) {
   const double macs = static_cast<double>(s.out_channels) * static_cast<double>(ohw) * static_cast<double>(K);
   state.counters["GMAC/s"] = benchmark::Counter(macs * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(qconvPathName(conv.path()));
+}
+
+// Attention's product of two activations, batches x [M, K] x [K, N] (ViT-B/16: 12 heads of 197 tokens, 64 wide):
+// float (kernels::matmulBatched) and int8-affine (kernels::qmatmul, b packed per call as each frame does); GMAC/s.
+void benchMatMul(benchmark::State& state, int64_t batches, int64_t M, int64_t K, int64_t N, bool int8) {
+  const int threads = static_cast<int>(state.range(0));
+  MatMulBatches mb;
+  std::string why;
+  if (!matmulBatches({batches, M, K}, {batches, K, N}, {batches, M, N}, &mb, &why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  const size_t na = static_cast<size_t>(batches * M * K), nb = static_cast<size_t>(batches * K * N), ny = static_cast<size_t>(batches * M * N);
+  std::vector<int8_t> a8(na), b8(nb), y8(ny);
+  std::vector<float> af(na), bf(nb), yf(ny);
+  for (size_t i = 0; i < na; ++i) a8[i] = static_cast<int8_t>(i8(rng)), af[i] = a8[i] * 0.01f;
+  for (size_t i = 0; i < nb; ++i) b8[i] = static_cast<int8_t>(i8(rng)), bf[i] = b8[i] * 0.01f;
+  const QMatMulParams p = qmatmulParams(0.01, 3, 0.01, -5, 0.05, 0, K);
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    if (int8) qmatmul(mb, a8.data(), b8.data(), p, y8.data(), pool);
+    else matmulBatched(mb, af.data(), bf.data(), yf.data(), Activation{}, pool);
+    benchmark::DoNotOptimize(y8.data());
+    benchmark::DoNotOptimize(yf.data());
+    benchmark::ClobberMemory();
+  }
+  const double macs = static_cast<double>(batches * M * N) * static_cast<double>(K);
+  state.counters["GMAC/s"] = benchmark::Counter(macs * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(int8 ? qconvPathName(bestQConvPath()) : sgemmVariant());
 }
 
 void benchConvTranspose(benchmark::State& state) {
@@ -314,6 +346,11 @@ void registerAll() {
       const ConvShape s = c.s;
       reg(std::string("conv_cold/") + (c.name + 5), [s](benchmark::State& st) { benchConv(st, s, true); });
     }
+  }
+  for (bool int8 : {false, true}) {
+    const std::string kind = int8 ? "qmatmul/" : "matmul/";
+    reg(kind + "vit_scores_12x197x64x197", [int8](benchmark::State& st) { benchMatMul(st, 12, 197, 64, 197, int8); });
+    reg(kind + "vit_context_12x197x197x64", [int8](benchmark::State& st) { benchMatMul(st, 12, 197, 197, 64, int8); });
   }
   reg("conv_transpose/4x4s2_64-32_28", benchConvTranspose);
   struct P {

@@ -100,6 +100,30 @@ void Lowerer::qaddNode(const ir::Node& n) {
   emit(n, LayerKind::kBinary, {a, b, tv}, outVal(n, n.outputs[0]), {binaryCode("Add")});
 }
 
+/// ai.npuc QMatMul -> a matmul layer in its int8 form: a, b int8 (the operands at the output's rank, leading 1s, as the
+/// float form's references), and the requantization table int32 [a_zero_point, b_zero_point, y_zero_point, y_min,
+/// y_max, multiplier, shift]; parameter word 0 (no bias).
+void Lowerer::qmatmulNode(const ir::Node& n) {
+  if (!isInt8AffineFamily(t_.numerics))
+    unsupported(n, "QMatMul has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
+                numericsName(t_.numerics));
+  Shape sa = shapeOf(n, 0), sb = shapeOf(n, 1);
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
+  while (sa.size() < ys.size()) sa.insert(sa.begin(), 1);
+  while (sb.size() < ys.size()) sb.insert(sb.begin(), 1);
+  std::vector<int32_t> table;
+  for (const char* a : {"a_zero_point", "b_zero_point", "y_zero_point"}) table.push_back(static_cast<int32_t>(n.attrInt(a, 0)));
+  table.push_back(static_cast<int32_t>(n.attrInt("y_min", -128)));
+  table.push_back(static_cast<int32_t>(n.attrInt("y_max", 127)));
+  table.push_back(static_cast<int32_t>(n.attrInt("multiplier", 0)));
+  table.push_back(static_cast<int32_t>(n.attrInt("shift", 0)));
+  const int a = in(n, 0), b = in(n, 1);
+  int tv = weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
+  LDesc& d = emit(n, LayerKind::kMatMul, {a, b, tv}, outVal(n, n.outputs[0]), {0u});
+  d.views = {sa, sb, {static_cast<int64_t>(table.size())}, ys};
+}
+
 /// ai.npuc QGlobalAvgPool -> a global_avg_pool layer in its int8 form: x int8, and the requantization table int32
 /// [x_zero_point, y_zero_point, y_min, y_max, multiplier, shift].
 void Lowerer::qglobalAvgPoolNode(const ir::Node& n) {
@@ -181,6 +205,7 @@ void registerQuantLowerings(LowerTable& t) {
   for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
+  t[{"ai.npuc", "QMatMul"}] = &Lowerer::qmatmulNode;
   t[{"ai.npuc", "QGlobalAvgPool"}] = &Lowerer::qglobalAvgPoolNode;
   t[{"ai.npuc", "QAvgPool"}] = &Lowerer::qavgPoolNode;
   t[{"", "QuantizeLinear"}] = &Lowerer::quantizeNode;

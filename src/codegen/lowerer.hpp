@@ -449,6 +449,7 @@ class Lowerer {
   void quantizeNode(const ir::Node& n);  // lower_quant.cpp
   void qconvNode(const ir::Node& n);
   void qaddNode(const ir::Node& n);
+  void qmatmulNode(const ir::Node& n);
   void qglobalAvgPoolNode(const ir::Node& n);
   void qavgPoolNode(const ir::Node& n);
   void pow2Node(const ir::Node& n);  // lower_quant.cpp: the int8-pow2 ops (P2Quantize, P2Dequantize, P2Conv, P2Add, P2GlobalAvgPool)

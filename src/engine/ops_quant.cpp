@@ -289,6 +289,30 @@ void qavgPool(KernelCall& c) {
   kernels::qavgPool2d(s, x.data<int8_t>(), p, y.data<int8_t>(), c.pool);
 }
 
+/// The parameters of an ai.npuc QMatMul node (validated by its schema).
+kernels::QMatMulParams qmatmulParamsOf(const ir::Node& n) {
+  kernels::QMatMulParams p;
+  p.za = static_cast<int32_t>(n.attrInt("a_zero_point", 0));
+  p.zb = static_cast<int32_t>(n.attrInt("b_zero_point", 0));
+  p.zy = static_cast<int32_t>(n.attrInt("y_zero_point", 0));
+  p.lo = static_cast<int32_t>(n.attrInt("y_min", -128));
+  p.hi = static_cast<int32_t>(n.attrInt("y_max", 127));
+  p.mul = {static_cast<int32_t>(n.attrInt("multiplier", 0)), static_cast<int32_t>(n.attrInt("shift", 0))};
+  return p;
+}
+
+/// ai.npuc QMatMul: the int8-affine product of two activations (kernels::qmatmul: qmatmul_ref's bits, as the
+/// package's int8 matmul layer).
+void qmatmul(KernelCall& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Tensor& y = c.alloc(0);
+  kernels::MatMulBatches mb;
+  std::string why;
+  if (!kernels::matmulBatches(a.shape(), b.shape(), y.shape(), &mb, &why)) c.unsupported("{}", why);
+  kernels::qmatmul(mb, a.data<int8_t>(), b.data<int8_t>(), qmatmulParamsOf(c.node), y.data<int8_t>(), c.pool);
+}
+
 }  // namespace
 
 void registerQuantKernels(KernelRegistry& r) {
@@ -299,6 +323,7 @@ void registerQuantKernels(KernelRegistry& r) {
   r.addFn("ConvInteger", convInteger);
   r.addFn("QConv", qconv, "ai.npuc");
   r.addFn("QAdd", qadd, "ai.npuc");
+  r.addFn("QMatMul", qmatmul, "ai.npuc");
   r.addFn("QGlobalAvgPool", qglobalAvgPool, "ai.npuc");
   r.addFn("QAvgPool", qavgPool, "ai.npuc");
 }

@@ -251,6 +251,34 @@ void registerQuantNpucOps(Registry& r) {
                             });
   avg.domain = "ai.npuc";
   r.add(avg);
+  // The int8-affine product of two activations: DequantizeLinear (a), DequantizeLinear (b) -> MatMul (+ Relu / Clip)
+  // -> QuantizeLinear, neither operand a constant (attention's Q·Kᵀ and P·V).
+  OpSchema mm = makeSchema("QMatMul", 2, 2,
+                           "int8-affine product of two int8 tensors a [..., M, K], b [..., K, N] (MatMul's batch broadcasting): "
+                           "acc = sum_k (a - a_zero_point) * (b - b_zero_point), y = clamp(y_zero_point + acc * M, y_min, y_max) "
+                           "with M = multiplier * 2^(shift - 31) (docs/numerics.md)",
+                           [](InferContext& c) {
+                             if (c.inputDType(0) != DType::kI8 || c.inputDType(1) != DType::kI8)
+                               c.error("a and b must be int8, got {} and {}", dtypeName(c.inputDType(0)), dtypeName(c.inputDType(1)));
+                             const Shape &a = c.inputShape(0), &b = c.inputShape(1);
+                             if (a.size() < 2 || b.size() < 2) c.error("a {} and b {} must be matrices (rank >= 2)", shapeStr(a), shapeStr(b));
+                             if (a.back() != b[b.size() - 2]) c.error("inner dimensions differ: {} vs {}", shapeStr(a), shapeStr(b));
+                             if (a.back() < 1 || a.back() > 33025) c.error("depth {} outside [1, 33025] (int32 sums)", a.back());
+                             Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), out;
+                             if (!broadcastShapes(ba, bb, out)) c.error("batch dims {} and {} do not broadcast", shapeStr(ba), shapeStr(bb));
+                             out.push_back(a[a.size() - 2]);
+                             out.push_back(b.back());
+                             const int64_t m = c.node().attrInt("multiplier", 0), sh = c.node().attrInt("shift", 0);
+                             if (!(m == 0 || (m >= (int64_t{1} << 30) && m < (int64_t{1} << 31))) || sh < -31 || sh > 30)
+                               c.error("multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", m, sh);
+                             checkInt8Attrs(c, {"a_zero_point", "b_zero_point", "y_zero_point"});
+                             c.setOutput(0, DType::kI8, out);
+                           });
+  mm.domain = "ai.npuc";
+  mm.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>& out) {
+    return shapeNumel(out[0].shape) * in[0].shape.back();
+  };
+  r.add(mm);
 
   // int8-pow2 (TIDL, docs/numerics.md): the ops quant::quantizeToPow2 writes. Codes are int8 (signed) or uint8
   // (unsigned); attribute "table" holds the slots and the rest of kernels::pow2::Table (checked where it is

@@ -867,10 +867,24 @@ struct Checker {
       }
       case LayerKind::kMatMul: {
         const TensorRef& b = d.in(1);
-        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
         kernels::MatMulBatches mb;
         std::string why;
         auto dims = [](const TensorRef& r) { return std::vector<int64_t>(r.dims.begin(), r.dims.begin() + r.rank); };
+        if (x.type == ElemType::kI8) {
+          // The int8 form (int8-affine packages): a, b, y int8 and the table [za, zb, zy, lo, hi, multiplier, shift].
+          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 products belong to int8-affine packages", what);
+          if (d.n_in != 3 || w[0] != 0) bad("{}: the int8 form takes 3 inputs (a, b, requantization) and no bias, got {} inputs, bias kind {}", what, d.n_in, w[0]);
+          typeIs(b, ElemType::kI8, "b");
+          typeIs(y, ElemType::kI8, "y");
+          if (!kernels::matmulBatches(dims(x), dims(b), dims(y), &mb, &why)) bad("{}: {}", what, why);
+          if (mb.K < 1 || mb.K > kernels::kMaxQMatMulDepth) bad("{}: depth {} (the int8 form sums 1 to {} products)", what, mb.K, kernels::kMaxQMatMulDepth);
+          const std::vector<int32_t> t = int8Table(d.in(2), 7, 5, what);
+          if (!(t[5] == 0 || t[5] >= (1 << 30)) || t[6] < -31 || t[6] > 30)
+            bad("{}: multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", what, t[5], t[6]);
+          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
+          break;
+        }
+        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
         if (!kernels::matmulBatches(dims(x), dims(b), dims(y), &mb, &why)) bad("{}: {}", what, why);
         if (w[0] > 2 || (w[0] != 0) != (d.n_in == 3)) bad("{}: bias kind {} with {} inputs", what, w[0], d.n_in);
         if (d.n_in == 3) {

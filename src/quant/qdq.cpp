@@ -702,6 +702,40 @@ int fuseIntegerAdds(ir::Graph& g) {
   });
 }
 
+int fuseIntegerMatMuls(ir::Graph& g) {
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "MatMul" || !(n.domain.empty() || n.domain == "ai.npuc") || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    auto a = int8Activation(g, n.inputs[0]);
+    auto b = int8Activation(g, n.inputs[1]);
+    if (!a || !b) return false;
+    const ir::Type &at = g.value(a->node->inputs[0]).type, &bt = g.value(b->node->inputs[0]).type;
+    if (!at.isStatic() || !bt.isStatic() || at.shape.size() < 2 || bt.shape.size() < 2) return false;  // (1-D operands stay float)
+    auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], n.attrString("activation", ""), n.attrFloat("activation_alpha", 0.0f),
+                              n.attrFloat("activation_beta", 6.0f));
+    if (!qo) return false;
+    kernels::QMatMulParams p;
+    try {
+      p = kernels::qmatmulParams(a->scale[0], static_cast<int32_t>(a->zero_point[0]), b->scale[0], static_cast<int32_t>(b->zero_point[0]),
+                                 qo->scale, static_cast<int32_t>(qo->zero_point), at.shape.back(), static_cast<int32_t>(qo->lo),
+                                 static_cast<int32_t>(qo->hi));
+    } catch (const std::invalid_argument&) {
+      return false;  // (a depth past int32 sums, or a factor of 2^30 or more: float between its Q / DQ layers)
+    }
+    std::map<std::string, ir::Attr> attrs;
+    attrs["a_zero_point"] = ir::Attr(int64_t{p.za});
+    attrs["b_zero_point"] = ir::Attr(int64_t{p.zb});
+    attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
+    attrs["y_min"] = ir::Attr(int64_t{p.lo});
+    attrs["y_max"] = ir::Attr(int64_t{p.hi});
+    attrs["multiplier"] = ir::Attr(int64_t{p.mul.m});
+    attrs["shift"] = ir::Attr(int64_t{p.mul.shift});
+    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{"MatMul", qo->act_node->op} : std::vector<std::string>{"MatMul"});
+    replaceRun(g, rw, id, *qo, "QMatMul", "ai.npuc", {a->node->inputs[0], b->node->inputs[0]}, std::move(attrs));
+    return true;
+  });
+}
+
 namespace {
 /// DequantizeLinear -> AveragePool (+ Relu / Clip) -> QuantizeLinear -> ai.npuc QAvgPool (the window attributes kept).
 bool fuseIntegerAvgPool(ir::Graph& g, ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {

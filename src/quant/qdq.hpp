@@ -92,6 +92,11 @@ int fuseIntegerGemms(ir::Graph& g);
 /// docs/numerics.md). Adds with broadcasting stay in float. Returns how many it replaced.
 int fuseIntegerAdds(ir::Graph& g);
 
+/// Replaces each DequantizeLinear (a), DequantizeLinear (b) -> MatMul (+ a Relu / Clip) -> QuantizeLinear run, a and b
+/// int8 activations of static shape and rank >= 2 (neither a constant: those are fuseIntegerGemms'), by one ai.npuc
+/// QMatMul (kernels::qmatmul_ref: the integer product of docs/numerics.md). Returns how many it replaced.
+int fuseIntegerMatMuls(ir::Graph& g);
+
 /// Replaces each DequantizeLinear -> GlobalAveragePool (+ a Relu / Clip) -> QuantizeLinear run over an int8 tensor of
 /// static shape by one ai.npuc QGlobalAvgPool (kernels::qglobalAvgPool: the integer mean of docs/numerics.md), and each
 /// such run through a 1-D or 2-D AveragePool of at most 1024 taps by one ai.npuc QAvgPool (kernels::qavgPool2d).

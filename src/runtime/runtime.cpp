@@ -106,8 +106,9 @@ struct Runtime::Impl {
     kernels::MatMulBatches mm;  // matmul: the operands' batches
     std::vector<Shape> shapes;  // of the references
     std::unique_ptr<kernels::QConv> qconv;  // conv in its int8 form (int8-affine): the int8 weights packed once
-    bool int8 = false;                       // binary (an addition, with qadd), global_avg_pool (qgap) or avg_pool (qavg) in its int8 form
+    bool int8 = false;                       // binary (an addition, with qadd), matmul (qmm), global_avg_pool (qgap) or avg_pool (qavg) in its int8 form
     kernels::QAddParams qadd;
+    kernels::QMatMulParams qmm;  // matmul in its int8 form
     kernels::QGlobalAvgPoolParams qgap;
     kernels::QAvgPoolParams qavg;  // avg_pool in its int8 form
     std::unique_ptr<plugin::Instance> custom;  // a custom layer: its plugin op, parameters and state
@@ -428,6 +429,12 @@ struct Runtime::Impl {
       case LayerKind::kMatMul: {
         std::string why;
         if (!kernels::matmulBatches(s.shapes[0], s.shapes[1], s.shapes.back(), &s.mm, &why)) fault(what + ": " + why);
+        if (d.in(0).type == ElemType::kI8) {  // the int8 form: its requantization table (validated) read once
+          s.int8 = true;
+          const int32_t* t = reinterpret_cast<const int32_t*>(s.in[2]);
+          s.qmm.za = t[0], s.qmm.zb = t[1], s.qmm.zy = t[2], s.qmm.lo = t[3], s.qmm.hi = t[4];
+          s.qmm.mul = {t[5], t[6]};
+        }
         break;  // the activation is the product's epilogue
       }
       case LayerKind::kNormalize:
@@ -796,6 +803,14 @@ struct Runtime::Impl {
         break;
       }
       case LayerKind::kMatMul: {
+        if (s.int8) {  // the int8 form: exact integer sums (fast: qmatmul_ref's bytes)
+          const auto* a = reinterpret_cast<const int8_t*>(s.in[0]);
+          const auto* b = reinterpret_cast<const int8_t*>(s.in[1]);
+          auto* y = reinterpret_cast<int8_t*>(s.out);
+          if (opts.exact) kernels::qmatmul_ref(s.mm, a, b, s.qmm, y);
+          else kernels::qmatmul(s.mm, a, b, s.qmm, y, pool.get());
+          return;  // (int8 codes written: no float epilogue)
+        }
         const float* a = inF(s, 0);
         const float* b = inF(s, 1);
         const float* bias = d.n_in > 2 ? inF(s, 2) : nullptr;

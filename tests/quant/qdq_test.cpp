@@ -416,23 +416,23 @@ void expectPackageEqualsEngine(const std::filesystem::path& dir, const Model& mo
     }
 }
 
-/// The package in `dir` has a layer of `kind` in its int8 form (x and y int8, a table as input 1), and the reader
-/// refuses the package once word `word` of that table is `bad`, with every one of `needles` in its message.
+/// The package in `dir` has a layer of `kind` in its int8 form (x and y int8, a table as its last input, `table`), and
+/// the reader refuses the package once word `word` of that table is `bad`, with every one of `needles` in its message.
 void expectInt8TableChecked(const std::filesystem::path& dir, package::LayerKind kind, int word, int32_t bad,
-                            const std::vector<std::string>& needles) {
+                            const std::vector<std::string>& needles, int table = 1) {
   package::Package p = package::readPackage(dir);
   const package::Descriptor* layer = nullptr;
   for (const package::Descriptor& d : p.vec) layer = d.kind == kind ? &d : layer;
   for (const package::Descriptor& d : p.mac) layer = d.kind == kind ? &d : layer;
   ASSERT_NE(layer, nullptr);
-  ASSERT_EQ(layer->n_in, 2);
+  ASSERT_EQ(layer->n_in, table + 1);
   EXPECT_EQ(layer->in(0).type, package::ElemType::kI8);
   EXPECT_EQ(layer->out(0).type, package::ElemType::kI8);
   uint64_t weight_base = 0;
   for (const package::SubSpace& sp : p.address_map)
     for (const package::Element& e : sp.elements)
       if (e.name == "weight") weight_base = e.addr;
-  const uint64_t at = layer->in(1).addr - weight_base + 4 * static_cast<uint64_t>(word);
+  const uint64_t at = layer->in(table).addr - weight_base + 4 * static_cast<uint64_t>(word);
   ASSERT_LT(at + 4, p.weights.size());
   std::memcpy(p.weights.data() + at, &bad, 4);
   try {
@@ -716,6 +716,62 @@ TEST(Int8AffinePackage, MatMulsOfBatchedRowsAreIntegerProducts) {
   ASSERT_TRUE(r.ok);
   expectPackageEqualsEngine(r.dir, qdq, Shape{2, 3, 12}, 20, [&] { return u(rng) * 1.2f; });
   std::filesystem::remove_all(o.out_root);
+}
+
+// Attention's products of two activations (tests/data/quant/attention_mini.onnx: Q·Kᵀ and P·V over 2 heads, after
+// the projections, with Softmax between) become integer products (QMatMul) next to the projections' QConvs: no float
+// MatMul is left; the package equals the engine bit for bit (exact and fast, 1-3 threads); the reader checks the
+// int8 matmul's table; and the integer model stays within int8's error of the float one.
+TEST(Int8AffinePackage, AttentionProductsOfTwoActivationsAreIntegerProducts) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/attention_mini.onnx";
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  QuantizeReport rep;
+  auto [qdq, q] = integerQdq(onnx, "input", Shape{16, 6, 16}, rng, u, &rep);
+  EXPECT_EQ(rep.integer_layers, 6);  // the 4 projections, the 2 products of activations
+  int qmatmul = 0, qconv = 0, float_products = 0;
+  const ir::Graph& g = graphOf(qdq);
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    qmatmul += n.op == "QMatMul";
+    qconv += n.op == "QConv";
+    float_products += n.op == "MatMul" || n.op == "Gemm";
+    if (n.op == "QMatMul") {
+      EXPECT_EQ(g.value(n.inputs[0]).type.shape, (Shape{2, 2, 6, qmatmul == 1 ? 8 : 6}));
+      EXPECT_EQ(g.value(n.inputs[1]).type.shape, (Shape{2, 2, qmatmul == 1 ? 8 : 6, qmatmul == 1 ? 6 : 8}));
+    }
+  }
+  EXPECT_EQ(qmatmul, 2);
+  EXPECT_EQ(qconv, 4);
+  EXPECT_EQ(float_products, 0);
+  TranslateOptions o = int8Options("att", onnx, "generic-int8", "npuc_int8_att_");
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  expectPackageEqualsEngine(r.dir, qdq, Shape{2, 6, 16}, 10, [&] { return u(rng); });
+  expectInt8TableChecked(r.dir, package::LayerKind::kMatMul, 5, 777, {"multiplier 777 / shift"}, 2);
+  std::filesystem::remove_all(o.out_root);
+  // Against float: the integer model's error is the QDQ model's (every tensor rounded to int8, the products in float)
+  // plus the products' one requantization rounding each — its SNR within 1 dB of the QDQ model's.
+  Model fp = Model::load(onnx).optimized();
+  QuantizeOptions fq = q;
+  fq.integer_layers = false;
+  Model fake = fp.quantizedQdq(fq);
+  Session sf(fp, 1), sq(qdq, 1), sk(fake, 1);
+  double err = 0, err_fake = 0, ref = 0;
+  for (int i = 0; i < 32; ++i) {
+    Tensor x(DType::kF32, Shape{2, 6, 16});
+    for (int64_t k = 0; k < x.numel(); ++k) x.data<float>()[k] = u(rng);
+    const Tensor want = sf.run({{"input", x}})[0], got = sq.run({{"input", x}})[0], fk = sk.run({{"input", x}})[0];
+    for (int64_t k = 0; k < want.numel(); ++k) {
+      err += std::pow(got.data<float>()[k] - want.data<float>()[k], 2);
+      err_fake += std::pow(fk.data<float>()[k] - want.data<float>()[k], 2);
+      ref += std::pow(want.data<float>()[k], 2);
+    }
+  }
+  const double snr_db = 10 * std::log10(ref / err), snr_fake = 10 * std::log10(ref / err_fake);
+  std::printf("attention_mini vs float: int8-affine integer layers SNR %.2f dB, QDQ (float products) %.2f dB\n", snr_db, snr_fake);
+  EXPECT_GT(snr_db, snr_fake - 1.0);
 }
 
 // A Gemm whose bias adds one value per row (tests/data/quant/gemm_row_bias.onnx: C [M, 1] with N = M) is no
