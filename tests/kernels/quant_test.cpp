@@ -374,6 +374,57 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   }
 }
 
+// A Gemm or MatMul over rows (a batch of one-pixel images whose window is the whole unpadded input: [N, K, 1, 1], or
+// a 3x3 kernel over 3x3 images) gives the reference's bytes on every path, 1-3 threads: row counts around the tile
+// of 4, depths around multiples of 4 and 64, channel counts around multiples of 16 and 64, per-channel factors with a
+// left shift among them, the extreme sums; one-pixel layers whose window is padded keep the im2col form.
+TEST(QuantConv, BatchedOnePixelLayersAreTheReferenceBitForBit) {
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127);
+  ThreadPool p2(2), p3(3);
+  const int64_t rows[] = {2, 3, 4, 5, 9, 16, 17}, depth[] = {1, 3, 4, 63, 64, 65, 130}, chans[] = {1, 15, 16, 17, 64, 65, 150};
+  for (int trial = 0; trial < 40; ++trial) {
+    ConvShape s;
+    const int64_t k = trial % 5 == 3 ? 3 : 1;
+    const bool padded = trial % 7 == 6;  // (a 3x3 window over a 1x1 image: the im2col form)
+    s.batch = rows[trial % 7], s.groups = 1, s.in_channels = depth[(trial / 2) % 7], s.out_channels = chans[(trial * 3) % 7];
+    s.in_spatial = padded ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{k, k};
+    s.kernel = padded ? std::vector<int64_t>{3, 3} : std::vector<int64_t>{k, k};
+    s.stride = {1, 1}, s.dilation = {1, 1}, s.out_spatial = {1, 1};
+    s.pad_begin = padded ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{0, 0};
+    const int64_t K = s.in_channels * s.kernel[0] * s.kernel[1];
+    std::vector<int8_t> x(static_cast<size_t>(s.batch * s.in_channels * s.in_spatial[0] * s.in_spatial[1])), w(static_cast<size_t>(s.out_channels * K));
+    std::vector<int32_t> bias(static_cast<size_t>(s.out_channels));
+    int32_t zx = i8(rng) / 2;
+    for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+    for (auto& v : w) v = static_cast<int8_t>(w8(rng));
+    for (auto& b : bias) b = i8(rng) * 40;
+    if (trial % 8 == 5) {  // the extremes: (127 - -128) * -128 on every tap, the largest bias
+      std::fill(x.begin(), x.end(), int8_t{127});
+      std::fill(w.begin(), w.end(), int8_t{-128});
+      zx = -128;
+      for (auto& b : bias) b = static_cast<int32_t>(-std::max<int64_t>(0, INT32_MAX - K * 255 * 128));
+    }
+    QOutput out;
+    out.zero_point = i8(rng) / 3;
+    out.lo = trial % 3 == 0 ? out.zero_point : -128;
+    for (int64_t m = 0; m < s.out_channels; ++m)
+      out.multiplier.push_back(quantizeMultiplier(m % 17 == 5 ? 1.5 : std::exp2(-8.0 - 0.13 * static_cast<double>(m % 23))));
+    std::vector<int8_t> want(static_cast<size_t>(s.batch * s.out_channels));
+    qconv_ref(s, x.data(), zx, w.data(), trial % 4 == 2 ? nullptr : bias.data(), out, want.data());
+    for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni, QConvPath::kAmx}) {
+      if (!cpuHasQConvPath(path)) continue;
+      const QConv conv(s, w.data(), trial % 4 == 2 ? nullptr : bias.data(), zx, out, path);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+        std::vector<int8_t> got(want.size(), 99);
+        conv.run(x.data(), got.data(), pool);
+        ASSERT_EQ(got, want) << "trial " << trial << " (" << s.batch << " x " << K << " -> " << s.out_channels << "), "
+                             << qconvPathName(path) << ", " << (pool ? pool->size() : 1) << " threads";
+      }
+    }
+  }
+}
+
 // Every output code of a requantization, ties of both roundings among them, on every path: a 1x1 convolution of one
 // input channel with weight 1, so acc = bias[m] + x - zx sweeps 256 consecutive values per output channel, through
 // multipliers of 1/2^k (each odd sum a tie) and others, plain and depthwise (each channel its own plane), with rows

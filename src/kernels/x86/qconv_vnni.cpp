@@ -291,36 +291,84 @@ void qdwconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPo
 
 }  // namespace
 
+namespace {
+
+/// Lanes m0 .. m0 + n of one block of the one-pixel forms: bias, then the one-rounding requantization with the block's
+/// per-lane constants (plan.lanes), or the scalar primitive where a channel has a left shift; y: the pixel's outputs.
+void finishLanes(const QConvVnniPlan& plan, __m512i acc, int64_t m0, int8_t* y) {
+  const int64_t M = plan.shape.out_channels;
+  const QOutput& out = plan.out;
+  const int n = static_cast<int>(std::min<int64_t>(16, M - m0));
+  const QConvVnniPlan::LaneRequant& c = plan.lanes[static_cast<size_t>(m0 / 16)];
+  acc = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << n) - 1u), plan.bias.data() + m0));
+  if (c.scalar) {
+    alignas(64) int32_t a[16];
+    _mm512_store_si512(a, acc);
+    for (int i = 0; i < n; ++i)
+      y[m0 + i] = requantizeValue(a[i], plan.rq[static_cast<size_t>(m0 + i)].mul, out.zero_point, out.lo, out.hi);
+    return;
+  }
+  const __m512i m = _mm512_load_si512(c.m), zero = _mm512_setzero_si512();
+  const __m512i pe = _mm512_mul_epi32(acc, m);
+  const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, _MM_PERM_CDAB), _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
+  const __m512i re = _mm512_srav_epi64(
+      _mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), _mm512_load_si512(c.pos[0]), _mm512_load_si512(c.neg[0]))),
+      _mm512_load_si512(c.shift[0]));
+  const __m512i ro = _mm512_srav_epi64(
+      _mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), _mm512_load_si512(c.pos[1]), _mm512_load_si512(c.neg[1]))),
+      _mm512_load_si512(c.shift[1]));
+  const __m512i q = _mm512_mask_shuffle_epi32(re, 0xAAAA, ro, _MM_PERM_CDAB);
+  _mm_mask_storeu_epi8(y + m0, static_cast<__mmask16>((1u << n) - 1u), offsetClampToI8Avx512(q, out.zero_point, out.lo, out.hi));
+}
+
+/// R pixels (rows of quads aq, K4 apart) x V blocks of 16 output channels from block `blk`: each weight load serves
+/// the R pixels; y: the first pixel's outputs, the others M apart.
+template <int R, int V>
+void gemvRowsTile(const QConvVnniPlan& plan, const int32_t* aq, int64_t blk, int8_t* y) {
+  const int64_t K4 = plan.k4, M = plan.shape.out_channels;
+  const int32_t* const w = plan.w16.data() + blk * K4 * 16;
+  __m512i acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < K4; ++k) {
+    __m512i bv[V];
+    for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_si512(w + (v * K4 + k) * 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512i av = _mm512_set1_epi32(aq[r * K4 + k]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, bv[v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) finishLanes(plan, acc[r][v], (blk + v) * 16, y + r * M);
+}
+
+using RowsTile = void (*)(const QConvVnniPlan&, const int32_t*, int64_t, int8_t*);
+template <int R>
+constexpr RowsTile rowsTileOf(int v) {
+  return v == 1 ? &gemvRowsTile<R, 1> : v == 2 ? &gemvRowsTile<R, 2> : v == 3 ? &gemvRowsTile<R, 3> : &gemvRowsTile<R, 4>;
+}
+RowsTile pickRowsTile(int rows, int vecs) {
+  switch (rows) {
+    case 1: return rowsTileOf<1>(vecs);
+    case 2: return rowsTileOf<2>(vecs);
+    case 3: return rowsTileOf<3>(vecs);
+    default: return rowsTileOf<4>(vecs);
+  }
+}
+
+/// Whether a one-pixel layer's window is its whole unpadded input (a Gemm or MatMul as a 1x1 convolution over
+/// [N, K, 1, 1]): then a pixel's im2col is its image's bytes in order.
+bool windowIsTheInput(const ConvShape& s) {
+  return s.in_spatial[0] == s.kernel[0] && s.in_spatial[1] == s.kernel[1] && s.pad_begin[0] == 0 && s.pad_begin[1] == 0 &&
+         s.dilation[0] == 1 && s.dilation[1] == 1;
+}
+
+}  // namespace
+
 /// The one-pixel form (plan.gemv): output channels 16 to a vector, four vectors at a time sharing each broadcast
 /// input quad, the weights streamed once; each lane requantized with its own channel's constants.
 void qgemvVnni(const QConvVnniPlan& plan, const int32_t* b4, int8_t* y, ThreadPool* pool) {
   const int64_t M = plan.shape.out_channels, K4 = plan.k4, blocks = (M + 15) / 16;
-  const QOutput& out = plan.out;
-  // Lanes m0 .. m0 + n of one block: bias, then the one-rounding requantization with the block's per-lane constants
-  // (plan.lanes), or the scalar primitive where a channel has a left shift.
-  auto finish = [&](__m512i acc, int64_t m0) {
-    const int n = static_cast<int>(std::min<int64_t>(16, M - m0));
-    const QConvVnniPlan::LaneRequant& c = plan.lanes[static_cast<size_t>(m0 / 16)];
-    acc = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << n) - 1u), plan.bias.data() + m0));
-    if (c.scalar) {
-      alignas(64) int32_t a[16];
-      _mm512_store_si512(a, acc);
-      for (int i = 0; i < n; ++i)
-        y[m0 + i] = requantizeValue(a[i], plan.rq[static_cast<size_t>(m0 + i)].mul, out.zero_point, out.lo, out.hi);
-      return;
-    }
-    const __m512i m = _mm512_load_si512(c.m), zero = _mm512_setzero_si512();
-    const __m512i pe = _mm512_mul_epi32(acc, m);
-    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, _MM_PERM_CDAB), _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
-    const __m512i re = _mm512_srav_epi64(
-        _mm512_add_epi64(pe, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), _mm512_load_si512(c.pos[0]), _mm512_load_si512(c.neg[0]))),
-        _mm512_load_si512(c.shift[0]));
-    const __m512i ro = _mm512_srav_epi64(
-        _mm512_add_epi64(po, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), _mm512_load_si512(c.pos[1]), _mm512_load_si512(c.neg[1]))),
-        _mm512_load_si512(c.shift[1]));
-    const __m512i q = _mm512_mask_shuffle_epi32(re, 0xAAAA, ro, _MM_PERM_CDAB);
-    _mm_mask_storeu_epi8(y + m0, static_cast<__mmask16>((1u << n) - 1u), offsetClampToI8Avx512(q, out.zero_point, out.lo, out.hi));
-  };
   parallelUnits(pool, blocks, K4 * 16, [&](int64_t b0, int64_t b1) {
     int64_t b = b0;
     for (; b + 4 <= b1; b += 4) {
@@ -331,19 +379,55 @@ void qgemvVnni(const QConvVnniPlan& plan, const int32_t* b4, int8_t* y, ThreadPo
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) acc[v] = _mm512_dpbusd_epi32(acc[v], xq, _mm512_loadu_si512(w + (v * K4 + k) * 16));
       }
-      for (int v = 0; v < 4; ++v) finish(acc[v], (b + v) * 16);
+      for (int v = 0; v < 4; ++v) finishLanes(plan, acc[v], (b + v) * 16, y);
     }
     for (; b < b1; ++b) {
       __m512i acc = _mm512_setzero_si512();
       const int32_t* w = plan.w16.data() + b * K4 * 16;
       for (int64_t k = 0; k < K4; ++k) acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(b4[k * 16]), _mm512_loadu_si512(w + k * 16));
-      finish(acc, b * 16);
+      finishLanes(plan, acc, b * 16, y);
+    }
+  });
+}
+
+/// A batch of one-pixel images whose window is the whole input (a Gemm or MatMul over rows, N > 1): 4 images at a time
+/// share each weight load (gemvRowsTile), each image's quads its own bytes + 128 (XOR 0x80; zero past K, where the
+/// weights are zero), read without an im2col.
+void qgemvRowsVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool) {
+  constexpr int kRowsPerTile = 4, kVecsPerTile = 4;
+  const ConvShape& s = plan.shape;
+  const int64_t N = s.batch, M = s.out_channels, K = s.in_channels * s.kernel[0] * s.kernel[1], K4 = plan.k4;
+  const int64_t blocks = (M + 15) / 16, groups = (blocks + kVecsPerTile - 1) / kVecsPerTile;
+  const int64_t row_tiles = (N + kRowsPerTile - 1) / kRowsPerTile, chunks = (K + 63) / 64;
+  parallelUnits(pool, row_tiles * groups, kRowsPerTile * kVecsPerTile * 16 * K, [&](int64_t u0, int64_t u1) {
+    std::vector<int32_t> aq(static_cast<size_t>(kRowsPerTile * K4));
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    int64_t built = -1;  // the row tile whose quads aq holds
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t rt = u / groups, blk = u % groups * kVecsPerTile;
+      const int rows = static_cast<int>(std::min<int64_t>(kRowsPerTile, N - rt * kRowsPerTile));
+      if (built != rt) {
+        for (int r = 0; r < rows; ++r) {
+          const int8_t* xr = x + (rt * kRowsPerTile + r) * K;
+          auto* q = reinterpret_cast<uint8_t*>(aq.data() + r * K4);
+          for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t n = std::min<int64_t>(64, K - 64 * c), room = std::min<int64_t>(64, 4 * K4 - 64 * c);
+            const __mmask64 in = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+            const __m512i v = _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, xr + 64 * c), flip));
+            _mm512_mask_storeu_epi8(q + 64 * c, room == 64 ? ~__mmask64{0} : (__mmask64{1} << room) - 1, v);
+          }
+        }
+        built = rt;
+      }
+      const int vecs = static_cast<int>(std::min<int64_t>(kVecsPerTile, blocks - blk));
+      pickRowsTile(rows, vecs)(plan, aq.data(), blk, y + rt * kRowsPerTile * M);
     }
   });
 }
 
 void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool) {
   if (plan.depthwise) return qdwconvVnni(plan, x, y, pool);
+  if (plan.gemv && plan.shape.batch > 1 && windowIsTheInput(plan.shape)) return qgemvRowsVnni(plan, x, y, pool);
   const ConvShape& s = plan.shape;
   const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
   const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
