@@ -300,6 +300,11 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
   m.impl_->graph = impl_->graph->clone();
   ir::Graph& g = *m.impl_->graph;
   withContext(g.source, [&] {
+    {  // (a Linear layer's bias into its product: what the calibration then measures)
+      std::set<std::string> keep = qo.keep_float;
+      for (const auto& [tensor, range] : qo.ranges) keep.insert(tensor);
+      quant::productBiasesAsGemms(g, keep);
+    }
     auto samples = calibrationSamples(g, o.calibration);
     int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto stats = quant::collectStats(g, samples, threads);

@@ -249,6 +249,80 @@ void shareRanges(const ir::Graph& g, const ir::UseMap& uses, std::map<ir::ValueI
 
 }  // namespace
 
+int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
+  ir::Rewriter rw(g);
+  const ir::UseMap uses = g.uses();
+  const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  int n_rewritten = 0;
+  const std::vector<ir::NodeId> order = g.order();  // (a copy: the rewrite removes and adds nodes)
+  for (ir::NodeId id : order) {
+    if (!g.hasNode(id)) continue;
+    const ir::Node& mm = g.node(id);
+    if (mm.op != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
+    const ir::Value &x = g.value(mm.inputs[0]), &w = g.value(mm.inputs[1]), &y = g.value(mm.outputs[0]);
+    if (x.isConstant() || !w.isConstant() || w.constant->dtype() != DType::kF32 || w.constant->rank() != 2) continue;
+    if (!x.type.isStatic() || x.type.dtype != DType::kF32 || x.type.shape.size() < 2 || outputs.count(y.id)) continue;
+    auto u = uses.find(y.id);
+    if (u == uses.end() || u->second.size() != 1) continue;
+    const ir::Node& add = g.node(u->second[0].first);
+    if (add.op != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+    if (keep.count(mm.name) || keep.count(add.name) || keep.count(y.name)) continue;
+    const ir::Value& b = g.value(add.inputs[add.inputs[0] == y.id ? 1 : 0]);
+    const int64_t K = w.constant->dim(0), N = w.constant->dim(1);
+    // The bias: a float constant of N values along the last axis only ([N], [1, N], [1, 1, N], …, of rank <= y's).
+    if (!b.isConstant() || b.constant->dtype() != DType::kF32 || b.constant->numel() != N || b.constant->rank() < 1 ||
+        b.constant->rank() > static_cast<int64_t>(y.type.shape.size()) || b.constant->shape().back() != N)
+      continue;
+    const Shape& out_shape = g.value(add.outputs[0]).type.shape;
+    if (out_shape != y.type.shape) continue;
+    const Shape xs = x.type.shape;
+    const int64_t R = shapeNumel(xs) / K;
+    const std::string name = mm.name;
+    const ir::ValueId xid = x.id, wid = w.id, out = add.outputs[0];
+    Tensor bias = b.constant->reshaped({N});
+    const ir::ValueId bid = g.addConstant(g.uniqueValueName(b.name + "/gemm_bias"), std::move(bias)).id;
+    rw.eraseNode(add.id);
+    rw.eraseNode(id);
+    std::map<std::string, ir::Attr> attrs;
+    attrs["fused"] = ir::Attr(std::vector<std::string>{"MatMul", "Add"});
+    if (xs.size() == 2) {
+      rw.addNode("Gemm", name, {xid, wid, bid}, {out}).attrs = std::move(attrs);
+    } else {
+      const ir::ValueId rows_shape = g.addConstant(g.uniqueValueName(name + "/rows_shape"), Tensor::fromVector<int64_t>({2}, {R, K})).id;
+      const ir::ValueId out_shape_c = g.addConstant(g.uniqueValueName(name + "/out_shape"),
+                                                    Tensor::fromVector<int64_t>({static_cast<int64_t>(out_shape.size())}, out_shape)).id;
+      const ir::ValueId rows = g.addValue(g.uniqueValueName(g.value(xid).name + "/rows"), ir::Type{DType::kF32, {R, K}, true}).id;
+      const ir::ValueId prod = g.addValue(g.uniqueValueName(name + "/gemm"), ir::Type{DType::kF32, {R, N}, true}).id;
+      rw.addNode("Reshape", name + "/to_rows", {xid, rows_shape}, {rows});
+      rw.addNode("Gemm", name, {rows, wid, bid}, {prod}).attrs = std::move(attrs);
+      // A Relu / Clip that is the sum's only reader moves before the Reshape (they commute), so it stays the product's
+      // activation (no int8 rounding between them, as after a Conv).
+      ir::ValueId last = prod, final_out = out;
+      if (auto ru = uses.find(out); ru != uses.end() && ru->second.size() == 1 && !outputs.count(out)) {
+        const ir::Node& act = g.node(ru->second[0].first);
+        const bool clip_ok = act.op == "Clip" && std::all_of(act.inputs.begin() + 1, act.inputs.end(), [&](ir::ValueId v) {
+                               return v == ir::kNoValue || g.value(v).isConstant();
+                             });
+        if (act.domain.empty() && act.outputs.size() == 1 && act.inputs[0] == out && (act.op == "Relu" || clip_ok) && !keep.count(act.name)) {
+          const ir::ValueId acted = g.addValue(g.uniqueValueName(name + "/gemm_" + act.op), ir::Type{DType::kF32, {R, N}, true}).id;
+          std::vector<ir::ValueId> ins = act.inputs;
+          ins[0] = prod;
+          const std::string act_name = act.name, act_op = act.op;
+          const auto act_attrs = act.attrs;
+          final_out = act.outputs[0];
+          rw.eraseNode(act.id);
+          rw.addNode(act_op, act_name, ins, {acted}).attrs = act_attrs;
+          last = acted;
+        }
+      }
+      rw.addNode("Reshape", name + "/from_rows", {last, out_shape_c}, {final_out});
+    }
+    ++n_rewritten;
+  }
+  rw.finish();
+  return n_rewritten;
+}
+
 QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const QdqOptions& o) {
   QdqReport rep;
   ir::Rewriter rw(g);
@@ -588,8 +662,11 @@ void productAttrs(const IntegerProduct& p, const std::string& op, std::map<std::
   attrs["y_max"] = ir::Attr(p.qo.hi);
   attrs["multipliers"] = ir::Attr(p.mult);
   attrs["shifts"] = ir::Attr(p.shift);
-  if (!attrs.count("fused"))  // opexp: the ONNX ops
-    attrs["fused"] = ir::Attr(p.qo.act_node ? std::vector<std::string>{op, p.qo.act_node->op} : std::vector<std::string>{op});
+  // opexp: the ONNX ops (those the layer already stood for, e.g. MatMul + Add; then the activation node fused here)
+  const std::vector<std::string>* had = attrs.count("fused") ? attrs.at("fused").get<std::vector<std::string>>() : nullptr;
+  std::vector<std::string> fused = had ? *had : std::vector<std::string>{op};
+  if (p.qo.act_node) fused.push_back(p.qo.act_node->op);
+  attrs["fused"] = ir::Attr(fused);
 }
 
 }  // namespace
