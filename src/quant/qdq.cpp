@@ -214,7 +214,8 @@ bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::Valu
 /// Ops that only move or select int8 values (their output's codes are input codes): with the input's scale and
 /// zero point on the output they run on int8 data as they are.
 bool movesValues(const ir::Node& n) {
-  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity"};
+  static const std::set<std::string> ops = {"MaxPool", "Reshape",   "Flatten", "Transpose", "Squeeze",
+                                            "Unsqueeze", "Identity", "Slice",   "Gather"};
   return n.domain.empty() && ops.count(n.op) && !n.inputs.empty() && n.outputs.size() >= 1;
 }
 
@@ -283,10 +284,9 @@ int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
     const ir::ValueId bid = g.addConstant(g.uniqueValueName(b.name + "/gemm_bias"), std::move(bias)).id;
     rw.eraseNode(add.id);
     rw.eraseNode(id);
-    std::map<std::string, ir::Attr> attrs;
-    attrs["fused"] = ir::Attr(std::vector<std::string>{"MatMul", "Add"});
+    // (a plain ONNX Gemm, no npuc attribute: --save-qdq-onnx writes this graph as standard ONNX)
     if (xs.size() == 2) {
-      rw.addNode("Gemm", name, {xid, wid, bid}, {out}).attrs = std::move(attrs);
+      rw.addNode("Gemm", name, {xid, wid, bid}, {out});
     } else {
       const ir::ValueId rows_shape = g.addConstant(g.uniqueValueName(name + "/rows_shape"), Tensor::fromVector<int64_t>({2}, {R, K})).id;
       const ir::ValueId out_shape_c = g.addConstant(g.uniqueValueName(name + "/out_shape"),
@@ -294,7 +294,7 @@ int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
       const ir::ValueId rows = g.addValue(g.uniqueValueName(g.value(xid).name + "/rows"), ir::Type{DType::kF32, {R, K}, true}).id;
       const ir::ValueId prod = g.addValue(g.uniqueValueName(name + "/gemm"), ir::Type{DType::kF32, {R, N}, true}).id;
       rw.addNode("Reshape", name + "/to_rows", {xid, rows_shape}, {rows});
-      rw.addNode("Gemm", name, {rows, wid, bid}, {prod}).attrs = std::move(attrs);
+      rw.addNode("Gemm", name, {rows, wid, bid}, {prod});
       // A Relu / Clip that is the sum's only reader moves before the Reshape (they commute), so it stays the product's
       // activation (no int8 rounding between them, as after a Conv).
       ir::ValueId last = prod, final_out = out;

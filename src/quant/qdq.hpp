@@ -112,7 +112,7 @@ int fuseIntegerMatMuls(ir::Graph& g);
 int fuseIntegerPools(ir::Graph& g);
 
 /// Lets data movement run on int8 codes: each DequantizeLinear -> MaxPool / Concat / Reshape / Flatten / Transpose /
-/// Squeeze / Unsqueeze / Identity -> QuantizeLinear run whose inputs and output share one scale and zero point (as
+/// Squeeze / Unsqueeze / Identity / Slice / Gather -> QuantizeLinear run whose inputs and output share one scale and zero point (as
 /// quantizeToQdq assigns them) becomes the same op on the int8 tensors. Returns how many it rewrote.
 int fuseIntegerDataMovement(ir::Graph& g);
 
