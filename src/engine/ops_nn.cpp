@@ -464,7 +464,7 @@ void softmaxKernel(KernelCall& c) {
   kernels::SoftmaxKind kind = op == "Hardmax"      ? kernels::SoftmaxKind::kHardmax
                               : op == "LogSoftmax" ? kernels::SoftmaxKind::kLogSoftmax
                                                    : kernels::SoftmaxKind::kSoftmax;
-  kernels::softmax(kind, outer, len, inner, x.data<float>(), yf.data<float>(), c.pool);
+  kernels::softmaxFast(kind, outer, len, inner, x.data<float>(), yf.data<float>(), c.pool);
   c.out[0] = xin.dtype() == DType::kF32 ? yf : castTensor(yf, xin.dtype(), c);
 }
 

@@ -68,8 +68,14 @@ void lrn(int64_t n, int64_t c, int64_t inner, int64_t size, float alpha, float b
 
 enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 /// Over `len` elements at stride `inner`, for every (outer, inner) row: max, sum of exp(x - max) in order, then
-/// exp(x - max) / sum (or x - max - log(sum); or one-hot of the first maximum).
+/// exp(x - max) / sum (or x - max - log(sum); or one-hot of the first maximum). Softmax's exp is expF32
+/// (kernels/expf.hpp: correctly rounded but for e^x within ~1e-16 of a midpoint), LogSoftmax's std::exp.
 void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool);
+/// softmax's bits, fast: Softmax over the last axis (inner = 1) with AVX-512 where the CPU has it (expF32's double
+/// operations on 8 lanes, each row's sum still taken in index order: 8 rows' sums interleaved); otherwise softmax.
+void softmaxFast(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool);
+/// y[i] = expF32(x[i]), AVX-512 where the CPU has it (the same bits).
+void expF32Fast(const float* x, float* y, int64_t n);
 
 /// ONNX InstanceNormalization over [n, c, inner]: per plane the mean and variance of meanVariance, then
 /// y = (x - mean) * k + bias[c] with k = scale[c] / sqrt(variance + epsilon), in double, rounded once.

@@ -890,7 +890,8 @@ struct Runtime::Impl {
         size_t axis = s.p[1];
         int64_t outer = 1, len = 1, inner = 1;
         for (size_t i = 0; i < y.size(); ++i) (i < axis ? outer : i == axis ? len : inner) *= y[i];
-        kernels::softmax(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, inF(s, 0), outF(s), pool.get());
+        (opts.exact ? kernels::softmax : kernels::softmaxFast)(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, inF(s, 0),
+                                                               outF(s), pool.get());
         break;
       }
       case LayerKind::kChannelAffine: {

@@ -3,6 +3,7 @@
 // op against its formula, binary ops with broadcasting and fused activations, concat, transpose, constant pad and
 // strided slice; and the same bytes for every thread count.
 #include "kernels/gemm.hpp"
+#include "kernels/expf.hpp"
 #include "kernels/layers.hpp"
 
 #include "support/error.hpp"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <iterator>
 #include <numeric>
@@ -379,6 +381,10 @@ TEST(LayersNorm, Lrn) {
   }
 }
 
+/// e^x correctly rounded to float, from long double's exp (64-bit significand: its own rounding cannot move a
+/// float rounding but within ~2^-40 of a midpoint). Softmax's exp (expF32) is specified to be this.
+float crExp(float x) { return static_cast<float>(std::exp(static_cast<long double>(x))); }
+
 std::vector<float> naiveSoftmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner,
                                 const std::vector<float>& x) {
   std::vector<float> y(x.size());
@@ -390,14 +396,79 @@ std::vector<float> naiveSoftmax(SoftmaxKind kind, int64_t outer, int64_t len, in
       for (int64_t i = 0; i < len; ++i)
         if (x[at(i)] > m) m = x[at(i)], am = i;
       float sum = 0.0f;
-      for (int64_t i = 0; i < len; ++i) sum += std::exp(x[at(i)] - m);
+      for (int64_t i = 0; i < len; ++i) sum += kind == SoftmaxKind::kSoftmax ? crExp(x[at(i)] - m) : std::exp(x[at(i)] - m);
       for (int64_t i = 0; i < len; ++i) {
         if (kind == SoftmaxKind::kHardmax) y[at(i)] = i == am ? 1.0f : 0.0f;
         else if (kind == SoftmaxKind::kLogSoftmax) y[at(i)] = x[at(i)] - m - std::log(sum);
-        else y[at(i)] = std::exp(x[at(i)] - m) / sum;
+        else y[at(i)] = crExp(x[at(i)] - m) / sum;
       }
     }
   return y;
+}
+
+// Softmax's exp (kernels/expf.hpp) is e^x correctly rounded to float over a dense sample of every float in
+// [-160, 90] (each 4099th bit pattern, and the ends of the range: overflow to +inf past ln FLT_MAX, denormal results,
+// 0 below), +-inf and NaN kept; and expF32Fast (AVX-512 where the CPU has it) gives its bits for each of them, at every
+// offset of a vector.
+TEST(LayersSoftmax, ExpIsCorrectlyRoundedAndTheFastFormIsItsBits) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) {
+    float v;
+    const uint32_t u = static_cast<uint32_t>(b);
+    std::memcpy(&v, &u, 4);
+    if (v >= -160.0f && v <= 90.0f) x.push_back(v);
+  }
+  for (float v : {88.72283f, 88.722839f, 88.72284f, 89.0f, 89.0001f, -87.33655f, -103.9f, -103.972f, -104.0f, -149.9f, -150.0f,
+                  -150.01f, 0.0f, -0.0f, 1e-30f, -1e-30f, 1.0f})
+    x.push_back(v);
+  for (float v : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  int64_t wrong = 0;
+  for (float v : x) {
+    const float got = expF32(v);
+    if (std::isnan(v)) {
+      EXPECT_EQ(std::memcmp(&got, &v, 4), 0);
+      continue;
+    }
+    const float want = v < -160.0f ? 0.0f : crExp(v);
+    if (std::memcmp(&got, &want, 4) != 0 && ++wrong < 5) ADD_FAILURE() << "expF32(" << v << ") = " << got << ", e^x rounds to " << want;
+  }
+  EXPECT_EQ(wrong, 0) << "of " << x.size();
+  for (size_t off = 0; off < 16; ++off) {
+    const std::vector<float> in(x.begin() + static_cast<std::ptrdiff_t>(off), x.end());
+    std::vector<float> fast(in.size()), ref(in.size());
+    expF32Fast(in.data(), fast.data(), static_cast<int64_t>(in.size()));
+    for (size_t i = 0; i < in.size(); ++i) ref[i] = expF32(in[i]);
+    ASSERT_EQ(firstBitMismatch(fast, ref), -1) << "offset " << off;
+  }
+}
+
+// The fast softmax (the last axis: AVX-512 rows where the CPU has them) gives softmax's bits: rows of 1 to 300
+// (tails of every length), row groups that do not fill its 8, rows with -inf entries, a row all -inf, one with a
+// NaN (NaN outputs), one whose largest values are +0 and -0, large and tiny values, 1-3 threads; other axes and kinds
+// take the reference.
+TEST(LayersSoftmax, FastIsTheReferenceBitForBit) {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t outer = 1 + static_cast<int64_t>(rng() % 21), len = trial < 20 ? 1 + trial : 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t inner = trial % 9 == 8 ? 3 : 1;
+    std::vector<float> x = randomFloats(rng, static_cast<size_t>(outer * len * inner), trial % 3 == 0 ? -90.0f : -8.0f, trial % 3 == 0 ? 90.0f : 8.0f);
+    if (trial % 4 == 1) x[x.size() / 2] = -std::numeric_limits<float>::infinity();
+    if (trial % 5 == 2 && outer > 1) std::fill(x.begin(), x.begin() + len * inner, -std::numeric_limits<float>::infinity());
+    if (trial % 7 == 3) x.back() = std::numeric_limits<float>::quiet_NaN();
+    if (trial % 6 == 5)  // a row whose largest values are zeros of both signs
+      for (int64_t i = 0; i < len * inner; ++i) x[static_cast<size_t>(i)] = i % 3 == 0 ? -0.0f : i % 3 == 1 ? 0.0f : -1.5f;
+    for (SoftmaxKind kind : {SoftmaxKind::kSoftmax, SoftmaxKind::kLogSoftmax}) {
+      std::vector<float> want(x.size()), got(x.size());
+      softmax(kind, outer, len, inner, x.data(), want.data(), nullptr);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p2, &pools().p3}) {
+        std::fill(got.begin(), got.end(), 7.0f);
+        softmaxFast(kind, outer, len, inner, x.data(), got.data(), pool);
+        ASSERT_EQ(firstBitMismatch(got, want), -1) << "trial " << trial << ", " << outer << "x" << len << "x" << inner;
+      }
+    }
+  }
 }
 
 TEST(LayersSoftmax, RowsMatchNaive) {

@@ -2,6 +2,7 @@
 // unary and binary math, data movement. Each output element is computed by one thread in a fixed order, so the
 // results are bit-identical for every thread count; the formulas are those the reference engine has always
 // used (its ONNX conformance suite checks them).
+#include "kernels/expf.hpp"
 #include "kernels/layer_templates.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/ref/parallel_units.hpp"
@@ -547,7 +548,7 @@ void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const 
         for (int64_t i = 0; i < len; ++i)
           for (int64_t j = 0; j < w; ++j) {
             const size_t uj = static_cast<size_t>(j);
-            const float ex = std::exp(xb[i * inner + j] - m[uj]);
+            const float ex = expF32(xb[i * inner + j] - m[uj]);
             yb[i * inner + j] = ex;
             sum[uj] += ex;
           }

@@ -1,0 +1,25 @@
+// Softmax, fast (kernels/layers.hpp): the AVX-512 rows (softmax_avx512.cpp) for a Softmax over the last axis where the
+// CPU has AVX-512, else the reference. Both give softmax's bits.
+#include "kernels/expf.hpp"
+#include "kernels/layers.hpp"
+#include "kernels/x86/quant_x86.hpp"
+
+namespace npuc::kernels {
+
+namespace detail {
+void softmaxRowsAvx512(int64_t outer, int64_t len, const float* x, float* y, ThreadPool* pool);
+void expF32Avx512(const float* x, float* y, int64_t n);
+}  // namespace detail
+
+void softmaxFast(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool) {
+  if (kind == SoftmaxKind::kSoftmax && inner == 1 && outer > 0 && len > 0 && detail::cpuHasAvx512bw())
+    return detail::softmaxRowsAvx512(outer, len, x, y, pool);
+  softmax(kind, outer, len, inner, x, y, pool);
+}
+
+void expF32Fast(const float* x, float* y, int64_t n) {
+  if (detail::cpuHasAvx512bw()) return detail::expF32Avx512(x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = expF32(x[i]);
+}
+
+}  // namespace npuc::kernels
