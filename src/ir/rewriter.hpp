@@ -24,7 +24,7 @@ class Rewriter {
   /// Adds a node; call graph().topoSort() (or finish()) before anything iterates the order.
   Node& addNode(std::string op, std::string name, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
                 std::string domain = "");
-  /// Removes values that nothing uses, produces or exposes, and re-sorts the order.
+  /// Re-sorts the order. (Values left without producer or reader stay until the dce pass or Graph::removeValue.)
   void finish();
 
  private:

@@ -29,7 +29,9 @@ inline constexpr double kCoef[13] = {0x1.1eed8eff8d898p-29, 0x1.ae64567f544e4p-2
 inline constexpr double kFloatOverflow = 0x1.ffffffp127;
 }  // namespace expf_detail
 
-inline float expF32(float x) {
+/// (static: each translation unit keeps its own copy, so the copy of a file built for AVX-512 can never stand in for
+/// a baseline caller's)
+static inline float expF32(float x) {
   using namespace expf_detail;
   if (std::isnan(x)) return x;
   const double t = x;

@@ -267,14 +267,14 @@ int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
     if (u == uses.end() || u->second.size() != 1) continue;
     const ir::Node& add = g.node(u->second[0].first);
     if (add.op != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
-    if (keep.count(mm.name) || keep.count(add.name) || keep.count(y.name)) continue;
+    if (keep.count(mm.name) || keep.count(add.name) || keep.count(y.name) || keep.count(g.value(add.outputs[0]).name)) continue;
     const ir::Value& b = g.value(add.inputs[add.inputs[0] == y.id ? 1 : 0]);
     const int64_t K = w.constant->dim(0), N = w.constant->dim(1);
     // The bias: a float constant of N values along the last axis only ([N], [1, N], [1, 1, N], …, of rank <= y's).
     if (!b.isConstant() || b.constant->dtype() != DType::kF32 || b.constant->numel() != N || b.constant->rank() < 1 ||
         b.constant->rank() > static_cast<int64_t>(y.type.shape.size()) || b.constant->shape().back() != N)
       continue;
-    const Shape& out_shape = g.value(add.outputs[0]).type.shape;
+    const Shape out_shape = g.value(add.outputs[0]).type.shape;  // (a copy: the value may be removed below)
     if (out_shape != y.type.shape) continue;
     const Shape xs = x.type.shape;
     const int64_t R = shapeNumel(xs) / K;
@@ -282,8 +282,10 @@ int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
     const ir::ValueId xid = x.id, wid = w.id, out = add.outputs[0];
     Tensor bias = b.constant->reshaped({N});
     const ir::ValueId bid = g.addConstant(g.uniqueValueName(b.name + "/gemm_bias"), std::move(bias)).id;
+    const ir::ValueId product = y.id;
     rw.eraseNode(add.id);
     rw.eraseNode(id);
+    g.removeValue(product);  // (the MatMul's output: nothing produces or reads it now)
     // (a plain ONNX Gemm, no npuc attribute: --save-qdq-onnx writes this graph as standard ONNX)
     if (xs.size() == 2) {
       rw.addNode("Gemm", name, {xid, wid, bid}, {out});
@@ -303,7 +305,8 @@ int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
         const bool clip_ok = act.op == "Clip" && std::all_of(act.inputs.begin() + 1, act.inputs.end(), [&](ir::ValueId v) {
                                return v == ir::kNoValue || g.value(v).isConstant();
                              });
-        if (act.domain.empty() && act.outputs.size() == 1 && act.inputs[0] == out && (act.op == "Relu" || clip_ok) && !keep.count(act.name)) {
+        if (act.domain.empty() && act.outputs.size() == 1 && act.inputs[0] == out && (act.op == "Relu" || clip_ok) && !keep.count(act.name) &&
+            !keep.count(g.value(act.outputs[0]).name)) {
           const ir::ValueId acted = g.addValue(g.uniqueValueName(name + "/gemm_" + act.op), ir::Type{DType::kF32, {R, N}, true}).id;
           std::vector<ir::ValueId> ins = act.inputs;
           ins[0] = prod;
@@ -312,6 +315,7 @@ int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
           final_out = act.outputs[0];
           rw.eraseNode(act.id);
           rw.addNode(act_op, act_name, ins, {acted}).attrs = act_attrs;
+          g.removeValue(out);  // (the Add's output: the activation now reads the product)
           last = acted;
         }
       }
@@ -654,6 +658,23 @@ std::optional<IntegerProduct> integerProduct(const ir::Graph& g, const ir::UseMa
   return p;
 }
 
+/// The attributes an integer layer of two int8 operands (QAdd, QMatMul) shares: the zero points, the output clamp, and
+/// the ONNX ops it stands for (those `n` already stands for, or its op; then the activation node fused, if any).
+std::map<std::string, ir::Attr> twoOperandAttrs(int32_t za, int32_t zb, int32_t zy, int32_t lo, int32_t hi, const ir::Node& n,
+                                                const QuantizedOutput& qo) {
+  std::map<std::string, ir::Attr> attrs;
+  const auto* had = n.hasAttr("fused") ? n.attrs.at("fused").get<std::vector<std::string>>() : nullptr;
+  std::vector<std::string> fused = had ? *had : std::vector<std::string>{n.op};
+  if (qo.act_node) fused.push_back(qo.act_node->op);
+  attrs["a_zero_point"] = ir::Attr(int64_t{za});
+  attrs["b_zero_point"] = ir::Attr(int64_t{zb});
+  attrs["y_zero_point"] = ir::Attr(int64_t{zy});
+  attrs["y_min"] = ir::Attr(int64_t{lo});
+  attrs["y_max"] = ir::Attr(int64_t{hi});
+  attrs["fused"] = ir::Attr(fused);
+  return attrs;
+}
+
 /// A QConv's attributes besides its geometry: zero points, clamp, multipliers, and the ONNX ops it stands for.
 void productAttrs(const IntegerProduct& p, const std::string& op, std::map<std::string, ir::Attr>& attrs) {
   attrs["x_zero_point"] = ir::Attr(p.x.zero_point[0]);
@@ -765,15 +786,9 @@ int fuseIntegerAdds(ir::Graph& g) {
     } catch (const std::invalid_argument&) {
       return false;
     }
-    std::map<std::string, ir::Attr> attrs;
-    attrs["a_zero_point"] = ir::Attr(int64_t{p.za});
-    attrs["b_zero_point"] = ir::Attr(int64_t{p.zb});
-    attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
-    attrs["y_min"] = ir::Attr(int64_t{p.lo});
-    attrs["y_max"] = ir::Attr(int64_t{p.hi});
+    std::map<std::string, ir::Attr> attrs = twoOperandAttrs(p.za, p.zb, p.zy, p.lo, p.hi, n, *qo);
     attrs["multipliers"] = ir::Attr(std::vector<int64_t>{p.ma, p.mb});
     attrs["shift"] = ir::Attr(int64_t{p.shift});
-    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{"Add", qo->act_node->op} : std::vector<std::string>{"Add"});
     replaceRun(g, rw, id, *qo, "QAdd", "ai.npuc", {a->node->inputs[0], b->node->inputs[0]}, std::move(attrs));
     return true;
   });
@@ -799,15 +814,9 @@ int fuseIntegerMatMuls(ir::Graph& g) {
     } catch (const std::invalid_argument&) {
       return false;  // (a depth past int32 sums, or a factor of 2^30 or more: float between its Q / DQ layers)
     }
-    std::map<std::string, ir::Attr> attrs;
-    attrs["a_zero_point"] = ir::Attr(int64_t{p.za});
-    attrs["b_zero_point"] = ir::Attr(int64_t{p.zb});
-    attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
-    attrs["y_min"] = ir::Attr(int64_t{p.lo});
-    attrs["y_max"] = ir::Attr(int64_t{p.hi});
+    std::map<std::string, ir::Attr> attrs = twoOperandAttrs(p.za, p.zb, p.zy, p.lo, p.hi, n, *qo);
     attrs["multiplier"] = ir::Attr(int64_t{p.mul.m});
     attrs["shift"] = ir::Attr(int64_t{p.mul.shift});
-    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{"MatMul", qo->act_node->op} : std::vector<std::string>{"MatMul"});
     replaceRun(g, rw, id, *qo, "QMatMul", "ai.npuc", {a->node->inputs[0], b->node->inputs[0]}, std::move(attrs));
     return true;
   });

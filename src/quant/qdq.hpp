@@ -95,9 +95,9 @@ int fuseIntegerAdds(ir::Graph& g);
 /// Before calibration: each MatMul of a float activation [..., K] by a constant [K, N] whose only reader is an Add of a
 /// constant per-column vector (N values along the last axis: a torch Linear layer as exported) becomes one Gemm with
 /// that bias (over the rows [R, K], Reshapes around it for rank > 2), so the bias is quantized into the product's
-/// int32 accumulator as a device adds it, instead of a float Add between two int8 roundings. A MatMul or Add named in
-/// `keep` (layers kept in float), or whose product tensor is (a forced range), is left as it is. Returns how many it
-/// rewrote.
+/// int32 accumulator as a device adds it, instead of a float Add between two int8 roundings. `keep` holds names to
+/// leave alone: layers kept in float (the MatMul) and tensors with a forced range (its product, the Add's output or
+/// the activation's: an activation whose output is named stays after the Reshape). Returns how many it rewrote.
 int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep);
 
 /// Replaces each DequantizeLinear (a), DequantizeLinear (b) -> MatMul (+ a Relu / Clip) -> QuantizeLinear run, a and b

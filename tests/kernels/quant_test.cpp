@@ -776,10 +776,12 @@ TEST(QuantMatMul, FastIsTheReferenceBitForBit) {
     }
   };
   for (int trial = 0; trial < 60; ++trial) {
-    const int64_t M = 1 + rng() % 19, K = 1 + rng() % 70, N = 1 + rng() % (trial % 4 == 0 ? 150 : 40);
+    const int64_t depths[] = {3, 4, 63, 64, 65, 128};  // (the quad and the 64-byte chunk tails, first)
+    const int64_t M = 1 + rng() % 19, K = trial < 12 ? depths[trial % 6] : 1 + rng() % 70, N = 1 + rng() % (trial % 4 == 0 ? 150 : 40);
     std::vector<int64_t> as = {M, K}, bs = {K, N};
     if (trial % 3 == 1) as.insert(as.begin(), {2, 3}), bs.insert(bs.begin(), 3);
     if (trial % 3 == 2) as.insert(as.begin(), {1, 2}), bs.insert(bs.begin(), {3, 1});
+    if (trial % 5 == 4) as.insert(as.begin(), {2, 3}), bs = {K, N};  // (one b for all 6 batches)
     const double sy = trial % 5 == 0 ? 1e-4 : 0.05 + 0.01 * (trial % 7);  // (1e-4: a factor above 1)
     QMatMulParams p = qmatmulParams(0.01, i8(rng), 0.02, i8(rng), sy, i8(rng), K);
     if (trial % 4 == 1) p.lo = std::clamp(p.zy, -128, 127);

@@ -87,19 +87,23 @@ Tile pickTile(int rows, int vecs) {
 
 }  // namespace
 
-void qmatmulVnni(const MatMulBatches& mb, const int8_t* a, const int8_t* b, const QMatMulParams& p, int8_t* y, ThreadPool* pool) {
+void qmatmulVnni(const MatMulBatches& mb, const BSlots& bs, const int8_t* a, const int8_t* b, const QMatMulParams& p, int8_t* y,
+                 ThreadPool* pool) {
   const int64_t M = mb.M, N = mb.N, K = mb.K, K4 = (K + 3) / 4, NB = (N + 15) / 16;
   const int64_t batches = static_cast<int64_t>(mb.a_off.size());
   // Per batch: the quads of b as [K4][NB * 16] int32 (quad row k4 holds rows 4 k4 .. 4 k4 + 3 of every column; zero
   // past K and past N: they add nothing), then (128 + za) * colsum(b) per column.
+  // A b that several batches share (broadcast) is packed once (bs: batch i's packed b, and each one's first batch).
   const int64_t row = NB * 16, per_batch = K4 * row;
-  std::vector<int32_t> packed(static_cast<size_t>(batches * per_batch));
-  std::vector<int32_t> colc(static_cast<size_t>(batches * row));
+  const std::vector<int64_t>&slot = bs.slot, &first = bs.first;
+  const int64_t slots = static_cast<int64_t>(first.size());
+  std::vector<int32_t> packed(static_cast<size_t>(slots * per_batch));
+  std::vector<int32_t> colc(static_cast<size_t>(slots * row));
   const std::vector<uint8_t> zeros(static_cast<size_t>(N), 0);
-  parallelUnits(pool, batches, K * N, [&](int64_t i0, int64_t i1) {
+  parallelUnits(pool, slots, K * N, [&](int64_t i0, int64_t i1) {
     const __m512i ones = _mm512_set1_epi8(1), offset = _mm512_set1_epi32(128 + p.za);
     for (int64_t i = i0; i < i1; ++i) {
-      const auto* B = reinterpret_cast<const uint8_t*>(b + mb.b_off[static_cast<size_t>(i)]);
+      const auto* B = reinterpret_cast<const uint8_t*>(b + mb.b_off[static_cast<size_t>(first[static_cast<size_t>(i)])]);
       int32_t* W = packed.data() + i * per_batch;
       for (int64_t k4 = 0; k4 < K4; ++k4) {
         const uint8_t* r[4];
@@ -140,7 +144,8 @@ void qmatmulVnni(const MatMulBatches& mb, const int8_t* a, const int8_t* b, cons
       }
       for (int64_t nb = 0; nb < NB; nb += kVecs) {
         const int vecs = static_cast<int>(std::min<int64_t>(kVecs, NB - nb));
-        const TileArgs t{aq.data(), rowc, packed.data() + i * per_batch + nb * 16, row, colc.data() + i * row + nb * 16,
+        const int64_t si = slot[static_cast<size_t>(i)];
+        const TileArgs t{aq.data(), rowc, packed.data() + si * per_batch + nb * 16, row, colc.data() + si * row + nb * 16,
                          K4, std::min<int64_t>(N - nb * 16, 16 * kVecs), y + (i * M + m0) * N + nb * 16, N};
         pickTile(rows, vecs)(t, p, rv);
       }

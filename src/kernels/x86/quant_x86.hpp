@@ -6,6 +6,7 @@
 #include "kernels/quant.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace npuc::kernels {
 
@@ -53,8 +54,14 @@ void qaddAvx512(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p
 void quantizeLinearAvx512(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);
 void dequantizeLinearAvx512(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y);
 void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool);
+/// The distinct right operands of a product's batches (broadcasting repeats one): slot[i] is batch i's, first[s] the
+/// first batch of slot s (qmatmul.cpp: computed in the baseline build, so no std::map is instantiated for AVX-512).
+struct BSlots {
+  std::vector<int64_t> slot, first;
+};
 // AVX-512 VNNI (qmatmul_vnni.cpp): kernels::qmatmul on the CPUs that have it.
-void qmatmulVnni(const MatMulBatches& mb, const int8_t* a, const int8_t* b, const QMatMulParams& p, int8_t* y, ThreadPool* pool);
+void qmatmulVnni(const MatMulBatches& mb, const BSlots& bs, const int8_t* a, const int8_t* b, const QMatMulParams& p, int8_t* y,
+                 ThreadPool* pool);
 
 }  // namespace detail
 }  // namespace npuc::kernels
