@@ -91,9 +91,9 @@ void qmatmulVnni(const MatMulBatches& mb, const BSlots& bs, const int8_t* a, con
                  ThreadPool* pool) {
   const int64_t M = mb.M, N = mb.N, K = mb.K, K4 = (K + 3) / 4, NB = (N + 15) / 16;
   const int64_t batches = static_cast<int64_t>(mb.a_off.size());
-  // Per batch: the quads of b as [K4][NB * 16] int32 (quad row k4 holds rows 4 k4 .. 4 k4 + 3 of every column; zero
-  // past K and past N: they add nothing), then (128 + za) * colsum(b) per column.
-  // A b that several batches share (broadcast) is packed once (bs: batch i's packed b, and each one's first batch).
+  // Per distinct b (bs: a b that broadcast batches share is packed once): its quads as [K4][NB * 16] int32 (quad row
+  // k4 holds rows 4 k4 .. 4 k4 + 3 of every column; zero past K and past N: they add nothing), then (128 + za) *
+  // colsum(b) per column.
   const int64_t row = NB * 16, per_batch = K4 * row;
   const std::vector<int64_t>&slot = bs.slot, &first = bs.first;
   const int64_t slots = static_cast<int64_t>(first.size());
