@@ -268,7 +268,7 @@ std::vector<uint8_t> loadAippParams(const std::filesystem::path& file) {
 
 std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g, const std::map<std::string, std::vector<Tensor>>& data);
 
-/// The integer layers of a QDQ graph (quant::fuseIntegerConvs, fuseIntegerGemms, fuseIntegerAdds, fuseIntegerMatMuls, fuseIntegerPools; data movement on int8 codes,
+/// The integer layers of a QDQ graph (quant::fuseIntegerConvs, fuseIntegerGemms, fuseIntegerAdds, fuseIntegerMatMuls, fuseIntegerScales, fuseIntegerPools; data movement on int8 codes,
 /// fuseIntegerDataMovement) with the Q / DQ nodes they leave unused removed; returns how many layers became integer layers. Also used by translate (an already quantized model).
 int integerLayers(ir::Graph& g) {
   quant::annotateQuantized(g);
@@ -277,6 +277,7 @@ int integerLayers(ir::Graph& g) {
   n += quant::fuseIntegerGemms(g);
   n += quant::fuseIntegerAdds(g);
   n += quant::fuseIntegerMatMuls(g);  // (after the Gemms: a constant operand is theirs)
+  n += quant::fuseIntegerScales(g);
   n += quant::fuseIntegerPools(g);
   quant::fuseIntegerDataMovement(g);  // (runs on int8 codes: not counted as integer layers)
   passes::PassContext ctx;

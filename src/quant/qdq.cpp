@@ -794,6 +794,37 @@ int fuseIntegerAdds(ir::Graph& g) {
   });
 }
 
+int fuseIntegerScales(ir::Graph& g) {
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    if ((n.op != "Mul" && n.op != "Div") || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    // x * c, c * x or x / c: an int8 activation and a constant scalar factor above 0.
+    const int xi = n.op == "Mul" && g.value(n.inputs[0]).isConstant() ? 1 : 0;
+    auto x = int8Activation(g, n.inputs[static_cast<size_t>(xi)]);
+    const ir::Value& cv = g.value(n.inputs[static_cast<size_t>(1 - xi)]);
+    if (!x || !cv.isConstant() || cv.constant->numel() != 1 || cv.constant->dtype() != DType::kF32) return false;
+    const double c0 = cv.constant->toDouble()[0], c = n.op == "Div" ? 1.0 / c0 : c0;
+    if (!(c > 0) || !std::isfinite(c)) return false;
+    if (g.value(n.outputs[0]).type.shape != g.value(x->node->inputs[0]).type.shape) return false;  // (no broadcasting)
+    auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
+    if (!qo) return false;
+    kernels::QAddParams p;
+    try {  // (y = x * c as the addition x + x with the second operand's multiplier 0: (x - zx) * ma, one rounding shift)
+      const double sx = x->scale[0] * c;
+      p = kernels::qaddParams(sx, static_cast<int32_t>(x->zero_point[0]), sx, static_cast<int32_t>(x->zero_point[0]), qo->scale,
+                              static_cast<int32_t>(qo->zero_point), static_cast<int32_t>(qo->lo), static_cast<int32_t>(qo->hi));
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+    p.mb = 0;
+    std::map<std::string, ir::Attr> attrs = twoOperandAttrs(p.za, p.zb, p.zy, p.lo, p.hi, n, *qo);
+    attrs["multipliers"] = ir::Attr(std::vector<int64_t>{p.ma, p.mb});
+    attrs["shift"] = ir::Attr(int64_t{p.shift});
+    replaceRun(g, rw, id, *qo, "QAdd", "ai.npuc", {x->node->inputs[0], x->node->inputs[0]}, std::move(attrs));
+    return true;
+  });
+}
+
 int fuseIntegerMatMuls(ir::Graph& g) {
   return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);

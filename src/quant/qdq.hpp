@@ -100,6 +100,12 @@ int fuseIntegerAdds(ir::Graph& g);
 /// the activation's: an activation whose output is named stays after the Reshape). Returns how many it rewrote.
 int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep);
 
+/// Replaces each DequantizeLinear -> Mul / Div by a constant scalar above 0 -> QuantizeLinear run over an int8 tensor
+/// (attention's query scaling by 1 / sqrt(d)) by one ai.npuc QAdd of the tensor with itself, the second multiplier 0:
+/// y = clamp(zy + round((x - zx) * ma / 2^shift), lo, hi) with ma / 2^shift = sx * c / sy to 15 bits (the addition's
+/// numerics, docs/numerics.md). Returns how many it replaced.
+int fuseIntegerScales(ir::Graph& g);
+
 /// Replaces each DequantizeLinear (a), DequantizeLinear (b) -> MatMul (+ a Relu / Clip) -> QuantizeLinear run, a and b
 /// int8 activations of static shape and rank >= 2 (neither a constant: those are fuseIntegerGemms'), by one ai.npuc
 /// QMatMul (kernels::qmatmul_ref: the integer product of docs/numerics.md). Returns how many it replaced.

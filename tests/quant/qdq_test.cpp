@@ -777,7 +777,8 @@ TEST(Int8AffinePackage, AttentionProductsOfTwoActivationsAreIntegerProducts) {
 // A transformer encoder layer as torch exports it (tests/data/quant/encoder_layer.onnx: each Linear a MatMul + Add of
 // its bias; the feed-forward's first followed by Relu): every Linear becomes one integer product with its bias in the
 // int32 accumulator (quant::productBiasesAsGemms before calibration; the Relu moved before the Reshape back stays
-// the product's clamp), attention's two products QMatMuls; no float product and no bias Add is left; the package
+// the product's clamp), attention's two products QMatMuls, the query's Div by sqrt(8) an integer rescaling (QAdd of
+// the tensor with itself); no float product, Add, Mul or Div is left; the package
 // equals the engine bit for bit (exact and fast, 1-3 threads); against float the integer model is within 1 dB of the
 // QDQ model's SNR (its products in float) and better than without the rewrite (the bias then added in float between
 // two int8 roundings).
@@ -800,8 +801,8 @@ TEST(Int8AffinePackage, TorchLinearBiasesGoIntoTheIntegerProducts) {
   q.integer_layers = true;
   QuantizeReport rep;
   Model qdq = fp.quantizedQdq(q, &rep);
-  EXPECT_EQ(rep.integer_layers, 8);  // 4 products by weights, 2 of two activations, the 2 residual additions
-  int qconv = 0, qmatmul = 0, float_products = 0, bias_adds = 0;
+  EXPECT_EQ(rep.integer_layers, 9);  // 4 products by weights, 2 of two activations, 2 residual additions, the scaling
+  int qconv = 0, qmatmul = 0, float_products = 0, bias_adds = 0, scales = 0, float_elementwise = 0;
   const ir::Graph& g = graphOf(qdq);
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
@@ -810,6 +811,11 @@ TEST(Int8AffinePackage, TorchLinearBiasesGoIntoTheIntegerProducts) {
     float_products += n.op == "MatMul" || n.op == "Gemm";
     if (n.op == "Add")
       for (ir::ValueId v : n.inputs) bias_adds += g.value(v).isConstant();
+    float_elementwise += n.op == "Add" || n.op == "Mul" || n.op == "Div";
+    if (n.op == "QAdd" && n.inputs[0] == n.inputs[1]) {  // the query's scaling by 1 / sqrt(8): x + x, the second weight 0
+      ++scales;
+      EXPECT_EQ(n.attrInts("multipliers")[1], 0);
+    }
     if (n.op == "QConv" && n.name == "/linear1/MatMul") {
       EXPECT_EQ(n.attrInt("y_min", -128), n.attrInt("y_zero_point", 0));  // the Relu: its clamp
       EXPECT_TRUE(n.hasInput(2));                                           // the bias, int32
@@ -819,6 +825,8 @@ TEST(Int8AffinePackage, TorchLinearBiasesGoIntoTheIntegerProducts) {
   EXPECT_EQ(qmatmul, 2);
   EXPECT_EQ(float_products, 0);
   EXPECT_EQ(bias_adds, 0);
+  EXPECT_EQ(scales, 1);
+  EXPECT_EQ(float_elementwise, 0);
   for (const std::string& w : rep.warnings) ADD_FAILURE() << "warning: " << w;
   TranslateOptions o = int8Options("enc", onnx, "generic-int8", "npuc_int8_enc_");
   o.calibration = q.calibration;
