@@ -301,10 +301,11 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
   m.impl_->graph = impl_->graph->clone();
   ir::Graph& g = *m.impl_->graph;
   withContext(g.source, [&] {
+    std::map<std::string, std::string> rows_of;  // a rewritten Linear's row-shaped output -> the model's tensor
     {  // (a Linear layer's bias into its product: what the calibration then measures)
       std::set<std::string> keep = qo.keep_float;
       for (const auto& [tensor, range] : qo.ranges) keep.insert(tensor);
-      quant::productBiasesAsGemms(g, keep);
+      quant::productBiasesAsGemms(g, keep, &rows_of);
     }
     auto samples = calibrationSamples(g, o.calibration);
     int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -317,6 +318,8 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     quant::QdqReport rep = quant::quantizeToQdq(g, stats, qo);
     if (!o.qdq_onnx.empty()) onnx_io::exportFile(g, o.qdq_onnx);
     const int integer = o.integer_layers ? integerLayers(g) : 0;
+    for (ir::ValueId v : g.valueIds())  // codes of a Linear's rows stand for the model's tensor of the same values
+      if (auto& q = g.value(v).quant; q && rows_of.count(q->of)) q->of = rows_of.at(q->of);
     ir::verify(g);
     if (!report) return;
     report->integer_layers = integer;

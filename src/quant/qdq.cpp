@@ -250,7 +250,7 @@ void shareRanges(const ir::Graph& g, const ir::UseMap& uses, std::map<ir::ValueI
 
 }  // namespace
 
-int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
+int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep, std::map<std::string, std::string>* stands_for) {
   ir::Rewriter rw(g);
   const ir::UseMap uses = g.uses();
   const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
@@ -320,6 +320,7 @@ int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep) {
         }
       }
       rw.addNode("Reshape", name + "/from_rows", {last, out_shape_c}, {final_out});
+      if (stands_for) (*stands_for)[g.value(last).name] = g.value(final_out).name;  // (the same values, as rows)
     }
     ++n_rewritten;
   }

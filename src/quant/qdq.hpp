@@ -97,8 +97,10 @@ int fuseIntegerAdds(ir::Graph& g);
 /// that bias (over the rows [R, K], Reshapes around it for rank > 2), so the bias is quantized into the product's
 /// int32 accumulator as a device adds it, instead of a float Add between two int8 roundings. `keep` holds names to
 /// leave alone: layers kept in float (the MatMul) and tensors with a forced range (its product, the Add's output or
-/// the activation's: an activation whose output is named stays after the Reshape). Returns how many it rewrote.
-int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep);
+/// the activation's: an activation whose output is named stays after the Reshape). `stands_for` (if given) receives,
+/// for each row-shaped tensor made, the model's tensor it holds the values of (what its int8 codes stand for in reports
+/// and `npuc compare`). Returns how many it rewrote.
+int productBiasesAsGemms(ir::Graph& g, const std::set<std::string>& keep, std::map<std::string, std::string>* stands_for = nullptr);
 
 /// Replaces each DequantizeLinear -> Mul / Div by a constant scalar above 0 -> QuantizeLinear run over an int8 tensor
 /// (attention's query scaling by 1 / sqrt(d)) by one ai.npuc QAdd of the tensor with itself, the second multiplier 0:

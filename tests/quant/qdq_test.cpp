@@ -833,6 +833,14 @@ TEST(Int8AffinePackage, TorchLinearBiasesGoIntoTheIntegerProducts) {
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 16, 64}, 4, [&] { return nd(rng); });
+  {  // a rewritten Linear's codes stand for the model's tensor (its rows): what npuc compare matches
+    Runtime rt(r.dir, RuntimeOptions{1, false});
+    std::map<std::string, std::string> of;
+    for (const RuntimeLayer& l : rt.layers()) of[l.name] = l.float_value;
+    EXPECT_EQ(of["/self_attn/MatMul"], "/self_attn/Add_output_0");
+    EXPECT_EQ(of["/linear1/MatMul"], "/Relu_output_0");
+    EXPECT_EQ(of["/linear2/MatMul"], "/linear2/Add_output_0");
+  }
   std::filesystem::remove_all(o.out_root);
   // Against float: the QDQ model of the same calibration (products in float), and the integer model without the
   // rewrite (the Linears' outputs rounded to int8 before their bias Add): a range forced on each product's output
