@@ -5,7 +5,10 @@
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 
+#include <fmt/format.h>
+
 #include <initializer_list>
+#include <string>
 
 namespace npuc::ops {
 
@@ -38,6 +41,13 @@ void checkInt8Attrs(InferContext& c, std::initializer_list<const char*> zero_poi
   };
   for (const char* z : zero_points) inInt8(z, 0);
   if (inInt8("y_min", -128) > inInt8("y_max", 127)) c.error("y_min above y_max");
+}
+
+/// A requantization factor's words (kernels::Multiplier): the multiplier 0 or in [2^30, 2^31), the shift in [-31, 30];
+/// `which` names the factor in the message (" of channel 3", " (divisor 2)", or nothing).
+void checkMultiplier(InferContext& c, int64_t m, int64_t sh, const std::string& which = "") {
+  if (!(m == 0 || (m >= (int64_t{1} << 30) && m < (int64_t{1} << 31))) || sh < -31 || sh > 30)
+    c.error("multiplier {} / shift {}{}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", m, sh, which);
 }
 
 }  // namespace
@@ -161,10 +171,7 @@ void registerQuantNpucOps(Registry& r) {
                             auto m = c.node().attrInts("multipliers"), sh = c.node().attrInts("shifts");
                             if (m.empty() || m.size() != sh.size() || (m.size() != 1 && static_cast<int64_t>(m.size()) != w[0]))
                               c.error("multipliers / shifts: {} / {} values for {} output channels", m.size(), sh.size(), w[0]);
-                            for (size_t i = 0; i < m.size(); ++i)
-                              if (!(m[i] == 0 || (m[i] >= (int64_t{1} << 30) && m[i] < (int64_t{1} << 31))) || sh[i] < -31 || sh[i] > 30)
-                                c.error("multiplier {} / shift {} of channel {}: the multiplier must be 0 or in [2^30, 2^31), "
-                                        "the shift in [-31, 30]", m[i], sh[i], i);
+                            for (size_t i = 0; i < m.size(); ++i) checkMultiplier(c, m[i], sh[i], fmt::format(" of channel {}", i));
                             checkInt8Attrs(c, {"x_zero_point", "y_zero_point"});
                             std::vector<int64_t> sp(x.begin() + 2, x.end()), ks(w.begin() + 2, w.end());
                             Window win = resolveWindow(c.node(), sp, ks, false);
@@ -212,9 +219,7 @@ void registerQuantNpucOps(Registry& r) {
                               int64_t n = 1;
                               for (size_t i = 2; i < x.size(); ++i) n *= x[i];
                               if (n < 1 || n >= (int64_t{1} << 23)) c.error("{} values per plane (1 to 2^23 - 1)", n);
-                              const int64_t m = c.node().attrInt("multiplier", 0), sh = c.node().attrInt("shift", 0);
-                              if (!(m == 0 || (m >= (int64_t{1} << 30) && m < (int64_t{1} << 31))) || sh < -31 || sh > 30)
-                                c.error("multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", m, sh);
+                              checkMultiplier(c, c.node().attrInt("multiplier", 0), c.node().attrInt("shift", 0));
                               checkInt8Attrs(c, {"x_zero_point", "y_zero_point"});
                               Shape y(x.size(), 1);
                               y[0] = x[0], y[1] = x[1];
@@ -240,10 +245,7 @@ void registerQuantNpucOps(Registry& r) {
                               const std::vector<int64_t> m = c.node().attrInts("multipliers"), sh = c.node().attrInts("shifts");
                               if (static_cast<int64_t>(m.size()) != taps || sh.size() != m.size())
                                 c.error("{} multipliers and {} shifts for a window of {} taps (one of each per divisor)", m.size(), sh.size(), taps);
-                              for (size_t i = 0; i < m.size(); ++i)
-                                if (!(m[i] == 0 || (m[i] >= (int64_t{1} << 30) && m[i] < (int64_t{1} << 31))) || sh[i] < -31 || sh[i] > 30)
-                                  c.error("multiplier {} / shift {} (divisor {}): the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]",
-                                          m[i], sh[i], i + 1);
+                              for (size_t i = 0; i < m.size(); ++i) checkMultiplier(c, m[i], sh[i], fmt::format(" (divisor {})", i + 1));
                               checkInt8Attrs(c, {"x_zero_point", "y_zero_point"});
                               Shape y{x[0], x[1]};
                               y.insert(y.end(), w.out.begin(), w.out.end());
@@ -268,9 +270,7 @@ void registerQuantNpucOps(Registry& r) {
                              if (!broadcastShapes(ba, bb, out)) c.error("batch dims {} and {} do not broadcast", shapeStr(ba), shapeStr(bb));
                              out.push_back(a[a.size() - 2]);
                              out.push_back(b.back());
-                             const int64_t m = c.node().attrInt("multiplier", 0), sh = c.node().attrInt("shift", 0);
-                             if (!(m == 0 || (m >= (int64_t{1} << 30) && m < (int64_t{1} << 31))) || sh < -31 || sh > 30)
-                               c.error("multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", m, sh);
+                             checkMultiplier(c, c.node().attrInt("multiplier", 0), c.node().attrInt("shift", 0));
                              checkInt8Attrs(c, {"a_zero_point", "b_zero_point", "y_zero_point"});
                              c.setOutput(0, DType::kI8, out);
                            });

@@ -769,6 +769,28 @@ int fuseIntegerGemms(ir::Graph& g) {
   });
 }
 
+namespace {
+/// Replaces the run of layer `id` (ending in `qo`) by an ai.npuc QAdd of a's and b's int8 values, at the scales sa and
+/// sb (their zero points theirs), b's multiplier 0 where `no_b`; false (nothing changed) where qaddParams cannot hold
+/// the ratios.
+bool replaceByQAdd(ir::Graph& g, ir::Rewriter& rw, ir::NodeId id, const QuantizedOutput& qo, const QParams& a, double sa,
+                   const QParams& b, double sb, bool no_b) {
+  kernels::QAddParams p;
+  try {
+    p = kernels::qaddParams(sa, static_cast<int32_t>(a.zero_point[0]), sb, static_cast<int32_t>(b.zero_point[0]), qo.scale,
+                            static_cast<int32_t>(qo.zero_point), static_cast<int32_t>(qo.lo), static_cast<int32_t>(qo.hi));
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  if (no_b) p.mb = 0;
+  std::map<std::string, ir::Attr> attrs = twoOperandAttrs(p.za, p.zb, p.zy, p.lo, p.hi, g.node(id), qo);
+  attrs["multipliers"] = ir::Attr(std::vector<int64_t>{p.ma, p.mb});
+  attrs["shift"] = ir::Attr(int64_t{p.shift});
+  replaceRun(g, rw, id, qo, "QAdd", "ai.npuc", {a.node->inputs[0], b.node->inputs[0]}, std::move(attrs));
+  return true;
+}
+}  // namespace
+
 int fuseIntegerAdds(ir::Graph& g) {
   return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);
@@ -779,19 +801,7 @@ int fuseIntegerAdds(ir::Graph& g) {
     const ir::Type &at = g.value(a->node->inputs[0]).type, &bt = g.value(b->node->inputs[0]).type;
     if (at.shape != bt.shape || at.shape != g.value(n.outputs[0]).type.shape) return false;  // (no broadcasting)
     auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
-    if (!qo) return false;
-    kernels::QAddParams p;
-    try {
-      p = kernels::qaddParams(a->scale[0], static_cast<int32_t>(a->zero_point[0]), b->scale[0], static_cast<int32_t>(b->zero_point[0]),
-                              qo->scale, static_cast<int32_t>(qo->zero_point), static_cast<int32_t>(qo->lo), static_cast<int32_t>(qo->hi));
-    } catch (const std::invalid_argument&) {
-      return false;
-    }
-    std::map<std::string, ir::Attr> attrs = twoOperandAttrs(p.za, p.zb, p.zy, p.lo, p.hi, n, *qo);
-    attrs["multipliers"] = ir::Attr(std::vector<int64_t>{p.ma, p.mb});
-    attrs["shift"] = ir::Attr(int64_t{p.shift});
-    replaceRun(g, rw, id, *qo, "QAdd", "ai.npuc", {a->node->inputs[0], b->node->inputs[0]}, std::move(attrs));
-    return true;
+    return qo && replaceByQAdd(g, rw, id, *qo, *a, a->scale[0], *b, b->scale[0], false);
   });
 }
 
@@ -808,21 +818,9 @@ int fuseIntegerScales(ir::Graph& g) {
     if (!(c > 0) || !std::isfinite(c)) return false;
     if (g.value(n.outputs[0]).type.shape != g.value(x->node->inputs[0]).type.shape) return false;  // (no broadcasting)
     auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
-    if (!qo) return false;
-    kernels::QAddParams p;
-    try {  // (y = x * c as the addition x + x with the second operand's multiplier 0: (x - zx) * ma, one rounding shift)
-      const double sx = x->scale[0] * c;
-      p = kernels::qaddParams(sx, static_cast<int32_t>(x->zero_point[0]), sx, static_cast<int32_t>(x->zero_point[0]), qo->scale,
-                              static_cast<int32_t>(qo->zero_point), static_cast<int32_t>(qo->lo), static_cast<int32_t>(qo->hi));
-    } catch (const std::invalid_argument&) {
-      return false;
-    }
-    p.mb = 0;
-    std::map<std::string, ir::Attr> attrs = twoOperandAttrs(p.za, p.zb, p.zy, p.lo, p.hi, n, *qo);
-    attrs["multipliers"] = ir::Attr(std::vector<int64_t>{p.ma, p.mb});
-    attrs["shift"] = ir::Attr(int64_t{p.shift});
-    replaceRun(g, rw, id, *qo, "QAdd", "ai.npuc", {x->node->inputs[0], x->node->inputs[0]}, std::move(attrs));
-    return true;
+    // (y = x * c as the addition x + x at scale sx * c, the second operand's multiplier 0: (x - zx) * ma, one
+    // rounding shift)
+    return qo && replaceByQAdd(g, rw, id, *qo, *x, x->scale[0] * c, *x, x->scale[0] * c, true);
   });
 }
 
