@@ -431,16 +431,13 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
   const ConvShape& s = plan.shape;
   const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
   const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
-  const int64_t KH = s.kernel[0], KW = s.kernel[1], SH = s.stride[0], SW = s.stride[1], DH = s.dilation[0],
-                DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
-  const int64_t HP = plan.hp, WP = plan.wp, K = cg * KH * KW, K4 = plan.k4, P = OH * OW, P16 = (P + 15) / 16 * 16;
+  const int64_t SH = s.stride[0], SW = s.stride[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
+  const int64_t HP = plan.hp, WP = plan.wp, K = cg * s.kernel[0] * s.kernel[1], K4 = plan.k4, P = OH * OW, P16 = (P + 15) / 16 * 16;
   const uint8_t pad = static_cast<uint8_t>(plan.zx + 128);
-  // Without padding (every window inside the input: 1x1 convolutions, unpadded ones) the im2col reads x itself and
-  // offsets it on the way (XOR 0x80 = + 128 for an int8); else it reads offset planes with the padding filled in.
-  const bool direct = PT == 0 && PL == 0 && HP <= H && WP <= W;
-  // The planes' row and plane strides (offset planes keep 64 bytes of slack each: offsetPlane's last store may run
-  // past its plane, and planes are built in parallel).
-  const int64_t RS = direct ? W : WP, PS = direct ? H * W : HP * WP + 64;
+  // Without padding the im2col reads x itself and offsets it on the way (XOR 0x80 = + 128 for an int8); else it reads
+  // offset planes with the padding filled in.
+  const bool direct = plan.direct;
+  const int64_t RS = plan.rs, PS = plan.ps;
   const __m128i flip = _mm_set1_epi8(direct ? static_cast<char>(0x80) : 0);
   uint8_t* const xp = direct ? nullptr : scratch(0, static_cast<size_t>(C * PS));
   const uint8_t* planes = xp;
@@ -450,26 +447,30 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
   const size_t b_bytes = static_cast<size_t>(KB * P16 * 4);
   const int64_t threads = pool != nullptr ? pool->size() : 1;
   // (tiles of 128 pixels, or of 64 where 128 would give the threads fewer than 4 each)
-  const int64_t tile = (P + 127) / 128 >= 4 * threads ? 128 : 64, tiles = (P + tile - 1) / tile;
+  int64_t tile = (P + 127) / 128 >= 4 * threads ? 128 : 64;
   // Several threads and enough pixel tiles for them: each task cuts the im2col of its own tiles of 64 or 128 pixels and
   // multiplies each at once (a thread reads only the B it wrote, not its neighbour's from another core: MobileNetV2's
   // 144 -> 24 at 56x56 0.113 -> 0.076 ms at 2 threads). One thread keeps the whole im2col first (alternating the two
   // loops tile by tile measured up to 1.6x slower there).
-  const bool tiled = !by_group && threads > 1 && tiles >= 2 * threads;
+  bool tiled = !by_group && threads > 1 && (P + tile - 1) / tile >= 2 * threads;
+  if (!tiled && !by_group && threads > 1 && !plan.gemv && !plan.amx && P16 / 16 >= threads) {
+    // Small maps (13x13, 7x7): one tile per thread, whole 16-pixel vectors each. A shared im2col cut by all the
+    // threads had each read the part its neighbour cut, from another core: on this project's 2-vCPU VM SqueezeNet's
+    // 1x1 512 -> 64 at 13x13 ran 0.025 ms on one thread, 0.033 on two; MobileNetV2's 960 -> 320 at 7x7 gained nothing.
+    tile = (P16 / 16 + threads - 1) / threads * 16;
+    tiled = true;
+  }
+  const int64_t tiles = (P + tile - 1) / tile;
   uint8_t* const b_shared = by_group || tiled ? nullptr : scratch(1, b_bytes);
 
   // Quad rows [q0, q1) of a group's im2col for output pixels [pa, pb): pixel p of row q at b + (q * stride + p - pa) * 4,
   // the row's tail up to a multiple of 16 pixels zero (the microkernel's last vector reads it; its lanes are not stored).
   const bool contiguous = SH == 1 && SW == 1 && RS == OW;  // (1x1 convolutions: pixel p at plane offset p)
   auto buildB = [&](int64_t grp, uint8_t* b, int64_t q0, int64_t q1, int64_t pa, int64_t pb, int64_t stride) {
+    const uint8_t* const group_planes = planes + grp * cg * PS;
     for (int64_t q = q0; q < q1; ++q) {
-      // (the last quad of a K not divisible by 4 repeats its first row past K: those bytes meet zero weights)
-      const uint8_t* plane[4];
-      for (int j = 0; j < 4; ++j) {
-        const int64_t k = 4 * q + j < K ? 4 * q + j : 4 * q;
-        const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-        plane[j] = planes + (grp * cg + cl) * PS + kh * DH * RS + kw * DW;
-      }
+      const int64_t* off = plan.tap_off.data() + 4 * q;
+      const uint8_t* plane[4] = {group_planes + off[0], group_planes + off[1], group_planes + off[2], group_planes + off[3]};
       uint8_t* dst = b + q * stride * 4;
       for (int64_t p = pa; p < pb;) {  // row segments (one, where the output rows lie end to end in the planes)
         const int64_t oy = p / OW, ox = p % OW, n = contiguous ? pb - p : std::min(pb - p, OW - ox);
@@ -561,6 +562,20 @@ QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* 
   p.depthwise = s.groups == s.in_channels && s.groups == M && s.dilation[0] == 1 && s.dilation[1] == 1 &&
                 (s.stride[1] == 1 || s.stride[1] == 2);
   p.qw = (KW + 3) / 4;
+  if (!p.depthwise) {
+    p.direct = s.pad_begin[0] == 0 && s.pad_begin[1] == 0 && p.hp <= s.in_spatial[0] && p.wp <= s.in_spatial[1];
+    // (offset planes keep 64 bytes of slack each: offsetPlane's last store may run past its plane, and planes are
+    // built in parallel)
+    p.rs = p.direct ? s.in_spatial[1] : p.wp;
+    p.ps = p.direct ? s.in_spatial[0] * s.in_spatial[1] : p.hp * p.wp + 64;
+    p.tap_off.resize(static_cast<size_t>(4 * p.k4));
+    for (int64_t i = 0; i < 4 * p.k4; ++i) {
+      // (the last quad of a K not divisible by 4 repeats its first row past K: those bytes meet zero weights)
+      const int64_t k = i < K ? i : i / 4 * 4;
+      const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+      p.tap_off[static_cast<size_t>(i)] = cl * p.ps + kh * s.dilation[0] * p.rs + kw * s.dilation[1];
+    }
+  }
   const int64_t per = p.depthwise ? KH * p.qw : p.k4;  // int32 words per output channel
   p.a4.assign(static_cast<size_t>(M * per), 0);
   p.bias.resize(static_cast<size_t>(M));

@@ -24,6 +24,14 @@ struct QConvVnniPlan {
   int32_t zx = 0;
   QOutput out;
   int64_t k4 = 0, hp = 0, wp = 0;  // quads per row; the padded plane's height and width
+  // The im2col's source planes (not for the depthwise form): `direct` where every window lies inside the input (1x1
+  // convolutions, unpadded ones: x itself, offset on the way), else offset planes with the padding filled in; their
+  // row and plane strides; and per quad of taps q, tap_off[4 q + j] the offset of its row j's first element from its
+  // group's first plane (taken once here: the divisions that find a tap's channel and position cost more than cutting
+  // a tile of 128 pixels).
+  bool direct = false;
+  int64_t rs = 0, ps = 0;
+  std::vector<int64_t> tap_off;
   std::vector<int32_t> a4, bias;
   std::vector<ChannelRequant> rq;
   // Depthwise (one input and one output channel per group, dilation 1, width stride 1 or 2): no im2col; each input
