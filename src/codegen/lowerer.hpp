@@ -452,7 +452,7 @@ class Lowerer {
   void qmatmulNode(const ir::Node& n);
   void qglobalAvgPoolNode(const ir::Node& n);
   void qavgPoolNode(const ir::Node& n);
-  void pow2Node(const ir::Node& n);  // lower_quant.cpp: the int8-pow2 ops (P2Quantize, P2Dequantize, P2Conv, P2Add, P2GlobalAvgPool)
+  void pow2Node(const ir::Node& n);  // lower_quant.cpp: the int8-pow2 ops (P2Quantize, P2Dequantize, P2Conv, P2Add, P2Concat, P2GlobalAvgPool)
   void einsum(const ir::Node& n);
 
 

@@ -206,6 +206,17 @@ FinishPlan planFinish(int64_t mn, int64_t mx, int64_t n, int qacc, int64_t S, co
 /// 2^-Q. Returns qy.
 int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
 
+/// Concatenation of code tensors of any q's and signedness along an axis: each input's codes brought exactly to the
+/// finest q, acc = code * 2^(Q - q_k) with Q = max q_k, in the concatenated order, finished at 2^-Q (one slot for the
+/// whole result). chunks[k]: input k's elements per outer index (its extent along the axis times the inner size);
+/// outer: the product of the extents before the axis. Returns qy.
+int concat(const std::vector<Codes>& ins, const std::vector<int64_t>& chunks, int64_t outer, const OutSpec& o, Slot& slot,
+           const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
+/// concat's codes, q and slot, fast: the aligned codes in int32 (every Q - q_k <= 23) finished by finishI32Avx512
+/// where the CPU has AVX-512; concat otherwise.
+int concatFast(const std::vector<Codes>& ins, const std::vector<int64_t>& chunks, int64_t outer, const OutSpec& o,
+               Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch, std::vector<int32_t>& scratch32);
+
 /// Global average pooling: acc = the sum of each plane (size S), finished at 2^-qx / S. Returns qy.
 int globalAvgPool(Codes x, int64_t planes, int64_t size, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
                   std::vector<int64_t>& scratch);

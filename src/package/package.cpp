@@ -100,6 +100,7 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
     case LayerKind::kConv:
     case LayerKind::kGemm:
     case LayerKind::kBinary:
+    case LayerKind::kConcat:
     case LayerKind::kGlobalAvgPool: return Pow2Form::kTable;
     default: return Pow2Form::kNone;
   }

@@ -377,7 +377,7 @@ struct Checker {
 
   static bool isCodes(ElemType t) { return t == ElemType::kI8 || t == ElemType::kU8; }
 
-  /// The int8-pow2 forms (conv, gemm, add, global average pooling, max pooling on codes, quantize, dequantize).
+  /// The int8-pow2 forms (conv, gemm, add, concat, global average pooling, max pooling on codes, quantize, dequantize).
   /// True when `d` is one of them and is valid; false for a layer in a float form.
   bool pow2Layer(const Descriptor& d, const std::string& what) const {
     const TensorRef& x = d.in(0);
@@ -389,7 +389,8 @@ struct Checker {
       if (y.type != x.type) bad("{}: max pooling keeps the codes' type ({} -> {})", what, elemName(x.type), elemName(y.type));
       return false;  // the geometry is the float form's
     }
-    const int n_in = conv ? 4 : d.kind == LayerKind::kBinary ? 3 : 2;
+    const bool concat = d.kind == LayerKind::kConcat;
+    const int n_in = conv ? 4 : d.kind == LayerKind::kBinary ? 3 : concat ? std::max<int>(d.n_in, 2) : 2;
     if (d.n_in != n_in) bad("{}: the int8-pow2 form takes {} inputs (the last its table), got {}", what, n_in, d.n_in);
     const TensorRef& tab = d.in(n_in - 1);
     if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] < 11 || tab.dims[0] > 19)
@@ -401,7 +402,7 @@ struct Checker {
     std::string why = kernels::pow2::decodeTable(words.data(), words.size(), &t);
     if (!why.empty()) bad("{}: table: {}", what, why);
     pow2_tables[d.seq] = t;
-    const size_t want_in = d.kind == LayerKind::kQuantize ? 0 : d.kind == LayerKind::kBinary ? 2 : 1;
+    const size_t want_in = d.kind == LayerKind::kQuantize ? 0 : d.kind == LayerKind::kBinary ? 2 : concat ? d.n_in - 1 : 1;
     if (t.in_slots.size() != want_in) bad("{}: table: {} input slots, this layer reads {}", what, t.in_slots.size(), want_in);
     const uint32_t S = p.pow2 ? p.pow2->slots : 0;
     for (int32_t sl : t.in_slots)
@@ -421,6 +422,21 @@ struct Checker {
       const uint32_t op = paramWords(p, d)[0];
       if (op >= binaryOpNames().size() || binaryOpNames()[op] != std::string_view("Add")) bad("{}: the int8-pow2 form is an addition", what);
       if (!isCodes(d.in(1).type) || dimsOf(d.in(1)) != dimsOf(x)) bad("{}: b must be codes of a's shape", what);
+    }
+    if (concat) {  // codes of any q and signedness along the axis (parameter word 0)
+      const uint32_t axis = paramWords(p, d)[0];
+      if (axis >= y.rank) bad("{}: axis {} out of range for rank {}", what, axis, y.rank);
+      uint64_t sum = 0;
+      for (int i = 0; i + 1 < d.n_in; ++i) {
+        const TensorRef& r = d.in(i);
+        if (!isCodes(r.type) || r.rank != y.rank) bad("{}: input {} is {} {}, output {}", what, i, elemName(r.type), dimsStr(r), dimsStr(y));
+        for (int k = 0; k < r.rank; ++k)
+          if (static_cast<uint32_t>(k) != axis && r.dims[static_cast<size_t>(k)] != y.dims[static_cast<size_t>(k)])
+            bad("{}: input {} {} does not match output {} off the axis", what, i, dimsStr(r), dimsStr(y));
+        sum += r.dims[axis];
+      }
+      if (sum != y.dims[axis]) bad("{}: inputs sum to {} along axis {}, output has {}", what, sum, axis, y.dims[axis]);
+      return true;
     }
     if (d.kind == LayerKind::kGlobalAvgPool) return false;  // the geometry is the float form's
     if (conv) {

@@ -169,6 +169,7 @@ class Pow2Builder {
     if (!n.domain.empty()) return "no int8-pow2 form (kept in float)";
     if (n.op == "Add") return addOp(n);
     if (n.op == "GlobalAveragePool") return gap(n);
+    if (n.op == "Concat") return concatOp(n);
     if (n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
         n.op == "Identity")
       return moves(n);
@@ -319,6 +320,38 @@ class Pow2Builder {
     ir::Node& p = g_.addNode("P2GlobalAvgPool", n.name, {cx.codes}, {cy.codes}, "ai.npuc");
     p.attrs["table"] = ir::Attr(tableInts(t));
     rep_.layers.push_back({n.name, "global_avg_pool", 0, 0, ""});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
+    return "";
+  }
+
+  /// A Concat whose inputs have codes (or get them): one slot for the result, each input brought to the finest q.
+  std::string concatOp(ir::Node& n) {
+    const ops::OpSchema* schema = ops::findSchema("ai.npuc", "P2Concat");
+    if (n.numInputs() > schema->max_inputs) return fmt::format("a Concat of more than {} inputs", schema->max_inputs);
+    const ir::Value& y = g_.value(n.outputs[0]);
+    if (!y.type.isStatic()) return "output of static shape needed";
+    bool any = false;
+    for (ir::ValueId v : n.inputs) {
+      if (!isFloat32(v) || !g_.value(v).type.isStatic()) return "float32 inputs of static shape needed";
+      any |= hasCodes(v);
+    }
+    if (!any) return "no input is held as codes";
+    pw::Table t;
+    std::vector<ir::ValueId> ins;
+    bool is_signed = false;  // (unsigned codes only: the result has no negative value)
+    for (ir::ValueId v : n.inputs) {
+      Code c = codesOf(v);
+      t.in_slots.push_back(c.slot);
+      ins.push_back(c.codes);
+      is_signed |= c.is_signed;
+    }
+    t.out = newSlot(y.name, is_signed);
+    Code cy{newCodes(y.name, y.type.shape, is_signed), t.out.slot, is_signed, false};
+    ir::Node& p = g_.addNode("P2Concat", n.name, ins, {cy.codes}, "ai.npuc");
+    p.attrs["axis"] = ir::Attr(n.attrInt("axis", 0));
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, "concat", 0, 0, ""});
     ++rep_.integer_layers;
     replaceOutput(n, cy);
     return "";

@@ -7,6 +7,7 @@
 //   P2Conv        2-D Conv / Gemm (+ Relu / Clip): codes x, int16 weights (numParamBits), int32 bias -> codes
 //   P2Add         Add of two tensors of one shape (+ a Relu that alone reads it) -> codes
 //   P2GlobalAvgPool
+//   P2Concat      Concat of up to 6 inputs: each brought exactly to the finest q, one slot for the result
 //   MaxPool, Flatten, Reshape, Squeeze, Unsqueeze, Identity on codes: the same ops, the input's slot
 // Every P2 node carries attribute "table" (kernels::pow2::encodeTable): its input slots, its output slot with the
 // signedness, activation and calibrated range, and for P2Conv the weights' and bias's q.
@@ -43,7 +44,7 @@ struct Pow2Slot {
   std::string warning;
 };
 struct Pow2Layer {
-  std::string name, op;  // "conv", "gemm", "add", "global_avg_pool", "quantize"; "float" for a kept layer
+  std::string name, op;  // "conv", "gemm", "add", "concat", "global_avg_pool", "quantize"; "float" for a kept layer
   int qw = 0, qb = 0;
   std::string note;      // why a layer stays float
 };

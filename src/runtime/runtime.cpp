@@ -192,6 +192,22 @@ struct Runtime::Impl {
         (opts.exact ? pw::dequantize : pw::dequantizeFast)(codes(0), n, reinterpret_cast<float*>(s.out));
         return;
       case LayerKind::kBinary: (opts.exact ? pw::add : pw::addFast)(codes(0), codes(1), n, t.out, *out, o, s.out, p2_acc); return;
+      case LayerKind::kConcat: {
+        const size_t axis = s.p[0], k_in = t.in_slots.size();
+        const Shape& y = s.shapes.back();
+        int64_t outer = 1, inner = 1;
+        for (size_t i = 0; i < axis; ++i) outer *= y[i];
+        for (size_t i = axis + 1; i < y.size(); ++i) inner *= y[i];
+        std::vector<pw::Codes> ins;
+        std::vector<int64_t> chunks;
+        for (size_t k = 0; k < k_in; ++k) {
+          ins.push_back(codes(static_cast<int>(k)));
+          chunks.push_back(s.shapes[k][axis] * inner);
+        }
+        opts.exact ? pw::concat(ins, chunks, outer, t.out, *out, o, s.out, p2_acc)
+                   : pw::concatFast(ins, chunks, outer, t.out, *out, o, s.out, p2_acc, p2_acc32);
+        return;
+      }
       case LayerKind::kGlobalAvgPool: {
         const Shape& x = s.shapes[0];
         const int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;

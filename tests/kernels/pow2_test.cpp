@@ -306,6 +306,62 @@ TEST(Pow2, FastQuantizeAndDequantizeAreTheReferences) {
   }
 }
 
+// concat is what the float layer between conversions computes (dequantize each input, concatenate, quantize: exact in
+// double where quantRoundAdd / 100 is, 0 and 50 here), and concatFast is concat: 2 to 4 inputs of either signedness at
+// q's up to 30 apart (past 23 the fast form falls back), along each axis of a [2, 3, 5] tensor, over frames, dynamic
+// and frozen.
+TEST(Pow2, ConcatIsTheFloatIslandAndTheFastFormIsConcat) {
+  std::mt19937 rng(37);
+  for (int iter = 0; iter < 60; ++iter) {
+    const int k_in = 2 + iter % 3;
+    const int64_t axis = iter % 3, outer = axis == 0 ? 1 : axis == 1 ? 2 : 6, inner = axis == 0 ? 15 : axis == 1 ? 5 : 1;
+    std::vector<std::vector<uint8_t>> data(static_cast<size_t>(k_in));
+    std::vector<Codes> ins;
+    std::vector<int64_t> chunks;
+    const int q0 = static_cast<int>(rng() % 20) - 10;
+    for (int k = 0; k < k_in; ++k) {
+      const int64_t extent = 1 + static_cast<int64_t>(rng() % 3);  // (along the axis)
+      data[static_cast<size_t>(k)].resize(static_cast<size_t>(outer * extent * inner));
+      for (auto& v : data[static_cast<size_t>(k)]) v = static_cast<uint8_t>(rng());
+      const int q = std::clamp(q0 + static_cast<int>(rng() % 31) * (k % 2 ? 1 : -1) / (iter % 4 ? 4 : 1), kMinQ, kMaxQ);
+      ins.push_back(Codes{data[static_cast<size_t>(k)].data(), (iter + k) % 3 != 0, q});
+      chunks.push_back(extent * inner);
+    }
+    int64_t n = 0;
+    for (int64_t c : chunks) n += outer * c;
+    Options opt;
+    opt.dynamic = iter % 4 != 0;
+    opt.round_add = iter % 2 ? 50 : 0;
+    OutSpec spec;
+    spec.slot = 0;
+    spec.is_signed = iter % 5 != 0;
+    spec.init_lo = -2, spec.init_hi = 2;
+    Slot rs = makeSlot(spec, opt), fs = rs, is = rs;
+    std::vector<int64_t> scratch, scratch64;
+    std::vector<int32_t> scratch32;
+    for (int frame = 0; frame < 3; ++frame) {
+      std::vector<uint8_t> ref(static_cast<size_t>(n)), got(ref.size()), island(ref.size());
+      const int qy = concat(ins, chunks, outer, spec, rs, opt, ref.data(), scratch);
+      ASSERT_EQ(concatFast(ins, chunks, outer, spec, fs, opt, got.data(), scratch64, scratch32), qy) << iter;
+      ASSERT_EQ(got, ref) << iter << " frame " << frame;
+      // The float island: each input dequantized, the floats concatenated, quantized.
+      std::vector<float> f;
+      for (int64_t i = 0; i < outer; ++i)
+        for (size_t k = 0; k < ins.size(); ++k) {
+          std::vector<float> part(static_cast<size_t>(chunks[k]));
+          dequantize(Codes{ins[k].p + i * chunks[k], ins[k].is_signed, ins[k].q}, chunks[k], part.data());
+          f.insert(f.end(), part.begin(), part.end());
+        }
+      ASSERT_EQ(quantize(f.data(), n, spec, is, opt, island.data()), qy) << iter;
+      ASSERT_EQ(island, ref) << iter << " frame " << frame;
+      ASSERT_EQ(rs.lo, fs.lo);
+      ASSERT_EQ(rs.hi, is.hi);
+      for (auto& d : data)
+        for (auto& v : d) v = static_cast<uint8_t>(v + rng() % 7);  // (the next frame's codes)
+    }
+  }
+}
+
 // Fast mode's addition (AVX-512, where the CPU has it) gives add's codes, q and slot: operands of either signedness
 // at q's apart by 0 to 30 (past 22 the int32 lanes could overflow: add itself), each activation, over frames.
 TEST(Pow2, FastAddIsTheReferences) {

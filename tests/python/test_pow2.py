@@ -21,8 +21,8 @@ CLI = os.environ.get("NPUC_CLI")
 
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
-    Clip(0, 6), max pooling on codes, a float layer between conversions, an add without activation, global
-    average pooling, flatten, inner product. The float layer is an element-wise Max (the tidl target runs it; the
+    Clip(0, 6), max pooling on codes, a float layer between conversions, an add without activation, a concat of a
+    signed and an unsigned tensor (two q's), global average pooling, flatten, inner product. The float layer is an element-wise Max (the tidl target runs it; the
     int8-pow2 numerics have no integer form of it), exact in float32, so the oracle computes it bit for bit."""
     rng = np.random.default_rng(5)
 
@@ -31,7 +31,7 @@ def make_model(path):
 
     inits = [w("wa", (8, 3, 3, 3), 0.4), w("ba", (8,), 0.2), w("wb", (8, 8, 3, 3), 0.15), w("bb", (8,), 0.1),
              w("wc", (8, 1, 3, 3), 0.5), w("bc", (8,), 0.3), w("wd", (8, 8, 1, 1), 0.3), w("bd", (8,), 0.1),
-             w("we", (8, 8, 1, 1), 0.4), w("be", (8,), 0.05), w("wg", (5, 8), 0.5), w("bg", (5,), 0.1),
+             w("we", (8, 8, 1, 1), 0.4), w("be", (8,), 0.05), w("wg", (5, 16), 0.5), w("bg", (5,), 0.1),
              numpy_helper.from_array(np.array(0.0, np.float32), "zero"), numpy_helper.from_array(np.array(6.0, np.float32), "six")]
     N = helper.make_node
     nodes = [
@@ -45,7 +45,8 @@ def make_model(path):
         N("Conv", ["e", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
         N("Max", ["f", "h"], ["g"], name="max_g"),
         N("Add", ["g", "f"], ["i"], name="add_i"),
-        N("GlobalAveragePool", ["i"], ["j"], name="gap_j"),
+        N("Concat", ["i", "h"], ["ih"], name="cat_ih", axis=1),
+        N("GlobalAveragePool", ["ih"], ["j"], name="gap_j"),
         N("Flatten", ["j"], ["k"], name="flat_k"),
         N("Gemm", ["k", "wg", "bg"], ["logits"], name="fc", transB=1),
     ]
@@ -199,6 +200,11 @@ class Oracle:
                     v[relu[0].output[0]] = self.finish(acc, Q, 1, self.slot_of[relu[0].output[0]], "Relu")
                 else:
                     v[out] = self.finish(acc, Q, 1, self.slot_of[out])
+            elif row.get("op") == "concat":  # each input brought to the finest q, one slot for the result
+                parts = [self.codes(x, name) for x, name in zip(ins, n.input)]
+                Q = max(self.slots[s]["q"] for _, s in parts)
+                acc = np.concatenate([c << (Q - self.slots[s]["q"]) for c, s in parts], axis=attrs.get("axis", 0))
+                v[n.output[0]] = self.finish(acc, Q, 1, self.slot_of[n.output[0]])
             elif row.get("op") == "global_avg_pool":
                 c, s = ins[0]
                 S = c.shape[2] * c.shape[3]
@@ -260,10 +266,11 @@ def test_the_table_names_every_integer_form(packages):
         rows = list(csv.DictReader(f))
     ops = {r["name"]: r["op"] for r in rows if r["kind"] == "layer"}
     assert ops["conv_a"] == "conv" and ops["conv_d"] == "conv" and ops["fc"] == "gemm"
-    assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool"
+    assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool" and ops["cat_ih"] == "concat"
     assert ops["max_g"] == "float"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
+    assert signed["h"] == "0" and signed["ih"] == "1"
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

@@ -268,6 +268,21 @@ int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options
   return finish(scratch.data(), n, Q, 1, o, slot, opt, y);
 }
 
+int concat(const std::vector<Codes>& ins, const std::vector<int64_t>& chunks, int64_t outer, const OutSpec& o, Slot& slot,
+           const Options& opt, uint8_t* y, std::vector<int64_t>& scratch) {
+  int Q = kMinQ;
+  int64_t per = 0;  // output elements per outer index
+  for (size_t k = 0; k < ins.size(); ++k) Q = std::max(Q, ins[k].q), per += chunks[k];
+  const int64_t n = outer * per;
+  if (scratch.size() < static_cast<size_t>(n)) scratch.resize(static_cast<size_t>(n));  // (grows only)
+  int64_t at = 0;
+  for (int64_t i = 0; i < outer; ++i)
+    for (size_t k = 0; k < ins.size(); ++k)
+      for (int64_t j = 0; j < chunks[k]; ++j)
+        scratch[static_cast<size_t>(at++)] = static_cast<int64_t>(codeAt(ins[k].p, i * chunks[k] + j, ins[k].is_signed)) << (Q - ins[k].q);
+  return finish(scratch.data(), n, Q, 1, o, slot, opt, y);
+}
+
 int globalAvgPool(Codes x, int64_t planes, int64_t size, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
                   std::vector<int64_t>& scratch) {
   if (scratch.size() < static_cast<size_t>(planes)) scratch.resize(static_cast<size_t>(planes));  // (grows only)

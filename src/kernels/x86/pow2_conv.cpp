@@ -181,6 +181,32 @@ int addFast(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Opt
   return fast::cpuHasAvx512() ? fast::addAvx512(a, b, n, o, slot, opt, y, scratch) : add(a, b, n, o, slot, opt, y, scratch);
 }
 
+int concatFast(const std::vector<Codes>& ins, const std::vector<int64_t>& chunks, int64_t outer, const OutSpec& o,
+               Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch, std::vector<int32_t>& scratch32) {
+  int Q = kMinQ, lowest = kMaxQ;
+  int64_t per = 0;
+  for (size_t k = 0; k < ins.size(); ++k) Q = std::max(Q, ins[k].q), lowest = std::min(lowest, ins[k].q), per += chunks[k];
+  if (!fast::cpuHasAvx512() || Q - lowest > 23) return concat(ins, chunks, outer, o, slot, opt, y, scratch);
+  // (|code| <= 255, shifted by at most 23: inside int32)
+  const int64_t n = outer * per;
+  if (scratch32.size() < static_cast<size_t>(n)) scratch32.resize(static_cast<size_t>(n));  // (grows only)
+  int32_t* acc = scratch32.data();
+  for (int64_t i = 0; i < outer; ++i)
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const int sh = Q - ins[k].q;
+      const int64_t c = chunks[k];
+      if (ins[k].is_signed) {
+        const auto* src = reinterpret_cast<const int8_t*>(ins[k].p) + i * c;
+        for (int64_t j = 0; j < c; ++j) acc[j] = static_cast<int32_t>(src[j]) * (int32_t{1} << sh);
+      } else {
+        const uint8_t* src = ins[k].p + i * c;
+        for (int64_t j = 0; j < c; ++j) acc[j] = static_cast<int32_t>(src[j]) << sh;
+      }
+      acc += c;
+    }
+  return fast::finishI32Avx512(scratch32.data(), n, Q, 1, o, slot, opt, y);
+}
+
 void maxPoolFast(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool) {
   const int8_t* xi = reinterpret_cast<const int8_t*>(x);
   if (!is_signed) {  // (max commutes with the order-preserving map u -> u ^ 0x80 onto int8; 0 when no tap is inside)
