@@ -152,7 +152,7 @@ void Lowerer::qavgPoolNode(const ir::Node& n) {
 }
 
 /// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
-/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add -> binary add, P2Concat -> concat, P2GlobalAvgPool ->
+/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add -> binary add, P2Concat -> concat, P2AvgPool -> avg_pool, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
 void Lowerer::pow2Node(const ir::Node& n) {
   if (t_.numerics != Numerics::kInt8Pow2)
@@ -186,6 +186,10 @@ void Lowerer::pow2Node(const ir::Node& n) {
     emit(n, LayerKind::kConcat, ins, out, {u32(axis)});
     return;
   }
+  if (n.op == "P2AvgPool") {
+    poolLayer(n, {in(n, 0), tv});
+    return;
+  }
   if (n.op == "P2GlobalAvgPool") {
     emit(n, LayerKind::kGlobalAvgPool, {in(n, 0), tv}, out);
     return;
@@ -211,7 +215,7 @@ void Lowerer::pow2Node(const ir::Node& n) {
 }
 
 void registerQuantLowerings(LowerTable& t) {
-  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Concat", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
+  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Concat", "P2AvgPool", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"ai.npuc", "QMatMul"}] = &Lowerer::qmatmulNode;

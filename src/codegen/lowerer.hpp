@@ -39,7 +39,7 @@ struct LVal {
   int alias = -1;        // >= 0: the same bytes as that value, another shape (a Reshape, Identity, same-type Cast),
                         // or a slab of it (a Concat's input written in place: alias_offset bytes in)
   uint64_t alias_offset = 0;
-  std::optional<ir::Quantization> quant;  // int8 codes of a float tensor (int8-affine packages)
+  std::optional<ir::Quantization> quant;  // int8 codes of a float tensor (int8-affine; int8-pow2 with scale 0: per frame)
 };
 
 struct LDesc {
@@ -310,7 +310,7 @@ class Lowerer {
     }
     const ir::Value& val = g_.value(v);
     of_[v] = newVal(val.name, val.type.shape, storageType(n, val), is_output_.count(v) ? 'o' : 'd');
-    if (val.quant && val.type.dtype == DType::kI8) vals_[static_cast<size_t>(of_[v])].quant = val.quant;
+    if (val.quant && (val.type.dtype == DType::kI8 || val.type.dtype == DType::kU8)) vals_[static_cast<size_t>(of_[v])].quant = val.quant;
     return of_[v];
   }
 
@@ -452,7 +452,7 @@ class Lowerer {
   void qmatmulNode(const ir::Node& n);
   void qglobalAvgPoolNode(const ir::Node& n);
   void qavgPoolNode(const ir::Node& n);
-  void pow2Node(const ir::Node& n);  // lower_quant.cpp: the int8-pow2 ops (P2Quantize, P2Dequantize, P2Conv, P2Add, P2Concat, P2GlobalAvgPool)
+  void pow2Node(const ir::Node& n);  // lower_quant.cpp: the int8-pow2 ops (P2Quantize, P2Dequantize, P2Conv, P2Add, P2Concat, P2AvgPool, P2GlobalAvgPool)
   void einsum(const ir::Node& n);
 
 

@@ -221,6 +221,15 @@ int concatFast(const std::vector<Codes>& ins, const std::vector<int64_t>& chunks
 int globalAvgPool(Codes x, int64_t planes, int64_t size, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
                   std::vector<int64_t>& scratch);
 
+/// The divisor every window of an average pooling shares — its taps inside the input, or with count_include_pad inside
+/// the padded input (AveragePool's rule) — or 0 when the windows' divisors differ (count_include_pad 0 with padding,
+/// ceil_mode's partial windows): the int8-pow2 form needs one.
+int64_t avgPoolDivisor(const Pool2dShape& s);
+/// Windowed average pooling with one divisor S = avgPoolDivisor(s) > 0: acc = the sum of the window's codes inside the
+/// input (a tap in the padding adds nothing: its real value is 0), finished at 2^-qx / S. Returns qy.
+int avgPool(const Pool2dShape& s, Codes x, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+            std::vector<int64_t>& scratch);
+
 /// Max pooling on codes (of one q: the output keeps the input's slot): the largest code among the window's taps
 /// inside the input (padding never wins; a window wholly in the padding gives the smallest code).
 void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool);

@@ -101,6 +101,7 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
     case LayerKind::kGemm:
     case LayerKind::kBinary:
     case LayerKind::kConcat:
+    case LayerKind::kAvgPool:
     case LayerKind::kGlobalAvgPool: return Pow2Form::kTable;
     default: return Pow2Form::kNone;
   }
@@ -611,6 +612,9 @@ std::string layersJsonText(const Package& p) {
       fmt::format_to(std::back_inserter(s), ",\n    \"zero_point\": {},\n    \"of\": ", l.zero_point);
       str(l.float_value);
       s += "\n   }";
+    } else if (!l.float_value.empty()) {  // (int8-pow2 codes: their scale is the runtime's, per frame)
+      s += ",\n   \"codes_of\": ";
+      str(l.float_value);
     }
     if (l.group > 0) fmt::format_to(std::back_inserter(s), ",\n   \"group\": {}", l.group);
     if (l.custom) {
@@ -886,6 +890,11 @@ Package readPackage(const FileSource& source, const std::string& where) {
         li.zero_point = static_cast<int32_t>(q.at("zero_point").j.get<int64_t>());
         li.float_value = q.at("of").str();
       }
+      if (l.j.contains("codes_of")) {  // (int8-pow2 codes: checked below)
+        if (l.j.contains("quantization")) bad(mfile, "field '{}': a layer has 'quantization' or 'codes_of', not both", l.path);
+        li.float_value = l.at("codes_of").str();
+        if (li.float_value.empty()) bad(mfile, "field '{}.codes_of' must name a tensor", l.path);
+      }
       if (l.j.contains("custom")) li.custom = customFromJson(l.at("custom"));
       if (l.j.contains("group")) {
         const uint64_t g = l.at("group").u();
@@ -902,6 +911,9 @@ Package readPackage(const FileSource& source, const std::string& where) {
       const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
       if (kinds[i] != layerKindName(d.kind))
         bad(mfile, "field 'layers[{}].kind' = '{}', but its descriptor is a '{}' layer", i, kinds[i], layerKindName(d.kind));
+      if (l.scale == 0 && !l.float_value.empty() &&
+          (p.numerics != Numerics::kInt8Pow2 || (d.out(0).type != ElemType::kI8 && d.out(0).type != ElemType::kU8)))
+        bad(mfile, "field 'layers[{}].codes_of': only int8-pow2 layers writing codes name what they stand for this way", i);
       if (l.scale > 0 && d.out(0).type != ElemType::kI8)
         bad(mfile, "field 'layers[{}].quantization': the layer writes {}, not int8 codes", i, elemName(d.out(0).type));
       int e = 0;

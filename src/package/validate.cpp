@@ -377,7 +377,7 @@ struct Checker {
 
   static bool isCodes(ElemType t) { return t == ElemType::kI8 || t == ElemType::kU8; }
 
-  /// The int8-pow2 forms (conv, gemm, add, concat, global average pooling, max pooling on codes, quantize, dequantize).
+  /// The int8-pow2 forms (conv, gemm, add, concat, average and global average pooling, max pooling on codes, quantize, dequantize).
   /// True when `d` is one of them and is valid; false for a layer in a float form.
   bool pow2Layer(const Descriptor& d, const std::string& what) const {
     const TensorRef& x = d.in(0);
@@ -438,7 +438,7 @@ struct Checker {
       if (sum != y.dims[axis]) bad("{}: inputs sum to {} along axis {}, output has {}", what, sum, axis, y.dims[axis]);
       return true;
     }
-    if (d.kind == LayerKind::kGlobalAvgPool) return false;  // the geometry is the float form's
+    if (d.kind == LayerKind::kGlobalAvgPool || d.kind == LayerKind::kAvgPool) return false;  // the geometry is the float form's
     if (conv) {
       const TensorRef &wt = d.in(1), &b = d.in(2);
       if (wt.type != ElemType::kI16) bad("{}: int8-pow2 weights are int16 codes, got {}", what, elemName(wt.type));
@@ -467,7 +467,8 @@ struct Checker {
     // The int8-pow2 forms pow2Layer leaves to the float form's geometry checks below (conv, max_pool,
     // global_avg_pool); every other kind keeps its own type checks (codes where a float form needs floats are refused).
     const bool pow2 = pow2Form(p.numerics, d) != Pow2Form::kNone &&
-                      (d.kind == LayerKind::kConv || d.kind == LayerKind::kMaxPool || d.kind == LayerKind::kGlobalAvgPool);
+                      (d.kind == LayerKind::kConv || d.kind == LayerKind::kMaxPool || d.kind == LayerKind::kAvgPool ||
+                       d.kind == LayerKind::kGlobalAvgPool);
     const TensorRef& y = d.out(0);
     auto w = paramWords(p, d);
     auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(w[i])); };
@@ -607,6 +608,13 @@ struct Checker {
         if (si(8) < 0 || si(8) > 1024 || si(9) < 0 || si(9) > 1024 || w[10] > 1) bad("{}: end pads / count_include_pad out of range", what);
         if (d.kind == LayerKind::kAvgPool && w[11] != 0) bad("{}: average pooling has no pad value (word 11 must be 0)", what);
         if (d.kind == LayerKind::kMaxPool && std::isnan(paramFloat(w[11]))) bad("{}: the pad value is NaN", what);
+        if (pow2 && d.kind == LayerKind::kAvgPool) {  // (the int8-pow2 form divides every window by one count)
+          kernels::Pool2dShape ps;
+          ps.ih = x.dims[2], ps.iw = x.dims[3], ps.oh = y.dims[2], ps.ow = y.dims[3];
+          ps.kh = si(0), ps.kw = si(1), ps.sh = si(2), ps.sw = si(3), ps.dh = si(4), ps.dw = si(5);
+          ps.pt = si(6), ps.pl = si(7), ps.pb = si(8), ps.pr = si(9), ps.count_include_pad = w[10] != 0;
+          if (kernels::pow2::avgPoolDivisor(ps) == 0) bad("{}: the int8-pow2 form needs one divisor for every window; this geometry's differ", what);
+        }
         break;
       }
       case LayerKind::kGlobalAvgPool:

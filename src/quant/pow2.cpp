@@ -2,6 +2,7 @@
 #include "quant/pow2.hpp"
 
 #include "ops/registry.hpp"
+#include "ops/window.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
@@ -110,6 +111,7 @@ class Pow2Builder {
 
   ir::ValueId newCodes(const std::string& of, const Shape& shape, bool is_signed) {
     ir::Value& v = g_.addValue(g_.uniqueValueName(of + "/codes"), ir::Type{is_signed ? DType::kI8 : DType::kU8, shape, true});
+    v.quant = ir::Quantization{0.0, 0, of};  // (what the codes stand for; their scale 2^-q is the runtime's, per frame)
     return v.id;
   }
 
@@ -170,6 +172,7 @@ class Pow2Builder {
     if (n.op == "Add") return addOp(n);
     if (n.op == "GlobalAveragePool") return gap(n);
     if (n.op == "Concat") return concatOp(n);
+    if (n.op == "AveragePool") return avgPoolOp(n);
     if (n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
         n.op == "Identity")
       return moves(n);
@@ -352,6 +355,37 @@ class Pow2Builder {
     p.attrs["axis"] = ir::Attr(n.attrInt("axis", 0));
     p.attrs["table"] = ir::Attr(tableInts(t));
     rep_.layers.push_back({n.name, "concat", 0, 0, ""});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
+    return "";
+  }
+
+  /// A 2-D AveragePool whose windows share one divisor: the exact window sums, divided in the requantization.
+  std::string avgPoolOp(ir::Node& n) {
+    const ir::Value& x = g_.value(n.inputs[0]);
+    const ir::Value& y = g_.value(n.outputs[0]);
+    if (!isFloat32(x.id) || !x.type.isStatic() || x.type.shape.size() != 4 || !y.type.isStatic())
+      return "a 2-D pooling of a float32 input of static shape needed";
+    if (!hasCodes(x.id)) return "its input is not held as codes";
+    const ops::Window w = ops::resolvePoolWindow(n, x.type.shape);
+    kernels::Pool2dShape s;
+    s.planes = x.type.shape[0] * x.type.shape[1];
+    s.ih = x.type.shape[2], s.iw = x.type.shape[3], s.oh = y.type.shape[2], s.ow = y.type.shape[3];
+    s.kh = w.kernel[0], s.kw = w.kernel[1], s.sh = w.stride[0], s.sw = w.stride[1], s.dh = w.dilation[0], s.dw = w.dilation[1];
+    s.pt = w.pad_begin[0], s.pl = w.pad_begin[1], s.pb = w.pad_end[0], s.pr = w.pad_end[1];
+    s.count_include_pad = n.attrInt("count_include_pad", 0) != 0;
+    if (pw::avgPoolDivisor(s) == 0)
+      return "its windows' divisors differ (count_include_pad 0 with padding, or ceil_mode's partial windows): the "
+             "int8-pow2 form divides every window by one count";
+    Code cx = codesOf(x.id);
+    pw::Table t;
+    t.in_slots = {cx.slot};
+    t.out = newSlot(y.name, cx.is_signed);
+    Code cy{newCodes(y.name, y.type.shape, cx.is_signed), t.out.slot, cx.is_signed, false};
+    ir::Node& p = g_.addNode("P2AvgPool", n.name, {cx.codes}, {cy.codes}, "ai.npuc");
+    p.attrs = n.attrs;
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, "avg_pool", 0, 0, ""});
     ++rep_.integer_layers;
     replaceOutput(n, cy);
     return "";

@@ -8,6 +8,7 @@
 //   P2Add         Add of two tensors of one shape (+ a Relu that alone reads it) -> codes
 //   P2GlobalAvgPool
 //   P2Concat      Concat of up to 6 inputs: each brought exactly to the finest q, one slot for the result
+//   P2AvgPool     2-D AveragePool whose windows share one divisor: the exact window sums, divided in requantization
 //   MaxPool, Flatten, Reshape, Squeeze, Unsqueeze, Identity on codes: the same ops, the input's slot
 // Every P2 node carries attribute "table" (kernels::pow2::encodeTable): its input slots, its output slot with the
 // signedness, activation and calibrated range, and for P2Conv the weights' and bias's q.
@@ -44,7 +45,7 @@ struct Pow2Slot {
   std::string warning;
 };
 struct Pow2Layer {
-  std::string name, op;  // "conv", "gemm", "add", "concat", "global_avg_pool", "quantize"; "float" for a kept layer
+  std::string name, op;  // "conv", "gemm", "add", "concat", "avg_pool", "global_avg_pool", "quantize"; "float" for a kept layer
   int qw = 0, qb = 0;
   std::string note;      // why a layer stays float
 };

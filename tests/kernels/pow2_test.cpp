@@ -362,6 +362,55 @@ TEST(Pow2, ConcatIsTheFloatIslandAndTheFastFormIsConcat) {
   }
 }
 
+// Average pooling's int8-pow2 form: one divisor for every window (AveragePool's count rule) or none, and each code the
+// requantization of the exact window sum (taps in the padding add nothing) by that divisor at the returned q.
+TEST(Pow2, AvgPoolDividesEachWindowSumByTheCommonCount) {
+  auto shape = [](int64_t in, int64_t k, int64_t st, int64_t pad, int64_t pad_end, bool inc) {
+    Pool2dShape s;
+    s.planes = 3, s.ih = s.iw = in, s.kh = s.kw = k, s.sh = s.sw = st, s.pt = s.pl = pad, s.pb = s.pr = pad_end;
+    s.oh = s.ow = (in + pad + pad_end - k) / st + 1;
+    s.count_include_pad = inc;
+    return s;
+  };
+  EXPECT_EQ(avgPoolDivisor(shape(7, 3, 1, 1, 1, true)), 9);   // padding counted: every window 3 x 3
+  EXPECT_EQ(avgPoolDivisor(shape(7, 3, 1, 1, 1, false)), 0);  // not counted: 4, 6 and 9 taps
+  EXPECT_EQ(avgPoolDivisor(shape(8, 2, 2, 0, 0, false)), 4);  // no padding
+  EXPECT_EQ(avgPoolDivisor(shape(7, 2, 2, 0, 1, true)), 4);   // the end padding counted: the last window too
+  Pool2dShape ceil = shape(6, 3, 2, 0, 0, true);
+  ceil.oh = ceil.ow = 3;  // (ceil_mode: the last window reaches past the input and its padding, 2 taps of 3 count)
+  EXPECT_EQ(avgPoolDivisor(ceil), 0);
+  std::mt19937 rng(41);
+  for (int iter = 0; iter < 12; ++iter) {
+    const Pool2dShape s = iter % 2 ? shape(9, 3, 1 + iter % 3, 1, 1, true) : shape(10, 2, 2, 0, 0, iter % 4 == 0);
+    const int64_t S = avgPoolDivisor(s);
+    ASSERT_GT(S, 0);
+    std::vector<uint8_t> x(static_cast<size_t>(s.planes * s.ih * s.iw));
+    for (auto& v : x) v = static_cast<uint8_t>(rng());
+    const Codes c{x.data(), iter % 3 != 0, static_cast<int>(rng() % 9) - 4};
+    Options opt;
+    opt.round_add = iter % 3 == 0 ? 50 : iter % 3 == 1 ? 25 : 0;
+    OutSpec spec;
+    spec.slot = 0, spec.is_signed = c.is_signed, spec.init_lo = -1, spec.init_hi = 1;
+    Slot slot = makeSlot(spec, opt);
+    std::vector<uint8_t> y(static_cast<size_t>(s.planes * s.oh * s.ow));
+    std::vector<int64_t> scratch;
+    const int qy = avgPool(s, c, spec, slot, opt, y.data(), scratch);
+    for (int64_t p = 0; p < s.planes; ++p)
+      for (int64_t oy = 0; oy < s.oh; ++oy)
+        for (int64_t ox = 0; ox < s.ow; ++ox) {
+          int64_t sum = 0;
+          for (int64_t i = 0; i < s.kh; ++i)
+            for (int64_t j = 0; j < s.kw; ++j) {
+              const int64_t iy = oy * s.sh - s.pt + i, ix = ox * s.sw - s.pl + j;
+              if (iy >= 0 && iy < s.ih && ix >= 0 && ix < s.iw) sum += codeAt(x.data(), (p * s.ih + iy) * s.iw + ix, c.is_signed);
+            }
+          const size_t at = static_cast<size_t>((p * s.oh + oy) * s.ow + ox);
+          ASSERT_EQ(static_cast<int32_t>(y[at]) - (c.is_signed && y[at] > 127 ? 256 : 0), requant(sum, qy - c.q, S, opt.round_add, c.is_signed))
+              << iter << " at " << at;
+        }
+  }
+}
+
 // Fast mode's addition (AVX-512, where the CPU has it) gives add's codes, q and slot: operands of either signedness
 // at q's apart by 0 to 30 (past 22 the int32 lanes could overflow: add itself), each activation, over frames.
 TEST(Pow2, FastAddIsTheReferences) {

@@ -21,7 +21,7 @@ CLI = os.environ.get("NPUC_CLI")
 
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
-    Clip(0, 6), max pooling on codes, a float layer between conversions, an add without activation, a concat of a
+    Clip(0, 6), max pooling on codes, average pooling (3x3, padding counted), a float layer between conversions, an add without activation, a concat of a
     signed and an unsigned tensor (two q's), global average pooling, flatten, inner product. The float layer is an element-wise Max (the tidl target runs it; the
     int8-pow2 numerics have no integer form of it), exact in float32, so the oracle computes it bit for bit."""
     rng = np.random.default_rng(5)
@@ -41,8 +41,9 @@ def make_model(path):
         N("Conv", ["c", "wc", "bc"], ["d0"], name="conv_d", group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
         N("Clip", ["d0", "zero", "six"], ["d"], name="clip_d"),
         N("MaxPool", ["d"], ["e"], name="pool_e", kernel_shape=[2, 2], strides=[1, 1]),
-        N("Conv", ["e", "wd", "bd"], ["f"], name="conv_f"),
-        N("Conv", ["e", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
+        N("AveragePool", ["e"], ["ea"], name="pool_ea", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+        N("Conv", ["ea", "wd", "bd"], ["f"], name="conv_f"),
+        N("Conv", ["ea", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
         N("Max", ["f", "h"], ["g"], name="max_g"),
         N("Add", ["g", "f"], ["i"], name="add_i"),
         N("Concat", ["i", "h"], ["ih"], name="cat_ih", axis=1),
@@ -205,6 +206,12 @@ class Oracle:
                 Q = max(self.slots[s]["q"] for _, s in parts)
                 acc = np.concatenate([c << (Q - self.slots[s]["q"]) for c, s in parts], axis=attrs.get("axis", 0))
                 v[n.output[0]] = self.finish(acc, Q, 1, self.slot_of[n.output[0]])
+            elif row.get("op") == "avg_pool":  # 3x3, stride 1, padding 1 (codes 0 there), every window divided by 9
+                c, s = ins[0]
+                p = np.pad(c, ((0, 0), (0, 0), (1, 1), (1, 1)))
+                H, W = c.shape[2], c.shape[3]
+                acc = sum(p[:, :, ky:ky + H, kx:kx + W] for ky in range(3) for kx in range(3))
+                v[n.output[0]] = self.finish(acc, self.slots[s]["q"], 9, self.slot_of[n.output[0]])
             elif row.get("op") == "global_avg_pool":
                 c, s = ins[0]
                 S = c.shape[2] * c.shape[3]
@@ -267,6 +274,7 @@ def test_the_table_names_every_integer_form(packages):
     ops = {r["name"]: r["op"] for r in rows if r["kind"] == "layer"}
     assert ops["conv_a"] == "conv" and ops["conv_d"] == "conv" and ops["fc"] == "gemm"
     assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool" and ops["cat_ih"] == "concat"
+    assert ops["pool_ea"] == "avg_pool"
     assert ops["max_g"] == "float"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
@@ -362,3 +370,16 @@ def test_translate_reports_the_tidl_estimates(tmp_path):
     assert roi["2xEVE"] == pytest.approx(2e6 / r.single_core_us["eve"])
     assert roi["4xEVE"] == pytest.approx(2 * roi["2xEVE"])
     assert roi["2xEVE+1xDSP"] >= roi["2xEVE"] and roi["4xEVE+1xDSP"] >= roi["4xEVE"]
+
+
+def test_compare_matches_every_layer_to_the_tensor_its_codes_stand_for(packages, tmp_path):
+    # Each layer's codes name the model tensor they stand for (the manifest's codes_of); npuc compare reads them as
+    # real values at this frame's q and matches every layer of the package.
+    np.save(tmp_path / "x.npy", frames(1, 9)[0])
+    subprocess.run([CLI, "compare", packages["model"], str(packages["default"]), "--input", "x=%s" % (tmp_path / "x.npy"),
+                    "--out", str(tmp_path / "cmp")], check=True, capture_output=True)
+    with open(tmp_path / "cmp" / "compare.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["matched"] == "1" for r in rows), [r["layer"] for r in rows if r["matched"] != "1"]
+    assert min(float(r["cosine"]) for r in rows) > 0.99
+    assert {r["value"] for r in rows} >= {"a", "c", "ea", "ih", "logits"}

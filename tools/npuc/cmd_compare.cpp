@@ -161,7 +161,8 @@ void addCompare(CLI::App& app, Action& run) {
       }
       // Reference: the original model, keeping the values the package's layers write.
       std::map<std::string, Tensor> ref;
-      for (auto& l : rt.layers()) ref[l.scale > 0 ? l.float_value : l.output.name];  // (int8 codes: their float tensor)
+      // (int8 codes: their float tensor)
+      for (auto& l : rt.layers()) ref[l.float_value.empty() ? l.output.name : l.float_value];
       LoadOptions lo;
       if (o->prepost.empty() && o->aipp_config.empty())
         for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
@@ -193,10 +194,10 @@ void addCompare(CLI::App& app, Action& run) {
         r.value = l.output.name;
         r.shape = shapeStr(y.shape());
         if (bound_names.count(l.output.name)) pkg_bound[l.output.name] = y.clone();
-        auto it = ref.find(l.scale > 0 ? l.float_value : l.output.name);
+        auto it = ref.find(l.float_value.empty() ? l.output.name : l.float_value);
         if (it != ref.end() && it->second.defined() && it->second.numel() == y.numel()) {
           r.matched = true;
-          if (l.scale > 0) r.value = l.float_value;  // int8 codes, compared as the real values they stand for
+          if (!l.float_value.empty()) r.value = l.float_value;  // int8 codes, compared as the real values they stand for
           measure(realValues(l, y, rt.outputScale(l.seq)), it->second, r);
         }
         rows.push_back(r);

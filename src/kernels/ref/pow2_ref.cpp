@@ -294,6 +294,48 @@ int globalAvgPool(Codes x, int64_t planes, int64_t size, const OutSpec& o, Slot&
   return finish(scratch.data(), planes, x.q, std::max<int64_t>(size, 1), o, slot, opt, y);
 }
 
+namespace {
+/// Taps of a window along one axis that count in the divisor: those inside [lo, hi) of the window starting at `at`.
+int64_t tapsIn(int64_t at, int64_t k, int64_t d, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < k; ++i) n += at + i * d >= lo && at + i * d < hi;
+  return n;
+}
+}  // namespace
+
+int64_t avgPoolDivisor(const Pool2dShape& s) {
+  // The count is a product of a row and a column count; each depends on its own output index only.
+  auto common = [&](int64_t outs, int64_t stride, int64_t pad, int64_t pad_end, int64_t in, int64_t k, int64_t d) -> int64_t {
+    const int64_t lo = s.count_include_pad ? -pad : 0, hi = s.count_include_pad ? in + pad_end : in;
+    const int64_t first = outs > 0 ? tapsIn(-pad, k, d, lo, hi) : 0;
+    for (int64_t o = 1; o < outs; ++o)
+      if (tapsIn(o * stride - pad, k, d, lo, hi) != first) return 0;
+    return first;
+  };
+  return common(s.oh, s.sh, s.pt, s.pb, s.ih, s.kh, s.dh) * common(s.ow, s.sw, s.pl, s.pr, s.iw, s.kw, s.dw);
+}
+
+int avgPool(const Pool2dShape& s, Codes x, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+            std::vector<int64_t>& scratch) {
+  const int64_t n = s.planes * s.oh * s.ow;
+  if (scratch.size() < static_cast<size_t>(n)) scratch.resize(static_cast<size_t>(n));  // (grows only)
+  for (int64_t pl = 0; pl < s.planes; ++pl)
+    for (int64_t oy = 0; oy < s.oh; ++oy)
+      for (int64_t ox = 0; ox < s.ow; ++ox) {
+        int64_t acc = 0;
+        for (int64_t i = 0; i < s.kh; ++i) {
+          const int64_t iy = oy * s.sh - s.pt + i * s.dh;
+          if (iy < 0 || iy >= s.ih) continue;
+          for (int64_t j = 0; j < s.kw; ++j) {
+            const int64_t ix = ox * s.sw - s.pl + j * s.dw;
+            if (ix >= 0 && ix < s.iw) acc += codeAt(x.p, (pl * s.ih + iy) * s.iw + ix, x.is_signed);
+          }
+        }
+        scratch[static_cast<size_t>((pl * s.oh + oy) * s.ow + ox)] = acc;
+      }
+  return finish(scratch.data(), n, x.q, std::max<int64_t>(avgPoolDivisor(s), 1), o, slot, opt, y);
+}
+
 void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool) {
   detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
     for (int64_t pl = p0; pl < p1; ++pl) {
