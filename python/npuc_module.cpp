@@ -145,8 +145,8 @@ py::dict layerInfo(const RuntimeLayer& l) {
   if (l.scale > 0) {
     d["scale"] = l.scale;
     d["zero_point"] = l.zero_point;
-    d["float_value"] = l.float_value;
   }
+  if (!l.float_value.empty()) d["float_value"] = l.float_value;  // (int8-pow2 codes: no fixed scale, output_scale(seq))
   return d;
 }
 
@@ -287,6 +287,10 @@ class PyRuntime {
   void resetState() {
     Busy b(*this);
     rt().resetState();
+  }
+  double outputScale(int seq) {
+    Busy b(*this);
+    return rt().outputScale(seq);
   }
   void close() {
     Busy b(*this);
@@ -475,6 +479,9 @@ PYBIND11_MODULE(_npuc, m) {
       .def("output", &PyRuntime::output, py::arg("name"), py::arg("raw") = false)
       .def("reset_state", &PyRuntime::resetState,
            "int8-pow2 packages: forget the frames run so far (TIDL's range history back to the calibrated ranges)")
+      .def("output_scale", &PyRuntime::outputScale, py::arg("seq"),
+           "The scale of layer seq's codes (real = (code - zero_point) * scale): int8-affine / int8-radix the package's; "
+           "int8-pow2 2^-q as of the last frame run; 0 for a layer that writes floats")
       .def("close", &PyRuntime::close);
 
   py::class_<PyPipeline>(m, "Pipeline",

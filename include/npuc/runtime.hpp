@@ -56,7 +56,8 @@ struct RuntimeLayer {
   std::vector<std::string> inputs;  // the values it reads: package inputs and earlier layers' outputs, in operand order
   int group = 0;          // its layers group (a pipeline stage: Pipeline), 0 when the package has none
   // int8-affine packages: an int8 output is the codes of the float tensor `float_value`, real = (q - zero_point) *
-  // scale (scale 0 otherwise).
+  // scale (scale 0 otherwise). int8-pow2 packages: a layer writing codes names `float_value` with scale 0 (its scale
+  // 2^-q changes from frame to frame: Runtime::outputScale).
   double scale = 0;
   int zero_point = 0;
   std::string float_value;

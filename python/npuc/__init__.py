@@ -174,6 +174,9 @@ def compare(onnx_file, package, inputs, threads=1):
                 ref.update(run_model(onnx_file, inputs, capture=[name], threads=threads))
             except Error:
                 pass
+    for name in io_inputs:  # (a layer quantizing a model input: compared with that input, as `npuc compare` does)
+        if name in wanted and name in inputs:
+            ref[name] = inputs[name]
     model_values = set(ref)
     rows = []
     for seq in sorted(layer_out):
@@ -185,6 +188,8 @@ def compare(onnx_file, package, inputs, threads=1):
             got = y.astype(np.float64)
             if "scale" in layer:
                 got = (got - layer["zero_point"]) * layer["scale"]
+            elif "float_value" in layer:  # int8-pow2 codes: 2^-q as of this frame (each slot written once a frame)
+                got = got * rt.output_scale(seq)
             want = np.asarray(ref[value], dtype=np.float64).reshape(got.shape)
             d = got - want
             sig, noise = float(np.sum(want * want)), float(np.sum(d * d))

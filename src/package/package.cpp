@@ -99,8 +99,9 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
     case LayerKind::kMaxPool: return Pow2Form::kCodes;
     case LayerKind::kConv:
     case LayerKind::kGemm:
+    case LayerKind::kConcat:  // (with its table last: a concat of codes without one moves them, as max pooling does)
+      return d.n_in >= 2 && d.in(d.n_in - 1).type == ElemType::kI32 ? Pow2Form::kTable : Pow2Form::kNone;
     case LayerKind::kBinary:
-    case LayerKind::kConcat:
     case LayerKind::kAvgPool:
     case LayerKind::kGlobalAvgPool: return Pow2Form::kTable;
     default: return Pow2Form::kNone;

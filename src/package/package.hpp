@@ -192,7 +192,8 @@ struct LayerInfo {
   std::vector<std::string> onnx_nodes;  // the source nodes: the optimized node, then those folded into it
   std::string output;  // name of the value it writes
   // int8-affine packages: the output is int8 codes of the float tensor `float_value`, real = (q - zero_point) *
-  // scale (scale 0: not quantized). Written to the manifest as "quantization" only when set.
+  // scale (scale 0: not quantized). Written to the manifest as "quantization" only when set. int8-pow2 packages:
+  // codes of `float_value` with scale 0 (2^-q is the runtime's, per frame), written as "codes_of".
   double scale = 0;
   int32_t zero_point = 0;
   std::string float_value;

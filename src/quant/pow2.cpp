@@ -342,13 +342,15 @@ class Pow2Builder {
     if (!any) return "no input is held as codes";
     pw::Table t;
     std::vector<ir::ValueId> ins;
-    bool is_signed = false;  // (unsigned codes only: the result has no negative value)
     for (ir::ValueId v : n.inputs) {
       Code c = codesOf(v);
       t.in_slots.push_back(c.slot);
       ins.push_back(c.codes);
-      is_signed |= c.is_signed;
     }
+    // (signed as a tensor quantized from float is: where its calibrated range has a negative value — the codes the float
+    // layer between conversions gives)
+    std::string warning;
+    const bool is_signed = rangeOfTensor(y.name, &warning).first < 0;
     t.out = newSlot(y.name, is_signed);
     Code cy{newCodes(y.name, y.type.shape, is_signed), t.out.slot, is_signed, false};
     ir::Node& p = g_.addNode("P2Concat", n.name, ins, {cy.codes}, "ai.npuc");

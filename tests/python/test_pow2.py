@@ -383,3 +383,8 @@ def test_compare_matches_every_layer_to_the_tensor_its_codes_stand_for(packages,
     assert rows and all(r["matched"] == "1" for r in rows), [r["layer"] for r in rows if r["matched"] != "1"]
     assert min(float(r["cosine"]) for r in rows) > 0.99
     assert {r["value"] for r in rows} >= {"a", "c", "ea", "ih", "logits"}
+    # The Python API's compare, the same way (the codes read at the frame's q: Runtime.output_scale).
+    api = npuc.compare(packages["model"], str(packages["default"]), {"x": np.load(tmp_path / "x.npy")})
+    assert len(api) == len(rows) and all(r["matched"] for r in api)
+    for a, c in zip(api, rows):
+        assert a["value"] == c["value"] and abs(a["cosine"] - float(c["cosine"])) < 1e-6, (a, c)

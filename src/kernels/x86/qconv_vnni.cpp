@@ -489,7 +489,7 @@ void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool
       for (int64_t c = c0; c < c1; ++c) offsetPlane(xp + c * PS, xn + c * H * W, H, W, HP, WP, PT, PL, pad, 0x80);
     });
     int8_t* yn = y + nb * M * P;
-    // Rows [r0, r1) of a group's output at pixels [pa, pb) (pa a multiple of 64), over tiles of 64 pixels: a tile of B
+    // Rows [r0, r1) of a group's output at pixels [pa, pb) (pa a multiple of 16), over tiles of 64 pixels: a tile of B
     // stays in cache while the rows pass over it. b: B at pixel pa, its quad rows `stride` pixels apart.
     auto product = [&](int64_t grp, const uint8_t* b, int64_t stride, int64_t r0, int64_t r1, int64_t pa, int64_t pb) {
       const int32_t* b4 = reinterpret_cast<const int32_t*>(b);
