@@ -352,23 +352,8 @@ void registerQuantNpucOps(Registry& r) {
                   [=](InferContext& c) {
                     const auto t = table(c);
                     if (t[0] != c.numInputs()) c.error("the table has {} input slots for {} inputs", t[0], c.numInputs());
-                    const Shape& x0 = c.inputShape(0);
-                    const int64_t r = static_cast<int64_t>(x0.size());
-                    int64_t axis = c.node().attrInt("axis", 0);
-                    if (axis < -r || axis >= r) c.error("axis {} is out of range for rank {}", axis, r);
-                    if (axis < 0) axis += r;
-                    Shape out = x0;
-                    out[static_cast<size_t>(axis)] = 0;
-                    for (int i = 0; i < c.numInputs(); ++i) {
-                      codes(c, i);
-                      const Shape& x = c.inputShape(i);
-                      if (x.size() != x0.size()) c.error("input {} has rank {}, input 0 {}", i, x.size(), x0.size());
-                      for (size_t d = 0; d < x.size(); ++d)
-                        if (static_cast<int64_t>(d) != axis && x[d] != x0[d])
-                          c.error("input {} {} differs from input 0 {} off the axis", i, shapeStr(x), shapeStr(x0));
-                      out[static_cast<size_t>(axis)] += x[static_cast<size_t>(axis)];
-                    }
-                    c.setOutput(0, outType(t), out);
+                    for (int i = 0; i < c.numInputs(); ++i) codes(c, i);
+                    c.setOutput(0, outType(t), registry_detail::concatShape(c));
                   }));
   pow2(makeSchema("P2AvgPool", 1, 1,
                   "int8-pow2 2-D average pooling (AveragePool's attributes; one divisor for every window): the exact "

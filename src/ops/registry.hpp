@@ -150,6 +150,9 @@ void registerNpucOps(Registry& r);  // after the ONNX families: it derives schem
 namespace registry_detail {
 /// The ai.onnx schema of `op` registered so far in `r` (for deriving ai.npuc variants).
 const OpSchema* onnxSchema(const Registry& r, const char* op);
+/// Concat's output shape over the node's inputs along attribute `axis` (ranks equal, dims equal off the axis; errors
+/// name the input), element types unchecked: ONNX Concat's and int8-pow2's P2Concat (inputs of either code type).
+Shape concatShape(InferContext& c);
 }  // namespace registry_detail
 
 }  // namespace npuc::ops

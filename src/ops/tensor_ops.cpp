@@ -22,6 +22,22 @@ std::vector<int64_t> axesFrom(InferContext& c, int idx) {
 
 }  // namespace
 
+Shape registry_detail::concatShape(InferContext& c) {
+  Shape out = c.inputShape(0);
+  int64_t axis = axisOf(c, c.node().attrInt("axis", 0), static_cast<int64_t>(out.size()));
+  out[static_cast<size_t>(axis)] = 0;
+  for (int i = 0; i < c.numInputs(); ++i) {
+    const Shape& s = c.inputShape(i);
+    if (s.size() != out.size()) c.error("input {} has rank {}, input 0 has rank {}", i, s.size(), out.size());
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (static_cast<int64_t>(d) == axis) continue;
+      if (s[d] != out[d]) c.error("input {} has shape {}, which differs from input 0 outside axis {}", i, shapeStr(s), axis);
+    }
+    out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
+  }
+  return out;
+}
+
 Shape reshapeTarget(InferContext& c, const Shape& in, std::vector<int64_t> spec, bool allowzero) {
   int64_t known = 1, infer_at = -1;
   Shape out(spec.size());
@@ -117,20 +133,9 @@ void registerTensorOps(Registry& r) {
     c.setOutput(0, c.inputDType(0), out);
   }));
   r.add(makeSchema("Concat", 1, -1, "join along 'axis'", [](InferContext& c) {
-    Shape out = c.inputShape(0);
-    int64_t axis = axisOf(c, c.node().attrInt("axis", 0), static_cast<int64_t>(out.size()));
-    out[static_cast<size_t>(axis)] = 0;
-    for (int i = 0; i < c.numInputs(); ++i) {
-      const Shape& s = c.inputShape(i);
-      if (s.size() != out.size()) c.error("input {} has rank {}, input 0 has rank {}", i, s.size(), out.size());
+    for (int i = 0; i < c.numInputs(); ++i)
       if (c.inputDType(i) != c.inputDType(0)) c.error("input {} is {}, input 0 is {}", i, dtypeName(c.inputDType(i)), dtypeName(c.inputDType(0)));
-      for (size_t d = 0; d < s.size(); ++d) {
-        if (static_cast<int64_t>(d) == axis) continue;
-        if (s[d] != out[d]) c.error("input {} has shape {}, which differs from input 0 outside axis {}", i, shapeStr(s), axis);
-      }
-      out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
-    }
-    c.setOutput(0, c.inputDType(0), out);
+    c.setOutput(0, c.inputDType(0), registry_detail::concatShape(c));
   }));
   {
     OpSchema s = makeSchema("Split", 1, 2, "split along 'axis' into parts ('split' sizes or equal)", [](InferContext& c) {

@@ -272,6 +272,9 @@ void validatePackage(const Package& p, const std::string& where);
 std::vector<uint32_t> paramWords(const Package& p, const Descriptor& d);
 float paramFloat(uint32_t word);
 uint32_t floatParam(float f);
+/// The window of a max_pool / avg_pool descriptor (4-D x and y; `words` its parameters: kh kw sh sw dh dw pt pl pb pr
+/// count_include_pad pad_value) as the pooling kernels take it.
+kernels::Pool2dShape poolShapeOf(const Descriptor& d, const std::vector<uint32_t>& words);
 /// The number of parameter words a descriptor of this kind needs (depends on the rank of its first input).
 uint32_t expectedParamWords(const Descriptor& d);
 

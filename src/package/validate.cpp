@@ -116,6 +116,19 @@ uint32_t expectedParamWords(const Descriptor& d) {
   }
 }
 
+kernels::Pool2dShape poolShapeOf(const Descriptor& d, const std::vector<uint32_t>& words) {
+  const TensorRef &x = d.in(0), &y = d.out(0);
+  auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(words[i])); };
+  kernels::Pool2dShape s;
+  s.planes = int64_t{x.dims[0]} * x.dims[1];
+  s.ih = x.dims[2], s.iw = x.dims[3], s.oh = y.dims[2], s.ow = y.dims[3];
+  s.kh = si(0), s.kw = si(1), s.sh = si(2), s.sw = si(3), s.dh = si(4), s.dw = si(5);
+  s.pt = si(6), s.pl = si(7), s.pb = si(8), s.pr = si(9);
+  s.count_include_pad = words[10] != 0;
+  s.pad_value = paramFloat(words[11]);
+  return s;
+}
+
 std::vector<uint32_t> paramWords(const Package& p, const Descriptor& d) {
   std::vector<uint32_t> w(d.param_size / 4);
   if (w.empty()) return w;
@@ -608,13 +621,8 @@ struct Checker {
         if (si(8) < 0 || si(8) > 1024 || si(9) < 0 || si(9) > 1024 || w[10] > 1) bad("{}: end pads / count_include_pad out of range", what);
         if (d.kind == LayerKind::kAvgPool && w[11] != 0) bad("{}: average pooling has no pad value (word 11 must be 0)", what);
         if (d.kind == LayerKind::kMaxPool && std::isnan(paramFloat(w[11]))) bad("{}: the pad value is NaN", what);
-        if (pow2 && d.kind == LayerKind::kAvgPool) {  // (the int8-pow2 form divides every window by one count)
-          kernels::Pool2dShape ps;
-          ps.ih = x.dims[2], ps.iw = x.dims[3], ps.oh = y.dims[2], ps.ow = y.dims[3];
-          ps.kh = si(0), ps.kw = si(1), ps.sh = si(2), ps.sw = si(3), ps.dh = si(4), ps.dw = si(5);
-          ps.pt = si(6), ps.pl = si(7), ps.pb = si(8), ps.pr = si(9), ps.count_include_pad = w[10] != 0;
-          if (kernels::pow2::avgPoolDivisor(ps) == 0) bad("{}: the int8-pow2 form needs one divisor for every window; this geometry's differ", what);
-        }
+        if (pow2 && d.kind == LayerKind::kAvgPool && kernels::pow2::avgPoolDivisor(poolShapeOf(d, w)) == 0)
+          bad("{}: the int8-pow2 form needs one divisor for every window; this geometry's differ", what);
         break;
       }
       case LayerKind::kGlobalAvgPool:

@@ -659,20 +659,27 @@ std::optional<IntegerProduct> integerProduct(const ir::Graph& g, const ir::UseMa
   return p;
 }
 
+/// An integer layer's attribute "fused" (opexp: the ONNX ops it stands for): those in `attrs` already (e.g. MatMul +
+/// Add), else `op`; then the activation node fused with it, if any.
+ir::Attr fusedOps(const std::map<std::string, ir::Attr>& attrs, const std::string& op, const QuantizedOutput& qo) {
+  auto it = attrs.find("fused");
+  const std::vector<std::string>* had = it != attrs.end() ? it->second.get<std::vector<std::string>>() : nullptr;
+  std::vector<std::string> fused = had ? *had : std::vector<std::string>{op};
+  if (qo.act_node) fused.push_back(qo.act_node->op);
+  return ir::Attr(fused);
+}
+
 /// The attributes an integer layer of two int8 operands (QAdd, QMatMul) shares: the zero points, the output clamp, and
-/// the ONNX ops it stands for (those `n` already stands for, or its op; then the activation node fused, if any).
+/// the ONNX ops it stands for (fusedOps of n).
 std::map<std::string, ir::Attr> twoOperandAttrs(int32_t za, int32_t zb, int32_t zy, int32_t lo, int32_t hi, const ir::Node& n,
                                                 const QuantizedOutput& qo) {
   std::map<std::string, ir::Attr> attrs;
-  const auto* had = n.hasAttr("fused") ? n.attrs.at("fused").get<std::vector<std::string>>() : nullptr;
-  std::vector<std::string> fused = had ? *had : std::vector<std::string>{n.op};
-  if (qo.act_node) fused.push_back(qo.act_node->op);
   attrs["a_zero_point"] = ir::Attr(int64_t{za});
   attrs["b_zero_point"] = ir::Attr(int64_t{zb});
   attrs["y_zero_point"] = ir::Attr(int64_t{zy});
   attrs["y_min"] = ir::Attr(int64_t{lo});
   attrs["y_max"] = ir::Attr(int64_t{hi});
-  attrs["fused"] = ir::Attr(fused);
+  attrs["fused"] = fusedOps(n.attrs, n.op, qo);
   return attrs;
 }
 
@@ -684,11 +691,7 @@ void productAttrs(const IntegerProduct& p, const std::string& op, std::map<std::
   attrs["y_max"] = ir::Attr(p.qo.hi);
   attrs["multipliers"] = ir::Attr(p.mult);
   attrs["shifts"] = ir::Attr(p.shift);
-  // opexp: the ONNX ops (those the layer already stood for, e.g. MatMul + Add; then the activation node fused here)
-  const std::vector<std::string>* had = attrs.count("fused") ? attrs.at("fused").get<std::vector<std::string>>() : nullptr;
-  std::vector<std::string> fused = had ? *had : std::vector<std::string>{op};
-  if (p.qo.act_node) fused.push_back(p.qo.act_node->op);
-  attrs["fused"] = ir::Attr(fused);
+  attrs["fused"] = fusedOps(attrs, op, p.qo);
 }
 
 }  // namespace

@@ -158,7 +158,7 @@ struct Runtime::Impl {
     if (!why.empty()) fault(fmt::format("seq {}: int8-pow2 table: {}", d.seq, why));
     s.p2 = t;
     if (d.kind == LayerKind::kConv) windowShape(s, s.cs);
-    if (d.kind == LayerKind::kAvgPool) poolShape(s);
+    if (d.kind == LayerKind::kAvgPool) s.ps = package::poolShapeOf(*s.d, s.p);
     if (d.kind == LayerKind::kGemm) {  // y [M, N] = x [M, K] w [N, K]^T: a 1x1 convolution over a batch of M
       const Shape &x = s.shapes[0], &w = s.shapes[1];
       s.cs.batch = x[0];
@@ -326,19 +326,6 @@ struct Runtime::Impl {
     }
   }
 
-  /// Pool2dShape of a max_pool / avg_pool descriptor: dims from its references, the window from its parameters
-  /// (kh kw sh sw dh dw pt pl pb pr count_include_pad pad_value).
-  static void poolShape(Step& s) {
-    const Shape &x = s.shapes[0], &y = s.shapes.back();
-    auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(s.p[i])); };
-    s.ps.planes = x[0] * x[1];
-    s.ps.ih = x[2], s.ps.iw = x[3], s.ps.oh = y[2], s.ps.ow = y[3];
-    s.ps.kh = si(0), s.ps.kw = si(1), s.ps.sh = si(2), s.ps.sw = si(3), s.ps.dh = si(4), s.ps.dw = si(5);
-    s.ps.pt = si(6), s.ps.pl = si(7), s.ps.pb = si(8), s.ps.pr = si(9);
-    s.ps.count_include_pad = s.p[10] != 0;
-    s.ps.pad_value = package::paramFloat(s.p[11]);
-  }
-
   /// ConvShape / ConvTransposeShape of a conv descriptor: dims from its references, the window from its parameters
   /// (g kh kw sh sw dh dw pt pl).
   template <class Shape2d>
@@ -412,7 +399,7 @@ struct Runtime::Impl {
         break;
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool: {
-        poolShape(s);
+        s.ps = package::poolShapeOf(*s.d, s.p);
         if (d.kind == LayerKind::kAvgPool && d.in(0).type == ElemType::kI8 && !s.p2) {  // the int8 form: its table (validated)
           s.int8 = true;
           const int32_t* t = reinterpret_cast<const int32_t*>(s.in[1]);

@@ -398,25 +398,16 @@ void qgemvRowsVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, Thread
   const ConvShape& s = plan.shape;
   const int64_t N = s.batch, M = s.out_channels, K = s.in_channels * s.kernel[0] * s.kernel[1], K4 = plan.k4;
   const int64_t blocks = (M + 15) / 16, groups = (blocks + kVecsPerTile - 1) / kVecsPerTile;
-  const int64_t row_tiles = (N + kRowsPerTile - 1) / kRowsPerTile, chunks = (K + 63) / 64;
+  const int64_t row_tiles = (N + kRowsPerTile - 1) / kRowsPerTile;
   parallelUnits(pool, row_tiles * groups, kRowsPerTile * kVecsPerTile * 16 * K, [&](int64_t u0, int64_t u1) {
     std::vector<int32_t> aq(static_cast<size_t>(kRowsPerTile * K4));
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     int64_t built = -1;  // the row tile whose quads aq holds
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t rt = u / groups, blk = u % groups * kVecsPerTile;
       const int rows = static_cast<int>(std::min<int64_t>(kRowsPerTile, N - rt * kRowsPerTile));
       if (built != rt) {
-        for (int r = 0; r < rows; ++r) {
-          const int8_t* xr = x + (rt * kRowsPerTile + r) * K;
-          auto* q = reinterpret_cast<uint8_t*>(aq.data() + r * K4);
-          for (int64_t c = 0; c < chunks; ++c) {
-            const int64_t n = std::min<int64_t>(64, K - 64 * c), room = std::min<int64_t>(64, 4 * K4 - 64 * c);
-            const __mmask64 in = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-            const __m512i v = _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, xr + 64 * c), flip));
-            _mm512_mask_storeu_epi8(q + 64 * c, room == 64 ? ~__mmask64{0} : (__mmask64{1} << room) - 1, v);
-          }
-        }
+        for (int r = 0; r < rows; ++r)
+          unsignedQuadRow(x + (rt * kRowsPerTile + r) * K, K, K4, reinterpret_cast<uint8_t*>(aq.data() + r * K4));
         built = rt;
       }
       const int vecs = static_cast<int>(std::min<int64_t>(kVecsPerTile, blocks - blk));

@@ -119,27 +119,17 @@ void qmatmulVnni(const MatMulBatches& mb, const BSlots& bs, const int8_t* a, con
   });
   const RequantOnceVec rv(requantOnce(p.mul.m, std::max(-p.mul.shift, 0)));
   const int64_t row_blocks = (M + kRows - 1) / kRows;
-  const int64_t blocks64 = (K + 63) / 64;
   parallelUnits(pool, batches * row_blocks, kRows * N * K, [&](int64_t u0, int64_t u1) {
     std::vector<int32_t> aq(static_cast<size_t>(kRows * K4));
     int32_t rowc[kRows];
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), zero = _mm512_setzero_si512();
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t i = u / row_blocks, m0 = u % row_blocks * kRows;
       const int rows = static_cast<int>(std::min<int64_t>(kRows, M - m0));
       for (int r = 0; r < rows; ++r) {
         // Row m0 + r as unsigned quads (a + 128: XOR 0x80; 0 past K), and sum (a - za) = sum (a + 128) - K (128 + za).
         const int8_t* A = a + mb.a_off[static_cast<size_t>(i)] + (m0 + r) * K;
-        auto* q = reinterpret_cast<uint8_t*>(aq.data() + r * K4);
-        __m512i sad = zero;
-        for (int64_t c = 0; c < blocks64; ++c) {
-          const int64_t n = std::min<int64_t>(64, K - 64 * c), room = std::min<int64_t>(64, 4 * K4 - 64 * c);
-          const __mmask64 in = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-          const __m512i v = _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, A + 64 * c), flip));
-          sad = _mm512_add_epi64(sad, _mm512_sad_epu8(v, zero));
-          _mm512_mask_storeu_epi8(q + 64 * c, room == 64 ? ~__mmask64{0} : (__mmask64{1} << room) - 1, v);
-        }
-        const uint32_t sum = static_cast<uint32_t>(_mm512_reduce_add_epi64(sad)) - static_cast<uint32_t>(K) * static_cast<uint32_t>(128 + p.za);
+        const uint64_t usum = unsignedQuadRow(A, K, K4, reinterpret_cast<uint8_t*>(aq.data() + r * K4));
+        const uint32_t sum = static_cast<uint32_t>(usum) - static_cast<uint32_t>(K) * static_cast<uint32_t>(128 + p.za);
         rowc[r] = static_cast<int32_t>(sum * static_cast<uint32_t>(p.zb));
       }
       for (int64_t nb = 0; nb < NB; nb += kVecs) {

@@ -1,5 +1,5 @@
 // Byte quads for vpdpbusd (four consecutive taps of one output in one int32 lane): the padded planes the windows read
-// and four byte rows interleaved, shared by the int8 VNNI convolutions (qconv_vnni.cpp: int8-affine;
+// and four byte rows interleaved, shared by the int8 VNNI convolutions and products (qconv_vnni.cpp, qmatmul_vnni.cpp: int8-affine;
 // pow2_conv_vnni.cpp: int8-pow2), with their per-thread scratch. Include only from files
 // compiled with AVX-512F/BW/VL (*_vnni.cpp). The functions have internal linkage: each file keeps its own copy, so no
 // copy built for one instruction set can stand in for another's.
@@ -108,6 +108,21 @@ static inline __m128i loadRow(const uint8_t* r, int64_t step, int64_t n, __m128i
     v = _mm_load_si128(reinterpret_cast<const __m128i*>(t));
   }
   return _mm_xor_si128(v, flip);
+}
+
+/// An int8 row of K bytes as unsigned quads (x + 128: XOR 0x80) into q, zero from byte K up to 4 * k4 (quads past the
+/// row meet zero weights); returns the sum of the unsigned bytes (sum x + 128 K).
+static inline uint64_t unsignedQuadRow(const int8_t* x, int64_t K, int64_t k4, uint8_t* q) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), zero = _mm512_setzero_si512();
+  __m512i sad = zero;
+  for (int64_t c = 0; 64 * c < K; ++c) {
+    const int64_t n = std::min<int64_t>(64, K - 64 * c), room = std::min<int64_t>(64, 4 * k4 - 64 * c);
+    const __mmask64 in = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+    const __m512i v = _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, x + 64 * c), flip));
+    sad = _mm512_add_epi64(sad, _mm512_sad_epu8(v, zero));
+    _mm512_mask_storeu_epi8(q + 64 * c, room == 64 ? ~__mmask64{0} : (__mmask64{1} << room) - 1, v);
+  }
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(sad));
 }
 
 /// Interleaves four byte rows into quads: d[4 i + j] = r_j[i * step] ^ flip, i < n.
