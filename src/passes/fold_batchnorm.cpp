@@ -214,6 +214,46 @@ bool affineChainToBatchNorm(ir::Graph& g, ir::NodeId first, const ir::UseMap& us
 
 }  // namespace
 
+bool BatchNormToConvPass::run(ir::Graph& g, PassContext&) {
+  ir::Rewriter rw(g);
+  const ir::UseMap uses = g.uses();
+  for (ir::NodeId id : std::vector<ir::NodeId>(g.order())) {
+    const ir::Node& bn = g.node(id);
+    if (bn.op != "BatchNormalization" || !bn.domain.empty() || bn.numInputs() != 5) continue;
+    bool extra = false;  // (training-mode outputs that something reads)
+    for (size_t i = 1; i < bn.outputs.size(); ++i) extra |= bn.outputs[i] != ir::kNoValue && uses.count(bn.outputs[i]);
+    if (extra) continue;
+    const ir::Type& xt = g.value(bn.inputs[0]).type;
+    if (!xt.isStatic() || xt.shape.size() != 4 || xt.dtype != DType::kF32) continue;
+    const int64_t C = xt.shape[1];
+    const Tensor *scale = constF32(g, bn, 1), *beta = constF32(g, bn, 2), *mean = constF32(g, bn, 3), *var = constF32(g, bn, 4);
+    if (!scale || !beta || !mean || !var || scale->numel() != C || beta->numel() != C || mean->numel() != C || var->numel() != C)
+      continue;
+    Tensor w(DType::kF32, {C, 1, 1, 1}), b(DType::kF32, {C});
+    bool finite = true;
+    for (int64_t c = 0; c < C; ++c) {
+      const double a = bnFactor(bn, *scale, *var, c);
+      w.data<float>()[c] = static_cast<float>(a);
+      b.data<float>()[c] = static_cast<float>(static_cast<double>(beta->data<float>()[c]) - mean->data<float>()[c] * a);
+      finite = finite && std::isfinite(w.data<float>()[c]) && std::isfinite(b.data<float>()[c]);
+    }
+    if (!finite) continue;
+    const std::string name = bn.name;
+    const ir::ValueId x = bn.inputs[0], y = bn.outputs[0];
+    const ir::ValueId wv = g.addConstant(g.uniqueValueName(name + "_w_dw"), std::move(w)).id;
+    const ir::ValueId bv = g.addConstant(g.uniqueValueName(name + "_b_dw"), std::move(b)).id;
+    rw.eraseNode(id);
+    // The Conv writes the BatchNormalization's output: readers and graph outputs are unchanged.
+    ir::Node& conv = rw.addNode("Conv", name, {x, wv, bv}, {y});
+    conv.attrs["group"] = ir::Attr(C);
+    conv.attrs["kernel_shape"] = ir::Attr(std::vector<int64_t>{1, 1});
+    conv.merged_ops = {"BatchNormalization"};
+    conv.merged_nodes = {name};
+  }
+  if (rw.changed()) rw.finish();
+  return rw.changed();
+}
+
 bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
   bool chains = false;
   for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))

@@ -34,6 +34,15 @@ class FoldBatchNormPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// An inference BatchNormalization (constant parameters, a rank-4 float32 input) that no Conv absorbed becomes a
+/// depthwise 1x1 Conv: weight a = scale / sqrt(var + eps), bias beta - mean·a (in double, rounded once). The
+/// int8-pow2 numerics' form of a channel affine (TIDL's BatchNorm layer); not in a default pipeline.
+class BatchNormToConvPass : public Pass {
+ public:
+  const char* name() const override { return "batchnorm-to-conv"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// A constant Pad in front of Conv / AveragePool / MaxPool becomes their padding, when that is exact.
 class FoldPadPass : public Pass {
  public:

@@ -22,7 +22,8 @@ CLI = os.environ.get("NPUC_CLI")
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
     Clip(0, 6), max pooling on codes, average pooling (3x3, padding counted), a float layer between conversions, an add without activation, a concat of a
-    signed and an unsigned tensor (two q's), global average pooling, flatten, inner product. The float layer is an element-wise Max (the tidl target runs it; the
+    signed and an unsigned tensor (two q's), a batch norm no convolution absorbs and its Relu (a depthwise 1x1 conv),
+    global average pooling, flatten, inner product. The float layer is an element-wise Max (the tidl target runs it; the
     int8-pow2 numerics have no integer form of it), exact in float32, so the oracle computes it bit for bit."""
     rng = np.random.default_rng(5)
 
@@ -32,7 +33,9 @@ def make_model(path):
     inits = [w("wa", (8, 3, 3, 3), 0.4), w("ba", (8,), 0.2), w("wb", (8, 8, 3, 3), 0.15), w("bb", (8,), 0.1),
              w("wc", (8, 1, 3, 3), 0.5), w("bc", (8,), 0.3), w("wd", (8, 8, 1, 1), 0.3), w("bd", (8,), 0.1),
              w("we", (8, 8, 1, 1), 0.4), w("be", (8,), 0.05), w("wg", (5, 16), 0.5), w("bg", (5,), 0.1),
-             numpy_helper.from_array(np.array(0.0, np.float32), "zero"), numpy_helper.from_array(np.array(6.0, np.float32), "six")]
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero"), numpy_helper.from_array(np.array(6.0, np.float32), "six"),
+             numpy_helper.from_array(rng.uniform(0.3, 2.0, 16).astype(np.float32), "bn_s"), w("bn_b", (16,), 0.3),
+             w("bn_m", (16,), 0.2), numpy_helper.from_array(rng.uniform(0.5, 2.0, 16).astype(np.float32), "bn_v")]
     N = helper.make_node
     nodes = [
         N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]), N("Relu", ["a0"], ["a"], name="relu_a"),
@@ -47,7 +50,8 @@ def make_model(path):
         N("Max", ["f", "h"], ["g"], name="max_g"),
         N("Add", ["g", "f"], ["i"], name="add_i"),
         N("Concat", ["i", "h"], ["ih"], name="cat_ih", axis=1),
-        N("GlobalAveragePool", ["ih"], ["j"], name="gap_j"),
+        N("BatchNormalization", ["ih", "bn_s", "bn_b", "bn_m", "bn_v"], ["ik0"], name="bn_k"), N("Relu", ["ik0"], ["ik"], name="relu_k"),
+        N("GlobalAveragePool", ["ik"], ["j"], name="gap_j"),
         N("Flatten", ["j"], ["k"], name="flat_k"),
         N("Gemm", ["k", "wg", "bg"], ["logits"], name="fc", transB=1),
     ]
@@ -274,11 +278,11 @@ def test_the_table_names_every_integer_form(packages):
     ops = {r["name"]: r["op"] for r in rows if r["kind"] == "layer"}
     assert ops["conv_a"] == "conv" and ops["conv_d"] == "conv" and ops["fc"] == "gemm"
     assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool" and ops["cat_ih"] == "concat"
-    assert ops["pool_ea"] == "avg_pool"
+    assert ops["pool_ea"] == "avg_pool" and ops["bn_k"] == "conv"
     assert ops["max_g"] == "float"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
-    assert signed["h"] == "0" and signed["ih"] == "1"
+    assert signed["h"] == "0" and signed["ih"] == "1" and signed["ik"] == "0"
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
