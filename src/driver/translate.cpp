@@ -659,9 +659,10 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       standard = Model::load(o.onnx, so);
     }
     Model body = std::move(m).optimized(o.relu6_to_relu);
-    if (t.numerics == Numerics::kInt8Pow2) {
-      // int8-pow2 has no channel-affine layer of its own: a BatchNormalization no Conv absorbed runs as a depthwise
-      // 1x1 convolution (TIDL's BatchNorm layer), the activation after it fused (docs/numerics.md).
+    if (t.numerics == Numerics::kInt8Pow2 || (isInt8AffineFamily(t.numerics) && !prequantized)) {
+      // The integer numerics have no channel-affine layer of their own: a BatchNormalization no Conv absorbed runs as
+      // a depthwise 1x1 convolution (TIDL's BatchNorm layer; int8-affine's per-channel weight scales hold each factor
+      // to its rounding), the activation after it fused (docs/numerics.md).
       withContext(o.onnx.string(), [&] {
         passes::PassContext ctx;
         passes::PassManager({"batchnorm-to-conv", "fuse-activations", "dce"}).runToFixpoint(mutableGraphOf(body), ctx);

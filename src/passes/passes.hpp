@@ -36,7 +36,7 @@ class FoldBatchNormPass : public Pass {
 
 /// An inference BatchNormalization (constant parameters, a rank-4 float32 input) that no Conv absorbed becomes a
 /// depthwise 1x1 Conv: weight a = scale / sqrt(var + eps), bias beta - mean·a (in double, rounded once). The
-/// int8-pow2 numerics' form of a channel affine (TIDL's BatchNorm layer); not in a default pipeline.
+/// integer numerics' form of a channel affine (TIDL's BatchNorm layer); not in a default pipeline.
 class BatchNormToConvPass : public Pass {
  public:
   const char* name() const override { return "batchnorm-to-conv"; }

@@ -174,7 +174,7 @@ TEST(Passes, ALoneMulAndAChainWithASecondReaderStayAsTheyAre) {
   }
 }
 
-// int8-pow2's form of a channel affine (batchnorm-to-conv, run by translate for int8-pow2 targets): a
+// The integer numerics' form of a channel affine (batchnorm-to-conv, run by translate for integer targets): a
 // BatchNormalization no Conv absorbed becomes a depthwise 1x1 Conv with weight scale / sqrt(var + eps) and bias
 // beta - mean·a, which computes the same up to float rounding; the Relu after it then fuses into the Conv.
 TEST(Passes, AnUnfoldedBatchNormBecomesADepthwiseOneByOneConv) {
@@ -212,7 +212,7 @@ TEST(Passes, AnUnfoldedBatchNormBecomesADepthwiseOneByOneConv) {
   auto after = engine::Engine(g).run({in});
   auto a = before[0].toDouble(), r = after[0].toDouble();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], r[i], 1e-6 * std::max(1.0, std::abs(a[i]))) << i;
-  // Not in the default pipeline: translate runs it for int8-pow2 targets only.
+  // Not in the default pipeline: translate runs it for integer targets only.
   Graph f;
   f.opset = 13;
   ValueId fx = f.addValue("x", makeType(DType::kF32, {1, 2, 3, 3})).id;

@@ -4,6 +4,7 @@
 #include "quant/qdq.hpp"
 #include "engine/engine.hpp"
 #include "package/package.hpp"
+#include "passes/pass.hpp"
 #include "ops/registry.hpp"
 
 #include "npuc/model.hpp"
@@ -501,6 +502,54 @@ TEST(Int8AffinePackage, AveragePoolsAreIntegerMeans) {
     expectInt8TableChecked(r.dir, package::LayerKind::kAvgPool, 6, 777, {"multiplier 777 / shift", "of divisor 2"});  // (word 6: divisor 2's multiplier)
     std::filesystem::remove_all(o.out_root);
   }
+}
+
+// A BatchNormalization no Conv absorbs (tests/data/kinds/batchnorm_unfolded: the graph's only node) becomes an
+// integer layer: translate rewrites it as a depthwise 1x1 Conv (pass batchnorm-to-conv), which the quantization makes
+// one integer convolution with a weight scale per channel — the package's only compute layer is a conv, no float
+// channel_affine is left, the package equals the engine on the same rewritten and quantized graph bit for bit, and
+// its outputs stay within a few codes of the float batch norm.
+TEST(Int8AffinePackage, AnUnfoldedBatchNormIsAnIntegerConvolution) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/kinds/batchnorm_unfolded.onnx";
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  Tensor c(DType::kF32, Shape{16, 4, 3, 3});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["x"] = {c};
+  q.integer_layers = true;
+  Model opt = Model::load(onnx).optimized();
+  {
+    passes::PassContext ctx;
+    passes::PassManager({"batchnorm-to-conv", "fuse-activations", "dce"}).runToFixpoint(mutableGraphOf(opt), ctx);
+  }
+  QuantizeReport rep;
+  Model qdq = opt.quantizedQdq(q, &rep);
+  EXPECT_EQ(rep.integer_layers, 1);
+  TranslateOptions o = int8Options("bn8", onnx, "generic-int8", "npuc_int8_bn_");
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  const package::Package p = package::readPackage(r.dir);
+  int convs = 0, affine = 0;
+  for (const package::LayerInfo& l : p.layers) {
+    const package::LayerKind kind = (l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index].kind;
+    convs += kind == package::LayerKind::kConv;
+    affine += kind == package::LayerKind::kChannelAffine;
+  }
+  EXPECT_EQ(convs, 1);
+  EXPECT_EQ(affine, 0);
+  expectPackageEqualsEngine(r.dir, qdq, Shape{1, 4, 3, 3}, 4, [&] { return u(rng); }, "x");
+  Session fs(Model::load(onnx), 1);
+  Runtime rt(r.dir, RuntimeOptions{1, false});
+  Tensor x(DType::kF32, Shape{1, 4, 3, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  rt.setInput("x", x);
+  rt.run();
+  const std::vector<double> got = rt.outputFloat(rt.outputs()[0].name).toDouble(), want = fs.run({{"x", x}})[0].toDouble();
+  double lo = *std::min_element(want.begin(), want.end()), hi = *std::max_element(want.begin(), want.end());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 4 * (hi - lo) / 255) << i;
+  std::filesystem::remove_all(o.out_root);
 }
 
 // Data movement on int8 codes: in a small GoogLeNet-style network (tests/data/quant/make_inception.py) the MaxPools,
