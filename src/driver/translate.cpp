@@ -26,6 +26,7 @@
 #include <cmath>
 #include <chrono>
 #include <future>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
@@ -659,10 +660,10 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       standard = Model::load(o.onnx, so);
     }
     Model body = std::move(m).optimized(o.relu6_to_relu);
-    if (t.numerics == Numerics::kInt8Pow2 || (isInt8AffineFamily(t.numerics) && !prequantized)) {
+    if (t.numerics == Numerics::kInt8Pow2 || (isInt8AffineFamily(t.numerics) && !prequantized && graphOf(body).opset >= 13)) {
       // The integer numerics have no channel-affine layer of their own: a BatchNormalization no Conv absorbed runs as
-      // a depthwise 1x1 convolution (TIDL's BatchNorm layer; int8-affine's per-channel weight scales hold each factor
-      // to its rounding), the activation after it fused (docs/numerics.md).
+      // a depthwise 1x1 convolution (TIDL's BatchNorm layer; int8-affine's per-channel weight scales, opset 13 on,
+      // hold each factor to its rounding), the activation after it fused (docs/numerics.md).
       withContext(o.onnx.string(), [&] {
         passes::PassContext ctx;
         passes::PassManager({"batchnorm-to-conv", "fuse-activations", "dce"}).runToFixpoint(mutableGraphOf(body), ctx);
@@ -689,12 +690,17 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
         so.qdq_onnx = tmp / (o.prefix + "_qdq.onnx");
         // Override names are the optimized model's: those the standard model lacks (nodes and tensors the optimizer
         // made) are left out of the QDQ file, and said so.
-        std::set<std::string> nodes;
-        for (const NodeInfo& n : standard->nodes()) nodes.insert(n.name);
+        std::map<std::string, std::string> nodes;  // name -> op
+        for (const NodeInfo& n : standard->nodes()) nodes[n.name] = n.op;
         so.keep_float.clear();
-        for (const std::string& k : qo.keep_float)
-          if (nodes.count(k)) so.keep_float.push_back(k);
+        for (const std::string& k : qo.keep_float) {
+          auto n = nodes.find(k);
+          if (n != nodes.end() && (n->second == "Conv" || n->second == "Gemm" || n->second == "MatMul")) so.keep_float.push_back(k);
+          else if (n != nodes.end())  // (a batch norm the package runs as a depthwise convolution: float there already)
+            res.warnings.push_back(fmt::format("--keep-float '{}' is not applied to {}_qdq.onnx (the standard model's node is a {}, "
+                                               "which has no weights to keep in float)", k, o.prefix, n->second));
           else res.warnings.push_back(fmt::format("--keep-float '{}' is not applied to {}_qdq.onnx (the standard model has no such node)", k, o.prefix));
+        }
         for (auto it = so.ranges.begin(); it != so.ranges.end();)
           if (!graphOf(*standard).findValue(it->first)) {
             res.warnings.push_back(fmt::format("--range '{}' is not applied to {}_qdq.onnx (the standard model has no such tensor)", it->first, o.prefix));

@@ -1,7 +1,8 @@
 // fold-batchnorm: Conv (constant weights) followed by an inference BatchNormalization with constant parameters
 // becomes one Conv with scaled weights and a shifted bias:
 //   a[m] = scale[m] / sqrt(var[m] + eps);  W'[m] = W[m] * a[m];  b'[m] = (b[m] - mean[m]) * a[m] + beta[m]
-// computed in double and rounded once to float32.
+// computed in double and rounded once to float32. (batchnorm-to-conv, here too: a BatchNormalization no Conv absorbed
+// becomes a depthwise 1x1 Conv with that a and b — the integer numerics' channel affine; not a default pass.)
 // The same pass folds chains of Mul / Div / Add / Sub by per-channel constants (an "equivalent BatchNorm",
 // e.g. a frozen BatchNorm written as (x - mean) / std * gamma + beta) after a Conv: the chain is an affine map
 // y = a[m]·conv + d[m], composed in double, and becomes W' = W·a, b' = b·a + d.
@@ -220,8 +221,10 @@ bool BatchNormToConvPass::run(ir::Graph& g, PassContext&) {
   for (ir::NodeId id : std::vector<ir::NodeId>(g.order())) {
     const ir::Node& bn = g.node(id);
     if (bn.op != "BatchNormalization" || !bn.domain.empty() || bn.numInputs() != 5) continue;
-    bool extra = false;  // (training-mode outputs that something reads)
-    for (size_t i = 1; i < bn.outputs.size(); ++i) extra |= bn.outputs[i] != ir::kNoValue && uses.count(bn.outputs[i]);
+    bool extra = false;  // (training-mode outputs that something reads or the graph gives)
+    for (size_t i = 1; i < bn.outputs.size(); ++i)
+      extra |= bn.outputs[i] != ir::kNoValue &&
+               (uses.count(bn.outputs[i]) || std::find(g.outputs().begin(), g.outputs().end(), bn.outputs[i]) != g.outputs().end());
     if (extra) continue;
     const ir::Type& xt = g.value(bn.inputs[0]).type;
     if (!xt.isStatic() || xt.shape.size() != 4 || xt.dtype != DType::kF32) continue;

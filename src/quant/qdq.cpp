@@ -207,7 +207,9 @@ bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::Valu
   if (it == uses.end() || it->second.size() != 1) return false;
   const ir::Node& r = g.node(it->second[0].first);
   const ir::Node& p = g.node(g.value(v).producer);
-  bool layer = p.op == "Conv" || p.op == "Gemm" || p.op == "MatMul" || p.op == "Add" || p.op == "ConvTranspose";
+  // (a BatchNormalization no Conv absorbed: translate makes it a depthwise 1x1 convolution, its activation fused)
+  bool layer = p.op == "Conv" || p.op == "Gemm" || p.op == "MatMul" || p.op == "Add" || p.op == "ConvTranspose" ||
+               p.op == "BatchNormalization";
   return layer && r.domain.empty() && (r.op == "Relu" || r.op == "Clip");
 }
 

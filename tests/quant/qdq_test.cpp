@@ -549,7 +549,26 @@ TEST(Int8AffinePackage, AnUnfoldedBatchNormIsAnIntegerConvolution) {
   const std::vector<double> got = rt.outputFloat(rt.outputs()[0].name).toDouble(), want = fs.run({{"x", x}})[0].toDouble();
   double lo = *std::min_element(want.begin(), want.end()), hi = *std::max_element(want.begin(), want.end());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 4 * (hi - lo) / 255) << i;
+  // Kept in float by its name, with the standard QDQ model written too: the package's layer is a float convolution,
+  // and the standard model's BatchNormalization (no weights to keep) is left out of the override, said so.
+  TranslateOptions k = o;
+  k.prefix = "bn8k";
+  k.keep_float = {Model::load(onnx).nodes()[0].name};
+  k.save_qdq_onnx = true;
+  TranslateResult rk = translate(k);
+  ASSERT_TRUE(rk.ok);
+  EXPECT_TRUE(std::any_of(rk.warnings.begin(), rk.warnings.end(), [](const std::string& w) {
+    return w.find("is not applied to bn8k_qdq.onnx") != std::string::npos && w.find("BatchNormalization") != std::string::npos;
+  }));
+  // A float target keeps its channel_affine layer (the rewrite is the integer numerics').
+  TranslateOptions f = int8Options("bn32", onnx, "generic", "npuc_int8_bnf_");
+  TranslateResult rf = translate(f);
+  ASSERT_TRUE(rf.ok);
+  const package::Package pf = package::readPackage(rf.dir);
+  ASSERT_EQ(pf.layers.size(), 1u);
+  EXPECT_EQ((pf.layers[0].engine == package::Engine::kMac ? pf.mac : pf.vec)[pf.layers[0].index].kind, package::LayerKind::kChannelAffine);
   std::filesystem::remove_all(o.out_root);
+  std::filesystem::remove_all(f.out_root);
 }
 
 // Data movement on int8 codes: in a small GoogLeNet-style network (tests/data/quant/make_inception.py) the MaxPools,
