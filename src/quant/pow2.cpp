@@ -231,6 +231,21 @@ class Pow2Builder {
       if (!std::isfinite(bmax)) return "the bias is not finite";
       if (std::ldexp(bmax, pw::kMinQ) > std::ldexp(1.0, 30)) return "the bias is too large for an int32 at any q";
     }
+    // One shift per layer: an output channel whose weights are all far below the layer's largest loses them.
+    int64_t lost = 0, first_lost = -1;
+    for (int64_t m = 0; m < M; ++m) {
+      bool nonzero = false, kept = false;
+      for (int64_t k = 0; k < K; ++k) {
+        const float v = gemm ? (transB ? w[m * K + k] : w[k * M + m]) : w[m * K + k];
+        nonzero = nonzero || v != 0.0f;
+        kept = kept || codes[static_cast<size_t>(m * K + k)] != 0;
+      }
+      if (nonzero && !kept && lost++ == 0) first_lost = m;
+    }
+    if (lost > 0)
+      rep_.warnings.push_back(fmt::format("layer '{}': the weights of {} of its {} output channels (the first: {}) all round to "
+                                          "0 at the layer's one scale 2^-{} in {} bits (their outputs are the bias alone); "
+                                          "more bits (--numParamBits, up to 12) may keep them", n.name, lost, M, first_lost, qw, o_.param_bits));
     // (every early return above leaves the layer float without touching the graph)
     Code cx = codesOf(x.id);
     const Pow2Slot& xs = rep_.slots[static_cast<size_t>(cx.slot)];

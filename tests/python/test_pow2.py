@@ -392,3 +392,28 @@ def test_compare_matches_every_layer_to_the_tensor_its_codes_stand_for(packages,
     assert len(api) == len(rows) and all(r["matched"] for r in api)
     for a, c in zip(api, rows):
         assert a["value"] == c["value"] and abs(a["cosine"] - float(c["cosine"])) < 1e-6, (a, c)
+
+
+def test_a_channel_whose_weights_round_to_zero_is_named(tmp_path):
+    # int8-pow2 weights share one scale per layer (TIDL's shift): a batch norm (a depthwise 1x1 conv here) whose
+    # factors span more than the weight codes can hold loses its small channel; translate says which layer, how many
+    # channels and the remedy. With 12-bit weights the same factors keep a code, and nothing is said.
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    c = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    g = helper.make_graph(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn_spread")], "spread",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [c("s", [2.0, 0.002]), c("b", [0.1, 0.2]), c("m", [0.0, 0.0]), c("v", [1.0, 1.0])])
+    model = str(tmp_path / "spread.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+    np.save(tmp_path / "cal.npy", np.random.default_rng(0).standard_normal((4, 2, 4, 4)).astype(np.float32))
+    said = {}
+    for bits in ("8", "12"):
+        run = subprocess.run([CLI, "translate", "sp" + bits, "-onnx", model, "--target", "tidl", "--out", str(tmp_path),
+                              "--calib", "x=%s" % (tmp_path / "cal.npy"), "--numParamBits", bits], capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        said[bits] = run.stdout + run.stderr
+    assert "layer 'bn_spread': the weights of 1 of its 2 output channels (the first: 1) all round to 0" in said["8"], said["8"]
+    assert "round to 0" not in said["12"], said["12"]
