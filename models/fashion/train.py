@@ -1,14 +1,15 @@
 #!/usr/bin/python3
-"""Fashion-MNIST models for the int8 accuracy checks (issue 24): a ResNet-style CNN (residual Adds) and a
-MobileNetV2-style CNN (inverted residuals with depthwise convolutions), trained on Debian's dataset-fashion-mnist
-(60k training / 10k test images) and exported to ONNX.
+"""Fashion-MNIST models for the int8 accuracy checks (issue 24): a ResNet-style CNN (residual Adds), a
+MobileNetV2-style CNN (inverted residuals with depthwise convolutions) and a DenseNet-style CNN (concatenated
+features behind batch norms no convolution absorbs), trained on Debian's dataset-fashion-mnist (60k training / 10k
+test images) and exported to ONNX.
 
     scripts/install_deps.sh torch fashion               the Debian packages it needs (torch only to train)
-    /usr/bin/python3 models/fashion/train.py            train both (minutes, one thread), write the ONNX files
+    /usr/bin/python3 models/fashion/train.py            train the three (minutes, one thread; the dense one ~26), write the ONNX files
     /usr/bin/python3 models/fashion/train.py --data DIR write only the data sets as .npy into DIR
 
-Outputs next to this script: fashion_resnet.onnx, fashion_mbv2.onnx (opset 13, input `input` [N, 1, 28, 28]
-float32, dynamic N; output `logits` [N, 10]) and reference.json (torch's own test accuracy, seeds, versions).
+Outputs next to this script: fashion_resnet.onnx, fashion_mbv2.onnx, fashion_dense.onnx (opset 13, input `input`
+[N, 1, 28, 28] float32, dynamic N; output `logits` [N, 10]) and reference.json (torch's own test accuracy, seeds, versions).
 Data (--data DIR, or DIR = --out when training): test_x.npy float32 [10000, 1, 28, 28] (pixels / 255), test_y.npy
 int64 [10000], calib_x.npy float32 [500, 1, 28, 28] (the first 500 training images: calibration samples, never
 test ones). Fully seeded, one thread, deterministic algorithms: re-running writes the same files.
@@ -61,6 +62,7 @@ def write_data(out, x_tr, x_te, y_te):
 
 
 def models():
+    import torch
     import torch.nn as nn
 
     def conv_bn(cin, cout, k, s, groups=1, act="relu"):
@@ -114,7 +116,40 @@ def models():
         def forward(self, x):
             return self.net(x)
 
-    return {"fashion_resnet": ResNet, "fashion_mbv2": MobileNetV2}
+    class DenseLayer(nn.Module):  # DenseNet: pre-activation BN-ReLU-Conv3x3 on every earlier feature, concatenated
+        def __init__(self, cin, growth):
+            super().__init__()
+            self.body = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, growth, 3, 1, 1, bias=False))
+
+        def forward(self, feats):
+            return self.body(torch.cat(feats, 1))
+
+    class DenseBlock(nn.Module):
+        def __init__(self, cin, growth, n):
+            super().__init__()
+            self.layers = nn.ModuleList(DenseLayer(cin + i * growth, growth) for i in range(n))
+
+        def forward(self, x):
+            feats = [x]
+            for layer in self.layers:
+                feats.append(layer(feats))
+            return torch.cat(feats, 1)
+
+    def transition(cin, cout):
+        return nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, cout, 1, bias=False), nn.AvgPool2d(2))
+
+    class DenseNet(nn.Module):  # (88 features into the classifier: TIDL's inner product takes a multiple of 8)
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(conv_bn(1, 24, 3, 1), DenseBlock(24, 12, 4), transition(72, 36),
+                                     DenseBlock(36, 12, 4), transition(84, 40), DenseBlock(40, 12, 4),
+                                     nn.BatchNorm2d(88), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                     nn.Linear(88, 10))
+
+        def forward(self, x):
+            return self.net(x)
+
+    return {"fashion_resnet": ResNet, "fashion_mbv2": MobileNetV2, "fashion_dense": DenseNet}
 
 
 def sha256(path):
@@ -126,7 +161,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=HERE, help="where the ONNX files and reference.json go (default: here)")
     ap.add_argument("--data", help="write only the data sets (.npy) into this folder")
-    ap.add_argument("--only", choices=["fashion_resnet", "fashion_mbv2"], help="train one model")
+    ap.add_argument("--only", choices=["fashion_resnet", "fashion_mbv2", "fashion_dense"], help="train one model")
     a = ap.parse_args()
     x_tr, y_tr, x_te, y_te = load()
     if a.data:

@@ -210,5 +210,51 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
   fs::remove_all(o.out_root);
 }
 
+// fashion_dense (a DenseNet-style model): its batch norms that no convolution absorbs run as integer depthwise 1x1
+// convolutions with their ReLU (TIDL's BatchNorm layer), between integer concatenations and average pools — the
+// package is wholly integer, and over a frame sequence fast == --exact at 1, 2 and 3 threads.
+TEST(Int8Pow2Package, ADenseNetsBatchNormsAreIntegerLayers) {
+  TranslateOptions o = pow2Options("fd", kSrc + "/models/fashion/fashion_dense.onnx", "npuc_pow2_dense_");
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  Tensor calib(DType::kF32, Shape{8, 1, 28, 28});
+  for (int64_t i = 0; i < calib.numel(); ++i) calib.data<float>()[i] = u(rng);
+  o.calibration["input"] = {calib};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime probe(r.dir);
+  int dw = 0, conversions = 0;
+  for (const RuntimeLayer& l : probe.layers()) {
+    EXPECT_NE(l.kind, "channel_affine") << l.name;
+    conversions += l.kind == "quantize" || l.kind == "dequantize";
+    dw += l.kind == "conv" && l.name.find("BatchNormalization") != std::string::npos;
+  }
+  EXPECT_EQ(conversions, 2);  // the input's quantize and the output's dequantize: no float layer between
+  EXPECT_EQ(dw, 15);          // (the stem's batch norm folds into its convolution)
+  std::vector<Tensor> frames;
+  for (int f = 0; f < 5; ++f) {
+    Tensor x(DType::kF32, Shape{1, 1, 28, 28});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = (0.4f + 0.3f * static_cast<float>(f)) * u(rng);
+    frames.push_back(x);
+  }
+  auto sequence = [&](int threads, bool exact) {
+    Runtime rt(r.dir, RuntimeOptions{threads, exact});
+    std::vector<std::string> out;
+    for (const Tensor& x : frames) {
+      Tensor y = rt.run({x}).at(0);
+      out.emplace_back(static_cast<const char*>(y.raw()), y.nbytes());
+    }
+    return out;
+  };
+  const auto ref = sequence(1, true);
+  for (int threads : {1, 2, 3}) {
+    EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
+    if (threads > 1) {
+      EXPECT_EQ(sequence(threads, true), ref) << "exact, " << threads << " threads";
+    }
+  }
+  fs::remove_all(o.out_root);
+}
+
 }  // namespace
 }  // namespace npuc
