@@ -127,6 +127,18 @@ TEST(Int8Pow2Package, TheReaderChecksOptionsTablesAndSlots) {
   fs::remove_all(o.out_root);
 }
 
+/// The package's first output over `frames` run as one sequence (the dynamic quantization's state carried from frame
+/// to frame), each frame's bytes.
+std::vector<std::string> frameSequence(const fs::path& dir, const std::vector<Tensor>& frames, int threads, bool exact) {
+  Runtime rt(dir, RuntimeOptions{threads, exact});
+  std::vector<std::string> out;
+  for (const Tensor& x : frames) {
+    Tensor y = rt.run({x}).at(0);
+    out.emplace_back(static_cast<const char*>(y.raw()), y.nbytes());
+  }
+  return out;
+}
+
 TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
   // fashion_resnet: convolutions, residual adds with their Relu, global average pooling, an inner product; dynamic
   // quantization over 10 frames (the scales move from frame to frame), fast == --exact at 1, 2 and 3 threads.
@@ -145,18 +157,7 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = gain * u(rng);
     frames.push_back(x);
   }
-  auto sequence = [&](int threads, bool exact) {
-    RuntimeOptions ro;
-    ro.threads = threads;
-    ro.exact = exact;
-    Runtime rt(r.dir, ro);
-    std::vector<std::string> out;
-    for (const Tensor& x : frames) {
-      Tensor y = rt.run({x}).at(0);
-      out.emplace_back(static_cast<const char*>(y.raw()), y.nbytes());
-    }
-    return out;
-  };
+  auto sequence = [&](int threads, bool exact) { return frameSequence(r.dir, frames, threads, exact); };
   {  // A malformed add (its op word out of range) is refused by the reader, not read out of bounds.
     Files f = readFiles(r.dir);
     package::Package pk = readFrom(f);
@@ -237,15 +238,7 @@ TEST(Int8Pow2Package, ADenseNetsBatchNormsAreIntegerLayers) {
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = (0.4f + 0.3f * static_cast<float>(f)) * u(rng);
     frames.push_back(x);
   }
-  auto sequence = [&](int threads, bool exact) {
-    Runtime rt(r.dir, RuntimeOptions{threads, exact});
-    std::vector<std::string> out;
-    for (const Tensor& x : frames) {
-      Tensor y = rt.run({x}).at(0);
-      out.emplace_back(static_cast<const char*>(y.raw()), y.nbytes());
-    }
-    return out;
-  };
+  auto sequence = [&](int threads, bool exact) { return frameSequence(r.dir, frames, threads, exact); };
   const auto ref = sequence(1, true);
   for (int threads : {1, 2, 3}) {
     EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
