@@ -360,13 +360,13 @@ void registerQuantNpucOps(Registry& r) {
                   "window sums, divided in requantization",
                   [=](InferContext& c) {
                     codes(c, 0);
-                    table(c);
+                    const auto t = table(c);
                     const Shape& x = c.inputShape(0);
                     if (x.size() != 4) c.error("input must be 4-D, got {}", shapeStr(x));
                     Window w = resolvePoolWindow(c.node(), x);
                     Shape out{x[0], x[1]};
                     out.insert(out.end(), w.out.begin(), w.out.end());
-                    c.setOutput(0, outType(table(c)), out);
+                    c.setOutput(0, outType(t), out);
                   }));
   pow2(makeSchema("P2GlobalAvgPool", 1, 1, "int8-pow2 global average pooling: the exact plane sum, divided in requantization",
                   [=](InferContext& c) {

@@ -1,6 +1,7 @@
 // int8-pow2 quantization of an optimized graph (quant/pow2.hpp, docs/numerics.md "int8-pow2").
 #include "quant/pow2.hpp"
 
+#include "engine/conv_geometry.hpp"
 #include "ops/registry.hpp"
 #include "ops/window.hpp"
 #include "support/error.hpp"
@@ -217,12 +218,19 @@ class Pow2Builder {
     const double wlim = static_cast<double>((1 << (o_.param_bits - 1)) - 1);
     const int qw = qForMagnitude(wmax, wlim);
     std::vector<int16_t> codes(static_cast<size_t>(M * K));
-    for (int64_t m = 0; m < M; ++m)
+    // (one shift per layer: an output channel whose weights all lie far below the layer's largest loses them)
+    int64_t lost = 0, first_lost = -1;
+    for (int64_t m = 0; m < M; ++m) {
+      bool nonzero = false, kept = false;
       for (int64_t k = 0; k < K; ++k) {
         const float v = gemm ? (transB ? w[m * K + k] : w[k * M + m]) : w[m * K + k];
-        codes[static_cast<size_t>(m * K + k)] =
-            static_cast<int16_t>(std::clamp(std::round(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim));
+        const auto c = static_cast<int16_t>(std::clamp(std::round(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim));
+        codes[static_cast<size_t>(m * K + k)] = c;
+        nonzero = nonzero || v != 0.0f;
+        kept = kept || c != 0;
       }
+      if (nonzero && !kept && lost++ == 0) first_lost = m;
+    }
     // The 40-bit accumulator: K products of 8-bit codes and param_bits-bit weights.
     if (static_cast<double>(K) * 255.0 * wlim >= std::ldexp(1.0, 39)) return "the accumulation could exceed 40 bits";
     double bmax = 0;
@@ -231,18 +239,7 @@ class Pow2Builder {
       if (!std::isfinite(bmax)) return "the bias is not finite";
       if (std::ldexp(bmax, pw::kMinQ) > std::ldexp(1.0, 30)) return "the bias is too large for an int32 at any q";
     }
-    // One shift per layer: an output channel whose weights are all far below the layer's largest loses them.
-    int64_t lost = 0, first_lost = -1;
-    for (int64_t m = 0; m < M; ++m) {
-      bool nonzero = false, kept = false;
-      for (int64_t k = 0; k < K; ++k) {
-        const float v = gemm ? (transB ? w[m * K + k] : w[k * M + m]) : w[m * K + k];
-        nonzero = nonzero || v != 0.0f;
-        kept = kept || codes[static_cast<size_t>(m * K + k)] != 0;
-      }
-      if (nonzero && !kept && lost++ == 0) first_lost = m;
-    }
-    if (lost > 0)
+    if (lost > 0)  // (said only for a layer that becomes integer)
       rep_.warnings.push_back(fmt::format("layer '{}': the weights of {} of its {} output channels (the first: {}) all round to "
                                           "0 at the layer's one scale 2^-{} in {} bits (their outputs are the bias alone); "
                                           "more bits (--numParamBits, up to 12) may keep them", n.name, lost, M, first_lost, qw, o_.param_bits));
@@ -384,12 +381,7 @@ class Pow2Builder {
     if (!isFloat32(x.id) || !x.type.isStatic() || x.type.shape.size() != 4 || !y.type.isStatic())
       return "a 2-D pooling of a float32 input of static shape needed";
     if (!hasCodes(x.id)) return "its input is not held as codes";
-    const ops::Window w = ops::resolvePoolWindow(n, x.type.shape);
-    kernels::Pool2dShape s;
-    s.planes = x.type.shape[0] * x.type.shape[1];
-    s.ih = x.type.shape[2], s.iw = x.type.shape[3], s.oh = y.type.shape[2], s.ow = y.type.shape[3];
-    s.kh = w.kernel[0], s.kw = w.kernel[1], s.sh = w.stride[0], s.sw = w.stride[1], s.dh = w.dilation[0], s.dw = w.dilation[1];
-    s.pt = w.pad_begin[0], s.pl = w.pad_begin[1], s.pb = w.pad_end[0], s.pr = w.pad_end[1];
+    kernels::Pool2dShape s = engine::pool2dShape(ops::resolvePoolWindow(n, x.type.shape), x.type.shape[0] * x.type.shape[1]);
     s.count_include_pad = n.attrInt("count_include_pad", 0) != 0;
     if (pw::avgPoolDivisor(s) == 0)
       return "its windows' divisors differ (count_include_pad 0 with padding, or ceil_mode's partial windows): the "

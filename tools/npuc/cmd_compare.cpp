@@ -161,8 +161,9 @@ void addCompare(CLI::App& app, Action& run) {
       }
       // Reference: the original model, keeping the values the package's layers write.
       std::map<std::string, Tensor> ref;
-      // (int8 codes: their float tensor)
-      for (auto& l : rt.layers()) ref[l.float_value.empty() ? l.output.name : l.float_value];
+      // The model value a layer stands for: its output, or for int8 codes their float tensor.
+      auto valueOf = [](const RuntimeLayer& l) -> const std::string& { return l.float_value.empty() ? l.output.name : l.float_value; };
+      for (auto& l : rt.layers()) ref[valueOf(l)];
       LoadOptions lo;
       if (o->prepost.empty() && o->aipp_config.empty())
         for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
@@ -194,7 +195,7 @@ void addCompare(CLI::App& app, Action& run) {
         r.value = l.output.name;
         r.shape = shapeStr(y.shape());
         if (bound_names.count(l.output.name)) pkg_bound[l.output.name] = y.clone();
-        auto it = ref.find(l.float_value.empty() ? l.output.name : l.float_value);
+        auto it = ref.find(valueOf(l));
         if (it != ref.end() && it->second.defined() && it->second.numel() == y.numel()) {
           r.matched = true;
           if (!l.float_value.empty()) r.value = l.float_value;  // int8 codes, compared as the real values they stand for
