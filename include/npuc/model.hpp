@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace npuc {
@@ -91,6 +92,11 @@ std::vector<BoundaryCheck> checkPrePostBoundaries(const std::vector<PrePostBound
 
 struct TargetInfo {
   std::string name, description, numerics, file;
+  std::vector<std::pair<std::string, std::string>> engines;  // its engines: name, kind ("mac" or "vector")
+  /// The engine of layers group 1, 2, …: the pipeline order of the target's core sets of several engines (TIDL: eve,
+  /// then dsp — the guide's "layergroup 1 is dispatched to EVE, and layergroup 2 to DSP"); empty when it has none or
+  /// they disagree.
+  std::vector<std::string> group_engines;
 };
 
 /// The most layers groups a package may have (TranslateOptions::layer_groups).
@@ -228,6 +234,20 @@ CustomOpSkeleton createCustomOp(const std::filesystem::path& config, const std::
 
 /// Targets found in $NPUC_TARGETS_DIR and the built-in targets folder.
 std::vector<TargetInfo> listTargets();
+/// One target, by name (an unknown one is an Error naming the targets there are).
+TargetInfo targetInfo(const std::string& name);
+
+/// TIDL's pre-processing of an encoded calibration picture (`tidl-import` with rawSampleInData = 0; the TIDL guide's
+/// preProcType table, §3.15.1.4.7): the picture decoded as OpenCV's imread gives it (B, G, R; grey for a 1-channel
+/// input), then, for the input's height H and width W (docs/cli.md, tidl-import):
+///   0 resize to 256x256 (INTER_AREA: kernels::resizeAreaHwc), the centre H x W;  1 the same, (104, 117, 123) subtracted;
+///   2 RGB, the centre 7/8, resized to H x W, 128 subtracted;  3 RGB, resized to 32x32, the centre H x W;
+///   4 none (the picture must be H x W);  5 RGB, the top-left square, resized to H x W, 128 subtracted;
+///   6 RGB, resized to H x W where it differs, (v - (123.68, 116.28, 103.53)) / (58.395, 57.12, 57.375);
+///   256 resized where it differs, (v - in_mean[c]) * in_scale[c] (B, G, R).
+/// Returns the [1, channels, H, W] float32 sample. Errors name the picture and the rule.
+Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height, int64_t width,
+                             const std::vector<double>& in_mean = {}, const std::vector<double>& in_scale = {});
 /// The supported-operator page of a target (Markdown).
 std::string supportedOpsPage(const std::string& target);
 /// Creates an output folder and its parents; an existing non-folder, or one that cannot be created (/proc, no

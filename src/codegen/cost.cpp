@@ -211,8 +211,8 @@ void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std:
     return v == 0 ? "sparse" : "dense";
   };
   if (!by_index.empty() && by_index.size() != index_names.size())
-    fail(ErrorCode::kInvalidArgument, "convolution kernels: {} values for {} layers (one per layer of the package, as layersGroupId)",
-         by_index.size(), index_names.size());
+    fail(ErrorCode::kInvalidArgument, "convolution kernels: {} values for {} layers (one per layer of the package, as layersGroupId: "
+         "manifest.json's layers, the quantize / dequantize layers at the inputs and outputs included)", by_index.size(), index_names.size());
   std::map<std::string, const char*> listed;  // (by index, by name)
   for (size_t i = 0; i < by_index.size(); ++i) listed[index_names[i]] = value(by_index[i], fmt::format("layer {} ('{}')", i, index_names[i]));
   std::set<std::string> unknown;

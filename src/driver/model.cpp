@@ -464,12 +464,26 @@ std::vector<Model::NodeEstimate> Model::estimate(const std::string& target) cons
 const ir::Graph& graphOf(const Model& m) { return *m.impl().graph; }
 ir::Graph& mutableGraphOf(Model& m) { return *m.impl().graph; }
 
+TargetInfo targetInfo(const std::string& name) {
+  const target::Target t = target::loadTarget(name);
+  TargetInfo r{t.name, t.description, std::string(numericsName(t.numerics)), t.file.string(), {}, {}};
+  for (auto& [en, e] : t.engines) r.engines.emplace_back(en, e.kind);
+  bool agree = true;
+  for (const target::CoreSet& c : t.core_sets) {
+    if (c.cores.size() < 2) continue;
+    std::vector<std::string> order;
+    for (auto& [engine, count] : c.cores) order.push_back(engine);
+    const size_t n = std::min(order.size(), r.group_engines.size());
+    agree &= std::equal(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), r.group_engines.begin());
+    if (order.size() > r.group_engines.size()) r.group_engines = order;
+  }
+  if (!agree) r.group_engines.clear();
+  return r;
+}
+
 std::vector<TargetInfo> listTargets() {
   std::vector<TargetInfo> r;
-  for (auto& name : target::listTargets()) {
-    target::Target t = target::loadTarget(name);
-    r.push_back({t.name, t.description, std::string(numericsName(t.numerics)), t.file.string()});
-  }
+  for (auto& name : target::listTargets()) r.push_back(targetInfo(name));
   return r;
 }
 

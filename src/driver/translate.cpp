@@ -20,6 +20,7 @@
 #include "target/target.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <xlsxwriter.h>
 
 #include <algorithm>
@@ -85,10 +86,21 @@ void assignLayerGroups(const TranslateOptions& o, const codegen::Estimate& e, pa
     if (!unknown.empty())
       fail(ErrorCode::kInvalidArgument, "layers groups: the package has no layer '{}' (its layers: PREFIX_summary.csv, column name)", *unknown.begin());
   } else if (!o.layer_group_list.empty()) {
-    if (o.layer_group_list.size() != p.layers.size())
+    if (o.layer_group_list.size() != p.layers.size()) {
+      // (the layers named, so that the list can be written: manifest.json's, which PREFIX_summary.csv lists without the
+      // quantize / dequantize layers at the inputs and outputs)
+      std::string names;
+      for (size_t i = 0; i < p.layers.size(); ++i) {
+        if (p.layers.size() > 40 && i == 20) {
+          names += fmt::format(", … {} more …", p.layers.size() - 30);
+          i = p.layers.size() - 10;
+        }
+        names += fmt::format("{}{} {}", i ? ", " : "", i, p.layers[i].name);
+      }
       fail(ErrorCode::kInvalidArgument,
-           "layers groups: {} groups listed for the package's {} layers (one per layer in program order, as PREFIX_summary.csv lists them)",
-           o.layer_group_list.size(), p.layers.size());
+           "layers groups: {} groups listed for the package's {} layers (one per layer in program order, as manifest.json lists "
+           "them: {})", o.layer_group_list.size(), p.layers.size(), names);
+    }
     for (size_t i = 0; i < groups.size(); ++i) {
       check(o.layer_group_list[i], fmt::format("layer {} ('{}')", i, p.layers[i].name));
       groups[i] = static_cast<uint32_t>(o.layer_group_list[i]);
@@ -590,6 +602,25 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   target::Target t = target::loadTarget(o.target);
   // int8-pow2: TIDL's options, checked before any work is done.
   const std::optional<Pow2Setup> pow2 = t.numerics == Numerics::kInt8Pow2 ? std::optional(pow2Options(o)) : std::nullopt;
+  if (!pow2) {  // (TIDL's keys given for another target: said, not silently dropped)
+    const TranslateOptions::Pow2 def, &p = o.pow2;
+    std::vector<std::string> set;
+    auto note = [&](bool changed, const char* name) {
+      if (changed) set.push_back(name);
+    };
+    note(p.num_param_bits != def.num_param_bits, "numParamBits");
+    note(p.quant_round_add != def.quant_round_add, "quantRoundAdd");
+    note(p.in_element_type != def.in_element_type, "inElementType");
+    note(p.in_quant_factor != def.in_quant_factor, "inQuantFactor");
+    note(p.quant_history_param1 != def.quant_history_param1, "quantHistoryParam1");
+    note(p.quant_history_param2 != def.quant_history_param2, "quantHistoryParam2");
+    note(p.quant_margin != def.quant_margin, "quantMargin");
+    note(p.boot_frames != def.boot_frames, "boot-frames");
+    note(p.dynamic != def.dynamic, "static-quant");
+    if (!set.empty())
+      res.warnings.push_back(fmt::format("{} set, but target '{}' has {} numerics: the int8-pow2 options apply to int8-pow2 "
+                                         "targets (tidl) only, ignored", fmt::join(set, ", "), t.name, numericsName(t.numerics)));
+  }
   // The output folder is built beside <out>/PREFIX and swapped in at the end (OutputDir: PREFIX is one plain
   // name, only a folder npuc wrote is replaced, a killed run leaves the old folder in place); checked before any
   // work is done.
@@ -871,14 +902,31 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
           fail(ErrorCode::kInvalidArgument, "convolution kernels: a list by layer counts the package's layers, and target '{}' writes "
                "no package without calibration samples (--calib, tidl-import's sampleInData); name layers instead "
                "(--conv-kernel LAYER=sparse|dense)", t.name);
+        {
+          // Nodes a package holds as aliases (the same bytes under another shape: no descriptor) take no device time
+          // here either, so that the estimate is the same whether a package is written or not.
+          const ir::Graph& g = graphOf(opt);
+          const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+          std::set<std::string> views;
+          for (ir::NodeId id : g.order()) {
+            const ir::Node& n = g.node(id);
+            const bool view = n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" || n.op == "Identity";
+            if (view && n.domain.empty() && n.outputs.size() == 1 && !outputs.count(n.outputs[0])) views.insert(n.name);
+          }
+          codegen::dropLayers(e, views);
+        }
         codegen::throughput(e, t);  // (the kernels chosen above)
+        if (!o.layer_groups.empty() || !o.layer_group_list.empty() || o.auto_layer_groups)
+          res.warnings.push_back("layers groups (--layer-group, --layer-groups, layersGroupId) are recorded in a package, and none "
+                                 "is written here: not used (the estimate's own cut is in PREFIX_summary.md)");
         auto buffers = plan::activationBuffers(graphOf(opt), 1);
         plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
         res.activation_bytes = mp.total;
         res.activation_lower_bound = mp.lower_bound;
         if (t.numerics == Numerics::kInt8Pow2)
           res.warnings.push_back(fmt::format("target '{}' has {} numerics: no object package is written without calibration "
-                                             "samples (--calib NAME=FILE.npy; reports only)", t.name, numericsName(t.numerics)));
+                                             "samples (--calib NAME=FILE.npy, tidl-import's sampleInData; reports only)", t.name,
+                                             numericsName(t.numerics)));
         else
           res.warnings.push_back(fmt::format("target '{}' declares {} numerics: no object package is written until "
                                              "quantization is implemented (reports only)", t.name, numericsName(t.numerics)));

@@ -130,6 +130,16 @@ struct ResizeGeometry {
 ///      dst = (((w0y * (t0 >> 4)) >> 16) + ((w1y * (t1 >> 4)) >> 16) + 2) >> 2.
 ///    (Where OpenCV switches to INTER_AREA — exactly 2x down — this formula gives the same (a+b+c+d+2)>>2.)
 void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool);
+/// uint8 HWC resize as cv2.resize's INTER_AREA (OpenCV 4.6, resize.cpp), for pictures on the host (tidl-import's
+/// calibration pictures; no package layer uses it, so there is no fast variant):
+///  - shrinking both axes by whole factors kx, ky: each block's sum; 2x2 (sum + 2) >> 2, else sum * (1.f / (kx * ky))
+///    rounded to nearest even;
+///  - shrinking both axes otherwise: OpenCV's area table per axis (a source pixel's share of the output pixel's
+///    extent, float32) and its order of sums: per source row, buf[x] += S * alpha over the x table; per output row,
+///    sum = Σ beta * buf in row order; the float sum rounded to nearest even;
+///  - enlarging either axis: INTER_LINEAR's fixed point (resizeHwc kBilinear) with INTER_AREA's taps (linearTaps'
+///    `area`).
+void resizeAreaHwc(const ResizeGeometry& g, const uint8_t* src, uint8_t* dst);
 /// fp16 HWC resize (DATA_TYPE 1; src / dst are fp16 bits). kNearest: the same source pixel as the uint8 kernel,
 /// bits copied. kBilinear: the same taps with float32 weights w0 = 1 - f, w1 = f; in float32, each product and
 /// sum rounded (no fma): t = S0 * w0x + S1 * w1x; v = t0 * w0y + t1 * w1y; dst = floatToHalf(v). This is OpenCV's

@@ -174,7 +174,23 @@ std::string OutputDir::whyNotReplaceable(const fs::path& dir) {
 OutputDir::OutputDir(fs::path root, std::string name, const char* what) : root_(std::move(root)), name_(std::move(name)) {
   checkPlainName(name_, what);
   if (root_.empty()) root_ = ".";
+  // (the folders this creates, deepest first: removed again, when still empty, by a run that fails)
+  std::error_code st;
+  for (fs::path p = root_; !p.empty() && !fs::exists(fs::symlink_status(p, st)); p = p.parent_path()) {
+    created_.push_back(p);
+    if (p == p.parent_path()) break;
+  }
   makeFolder(root_, "output folder");
+  try {
+    open();
+  } catch (...) {
+    std::error_code ec;
+    for (const fs::path& p : created_) fs::remove(p, ec);
+    throw;
+  }
+}
+
+void OutputDir::open() {
   final_ = root_ / name_;
   if (std::string why = whyNotReplaceable(final_); !why.empty()) fail(ErrorCode::kIo, "{}: {}", final_.string(), why);
   // Temporary folders of earlier runs that died (their process is gone) are removed.
@@ -202,7 +218,8 @@ OutputDir::OutputDir(fs::path root, std::string name, const char* what) : root_(
 OutputDir::~OutputDir() {
   if (committed_) return;
   std::error_code ec;
-  fs::remove_all(tmp_, ec);
+  if (!tmp_.empty()) fs::remove_all(tmp_, ec);
+  for (const fs::path& p : created_) fs::remove(p, ec);  // (only an empty folder goes)
 }
 
 void OutputDir::commit() {

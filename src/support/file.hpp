@@ -52,7 +52,8 @@ void makeFolder(const std::filesystem::path& dir, const char* what);
 ///  - commit() flushes every file to disk and swaps the new folder in atomically: at every instant <root>/<name> is
 ///    the old folder or the new one, never neither; concurrent runs to the same name each publish a complete
 ///    folder (the last one wins);
-///  - an OutputDir destroyed without commit() removes its temporary folder.
+///  - an OutputDir destroyed without commit() removes its temporary folder, and the folders of `root` it created
+///    when they are still empty.
 /// Every folder it publishes holds the marker file kMarker, which is what lets a later run replace it.
 class OutputDir {
  public:
@@ -73,7 +74,10 @@ class OutputDir {
   static std::string whyNotReplaceable(const std::filesystem::path& dir);
 
  private:
+  void open();  // the constructor's work after `root` exists
+
   std::filesystem::path root_, final_, tmp_;
+  std::vector<std::filesystem::path> created_;  // the folders of root_ this created, deepest first
   std::string name_;
   bool committed_ = false;
 };

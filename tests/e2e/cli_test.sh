@@ -303,6 +303,23 @@ expect_error 2 "layersGroupId: layers groups: 6 groups listed for the package's 
 printf 'layersGroupId = 0 1 1 2 2 1 1 2 2 0\n' >"$tmp/ti/order.txt"
 grep -v '^layersGroupId' "$tmp/ti/split6.txt" >>"$tmp/ti/order.txt"
 expect_error 2 "in group 1 after layer '/features/features.6/Conv' in group 2" -- "$npuc" tidl-import "$tmp/ti/order.txt"
+# A 0 inside the list (not TIDL's input / output layer) would shift every later value: refused at its line.
+grep -v '^layersGroupId' "$tmp/ti/split6.txt" >"$tmp/ti/mid0.txt"
+printf 'layersGroupId = 0 1 1 1 0 1 2 2 2 0\n' >>"$tmp/ti/mid0.txt"
+expect_error 2 "mid0.txt:$(wc -l <"$tmp/ti/mid0.txt"): layersGroupId: value 5 of 10 is 0: group 0 is TIDL's input and output data layers" -- "$npuc" tidl-import "$tmp/ti/mid0.txt"
+# A failed import leaves no output folder behind (not even the empty folder of outputNetFile), and its count error
+# names the package's layers.
+sed -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/fresh/sub/x.bin\"|" "$tmp/ti/split6.txt" >"$tmp/ti/fresh.txt"
+expect_error 2 "as manifest.json lists them: 0 input/p2_quantize, 1 /features/features.0/Conv" -- "$npuc" tidl-import "$tmp/ti/fresh.txt"
+[ ! -e "$tmp/ti/fresh" ] && ok "a failed tidl-import leaves no folder behind" || bad "a failed tidl-import left $(find "$tmp/ti/fresh")"
+# The package view: each layer on its group's engine (TIDL: group 1 EVE, group 2 DSP), the groups as .dot clusters.
+if "$npuc" view "$tmp/ti/out/tidl_net_digits" -o "$tmp/ti/view" >/dev/null &&
+   grep -q '"engine":"eve","stream":"mac","group":1' "$tmp/ti/view/tidl_net_digits.html" &&
+   grep -q '"engine":"dsp","stream":"[a-z]*","group":2' "$tmp/ti/view/tidl_net_digits.html" &&
+   ! grep -q '"engine":"vector"' "$tmp/ti/view/tidl_net_digits.html" &&
+   grep -q 'subgraph cluster_group2 { label="group 2"' "$tmp/ti/view/tidl_net_digits.dot"; then
+  ok "npuc view of a tidl package with layers groups: layers on eve / dsp by group, the groups as clusters"
+else bad "npuc view of a grouped tidl package: $(grep -o '"engine":"[a-z]*","stream":"[a-z]*","group":[0-9]' "$tmp/ti/view/tidl_net_digits.html" | sort | uniq -c)"; fi
 # translate's own options: --layer-groups auto (the estimate's cut) and --layer-group LAYER=ID.
 if "$npuc" translate lg -onnx "$digits" --target tidl --calib "input=$src/models/digits/test_x.npy" --layer-groups auto \
      --out "$tmp/lg" >/dev/null && grep -q '"group": 1' "$tmp/lg/lg/manifest.json" && grep -q '"group": 2' "$tmp/lg/lg/manifest.json" &&
@@ -342,6 +359,8 @@ tidl_bad 's|^randParams .*|randParams 0|' ":2: randParams 0: expected key = valu
 tidl_bad 's|^inputNetFile .*|inputNetFile = "nowhere.onnx"|' "inputNetFile: \"nowhere.onnx\" does not exist"
 tidl_bad "s|^inputNetFile .*|inputNetFile = \"$td/README.md\"|" "is not an .onnx file (modelType 2 is ONNX)"
 tidl_bad 's|^inputNetFile .*|inputNetFile = "unterminated|' "inputNetFile: unterminated string"
+tidl_bad 's|^inputNetFile .*|inputNetFile = "a.onnx"x|' "inputNetFile: text after the closing quote: 'x'"
+tidl_bad 's|^outputNetFile .*|outputNetFile = "sub/"|' "outputNetFile: \"sub/\" names a folder: give a file name"
 tidl_bad '/^inputNetFile/d' ".txt: inputNetFile: is required"
 tidl_bad 's|^sampleInData .*|sampleInData = "missing.raw"|' "sampleInData: \"missing.raw\" does not exist"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 7|' "preProcType: 7 is a configuration error in the guide's table"
@@ -352,18 +371,45 @@ tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninMean = 1 2 3\ninScale = 1 2
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninQuantFactor = 0|' "inQuantFactor: must be > 0, or -1"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nlayersGroupId = 0 1 1 0\nconv2dKernelType = 1 1|' "conv2dKernelType: 2 values, layersGroupId has 4"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nconv2dKernelType = 1 2|' "conv2dKernelType: 2 is outside the guide's range [0, 1]"
-tidl_bad 's|^outputNetFile .*|outputNetFile = "/tmp/.hidden.bin"|' "outputNetFile '.hidden'"
+tidl_bad 's|^outputNetFile .*|outputNetFile = "/tmp/.hidden.bin"|' "outputNetFile: outputNetFile's name '.hidden' starts with '.'"
 expect_error 2 "cannot read the import configuration" -- "$npuc" tidl-import "$tmp/ti/none.txt"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninQuantFactor = 3|' "inQuantFactor: 3 is not a power of two"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nquantHistoryParam1 = 101|' "quantHistoryParam1: 101 is outside"
 head -c 100 /dev/zero >"$tmp/ti/short.raw"
 tidl_bad "s|^sampleInData .*|sampleInData = \"$tmp/ti/short.raw\"\nnumSampleInData = 4|" "has 100 bytes; 4 frames of 1x8x8 need 256"
-tidl_bad "s|^sampleInData .*|sampleInData = \"$tmp/ti/short.raw\"|;s|^rawSampleInData .*|rawSampleInData = 0|" "encoded pictures (rawSampleInData = 0) are decoded on the target only"
+tidl_bad "s|^sampleInData .*|sampleInData = \"$tmp/ti/short.raw\"|;s|^rawSampleInData .*|rawSampleInData = 0|" "short.raw: not a picture npuc can decode"
+# A configuration saved with a UTF-8 byte-order mark reads as without; the plan prints values whole.
+{ printf '\xef\xbb\xbf'; cat "$tmp/ti/ok.txt"; } >"$tmp/ti/bom.txt"
+"$npuc" tidl-import "$tmp/ti/bom.txt" --dry-run >"$tmp/ti/bom.out" && grep -q "outputNetFile      = $tmp/ti/out/tidl_net_digits.bin " "$tmp/ti/bom.out" &&
+  ok "tidl-import: a byte-order mark is skipped, the plan prints whole values" || bad "tidl-import with a BOM: $(cat "$tmp/ti/bom.out")"
+# The int8-pow2 keys given for a target of other numerics are said to be ignored.
+"$npuc" tidl-import "$tmp/ti/ok.txt" --target generic --dry-run >/dev/null &&
+  "$npuc" translate np -onnx "$digits" --target generic --numParamBits 6 --out "$tmp/ti/np" 2>&1 |
+  grep -q "numParamBits set, but target 'generic' has fp32 numerics" &&
+  ok "translate: int8-pow2 options for a target of other numerics are said to be ignored" || bad "pow2 options on generic not said"
 # Raw calibration frames (8-bit codes), as TIDL's sampleInData holds them.
 head -c 256 /dev/urandom >"$tmp/ti/frames.raw"
 sed -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/frames.raw\"\nnumSampleInData = 4|" "$tmp/ti/ok.txt" >"$tmp/ti/raw.txt"
 "$npuc" tidl-import "$tmp/ti/raw.txt" >"$tmp/ti/raw.out" && grep -q '"numerics": "int8-pow2"' "$tmp/ti/out/tidl_net_digits/manifest.json" &&
   ok "tidl-import: raw sampleInData frames calibrate the int8-pow2 package" || bad "tidl-import raw frames: $(cat "$tmp/ti/raw.out")"
+# Encoded pictures (rawSampleInData = 0: the guide's default), pre-processed as preProcType says: one picture, or a
+# .txt list of them; pictures that break the rule are errors at the preProcType line.
+img="$src/tests/data/images/gradient_64x48.png"
+sed -e "s|^sampleInData .*|sampleInData = \"$img\"\npreProcType = 0|;s|^rawSampleInData .*|rawSampleInData = 0|" "$tmp/ti/ok.txt" >"$tmp/ti/pic.txt"
+printf '# calibration pictures\n%s\n\n%s\n' "$img" "$src/models/digits/demo/digit.png" >"$tmp/ti/pics.txt"
+sed -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/pics.txt\"\nnumSampleInData = 2\npreProcType = 256\ninMean = 128\ninScale = 0.0078125|;s|^rawSampleInData .*|rawSampleInData = 0|" "$tmp/ti/ok.txt" >"$tmp/ti/pics_cfg.txt"
+if "$npuc" tidl-import "$tmp/ti/pic.txt" >"$tmp/ti/pic.out" && grep -q "0: encoded pictures (JPEG, PNG, …), decoded here" "$tmp/ti/pic.out" &&
+   grep -q '"numerics": "int8-pow2"' "$tmp/ti/out/tidl_net_digits/manifest.json" &&
+   "$npuc" tidl-import "$tmp/ti/pics_cfg.txt" >"$tmp/ti/pics.out"; then
+  ok "tidl-import: encoded pictures (one, or a .txt list) pre-processed as preProcType calibrate the package"
+else bad "tidl-import with pictures: $(cat "$tmp/ti/pic.out" "$tmp/ti/pics.out")"; fi
+sed -e 's|^preProcType .*|preProcType = 4|' "$tmp/ti/pic.txt" >"$tmp/ti/pic4.txt"
+expect_error 2 "pic4.txt:$(grep -n '^preProcType' "$tmp/ti/pic4.txt" | cut -d: -f1): preProcType: $img: preProcType 4 does no pre-processing: the 64x48 picture must be the input's 8x8" -- "$npuc" tidl-import "$tmp/ti/pic4.txt"
+sed -e 's|^numSampleInData .*|numSampleInData = 3|' "$tmp/ti/pics_cfg.txt" >"$tmp/ti/pics3.txt"
+expect_error 2 "sampleInData: \"$tmp/ti/pics.txt\" lists 2 picture(s); numSampleInData is 3" -- "$npuc" tidl-import "$tmp/ti/pics3.txt"
+grep -v '^rawSampleInData' "$tmp/ti/ok.txt" | sed -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/frames.raw\"|" >"$tmp/ti/noraw.txt"
+expect_error 2 "not a picture npuc can decode" -- "$npuc" tidl-import "$tmp/ti/noraw.txt"
+expect_error 2 "set rawSampleInData = 1 for raw frames" -- "$npuc" tidl-import "$tmp/ti/noraw.txt"
 # Without calibration samples the tidl target writes reports only, and says so.
 "$npuc" translate nc -onnx "$digits" --target tidl --out "$tmp/ti/nc" >"$tmp/ti/nc.out" 2>&1 &&
   grep -q "no object package is written without calibration samples" "$tmp/ti/nc.out" && [ ! -e "$tmp/ti/nc/nc/manifest.json" ] &&

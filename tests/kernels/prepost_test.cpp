@@ -334,6 +334,28 @@ TEST(PrePostKernels, ResizeUint8MatchesOpenCv) {
   }
 }
 
+TEST(PrePostKernels, ResizeAreaUint8MatchesOpenCv) {
+  // cv2.resize INTER_AREA: enlarging (its linear taps), whole-factor and fractional shrinking, mixed axes, the
+  // same size, 1 / 3 / 4 channels; pictures to TIDL's 256x256 and 32x32.
+  const ResizeCase cases[] = {{12, 16, 3, {{24, 32}, {27, 37}, {6, 8}, {5, 11}, {12, 16}}},
+                              {22, 38, 1, {{9, 51}, {11, 19}, {44, 76}, {3, 3}}},
+                              {17, 13, 4, {{40, 7}, {8, 6}}},
+                              {60, 90, 3, {{20, 30}, {30, 30}, {17, 23}, {59, 89}, {256, 256}, {32, 32}}},
+                              {150, 200, 3, {{32, 32}, {100, 100}, {64, 96}, {75, 100}}}};
+  for (const ResizeCase& rc : cases) {
+    const std::string base = "resize_u8_" + tag(rc.h, rc.w) + "x" + std::to_string(rc.c);
+    const Golden in = golden(base + "_in", DType::kU8);
+    for (auto [oh, ow] : rc.outs) {
+      const std::string t = base + "_area_" + tag(oh, ow);
+      SCOPED_TRACE(t);
+      const Golden want = golden(t, DType::kU8);
+      std::vector<uint8_t> got(static_cast<size_t>(oh * ow * rc.c));
+      resizeAreaHwc({rc.h, rc.w, rc.c, oh, ow}, in.bytes.data(), got.data());
+      EXPECT_EQ(firstMismatch(got, want.bytes), -1);
+    }
+  }
+}
+
 TEST(PrePostKernels, ResizeFp16MatchesOpenCvFloatRoundedOnce) {
   const ResizeCase cases[] = {{12, 16, 3, {{24, 32}, {27, 37}, {6, 8}, {5, 11}}}, {9, 10, 2, {{4, 21}}}};
   for (const ResizeCase& rc : cases) {

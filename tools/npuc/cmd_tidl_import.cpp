@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -97,6 +98,7 @@ Config parse(const std::string& file) {
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
+    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // (a UTF-8 byte-order mark, as some editors save)
     if (line.size() > 65536) bad(c, n, "(line)", "longer than 65536 characters");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // A '#' outside quotes starts a comment.
@@ -132,7 +134,9 @@ Config parse(const std::string& file) {
     en.line = n;
     if (v.empty()) bad(c, n, key, "has no value");
     if (v.front() == '"') {
-      if (v.size() < 2 || v.back() != '"') bad(c, n, key, "unterminated string");
+      const size_t close = v.find('"', 1);
+      if (close == std::string::npos) bad(c, n, key, "unterminated string");
+      if (close + 1 != v.size()) bad(c, n, key, fmt::format("text after the closing quote: '{}'", v.substr(close + 1)));
       en.raw = v.substr(1, v.size() - 2);
       en.quoted = true;
     } else {
@@ -180,9 +184,48 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
       bad(cfg, e.line, "sampleInData", err.what());
     }
   }
-  if (!raw) bad(cfg, e.line, "sampleInData", "encoded pictures (rawSampleInData = 0) are decoded on the target only: give raw frames (rawSampleInData = 1) or a .npy file");
   if (s.size() != 4 || s[1] < 1 || s[2] < 1 || s[3] < 1)
     bad(cfg, e.line, "sampleInData", fmt::format("the model's input {} is not a static [N, C, H, W] (set inWidth / inHeight / inNumChannels)", shapeStr(s)));
+  if (!raw) {
+    // Encoded pictures (rawSampleInData = 0): one picture, or a .txt list of them (one path a line, relative to the
+    // list's folder), each pre-processed as preProcType says.
+    std::vector<fs::path> pictures;
+    if (fs::path(e.raw).extension() == ".txt") {
+      std::ifstream list(e.raw);
+      std::string l;
+      while (pictures.size() < static_cast<size_t>(count) && std::getline(list, l)) {
+        while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
+        if (l.empty() || l[0] == '#') continue;
+        fs::path f(l);
+        pictures.push_back(f.is_absolute() ? f : fs::path(e.raw).parent_path() / f);
+      }
+      if (static_cast<int64_t>(pictures.size()) < count)
+        bad(cfg, e.line, "sampleInData", fmt::format("\"{}\" lists {} picture(s); numSampleInData is {}", e.raw, pictures.size(), count));
+    } else {
+      if (count != 1)
+        bad(cfg, e.line, "sampleInData", fmt::format("one picture is one sample, and numSampleInData is {}: list the pictures, one a line, in a "
+                                                     ".txt file", count));
+      pictures.push_back(e.raw);
+    }
+    const int pre = cfg.keys.count("preProcType") ? static_cast<int>(cfg.keys.at("preProcType").numbers.at(0)) : 0;
+    const int at = cfg.keys.count("preProcType") ? cfg.keys.at("preProcType").line : e.line;
+    std::vector<double> mean, scale;
+    if (cfg.keys.count("inMean")) mean = cfg.keys.at("inMean").numbers;
+    if (cfg.keys.count("inScale")) scale = cfg.keys.at("inScale").numbers;
+    Tensor x(DType::kF32, {count, s[1], s[2], s[3]});
+    const int64_t frame = s[1] * s[2] * s[3];
+    for (int64_t i = 0; i < count; ++i) {
+      try {
+        Tensor one = tidlPreprocessPicture(pictures[static_cast<size_t>(i)], pre, s[1], s[2], s[3], mean, scale);
+        std::memcpy(x.data<float>() + i * frame, one.data<float>(), static_cast<size_t>(frame) * sizeof(float));
+      } catch (const Error& err) {
+        bad(cfg, at, pre == 0 && !cfg.keys.count("preProcType") ? "sampleInData" : "preProcType",
+            std::string(err.what()) + (cfg.keys.count("rawSampleInData") ? "" : " (rawSampleInData is 0, the guide's default: encoded pictures; "
+                                                                               "set rawSampleInData = 1 for raw frames)"));
+      }
+    }
+    return {{name, {std::move(x)}}};
+  }
   const int64_t frame = s[1] * s[2] * s[3];
   std::ifstream in(e.raw, std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -253,7 +296,14 @@ void addTidlImport(CLI::App& app, Action& run) {
       fs::path outnet = has("outputNetFile") ? fs::path(cfg.keys.at("outputNetFile").raw) : fs::path("tidl_net.bin");
       t.prefix = outnet.stem().string();
       t.out_root = outnet.has_parent_path() ? outnet.parent_path() : fs::path(".");
-      checkOutputName(t.prefix, "outputNetFile");
+      if (!outnet.has_filename() || t.prefix == "." || t.prefix == "..")
+        bad(cfg, line("outputNetFile"), "outputNetFile",
+            fmt::format("\"{}\" names a folder: give a file name, whose stem names the package's folder", outnet.string()));
+      try {
+        checkOutputName(t.prefix, "outputNetFile's name");
+      } catch (const Error& e) {
+        bad(cfg, line("outputNetFile"), "outputNetFile", e.what());
+      }
       // The model, read once, for the keys that describe its input.
       std::optional<Model> model;
       auto inputModel = [&]() -> const Model& {
@@ -282,7 +332,7 @@ void addTidlImport(CLI::App& app, Action& run) {
       std::string plan = fmt::format("{}: TIDL import configuration -> npuc translate {} -onnx {} --target {}{}\n", cfg.file, t.prefix,
                                      t.onnx.string(), t.target, t.input_shapes.empty() ? "" : " --input-shape …");
       auto say = [&](const char* k, const std::string& what) {
-        if (has(k)) plan += fmt::format("  {:<18} = {:<12} {}\n", k, cfg.keys.at(k).raw.substr(0, 12), what);
+        if (has(k)) plan += fmt::format("  {:<18} = {:<12} {}\n", k, cfg.keys.at(k).raw, what);
       };
       say("modelType", "ONNX");
       say("inputNetFile", "the model");
@@ -322,18 +372,35 @@ void addTidlImport(CLI::App& app, Action& run) {
         t.calibration = calibrationOf(cfg, e, t, inputModel(), static_cast<int64_t>(num("numSampleInData", 1)), num("rawSampleInData", 0) != 0,
                                       static_cast<int>(num("inElementType", 1)));
       }
-      say("sampleInData", "calibration samples (.npy as they are; raw: 8-bit codes, inMean / inScale applied)");
+      const bool raw = num("rawSampleInData", 0) != 0;
+      say("sampleInData", "calibration samples (.npy as they are; raw: 8-bit codes, inMean / inScale applied; encoded: a picture or a .txt "
+                          "list of them, pre-processed as preProcType)");
       say("numSampleInData", "samples in sampleInData");
-      say("rawSampleInData", "raw 8-bit samples (encoded pictures are read only on the target: refused)");
-      for (const char* k : {"preProcType", "inMean", "inScale", "randParams"})
-        say(k, "recorded (applied to raw calibration samples: inMean / inScale)");
-      // layersGroupId: TIDL's input and output data layers are group 0; the others list one group per layer, in
-      // program order — the package's layers (manifest.json's, with its quantize / dequantize layers).
-      if (has("layersGroupId"))
-        for (double g : cfg.keys.at("layersGroupId").numbers)
-          if (g != 0) t.layer_group_list.push_back(static_cast<int>(g));
-      say("layersGroupId", "the package's layers groups (its 0s, TIDL's input and output layers, dropped): one per layer of "
-                           "the package (manifest.json), each group a pipeline stage (npuc bench --pipeline)");
+      say("rawSampleInData", raw ? "1: raw 8-bit frames" : "0: encoded pictures (JPEG, PNG, …), decoded here and pre-processed as preProcType");
+      say("preProcType", raw ? "ignored: raw samples are not pre-processed (the guide's rawSampleInData = 1 row)"
+                             : "the encoded pictures' pre-processing (the guide's table; docs/cli.md)");
+      for (const char* k : {"inMean", "inScale"})
+        say(k, "applied to raw calibration frames, (v - inMean) * inScale, when both are set (npuc's use: the model's "
+               "input is float)");
+      say("randParams", num("randParams", 0) == 0 ? "0: the model's own parameters" : "ignored: npuc quantizes the model's own parameters (no random ones)");
+      // layersGroupId: TIDL's input and output data layers are group 0, the first and the last value; the others list
+      // one group per layer, in program order — the package's layers (manifest.json's, with its quantize / dequantize
+      // layers). A 0 anywhere else is a mistake that would shift every later value: refused.
+      if (has("layersGroupId")) {
+        const std::vector<double>& g = cfg.keys.at("layersGroupId").numbers;
+        for (size_t i = 0; i < g.size(); ++i) {
+          const bool end = i == 0 || i + 1 == g.size();
+          if (g[i] == 0 && !end)
+            bad(cfg, line("layersGroupId"), "layersGroupId",
+                fmt::format("value {} of {} is 0: group 0 is TIDL's input and output data layers, the first and the last value only", i + 1,
+                            g.size()));
+          if (g[i] != 0) t.layer_group_list.push_back(static_cast<int>(g[i]));
+        }
+        if (t.layer_group_list.empty())
+          bad(cfg, line("layersGroupId"), "layersGroupId", "lists no layer besides the input and output data layers (group 0)");
+      }
+      say("layersGroupId", "the package's layers groups (the first and last 0, TIDL's input and output layers, dropped): one per "
+                           "layer of the package (manifest.json), each group a pipeline stage (npuc bench --pipeline)");
       // conv2dKernelType: one value per layer as layersGroupId (TIDL's input and output data layers included: without
       // layersGroupId, the first and the last value are theirs).
       if (has("conv2dKernelType")) {
@@ -364,8 +431,16 @@ void addTidlImport(CLI::App& app, Action& run) {
           // (what the groups' list breaks is said at its line)
           if (has("layersGroupId") && std::string(e.what()).find("layers groups:") != std::string::npos)
             bad(cfg, line("layersGroupId"), "layersGroupId", e.what());
-          if (has("conv2dKernelType") && std::string(e.what()).find("convolution kernels:") != std::string::npos)
-            bad(cfg, line("conv2dKernelType"), "conv2dKernelType", e.what());
+          const std::string what = e.what();
+          if (has("conv2dKernelType") && what.find("convolution kernels:") != std::string::npos)
+            bad(cfg, line("conv2dKernelType"), "conv2dKernelType", what);
+          // (the package's folder is outputNetFile's: said in the configuration's terms)
+          if (const size_t at = what.find("choose another PREFIX or --out"); at != std::string::npos)
+            bad(cfg, line("outputNetFile"), "outputNetFile", what.substr(0, at) + "choose another outputNetFile");
+          // (a model input the size keys made wrong)
+          for (const char* k : {"inNumChannels", "inHeight", "inWidth"})
+            if (has(k) && (what.find("shape") != std::string::npos || what.find("channels") != std::string::npos))
+              bad(cfg, line(k), k, what + " — inWidth / inHeight / inNumChannels set the model's input to 1 x C x H x W");
           throw;
         }
       }();

@@ -102,7 +102,8 @@ PREFIX_weight.dat, PREFIX_drpcfg.mem, drp_lib_info.txt; docs/package-format.md),
 (PREFIX_addrmap_intm.{yaml,txt}, PREFIX_tbl_addr_*.txt, PREFIX_data_{in,out}_list.txt) and the time estimate.
 generic-int8 (int8-affine) quantizes on --calib samples (or keeps a QDQ model's own scales), kneron (int8-radix) the
 same with power-of-two activation scales (+ PREFIX_radix_scale_info.txt); both write PREFIX_quant_table.{csv,xlsx,html}.
-tidl (int8-pow2) numerics are not built yet: tidl gets the check and the estimate only.
+tidl (int8-pow2, TIDL's power-of-two scales: docs/numerics.md) writes its package with --calib, the check and the
+estimate only without.
 Pre/post-processing: -prepost definitions (current format, or the legacy one with -PrePostFULL) are parsed and
 validated against the model with the manual's messages ([Error Y01..Y03], KeyError, Converter-007, the size
 check unless -NotCheckSizeONNXvsYAML), then put into the package as vector-engine layers: data_in holds the raw

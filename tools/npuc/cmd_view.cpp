@@ -8,6 +8,7 @@
 #include "npuc/runtime.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +31,15 @@ struct VNode {
   bool io = false;  // a graph input / output marker
   int rank = 0, slot = 0;
   std::string kind_of_engine;  // a target's engine (eve, dsp, …): its kind, mac or vector, for the colour
+  int group = 0;               // a package layer's layers group (0: none)
+  std::string stream;          // a package layer: the descriptor stream it is in (mac or vector)
 };
+
+/// A layers group's colour (the outline of its nodes), groups 1, 2, … in turn.
+const char* groupColour(int g) {
+  static const char* c[] = {"#d62728", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
+  return c[static_cast<size_t>(g - 1) % (sizeof c / sizeof c[0])];
+}
 
 struct VGraph {
   std::string title, source;
@@ -140,12 +149,35 @@ VGraph fromPackage(const fs::path& dir) {
     if (f.size() > 12 && f.compare(f.size() - 12, 12, "_summary.csv") == 0)
       for (auto& r : readCsv(e.path())) summary[r["name"]] = r;
   }
+  // The target's engines and their kinds. A layer is shown on the engine that runs it on the target: its layers
+  // group's where the target's core sets give groups engines (TIDL: group 1 on the EVE, 2 on the DSP), else the one
+  // the estimate placed it on (the summary's `engine`), else — a layer the estimate does not time, as a quantize
+  // layer — the descriptor stream it is in. The stream need not be of that engine's kind (an addition is a
+  // vector-stream layer; TIDL runs it on the EVE).
+  std::map<std::string, std::string> kinds;
+  std::vector<std::string> group_engines;
+  try {
+    const TargetInfo ti = targetInfo(rt.target());
+    for (auto& [name, kind] : ti.engines) kinds[name] = kind;
+    group_engines = ti.group_engines;
+  } catch (const Error&) {  // (a package of a target that is not here: its streams only)
+  }
   for (auto& l : rt.layers()) {
-    VNode n{"l" + std::to_string(l.seq), l.name, l.kind, l.engine, shapeStr(l.output.shape), l.output.name, -1, -1, std::nan(""), false, 0, 0, {}};
+    VNode n{"l" + std::to_string(l.seq), l.name, l.kind, l.engine, shapeStr(l.output.shape), l.output.name, -1, -1, std::nan(""), false, 0, 0, {}, 0, {}};
+    n.stream = l.engine;
+    n.group = l.group;
     if (auto it = summary.find(l.name); it != summary.end()) {
       const double macs = number(it->second["MACs"], -1);
       n.macs = macs >= 0 && macs < 9e18 ? static_cast<int64_t>(macs) : -1;
       n.time_us = number(it->second["time[us]"], -1);
+      if (auto k = kinds.find(it->second["engine"]); k != kinds.end()) {
+        n.engine = k->first;
+        n.kind_of_engine = k->second;
+      }
+    }
+    if (n.group > 0 && static_cast<size_t>(n.group) <= group_engines.size()) {
+      n.engine = group_engines[static_cast<size_t>(n.group) - 1];
+      n.kind_of_engine = kinds.count(n.engine) ? kinds[n.engine] : std::string();
     }
     b.add(std::move(n), l.inputs, {l.output.name});
   }
@@ -184,7 +216,7 @@ VGraph fromModel(const fs::path& onnx, const std::string& target) {
     }
     VNode v{"n" + std::to_string(ni.index), ni.name, ni.op, engine,
             ni.output_shapes.empty() ? std::string() : shapeStr(ni.output_shapes[0]), ni.outputs.empty() ? std::string() : ni.outputs[0],
-            ni.macs, -1, std::nan(""), false, 0, 0, {}};
+            ni.macs, -1, std::nan(""), false, 0, 0, {}, 0, {}};
     v.time_us = time_us;
     if (ne) v.kind_of_engine = ne->engine_kind;
     b.add(v, ni.inputs, ni.outputs);
@@ -242,11 +274,19 @@ std::string dot(const VGraph& g) {
   for (auto& n : g.nodes) {
     std::string label = n.io ? fmt::format("{}\\n{}", dotEscape(n.name), n.shape)
                              : fmt::format("{}\\n{} ({})\\n{}", dotEscape(n.name), dotEscape(n.kind), dotEscape(n.engine), n.shape);
+    if (n.group > 0) label += fmt::format("\\ngroup {}", n.group);
     if (n.macs > 0) label += fmt::format("\\n{} MACs", n.macs);
     if (n.time_us >= 0) label += "\\n" + timeStr(n.time_us);
     if (!std::isnan(n.snr)) label += "\\nSNR " + snrStr(n.snr);
-    s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}];\n", n.id, label, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), n.io ? ", shape=ellipse" : "");
+    s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}{}];\n", n.id, label, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine),
+                     n.io ? ", shape=ellipse" : "", n.group > 0 ? fmt::format(", color=\"{}\", penwidth=2", groupColour(n.group)) : "");
   }
+  // A package's layers groups: one cluster each (the pipeline stages).
+  std::map<int, std::vector<std::string>> groups;
+  for (auto& n : g.nodes)
+    if (n.group > 0) groups[n.group].push_back(n.id);
+  for (auto& [gr, ids] : groups)
+    s += fmt::format("  subgraph cluster_group{} {{ label=\"group {}\"; color=\"{}\"; {}; }}\n", gr, gr, groupColour(gr), fmt::join(ids, "; "));
   for (auto [a, b] : g.edges) s += fmt::format("  {} -> {};\n", g.nodes[a].id, g.nodes[b].id);
   return s + "}\n";
 }
@@ -266,7 +306,7 @@ std::string html(const VGraph& g) {
   const double W = 230, H = 58, DX = 250, DY = 88, M = 20;
   int ranks = 0, slots = 0;
   for (auto& n : g.nodes) ranks = std::max(ranks, n.rank + 1), slots = std::max(slots, n.slot + 1);
-  const double width = M * 2 + slots * DX, height = M * 2 + ranks * DY;
+  const double width = M * 2 + slots * DX + 24, height = M * 2 + ranks * DY;  // (+24: room for the side edges)
   auto x = [&](const VNode& n) { return M + n.slot * DX; };
   auto y = [&](const VNode& n) { return M + n.rank * DY; };
   std::string svg = fmt::format("<svg id='graph' xmlns='http://www.w3.org/2000/svg' width='{:.0f}' height='{:.0f}' "
@@ -275,30 +315,43 @@ std::string html(const VGraph& g) {
                                 width, height);
   for (auto [a, b] : g.edges) {
     const VNode &p = g.nodes[a], &q = g.nodes[b];
-    const double x1 = x(p) + W / 2, y1 = y(p) + H, x2 = x(q) + W / 2, y2 = y(q);
+    double x1 = x(p) + W / 2, y1 = y(p) + H, x2 = x(q) + W / 2, y2 = y(q), c1 = x1, c2 = x2, d1 = y1 + DY / 2, d2 = y2 - DY / 2;
+    if (q.rank - p.rank > 1) {
+      // An edge past the ranks between (a skip connection): from the right side of one box to the right side of the
+      // other, bowing into the gap beside the column, so that it is not drawn under the boxes in between.
+      x1 = x(p) + W, y1 = y(p) + H / 2, x2 = x(q) + W, y2 = y(q) + H / 2;
+      c1 = c2 = std::max(x1, x2) + 22;
+      d1 = y1, d2 = y2;
+    }
     svg += fmt::format("<path d='M{:.1f},{:.1f} C{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}' fill='none' stroke='#666' "
-                       "marker-end='url(#arrow)'/>\n", x1, y1, x1, y1 + DY / 2, x2, y2 - DY / 2, x2, y2);
+                       "marker-end='url(#arrow)'/>\n", x1, y1, c1, d1, c2, d2, x2, y2);
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const VNode& n = g.nodes[i];
     std::string second = n.io ? n.shape : fmt::format("{} · {} · {}", n.kind, n.engine, n.shape);
+    if (n.group > 0) second += fmt::format(" · g{}", n.group);
+    std::string title = n.name;
+    if (!n.stream.empty() && n.stream != n.engine) title += fmt::format(" (in the package's {} stream)", n.stream);
     std::string third;
     if (n.macs > 0) third += fmt::format("{} MACs ", n.macs);
     if (n.time_us >= 0) third += timeStr(n.time_us) + " ";
     if (!std::isnan(n.snr)) third += "SNR " + snrStr(n.snr);
     const std::string nm = n.name.size() > 34 ? "…" + n.name.substr(n.name.size() - 33) : n.name;
     svg += fmt::format("<g class='node' data-i='{}'><title>{}</title><rect x='{:.0f}' y='{:.0f}' width='{:.0f}' height='{:.0f}' "
-                       "rx='{}' fill='{}' stroke='#555'/><text x='{:.0f}' y='{:.0f}'>{}</text><text x='{:.0f}' y='{:.0f}'>{}</text>"
+                       "rx='{}' fill='{}' stroke='{}' stroke-width='{}'/><text x='{:.0f}' y='{:.0f}'>{}</text><text x='{:.0f}' y='{:.0f}'>{}</text>"
                        "<text x='{:.0f}' y='{:.0f}'>{}</text></g>\n",
-                       i, htmlEscape(n.name), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), x(n) + 6, y(n) + 15, htmlEscape(nm), x(n) + 6,
+                       i, htmlEscape(title), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine),
+                       n.group > 0 ? groupColour(n.group) : "#555", n.group > 0 ? 3 : 1, x(n) + 6, y(n) + 15, htmlEscape(nm), x(n) + 6,
                        y(n) + 31, htmlEscape(second), x(n) + 6, y(n) + 47, htmlEscape(third));
   }
   svg += "</svg>\n";
   std::string data = "[";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const VNode& n = g.nodes[i];
-    data += fmt::format("{}{{\"name\":{},\"kind\":{},\"engine\":{},\"shape\":{},\"io\":{},\"macs\":{},\"time_us\":{},\"snr\":{}}}",
-                        i ? ",\n" : "", jsonStr(n.name), jsonStr(n.kind), jsonStr(n.engine), jsonStr(n.shape), n.io ? "true" : "false",
+    data += fmt::format("{}{{\"name\":{},\"kind\":{},\"engine\":{},\"stream\":{},\"group\":{},\"shape\":{},\"io\":{},\"macs\":{},"
+                        "\"time_us\":{},\"snr\":{}}}",
+                        i ? ",\n" : "", jsonStr(n.name), jsonStr(n.kind), jsonStr(n.engine), jsonStr(n.stream), n.group, jsonStr(n.shape),
+                        n.io ? "true" : "false",
                         n.macs, std::isfinite(n.time_us) ? fmt::format("{}", n.time_us) : std::string("-1"),
                         std::isnan(n.snr) ? std::string("null") : std::isinf(n.snr) ? std::string(n.snr > 0 ? "1e999" : "-1e999") : fmt::format("{}", n.snr));
   }
@@ -307,21 +360,23 @@ std::string html(const VGraph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const VNode& n = g.nodes[i];
     if (n.io) continue;
-    rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), htmlEscape(n.engine), n.shape, n.macs >= 0 ? std::to_string(n.macs) : "",
-                        timeStr(n.time_us), snrStr(n.snr));
+    rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), htmlEscape(n.engine),
+                        n.group > 0 ? std::to_string(n.group) : "", n.shape, n.macs >= 0 ? std::to_string(n.macs) : "", timeStr(n.time_us), snrStr(n.snr));
   }
   // The script reads the embedded data: the summary line and the click-to-highlight link between graph and table.
   const char* script = R"JS(
 const layers = JSON.parse(document.getElementById('data').textContent).filter(n => !n.io);
-const engines = {};
+const engines = {}, groups = {};
 let total = 0, worst = null;
 for (const n of layers) {
   engines[n.engine] = (engines[n.engine] || 0) + 1;
+  if (n.group > 0) groups[n.group] = (groups[n.group] || 0) + 1;
   if (n.time_us >= 0) total += n.time_us;
   if (n.snr !== null && (worst === null || n.snr < worst.snr)) worst = n;
 }
 let text = layers.length + ' layers (' + Object.keys(engines).sort().map(e => e + ': ' + engines[e]).join(', ') + ')';
+if (Object.keys(groups).length) text += '; layers groups ' + Object.keys(groups).map(g => g + ': ' + groups[g] + ' layers').join(', ');
 if (total > 0) text += '; estimated ' + total.toFixed(3) + ' us';
 if (worst) text += '; lowest SNR ' + worst.snr.toFixed(1) + ' dB at ' + worst.name;
 document.getElementById('summary').textContent = text;
@@ -333,16 +388,30 @@ for (const g of document.querySelectorAll('g.node')) {
   });
 }
 )JS";
+  // The legend: the engine kinds' colours, with the target's engines of each kind shown; the groups' outlines.
+  std::map<std::string, std::set<std::string>> named;  // kind -> engine names of that kind
+  std::set<int> groups;
+  for (auto& n : g.nodes) {
+    if (!n.kind_of_engine.empty()) named[n.kind_of_engine].insert(n.engine);
+    if (n.group > 0) groups.insert(n.group);
+  }
+  auto kindLabel = [&](const char* kind) {
+    auto it = named.find(kind);
+    return it == named.end() ? std::string(kind) : fmt::format("{} ({})", kind, htmlEscape(fmt::format("{}", fmt::join(it->second, ", "))));
+  };
+  std::string legend = fmt::format("<span style='background:{}'>{}</span><span style='background:{}'>{}</span><span style='background:{}'>"
+                                   "input / output</span><span style='background:{}'>other</span>",
+                                   colour("mac"), kindLabel("mac"), colour("vector"), kindLabel("vector"), colour("io"), colour("other"));
+  for (int gr : groups) legend += fmt::format("<span style='border:3px solid {}'>group {}</span>", groupColour(gr), gr);
   return fmt::format(
       "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>npuc view: {}</title><style>body{{font-family:sans-serif;margin:16px}}"
       "table{{border-collapse:collapse;margin-top:12px}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}tr.sel{{outline:2px solid #d62728}}"
       "g.node{{cursor:pointer}}.legend span{{padding:2px 8px;margin-right:6px;border:1px solid #999}}</style></head><body>\n"
-      "<h1>npuc view: {}</h1>\n<p>{}</p>\n<p id='summary'>(the summary needs JavaScript)</p>\n<p class='legend'><span style='background:{}'>mac</span>"
-      "<span style='background:{}'>vector</span><span style='background:{}'>input / output</span><span style='background:{}'>other</span></p>\n"
+      "<h1>npuc view: {}</h1>\n<p>{}</p>\n<p id='summary'>(the summary needs JavaScript)</p>\n<p class='legend'>{}</p>\n"
       "<div style='overflow:auto;max-height:70vh;border:1px solid #ddd'>\n{}</div>\n<table><tr><th>layer</th><th>kind</th><th>engine</th>"
-      "<th>shape</th><th>MACs</th><th>time</th><th>SNR</th></tr>\n{}</table>\n<script id='data' type='application/json'>{}</script>\n"
+      "<th>group</th><th>shape</th><th>MACs</th><th>time</th><th>SNR</th></tr>\n{}</table>\n<script id='data' type='application/json'>{}</script>\n"
       "<script>{}</script>\n</body></html>\n",
-      htmlEscape(g.title), htmlEscape(g.title), htmlEscape(g.source), colour("mac"), colour("vector"), colour("io"), colour("other"), svg, rows, data, script);
+      htmlEscape(g.title), htmlEscape(g.title), htmlEscape(g.source), legend, svg, rows, data, script);
 }
 
 }  // namespace
@@ -359,7 +428,7 @@ void addView(CLI::App& app, Action& run) {
   c->add_option("--name", o->name, "File name stem (default: the package's or model's name)");
   c->add_option("--on", o->on,
                 "For an ONNX model: optimize it for this target and colour each node by the engine the target puts it "
-                "on, with its estimated time (tidl, whose packages are not built yet, too)");
+                "on, with its estimated time (a target's engines without translating: tidl's eve and dsp too)");
   c->add_option("--compare", o->compare, "npuc compare's compare.csv: each layer's SNR on the graph and in the table");
   c->callback([o, &run] {
     run = [o] {

@@ -272,6 +272,104 @@ void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8
   });
 }
 
+namespace {
+
+/// OpenCV's area table along one axis (computeResizeAreaTab): (output index, source index, weight) in order.
+struct AreaTap {
+  int64_t d, s;
+  float alpha;
+};
+std::vector<AreaTap> areaTaps(int64_t in, int64_t out) {
+  std::vector<AreaTap> tab;
+  const double scale = 1.0 / (static_cast<double>(out) / static_cast<double>(in));
+  for (int64_t d = 0; d < out; ++d) {
+    const double fs1 = static_cast<double>(d) * scale, fs2 = fs1 + scale;
+    const double cell = std::min(scale, static_cast<double>(in) - fs1);
+    int64_t s1 = static_cast<int64_t>(std::ceil(fs1)), s2 = static_cast<int64_t>(std::floor(fs2));
+    s2 = std::min(s2, in - 1);
+    s1 = std::min(s1, s2);
+    if (static_cast<double>(s1) - fs1 > 1e-3) tab.push_back({d, s1 - 1, static_cast<float>((static_cast<double>(s1) - fs1) / cell)});
+    for (int64_t x = s1; x < s2; ++x) tab.push_back({d, x, static_cast<float>(1.0 / cell)});
+    if (fs2 - static_cast<double>(s2) > 1e-3)
+      tab.push_back({d, s2, static_cast<float>(std::min(std::min(fs2 - static_cast<double>(s2), 1.0), cell) / cell)});
+  }
+  return tab;
+}
+
+uint8_t roundSat8(float v) { return sat8(static_cast<int>(std::nearbyint(v))); }  // (cvRound: to nearest even)
+
+}  // namespace
+
+void resizeAreaHwc(const ResizeGeometry& g, const uint8_t* src, uint8_t* dst) {
+  checkResize(g);
+  const int64_t C = g.channels, IW = g.in_width, IH = g.in_height, OW = g.out_width, OH = g.out_height;
+  if (OH == 0 || OW == 0 || C == 0) return;
+  if (IH == 0 || IW == 0) fail(ErrorCode::kInvalidArgument, "resize: an empty picture cannot be resized to {}x{}", OW, OH);
+  const double sx = 1.0 / (static_cast<double>(OW) / static_cast<double>(IW)), sy = 1.0 / (static_cast<double>(OH) / static_cast<double>(IH));
+  if (sx < 1 || sy < 1) {  // enlarging: the linear fixed point on INTER_AREA's taps
+    const std::vector<Tap> tx = linearTaps(IW, OW, true, true), ty = linearTaps(IH, OH, false, true);
+    std::vector<int32_t> t0(static_cast<size_t>(OW * C)), t1(static_cast<size_t>(OW * C));
+    auto rowPass = [&](int64_t y, std::vector<int32_t>& t) {
+      const uint8_t* irow = src + y * IW * C;
+      for (int64_t x = 0; x < OW; ++x) {
+        const Tap& a = tx[static_cast<size_t>(x)];
+        for (int64_t c = 0; c < C; ++c) t[static_cast<size_t>(x * C + c)] = a.q0 * irow[a.i0 * C + c] + a.q1 * irow[a.i1 * C + c];
+      }
+    };
+    for (int64_t y = 0; y < OH; ++y) {
+      const Tap& b = ty[static_cast<size_t>(y)];
+      rowPass(b.i0, t0);
+      rowPass(b.i1, t1);
+      for (int64_t i = 0; i < OW * C; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        dst[y * OW * C + i] = sat8((((b.q0 * (t0[k] >> 4)) >> 16) + ((b.q1 * (t1[k] >> 4)) >> 16) + 2) >> 2);
+      }
+    }
+    return;
+  }
+  const int64_t kx = static_cast<int64_t>(std::lround(sx)), ky = static_cast<int64_t>(std::lround(sy));
+  if (std::abs(sx - static_cast<double>(kx)) < std::numeric_limits<double>::epsilon() &&
+      std::abs(sy - static_cast<double>(ky)) < std::numeric_limits<double>::epsilon()) {  // whole factors: block means
+    const float scale = 1.0f / static_cast<float>(kx * ky);
+    for (int64_t y = 0; y < OH; ++y)
+      for (int64_t x = 0; x < OW; ++x)
+        for (int64_t c = 0; c < C; ++c) {
+          int32_t sum = 0;
+          for (int64_t j = 0; j < ky; ++j)
+            for (int64_t i = 0; i < kx; ++i) sum += src[((y * ky + j) * IW + x * kx + i) * C + c];
+          dst[(y * OW + x) * C + c] = kx == 2 && ky == 2 ? static_cast<uint8_t>((sum + 2) >> 2) : roundSat8(static_cast<float>(sum) * scale);
+        }
+    return;
+  }
+  const std::vector<AreaTap> xt = areaTaps(IW, OW), yt = areaTaps(IH, OH);
+  std::vector<float> buf(static_cast<size_t>(OW * C)), sum(static_cast<size_t>(OW * C), 0.0f);
+  int64_t prev = yt.empty() ? 0 : yt[0].d;
+  auto put = [&](int64_t y) {
+    for (int64_t i = 0; i < OW * C; ++i) dst[y * OW * C + i] = roundSat8(sum[static_cast<size_t>(i)]);
+  };
+  for (const AreaTap& r : yt) {
+    const uint8_t* S = src + r.s * IW * C;
+    std::fill(buf.begin(), buf.end(), 0.0f);
+    for (const AreaTap& t : xt)
+      for (int64_t c = 0; c < C; ++c) {
+        float& b = buf[static_cast<size_t>(t.d * C + c)];
+        const float p = static_cast<float>(S[t.s * C + c]) * t.alpha;
+        b = b + p;
+      }
+    if (r.d != prev) {
+      put(prev);
+      for (size_t i = 0; i < buf.size(); ++i) sum[i] = r.alpha * buf[i];
+      prev = r.d;
+    } else {
+      for (size_t i = 0; i < buf.size(); ++i) {
+        const float p = r.alpha * buf[i];
+        sum[i] = sum[i] + p;
+      }
+    }
+  }
+  put(prev);
+}
+
 void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint16_t* src_fp16, uint16_t* dst_fp16,
                ThreadPool* pool) {
   checkResize(g);

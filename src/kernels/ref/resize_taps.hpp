@@ -15,14 +15,24 @@ struct Tap {
   int32_t q0 = 2048, q1 = 0;  // rne(w * 2048)
 };
 
-/// OpenCV's INTER_LINEAR taps along one axis (resize.cpp): clamp_weights for x, not for y.
-inline std::vector<Tap> linearTaps(int64_t in, int64_t out, bool clamp_weights) {
+/// OpenCV's INTER_LINEAR taps along one axis (resize.cpp): clamp_weights for x, not for y. `area`: the taps
+/// INTER_AREA takes where it enlarges (the same fixed point, another coordinate: s = floor(d * in / out), f the
+/// fractional part of (d + 1) - (s + 1) * out / in when that is positive, else 0).
+inline std::vector<Tap> linearTaps(int64_t in, int64_t out, bool clamp_weights, bool area = false) {
   std::vector<Tap> taps(static_cast<size_t>(out));
-  const double scale = 1.0 / (static_cast<double>(out) / static_cast<double>(in));
+  const double inv_scale = static_cast<double>(out) / static_cast<double>(in), scale = 1.0 / inv_scale;
   for (int64_t d = 0; d < out; ++d) {
-    float f = static_cast<float>((static_cast<double>(d) + 0.5) * scale - 0.5);
-    int64_t s = static_cast<int64_t>(std::floor(f));
-    f -= static_cast<float>(s);
+    float f;
+    int64_t s;
+    if (!area) {
+      f = static_cast<float>((static_cast<double>(d) + 0.5) * scale - 0.5);
+      s = static_cast<int64_t>(std::floor(f));
+      f -= static_cast<float>(s);
+    } else {
+      s = static_cast<int64_t>(std::floor(static_cast<double>(d) * scale));
+      f = static_cast<float>(static_cast<double>(d + 1) - static_cast<double>(s + 1) * inv_scale);
+      f = f <= 0.0f ? 0.0f : f - std::floor(f);
+    }
     if (clamp_weights) {
       if (s < 0) s = 0, f = 0.0f;
       if (s >= in - 1) s = in - 1, f = 0.0f;

@@ -265,7 +265,7 @@ def main():
         img[0, 0, 0], img[-1, -1, -1] = 0, 255
         save("resize_u8_%dx%dx%d_in" % (H, W, C), img)
         for oh, ow in outs:
-            for alg, interp in (("nearest", cv2.INTER_NEAREST), ("linear", cv2.INTER_LINEAR)):
+            for alg, interp in (("nearest", cv2.INTER_NEAREST), ("linear", cv2.INTER_LINEAR), ("area", cv2.INTER_AREA)):
                 o = cv2.resize(img, (ow, oh), interpolation=interp).reshape(oh, ow, C)
                 save("resize_u8_%dx%dx%d_%s_%dx%d" % (H, W, C, alg, oh, ow), o)
     # resize_hwc fp16: cv2 on the float32 widening, then one rounding to fp16.
@@ -305,6 +305,17 @@ def main():
         for axis_name, ax in axes.items():
             for mode, fn in (("max", np.argmax), ("min", np.argmin)):
                 save("arg_%s_%s_%s_out" % (layout, axis_name, mode), np.expand_dims(fn(arr, axis=ax), ax).astype(np.uint8))
+
+    # INTER_AREA (kernels::resizeAreaHwc, tidl-import's calibration pictures) on larger pictures: whole factors
+    # (3x, 2x3), fractional shrinking, a picture to 256x256 and 32x32 as TIDL's preProcType 0 and 3 do. (Its own
+    # generator, so that the files above stay as they were.)
+    arng = np.random.default_rng(20261127)
+    for (H, W, C), outs in {(60, 90, 3): [(20, 30), (30, 30), (17, 23), (59, 89), (256, 256), (32, 32)],
+                            (150, 200, 3): [(32, 32), (100, 100), (64, 96), (75, 100)]}.items():
+        img = arng.integers(0, 256, (H, W, C), dtype=np.uint8)
+        save("resize_u8_%dx%dx%d_in" % (H, W, C), img)
+        for oh, ow in outs:
+            save("resize_u8_%dx%dx%d_area_%dx%d" % (H, W, C, oh, ow), cv2.resize(img, (ow, oh), interpolation=cv2.INTER_AREA).reshape(oh, ow, C))
 
     # Exhaustive digests.
     yuy2, _, _, _ = exhaustive_yuy2()

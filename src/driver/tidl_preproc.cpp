@@ -1,0 +1,141 @@
+// TIDL's pre-processing of encoded calibration pictures (tidl-import, rawSampleInData = 0): the TIDL user guide's
+// table of preProcType 0..6 and 256 (§3.15.1.4.7, shared/seeds/001_*), with OpenCV's operations as the guide names
+// them — imread's BGR order, resize with INTER_AREA (kernels::resizeAreaHwc), crops as cv::Rect.
+#include "npuc/model.hpp"
+
+#include "kernels/prepost.hpp"
+#include "support/error.hpp"
+#include "support/file.hpp"
+
+#include <fmt/format.h>
+#include <stb/stb_image.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+
+namespace npuc {
+
+namespace {
+
+/// An 8-bit HWC picture.
+struct Picture {
+  int64_t h = 0, w = 0, c = 0;
+  std::vector<uint8_t> px;
+};
+
+/// Decoded as OpenCV's imread gives it: 3 channels in B, G, R order, or 1 (grey) for a 1-channel model.
+Picture decode(const std::filesystem::path& file, int64_t channels) {
+  std::vector<uint8_t> bytes = readFileBytes(file);
+  if (bytes.empty()) fail(ErrorCode::kInvalidInput, "{}: the file is empty", file.string());
+  if (bytes.size() > (1u << 30)) fail(ErrorCode::kInvalidInput, "{}: pictures larger than 1 GiB are not read", file.string());
+  int iw = 0, ih = 0, ch = 0;
+  if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &iw, &ih, &ch))
+    fail(ErrorCode::kInvalidInput, "{}: not a picture npuc can decode (JPEG, PNG, BMP, PGM/PPM, TGA: {})", file.string(),
+         stbi_failure_reason());
+  if (int64_t(iw) * ih > (int64_t(1) << 28)) fail(ErrorCode::kInvalidInput, "{}: {}x{} pixels is too large", file.string(), iw, ih);
+  const int want = channels == 1 ? 1 : 3;
+  std::unique_ptr<uint8_t, void (*)(void*)> px(stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &iw, &ih, &ch, want),
+                                               stbi_image_free);
+  if (!px) fail(ErrorCode::kInvalidInput, "{}: cannot decode the picture ({})", file.string(), stbi_failure_reason());
+  Picture p{ih, iw, want, std::vector<uint8_t>(px.get(), px.get() + static_cast<size_t>(iw) * ih * want)};
+  if (want == 3)
+    for (size_t i = 0; i < p.px.size(); i += 3) std::swap(p.px[i], p.px[i + 2]);  // RGB -> BGR
+  return p;
+}
+
+Picture resizeArea(const Picture& p, int64_t h, int64_t w) {
+  if (p.h == h && p.w == w) return p;
+  Picture o{h, w, p.c, std::vector<uint8_t>(static_cast<size_t>(h * w * p.c))};
+  kernels::ResizeGeometry g;
+  g.in_height = p.h;
+  g.in_width = p.w;
+  g.channels = p.c;
+  g.out_height = h;
+  g.out_width = w;
+  kernels::resizeAreaHwc(g, p.px.data(), o.px.data());
+  return o;
+}
+
+/// cv::Rect(x, y, w, h) of the picture; a window outside it is an error naming the picture and the step.
+Picture crop(const Picture& p, int64_t x, int64_t y, int64_t w, int64_t h, const std::filesystem::path& file, const char* step) {
+  if (x < 0 || y < 0 || w <= 0 || h <= 0 || x + w > p.w || y + h > p.h)
+    fail(ErrorCode::kInvalidInput, "{}: {}: the window ({}, {}, {}x{}) is not inside the {}x{} picture", file.string(), step, x, y, w, h,
+         p.w, p.h);
+  Picture o{h, w, p.c, std::vector<uint8_t>(static_cast<size_t>(h * w * p.c))};
+  for (int64_t r = 0; r < h; ++r)
+    std::memcpy(o.px.data() + r * w * p.c, p.px.data() + ((y + r) * p.w + x) * p.c, static_cast<size_t>(w * p.c));
+  return o;
+}
+
+void bgrToRgb(Picture& p) {
+  if (p.c == 3)
+    for (size_t i = 0; i < p.px.size(); i += 3) std::swap(p.px[i], p.px[i + 2]);
+}
+
+}  // namespace
+
+Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height, int64_t width,
+                             const std::vector<double>& in_mean, const std::vector<double>& in_scale) {
+  if (channels != 1 && channels != 3)
+    fail(ErrorCode::kInvalidArgument, "{}: TIDL's pre-processing makes 1- or 3-channel pictures; the model's input has {} channels",
+         picture.string(), channels);
+  if (height < 1 || width < 1) fail(ErrorCode::kInvalidArgument, "{}: the input's height and width must be known", picture.string());
+  Picture p = decode(picture, channels);
+  std::array<double, 3> sub{0, 0, 0}, mul{1, 1, 1}, div{1, 1, 1};
+  const int64_t H = height, W = width;
+  switch (pre_proc_type) {
+    case 0:  // Caffe-Jacinto: 256x256 INTER_AREA, then the centre H x W
+    case 1:  // Caffe: the same, then (104, 117, 123) subtracted per plane (B, G, R)
+      if (H > 256 || W > 256) fail(ErrorCode::kInvalidArgument, "{}: preProcType {} crops {}x{} from 256x256", picture.string(), pre_proc_type, W, H);
+      p = crop(resizeArea(p, 256, 256), 128 - W / 2, 128 - H / 2, W, H, picture, "preProcType's crop");
+      if (pre_proc_type == 1) sub = {104, 117, 123};
+      break;
+    case 2:  // TensorFlow: RGB, the centre 7/8 (the guide's (H/16, W/16, 7H/8, 7W/8) of the picture), INTER_AREA to H x W, - 128
+      bgrToRgb(p);
+      p = resizeArea(crop(p, p.w / 16, p.h / 16, 7 * p.w / 8, 7 * p.h / 8, picture, "preProcType 2's crop"), H, W);
+      sub = {128, 128, 128};
+      break;
+    case 3:  // CIFAR 10: RGB, 32x32 INTER_AREA, then the centre H x W
+      if (H > 32 || W > 32) fail(ErrorCode::kInvalidArgument, "{}: preProcType 3 crops {}x{} from 32x32", picture.string(), W, H);
+      bgrToRgb(p);
+      p = crop(resizeArea(p, 32, 32), 16 - W / 2, 16 - H / 2, W, H, picture, "preProcType 3's crop");
+      break;
+    case 4:  // JDetNet: the picture as it is
+      if (p.h != H || p.w != W)
+        fail(ErrorCode::kInvalidArgument, "{}: preProcType 4 does no pre-processing: the {}x{} picture must be the input's {}x{}",
+             picture.string(), p.w, p.h, W, H);
+      break;
+    case 5: {  // RGB, the top-left square (the guide's ROI (0, 0, H, W) of a square picture), INTER_AREA to H x W, - 128
+      bgrToRgb(p);
+      const int64_t side = std::min(p.h, p.w);
+      p = resizeArea(crop(p, 0, 0, side, side, picture, "preProcType 5's crop"), H, W);
+      sub = {128, 128, 128};
+      break;
+    }
+    case 6:  // ONNX: RGB, (v - mean) / std per plane (ImageNet's), resized to H x W where it differs (npuc's choice)
+      bgrToRgb(p);
+      p = resizeArea(p, H, W);
+      sub = {123.68, 116.28, 103.53};
+      div = {58.395, 57.12, 57.375};
+      break;
+    case 256:  // (v - inMean) * inScale per plane, in the decoded (B, G, R) order, resized where it differs
+      if (in_mean.size() != static_cast<size_t>(channels) || in_scale.size() != static_cast<size_t>(channels))
+        fail(ErrorCode::kInvalidArgument, "{}: preProcType 256 takes {} inMean and inScale values (one per channel)", picture.string(),
+             channels);
+      p = resizeArea(p, H, W);
+      for (size_t c = 0; c < static_cast<size_t>(channels); ++c) sub[c] = in_mean[c], mul[c] = in_scale[c];
+      break;
+    default:
+      fail(ErrorCode::kInvalidArgument, "preProcType {}: a configuration error in the guide's table (0..6 or 256)", pre_proc_type);
+  }
+  Tensor t(DType::kF32, {1, channels, H, W});
+  float* o = t.data<float>();
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < H * W; ++i)
+      o[c * H * W + i] = static_cast<float>((static_cast<double>(p.px[static_cast<size_t>(i * channels + c)]) - sub[static_cast<size_t>(c)]) *
+                                            mul[static_cast<size_t>(c)] / div[static_cast<size_t>(c)]);
+  return t;
+}
+
+}  // namespace npuc
