@@ -123,6 +123,7 @@ void benchConcurrent(const std::vector<std::string>& dirs, int threads, bool exa
 /// Times a package on the simulator: seeded random inputs (uniform; random bytes for uint8 frames) unless --input gives them.
 template <typename Opts>
 int benchPackage(const Opts& o) {
+  for (const std::string& d : o.with) Runtime check(d);  // (a bad --with package refused before any timing)
   double l0 = nowMs();
   Runtime rt(o.model, {o.threads, o.exact, o.profile});
   double l1 = nowMs();
@@ -201,12 +202,14 @@ int benchPackage(const Opts& o) {
     (void)pl.run(std::vector<std::vector<Tensor>>(static_cast<size_t>(o.runs), frame));
     const double per = pl.wallMs() / o.runs;
     std::string groups;
-    for (int g : pl.groups()) groups += (groups.empty() ? "" : ", ") + std::to_string(g);
-    fmt::print("\npipeline: {} stage{} (groups {}), {} frames: {:.3f} ms per frame ({:.1f} frames/s); one runtime: {:.3f} ms "
+    for (int g : pl.groups()) groups += (groups.empty() ? "groups " : ", ") + std::to_string(g);
+    if (pl.groups().size() == 1 && pl.groups()[0] == 0) groups = "the package has no layers groups";
+    fmt::print("\npipeline: {} stage{} ({}), {} frames: {:.3f} ms per frame ({:.1f} frames/s); one runtime: {:.3f} ms "
                "({:.1f} frames/s)\n", pl.groups().size(), pl.groups().size() == 1 ? "" : "s", groups, o.runs, per, 1000.0 / per,
                s.median, 1000.0 / s.median);
     for (size_t k = 0; k < pl.groups().size(); ++k)
-      fmt::print("  stage {} (group {}): {:.3f} ms per frame busy{}\n", k + 1, pl.groups()[k], pl.stageMs()[k],
+      fmt::print("  stage {} ({}): {:.3f} ms per frame busy{}\n", k + 1,
+                 pl.groups()[k] ? fmt::format("group {}", pl.groups()[k]) : std::string("all layers"), pl.stageMs()[k],
                  k == 0 ? std::string() : fmt::format(", {} bytes handed in per frame", pl.handoffBytes()[k]));
   }
   return 0;
