@@ -238,14 +238,16 @@ std::vector<TargetInfo> listTargets();
 TargetInfo targetInfo(const std::string& name);
 
 /// TIDL's pre-processing of an encoded calibration picture (`tidl-import` with rawSampleInData = 0; the TIDL guide's
-/// preProcType table, §3.15.1.4.7): the picture decoded as OpenCV's imread gives it (B, G, R; grey for a 1-channel
-/// input), then, for the input's height H and width W (docs/cli.md, tidl-import):
+/// preProcType table, §3.15.1.4.7, read as TI's import tool does where it is terse): the picture decoded as OpenCV's
+/// imread gives it (B, G, R), then, for the input's height H and width W (docs/cli.md, tidl-import):
 ///   0 resize to 256x256 (INTER_AREA: kernels::resizeAreaHwc), the centre H x W;  1 the same, (104, 117, 123) subtracted;
-///   2 RGB, the centre 7/8, resized to H x W, 128 subtracted;  3 RGB, resized to 32x32, the centre H x W;
-///   4 none (the picture must be H x W);  5 RGB, the top-left square, resized to H x W, 128 subtracted;
+///   2 RGB, the centred 7/8, resized to H x W, 128 subtracted;  3 RGB, resized to 32x32, the centre H x W;
+///   4 resized to H x W;  5 RGB, resized to H x W, 128 subtracted;
 ///   6 RGB, resized to H x W where it differs, (v - (123.68, 116.28, 103.53)) / (58.395, 57.12, 57.375);
 ///   256 resized where it differs, (v - in_mean[c]) * in_scale[c] (B, G, R).
-/// Returns the [1, channels, H, W] float32 sample. Errors name the picture and the rule.
+/// 1, 2 and 5 clamp the difference to [-128, 127] (TIDL's signed 8-bit input); a 1-channel input takes the first
+/// plane. Returns the [1, channels, H, W] float32 sample. A picture that cannot be read or decoded is an Error of
+/// kInvalidInput or kIo, one the rule cannot take (a crop larger than its frame) of kInvalidArgument; both name it.
 Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height, int64_t width,
                              const std::vector<double>& in_mean = {}, const std::vector<double>& in_scale = {});
 /// The supported-operator page of a target (Markdown).

@@ -1,6 +1,8 @@
 // TIDL's pre-processing of encoded calibration pictures (tidl-import, rawSampleInData = 0): the TIDL user guide's
 // table of preProcType 0..6 and 256 (§3.15.1.4.7, shared/seeds/001_*), with OpenCV's operations as the guide names
-// them — imread's BGR order, resize with INTER_AREA (kernels::resizeAreaHwc), crops as cv::Rect.
+// them — imread's BGR order, resize with INTER_AREA (kernels::resizeAreaHwc), crops as cv::Rect — and, where the
+// table is terse, as TI's own import tool reads it (its image reader: centred crops, the mean subtracted and clamped
+// to the 8-bit input's [-128, 127], a 1-channel input's first plane).
 #include "npuc/model.hpp"
 
 #include "kernels/prepost.hpp"
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 #include <stb/stb_image.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -24,8 +27,8 @@ struct Picture {
   std::vector<uint8_t> px;
 };
 
-/// Decoded as OpenCV's imread gives it: 3 channels in B, G, R order, or 1 (grey) for a 1-channel model.
-Picture decode(const std::filesystem::path& file, int64_t channels) {
+/// Decoded as OpenCV's imread (IMREAD_COLOR) gives it: 3 channels in B, G, R order.
+Picture decode(const std::filesystem::path& file) {
   std::vector<uint8_t> bytes = readFileBytes(file);
   if (bytes.empty()) fail(ErrorCode::kInvalidInput, "{}: the file is empty", file.string());
   if (bytes.size() > (1u << 30)) fail(ErrorCode::kInvalidInput, "{}: pictures larger than 1 GiB are not read", file.string());
@@ -34,13 +37,12 @@ Picture decode(const std::filesystem::path& file, int64_t channels) {
     fail(ErrorCode::kInvalidInput, "{}: not a picture npuc can decode (JPEG, PNG, BMP, PGM/PPM, TGA: {})", file.string(),
          stbi_failure_reason());
   if (int64_t(iw) * ih > (int64_t(1) << 28)) fail(ErrorCode::kInvalidInput, "{}: {}x{} pixels is too large", file.string(), iw, ih);
-  const int want = channels == 1 ? 1 : 3;
+  const int want = 3;
   std::unique_ptr<uint8_t, void (*)(void*)> px(stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &iw, &ih, &ch, want),
                                                stbi_image_free);
   if (!px) fail(ErrorCode::kInvalidInput, "{}: cannot decode the picture ({})", file.string(), stbi_failure_reason());
   Picture p{ih, iw, want, std::vector<uint8_t>(px.get(), px.get() + static_cast<size_t>(iw) * ih * want)};
-  if (want == 3)
-    for (size_t i = 0; i < p.px.size(); i += 3) std::swap(p.px[i], p.px[i + 2]);  // RGB -> BGR
+  for (size_t i = 0; i < p.px.size(); i += 3) std::swap(p.px[i], p.px[i + 2]);  // RGB -> BGR
   return p;
 }
 
@@ -81,38 +83,39 @@ Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_
     fail(ErrorCode::kInvalidArgument, "{}: TIDL's pre-processing makes 1- or 3-channel pictures; the model's input has {} channels",
          picture.string(), channels);
   if (height < 1 || width < 1) fail(ErrorCode::kInvalidArgument, "{}: the input's height and width must be known", picture.string());
-  Picture p = decode(picture, channels);
+  Picture p = decode(picture);
   std::array<double, 3> sub{0, 0, 0}, mul{1, 1, 1}, div{1, 1, 1};
+  bool clamp8 = false;  // the mean subtracted into TIDL's signed 8-bit input: [-128, 127]
   const int64_t H = height, W = width;
   switch (pre_proc_type) {
     case 0:  // Caffe-Jacinto: 256x256 INTER_AREA, then the centre H x W
     case 1:  // Caffe: the same, then (104, 117, 123) subtracted per plane (B, G, R)
       if (H > 256 || W > 256) fail(ErrorCode::kInvalidArgument, "{}: preProcType {} crops {}x{} from 256x256", picture.string(), pre_proc_type, W, H);
       p = crop(resizeArea(p, 256, 256), 128 - W / 2, 128 - H / 2, W, H, picture, "preProcType's crop");
-      if (pre_proc_type == 1) sub = {104, 117, 123};
+      if (pre_proc_type == 1) sub = {104, 117, 123}, clamp8 = true;
       break;
-    case 2:  // TensorFlow: RGB, the centre 7/8 (the guide's (H/16, W/16, 7H/8, 7W/8) of the picture), INTER_AREA to H x W, - 128
+    case 2: {  // TensorFlow: RGB, the centred 7/8 of the picture, INTER_AREA to H x W, - 128
       bgrToRgb(p);
-      p = resizeArea(crop(p, p.w / 16, p.h / 16, 7 * p.w / 8, 7 * p.h / 8, picture, "preProcType 2's crop"), H, W);
+      const int64_t cw = 7 * p.w / 8, chh = 7 * p.h / 8;  // (floor(0.875 * size), exact in float as TI computes it)
+      p = resizeArea(crop(p, p.w / 2 - cw / 2, p.h / 2 - chh / 2, cw, chh, picture, "preProcType 2's crop"), H, W);
       sub = {128, 128, 128};
+      clamp8 = true;
       break;
+    }
     case 3:  // CIFAR 10: RGB, 32x32 INTER_AREA, then the centre H x W
       if (H > 32 || W > 32) fail(ErrorCode::kInvalidArgument, "{}: preProcType 3 crops {}x{} from 32x32", picture.string(), W, H);
       bgrToRgb(p);
       p = crop(resizeArea(p, 32, 32), 16 - W / 2, 16 - H / 2, W, H, picture, "preProcType 3's crop");
       break;
-    case 4:  // JDetNet: the picture as it is
-      if (p.h != H || p.w != W)
-        fail(ErrorCode::kInvalidArgument, "{}: preProcType 4 does no pre-processing: the {}x{} picture must be the input's {}x{}",
-             picture.string(), p.w, p.h, W, H);
+    case 4:  // JDetNet: no pre-processing beyond the picture brought to H x W (INTER_AREA), B, G, R
+      p = resizeArea(p, H, W);
       break;
-    case 5: {  // RGB, the top-left square (the guide's ROI (0, 0, H, W) of a square picture), INTER_AREA to H x W, - 128
+    case 5:  // RGB, the whole picture (the guide's ROI (0, 0, H, W)) to H x W, - 128
       bgrToRgb(p);
-      const int64_t side = std::min(p.h, p.w);
-      p = resizeArea(crop(p, 0, 0, side, side, picture, "preProcType 5's crop"), H, W);
+      p = resizeArea(p, H, W);
       sub = {128, 128, 128};
+      clamp8 = true;
       break;
-    }
     case 6:  // ONNX: RGB, (v - mean) / std per plane (ImageNet's), resized to H x W where it differs (npuc's choice)
       bgrToRgb(p);
       p = resizeArea(p, H, W);
@@ -129,12 +132,15 @@ Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_
     default:
       fail(ErrorCode::kInvalidArgument, "preProcType {}: a configuration error in the guide's table (0..6 or 256)", pre_proc_type);
   }
+  // A 1-channel input takes the first plane of the result (B, or R after the RGB swap), as TIDL's reader does.
   Tensor t(DType::kF32, {1, channels, H, W});
   float* o = t.data<float>();
   for (int64_t c = 0; c < channels; ++c)
-    for (int64_t i = 0; i < H * W; ++i)
-      o[c * H * W + i] = static_cast<float>((static_cast<double>(p.px[static_cast<size_t>(i * channels + c)]) - sub[static_cast<size_t>(c)]) *
-                                            mul[static_cast<size_t>(c)] / div[static_cast<size_t>(c)]);
+    for (int64_t i = 0; i < H * W; ++i) {
+      double v = static_cast<double>(p.px[static_cast<size_t>(i * p.c + c)]) - sub[static_cast<size_t>(c)];
+      if (clamp8) v = std::clamp(v, -128.0, 127.0);
+      o[c * H * W + i] = static_cast<float>(v * mul[static_cast<size_t>(c)] / div[static_cast<size_t>(c)]);
+    }
   return t;
 }
 

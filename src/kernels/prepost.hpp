@@ -132,8 +132,8 @@ struct ResizeGeometry {
 void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool);
 /// uint8 HWC resize as cv2.resize's INTER_AREA (OpenCV 4.6, resize.cpp), for pictures on the host (tidl-import's
 /// calibration pictures; no package layer uses it, so there is no fast variant):
-///  - shrinking both axes by whole factors kx, ky: each block's sum; 2x2 (sum + 2) >> 2, else sum * (1.f / (kx * ky))
-///    rounded to nearest even;
+///  - shrinking both axes by whole factors kx, ky: each block's sum; 2x2 with 1, 3 or 4 channels (sum + 2) >> 2 (OpenCV's
+///    vector path), else sum * (1.f / (kx * ky)) rounded to nearest even;
 ///  - shrinking both axes otherwise: OpenCV's area table per axis (a source pixel's share of the output pixel's
 ///    extent, float32) and its order of sums: per source row, buf[x] += S * alpha over the x table; per output row,
 ///    sum = Σ beta * buf in row order; the float sum rounded to nearest even;

@@ -174,14 +174,17 @@ std::string OutputDir::whyNotReplaceable(const fs::path& dir) {
 OutputDir::OutputDir(fs::path root, std::string name, const char* what) : root_(std::move(root)), name_(std::move(name)) {
   checkPlainName(name_, what);
   if (root_.empty()) root_ = ".";
-  // (the folders this creates, deepest first: removed again, when still empty, by a run that fails)
-  std::error_code st;
-  for (fs::path p = root_; !p.empty() && !fs::exists(fs::symlink_status(p, st)); p = p.parent_path()) {
-    created_.push_back(p);
-    if (p == p.parent_path()) break;
-  }
-  makeFolder(root_, "output folder");
   try {
+    // `root` made one component at a time, each folder this run made recorded (deepest first), so that a run that
+    // fails removes them again when they are still empty — and never a folder that was there before (a path
+    // through "..", a symbolic link, a folder another run made at the same moment).
+    fs::path p;
+    for (const fs::path& part : root_) {
+      p /= part;
+      std::error_code ec;
+      if (fs::create_directory(p, ec) && !ec) created_.insert(created_.begin(), p);
+    }
+    makeFolder(root_, "output folder");  // (what could not be made: its error)
     open();
   } catch (...) {
     std::error_code ec;

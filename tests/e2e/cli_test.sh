@@ -312,6 +312,11 @@ expect_error 2 "mid0.txt:$(wc -l <"$tmp/ti/mid0.txt"): layersGroupId: value 5 of
 sed -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/fresh/sub/x.bin\"|" "$tmp/ti/split6.txt" >"$tmp/ti/fresh.txt"
 expect_error 2 "as manifest.json lists them: 0 input/p2_quantize, 1 /features/features.0/Conv" -- "$npuc" tidl-import "$tmp/ti/fresh.txt"
 [ ! -e "$tmp/ti/fresh" ] && ok "a failed tidl-import leaves no folder behind" || bad "a failed tidl-import left $(find "$tmp/ti/fresh")"
+# … but never removes a folder that was there before, even an empty one reached through "..".
+mkdir -p "$tmp/ti/victim"
+"$npuc" translate p -onnx "$digits" --target generic --layer-group nosuch=2 --out "$tmp/ti/new/../victim" >/dev/null 2>&1
+[ -d "$tmp/ti/victim" ] && [ ! -e "$tmp/ti/new" ] && ok "a failed run keeps the folders that were there (a path through ..)" ||
+  bad "a failed run with --out new/../victim: victim $( [ -d "$tmp/ti/victim" ] && echo kept || echo removed), new $( [ -e "$tmp/ti/new" ] && echo left || echo removed)"
 # The package view: each layer on its group's engine (TIDL: group 1 EVE, group 2 DSP), the groups as .dot clusters.
 if "$npuc" view "$tmp/ti/out/tidl_net_digits" -o "$tmp/ti/view" >/dev/null &&
    grep -q '"engine":"eve","stream":"mac","group":1' "$tmp/ti/view/tidl_net_digits.html" &&
@@ -363,7 +368,7 @@ tidl_bad 's|^inputNetFile .*|inputNetFile = "a.onnx"x|' "inputNetFile: text afte
 tidl_bad 's|^outputNetFile .*|outputNetFile = "sub/"|' "outputNetFile: \"sub/\" names a folder: give a file name"
 tidl_bad '/^inputNetFile/d' ".txt: inputNetFile: is required"
 tidl_bad 's|^sampleInData .*|sampleInData = "missing.raw"|' "sampleInData: \"missing.raw\" does not exist"
-tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 7|' "preProcType: 7 is a configuration error in the guide's table"
+tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 7|;s|^rawSampleInData .*|rawSampleInData = 0|' "preProcType: 7 is a configuration error in the guide's table"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\npreProcType = 300|' "preProcType: 300 is outside the guide's range [0, 256]"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nrawSampleInData2 = 1|' "rawSampleInData2: unknown key"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninNumChannels = 2000|' "inNumChannels: 2000 is outside the guide's range [1, 1024]"
@@ -403,8 +408,11 @@ if "$npuc" tidl-import "$tmp/ti/pic.txt" >"$tmp/ti/pic.out" && grep -q "0: encod
    "$npuc" tidl-import "$tmp/ti/pics_cfg.txt" >"$tmp/ti/pics.out"; then
   ok "tidl-import: encoded pictures (one, or a .txt list) pre-processed as preProcType calibrate the package"
 else bad "tidl-import with pictures: $(cat "$tmp/ti/pic.out" "$tmp/ti/pics.out")"; fi
-sed -e 's|^preProcType .*|preProcType = 4|' "$tmp/ti/pic.txt" >"$tmp/ti/pic4.txt"
-expect_error 2 "pic4.txt:$(grep -n '^preProcType' "$tmp/ti/pic4.txt" | cut -d: -f1): preProcType: $img: preProcType 4 does no pre-processing: the 64x48 picture must be the input's 8x8" -- "$npuc" tidl-import "$tmp/ti/pic4.txt"
+sed -e 's|^preProcType .*|preProcType = 256\ninMean = 1 2\ninScale = 1 2|' "$tmp/ti/pic.txt" >"$tmp/ti/pic256.txt"
+expect_error 2 "pic256.txt:$(grep -n '^preProcType' "$tmp/ti/pic256.txt" | cut -d: -f1): preProcType: $img: preProcType 256 takes 1 inMean and inScale values (one per channel)" -- "$npuc" tidl-import "$tmp/ti/pic256.txt"
+printf 'nowhere.png\n' >"$tmp/ti/missing.txt"
+sed -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/missing.txt\"|" "$tmp/ti/pic.txt" >"$tmp/ti/picmiss.txt"
+expect_error 2 "picmiss.txt:$(grep -n '^sampleInData' "$tmp/ti/picmiss.txt" | cut -d: -f1): sampleInData: $tmp/ti/nowhere.png" -- "$npuc" tidl-import "$tmp/ti/picmiss.txt"
 sed -e 's|^numSampleInData .*|numSampleInData = 3|' "$tmp/ti/pics_cfg.txt" >"$tmp/ti/pics3.txt"
 expect_error 2 "sampleInData: \"$tmp/ti/pics.txt\" lists 2 picture(s); numSampleInData is 3" -- "$npuc" tidl-import "$tmp/ti/pics3.txt"
 grep -v '^rawSampleInData' "$tmp/ti/ok.txt" | sed -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/frames.raw\"|" >"$tmp/ti/noraw.txt"

@@ -178,11 +178,20 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
   const std::string name = m.inputs()[0].name;
   Shape s = t.input_shapes.count(name) ? t.input_shapes.at(name) : m.inputs()[0].shape;
   if (fs::path(e.raw).extension() == ".npy") {
+    Tensor x;
     try {
-      return {{name, {readNpyFile(e.raw)}}};
+      x = readNpyFile(e.raw);
     } catch (const Error& err) {
       bad(cfg, e.line, "sampleInData", err.what());
     }
+    // (samples stacked on the first axis: the other dimensions are the input's, when it has static ones)
+    const Shape& xs = x.shape();
+    bool fits = xs.size() == s.size() && !xs.empty();
+    for (size_t i = 1; fits && i < s.size(); ++i) fits = s[i] < 1 || xs[i] == s[i];
+    if (!fits)
+      bad(cfg, e.line, "sampleInData", fmt::format("\"{}\" holds {} samples; the model's input '{}' is {}{}", e.raw, shapeStr(xs), name,
+                                                   shapeStr(s), t.input_shapes.empty() ? "" : " (as inWidth / inHeight / inNumChannels set it)"));
+    return {{name, {std::move(x)}}};
   }
   if (s.size() != 4 || s[1] < 1 || s[2] < 1 || s[3] < 1)
     bad(cfg, e.line, "sampleInData", fmt::format("the model's input {} is not a static [N, C, H, W] (set inWidth / inHeight / inNumChannels)", shapeStr(s)));
@@ -194,7 +203,9 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
       std::ifstream list(e.raw);
       std::string l;
       while (pictures.size() < static_cast<size_t>(count) && std::getline(list, l)) {
+        if (pictures.empty() && l.rfind("\xEF\xBB\xBF", 0) == 0) l.erase(0, 3);  // (a byte-order mark)
         while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
+        l.erase(0, std::min(l.size(), l.find_first_not_of(" \t")));
         if (l.empty() || l[0] == '#') continue;
         fs::path f(l);
         pictures.push_back(f.is_absolute() ? f : fs::path(e.raw).parent_path() / f);
@@ -219,7 +230,9 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
         Tensor one = tidlPreprocessPicture(pictures[static_cast<size_t>(i)], pre, s[1], s[2], s[3], mean, scale);
         std::memcpy(x.data<float>() + i * frame, one.data<float>(), static_cast<size_t>(frame) * sizeof(float));
       } catch (const Error& err) {
-        bad(cfg, at, pre == 0 && !cfg.keys.count("preProcType") ? "sampleInData" : "preProcType",
+        // (what the rule cannot take is preProcType's; a picture that cannot be read or decoded, sampleInData's)
+        if (err.code() == ErrorCode::kInvalidArgument && cfg.keys.count("preProcType")) bad(cfg, at, "preProcType", err.what());
+        bad(cfg, e.line, "sampleInData",
             std::string(err.what()) + (cfg.keys.count("rawSampleInData") ? "" : " (rawSampleInData is 0, the guide's default: encoded pictures; "
                                                                                "set rawSampleInData = 1 for raw frames)"));
       }
@@ -279,7 +292,7 @@ void addTidlImport(CLI::App& app, Action& run) {
       if (num("quantizationStyle", 1) == 0)
         bad(cfg, line("quantizationStyle"), "quantizationStyle", "0 (fixed quantization by the training framework) is not "
             "supported: the guide says only dynamic quantization (1) is");
-      if (num("preProcType", 0) > 6 && num("preProcType", 0) != 256)
+      if (num("preProcType", 0) > 6 && num("preProcType", 0) != 256 && num("rawSampleInData", 0) == 0)  // (raw data: ignored)
         bad(cfg, line("preProcType"), "preProcType", fmt::format("{} is a configuration error in the guide's table (0..6 or 256)", num("preProcType", 0)));
       if (num("preProcType", 0) == 256 && num("rawSampleInData", 0) == 0 && (!has("inMean") || !has("inScale")))
         bad(cfg, line("preProcType"), "preProcType", "256 takes inMean and inScale from the configuration: both must be set");
@@ -326,7 +339,7 @@ void addTidlImport(CLI::App& app, Action& run) {
         if (has("inNumChannels")) s[1] = static_cast<int64_t>(num("inNumChannels", 0));
         if (has("inHeight")) s[2] = static_cast<int64_t>(num("inHeight", 0));
         if (has("inWidth")) s[3] = static_cast<int64_t>(num("inWidth", 0));
-        t.input_shapes[m.inputs()[0].name] = s;
+        if (s != m.inputs()[0].shape) t.input_shapes[m.inputs()[0].name] = s;  // (the same shape: nothing to set, or to blame)
       }
       // What npuc does with each key.
       std::string plan = fmt::format("{}: TIDL import configuration -> npuc translate {} -onnx {} --target {}{}\n", cfg.file, t.prefix,
@@ -379,9 +392,12 @@ void addTidlImport(CLI::App& app, Action& run) {
       say("rawSampleInData", raw ? "1: raw 8-bit frames" : "0: encoded pictures (JPEG, PNG, …), decoded here and pre-processed as preProcType");
       say("preProcType", raw ? "ignored: raw samples are not pre-processed (the guide's rawSampleInData = 1 row)"
                              : "the encoded pictures' pre-processing (the guide's table; docs/cli.md)");
+      const bool pictures = !raw && has("sampleInData") && fs::path(cfg.keys.at("sampleInData").raw).extension() != ".npy";
       for (const char* k : {"inMean", "inScale"})
-        say(k, "applied to raw calibration frames, (v - inMean) * inScale, when both are set (npuc's use: the model's "
-               "input is float)");
+        say(k, pictures ? (num("preProcType", 0) == 256 ? "preProcType 256: (v - inMean) * inScale per plane"
+                                                        : "ignored: preProcType is not 256")
+                        : "applied to raw calibration frames, (v - inMean) * inScale, when both are set (npuc's use: the model's "
+                          "input is float)");
       say("randParams", num("randParams", 0) == 0 ? "0: the model's own parameters" : "ignored: npuc quantizes the model's own parameters (no random ones)");
       // layersGroupId: TIDL's input and output data layers are group 0, the first and the last value; the others list
       // one group per layer, in program order — the package's layers (manifest.json's, with its quantize / dequantize
@@ -439,7 +455,7 @@ void addTidlImport(CLI::App& app, Action& run) {
             bad(cfg, line("outputNetFile"), "outputNetFile", what.substr(0, at) + "choose another outputNetFile");
           // (a model input the size keys made wrong)
           for (const char* k : {"inNumChannels", "inHeight", "inWidth"})
-            if (has(k) && (what.find("shape") != std::string::npos || what.find("channels") != std::string::npos))
+            if (has(k) && !t.input_shapes.empty() && (what.find("shape") != std::string::npos || what.find("channels") != std::string::npos))
               bad(cfg, line(k), k, what + " — inWidth / inHeight / inNumChannels set the model's input to 1 x C x H x W");
           throw;
         }

@@ -330,14 +330,16 @@ void resizeAreaHwc(const ResizeGeometry& g, const uint8_t* src, uint8_t* dst) {
   const int64_t kx = static_cast<int64_t>(std::lround(sx)), ky = static_cast<int64_t>(std::lround(sy));
   if (std::abs(sx - static_cast<double>(kx)) < std::numeric_limits<double>::epsilon() &&
       std::abs(sy - static_cast<double>(ky)) < std::numeric_limits<double>::epsilon()) {  // whole factors: block means
+    // (OpenCV's vector path for 2x2 blocks of 1, 3 or 4 channels rounds half up; its scalar code, to nearest even)
+    const bool half_up = kx == 2 && ky == 2 && (C == 1 || C == 3 || C == 4);
     const float scale = 1.0f / static_cast<float>(kx * ky);
     for (int64_t y = 0; y < OH; ++y)
       for (int64_t x = 0; x < OW; ++x)
         for (int64_t c = 0; c < C; ++c) {
-          int32_t sum = 0;
+          int64_t sum = 0;
           for (int64_t j = 0; j < ky; ++j)
             for (int64_t i = 0; i < kx; ++i) sum += src[((y * ky + j) * IW + x * kx + i) * C + c];
-          dst[(y * OW + x) * C + c] = kx == 2 && ky == 2 ? static_cast<uint8_t>((sum + 2) >> 2) : roundSat8(static_cast<float>(sum) * scale);
+          dst[(y * OW + x) * C + c] = half_up ? static_cast<uint8_t>((sum + 2) >> 2) : roundSat8(static_cast<float>(sum) * scale);
         }
     return;
   }
