@@ -10,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <set>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -189,6 +190,7 @@ TEST(OutputDir, AKilledRunNeverLeavesTheFolderMissingOrPartial) {
     pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {  // republishes the folder as fast as it can until killed
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // (and dies with the test, should it stop on a failed assertion)
       try {
         for (;;) {
           OutputDir out(root, "p");
@@ -199,6 +201,12 @@ TEST(OutputDir, AKilledRunNeverLeavesTheFolderMissingOrPartial) {
       }
       ::_exit(1);
     }
+    struct Reap {  // a failed ASSERT returns early: the child is killed all the same, so that ctest is not left waiting
+      pid_t pid;
+      ~Reap() {
+        if (pid > 0) ::kill(pid, SIGKILL), ::waitpid(pid, nullptr, 0);
+      }
+    } reap{child};
     for (int look = 0; look < 200; ++look) {
       std::error_code ec;
       size_t n = 0;
@@ -209,6 +217,7 @@ TEST(OutputDir, AKilledRunNeverLeavesTheFolderMissingOrPartial) {
     ::usleep(static_cast<useconds_t>(1000 * (round + 1)));
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
+    reap.pid = 0;
     EXPECT_EQ(listing(root / "p").size(), want);
   }
   OutputDir next(root, "p");  // cleans what the killed runs left
