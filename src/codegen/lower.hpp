@@ -68,6 +68,10 @@ struct PackageGap {
 /// rules, so whatever it passes, translate packages.
 std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t);
 
+/// Reshape, Flatten, Squeeze, Unsqueeze, Identity: the same bytes under another shape, lowered as an alias of the
+/// input (no descriptor) unless the result is a graph output.
+bool isViewOp(const ir::Node& n);
+
 /// (space, contents of PREFIX_tbl_addr_<space>.txt) for data, data_in, data_out, drp_config, weight, work and
 /// merge (every space); then PREFIX_data_{in,out}_list.txt contents.
 std::vector<std::pair<std::string, std::string>> tblAddrTexts(const Lowered& l);

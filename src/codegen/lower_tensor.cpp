@@ -346,3 +346,11 @@ void registerTensorLowerings(LowerTable& t) {
 }
 
 }  // namespace npuc::codegen::detail
+
+namespace npuc::codegen {
+
+bool isViewOp(const ir::Node& n) {
+  return n.domain.empty() && (n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" || n.op == "Identity");
+}
+
+}  // namespace npuc::codegen

@@ -293,8 +293,7 @@ class Lowerer {
     auto it = uses_.find(v);
     if (it == uses_.end() || it->second.size() != 1) return nullptr;
     const ir::Node& c = g_.node(it->second[0].first);
-    if (!c.domain.empty() || c.outputs.size() != 1 || !is_output_.count(c.outputs[0])) return nullptr;
-    if (c.op != "Identity" && c.op != "Reshape" && c.op != "Flatten" && c.op != "Squeeze" && c.op != "Unsqueeze") return nullptr;
+    if (!isViewOp(c) || c.outputs.size() != 1 || !is_output_.count(c.outputs[0])) return nullptr;
     const ir::Value &a = g_.value(v), &b = g_.value(c.outputs[0]);
     if (a.type.shape != b.type.shape || storageType(n, a) != storageType(c, b)) return nullptr;
     return &c;

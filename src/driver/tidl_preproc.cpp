@@ -27,6 +27,12 @@ struct Picture {
   std::vector<uint8_t> px;
 };
 
+/// B, G, R <-> R, G, B.
+void swapRedBlue(Picture& p) {
+  if (p.c == 3)
+    for (size_t i = 0; i < p.px.size(); i += 3) std::swap(p.px[i], p.px[i + 2]);
+}
+
 /// Decoded as OpenCV's imread (IMREAD_COLOR) gives it: 3 channels in B, G, R order.
 Picture decode(const std::filesystem::path& file) {
   std::vector<uint8_t> bytes = readFileBytes(file);
@@ -42,7 +48,7 @@ Picture decode(const std::filesystem::path& file) {
                                                stbi_image_free);
   if (!px) fail(ErrorCode::kInvalidInput, "{}: cannot decode the picture ({})", file.string(), stbi_failure_reason());
   Picture p{ih, iw, want, std::vector<uint8_t>(px.get(), px.get() + static_cast<size_t>(iw) * ih * want)};
-  for (size_t i = 0; i < p.px.size(); i += 3) std::swap(p.px[i], p.px[i + 2]);  // RGB -> BGR
+  swapRedBlue(p);  // (stb gives R, G, B)
   return p;
 }
 
@@ -70,11 +76,6 @@ Picture crop(const Picture& p, int64_t x, int64_t y, int64_t w, int64_t h, const
   return o;
 }
 
-void bgrToRgb(Picture& p) {
-  if (p.c == 3)
-    for (size_t i = 0; i < p.px.size(); i += 3) std::swap(p.px[i], p.px[i + 2]);
-}
-
 }  // namespace
 
 Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height, int64_t width,
@@ -95,7 +96,7 @@ Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_
       if (pre_proc_type == 1) sub = {104, 117, 123}, clamp8 = true;
       break;
     case 2: {  // TensorFlow: RGB, the centred 7/8 of the picture, INTER_AREA to H x W, - 128
-      bgrToRgb(p);
+      swapRedBlue(p);
       const int64_t cw = 7 * p.w / 8, chh = 7 * p.h / 8;  // (floor(0.875 * size), exact in float as TI computes it)
       p = resizeArea(crop(p, p.w / 2 - cw / 2, p.h / 2 - chh / 2, cw, chh, picture, "preProcType 2's crop"), H, W);
       sub = {128, 128, 128};
@@ -104,20 +105,20 @@ Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_
     }
     case 3:  // CIFAR 10: RGB, 32x32 INTER_AREA, then the centre H x W
       if (H > 32 || W > 32) fail(ErrorCode::kInvalidArgument, "{}: preProcType 3 crops {}x{} from 32x32", picture.string(), W, H);
-      bgrToRgb(p);
+      swapRedBlue(p);
       p = crop(resizeArea(p, 32, 32), 16 - W / 2, 16 - H / 2, W, H, picture, "preProcType 3's crop");
       break;
     case 4:  // JDetNet: no pre-processing beyond the picture brought to H x W (INTER_AREA), B, G, R
       p = resizeArea(p, H, W);
       break;
     case 5:  // RGB, the whole picture (the guide's ROI (0, 0, H, W)) to H x W, - 128
-      bgrToRgb(p);
+      swapRedBlue(p);
       p = resizeArea(p, H, W);
       sub = {128, 128, 128};
       clamp8 = true;
       break;
     case 6:  // ONNX: RGB, (v - mean) / std per plane (ImageNet's), resized to H x W where it differs (npuc's choice)
-      bgrToRgb(p);
+      swapRedBlue(p);
       p = resizeArea(p, H, W);
       sub = {123.68, 116.28, 103.53};
       div = {58.395, 57.12, 57.375};

@@ -910,8 +910,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
           std::set<std::string> views;
           for (ir::NodeId id : g.order()) {
             const ir::Node& n = g.node(id);
-            const bool view = n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" || n.op == "Identity";
-            if (view && n.domain.empty() && n.outputs.size() == 1 && !outputs.count(n.outputs[0])) views.insert(n.name);
+            if (codegen::isViewOp(n) && n.outputs.size() == 1 && !outputs.count(n.outputs[0])) views.insert(n.name);
           }
           codegen::dropLayers(e, views);
         }

@@ -127,6 +127,14 @@ TEST(Int8Pow2Package, TheReaderChecksOptionsTablesAndSlots) {
   fs::remove_all(o.out_root);
 }
 
+/// n fashion-sized pictures [n, 1, 28, 28], each value gain * U(0, 1) drawn from rng in order.
+Tensor uniformPictures(std::mt19937& rng, int64_t n, float gain = 1.0f) {
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  Tensor x(DType::kF32, Shape{n, 1, 28, 28});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = gain * u(rng);
+  return x;
+}
+
 /// The package's first output over `frames` run as one sequence (the dynamic quantization's state carried from frame
 /// to frame), each frame's bytes.
 std::vector<std::string> frameSequence(const fs::path& dir, const std::vector<Tensor>& frames, int threads, bool exact) {
@@ -144,19 +152,11 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
   // quantization over 10 frames (the scales move from frame to frame), fast == --exact at 1, 2 and 3 threads.
   TranslateOptions o = pow2Options("fr", kSrc + "/models/fashion/fashion_resnet.onnx", "npuc_pow2_seq_");
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  Tensor calib(DType::kF32, Shape{16, 1, 28, 28});
-  for (int64_t i = 0; i < calib.numel(); ++i) calib.data<float>()[i] = u(rng);
-  o.calibration["input"] = {calib};
+  o.calibration["input"] = {uniformPictures(rng, 16)};
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   std::vector<Tensor> frames;
-  for (int f = 0; f < 10; ++f) {
-    Tensor x(DType::kF32, Shape{1, 1, 28, 28});
-    const float gain = 0.3f + 0.35f * static_cast<float>(f);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = gain * u(rng);
-    frames.push_back(x);
-  }
+  for (int f = 0; f < 10; ++f) frames.push_back(uniformPictures(rng, 1, 0.3f + 0.35f * static_cast<float>(f)));
   auto sequence = [&](int threads, bool exact) { return frameSequence(r.dir, frames, threads, exact); };
   {  // A malformed add (its op word out of range) is refused by the reader, not read out of bounds.
     Files f = readFiles(r.dir);
@@ -217,10 +217,7 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
 TEST(Int8Pow2Package, ADenseNetsBatchNormsAreIntegerLayers) {
   TranslateOptions o = pow2Options("fd", kSrc + "/models/fashion/fashion_dense.onnx", "npuc_pow2_dense_");
   std::mt19937 rng(8);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  Tensor calib(DType::kF32, Shape{8, 1, 28, 28});
-  for (int64_t i = 0; i < calib.numel(); ++i) calib.data<float>()[i] = u(rng);
-  o.calibration["input"] = {calib};
+  o.calibration["input"] = {uniformPictures(rng, 8)};
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   Runtime probe(r.dir);
@@ -233,11 +230,7 @@ TEST(Int8Pow2Package, ADenseNetsBatchNormsAreIntegerLayers) {
   EXPECT_EQ(conversions, 2);  // the input's quantize and the output's dequantize: no float layer between
   EXPECT_EQ(dw, 15);          // (the stem's batch norm folds into its convolution)
   std::vector<Tensor> frames;
-  for (int f = 0; f < 5; ++f) {
-    Tensor x(DType::kF32, Shape{1, 1, 28, 28});
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = (0.4f + 0.3f * static_cast<float>(f)) * u(rng);
-    frames.push_back(x);
-  }
+  for (int f = 0; f < 5; ++f) frames.push_back(uniformPictures(rng, 1, 0.4f + 0.3f * static_cast<float>(f)));
   auto sequence = [&](int threads, bool exact) { return frameSequence(r.dir, frames, threads, exact); };
   const auto ref = sequence(1, true);
   for (int threads : {1, 2, 3}) {

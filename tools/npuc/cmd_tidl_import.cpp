@@ -27,6 +27,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Drops a UTF-8 byte-order mark (as some editors save) from the start of a file's first line.
+void dropByteOrderMark(std::string& line) {
+  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+}
+
 struct Entry {
   int line = 0;
   std::string raw;              // the value as written (quotes removed for strings)
@@ -98,7 +103,7 @@ Config parse(const std::string& file) {
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
-    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // (a UTF-8 byte-order mark, as some editors save)
+    if (n == 1) dropByteOrderMark(line);
     if (line.size() > 65536) bad(c, n, "(line)", "longer than 65536 characters");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // A '#' outside quotes starts a comment.
@@ -203,7 +208,7 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
       std::ifstream list(e.raw);
       std::string l;
       while (pictures.size() < static_cast<size_t>(count) && std::getline(list, l)) {
-        if (pictures.empty() && l.rfind("\xEF\xBB\xBF", 0) == 0) l.erase(0, 3);  // (a byte-order mark)
+        if (pictures.empty()) dropByteOrderMark(l);
         while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
         l.erase(0, std::min(l.size(), l.find_first_not_of(" \t")));
         if (l.empty() || l[0] == '#') continue;
@@ -445,9 +450,8 @@ void addTidlImport(CLI::App& app, Action& run) {
           return translate(t, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
         } catch (const Error& e) {
           // (what the groups' list breaks is said at its line)
-          if (has("layersGroupId") && std::string(e.what()).find("layers groups:") != std::string::npos)
-            bad(cfg, line("layersGroupId"), "layersGroupId", e.what());
           const std::string what = e.what();
+          if (has("layersGroupId") && what.find("layers groups:") != std::string::npos) bad(cfg, line("layersGroupId"), "layersGroupId", what);
           if (has("conv2dKernelType") && what.find("convolution kernels:") != std::string::npos)
             bad(cfg, line("conv2dKernelType"), "conv2dKernelType", what);
           // (the package's folder is outputNetFile's: said in the configuration's terms)

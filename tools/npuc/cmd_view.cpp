@@ -265,6 +265,9 @@ const char* colour(const std::string& engine) {
   return "#fdae6b";
 }
 
+/// A node's fill: the colour of its engine's kind (a target's engine), else of its engine (mac, vector, io).
+const char* fill(const VNode& n) { return colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine); }
+
 std::string timeStr(double us) { return us >= 0 ? fmt::format("{:.3f} us", us) : std::string(); }
 std::string snrStr(double s) { return std::isnan(s) ? std::string() : std::isinf(s) ? std::string("inf dB") : fmt::format("{:.1f} dB", s); }
 
@@ -278,7 +281,7 @@ std::string dot(const VGraph& g) {
     if (n.macs > 0) label += fmt::format("\\n{} MACs", n.macs);
     if (n.time_us >= 0) label += "\\n" + timeStr(n.time_us);
     if (!std::isnan(n.snr)) label += "\\nSNR " + snrStr(n.snr);
-    s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}{}];\n", n.id, label, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine),
+    s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}{}];\n", n.id, label, fill(n),
                      n.io ? ", shape=ellipse" : "", n.group > 0 ? fmt::format(", color=\"{}\", penwidth=2", groupColour(n.group)) : "");
   }
   // A package's layers groups: one cluster each (the pipeline stages).
@@ -340,7 +343,7 @@ std::string html(const VGraph& g) {
     svg += fmt::format("<g class='node' data-i='{}'><title>{}</title><rect x='{:.0f}' y='{:.0f}' width='{:.0f}' height='{:.0f}' "
                        "rx='{}' fill='{}' stroke='{}' stroke-width='{}'/><text x='{:.0f}' y='{:.0f}'>{}</text><text x='{:.0f}' y='{:.0f}'>{}</text>"
                        "<text x='{:.0f}' y='{:.0f}'>{}</text></g>\n",
-                       i, htmlEscape(title), x(n), y(n), W, H, n.io ? 20 : 6, colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine),
+                       i, htmlEscape(title), x(n), y(n), W, H, n.io ? 20 : 6, fill(n),
                        n.group > 0 ? groupColour(n.group) : "#555", n.group > 0 ? 3 : 1, x(n) + 6, y(n) + 15, htmlEscape(nm), x(n) + 6,
                        y(n) + 31, htmlEscape(second), x(n) + 6, y(n) + 47, htmlEscape(third));
   }
@@ -361,7 +364,7 @@ std::string html(const VGraph& g) {
     const VNode& n = g.nodes[i];
     if (n.io) continue;
     rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        i, htmlEscape(n.name), htmlEscape(n.kind), colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine), htmlEscape(n.engine),
+                        i, htmlEscape(n.name), htmlEscape(n.kind), fill(n), htmlEscape(n.engine),
                         n.group > 0 ? std::to_string(n.group) : "", n.shape, n.macs >= 0 ? std::to_string(n.macs) : "", timeStr(n.time_us), snrStr(n.snr));
   }
   // The script reads the embedded data: the summary line and the click-to-highlight link between graph and table.

@@ -239,14 +239,9 @@ void resizeNearest(const ResizeGeometry& g, const T* src, T* dst, ThreadPool* po
   });
 }
 
-}  // namespace
-
-void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool) {
-  checkResize(g);
-  if (g.out_height == 0 || g.out_width == 0 || g.channels == 0) return;
-  if (alg == ResizeAlg::kNearest) return resizeNearest(g, src, dst, pool);
-  const std::vector<Tap> tx = linearTaps(g.in_width, g.out_width, true);
-  const std::vector<Tap> ty = linearTaps(g.in_height, g.out_height, false);
+/// INTER_LINEAR's 8-bit fixed point on the given taps (resizeHwc kBilinear; INTER_AREA's enlarging, resizeAreaHwc).
+void linearFixedPoint(const ResizeGeometry& g, const std::vector<Tap>& tx, const std::vector<Tap>& ty, const uint8_t* src, uint8_t* dst,
+                      ThreadPool* pool) {
   const int64_t C = g.channels, OW = g.out_width, IW = g.in_width;
   parallelUnits(pool, g.out_height, OW * C * 6, [&](int64_t yb, int64_t ye) {
     std::vector<int32_t> t0(static_cast<size_t>(OW * C)), t1(static_cast<size_t>(OW * C));
@@ -270,6 +265,15 @@ void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8
       }
     }
   });
+}
+
+}  // namespace
+
+void resizeHwc(ResizeAlg alg, const ResizeGeometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool) {
+  checkResize(g);
+  if (g.out_height == 0 || g.out_width == 0 || g.channels == 0) return;
+  if (alg == ResizeAlg::kNearest) return resizeNearest(g, src, dst, pool);
+  linearFixedPoint(g, linearTaps(g.in_width, g.out_width, true), linearTaps(g.in_height, g.out_height, false), src, dst, pool);
 }
 
 namespace {
@@ -306,27 +310,8 @@ void resizeAreaHwc(const ResizeGeometry& g, const uint8_t* src, uint8_t* dst) {
   if (OH == 0 || OW == 0 || C == 0) return;
   if (IH == 0 || IW == 0) fail(ErrorCode::kInvalidArgument, "resize: an empty picture cannot be resized to {}x{}", OW, OH);
   const double sx = 1.0 / (static_cast<double>(OW) / static_cast<double>(IW)), sy = 1.0 / (static_cast<double>(OH) / static_cast<double>(IH));
-  if (sx < 1 || sy < 1) {  // enlarging: the linear fixed point on INTER_AREA's taps
-    const std::vector<Tap> tx = linearTaps(IW, OW, true, true), ty = linearTaps(IH, OH, false, true);
-    std::vector<int32_t> t0(static_cast<size_t>(OW * C)), t1(static_cast<size_t>(OW * C));
-    auto rowPass = [&](int64_t y, std::vector<int32_t>& t) {
-      const uint8_t* irow = src + y * IW * C;
-      for (int64_t x = 0; x < OW; ++x) {
-        const Tap& a = tx[static_cast<size_t>(x)];
-        for (int64_t c = 0; c < C; ++c) t[static_cast<size_t>(x * C + c)] = a.q0 * irow[a.i0 * C + c] + a.q1 * irow[a.i1 * C + c];
-      }
-    };
-    for (int64_t y = 0; y < OH; ++y) {
-      const Tap& b = ty[static_cast<size_t>(y)];
-      rowPass(b.i0, t0);
-      rowPass(b.i1, t1);
-      for (int64_t i = 0; i < OW * C; ++i) {
-        const size_t k = static_cast<size_t>(i);
-        dst[y * OW * C + i] = sat8((((b.q0 * (t0[k] >> 4)) >> 16) + ((b.q1 * (t1[k] >> 4)) >> 16) + 2) >> 2);
-      }
-    }
-    return;
-  }
+  if (sx < 1 || sy < 1)  // enlarging: the linear fixed point on INTER_AREA's taps
+    return linearFixedPoint(g, linearTaps(IW, OW, true, true), linearTaps(IH, OH, false, true), src, dst, nullptr);
   const int64_t kx = static_cast<int64_t>(std::lround(sx)), ky = static_cast<int64_t>(std::lround(sy));
   if (std::abs(sx - static_cast<double>(kx)) < std::numeric_limits<double>::epsilon() &&
       std::abs(sy - static_cast<double>(ky)) < std::numeric_limits<double>::epsilon()) {  // whole factors: block means
