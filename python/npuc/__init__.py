@@ -39,19 +39,20 @@ __all__ = ["Error", "Pipeline", "Runtime", "TranslateResult", "translate", "run_
 
 class FixedArray(np.ndarray):
     """An integer output of a quantized package: real = (value - zero_point) * scale (int8-affine), or in Kneron's terms
-    real = value / kneron_scale / 2**radix (int8-radix: zero point 0, kneron_scale 1). Attributes: scale, zero_point,
-    radix, kneron_scale."""
+    real = value / kneron_scale / 2**radix (zero point 0 only; int8-radix: kneron_scale 1). Attributes: scale,
+    zero_point, radix, kneron_scale (radix and kneron_scale None where the zero point is not 0)."""
 
     def __new__(cls, values, scale, zero_point):
         obj = np.asarray(values).view(cls)
         obj.scale = float(scale)
         obj.zero_point = int(zero_point)
         # Kneron's form, real = fixed / kneron_scale / 2^radix: an int8-radix tensor (zero point 0, scale 2^-radix)
-        # has kneron_scale 1; any other radix 0 and kneron_scale 1 / scale (its zero point aside).
+        # has kneron_scale 1; another one with zero point 0 radix 0 and kneron_scale 1 / scale. The formula has no
+        # zero point: codes with one have no radix and kneron_scale (None; to_float() gives their real values).
         m, e = np.frexp(obj.scale)
         pow2 = obj.zero_point == 0 and m == 0.5
-        obj.radix = int(1 - e) if pow2 else 0
-        obj.kneron_scale = 1.0 if pow2 else 1.0 / obj.scale
+        obj.radix = int(1 - e) if pow2 else 0 if obj.zero_point == 0 else None
+        obj.kneron_scale = 1.0 if pow2 else 1.0 / obj.scale if obj.zero_point == 0 else None
         return obj
 
     def __array_finalize__(self, obj):
@@ -67,7 +68,44 @@ class FixedArray(np.ndarray):
         return ((np.asarray(self, dtype=np.float64) - self.zero_point) * self.scale).astype(np.float32)
 
 
-_runtimes = threading.local()  # per thread: package path -> Runtime (inference() loads each package once)
+_runtimes = threading.local()  # per thread: package path -> (identity, Runtime) (inference() loads each package once)
+
+
+def _manifest_identity(path):
+    """What tells a package folder's version apart cheaply: its manifest.json's inode, size and time (a re-translation
+    publishes a new folder, so a new file)."""
+    try:
+        st = os.stat(os.path.join(path, "manifest.json"))
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _manifest_hash(path):
+    """The content_hash a package's manifest.json declares (None when it cannot be read: the Runtime says why)."""
+    import json
+    try:
+        with open(os.path.join(path, "manifest.json"), "rb") as f:
+            return json.load(f).get("content_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _cached_runtime(cache, key, package, threads=None):
+    """The Runtime of `package` in `cache` under `key`, loaded again when the package changed since (a re-translation
+    to the same folder): the cache entry is the package's content hash, checked whenever its manifest file changed."""
+    ident = _manifest_identity(package)
+    entry = cache.get(key)
+    if entry is not None and not entry[1].closed:
+        if entry[0] == ident and ident is not None:
+            return entry[1]
+        if _manifest_hash(package) == entry[1].content_hash:
+            cache[key] = (ident, entry[1])
+            return entry[1]
+        entry[1].close()
+    rt = Runtime(package) if threads is None else Runtime(package, threads=threads)
+    cache[key] = (ident, rt)
+    return rt
 
 
 def _runtime(package):
@@ -76,10 +114,7 @@ def _runtime(package):
         cache = _runtimes.cache = {}
         _runtimes.pid = os.getpid()
     key = os.path.abspath(os.fspath(package))
-    rt = cache.get(key)
-    if rt is None or rt.closed:
-        rt = cache[key] = Runtime(key)
-    return rt
+    return _cached_runtime(cache, key, key)
 
 
 def inference(pre_results, input_names, package=None, onnx_file=None, data_type="float", reordering=None, platform=None,
@@ -91,8 +126,11 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
 
     data_type "float" gives float32 values; "fixed" (packages only) gives each output as int8 codes — those the device
     stores, or those a float output dequantizes (int8-affine / int8-radix packages) — as a FixedArray carrying its
-    scale, zero point and Kneron's radix; an output with no int8 form refuses it, naming the output. platform (520/720 for Kneron) selects nothing here: the
-    package fixes the device; it is accepted for compatibility. nef_file / bie_file / model_id are Kneron's file
+    scale, zero point and Kneron's radix; an output with no int8 form, or whose codes have a zero point (Kneron's
+    fixed / scale / 2^radix cannot express one: most int8-affine outputs), refuses it, naming the output and why.
+    platform (520/720 for Kneron) selects nothing here: the
+    package fixes the device; it is accepted for compatibility (other values are refused). onnx_file takes a str or a
+    path-like, as package does; an npuc package folder given as onnx_file runs as package=. nef_file / bie_file / model_id are Kneron's file
     kinds and are refused with a pointer to `package`.
     """
     if nef_file or bie_file or model_id is not None:
@@ -103,6 +141,12 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
                     "model)")
     if data_type not in ("float", "fixed"):
         raise _error("npuc.inference: data_type must be 'float' or 'fixed', got %r" % (data_type,))
+    if platform is not None and platform not in (520, 720):
+        raise _error("npuc.inference: platform must be 520 or 720 (Kneron's devices), got %r" % (platform,))
+    if onnx_file is not None:
+        onnx_file = os.fspath(onnx_file)  # (a str or a path-like, as package= takes)
+        if os.path.isdir(onnx_file) and os.path.isfile(os.path.join(onnx_file, "manifest.json")):
+            package, onnx_file = onnx_file, None  # an npuc package given as the model: the simulated device runs it
     pre_results = list(pre_results)
     input_names = list(input_names)
     if len(pre_results) != len(input_names):
@@ -115,6 +159,11 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
         order = [o["name"] for o in model_io(onnx_file)[1]]
     else:
         rt = _runtime(package)
+        # Every input each call: the cached runtime still holds the last call's arrays, which are not this call's.
+        missing = [i["name"] for i in rt.inputs if i["name"] not in feed]
+        if missing:
+            raise _error("npuc.inference: input %s of %s not given (input_names must name every input of the package: %s)"
+                         % (", ".join("'%s'" % m for m in missing), package, ", ".join(i["name"] for i in rt.inputs)))
         for name, x in feed.items():
             rt.set_input(name, x if x.dtype != np.float64 else x.astype(np.float32))
         outs = rt.run(raw=data_type == "fixed")
@@ -127,11 +176,18 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
             fixed = {}
             for name in order:
                 y = outs[name]
+                q = by_output[name] if name in by_output and y.dtype == np.int8 else by_float.get(name)
+                if q is not None and q["zero_point"] != 0:
+                    # Kneron's float = fixed / scale / 2^radix has no zero point: no radix and scale give these codes'
+                    # real values (it was off by zero_point x scale), so they are not given as Kneron fixed point.
+                    raise _error("npuc.inference: output '%s' of %s is int8 with zero point %d (int8-affine numerics): "
+                                 "Kneron's fixed / scale / 2^radix has no zero point, so data_type 'fixed' cannot express "
+                                 "it; use data_type 'float', or Runtime.run(raw=True) with the layer's scale and zero "
+                                 "point (real = (q - zero_point) x scale), or a target with zero-point-free codes "
+                                 "(kneron: int8-radix)" % (name, package, q["zero_point"]))
                 if name in by_output and y.dtype == np.int8:
-                    q = by_output[name]
                     fixed[name] = FixedArray(y, q["scale"], q["zero_point"])
                 elif name in by_float:
-                    q = by_float[name]
                     codes = np.rint(np.asarray(y, np.float64) / q["scale"]) + q["zero_point"]
                     fixed[name] = FixedArray(np.clip(codes, -128, 127).astype(np.int8), q["scale"], q["zero_point"])
                 else:

@@ -13,18 +13,15 @@ import threading
 
 import numpy as np
 
-_worker_runtimes = {}  # (process, thread, package, threads) -> Runtime: one per worker thread, none inherited by fork
+_worker_runtimes = {}  # (process, thread, package, threads) -> (identity, Runtime): one per worker thread, none inherited by fork
 
 
 def _worker_runtime(package, threads):
-    from . import Runtime
+    from . import _cached_runtime
     # A Runtime serves one thread at a time (a Dask worker runs tasks on several), and a forked child must not reuse
-    # its parent's (their thread pools do not survive fork): keyed by process and thread.
-    key = (os.getpid(), threading.get_ident(), package, threads)
-    rt = _worker_runtimes.get(key)
-    if rt is None or rt.closed:
-        rt = _worker_runtimes[key] = Runtime(package, threads=threads)
-    return rt
+    # its parent's (their thread pools do not survive fork): keyed by process and thread; loaded again when the
+    # package was re-translated since (its content hash).
+    return _cached_runtime(_worker_runtimes, (os.getpid(), threading.get_ident(), package, threads), package, threads)
 
 
 def _batch_of(rt, names):
@@ -32,7 +29,8 @@ def _batch_of(rt, names):
     shapes = {i["name"]: i["shape"] for i in rt.inputs}
     batches = {shapes[n][0] if shapes[n] else 1 for n in names}
     if len(batches) != 1:
-        raise ValueError("the package's inputs %s have different batch sizes %s" % (names, sorted(batches)))
+        from . import _error
+        raise _error("evaluate: the package's inputs %s have different batch sizes %s" % (names, sorted(batches)))
     return batches.pop()
 
 
@@ -44,7 +42,6 @@ def run_shard(package, shard, output, topk, threads=1):
     names = list(shard)
     batch = _batch_of(rt, names)
     shapes = {i["name"]: tuple(i["shape"]) for i in rt.inputs}
-    dtypes = {i["name"]: i["dtype"] for i in rt.inputs}
     n = len(next(iter(shard.values())))
     out = np.empty((n, topk), dtype=np.int64)
     for start in range(0, n, batch):
@@ -53,12 +50,8 @@ def run_shard(package, shard, output, topk, threads=1):
             x = np.asarray(shard[name][start:stop])
             if stop - start < batch:  # the last, short batch: padded with its last sample, the extra results dropped
                 x = np.concatenate([x, np.repeat(x[-1:], batch - (stop - start), axis=0)])
-            x = x.reshape(shapes[name])
-            if x.dtype == np.float64:
-                x = x.astype(np.float32)
-            elif x.dtype != dtypes[name] and not (x.dtype == np.float32 and dtypes[name] == np.float16):
-                x = x.astype(dtypes[name])
-            rt.set_input(name, np.ascontiguousarray(x))
+            # (checked by evaluate: samples of the input's shape without its batch dimension, or with a batch of 1)
+            rt.set_input(name, np.ascontiguousarray(x.reshape(shapes[name])))
         y = rt.run()
         if output not in y:
             raise _error("evaluate: the package has no output '%s' (its outputs: %s)" % (output, ", ".join(y)))
@@ -68,18 +61,50 @@ def run_shard(package, shard, output, topk, threads=1):
     return out
 
 
-def _shards(dataset, names, shard_size):
-    """(start, dict of arrays) per shard of a dict of stacked arrays, or of an iterable of such dicts."""
+def _samples(name, a, spec, dtype, layout):
+    """The data set's array for input `name` (samples stacked on axis 0) checked as Runtime.set_input checks an input:
+    each sample the input's shape without its batch dimension (or with a batch of 1), the device's element type or,
+    for a float input, float32 / float16. Converted only as asked: dtype= casts, layout="NHWC" makes [n, H, W, C]
+    samples [n, C, H, W]. Anything else is an npuc.Error naming the input, both shapes or types, and the option."""
+    from . import _error
+    a = np.asarray(a)
+    shape, want = tuple(spec["shape"]), np.dtype(spec["dtype"])
+    if layout == "NHWC":
+        if len(shape) != 4 or a.ndim != 4:
+            raise _error("evaluate: layout='NHWC' is for rank-4 inputs given as [n, H, W, C]; input '%s' is %s, the data "
+                         "%s" % (name, "x".join(map(str, shape)), a.shape))
+        a = np.transpose(a, (0, 3, 1, 2))
+    if dtype is not None:
+        a = a.astype(dtype)
+    ok = a.dtype == want or (want.kind == "f" and a.dtype in (np.float32, np.float16))
+    if not ok:
+        raise _error("evaluate: input '%s' is %s on the device; the data set's is %s (give %s%s, or pass dtype= to "
+                     "convert)" % (name, want, a.dtype, want, ", float32 or float16" if want.kind == "f" else ""))
+    sample = a.shape[1:]
+    if sample != shape[1:] and not (shape[:1] == (1,) and sample == shape):
+        hint = ""
+        if len(shape) == 4 and sample == (shape[2], shape[3], shape[1]):
+            hint = " (that is the input's NHWC: pass layout='NHWC' to transpose it)"
+        raise _error("evaluate: input '%s' is %s; each sample must be %s (or %s), stacked on the first axis — the data "
+                     "set's samples are %s%s" % (name, "x".join(map(str, shape)), "x".join(map(str, shape[1:])) or "a scalar",
+                                                  "x".join(map(str, shape)), "x".join(map(str, sample)) or "scalars", hint))
+    return a
+
+
+def _shards(dataset, names, shard_size, specs=None, dtype=None, layout=None):
+    """(start, dict of arrays) per shard of a dict of stacked arrays, or of an iterable of such dicts (each array
+    checked against the package's input `specs` when given: _samples)."""
     if isinstance(dataset, dict):
         chunks = [dataset]
     else:
         chunks = dataset
     start = 0
     for chunk in chunks:
-        arrays = {n: np.asarray(chunk[n]) for n in names}
+        arrays = {n: np.asarray(chunk[n]) if specs is None else _samples(n, chunk[n], specs[n], dtype, layout) for n in names}
         lengths = {len(a) for a in arrays.values()}
         if len(lengths) != 1:
-            raise ValueError("evaluate: the inputs of a chunk hold different numbers of samples %s" % sorted(lengths))
+            from . import _error
+            raise _error("evaluate: the inputs of a chunk hold different numbers of samples %s" % sorted(lengths))
         n = lengths.pop()
         for s in range(0, n, shard_size):
             yield start + s, {k: np.ascontiguousarray(a[s:s + shard_size]) for k, a in arrays.items()}
@@ -87,7 +112,7 @@ def _shards(dataset, names, shard_size):
 
 
 def evaluate(package, dataset, labels, metric="top1", client=None, workers=None, shard_size=None, output=None,
-             threads=1, progress=None):
+             threads=1, progress=None, dtype=None, layout=None):
     """Runs `package` over `dataset` and scores the predictions against `labels`.
 
     dataset: a dict input name -> numpy array of samples stacked along the first axis (each sample the input's shape
@@ -95,6 +120,8 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
     class index per sample. metric: "top1", "top5", or a list of them. client: a dask.distributed Client — the shards
     run on its workers (each loads the package once); without one, `workers` local processes (default: the CPU
     count; 1 runs in this process). output: the output holding the class scores (default: the first).
+    The samples are checked as Runtime.set_input checks an input (shape, element type) and converted only as asked:
+    dtype= casts them (e.g. np.float32), layout="NHWC" transposes [n, H, W, C] samples to the package's NCHW.
 
     Returns {"top1": accuracy, ... each metric asked, "predictions": top-1 class per sample (int64), "samples": n}.
     The result is the same bit for bit for any number of workers and any shard size.
@@ -108,7 +135,10 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
             raise _error("evaluate: unknown metric %r (top1, top5, topK)" % (m,))
         ks.append(int(m[3:]))
     topk = max(ks)
+    if layout not in (None, "NCHW", "NHWC"):
+        raise _error("evaluate: layout must be 'NCHW' (as the package takes it) or 'NHWC' (transposed to it), got %r" % (layout,))
     probe = Runtime(package)
+    specs = {i["name"]: i for i in probe.inputs}
     classes = {o["name"]: int(np.prod(o["shape"][1:])) if len(o["shape"]) > 1 else int(np.prod(o["shape"])) for o in probe.outputs}
     names = [i["name"] for i in probe.inputs]
     if output is None:
@@ -130,7 +160,7 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
         workers = len(client.scheduler_info()["workers"]) if client is not None else (os.cpu_count() or 1)
     if shard_size is None:
         shard_size = max(1, math.ceil((total or len(labels)) / (4 * max(1, workers))))
-    shards = list(_shards(dataset, names, shard_size))
+    shards = list(_shards(dataset, names, shard_size, specs, dtype, layout))
     n = sum(len(next(iter(s.values()))) for _, s in shards)
     if n != len(labels):
         raise _error("evaluate: %d samples and %d labels" % (n, len(labels)))

@@ -1,7 +1,8 @@
 """The Kneron guide's conversion and display helpers (python_flow/utils/utils.py there), for npuc:
 
     convert_binary_to_numpy(path, height, width, fmt="RGBA8888")  -> uint8 array [H, W, C]
-    convert_pre_numpy_to_rgba(array, path)                          -> writes RGBA8888 bytes (CSIM's input dump)
+    convert_pre_numpy_to_rgba(array, path, radix=None, package=None)  -> writes RGBA8888 bytes (CSIM's input dump;
+                                                                       `npuc simulate --input NAME=FILE.rgba` reads it)
     draw_boxes(image, boxes, path, labels=None)                     -> the picture with (x, y, w, h, score, class) boxes
 
 Pictures are saved with Pillow (Debian's python3-pil), imported only by draw_boxes.
@@ -29,29 +30,75 @@ def convert_binary_to_numpy(path, height, width, fmt="RGBA8888"):
     return data.reshape(height, width, c)
 
 
-def convert_pre_numpy_to_rgba(array, path):
-    """Writes an image ([H, W, C] HWC, or [1, C, H, W] / [C, H, W] CHW as a model input holds it; C = 1, 3 or 4) as
-    RGBA8888 bytes: values clipped to [0, 255] and rounded, gray repeated into R, G and B, alpha 255 unless given.
-    Returns the array written ([H, W, 4] uint8)."""
+def _input_quantization(package, input_name):
+    """(scale, zero_point) of the int8 codes a package makes of its input `input_name` (the quantize layer whose codes
+    stand for it), or None when the package takes that input as it is."""
+    from . import Runtime, _error
+    rt = Runtime(os.fspath(package))
+    try:
+        names = [i["name"] for i in rt.inputs]
+        if input_name is None:
+            if len(names) != 1:
+                raise _error("convert_pre_numpy_to_rgba: the package has %d inputs (%s): name one with input_name="
+                             % (len(names), ", ".join(names)))
+            input_name = names[0]
+        elif input_name not in names:
+            raise _error("convert_pre_numpy_to_rgba: the package has no input '%s' (inputs: %s)" % (input_name, ", ".join(names)))
+        for layer in rt.layers:
+            if layer.get("float_value") == input_name and layer.get("scale", 0) > 0:
+                return float(layer["scale"]), int(layer["zero_point"])
+        return None
+    finally:
+        rt.close()
+
+
+def convert_pre_numpy_to_rgba(array, path, radix=None, package=None, input_name=None):
+    """Writes a pre-processed input as RGBA8888 bytes (CSIM's input dump; `npuc simulate --input NAME=FILE.rgba` reads
+    it back): pixel by pixel, its channels then zeros up to 4 (C = 1 to 4). The array is the input as the model holds
+    it, [1, C, H, W] (ONNX shape; any rank-4 array is read so), or an image [H, W, C].
+
+    The bytes are the values as the device takes them: with `radix` (Kneron's input radix), int8 codes
+    round(x * 2^radix); with `package` (an npuc package folder; `input_name` when it has several inputs), the int8
+    codes its quantize layer makes of that input (x / scale + zero point, rounded half to even), or — a package that
+    takes the input as it is — the values themselves, which must then be whole numbers in [0, 255] (uint8 pixels).
+    Without either, the values must be such pixels too: normalised values (fractions, negatives) need the
+    quantization, and are refused rather than rounded to 0 and 1. Codes beyond [-128, 127] are clipped, as the
+    package's own quantize layer clips them. Returns the array written ([H, W, 4], int8 codes or uint8 pixels)."""
     from . import _error
+    if radix is not None and package is not None:
+        raise _error("convert_pre_numpy_to_rgba: give radix= or package=, not both")
     a = np.asarray(array)
     if a.ndim == 4:
         if a.shape[0] != 1:
             raise _error("convert_pre_numpy_to_rgba: a batch of %d images; pass one" % a.shape[0])
-        a = a[0]
-    if a.ndim != 3:
-        raise _error("convert_pre_numpy_to_rgba: expected an image of rank 3 (or 4 with batch 1), got shape %s" % (a.shape,))
-    if a.shape[-1] not in (1, 3, 4) and a.shape[0] in (1, 3, 4):
-        a = np.transpose(a, (1, 2, 0))  # CHW -> HWC
-    if a.shape[-1] not in (1, 3, 4):
-        raise _error("convert_pre_numpy_to_rgba: %d channels; expected 1, 3 or 4" % a.shape[-1])
-    a = np.clip(np.rint(a.astype(np.float64)), 0, 255).astype(np.uint8)
-    h, w, c = a.shape
-    rgba = np.full((h, w, 4), 255, dtype=np.uint8)
-    if c == 1:
-        rgba[..., :3] = a
+        a = np.transpose(a[0], (1, 2, 0))  # [1, C, H, W] (ONNX shape) -> [H, W, C]
+    elif a.ndim != 3:
+        raise _error("convert_pre_numpy_to_rgba: expected [1, C, H, W] (ONNX shape) or an image [H, W, C], got shape %s"
+                     % (a.shape,))
+    if not 1 <= a.shape[-1] <= 4:
+        raise _error("convert_pre_numpy_to_rgba: %d channels; RGBA8888 holds 1 to 4" % a.shape[-1])
+    quant = None
+    if radix is not None:
+        if int(radix) != radix or not -32 <= radix <= 32:
+            raise _error("convert_pre_numpy_to_rgba: radix must be a whole number in [-32, 32], got %r" % (radix,))
+        quant = (2.0 ** -int(radix), 0)
+    elif package is not None:
+        quant = _input_quantization(package, input_name)
+    x = a.astype(np.float64)
+    if quant is None:
+        if not np.all(np.isfinite(x)) or np.any(x != np.rint(x)) or x.min(initial=0) < 0 or x.max(initial=0) > 255:
+            raise _error("convert_pre_numpy_to_rgba: the values (%.6g to %.6g) are not uint8 pixels: a normalised input needs "
+                         "its quantization, radix= (Kneron's input radix) or package= (the npuc package it is for)"
+                         % (np.nanmin(x), np.nanmax(x)), code="invalid input")
+        data = x.astype(np.uint8)
+        rgba = np.zeros(a.shape[:2] + (4,), np.uint8)
     else:
-        rgba[..., :c] = a
+        scale, zero_point = quant
+        if not np.all(np.isfinite(x)):
+            raise _error("convert_pre_numpy_to_rgba: the input holds NaN or infinity", code="invalid input")
+        data = np.clip(np.rint(x / scale) + zero_point, -128, 127).astype(np.int8)
+        rgba = np.zeros(a.shape[:2] + (4,), np.int8)
+    rgba[..., :a.shape[-1]] = data
     rgba.tofile(os.fspath(path))
     return rgba
 

@@ -62,6 +62,14 @@ double layerTime(const target::Engine& en, const Work& w) {
   return en.overhead_us + std::max(compute, memory);
 }
 
+/// The engine that runs a layer the target lists as folded when it does run (a Transpose kept as a layer): the first
+/// vector engine, else the first engine; empty for a target without engines.
+std::string dataMovementEngine(const target::Target& t) {
+  for (auto& [name, en] : t.engines)
+    if (en.kind == "vector") return name;
+  return t.engines.empty() ? std::string() : t.engines.begin()->first;
+}
+
 }  // namespace
 
 /// One engine: its cores run whole frames side by side. Two: a pipeline of two layers groups; the cut is the one (in
@@ -158,7 +166,11 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
       if (v != ir::kNoValue && g.value(v).isConstant()) weights += g.value(v).constant->numel();
     l.bytes = (elems + weights) * esize;
     const target::OpSupport* s = t.supportOf(n);
-    l.engine = s ? s->engine : "unsupported";
+    // An op the target folds (engine "folded") that is still a node here runs as a layer unless the lowering makes it
+    // an alias or fuses it (the caller drops those: dropLayers): a Transpose the optimizer could not remove moves its
+    // data on the target's data-movement engine and has its time there.
+    const std::string engine = !s ? "" : s->engine == "folded" ? dataMovementEngine(t) : s->engine;
+    l.engine = s ? engine : "unsupported";
     l.op = n.op;
     l.elems = elems;
     l.in_elems = in_elems;
@@ -175,9 +187,9 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
       }
     }
     const Work w = workOf(l);
-    if (s && s->engine != "folded") {
-      l.time_us = layerTime(t.engines.at(s->engine), w);
-      per_engine[s->engine] += l.time_us;
+    if (s && !engine.empty()) {
+      l.time_us = layerTime(t.engines.at(engine), w);
+      per_engine[engine] += l.time_us;
       e.total_us += l.time_us;
       size_t k = 0;
       for (auto& [name, en] : t.engines) {

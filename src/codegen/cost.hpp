@@ -16,7 +16,8 @@ struct LayerEstimate {
   int ith = 0;
   std::string name;
   std::string opexp;   // the ONNX ops this layer computes, "Conv+BatchNormalization+Relu"
-  std::string engine;  // engine name, or "folded"
+  std::string engine;  // engine name ("unsupported": the target has no line for the op); a folded op that still runs
+                       // as a layer is on the target's data-movement engine
   // kernel: w, h, stride, dilation, pads (l, r, t, b); 0 when not a window op
   int64_t ker_w = 0, ker_h = 0, stride = 0, dilation = 0, pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
   int64_t in_c = 0, in_w = 0, in_h = 0, out_c = 0, out_w = 0, out_h = 0;

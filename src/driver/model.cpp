@@ -51,6 +51,7 @@ void resolve(ir::Graph& g, const LoadOptions& o) {
   withContext(g.source, [&] {
     passes::PassContext ctx;
     passes::PassManager(passes::resolvePipeline()).runToFixpoint(g, ctx);
+    ir::markChannelLastBoundaries(g);  // (before the optimizer may merge the boundary transposes away)
     if (o.optimize) passes::PassManager(passes::optimizePipeline()).runToFixpoint(g, ctx);
   });
 }

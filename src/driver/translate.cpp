@@ -676,6 +676,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
       withContext(o.onnx.string(), [&] {  // what Model::load skipped (LoadOptions::resolve)
         passes::PassContext ctx;
         passes::PassManager(passes::resolvePipeline()).runToFixpoint(mutableGraphOf(m), ctx);
+        ir::markChannelLastBoundaries(mutableGraphOf(m));
       });
     }
     if (o.save_qdq_onnx && !isInt8AffineFamily(t.numerics))

@@ -391,6 +391,35 @@ std::vector<std::string> sourceNodes(const Node& n) {
   return r;
 }
 
+bool isTransposeBy(const Node& n, const std::vector<int64_t>& perm) {
+  if (n.op != "Transpose" || !n.domain.empty()) return false;
+  auto it = n.attrs.find("perm");
+  const auto* p = it == n.attrs.end() ? nullptr : it->second.get<std::vector<int64_t>>();
+  return p && *p == perm;
+}
+
+bool onlyFeedsTransposeBy(const Graph& g, ValueId v, const std::vector<int64_t>& perm) {
+  bool any = false;
+  for (NodeId id : g.order()) {
+    const Node& n = g.node(id);
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
+    if (!isTransposeBy(n, perm)) return false;
+    any = true;
+  }
+  return any;
+}
+
+void markChannelLastBoundaries(Graph& g) {
+  auto rank4 = [&](ValueId v) { return g.value(v).type.rank_known && g.value(v).type.shape.size() == 4; };
+  for (ValueId v : g.inputs())
+    if (g.value(v).layout == Layout::kModel && rank4(v) && onlyFeedsTransposeBy(g, v, {0, 3, 1, 2})) g.value(v).layout = Layout::kNhwc;
+  for (ValueId v : g.outputs()) {
+    const NodeId p = g.value(v).producer;
+    if (g.value(v).layout == Layout::kModel && rank4(v) && p != kNoNode && isTransposeBy(g.node(p), {0, 2, 3, 1}))
+      g.value(v).layout = Layout::kNhwc;
+  }
+}
+
 const Tensor* constantInput(const Graph& g, const Node& n, int i, DType dtype) {
   if (!n.hasInput(i)) return nullptr;
   const Value& v = g.value(n.inputs[static_cast<size_t>(i)]);

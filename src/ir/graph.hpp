@@ -227,6 +227,16 @@ std::vector<std::string> sourceNodes(const Node& n);
 /// Input i of `n` when it is a constant of element type `dtype`; nullptr when it is omitted, computed or of another type.
 const Tensor* constantInput(const Graph& g, const Node& n, int i, DType dtype);
 
+/// A standard-domain Transpose whose perm attribute is `perm`.
+bool isTransposeBy(const Node& n, const std::vector<int64_t>& perm);
+/// Every reader of `v` (at least one) is a Transpose by `perm`.
+bool onlyFeedsTransposeBy(const Graph& g, ValueId v, const std::vector<int64_t>& perm);
+/// A channel-last export's boundaries (Appendix B of the DRP-AI manual): a rank-4 model input read only by
+/// Transpose(0, 3, 1, 2), and a rank-4 model output written by Transpose(0, 2, 3, 1), are [N, H, W, C]. Marks them
+/// Layout::kNhwc where their layout is still kModel, so the data lists, the summary and the address map report
+/// channel / width / height as the tensor holds them.
+void markChannelLastBoundaries(Graph& g);
+
 /// Checks every invariant and throws naming the node and the rule broken. `code` is kInvalidInput when
 /// checking an imported model, kInternal when checking after a pass (a broken invariant is then a bug).
 void verify(const Graph& g, ErrorCode code = ErrorCode::kInternal);

@@ -283,7 +283,13 @@ void registerTensorOps(Registry& r) {
     auto s = c.inputValue(0).toDouble(), l = c.inputValue(1).toDouble(), d = c.inputValue(2).toDouble();
     if (s.size() != 1 || l.size() != 1 || d.size() != 1) c.error("start, limit and delta must be scalars");
     if (d[0] == 0) c.error("delta is 0");
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l[0] - s[0]) / d[0])));
+    // The count, checked before it becomes an integer: a NaN, an infinity or a count past 2^40 (the most elements a
+    // tensor holds) is an error, not an empty or wrapped tensor.
+    const double count = std::ceil((l[0] - s[0]) / d[0]);
+    if (!std::isfinite(count)) c.error("start {}, limit {}, delta {}: the element count is not a number", s[0], l[0], d[0]);
+    if (count > static_cast<double>(int64_t{1} << 40))
+      c.error("start {}, limit {}, delta {} give {:.0f} elements, more than a tensor holds (2^40)", s[0], l[0], d[0], count);
+    const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     c.setOutput(0, c.inputDType(0), {n});
   }));
   auto d2s = [](bool to_depth) {

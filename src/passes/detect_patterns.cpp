@@ -2,7 +2,8 @@
 //   Swish      x * Sigmoid(x)                                  -> ai.npuc.Swish(x)
 //   Mish       x * Tanh(Softplus(x))                            -> ai.npuc.Mish(x)
 //   HardSwish  x * HardSigmoid(x; 1/6, 1/2)                     -> HardSwish(x) (ai.npuc below opset 14)
-//              x * (Clip(x + 3, 0, 6) / 6), (x * Clip(x + 3, 0, 6)) / 6
+//              x * (Clip(x + 3, 0, 6) / 6), (x * Clip(x + 3, 0, 6)) / 6 — "/ 6" also as * (1/6) or as the
+//              BatchNormalization fold-batchnorm makes of it at load
 //   GlobalAveragePool  ReduceMean over the spatial axes (keepdims), AveragePool whose window is the whole plane
 //   Flatten    Reshape of an N-D tensor to [N, rest]
 //   SpaceToDepth  Reshape-Transpose(0,3,5,1,2,4)-Reshape
@@ -77,8 +78,34 @@ std::optional<Match> relu6OfXPlus3(const ir::Graph& g, const Uses& u, ir::ValueI
   return std::nullopt;
 }
 
+/// If `n` computes v / 6 — Div by 6, Mul by 1/6, or the BatchNormalization fold-batchnorm makes of such a Div at
+/// load ("equivalent to BatchNormalization": every channel scaled by 1/6, no offset) — returns v.
+std::optional<ir::ValueId> dividedBySix(const ir::Graph& g, const ir::Node& n) {
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op == "Div" && near(constScalar(g, n.inputs[1]), 6.0)) return n.inputs[0];
+  if (n.op == "Mul")
+    for (int s = 0; s < 2; ++s)
+      if (near(constScalar(g, n.inputs[static_cast<size_t>(1 - s)]), 1.0 / 6)) return n.inputs[static_cast<size_t>(s)];
+  if (n.op == "BatchNormalization" && n.numInputs() == 5 && n.outputs.size() == 1) {
+    const Tensor* p[4];
+    for (int i = 0; i < 4; ++i)
+      if (!(p[i] = ir::constantInput(g, n, i + 1, DType::kF32))) return std::nullopt;
+    const int64_t c = p[0]->numel();
+    for (int i = 1; i < 4; ++i)
+      if (p[i]->numel() != c) return std::nullopt;
+    const double eps = ops::attrFloat(n, "epsilon");
+    for (int64_t k = 0; k < c; ++k) {
+      const double a = p[0]->data<float>()[k] / std::sqrt(static_cast<double>(p[3]->data<float>()[k]) + eps);
+      const double b = p[1]->data<float>()[k] - p[2]->data<float>()[k] * a;
+      if (std::fabs(a - 1.0 / 6) > 1e-6 || std::fabs(b) > 1e-6) return std::nullopt;
+    }
+    return n.inputs[0];
+  }
+  return std::nullopt;
+}
+
 std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node& n) {
-  if (n.op == "Mul") {
+  if (n.op == "Mul" && n.domain.empty()) {
     for (int s = 0; s < 2; ++s) {
       ir::ValueId other = n.inputs[static_cast<size_t>(1 - s)];
       // x * HardSigmoid(x; 1/6, 1/2)
@@ -87,10 +114,11 @@ std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node
             std::fabs(ops::attrFloat(*hs, "beta") - 0.5f) < 1e-6)
           return Match{other, {hs->id, n.id}};
       }
-      // x * (Clip(x + 3, 0, 6) / 6)
-      if (const ir::Node* div = producer(g, n.inputs[static_cast<size_t>(s)], "Div")) {
-        if (!singleUse(g, u, div->outputs[0]) || !near(constScalar(g, div->inputs[1]), 6.0)) continue;
-        auto r = relu6OfXPlus3(g, u, div->inputs[0]);
+      // x * (Clip(x + 3, 0, 6) / 6): the manual's Add, Clip, Div, Mul
+      if (const ir::Node* div = producer(g, n.inputs[static_cast<size_t>(s)])) {
+        const std::optional<ir::ValueId> v = dividedBySix(g, *div);
+        if (!v || !singleUse(g, u, div->outputs[0])) continue;
+        auto r = relu6OfXPlus3(g, u, *v);
         if (r && r->x == other) {
           r->nodes.push_back(div->id);
           r->nodes.push_back(n.id);
@@ -99,9 +127,9 @@ std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node
       }
     }
   }
-  if (n.op == "Div" && near(constScalar(g, n.inputs[1]), 6.0)) {
+  if (const std::optional<ir::ValueId> v = dividedBySix(g, n)) {
     // (x * Clip(x + 3, 0, 6)) / 6
-    const ir::Node* mul = producer(g, n.inputs[0], "Mul");
+    const ir::Node* mul = producer(g, *v, "Mul");
     if (!mul || !singleUse(g, u, mul->outputs[0])) return std::nullopt;
     for (int s = 0; s < 2; ++s) {
       auto r = relu6OfXPlus3(g, u, mul->inputs[static_cast<size_t>(s)]);
@@ -245,12 +273,16 @@ std::optional<std::pair<Match, std::vector<int64_t>>> focusPattern(const ir::Gra
     int64_t h0 = -1, w0 = -1;
     ir::ValueId v = cat.inputs[static_cast<size_t>(i)];
     std::vector<ir::NodeId> chain;
+    // One Slice per axis (the exporters' eight), or one over both axes (four): starts 0 or 1, step 2 on H and W.
     while (const ir::Node* sl = producer(g, v, "Slice")) {
       auto starts = constInts(g, *sl, 1), axes = constInts(g, *sl, 3), steps = constInts(g, *sl, 4);
-      if (g.opset < 10 || starts.size() != 1 || axes.size() != 1 || steps != std::vector<int64_t>{2}) return std::nullopt;
-      int64_t axis = axes[0] < 0 ? axes[0] + 4 : axes[0];
-      if ((axis != 2 && axis != 3) || (starts[0] != 0 && starts[0] != 1)) return std::nullopt;
-      (axis == 2 ? h0 : w0) = starts[0];
+      if (g.opset < 10 || starts.empty() || starts.size() > 2 || axes.size() != starts.size() || steps != std::vector<int64_t>(starts.size(), 2))
+        return std::nullopt;
+      for (size_t j = 0; j < axes.size(); ++j) {
+        const int64_t axis = axes[j] < 0 ? axes[j] + 4 : axes[j];
+        if ((axis != 2 && axis != 3) || (starts[j] != 0 && starts[j] != 1) || (axis == 2 ? h0 : w0) >= 0) return std::nullopt;
+        (axis == 2 ? h0 : w0) = starts[j];
+      }
       chain.push_back(sl->id);
       v = sl->inputs[0];
     }
@@ -263,6 +295,9 @@ std::optional<std::pair<Match, std::vector<int64_t>>> focusPattern(const ir::Gra
   }
   const Shape* x = staticShape(g, root);
   if (!x || x->size() != 4 || (*x)[2] % 2 || (*x)[3] % 2) return std::nullopt;
+  // The slices run to the end of each axis: the result is every pixel once, [N, 4C, H/2, W/2].
+  const Shape* y = staticShape(g, cat.outputs[0]);
+  if (!y || *y != Shape{(*x)[0], 4 * (*x)[1], (*x)[2] / 2, (*x)[3] / 2}) return std::nullopt;
   std::set<std::pair<int64_t, int64_t>> distinct;
   for (int i = 0; i < 4; ++i) distinct.insert({offsets[static_cast<size_t>(2 * i)], offsets[static_cast<size_t>(2 * i + 1)]});
   if (distinct.size() != 4) return std::nullopt;
@@ -311,7 +346,7 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
     std::string op, domain = "ai.npuc";
     if (n.op == "Mul" && (m = swish(g, uses, n))) op = "Swish";
     else if (n.op == "Mul" && (m = mish(g, uses, n))) op = "Mish";
-    else if ((n.op == "Mul" || n.op == "Div") && (m = hardSwish(g, uses, n))) {
+    else if ((n.op == "Mul" || n.op == "Div" || n.op == "BatchNormalization") && (m = hardSwish(g, uses, n))) {
       op = "HardSwish";
       if (g.opset >= 14) domain.clear();
     }
@@ -319,7 +354,11 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
       ir::ValueId out = n.outputs[0];
       std::string name = n.name;
       std::vector<std::string> fused;
-      for (ir::NodeId f : m->nodes) fused.push_back(g.node(f).op);
+      for (ir::NodeId f : m->nodes) {  // (the model's ops: a batch norm fold-batchnorm made of a Div is that Div)
+        const ir::Node& fn = g.node(f);
+        if (fn.op == "BatchNormalization" && !fn.merged_ops.empty()) fused.insert(fused.end(), fn.merged_ops.begin(), fn.merged_ops.end());
+        else fused.push_back(fn.op);
+      }
       replaceWith(g, m->nodes, op, domain, name, {m->x}, out).attrs["fused"] = ir::Attr(fused);
       log::info("passes", "detect-patterns: {} at '{}'", op, name);
       changed = true;

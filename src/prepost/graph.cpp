@@ -244,26 +244,11 @@ class Builder {
   }
 
  private:
-  bool isTranspose(const ir::Node& n, const std::vector<int64_t>& perm) const {
-    if (n.op != "Transpose" || !n.domain.empty()) return false;
-    auto it = n.attrs.find("perm");
-    const auto* p = it == n.attrs.end() ? nullptr : it->second.get<std::vector<int64_t>>();
-    return p && *p == perm;
-  }
   /// Every reader of the model input `v` is a Transpose by `perm` (a channel-last export's boundary transpose).
-  bool feedsTranspose(ir::ValueId v, const std::vector<int64_t>& perm) const {
-    bool any = false;
-    for (ir::NodeId id : g_.order()) {
-      const ir::Node& n = g_.node(id);
-      if (std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
-      if (!isTranspose(n, perm)) return false;
-      any = true;
-    }
-    return any;
-  }
+  bool feedsTranspose(ir::ValueId v, const std::vector<int64_t>& perm) const { return ir::onlyFeedsTransposeBy(g_, v, perm); }
   bool producedByTranspose(ir::ValueId v, const std::vector<int64_t>& perm) const {
     ir::NodeId p = g_.value(v).producer;
-    return p != ir::kNoNode && isTranspose(g_.node(p), perm);
+    return p != ir::kNoNode && ir::isTransposeBy(g_.node(p), perm);
   }
 
   ir::Graph& g_;

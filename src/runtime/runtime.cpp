@@ -37,6 +37,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 namespace npuc {
 
@@ -134,6 +135,34 @@ struct Runtime::Impl {
   std::vector<int64_t> p2_acc;                // int8-pow2: a layer's accumulators
   std::vector<int32_t> p2_acc32;              // (fast mode, where they fit in int32)
   int only_group = 0;                         // > 0: run only the layers of this group (a Pipeline stage)
+  std::vector<char> input_set;                // by inputs(): set since the package was loaded (run refuses before)
+  bool check_inputs = true;                   // false: a later Pipeline stage (its inputs come from the one before)
+
+  /// Marks input `i` set (setInput, setImageInput, setDynamicAipp write it).
+  void markSet(size_t i) {
+    if (input_set.size() != inputs.size()) input_set.assign(inputs.size(), 0);
+    input_set[i] = 1;
+  }
+  /// Marks the input stored at `dst` set (a dynamic AIPP parameter block, written in place).
+  void markWritten(const uint8_t* dst) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (at(inputs[i].address, 1, "input " + inputs[i].name) == dst) markSet(i);
+  }
+  /// run(): every input set at least once since loading (the device keeps what was set; never-set memory is not an
+  /// input), else kInvalidArgument naming those that were not.
+  void checkInputsSet() const {
+    if (!check_inputs) return;
+    std::string missing;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (i >= input_set.size() || !input_set[i]) missing += (missing.empty() ? "'" : ", '") + inputs[i].name + "'";
+    if (!missing.empty())
+      fail(ErrorCode::kInvalidArgument, "input {} never set: set every input of the package before running it (inputs: {})",
+           missing, [&] {
+             std::string all;
+             for (auto& r : inputs) all += (all.empty() ? "" : ", ") + r.name;
+             return all;
+           }());
+  }
 
   /// int8-pow2: every slot back to its calibrated range (as loaded; Runtime::resetState).
   void resetPow2() {
@@ -1118,6 +1147,7 @@ void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape,
     fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}{}", name, shapeStr(it->shape), shapeStr(shape),
          shapeNumel(shape) == n ? " (the same number of elements, in another shape: reshape it yourself if that is what you mean)" : "");
   uint8_t* dst = im.at(it->address, static_cast<uint64_t>(n) * dtypeSize(it->dtype), "input " + name);
+  const size_t index = static_cast<size_t>(it - im.inputs.begin());
   if (dtype == it->dtype || (dtype == DType::kBool && it->dtype == DType::kU8)) {  // bool: a byte, 0 or 1
     std::memcpy(dst, data, static_cast<size_t>(n) * dtypeSize(dtype));
   } else if ((it->dtype == DType::kF16 || it->dtype == DType::kF32) &&
@@ -1140,6 +1170,7 @@ void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape,
          dtypeName(dtype), dtypeName(it->dtype),
          isFloat(it->dtype) ? ", or float32, float16 or bfloat16" : "");
   }
+  im.markSet(index);
 }
 
 namespace {
@@ -1163,15 +1194,18 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_batch: with batch gears the block holds the largest batch, {} "
              "image(s) (batchNum {}), got batchNum {}", input, most, most, p.batch.size());
       // Every gear's block checked before any is written: a refused block leaves them all as they were.
-      std::vector<std::pair<uint8_t*, std::vector<uint8_t>>> blocks;
+      std::vector<std::tuple<Impl*, uint8_t*, std::vector<uint8_t>>> blocks;
       for (size_t i = 0; i < holder.gears.size(); ++i) {
         kernels::AippParams mine = p;
         mine.batch.resize(static_cast<size_t>(holder.gears[i].batch));
         std::vector<uint8_t> block = kernels::encodeAipp(mine);
         uint8_t* dst = aippBlockDestination(*holder.gear_programs[i], input, block);
-        blocks.emplace_back(dst, std::move(block));
+        blocks.emplace_back(holder.gear_programs[i].get(), dst, std::move(block));
       }
-      for (auto& [dst, block] : blocks) std::memcpy(dst, block.data(), block.size());
+      for (auto& [prog, dst, block] : blocks) {
+        std::memcpy(dst, block.data(), block.size());
+        prog->markWritten(dst);
+      }
       return;
     }
     // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad.
@@ -1180,7 +1214,9 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block may not crop or pad "
              "(cropSwitch {}, paddingSwitch {})", input, b.crop, b.padding);
   }
-  std::memcpy(aippBlockDestination(*impl_->cur, input, params), params.data(), params.size());
+  uint8_t* dst = aippBlockDestination(*impl_->cur, input, params);
+  std::memcpy(dst, params.data(), params.size());
+  impl_->cur->markWritten(dst);
 }
 
 namespace {
@@ -1215,6 +1251,7 @@ uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const
 
 void Runtime::run(const LayerCallback& cb) {
   Impl& im = *impl_->cur;
+  im.checkInputsSet();
   if (im.opts.profile) im.times.assign(im.steps.size(), 0.0);
   for (size_t i = 0; i < im.steps.size(); ++i) {
     if (im.only_group > 0 && im.layers[i].group != im.only_group) continue;  // (a pipeline stage: its group only)
@@ -1357,7 +1394,10 @@ Pipeline::Pipeline(const std::filesystem::path& dir, RuntimeOptions opts) : impl
       if (!covered(written, o.ref.addr, o.ref.bytes)) need.push_back({o.ref.addr, o.ref.bytes});
     p.in_ranges[k] = mergeRanges(need);
   }
-  for (size_t k = 0; k < p.stages.size(); ++k) p.stages[k].impl_->only_group = p.groups[k];
+  for (size_t k = 0; k < p.stages.size(); ++k) {
+    p.stages[k].impl_->only_group = p.groups[k];
+    p.stages[k].impl_->check_inputs = k == 0;  // (later stages take their inputs from the stage before)
+  }
 }
 
 Pipeline::~Pipeline() = default;

@@ -38,7 +38,9 @@ std::atomic<unsigned> g_counter{0};
 }  // namespace
 
 std::vector<uint8_t> readFileBytes(const fs::path& path, uint64_t max_bytes, const char* what_limits) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer; opened so, it is refused below like any
+  // non-regular file (regular files ignore the flag).
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (f.fd < 0) {
     int err = errno;
     if (err == ENOENT) fail(ErrorCode::kIo, "{}: file not found", path.string());

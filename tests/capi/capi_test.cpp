@@ -311,6 +311,9 @@ TEST_F(CApi, BadIndicesNamesTypesAndSizes) {
   npuc_tensor_info in, out;
   ASSERT_EQ(npuc_runtime_input_info(h.rt, 0, &in), NPUC_STATUS_OK);
   ASSERT_EQ(npuc_runtime_output_info(h.rt, 0, &out), NPUC_STATUS_OK);
+  // An input never set is an error naming it (the device memory holds no input yet), not a run on zeros.
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_run(h.rt, nullptr, nullptr), "never set");
+  EXPECT_NE(std::string(npuc_last_error()).find(std::string("'") + in.name + "'"), std::string::npos) << npuc_last_error();
   std::vector<float> f(in.elements + 1, 1.0f);
   const size_t fbytes = in.elements * sizeof(float);
   EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_input(h.rt, "nope", NPUC_DTYPE_FLOAT32, f.data(), fbytes),
@@ -388,6 +391,10 @@ TEST_F(CApi, ACallbackCannotReenterItsRuntime) {
     std::vector<npuc_status> got;
     std::string msg;
   } ctx{h.rt, {}, {}};
+  npuc_tensor_info in;
+  ASSERT_EQ(npuc_runtime_input_info(h.rt, 0, &in), NPUC_STATUS_OK);
+  const std::vector<float> x(in.elements, 0.5f);
+  ASSERT_EQ(npuc_runtime_set_input(h.rt, in.name, NPUC_DTYPE_FLOAT32, x.data(), x.size() * sizeof(float)), NPUC_STATUS_OK);
   auto cb = [](const npuc_layer_info*, const void*, size_t, void* user) {
     auto* c = static_cast<Ctx*>(user);
     float buf[64];

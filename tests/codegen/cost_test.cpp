@@ -207,3 +207,58 @@ TEST(CostModel, TheSparseKernelSkipsZeroWeights) {
 
 }  // namespace
 }  // namespace npuc
+
+namespace npuc {
+namespace {
+
+std::string readText(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+// Issue 47.2 and 47.3: a channel-last export ([1, 12, 16, 3] in, Transpose(0, 3, 1, 2), Conv + Relu,
+// Transpose(0, 2, 3, 1), [1, 12, 16, 5] out) translated for drpai without -prepost. The data lists give the tensors'
+// channel / width / height as they hold them (NHWC; they said Channel 12, Width 3, Height 16), and the two Transposes,
+// which run as layers, have their time in the estimate on the DRP (they said "folded, 0.000"), the total their sum.
+TEST(CostModel, ChannelLastBoundariesAreListedAsTheyAreAndTheirTransposesTakeTime) {
+  const fs::path dir = test::scratchDir("cost_nhwc");
+  TranslateOptions o;
+  o.prefix = "nh";
+  o.onnx = fs::path(NPUC_SOURCE_DIR) / "tests" / "data" / "prepost" / "bodies" / "nhwc_model.onnx";
+  o.target = "drpai";
+  o.out_root = dir;
+  const TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  auto squeeze = [](std::string s) {
+    std::erase_if(s, [](char c) { return c == ' ' || c == '\n'; });
+    return s;
+  };
+  EXPECT_NE(squeeze(readText(dir / "nh" / "nh_data_in_list.txt")).find("Input_node_name:inputAddress:"), std::string::npos);
+  EXPECT_NE(squeeze(readText(dir / "nh" / "nh_data_in_list.txt")).find("Channel:3Width:16Height:12"), std::string::npos)
+      << readText(dir / "nh" / "nh_data_in_list.txt");
+  EXPECT_NE(squeeze(readText(dir / "nh" / "nh_data_out_list.txt")).find("Channel:5Width:16Height:12"), std::string::npos)
+      << readText(dir / "nh" / "nh_data_out_list.txt");
+  int transposes = 0;
+  double sum = 0, total = -1;
+  for (const auto& c : csvRows(dir / "nh" / "nh_summary.csv")) {
+    if (c.size() < 20 || c[0] == "ith") continue;
+    if (c[0] == "total") {
+      total = std::stod(c[19]);
+      continue;
+    }
+    sum += std::stod(c[19]);
+    EXPECT_NE(c[3], "folded") << c[1];
+    if (c[2] != "Transpose") continue;
+    ++transposes;
+    EXPECT_EQ(c[3], "vector") << c[1];
+    EXPECT_GT(std::stod(c[19]), 0.0) << c[1];
+    // in / out as the values hold them: the first reads [1, 12, 16, 3] NHWC and writes NCHW, the second the reverse.
+    EXPECT_EQ(c[12] + "," + c[13] + "," + c[14], transposes == 1 ? "3,16,12" : "5,16,12") << c[1];
+    EXPECT_EQ(c[15] + "," + c[16] + "," + c[17], transposes == 1 ? "3,16,12" : "5,16,12") << c[1];
+  }
+  EXPECT_EQ(transposes, 2);
+  EXPECT_NEAR(total, sum, 0.01);
+}
+
+}  // namespace
+}  // namespace npuc

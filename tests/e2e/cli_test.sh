@@ -21,7 +21,7 @@ expect_error 2 "bad magic" -- "$npuc" run "$digits" --input "input=$tmp/x.npy" -
 
 # check: supported -> 0; unsupported -> 1 with the three report files, byte-identical on a second run.
 if "$npuc" check "$digits" --target generic --out "$tmp/chk" >/dev/null; then ok "check generic -> 0"; else bad "check generic failed"; fi
-unsup="$src/tests/data/small_plane_conv.onnx"  # a 3x3 conv on a 4x4 plane breaks drpai's minimum plane size
+unsup="$src/tests/data/small_plane_conv.onnx"  # a 3x3 stride-2 conv on a 4x4 plane breaks drpai's minimum plane size
 "$npuc" check "$unsup" --target drpai --out "$tmp/chk" --prefix d >"$tmp/chk.out" 2>&1
 rc=$?
 if [ $rc -eq 1 ] && [ -s "$tmp/chk/d_error_report.csv" ] && [ -s "$tmp/chk/d_error_report.json" ] && [ -s "$tmp/chk/d_error_report.xlsx" ]; then

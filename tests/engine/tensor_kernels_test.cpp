@@ -166,6 +166,14 @@ TEST(TensorKernels, Range) {
   EXPECT_EQ(vals<float>(f[0]), (std::vector<float>{1, 1.25f, 1.5f, 1.75f}));
   auto i = runOp("Range", {Tensor::scalar<int32_t>(10), Tensor::scalar<int32_t>(4), Tensor::scalar<int32_t>(-3)});
   EXPECT_EQ(vals<int32_t>(i[0]), (std::vector<int32_t>{10, 7}));
+  // Issue 46.7: a count past what a tensor holds, or not a number, is an error (it became an empty tensor).
+  expectError([] { runOp("Range", {Tensor::scalar<int64_t>(0), Tensor::scalar<int64_t>(std::numeric_limits<int64_t>::max()), Tensor::scalar<int64_t>(1)}); },
+              ErrorCode::kInvalidInput);
+  expectError([] { runOp("Range", {Tensor::scalar<float>(0), Tensor::scalar<float>(1e30f), Tensor::scalar<float>(1e-30f)}); },
+              ErrorCode::kInvalidInput);
+  expectError([] { runOp("Range", {Tensor::scalar<float>(0), Tensor::scalar<float>(NAN), Tensor::scalar<float>(1)}); },
+              ErrorCode::kInvalidInput);
+  EXPECT_EQ(runOp("Range", {Tensor::scalar<float>(5), Tensor::scalar<float>(1), Tensor::scalar<float>(1)})[0].numel(), 0);
 }
 
 TEST(TensorKernels, DepthSpace) {

@@ -106,8 +106,40 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"flatten_view", "", "Flatten", nullptr},
                       Case{"space_to_depth", "", "SpaceToDepth", nullptr},
                       Case{"darknet_reorg", "", "SpaceToDepth", nullptr}, Case{"bn_equivalent_chain", "", nullptr, "Relu"},
-                      Case{"upsample_expand", "", "Resize", nullptr}, Case{"focus", "ai.npuc", "Focus", nullptr}),
+                      Case{"upsample_expand", "", "Resize", nullptr}, Case{"focus", "ai.npuc", "Focus", nullptr},
+                      Case{"focus_two_axis", "ai.npuc", "Focus", nullptr}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
+
+// Issue 47.8: through translate's own flow — Model::load (whose optimize pipeline makes a lone Div by a constant
+// an "equivalent BatchNormalization") then Model::optimized — the manual's HardSwish (Add, Clip, Div, Mul, and the
+// forms exporters write) is one layer: the Conv with HardSwish fused (it stayed four layers), and Focus written
+// with four two-axis Slices is one Focus like the eight one-axis ones. The outputs stay the model's.
+TEST(Patterns, ManualPatternsBecomeOneLayerThroughTheTranslateFlow) {
+  for (const char* name : {"hardswish_add_clip_div_mul", "hardswish_add_clip_mul_div", "hardswish_manual", "hardswish_manual_swapped",
+                           "hardswish_manual_mul", "hardswish_manual_op10", "focus", "focus_two_axis"}) {
+    SCOPED_TRACE(name);
+    const Model m = Model::load(kDir + name + ".onnx");
+    const Model opt = m.optimized();
+    std::vector<std::string> ops;
+    for (const NodeInfo& n : opt.nodes()) ops.push_back(n.op);
+    const bool focus = std::string(name).rfind("focus", 0) == 0;
+    ASSERT_EQ(ops.size(), focus ? 2u : 1u) << opt.dump();
+    if (focus) {
+      EXPECT_EQ(ops[1], "ai.npuc.Focus") << opt.dump();
+    } else {
+      EXPECT_EQ(ops[0], "ai.npuc.Conv") << opt.dump();
+      EXPECT_NE(opt.dump().find("activation=\"HardSwish\""), std::string::npos) << opt.dump();
+    }
+    const Tensor x = randomInput();
+    LoadOptions plain;
+    plain.optimize = false;
+    const Tensor want = Session(Model::load(kDir + name + ".onnx", plain)).run({x})[0];
+    const Tensor got = Session(opt).run({x})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.numel(); ++i)
+      ASSERT_LE(std::fabs(got.data<float>()[i] - want.data<float>()[i]), 1e-5f + 1e-4f * std::fabs(want.data<float>()[i])) << i;
+  }
+}
 
 TEST(Patterns, DarknetReorgBecomesOneSpaceToDepth) {
   // Four Reshapes and three Transposes (pytorch-yolo2's ReorgLayer) move elements exactly as SpaceToDepth(2).

@@ -96,16 +96,42 @@ def test_kneron_style_inference(packages):
         npuc.inference([X[:1]], ["input"])
     with pytest.raises(npuc.Error, match="nef"):
         npuc.inference([X[:1]], ["input"], nef_file="models.nef")
+    # Issue 47.12: Kneron's platforms only; onnx_file takes what package= takes (a path-like; a package folder).
+    for platform in (520, 720):
+        assert np.array_equal(npuc.inference([X[:1]], ["input"], package=pkg, platform=platform)[0], out[0])
+    with pytest.raises(npuc.Error, match="platform must be 520 or 720"):
+        npuc.inference([X[:1]], ["input"], package=pkg, platform=630)
+    import pathlib
+    assert np.array_equal(npuc.inference([X[:1]], ["input"], onnx_file=pathlib.Path(DIGITS))[0], flt[0])
+    assert np.array_equal(npuc.inference([X[:1]], ["input"], onnx_file=pathlib.Path(pkg))[0], out[0])
 
 
 def test_fixed_point_outputs_of_int8_packages(tmp_path):
     # int8-affine: the logits dequantize int8 codes; 'fixed' gives those codes with their scale and zero point.
     r = npuc.translate("q", DIGITS, target="generic-int8", out=str(tmp_path), calib={"input": X[:64]})
     assert r.ok and r.quantized
+    # The logits' codes have zero point 0: Kneron's float = fixed / kneron_scale / 2^radix holds (radix 0, 1 / scale).
     fixed = npuc.inference([X[:1]], ["input"], package=str(r.dir), data_type="fixed")[0]
     flt = npuc.inference([X[:1]], ["input"], package=str(r.dir))[0]
-    assert isinstance(fixed, npuc.FixedArray) and fixed.dtype == np.int8 and fixed.scale > 0
+    assert isinstance(fixed, npuc.FixedArray) and fixed.dtype == np.int8 and fixed.scale > 0 and fixed.zero_point == 0
     assert np.array_equal(fixed.to_float(), flt)
+    assert np.allclose(np.asarray(fixed, np.float64) / fixed.kneron_scale / 2.0 ** fixed.radix, flt, rtol=1e-6, atol=0)
+    # Issue 47.5: codes with a zero point (a Relu output: range [0, m], zero point -128) cannot be written as Kneron's
+    # fixed / scale / 2^radix, which has none: refused with the reason (it gave radix 0, scale 1 / s, off by zp x s).
+    from onnx import TensorProto, helper, numpy_helper, save
+    w = numpy_helper.from_array(np.random.default_rng(3).standard_normal((4, 1, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["input", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+                          "relu_out", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "relu_out.onnx"))
+    ra = npuc.translate("ra", str(tmp_path / "relu_out.onnx"), target="generic-int8", out=str(tmp_path), calib={"input": X[:64]})
+    q = [l for l in npuc.Runtime(ra.dir).layers if l.get("float_value") == "y" and "scale" in l]
+    assert len(q) == 1 and q[0]["zero_point"] != 0
+    with pytest.raises(npuc.Error, match="zero point %d .*has no zero point" % q[0]["zero_point"]):
+        npuc.inference([X[:1]], ["input"], package=str(ra.dir), data_type="fixed")
+    codes = npuc.FixedArray(np.arange(-3, 4, dtype=np.int8), q[0]["scale"], q[0]["zero_point"])
+    assert codes.radix is None and codes.kneron_scale is None
+    assert np.array_equal(codes.to_float(), ((np.arange(-3, 4) - q[0]["zero_point"]) * q[0]["scale"]).astype(np.float32))
     # int8-radix (target kneron): zero point 0, scale 2^-radix: float = fixed / 2^radix (Kneron's scale 1).
     k = npuc.translate("k", DIGITS, target="kneron", out=str(tmp_path), calib={"input": X[:64]})
     assert k.ok and "k_radix_scale_info.txt" in k.files
@@ -130,6 +156,22 @@ def test_fixed_point_outputs_of_int8_packages(tmp_path):
                 assert "logits %d 1" % fixed.radix in (d / "radix_scale_info.txt").read_text()
             else:
                 assert (d / "logits_dma2seq.info").read_text() == "radix %d\nscale 1\n" % fixed.radix
+        # CSIM's RGBA input (issue 47.5): the int8 codes of the package's input quantization, which simulate reads back
+        # as the values they stand for: the outputs are those of the float input itself, bit for bit.
+        from npuc import utils
+        codes = utils.convert_pre_numpy_to_rgba(X[:1], tmp_path / "x.rgba", package=str(k.dir))
+        assert codes.dtype == np.int8 and codes.shape == (8, 8, 4) and not codes[..., 1:].any()
+        subprocess.run([CLI, "simulate", str(k.dir), "--input", "input=%s" % (tmp_path / "x.rgba"), "-o", str(tmp_path / "rgba")],
+                       check=True, capture_output=True)
+        want = npuc.Runtime(k.dir).run(X[:1])["logits"]
+        assert np.load(tmp_path / "rgba" / "logits.npy").tobytes() == want.tobytes()
+        bad = subprocess.run([CLI, "simulate", str(k.dir), "--input", "input=%s" % (tmp_path / "n.rgba"), "-o", str(tmp_path / "r2")],
+                             capture_output=True, text=True)
+        assert bad.returncode != 0 and "file not found" in bad.stderr
+        (tmp_path / "short.rgba").write_bytes(b"\0" * 255)
+        bad = subprocess.run([CLI, "simulate", str(k.dir), "--input", "input=%s" % (tmp_path / "short.rgba"), "-o", str(tmp_path / "r2")],
+                             capture_output=True, text=True)
+        assert bad.returncode == 2 and "needs exactly 256 bytes (8x8 pixels, RGBA8888), the file has 255" in bad.stderr, bad.stderr
 
 
 def test_evaluate_matches_npuc_eval_with_any_number_of_workers(packages):
@@ -213,7 +255,19 @@ def test_the_helpers(tmp_path):
     img = (np.arange(4 * 6 * 3) % 251).astype(np.uint8).reshape(4, 6, 3)
     rgba = utils.convert_pre_numpy_to_rgba(np.transpose(img, (2, 0, 1))[None], tmp_path / "x.rgba")
     back = utils.convert_binary_to_numpy(tmp_path / "x.rgba", 4, 6)
-    assert np.array_equal(back, rgba) and np.array_equal(back[..., :3], img) and (back[..., 3] == 255).all()
+    assert np.array_equal(back, rgba) and np.array_equal(back[..., :3], img) and (back[..., 3] == 0).all()
+    # Issue 47.5: [1, C, H, W] is always the model's NCHW, [1, 3, 5, 4] too (it was read as an HWC 3x5 image of 4
+    # channels), and the last axis of an image [H, W, C] its channels.
+    chw = np.arange(3 * 5 * 4).reshape(1, 3, 5, 4).astype(np.float32)
+    got = utils.convert_pre_numpy_to_rgba(chw, tmp_path / "y.rgba")
+    assert got.shape == (5, 4, 4) and np.array_equal(got[..., :3], np.transpose(chw[0], (1, 2, 0)))
+    # Normalised values need their quantization (they were written as 0 and 1): refused without it, int8 codes with it.
+    norm = np.linspace(-1, 1, 3 * 5 * 4, dtype=np.float32).reshape(1, 3, 5, 4)
+    with pytest.raises(npuc.Error, match="not uint8 pixels"):
+        utils.convert_pre_numpy_to_rgba(norm, tmp_path / "n.rgba")
+    codes = utils.convert_pre_numpy_to_rgba(norm, tmp_path / "n.rgba", radix=6)
+    assert codes.dtype == np.int8 and np.array_equal(codes[..., :3], np.clip(np.rint(np.transpose(norm[0], (1, 2, 0)) * 64), -128, 127))
+    assert np.fromfile(tmp_path / "n.rgba", np.int8).tobytes() == codes.tobytes()
     with pytest.raises(npuc.Error, match="holds 96 bytes"):
         utils.convert_binary_to_numpy(tmp_path / "x.rgba", 5, 6)
     canvas = np.zeros((40, 60, 3), np.uint8)
@@ -253,3 +307,107 @@ def test_dynamic_aipp_from_python(tmp_path):
     block[0] = 9
     with pytest.raises(npuc.Error, match="aipp.format"):
         rt.set_dynamic_aipp("image", bytes(block))
+
+
+def _two_input_model(path):
+    """z = x + y, x and y [1, 4] float32 (a model whose inputs can be forgotten one at a time)."""
+    from onnx import TensorProto, helper, save
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])
+    g = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "two_inputs", [x, y], [z])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_a_missing_input_is_an_error_never_zeros_or_the_last_calls(tmp_path):
+    # Issue 47.1: the device keeps what was set, but an input never set is an error (it used to run on zeros), and
+    # npuc.inference needs every input each call (it used to reuse the previous call's array from its cached runtime).
+    _two_input_model(tmp_path / "two.onnx")
+    r = npuc.translate("two", str(tmp_path / "two.onnx"), target="generic", out=str(tmp_path))
+    assert r.ok
+    x, y = np.full((1, 4), 1.0, np.float32), np.full((1, 4), 10.0, np.float32)
+    rt = npuc.Runtime(r.dir)
+    rt.set_input("x", x)
+    with pytest.raises(npuc.Error, match="input 'y' never set") as e:
+        rt.run()
+    assert e.value.code == "invalid argument"
+    with pytest.raises(npuc.Error, match="input 'y' never set"):
+        rt.run({"x": x})
+    rt.set_input("y", y)
+    assert np.array_equal(rt.run()["z"], x + y)
+    assert np.array_equal(rt.run({"x": 2 * x})["z"], 2 * x + y)  # (y stays set, as on the device)
+    with pytest.raises(npuc.Error, match="input 'x', 'y' never set"):
+        npuc.Runtime(r.dir).run()
+    with pytest.raises(npuc.Error, match="input 'y' of .* not given"):
+        npuc.inference([x], ["x"], package=str(r.dir))
+    assert np.array_equal(npuc.inference([x, y], ["x", "y"], package=str(r.dir))[0], x + y)
+    with pytest.raises(npuc.Error, match="input 'x' of .* not given"):
+        npuc.inference([y], ["y"], package=str(r.dir))  # (the cached runtime holds the last x: refused, not reused)
+
+
+def test_a_retranslated_package_is_reloaded_by_inference_and_evaluate(tmp_path):
+    # Issue 46.6: the cached runtimes of npuc.inference and npuc.evaluate(workers=1) are keyed by the package's
+    # content: translating another model to the same folder is seen (they kept running the old package).
+    a = npuc.translate("m", DIGITS, target="generic", out=str(tmp_path))
+    pkg = str(a.dir)
+    first = npuc.inference([X[:1]], ["input"], package=pkg)[0]
+    acc = npuc.evaluate(pkg, {"input": X}, Y, workers=1)["top1"]
+    assert acc > 0.8
+    # The same model with its classifier's bias shifted hard towards class 0: a different package at the same path.
+    from onnx import load, numpy_helper, save
+    m = load(DIGITS)
+    inits = {i.name: i for i in m.graph.initializer}
+    gemm = [n for n in m.graph.node if n.op_type == "Gemm"][-1]
+    bias = numpy_helper.to_array(inits[gemm.input[2]]).copy()
+    bias[0] += 1000.0
+    inits[gemm.input[2]].CopyFrom(numpy_helper.from_array(bias, gemm.input[2]))
+    save(m, str(tmp_path / "biased.onnx"))
+    b = npuc.translate("m", str(tmp_path / "biased.onnx"), target="generic", out=str(tmp_path))
+    assert str(b.dir) == pkg and b.content_hash != a.content_hash
+    second = npuc.inference([X[:1]], ["input"], package=pkg)[0]
+    assert not np.array_equal(first, second) and int(np.argmax(second)) == 0
+    got = npuc.evaluate(pkg, {"input": X}, Y, workers=1)
+    assert got["top1"] == pytest.approx(float(np.mean(Y == 0))) and (got["predictions"] == 0).all()
+
+
+def test_evaluate_checks_its_data_as_set_input_does(packages):
+    # Issue 46.6: NHWC data for an NCHW package, flat vectors, uint8 and int64 were reshaped and cast silently.
+    pkg = packages["generic"]
+    with pytest.raises(npuc.Error, match="layout='NHWC'"):
+        npuc.evaluate(pkg, {"input": np.transpose(X, (0, 2, 3, 1))}, Y, workers=1)
+    nhwc = npuc.evaluate(pkg, {"input": np.transpose(X, (0, 2, 3, 1)).copy()}, Y, workers=1, layout="NHWC")
+    assert nhwc["top1"] == npuc.evaluate(pkg, {"input": X}, Y, workers=1)["top1"]
+    with pytest.raises(npuc.Error, match="each sample must be 1x8x8"):
+        npuc.evaluate(pkg, {"input": X.reshape(len(X), -1)}, Y, workers=1)
+    for dt in (np.uint8, np.int64, np.float64):
+        with pytest.raises(npuc.Error, match="the data set's is %s" % np.dtype(dt).name) as e:
+            npuc.evaluate(pkg, {"input": X.astype(dt)}, Y, workers=1)
+        assert isinstance(e.value, npuc.Error)
+    assert npuc.evaluate(pkg, {"input": X.astype(np.float64)}, Y, workers=1, dtype=np.float32)["samples"] == len(X)
+    with pytest.raises(npuc.Error, match="layout must be"):
+        npuc.evaluate(pkg, {"input": X}, Y, workers=1, layout="CHWN")
+
+
+def test_outputs_whose_names_sanitize_alike_get_distinct_files(tmp_path):
+    # Issue 46.2: outputs 'a/b' and 'a_b' both became a_b.npy in `run` and `simulate` (one overwrote the other). A name
+    # that needs no change keeps its file; the other gets _2 (docs/cli.md, "Output file names").
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    from onnx import TensorProto, helper, save
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("a/b", "a_b")]
+    g = helper.make_graph([helper.make_node("Neg", ["x"], ["a/b"]), helper.make_node("Relu", ["x"], ["a_b"])], "clash", [x], outs)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "clash.onnx"))
+    v = np.array([[-2, -1, 1, 2]], np.float32)
+    np.save(tmp_path / "x.npy", v)
+    run = subprocess.run([CLI, "run", str(tmp_path / "clash.onnx"), "--input", "x=%s" % (tmp_path / "x.npy"), "--output-dir",
+                          str(tmp_path / "run")], capture_output=True, text=True, check=True)
+    assert np.array_equal(np.load(tmp_path / "run" / "a_b.npy"), np.maximum(v, 0))
+    assert np.array_equal(np.load(tmp_path / "run" / "a_b_2.npy"), -v)
+    assert "a/b: float32 1x4 -> %s" % (tmp_path / "run" / "a_b_2.npy") in run.stdout, run.stdout
+    r = npuc.translate("clash", str(tmp_path / "clash.onnx"), target="generic", out=str(tmp_path))
+    sim = subprocess.run([CLI, "simulate", str(r.dir), "--input", "x=%s" % (tmp_path / "x.npy"), "-o", str(tmp_path / "sim")],
+                         capture_output=True, text=True, check=True)
+    assert np.array_equal(np.load(tmp_path / "sim" / "a_b.npy"), np.maximum(v, 0))
+    assert np.array_equal(np.load(tmp_path / "sim" / "a_b_2.npy"), -v)
+    assert "a/b float32 1x4 -> %s.npy" % (tmp_path / "sim" / "a_b_2") in sim.stdout, sim.stdout

@@ -7,10 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <set>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -78,6 +80,22 @@ TEST(ReadFile, RefusesAFileOverItsLimitBeforeReadingIt) {
   EXPECT_EQ(codeOf([&] { readFileBytes(d); }), ErrorCode::kIo);                 // a folder
   EXPECT_EQ(codeOf([&] { readFileBytes(d / "none"); }), ErrorCode::kIo);        // missing
   EXPECT_EQ(codeOf([&] { readFileBytes("/dev/zero"); }), ErrorCode::kIo);       // not a regular file
+}
+
+// Issue 46.5: a FIFO is refused at once (opening it for reading used to wait for a writer: forever), naming it.
+TEST(ReadFile, RefusesAFifoWithoutWaitingForAWriter) {
+  fs::path d = test::scratchDir("fifo");
+  const fs::path fifo = d / "manifest.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    readFileBytes(fifo);
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("manifest.json: is not a regular file"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 TEST(OutputDir, RefusesToReplaceWhatNpucDidNotWrite) {

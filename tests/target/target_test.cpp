@@ -267,12 +267,30 @@ TEST(DrpaiRules, SupportedConvHasNoRows) {
   EXPECT_TRUE(check(windowGraph(s), "drpai").empty());
 }
 
+// §4.1.3's table (D:L782-829): 3x3 stride 1 pad 1 needs (1, 1), so 4x4 and 5x5 maps are fine (the §9 example's
+// "(width 6, height 3" for that case is the message's form, not the table: issue 47.8); 3x3 stride 2 pad 0 needs
+// (5, 7) and 7x7 stride 2 pad 3 (13, 13).
 TEST(DrpaiRules, MinimumPlaneSize) {
+  for (int64_t side : {1, 4, 5}) {
+    ConvSpec ok;
+    ok.x = {1, 16, side, side};
+    EXPECT_TRUE(check(windowGraph(ok), "drpai").empty()) << side;
+  }
   ConvSpec s;
-  s.x = {1, 16, 4, 4};
+  s.x = {1, 16, 6, 6};
+  s.stride = 2;
+  s.pads = {0, 0, 0, 0};
   expectOneRow(check(windowGraph(s), "drpai"), "drpai.conv.min_plane",
-               "Conv minimum plane size violation: 3x3 st=1 pad=(1,1,1,1) needs width ≥ 6, height ≥ 3 (§4.1.3)",
-               "width 4, height 4");
+               "Conv minimum plane size violation: 3x3 st=2 pad=(0,0,0,0) needs width ≥ 5, height ≥ 7 (§4.1.3)",
+               "width 6, height 6");
+  ConvSpec big;
+  big.x = {1, 16, 12, 16};
+  big.k = 7;
+  big.stride = 2;
+  big.pads = {3, 3, 3, 3};
+  expectOneRow(check(windowGraph(big), "drpai"), "drpai.conv.min_plane",
+               "Conv minimum plane size violation: 7x7 st=2 pad=(3,3,3,3) needs width ≥ 13, height ≥ 13 (§4.1.3)",
+               "width 16, height 12");
 }
 
 TEST(DrpaiRules, ConvKernel) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 
 namespace npuc::cli {
 
@@ -132,6 +133,29 @@ std::string safeFileName(const std::string& name) {
   std::string r;
   for (char c : name) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
   return r.empty() ? "output" : r;
+}
+
+std::vector<std::string> safeFileNames(const std::vector<std::string>& names, const std::vector<std::string>& suffixes) {
+  std::vector<std::string> out(names.size());
+  std::set<std::string> taken;  // every file name a chosen base makes
+  auto free = [&](const std::string& base) {
+    for (const std::string& x : suffixes)
+      if (taken.count(base + x)) return false;
+    return true;
+  };
+  auto take = [&](size_t i, const std::string& base) {
+    out[i] = base;
+    for (const std::string& x : suffixes) taken.insert(base + x);
+  };
+  for (int pass = 0; pass < 2; ++pass)  // names that need no change first: they keep their names
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string base = safeFileName(names[i]);
+      if ((base == names[i]) != (pass == 0)) continue;
+      std::string pick = base;
+      for (int k = 2; !free(pick); ++k) pick = base + "_" + std::to_string(k);
+      take(i, pick);
+    }
+  return out;
 }
 
 std::string humanCount(int64_t n) {

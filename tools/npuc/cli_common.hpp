@@ -35,8 +35,12 @@ Model loadForInputs(const std::string& model, const std::map<std::string, Tensor
                     const std::vector<std::string>& shape_entries);
 /// Seeded random inputs for every model input not in `given` (uniform in [0,1) for floats, 0 for ints).
 void fillRandomInputs(const Model& m, std::map<std::string, Tensor>& given, uint32_t seed = 0);
-/// A file-system friendly name for a tensor.
+/// A file-system friendly name for a tensor: letters, digits, '_', '-' and '.' kept, every other byte '_'.
 std::string safeFileName(const std::string& name);
+/// The file base names of tensors written side by side (docs/cli.md, "Output file names"): safeFileName of each,
+/// distinct — a name that needs no change keeps it; one whose base is taken (by another tensor's base plus any of
+/// `suffixes`, the file names each base makes) gets _2, _3, … Same names, same result.
+std::vector<std::string> safeFileNames(const std::vector<std::string>& names, const std::vector<std::string>& suffixes = {""});
 /// Text for HTML (element content and quoted attributes): < > & " ' escaped.
 std::string htmlEscape(const std::string& s);
 /// Writes a text file (kIo naming it when it cannot).

@@ -31,8 +31,11 @@ void addRun(CLI::App& app, Action& run) {
       double t1 = nowMs();
       makeOutputFolder(o->out_dir, "--output-dir");
       auto infos = m.outputs();
+      std::vector<std::string> names;
+      for (auto& info : infos) names.push_back(info.name);
+      const std::vector<std::string> files = safeFileNames(names);  // (distinct: names that sanitize alike)
       for (size_t i = 0; i < outs.size(); ++i) {
-        auto path = std::filesystem::path(o->out_dir) / (safeFileName(infos[i].name) + ".npy");
+        auto path = std::filesystem::path(o->out_dir) / (files[i] + ".npy");
         writeNpyFile(path, outs[i]);
         fmt::print("{}: {} {} -> {}\n", infos[i].name, dtypeName(outs[i].dtype()), shapeStr(outs[i].shape()), path.string());
       }

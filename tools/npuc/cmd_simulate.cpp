@@ -23,33 +23,85 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The bytes of a regular file of exactly `bytes` bytes (else an error naming the file, `who` needs them, `detail`).
+std::vector<uint8_t> readExactly(const std::string& file, uint64_t bytes, const std::string& who, const std::string& detail) {
+  const fs::path p(file);
+  std::error_code ec;
+  auto status = fs::status(p, ec);
+  if (!fs::exists(status)) throw Error(ErrorCode::kIo, fmt::format("{}: file not found", file));
+  if (!fs::is_regular_file(status)) throw Error(ErrorCode::kIo, fmt::format("{}: is not a regular file", file));
+  uintmax_t size = fs::file_size(p, ec);
+  if (ec || size != bytes)
+    throw Error(ErrorCode::kInvalidInput, fmt::format("{}: {} needs exactly {} bytes{}, the file has {}", file, who, bytes, detail, size));
+  std::vector<uint8_t> data(static_cast<size_t>(bytes));
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
+  size_t got = std::fread(data.data(), 1, data.size(), f);
+  std::fclose(f);
+  if (got != data.size()) throw Error(ErrorCode::kIo, fmt::format("{}: read {} of {} bytes", file, got, data.size()));
+  return data;
+}
+
+/// An RGBA8888 dump (npuc.utils.convert_pre_numpy_to_rgba, Kneron's CSIM input) for an input [1, C, H, W], C <= 4:
+/// H x W pixels of 4 bytes, the first C the channels. Where the package quantizes that input (int8-radix,
+/// int8-affine: the layer whose codes stand for it) the bytes are its int8 codes, given as the real values they stand
+/// for, (q - zero_point) x scale, which that layer turns back into the same codes; otherwise uint8 pixel values.
+Tensor readRgbaInput(const Runtime& rt, const std::string& file, const RuntimeTensor& in) {
+  const Shape& s = in.shape;
+  if (s.size() != 4 || s[0] != 1 || s[1] < 1 || s[1] > 4)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: an RGBA8888 file is for an input [1, C, H, W] with 1 to 4 channels; "
+                                                         "input '{}' is {}", file, in.name, shapeStr(s)));
+  const int64_t c = s[1], h = s[2], w = s[3];
+  const std::vector<uint8_t> px = readExactly(file, static_cast<uint64_t>(h * w * 4), "input '" + in.name + "'",
+                                              fmt::format(" ({}x{} pixels, RGBA8888)", h, w));
+  const RuntimeLayer* quant = nullptr;
+  for (const RuntimeLayer& l : rt.layers())
+    if (l.scale > 0 && l.float_value == in.name) quant = &l;
+  if (!quant && in.dtype == DType::kU8) {
+    Tensor t(DType::kU8, s);
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t i = 0; i < h * w; ++i) t.data<uint8_t>()[k * h * w + i] = px[static_cast<size_t>(i * 4 + k)];
+    return t;
+  }
+  if (!isFloat(in.dtype))
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: input '{}' is {}; an RGBA8888 file gives uint8 pixels or int8 codes",
+                                                         file, in.name, dtypeName(in.dtype)));
+  Tensor t(DType::kF32, s);
+  for (int64_t k = 0; k < c; ++k)
+    for (int64_t i = 0; i < h * w; ++i) {
+      const uint8_t b = px[static_cast<size_t>(i * 4 + k)];
+      t.data<float>()[k * h * w + i] = quant ? static_cast<float>((static_cast<int8_t>(b) - quant->zero_point) * quant->scale)
+                                             : static_cast<float>(b);
+    }
+  return t;
+}
+
 Tensor readInputFile(const Runtime& rt, const std::string& file, const RuntimeTensor& in) {
   fs::path p(file);
   if (p.extension() == ".npy") return readNpyFile(file);
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext == ".jpg" || ext == ".jpeg" || ext == ".png") return rt.imageInput(in.name, p);
+  if (ext == ".rgba") return readRgbaInput(rt, file, in);
   if (p.extension() == ".bin" || p.extension() == ".raw") {
     Tensor t(in.dtype, in.shape);
-    std::error_code ec;
-    auto status = fs::status(p, ec);
-    if (!fs::exists(status)) throw Error(ErrorCode::kIo, fmt::format("{}: file not found", file));
-    if (!fs::is_regular_file(status)) throw Error(ErrorCode::kIo, fmt::format("{}: is not a regular file", file));
-    uintmax_t size = fs::file_size(p, ec);
-    if (ec || size != t.nbytes())
-      throw Error(ErrorCode::kInvalidInput, fmt::format("{}: input '{}' needs exactly {} bytes ({} {}), the file has {}", file,
-                                                        in.name, t.nbytes(), dtypeName(in.dtype), shapeStr(in.shape), size));
-    std::FILE* f = std::fopen(file.c_str(), "rb");
-    if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
-    size_t got = std::fread(t.raw(), 1, t.nbytes(), f);
-    std::fclose(f);
-    if (got != t.nbytes()) throw Error(ErrorCode::kIo, fmt::format("{}: read {} of {} bytes", file, got, t.nbytes()));
+    const std::vector<uint8_t> bytes = readExactly(file, t.nbytes(), "input '" + in.name + "'",
+                                                   fmt::format(" ({} {})", dtypeName(in.dtype), shapeStr(in.shape)));
+    std::memcpy(t.raw(), bytes.data(), bytes.size());
     return t;
   }
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: inputs are .npy, raw .bin, or (camera-frame inputs) .jpg/.png files", file));
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: inputs are .npy, raw .bin, .rgba (RGBA8888 dumps: npuc.utils.convert_pre_numpy_to_rgba), or (camera-frame inputs) .jpg/.png files", file));
 }
 
 }  // namespace
+
+/// The file base name of each output of `rt` (outputs() order): distinct, with the suffixes simulate and its CSIM dumps
+/// add to them (<base>.npy, <base>.raw.npy, <base>_fixed.txt, <base>_dma2seq.info).
+std::vector<std::string> outputFileNames(const Runtime& rt) {
+  std::vector<std::string> names;
+  for (const RuntimeTensor& out : rt.outputs()) names.push_back(out.name);
+  return safeFileNames(names, {".npy", ".raw.npy", "_fixed.txt", "_dma2seq.info"});
+}
 
 std::map<std::string, Tensor> packageInputs(const Runtime& rt, const std::vector<std::string>& entries,
                                             const std::set<std::string>& given_elsewhere) {
@@ -110,11 +162,13 @@ void checkKneronDump(const Runtime& rt) {
 void writeKneronDump(const Runtime& rt, int platform, const fs::path& dir) {
   makeOutputFolder(dir, "--kneron-dump");
   std::string info = "# output radix scale (float = fixed / scale / 2^radix)\n";
-  for (const RuntimeTensor& out : rt.outputs()) {
+  const std::vector<std::string> files = outputFileNames(rt);
+  for (size_t i = 0; i < rt.outputs().size(); ++i) {
+    const RuntimeTensor& out = rt.outputs()[i];
     const std::optional<int> r = outputRadix(rt, out.name);
     if (!r) {  // a float output: no fixed-point values
       info += fmt::format("{} float\n", out.name);
-      if (platform == 720) writeText(dir / (safeFileName(out.name) + "_dma2seq.info"), "float\n");
+      if (platform == 720) writeText(dir / (files[i] + "_dma2seq.info"), "float\n");
       continue;
     }
     const int radix = *r;
@@ -133,7 +187,7 @@ void writeKneronDump(const Runtime& rt, int platform, const fs::path& dir) {
         for (int64_t b = 0; b < (platform == 520 ? C : H); ++b)
           for (int64_t w = 0; w < Wa; ++w)
             text += fmt::format("{}\n", w < W ? (platform == 520 ? fixed(n, b, a, w) : fixed(n, a, b, w)) : 0L);
-    const std::string base = safeFileName(out.name);
+    const std::string& base = files[i];
     writeText(dir / (base + "_fixed.txt"), text);
     if (platform == 720) writeText(dir / (base + "_dma2seq.info"), fmt::format("radix {}\nscale 1\n", radix));
     info += fmt::format("{} {} 1\n", out.name, radix);
@@ -236,8 +290,10 @@ void addSimulate(CLI::App& app, Action& run) {
       rt.run(cb);
       double t1 = nowMs();
       makeOutputFolder(o->output_dir, "--output-dir");
-      for (auto& out : rt.outputs()) {
-        std::string base = (fs::path(o->output_dir) / safeFileName(out.name)).string();
+      const std::vector<std::string> files = outputFileNames(rt);
+      for (size_t i = 0; i < rt.outputs().size(); ++i) {
+        const RuntimeTensor& out = rt.outputs()[i];
+        std::string base = (fs::path(o->output_dir) / files[i]).string();
         writeNpyFile(base + ".npy", rt.outputFloat(out.name));
         if (out.dtype != DType::kF32) writeNpyFile(base + ".raw.npy", rt.output(out.name));
         fmt::print("{} {} {} -> {}.npy\n", out.name, dtypeName(out.dtype), shapeStr(out.shape), base);

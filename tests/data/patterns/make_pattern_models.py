@@ -140,3 +140,58 @@ model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), Lambda(reorg)).eval()
 path = os.path.join(here, "darknet_reorg.onnx")
 torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
 print(path, os.path.getsize(path))
+
+# Focus as four two-axis Slices (axes [2, 3], steps [2, 2]), which some exporters and hand-written graphs emit in
+# place of torch's eight one-axis ones. torch cannot write it: made with onnx.helper (seeded numpy weights).
+import numpy as np  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper, save  # noqa: E402
+
+
+def focus_two_axis(path):
+    rng = np.random.default_rng(11)
+    w = numpy_helper.from_array(rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")
+    inits = [w, b, numpy_helper.from_array(np.array([2, 3], np.int64), "axes"),
+             numpy_helper.from_array(np.array([2, 2], np.int64), "steps"),
+             numpy_helper.from_array(np.array([1 << 30, 1 << 30], np.int64), "ends")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1])]
+    for i, (h0, w0) in enumerate([(0, 0), (1, 0), (0, 1), (1, 1)]):
+        inits.append(numpy_helper.from_array(np.array([h0, w0], np.int64), "starts%d" % i))
+        nodes.append(helper.make_node("Slice", ["c", "starts%d" % i, "ends", "axes", "steps"], ["s%d" % i]))
+    nodes.append(helper.make_node("Concat", ["s0", "s1", "s2", "s3"], ["y"], axis=1))
+    g = helper.make_graph(nodes, "focus_two_axis", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 4, 4])], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    print(path, os.path.getsize(path))
+
+
+focus_two_axis(os.path.join(here, "focus_two_axis.onnx"))
+
+
+# HardSwish as the DRP-AI manual writes it (Add, Clip, Div, Mul; §4.1.2) in the forms exporters and hand-written
+# graphs use: operands either way round, "/ 6" as a Div or a Mul by 1/6, constants of shape [] or [1], Clip with
+# attributes (opset 10). Each must fuse into one HardSwish layer through translate's whole flow.
+def hardswish_manual(path, rev=False, mul=False, shape=(), opset=13):
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 4, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.full(shape, 3, np.float32), "three"),
+             numpy_helper.from_array(np.full(shape, 1 / 6 if mul else 6, np.float32), "six")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["three", "c"] if rev else ["c", "three"], ["a"])]
+    if opset < 11:
+        nodes.append(helper.make_node("Clip", ["a"], ["r"], min=0.0, max=6.0))
+    else:
+        inits += [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
+        nodes.append(helper.make_node("Clip", ["a", "lo", "hi"], ["r"]))
+    nodes.append(helper.make_node("Mul" if mul else "Div", ["r", "six"], ["d"]))
+    nodes.append(helper.make_node("Mul", ["d", "c"] if rev else ["c", "d"], ["y"]))
+    g = helper.make_graph(nodes, "hardswish_manual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    print(path, os.path.getsize(path))
+
+
+hardswish_manual(os.path.join(here, "hardswish_manual.onnx"))
+hardswish_manual(os.path.join(here, "hardswish_manual_swapped.onnx"), rev=True, shape=(1,))
+hardswish_manual(os.path.join(here, "hardswish_manual_mul.onnx"), mul=True)
+hardswish_manual(os.path.join(here, "hardswish_manual_op10.onnx"), opset=10)
