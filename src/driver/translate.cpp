@@ -787,7 +787,24 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     if (o.prepost.empty()) return body;
     // Validated against the model (names, §9 messages, sizes) and inserted around the optimized body: the
     // pre/post nodes keep their exact types (uint8 frames, float16 images) whatever the target's numerics.
-    Model with = body.withPrePost(o.prepost, {o.prepost_full, o.check_prepost, o.not_check_size});
+    Model with = [&] {
+      try {
+        return body.withPrePost(o.prepost, {o.prepost_full, o.check_prepost, o.not_check_size});
+      } catch (const Error& e) {
+        if (!o.check_prepost) throw;
+        // -CheckPrePost ON (§7.3): the optimized model is saved to compare with the definition, as the manual's hint
+        // promises, published on its own in the output folder before the error goes up.
+        const fs::path saved = tmp / (o.prefix + "_opt.onnx");
+        try {
+          body.saveOnnx(saved);
+          out.commit();
+        } catch (const Error&) {
+          throw e;
+        }
+        throw Error(e.code(), fmt::format("{}\n(-CheckPrePost ON: the optimized model is saved as {} to compare with the definition)",
+                                          e.what(), (out.finalPath() / saved.filename()).string()));
+      }
+    }();
     report("prepost", sw.lap());
     return with;
   }();

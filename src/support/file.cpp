@@ -1,12 +1,16 @@
 #include "support/file.hpp"
 
 #include "support/error.hpp"
+#include "support/sha256.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <set>
+#include <sstream>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -149,28 +153,83 @@ void makeFolder(const fs::path& dir, const char* what) {
     fail(ErrorCode::kIo, "{} {}: cannot create the folder: {}", what, dir.string(), ec ? ec.message() : "not a folder after creation");
 }
 
+namespace {
+
+constexpr const char* kMarkerHeader = "npuc output folder: a later npuc run may replace this folder with a new one. It lists "
+                                      "what npuc wrote here; anything else in the folder stops that replacement.\n";
+
+/// What a folder holds below it, as marker lines: "d <path>" for a folder, "f <size> <path>" for anything else,
+/// sorted; the marker itself left out. Symbolic links are not followed (a link is an entry of its own).
+std::vector<std::string> folderEntries(const fs::path& dir) {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
+    if (rel == OutputDir::kMarker) continue;
+    const auto st = it->symlink_status(ec);
+    if (fs::is_directory(st)) lines.push_back("d " + rel);
+    else lines.push_back(fmt::format("f {} {}", fs::is_regular_file(st) ? it->file_size(ec) : 0, rel));
+  }
+  if (ec) fail(ErrorCode::kIo, "{}: cannot list the folder: {}", dir.string(), ec.message());
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+std::string entryPath(const std::string& line) {
+  if (line.rfind("d ", 0) == 0) return line.substr(2);
+  const size_t sp = line.find(' ', 2);
+  return sp == std::string::npos ? line : line.substr(sp + 1);
+}
+
+/// The marker of a folder npuc publishes: the header, the SHA-256 of the entry lines, the entry lines.
+std::string markerText(const std::vector<std::string>& entries) {
+  std::string body;
+  for (const std::string& e : entries) (body += e) += '\n';
+  return std::string(kMarkerHeader) + "sha256 " + sha256Hex(body.data(), body.size()) + "\n" + body;
+}
+
+}  // namespace
+
 std::string OutputDir::whyNotReplaceable(const fs::path& dir) {
   std::error_code ec;
   auto st = fs::symlink_status(dir, ec);
   if (!fs::exists(st)) return "";
   if (fs::is_symlink(st)) return "is a symbolic link (npuc replaces only a folder it wrote; remove the link or choose another name)";
   if (!fs::is_directory(st)) return "exists and is not a folder (npuc replaces only a folder it wrote)";
-  if (fs::exists(dir / kMarker, ec)) return "";
-  fs::path manifest = dir / "manifest.json";
-  if (fs::is_regular_file(fs::symlink_status(manifest, ec))) {
-    // A package written before the marker existed: its manifest names the format near its start or its end
-    // (keys are sorted); a bounded read is enough to tell.
-    try {
-      std::string text = readFileText(manifest, 256u << 20, "a package manifest");
-      if (text.find("\"format\": \"npuc-package\"") != std::string::npos ||
-          text.find("\"format\":\"npuc-package\"") != std::string::npos)
-        return "";
-    } catch (const Error&) {
-    }
-  }
   if (fs::is_empty(dir, ec) && !ec) return "";
-  return "exists and holds files npuc did not write (no npuc package or marker in it): npuc does not replace it; remove "
-         "it yourself or choose another PREFIX or --out";
+  const fs::path marker = dir / kMarker;
+  if (!fs::is_regular_file(fs::symlink_status(marker, ec)))
+    return "exists and holds files npuc did not write (no npuc marker in it): npuc does not replace it; remove it "
+           "yourself or choose another PREFIX or --out";
+  // The marker lists what npuc wrote (checked by its own SHA-256: a marker file copied or edited by hand is not
+  // npuc's); a folder holding anything else holds the user's files, which npuc never deletes.
+  std::set<std::string> ours;
+  try {
+    std::istringstream in(readFileText(marker, 64u << 20, "an npuc output marker"));
+    std::string header, sum, line, body;
+    std::getline(in, header);
+    std::getline(in, sum);
+    while (std::getline(in, line)) {
+      (body += line) += '\n';
+      ours.insert(entryPath(line));
+    }
+    if (header + "\n" != kMarkerHeader || sum != "sha256 " + sha256Hex(body.data(), body.size()))
+      return "holds a " + std::string(kMarker) + " file that is not npuc's (unreadable or edited): npuc does not replace the "
+             "folder; remove it yourself or choose another PREFIX or --out";
+  } catch (const Error& e) {
+    return std::string("its ") + kMarker + " cannot be read (" + e.what() + "): npuc does not replace the folder";
+  }
+  std::vector<std::string> theirs;
+  for (const std::string& e : folderEntries(dir))
+    if (!ours.count(entryPath(e))) theirs.push_back(entryPath(e));
+  if (theirs.empty()) return "";
+  std::sort(theirs.begin(), theirs.end());
+  std::string names;
+  for (size_t i = 0; i < theirs.size() && i < 8; ++i) names += (i ? ", " : "") + theirs[i];
+  if (theirs.size() > 8) names += fmt::format(" and {} more", theirs.size() - 8);
+  return fmt::format("is an npuc output folder that also holds files npuc did not write ({}): npuc does not replace it "
+                     "and lose them; move them out of the folder, or choose another PREFIX or --out", names);
 }
 
 OutputDir::OutputDir(fs::path root, std::string name, const char* what) : root_(std::move(root)), name_(std::move(name)) {
@@ -228,7 +287,7 @@ OutputDir::~OutputDir() {
 }
 
 void OutputDir::commit() {
-  writeFileAtomic(tmp_ / kMarker, "npuc output folder: a later npuc run may replace this folder with a new one.\n");
+  writeFileAtomic(tmp_ / kMarker, markerText(folderEntries(tmp_)));
   syncTree(tmp_);
   // Retried when a concurrent run publishes between our look at the final folder and our rename.
   for (int attempt = 0; attempt < 64; ++attempt) {

@@ -69,8 +69,10 @@ class OutputDir {
   void commit();
 
   /// Why `dir` may not be replaced by npuc, or "" when it may: it does not exist, or it is an empty folder, or a
-  /// folder holding kMarker or an npuc package (a manifest.json of format "npuc-package"). A symbolic link, a
-  /// file, or any other folder is refused.
+  /// folder npuc published holding nothing but what npuc wrote there. The marker kMarker lists every file and folder
+  /// npuc wrote (with a SHA-256 over the list: a marker copied or edited by hand is not npuc's); anything else in
+  /// the folder is the user's, and the message names it — npuc never deletes it. A symbolic link, a file, a folder
+  /// without a valid marker (a package folder of an npuc from before the marker included) is refused.
   static std::string whyNotReplaceable(const std::filesystem::path& dir);
 
  private:

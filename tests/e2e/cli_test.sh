@@ -146,26 +146,36 @@ if "$npuc" translate ex2 -onnx "$ex/example2.onnx" -prepost "$ex/example2.yaml" 
   ok "data lists of the manual's example 2: YUY2 [480, 640, 2] HWC in, [125, 13, 13] CHW out"
 else bad "data lists of example 2: $(cat "$tmp/ex2/ex2/ex2_data_in_list.txt" "$tmp/ex2/ex2/ex2_data_out_list.txt")"; fi
 sed 's/name: "logits"/name: "logitz"/' "$pp" >"$tmp/pp_bad.yaml"
-expect_error 2 "[Error Y01] Error in prepost yaml" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" -CheckPrePost ON --out "$tmp/ppout"
+expect_error 2 "[Error Y01] Error in prepost yaml" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" -CheckPrePost ON --out "$tmp/ppon"
+# -CheckPrePost ON keeps the hint's promise: the optimized model is saved to compare with the definition (issue 47.9).
+grep -q "the optimized model is saved as $tmp/ppon/ppd/ppd_opt.onnx" "$tmp/err" && "$npuc" inspect "$tmp/ppon/ppd/ppd_opt.onnx" >/dev/null &&
+  ok "-CheckPrePost ON saves the optimized model when the definition is refused" || bad "-CheckPrePost ON: $(cat "$tmp/err")"
 expect_error 2 "Converter-007" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_bad.yaml" --out "$tmp/ppout"
 sed 's/\[8, 8, 1\]/[9, 8, 1]/' "$pp" >"$tmp/pp_size.yaml"
 expect_error 2 "the size of ONNX vs. YAML does not match" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" --out "$tmp/ppout"
 expect_error 2 "cannot reshape 9x8x1" -- "$npuc" translate ppd -onnx "$digits" -prepost "$tmp/pp_size.yaml" -NotCheckSizeONNXvsYAML --out "$tmp/ppout"
 grep -q "hint: the pre/post-processing definition .* run again with -CheckPrePost ON" "$tmp/err" &&
   ok "a definition that disagrees with the model gets the manual's -CheckPrePost hint" || bad "no -CheckPrePost hint: $(cat "$tmp/err")"
-# The simple specification case (§7.2.1): ./UserConfig/prepost_<model>.yaml is found by the ONNX file's name, and
-# the banner says which files are used (or that there are none).
+# The simple specification case (§7.2.1): ./UserConfig/prepost_<model>.yaml and addrmap_in_<model>.yaml are found by
+# the ONNX file's name, and the banner (after the version line) says which files are used; a named definition that
+# is missing stops the run with the manual's "file is not exist" (§7.2.2); without a ./UserConfig folder npuc uses
+# none and says so.
 mkdir -p "$tmp/sc/onnx" "$tmp/sc/UserConfig" && cp "$digits" "$tmp/sc/onnx/modelA.onnx" && cp "$pp" "$tmp/sc/UserConfig/prepost_modelA.yaml"
+printf -- '- name: "all"\n  addr: 0x40_000_000\n  lst_elemsp:\n%s' "$(for e in data_in data data_out work weight drp_config drp_param desc_aimac desc_drp; do printf '    - { name: "%s" }\n' $e; done)" >"$tmp/sc/UserConfig/addrmap_in_modelA.yaml"
 if (cd "$tmp/sc" && "$npuc" translate test -onnx ./onnx/modelA.onnx >"$tmp/sc.out") &&
+   grep -q "^\[Run npuc translate\] Ver. [0-9.]*$" "$tmp/sc.out" &&
    grep -q "Prepost file          : ./UserConfig/prepost_modelA.yaml" "$tmp/sc.out" &&
-   grep -q "Address mapping file  : none (no ./UserConfig/addrmap_in_modelA.yaml)" "$tmp/sc.out" &&
+   grep -q "Address mapping file  : ./UserConfig/addrmap_in_modelA.yaml" "$tmp/sc.out" &&
    [ -s "$tmp/sc/output/test/test_prepost_opt.yaml" ]; then
-  ok "simple specification case: UserConfig/prepost_<model>.yaml used, the [Input file information] banner says so"
+  ok "simple specification case: UserConfig/prepost_<model>.yaml and addrmap_in_<model>.yaml used, the banner says so"
 else bad "simple specification case: $(cat "$tmp/sc.out")"; fi
 rm "$tmp/sc/UserConfig/prepost_modelA.yaml"
-(cd "$tmp/sc" && "$npuc" translate test2 -onnx ./onnx/modelA.onnx >"$tmp/sc2.out")
-grep -q "Prepost file          : none (no ./UserConfig/prepost_modelA.yaml): no pre/post-processing" "$tmp/sc2.out" &&
-  ok "without a definition the banner says there is none" || bad "banner without a definition: $(cat "$tmp/sc2.out")"
+(cd "$tmp/sc" && "$npuc" translate test2 -onnx ./onnx/modelA.onnx >"$tmp/sc2.out" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "\[ERROR\] :  ./UserConfig/prepost_modelA.yaml file is not exist." "$tmp/sc2.out" && [ ! -e "$tmp/sc/output/test2" ] &&
+  ok "simple specification case: a missing named definition stops with the manual's message" || bad "missing definition: rc $rc $(cat "$tmp/sc2.out")"
+mkdir -p "$tmp/nouc" && (cd "$tmp/nouc" && "$npuc" translate test3 -onnx "$digits" >"$tmp/sc3.out")
+grep -q "Prepost file          : none (no ./UserConfig folder): no pre/post-processing" "$tmp/sc3.out" &&
+  ok "without a ./UserConfig folder the banner says there is no definition" || bad "banner without UserConfig: $(cat "$tmp/sc3.out")"
 if "$npuc" translate pp2 -onnx "$digits" -prepot "$pp" --out "$tmp/pp2" >/dev/null && [ -s "$tmp/pp2/pp2/pp2_prepost_opt.yaml" ]; then
   ok "-prepot (the manual's spelling in §7.3) is -prepost"; else bad "-prepot"; fi
 expect_error 2 "Invalid option name: -prepst (did you mean -prepost?)" -- "$npuc" translate x -onnx "$digits" -prepst "$pp"

@@ -148,6 +148,12 @@ TEST(AddrMap, RulesOfSection6) {
     return s;
   };
   expectError(with("0x40_000_000", "0x40_000_010"), "64-byte boundary");
+  // Issue 47.9: a given Element-Space address on its own §6.4 boundary: 16 bytes for drp_param, desc_aimac, desc_drp.
+  const std::string p16 = with("{ name: \"drp_param\" }", "{ name: \"drp_param\", addr: 0x4561_1a10 }");
+  EXPECT_EQ(layout(p16.c_str()).find("drp_param")->addr, 0x45611a10u);
+  expectError(with("{ name: \"drp_param\" }", "{ name: \"drp_param\", addr: 0x4561_1a08 }"),
+              "Element-Space 'drp_param' addr 0x4561_1a08 must be aligned on a 16-byte boundary (§6.4)");
+  expectError(with("{ name: \"weight\" }", "{ name: \"weight\", addr: 0x4241_2410 }"), "must be aligned on a 64-byte boundary (§6.4)");
   expectError(with("{ name: \"weight\" }", "{ name: \"wieght\" }"), "unknown Element-Space 'wieght'");
   expectError(with("    - { name: \"desc_drp\" }\n", ""), "'desc_drp' is missing");
   expectError(with("{ name: \"data_in\" }", "{ name: \"data_in\", addr: 0x50_000_000 }"), "must match the Sub-Space addr");

@@ -124,20 +124,70 @@ TEST(OutputDir, RefusesToReplaceWhatNpucDidNotWrite) {
   EXPECT_EQ(codeOf([&] { OutputDir out(root, ""); }), ErrorCode::kInvalidArgument);
 }
 
-TEST(OutputDir, ReplacesItsOwnOutputsAndPackagesOfEarlierVersions) {
+TEST(OutputDir, ReplacesItsOwnOutputs) {
   fs::path root = test::scratchDir("out");
-  fs::create_directories(root / "old_pkg");
-  writeText(root / "old_pkg" / "manifest.json", "{\n \"files\": [],\n \"format\": \"npuc-package\"\n}\n");
   fs::create_directories(root / "empty");
-  for (const char* name : {"old_pkg", "empty", "new"}) {
+  for (const char* name : {"empty", "new"}) {
     for (int gen = 0; gen < 2; ++gen) {
       OutputDir out(root, name);
       writeText(out.path() / fmt::format("gen{}.txt", gen), "data");
+      fs::create_directories(out.path() / "sub");
+      writeText(out.path() / "sub" / "x.bin", "xx");
       out.commit();
-      EXPECT_EQ(listing(root / name), (std::set<std::string>{fmt::format("gen{}.txt", gen), OutputDir::kMarker})) << name;
+      EXPECT_EQ(listing(root / name), (std::set<std::string>{fmt::format("gen{}.txt", gen), "sub", OutputDir::kMarker})) << name;
     }
   }
-  EXPECT_EQ(listing(root), (std::set<std::string>{"old_pkg", "empty", "new"}));
+  EXPECT_EQ(listing(root), (std::set<std::string>{"empty", "new"}));
+}
+
+// Issue 46.1: a folder is npuc's only by a marker npuc wrote (its list of what npuc wrote, under a SHA-256), not by a
+// manifest.json that mentions "npuc-package" (any folder holding one was replaced, its other files deleted); and a
+// file the user added to npuc's own folder stops the replacement, named in the message — it was deleted.
+TEST(OutputDir, NeverDeletesTheUsersFiles) {
+  fs::path root = test::scratchDir("out");
+  fs::create_directories(root / "looks_like_a_package");
+  writeText(root / "looks_like_a_package" / "manifest.json", "{\n \"files\": [],\n \"format\": \"npuc-package\"\n}\n");
+  writeText(root / "looks_like_a_package" / "thesis.tex", "precious");
+  {
+    OutputDir out(root, "pkg");
+    writeText(out.path() / "manifest.json", "{}");
+    out.commit();
+  }
+  writeText(root / "pkg" / "NOTES.md", "mine");
+  fs::create_directories(root / "pkg" / "copies");
+  writeText(root / "pkg" / "copies" / "model.onnx", "mine too");
+  // A marker copied into another folder, or edited, is not npuc's.
+  fs::create_directories(root / "forged");
+  fs::copy_file(root / "pkg" / OutputDir::kMarker, root / "forged" / OutputDir::kMarker);
+  writeText(root / "forged" / "manifest.json", "{}");
+  writeText(root / "forged" / "paper.pdf", "precious");
+  fs::create_directories(root / "edited");
+  writeText(root / "edited" / OutputDir::kMarker, readText(root / "pkg" / OutputDir::kMarker) + "f 8 paper.pdf\n");
+  writeText(root / "edited" / "paper.pdf", "precious");
+  for (const char* name : {"looks_like_a_package", "pkg", "forged", "edited"}) {
+    try {
+      OutputDir out(root, name);
+      ADD_FAILURE() << "accepted " << name;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kIo);
+      if (std::string(name) == "pkg") {
+        EXPECT_NE(std::string(e.what()).find("also holds files npuc did not write (NOTES.md, copies, copies/model.onnx)"),
+                  std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(readText(root / "looks_like_a_package" / "thesis.tex"), "precious");
+  EXPECT_EQ(readText(root / "pkg" / "NOTES.md"), "mine");
+  EXPECT_EQ(readText(root / "pkg" / "copies" / "model.onnx"), "mine too");
+  EXPECT_EQ(readText(root / "forged" / "paper.pdf"), "precious");
+  EXPECT_EQ(readText(root / "edited" / "paper.pdf"), "precious");
+  // Moved out, the folder is npuc's again.
+  fs::remove(root / "pkg" / "NOTES.md");
+  fs::remove_all(root / "pkg" / "copies");
+  OutputDir again(root, "pkg");
+  writeText(again.path() / "manifest.json", "{\"v\": 2}");
+  again.commit();
+  EXPECT_EQ(readText(root / "pkg" / "manifest.json"), "{\"v\": 2}");
 }
 
 TEST(OutputDir, AFailedRunLeavesThePreviousOutputAndNoTemporaryFolder) {

@@ -372,16 +372,23 @@ void addTranslate(CLI::App& app, Action& run) {
           if (std::string f = "./UserConfig/" + kind + key + ".yaml"; fs::exists(f)) return f;
         return std::string();
       };
+      // With a ./UserConfig folder (the manual's layout) a definition the simple case names must be there: the
+      // manual stops with "file is not exist" (§7.2.2, §9). Without one, npuc's relaxation: none, said in the banner.
+      std::error_code uc_ec;
+      const bool user_config = fs::is_directory("./UserConfig", uc_ec);
       std::string prepost_note, addr_note;
       if (prepost.empty() && aipp.empty()) {
         prepost = userConfig("prepost_");
-        if (prepost.empty()) prepost_note = fmt::format("none (no ./UserConfig/prepost_{}.yaml): no pre/post-processing", model_name);
+        if (prepost.empty() && user_config) prepost = "./UserConfig/prepost_" + model_name + ".yaml";
+        if (prepost.empty()) prepost_note = "none (no ./UserConfig folder): no pre/post-processing";
       }
       if (addr.empty()) {
         addr = userConfig("addrmap_in_");
-        if (addr.empty()) addr_note = fmt::format("none (no ./UserConfig/addrmap_in_{}.yaml): the default address map", model_name);
+        if (addr.empty() && user_config) addr = "./UserConfig/addrmap_in_" + model_name + ".yaml";
+        if (addr.empty()) addr_note = "none (no ./UserConfig folder): the default address map";
       }
-      // The manual's banner: which files this run uses.
+      // The manual's banner: the version, then which files this run uses.
+      fmt::print("[Run npuc translate] Ver. {}\n", NPUC_VERSION_STRING);
       fmt::print("[Input file information]\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n", "PREFIX", o.prefix,
                  "ONNX Model", onnx, aipp.empty() ? "Prepost file" : "AIPP configuration",
                  aipp.empty() ? (prepost.empty() ? prepost_note : prepost) : aipp, "Address mapping file",
