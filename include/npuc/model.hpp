@@ -258,6 +258,9 @@ void makeOutputFolder(const std::filesystem::path& dir, const char* what);
 /// Checks that a name given for output files (PREFIX) is one plain file-name component (not empty, not "." or "..",
 /// no separator or control character, not starting with '.'); throws Error (kInvalidArgument) naming `what`.
 void checkOutputName(const std::string& name, const char* what);
+/// A CSV field (RFC 4180): as it is, or in double quotes with its quotes doubled when it holds a comma, a quote, a
+/// carriage return or a newline. Every CSV file npuc writes goes through it.
+std::string csvField(const std::string& s);
 /// Writes PREFIX_error_report.csv, .json and .xlsx (each written atomically) into prefix's folder (created when
 /// missing); prefix's last part must be a plain name (one file-name component). Returns the files written.
 std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, const std::string& target,

@@ -16,9 +16,8 @@
 
 namespace npuc {
 
-/// A CSV field, quoted when it must be (also used by translate.cpp's tables).
 std::string csvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string r = "\"";
   for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
   return r + "\"";

@@ -158,11 +158,9 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   auto csv_out = std::back_inserter(csv);
   auto md_out = std::back_inserter(md);
   for (auto& l : e.layers) {
-    const bool quote = l.name.find(',') != std::string::npos;
     const std::string ker = kerStr(l);
-    fmt::format_to(csv_out, "{}{}{}{},{},{},{},{},{},{},{},{},{},{},{:.3f}\n", l.ith, quote ? ",\"" : ",", l.name,
-                   quote ? "\"" : "", l.opexp, l.engine, ker, l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs,
-                   l.time_us);
+    fmt::format_to(csv_out, "{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}\n", l.ith, csvField(l.name), csvField(l.opexp), l.engine, ker,
+                   l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
     fmt::format_to(md_out, "| {} | {} | {} | {} | {} | {},{},{} | {},{},{} | {} | {:.3f} |\n", l.ith, l.name, l.opexp,
                    l.engine, l.ker_w ? ker : "", l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
   }
@@ -338,7 +336,6 @@ std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp
 
 }  // namespace
 
-std::string csvField(const std::string& s);  // report.cpp
 
 /// TranslateOptions::Pow2 (TIDL's keys) as the quantizer's and the runtime's options; bad values are errors naming
 /// the key.

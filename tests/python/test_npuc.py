@@ -411,3 +411,34 @@ def test_outputs_whose_names_sanitize_alike_get_distinct_files(tmp_path):
     assert np.array_equal(np.load(tmp_path / "sim" / "a_b.npy"), np.maximum(v, 0))
     assert np.array_equal(np.load(tmp_path / "sim" / "a_b_2.npy"), -v)
     assert "a/b float32 1x4 -> %s.npy" % (tmp_path / "sim" / "a_b_2") in sim.stdout, sim.stdout
+
+
+def test_csv_reports_quote_names_with_commas_quotes_and_newlines(tmp_path):
+    # Issue 46.8: the summary quoted only names with a comma (a quote or a newline broke its rows), and simulate's
+    # trace index and compare's table wrapped names in quotes without doubling those inside.
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    import csv
+    from onnx import TensorProto, helper, save
+    odd = 'conv,"one"\nline two'
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ['t"1'], name=odd), helper.make_node("Neg", ['t"1'], ["y"], name="plain")],
+                          "odd", [x], [y])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "odd.onnx"))
+    r = npuc.translate("odd", str(tmp_path / "odd.onnx"), target="generic", out=str(tmp_path))
+    with open(r.dir / "odd_summary.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert all(len(row) == 20 for row in rows), rows
+    assert odd in [row[1] for row in rows]
+    np.save(tmp_path / "x.npy", np.ones((1, 4), np.float32))
+    subprocess.run([CLI, "simulate", str(r.dir), "--input", "x=%s" % (tmp_path / "x.npy"), "-o", str(tmp_path / "s"), "--trace",
+                    str(tmp_path / "t")], check=True, capture_output=True)
+    with open(tmp_path / "t" / "trace_index.csv", newline="") as f:
+        trace = list(csv.DictReader(f))
+    assert [t["name"] for t in trace] == [odd, "plain"] and trace[0]["output"] == 't"1'
+    subprocess.run([CLI, "compare", str(tmp_path / "odd.onnx"), str(r.dir), "--input", "x=%s" % (tmp_path / "x.npy"), "-o",
+                    str(tmp_path / "c")], check=True, capture_output=True)
+    with open(tmp_path / "c" / "compare.csv", newline="") as f:
+        cmp = list(csv.DictReader(f))
+    assert [c["layer"] for c in cmp] == [odd, "plain"] and cmp[0]["value"] == 't"1' and all(c["matched"] == "1" for c in cmp)

@@ -29,7 +29,7 @@ void printProfile(const std::vector<std::vector<NodeProfile>>& runs, const std::
   }
   if (!csv_path.empty()) {
     std::string csv = "index,name,op,median_ms\n";
-    for (size_t i = 0; i < med.size(); ++i) csv += fmt::format("{},\"{}\",{},{:.4f}\n", i, med[i].name, med[i].op, med[i].ms);
+    for (size_t i = 0; i < med.size(); ++i) csv += fmt::format("{},{},{},{:.4f}\n", i, csvField(med[i].name), med[i].op, med[i].ms);
     std::FILE* f = std::fopen(csv_path.c_str(), "wb");
     if (!f || std::fwrite(csv.data(), 1, csv.size(), f) != csv.size()) {
       if (f) std::fclose(f);

@@ -221,7 +221,8 @@ void addCompare(CLI::App& app, Action& run) {
       int matched = 0;
       double worst_cos = 1;
       for (auto& r : rows) {
-        csv += fmt::format("{},\"{}\",{},{},{},\"{}\",{},{},{},{},{}\n", r.seq, r.name, r.kind, r.engine, r.opexp, r.value, r.shape,
+        csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", r.seq, csvField(r.name), r.kind, r.engine, csvField(r.opexp),
+                           csvField(r.value), r.shape,
                            r.matched ? 1 : 0, r.matched ? fmt::format("{:.9g}", r.max_abs) : "",
                            r.matched ? fmt::format("{:.9f}", r.cosine) : "", r.matched ? snrStr(r.snr) : "");
         std::string nm = r.name.size() > 44 ? "…" + r.name.substr(r.name.size() - 43) : r.name;

@@ -280,10 +280,10 @@ void addSimulate(CLI::App& app, Action& run) {
           std::string nodes;
           for (auto& n : l.onnx_nodes) nodes += (nodes.empty() ? "" : " ") + n;
           // (int8-pow2: the scale is 2^-q, q this frame's, also given as q)
-          index += fmt::format("{},{},{},{},\"{}\",{},\"{}\",\"{}\",{},{},{},{},{},{},\"{}\",{}\n", l.seq, l.seq, l.engine, l.kind, l.name,
-                               l.opexp, nodes, l.output.name, dtypeName(l.output.dtype), shapeStr(s), raw, npy,
-                               scale > 0 ? fmt::format("{:.9g}", scale) : "", scale > 0 ? std::to_string(l.zero_point) : "",
-                               l.float_value, pow2 && scale > 0 ? std::to_string(-std::ilogb(scale)) : "");
+          index += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", l.seq, l.seq, l.engine, l.kind, csvField(l.name),
+                               csvField(l.opexp), csvField(nodes), csvField(l.output.name), dtypeName(l.output.dtype), shapeStr(s),
+                               raw, npy, scale > 0 ? fmt::format("{:.9g}", scale) : "", scale > 0 ? std::to_string(l.zero_point) : "",
+                               csvField(l.float_value), pow2 && scale > 0 ? std::to_string(-std::ilogb(scale)) : "");
         };
       }
       double t0 = nowMs();
