@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 
 namespace npuc {
@@ -21,8 +22,9 @@ namespace fs = std::filesystem;
 
 fs::path pluginPath(const std::string& fault) { return fs::path(NPUC_TEST_PLUGIN_DIR) / ("libnpuc_test_plugin_" + fault + ".so"); }
 
-/// x [1, 3, 4, 5] -> Relu -> <domain>.ScaleBias(scale, bias [3]) -> y.
-std::string model(const std::string& domain, const std::string& op = "ScaleBias") {
+/// x [1, 3, 4, 5] -> Relu -> <domain>.ScaleBias(scale, bias [3]) -> y; `edit` changes the model before it is written.
+std::string model(const std::string& domain, const std::string& op = "ScaleBias",
+                  const std::function<void(onnx::ModelProto&)>& edit = {}) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
@@ -62,6 +64,7 @@ std::string model(const std::string& domain, const std::string& op = "ScaleBias"
   a->set_name("scale");
   a->set_type(onnx::AttributeProto::FLOAT);
   a->set_f(1.75f);
+  if (edit) edit(m);
   std::string bytes;
   m.SerializeToString(&bytes);
   return bytes;
@@ -96,8 +99,8 @@ Tensor expectedF16(const Tensor& x) {
 }
 
 /// The model of `domain` written to dir/custom.onnx and translated for generic into dir/p.
-bool translateGeneric(const fs::path& dir, const std::string& domain) {
-  std::ofstream(dir / "custom.onnx", std::ios::binary) << model(domain);
+bool translateGeneric(const fs::path& dir, const std::string& domain, const std::function<void(onnx::ModelProto&)>& edit = {}) {
+  std::ofstream(dir / "custom.onnx", std::ios::binary) << model(domain, "ScaleBias", edit);
   TranslateOptions o;
   o.prefix = "p";
   o.onnx = dir / "custom.onnx";
@@ -267,8 +270,49 @@ INSTANTIATE_TEST_SUITE_P(
                       Fault{"inferfails", "load", "the size is not one this op supports"},
                       Fault{"throws", "run", "threw an exception: the op's kernel gave up"},
                       Fault{"oob", "run", "wrote outside output 0 (byte 240 of a 240-byte tensor"},
-                      Fault{"fastdiffers", "run", "compute_fast differs from compute_ref at output 0 element 3"}),
+                      Fault{"fastdiffers", "run", "compute_fast differs from compute_ref at output 0 element 3"},
+                      Fault{"half", "run", "compute_ref did not write output 0 ('y') in full: 30 of its 60 elements were "
+                                           "not written, the first at element 30"},
+                      Fault{"fasthalf", "run", "compute_fast did not write output 0 ('y') in full: 30 of its 60 elements "
+                                               "were not written, the first at element 30"}),
     [](const ::testing::TestParamInfo<Fault>& i) { return std::string(i.param.lib); });
+
+// The first-call check runs in the package runtime too (the same plugin::Instance), --exact or not.
+TEST(CustomOp, APartlyWrittenOutputIsRefusedByTheRuntime) {
+  registerCustomOp(pluginPath("half"));
+  const fs::path dir = test::scratchDir("custom_op_half");
+  ASSERT_TRUE(translateGeneric(dir, "test.half"));
+  for (bool exact : {false, true}) {
+    const std::string msg = errorOf([&] {
+      Runtime rt(dir / "p", RuntimeOptions{1, exact, false});
+      rt.run({input()});
+    });
+    EXPECT_NE(msg.find("custom op 'test.half.ScaleBias' (plugin libnpuc_test_plugin_half.so)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("compute_ref did not write output 0 ('y') in full: 30 of its 60 elements were not written, the "
+                       "first at element 30"), std::string::npos) << msg;
+  }
+}
+
+// An op whose output depends on its state (a count of the layer's calls): the first call's extra runs get states
+// of their own, so they neither advance the layer's state nor see an advanced one (no false "differs").
+TEST(CustomOp, AStatefulOpSeesOneCallPerRun) {
+  registerCustomOp(pluginPath("stateful"));
+  const fs::path dir = test::scratchDir("custom_op_stateful");
+  const Tensor x = input();
+  auto plus = [&](float k) {
+    Tensor y = expected(x);
+    for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] += k;
+    return y;
+  };
+  Session s(Model::fromOnnxBytes(model("test.stateful"), "custom.onnx"));
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(s.run({x})[0].sameBits(plus(static_cast<float>(k)))) << "engine call " << k;
+  ASSERT_TRUE(translateGeneric(dir, "test.stateful"));
+  for (bool exact : {false, true}) {
+    Runtime rt(dir / "p", RuntimeOptions{1, exact, false});
+    for (int k = 0; k < 3; ++k)
+      EXPECT_TRUE(rt.run({x})[0].sameBits(plus(static_cast<float>(k)))) << "runtime call " << k << " exact " << exact;
+  }
+}
 
 TEST(CustomOp, AFileThatIsNotAPluginIsNamed) {
   const fs::path dir = test::scratchDir("custom_op_files");
