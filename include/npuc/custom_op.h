@@ -106,7 +106,8 @@ typedef struct npuc_param_def {
   int32_t type; /* npuc_param_type */
   int32_t input;
   int32_t required; /* 1: a node without it is refused by name */
-  const char* vx_type; /* the type the definition gave ("VX_TYPE_ARRAY", …): informative */
+  const char* vx_type; /* the type the definition gave ("VX_TYPE_ARRAY", …): npuc refuses a value it cannot hold
+                          (VX_TYPE_INT8 … UINT64, ENUM, SIZE, CHAR, FLOAT16, FLOAT32; docs/custom-ops.md) */
 } npuc_param_def;
 
 /* A tensor input or output: its name and the element types it accepts. A tensor whose type the port lists passes as

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -109,6 +111,39 @@ struct Guarded {
     return std::nullopt;
   }
 };
+
+/// The values a parameter's declared type holds, when narrower than what it passes as (int64 / double).
+struct DeclaredRange {
+  const char* vx_type;
+  bool floating;      // a float type (bounded by max) or an integer type (by lo and hi)
+  int64_t lo, hi;     // integer types: the values
+  double max;         // float types: the largest finite magnitude (NaN and infinities pass)
+  const char* shown;  // the range as messages give it
+};
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+const DeclaredRange kRanges[] = {
+    {"VX_TYPE_INT8", false, -128, 127, 0, "-128 to 127"},
+    {"VX_TYPE_UINT8", false, 0, 255, 0, "0 to 255"},
+    {"VX_TYPE_CHAR", false, -128, 255, 0, "-128 to 255 (one byte, signed or unsigned)"},
+    {"VX_TYPE_INT16", false, -32768, 32767, 0, "-32768 to 32767"},
+    {"VX_TYPE_UINT16", false, 0, 65535, 0, "0 to 65535"},
+    {"VX_TYPE_INT32", false, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 0,
+     "-2147483648 to 2147483647"},
+    {"VX_TYPE_ENUM", false, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 0,
+     "-2147483648 to 2147483647 (vx_enum is int32)"},
+    {"VX_TYPE_UINT32", false, 0, std::numeric_limits<uint32_t>::max(), 0, "0 to 4294967295"},
+    {"VX_TYPE_UINT64", false, 0, kI64Max, 0, "0 to 9223372036854775807 (passed as int64)"},
+    {"VX_TYPE_SIZE", false, 0, kI64Max, 0, "0 to 9223372036854775807 (passed as int64)"},
+    {"VX_TYPE_FLOAT16", true, 0, 0, 65504.0, "-65504 to 65504 (float16's finite values)"},
+    {"VX_TYPE_FLOAT32", true, 0, 0, static_cast<double>(std::numeric_limits<float>::max()),
+     "-3.4028235e+38 to 3.4028235e+38 (float32's finite values)"},
+};
+const DeclaredRange* declaredRange(const char* vx_type) {
+  if (!vx_type) return nullptr;
+  for (const DeclaredRange& r : kRanges)
+    if (std::strcmp(r.vx_type, vx_type) == 0) return &r;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -240,6 +275,33 @@ int CustomOp::lastParamInput() const {
   return last;
 }
 
+void CustomOp::checkParams(const std::string& node, const std::vector<Param>& params) const {
+  for (size_t k = 0; k < params.size() && k < d_->num_params; ++k) {
+    const npuc_param_def& pd = d_->params[k];
+    const Param& p = params[k];
+    const DeclaredRange* r = declaredRange(pd.vx_type);
+    if (!r || !p.present) continue;
+    auto bad = [&](const std::string& value, std::ptrdiff_t item) {
+      fail(ErrorCode::kInvalidInput, "{}, node '{}': parameter '{}' ({}){} is {}, which the type cannot hold (its range "
+           "is {})", label(), node, pd.name, pd.vx_type, item < 0 ? std::string() : fmt::format(" item {}", item),
+           value, r->shown);
+    };
+    // NaN and infinities are float16 / float32 values: only finite values beyond the largest finite one are refused.
+    auto checkF = [&](double v, std::ptrdiff_t item) {
+      if (std::isfinite(v) && std::fabs(v) > r->max) bad(fmt::format("{}", v), item);
+    };
+    auto checkI = [&](int64_t v, std::ptrdiff_t item) {
+      if (v < r->lo || v > r->hi) bad(fmt::format("{}", v), item);
+    };
+    if (r->floating && p.type == NPUC_PARAM_FLOAT) checkF(p.f, -1);
+    if (r->floating && p.type == NPUC_PARAM_FLOATS)
+      for (size_t j = 0; j < p.floats.size(); ++j) checkF(p.floats[j], static_cast<std::ptrdiff_t>(j));
+    if (!r->floating && p.type == NPUC_PARAM_INT) checkI(p.i, -1);
+    if (!r->floating && p.type == NPUC_PARAM_INTS)
+      for (size_t j = 0; j < p.ints.size(); ++j) checkI(p.ints[j], static_cast<std::ptrdiff_t>(j));
+  }
+}
+
 std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, const std::vector<DType>& in_types,
                                                      const std::vector<Shape>& in_shapes,
                                                      const std::vector<const Tensor*>& in_values,
@@ -252,6 +314,7 @@ std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, co
            node, i, in_shapes[i].size(), NPUC_OP_MAX_RANK);
     in.push_back(viewOf(in_types[i], in_shapes[i], v ? v->raw() : nullptr, v ? v->nbytes() : 0));
   }
+  checkParams(node, params);
   std::vector<npuc_tensor> out(static_cast<size_t>(numOutputs()));
   for (auto& o : out) o.rank = -1;  // unset: the plugin must set every output
   const ParamViews views(params);
@@ -287,7 +350,9 @@ std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, co
 }
 
 Instance::Instance(const CustomOp& op, std::string node, std::vector<Param> params)
-    : op_(op), node_(std::move(node)), params_(std::move(params)), views_(params_) {}
+    : op_(op), node_(std::move(node)), params_(std::move(params)), views_(params_) {
+  op_.checkParams(node_, params_);
+}
 
 Instance::~Instance() { releaseState(); }
 

@@ -8,7 +8,8 @@
 //     write outside an output's bytes become one Error naming the plugin, the op and the node;
 //   - on its first call for each layer and set of shapes, a compute runs twice into outputs pre-filled with two
 //     different byte patterns and must give the same bytes (an element it leaves unwritten shows: an Error naming
-//     the output and the first such element), and a fast compute is checked against the reference, bit for bit.
+//     the output and the first such element), and a fast compute is checked against the reference, bit for bit;
+//   - a parameter whose definition declares a width (VX_TYPE_INT8 … VX_TYPE_FLOAT16) must hold a value of it.
 #pragma once
 
 #include "npuc/custom_op.h"
@@ -84,6 +85,11 @@ class CustomOp {
   DType passType(int i, DType t) const;
   /// The highest input index a parameter reads (-1: none): the node has max(numInputs, this + 1) inputs at least.
   int lastParamInput() const;
+  /// Refuses (kInvalidInput, naming the op, the node, the parameter, its value and the range) a parameter whose
+  /// definition declares a type narrower than the one it passes as (npuc_param_def::vx_type: VX_TYPE_INT8 … UINT64,
+  /// ENUM, SIZE, CHAR, FLOAT16, FLOAT32) and whose value (or an item of it) that type cannot hold. infer and Instance
+  /// call it, so every path that runs an op (import, the engine, translation, a package's load) checks.
+  void checkParams(const std::string& node, const std::vector<Param>& params) const;
 
   /// Output types (element type, shape) from the inputs (constant inputs with their data; others with null data)
   /// and the parameters, by the plugin's infer callback; checked: ranks 0..8, dims >= 0, sizes below 2^40 bytes,

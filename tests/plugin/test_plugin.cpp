@@ -1,7 +1,7 @@
 // A custom-op plugin for the tests, compiled once per fault (tests/CMakeLists.txt defines one FAULT_* macro): the op
 // <domain>.ScaleBias, y[n, c, …] = x * scale + bias[c], with scale a float attribute and bias a tensor parameter
 // read from the node's constant input 1. FAULT_GOOD is correct; most other builds break one rule of the ABI
-// (STATEFUL and TWOOUT are correct variants).
+// (STATEFUL, RANGES and TWOOUT are correct variants).
 #include <npuc/custom_op.h>
 
 #include <stdexcept>
@@ -34,6 +34,8 @@
 #define DOMAIN "test.fasthalf"  // compute_fast writes only the first half of y
 #elif defined(FAULT_STATEFUL)
 #define DOMAIN "test.stateful"  // correct, with state: y = x * scale + bias[c] + (the layer's calls before this one)
+#elif defined(FAULT_RANGES)
+#define DOMAIN "test.ranges"  // correct, with optional parameters of declared widths (not used by the computation)
 #endif
 
 namespace {
@@ -44,8 +46,18 @@ const npuc_port_def kOut[] = {{"y", 0, nullptr}, {"x_copy", 0, nullptr}};
 #else
 const npuc_port_def kOut[] = {{"y", 0, nullptr}};
 #endif
+#if defined(FAULT_RANGES)
+const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
+                                  {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"},
+                                  {"i8", NPUC_PARAM_INT, -1, 0, "VX_TYPE_INT8"},
+                                  {"u8", NPUC_PARAM_INT, -1, 0, "VX_TYPE_UINT8"},
+                                  {"u16s", NPUC_PARAM_INTS, -1, 0, "VX_TYPE_UINT16"},
+                                  {"h", NPUC_PARAM_FLOAT, -1, 0, "VX_TYPE_FLOAT16"},
+                                  {"k", NPUC_PARAM_INT, 2, 0, "VX_TYPE_INT8"}};
+#else
 const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
                                   {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"}};
+#endif
 
 #if defined(FAULT_STATEFUL)
 struct State {

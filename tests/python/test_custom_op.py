@@ -64,3 +64,28 @@ def test_a_plugin_that_writes_part_of_its_output_is_refused(tmp_path):
     with pytest.raises(npuc.Error, match=expected):
         npuc.run_model(onnx_path, {"x": x})
 
+
+@pytest.mark.skipif(not PLUGINS, reason="NPUC_TEST_PLUGIN_DIR is not set")
+@pytest.mark.parametrize("attrs, expected", [
+    ({"i8": 300}, r"parameter 'i8' \(VX_TYPE_INT8\) is 300, which the type cannot hold \(its range is -128 to 127\)"),
+    ({"u8": -1}, r"parameter 'u8' \(VX_TYPE_UINT8\) is -1, which the type cannot hold \(its range is 0 to 255\)"),
+    ({"h": 1e5}, r"parameter 'h' \(VX_TYPE_FLOAT16\) is 100000, which the type cannot hold \(its range is -65504 to 65504"),
+])
+def test_a_parameter_beyond_its_declared_type_is_refused(tmp_path, attrs, expected):
+    npuc.register_custom_op(os.path.join(PLUGINS, "libnpuc_test_plugin_ranges.so"))
+    onnx_path = str(tmp_path / "ranges.onnx")
+    model(onnx_path, domain="test.ranges", **attrs)
+    with pytest.raises(npuc.Error, match=r"test\.ranges\.ScaleBias.*node 'scale_bias'.*" + expected):
+        npuc.translate("ranges", onnx_path, target="generic", out=str(tmp_path))
+
+
+@pytest.mark.skipif(not PLUGINS, reason="NPUC_TEST_PLUGIN_DIR is not set")
+def test_parameters_at_the_bounds_of_their_declared_types_run(tmp_path):
+    npuc.register_custom_op(os.path.join(PLUGINS, "libnpuc_test_plugin_ranges.so"))
+    onnx_path = str(tmp_path / "ranges.onnx")
+    model(onnx_path, domain="test.ranges", i8=-128, u8=255, h=65504.0)
+    r = npuc.translate("ranges", onnx_path, target="generic", out=str(tmp_path))
+    assert r.ok
+    x = np.random.default_rng(5).standard_normal((1, 3, 4, 5)).astype(np.float32)
+    y = npuc.Runtime(str(r.dir)).run({"x": x})["y"]
+    np.testing.assert_array_equal(y, x * np.float32(1.75) + BIAS.reshape(1, 3, 1, 1))
