@@ -15,7 +15,9 @@
  * A callback returns NPUC_OP_OK, or another status after calling ctx->set_error(ctx, "what went wrong"). npuc
  * catches C++ exceptions that leave a callback and reports them as the op's error; outputs are written into
  * buffers of exactly the inferred size, and npuc checks the bytes around them (a write out of bounds is an error
- * naming the op, not silent corruption).
+ * naming the op, not silent corruption). On a layer's first call for each set of shapes, a compute runs twice on
+ * the same inputs into outputs pre-filled with different bytes (the extra run with a state of its own from init):
+ * results that differ (an element left unwritten) are an error naming the op and the output.
  *
  * Versioning: NPUC_CUSTOM_OP_ABI_VERSION changes whenever any struct below changes layout or meaning. npuc refuses
  * a library of another version, and a package records the version its custom layers were translated with.
@@ -104,7 +106,8 @@ typedef struct npuc_param_def {
   int32_t type; /* npuc_param_type */
   int32_t input;
   int32_t required; /* 1: a node without it is refused by name */
-  const char* vx_type; /* the type the definition gave ("VX_TYPE_ARRAY", …): informative */
+  const char* vx_type; /* the type the definition gave ("VX_TYPE_ARRAY", …): npuc refuses a value it cannot hold
+                          (VX_TYPE_INT8 … UINT64, ENUM, SIZE, CHAR, FLOAT16, FLOAT32; docs/custom-ops.md) */
 } npuc_param_def;
 
 /* A tensor input or output: its name and the element types it accepts. A tensor whose type the port lists passes as
@@ -123,7 +126,7 @@ struct npuc_op_context {
   const char* node_name; /* the model's node */
   const npuc_param* params; /* in the descriptor's order */
   uint32_t num_params;
-  void* state; /* what init returned (NULL without init) */
+  void* state; /* what init returned (NULL without init); compute may change what it points at */
   int32_t num_threads; /* a hint: how many threads the caller runs with (results must not depend on it) */
   void* host; /* npuc's own; do not touch */
   /* Records the message of a failing callback (copied; the last call wins). */

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <optional>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace npuc::plugin {
 
@@ -20,6 +22,7 @@ namespace {
 
 constexpr size_t kGuard = 64;                 // bytes checked on each side of an output
 constexpr uint8_t kGuardByte = 0xA5;
+constexpr uint8_t kFillA = 0x00, kFillB = 0xFF;  // an output's bytes before the first call's two runs of a compute
 constexpr uint64_t kMaxLibraryBytes = 1ull << 30;
 constexpr uint64_t kMaxOutputBytes = 1ull << 40;
 constexpr uint32_t kMaxPorts = 64;
@@ -87,14 +90,16 @@ void guarded(const CustomOp& op, const std::string& node, const char* what, cons
          host.error.empty() ? "the plugin gave no message" : host.error);
 }
 
-/// An output's bytes with guard bytes on both sides.
+/// An output's bytes (each `fill`) with guard bytes on both sides.
 struct Guarded {
   std::vector<uint64_t> mem;  // 8-byte aligned
   size_t bytes = 0;
-  explicit Guarded(size_t n) : mem((n + 2 * kGuard + 7) / 8), bytes(n) {
+  Guarded(size_t n, uint8_t fill) : mem((n + 2 * kGuard + 7) / 8), bytes(n) {
     std::memset(mem.data(), kGuardByte, mem.size() * 8);
+    if (fill != kGuardByte) std::memset(data(), fill, n);
   }
   uint8_t* data() { return reinterpret_cast<uint8_t*>(mem.data()) + kGuard; }
+  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(mem.data()) + kGuard; }
   /// The offset (from the data) of the first guard byte written, or nullopt when none was.
   std::optional<std::ptrdiff_t> breach() const {
     const uint8_t* base = reinterpret_cast<const uint8_t*>(mem.data());
@@ -106,6 +111,39 @@ struct Guarded {
     return std::nullopt;
   }
 };
+
+/// The values a parameter's declared type holds, when narrower than what it passes as (int64 / double).
+struct DeclaredRange {
+  const char* vx_type;
+  bool floating;      // a float type (bounded by max) or an integer type (by lo and hi)
+  int64_t lo, hi;     // integer types: the values
+  double max;         // float types: the largest finite magnitude (NaN and infinities pass)
+  const char* shown;  // the range as messages give it
+};
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+const DeclaredRange kRanges[] = {
+    {"VX_TYPE_INT8", false, -128, 127, 0, "-128 to 127"},
+    {"VX_TYPE_UINT8", false, 0, 255, 0, "0 to 255"},
+    {"VX_TYPE_CHAR", false, -128, 255, 0, "-128 to 255 (one byte, signed or unsigned)"},
+    {"VX_TYPE_INT16", false, -32768, 32767, 0, "-32768 to 32767"},
+    {"VX_TYPE_UINT16", false, 0, 65535, 0, "0 to 65535"},
+    {"VX_TYPE_INT32", false, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 0,
+     "-2147483648 to 2147483647"},
+    {"VX_TYPE_ENUM", false, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 0,
+     "-2147483648 to 2147483647 (vx_enum is int32)"},
+    {"VX_TYPE_UINT32", false, 0, std::numeric_limits<uint32_t>::max(), 0, "0 to 4294967295"},
+    {"VX_TYPE_UINT64", false, 0, kI64Max, 0, "0 to 9223372036854775807 (passed as int64)"},
+    {"VX_TYPE_SIZE", false, 0, kI64Max, 0, "0 to 9223372036854775807 (passed as int64)"},
+    {"VX_TYPE_FLOAT16", true, 0, 0, 65504.0, "-65504 to 65504 (float16's finite values)"},
+    {"VX_TYPE_FLOAT32", true, 0, 0, static_cast<double>(std::numeric_limits<float>::max()),
+     "-3.4028235e+38 to 3.4028235e+38 (float32's finite values)"},
+};
+const DeclaredRange* declaredRange(const char* vx_type) {
+  if (!vx_type) return nullptr;
+  for (const DeclaredRange& r : kRanges)
+    if (std::strcmp(r.vx_type, vx_type) == 0) return &r;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -237,6 +275,33 @@ int CustomOp::lastParamInput() const {
   return last;
 }
 
+void CustomOp::checkParams(const std::string& node, const std::vector<Param>& params) const {
+  for (size_t k = 0; k < params.size() && k < d_->num_params; ++k) {
+    const npuc_param_def& pd = d_->params[k];
+    const Param& p = params[k];
+    const DeclaredRange* r = declaredRange(pd.vx_type);
+    if (!r || !p.present) continue;
+    auto bad = [&](const std::string& value, std::ptrdiff_t item) {
+      fail(ErrorCode::kInvalidInput, "{}, node '{}': parameter '{}' ({}){} is {}, which the type cannot hold (its range "
+           "is {})", label(), node, pd.name, pd.vx_type, item < 0 ? std::string() : fmt::format(" item {}", item),
+           value, r->shown);
+    };
+    // NaN and infinities are float16 / float32 values: only finite values beyond the largest finite one are refused.
+    auto checkF = [&](double v, std::ptrdiff_t item) {
+      if (std::isfinite(v) && std::fabs(v) > r->max) bad(fmt::format("{}", v), item);
+    };
+    auto checkI = [&](int64_t v, std::ptrdiff_t item) {
+      if (v < r->lo || v > r->hi) bad(fmt::format("{}", v), item);
+    };
+    if (r->floating && p.type == NPUC_PARAM_FLOAT) checkF(p.f, -1);
+    if (r->floating && p.type == NPUC_PARAM_FLOATS)
+      for (size_t j = 0; j < p.floats.size(); ++j) checkF(p.floats[j], static_cast<std::ptrdiff_t>(j));
+    if (!r->floating && p.type == NPUC_PARAM_INT) checkI(p.i, -1);
+    if (!r->floating && p.type == NPUC_PARAM_INTS)
+      for (size_t j = 0; j < p.ints.size(); ++j) checkI(p.ints[j], static_cast<std::ptrdiff_t>(j));
+  }
+}
+
 std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, const std::vector<DType>& in_types,
                                                      const std::vector<Shape>& in_shapes,
                                                      const std::vector<const Tensor*>& in_values,
@@ -249,6 +314,7 @@ std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, co
            node, i, in_shapes[i].size(), NPUC_OP_MAX_RANK);
     in.push_back(viewOf(in_types[i], in_shapes[i], v ? v->raw() : nullptr, v ? v->nbytes() : 0));
   }
+  checkParams(node, params);
   std::vector<npuc_tensor> out(static_cast<size_t>(numOutputs()));
   for (auto& o : out) o.rank = -1;  // unset: the plugin must set every output
   const ParamViews views(params);
@@ -284,7 +350,9 @@ std::vector<std::pair<DType, Shape>> CustomOp::infer(const std::string& node, co
 }
 
 Instance::Instance(const CustomOp& op, std::string node, std::vector<Param> params)
-    : op_(op), node_(std::move(node)), params_(std::move(params)), views_(params_) {}
+    : op_(op), node_(std::move(node)), params_(std::move(params)), views_(params_) {
+  op_.checkParams(node_, params_);
+}
 
 Instance::~Instance() { releaseState(); }
 
@@ -304,6 +372,15 @@ void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tens
   if (!op_.desc().init) return;
   if (has_state_ && shapes == state_shapes_) return;
   releaseState();
+  bool made = false;
+  state_ = makeState(in, out, threads, made);
+  has_state_ = made;
+  state_shapes_ = shapes;
+}
+
+void* Instance::makeState(const std::vector<Tensor>& in, const std::vector<Tensor>& out, int threads, bool& made) {
+  made = false;
+  if (!op_.desc().init) return nullptr;
   std::vector<npuc_tensor> vi, vo;
   for (auto& t : in) vi.push_back(viewOf(t.dtype(), t.shape(), t.raw(), t.nbytes()));
   for (auto& t : out) vo.push_back(viewOf(t.dtype(), t.shape(), nullptr, 0));
@@ -311,9 +388,8 @@ void Instance::ensureState(const std::vector<Tensor>& in, const std::vector<Tens
   guarded(op_, node_, "init", views_, nullptr, threads, [&](npuc_op_context& ctx) {
     return op_.desc().init(&ctx, vi.data(), static_cast<uint32_t>(vi.size()), vo.data(), static_cast<uint32_t>(vo.size()), &st);
   });
-  state_ = st;
-  has_state_ = true;
-  state_shapes_ = shapes;
+  made = true;
+  return st;
 }
 
 void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given, bool exact, int threads) {
@@ -339,15 +415,16 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given
   ensureState(in, out, shapes, threads);
   std::vector<npuc_tensor> vi;
   for (auto& t : in) vi.push_back(viewOf(t.dtype(), t.shape(), t.raw(), t.nbytes()));
-  auto run = [&](npuc_compute_fn fn, const char* what, std::vector<Guarded>& bufs) {
-    bufs.clear();
+  // One run of a compute with `state`, into fresh buffers whose bytes are `fill`; the guard bytes checked.
+  auto run = [&](npuc_compute_fn fn, const char* what, uint8_t fill, void* state) {
+    std::vector<Guarded> bufs;
     bufs.reserve(out.size());
     std::vector<npuc_tensor> vo;
     for (auto& t : out) {
-      bufs.emplace_back(t.nbytes());
+      bufs.emplace_back(t.nbytes(), fill);
       vo.push_back(viewOf(t.dtype(), t.shape(), bufs.back().data(), t.nbytes()));
     }
-    guarded(op_, node_, what, views_, state_, threads, [&](npuc_op_context& ctx) {
+    guarded(op_, node_, what, views_, state, threads, [&](npuc_op_context& ctx) {
       return fn(&ctx, vi.data(), static_cast<uint32_t>(vi.size()), vo.data(), static_cast<uint32_t>(vo.size()));
     });
     for (size_t k = 0; k < bufs.size(); ++k)
@@ -355,28 +432,80 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given
         fail(ErrorCode::kInvalidInput,
              "{}, node '{}': {} wrote outside output {} (byte {} of a {}-byte tensor {}): the plugin writes out of "
              "bounds", op_.label(), node_, what, k, *at, bufs[k].bytes, shapeStr(out[k].shape()));
+    return bufs;
   };
-  // compute_fast is checked against compute_ref on the first call for each set of shapes.
-  std::vector<Guarded> ref, fast;
-  const npuc_compute_fn fast_fn = exact ? nullptr : op_.desc().compute_fast;
-  const bool check = fast_fn && !fast_checked_.count(shapes);
-  if (!fast_fn || check) run(op_.desc().compute_ref, "compute_ref", ref);
-  if (fast_fn) {
-    run(fast_fn, "compute_fast", fast);
-    if (check) {
-      for (size_t k = 0; k < out.size(); ++k)
-        if (std::memcmp(ref[k].data(), fast[k].data(), ref[k].bytes) != 0) {
-          size_t b = 0;
-          while (ref[k].data()[b] == fast[k].data()[b]) ++b;
-          const size_t es = std::max<size_t>(1, dtypeSize(out[k].dtype()));
-          fail(ErrorCode::kInvalidInput,
-               "{}, node '{}': compute_fast differs from compute_ref at output {} element {} (the fast compute must "
-               "give the reference's bits)", op_.label(), node_, k, b / es);
+  // A checking run beyond the call's own: with a state of its own from init (destroyed after), so that the layer's
+  // state sees one call per call and every run starts from the state the call's own run started from (the first
+  // call for a set of shapes: a state init has just made, shapes being what the state is keyed on too; a layer's
+  // `exact` does not change between calls, so its reference and fast checks come on the same first call).
+  auto runAside = [&](npuc_compute_fn fn, const char* what, uint8_t fill) {
+    bool made = false;
+    void* st = makeState(in, out, threads, made);
+    struct Release {
+      const npuc_custom_op& d;
+      void* st;
+      bool made;
+      ~Release() {
+        if (made && d.destroy) {
+          try {
+            d.destroy(st);
+          } catch (...) {  // (as releaseState)
+          }
         }
-      fast_checked_.insert(shapes);
+      }
+    } release{op_.desc(), st, made};
+    return run(fn, what, fill, st);
+  };
+  // The same compute twice on the same inputs, into outputs pre-filled with different bytes: an element whose bytes
+  // differ is one the compute did not write (or a result that is not a function of the inputs, parameters and state).
+  auto sameTwice = [&](const char* what, const std::vector<Guarded>& a, const std::vector<Guarded>& b) {
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (std::memcmp(a[k].data(), b[k].data(), a[k].bytes) == 0) continue;
+      const size_t es = std::max<size_t>(1, dtypeSize(out[k].dtype()));
+      const size_t n = a[k].bytes / es;
+      size_t differ = 0, first = n;
+      for (size_t e = 0; e < n; ++e)
+        if (std::memcmp(a[k].data() + e * es, b[k].data() + e * es, es) != 0) {
+          if (first == n) first = e;
+          ++differ;
+        }
+      const npuc_port_def& port = op_.desc().outputs[k];
+      fail(ErrorCode::kInvalidInput,
+           "{}, node '{}': {} did not write output {} ('{}') in full: {} of its {} elements were not written, the first "
+           "at element {} (npuc ran it twice on the same inputs, the output pre-filled with 0x{:02X} bytes, then with "
+           "0x{:02X}, and the results differ there; a compute must write every element of its outputs and give the "
+           "same result for the same inputs)", op_.label(), node_, what, k, port.name ? port.name : "", differ, n,
+           first, kFillA, kFillB);
+    }
+  };
+  const npuc_compute_fn ref_fn = op_.desc().compute_ref;
+  const npuc_compute_fn fast_fn = exact ? nullptr : op_.desc().compute_fast;
+  const bool check_fast = fast_fn && !fast_checked_.count(shapes);
+  std::vector<Guarded> res;
+  if (!fast_fn || check_fast) {  // the reference: the call's own run (with the layer's state)
+    const bool check_ref = !ref_checked_.count(shapes);
+    res = run(ref_fn, "compute_ref", check_ref ? kFillA : kGuardByte, state_);
+    if (check_ref) {
+      sameTwice("compute_ref", res, runAside(ref_fn, "compute_ref", kFillB));
+      ref_checked_.insert(shapes);
     }
   }
-  std::vector<Guarded>& res = fast_fn ? fast : ref;
+  if (check_fast) {  // compute_fast checked aside; the call's result is the reference's (the same bits)
+    const std::vector<Guarded> a = runAside(fast_fn, "compute_fast", kFillA);
+    sameTwice("compute_fast", a, runAside(fast_fn, "compute_fast", kFillB));
+    for (size_t k = 0; k < out.size(); ++k)
+      if (std::memcmp(res[k].data(), a[k].data(), res[k].bytes) != 0) {
+        size_t b = 0;
+        while (res[k].data()[b] == a[k].data()[b]) ++b;
+        const size_t es = std::max<size_t>(1, dtypeSize(out[k].dtype()));
+        fail(ErrorCode::kInvalidInput,
+             "{}, node '{}': compute_fast differs from compute_ref at output {} element {} (the fast compute must "
+             "give the reference's bits)", op_.label(), node_, k, b / es);
+      }
+    fast_checked_.insert(shapes);
+  } else if (fast_fn) {
+    res = run(fast_fn, "compute_fast", kGuardByte, state_);
+  }
   for (size_t k = 0; k < given.size(); ++k)  // (the spare outputs are dropped)
     if (res[k].bytes) std::memcpy(out[k].raw(), res[k].data(), res[k].bytes);
 }

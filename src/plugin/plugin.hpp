@@ -6,8 +6,10 @@
 //     descriptor's callbacks, ports and parameters), and stays loaded for the life of the process;
 //   - every callback runs inside a guard: a failing status, a C++ exception, an output shape out of bounds, a
 //     write outside an output's bytes become one Error naming the plugin, the op and the node;
-//   - a fast compute is checked against the reference compute, bit for bit, on its first call for each layer and set
-//     of shapes.
+//   - on its first call for each layer and set of shapes, a compute runs twice into outputs pre-filled with two
+//     different byte patterns and must give the same bytes (an element it leaves unwritten shows: an Error naming
+//     the output and the first such element), and a fast compute is checked against the reference, bit for bit;
+//   - a parameter whose definition declares a width (VX_TYPE_INT8 … VX_TYPE_FLOAT16) must hold a value of it.
 #pragma once
 
 #include "npuc/custom_op.h"
@@ -83,6 +85,11 @@ class CustomOp {
   DType passType(int i, DType t) const;
   /// The highest input index a parameter reads (-1: none): the node has max(numInputs, this + 1) inputs at least.
   int lastParamInput() const;
+  /// Refuses (kInvalidInput, naming the op, the node, the parameter, its value and the range) a parameter whose
+  /// definition declares a type narrower than the one it passes as (npuc_param_def::vx_type: VX_TYPE_INT8 … UINT64,
+  /// ENUM, SIZE, CHAR, FLOAT16, FLOAT32) and whose value (or an item of it) that type cannot hold. infer and Instance
+  /// call it, so every path that runs an op (import, the engine, translation, a package's load) checks.
+  void checkParams(const std::string& node, const std::vector<Param>& params) const;
 
   /// Output types (element type, shape) from the inputs (constant inputs with their data; others with null data)
   /// and the parameters, by the plugin's infer callback; checked: ranks 0..8, dims >= 0, sizes below 2^40 bytes,
@@ -109,14 +116,19 @@ class Instance {
   const CustomOp& op() const { return op_; }
   const std::vector<Param>& params() const { return params_; }
   /// Computes the outputs (allocated by the caller with the inferred types, written here in full) from the inputs
-  /// (of the port types). `exact`: the reference compute only. Otherwise the fast compute when the plugin has one,
-  /// checked against the reference on the first call for each set of shapes (an Error on any differing bit). `out`
-  /// may hold fewer outputs than the op defines: the others are computed into scratch tensors and dropped.
+  /// (of the port types). `exact`: the reference compute only. Otherwise the fast compute when the plugin has one.
+  /// The first call for each set of shapes checks: each compute it uses runs twice, into outputs pre-filled with
+  /// 0x00 and with 0xFF bytes, and must give the same bytes (else an Error naming the output, how many elements
+  /// differ and the first: the plugin leaves them unwritten); the fast compute must give the reference's bits. The
+  /// extra runs get states of their own from init (destroyed after), so the layer's state sees one call per call.
+  /// `out` may hold fewer outputs than the op defines: the others are computed into scratch tensors and dropped.
   void compute(const std::vector<Tensor>& in, std::vector<Tensor>& out, bool exact, int threads);
 
  private:
   void ensureState(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const std::vector<Shape>& shapes,
                    int threads);
+  /// A new state from init for these inputs and outputs (nullptr without init); `made` says whether init ran.
+  void* makeState(const std::vector<Tensor>& in, const std::vector<Tensor>& out, int threads, bool& made);
   void releaseState();
   const CustomOp& op_;
   std::string node_;
@@ -125,6 +137,7 @@ class Instance {
   void* state_ = nullptr;
   bool has_state_ = false;
   std::vector<Shape> state_shapes_;  // the shapes init saw
+  std::set<std::vector<Shape>> ref_checked_;   // the input + output shapes compute_ref was checked on (written in full)
   std::set<std::vector<Shape>> fast_checked_;  // the input + output shapes compute_fast was checked on
   std::vector<Shape> spare_for_;                // the input shapes spare_ is for
   std::vector<std::pair<DType, Shape>> spare_;  // the outputs the caller does not keep (infer's)

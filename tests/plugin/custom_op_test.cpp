@@ -12,7 +12,10 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <random>
+#include <variant>
 
 namespace npuc {
 namespace {
@@ -21,8 +24,9 @@ namespace fs = std::filesystem;
 
 fs::path pluginPath(const std::string& fault) { return fs::path(NPUC_TEST_PLUGIN_DIR) / ("libnpuc_test_plugin_" + fault + ".so"); }
 
-/// x [1, 3, 4, 5] -> Relu -> <domain>.ScaleBias(scale, bias [3]) -> y.
-std::string model(const std::string& domain, const std::string& op = "ScaleBias") {
+/// x [1, 3, 4, 5] -> Relu -> <domain>.ScaleBias(scale, bias [3]) -> y; `edit` changes the model before it is written.
+std::string model(const std::string& domain, const std::string& op = "ScaleBias",
+                  const std::function<void(onnx::ModelProto&)>& edit = {}) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
@@ -62,6 +66,7 @@ std::string model(const std::string& domain, const std::string& op = "ScaleBias"
   a->set_name("scale");
   a->set_type(onnx::AttributeProto::FLOAT);
   a->set_f(1.75f);
+  if (edit) edit(m);
   std::string bytes;
   m.SerializeToString(&bytes);
   return bytes;
@@ -96,8 +101,8 @@ Tensor expectedF16(const Tensor& x) {
 }
 
 /// The model of `domain` written to dir/custom.onnx and translated for generic into dir/p.
-bool translateGeneric(const fs::path& dir, const std::string& domain) {
-  std::ofstream(dir / "custom.onnx", std::ios::binary) << model(domain);
+bool translateGeneric(const fs::path& dir, const std::string& domain, const std::function<void(onnx::ModelProto&)>& edit = {}) {
+  std::ofstream(dir / "custom.onnx", std::ios::binary) << model(domain, "ScaleBias", edit);
   TranslateOptions o;
   o.prefix = "p";
   o.onnx = dir / "custom.onnx";
@@ -267,8 +272,142 @@ INSTANTIATE_TEST_SUITE_P(
                       Fault{"inferfails", "load", "the size is not one this op supports"},
                       Fault{"throws", "run", "threw an exception: the op's kernel gave up"},
                       Fault{"oob", "run", "wrote outside output 0 (byte 240 of a 240-byte tensor"},
-                      Fault{"fastdiffers", "run", "compute_fast differs from compute_ref at output 0 element 3"}),
+                      Fault{"fastdiffers", "run", "compute_fast differs from compute_ref at output 0 element 3"},
+                      Fault{"half", "run", "compute_ref did not write output 0 ('y') in full: 30 of its 60 elements were "
+                                           "not written, the first at element 30"},
+                      Fault{"fasthalf", "run", "compute_fast did not write output 0 ('y') in full: 30 of its 60 elements "
+                                               "were not written, the first at element 30"}),
     [](const ::testing::TestParamInfo<Fault>& i) { return std::string(i.param.lib); });
+
+// The first-call check runs in the package runtime too (the same plugin::Instance), --exact or not.
+TEST(CustomOp, APartlyWrittenOutputIsRefusedByTheRuntime) {
+  registerCustomOp(pluginPath("half"));
+  const fs::path dir = test::scratchDir("custom_op_half");
+  ASSERT_TRUE(translateGeneric(dir, "test.half"));
+  for (bool exact : {false, true}) {
+    const std::string msg = errorOf([&] {
+      Runtime rt(dir / "p", RuntimeOptions{1, exact, false});
+      rt.run({input()});
+    });
+    EXPECT_NE(msg.find("custom op 'test.half.ScaleBias' (plugin libnpuc_test_plugin_half.so)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("compute_ref did not write output 0 ('y') in full: 30 of its 60 elements were not written, the "
+                       "first at element 30"), std::string::npos) << msg;
+  }
+}
+
+// An op whose output depends on its state (a count of the layer's calls): the first call's extra runs get states
+// of their own, so they neither advance the layer's state nor see an advanced one (no false "differs").
+TEST(CustomOp, AStatefulOpSeesOneCallPerRun) {
+  registerCustomOp(pluginPath("stateful"));
+  const fs::path dir = test::scratchDir("custom_op_stateful");
+  const Tensor x = input();
+  auto plus = [&](float k) {
+    Tensor y = expected(x);
+    for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] += k;
+    return y;
+  };
+  Session s(Model::fromOnnxBytes(model("test.stateful"), "custom.onnx"));
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(s.run({x})[0].sameBits(plus(static_cast<float>(k)))) << "engine call " << k;
+  ASSERT_TRUE(translateGeneric(dir, "test.stateful"));
+  for (bool exact : {false, true}) {
+    Runtime rt(dir / "p", RuntimeOptions{1, exact, false});
+    for (int k = 0; k < 3; ++k)
+      EXPECT_TRUE(rt.run({x})[0].sameBits(plus(static_cast<float>(k)))) << "runtime call " << k << " exact " << exact;
+  }
+}
+
+/// The model of test.ranges with attributes added to its node (name = int, float or ints value).
+using AttrValue = std::variant<int64_t, float, std::vector<int64_t>>;
+std::string rangesModel(const std::vector<std::pair<std::string, AttrValue>>& attrs) {
+  return model("test.ranges", "ScaleBias", [&](onnx::ModelProto& m) {
+    onnx::NodeProto* n = m.mutable_graph()->mutable_node(1);
+    for (const auto& [name, v] : attrs) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      if (auto* i = std::get_if<int64_t>(&v)) {
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(*i);
+      } else if (auto* f = std::get_if<float>(&v)) {
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(*f);
+      } else {
+        a->set_type(onnx::AttributeProto::INTS);
+        for (int64_t e : std::get<std::vector<int64_t>>(v)) a->add_ints(e);
+      }
+    }
+  });
+}
+
+TEST(CustomOp, ParametersHoldValuesOfTheirDeclaredTypes) {
+  registerCustomOp(pluginPath("ranges"));
+  const Tensor x = input();
+  // The bounds are accepted (and the op runs).
+  for (const auto& attrs : std::vector<std::vector<std::pair<std::string, AttrValue>>>{
+           {{"i8", int64_t{127}}, {"u8", int64_t{255}}, {"h", 65504.0f}, {"u16s", std::vector<int64_t>{0, 65535}}},
+           {{"i8", int64_t{-128}}, {"u8", int64_t{0}}, {"h", -65504.0f}},
+           {{"h", std::numeric_limits<float>::infinity()}},  // (float16 holds infinities and NaN)
+           {{"h", std::numeric_limits<float>::quiet_NaN()}}}) {
+    Session s(Model::fromOnnxBytes(rangesModel(attrs), "custom.onnx"));
+    EXPECT_TRUE(s.run({x})[0].sameBits(expected(x))) << attrs[0].first;
+  }
+  // Beyond them: refused when the model loads, naming the op, the node, the parameter, the value and the range.
+  struct Bad {
+    std::vector<std::pair<std::string, AttrValue>> attrs;
+    const char* expect;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {{{"i8", int64_t{300}}}, "parameter 'i8' (VX_TYPE_INT8) is 300, which the type cannot hold (its range is -128 to 127)"},
+           {{{"i8", int64_t{-129}}}, "parameter 'i8' (VX_TYPE_INT8) is -129"},
+           {{{"u8", int64_t{-1}}}, "parameter 'u8' (VX_TYPE_UINT8) is -1, which the type cannot hold (its range is 0 to 255)"},
+           {{{"u8", int64_t{256}}}, "parameter 'u8' (VX_TYPE_UINT8) is 256"},
+           {{{"h", 1e5f}}, "parameter 'h' (VX_TYPE_FLOAT16) is 100000, which the type cannot hold (its range is -65504 "
+                           "to 65504"},
+           {{{"h", -65520.0f}}, "parameter 'h' (VX_TYPE_FLOAT16) is -65520"},
+           {{{"u16s", std::vector<int64_t>{1, 65536}}}, "parameter 'u16s' (VX_TYPE_UINT16) item 1 is 65536"}}) {
+    const std::string msg = errorOf([&] { Model::fromOnnxBytes(rangesModel(b.attrs), "custom.onnx"); });
+    EXPECT_NE(msg.find("custom op 'test.ranges.ScaleBias' (plugin libnpuc_test_plugin_ranges.so), node 'scale_bias'"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find(b.expect), std::string::npos) << msg;
+  }
+  // A parameter read from a constant input is checked the same way.
+  auto withK = [&](int64_t k) {
+    return model("test.ranges", "ScaleBias", [&](onnx::ModelProto& m) {
+      auto* t = m.mutable_graph()->add_initializer();
+      t->set_name("k");
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_int64_data(k);
+      m.mutable_graph()->mutable_node(1)->add_input("k");
+    });
+  };
+  EXPECT_TRUE(Session(Model::fromOnnxBytes(withK(-128), "custom.onnx")).run({x})[0].sameBits(expected(x)));
+  const std::string msg = errorOf([&] { Model::fromOnnxBytes(withK(300), "custom.onnx"); });
+  EXPECT_NE(msg.find("parameter 'k' (VX_TYPE_INT8) is 300"), std::string::npos) << msg;
+}
+
+// A package whose manifest records a value beyond a parameter's declared type is refused when it loads.
+TEST(CustomOp, APackageParameterBeyondItsDeclaredTypeIsRefused) {
+  registerCustomOp(pluginPath("ranges"));
+  const fs::path dir = test::scratchDir("custom_op_ranges");
+  ASSERT_TRUE(translateGeneric(dir, "test.ranges", [](onnx::ModelProto& m) {
+    auto* a = m.mutable_graph()->mutable_node(1)->add_attribute();
+    a->set_name("i8");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(100);
+  }));
+  EXPECT_TRUE(Runtime(dir / "p").run({input()})[0].sameBits(expected(input())));
+  package::Package p = package::readPackage(dir / "p");
+  bool edited = false;
+  for (auto& l : p.layers)
+    if (l.custom)
+      for (auto& q : l.custom->params)
+        if (q.name == "i8") q.i = 300, edited = true;
+  ASSERT_TRUE(edited);
+  fs::create_directories(dir / "q");
+  package::writePackage(p, dir / "q");
+  const std::string msg = errorOf([&] { Runtime rt(dir / "q"); });
+  EXPECT_NE(msg.find("parameter 'i8' (VX_TYPE_INT8) is 300, which the type cannot hold (its range is -128 to 127)"),
+            std::string::npos) << msg;
+}
 
 TEST(CustomOp, AFileThatIsNotAPluginIsNamed) {
   const fs::path dir = test::scratchDir("custom_op_files");

@@ -1,6 +1,7 @@
 // A custom-op plugin for the tests, compiled once per fault (tests/CMakeLists.txt defines one FAULT_* macro): the op
 // <domain>.ScaleBias, y[n, c, …] = x * scale + bias[c], with scale a float attribute and bias a tensor parameter
-// read from the node's constant input 1. FAULT_GOOD is correct; every other build breaks one rule of the ABI.
+// read from the node's constant input 1. FAULT_GOOD is correct; most other builds break one rule of the ABI
+// (STATEFUL, RANGES and TWOOUT are correct variants).
 #include <npuc/custom_op.h>
 
 #include <stdexcept>
@@ -27,6 +28,14 @@
 #define DOMAIN ""
 #elif defined(FAULT_TWOOUT)
 #define DOMAIN "test.twoout"  // correct, with a second output (x itself) that models may leave unused
+#elif defined(FAULT_HALF)
+#define DOMAIN "test.half"  // both computes write only the first half of y
+#elif defined(FAULT_FASTHALF)
+#define DOMAIN "test.fasthalf"  // compute_fast writes only the first half of y
+#elif defined(FAULT_STATEFUL)
+#define DOMAIN "test.stateful"  // correct, with state: y = x * scale + bias[c] + (the layer's calls before this one)
+#elif defined(FAULT_RANGES)
+#define DOMAIN "test.ranges"  // correct, with optional parameters of declared widths (not used by the computation)
 #endif
 
 namespace {
@@ -37,8 +46,29 @@ const npuc_port_def kOut[] = {{"y", 0, nullptr}, {"x_copy", 0, nullptr}};
 #else
 const npuc_port_def kOut[] = {{"y", 0, nullptr}};
 #endif
+#if defined(FAULT_RANGES)
+const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
+                                  {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"},
+                                  {"i8", NPUC_PARAM_INT, -1, 0, "VX_TYPE_INT8"},
+                                  {"u8", NPUC_PARAM_INT, -1, 0, "VX_TYPE_UINT8"},
+                                  {"u16s", NPUC_PARAM_INTS, -1, 0, "VX_TYPE_UINT16"},
+                                  {"h", NPUC_PARAM_FLOAT, -1, 0, "VX_TYPE_FLOAT16"},
+                                  {"k", NPUC_PARAM_INT, 2, 0, "VX_TYPE_INT8"}};
+#else
 const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
                                   {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"}};
+#endif
+
+#if defined(FAULT_STATEFUL)
+struct State {
+  int64_t calls = 0;
+};
+int32_t init(npuc_op_context*, const npuc_tensor*, uint32_t, const npuc_tensor*, uint32_t, void** state) {
+  *state = new State;
+  return NPUC_OP_OK;
+}
+void destroy(void* state) { delete static_cast<State*>(state); }
+#endif
 
 int32_t infer(npuc_op_context* ctx, const npuc_tensor* in, uint32_t, npuc_tensor* out, uint32_t) {
 #if defined(FAULT_INFERFAILS)
@@ -69,7 +99,19 @@ int32_t compute(npuc_op_context* ctx, const npuc_tensor* in, npuc_tensor* out, b
   const float* x = static_cast<const float*>(in[0].data);
   float* y = static_cast<float*>(out[0].data);
   const int64_t n = npuc_tensor_numel(&in[0]), c = in[0].dims[1], inner = n / (in[0].dims[0] * c);
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s + b[(i / inner) % c];
+#if defined(FAULT_HALF)
+  const int64_t written = n / 2;
+#elif defined(FAULT_FASTHALF)
+  const int64_t written = fast ? n / 2 : n;
+#else
+  const int64_t written = n;
+#endif
+#if defined(FAULT_STATEFUL)
+  const float calls = static_cast<float>(static_cast<State*>(ctx->state)->calls++);
+  for (int64_t i = 0; i < written; ++i) y[i] = x[i] * s + b[(i / inner) % c] + calls;
+#else
+  for (int64_t i = 0; i < written; ++i) y[i] = x[i] * s + b[(i / inner) % c];
+#endif
 #if defined(FAULT_TWOOUT)
   for (int64_t i = 0; i < n; ++i) static_cast<float*>(out[1].data)[i] = x[i];
 #endif
@@ -106,7 +148,12 @@ extern "C" NPUC_PLUGIN_EXPORT const npuc_custom_op_library* npuc_custom_op_libra
 #else
       "ScaleBias",
 #endif
-      DOMAIN, "vector", 1, kIn, sizeof kOut / sizeof kOut[0], kOut, 2, kParams, infer, nullptr, nullptr,
+      DOMAIN, "vector", 1, kIn, sizeof kOut / sizeof kOut[0], kOut, sizeof kParams / sizeof kParams[0], kParams, infer,
+#if defined(FAULT_STATEFUL)
+      init, destroy,
+#else
+      nullptr, nullptr,
+#endif
 #if defined(FAULT_NOCALLBACK)
       nullptr,
 #else
