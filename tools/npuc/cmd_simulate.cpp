@@ -36,9 +36,18 @@ Tensor readInputFile(const Runtime& rt, const std::string& file, const RuntimeTe
     if (!fs::exists(status)) throw Error(ErrorCode::kIo, fmt::format("{}: file not found", file));
     if (!fs::is_regular_file(status)) throw Error(ErrorCode::kIo, fmt::format("{}: is not a regular file", file));
     uintmax_t size = fs::file_size(p, ec);
-    if (ec || size != t.nbytes())
-      throw Error(ErrorCode::kInvalidInput, fmt::format("{}: input '{}' needs exactly {} bytes ({} {}), the file has {}", file,
-                                                        in.name, t.nbytes(), dtypeName(in.dtype), shapeStr(in.shape), size));
+    // The frame of a dynamic AIPP stage may be smaller than max_src_image_size per image (docs/aipp.md): N images of
+    // size / N bytes each; the runtime checks them against the parameter block.
+    const bool aipp_frame = std::any_of(rt.inputs().begin(), rt.inputs().end(),
+                                        [&](const RuntimeTensor& r) { return r.aipp_for == in.name; });
+    if (!ec && aipp_frame && in.shape.size() == 2 && in.shape[0] > 0 && size > 0 && size < t.nbytes() &&
+        size % static_cast<uintmax_t>(in.shape[0]) == 0)
+      t = Tensor(in.dtype, {in.shape[0], static_cast<int64_t>(size / static_cast<uintmax_t>(in.shape[0]))});
+    else if (ec || size != t.nbytes())
+      throw Error(ErrorCode::kInvalidInput, fmt::format("{}: input '{}' needs exactly {} bytes ({} {}{}), the file has {}", file,
+                                                        in.name, t.nbytes(), dtypeName(in.dtype), shapeStr(in.shape),
+                                                        aipp_frame ? fmt::format(", or N = {} images of fewer bytes each", in.shape[0]) : "",
+                                                        size));
     std::FILE* f = std::fopen(file.c_str(), "rb");
     if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
     size_t got = std::fread(t.raw(), 1, t.nbytes(), f);
