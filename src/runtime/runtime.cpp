@@ -1211,11 +1211,24 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
       for (auto& [dst, block] : blocks) std::memcpy(dst, block.data(), block.size());
       return;
     }
-    // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad.
+    // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad, and its width and height are the
+    // largest gear's (on a smaller gear, npuc's scf takes the picture down to that gear's size).
     for (auto& b : p.batch)
       if (b.crop || b.padding)
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block may not crop or pad "
              "(cropSwitch {}, paddingSwitch {})", input, b.crop, b.padding);
+    const RuntimeGear* largest = nullptr;
+    for (const RuntimeGear& g : holder.gears) {
+      bool covers = true;
+      for (const RuntimeGear& h : holder.gears) covers = covers && g.height >= h.height && g.width >= h.width;
+      if (covers) largest = &g;
+    }
+    if (!largest)
+      fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: no gear is at least as high and as wide as every other "
+           "(gears: {}), so the block has no largest gear's size to take", input, gearList(holder.gears, false));
+    if (p.src_w != largest->width || p.src_h != largest->height)
+      fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block's srcImageSizeW x H "
+           "is the largest gear's, {}x{}, got {}x{}", input, largest->width, largest->height, p.src_w, p.src_h);
   }
   std::memcpy(aippBlockDestination(*impl_->cur, input, params), params.data(), params.size());
 }

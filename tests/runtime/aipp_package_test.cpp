@@ -909,3 +909,28 @@ TEST(AippPackage, FramesSmallerThanMaxSrcImageSizeGiveTheMaxSizeFramesBits) {
   rt.setInput("image", u8Tensor(frame, {1, kMaxSrc}));  // the full-size frame again: runs
   EXPECT_NO_THROW(rt.run());
 }
+
+TEST(AippPackage, ShapeRangesWithDynamicAipp) {
+  auto translateRange = [&](const std::string& prefix, std::pair<int64_t, int64_t> h, std::map<std::string, Shape> fixed = {}) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = kModel;
+    o.target = "generic";
+    o.out_root = scratchPath("out");
+    o.aipp = writeText("dynamic.cfg", kDynamic);
+    o.input_shape_ranges["image"] = {{1, 1}, {3, 3}, h, {16, std::numeric_limits<int64_t>::max()}};
+    o.input_shapes = std::move(fixed);
+    return translate(o);
+  };
+  // The model's own 32 x 32 lies in the ranges (the width unbounded): the package has it, the block must deliver it.
+  TranslateResult r = translateRange("range_dyn", {16, 64});
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  EXPECT_NO_THROW(rt.setDynamicAipp("image", kernels::encodeAipp(cases()[0].block)));  // crop + resize to 32 x 32
+  // Outside the range: refused, with the seed's rule.
+  std::string e = errorOf([&] { translateRange("range_out", {16, 24}); });
+  EXPECT_NE(e.find("height 32, outside the range 16~24"), std::string::npos) << e;
+  // A size fixed with --input-shape must lie in the range too.
+  e = errorOf([&] { translateRange("range_fixed", {16, 24}, {{"image", {1, 3, 40, 40}}}); });
+  EXPECT_NE(e.find("--input-shape gives height 40, outside the range 16~24"), std::string::npos) << e;
+}
