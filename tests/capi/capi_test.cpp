@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 extern "C" npuc_status c_run_filled(const char* dir, float fill, float* first);
+extern "C" npuc_status c_aipp_block(unsigned char* dst, size_t capacity, size_t* written);
 
 using namespace npuc;
 namespace fs = std::filesystem;
@@ -581,6 +582,9 @@ TEST(CApiAipp, FieldSettersAndSmallFrames) {
   std::vector<uint8_t> got_block(160);
   ASSERT_EQ(npuc_aipp_params_encode(p, got_block.data(), got_block.size(), &written), NPUC_STATUS_OK) << npuc_last_error();
   EXPECT_EQ(got_block, block);
+  std::vector<uint8_t> from_c(160);  // the same from C99 (header_c99.c)
+  ASSERT_EQ(c_aipp_block(from_c.data(), from_c.size(), &written), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(from_c, block);
   EXPECT_EQ(npuc_aipp_params_encode(p, got_block.data(), 100, &written), NPUC_STATUS_INVALID_ARGUMENT);
   // Unknown, out-of-range and misplaced fields: refused naming the field, the block unchanged.
   struct Bad {
