@@ -261,9 +261,54 @@ class PyRuntime {
     return arrayOf(std::move(t));
   }
 
+  /// A field's value as the named form takes it (DynamicAippParams::fromFields): integers and format names as they
+  /// are, floats in their shortest round-trip form (an integer field refuses them, naming the field).
+  static std::string fieldText(const std::string& field, const py::handle& v) {
+    if (py::isinstance<py::bool_>(v)) return py::cast<bool>(v) ? "1" : "0";
+    if (py::isinstance<py::int_>(v)) return py::cast<std::string>(py::str(v));
+    if (py::isinstance<py::float_>(v)) return py::cast<std::string>(py::repr(v));
+    if (py::isinstance<py::str>(v)) return py::cast<std::string>(v);
+    if (py::hasattr(v, "dtype") && py::hasattr(v, "item")) return fieldText(field, v.attr("item")());  // a numpy scalar
+    raise(ErrorCode::kInvalidInput, field + ": must be a number (or a format name for inputFormat), got " +
+                                        py::cast<std::string>(py::str(py::type::of(v).attr("__name__"))));
+  }
+
   void setDynamicAipp(const std::string& name, const py::handle& params) {
     Busy b(*this);
     std::vector<uint8_t> block;
+    if (py::isinstance<py::dict>(params)) {
+      // The seed's field names, as the YAML form lays them out (docs/aipp.md).
+      std::vector<std::pair<std::string, std::string>> fields;
+      std::vector<std::vector<std::pair<std::string, std::string>>> batch;
+      for (auto item : py::reinterpret_borrow<py::dict>(params)) {
+        if (!py::isinstance<py::str>(item.first)) raise(ErrorCode::kInvalidInput, "AIPP parameters: field names are strings");
+        const std::string key = py::cast<std::string>(item.first);
+        if (key != "batch") {
+          fields.emplace_back(key, fieldText(key, item.second));
+          continue;
+        }
+        if (!py::isinstance<py::list>(item.second) && !py::isinstance<py::tuple>(item.second))
+          raise(ErrorCode::kInvalidInput, "batch: must be a non-empty list of dicts (one kAippDynamicBatchPara per image)");
+        py::sequence list = py::reinterpret_borrow<py::sequence>(item.second);
+        if (list.size() == 0) raise(ErrorCode::kInvalidInput, "batch: must be a non-empty list of dicts (one kAippDynamicBatchPara per image)");
+        for (size_t i = 0; i < list.size(); ++i) {
+          const std::string at = "batch[" + std::to_string(i) + "]";
+          py::object record = list[i];
+          if (!py::isinstance<py::dict>(record)) raise(ErrorCode::kInvalidInput, at + ": must be a dict");
+          batch.emplace_back();
+          for (auto r : py::reinterpret_borrow<py::dict>(record)) {
+            if (!py::isinstance<py::str>(r.first)) raise(ErrorCode::kInvalidInput, at + ": field names are strings");
+            const std::string k = py::cast<std::string>(r.first);
+            batch.back().emplace_back(k, fieldText(at + "." + k, r.second));
+          }
+        }
+      }
+      const DynamicAippParams p = DynamicAippParams::fromFields(fields, batch);
+      Runtime& r = rt();
+      py::gil_scoped_release nogil;
+      r.setDynamicAipp(name, p);
+      return;
+    }
     if (py::isinstance<py::bytes>(params) || py::isinstance<py::bytearray>(params)) {
       std::string s = py::cast<std::string>(params);
       block.assign(s.begin(), s.end());

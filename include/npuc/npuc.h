@@ -187,6 +187,8 @@ NPUC_API npuc_status npuc_runtime_content_hash(const npuc_runtime* rt, const cha
  * `dtype`, which must be the input's device type or NPUC_DTYPE_FLOAT32 (rounded to the device type, to nearest
  * even); `bytes` must equal elements * npuc_dtype_size(dtype). An unknown name, another dtype or another byte
  * count is NPUC_STATUS_INVALID_ARGUMENT. Inputs keep their value across runs until set again (initially zero).
+ * The frame input of a dynamic AIPP stage (uint8 [N, max_src_image_size]) also takes a smaller frame, NPUC_DTYPE_UINT8
+ * and `bytes` = N * B with B bytes per image, at least what the parameter block's source needs (docs/aipp.md).
  */
 NPUC_API npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, npuc_dtype dtype, const void* data,
                                             size_t bytes);
@@ -198,6 +200,35 @@ NPUC_API npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, 
  * written through npuc_runtime_set_input is checked by the stage on every run (NPUC_STATUS_INVALID_INPUT).
  */
 NPUC_API npuc_status npuc_runtime_set_dynamic_aipp(npuc_runtime* rt, const char* name, const void* params, size_t bytes);
+
+/** A dynamic AIPP parameter block built field by field, with the seed's field names (docs/aipp.md: the names of the
+ *  YAML form, npuc::DynamicAippParams::fromFields and Python's set_dynamic_aipp dicts; one table for all). Opaque:
+ *  its layout is no part of the ABI. */
+typedef struct npuc_aipp_params npuc_aipp_params;
+/** A block for `images` images (batchNum, 1..127): every field 0 except dtcPixelVarReciChn0..3, 1.0. */
+NPUC_API npuc_status npuc_aipp_params_create(size_t images, npuc_aipp_params** out);
+/** Releases a block. NULL is allowed and ignored. */
+NPUC_API void npuc_aipp_params_destroy(npuc_aipp_params* p);
+/**
+ * Sets one field: a kAippDynamicPara field (inputFormat, cscSwitch, rbuvSwapSwitch, axSwapSwitch, srcImageSizeW/H,
+ * cscMatrixR0C0 … R2C2, cscOutputBiasR0..2, cscInputBiasR0..2; `image` must be 0) or image `image`'s
+ * kAippDynamicBatchPara field (cropSwitch, scfSwitch, paddingSwitch, rotateSwitch, cropStartPosW/H, cropSizeW/H,
+ * scfInputSizeW/H, scfOutputSizeW/H, paddingSizeTop/Bottom/Left/Right, dtcPixelMeanChn0..3, dtcPixelMinChn0..3,
+ * dtcPixelVarReciChn0..3). `value`: an integer within the field's C type (inputFormat: the code 1..4), or for
+ * dtcPixelMin/VarReciChnN a finite number within the float16 range (stored as float16). Setting a field again
+ * replaces its value. An unknown field, an image out of range or a value that does not fit is
+ * NPUC_STATUS_INVALID_ARGUMENT and npuc_last_error names the field; the block is then unchanged.
+ */
+NPUC_API npuc_status npuc_aipp_params_set(npuc_aipp_params* p, const char* field, size_t image, double value);
+/**
+ * The block's kAippDynamicPara bytes, as npuc_runtime_set_dynamic_aipp takes them: *written receives the size
+ * (160 + 96 * (images - 1)); dst NULL with capacity 0 only queries it; a smaller capacity is
+ * NPUC_STATUS_INVALID_ARGUMENT. A block without inputFormat, srcImageSizeW/H (or, with their switch on, cropSizeW/H,
+ * scfInput/OutputSizeW/H, the nine cscMatrixRxCy) is NPUC_STATUS_INVALID_ARGUMENT naming the missing field.
+ */
+NPUC_API npuc_status npuc_aipp_params_encode(const npuc_aipp_params* p, void* dst, size_t capacity, size_t* written);
+/** npuc_aipp_params_encode, then npuc_runtime_set_dynamic_aipp with those bytes (the same checks and errors). */
+NPUC_API npuc_status npuc_runtime_set_dynamic_aipp_params(npuc_runtime* rt, const char* name, const npuc_aipp_params* p);
 
 /**
  * Packages with gears (translated with --dynamic_batch_size / --dynamic_image_size; docs/package-format.md): the

@@ -13,6 +13,7 @@
 #include "npuc/error.hpp"
 #include "npuc/tensor.hpp"
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -69,6 +70,46 @@ struct RuntimeGear {
   int64_t batch = 0;
   int64_t height = 0, width = 0;
 };
+/// Dynamic AIPP (docs/aipp.md) by field: one image's kAippDynamicBatchPara, the seed's fields in the seed's types
+/// (dtc_pixel_min_chn and dtc_pixel_var_reci_chn as numbers, stored in the block as float16).
+struct DynamicAippImage {
+  int8_t crop_switch = 0, scf_switch = 0;
+  int8_t padding_switch = 0;  // 0 off, 1 padding_value, 2 edge copy, 3 block copy, 4 mirror copy
+  int8_t rotate_switch = 0;   // 0..3: 0, 90, 180, 270 degrees clockwise
+  int32_t crop_start_pos_w = 0, crop_start_pos_h = 0, crop_size_w = 0, crop_size_h = 0;
+  int32_t scf_input_size_w = 0, scf_input_size_h = 0, scf_output_size_w = 0, scf_output_size_h = 0;
+  int32_t padding_size_top = 0, padding_size_bottom = 0, padding_size_left = 0, padding_size_right = 0;
+  std::array<int16_t, 4> dtc_pixel_mean_chn{};
+  std::array<float, 4> dtc_pixel_min_chn{};
+  std::array<float, 4> dtc_pixel_var_reci_chn{1.f, 1.f, 1.f, 1.f};
+  bool operator==(const DynamicAippImage&) const = default;
+};
+/// kAippDynamicPara by field, with one record per image of the batch (batchNum = batch.size()).
+struct DynamicAippParams {
+  uint8_t input_format = 1;  // aclAippInputFormat: 1 YUV420SP_U8, 2 XRGB8888_U8, 3 RGB888_U8, 4 YUV400_U8
+  int8_t csc_switch = 0, rbuv_swap_switch = 0, ax_swap_switch = 0;
+  int32_t src_image_size_w = 0, src_image_size_h = 0;
+  std::array<std::array<int16_t, 3>, 3> csc_matrix{};  // [row][column], in 1/256
+  std::array<uint8_t, 3> csc_output_bias{}, csc_input_bias{};
+  std::vector<DynamicAippImage> batch = std::vector<DynamicAippImage>(1);
+  bool operator==(const DynamicAippParams&) const = default;
+
+  /// The kAippDynamicPara bytes (160 + 96 (batch.size() - 1); reserved bytes zero; min / var_reci rounded to float16
+  /// to nearest even). kInvalidArgument for an empty batch or more than 127 images (batchNum is an int8).
+  std::vector<uint8_t> encode() const;
+  /// A block's fields (kInvalidInput for a block whose size does not follow from its batchNum).
+  static DynamicAippParams decode(const std::vector<uint8_t>& block);
+  /// From the seed's field names, as the YAML form of `npuc simulate --aipp` lays them out (docs/aipp.md; one table of
+  /// names for YAML, this, Python's dicts and the C API): `fields` the top level (name, value as text: a decimal
+  /// integer, a number for dtcPixelMin/VarReciChnN, a format name or code for inputFormat; batchNum, if given, must
+  /// equal the number of records); `batch` the records of a `batch` list, or empty for one record whose fields
+  /// stand at the top level. kInvalidInput naming the field ("batch[1].cropSizeW: …") for an unknown, repeated,
+  /// missing (inputFormat, srcImageSizeW/H; cropSizeW/H with cropSwitch 1, scfInput/OutputSizeW/H with scfSwitch 1,
+  /// the nine cscMatrixRxCy with cscSwitch 1) or misplaced field, or a value that does not fit the field's type.
+  static DynamicAippParams fromFields(const std::vector<std::pair<std::string, std::string>>& fields,
+                                      const std::vector<std::vector<std::pair<std::string, std::string>>>& batch = {});
+};
+
 /// Called after every layer with the layer and a view of its output in device memory (valid during the call).
 using LayerCallback = std::function<void(const RuntimeLayer&, const Tensor& output)>;
 
@@ -117,6 +158,8 @@ class Runtime {
   /// Checked here (kInvalidArgument with the rule broken) and again by the stage on every run, which refuses a block
   /// written by setInput that breaks a rule (kInvalidInput). The block stays until it is set again.
   void setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params);
+  /// The same by field: params.encode(), then the same checks.
+  void setDynamicAipp(const std::string& input, const DynamicAippParams& params);
   /// Packages with gears (docs/package-format.md, "Gears"; Ascend's aclmdlSetDynamicBatchSize / aclmdlSetDynamicHWSize):
   /// the gears, in the order translated (empty for an ordinary package), the kind ("batch" | "image_size") and the
   /// input they size. A runtime starts on the first gear; selecting another switches every other call (inputs,

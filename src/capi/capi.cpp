@@ -5,7 +5,11 @@
 #include "npuc/error.hpp"
 #include "npuc/runtime.hpp"
 
+#include "kernels/aipp.hpp"
+
 #include <atomic>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -39,6 +43,11 @@ struct npuc_runtime {
   std::vector<npuc_tensor_info> inputs, outputs;
   std::vector<npuc_layer_info> layers;  // by seq; strings point into rt.layers()
   mutable std::atomic<bool> busy{false};
+};
+
+struct npuc_aipp_params {
+  size_t images = 1;
+  std::vector<npuc::kernels::AippFieldValue> fields;  // as set, by name (record fields with their image)
 };
 
 struct npuc_pipeline {
@@ -358,6 +367,15 @@ npuc_status npuc_runtime_set_input(npuc_runtime* rt, const char* name, npuc_dtyp
       invalid("input '" + std::string(name) + "' takes " + npuc_dtype_name(in->dtype) + " or float32, got " +
               npuc_dtype_name(dtype));
     const size_t want = in->elements * npuc_dtype_size(dtype);
+    // The frame of a dynamic AIPP stage: N * B bytes with B at most max_src_image_size (the runtime checks B).
+    bool aipp_frame = false;
+    for (const npuc::RuntimeTensor& r : rt->rt.inputs()) aipp_frame = aipp_frame || r.aipp_for == name;
+    if (aipp_frame && dtype == NPUC_DTYPE_UINT8 && in->rank == 2 && in->dims[0] > 0 && bytes > 0 && bytes < want &&
+        bytes % static_cast<size_t>(in->dims[0]) == 0) {
+      npuc::Shape shape = {in->dims[0], static_cast<int64_t>(bytes / static_cast<size_t>(in->dims[0]))};
+      rt->rt.setInput(name, npuc::DType::kU8, shape, data);
+      return;
+    }
     if (bytes != want)
       invalid("input '" + std::string(name) + "' as " + npuc_dtype_name(dtype) + " is " + std::to_string(want) +
               " bytes, got " + std::to_string(bytes));
@@ -374,6 +392,82 @@ npuc_status npuc_runtime_set_dynamic_aipp(npuc_runtime* rt, const char* name, co
     Busy busy(rt);
     const auto* p = static_cast<const uint8_t*>(params);
     rt->rt.setDynamicAipp(name, std::vector<uint8_t>(p, p + bytes));
+  });
+}
+
+npuc_status npuc_aipp_params_create(size_t images, npuc_aipp_params** out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    if (images < 1 || images > 127) invalid("images is " + std::to_string(images) + ", must be 1..127 (batchNum is an int8)");
+    auto* p = new npuc_aipp_params;
+    p->images = images;
+    *out = p;
+  });
+}
+
+void npuc_aipp_params_destroy(npuc_aipp_params* p) { delete p; }
+
+npuc_status npuc_aipp_params_set(npuc_aipp_params* p, const char* field, size_t image, double value) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    need(field, "field");
+    const std::string name = field;
+    const bool record = npuc::kernels::isAippRecordField(name);
+    if (image >= p->images || (!record && image != 0))
+      invalid(std::string(field) + ": image " + std::to_string(image) + " is out of range (" +
+              (record ? "the block has " + std::to_string(p->images) + " image(s)" : "a kAippDynamicPara field: image 0") + ")");
+    // The value as text, for the one table of names (kernels::aippParamsFromFields): integers exactly.
+    char text[64];
+    if (std::isfinite(value) && value == std::nearbyint(value) && std::fabs(value) < 9.0e15)
+      std::snprintf(text, sizeof text, "%lld", static_cast<long long>(value));
+    else
+      std::snprintf(text, sizeof text, "%.17g", value);
+    std::vector<npuc::kernels::AippFieldValue> next;
+    const int at = record ? static_cast<int>(image) : -1;
+    for (const auto& f : p->fields)
+      if (f.name != name || f.image != at) next.push_back(f);
+    next.push_back({name, at, text});
+    try {
+      (void)npuc::kernels::aippParamsFromFields(next, p->images, false);
+    } catch (const npuc::Error& e) {
+      invalid(e.what());
+    }
+    p->fields = std::move(next);
+  });
+}
+
+namespace {
+std::vector<uint8_t> encodeAippParams(const npuc_aipp_params* p) {
+  try {
+    return npuc::kernels::encodeAipp(npuc::kernels::aippParamsFromFields(p->fields, p->images));
+  } catch (const npuc::Error& e) {
+    invalid(e.what());
+  }
+}
+}  // namespace
+
+npuc_status npuc_aipp_params_encode(const npuc_aipp_params* p, void* dst, size_t capacity, size_t* written) {
+  return guard(__func__, [&] {
+    need(p, "p");
+    need(written, "written");
+    const std::vector<uint8_t> block = encodeAippParams(p);
+    *written = block.size();
+    if (!dst && capacity == 0) return;
+    need(dst, "dst");
+    if (capacity < block.size())
+      invalid("the block is " + std::to_string(block.size()) + " bytes, capacity " + std::to_string(capacity));
+    std::memcpy(dst, block.data(), block.size());
+  });
+}
+
+npuc_status npuc_runtime_set_dynamic_aipp_params(npuc_runtime* rt, const char* name, const npuc_aipp_params* p) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(name, "name");
+    need(p, "p");
+    Busy busy(rt);
+    rt->rt.setDynamicAipp(name, encodeAippParams(p));
   });
 }
 

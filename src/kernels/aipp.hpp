@@ -75,6 +75,32 @@ std::vector<uint8_t> encodeAipp(const AippParams& p);
 /// with the rule 'aipp.block.size'. Values are not judged here (checkAipp does).
 AippParams decodeAipp(const uint8_t* data, size_t size);
 
+/// The seed's field names of a parameter block — kAippDynamicPara's (inputFormat, cscSwitch, srcImageSizeW,
+/// cscMatrixR0C0, …) and kAippDynamicBatchPara's (cropSwitch, …, dtcPixelVarReciChn3) — in one table for every form
+/// that names them: the YAML form of `npuc simulate --aipp` (prepost), Runtime::setDynamicAipp's fields (Python's
+/// dicts) and the C API's setters. One field's value as written: a decimal integer within the field's C type, for
+/// dtcPixelMinChnN / dtcPixelVarReciChnN a finite number within the float16 range (stored as float16), for
+/// inputFormat also a format name (YUV420SP_U8, …).
+struct AippFieldValue {
+  std::string name;
+  int image = -1;    // the record of a `batch` list it is given in (0-based); -1: at the top level
+  std::string text;  // the value
+};
+/// Builds a block from named fields, as the YAML form lays them out: kAippDynamicPara's fields (and batchNum, which
+/// must equal the number of records) at the top level; the records as a `batch` list of `batch_list` records (fields
+/// with image >= 0), or without one (batch_list 0) a single record whose fields stand at the top level. Required:
+/// inputFormat, srcImageSizeW and srcImageSizeH; in each record cropSizeW/H when cropSwitch is 1, scfInputSizeW/H
+/// and scfOutputSizeW/H when scfSwitch is 1; the nine cscMatrixRxCy when cscSwitch is 1. Other fields are 0 unless
+/// given, dtcPixelVarReciChnN 1.0. npuc::Error (kInvalidInput) "<field>: <why>" naming the field ("batch[1].cropSizeW")
+/// for an unknown, repeated, missing or misplaced field or a value that does not fit it (`complete` false: missing
+/// fields are not an error, for a block still being filled in). The values' rules (checkAipp) are not judged here.
+AippParams aippParamsFromFields(const std::vector<AippFieldValue>& fields, size_t batch_list, bool complete = true);
+/// Every field as (name, value text) in block order, the head's then each record's: aippParamsFromFields reads them
+/// back (head fields at the top level, record i's with image i) to the same block.
+std::vector<AippFieldValue> aippFields(const AippParams& p);
+/// Whether `name` is a kAippDynamicBatchPara field.
+bool isAippRecordField(const std::string& name);
+
 /// What the translator fixed: the model input the stage writes ([n, channels, height, width]), the bytes each
 /// image may occupy in the frame input (static: exactly the source image; dynamic: max_src_image_size) and the
 /// value padding mode 1 writes (the static configuration's padding_value; 0 unless set).

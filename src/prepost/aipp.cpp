@@ -399,147 +399,37 @@ void insertAipp(ir::Graph& g, const AippConfig& cfg) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The YAML form of a parameter block.
-
-namespace {
-
-struct FieldRef {
-  const char* name;
-  std::function<void(int64_t)> set;
-  std::function<int64_t()> get;
-  int64_t lo, hi;
-};
-
-template <class T> FieldRef field(const char* name, T& ref) {
-  return {name, [&ref](int64_t v) { ref = static_cast<T>(v); }, [&ref] { return static_cast<int64_t>(ref); },
-          std::numeric_limits<T>::min(), std::numeric_limits<T>::max()};
-}
-
-std::vector<FieldRef> headFields(kernels::AippParams& p) {
-  std::vector<FieldRef> f = {field("inputFormat", p.input_format), field("cscSwitch", p.csc), field("rbuvSwapSwitch", p.rbuv_swap),
-                             field("axSwapSwitch", p.ax_swap), field("srcImageSizeW", p.src_w), field("srcImageSizeH", p.src_h)};
-  static const char* const kM[3][3] = {{"cscMatrixR0C0", "cscMatrixR0C1", "cscMatrixR0C2"},
-                                       {"cscMatrixR1C0", "cscMatrixR1C1", "cscMatrixR1C2"},
-                                       {"cscMatrixR2C0", "cscMatrixR2C1", "cscMatrixR2C2"}};
-  static const char* const kOut[3] = {"cscOutputBiasR0", "cscOutputBiasR1", "cscOutputBiasR2"};
-  static const char* const kIn[3] = {"cscInputBiasR0", "cscInputBiasR1", "cscInputBiasR2"};
-  for (size_t r = 0; r < 3; ++r)
-    for (size_t c = 0; c < 3; ++c) f.push_back(field(kM[r][c], p.matrix[r][c]));
-  for (size_t i = 0; i < 3; ++i) f.push_back(field(kOut[i], p.output_bias[i]));
-  for (size_t i = 0; i < 3; ++i) f.push_back(field(kIn[i], p.input_bias[i]));
-  return f;
-}
-
-std::vector<FieldRef> batchFields(kernels::AippBatchParams& b) {
-  std::vector<FieldRef> f = {field("cropSwitch", b.crop),          field("scfSwitch", b.scf),
-                             field("paddingSwitch", b.padding),    field("rotateSwitch", b.rotate),
-                             field("cropStartPosW", b.crop_x),     field("cropStartPosH", b.crop_y),
-                             field("cropSizeW", b.crop_w),         field("cropSizeH", b.crop_h),
-                             field("scfInputSizeW", b.scf_in_w),   field("scfInputSizeH", b.scf_in_h),
-                             field("scfOutputSizeW", b.scf_out_w), field("scfOutputSizeH", b.scf_out_h),
-                             field("paddingSizeTop", b.pad_top),   field("paddingSizeBottom", b.pad_bottom),
-                             field("paddingSizeLeft", b.pad_left), field("paddingSizeRight", b.pad_right)};
-  static const char* const kMean[4] = {"dtcPixelMeanChn0", "dtcPixelMeanChn1", "dtcPixelMeanChn2", "dtcPixelMeanChn3"};
-  for (size_t c = 0; c < 4; ++c) f.push_back(field(kMean[c], b.mean[c]));
-  return f;
-}
-const char* const kMinNames[4] = {"dtcPixelMinChn0", "dtcPixelMinChn1", "dtcPixelMinChn2", "dtcPixelMinChn3"};
-const char* const kVarNames[4] = {"dtcPixelVarReciChn0", "dtcPixelVarReciChn1", "dtcPixelVarReciChn2", "dtcPixelVarReciChn3"};
-
-}  // namespace
+// The YAML form of a parameter block: the named fields of kernels::aippParamsFromFields (one table of the seed's
+// names for YAML, Runtime's fields and the C API).
 
 static kernels::AippParams aippParamsFromYamlNodes(const std::string& text, const std::string& source) {
   YAML::Node root = withContext(source, [&] { return loadYaml(text); });
   if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "{}: an AIPP parameter block is a YAML mapping of the seed's field names", source);
-  auto bad = [&](const std::string& where, const std::string& why) { fail(ErrorCode::kInvalidInput, "{}: {}: {}", source, where, why); };
-  auto integer = [&](const YAML::Node& v, const FieldRef& f, const std::string& where) {
-    int64_t x = 0;
-    try {
-      x = v.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      bad(where, fmt::format("'{}' is not an integer", v.Scalar()));
-    }
-    if (x < f.lo || x > f.hi) bad(where, fmt::format("{} does not fit the field ([{}, {}])", x, f.lo, f.hi));
-    f.set(x);
+  auto scalar = [&](const YAML::Node& v, const std::string& where) {
+    if (!v.IsScalar()) fail(ErrorCode::kInvalidInput, "{}: {}: must be a single value", source, where);
+    return v.Scalar();
   };
-  auto half = [&](const YAML::Node& v, const std::string& where) {
-    double d = 0;
-    try {
-      d = v.as<double>();
-    } catch (const YAML::Exception&) {
-      bad(where, fmt::format("'{}' is not a number", v.Scalar()));
-    }
-    if (!std::isfinite(d) || std::fabs(d) > 65504.0) bad(where, "must be a finite number within the float16 range");
-    return floatToHalf(static_cast<float>(d));
-  };
-  auto named = [](const std::vector<FieldRef>& fields, const std::string& key) -> const FieldRef* {
-    auto f = std::find_if(fields.begin(), fields.end(), [&](const FieldRef& r) { return key == r.name; });
-    return f == fields.end() ? nullptr : &*f;
-  };
-  kernels::AippParams p;
-  const std::vector<FieldRef> head = headFields(p);
-  auto isHead = [&](const std::string& key) { return key == "batch" || key == "batchNum" || named(head, key); };
-  /// Sets record field `key` of b (fields = batchFields(b)); false if no record field has that name.
-  auto setRecordField = [&](kernels::AippBatchParams& b, const std::vector<FieldRef>& fields, const std::string& key,
-                            const YAML::Node& v, const std::string& where) {
-    if (const FieldRef* f = named(fields, key)) {
-      integer(v, *f, where);
-      return true;
-    }
-    for (size_t c = 0; c < 4; ++c) {
-      if (key == kMinNames[c]) return b.min[c] = half(v, where), true;
-      if (key == kVarNames[c]) return b.var_reci[c] = half(v, where), true;
-    }
-    return false;
-  };
-  /// One kAippDynamicBatchPara from a mapping; with skip_head the head's fields may stand beside it.
-  auto readRecord = [&](const YAML::Node& m, const std::string& where, bool skip_head) {
-    kernels::AippBatchParams b;
-    b.var_reci.fill(0x3C00);  // 1.0 unless given
-    const std::vector<FieldRef> fields = batchFields(b);
-    for (auto it = m.begin(); it != m.end(); ++it) {
-      std::string key = it->first.as<std::string>();
-      if (skip_head && isHead(key)) continue;
-      if (!setRecordField(b, fields, key, it->second, where + key))
-        bad(where + key, "unknown field (kAippDynamicPara / kAippDynamicBatchPara names, docs/aipp.md)");
-    }
-    return b;
-  };
+  std::vector<kernels::AippFieldValue> fields;
+  size_t batch_list = 0;
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.as<std::string>();
-    const FieldRef* f = named(head, key);
-    if (!f) continue;
-    if (key == "inputFormat" && !it->second.Scalar().empty() && !std::isdigit(static_cast<unsigned char>(it->second.Scalar()[0]))) {
-      kernels::AippFormat fmt_ = kernels::AippFormat::kYUV420SP_U8;
-      if (!kernels::aippFormatFromName(it->second.Scalar(), &fmt_)) bad(key, fmt::format("unknown format '{}'", it->second.Scalar()));
-      p.input_format = static_cast<uint8_t>(fmt_);
+    if (key != "batch") {
+      fields.push_back({key, -1, scalar(it->second, key)});
       continue;
     }
-    integer(it->second, *f, key);
-  }
-  if (YAML::Node list = root["batch"]) {
-    if (!list.IsSequence() || list.size() == 0) bad("batch", "must be a non-empty list of kAippDynamicBatchPara records");
+    const YAML::Node& list = it->second;
+    if (!list.IsSequence() || list.size() == 0)
+      fail(ErrorCode::kInvalidInput, "{}: batch: must be a non-empty list of kAippDynamicBatchPara records", source);
+    batch_list = list.size();
     for (size_t i = 0; i < list.size(); ++i) {
-      if (!list[i].IsMap()) bad(fmt::format("batch[{}]", i), "must be a mapping");
-      p.batch.push_back(readRecord(list[i], fmt::format("batch[{}].", i), false));
+      if (!list[i].IsMap()) fail(ErrorCode::kInvalidInput, "{}: batch[{}]: must be a mapping", source, i);
+      for (auto r = list[i].begin(); r != list[i].end(); ++r) {
+        std::string name = r->first.as<std::string>();
+        fields.push_back({name, static_cast<int>(i), scalar(r->second, fmt::format("batch[{}].{}", i, name))});
+      }
     }
-    // Top-level record fields next to `batch:` would be ambiguous.
-    kernels::AippBatchParams probe;
-    const std::vector<FieldRef> probe_fields = batchFields(probe);
-    for (auto it = root.begin(); it != root.end(); ++it) {
-      std::string key = it->first.as<std::string>();
-      if (isHead(key)) continue;
-      bool record = setRecordField(probe, probe_fields, key, it->second, key);
-      bad(key, record ? "is a batch-record field; with `batch:` it belongs in the list's records"
-                      : "unknown field (kAippDynamicPara / kAippDynamicBatchPara names, docs/aipp.md)");
-    }
-  } else {
-    p.batch.push_back(readRecord(root, "", true));
   }
-  if (YAML::Node n = root["batchNum"]; n && (!n.IsScalar() || n.Scalar() != std::to_string(p.batch.size())))
-    bad("batchNum", fmt::format("is {} but {} record(s) are given", n.Scalar(), p.batch.size()));
-  if (p.batch.size() > 127) bad("batch", "at most 127 records (batchNum is an int8)");
-  return p;
+  return withContext(source, [&] { return kernels::aippParamsFromFields(fields, batch_list); });
 }
 
 kernels::AippParams aippParamsFromYaml(const std::string& text, const std::string& source) {
@@ -551,19 +441,18 @@ kernels::AippParams aippParamsFromYaml(const std::string& text, const std::strin
   }
 }
 
-std::string aippParamsToYaml(const kernels::AippParams& in) {
-  kernels::AippParams p = in;
+std::string aippParamsToYaml(const kernels::AippParams& p) {
   std::string s;
-  for (const FieldRef& f : headFields(p)) s += fmt::format("{}: {}\n", f.name, f.get());
-  s += "batch:\n";
-  for (kernels::AippBatchParams& b : p.batch) {
-    const char* lead = "  - ";
-    for (const FieldRef& f : batchFields(b)) {
-      s += fmt::format("{}{}: {}\n", lead, f.name, f.get());
-      lead = "    ";
+  bool batch = false;
+  int image = -1;
+  for (const kernels::AippFieldValue& f : kernels::aippFields(p)) {
+    if (f.image < 0) {
+      s += fmt::format("{}: {}\n", f.name, f.text);
+      continue;
     }
-    for (size_t c = 0; c < 4; ++c) s += fmt::format("    {}: {}\n", kMinNames[c], halfToFloat(b.min[c]));
-    for (size_t c = 0; c < 4; ++c) s += fmt::format("    {}: {}\n", kVarNames[c], halfToFloat(b.var_reci[c]));
+    if (!batch) s += "batch:\n", batch = true;
+    s += fmt::format("{}{}: {}\n", f.image != image ? "  - " : "    ", f.name, f.text);
+    image = f.image;
   }
   return s;
 }

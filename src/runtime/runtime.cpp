@@ -118,6 +118,7 @@ struct Runtime::Impl {
     std::optional<kernels::pow2::Table> p2;    // a layer in its int8-pow2 form: its table (slots, activation, q's)
     kernels::pow2::PackedWeights p2_w;         // its conv / gemm weights packed once for fast mode's VNNI form
     bool p2_codes = false;                     // max pooling on int8-pow2 codes (no table: the input's slot)
+    int64_t aipp_stride = 0;  // a dynamic AIPP stage given a frame smaller than max_src_image_size: its bytes per image
   };
   std::vector<Step> steps;  // by seq
 
@@ -539,10 +540,17 @@ struct Runtime::Impl {
   }
 
   /// What the translator fixed for the AIPP stage of step s: the output it writes, the frame's bytes per image,
-  /// padding_value. Its parameter block is aippBlockSize(n) bytes.
-  static kernels::AippSetup aippSetup(const Step& s) {
+  /// padding_value. Its parameter block is aippBlockSize(n) bytes. The bytes per image are the frame input's
+  /// (max_src_image_size for a dynamic stage) or, with `given` and a smaller frame set (setInput), that frame's.
+  static kernels::AippSetup aippSetup(const Step& s, bool given = true) {
     const Shape &xs = s.shapes[0], &ys = s.shapes.back();
-    return {ys[0], ys[1], ys[2], ys[3], xs[1], package::paramFloat(s.p[1])};
+    return {ys[0], ys[1], ys[2], ys[3], given && s.aipp_stride ? s.aipp_stride : xs[1], package::paramFloat(s.p[1])};
+  }
+  /// The dynamic AIPP stage that reads the frame input at `address`, if any.
+  Step* dynamicAippStage(uint64_t address) {
+    for (Step& s : steps)
+      if (s.d->kind == LayerKind::kAipp && s.d->n_in == 2 && s.d->in(0).addr == address) return &s;
+    return nullptr;
   }
 
   void execPrePost(Step& s) {
@@ -1142,6 +1150,35 @@ void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape,
     fail(ErrorCode::kInvalidArgument, "the package has no input '{}' (inputs: {})", name, names);
   }
   int64_t n = shapeNumel(it->shape);
+  // The frame of a dynamic AIPP stage may hold fewer bytes per image than max_src_image_size: [N, B] with B at least
+  // what the parameter block's source needs (docs/aipp.md, "Frames smaller than max_src_image_size").
+  if (Impl::Step* stage = im.dynamicAippStage(it->address); stage && it->shape.size() == 2 && shape.size() == 2 &&
+                                                             shape[0] == it->shape[0] && dtype == DType::kU8) {
+    const int64_t max = it->shape[1], b = shape[1];
+    if (b < 1 || b > max)
+      fail(ErrorCode::kInvalidArgument, "input '{}' (the frame of a dynamic AIPP stage) takes uint8 [{}, B] with B bytes per image, "
+           "at most max_src_image_size {}; got {}", name, it->shape[0], max, shapeStr(shape));
+    // The block set now (if any) must fit: its source image's bytes at most B.
+    const package::TensorRef& pr = stage->d->in(1);
+    kernels::AippParams cur;
+    bool have = false;
+    try {
+      cur = kernels::decodeAipp(im.at(pr.addr, pr.bytes, "AIPP parameters of " + name), pr.bytes);
+      have = true;
+    } catch (const Error&) {  // no block set yet: the run checks
+    }
+    if (have && kernels::isAippFormat(cur.input_format)) {
+      const auto f = static_cast<kernels::AippFormat>(cur.input_format);
+      const int64_t need = kernels::aippImageBytes(f, cur.src_w, cur.src_h);
+      if (need > b)
+        fail(ErrorCode::kInvalidArgument, "input '{}': aipp.src_size: a frame of {} bytes per image is smaller than the {}x{} {} "
+             "source the AIPP parameter block gives, which needs {} bytes per image", name, b, cur.src_w, cur.src_h,
+             kernels::aippFormatName(f), need);
+    }
+    std::memcpy(im.at(it->address, static_cast<uint64_t>(shape[0] * b), "input " + name), data, static_cast<size_t>(shape[0] * b));
+    stage->aipp_stride = b == max ? 0 : b;
+    return;
+  }
   // The exact shape: a tensor of another shape (even with the same element count) is a mistake, not a reshape.
   if (shape != it->shape)
     fail(ErrorCode::kInvalidArgument, "input '{}' needs shape {}, got {}{}", name, shapeStr(it->shape), shapeStr(shape),
@@ -1208,15 +1245,38 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
       }
       return;
     }
-    // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad.
+    // The seed: with dynamic image sizes, a dynamic AIPP block may not crop or pad, and its width and height are the
+    // largest gear's (on a smaller gear, npuc's scf takes the picture down to that gear's size).
     for (auto& b : p.batch)
       if (b.crop || b.padding)
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block may not crop or pad "
              "(cropSwitch {}, paddingSwitch {})", input, b.crop, b.padding);
+    const RuntimeGear* largest = nullptr;
+    for (const RuntimeGear& g : holder.gears) {
+      bool covers = true;
+      for (const RuntimeGear& h : holder.gears) covers = covers && g.height >= h.height && g.width >= h.width;
+      if (covers) largest = &g;
+    }
+    if (!largest)
+      fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: no gear is at least as high and as wide as every other "
+           "(gears: {}), so the block has no largest gear's size to take", input, gearList(holder.gears, false));
+    if (p.src_w != largest->width || p.src_h != largest->height)
+      fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block's srcImageSizeW x H "
+           "is the largest gear's, {}x{}, got {}x{}", input, largest->width, largest->height, p.src_w, p.src_h);
   }
   uint8_t* dst = aippBlockDestination(*impl_->cur, input, params);
   std::memcpy(dst, params.data(), params.size());
   impl_->cur->markWritten(dst);
+}
+
+void Runtime::setDynamicAipp(const std::string& input, const DynamicAippParams& params) {
+  std::vector<uint8_t> block;
+  try {
+    block = params.encode();
+  } catch (const Error& e) {
+    fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, e.what());
+  }
+  setDynamicAipp(input, block);
 }
 
 namespace {
@@ -1239,7 +1299,8 @@ uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const
          stage->shapes.back()[0] - 1, params.size());
   std::string why;
   try {
-    why = kernels::checkAipp(kernels::decodeAipp(params.data(), params.size()), Impl::aippSetup(*stage));
+    // (against max_src_image_size: a frame set earlier may be replaced; the run checks the frame given)
+    why = kernels::checkAipp(kernels::decodeAipp(params.data(), params.size()), Impl::aippSetup(*stage, false));
   } catch (const Error& e) {
     why = e.what();
   }

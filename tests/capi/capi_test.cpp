@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 extern "C" npuc_status c_run_filled(const char* dir, float fill, float* first);
+extern "C" npuc_status c_aipp_block(unsigned char* dst, size_t capacity, size_t* written);
 
 using namespace npuc;
 namespace fs = std::filesystem;
@@ -545,6 +546,106 @@ TEST(CApiAipp, SetDynamicAipp) {
   EXPECT_EQ(npuc_runtime_set_dynamic_aipp(h.rt, "image", block.data(), 100), NPUC_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(npuc_runtime_set_dynamic_aipp(nullptr, "image", block.data(), block.size()), NPUC_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(npuc_runtime_set_dynamic_aipp(h.rt, "image", nullptr, 0), NPUC_STATUS_INVALID_ARGUMENT);
+  fs::remove_all(root);
+}
+
+// Issue 47: the block field by field (the seed's names) gives the raw block's bytes and outputs; a frame smaller
+// than max_src_image_size holding the same picture gives the same outputs.
+TEST(CApiAipp, FieldSettersAndSmallFrames) {
+  fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_aipp_fields_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  fs::path cfg = root / "dyn.cfg";
+  std::ofstream(cfg) << "aipp_op {\n aipp_mode: dynamic\n max_src_image_size: 4096\n}\n";
+  TranslateOptions o;
+  o.prefix = "aipp";
+  o.onnx = kSrc + "/tests/data/aipp/aipp_net.onnx";
+  o.target = "generic";
+  o.out_root = root;
+  o.aipp = cfg;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  std::vector<uint8_t> block(160, 0);  // one 32x32 RGB888_U8 image, dtcPixelVarReciChn0..2 = 1/255 (float16 0x1C04)
+  block[0] = 3, block[4] = 1, block[8] = 32, block[12] = 32;
+  for (size_t c = 0; c < 3; ++c) block[136 + 2 * c] = 0x04, block[137 + 2 * c] = 0x1C;
+
+  npuc_aipp_params* p = nullptr;
+  ASSERT_EQ(npuc_aipp_params_create(1, &p), NPUC_STATUS_OK) << npuc_last_error();
+  struct PClose {
+    npuc_aipp_params* p;
+    ~PClose() { npuc_aipp_params_destroy(p); }
+  } pclose{p};
+  size_t written = 0;
+  EXPECT_EQ(npuc_aipp_params_encode(p, nullptr, 0, &written), NPUC_STATUS_INVALID_ARGUMENT);  // nothing set yet
+  EXPECT_NE(std::string(npuc_last_error()).find("inputFormat: missing"), std::string::npos) << npuc_last_error();
+  ASSERT_EQ(npuc_aipp_params_set(p, "inputFormat", 0, 3), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_aipp_params_set(p, "srcImageSizeW", 0, 32), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_aipp_params_set(p, "srcImageSizeH", 0, 30), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_aipp_params_set(p, "srcImageSizeH", 0, 32), NPUC_STATUS_OK) << npuc_last_error();  // set again: replaced
+  for (const char* f : {"dtcPixelVarReciChn0", "dtcPixelVarReciChn1", "dtcPixelVarReciChn2"})
+    ASSERT_EQ(npuc_aipp_params_set(p, f, 0, 1.0 / 255), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_aipp_params_set(p, "dtcPixelVarReciChn3", 0, 0), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_aipp_params_encode(p, nullptr, 0, &written), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(written, 160u);
+  std::vector<uint8_t> got_block(160);
+  ASSERT_EQ(npuc_aipp_params_encode(p, got_block.data(), got_block.size(), &written), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(got_block, block);
+  std::vector<uint8_t> from_c(160);  // the same from C99 (header_c99.c)
+  ASSERT_EQ(c_aipp_block(from_c.data(), from_c.size(), &written), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(from_c, block);
+  EXPECT_EQ(npuc_aipp_params_encode(p, got_block.data(), 100, &written), NPUC_STATUS_INVALID_ARGUMENT);
+  // Unknown, out-of-range and misplaced fields: refused naming the field, the block unchanged.
+  struct Bad {
+    const char* field;
+    size_t image;
+    double value;
+    const char* message;
+  };
+  for (const Bad& b : {Bad{"nosuchField", 0, 1, "nosuchField: unknown field"},
+                       Bad{"cropSwitch", 0, 300, "cropSwitch: 300 does not fit the field"},
+                       Bad{"srcImageSizeW", 0, 1.5, "srcImageSizeW: '1.5' is not an integer"},
+                       Bad{"dtcPixelMinChn0", 0, 1e9, "dtcPixelMinChn0: 1000000000 is not a finite number"},
+                       Bad{"cropSwitch", 1, 1, "cropSwitch: image 1 is out of range"},
+                       Bad{"srcImageSizeW", 1, 32, "srcImageSizeW: image 1 is out of range"}}) {
+    SCOPED_TRACE(b.message);
+    EXPECT_EQ(npuc_aipp_params_set(p, b.field, b.image, b.value), NPUC_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(npuc_last_error()).find(b.message), std::string::npos) << npuc_last_error();
+  }
+  ASSERT_EQ(npuc_aipp_params_encode(p, got_block.data(), got_block.size(), &written), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(got_block, block);
+  npuc_aipp_params* none = nullptr;
+  EXPECT_EQ(npuc_aipp_params_create(0, &none), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(npuc_aipp_params_create(128, &none), NPUC_STATUS_INVALID_ARGUMENT);
+
+  std::vector<uint8_t> frame(4096);
+  for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>(i * 7);
+  std::vector<float> mask(1024, 0.25f);
+  auto run = [&](bool by_fields, size_t frame_bytes) {
+    Handle h;
+    EXPECT_EQ(npuc_runtime_open(r.dir.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+    if (by_fields) EXPECT_EQ(npuc_runtime_set_dynamic_aipp_params(h.rt, "image", p), NPUC_STATUS_OK) << npuc_last_error();
+    else EXPECT_EQ(npuc_runtime_set_dynamic_aipp(h.rt, "image", block.data(), block.size()), NPUC_STATUS_OK) << npuc_last_error();
+    EXPECT_EQ(npuc_runtime_set_input(h.rt, "image", NPUC_DTYPE_UINT8, frame.data(), frame_bytes), NPUC_STATUS_OK) << npuc_last_error();
+    EXPECT_EQ(npuc_runtime_set_input(h.rt, "mask", NPUC_DTYPE_FLOAT32, mask.data(), mask.size() * 4), NPUC_STATUS_OK) << npuc_last_error();
+    EXPECT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+    std::vector<float> y(1024 * 3 + 64);
+    size_t n = 0;
+    EXPECT_EQ(npuc_runtime_get_output(h.rt, "out", 1, nullptr, 0, &n), NPUC_STATUS_OK);
+    y.resize(n / 4);
+    EXPECT_EQ(npuc_runtime_get_output(h.rt, "out", 1, y.data(), n, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+    return y;
+  };
+  const std::vector<float> want = run(false, 4096);
+  EXPECT_EQ(run(true, 4096), want);
+  EXPECT_EQ(run(true, 3072), want);  // exactly the 32x32 RGB picture
+  // A frame smaller than the picture: refused, naming both sizes.
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(r.dir.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_set_dynamic_aipp_params(h.rt, "image", p), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(npuc_runtime_set_input(h.rt, "image", NPUC_DTYPE_UINT8, frame.data(), 3000), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npuc_last_error()).find("a frame of 3000 bytes per image is smaller than the 32x32 RGB888_U8 source"),
+            std::string::npos) << npuc_last_error();
+  EXPECT_NE(std::string(npuc_last_error()).find("needs 3072 bytes"), std::string::npos) << npuc_last_error();
+  EXPECT_EQ(npuc_runtime_set_input(h.rt, "mask", NPUC_DTYPE_FLOAT32, mask.data(), 100), NPUC_STATUS_INVALID_ARGUMENT);  // not a frame
   fs::remove_all(root);
 }
 

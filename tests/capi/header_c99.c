@@ -44,3 +44,21 @@ npuc_status c_run_filled(const char* dir, float fill, float* first) {
   npuc_runtime_close(rt);
   return s;
 }
+
+/* A dynamic AIPP block set field by field from C (capi_test.cpp compares it with the raw bytes): one 32x32
+ * RGB888_U8 image, dtcPixelVarReciChn0..2 = 1/255. Returns the first failing status. */
+npuc_status c_aipp_block(unsigned char* dst, size_t capacity, size_t* written) {
+  npuc_aipp_params* p = NULL;
+  npuc_status s = npuc_aipp_params_create(1, &p);
+  int c;
+  static const char* const var[3] = {"dtcPixelVarReciChn0", "dtcPixelVarReciChn1", "dtcPixelVarReciChn2"};
+  if (s != NPUC_STATUS_OK) return s;
+  s = npuc_aipp_params_set(p, "inputFormat", 0, 3);
+  if (s == NPUC_STATUS_OK) s = npuc_aipp_params_set(p, "srcImageSizeW", 0, 32);
+  if (s == NPUC_STATUS_OK) s = npuc_aipp_params_set(p, "srcImageSizeH", 0, 32);
+  for (c = 0; c < 3 && s == NPUC_STATUS_OK; ++c) s = npuc_aipp_params_set(p, var[c], 0, 1.0 / 255);
+  if (s == NPUC_STATUS_OK) s = npuc_aipp_params_set(p, "dtcPixelVarReciChn3", 0, 0);
+  if (s == NPUC_STATUS_OK) s = npuc_aipp_params_encode(p, dst, capacity, written);
+  npuc_aipp_params_destroy(p);
+  return s;
+}

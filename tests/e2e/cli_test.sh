@@ -216,6 +216,18 @@ printf 'aipp_op {\n  aipp_mode: static\n  input_format: RGB888_U8\n  src_image_s
 if "$npuc" translate rg -onnx "$an" --aipp "$tmp/st.cfg" --target generic --input_shape "image:1,3,16~64,16~64" --out "$tmp/rg" >/dev/null &&
    [ -s "$tmp/rg/rg/manifest.json" ]; then ok "an --input_shape range is set by the static AIPP stage's 32x32 output"; else bad "--input_shape range with static AIPP"; fi
 expect_error 2 "the AIPP stage delivers height 32, outside the range 16~24" -- "$npuc" translate rg2 -onnx "$an" --aipp "$tmp/st.cfg" --target generic --input_shape "image:1,3,16~24,16~64" --out "$tmp/rg"
+# Issue 47: a dynamic AIPP input's range takes the model's own 32x32 (-1: unbounded; ATC's --input_shape_range too);
+# its frame input takes frames smaller than max_src_image_size (the same output as the max-size frame).
+printf 'aipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 0\n  max_src_image_size: 3072\n}\n' >"$tmp/dynbig.cfg"
+if "$npuc" translate rgd -onnx "$an" --aipp "$tmp/dynbig.cfg" --target generic --input_shape_range "image:[1,3,16~64,-1]" --out "$tmp/rgd" >/dev/null &&
+   { cat "$tmp/nv12.bin"; head -c 1536 /dev/urandom; } >"$tmp/nv12big.bin" &&
+   "$npuc" simulate "$tmp/rgd/rgd" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/rgdsim1" >/dev/null &&
+   "$npuc" simulate "$tmp/rgd/rgd" --input image="$tmp/nv12big.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/rgdsim2" >/dev/null &&
+   cmp -s "$tmp/rgdsim1/out.npy" "$tmp/rgdsim2/out.npy"; then
+  ok "dynamic AIPP with --input_shape_range; simulate takes a frame smaller than max_src_image_size"; else bad "dynamic AIPP range / small frame"; fi
+head -c 1000 /dev/urandom >"$tmp/nv12small.bin"
+expect_error 2 "a frame of 1000 bytes per image is smaller than the 32x32 YUV420SP_U8 source" -- "$npuc" simulate "$tmp/rgd/rgd" --input image="$tmp/nv12small.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/rgdsim3"
+expect_error 2 "block must deliver it) is height 32, outside the range 16~24" -- "$npuc" translate rgd2 -onnx "$an" --aipp "$tmp/dynbig.cfg" --target generic --input_shape "image:1,3,16~24,-1" --out "$tmp/rgd2"
 # The same block as raw bytes (kAippDynamicPara: format 1, batchNum 1, 32x32; mean0 16 at 120; var_reci at 136).
 { printf '\x01\x00\x00\x00\x01\x00\x00\x00\x20\x00\x00\x00\x20\x00\x00\x00'; head -c 104 /dev/zero; printf '\x10\x00'
   head -c 14 /dev/zero; printf '\x19\x1c\x00\x3c\x00\x3c\x00\x3c'; head -c 16 /dev/zero; } >"$tmp/p.bin"

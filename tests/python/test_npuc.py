@@ -442,3 +442,52 @@ def test_csv_reports_quote_names_with_commas_quotes_and_newlines(tmp_path):
     with open(tmp_path / "c" / "compare.csv", newline="") as f:
         cmp = list(csv.DictReader(f))
     assert [c["layer"] for c in cmp] == [odd, "plain"] and cmp[0]["value"] == 't"1' and all(c["matched"] == "1" for c in cmp)
+
+
+def test_dynamic_aipp_by_field_and_small_frames(tmp_path):
+    """Issue 47: a dict of the seed's field names gives the raw block's outputs bit for bit; a frame smaller than
+    max_src_image_size holding the same picture gives the max-size frame's outputs."""
+    cfg = tmp_path / "dyn.cfg"
+    cfg.write_text("aipp_op {\n aipp_mode: dynamic\n max_src_image_size: 4096\n}\n")
+    r = npuc.translate("aipp", os.path.join(SRC, "tests", "data", "aipp", "aipp_net.onnx"), target="generic", out=str(tmp_path),
+                       aipp=str(cfg))
+    assert r.ok
+    block = bytearray(160)  # one 32x32 RGB888_U8 image, crop 28x28 at (2, 2) resized to 32x32, var_reci 1/255
+    block[0], block[4], block[8], block[12] = 3, 1, 32, 32
+    block[64], block[65] = 1, 1  # cropSwitch, scfSwitch
+    for i, v in enumerate([2, 2, 28, 28, 28, 28, 32, 32]):
+        block[72 + 4 * i] = v
+    for c in range(3):
+        block[136 + 2 * c], block[137 + 2 * c] = 0x04, 0x1C
+    fields = {"inputFormat": "RGB888_U8", "srcImageSizeW": 32, "srcImageSizeH": 32, "cropSwitch": 1, "scfSwitch": True,
+              "cropStartPosW": 2, "cropStartPosH": np.int32(2), "cropSizeW": 28, "cropSizeH": 28, "scfInputSizeW": 28,
+              "scfInputSizeH": 28, "scfOutputSizeW": 32, "scfOutputSizeH": 32, "dtcPixelVarReciChn0": 1 / 255,
+              "dtcPixelVarReciChn1": 1 / 255, "dtcPixelVarReciChn2": np.float32(1 / 255), "dtcPixelVarReciChn3": 0.0}
+    frame = (np.arange(4096) * 7 % 256).astype(np.uint8).reshape(1, 4096)
+    mask = np.full((1, 1, 32, 32), 0.25, np.float32)
+
+    def out(params, image):
+        rt = npuc.Runtime(r.dir)
+        rt.set_dynamic_aipp("image", params)
+        return rt.run({"image": image, "mask": mask})["out"]
+
+    want = out(bytes(block), frame)
+    assert np.array_equal(out(fields, frame), want)
+    assert np.array_equal(out({"batchNum": 1, **{k: v for k, v in fields.items() if not k[0] in "cds"}, "batch": [
+        {k: v for k, v in fields.items() if k[0] in "cds" and not k.startswith("src")}],
+        **{k: v for k, v in fields.items() if k.startswith("src")}}, frame), want)
+    assert np.array_equal(out(fields, np.ascontiguousarray(frame[:, :3072])), want)  # exactly the picture
+    assert np.array_equal(out(fields, np.ascontiguousarray(frame[:, :3500])), want)
+    rt = npuc.Runtime(r.dir)
+    rt.set_dynamic_aipp("image", fields)
+    with pytest.raises(npuc.Error, match="a frame of 3000 bytes per image is smaller than the 32x32 RGB888_U8 source.*3072 bytes"):
+        rt.set_input("image", np.ascontiguousarray(frame[:, :3000]))
+    for bad, message in [({**fields, "nosuchField": 1}, "nosuchField: unknown field"),
+                         ({k: v for k, v in fields.items() if k != "srcImageSizeH"}, "srcImageSizeH: missing"),
+                         ({**fields, "cropSwitch": 300}, "cropSwitch: 300 does not fit the field"),
+                         ({**fields, "cropSizeW": 28.5}, "cropSizeW: '28.5' is not an integer"),
+                         ({**fields, "cropSizeW": [1]}, "cropSizeW: must be a number"),
+                         ({**fields, "inputFormat": "NV12"}, "inputFormat: unknown format 'NV12'"),
+                         ({**fields, "cropStartPosW": 10}, "aipp.crop")]:
+        with pytest.raises(npuc.Error, match=message):
+            rt.set_dynamic_aipp("image", bad)

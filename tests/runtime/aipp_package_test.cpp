@@ -22,6 +22,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <map>
 #include <fstream>
 #include <random>
 
@@ -746,4 +748,189 @@ TEST(AippKernel, CopiedPaddingWiderThanTheImageIsRefused) {
   EXPECT_NE(kernels::checkAipp(p, s).find("aipp.padding: paddingSwitch 4 (mirror copy)"), std::string::npos) << kernels::checkAipp(p, s);
   p.batch[0].pad_top = 4, s.height = 8;
   EXPECT_EQ(kernels::checkAipp(p, s), "");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Issue 47: dynamic AIPP by field, frames smaller than max_src_image_size, shape ranges.
+
+namespace {
+
+/// A block as the named form gives it: kernels::aippFields' (name, text) pairs, head fields at the top level,
+/// each record's in the `batch` list.
+DynamicAippParams byFields(const AippParams& p) {
+  std::vector<std::pair<std::string, std::string>> top;
+  std::vector<std::vector<std::pair<std::string, std::string>>> batch(p.batch.size());
+  for (const kernels::AippFieldValue& f : kernels::aippFields(p))
+    (f.image < 0 ? top : batch[static_cast<size_t>(f.image)]).emplace_back(f.name, f.text);
+  return DynamicAippParams::fromFields(top, batch);
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(AippFields, FieldSetBlocksAreTheRawAndYamlBlocksAndRunTheSame) {
+  TranslateResult dyn = translateWith("dyn_fields", writeText("dynamic.cfg", kDynamic), "generic");
+  std::vector<uint8_t> frame = randomBytes(kMaxSrc, 21);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const std::vector<uint8_t> raw = kernels::encodeAipp(c.block);
+    const DynamicAippParams named = byFields(c.block);
+    EXPECT_EQ(named.encode(), raw);
+    EXPECT_EQ(kernels::encodeAipp(prepost::aippParamsFromYaml(prepost::aippParamsToYaml(c.block), "p.yaml")), raw);
+    EXPECT_EQ(DynamicAippParams::decode(raw), named);
+    auto outputOf = [&](const std::function<void(Runtime&)>& set) {
+      Runtime rt(dyn.dir);
+      rt.setInput("image", u8Tensor(frame, {1, kMaxSrc}));
+      rt.setInput("mask", maskTensor());
+      set(rt);
+      rt.run();
+      return bytesOf(rt.output("out"));
+    };
+    EXPECT_EQ(outputOf([&](Runtime& rt) { rt.setDynamicAipp("image", named); }),
+              outputOf([&](Runtime& rt) { rt.setDynamicAipp("image", raw); }));
+  }
+  // The struct filled by hand: the crop + resize case's block, byte for byte.
+  DynamicAippParams p;
+  p.input_format = 1;
+  p.csc_switch = 1;
+  p.src_image_size_w = 64, p.src_image_size_h = 48;
+  p.csc_matrix = {{{256, 0, 359}, {256, -88, -183}, {256, 454, 0}}};
+  p.csc_input_bias = {0, 128, 128};
+  p.csc_output_bias = {16, 128, 128};
+  DynamicAippImage& i = p.batch[0];
+  i.crop_switch = 1, i.crop_start_pos_w = 8, i.crop_start_pos_h = 4, i.crop_size_w = 40, i.crop_size_h = 40;
+  i.scf_switch = 1, i.scf_input_size_w = 40, i.scf_input_size_h = 40, i.scf_output_size_w = 32, i.scf_output_size_h = 32;
+  i.dtc_pixel_min_chn = {123.675f, 116.28f, 103.53f, 0.f};
+  i.dtc_pixel_var_reci_chn = {0.0171247538316637f, 0.0175070028011204f, 0.0174291938997821f, 1.f};
+  EXPECT_EQ(p.encode(), kernels::encodeAipp(cases()[0].block));
+  // The same checks as the raw block: a broken field is refused with its rule.
+  Runtime rt(dyn.dir);
+  p.batch[0].crop_start_pos_w = 30;
+  EXPECT_NE(errorOf([&] { rt.setDynamicAipp("image", p); }).find("aipp.crop"), std::string::npos);
+  p.batch.clear();
+  EXPECT_NE(errorOf([&] { rt.setDynamicAipp("image", p); }).find("aipp.block.size"), std::string::npos);
+}
+
+TEST(AippFields, UnknownMissingMisplacedAndOutOfRangeFieldsNameTheField) {
+  using Fields = std::vector<std::pair<std::string, std::string>>;
+  const Fields base = {{"inputFormat", "RGB888_U8"}, {"srcImageSizeW", "32"}, {"srcImageSizeH", "32"}};
+  auto with = [&](Fields extra) {
+    Fields f = base;
+    f.insert(f.end(), extra.begin(), extra.end());
+    return f;
+  };
+  DynamicAippParams ok = DynamicAippParams::fromFields(with({{"cropSwitch", "0"}, {"dtcPixelMinChn0", "0.5"}}));
+  EXPECT_EQ(ok.input_format, 3);
+  ASSERT_EQ(ok.batch.size(), 1u);
+  EXPECT_EQ(ok.batch[0].dtc_pixel_min_chn[0], 0.5f);
+  EXPECT_EQ(ok.batch[0].dtc_pixel_var_reci_chn[2], 1.0f);  // 1.0 unless given
+  struct Bad {
+    Fields top;
+    std::vector<Fields> batch;
+    const char* message;
+  };
+  const std::vector<Bad> bad = {
+      {with({{"nosuchField", "1"}}), {}, "nosuchField: unknown field"},
+      {{{"inputFormat", "1"}, {"srcImageSizeW", "32"}}, {}, "srcImageSizeH: missing"},
+      {{{"srcImageSizeW", "32"}, {"srcImageSizeH", "32"}}, {}, "inputFormat: missing"},
+      {with({{"cropSwitch", "1"}, {"cropSizeW", "8"}}), {}, "cropSizeH: missing (cropSwitch is 1)"},
+      {with({{"scfSwitch", "1"}}), {}, "scfInputSizeW: missing (scfSwitch is 1)"},
+      {with({{"cscSwitch", "1"}}), {}, "cscMatrixR0C0: missing (cscSwitch is 1)"},
+      {with({{"cropSwitch", "300"}}), {}, "cropSwitch: 300 does not fit the field ([-128, 127])"},
+      {with({{"srcImageSizeW", "1.5"}}), {}, "srcImageSizeW: is given twice"},
+      {{{"inputFormat", "1"}, {"srcImageSizeW", "1.5"}, {"srcImageSizeH", "2"}}, {}, "srcImageSizeW: '1.5' is not an integer"},
+      {{{"inputFormat", "NV12"}, {"srcImageSizeW", "2"}, {"srcImageSizeH", "2"}}, {}, "inputFormat: unknown format 'NV12'"},
+      {with({{"dtcPixelVarReciChn0", "1e9"}}), {}, "dtcPixelVarReciChn0: 1e9 is not a finite number within the float16 range"},
+      {with({{"cropSwitch", "0"}}), {{{"scfSwitch", "0"}}}, "cropSwitch: is a batch-record field; with a `batch` list"},
+      {base, {{{"srcImageSizeW", "4"}}}, "batch[0].srcImageSizeW: is a kAippDynamicPara field"},
+      {base, {{}, {{"cropSwitch", "1"}}}, "batch[1].cropSizeW: missing"},
+      {with({{"batchNum", "2"}}), {{}}, "batchNum: is 2 but 1 record(s) are given"},
+  };
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.message);
+    std::string e = errorOf([&] { (void)DynamicAippParams::fromFields(b.top, b.batch); });
+    EXPECT_NE(e.find(b.message), std::string::npos) << e;
+  }
+  // The YAML form reads through the same table: the same names and messages, the file in front.
+  std::string e = errorOf([] { (void)prepost::aippParamsFromYaml("inputFormat: 3\nsrcImageSizeW: 8\nsrcImageSizeH: 8\ncropSwitch: 1\n", "p.yaml"); });
+  EXPECT_NE(e.find("p.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("cropSizeW: missing (cropSwitch is 1)"), std::string::npos) << e;
+}
+
+TEST(AippPackage, FramesSmallerThanMaxSrcImageSizeGiveTheMaxSizeFramesBits) {
+  TranslateResult dyn = translateWith("dyn_small", writeText("dynamic.cfg", kDynamic), "generic");
+  const std::vector<uint8_t> frame = randomBytes(kMaxSrc, 31);
+  int smaller = 0;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const int64_t need = kernels::aippImageBytes(static_cast<kernels::AippFormat>(c.block.input_format), c.block.src_w, c.block.src_h);
+    if (need == kMaxSrc) continue;  // (crop + resize: its picture is the maximum)
+    ++smaller;
+    auto outputOf = [&](int64_t bytes, int threads) {
+      Runtime rt(dyn.dir, {threads, false});
+      rt.setDynamicAipp("image", kernels::encodeAipp(c.block));
+      rt.setInput("image", u8Tensor({frame.begin(), frame.begin() + bytes}, {1, bytes}));
+      rt.setInput("mask", maskTensor());
+      rt.run();
+      return bytesOf(rt.output("out"));
+    };
+    const std::vector<uint8_t> want = outputOf(kMaxSrc, 1);
+    EXPECT_EQ(outputOf(need, 1), want);  // exactly the picture
+    EXPECT_EQ(outputOf(need, 2), want);
+    EXPECT_EQ(outputOf((need + kMaxSrc) / 2, 1), want);  // more than the picture, less than the maximum
+    // Smaller than the block's picture: refused, naming both sizes.
+    Runtime rt(dyn.dir);
+    rt.setDynamicAipp("image", kernels::encodeAipp(c.block));
+    std::string e = errorOf([&] { rt.setInput("image", u8Tensor(std::vector<uint8_t>(frame.begin(), frame.begin() + need - 2), {1, need - 2})); });
+    EXPECT_NE(e.find("aipp.src_size"), std::string::npos) << e;
+    EXPECT_NE(e.find(std::to_string(need - 2) + " bytes"), std::string::npos) << e;
+    EXPECT_NE(e.find(std::to_string(need) + " bytes"), std::string::npos) << e;
+    // Larger than max_src_image_size: not a frame of this input.
+    EXPECT_THROW(rt.setInput("image", u8Tensor(randomBytes(kMaxSrc + 2, 1), {1, kMaxSrc + 2})), Error);
+  }
+  EXPECT_EQ(smaller, 3);
+  // A small frame, then a block whose picture is larger: the block is accepted (the frame may be replaced), the run
+  // refuses it (aipp.src_size, naming the frame's bytes).
+  Runtime rt(dyn.dir);
+  rt.setInput("image", u8Tensor(std::vector<uint8_t>(100), {1, 100}));
+  rt.setInput("mask", maskTensor());
+  rt.setDynamicAipp("image", kernels::encodeAipp(cases()[0].block));
+  std::string e = errorOf([&] { rt.run(); });
+  EXPECT_NE(e.find("aipp.src_size"), std::string::npos) << e;
+  EXPECT_NE(e.find("100 bytes per image"), std::string::npos) << e;
+  rt.setInput("image", u8Tensor(frame, {1, kMaxSrc}));  // the full-size frame again: runs
+  EXPECT_NO_THROW(rt.run());
+}
+
+TEST(AippPackage, ShapeRangesWithDynamicAipp) {
+  auto translateRange = [&](const std::string& prefix, std::pair<int64_t, int64_t> h, std::map<std::string, Shape> fixed = {}) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = kModel;
+    o.target = "generic";
+    o.out_root = scratchPath("out");
+    o.aipp = writeText("dynamic.cfg", kDynamic);
+    o.input_shape_ranges["image"] = {{1, 1}, {3, 3}, h, {16, std::numeric_limits<int64_t>::max()}};
+    o.input_shapes = std::move(fixed);
+    return translate(o);
+  };
+  // The model's own 32 x 32 lies in the ranges (the width unbounded): the package has it, the block must deliver it.
+  TranslateResult r = translateRange("range_dyn", {16, 64});
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  EXPECT_NO_THROW(rt.setDynamicAipp("image", kernels::encodeAipp(cases()[0].block)));  // crop + resize to 32 x 32
+  // Outside the range: refused, with the seed's rule.
+  std::string e = errorOf([&] { translateRange("range_out", {16, 24}); });
+  EXPECT_NE(e.find("height 32, outside the range 16~24"), std::string::npos) << e;
+  // A size fixed with --input-shape must lie in the range too.
+  e = errorOf([&] { translateRange("range_fixed", {16, 24}, {{"image", {1, 3, 40, 40}}}); });
+  EXPECT_NE(e.find("--input-shape gives height 40, outside the range 16~24"), std::string::npos) << e;
 }

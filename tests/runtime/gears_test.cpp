@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <random>
 
 using namespace npuc;
@@ -159,6 +160,67 @@ TEST(Gears, ImageSizeGearsAndTheSeedsNoCropRule) {
   }
   EXPECT_THROW(rt.setDynamicHWSize(12, 16), Error);
   EXPECT_THROW(rt.setDynamicBatchSize(1), Error);
+}
+
+// Issue 47: the seed's rule that the dynamic block's width and height are the largest gear's (rule
+// aipp.dynamic_image_size): checked at translate (the frame must hold the largest gear's picture; a largest gear
+// must exist; a static stage must fit every gear) and by setDynamicAipp (srcImageSize = the largest gear's).
+TEST(Gears, ImageSizeGearsTakeTheLargestGearsSize) {
+  auto translateGears = [](const std::string& name, std::vector<std::pair<int64_t, int64_t>> gears, const std::string& cfg) {
+    TranslateOptions o;
+    o.prefix = name;
+    o.onnx = kDigits;
+    o.target = "generic";
+    o.out_root = npuc::test::scratchDir("gears_" + name);
+    o.input_shapes["input"] = {1, 1, -1, -1};
+    o.dynamic_image_sizes = std::move(gears);
+    o.aipp = npuc::test::scratchPath(name + ".cfg");
+    std::ofstream(o.aipp) << cfg;
+    return translate(o);
+  };
+  auto errorOf = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string dyn = "aipp_op {\n  aipp_mode: dynamic\n  max_src_image_size: 192\n}\n";
+  TranslateResult r = translateGears("largest", {{8, 8}, {16, 12}}, dyn);
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);  // on gear 8x8
+  kernels::AippParams p;
+  p.input_format = 4;
+  p.src_w = 8, p.src_h = 8;
+  kernels::AippBatchParams b;
+  b.var_reci = {floatToHalf(1.0f / 16), 0, 0, 0};
+  p.batch = {b};
+  std::string e = errorOf([&] { rt.setDynamicAipp("input", kernels::encodeAipp(p)); });
+  EXPECT_NE(e.find("aipp.dynamic_image_size"), std::string::npos) << e;
+  EXPECT_NE(e.find("the largest gear's, 12x16, got 8x8"), std::string::npos) << e;
+  // The largest gear's picture, scaled (scf) to this gear: accepted, and it runs.
+  p.src_w = 12, p.src_h = 16;
+  p.batch[0].scf = 1, p.batch[0].scf_in_w = 12, p.batch[0].scf_in_h = 16, p.batch[0].scf_out_w = 8, p.batch[0].scf_out_h = 8;
+  rt.setDynamicAipp("input", kernels::encodeAipp(p));
+  Tensor frame(DType::kU8, {1, 192});
+  for (int64_t i = 0; i < 192; ++i) frame.data<uint8_t>()[i] = static_cast<uint8_t>(i * 5 % 17);
+  rt.setInput("input", frame);
+  EXPECT_NO_THROW(rt.run());
+  // Translate: a frame too small for the largest gear's picture, no largest gear, a static stage of one size.
+  e = errorOf([&] { translateGears("small", {{8, 8}, {16, 12}}, "aipp_op {\n  aipp_mode: dynamic\n  max_src_image_size: 100\n}\n"); });
+  EXPECT_NE(e.find("aipp.dynamic_image_size"), std::string::npos) << e;
+  EXPECT_NE(e.find("gear size_16x12 (16x12, H x W), whose smallest picture (YUV400_U8) is 192 bytes; max_src_image_size is 100"),
+            std::string::npos) << e;
+  e = errorOf([&] { translateGears("nolargest", {{8, 16}, {16, 8}}, dyn); });
+  EXPECT_NE(e.find("no gear is at least as high and as wide as every other (gears H x W: 8x16, 16x8)"), std::string::npos) << e;
+  e = errorOf([&] {
+    translateGears("static", {{8, 8}, {16, 12}},
+                   "aipp_op {\n  aipp_mode: static\n  input_format: YUV400_U8\n  src_image_size_w: 8\n  src_image_size_h: 8\n}\n");
+  });
+  EXPECT_NE(e.find("aipp.dynamic_image_size: the static stage delivers 8x8 (H x W) whatever the gear, gear size_16x12 is 16x12"),
+            std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(npuc::test::scratchPath("gears_static") / "static"));
 }
 
 TEST(Gears, TranslateRefusesGearsWithoutAnOpenDimension) {

@@ -85,8 +85,19 @@ Tensor readInputFile(const Runtime& rt, const std::string& file, const RuntimeTe
   if (ext == ".rgba") return readRgbaInput(rt, file, in);
   if (p.extension() == ".bin" || p.extension() == ".raw") {
     Tensor t(in.dtype, in.shape);
-    const std::vector<uint8_t> bytes = readExactly(file, t.nbytes(), "input '" + in.name + "'",
-                                                   fmt::format(" ({} {})", dtypeName(in.dtype), shapeStr(in.shape)));
+    // The frame of a dynamic AIPP stage may be smaller than max_src_image_size per image (docs/aipp.md): N images of
+    // size / N bytes each; the runtime checks them against the parameter block.
+    const bool aipp_frame = std::any_of(rt.inputs().begin(), rt.inputs().end(),
+                                        [&](const RuntimeTensor& r) { return r.aipp_for == in.name; });
+    std::error_code ec;
+    const uintmax_t size = fs::is_regular_file(p, ec) ? fs::file_size(p, ec) : 0;
+    if (!ec && aipp_frame && in.shape.size() == 2 && in.shape[0] > 0 && size > 0 && size < t.nbytes() &&
+        size % static_cast<uintmax_t>(in.shape[0]) == 0)
+      t = Tensor(in.dtype, {in.shape[0], static_cast<int64_t>(size / static_cast<uintmax_t>(in.shape[0]))});
+    const std::vector<uint8_t> bytes =
+        readExactly(file, t.nbytes(), "input '" + in.name + "'",
+                    fmt::format(" ({} {}{})", dtypeName(in.dtype), shapeStr(in.shape),
+                                aipp_frame ? fmt::format(", or N = {} images of fewer bytes each", in.shape[0]) : ""));
     std::memcpy(t.raw(), bytes.data(), bytes.size());
     return t;
   }

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -82,7 +83,11 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               output plane, sparse above (the sparse kernel skips zero weights)
   --input_shape "NAME:D0,D1,...;..."
                               Ascend ATC's input shapes; -1 marks the dimensions the gears below set; a range
-                              LO~HI for an image's height / width is set by its static AIPP stage (within the range)
+                              LO~HI (-1 beside a range: unbounded) takes the size that fixes it, which must lie in
+                              the range: for an image's height / width the size its static AIPP stage delivers, else
+                              --input-shape NAME=DIMS, else (a dynamic AIPP input) the model's own size (docs/aipp.md)
+  --input_shape_range "NAME:[D0,D1,...];..."
+                              ATC's older spelling of ranges (LO~HI, N, or -1 unbounded per dimension)
   --dynamic_batch_size "1,2,4"  gears: one package per batch size of the input whose batch is -1, selected per
                               inference (Runtime::setDynamicBatchSize, simulate --dynamic-batch-size)
   --dynamic_image_size "H,W;H,W"
@@ -143,23 +148,35 @@ std::vector<int64_t> parseAtcList(const std::string& text, const char* what, boo
 }
 
 /// ATC's --input_shape "name:d0,d1,...;name2:..." (-1 marks a dimension the gears set; lo~hi a range): the shapes
-/// without ranges into `shapes`, those with one into `ranges`.
+/// without ranges into `shapes`, those with one into `ranges` (in an entry with a range, -1 is an unbounded
+/// dimension, 1~infinity, as ATC reads it). `range_option` (ATC's --input_shape_range "name:[d0,d1,...];…"): every
+/// entry is a range entry, its dimensions in brackets.
 void parseAtcShapes(const std::string& text, std::map<std::string, Shape>& shapes,
-                    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& ranges) {
+                    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& ranges, bool range_option = false) {
+  const char* opt = range_option ? "--input_shape_range" : "--input_shape";
   for (const std::string& e : splitOn(text, ';')) {
     size_t colon = e.rfind(':');
     if (colon == std::string::npos || colon == 0)
-      argError(fmt::format("Invalid argument: --input_shape '{}': expected name:d0,d1,... (ATC's syntax)", e));
-    const std::string name = e.substr(0, colon), dims = e.substr(colon + 1);
-    if (dims.find('~') == std::string::npos) {
+      argError(fmt::format("Invalid argument: {} '{}': expected name:{} (ATC's syntax)", opt, e, range_option ? "[d0,d1,...]" : "d0,d1,..."));
+    std::string name = e.substr(0, colon), dims = e.substr(colon + 1);
+    if (range_option) {
+      if (dims.size() < 2 || dims.front() != '[' || dims.back() != ']')
+        argError(fmt::format("Invalid argument: --input_shape_range '{}': expected name:[d0,d1,...] (ATC's syntax)", e));
+      dims = dims.substr(1, dims.size() - 2);
+    } else if (dims.find('~') == std::string::npos) {
       shapes[name] = parseAtcList(dims, "--input_shape", true);
       continue;
     }
+    if (ranges.count(name)) argError(fmt::format("Invalid argument: {}: input '{}' is given a range twice", opt, name));
     std::vector<std::pair<int64_t, int64_t>> r;
     for (const std::string& d : splitOn(dims, ',')) {
+      if (d == "-1") {  // unbounded
+        r.push_back({1, std::numeric_limits<int64_t>::max()});
+        continue;
+      }
       size_t t = d.find('~');
-      auto lo = parseAtcList(t == std::string::npos ? d : d.substr(0, t), "--input_shape");
-      auto hi = t == std::string::npos ? lo : parseAtcList(d.substr(t + 1), "--input_shape");
+      auto lo = parseAtcList(t == std::string::npos ? d : d.substr(0, t), opt);
+      auto hi = t == std::string::npos ? lo : parseAtcList(d.substr(t + 1), opt);
       r.push_back({lo.at(0), hi.at(0)});
     }
     ranges[name] = r;
@@ -193,7 +210,7 @@ std::string closestOption(const std::string& s) {
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
                                 "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
-                                "--dynamic_batch_size", "--dynamic_image_size", "--numParamBits", "--quantRoundAdd",
+                                "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
                                 "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--layer-group",
                                 "--layer-groups"};
@@ -271,7 +288,7 @@ void addTranslate(CLI::App& app, Action& run) {
     *args = c->remaining();
     run = [args] {
       TranslateOptions o;
-      std::string onnx, prepost, addr, aipp, check_prepost = "OFF", atc_shapes, dyn_batch, dyn_image;
+      std::string onnx, prepost, addr, aipp, check_prepost = "OFF", atc_shapes, atc_ranges, dyn_batch, dyn_image;
       std::vector<std::string> prefixes, shapes, calib, ranges;
       std::vector<std::string> sample_args;
       if (args->empty()) sample_args = sampleModelArgs();  // the manual's sample-model mode (§7.1)
@@ -310,6 +327,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--out") o.out_root = value(i);
         else if (s == "--input-shape") shapes.push_back(value(i));
         else if (s == "--input_shape" || s == "-input_shape") atc_shapes = value(i);
+        else if (s == "--input_shape_range" || s == "-input_shape_range") atc_ranges = value(i);
         else if (s == "--dynamic_batch_size" || s == "-dynamic_batch_size") dyn_batch = value(i);
         else if (s == "--dynamic_image_size" || s == "-dynamic_image_size") dyn_image = value(i);
         else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
@@ -403,6 +421,7 @@ void addTranslate(CLI::App& app, Action& run) {
       o.onnx = onnx;
       o.input_shapes = parseShapes(shapes);
       parseAtcShapes(atc_shapes, o.input_shapes, o.input_shape_ranges);
+      parseAtcShapes(atc_ranges, o.input_shapes, o.input_shape_ranges, true);
       if (!dyn_batch.empty()) o.dynamic_batch_sizes = parseAtcList(dyn_batch, "--dynamic_batch_size");
       for (const std::string& g : splitOn(dyn_image, ';')) {
         auto hw = parseAtcList(g, "--dynamic_image_size");

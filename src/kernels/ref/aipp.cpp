@@ -201,8 +201,8 @@ std::string checkAipp(const AippParams& p, const AippSetup& s) {
   int64_t bytes = aippImageBytes(f, p.src_w, p.src_h);
   if (bytes == 0) return fmt::format("aipp.src_size: a {} source needs an even width and height, got {}x{}", fname, p.src_w, p.src_h);
   if (bytes > s.image_bytes)
-    return fmt::format("aipp.src_size: a {}x{} {} image is {} bytes, more than the {} bytes per image of the frame input "
-                       "(max_src_image_size)", p.src_w, p.src_h, fname, bytes, s.image_bytes);
+    return fmt::format("aipp.src_size: a {}x{} {} image is {} bytes, more than the {} bytes per image of the frame "
+                       "(max_src_image_size, or the smaller frame given)", p.src_w, p.src_h, fname, bytes, s.image_bytes);
   if (p.csc && f == AippFormat::kYUV400_U8) return "aipp.csc: cscSwitch must be 0 for YUV400_U8 (one channel, no color to convert)";
   if (p.ax_swap && f != AippFormat::kXRGB8888_U8)
     return fmt::format("aipp.ax_swap: axSwapSwitch applies to XRGB8888_U8 only, the format is {}", fname);
