@@ -1177,6 +1177,7 @@ void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape,
     }
     std::memcpy(im.at(it->address, static_cast<uint64_t>(shape[0] * b), "input " + name), data, static_cast<size_t>(shape[0] * b));
     stage->aipp_stride = b == max ? 0 : b;
+    im.markSet(static_cast<size_t>(it - im.inputs.begin()));
     return;
   }
   // The exact shape: a tensor of another shape (even with the same element count) is a mistake, not a reshape.
