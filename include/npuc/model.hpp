@@ -374,6 +374,9 @@ class Model {
 
   /// The model as ONNX (loads back with the same outputs and passes the ONNX checker).
   std::string toOnnxBytes() const;
+  /// The model as an ONNX file for other tools: npuc's own fused forms written as standard ONNX ops where ONNX has
+  /// them (a Conv with a fused activation as Conv and the activation, Swish / Mish / HardSwish, Focus, a MaxPool
+  /// padded with a value); ops without an ONNX form (pre/post-processing, integer layers) stay in ai.npuc.
   void saveOnnx(const std::filesystem::path& path) const;
 
   struct Impl;

@@ -492,7 +492,15 @@ std::string supportedOpsPage(const std::string& target) { return target::support
 
 std::string Model::toOnnxBytes() const { return onnx_io::exportBytes(*impl_->graph); }
 
-void Model::saveOnnx(const std::filesystem::path& path) const { onnx_io::exportFile(*impl_->graph, path); }
+void Model::saveOnnx(const std::filesystem::path& path) const {
+  // npuc's own forms as standard ONNX where ONNX has the ops (to-standard-onnx), on a copy: the model is unchanged.
+  std::unique_ptr<ir::Graph> g = impl_->graph->clone();
+  withContext(path.string(), [&] {
+    passes::PassContext ctx;
+    passes::PassManager({"to-standard-onnx", "infer-shapes"}).runToFixpoint(*g, ctx);
+  });
+  onnx_io::exportFile(*g, path);
+}
 
 struct Session::Impl {
   Model model;  // keeps the graph alive

@@ -6,6 +6,7 @@
 #include "codegen/lower.hpp"
 #include "kernels/prepost.hpp"
 #include "package/gears.hpp"
+#include "frontend/onnx/onnx_io.hpp"
 #include "prepost/aipp.hpp"
 #include "package/package.hpp"
 #include "passes/pass.hpp"
@@ -732,9 +733,16 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   // gets the error report too: one row with the message, published before the error goes up (exit status 2).
   auto reportFailure = [&](const Error& e, const char* stage, const char* verb) {
     try {
-      writeCheckReport({{-1, "", "", t.name + "." + stage, fmt::format("the model must {} ({})", verb, errorCodeName(e.code())),
-                         e.what(), ""}},
-                       t.name, o.onnx.string(), tmp / o.prefix);
+      std::vector<CheckRow> rows;
+      if (const auto* u = dynamic_cast<const onnx_io::UnknownOpsError*>(&e)) {
+        // Each node of an op npuc cannot import, by its place in the model (the manual's node_idx, name, op_type).
+        for (const auto& n : u->nodes())
+          rows.push_back({n.index, n.name, n.op, t.name + "." + stage, "Not Support Layer Error: npuc does not implement this operator",
+                          "op " + n.op, "an op of your own can be added as a plugin: docs/custom-ops.md, --custom-op LIB.so"});
+      } else {
+        rows.push_back({-1, "", "", t.name + "." + stage, fmt::format("the model must {} ({})", verb, errorCodeName(e.code())), e.what(), ""});
+      }
+      writeCheckReport(rows, t.name, o.onnx.string(), tmp / o.prefix);
       out.commit();
     } catch (const Error&) {  // the original error is the one to report
     }

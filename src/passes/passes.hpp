@@ -78,4 +78,12 @@ class Relu6ToReluPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// npuc's own forms written back as standard ONNX where ONNX has the ops (fused activations, Swish, Mish, HardSwish
+/// below opset 14, Focus, MaxPool padded with a value), for models saved for other tools; not in a default pipeline.
+class ToStandardOnnxPass : public Pass {
+ public:
+  const char* name() const override { return "to-standard-onnx"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 }  // namespace npuc::passes

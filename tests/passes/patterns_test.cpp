@@ -6,6 +6,7 @@
 #include "ir/graph.hpp"
 #include "npuc/model.hpp"
 #include "passes/pass.hpp"
+#include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -138,6 +139,38 @@ TEST(Patterns, ManualPatternsBecomeOneLayerThroughTheTranslateFlow) {
     ASSERT_EQ(got.shape(), want.shape());
     for (int64_t i = 0; i < got.numel(); ++i)
       ASSERT_LE(std::fabs(got.data<float>()[i] - want.data<float>()[i]), 1e-5f + 1e-4f * std::fabs(want.data<float>()[i])) << i;
+  }
+}
+
+// Issue 47.9: -SaveOptOnnx (Model::saveOnnx) writes standard ONNX ops where ONNX has them: the optimized models of the
+// pattern set (fused activations, Swish, Mish, HardSwish below opset 14, Focus, a MaxPool padded with a value) save
+// without an ai.npuc node, and the saved file computes what the model computes.
+TEST(Patterns, SavedOptimizedModelsAreStandardOnnx) {
+  const auto dir = test::scratchDir("std");
+  for (const char* name : {"relu6", "leakyrelu", "sigmoid", "swish", "mish", "hardswish_op13", "hardswish_op14", "hardswish_manual",
+                           "focus", "focus_two_axis", "pad_maxpool", "gemm_bn", "upsample_expand"}) {
+    SCOPED_TRACE(name);
+    const Model opt = Model::load(kDir + name + ".onnx").optimized();
+    bool npuc_ops = false;
+    for (const NodeInfo& n : opt.nodes()) npuc_ops |= n.op.rfind("ai.npuc.", 0) == 0;
+    const auto file = dir / (std::string(name) + "_opt.onnx");
+    opt.saveOnnx(file);
+    auto saved = onnx_io::importFile(file);
+    for (ir::NodeId id : saved->order()) {
+      EXPECT_EQ(saved->node(id).domain, "") << saved->node(id).label();
+    }
+    LoadOptions plain;
+    plain.optimize = false;
+    const Model model = Model::load(kDir + name + ".onnx", plain);
+    const Tensor x = randomInput();
+    const Tensor want = Session(model).run({x})[0];
+    const Tensor got = engine::Engine(*saved).run({x})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.numel(); ++i)
+      ASSERT_LE(std::fabs(got.data<float>()[i] - want.data<float>()[i]), 1e-5f + 1e-4f * std::fabs(want.data<float>()[i])) << i;
+    if (std::string(name) == "swish") {
+      EXPECT_TRUE(npuc_ops) << "the optimized model itself keeps npuc's forms";
+    }
   }
 }
 

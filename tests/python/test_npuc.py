@@ -491,3 +491,24 @@ def test_dynamic_aipp_by_field_and_small_frames(tmp_path):
                          ({**fields, "cropStartPosW": 10}, "aipp.crop")]:
         with pytest.raises(npuc.Error, match=message):
             rt.set_dynamic_aipp("image", bad)
+
+
+def test_every_node_of_an_unknown_op_has_its_row_in_the_report(tmp_path):
+    # Issue 47.9: a model npuc cannot import gets one report row per node of an unknown op, with its node_idx, name and
+    # op_type (the report had one row without them).
+    import csv
+    from onnx import TensorProto, helper, save
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"), helper.make_node("FooOp", ["a"], ["b"], name="bar"),
+             helper.make_node("Baz", ["b"], ["y"], name="qux", domain="com.acme")]
+    m = helper.make_model(helper.make_graph(nodes, "unknown", [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.acme", 1)])
+    save(m, str(tmp_path / "unknown.onnx"))
+    with pytest.raises(npuc.Error, match="unknown op 'FooOp'.*1 more node") as e:
+        npuc.translate("u", str(tmp_path / "unknown.onnx"), target="drpai", out=str(tmp_path))
+    assert e.value.code == "unsupported"
+    with open(tmp_path / "u" / "u_error_report.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["node_idx"], r["name"], r["op_type"]) for r in rows] == [("1", "bar", "FooOp"), ("2", "qux", "com.acme.Baz")]
+    assert all(r["rule_id"] == "drpai.import" and "Not Support Layer Error" in r["message"] for r in rows)

@@ -180,11 +180,22 @@ class Oracle:
                 acc[0, m] += bc[m]
         act = attrs.get("activation")
         act = act.decode() if isinstance(act, bytes) else act
-        return self.finish(acc, qx + qw, 1, self.slot_of[n.output[0]], act, (attrs.get("activation_alpha", 0.0), attrs.get("activation_beta", 6.0)))
+        out, params = n.output[0], (attrs.get("activation_alpha", 0.0), attrs.get("activation_beta", 6.0))
+        if act is None:  # the saved model is standard ONNX: the activation that alone reads the product is npuc's fused one
+            after = [r for r in self.m.graph.node if list(r.input[:1]) == [out]]
+            if len(after) == 1 and after[0].op_type in ("Relu", "Clip", "LeakyRelu") and out not in self.slot_of:
+                r = after[0]
+                self.fused.add(r.name)
+                act, out = r.op_type, r.output[0]
+                if r.op_type == "Clip":
+                    params = tuple(float(self.w[i]) for i in r.input[1:3])
+                elif r.op_type == "LeakyRelu":
+                    params = ({a.name: helper.get_attribute_value(a) for a in r.attribute}.get("alpha", 0.01), 0.0)
+        return out, self.finish(acc, qx + qw, 1, self.slot_of[out], act, params)
 
     def run(self, x):
         v = {"x": x}
-        fused = set()
+        fused = self.fused = set()
         for n in self.m.graph.node:
             attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
             ins = [v.get(i) for i in n.input]
@@ -192,7 +203,8 @@ class Oracle:
             if n.name in fused:
                 continue
             if row.get("op") in ("conv", "gemm"):
-                v[n.output[0]] = self.conv(n, self.codes(ins[0], n.input[0]), attrs)
+                out, y = self.conv(n, self.codes(ins[0], n.input[0]), attrs)
+                v[out] = y
             elif row.get("op") == "add":
                 (a, sa), (b, sb) = self.codes(ins[0], n.input[0]), self.codes(ins[1], n.input[1])
                 qa, qb = self.slots[sa]["q"], self.slots[sb]["q"]

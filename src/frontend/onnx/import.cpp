@@ -241,13 +241,20 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     if (m.functions_size() > 0) fail(ErrorCode::kUnsupported, "model-local functions are not supported");
     onnx::GraphProto& gp = *m.mutable_graph();
 
-    // Unknown ops first, so the user hears about them by name rather than through shape inference.
+    // Unknown ops first, so the user hears about them by name rather than through shape inference: every one of
+    // them (the reports list each node), the message naming the first.
+    std::vector<UnknownOpsError::Node> unknown;
     for (int i = 0; i < gp.node_size(); ++i) {
       const auto& n = gp.node(i);
       if (!ops::findSchema(n.domain(), n.op_type()) && !isExpandedOnImport(n.domain(), n.op_type()))
-        fail(ErrorCode::kUnsupported, "{}: unknown op '{}{}' (npuc does not implement it; an op of your own can be "
-             "added as a plugin: docs/custom-ops.md, --custom-op LIB.so)", nodeLabel(n, i),
-             n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".", n.op_type());
+        unknown.push_back({i, n.name().empty() ? "#" + std::to_string(i) : n.name(),
+                           (n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".") + n.op_type()});
+    }
+    if (!unknown.empty()) {
+      std::string message = fmt::format("{}: unknown op '{}' (npuc does not implement it; an op of your own can be added as a "
+                                        "plugin: docs/custom-ops.md, --custom-op LIB.so){}", nodeLabel(gp.node(unknown[0].index), unknown[0].index),
+                                        unknown[0].op, unknown.size() > 1 ? fmt::format("; {} more node(s) of unknown ops", unknown.size() - 1) : "");
+      throw UnknownOpsError(std::move(message), std::move(unknown));  // (the message first: it reads unknown)
     }
 
     std::set<std::string> inits;

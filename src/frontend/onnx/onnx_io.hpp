@@ -23,6 +23,21 @@ struct ImportOptions {
 
 /// Loads a model file (external-data weights resolved relative to its folder), runs ONNX shape inference,
 /// validates it and converts it to the IR. Every error names the file and, where there is one, the node.
+/// An import refused because the model holds ops npuc does not implement (kUnsupported): every such node, by its
+/// position in the model's node list, so that reports can name each (node_idx, name, op_type).
+class UnknownOpsError : public Error {
+ public:
+  struct Node {
+    int index = 0;
+    std::string name, op;  // op with its domain ("com.acme.Foo") outside ai.onnx
+  };
+  UnknownOpsError(std::string message, std::vector<Node> nodes) : Error(ErrorCode::kUnsupported, std::move(message)), nodes_(std::move(nodes)) {}
+  const std::vector<Node>& nodes() const { return nodes_; }
+
+ private:
+  std::vector<Node> nodes_;
+};
+
 std::unique_ptr<ir::Graph> importFile(const std::filesystem::path& path, const ImportOptions& opts = {});
 /// Same, from bytes; `name` is used in messages, `base_dir` to resolve external data.
 std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std::string& name,
