@@ -2,7 +2,7 @@
 //   Swish      x * Sigmoid(x)                                  -> ai.npuc.Swish(x)
 //   Mish       x * Tanh(Softplus(x))                            -> ai.npuc.Mish(x)
 //   HardSwish  x * HardSigmoid(x; 1/6, 1/2)                     -> HardSwish(x) (ai.npuc below opset 14)
-//              x * (Clip(x + 3, 0, 6) / 6), (x * Clip(x + 3, 0, 6)) / 6
+//              x * (Clip(x + 3, 0, 6) / 6), (x * Clip(x + 3, 0, 6)) / 6 (the "/ 6" also as fold-batchnorm's affine form)
 //   GlobalAveragePool  ReduceMean over the spatial axes (keepdims), AveragePool whose window is the whole plane
 //   Flatten    Reshape of an N-D tensor to [N, rest]
 //   SpaceToDepth  Reshape-Transpose(0,3,5,1,2,4)-Reshape
@@ -77,6 +77,28 @@ std::optional<Match> relu6OfXPlus3(const ir::Graph& g, const Uses& u, ir::ValueI
   return std::nullopt;
 }
 
+// A division by 6: Div by the constant 6, or the per-channel affine BatchNormalization fold-batchnorm makes of one
+// (Model::load folds before the patterns are looked for) that scales every channel by 1/6 and adds nothing.
+bool isDivBySix(const ir::Graph& g, const ir::Node& n) {
+  if (!n.domain.empty()) return false;
+  if (n.op == "Div") return near(constScalar(g, n.inputs[1]), 6.0);
+  if (n.op != "BatchNormalization" || n.numInputs() != 5) return false;
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (n.outputs[i] != ir::kNoValue) return false;
+  const Tensor *scale = ir::constantInput(g, n, 1, DType::kF32), *bias = ir::constantInput(g, n, 2, DType::kF32),
+               *mean = ir::constantInput(g, n, 3, DType::kF32), *var = ir::constantInput(g, n, 4, DType::kF32);
+  if (!scale || !bias || !mean || !var || scale->numel() != bias->numel() || scale->numel() != mean->numel() ||
+      scale->numel() != var->numel())
+    return false;
+  const double eps = ops::attrFloat(n, "epsilon");
+  for (int64_t c = 0; c < scale->numel(); ++c) {
+    const double a = scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + eps);
+    const double d = bias->data<float>()[c] - mean->data<float>()[c] * a;
+    if (std::fabs(a - 1.0 / 6) > 1e-6 || std::fabs(d) > 1e-9) return false;
+  }
+  return true;
+}
+
 std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node& n) {
   if (n.op == "Mul") {
     for (int s = 0; s < 2; ++s) {
@@ -88,8 +110,8 @@ std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node
           return Match{other, {hs->id, n.id}};
       }
       // x * (Clip(x + 3, 0, 6) / 6)
-      if (const ir::Node* div = producer(g, n.inputs[static_cast<size_t>(s)], "Div")) {
-        if (!singleUse(g, u, div->outputs[0]) || !near(constScalar(g, div->inputs[1]), 6.0)) continue;
+      if (const ir::Node* div = producer(g, n.inputs[static_cast<size_t>(s)])) {
+        if (!isDivBySix(g, *div) || !singleUse(g, u, div->outputs[0])) continue;
         auto r = relu6OfXPlus3(g, u, div->inputs[0]);
         if (r && r->x == other) {
           r->nodes.push_back(div->id);
@@ -99,7 +121,7 @@ std::optional<Match> hardSwish(const ir::Graph& g, const Uses& u, const ir::Node
       }
     }
   }
-  if (n.op == "Div" && near(constScalar(g, n.inputs[1]), 6.0)) {
+  if ((n.op == "Div" || n.op == "BatchNormalization") && isDivBySix(g, n)) {
     // (x * Clip(x + 3, 0, 6)) / 6
     const ir::Node* mul = producer(g, n.inputs[0], "Mul");
     if (!mul || !singleUse(g, u, mul->outputs[0])) return std::nullopt;
@@ -311,7 +333,7 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
     std::string op, domain = "ai.npuc";
     if (n.op == "Mul" && (m = swish(g, uses, n))) op = "Swish";
     else if (n.op == "Mul" && (m = mish(g, uses, n))) op = "Mish";
-    else if ((n.op == "Mul" || n.op == "Div") && (m = hardSwish(g, uses, n))) {
+    else if ((n.op == "Mul" || n.op == "Div" || n.op == "BatchNormalization") && (m = hardSwish(g, uses, n))) {
       op = "HardSwish";
       if (g.opset >= 14) domain.clear();
     }
@@ -353,6 +375,7 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
                                               : std::vector<ir::ValueId>{m2->first.x, scales},
                                 out);
       r.attrs["mode"] = ir::Attr(std::string("nearest"));
+      r.merged_ops = {"Reshape", "Expand", "Reshape"};  // (what it came from: targets limit this upsample's factor)
       if (g.opset >= 11) {
         r.attrs["coordinate_transformation_mode"] = ir::Attr(std::string("asymmetric"));
         r.attrs["nearest_mode"] = ir::Attr(std::string("floor"));
