@@ -42,7 +42,7 @@ expect_error 2 "unknown target 'nope'" -- "$npuc" check "$digits" --target nope
 # layer, whose Clip is still checked by the manual's Clip rule; --relax clip-bounds turns it off (check and translate).
 /usr/bin/python3 - "$tmp/conv_clip5.onnx" <<'PY'
 import struct, sys
-def key(f, t): return bytes([f << 3 | t])
+def key(f, t): return varint(f << 3 | t)
 def varint(n):
     out = b""
     while True:
