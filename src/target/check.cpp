@@ -247,7 +247,7 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     for (const std::string& m : n.merged_ops) merged.emplace_back(m);
     f["merged_ops"] = Value(std::move(merged));
   }
-  if (isBroadcastingOp(kop) && n.numInputs() >= 2)
+  if (isBroadcastingOp(kop) && n.numInputs() >= 1)
     if (std::string b = broadcastKind(g, n); !b.empty()) f["broadcast"] = Value(b);
   if (kop == "Clip" && n.domain.empty()) {  // the bounds, attributes (opset < 11) or constant inputs; absent: ±inf
     if (auto b = ops::clipBounds(g, n)) {

@@ -873,6 +873,7 @@ TEST(DrpaiRules, AddSumAndMulOperandsAsTheManualListsThem) {
   expectOneRow(check(opGraph("Sum", {{1, 8, 4, 4}, {1, 8, 1, 1}}), "drpai"), "drpai.sum.same_size",
                "Sum is supported over inputs of the same size (D:L659-666)", "inputs broadcast (channel)");
   EXPECT_TRUE(check(opGraph("Sum", {{1, 8, 4, 4}, {1, 8, 4, 4}, {1, 8, 4, 4}}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Sum", {{1, 8, 4, 4}}), "drpai").empty());  // (one input: nothing broadcasts)
   EXPECT_TRUE(checkGraph(opGraph("Sum", {{1, 8, 4, 4}, {1, 8, 1, 1}}), relaxed("drpai", {"broadcast"})).empty());
 
   // Mul: a per-channel (BatchNormalization-equivalent) scale by a constant; not a product of two activations.
@@ -911,8 +912,8 @@ TEST(DrpaiRules, ReshapeAndTransposeOnlyAtTheModelBoundary) {
       "Reshape is supported as constant handling, a Flatten before a fully-connected layer, part of reorg / SpaceToDepth or the "
       "Expand upsample, or at the model's inputs and outputs (D:L599-619, D:L4642-4648)";
   const std::string transpose_rule =
-      "Transpose is supported as part of reorg / SpaceToDepth (D:L672-682), or as an NCHW / NHWC (CHW / HWC) layout change at the "
-      "model's inputs and outputs (D:L4653-4679)";
+      "Transpose is supported as part of reorg / SpaceToDepth (D:L672-682), or as an NCHW / NHWC (CHW / HWC) layout change (or none) "
+      "at the model's inputs and outputs (D:L4653-4679)";
   // Inside the model: refused.
   ir::Graph mid_reshape = chainGraph({1, 8, 4, 4}, {{"Relu"}, {"Reshape", {}, shapeTensor({1, 4, 8, 4})}, {"Relu"}});
   auto rows = check(mid_reshape, "drpai");
@@ -938,6 +939,8 @@ TEST(DrpaiRules, ReshapeAndTransposeOnlyAtTheModelBoundary) {
                     "drpai").empty());
   EXPECT_TRUE(check(chainGraph({4, 4, 8}, {{"Transpose", permAttr({2, 0, 1})}, {"Reshape", {}, shapeTensor({1, 8, 4, 4})}, {"Relu"}}),
                     "drpai").empty());
+  EXPECT_TRUE(check(chainGraph({1, 8, 4, 4}, {{"Transpose", permAttr({0, 1, 2, 3})}, {"Relu"}}), "drpai").empty());  // no change
+  EXPECT_EQ(check(chainGraph({2, 3, 4}, {{"Transpose", permAttr({0, 2, 1})}}), "drpai").size(), 1u);
   // npuc runs them anywhere: the relaxation.
   const Target t = relaxed("drpai", {"reshape-transpose"});
   EXPECT_TRUE(checkGraph(mid_reshape, t).empty());
