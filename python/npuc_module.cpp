@@ -588,7 +588,7 @@ PYBIND11_MODULE(_npuc, m) {
          const std::optional<std::filesystem::path>& aipp, const py::object& calib, const std::string& calib_method,
          const std::map<std::string, Shape>& input_shapes, bool relu6_to_relu, bool save_opt_onnx, bool save_qdq_onnx,
          bool reuse_memory, bool concat_copies, int threads, const std::vector<int64_t>& dynamic_batch_size,
-         const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size) {
+         const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax) {
         TranslateOptions o;
         o.prefix = prefix;
         o.onnx = onnx;
@@ -607,6 +607,7 @@ PYBIND11_MODULE(_npuc, m) {
         o.threads = threads;
         o.dynamic_batch_sizes = dynamic_batch_size;
         o.dynamic_image_sizes = dynamic_image_size;
+        o.relax = relax;
         if (!calib.is_none()) {
           if (!py::isinstance<py::dict>(calib)) raise(ErrorCode::kInvalidArgument, "calib: a dict input name -> array (or list of arrays)");
           for (auto item : py::reinterpret_borrow<py::dict>(calib)) {
@@ -626,6 +627,7 @@ PYBIND11_MODULE(_npuc, m) {
       py::arg("input_shapes") = std::map<std::string, Shape>{}, py::arg("relu6_to_relu") = false, py::arg("save_opt_onnx") = false,
       py::arg("save_qdq_onnx") = false, py::arg("reuse_memory") = false, py::arg("concat_copies") = false, py::arg("threads") = 0,
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
+      py::arg("relax") = std::vector<std::string>{},
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix");
 
   m.def(

@@ -109,6 +109,9 @@ struct TranslateOptions {
   std::filesystem::path out_root = "output";
   std::map<std::string, Shape> input_shapes;
   bool relu6_to_relu = false;            // -RELU6toRELU
+  /// --relax: the target's relaxations (names of its `relaxations`, or "all") whose rules the check skips — what npuc
+  /// runs beyond the vendor's manual (docs/targets.md). Empty: the target's rules as the vendor documents them.
+  std::vector<std::string> relax;
   bool save_opt_onnx = false;            // -SaveOptOnnx: <prefix>_opt.onnx
   bool save_qdq_onnx = false;            // --save-qdq-onnx (int8-affine targets): <prefix>_qdq.onnx, the quantized
                                          // model as standard ONNX QuantizeLinear / DequantizeLinear pairs
@@ -360,8 +363,10 @@ class Model {
   /// the engine (Session) and saves as standard ONNX (saveOnnx) that other runtimes run on their int8 paths.
   Model quantizedQdq(const QuantizeOptions& o, QuantizeReport* report = nullptr) const;
   /// Checks every node of the optimized model against a target's operator constraints (name or path of a
-  /// targets/*.yaml). Empty when everything is supported.
-  std::vector<CheckRow> check(const std::string& target, bool relu6_to_relu = false) const;
+  /// targets/*.yaml). Empty when everything is supported. `relax`: the target's relaxations to apply (--relax; names
+  /// of its `relaxations`, or "all"), whose rules are then not checked: what npuc runs beyond the vendor's manual.
+  std::vector<CheckRow> check(const std::string& target, bool relu6_to_relu = false,
+                              const std::vector<std::string>& relax = {}) const;
   /// The cost model's estimate of this model's nodes, as they are, on a target (docs/cost-model.md; on an optimized()
   /// model it is translate's, before lowering removes layers that become aliases): per node in graph order, the engine
   /// the target's table puts it on (name and kind; "folded", or "unsupported" with kind ""), its MACs and its time.

@@ -446,8 +446,9 @@ std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t) {
   return rows;
 }
 
-std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu) const {
+std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu, const std::vector<std::string>& relax) const {
   target::Target t = target::loadTarget(target);
+  target::relax(t, relax);
   Model opt = optimized(relu6_to_relu);
   return checkRows(*opt.impl_->graph, t);
 }

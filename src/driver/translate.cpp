@@ -692,6 +692,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
   if (!o.aipp.empty() && !o.prepost.empty())
     fail(ErrorCode::kInvalidArgument, "--aipp and -prepost cannot be combined: each puts its own pre-processing in front of the inputs");
   target::Target t = target::loadTarget(o.target);
+  target::relax(t, o.relax);
   // int8-pow2: TIDL's options, checked before any work is done.
   const std::optional<Pow2Setup> pow2 = t.numerics == Numerics::kInt8Pow2 ? std::optional(pow2Options(o)) : std::nullopt;
   if (!pow2) {  // (TIDL's keys given for another target: said, not silently dropped)

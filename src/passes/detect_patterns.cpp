@@ -392,6 +392,7 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
                                               : std::vector<ir::ValueId>{m2->first.x, scales},
                                 out);
       r.attrs["mode"] = ir::Attr(std::string("nearest"));
+      r.merged_ops = {"Reshape", "Expand", "Reshape"};  // (what it came from: targets limit this upsample's factor)
       if (g.opset >= 11) {
         r.attrs["coordinate_transformation_mode"] = ir::Attr(std::string("asymmetric"));
         r.attrs["nearest_mode"] = ir::Attr(std::string("floor"));

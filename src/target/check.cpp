@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -32,7 +33,51 @@ void shapeFacts(Facts& f, const Shape& s, const char* p) {
   f[pre + "_h"] = Value(d.h);
 }
 
+void applyLookups(const OpSupport& s, Facts& f) {
+  for (const Lookup& l : s.lookups) {
+    std::vector<Value> key;
+    bool have = true;
+    for (auto& k : l.key) {
+      auto it = f.find(k);
+      if (it == f.end()) have = false;
+      else key.push_back(it->second);
+    }
+    const std::vector<Value>* vals = l.defaults.empty() ? nullptr : &l.defaults;
+    if (have)
+      for (auto& [rk, rv] : l.rows)
+        if (rk == Value(key)) vals = &rv;
+    if (vals)
+      for (size_t i = 0; i < l.values.size(); ++i) f[l.values[i]] = (*vals)[i];
+  }
+}
+
 }  // namespace
+
+Facts activationFacts(const ir::Graph& g, const ir::Node& n, const std::string& act) {
+  Facts f;
+  f["op"] = Value(act);
+  f["n_inputs"] = Value(int64_t{1});
+  f["const_inputs"] = Value(int64_t{0});
+  f["merged_ops"] = Value(std::vector<Value>{});
+  f["at_model_input"] = Value(int64_t{0});
+  f["at_model_output"] = Value(int64_t{0});
+  if (!n.outputs.empty() && n.outputs[0] != ir::kNoValue && g.value(n.outputs[0]).type.isStatic()) {
+    const Shape& s = g.value(n.outputs[0]).type.shape;
+    shapeFacts(f, s, "in");
+    shapeFacts(f, s, "out");
+    f["batch"] = Value(s.empty() ? int64_t{1} : s[0]);
+    f["rank"] = Value(static_cast<int64_t>(s.size()));
+  }
+  const float alpha = n.attrFloat("activation_alpha", 0), beta = n.attrFloat("activation_beta", 0);
+  if (act == "Clip") {  // (fuse-activations writes Clip's bounds as alpha and beta)
+    f["min"] = Value(floatFact(alpha));
+    f["max"] = Value(floatFact(beta));
+  } else if (act == "LeakyRelu" || act == "HardSigmoid" || act == "Elu" || act == "Selu") {
+    f["alpha"] = Value(floatFact(alpha));
+    if (act != "LeakyRelu") f["beta"] = Value(floatFact(beta));
+  }
+  return f;
+}
 
 std::string floatFact(float x) {
   if (std::isinf(x) || std::fabs(x) >= std::numeric_limits<float>::max()) return x > 0 ? "inf" : "-inf";
@@ -60,8 +105,96 @@ const std::set<std::string>& derivedFactNames() {
       "exclude_outside", "in_rank", "in_elems", "in_shape", "in_c", "in_w", "in_h", "out_rank", "out_elems",
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
-      "depthwise", "m", "k", "n", "b_constant", "min", "max"};
+      "depthwise", "m", "k", "n", "b_constant", "min", "max", "const_inputs", "broadcast", "merged_ops", "perm",
+      "at_model_input", "at_model_output"};
   return k;
+}
+
+namespace {
+
+bool isBroadcastingOp(const std::string& op) {
+  static const std::set<std::string> k = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Max", "Min", "Pow", "Mod", "PRelu",
+                                          "And", "Or", "Xor", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Where"};
+  return k.count(op) != 0;
+}
+
+std::string broadcastKind(const ir::Graph& g, const ir::Node& n) {
+  if (n.outputs.empty() || n.outputs[0] == ir::kNoValue || !g.value(n.outputs[0]).type.isStatic()) return "";
+  const Shape& out = g.value(n.outputs[0]).type.shape;
+  const size_t r = out.size();
+  std::string kind = "none";
+  int others = 0;
+  for (ir::ValueId v : n.inputs) {
+    if (v == ir::kNoValue) continue;
+    const ir::Type& t = g.value(v).type;
+    if (!t.isStatic()) return "";
+    const Shape& s = t.shape;
+    if (s == out) continue;
+    std::string k = "other";
+    if (shapeNumel(s) == 1) {
+      k = "scalar";
+    } else if (r >= 2 && s.size() <= r) {
+      bool channel = true;
+      for (size_t i = 0; i < s.size(); ++i) {
+        const size_t j = i + r - s.size();  // the output axis this dim broadcasts against (right-aligned)
+        channel &= s[i] == 1 || (j == 1 && s[i] == out[1]);
+      }
+      if (channel) k = "channel";
+    }
+    kind = ++others > 1 ? "other" : k;
+  }
+  return kind;
+}
+
+}  // namespace
+
+BoundaryFacts boundaryFacts(const ir::Graph& g) {
+  static const std::set<std::string> moves = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Cast"};
+  auto exact = [&](ir::ValueId v) { return v != ir::kNoValue && g.value(v).exact_type; };
+  auto transparent = [&](const ir::Node& n) {
+    if (n.domain.empty() && moves.count(n.op)) return true;
+    return std::any_of(n.inputs.begin(), n.inputs.end(), exact) || std::any_of(n.outputs.begin(), n.outputs.end(), exact);
+  };
+  BoundaryFacts b;
+  std::set<ir::ValueId> from_input;  // values computed from the model's inputs and constants by transparent nodes only
+  for (ir::ValueId v : g.inputs()) from_input.insert(v);
+  auto reached = [&](ir::ValueId v) { return v == ir::kNoValue || from_input.count(v) || g.value(v).isConstant(); };
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (!n.inputs.empty() && reached(n.inputs[0])) b.at_input.insert(id);
+    if (transparent(n) && std::all_of(n.inputs.begin(), n.inputs.end(), reached))
+      for (ir::ValueId o : n.outputs)
+        if (o != ir::kNoValue) from_input.insert(o);
+  }
+  // Values that reach only model outputs, through transparent nodes (in reverse order: readers first).
+  const ir::UseMap uses = g.uses();
+  std::set<ir::ValueId> to_output;
+  const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  auto reaches = [&](ir::ValueId v) {
+    if (v == ir::kNoValue) return false;
+    auto it = uses.find(v);
+    if (it == uses.end() || it->second.empty()) return outputs.count(v) != 0;
+    for (auto& [reader, slot] : it->second) {
+      const ir::Node& r = g.node(reader);
+      if (!transparent(r)) return false;
+      bool any = false;
+      for (ir::ValueId o : r.outputs) {
+        if (o == ir::kNoValue || (!uses.count(o) && !outputs.count(o))) continue;  // (an output nothing reads)
+        if (!to_output.count(o)) return false;
+        any = true;
+      }
+      if (!any) return false;
+    }
+    return true;
+  };
+  const std::vector<ir::NodeId>& order = g.order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const ir::Node& n = g.node(*it);
+    for (ir::ValueId o : n.outputs)
+      if (reaches(o)) to_output.insert(o);
+    if (!n.outputs.empty() && n.outputs[0] != ir::kNoValue && to_output.count(n.outputs[0])) b.at_output.insert(*it);
+  }
+  return b;
 }
 
 Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
@@ -101,6 +234,21 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     deflt("transA", Value(int64_t{0}));
     deflt("transB", Value(int64_t{0}));
   }
+  if (kop == "Transpose" && !n.hasAttr("perm") && n.hasInput(0) && g.value(n.inputs[0]).type.rank_known) {
+    std::vector<Value> perm;  // the default: the dims reversed
+    for (size_t i = g.value(n.inputs[0]).type.shape.size(); i-- > 0;) perm.emplace_back(static_cast<int64_t>(i));
+    f["perm"] = Value(std::move(perm));
+  }
+  {
+    int64_t consts = 0;
+    for (ir::ValueId v : n.inputs) consts += v != ir::kNoValue && g.value(v).isConstant();
+    f["const_inputs"] = Value(consts);
+    std::vector<Value> merged;
+    for (const std::string& m : n.merged_ops) merged.emplace_back(m);
+    f["merged_ops"] = Value(std::move(merged));
+  }
+  if (isBroadcastingOp(kop) && n.numInputs() >= 1)
+    if (std::string b = broadcastKind(g, n); !b.empty()) f["broadcast"] = Value(b);
   if (kop == "Clip" && n.domain.empty()) {  // the bounds, attributes (opset < 11) or constant inputs; absent: ±inf
     if (auto b = ops::clipBounds(g, n)) {
       f["min"] = Value(floatFact(b->first));
@@ -191,6 +339,7 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
 
 std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
   std::vector<Violation> rows;
+  const BoundaryFacts bounds = boundaryFacts(g);
   int index = 0;
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
@@ -235,38 +384,34 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
       ++index;
       continue;
     }
-    for (const Lookup& l : s->lookups) {
-      std::vector<Value> key;
-      bool have = true;
-      for (auto& k : l.key) {
-        auto it = f.find(k);
-        if (it == f.end()) have = false;
-        else key.push_back(it->second);
+    f["at_model_input"] = Value(int64_t{bounds.at_input.count(id) != 0});
+    f["at_model_output"] = Value(int64_t{bounds.at_output.count(id) != 0});
+    applyLookups(*s, f);
+    auto check = [&](const std::vector<Rule>& rules, const Facts& facts, const std::string& note) {
+      for (const Rule& r : rules) {
+        try {
+          if (!r.when.empty() && !r.when.eval(facts).truthy()) continue;
+          if (r.require.eval(facts).truthy()) continue;
+          row(r.id, renderTemplate(r.text, facts), renderTemplate(r.actual, facts) + note, renderTemplate(r.fix, facts));
+        } catch (const Error& e) {
+          // A fact the rule needs is missing (e.g. a shape that is not static): the rule cannot be shown to hold.
+          row(r.id, renderTemplate(r.text, facts), "cannot be checked: " + e.message() + note, "give static input shapes (--input-shape)");
+        }
       }
-      const std::vector<Value>* vals = l.defaults.empty() ? nullptr : &l.defaults;
-      if (have)
-        for (auto& [rk, rv] : l.rows)
-          if (rk == Value(key)) vals = &rv;
-      if (vals)
-        for (size_t i = 0; i < l.values.size(); ++i) f[l.values[i]] = (*vals)[i];
-    }
+    };
+    check(t.graph_rules, f, "");
+    check(s->rules, f, "");
+    // A fused activation (ai.npuc Conv / Gemm / MatMul with `activation`) is checked by the rules of the op it came
+    // from, over its own facts: the layer's output is its input and output.
     if (n.domain == "ai.npuc" && n.hasAttr("activation")) {
-      std::string act = n.attrString("activation", "");
-      std::string act_op = act == "Clip" && n.attrFloat("activation_alpha", 1) == 0.0f ? "Clip" : act;
-      if (!t.findOp(act_op))
+      const std::string act = n.attrString("activation", "");
+      if (const OpSupport* as = t.findOp(act)) {
+        Facts af = activationFacts(g, n, act);
+        af["at_model_output"] = f["at_model_output"];
+        applyLookups(*as, af);
+        check(as->rules, af, fmt::format(" ({} fused into {})", act, n.op));
+      } else {
         row(t.name + ".op", fmt::format("Activation {} (fused into {}) is not supported by target {}", act, n.op, t.name), act, "");
-    }
-    std::vector<const Rule*> rules;
-    for (auto& r : t.graph_rules) rules.push_back(&r);
-    for (auto& r : s->rules) rules.push_back(&r);
-    for (const Rule* r : rules) {
-      try {
-        if (!r->when.empty() && !r->when.eval(f).truthy()) continue;
-        if (r->require.eval(f).truthy()) continue;
-        row(r->id, renderTemplate(r->text, f), renderTemplate(r->actual, f), renderTemplate(r->fix, f));
-      } catch (const Error& e) {
-        // A fact the rule needs is missing (e.g. a shape that is not static): the rule cannot be shown to hold.
-        row(r->id, renderTemplate(r->text, f), "cannot be checked: " + e.message(), "give static input shapes (--input-shape)");
       }
     }
     ++index;
@@ -285,9 +430,27 @@ std::string supportedOpsMarkdown(const Target& t) {
   for (auto& [name, e] : t.engines)
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name, e.kind, e.clock_mhz, e.macs_per_cycle,
                       e.elems_per_cycle, e.overhead_us, e.note);
+  const bool relaxable = !t.relaxations.empty();
+  auto relaxCell = [&](const Rule& r) { return !relaxable ? std::string() : r.relaxation.empty() ? " — |" : " `" + r.relaxation + "` |"; };
+  if (relaxable) {
+    md += "\n## Relaxations\n\nBy default `npuc check` and `npuc translate` apply every rule below: they answer what the vendor's "
+          "tool would. npuc runs more than that in places; each such place is a named relaxation, whose rules "
+          "`--relax NAME[,NAME...]` (or `--relax all`) turns off.\n\n| relaxation | what npuc then allows | rules |\n|---|---|---|\n";
+    for (auto& [name, text] : t.relaxations) {
+      std::string ids;
+      auto add = [&](const std::vector<Rule>& rules) {
+        for (auto& r : rules)
+          if (r.relaxation == name) ids += (ids.empty() ? "`" : ", `") + r.id + "`";
+      };
+      add(t.graph_rules);
+      for (auto& [op, s] : t.ops) add(s.rules);
+      md += fmt::format("| `{}` | {} | {} |\n", name, text, ids);
+    }
+  }
+  if (!t.relaxed.empty()) md += fmt::format("\nRelaxed here (their rules are left out below): `{}`.\n", fmt::join(t.relaxed, "`, `"));
   if (!t.graph_rules.empty()) {
-    md += "\n## Rules for every layer\n\n| rule | id |\n|---|---|\n";
-    for (auto& r : t.graph_rules) md += fmt::format("| {} | `{}` |\n", r.text, r.id);
+    md += relaxable ? "\n## Rules for every layer\n\n| rule | id | relaxation |\n|---|---|---|\n" : "\n## Rules for every layer\n\n| rule | id |\n|---|---|\n";
+    for (auto& r : t.graph_rules) md += fmt::format("| {} | `{}` |{}\n", r.text, r.id, relaxCell(r));
   }
   md += t.default_engine.empty() ? "\n## Operators\n\nAn operator not listed here is not supported.\n"
                                   : "\n## Operators\n\nEvery operator npuc implements is supported; those listed here run on the named "
@@ -300,9 +463,9 @@ std::string supportedOpsMarkdown(const Target& t) {
       md += "\nNo restrictions.\n";
       continue;
     }
-    md += "\n| rule | applies when | id |\n|---|---|---|\n";
+    md += relaxable ? "\n| rule | applies when | id | relaxation |\n|---|---|---|---|\n" : "\n| rule | applies when | id |\n|---|---|---|\n";
     for (auto& r : s.rules)
-      md += fmt::format("| {} | {} | `{}` |\n", r.text, r.when.empty() ? "always" : "`" + r.when.text() + "`", r.id);
+      md += fmt::format("| {} | {} | `{}` |{}\n", r.text, r.when.empty() ? "always" : "`" + r.when.text() + "`", r.id, relaxCell(r));
   }
   return md;
 }

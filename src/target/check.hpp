@@ -31,6 +31,19 @@ bool hasWindowFacts(const std::string& op);
 /// are checked against when the target is loaded.
 const std::set<std::string>& derivedFactNames();
 
+/// Where nodes sit relative to the model's boundary (facts at_model_input / at_model_output): at_input holds the
+/// nodes whose input 0 comes from the model's inputs (or constants) through transparent nodes only, at_output those
+/// whose output 0 reaches only model outputs through them. Transparent: data movement (Transpose, Reshape, Flatten,
+/// Squeeze, Unsqueeze, Identity, Cast) and pre/post-processing nodes (those reading or writing a value stored exactly
+/// as typed).
+struct BoundaryFacts {
+  std::set<ir::NodeId> at_input, at_output;
+};
+BoundaryFacts boundaryFacts(const ir::Graph& g);
+/// The facts of an activation fused into a MAC node n (ai.npuc Conv / Gemm / MatMul, attribute `activation` = act):
+/// those the activation's own node had — op, its input and output shape (n's output), Clip's min and max, alpha.
+Facts activationFacts(const ir::Graph& g, const ir::Node& n, const std::string& act);
+
 struct Violation {
   int index = 0;  // position in the (optimized) graph's node order
   std::string node, op, rule_id, rule, actual, fix;

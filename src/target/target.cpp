@@ -11,6 +11,7 @@
 #include <onnx/defs/schema.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -223,10 +224,11 @@ Rule parseRule(const YAML::Node& n) {
     if (r.require.empty()) fail(ErrorCode::kInvalidInput, "field 'require' is required");
     r.actual = str(n, "actual");
     r.fix = str(n, "fix");
+    r.relaxation = str(n, "relaxation");
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string k = it->first.as<std::string>();
-      if (k != "id" && k != "text" && k != "when" && k != "require" && k != "actual" && k != "fix")
-        fail(ErrorCode::kInvalidInput, "unknown field '{}' (a rule has id, text, when, require, actual, fix)", k);
+      if (k != "id" && k != "text" && k != "when" && k != "require" && k != "actual" && k != "fix" && k != "relaxation")
+        fail(ErrorCode::kInvalidInput, "unknown field '{}' (a rule has id, text, when, require, actual, fix, relaxation)", k);
     }
     return r;
   });
@@ -294,7 +296,8 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
   withContext(file.string(), [&] { readingYaml([&] {
     if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
     static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits", "address_map",
-                                                "engines", "ops", "graph_rules", "default_engine", "core_sets", "group_switch_us"};
+                                                "engines", "ops", "graph_rules", "default_engine", "core_sets", "group_switch_us",
+                                                "relaxations"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(ErrorCode::kInvalidInput, "unknown field '{}'", it->first.as<std::string>());
@@ -391,6 +394,20 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       }
     }
     if (root["graph_rules"]) t.graph_rules = parseRules(root["graph_rules"], "graph_rules");
+    if (auto rx = root["relaxations"]) {
+      if (!rx.IsMap()) fail(ErrorCode::kInvalidInput, "field 'relaxations' must be a map from a relaxation's name to what it allows");
+      for (auto it = rx.begin(); it != rx.end(); ++it) {
+        const std::string name = it->first.as<std::string>();
+        withContext("relaxation '" + name + "'", [&] {
+          bool plain = !name.empty() && name != "all" && name.size() <= 64;
+          for (char ch : name) plain &= std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '-';
+          if (!plain) fail(ErrorCode::kInvalidInput, "a relaxation's name is lower-case letters, digits and '-' (and not 'all')");
+          if (!it->second.IsScalar() || it->second.Scalar().empty())
+            fail(ErrorCode::kInvalidInput, "must be a text saying what it allows beyond the vendor's documentation");
+          t.relaxations[name] = it->second.Scalar();
+        });
+      }
+    }
     if (root["group_switch_us"]) {
       t.group_switch_us = num(root, "group_switch_us");
       if (t.group_switch_us < 0) fail(ErrorCode::kInvalidInput, "field 'group_switch_us' must not be negative");
@@ -460,8 +477,60 @@ Target loadTarget(const std::string& name_or_path) {
     for (auto& [op, s] : t.ops)
       if (s.engine != "folded" && !t.engines.count(s.engine))
         fail(ErrorCode::kInvalidInput, "op '{}': engine '{}' is not declared under 'engines'", op, s.engine);
+    auto declared = [&](const std::vector<Rule>& rules, const std::string& where) {
+      for (const Rule& r : rules)
+        if (!r.relaxation.empty() && !t.relaxations.count(r.relaxation))
+          fail(ErrorCode::kInvalidInput, "{}rule '{}': relaxation '{}' is not declared under 'relaxations'", where, r.id, r.relaxation);
+    };
+    declared(t.graph_rules, "graph_rules: ");
+    for (auto& [op, s] : t.ops) declared(s.rules, "op '" + op + "': ");
   });
   return t;
+}
+
+namespace {
+
+std::vector<std::string> splitRelaxations(const std::vector<std::string>& options) {
+  std::vector<std::string> names;
+  for (const std::string& o : options) {
+    size_t start = 0;
+    while (start <= o.size()) {
+      size_t comma = o.find(',', start);
+      if (comma == std::string::npos) comma = o.size();
+      std::string name = o.substr(start, comma - start);
+      while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+      while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front()))) name.erase(name.begin());
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      start = comma + 1;
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+void relax(Target& t, const std::vector<std::string>& options) {
+  std::set<std::string> off;
+  for (const std::string& name : splitRelaxations(options)) {
+    if (name == "all") {
+      for (auto& [n, text] : t.relaxations) off.insert(n);
+      continue;
+    }
+    if (!t.relaxations.count(name)) {
+      std::string known;
+      for (auto& [n, text] : t.relaxations) known += (known.empty() ? "" : ", ") + n;
+      fail(ErrorCode::kInvalidArgument, "--relax: target '{}' has no relaxation '{}' ({})", t.name, name,
+           known.empty() ? "it has none: its rules are the vendor's only" : "its relaxations: " + known + ", or all");
+    }
+    off.insert(name);
+  }
+  auto drop = [&](std::vector<Rule>& rules) {
+    rules.erase(std::remove_if(rules.begin(), rules.end(), [&](const Rule& r) { return off.count(r.relaxation) != 0; }), rules.end());
+  };
+  drop(t.graph_rules);
+  for (auto& [op, s] : t.ops) drop(s.rules);
+  for (const std::string& n : off)
+    if (std::find(t.relaxed.begin(), t.relaxed.end(), n) == t.relaxed.end()) t.relaxed.push_back(n);
 }
 
 }  // namespace npuc::target

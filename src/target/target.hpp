@@ -23,6 +23,9 @@ struct Rule {
   Expr require;        // what must hold
   std::string actual;  // template of the actual values: "kernel {kernel_h}x{kernel_w}"
   std::string fix;     // suggested fix (template), may be empty
+  /// The named relaxation that turns this rule off (`--relax NAME` of check and translate): what npuc runs beyond
+  /// what the vendor documents. Empty: the rule always applies.
+  std::string relaxation;
 };
 
 /// Derives facts from a table: when the key facts equal a row's key, the row's values become facts.
@@ -99,6 +102,10 @@ struct Target {
   std::map<std::string, Engine> engines;
   std::map<std::string, OpSupport> ops;
   std::vector<Rule> graph_rules;  // rules every node must meet (batch size, rank, …)
+  /// The target's relaxations (name -> what it allows), each turning off the rules that name it; relaxed: those
+  /// applied (relax()), whose rules are gone from graph_rules and ops.
+  std::map<std::string, std::string> relaxations;
+  std::vector<std::string> relaxed;
   std::string default_engine;     // when set, ops not listed under 'ops' are supported there without rules
   std::vector<CoreSet> core_sets;  // throughput estimates (empty: none)
   double group_switch_us = 0;      // per frame, handing it from one layers group to the next
@@ -118,6 +125,9 @@ struct Target {
 std::vector<std::filesystem::path> targetDirs();
 /// Loads a target by name (searched in targetDirs()) or by path to a .yaml file. Errors name the file and field.
 Target loadTarget(const std::string& name_or_path);
+/// Turns off the rules of the named relaxations ("all": every one the target declares; an entry may list several,
+/// "a,b"). A name the target does not declare is an error (kInvalidArgument) listing those it does.
+void relax(Target& t, const std::vector<std::string>& names);
 /// Names of the targets found in targetDirs(), sorted.
 std::vector<std::string> listTargets();
 

@@ -38,10 +38,48 @@ sleep 1
 "$npuc" check "$unsup" --target drpai --out "$tmp/chk" --prefix d >/dev/null 2>&1
 [ "$sum1" = "$(cat "$tmp"/chk/d_error_report.* | md5sum)" ] && ok "reports are byte-identical across runs" || bad "reports differ across runs"
 expect_error 2 "unknown target 'nope'" -- "$npuc" check "$digits" --target nope
+# The vendor's answer by default, npuc's own under a named relaxation (issue 47): Conv -> Clip(0, 5) fuses into one
+# layer, whose Clip is still checked by the manual's Clip rule; --relax clip-bounds turns it off (check and translate).
+/usr/bin/python3 - "$tmp/conv_clip5.onnx" <<'PY'
+import struct, sys
+def key(f, t): return varint(f << 3 | t)
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n: return out
+def fld(f, v): return key(f, 0) + varint(v)
+def msg(f, b): return key(f, 2) + varint(len(b)) + b
+def s(f, t): return msg(f, t.encode())
+def tensor(name, dims, vals):
+    return b"".join(fld(1, d) for d in dims) + fld(2, 1) + s(8, name) + msg(9, struct.pack("<%df" % len(vals), *vals))
+def vinfo(name, dims):
+    shape = b"".join(msg(1, fld(1, d)) for d in dims)
+    return s(1, name) + msg(2, msg(1, fld(1, 1) + msg(2, shape)))
+conv = s(1, "x") + s(1, "w") + s(2, "c") + s(3, "conv") + s(4, "Conv") + msg(5, s(1, "pads") + b"".join(fld(8, 1) for _ in range(4)) + fld(20, 7))
+clip = s(1, "c") + s(1, "lo") + s(1, "hi") + s(2, "y") + s(3, "clip") + s(4, "Clip")
+graph = (msg(1, conv) + msg(1, clip) + s(2, "g") + msg(5, tensor("w", [8, 4, 3, 3], [0.01 * (i % 7) for i in range(288)])) +
+         msg(5, tensor("lo", [], [0.0])) + msg(5, tensor("hi", [], [5.0])) + msg(11, vinfo("x", [1, 4, 8, 8])) + msg(12, vinfo("y", [1, 8, 8, 8])))
+open(sys.argv[1], "wb").write(fld(1, 7) + msg(7, graph) + msg(8, s(1, "") + fld(2, 13)))
+PY
+"$npuc" check "$tmp/conv_clip5.onnx" --target drpai --out "$tmp/chk" --prefix clip5 >"$tmp/clip5.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'ai.npuc.Conv,.*drpai\.clip\.bounds,.*min 0, max 5 (Clip fused into Conv)' "$tmp/chk/clip5_error_report.csv"; then
+  ok "check drpai: a Clip(0, 5) fused into its Conv breaks drpai.clip.bounds"
+else bad "check drpai of Conv -> Clip(0, 5): rc=$rc $(cat "$tmp/clip5.out")"; fi
+if "$npuc" check "$tmp/conv_clip5.onnx" --target drpai --relax clip-bounds --no-report >"$tmp/clip5r.out" 2>&1 &&
+   grep -q "relax clip-bounds" "$tmp/clip5r.out" &&
+   "$npuc" translate clip5 -onnx "$tmp/conv_clip5.onnx" --relax clip-bounds --out "$tmp/clip5" >/dev/null 2>&1 &&
+   [ -s "$tmp/clip5/clip5/manifest.json" ] && ! "$npuc" translate clip5b -onnx "$tmp/conv_clip5.onnx" --out "$tmp/clip5" >/dev/null 2>&1; then
+  ok "--relax clip-bounds: check passes and translate packages it; without it translate refuses"
+else bad "--relax clip-bounds: $(cat "$tmp/clip5r.out")"; fi
+expect_error 2 "target 'drpai' has no relaxation 'nope'" -- "$npuc" check "$digits" --target drpai --relax broadcast,nope
 "$npuc" targets >"$tmp/targets.txt"
 grep -q '^drpai' "$tmp/targets.txt" && ok "targets lists drpai" || bad "targets does not list drpai"
 "$npuc" targets --supported-ops drpai >"$tmp/page.md"
 grep -q '### Conv' "$tmp/page.md" && ok "supported-ops page" || bad "supported-ops page lacks Conv"
+grep -q '^| `reshape-transpose` |' "$tmp/page.md" && ok "supported-ops page lists the relaxations" || bad "supported-ops page lacks the relaxations"
 
 # translate: the DRP-AI style command line and the argument errors of the manual's §9.
 (

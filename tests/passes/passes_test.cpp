@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 using namespace npuc;
 using namespace npuc::ir;
 
@@ -224,4 +226,66 @@ TEST(Passes, AnUnfoldedBatchNormBecomesADepthwiseOneByOneConv) {
   ops::inferShapes(f);
   passes::PassManager(passes::translatePipeline()).runToFixpoint(f, ctx);
   EXPECT_EQ(f.node(f.order()[0]).op, "BatchNormalization");
+}
+
+// Issue 47 item 4, end to end through the optimizer: the Clip that fuse-activations folds into its Conv, and the
+// Reshape-Expand-Reshape that detect-patterns turns into a Resize, are still checked by the manual's rules for them.
+namespace {
+Graph convThen(const std::function<ValueId(Graph&, ValueId)>& tail) {
+  Graph g;
+  g.opset = 13;
+  ValueId x = g.addValue("x", makeType(DType::kF32, {1, 4, 8, 8})).id;
+  g.inputs().push_back(x);
+  ValueId c = g.addValue("c").id;
+  Node& conv = g.addNode("Conv", "conv", {x, g.addConstant("w", Tensor(DType::kF32, {8, 4, 3, 3})).id}, {c});
+  conv.attrs["pads"] = Attr(std::vector<int64_t>{1, 1, 1, 1});
+  g.outputs().push_back(tail(g, c));
+  ops::inferShapes(g);
+  passes::PassContext ctx;
+  passes::PassManager(passes::translatePipeline()).runToFixpoint(g, ctx);
+  return g;
+}
+std::vector<std::string> ruleIds(const Graph& g, const std::vector<std::string>& relax = {}) {
+  target::Target t = target::loadTarget("drpai");
+  target::relax(t, relax);
+  std::vector<std::string> ids;
+  for (auto& v : target::checkGraph(g, t)) ids.push_back(v.rule_id);
+  return ids;
+}
+}  // namespace
+
+TEST(Passes, AFusedClipAndTheExpandUpsampleKeepTheirDrpaiRules) {
+  auto clip = [](float lo, float hi) {
+    return convThen([=](Graph& g, ValueId c) {
+      ValueId y = g.addValue("y").id;
+      g.addNode("Clip", "clip", {c, g.addConstant("lo", Tensor::fromVector<float>({}, {lo})).id,
+                                 g.addConstant("hi", Tensor::fromVector<float>({}, {hi})).id}, {y});
+      return y;
+    });
+  };
+  Graph g = clip(0, 5);
+  ASSERT_EQ(g.numNodes(), 1);
+  EXPECT_EQ(g.node(g.order()[0]).attrString("activation", ""), "Clip");
+  EXPECT_EQ(ruleIds(g), std::vector<std::string>{"drpai.clip.bounds"});
+  EXPECT_EQ(ruleIds(clip(-1, 1)), std::vector<std::string>{"drpai.clip.bounds"});
+  EXPECT_TRUE(ruleIds(clip(0, 6)).empty());
+  EXPECT_TRUE(ruleIds(g, {"clip-bounds"}).empty());
+
+  auto upsample = [](int64_t n) {
+    return convThen([=](Graph& g, ValueId c) {
+      ValueId r1 = g.addValue("r1").id, e = g.addValue("e").id, y = g.addValue("y").id;
+      g.addNode("Reshape", "r1", {c, g.addConstant("s1", Tensor::fromVector<int64_t>({6}, {1, 8, 8, 1, 8, 1})).id}, {r1});
+      g.addNode("Expand", "expand", {r1, g.addConstant("s2", Tensor::fromVector<int64_t>({6}, {1, 8, 8, n, 8, n})).id}, {e});
+      g.addNode("Reshape", "r2", {e, g.addConstant("s3", Tensor::fromVector<int64_t>({4}, {1, 8, 8 * n, 8 * n})).id}, {y});
+      return y;
+    });
+  };
+  Graph five = upsample(5);
+  std::vector<std::string> ops;
+  for (NodeId id : five.order()) ops.push_back(five.node(id).op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Resize"}));
+  EXPECT_EQ(ruleIds(five), std::vector<std::string>{"drpai.resize.expand"});
+  EXPECT_TRUE(ruleIds(upsample(2)).empty());
+  EXPECT_TRUE(ruleIds(upsample(4)).empty());
+  EXPECT_TRUE(ruleIds(five, {"upsample-factor"}).empty());
 }

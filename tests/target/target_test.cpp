@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 using namespace npuc;
 using namespace npuc::target;
@@ -792,4 +793,220 @@ TEST(TidlRules, ConcatAndSliceAxes) {
   EXPECT_TRUE(check(opGraph("Slice", {{1, 8, 4, 4}}, {}, {i64({0}), i64({4}), i64({1})}), "tidl").empty());
   EXPECT_TRUE(check(opGraph("Slice", {{1, 8, 4, 4}}, {}, {i64({0}), i64({2}), i64({-1})}), "tidl").empty());  // axis 3
   expectOneRow(check(opGraph("Slice", {{1, 8, 4, 4}}, {}, {i64({0}), i64({1})}), "tidl"), "tidl.slice.axis", slice_rule, "axes [0]");
+}
+
+// Issue 47 item 4: what the DRP-AI manual does not allow and check passed — a Clip fused into its Conv (its bounds
+// never checked), broadcasting Add / Mul, the Expand upsample by any factor, Reshape / Transpose anywhere. Each is a
+// named relaxation of the target (`--relax`), off by default.
+namespace {
+
+Target relaxed(const std::string& target, const std::vector<std::string>& names) {
+  Target t = loadTarget(target);
+  relax(t, names);
+  return t;
+}
+
+// x [1, 8, 16, 16] -> Conv 3x3 (8 -> 8) with a fused Clip(lo, hi), as fuse-activations leaves it.
+ir::Graph convClipGraph(float lo, float hi) {
+  ir::Graph g;
+  g.opset = 13;
+  ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 8, 16, 16})).id;
+  g.inputs().push_back(x);
+  ir::ValueId w = g.addConstant("w", Tensor(DType::kF32, {8, 8, 3, 3})).id;
+  ir::ValueId y = g.addValue("y").id;
+  ir::Node& n = g.addNode("Conv", "conv", {x, w}, {y}, "ai.npuc");
+  n.attrs["pads"] = ir::Attr(std::vector<int64_t>{1, 1, 1, 1});
+  n.attrs["activation"] = ir::Attr(std::string("Clip"));
+  n.attrs["activation_alpha"] = ir::Attr(lo);
+  n.attrs["activation_beta"] = ir::Attr(hi);
+  n.attrs["fused"] = ir::Attr(std::vector<std::string>{"Conv", "Clip"});
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  return g;
+}
+
+// A chain of single-input ops from x: {op, attrs, constant second input (or none)}.
+struct Step {
+  std::string op;
+  Attrs attrs = {};
+  std::optional<Tensor> second = std::nullopt;
+};
+ir::Graph chainGraph(const Shape& x_shape, const std::vector<Step>& steps) {
+  ir::Graph g;
+  g.opset = 13;
+  ir::ValueId v = g.addValue("x", ir::makeType(DType::kF32, x_shape)).id;
+  g.inputs().push_back(v);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::vector<ir::ValueId> ins{v};
+    if (steps[i].second) ins.push_back(g.addConstant("c" + std::to_string(i), *steps[i].second).id);
+    ir::ValueId out = g.addValue("v" + std::to_string(i)).id;
+    g.addNode(steps[i].op, "n" + std::to_string(i) + "_" + steps[i].op, ins, {out}).attrs = steps[i].attrs;
+    v = out;
+  }
+  g.outputs().push_back(v);
+  ops::inferShapes(g);
+  return g;
+}
+
+Tensor shapeTensor(const std::vector<int64_t>& s) { return Tensor::fromVector<int64_t>({static_cast<int64_t>(s.size())}, s); }
+Attrs permAttr(const std::vector<int64_t>& p) { return {{"perm", ir::Attr(p)}}; }
+
+}  // namespace
+
+TEST(DrpaiRules, FusedClipIsCheckedByTheClipRules) {
+  const std::string clip_rule = "Clip is supported as Relu6: min 0 and max 6 or absent (D:L416-421)";
+  EXPECT_TRUE(check(convClipGraph(0, 6), "drpai").empty());
+  expectOneRow(check(convClipGraph(0, 5), "drpai"), "drpai.clip.bounds", clip_rule, "min 0, max 5 (Clip fused into Conv)");
+  expectOneRow(check(convClipGraph(-1, 1), "drpai"), "drpai.clip.bounds", clip_rule, "min -1, max 1 (Clip fused into Conv)");
+  auto rows = check(convClipGraph(0, 5), "drpai");
+  EXPECT_EQ(rows[0].op, "ai.npuc.Conv");
+  EXPECT_EQ(rows[0].node, "conv");
+  // The relaxation turns the rule off, fused or not.
+  EXPECT_TRUE(checkGraph(convClipGraph(0, 5), relaxed("drpai", {"clip-bounds"})).empty());
+  EXPECT_TRUE(checkGraph(convClipGraph(-1, 1), relaxed("drpai", {"clip-bounds"})).empty());
+  auto scalar = [](float v) { return Tensor::fromVector<float>({}, {v}); };
+  EXPECT_TRUE(checkGraph(opGraph("Clip", {{1, 8, 4, 4}}, {}, {scalar(0), scalar(5)}), relaxed("drpai", {"clip-bounds"})).empty());
+  EXPECT_TRUE(check(convClipGraph(0, 5), "generic").empty());
+}
+
+TEST(DrpaiRules, AddSumAndMulOperandsAsTheManualListsThem) {
+  const std::string add_rule =
+      "Add is supported between tensors of the same size, or with a constant bias of one value per channel or one value (D:L369-374)";
+  // Same size (a residual), a per-channel constant bias, one value: supported.
+  EXPECT_TRUE(check(opGraph("Add", {{1, 8, 4, 4}, {1, 8, 4, 4}}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Add", {{1, 8, 4, 4}}, {}, {Tensor(DType::kF32, {1, 8, 1, 1})}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Add", {{1, 8, 4, 4}}, {}, {Tensor(DType::kF32, {8, 1, 1})}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Add", {{1, 8, 4, 4}}, {}, {Tensor::fromVector<float>({}, {3})}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Add", {{1, 64}}, {}, {Tensor(DType::kF32, {64})}), "drpai").empty());
+  // Broadcasting two activations, or a constant along another axis: not in the table.
+  expectOneRow(check(opGraph("Add", {{1, 8, 4, 4}, {1, 8, 1, 1}}), "drpai"), "drpai.add.operands", add_rule,
+               "operands channel broadcast, 0 constant");
+  expectOneRow(check(opGraph("Add", {{1, 8, 4, 4}, {1, 1, 4, 4}}), "drpai"), "drpai.add.operands", add_rule,
+               "operands other broadcast, 0 constant");
+  expectOneRow(check(opGraph("Add", {{1, 8, 4, 4}}, {}, {Tensor(DType::kF32, {4})}), "drpai"), "drpai.add.operands", add_rule,
+               "operands other broadcast, 1 constant");
+  EXPECT_TRUE(checkGraph(opGraph("Add", {{1, 8, 4, 4}, {1, 8, 1, 1}}), relaxed("drpai", {"broadcast"})).empty());
+  EXPECT_TRUE(checkGraph(opGraph("Add", {{1, 8, 4, 4}, {1, 1, 4, 4}}), relaxed("drpai", {"broadcast"})).empty());
+
+  expectOneRow(check(opGraph("Sum", {{1, 8, 4, 4}, {1, 8, 1, 1}}), "drpai"), "drpai.sum.same_size",
+               "Sum is supported over inputs of the same size (D:L659-666)", "inputs broadcast (channel)");
+  EXPECT_TRUE(check(opGraph("Sum", {{1, 8, 4, 4}, {1, 8, 4, 4}, {1, 8, 4, 4}}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Sum", {{1, 8, 4, 4}}), "drpai").empty());  // (one input: nothing broadcasts)
+  EXPECT_TRUE(checkGraph(opGraph("Sum", {{1, 8, 4, 4}, {1, 8, 1, 1}}), relaxed("drpai", {"broadcast"})).empty());
+
+  // Mul: a per-channel (BatchNormalization-equivalent) scale by a constant; not a product of two activations.
+  EXPECT_TRUE(check(opGraph("Mul", {{1, 8, 4, 4}}, {}, {Tensor(DType::kF32, {1, 8, 1, 1})}), "drpai").empty());
+  EXPECT_TRUE(check(opGraph("Mul", {{1, 8, 4, 4}}, {}, {Tensor::fromVector<float>({}, {0.5f})}), "drpai").empty());
+  expectOneRow(check(opGraph("Mul", {{1, 8, 4, 4}, {1, 8, 1, 1}}), "drpai"), "drpai.mul.operands",
+               "Mul is supported as a scale by a constant of one value per channel or one value (BatchNormalization-equivalent, D:L576-578)",
+               "operands channel broadcast, 0 constant");
+  expectOneRow(check(opGraph("Mul", {{1, 8, 4, 4}, {1, 8, 4, 4}}), "drpai"), "drpai.mul.same_size",
+               "Mul of two tensors of the same size is supported only inside Swish, Mish and HardSwish (D:L576-578, D:L761-773)",
+               "an element-wise product (0 constant operand)");
+  EXPECT_TRUE(checkGraph(opGraph("Mul", {{1, 8, 4, 4}, {1, 8, 1, 1}}), relaxed("drpai", {"broadcast"})).empty());
+  EXPECT_FALSE(checkGraph(opGraph("Mul", {{1, 8, 4, 4}, {1, 8, 4, 4}}), relaxed("drpai", {"broadcast"})).empty());
+  EXPECT_TRUE(checkGraph(opGraph("Mul", {{1, 8, 4, 4}, {1, 8, 4, 4}}), relaxed("drpai", {"elementwise-mul"})).empty());
+  EXPECT_TRUE(check(opGraph("Mul", {{1, 8, 4, 4}, {1, 8, 1, 1}}), "generic").empty());
+}
+
+TEST(DrpaiRules, ExpandUpsampleOnlyByTwoThreeOrFour) {
+  const std::string rule =
+      "Expand is supported between two Reshapes as a nearest upsample by N = 2, 3 or 4 over fewer than 16384 channels (D:L479-486)";
+  auto upsample = [](float n, bool from_expand, Shape x = {1, 16, 8, 8}) {
+    ir::Graph g = resizeGraph({{"mode", "nearest"}, {"coordinate_transformation_mode", "asymmetric"}, {"nearest_mode", "floor"}},
+                              {1, 1, n, n}, x);
+    if (from_expand) g.node(g.order()[0]).merged_ops = {"Reshape", "Expand", "Reshape"};
+    return g;
+  };
+  for (float n : {2.f, 3.f, 4.f}) EXPECT_TRUE(check(upsample(n, true), "drpai").empty()) << n;
+  expectOneRow(check(upsample(5, true), "drpai"), "drpai.resize.expand", rule, "N = 40/8, 16 channels");
+  expectOneRow(check(upsample(2, true, {1, 16384, 2, 2}), "drpai"), "drpai.resize.expand", rule, "N = 4/2, 16384 channels");
+  EXPECT_TRUE(check(upsample(5, false), "drpai").empty());  // a Resize of the model's own: Resize's rules only
+  EXPECT_TRUE(checkGraph(upsample(5, true), relaxed("drpai", {"upsample-factor"})).empty());
+}
+
+TEST(DrpaiRules, ReshapeAndTransposeOnlyAtTheModelBoundary) {
+  const std::string reshape_rule =
+      "Reshape is supported as constant handling, a Flatten before a fully-connected layer, part of reorg / SpaceToDepth or the "
+      "Expand upsample, or at the model's inputs and outputs (D:L599-619, D:L4642-4648)";
+  const std::string transpose_rule =
+      "Transpose is supported as part of reorg / SpaceToDepth (D:L672-682), or as an NCHW / NHWC (CHW / HWC) layout change (or none) "
+      "at the model's inputs and outputs (D:L4653-4679)";
+  // Inside the model: refused.
+  ir::Graph mid_reshape = chainGraph({1, 8, 4, 4}, {{"Relu"}, {"Reshape", {}, shapeTensor({1, 4, 8, 4})}, {"Relu"}});
+  auto rows = check(mid_reshape, "drpai");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].rule_id, "drpai.reshape.pattern");
+  EXPECT_EQ(rows[0].rule, reshape_rule);
+  EXPECT_EQ(rows[0].actual, "[1, 8, 4, 4] -> [1, 4, 8, 4] inside the model");
+  EXPECT_EQ(rows[0].index, 1);
+  ir::Graph mid_transpose = chainGraph({1, 8, 4, 4}, {{"Relu"}, {"Transpose", permAttr({0, 1, 3, 2})}, {"Relu"}});
+  rows = check(mid_transpose, "drpai");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].rule_id, "drpai.transpose.pattern");
+  EXPECT_EQ(rows[0].rule, transpose_rule);
+  EXPECT_EQ(rows[0].actual, "perm [0, 1, 3, 2], [1, 8, 4, 4] -> [1, 8, 4, 4]");
+  // A layout change inside the model is no boundary transpose either; one at the boundary that is no layout change.
+  EXPECT_EQ(check(chainGraph({1, 8, 4, 4}, {{"Relu"}, {"Transpose", permAttr({0, 2, 3, 1})}, {"Relu"}}), "drpai").size(), 1u);
+  EXPECT_EQ(check(chainGraph({1, 8, 4, 4}, {{"Transpose", permAttr({0, 1, 3, 2})}, {"Relu"}}), "drpai").size(), 1u);
+  // At the boundary: a channel-last export's layout transposes, reshapes that only rename the shape, through casts.
+  EXPECT_TRUE(check(chainGraph({1, 4, 4, 8}, {{"Transpose", permAttr({0, 3, 1, 2})}, {"Relu"}, {"Transpose", permAttr({0, 2, 3, 1})}}),
+                    "drpai").empty());
+  EXPECT_TRUE(check(chainGraph({1, 4, 4, 8}, {{"Reshape", {}, shapeTensor({1, 4, 4, 8})}, {"Transpose", permAttr({0, 3, 1, 2})},
+                                              {"Relu"}, {"Reshape", {}, shapeTensor({1, 8, 16})}}),
+                    "drpai").empty());
+  EXPECT_TRUE(check(chainGraph({4, 4, 8}, {{"Transpose", permAttr({2, 0, 1})}, {"Reshape", {}, shapeTensor({1, 8, 4, 4})}, {"Relu"}}),
+                    "drpai").empty());
+  EXPECT_TRUE(check(chainGraph({1, 8, 4, 4}, {{"Transpose", permAttr({0, 1, 2, 3})}, {"Relu"}}), "drpai").empty());  // no change
+  EXPECT_EQ(check(chainGraph({2, 3, 4}, {{"Transpose", permAttr({0, 2, 1})}}), "drpai").size(), 1u);
+  // npuc runs them anywhere: the relaxation.
+  const Target t = relaxed("drpai", {"reshape-transpose"});
+  EXPECT_TRUE(checkGraph(mid_reshape, t).empty());
+  EXPECT_TRUE(checkGraph(mid_transpose, t).empty());
+}
+
+TEST(Target, RelaxationsAreDeclaredNamedAndListed) {
+  Target t = loadTarget("drpai");
+  for (const char* n : {"clip-bounds", "broadcast", "elementwise-mul", "upsample-factor", "reshape-transpose"})
+    EXPECT_TRUE(t.relaxations.count(n)) << n;
+  EXPECT_EQ(loadTarget("drpai-v2l").relaxations, t.relaxations);  // inherited
+  try {
+    relax(t, {"broadcast,nope"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no relaxation 'nope'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("clip-bounds"), std::string::npos) << e.what();
+  }
+  Target generic = loadTarget("generic");
+  EXPECT_THROW(relax(generic, {"broadcast"}), Error);  // generic has none
+  // "all", and lists: every rule that names a relaxation is gone, the others stay.
+  Target all = relaxed("drpai", {"all"});
+  EXPECT_EQ(all.relaxed.size(), t.relaxations.size());
+  EXPECT_TRUE(all.findOp("Add")->rules.empty());
+  EXPECT_EQ(all.findOp("Clip")->rules.size(), 1u);  // drpai.clip.channels
+  Target two = relaxed("drpai", {"broadcast, clip-bounds"});
+  EXPECT_EQ(two.relaxed, (std::vector<std::string>{"broadcast", "clip-bounds"}));
+  EXPECT_EQ(two.findOp("Mul")->rules.size(), 1u);  // drpai.mul.same_size
+  // A rule naming an undeclared relaxation, a badly named one: errors of the file.
+  auto expectError = [](const std::string& text, const std::string& what) {
+    auto p = writeTemp("relax.yaml", text);
+    try {
+      loadTarget(p.string());
+      ADD_FAILURE() << "loaded: " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const std::string base = "name: x\nengines: {v: {kind: vector, clock_mhz: 1, elems_per_cycle: 1}}\n";
+  expectError(base + "ops: {Relu: {engine: v, rules: [{id: r1, text: t, require: 'rank == 4', relaxation: wide}]}}\n",
+              "relaxation 'wide' is not declared");
+  expectError(base + "relaxations: {Wide: allows more}\n", "lower-case");
+  expectError(base + "relaxations: {all: allows more}\n", "not 'all'");
+  // The supported-ops page lists them with their rules.
+  const std::string md = supportedOpsMarkdown(t);
+  EXPECT_NE(md.find("## Relaxations"), std::string::npos);
+  EXPECT_NE(md.find("| `clip-bounds` |"), std::string::npos);
+  EXPECT_NE(md.find("`drpai.clip.bounds` | `clip-bounds` |"), std::string::npos);
+  EXPECT_EQ(supportedOpsMarkdown(loadTarget("tidl")).find("relaxation"), std::string::npos);
 }

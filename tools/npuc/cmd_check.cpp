@@ -14,7 +14,7 @@ void addCheck(CLI::App& app, Action& run) {
                                "exit 1 when something is unsupported");
   struct Opts {
     std::string model, target = "drpai", prefix, out_dir = ".";  // the default target of translate too
-    std::vector<std::string> shapes;
+    std::vector<std::string> shapes, relax;
     bool no_report = false, relu6 = false, prepost_full = false, not_check_size = false;
     std::string save_opt, prepost;
   };
@@ -26,6 +26,9 @@ void addCheck(CLI::App& app, Action& run) {
   c->add_option("--prefix", o->prefix, "Report file prefix (default: the model's file name without .onnx)");
   c->add_option("--out,-o", o->out_dir, "Folder for PREFIX_error_report.{csv,json,xlsx}");
   c->add_flag("--no-report", o->no_report, "Print only; write no report files");
+  c->add_option("--relax", o->relax,
+                 "Relaxations of the target to apply, NAME[,NAME...] or all (repeatable): rules of the vendor's manual not "
+                 "checked, because npuc runs more (`npuc targets --supported-ops T` lists them; default: none)");
   c->add_flag("--relu6-to-relu", o->relu6, "Replace Relu6 (Clip(0, 6)) by Relu before checking (-RELU6toRELU of translate)");
   c->add_option("--save-opt-onnx", o->save_opt, "Also write the optimized model (runs on npuc's reference engine)");
   c->add_option("--prepost", o->prepost, "Insert a DRP-AI pre/post-processing definition (validated against the model) before checking");
@@ -39,8 +42,13 @@ void addCheck(CLI::App& app, Action& run) {
       lo.input_shapes = parseShapes(o->shapes);
       Model m = Model::load(o->model, lo);
       if (!o->prepost.empty()) m = m.withPrePost(o->prepost, {o->prepost_full, true, o->not_check_size});
-      auto rows = m.check(o->target, o->relu6);
+      auto rows = m.check(o->target, o->relu6, o->relax);
       if (o->relu6) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
+      if (!o->relax.empty()) {
+        std::string names;
+        for (auto& r : o->relax) names += (names.empty() ? "" : ",") + r;
+        fmt::print("--relax {}: rules of target {} not checked (npuc runs more than the vendor documents)\n", names, o->target);
+      }
       if (!o->save_opt.empty()) {
         m.optimized(o->relu6).saveOnnx(o->save_opt);
         fmt::print("wrote {}\n", o->save_opt);

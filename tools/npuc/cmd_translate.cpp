@@ -36,6 +36,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --out DIR                   output root folder (default: output)
   --input-shape NAME=DIMS     fix an input's shape (repeatable)
   -RELU6toRELU, --relu6-to-relu     replace Relu6 by Relu (says so)
+  --relax NAME[,NAME...]      relaxations of the target (or all; repeatable): rules of the vendor's manual not
+                              checked, because npuc runs more (`npuc targets --supported-ops T` lists them; docs/targets.md)
   -SaveOptOnnx, --save-opt-onnx     also write PREFIX_opt.onnx (the optimized model; report indices refer to it)
   -SaveQdqOnnx, --save-qdq-onnx     int8-affine targets: also write PREFIX_qdq.onnx, the quantized model as standard
                                     ONNX QuantizeLinear / DequantizeLinear pairs (any ONNX runtime runs it on its
@@ -213,7 +215,7 @@ std::string closestOption(const std::string& s) {
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
                                 "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--layer-group",
-                                "--layer-groups"};
+                                "--layer-groups", "--relax"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x;
@@ -331,6 +333,7 @@ void addTranslate(CLI::App& app, Action& run) {
         else if (s == "--dynamic_batch_size" || s == "-dynamic_batch_size") dyn_batch = value(i);
         else if (s == "--dynamic_image_size" || s == "-dynamic_image_size") dyn_image = value(i);
         else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
+        else if (s == "--relax") o.relax.push_back(value(i));
         else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
         else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") o.save_qdq_onnx = true;
         else if (s == "--reuse-memory") o.reuse_memory = true;
@@ -432,6 +435,11 @@ void addTranslate(CLI::App& app, Action& run) {
       o.ranges = parseRanges(ranges);
       fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, onnx, o.target);
       if (o.relu6_to_relu) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
+      if (!o.relax.empty()) {
+        std::string names;
+        for (auto& x : o.relax) names += (names.empty() ? "" : ",") + x;
+        fmt::print("--relax {}: rules of target {} not checked (npuc runs more than the vendor documents)\n", names, o.target);
+      }
       TranslateResult r = [&] {
         try {
           return translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
