@@ -512,3 +512,28 @@ def test_every_node_of_an_unknown_op_has_its_row_in_the_report(tmp_path):
         rows = list(csv.DictReader(f))
     assert [(r["node_idx"], r["name"], r["op_type"]) for r in rows] == [("1", "bar", "FooOp"), ("2", "qux", "com.acme.Baz")]
     assert all(r["rule_id"] == "drpai.import" and "Not Support Layer Error" in r["message"] for r in rows)
+
+
+def test_drpai_messages_are_the_manuals(tmp_path):
+    # Issue 47.9: where the DRP-AI manual prints a message (§9), npuc prints it too, so scripts that grep for it work.
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    from onnx import TensorProto, helper, save
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])
+    save(helper.make_model(helper.make_graph([helper.make_node("Erf", ["x"], ["y"], name="bar")], "erf", [x], [y]),
+                           opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "erf.onnx"))
+    save(helper.make_model(helper.make_graph([helper.make_node("FooOp", ["x"], ["y"], name="baz")], "foo", [x], [y]),
+                           opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "foo.onnx"))
+    r = subprocess.run([CLI, "translate", "erf", "-onnx", str(tmp_path / "erf.onnx"), "--out", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 1 and "[Error(DRP Converter-003)] Not support layer: 'Erf'" in r.stdout, r.stdout
+    r = subprocess.run([CLI, "check", str(tmp_path / "erf.onnx"), "--target", "drpai", "--no-report"], capture_output=True, text=True)
+    assert r.returncode == 1 and "Tool does not support onnx operator 'Erf'." in r.stdout, r.stdout
+    r = subprocess.run([CLI, "translate", "foo", "-onnx", str(tmp_path / "foo.onnx"), "--out", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 2 and "ONNX: Not Support Layer Error: Not Support\nName: baz\nOp : FooOp\n" in r.stdout, r.stdout
+    small = os.path.join(SRC, "tests", "data", "small_plane_conv.onnx")  # 3x3 stride 2 unpadded on 4x4: needs 5x7
+    r = subprocess.run([CLI, "check", small, "--target", "drpai", "--no-report"], capture_output=True, text=True)
+    assert ("ONNX: Conv Minimum plane size violation\n3x3 st=2 pad=(0, 0, 0, 0))\nHW requirement of minimum 2D plane size: "
+            "(width 5, height 7\nActual input : (width 4, height 4)\n") in r.stdout, r.stdout
+    r = subprocess.run([CLI, "check", str(tmp_path / "erf.onnx"), "--target", "generic", "--no-report"], capture_output=True, text=True)
+    assert "DRP Converter" not in r.stdout

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <regex>
 #include <set>
 
 namespace npuc::cli {
@@ -156,6 +157,31 @@ std::vector<std::string> safeFileNames(const std::vector<std::string>& names, co
       take(i, pick);
     }
   return out;
+}
+
+std::string drpaiManualMessage(const std::string& target, const CheckRow& r) {
+  if (target.rfind("drpai", 0) != 0) return "";
+  if (r.rule_id == target + ".op" || r.rule_id == "drpai.op")
+    return fmt::format(" [Error(DRP Converter-003)] Not support layer: '{}'\nTool does not support onnx operator '{}'.\n", r.op, r.op);
+  if (r.rule_id == "drpai.conv.min_plane") {
+    // rule: "... violation: KxK st=S pad=(t,l,b,r) needs width ≥ W, height ≥ H (§4.1.3)", actual: "width w, height h"
+    static const std::regex rule(R"((\d+)x(\d+) st=(\d+) pad=\((\d+),(\d+),(\d+),(\d+)\) needs width ≥ (\d+), height ≥ (\d+))");
+    static const std::regex actual(R"(width (\d+), height (\d+))");
+    std::smatch m, a;
+    if (!std::regex_search(r.rule, m, rule) || !std::regex_search(r.actual, a, actual)) return "";
+    return fmt::format("ONNX: Conv Minimum plane size violation\n{}x{} st={} pad=({}, {}, {}, {}))\nHW requirement of minimum 2D plane "
+                       "size: (width {}, height {}\nActual input : (width {}, height {})\n",
+                       m.str(1), m.str(2), m.str(3), m.str(5), m.str(7), m.str(4), m.str(6), m.str(8), m.str(9), a.str(1), a.str(2));
+  }
+  return "";
+}
+
+std::string drpaiManualMessage(const std::string& target, const std::string& error) {
+  if (target.rfind("drpai", 0) != 0) return "";
+  static const std::regex unknown(R"(node '([^']*)' \(([^)]*)\): unknown op)");
+  std::smatch m;
+  if (!std::regex_search(error, m, unknown)) return "";
+  return fmt::format("ONNX: Not Support Layer Error: Not Support\nName: {}\nOp : {}\n", m.str(1), m.str(2));
 }
 
 std::string humanCount(int64_t n) {

@@ -41,6 +41,12 @@ std::string safeFileName(const std::string& name);
 /// distinct — a name that needs no change keeps it; one whose base is taken (by another tensor's base plus any of
 /// `suffixes`, the file names each base makes) gets _2, _3, … Same names, same result.
 std::vector<std::string> safeFileNames(const std::vector<std::string>& names, const std::vector<std::string>& suffixes = {""});
+/// The DRP-AI Translator's own message for a broken rule, as its manual prints it (§9: "[Error(DRP Converter-003)] Not
+/// support layer: 'Op'", "ONNX: Conv Minimum plane size violation …"), so that scripts that grep for them work; empty
+/// for other targets and rules.
+std::string drpaiManualMessage(const std::string& target, const CheckRow& r);
+/// The same for an error (an op npuc cannot import: "ONNX: Not Support Layer Error: Not Support / Name / Op").
+std::string drpaiManualMessage(const std::string& target, const std::string& error);
 /// Text for HTML (element content and quoted attributes): < > & " ' escaped.
 std::string htmlEscape(const std::string& s);
 /// Writes a text file (kIo naming it when it cannot).

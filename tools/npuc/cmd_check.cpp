@@ -58,6 +58,7 @@ void addCheck(CLI::App& app, Action& run) {
       } else {
         fmt::print("{}: {} problem{} for target {}\n", o->model, rows.size(), rows.size() > 1 ? "s" : "", o->target);
         for (auto& r : rows) {
+          fmt::print("{}", drpaiManualMessage(o->target, r));
           fmt::print("  [{}] {} ({}): {}\n      actual: {}\n", r.index, r.node, r.op, r.rule, r.actual);
           if (!r.fix.empty()) fmt::print("      fix: {}\n", r.fix);
           fmt::print("      rule: {}\n", r.rule_id);

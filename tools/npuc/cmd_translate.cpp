@@ -446,6 +446,7 @@ void addTranslate(CLI::App& app, Action& run) {
         } catch (const Error& e) {
           // The manual's hint (§7.3): an error that seems to come from the definition disagreeing with the model.
           std::string what = e.what();
+          fmt::print("{}", drpaiManualMessage(o.target, what));  // (the manual's text for an op it cannot import)
           if (!o.prepost.empty() && !o.check_prepost && what.find(o.prepost.string()) != std::string::npos)
             fmt::print(stderr, "hint: the pre/post-processing definition {} may disagree with the model; run again with "
                                "-CheckPrePost ON to check them ([Error Ynn] messages; the optimized model is saved to "
@@ -455,7 +456,10 @@ void addTranslate(CLI::App& app, Action& run) {
       }();
       if (!r.ok) {
         fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), o.target);
-        for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
+        for (auto& e : r.errors) {
+          fmt::print("{}", drpaiManualMessage(o.target, e));
+          fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
+        }
       } else {
         for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
         if (r.quantized && r.calibration_samples)
