@@ -214,6 +214,9 @@ std::string OutputDir::whyNotReplaceable(const fs::path& dir) {
       (body += line) += '\n';
       ours.insert(entryPath(line));
     }
+    if (header == "npuc output folder: a later npuc run may replace this folder with a new one.")
+      return "holds the marker of an earlier npuc version, which did not list the files npuc wrote: npuc cannot tell yours "
+             "from its own and does not replace it; remove the folder yourself once (or choose another PREFIX or --out)";
     if (header + "\n" != kMarkerHeader || sum != "sha256 " + sha256Hex(body.data(), body.size()))
       return "holds a " + std::string(kMarker) + " file that is not npuc's (unreadable or edited): npuc does not replace the "
              "folder; remove it yourself or choose another PREFIX or --out";
