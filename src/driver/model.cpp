@@ -16,6 +16,7 @@
 #include "support/file.hpp"
 #include "support/log.hpp"
 #include "support/npy.hpp"
+#include "support/thread_pool.hpp"
 #include "target/check.hpp"
 
 #include <fmt/format.h>
@@ -309,7 +310,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
       quant::productBiasesAsGemms(g, keep, &rows_of);
     }
     auto samples = calibrationSamples(g, o.calibration);
-    int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int threads = o.threads > 0 ? o.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, ThreadPool::kMaxThreads);
     auto stats = quant::collectStats(g, samples, threads);
     std::optional<quant::InputMeans> means;
     if (o.bias_correction) {  // the float model's input means, before anything is quantized

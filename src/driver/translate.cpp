@@ -17,6 +17,7 @@
 #include "quant/pow2.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
+#include "support/thread_pool.hpp"
 #include "target/check.hpp"
 #include "target/target.hpp"
 
@@ -863,7 +864,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     } else if (!o.calibration.empty()) {
       // Measured on the optimized model alone (its inputs are what the samples give), applied below by layer name.
       auto samples = calibrationSamples(graphOf(body), o.calibration);
-      const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      const int threads = o.threads > 0 ? o.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, ThreadPool::kMaxThreads);
       if (t.numerics == Numerics::kFp16) {
         means = quant::measureInputMeans(graphOf(body), samples, threads);
         report("calibrate", sw.lap());

@@ -3,6 +3,12 @@
 // parallelFor splits [0, n) into chunks handed out dynamically; the calling thread works too. Kernels must
 // give every output element to exactly one chunk and never split a floating-point reduction across chunks,
 // so results are identical for every thread count and every schedule.
+//
+// Robustness (issue 46): a pool takes at most kMaxThreads threads (more is an error, as on the CLI); a worker the
+// system cannot start is an error naming how many were asked for and how many started (those are joined first);
+// and a pool survives fork(): a forked child has none of its parent's threads, so the child's copy of every pool
+// starts workers of its own on its first parallelFor (pthread_atfork handlers; the parent waits for running
+// parallelFor calls before forking, so the child never inherits a lock held by a thread it does not have).
 #pragma once
 
 #include <atomic>
@@ -17,13 +23,17 @@ namespace npuc {
 
 class ThreadPool {
  public:
-  /// threads: total workers including the caller (>= 1).
+  /// The most threads a pool takes (the CLI's --threads range; Python's and the C API's threads too).
+  static constexpr int kMaxThreads = 256;
+
+  /// threads: total workers including the caller (values below 1 mean 1; above kMaxThreads: kInvalidArgument).
+  /// A worker thread the system cannot start: npuc::Error (kIo), after the workers already started are joined.
   explicit ThreadPool(int threads = 1);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  int size() const { return threads_; }
 
   /// Calls fn(begin, end) over disjoint ranges covering [0, n), each at most `grain` long (0 = n / size()).
   /// Nested calls from inside fn run serially on the calling thread.
@@ -32,24 +42,18 @@ class ThreadPool {
   /// Shared pool with the given thread count (created on first use per count).
   static ThreadPool& shared(int threads);
 
- private:
-  void workerLoop();
-  void runChunks();
+  struct Core;  // (the workers and their synchronisation: replaced in a forked child)
 
-  std::vector<std::thread> workers_;
-  // Workers and the caller spin briefly (a few tens of microseconds) on generation_ / active_ before blocking
-  // on the condition variables, so back-to-back parallelFor calls do not pay a futex wake-up each.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable done_cv_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
-  std::atomic<int> active_{0};
-  // Current job.
-  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0, grain_ = 1;
-  std::atomic<int64_t> next_{0};
-  std::mutex job_mu_;  // serialises concurrent parallelFor calls from different threads
+ private:
+  friend struct ForkHandlers;
+  int threads_ = 1;
+  Core* core_ = nullptr;
 };
+
+namespace detail {
+/// Tests: the next `n` worker threads start, the one after fails as std::thread does when the system has no more
+/// (std::system_error, EAGAIN); then starting works again. n < 0: no failure (the default).
+void failThreadStartAfter(int n);
+}  // namespace detail
 
 }  // namespace npuc

@@ -10,9 +10,20 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <dlfcn.h>
+#include <elf.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <variant>
@@ -419,6 +430,132 @@ TEST(CustomOp, AFileThatIsNotAPluginIsNamed) {
   // A shared library that is not a plugin (the C++ runtime itself has no entry point).
   msg = errorOf([&] { registerCustomOp(pluginPath("noentry")); });
   EXPECT_NE(msg.find("not an npuc plugin"), std::string::npos) << msg;
+}
+
+// ---- Libraries that would crash or block the loader (issue 46.3): refused before dlopen, or by a trial load in a
+// child process; the test process survives each. ----
+
+std::vector<char> bytesOf(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+void writeBytes(const fs::path& p, const char* data, size_t n) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(data, static_cast<std::streamsize>(n));
+}
+
+/// Whether the process has `p` mapped (dlopen without loading).
+bool isLoaded(const fs::path& p) {
+  void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+/// Runs `f` in a forked child that dies of SIGALRM after `seconds` (a regression that hangs fails instead of hanging
+/// the test run); true when it returned true.
+bool inChildWithin(int seconds, const std::function<bool()>& f) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(static_cast<unsigned>(seconds));
+    bool ok = false;
+    try {
+      ok = f();
+    } catch (...) {
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  EXPECT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+                                 << " (SIGALRM = " << SIGALRM << ": it hung)";
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST(CustomOp, ATruncatedLibraryIsRefusedBeforeDlopenAndTheProcessSurvives) {
+  const fs::path dir = test::scratchDir("truncated");
+  const std::vector<char> good = bytesOf(pluginPath("good"));
+  ASSERT_GT(good.size(), 4096u);
+  for (size_t cut : {size_t{10}, size_t{40}, size_t{100}, size_t{1000}, good.size() / 4, good.size() / 2, good.size() - 1}) {
+    const fs::path p = dir / ("libcut" + std::to_string(cut) + ".so");
+    writeBytes(p, good.data(), cut);
+    const std::string msg = errorOf([&] { registerCustomOp(p); });
+    EXPECT_NE(msg.find(p.filename().string()), std::string::npos) << cut << ": " << msg;
+    EXPECT_NE(msg.find("truncated or corrupt"), std::string::npos) << cut << ": " << msg;
+    EXPECT_FALSE(isLoaded(p)) << cut;
+  }
+}
+
+TEST(CustomOp, ALibraryWhoseSectionTableLiesPastItsEndIsRefusedBeforeDlopen) {
+  const fs::path dir = test::scratchDir("shoff");
+  std::vector<char> b = bytesOf(pluginPath("good"));
+  ASSERT_GE(b.size(), sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  eh.e_shoff = b.size() + 4096;
+  std::memcpy(b.data(), &eh, sizeof eh);
+  const fs::path p = dir / "libshoff.so";
+  writeBytes(p, b.data(), b.size());
+  const std::string msg = errorOf([&] { registerCustomOp(p); });
+  EXPECT_NE(msg.find("libshoff.so"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("section header table"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lies past the end of the file"), std::string::npos) << msg;
+  EXPECT_FALSE(isLoaded(p));
+}
+
+TEST(CustomOp, ALibraryWhoseLoadableSegmentLiesPastItsEndIsRefusedBeforeDlopen) {
+  const fs::path dir = test::scratchDir("ptload");
+  std::vector<char> b = bytesOf(pluginPath("good"));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  uint64_t end = 0;  // the end of the last loadable segment's bytes in the file
+  for (size_t k = 0; k < eh.e_phnum; ++k) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, b.data() + eh.e_phoff + k * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD) end = std::max<uint64_t>(end, ph.p_offset + ph.p_filesz);
+  }
+  ASSERT_GT(end, 1u);
+  // Cut inside that segment, without section headers (legal: the loader does not need them), so only the segment
+  // rule can see it.
+  eh.e_shoff = 0;
+  eh.e_shnum = 0;
+  eh.e_shstrndx = 0;
+  std::memcpy(b.data(), &eh, sizeof eh);
+  const fs::path p = dir / "libptload.so";
+  writeBytes(p, b.data(), end - 1);
+  const std::string msg = errorOf([&] { registerCustomOp(p); });
+  EXPECT_NE(msg.find("libptload.so"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("loadable segment"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lies past the end of the file"), std::string::npos) << msg;
+  EXPECT_FALSE(isLoaded(p));
+}
+
+TEST(CustomOp, ALibraryThatCrashesWhileLoadingIsRefusedAndTheProcessSurvives) {
+  const fs::path p = pluginPath("crashload");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = errorOf([&] { registerCustomOp(p); });
+  EXPECT_NE(msg.find("libnpuc_test_plugin_crashload.so"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("crashed while loading (signal 7, SIGBUS)"), std::string::npos) << msg;
+  EXPECT_FALSE(isLoaded(p));
+  // Asked again: refused again (only libraries that loaded are remembered), and the op is not registered.
+  EXPECT_NE(errorOf([&] { registerCustomOp(p); }).find("crashed while loading"), std::string::npos);
+  EXPECT_NE(errorOf([&] { Model::fromOnnxBytes(model("test.crashload"), "custom.onnx"); }).find("unknown op"),
+            std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+TEST(CustomOp, AFifoIsRefusedAtOnce) {
+  const fs::path dir = test::scratchDir("fifo");
+  const fs::path p = dir / "libfifo.so";
+  ASSERT_EQ(mkfifo(p.c_str(), 0600), 0);
+  // In a child with a deadline: a reader that opened the FIFO would wait for a writer forever.
+  EXPECT_TRUE(inChildWithin(10, [&] {
+    const std::string msg = errorOf([&] { registerCustomOp(p); });
+    const bool ok = msg.find("libfifo.so") != std::string::npos && msg.find("is not a regular file") != std::string::npos;
+    if (!ok) std::fprintf(stderr, "message: %s\n", msg.c_str());
+    return ok;
+  }));
 }
 
 TEST(CustomOp, AnUnknownOpSaysHowToAddOne) {

@@ -36,6 +36,13 @@
 #define DOMAIN "test.stateful"  // correct, with state: y = x * scale + bias[c] + (the layer's calls before this one)
 #elif defined(FAULT_RANGES)
 #define DOMAIN "test.ranges"  // correct, with optional parameters of declared widths (not used by the computation)
+#elif defined(FAULT_CRASHLOAD)
+#define DOMAIN "test.crashload"  // its initialisation dies of SIGBUS while dlopen runs it (as a truncated library does)
+#endif
+
+#if defined(FAULT_CRASHLOAD)
+#include <signal.h>
+__attribute__((constructor)) static void crashWhileLoading() { ::raise(SIGBUS); }
 #endif
 
 namespace {

@@ -7,10 +7,21 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace npuc;
@@ -174,6 +185,150 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
       for (auto& h : hits) EXPECT_EQ(h.load(), 1);
     }
   }
+}
+
+// ---- The pool when threads cannot start, and after fork (issue 46.4). Each runs where a hang is a failure: in a
+// forked child that SIGALRM ends. ----
+
+namespace {
+
+/// Runs `f` in a forked child that dies of SIGALRM after `seconds`; true when it returned true within them.
+bool inChildWithin(int seconds, const std::function<bool()>& f) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(static_cast<unsigned>(seconds));
+    bool ok = false;
+    try {
+      ok = f();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  EXPECT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+                                 << " (SIGALRM = " << SIGALRM << ": it hung; SIGABRT = " << SIGABRT << ")";
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int threadsOfThisProcess() {
+  int n = 0;
+  for (auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+/// parallelFor over [0, n) hits every index once.
+bool coversOnce(ThreadPool& pool, int64_t n) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  pool.parallelFor(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+  }, 7);
+  for (auto& h : hits)
+    if (h.load() != 1) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST(ThreadPool, AWorkerThatCannotStartIsAnErrorAndTheStartedOnesAreJoined) {
+  EXPECT_TRUE(inChildWithin(20, [] {
+    const int before = threadsOfThisProcess();
+    detail::failThreadStartAfter(3);
+    try {
+      ThreadPool pool(8);
+      std::fprintf(stderr, "no error\n");
+      return false;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      if (e.code() != ErrorCode::kIo || m.find("8 threads asked for") == std::string::npos ||
+          m.find("started 3 workers") == std::string::npos) {
+        std::fprintf(stderr, "message: %s\n", m.c_str());
+        return false;
+      }
+    }
+    if (threadsOfThisProcess() != before) {
+      std::fprintf(stderr, "%d threads before, %d after\n", before, threadsOfThisProcess());
+      return false;
+    }
+    ThreadPool again(4);  // (the failure was one start: the next pool starts)
+    return coversOnce(again, 1000);
+  }));
+}
+
+TEST(ThreadPool, ThreadsTheSystemRefusesAreAnErrorNotAHang) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers reserve address space beyond any small RLIMIT_AS";
+#else
+  EXPECT_TRUE(inChildWithin(20, [] {
+    // Address space for a few 8 MiB thread stacks beyond what the process maps now: the system refuses the rest.
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (48u << 20);
+    const rlimit rl{limit, limit};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) return false;
+    try {
+      ThreadPool pool(ThreadPool::kMaxThreads);
+      std::fprintf(stderr, "no error\n");
+      return false;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      const bool ok = e.code() == ErrorCode::kIo && m.find("256 threads asked for") != std::string::npos;
+      if (!ok) std::fprintf(stderr, "message: %s\n", m.c_str());
+      return ok && threadsOfThisProcess() == 1;
+    }
+  }));
+#endif
+}
+
+TEST(ThreadPool, MoreThreadsThanTheMaximumAreRefused) {
+  for (int n : {ThreadPool::kMaxThreads + 1, 1000, 5000}) {
+    try {
+      ThreadPool pool(n);
+      ADD_FAILURE() << n << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("threads must be 1 to 256 (got " + std::to_string(n) + ")"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(ThreadPool::shared(n), Error);
+  }
+  ThreadPool most(ThreadPool::kMaxThreads);
+  EXPECT_EQ(most.size(), ThreadPool::kMaxThreads);
+}
+
+TEST(ThreadPool, AForkedChildRunsMultiThreadedAfterItsParentDid) {
+  ThreadPool own(4);
+  ASSERT_TRUE(coversOnce(own, 1000));
+  ASSERT_TRUE(coversOnce(ThreadPool::shared(3), 1000));
+  EXPECT_TRUE(inChildWithin(10, [&] {
+    bool ok = coversOnce(own, 1000) && coversOnce(ThreadPool::shared(3), 1000) && coversOnce(ThreadPool::shared(2), 100);
+    // The child's pools have workers of their own: 1 (this thread) + 3 + 2 + 1.
+    const int n = threadsOfThisProcess();
+    if (n != 7) std::fprintf(stderr, "%d threads in the child\n", n);
+    return ok && n == 7 && coversOnce(own, 5000);
+  }));
+  EXPECT_TRUE(coversOnce(own, 1000));  // (the parent's pool is untouched)
+}
+
+TEST(ThreadPool, ForkWhileAnotherThreadRunsThePool) {
+  ThreadPool pool(3);
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  std::thread busy([&] {
+    while (!stop.load()) {
+      if (!coversOnce(pool, 2000)) ADD_FAILURE() << "parent round";
+      rounds++;
+    }
+  });
+  for (int k = 0; k < 5; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(inChildWithin(10, [&] { return coversOnce(pool, 2000) && coversOnce(pool, 3); })) << "fork " << k;
+  }
+  stop.store(true);
+  busy.join();
+  EXPECT_GT(rounds.load(), 0);
 }
 
 TEST(Sha256, KnownDigests) {

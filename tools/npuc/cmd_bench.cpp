@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <system_error>
 
 namespace npuc::cli {
 
@@ -100,17 +101,25 @@ void benchConcurrent(const std::vector<std::string>& dirs, int threads, bool exa
   std::vector<std::exception_ptr> errors(rts.size());
   const double t0 = nowMs();
   std::vector<std::thread> pool;
-  for (size_t k = 0; k < rts.size(); ++k)
-    pool.emplace_back([&, k] {
-      try {
-        const double a = nowMs();
-        for (int i = 0; i < runs; ++i) rts[k].run();
-        ms[k] = (nowMs() - a) / runs;
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    });
+  std::exception_ptr not_started;
+  try {
+    for (size_t k = 0; k < rts.size(); ++k)
+      pool.emplace_back([&, k] {
+        try {
+          const double a = nowMs();
+          for (int i = 0; i < runs; ++i) rts[k].run();
+          ms[k] = (nowMs() - a) / runs;
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
+      });
+  } catch (const std::system_error& e) {  // (a thread the system cannot start: those started are joined first)
+    not_started = std::make_exception_ptr(
+        Error(ErrorCode::kIo, fmt::format("cannot start a thread for each of the {} packages ({} started): {}",
+                                          rts.size(), pool.size(), e.what())));
+  }
   for (auto& t : pool) t.join();
+  if (not_started) std::rethrow_exception(not_started);
   const double wall = nowMs() - t0;
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
