@@ -142,6 +142,12 @@ py::dict layerInfo(const RuntimeLayer& l) {
   d["opexp"] = l.opexp;
   d["onnx_nodes"] = l.onnx_nodes;
   d["output"] = tensorInfo(l.output);
+  if (!l.more_outputs.empty()) {  // (a custom layer of several outputs: outputs 1, 2, …)
+    py::list more;
+    for (const RuntimeTensor& o : l.more_outputs) more.append(tensorInfo(o));
+    d["more_outputs"] = more;
+    d["output_index"] = l.output_index;  // (in a run's callback: which output "output" is)
+  }
   if (l.scale > 0) {
     d["scale"] = l.scale;
     d["zero_point"] = l.zero_point;

@@ -234,6 +234,12 @@ struct CustomOpSkeleton {
   std::vector<std::string> notes;
 };
 CustomOpSkeleton createCustomOp(const std::filesystem::path& config, const std::filesystem::path& op_path, bool force);
+/// `npuc custom-op build --test --param NAME=VALUE`: each assignment checked against the parameters the op definition
+/// (`config`, an op folder's op.yml) declares — a declared name, given once, a value of its type (bool: true, false,
+/// 1 or 0; int: an integer; float: a number; ints / floats: numbers separated by commas), within the range of its
+/// VX type — and returned as the harness's arguments ("--param", "NAME=V1,V2", …). The harness takes numbers, so a
+/// string or tensor parameter is refused. Errors (kInvalidArgument) name the parameter, the value and the rule.
+std::vector<std::string> customOpTestArgs(const std::filesystem::path& config, const std::vector<std::string>& assignments);
 
 /// Targets found in $NPUC_TARGETS_DIR and the built-in targets folder.
 std::vector<TargetInfo> listTargets();

@@ -53,7 +53,9 @@ struct RuntimeLayer {
   std::string name;       // layer name (the optimized graph's node)
   std::string opexp;      // fused ONNX ops
   std::vector<std::string> onnx_nodes;
-  RuntimeTensor output;   // the value it writes (name = the ONNX value name)
+  RuntimeTensor output;   // the value it writes (name = the ONNX value name); a layer of several outputs: its first
+  std::vector<RuntimeTensor> more_outputs;  // a custom layer of several outputs: outputs 1, 2, … (empty otherwise)
+  int output_index = 0;   // in a LayerCallback: which of the layer's outputs `output` is (0: output, k: more_outputs[k-1])
   std::vector<std::string> inputs;  // the values it reads: package inputs and earlier layers' outputs, in operand order
   int group = 0;          // its layers group (a pipeline stage: Pipeline), 0 when the package has none
   // int8-affine packages: an int8 output is the codes of the float tensor `float_value`, real = (q - zero_point) *
@@ -110,7 +112,8 @@ struct DynamicAippParams {
                                       const std::vector<std::vector<std::pair<std::string, std::string>>>& batch = {});
 };
 
-/// Called after every layer with the layer and a view of its output in device memory (valid during the call).
+/// Called after every layer with the layer and a view of its output in device memory (valid during the call); for a
+/// layer of several outputs, once per output in order, `output` and `output_index` naming the one the view holds.
 using LayerCallback = std::function<void(const RuntimeLayer&, const Tensor& output)>;
 
 class Runtime {

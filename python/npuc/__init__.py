@@ -210,8 +210,8 @@ def compare(onnx_file, package, inputs, threads=1):
     rt = Runtime(package, threads=threads)
     layer_out = {}
 
-    def keep(layer, y):
-        layer_out[layer["seq"]] = (layer, y)
+    def keep(layer, y):  # (a custom layer of several outputs: one entry per output)
+        layer_out[(layer["seq"], layer.get("output_index", 0))] = (layer, y)
 
     rt.run(inputs, callback=keep)
     wanted = []
@@ -235,8 +235,9 @@ def compare(onnx_file, package, inputs, threads=1):
             ref[name] = inputs[name]
     model_values = set(ref)
     rows = []
-    for seq in sorted(layer_out):
-        layer, y = layer_out[seq]
+    for key in sorted(layer_out):
+        seq = key[0]
+        layer, y = layer_out[key]
         value = layer.get("float_value") or layer["output"]["name"]
         row = {"seq": seq, "layer": layer["name"], "kind": layer["kind"], "value": value, "shape": tuple(y.shape),
                "matched": value in model_values and np.asarray(ref[value]).size == y.size}

@@ -176,6 +176,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   for (size_t i = 0; i < descs.size(); ++i) {
     for (int v : descs[i].ins) vals[static_cast<size_t>(v)].last_reader = static_cast<int>(i);
     vals[static_cast<size_t>(descs[i].out)].writer = static_cast<int>(i);
+    for (int v : descs[i].more_outs) vals[static_cast<size_t>(v)].writer = static_cast<int>(i);
   }
   for (auto& v : vals)
     for (auto& d : v.shape)
@@ -204,6 +205,14 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   std::vector<int> buf_val;
   std::map<int, size_t> slab_buffer;  // a Concat done in place: its result's buffer
   for (size_t i = 0; i < descs.size(); ++i) {
+    // A custom layer's other outputs: buffers of their own, alive from the layer to their last reader (a Concat never
+    // takes them in place: concatsInPlace knows only a layer's first output as a writer).
+    for (int v : descs[i].more_outs) {
+      const LVal& l = vals[static_cast<size_t>(v)];
+      if (l.space != 'd' || l.alias >= 0) continue;
+      bufs.push_back({l.name, bytesOf(l), static_cast<int>(i), std::max(static_cast<int>(i), l.last_reader)});
+      buf_val.push_back(v);
+    }
     const int out = descs[i].out;
     LVal& l = vals[static_cast<size_t>(out)];
     if (l.space != 'd') continue;
@@ -316,7 +325,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     d.act_a = ld.act_a;
     d.act_b = ld.act_b;
     d.n_in = static_cast<uint8_t>(ld.ins.size());
-    d.n_out = 1;
+    d.n_out = static_cast<uint8_t>(1 + ld.more_outs.size());
     if (!ld.params.empty()) {
       d.param_addr = static_cast<uint32_t>(base("drp_param") + param_off[i]);
       d.param_size = static_cast<uint32_t>(ld.params.size() * 4);
@@ -324,6 +333,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     for (size_t k = 0; k < ld.ins.size(); ++k)
       d.refs[k] = refOf(ld.ins[k], ld.views.empty() ? nullptr : &ld.views[k]);
     d.refs[ld.ins.size()] = refOf(ld.out, ld.views.empty() ? nullptr : &ld.views.back());
+    for (size_t k = 0; k < ld.more_outs.size(); ++k) d.refs[ld.ins.size() + 1 + k] = refOf(ld.more_outs[k], nullptr);
     if (ld.engine == Engine::kVector) d.lib = lib_of.at(ld.kind);
   }
   // Per engine, the last descriptor that wrote / read each byte (interval maps: O(n log n) over the program).
@@ -341,16 +351,20 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       auto [lo, hi] = span(r);
       m.forEachOverlap(lo, hi, [&](uint64_t, uint64_t, int64_t seq) { need = std::max(need, seq); });
     };
-    latest(last_write[other], d.out(0));  // WAW
-    latest(last_read[other], d.out(0));   // WAR
+    for (int k = 0; k < d.n_out; ++k) {
+      latest(last_write[other], d.out(k));  // WAW
+      latest(last_read[other], d.out(k));   // WAR
+    }
     for (int k = 0; k < d.n_in; ++k) latest(last_write[other], d.in(k));  // RAW
     if (last_of[other] > static_cast<int64_t>(i)) {
       for (int k = 0; k < d.n_in; ++k) {
         auto [lo, hi] = span(d.in(k));
         last_read[e].assign(lo, hi, static_cast<int64_t>(i));
       }
-      auto [olo, ohi] = span(d.out(0));
-      last_write[e].assign(olo, ohi, static_cast<int64_t>(i));
+      for (int k = 0; k < d.n_out; ++k) {
+        auto [olo, ohi] = span(d.out(k));
+        last_write[e].assign(olo, ohi, static_cast<int64_t>(i));
+      }
     }
     if (need > covered[e]) {
       d.wait = static_cast<uint32_t>(need);
@@ -370,6 +384,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     li.opexp = descs[i].opexp;
     li.onnx_nodes = descs[i].onnx_nodes;
     li.output = vals[static_cast<size_t>(descs[i].out)].name;
+    for (int v : descs[i].more_outs) li.extra_outputs.push_back(vals[static_cast<size_t>(v)].name);
     if (const auto& q = vals[static_cast<size_t>(descs[i].out)].quant) {
       li.scale = q->scale;
       li.zero_point = q->zero_point;

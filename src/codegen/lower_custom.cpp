@@ -34,9 +34,10 @@ bool validUtf8(const std::string& s) {
 }  // namespace
 
 void Lowerer::customNode(const ir::Node& n, const plugin::CustomOp& op) {
-  if (!ops::customOutputsFitAPackage(n))
-    unsupported(n, "{}: a custom layer of a package writes one output, the op's first (the node uses another, or more "
-                "than one)", op.label());
+  const int n_out = ops::customPackageOutputs(n);
+  if (n_out < 1)
+    unsupported(n, "{}: a custom layer of a package writes the op's outputs up to the last the node uses; the node leaves "
+                "one before it unnamed", op.label());
   std::vector<int> ins;
   for (int i = 0; i < op.numInputs(); ++i) {
     ins.push_back(in(n, i));
@@ -66,10 +67,13 @@ void Lowerer::customNode(const ir::Node& n, const plugin::CustomOp& op) {
     }
     rec.params.push_back(std::move(q));
   }
-  if (ins.empty() || ins.size() > package::kMaxRefs - 1)
-    unsupported(n, "{}: {} tensor inputs (parameters included); a custom layer takes 1 to {}", op.label(), ins.size(),
-                package::kMaxRefs - 1);
-  LDesc& d = emit(n, LayerKind::kCustom, ins, outVal(n, n.outputs[0]));
+  if (ins.empty() || ins.size() + static_cast<size_t>(n_out) > package::kMaxRefs)
+    unsupported(n, "{}: {} tensor inputs (parameters included) and {} outputs; a custom layer takes 1 to {} inputs and "
+                "{} tensors in all", op.label(), ins.size(), n_out, package::kMaxRefs - 1, package::kMaxRefs);
+  std::vector<int> outs;
+  for (int k = 0; k < n_out; ++k) outs.push_back(outVal(n, n.outputs[static_cast<size_t>(k)]));
+  LDesc& d = emit(n, LayerKind::kCustom, ins, outs[0]);
+  d.more_outs.assign(outs.begin() + 1, outs.end());
   d.opexp = op.qualifiedName();
   d.custom = std::move(rec);
 }

@@ -51,6 +51,7 @@ struct LDesc {
   std::vector<int> ins;
   std::vector<Shape> views;  // per input then the output: the dims recorded in the reference (same numel)
   int out = -1;
+  std::vector<int> more_outs;  // a custom layer of several outputs: outputs 1, 2, … (lower_custom.cpp)
   std::string name, opexp;
   std::vector<std::string> onnx_nodes;
   std::optional<package::CustomLayer> custom;  // custom layers (lower_custom.cpp)

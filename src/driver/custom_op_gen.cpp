@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 namespace npuc {
 
@@ -592,6 +595,74 @@ CustomOpSkeleton createCustomOp(const fs::path& config, const fs::path& op_path,
     r.files.push_back(p);
   }
   return r;
+}
+
+std::vector<std::string> customOpTestArgs(const fs::path& config, const std::vector<std::string>& assignments) {
+  std::vector<std::string> notes;
+  const Definition d = parseDefinition(config, notes);
+  std::vector<std::string> args, seen;
+  for (const std::string& a : assignments) {
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail(ErrorCode::kInvalidArgument, "--param '{}': give NAME=VALUE (e.g. --param size=5,7)", a);
+    const std::string name = a.substr(0, eq), value = a.substr(eq + 1);
+    auto p = std::find_if(d.params.begin(), d.params.end(), [&](const ParamDef& q) { return q.name == name; });
+    if (p == d.params.end()) {
+      std::string known;
+      for (auto& q : d.params) known += (known.empty() ? "" : ", ") + q.name;
+      fail(ErrorCode::kInvalidArgument, "--param {}: op {} has no parameter '{}' ({}: {})", a, d.name, name,
+           config.string(), known.empty() ? "it declares none" : "it declares " + known);
+    }
+    if (std::count(seen.begin(), seen.end(), name))
+      fail(ErrorCode::kInvalidArgument, "--param {}: parameter '{}' is given twice", a, name);
+    seen.push_back(name);
+    const std::string what = fmt::format("--param {}: parameter '{}' ({})", a, name, p->vx_type);
+    auto bad = [&](const std::string& rule) { fail(ErrorCode::kInvalidArgument, "{}: {}", what, rule); };
+    auto integer = [&](const std::string& v) {
+      int64_t i = 0;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), i);
+      if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size()) bad(fmt::format("'{}' is not an integer", v));
+      if (std::string range = plugin::outsideDeclaredRange(p->vx_type.c_str(), static_cast<double>(i), false); !range.empty())
+        bad(fmt::format("{} is beyond the type (its range is {})", v, range));
+      return v;
+    };
+    auto number = [&](const std::string& v) {
+      char* end = nullptr;
+      const double f = v.empty() || std::isspace(static_cast<unsigned char>(v[0])) ? 0 : std::strtod(v.c_str(), &end);
+      if (v.empty() || end != v.c_str() + v.size()) bad(fmt::format("'{}' is not a number", v));
+      if (std::string range = plugin::outsideDeclaredRange(p->vx_type.c_str(), f, true); !range.empty())
+        bad(fmt::format("{} is beyond the type (its range is {})", v, range));
+      return v;
+    };
+    auto list = [&](auto item) {
+      std::string r;
+      size_t from = 0;
+      for (;;) {
+        const size_t comma = value.find(',', from);
+        r += (from ? "," : "") + item(value.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+        if (comma == std::string::npos) return r;
+        from = comma + 1;
+      }
+    };
+    std::string v;
+    switch (p->type) {
+      case NPUC_PARAM_BOOL:
+        if (value == "true" || value == "1") v = "1";
+        else if (value == "false" || value == "0") v = "0";
+        else bad(fmt::format("'{}' is not a bool (true, false, 1 or 0)", value));
+        break;
+      case NPUC_PARAM_INT: v = integer(value); break;
+      case NPUC_PARAM_FLOAT: v = number(value); break;
+      case NPUC_PARAM_INTS: v = list(integer); break;
+      case NPUC_PARAM_FLOATS: v = list(number); break;
+      default:
+        bad(fmt::format("the harness takes numbers; a {} parameter cannot be given on the command line",
+                        plugin::paramTypeName(p->type)));
+    }
+    args.push_back("--param");
+    args.push_back(name + "=" + v);
+  }
+  return args;
 }
 
 }  // namespace npuc

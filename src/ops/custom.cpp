@@ -17,11 +17,12 @@ const plugin::CustomOp* customOpOf(const ir::Node& n) {
   return plugin::find(n.domain, n.op);
 }
 
-bool customOutputsFitAPackage(const ir::Node& n) {
-  if (n.outputs.empty() || n.outputs[0] == ir::kNoValue) return false;
-  for (size_t k = 1; k < n.outputs.size(); ++k)
-    if (n.outputs[k] != ir::kNoValue) return false;
-  return true;
+int customPackageOutputs(const ir::Node& n) {
+  size_t used = n.outputs.size();
+  while (used > 0 && n.outputs[used - 1] == ir::kNoValue) --used;
+  for (size_t k = 0; k < used; ++k)
+    if (n.outputs[k] == ir::kNoValue) return 0;
+  return static_cast<int>(used);
 }
 
 const Tensor* constantInput(const ir::Graph& g, const ir::Node& n, int i) {

@@ -18,8 +18,10 @@ const plugin::CustomOp* customOpOf(const ir::Node& n);
 /// Errors (kInvalidInput) name the node, the op and the parameter.
 std::vector<plugin::Param> customParams(const ir::Node& n, const plugin::CustomOp& op,
                                         const std::function<const Tensor*(int)>& constant);
-/// Whether a custom node's outputs fit a package's custom layer: output 0 is used and no other is.
-bool customOutputsFitAPackage(const ir::Node& n);
+/// The outputs a package's custom layer for node n writes: the op's outputs 0 … the last the node uses (1 + its
+/// index; the op's later ones the runtime computes into scratch); 0 when the node leaves one of them unnamed (a
+/// package has no value to put there) or uses none.
+int customPackageOutputs(const ir::Node& n);
 /// The graph's constant input i of n, or nullptr.
 const Tensor* constantInput(const ir::Graph& g, const ir::Node& n, int i);
 

@@ -607,6 +607,15 @@ std::string layersJsonText(const Package& p) {
     }
     s += ",\n   \"output\": ";
     str(l.output);
+    if (!l.extra_outputs.empty()) {
+      s += ",\n   \"outputs\": [";
+      str(l.output);
+      for (const std::string& o : l.extra_outputs) {
+        s += ", ";
+        str(o);
+      }
+      s += "]";
+    }
     if (l.scale > 0) {
       s += ",\n   \"quantization\": {\n    \"scale\": ";
       s += dumpJson(json(l.scale), -1);
@@ -881,6 +890,14 @@ Package readPackage(const FileSource& source, const std::string& where) {
       Field nodes = l.at("onnx_nodes");
       for (size_t k = 0; k < nodes.size(); ++k) li.onnx_nodes.push_back(nodes.at(k).str());
       li.output = l.at("output").str();
+      if (l.j.contains("outputs")) {  // (a custom layer with several outputs: every output's name, "output" first)
+        Field outs = l.at("outputs");
+        if (!outs.j.is_array() || outs.size() < 2 || outs.size() > size_t(kMaxRefs) - 1)
+          bad(mfile, "field '{}.outputs' must list 2 to {} output names (absent for a layer of one output)", l.path, kMaxRefs - 1);
+        if (outs.at(0).str() != li.output)
+          bad(mfile, "field '{}.outputs': its first name '{}' must be the layer's output '{}'", l.path, outs.at(0).str(), li.output);
+        for (size_t k = 1; k < outs.size(); ++k) li.extra_outputs.push_back(outs.at(k).str());
+      }
       if (l.j.contains("quantization")) {  // (int8 layers of int8-affine packages)
         Field q = l.at("quantization");
         if (!q.at("scale").j.is_number() || !(q.at("scale").j.get<double>() > 0) || !std::isfinite(q.at("scale").j.get<double>()))

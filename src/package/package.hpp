@@ -190,7 +190,10 @@ struct LayerInfo {
   std::string name;    // the layer (the optimized graph's node name)
   std::string opexp;   // fused ONNX ops, "Conv+BatchNormalization+Relu"
   std::vector<std::string> onnx_nodes;  // the source nodes: the optimized node, then those folded into it
-  std::string output;  // name of the value it writes
+  std::string output;  // name of the value it writes (its first, for a layer with several outputs)
+  // A custom layer with several outputs (n_out > 1): the names of outputs 1 … n_out − 1. Written to the manifest as
+  // "outputs", the list of every output's name, only when not empty.
+  std::vector<std::string> extra_outputs;
   // int8-affine packages: the output is int8 codes of the float tensor `float_value`, real = (q - zero_point) *
   // scale (scale 0: not quantized). Written to the manifest as "quantization" only when set. int8-pow2 packages:
   // codes of `float_value` with scale 0 (2^-q is the runtime's, per frame), written as "codes_of".

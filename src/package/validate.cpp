@@ -286,8 +286,10 @@ struct Checker {
     if (!kname) bad("{}: unknown layer kind {}", what, static_cast<int>(d.kind));
     what += fmt::format(", {}", kname);
     if (!layerAllowedOn(d.kind, e)) bad("{}: this kind runs on the {} engine", what, engineName(layerEngine(d.kind)));
-    if (d.n_in + d.n_out > kMaxRefs || d.n_out != 1 || d.n_in < 1)
-      bad("{}: {} inputs and {} outputs (one output and at most {} references)", what, d.n_in, d.n_out, kMaxRefs);
+    // One output, except a custom layer: the outputs its op computes, as many as fit the references.
+    if (d.n_in + d.n_out > kMaxRefs || d.n_out < 1 || (d.n_out != 1 && d.kind != LayerKind::kCustom) || d.n_in < 1)
+      bad("{}: {} inputs and {} outputs (one output — several for a custom layer — and at most {} references)", what,
+          d.n_in, d.n_out, kMaxRefs);
     if (d.n_in < layerKindInfo(d.kind)->min_inputs || d.n_in > layerKindInfo(d.kind)->max_inputs)
       bad("{}: {} inputs (this kind takes {}..{})", what, d.n_in, layerKindInfo(d.kind)->min_inputs, layerKindInfo(d.kind)->max_inputs);
     if (static_cast<uint8_t>(d.act) > 3) bad("{}: unknown activation code {}", what, static_cast<int>(d.act));
@@ -318,12 +320,17 @@ struct Checker {
       if (is_out ? !writable : !readable) bad("{}: {} lies in '{}', which it may not {}", what, rw, s->name, is_out ? "write" : "read");
       if (s->name == "weight") weightRef(r, what + ": " + rw);
     }
-    // The output may not overlap any input (kernels read inputs while writing the output).
-    const TensorRef& o = d.out(0);
-    for (int i = 0; i < d.n_in; ++i) {
-      const TensorRef& r = d.in(i);
-      if (o.bytes && r.bytes && o.addr < uint64_t(r.addr) + r.bytes && r.addr < uint64_t(o.addr) + o.bytes)
-        bad("{}: the output [0x{:x}, +{}) overlaps input {}", what, o.addr, o.bytes, i);
+    // An output may not overlap any input (kernels read inputs while writing the output), nor another output.
+    auto overlap = [](const TensorRef& a, const TensorRef& b) {
+      return a.bytes && b.bytes && a.addr < uint64_t(b.addr) + b.bytes && b.addr < uint64_t(a.addr) + a.bytes;
+    };
+    for (int k = 0; k < d.n_out; ++k) {
+      const TensorRef& o = d.out(k);
+      const std::string ow = d.n_out == 1 ? std::string("the output") : fmt::format("output {}", k);
+      for (int i = 0; i < d.n_in; ++i)
+        if (overlap(o, d.in(i))) bad("{}: {} [0x{:x}, +{}) overlaps input {}", what, ow, o.addr, o.bytes, i);
+      for (int j = 0; j < k; ++j)
+        if (overlap(o, d.out(j))) bad("{}: {} [0x{:x}, +{}) overlaps output {}", what, ow, o.addr, o.bytes, j);
     }
     // parameter block
     uint32_t words = expectedParamWords(d);
@@ -1077,8 +1084,10 @@ struct Checker {
                 engineName(e), i, d.seq, k, w.seq);
         });
       }
-      const TensorRef& y = d.out(0);
-      if (last_of[1 - ei] > s + 1 || touchesOutput(y)) last.assign(y.addr, uint64_t(y.addr) + y.bytes, Writer{d.seq, e});
+      for (int k = 0; k < d.n_out; ++k) {
+        const TensorRef& y = d.out(k);
+        if (last_of[1 - ei] > s + 1 || touchesOutput(y)) last.assign(y.addr, uint64_t(y.addr) + y.bytes, Writer{d.seq, e});
+      }
     }
     // Every byte of every output is written by some descriptor (an output elsewhere would read stale memory).
     for (const IoTensor& t : p.outputs) {
@@ -1101,6 +1110,11 @@ struct Checker {
         bad("manifest layer {} ('{}'): {}", s, l.name,
             l.custom ? "a custom record on a layer that is not custom" : "a custom layer without its custom record");
       if (l.custom) customLayer(*l.custom, d, fmt::format("manifest layer {} ('{}')", s, l.name));
+      if (l.extra_outputs.size() + 1 != d.n_out)
+        bad("manifest layer {} ('{}'): it names {} output{} for a descriptor of {} (\"outputs\" lists them when there are "
+            "several)", s, l.name, l.extra_outputs.size() + 1, l.extra_outputs.empty() ? "" : "s", d.n_out);
+      for (const std::string& o : l.extra_outputs)
+        if (o.empty()) bad("manifest layer {} ('{}'): an empty output name", s, l.name);
     }
     // Layers groups: pipeline stages, each a run of consecutive layers (a stage reads only what earlier ones wrote).
     if (std::any_of(p.layers.begin(), p.layers.end(), [](const LayerInfo& l) { return l.group > 0; }))

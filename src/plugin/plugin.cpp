@@ -382,6 +382,13 @@ void trialLoad(const std::string& shown, const std::filesystem::path& path, cons
 
 }  // namespace
 
+std::string outsideDeclaredRange(const char* vx_type, double v, bool floating) {
+  const DeclaredRange* r = declaredRange(vx_type);
+  if (!r || r->floating != floating) return "";
+  if (floating) return std::isfinite(v) && std::fabs(v) > r->max ? r->shown : "";
+  return v < static_cast<double>(r->lo) || v > static_cast<double>(r->hi) ? r->shown : "";
+}
+
 ParamViews::ParamViews(const std::vector<Param>& params) {
   tensors.resize(params.size());
   for (size_t k = 0; k < params.size(); ++k) {

@@ -57,6 +57,10 @@ int32_t codeOf(DType t);
 /// "VX_TYPE_ARRAY" / "ints" / … -> npuc_param_type, or 0.
 int32_t paramTypeFromName(const std::string& s);
 const char* paramTypeName(int32_t type);  // "bool", "int", "float", "string", "ints", "floats", "tensor"
+/// When a declared VX type narrower than the one a value passes as (VX_TYPE_INT8 … UINT64, ENUM, SIZE, CHAR, FLOAT16,
+/// FLOAT32) cannot hold v (an integer, or a float when `floating`): its range as messages give it; else "". The
+/// rule of CustomOp::checkParams.
+std::string outsideDeclaredRange(const char* vx_type, double v, bool floating);
 
 class CustomOp {
  public:

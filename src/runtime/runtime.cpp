@@ -114,7 +114,7 @@ struct Runtime::Impl {
     kernels::QAvgPoolParams qavg;  // avg_pool in its int8 form
     std::unique_ptr<plugin::Instance> custom;  // a custom layer: its plugin op, parameters and state
     std::vector<DType> custom_in;              // the type each input passes to the plugin as
-    DType custom_out = DType::kUndefined;      // the type the plugin writes the output in
+    std::vector<DType> custom_out;             // the type the plugin writes each output in
     std::optional<kernels::pow2::Table> p2;    // a layer in its int8-pow2 form: its table (slots, activation, q's)
     kernels::pow2::PackedWeights p2_w;         // its conv / gemm weights packed once for fast mode's VNNI form
     bool p2_codes = false;                     // max pooling on int8-pow2 codes (no table: the input's slot)
@@ -322,6 +322,8 @@ struct Runtime::Impl {
         for (auto it = holds.lower_bound(d.in(i).addr); it != holds.end() && uint64_t{it->first} < uint64_t{d.in(i).addr} + d.in(i).bytes; ++it)
           if (std::find(rl.inputs.begin(), rl.inputs.end(), it->second) == rl.inputs.end()) rl.inputs.push_back(it->second);
       write(d.out(0), l.output);
+      for (int k = 1; k < d.n_out && static_cast<size_t>(k) <= l.extra_outputs.size(); ++k)
+        write(d.out(k), l.extra_outputs[static_cast<size_t>(k - 1)]);
       rl.seq = static_cast<int>(l.seq);
       rl.engine = package::engineName(l.engine);
       rl.index = static_cast<int>(l.index);
@@ -334,6 +336,8 @@ struct Runtime::Impl {
       rl.float_value = l.float_value;
       rl.group = static_cast<int>(l.group);
       rl.output = {l.output, d.out(0).type, shapeOf(d.out(0)), d.out(0).addr, {}, {}};
+      for (int k = 1; k < d.n_out && static_cast<size_t>(k) <= l.extra_outputs.size(); ++k)
+        rl.more_outputs.push_back({l.extra_outputs[static_cast<size_t>(k - 1)], d.out(k).type, shapeOf(d.out(k)), d.out(k).addr, {}, {}});
       layers.push_back(std::move(rl));
     }
     for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));
@@ -728,14 +732,19 @@ struct Runtime::Impl {
         values.push_back(nullptr);
       }
     }
+    if (d.n_out > op->numOutputs())
+      fail(ErrorCode::kInvalidInput, "{}: the layer writes {} outputs, {} defines {}", what, d.n_out, op->label(), op->numOutputs());
     auto outs = op->infer(l.name, types, shapes, values, params);
-    const DType stored = d.out(0).type;
-    if (outs.size() < 1 || outs[0].second != s.shapes.back() ||
-        !(outs[0].first == stored || (isFloat(outs[0].first) && isFloat(stored))))
-      fail(ErrorCode::kInvalidInput, "{}: {}'s infer gives {} {}, but the package holds {} {} for its output", what,
-           op->label(), outs.empty() ? "nothing" : dtypeName(outs[0].first), outs.empty() ? "" : shapeStr(outs[0].second),
-           dtypeName(stored), shapeStr(s.shapes.back()));
-    s.custom_out = outs[0].first;
+    for (int k = 0; k < d.n_out; ++k) {
+      const DType stored = d.out(k).type;
+      const Shape& held = s.shapes[static_cast<size_t>(d.n_in + k)];
+      const size_t ku = static_cast<size_t>(k);
+      if (outs.size() <= ku || outs[ku].second != held || !(outs[ku].first == stored || (isFloat(outs[ku].first) && isFloat(stored))))
+        fail(ErrorCode::kInvalidInput, "{}: {}'s infer gives {} {}, but the package holds {} {} for its output{}", what,
+             op->label(), outs.size() <= ku ? "nothing" : dtypeName(outs[ku].first), outs.size() <= ku ? "" : shapeStr(outs[ku].second),
+             dtypeName(stored), shapeStr(held), d.n_out == 1 ? std::string() : fmt::format(" {}", k));
+      s.custom_out.push_back(outs[ku].first);
+    }
     s.custom = std::make_unique<plugin::Instance>(*op, l.name, std::move(params));
   }
 
@@ -755,15 +764,25 @@ struct Runtime::Impl {
     const package::Descriptor& d = *s.d;
     std::vector<Tensor> in;
     for (size_t i = 0; i < s.custom_in.size(); ++i) in.push_back(asPassed(viewOf(d.in(static_cast<int>(i))), s.custom_in[i]));
-    const package::TensorRef& y = d.out(0);
+    // Each output the layer writes (the plugin computes the op's others, if any, into scratch: Instance::compute),
+    // in device memory when the plugin writes the stored type, else converted after the call.
     std::vector<Tensor> out;
-    out.push_back(s.custom_out == y.type ? viewOf(y) : Tensor::uninitialized(s.custom_out, shapeOf(y)));
+    for (int k = 0; k < d.n_out; ++k) {
+      const package::TensorRef& y = d.out(k);
+      const DType t = s.custom_out[static_cast<size_t>(k)];
+      out.push_back(t == y.type ? viewOf(y) : Tensor::uninitialized(t, shapeOf(y)));
+    }
     s.custom->compute(in, out, opts.exact, pool ? pool->size() : 1);
-    if (s.custom_out != y.type) {
-      if (y.type == ElemType::kF16 && s.custom_out == DType::kF32)
-        kernels::f32ToF16_ref(out[0].data<float>(), reinterpret_cast<uint16_t*>(s.out), out[0].numel(), kernels::Activation{});
+    for (int k = 0; k < d.n_out; ++k) {
+      const package::TensorRef& y = d.out(k);
+      const DType t = s.custom_out[static_cast<size_t>(k)];
+      if (t == y.type) continue;
+      const Tensor& o = out[static_cast<size_t>(k)];
+      void* dst = at(y.addr, y.bytes, "a custom layer's output");
+      if (y.type == ElemType::kF16 && t == DType::kF32)
+        kernels::f32ToF16_ref(o.data<float>(), static_cast<uint16_t*>(dst), o.numel(), kernels::Activation{});
       else
-        kernels::f16ToF32_ref(static_cast<const uint16_t*>(out[0].raw()), reinterpret_cast<float*>(s.out), out[0].numel());
+        kernels::f16ToF32_ref(static_cast<const uint16_t*>(o.raw()), static_cast<float*>(dst), o.numel());
     }
   }
 
@@ -1326,12 +1345,21 @@ void Runtime::run(const LayerCallback& cb) {
     }
     if (cb) {
       const RuntimeLayer& l = im.layers[i];
-      const package::TensorRef& r = im.steps[i].d->out(0);
-      for (auto& s : im.spaces)
-        if (r.addr >= s.addr && r.addr - s.addr < s.size) {
-          cb(l, Tensor(l.output.dtype, l.output.shape, s.buf, r.addr - s.addr));
-          break;
-        }
+      auto view = [&](const RuntimeLayer& rl, const package::TensorRef& r) {
+        for (auto& s : im.spaces)
+          if (r.addr >= s.addr && r.addr - s.addr < s.size) {
+            cb(rl, Tensor(rl.output.dtype, rl.output.shape, s.buf, r.addr - s.addr));
+            break;
+          }
+      };
+      view(l, im.steps[i].d->out(0));
+      for (size_t k = 0; k < l.more_outputs.size(); ++k) {  // (a custom layer's other outputs, each named as `output`)
+        RuntimeLayer o = l;
+        o.output = l.more_outputs[k];
+        o.output_index = static_cast<int>(k + 1);
+        o.scale = 0, o.zero_point = 0, o.float_value.clear();
+        view(o, im.steps[i].d->out(static_cast<int>(k + 1)));
+      }
     }
   }
 }

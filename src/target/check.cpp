@@ -365,11 +365,13 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
         tensors += c->desc().params[k].type == NPUC_PARAM_TENSOR && n.hasInput(c->desc().params[k].input);
       int outs = 0;
       for (ir::ValueId v : n.outputs) outs += v != ir::kNoValue;
-      if (!ops::customOutputsFitAPackage(n) || tensors > 7 || tensors < 1)
-        row(t.name + ".custom.layer", "A custom layer of a package writes one output (the op's first) and reads 1 to 7 "
-            "tensor inputs (tensor parameters included)", fmt::format("{} outputs used, {} tensor inputs", outs, tensors),
-            outs > 1 || !ops::customOutputsFitAPackage(n) ? "use the op's first output only, or split the op into ops of one "
-                                                            "output each" : "give the op 1 to 7 tensor inputs");
+      const int writes = ops::customPackageOutputs(n);
+      if (writes < 1 || tensors < 1 || tensors + writes > 8)
+        row(t.name + ".custom.layer", "A custom layer of a package writes the op's outputs up to the last the node uses "
+            "(none left unnamed before it) and reads 1 to 7 tensor inputs (tensor parameters included), 8 tensors at most",
+            fmt::format("{} outputs used, {} written, {} tensor inputs", outs, writes, tensors),
+            writes < 1 ? "name every output of the op up to the last one used" : tensors < 1 ? "give the op a tensor input"
+                       : "give the op fewer tensor inputs or outputs, or split it into ops of fewer");
     }
     if (!s) {
       row(t.name + ".op", fmt::format("Operator {} is not supported by target {}", op, t.name), op, "");

@@ -500,5 +500,40 @@ if "$npuc" translate qr -onnx "$tmp/qr.onnx" --target kneron --out "$tmp/qk" >/d
   ok "a radix-form QDQ model (npuc quantize --scheme radix) translates for kneron with its own scales"
 else bad "radix QDQ model for kneron"; fi
 
+# custom-op build (issue 47.11): --out-dir made when missing and an error naming it when it cannot be; --toolchain passes
+# a CMake toolchain file and skips the load check with a note; --test --param gives the harness parameters, checked
+# against op.yml. The example's plugin, copied so nothing is written into the source tree.
+if command -v cmake >/dev/null && command -v c++ >/dev/null; then
+  cp -r "$src/examples/custom_op/resize_area" "$tmp/cop"
+  rm -rf "$tmp/cop/build" "$tmp"/cop/*.so
+  printf 'garbage' >"$tmp/cop_file"
+  expect_error 2 "--out-dir $tmp/cop_file: exists and is not a folder" -- "$npuc" custom-op build --op-path "$tmp/cop" --out-dir "$tmp/cop_file"
+  expect_error 2 "--toolchain $tmp/none.cmake: no such file" -- "$npuc" custom-op build --op-path "$tmp/cop" --toolchain "$tmp/none.cmake"
+  expect_error 2 "op ResizeArea has no parameter 'nope'" -- "$npuc" custom-op build --op-path "$tmp/cop" --test --param nope=1
+  expect_error 2 "parameter 'size' (VX_TYPE_ARRAY): 'x' is not an integer" -- "$npuc" custom-op build --op-path "$tmp/cop" --test --param size=5,x
+  expect_error 2 "parameter 'align_corners' (VX_TYPE_BOOL): 'maybe' is not a bool" -- "$npuc" custom-op build --op-path "$tmp/cop" --test --param align_corners=maybe
+  expect_error 2 "--param gives the harness a parameter: add --test" -- "$npuc" custom-op build --op-path "$tmp/cop" --param size=5,7
+  expect_error 2 "a library built with --toolchain" -- "$npuc" custom-op build --op-path "$tmp/cop" --test --toolchain "$tmp/cop_file"
+  printf 'name: Op8\nframework: onnx\ndomain: t.x\ninputs:\n  x:\n    type: VX_TYPE_TENSOR\noutputs:\n  y:\n    type: VX_TYPE_TENSOR\nparams:\n  k:\n    type: VX_TYPE_INT8\n  s:\n    type: string\n' >"$tmp/op8.yml"
+  "$npuc" custom-op create --config "$tmp/op8.yml" --op-path "$tmp/op8" >/dev/null
+  expect_error 2 "--param k=300: parameter 'k' (VX_TYPE_INT8): 300 is beyond the type (its range is -128 to 127)" -- "$npuc" custom-op build --op-path "$tmp/op8" --test --param k=300
+  expect_error 2 "parameter 's' (string): the harness takes numbers; a string parameter cannot be given" -- "$npuc" custom-op build --op-path "$tmp/op8" --test --param s=abc
+  expect_error 2 "parameter 'k' is given twice" -- "$npuc" custom-op build --op-path "$tmp/op8" --test --param k=1 --param k=2
+  [ -e "$tmp/cop/build" ] && bad "a refused custom-op build configured anyway" || ok "refused custom-op builds build nothing"
+  # A toolchain file that names this machine's compiler: the build works here, and the library is not loaded.
+  printf 'set(CMAKE_SYSTEM_NAME Linux)\nset(CMAKE_CXX_COMPILER "%s")\n' "$(command -v c++)" >"$tmp/host.cmake"
+  if "$npuc" custom-op build --op-path "$tmp/cop" --build-dir "$tmp/cop_tc" --toolchain "$tmp/host.cmake" --out-dir "$tmp/cop_out/x" >"$tmp/cop_tc.log" 2>&1 &&
+     [ -f "$tmp/cop_out/x/libresize_area.so" ] && grep -q "CMAKE_TOOLCHAIN_FILE=.*host.cmake" "$tmp/cop_tc.log" &&
+     grep -q "note: .*libresize_area.so was built with the toolchain .*host.cmake for another machine; it is not loaded here" "$tmp/cop_tc.log" &&
+     ! grep -q "on engine" "$tmp/cop_tc.log" && grep -q "CMAKE_TOOLCHAIN_FILE:FILEPATH=.*host.cmake" "$tmp/cop_tc/CMakeCache.txt"; then
+    ok "custom-op build --toolchain: passed to CMake, the library in the --out-dir it made, the load check skipped with a note"
+  else bad "custom-op build --toolchain: $(cat "$tmp/cop_tc.log")"; fi
+  if "$npuc" custom-op build --op-path "$tmp/cop" --build-dir "$tmp/cop_b" --out-dir "$tmp/cop_out/y" --test --param size=5,7 --param align_corners=true >"$tmp/cop_t.log" 2>&1 &&
+     grep -q "test_resize_area' '--param' 'size=5,7' '--param' 'align_corners=1'" "$tmp/cop_t.log" &&
+     grep -q "OK: ResizeArea (compute_fast gives compute_ref's bits)" "$tmp/cop_t.log" && grep -q "on engine" "$tmp/cop_t.log"; then
+    ok "custom-op build --test --param: the harness runs with the parameters given"
+  else bad "custom-op build --test --param: $(cat "$tmp/cop_t.log")"; fi
+else ok "custom-op build checks skipped (no cmake or c++)"; fi
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -210,6 +210,121 @@ TEST(CustomOp, AnOutputTheNodeDoesNotUseStillGetsItsBuffer) {
   EXPECT_TRUE(rt.run({x})[0].sameBits(expected(x)));
 }
 
+/// The multiout op's node writing y, sq and csum: graph outputs y, z = sq + y (an Add reads a later output) and
+/// csum ([1, 3]); `leave` > 0 is its parameter (csum's last elements left unwritten).
+std::function<void(onnx::ModelProto&)> threeOutputs(int64_t leave = 0) {
+  return [leave](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    auto* n = g->mutable_node(1);
+    n->add_output("sq");
+    n->add_output("csum");
+    if (leave) {
+      auto* a = n->add_attribute();
+      a->set_name("leave");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(leave);
+    }
+    auto* add = g->add_node();
+    add->set_name("add");
+    add->set_op_type("Add");
+    add->add_input("sq");
+    add->add_input("y");
+    add->add_output("z");
+    for (auto [name, dims] : {std::pair<const char*, std::vector<int64_t>>{"z", {1, 3, 4, 5}}, {"csum", {1, 3}}}) {
+      auto* v = g->add_output();
+      v->set_name(name);
+      auto* tt = v->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(onnx::TensorProto::FLOAT);
+      for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  };
+}
+
+// A custom op of several outputs is one package layer writing them all (issue 47.11): descriptor n_out 3, the
+// manifest's "outputs", every output the engine's bits in fast and exact mode, the trace naming each output.
+TEST(CustomOp, ALayerOfSeveralOutputsWritesEachWithTheEnginesBits) {
+  registerCustomOp(pluginPath("multiout"));
+  const fs::path dir = test::scratchDir("custom_op_multiout");
+  ASSERT_TRUE(translateGeneric(dir, "test.multiout", threeOutputs()));
+  const Tensor x = input();
+  const std::vector<Tensor> ref = Session(Model::load(dir / "custom.onnx")).run({x});
+  ASSERT_EQ(ref.size(), 3u);
+  ASSERT_EQ(ref[2].shape(), (Shape{1, 3}));
+  EXPECT_TRUE(ref[0].sameBits(expected(x)));
+  const std::string manifest = readAll(dir / "p" / "manifest.json");
+  EXPECT_NE(manifest.find("\"outputs\": [\"y\", \"sq\", \"csum\"]"), std::string::npos) << manifest;
+  const package::Package p = package::readPackage(dir / "p");
+  int custom = 0;
+  for (const package::LayerInfo& l : p.layers)
+    if (l.custom) {
+      ++custom;
+      const package::Descriptor& d = (l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
+      EXPECT_EQ(d.n_out, 3);
+      EXPECT_EQ(d.n_in, 2);
+      EXPECT_EQ(l.output, "y");
+      EXPECT_EQ(l.extra_outputs, (std::vector<std::string>{"sq", "csum"}));
+      EXPECT_EQ(d.out(2).rank, 2);
+    }
+  EXPECT_EQ(custom, 1);
+  for (bool exact : {false, true}) {
+    Runtime rt(dir / "p", RuntimeOptions{2, exact, false});
+    std::vector<std::string> traced;
+    const std::vector<Tensor> y = rt.run({x}, [&](const RuntimeLayer& l, const Tensor& t) {
+      if (l.kind != "custom") return;
+      traced.push_back(l.output.name + "#" + std::to_string(l.output_index) + ":" + std::to_string(t.numel()));
+      EXPECT_EQ(l.more_outputs.size(), 2u);
+    });
+    ASSERT_EQ(y.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(y[k].sameBits(ref[k])) << "output " << k << " exact " << exact;
+    EXPECT_EQ(traced, (std::vector<std::string>{"y#0:60", "sq#1:60", "csum#2:3"}));
+  }
+  // The same model and plugin: the same package bytes.
+  const fs::path again = test::scratchDir("custom_op_multiout_again");
+  ASSERT_TRUE(translateGeneric(again, "test.multiout", threeOutputs()));
+  EXPECT_EQ(readAll(dir / "p" / "manifest.json"), readAll(again / "p" / "manifest.json"));
+}
+
+// The first-call check covers every output of the layer: one the plugin leaves partly unwritten is named.
+TEST(CustomOp, APartlyWrittenLaterOutputIsRefusedByTheRuntime) {
+  registerCustomOp(pluginPath("multiout"));
+  const fs::path dir = test::scratchDir("custom_op_multiout_leave");
+  ASSERT_TRUE(translateGeneric(dir, "test.multiout", threeOutputs(1)));  // (translation does not run the op)
+  for (bool exact : {false, true}) {
+    const std::string msg = errorOf([&] {
+      Runtime rt(dir / "p", RuntimeOptions{1, exact, false});
+      rt.run({input()});
+    });
+    EXPECT_NE(msg.find("compute_ref did not write output 2 ('csum') in full: 1 of its 3 elements were not written, the "
+                       "first at element 2"), std::string::npos) << msg;
+  }
+}
+
+// A package whose manifest names fewer outputs than its custom layer's descriptor writes is refused, by the writer
+// and by the reader (the manifest edited and resealed).
+TEST(CustomOp, AManifestNamingTooFewOutputsIsRefused) {
+  registerCustomOp(pluginPath("multiout"));
+  const fs::path dir = test::scratchDir("custom_op_multiout_names");
+  ASSERT_TRUE(translateGeneric(dir, "test.multiout", threeOutputs()));
+  package::Package p = package::readPackage(dir / "p");
+  for (auto& l : p.layers)
+    if (l.custom) l.extra_outputs.pop_back();
+  fs::create_directories(dir / "q");
+  std::string msg = errorOf([&] { package::writePackage(p, dir / "q"); });
+  EXPECT_NE(msg.find("it names 2 outputs for a descriptor of 3"), std::string::npos) << msg;
+  std::string m = readAll(dir / "p" / "manifest.json");
+  const std::string names = "\"outputs\": [\"y\", \"sq\", \"csum\"]";
+  ASSERT_NE(m.find(names), std::string::npos);
+  m.replace(m.find(names), names.size(), "\"outputs\": [\"y\", \"sq\"]");
+  std::map<std::string, std::vector<uint8_t>> files;
+  for (const auto& e : fs::directory_iterator(dir / "p")) {
+    const std::string b = readAll(e.path());
+    files[e.path().filename().string()] = std::vector<uint8_t>(b.begin(), b.end());
+  }
+  std::ofstream(dir / "p" / "manifest.json", std::ios::binary | std::ios::trunc) << package::resealManifest(m, files);
+  msg = errorOf([&] { Runtime rt(dir / "p"); });
+  EXPECT_NE(msg.find("it names 2 outputs for a descriptor of 3"), std::string::npos) << msg;
+}
+
 // A parameter is read from the model's constants when the layer is made, never from a run's values.
 TEST(CustomOp, AParameterFromAnInputThatIsNotAConstantIsRefused) {
   registerCustomOp(pluginPath("good"));

@@ -1,7 +1,7 @@
 // A custom-op plugin for the tests, compiled once per fault (tests/CMakeLists.txt defines one FAULT_* macro): the op
 // <domain>.ScaleBias, y[n, c, …] = x * scale + bias[c], with scale a float attribute and bias a tensor parameter
 // read from the node's constant input 1. FAULT_GOOD is correct; most other builds break one rule of the ABI
-// (STATEFUL, RANGES and TWOOUT are correct variants).
+// (STATEFUL, RANGES, TWOOUT and MULTIOUT are correct variants).
 #include <npuc/custom_op.h>
 
 #include <stdexcept>
@@ -36,6 +36,10 @@
 #define DOMAIN "test.stateful"  // correct, with state: y = x * scale + bias[c] + (the layer's calls before this one)
 #elif defined(FAULT_RANGES)
 #define DOMAIN "test.ranges"  // correct, with optional parameters of declared widths (not used by the computation)
+#elif defined(FAULT_MULTIOUT)
+// correct, with three outputs: y, sq = y * y, and csum [N, C] = the sums of x over each channel's plane; its int
+// parameter `leave` (default 0) leaves the last `leave` elements of csum unwritten (a fault the first call shows)
+#define DOMAIN "test.multiout"
 #elif defined(FAULT_CRASHLOAD)
 #define DOMAIN "test.crashload"  // its initialisation dies of SIGBUS while dlopen runs it (as a truncated library does)
 #endif
@@ -50,6 +54,8 @@ namespace {
 const npuc_port_def kIn[] = {{"x", 0, nullptr}};
 #if defined(FAULT_TWOOUT)
 const npuc_port_def kOut[] = {{"y", 0, nullptr}, {"x_copy", 0, nullptr}};
+#elif defined(FAULT_MULTIOUT)
+const npuc_port_def kOut[] = {{"y", 0, nullptr}, {"sq", 0, nullptr}, {"csum", 0, nullptr}};
 #else
 const npuc_port_def kOut[] = {{"y", 0, nullptr}};
 #endif
@@ -61,6 +67,10 @@ const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FL
                                   {"u16s", NPUC_PARAM_INTS, -1, 0, "VX_TYPE_UINT16"},
                                   {"h", NPUC_PARAM_FLOAT, -1, 0, "VX_TYPE_FLOAT16"},
                                   {"k", NPUC_PARAM_INT, 2, 0, "VX_TYPE_INT8"}};
+#elif defined(FAULT_MULTIOUT)
+const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
+                                  {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"},
+                                  {"leave", NPUC_PARAM_INT, -1, 0, "VX_TYPE_INT32"}};
 #else
 const npuc_param_def kParams[] = {{"scale", NPUC_PARAM_FLOAT, -1, 1, "VX_TYPE_FLOAT32"},
                                   {"bias", NPUC_PARAM_TENSOR, 1, 1, "VX_TYPE_TENSOR"}};
@@ -92,6 +102,11 @@ int32_t infer(npuc_op_context* ctx, const npuc_tensor* in, uint32_t, npuc_tensor
 #if defined(FAULT_TWOOUT)
   out[1] = out[0];
 #endif
+#if defined(FAULT_MULTIOUT)
+  out[1] = out[0];
+  out[2] = out[0];
+  out[2].rank = 2;
+#endif
 #if defined(FAULT_SHAPE)
   out[0].rank = 9;
 #endif
@@ -121,6 +136,18 @@ int32_t compute(npuc_op_context* ctx, const npuc_tensor* in, npuc_tensor* out, b
 #endif
 #if defined(FAULT_TWOOUT)
   for (int64_t i = 0; i < n; ++i) static_cast<float*>(out[1].data)[i] = x[i];
+#endif
+#if defined(FAULT_MULTIOUT)
+  float* sq = static_cast<float*>(out[1].data);
+  for (int64_t i = 0; i < n; ++i) sq[i] = y[i] * y[i];
+  const npuc_param* leave = npuc_param_find(ctx, "leave");
+  const int64_t planes = in[0].dims[0] * c, left = leave && leave->present ? leave->i : 0;
+  float* cs = static_cast<float*>(out[2].data);
+  for (int64_t p = 0; p < planes - left; ++p) {
+    float acc = 0;
+    for (int64_t j = 0; j < inner; ++j) acc += x[p * inner + j];
+    cs[p] = acc;
+  }
 #endif
 #if defined(FAULT_THROWS)
   throw std::runtime_error("the op's kernel gave up");

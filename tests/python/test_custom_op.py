@@ -89,3 +89,36 @@ def test_parameters_at_the_bounds_of_their_declared_types_run(tmp_path):
     x = np.random.default_rng(5).standard_normal((1, 3, 4, 5)).astype(np.float32)
     y = npuc.Runtime(str(r.dir)).run({"x": x})["y"]
     np.testing.assert_array_equal(y, x * np.float32(1.75) + BIAS.reshape(1, 3, 1, 1))
+
+
+@pytest.mark.skipif(not PLUGINS, reason="NPUC_TEST_PLUGIN_DIR is not set")
+def test_a_custom_layer_of_several_outputs_runs_and_compares_each(tmp_path):
+    # The multiout op writes y, sq = y * y and csum [1, 3]: one package layer, each output the engine's bits, and
+    # npuc.compare a row per output.
+    npuc.register_custom_op(os.path.join(PLUGINS, "libnpuc_test_plugin_multiout.so"))
+    node = helper.make_node("ScaleBias", ["x", "bias"], ["y", "sq", "csum"], name="scale_bias", domain="test.multiout",
+                            scale=1.75)
+    add = helper.make_node("Add", ["sq", "y"], ["z"], name="add")
+    out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 5]),
+           helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 3, 4, 5]),
+           helper.make_tensor_value_info("csum", TensorProto.FLOAT, [1, 3])]
+    graph = helper.make_graph([node, add], "multiout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])],
+                              out, [numpy_helper.from_array(BIAS, "bias")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("test.multiout", 1)])
+    m.ir_version = 8
+    onnx_path = str(tmp_path / "multiout.onnx")
+    onnx.save(m, onnx_path)
+    r = npuc.translate("multiout", onnx_path, target="generic", out=str(tmp_path))
+    assert r.ok
+    x = np.random.default_rng(5).standard_normal((1, 3, 4, 5)).astype(np.float32)
+    ref = npuc.run_model(onnx_path, {"x": x})
+    rt = npuc.Runtime(str(r.dir))
+    [layer] = [l for l in rt.layers if l["kind"] == "custom"]
+    assert layer["output"]["name"] == "y" and [o["name"] for o in layer["more_outputs"]] == ["sq", "csum"]
+    for exact in (False, True):
+        got = npuc.Runtime(str(r.dir), exact=exact).run({"x": x})
+        for name in ("y", "z", "csum"):
+            np.testing.assert_array_equal(got[name], ref[name])
+    rows = [row for row in npuc.compare(onnx_path, str(r.dir), {"x": x}) if row["kind"] == "custom"]
+    assert [row["value"] for row in rows] == ["y", "sq", "csum"]
+    assert all(row["matched"] and row["max_abs_err"] == 0 for row in rows)

@@ -163,7 +163,10 @@ void addCompare(CLI::App& app, Action& run) {
       std::map<std::string, Tensor> ref;
       // The model value a layer stands for: its output, or for int8 codes their float tensor.
       auto valueOf = [](const RuntimeLayer& l) -> const std::string& { return l.float_value.empty() ? l.output.name : l.float_value; };
-      for (auto& l : rt.layers()) ref[valueOf(l)];
+      for (auto& l : rt.layers()) {
+        ref[valueOf(l)];
+        for (auto& o : l.more_outputs) ref[o.name];  // (a custom layer's other outputs: a row each)
+      }
       LoadOptions lo;
       if (o->prepost.empty() && o->aipp_config.empty())
         for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;

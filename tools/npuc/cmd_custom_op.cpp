@@ -59,7 +59,8 @@ void addCustomOp(CLI::App& app, Action& run) {
                                             "(docs/custom-ops.md)");
   c->require_subcommand(1);
   struct Opts {
-    std::string config, op_path, build_dir, include_dir, out_dir;
+    std::string config, op_path, build_dir, include_dir, out_dir, toolchain;
+    std::vector<std::string> params;
     bool force = false, test = false;
   };
   auto o = std::make_shared<Opts>();
@@ -83,12 +84,34 @@ void addCustomOp(CLI::App& app, Action& run) {
   build->add_option("--build-dir", o->build_dir, "Where CMake builds (default: DIR/build)");
   build->add_option("--include-dir", o->include_dir, "The folder holding npuc/custom_op.h (default: this npuc's)");
   build->add_option("--out-dir", o->out_dir, "Where the library goes (default: the op's folder)");
-  build->add_flag("--test", o->test, "Then run the harness (test_<op>) with its default input");
+  build->add_option("--toolchain", o->toolchain, "A CMake toolchain file (CMAKE_TOOLCHAIN_FILE): build the plugin for "
+                    "another machine; the library is then not loaded here");
+  build->add_flag("--test", o->test, "Then run the harness (test_<op>): its default input, the parameters --param gives");
+  build->add_option("--param", o->params, "With --test: a parameter of the op for the harness, NAME=VALUE (numbers; a "
+                    "list separated by commas), checked against op.yml's parameters and types (repeatable)");
   build->callback([o, &run] {
     run = [o] {
       const fs::path dir = o->op_path;
       if (!fs::is_regular_file(dir / "CMakeLists.txt"))
         fail(ErrorCode::kInvalidArgument, "{}: no CMakeLists.txt (make the folder with `npuc custom-op create`)", dir.string());
+      std::vector<std::string> test_args;
+      if (!o->params.empty() && !o->test) fail(ErrorCode::kInvalidArgument, "--param gives the harness a parameter: add --test");
+      if (o->test) test_args = customOpTestArgs(dir / "op.yml", o->params);  // checked before anything builds
+      fs::path toolchain;
+      if (!o->toolchain.empty()) {
+        toolchain = o->toolchain;
+        std::error_code ec;
+        if (!fs::is_regular_file(toolchain, ec))
+          fail(ErrorCode::kInvalidArgument, "--toolchain {}: {}", o->toolchain,
+               fs::exists(toolchain, ec) ? "not a file (give a CMake toolchain file)" : "no such file");
+        toolchain = fs::absolute(toolchain);
+        if (o->test)
+          fail(ErrorCode::kInvalidArgument, "--test runs the harness on this machine, which a library built with --toolchain "
+               "{} (for another machine) cannot: run test_<op> there", o->toolchain);
+      }
+      // The library's folder: made when missing, as every output folder of the CLI is (an error naming it otherwise).
+      const fs::path out = o->out_dir.empty() ? dir : fs::path(o->out_dir);
+      if (!o->out_dir.empty()) makeOutputFolder(out, "--out-dir");
       const fs::path bdir = o->build_dir.empty() ? dir / "build" : fs::path(o->build_dir);
       const fs::path inc = o->include_dir.empty() ? npucIncludeDir() : fs::path(o->include_dir);
       if (!fs::exists(inc / "npuc" / "custom_op.h"))
@@ -96,8 +119,9 @@ void addCustomOp(CLI::App& app, Action& run) {
       if (std::system("cmake --version > /dev/null 2>&1") != 0)
         fail(ErrorCode::kInvalidArgument, "cmake is not installed (apt-get install cmake ninja-build g++)");
       const bool ninja = std::system("ninja --version > /dev/null 2>&1") == 0;
-      runCommand(fmt::format("cmake -S {} -B {} {}-DCMAKE_BUILD_TYPE=Release -DNPUC_INCLUDE_DIR={} > /dev/null",
-                             quote(dir.string()), quote(bdir.string()), ninja ? "-G Ninja " : "", quote(inc.string())),
+      runCommand(fmt::format("cmake -S {} -B {} {}-DCMAKE_BUILD_TYPE=Release -DNPUC_INCLUDE_DIR={}{} > /dev/null",
+                             quote(dir.string()), quote(bdir.string()), ninja ? "-G Ninja " : "", quote(inc.string()),
+                             toolchain.empty() ? "" : " -DCMAKE_TOOLCHAIN_FILE=" + quote(toolchain.string())),
                  "configuring the plugin (cmake)");
       runCommand(fmt::format("cmake --build {}", quote(bdir.string())), "building the plugin");
       // The library op.yml names (out_binary), else the only one built.
@@ -120,13 +144,18 @@ void addCustomOp(CLI::App& app, Action& run) {
             lib = e.path();
           }
       if (lib.empty()) fail(ErrorCode::kInvalidInput, "{}: the build made no shared library", bdir.string());
-      const fs::path out = o->out_dir.empty() ? dir : fs::path(o->out_dir);
       const fs::path dest = out / lib.filename();
       const fs::path tmp = out / (lib.filename().string() + ".tmp");
       fs::copy_file(lib, tmp, fs::copy_options::overwrite_existing);
       fs::rename(tmp, dest);
-      // Loading it now shows a faulty table here rather than at translate time.
-      for (const CustomOpInfo& op : registerCustomOp(dest))
+      // Loading it now shows a faulty table here rather than at translate time — unless it was built for another
+      // machine, which this one cannot load.
+      if (!toolchain.empty())
+        fmt::print("note: {} was built with the toolchain {} for another machine; it is not loaded here (a cross-built "
+                   "library cannot be loaded on this machine), so its op table is checked when npuc loads it there\n",
+                   dest.string(), toolchain.string());
+      else
+        for (const CustomOpInfo& op : registerCustomOp(dest))
         fmt::print("{}: op '{}{}' on engine '{}' (sha256 {})\n", dest.string(), op.domain.empty() ? "" : op.domain + ".",
                    op.name, op.engine, op.sha256);
       if (o->test) {
@@ -134,7 +163,9 @@ void addCustomOp(CLI::App& app, Action& run) {
         for (auto& e : fs::directory_iterator(bdir))
           if (e.is_regular_file() && e.path().filename().string().rfind("test_", 0) == 0) harness = e.path();
         if (harness.empty()) fail(ErrorCode::kInvalidInput, "{}: no test_ harness was built", bdir.string());
-        runCommand(quote(harness.string()), "the harness");
+        std::string cmd = quote(harness.string());
+        for (const std::string& a : test_args) cmd += " " + quote(a);
+        runCommand(cmd, "the harness");
       }
       fmt::print("Register it with --custom-op {}\n", dest.string());
       return 0;

@@ -278,7 +278,9 @@ void addSimulate(CLI::App& app, Action& run) {
         cb = [&, pow2 = rt.numerics() == "int8-pow2"](const RuntimeLayer& l, const Tensor& y) {  // (runs after this block)
           const Shape& s = y.shape();
           int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
-          std::string raw = fmt::format("trace_dump_{}_{}x{}.y", l.seq, w, h), npy = fmt::format("trace_{}.npy", l.seq);
+          // (a layer of several outputs: output k > 0 of layer seq is "seq_outK")
+          const std::string id = l.output_index ? fmt::format("{}_out{}", l.seq, l.output_index) : std::to_string(l.seq);
+          std::string raw = fmt::format("trace_dump_{}_{}x{}.y", id, w, h), npy = fmt::format("trace_{}.npy", id);
           std::FILE* f = std::fopen((fs::path(o->trace) / raw).c_str(), "wb");
           if (!f || std::fwrite(y.raw(), 1, y.nbytes(), f) != y.nbytes()) {
             if (f) std::fclose(f);

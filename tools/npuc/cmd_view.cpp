@@ -179,7 +179,9 @@ VGraph fromPackage(const fs::path& dir) {
       n.engine = group_engines[static_cast<size_t>(n.group) - 1];
       n.kind_of_engine = kinds.count(n.engine) ? kinds[n.engine] : std::string();
     }
-    b.add(std::move(n), l.inputs, {l.output.name});
+    std::vector<std::string> writes = {l.output.name};
+    for (auto& o : l.more_outputs) writes.push_back(o.name);  // (a custom layer of several outputs)
+    b.add(std::move(n), l.inputs, writes);
   }
   b.outputs(rt.outputs());
   return b.g;
