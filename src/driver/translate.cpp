@@ -458,12 +458,8 @@ void checkAippWithImageGears(const TranslateOptions& o, const std::string& input
                what, hw->first, hw->second, gearName(g), g.first, g.second);
       continue;
     }
-    const std::pair<int64_t, int64_t>* largest = nullptr;
-    for (const auto& g : o.dynamic_image_sizes) {
-      bool covers = true;
-      for (const auto& h : o.dynamic_image_sizes) covers = covers && g.first >= h.first && g.second >= h.second;
-      if (covers) largest = &g;
-    }
+    const int at = package::largestGear(o.dynamic_image_sizes);
+    const std::pair<int64_t, int64_t>* largest = at < 0 ? nullptr : &o.dynamic_image_sizes[static_cast<size_t>(at)];
     if (!largest) {
       std::string list;
       for (const auto& g : o.dynamic_image_sizes) list += (list.empty() ? "" : ", ") + fmt::format("{}x{}", g.first, g.second);

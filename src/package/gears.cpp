@@ -88,4 +88,14 @@ Gears readGears(const fs::path& dir) {
   return g;
 }
 
+int largestGear(const std::vector<std::pair<int64_t, int64_t>>& hw) {
+  int largest = -1;
+  for (size_t i = 0; i < hw.size(); ++i) {
+    bool covers = true;
+    for (const auto& h : hw) covers = covers && hw[i].first >= h.first && hw[i].second >= h.second;
+    if (covers) largest = static_cast<int>(i);
+  }
+  return largest;
+}
+
 }  // namespace npuc::package

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace npuc::package {
@@ -34,5 +35,8 @@ std::string gearsJson(const Gears& g);
 Gears readGears(const std::filesystem::path& dir);
 /// Whether `dir` holds a gears.json.
 bool hasGears(const std::filesystem::path& dir);
+/// Of image-size gears given as (height, width), the index of one at least as high and as wide as every other (the
+/// last such), or -1 when there is none: the seed's "largest gear" that a dynamic AIPP block's size must be.
+int largestGear(const std::vector<std::pair<int64_t, int64_t>>& hw);
 
 }  // namespace npuc::package

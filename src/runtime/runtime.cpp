@@ -1271,12 +1271,10 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
       if (b.crop || b.padding)
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: with image-size gears the block may not crop or pad "
              "(cropSwitch {}, paddingSwitch {})", input, b.crop, b.padding);
-    const RuntimeGear* largest = nullptr;
-    for (const RuntimeGear& g : holder.gears) {
-      bool covers = true;
-      for (const RuntimeGear& h : holder.gears) covers = covers && g.height >= h.height && g.width >= h.width;
-      if (covers) largest = &g;
-    }
+    std::vector<std::pair<int64_t, int64_t>> hw;
+    for (const RuntimeGear& g : holder.gears) hw.emplace_back(g.height, g.width);
+    const int at = package::largestGear(hw);
+    const RuntimeGear* largest = at < 0 ? nullptr : &holder.gears[static_cast<size_t>(at)];
     if (!largest)
       fail(ErrorCode::kInvalidArgument, "input '{}': aipp.dynamic_image_size: no gear is at least as high and as wide as every other "
            "(gears: {}), so the block has no largest gear's size to take", input, gearList(holder.gears, false));
