@@ -100,6 +100,9 @@ AippParams aippParamsFromFields(const std::vector<AippFieldValue>& fields, size_
 std::vector<AippFieldValue> aippFields(const AippParams& p);
 /// Whether `name` is a kAippDynamicBatchPara field.
 bool isAippRecordField(const std::string& name);
+/// A float16 field's value (dtcPixelMinChn*, dtcPixelVarReciChn*) as stored: refused unless finite and within
+/// float16's range (kInvalidInput "<where>: <shown> is not a finite number within the float16 range").
+uint16_t aippHalf(double v, const std::string& where, const std::string& shown);
 
 /// What the translator fixed: the model input the stage writes ([n, channels, height, width]), the bytes each
 /// image may occupy in the frame input (static: exactly the source image; dynamic: max_src_image_size) and the

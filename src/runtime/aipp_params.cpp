@@ -33,9 +33,11 @@ kernels::AippParams toKernel(const DynamicAippParams& d) {
     b.pad_top = i.padding_size_top, b.pad_bottom = i.padding_size_bottom;
     b.pad_left = i.padding_size_left, b.pad_right = i.padding_size_right;
     b.mean = i.dtc_pixel_mean_chn;
-    for (size_t c = 0; c < 4; ++c) {
-      b.min[c] = floatToHalf(i.dtc_pixel_min_chn[c]);
-      b.var_reci[c] = floatToHalf(i.dtc_pixel_var_reci_chn[c]);
+    for (size_t c = 0; c < 4; ++c) {  // (refused beyond float16's range, as the field form refuses them)
+      const std::string at = fmt::format("batch[{}].", p.batch.size());
+      b.min[c] = kernels::aippHalf(i.dtc_pixel_min_chn[c], at + "dtcPixelMinChn" + std::to_string(c), fmt::format("{}", i.dtc_pixel_min_chn[c]));
+      b.var_reci[c] = kernels::aippHalf(i.dtc_pixel_var_reci_chn[c], at + "dtcPixelVarReciChn" + std::to_string(c),
+                                        fmt::format("{}", i.dtc_pixel_var_reci_chn[c]));
     }
     p.batch.push_back(b);
   }

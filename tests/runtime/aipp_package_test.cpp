@@ -863,6 +863,11 @@ TEST(AippFields, UnknownMissingMisplacedAndOutOfRangeFieldsNameTheField) {
   std::string e = errorOf([] { (void)prepost::aippParamsFromYaml("inputFormat: 3\nsrcImageSizeW: 8\nsrcImageSizeH: 8\ncropSwitch: 1\n", "p.yaml"); });
   EXPECT_NE(e.find("p.yaml"), std::string::npos) << e;
   EXPECT_NE(e.find("cropSizeW: missing (cropSwitch is 1)"), std::string::npos) << e;
+  // A struct filled by hand is held to the same float16 range as the fields (it was stored as infinity, exit 0).
+  DynamicAippParams hand = ok;
+  hand.batch[0].dtc_pixel_var_reci_chn[1] = 1e9f;
+  e = errorOf([&] { (void)hand.encode(); });
+  EXPECT_NE(e.find("batch[0].dtcPixelVarReciChn1: 1000000000 is not a finite number within the float16 range"), std::string::npos) << e;
 }
 
 TEST(AippPackage, FramesSmallerThanMaxSrcImageSizeGiveTheMaxSizeFramesBits) {

@@ -79,15 +79,23 @@ const FieldRef* named(const std::vector<FieldRef>& fields, const std::string& na
 
 [[noreturn]] void bad(const std::string& where, const std::string& why) { fail(ErrorCode::kInvalidInput, "{}: {}", where, why); }
 
+}  // namespace
+
+uint16_t aippHalf(double v, const std::string& where, const std::string& shown) {
+  if (!std::isfinite(v) || std::fabs(v) > 65504.0)
+    fail(ErrorCode::kInvalidInput, "{}: {} is not a finite number within the float16 range (stored as float16)", where, shown);
+  return floatToHalf(static_cast<float>(v));
+}
+
+namespace {
+
 /// Parses `text` into field f (named `where` in messages).
 void setField(const FieldRef& f, const std::string& text, const std::string& where) {
   if (f.half) {
     char* end = nullptr;
     const double d = std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size()) bad(where, fmt::format("'{}' is not a number", text));
-    if (!std::isfinite(d) || std::fabs(d) > 65504.0)
-      bad(where, fmt::format("{} is not a finite number within the float16 range (stored as float16)", text));
-    f.set(floatToHalf(static_cast<float>(d)));
+    f.set(aippHalf(d, where, text));
     return;
   }
   if (std::string(f.name) == "inputFormat" && !text.empty() && !std::isdigit(static_cast<unsigned char>(text[0])) &&
