@@ -257,14 +257,16 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
 
 ThreadPool& ThreadPool::shared(int threads) {
   threads = std::max(1, threads);
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;  // (guarded by the registry's mutex)
-  Registry& r = registry();
+  // Guarded by a mutex of its own, not the registry's: the fork handlers hold the registry's while they wait for
+  // every pool's job lock, and a parallelFor body that asks for a shared pool holds a job lock while it waits here.
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  static std::mutex mu;
   {
-    std::lock_guard<std::mutex> lk(r.mu);
+    std::lock_guard<std::mutex> lk(mu);
     if (auto it = pools.find(threads); it != pools.end()) return *it->second;
   }
-  auto made = std::make_unique<ThreadPool>(threads);  // (outside the lock: the constructor takes it; it may throw)
-  std::lock_guard<std::mutex> lk(r.mu);
+  auto made = std::make_unique<ThreadPool>(threads);  // (outside the lock: the constructor may throw)
+  std::lock_guard<std::mutex> lk(mu);
   auto& p = pools[threads];
   if (!p) p = std::move(made);  // (else another thread made one first: `made` is destroyed after the lock is released)
   return *p;
