@@ -33,23 +33,20 @@ def convert_binary_to_numpy(path, height, width, fmt="RGBA8888"):
 def _input_quantization(package, input_name):
     """(scale, zero_point) of the int8 codes a package makes of its input `input_name` (the quantize layer whose codes
     stand for it), or None when the package takes that input as it is."""
-    from . import Runtime, _error
-    rt = Runtime(os.fspath(package))
-    try:
-        names = [i["name"] for i in rt.inputs]
-        if input_name is None:
-            if len(names) != 1:
-                raise _error("convert_pre_numpy_to_rgba: the package has %d inputs (%s): name one with input_name="
-                             % (len(names), ", ".join(names)))
-            input_name = names[0]
-        elif input_name not in names:
-            raise _error("convert_pre_numpy_to_rgba: the package has no input '%s' (inputs: %s)" % (input_name, ", ".join(names)))
-        for layer in rt.layers:
-            if layer.get("float_value") == input_name and layer.get("scale", 0) > 0:
-                return float(layer["scale"]), int(layer["zero_point"])
-        return None
-    finally:
-        rt.close()
+    from . import _error, _runtime
+    rt = _runtime(package)  # (the thread's cached runtime of npuc.inference, reloaded when the package changed)
+    names = [i["name"] for i in rt.inputs]
+    if input_name is None:
+        if len(names) != 1:
+            raise _error("convert_pre_numpy_to_rgba: the package has %d inputs (%s): name one with input_name="
+                         % (len(names), ", ".join(names)))
+        input_name = names[0]
+    elif input_name not in names:
+        raise _error("convert_pre_numpy_to_rgba: the package has no input '%s' (inputs: %s)" % (input_name, ", ".join(names)))
+    for layer in rt.layers:
+        if layer.get("float_value") == input_name and layer.get("scale", 0) > 0:
+            return float(layer["scale"]), int(layer["zero_point"])
+    return None
 
 
 def convert_pre_numpy_to_rgba(array, path, radix=None, package=None, input_name=None):

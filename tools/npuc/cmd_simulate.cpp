@@ -23,6 +23,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The layer whose int8 codes stand for the model tensor `name` (scale > 0: int8-affine / int8-radix), or nullptr.
+const RuntimeLayer* codesStandingFor(const Runtime& rt, const std::string& name) {
+  for (const RuntimeLayer& l : rt.layers())
+    if (l.scale > 0 && l.float_value == name) return &l;
+  return nullptr;
+}
+
 /// The bytes of a regular file of exactly `bytes` bytes (else an error naming the file, `who` needs them, `detail`).
 std::vector<uint8_t> readExactly(const std::string& file, uint64_t bytes, const std::string& who, const std::string& detail) {
   const fs::path p(file);
@@ -54,9 +61,7 @@ Tensor readRgbaInput(const Runtime& rt, const std::string& file, const RuntimeTe
   const int64_t c = s[1], h = s[2], w = s[3];
   const std::vector<uint8_t> px = readExactly(file, static_cast<uint64_t>(h * w * 4), "input '" + in.name + "'",
                                               fmt::format(" ({}x{} pixels, RGBA8888)", h, w));
-  const RuntimeLayer* quant = nullptr;
-  for (const RuntimeLayer& l : rt.layers())
-    if (l.scale > 0 && l.float_value == in.name) quant = &l;
+  const RuntimeLayer* quant = codesStandingFor(rt, in.name);
   if (!quant && in.dtype == DType::kU8) {
     Tensor t(DType::kU8, s);
     for (int64_t k = 0; k < c; ++k)
@@ -146,13 +151,11 @@ Tensor toFloat(const Tensor& t) {
 /// 2^-radix, zero point 0; the reader checked the form); empty for an output without one (a float output: translate's
 /// radix_scale_info.txt says "float" too).
 std::optional<int> outputRadix(const Runtime& rt, const std::string& output) {
-  for (const RuntimeLayer& l : rt.layers())
-    if (l.scale > 0 && l.float_value == output) {
-      int e = 0;
-      std::frexp(l.scale, &e);
-      return 1 - e;  // scale = 2^(e - 1) = 2^-radix
-    }
-  return std::nullopt;
+  const RuntimeLayer* l = codesStandingFor(rt, output);
+  if (!l) return std::nullopt;
+  int e = 0;
+  std::frexp(l->scale, &e);
+  return 1 - e;  // scale = 2^(e - 1) = 2^-radix
 }
 
 /// What --kneron-dump needs, checked before the run: an int8-radix package, outputs of rank 4 at most.
