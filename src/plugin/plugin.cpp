@@ -598,13 +598,19 @@ Instance::Instance(const CustomOp& op, std::string node, std::vector<Param> para
 
 Instance::~Instance() { releaseState(); }
 
-void Instance::releaseState() {
-  if (has_state_ && op_.desc().destroy) {
-    try {
-      op_.desc().destroy(state_);
-    } catch (...) {  // a destructor cannot report; the state is gone either way
-    }
+namespace {
+/// The plugin's destroy for a state its init made (a destructor cannot report: the state is gone either way).
+void destroyState(const npuc_custom_op& d, void* st) {
+  if (!d.destroy) return;
+  try {
+    d.destroy(st);
+  } catch (...) {
   }
+}
+}  // namespace
+
+void Instance::releaseState() {
+  if (has_state_) destroyState(op_.desc(), state_);
   has_state_ = false;
   state_ = nullptr;
 }
@@ -688,12 +694,7 @@ void Instance::compute(const std::vector<Tensor>& in, std::vector<Tensor>& given
       void* st;
       bool made;
       ~Release() {
-        if (made && d.destroy) {
-          try {
-            d.destroy(st);
-          } catch (...) {  // (as releaseState)
-          }
-        }
+        if (made) destroyState(d, st);
       }
     } release{op_.desc(), st, made};
     return run(fn, what, fill, st);
