@@ -4,6 +4,7 @@
 
 #include "npuc/dtype.hpp"
 
+#include <iterator>
 #include <optional>
 #include <string_view>
 
@@ -38,17 +39,47 @@ inline std::optional<Numerics> numericsFromName(std::string_view s) {
   return std::nullopt;
 }
 
+/// What a package of each numerics family holds: the facts the package format, its validator, the runtime and the
+/// lowering ask (never the family itself). One row per family; the compiler's side of a family (calibration, graph
+/// rewrites, files beside the package) is its strategy in src/driver/numerics/ (docs/numerics.md, "Adding a family").
+struct NumericsTraits {
+  Numerics id;
+  bool packages;           // object packages exist (else: checked and estimated only)
+  DType float_type;        // the element type of its float layers and weights (kUndefined: no packages)
+  int activation_bytes;    // bytes of a stored activation value (the time estimate's data movement)
+  bool affine_codes;       // int8 codes with a scale and zero point per tensor: the integer layers of quant.hpp
+  bool radix_codes;        // ... every one symmetric (zero point 0) at a power-of-two scale (Kneron's fixed point)
+  bool pow2_codes;         // 8-bit codes at 2^-q chosen per frame in slots (TIDL's): pow2 layers, the manifest's pow2 block
+  bool concat_in_place;    // a Concat's inputs may be written in place in its result (pow2: each input has its own q)
+};
+
+inline const NumericsTraits& numericsTraits(Numerics n) {
+  static constexpr NumericsTraits kTable[] = {
+      // id                  packages float_type       bytes affine radix  pow2   concat in place
+      {Numerics::kFp32,       true,  DType::kF32,       4,  false, false, false, true},
+      {Numerics::kFp16,       true,  DType::kF16,       2,  false, false, false, true},
+      {Numerics::kInt8,       false, DType::kUndefined, 1,  false, false, false, true},
+      {Numerics::kInt8Affine, true,  DType::kF32,       1,  true,  false, false, true},
+      {Numerics::kInt8Radix,  true,  DType::kF32,       1,  true,  true,  false, true},
+      {Numerics::kInt8Pow2,   true,  DType::kF32,       1,  false, false, true,  false},
+  };
+  static_assert([] {
+    for (size_t i = 0; i < std::size(kTable); ++i)
+      if (static_cast<size_t>(kTable[i].id) != i) return false;
+    return std::size(kTable) == static_cast<size_t>(Numerics::kInt8Pow2) + 1;
+  }(), "one row per Numerics value, in the enum's order");
+  return kTable[static_cast<size_t>(n)];
+}
+
 /// Numerics whose packages hold int8-affine codes (int8-radix is a restriction of int8-affine: the same layers,
 /// kernels and package forms).
-inline bool isInt8AffineFamily(Numerics n) { return n == Numerics::kInt8Affine || n == Numerics::kInt8Radix; }
+inline bool isInt8AffineFamily(Numerics n) { return numericsTraits(n).affine_codes; }
 
 /// Whether packages exist for these numerics yet.
-inline bool numericsHasPackages(Numerics n) { return n != Numerics::kInt8; }
+inline bool numericsHasPackages(Numerics n) { return numericsTraits(n).packages; }
 
 /// The element type of float activations and weights in a package of these numerics (kUndefined: none yet). An
 /// int8-affine package's float layers (those without an integer form yet) compute in float32.
-inline DType numericsFloatType(Numerics n) {
-  return n == Numerics::kFp32 || isInt8AffineFamily(n) || n == Numerics::kInt8Pow2 ? DType::kF32 : n == Numerics::kFp16 ? DType::kF16 : DType::kUndefined;
-}
+inline DType numericsFloatType(Numerics n) { return numericsTraits(n).float_type; }
 
 }  // namespace npuc
