@@ -17,10 +17,10 @@ npuc=$(realpath "${1:-build/bin/npuc}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 2
+cd "$root" || exit 2  # (models by relative paths: error reports name the model file, the same in every checkout)
 
-models=("$root"/models/fashion/*.onnx "$root"/models/digits/digits_cnn.onnx)
-for m in "$root"/tests/data/kinds/*.onnx "$root"/models/zoo/*.onnx; do [ -e "$m" ] && models+=("$m"); done
+models=(models/fashion/*.onnx models/digits/digits_cnn.onnx)
+for m in tests/data/kinds/*.onnx models/zoo/*.onnx; do [ -e "$m" ] && models+=("$m"); done
 
 # Seeded calibration samples (4, standard normal) for each input of a model: prints the --calib options.
 calib() {
@@ -76,9 +76,9 @@ for onnx in "${models[@]}"; do
   fi
 done
 
-digits="$root/models/digits/digits_cnn.onnx"
+digits=models/digits/digits_cnn.onnx
 mapfile -t cal < <(calib "$digits" "$tmp/cal_digits")
-one digits_cnn prepost -onnx "$digits" --target drpai -prepost "$root/models/digits/demo/prepost_yuy2.yaml"
+one digits_cnn prepost -onnx "$digits" --target drpai -prepost models/digits/demo/prepost_yuy2.yaml
 cat > "$tmp/static.cfg" <<'CFG'
 aipp_op {
   aipp_mode: static
@@ -101,8 +101,8 @@ aipp_op {
   max_src_image_size: 4608
 }
 CFG
-one aipp_net aipp_static -onnx "$root/tests/data/aipp/aipp_net.onnx" --target generic --aipp "$tmp/static.cfg"
-one aipp_net aipp_dynamic -onnx "$root/tests/data/aipp/aipp_net.onnx" --target drpai --aipp "$tmp/dynamic.cfg"
+one aipp_net aipp_static -onnx tests/data/aipp/aipp_net.onnx --target generic --aipp "$tmp/static.cfg"
+one aipp_net aipp_dynamic -onnx tests/data/aipp/aipp_net.onnx --target drpai --aipp "$tmp/dynamic.cfg"
 one digits_cnn gears_batch -onnx "$digits" --target generic --input_shape "input:-1,1,28,28" --dynamic_batch_size "1,2,4"
 one digits_cnn int8_affine_qdq -onnx "$digits" --target generic-int8 -SaveQdqOnnx "${cal[@]}"
 one digits_cnn int8_affine_bias -onnx "$digits" --target generic-int8 --bias-correction "${cal[@]}"

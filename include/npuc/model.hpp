@@ -280,7 +280,8 @@ struct QuantizeOptions {
   /// Calibration samples per model input: tensors stacking samples of its shape along the first axis.
   std::map<std::string, std::vector<Tensor>> calibration;
   std::string method = "minmax";  // activation ranges: minmax | percentile | entropy | mse (docs/calibration.md)
-  /// Activations: "affine" (scale and zero point spanning the range) or "radix" (Kneron's int8-radix: zero point 0 and
+  /// Activations: "affine" (scale and zero point spanning the range), "symmetric" (zero point 0, scale max|x| / 127) or
+  /// "radix" (Kneron's int8-radix: zero point 0 and
   /// a power-of-two scale 2^-radix; docs/numerics.md). Weights are per-channel symmetric either way.
   std::string scheme = "affine";
   double percentile = 99.99;      // for method percentile

@@ -118,7 +118,7 @@ void throughput(Estimate& e, const target::Target& t) {
 Estimate estimate(const ir::Graph& g, const target::Target& t) {
   Estimate e;
   std::vector<double> single(t.engines.size(), 0.0);
-  int64_t esize = t.numerics == Numerics::kFp32 ? 4 : t.numerics == Numerics::kFp16 ? 2 : 1;
+  const int64_t esize = numericsTraits(t.numerics).activation_bytes;
   std::map<std::string, double> per_engine;
   const bool sparse_target = std::any_of(t.engines.begin(), t.engines.end(), [](const auto& en) { return en.second.sparse_kernel; });
   int ith = 0;

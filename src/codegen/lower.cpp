@@ -165,7 +165,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   L.run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;
-  if (o.concat_in_place && t.numerics != Numerics::kInt8Pow2) concatsInPlace(vals, descs, L.aliased_);
+  if (o.concat_in_place && numericsTraits(t.numerics).concat_in_place) concatsInPlace(vals, descs, L.aliased_);
   if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
   for (ir::ValueId v : g.outputs()) {
     auto it = L.of_.find(v);
@@ -286,7 +286,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   p.prefix = o.prefix;
   p.target = t.name;
   p.numerics = t.numerics;
-  if (t.numerics == Numerics::kInt8Pow2) p.pow2 = package::Pow2Info{o.pow2, static_cast<uint32_t>(L.pow2_slots_)};
+  if (numericsTraits(t.numerics).pow2_codes) p.pow2 = package::Pow2Info{o.pow2, static_cast<uint32_t>(L.pow2_slots_)};
   for (auto& s : res.map.subspaces) {
     package::SubSpace ss{s.name, s.addr, s.size, {}};
     for (auto& e : s.elements) ss.elements.push_back({e.name, e.addr, e.size});
@@ -414,7 +414,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
 
 std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t) {
   std::vector<PackageGap> gaps;
-  if (!numericsHasPackages(t.numerics)) return gaps;
+  if (!numericsTraits(t.numerics).packages) return gaps;
   std::set<ir::ValueId> used;  // values something reads (or the model outputs)
   for (ir::NodeId id : g.order())
     for (ir::ValueId v : g.node(id).inputs) used.insert(v);

@@ -17,11 +17,15 @@ std::vector<uint8_t> i32bytes(const std::vector<int32_t>& v) {
 }
 }  // namespace
 
+void Lowerer::requireAffineCodes(const ir::Node& n, std::string_view form) const {
+  if (!numericsTraits(t_.numerics).affine_codes)
+    unsupported(n, "{} has a package form in int8-affine packages only (target '{}' has {} numerics)", form, t_.name,
+                numericsName(t_.numerics));
+}
+
 void Lowerer::quantizeNode(const ir::Node& n) {
   const bool q = n.op == "QuantizeLinear";
-  if (!isInt8AffineFamily(t_.numerics))
-    unsupported(n, "{} has a package form in int8-affine packages only (target '{}' has {} numerics)", n.op, t_.name,
-                numericsName(t_.numerics));
+  requireAffineCodes(n, n.op);
   const Tensor* scale = constIn(n, 1);
   const Tensor* zp = constIn(n, 2);
   if (!scale || scale->numel() != 1) unsupported(n, "the scale must be one constant value (per-tensor quantization)");
@@ -42,9 +46,7 @@ void Lowerer::quantizeNode(const ir::Node& n) {
 /// [x_zero_point, y_zero_point, y_min, y_max, then (multiplier, shift) per output channel]; the parameter words are
 /// the float conv's.
 void Lowerer::qconvNode(const ir::Node& n) {
-  if (!isInt8AffineFamily(t_.numerics))
-    unsupported(n, "QConv has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
-                numericsName(t_.numerics));
+  requireAffineCodes(n, "QConv");
   const Shape& xs = shapeOf(n, 0);
   if (xs.size() != 4) unsupported(n, "{}-D integer convolution has no package form (2-D)", xs.size() - 2);
   const Tensor* w = constIn(n, 1);
@@ -83,9 +85,7 @@ void Lowerer::qconvNode(const ir::Node& n) {
 /// ai.npuc QAdd -> a binary layer (add) in its int8 form: a, b int8 of one shape, and the requantization table int32
 /// [a_zero_point, b_zero_point, y_zero_point, y_min, y_max, multiplier of a, multiplier of b, shift].
 void Lowerer::qaddNode(const ir::Node& n) {
-  if (!isInt8AffineFamily(t_.numerics))
-    unsupported(n, "QAdd has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
-                numericsName(t_.numerics));
+  requireAffineCodes(n, "QAdd");
   std::vector<int32_t> table;
   for (const char* a : {"a_zero_point", "b_zero_point", "y_zero_point", "y_min", "y_max"})
     table.push_back(static_cast<int32_t>(n.attrInt(a, 0)));
@@ -104,9 +104,7 @@ void Lowerer::qaddNode(const ir::Node& n) {
 /// float form's references), and the requantization table int32 [a_zero_point, b_zero_point, y_zero_point, y_min,
 /// y_max, multiplier, shift]; parameter word 0 (no bias).
 void Lowerer::qmatmulNode(const ir::Node& n) {
-  if (!isInt8AffineFamily(t_.numerics))
-    unsupported(n, "QMatMul has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
-                numericsName(t_.numerics));
+  requireAffineCodes(n, "QMatMul");
   Shape sa = shapeOf(n, 0), sb = shapeOf(n, 1);
   const Shape& ys = g_.value(n.outputs[0]).type.shape;
   if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
@@ -127,9 +125,7 @@ void Lowerer::qmatmulNode(const ir::Node& n) {
 /// ai.npuc QGlobalAvgPool -> a global_avg_pool layer in its int8 form: x int8, and the requantization table int32
 /// [x_zero_point, y_zero_point, y_min, y_max, multiplier, shift].
 void Lowerer::qglobalAvgPoolNode(const ir::Node& n) {
-  if (!isInt8AffineFamily(t_.numerics))
-    unsupported(n, "QGlobalAvgPool has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
-                numericsName(t_.numerics));
+  requireAffineCodes(n, "QGlobalAvgPool");
   std::vector<int32_t> table = {static_cast<int32_t>(n.attrInt("x_zero_point", 0)), static_cast<int32_t>(n.attrInt("y_zero_point", 0)),
                                 static_cast<int32_t>(n.attrInt("y_min", -128)), static_cast<int32_t>(n.attrInt("y_max", 127)),
                                 static_cast<int32_t>(n.attrInt("multiplier", 0)), static_cast<int32_t>(n.attrInt("shift", 0))};
@@ -140,9 +136,7 @@ void Lowerer::qglobalAvgPoolNode(const ir::Node& n) {
 /// ai.npuc QAvgPool -> an avg_pool layer in its int8 form: x int8, and the requantization table int32 [x_zero_point,
 /// y_zero_point, y_min, y_max, then multiplier, shift for each divisor 1 .. kh * kw].
 void Lowerer::qavgPoolNode(const ir::Node& n) {
-  if (!isInt8AffineFamily(t_.numerics))
-    unsupported(n, "QAvgPool has a package form in int8-affine packages only (target '{}' has {} numerics)", t_.name,
-                numericsName(t_.numerics));
+  requireAffineCodes(n, "QAvgPool");
   std::vector<int32_t> table = {static_cast<int32_t>(n.attrInt("x_zero_point", 0)), static_cast<int32_t>(n.attrInt("y_zero_point", 0)),
                                 static_cast<int32_t>(n.attrInt("y_min", -128)), static_cast<int32_t>(n.attrInt("y_max", 127))};
   const std::vector<int64_t> m = n.attrInts("multipliers"), sh = n.attrInts("shifts");
@@ -155,7 +149,7 @@ void Lowerer::qavgPoolNode(const ir::Node& n) {
 /// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add -> binary add, P2Concat -> concat, P2AvgPool -> avg_pool, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
 void Lowerer::pow2Node(const ir::Node& n) {
-  if (t_.numerics != Numerics::kInt8Pow2)
+  if (!numericsTraits(t_.numerics).pow2_codes)
     unsupported(n, "{} has a package form in int8-pow2 packages only (target '{}' has {} numerics)", n.op, t_.name,
                 numericsName(t_.numerics));
   auto words = n.attrInts("table");

@@ -89,8 +89,8 @@ class Lowerer {
 
  public:
   Lowerer(const ir::Graph& g, const target::Target& t, ir::Graph* consume) : g_(g), t_(t), consume_(consume) {
-    ft_ = numericsFloatType(t.numerics);
-    if (!numericsHasPackages(t.numerics))
+    ft_ = numericsTraits(t.numerics).float_type;
+    if (!numericsTraits(t.numerics).packages)
       fail(ErrorCode::kUnsupported,
            "target '{}' declares {} numerics; packages in {} need quantization, which npuc does not implement yet "
            "(fp32 and fp16 targets emit packages)",
@@ -209,9 +209,9 @@ class Lowerer {
       return t;
     }
     // int8-affine: the int8 side of QuantizeLinear / DequantizeLinear (docs/numerics.md) is stored as int8.
-    if (v.type.dtype == DType::kI8 && isInt8AffineFamily(t_.numerics)) return ElemType::kI8;
+    if (v.type.dtype == DType::kI8 && numericsTraits(t_.numerics).affine_codes) return ElemType::kI8;
     // int8-pow2: codes, signed (int8) or unsigned (uint8).
-    if ((v.type.dtype == DType::kI8 || v.type.dtype == DType::kU8) && t_.numerics == Numerics::kInt8Pow2) return v.type.dtype;
+    if ((v.type.dtype == DType::kI8 || v.type.dtype == DType::kU8) && numericsTraits(t_.numerics).pow2_codes) return v.type.dtype;
     if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
       unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,
                   dtypeName(v.type.dtype));
@@ -446,6 +446,8 @@ class Lowerer {
   void tileNode(const ir::Node& n);
   void instanceNorm(const ir::Node& n);
   void whereNode(const ir::Node& n);
+  /// The integer layers of affine codes belong to the packages of families that hold them (NumericsTraits).
+  void requireAffineCodes(const ir::Node& n, std::string_view form) const;
   void quantizeNode(const ir::Node& n);  // lower_quant.cpp
   void qconvNode(const ir::Node& n);
   void qaddNode(const ir::Node& n);

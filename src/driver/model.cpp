@@ -295,7 +295,8 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
   qo.percentile = o.percentile;
   qo.per_channel = o.per_channel;
   if (o.scheme == "radix") qo.scheme = quant::ActivationScheme::kRadix;
-  else if (o.scheme != "affine") fail(ErrorCode::kInvalidArgument, "unknown activation scheme '{}' (affine, radix)", o.scheme);
+  else if (o.scheme == "symmetric") qo.scheme = quant::ActivationScheme::kSymmetric;
+  else if (o.scheme != "affine") fail(ErrorCode::kInvalidArgument, "unknown activation scheme '{}' (affine, radix, symmetric)", o.scheme);
   qo.keep_float.insert(o.keep_float.begin(), o.keep_float.end());
   qo.ranges = o.ranges;
   Model m;

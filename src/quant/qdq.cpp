@@ -33,6 +33,13 @@ void affineInt8(double lo, double hi, float* scale, int* zero_point) {
   *zero_point = static_cast<int>(std::clamp(zp, -128L, 127L));
 }
 
+void symmetricInt8(double lo, double hi, float* scale, int* zero_point) {
+  double s = std::max(-std::min(lo, 0.0), std::max(hi, 0.0)) / 127.0;
+  if (!(s > 0) || !std::isfinite(s)) s = 1.0;  // an all-zero tensor: any scale represents it
+  *scale = static_cast<float>(s);
+  *zero_point = 0;
+}
+
 void radixInt8(double lo, double hi, float* scale, int* zero_point, int* radix) {
   const double m = std::max(-std::min(lo, 0.0), std::max(hi, 0.0));
   int r = 0;
@@ -389,8 +396,11 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     const Range& r = ranges.at(v);
     float scale;
     int zp;
-    if (o.scheme == ActivationScheme::kRadix) radixInt8(r.lo, r.hi, &scale, &zp, nullptr);
-    else affineInt8(r.lo, r.hi, &scale, &zp);
+    switch (o.scheme) {
+      case ActivationScheme::kAffine: affineInt8(r.lo, r.hi, &scale, &zp); break;
+      case ActivationScheme::kRadix: radixInt8(r.lo, r.hi, &scale, &zp, nullptr); break;
+      case ActivationScheme::kSymmetric: symmetricInt8(r.lo, r.hi, &scale, &zp); break;
+    }
     ir::Type ft = g.value(v).type;
     ir::ValueId dq_out = g.addValue(g.uniqueValueName(name + "_dequantized"), ft).id;
     // The readers read the dequantized copy (the Q node, added below, keeps reading v). A graph output passes

@@ -29,9 +29,10 @@ namespace npuc::quant {
 
 struct InputMeans;  // bias_correction.hpp
 
-/// How activations are quantized: affine (scale and zero point spanning [lo, hi]) or Kneron's radix form (zero point
-/// 0, scale 2^-radix with the largest radix that keeps max(|lo|, |hi|) within 127).
-enum class ActivationScheme { kAffine, kRadix };
+/// How activations are quantized: affine (scale and zero point spanning [lo, hi]), symmetric (zero point 0, scale
+/// max(|lo|, |hi|) / 127) or Kneron's radix form (zero point 0, scale 2^-radix with the largest radix that keeps
+/// max(|lo|, |hi|) within 127).
+enum class ActivationScheme { kAffine, kRadix, kSymmetric };
 
 struct QdqOptions {
   RangeMethod method = RangeMethod::kMinMax;
@@ -126,6 +127,8 @@ int fuseIntegerDataMovement(ir::Graph& g);
 
 /// The affine int8 parameters of a range [lo, hi] holding 0: scale (> 0) and zero point in [-128, 127].
 void affineInt8(double lo, double hi, float* scale, int* zero_point);
+/// Symmetric int8 codes for [lo, hi]: zero point 0, scale max(|lo|, |hi|) / 127 (1 for an empty range).
+void symmetricInt8(double lo, double hi, float* scale, int* zero_point);
 /// The radix form of [lo, hi]: zero point 0, scale 2^-radix with the largest radix (in [-31, 31]) for which
 /// max(|lo|, |hi|) * 2^radix <= 127 (an all-zero range: radix 0).
 void radixInt8(double lo, double hi, float* scale, int* zero_point, int* radix);

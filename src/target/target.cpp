@@ -311,7 +311,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
     if (root["numerics"]) {
       std::string n = str(root, "numerics");
       auto num = numericsFromName(n);
-      if (!num) fail(ErrorCode::kInvalidInput, "field 'numerics' must be fp32, fp16 or int8, got '{}'", n);
+      if (!num) fail(ErrorCode::kInvalidInput, "field 'numerics' must be one of {}, got '{}'", numericsNames(), n);
       t.numerics = *num;
     }
     if (root["address_bits"]) {

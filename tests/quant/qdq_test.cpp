@@ -17,6 +17,7 @@
 
 #include <fstream>
 #include <random>
+#include <tuple>
 
 #include <algorithm>
 #include <cmath>
@@ -1078,6 +1079,58 @@ TEST(Int8RadixPackage, PowerOfTwoScalesAndTheEnginesBits) {
   Model qdq = Model::load(onnx).optimized().quantizedQdq(q);
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 4, [&] { return u(rng); });
   std::filesystem::remove_all(o.out_root);
+}
+
+// int8-symmetric (target generic-int8-symmetric, the worked example of a numerics family in docs/numerics.md): every
+// activation's zero point is 0 at scale max|x| / 127, the package equals the engine on the same symmetric-quantized
+// model bit for bit, and a model quantized elsewhere with a zero point is refused, naming the tensor.
+TEST(Int8SymmetricPackage, ZeroPointsAreZeroAndTheEnginesBits) {
+  for (auto [lo, hi, want] : {std::tuple{0.0, 1.0, 1.0f / 127}, std::tuple{-2.54, 1.0, 0.02f}, std::tuple{0.0, 0.0, 1.0f}}) {
+    float scale;
+    int zp;
+    quant::symmetricInt8(lo, hi, &scale, &zp);
+    EXPECT_EQ(zp, 0);
+    EXPECT_FLOAT_EQ(scale, want) << lo << ".." << hi;
+  }
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/models/fashion/fashion_resnet.onnx";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  QuantizeOptions q = fashionCalibration(rng);
+  q.scheme = "symmetric";
+  TranslateOptions o = int8Options("fsym", onnx, "generic-int8-symmetric", "npuc_int8_symmetric_");
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  EXPECT_EQ(rt.numerics(), "int8-symmetric");
+  int records = 0, unlike_radix = 0;
+  for (const RuntimeLayer& l : rt.layers())
+    if (l.scale > 0) {
+      ++records;
+      int e = 0;
+      unlike_radix += std::frexp(l.scale, &e) != 0.5;
+      EXPECT_EQ(l.zero_point, 0) << l.name;
+    }
+  EXPECT_GT(records, 10);
+  EXPECT_GT(unlike_radix, 0);  // (scales are not powers of two: not int8-radix)
+  q.integer_layers = true;
+  Model qdq = Model::load(onnx).optimized().quantizedQdq(q);
+  expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 4, [&] { return u(rng); });
+
+  // A model quantized with zero points (the affine scheme) is not an int8-symmetric model.
+  q.scheme = "affine";
+  q.integer_layers = false;
+  q.qdq_onnx = o.out_root / "affine_qdq.onnx";
+  Model::load(onnx).quantizedQdq(q);
+  TranslateOptions a = int8Options("fsym2", q.qdq_onnx, "generic-int8-symmetric", "npuc_int8_symmetric2_");
+  try {
+    translate(a);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("with a zero point other than 0, which int8-symmetric packages do not hold"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(o.out_root);
+  std::filesystem::remove_all(a.out_root);
 }
 
 }  // namespace

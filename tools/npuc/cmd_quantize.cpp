@@ -30,9 +30,10 @@ void addQuantize(CLI::App& app, Action& run) {
                                      "T.csv, T.xlsx or T.html by the extension");
   c->add_option("--method", o->method, "Activation range method: minmax | percentile | entropy | mse (docs/calibration.md)");
   c->add_option("--percentile", o->percentile, "The percentile of --method percentile")->check(CLI::Range(1e-9, 100.0));
-  c->add_option("--scheme", o->scheme, "Activations: affine (scale and zero point, default) or radix (Kneron's int8-radix: zero "
-                                     "point 0, power-of-two scales; docs/numerics.md)")
-      ->check(CLI::IsMember({"affine", "radix"}));
+  c->add_option("--scheme", o->scheme, "Activations: affine (scale and zero point, default), symmetric (zero point 0, scale "
+                                     "max|x| / 127: int8-symmetric) or radix (Kneron's int8-radix: zero point 0, power-of-two "
+                                     "scales; docs/numerics.md)")
+      ->check(CLI::IsMember({"affine", "symmetric", "radix"}));
   c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
   c->add_flag("--bias-correction", o->bias_correction, "Correct each Conv / Gemm bias for the mean shift its int8 weights cause, "
                                                        "measured on the calibration samples (docs/calibration.md)");

@@ -1,0 +1,117 @@
+// int8-pow2 (TIDL, docs/numerics.md): 8-bit codes at 2^-q chosen per frame (or frozen), numParamBits weights. TIDL's
+// import keys are checked before any work; the calibration statistics of every tensor are collected on the optimized
+// model, and the checked model is quantized to the ai.npuc P2 ops just before lowering (the check and the estimate
+// see the float model). Without calibration samples no package is written. Beside the package:
+// PREFIX_pow2_table.csv.
+#include "driver/numerics/strategy.hpp"
+
+#include "codegen/lower.hpp"
+#include "driver/translation.hpp"
+#include "passes/pass.hpp"
+#include "quant/pow2.hpp"
+#include "support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace npuc::numerics {
+
+namespace {
+
+/// TranslateOptions::Pow2 (TIDL's keys) as the quantizer's and the runtime's options; bad values are errors naming
+/// the key.
+struct Pow2Setup {
+  quant::Pow2Options quant;
+  kernels::pow2::Options runtime;
+};
+
+Pow2Setup pow2Options(const TranslateOptions& o) {
+  Pow2Setup p;
+  const TranslateOptions::Pow2& t = o.pow2;
+  if (t.num_param_bits < 4 || t.num_param_bits > 12) fail(ErrorCode::kInvalidArgument, "numParamBits {} is outside 4..12", t.num_param_bits);
+  if (t.in_element_type != 0 && t.in_element_type != 1) fail(ErrorCode::kInvalidArgument, "inElementType {} is not 0 (unsigned) or 1 (signed)", t.in_element_type);
+  if (!(t.in_quant_factor > 0) && t.in_quant_factor != -1) fail(ErrorCode::kInvalidArgument, "inQuantFactor {} must be > 0 (or -1: from calibration)", t.in_quant_factor);
+  p.runtime.round_add = t.quant_round_add;
+  p.runtime.dynamic = t.dynamic;
+  p.runtime.history1 = t.quant_history_param1;
+  p.runtime.history2 = t.quant_history_param2;
+  p.runtime.margin = t.quant_margin;
+  p.runtime.boot_frames = t.boot_frames;
+  if (std::string why = kernels::pow2::checkOptions(p.runtime); !why.empty()) fail(ErrorCode::kInvalidArgument, "{}", why);
+  if (!quant::rangeMethodFromName(o.calib_method, &p.quant.method))
+    fail(ErrorCode::kInvalidArgument, "unknown range method '{}' (minmax, percentile, entropy, mse)", o.calib_method);
+  p.quant.param_bits = t.num_param_bits;
+  p.quant.input_signed = t.in_element_type == 1;
+  p.quant.in_quant_factor = t.in_quant_factor;
+  p.quant.margin = t.quant_margin;
+  p.quant.keep_float.insert(o.keep_float.begin(), o.keep_float.end());
+  p.quant.ranges = o.ranges;
+  return p;
+}
+
+/// PREFIX_pow2_table.csv: every slot (tensor, signedness, calibrated range, starting q) and every layer's form.
+std::string pow2TableCsv(const quant::Pow2Report& r) {
+  std::string s = "kind,name,op,signed,lo,hi,q,qw,qb,note\n";
+  for (size_t i = 0; i < r.slots.size(); ++i) {
+    const quant::Pow2Slot& x = r.slots[i];
+    s += fmt::format("slot,{},{},{},{},{},{},,,{}\n", csvField(x.tensor), i, x.is_signed ? 1 : 0, x.lo, x.hi, x.q, csvField(x.warning));
+  }
+  for (const quant::Pow2Layer& l : r.layers)
+    s += fmt::format("layer,{},{},,,,,{},{},{}\n", csvField(l.name), l.op, l.op == "conv" || l.op == "gemm" ? std::to_string(l.qw) : "",
+                     l.op == "conv" || l.op == "gemm" ? std::to_string(l.qb) : "", csvField(l.note));
+  return s;
+}
+
+class Int8Pow2 final : public Strategy {
+ public:
+  Int8Pow2() : Strategy(Numerics::kInt8Pow2) {}
+
+  void checkOptions(Translation& tr) override { setup_ = pow2Options(tr.o); }
+
+  std::vector<std::string> afterOptimize(const Translation&, const Model&) const override {
+    // No channel-affine layer of its own: a BatchNormalization no Conv absorbed runs as a depthwise 1x1 convolution
+    // (TIDL's BatchNorm layer), the activation after it fused (docs/numerics.md).
+    return {"batchnorm-to-conv", "fuse-activations", "dce"};
+  }
+
+  void calibrate(Translation& tr, Model& body) override {
+    if (tr.o.calibration.empty()) return;
+    // The statistics of every tensor of the optimized model; quantized where it is lowered (beforeLowering).
+    auto samples = calibrationSamples(graphOf(body), tr.o.calibration);
+    stats_ = withContext(tr.o.onnx.string(), [&] { return quant::collectStats(graphOf(body), samples, calibrationThreads(tr.o.threads)); });
+    tr.res.calibration_samples = samples.size();
+  }
+
+  bool writesPackage(const Translation&) const override { return stats_.has_value(); }
+  std::string whyNoPackage(const Translation& tr) const override {
+    return fmt::format("target '{}' has {} numerics: no object package is written without calibration samples (--calib "
+                       "NAME=FILE.npy, tidl-import's sampleInData; reports only)", tr.t.name, numericsName(tr.t.numerics));
+  }
+
+  void beforeLowering(Translation& tr) override {
+    quant::Pow2Report pr = withContext(tr.o.onnx.string(), [&] {
+      return quant::quantizeToPow2(mutableGraphOf(*tr.model), *stats_, setup_.quant);
+    });
+    passes::PassContext ctx;
+    passes::PassManager({"dce"}).runToFixpoint(mutableGraphOf(*tr.model), ctx);
+    table_ = pow2TableCsv(pr);
+    tr.res.quantized = true;
+    tr.res.warnings.insert(tr.res.warnings.end(), pr.warnings.begin(), pr.warnings.end());
+  }
+
+  void lowerOptions(codegen::LowerOptions& lo) const override { lo.pow2 = setup_.runtime; }
+
+  void writeFiles(Translation& tr, const codegen::Lowered&) override { tr.put("_pow2_table.csv", table_); }
+
+ private:
+  Pow2Setup setup_;
+  std::optional<std::map<std::string, quant::TensorStats>> stats_;  // the calibration statistics
+  std::string table_;                                               // PREFIX_pow2_table.csv
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> makeInt8Pow2() { return std::make_unique<Int8Pow2>(); }
+
+}  // namespace npuc::numerics

@@ -1,0 +1,264 @@
+// The stages of translate(), in the order translate.cpp lists them. Each reads what the stages before it left in the
+// Translation and leaves its own result there; the numerics family's work is its strategy's (driver/numerics/), asked
+// through the hooks of numerics::Strategy.
+#include "driver/translate_stages.hpp"
+
+#include "codegen/cost.hpp"
+#include "codegen/lower.hpp"
+#include "driver/numerics/strategy.hpp"
+#include "driver/translate_reports.hpp"
+#include "frontend/onnx/onnx_io.hpp"
+#include "package/package.hpp"
+#include "passes/pass.hpp"
+#include "plan/addrmap.hpp"
+#include "plan/memory.hpp"
+#include "prepost/prepost.hpp"
+#include "support/error.hpp"
+#include "support/file.hpp"
+#include "target/check.hpp"
+#include "target/target.hpp"
+
+#include <fmt/format.h>
+
+#include <future>
+#include <set>
+
+namespace npuc {
+
+namespace fs = std::filesystem;
+
+std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t);  // model.cpp
+
+Translation::Translation(const TranslateOptions& opts) : o(opts) {}
+Translation::~Translation() {
+  if (summary.valid()) summary.wait();  // (its thread reads the estimate)
+}
+
+void Translation::put(const std::string& suffix, const std::string& text) {
+  writeFileAtomic(base().string() + suffix, text);
+  listFile(base().string() + suffix);
+}
+
+void Translation::reportFailure(const Error& e, const char* stage, const char* verb) {
+  try {
+    std::vector<CheckRow> rows;
+    if (const auto* u = dynamic_cast<const onnx_io::UnknownOpsError*>(&e)) {
+      // Each node of an op npuc cannot import, by its place in the model (the manual's node_idx, name, op_type).
+      for (const auto& n : u->nodes())
+        rows.push_back({n.index, n.name, n.op, t.name + "." + stage, "Not Support Layer Error: npuc does not implement this operator",
+                        "op " + n.op, "an op of your own can be added as a plugin: docs/custom-ops.md, --custom-op LIB.so"});
+    } else {
+      rows.push_back({-1, "", "", t.name + "." + stage, fmt::format("the model must {} ({})", verb, errorCodeName(e.code())), e.what(), ""});
+    }
+    writeCheckReport(rows, t.name, o.onnx.string(), base());
+    out->commit();
+  } catch (const Error&) {  // the original error is the one to report
+  }
+}
+
+namespace stages {
+
+void options(Translation& tr) {
+  const TranslateOptions& o = tr.o;
+  if (!o.aipp.empty() && !o.prepost.empty())
+    fail(ErrorCode::kInvalidArgument, "--aipp and -prepost cannot be combined: each puts its own pre-processing in front of the inputs");
+  tr.t = target::loadTarget(o.target);
+  target::relax(tr.t, o.relax);
+  tr.numerics = numerics::makeStrategy(tr.t.numerics);
+  tr.numerics->checkOptions(tr);  // (before any work is done)
+  // The output folder is built beside <out>/PREFIX and swapped in at the end (OutputDir: PREFIX is one plain name,
+  // only a folder npuc wrote is replaced, a killed run leaves the old folder in place); checked before any work.
+  tr.out.emplace(o.out_root, o.prefix);
+}
+
+void import(Translation& tr) {
+  LoadOptions lo;
+  lo.input_shapes = tr.o.input_shapes;
+  lo.optimize = false;  // the optimize stage folds BatchNorm and removes dead code itself
+  lo.resolve = tr.numerics->resolveAtImport();
+  tr.model = Model::load(tr.o.onnx, lo);
+}
+
+void prepareNumerics(Translation& tr) { tr.numerics->prepareImported(tr, *tr.model); }
+
+void optimize(Translation& tr) {
+  // (the imported model is released once optimized; constants the optimizer kept are shared, not copied)
+  Model body = std::move(*tr.model).optimized(tr.o.relu6_to_relu);
+  if (auto extra = tr.numerics->afterOptimize(tr, body); !extra.empty())
+    withContext(tr.o.onnx.string(), [&] {
+      passes::PassContext ctx;
+      passes::PassManager(extra).runToFixpoint(mutableGraphOf(body), ctx);
+    });
+  tr.model = std::move(body);
+}
+
+void calibrate(Translation& tr) { tr.numerics->calibrate(tr, *tr.model); }
+
+bool givesAipp(const Translation& tr) { return !tr.o.aipp.empty(); }
+void aipp(Translation& tr) {
+  // Ascend-style AIPP stages in front of the inputs the configuration names (static blocks checked here).
+  tr.model = tr.model->withAipp(tr.o.aipp);
+}
+
+bool givesPrePost(const Translation& tr) { return !tr.o.prepost.empty(); }
+void prePost(Translation& tr) {
+  const TranslateOptions& o = tr.o;
+  // Validated against the model (names, §9 messages, sizes) and inserted around the optimized body: the pre/post
+  // nodes keep their exact types (uint8 frames, float16 images) whatever the target's numerics.
+  try {
+    tr.model = tr.model->withPrePost(o.prepost, {o.prepost_full, o.check_prepost, o.not_check_size});
+  } catch (const Error& e) {
+    if (!o.check_prepost) throw;
+    // -CheckPrePost ON (§7.3): the optimized model is saved to compare with the definition, as the manual's hint
+    // promises, published on its own in the output folder before the error goes up.
+    const fs::path saved = tr.dir() / (o.prefix + "_opt.onnx");
+    try {
+      tr.model->saveOnnx(saved);
+      tr.out->commit();
+    } catch (const Error&) {
+      throw e;
+    }
+    throw Error(e.code(), fmt::format("{}\n(-CheckPrePost ON: the optimized model is saved as {} to compare with the definition)",
+                                      e.what(), (tr.out->finalPath() / saved.filename()).string()));
+  }
+}
+
+void check(Translation& tr) {
+  tr.res.errors = checkRows(graphOf(*tr.model), tr.t);
+  if (tr.o.save_qdq_onnx && tr.res.quantized) tr.listFile(tr.o.prefix + "_qdq.onnx");  // (written by the numerics' stages)
+}
+
+bool savesOptOnnx(const Translation& tr) { return tr.o.save_opt_onnx; }
+void saveOptOnnx(Translation& tr) {
+  tr.model->saveOnnx(tr.base().string() + "_opt.onnx");
+  tr.listFile(tr.base().string() + "_opt.onnx");
+}
+
+bool unsupported(const Translation& tr) { return !tr.supported(); }
+void errorReport(Translation& tr) {
+  for (auto& f : writeCheckReport(tr.res.errors, tr.t.name, tr.o.onnx.string(), tr.base())) tr.listFile(f);
+}
+
+bool supported(const Translation& tr) { return tr.supported(); }
+void estimate(Translation& tr) {
+  tr.estimate = codegen::estimate(graphOf(*tr.model), tr.t);
+  // The convolution kernels chosen for all and by name now (a bad choice refused before the quantization and the
+  // lowering); a list by layer once the package's layers exist (the plan stage: chooseConvKernels is idempotent).
+  codegen::chooseConvKernels(*tr.estimate, tr.t, tr.o.conv_kernel_all, {}, {}, tr.o.conv_kernels);
+}
+
+bool writesPackage(const Translation& tr) { return tr.supported() && tr.numerics->writesPackage(tr); }
+void quantize(Translation& tr) { tr.numerics->beforeLowering(tr); }
+
+void lower(Translation& tr) {
+  const TranslateOptions& o = tr.o;
+  codegen::LowerOptions lo;
+  lo.prefix = o.prefix;
+  tr.numerics->lowerOptions(lo);
+  lo.reuse_memory = o.reuse_memory;
+  lo.concat_in_place = !o.concat_copies;
+  lo.intm_yaml_name = (tr.out->finalPath() / (o.prefix + "_addrmap_intm.yaml")).string();
+  if (!o.prepost.empty()) {
+    // The definition, already validated against the model by withPrePost, read once more for the manifest's frame
+    // descriptions and PREFIX_prepost_opt.yaml.
+    prepost::ParseOptions po;
+    po.full_format = o.prepost_full;
+    po.check_prepost = o.check_prepost;
+    tr.prepost_def = prepost::loadPrePost(o.prepost, po);
+    lo.input_images = inputImages(*tr.prepost_def);
+  }
+  if (!o.addr_map.empty()) lo.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::forTarget(tr.t));
+  try {
+    // The optimized graph is not needed after this: its constants are released as they are copied.
+    tr.lowered = codegen::lowerConsuming(mutableGraphOf(*tr.model), tr.t, lo);
+  } catch (const plan::AddressMapOverflow& e) {
+    // The message sends the user to the intm files: they are written (with the addresses that overflowed) and
+    // published, in place of the package.
+    writeFileAtomic(tr.base().string() + "_addrmap_intm.yaml", plan::addrMapYaml(e.map));
+    writeFileAtomic(tr.base().string() + "_addrmap_intm.txt", plan::addrMapTxt(e.map));
+    tr.out->commit();
+    throw;
+  }
+}
+
+void plan(Translation& tr) {
+  codegen::Estimate& e = *tr.estimate;
+  codegen::Lowered& low = *tr.lowered;
+  // Nodes that became no descriptor (aliases, a cast fused into normalize) take no device time.
+  std::set<std::string> gone(low.aliased.begin(), low.aliased.end());
+  for (auto& f : low.fusions) gone.insert(f.absorbed.begin(), f.absorbed.end());
+  codegen::dropLayers(e, gone);
+  std::vector<std::string> layer_names;
+  for (const package::LayerInfo& l : low.pkg.layers) layer_names.push_back(l.name);
+  codegen::chooseConvKernels(e, tr.t, -1, tr.o.conv_kernel_list, layer_names, tr.o.conv_kernels);  // (by name over the list)
+  codegen::throughput(e, tr.t);
+  assignLayerGroups(tr.o, e, low.pkg);
+  // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a second
+  // thread meanwhile; the reports stage joins it (and Translation's destructor on the way out of an error).
+  tr.summary = std::async(std::launch::async, [&e, &t = tr.t, base = tr.base()] { writeSummary(e, t, base); });
+  tr.res.activation_bytes = low.data_bytes;
+  tr.res.activation_lower_bound = low.data_lower_bound;
+  tr.res.warnings.insert(tr.res.warnings.end(), low.map.warnings.begin(), low.map.warnings.end());
+}
+
+void writePackage(Translation& tr) {
+  codegen::Lowered& low = *tr.lowered;  // (writePackage records its content hash)
+  for (auto& f : package::writePackage(low.pkg, tr.dir())) tr.res.files.push_back(f);
+  tr.res.content_hash = low.pkg.content_hash;
+  tr.put("_addrmap_intm.yaml", plan::addrMapYaml(low.map));
+  tr.put("_addrmap_intm.txt", plan::addrMapTxt(low.map));
+  for (auto& [sp, text] : codegen::tblAddrTexts(low)) tr.put("_tbl_addr_" + sp + ".txt", text);
+  if (tr.prepost_def) tr.put("_prepost_opt.yaml", prepostOptYaml(tr.o, *tr.prepost_def, low));
+  tr.numerics->writeFiles(tr, low);
+  tr.put("_data_in_list.txt", codegen::ioListText(low, true));
+  tr.put("_data_out_list.txt", codegen::ioListText(low, false));
+}
+
+bool estimatesOnly(const Translation& tr) { return tr.supported() && !tr.numerics->writesPackage(tr); }
+void planWithoutPackage(Translation& tr) {
+  const TranslateOptions& o = tr.o;
+  if (!o.conv_kernel_list.empty())
+    fail(ErrorCode::kInvalidArgument, "convolution kernels: a list by layer counts the package's layers, and target '{}' writes "
+         "no package without calibration samples (--calib, tidl-import's sampleInData); name layers instead "
+         "(--conv-kernel LAYER=sparse|dense)", tr.t.name);
+  const ir::Graph& g = graphOf(*tr.model);
+  {
+    // Nodes a package holds as aliases (the same bytes under another shape: no descriptor) take no device time here
+    // either, so that the estimate is the same whether a package is written or not.
+    const std::set<ir::ValueId> outputs(g.outputs().begin(), g.outputs().end());
+    std::set<std::string> views;
+    for (ir::NodeId id : g.order()) {
+      const ir::Node& n = g.node(id);
+      if (codegen::isViewOp(n) && n.outputs.size() == 1 && !outputs.count(n.outputs[0])) views.insert(n.name);
+    }
+    codegen::dropLayers(*tr.estimate, views);
+  }
+  codegen::throughput(*tr.estimate, tr.t);  // (the kernels chosen by the estimate stage)
+  if (!o.layer_groups.empty() || !o.layer_group_list.empty() || o.auto_layer_groups)
+    tr.warn("layers groups (--layer-group, --layer-groups, layersGroupId) are recorded in a package, and none is written "
+            "here: not used (the estimate's own cut is in PREFIX_summary.md)");
+  auto buffers = plan::activationBuffers(g, 1);
+  plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(buffers) : plan::planSequential(buffers);
+  tr.res.activation_bytes = mp.total;
+  tr.res.activation_lower_bound = mp.lower_bound;
+  tr.warn(tr.numerics->whyNoPackage(tr));
+}
+
+void reports(Translation& tr) {
+  const codegen::Estimate& e = *tr.estimate;
+  tr.res.estimated_us = e.total_us;
+  tr.res.single_core_us = e.single_core_us;
+  for (auto& c : e.multi_core) tr.res.multi_core_roi_s.emplace_back(c.name, c.roi_per_s);
+  if (tr.summary.valid()) tr.summary.get();  // rethrows what the summary's thread threw
+  else writeSummary(e, tr.t, tr.base());
+  for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) tr.listFile(tr.base().string() + ext);
+}
+
+void publish(Translation& tr) {
+  tr.out->commit();
+  tr.res.dir = tr.out->finalPath();
+  tr.res.ok = tr.supported();
+}
+
+}  // namespace stages
+}  // namespace npuc
