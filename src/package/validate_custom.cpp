@@ -7,7 +7,7 @@ namespace npuc::package {
 namespace {
 
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
-struct Custom : LayerCheck {
+struct CustomChecks : LayerCheck {
   void custom() const {
     // Any package type in and out: what the op computes is its plugin's, checked when the runtime loads it (the
     // plugin's infer callback must give the output this reference holds). No fused activation.
@@ -17,6 +17,6 @@ struct Custom : LayerCheck {
 
 }  // namespace
 
-const KindCheck kind_checks::kCustom = [](const LayerCheck& c) { Custom{c}.custom(); };
+const KindCheck kind_checks::kCustom = [](const LayerCheck& c) { CustomChecks{c}.custom(); };
 
 }  // namespace npuc::package

@@ -9,7 +9,7 @@ namespace npuc::package {
 namespace {
 
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
-struct Elementwise : LayerCheck {
+struct ElementwiseChecks : LayerCheck {
   void binary() const {
     const TensorRef& b = d.in(1);
     if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
@@ -61,8 +61,8 @@ struct Elementwise : LayerCheck {
 
 }  // namespace
 
-const KindCheck kind_checks::kBinary = [](const LayerCheck& c) { Elementwise{c}.binary(); };
-const KindCheck kind_checks::kUnary = [](const LayerCheck& c) { Elementwise{c}.unary(); };
-const KindCheck kind_checks::kWhere = [](const LayerCheck& c) { Elementwise{c}.where(); };
+const KindCheck kind_checks::kBinary = [](const LayerCheck& c) { ElementwiseChecks{c}.binary(); };
+const KindCheck kind_checks::kUnary = [](const LayerCheck& c) { ElementwiseChecks{c}.unary(); };
+const KindCheck kind_checks::kWhere = [](const LayerCheck& c) { ElementwiseChecks{c}.where(); };
 
 }  // namespace npuc::package

@@ -19,7 +19,7 @@ namespace npuc::package {
 namespace {
 
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
-struct Nn : LayerCheck {
+struct NnChecks : LayerCheck {
   void conv() const {
     const TensorRef& wt = d.in(1);
     rankIs(x, 4, "x"); rankIs(wt, 4, "w"); rankIs(y, 4, "y");
@@ -221,17 +221,17 @@ struct Nn : LayerCheck {
 
 }  // namespace
 
-const KindCheck kind_checks::kConv = [](const LayerCheck& c) { Nn{c}.conv(); };
-const KindCheck kind_checks::kConvTranspose = [](const LayerCheck& c) { Nn{c}.conv(); };
-const KindCheck kind_checks::kGemm = [](const LayerCheck& c) { Nn{c}.gemm(); };
-const KindCheck kind_checks::kMaxPool = [](const LayerCheck& c) { Nn{c}.pool(); };
-const KindCheck kind_checks::kAvgPool = [](const LayerCheck& c) { Nn{c}.pool(); };
-const KindCheck kind_checks::kGlobalAvgPool = [](const LayerCheck& c) { Nn{c}.globalPool(); };
-const KindCheck kind_checks::kGlobalMaxPool = [](const LayerCheck& c) { Nn{c}.globalPool(); };
-const KindCheck kind_checks::kMatMul = [](const LayerCheck& c) { Nn{c}.matMul(); };
-const KindCheck kind_checks::kSoftmax = [](const LayerCheck& c) { Nn{c}.softmax(); };
-const KindCheck kind_checks::kLrn = [](const LayerCheck& c) { Nn{c}.lrn(); };
-const KindCheck kind_checks::kChannelAffine = [](const LayerCheck& c) { Nn{c}.channelAffine(); };
-const KindCheck kind_checks::kInstanceNorm = [](const LayerCheck& c) { Nn{c}.instanceNorm(); };
+const KindCheck kind_checks::kConv = [](const LayerCheck& c) { NnChecks{c}.conv(); };
+const KindCheck kind_checks::kConvTranspose = [](const LayerCheck& c) { NnChecks{c}.conv(); };
+const KindCheck kind_checks::kGemm = [](const LayerCheck& c) { NnChecks{c}.gemm(); };
+const KindCheck kind_checks::kMaxPool = [](const LayerCheck& c) { NnChecks{c}.pool(); };
+const KindCheck kind_checks::kAvgPool = [](const LayerCheck& c) { NnChecks{c}.pool(); };
+const KindCheck kind_checks::kGlobalAvgPool = [](const LayerCheck& c) { NnChecks{c}.globalPool(); };
+const KindCheck kind_checks::kGlobalMaxPool = [](const LayerCheck& c) { NnChecks{c}.globalPool(); };
+const KindCheck kind_checks::kMatMul = [](const LayerCheck& c) { NnChecks{c}.matMul(); };
+const KindCheck kind_checks::kSoftmax = [](const LayerCheck& c) { NnChecks{c}.softmax(); };
+const KindCheck kind_checks::kLrn = [](const LayerCheck& c) { NnChecks{c}.lrn(); };
+const KindCheck kind_checks::kChannelAffine = [](const LayerCheck& c) { NnChecks{c}.channelAffine(); };
+const KindCheck kind_checks::kInstanceNorm = [](const LayerCheck& c) { NnChecks{c}.instanceNorm(); };
 
 }  // namespace npuc::package

@@ -13,7 +13,7 @@ namespace npuc::package {
 namespace {
 
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
-struct PrePost : LayerCheck {
+struct PrePostChecks : LayerCheck {
   void cast() const {
     bool ok_in = x.type == ElemType::kU8 || x.type == ElemType::kF16 || x.type == ElemType::kF32;
     bool ok_out = y.type == ElemType::kF16 || y.type == ElemType::kF32;
@@ -131,14 +131,14 @@ struct PrePost : LayerCheck {
 
 }  // namespace
 
-const KindCheck kind_checks::kCast = [](const LayerCheck& c) { PrePost{c}.cast(); };
-const KindCheck kind_checks::kYuvToRgb = [](const LayerCheck& c) { PrePost{c}.yuvOrGray(); };
-const KindCheck kind_checks::kToGray = [](const LayerCheck& c) { PrePost{c}.yuvOrGray(); };
-const KindCheck kind_checks::kCrop = [](const LayerCheck& c) { PrePost{c}.crop(); };
-const KindCheck kind_checks::kResizeHwc = [](const LayerCheck& c) { PrePost{c}.resizeHwc(); };
-const KindCheck kind_checks::kNormalize = [](const LayerCheck& c) { PrePost{c}.normalize(); };
-const KindCheck kind_checks::kPostSoftmax = [](const LayerCheck& c) { PrePost{c}.postSoftmax(); };
-const KindCheck kind_checks::kArgMinMax = [](const LayerCheck& c) { PrePost{c}.argMinMax(); };
-const KindCheck kind_checks::kAipp = [](const LayerCheck& c) { PrePost{c}.aipp(); };
+const KindCheck kind_checks::kCast = [](const LayerCheck& c) { PrePostChecks{c}.cast(); };
+const KindCheck kind_checks::kYuvToRgb = [](const LayerCheck& c) { PrePostChecks{c}.yuvOrGray(); };
+const KindCheck kind_checks::kToGray = [](const LayerCheck& c) { PrePostChecks{c}.yuvOrGray(); };
+const KindCheck kind_checks::kCrop = [](const LayerCheck& c) { PrePostChecks{c}.crop(); };
+const KindCheck kind_checks::kResizeHwc = [](const LayerCheck& c) { PrePostChecks{c}.resizeHwc(); };
+const KindCheck kind_checks::kNormalize = [](const LayerCheck& c) { PrePostChecks{c}.normalize(); };
+const KindCheck kind_checks::kPostSoftmax = [](const LayerCheck& c) { PrePostChecks{c}.postSoftmax(); };
+const KindCheck kind_checks::kArgMinMax = [](const LayerCheck& c) { PrePostChecks{c}.argMinMax(); };
+const KindCheck kind_checks::kAipp = [](const LayerCheck& c) { PrePostChecks{c}.aipp(); };
 
 }  // namespace npuc::package

@@ -9,7 +9,7 @@ namespace npuc::package {
 namespace {
 
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
-struct Quant : LayerCheck {
+struct QuantChecks : LayerCheck {
   void convert() const {
     const bool q = d.kind == LayerKind::kQuantize;
     if (!numericsTraits(p.numerics).affine_codes) bad("{}: {} layers belong to int8-affine packages", what, layerKindName(d.kind));
@@ -31,7 +31,7 @@ struct Quant : LayerCheck {
 
 }  // namespace
 
-const KindCheck kind_checks::kQuantize = [](const LayerCheck& c) { Quant{c}.convert(); };
-const KindCheck kind_checks::kDequantize = [](const LayerCheck& c) { Quant{c}.convert(); };
+const KindCheck kind_checks::kQuantize = [](const LayerCheck& c) { QuantChecks{c}.convert(); };
+const KindCheck kind_checks::kDequantize = [](const LayerCheck& c) { QuantChecks{c}.convert(); };
 
 }  // namespace npuc::package

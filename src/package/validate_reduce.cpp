@@ -11,7 +11,7 @@ namespace npuc::package {
 namespace {
 
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
-struct Reduce : LayerCheck {
+struct ReduceChecks : LayerCheck {
   void reduce() const {
     isFloat(x, "x"); isFloat(y, "y");
     if (w[0] >= static_cast<uint32_t>(kernels::ReduceOp::kCount)) bad("{}: unknown reduce op {}", what, w[0]);
@@ -43,7 +43,7 @@ struct Reduce : LayerCheck {
 
 }  // namespace
 
-const KindCheck kind_checks::kReduce = [](const LayerCheck& c) { Reduce{c}.reduce(); };
-const KindCheck kind_checks::kLayerNorm = [](const LayerCheck& c) { Reduce{c}.layerNorm(); };
+const KindCheck kind_checks::kReduce = [](const LayerCheck& c) { ReduceChecks{c}.reduce(); };
+const KindCheck kind_checks::kLayerNorm = [](const LayerCheck& c) { ReduceChecks{c}.layerNorm(); };
 
 }  // namespace npuc::package

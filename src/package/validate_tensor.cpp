@@ -11,7 +11,7 @@ namespace npuc::package {
 namespace {
 
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
-struct Tensor : LayerCheck {
+struct TensorChecks : LayerCheck {
   void copy() const {
     if (x.type != y.type || x.bytes != y.bytes) bad("{}: copy of {} {} into {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
   }
@@ -103,13 +103,13 @@ struct Tensor : LayerCheck {
 
 }  // namespace
 
-const KindCheck kind_checks::kCopy = [](const LayerCheck& c) { Tensor{c}.copy(); };
-const KindCheck kind_checks::kConcat = [](const LayerCheck& c) { Tensor{c}.concat(); };
-const KindCheck kind_checks::kTranspose = [](const LayerCheck& c) { Tensor{c}.transpose(); };
-const KindCheck kind_checks::kPad = [](const LayerCheck& c) { Tensor{c}.pad(); };
-const KindCheck kind_checks::kSlice = [](const LayerCheck& c) { Tensor{c}.slice(); };
-const KindCheck kind_checks::kResize = [](const LayerCheck& c) { Tensor{c}.resize(); };
-const KindCheck kind_checks::kGather = [](const LayerCheck& c) { Tensor{c}.gather(); };
-const KindCheck kind_checks::kTile = [](const LayerCheck& c) { Tensor{c}.tile(); };
+const KindCheck kind_checks::kCopy = [](const LayerCheck& c) { TensorChecks{c}.copy(); };
+const KindCheck kind_checks::kConcat = [](const LayerCheck& c) { TensorChecks{c}.concat(); };
+const KindCheck kind_checks::kTranspose = [](const LayerCheck& c) { TensorChecks{c}.transpose(); };
+const KindCheck kind_checks::kPad = [](const LayerCheck& c) { TensorChecks{c}.pad(); };
+const KindCheck kind_checks::kSlice = [](const LayerCheck& c) { TensorChecks{c}.slice(); };
+const KindCheck kind_checks::kResize = [](const LayerCheck& c) { TensorChecks{c}.resize(); };
+const KindCheck kind_checks::kGather = [](const LayerCheck& c) { TensorChecks{c}.gather(); };
+const KindCheck kind_checks::kTile = [](const LayerCheck& c) { TensorChecks{c}.tile(); };
 
 }  // namespace npuc::package
