@@ -91,7 +91,7 @@ std::string unaryParamsDoc(const char* alpha, const char* beta) {
 }  // namespace
 
 Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
-  if (numerics != Numerics::kInt8Pow2) return Pow2Form::kNone;
+  if (!numericsTraits(numerics).pow2_codes) return Pow2Form::kNone;
   if (d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize) return Pow2Form::kTable;
   const ElemType x = d.in(0).type;
   if (x != ElemType::kI8 && x != ElemType::kU8) return Pow2Form::kNone;
@@ -788,9 +788,9 @@ Package readPackage(const FileSource& source, const std::string& where) {
     if (!num || !numericsHasPackages(*num))
       bad(mfile, "field 'numerics' = '{}': this npuc reads fp32 and fp16 packages", numerics);
     p.numerics = *num;
-    if (p.numerics != Numerics::kInt8Pow2 && root.j.contains("pow2"))
+    if (!numericsTraits(p.numerics).pow2_codes && root.j.contains("pow2"))
       bad(mfile, "field 'pow2' belongs to int8-pow2 packages (numerics is '{}')", numerics);
-    if (p.numerics == Numerics::kInt8Pow2) {  // (validatePackage checks the values)
+    if (numericsTraits(p.numerics).pow2_codes) {  // (validatePackage checks the values)
       Field q = root.at("pow2");
       kernels::pow2::Options o;
       o.round_add = static_cast<int>(q.at("quant_round_add").u(100));
@@ -930,12 +930,12 @@ Package readPackage(const FileSource& source, const std::string& where) {
       if (kinds[i] != layerKindName(d.kind))
         bad(mfile, "field 'layers[{}].kind' = '{}', but its descriptor is a '{}' layer", i, kinds[i], layerKindName(d.kind));
       if (l.scale == 0 && !l.float_value.empty() &&
-          (p.numerics != Numerics::kInt8Pow2 || (d.out(0).type != ElemType::kI8 && d.out(0).type != ElemType::kU8)))
+          (!numericsTraits(p.numerics).pow2_codes || (d.out(0).type != ElemType::kI8 && d.out(0).type != ElemType::kU8)))
         bad(mfile, "field 'layers[{}].codes_of': only int8-pow2 layers writing codes name what they stand for this way", i);
       if (l.scale > 0 && d.out(0).type != ElemType::kI8)
         bad(mfile, "field 'layers[{}].quantization': the layer writes {}, not int8 codes", i, elemName(d.out(0).type));
       int e = 0;
-      if (l.scale > 0 && p.numerics == Numerics::kInt8Radix && (l.zero_point != 0 || std::frexp(l.scale, &e) != 0.5))
+      if (l.scale > 0 && numericsTraits(p.numerics).radix_codes && (l.zero_point != 0 || std::frexp(l.scale, &e) != 0.5))
         bad(mfile, "field 'layers[{}].quantization': an int8-radix package's codes are symmetric at a power-of-two scale, got "
             "scale {} and zero point {}", i, l.scale, l.zero_point);
     }
