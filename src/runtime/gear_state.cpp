@@ -87,7 +87,34 @@ void Runtime::setDynamicHWSize(int64_t height, int64_t width) {
 }
 
 namespace {
-uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params);
+/// Where the dynamic AIPP block of `input` goes in one program, after checking `params` against its stage (the
+/// caller copies it there).
+uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params) {
+  using Impl = Runtime::Impl;
+  auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == input; });
+  if (it == im.inputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no input '{}'", input);
+  const Impl::Step* stage = nullptr;
+  for (const Impl::Step& s : im.steps)
+    if (s.d->kind == LayerKind::kAipp && s.d->n_in == 2 && (s.d->in(0).addr == it->address || s.d->in(1).addr == it->address))
+      stage = &s;
+  if (!stage)
+    fail(ErrorCode::kInvalidArgument, "input '{}' has no dynamic AIPP stage (translate with a dynamic aipp_op for it)", input);
+  const package::TensorRef& pr = stage->d->in(1);
+  if (params.size() != pr.bytes)
+    fail(ErrorCode::kInvalidArgument, "input '{}': aipp.block.size: a parameter block for {} image(s) is {} bytes "
+         "(kAippDynamicPara + {} x kAippDynamicBatchPara), got {}", input, stage->shapes.back()[0], pr.bytes,
+         stage->shapes.back()[0] - 1, params.size());
+  std::string why;
+  try {
+    // (against max_src_image_size: a frame set earlier may be replaced; the run checks the frame given)
+    why = kernels::checkAipp(kernels::decodeAipp(params.data(), params.size()), Impl::aippSetup(*stage, false));
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  if (!why.empty()) fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, why);
+  return im.at(pr.addr, pr.bytes, "AIPP parameters of " + input);
+}
+
 }  // namespace
 
 void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params) {
@@ -152,36 +179,5 @@ void Runtime::setDynamicAipp(const std::string& input, const DynamicAippParams& 
   }
   setDynamicAipp(input, block);
 }
-
-namespace {
-/// Where the dynamic AIPP block of `input` goes in one program, after checking `params` against its stage (the
-/// caller copies it there).
-uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const std::vector<uint8_t>& params) {
-  using Impl = Runtime::Impl;
-  auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == input; });
-  if (it == im.inputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no input '{}'", input);
-  const Impl::Step* stage = nullptr;
-  for (const Impl::Step& s : im.steps)
-    if (s.d->kind == LayerKind::kAipp && s.d->n_in == 2 && (s.d->in(0).addr == it->address || s.d->in(1).addr == it->address))
-      stage = &s;
-  if (!stage)
-    fail(ErrorCode::kInvalidArgument, "input '{}' has no dynamic AIPP stage (translate with a dynamic aipp_op for it)", input);
-  const package::TensorRef& pr = stage->d->in(1);
-  if (params.size() != pr.bytes)
-    fail(ErrorCode::kInvalidArgument, "input '{}': aipp.block.size: a parameter block for {} image(s) is {} bytes "
-         "(kAippDynamicPara + {} x kAippDynamicBatchPara), got {}", input, stage->shapes.back()[0], pr.bytes,
-         stage->shapes.back()[0] - 1, params.size());
-  std::string why;
-  try {
-    // (against max_src_image_size: a frame set earlier may be replaced; the run checks the frame given)
-    why = kernels::checkAipp(kernels::decodeAipp(params.data(), params.size()), Impl::aippSetup(*stage, false));
-  } catch (const Error& e) {
-    why = e.what();
-  }
-  if (!why.empty()) fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, why);
-  return im.at(pr.addr, pr.bytes, "AIPP parameters of " + input);
-}
-
-}  // namespace
 
 }  // namespace npuc
