@@ -1,6 +1,7 @@
 // Validation of a package: everything the runtime relies on is checked here once, so the runtime's hot path can
 // trust every address, shape and parameter (a package is untrusted input).
 #include "package/package.hpp"
+#include "package/validate.hpp"
 
 #include "kernels/aipp.hpp"
 #include "kernels/gemm.hpp"
@@ -14,6 +15,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -138,12 +141,8 @@ std::vector<uint32_t> paramWords(const Package& p, const Descriptor& d) {
   return w;
 }
 
-namespace {
-
-using Dims = std::vector<int64_t>;
-
-Dims dimsOf(const TensorRef& r) {
-  Dims d;
+std::vector<int64_t> dimsOf(const TensorRef& r) {
+  std::vector<int64_t> d;
   for (int i = 0; i < r.rank; ++i) d.push_back(r.dims[static_cast<size_t>(i)]);
   return d;
 }
@@ -153,6 +152,27 @@ std::string dimsStr(const TensorRef& r) {
   for (int i = 0; i < r.rank; ++i) s += (i ? "x" : "") + std::to_string(r.dims[static_cast<size_t>(i)]);
   return r.rank ? s : "scalar";
 }
+
+namespace {
+
+/// The check of a kind: a table indexed by the kind's code, one entry per line of layer_kinds.def (kind_checks).
+KindCheck kindCheck(LayerKind k) {
+  static constexpr uint16_t kCodes[] = {
+#define NPUC_LAYER_KIND(E, code, ...) code,
+#include "package/layer_kinds.def"
+#undef NPUC_LAYER_KIND
+  };
+  static const auto table = [] {
+    std::array<const KindCheck*, *std::max_element(std::begin(kCodes), std::end(kCodes)) + 1> t{};
+#define NPUC_LAYER_KIND(E, code, ...) t[code] = &kind_checks::E;
+#include "package/layer_kinds.def"
+#undef NPUC_LAYER_KIND
+    return t;
+  }();
+  return *table[static_cast<size_t>(k)];  // (a known kind: descriptor() refused any other code first)
+}
+
+}  // namespace
 
 struct Checker {
   const Package& p;
@@ -483,539 +503,14 @@ struct Checker {
 
   void shapes(const Descriptor& d, const std::string& what) const {
     const ElemType ft = floatType();
-    if (p.numerics == Numerics::kInt8Pow2 && pow2Layer(d, what)) return;
-    // The int8-pow2 forms pow2Layer leaves to the float form's geometry checks below (conv, max_pool,
+    if (numericsTraits(p.numerics).pow2_codes && pow2Layer(d, what)) return;
+    // The int8-pow2 forms pow2Layer leaves to the float form's geometry checks (conv, max_pool, avg_pool,
     // global_avg_pool); every other kind keeps its own type checks (codes where a float form needs floats are refused).
     const bool pow2 = pow2Form(p.numerics, d) != Pow2Form::kNone &&
                       (d.kind == LayerKind::kConv || d.kind == LayerKind::kMaxPool || d.kind == LayerKind::kAvgPool ||
                        d.kind == LayerKind::kGlobalAvgPool);
-    const TensorRef& y = d.out(0);
-    auto w = paramWords(p, d);
-    auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(w[i])); };
-    auto isFloat = [&](const TensorRef& r, const char* name) {
-      if (r.type != ft) bad("{}: {} is {}, the package numerics need {}", what, name, elemName(r.type), elemName(ft));
-    };
-    auto typeIs = [&](const TensorRef& r, ElemType t, const char* name) {
-      if (r.type != t) bad("{}: {} is {}, this kind needs {}", what, name, elemName(r.type), elemName(t));
-    };
-    auto rankIs = [&](const TensorRef& r, int k, const char* name) {
-      if (r.rank != k) bad("{}: {} has rank {}, needs {}", what, name, r.rank, k);
-    };
-    auto bias = [&](int i, uint32_t n) {
-      if (d.n_in > i) {
-        const TensorRef& b = d.in(i);
-        if (b.type != ElemType::kF32 || b.rank != 1 || b.dims[0] != n) bad("{}: bias must be float32 [{}], got {} {}", what, n, elemName(b.type), dimsStr(b));
-        weightRef(b, what + ": bias");
-      }
-    };
-    auto window = [&](int64_t in, int64_t out, int64_t k, int64_t s, int64_t dl, int64_t pb, const char* axis) {
-      if (k < 1 || s < 1 || dl < 1 || pb < 0 || k > 1024 || s > 1024 || dl > 1024 || pb > 1024)
-        bad("{}: {} window k={} s={} d={} pad={} out of range", what, axis, k, s, dl, pb);
-      int64_t pe = (out - 1) * s + (k - 1) * dl + 1 - in - pb;
-      if (out < 1 || pe < -(s - 1) - (k - 1) * dl || pe > (k - 1) * dl + s)
-        bad("{}: {} output size {} does not follow from input {} with k={} s={} d={} pad={}", what, axis, out, in, k, s, dl, pb);
-    };
-    const TensorRef& x = d.in(0);
-    switch (d.kind) {
-      case LayerKind::kConv:
-      case LayerKind::kConvTranspose: {
-        const TensorRef& wt = d.in(1);
-        rankIs(x, 4, "x"); rankIs(wt, 4, "w"); rankIs(y, 4, "y");
-        // The int8 form (int8-affine packages): int8 x, w, y, int32 bias and requantization table (docs/numerics.md).
-        const bool int8 = !pow2 && d.kind == LayerKind::kConv && x.type == ElemType::kI8;
-        if (pow2) {
-          // the int8-pow2 form: types and table checked by pow2Layer
-        } else if (int8) {
-          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 convolutions belong to int8-affine packages", what);
-          if (d.n_in != 4) bad("{}: the int8 form takes 4 inputs (x, w, bias, requantization), got {}", what, d.n_in);
-          typeIs(wt, ElemType::kI8, "w");
-          typeIs(y, ElemType::kI8, "y");
-        } else {
-          if (d.n_in > 3) bad("{}: {} inputs (the float form takes 2 or 3)", what, d.n_in);
-          isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
-        }
-        weightRef(wt, what + ": weights");
-        int64_t g = si(0);
-        int64_t C = x.dims[1], M = y.dims[1];
-        if (C < 1 || M < 1 || g < 1 || g > std::min(C, M) || C % g || M % g)
-          bad("{}: group {} does not divide channels {} -> {}", what, g, C, M);
-        if (x.dims[0] != y.dims[0]) bad("{}: batch {} -> {}", what, x.dims[0], y.dims[0]);
-        bool tr = d.kind == LayerKind::kConvTranspose;
-        int64_t w0 = tr ? C : M, w1 = tr ? M / g : C / g;
-        if (wt.dims[0] != w0 || wt.dims[1] != w1 || wt.dims[2] != si(1) || wt.dims[3] != si(2))
-          bad("{}: weights {} do not match {}x{}x{}x{}", what, dimsStr(wt), w0, w1, si(1), si(2));
-        if (tr) {
-          // out = (in - 1)*s + (k - 1)*d + 1 - pad_begin - pad_end, pad_end >= -(output padding < max(s, d)).
-          auto twindow = [&](int64_t in, int64_t out, int64_t k, int64_t st, int64_t dl, int64_t pb, const char* axis) {
-            if (k < 1 || st < 1 || dl < 1 || pb < 0 || k > 1024 || st > 1024 || dl > 1024 || pb > 1024)
-              bad("{}: {} window k={} s={} d={} pad={} out of range", what, axis, k, st, dl, pb);
-            int64_t pe = (in - 1) * st + (k - 1) * dl + 1 - pb - out;
-            if (out < 1 || pe < -(std::max(st, dl) - 1) || pe > (k - 1) * dl)
-              bad("{}: {} output size {} does not follow from input {} with k={} s={} d={} pad={}", what, axis, out, in, k, st, dl, pb);
-          };
-          twindow(x.dims[2], y.dims[2], si(1), si(3), si(5), si(7), "H");
-          twindow(x.dims[3], y.dims[3], si(2), si(4), si(6), si(8), "W");
-        } else {
-          window(x.dims[2], y.dims[2], si(1), si(3), si(5), si(7), "H");
-          window(x.dims[3], y.dims[3], si(2), si(4), si(6), si(8), "W");
-        }
-        if (pow2) break;
-        if (!int8) {
-          bias(2, static_cast<uint32_t>(M));
-          break;
-        }
-        const TensorRef &b = d.in(2), &tab = d.in(3);
-        if (b.type != ElemType::kI32 || b.rank != 1 || b.dims[0] != M) bad("{}: bias must be int32 [{}], got {} {}", what, M, elemName(b.type), dimsStr(b));
-        weightRef(b, what + ": bias");
-        const std::vector<int32_t> t = int8Table(tab, 4 + 2 * M, 4, what);
-        int64_t max_bias = 0;
-        for (int64_t m = 0; m < M; ++m) {
-          const int32_t mult = t[static_cast<size_t>(4 + 2 * m)], shift = t[static_cast<size_t>(5 + 2 * m)];
-          if (!(mult == 0 || mult >= (1 << 30))) bad("{}: multiplier {} of channel {} is not 0 or in [2^30, 2^31)", what, mult, m);
-          if (shift < -31 || shift > 30) bad("{}: shift {} of channel {} is outside [-31, 30]", what, shift, m);
-          max_bias = std::max<int64_t>(max_bias, std::llabs(static_cast<int64_t>(weightWord(b, m))));
-        }
-        if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
-        const int64_t taps = int64_t(wt.dims[1]) * wt.dims[2] * wt.dims[3];
-        if (max_bias + taps * 255 * 128 + 128 > INT32_MAX)  // (+ 128: the output zero point added to it)
-          bad("{}: bias up to {} plus {} taps per output could overflow the int32 accumulator", what, max_bias, taps);
-        break;
-      }
-      case LayerKind::kGemm: {
-        const TensorRef& wt = d.in(1);
-        if (d.n_in > 3) bad("{}: {} inputs (the float form takes 2 or 3)", what, d.n_in);
-        rankIs(x, 2, "x"); rankIs(wt, 2, "w"); rankIs(y, 2, "y");
-        isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
-        weightRef(wt, what + ": weights");
-        if (wt.dims[1] != x.dims[1] || y.dims[0] != x.dims[0] || y.dims[1] != wt.dims[0])
-          bad("{}: {} x {}^T -> {} is inconsistent", what, dimsStr(x), dimsStr(wt), dimsStr(y));
-        bias(2, wt.dims[0]);
-        break;
-      }
-      case LayerKind::kMaxPool:
-      case LayerKind::kAvgPool: {
-        rankIs(x, 4, "x"); rankIs(y, 4, "y");
-        if (pow2) {
-          // int8-pow2 codes (int8 or uint8), the type kept: pow2Layer
-        } else if (d.kind == LayerKind::kMaxPool && x.type == ElemType::kI8) {  // int8 codes (int8-affine packages)
-          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 pooling belongs to int8-affine packages", what);
-          typeIs(y, ElemType::kI8, "y");
-          if (paramFloat(w[11]) != -std::numeric_limits<float>::infinity()) bad("{}: int8 max pooling ignores its padding (pad value must be -inf)", what);
-          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: int8 max pooling has no activation", what);
-          if (d.n_in != 1) bad("{}: {} inputs (max pooling takes 1)", what, d.n_in);
-        } else if (d.kind == LayerKind::kAvgPool && x.type == ElemType::kI8) {
-          // The int8 form (int8-affine packages): x, y int8 and the table [zx, zy, lo, hi, (multiplier, shift) per divisor].
-          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 average pooling belongs to int8-affine packages", what);
-          if (d.n_in != 2) bad("{}: the int8 form takes 2 inputs (x, requantization), got {}", what, d.n_in);
-          typeIs(y, ElemType::kI8, "y");
-          const int64_t taps = si(0) >= 1 && si(1) >= 1 ? int64_t{si(0)} * si(1) : 0;
-          if (taps < 1 || taps > kernels::kMaxAvgPoolTaps) bad("{}: a window of {} taps (the int8 form holds 1 to {})", what, taps, kernels::kMaxAvgPoolTaps);
-          const std::vector<int32_t> t = int8Table(d.in(1), 4 + 2 * taps, 4, what);
-          for (int64_t k = 0; k < taps; ++k) {
-            const int32_t mult = t[static_cast<size_t>(4 + 2 * k)], shift = t[static_cast<size_t>(5 + 2 * k)];
-            if (!(mult == 0 || mult >= (1 << 30)) || shift < -31 || shift > 30)
-              bad("{}: multiplier {} / shift {} of divisor {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", what,
-                  mult, shift, k + 1);
-          }
-          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
-        } else {
-          if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
-          isFloat(x, "x"); isFloat(y, "y");
-        }
-        if (x.dims[0] != y.dims[0] || x.dims[1] != y.dims[1]) bad("{}: {} -> {} changes N or C", what, dimsStr(x), dimsStr(y));
-        window(x.dims[2], y.dims[2], si(0), si(2), si(4), si(6), "H");
-        window(x.dims[3], y.dims[3], si(1), si(3), si(5), si(7), "W");
-        if (si(8) < 0 || si(8) > 1024 || si(9) < 0 || si(9) > 1024 || w[10] > 1) bad("{}: end pads / count_include_pad out of range", what);
-        if (d.kind == LayerKind::kAvgPool && w[11] != 0) bad("{}: average pooling has no pad value (word 11 must be 0)", what);
-        if (d.kind == LayerKind::kMaxPool && std::isnan(paramFloat(w[11]))) bad("{}: the pad value is NaN", what);
-        if (pow2 && d.kind == LayerKind::kAvgPool && kernels::pow2::avgPoolDivisor(poolShapeOf(d, w)) == 0)
-          bad("{}: the int8-pow2 form needs one divisor for every window; this geometry's differ", what);
-        break;
-      }
-      case LayerKind::kGlobalAvgPool:
-      case LayerKind::kGlobalMaxPool: {
-        if (d.kind == LayerKind::kGlobalAvgPool && x.type == ElemType::kI8 && !pow2) {
-          // The int8 form (int8-affine packages): x, y int8 and the table [zx, zy, lo, hi, multiplier, shift].
-          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 global average pooling belongs to int8-affine packages", what);
-          if (d.n_in != 2) bad("{}: the int8 form takes 2 inputs (x, requantization), got {}", what, d.n_in);
-          typeIs(y, ElemType::kI8, "y");
-          const std::vector<int32_t> t = int8Table(d.in(1), 6, 4, what);
-          if (!(t[4] == 0 || t[4] >= (1 << 30)) || t[5] < -31 || t[5] > 30)
-            bad("{}: multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", what, t[4], t[5]);
-          uint64_t n = 1;
-          for (int i = 2; i < x.rank; ++i) n *= x.dims[static_cast<size_t>(i)];
-          if (n >= (uint64_t{1} << 23)) bad("{}: {} values per plane (the int8 form sums at most 2^23 - 1)", what, n);
-          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
-        } else if (!pow2) {  // (the int8-pow2 form's types and table: pow2Layer)
-          if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
-          isFloat(x, "x"); isFloat(y, "y");
-        }
-        if (x.rank < 3 || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
-          bad("{}: {} -> {} is not a global pooling", what, dimsStr(x), dimsStr(y));
-        for (int i = 2; i < y.rank; ++i)
-          if (y.dims[static_cast<size_t>(i)] != 1) bad("{}: output {} must be 1 on spatial dims", what, dimsStr(y));
-        break;
-      }
-      case LayerKind::kBinary: {
-        const TensorRef& b = d.in(1);
-        if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
-        if (x.type == ElemType::kI8) {  // the int8 form (int8-affine packages): an addition (docs/numerics.md)
-          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 additions belong to int8-affine packages", what);
-          if (binaryOpNames()[w[0]] != std::string_view("Add")) bad("{}: the int8 form is an addition, not {}", what, binaryOpNames()[w[0]]);
-          if (d.n_in != 3) bad("{}: the int8 form takes 3 inputs (a, b, requantization), got {}", what, d.n_in);
-          typeIs(b, ElemType::kI8, "b");
-          typeIs(y, ElemType::kI8, "y");
-          if (dimsOf(x) != dimsOf(y) || dimsOf(b) != dimsOf(y))
-            bad("{}: the int8 form adds tensors of one shape, got {} + {} -> {}", what, dimsStr(x), dimsStr(b), dimsStr(y));
-          const std::vector<int32_t> t = int8Table(d.in(2), 8, 5, what);
-          for (int k = 5; k < 7; ++k)
-            if (t[k] < 0 || t[k] >= 32768) bad("{}: multiplier {} is outside [0, 2^15)", what, t[k]);
-          if (t[7] < 1 || t[7] > 30) bad("{}: shift {} is outside [1, 30]", what, t[7]);
-          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
-          break;
-        }
-        if (d.n_in != 2) bad("{}: {} inputs (the float form takes 2)", what, d.n_in);
-        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
-        for (const TensorRef* r : {&x, &b}) {
-          if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
-          for (int i = 0; i < r->rank; ++i) {
-            uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
-            if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
-          }
-        }
-        break;
-      }
-      case LayerKind::kUnary:
-      case LayerKind::kSoftmax:
-      case LayerKind::kLrn: {
-        isFloat(x, "x"); isFloat(y, "y");
-        if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
-        if (d.kind == LayerKind::kUnary && w[0] >= unaryOpNames().size()) bad("{}: unknown unary op {}", what, w[0]);
-        if (d.kind == LayerKind::kSoftmax && (w[0] > 2 || w[1] >= std::max<uint32_t>(1, y.rank)))
-          bad("{}: softmax kind {} / axis {} out of range", what, w[0], w[1]);
-        if (d.kind == LayerKind::kLrn && (x.rank < 2 || w[0] < 1 || w[0] > 1024)) bad("{}: LRN size {} / rank out of range", what, w[0]);
-        break;
-      }
-      case LayerKind::kCopy:
-        if (x.type != y.type || x.bytes != y.bytes) bad("{}: copy of {} {} into {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
-        break;
-      case LayerKind::kConcat: {
-        uint32_t axis = w[0];
-        if (axis >= y.rank) bad("{}: axis {} out of range for rank {}", what, axis, y.rank);
-        uint64_t sum = 0;
-        for (int i = 0; i < d.n_in; ++i) {
-          const TensorRef& r = d.in(i);
-          if (r.type != y.type || r.rank != y.rank) bad("{}: input {} is {} {}, output {} {}", what, i, elemName(r.type), dimsStr(r), elemName(y.type), dimsStr(y));
-          for (int k = 0; k < r.rank; ++k)
-            if (static_cast<uint32_t>(k) != axis && r.dims[static_cast<size_t>(k)] != y.dims[static_cast<size_t>(k)])
-              bad("{}: input {} {} does not match output {} off the axis", what, i, dimsStr(r), dimsStr(y));
-          sum += r.dims[axis];
-        }
-        if (sum != y.dims[axis]) bad("{}: inputs sum to {} along axis {}, output has {}", what, sum, axis, y.dims[axis]);
-        break;
-      }
-      case LayerKind::kTranspose: {
-        if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        std::vector<bool> used(x.rank, false);
-        for (int i = 0; i < x.rank; ++i) {
-          uint32_t pi = w[static_cast<size_t>(i)];
-          if (pi >= x.rank || used[pi]) bad("{}: perm is not a permutation of 0..{}", what, x.rank - 1);
-          used[pi] = true;
-          if (y.dims[static_cast<size_t>(i)] != x.dims[pi]) bad("{}: {} permuted is not {}", what, dimsStr(x), dimsStr(y));
-        }
-        break;
-      }
-      case LayerKind::kPad: {
-        isFloat(x, "x"); isFloat(y, "y");  // the pad value is a float of the package's type
-        if (x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        for (int i = 0; i < x.rank; ++i) {
-          int64_t b = si(static_cast<size_t>(i)), e = si(static_cast<size_t>(x.rank + i));
-          if (b < 0 || e < 0 || x.dims[static_cast<size_t>(i)] + b + e != y.dims[static_cast<size_t>(i)])
-            bad("{}: pads do not turn {} into {}", what, dimsStr(x), dimsStr(y));
-        }
-        break;
-      }
-      case LayerKind::kSlice: {
-        if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        for (int i = 0; i < x.rank; ++i) {
-          int64_t st = si(static_cast<size_t>(i)), step = si(static_cast<size_t>(x.rank + i));
-          int64_t n = y.dims[static_cast<size_t>(i)], xn = x.dims[static_cast<size_t>(i)];
-          if (step == 0 || (n > 0 && (st < 0 || st >= xn || st + (n - 1) * step < 0 || st + (n - 1) * step >= xn)))
-            bad("{}: slice of axis {} reads outside {}", what, i, dimsStr(x));
-        }
-        break;
-      }
-      case LayerKind::kCast: {
-        bool ok_in = x.type == ElemType::kU8 || x.type == ElemType::kF16 || x.type == ElemType::kF32;
-        bool ok_out = y.type == ElemType::kF16 || y.type == ElemType::kF32;
-        if (!ok_in || !ok_out || x.type == y.type)
-          bad("{}: cast from {} to {} (uint8, float16 or float32 to another float type)", what, elemName(x.type), elemName(y.type));
-        if (x.numel() != y.numel()) bad("{}: {} -> {} changes the element count", what, dimsStr(x), dimsStr(y));
-        break;
-      }
-      case LayerKind::kYuvToRgb:
-      case LayerKind::kToGray: {
-        typeIs(x, ElemType::kU8, "x");
-        typeIs(y, ElemType::kU8, "y");
-        bool rgb = d.kind == LayerKind::kYuvToRgb;
-        if (y.rank != 3 || y.dims[2] != (rgb ? 3u : 1u)) bad("{}: output {} is not [H, W, {}]", what, dimsStr(y), rgb ? 3 : 1);
-        int64_t H = y.dims[0], W = y.dims[1], f = si(0);
-        int64_t need = -1;
-        if (rgb) {
-          if (w[1] > 1) bad("{}: bgr flag {} is not 0 or 1", what, w[1]);
-          if (!kernels::isYuvFormat(static_cast<int32_t>(f))) bad("{}: unknown DIN_YUV_FORMAT code {}", what, f);
-          if (W >= 2 && W % 2 == 0 && H >= 1) need = kernels::yuvBufferSize(static_cast<kernels::YuvFormat>(f), H, W);
-        } else {
-          if (!kernels::isGrayFormat(static_cast<int32_t>(f))) bad("{}: unknown DIN_FORMAT code {}", what, f);
-          if (f >= 4096) need = H * W * 3;
-          else if (W >= 2 && W % 2 == 0) need = H * W * 2;
-        }
-        // A YUV frame fills the start of its input (a 4:2:0 frame is smaller than its [H, W, 2] declaration).
-        if (need < 0 || (rgb ? static_cast<uint64_t>(need) > x.numel() : static_cast<uint64_t>(need) != x.numel()))
-          bad("{}: a {}x{} image in format {} does not match the input {} ({} bytes)", what, H, W, f, dimsStr(x), x.bytes);
-        break;
-      }
-      case LayerKind::kCrop: {
-        if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: crops uint8 or float16, not {}", what, elemName(x.type));
-        typeIs(y, x.type, "y");
-        rankIs(x, 3, "x"); rankIs(y, 3, "y");
-        if (w[0] > 1) bad("{}: layout {} is not 0 (HWC) or 1 (CHW)", what, w[0]);
-        bool chw = w[0] == 1;
-        uint64_t H = chw ? x.dims[1] : x.dims[0], W = chw ? x.dims[2] : x.dims[1], C = chw ? x.dims[0] : x.dims[2];
-        if (y.dims[2] != C || uint64_t(w[1]) + y.dims[0] > H || uint64_t(w[2]) + y.dims[1] > W)
-          bad("{}: a {}x{} window at ({}, {}) does not fit the input {}", what, y.dims[0], y.dims[1], w[1], w[2], dimsStr(x));
-        break;
-      }
-      case LayerKind::kResizeHwc: {
-        if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: resizes uint8 or float16, not {}", what, elemName(x.type));
-        typeIs(y, x.type, "y");
-        rankIs(x, 3, "x"); rankIs(y, 3, "y");
-        if (w[0] > 1) bad("{}: algorithm {} is not 0 (nearest) or 1 (bilinear)", what, w[0]);
-        if (y.dims[2] != x.dims[2] || x.dims[0] < 1 || x.dims[1] < 1) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        break;
-      }
-      case LayerKind::kNormalize: {
-        if (x.type != ElemType::kU8 && x.type != ElemType::kF16) bad("{}: normalizes float16 (or uint8), not {}", what, elemName(x.type));
-        typeIs(y, ElemType::kF16, "y");
-        if (x.rank < 1 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        uint32_t C = x.dims[x.rank - 1];
-        if (C < 1 || C > 4096) bad("{}: {} channels (1..4096)", what, C);
-        if (w[0] > 1 || (w[0] == 1 && C != 3)) bad("{}: swap_rb {} needs 0, or 1 with 3 channels", what, w[0]);
-        break;
-      }
-      case LayerKind::kPostSoftmax: {
-        typeIs(x, ElemType::kF16, "x");
-        if (y.type != ElemType::kF16 && y.type != ElemType::kF32) bad("{}: output is {} (float16 or float32)", what, elemName(y.type));
-        if (x.numel() != y.numel()) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        break;
-      }
-      case LayerKind::kArgMinMax: {
-        typeIs(x, ElemType::kF16, "x");
-        if (y.type != ElemType::kU8 && y.type != ElemType::kU16) bad("{}: output is {} (uint8 or uint16)", what, elemName(y.type));
-        rankIs(x, 3, "x"); rankIs(y, 3, "y");
-        if (w[0] > 1 || w[1] > 2 || w[2] > 1) bad("{}: layout {} / axis {} / mode {} out of range", what, w[0], w[1], w[2]);
-        bool chw = w[0] == 1;
-        // The dimension index of the reduced axis in the input's layout.
-        size_t red = w[1] == 0 ? (chw ? 0 : 2) : w[1] == 1 ? (chw ? 2 : 1) : (chw ? 1 : 0);
-        for (size_t i = 0; i < 3; ++i)
-          if (y.dims[i] != (i == red ? 1u : x.dims[i])) bad("{}: {} reduced along dim {} is not {}", what, dimsStr(x), red, dimsStr(y));
-        uint32_t len = x.dims[red];
-        if (len < 1 || len > (y.type == ElemType::kU8 ? 256u : 65536u))
-          bad("{}: {} values along the reduced axis do not fit {} indices", what, len, elemName(y.type));
-        break;
-      }
-      case LayerKind::kAipp: {
-        typeIs(x, ElemType::kU8, "frame");
-        isFloat(y, "y");
-        rankIs(x, 2, "frame"); rankIs(y, 4, "y");
-        bool dynamic = d.n_in == 2;
-        if (w[0] != (dynamic ? 1u : 0u)) bad("{}: the dynamic flag {} does not match its {} input(s)", what, w[0], d.n_in);
-        const uint32_t N = y.dims[0];
-        if (x.dims[0] != N || x.dims[1] < 1) bad("{}: frame {} for {} image(s)", what, dimsStr(x), N);
-        if (y.dims[1] != 1 && y.dims[1] != 3) bad("{}: output {} has {} channels (1 or 3)", what, dimsStr(y), y.dims[1]);
-        if (N < 1 || N > 127) bad("{}: batch {} (1..127: batchNum is an int8)", what, N);
-        if (dynamic) {
-          const TensorRef& pr = d.in(1);
-          typeIs(pr, ElemType::kU8, "parameter block");
-          if (pr.rank != 1 || pr.dims[0] != kernels::aippBlockSize(N))
-            bad("{}: the parameter block is {}, for {} image(s) it must be [{}] (kAippDynamicPara + {} x kAippDynamicBatchPara)", what,
-                dimsStr(pr), N, kernels::aippBlockSize(N), N - 1);
-        } else {
-          std::vector<uint8_t> block(kernels::aippBlockSize(N));
-          std::memcpy(block.data(), w.data() + 2, block.size());
-          kernels::AippSetup st;
-          st.n = N;
-          st.channels = y.dims[1];
-          st.height = y.dims[2];
-          st.width = y.dims[3];
-          st.image_bytes = x.dims[1];
-          st.padding_value = paramFloat(w[1]);
-          std::string why;
-          try {
-            why = kernels::checkAipp(kernels::decodeAipp(block.data(), block.size()), st);
-          } catch (const Error& e) {
-            why = e.what();
-          }
-          if (!why.empty()) bad("{}: static AIPP parameters: {}", what, why);
-        }
-        break;
-      }
-      case LayerKind::kResize: {
-        isFloat(x, "x"); isFloat(y, "y");
-        if (x.rank != y.rank) bad("{}: {} -> {} changes the rank", what, dimsStr(x), dimsStr(y));
-        if (w[0] > 2 || w[1] > 6 || w[2] > 3 || w[3] > 1 || w[4] > 1)
-          bad("{}: interp {} / coordinate mode {} / nearest mode {} / flags {} {} out of range", what, w[0], w[1], w[2], w[3], w[4]);
-        kernels::ResizeSpec spec = resizeSpecFromParams(w, x.rank);
-        for (int a = 0; a < x.rank; ++a) {
-          double sc = spec.scale[static_cast<size_t>(a)];
-          if (!(sc > 0) || !std::isfinite(sc) || !std::isfinite(spec.roi_start[static_cast<size_t>(a)]) ||
-              !std::isfinite(spec.roi_end[static_cast<size_t>(a)]))
-            bad("{}: scale {} / roi of dim {} is not finite and positive", what, sc, a);
-          if (x.dims[static_cast<size_t>(a)] == 0 && y.dims[static_cast<size_t>(a)] != 0) bad("{}: resizes an empty dim {}", what, a);
-        }
-        if (!std::isfinite(spec.cubic_a) || !std::isfinite(spec.extrapolation)) bad("{}: cubic_coeff_a / extrapolation not finite", what);
-        break;
-      }
-      case LayerKind::kLayerNorm: {
-        isFloat(x, "x"); isFloat(y, "y");
-        if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
-        if (w[0] >= std::max<uint32_t>(x.rank, 1)) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
-        if (!std::isfinite(paramFloat(w[1])) || paramFloat(w[1]) < 0) bad("{}: epsilon {} is not a finite non-negative number", what, paramFloat(w[1]));
-        uint64_t inner = 1;
-        for (uint32_t i = w[0]; i < x.rank; ++i) inner *= x.dims[i];
-        for (int i = 1; i < d.n_in; ++i) {
-          const TensorRef& r = d.in(i);
-          if (r.type != ElemType::kF32 || r.rank != 1 || r.dims[0] != inner) bad("{}: scale/bias must be float32 [{}]", what, inner);
-          weightRef(r, what + ": scale/bias");
-        }
-        break;
-      }
-      case LayerKind::kReduce: {
-        isFloat(x, "x"); isFloat(y, "y");
-        if (w[0] >= static_cast<uint32_t>(kernels::ReduceOp::kCount)) bad("{}: unknown reduce op {}", what, w[0]);
-        std::vector<uint32_t> kept_keep, kept;  // y's dims with keepdims, and without
-        for (int i = 0; i < x.rank; ++i) {
-          uint32_t flag = w[static_cast<size_t>(1 + i)];
-          if (flag > 1) bad("{}: axis flag {} of dim {} is not 0 or 1", what, flag, i);
-          kept_keep.push_back(flag ? 1u : x.dims[static_cast<size_t>(i)]);
-          if (!flag) kept.push_back(x.dims[static_cast<size_t>(i)]);
-        }
-        std::vector<uint32_t> ydims(y.dims.begin(), y.dims.begin() + y.rank);
-        if (ydims != kept_keep && ydims != kept) bad("{}: {} reduced is not {}", what, dimsStr(x), dimsStr(y));
-        break;
-      }
-      case LayerKind::kMatMul: {
-        const TensorRef& b = d.in(1);
-        kernels::MatMulBatches mb;
-        std::string why;
-        auto dims = [](const TensorRef& r) { return std::vector<int64_t>(r.dims.begin(), r.dims.begin() + r.rank); };
-        if (x.type == ElemType::kI8) {
-          // The int8 form (int8-affine packages): a, b, y int8 and the table [za, zb, zy, lo, hi, multiplier, shift].
-          if (!isInt8AffineFamily(p.numerics)) bad("{}: int8 products belong to int8-affine packages", what);
-          if (d.n_in != 3 || w[0] != 0) bad("{}: the int8 form takes 3 inputs (a, b, requantization) and no bias, got {} inputs, bias kind {}", what, d.n_in, w[0]);
-          typeIs(b, ElemType::kI8, "b");
-          typeIs(y, ElemType::kI8, "y");
-          if (!kernels::matmulBatches(dims(x), dims(b), dims(y), &mb, &why)) bad("{}: {}", what, why);
-          if (mb.K < 1 || mb.K > kernels::kMaxQMatMulDepth) bad("{}: depth {} (the int8 form sums 1 to {} products)", what, mb.K, kernels::kMaxQMatMulDepth);
-          const std::vector<int32_t> t = int8Table(d.in(2), 7, 5, what);
-          if (!(t[5] == 0 || t[5] >= (1 << 30)) || t[6] < -31 || t[6] > 30)
-            bad("{}: multiplier {} / shift {}: the multiplier must be 0 or in [2^30, 2^31), the shift in [-31, 30]", what, t[5], t[6]);
-          if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
-          break;
-        }
-        isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
-        if (!kernels::matmulBatches(dims(x), dims(b), dims(y), &mb, &why)) bad("{}: {}", what, why);
-        if (w[0] > 2 || (w[0] != 0) != (d.n_in == 3)) bad("{}: bias kind {} with {} inputs", what, w[0], d.n_in);
-        if (d.n_in == 3) {
-          const TensorRef& bias = d.in(2);
-          const int64_t want = w[0] == 1 ? mb.N : mb.M;
-          if ((bias.type != ElemType::kF32 && bias.type != ft) || bias.rank != 1 || bias.dims[0] != want)
-            bad("{}: bias must be float [{}], got {} {}", what, want, elemName(bias.type), dimsStr(bias));
-        }
-        break;
-      }
-      case LayerKind::kGather: {
-        const TensorRef& idx = d.in(1);
-        if (idx.type != ElemType::kI64 && idx.type != ElemType::kI32)
-          bad("{}: indices are {}, this kind needs int32 or int64", what, elemName(idx.type));
-        if (x.type != y.type) bad("{}: gathers {} into {}", what, elemName(x.type), elemName(y.type));
-        if (w[0] >= x.rank) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
-        std::vector<uint32_t> want(x.dims.begin(), x.dims.begin() + w[0]);
-        want.insert(want.end(), idx.dims.begin(), idx.dims.begin() + idx.rank);
-        want.insert(want.end(), x.dims.begin() + w[0] + 1, x.dims.begin() + x.rank);
-        if (std::vector<uint32_t>(y.dims.begin(), y.dims.begin() + y.rank) != want)
-          bad("{}: {} gathered along axis {} by {} is not {}", what, dimsStr(x), w[0], dimsStr(idx), dimsStr(y));
-        if (x.dims[w[0]] == 0 && idx.numel() > 0) bad("{}: gathers from an empty axis {}", what, w[0]);
-        break;
-      }
-      case LayerKind::kWhere: {
-        const TensorRef &a = d.in(1), &b = d.in(2);
-        if (x.type != ElemType::kU8) bad("{}: the condition is {}, this kind needs uint8", what, elemName(x.type));
-        if (a.type != y.type || b.type != y.type)
-          bad("{}: selects {} / {} into {}", what, elemName(a.type), elemName(b.type), elemName(y.type));
-        for (const TensorRef* r : {&x, &a, &b}) {
-          if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
-          for (int i = 0; i < r->rank; ++i) {
-            uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
-            if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
-          }
-        }
-        break;
-      }
-      case LayerKind::kTile: {
-        if (x.type != y.type || x.rank != y.rank) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
-        for (int i = 0; i < x.rank; ++i) {
-          const uint32_t xd = x.dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(i)];
-          if (xd ? yd % xd != 0 : yd != 0) bad("{}: {} does not tile {}", what, dimsStr(x), dimsStr(y));
-        }
-        break;
-      }
-      case LayerKind::kCustom:
-        // Any package type in and out: what the op computes is its plugin's, checked when the runtime loads it (the
-        // plugin's infer callback must give the output this reference holds). No fused activation.
-        if (d.act != Act::kNone || d.act_a != 0 || d.act_b != 0) bad("{}: custom layers have no activation", what);
-        break;
-      case LayerKind::kQuantize:
-      case LayerKind::kDequantize: {
-        const bool q = d.kind == LayerKind::kQuantize;
-        if (!isInt8AffineFamily(p.numerics)) bad("{}: {} layers belong to int8-affine packages", what, layerKindName(d.kind));
-        if (d.n_in != 1) bad("{}: {} inputs (the int8-affine form takes 1)", what, d.n_in);
-        typeIs(x, q ? ElemType::kF32 : ElemType::kI8, "x");
-        typeIs(y, q ? ElemType::kI8 : ElemType::kF32, "y");
-        if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        const float scale = paramFloat(w[0]);
-        const int32_t zp = static_cast<int32_t>(w[1]);
-        if (!(scale > 0) || !std::isfinite(scale)) bad("{}: scale {} is not a finite positive number", what, scale);
-        if (zp < -128 || zp > 127) bad("{}: zero point {} is outside int8", what, zp);
-        if (p.numerics == Numerics::kInt8Radix) {  // float = fixed / 2^radix: zero point 0, scale a power of two
-          int e = 0;
-          if (zp != 0 || std::frexp(scale, &e) != 0.5f)
-            bad("{}: int8-radix tensors are symmetric at a power-of-two scale, got scale {} and zero point {}", what, scale, zp);
-        }
-        break;
-      }
-      case LayerKind::kInstanceNorm: {
-        isFloat(x, "x"); isFloat(y, "y");
-        if (x.rank < 2 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        if (!std::isfinite(paramFloat(w[0])) || paramFloat(w[0]) < 0) bad("{}: epsilon {} is not a finite non-negative number", what, paramFloat(w[0]));
-        for (int i = 1; i <= 2; ++i) {
-          const TensorRef& r = d.in(i);
-          if ((r.type != ElemType::kF32 && r.type != ft) || r.rank != 1 || r.dims[0] != x.dims[1])
-            bad("{}: scale/bias must be float [{}], got {} {}", what, x.dims[1], elemName(r.type), dimsStr(r));
-        }
-        break;
-      }
-      case LayerKind::kChannelAffine: {
-        isFloat(x, "x"); isFloat(y, "y");
-        if (x.rank < 2 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
-        for (int i = 1; i <= 2; ++i) {
-          const TensorRef& r = d.in(i);
-          if (r.type != ElemType::kF32 || r.rank != 1 || r.dims[0] != x.dims[1]) bad("{}: scale/shift must be float32 [{}]", what, x.dims[1]);
-          weightRef(r, what + ": scale/shift");
-        }
-        break;
-      }
-    }
+    const std::vector<uint32_t> w = paramWords(p, d);
+    kindCheck(d.kind)(LayerCheck{*this, p, where, d, what, ft, pow2, d.in(0), d.out(0), w});
   }
 
   void program() const {
@@ -1031,7 +526,7 @@ struct Checker {
         descriptor(d, e, i);
       }
     }
-    if (p.numerics == Numerics::kInt8Pow2) {
+    if (numericsTraits(p.numerics).pow2_codes) {
       // Slots: each written by one layer, read only after it (in program order).
       std::vector<bool> written(p.pow2 ? p.pow2->slots : 0, false);
       for (auto& [seq, t] : pow2_tables) {
@@ -1129,7 +624,44 @@ struct Checker {
   }
 };
 
-}  // namespace
+void LayerCheck::isFloat(const TensorRef& r, const char* name) const {
+  if (r.type != ft) bad("{}: {} is {}, the package numerics need {}", what, name, elemName(r.type), elemName(ft));
+}
+
+void LayerCheck::typeIs(const TensorRef& r, ElemType t, const char* name) const {
+  if (r.type != t) bad("{}: {} is {}, this kind needs {}", what, name, elemName(r.type), elemName(t));
+}
+
+void LayerCheck::rankIs(const TensorRef& r, int k, const char* name) const {
+  if (r.rank != k) bad("{}: {} has rank {}, needs {}", what, name, r.rank, k);
+}
+
+void LayerCheck::floatSameShape() const {
+  isFloat(x, "x"); isFloat(y, "y");
+  if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
+}
+
+void LayerCheck::bias(int i, uint32_t n) const {
+  if (d.n_in > i) {
+    const TensorRef& b = d.in(i);
+    if (b.type != ElemType::kF32 || b.rank != 1 || b.dims[0] != n) bad("{}: bias must be float32 [{}], got {} {}", what, n, elemName(b.type), dimsStr(b));
+    weightRef(b, what + ": bias");
+  }
+}
+
+void LayerCheck::window(int64_t in, int64_t out, int64_t k, int64_t s, int64_t dl, int64_t pb, const char* axis) const {
+  if (k < 1 || s < 1 || dl < 1 || pb < 0 || k > 1024 || s > 1024 || dl > 1024 || pb > 1024)
+    bad("{}: {} window k={} s={} d={} pad={} out of range", what, axis, k, s, dl, pb);
+  int64_t pe = (out - 1) * s + (k - 1) * dl + 1 - in - pb;
+  if (out < 1 || pe < -(s - 1) - (k - 1) * dl || pe > (k - 1) * dl + s)
+    bad("{}: {} output size {} does not follow from input {} with k={} s={} d={} pad={}", what, axis, out, in, k, s, dl, pb);
+}
+
+void LayerCheck::weightRef(const TensorRef& r, const std::string& what) const { checker.weightRef(r, what); }
+int32_t LayerCheck::weightWord(const TensorRef& r, int64_t i) const { return checker.weightWord(r, i); }
+std::vector<int32_t> LayerCheck::int8Table(const TensorRef& tab, int64_t words, int codes, const std::string& what) const {
+  return checker.int8Table(tab, words, codes, what);
+}
 
 void validatePackage(const Package& p, const std::string& where) {
   if (p.version != kFormatVersion) fail(ErrorCode::kInvalidInput, "{}: unknown format version {}", where, p.version);
@@ -1137,7 +669,7 @@ void validatePackage(const Package& p, const std::string& where) {
   for (auto [field, value] : {std::pair<const char*, const std::string*>{"prefix", &p.prefix}, {"target", &p.target}})
     if (std::string why = whyNotPlainName(*value); !why.empty()) c.bad("{} '{}' {}", field, *value, why);
   c.floatType();
-  if ((p.numerics == Numerics::kInt8Pow2) != p.pow2.has_value())
+  if (numericsTraits(p.numerics).pow2_codes != p.pow2.has_value())
     c.bad("the manifest's 'pow2' options belong to int8-pow2 packages, and those need them");
   if (p.pow2)
     if (std::string why = kernels::pow2::checkOptions(p.pow2->options); !why.empty()) c.bad("pow2 options: {}", why);

@@ -1,0 +1,68 @@
+// The reader's checks of the element-wise layer kinds (validate.hpp): unary and binary ops (elementwise_ops.def
+// gives their codes), where.
+#include "package/validate.hpp"
+
+#include <string_view>
+
+namespace npuc::package {
+
+namespace {
+
+/// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
+struct ElementwiseChecks : LayerCheck {
+  void binary() const {
+    const TensorRef& b = d.in(1);
+    if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
+    if (x.type == ElemType::kI8) {  // the int8 form (int8-affine packages): an addition (docs/numerics.md)
+      if (!numericsTraits(p.numerics).affine_codes) bad("{}: int8 additions belong to int8-affine packages", what);
+      if (binaryOpNames()[w[0]] != std::string_view("Add")) bad("{}: the int8 form is an addition, not {}", what, binaryOpNames()[w[0]]);
+      if (d.n_in != 3) bad("{}: the int8 form takes 3 inputs (a, b, requantization), got {}", what, d.n_in);
+      typeIs(b, ElemType::kI8, "b");
+      typeIs(y, ElemType::kI8, "y");
+      if (dimsOf(x) != dimsOf(y) || dimsOf(b) != dimsOf(y))
+        bad("{}: the int8 form adds tensors of one shape, got {} + {} -> {}", what, dimsStr(x), dimsStr(b), dimsStr(y));
+      const std::vector<int32_t> t = int8Table(d.in(2), 8, 5, what);
+      for (int k = 5; k < 7; ++k)
+        if (t[k] < 0 || t[k] >= 32768) bad("{}: multiplier {} is outside [0, 2^15)", what, t[k]);
+      if (t[7] < 1 || t[7] > 30) bad("{}: shift {} is outside [1, 30]", what, t[7]);
+      if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
+      return;
+    }
+    if (d.n_in != 2) bad("{}: {} inputs (the float form takes 2)", what, d.n_in);
+    isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
+    for (const TensorRef* r : {&x, &b}) {
+      if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
+      for (int i = 0; i < r->rank; ++i) {
+        uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
+        if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
+      }
+    }
+  }
+
+  void unary() const {
+    floatSameShape();
+    if (w[0] >= unaryOpNames().size()) bad("{}: unknown unary op {}", what, w[0]);
+  }
+
+  void where() const {
+    const TensorRef &a = d.in(1), &b = d.in(2);
+    if (x.type != ElemType::kU8) bad("{}: the condition is {}, this kind needs uint8", what, elemName(x.type));
+    if (a.type != y.type || b.type != y.type)
+      bad("{}: selects {} / {} into {}", what, elemName(a.type), elemName(b.type), elemName(y.type));
+    for (const TensorRef* r : {&x, &a, &b}) {
+      if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
+      for (int i = 0; i < r->rank; ++i) {
+        uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
+        if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const KindCheck kind_checks::kBinary = [](const LayerCheck& c) { ElementwiseChecks{c}.binary(); };
+const KindCheck kind_checks::kUnary = [](const LayerCheck& c) { ElementwiseChecks{c}.unary(); };
+const KindCheck kind_checks::kWhere = [](const LayerCheck& c) { ElementwiseChecks{c}.where(); };
+
+}  // namespace npuc::package

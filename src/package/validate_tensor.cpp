@@ -1,0 +1,115 @@
+// The reader's checks of the data-movement layer kinds (validate.hpp): copy, concat, transpose, pad, slice, gather,
+// tile, and resize (its float interpolation moves data of one tensor into another shape).
+#include "package/validate.hpp"
+
+#include "kernels/layers.hpp"
+
+#include <cmath>
+
+namespace npuc::package {
+
+namespace {
+
+/// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
+struct TensorChecks : LayerCheck {
+  void copy() const {
+    if (x.type != y.type || x.bytes != y.bytes) bad("{}: copy of {} {} into {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
+  }
+
+  void concat() const {
+    uint32_t axis = w[0];
+    if (axis >= y.rank) bad("{}: axis {} out of range for rank {}", what, axis, y.rank);
+    uint64_t sum = 0;
+    for (int i = 0; i < d.n_in; ++i) {
+      const TensorRef& r = d.in(i);
+      if (r.type != y.type || r.rank != y.rank) bad("{}: input {} is {} {}, output {} {}", what, i, elemName(r.type), dimsStr(r), elemName(y.type), dimsStr(y));
+      for (int k = 0; k < r.rank; ++k)
+        if (static_cast<uint32_t>(k) != axis && r.dims[static_cast<size_t>(k)] != y.dims[static_cast<size_t>(k)])
+          bad("{}: input {} {} does not match output {} off the axis", what, i, dimsStr(r), dimsStr(y));
+      sum += r.dims[axis];
+    }
+    if (sum != y.dims[axis]) bad("{}: inputs sum to {} along axis {}, output has {}", what, sum, axis, y.dims[axis]);
+  }
+
+  void transpose() const {
+    if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+    std::vector<bool> used(x.rank, false);
+    for (int i = 0; i < x.rank; ++i) {
+      uint32_t pi = w[static_cast<size_t>(i)];
+      if (pi >= x.rank || used[pi]) bad("{}: perm is not a permutation of 0..{}", what, x.rank - 1);
+      used[pi] = true;
+      if (y.dims[static_cast<size_t>(i)] != x.dims[pi]) bad("{}: {} permuted is not {}", what, dimsStr(x), dimsStr(y));
+    }
+  }
+
+  void pad() const {
+    isFloat(x, "x"); isFloat(y, "y");  // the pad value is a float of the package's type
+    if (x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+    for (int i = 0; i < x.rank; ++i) {
+      int64_t b = si(static_cast<size_t>(i)), e = si(static_cast<size_t>(x.rank + i));
+      if (b < 0 || e < 0 || x.dims[static_cast<size_t>(i)] + b + e != y.dims[static_cast<size_t>(i)])
+        bad("{}: pads do not turn {} into {}", what, dimsStr(x), dimsStr(y));
+    }
+  }
+
+  void slice() const {
+    if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+    for (int i = 0; i < x.rank; ++i) {
+      int64_t st = si(static_cast<size_t>(i)), step = si(static_cast<size_t>(x.rank + i));
+      int64_t n = y.dims[static_cast<size_t>(i)], xn = x.dims[static_cast<size_t>(i)];
+      if (step == 0 || (n > 0 && (st < 0 || st >= xn || st + (n - 1) * step < 0 || st + (n - 1) * step >= xn)))
+        bad("{}: slice of axis {} reads outside {}", what, i, dimsStr(x));
+    }
+  }
+
+  void resize() const {
+    isFloat(x, "x"); isFloat(y, "y");
+    if (x.rank != y.rank) bad("{}: {} -> {} changes the rank", what, dimsStr(x), dimsStr(y));
+    if (w[0] > 2 || w[1] > 6 || w[2] > 3 || w[3] > 1 || w[4] > 1)
+      bad("{}: interp {} / coordinate mode {} / nearest mode {} / flags {} {} out of range", what, w[0], w[1], w[2], w[3], w[4]);
+    kernels::ResizeSpec spec = resizeSpecFromParams(w, x.rank);
+    for (int a = 0; a < x.rank; ++a) {
+      double sc = spec.scale[static_cast<size_t>(a)];
+      if (!(sc > 0) || !std::isfinite(sc) || !std::isfinite(spec.roi_start[static_cast<size_t>(a)]) ||
+          !std::isfinite(spec.roi_end[static_cast<size_t>(a)]))
+        bad("{}: scale {} / roi of dim {} is not finite and positive", what, sc, a);
+      if (x.dims[static_cast<size_t>(a)] == 0 && y.dims[static_cast<size_t>(a)] != 0) bad("{}: resizes an empty dim {}", what, a);
+    }
+    if (!std::isfinite(spec.cubic_a) || !std::isfinite(spec.extrapolation)) bad("{}: cubic_coeff_a / extrapolation not finite", what);
+  }
+
+  void gather() const {
+    const TensorRef& idx = d.in(1);
+    if (idx.type != ElemType::kI64 && idx.type != ElemType::kI32)
+      bad("{}: indices are {}, this kind needs int32 or int64", what, elemName(idx.type));
+    if (x.type != y.type) bad("{}: gathers {} into {}", what, elemName(x.type), elemName(y.type));
+    if (w[0] >= x.rank) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
+    std::vector<uint32_t> want(x.dims.begin(), x.dims.begin() + w[0]);
+    want.insert(want.end(), idx.dims.begin(), idx.dims.begin() + idx.rank);
+    want.insert(want.end(), x.dims.begin() + w[0] + 1, x.dims.begin() + x.rank);
+    if (std::vector<uint32_t>(y.dims.begin(), y.dims.begin() + y.rank) != want)
+      bad("{}: {} gathered along axis {} by {} is not {}", what, dimsStr(x), w[0], dimsStr(idx), dimsStr(y));
+    if (x.dims[w[0]] == 0 && idx.numel() > 0) bad("{}: gathers from an empty axis {}", what, w[0]);
+  }
+
+  void tile() const {
+    if (x.type != y.type || x.rank != y.rank) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
+    for (int i = 0; i < x.rank; ++i) {
+      const uint32_t xd = x.dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(i)];
+      if (xd ? yd % xd != 0 : yd != 0) bad("{}: {} does not tile {}", what, dimsStr(x), dimsStr(y));
+    }
+  }
+};
+
+}  // namespace
+
+const KindCheck kind_checks::kCopy = [](const LayerCheck& c) { TensorChecks{c}.copy(); };
+const KindCheck kind_checks::kConcat = [](const LayerCheck& c) { TensorChecks{c}.concat(); };
+const KindCheck kind_checks::kTranspose = [](const LayerCheck& c) { TensorChecks{c}.transpose(); };
+const KindCheck kind_checks::kPad = [](const LayerCheck& c) { TensorChecks{c}.pad(); };
+const KindCheck kind_checks::kSlice = [](const LayerCheck& c) { TensorChecks{c}.slice(); };
+const KindCheck kind_checks::kResize = [](const LayerCheck& c) { TensorChecks{c}.resize(); };
+const KindCheck kind_checks::kGather = [](const LayerCheck& c) { TensorChecks{c}.gather(); };
+const KindCheck kind_checks::kTile = [](const LayerCheck& c) { TensorChecks{c}.tile(); };
+
+}  // namespace npuc::package

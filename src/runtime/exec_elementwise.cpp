@@ -1,0 +1,67 @@
+// How the element-wise layer kinds run (runtime_impl.hpp): unary and binary ops (the code is the kernel's op:
+// elementwise_ops.def), the int8-affine addition, where.
+#include "runtime/runtime_impl.hpp"
+
+#include <vector>
+
+namespace npuc {
+
+namespace {
+
+using Step = Runtime::Impl::Step;
+
+void prepareBinary(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  if (d.in(0).type == ElemType::kI8) {  // the int8 form: its requantization table (validated) read once
+    s.int8 = true;
+    const int32_t* t = reinterpret_cast<const int32_t*>(s.in[2]);
+    s.qadd.za = t[0], s.qadd.zb = t[1], s.qadd.zy = t[2], s.qadd.lo = t[3], s.qadd.hi = t[4];
+    s.qadd.ma = t[5], s.qadd.mb = t[6], s.qadd.shift = t[7];
+  }
+}
+
+void runBinary(Runtime::Impl& im, Step& s) {
+  if (s.int8) {
+    const auto* a = reinterpret_cast<const int8_t*>(s.in[0]);
+    const auto* b = reinterpret_cast<const int8_t*>(s.in[1]);
+    auto* y = reinterpret_cast<int8_t*>(s.out);
+    const int64_t n = shapeNumel(s.shapes[0]);
+    if (im.opts.exact) kernels::qadd_ref(n, a, b, s.qadd, y);
+    else kernels::qadd(n, a, b, s.qadd, y, im.pool.get());
+    return;
+  }
+  auto op = static_cast<kernels::BinaryOp>(s.p[0]);  // the code is the op (elementwise_ops.def); validated
+  if (!im.opts.exact && s.shapes[0] == s.shapes[2] && s.shapes[1] == s.shapes[2] && im.elementwiseF16(s, 2)) {
+    // float16 operands of one shape: widened, added and rounded in cache-sized chunks (one pass over memory).
+    im.chunked(s, 2, [&](const float* const* x, float* y, int64_t n) {
+      const std::vector<int64_t> shape{n};
+      kernels::binary(op, s.act, shape, x[0], shape, x[1], shape, y, nullptr);
+    });
+    return;
+  }
+  const float* a = im.inF(s, 0);
+  const float* b = im.inF(s, 1);
+  kernels::binary(op, s.act, s.shapes[0], a, s.shapes[1], b, s.shapes[2], im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+void runUnary(Runtime::Impl& im, Step& s) {
+  auto op = static_cast<kernels::UnaryOp>(s.p[0]);  // the code is the op (elementwise_ops.def); validated
+  kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), im.inF(s, 0), im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+void runWhere(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const size_t es = package::elemSize(d.out(0).type);
+  kernels::where(s.shapes[0], s.in[0], s.shapes[1], s.in[1], s.shapes[2], s.in[2], s.shapes.back(), es, s.out,
+                 im.pool.get());
+}
+
+}  // namespace
+
+const KindExec kind_exec::kBinary = {&prepareBinary, &runBinary};
+const KindExec kind_exec::kUnary = {nullptr, &runUnary};
+const KindExec kind_exec::kWhere = {nullptr, &runWhere};
+
+}  // namespace npuc

@@ -1,0 +1,265 @@
+// How the neural-network layer kinds run (runtime_impl.hpp): convolutions, products, pooling, normalisations,
+// softmax, each in its float form (--exact: the reference kernels; fast: the packed SIMD ones, the same bits) and, where
+// it has one, its int8-affine form (exact integer sums in both modes).
+#include "runtime/runtime_impl.hpp"
+
+namespace npuc {
+
+namespace {
+
+using Step = Runtime::Impl::Step;
+
+void prepareConv(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  Runtime::Impl::windowShape(s, s.cs);
+  if (d.in(0).type == ElemType::kI8) {  // the int8 form: the requantization table (validated) read once
+    const int32_t* t = reinterpret_cast<const int32_t*>(s.in[3]);
+    kernels::QOutput q;
+    q.zero_point = t[1];
+    q.lo = t[2];
+    q.hi = t[3];
+    for (int64_t m = 0; m < s.cs.out_channels; ++m) q.multiplier.push_back({t[4 + 2 * m], t[5 + 2 * m]});
+    // (weights and bias are package constants: they outlive the step) --exact runs the portable path: plain
+    // C++ loops without intrinsics over the same integers (qconv_ref's bytes, tested on every path); fast
+    // mode the widest path the CPU has.
+    s.qconv = std::make_unique<kernels::QConv>(s.cs, reinterpret_cast<const int8_t*>(s.in[1]),
+                                               reinterpret_cast<const int32_t*>(s.in[2]), t[0], std::move(q),
+                                               im.opts.exact ? kernels::QConvPath::kBaseline : kernels::bestQConvPath());
+    return;
+  }
+  s.w = Runtime::Impl::weightsF32(s, 1);
+  if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+  if (!im.opts.exact) s.conv = std::make_unique<kernels::Conv>(s.cs, s.w, s.bias, s.act);
+}
+
+void runConv(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  if (s.qconv)  // --exact: the portable path; fast: the widest path (both qconv_ref's bytes, exact integer sums)
+    return s.qconv->run(reinterpret_cast<const int8_t*>(s.in[0]), reinterpret_cast<int8_t*>(s.out), im.pool.get());
+  if (s.conv) {
+    // The fast kernels read and write float16 storage themselves (no whole-tensor conversion passes).
+    s.conv->run(s.in[0], im.storageOf(d.in(0)), s.out, im.storageOf(d.out(0)), im.pool.get());
+    return;
+  }
+  kernels::conv_exact(s.cs, im.inF(s, 0), s.w, s.bias, s.act, im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+void prepareConvTranspose(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  Runtime::Impl::windowShape(s, s.ts);
+  s.w = Runtime::Impl::weightsF32(s, 1);
+  if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+  s.post_act = true;
+}
+
+void runConvTranspose(Runtime::Impl& im, Step& s) {
+  const float* x = im.inF(s, 0);
+  float* y = im.outF(s);
+  if (im.opts.exact) kernels::conv_transpose_ref(s.ts, x, s.w, s.bias, y);
+  else kernels::conv_transpose(s.ts, x, s.w, s.bias, y, im.pool.get());
+  im.store(s);
+}
+
+void prepareGemm(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  s.w = Runtime::Impl::weightsF32(s, 1);
+  if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+  if (!im.opts.exact) s.packed_w = std::make_unique<kernels::PackedA>(s.shapes[1][0], s.shapes[1][1], s.w, s.shapes[1][1], false);
+}
+
+void runGemm(Runtime::Impl& im, Step& s) {
+  const Shape &xs = s.shapes[0], &ws = s.shapes[1];
+  kernels::GemmArgs g;
+  g.M = xs[0];
+  g.K = xs[1];
+  g.N = ws[0];
+  g.A = im.inF(s, 0);
+  g.lda = g.K;
+  g.B = s.w;
+  g.ldb = g.K;
+  g.transB = true;
+  g.C = im.outF(s);
+  g.ldc = g.N;
+  g.bias = s.bias;
+  g.bias_kind = s.bias ? kernels::BiasKind::kPerCol : kernels::BiasKind::kNone;
+  g.act = s.act;
+  if (im.opts.exact) {
+    kernels::sgemm_ref(g);
+  } else {
+    // y^T [N, M] = w [N, K] * x^T [K, M]: the same reduction over k per output, with w packed once.
+    kernels::GemmArgs t;
+    t.M = g.N;
+    t.N = g.M;
+    t.K = g.K;
+    t.B = g.A;
+    t.ldb = g.K;
+    t.transB = true;
+    t.bias = s.bias;
+    t.bias_kind = s.bias ? kernels::BiasKind::kPerRow : kernels::BiasKind::kNone;
+    t.act = s.act;
+    if (g.M == 1) {
+      t.C = g.C;
+      t.ldc = 1;
+      kernels::sgemm_packed(*s.packed_w, t, im.pool.get());
+    } else {
+      im.gemm_t.resize(static_cast<size_t>(g.M * g.N));
+      t.C = im.gemm_t.data();
+      t.ldc = g.M;
+      kernels::sgemm_packed(*s.packed_w, t, im.pool.get());
+      for (int64_t m = 0; m < g.M; ++m)
+        for (int64_t n = 0; n < g.N; ++n) g.C[m * g.N + n] = im.gemm_t[static_cast<size_t>(n * g.M + m)];
+    }
+  }
+  im.store(s);
+}
+
+void prepareMatMul(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const std::string what = fmt::format("descriptor seq {} ({})", d.seq, package::layerKindName(d.kind));
+  std::string why;
+  if (!kernels::matmulBatches(s.shapes[0], s.shapes[1], s.shapes.back(), &s.mm, &why)) im.fault(what + ": " + why);
+  if (d.in(0).type == ElemType::kI8) {  // the int8 form: its requantization table (validated) read once
+    s.int8 = true;
+    const int32_t* t = reinterpret_cast<const int32_t*>(s.in[2]);
+    s.qmm.za = t[0], s.qmm.zb = t[1], s.qmm.zy = t[2], s.qmm.lo = t[3], s.qmm.hi = t[4];
+    s.qmm.mul = {t[5], t[6]};
+  }
+  // (no post_act: the activation is the product's epilogue)
+}
+
+void runMatMul(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  if (s.int8) {  // the int8 form: exact integer sums (fast: qmatmul_ref's bytes)
+    const auto* a = reinterpret_cast<const int8_t*>(s.in[0]);
+    const auto* b = reinterpret_cast<const int8_t*>(s.in[1]);
+    auto* y = reinterpret_cast<int8_t*>(s.out);
+    if (im.opts.exact) kernels::qmatmul_ref(s.mm, a, b, s.qmm, y);
+    else kernels::qmatmul(s.mm, a, b, s.qmm, y, im.pool.get());
+    return;  // (int8 codes written: no float epilogue)
+  }
+  const float* a = im.inF(s, 0);
+  const float* b = im.inF(s, 1);
+  const float* bias = d.n_in > 2 ? im.inF(s, 2) : nullptr;
+  const auto bk = s.p[0] == 1 ? kernels::BiasKind::kPerCol : s.p[0] == 2 ? kernels::BiasKind::kPerRow : kernels::BiasKind::kNone;
+  if (im.opts.exact) kernels::matmulBatched_ref(s.mm, a, b, im.outF(s), s.act, bias, bk);
+  else kernels::matmulBatched(s.mm, a, b, im.outF(s), s.act, im.pool.get(), bias, bk);
+  im.store(s);
+}
+
+void preparePool(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  s.ps = package::poolShapeOf(*s.d, s.p);
+  if (d.kind == LayerKind::kAvgPool && d.in(0).type == ElemType::kI8 && !s.p2) {  // the int8 form: its table (validated)
+    s.int8 = true;
+    const int32_t* t = reinterpret_cast<const int32_t*>(s.in[1]);
+    s.qavg.zx = t[0], s.qavg.zy = t[1], s.qavg.lo = t[2], s.qavg.hi = t[3];
+    for (int64_t k = 0; k < s.ps.kh * s.ps.kw; ++k) s.qavg.mul.push_back({t[4 + 2 * k], t[5 + 2 * k]});
+  }
+  s.post_act = true;
+}
+
+void runPool(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  if (s.int8) {  // avg_pool's int8 form: exact integer sums, one kernel for both modes
+    kernels::qavgPool2d(s.ps, reinterpret_cast<const int8_t*>(s.in[0]), s.qavg, reinterpret_cast<int8_t*>(s.out), im.pool.get());
+    return;
+  }
+  if (d.in(0).type == ElemType::kI8) {  // int8 codes: max is exact, one kernel for both modes
+    (im.opts.exact ? kernels::maxPool2dI8 : kernels::maxPool2dI8Fast)(s.ps, reinterpret_cast<const int8_t*>(s.in[0]), reinterpret_cast<int8_t*>(s.out), im.pool.get());
+    return;
+  }
+  if (!im.opts.exact && (!s.post_act || s.act.kind == kernels::ActKind::kNone)) {
+    // Planes widened and rounded where they are pooled (no whole-tensor conversion passes).
+    if (d.kind == LayerKind::kMaxPool)
+      kernels::maxPool2dFast(s.ps, s.in[0], im.storageOf(d.in(0)), s.out, im.storageOf(d.out(0)), im.pool.get());
+    else
+      kernels::avgPool2dFast(s.ps, s.in[0], im.storageOf(d.in(0)), s.out, im.storageOf(d.out(0)), im.pool.get());
+    return;
+  }
+  if (d.kind == LayerKind::kMaxPool) {
+    if (im.opts.exact) kernels::maxPool2d(s.ps, im.inF(s, 0), im.outF(s), im.pool.get());
+    else kernels::maxPool2dFast(s.ps, im.inF(s, 0), im.outF(s), im.pool.get());
+  } else {
+    if (im.opts.exact) kernels::avgPool2d(s.ps, im.inF(s, 0), im.outF(s), im.pool.get());
+    else kernels::avgPool2dFast(s.ps, im.inF(s, 0), im.outF(s), im.pool.get());
+  }
+  im.store(s);
+}
+
+void prepareGlobalAvgPool(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  if (d.in(0).type == ElemType::kI8 && !s.p2) {  // the int8 form: its table (validated) read once
+    s.int8 = true;
+    const int32_t* t = reinterpret_cast<const int32_t*>(s.in[1]);
+    s.qgap.zx = t[0], s.qgap.zy = t[1], s.qgap.lo = t[2], s.qgap.hi = t[3];
+    s.qgap.mul = {t[4], t[5]};
+  }
+  s.post_act = true;
+}
+
+void runGlobalPool(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const Shape& x = s.shapes[0];
+  int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
+  if (s.int8) {
+    kernels::qglobalAvgPool(planes, size, reinterpret_cast<const int8_t*>(s.in[0]), s.qgap, reinterpret_cast<int8_t*>(s.out), im.pool.get());
+    return;
+  }
+  (d.kind == LayerKind::kGlobalAvgPool ? kernels::globalAvgPool : kernels::globalMaxPool)(planes, size, im.inF(s, 0), im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+void runSoftmax(Runtime::Impl& im, Step& s) {
+  const Shape& y = s.shapes.back();
+  size_t axis = s.p[1];
+  int64_t outer = 1, len = 1, inner = 1;
+  for (size_t i = 0; i < y.size(); ++i) (i < axis ? outer : i == axis ? len : inner) *= y[i];
+  (im.opts.exact ? kernels::softmax : kernels::softmaxFast)(static_cast<kernels::SoftmaxKind>(s.p[0]), outer, len, inner, im.inF(s, 0),
+                                                         im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+void runChannelAffine(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
+  kernels::channelAffine(x[0], x[1], inner, im.inF(s, 0), reinterpret_cast<const float*>(s.in[1]),
+                         reinterpret_cast<const float*>(s.in[2]), im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+void runInstanceNorm(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
+  kernels::instanceNorm(x[0], x[1], inner, package::paramFloat(s.p[0]), im.inF(s, 0), im.inF(s, 1), im.inF(s, 2), im.outF(s),
+                        im.pool.get());
+  im.store(s);
+}
+
+void runLrn(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.size(); ++i) inner *= x[i];
+  kernels::lrn(x[0], x[1], inner, s.p[0], package::paramFloat(s.p[1]), package::paramFloat(s.p[2]),
+               package::paramFloat(s.p[3]), im.inF(s, 0), im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+}  // namespace
+
+const KindExec kind_exec::kConv = {&prepareConv, &runConv};
+const KindExec kind_exec::kConvTranspose = {&prepareConvTranspose, &runConvTranspose};
+const KindExec kind_exec::kGemm = {&prepareGemm, &runGemm};
+const KindExec kind_exec::kMatMul = {&prepareMatMul, &runMatMul};
+const KindExec kind_exec::kMaxPool = {&preparePool, &runPool};
+const KindExec kind_exec::kAvgPool = {&preparePool, &runPool};
+const KindExec kind_exec::kGlobalAvgPool = {&prepareGlobalAvgPool, &runGlobalPool};
+const KindExec kind_exec::kGlobalMaxPool = {nullptr, &runGlobalPool};
+const KindExec kind_exec::kSoftmax = {nullptr, &runSoftmax};
+const KindExec kind_exec::kLrn = {nullptr, &runLrn};
+const KindExec kind_exec::kChannelAffine = {nullptr, &runChannelAffine};
+const KindExec kind_exec::kInstanceNorm = {nullptr, &runInstanceNorm};
+
+}  // namespace npuc

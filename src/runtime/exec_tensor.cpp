@@ -1,0 +1,96 @@
+// How the data-movement layer kinds run (runtime_impl.hpp): bits of any element type moved, no conversion, no
+// activation; and resize, which interpolates float values.
+#include "runtime/runtime_impl.hpp"
+
+#include "support/fp16.hpp"
+
+#include <cstring>
+#include <vector>
+
+namespace npuc {
+
+namespace {
+
+using Step = Runtime::Impl::Step;
+
+void runCopy(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  std::memmove(s.out, s.in[0], d.out(0).bytes);
+}
+
+void runConcat(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const size_t es = package::elemSize(d.out(0).type);
+  std::vector<const void*> ins(s.in.begin(), s.in.end());
+  std::vector<std::vector<int64_t>> shapes(s.shapes.begin(), s.shapes.end() - 1);
+  kernels::concat(static_cast<int>(s.p[0]), shapes, ins, es, s.out, im.pool.get());
+}
+
+void runTranspose(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const size_t es = package::elemSize(d.out(0).type);
+  std::vector<int64_t> perm(s.p.begin(), s.p.end());
+  kernels::transpose(s.shapes[0], perm, es, s.in[0], s.out, im.pool.get());
+}
+
+void runPad(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const size_t es = package::elemSize(d.out(0).type);
+  size_t r = s.shapes[0].size();
+  std::vector<int64_t> b = signedWords(s.p, 0, r), e = signedWords(s.p, r, r);
+  float v = package::paramFloat(s.p[2 * r]);
+  uint16_t h = floatToHalf(v);
+  const void* value = es == 4 ? static_cast<const void*>(&v) : static_cast<const void*>(&h);
+  kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, im.pool.get());
+}
+
+void runSlice(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const size_t es = package::elemSize(d.out(0).type);
+  size_t r = s.shapes[0].size();
+  kernels::slice(s.shapes[0], signedWords(s.p, 0, r), signedWords(s.p, r, r), s.shapes.back(), es, s.in[0], s.out, im.pool.get());
+}
+
+void runResize(Runtime::Impl& im, Step& s) {
+  kernels::ResizeSpec spec = package::resizeSpecFromParams(s.p, s.shapes[0].size());
+  kernels::resize(spec, s.shapes[0], s.shapes.back(), im.inF(s, 0), im.outF(s), im.pool.get());
+  im.store(s);
+}
+
+void runGather(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const size_t es = package::elemSize(d.out(0).type);
+  const Shape& x = s.shapes[0];
+  const size_t axis = s.p[0];
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != axis) (i < axis ? outer : inner) *= x[i];
+  const package::TensorRef& ir = d.in(1);
+  std::vector<int64_t> idx(ir.numel());
+  if (ir.type == ElemType::kI64) {
+    if (!idx.empty()) std::memcpy(idx.data(), s.in[1], idx.size() * sizeof(int64_t));
+  } else {
+    const int32_t* i32 = reinterpret_cast<const int32_t*>(s.in[1]);
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i32[i];
+  }
+  kernels::gather(outer, x[axis], inner, idx, es, s.in[0], s.out, im.pool.get());
+}
+
+void runTile(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const size_t es = package::elemSize(d.out(0).type);
+  kernels::tile(s.shapes[0], s.shapes.back(), es, s.in[0], s.out, im.pool.get());
+}
+
+}  // namespace
+
+const KindExec kind_exec::kCopy = {nullptr, &runCopy};
+const KindExec kind_exec::kConcat = {nullptr, &runConcat};
+const KindExec kind_exec::kTranspose = {nullptr, &runTranspose};
+const KindExec kind_exec::kPad = {nullptr, &runPad};
+const KindExec kind_exec::kSlice = {nullptr, &runSlice};
+const KindExec kind_exec::kResize = {nullptr, &runResize};
+const KindExec kind_exec::kGather = {nullptr, &runGather};
+const KindExec kind_exec::kTile = {nullptr, &runTile};
+
+}  // namespace npuc

@@ -1,0 +1,114 @@
+// The executor (runtime_impl.hpp): each step runs its int8-pow2 form (exec_pow2.cpp) or its kind's execution, found
+// through a table indexed by the kind (kind_exec, exec_<family>.cpp); float layers compute in float32 views of their
+// tensors and store into their outputs.
+//
+// Numerics (the specification is the scalar reference kernel of each layer kind):
+//   fp32 packages: float32 storage and arithmetic.
+//   fp16 packages: float16 storage; each layer widens its float16 inputs to float32 (exact), computes in float32
+//                  exactly as the fp32 layer does (same reduction order), applies its fused activation, and rounds
+//                  each output element to float16 once (round to nearest even). Weights are float16, biases and
+//                  channel scale/shift float32. Data-movement layers copy bits.
+// --exact runs conv_ref / sgemm_ref; the default runs the packed SIMD kernels on the runtime's threads. Both give
+// the same bits (tests/runtime).
+#include "runtime/runtime_impl.hpp"
+
+#include <array>
+#include <chrono>
+#include <iterator>
+
+namespace npuc {
+
+const KindExec& kindExec(LayerKind k) {
+  static constexpr uint16_t kCodes[] = {
+#define NPUC_LAYER_KIND(E, code, ...) code,
+#include "package/layer_kinds.def"
+#undef NPUC_LAYER_KIND
+  };
+  static const auto table = [] {
+    std::array<const KindExec*, *std::max_element(std::begin(kCodes), std::end(kCodes)) + 1> t{};
+#define NPUC_LAYER_KIND(E, code, ...) t[code] = &kind_exec::E;
+#include "package/layer_kinds.def"
+#undef NPUC_LAYER_KIND
+    return t;
+  }();
+  return *table[static_cast<size_t>(k)];  // (a kind the reader accepted: every one has its entry)
+}
+
+void Runtime::Impl::exec(Step& s) {
+  if (s.p2 || s.p2_codes) return execPow2(s);
+  kindExec(s.d->kind).run(*this, s);
+}
+
+const float* Runtime::Impl::inF(Step& s, int i) {
+  const package::TensorRef& r = s.d->in(i);
+  if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
+  auto& buf = scratch[static_cast<size_t>(i)];
+  buf.resize(r.numel());
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(s.in[static_cast<size_t>(i)]);
+  if (opts.exact) kernels::f16ToF32_ref(h, buf.data(), static_cast<int64_t>(r.numel()));
+  else kernels::f16ToF32(h, buf.data(), static_cast<int64_t>(r.numel()), pool.get());
+  return buf.data();
+}
+
+float* Runtime::Impl::outF(Step& s) {
+  const package::TensorRef& r = s.d->out(0);
+  if (r.type == ElemType::kF32) return reinterpret_cast<float*>(s.out);
+  auto& buf = scratch[package::kMaxRefs - 1];
+  buf.resize(r.numel());
+  return buf.data();
+}
+
+void Runtime::Impl::store(Step& s) {
+  const package::TensorRef& r = s.d->out(0);
+  kernels::Activation act = s.post_act ? s.act : kernels::Activation{};
+  int64_t n = static_cast<int64_t>(r.numel());
+  if (r.type == ElemType::kF32) {
+    if (act.kind != kernels::ActKind::kNone) {
+      float* y = reinterpret_cast<float*>(s.out);
+      for (int64_t i = 0; i < n; ++i) y[i] = kernels::applyActivation(y[i], act);
+    }
+    return;
+  }
+  const float* src = scratch[package::kMaxRefs - 1].data();
+  if (opts.exact) kernels::f32ToF16_ref(src, reinterpret_cast<uint16_t*>(s.out), n, act);
+  else kernels::f32ToF16(src, reinterpret_cast<uint16_t*>(s.out), n, act, pool.get());
+}
+
+/// What the translator fixed for the AIPP stage of step s: the output it writes, the frame's bytes per image,
+/// padding_value. Its parameter block is aippBlockSize(n) bytes. The bytes per image are the frame input's
+
+void Runtime::run(const LayerCallback& cb) {
+  Impl& im = *impl_->cur;
+  im.checkInputsSet();
+  if (im.opts.profile) im.times.assign(im.steps.size(), 0.0);
+  for (size_t i = 0; i < im.steps.size(); ++i) {
+    if (im.only_group > 0 && im.layers[i].group != im.only_group) continue;  // (a pipeline stage: its group only)
+    if (im.opts.profile) {
+      auto t0 = std::chrono::steady_clock::now();
+      im.exec(im.steps[i]);
+      im.times[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      im.exec(im.steps[i]);
+    }
+    if (cb) {
+      const RuntimeLayer& l = im.layers[i];
+      auto view = [&](const RuntimeLayer& rl, const package::TensorRef& r) {
+        for (auto& s : im.spaces)
+          if (r.addr >= s.addr && r.addr - s.addr < s.size) {
+            cb(rl, Tensor(rl.output.dtype, rl.output.shape, s.buf, r.addr - s.addr));
+            break;
+          }
+      };
+      view(l, im.steps[i].d->out(0));
+      for (size_t k = 0; k < l.more_outputs.size(); ++k) {  // (a custom layer's other outputs, each named as `output`)
+        RuntimeLayer o = l;
+        o.output = l.more_outputs[k];
+        o.output_index = static_cast<int>(k + 1);
+        o.scale = 0, o.zero_point = 0, o.float_value.clear();
+        view(o, im.steps[i].d->out(static_cast<int>(k + 1)));
+      }
+    }
+  }
+}
+
+}  // namespace npuc
