@@ -44,54 +44,6 @@ bool elemTypeValid(uint8_t code) { return isPackageType(dtypeFromOnnxCode(code))
 
 const char* engineName(Engine e) { return e == Engine::kMac ? "mac" : "vector"; }
 
-const std::vector<LayerKindInfo>& layerKinds() {
-  static const std::vector<LayerKindInfo> k = {
-#define NPUC_LAYER_KIND(E, code, name, engine, in_min, in_max, words, per_rank, cls, in_doc, param_doc) \
-  {LayerKind::E, name, EngineClass::engine, in_min, in_max, words, per_rank, KindClass::cls, in_doc, param_doc},
-#include "package/layer_kinds.def"
-#undef NPUC_LAYER_KIND
-  };
-  return k;
-}
-
-const LayerKindInfo* layerKindInfo(LayerKind k) {
-  static const std::vector<const LayerKindInfo*> by_code = [] {
-    std::vector<const LayerKindInfo*> v;
-    for (const LayerKindInfo& i : layerKinds()) {
-      size_t c = static_cast<size_t>(i.kind);
-      if (v.size() <= c) v.resize(c + 1, nullptr);
-      v[c] = &i;
-    }
-    return v;
-  }();
-  size_t c = static_cast<size_t>(k);
-  return c < by_code.size() ? by_code[c] : nullptr;
-}
-
-const char* layerKindName(LayerKind k) {
-  const LayerKindInfo* i = layerKindInfo(k);
-  return i ? i->name : nullptr;
-}
-
-Engine layerEngine(LayerKind k) {
-  const LayerKindInfo* i = layerKindInfo(k);
-  return i && i->engine == EngineClass::Vector ? Engine::kVector : Engine::kMac;
-}
-
-bool layerAllowedOn(LayerKind k, Engine e) {
-  const LayerKindInfo* i = layerKindInfo(k);
-  if (!i) return false;
-  return i->engine == EngineClass::Either || (i->engine == EngineClass::Mac) == (e == Engine::kMac);
-}
-
-namespace {
-/// The doc column of a unary op's parameters: "alpha, beta" as the ONNX attributes they come from, or "—".
-std::string unaryParamsDoc(const char* alpha, const char* beta) {
-  if (!*alpha) return "—";
-  return *beta ? fmt::format("{}, {}", alpha, beta) : std::string(alpha);
-}
-}  // namespace
-
 Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
   if (numerics != Numerics::kInt8Pow2) return Pow2Form::kNone;
   if (d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize) return Pow2Form::kTable;
@@ -108,31 +60,6 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
     case LayerKind::kGlobalAvgPool: return Pow2Form::kTable;
     default: return Pow2Form::kNone;
   }
-}
-
-std::string layerKindsMarkdown() {
-  std::string md = "| code | kind | engine | inputs | parameter words |\n|---|---|---|---|---|\n";
-  for (const LayerKindInfo& k : layerKinds()) {
-    const char* engine = k.engine == EngineClass::Mac ? "MAC" : k.engine == EngineClass::Vector ? "vector" : "MAC or vector";
-    md += fmt::format("| {} | `{}` | {} | {} | {} |\n", static_cast<int>(k.kind), k.name, engine, k.inputs_doc, k.params_doc);
-  }
-  md += "\nOperations of `unary` layers (word 0), with what `alpha` and `beta` (words 1 and 2) are:\n\n| code | op | alpha, beta |\n|---|---|---|\n";
-  int code = 0;
-#define NPUC_UNARY_OP(E, name, alpha, beta) \
-  md += fmt::format("| {} | {} | {} |\n", code++, name, unaryParamsDoc(alpha, beta));
-#include "kernels/elementwise_ops.def"
-#undef NPUC_UNARY_OP
-  md += "\nOperations of `binary` layers (word 0):\n\n| code | op |\n|---|---|\n";
-  code = 0;
-#define NPUC_BINARY_OP(E, name) md += fmt::format("| {} | {} |\n", code++, name);
-#include "kernels/elementwise_ops.def"
-#undef NPUC_BINARY_OP
-  md += "\nOperations of `reduce` layers (word 0):\n\n| code | op |\n|---|---|\n";
-  code = 0;
-#define NPUC_REDUCE_OP(E, name) md += fmt::format("| {} | {} |\n", code++, name);
-#include "kernels/elementwise_ops.def"
-#undef NPUC_REDUCE_OP
-  return md;
 }
 
 uint64_t TensorRef::numel() const {
@@ -594,6 +521,55 @@ std::string resealManifest(const std::string& text, const std::map<std::string, 
 // ---------------------------------------------------------------------------------------------------------
 // Reader.
 
+namespace {
+
+/// One record of the manifest's 'layers' (all but its kind, which is checked against the decoded descriptor).
+LayerInfo layerFromJson(const Field& l, const std::string& mfile) {
+  LayerInfo li;
+  li.seq = static_cast<uint32_t>(l.at("seq").u());
+  std::string eng = l.at("engine").str();
+  if (eng != "mac" && eng != "vector") bad(mfile, "field '{}.engine' must be \"mac\" or \"vector\"", l.path);
+  li.engine = eng == "mac" ? Engine::kMac : Engine::kVector;
+  li.index = static_cast<uint32_t>(l.at("index").u());
+  li.name = l.at("name").str();
+  li.opexp = l.at("opexp").str();
+  Field nodes = l.at("onnx_nodes");
+  for (size_t k = 0; k < nodes.size(); ++k) li.onnx_nodes.push_back(nodes.at(k).str());
+  li.output = l.at("output").str();
+  if (l.j.contains("outputs")) {  // (a custom layer with several outputs: every output's name, "output" first)
+    Field outs = l.at("outputs");
+    if (!outs.j.is_array() || outs.size() < 2 || outs.size() > size_t(kMaxRefs) - 1)
+      bad(mfile, "field '{}.outputs' must list 2 to {} output names (absent for a layer of one output)", l.path, kMaxRefs - 1);
+    if (outs.at(0).str() != li.output)
+      bad(mfile, "field '{}.outputs': its first name '{}' must be the layer's output '{}'", l.path, outs.at(0).str(), li.output);
+    for (size_t k = 1; k < outs.size(); ++k) li.extra_outputs.push_back(outs.at(k).str());
+  }
+  if (l.j.contains("quantization")) {  // (int8 layers of int8-affine packages)
+    Field q = l.at("quantization");
+    if (!q.at("scale").j.is_number() || !(q.at("scale").j.get<double>() > 0) || !std::isfinite(q.at("scale").j.get<double>()))
+      bad(mfile, "field '{}.scale' must be a finite positive number", q.path);
+    li.scale = q.at("scale").j.get<double>();
+    if (!q.at("zero_point").j.is_number_integer() || q.at("zero_point").j.get<int64_t>() < -128 || q.at("zero_point").j.get<int64_t>() > 127)
+      bad(mfile, "field '{}.zero_point' must be an integer in [-128, 127]", q.path);
+    li.zero_point = static_cast<int32_t>(q.at("zero_point").j.get<int64_t>());
+    li.float_value = q.at("of").str();
+  }
+  if (l.j.contains("codes_of")) {  // (int8-pow2 codes: checked below)
+    if (l.j.contains("quantization")) bad(mfile, "field '{}': a layer has 'quantization' or 'codes_of', not both", l.path);
+    li.float_value = l.at("codes_of").str();
+    if (li.float_value.empty()) bad(mfile, "field '{}.codes_of' must name a tensor", l.path);
+  }
+  if (l.j.contains("custom")) li.custom = customFromJson(l.at("custom"));
+  if (l.j.contains("group")) {
+    const uint64_t g = l.at("group").u();
+    if (g < 1 || g > kMaxGroups) bad(mfile, "field '{}.group' must be an integer in [1, {}]", l.path, kMaxGroups);
+    li.group = static_cast<uint32_t>(g);
+  }
+  return li;
+}
+
+}  // namespace
+
 Package readPackage(const fs::path& dir) {
   const std::string mfile = (dir / "manifest.json").string();
   std::error_code ec;
@@ -725,46 +701,7 @@ Package readPackage(const FileSource& source, const std::string& where) {
     std::vector<std::string> kinds;
     for (size_t i = 0; i < layers.size(); ++i) {
       Field l = layers.at(i);
-      LayerInfo li;
-      li.seq = static_cast<uint32_t>(l.at("seq").u());
-      std::string eng = l.at("engine").str();
-      if (eng != "mac" && eng != "vector") bad(mfile, "field '{}.engine' must be \"mac\" or \"vector\"", l.path);
-      li.engine = eng == "mac" ? Engine::kMac : Engine::kVector;
-      li.index = static_cast<uint32_t>(l.at("index").u());
-      li.name = l.at("name").str();
-      li.opexp = l.at("opexp").str();
-      Field nodes = l.at("onnx_nodes");
-      for (size_t k = 0; k < nodes.size(); ++k) li.onnx_nodes.push_back(nodes.at(k).str());
-      li.output = l.at("output").str();
-      if (l.j.contains("outputs")) {  // (a custom layer with several outputs: every output's name, "output" first)
-        Field outs = l.at("outputs");
-        if (!outs.j.is_array() || outs.size() < 2 || outs.size() > size_t(kMaxRefs) - 1)
-          bad(mfile, "field '{}.outputs' must list 2 to {} output names (absent for a layer of one output)", l.path, kMaxRefs - 1);
-        if (outs.at(0).str() != li.output)
-          bad(mfile, "field '{}.outputs': its first name '{}' must be the layer's output '{}'", l.path, outs.at(0).str(), li.output);
-        for (size_t k = 1; k < outs.size(); ++k) li.extra_outputs.push_back(outs.at(k).str());
-      }
-      if (l.j.contains("quantization")) {  // (int8 layers of int8-affine packages)
-        Field q = l.at("quantization");
-        if (!q.at("scale").j.is_number() || !(q.at("scale").j.get<double>() > 0) || !std::isfinite(q.at("scale").j.get<double>()))
-          bad(mfile, "field '{}.scale' must be a finite positive number", q.path);
-        li.scale = q.at("scale").j.get<double>();
-        if (!q.at("zero_point").j.is_number_integer() || q.at("zero_point").j.get<int64_t>() < -128 || q.at("zero_point").j.get<int64_t>() > 127)
-          bad(mfile, "field '{}.zero_point' must be an integer in [-128, 127]", q.path);
-        li.zero_point = static_cast<int32_t>(q.at("zero_point").j.get<int64_t>());
-        li.float_value = q.at("of").str();
-      }
-      if (l.j.contains("codes_of")) {  // (int8-pow2 codes: checked below)
-        if (l.j.contains("quantization")) bad(mfile, "field '{}': a layer has 'quantization' or 'codes_of', not both", l.path);
-        li.float_value = l.at("codes_of").str();
-        if (li.float_value.empty()) bad(mfile, "field '{}.codes_of' must name a tensor", l.path);
-      }
-      if (l.j.contains("custom")) li.custom = customFromJson(l.at("custom"));
-      if (l.j.contains("group")) {
-        const uint64_t g = l.at("group").u();
-        if (g < 1 || g > kMaxGroups) bad(mfile, "field '{}.group' must be an integer in [1, {}]", l.path, kMaxGroups);
-        li.group = static_cast<uint32_t>(g);
-      }
+      LayerInfo li = layerFromJson(l, mfile);
       // The kind is stated for readers of the manifest; it must be the descriptor's (checked once decoded).
       kinds.push_back(l.at("kind").str());
       p.layers.push_back(std::move(li));
