@@ -480,10 +480,8 @@ std::map<std::string, Tensor> tensorsByName(const py::handle& inputs, const std:
   return r;
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_npuc, m) {
-  m.doc() = "npuc's C++ API for Python (use the npuc package, which builds on this module)";
+/// npuc.Error, raised for every npuc::Error with its code and message.
+void bindErrors(py::module_& m) {
   g_error = py::exception<Error>(m, "Error", PyExc_RuntimeError).inc_ref().ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -499,7 +497,10 @@ PYBIND11_MODULE(_npuc, m) {
       PyErr_SetObject(g_error, exc.ptr());
     }
   });
+}
 
+/// The simulated device: Runtime (one package) and Pipeline (packages chained).
+void bindRuntime(py::module_& m) {
   py::class_<PyRuntime>(m, "Runtime", "A package on the simulated device (npuc::Runtime)")
       .def(py::init<const std::filesystem::path&, int, bool>(), py::arg("package"), py::arg("threads") = 1, py::arg("exact") = false)
       .def_property_readonly("path", &PyRuntime::path)
@@ -553,7 +554,10 @@ PYBIND11_MODULE(_npuc, m) {
       .def("reset_state", &PyPipeline::resetState,
            "int8-pow2 packages: every stage's range history back to the calibrated ranges (Runtime.reset_state)")
       .def("close", &PyPipeline::close);
+}
 
+/// npuc.translate and what it returns.
+void bindTranslate(py::module_& m) {
   py::class_<TranslateResult>(m, "TranslateResult", "What npuc.translate wrote (npuc::TranslateResult)")
       .def_readonly("ok", &TranslateResult::ok)
       .def_readonly("dir", &TranslateResult::dir)
@@ -635,7 +639,10 @@ PYBIND11_MODULE(_npuc, m) {
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
       py::arg("relax") = std::vector<std::string>{},
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix");
+}
 
+/// Custom ops, and models run on the reference engine.
+void bindModels(py::module_& m) {
   m.def(
       "register_custom_op",
       [](const std::filesystem::path& library) {
@@ -704,4 +711,14 @@ PYBIND11_MODULE(_npuc, m) {
       py::arg("onnx"), py::arg("inputs"), py::arg("capture") = std::vector<std::string>{}, py::arg("threads") = 1,
       py::arg("prepost") = py::none(),
       "Runs a model on the reference engine: a dict of its outputs (and of the `capture` values) as numpy arrays");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_npuc, m) {
+  m.doc() = "npuc's C++ API for Python (use the npuc package, which builds on this module)";
+  bindErrors(m);
+  bindRuntime(m);
+  bindTranslate(m);
+  bindModels(m);
 }

@@ -160,16 +160,12 @@ void concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vec
   descs = std::move(kept);
 }
 
-Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
-  Lowerer L(g, t, consume);
-  L.run();
-  auto& vals = L.vals_;
-  auto& descs = L.descs_;
-  if (o.concat_in_place && numericsTraits(t.numerics).concat_in_place) concatsInPlace(vals, descs, L.aliased_);
-  if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
+/// Each value's writer and last reader; refuses a graph output no layer computes and a dynamic shape.
+void linkValues(const ir::Graph& g, const std::map<ir::ValueId, int>& of, std::vector<LVal>& vals,
+                const std::vector<LDesc>& descs) {
   for (ir::ValueId v : g.outputs()) {
-    auto it = L.of_.find(v);
-    if (it == L.of_.end() || vals[static_cast<size_t>(it->second)].space != 'o')
+    auto it = of.find(v);
+    if (it == of.end() || vals[static_cast<size_t>(it->second)].space != 'o')
       fail(ErrorCode::kUnsupported, "graph output '{}' is not computed by a layer (a constant or a graph input); no package form",
            g.value(v).name);
   }
@@ -181,26 +177,11 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   for (auto& v : vals)
     for (auto& d : v.shape)
       if (d < 0) fail(ErrorCode::kUnsupported, "value '{}' has a dynamic shape; packages need static shapes (--input-shape)", v.name);
-  // Place activations.
-  Lowered res;
-  // An alias keeps its root alive as long as it is read.
-  for (auto& v : vals)
-    if (v.alias >= 0) {
-      LVal& r = vals[static_cast<size_t>(v.alias)];
-      r.last_reader = std::max(r.last_reader, v.last_reader);
-    }
-  uint64_t in_bytes = 0, out_bytes = 0;
-  for (ir::ValueId v : g.inputs())
-    if (auto it = L.of_.find(v); it != L.of_.end()) {
-      LVal& l = vals[static_cast<size_t>(it->second)];
-      l.offset = in_bytes;
-      in_bytes = alignUp(in_bytes + bytesOf(l), 64);
-    }
-  for (ir::ValueId v : g.outputs()) {
-    LVal& l = vals[static_cast<size_t>(L.of_.at(v))];
-    l.offset = out_bytes;
-    out_bytes = alignUp(out_bytes + bytesOf(l), 64);
-  }
+}
+
+/// Places the activations in the data space: a buffer per layer output alive from its writer to its last reader (a
+/// Concat done in place: one for its slabs), planned sequentially or reused by liveness; each value's offset set.
+plan::MemoryPlan placeActivations(std::vector<LVal>& vals, const std::vector<LDesc>& descs, bool reuse) {
   std::vector<plan::Buffer> bufs;
   std::vector<int> buf_val;
   std::map<int, size_t> slab_buffer;  // a Concat done in place: its result's buffer
@@ -231,10 +212,112 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     bufs.push_back({l.name, bytesOf(l), static_cast<int>(i), std::max(static_cast<int>(i), l.last_reader)});
     buf_val.push_back(out);
   }
-  plan::MemoryPlan mp = o.reuse_memory ? plan::planReuse(bufs) : plan::planSequential(bufs);
+  plan::MemoryPlan mp = reuse ? plan::planReuse(bufs) : plan::planSequential(bufs);
   for (size_t i = 0; i < bufs.size(); ++i) vals[static_cast<size_t>(buf_val[i])].offset = mp.offsets[i];
   for (auto& v : vals)
     if (v.alias >= 0 && v.space != 'w') v.offset = vals[static_cast<size_t>(v.alias)].offset + v.alias_offset;
+  return mp;
+}
+
+/// Descriptors with waits: a descriptor waits for the latest earlier descriptor of the other engine whose
+/// output it reads (RAW), whose input it overwrites (WAR) or whose output it overwrites (WAW) — unless an
+/// earlier wait of its engine already covers it.
+void addWaits(std::vector<package::Descriptor>& all, const std::vector<LDesc>& descs) {
+  // Per engine, the last descriptor that wrote / read each byte (interval maps: O(n log n) over the program).
+  package::IntervalMap<int64_t> last_write[2], last_read[2];
+  auto span = [](const package::TensorRef& r) { return std::pair<uint64_t, uint64_t>{r.addr, uint64_t(r.addr) + r.bytes}; };
+  int64_t covered[2] = {-1, -1};
+  // An engine's maps are read only by later descriptors of the other engine: none after the last of those.
+  int64_t last_of[2] = {-1, -1};
+  for (size_t i = 0; i < all.size(); ++i) last_of[static_cast<int>(descs[i].engine)] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < all.size(); ++i) {
+    package::Descriptor& d = all[i];
+    int e = static_cast<int>(descs[i].engine), other = 1 - e;
+    int64_t need = -1;
+    auto latest = [&](const package::IntervalMap<int64_t>& m, const package::TensorRef& r) {
+      auto [lo, hi] = span(r);
+      m.forEachOverlap(lo, hi, [&](uint64_t, uint64_t, int64_t seq) { need = std::max(need, seq); });
+    };
+    for (int k = 0; k < d.n_out; ++k) {
+      latest(last_write[other], d.out(k));  // WAW
+      latest(last_read[other], d.out(k));   // WAR
+    }
+    for (int k = 0; k < d.n_in; ++k) latest(last_write[other], d.in(k));  // RAW
+    if (last_of[other] > static_cast<int64_t>(i)) {
+      for (int k = 0; k < d.n_in; ++k) {
+        auto [lo, hi] = span(d.in(k));
+        last_read[e].assign(lo, hi, static_cast<int64_t>(i));
+      }
+      for (int k = 0; k < d.n_out; ++k) {
+        auto [olo, ohi] = span(d.out(k));
+        last_write[e].assign(olo, ohi, static_cast<int64_t>(i));
+      }
+    }
+    if (need > covered[e]) {
+      d.wait = static_cast<uint32_t>(need);
+      covered[e] = need;
+      all[static_cast<size_t>(need)].flags |= package::kFlagInterrupt;
+    }
+  }
+  all.back().flags |= package::kFlagInterrupt;
+}
+
+/// The descriptors into their engine's stream, and each one's layer record (names, the ONNX nodes it stands for,
+/// the real values of int8 codes).
+void addLayers(package::Package& p, const std::vector<package::Descriptor>& all, const std::vector<LDesc>& descs,
+               const std::vector<LVal>& vals) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool mac = descs[i].engine == Engine::kMac;
+    auto& stream = mac ? p.mac : p.vec;
+    package::LayerInfo li;
+    li.seq = static_cast<uint32_t>(i);
+    li.engine = mac ? Engine::kMac : Engine::kVector;
+    li.index = static_cast<uint32_t>(stream.size());
+    li.name = descs[i].name;
+    li.opexp = descs[i].opexp;
+    li.onnx_nodes = descs[i].onnx_nodes;
+    li.output = vals[static_cast<size_t>(descs[i].out)].name;
+    for (int v : descs[i].more_outs) li.extra_outputs.push_back(vals[static_cast<size_t>(v)].name);
+    if (const auto& q = vals[static_cast<size_t>(descs[i].out)].quant) {
+      li.scale = q->scale;
+      li.zero_point = q->zero_point;
+      li.float_value = q->of;
+    }
+    li.custom = descs[i].custom;
+    stream.push_back(all[i]);
+    p.layers.push_back(std::move(li));
+  }
+}
+
+Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
+  Lowerer L(g, t, consume);
+  L.run();
+  auto& vals = L.vals_;
+  auto& descs = L.descs_;
+  if (o.concat_in_place && numericsTraits(t.numerics).concat_in_place) concatsInPlace(vals, descs, L.aliased_);
+  if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
+  linkValues(g, L.of_, vals, descs);
+  // Place activations.
+  Lowered res;
+  // An alias keeps its root alive as long as it is read.
+  for (auto& v : vals)
+    if (v.alias >= 0) {
+      LVal& r = vals[static_cast<size_t>(v.alias)];
+      r.last_reader = std::max(r.last_reader, v.last_reader);
+    }
+  uint64_t in_bytes = 0, out_bytes = 0;
+  for (ir::ValueId v : g.inputs())
+    if (auto it = L.of_.find(v); it != L.of_.end()) {
+      LVal& l = vals[static_cast<size_t>(it->second)];
+      l.offset = in_bytes;
+      in_bytes = alignUp(in_bytes + bytesOf(l), 64);
+    }
+  for (ir::ValueId v : g.outputs()) {
+    LVal& l = vals[static_cast<size_t>(L.of_.at(v))];
+    l.offset = out_bytes;
+    out_bytes = alignUp(out_bytes + bytesOf(l), 64);
+  }
+  plan::MemoryPlan mp = placeActivations(vals, descs, o.reuse_memory);
   res.data_bytes = mp.total;
   res.data_lower_bound = mp.lower_bound;
   // Weights.
@@ -312,9 +395,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     for (uint32_t w : d.params)
       for (int k = 0; k < 4; ++k) p.params.push_back(static_cast<uint8_t>(w >> (8 * k)));
   p.libraries = libs;
-  // Descriptors with waits: a descriptor waits for the latest earlier descriptor of the other engine whose
-  // output it reads (RAW), whose input it overwrites (WAR) or whose output it overwrites (WAW) — unless an
-  // earlier wait of its engine already covers it.
+  // The descriptors; then their waits and their layers' records.
   std::vector<package::Descriptor> all(descs.size());
   for (size_t i = 0; i < descs.size(); ++i) {
     LDesc& ld = descs[i];
@@ -336,64 +417,8 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     for (size_t k = 0; k < ld.more_outs.size(); ++k) d.refs[ld.ins.size() + 1 + k] = refOf(ld.more_outs[k], nullptr);
     if (ld.engine == Engine::kVector) d.lib = lib_of.at(ld.kind);
   }
-  // Per engine, the last descriptor that wrote / read each byte (interval maps: O(n log n) over the program).
-  package::IntervalMap<int64_t> last_write[2], last_read[2];
-  auto span = [](const package::TensorRef& r) { return std::pair<uint64_t, uint64_t>{r.addr, uint64_t(r.addr) + r.bytes}; };
-  int64_t covered[2] = {-1, -1};
-  // An engine's maps are read only by later descriptors of the other engine: none after the last of those.
-  int64_t last_of[2] = {-1, -1};
-  for (size_t i = 0; i < all.size(); ++i) last_of[static_cast<int>(descs[i].engine)] = static_cast<int64_t>(i);
-  for (size_t i = 0; i < all.size(); ++i) {
-    package::Descriptor& d = all[i];
-    int e = static_cast<int>(descs[i].engine), other = 1 - e;
-    int64_t need = -1;
-    auto latest = [&](const package::IntervalMap<int64_t>& m, const package::TensorRef& r) {
-      auto [lo, hi] = span(r);
-      m.forEachOverlap(lo, hi, [&](uint64_t, uint64_t, int64_t seq) { need = std::max(need, seq); });
-    };
-    for (int k = 0; k < d.n_out; ++k) {
-      latest(last_write[other], d.out(k));  // WAW
-      latest(last_read[other], d.out(k));   // WAR
-    }
-    for (int k = 0; k < d.n_in; ++k) latest(last_write[other], d.in(k));  // RAW
-    if (last_of[other] > static_cast<int64_t>(i)) {
-      for (int k = 0; k < d.n_in; ++k) {
-        auto [lo, hi] = span(d.in(k));
-        last_read[e].assign(lo, hi, static_cast<int64_t>(i));
-      }
-      for (int k = 0; k < d.n_out; ++k) {
-        auto [olo, ohi] = span(d.out(k));
-        last_write[e].assign(olo, ohi, static_cast<int64_t>(i));
-      }
-    }
-    if (need > covered[e]) {
-      d.wait = static_cast<uint32_t>(need);
-      covered[e] = need;
-      all[static_cast<size_t>(need)].flags |= package::kFlagInterrupt;
-    }
-  }
-  all.back().flags |= package::kFlagInterrupt;
-  for (size_t i = 0; i < all.size(); ++i) {
-    bool mac = descs[i].engine == Engine::kMac;
-    auto& stream = mac ? p.mac : p.vec;
-    package::LayerInfo li;
-    li.seq = static_cast<uint32_t>(i);
-    li.engine = mac ? Engine::kMac : Engine::kVector;
-    li.index = static_cast<uint32_t>(stream.size());
-    li.name = descs[i].name;
-    li.opexp = descs[i].opexp;
-    li.onnx_nodes = descs[i].onnx_nodes;
-    li.output = vals[static_cast<size_t>(descs[i].out)].name;
-    for (int v : descs[i].more_outs) li.extra_outputs.push_back(vals[static_cast<size_t>(v)].name);
-    if (const auto& q = vals[static_cast<size_t>(descs[i].out)].quant) {
-      li.scale = q->scale;
-      li.zero_point = q->zero_point;
-      li.float_value = q->of;
-    }
-    li.custom = descs[i].custom;
-    stream.push_back(all[i]);
-    p.layers.push_back(std::move(li));
-  }
+  addWaits(all, descs);
+  addLayers(p, all, descs, vals);
   // Placements for the tbl_addr files.
   for (auto& v : vals) {
     if (v.space == 'w' || v.alias >= 0) continue;

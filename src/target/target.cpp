@@ -288,6 +288,71 @@ Lookup parseLookup(const YAML::Node& n) {
   return l;
 }
 
+/// One engine of the target file's 'engines' map: its kind, rates and costs, each checked.
+Engine parseEngine(const std::string& name, YAML::Node en) {  // (en a copy: the caller's it->second refers into a temporary)
+  Engine eng;
+  eng.name = name;
+  eng.kind = str(en, "kind");
+  if (eng.kind != "mac" && eng.kind != "vector")
+    fail(ErrorCode::kInvalidInput, "field 'kind' must be mac or vector, got '{}'", eng.kind);
+  eng.clock_mhz = num(en, "clock_mhz");
+  eng.macs_per_cycle = num(en, "macs_per_cycle");
+  eng.elems_per_cycle = num(en, "elems_per_cycle");
+  eng.bytes_per_cycle = num(en, "bytes_per_cycle");
+  eng.overhead_us = num(en, "overhead_us");
+  eng.cycles_per_tap = num(en, "cycles_per_tap");
+  eng.narrow_macs_per_cycle = num(en, "narrow_macs_per_cycle");
+  eng.pointwise_macs_per_cycle = num(en, "pointwise_macs_per_cycle");
+  const double narrow = num(en, "narrow_group_channels");
+  if (!(narrow >= 0 && narrow <= 1e9 && narrow == std::floor(narrow)))
+    fail(ErrorCode::kInvalidInput, "field 'narrow_group_channels' must be a whole number of channels >= 0, got {}", narrow);
+  eng.narrow_group_channels = static_cast<int64_t>(narrow);
+  if ((eng.narrow_group_channels > 0) != (eng.narrow_macs_per_cycle > 0))
+    fail(ErrorCode::kInvalidInput, "fields 'narrow_group_channels' and 'narrow_macs_per_cycle' go together (both positive, or neither given)");
+  if (en["sparse_fixed_fraction"]) {
+    eng.sparse_kernel = true;
+    eng.sparse_fixed_fraction = num(en, "sparse_fixed_fraction");
+    if (!(eng.sparse_fixed_fraction >= 0 && eng.sparse_fixed_fraction <= 1))
+      fail(ErrorCode::kInvalidInput, "field 'sparse_fixed_fraction' must be in [0, 1], got {}", eng.sparse_fixed_fraction);
+  }
+  const double per_op = num(en, "cycles_per_emulated_op");
+  if (per_op < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' must not be negative, got {}", per_op);
+  if (en["cycles_per_emulated_op"] && !en["emulated_ops"])
+    fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' without 'emulated_ops' (the ops it applies to)");
+  if (auto ops = en["emulated_ops"]) {
+    if (ops.IsSequence()) {
+      if (ops.size() > 0 && !en["cycles_per_emulated_op"])
+        fail(ErrorCode::kInvalidInput, "a list of 'emulated_ops' needs 'cycles_per_emulated_op' (or give a map op: cycles)");
+      for (auto o : ops) eng.emulated_ops[o.as<std::string>()] = per_op;
+    } else if (ops.IsMap()) {
+      if (en["cycles_per_emulated_op"])
+        fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' goes with a list of 'emulated_ops', not a map (which gives each op its cycles)");
+      for (auto o = ops.begin(); o != ops.end(); ++o) {
+        const std::string op = o->first.as<std::string>();
+        const double c = num(ops, op.c_str());
+        if (c < 0) fail(ErrorCode::kInvalidInput, "field 'emulated_ops.{}' must not be negative, got {}", op, c);
+        eng.emulated_ops[op] = c;
+      }
+    } else {
+      fail(ErrorCode::kInvalidInput, "field 'emulated_ops' must be a list of op names or a map op: cycles per operation");
+    }
+  }
+  if (eng.cycles_per_tap < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_tap' must not be negative, got {}", eng.cycles_per_tap);
+  eng.note = str(en, "note");
+  if (eng.clock_mhz <= 0) fail(ErrorCode::kInvalidInput, "field 'clock_mhz' must be positive");
+  for (auto [field, v] : {std::pair{"macs_per_cycle", eng.macs_per_cycle}, {"elems_per_cycle", eng.elems_per_cycle},
+                          {"bytes_per_cycle", eng.bytes_per_cycle}, {"overhead_us", eng.overhead_us},
+                          {"narrow_macs_per_cycle", eng.narrow_macs_per_cycle},
+                          {"pointwise_macs_per_cycle", eng.pointwise_macs_per_cycle}})
+    if (v < 0) fail(ErrorCode::kInvalidInput, "field '{}' must not be negative, got {}", field, v);
+  // The throughput the time estimate divides by.
+  if (eng.kind == "mac" && eng.macs_per_cycle <= 0)
+    fail(ErrorCode::kInvalidInput, "field 'macs_per_cycle' must be positive for a mac engine (got {})", eng.macs_per_cycle);
+  if (eng.kind == "vector" && eng.elems_per_cycle <= 0)
+    fail(ErrorCode::kInvalidInput, "field 'elems_per_cycle' must be positive for a vector engine (got {})", eng.elems_per_cycle);
+  return eng;
+}
+
 void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
   std::string key = fs::weakly_canonical(file).string();
   if (seen.count(key)) fail(ErrorCode::kInvalidInput, "{}: inheritance cycle", file.string());
@@ -327,70 +392,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       if (!e.IsMap()) fail(ErrorCode::kInvalidInput, "field 'engines' must be a map");
       for (auto it = e.begin(); it != e.end(); ++it) {
         std::string name = it->first.as<std::string>();
-        withContext("engine '" + name + "'", [&] {
-          YAML::Node en = it->second;  // a copy: it->second refers into a temporary
-          Engine eng;
-          eng.name = name;
-          eng.kind = str(en, "kind");
-          if (eng.kind != "mac" && eng.kind != "vector")
-            fail(ErrorCode::kInvalidInput, "field 'kind' must be mac or vector, got '{}'", eng.kind);
-          eng.clock_mhz = num(en, "clock_mhz");
-          eng.macs_per_cycle = num(en, "macs_per_cycle");
-          eng.elems_per_cycle = num(en, "elems_per_cycle");
-          eng.bytes_per_cycle = num(en, "bytes_per_cycle");
-          eng.overhead_us = num(en, "overhead_us");
-          eng.cycles_per_tap = num(en, "cycles_per_tap");
-          eng.narrow_macs_per_cycle = num(en, "narrow_macs_per_cycle");
-          eng.pointwise_macs_per_cycle = num(en, "pointwise_macs_per_cycle");
-          const double narrow = num(en, "narrow_group_channels");
-          if (!(narrow >= 0 && narrow <= 1e9 && narrow == std::floor(narrow)))
-            fail(ErrorCode::kInvalidInput, "field 'narrow_group_channels' must be a whole number of channels >= 0, got {}", narrow);
-          eng.narrow_group_channels = static_cast<int64_t>(narrow);
-          if ((eng.narrow_group_channels > 0) != (eng.narrow_macs_per_cycle > 0))
-            fail(ErrorCode::kInvalidInput, "fields 'narrow_group_channels' and 'narrow_macs_per_cycle' go together (both positive, or neither given)");
-          if (en["sparse_fixed_fraction"]) {
-            eng.sparse_kernel = true;
-            eng.sparse_fixed_fraction = num(en, "sparse_fixed_fraction");
-            if (!(eng.sparse_fixed_fraction >= 0 && eng.sparse_fixed_fraction <= 1))
-              fail(ErrorCode::kInvalidInput, "field 'sparse_fixed_fraction' must be in [0, 1], got {}", eng.sparse_fixed_fraction);
-          }
-          const double per_op = num(en, "cycles_per_emulated_op");
-          if (per_op < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' must not be negative, got {}", per_op);
-          if (en["cycles_per_emulated_op"] && !en["emulated_ops"])
-            fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' without 'emulated_ops' (the ops it applies to)");
-          if (auto ops = en["emulated_ops"]) {
-            if (ops.IsSequence()) {
-              if (ops.size() > 0 && !en["cycles_per_emulated_op"])
-                fail(ErrorCode::kInvalidInput, "a list of 'emulated_ops' needs 'cycles_per_emulated_op' (or give a map op: cycles)");
-              for (auto o : ops) eng.emulated_ops[o.as<std::string>()] = per_op;
-            } else if (ops.IsMap()) {
-              if (en["cycles_per_emulated_op"])
-                fail(ErrorCode::kInvalidInput, "field 'cycles_per_emulated_op' goes with a list of 'emulated_ops', not a map (which gives each op its cycles)");
-              for (auto o = ops.begin(); o != ops.end(); ++o) {
-                const std::string op = o->first.as<std::string>();
-                const double c = num(ops, op.c_str());
-                if (c < 0) fail(ErrorCode::kInvalidInput, "field 'emulated_ops.{}' must not be negative, got {}", op, c);
-                eng.emulated_ops[op] = c;
-              }
-            } else {
-              fail(ErrorCode::kInvalidInput, "field 'emulated_ops' must be a list of op names or a map op: cycles per operation");
-            }
-          }
-          if (eng.cycles_per_tap < 0) fail(ErrorCode::kInvalidInput, "field 'cycles_per_tap' must not be negative, got {}", eng.cycles_per_tap);
-          eng.note = str(en, "note");
-          if (eng.clock_mhz <= 0) fail(ErrorCode::kInvalidInput, "field 'clock_mhz' must be positive");
-          for (auto [field, v] : {std::pair{"macs_per_cycle", eng.macs_per_cycle}, {"elems_per_cycle", eng.elems_per_cycle},
-                                  {"bytes_per_cycle", eng.bytes_per_cycle}, {"overhead_us", eng.overhead_us},
-                                  {"narrow_macs_per_cycle", eng.narrow_macs_per_cycle},
-                                  {"pointwise_macs_per_cycle", eng.pointwise_macs_per_cycle}})
-            if (v < 0) fail(ErrorCode::kInvalidInput, "field '{}' must not be negative, got {}", field, v);
-          // The throughput the time estimate divides by.
-          if (eng.kind == "mac" && eng.macs_per_cycle <= 0)
-            fail(ErrorCode::kInvalidInput, "field 'macs_per_cycle' must be positive for a mac engine (got {})", eng.macs_per_cycle);
-          if (eng.kind == "vector" && eng.elems_per_cycle <= 0)
-            fail(ErrorCode::kInvalidInput, "field 'elems_per_cycle' must be positive for a vector engine (got {})", eng.elems_per_cycle);
-          t.engines[name] = eng;
-        });
+        withContext("engine '" + name + "'", [&] { t.engines[name] = parseEngine(name, it->second); });
       }
     }
     if (root["graph_rules"]) t.graph_rules = parseRules(root["graph_rules"], "graph_rules");

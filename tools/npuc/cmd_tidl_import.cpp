@@ -266,6 +266,244 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
   return {{name, {std::move(x)}}};
 }
 
+namespace {
+
+/// One import: the configuration's keys checked and mapped onto a translation's options (`t`), with `plan` saying
+/// what npuc does with each key.
+class Import {
+ public:
+  Import(Config cfg, const std::string& target) : cfg(std::move(cfg)) { t.target = target; }
+
+  /// Refuses what npuc cannot import at all, before anything is read: another model format, a missing file, a
+  /// value the guide's table refuses in combination with another.
+  void checkKeys() {
+    const int model_type = static_cast<int>(num("modelType", 0));
+    if (model_type != 2)
+      bad(cfg, line("modelType"), "modelType",
+          fmt::format("{} ({}): npuc imports ONNX only — export the model to ONNX and set modelType = 2",
+                      model_type, model_type == 0 ? "Caffe, the guide's default" : "TensorFlow"));
+    if (!has("inputNetFile")) bad(cfg, 0, "inputNetFile", "is required (the ONNX model)");
+    const Entry& net = cfg.keys.at("inputNetFile");
+    if (!fs::exists(net.raw)) bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" does not exist", net.raw));
+    if (fs::path(net.raw).extension() != ".onnx")
+      bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not an .onnx file (modelType 2 is ONNX)", net.raw));
+    if (has("sampleInData") && !fs::exists(cfg.keys.at("sampleInData").raw))
+      bad(cfg, line("sampleInData"), "sampleInData", fmt::format("\"{}\" does not exist", cfg.keys.at("sampleInData").raw));
+    if (num("quantizationStyle", 1) == 0)
+      bad(cfg, line("quantizationStyle"), "quantizationStyle", "0 (fixed quantization by the training framework) is not "
+          "supported: the guide says only dynamic quantization (1) is");
+    if (num("preProcType", 0) > 6 && num("preProcType", 0) != 256 && num("rawSampleInData", 0) == 0)  // (raw data: ignored)
+      bad(cfg, line("preProcType"), "preProcType", fmt::format("{} is a configuration error in the guide's table (0..6 or 256)", num("preProcType", 0)));
+    if (num("preProcType", 0) == 256 && num("rawSampleInData", 0) == 0 && (!has("inMean") || !has("inScale")))
+      bad(cfg, line("preProcType"), "preProcType", "256 takes inMean and inScale from the configuration: both must be set");
+    if (has("inMean") && has("inScale") && cfg.keys.at("inMean").numbers.size() != cfg.keys.at("inScale").numbers.size())
+      bad(cfg, line("inScale"), "inScale", fmt::format("{} values for {} inMean values", cfg.keys.at("inScale").numbers.size(),
+                                                       cfg.keys.at("inMean").numbers.size()));
+    if (has("inQuantFactor") && num("inQuantFactor", -1) <= 0 && num("inQuantFactor", -1) != -1)
+      bad(cfg, line("inQuantFactor"), "inQuantFactor", "must be > 0, or -1 (the default)");
+  }
+
+  /// The model, the package's folder and name (outputNetFile) and the input's size keys.
+  void readModelKeys() {
+    const Entry& net = cfg.keys.at("inputNetFile");
+    t.onnx = net.raw;
+    // The package: outputNetFile's folder and name (TIDL writes net and params files there).
+    fs::path outnet = has("outputNetFile") ? fs::path(cfg.keys.at("outputNetFile").raw) : fs::path("tidl_net.bin");
+    t.prefix = outnet.stem().string();
+    t.out_root = outnet.has_parent_path() ? outnet.parent_path() : fs::path(".");
+    if (!outnet.has_filename() || t.prefix == "." || t.prefix == "..")
+      bad(cfg, line("outputNetFile"), "outputNetFile",
+          fmt::format("\"{}\" names a folder: give a file name, whose stem names the package's folder", outnet.string()));
+    try {
+      checkOutputName(t.prefix, "outputNetFile's name");
+    } catch (const Error& e) {
+      bad(cfg, line("outputNetFile"), "outputNetFile", e.what());
+    }
+    if (has("inWidth") || has("inHeight") || has("inNumChannels")) {
+      const Model& m = inputModel();
+      const char* size_key = has("inWidth") ? "inWidth" : has("inHeight") ? "inHeight" : "inNumChannels";
+      if (m.inputs().size() != 1)
+        bad(cfg, line(size_key), size_key,
+            fmt::format("the model has {} inputs; inWidth / inHeight / inNumChannels describe one", m.inputs().size()));
+      Shape s = m.inputs()[0].shape;
+      if (s.size() != 4) bad(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, C, H, W]", shapeStr(s)));
+      s[0] = 1;
+      if (has("inNumChannels")) s[1] = static_cast<int64_t>(num("inNumChannels", 0));
+      if (has("inHeight")) s[2] = static_cast<int64_t>(num("inHeight", 0));
+      if (has("inWidth")) s[3] = static_cast<int64_t>(num("inWidth", 0));
+      if (s != m.inputs()[0].shape) t.input_shapes[m.inputs()[0].name] = s;  // (the same shape: nothing to set, or to blame)
+    }
+    // What npuc does with each key.
+    plan = fmt::format("{}: TIDL import configuration -> npuc translate {} -onnx {} --target {}{}\n", cfg.file, t.prefix,
+                                   t.onnx.string(), t.target, t.input_shapes.empty() ? "" : " --input-shape …");
+    say("modelType", "ONNX");
+    say("inputNetFile", "the model");
+    say("outputNetFile", fmt::format("the package: {}/{}", t.out_root.string(), t.prefix));
+    say("outputParamsFile", "(npuc's package holds the parameters with the network)");
+    say("inputParamsFile", "(ONNX holds its parameters: not read)");
+    say("inWidth", "input width");
+    say("inHeight", "input height");
+    say("inNumChannels", "input channels");
+    say("foldBnInConv2D", num("foldBnInConv2D", 1) ? "BatchNormalization folded into convolutions (npuc always folds)"
+                                                   : "npuc folds BatchNormalization into convolutions regardless");
+  }
+
+  /// int8-pow2 (docs/numerics.md): the quantization keys are translate's options of the same names.
+  void readQuantizationKeys() {
+    t.pow2.num_param_bits = static_cast<int>(num("numParamBits", 8));
+    t.pow2.quant_round_add = static_cast<int>(num("quantRoundAdd", 50));
+    t.pow2.in_element_type = static_cast<int>(num("inElementType", 1));
+    t.pow2.quant_history_param1 = static_cast<int>(num("quantHistoryParam1", 20));
+    t.pow2.quant_history_param2 = static_cast<int>(num("quantHistoryParam2", 5));
+    t.pow2.quant_margin = static_cast<int>(num("quantMargin", 0));
+    if (num("inQuantFactor", -1) > 0) {
+      int e = 0;
+      if (std::frexp(num("inQuantFactor", -1), &e) != 0.5)
+        bad(cfg, line("inQuantFactor"), "inQuantFactor",
+            fmt::format("{} is not a power of two: npuc's int8-pow2 scales are powers of two (2^-q)", num("inQuantFactor", -1)));
+      t.pow2.in_quant_factor = num("inQuantFactor", -1);
+    }
+    say("numParamBits", "weights in this many bits (int8-pow2)");
+    say("quantRoundAdd", "added (/100) before flooring (int8-pow2)");
+    say("inElementType", "the input's codes: 0 unsigned, 1 signed");
+    say("inQuantFactor", "the input's fixed scale 1/inQuantFactor");
+    say("quantHistoryParam1", "dynamic quantization: history weight, first frames");
+    say("quantHistoryParam2", "dynamic quantization: history weight, later frames");
+    say("quantMargin", "dynamic quantization: range margin");
+    say("quantizationStyle", "1: dynamic quantization (npuc's int8-pow2 package)");
+  }
+
+  /// Calibration: sampleInData, numSampleInData frames of the model's input.
+  void readCalibrationKeys() {
+    if (has("sampleInData")) {
+      const Entry& e = cfg.keys.at("sampleInData");
+      t.calibration = calibrationOf(cfg, e, t, inputModel(), static_cast<int64_t>(num("numSampleInData", 1)), num("rawSampleInData", 0) != 0,
+                                    static_cast<int>(num("inElementType", 1)));
+    }
+    const bool raw = num("rawSampleInData", 0) != 0;
+    say("sampleInData", "calibration samples (.npy as they are; raw: 8-bit codes, inMean / inScale applied; encoded: a picture or a .txt "
+                        "list of them, pre-processed as preProcType)");
+    say("numSampleInData", "samples in sampleInData");
+    say("rawSampleInData", raw ? "1: raw 8-bit frames" : "0: encoded pictures (JPEG, PNG, …), decoded here and pre-processed as preProcType");
+    say("preProcType", raw ? "ignored: raw samples are not pre-processed (the guide's rawSampleInData = 1 row)"
+                           : "the encoded pictures' pre-processing (the guide's table; docs/cli.md)");
+    const bool pictures = !raw && has("sampleInData") && fs::path(cfg.keys.at("sampleInData").raw).extension() != ".npy";
+    for (const char* k : {"inMean", "inScale"})
+      say(k, pictures ? (num("preProcType", 0) == 256 ? "preProcType 256: (v - inMean) * inScale per plane"
+                                                      : "ignored: preProcType is not 256")
+                      : "applied to raw calibration frames, (v - inMean) * inScale, when both are set (npuc's use: the model's "
+                        "input is float)");
+    say("randParams", num("randParams", 0) == 0 ? "0: the model's own parameters" : "ignored: npuc quantizes the model's own parameters (no random ones)");
+  }
+
+  /// The per-layer lists: layersGroupId, conv2dKernelType.
+  void readLayerKeys() {
+    // layersGroupId: TIDL's input and output data layers are group 0, the first and the last value; the others list
+    // one group per layer, in program order — the package's layers (manifest.json's, with its quantize / dequantize
+    // layers). A 0 anywhere else is a mistake that would shift every later value: refused.
+    if (has("layersGroupId")) {
+      const std::vector<double>& g = cfg.keys.at("layersGroupId").numbers;
+      for (size_t i = 0; i < g.size(); ++i) {
+        const bool end = i == 0 || i + 1 == g.size();
+        if (g[i] == 0 && !end)
+          bad(cfg, line("layersGroupId"), "layersGroupId",
+              fmt::format("value {} of {} is 0: group 0 is TIDL's input and output data layers, the first and the last value only", i + 1,
+                          g.size()));
+        if (g[i] != 0) t.layer_group_list.push_back(static_cast<int>(g[i]));
+      }
+      if (t.layer_group_list.empty())
+        bad(cfg, line("layersGroupId"), "layersGroupId", "lists no layer besides the input and output data layers (group 0)");
+    }
+    say("layersGroupId", "the package's layers groups (the first and last 0, TIDL's input and output layers, dropped): one per "
+                         "layer of the package (manifest.json), each group a pipeline stage (npuc bench --pipeline)");
+    // conv2dKernelType: one value per layer as layersGroupId (TIDL's input and output data layers included: without
+    // layersGroupId, the first and the last value are theirs).
+    if (has("conv2dKernelType")) {
+      const std::vector<double>& k = cfg.keys.at("conv2dKernelType").numbers;
+      const std::vector<double>* groups = has("layersGroupId") ? &cfg.keys.at("layersGroupId").numbers : nullptr;
+      for (size_t i = 0; i < k.size(); ++i) {
+        const bool data_layer = groups ? i < groups->size() && (*groups)[i] == 0 : i == 0 || i + 1 == k.size();
+        if (!data_layer) t.conv_kernel_list.push_back(static_cast<int>(k[i]));
+      }
+      if (t.conv_kernel_list.empty())
+        bad(cfg, line("conv2dKernelType"), "conv2dKernelType",
+            fmt::format("{} value(s), all the input and output layers' (one per layer, those two included)", k.size()));
+    }
+    say("conv2dKernelType", "the convolutions' kernels in the time estimate (0 sparse, 1 dense; the input and output layers' "
+                            "values dropped, as layersGroupId's 0s): one per layer of the package, as layersGroupId");
+    say("tidlStatsTool", "(TIDL's calibration executable: npuc calibrates itself)");
+    if (has("layersGroupId") && has("conv2dKernelType") &&
+        cfg.keys.at("layersGroupId").numbers.size() != cfg.keys.at("conv2dKernelType").numbers.size())
+      bad(cfg, line("conv2dKernelType"), "conv2dKernelType",
+          fmt::format("{} values, layersGroupId has {} (one per layer each)", cfg.keys.at("conv2dKernelType").numbers.size(),
+                      cfg.keys.at("layersGroupId").numbers.size()));
+  }
+
+  /// Translates; an error that one of the keys caused is said at that key's line.
+  TranslateResult translateWith() {
+    try {
+      return translate(t, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
+    } catch (const Error& e) {
+      // (what the groups' list breaks is said at its line)
+      const std::string what = e.what();
+      if (has("layersGroupId") && what.find("layers groups:") != std::string::npos) bad(cfg, line("layersGroupId"), "layersGroupId", what);
+      if (has("conv2dKernelType") && what.find("convolution kernels:") != std::string::npos)
+        bad(cfg, line("conv2dKernelType"), "conv2dKernelType", what);
+      // (the package's folder is outputNetFile's: said in the configuration's terms)
+      if (const size_t at = what.find("choose another PREFIX or --out"); at != std::string::npos)
+        bad(cfg, line("outputNetFile"), "outputNetFile", what.substr(0, at) + "choose another outputNetFile");
+      // (a model input the size keys made wrong)
+      for (const char* k : {"inNumChannels", "inHeight", "inWidth"})
+        if (has(k) && !t.input_shapes.empty() && (what.find("shape") != std::string::npos || what.find("channels") != std::string::npos))
+          bad(cfg, line(k), k, what + " — inWidth / inHeight / inNumChannels set the model's input to 1 x C x H x W");
+      throw;
+    }
+  }
+
+  Config cfg;
+  TranslateOptions t;
+  std::string plan;
+
+ private:
+  bool has(const char* k) const { return cfg.keys.count(k) != 0; }
+  double num(const char* k, double def) const { return has(k) ? cfg.keys.at(k).numbers.at(0) : def; }
+  int line(const char* k) const { return has(k) ? cfg.keys.at(k).line : 0; }
+  void say(const char* k, const std::string& what) {
+    if (has(k)) plan += fmt::format("  {:<18} = {:<12} {}\n", k, cfg.keys.at(k).raw, what);
+  }
+  /// The model, read once, for the keys that describe its input.
+  const Model& inputModel() {
+    if (!model) {
+      LoadOptions lo;
+      lo.require_static_inputs = false;
+      model = Model::load(t.onnx, lo);
+    }
+    return *model;
+  }
+
+  std::optional<Model> model;
+};
+
+/// The result: warnings, the unsupported nodes, the estimate and the files written.
+void printResult(const std::string& target, const TranslateResult& r) {
+  for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
+  if (!r.ok) {
+    fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), target);
+    for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
+  }
+  std::string single;
+  for (auto& [eng, us] : r.single_core_us)
+    if (us == us) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);  // (NaN: n/a)
+  fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
+  std::string multi;
+  for (auto& [set, roi] : r.multi_core_roi_s)
+    if (roi == roi) multi += fmt::format("{}{} {:.2f}", multi.empty() ? "" : ", ", set, roi);
+  if (!multi.empty()) fmt::print("estimated throughput (roi/s): {}\n", multi);
+  for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
+}
+
+}  // namespace
+
 void addTidlImport(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("tidl-import", "Translate with TI TIDL's import configuration file (tidl_model_import.out's keys; the tidl target)");
   struct Opts {
@@ -278,206 +516,16 @@ void addTidlImport(CLI::App& app, Action& run) {
   c->add_flag("--dry-run", o->dry, "Check the configuration and print what npuc would do, without translating");
   c->callback([o, &run] {
     run = [o] {
-      Config cfg = parse(o->config);
-      auto has = [&](const char* k) { return cfg.keys.count(k) != 0; };
-      auto num = [&](const char* k, double def) { return has(k) ? cfg.keys.at(k).numbers.at(0) : def; };
-      auto line = [&](const char* k) { return has(k) ? cfg.keys.at(k).line : 0; };
-      const int model_type = static_cast<int>(num("modelType", 0));
-      if (model_type != 2)
-        bad(cfg, line("modelType"), "modelType",
-            fmt::format("{} ({}): npuc imports ONNX only — export the model to ONNX and set modelType = 2",
-                        model_type, model_type == 0 ? "Caffe, the guide's default" : "TensorFlow"));
-      if (!has("inputNetFile")) bad(cfg, 0, "inputNetFile", "is required (the ONNX model)");
-      const Entry& net = cfg.keys.at("inputNetFile");
-      if (!fs::exists(net.raw)) bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" does not exist", net.raw));
-      if (fs::path(net.raw).extension() != ".onnx")
-        bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not an .onnx file (modelType 2 is ONNX)", net.raw));
-      if (has("sampleInData") && !fs::exists(cfg.keys.at("sampleInData").raw))
-        bad(cfg, line("sampleInData"), "sampleInData", fmt::format("\"{}\" does not exist", cfg.keys.at("sampleInData").raw));
-      if (num("quantizationStyle", 1) == 0)
-        bad(cfg, line("quantizationStyle"), "quantizationStyle", "0 (fixed quantization by the training framework) is not "
-            "supported: the guide says only dynamic quantization (1) is");
-      if (num("preProcType", 0) > 6 && num("preProcType", 0) != 256 && num("rawSampleInData", 0) == 0)  // (raw data: ignored)
-        bad(cfg, line("preProcType"), "preProcType", fmt::format("{} is a configuration error in the guide's table (0..6 or 256)", num("preProcType", 0)));
-      if (num("preProcType", 0) == 256 && num("rawSampleInData", 0) == 0 && (!has("inMean") || !has("inScale")))
-        bad(cfg, line("preProcType"), "preProcType", "256 takes inMean and inScale from the configuration: both must be set");
-      if (has("inMean") && has("inScale") && cfg.keys.at("inMean").numbers.size() != cfg.keys.at("inScale").numbers.size())
-        bad(cfg, line("inScale"), "inScale", fmt::format("{} values for {} inMean values", cfg.keys.at("inScale").numbers.size(),
-                                                         cfg.keys.at("inMean").numbers.size()));
-      if (has("inQuantFactor") && num("inQuantFactor", -1) <= 0 && num("inQuantFactor", -1) != -1)
-        bad(cfg, line("inQuantFactor"), "inQuantFactor", "must be > 0, or -1 (the default)");
-
-      TranslateOptions t;
-      t.onnx = net.raw;
-      t.target = o->target;
-      // The package: outputNetFile's folder and name (TIDL writes net and params files there).
-      fs::path outnet = has("outputNetFile") ? fs::path(cfg.keys.at("outputNetFile").raw) : fs::path("tidl_net.bin");
-      t.prefix = outnet.stem().string();
-      t.out_root = outnet.has_parent_path() ? outnet.parent_path() : fs::path(".");
-      if (!outnet.has_filename() || t.prefix == "." || t.prefix == "..")
-        bad(cfg, line("outputNetFile"), "outputNetFile",
-            fmt::format("\"{}\" names a folder: give a file name, whose stem names the package's folder", outnet.string()));
-      try {
-        checkOutputName(t.prefix, "outputNetFile's name");
-      } catch (const Error& e) {
-        bad(cfg, line("outputNetFile"), "outputNetFile", e.what());
-      }
-      // The model, read once, for the keys that describe its input.
-      std::optional<Model> model;
-      auto inputModel = [&]() -> const Model& {
-        if (!model) {
-          LoadOptions lo;
-          lo.require_static_inputs = false;
-          model = Model::load(t.onnx, lo);
-        }
-        return *model;
-      };
-      if (has("inWidth") || has("inHeight") || has("inNumChannels")) {
-        const Model& m = inputModel();
-        const char* size_key = has("inWidth") ? "inWidth" : has("inHeight") ? "inHeight" : "inNumChannels";
-        if (m.inputs().size() != 1)
-          bad(cfg, line(size_key), size_key,
-              fmt::format("the model has {} inputs; inWidth / inHeight / inNumChannels describe one", m.inputs().size()));
-        Shape s = m.inputs()[0].shape;
-        if (s.size() != 4) bad(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, C, H, W]", shapeStr(s)));
-        s[0] = 1;
-        if (has("inNumChannels")) s[1] = static_cast<int64_t>(num("inNumChannels", 0));
-        if (has("inHeight")) s[2] = static_cast<int64_t>(num("inHeight", 0));
-        if (has("inWidth")) s[3] = static_cast<int64_t>(num("inWidth", 0));
-        if (s != m.inputs()[0].shape) t.input_shapes[m.inputs()[0].name] = s;  // (the same shape: nothing to set, or to blame)
-      }
-      // What npuc does with each key.
-      std::string plan = fmt::format("{}: TIDL import configuration -> npuc translate {} -onnx {} --target {}{}\n", cfg.file, t.prefix,
-                                     t.onnx.string(), t.target, t.input_shapes.empty() ? "" : " --input-shape …");
-      auto say = [&](const char* k, const std::string& what) {
-        if (has(k)) plan += fmt::format("  {:<18} = {:<12} {}\n", k, cfg.keys.at(k).raw, what);
-      };
-      say("modelType", "ONNX");
-      say("inputNetFile", "the model");
-      say("outputNetFile", fmt::format("the package: {}/{}", t.out_root.string(), t.prefix));
-      say("outputParamsFile", "(npuc's package holds the parameters with the network)");
-      say("inputParamsFile", "(ONNX holds its parameters: not read)");
-      say("inWidth", "input width");
-      say("inHeight", "input height");
-      say("inNumChannels", "input channels");
-      say("foldBnInConv2D", num("foldBnInConv2D", 1) ? "BatchNormalization folded into convolutions (npuc always folds)"
-                                                     : "npuc folds BatchNormalization into convolutions regardless");
-      // int8-pow2 (docs/numerics.md): the quantization keys are translate's options of the same names.
-      t.pow2.num_param_bits = static_cast<int>(num("numParamBits", 8));
-      t.pow2.quant_round_add = static_cast<int>(num("quantRoundAdd", 50));
-      t.pow2.in_element_type = static_cast<int>(num("inElementType", 1));
-      t.pow2.quant_history_param1 = static_cast<int>(num("quantHistoryParam1", 20));
-      t.pow2.quant_history_param2 = static_cast<int>(num("quantHistoryParam2", 5));
-      t.pow2.quant_margin = static_cast<int>(num("quantMargin", 0));
-      if (num("inQuantFactor", -1) > 0) {
-        int e = 0;
-        if (std::frexp(num("inQuantFactor", -1), &e) != 0.5)
-          bad(cfg, line("inQuantFactor"), "inQuantFactor",
-              fmt::format("{} is not a power of two: npuc's int8-pow2 scales are powers of two (2^-q)", num("inQuantFactor", -1)));
-        t.pow2.in_quant_factor = num("inQuantFactor", -1);
-      }
-      say("numParamBits", "weights in this many bits (int8-pow2)");
-      say("quantRoundAdd", "added (/100) before flooring (int8-pow2)");
-      say("inElementType", "the input's codes: 0 unsigned, 1 signed");
-      say("inQuantFactor", "the input's fixed scale 1/inQuantFactor");
-      say("quantHistoryParam1", "dynamic quantization: history weight, first frames");
-      say("quantHistoryParam2", "dynamic quantization: history weight, later frames");
-      say("quantMargin", "dynamic quantization: range margin");
-      say("quantizationStyle", "1: dynamic quantization (npuc's int8-pow2 package)");
-      // Calibration: sampleInData, numSampleInData frames of the model's input.
-      if (has("sampleInData")) {
-        const Entry& e = cfg.keys.at("sampleInData");
-        t.calibration = calibrationOf(cfg, e, t, inputModel(), static_cast<int64_t>(num("numSampleInData", 1)), num("rawSampleInData", 0) != 0,
-                                      static_cast<int>(num("inElementType", 1)));
-      }
-      const bool raw = num("rawSampleInData", 0) != 0;
-      say("sampleInData", "calibration samples (.npy as they are; raw: 8-bit codes, inMean / inScale applied; encoded: a picture or a .txt "
-                          "list of them, pre-processed as preProcType)");
-      say("numSampleInData", "samples in sampleInData");
-      say("rawSampleInData", raw ? "1: raw 8-bit frames" : "0: encoded pictures (JPEG, PNG, …), decoded here and pre-processed as preProcType");
-      say("preProcType", raw ? "ignored: raw samples are not pre-processed (the guide's rawSampleInData = 1 row)"
-                             : "the encoded pictures' pre-processing (the guide's table; docs/cli.md)");
-      const bool pictures = !raw && has("sampleInData") && fs::path(cfg.keys.at("sampleInData").raw).extension() != ".npy";
-      for (const char* k : {"inMean", "inScale"})
-        say(k, pictures ? (num("preProcType", 0) == 256 ? "preProcType 256: (v - inMean) * inScale per plane"
-                                                        : "ignored: preProcType is not 256")
-                        : "applied to raw calibration frames, (v - inMean) * inScale, when both are set (npuc's use: the model's "
-                          "input is float)");
-      say("randParams", num("randParams", 0) == 0 ? "0: the model's own parameters" : "ignored: npuc quantizes the model's own parameters (no random ones)");
-      // layersGroupId: TIDL's input and output data layers are group 0, the first and the last value; the others list
-      // one group per layer, in program order — the package's layers (manifest.json's, with its quantize / dequantize
-      // layers). A 0 anywhere else is a mistake that would shift every later value: refused.
-      if (has("layersGroupId")) {
-        const std::vector<double>& g = cfg.keys.at("layersGroupId").numbers;
-        for (size_t i = 0; i < g.size(); ++i) {
-          const bool end = i == 0 || i + 1 == g.size();
-          if (g[i] == 0 && !end)
-            bad(cfg, line("layersGroupId"), "layersGroupId",
-                fmt::format("value {} of {} is 0: group 0 is TIDL's input and output data layers, the first and the last value only", i + 1,
-                            g.size()));
-          if (g[i] != 0) t.layer_group_list.push_back(static_cast<int>(g[i]));
-        }
-        if (t.layer_group_list.empty())
-          bad(cfg, line("layersGroupId"), "layersGroupId", "lists no layer besides the input and output data layers (group 0)");
-      }
-      say("layersGroupId", "the package's layers groups (the first and last 0, TIDL's input and output layers, dropped): one per "
-                           "layer of the package (manifest.json), each group a pipeline stage (npuc bench --pipeline)");
-      // conv2dKernelType: one value per layer as layersGroupId (TIDL's input and output data layers included: without
-      // layersGroupId, the first and the last value are theirs).
-      if (has("conv2dKernelType")) {
-        const std::vector<double>& k = cfg.keys.at("conv2dKernelType").numbers;
-        const std::vector<double>* groups = has("layersGroupId") ? &cfg.keys.at("layersGroupId").numbers : nullptr;
-        for (size_t i = 0; i < k.size(); ++i) {
-          const bool data_layer = groups ? i < groups->size() && (*groups)[i] == 0 : i == 0 || i + 1 == k.size();
-          if (!data_layer) t.conv_kernel_list.push_back(static_cast<int>(k[i]));
-        }
-        if (t.conv_kernel_list.empty())
-          bad(cfg, line("conv2dKernelType"), "conv2dKernelType",
-              fmt::format("{} value(s), all the input and output layers' (one per layer, those two included)", k.size()));
-      }
-      say("conv2dKernelType", "the convolutions' kernels in the time estimate (0 sparse, 1 dense; the input and output layers' "
-                              "values dropped, as layersGroupId's 0s): one per layer of the package, as layersGroupId");
-      say("tidlStatsTool", "(TIDL's calibration executable: npuc calibrates itself)");
-      if (has("layersGroupId") && has("conv2dKernelType") &&
-          cfg.keys.at("layersGroupId").numbers.size() != cfg.keys.at("conv2dKernelType").numbers.size())
-        bad(cfg, line("conv2dKernelType"), "conv2dKernelType",
-            fmt::format("{} values, layersGroupId has {} (one per layer each)", cfg.keys.at("conv2dKernelType").numbers.size(),
-                        cfg.keys.at("layersGroupId").numbers.size()));
-      fmt::print("{}", plan);
+      Import im(parse(o->config), o->target);
+      im.checkKeys();
+      im.readModelKeys();
+      im.readQuantizationKeys();
+      im.readCalibrationKeys();
+      im.readLayerKeys();
+      fmt::print("{}", im.plan);
       if (o->dry) return 0;
-      TranslateResult r = [&] {
-        try {
-          return translate(t, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
-        } catch (const Error& e) {
-          // (what the groups' list breaks is said at its line)
-          const std::string what = e.what();
-          if (has("layersGroupId") && what.find("layers groups:") != std::string::npos) bad(cfg, line("layersGroupId"), "layersGroupId", what);
-          if (has("conv2dKernelType") && what.find("convolution kernels:") != std::string::npos)
-            bad(cfg, line("conv2dKernelType"), "conv2dKernelType", what);
-          // (the package's folder is outputNetFile's: said in the configuration's terms)
-          if (const size_t at = what.find("choose another PREFIX or --out"); at != std::string::npos)
-            bad(cfg, line("outputNetFile"), "outputNetFile", what.substr(0, at) + "choose another outputNetFile");
-          // (a model input the size keys made wrong)
-          for (const char* k : {"inNumChannels", "inHeight", "inWidth"})
-            if (has(k) && !t.input_shapes.empty() && (what.find("shape") != std::string::npos || what.find("channels") != std::string::npos))
-              bad(cfg, line(k), k, what + " — inWidth / inHeight / inNumChannels set the model's input to 1 x C x H x W");
-          throw;
-        }
-      }();
-      for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
-      if (!r.ok) {
-        fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), t.target);
-        for (auto& e : r.errors) fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
-      }
-      std::string single;
-      for (auto& [eng, us] : r.single_core_us)
-        if (us == us) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);  // (NaN: n/a)
-      fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
-      std::string multi;
-      for (auto& [set, roi] : r.multi_core_roi_s)
-        if (roi == roi) multi += fmt::format("{}{} {:.2f}", multi.empty() ? "" : ", ", set, roi);
-      if (!multi.empty()) fmt::print("estimated throughput (roi/s): {}\n", multi);
-      for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
+      TranslateResult r = im.translateWith();
+      printResult(im.t.target, r);
       return r.ok ? 0 : 1;
     };
   });

@@ -279,6 +279,238 @@ bool looksLikeFile(const std::string& s) {
   return s.find('/') != std::string::npos || ext == ".onnx" || ext == ".yaml" || ext == ".yml";
 }
 
+/// What the command line says: the driver's options as given, and what this command resolves into them first
+/// (PREFIX, the definitions' default files, ATC's shape syntax, the calibration files).
+struct TranslateArgs {
+  TranslateOptions o;
+  std::string onnx, prepost, addr, aipp, check_prepost = "OFF", atc_shapes, atc_ranges, dyn_batch, dyn_image;
+  std::vector<std::string> prefixes, shapes, calib, ranges;
+  bool help = false;  // -h / --help: the help text and nothing else
+};
+
+/// The options, in the manual's single-dash spelling, npuc's long one and ATC's.
+TranslateArgs readArgs(const std::vector<std::string>& args) {
+  TranslateArgs t;
+  // "--opt=value" (ATC's spelling: --input_shape="data:1,3,224,224") is "--opt value".
+  std::vector<std::string> split;
+  for (const std::string& x : args) {
+    const size_t eq = x.find('=');
+    if (x.size() > 2 && x[0] == '-' && eq != std::string::npos && eq > 1) {
+      split.push_back(x.substr(0, eq));
+      split.push_back(x.substr(eq + 1));
+    } else {
+      split.push_back(x);
+    }
+  }
+  const auto& a = split;
+  auto value = [&](size_t& i) -> std::string {
+    if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-')
+      argError(fmt::format("Invalid argument: option {} needs a value{}", a[i],
+                           i + 1 < a.size() ? fmt::format(" (got '{}')", a[i + 1]) : std::string(" (none given)")));
+    return a[++i];
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string& s = a[i];
+    if (s == "-h" || s == "--help") {
+      t.help = true;  // the help text, whatever follows
+      return t;
+    }
+    if (s.empty() || s[0] != '-') {
+      if (looksLikeFile(s)) argError("Please add option name (-addr or -prepost or -onnx) before the file");
+      t.prefixes.push_back(s);
+    } else if (s == "-onnx" || s == "--onnx") t.onnx = value(i);
+    else if (s == "-prepost" || s == "--prepost" || s == "-prepot") t.prepost = value(i);  // (-prepot: the manual's §7.3 table)
+    else if (s == "-addr" || s == "--addr") t.addr = value(i);
+    else if (s == "--aipp" || s == "--insert_op_conf" || s == "-insert_op_conf") t.aipp = value(i);
+    else if (s == "--target" || s == "-t") t.o.target = value(i);
+    else if (s == "--out") t.o.out_root = value(i);
+    else if (s == "--input-shape") t.shapes.push_back(value(i));
+    else if (s == "--input_shape" || s == "-input_shape") t.atc_shapes = value(i);
+    else if (s == "--input_shape_range" || s == "-input_shape_range") t.atc_ranges = value(i);
+    else if (s == "--dynamic_batch_size" || s == "-dynamic_batch_size") t.dyn_batch = value(i);
+    else if (s == "--dynamic_image_size" || s == "-dynamic_image_size") t.dyn_image = value(i);
+    else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") t.o.relu6_to_relu = true;
+    else if (s == "--relax") t.o.relax.push_back(value(i));
+    else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") t.o.save_opt_onnx = true;
+    else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") t.o.save_qdq_onnx = true;
+    else if (s == "--reuse-memory") t.o.reuse_memory = true;
+    else if (s == "--concat-copies") t.o.concat_copies = true;
+    else if (s == "--calib") t.calib.push_back(value(i));
+    else if (s == "--custom-op" || s == "--register-op" || s == "-custom_op") registerCustomOp(value(i));
+    else if (s == "--calib-method") t.o.calib_method = value(i);
+    else if (s == "--numParamBits") t.o.pow2.num_param_bits = intValue(s, value(i), 4, 12);
+    else if (s == "--quantRoundAdd") t.o.pow2.quant_round_add = intValue(s, value(i), 0, 100);
+    else if (s == "--inElementType") t.o.pow2.in_element_type = intValue(s, value(i), 0, 1);
+    else if (s == "--inQuantFactor") t.o.pow2.in_quant_factor = numberValue(s, value(i));
+    else if (s == "--quantHistoryParam1") t.o.pow2.quant_history_param1 = intValue(s, value(i), 0, 100);
+    else if (s == "--quantHistoryParam2") t.o.pow2.quant_history_param2 = intValue(s, value(i), 0, 100);
+    else if (s == "--quantMargin") t.o.pow2.quant_margin = intValue(s, value(i), 0, 1000);
+    else if (s == "--boot-frames") t.o.pow2.boot_frames = intValue(s, value(i), 0, 1000000);
+    else if (s == "--static-quant") t.o.pow2.dynamic = false;
+    else if (s == "--bias-correction") t.o.bias_correction = true;
+    else if (s == "--layer-group") {
+      const std::string v = value(i);
+      const size_t eq = v.rfind('=');
+      if (eq == std::string::npos || eq == 0) argError(fmt::format(" --layer-group takes LAYER=ID (got '{}')", v));
+      t.o.layer_groups[v.substr(0, eq)] = intValue(s, v.substr(eq + 1), 1, kMaxLayerGroups);
+    } else if (s == "--conv-kernel") {
+      const std::string v = value(i);
+      const size_t eq = v.rfind('=');
+      const std::string kind = eq == std::string::npos ? v : v.substr(eq + 1);
+      if (kind != "sparse" && kind != "dense")
+        argError(fmt::format(" --conv-kernel takes sparse, dense or LAYER=sparse|dense (got '{}')", v));
+      if (eq == std::string::npos) t.o.conv_kernel_all = kind == "sparse" ? 0 : 1;
+      else if (eq == 0) argError(fmt::format(" --conv-kernel LAYER=KIND needs a layer name (got '{}')", v));
+      else t.o.conv_kernels[v.substr(0, eq)] = kind == "sparse" ? 0 : 1;
+    } else if (s == "--layer-groups") {
+      if (value(i) != "auto") argError(fmt::format(" --layer-groups takes 'auto' (got '{}'); --layer-group LAYER=ID names groups", a[i]));
+      t.o.auto_layer_groups = true;
+    }
+    else if (s == "--keep-float") t.o.keep_float.push_back(value(i));
+    else if (s == "--range") t.ranges.push_back(value(i));
+    else if (s == "--threads") t.o.threads = intValue(s, value(i), 1, 256);
+    else if (s == "-PrePostFULL" || s == "--prepost-full") t.o.prepost_full = true;
+    else if (s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") t.o.not_check_size = true;
+    else if (s == "-CheckPrePost" || s == "--check-prepost") {
+      if (i + 1 >= a.size() || (a[i + 1] != "ON" && a[i + 1] != "OFF")) argError("Please choose ON/OFF for -CheckPrePost option");
+      t.check_prepost = a[++i];
+    } else {
+      argError(fmt::format("Invalid option name: {}{} (npuc translate -h lists the options)", s, closestOption(s)));
+    }
+  }
+  return t;
+}
+
+/// The driver's options from the arguments: PREFIX, the definitions the simple specification case finds (shown in
+/// the manual's banner, each of them checked to exist), the input shapes, gears and calibration files.
+void resolveArgs(TranslateArgs& t) {
+  if (t.prefixes.empty()) argError(" PREFIX is not set");
+  if (t.prefixes.size() > 1) argError(" Please enter only 1 prefix name");
+  t.o.prefix = t.prefixes[0];
+  // Simple specification case (§7.2.1): the definitions are found under ./UserConfig by the model's name
+  // (./onnx/modelA.onnx -> prepost_modelA.yaml, addrmap_in_modelA.yaml); npuc also looks for PREFIX-keyed files.
+  if (t.onnx.empty()) t.onnx = "./onnx/" + t.o.prefix + ".onnx";
+  const std::string model_name = fs::path(t.onnx).stem().string();
+  auto userConfig = [&](const std::string& kind) {
+    for (const std::string& key : {model_name, t.o.prefix})
+      if (std::string f = "./UserConfig/" + kind + key + ".yaml"; fs::exists(f)) return f;
+    return std::string();
+  };
+  // With a ./UserConfig folder (the manual's layout) a definition the simple case names must be there: the
+  // manual stops with "file is not exist" (§7.2.2, §9). Without one, npuc's relaxation: none, said in the banner.
+  std::error_code uc_ec;
+  const bool user_config = fs::is_directory("./UserConfig", uc_ec);
+  std::string prepost_note, addr_note;
+  if (t.prepost.empty() && t.aipp.empty()) {
+    t.prepost = userConfig("prepost_");
+    if (t.prepost.empty() && user_config) t.prepost = "./UserConfig/prepost_" + model_name + ".yaml";
+    if (t.prepost.empty()) prepost_note = "none (no ./UserConfig folder): no pre/post-processing";
+  }
+  if (t.addr.empty()) {
+    t.addr = userConfig("addrmap_in_");
+    if (t.addr.empty() && user_config) t.addr = "./UserConfig/addrmap_in_" + model_name + ".yaml";
+    if (t.addr.empty()) addr_note = "none (no ./UserConfig folder): the default address map";
+  }
+  // The manual's banner: the version, then which files this run uses.
+  fmt::print("[Run npuc translate] Ver. {}\n", NPUC_VERSION_STRING);
+  fmt::print("[Input file information]\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n", "PREFIX", t.o.prefix,
+             "ONNX Model", t.onnx, t.aipp.empty() ? "Prepost file" : "AIPP configuration",
+             t.aipp.empty() ? (t.prepost.empty() ? prepost_note : t.prepost) : t.aipp, "Address mapping file",
+             t.addr.empty() ? addr_note : t.addr);
+  for (const std::string* f : {&t.onnx, &t.prepost, &t.addr, &t.aipp})
+    if (!f->empty() && !fs::exists(*f)) argError(" " + *f + " file is not exist.");
+  t.o.prepost = t.prepost;
+  t.o.aipp = t.aipp;
+  t.o.check_prepost = t.check_prepost == "ON";
+  t.o.addr_map = t.addr;
+  if (t.check_prepost == "ON") t.o.save_opt_onnx = true;
+  t.o.onnx = t.onnx;
+  t.o.input_shapes = parseShapes(t.shapes);
+  parseAtcShapes(t.atc_shapes, t.o.input_shapes, t.o.input_shape_ranges);
+  parseAtcShapes(t.atc_ranges, t.o.input_shapes, t.o.input_shape_ranges, true);
+  if (!t.dyn_batch.empty()) t.o.dynamic_batch_sizes = parseAtcList(t.dyn_batch, "--dynamic_batch_size");
+  for (const std::string& g : splitOn(t.dyn_image, ';')) {
+    auto hw = parseAtcList(g, "--dynamic_image_size");
+    if (hw.size() != 2) argError(fmt::format("Invalid argument: --dynamic_image_size gear '{}' is not HEIGHT,WIDTH", g));
+    t.o.dynamic_image_sizes.push_back({hw[0], hw[1]});
+  }
+  t.o.calibration = parseTensorLists(t.calib, "--calib");
+  t.o.ranges = parseRanges(t.ranges);
+}
+
+/// Runs the translation, saying what it does; an error goes up after the manual's text (and hint) for it.
+TranslateResult runTranslation(const TranslateOptions& o) {
+  fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, o.onnx.string(), o.target);
+  if (o.relu6_to_relu) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
+  if (!o.relax.empty()) {
+    std::string names;
+    for (auto& x : o.relax) names += (names.empty() ? "" : ",") + x;
+    fmt::print("--relax {}: rules of target {} not checked (npuc runs more than the vendor documents)\n", names, o.target);
+  }
+  TranslateResult r = [&] {
+    try {
+      return translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
+    } catch (const Error& e) {
+      // The manual's hint (§7.3): an error that seems to come from the definition disagreeing with the model.
+      std::string what = e.what();
+      fmt::print("{}", drpaiManualMessage(o.target, what));  // (the manual's text for an op it cannot import)
+      if (!o.prepost.empty() && !o.check_prepost && what.find(o.prepost.string()) != std::string::npos)
+        fmt::print(stderr, "hint: the pre/post-processing definition {} may disagree with the model; run again with "
+                           "-CheckPrePost ON to check them ([Error Ynn] messages; the optimized model is saved to "
+                           "compare with)\n", o.prepost.string());
+      throw;
+    }
+  }();
+  return r;
+}
+
+/// The result as the manual's script shows it: the unsupported nodes, or the estimate; then the files written.
+void printResult(const TranslateOptions& o, const TranslateResult& r) {
+  if (!r.ok) {
+    fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), o.target);
+    for (auto& e : r.errors) {
+      fmt::print("{}", drpaiManualMessage(o.target, e));
+      fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
+    }
+  } else {
+    for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
+    if (r.quantized && r.calibration_samples)
+      fmt::print("quantized: {}, ranges from {} calibration sample(s) ({})\n", o.target == "kneron" ? "int8-radix" : "int8",
+                 r.calibration_samples, o.calib_method);
+    else if (r.quantized)
+      fmt::print("quantized: the model's own QuantizeLinear / DequantizeLinear scales\n");
+    else if (r.calibration_samples)
+      fmt::print("bias correction: {} layer(s), input means of {} calibration sample(s)\n", r.bias_corrected_layers, r.calibration_samples);
+    std::string single;
+    for (auto& [eng, us] : r.single_core_us)
+      if (!std::isnan(us)) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);
+    fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
+    std::string multi;
+    for (auto& [set, roi] : r.multi_core_roi_s)
+      if (!std::isnan(roi)) multi += fmt::format("{}{} {:.2f}", multi.empty() ? "" : ", ", set, roi);
+    if (!multi.empty()) fmt::print("estimated throughput (roi/s): {}\n", multi);
+    if (!r.content_hash.empty()) fmt::print("package: {}\n", r.content_hash);
+    fmt::print("activations: {} bytes ({}), lower bound {} bytes, {:.1f}% above it\n", r.activation_bytes,
+               o.reuse_memory ? "reused by liveness" : "one slot per layer output", r.activation_lower_bound,
+               r.activation_lower_bound ? 100.0 * (static_cast<double>(r.activation_bytes) / static_cast<double>(r.activation_lower_bound) - 1.0) : 0.0);
+  }
+  for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
+}
+
+int translateCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> sample_args;
+  if (args.empty()) sample_args = sampleModelArgs();  // the manual's sample-model mode (§7.1)
+  TranslateArgs t = readArgs(args.empty() ? sample_args : args);
+  if (t.help) {
+    fmt::print("{}", kHelp);
+    return 0;
+  }
+  resolveArgs(t);
+  TranslateResult r = runTranslation(t.o);
+  printResult(t.o, r);
+  return r.ok ? 0 : 1;
+}
+
 }  // namespace
 
 void addTranslate(CLI::App& app, Action& run) {
@@ -288,203 +520,7 @@ void addTranslate(CLI::App& app, Action& run) {
   auto args = std::make_shared<std::vector<std::string>>();
   c->callback([c, args, &run] {
     *args = c->remaining();
-    run = [args] {
-      TranslateOptions o;
-      std::string onnx, prepost, addr, aipp, check_prepost = "OFF", atc_shapes, atc_ranges, dyn_batch, dyn_image;
-      std::vector<std::string> prefixes, shapes, calib, ranges;
-      std::vector<std::string> sample_args;
-      if (args->empty()) sample_args = sampleModelArgs();  // the manual's sample-model mode (§7.1)
-      // "--opt=value" (ATC's spelling: --input_shape="data:1,3,224,224") is "--opt value".
-      std::vector<std::string> split;
-      for (const std::string& x : args->empty() ? sample_args : *args) {
-        const size_t eq = x.find('=');
-        if (x.size() > 2 && x[0] == '-' && eq != std::string::npos && eq > 1) {
-          split.push_back(x.substr(0, eq));
-          split.push_back(x.substr(eq + 1));
-        } else {
-          split.push_back(x);
-        }
-      }
-      const auto& a = split;
-      auto value = [&](size_t& i) -> std::string {
-        if (i + 1 >= a.size() || a[i + 1].empty() || a[i + 1][0] == '-')
-          argError(fmt::format("Invalid argument: option {} needs a value{}", a[i],
-                               i + 1 < a.size() ? fmt::format(" (got '{}')", a[i + 1]) : std::string(" (none given)")));
-        return a[++i];
-      };
-      for (size_t i = 0; i < a.size(); ++i) {
-        const std::string& s = a[i];
-        if (s == "-h" || s == "--help") {
-          fmt::print("{}", kHelp);
-          return 0;
-        }
-        if (s.empty() || s[0] != '-') {
-          if (looksLikeFile(s)) argError("Please add option name (-addr or -prepost or -onnx) before the file");
-          prefixes.push_back(s);
-        } else if (s == "-onnx" || s == "--onnx") onnx = value(i);
-        else if (s == "-prepost" || s == "--prepost" || s == "-prepot") prepost = value(i);  // (-prepot: the manual's §7.3 table)
-        else if (s == "-addr" || s == "--addr") addr = value(i);
-        else if (s == "--aipp" || s == "--insert_op_conf" || s == "-insert_op_conf") aipp = value(i);
-        else if (s == "--target" || s == "-t") o.target = value(i);
-        else if (s == "--out") o.out_root = value(i);
-        else if (s == "--input-shape") shapes.push_back(value(i));
-        else if (s == "--input_shape" || s == "-input_shape") atc_shapes = value(i);
-        else if (s == "--input_shape_range" || s == "-input_shape_range") atc_ranges = value(i);
-        else if (s == "--dynamic_batch_size" || s == "-dynamic_batch_size") dyn_batch = value(i);
-        else if (s == "--dynamic_image_size" || s == "-dynamic_image_size") dyn_image = value(i);
-        else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") o.relu6_to_relu = true;
-        else if (s == "--relax") o.relax.push_back(value(i));
-        else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") o.save_opt_onnx = true;
-        else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") o.save_qdq_onnx = true;
-        else if (s == "--reuse-memory") o.reuse_memory = true;
-        else if (s == "--concat-copies") o.concat_copies = true;
-        else if (s == "--calib") calib.push_back(value(i));
-        else if (s == "--custom-op" || s == "--register-op" || s == "-custom_op") registerCustomOp(value(i));
-        else if (s == "--calib-method") o.calib_method = value(i);
-        else if (s == "--numParamBits") o.pow2.num_param_bits = intValue(s, value(i), 4, 12);
-        else if (s == "--quantRoundAdd") o.pow2.quant_round_add = intValue(s, value(i), 0, 100);
-        else if (s == "--inElementType") o.pow2.in_element_type = intValue(s, value(i), 0, 1);
-        else if (s == "--inQuantFactor") o.pow2.in_quant_factor = numberValue(s, value(i));
-        else if (s == "--quantHistoryParam1") o.pow2.quant_history_param1 = intValue(s, value(i), 0, 100);
-        else if (s == "--quantHistoryParam2") o.pow2.quant_history_param2 = intValue(s, value(i), 0, 100);
-        else if (s == "--quantMargin") o.pow2.quant_margin = intValue(s, value(i), 0, 1000);
-        else if (s == "--boot-frames") o.pow2.boot_frames = intValue(s, value(i), 0, 1000000);
-        else if (s == "--static-quant") o.pow2.dynamic = false;
-        else if (s == "--bias-correction") o.bias_correction = true;
-        else if (s == "--layer-group") {
-          const std::string v = value(i);
-          const size_t eq = v.rfind('=');
-          if (eq == std::string::npos || eq == 0) argError(fmt::format(" --layer-group takes LAYER=ID (got '{}')", v));
-          o.layer_groups[v.substr(0, eq)] = intValue(s, v.substr(eq + 1), 1, kMaxLayerGroups);
-        } else if (s == "--conv-kernel") {
-          const std::string v = value(i);
-          const size_t eq = v.rfind('=');
-          const std::string kind = eq == std::string::npos ? v : v.substr(eq + 1);
-          if (kind != "sparse" && kind != "dense")
-            argError(fmt::format(" --conv-kernel takes sparse, dense or LAYER=sparse|dense (got '{}')", v));
-          if (eq == std::string::npos) o.conv_kernel_all = kind == "sparse" ? 0 : 1;
-          else if (eq == 0) argError(fmt::format(" --conv-kernel LAYER=KIND needs a layer name (got '{}')", v));
-          else o.conv_kernels[v.substr(0, eq)] = kind == "sparse" ? 0 : 1;
-        } else if (s == "--layer-groups") {
-          if (value(i) != "auto") argError(fmt::format(" --layer-groups takes 'auto' (got '{}'); --layer-group LAYER=ID names groups", a[i]));
-          o.auto_layer_groups = true;
-        }
-        else if (s == "--keep-float") o.keep_float.push_back(value(i));
-        else if (s == "--range") ranges.push_back(value(i));
-        else if (s == "--threads") o.threads = intValue(s, value(i), 1, 256);
-        else if (s == "-PrePostFULL" || s == "--prepost-full") o.prepost_full = true;
-        else if (s == "-NotCheckSizeONNXvsYAML" || s == "--not-check-size-onnx-vs-yaml") o.not_check_size = true;
-        else if (s == "-CheckPrePost" || s == "--check-prepost") {
-          if (i + 1 >= a.size() || (a[i + 1] != "ON" && a[i + 1] != "OFF")) argError("Please choose ON/OFF for -CheckPrePost option");
-          check_prepost = a[++i];
-        } else {
-          argError(fmt::format("Invalid option name: {}{} (npuc translate -h lists the options)", s, closestOption(s)));
-        }
-      }
-      if (prefixes.empty()) argError(" PREFIX is not set");
-      if (prefixes.size() > 1) argError(" Please enter only 1 prefix name");
-      o.prefix = prefixes[0];
-      // Simple specification case (§7.2.1): the definitions are found under ./UserConfig by the model's name
-      // (./onnx/modelA.onnx -> prepost_modelA.yaml, addrmap_in_modelA.yaml); npuc also looks for PREFIX-keyed files.
-      if (onnx.empty()) onnx = "./onnx/" + o.prefix + ".onnx";
-      const std::string model_name = fs::path(onnx).stem().string();
-      auto userConfig = [&](const std::string& kind) {
-        for (const std::string& key : {model_name, o.prefix})
-          if (std::string f = "./UserConfig/" + kind + key + ".yaml"; fs::exists(f)) return f;
-        return std::string();
-      };
-      // With a ./UserConfig folder (the manual's layout) a definition the simple case names must be there: the
-      // manual stops with "file is not exist" (§7.2.2, §9). Without one, npuc's relaxation: none, said in the banner.
-      std::error_code uc_ec;
-      const bool user_config = fs::is_directory("./UserConfig", uc_ec);
-      std::string prepost_note, addr_note;
-      if (prepost.empty() && aipp.empty()) {
-        prepost = userConfig("prepost_");
-        if (prepost.empty() && user_config) prepost = "./UserConfig/prepost_" + model_name + ".yaml";
-        if (prepost.empty()) prepost_note = "none (no ./UserConfig folder): no pre/post-processing";
-      }
-      if (addr.empty()) {
-        addr = userConfig("addrmap_in_");
-        if (addr.empty() && user_config) addr = "./UserConfig/addrmap_in_" + model_name + ".yaml";
-        if (addr.empty()) addr_note = "none (no ./UserConfig folder): the default address map";
-      }
-      // The manual's banner: the version, then which files this run uses.
-      fmt::print("[Run npuc translate] Ver. {}\n", NPUC_VERSION_STRING);
-      fmt::print("[Input file information]\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n   {:<21} : {}\n", "PREFIX", o.prefix,
-                 "ONNX Model", onnx, aipp.empty() ? "Prepost file" : "AIPP configuration",
-                 aipp.empty() ? (prepost.empty() ? prepost_note : prepost) : aipp, "Address mapping file",
-                 addr.empty() ? addr_note : addr);
-      for (const std::string* f : {&onnx, &prepost, &addr, &aipp})
-        if (!f->empty() && !fs::exists(*f)) argError(" " + *f + " file is not exist.");
-      o.prepost = prepost;
-      o.aipp = aipp;
-      o.check_prepost = check_prepost == "ON";
-      o.addr_map = addr;
-      if (check_prepost == "ON") o.save_opt_onnx = true;
-      o.onnx = onnx;
-      o.input_shapes = parseShapes(shapes);
-      parseAtcShapes(atc_shapes, o.input_shapes, o.input_shape_ranges);
-      parseAtcShapes(atc_ranges, o.input_shapes, o.input_shape_ranges, true);
-      if (!dyn_batch.empty()) o.dynamic_batch_sizes = parseAtcList(dyn_batch, "--dynamic_batch_size");
-      for (const std::string& g : splitOn(dyn_image, ';')) {
-        auto hw = parseAtcList(g, "--dynamic_image_size");
-        if (hw.size() != 2) argError(fmt::format("Invalid argument: --dynamic_image_size gear '{}' is not HEIGHT,WIDTH", g));
-        o.dynamic_image_sizes.push_back({hw[0], hw[1]});
-      }
-      o.calibration = parseTensorLists(calib, "--calib");
-      o.ranges = parseRanges(ranges);
-      fmt::print("npuc translate: PREFIX {}, model {}, target {}\n", o.prefix, onnx, o.target);
-      if (o.relu6_to_relu) fmt::print("-RELU6toRELU: Relu6 layers are replaced by Relu\n");
-      if (!o.relax.empty()) {
-        std::string names;
-        for (auto& x : o.relax) names += (names.empty() ? "" : ",") + x;
-        fmt::print("--relax {}: rules of target {} not checked (npuc runs more than the vendor documents)\n", names, o.target);
-      }
-      TranslateResult r = [&] {
-        try {
-          return translate(o, [](const std::string& stage, double s) { fmt::print("  {:<9} {:8.3f} s\n", stage, s); });
-        } catch (const Error& e) {
-          // The manual's hint (§7.3): an error that seems to come from the definition disagreeing with the model.
-          std::string what = e.what();
-          fmt::print("{}", drpaiManualMessage(o.target, what));  // (the manual's text for an op it cannot import)
-          if (!o.prepost.empty() && !o.check_prepost && what.find(o.prepost.string()) != std::string::npos)
-            fmt::print(stderr, "hint: the pre/post-processing definition {} may disagree with the model; run again with "
-                               "-CheckPrePost ON to check them ([Error Ynn] messages; the optimized model is saved to "
-                               "compare with)\n", o.prepost.string());
-          throw;
-        }
-      }();
-      if (!r.ok) {
-        fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), o.target);
-        for (auto& e : r.errors) {
-          fmt::print("{}", drpaiManualMessage(o.target, e));
-          fmt::print("  [{}] {} ({}): {} — actual: {}\n", e.index, e.node, e.op, e.rule, e.actual);
-        }
-      } else {
-        for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
-        if (r.quantized && r.calibration_samples)
-          fmt::print("quantized: {}, ranges from {} calibration sample(s) ({})\n", o.target == "kneron" ? "int8-radix" : "int8",
-                     r.calibration_samples, o.calib_method);
-        else if (r.quantized)
-          fmt::print("quantized: the model's own QuantizeLinear / DequantizeLinear scales\n");
-        else if (r.calibration_samples)
-          fmt::print("bias correction: {} layer(s), input means of {} calibration sample(s)\n", r.bias_corrected_layers, r.calibration_samples);
-        std::string single;
-        for (auto& [eng, us] : r.single_core_us)
-          if (!std::isnan(us)) single += fmt::format("{}{} {:.3f} us", single.empty() ? "" : ", ", eng, us);
-        fmt::print("estimated time: {:.3f} us{}\n", r.estimated_us, single.empty() ? "" : " (single core: " + single + ")");
-        std::string multi;
-        for (auto& [set, roi] : r.multi_core_roi_s)
-          if (!std::isnan(roi)) multi += fmt::format("{}{} {:.2f}", multi.empty() ? "" : ", ", set, roi);
-        if (!multi.empty()) fmt::print("estimated throughput (roi/s): {}\n", multi);
-        if (!r.content_hash.empty()) fmt::print("package: {}\n", r.content_hash);
-        fmt::print("activations: {} bytes ({}), lower bound {} bytes, {:.1f}% above it\n", r.activation_bytes,
-                   o.reuse_memory ? "reused by liveness" : "one slot per layer output", r.activation_lower_bound,
-                   r.activation_lower_bound ? 100.0 * (static_cast<double>(r.activation_bytes) / static_cast<double>(r.activation_lower_bound) - 1.0) : 0.0);
-      }
-      for (auto& f : r.files) fmt::print("wrote {}\n", (r.dir / f).string());
-      return r.ok ? 0 : 1;
-    };
+    run = [args] { return translateCommand(*args); };
   });
 }
 

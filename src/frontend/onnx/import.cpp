@@ -208,6 +208,53 @@ void crossCheckWithOnnx(OnnxInference& onnx_shapes, const ir::Graph& g) {
   }
 }
 
+/// The model's header: its IR version, the ai.onnx opset it imports (returned), no model-local functions.
+int checkModelHeader(const onnx::ModelProto& m) {
+  if (!m.has_graph()) fail(ErrorCode::kInvalidInput, "not a valid ONNX model (no graph)");
+  if (!m.has_ir_version() || m.ir_version() < 1)
+    fail(ErrorCode::kInvalidInput, "ir_version {} is not a valid ONNX IR version", m.ir_version());
+  if (m.ir_version() > onnx::Version::IR_VERSION)
+    fail(ErrorCode::kUnsupported, "ir_version {} is newer than npuc reads (at most {}, ONNX {})", m.ir_version(),
+         static_cast<int>(onnx::Version::IR_VERSION), onnx::LAST_RELEASE_VERSION);
+  int opset = -1;
+  bool declared = false;
+  for (auto& os : m.opset_import()) {
+    if (!os.domain().empty() && os.domain() != "ai.onnx") continue;
+    if (declared) fail(ErrorCode::kInvalidInput, "opset_import names the ai.onnx domain twice");
+    declared = true;
+    if (os.version() < 1 || os.version() > 1000)
+      fail(ErrorCode::kInvalidInput, "opset_import: ai.onnx version {} is not an opset version", os.version());
+    opset = static_cast<int>(os.version());
+  }
+  if (!declared) {
+    if (m.opset_import_size() == 0) fail(ErrorCode::kInvalidInput, "the model declares no opset_import");
+    opset = kMaxOpset;  // only other domains imported; their ops are checked below
+  }
+  if (opset < kMinOpset || opset > kMaxOpset)
+    fail(ErrorCode::kUnsupported, "ai.onnx opset {} is not supported (npuc imports opsets {} to {})", opset,
+         kMinOpset, kMaxOpset);
+  if (m.functions_size() > 0) fail(ErrorCode::kUnsupported, "model-local functions are not supported");
+  return opset;
+}
+
+/// Refuses unknown ops before anything else, so the user hears about them by name rather than through shape inference:
+/// every one of them (the reports list each node), the message naming the first.
+void rejectUnknownOps(const onnx::GraphProto& gp) {
+  std::vector<UnknownOpsError::Node> unknown;
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& n = gp.node(i);
+    if (!ops::findSchema(n.domain(), n.op_type()) && !isExpandedOnImport(n.domain(), n.op_type()))
+      unknown.push_back({i, n.name().empty() ? "#" + std::to_string(i) : n.name(),
+                         (n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".") + n.op_type()});
+  }
+  if (!unknown.empty()) {
+    std::string message = fmt::format("{}: unknown op '{}' (npuc does not implement it; an op of your own can be added as a "
+                                      "plugin: docs/custom-ops.md, --custom-op LIB.so){}", nodeLabel(gp.node(unknown[0].index), unknown[0].index),
+                                      unknown[0].op, unknown.size() > 1 ? fmt::format("; {} more node(s) of unknown ops", unknown.size() - 1) : "");
+    throw UnknownOpsError(std::move(message), std::move(unknown));  // (the message first: it reads unknown)
+  }
+}
+
 }  // namespace
 
 /// Converts a parsed model; releases each large initializer's protobuf data once it is in the IR, so the weights
@@ -215,47 +262,10 @@ void crossCheckWithOnnx(OnnxInference& onnx_shapes, const ir::Graph& g) {
 std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& name, const std::filesystem::path& base_dir,
                                        const ImportOptions& opts) {
   return withContext(name, [&]() -> std::unique_ptr<ir::Graph> {
-    if (!m.has_graph()) fail(ErrorCode::kInvalidInput, "not a valid ONNX model (no graph)");
-    if (!m.has_ir_version() || m.ir_version() < 1)
-      fail(ErrorCode::kInvalidInput, "ir_version {} is not a valid ONNX IR version", m.ir_version());
-    if (m.ir_version() > onnx::Version::IR_VERSION)
-      fail(ErrorCode::kUnsupported, "ir_version {} is newer than npuc reads (at most {}, ONNX {})", m.ir_version(),
-           static_cast<int>(onnx::Version::IR_VERSION), onnx::LAST_RELEASE_VERSION);
-    int opset = -1;
-    bool declared = false;
-    for (auto& os : m.opset_import()) {
-      if (!os.domain().empty() && os.domain() != "ai.onnx") continue;
-      if (declared) fail(ErrorCode::kInvalidInput, "opset_import names the ai.onnx domain twice");
-      declared = true;
-      if (os.version() < 1 || os.version() > 1000)
-        fail(ErrorCode::kInvalidInput, "opset_import: ai.onnx version {} is not an opset version", os.version());
-      opset = static_cast<int>(os.version());
-    }
-    if (!declared) {
-      if (m.opset_import_size() == 0) fail(ErrorCode::kInvalidInput, "the model declares no opset_import");
-      opset = kMaxOpset;  // only other domains imported; their ops are checked below
-    }
-    if (opset < kMinOpset || opset > kMaxOpset)
-      fail(ErrorCode::kUnsupported, "ai.onnx opset {} is not supported (npuc imports opsets {} to {})", opset,
-           kMinOpset, kMaxOpset);
-    if (m.functions_size() > 0) fail(ErrorCode::kUnsupported, "model-local functions are not supported");
+    const int opset = checkModelHeader(m);
     onnx::GraphProto& gp = *m.mutable_graph();
 
-    // Unknown ops first, so the user hears about them by name rather than through shape inference: every one of
-    // them (the reports list each node), the message naming the first.
-    std::vector<UnknownOpsError::Node> unknown;
-    for (int i = 0; i < gp.node_size(); ++i) {
-      const auto& n = gp.node(i);
-      if (!ops::findSchema(n.domain(), n.op_type()) && !isExpandedOnImport(n.domain(), n.op_type()))
-        unknown.push_back({i, n.name().empty() ? "#" + std::to_string(i) : n.name(),
-                           (n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".") + n.op_type()});
-    }
-    if (!unknown.empty()) {
-      std::string message = fmt::format("{}: unknown op '{}' (npuc does not implement it; an op of your own can be added as a "
-                                        "plugin: docs/custom-ops.md, --custom-op LIB.so){}", nodeLabel(gp.node(unknown[0].index), unknown[0].index),
-                                        unknown[0].op, unknown.size() > 1 ? fmt::format("; {} more node(s) of unknown ops", unknown.size() - 1) : "");
-      throw UnknownOpsError(std::move(message), std::move(unknown));  // (the message first: it reads unknown)
-    }
+    rejectUnknownOps(gp);
 
     std::set<std::string> inits;
     for (auto& t : gp.initializer())

@@ -1,8 +1,7 @@
 // Conv (prepared convolution) and conv_transpose drivers: shape checks, path selection (output-channel vectors on
 // AVX-512, direct GEMM, im2col GEMM, depthwise, reference), weight packing at construction, implicit-im2col B
-// packing straight from the input, the zero-padded input of the direct paths, the depthwise paths (channel blocks of
-// 8 for the AVX tables, padded phase-split planes for the portable one), and the thread split.
-// Microkernels come from the dispatch table.
+// packing straight from the input, the zero-padded input of the direct paths, and the thread split (the depthwise
+// paths: conv_depthwise.cpp). Microkernels come from the dispatch table.
 //
 // The direct path (2-D, stride 1, not 1x1): the input of each group is copied once into zero-padded planes (padded
 // row r, column c of channel ch at ch*pp + r*wq + c). Output (oh, ow) is then "virtual column" n = oh * wq + ow of
@@ -12,6 +11,7 @@
 // reference one (k ascending, padding taps multiply +0), so the bits are those of conv_ref.
 #include "kernels/conv.hpp"
 
+#include "kernels/x86/conv_impl.hpp"
 #include "kernels/x86/gemm_driver.hpp"
 #include "support/error.hpp"
 #include "support/thread_pool.hpp"
@@ -27,15 +27,15 @@ namespace npuc::kernels {
 namespace {
 
 using detail::ceilDiv;
+using detail::ConvPath;
+using detail::dwS1Masks;
+using detail::dwS2Masks;
+using detail::fillSegment;
+using detail::Geom2;
 using detail::kMR;
 using detail::kNR;
 using detail::kOcBlock;
 using detail::roundUp;
-
-// 2-D geometry (1-D convs use H = 1).
-struct Geom2 {
-  int64_t H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
-};
 
 template <class Shape>
 void checkShape(const Shape& s, const char* what) {
@@ -68,25 +68,6 @@ Geom2 toGeom2(const ConvShape& s) {
     g.sh = s.stride[0], g.dh = s.dilation[0], g.ph = s.pad_begin[0];
   }
   return g;
-}
-
-// Copies B-row values for output positions [0, seg) of one output row into d, zero where the tap is padding.
-inline void fillSegment(const float* xr, int64_t W, int64_t iw0, int64_t sw, int64_t seg, float* d) {
-  int64_t jlo = iw0 >= 0 ? 0 : ceilDiv(-iw0, sw);
-  int64_t jhi = iw0 >= W ? 0 : ceilDiv(W - iw0, sw);
-  jlo = std::min(jlo, seg);
-  jhi = std::clamp(jhi, jlo, seg);
-  for (int64_t j = 0; j < jlo; ++j) d[j] = 0.0f;
-  if (sw == 1) {
-    if (jhi > jlo) std::memcpy(d + jlo, xr + iw0 + jlo, static_cast<size_t>(jhi - jlo) * sizeof(float));
-  } else if (sw == 2) {
-    const float* src = xr + iw0;  // constant stride: the compiler vectorises the gather
-    for (int64_t j = jlo; j < jhi; ++j) d[j] = src[2 * j];
-  } else {
-    const float* src = xr + iw0;
-    for (int64_t j = jlo; j < jhi; ++j) d[j] = src[j * sw];
-  }
-  for (int64_t j = jhi; j < seg; ++j) d[j] = 0.0f;
 }
 
 // Writes one packed-B row (depth index kl of a kc-deep block) from `row` (nc values) into the kNR-wide panels.
@@ -151,85 +132,6 @@ struct Im2colPacker {
 
 // Narrowest output rows the stride-2 in-place depthwise takes (see Conv::Conv).
 constexpr int64_t kDwS2MinWidth = 12;
-
-// The stride-2 masks of DwInPlaceArgs: [ceil(out_w / 16)][kw / 2 + 1][2], bit l of (j, q, h) set when input
-// column 32j - pw + 2q + 16h + l is inside the row.
-std::vector<uint16_t> dwS2Masks(int64_t in_w, int64_t out_w, int64_t kw, int64_t pw) {
-  const int64_t nv = ceilDiv(out_w, 16), pairs = kw / 2 + 1;
-  std::vector<uint16_t> m(static_cast<size_t>(nv * pairs * 2), 0);
-  for (int64_t j = 0; j < nv; ++j)
-    for (int64_t q = 0; q < pairs; ++q)
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t l = 0; l < 16; ++l) {
-          const int64_t iw = 32 * j - pw + 2 * q + 16 * h + l;
-          if (iw >= 0 && iw < in_w) m[static_cast<size_t>((j * pairs + q) * 2 + h)] |= static_cast<uint16_t>(1u << l);
-        }
-  return m;
-}
-
-// The stride-1 masks of DwInPlaceArgs (a flat plane, output rows as wide as the input's): [ceil(OH * OW / 16)][taps],
-// bit l of (v, t) set when output 16v + l exists and tap t's input is inside the plane.
-std::vector<uint16_t> dwS1Masks(const Geom2& g) {
-  const int64_t n = g.OH * g.OW, taps = g.KH * g.KW;
-  std::vector<uint16_t> m(static_cast<size_t>(ceilDiv(n, 16) * taps), 0);
-  for (int64_t p = 0; p < n; ++p) {
-    const int64_t oh = p / g.OW, ow = p % g.OW;
-    uint16_t* mv = m.data() + (p / 16) * taps;
-    const auto bit = static_cast<uint16_t>(1u << (p % 16));
-    for (int64_t ki = 0; ki < g.KH; ++ki)
-      for (int64_t kj = 0; kj < g.KW; ++kj) {
-        const int64_t ih = oh + ki - g.ph, iw = ow + kj - g.pw;
-        if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) mv[ki * g.KW + kj] |= bit;
-      }
-  }
-  return m;
-}
-
-// Fills the sw phase rows of one padded depthwise input row: dst[p*wq + j] = input column j*sw + p - pw, or +0
-// outside the input. The interior runs with a compile-time stride so the compiler can vectorise it.
-template <int64_t kStride>
-void fillPhasesFixed(const float* xr, int64_t W, int64_t pw, int64_t wq, float* dst) {
-  // Interior: every phase of column j inside the input: j*kStride - pw >= 0 and j*kStride + kStride-1 - pw < W.
-  const int64_t lo = std::min(wq, ceilDiv(pw, kStride));
-  const int64_t hi = std::clamp<int64_t>(W + pw - kStride >= 0 ? (W + pw - kStride) / kStride + 1 : 0, lo, wq);
-  auto edge = [&](int64_t j) {
-    for (int64_t p = 0; p < kStride; ++p) {
-      const int64_t iw = j * kStride + p - pw;
-      dst[p * wq + j] = iw >= 0 && iw < W ? xr[iw] : 0.0f;
-    }
-  };
-  for (int64_t j = 0; j < lo; ++j) edge(j);
-  if constexpr (kStride == 1) {
-    if (hi > lo) std::memcpy(dst + lo, xr + (lo - pw), static_cast<size_t>(hi - lo) * sizeof(float));
-  } else if constexpr (kStride == 2) {
-    // Both phases in one pass over the row (de-interleave).
-    float* d0 = dst + lo;
-    float* d1 = dst + wq + lo;
-    const float* sp = xr + (lo * 2 - pw);
-    for (int64_t j = 0; j < hi - lo; ++j) {
-      d0[j] = sp[2 * j];
-      d1[j] = sp[2 * j + 1];
-    }
-  } else if (hi > lo) {
-    for (int64_t p = 0; p < kStride; ++p) {
-      float* d = dst + p * wq + lo;
-      const float* sp = xr + (lo * kStride + p - pw);
-      for (int64_t j = 0; j < hi - lo; ++j) d[j] = sp[j * kStride];
-    }
-  }
-  for (int64_t j = hi; j < wq; ++j) edge(j);
-}
-
-void fillPhases(const float* xr, int64_t W, int64_t pw, int64_t sw, int64_t wq, float* dst) {
-  switch (sw) {
-    case 1: fillPhasesFixed<1>(xr, W, pw, wq, dst); return;
-    case 2: fillPhasesFixed<2>(xr, W, pw, wq, dst); return;
-    default:
-      for (int64_t ph = 0; ph < sw; ++ph) fillSegment(xr, W, ph - pw, sw, wq, dst + ph * wq);
-  }
-}
-
-enum class ConvPath { kDirect, kGemm, kDepthwise, kRef };
 
 // Pointwise convolutions with at most this many output channels (per group), over more than kStreamDepth input
 // channels, read B in place instead of packing it: with so few rows to share it, packing B costs a large part of
@@ -303,9 +205,9 @@ bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   return g.KH * g.KW > 1 && K > detail::kStreamDepth && mg >= 16;
 }
 
-// y[i] = post(y[i] + r[i]): a residual Add and the activation after it, with the float32 rounding of the separate
-// ops. One loop per activation kind, so that each vectorises.
-void addResidual(float* y, const float* r, int64_t n, const Activation& post) {
+}  // namespace
+
+void detail::addResidual(float* y, const float* r, int64_t n, const Activation& post) {
   auto loop = [&](auto act) {
     for (int64_t i = 0; i < n; ++i) y[i] = act(y[i] + r[i]);
   };
@@ -315,72 +217,6 @@ void addResidual(float* y, const float* r, int64_t n, const Activation& post) {
     default: loop([&post](float v) { return applyActivation(v, post); }); return;
   }
 }
-
-}  // namespace
-
-struct Conv::Impl {
-  ConvShape s;
-  Activation act;
-  ConvPath path = ConvPath::kRef;
-  Geom2 g;
-  bool pointwise = false;
-  int64_t cg = 0, mg = 0, K = 0, N = 0, HW = 0;
-  std::vector<float> bias;  // empty: none
-  // kGemm / kDirect: packed A, one per group; with `oc`, left empty until a run on a table without conv_oc needs it
-  // (ensurePacked).
-  mutable std::vector<std::unique_ptr<PackedA>> packed;
-  mutable std::once_flag packed_once;
-  std::vector<float> weights;                    // kDepthwise: [M, taps]; kRef: the original weights
-  std::vector<int64_t> tap_off;                  // kDepthwise
-  int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
-  std::vector<float> dw_wblk, dw_bblk;           // kDepthwise, channel-blocked: [C/8][taps][8], [C/8][8]
-  int64_t dw_bwp = 0, dw_bhp = 0;                // kDepthwise, channel-blocked: padded block geometry
-  bool dw_in_place = false;                      // kDepthwise: the geometry DwInPlaceArgs takes
-  std::vector<uint16_t> dw_masks;                // kDepthwise in place: DwInPlaceArgs::masks
-  // kDirect: padded planes of hq x wq (pp floats) per channel, gs floats per group's copy; nq = OH * wq virtual
-  // columns, computed up to nr (a multiple of 2 * kNR); B row offsets.
-  int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
-  std::vector<int64_t> dq_off;
-  std::vector<float> dq_bias;  // per group, padded to whole kMR-row panels (zeros)
-  // kGemm, pointwise with few output channels over a deeper input (see kPointwiseDirectRows), on tables with the
-  // wide, row-tail kernels: B row k is read in place at k * HW from the group's input (no packing); else empty.
-  std::vector<int64_t> pw_off;
-  // Output channels in vectors (tables with conv_oc; ConvOcArgs), beside kGemm / kDirect (the path on other tables):
-  // padded planes of oc_hq x oc_wq (oc_pp floats) per channel, oc_gs floats per group's copy; tap offsets;
-  // weights [group][block of kOcBlock channels][K][kOcBlock] and bias [group][block][kOcBlock], zeros past mg.
-  bool oc = false;
-  int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
-  std::vector<int64_t> oc_off;
-  std::vector<float> oc_w, oc_bias;
-  // Where weight (m, k) of group grp lies in oc_w.
-  size_t ocAt(int64_t grp, int64_t m, int64_t k) const {
-    return static_cast<size_t>(((grp * oc_blocks + m / kOcBlock) * K + k) * kOcBlock + m % kOcBlock);
-  }
-
-  // The tensors of one run: x or xh (float16), y or yh (float16); with r (float32 y only), the residual that every
-  // task adds to its outputs once they are final (finish).
-  struct Io {
-    const float* x = nullptr;
-    const uint16_t* xh = nullptr;
-    float* y = nullptr;
-    uint16_t* yh = nullptr;
-    const float* r = nullptr;
-    Activation post{};
-  };
-  void run(const Io& io, ThreadPool* pool) const;
-  // The residual epilogue over y[off, off + len) (nothing without io.r).
-  static void finish(const Io& io, int64_t off, int64_t len) {
-    if (io.r != nullptr) addResidual(io.y + off, io.r + off, len, io.post);
-  }
-  void ensurePacked() const;
-  float* padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t pp, int64_t gs) const;
-  void runDirect(const Io& io, ThreadPool* pool) const;
-  void runOc(const Io& io, ThreadPool* pool) const;
-  void runGemm(Io io, ThreadPool* pool) const;
-  void runDepthwise(const Io& io, ThreadPool* pool) const;
-  void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;
-  void runDepthwiseInPlace(const Io& io, ThreadPool* pool) const;
-};
 
 Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act)
     : impl_(std::make_unique<Impl>()) {
@@ -741,113 +577,6 @@ void Conv::Impl::runOc(const Io& io, ThreadPool* pool) const {
     }
   };
   detail::runTasks(pool, outer * oc_blocks * row_tasks, body);
-}
-
-void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
-  const detail::KernelTable& kt = detail::activeKernels();
-  const int64_t C = s.in_channels;
-  const int64_t blocks = ceilDiv(C, 8);
-  const int64_t taps = static_cast<int64_t>(tap_off.size());
-  const size_t block_floats = static_cast<size_t>(dw_bhp * dw_bwp * 8);
-  auto body = [&](int64_t t0, int64_t t1) {
-    float* xt = detail::threadScratch(block_floats, 1);
-    // The first block of the chunk zeroes the padding; later blocks overwrite only the input positions.
-    std::memset(xt, 0, block_floats * sizeof(float));
-    detail::DwPackArgs pk;
-    pk.x_plane = HW, pk.in_h = g.H, pk.in_w = g.W, pk.xt = xt, pk.wp = dw_bwp, pk.ph = g.ph, pk.pw = g.pw;
-    detail::DwBlockArgs a;
-    a.xt = xt, a.wp = dw_bwp, a.kh = g.KH, a.kw = g.KW, a.sh = g.sh, a.sw = g.sw, a.dh = g.dh, a.dw = g.dw;
-    a.out_h = g.OH, a.out_w = g.OW, a.act = &act, a.y_plane = N;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / blocks, b = t % blocks, c0 = b * 8;
-      const int ch = static_cast<int>(std::min<int64_t>(8, C - c0));
-      if (io.xh != nullptr) pk.xh = io.xh + (n * C + c0) * HW;
-      else pk.x = io.x + (n * C + c0) * HW;
-      pk.channels = ch;
-      kt.dwconv_pack8(pk);
-      a.w = dw_wblk.data() + b * taps * 8, a.bias = dw_bblk.data() + b * 8;
-      if (io.yh != nullptr) a.yh = io.yh + (n * C + c0) * N;
-      else a.y = io.y + (n * C + c0) * N;
-      a.channels = ch;
-      kt.dwconv_block8(a);
-      finish(io, (n * C + c0) * N, ch * N);
-    }
-  };
-  detail::runTasks(pool, s.batch * blocks, body, 4);
-}
-
-void Conv::Impl::runDepthwiseInPlace(const Io& io, ThreadPool* pool) const {
-  const detail::DwInPlaceKernel kern = detail::activeKernels().dwconv_in_place;
-  const int64_t C = s.in_channels;
-  const int64_t taps = g.KH * g.KW;
-  auto body = [&](int64_t p0, int64_t p1) {
-    detail::DwInPlaceArgs a;
-    a.in_h = g.H, a.in_w = g.W, a.kh = g.KH, a.kw = g.KW, a.ph = g.ph, a.pw = g.pw;
-    a.act = &act, a.out_h = g.OH, a.out_w = g.OW, a.masks = dw_masks.data(), a.x_plane = HW, a.y_plane = N;
-    a.stride = g.sh;
-    for (int64_t pl = p0; pl < p1;) {
-      // Planes pl .. pl + cnt - 1: one image's channels c .. c + cnt - 1.
-      const int64_t c = pl % C, cnt = std::min(p1 - pl, C - c);
-      if (io.xh != nullptr) a.xh = io.xh + pl * HW;
-      else a.x = io.x + pl * HW;
-      if (io.yh != nullptr) a.yh = io.yh + pl * N;
-      else a.y = io.y + pl * N;
-      a.planes = cnt, a.w = weights.data() + c * taps, a.bias = dw_bblk.data() + c;
-      kern(a);
-      finish(io, pl * N, cnt * N);
-      pl += cnt;
-    }
-  };
-  detail::runTasks(pool, s.batch * C, body, 8);
-}
-
-void Conv::Impl::runDepthwise(const Io& io, ThreadPool* pool) const {
-  const detail::DwPlaneKernel kern = detail::activeKernels().dwconv;
-  const int64_t C = s.in_channels;
-  const int64_t sw = g.sw;
-  const int64_t row_stride = sw * dw_wq;
-  auto body = [&](int64_t p0, int64_t p1) {
-    float* xq = detail::threadScratch(static_cast<size_t>(dw_hp * row_stride), 1);
-    for (int64_t pl = p0; pl < p1; ++pl) {
-      const int64_t c = pl % C;
-      const float* xc = io.x + pl * HW;
-      // Padded row r holds input row r - ph; phase p, column j holds input column j*sw + p - pw. The first plane
-      // of the chunk writes the whole padded plane; the zeros stay where they are, so later planes only write the
-      // input values (same geometry, same positions). Stride 1 only: the phase split's one-pass de-interleave
-      // (fillPhases) is as fast as copying the values alone.
-      const bool full = pl == p0;
-      for (int64_t r = 0; r < dw_hp; ++r) {
-        float* dr = xq + r * row_stride;
-        const int64_t ih = r - g.ph;
-        if (ih < 0 || ih >= g.H) {
-          if (full) std::memset(dr, 0, static_cast<size_t>(row_stride) * sizeof(float));
-          continue;
-        }
-        const float* xr = xc + ih * g.W;
-        if (full || sw != 1) {
-          fillPhases(xr, g.W, g.pw, sw, dw_wq, dr);
-        } else {
-          const int64_t hi = std::min(g.W, dw_wq - g.pw);  // input columns inside the padded row
-          if (hi > 0) std::memcpy(dr + g.pw, xr, static_cast<size_t>(hi) * sizeof(float));
-        }
-      }
-      detail::DwPlaneArgs a;
-      a.xq = xq;
-      a.row_stride = row_stride;
-      a.tap_off = tap_off.data();
-      a.w = weights.data() + c * static_cast<int64_t>(tap_off.size());
-      a.taps = static_cast<int64_t>(tap_off.size());
-      a.out_h = g.OH;
-      a.out_w = g.OW;
-      a.sh = g.sh;
-      a.bias = bias.empty() ? 0.0f : bias[static_cast<size_t>(c)];
-      a.act = &act;
-      a.y = io.y + pl * N;
-      kern(a);
-      finish(io, pl * N, N);
-    }
-  };
-  detail::runTasks(pool, s.batch * C, body, 8);
 }
 
 void Conv::Impl::run(const Io& io, ThreadPool* pool) const {

@@ -1,4 +1,4 @@
-// AVX-512 depthwise convolution, stride 1 with output rows as wide as the input's, or stride 2 (x86/conv.cpp,
+// AVX-512 depthwise convolution, stride 1 with output rows as wide as the input's, or stride 2 (x86/conv_depthwise.cpp,
 // runDepthwiseInPlace): it reads each channel plane where it lies — no padded copy, no channel interleaving, no
 // transposes. The plane is flat, so tap (ki, kj) of 16 consecutive outputs is 16 consecutive inputs (offset
 // (ki - ph) * W + kj - pw); vectors may span rows, so narrow planes (7x7, 14x14) keep their lanes busy. The driver's

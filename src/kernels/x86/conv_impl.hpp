@@ -1,0 +1,124 @@
+// What the x86 convolution's files share (conv.cpp: construction, the GEMM, direct and output-channel paths, the
+// run; conv_depthwise.cpp: the depthwise paths): Conv's implementation and the geometry helpers both use. For
+// src/kernels/x86/ only.
+#pragma once
+
+#include "kernels/conv.hpp"
+#include "kernels/x86/gemm_driver.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace npuc::kernels {
+
+namespace detail {
+
+// 2-D geometry (1-D convs use H = 1).
+struct Geom2 {
+  int64_t H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+};
+
+enum class ConvPath { kDirect, kGemm, kDepthwise, kRef };
+
+// Copies B-row values for output positions [0, seg) of one output row into d, zero where the tap is padding.
+inline void fillSegment(const float* xr, int64_t W, int64_t iw0, int64_t sw, int64_t seg, float* d) {
+  int64_t jlo = iw0 >= 0 ? 0 : ceilDiv(-iw0, sw);
+  int64_t jhi = iw0 >= W ? 0 : ceilDiv(W - iw0, sw);
+  jlo = std::min(jlo, seg);
+  jhi = std::clamp(jhi, jlo, seg);
+  for (int64_t j = 0; j < jlo; ++j) d[j] = 0.0f;
+  if (sw == 1) {
+    if (jhi > jlo) std::memcpy(d + jlo, xr + iw0 + jlo, static_cast<size_t>(jhi - jlo) * sizeof(float));
+  } else if (sw == 2) {
+    const float* src = xr + iw0;  // constant stride: the compiler vectorises the gather
+    for (int64_t j = jlo; j < jhi; ++j) d[j] = src[2 * j];
+  } else {
+    const float* src = xr + iw0;
+    for (int64_t j = jlo; j < jhi; ++j) d[j] = src[j * sw];
+  }
+  for (int64_t j = jhi; j < seg; ++j) d[j] = 0.0f;
+}
+
+// The stride-2 masks of DwInPlaceArgs: [ceil(out_w / 16)][kw / 2 + 1][2], bit l of (j, q, h) set when input
+// column 32j - pw + 2q + 16h + l is inside the row.
+std::vector<uint16_t> dwS2Masks(int64_t in_w, int64_t out_w, int64_t kw, int64_t pw);
+
+// The stride-1 masks of DwInPlaceArgs (a flat plane, output rows as wide as the input's): [ceil(OH * OW / 16)][taps],
+// bit l of (v, t) set when output 16v + l exists and tap t's input is inside the plane.
+std::vector<uint16_t> dwS1Masks(const Geom2& g);
+
+// y[i] = post(y[i] + r[i]): a residual Add and the activation after it, with the float32 rounding of the separate
+// ops. One loop per activation kind, so that each vectorises.
+void addResidual(float* y, const float* r, int64_t n, const Activation& post);
+
+}  // namespace detail
+
+struct Conv::Impl {
+  ConvShape s;
+  Activation act;
+  detail::ConvPath path = detail::ConvPath::kRef;
+  detail::Geom2 g;
+  bool pointwise = false;
+  int64_t cg = 0, mg = 0, K = 0, N = 0, HW = 0;
+  std::vector<float> bias;  // empty: none
+  // kGemm / kDirect: packed A, one per group; with `oc`, left empty until a run on a table without conv_oc needs it
+  // (ensurePacked).
+  mutable std::vector<std::unique_ptr<PackedA>> packed;
+  mutable std::once_flag packed_once;
+  std::vector<float> weights;                    // kDepthwise: [M, taps]; kRef: the original weights
+  std::vector<int64_t> tap_off;                  // kDepthwise
+  int64_t dw_wq = 0, dw_hp = 0;                  // kDepthwise padded plane geometry
+  std::vector<float> dw_wblk, dw_bblk;           // kDepthwise, channel-blocked: [C/8][taps][8], [C/8][8]
+  int64_t dw_bwp = 0, dw_bhp = 0;                // kDepthwise, channel-blocked: padded block geometry
+  bool dw_in_place = false;                      // kDepthwise: the geometry DwInPlaceArgs takes
+  std::vector<uint16_t> dw_masks;                // kDepthwise in place: DwInPlaceArgs::masks
+  // kDirect: padded planes of hq x wq (pp floats) per channel, gs floats per group's copy; nq = OH * wq virtual
+  // columns, computed up to nr (a multiple of 2 * kNR); B row offsets.
+  int64_t dq_wq = 0, dq_hq = 0, dq_pp = 0, dq_gs = 0, dq_nq = 0, dq_nr = 0;
+  std::vector<int64_t> dq_off;
+  std::vector<float> dq_bias;  // per group, padded to whole kMR-row panels (zeros)
+  // kGemm, pointwise with few output channels over a deeper input (see kPointwiseDirectRows), on tables with the
+  // wide, row-tail kernels: B row k is read in place at k * HW from the group's input (no packing); else empty.
+  std::vector<int64_t> pw_off;
+  // Output channels in vectors (tables with conv_oc; ConvOcArgs), beside kGemm / kDirect (the path on other tables):
+  // padded planes of oc_hq x oc_wq (oc_pp floats) per channel, oc_gs floats per group's copy; tap offsets;
+  // weights [group][block of kOcBlock channels][K][kOcBlock] and bias [group][block][kOcBlock], zeros past mg.
+  bool oc = false;
+  int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
+  std::vector<int64_t> oc_off;
+  std::vector<float> oc_w, oc_bias;
+  // Where weight (m, k) of group grp lies in oc_w.
+  size_t ocAt(int64_t grp, int64_t m, int64_t k) const {
+    return static_cast<size_t>(((grp * oc_blocks + m / detail::kOcBlock) * K + k) * detail::kOcBlock + m % detail::kOcBlock);
+  }
+
+  // The tensors of one run: x or xh (float16), y or yh (float16); with r (float32 y only), the residual that every
+  // task adds to its outputs once they are final (finish).
+  struct Io {
+    const float* x = nullptr;
+    const uint16_t* xh = nullptr;
+    float* y = nullptr;
+    uint16_t* yh = nullptr;
+    const float* r = nullptr;
+    Activation post{};
+  };
+  void run(const Io& io, ThreadPool* pool) const;
+  // The residual epilogue over y[off, off + len) (nothing without io.r).
+  static void finish(const Io& io, int64_t off, int64_t len) {
+    if (io.r != nullptr) detail::addResidual(io.y + off, io.r + off, len, io.post);
+  }
+  void ensurePacked() const;
+  float* padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t pp, int64_t gs) const;
+  void runDirect(const Io& io, ThreadPool* pool) const;
+  void runOc(const Io& io, ThreadPool* pool) const;
+  void runGemm(Io io, ThreadPool* pool) const;
+  void runDepthwise(const Io& io, ThreadPool* pool) const;
+  void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;
+  void runDepthwiseInPlace(const Io& io, ThreadPool* pool) const;
+};
+
+}  // namespace npuc::kernels
