@@ -26,10 +26,8 @@ MAX_FUNCTION_LINES = 150
 # "path:name" covers only that function of the file (name as the report prints it). "to split" means it is over the
 # limit only because nobody has split it yet: the entry goes when that is done.
 ALLOWED = {
-    # Being restructured by other engineers right now (issue 48 items 1-3); they will split these themselves.
-    "src/driver/": "another engineer is splitting the driver into its stages (issue 48 item 1)",
-    "src/package/validate.cpp": "another engineer is moving per-kind validation to the kinds (issue 48 item 3)",
-    "src/runtime/runtime.cpp": "another engineer is splitting the runtime (loader / executor / gear state)",
+    # Generated code: the source text of the test harness `npuc custom-op create` writes, one format string.
+    "src/driver/custom_op_gen.cpp:harness": "generated code (the harness's C++ source as one format string)",
     # Tables: one entry per op schema (name, arity, doc, shape function), read one op at a time.
     "src/ops/nn.cpp:registerNnOps": "a table of op schemas",
     "src/ops/quant_ops.cpp:registerQuantNpucOps": "a table of op schemas",

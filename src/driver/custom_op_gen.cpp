@@ -14,12 +14,17 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <set>
 
 namespace npuc {
 
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr size_t kMaxPorts = 64;    // tensor inputs, and outputs, of one op
+constexpr size_t kMaxParams = 256;  // parameters of one op
 
 struct Port {
   std::string name;
@@ -68,6 +73,38 @@ std::string snake(const std::string& s) {
   return r;
 }
 
+/// The rules of a whole definition, once it is read (the limits on counts are checked while reading).
+void checkDefinition(const Definition& d, const fs::path& file, std::vector<std::string>& notes) {
+  auto bad = [](const std::string& key, const std::string& why) -> void { fail(ErrorCode::kInvalidInput, "field '{}': {}", key, why); };
+  if (d.name.empty()) bad("name", "is required: the op's name as the model's nodes give it (their op_type)");
+  if (!plainName(d.name, false) || !std::isalpha(static_cast<unsigned char>(d.name[0])))
+    bad("name", fmt::format("'{}' is not an op name (a letter, then letters, digits and '_')", d.name));
+  std::string fw = d.framework;
+  std::transform(fw.begin(), fw.end(), fw.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (fw != "onnx")
+    bad("framework", fmt::format("'{}': npuc reads ONNX models; write framework: onnx (inputs, outputs and params keep "
+                                 "their meaning: params are the node's attributes, or constant inputs with input: N)",
+                                 d.framework));
+  if (!d.domain.empty() && !plainName(d.domain, true)) bad("domain", "letters, digits, '_', '.' and '-'");
+  if (d.domain == "ai.npuc") bad("domain", "ai.npuc is npuc's own");
+  if (!plainName(d.engine, false)) bad("engine", "an engine name (vector, mac, or a target's engine)");
+  if (d.outputs.empty()) bad("outputs", "the op needs at least one output");
+  if (d.inputs.empty()) bad("inputs", "the op needs at least one tensor input");
+  for (auto& p : d.params)
+    if (p.input >= 0 && p.input < static_cast<int>(d.inputs.size()))
+      bad("params." + p.name + ".input",
+          fmt::format("input {} is one of the op's tensor inputs (parameters read inputs {} and after)", p.input, d.inputs.size()));
+  if (std::any_of(d.doc.begin(), d.doc.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    bad("doc", "one line of text (no control characters)");
+  if (d.doc.find("??") != std::string::npos) bad("doc", "two question marks in a row would start a C trigraph in the generated source");
+  if (!d.target_platform.empty() && !plainName(d.target_platform, true))
+    bad("target_platform", "a platform name (letters, digits, '_', '.', '-')");
+  if (!d.target_platform.empty())
+    notes.push_back(fmt::format("{}: target_platform '{}' is informative; npuc's targets are chosen at translate time "
+                                "(--target), and the op runs on the engine 'engine' names ('{}')",
+                                file.string(), d.target_platform, d.engine));
+}
+
 Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes) {
   const std::string text = readFileText(file, kMaxConfigBytes);
   return withContext(file.string(), [&] {
@@ -81,15 +118,17 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
       if (!n.IsScalar()) bad(key, "must be a single value");
       return n.as<std::string>();
     };
+    std::map<const std::vector<Port>*, std::set<std::string>> port_names;  // (names seen: no quadratic search)
+    std::set<std::string> param_names;
     auto ports = [&](const YAML::Node& n, const std::string& key, std::vector<Port>& out) {
       if (!n.IsMap()) bad(key, "must map each tensor's name to its definition ({name: {type: VX_TYPE_TENSOR}})");
       for (auto it = n.begin(); it != n.end(); ++it) {
+        if (out.size() == kMaxPorts) bad(key, "at most 64 tensors");  // (before reading more: a huge list stops here)
         Port p;
         p.name = scalar(it->first, key);
         const std::string k = key + "." + p.name;
         if (!plainName(p.name, false)) bad(k, "a name is letters, digits and '_'");
-        for (auto& q : out)
-          if (q.name == p.name) bad(k, "two tensors have this name");
+        if (!port_names[&out].insert(p.name).second) bad(k, "two tensors have this name");
         const YAML::Node v = it->second;
         if (!v.IsMap()) bad(k, "must be a map (type: VX_TYPE_TENSOR)");
         for (auto f = v.begin(); f != v.end(); ++f) {
@@ -117,11 +156,11 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
       }
     };
     auto param = [&](const std::string& name, const YAML::Node& v, const std::string& key) {
+      if (d.params.size() == kMaxParams) bad("params", "at most 256 parameters");
       ParamDef p;
       p.name = name;
       if (!plainName(p.name, false)) bad(key, "a parameter's name is letters, digits and '_'");
-      for (auto& q : d.params)
-        if (q.name == p.name) bad(key, "two parameters have this name");
+      if (!param_names.insert(p.name).second) bad(key, "two parameters have this name");
       if (!v.IsMap()) bad(key, "must be a map (type: VX_TYPE_…)");
       for (auto f = v.begin(); f != v.end(); ++f) {
         const std::string fk = scalar(f->first, key);
@@ -189,35 +228,7 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
       notes.push_back(fmt::format("{}: '{}' is at the top level, as the RKNN guide's example prints it; it is read as a "
                                   "parameter (op.yml lists it under params)", file.string(), key));
     }
-    if (d.name.empty()) bad("name", "is required: the op's name as the model's nodes give it (their op_type)");
-    if (!plainName(d.name, false) || !std::isalpha(static_cast<unsigned char>(d.name[0])))
-      bad("name", fmt::format("'{}' is not an op name (a letter, then letters, digits and '_')", d.name));
-    std::string fw = d.framework;
-    std::transform(fw.begin(), fw.end(), fw.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (fw != "onnx")
-      bad("framework", fmt::format("'{}': npuc reads ONNX models; write framework: onnx (inputs, outputs and params keep "
-                                   "their meaning: params are the node's attributes, or constant inputs with input: N)",
-                                   d.framework));
-    if (!d.domain.empty() && !plainName(d.domain, true)) bad("domain", "letters, digits, '_', '.' and '-'");
-    if (d.domain == "ai.npuc") bad("domain", "ai.npuc is npuc's own");
-    if (!plainName(d.engine, false)) bad("engine", "an engine name (vector, mac, or a target's engine)");
-    if (d.outputs.empty()) bad("outputs", "the op needs at least one output");
-    if (d.inputs.empty()) bad("inputs", "the op needs at least one tensor input");
-    for (auto& p : d.params)
-      if (p.input >= 0 && p.input < static_cast<int>(d.inputs.size()))
-        bad("params." + p.name + ".input",
-            fmt::format("input {} is one of the op's tensor inputs (parameters read inputs {} and after)", p.input, d.inputs.size()));
-    if (std::any_of(d.doc.begin(), d.doc.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-      bad("doc", "one line of text (no control characters)");
-    if (d.doc.find("??") != std::string::npos) bad("doc", "two question marks in a row would start a C trigraph in the generated source");
-    if (!d.target_platform.empty() && !plainName(d.target_platform, true))
-      bad("target_platform", "a platform name (letters, digits, '_', '.', '-')");
-    if (d.inputs.size() > 64 || d.outputs.size() > 64) bad(d.inputs.size() > 64 ? "inputs" : "outputs", "at most 64 tensors");
-    if (d.params.size() > 256) bad("params", "at most 256 parameters");
-    if (!d.target_platform.empty())
-      notes.push_back(fmt::format("{}: target_platform '{}' is informative; npuc's targets are chosen at translate time "
-                                  "(--target), and the op runs on the engine 'engine' names ('{}')",
-                                  file.string(), d.target_platform, d.engine));
+    checkDefinition(d, file, notes);
     return d;
   });
 }

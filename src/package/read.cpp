@@ -221,8 +221,8 @@ void header(const Field& root, Package& p, const std::string& mfile) {
   p.target = root.at("target").str();
   std::string numerics = root.at("numerics").str();
   auto num = numericsFromName(numerics);
-  if (!num || !numericsHasPackages(*num))
-    bad(mfile, "field 'numerics' = '{}': this npuc reads fp32 and fp16 packages", numerics);
+  if (!num || !numericsTraits(*num).packages)
+    bad(mfile, "field 'numerics' = '{}': this npuc reads the packages of {}", numerics, familiesWithPackages());
   p.numerics = *num;
   if (!numericsTraits(p.numerics).pow2_codes && root.j.contains("pow2"))
     bad(mfile, "field 'pow2' belongs to int8-pow2 packages (numerics is '{}')", numerics);
@@ -329,9 +329,13 @@ void layerRecords(const Package& p, const std::vector<std::string>& kinds, const
     if (l.scale > 0 && d.out(0).type != ElemType::kI8)
       bad(mfile, "field 'layers[{}].quantization': the layer writes {}, not int8 codes", i, elemName(d.out(0).type));
     int e = 0;
-    if (l.scale > 0 && numericsTraits(p.numerics).radix_codes && (l.zero_point != 0 || std::frexp(l.scale, &e) != 0.5))
+    const NumericsTraits& nt = numericsTraits(p.numerics);
+    if (l.scale > 0 && nt.radix_codes && (l.zero_point != 0 || std::frexp(l.scale, &e) != 0.5))
       bad(mfile, "field 'layers[{}].quantization': an int8-radix package's codes are symmetric at a power-of-two scale, got "
           "scale {} and zero point {}", i, l.scale, l.zero_point);
+    if (l.scale > 0 && nt.symmetric_codes && l.zero_point != 0)
+      bad(mfile, "field 'layers[{}].quantization': an {} package's codes are symmetric, got zero point {}", i,
+          numericsName(p.numerics), l.zero_point);
   }
 }
 

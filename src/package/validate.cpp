@@ -296,8 +296,9 @@ struct Checker {
   }
 
   ElemType floatType() const {
-    if (!numericsHasPackages(p.numerics)) bad("numerics '{}' is not supported by this npuc (fp32, fp16, int8-affine)", numericsName(p.numerics));
-    return numericsFloatType(p.numerics);
+    if (!numericsTraits(p.numerics).packages)
+      bad("numerics '{}' is not supported by this npuc (packages exist for {})", numericsName(p.numerics), familiesWithPackages());
+    return numericsTraits(p.numerics).float_type;
   }
 
   void descriptor(const Descriptor& d, Engine e, size_t index) const {

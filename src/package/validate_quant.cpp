@@ -21,10 +21,13 @@ struct QuantChecks : LayerCheck {
     const int32_t zp = static_cast<int32_t>(w[1]);
     if (!(scale > 0) || !std::isfinite(scale)) bad("{}: scale {} is not a finite positive number", what, scale);
     if (zp < -128 || zp > 127) bad("{}: zero point {} is outside int8", what, zp);
-    if (numericsTraits(p.numerics).radix_codes) {  // float = fixed / 2^radix: zero point 0, scale a power of two
+    const NumericsTraits& nt = numericsTraits(p.numerics);
+    if (nt.radix_codes) {  // float = fixed / 2^radix: zero point 0, scale a power of two
       int e = 0;
       if (zp != 0 || std::frexp(scale, &e) != 0.5f)
         bad("{}: int8-radix tensors are symmetric at a power-of-two scale, got scale {} and zero point {}", what, scale, zp);
+    } else if (nt.symmetric_codes && zp != 0) {
+      bad("{}: {} tensors are symmetric (zero point 0), got zero point {}", what, numericsName(p.numerics), zp);
     }
   }
 };

@@ -86,15 +86,12 @@ inline const NumericsTraits& numericsTraits(Numerics n) {
   return kTable[static_cast<size_t>(n)];
 }
 
-/// Numerics whose packages hold int8-affine codes (int8-radix is a restriction of int8-affine: the same layers,
-/// kernels and package forms).
-inline bool isInt8AffineFamily(Numerics n) { return numericsTraits(n).affine_codes; }
-
-/// Whether packages exist for these numerics yet.
-inline bool numericsHasPackages(Numerics n) { return numericsTraits(n).packages; }
-
-/// The element type of float activations and weights in a package of these numerics (kUndefined: none yet). An
-/// int8-affine package's float layers (those without an integer form yet) compute in float32.
-inline DType numericsFloatType(Numerics n) { return numericsTraits(n).float_type; }
+/// The families whose packages exist, "fp32, fp16, …" (for messages).
+inline std::string familiesWithPackages() {
+  std::string s;
+  for (int i = 0; i <= static_cast<int>(kLastNumerics); ++i)
+    if (numericsTraits(static_cast<Numerics>(i)).packages) s += std::string(s.empty() ? "" : ", ") + std::string(numericsName(static_cast<Numerics>(i)));
+  return s;
+}
 
 }  // namespace npuc

@@ -1117,6 +1117,28 @@ TEST(Int8SymmetricPackage, ZeroPointsAreZeroAndTheEnginesBits) {
   Model qdq = Model::load(onnx).optimized().quantizedQdq(q);
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 1, 28, 28}, 4, [&] { return u(rng); });
 
+  // The reader refuses a code record with a zero point in an int8-symmetric package (NumericsTraits::symmetric_codes).
+  {
+    std::map<std::string, std::vector<uint8_t>> files;
+    for (auto& e : std::filesystem::directory_iterator(r.dir)) {
+      std::ifstream in(e.path(), std::ios::binary);
+      files[e.path().filename().string()] = std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+    }
+    const auto& mb = files.at("manifest.json");
+    nlohmann::json m = nlohmann::json::parse(mb.begin(), mb.end());
+    bool changed = false;
+    for (auto& l : m["layers"])
+      if (!changed && l.contains("quantization")) l["quantization"]["zero_point"] = 3, changed = true;
+    ASSERT_TRUE(changed);
+    std::ofstream(r.dir / "manifest.json", std::ios::binary | std::ios::trunc) << package::resealManifest(m.dump(1), files);
+    try {
+      Runtime bad(r.dir);
+      ADD_FAILURE() << "a zero point in an int8-symmetric package was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("an int8-symmetric package's codes are symmetric, got zero point 3"), std::string::npos) << e.what();
+    }
+  }
+
   // A model quantized with zero points (the affine scheme) is not an int8-symmetric model.
   q.scheme = "affine";
   q.integer_layers = false;
