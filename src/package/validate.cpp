@@ -416,102 +416,17 @@ struct Checker {
   /// int8-pow2 packages (docs/numerics.md): each layer's table, by seq, for the slot order check of program().
   mutable std::map<uint32_t, kernels::pow2::Table> pow2_tables;
 
-  static bool isCodes(ElemType t) { return t == ElemType::kI8 || t == ElemType::kU8; }
-
-  /// The int8-pow2 forms (conv, gemm, add, concat, average and global average pooling, max pooling on codes, quantize, dequantize).
-  /// True when `d` is one of them and is valid; false for a layer in a float form.
-  bool pow2Layer(const Descriptor& d, const std::string& what) const {
-    const TensorRef& x = d.in(0);
-    const TensorRef& y = d.out(0);
-    const bool conv = d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm;
-    if (pow2Form(p.numerics, d) == Pow2Form::kNone) return false;
-    if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: int8-pow2 layers have no descriptor activation (it is in their table)", what);
-    if (d.kind == LayerKind::kMaxPool) {  // codes of one q: the output keeps the input's slot
-      if (y.type != x.type) bad("{}: max pooling keeps the codes' type ({} -> {})", what, elemName(x.type), elemName(y.type));
-      return false;  // the geometry is the float form's
-    }
-    const bool concat = d.kind == LayerKind::kConcat;
-    const int n_in = conv ? 4 : d.kind == LayerKind::kBinary ? 3 : concat ? std::max<int>(d.n_in, 2) : 2;
-    if (d.n_in != n_in) bad("{}: the int8-pow2 form takes {} inputs (the last its table), got {}", what, n_in, d.n_in);
-    const TensorRef& tab = d.in(n_in - 1);
-    if (tab.type != ElemType::kI32 || tab.rank != 1 || tab.dims[0] < 11 || tab.dims[0] > 19)
-      bad("{}: the int8-pow2 table must be int32 [11..19], got {} {}", what, elemName(tab.type), dimsStr(tab));
-    weightRef(tab, what + ": table");
-    std::vector<int32_t> words(tab.dims[0]);
-    for (size_t k = 0; k < words.size(); ++k) words[k] = weightWord(tab, static_cast<int64_t>(k));
-    kernels::pow2::Table t;
-    std::string why = kernels::pow2::decodeTable(words.data(), words.size(), &t);
-    if (!why.empty()) bad("{}: table: {}", what, why);
-    pow2_tables[d.seq] = t;
-    const size_t want_in = d.kind == LayerKind::kQuantize ? 0 : d.kind == LayerKind::kBinary ? 2 : concat ? d.n_in - 1 : 1;
-    if (t.in_slots.size() != want_in) bad("{}: table: {} input slots, this layer reads {}", what, t.in_slots.size(), want_in);
-    const uint32_t S = p.pow2 ? p.pow2->slots : 0;
-    for (int32_t sl : t.in_slots)
-      if (static_cast<uint32_t>(sl) >= S) bad("{}: table: input slot {} is not below the package's {} slots", what, sl, S);
-    const bool writes = d.kind != LayerKind::kDequantize;
-    if (writes ? (t.out.slot < 0 || static_cast<uint32_t>(t.out.slot) >= S) : t.out.slot != -1)
-      bad("{}: table: output slot {} ({})", what, t.out.slot, writes ? fmt::format("must be below {}", S) : "a dequantize writes none: -1");
-    if (writes && y.type != (t.out.is_signed ? ElemType::kI8 : ElemType::kU8))
-      bad("{}: y is {}, the table says {}", what, elemName(y.type), t.out.is_signed ? "int8" : "uint8");
-    if (!writes && y.type != ElemType::kF32) bad("{}: y is {}, a dequantize writes float32", what, elemName(y.type));
-    if (d.kind == LayerKind::kQuantize ? x.type != ElemType::kF32 : !isCodes(x.type))
-      bad("{}: x is {}", what, elemName(x.type));
-    if ((d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize || d.kind == LayerKind::kBinary) && dimsOf(x) != dimsOf(y))
-      bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
-    if (t.out.act != kernels::pow2::Act::kNone && !(conv || d.kind == LayerKind::kBinary)) bad("{}: table: this layer has no activation", what);
-    if (d.kind == LayerKind::kBinary) {
-      const uint32_t op = paramWords(p, d)[0];
-      if (op >= binaryOpNames().size() || binaryOpNames()[op] != std::string_view("Add")) bad("{}: the int8-pow2 form is an addition", what);
-      if (!isCodes(d.in(1).type) || dimsOf(d.in(1)) != dimsOf(x)) bad("{}: b must be codes of a's shape", what);
-    }
-    if (concat) {  // codes of any q and signedness along the axis (parameter word 0)
-      const uint32_t axis = paramWords(p, d)[0];
-      if (axis >= y.rank) bad("{}: axis {} out of range for rank {}", what, axis, y.rank);
-      uint64_t sum = 0;
-      for (int i = 0; i + 1 < d.n_in; ++i) {
-        const TensorRef& r = d.in(i);
-        if (!isCodes(r.type) || r.rank != y.rank) bad("{}: input {} is {} {}, output {}", what, i, elemName(r.type), dimsStr(r), dimsStr(y));
-        for (int k = 0; k < r.rank; ++k)
-          if (static_cast<uint32_t>(k) != axis && r.dims[static_cast<size_t>(k)] != y.dims[static_cast<size_t>(k)])
-            bad("{}: input {} {} does not match output {} off the axis", what, i, dimsStr(r), dimsStr(y));
-        sum += r.dims[axis];
-      }
-      if (sum != y.dims[axis]) bad("{}: inputs sum to {} along axis {}, output has {}", what, sum, axis, y.dims[axis]);
-      return true;
-    }
-    if (d.kind == LayerKind::kGlobalAvgPool || d.kind == LayerKind::kAvgPool) return false;  // the geometry is the float form's
-    if (conv) {
-      const TensorRef &wt = d.in(1), &b = d.in(2);
-      if (wt.type != ElemType::kI16) bad("{}: int8-pow2 weights are int16 codes, got {}", what, elemName(wt.type));
-      weightRef(wt, what + ": weights");
-      weightRef(b, what + ": bias");
-      const uint32_t M = wt.dims[0];
-      if (b.type != ElemType::kI32 || b.rank != 1 || b.dims[0] != M) bad("{}: bias must be int32 [{}], got {} {}", what, M, elemName(b.type), dimsStr(b));
-      uint64_t K = 1;
-      for (int i = 1; i < wt.rank; ++i) K *= wt.dims[static_cast<size_t>(i)];
-      // The device's 40-bit accumulator: 8-bit codes times 12-bit weights (the widest numParamBits), K terms.
-      if (static_cast<double>(K) * 255.0 * 2047.0 >= 0x1p39) bad("{}: {} terms per output could exceed a 40-bit accumulator", what, K);
-      if (d.kind == LayerKind::kGemm) {
-        if (x.rank != 2 || wt.rank != 2 || y.rank != 2 || wt.dims[1] != x.dims[1] || y.dims[0] != x.dims[0] || y.dims[1] != M)
-          bad("{}: {} x {}^T -> {} is inconsistent", what, dimsStr(x), dimsStr(wt), dimsStr(y));
-      } else {
-        if (x.rank != 4 || wt.rank != 4 || y.rank != 4) bad("{}: x, w and y must be 4-D", what);
-        return false;  // the geometry is the float form's (checked next, with int8-pow2 types)
-      }
-    }
-    return true;
-  }
-
   void shapes(const Descriptor& d, const std::string& what) const {
     const ElemType ft = floatType();
-    if (numericsTraits(p.numerics).pow2_codes && pow2Layer(d, what)) return;
-    // The int8-pow2 forms pow2Layer leaves to the float form's geometry checks (conv, max_pool, avg_pool,
+    // The int8-pow2 forms checkPow2Form leaves to the float form's geometry checks (conv, max_pool, avg_pool,
     // global_avg_pool); every other kind keeps its own type checks (codes where a float form needs floats are refused).
     const bool pow2 = pow2Form(p.numerics, d) != Pow2Form::kNone &&
                       (d.kind == LayerKind::kConv || d.kind == LayerKind::kMaxPool || d.kind == LayerKind::kAvgPool ||
                        d.kind == LayerKind::kGlobalAvgPool);
     const std::vector<uint32_t> w = paramWords(p, d);
-    kindCheck(d.kind)(LayerCheck{*this, p, where, d, what, ft, pow2, d.in(0), d.out(0), w});
+    const LayerCheck c{*this, p, where, d, what, ft, pow2, d.in(0), d.out(0), w};
+    if (numericsTraits(p.numerics).pow2_codes && checkPow2Form(c, pow2_tables)) return;
+    kindCheck(d.kind)(c);
   }
 
   void program() const {

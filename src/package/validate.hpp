@@ -5,12 +5,14 @@
 // and the parameter block's size follow layer_kinds.def.
 #pragma once
 
+#include "kernels/pow2.hpp"
 #include "package/package.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +61,10 @@ struct LayerCheck {
   /// first `codes` words are int8 (zero points, then the output clamp [lo, hi], not empty); its words.
   std::vector<int32_t> int8Table(const TensorRef& tab, int64_t words, int codes, const std::string& what) const;
 };
+
+/// The int8-pow2 form of a descriptor (validate_pow2.cpp), its table recorded in `tables` by seq: false when the
+/// descriptor has none, or when the float form's geometry check (kind_checks, LayerCheck::pow2) must follow.
+bool checkPow2Form(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>& tables);
 
 /// A kind's check; it throws (LayerCheck::bad) at the first rule the descriptor breaks.
 using KindCheck = void (*)(const LayerCheck&);

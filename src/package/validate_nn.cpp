@@ -1,6 +1,6 @@
 // The reader's checks of the neural-network layer kinds (validate.hpp): convolutions, products, pooling,
 // normalisations, softmax. Each kind's int8-affine form is checked beside its float form; the int8-pow2 forms' tables
-// are validate.cpp's (pow2Layer), their geometry the float form's.
+// are validate_pow2.cpp's, their geometry the float form's.
 #include "package/validate.hpp"
 
 #include "kernels/gemm.hpp"
@@ -26,7 +26,7 @@ struct NnChecks : LayerCheck {
     // The int8 form (int8-affine packages): int8 x, w, y, int32 bias and requantization table (docs/numerics.md).
     const bool int8 = !pow2 && d.kind == LayerKind::kConv && x.type == ElemType::kI8;
     if (pow2) {
-      // the int8-pow2 form: types and table checked by pow2Layer
+      // the int8-pow2 form: types and table checked by checkPow2Form (validate_pow2.cpp)
     } else if (int8) {
       if (!numericsTraits(p.numerics).affine_codes) bad("{}: int8 convolutions belong to int8-affine packages", what);
       if (d.n_in != 4) bad("{}: the int8 form takes 4 inputs (x, w, bias, requantization), got {}", what, d.n_in);
@@ -97,7 +97,7 @@ struct NnChecks : LayerCheck {
   void pool() const {
     rankIs(x, 4, "x"); rankIs(y, 4, "y");
     if (pow2) {
-      // int8-pow2 codes (int8 or uint8), the type kept: pow2Layer
+      // int8-pow2 codes (int8 or uint8), the type kept: checkPow2Form
     } else if (d.kind == LayerKind::kMaxPool && x.type == ElemType::kI8) {  // int8 codes (int8-affine packages)
       if (!numericsTraits(p.numerics).affine_codes) bad("{}: int8 pooling belongs to int8-affine packages", what);
       typeIs(y, ElemType::kI8, "y");
@@ -146,7 +146,7 @@ struct NnChecks : LayerCheck {
       for (int i = 2; i < x.rank; ++i) n *= x.dims[static_cast<size_t>(i)];
       if (n >= (uint64_t{1} << 23)) bad("{}: {} values per plane (the int8 form sums at most 2^23 - 1)", what, n);
       if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
-    } else if (!pow2) {  // (the int8-pow2 form's types and table: pow2Layer)
+    } else if (!pow2) {  // (the int8-pow2 form's types and table: checkPow2Form)
       if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
       isFloat(x, "x"); isFloat(y, "y");
     }

@@ -1,5 +1,5 @@
 // The reader's checks of the conversion layer kinds of int8 packages (validate.hpp): quantize, dequantize (their
-// int8-pow2 forms: validate.cpp's pow2Layer).
+// int8-pow2 forms: validate_pow2.cpp).
 #include "package/validate.hpp"
 
 #include <cmath>
