@@ -225,7 +225,7 @@ struct Pow2Info {
 struct Package {
   uint32_t version = kFormatVersion;
   std::string prefix, target;
-  Numerics numerics = Numerics::kFp32;  // packages exist for fp32 and fp16
+  Numerics numerics = Numerics::kFp32;  // a family with packages (NumericsTraits::packages)
   std::string producer = "npuc";
   std::vector<SubSpace> address_map;
   std::vector<IoTensor> inputs, outputs;
