@@ -4,6 +4,7 @@
 #include "support/sha256.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -24,6 +25,10 @@ namespace {
 /// Closes a file descriptor on scope exit.
 struct Fd {
   int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
   ~Fd() {
     if (fd >= 0) ::close(fd);
   }
@@ -41,7 +46,10 @@ std::atomic<unsigned> g_counter{0};
 
 }  // namespace
 
-std::vector<uint8_t> readFileBytes(const fs::path& path, uint64_t max_bytes, const char* what_limits) {
+namespace {
+
+/// A regular file opened for reading, and its size; what is not one is refused.
+Fd openRegular(const fs::path& path, uint64_t* size) {
   // O_NONBLOCK: opening a FIFO for reading would wait for a writer; opened so, it is refused below like any
   // non-regular file (regular files ignore the flag).
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
@@ -54,10 +62,12 @@ std::vector<uint8_t> readFileBytes(const fs::path& path, uint64_t max_bytes, con
   if (::fstat(f.fd, &st) != 0) fail(ErrorCode::kIo, "{}: cannot read: {}", path.string(), std::strerror(errno));
   if (S_ISDIR(st.st_mode)) fail(ErrorCode::kIo, "{}: is a directory, expected a file", path.string());
   if (!S_ISREG(st.st_mode)) fail(ErrorCode::kIo, "{}: is not a regular file (a device, pipe or socket)", path.string());
-  auto size = static_cast<uint64_t>(st.st_size);
-  if (size > max_bytes)
-    fail(ErrorCode::kInvalidInput, "{}: {} bytes, more than the {} bytes {} allows (nothing was read)", path.string(), size,
-         max_bytes, what_limits);
+  *size = static_cast<uint64_t>(st.st_size);
+  return f;
+}
+
+/// The next `size` bytes of an open file.
+std::vector<uint8_t> readExactly(const Fd& f, const fs::path& path, uint64_t size) {
   std::vector<uint8_t> data(size);
   size_t done = 0;
   while (done < size) {
@@ -68,6 +78,23 @@ std::vector<uint8_t> readFileBytes(const fs::path& path, uint64_t max_bytes, con
     done += static_cast<size_t>(n);
   }
   return data;
+}
+
+}  // namespace
+
+std::vector<uint8_t> readFileBytes(const fs::path& path, uint64_t max_bytes, const char* what_limits) {
+  uint64_t size = 0;
+  Fd f = openRegular(path, &size);
+  if (size > max_bytes)
+    fail(ErrorCode::kInvalidInput, "{}: {} bytes, more than the {} bytes {} allows (nothing was read)", path.string(), size,
+         max_bytes, what_limits);
+  return readExactly(f, path, size);
+}
+
+std::vector<uint8_t> readFilePrefix(const fs::path& path, uint64_t bytes) {
+  uint64_t size = 0;
+  Fd f = openRegular(path, &size);
+  return readExactly(f, path, std::min(size, bytes));
 }
 
 std::string readFileText(const fs::path& path, uint64_t max_bytes, const char* what_limits) {

@@ -3,6 +3,8 @@
 // or killed run never leaves a half-written output behind and never removes what npuc did not write.
 #pragma once
 
+#include "npuc/io.hpp"  // readFileBytes, readFileText, readFilePrefix
+
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -10,14 +12,6 @@
 #include <vector>
 
 namespace npuc {
-
-/// Reads a whole regular file. A file of more than `max_bytes` is refused before anything is read (kInvalidInput:
-/// "<path>: <size> bytes, more than the <max_bytes> bytes <what_limits> allows").
-std::vector<uint8_t> readFileBytes(const std::filesystem::path& path,
-                                   uint64_t max_bytes = std::numeric_limits<uint64_t>::max(),
-                                   const char* what_limits = "a file");
-std::string readFileText(const std::filesystem::path& path, uint64_t max_bytes = std::numeric_limits<uint64_t>::max(),
-                         const char* what_limits = "a file");
 
 /// Writes to a temporary file beside `path`, flushes it to disk (fsync) and renames it over `path`.
 void writeFileAtomic(const std::filesystem::path& path, const void* data, size_t size);

@@ -443,6 +443,10 @@ tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nquantHistoryParam1 = 101|' "q
 head -c 100 /dev/zero >"$tmp/ti/short.raw"
 tidl_bad "s|^sampleInData .*|sampleInData = \"$tmp/ti/short.raw\"\nnumSampleInData = 4|" "has 100 bytes; 4 frames of 1x8x8 need 256"
 tidl_bad "s|^sampleInData .*|sampleInData = \"$tmp/ti/short.raw\"|;s|^rawSampleInData .*|rawSampleInData = 0|" "short.raw: not a picture npuc can decode"
+# Readers that never block or read without end: a FIFO as the configuration, /dev/zero as the raw frames (issue 46).
+mkfifo "$tmp/ti/fifo.txt"
+expect_error 2 "fifo.txt: is not a regular file" -- timeout 20 "$npuc" tidl-import "$tmp/ti/fifo.txt"
+tidl_bad 's|^sampleInData .*|sampleInData = "/dev/zero"|' "sampleInData: /dev/zero: is not a regular file"
 # A configuration saved with a UTF-8 byte-order mark reads as without; the plan prints values whole.
 { printf '\xef\xbb\xbf'; cat "$tmp/ti/ok.txt"; } >"$tmp/ti/bom.txt"
 "$npuc" tidl-import "$tmp/ti/bom.txt" --dry-run >"$tmp/ti/bom.out" && grep -q "outputNetFile      = $tmp/ti/out/tidl_net_digits.bin " "$tmp/ti/bom.out" &&

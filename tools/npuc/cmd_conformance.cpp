@@ -4,6 +4,8 @@
 // --package TARGET that `check` and `translate` agree on every test the engine passes and that each package the
 // translator writes computes the engine's outputs (bit for bit for float32 targets) in --exact and fast mode.
 #include "cli_common.hpp"
+
+#include "npuc/io.hpp"
 #include "npuc/runtime.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <set>
 
 #include <unistd.h>
@@ -301,8 +304,7 @@ void addConformance(CLI::App& app, Action& run) {
       int rc = 0;
       // Every id of `file` must be in `got`: 1 (and the missing ids printed) when one is not.
       auto requireAll = [&](const std::string& file, const std::set<std::string>& got, const char* what) {
-        std::ifstream f(file);
-        if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open the list", file));
+        std::istringstream f(readFileText(file, 16u << 20, "a list of tests"));
         std::string line;
         int listed = 0, missing = 0;
         while (std::getline(f, line)) {

@@ -2,6 +2,8 @@
 // (docs/custom-ops.md; the RKNN custom-op guide's `custom_op --action create|build`).
 #include "cli_common.hpp"
 
+#include "npuc/io.hpp"
+
 #include <fmt/format.h>
 
 #include <sys/wait.h>
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #ifndef NPUC_SOURCE_INCLUDE_DIR
 #define NPUC_SOURCE_INCLUDE_DIR ""
@@ -126,7 +129,7 @@ void addCustomOp(CLI::App& app, Action& run) {
       runCommand(fmt::format("cmake --build {}", quote(bdir.string())), "building the plugin");
       // The library op.yml names (out_binary), else the only one built.
       fs::path lib;
-      std::ifstream yml(dir / "op.yml");
+      std::istringstream yml(readFileText(dir / "op.yml", 16u << 20, "an op definition"));
       for (std::string line; std::getline(yml, line);)
         if (line.rfind("out_binary:", 0) == 0) {
           std::string name = line.substr(11);

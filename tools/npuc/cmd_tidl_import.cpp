@@ -7,6 +7,8 @@
 // keys whose feature npuc does not have yet are accepted and said so.
 #include "cli_common.hpp"
 
+#include "npuc/io.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,6 +28,9 @@ namespace npuc::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+/// The largest configuration (or list of pictures) read: far more than any real one, a bound on a mistaken file.
+constexpr uint64_t kMaxImportConfigBytes = 16u << 20;
 
 /// Drops a UTF-8 byte-order mark (as some editors save) from the start of a file's first line.
 void dropByteOrderMark(std::string& line) {
@@ -48,6 +53,16 @@ struct Config {
 [[noreturn]] void bad(const Config& c, int line, const std::string& key, const std::string& why) {
   if (line > 0) throw Error(ErrorCode::kInvalidInput, fmt::format("{}:{}: {}: {}", c.file, line, key, why));
   throw Error(ErrorCode::kInvalidInput, fmt::format("{}: {}: {}", c.file, key, why));
+}
+
+/// What `read` reads from sampleInData's file; an error of the read is the key's (named with its line).
+template <typename Read>
+auto readSample(const Config& c, const Entry& e, Read read) {
+  try {
+    return read();
+  } catch (const Error& err) {
+    bad(c, e.line, "sampleInData", err.what());
+  }
 }
 
 enum class Kind { kInt, kIntList, kNumberList, kNumber, kString, kFile };
@@ -97,8 +112,13 @@ const std::map<std::string, KeySpec>& specs() {
 Config parse(const std::string& file) {
   Config c;
   c.file = file;
-  std::ifstream in(file);
-  if (!in) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read the import configuration", file));
+  std::istringstream in([&] {
+    try {
+      return readFileText(file, kMaxImportConfigBytes, "an import configuration");
+    } catch (const Error& e) {  // (missing, a folder, a FIFO, too large: said so, as the configuration it is)
+      throw Error(e.code(), fmt::format("cannot read the import configuration: {}", e.what()));
+    }
+  }());
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
@@ -205,7 +225,7 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
     // list's folder), each pre-processed as preProcType says.
     std::vector<fs::path> pictures;
     if (fs::path(e.raw).extension() == ".txt") {
-      std::ifstream list(e.raw);
+      std::istringstream list(readSample(cfg, e, [&] { return readFileText(e.raw, kMaxImportConfigBytes, "a list of pictures"); }));
       std::string l;
       while (pictures.size() < static_cast<size_t>(count) && std::getline(list, l)) {
         if (pictures.empty()) dropByteOrderMark(l);
@@ -245,8 +265,8 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
     return {{name, {std::move(x)}}};
   }
   const int64_t frame = s[1] * s[2] * s[3];
-  std::ifstream in(e.raw, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // (the frames it needs, and nothing past them: a larger file, or one without an end, is not read whole)
+  const std::vector<uint8_t> bytes = readSample(cfg, e, [&] { return readFilePrefix(e.raw, static_cast<uint64_t>(frame * count)); });
   if (static_cast<int64_t>(bytes.size()) < frame * count)
     bad(cfg, e.line, "sampleInData", fmt::format("\"{}\" has {} bytes; {} frames of {}x{}x{} need {}", e.raw, bytes.size(), count, s[1], s[2], s[3], frame * count));
   std::vector<double> mean, scale;

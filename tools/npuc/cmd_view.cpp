@@ -5,6 +5,8 @@
 // needs no Graphviz; the .dot is for `dot -Tsvg` and other Graphviz tools (the guide's `tidl_viewer -d net.dot`).
 #include "cli_common.hpp"
 
+#include "npuc/io.hpp"
+
 #include "npuc/runtime.hpp"
 
 #include <fmt/format.h>
@@ -71,8 +73,9 @@ std::vector<std::string> csvFields(const std::string& line) {
 /// A CSV file as a list of column name -> value maps (empty when the file is missing).
 std::vector<std::map<std::string, std::string>> readCsv(const fs::path& p) {
   std::vector<std::map<std::string, std::string>> rows;
-  std::ifstream in(p);
-  if (!in) return rows;
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return rows;
+  std::istringstream in(readFileText(p, 256u << 20, "a summary CSV"));
   std::string line;
   if (!std::getline(in, line)) return rows;
   const auto head = csvFields(line);
