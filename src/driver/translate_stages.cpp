@@ -205,6 +205,13 @@ void writePackage(Translation& tr) {
   codegen::Lowered& low = *tr.lowered;  // (writePackage records its content hash)
   for (auto& f : package::writePackage(low.pkg, tr.dir())) tr.res.files.push_back(f);
   tr.res.content_hash = low.pkg.content_hash;
+  // What was written is read back through the reader's checks before anything is published: a package the reader
+  // would refuse (a name altered on its way into the manifest, …) is an internal error, never a folder exit 0 leaves.
+  try {
+    package::readPackage(tr.dir());
+  } catch (const Error& e) {
+    fail(ErrorCode::kInternal, "the package written for '{}' does not read back ({}); nothing was published", tr.o.prefix, e.what());
+  }
   tr.put("_addrmap_intm.yaml", plan::addrMapYaml(low.map));
   tr.put("_addrmap_intm.txt", plan::addrMapTxt(low.map));
   for (auto& [sp, text] : codegen::tblAddrTexts(low)) tr.put("_tbl_addr_" + sp + ".txt", text);

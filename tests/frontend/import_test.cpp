@@ -64,6 +64,28 @@ bool contains(const Error& e, const std::string& s) { return std::string(e.what(
 
 }  // namespace
 
+// Names are text in manifests and reports: one that is not valid UTF-8 would be altered there (two output names made
+// one, a package its own reader refuses, written with exit status 0). Refused at import, naming the bytes; an output
+// listed twice likewise (issue 46).
+TEST(Import, NamesAreValidUtf8AndOutputsListedOnce) {
+  for (const std::string& bad : {std::string("y\xff"), std::string("y\xc0\xaf"), std::string("y\xed\xa0\x80"), std::string("y\xe2\x82")}) {
+    onnx::ModelProto m = tinyModel("Relu", 13);
+    m.mutable_graph()->mutable_node(0)->set_output(0, bad);
+    m.mutable_graph()->mutable_output(0)->set_name(bad);
+    const Error e = loadError(m.SerializeAsString());
+    EXPECT_TRUE(contains(e, "tensor name 'y\\x")) << e.what();
+    EXPECT_TRUE(contains(e, "is not valid UTF-8 (byte 1 of the name)")) << e.what();
+  }
+  onnx::ModelProto ok = tinyModel("Relu", 13);
+  ok.mutable_graph()->mutable_node(0)->set_name("r\xc3\xa9lu \xe2\x82\xac \xf0\x9f\x98\x80");  // (é, €, an emoji: valid)
+  EXPECT_NO_THROW(Model::fromOnnxBytes(ok.SerializeAsString(), "ok.onnx"));
+  ok.mutable_graph()->mutable_node(0)->set_name("relu\x80");
+  EXPECT_TRUE(contains(loadError(ok.SerializeAsString()), "node name 'relu\\x80' is not valid UTF-8"));
+  onnx::ModelProto twice = tinyModel("Relu", 13);
+  *twice.mutable_graph()->add_output() = twice.graph().output(0);
+  EXPECT_TRUE(contains(loadError(twice.SerializeAsString()), "graph output 'y' is listed twice"));
+}
+
 TEST(Import, TruncatedFile) {
   std::string b = readAll(kDigits);
   Error e = loadError(b.substr(0, b.size() / 3));

@@ -6,6 +6,7 @@
 
 #include "ops/registry.hpp"
 #include "support/error.hpp"
+#include "support/utf8.hpp"
 #include "support/file.hpp"
 #include "support/log.hpp"
 
@@ -15,6 +16,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -209,6 +211,18 @@ void crossCheckWithOnnx(OnnxInference& onnx_shapes, const ir::Graph& g) {
 }
 
 /// The model's header: its IR version, the ai.onnx opset it imports (returned), no model-local functions.
+/// Every tensor and node name valid UTF-8: names go into manifests and reports as text, where invalid bytes would be
+/// replaced (two names made one, a package its own reader refuses).
+void checkNames(const ir::Graph& g) {
+  auto check = [](const std::string& name, const char* what) {
+    if (size_t at = invalidUtf8At(name); at != std::string_view::npos)
+      fail(ErrorCode::kInvalidInput, "{} name '{}' is not valid UTF-8 (byte {} of the name): names are text in the package and "
+           "its reports", what, escapedName(name), at);
+  };
+  for (ir::ValueId v : g.valueIds()) check(g.value(v).name, "tensor");
+  for (ir::NodeId n : g.order()) check(g.node(n).name, "node");
+}
+
 int checkModelHeader(const onnx::ModelProto& m) {
   if (!m.has_graph()) fail(ErrorCode::kInvalidInput, "not a valid ONNX model (no graph)");
   if (!m.has_ir_version() || m.ir_version() < 1)
@@ -361,10 +375,13 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
     for (auto& o : graph.output()) {
       auto it = byName.find(o.name());
       if (it == byName.end()) fail(ErrorCode::kInvalidInput, "graph output '{}' is never produced", o.name());
+      if (std::count(g->outputs().begin(), g->outputs().end(), it->second))
+        fail(ErrorCode::kInvalidInput, "graph output '{}' is listed twice (an output has one name)", o.name());
       g->outputs().push_back(it->second);
     }
     g->topoSort();
     ir::verify(*g, ErrorCode::kInvalidInput);
+    checkNames(*g);
     expandQLinearOps(*g);
     // npuc's own shape functions validate every node first (they check ranks, channels, attributes); legacy
     // forms are canonicalised node by node as their input types become known.
