@@ -3,6 +3,7 @@
 // layer and the rule; never a crash).
 #include "npuc/model.hpp"
 
+#include "frontend/caffe/caffe_io.hpp"
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 using namespace npuc;
@@ -103,7 +105,7 @@ TEST_P(CaffeOracle, MatchesOpenCv) {
 INSTANTIATE_TEST_SUITE_P(Layers, CaffeOracle,
                          ::testing::Values("conv", "pooling", "inner_product", "activations", "eltwise_concat",
                                            "batch_norm", "shapes", "argmax", "small_net", "lrn_k",
-                                           "inner_product_t"));
+                                           "lrn_within", "inner_product_t"));
 
 // The net's outputs are the blobs no later layer reads, named as in the prototxt; the training net's layers and the
 // in-place chain leave one output per blob.
@@ -244,6 +246,40 @@ TEST_F(CaffeBadInput, LayerRules) {
   EXPECT_HAS(v1, "V1 'layers'");
   Error noinput = loadError("layer { name: \"t\" type: \"TanH\" bottom: \"x\" top: \"t\" }\n");
   EXPECT_HAS(noinput, "bottom 'x'");
+}
+
+// Randomly damaged descriptions and weights (bytes changed, cut, repeated): every outcome is a graph or an
+// npuc::Error — the fuzz target's property (fuzz/fuzz_caffe_loader.cpp), checked here on every build.
+TEST(CaffeBadInputRandom, DamagedFilesGiveErrorsNotCrashes) {
+  std::mt19937 rng(50);
+  int loaded = 0, refused = 0;
+  for (const char* name : {"conv", "pooling", "eltwise_concat", "batch_norm", "shapes", "small_net"}) {
+    const std::string text = readAll(kData / name / "model.prototxt"), weights = readAll(kData / name / "model.caffemodel");
+    for (int i = 0; i < 150; ++i) {
+      std::string t = text, w = weights;
+      std::string& victim = i % 2 ? t : w;
+      switch (rng() % 4) {
+        case 0: victim.resize(rng() % (victim.size() + 1)); break;
+        case 1:
+          for (int k = 0; k < 1 + int(rng() % 4); ++k) victim[rng() % victim.size()] = char(rng());
+          break;
+        case 2: {
+          size_t at = rng() % victim.size();
+          victim.insert(at, victim.substr(rng() % victim.size(), 1 + rng() % 40));
+          break;
+        }
+        default: victim[rng() % victim.size()] = "0123456789-{}:\" \n"[rng() % 17]; break;
+      }
+      try {
+        auto g = caffe_io::importText(t, "x.prototxt", w.data(), w.size(), "x.caffemodel");
+        ++loaded;
+      } catch (const Error&) {
+        ++refused;
+      }
+    }
+  }
+  std::printf("[caffe] damaged files: %d loaded, %d refused with an error\n", loaded, refused);
+  EXPECT_GT(refused, 0);
 }
 
 }  // namespace

@@ -34,11 +34,16 @@ constexpr uint64_t kMaxPrototxtBytes = 64ull << 20;
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 constexpr int64_t kMaxElements = int64_t{1} << 40;
 
+/// The product of dims [from, to), saturated just above kMaxElements (dims come from untrusted files: a product that
+/// large is refused where it is used, never computed in overflowing arithmetic).
 int64_t product(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
   to = std::min(to, s.size());
   from = std::min(from, to);
   int64_t p = 1;
-  for (auto it = s.begin() + static_cast<long>(from); it != s.begin() + static_cast<long>(to); ++it) p *= *it;
+  for (auto it = s.begin() + static_cast<long>(from); it != s.begin() + static_cast<long>(to); ++it) {
+    if (*it < 0) return -1;
+    if (__builtin_mul_overflow(p, *it, &p) || p > kMaxElements) return kMaxElements + 1;
+  }
   return p;
 }
 
@@ -228,6 +233,9 @@ class Importer {
            blobs ? blobs->size() : 0, i, what);
     const caffe::BlobProto& b = (*blobs)[i];
     const int64_t want = product(shape);
+    if (want > kMaxElements)
+      fail(ErrorCode::kInvalidInput, "blob {} ({}) would have the shape {}: more elements than any network holds", i,
+           what, shapeStr(shape));
     const int64_t have = b.data_size() > 0 ? b.data_size() : b.double_data_size();
     if (have != want) {
       std::string dims;
@@ -700,14 +708,31 @@ class Importer {
 
   void lrn(const caffe::LayerParameter& l) {
     expectBottoms(l, 1, 1);
+    expectTops(l, 1);
     const caffe::LRNParameter& p = l.lrn_param();
-    if (p.norm_region() != caffe::LRNParameter::ACROSS_CHANNELS)
-      fail(ErrorCode::kUnsupported, "norm_region WITHIN_CHANNEL is not imported (only ACROSS_CHANNELS)");
     if (p.local_size() % 2 == 0) fail(ErrorCode::kInvalidInput, "local_size {} must be odd (Caffe's rule)", p.local_size());
     ir::ValueId x = bottom(l, 0);
     if (shapeOf(x).size() != 4) fail(ErrorCode::kInvalidInput, "the bottom has shape {}; LRN needs a 4-D blob", shapeStr(shapeOf(x)));
-    // Caffe and ONNX share the formula: x / (k + alpha / size * sum of squares over the window) ^ beta.
-    simple(l, "LRN", {x}, {{"size", int64_t{p.local_size()}}, {"alpha", p.alpha()}, {"beta", p.beta()}, {"bias", p.k()}});
+    const int64_t size = p.local_size();
+    if (p.norm_region() == caffe::LRNParameter::ACROSS_CHANNELS) {
+      // Caffe and ONNX share the formula: x / (k + alpha / size * sum of squares over the window) ^ beta.
+      simple(l, "LRN", {x}, {{"size", size}, {"alpha", p.alpha()}, {"beta", p.beta()}, {"bias", p.k()}});
+      return;
+    }
+    // WITHIN_CHANNEL, as Caffe builds it from other layers: x / (1 + alpha * mean of x² over a size x size window,
+    // zero-padded by (size - 1) / 2)^beta (k is not used); the window always counts size² taps.
+    const int64_t pad = (size - 1) / 2;
+    auto scalar = [&](const char* what, float v) { return constant(l, what, Tensor::scalar<float>(v)); };
+    ir::ValueId sq = temp(l, "square"), avg = temp(l, "mean"), scaled = temp(l, "scaled"), base = temp(l, "base"),
+                den = temp(l, "factor");
+    node("Mul", l.name() + "/square", {x, x}, {sq});
+    node("AveragePool", l.name() + "/mean", {sq}, {avg},
+         {{"kernel_shape", std::vector<int64_t>{size, size}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+          {"count_include_pad", int64_t{1}}});
+    node("Mul", l.name() + "/alpha", {avg, scalar("alpha", p.alpha())}, {scaled});
+    node("Add", l.name() + "/one", {scaled, scalar("one", 1.0f)}, {base});
+    node("Pow", l.name() + "/beta", {base, scalar("beta", -p.beta())}, {den});
+    node("Mul", l.name(), {x, den}, {bindTop(l.top(0))});
   }
 
   void permute(const caffe::LayerParameter& l) {

@@ -259,6 +259,21 @@ def lrn_k():
     m.write(oracle="numpy", numpy_outputs=lambda f: [caffe_lrn(f["data"], 5, 0.3, 0.6, 2.0)])
 
 
+def lrn_within():
+    m = Model("lrn_within", 12)
+    m.input("data", [1, 3, 6, 5])
+    m.layer("lrn", "LRN", ["data"], ["lrn"], "lrn_param { norm_region: WITHIN_CHANNEL local_size: 3 alpha: 0.4 beta: 0.7 }")
+    m.outputs = ["lrn"]
+    m.write()
+    # Caffe's WITHIN_CHANNEL in numpy: the oracle checked too.
+    d = os.path.join(HERE, m.name)
+    x = np.load(os.path.join(d, "input_data.npy")).astype(np.float64)
+    sq = np.pad(x ** 2, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    mean = sum(sq[:, :, i:i + 6, j:j + 5] for i in range(3) for j in range(3)) / 9
+    want = x / (1 + 0.4 * mean) ** 0.7
+    assert np.abs(np.load(os.path.join(d, "output_lrn.npy")) - want).max() < 1e-5, "OpenCV's LRN WITHIN_CHANNEL"
+
+
 def inner_product_transpose():
     # OpenCV 4.6 reads no 'transpose' (it takes the weights as [N, K] always): numpy is the oracle.
     m = Model("inner_product_t", 11)
@@ -294,7 +309,8 @@ def small_net():
 
 
 if __name__ == "__main__":
-    for make in (conv, pooling, inner_product, activations, eltwise_concat, batch_norm, shapes, argmax, small_net, lrn_k, inner_product_transpose):
+    for make in (conv, pooling, inner_product, activations, eltwise_concat, batch_norm, shapes, argmax, small_net, lrn_k, lrn_within,
+                 inner_product_transpose):
         make()
         print("wrote", make.__name__)
     check_pooling_oracle()
