@@ -105,7 +105,8 @@ TEST_P(CaffeOracle, MatchesOpenCv) {
 INSTANTIATE_TEST_SUITE_P(Layers, CaffeOracle,
                          ::testing::Values("conv", "pooling", "inner_product", "activations", "eltwise_concat",
                                            "batch_norm", "shapes", "argmax", "small_net", "lrn_k",
-                                           "lrn_within", "inner_product_t"));
+                                           "lrn_within", "inner_product_t", "crop", "scale_bottom",
+                                           "bias"));
 
 // The net's outputs are the blobs no later layer reads, named as in the prototxt; the training net's layers and the
 // in-place chain leave one output per blob.
@@ -121,6 +122,25 @@ TEST(Caffe, InterfaceNamesAndShapes) {
   lo.input_shapes["data"] = {2, 1, 12, 12};
   Model b = Model::loadCaffe(kData / "small_net/model.prototxt", kData / "small_net/model.caffemodel", lo);
   EXPECT_EQ(b.outputs()[0].shape, (Shape{2, 3}));
+}
+
+// An in-place layer on a network input: the input keeps its name (it is fed by it); the blob's last value is an
+// output named after the layer that wrote it.
+TEST(Caffe, InPlaceOnAnInput) {
+  fs::path d = test::scratchDir("m");
+  writeAll(d / "net.prototxt",
+           "input: \"data\"\ninput_shape { dim: 1 dim: 2 }\n"
+           "layer { name: \"relu\" type: \"ReLU\" bottom: \"data\" top: \"data\" }\n"
+           "layer { name: \"tanh\" type: \"TanH\" bottom: \"data\" top: \"data\" }\n");
+  writeAll(d / "net.caffemodel", "");
+  Model m = Model::loadCaffe(d / "net.prototxt", d / "net.caffemodel");
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "data");
+  ASSERT_EQ(m.outputs().size(), 1u);
+  EXPECT_EQ(m.outputs()[0].name, "data/tanh");
+  std::vector<Tensor> y = Session(m).run({{"data", Tensor::fromVector<float>({1, 2}, {-1.0f, 0.5f})}});
+  EXPECT_EQ(y[0].values<float>()[0], 0.0f);
+  EXPECT_FLOAT_EQ(y[0].values<float>()[1], std::tanh(0.5f));
 }
 
 // The same network as ONNX (npuc's export of the imported Caffe model, loaded back through the ONNX frontend) gives

@@ -153,14 +153,16 @@ class Importer {
   }
   /// A value for blob `name`. An in-place layer rebinds the name: the value it replaces is renamed after the layer
   /// that wrote it, so the blob's name always stands for its latest contents (what Caffe's net outputs hold).
+  /// (A network input keeps its name, which is how it is fed: the value rebinding it is named after its layer.)
   ir::ValueId bindTop(const std::string& name, ir::Type type = {}) {
     auto it = bound_.find(name);
     if (it != bound_.end()) {
       const ir::Value& old = g_->value(it->second);
-      std::string writer = old.producer != ir::kNoNode ? g_->node(old.producer).name : "input";
-      g_->renameValue(it->second, g_->uniqueValueName(name + "/" + writer));
+      if (old.producer != ir::kNoNode && old.name == name)
+        g_->renameValue(it->second, g_->uniqueValueName(name + "/" + g_->node(old.producer).name));
     }
-    ir::ValueId v = g_->addValue(name, std::move(type)).id;
+    const std::string value_name = g_->findValue(name) ? g_->uniqueValueName(name + "/" + layer_name_) : name;
+    ir::ValueId v = g_->addValue(value_name, std::move(type)).id;
     bound_[name] = v;
     if (std::find(available_.begin(), available_.end(), name) == available_.end()) available_.push_back(name);
     return v;
@@ -330,6 +332,7 @@ class Importer {
         {"Flatten", &Importer::flatten},      {"Reshape", &Importer::reshapeLayer},
         {"Slice", &Importer::slice},          {"LRN", &Importer::lrn},
         {"Permute", &Importer::permute},      {"ArgMax", &Importer::argmax},
+        {"Bias", &Importer::bias},            {"Crop", &Importer::crop},
     };
     auto it = table.find(l.type());
     if (it == table.end()) {
@@ -339,6 +342,7 @@ class Importer {
     }
     for (int i = 0; i < l.top_size(); ++i)
       if (l.top(i).empty()) fail(ErrorCode::kInvalidInput, "top {} has no name", i);
+    layer_name_ = l.name();
     (this->*(it->second))(l);
   }
 
@@ -566,45 +570,86 @@ class Importer {
            {{"epsilon", p.eps()}});
   }
 
+  /// The operand of Scale and Bias: it covers axes [axis, axis + num_axes) of `x` (num_axes -1: all the rest), from
+  /// the second bottom or from blob `blob_index`; shaped with a 1 for each axis after those, as ONNX broadcasting
+  /// aligns trailing axes.
+  ir::ValueId axesOperand(const caffe::LayerParameter& l, const Shape& xs, int32_t axis_field, int32_t num_axes,
+                          bool from_bottom, int blob_index, const std::string& what) {
+    const int64_t axis = axisOf(axis_field, xs.size(), "axis");
+    const int64_t end = num_axes == -1 ? static_cast<int64_t>(xs.size()) : axis + num_axes;
+    if (num_axes < -1 || end > static_cast<int64_t>(xs.size()))
+      fail(ErrorCode::kInvalidInput, "num_axes {} from axis {} goes past the {} axes of the bottom", num_axes, axis, xs.size());
+    Shape sshape(xs.begin() + axis, xs.begin() + end);
+    Shape bshape = sshape;
+    bshape.insert(bshape.end(), xs.size() - static_cast<size_t>(end), 1);
+    if (from_bottom) {
+      ir::ValueId s = bottom(l, 1);
+      if (shapeOf(s) != sshape)
+        fail(ErrorCode::kInvalidInput, "the {} bottom has shape {}; axes {}..{} of the first bottom are {}", what,
+             shapeStr(shapeOf(s)), axis, end - 1, shapeStr(sshape));
+      if (bshape == sshape) return s;
+      ir::ValueId r = temp(l, what);
+      reshape(l, s, bshape, r);
+      return r;
+    }
+    Tensor t = blob(l, blob_index, sshape, what);
+    return constant(l, what, Tensor::fromVector<float>(bshape, {t.values<float>().begin(), t.values<float>().end()}));
+  }
+
   void scale(const caffe::LayerParameter& l) {
     expectBottoms(l, 1, 2);
     expectTops(l, 1);
     const caffe::ScaleParameter& p = l.scale_param();
     ir::ValueId x = bottom(l, 0);
     const Shape xs = shapeOf(x);
-    const int64_t axis = axisOf(p.axis(), xs.size(), "axis");
-    const int64_t end = p.num_axes() == -1 ? static_cast<int64_t>(xs.size()) : axis + p.num_axes();
-    if (p.num_axes() < -1 || end > static_cast<int64_t>(xs.size()))
-      fail(ErrorCode::kInvalidInput, "num_axes {} from axis {} goes past the {} axes of the bottom", p.num_axes(), axis, xs.size());
-    Shape sshape(xs.begin() + axis, xs.begin() + end);
-    // The scale covers axes [axis, end); ONNX broadcasting aligns trailing axes, so it gets a 1 for each axis after.
-    Shape bshape = sshape;
-    bshape.insert(bshape.end(), xs.size() - static_cast<size_t>(end), 1);
-    ir::ValueId s;
-    int next_blob = 0;
-    if (l.bottom_size() == 2) {
-      s = bottom(l, 1);
-      if (shapeOf(s) != sshape)
-        fail(ErrorCode::kInvalidInput, "the scale bottom has shape {}; axes {}..{} of the first bottom are {}",
-             shapeStr(shapeOf(s)), axis, end - 1, shapeStr(sshape));
-      if (bshape != sshape) {
-        ir::ValueId r = temp(l, "scale");
-        reshape(l, s, bshape, r);
-        s = r;
-      }
-    } else {
-      Tensor t = blob(l, next_blob++, sshape, "scale");
-      s = constant(l, "scale", Tensor::fromVector<float>(bshape, {t.values<float>().begin(), t.values<float>().end()}));
-    }
+    // The scale: the second bottom, else blob 0; the bias (bias_term) the next blob.
+    ir::ValueId s = axesOperand(l, xs, p.axis(), p.num_axes(), l.bottom_size() == 2, 0, "scale");
     ir::ValueId y = bindTop(l.top(0));
     if (!p.bias_term()) {
       node("Mul", l.name(), {x, s}, {y});
       return;
     }
-    Tensor b = blob(l, next_blob, sshape, "bias");
+    ir::ValueId b = axesOperand(l, xs, p.axis(), p.num_axes(), false, l.bottom_size() == 2 ? 0 : 1, "bias");
     ir::ValueId scaled = temp(l, "scaled");
     node("Mul", l.name() + "/scale", {x, s}, {scaled});
-    node("Add", l.name(), {scaled, constant(l, "bias", Tensor::fromVector<float>(bshape, {b.values<float>().begin(), b.values<float>().end()}))}, {y});
+    node("Add", l.name(), {scaled, b}, {y});
+  }
+
+  void bias(const caffe::LayerParameter& l) {
+    expectBottoms(l, 1, 2);
+    const caffe::BiasParameter& p = l.bias_param();
+    ir::ValueId x = bottom(l, 0);
+    const Shape xs = shapeOf(x);
+    simple(l, "Add", {x, axesOperand(l, xs, p.axis(), p.num_axes(), l.bottom_size() == 2, 0, "bias")});
+  }
+
+  void crop(const caffe::LayerParameter& l) {
+    expectBottoms(l, 2, 2);
+    const caffe::CropParameter& p = l.crop_param();
+    ir::ValueId x = bottom(l, 0);
+    const Shape xs = shapeOf(x), ref = shapeOf(bottom(l, 1));
+    if (ref.size() != xs.size())
+      fail(ErrorCode::kInvalidInput, "the bottoms have {} and {} axes; Crop takes two of the same rank", xs.size(), ref.size());
+    const int64_t axis = axisOf(p.axis(), xs.size(), "axis");
+    const size_t n = xs.size() - static_cast<size_t>(axis);
+    if (p.offset_size() > 1 && static_cast<size_t>(p.offset_size()) != n)
+      fail(ErrorCode::kInvalidInput, "{} offset values for the {} cropped axes (none, one for all, or one per axis)",
+           p.offset_size(), n);
+    // Axes from `axis` on take the second bottom's size, starting at the offset; the ones before it are kept.
+    std::vector<int64_t> starts, ends, axes;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t a = static_cast<size_t>(axis) + i;
+      const int64_t off = p.offset_size() == 0 ? 0 : p.offset(p.offset_size() == 1 ? 0 : static_cast<int>(i));
+      if (off + ref[a] > xs[a])
+        fail(ErrorCode::kInvalidInput, "axis {}: offset {} + size {} goes past the first bottom's {}", a, off, ref[a], xs[a]);
+      starts.push_back(off);
+      ends.push_back(off + ref[a]);
+      axes.push_back(static_cast<int64_t>(a));
+    }
+    auto ints = [&](const char* what, const std::vector<int64_t>& v) {
+      return constant(l, what, Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v));
+    };
+    simple(l, "Slice", {x, ints("starts", starts), ints("ends", ends), ints("axes", axes)});
   }
 
   /// Dropout (Caffe scales while training, so it passes blobs through at test time) and Split (one blob under
@@ -774,6 +819,7 @@ class Importer {
   std::map<std::string, ir::ValueId> bound_;  // blob name -> its latest value
   std::vector<std::string> available_;        // blobs no later layer has read yet, in order: the net's outputs
   std::set<std::string> fixed_;               // inputs whose shape opts.input_shapes replaced
+  std::string layer_name_;                    // of the layer being mapped
 };
 
 caffe::NetParameter parseText(const std::string& text, const std::string& name) {
@@ -799,7 +845,7 @@ const std::vector<std::string>& supportedLayers() {
   static const std::vector<std::string> kLayers = {
       "Input", "Convolution", "Deconvolution", "Pooling", "InnerProduct", "ReLU", "PReLU", "Sigmoid", "TanH",
       "Softmax", "Concat", "Eltwise", "BatchNorm", "Scale", "Dropout", "Flatten", "Reshape", "Split", "Slice", "LRN",
-      "Permute", "ArgMax"};
+      "Permute", "ArgMax", "Bias", "Crop"};
   return kLayers;
 }
 

@@ -292,6 +292,39 @@ def argmax():
     m.write(oracle="numpy", numpy_outputs=lambda f: [np.argmax(f["data"], axis=1)[:, None, :].astype(np.float32)])
 
 
+def crop():
+    m = Model("crop", 13)
+    m.input("data", [1, 3, 6, 7])
+    m.input("ref", [1, 3, 4, 4])
+    m.layer("crop", "Crop", ["data", "ref"], ["crop"], "crop_param { axis: 2 offset: 1 offset: 2 }")
+    m.layer("crop1", "Crop", ["data", "ref"], ["crop1"], "crop_param { axis: 1 offset: 0 }")
+    m.outputs = ["crop", "crop1"]
+    m.write()
+
+
+def scale_by_bottom():
+    # A Scale whose factor is a second bottom, with a bias blob: OpenCV 4.6 adds something else than the bias blob
+    # (its output differs from Caffe's formula by up to 6.7 here), so numpy is the oracle.
+    m = Model("scale_bottom", 15)
+    m.input("data", [1, 3, 6, 7])
+    m.input("factor", [3, 6])
+    b = m.w(3, 6)
+    m.layer("scale2", "Scale", ["data", "factor"], ["scale2"], "scale_param { axis: 1 num_axes: 2 bias_term: true }", [b])
+    m.outputs = ["scale2"]
+    m.write(oracle="numpy", numpy_outputs=lambda f: [f["data"] * f["factor"][None, :, :, None] + b[None, :, :, None]])
+
+
+def bias():
+    # OpenCV 4.6 has no Bias layer: numpy (Caffe's rule: the blob covers axes [axis, axis + num_axes)).
+    m = Model("bias", 14)
+    m.input("data", [1, 3, 6, 7])
+    b1, b2 = m.w(3), m.w(6, 7)
+    m.layer("bias", "Bias", ["data"], ["bias"], "", [b1])
+    m.layer("bias2", "Bias", ["bias"], ["bias2"], "bias_param { axis: 2 num_axes: 2 }", [b2])
+    m.outputs = ["bias2"]
+    m.write(oracle="numpy", numpy_outputs=lambda f: [f["data"] + b1[:, None, None] + b2])
+
+
 def small_net():
     """A LeNet-shaped network: what a real deploy.prototxt looks like (TEST-phase rules, training layers left out)."""
     m = Model("small_net", 9)
@@ -309,7 +342,7 @@ def small_net():
 
 
 if __name__ == "__main__":
-    for make in (conv, pooling, inner_product, activations, eltwise_concat, batch_norm, shapes, argmax, small_net, lrn_k, lrn_within,
+    for make in (conv, pooling, inner_product, activations, eltwise_concat, batch_norm, shapes, argmax, small_net, lrn_k, lrn_within, crop, scale_by_bottom, bias,
                  inner_product_transpose):
         make()
         print("wrote", make.__name__)
