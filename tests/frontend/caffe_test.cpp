@@ -162,6 +162,30 @@ TEST(Caffe, SameOutputsAsOnnx) {
   }
 }
 
+// docs/frontends.md's table of Caffe layers is the importer's list: one row per layer type it imports, no other.
+TEST(Caffe, DocumentedLayersAreTheImportersTable) {
+  std::istringstream doc(readAll(fs::path(NPUC_SOURCE_DIR) / "docs/frontends.md"));
+  std::vector<std::string> rows;
+  bool in_table = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("| Caffe layer |", 0) == 0) in_table = true;
+    else if (in_table && line.rfind("|---", 0) == 0) continue;
+    else if (in_table && line.rfind("| ", 0) == 0) rows.push_back(line.substr(2, line.find(" |", 2) - 2));
+    else if (in_table) break;
+  }
+  std::vector<std::string> documented;
+  for (const std::string& r : rows)  // "Sigmoid, TanH": a row may name several types
+    for (size_t at = 0; at < r.size();) {
+      size_t comma = r.find(", ", at);
+      documented.push_back(r.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      at = comma == std::string::npos ? r.size() : comma + 2;
+    }
+  std::vector<std::string> imported = caffe_io::supportedLayers();
+  std::sort(documented.begin(), documented.end());
+  std::sort(imported.begin(), imported.end());
+  EXPECT_EQ(documented, imported);
+}
+
 // --- bad input ---
 
 class CaffeBadInput : public ::testing::Test {
