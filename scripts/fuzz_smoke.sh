@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer binary for N seconds over a seed corpus of real inputs; fails on any crash.
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_onnx_loader 60             (seeds: small real models)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_caffe_loader 60 caffe       (the Caffe test models: length, .prototxt, .caffemodel)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_package_reader 60 package  (seeds: the target writes them)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_target_file 60 target     (targets/*.yaml, expressions of their rules)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_prepost 60 prepost         (the pre/post examples and the demo's)
@@ -24,6 +25,13 @@ seed() {  # seed VARIANT_BYTE FILE...
 }
 case "$mode" in
   package) NPUC_FUZZ_SEED_DIR="$corpus" "$bin" -runs=0 >/dev/null 2>&1 ;;
+  caffe)
+    for d in tests/data/caffe/*/; do
+      len=$(stat -c %s "$d/model.prototxt")
+      { printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8 & 255)))\\x00\\x00"
+        cat "$d/model.prototxt" "$d/model.caffemodel"; } >"$corpus/seed_$n"
+      n=$((n + 1))
+    done ;;
   onnx)
     cp models/digits/digits_cnn.onnx tests/data/bad/*.onnx "$corpus/"
     for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
 # and `apt-get update` runs only when something is missing.
-#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser]
+#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser] [caffe]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config
@@ -14,6 +14,9 @@ python_pkgs=(python3 python3-numpy python3-onnx python3-dev pybind11-dev python3
 torch_pkgs=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)  # exporting test models only
 fashion_pkgs=(dataset-fashion-mnist)  # the accuracy checks' data (models/fashion/train.py)
 browser_pkgs=(chromium)  # the test that opens npuc view's page headless
+# Regenerating the Caffe test models and their expected outputs only (tests/data/caffe/generate.py: protobuf classes
+# from npuc's caffe.proto, OpenCV's dnn module as the oracle); the tests read the stored files.
+caffe_pkgs=(python3 python3-numpy python3-protobuf python3-opencv protobuf-compiler)
 
 want=()
 for group in "${@:-build}"; do
@@ -24,7 +27,8 @@ for group in "${@:-build}"; do
     torch) want+=("${torch_pkgs[@]}") ;;
     fashion) want+=("${fashion_pkgs[@]}") ;;
     browser) want+=("${browser_pkgs[@]}") ;;
-    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser)" >&2; exit 2 ;;
+    caffe) want+=("${caffe_pkgs[@]}") ;;
+    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser, caffe)" >&2; exit 2 ;;
   esac
 done
 

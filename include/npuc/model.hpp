@@ -53,6 +53,9 @@ struct LoadOptions {
   bool resolve = true;
   /// Then run the optimize pipeline (BatchNorm folded into convolutions). Changes results only by rounding.
   bool optimize = true;
+  /// A Caffe model: when set, the path given to Model::load is its network description (.prototxt) and this its
+  /// trained weights (.caffemodel) (docs/frontends.md, "Caffe"). Empty: the path is an ONNX model.
+  std::filesystem::path caffe_model;
 };
 
 /// One broken rule of one node (the availability report's row).
@@ -104,7 +107,8 @@ inline constexpr int kMaxLayerGroups = 16;
 
 struct TranslateOptions {
   std::string prefix;                    // output goes to <out_root>/<prefix>/, files are named <prefix>_*
-  std::filesystem::path onnx;
+  std::filesystem::path onnx;            // the model; with caffe_model set, a Caffe network description (.prototxt)
+  std::filesystem::path caffe_model;     // -caffe PROTOTXT CAFFEMODEL: the trained weights (LoadOptions::caffe_model)
   std::string target = "drpai";
   std::filesystem::path out_root = "output";
   std::map<std::string, Shape> input_shapes;
@@ -335,6 +339,9 @@ void writeQuantizeTable(const QuantizeReport& r, const std::filesystem::path& fi
 class Model {
  public:
   static Model load(const std::filesystem::path& path, const LoadOptions& opts = {});
+  /// A Caffe model: network description and trained weights (the same as load with opts.caffe_model set).
+  static Model loadCaffe(const std::filesystem::path& prototxt, const std::filesystem::path& caffemodel,
+                         LoadOptions opts = {});
   static Model fromOnnxBytes(const std::string& bytes, const std::string& name, const LoadOptions& opts = {});
 
   std::vector<TensorInfo> inputs() const;

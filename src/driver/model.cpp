@@ -4,6 +4,7 @@
 #include "codegen/cost.hpp"
 #include "codegen/lower.hpp"
 #include "engine/engine.hpp"
+#include "frontend/caffe/caffe_io.hpp"
 #include "frontend/onnx/onnx_io.hpp"
 #include "ops/custom.hpp"
 #include "ops/registry.hpp"
@@ -64,9 +65,18 @@ TensorInfo infoOf(const ir::Value& v) { return {v.name, v.type.dtype, v.type.ran
 Model Model::load(const std::filesystem::path& path, const LoadOptions& opts) {
   Model m;
   m.impl_ = std::make_shared<Impl>();
-  m.impl_->graph = onnx_io::importFile(path, importOptions(opts));
+  if (opts.caffe_model.empty() && path.extension() == ".prototxt")
+    fail(ErrorCode::kInvalidArgument, "{} is a Caffe network description: give its trained weights (.caffemodel) with "
+                                      "it", path.string());
+  m.impl_->graph = opts.caffe_model.empty() ? onnx_io::importFile(path, importOptions(opts))
+                                             : caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
   resolve(*m.impl_->graph, opts);
   return m;
+}
+
+Model Model::loadCaffe(const std::filesystem::path& prototxt, const std::filesystem::path& caffemodel, LoadOptions opts) {
+  opts.caffe_model = caffemodel;
+  return load(prototxt, opts);
 }
 
 Model Model::fromOnnxBytes(const std::string& bytes, const std::string& name, const LoadOptions& opts) {

@@ -104,8 +104,9 @@ std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<st
 }
 
 Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,
-                    const std::vector<std::string>& shape_entries) {
+                    const std::vector<std::string>& shape_entries, const std::string& caffe_model) {
   LoadOptions lo;
+  lo.caffe_model = caffe_model;
   lo.input_shapes = parseShapes(shape_entries);
   for (auto& [n, t] : inputs)
     if (!lo.input_shapes.count(n)) {

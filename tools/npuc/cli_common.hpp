@@ -30,9 +30,10 @@ std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<st
 std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entries);
 /// "name=file.npy" entries of an option that may repeat a name (--calib): the tensors of each name, in order.
 std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<std::string>& entries, const char* what);
-/// Loads a model whose input shapes come from --input-shape entries, else from the given input tensors.
+/// Loads a model whose input shapes come from --input-shape entries, else from the given input tensors; with
+/// `caffe_model`, `model` is a Caffe network description and this its weights.
 Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,
-                    const std::vector<std::string>& shape_entries);
+                    const std::vector<std::string>& shape_entries, const std::string& caffe_model = {});
 /// Seeded random inputs for every model input not in `given` (uniform in [0,1) for floats, 0 for ints).
 void fillRandomInputs(const Model& m, std::map<std::string, Tensor>& given, uint32_t seed = 0);
 /// A file-system friendly name for a tensor: letters, digits, '_', '-' and '.' kept, every other byte '_'.

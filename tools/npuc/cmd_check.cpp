@@ -13,13 +13,14 @@ void addCheck(CLI::App& app, Action& run) {
                                "Check a model against a target's operator constraints (after the optimizer); "
                                "exit 1 when something is unsupported");
   struct Opts {
-    std::string model, target = "drpai", prefix, out_dir = ".";  // the default target of translate too
+    std::string model, caffemodel, target = "drpai", prefix, out_dir = ".";  // the default target of translate too
     std::vector<std::string> shapes, relax;
     bool no_report = false, relu6 = false, prepost_full = false, not_check_size = false;
     std::string save_opt, prepost;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
+  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   addCustomOpOption(c);
   c->add_option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml (default: drpai, as translate)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
@@ -40,6 +41,7 @@ void addCheck(CLI::App& app, Action& run) {
       if (!o->no_report) checkOutputName(prefix, "report prefix");  // before any work
       LoadOptions lo;
       lo.input_shapes = parseShapes(o->shapes);
+      lo.caffe_model = o->caffemodel;
       Model m = Model::load(o->model, lo);
       if (!o->prepost.empty()) m = m.withPrePost(o->prepost, {o->prepost_full, true, o->not_check_size});
       auto rows = m.check(o->target, o->relu6, o->relax);

@@ -17,13 +17,14 @@ void addInspect(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("inspect", "Print a per-node table (shapes, MACs) and totals of an ONNX model");
   addCustomOpOption(c);
   struct Opts {
-    std::string model;
+    std::string model, caffemodel;
     std::vector<std::string> shapes;
     bool raw = false;
     bool dump = false, translate_opt = false;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
+  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
   c->add_flag("--no-fold", o->raw, "Show the graph as imported, before constant folding");
   c->add_flag("--dump", o->dump, "Also print the IR as text");
@@ -33,6 +34,7 @@ void addInspect(CLI::App& app, Action& run) {
       LoadOptions lo;
       lo.input_shapes = parseShapes(o->shapes);
       lo.resolve = !o->raw;
+      lo.caffe_model = o->caffemodel;
       Model m = Model::load(o->model, lo);
       if (o->translate_opt) m = m.optimized();
       auto nodes = m.nodes();

@@ -11,12 +11,13 @@ void addRun(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("run", "Run an ONNX model on the reference engine; write outputs as .npy");
   addCustomOpOption(c);
   struct Opts {
-    std::string model, out_dir = ".";
+    std::string model, caffemodel, out_dir = ".";
     std::vector<std::string> inputs, shapes;
     int threads = 1;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
+  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   c->add_option("--input", o->inputs, "Input tensor: name=file.npy (repeatable; inputs not given are an error)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (default: the .npy shape)");
   c->add_option("--output-dir,-o", o->out_dir, "Folder for <output>.npy files (created if missing)");
@@ -24,7 +25,7 @@ void addRun(CLI::App& app, Action& run) {
   c->callback([o, &run] {
     run = [o] {
       auto inputs = parseInputs(o->inputs);
-      Model m = loadForInputs(o->model, inputs, o->shapes);
+      Model m = loadForInputs(o->model, inputs, o->shapes, o->caffemodel);
       Session s(m, o->threads);
       double t0 = nowMs();
       auto outs = s.run(inputs);

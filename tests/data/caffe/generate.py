@@ -1,0 +1,350 @@
+#!/usr/bin/python3
+"""Writes the Caffe test models of tests/frontend/caffe_test.cpp and their expected outputs.
+
+Each model is a folder: model.prototxt (written here by hand), model.caffemodel (seeded weights, written with the
+protobuf classes protoc generates from npuc's own src/frontend/caffe/caffe.proto), input_<name>.npy and
+output_<blob>.npy, the outputs of OpenCV's dnn module (cv2.dnn.readNetFromCaffe, layer fusion off), an implementation
+of Caffe nobody here wrote. Models whose layer OpenCV does not run take their outputs from numpy (said in
+oracle.txt). Run it again after changing a model: scripts/install_deps.sh caffe installs what it needs.
+
+    /usr/bin/python3 tests/data/caffe/generate.py
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+
+_pb_dir = tempfile.mkdtemp(prefix="npuc_caffe_pb_")
+subprocess.run(["protoc", "-I" + os.path.join(ROOT, "src/frontend/caffe"), "--python_out=" + _pb_dir,
+                os.path.join(ROOT, "src/frontend/caffe/caffe.proto")], check=True)
+sys.path.insert(0, _pb_dir)
+import caffe_pb2  # noqa: E402
+
+import cv2  # noqa: E402
+
+
+class Model:
+    """A prototxt under construction and the blobs of its layers."""
+
+    def __init__(self, name, seed):
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+        self.text = [f'name: "{name}"']
+        self.blobs = {}  # layer name -> [arrays]
+        self.inputs = {}  # blob name -> shape
+        self.outputs = []  # blob names whose values are compared
+
+    def input(self, name, shape, form="layer"):
+        self.inputs[name] = shape
+        dims = " ".join(f"dim: {d}" for d in shape)
+        if form == "layer":
+            self.text.append(f'layer {{ name: "{name}" type: "Input" top: "{name}" input_param {{ shape {{ {dims} }} }} }}')
+        elif form == "input_shape":
+            self.text.insert(1, f'input: "{name}"\ninput_shape {{ {dims} }}')
+        else:  # input_dim
+            self.text.insert(1, f'input: "{name}"\n' + "\n".join(f"input_dim: {d}" for d in shape))
+
+    def layer(self, name, type_, bottoms, tops, params="", blobs=None):
+        b = " ".join(f'bottom: "{x}"' for x in bottoms)
+        t = " ".join(f'top: "{x}"' for x in tops)
+        self.text.append(f'layer {{ name: "{name}" type: "{type_}" {b} {t} {params} }}')
+        if blobs:
+            self.blobs[name] = [np.asarray(x, np.float32) for x in blobs]
+
+    def w(self, *shape, scale=0.5):
+        return (self.rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def write(self, oracle="opencv", numpy_outputs=None):
+        d = os.path.join(HERE, self.name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        proto = os.path.join(d, "model.prototxt")
+        with open(proto, "w") as f:
+            f.write("\n".join(self.text) + "\n")
+        net = caffe_pb2.NetParameter()
+        net.name = self.name
+        for lname, arrays in self.blobs.items():
+            lp = net.layer.add()
+            lp.name = lname
+            for a in arrays:
+                bp = lp.blobs.add()
+                bp.shape.dim.extend(a.shape)
+                bp.data.extend(a.ravel().tolist())
+        weights = os.path.join(d, "model.caffemodel")
+        with open(weights, "wb") as f:
+            f.write(net.SerializeToString())
+        feeds = {n: self.rng.standard_normal(s).astype(np.float32) for n, s in self.inputs.items()}
+        for n, x in feeds.items():
+            np.save(os.path.join(d, f"input_{n}.npy"), x)
+        if oracle == "opencv":
+            cvnet = cv2.dnn.readNetFromCaffe(proto, weights)
+            cvnet.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
+            cvnet.setPreferableTarget(cv2.dnn.DNN_TARGET_CPU)
+            cvnet.enableFusion(False)
+            for n, x in feeds.items():
+                cvnet.setInput(x, n)
+            outs = cvnet.forward(self.outputs)
+        else:
+            outs = numpy_outputs(feeds)
+        for n, y in zip(self.outputs, outs):
+            np.save(os.path.join(d, f"output_{n}.npy"), np.asarray(y, np.float32))
+        with open(os.path.join(d, "oracle.txt"), "w") as f:
+            f.write(("OpenCV " + cv2.__version__ if oracle == "opencv" else "numpy " + np.__version__) + "\n")
+            f.write("outputs: " + " ".join(self.outputs) + "\n")
+
+
+def conv():
+    m = Model("conv", 1)
+    m.input("data", [1, 3, 9, 9])
+    m.layer("conv1", "Convolution", ["data"], ["conv1"],
+            "convolution_param { num_output: 4 kernel_size: 3 pad: 1 stride: 2 }", [m.w(4, 3, 3, 3), m.w(4)])
+    m.layer("relu1", "ReLU", ["conv1"], ["conv1"])  # in place
+    m.layer("conv2", "Convolution", ["conv1"], ["conv2"],
+            "convolution_param { num_output: 6 group: 2 kernel_h: 3 kernel_w: 2 pad_h: 2 pad_w: 1 stride_h: 1 "
+            "stride_w: 2 dilation: 2 bias_term: false }", [m.w(6, 2, 3, 2)])
+    m.layer("deconv", "Deconvolution", ["conv2"], ["deconv"],
+            "convolution_param { num_output: 3 kernel_size: 4 stride: 2 pad: 1 }", [m.w(6, 3, 4, 4), m.w(3)])
+    m.outputs = ["conv2", "deconv"]
+    m.write()
+
+
+def pooling():
+    m = Model("pooling", 2)
+    m.input("data", [1, 2, 10, 11])
+    # Caffe rounds the output size up: 10 -> 5 (floor gives 4) without padding, 6 with pad 1.
+    m.layer("max_ceil", "Pooling", ["data"], ["max_ceil"], "pooling_param { pool: MAX kernel_size: 3 stride: 2 }")
+    m.layer("max_pad", "Pooling", ["data"], ["max_pad"], "pooling_param { pool: MAX kernel_size: 3 stride: 2 pad: 1 }")
+    m.layer("ave_pad", "Pooling", ["data"], ["ave_pad"], "pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 }")
+    m.layer("ave_ceil", "Pooling", ["data"], ["ave_ceil"], "pooling_param { pool: AVE kernel_size: 2 stride: 2 }")
+    m.layer("ave_hw", "Pooling", ["data"], ["ave_hw"],
+            "pooling_param { pool: AVE kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 3 pad_h: 1 pad_w: 1 }")
+    m.layer("gmax", "Pooling", ["data"], ["gmax"], "pooling_param { pool: MAX global_pooling: true }")
+    m.layer("gave", "Pooling", ["data"], ["gave"], "pooling_param { pool: AVE global_pooling: true }")
+    m.outputs = ["max_ceil", "max_pad", "ave_pad", "ave_ceil", "ave_hw", "gmax", "gave"]
+    m.write()
+
+
+def caffe_pool(x, kernel, stride, pad, ave):
+    """Caffe's PoolingLayer::Forward_cpu in numpy: output size rounded up, a last window starting in the right
+    padding dropped; an average divides by the window's taps inside the padded input."""
+    n, c, h, w = x.shape
+
+    def size(i, k, s, p):
+        o = -(-(i + 2 * p - k) // s) + 1
+        return o - 1 if p > 0 and (o - 1) * s >= i + p else o
+
+    oh, ow = size(h, kernel[0], stride[0], pad[0]), size(w, kernel[1], stride[1], pad[1])
+    y = np.zeros((n, c, oh, ow), np.float64)
+    for i in range(oh):
+        for j in range(ow):
+            hs, ws = i * stride[0] - pad[0], j * stride[1] - pad[1]
+            he, we = min(hs + kernel[0], h + pad[0]), min(ws + kernel[1], w + pad[1])
+            area = (he - hs) * (we - ws)
+            win = x[:, :, max(hs, 0):min(he, h), max(ws, 0):min(we, w)].astype(np.float64)
+            y[:, :, i, j] = win.sum(axis=(2, 3)) / area if ave else win.max(axis=(2, 3))
+    return y
+
+
+def check_pooling_oracle():
+    """OpenCV's pooling is the oracle of Caffe's rounding and divisor rules: checked here against Caffe's code."""
+    d = os.path.join(HERE, "pooling")
+    x = np.load(os.path.join(d, "input_data.npy"))
+    for name, k, s, p, ave in [("max_ceil", (3, 3), (2, 2), (0, 0), False), ("max_pad", (3, 3), (2, 2), (1, 1), False),
+                               ("ave_pad", (3, 3), (2, 2), (1, 1), True), ("ave_ceil", (2, 2), (2, 2), (0, 0), True),
+                               ("ave_hw", (3, 2), (2, 3), (1, 1), True)]:
+        got = np.load(os.path.join(d, f"output_{name}.npy"))
+        want = caffe_pool(x, k, s, p, ave)
+        assert got.shape == want.shape and np.abs(got - want).max() < 1e-6, name
+
+
+def inner_product():
+    m = Model("inner_product", 3)
+    m.input("data", [2, 3, 4, 4])
+    m.layer("fc1", "InnerProduct", ["data"], ["fc1"], "inner_product_param { num_output: 5 }", [m.w(5, 48), m.w(5)])
+    m.layer("fc2", "InnerProduct", ["fc1"], ["fc2"], "inner_product_param { num_output: 3 bias_term: false }",
+            [m.w(3, 5)])
+    m.layer("fc3", "InnerProduct", ["data"], ["fc3"], "inner_product_param { num_output: 6 axis: 2 }",
+            [m.w(6, 16), m.w(6)])
+    m.outputs = ["fc2", "fc3"]
+    m.write()
+
+
+def activations():
+    m = Model("activations", 4)
+    m.input("data", [1, 4, 3, 5])
+    m.layer("leaky", "ReLU", ["data"], ["leaky"], "relu_param { negative_slope: 0.1 }")
+    m.layer("prelu", "PReLU", ["leaky"], ["prelu"], "", [m.w(4)])
+    m.layer("prelu_shared", "PReLU", ["data"], ["prelu_shared"], "prelu_param { channel_shared: true }", [m.w(1)])
+    m.layer("sigmoid", "Sigmoid", ["prelu"], ["sigmoid"])
+    m.layer("tanh", "TanH", ["prelu_shared"], ["tanh"])
+    m.layer("soft1", "Softmax", ["data"], ["soft1"])
+    m.layer("soft2", "Softmax", ["data"], ["soft2"], "softmax_param { axis: 2 }")
+    m.outputs = ["sigmoid", "tanh", "soft1", "soft2"]
+    m.write()
+
+
+def eltwise_concat():
+    m = Model("eltwise_concat", 5)
+    m.input("data", [1, 3, 5, 5], form="input_shape")
+    m.layer("a", "Convolution", ["data"], ["a"], "convolution_param { num_output: 4 kernel_size: 1 }", [m.w(4, 3, 1, 1), m.w(4)])
+    m.layer("b", "Convolution", ["data"], ["b"], "convolution_param { num_output: 4 kernel_size: 3 pad: 1 }", [m.w(4, 3, 3, 3), m.w(4)])
+    m.layer("c", "Convolution", ["data"], ["c"], "convolution_param { num_output: 4 kernel_size: 1 }", [m.w(4, 3, 1, 1), m.w(4)])
+    m.layer("sum", "Eltwise", ["a", "b"], ["sum"])
+    m.layer("wsum", "Eltwise", ["a", "b", "c"], ["wsum"], "eltwise_param { operation: SUM coeff: 0.5 coeff: -2 coeff: 1 }")
+    m.layer("prod", "Eltwise", ["a", "b", "c"], ["prod"], "eltwise_param { operation: PROD }")
+    m.layer("max", "Eltwise", ["a", "b", "c"], ["max"], "eltwise_param { operation: MAX }")
+    m.layer("cat", "Concat", ["sum", "wsum", "prod", "max"], ["cat"])
+    m.layer("cat2", "Concat", ["a", "b"], ["cat2"], "concat_param { axis: 2 }")
+    m.outputs = ["cat", "cat2"]
+    m.write()
+
+
+def batch_norm():
+    m = Model("batch_norm", 6)
+    m.input("data", [1, 3, 4, 4], form="input_dim")
+    m.layer("conv", "Convolution", ["data"], ["conv"], "convolution_param { num_output: 5 kernel_size: 3 }", [m.w(5, 3, 3, 3), m.w(5)])
+    mean, var = m.w(5), np.abs(m.w(5)) + 0.1
+    factor = np.float32(0.8)  # the stored sums are the statistics times this
+    m.layer("bn", "BatchNorm", ["conv"], ["conv"], "batch_norm_param { eps: 0.001 }",
+            [mean * factor, var * factor, np.array([factor])])
+    m.layer("scale", "Scale", ["conv"], ["conv"], "scale_param { bias_term: true }", [m.w(5), m.w(5)])
+    m.layer("relu", "ReLU", ["conv"], ["conv"])
+    m.layer("scale2", "Scale", ["conv"], ["scaled"], "", [m.w(5)])
+    m.layer("drop", "Dropout", ["scaled"], ["scaled"], "dropout_param { dropout_ratio: 0.3 }")
+    m.layer("out", "Sigmoid", ["scaled"], ["out"])
+    m.outputs = ["out"]  # (OpenCV's value of an in-place blob is its first layer's, not the blob's last)
+    m.write()
+
+
+def shapes():
+    m = Model("shapes", 7)
+    m.input("data", [1, 6, 3, 4])
+    m.layer("split", "Split", ["data"], ["s1", "s2"])
+    m.layer("slice", "Slice", ["s1"], ["p1", "p2", "p3"], "slice_param { axis: 1 slice_point: 2 slice_point: 5 }")
+    m.layer("t1", "TanH", ["p1"], ["t1"])
+    m.layer("t2", "TanH", ["p2"], ["t2"])
+    m.layer("t3", "TanH", ["p3"], ["t3"])
+    m.layer("halves", "Slice", ["s2"], ["h1", "h2"], "slice_param { axis: 3 }")
+    m.layer("sum", "Eltwise", ["h1", "h2"], ["hsum"])
+    m.layer("flat", "Flatten", ["hsum"], ["flat"])
+    m.layer("flat2", "Flatten", ["data"], ["flat2"], "flatten_param { axis: 1 end_axis: 2 }")
+    m.layer("reshape", "Reshape", ["flat"], ["reshape"], "reshape_param { shape { dim: 0 dim: 3 dim: -1 } }")
+    m.layer("reshape2", "Reshape", ["data"], ["reshape2"], "reshape_param { shape { dim: 2 dim: 3 } axis: 1 num_axes: 1 }")
+    m.layer("permute", "Permute", ["data"], ["permute"], "permute_param { order: 0 order: 2 order: 3 order: 1 }")
+    m.layer("lrn", "LRN", ["data"], ["lrn"], "lrn_param { local_size: 3 alpha: 0.5 beta: 0.75 }")
+    m.outputs = ["t1", "t2", "t3", "flat", "flat2", "reshape", "reshape2", "permute", "lrn"]
+    m.write()
+
+
+def caffe_lrn(x, size, alpha, beta, k):
+    """Caffe's LRN across channels: x / (k + alpha / size * sum of squares over `size` channels) ^ beta."""
+    sq, s = x.astype(np.float64) ** 2, np.zeros(x.shape)
+    for c in range(x.shape[1]):
+        s[:, c] = sq[:, max(0, c - (size - 1) // 2):c + (size - 1) // 2 + 1].sum(axis=1)
+    return (x / (k + alpha / size * s) ** beta).astype(np.float32)
+
+
+def lrn_k():
+    # OpenCV 4.6 reads no 'k' (its LRN takes 'bias', default 1): with k != 1 the oracle is Caffe's formula in numpy.
+    m = Model("lrn_k", 10)
+    m.input("data", [1, 7, 3, 4])
+    m.layer("lrn", "LRN", ["data"], ["lrn"], "lrn_param { local_size: 5 alpha: 0.3 beta: 0.6 k: 2 }")
+    m.outputs = ["lrn"]
+    m.write(oracle="numpy", numpy_outputs=lambda f: [caffe_lrn(f["data"], 5, 0.3, 0.6, 2.0)])
+
+
+def lrn_within():
+    m = Model("lrn_within", 12)
+    m.input("data", [1, 3, 6, 5])
+    m.layer("lrn", "LRN", ["data"], ["lrn"], "lrn_param { norm_region: WITHIN_CHANNEL local_size: 3 alpha: 0.4 beta: 0.7 }")
+    m.outputs = ["lrn"]
+    m.write()
+    # Caffe's WITHIN_CHANNEL in numpy: the oracle checked too.
+    d = os.path.join(HERE, m.name)
+    x = np.load(os.path.join(d, "input_data.npy")).astype(np.float64)
+    sq = np.pad(x ** 2, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    mean = sum(sq[:, :, i:i + 6, j:j + 5] for i in range(3) for j in range(3)) / 9
+    want = x / (1 + 0.4 * mean) ** 0.7
+    assert np.abs(np.load(os.path.join(d, "output_lrn.npy")) - want).max() < 1e-5, "OpenCV's LRN WITHIN_CHANNEL"
+
+
+def inner_product_transpose():
+    # OpenCV 4.6 reads no 'transpose' (it takes the weights as [N, K] always): numpy is the oracle.
+    m = Model("inner_product_t", 11)
+    m.input("data", [2, 6])
+    wt, b = m.w(6, 4), m.w(4)  # transpose: the weights are [K, N]
+    m.layer("fc", "InnerProduct", ["data"], ["fc"], "inner_product_param { num_output: 4 transpose: true }", [wt, b])
+    m.outputs = ["fc"]
+    m.write(oracle="numpy", numpy_outputs=lambda f: [f["data"] @ wt + b])
+
+
+def argmax():
+    m = Model("argmax", 8)
+    m.input("data", [2, 5, 3])
+    m.layer("argmax", "ArgMax", ["data"], ["argmax"], "argmax_param { axis: 1 }")
+    m.outputs = ["argmax"]
+    m.write(oracle="numpy", numpy_outputs=lambda f: [np.argmax(f["data"], axis=1)[:, None, :].astype(np.float32)])
+
+
+def crop():
+    m = Model("crop", 13)
+    m.input("data", [1, 3, 6, 7])
+    m.input("ref", [1, 3, 4, 4])
+    m.layer("crop", "Crop", ["data", "ref"], ["crop"], "crop_param { axis: 2 offset: 1 offset: 2 }")
+    m.layer("crop1", "Crop", ["data", "ref"], ["crop1"], "crop_param { axis: 1 offset: 0 }")
+    m.outputs = ["crop", "crop1"]
+    m.write()
+
+
+def scale_by_bottom():
+    # A Scale whose factor is a second bottom, with a bias blob: OpenCV 4.6 adds something else than the bias blob
+    # (its output differs from Caffe's formula by up to 6.7 here), so numpy is the oracle.
+    m = Model("scale_bottom", 15)
+    m.input("data", [1, 3, 6, 7])
+    m.input("factor", [3, 6])
+    b = m.w(3, 6)
+    m.layer("scale2", "Scale", ["data", "factor"], ["scale2"], "scale_param { axis: 1 num_axes: 2 bias_term: true }", [b])
+    m.outputs = ["scale2"]
+    m.write(oracle="numpy", numpy_outputs=lambda f: [f["data"] * f["factor"][None, :, :, None] + b[None, :, :, None]])
+
+
+def bias():
+    # OpenCV 4.6 has no Bias layer: numpy (Caffe's rule: the blob covers axes [axis, axis + num_axes)).
+    m = Model("bias", 14)
+    m.input("data", [1, 3, 6, 7])
+    b1, b2 = m.w(3), m.w(6, 7)
+    m.layer("bias", "Bias", ["data"], ["bias"], "", [b1])
+    m.layer("bias2", "Bias", ["bias"], ["bias2"], "bias_param { axis: 2 num_axes: 2 }", [b2])
+    m.outputs = ["bias2"]
+    m.write(oracle="numpy", numpy_outputs=lambda f: [f["data"] + b1[:, None, None] + b2])
+
+
+def small_net():
+    """A LeNet-shaped network: what a real deploy.prototxt looks like (TEST-phase rules, training layers left out)."""
+    m = Model("small_net", 9)
+    m.input("data", [1, 1, 12, 12])
+    m.layer("conv1", "Convolution", ["data"], ["conv1"], "convolution_param { num_output: 4 kernel_size: 5 }",
+            [m.w(4, 1, 5, 5), m.w(4)])
+    m.layer("pool1", "Pooling", ["conv1"], ["pool1"], "pooling_param { pool: MAX kernel_size: 2 stride: 2 }")
+    m.layer("ip1", "InnerProduct", ["pool1"], ["ip1"], "inner_product_param { num_output: 10 }", [m.w(10, 64), m.w(10)])
+    m.layer("relu1", "ReLU", ["ip1"], ["ip1"])
+    m.layer("drop1", "Dropout", ["ip1"], ["ip1"], "include { phase: TRAIN }")  # the training net's only
+    m.layer("ip2", "InnerProduct", ["ip1"], ["ip2"], "inner_product_param { num_output: 3 }", [m.w(3, 10), m.w(3)])
+    m.layer("prob", "Softmax", ["ip2"], ["prob"])
+    m.outputs = ["prob"]
+    m.write()
+
+
+if __name__ == "__main__":
+    for make in (conv, pooling, inner_product, activations, eltwise_concat, batch_norm, shapes, argmax, small_net, lrn_k, lrn_within, crop, scale_by_bottom, bias,
+                 inner_product_transpose):
+        make()
+        print("wrote", make.__name__)
+    check_pooling_oracle()
+    shutil.rmtree(_pb_dir, ignore_errors=True)

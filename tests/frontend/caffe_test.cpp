@@ -1,0 +1,329 @@
+// Tests of the Caffe frontend: every layer type it imports against OpenCV's dnn module (the outputs stored by
+// tests/data/caffe/generate.py), the same network through ONNX, and bad input (one clear error naming the file, the
+// layer and the rule; never a crash).
+#include "npuc/model.hpp"
+
+#include "frontend/caffe/caffe_io.hpp"
+#include "scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+using namespace npuc;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kData = fs::path(NPUC_SOURCE_DIR) / "tests/data/caffe";
+
+std::string readAll(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+void writeAll(const fs::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary);
+  f << s;
+}
+
+/// The largest |a - b| / max(|b|, 1) over two float tensors of one shape.
+double relError(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(shapeStr(a.shape()), shapeStr(b.shape()));
+  if (a.shape() != b.shape()) return INFINITY;
+  double worst = 0;
+  auto x = a.values<float>(), y = b.values<float>();
+  for (size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::abs(double(x[i]) - double(y[i])) / std::max(1.0, std::abs(double(y[i]))));
+  return worst;
+}
+
+struct Case {
+  std::string name;
+  std::map<std::string, Tensor> inputs;
+  std::map<std::string, Tensor> expected;  // by blob name
+};
+
+Case readCase(const std::string& name) {
+  Case c{name, {}, {}};
+  fs::path d = kData / name;
+  for (const auto& e : fs::directory_iterator(d)) {
+    std::string f = e.path().filename().string();
+    if (f.rfind("input_", 0) == 0) c.inputs[f.substr(6, f.size() - 10)] = readNpyFile(e.path());
+    if (f.rfind("output_", 0) == 0) c.expected[f.substr(7, f.size() - 11)] = readNpyFile(e.path());
+  }
+  return c;
+}
+
+/// Every value of a run by name (the graph's outputs and the node outputs the callback sees).
+std::map<std::string, Tensor> runAll(const Model& m, const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> values;
+  Session s(m);
+  std::vector<Tensor> outs = s.run(inputs, [&](const std::string& v, const Tensor& t) {
+    Tensor copy(t.dtype(), t.shape());
+    std::copy_n(static_cast<const uint8_t*>(t.raw()), t.nbytes(), static_cast<uint8_t*>(copy.raw()));
+    values[v] = copy;
+  });
+  for (size_t i = 0; i < outs.size(); ++i) values[m.outputs()[i].name] = outs[i];
+  return values;
+}
+
+class CaffeOracle : public ::testing::TestWithParam<std::string> {};
+
+// npuc's outputs equal OpenCV's within 1e-5 relative, as imported (every blob visible) and optimized as translate
+// runs it (BatchNorm folded: the graph outputs).
+TEST_P(CaffeOracle, MatchesOpenCv) {
+  Case c = readCase(GetParam());
+  ASSERT_FALSE(c.expected.empty());
+  fs::path dir = kData / c.name;
+  LoadOptions plain;
+  plain.optimize = false;
+  Model m = Model::loadCaffe(dir / "model.prototxt", dir / "model.caffemodel", plain);
+  std::map<std::string, Tensor> values = runAll(m, c.inputs);
+  for (auto& [blob, want] : c.expected) {
+    ASSERT_TRUE(values.count(blob)) << c.name << ": no value '" << blob << "'";
+    double err = relError(values.at(blob), want);
+    EXPECT_LE(err, 1e-5) << c.name << ": blob '" << blob << "'";
+    std::printf("[caffe] %-15s %-12s max relative error %.3g\n", c.name.c_str(), blob.c_str(), err);
+  }
+  Model opt = Model::loadCaffe(dir / "model.prototxt", dir / "model.caffemodel");
+  Session s(opt);
+  std::vector<Tensor> outs = s.run(c.inputs);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    auto it = c.expected.find(opt.outputs()[i].name);
+    if (it != c.expected.end()) {
+      EXPECT_LE(relError(outs[i], it->second), 1e-5) << c.name << ": optimized, " << it->first;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, CaffeOracle,
+                         ::testing::Values("conv", "pooling", "inner_product", "activations", "eltwise_concat",
+                                           "batch_norm", "shapes", "argmax", "small_net", "lrn_k",
+                                           "lrn_within", "inner_product_t", "crop", "scale_bottom",
+                                           "bias"));
+
+// The net's outputs are the blobs no later layer reads, named as in the prototxt; the training net's layers and the
+// in-place chain leave one output per blob.
+TEST(Caffe, InterfaceNamesAndShapes) {
+  Model m = Model::loadCaffe(kData / "small_net/model.prototxt", kData / "small_net/model.caffemodel");
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "data");
+  EXPECT_EQ(m.inputs()[0].shape, (Shape{1, 1, 12, 12}));
+  ASSERT_EQ(m.outputs().size(), 1u);
+  EXPECT_EQ(m.outputs()[0].name, "prob");
+  EXPECT_EQ(m.outputs()[0].shape, (Shape{1, 3}));
+  LoadOptions lo;
+  lo.input_shapes["data"] = {2, 1, 12, 12};
+  Model b = Model::loadCaffe(kData / "small_net/model.prototxt", kData / "small_net/model.caffemodel", lo);
+  EXPECT_EQ(b.outputs()[0].shape, (Shape{2, 3}));
+}
+
+// An in-place layer on a network input: the input keeps its name (it is fed by it); the blob's last value is an
+// output named after the layer that wrote it.
+TEST(Caffe, InPlaceOnAnInput) {
+  fs::path d = test::scratchDir("m");
+  writeAll(d / "net.prototxt",
+           "input: \"data\"\ninput_shape { dim: 1 dim: 2 }\n"
+           "layer { name: \"relu\" type: \"ReLU\" bottom: \"data\" top: \"data\" }\n"
+           "layer { name: \"tanh\" type: \"TanH\" bottom: \"data\" top: \"data\" }\n");
+  writeAll(d / "net.caffemodel", "");
+  Model m = Model::loadCaffe(d / "net.prototxt", d / "net.caffemodel");
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "data");
+  ASSERT_EQ(m.outputs().size(), 1u);
+  EXPECT_EQ(m.outputs()[0].name, "data/tanh");
+  std::vector<Tensor> y = Session(m).run({{"data", Tensor::fromVector<float>({1, 2}, {-1.0f, 0.5f})}});
+  EXPECT_EQ(y[0].values<float>()[0], 0.0f);
+  EXPECT_FLOAT_EQ(y[0].values<float>()[1], std::tanh(0.5f));
+}
+
+// The same network as ONNX (npuc's export of the imported Caffe model, loaded back through the ONNX frontend) gives
+// the same outputs bit for bit. (Not the pooling model: its ave_hw rounds up along H, and along W the rule that
+// drops a window starting in the right padding applies — which ONNX 1.12's shape inference, the cross-check of the
+// ONNX import, does not know.)
+TEST(Caffe, SameOutputsAsOnnx) {
+  for (const char* name : {"conv", "inner_product", "activations", "eltwise_concat", "batch_norm", "shapes", "small_net"}) {
+    Case c = readCase(name);
+    fs::path dir = kData / name;
+    Model caffe = Model::loadCaffe(dir / "model.prototxt", dir / "model.caffemodel");
+    Model onnx = Model::fromOnnxBytes(caffe.toOnnxBytes(), std::string(name) + ".onnx");
+    std::vector<Tensor> a = Session(caffe).run(c.inputs), b = Session(onnx).run(c.inputs);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].nbytes(), b[i].nbytes());
+      EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << name << " output " << i;
+    }
+  }
+}
+
+// docs/frontends.md's table of Caffe layers is the importer's list: one row per layer type it imports, no other.
+TEST(Caffe, DocumentedLayersAreTheImportersTable) {
+  std::istringstream doc(readAll(fs::path(NPUC_SOURCE_DIR) / "docs/frontends.md"));
+  std::vector<std::string> rows;
+  bool in_table = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("| Caffe layer |", 0) == 0) in_table = true;
+    else if (in_table && line.rfind("|---", 0) == 0) continue;
+    else if (in_table && line.rfind("| ", 0) == 0) rows.push_back(line.substr(2, line.find(" |", 2) - 2));
+    else if (in_table) break;
+  }
+  std::vector<std::string> documented;
+  for (const std::string& r : rows)  // "Sigmoid, TanH": a row may name several types
+    for (size_t at = 0; at < r.size();) {
+      size_t comma = r.find(", ", at);
+      documented.push_back(r.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      at = comma == std::string::npos ? r.size() : comma + 2;
+    }
+  std::vector<std::string> imported = caffe_io::supportedLayers();
+  std::sort(documented.begin(), documented.end());
+  std::sort(imported.begin(), imported.end());
+  EXPECT_EQ(documented, imported);
+}
+
+// --- bad input ---
+
+class CaffeBadInput : public ::testing::Test {
+ protected:
+  /// Loads `prototxt` with the weights of `weights_of` (a test model's), or `weights` when given; returns the error.
+  Error loadError(const std::string& prototxt, const std::string& weights_of = "conv", const std::string* weights = nullptr) {
+    fs::path d = test::scratchDir("m");
+    writeAll(d / "net.prototxt", prototxt);
+    writeAll(d / "net.caffemodel", weights ? *weights : readAll(kData / weights_of / "model.caffemodel"));
+    try {
+      Model::loadCaffe(d / "net.prototxt", d / "net.caffemodel");
+    } catch (const Error& e) {
+      return e;
+    }
+    ADD_FAILURE() << "the model loaded";
+    return Error(ErrorCode::kInternal, "");
+  }
+  static std::string conv(const std::string& params = "num_output: 4 kernel_size: 3 pad: 1 stride: 2",
+                          const std::string& extra = "") {
+    return "layer { name: \"data\" type: \"Input\" top: \"data\" input_param { shape { dim: 1 dim: 3 dim: 9 dim: 9 } } }\n"
+           "layer { name: \"conv1\" type: \"Convolution\" bottom: \"data\" top: \"conv1\" convolution_param { " +
+           params + " } " + extra + " }\n";
+  }
+};
+
+#define EXPECT_HAS(err, text) EXPECT_NE(std::string((err).what()).find(text), std::string::npos) << (err).what()
+
+TEST_F(CaffeBadInput, GarbagePrototxt) {
+  Error e = loadError("layer { name: \"x\" type: ");
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidInput);
+  EXPECT_HAS(e, "net.prototxt");
+  EXPECT_HAS(e, "line 1:");
+  Error bin = loadError(readAll(kData / "conv/model.caffemodel"));
+  EXPECT_EQ(bin.code(), ErrorCode::kInvalidInput);
+  EXPECT_HAS(bin, "not a valid Caffe network description");
+}
+
+TEST_F(CaffeBadInput, GarbageAndTruncatedWeights) {
+  std::string junk = "this is not a caffemodel at all \xff\xff\xff\xff";
+  Error e = loadError(conv(), "", &junk);
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidInput);
+  EXPECT_HAS(e, "net.caffemodel");
+  // Cut anywhere, a file is either refused as corrupt or lacks the layer's blobs: an error naming it every time.
+  std::string full = readAll(kData / "conv/model.caffemodel");
+  for (size_t cut : {size_t{0}, size_t{3}, full.size() / 3, full.size() / 2, full.size() - 1}) {
+    std::string part = full.substr(0, cut);
+    Error t = loadError(conv(), "", &part);
+    EXPECT_EQ(t.code(), ErrorCode::kInvalidInput) << cut;
+    EXPECT_HAS(t, "net.caffemodel");
+  }
+}
+
+TEST_F(CaffeBadInput, MissingAndWrongSizedBlobs) {
+  Error missing = loadError(conv(), "pooling");  // a caffemodel with no layer 'conv1'
+  EXPECT_HAS(missing, "layer 'conv1' (Convolution)");
+  EXPECT_HAS(missing, "blob 0 (weights) is missing");
+  Error size = loadError(conv("num_output: 5 kernel_size: 3 pad: 1 stride: 2"));
+  EXPECT_HAS(size, "layer 'conv1' (Convolution)");
+  EXPECT_HAS(size, "blob 0 (weights) holds 108 values");
+  EXPECT_HAS(size, "5x3x3x3");
+}
+
+TEST_F(CaffeBadInput, UnknownLayerTypeAndFields) {
+  Error type = loadError(conv() + "layer { name: \"p\" type: \"PriorBoxy\" bottom: \"conv1\" top: \"p\" }\n");
+  EXPECT_EQ(type.code(), ErrorCode::kUnsupported);
+  EXPECT_HAS(type, "layer 'p' (PriorBoxy)");
+  EXPECT_HAS(type, "not one npuc imports");
+  Error field = loadError(conv("num_output: 4 kernel_size: 3 pad: 1 stride: 2 padding_mode: 2"));
+  EXPECT_EQ(field.code(), ErrorCode::kInvalidInput);
+  EXPECT_HAS(field, "padding_mode");
+  EXPECT_HAS(field, "caffe.ConvolutionParameter");
+  // A field of the layer npuc does not read (training settings) is skipped.
+  fs::path d = test::scratchDir("ok");
+  writeAll(d / "net.prototxt", conv("num_output: 4 kernel_size: 3 pad: 1 stride: 2",
+                                    "param { lr_mult: 1 } transform_param { scale: 0.5 } some_fork_param { x: 1 }"));
+  EXPECT_NO_THROW(Model::loadCaffe(d / "net.prototxt", kData / "conv/model.caffemodel"));
+}
+
+TEST_F(CaffeBadInput, UndefinedBottomsAndOrder) {
+  Error e = loadError(conv() + "layer { name: \"r\" type: \"ReLU\" bottom: \"nope\" top: \"r\" }\n");
+  EXPECT_HAS(e, "layer 'r' (ReLU)");
+  EXPECT_HAS(e, "bottom 'nope' is not written by any earlier layer");
+  // A cycle can only be written as a bottom read before it is written: the same rule.
+  Error cyc = loadError("layer { name: \"data\" type: \"Input\" top: \"data\" input_param { shape { dim: 1 dim: 3 } } }\n"
+                        "layer { name: \"a\" type: \"TanH\" bottom: \"b\" top: \"a\" }\n"
+                        "layer { name: \"b\" type: \"TanH\" bottom: \"a\" top: \"b\" }\n");
+  EXPECT_HAS(cyc, "layer 'a' (TanH)");
+  EXPECT_HAS(cyc, "bottom 'b'");
+  Error dup = loadError(conv() + "layer { name: \"conv1\" type: \"ReLU\" bottom: \"conv1\" top: \"conv1\" }\n");
+  EXPECT_HAS(dup, "a second layer of this name");
+}
+
+TEST_F(CaffeBadInput, LayerRules) {
+  Error group = loadError(conv("num_output: 4 kernel_size: 3 group: 2"));
+  EXPECT_HAS(group, "group 2 must divide the input channels (3)");
+  Error slice = loadError(conv() + "layer { name: \"s\" type: \"Slice\" bottom: \"conv1\" top: \"a\" top: \"b\" "
+                                   "slice_param { slice_point: 3 slice_point: 1 } }\n");
+  EXPECT_HAS(slice, "layer 's' (Slice)");
+  EXPECT_HAS(slice, "2 slice_point values for 2 tops");
+  Error v1 = loadError("layers { name: \"x\" type: CONVOLUTION bottom: \"data\" top: \"x\" }\n");
+  EXPECT_EQ(v1.code(), ErrorCode::kUnsupported);
+  EXPECT_HAS(v1, "V1 'layers'");
+  Error noinput = loadError("layer { name: \"t\" type: \"TanH\" bottom: \"x\" top: \"t\" }\n");
+  EXPECT_HAS(noinput, "bottom 'x'");
+}
+
+// Randomly damaged descriptions and weights (bytes changed, cut, repeated): every outcome is a graph or an
+// npuc::Error — the fuzz target's property (fuzz/fuzz_caffe_loader.cpp), checked here on every build.
+TEST(CaffeBadInputRandom, DamagedFilesGiveErrorsNotCrashes) {
+  std::mt19937 rng(50);
+  int loaded = 0, refused = 0;
+  for (const char* name : {"conv", "pooling", "eltwise_concat", "batch_norm", "shapes", "small_net"}) {
+    const std::string text = readAll(kData / name / "model.prototxt"), weights = readAll(kData / name / "model.caffemodel");
+    for (int i = 0; i < 150; ++i) {
+      std::string t = text, w = weights;
+      std::string& victim = i % 2 ? t : w;
+      switch (rng() % 4) {
+        case 0: victim.resize(rng() % (victim.size() + 1)); break;
+        case 1:
+          for (int k = 0; k < 1 + int(rng() % 4); ++k) victim[rng() % victim.size()] = char(rng());
+          break;
+        case 2: {
+          size_t at = rng() % victim.size();
+          victim.insert(at, victim.substr(rng() % victim.size(), 1 + rng() % 40));
+          break;
+        }
+        default: victim[rng() % victim.size()] = "0123456789-{}:\" \n"[rng() % 17]; break;
+      }
+      try {
+        auto g = caffe_io::importText(t, "x.prototxt", w.data(), w.size(), "x.caffemodel");
+        ++loaded;
+      } catch (const Error&) {
+        ++refused;
+      }
+    }
+  }
+  std::printf("[caffe] damaged files: %d loaded, %d refused with an error\n", loaded, refused);
+  EXPECT_GT(refused, 0);
+}
+
+}  // namespace
