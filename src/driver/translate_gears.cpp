@@ -1,6 +1,7 @@
 // translate() for gears (one package per batch or image size, --dynamic_batch_size / --dynamic_image_size) and for
 // input-shape ranges (--input_shape LO~HI): both resolved to ordinary translations by the same stages.
 #include "driver/translate_reports.hpp"
+#include "driver/translation.hpp"
 
 #include "kernels/aipp.hpp"
 #include "package/gears.hpp"
@@ -18,6 +19,15 @@ namespace npuc {
 
 namespace {
 
+/// The model's inputs as it declares them (open dimensions kept), read without resolving anything.
+std::vector<TensorInfo> declaredInputs(const TranslateOptions& o) {
+  LoadOptions lo = modelFiles(o);
+  lo.require_static_inputs = false;
+  lo.resolve = false;
+  lo.optimize = false;
+  return Model::load(o.onnx, lo).inputs();
+}
+
 /// The seed's rule for AIPP with --dynamic_image_size (rule aipp.dynamic_image_size, docs/aipp.md): a dynamic block
 /// may not crop or pad, and the width and height it sets (srcImageSizeW/H) equal the largest gear's — the frame input
 /// must then hold a picture of the largest gear, and a largest gear (at least as high and as wide as every other)
@@ -26,13 +36,7 @@ namespace {
 void checkAippWithImageGears(const TranslateOptions& o, const std::string& input, const Shape& shape) {
   const prepost::AippConfig cfg = prepost::loadAipp(o.aipp);
   std::vector<std::string> names;
-  {
-    LoadOptions lo;
-    lo.require_static_inputs = false;
-    lo.resolve = false;
-    lo.optimize = false;
-    for (const TensorInfo& in : Model::load(o.onnx, lo).inputs()) names.push_back(in.name);
-  }
+  for (const TensorInfo& in : declaredInputs(o)) names.push_back(in.name);
   auto gearName = [](std::pair<int64_t, int64_t> g) { return fmt::format("size_{}x{}", g.first, g.second); };
   for (const prepost::AippOp& op : cfg.ops) {
     if (op.related_input_rank < 0 || static_cast<size_t>(op.related_input_rank) >= names.size() ||
@@ -93,15 +97,8 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
   }
   // The dynamic input: an input_shapes entry with -1 where the gears go, else the model's own open dimensions.
   std::map<std::string, Shape> shapes = o.input_shapes;
-  {
-    LoadOptions lo;
-    lo.require_static_inputs = false;
-    lo.resolve = false;
-    lo.optimize = false;
-    Model m = Model::load(o.onnx, lo);
-    for (const TensorInfo& in : m.inputs())
-      if (!shapes.count(in.name)) shapes[in.name] = in.shape;
-  }
+  for (const TensorInfo& in : declaredInputs(o))
+    if (!shapes.count(in.name)) shapes[in.name] = in.shape;
   std::string input;
   for (const auto& [name, shape] : shapes) {
     bool open = false;
@@ -187,13 +184,7 @@ std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o) {
   if (!o.aipp.empty()) cfg = prepost::loadAipp(o.aipp);
   std::vector<std::string> names;
   std::vector<Shape> model_shapes;
-  {
-    LoadOptions lo;
-    lo.require_static_inputs = false;
-    lo.resolve = false;
-    lo.optimize = false;
-    for (const TensorInfo& in : Model::load(o.onnx, lo).inputs()) names.push_back(in.name), model_shapes.push_back(in.shape);
-  }
+  for (const TensorInfo& in : declaredInputs(o)) names.push_back(in.name), model_shapes.push_back(in.shape);
   auto bound = [](int64_t v) { return v == std::numeric_limits<int64_t>::max() ? std::string("-1 (unbounded)") : std::to_string(v); };
   for (const auto& [name, ranges] : o.input_shape_ranges) {
     auto pos = std::find(names.begin(), names.end(), name);

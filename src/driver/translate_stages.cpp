@@ -72,7 +72,7 @@ void options(Translation& tr) {
 }
 
 void import(Translation& tr) {
-  LoadOptions lo;
+  LoadOptions lo = modelFiles(tr.o);
   lo.input_shapes = tr.o.input_shapes;
   lo.optimize = false;  // the optimize stage folds BatchNorm and removes dead code itself
   lo.resolve = tr.numerics->resolveAtImport();

@@ -29,6 +29,14 @@ class Strategy;
 const ir::Graph& graphOf(const Model& m);
 ir::Graph& mutableGraphOf(Model& m);
 
+/// LoadOptions that read the model files TranslateOptions names (the model, and a Caffe network's weights); the
+/// caller sets what is done to the model.
+inline LoadOptions modelFiles(const TranslateOptions& o) {
+  LoadOptions lo;
+  lo.caffe_model = o.caffe_model;
+  return lo;
+}
+
 struct Translation {
   explicit Translation(const TranslateOptions& opts);
   ~Translation();

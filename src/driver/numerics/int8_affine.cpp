@@ -80,7 +80,7 @@ void Int8Affine::calibrate(Translation& tr, Model& body) {
 /// while ops the optimizer fuses (Conv + activation, HardSwish, …) keep standard ONNX form.
 void Int8Affine::saveStandardQdq(Translation& tr, const QuantizeOptions& qo) const {
   const TranslateOptions& o = tr.o;
-  LoadOptions lo;  // the load pipeline: shapes resolved, batch norms folded, ONNX ops only
+  LoadOptions lo = modelFiles(o);  // the load pipeline: shapes resolved, batch norms folded, ONNX ops only
   lo.input_shapes = o.input_shapes;
   Model standard = Model::load(o.onnx, lo);
   QuantizeOptions so = qo;
