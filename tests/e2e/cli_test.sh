@@ -437,6 +437,10 @@ tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninQuantFactor = 0|' "inQuantF
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nlayersGroupId = 0 1 1 0\nconv2dKernelType = 1 1|' "conv2dKernelType: 2 values, layersGroupId has 4"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nconv2dKernelType = 1 2|' "conv2dKernelType: 2 is outside the guide's range [0, 1]"
 tidl_bad 's|^outputNetFile .*|outputNetFile = "/tmp/.hidden.bin"|' "outputNetFile: outputNetFile's name '.hidden' starts with '.'"
+# outputNetFile outside the configuration's folder and the current one: refused unless --output-anywhere (issue 46).
+tidl_bad "s|^outputNetFile .*|outputNetFile = \"$tmp/elsewhere/net.bin\"|" "is outside the configuration's folder and the current folder; npuc writes there only with --output-anywhere"
+sed -e "s|^outputNetFile .*|outputNetFile = \"$tmp/elsewhere/net.bin\"|" "$tmp/ti/ok.txt" >"$tmp/ti/anywhere.txt"
+if "$npuc" tidl-import "$tmp/ti/anywhere.txt" --dry-run --output-anywhere >/dev/null; then ok "tidl-import --output-anywhere"; else bad "tidl-import --output-anywhere"; fi
 expect_error 2 "cannot read the import configuration" -- "$npuc" tidl-import "$tmp/ti/none.txt"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\ninQuantFactor = 3|' "inQuantFactor: 3 is not a power of two"
 tidl_bad 's|^foldBnInConv2D .*|foldBnInConv2D = 1\nquantHistoryParam1 = 101|' "quantHistoryParam1: 101 is outside"

@@ -290,9 +290,19 @@ namespace {
 
 /// One import: the configuration's keys checked and mapped onto a translation's options (`t`), with `plan` saying
 /// what npuc does with each key.
+/// Whether `path` (made absolute, `..` and links resolved as far as they exist) lies in folder `dir`.
+bool within(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path), ec), d = fs::weakly_canonical(fs::absolute(dir.empty() ? "." : dir), ec);
+  const fs::path rel = p.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
 class Import {
  public:
-  Import(Config cfg, const std::string& target) : cfg(std::move(cfg)) { t.target = target; }
+  Import(Config cfg, const std::string& target, bool output_anywhere) : cfg(std::move(cfg)), output_anywhere(output_anywhere) {
+    t.target = target;
+  }
 
   /// Refuses what npuc cannot import at all, before anything is read: another model format, a missing file, a
   /// value the guide's table refuses in combination with another.
@@ -339,6 +349,12 @@ class Import {
     } catch (const Error& e) {
       bad(cfg, line("outputNetFile"), "outputNetFile", e.what());
     }
+    // A configuration decides where npuc writes only within its own folder or the current one (a configuration from
+    // elsewhere must not create folders anywhere on the machine), unless the user says otherwise.
+    if (!output_anywhere && !within(t.out_root, fs::current_path()) && !within(t.out_root, fs::path(cfg.file).parent_path()))
+      bad(cfg, line("outputNetFile"), "outputNetFile",
+          fmt::format("\"{}\" is outside the configuration's folder and the current folder; npuc writes there only with "
+                      "--output-anywhere", outnet.string()));
     if (has("inWidth") || has("inHeight") || has("inNumChannels")) {
       const Model& m = inputModel();
       const char* size_key = has("inWidth") ? "inWidth" : has("inHeight") ? "inHeight" : "inNumChannels";
@@ -483,6 +499,7 @@ class Import {
   Config cfg;
   TranslateOptions t;
   std::string plan;
+  bool output_anywhere = false;  // --output-anywhere
 
  private:
   bool has(const char* k) const { return cfg.keys.count(k) != 0; }
@@ -528,15 +545,17 @@ void addTidlImport(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("tidl-import", "Translate with TI TIDL's import configuration file (tidl_model_import.out's keys; the tidl target)");
   struct Opts {
     std::string config, target = "tidl";
-    bool dry = false;
+    bool dry = false, output_anywhere = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("config", o->config, "The import configuration (key = value lines, as the TIDL user guide §3.15.1.4.7)")->required();
   c->add_option("--target", o->target, "The target (default tidl)");
   c->add_flag("--dry-run", o->dry, "Check the configuration and print what npuc would do, without translating");
+  c->add_flag("--output-anywhere", o->output_anywhere, "Let outputNetFile name a folder outside the configuration's folder and "
+                                                      "the current folder (default: refused)");
   c->callback([o, &run] {
     run = [o] {
-      Import im(parse(o->config), o->target);
+      Import im(parse(o->config), o->target, o->output_anywhere);
       im.checkKeys();
       im.readModelKeys();
       im.readQuantizationKeys();
