@@ -326,12 +326,24 @@ if "$npuc" view "$digits" --on tidl -o "$tmp/view_tidl" >/dev/null &&
 else bad "npuc view --on tidl"; fi
 expect_error 2 "--on applies to an ONNX model" -- "$npuc" view "$tmp/vw/vw" --on tidl -o "$tmp/view_tidl"
 
-# npuc tidl-import: the TIDL guide's sample configurations parse and are refused at modelType (Caffe: ONNX only); an
-# ONNX variant translates for tidl; broken variants are each an error naming file, line and key.
+# npuc tidl-import: the TIDL guide's sample configurations parse and stop at their Caffe network, which is not here
+# (modelType 0, the guide's default, reads it); the same configuration on a Caffe network that is here
+# (tests/data/caffe/batch_norm) translates for tidl, and an ONNX variant too; broken variants are each an error naming
+# file, line and key.
 td="$src/tests/data/tidl"
-expect_error 2 "tidl_import_j11_v2.txt:5: modelType: 0 (Caffe, the guide's default): npuc imports ONNX only" -- "$npuc" tidl-import "$td/tidl_import_j11_v2.txt"
-expect_error 2 "tidl_import_j11_split.txt:5: modelType: 0" -- "$npuc" tidl-import "$td/tidl_import_j11_split.txt"
-mkdir -p "$tmp/ti"
+expect_error 2 "tidl_import_j11_v2.txt:25: inputNetFile: \"import/dogs_deploy.prototxt\" does not exist" -- "$npuc" tidl-import "$td/tidl_import_j11_v2.txt"
+expect_error 2 "tidl_import_j11_split.txt:" -- "$npuc" tidl-import "$td/tidl_import_j11_split.txt"
+mkdir -p "$tmp/ti/caffe"
+head -c 144 /dev/urandom >"$tmp/ti/caffe/frame.raw"
+sed -e "s|^inputNetFile .*|inputNetFile = \"$src/tests/data/caffe/batch_norm/model.prototxt\"|" \
+    -e "s|^inputParamsFile .*|inputParamsFile = \"$src/tests/data/caffe/batch_norm/model.caffemodel\"|" \
+    -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/caffe/frame.raw\"|" \
+    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_small.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/import.txt"
+if "$npuc" tidl-import "$tmp/ti/caffe/import.txt" >"$tmp/ti/caffe/out.txt" && grep -q "modelType          = 0            Caffe" "$tmp/ti/caffe/out.txt" &&
+   grep -q '"numerics": "int8-pow2"' "$tmp/ti/caffe/tidl_net_small/manifest.json"; then ok "tidl-import modelType 0: the guide's sample on a Caffe network"
+else bad "tidl-import modelType 0: $(cat "$tmp/ti/caffe/out.txt")"; fi
+sed -e "/^inputParamsFile/d" "$tmp/ti/caffe/import.txt" >"$tmp/ti/caffe/noparams.txt"
+expect_error 2 "inputParamsFile: is required with modelType 0 (Caffe)" -- "$npuc" tidl-import "$tmp/ti/caffe/noparams.txt"
 onnxify() {  # the guide's sample as an ONNX configuration for the digits model
   sed -e 's|^modelType .*|modelType = 2|' -e "s|^inputNetFile .*|inputNetFile = \"$digits\"|" \
       -e "s|^sampleInData .*|sampleInData = \"$src/models/digits/test_x.npy\"|" \
@@ -415,7 +427,7 @@ tidl_bad 's|^quantRoundAdd .*|quantRoundAdd = 101|' "quantRoundAdd: 101 is outsi
 tidl_bad 's|^quantizationStyle .*|quantizationStyle = 0|' "quantizationStyle: 0 (fixed quantization by the training framework) is not supported"
 tidl_bad 's|^inElementType .*|inElementType = 2|' "inElementType: 2 is outside"
 tidl_bad 's|^rawSampleInData .*|rawSampleInData = -1|' "rawSampleInData: -1 is outside"
-tidl_bad 's|^modelType .*|modelType = 1|' "modelType: 1 (TensorFlow): npuc imports ONNX only"
+tidl_bad 's|^modelType .*|modelType = 1|' "modelType: 1 (TensorFlow): npuc does not import TensorFlow models yet"
 tidl_bad 's|^modelType .*|modelType = 3|' "modelType: 3 is outside"
 tidl_bad 's|^randParams .*|randParams = 0\nnumParamBit = 8|' ":3: numParamBit: unknown key"
 tidl_bad 's|^randParams .*|randparams = 0|' "randparams: unknown key (did you mean randParams?)"

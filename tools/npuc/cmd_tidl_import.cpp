@@ -1,8 +1,9 @@
 // npuc tidl-import: TI TIDL's import configuration file (the TIDL user guide §3.15.1.4.7, shared/seeds/001_*), read
 // as `tidl_model_import.out` reads it and mapped onto npuc's translation for the `tidl` target: `key = value` lines,
 // '#' comments, strings in double quotes, lists of numbers separated by spaces. Every key of the guide's table is
-// known; an unknown key, a value of the wrong kind or out of the guide's range, a missing file, or a model that is
-// not ONNX (modelType 0 Caffe, 1 TensorFlow) is an error naming the file, the line and the key. What npuc does with
+// known; an unknown key, a value of the wrong kind or out of the guide's range, a missing file, or a TensorFlow model
+// (modelType 1: not imported yet) is an error naming the file, the line and the key; modelType 0 reads a Caffe network
+// (inputNetFile) and its weights (inputParamsFile), 2 an ONNX model. What npuc does with
 // each key is printed; the quantization keys set the int8-pow2 package's options and sampleInData its calibration;
 // keys whose feature npuc does not have yet are accepted and said so.
 #include "cli_common.hpp"
@@ -308,15 +309,21 @@ class Import {
   /// value the guide's table refuses in combination with another.
   void checkKeys() {
     const int model_type = static_cast<int>(num("modelType", 0));
-    if (model_type != 2)
-      bad(cfg, line("modelType"), "modelType",
-          fmt::format("{} ({}): npuc imports ONNX only — export the model to ONNX and set modelType = 2",
-                      model_type, model_type == 0 ? "Caffe, the guide's default" : "TensorFlow"));
-    if (!has("inputNetFile")) bad(cfg, 0, "inputNetFile", "is required (the ONNX model)");
+    if (model_type == 1)
+      bad(cfg, line("modelType"), "modelType", "1 (TensorFlow): npuc does not import TensorFlow models yet — export the model to "
+          "ONNX and set modelType = 2");
+    const bool caffe = model_type == 0;  // (the guide's default)
+    if (!has("inputNetFile")) bad(cfg, 0, "inputNetFile", caffe ? "is required (the Caffe network, .prototxt)" : "is required (the ONNX model)");
     const Entry& net = cfg.keys.at("inputNetFile");
     if (!fs::exists(net.raw)) bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" does not exist", net.raw));
-    if (fs::path(net.raw).extension() != ".onnx")
+    if (!caffe && fs::path(net.raw).extension() != ".onnx")
       bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not an .onnx file (modelType 2 is ONNX)", net.raw));
+    if (caffe) {  // Caffe: the network and its trained weights (inputParamsFile)
+      if (!has("inputParamsFile"))
+        bad(cfg, 0, "inputParamsFile", "is required with modelType 0 (Caffe): the trained weights, .caffemodel");
+      const Entry& params = cfg.keys.at("inputParamsFile");
+      if (!fs::exists(params.raw)) bad(cfg, params.line, "inputParamsFile", fmt::format("\"{}\" does not exist", params.raw));
+    }
     if (has("sampleInData") && !fs::exists(cfg.keys.at("sampleInData").raw))
       bad(cfg, line("sampleInData"), "sampleInData", fmt::format("\"{}\" does not exist", cfg.keys.at("sampleInData").raw));
     if (num("quantizationStyle", 1) == 0)
@@ -337,6 +344,7 @@ class Import {
   void readModelKeys() {
     const Entry& net = cfg.keys.at("inputNetFile");
     t.onnx = net.raw;
+    if (num("modelType", 0) == 0) t.caffe_model = cfg.keys.at("inputParamsFile").raw;
     // The package: outputNetFile's folder and name (TIDL writes net and params files there).
     fs::path outnet = has("outputNetFile") ? fs::path(cfg.keys.at("outputNetFile").raw) : fs::path("tidl_net.bin");
     t.prefix = outnet.stem().string();
@@ -370,13 +378,15 @@ class Import {
       if (s != m.inputs()[0].shape) t.input_shapes[m.inputs()[0].name] = s;  // (the same shape: nothing to set, or to blame)
     }
     // What npuc does with each key.
-    plan = fmt::format("{}: TIDL import configuration -> npuc translate {} -onnx {} --target {}{}\n", cfg.file, t.prefix,
-                                   t.onnx.string(), t.target, t.input_shapes.empty() ? "" : " --input-shape …");
-    say("modelType", "ONNX");
-    say("inputNetFile", "the model");
+    const bool caffe = !t.caffe_model.empty();
+    plan = fmt::format("{}: TIDL import configuration -> npuc translate {} {} {}{} --target {}{}\n", cfg.file, t.prefix,
+                       caffe ? "-caffe" : "-onnx", t.onnx.string(), caffe ? " " + t.caffe_model.string() : "", t.target,
+                       t.input_shapes.empty() ? "" : " --input-shape …");
+    say("modelType", caffe ? "Caffe (docs/frontends.md)" : "ONNX");
+    say("inputNetFile", caffe ? "the network (.prototxt)" : "the model");
     say("outputNetFile", fmt::format("the package: {}/{}", t.out_root.string(), t.prefix));
     say("outputParamsFile", "(npuc's package holds the parameters with the network)");
-    say("inputParamsFile", "(ONNX holds its parameters: not read)");
+    say("inputParamsFile", caffe ? "the trained weights (.caffemodel)" : "(ONNX holds its parameters: not read)");
     say("inWidth", "input width");
     say("inHeight", "input height");
     say("inNumChannels", "input channels");
@@ -513,6 +523,7 @@ class Import {
     if (!model) {
       LoadOptions lo;
       lo.require_static_inputs = false;
+      lo.caffe_model = t.caffe_model;
       model = Model::load(t.onnx, lo);
     }
     return *model;
