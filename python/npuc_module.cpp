@@ -598,10 +598,12 @@ void bindTranslate(py::module_& m) {
          const std::optional<std::filesystem::path>& aipp, const py::object& calib, const std::string& calib_method,
          const std::map<std::string, Shape>& input_shapes, bool relu6_to_relu, bool save_opt_onnx, bool save_qdq_onnx,
          bool reuse_memory, bool concat_copies, int threads, const std::vector<int64_t>& dynamic_batch_size,
-         const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax) {
+         const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax,
+         const std::optional<std::filesystem::path>& caffe_model) {
         TranslateOptions o;
         o.prefix = prefix;
         o.onnx = onnx;
+        if (caffe_model) o.caffe_model = *caffe_model;
         o.target = target;
         o.out_root = out;
         if (prepost) o.prepost = *prepost;
@@ -637,7 +639,7 @@ void bindTranslate(py::module_& m) {
       py::arg("input_shapes") = std::map<std::string, Shape>{}, py::arg("relu6_to_relu") = false, py::arg("save_opt_onnx") = false,
       py::arg("save_qdq_onnx") = false, py::arg("reuse_memory") = false, py::arg("concat_copies") = false, py::arg("threads") = 0,
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
-      py::arg("relax") = std::vector<std::string>{},
+      py::arg("relax") = std::vector<std::string>{}, py::arg("caffe_model") = py::none(),
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix");
 }
 
@@ -658,8 +660,10 @@ void bindModels(py::module_& m) {
 
   m.def(
       "model_io",
-      [](const std::filesystem::path& onnx) {
-        Model mdl = Model::load(onnx);
+      [](const std::filesystem::path& onnx, const std::optional<std::filesystem::path>& caffe_model) {
+        LoadOptions lo;
+        if (caffe_model) lo.caffe_model = *caffe_model;
+        Model mdl = Model::load(onnx, lo);
         auto info = [](const std::vector<TensorInfo>& v) {
           py::list l;
           for (auto& t : v) l.append(py::dict(py::arg("name") = t.name, py::arg("dtype") = numpyDtype(t.dtype), py::arg("shape") = py::tuple(py::cast(t.shape))));
@@ -667,17 +671,20 @@ void bindModels(py::module_& m) {
         };
         return py::make_tuple(info(mdl.inputs()), info(mdl.outputs()));
       },
-      py::arg("onnx"), "The model's inputs and outputs: (list of {name, dtype, shape}, same for outputs)");
+      py::arg("onnx"), py::arg("caffe_model") = py::none(),
+      "The model's inputs and outputs: (list of {name, dtype, shape}, same for outputs); a Caffe network (.prototxt) with "
+      "caffe_model= its weights");
 
   m.def(
       "run_model",
       [](const std::filesystem::path& onnx, const py::handle& inputs, const std::vector<std::string>& capture, int threads,
-         const std::optional<std::filesystem::path>& prepost) {
+         const std::optional<std::filesystem::path>& prepost, const std::optional<std::filesystem::path>& caffe_model) {
         std::map<std::string, Tensor> feed;
         LoadOptions lo;
+        if (caffe_model) lo.caffe_model = *caffe_model;
         {
-          Model probe = Model::load(onnx, [] {
-            LoadOptions l;
+          Model probe = Model::load(onnx, [&] {
+            LoadOptions l = lo;
             l.require_static_inputs = false;
             return l;
           }());
@@ -709,7 +716,7 @@ void bindModels(py::module_& m) {
         return r;
       },
       py::arg("onnx"), py::arg("inputs"), py::arg("capture") = std::vector<std::string>{}, py::arg("threads") = 1,
-      py::arg("prepost") = py::none(),
+      py::arg("prepost") = py::none(), py::arg("caffe_model") = py::none(),
       "Runs a model on the reference engine: a dict of its outputs (and of the `capture` values) as numpy arrays");
 }
 

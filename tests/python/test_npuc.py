@@ -537,3 +537,20 @@ def test_drpai_messages_are_the_manuals(tmp_path):
             "(width 5, height 7\nActual input : (width 4, height 4)\n") in r.stdout, r.stdout
     r = subprocess.run([CLI, "check", str(tmp_path / "erf.onnx"), "--target", "generic", "--no-report"], capture_output=True, text=True)
     assert "DRP Converter" not in r.stdout
+
+
+def test_a_caffe_model_from_python(tmp_path):
+    # A Caffe network and its weights (docs/frontends.md) through the same calls as an ONNX model: model_io, run_model
+    # and translate take caffe_model=; the generic package computes run_model's outputs bit for bit.
+    net = os.path.join(SRC, "tests", "data", "caffe", "small_net")
+    proto, weights = os.path.join(net, "model.prototxt"), os.path.join(net, "model.caffemodel")
+    ins, outs = npuc.model_io(proto, caffe_model=weights)
+    assert [i["name"] for i in ins] == ["data"] and [o["name"] for o in outs] == ["prob"]
+    x = np.load(os.path.join(net, "input_data.npy"))
+    ref = npuc.run_model(proto, {"data": x}, caffe_model=weights)["prob"]
+    assert np.allclose(ref, np.load(os.path.join(net, "output_prob.npy")), rtol=1e-5, atol=1e-6)
+    r = npuc.translate("small", proto, caffe_model=weights, target="generic", out=str(tmp_path))
+    assert r.ok
+    assert np.array_equal(npuc.Runtime(r.dir).run([x])["prob"], ref)
+    with pytest.raises(npuc.Error, match="give its trained weights"):
+        npuc.model_io(proto)
