@@ -15,14 +15,19 @@ if "$npuc" run "$net/model.prototxt" "$net/model.caffemodel" --input "data=$net/
 if "$npuc" check "$net/model.prototxt" "$net/model.caffemodel" --target generic --no-report >/dev/null; then
   ok "check generic -> 0"; else bad "check generic failed"; fi
 
-# translate -caffe: a generic package whose simulated outputs are the engine's. (Until translate's import stage reads
-# TranslateOptions::caffe_model, it refuses the .prototxt: said, not failed.)
+# translate -caffe: a generic package whose simulated outputs are the engine's; compare --caffe-model matches it layer by
+# layer; quantize takes the pair and writes a QDQ ONNX model.
 if "$npuc" translate sn -caffe "$net/model.prototxt" "$net/model.caffemodel" --target generic --out "$tmp/tr" >"$tmp/tr.log" 2>&1; then
   if "$npuc" simulate "$tmp/tr/sn" --input "data=$net/input_data.npy" -o "$tmp/sim" >/dev/null 2>&1 &&
      cmp -s "$tmp/sim/prob.npy" "$tmp/run/prob.npy"; then ok "translate -caffe: the generic package computes run's outputs bit for bit"
   else bad "translate -caffe: simulate differs from run"; fi
-elif grep -q "give its trained weights" "$tmp/tr.log"; then ok "translate -caffe skipped: the import stage does not read caffe_model yet"
 else bad "translate -caffe: $(tail -2 "$tmp/tr.log")"; fi
+if "$npuc" compare "$net/model.prototxt" "$tmp/tr/sn" --caffe-model "$net/model.caffemodel" -o "$tmp/cmp" >"$tmp/cmp.log" 2>&1 &&
+   grep -q "layers matched; lowest cosine 1.0000000" "$tmp/cmp.log"; then ok "compare --caffe-model"
+else bad "compare --caffe-model: $(tail -2 "$tmp/cmp.log")"; fi
+if "$npuc" quantize "$net/model.prototxt" "$net/model.caffemodel" --calib "data=$net/input_data.npy" -o "$tmp/q.onnx" >/dev/null 2>&1 &&
+   "$npuc" inspect "$tmp/q.onnx" | grep -q QuantizeLinear; then ok "quantize PROTOTXT CAFFEMODEL writes a QDQ model"
+else bad "quantize PROTOTXT CAFFEMODEL"; fi
 
 expect_error 2 "give its trained weights (.caffemodel)" -- "$npuc" inspect "$net/model.prototxt"
 expect_error 2 "not a valid .caffemodel" -- "$npuc" inspect "$net/model.prototxt" "$src/models/digits/digits_cnn.onnx"

@@ -96,7 +96,7 @@ std::string html(const std::vector<Row>& rows, const std::string& model, const s
 
 /// What compare is given (the options below).
 struct CompareOptions {
-  std::string model, package, out = "compare_out", prepost, aipp_config;
+  std::string model, package, out = "compare_out", prepost, aipp_config, caffe_model;
   bool prepost_full = false;
   std::vector<std::string> inputs, aipp;
   int threads = 1;
@@ -161,6 +161,7 @@ int runCompare(const CompareOptions& o) {
   LoadOptions lo;
   if (o.prepost.empty() && o.aipp_config.empty())
     for (auto& in : rt.inputs()) lo.input_shapes[in.name] = in.shape;
+  lo.caffe_model = o.caffe_model;
   Model m = Model::load(o.model, lo);
   if (!o.prepost.empty()) m = m.withPrePost(o.prepost, {o.prepost_full, false, false});
   if (!o.aipp_config.empty()) m = m.withAipp(o.aipp_config);
@@ -260,6 +261,7 @@ void addCompare(CLI::App& app, Action& run) {
   auto o = std::make_shared<CompareOptions>();
   c->add_option("model", o->model, "The original ONNX model")->required();
   c->add_option("package", o->package, "Its package folder (output/PREFIX)")->required();
+  c->add_option("--caffe-model", o->caffe_model, "The model is a Caffe network (.prototxt): its trained weights (.caffemodel)");
   c->add_option("--input", o->inputs, "Input: name=file.npy (float32); seeded random when not given");
   c->add_option("--out,-o", o->out, "Folder for compare.csv and compare.html");
   c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));

@@ -14,7 +14,7 @@ void addQuantize(CLI::App& app, Action& run) {
       "(integer convolutions) translate for target generic-int8 with --calib (docs/numerics.md)");
   addCustomOpOption(c);
   struct Opts {
-    std::string model, output, table, method = "minmax", scheme = "affine";
+    std::string model, caffemodel, output, table, method = "minmax", scheme = "affine";
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
     bool per_tensor = false, bias_correction = false;
@@ -22,7 +22,8 @@ void addQuantize(CLI::App& app, Action& run) {
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model (float32)")->required();
+  c->add_option("model", o->model, "ONNX model (float32), or a Caffe network (.prototxt) followed by its weights")->required();
+  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   c->add_option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
                 "first axis (repeatable; several files of one name add up)")->required();
   c->add_option("--output,-o", o->output, "The quantized model (.onnx)")->required();
@@ -45,6 +46,7 @@ void addQuantize(CLI::App& app, Action& run) {
     run = [o] {
       LoadOptions lo;
       lo.input_shapes = parseShapes(o->shapes);
+      lo.caffe_model = o->caffemodel;
       Model m = Model::load(o->model, lo);
       QuantizeOptions qo;
       qo.calibration = parseTensorLists(o->calib, "--calib");
