@@ -520,6 +520,19 @@ if "$npuc" translate qr -onnx "$tmp/qr.onnx" --target kneron --out "$tmp/qk" >/d
   ok "a radix-form QDQ model (npuc quantize --scheme radix) translates for kneron with its own scales"
 else bad "radix QDQ model for kneron"; fi
 
+# custom-op create checks its limits while it reads (64 tensors a side, 256 parameters) and in linear time: a 100,000-
+# input definition (3 MB) is refused at once, not after a quadratic scan of every name (issue 46).
+cop_yaml() {  # cop_yaml N_INPUTS N_PARAMS
+  awk -v n="$1" -v p="$2" 'BEGIN { print "name: Big\nframework: onnx\ninputs:"; for (i = 0; i < n; i++) print "  x" i ":\n    type: VX_TYPE_TENSOR";
+    print "outputs:\n  y:\n    type: VX_TYPE_TENSOR"; if (p) print "params:"; for (i = 0; i < p; i++) print "  p" i ":\n    type: VX_TYPE_INT32" }'
+}
+cop_yaml 65 0 >"$tmp/cop65.yml"
+expect_error 2 "field 'inputs': at most 64 tensors" -- "$npuc" custom-op create --config "$tmp/cop65.yml" --op-path "$tmp/cop65"
+cop_yaml 1 257 >"$tmp/cop257.yml"
+expect_error 2 "field 'params': at most 256 parameters" -- "$npuc" custom-op create --config "$tmp/cop257.yml" --op-path "$tmp/cop257"
+cop_yaml 100000 0 >"$tmp/cop_big.yml"
+expect_error 2 "field 'inputs': at most 64 tensors" -- timeout 60 "$npuc" custom-op create --config "$tmp/cop_big.yml" --op-path "$tmp/cop_big"
+
 # custom-op build (issue 47.11): --out-dir made when missing and an error naming it when it cannot be; --toolchain passes
 # a CMake toolchain file and skips the load check with a note; --test --param gives the harness parameters, checked
 # against op.yml. The example's plugin, copied so nothing is written into the source tree.
