@@ -33,10 +33,11 @@ std::vector<TensorInfo> declaredInputs(const TranslateOptions& o) {
 /// must then hold a picture of the largest gear, and a largest gear (at least as high and as wide as every other)
 /// must exist. A static stage on the gear input must fit every gear (its output size is fixed in each gear's
 /// package). Checked before any gear is translated; the runtime checks the block itself (Runtime::setDynamicAipp).
-void checkAippWithImageGears(const TranslateOptions& o, const std::string& input, const Shape& shape) {
+void checkAippWithImageGears(const TranslateOptions& o, const std::vector<TensorInfo>& declared, const std::string& input,
+                             const Shape& shape) {
   const prepost::AippConfig cfg = prepost::loadAipp(o.aipp);
   std::vector<std::string> names;
-  for (const TensorInfo& in : declaredInputs(o)) names.push_back(in.name);
+  for (const TensorInfo& in : declared) names.push_back(in.name);
   auto gearName = [](std::pair<int64_t, int64_t> g) { return fmt::format("size_{}x{}", g.first, g.second); };
   for (const prepost::AippOp& op : cfg.ops) {
     if (op.related_input_rank < 0 || static_cast<size_t>(op.related_input_rank) >= names.size() ||
@@ -97,7 +98,8 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
   }
   // The dynamic input: an input_shapes entry with -1 where the gears go, else the model's own open dimensions.
   std::map<std::string, Shape> shapes = o.input_shapes;
-  for (const TensorInfo& in : declaredInputs(o))
+  const std::vector<TensorInfo> declared = declaredInputs(o);  // (read once: the AIPP check below names them too)
+  for (const TensorInfo& in : declared)
     if (!shapes.count(in.name)) shapes[in.name] = in.shape;
   std::string input;
   for (const auto& [name, shape] : shapes) {
@@ -120,7 +122,7 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
   if (input.empty())
     fail(ErrorCode::kInvalidArgument, "{}: no input has an open dimension: give the dynamic input's shape with -1 where the gears go "
          "(--input_shape \"data:-1,3,224,224\" for batch gears, \"data:1,3,-1,-1\" for image-size gears)", opt);
-  if (!batch && !o.aipp.empty()) checkAippWithImageGears(o, input, shapes[input]);
+  if (!batch && !o.aipp.empty()) checkAippWithImageGears(o, declared, input, shapes[input]);
   OutputDir out(o.out_root, o.prefix);
   package::Gears gears;
   gears.kind = batch ? "batch" : "image_size";

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace npuc {
 
 int integerLayers(ir::Graph& g);  // model.cpp
@@ -106,6 +108,14 @@ void Int8Affine::saveStandardQdq(Translation& tr, const QuantizeOptions& qo) con
       ++it;
     }
   withContext(o.onnx.string(), [&] { standard.quantizedQdq(so); });
+}
+
+bool Int8Affine::zeroPointIsZero(const ir::Graph& g, const ir::Node& quantize) {
+  if (!quantize.hasInput(2)) return true;
+  const ir::Value& zp = g.value(quantize.inputs[2]);
+  if (!zp.isConstant()) return false;
+  const std::vector<double> z = zp.constant->toDouble();
+  return std::all_of(z.begin(), z.end(), [](double v) { return v == 0; });
 }
 
 std::unique_ptr<Strategy> makeInt8Affine() { return std::make_unique<Int8Affine>(); }

@@ -8,6 +8,9 @@
 namespace npuc {
 
 struct QuantizeOptions;
+namespace ir {
+struct Node;
+}
 
 namespace numerics {
 
@@ -30,6 +33,8 @@ class Int8Affine : public Strategy {
   virtual const char* scheme() const { return "affine"; }
   /// A model quantized elsewhere: its quantization must be one the family's packages hold (an error names the tensor).
   virtual void checkQuantized(const ir::Graph&, const std::string& /*file*/) const {}
+  /// Whether a QuantizeLinear's zero point is 0 (absent, or constant zeros): the symmetric families' codes.
+  static bool zeroPointIsZero(const ir::Graph& g, const ir::Node& quantize);
 
  private:
   void saveStandardQdq(Translation& tr, const QuantizeOptions& qo) const;

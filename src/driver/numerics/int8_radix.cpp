@@ -34,16 +34,12 @@ class Int8Radix final : public Int8Affine {
       const ir::Node& n = g.node(id);
       if (n.op != "QuantizeLinear" || !n.domain.empty()) continue;
       const Tensor* sc = n.hasInput(1) ? ir::constantInput(g, n, 1, DType::kF32) : nullptr;
-      const ir::Value* zp = n.hasInput(2) ? &g.value(n.inputs[2]) : nullptr;
       bool ok = sc && sc->numel() == 1;
       if (ok) {
         int e = 0;
         ok = std::frexp(sc->data<float>()[0], &e) == 0.5f;
       }
-      if (ok && zp) {
-        const std::vector<double> z = zp->isConstant() ? zp->constant->toDouble() : std::vector<double>{1};
-        ok = std::all_of(z.begin(), z.end(), [](double v) { return v == 0; });
-      }
+      ok = ok && zeroPointIsZero(g, n);
       if (!ok)
         fail(ErrorCode::kUnsupported, "{}: tensor '{}' is quantized with a scale or zero point that is not in int8-radix form (zero "
              "point 0, a power-of-two scale): quantize the float model with `npuc quantize --scheme radix`, or translate it with --calib",

@@ -7,8 +7,6 @@
 #include "ir/graph.hpp"
 #include "support/error.hpp"
 
-#include <algorithm>
-
 namespace npuc::numerics {
 
 namespace {
@@ -23,10 +21,8 @@ class Int8Symmetric final : public Int8Affine {
   void checkQuantized(const ir::Graph& g, const std::string& file) const override {
     for (ir::NodeId id : g.order()) {
       const ir::Node& n = g.node(id);
-      if (n.op != "QuantizeLinear" || !n.domain.empty() || !n.hasInput(2)) continue;
-      const ir::Value& zp = g.value(n.inputs[2]);
-      const std::vector<double> z = zp.isConstant() ? zp.constant->toDouble() : std::vector<double>{1};
-      if (!std::all_of(z.begin(), z.end(), [](double v) { return v == 0; }))
+      if (n.op != "QuantizeLinear" || !n.domain.empty()) continue;
+      if (!zeroPointIsZero(g, n))
         fail(ErrorCode::kUnsupported, "{}: tensor '{}' is quantized with a zero point other than 0, which int8-symmetric packages "
              "do not hold: quantize the float model with `npuc quantize --scheme symmetric`, or translate it with --calib",
              file, g.value(n.inputs[0]).name);
