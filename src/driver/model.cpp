@@ -5,6 +5,7 @@
 #include "codegen/lower.hpp"
 #include "engine/engine.hpp"
 #include "frontend/caffe/caffe_io.hpp"
+#include "frontend/tf/tf_io.hpp"
 #include "frontend/onnx/onnx_io.hpp"
 #include "ops/custom.hpp"
 #include "ops/registry.hpp"
@@ -68,8 +69,12 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& opts) {
   if (opts.caffe_model.empty() && path.extension() == ".prototxt")
     fail(ErrorCode::kInvalidArgument, "{} is a Caffe network description: give its trained weights (.caffemodel) with "
                                       "it", path.string());
-  m.impl_->graph = opts.caffe_model.empty() ? onnx_io::importFile(path, importOptions(opts))
-                                             : caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
+  if (!opts.caffe_model.empty())
+    m.impl_->graph = caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
+  else if (path.extension() == ".pb")  // (provisional: main's ModelFormat detection replaces this)
+    m.impl_->graph = tf_io::importFile(path, importOptions(opts));
+  else
+    m.impl_->graph = onnx_io::importFile(path, importOptions(opts));
   resolve(*m.impl_->graph, opts);
   return m;
 }
