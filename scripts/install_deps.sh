@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
 # and `apt-get update` runs only when something is missing.
-#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser] [caffe]
+#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser] [caffe] [tf]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config
@@ -17,6 +17,9 @@ browser_pkgs=(chromium)  # the test that opens npuc view's page headless
 # Regenerating the Caffe test models and their expected outputs only (tests/data/caffe/generate.py: protobuf classes
 # from npuc's caffe.proto, OpenCV's dnn module as the oracle); the tests read the stored files.
 caffe_pkgs=(python3 python3-numpy python3-protobuf python3-opencv protobuf-compiler)
+# Regenerating the TensorFlow test graphs and their expected outputs only (tests/data/tf/generate.py: protobuf classes
+# from npuc's tf_graph.proto, OpenCV's dnn module and numpy as the oracles); the tests read the stored files.
+tf_pkgs=(python3 python3-numpy python3-protobuf python3-opencv protobuf-compiler)
 
 want=()
 for group in "${@:-build}"; do
@@ -28,7 +31,8 @@ for group in "${@:-build}"; do
     fashion) want+=("${fashion_pkgs[@]}") ;;
     browser) want+=("${browser_pkgs[@]}") ;;
     caffe) want+=("${caffe_pkgs[@]}") ;;
-    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser, caffe)" >&2; exit 2 ;;
+    tf) want+=("${tf_pkgs[@]}") ;;
+    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser, caffe, tf)" >&2; exit 2 ;;
   esac
 done
 
