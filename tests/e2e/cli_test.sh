@@ -427,7 +427,7 @@ tidl_bad 's|^quantRoundAdd .*|quantRoundAdd = 101|' "quantRoundAdd: 101 is outsi
 tidl_bad 's|^quantizationStyle .*|quantizationStyle = 0|' "quantizationStyle: 0 (fixed quantization by the training framework) is not supported"
 tidl_bad 's|^inElementType .*|inElementType = 2|' "inElementType: 2 is outside"
 tidl_bad 's|^rawSampleInData .*|rawSampleInData = -1|' "rawSampleInData: -1 is outside"
-tidl_bad 's|^modelType .*|modelType = 1|' "modelType: 1 (TensorFlow): npuc does not import TensorFlow models yet"
+tidl_bad 's|^modelType .*|modelType = 1|' "is not a .pb file (modelType 1 is a TensorFlow frozen graph)"
 tidl_bad 's|^modelType .*|modelType = 3|' "modelType: 3 is outside"
 tidl_bad 's|^randParams .*|randParams = 0\nnumParamBit = 8|' ":3: numParamBit: unknown key"
 tidl_bad 's|^randParams .*|randparams = 0|' "randparams: unknown key (did you mean randParams?)"

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 net=$src/tests/data/tf/mobilenet
-if "$npuc" inspect "$net/model.pb" >"$tmp/inspect.out" && grep -q "input input : float32 1x32x32x3" "$tmp/inspect.out" &&
+if "$npuc" inspect "$net/model.pb" >"$tmp/inspect.out" && grep -Eq "input +input : float32 1x32x32x3" "$tmp/inspect.out" &&
    grep -q "output prob : float32 1x10" "$tmp/inspect.out"; then ok "inspect PB: the model's own NHWC input"
 else bad "inspect: $(tail -3 "$tmp/inspect.out")"; fi
 
@@ -24,6 +24,16 @@ else bad "translate -tf: $(tail -2 "$tmp/tr.log")"; fi
 if "$npuc" compare "$net/model.pb" "$tmp/tr/mn" -o "$tmp/cmp" >"$tmp/cmp.log" 2>&1 &&
    grep -q "lowest cosine 1.0000000" "$tmp/cmp.log"; then ok "compare PB PACKAGE"
 else bad "compare PB PACKAGE: $(tail -2 "$tmp/cmp.log")"; fi
+
+# tidl-import modelType 1: the guide's sample configuration on the TensorFlow graph translates for tidl.
+mkdir -p "$tmp/ti"
+sed -e 's|^modelType .*|modelType = 1|' -e "s|^inputNetFile .*|inputNetFile = \"$net/model.pb\"|" -e '/^inputParamsFile/d' \
+    -e "s|^sampleInData .*|sampleInData = \"$net/input_input.npy\"|" -e '/^rawSampleInData/d' -e '/^preProcType/d' \
+    -e '/^inWidth/d' -e '/^inHeight/d' -e '/^inNumChannels/d' \
+    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/tidl_net_mn.bin\"|" "$src/tests/data/tidl/tidl_import_j11_v2.txt" >"$tmp/ti/import.txt"
+if "$npuc" tidl-import "$tmp/ti/import.txt" >"$tmp/ti/out.txt" 2>&1 && grep -q "modelType          = 1            TensorFlow" "$tmp/ti/out.txt" &&
+   grep -q '"numerics": "int8-pow2"' "$tmp/ti/tidl_net_mn/manifest.json"; then ok "tidl-import modelType 1: the guide's sample on a TensorFlow graph"
+else bad "tidl-import modelType 1: $(tail -5 "$tmp/ti/out.txt")"; fi
 
 head -c 300 "$net/model.pb" >"$tmp/cut.pb"
 expect_error 2 "not a valid TensorFlow GraphDef" -- "$npuc" inspect "$tmp/cut.pb"

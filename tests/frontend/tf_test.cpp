@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -194,6 +195,12 @@ struct GraphText {
     (*n->mutable_attr())["dtype"].set_type(npuc::tf::DT_FLOAT);
     for (int64_t d : s) (*n->mutable_attr())["shape"].mutable_shape()->add_dim()->set_size(d);
   }
+  void ints(const std::string& name, const std::vector<int64_t>& v) {
+    auto& t = *(*node(name, "Const")->mutable_attr())["value"].mutable_tensor();
+    t.set_dtype(npuc::tf::DT_INT64);
+    t.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t.add_int64_val(x);
+  }
   std::string bytes() const { return g.SerializeAsString(); }
 };
 
@@ -312,10 +319,39 @@ TEST(TfBadInput, HugeCountsAndSizes) {
   Error content = importError(c.bytes());
   EXPECT_HAS(content, "node 'k' (Const)");
   EXPECT_HAS(content, "tensor_content has 12 bytes");
+  GraphText fill;  // one value filling 2^30 elements
+  fill.placeholder("x", {1, 4});
+  auto* f = fill.node("k", "Const");
+  auto& fv = (*f->mutable_attr())["value"];
+  fv.mutable_tensor()->set_dtype(npuc::tf::DT_FLOAT);
+  fv.mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 30);
+  fv.mutable_tensor()->add_float_val(1.0f);
+  fill.node("a", "Add", {"x", "k"});
+  EXPECT_HAS(importError(fill.bytes()), "elements npuc fills from a short list");
   GraphText u;
   u.placeholder("x", {1, -1, 4});
   u.node("r", "Relu", {"x"});
   EXPECT_HAS(importError(u.bytes()), "give it with --input-shape x=");
+}
+
+// Strides beyond an axis take one element, as TensorFlow does (no overflow in the arithmetic).
+TEST(TfBadInput, ExtremeStridedSliceValues) {
+  GraphText t;
+  t.placeholder("x", {2, 5});
+  t.ints("b", {0, INT64_MIN});
+  t.ints("e", {2, INT64_MAX});
+  t.ints("s", {1, INT64_MAX});
+  t.node("ss", "StridedSlice", {"x", "b", "e", "s"});
+  auto g = tf_io::importBytes(t.bytes().data(), t.bytes().size(), "ss.pb");
+  EXPECT_EQ(g->value(g->outputs()[0]).type.shape, (Shape{2, 1}));
+  GraphText n;
+  n.placeholder("x", {2, 5});
+  n.ints("b", {0, INT64_MAX});
+  n.ints("e", {2, INT64_MIN});
+  n.ints("s", {1, INT64_MIN});
+  n.node("ss", "StridedSlice", {"x", "b", "e", "s"});
+  auto h = tf_io::importBytes(n.bytes().data(), n.bytes().size(), "ss.pb");
+  EXPECT_EQ(h->value(h->outputs()[0]).type.shape, (Shape{2, 1}));
 }
 
 // Randomly damaged graphs (bytes changed, cut, repeated): every outcome is a graph or an npuc::Error — the fuzz

@@ -1,9 +1,9 @@
 // npuc tidl-import: TI TIDL's import configuration file (the TIDL user guide §3.15.1.4.7, shared/seeds/001_*), read
 // as `tidl_model_import.out` reads it and mapped onto npuc's translation for the `tidl` target: `key = value` lines,
 // '#' comments, strings in double quotes, lists of numbers separated by spaces. Every key of the guide's table is
-// known; an unknown key, a value of the wrong kind or out of the guide's range, a missing file, or a TensorFlow model
-// (modelType 1: not imported yet) is an error naming the file, the line and the key; modelType 0 reads a Caffe network
-// (inputNetFile) and its weights (inputParamsFile), 2 an ONNX model. What npuc does with
+// known; an unknown key, a value of the wrong kind or out of the guide's range, or a missing file is an error naming
+// the file, the line and the key; modelType 0 reads a Caffe network (inputNetFile) and its weights (inputParamsFile),
+// 1 a TensorFlow frozen graph (inputNetFile, .pb), 2 an ONNX model. What npuc does with
 // each key is printed; the quantization keys set the int8-pow2 package's options and sampleInData its calibration;
 // keys whose feature npuc does not have yet are accepted and said so.
 #include "cli_common.hpp"
@@ -309,14 +309,15 @@ class Import {
   /// value the guide's table refuses in combination with another.
   void checkKeys() {
     const int model_type = static_cast<int>(num("modelType", 0));
-    if (model_type == 1)
-      bad(cfg, line("modelType"), "modelType", "1 (TensorFlow): npuc does not import TensorFlow models yet — export the model to "
-          "ONNX and set modelType = 2");
-    const bool caffe = model_type == 0;  // (the guide's default)
-    if (!has("inputNetFile")) bad(cfg, 0, "inputNetFile", caffe ? "is required (the Caffe network, .prototxt)" : "is required (the ONNX model)");
+    const bool caffe = model_type == 0, tf = model_type == 1;  // (Caffe: the guide's default)
+    if (!has("inputNetFile"))
+      bad(cfg, 0, "inputNetFile", caffe ? "is required (the Caffe network, .prototxt)"
+                                        : tf ? "is required (the TensorFlow frozen graph, .pb)" : "is required (the ONNX model)");
     const Entry& net = cfg.keys.at("inputNetFile");
     if (!fs::exists(net.raw)) bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" does not exist", net.raw));
-    if (!caffe && fs::path(net.raw).extension() != ".onnx")
+    if (tf && fs::path(net.raw).extension() != ".pb")
+      bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not a .pb file (modelType 1 is a TensorFlow frozen graph)", net.raw));
+    if (model_type == 2 && fs::path(net.raw).extension() != ".onnx")
       bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not an .onnx file (modelType 2 is ONNX)", net.raw));
     if (caffe) {  // Caffe: the network and its trained weights (inputParamsFile)
       if (!has("inputParamsFile"))
@@ -370,23 +371,26 @@ class Import {
         bad(cfg, line(size_key), size_key,
             fmt::format("the model has {} inputs; inWidth / inHeight / inNumChannels describe one", m.inputs().size()));
       Shape s = m.inputs()[0].shape;
-      if (s.size() != 4) bad(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, C, H, W]", shapeStr(s)));
+      const bool nhwc = num("modelType", 0) == 1;  // a TensorFlow graph's input is [N, H, W, C]
+      if (s.size() != 4)
+        bad(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, {}]", shapeStr(s), nhwc ? "H, W, C" : "C, H, W"));
       s[0] = 1;
-      if (has("inNumChannels")) s[1] = static_cast<int64_t>(num("inNumChannels", 0));
-      if (has("inHeight")) s[2] = static_cast<int64_t>(num("inHeight", 0));
-      if (has("inWidth")) s[3] = static_cast<int64_t>(num("inWidth", 0));
+      if (has("inNumChannels")) s[nhwc ? 3 : 1] = static_cast<int64_t>(num("inNumChannels", 0));
+      if (has("inHeight")) s[nhwc ? 1 : 2] = static_cast<int64_t>(num("inHeight", 0));
+      if (has("inWidth")) s[nhwc ? 2 : 3] = static_cast<int64_t>(num("inWidth", 0));
       if (s != m.inputs()[0].shape) t.input_shapes[m.inputs()[0].name] = s;  // (the same shape: nothing to set, or to blame)
     }
     // What npuc does with each key.
-    const bool caffe = !t.caffe_model.empty();
+    const bool caffe = !t.caffe_model.empty(), tf = num("modelType", 0) == 1;
     plan = fmt::format("{}: TIDL import configuration -> npuc translate {} {} {}{} --target {}{}\n", cfg.file, t.prefix,
-                       caffe ? "-caffe" : "-onnx", t.onnx.string(), caffe ? " " + t.caffe_model.string() : "", t.target,
-                       t.input_shapes.empty() ? "" : " --input-shape …");
-    say("modelType", caffe ? "Caffe (docs/frontends.md)" : "ONNX");
-    say("inputNetFile", caffe ? "the network (.prototxt)" : "the model");
+                       caffe ? "-caffe" : tf ? "-tf" : "-onnx", t.onnx.string(), caffe ? " " + t.caffe_model.string() : "",
+                       t.target, t.input_shapes.empty() ? "" : " --input-shape …");
+    say("modelType", caffe ? "Caffe (docs/frontends.md)" : tf ? "TensorFlow frozen graph (docs/frontends.md)" : "ONNX");
+    say("inputNetFile", caffe ? "the network (.prototxt)" : tf ? "the frozen graph (.pb)" : "the model");
     say("outputNetFile", fmt::format("the package: {}/{}", t.out_root.string(), t.prefix));
     say("outputParamsFile", "(npuc's package holds the parameters with the network)");
-    say("inputParamsFile", caffe ? "the trained weights (.caffemodel)" : "(ONNX holds its parameters: not read)");
+    say("inputParamsFile", caffe ? "the trained weights (.caffemodel)"
+                                 : tf ? "(a frozen graph holds its parameters: not read)" : "(ONNX holds its parameters: not read)");
     say("inWidth", "input width");
     say("inHeight", "input height");
     say("inNumChannels", "input channels");

@@ -204,10 +204,11 @@ void Importer::finishOutputs(const std::vector<int>& outputs) {
       auto it = vals_.find({o, k});
       if (it == vals_.end()) break;
       cur_ = o;
-      Val& x = it->second;
+      Val& x = *it->second;
       const std::string name = tensorName(gd_.node(o).name(), k);
       ir::ValueId v = asTf(x);
-      if (x.host || g_->value(v).producer == ir::kNoNode) {  // a constant or an input as an output: give it a node
+      const bool taken = std::find(g_->outputs().begin(), g_->outputs().end(), v) != g_->outputs().end();
+      if (x.host || taken || g_->value(v).producer == ir::kNoNode) {  // a constant, an input or another output's value
         ir::ValueId y = g_->addValue(g_->uniqueValueName(name + "/out")).id;
         node("Identity", {v}, {y}, {}, "/out");
         v = y;

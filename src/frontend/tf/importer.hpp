@@ -36,6 +36,8 @@ namespace npuc::tf_io {
 /// Sizes beyond these are no real network's and would overflow products of dims.
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 constexpr int64_t kMaxElements = int64_t{1} << 40;
+/// Values computed at import (shape arithmetic, constants filled from a short list) stay below this many elements.
+constexpr int64_t kMaxHostElements = int64_t{1} << 24;
 
 /// The axis of the channels-first form that holds TensorFlow's axis a of a rank-4 tensor, and the reverse.
 constexpr std::array<int64_t, 4> kTfToCf = {0, 2, 3, 1};
@@ -100,6 +102,8 @@ class Importer {
   void setOut(int k, ir::ValueId v, bool cf, DType dtype = DType::kF32);
   /// Output k of the current node known here.
   void setHost(int k, Tensor t, DType dtype);
+  /// Output 0 of the current node is input i (Identity, a Cast to its own type): one value under two names.
+  void alias(const tf::NodeDef& n, int i);
   /// An output whose IR axes hold TensorFlow axes `tf_axes` (in IR order) of the result: channels-first when they
   /// are (0, 3, 1, 2) of a rank-4 result, TensorFlow's order when increasing, else transposed to it.
   void setOutAxes(int k, ir::ValueId v, const std::vector<int64_t>& tf_axes, DType dtype = DType::kF32);
@@ -173,7 +177,7 @@ class Importer {
   std::unique_ptr<ir::Graph> g_;
   std::map<std::string, int> by_name_;                         // node name -> index in gd_
   std::vector<std::vector<std::pair<int, int>>> ins_;          // per node: its data inputs (node index, output)
-  std::map<std::pair<int, int>, Val> vals_;                    // (node index, output) -> value
+  std::map<std::pair<int, int>, std::shared_ptr<Val>> vals_;  // (node index, output) -> value (shared by aliases)
   std::set<std::string> fixed_;                                // inputs whose shape opts.input_shapes replaced
   int cur_ = -1;                                               // index of the node being mapped
 };

@@ -27,6 +27,8 @@ Tensor hostBinary(const Tensor& a, const Tensor& b, const std::function<int64_t(
       fail(ErrorCode::kInvalidInput, "shapes {} and {} do not broadcast", shapeStr(sa), shapeStr(sb));
     out[i] = pa[i] == 1 ? pb[i] : pa[i];
   }
+  if (product(out) > kMaxHostElements)
+    fail(ErrorCode::kUnsupported, "integer math of shape {} at import: more than {} elements", shapeStr(out), kMaxHostElements);
   std::vector<int64_t> va = a.toInt64(), vb = b.toInt64(), res;
   std::vector<int64_t> idx(r, 0);
   for (int64_t o = 0; o < product(out); ++o) {
@@ -103,10 +105,11 @@ void Importer::matmul(const tf::NodeDef& n) {
   const int64_t k1 = a.shape[ta ? 0 : 1], k2 = b.shape[tb ? 1 : 0];
   if (k1 != k2) fail(ErrorCode::kInvalidInput, "inputs of shapes {} and {} (transpose_a {}, transpose_b {}) do not multiply",
                      shapeStr(a.shape), shapeStr(b.shape), ta, tb);
+  // Gemm: the same product of matrices, with TensorFlow's transposes as its own (the fully-connected layer of the
+  // targets; a constant B transposed here).
   const std::vector<int64_t> swap = {1, 0};
-  ir::ValueId av = ta ? transposed(a, swap, "a_t") : asTf(a);
-  ir::ValueId bv = tb ? transposed(b, swap, "b_t") : asTf(b);
-  setOut(0, emit("MatMul", {av, bv}), false);
+  ir::ValueId bv = tb && b.host ? transposed(b, swap, "b_t") : asTf(b);
+  setOut(0, emit("Gemm", {asTf(a), bv}, {{"transA", int64_t{ta}}, {"transB", int64_t{tb && !b.host}}}), false);
 }
 
 void Importer::softmax(const tf::NodeDef& n) {
@@ -191,10 +194,7 @@ void Importer::cast(const tf::NodeDef& n) {
     }
   }
   if (isFloat(to)) {
-    if (x.dtype == DType::kF32) {
-      vals_[{cur_, 0}] = x;
-      return;
-    }
+    if (x.dtype == DType::kF32) return alias(n, 0);
     return setOut(0, emit("Cast", {x.cf ? x.v : asTf(x)}, {{"to", int64_t{1}}}), x.cf);
   }
   if (to == tf::DT_INT32 || to == tf::DT_INT64)

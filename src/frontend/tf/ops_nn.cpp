@@ -55,7 +55,7 @@ void Importer::constOp(const tf::NodeDef& n) {
 
 void Importer::identity(const tf::NodeDef& n) {
   expectInputs(n, 1, 1);
-  vals_[{cur_, 0}] = in(n, 0);  // the same tensor under a second name (its cached conversions shared)
+  alias(n, 0);  // the same tensor under a second name (its conversions shared)
 }
 
 std::pair<int64_t, int64_t> Importer::padding(const tf::NodeDef& n, const std::string& mode, int64_t in, int64_t k,
@@ -105,6 +105,8 @@ void Importer::conv2d(const tf::NodeDef& n) {
   if (x.shape.size() != 4) fail(ErrorCode::kInvalidInput, "input 0 has shape {}; a 2-D convolution takes 4-D input", shapeStr(x.shape));
   if (f.shape.size() != 4) fail(ErrorCode::kInvalidInput, "the filter has shape {}; it must be [height, width, in, out]", shapeStr(f.shape));
   if (x.dtype != DType::kF32 || f.dtype != DType::kF32) fail(ErrorCode::kUnsupported, "a convolution of integer tensors");
+  if (product(x.shape) <= 0 || product(f.shape) <= 0)
+    fail(ErrorCode::kInvalidInput, "input {} and filter {}: a convolution of empty tensors", shapeStr(x.shape), shapeStr(f.shape));
   ir::ValueId xv = asLayout(x, nhwc);
   const Shape xs = irShape(xv);  // N, C, H, W
   const int64_t kh = f.shape[0], kw = f.shape[1], fin = f.shape[2], fout = f.shape[3], cin = xs[1];
@@ -152,6 +154,10 @@ void Importer::conv2dBackpropInput(const tf::NodeDef& n) {
   Val& x = in(n, 2);
   if (sizes.size() != 4 || x.shape.size() != 4 || f.shape.size() != 4)
     fail(ErrorCode::kInvalidInput, "input_sizes, filter and out_backprop must each describe 4-D tensors");
+  if (product(x.shape) <= 0 || product(f.shape) <= 0 || x.dtype != DType::kF32 || f.dtype != DType::kF32)
+    fail(ErrorCode::kInvalidInput, "out_backprop {} and filter {} must be non-empty float tensors", shapeStr(x.shape), shapeStr(f.shape));
+  for (int64_t d : sizes)
+    if (d <= 0 || d > kMaxDim) fail(ErrorCode::kInvalidInput, "input_sizes [{}] are not sizes", fmt::join(sizes, ", "));
   ir::ValueId xv = asLayout(x, nhwc);
   const Shape xs = irShape(xv);
   // The filter is the forward convolution's [kh, kw, out channels of this op, its input channels].

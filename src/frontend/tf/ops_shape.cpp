@@ -24,9 +24,12 @@ Tensor hostConcat(const std::vector<const Tensor*>& ts, size_t axis) {
     if (t->dtype() != ts[0]->dtype()) fail(ErrorCode::kInvalidInput, "inputs of different types");
     out[axis] += t->shape()[axis];
   }
+  if (product(out) > kMaxHostElements)
+    fail(ErrorCode::kUnsupported, "a joined value of shape {} at import: more than {} elements", shapeStr(out), kMaxHostElements);
   Tensor r(ts[0]->dtype(), out);
   int64_t outer = 1;
   for (size_t i = 0; i < axis; ++i) outer *= out[i];
+  if (outer == 0 || r.numel() == 0) return r;
   auto* dst = static_cast<uint8_t*>(r.raw());
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor* t : ts) {
@@ -137,7 +140,16 @@ void Importer::reshape(const tf::NodeDef& n) {
     fail(ErrorCode::kInvalidInput, "shape [{}] holds {} elements; the input {} has {}", fmt::join(want, ", "), known, shapeStr(x.shape), total);
   }
   if (x.host) return setHost(0, x.host->reshaped(out), x.dtype);
-  setOut(0, emit("Reshape", {asTf(x), ints("shape", out)}), false, x.dtype);
+  // A channels-first value whose axes of size > 1 are in TensorFlow's order ([N, C, 1, 1] after a global Mean) holds
+  // its elements in TensorFlow's order already: one Reshape, no conversion.
+  bool in_order = x.cf;
+  if (x.cf) {
+    std::vector<int64_t> big;
+    for (size_t i = 0; i < 4; ++i)
+      if (irShape(x.v)[i] != 1) big.push_back(kCfToTf[i]);
+    in_order = std::is_sorted(big.begin(), big.end());
+  }
+  setOut(0, emit("Reshape", {in_order ? x.v : asTf(x), ints("shape", out)}), false, x.dtype);
 }
 
 void Importer::squeeze(const tf::NodeDef& n) {
@@ -238,8 +250,10 @@ void Importer::stridedSlice(const tf::NodeDef& n) {
       s.reshapes = true;
       continue;
     }
-    const int64_t d = x.shape[axis], st = strides[i];
-    if (st == 0) fail(ErrorCode::kInvalidInput, "strides[{}] is 0", i);
+    const int64_t d = x.shape[axis];
+    if (strides[i] == 0) fail(ErrorCode::kInvalidInput, "strides[{}] is 0", i);
+    // A stride beyond the axis takes at most one element: the same as a stride of the axis' size (no overflow).
+    const int64_t lim = std::max<int64_t>(d, 1), st = std::clamp<int64_t>(strides[i], -lim, lim);
     if (sm >> i & 1) {  // one element, the axis removed
       int64_t b = begin[i] < 0 ? begin[i] + d : begin[i];
       if (b < 0 || b >= d) fail(ErrorCode::kInvalidInput, "begin[{}] = {} is outside axis {} of size {} (shrink_axis_mask)", i, begin[i], axis, d);
@@ -257,7 +271,7 @@ void Importer::stridedSlice(const tf::NodeDef& n) {
       return st > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
     };
     const int64_t b = clampIdx(begin[i], bm >> i & 1, true), e = clampIdx(end[i], em >> i & 1, false);
-    const int64_t c = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st) : std::max<int64_t>(0, (b - e - st - 1) / -st);
+    const int64_t c = st > 0 ? (e > b ? 1 + (e - b - 1) / st : 0) : (b > e ? 1 + (b - e - 1) / -st : 0);
     s.begin.push_back(b);
     s.end.push_back(st < 0 && e < 0 ? -d - 1 : e);  // ONNX reads a negative end from the back: -d-1 is "before 0"
     s.step.push_back(st);

@@ -24,7 +24,12 @@ Val& Importer::in(const tf::NodeDef& n, int i) {
     fail(ErrorCode::kInvalidInput, "input {} '{}' reads output {} of node '{}' ({}), which it does not have", i,
          n.input(i), k, m.name(), m.op());
   }
-  return it->second;
+  return *it->second;
+}
+
+void Importer::alias(const tf::NodeDef& n, int i) {
+  in(n, i);  // (checks it)
+  vals_[{cur_, 0}] = vals_.at(ins_.at(static_cast<size_t>(cur_))[static_cast<size_t>(i)]);
 }
 
 void Importer::expectInputs(const tf::NodeDef& n, int lo, int hi) const {
@@ -159,7 +164,7 @@ void Importer::setOut(int k, ir::ValueId v, bool cf, DType dtype) {
   else
     x.shape = s;
   if (product(x.shape) > kMaxElements) fail(ErrorCode::kInvalidInput, "output {} would have the shape {}: too large", k, shapeStr(x.shape));
-  vals_[{cur_, k}] = std::move(x);
+  vals_[{cur_, k}] = std::make_shared<Val>(std::move(x));
 }
 
 void Importer::setHost(int k, Tensor t, DType dtype) {
@@ -167,7 +172,7 @@ void Importer::setHost(int k, Tensor t, DType dtype) {
   x.dtype = dtype;
   x.shape = t.shape();
   x.host = std::move(t);
-  vals_[{cur_, k}] = std::move(x);
+  vals_[{cur_, k}] = std::make_shared<Val>(std::move(x));
 }
 
 void Importer::setOutAxes(int k, ir::ValueId v, const std::vector<int64_t>& tf_axes, DType dtype) {
@@ -283,6 +288,9 @@ Tensor Importer::decodeTensor(const tf::TensorProto& p, DType* dtype, const std:
     std::vector<T> out(static_cast<size_t>(count));
     const int64_t have = vals.size();
     if (have > count) fail(ErrorCode::kInvalidInput, "{}: {} holds {} values for shape {} ({})", field, list, have, shapeStr(s), count);
+    if (have < count && count > kMaxHostElements)
+      fail(ErrorCode::kUnsupported, "{}: {} value(s) filling shape {}: more than the {} elements npuc fills from a short "
+                                    "list", field, have, shapeStr(s), kMaxHostElements);
     for (int64_t i = 0; i < count; ++i)  // a shorter list is filled with its last value (TensorFlow's rule)
       out[static_cast<size_t>(i)] = have == 0 ? T{} : convert(vals[static_cast<int>(std::min(i, have - 1))]);
     return Tensor::fromVector<T>(s, out);
