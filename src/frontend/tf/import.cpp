@@ -141,6 +141,7 @@ void Importer::indexNodes() {
       if (it == by_name_.end())
         fail(ErrorCode::kInvalidInput, "{}: input {} '{}' names no node of the graph", label(n, i), j, s);
       ins_[static_cast<size_t>(i)].emplace_back(it->second, k);
+      ++readers_[{it->second, k}];
     }
   }
 }

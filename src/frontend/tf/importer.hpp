@@ -178,6 +178,7 @@ class Importer {
   std::map<std::string, int> by_name_;                         // node name -> index in gd_
   std::vector<std::vector<std::pair<int, int>>> ins_;          // per node: its data inputs (node index, output)
   std::map<std::pair<int, int>, std::shared_ptr<Val>> vals_;  // (node index, output) -> value (shared by aliases)
+  std::map<std::pair<int, int>, int> readers_;                 // (node index, output) -> how many inputs read it
   std::set<std::string> fixed_;                                // inputs whose shape opts.input_shapes replaced
   int cur_ = -1;                                               // index of the node being mapped
 };

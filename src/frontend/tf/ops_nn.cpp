@@ -2,6 +2,7 @@
 // resizing, taken and given channels-first (NHWC graphs) or as they are (data_format NCHW).
 #include "frontend/tf/importer.hpp"
 
+#include "ops/registry.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
@@ -205,6 +206,15 @@ void Importer::biasAdd(const tf::NodeDef& n) {
     return;
   }
   if (caxis != x.shape.size() - 1) fail(ErrorCode::kUnsupported, "data_format NCHW with a {}-D input", x.shape.size());
+  // MatMul + BiasAdd, the matrix product read by this op only: the bias becomes the Gemm's C (one fully-connected
+  // layer, as the targets have it).
+  const ir::NodeId p = x.host ? ir::kNoNode : g_->value(x.v).producer;
+  if (p != ir::kNoNode && g_->node(p).op == "Gemm" && g_->node(p).inputs.size() == 2 && b.dtype == DType::kF32 &&
+      readers_[ins_.at(static_cast<size_t>(cur_))[0]] == 1) {
+    g_->node(p).inputs.push_back(asTf(b));
+    ops::inferNodeTypes(*g_, p);
+    return alias(n, 0);
+  }
   setOut(0, emit("Add", {asTf(x), asTf(b)}), false);
 }
 
