@@ -10,6 +10,7 @@
 #include "scratch_dir.hpp"
 #include "tf_graph.pb.h"
 
+#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,8 @@
 
 using namespace npuc;
 namespace fs = std::filesystem;
+
+#define EXPECT_HAS(err, text) EXPECT_NE(std::string((err).what()).find(text), std::string::npos) << (err).what()
 
 namespace {
 
@@ -214,8 +217,6 @@ Error importError(const std::string& bytes, const std::string& name = "bad.pb") 
   return Error(ErrorCode::kInternal, "");
 }
 
-#define EXPECT_HAS(err, text) EXPECT_NE(std::string((err).what()).find(text), std::string::npos) << (err).what()
-
 TEST(TfBadInput, GarbageAndTruncatedFiles) {
   Error e = importError("this is not a graph at all \xff\xff\xff\xff");
   EXPECT_EQ(e.code(), ErrorCode::kInvalidInput);
@@ -258,6 +259,27 @@ TEST(TfBadInput, DanglingCyclicAndDuplicateNodes) {
   bad.placeholder("x", {1, 4});
   bad.node("r", "Relu", {"x:abc"});
   EXPECT_HAS(importError(bad.bytes()), "is not 'node' or 'node:output'");
+}
+
+// The text form (.pbtxt) reads as the binary one; a text error names its line.
+TEST(Tf, TextForm) {
+  std::string bytes = readAll(kData / "mobilenet/model.pb");
+  npuc::tf::GraphDef gd;
+  ASSERT_TRUE(gd.ParseFromString(bytes));
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(gd, &text));
+  fs::path d = test::scratchDir("pbtxt");
+  std::ofstream(d / "m.pbtxt") << text;
+  Model m = Model::load(d / "m.pbtxt");
+  Case c = readCase("mobilenet");
+  std::vector<Tensor> y = Session(m).run(c.inputs);
+  EXPECT_LE(errors(y[0], c.expected.at("prob")).first, 1e-5);
+  try {
+    tf_io::importText("node { name: \"x\" op: ", "bad.pbtxt");
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_HAS(e, "bad.pbtxt: not a valid TensorFlow GraphDef in text form: line 1:");
+  }
 }
 
 TEST(TfBadInput, ControlInputsAreIgnored) {

@@ -8,6 +8,9 @@
 #include "support/error.hpp"
 #include "support/file.hpp"
 
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -215,7 +218,7 @@ void Importer::finishOutputs(const std::vector<int>& outputs) {
         v = y;
       }
       if (g_->value(v).name != name) {
-        if (auto clash = g_->findValue(name)) g_->renameValue(*clash, g_->uniqueValueName(name + "/nchw"));
+        if (auto clash = g_->findValue(name)) g_->renameValue(*clash, g_->uniqueValueName(name + "/channels_first"));
         g_->renameValue(v, name);
       }
       g_->outputs().push_back(v);
@@ -227,6 +230,7 @@ std::unique_ptr<ir::Graph> Importer::run() {
   g_ = std::make_unique<ir::Graph>();
   g_->opset = 13;
   g_->producer = "tensorflow";
+  cl_ = std::make_unique<channel_last::Builder>(*g_);
   indexNodes();
   std::vector<int> outputs = outputNodes();
   if (outputs.empty()) fail(ErrorCode::kInvalidInput, "the graph has no output (every node's output is read by another)");
@@ -251,14 +255,9 @@ std::unique_ptr<ir::Graph> Importer::run() {
   return std::move(g_);
 }
 
-std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std::string& name,
-                                       const onnx_io::ImportOptions& opts) {
-  if (size > static_cast<size_t>(INT_MAX))
-    fail(ErrorCode::kUnsupported, "{}: {} bytes, more than the 2 GiB a protobuf message can hold", name, size);
-  tf::GraphDef gd;
-  if (!gd.ParseFromArray(data, static_cast<int>(size)))
-    fail(ErrorCode::kInvalidInput, "{}: not a valid TensorFlow GraphDef (protobuf parsing failed: truncated or corrupt "
-                                   "file, or not a frozen graph)", name);
+namespace {
+
+std::unique_ptr<ir::Graph> importGraph(const tf::GraphDef& gd, const std::string& name, const onnx_io::ImportOptions& opts) {
   if (gd.node_size() == 0) fail(ErrorCode::kInvalidInput, "{}: not a TensorFlow GraphDef with nodes (GraphDef.node is empty)", name);
   return withContext(name, [&] {
     auto g = Importer(gd, name, opts).run();
@@ -267,7 +266,43 @@ std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std:
   });
 }
 
+/// The first diagnostic of TextFormat, with its line and column.
+class TextErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
+    if (first.empty()) first = fmt::format("line {}:{}: {}", line + 1, column + 1, message);
+  }
+  std::string first;
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Graph> importBytes(const void* data, size_t size, const std::string& name,
+                                       const onnx_io::ImportOptions& opts) {
+  if (size > static_cast<size_t>(INT_MAX))
+    fail(ErrorCode::kUnsupported, "{}: {} bytes, more than the 2 GiB a protobuf message can hold", name, size);
+  tf::GraphDef gd;
+  if (!gd.ParseFromArray(data, static_cast<int>(size)))
+    fail(ErrorCode::kInvalidInput, "{}: not a valid TensorFlow GraphDef (protobuf parsing failed: truncated or corrupt "
+                                   "file, or not a frozen graph)", name);
+  return importGraph(gd, name, opts);
+}
+
+std::unique_ptr<ir::Graph> importText(const std::string& text, const std::string& name, const onnx_io::ImportOptions& opts) {
+  tf::GraphDef gd;
+  google::protobuf::TextFormat::Parser parser;
+  TextErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &gd))
+    fail(ErrorCode::kInvalidInput, "{}: not a valid TensorFlow GraphDef in text form: {}", name,
+         errors.first.empty() ? "text format parsing failed" : errors.first);
+  return importGraph(gd, name, opts);
+}
+
 std::unique_ptr<ir::Graph> importFile(const std::filesystem::path& path, const onnx_io::ImportOptions& opts) {
+  std::string ext = path.extension().string();
+  if (ext == ".pbtxt")  // the text form (as_text=True)
+    return importText(readFileText(path, INT_MAX, "a TensorFlow GraphDef in text form"), path.string(), opts);
   std::vector<uint8_t> bytes = readFileBytes(path, INT_MAX, "a TensorFlow GraphDef (protobuf's limit)");
   return importBytes(bytes.data(), bytes.size(), path.string(), opts);
 }

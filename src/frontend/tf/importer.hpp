@@ -2,18 +2,19 @@
 // values known at import time, the graph being built) and the helpers every op's mapping uses.
 //
 // Layout: TensorFlow's activations are channel-last (NHWC); the IR and every npuc kernel are channels-first. A
-// rank-4 tensor may be held either way (Val::cf): ops that care (convolutions, pooling, batch norm, resizing) take
+// rank-4 tensor may be held either way (channel_last::Builder, shared with the TensorFlow Lite importer): ops that care (convolutions, pooling, batch norm, resizing) take
 // and give the channels-first form, ops that do not (element-wise ops, Concat, Pad, Mean, Softmax, slices) work on
 // whichever form their input has with their axes mapped, and ops whose meaning is tied to the element order
 // (Reshape, MatMul, Transpose, Pack, shrinking slices) take the TensorFlow form. A conversion is made once per tensor
-// and form (a Transpose, or a Reshape where only axes of size 1 move), so a channel-last network keeps one Transpose
-// at its input and one at each rank-4 output. Values computed from constants and shapes only (Shape, StridedSlice of a
+// and form (the Builder's cached Transpose), so a channel-last network keeps one Transpose at its input and one at
+// each rank-4 output. Values computed from constants and shapes only (Shape, StridedSlice of a
 // shape, Pack, …) are evaluated here, so Reshape targets, paddings and axes are known when they are read.
 // Internal to src/frontend/tf: import.cpp reads the file and walks the graph, ops_*.cpp map each op type.
 #pragma once
 
 #include "tf_graph.pb.h"
 
+#include "frontend/channel_last/channel_last.hpp"
 #include "frontend/onnx/onnx_io.hpp"
 #include "frontend/tf/tf_io.hpp"
 #include "ir/graph.hpp"
@@ -51,12 +52,11 @@ int64_t product(const Shape& s);
 
 /// A TensorFlow tensor (one output of a node) as the importer holds it.
 struct Val {
-  DType dtype = DType::kF32;     // TensorFlow's element type (integers of any width held as int64 when known here)
-  Shape shape;                   // TensorFlow's shape, in the model's layout
-  std::optional<Tensor> host;    // the value, when known at import time (TensorFlow layout; integers as int64)
-  ir::ValueId v = ir::kNoValue;  // the IR value as produced
-  bool cf = false;               // v holds the rank-4 tensor channels-first
-  ir::ValueId tf_form = ir::kNoValue, cf_form = ir::kNoValue;  // cached conversions (or constants of host)
+  DType dtype = DType::kF32;   // TensorFlow's element type (integers of any width held as int64 when known here)
+  Shape shape;                 // TensorFlow's shape, in the model's layout
+  std::optional<Tensor> host;  // the value, when known at import time (TensorFlow layout; integers as int64)
+  std::string key;             // else: its name in the channel_last::Builder, which holds its IR value and form
+  ir::ValueId tf_const = ir::kNoValue, cf_const = ir::kNoValue;  // a host value's constants, made once
 };
 
 /// A slice along every input axis (TensorFlow's StridedSlice canonicalised), and the shape it finally takes.
@@ -91,6 +91,9 @@ class Importer {
   ir::ValueId asTf(Val& x);
   ir::ValueId asCf(Val& x);
   ir::ValueId asLayout(Val& x, bool cf) { return cf ? asCf(x) : asTf(x); }
+  /// Whether the IR holds x (rank 4) channels-first, and the value it holds (x as it is, either form).
+  bool isCf(const Val& x) const { return !x.host && cl_->form(x.key) == channel_last::Form::kChannelsFirst; }
+  ir::ValueId held(Val& x) { return isCf(x) ? cl_->channelsFirst(x.key) : asTf(x); }
   /// An operand broadcast against a channels-first rank-4 tensor: TensorFlow aligns trailing axes, so a lower-rank
   /// operand is taken as rank 4 (leading 1s) and permuted.
   ir::ValueId alignCf(Val& x);
@@ -175,6 +178,7 @@ class Importer {
   std::string file_;
   const onnx_io::ImportOptions& opts_;
   std::unique_ptr<ir::Graph> g_;
+  std::unique_ptr<channel_last::Builder> cl_;                  // the IR value and form of each TensorFlow tensor
   std::map<std::string, int> by_name_;                         // node name -> index in gd_
   std::vector<std::vector<std::pair<int, int>>> ins_;          // per node: its data inputs (node index, output)
   std::map<std::pair<int, int>, std::shared_ptr<Val>> vals_;  // (node index, output) -> value (shared by aliases)

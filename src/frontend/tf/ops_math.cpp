@@ -52,8 +52,8 @@ void Importer::unary(const tf::NodeDef& n) {
   expectInputs(n, 1, 1);
   Val& x = in(n, 0);
   if (x.dtype != DType::kF32) fail(ErrorCode::kUnsupported, "{} of a {} tensor (npuc imports float math)", n.op(), dtypeName(x.dtype));
-  const bool cf = x.cf;
-  ir::ValueId xv = cf ? x.v : asTf(x);
+  const bool cf = isCf(x);
+  ir::ValueId xv = cf ? held(x) : asTf(x);
   const std::string& op = n.op();
   ir::ValueId y;
   if (op == "Relu6") {
@@ -90,7 +90,7 @@ void Importer::binary(const tf::NodeDef& n) {
   static const std::map<std::string, std::string> kOnnx = {{"Add", "Add"}, {"AddV2", "Add"}, {"Sub", "Sub"}, {"Mul", "Mul"},
                                                            {"RealDiv", "Div"}, {"Maximum", "Max"}, {"Minimum", "Min"}};
   const size_t rank = std::max(a.shape.size(), b.shape.size());
-  const bool cf = rank == 4 && ((a.cf && a.shape.size() == 4) || (b.cf && b.shape.size() == 4));
+  const bool cf = rank == 4 && ((isCf(a) && a.shape.size() == 4) || (isCf(b) && b.shape.size() == 4));
   ir::ValueId av = cf ? alignCf(a) : asTf(a), bv = cf ? alignCf(b) : asTf(b);
   setOut(0, emit(kOnnx.at(op), {av, bv}), cf);
 }
@@ -106,10 +106,10 @@ void Importer::matmul(const tf::NodeDef& n) {
   if (k1 != k2) fail(ErrorCode::kInvalidInput, "inputs of shapes {} and {} (transpose_a {}, transpose_b {}) do not multiply",
                      shapeStr(a.shape), shapeStr(b.shape), ta, tb);
   // Gemm: the same product of matrices, with TensorFlow's transposes as its own (the fully-connected layer of the
-  // targets; a constant B transposed here).
+  // targets). A constant B is stored [N, K] (transB), as fully-connected weights are.
   const std::vector<int64_t> swap = {1, 0};
-  ir::ValueId bv = tb && b.host ? transposed(b, swap, "b_t") : asTf(b);
-  setOut(0, emit("Gemm", {asTf(a), bv}, {{"transA", int64_t{ta}}, {"transB", int64_t{tb && !b.host}}}), false);
+  ir::ValueId bv = b.host && !tb ? transposed(b, swap, "weights") : asTf(b);
+  setOut(0, emit("Gemm", {asTf(a), bv}, {{"transA", int64_t{ta}}, {"transB", int64_t{tb || b.host}}}), false);
 }
 
 void Importer::softmax(const tf::NodeDef& n) {
@@ -117,7 +117,7 @@ void Importer::softmax(const tf::NodeDef& n) {
   Val& x = in(n, 0);
   if (x.shape.empty()) fail(ErrorCode::kInvalidInput, "Softmax of a scalar");
   // Over the last axis: axis 1 of a channels-first value.
-  if (x.cf) return setOut(0, emit("Softmax", {x.v}, {{"axis", int64_t{1}}}), true);
+  if (isCf(x)) return setOut(0, emit("Softmax", {held(x)}, {{"axis", int64_t{1}}}), true);
   setOut(0, emit("Softmax", {asTf(x)}, {{"axis", static_cast<int64_t>(x.shape.size()) - 1}}), false);
 }
 
@@ -139,13 +139,19 @@ void Importer::reduce(const tf::NodeDef& n) {
     return;
   }
   if (x.dtype != DType::kF32) fail(ErrorCode::kUnsupported, "Mean of a {} tensor", dtypeName(x.dtype));
-  if (axes.empty()) return setOut(0, emit("Identity", {x.cf ? x.v : asTf(x)}), x.cf);
+  if (axes.empty()) return setOut(0, emit("Identity", {isCf(x) ? held(x) : asTf(x)}), isCf(x));
+  if (isCf(x) && axes == std::vector<int64_t>{1, 2}) {  // the spatial mean of a feature map: global average pooling
+    ir::ValueId pooled = emit("GlobalAveragePool", {held(x)}, {}, keep ? "" : "/pool");
+    if (keep) return setOut(0, pooled, true);
+    const Shape& ps = irShape(pooled);
+    return setOut(0, emit("Reshape", {pooled, ints("shape", {ps[0], ps[1]})}), false);
+  }
   std::vector<int64_t> ir_axes = axes, kept;  // kept: the TensorFlow axes of the IR result, in IR order
-  ir::ValueId xv = x.cf ? x.v : asTf(x);
+  ir::ValueId xv = isCf(x) ? held(x) : asTf(x);
   for (size_t i = 0; i < rank; ++i) {
-    int64_t tf_axis = x.cf ? kCfToTf[i] : static_cast<int64_t>(i);
+    int64_t tf_axis = isCf(x) ? kCfToTf[i] : static_cast<int64_t>(i);
     if (std::binary_search(axes.begin(), axes.end(), tf_axis)) {
-      if (x.cf) ir_axes[static_cast<size_t>(std::lower_bound(axes.begin(), axes.end(), tf_axis) - axes.begin())] = static_cast<int64_t>(i);
+      if (isCf(x)) ir_axes[static_cast<size_t>(std::lower_bound(axes.begin(), axes.end(), tf_axis) - axes.begin())] = static_cast<int64_t>(i);
       if (keep) kept.push_back(tf_axis);
     } else {
       kept.push_back(tf_axis);
@@ -164,13 +170,13 @@ void Importer::argmax(const tf::NodeDef& n) {
   const int64_t axis = axisOf(d[0], x.shape.size(), "dimension");
   tf::DataType ot = attrType(n, "output_type", tf::DT_INT64);
   if (ot != tf::DT_INT64 && ot != tf::DT_INT32) fail(ErrorCode::kUnsupported, "attr 'output_type' {}", tf::DataType_Name(ot));
-  ir::ValueId xv = x.cf ? x.v : asTf(x);
-  const int64_t ir_axis = x.cf ? kTfToCf[static_cast<size_t>(axis)] : axis;
+  ir::ValueId xv = isCf(x) ? held(x) : asTf(x);
+  const int64_t ir_axis = isCf(x) ? kTfToCf[static_cast<size_t>(axis)] : axis;
   ir::ValueId y = emit("ArgMax", {xv}, {{"axis", ir_axis}, {"keepdims", int64_t{0}}}, ot == tf::DT_INT32 ? "/int64" : "");
   if (ot == tf::DT_INT32) y = emit("Cast", {y}, {{"to", int64_t{6}}});  // 6: INT32
   std::vector<int64_t> kept;
   for (size_t i = 0; i < x.shape.size(); ++i) {
-    int64_t tf_axis = x.cf ? kCfToTf[i] : static_cast<int64_t>(i);
+    int64_t tf_axis = isCf(x) ? kCfToTf[i] : static_cast<int64_t>(i);
     if (tf_axis != axis) kept.push_back(tf_axis);
   }
   setOutAxes(0, y, kept, ot == tf::DT_INT32 ? DType::kI32 : DType::kI64);
@@ -195,10 +201,10 @@ void Importer::cast(const tf::NodeDef& n) {
   }
   if (isFloat(to)) {
     if (x.dtype == DType::kF32) return alias(n, 0);
-    return setOut(0, emit("Cast", {x.cf ? x.v : asTf(x)}, {{"to", int64_t{1}}}), x.cf);
+    return setOut(0, emit("Cast", {isCf(x) ? held(x) : asTf(x)}, {{"to", int64_t{1}}}), isCf(x));
   }
   if (to == tf::DT_INT32 || to == tf::DT_INT64)
-    return setOut(0, emit("Cast", {x.cf ? x.v : asTf(x)}, {{"to", int64_t{to == tf::DT_INT32 ? 6 : 7}}}), x.cf,
+    return setOut(0, emit("Cast", {isCf(x) ? held(x) : asTf(x)}, {{"to", int64_t{to == tf::DT_INT32 ? 6 : 7}}}), isCf(x),
                   to == tf::DT_INT32 ? DType::kI32 : DType::kI64);
   fail(ErrorCode::kUnsupported, "Cast to {} (npuc imports casts to float, int32 and int64)", tf::DataType_Name(to));
 }

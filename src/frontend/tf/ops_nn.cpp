@@ -39,9 +39,7 @@ void Importer::placeholder(const tf::NodeDef& n) {
   for (int64_t d : s)
     if (d <= 0 || d > kMaxDim) fail(ErrorCode::kInvalidInput, "input '{}': dimension {} in shape {} is not a size", name, d, shapeStr(s));
   if (product(s) > kMaxElements) fail(ErrorCode::kInvalidInput, "input '{}': shape {} is too large", name, shapeStr(s));
-  ir::ValueId v = g_->addValue(name, ir::makeType(DType::kF32, s)).id;
-  g_->inputs().push_back(v);
-  setOut(0, v, false);
+  setOut(0, cl_->input(name, s, DType::kF32), false);
 }
 
 void Importer::constOp(const tf::NodeDef& n) {
@@ -208,7 +206,7 @@ void Importer::biasAdd(const tf::NodeDef& n) {
   if (caxis != x.shape.size() - 1) fail(ErrorCode::kUnsupported, "data_format NCHW with a {}-D input", x.shape.size());
   // MatMul + BiasAdd, the matrix product read by this op only: the bias becomes the Gemm's C (one fully-connected
   // layer, as the targets have it).
-  const ir::NodeId p = x.host ? ir::kNoNode : g_->value(x.v).producer;
+  const ir::NodeId p = x.host ? ir::kNoNode : g_->value(held(x)).producer;
   if (p != ir::kNoNode && g_->node(p).op == "Gemm" && g_->node(p).inputs.size() == 2 && b.dtype == DType::kF32 &&
       readers_[ins_.at(static_cast<size_t>(cur_))[0]] == 1) {
     g_->node(p).inputs.push_back(asTf(b));

@@ -71,7 +71,7 @@ void Importer::concat(const tf::NodeDef& n) {
     xs.push_back(&in(n, i));
     shapes.push_back(xs.back()->shape);
     all_host &= xs.back()->host.has_value();
-    any_cf |= xs.back()->cf;
+    any_cf |= isCf(*xs.back());
   }
   const size_t rank = shapes[0].size();
   const int64_t axis = axisOf(a[0], rank, "axis");
@@ -142,14 +142,14 @@ void Importer::reshape(const tf::NodeDef& n) {
   if (x.host) return setHost(0, x.host->reshaped(out), x.dtype);
   // A channels-first value whose axes of size > 1 are in TensorFlow's order ([N, C, 1, 1] after a global Mean) holds
   // its elements in TensorFlow's order already: one Reshape, no conversion.
-  bool in_order = x.cf;
-  if (x.cf) {
+  bool in_order = isCf(x);
+  if (isCf(x)) {
     std::vector<int64_t> big;
     for (size_t i = 0; i < 4; ++i)
-      if (irShape(x.v)[i] != 1) big.push_back(kCfToTf[i]);
+      if (irShape(held(x))[i] != 1) big.push_back(kCfToTf[i]);
     in_order = std::is_sorted(big.begin(), big.end());
   }
-  setOut(0, emit("Reshape", {in_order ? x.v : asTf(x), ints("shape", out)}), false, x.dtype);
+  setOut(0, emit("Reshape", {in_order ? held(x) : asTf(x), ints("shape", out)}), false, x.dtype);
 }
 
 void Importer::squeeze(const tf::NodeDef& n) {
@@ -164,13 +164,13 @@ void Importer::squeeze(const tf::NodeDef& n) {
     for (size_t i = 0; i < x.shape.size(); ++i)
       if (x.shape[i] == 1) axes.push_back(static_cast<int64_t>(i));
   if (x.host) return setHost(0, x.host->reshaped(removeAxes(x.shape, axes)), x.dtype);
-  if (!x.cf) return setOut(0, emit("Reshape", {asTf(x), ints("shape", removeAxes(x.shape, axes))}), false, x.dtype);
+  if (!isCf(x)) return setOut(0, emit("Reshape", {asTf(x), ints("shape", removeAxes(x.shape, axes))}), false, x.dtype);
   std::vector<int64_t> ir_axes, kept;
   for (size_t i = 0; i < 4; ++i) {
     if (std::find(axes.begin(), axes.end(), kCfToTf[i]) != axes.end()) ir_axes.push_back(static_cast<int64_t>(i));
     else kept.push_back(kCfToTf[i]);
   }
-  setOutAxes(0, emit("Reshape", {x.v, ints("shape", removeAxes(irShape(x.v), ir_axes))}), kept, x.dtype);
+  setOutAxes(0, emit("Reshape", {held(x), ints("shape", removeAxes(irShape(held(x)), ir_axes))}), kept, x.dtype);
 }
 
 void Importer::expandDims(const tf::NodeDef& n) {
@@ -305,8 +305,8 @@ void Importer::applySlice(Val& x, const SliceSpec& s) {
     }
     return setHost(0, out.reshaped(s.out), x.dtype);
   }
-  const bool cf = x.cf && !s.reshapes;
-  ir::ValueId v = cf ? x.v : asTf(x);
+  const bool cf = isCf(x) && !s.reshapes;
+  ir::ValueId v = cf ? held(x) : asTf(x);
   std::vector<int64_t> starts, ends, axes, steps;
   for (size_t i = 0; i < r; ++i) {
     if (s.begin[i] == 0 && s.step[i] == 1 && s.count[i] == x.shape[i]) continue;  // the whole axis
@@ -349,14 +349,14 @@ void Importer::pad(const tf::NodeDef& n) {
     if (c.numel() != 1 || c.dtype() != DType::kF32) fail(ErrorCode::kInvalidInput, "input 2 (constant_values) must be one float");
     extra.push_back(constant("value", Tensor::scalar<float>(c.values<float>()[0])));
   }
-  const bool cf = x.cf;
+  const bool cf = isCf(x);
   std::vector<int64_t> pads(2 * r);
   for (size_t i = 0; i < r; ++i) {
     const size_t a = cf ? static_cast<size_t>(kCfToTf[i]) : i;
     pads[i] = p[2 * a];
     pads[i + r] = p[2 * a + 1];
   }
-  std::vector<ir::ValueId> ins = {cf ? x.v : asTf(x), ints("pads", pads)};
+  std::vector<ir::ValueId> ins = {cf ? held(x) : asTf(x), ints("pads", pads)};
   ins.insert(ins.end(), extra.begin(), extra.end());
   setOut(0, emit("Pad", ins, std::move(attrs)), cf);
 }
@@ -375,9 +375,9 @@ void Importer::transpose(const tf::NodeDef& n) {
   }
   // Output axis i is TensorFlow axis perm[i]: on a channels-first value, the IR axis holding it.
   std::vector<int64_t> q = perm;
-  if (x.cf)
+  if (isCf(x))
     for (int64_t& p : q) p = kTfToCf[static_cast<size_t>(p)];
-  ir::ValueId v = x.cf ? x.v : asTf(x);
+  ir::ValueId v = isCf(x) ? held(x) : asTf(x);
   setOut(0, permute(v, irShape(v), q, ""), false, x.dtype);
 }
 

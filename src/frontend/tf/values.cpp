@@ -125,44 +125,39 @@ ir::ValueId Importer::permute(ir::ValueId v, const Shape& from, const std::vecto
 }
 
 ir::ValueId Importer::asTf(Val& x) {
-  if (x.tf_form != ir::kNoValue) return x.tf_form;
-  if (x.host) return x.tf_form = constant("const", irConstant(*x.host, x.dtype));
-  if (!x.cf) return x.v;
-  const std::string name = g_->value(x.v).name;
-  return x.tf_form = permute(x.v, irShape(x.v), {kTfToCf.begin(), kTfToCf.end()}, "/nhwc");
+  if (!x.host) return cl_->framework(x.key);
+  if (x.tf_const == ir::kNoValue) x.tf_const = constant("const", irConstant(*x.host, x.dtype));
+  return x.tf_const;
 }
 
 ir::ValueId Importer::asCf(Val& x) {
   if (x.shape.size() != 4)
     fail(ErrorCode::kInternal, "a tensor of shape {} taken channels-first", shapeStr(x.shape));
-  if (x.cf) return x.v;
-  if (x.cf_form != ir::kNoValue) return x.cf_form;
-  if (x.host) return x.cf_form = constant("const_nchw", permuted(irConstant(*x.host, x.dtype), {kCfToTf.begin(), kCfToTf.end()}));
-  return x.cf_form = permute(asTf(x), x.shape, {kCfToTf.begin(), kCfToTf.end()}, "/nchw");
+  if (!x.host) return cl_->channelsFirst(x.key);
+  if (x.cf_const == ir::kNoValue)  // weights permuted here
+    x.cf_const = constant("const_nchw", permuted(irConstant(*x.host, x.dtype), {kCfToTf.begin(), kCfToTf.end()}));
+  return x.cf_const;
 }
 
 ir::ValueId Importer::alignCf(Val& x) {
   if (x.shape.size() == 4) return asCf(x);
   if (x.shape.size() > 4) fail(ErrorCode::kUnsupported, "an operand of shape {} broadcast against a 4-D tensor", shapeStr(x.shape));
   if (product(x.shape) == 1 || x.shape.empty()) return asTf(x);  // a single value broadcasts either way
-  Shape s4(4 - x.shape.size(), 1);
-  s4.insert(s4.end(), x.shape.begin(), x.shape.end());
-  if (x.cf_form != ir::kNoValue) return x.cf_form;
-  if (x.host) return x.cf_form = constant("const_nchw", permuted(irConstant(*x.host, x.dtype).reshaped(s4), {kCfToTf.begin(), kCfToTf.end()}));
-  ir::ValueId r = emit("Reshape", {asTf(x), ints("shape", s4)}, {}, "/rank4");
-  return x.cf_form = permute(r, s4, {kCfToTf.begin(), kCfToTf.end()}, "/nchw");
+  if (!x.host) return cl_->alignedTo(x.key, 4);
+  if (x.cf_const == ir::kNoValue) {  // a constant raised to rank 4 and permuted here
+    Shape s4(4 - x.shape.size(), 1);
+    s4.insert(s4.end(), x.shape.begin(), x.shape.end());
+    x.cf_const = constant("const_nchw", permuted(irConstant(*x.host, x.dtype).reshaped(s4), {kCfToTf.begin(), kCfToTf.end()}));
+  }
+  return x.cf_const;
 }
 
 void Importer::setOut(int k, ir::ValueId v, bool cf, DType dtype) {
   Val x;
   x.dtype = dtype;
-  x.v = v;
-  x.cf = cf && irShape(v).size() == 4;
-  const Shape& s = irShape(v);
-  if (x.cf)
-    x.shape = {s[0], s[2], s[3], s[1]};
-  else
-    x.shape = s;
+  x.key = tensorName(gd_.node(cur_).name(), k);
+  cl_->bind(x.key, v, cf && irShape(v).size() == 4 ? channel_last::Form::kChannelsFirst : channel_last::Form::kFramework);
+  x.shape = cl_->shape(x.key);
   if (product(x.shape) > kMaxElements) fail(ErrorCode::kInvalidInput, "output {} would have the shape {}: too large", k, shapeStr(x.shape));
   vals_[{cur_, k}] = std::make_shared<Val>(std::move(x));
 }
