@@ -112,7 +112,7 @@ void recurrentKernel(KernelCall& c, RnnCell cell) {
   t.y = outs.empty() ? nullptr : outs[0].data<float>();
   t.y_h = outs.size() > 1 ? outs[1].data<float>() : nullptr;
   t.y_c = lstm && outs.size() > 2 ? outs[2].data<float>() : nullptr;
-  kernels::recurrent(s, t, c.pool);
+  kernels::recurrentFast(s, t, c.pool);
   const DType out_type = c.input(0).dtype();
   for (size_t o = 0; o < outs.size(); ++o) c.out[o] = out_type == DType::kF32 ? outs[o] : castTensor(outs[o], out_type, c);
 }
