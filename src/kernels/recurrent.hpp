@@ -8,6 +8,7 @@
 #include "kernels/layers.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace npuc {
@@ -65,9 +66,17 @@ void rnnCheck(const RnnShape& s, const RnnTensors& t);
 /// Runs the layer. Directions and batch entries are independent: threads split them, and the bits do not depend on
 /// the thread count. Throws kInvalidInput for a sequence length outside [0, seq].
 void recurrent(const RnnShape& s, const RnnTensors& t, ThreadPool* pool);
+/// A layer's W and R packed for the fast form's GEMMs, once for repeated runs with the same weights.
+struct RnnPacked;
+struct RnnPackedDeleter {
+  void operator()(RnnPacked* p) const;
+};
+using RnnPackedPtr = std::unique_ptr<RnnPacked, RnnPackedDeleter>;
+RnnPackedPtr packRecurrent(const RnnShape& s, const float* w, const float* r);
+
 /// The same bits, faster: per direction the input products of every step as one GEMM, then per step the recurrent
-/// products of every batch entry as one (R packed once), the gates element-wise as the reference computes them.
-/// Threads split each GEMM's outputs.
-void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool);
+/// products of every batch entry as one, the gates element-wise as the reference computes them. `packed`: W and R
+/// as packRecurrent packed them (null: packed here). Threads split each GEMM's outputs.
+void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool, const RnnPacked* packed = nullptr);
 
 }  // namespace npuc::kernels

@@ -14,12 +14,34 @@ namespace npuc::kernels {
 
 namespace {
 
+}  // namespace
+
+/// Per direction: W ([G·H, input]), R ([G·H, H]) and, for GRU without linear_before_reset, R's h-gate rows.
+struct RnnPacked {
+  std::vector<std::unique_ptr<PackedA>> w, r, rh;
+};
+
+void RnnPackedDeleter::operator()(RnnPacked* p) const { delete p; }
+
+RnnPackedPtr packRecurrent(const RnnShape& s, const float* w, const float* r) {
+  RnnPackedPtr p(new RnnPacked);
+  const int64_t G = rnnGates(s.cell), H = s.hidden, GH = G * H;
+  for (int d = 0; d < s.dirs; ++d) {
+    p->w.push_back(s.input > 0 && GH > 0 ? std::make_unique<PackedA>(GH, s.input, w + d * GH * s.input, s.input, false) : nullptr);
+    p->r.push_back(H > 0 ? std::make_unique<PackedA>(GH, H, r + d * GH * H, H, false) : nullptr);
+    p->rh.push_back(s.cell == RnnCell::kGru && !s.linear_before_reset && H > 0
+                        ? std::make_unique<PackedA>(H, H, r + d * GH * H + 2 * H * H, H, false)
+                        : nullptr);
+  }
+  return p;
+}
+
+namespace {
+
 class Direction {
  public:
-  Direction(const RnnShape& s, const RnnTensors& t, int d, ThreadPool* pool)
-      : s_(s), t_(t), d_(d), pool_(pool), G_(rnnGates(s.cell)), H_(s.hidden), B_(s.batch) {
-    w_ = t.w + d * G_ * H_ * s.input;
-    r_ = t.r + d * G_ * H_ * H_;
+  Direction(const RnnShape& s, const RnnTensors& t, int d, const RnnPacked& packed, ThreadPool* pool)
+      : s_(s), t_(t), d_(d), packed_(packed), pool_(pool), G_(rnnGates(s.cell)), H_(s.hidden), B_(s.batch) {
     wb_ = t.b ? t.b + d * 2 * G_ * H_ : nullptr;
     rb_ = wb_ ? wb_ + G_ * H_ : nullptr;
     p_ = t.p ? t.p + d * 3 * H_ : nullptr;
@@ -29,14 +51,16 @@ class Direction {
 
   void run() {
     const int64_t GH = G_ * H_, T = s_.seq;
-    // x · Wᵀ for every row of X (rows (step, b), or (b, step) batch-major): xw_[row · GH + gate row].
-    xw_.assign(static_cast<size_t>(T * B_ * GH), 0.0f);
-    GemmArgs g;
-    g.M = T * B_, g.N = GH, g.K = s_.input;
-    g.A = t_.x, g.lda = s_.input;
-    g.B = w_, g.ldb = s_.input, g.transB = true;
-    g.C = xw_.data(), g.ldc = GH;
-    if (g.M > 0) sgemm(g, pool_);
+    // W · xᵀ for every row of X (rows (step, b), or (b, step) batch-major): xw_[gate row · rows + row].
+    rows_ = T * B_;
+    xw_.assign(static_cast<size_t>(rows_ * GH), 0.0f);
+    if (rows_ > 0 && packed_.w[static_cast<size_t>(d_)]) {
+      GemmArgs g;
+      g.M = GH, g.N = rows_, g.K = s_.input;
+      g.B = t_.x, g.ldb = s_.input, g.transB = true;
+      g.C = xw_.data(), g.ldc = rows_;
+      sgemm_packed(*packed_.w[static_cast<size_t>(d_)], g, pool_);
+    }
     h_.assign(static_cast<size_t>(B_ * H_), 0.0f);
     c_.assign(h_.size(), 0.0f);
     for (int64_t b = 0; b < B_; ++b) {
@@ -50,15 +74,13 @@ class Direction {
     int64_t steps = 0;
     for (int64_t b = 0; b < B_; ++b) steps = std::max(steps, len(b));
     if (steps > 0 && H_ > 0) {
-      PackedA packed_r(GH, H_, r_, H_, false);
-      std::unique_ptr<PackedA> packed_rh;  // GRU without linear_before_reset: R's h-gate rows for (r ⊙ h) · Rhᵀ
-      if (s_.cell == RnnCell::kGru && !s_.linear_before_reset)
-        packed_rh = std::make_unique<PackedA>(H_, H_, r_ + 2 * H_ * H_, H_, false);
+      const PackedA& packed_r = *packed_.r[static_cast<size_t>(d_)];
+      const PackedA* packed_rh = packed_.rh[static_cast<size_t>(d_)].get();  // GRU: (r ⊙ h) · Rhᵀ
       for (int64_t i = 0; i < steps; ++i) {
         recurrentProducts(packed_r, GH, h_.data(), hr_.data());
         switch (s_.cell) {
           case RnnCell::kRnn: rnnStep(i); break;
-          case RnnCell::kGru: gruStep(i, packed_rh.get()); break;
+          case RnnCell::kGru: gruStep(i, packed_rh); break;
           case RnnCell::kLstm: lstmStep(i); break;
         }
       }
@@ -82,9 +104,9 @@ class Direction {
     const int64_t n = len(b);
     return i >= n ? -1 : backwards_ ? n - 1 - i : i;
   }
-  const float* xwAt(int64_t step, int64_t b) const {
-    return xw_.data() + (s_.batch_major ? b * s_.seq + step : step * B_ + b) * G_ * H_;
-  }
+  /// Column of X's row (step, b) in xw_ (gate row g at xw_[g · rows_ + column]).
+  int64_t xcol(int64_t step, int64_t b) const { return s_.batch_major ? b * s_.seq + step : step * B_ + b; }
+  float xw(int64_t col, int64_t row) const { return xw_[static_cast<size_t>(row * rows_ + col)]; }
   float clip(float v) const { return s_.clip > 0.0f ? std::clamp(v, -s_.clip, s_.clip) : v; }
   /// out[row · B + b] = rows of `a` · state[b]ᵀ for every batch entry (a packed, `rows` × H).
   void recurrentProducts(const PackedA& a, int64_t rows, const float* state, float* out) const {
@@ -95,9 +117,9 @@ class Direction {
     sgemm_packed(a, g, pool_);
   }
   /// The reference's pre(g, j): (x·Wᵀ + h·Rᵀ) + Wb + Rb.
-  float pre(const float* xw, int64_t g, int64_t j, int64_t b) const {
+  float pre(int64_t col, int64_t g, int64_t j, int64_t b) const {
     const int64_t row = g * H_ + j;
-    float v = xw[row] + hr_[static_cast<size_t>(row * B_ + b)];
+    float v = xw(col, row) + hr_[static_cast<size_t>(row * B_ + b)];
     if (wb_) v = (v + wb_[row]) + rb_[row];
     return v;
   }
@@ -109,8 +131,8 @@ class Direction {
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t step = stepOf(i, b);
       if (step < 0) continue;
-      const float* xw = xwAt(step, b);
-      for (int64_t j = 0; j < H_; ++j) h_[static_cast<size_t>(b * H_ + j)] = acts_[0](clip(pre(xw, 0, j, b)));
+      const int64_t col = xcol(step, b);
+      for (int64_t j = 0; j < H_; ++j) h_[static_cast<size_t>(b * H_ + j)] = acts_[0](clip(pre(col, 0, j, b)));
       store(step, b);
     }
   }
@@ -119,12 +141,12 @@ class Direction {
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t step = stepOf(i, b);
       if (step < 0) continue;
-      const float* xw = xwAt(step, b);
+      const int64_t col = xcol(step, b);
       float* z = gates_.data() + b * 3 * H_;
       float* r = z + H_;
       for (int64_t j = 0; j < H_; ++j) {
-        z[j] = acts_[0](clip(pre(xw, 0, j, b)));
-        r[j] = acts_[0](clip(pre(xw, 1, j, b)));
+        z[j] = acts_[0](clip(pre(col, 0, j, b)));
+        r[j] = acts_[0](clip(pre(col, 1, j, b)));
         tmp_[static_cast<size_t>(b * H_ + j)] = r[j] * h_[static_cast<size_t>(b * H_ + j)];
       }
     }
@@ -132,18 +154,18 @@ class Direction {
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t step = stepOf(i, b);
       if (step < 0) continue;
-      const float* xw = xwAt(step, b);
+      const int64_t col = xcol(step, b);
       const float* z = gates_.data() + b * 3 * H_;
       const float* r = z + H_;
       for (int64_t j = 0; j < H_; ++j) {
         const int64_t row = 2 * H_ + j;
         float hh;
         if (s_.linear_before_reset) {
-          float x = xw[row], hr = hr_[static_cast<size_t>(row * B_ + b)];
+          float x = xw(col, row), hr = hr_[static_cast<size_t>(row * B_ + b)];
           if (wb_) x = x + wb_[row], hr = hr + rb_[row];
           hh = acts_[1](clip(x + r[j] * hr));
         } else {
-          float v = xw[row] + hr2_[static_cast<size_t>(j * B_ + b)];
+          float v = xw(col, row) + hr2_[static_cast<size_t>(j * B_ + b)];
           if (wb_) v = (v + wb_[row]) + rb_[row];
           hh = acts_[1](clip(v));
         }
@@ -158,7 +180,7 @@ class Direction {
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t step = stepOf(i, b);
       if (step < 0) continue;
-      const float* xw = xwAt(step, b);
+      const int64_t col = xcol(step, b);
       float* gi = gates_.data() + b * 4 * H_;
       float* go = gi + H_;
       float* gf = go + H_;
@@ -166,12 +188,12 @@ class Direction {
       float* c = c_.data() + b * H_;
       float* h = h_.data() + b * H_;
       for (int64_t j = 0; j < H_; ++j) {
-        float vi = pre(xw, 0, j, b), vf = pre(xw, 2, j, b);
+        float vi = pre(col, 0, j, b), vf = pre(col, 2, j, b);
         if (p_) vi += p_[j] * c[j], vf += p_[2 * H_ + j] * c[j];
         gi[j] = acts_[0](clip(vi));
         gf[j] = s_.input_forget ? 1.0f - gi[j] : acts_[0](clip(vf));
-        gc[j] = acts_[1](clip(pre(xw, 3, j, b)));
-        go[j] = pre(xw, 1, j, b);
+        gc[j] = acts_[1](clip(pre(col, 3, j, b)));
+        go[j] = pre(col, 1, j, b);
       }
       for (int64_t j = 0; j < H_; ++j) {
         c[j] = gf[j] * c[j] + gi[j] * gc[j];
@@ -186,9 +208,11 @@ class Direction {
   const RnnShape& s_;
   const RnnTensors& t_;
   const int d_;
+  const RnnPacked& packed_;
   ThreadPool* pool_;
+  int64_t rows_ = 0;
   const int64_t G_, H_, B_;
-  const float *w_, *r_, *wb_, *rb_, *p_;
+  const float *wb_, *rb_, *p_;
   const RnnActivation* acts_;
   bool backwards_ = false;
   std::vector<float> xw_, h_, c_, hr_, hr2_, tmp_, gates_;
@@ -196,9 +220,11 @@ class Direction {
 
 }  // namespace
 
-void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool) {
+void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool, const RnnPacked* packed) {
   rnnCheck(s, t);
-  for (int d = 0; d < s.dirs; ++d) Direction(s, t, d, pool).run();
+  RnnPackedPtr own;
+  if (!packed) own = packRecurrent(s, t.w, t.r), packed = own.get();
+  for (int d = 0; d < s.dirs; ++d) Direction(s, t, d, *packed, pool).run();
 }
 
 }  // namespace npuc::kernels
