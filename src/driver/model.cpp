@@ -6,6 +6,7 @@
 #include "engine/engine.hpp"
 #include "frontend/caffe/caffe_io.hpp"
 #include "frontend/onnx/onnx_io.hpp"
+#include "frontend/tflite/tflite_io.hpp"
 #include "ops/custom.hpp"
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
@@ -58,6 +59,15 @@ void resolve(ir::Graph& g, const LoadOptions& o) {
   });
 }
 
+/// A TFLite file by its content (a FlatBuffer whose bytes 4..7 are "TFL3"), or by its extension when it is too
+/// short to tell (the importer then says what is wrong with it).
+bool isTfliteFile(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return path.extension() == ".tflite";
+  std::vector<uint8_t> head = readFilePrefix(path, 8);
+  return tflite_io::looksLikeTflite(head.data(), head.size()) || path.extension() == ".tflite";
+}
+
 TensorInfo infoOf(const ir::Value& v) { return {v.name, v.type.dtype, v.type.rank_known ? v.type.shape : Shape{}}; }
 
 }  // namespace
@@ -68,8 +78,13 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& opts) {
   if (opts.caffe_model.empty() && path.extension() == ".prototxt")
     fail(ErrorCode::kInvalidArgument, "{} is a Caffe network description: give its trained weights (.caffemodel) with "
                                       "it", path.string());
-  m.impl_->graph = opts.caffe_model.empty() ? onnx_io::importFile(path, importOptions(opts))
-                                             : caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
+  if (!opts.caffe_model.empty()) {
+    m.impl_->graph = caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
+  } else if (isTfliteFile(path)) {
+    m.impl_->graph = tflite_io::importFile(path, importOptions(opts));
+  } else {
+    m.impl_->graph = onnx_io::importFile(path, importOptions(opts));
+  }
   resolve(*m.impl_->graph, opts);
   return m;
 }

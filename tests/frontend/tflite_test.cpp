@@ -65,6 +65,16 @@ double error(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
+/// uint8 codes as int8 ones and back (code - 128: a uint8 model's tensors become int8 in npuc, the zero point moved
+/// with the codes).
+Tensor shifted(const Tensor& t, DType to) {
+  Tensor r(to, t.shape());
+  const auto* in = static_cast<const uint8_t*>(t.raw());
+  auto* out = static_cast<uint8_t*>(r.raw());
+  for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<uint8_t>(in[i] ^ 0x80);  // +-128 modulo 256
+  return r;
+}
+
 class TfliteOracle : public ::testing::TestWithParam<std::string> {};
 
 // npuc's outputs equal the oracle's within 1e-5 relative (float), as imported and optimized as translate runs it.
@@ -76,13 +86,18 @@ TEST_P(TfliteOracle, MatchesOracle) {
     LoadOptions lo;
     lo.optimize = optimize;
     Model m = loadTflite(file, lo);
-    std::vector<Tensor> outs = Session(m).run(c.inputs);
+    std::map<std::string, Tensor> feeds = c.inputs;
+    for (const TensorInfo& in : m.inputs())
+      if (feeds.count(in.name) && feeds.at(in.name).dtype() == DType::kU8 && in.dtype == DType::kI8)
+        feeds[in.name] = shifted(feeds.at(in.name), DType::kI8);
+    std::vector<Tensor> outs = Session(m).run(feeds);
     ASSERT_EQ(outs.size(), m.outputs().size());
     size_t matched = 0;
     for (size_t i = 0; i < outs.size(); ++i) {
       auto it = c.expected.find(m.outputs()[i].name);
       if (it == c.expected.end()) continue;
       ++matched;
+      if (it->second.dtype() == DType::kU8 && outs[i].dtype() == DType::kI8) outs[i] = shifted(outs[i], DType::kU8);
       const double err = error(outs[i], it->second);
       const bool quantized = c.name.rfind("quant_", 0) == 0;
       // Quantized: TFLite requantizes with a fixed-point multiplier, npuc's QuantizeLinear divides in float: a

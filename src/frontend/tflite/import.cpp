@@ -219,6 +219,10 @@ std::optional<QuantParams> Importer::quantOf(int32_t index) const {
                                                                               : z >= INT32_MIN && z <= INT32_MAX;
     if (!ok) fail(ErrorCode::kInvalidInput, "{}: zero point {} is outside {}", tensorLabel(index), z, dtypeName(dt));
   }
+  if (dt == DType::kU8) {
+    for (int64_t& z : p.zero_point) z -= 128;
+    p.from_uint8 = true;
+  }
   return p;
 }
 
@@ -284,17 +288,16 @@ void Importer::inputs() {
     }
     const DType dt = dtypeOf(t);
     auto q = quantOf(t);
-    ir::ValueId v = g_->addValue(name, ir::makeType(dt, s)).id;
+    ir::ValueId v = g_->addValue(name, ir::makeType(q && q->from_uint8 ? DType::kI8 : dt, s)).id;
     g_->inputs().push_back(v);
     if (q) {
       if (q->perChannel()) fail(ErrorCode::kUnsupported, "{}: an input quantized per channel", tensorLabel(t));
       ir::ValueId dq = g_->addValue(g_->uniqueValueName(name + "/dequantized")).id;
       ir::Node& n = g_->addNode("DequantizeLinear", name + "/dequantize",
                                 {v, constant(name + "/scale", Tensor::scalar<float>(q->scale[0])),
-                                 constant(name + "/zero_point", dt == DType::kU8
-                                                                    ? Tensor::scalar<uint8_t>(static_cast<uint8_t>(q->zero_point[0]))
-                                                                    : dt == DType::kI8 ? Tensor::scalar<int8_t>(static_cast<int8_t>(q->zero_point[0]))
-                                                                                       : Tensor::scalar<int32_t>(static_cast<int32_t>(q->zero_point[0])))},
+                                 constant(name + "/zero_point", dt == DType::kU8 || dt == DType::kI8
+                                                                    ? Tensor::scalar<int8_t>(static_cast<int8_t>(q->zero_point[0]))
+                                                                    : Tensor::scalar<int32_t>(static_cast<int32_t>(q->zero_point[0])))},
                                 {dq});
       ops::inferNodeTypes(*g_, n.id);
       v = dq;
@@ -363,12 +366,9 @@ void Importer::outputs() {
     }
     ir::ValueId v = get(t, false);
     const std::string name = baseName(t);
-    if (auto q = quantOf(t)) {  // the integer codes, as TFLite gives them
-      const DType dt = dtypeOf(t);
+    if (auto q = quantOf(t)) {  // the integer codes, as TFLite gives them (a uint8 model's as int8: code - 128)
       v = apply("QuantizeLinear", {v, constant(name + "/out_scale", Tensor::scalar<float>(q->scale[0])),
-                                   constant(name + "/out_zero_point",
-                                            dt == DType::kU8 ? Tensor::scalar<uint8_t>(static_cast<uint8_t>(q->zero_point[0]))
-                                                             : Tensor::scalar<int8_t>(static_cast<int8_t>(q->zero_point[0])))},
+                                   constant(name + "/out_zero_point", Tensor::scalar<int8_t>(static_cast<int8_t>(q->zero_point[0])))},
                 {}, "/output");
     } else if (g_->value(v).producer == ir::kNoNode || std::count(g_->outputs().begin(), g_->outputs().end(), v)) {
       v = apply("Identity", {v}, {}, "/output");

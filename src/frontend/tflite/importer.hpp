@@ -44,11 +44,14 @@ Tensor permuteTensor(const Tensor& t, const std::vector<int64_t>& perm);
 /// The builtin operator's name ("CONV_2D"), or "BUILTIN_<code>" for a code the schema does not name.
 std::string builtinName(int32_t code);
 
-/// A tensor's quantization: real = scale * (q - zero_point), per tensor or per index of `axis`.
+/// A tensor's quantization: real = scale * (q - zero_point), per tensor or per index of `axis`. A uint8 tensor's
+/// codes become int8 ones (code - 128, zero point - 128: the same real values), as npuc's int8-affine path takes
+/// int8 codes only; `from_uint8` says so.
 struct QuantParams {
   std::vector<float> scale;
   std::vector<int64_t> zero_point;
   int32_t axis = 0;
+  bool from_uint8 = false;
   bool perChannel() const { return scale.size() > 1; }
 };
 

@@ -112,6 +112,11 @@ ir::ValueId Importer::get(int32_t t, bool cf) {
 ir::ValueId Importer::constantValue(int32_t t, const std::vector<int64_t>& perm, size_t rank) {
   Tensor data = constantData(t);
   auto q = quantOf(t);
+  if (q && q->from_uint8) {  // int8 codes: code - 128 (the zero point moved with them)
+    Tensor i8(DType::kI8, data.shape());
+    for (int64_t i = 0; i < data.numel(); ++i) i8.data<int8_t>()[i] = static_cast<int8_t>(int{data.data<uint8_t>()[i]} - 128);
+    data = i8;
+  }
   int64_t axis = q ? q->axis : 0;
   if (rank > data.shape().size()) {
     Shape s(rank - data.shape().size(), 1);
@@ -143,7 +148,6 @@ ir::ValueId Importer::constantValue(int32_t t, const std::vector<int64_t>& perm,
     const int64_t z = q->zero_point[static_cast<size_t>(i)];
     switch (data.dtype()) {
       case DType::kI8: zp.data<int8_t>()[i] = static_cast<int8_t>(z); break;
-      case DType::kU8: zp.data<uint8_t>()[i] = static_cast<uint8_t>(z); break;
       case DType::kI32: zp.data<int32_t>()[i] = static_cast<int32_t>(z); break;
       default: fail(ErrorCode::kUnsupported, "{}: a quantized constant of {}; npuc reads int8, uint8 and int32 ones",
                     tensorLabel(t), dtypeName(data.dtype()));
@@ -182,8 +186,7 @@ void Importer::bindOutput(int i, ir::ValueId v, bool cf) {
     if (dt != DType::kI8 && dt != DType::kU8)
       fail(ErrorCode::kUnsupported, "{}: a quantized activation of {}; npuc reads int8 and uint8 ones", tensorLabel(t), dtypeName(dt));
     const std::string name = valueName(t, "");
-    Tensor zp = dt == DType::kU8 ? Tensor::scalar<uint8_t>(static_cast<uint8_t>(q->zero_point[0]))
-                                 : Tensor::scalar<int8_t>(static_cast<int8_t>(q->zero_point[0]));
+    Tensor zp = Tensor::scalar<int8_t>(static_cast<int8_t>(q->zero_point[0]));
     ir::ValueId sc = constant(name + "/scale", Tensor::scalar<float>(q->scale[0])), z = constant(name + "/zero_point", zp);
     ir::ValueId qv = apply("QuantizeLinear", {v, sc, z}, {}, "/quantize");
     v = apply("DequantizeLinear", {qv, sc, z}, {}, "/dequantize");

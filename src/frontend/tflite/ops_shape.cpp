@@ -123,7 +123,8 @@ void Importer::pad() {
     Tensor cv = constantData(c);
     if (cv.numel() != 1) fail(ErrorCode::kInvalidInput, "constant_values holds {} values; one is expected", cv.numel());
     value = static_cast<float>(cv.toDouble()[0]);
-    if (auto q = quantOf(c)) value = q->scale[0] * static_cast<float>(static_cast<int64_t>(value) - q->zero_point[0]);
+    if (auto q = quantOf(c))
+      value = q->scale[0] * static_cast<float>(static_cast<int64_t>(value) - (q->from_uint8 ? 128 : 0) - q->zero_point[0]);
   }
   bindOutput(0, apply("Pad", {x, ints(fmt::format("op{}/pads", op_.index), pads), scalarF("value", value)},
                       {{"mode", std::string("constant")}}), cf);
@@ -154,6 +155,13 @@ void Importer::mean() {
   for (int64_t a = 0; a < rank; ++a)
     if (reduced[static_cast<size_t>(a)]) axes.push_back(cf ? cfAxis(a) : a);
   std::sort(axes.begin(), axes.end());
+  if (cf && axes == std::vector<int64_t>{2, 3}) {
+    // The mean over height and width: a global average pool (what the package computes for it; the same bits).
+    ir::ValueId y = apply("GlobalAveragePool", {get(t, true)});
+    if (keep) return bindOutput(0, y, true);
+    const Shape s = shapeOf(y);
+    return bindOutput(0, reshape(y, {s[0], s[1]}), false);
+  }
   ir::ValueId y = apply("ReduceMean", {get(t, cf)}, {{"axes", axes}, {"keepdims", int64_t{keep}}});
   bindOutput(0, y, cf && keep);
 }
