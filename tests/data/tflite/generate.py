@@ -636,6 +636,10 @@ def bad():
     m.outputs = [m.op(B.CONV_2D, [x, m.const("w", m.w(2, 2, 2, 3)), m.const("b", m.w(2))],
                       [m.tensor("y", [1, 4, 4, 2])], "Conv2DOptions", padding=SAME, stride_w=2, stride_h=2)]
     save("shape_mismatch", m)
+    with open(os.path.join(HERE, "conv", "model.tflite"), "rb") as f:  # a file cut short (the verifier refuses it)
+        head = f.read(100)
+    with open(os.path.join(d, "truncated.tflite"), "wb") as f:
+        f.write(head)
 
 
 def main():
