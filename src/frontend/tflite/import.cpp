@@ -276,6 +276,8 @@ void Importer::inputs() {
     if (bound_.count(t)) fail(ErrorCode::kInvalidInput, "{} is listed twice as an input", tensorLabel(t));
     if (isConstant(t)) continue;  // a constant listed as an input (some converters do): it stays a constant
     Shape s = declaredShape(t);
+    for (int64_t d : s)
+      if (d == 0) fail(ErrorCode::kInvalidInput, "input {} has shape {}: an empty tensor", tensorLabel(t), shapeStr(s));
     const std::string name = valueName(t, "");  // (two inputs of one name: the second is told apart)
     auto it = opts_.input_shapes.find(name);
     if (it != opts_.input_shapes.end()) {

@@ -18,8 +18,10 @@ struct Window {
 /// TFLite's padding along one axis: SAME gives ceil(in / stride) outputs with total padding
 /// max((out - 1) * stride + (k - 1) * dilation + 1 - in, 0), the odd one at the end; VALID none.
 Window window(int64_t in, int64_t k, int64_t stride, int64_t dilation, fb::Padding padding, const char* axis) {
-  if (k <= 0 || stride <= 0 || dilation <= 0)
-    fail(ErrorCode::kInvalidInput, "{}: window {}, stride {} and dilation {} must be positive", axis, k, stride, dilation);
+  constexpr int64_t kMaxStep = int64_t{1} << 20;  // strides and dilations beyond this are no model's
+  if (k <= 0 || stride <= 0 || dilation <= 0 || k > kMaxDim || in > kMaxDim || stride > kMaxStep || dilation > kMaxStep)
+    fail(ErrorCode::kInvalidInput, "{}: window {}, stride {} and dilation {} must be positive (and the stride and "
+                                   "dilation at most {})", axis, k, stride, dilation, kMaxStep);
   const int64_t eff = (k - 1) * dilation + 1;
   Window w;
   if (padding == fb::Padding_SAME) {
@@ -99,6 +101,8 @@ void Importer::transposeConv() {
   const int32_t wt = weights(1, "the filter");
   ir::ValueId x = get(input(2), true);
   const Shape xs = shapeOf(x), ws = declaredShape(wt);
+  for (int64_t d : out_shape)
+    if (d <= 0 || d > kMaxDim) fail(ErrorCode::kInvalidInput, "output_shape {} holds a dimension that is not a size", shapeStr(out_shape));
   if (xs.size() != 4 || ws.size() != 4 || out_shape.size() != 4 || ws[3] != xs[1] || out_shape[3] != ws[0] ||
       out_shape[0] != xs[0])
     fail(ErrorCode::kInvalidInput, "input {}, filter {} (out channels, H, W, in channels) and output_shape {} do not agree",

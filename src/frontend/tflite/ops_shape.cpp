@@ -218,7 +218,7 @@ void Importer::split() {
   } else {
     const auto* o = options<fb::SplitOptions>();
     const int64_t parts = o ? o->num_splits() : n;
-    if (parts <= 0 || dim % parts != 0) fail(ErrorCode::kInvalidInput, "num_splits {} does not divide the axis of {}", parts, dim);
+    if (parts <= 0 || parts > dim || dim % parts != 0) fail(ErrorCode::kInvalidInput, "num_splits {} does not divide the axis of {}", parts, dim);
     sizes.assign(static_cast<size_t>(parts), dim / parts);
   }
   if (static_cast<int>(sizes.size()) != n)
