@@ -518,6 +518,47 @@ def mobilenet():
     m.write()
 
 
+def shapes_numpy():
+    """STRIDED_SLICE with an ellipsis, a new axis and a shrunk one, FULLY_CONNECTED with keep_num_dims, PADV2 and a
+    TRANSPOSE of a channels-first tensor: Arm NN 20.08 parses none of these forms: numpy."""
+    m = Model("shapes_numpy", 17)
+    x = m.input("x", [1, 4, 6, 4])
+    w = m.w(4, 1, 1, 4)
+    c = m.op(B.RELU, [m.op(B.CONV_2D, [x, m.const("w", w), m.const("b", np.zeros(4, np.float32))],
+                            [m.tensor("conv", [1, 4, 6, 4])], "Conv2DOptions", padding=VALID, stride_w=1, stride_h=1)],
+             [m.tensor("relu", [1, 4, 6, 4])])
+    e = m.op(B.STRIDED_SLICE, [c, m.const("e_begin", np.int32([0, 1])), m.const("e_end", np.int32([0, 3])),
+                               m.const("e_strides", np.int32([1, 1]))], [m.tensor("ellipsis", [1, 4, 6, 2])],
+             "StridedSliceOptions", ellipsis_mask=1)
+    n = m.op(B.STRIDED_SLICE, [c, m.const("n_begin", np.int32([0, 0, 2])), m.const("n_end", np.int32([0, 0, 3])),
+                               m.const("n_strides", np.int32([1, 1, 1]))], [m.tensor("newaxis", [1, 1, 6, 4])],
+             "StridedSliceOptions", begin_mask=1, end_mask=1, new_axis_mask=2, shrink_axis_mask=4)
+    wf, bf = m.w(3, 4), m.w(3)
+    f = m.op(B.FULLY_CONNECTED, [c, m.const("fc_w", wf), m.const("fc_b", bf)], [m.tensor("fc_keep", [1, 4, 6, 3])],
+             "FullyConnectedOptions", keep_num_dims=True)
+    p = m.op(B.PADV2, [c, m.const("pads", np.int32([[0, 0], [1, 0], [0, 2], [1, 1]])), m.const("pad_value", np.float32(-0.5))],
+             [m.tensor("padv2", [1, 5, 8, 6])])
+    t = m.op(B.TRANSPOSE, [c, m.const("perm", np.int32([0, 3, 1, 2]))], [m.tensor("to_nchw", [1, 4, 4, 6])])
+    m.outputs = [e, n, f, p, t]
+
+    def oracle(fd):
+        r = np.maximum(np.einsum("nhwc,oc->nhwo", fd["x"], w[:, 0, 0, :]), 0).astype(np.float32)
+        return [r[..., 1:3], r[:, None, 2], (r @ wf.T + bf).astype(np.float32),
+                np.pad(r, [(0, 0), (1, 0), (0, 2), (1, 1)], constant_values=-0.5), r.transpose(0, 3, 1, 2)]
+    m.write("numpy", oracle)
+
+
+def quant_io():
+    """QUANTIZE and DEQUANTIZE of activations: a float model with an int8 part in the middle."""
+    m = Model("quant_io", 18)
+    x = m.input("x", [1, 4, 4, 3], low=-2, high=2)
+    q = m.op(B.QUANTIZE, [x], [m.tensor("q", [1, 4, 4, 3], np.int8, quant=([0.02], [0], 0))])
+    r = m.op(B.QUANTIZE, [q], [m.tensor("requant", [1, 4, 4, 3], np.int8, quant=([0.03], [5], 0))])
+    d = m.op(B.DEQUANTIZE, [r], [m.tensor("dq", [1, 4, 4, 3])])
+    m.outputs = [q, d]
+    m.write()
+
+
 def qweights(w, axis):
     """Symmetric int8 weights, one scale per index of `axis` (TFLite's per-channel scheme)."""
     red = tuple(i for i in range(w.ndim) if i != axis)
@@ -645,8 +686,8 @@ def bad():
 def main():
     wanted = set(sys.argv[1:])
     for fn in [conv, depthwise, fully_connected, pooling, binary, activations, numpy_math, concat_pad_mean, shapes,
-               resize, resize_numpy, softmax_prelu, transpose_conv, arg_max_gather, prelu_dequantize, mobilenet, quant_int8,
-               quant_uint8, bad]:
+               resize, resize_numpy, softmax_prelu, transpose_conv, arg_max_gather, prelu_dequantize, mobilenet, shapes_numpy,
+               quant_io, quant_int8, quant_uint8, bad]:
         if wanted and fn.__name__ not in wanted:
             continue
         try:
