@@ -121,7 +121,7 @@ TEST_P(TfliteOracle, MatchesOracle) {
 INSTANTIATE_TEST_SUITE_P(Ops, TfliteOracle,
                          ::testing::Values("conv", "depthwise", "fully_connected", "pooling", "binary", "activations",
                                            "math", "concat_pad_mean", "shapes", "resize", "resize_numpy",
-                                           "softmax_prelu", "transpose_conv", "arg_max_gather", "prelu_dequantize",
+                                           "softmax_prelu", "transpose_conv", "transpose_conv_bias", "arg_max_gather", "prelu_dequantize",
                                            "mobilenet", "shapes_numpy", "quant_io", "quant_int8", "quant_uint8"));
 
 // The graph keeps the model's own interface: names and NHWC shapes.

@@ -95,10 +95,19 @@ std::string builtinName(int32_t code) {
   return n && *n ? std::string(n) : fmt::format("BUILTIN_{}", code);
 }
 
+/// CUSTOM operators the importer maps, by their custom code (operators other converters' runtimes register).
+const std::map<std::string, void (Importer::*)()>& customMappings() {
+  static const std::map<std::string, void (Importer::*)()> kTable = {
+      {"Convolution2DTransposeBias", &Importer::transposeConvBias},  // MediaPipe's
+  };
+  return kTable;
+}
+
 const std::vector<std::string>& supportedOps() {
   static const std::vector<std::string> kOps = [] {
     std::vector<std::string> r;
     for (const Mapping& m : mappings()) r.push_back(builtinName(m.code));
+    for (const auto& [code, fn] : customMappings()) r.push_back(code);
     return r;
   }();
   return kOps;
@@ -340,7 +349,12 @@ void Importer::mapOperator(int index) {
   withContext(fmt::format("operator {} ({})", index, op_.name), [&] {
     const auto& table = mappings();
     auto it = std::find_if(table.begin(), table.end(), [&](const Mapping& m) { return m.code == op_.code; });
-    if (it == table.end()) {
+    void (Importer::*fn)() = it == table.end() ? nullptr : it->fn;
+    if (op_.code == fb::BuiltinOperator_CUSTOM && c->custom_code()) {
+      auto cu = customMappings().find(c->custom_code()->str());
+      if (cu != customMappings().end()) fn = cu->second;
+    }
+    if (!fn) {
       std::string known;
       for (const std::string& n : supportedOps()) known += (known.empty() ? "" : ", ") + n;
       fail(ErrorCode::kUnsupported, "{} is not an operator npuc imports (it imports: {})", op_.name, known);
@@ -355,7 +369,7 @@ void Importer::mapOperator(int index) {
         fail(ErrorCode::kInvalidInput, "{} is written twice (by an earlier operator, as an input or as a constant)",
              tensorLabel(t));
     }
-    (this->*(it->fn))();
+    (this->*fn)();
   });
 }
 

@@ -146,6 +146,10 @@ class Importer {
   void conv2d();
   void depthwiseConv2d();
   void transposeConv();
+  /// MediaPipe's CUSTOM 'Convolution2DTransposeBias'.
+  void transposeConvBias();
+  void transposeConvolution(int32_t x, int w_input, int bias_input, const std::vector<int64_t>& out_shape,
+                            fb::Padding pad, int64_t stride_h, int64_t stride_w, fb::ActivationFunctionType act);
   void fullyConnected();
   void pool2d();
   void resize();

@@ -6,6 +6,7 @@
 #include "support/error.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace npuc::tflite_io {
 
@@ -97,9 +98,33 @@ void Importer::transposeConv() {
   expectInputs(3, 4);
   expectOutputs(1);
   const fb::TransposeConvOptions* o = options<fb::TransposeConvOptions>();
-  const std::vector<int64_t> out_shape = constInput(0, "output_shape");
-  const int32_t wt = weights(1, "the filter");
-  ir::ValueId x = get(input(2), true);
+  transposeConvolution(input(2), 1, hasInput(3) ? 3 : -1, constInput(0, "output_shape"), o ? o->padding() : fb::Padding_SAME,
+                       o ? o->stride_h() : 0, o ? o->stride_w() : 0,
+                       o ? o->fused_activation_function() : fb::ActivationFunctionType_NONE);
+}
+
+void Importer::transposeConvBias() {
+  expectInputs(3, 3);
+  expectOutputs(1);
+  // MediaPipe's operator: TRANSPOSE_CONV with a bias, its parameters the C struct TfLiteTransposeConvParams as
+  // custom options (int32 padding: 1 SAME, 2 VALID; int32 stride_width, stride_height); the output's shape is the
+  // output tensor's.
+  const auto* raw = op_.op->custom_options();
+  if (!raw || raw->size() < 12)
+    fail(ErrorCode::kInvalidInput, "custom_options hold {} bytes; the 12 of its parameters (padding, strides) are expected",
+         raw ? raw->size() : 0);
+  int32_t v[3];
+  std::memcpy(v, raw->data(), sizeof v);
+  if (v[0] != 1 && v[0] != 2) fail(ErrorCode::kInvalidInput, "padding {} is neither 1 (SAME) nor 2 (VALID)", v[0]);
+  const Shape out = declaredShape(output(0));
+  transposeConvolution(input(0), 1, 2, std::vector<int64_t>(out.begin(), out.end()),
+                       v[0] == 1 ? fb::Padding_SAME : fb::Padding_VALID, v[2], v[1], fb::ActivationFunctionType_NONE);
+}
+
+void Importer::transposeConvolution(int32_t xt, int w_input, int bias_input, const std::vector<int64_t>& out_shape,
+                                    fb::Padding pad, int64_t sh, int64_t sw, fb::ActivationFunctionType act) {
+  const int32_t wt = weights(w_input, "the filter");
+  ir::ValueId x = get(xt, true);
   const Shape xs = shapeOf(x), ws = declaredShape(wt);
   for (int64_t d : out_shape)
     if (d <= 0 || d > kMaxDim) fail(ErrorCode::kInvalidInput, "output_shape {} holds a dimension that is not a size", shapeStr(out_shape));
@@ -107,8 +132,6 @@ void Importer::transposeConv() {
       out_shape[0] != xs[0])
     fail(ErrorCode::kInvalidInput, "input {}, filter {} (out channels, H, W, in channels) and output_shape {} do not agree",
          shapeStr(permuted(xs, kToChannelsLast)), shapeStr(ws), shapeStr(out_shape));
-  const int64_t sh = o ? o->stride_h() : 0, sw = o ? o->stride_w() : 0;
-  const fb::Padding pad = o ? o->padding() : fb::Padding_SAME;
   // TFLite pads as the convolution from output_shape back to the input would: the full transposed convolution
   // (stride * (in - 1) + k) cropped by that padding at the start, and to output_shape at the end.
   std::vector<int64_t> p(4), extra(2);
@@ -124,12 +147,12 @@ void Importer::transposeConv() {
     extra[a] = std::max<int64_t>(-end, 0);
   }
   std::vector<ir::ValueId> ins = {x, constantValue(wt, {3, 0, 1, 2})};
-  if (hasInput(3)) ins.push_back(constantValue(weights(3, "the bias")));
+  if (bias_input >= 0) ins.push_back(constantValue(weights(bias_input, "the bias")));
   std::map<std::string, ir::Attr> attrs = {{"kernel_shape", std::vector<int64_t>{ws[1], ws[2]}},
                                            {"strides", std::vector<int64_t>{sh, sw}}, {"pads", p}};
   if (extra[0] || extra[1]) attrs["output_padding"] = extra;
   ir::ValueId y = apply("ConvTranspose", ins, attrs);
-  bindOutput(0, activation(y, o ? o->fused_activation_function() : fb::ActivationFunctionType_NONE), true);
+  bindOutput(0, activation(y, act), true);
 }
 
 void Importer::fullyConnected() {

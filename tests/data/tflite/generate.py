@@ -130,7 +130,10 @@ class Model:
                     vals.append((f, _ivec(b, v) if isinstance(v, (list, tuple)) else v))
                 opt_off = _table(b, opt, vals)
             index = fields.pop("_opcode_index", codes.index(code))
+            custom = fields.pop("_custom_options", None)
             f = [("opcode_index", index), ("inputs", _ivec(b, ins)), ("outputs", _ivec(b, outs))]
+            if custom is not None:
+                f.append(("custom_options", b.CreateNumpyVector(np.frombuffer(custom, np.uint8))))
             if opt_off is not None:
                 f += [("builtin_options_type", getattr(OPTIONS, opt)), ("builtin_options", opt_off)]
             ops.append(_table(b, "Operator", f))
@@ -445,6 +448,18 @@ def transpose_conv():
                                 tf_transpose_conv(f["x"], w2, [1, 9, 5, 2], (2, 1), VALID)])
 
 
+def transpose_conv_bias():
+    """MediaPipe's CUSTOM Convolution2DTransposeBias (TRANSPOSE_CONV with a bias; its parameters a C struct in
+    custom_options): numpy (TFLite's reference TransposeConv plus the bias)."""
+    m = Model("transpose_conv_bias", 19)
+    x = m.input("x", [1, 3, 4, 5])
+    w, bias = m.w(2, 3, 3, 5), m.w(2)
+    y = m.op("Convolution2DTransposeBias", [x, m.const("w", w), m.const("b", bias)], [m.tensor("tcb", [1, 6, 8, 2])],
+             None, _custom_options=np.int32([1, 2, 2]).tobytes())  # SAME, stride_width 2, stride_height 2
+    m.outputs = [y]
+    m.write("numpy", lambda f: [tf_transpose_conv(f["x"], w, [1, 6, 8, 2], (2, 2), SAME) + bias])
+
+
 def arg_max_gather():
     """ARG_MAX and GATHER: numpy (Arm NN 20.08's parser reads neither)."""
     m = Model("arg_max_gather", 14)
@@ -686,7 +701,8 @@ def bad():
 def main():
     wanted = set(sys.argv[1:])
     for fn in [conv, depthwise, fully_connected, pooling, binary, activations, numpy_math, concat_pad_mean, shapes,
-               resize, resize_numpy, softmax_prelu, transpose_conv, arg_max_gather, prelu_dequantize, mobilenet, shapes_numpy,
+               resize, resize_numpy, softmax_prelu, transpose_conv, transpose_conv_bias, arg_max_gather, prelu_dequantize,
+               mobilenet, shapes_numpy,
                quant_io, quant_int8, quant_uint8, bad]:
         if wanted and fn.__name__ not in wanted:
             continue
