@@ -138,7 +138,7 @@ Shape Importer::declaredShape(int32_t index) const {
   Shape s;
   if (t.shape())
     for (int32_t d : *t.shape()) {
-      if (d < 0 || d > kMaxDim)
+      if (d < 0)
         fail(ErrorCode::kInvalidInput, "{}: shape dimension {} is not a size", tensorLabel(index), d);
       s.push_back(d);
     }
