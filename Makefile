@@ -17,7 +17,12 @@ build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs the CLI only: its packages and its one target (the tests, benchmarks and Python module are
+# `make build`'s / `make test`'s).
+demo:
+	@scripts/install_deps.sh build
+	@cmake --preset release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target npuc
 	@scripts/demo.sh $(NPUC)
 
 # Conformance (prints the totals; every allowlisted test must pass), then the unit and end-to-end tests.

@@ -39,6 +39,23 @@ struct ModelStats {
   int64_t activation_bytes = 0;  // bytes of every non-constant value (inputs and node outputs)
 };
 
+/// The framework a model file comes from (docs/frontends.md).
+enum class ModelFormat : uint8_t {
+  kAuto,        ///< decided by detectModelFormat
+  kOnnx,        ///< .onnx (ModelProto)
+  kCaffe,       ///< .prototxt + .caffemodel (LoadOptions::caffe_model)
+  kTensorFlow,  ///< a frozen GraphDef (.pb)
+  kTfLite,      ///< a TensorFlow Lite FlatBuffer (.tflite)
+};
+/// "ONNX", "Caffe", "TensorFlow", "TensorFlow Lite" ("auto" for kAuto).
+const char* modelFormatName(ModelFormat f);
+/// The format of a model file, by content where it tells and by extension otherwise: a FlatBuffer whose identifier
+/// (bytes 4..7) is "TFL3" or a .tflite file is TensorFlow Lite; a .prototxt is Caffe; a .pb / .pbtxt, or a protobuf
+/// whose first field is a GraphDef's node list (a first byte 0x0a) in a file not named .onnx, is TensorFlow;
+/// everything else is ONNX (a ModelProto starts with its ir_version, 0x08), whose importer names what is wrong.
+/// Throws kInvalidArgument when the file cannot be opened.
+ModelFormat detectModelFormat(const std::filesystem::path& path);
+
 struct LoadOptions {
   /// Input shapes by name (fixes dynamic dims; replaces declared shapes).
   std::map<std::string, Shape> input_shapes;
@@ -56,6 +73,8 @@ struct LoadOptions {
   /// A Caffe model: when set, the path given to Model::load is its network description (.prototxt) and this its
   /// trained weights (.caffemodel) (docs/frontends.md, "Caffe"). Empty: the path is an ONNX model.
   std::filesystem::path caffe_model;
+  /// The model's framework; kAuto: detectModelFormat (Caffe when caffe_model is set).
+  ModelFormat format = ModelFormat::kAuto;
 };
 
 /// One broken rule of one node (the availability report's row).
@@ -109,6 +128,7 @@ struct TranslateOptions {
   std::string prefix;                    // output goes to <out_root>/<prefix>/, files are named <prefix>_*
   std::filesystem::path onnx;            // the model; with caffe_model set, a Caffe network description (.prototxt)
   std::filesystem::path caffe_model;     // -caffe PROTOTXT CAFFEMODEL: the trained weights (LoadOptions::caffe_model)
+  ModelFormat model_format = ModelFormat::kAuto;  // -tf PB, -tflite FILE (LoadOptions::format); kAuto: detected
   std::string target = "drpai";
   std::filesystem::path out_root = "output";
   std::map<std::string, Shape> input_shapes;

@@ -142,6 +142,10 @@ class Runtime {
   /// real = (code - zero_point) * scale): int8-affine, its fixed scale (RuntimeLayer::scale); int8-pow2, 2^-q with q
   /// the dynamic quantization's q of those codes this frame (zero point 0); 0 for an output that is not codes.
   double outputScale(int seq) const;
+  /// How many values of layer `seq`'s float input were negative in the last run where the layer turns them into
+  /// unsigned codes (an int8-pow2 quantize whose codes are unsigned: an inElementType 0 input, or a tensor calibrated
+  /// >= 0): each became code 0. 0 for every other layer.
+  int64_t clippedInputs(int seq) const;
 
   /// Copies an input into data_in. Accepts the device element type, or for a float input float32, float16 or
   /// bfloat16 (widened exactly, or rounded to the device type, to nearest even). The shape must match exactly (another shape with the same element count is refused too).

@@ -118,7 +118,7 @@ def _runtime(package):
 
 
 def inference(pre_results, input_names, package=None, onnx_file=None, data_type="float", reordering=None, platform=None,
-              nef_file=None, bie_file=None, model_id=None):
+              nef_file=None, bie_file=None, model_id=None, model_file=None):
     """Kneron's kneron_inference for npuc: runs `pre_results` (numpy arrays in ONNX shape, one per name of
     `input_names`) through `package` (an npuc package folder, on the simulated device) or `onnx_file` (the float
     model, on the reference engine) and returns the outputs as numpy arrays in ONNX shape, in the model's order or
@@ -131,8 +131,13 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
     platform (520/720 for Kneron) selects nothing here: the
     package fixes the device; it is accepted for compatibility (other values are refused). onnx_file takes a str or a
     path-like, as package does; an npuc package folder given as onnx_file runs as package=. nef_file / bie_file / model_id are Kneron's file
-    kinds and are refused with a pointer to `package`.
+    kinds and are refused with a pointer to `package`. model_file= is onnx_file= under a name that fits every format npuc
+    reads (the format is detected from the file: docs/frontends.md); give one of the two.
     """
+    if model_file is not None:
+        if onnx_file is not None:
+            raise _error("npuc.inference: give model_file=... or onnx_file=... (the same argument), not both")
+        onnx_file = model_file
     if nef_file or bie_file or model_id is not None:
         raise _error("npuc.inference runs npuc packages (package=...) or ONNX models (onnx_file=...); Kneron's nef / bie "
                     "files and model ids are not npuc's")

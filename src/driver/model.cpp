@@ -59,32 +59,61 @@ void resolve(ir::Graph& g, const LoadOptions& o) {
   });
 }
 
-/// A TFLite file by its content (a FlatBuffer whose bytes 4..7 are "TFL3"), or by its extension when it is too
-/// short to tell (the importer then says what is wrong with it).
-bool isTfliteFile(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return path.extension() == ".tflite";
-  std::vector<uint8_t> head = readFilePrefix(path, 8);
-  return tflite_io::looksLikeTflite(head.data(), head.size()) || path.extension() == ".tflite";
+TensorInfo infoOf(const ir::Value& v) { return {v.name, v.type.dtype, v.type.rank_known ? v.type.shape : Shape{}}; }
+
+}  // namespace
+
+const char* modelFormatName(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::kAuto: return "auto";
+    case ModelFormat::kOnnx: return "ONNX";
+    case ModelFormat::kCaffe: return "Caffe";
+    case ModelFormat::kTensorFlow: return "TensorFlow";
+    case ModelFormat::kTfLite: return "TensorFlow Lite";
+  }
+  return "?";
 }
 
-TensorInfo infoOf(const ir::Value& v) { return {v.name, v.type.dtype, v.type.rank_known ? v.type.shape : Shape{}}; }
+ModelFormat detectModelFormat(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::vector<uint8_t> head = readFilePrefix(path, 8);
+  if ((head.size() >= 8 && std::equal(head.begin() + 4, head.end(), "TFL3")) || ext == ".tflite")
+    return ModelFormat::kTfLite;
+  if (ext == ".prototxt") return ModelFormat::kCaffe;
+  if (ext == ".pb" || ext == ".pbtxt") return ModelFormat::kTensorFlow;
+  if (ext != ".onnx" && !head.empty() && head[0] == 0x0a) return ModelFormat::kTensorFlow;
+  return ModelFormat::kOnnx;
+}
+
+namespace {
+
+std::unique_ptr<ir::Graph> importModel(const std::filesystem::path& path, const LoadOptions& opts) {
+  ModelFormat f = opts.format;
+  if (f == ModelFormat::kAuto) f = opts.caffe_model.empty() ? detectModelFormat(path) : ModelFormat::kCaffe;
+  switch (f) {
+    case ModelFormat::kAuto:
+    case ModelFormat::kOnnx: return onnx_io::importFile(path, importOptions(opts));
+    case ModelFormat::kCaffe:
+      if (opts.caffe_model.empty())
+        fail(ErrorCode::kInvalidArgument, "{} is a Caffe network description: give its trained weights (.caffemodel) "
+                                          "with it", path.string());
+      return caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
+    case ModelFormat::kTfLite: return tflite_io::importFile(path, importOptions(opts));
+    case ModelFormat::kTensorFlow:  // the TensorFlow importer's call goes here (issue 50)
+      break;
+  }
+  fail(ErrorCode::kUnsupported, "{} is a {} model; this build of npuc does not import {} models yet (it imports ONNX, "
+                                "Caffe and TensorFlow Lite; docs/frontends.md)",
+       path.string(), modelFormatName(f), modelFormatName(f));
+}
 
 }  // namespace
 
 Model Model::load(const std::filesystem::path& path, const LoadOptions& opts) {
   Model m;
   m.impl_ = std::make_shared<Impl>();
-  if (opts.caffe_model.empty() && path.extension() == ".prototxt")
-    fail(ErrorCode::kInvalidArgument, "{} is a Caffe network description: give its trained weights (.caffemodel) with "
-                                      "it", path.string());
-  if (!opts.caffe_model.empty()) {
-    m.impl_->graph = caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
-  } else if (isTfliteFile(path)) {
-    m.impl_->graph = tflite_io::importFile(path, importOptions(opts));
-  } else {
-    m.impl_->graph = onnx_io::importFile(path, importOptions(opts));
-  }
+  m.impl_->graph = importModel(path, opts);
   resolve(*m.impl_->graph, opts);
   return m;
 }

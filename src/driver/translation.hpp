@@ -34,6 +34,7 @@ ir::Graph& mutableGraphOf(Model& m);
 inline LoadOptions modelFiles(const TranslateOptions& o) {
   LoadOptions lo;
   lo.caffe_model = o.caffe_model;
+  lo.format = o.model_format;
   return lo;
 }
 

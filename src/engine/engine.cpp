@@ -63,6 +63,9 @@ const KernelRegistry& kernelRegistry() {
     registerNnKernels(reg);
     registerReduceKernels(reg);
     registerIndexingKernels(reg);
+    registerRecurrentKernels(reg);
+    registerDetectionKernels(reg);
+    registerSignalKernels(reg);
     registerQuantKernels(reg);
     registerPrePostKernels(reg);
     return reg;

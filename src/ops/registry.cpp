@@ -137,6 +137,9 @@ const Registry& registry() {
     registerNnOps(reg);
     registerReduceOps(reg);
     registerIndexingOps(reg);
+    registerRecurrentOps(reg);
+    registerDetectionOps(reg);
+    registerSignalOps(reg);
     registerQuantOps(reg);
     registerQuantNpucOps(reg);
     registerNpucOps(reg);

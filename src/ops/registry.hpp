@@ -19,6 +19,11 @@
 #include <utility>
 #include <vector>
 
+namespace npuc::kernels {
+struct NmsParams;  // kernels/detection.hpp
+struct SsdParams;
+}
+
 namespace npuc::ops {
 
 /// Thrown by InferContext accessors when something the shape function needs is not known yet.
@@ -143,6 +148,13 @@ void registerTensorOps(Registry& r);
 void registerNnOps(Registry& r);
 void registerReduceOps(Registry& r);
 void registerIndexingOps(Registry& r);
+void registerRecurrentOps(Registry& r);  // RNN, GRU, LSTM
+void registerDetectionOps(Registry& r);  // NonMaxSuppression
+void registerSignalOps(Registry& r);  // DFT, STFT, the windows, MelWeightMatrix
+/// NonMaxSuppression's parameters from its node and inputs (checked): the shape function's and the engine's.
+kernels::NmsParams nmsParams(InferContext& c);
+/// ai.npuc.DetectionOutput's (Caffe SSD) parameters from its node and inputs (checked).
+kernels::SsdParams ssdParams(InferContext& c);
 void registerQuantOps(Registry& r);
 void registerQuantNpucOps(Registry& r);  // ai.npuc QConv
 void registerNpucOps(Registry& r);  // after the ONNX families: it derives schemas from them

@@ -50,6 +50,13 @@ class FoldPadPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// Transpose(Transpose(x)) reads x with the perms composed; an identity Transpose is removed (channel-last imports).
+class FoldTransposesPass : public Pass {
+ public:
+  const char* name() const override { return "fold-transposes"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// ceil_mode pooling becomes explicit end pads with the same output, when that is exact.
 class CanonicalizePoolPass : public Pass {
  public:

@@ -124,6 +124,7 @@ class Pow2Builder {
     const bool input = std::find(g_.inputs().begin(), g_.inputs().end(), v) != g_.inputs().end();
     std::string warning;
     const bool is_signed = input ? o_.input_signed : rangeOfTensor(val.name, &warning).first < 0;
+    if (input && !is_signed) refuseNegativeUnsignedInput(val.name);
     pw::OutSpec out = newSlot(val.name, is_signed, input ? input_fixed_q_ : pw::kNoFixedQ);
     pw::Table t;
     t.out = out;
@@ -134,6 +135,20 @@ class Pow2Builder {
     rep_.layers.push_back({name, "quantize", 0, 0, ""});
     code_[v] = c;
     return c;
+  }
+
+  /// inElementType = 0 declares the inputs unsigned 8-bit: the device clips every negative value to 0. Calibration
+  /// data holding negative values says the model expects them (a normalised input): refused, not clipped silently.
+  void refuseNegativeUnsignedInput(const std::string& name) const {
+    auto s = stats_.find(name);
+    if (s == stats_.end() || s->second.negatives() == 0) return;
+    const TensorStats& st = s->second;
+    fail(ErrorCode::kInvalidArgument,
+         "input '{}': inElementType = 0 declares it unsigned 8-bit, but {:.1f}% of its calibration values are negative "
+         "(down to {:.6g}); as unsigned codes they would all become 0 (the guide: inElementType 0 is for unsigned "
+         "data such as raw image bytes). Give inElementType = 1 (signed) for this data, or data that is not negative",
+         name, 100.0 * static_cast<double>(st.negatives()) / static_cast<double>(std::max<int64_t>(st.count(), 1)),
+         st.min());
   }
 
   static std::vector<int64_t> tableInts(const pw::Table& t) {

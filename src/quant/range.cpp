@@ -48,6 +48,7 @@ void TensorStats::observeRange(const float* x, int64_t n) {
     }
     min_ = std::min(min_, v);
     max_ = std::max(max_, v);
+    negative_ += v < 0;
     ++count_;
   }
 }

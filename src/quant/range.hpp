@@ -42,6 +42,7 @@ class TensorStats {
   double absMax() const;
   int64_t count() const { return count_; }          // finite values seen by pass 1
   int64_t nonFinite() const { return non_finite_; }  // NaN and ±inf seen by pass 1
+  int64_t negatives() const { return negative_; }    // finite values below 0 seen by pass 1
   const std::vector<int64_t>& histogram() const { return hist_; }  // nonzero |x| only
   int64_t zeros() const { return zeros_; }
   double binWidth() const;
@@ -55,7 +56,7 @@ class TensorStats {
 
  private:
   double min_, max_;
-  int64_t count_ = 0, non_finite_ = 0, hist_count_ = 0, zeros_ = 0;  // zeros_: exact zeros, kept out of hist_
+  int64_t count_ = 0, non_finite_ = 0, hist_count_ = 0, zeros_ = 0, negative_ = 0;  // zeros_: exact zeros, kept out of hist_
   std::vector<int64_t> hist_;
 };
 

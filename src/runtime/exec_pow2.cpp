@@ -65,6 +65,11 @@ struct Pow2Run {
 
   void quantize() const {
     const auto* x = reinterpret_cast<const float*>(s.in[0]);
+    if (!t.out.is_signed) {  // unsigned codes (inElementType 0): the negative inputs they clip to 0, for the trace
+      int64_t neg = 0;
+      for (int64_t i = 0; i < n; ++i) neg += x[i] < 0.0f;
+      im.clipped[static_cast<size_t>(s.d->seq)] = neg;
+    }
     im.opts.exact ? pw::quantize(x, n, t.out, *out, o, s.out) : pw::quantizeFast(x, n, t.out, *out, o, s.out);
   }
   void dequantize() const { (im.opts.exact ? pw::dequantize : pw::dequantizeFast)(codes(0), n, reinterpret_cast<float*>(s.out)); }

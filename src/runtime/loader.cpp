@@ -118,6 +118,7 @@ void Runtime::Impl::prepare() {
   // int8-pow2: the slot whose q each layer's codes are at — its table's output slot, or for a layer on codes without
   // a table (max pooling, data movement) the slot of the codes it reads (the last writer of that address before it).
   p2_out_slot.assign(steps.size(), -1);
+  clipped.assign(steps.size(), 0);
   if (pkg.pow2) {
     std::map<uint32_t, int> slot_at;  // address -> the slot of the codes last written there (-1: not codes)
     for (const Step& st : steps) {

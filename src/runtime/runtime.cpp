@@ -71,6 +71,13 @@ double Runtime::outputScale(int seq) const {
   return slot < 0 ? 0.0 : std::ldexp(1.0, -im.p2_slots[static_cast<size_t>(slot)].q);
 }
 
+int64_t Runtime::clippedInputs(int seq) const {
+  const Impl& im = *impl_->cur;
+  if (seq < 0 || static_cast<size_t>(seq) >= im.layers.size())
+    fail(ErrorCode::kInvalidArgument, "clippedInputs: layer seq {} is out of range (the package has {} layers)", seq, im.layers.size());
+  return static_cast<size_t>(seq) < im.clipped.size() ? im.clipped[static_cast<size_t>(seq)] : 0;
+}
+
 void Runtime::Impl::markSet(size_t i) {
   if (input_set.size() != inputs.size()) input_set.assign(inputs.size(), 0);
   input_set[i] = 1;

@@ -104,6 +104,7 @@ struct Runtime::Impl {
   std::vector<float> gemm_t;                // transposed gemm result (M > 1)
   std::vector<kernels::pow2::Slot> p2_slots;  // int8-pow2: each slot's q and range history (the package's state)
   std::vector<int> p2_out_slot;               // int8-pow2: by seq, the slot of the layer's output codes (-1: none)
+  std::vector<int64_t> clipped;               // int8-pow2: by seq, the last run's negative inputs of an unsigned quantize
   std::vector<int64_t> p2_acc;                // int8-pow2: a layer's accumulators
   std::vector<int32_t> p2_acc32;              // (fast mode, where they fit in int32)
   int only_group = 0;                         // > 0: run only the layers of this group (a Pipeline stage)

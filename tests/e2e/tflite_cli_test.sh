@@ -20,7 +20,7 @@ if "$npuc" run "$net/model.tflite" --input "input=$net/input_input.npy" --output
 if "$npuc" check "$net/model.tflite" --target generic --no-report >/dev/null; then ok "check generic -> 0"
 else bad "check generic failed"; fi
 
-if "$npuc" translate mb -onnx "$net/model.tflite" --target generic --out "$tmp/tr" >"$tmp/tr.log" 2>&1; then
+if "$npuc" translate mb -tflite "$net/model.tflite" --target generic --out "$tmp/tr" >"$tmp/tr.log" 2>&1; then
   if "$npuc" simulate "$tmp/tr/mb" --input "input=$net/input_input.npy" -o "$tmp/sim" >/dev/null 2>&1 &&
      cmp -s "$tmp/sim/prob.npy" "$tmp/run/prob.npy"; then ok "translate: the generic package computes run's outputs bit for bit"
   else bad "translate: simulate differs from run"; fi
@@ -35,7 +35,7 @@ else bad "quantize model.tflite"; fi
 
 # The int8 model: generic-int8 without --calib (its own scales), simulated on its int8 input.
 q=$d/quant_int8
-if "$npuc" translate q8 -onnx "$q/model.tflite" --target generic-int8 --out "$tmp/trq" >"$tmp/trq.log" 2>&1 &&
+if "$npuc" translate q8 -tflite "$q/model.tflite" --target generic-int8 --out "$tmp/trq" >"$tmp/trq.log" 2>&1 &&
    "$npuc" simulate "$tmp/trq/q8" --input "input=$q/input_input.npy" -o "$tmp/simq" >/dev/null 2>&1 &&
    [ -s "$tmp/simq/logits.npy" ]; then ok "translate generic-int8 of the int8 model, no calibration"
 else bad "translate generic-int8: $(tail -3 "$tmp/trq.log")"; fi

@@ -104,6 +104,10 @@ def test_kneron_style_inference(packages):
     import pathlib
     assert np.array_equal(npuc.inference([X[:1]], ["input"], onnx_file=pathlib.Path(DIGITS))[0], flt[0])
     assert np.array_equal(npuc.inference([X[:1]], ["input"], onnx_file=pathlib.Path(pkg))[0], out[0])
+    # model_file= is onnx_file= for every format (detected from the file); not both.
+    assert np.array_equal(npuc.inference([X[:1]], ["input"], model_file=DIGITS)[0], flt[0])
+    with pytest.raises(npuc.Error, match="not both"):
+        npuc.inference([X[:1]], ["input"], model_file=DIGITS, onnx_file=DIGITS)
 
 
 def test_fixed_point_outputs_of_int8_packages(tmp_path):

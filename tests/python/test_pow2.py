@@ -267,10 +267,13 @@ def packages(tmp_path_factory):
     model = str(root / "forms.onnx")
     make_model(model)
     np.save(root / "calib.npy", np.concatenate(frames(16, 1)))
+    # inElementType 0 declares the input unsigned: its calibration data must not be negative (issue 51.1).
+    np.save(root / "calib_unsigned.npy", np.abs(np.concatenate(frames(16, 1))))
     res = {}
     for name, extra in CONFIGS.items():
+        calib = root / ("calib_unsigned.npy" if "--inElementType" in extra else "calib.npy")
         subprocess.run([CLI, "translate", name, "-onnx", model, "--target", "tidl", "--out", str(root), "--calib",
-                        "x=%s" % (root / "calib.npy"), "-SaveOptOnnx"] + extra, check=True, capture_output=True)
+                        "x=%s" % calib, "-SaveOptOnnx"] + extra, check=True, capture_output=True)
         res[name] = root / name
     res["model"] = model
     return res
@@ -308,6 +311,37 @@ def test_a_frame_sequence_is_the_oracles(packages, name):
         got = [rt.run({"x": x})["logits"] for x in seq]
         for i, (g, w) in enumerate(zip(got, want)):
             assert g.tobytes() == w.tobytes(), "%s frame %d (threads %d, exact %s): %s vs %s" % (name, i, threads, exact, g, w)
+
+
+def test_an_unsigned_input_with_negative_data_is_refused_and_its_clipping_reported(packages, tmp_path):
+    # TIDL's inElementType 0: the input is unsigned 8-bit. Normalised (signed) calibration data with it used to be
+    # clipped at 0 silently (issue 51.1: half the values lost, exit 0). translate refuses it, naming the input, the
+    # share of negative values and the way out; at run time, the trace counts the values the unsigned codes clipped.
+    calib = tmp_path / "signed.npy"
+    x = np.concatenate(frames(4, 1))
+    np.save(calib, x)
+    r = subprocess.run([CLI, "translate", "neg", "-onnx", packages["model"], "--target", "tidl", "--out", str(tmp_path),
+                        "--calib", "x=%s" % calib, "--inElementType", "0"], capture_output=True, text=True)
+    assert r.returncode != 0 and not (tmp_path / "neg").exists()
+    share = 100.0 * np.count_nonzero(x < 0) / x.size
+    assert "input 'x': inElementType = 0" in r.stderr and ("%.1f%%" % share) in r.stderr, r.stderr
+    assert "inElementType = 1" in r.stderr
+    # The unsigned package, run on a frame with negative values: each layer that clipped says how many.
+    frame = frames(1, 5)[0]
+    np.save(tmp_path / "f.npy", frame)
+    r = subprocess.run([CLI, "simulate", str(packages["unsigned_in"]), "--input", "x=%s" % (tmp_path / "f.npy"),
+                        "--trace", str(tmp_path / "tr"), "--output-dir", str(tmp_path / "out")],
+                       capture_output=True, text=True, check=True)
+    with open(tmp_path / "tr" / "trace_index.csv") as f:
+        rows = list(csv.DictReader(f))
+    clipped = {row["name"]: int(row["clipped"]) for row in rows if row["clipped"]}
+    assert list(clipped.values()) == [int(np.count_nonzero(frame < 0))], clipped
+    assert "were negative" in r.stderr and "clipped them to 0" in r.stderr
+    # Non-negative data: nothing clipped, nothing said.
+    np.save(tmp_path / "g.npy", np.abs(frame))
+    r = subprocess.run([CLI, "simulate", str(packages["unsigned_in"]), "--input", "x=%s" % (tmp_path / "g.npy"),
+                        "--output-dir", str(tmp_path / "out2")], capture_output=True, text=True, check=True)
+    assert "were negative" not in r.stderr
 
 
 def test_the_history_matters_and_reset_forgets_it(packages):

@@ -159,6 +159,18 @@ std::optional<int> outputRadix(const Runtime& rt, const std::string& output) {
 }
 
 /// What --kneron-dump needs, checked before the run: an int8-radix package, outputs of rank 4 at most.
+/// A quantize layer writing unsigned codes clips negative inputs to code 0 (inElementType 0 declares the input
+/// unsigned): said on stderr, per layer, with the trace's `clipped` column holding the counts.
+void warnClippedInputs(const Runtime& rt) {
+  for (const RuntimeLayer& l : rt.layers()) {
+    const int64_t n = rt.clippedInputs(l.seq);
+    if (n == 0) continue;
+    const std::string in = l.inputs.empty() ? l.name : l.inputs[0];
+    fmt::print(stderr, "npuc simulate: warning: {} value(s) of '{}' were negative; layer '{}' writes unsigned codes "
+                       "(inElementType 0 for an input) and clipped them to 0\n", n, in, l.name);
+  }
+}
+
 void checkKneronDump(const Runtime& rt) {
   if (rt.numerics() != "int8-radix")
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--kneron-dump needs an int8-radix package (target kneron); this one is {}", rt.numerics()));
@@ -277,7 +289,7 @@ void addSimulate(CLI::App& app, Action& run) {
       LayerCallback cb;
       if (!o->trace.empty()) {
         makeOutputFolder(o->trace, "--trace");
-        index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file,scale,zero_point,float_value,q\n";
+        index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file,scale,zero_point,float_value,q,clipped\n";
         cb = [&, pow2 = rt.numerics() == "int8-pow2"](const RuntimeLayer& l, const Tensor& y) {  // (runs after this block)
           const Shape& s = y.shape();
           int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
@@ -296,15 +308,18 @@ void addSimulate(CLI::App& app, Action& run) {
           std::string nodes;
           for (auto& n : l.onnx_nodes) nodes += (nodes.empty() ? "" : " ") + n;
           // (int8-pow2: the scale is 2^-q, q this frame's, also given as q)
-          index += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", l.seq, l.seq, l.engine, l.kind, csvField(l.name),
+          const int64_t clipped = rt.clippedInputs(l.seq);
+          index += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", l.seq, l.seq, l.engine, l.kind, csvField(l.name),
                                csvField(l.opexp), csvField(nodes), csvField(l.output.name), dtypeName(l.output.dtype), shapeStr(s),
                                raw, npy, scale > 0 ? fmt::format("{:.9g}", scale) : "", scale > 0 ? std::to_string(l.zero_point) : "",
-                               csvField(l.float_value), pow2 && scale > 0 ? std::to_string(-std::ilogb(scale)) : "");
+                               csvField(l.float_value), pow2 && scale > 0 ? std::to_string(-std::ilogb(scale)) : "",
+                               clipped > 0 ? std::to_string(clipped) : "");
         };
       }
       double t0 = nowMs();
       rt.run(cb);
       double t1 = nowMs();
+      warnClippedInputs(rt);
       makeOutputFolder(o->output_dir, "--output-dir");
       const std::vector<std::string> files = outputFileNames(rt);
       for (size_t i = 0; i < rt.outputs().size(); ++i) {

@@ -33,6 +33,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   PREFIX                      output goes to <out>/PREFIX/, files are named PREFIX_*
   -onnx, --onnx MODEL         the ONNX model (default: ./onnx/PREFIX.onnx, the "simple specification case")
   -caffe PROTOTXT CAFFEMODEL  a Caffe model instead: network description and trained weights
+  -tf PB, -tflite FILE        a TensorFlow frozen graph (importer being built: issue 50) or a TensorFlow Lite model
+                              instead (-onnx with any model file also detects its format by content)
   --target, -t NAME           target name or .yaml path (default: drpai; see `npuc targets`)
   --out DIR                   output root folder (default: output)
   --input-shape NAME=DIMS     fix an input's shape (repeatable)
@@ -209,7 +211,7 @@ double numberValue(const std::string& opt, const std::string& v) {
 
 /// " (did you mean -prepost?)" for an option within two edits of a known one (case-insensitive), else "".
 std::string closestOption(const std::string& s) {
-  static const char* known[] = {"-onnx", "-caffe", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
+  static const char* known[] = {"-onnx", "-caffe", "-tf", "-tflite", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
                                 "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
@@ -321,6 +323,8 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
       t.prefixes.push_back(s);
     } else if (s == "-onnx" || s == "--onnx") t.onnx = value(i);
     else if (s == "-caffe" || s == "--caffe") t.onnx = value(i), t.o.caffe_model = value(i);  // PROTOTXT CAFFEMODEL
+    else if (s == "-tf" || s == "--tf") t.onnx = value(i), t.o.model_format = ModelFormat::kTensorFlow;
+    else if (s == "-tflite" || s == "--tflite") t.onnx = value(i), t.o.model_format = ModelFormat::kTfLite;
     else if (s == "-prepost" || s == "--prepost" || s == "-prepot") t.prepost = value(i);  // (-prepot: the manual's §7.3 table)
     else if (s == "-addr" || s == "--addr") t.addr = value(i);
     else if (s == "--aipp" || s == "--insert_op_conf" || s == "-insert_op_conf") t.aipp = value(i);

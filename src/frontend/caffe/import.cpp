@@ -29,7 +29,8 @@ class TextDiagnostics : public google::protobuf::io::ErrorCollector {
   void AddWarning(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
     const bool outer = message.find("\"caffe.NetParameter\"") != std::string::npos ||
                        message.find("\"caffe.LayerParameter\"") != std::string::npos ||
-                       message.find("\"caffe.V1LayerParameter\"") != std::string::npos;
+                       message.find("\"caffe.V1LayerParameter\"") != std::string::npos ||
+                       message.find("\"caffe.SaveOutputParameter\"") != std::string::npos;
     std::string where = fmt::format("line {}:{}: {}", line + 1, column + 1, message);
     if (outer) {
       skipped.push_back(std::move(where));
@@ -66,7 +67,7 @@ const std::vector<std::string>& supportedLayers() {
   static const std::vector<std::string> kLayers = {
       "Input", "Convolution", "Deconvolution", "Pooling", "InnerProduct", "ReLU", "PReLU", "Sigmoid", "TanH",
       "Softmax", "Concat", "Eltwise", "BatchNorm", "Scale", "Dropout", "Flatten", "Reshape", "Split", "Slice", "LRN",
-      "Permute", "ArgMax", "Bias", "Crop"};
+      "Permute", "ArgMax", "Bias", "Crop", "PriorBox", "DetectionOutput"};
   return kLayers;
 }
 

@@ -308,6 +308,7 @@ class Importer {
         {"Slice", &Importer::slice},          {"LRN", &Importer::lrn},
         {"Permute", &Importer::permute},      {"ArgMax", &Importer::argmax},
         {"Bias", &Importer::bias},            {"Crop", &Importer::crop},
+        {"PriorBox", &Importer::priorBox},    {"DetectionOutput", &Importer::detectionOutput},
     };
     auto it = table.find(l.type());
     if (it == table.end()) {
@@ -350,6 +351,11 @@ class Importer {
   void lrn(const caffe::LayerParameter& l);
   void permute(const caffe::LayerParameter& l);
   void argmax(const caffe::LayerParameter& l);
+  /// SSD (ssd.cpp). PriorBox depends on its bottoms' shapes only, which import knows: its boxes become a constant
+  /// [1, 2, 4·priors] (boxes, then variances), computed as Caffe's layer does.
+  void priorBox(const caffe::LayerParameter& l);
+  /// ai.npuc.DetectionOutput (the engine's kernel, kernels::ssdDetectionOutput).
+  void detectionOutput(const caffe::LayerParameter& l);
 
   const caffe::NetParameter& net_;
   std::string weights_name_;

@@ -341,9 +341,55 @@ def small_net():
     m.write()
 
 
+def ssd():
+    """A JDetNet / SSD-shaped detector: two heads (location and confidence convolutions, Permute, Flatten, Concat),
+    a PriorBox per head (with and without max_size, flip, clip), softmax over the classes and DetectionOutput
+    (CENTER_SIZE, NMS, keep_top_k)."""
+    m = Model("ssd", 16)
+    m.input("data", [1, 3, 32, 32])
+    m.layer("conv1", "Convolution", ["data"], ["conv1"], "convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 }",
+            [m.w(8, 3, 3, 3), m.w(8)])
+    m.layer("relu1", "ReLU", ["conv1"], ["conv1"])
+    m.layer("conv2", "Convolution", ["conv1"], ["conv2"], "convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 }",
+            [m.w(8, 8, 3, 3, scale=0.3), m.w(8)])
+    m.layer("relu2", "ReLU", ["conv2"], ["conv2"])
+    classes = 3
+    heads = [("conv1", 4, "min_size: 8 max_size: 16 aspect_ratio: 2 flip: true clip: false "
+                          "variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2 step: 2 offset: 0.5"),
+             ("conv2", 6, "min_size: 16 max_size: 28 aspect_ratio: 2 aspect_ratio: 3 flip: true clip: true "
+                          "variance: 0.1 img_size: 32")]
+    locs, confs, priors = [], [], []
+    for src, n, pb in heads:
+        m.layer(src + "_loc", "Convolution", [src], [src + "_loc"],
+                f"convolution_param {{ num_output: {4 * n} kernel_size: 3 pad: 1 }}", [m.w(4 * n, 8, 3, 3, scale=0.2), m.w(4 * n, scale=0.1)])
+        m.layer(src + "_loc_perm", "Permute", [src + "_loc"], [src + "_loc_perm"], "permute_param { order: 0 order: 2 order: 3 order: 1 }")
+        m.layer(src + "_loc_flat", "Flatten", [src + "_loc_perm"], [src + "_loc_flat"], "flatten_param { axis: 1 }")
+        m.layer(src + "_conf", "Convolution", [src], [src + "_conf"],
+                f"convolution_param {{ num_output: {classes * n} kernel_size: 3 pad: 1 }}", [m.w(classes * n, 8, 3, 3, scale=0.05), m.w(classes * n, scale=0.05)])
+        m.layer(src + "_conf_perm", "Permute", [src + "_conf"], [src + "_conf_perm"], "permute_param { order: 0 order: 2 order: 3 order: 1 }")
+        m.layer(src + "_conf_flat", "Flatten", [src + "_conf_perm"], [src + "_conf_flat"], "flatten_param { axis: 1 }")
+        m.layer(src + "_priorbox", "PriorBox", [src, "data"], [src + "_priorbox"], f"prior_box_param {{ {pb} }}")
+        locs.append(src + "_loc_flat")
+        confs.append(src + "_conf_flat")
+        priors.append(src + "_priorbox")
+    m.layer("mbox_loc", "Concat", locs, ["mbox_loc"], "concat_param { axis: 1 }")
+    m.layer("mbox_conf", "Concat", confs, ["mbox_conf"], "concat_param { axis: 1 }")
+    m.layer("mbox_priorbox", "Concat", priors, ["mbox_priorbox"], "concat_param { axis: 2 }")
+    m.layer("mbox_conf_reshape", "Reshape", ["mbox_conf"], ["mbox_conf_reshape"],
+            f"reshape_param {{ shape {{ dim: 0 dim: -1 dim: {classes} }} }}")
+    m.layer("mbox_conf_softmax", "Softmax", ["mbox_conf_reshape"], ["mbox_conf_softmax"], "softmax_param { axis: 2 }")
+    m.layer("mbox_conf_flatten", "Flatten", ["mbox_conf_softmax"], ["mbox_conf_flatten"], "flatten_param { axis: 1 }")
+    m.layer("detection_out", "DetectionOutput", ["mbox_loc", "mbox_conf_flatten", "mbox_priorbox"], ["detection_out"],
+            f"include {{ phase: TEST }} detection_output_param {{ num_classes: {classes} share_location: true "
+            "background_label_id: 0 nms_param { nms_threshold: 0.45 top_k: 100 } code_type: CENTER_SIZE keep_top_k: 20 "
+            "confidence_threshold: 0.2 save_output_param { label_map_file: \"labels.prototxt\" } }")
+    m.outputs = ["mbox_priorbox", "mbox_loc", "mbox_conf_flatten", "detection_out"]
+    m.write()
+
+
 if __name__ == "__main__":
     for make in (conv, pooling, inner_product, activations, eltwise_concat, batch_norm, shapes, argmax, small_net, lrn_k, lrn_within, crop, scale_by_bottom, bias,
-                 inner_product_transpose):
+                 inner_product_transpose, ssd):
         make()
         print("wrote", make.__name__)
     check_pooling_oracle()

@@ -1,0 +1,80 @@
+// Schemas of the recurrent ops: RNN, GRU, LSTM (ONNX opsets 7 and 14: `layout` from 14). Inputs X, W, R, then the
+// optional B, sequence_lens, initial_h (and LSTM's initial_c, P); outputs Y, Y_h (and LSTM's Y_c), each optional.
+#include "ops/registry.hpp"
+
+#include <string>
+
+namespace npuc::ops {
+
+namespace {
+
+struct Cell {
+  const char* op;
+  int gates, max_inputs, outputs;
+  const char* doc;
+};
+
+void inferRecurrent(InferContext& c, const Cell& cell) {
+  for (int i : {0, 1, 2})
+    if (!isFloat(c.inputDType(i))) c.unsupported("input {} is {}; only floating-point is supported", i, dtypeName(c.inputDType(i)));
+  const Shape& x = c.inputShape(0);
+  const Shape& w = c.inputShape(1);
+  const Shape& r = c.inputShape(2);
+  const std::string direction = c.node().attrString("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    c.error("direction '{}' is not forward, reverse or bidirectional", direction);
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  const int64_t layout = c.node().attrInt("layout", 0);
+  if (layout != 0 && layout != 1) c.error("layout {} is not 0 or 1", layout);
+  if (x.size() != 3) c.error("X must be 3-D ([seq, batch, input] or with layout 1 [batch, seq, input]), got {}", shapeStr(x));
+  const int64_t seq = layout ? x[1] : x[0], batch = layout ? x[0] : x[1], input = x[2];
+  const int64_t hidden = c.node().attrInt("hidden_size", r.size() == 3 ? r[2] : 0);
+  if (hidden <= 0) c.error("hidden_size must be positive, got {}", hidden);
+  const int64_t G = cell.gates;
+  if (w != Shape{dirs, G * hidden, input})
+    c.error("W must be [{}, {}, {}] (directions, {}·hidden_size, input), got {}", dirs, G * hidden, input, G, shapeStr(w));
+  if (r != Shape{dirs, G * hidden, hidden})
+    c.error("R must be [{}, {}, {}], got {}", dirs, G * hidden, hidden, shapeStr(r));
+  if (c.hasInput(3) && c.inputShape(3) != Shape{dirs, 2 * G * hidden})
+    c.error("B must be [{}, {}], got {}", dirs, 2 * G * hidden, shapeStr(c.inputShape(3)));
+  if (c.hasInput(4)) {
+    if (c.inputDType(4) != DType::kI32) c.error("sequence_lens must be int32, got {}", dtypeName(c.inputDType(4)));
+    if (c.inputShape(4) != Shape{batch}) c.error("sequence_lens must be [{}], got {}", batch, shapeStr(c.inputShape(4)));
+  }
+  const Shape state = layout ? Shape{batch, dirs, hidden} : Shape{dirs, batch, hidden};
+  for (int i : {5, 6})
+    if (i < cell.max_inputs && c.hasInput(i) && c.inputShape(i) != state)
+      c.error("input {} ({}) must be {}, got {}", i, i == 5 ? "initial_h" : "initial_c", shapeStr(state),
+              shapeStr(c.inputShape(i)));
+  if (cell.max_inputs > 7 && c.hasInput(7) && c.inputShape(7) != Shape{dirs, 3 * hidden})
+    c.error("P must be [{}, {}], got {}", dirs, 3 * hidden, shapeStr(c.inputShape(7)));
+  const DType t = c.inputDType(0);
+  c.setOutput(0, t, layout ? Shape{batch, seq, dirs, hidden} : Shape{seq, dirs, batch, hidden});
+  for (int o = 1; o < cell.outputs; ++o) c.setOutput(o, t, state);
+}
+
+}  // namespace
+
+void registerRecurrentOps(Registry& r) {
+  static const Cell kCells[] = {
+      {"RNN", 1, 6, 2, "simple recurrent layer: H = f(x·Wᵀ + h·Rᵀ + Wb + Rb)"},
+      {"GRU", 3, 6, 2, "gated recurrent unit (z, r, h gates; linear_before_reset)"},
+      {"LSTM", 4, 8, 3, "long short-term memory (i, o, f, c gates; peepholes, input_forget)"},
+  };
+  for (const Cell& cell : kCells) {
+    OpSchema s = makeSchema(cell.op, 3, cell.max_inputs, cell.doc, [&cell](InferContext& c) { inferRecurrent(c, cell); },
+                            cell.outputs);
+    s.min_outputs = 0;
+    s.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>&) {
+      // Per step, batch entry and direction: G·hidden · (input + hidden) products.
+      const Shape& x = in[0].shape;
+      const Shape& w = in[1].shape;
+      const Shape& r = in[2].shape;
+      return x[0] * x[1] * w[0] * w[1] * (w[2] + r[2]);
+    };
+    r.add(std::move(s.withDefault("direction", std::string("forward")).withDefault("layout", int64_t{0})
+                         .withDefault("linear_before_reset", int64_t{0}).withDefault("input_forget", int64_t{0})));
+  }
+}
+
+}  // namespace npuc::ops

@@ -1,0 +1,113 @@
+// Models with recurrent layers (RNN, GRU, LSTM) on the reference engine against PyTorch's own outputs: the cases the
+// ONNX test data does not cover (bidirectional, stacked, batch-first, a ReLU RNN, initial states), exported by
+// tests/data/recurrent/generate.py. Also: the bits do not depend on the thread count, and a bad sequence length is
+// an error naming it.
+#include "engine/engine.hpp"
+#include "ir/graph.hpp"
+#include "npuc/model.hpp"
+#include "ops/registry.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <filesystem>
+
+using namespace npuc;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kDir = fs::path(NPUC_SOURCE_DIR) / "tests/data/recurrent";
+
+std::map<std::string, Tensor> inputsOf(const std::string& name) {
+  std::map<std::string, Tensor> in{{"x", readNpyFile(kDir / (name + ".in.npy"))}};
+  for (const char* s : {"h0", "c0"})
+    if (fs::exists(kDir / (name + "." + s + ".npy"))) in[s] = readNpyFile(kDir / (name + "." + s + ".npy"));
+  return in;
+}
+
+}  // namespace
+
+class RecurrentModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RecurrentModels, EqualPyTorch) {
+  const std::string name = GetParam();
+  Model m = Model::load(kDir / (name + ".onnx"));
+  const auto in = inputsOf(name);
+  std::vector<Tensor> got = Session(m).run(in);
+  for (size_t k = 0; k < got.size(); ++k) {
+    Tensor want = readNpyFile(kDir / fmt::format("{}.out{}.npy", name, k));
+    ASSERT_EQ(got[k].shape(), want.shape()) << name << " output " << k;
+    double worst = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const double w = want.data<float>()[i], g = got[k].data<float>()[i];
+      worst = std::max(worst, std::fabs(g - w) / std::max(1.0, std::fabs(w)));
+    }
+    EXPECT_LT(worst, 1e-5) << name << " output " << k;
+  }
+  std::vector<Tensor> two = Session(m, 2).run(in);
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(two[k].sameBits(got[k])) << name << " output " << k << " at 2 threads";
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, RecurrentModels,
+                         ::testing::Values("lstm_bidir", "lstm_stacked_batch_first", "gru_bidir", "rnn_relu_bidir"));
+
+// sequence_lens: a sequence of length L gives the outputs of its first L steps run alone (forward, and reverse from
+// step L-1), zeros in Y past L; a length beyond the sequence is an error naming it, not a read past the end.
+namespace {
+
+std::vector<Tensor> runRnn(const std::string& direction, const Tensor& x, const Tensor* lens) {
+  ir::Graph g;
+  g.opset = 14;
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  std::vector<ir::ValueId> ins{g.addValue("x", ir::makeType(DType::kF32, x.shape())).id};
+  Tensor w(DType::kF32, {dirs, 3 * 4, 3}), r(DType::kF32, {dirs, 3 * 4, 4});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.05f * static_cast<float>((i * 7) % 11) - 0.25f;
+  for (int64_t i = 0; i < r.numel(); ++i) r.data<float>()[i] = 0.04f * static_cast<float>((i * 5) % 13) - 0.2f;
+  ins.push_back(g.addConstant("w", w).id);
+  ins.push_back(g.addConstant("r", r).id);
+  ins.push_back(ir::kNoValue);
+  std::vector<Tensor> feed{x};
+  if (lens) {
+    ins.push_back(g.addValue("lens", ir::makeType(DType::kI32, lens->shape())).id);
+    feed.push_back(*lens);
+  }
+  g.inputs().push_back(ins[0]);
+  if (lens) g.inputs().push_back(ins.back());
+  ir::ValueId y = g.addValue("y").id, h = g.addValue("h").id;
+  ir::Node& n = g.addNode("GRU", "gru", ins, {y, h});
+  n.attrs["hidden_size"] = ir::Attr(int64_t{4});
+  n.attrs["direction"] = ir::Attr(direction);
+  g.outputs() = {y, h};
+  ops::inferShapes(g);
+  return engine::Engine(g).run(feed);
+}
+
+Tensor steps(const Tensor& x, int64_t from, int64_t count) {  // x [seq, 1, 3]: steps [from, from + count)
+  Tensor t(DType::kF32, {count, 1, 3});
+  std::copy_n(x.data<float>() + from * 3, count * 3, t.data<float>());
+  return t;
+}
+
+}  // namespace
+
+TEST(RecurrentLengths, AShortSequenceIsItsFirstStepsRunAlone) {
+  Tensor x(DType::kF32, {5, 1, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.7f * static_cast<float>(i));
+  Tensor lens = Tensor::fromVector<int32_t>({1}, {3});
+  for (const char* dir : {"forward", "reverse"}) {
+    std::vector<Tensor> got = runRnn(dir, x, &lens), alone = runRnn(dir, steps(x, 0, 3), nullptr);
+    for (int64_t i = 0; i < 3 * 4; ++i) EXPECT_EQ(got[0].data<float>()[i], alone[0].data<float>()[i]) << dir << " Y " << i;
+    for (int64_t i = 3 * 4; i < 5 * 4; ++i) EXPECT_EQ(got[0].data<float>()[i], 0.0f) << dir << " Y past the length " << i;
+    EXPECT_TRUE(got[1].sameBits(alone[1])) << dir << " Y_h";
+  }
+  Tensor bad = Tensor::fromVector<int32_t>({1}, {6});
+  try {
+    runRnn("forward", x, &bad);
+    FAIL() << "a sequence length of 6 ran on a sequence of 5";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence_lens[0] = 6 is outside [0, 5]"), std::string::npos) << e.what();
+  }
+}
