@@ -3,7 +3,6 @@
 // two boundary transposes), and bad input (one clear error naming the file, the field and the rule; never a crash).
 #include "npuc/model.hpp"
 
-#include "frontend/onnx/onnx_io.hpp"
 #include "frontend/tflite/tflite_io.hpp"
 #include "scratch_dir.hpp"
 
@@ -29,12 +28,8 @@ std::string readAll(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-/// A TFLite model as a Model: imported, then taken through ONNX bytes (the IR's export, read back by the ONNX
-/// frontend with its shape inference as a cross-check).
-Model loadTflite(const fs::path& path, const LoadOptions& opts = {}) {
-  auto g = tflite_io::importFile(path);
-  return Model::fromOnnxBytes(onnx_io::exportBytes(*g), path.string(), opts);
-}
+/// A TFLite model as a Model (its format detected by content).
+Model loadTflite(const fs::path& path, const LoadOptions& opts = {}) { return Model::load(path, opts); }
 
 struct Case {
   std::string name;
@@ -148,6 +143,24 @@ TEST(Tflite, MobileNetKeepsOnlyTheBoundaryTransposes) {
   EXPECT_LE(opt, 2);
   std::printf("[tflite] mobilenet: %d Transpose node(s) imported, %d after optimizing, %zu nodes\n", transposes, opt,
               m.nodes().size());
+}
+
+// The same network as ONNX (the imported model's export, read back by the ONNX frontend with ONNX's own shape
+// inference as a cross-check) gives the same outputs bit for bit.
+TEST(Tflite, SameOutputsAsOnnx) {
+  for (const char* name : {"conv", "depthwise", "pooling", "binary", "shapes", "resize", "transpose_conv", "mobilenet",
+                           "shapes_numpy", "quant_int8"}) {
+    Case c = readCase(name);
+    const fs::path file = kData / name / "model.tflite";
+    Model tfl = Model::load(file);
+    Model onnx = Model::fromOnnxBytes(tfl.toOnnxBytes(), std::string(name) + ".onnx");
+    std::vector<Tensor> a = Session(tfl).run(c.inputs), b = Session(onnx).run(c.inputs);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].nbytes(), b[i].nbytes());
+      EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << name << " output " << i;
+    }
+  }
 }
 
 // docs/frontends.md's table of TFLite operators is the importer's list: one row per operator, no other.
