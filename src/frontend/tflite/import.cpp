@@ -282,7 +282,7 @@ void Importer::inputs() {
   if (!sg_->inputs() || sg_->inputs()->size() == 0) fail(ErrorCode::kInvalidInput, "subgraph 0 has no input");
   std::set<std::string> seen;
   for (int32_t t : *sg_->inputs()) {
-    if (bound_.count(t)) fail(ErrorCode::kInvalidInput, "{} is listed twice as an input", tensorLabel(t));
+    if (bound(t)) fail(ErrorCode::kInvalidInput, "{} is listed twice as an input", tensorLabel(t));
     if (isConstant(t)) continue;  // a constant listed as an input (some converters do): it stays a constant
     Shape s = declaredShape(t);
     for (int64_t d : s)
@@ -316,7 +316,7 @@ void Importer::inputs() {
       fail(ErrorCode::kUnsupported, "{}: an input of {} without quantization parameters; npuc takes float32 inputs "
                                     "and quantized int8 / uint8 ones", tensorLabel(t), dtypeName(dt));
     }
-    bound_[t] = Bound{v, false, ir::kNoValue};
+    cl_->bind(key(t), v, channel_last::Form::kFramework);
   }
   for (auto& [name, s] : opts_.input_shapes)
     if (!seen.count(name)) {
@@ -360,12 +360,12 @@ void Importer::mapOperator(int index) {
       fail(ErrorCode::kUnsupported, "{} is not an operator npuc imports (it imports: {})", op_.name, known);
     }
     for (int32_t t : op_.inputs)
-      if (t >= 0 && !bound_.count(t) && !isConstant(t))
+      if (t >= 0 && !bound(t) && !isConstant(t))
         fail(ErrorCode::kInvalidInput, "{} is read before any operator writes it (operators run in the subgraph's "
                                        "order; a cycle cannot be written otherwise)", tensorLabel(t));
     for (int32_t t : op_.outputs) {
       if (t < 0) fail(ErrorCode::kInvalidInput, "an output names no tensor ({})", t);
-      if (bound_.count(t) || isConstant(t))
+      if (bound(t) || isConstant(t))
         fail(ErrorCode::kInvalidInput, "{} is written twice (by an earlier operator, as an input or as a constant)",
              tensorLabel(t));
     }
@@ -376,7 +376,7 @@ void Importer::mapOperator(int index) {
 void Importer::outputs() {
   if (!sg_->outputs() || sg_->outputs()->size() == 0) fail(ErrorCode::kInvalidInput, "subgraph 0 has no output");
   for (int32_t t : *sg_->outputs()) {
-    if (!bound_.count(t)) {
+    if (!bound(t)) {
       if (isConstant(t)) fail(ErrorCode::kUnsupported, "output {} is a constant", tensorLabel(t));
       fail(ErrorCode::kInvalidInput, "output {} is written by no operator", tensorLabel(t));
     }
@@ -399,6 +399,7 @@ void Importer::outputs() {
 
 std::unique_ptr<ir::Graph> Importer::run() {
   g_ = std::make_unique<ir::Graph>();
+  cl_ = std::make_unique<channel_last::Builder>(*g_);
   g_->opset = 14;  // HardSwish; Softmax along one axis, Split sizes and Squeeze axes as inputs
   g_->producer = "tflite";
   if (!model_.subgraphs() || model_.subgraphs()->size() == 0) fail(ErrorCode::kInvalidInput, "the model has no subgraph");

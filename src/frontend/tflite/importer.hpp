@@ -9,6 +9,7 @@
 
 #include "tflite_generated.h"
 
+#include "frontend/channel_last/channel_last.hpp"
 #include "frontend/onnx/onnx_io.hpp"
 #include "frontend/tflite/tflite_io.hpp"
 #include "ir/graph.hpp"
@@ -21,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -170,16 +172,14 @@ class Importer {
   void gather();
 
  private:
-  struct Bound {
-    ir::ValueId native = ir::kNoValue;  // as written
-    bool native_cf = false;
-    ir::ValueId other = ir::kNoValue;  // the other form, once made
-  };
   void inputs();
   void operators();
   void mapOperator(int index);
   void outputs();
   void checkShape(int32_t t, const Shape& fw_shape) const;
+  /// The tensor's name in the Builder: its own, or with "#<index>" when it has none or another tensor has it.
+  const std::string& key(int32_t t);
+  bool bound(int32_t t) { return cl_->bound(key(t)); }
   /// The tensor's name (tensor<index> when it has none), and a value name made from it that no value has yet.
   std::string baseName(int32_t t) const;
   std::string valueName(int32_t t, const std::string& suffix);
@@ -189,7 +189,10 @@ class Importer {
   const onnx_io::ImportOptions& opts_;
   const fb::SubGraph* sg_ = nullptr;
   std::unique_ptr<ir::Graph> g_;
-  std::map<int32_t, Bound> bound_;
+  /// Each tensor's IR value and form (channel_last::Builder, shared with the TensorFlow importer), by key().
+  std::unique_ptr<channel_last::Builder> cl_;
+  std::map<int32_t, std::string> keys_;
+  std::set<std::string> used_keys_;
   std::map<int32_t, ir::ValueId> quantized_out_;
   std::map<int32_t, int32_t> dequantized_;  // DEQUANTIZE's output tensor -> its constant input  // tensor -> its QuantizeLinear output (the integer value)
   bool shapes_overridden_ = false;

@@ -2,7 +2,9 @@
 // activation is kept channels-first from the operator that writes it (convolutions, pooling, resizing) through every
 // operator that can read it so (elementwise, concatenation, padding, reductions, slicing: their axes and constant
 // operands are mapped), and converted back only where an operator needs the framework's order (a reshape, a fully
-// connected layer, a transpose) and at the graph's outputs: one conversion per tensor, made once.
+// connected layer, a transpose) and at the graph's outputs: one conversion per tensor, made once — the forms are held
+// by channel_last::Builder (shared with the TensorFlow importer), keyed by each tensor's unique name (key()). Also the
+// constants (quantized ones behind a DequantizeLinear) and the quantization of operator outputs.
 #include "frontend/tflite/importer.hpp"
 
 #include "support/error.hpp"
@@ -50,20 +52,6 @@ Tensor permuteTensor(const Tensor& t, const std::vector<int64_t>& perm) {
   return r;
 }
 
-namespace {
-
-/// Whether permuting `s` by `perm` leaves the elements in memory order (only dims of size 1 move).
-bool memoryNoop(const Shape& s, const std::vector<int64_t>& perm) {
-  int64_t last = -1;
-  for (int64_t p : perm) {
-    if (s[static_cast<size_t>(p)] == 1) continue;
-    if (p < last) return false;
-    last = p;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::string Importer::baseName(int32_t t) const {
   const fb::Tensor& ten = tensor(t);
@@ -74,9 +62,19 @@ std::string Importer::valueName(int32_t t, const std::string& suffix) {
   return g_->uniqueValueName(baseName(t) + suffix);
 }
 
+const std::string& Importer::key(int32_t t) {
+  auto it = keys_.find(t);
+  if (it != keys_.end()) return it->second;
+  const fb::Tensor& ten = tensor(t);
+  std::string k = ten.name() && ten.name()->size() ? ten.name()->str() : "";
+  if (k.empty() || used_keys_.count(k)) k += fmt::format("#{}", t);
+  used_keys_.insert(k);
+  return keys_[t] = k;
+}
+
 bool Importer::isChannelsFirst(int32_t t) const {
-  auto it = bound_.find(t);
-  return it != bound_.end() && it->second.native_cf;
+  auto it = keys_.find(t);
+  return it != keys_.end() && cl_->bound(it->second) && cl_->form(it->second) == channel_last::Form::kChannelsFirst;
 }
 
 const Shape& Importer::shapeOf(ir::ValueId v) const {
@@ -86,27 +84,13 @@ const Shape& Importer::shapeOf(ir::ValueId v) const {
 }
 
 ir::ValueId Importer::get(int32_t t, bool cf) {
-  auto it = bound_.find(t);
-  if (it == bound_.end()) {
+  const std::string& k = key(t);
+  if (!cl_->bound(k)) {
     if (!isConstant(t)) fail(ErrorCode::kInvalidInput, "{} has no value yet", tensorLabel(t));
-    bound_[t] = Bound{constantValue(t), false, ir::kNoValue};
-    it = bound_.find(t);
+    cl_->bind(k, constantValue(t), channel_last::Form::kFramework);
   }
-  Bound& b = it->second;
-  if (b.native_cf == cf) return b.native;
-  if (b.other != ir::kNoValue) return b.other;
-  const Shape s = shapeOf(b.native);
-  if (s.size() != 4) fail(ErrorCode::kInternal, "{}: a channels-first form of a rank-{} tensor", tensorLabel(t), s.size());
-  const std::vector<int64_t>& perm = cf ? kToChannelsFirst : kToChannelsLast;
-  ir::ValueId v = g_->addValue(valueName(t, cf ? "/nchw" : "/nhwc")).id;
-  const std::string name = g_->value(v).name;
-  ir::Node& n = memoryNoop(s, perm)
-                    ? g_->addNode("Reshape", name, {b.native, ints(name + "/shape", permuted(s, perm))}, {v})
-                    : g_->addNode("Transpose", name, {b.native}, {v});
-  if (n.op == "Transpose") n.attrs["perm"] = perm;
-  ops::inferNodeTypes(*g_, n.id);
-  b.other = v;
-  return v;
+  if (cf && cl_->rank(k) != 4) fail(ErrorCode::kInternal, "{}: a channels-first form of a rank-{} tensor", tensorLabel(t), cl_->rank(k));
+  return cf ? cl_->channelsFirst(k) : cl_->framework(k);
 }
 
 ir::ValueId Importer::constantValue(int32_t t, const std::vector<int64_t>& perm, size_t rank) {
@@ -196,7 +180,7 @@ void Importer::bindOutput(int i, ir::ValueId v, bool cf) {
   }
   const std::string want = valueName(t, cf ? "/nchw" : "");
   if (g_->value(v).producer != ir::kNoNode && !g_->value(v).constant) g_->renameValue(v, want);
-  bound_[t] = Bound{v, cf, ir::kNoValue};
+  cl_->bind(key(t), v, cf ? channel_last::Form::kChannelsFirst : channel_last::Form::kFramework);
 }
 
 ir::ValueId Importer::temp(const std::string& what) {
