@@ -91,7 +91,7 @@ kernels::RnnShape shapeOf(const KernelCall& c, RnnCell cell, const Tensor& x) {
   return s;
 }
 
-void recurrentKernel(KernelCall& c, RnnCell cell) {
+void recurrentKernel(KernelCall& c, RnnCell cell, const kernels::RnnPacked* packed) {
   auto f32 = [&](int i) { return c.input(i).dtype() == DType::kF32 ? c.input(i) : castTensor(c.input(i), DType::kF32, c); };
   const Tensor x = f32(0), w = f32(1), r = f32(2);
   const kernels::RnnShape s = shapeOf(c, cell, x);
@@ -112,17 +112,36 @@ void recurrentKernel(KernelCall& c, RnnCell cell) {
   t.y = outs.empty() ? nullptr : outs[0].data<float>();
   t.y_h = outs.size() > 1 ? outs[1].data<float>() : nullptr;
   t.y_c = lstm && outs.size() > 2 ? outs[2].data<float>() : nullptr;
-  kernels::recurrent(s, t, c.pool);
+  kernels::recurrentFast(s, t, c.pool, packed);
   const DType out_type = c.input(0).dtype();
   for (size_t o = 0; o < outs.size(); ++o) c.out[o] = out_type == DType::kF32 ? outs[o] : castTensor(outs[o], out_type, c);
 }
 
+/// W and R packed on the first run when they are the node's constants (float32), then reused.
+class RecurrentKernel : public Kernel {
+ public:
+  RecurrentKernel(RnnCell cell, bool constant_weights) : cell_(cell), constant_(constant_weights) {}
+  void run(KernelCall& c) override {
+    if (constant_ && !packed_ && c.input(1).dtype() == DType::kF32 && c.input(2).dtype() == DType::kF32)
+      packed_ = kernels::packRecurrent(shapeOf(c, cell_, c.input(0)), c.input(1).data<float>(), c.input(2).data<float>());
+    recurrentKernel(c, cell_, packed_.get());
+  }
+
+ private:
+  RnnCell cell_;
+  bool constant_;
+  kernels::RnnPackedPtr packed_;
+};
+
 }  // namespace
 
 void registerRecurrentKernels(KernelRegistry& r) {
-  r.addFn("RNN", [](KernelCall& c) { recurrentKernel(c, RnnCell::kRnn); });
-  r.addFn("GRU", [](KernelCall& c) { recurrentKernel(c, RnnCell::kGru); });
-  r.addFn("LSTM", [](KernelCall& c) { recurrentKernel(c, RnnCell::kLstm); });
+  for (auto [op, cell] : {std::pair{"RNN", RnnCell::kRnn}, std::pair{"GRU", RnnCell::kGru}, std::pair{"LSTM", RnnCell::kLstm}})
+    r.add(op, [cell](const ir::Node& n, const ir::Graph& g) -> std::unique_ptr<Kernel> {
+      const bool constant = n.inputs.size() > 2 && n.inputs[1] != ir::kNoValue && n.inputs[2] != ir::kNoValue &&
+                            g.value(n.inputs[1]).isConstant() && g.value(n.inputs[2]).isConstant();
+      return std::make_unique<RecurrentKernel>(cell, constant);
+    });
 }
 
 }  // namespace npuc::engine

@@ -1,12 +1,14 @@
 // Recurrent layers: ONNX's RNN, GRU and LSTM over a sequence, every direction, activation set, sequence length,
 // initial state and (LSTM) peephole. IR-free: the engine calls it, and a package form can call the same code.
-// The scalar reference below is the specification (docs/numerics.md, "Recurrent layers"): every product sums its
-// terms in ascending index order in float32, x·Wᵀ and h·Rᵀ each on their own, then (x·Wᵀ + h·Rᵀ) + Wb + Rb.
+// The scalar reference below is the specification (docs/numerics.md, "Recurrent layers"): x·Wᵀ and h·Rᵀ each summed
+// on their own in ascending index order with one fmaf per term from +0 (the GEMM's rule, gemm.hpp), then
+// (x·Wᵀ + h·Rᵀ) + Wb + Rb. recurrentFast computes the same bits with the products as GEMMs.
 #pragma once
 
 #include "kernels/layers.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace npuc {
@@ -59,8 +61,22 @@ struct RnnTensors {
   float* y_c = nullptr;            // LSTM, as c0
 };
 
+/// The checks both forms make: directions, activations, every sequence length in [0, seq] (kInvalidInput).
+void rnnCheck(const RnnShape& s, const RnnTensors& t);
 /// Runs the layer. Directions and batch entries are independent: threads split them, and the bits do not depend on
 /// the thread count. Throws kInvalidInput for a sequence length outside [0, seq].
 void recurrent(const RnnShape& s, const RnnTensors& t, ThreadPool* pool);
+/// A layer's W and R packed for the fast form's GEMMs, once for repeated runs with the same weights.
+struct RnnPacked;
+struct RnnPackedDeleter {
+  void operator()(RnnPacked* p) const;
+};
+using RnnPackedPtr = std::unique_ptr<RnnPacked, RnnPackedDeleter>;
+RnnPackedPtr packRecurrent(const RnnShape& s, const float* w, const float* r);
+
+/// The same bits, faster: per direction the input products of every step as one GEMM, then per step the recurrent
+/// products of every batch entry as one, the gates element-wise as the reference computes them. `packed`: W and R
+/// as packRecurrent packed them (null: packed here). Threads split each GEMM's outputs.
+void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool, const RnnPacked* packed = nullptr);
 
 }  // namespace npuc::kernels

@@ -31,8 +31,8 @@ else bad "quantize PROTOTXT CAFFEMODEL"; fi
 
 expect_error 2 "give its trained weights (.caffemodel)" -- "$npuc" inspect "$net/model.prototxt"
 expect_error 2 "not a valid .caffemodel" -- "$npuc" inspect "$net/model.prototxt" "$src/models/digits/digits_cnn.onnx"
-printf 'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 4 } } }\nlayer { name: "p" type: "PriorBox" bottom: "data" top: "p" }\n' >"$tmp/prior.prototxt"
-expect_error 2 "layer 'p' (PriorBox): layer type 'PriorBox' is not one npuc imports" -- "$npuc" inspect "$tmp/prior.prototxt" "$net/model.caffemodel"
+printf 'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 4 } } }\nlayer { name: "p" type: "Normalize" bottom: "data" top: "p" }\n' >"$tmp/prior.prototxt"
+expect_error 2 "layer 'p' (Normalize): layer type 'Normalize' is not one npuc imports" -- "$npuc" inspect "$tmp/prior.prototxt" "$net/model.caffemodel"
 
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all Caffe CLI checks passed"

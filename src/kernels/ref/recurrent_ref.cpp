@@ -25,14 +25,16 @@ float RnnActivation::operator()(float x) const {
 
 namespace {
 
-/// Σ_k a[k]·m[row·n + k], k ascending, float32.
+/// Σ_k a[k]·m[k], k ascending, one fmaf per term from +0 (the GEMM's specification, gemm.hpp: the fast form's
+/// gate products are GEMMs).
 inline float dot(const float* a, const float* m, int64_t n) {
   float acc = 0.0f;
-  for (int64_t k = 0; k < n; ++k) acc += a[k] * m[k];
+  for (int64_t k = 0; k < n; ++k) acc = std::fma(a[k], m[k], acc);
   return acc;
 }
 
-/// One (direction, batch entry): its steps in order.
+/// One (direction, batch entry): its steps in order. recurrentFast (x86/recurrent.cpp) computes the same
+/// expressions, the products as GEMMs.
 class Unit {
  public:
   Unit(const RnnShape& s, const RnnTensors& t, int d, int64_t b) : s_(s), t_(t), d_(d), b_(b), H_(s.hidden) {
@@ -153,7 +155,7 @@ class Unit {
 
 }  // namespace
 
-void recurrent(const RnnShape& s, const RnnTensors& t, ThreadPool* pool) {
+void rnnCheck(const RnnShape& s, const RnnTensors& t) {
   if (s.dirs != 1 && s.dirs != 2) fail(ErrorCode::kInvalidArgument, "recurrent: {} directions", s.dirs);
   if (s.acts.size() != static_cast<size_t>(s.dirs * rnnActivations(s.cell)))
     fail(ErrorCode::kInvalidArgument, "recurrent: {} activations for {} direction(s)", s.acts.size(), s.dirs);
@@ -162,6 +164,10 @@ void recurrent(const RnnShape& s, const RnnTensors& t, ThreadPool* pool) {
       if (t.seq_lens[b] < 0 || t.seq_lens[b] > s.seq)
         fail(ErrorCode::kInvalidInput, "sequence_lens[{}] = {} is outside [0, {}] (the sequence's length)", b,
              t.seq_lens[b], s.seq);
+}
+
+void recurrent(const RnnShape& s, const RnnTensors& t, ThreadPool* pool) {
+  rnnCheck(s, t);
   const int64_t units = s.dirs * s.batch;
   auto work = [&](int64_t lo, int64_t hi) {
     for (int64_t u = lo; u < hi; ++u) Unit(s, t, static_cast<int>(u / s.batch), u % s.batch).run();

@@ -1,0 +1,230 @@
+// recurrentFast (recurrent.hpp): the reference's expressions with the gate products as GEMMs. Per direction, the
+// input products of every step and batch entry are one GEMM (X · Wᵀ); per step, the recurrent products of every
+// batch entry are one GEMM with R packed once (R · hᵀ), and GRU's reset-gated product a second one. The GEMMs sum
+// each output as the reference's dot does (fmaf from +0, k ascending: gemm.hpp), so the bits are the reference's.
+#include "kernels/gemm.hpp"
+#include "kernels/recurrent.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+namespace npuc::kernels {
+
+namespace {
+
+}  // namespace
+
+/// Per direction: W ([G·H, input]), R ([G·H, H]) and, for GRU without linear_before_reset, R's h-gate rows.
+struct RnnPacked {
+  std::vector<std::unique_ptr<PackedA>> w, r, rh;
+};
+
+void RnnPackedDeleter::operator()(RnnPacked* p) const { delete p; }
+
+RnnPackedPtr packRecurrent(const RnnShape& s, const float* w, const float* r) {
+  RnnPackedPtr p(new RnnPacked);
+  const int64_t G = rnnGates(s.cell), H = s.hidden, GH = G * H;
+  for (int d = 0; d < s.dirs; ++d) {
+    p->w.push_back(s.input > 0 && GH > 0 ? std::make_unique<PackedA>(GH, s.input, w + d * GH * s.input, s.input, false) : nullptr);
+    p->r.push_back(H > 0 ? std::make_unique<PackedA>(GH, H, r + d * GH * H, H, false) : nullptr);
+    p->rh.push_back(s.cell == RnnCell::kGru && !s.linear_before_reset && H > 0
+                        ? std::make_unique<PackedA>(H, H, r + d * GH * H + 2 * H * H, H, false)
+                        : nullptr);
+  }
+  return p;
+}
+
+namespace {
+
+class Direction {
+ public:
+  Direction(const RnnShape& s, const RnnTensors& t, int d, const RnnPacked& packed, ThreadPool* pool)
+      : s_(s), t_(t), d_(d), packed_(packed), pool_(pool), G_(rnnGates(s.cell)), H_(s.hidden), B_(s.batch) {
+    wb_ = t.b ? t.b + d * 2 * G_ * H_ : nullptr;
+    rb_ = wb_ ? wb_ + G_ * H_ : nullptr;
+    p_ = t.p ? t.p + d * 3 * H_ : nullptr;
+    acts_ = &s.acts[static_cast<size_t>(d * rnnActivations(s.cell))];
+    backwards_ = s.dirs == 2 ? d == 1 : s.reverse;
+  }
+
+  void run() {
+    const int64_t GH = G_ * H_, T = s_.seq;
+    // W · xᵀ for every row of X (rows (step, b), or (b, step) batch-major): xw_[gate row · rows + row].
+    rows_ = T * B_;
+    xw_.assign(static_cast<size_t>(rows_ * GH), 0.0f);
+    if (rows_ > 0 && packed_.w[static_cast<size_t>(d_)]) {
+      GemmArgs g;
+      g.M = GH, g.N = rows_, g.K = s_.input;
+      g.B = t_.x, g.ldb = s_.input, g.transB = true;
+      g.C = xw_.data(), g.ldc = rows_;
+      sgemm_packed(*packed_.w[static_cast<size_t>(d_)], g, pool_);
+    }
+    h_.assign(static_cast<size_t>(B_ * H_), 0.0f);
+    c_.assign(h_.size(), 0.0f);
+    for (int64_t b = 0; b < B_; ++b) {
+      if (t_.h0) std::copy_n(t_.h0 + stateOffset(b), H_, h_.begin() + b * H_);
+      if (t_.c0) std::copy_n(t_.c0 + stateOffset(b), H_, c_.begin() + b * H_);
+    }
+    hr_.assign(static_cast<size_t>(GH * B_), 0.0f);
+    hr2_.assign(static_cast<size_t>(H_ * B_), 0.0f);
+    tmp_.assign(h_.size(), 0.0f);
+    gates_.assign(static_cast<size_t>(B_ * GH), 0.0f);
+    int64_t steps = 0;
+    for (int64_t b = 0; b < B_; ++b) steps = std::max(steps, len(b));
+    if (steps > 0 && H_ > 0) {
+      const PackedA& packed_r = *packed_.r[static_cast<size_t>(d_)];
+      const PackedA* packed_rh = packed_.rh[static_cast<size_t>(d_)].get();  // GRU: (r ⊙ h) · Rhᵀ
+      for (int64_t i = 0; i < steps; ++i) {
+        recurrentProducts(packed_r, GH, h_.data(), hr_.data());
+        switch (s_.cell) {
+          case RnnCell::kRnn: rnnStep(i); break;
+          case RnnCell::kGru: gruStep(i, packed_rh); break;
+          case RnnCell::kLstm: lstmStep(i); break;
+        }
+      }
+    }
+    for (int64_t b = 0; b < B_; ++b) {
+      if (t_.y)
+        for (int64_t step = len(b); step < T; ++step) std::fill_n(yAt(step, b), H_, 0.0f);
+      if (t_.y_h) std::copy_n(h_.begin() + b * H_, H_, t_.y_h + stateOffset(b));
+      if (t_.y_c) std::copy_n(c_.begin() + b * H_, H_, t_.y_c + stateOffset(b));
+    }
+  }
+
+ private:
+  int64_t len(int64_t b) const { return t_.seq_lens ? t_.seq_lens[b] : s_.seq; }
+  int64_t stateOffset(int64_t b) const { return (s_.batch_major ? b * s_.dirs + d_ : d_ * B_ + b) * H_; }
+  float* yAt(int64_t step, int64_t b) const {
+    return t_.y + (s_.batch_major ? ((b * s_.seq + step) * s_.dirs + d_) : ((step * s_.dirs + d_) * B_ + b)) * H_;
+  }
+  /// Batch entry b's step at iteration i, or -1 when its sequence has ended.
+  int64_t stepOf(int64_t i, int64_t b) const {
+    const int64_t n = len(b);
+    return i >= n ? -1 : backwards_ ? n - 1 - i : i;
+  }
+  /// Column of X's row (step, b) in xw_ (gate row g at xw_[g · rows_ + column]).
+  int64_t xcol(int64_t step, int64_t b) const { return s_.batch_major ? b * s_.seq + step : step * B_ + b; }
+  float xw(int64_t col, int64_t row) const { return xw_[static_cast<size_t>(row * rows_ + col)]; }
+  float clip(float v) const { return s_.clip > 0.0f ? std::clamp(v, -s_.clip, s_.clip) : v; }
+  /// out[row · B + b] = rows of `a` · state[b]ᵀ for every batch entry (a packed, `rows` × H).
+  void recurrentProducts(const PackedA& a, int64_t rows, const float* state, float* out) const {
+    GemmArgs g;
+    g.M = rows, g.N = B_, g.K = H_;
+    g.B = state, g.ldb = H_, g.transB = true;
+    g.C = out, g.ldc = B_;
+    sgemm_packed(a, g, pool_);
+  }
+  /// The reference's pre(g, j): (x·Wᵀ + h·Rᵀ) + Wb + Rb.
+  float pre(int64_t col, int64_t g, int64_t j, int64_t b) const {
+    const int64_t row = g * H_ + j;
+    float v = xw(col, row) + hr_[static_cast<size_t>(row * B_ + b)];
+    if (wb_) v = (v + wb_[row]) + rb_[row];
+    return v;
+  }
+  void store(int64_t step, int64_t b) {
+    if (t_.y) std::copy_n(h_.begin() + b * H_, H_, yAt(step, b));
+  }
+
+  void rnnStep(int64_t i) {
+    for (int64_t b = 0; b < B_; ++b) {
+      const int64_t step = stepOf(i, b);
+      if (step < 0) continue;
+      const int64_t col = xcol(step, b);
+      for (int64_t j = 0; j < H_; ++j) h_[static_cast<size_t>(b * H_ + j)] = acts_[0](clip(pre(col, 0, j, b)));
+      store(step, b);
+    }
+  }
+
+  void gruStep(int64_t i, const PackedA* packed_rh) {
+    for (int64_t b = 0; b < B_; ++b) {
+      const int64_t step = stepOf(i, b);
+      if (step < 0) continue;
+      const int64_t col = xcol(step, b);
+      float* z = gates_.data() + b * 3 * H_;
+      float* r = z + H_;
+      for (int64_t j = 0; j < H_; ++j) {
+        z[j] = acts_[0](clip(pre(col, 0, j, b)));
+        r[j] = acts_[0](clip(pre(col, 1, j, b)));
+        tmp_[static_cast<size_t>(b * H_ + j)] = r[j] * h_[static_cast<size_t>(b * H_ + j)];
+      }
+    }
+    if (packed_rh) recurrentProducts(*packed_rh, H_, tmp_.data(), hr2_.data());
+    for (int64_t b = 0; b < B_; ++b) {
+      const int64_t step = stepOf(i, b);
+      if (step < 0) continue;
+      const int64_t col = xcol(step, b);
+      const float* z = gates_.data() + b * 3 * H_;
+      const float* r = z + H_;
+      for (int64_t j = 0; j < H_; ++j) {
+        const int64_t row = 2 * H_ + j;
+        float hh;
+        if (s_.linear_before_reset) {
+          float x = xw(col, row), hr = hr_[static_cast<size_t>(row * B_ + b)];
+          if (wb_) x = x + wb_[row], hr = hr + rb_[row];
+          hh = acts_[1](clip(x + r[j] * hr));
+        } else {
+          float v = xw(col, row) + hr2_[static_cast<size_t>(j * B_ + b)];
+          if (wb_) v = (v + wb_[row]) + rb_[row];
+          hh = acts_[1](clip(v));
+        }
+        float& h = h_[static_cast<size_t>(b * H_ + j)];
+        h = (1.0f - z[j]) * hh + z[j] * h;
+      }
+      store(step, b);
+    }
+  }
+
+  void lstmStep(int64_t i) {
+    for (int64_t b = 0; b < B_; ++b) {
+      const int64_t step = stepOf(i, b);
+      if (step < 0) continue;
+      const int64_t col = xcol(step, b);
+      float* gi = gates_.data() + b * 4 * H_;
+      float* go = gi + H_;
+      float* gf = go + H_;
+      float* gc = gf + H_;
+      float* c = c_.data() + b * H_;
+      float* h = h_.data() + b * H_;
+      for (int64_t j = 0; j < H_; ++j) {
+        float vi = pre(col, 0, j, b), vf = pre(col, 2, j, b);
+        if (p_) vi += p_[j] * c[j], vf += p_[2 * H_ + j] * c[j];
+        gi[j] = acts_[0](clip(vi));
+        gf[j] = s_.input_forget ? 1.0f - gi[j] : acts_[0](clip(vf));
+        gc[j] = acts_[1](clip(pre(col, 3, j, b)));
+        go[j] = pre(col, 1, j, b);
+      }
+      for (int64_t j = 0; j < H_; ++j) {
+        c[j] = gf[j] * c[j] + gi[j] * gc[j];
+        float vo = go[j];
+        if (p_) vo += p_[H_ + j] * c[j];
+        h[j] = acts_[0](clip(vo)) * acts_[2](c[j]);
+      }
+      store(step, b);
+    }
+  }
+
+  const RnnShape& s_;
+  const RnnTensors& t_;
+  const int d_;
+  const RnnPacked& packed_;
+  ThreadPool* pool_;
+  int64_t rows_ = 0;
+  const int64_t G_, H_, B_;
+  const float *wb_, *rb_, *p_;
+  const RnnActivation* acts_;
+  bool backwards_ = false;
+  std::vector<float> xw_, h_, c_, hr_, hr2_, tmp_, gates_;
+};
+
+}  // namespace
+
+void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool, const RnnPacked* packed) {
+  rnnCheck(s, t);
+  RnnPackedPtr own;
+  if (!packed) own = packRecurrent(s, t.w, t.r), packed = own.get();
+  for (int d = 0; d < s.dirs; ++d) Direction(s, t, d, *packed, pool).run();
+}
+
+}  // namespace npuc::kernels
