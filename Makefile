@@ -44,7 +44,7 @@ asan: deps
 # libFuzzer, 60 s per target, with ASan/UBSan (build-fuzz/, clang): the ONNX loader, the package reader +
 # simulator, target files + expressions, pre/post YAML, address maps, AIPP configurations + parameter blocks, .npy.
 FUZZ_SECONDS ?= 60
-FUZZERS := onnx_loader:onnx caffe_loader:caffe package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy
+FUZZERS := onnx_loader:onnx caffe_loader:caffe tflite_loader:tflite package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy
 fuzz-smoke:
 	@scripts/install_deps.sh build fuzz
 	@cmake --preset fuzz >/dev/null

@@ -2,6 +2,7 @@
 # Runs a libFuzzer binary for N seconds over a seed corpus of real inputs; fails on any crash.
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_onnx_loader 60             (seeds: small real models)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_caffe_loader 60 caffe       (the Caffe test models: length, .prototxt, .caffemodel)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_tflite_loader 60 tflite     (the TFLite test models and bad files)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_package_reader 60 package  (seeds: the target writes them)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_target_file 60 target     (targets/*.yaml, expressions of their rules)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_prepost 60 prepost         (the pre/post examples and the demo's)
@@ -32,6 +33,7 @@ case "$mode" in
         cat "$d/model.prototxt" "$d/model.caffemodel"; } >"$corpus/seed_$n"
       n=$((n + 1))
     done ;;
+  tflite) for f in tests/data/tflite/*/model.tflite tests/data/tflite/bad/*.tflite; do cp "$f" "$corpus/seed_$n"; n=$((n + 1)); done ;;
   onnx)
     cp models/digits/digits_cnn.onnx tests/data/bad/*.onnx "$corpus/"
     for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do

@@ -6,6 +6,7 @@
 #include "engine/engine.hpp"
 #include "frontend/caffe/caffe_io.hpp"
 #include "frontend/onnx/onnx_io.hpp"
+#include "frontend/tflite/tflite_io.hpp"
 #include "ops/custom.hpp"
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
@@ -98,12 +99,13 @@ std::unique_ptr<ir::Graph> importModel(const std::filesystem::path& path, const 
         fail(ErrorCode::kInvalidArgument, "{} is a Caffe network description: give its trained weights (.caffemodel) "
                                           "with it", path.string());
       return caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
+    case ModelFormat::kTfLite: return tflite_io::importFile(path, importOptions(opts));
     case ModelFormat::kTensorFlow:  // the TensorFlow importer's call goes here (issue 50)
-    case ModelFormat::kTfLite:      // the TensorFlow Lite importer's call goes here (issue 50)
       break;
   }
-  fail(ErrorCode::kUnsupported, "{} is a {} model; this build of npuc does not import {} models yet (it imports ONNX "
-                                "and Caffe; docs/frontends.md)", path.string(), modelFormatName(f), modelFormatName(f));
+  fail(ErrorCode::kUnsupported, "{} is a {} model; this build of npuc does not import {} models yet (it imports ONNX, "
+                                "Caffe and TensorFlow Lite; docs/frontends.md)",
+       path.string(), modelFormatName(f), modelFormatName(f));
 }
 
 }  // namespace
