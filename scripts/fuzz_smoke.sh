@@ -3,6 +3,7 @@
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_onnx_loader 60             (seeds: small real models)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_caffe_loader 60 caffe       (the Caffe test models: length, .prototxt, .caffemodel)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_tf_loader 60 tf             (the TensorFlow test graphs)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_tflite_loader 60 tflite     (the TFLite test models and bad files)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_package_reader 60 package  (seeds: the target writes them)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_target_file 60 target     (targets/*.yaml, expressions of their rules)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_prepost 60 prepost         (the pre/post examples and the demo's)
@@ -34,6 +35,7 @@ case "$mode" in
       n=$((n + 1))
     done ;;
   tf) for d in tests/data/tf/*/; do cp "$d/model.pb" "$corpus/seed_$n.pb"; n=$((n + 1)); done ;;
+  tflite) for f in tests/data/tflite/*/model.tflite tests/data/tflite/bad/*.tflite; do cp "$f" "$corpus/seed_$n"; n=$((n + 1)); done ;;
   onnx)
     cp models/digits/digits_cnn.onnx tests/data/bad/*.onnx "$corpus/"
     for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
 # and `apt-get update` runs only when something is missing.
-#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser] [caffe] [tf]
+#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser] [caffe] [tflite] [tf]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev libstb-dev)
+  libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev libstb-dev
+  flatbuffers-compiler libflatbuffers-dev)  # (flatc: the TFLite importer's schema, src/frontend/tflite/tflite.fbs)
 fuzz_pkgs=(clang llvm libclang-rt-14-dev)
 python_pkgs=(python3 python3-numpy python3-onnx python3-dev pybind11-dev python3-pytest python3-distributed python3-tqdm
   python3-pil)  # the Python package (python/), its tests (pytest, Dask) and examples (Pillow)
@@ -20,6 +21,9 @@ caffe_pkgs=(python3 python3-numpy python3-protobuf python3-opencv protobuf-compi
 # Regenerating the TensorFlow test graphs and their expected outputs only (tests/data/tf/generate.py: protobuf classes
 # from npuc's tf_graph.proto, OpenCV's dnn module and numpy as the oracles); the tests read the stored files.
 tf_pkgs=(python3 python3-numpy python3-protobuf python3-opencv protobuf-compiler)
+# Regenerating the TFLite test models and their expected outputs only (tests/data/tflite/generate.py: FlatBuffers
+# classes from npuc's tflite.fbs, Arm NN's TfLiteParser on its CpuRef backend as the oracle).
+tflite_pkgs=(python3 python3-numpy python3-flatbuffers flatbuffers-compiler python3-pyarmnn libarmnn-cpuref-backend22)
 
 want=()
 for group in "${@:-build}"; do
@@ -32,7 +36,8 @@ for group in "${@:-build}"; do
     browser) want+=("${browser_pkgs[@]}") ;;
     caffe) want+=("${caffe_pkgs[@]}") ;;
     tf) want+=("${tf_pkgs[@]}") ;;
-    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser, caffe, tf)" >&2; exit 2 ;;
+    tflite) want+=("${tflite_pkgs[@]}") ;;
+    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser, caffe, tflite, tf)" >&2; exit 2 ;;
   esac
 done
 

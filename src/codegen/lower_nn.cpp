@@ -354,6 +354,19 @@ void Lowerer::instanceNorm(const ir::Node& n) {
   emit(n, LayerKind::kInstanceNorm, ins, outVal(n, n.outputs[0]), {package::floatParam(ops::attrFloat(n, "epsilon"))});
 }
 
+/// ai.npuc.DetectionOutput (Caffe SSD): loc and conf as they are, the priors (a constant after resolve) float32 weights.
+void Lowerer::detectionOutput(const ir::Node& n) {
+  std::vector<ir::Type> types;
+  for (int i = 0; i < 3; ++i) types.push_back(g_.value(n.inputs[static_cast<size_t>(i)]).type);
+  ops::InferContext ctx(n, g_.opset, types, {nullptr, nullptr, nullptr});
+  const kernels::SsdParams p = ops::ssdParams(ctx);
+  const Tensor* priors = constIn(n, 2);
+  if (!priors) unsupported(n, "the prior boxes must be a constant (Caffe's PriorBox layers are) to have a package form");
+  std::vector<int> ins{in(n, 0), in(n, 1),
+                       weightVal(g_.value(n.inputs[2]).name, priors->shape(), floatBytes(*priors, true), ElemType::kF32)};
+  emit(n, LayerKind::kDetectionOutput, ins, outVal(n, n.outputs[0]), package::ssdParams(p));
+}
+
 /// Einsum of two operands (ops::einsumPlan, the engine's plan): transposes into [batch, M, K] and [batch, K, N] where
 /// the letters are not in that order already, a matmul layer, a transpose into the output's letter order.
 void Lowerer::einsum(const ir::Node& n) {
@@ -401,6 +414,7 @@ void registerNnLowerings(LowerTable& t) {
   t[{"", "BatchNormalization"}] = &Lowerer::batchNorm;
   t[{"", "InstanceNormalization"}] = &Lowerer::instanceNorm;
   t[{"", "LRN"}] = &Lowerer::lrn;
+  t[{"ai.npuc", "DetectionOutput"}] = &Lowerer::detectionOutput;
   t[{"", "Einsum"}] = &Lowerer::einsum;
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) t[{"", op}] = &Lowerer::softmax;
 }

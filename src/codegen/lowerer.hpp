@@ -445,6 +445,7 @@ class Lowerer {
   void customNode(const ir::Node& n, const plugin::CustomOp& op);
   void tileNode(const ir::Node& n);
   void instanceNorm(const ir::Node& n);
+  void detectionOutput(const ir::Node& n);
   void whereNode(const ir::Node& n);
   /// The integer layers of affine codes belong to the packages of families that hold them (NumericsTraits).
   void requireAffineCodes(const ir::Node& n, std::string_view form) const;

@@ -7,6 +7,7 @@
 #include "frontend/caffe/caffe_io.hpp"
 #include "frontend/tf/tf_io.hpp"
 #include "frontend/onnx/onnx_io.hpp"
+#include "frontend/tflite/tflite_io.hpp"
 #include "ops/custom.hpp"
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
@@ -100,11 +101,9 @@ std::unique_ptr<ir::Graph> importModel(const std::filesystem::path& path, const 
                                           "with it", path.string());
       return caffe_io::importFiles(path, opts.caffe_model, importOptions(opts));
     case ModelFormat::kTensorFlow: return tf_io::importFile(path, importOptions(opts));
-    case ModelFormat::kTfLite:      // the TensorFlow Lite importer's call goes here (issue 50)
-      break;
+    case ModelFormat::kTfLite: return tflite_io::importFile(path, importOptions(opts));
   }
-  fail(ErrorCode::kUnsupported, "{} is a {} model; this build of npuc does not import {} models yet (it imports ONNX, "
-                                "Caffe and TensorFlow; docs/frontends.md)", path.string(), modelFormatName(f), modelFormatName(f));
+  fail(ErrorCode::kInternal, "{}: model format {} has no importer", path.string(), modelFormatName(f));
 }
 
 }  // namespace

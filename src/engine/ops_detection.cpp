@@ -75,11 +75,9 @@ void registerDetectionKernels(KernelRegistry& r) {
     std::vector<ir::Type> types;
     std::vector<const Tensor*> vals;
     ops::InferContext ctx = contextOf(c, types, vals);
-    const auto det = kernels::ssdDetectionOutput(ops::ssdParams(ctx), c.input(0).data<float>(), c.input(1).data<float>(),
-                                                 c.input(2).data<float>());
     Tensor& y = c.alloc(0);
-    if (y.numel() != static_cast<int64_t>(det.size()) * 7) c.error("internal: {} detections, {} inferred", det.size(), y.numel() / 7);
-    for (size_t i = 0; i < det.size(); ++i) std::copy(det[i].begin(), det[i].end(), y.data<float>() + i * 7);
+    kernels::ssdDetectionOutputRows(ops::ssdParams(ctx), c.input(0).data<float>(), c.input(1).data<float>(),
+                                    c.input(2).data<float>(), y.data<float>());
   }, "ai.npuc");
   r.addFn("NonMaxSuppression", [](KernelCall& c) {
     std::vector<ir::Type> types;

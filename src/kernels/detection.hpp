@@ -41,8 +41,13 @@ struct SsdParams {
 /// One detection: [image, label, score, xmin, ymin, xmax, ymax]. loc [images, priors, share_location ? 1 : classes, 4]
 /// (dx, dy, dw, dh or corner offsets), conf [images, priors, classes], prior [2, priors, 4]: boxes then variances.
 /// Images in order, each image's detections by descending score (OpenCV's order; Caffe writes them class by class).
-/// No detection at all: one row per image, [image, -1, -1, -1, -1, -1, -1] (Caffe's).
 std::vector<std::array<float, 7>> ssdDetectionOutput(const SsdParams& p, const float* loc, const float* conf,
                                                      const float* prior);
+/// The rows of the layer's output, a fixed size as OpenCV's dnn module gives it: images × keep_top_k rows (keep_top_k
+/// <= 0: images × priors × the classes other than the background, every box that can be kept).
+int64_t ssdOutputRows(const SsdParams& p);
+/// y [ssdOutputRows(p), 7]: the detections, then rows of zeros (OpenCV's padding; Caffe's own layer sizes its output
+/// to the detections instead).
+void ssdDetectionOutputRows(const SsdParams& p, const float* loc, const float* conf, const float* prior, float* y);
 
 }  // namespace npuc::kernels

@@ -152,14 +152,10 @@ void registerDetectionOps(Registry& r) {
   registerSamplingOps(r);
   {
     OpSchema s = makeSchema("DetectionOutput", 3, 3,
-                            "Caffe SSD's detection output: decoded boxes, NMS per class, keep_top_k (data-dependent "
-                            "output: [1, 1, detections, 7])",
+                            "Caffe SSD's detection output: decoded boxes, NMS per class, keep_top_k; [1, 1, images × "
+                            "keep_top_k, 7], the detections then rows of zeros (OpenCV's form)",
                             [](InferContext& c) {
-                              const kernels::SsdParams p = ssdParams(c);
-                              const auto det = kernels::ssdDetectionOutput(p, c.inputValue(0).data<float>(),
-                                                                           c.inputValue(1).data<float>(),
-                                                                           c.inputValue(2).data<float>());
-                              c.setOutput(0, DType::kF32, {1, 1, static_cast<int64_t>(det.size()), 7});
+                              c.setOutput(0, DType::kF32, {1, 1, kernels::ssdOutputRows(ssdParams(c)), 7});
                             });
     s.domain = "ai.npuc";
     r.add(s);

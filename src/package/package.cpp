@@ -548,4 +548,45 @@ std::string resealManifest(const std::string& text, const std::map<std::string, 
   return dumpJson(j, 1) + "\n";
 }
 
+std::vector<uint32_t> ssdParams(const kernels::SsdParams& p) {
+  std::vector<uint32_t> w(kSsdWords);
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  w[0] = static_cast<uint32_t>(p.classes);
+  w[1] = p.share_location ? 1u : 0u;
+  w[2] = static_cast<uint32_t>(static_cast<int32_t>(p.background));
+  w[3] = static_cast<uint32_t>(p.code);
+  w[4] = p.variance_in_target ? 1u : 0u;
+  w[5] = bits(p.confidence_threshold);
+  w[6] = bits(p.nms_threshold);
+  w[7] = bits(p.eta);
+  w[8] = static_cast<uint32_t>(static_cast<int32_t>(p.top_k));
+  w[9] = static_cast<uint32_t>(static_cast<int32_t>(p.keep_top_k));
+  return w;
+}
+
+kernels::SsdParams ssdFromParams(const uint32_t* w, int64_t images, int64_t priors) {
+  auto f = [](uint32_t u) {
+    float v;
+    std::memcpy(&v, &u, 4);
+    return v;
+  };
+  kernels::SsdParams p;
+  p.images = images, p.priors = priors;
+  p.classes = w[0];
+  p.share_location = w[1] != 0;
+  p.background = static_cast<int32_t>(w[2]);
+  p.code = static_cast<kernels::SsdParams::Code>(w[3]);
+  p.variance_in_target = w[4] != 0;
+  p.confidence_threshold = f(w[5]);
+  p.nms_threshold = f(w[6]);
+  p.eta = f(w[7]);
+  p.top_k = static_cast<int32_t>(w[8]);
+  p.keep_top_k = static_cast<int32_t>(w[9]);
+  return p;
+}
+
 }  // namespace npuc::package

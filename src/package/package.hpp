@@ -13,6 +13,7 @@
 //   drp_lib_info.txt    per library: calls and how many end with an interrupt (informational)
 #pragma once
 
+#include "kernels/detection.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/pow2.hpp"
 #include "npuc/dtype.hpp"
@@ -87,6 +88,12 @@ bool layerAllowedOn(LayerKind k, Engine e);
 /// The table of docs/package-format.md ("### Layer kinds" and the unary / binary op codes), generated from the
 /// .def files.
 std::string layerKindsMarkdown();
+
+/// The parameter words of a `detection_output` layer (layer_kinds.def gives the layout) and back; images and priors
+/// come from the layer's tensors.
+inline constexpr int kSsdWords = 10;
+std::vector<uint32_t> ssdParams(const kernels::SsdParams& p);
+kernels::SsdParams ssdFromParams(const uint32_t* w, int64_t images, int64_t priors);
 
 /// The parameter words of a `resize` layer and back (layer_kinds.def gives the layout).
 std::vector<uint32_t> resizeParams(const kernels::ResizeSpec& s);

@@ -3,6 +3,8 @@
 // are validate_pow2.cpp's, their geometry the float form's.
 #include "package/validate.hpp"
 
+#include "kernels/detection.hpp"
+
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/pow2.hpp"
@@ -217,10 +219,34 @@ struct NnChecks : LayerCheck {
         bad("{}: scale/bias must be float [{}], got {} {}", what, x.dims[1], elemName(r.type), dimsStr(r));
     }
   }
+
+  /// Caffe SSD's DetectionOutput: the parameter words in range, the tensors' sizes those words and the priors imply.
+  void detectionOutput() const {
+    const TensorRef &loc = d.in(0), &conf = d.in(1), &prior = d.in(2);
+    isFloat(loc, "loc"); isFloat(conf, "conf"); isFloat(y, "y");
+    if (prior.type != ElemType::kF32 || prior.rank != 3 || prior.dims[0] != 1 || prior.dims[1] != 2 || prior.dims[2] % 4)
+      bad("{}: priors must be float32 [1, 2, 4·priors], got {} {}", what, elemName(prior.type), dimsStr(prior));
+    if (loc.rank < 1 || conf.rank < 1 || loc.dims[0] != conf.dims[0])
+      bad("{}: loc {} and conf {} must hold the same images", what, dimsStr(loc), dimsStr(conf));
+    const int64_t images = loc.dims[0], priors = prior.dims[2] / 4;
+    const kernels::SsdParams p = ssdFromParams(w.data(), images, priors);
+    if (p.classes < 1 || p.classes > 65536) bad("{}: {} classes", what, p.classes);
+    if (w[1] > 1 || w[4] > 1) bad("{}: share_location / variance_encoded_in_target must be 0 or 1", what);
+    if (w[3] < 1 || w[3] > 3) bad("{}: code_type {} is not 1, 2 or 3", what, w[3]);
+    if (!(p.nms_threshold >= 0.0f && p.nms_threshold <= 1.0f) || !(p.eta > 0.0f && p.eta <= 1.0f) || std::isnan(p.confidence_threshold))
+      bad("{}: nms_threshold {}, eta {} or confidence_threshold {} out of range", what, p.nms_threshold, p.eta, p.confidence_threshold);
+    const uint64_t per_loc = static_cast<uint64_t>(priors) * 4 * (p.share_location ? 1 : static_cast<uint64_t>(p.classes));
+    if (loc.numel() != static_cast<uint64_t>(images) * per_loc || conf.numel() != static_cast<uint64_t>(images * priors * p.classes))
+      bad("{}: loc {} / conf {} do not hold {} priors of {} classes an image", what, dimsStr(loc), dimsStr(conf), priors, p.classes);
+    const uint32_t rows = static_cast<uint32_t>(kernels::ssdOutputRows(p));
+    if (y.rank != 4 || y.dims[0] != 1 || y.dims[1] != 1 || y.dims[2] != rows || y.dims[3] != 7)
+      bad("{}: y must be [1, 1, {}, 7], got {}", what, rows, dimsStr(y));
+  }
 };
 
 }  // namespace
 
+const KindCheck kind_checks::kDetectionOutput = [](const LayerCheck& c) { NnChecks{c}.detectionOutput(); };
 const KindCheck kind_checks::kConv = [](const LayerCheck& c) { NnChecks{c}.conv(); };
 const KindCheck kind_checks::kConvTranspose = [](const LayerCheck& c) { NnChecks{c}.conv(); };
 const KindCheck kind_checks::kGemm = [](const LayerCheck& c) { NnChecks{c}.gemm(); };

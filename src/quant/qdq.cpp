@@ -380,9 +380,14 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   for (ir::ValueId v : g.inputs())
     if (g.value(v).type.dtype == DType::kF32) acts.push_back(v);
   const ir::UseMap uses = g.uses();
+  // (SSD's DetectionOutput writes labels, scores and boxes in one float tensor: a record, not an activation to
+  // quantize; it stays float, as an int64 ArgMax output does)
+  auto recordsOutput = [&](const ir::Node& n) { return n.domain == "ai.npuc" && n.op == "DetectionOutput"; };
   for (ir::NodeId id : g.order())
     for (ir::ValueId v : g.node(id).outputs)
-      if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && !fusedActivationFollows(g, uses, v)) acts.push_back(v);
+      if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && !fusedActivationFollows(g, uses, v) &&
+          !recordsOutput(g.node(id)))
+        acts.push_back(v);
   std::map<ir::ValueId, Range> ranges;
   for (ir::ValueId v : acts) {
     const std::string& name = g.value(v).name;

@@ -3,6 +3,8 @@
 // it has one, its int8-affine form (exact integer sums in both modes).
 #include "runtime/runtime_impl.hpp"
 
+#include "kernels/detection.hpp"
+
 namespace npuc {
 
 namespace {
@@ -238,6 +240,12 @@ void runInstanceNorm(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runDetectionOutput(Runtime::Impl& im, Step& s) {
+  const kernels::SsdParams p = package::ssdFromParams(s.p.data(), s.shapes[0][0], s.shapes[2][2] / 4);
+  kernels::ssdDetectionOutputRows(p, im.inF(s, 0), im.inF(s, 1), im.inF(s, 2), im.outF(s));
+  im.store(s);
+}
+
 void runLrn(Runtime::Impl& im, Step& s) {
   const Shape& x = s.shapes[0];
   int64_t inner = 1;
@@ -261,5 +269,6 @@ const KindExec kind_exec::kSoftmax = {nullptr, &runSoftmax};
 const KindExec kind_exec::kLrn = {nullptr, &runLrn};
 const KindExec kind_exec::kChannelAffine = {nullptr, &runChannelAffine};
 const KindExec kind_exec::kInstanceNorm = {nullptr, &runInstanceNorm};
+const KindExec kind_exec::kDetectionOutput = {nullptr, &runDetectionOutput};
 
 }  // namespace npuc

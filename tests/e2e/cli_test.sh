@@ -342,6 +342,18 @@ sed -e "s|^inputNetFile .*|inputNetFile = \"$src/tests/data/caffe/batch_norm/mod
 if "$npuc" tidl-import "$tmp/ti/caffe/import.txt" >"$tmp/ti/caffe/out.txt" && grep -q "modelType          = 0            Caffe" "$tmp/ti/caffe/out.txt" &&
    grep -q '"numerics": "int8-pow2"' "$tmp/ti/caffe/tidl_net_small/manifest.json"; then ok "tidl-import modelType 0: the guide's sample on a Caffe network"
 else bad "tidl-import modelType 0: $(cat "$tmp/ti/caffe/out.txt")"; fi
+# A JDetNet-shaped SSD (PriorBox, DetectionOutput) through the guide's sample configuration: the package detects
+# (DetectionOutput on the DSP; its output 200 records of 7 values).
+ssd="$src/tests/data/caffe/ssd"
+head -c 3072 /dev/urandom >"$tmp/ti/caffe/ssd.raw"
+sed -e "s|^inputNetFile .*|inputNetFile = \"$ssd/model.prototxt\"|" \
+    -e "s|^inputParamsFile .*|inputParamsFile = \"$ssd/model.caffemodel\"|" \
+    -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/caffe/ssd.raw\"|" \
+    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_ssd.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/ssd.txt"
+if "$npuc" tidl-import "$tmp/ti/caffe/ssd.txt" >"$tmp/ti/caffe/ssd.out" 2>&1 &&
+   "$npuc" simulate "$tmp/ti/caffe/tidl_net_ssd" --input "data=$ssd/input_data.npy" -o "$tmp/ti/caffe/ssdsim" >"$tmp/ti/caffe/ssdsim.out" 2>&1 &&
+   grep -q "detection_out float32 1x1x200x7" "$tmp/ti/caffe/ssdsim.out"; then ok "tidl-import modelType 0: an SSD-shaped Caffe network (PriorBox, DetectionOutput) translates and detects"
+else bad "tidl-import SSD: $(tail -3 "$tmp/ti/caffe/ssd.out" "$tmp/ti/caffe/ssdsim.out")"; fi
 sed -e "/^inputParamsFile/d" "$tmp/ti/caffe/import.txt" >"$tmp/ti/caffe/noparams.txt"
 expect_error 2 "inputParamsFile: is required with modelType 0 (Caffe)" -- "$npuc" tidl-import "$tmp/ti/caffe/noparams.txt"
 onnxify() {  # the guide's sample as an ONNX configuration for the digits model

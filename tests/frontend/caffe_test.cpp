@@ -2,6 +2,7 @@
 // tests/data/caffe/generate.py), the same network through ONNX, and bad input (one clear error naming the file, the
 // layer and the rule; never a crash).
 #include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
 
 #include "frontend/caffe/caffe_io.hpp"
 #include "scratch_dir.hpp"
@@ -110,6 +111,52 @@ INSTANTIATE_TEST_SUITE_P(Layers, CaffeOracle,
                                            "batch_norm", "shapes", "argmax", "small_net", "lrn_k",
                                            "lrn_within", "inner_product_t", "crop", "scale_bottom",
                                            "bias", "ssd"));
+
+// SSD in packages: the priors a float32 weight, DetectionOutput a detection_output layer. The generic package's
+// detections equal the engine's bit for bit (and so OpenCV's, MatchesOpenCv above), exact and fast, 1 and 2 threads;
+// it translates for tidl too.
+TEST(Caffe, SsdTranslatesAndThePackageIsTheEngine) {
+  Case c = readCase("ssd");
+  const fs::path dir = kData / "ssd";
+  Model m = Model::loadCaffe(dir / "model.prototxt", dir / "model.caffemodel");
+  const std::vector<Tensor> want = Session(m).run(c.inputs);
+  ASSERT_EQ(want.size(), 1u);
+  TranslateOptions o;
+  o.prefix = "ssd";
+  o.onnx = dir / "model.prototxt";
+  o.caffe_model = dir / "model.caffemodel";
+  o.target = "generic";
+  o.out_root = test::scratchDir("ssd_pkg");
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors[0].rule + ": " + r.errors[0].actual);
+  for (bool exact : {true, false})
+    for (int threads : {1, 2}) {
+      Runtime rt(r.dir, {threads, exact});
+      std::vector<Tensor> got = rt.run({c.inputs.at("data")});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(got[0].sameBits(want[0])) << "exact " << exact << ", " << threads << " thread(s)";
+    }
+  // TIDL (int8-pow2): the class softmax over [N, priors, classes] is the guide's SSD exception, DetectionOutput runs
+  // on the DSP.
+  o.target = "tidl";
+  o.prefix = "ssd_tidl";
+  o.calibration["data"] = {c.inputs.at("data")};
+  TranslateResult t = translate(o);
+  EXPECT_TRUE(t.ok) << (t.errors.empty() ? "" : t.errors[0].rule + ": " + t.errors[0].actual);
+  // int8-affine: the heads in integers, DetectionOutput in float on dequantized inputs, its records not quantized
+  // (labels stay whole numbers); the best detection is the float model's.
+  o.target = "generic-int8";
+  o.prefix = "ssd_int8";
+  TranslateResult q = translate(o);
+  ASSERT_TRUE(q.ok) << (q.errors.empty() ? "" : q.errors[0].rule + ": " + q.errors[0].actual);
+  std::vector<Tensor> got = Runtime(q.dir).run({c.inputs.at("data")});
+  const float* a = got[0].data<float>();
+  const float* b = want[0].data<float>();
+  EXPECT_EQ(a[1], b[1]);                 // the label
+  EXPECT_NEAR(a[2], b[2], 0.02);         // the score
+  for (int k = 3; k < 7; ++k) EXPECT_NEAR(a[k], b[k], 0.05) << "box coordinate " << k - 3;
+  for (int64_t i = 0; i < got[0].numel() / 7; ++i) EXPECT_EQ(a[i * 7 + 1], std::round(a[i * 7 + 1])) << "row " << i;
+}
 
 // The net's outputs are the blobs no later layer reads, named as in the prototxt; the training net's layers and the
 // in-place chain leave one output per blob.

@@ -33,8 +33,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   PREFIX                      output goes to <out>/PREFIX/, files are named PREFIX_*
   -onnx, --onnx MODEL         the ONNX model (default: ./onnx/PREFIX.onnx, the "simple specification case")
   -caffe PROTOTXT CAFFEMODEL  a Caffe model instead: network description and trained weights
-  -tf PB, -tflite FILE        a TensorFlow frozen graph or a TensorFlow Lite model instead (the TensorFlow Lite
-                              importer is being built: issue 50; -onnx with any model file also detects its format)
+  -tf PB, -tflite FILE        a TensorFlow frozen graph or a TensorFlow Lite model instead (-onnx with any model
+                              file also detects its format by content)
   --target, -t NAME           target name or .yaml path (default: drpai; see `npuc targets`)
   --out DIR                   output root folder (default: output)
   --input-shape NAME=DIMS     fix an input's shape (repeatable)

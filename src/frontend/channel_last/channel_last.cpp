@@ -99,8 +99,20 @@ ir::ValueId Builder::transposed(Held& h, const std::string& name, Form to) {
   if (r < 3) fail(ErrorCode::kInternal, "tensor '{}' of rank {} has no channels-first form", name, r);
   const bool to_first = to == Form::kChannelsFirst;
   ir::ValueId out = value(name + (to_first ? "/channels_first" : "/channels_last"));
-  node("Transpose", g_.value(out).name, {h.value}, {out},
-       {{"perm", to_first ? toChannelsFirst(r) : toFramework(r)}});
+  const std::vector<int64_t> perm = to_first ? toChannelsFirst(r) : toFramework(r);
+  // Where only axes of size 1 move (a [1, 1, 1, C] map), the elements keep their order: a Reshape, not a Transpose.
+  const Shape& s = irShape(h.value);
+  int64_t last = -1;
+  bool in_order = true;
+  for (int64_t p : perm) {
+    if (s[static_cast<size_t>(p)] == 1) continue;
+    in_order = in_order && p > last;
+    last = p;
+  }
+  if (in_order)
+    node("Reshape", g_.value(out).name, {h.value, ints(name + "/shape", permuted(s, perm))}, {out});
+  else
+    node("Transpose", g_.value(out).name, {h.value}, {out}, {{"perm", perm}});
   h.other = out;
   return out;
 }

@@ -60,7 +60,8 @@ class Builder {
   /// The tensor's shape as the framework sees it, whatever form the IR holds.
   Shape shape(const std::string& name) const;
   size_t rank(const std::string& name) const { return shape(name).size(); }
-  /// The tensor in the framework's form (one Transpose added, once, when it is held channels-first).
+  /// The tensor in the framework's form (one Transpose added, once, when it is held channels-first; a Reshape where
+  /// only axes of size 1 move).
   ir::ValueId framework(const std::string& name);
   /// The tensor channels-first (one Transpose added, once, when it is held in the framework's form); rank >= 3.
   ir::ValueId channelsFirst(const std::string& name);

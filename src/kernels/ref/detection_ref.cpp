@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <utility>
@@ -167,9 +168,19 @@ std::vector<std::array<float, 7>> ssdDetectionOutput(const SsdParams& p, const f
     std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a[2] > b[2]; });
     out.insert(out.end(), rows.begin(), rows.end());
   }
-  if (out.empty())
-    for (int64_t img = 0; img < p.images; ++img) out.push_back({static_cast<float>(img), -1, -1, -1, -1, -1, -1});
   return out;
+}
+
+int64_t ssdOutputRows(const SsdParams& p) {
+  const int64_t fg = p.classes - (p.background >= 0 && p.background < p.classes ? 1 : 0);
+  return p.images * (p.keep_top_k > 0 ? p.keep_top_k : p.priors * std::max<int64_t>(fg, 0));
+}
+
+void ssdDetectionOutputRows(const SsdParams& p, const float* loc, const float* conf, const float* prior, float* y) {
+  const auto det = ssdDetectionOutput(p, loc, conf, prior);
+  const int64_t rows = ssdOutputRows(p);
+  std::fill_n(y, rows * 7, 0.0f);
+  for (size_t i = 0; i < det.size() && static_cast<int64_t>(i) < rows; ++i) std::copy(det[i].begin(), det[i].end(), y + i * 7);
 }
 
 }  // namespace npuc::kernels

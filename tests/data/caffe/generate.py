@@ -381,7 +381,7 @@ def ssd():
     m.layer("mbox_conf_flatten", "Flatten", ["mbox_conf_softmax"], ["mbox_conf_flatten"], "flatten_param { axis: 1 }")
     m.layer("detection_out", "DetectionOutput", ["mbox_loc", "mbox_conf_flatten", "mbox_priorbox"], ["detection_out"],
             f"include {{ phase: TEST }} detection_output_param {{ num_classes: {classes} share_location: true "
-            "background_label_id: 0 nms_param { nms_threshold: 0.45 top_k: 100 } code_type: CENTER_SIZE keep_top_k: 20 "
+            "background_label_id: 0 nms_param { nms_threshold: 0.45 top_k: 100 } code_type: CENTER_SIZE keep_top_k: 200 "
             "confidence_threshold: 0.2 save_output_param { label_map_file: \"labels.prototxt\" } }")
     m.outputs = ["mbox_priorbox", "mbox_loc", "mbox_conf_flatten", "detection_out"]
     m.write()
