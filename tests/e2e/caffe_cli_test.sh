@@ -29,6 +29,11 @@ if "$npuc" quantize "$net/model.prototxt" "$net/model.caffemodel" --calib "data=
    "$npuc" inspect "$tmp/q.onnx" | grep -q QuantizeLinear; then ok "quantize PROTOTXT CAFFEMODEL writes a QDQ model"
 else bad "quantize PROTOTXT CAFFEMODEL"; fi
 
+# inspect --save-onnx: the imported network as standard ONNX, which runs to the same bits.
+if "$npuc" inspect "$net/model.prototxt" "$net/model.caffemodel" --save-onnx "$tmp/sn.onnx" >/dev/null &&
+   "$npuc" run "$tmp/sn.onnx" --input "data=$net/input_data.npy" --output-dir "$tmp/run_onnx" >/dev/null &&
+   cmp -s "$tmp/run_onnx/prob.npy" "$tmp/run/prob.npy"; then ok "inspect --save-onnx: the Caffe network as ONNX, same outputs"
+else bad "inspect --save-onnx"; fi
 expect_error 2 "give its trained weights (.caffemodel)" -- "$npuc" inspect "$net/model.prototxt"
 expect_error 2 "not a valid .caffemodel" -- "$npuc" inspect "$net/model.prototxt" "$src/models/digits/digits_cnn.onnx"
 printf 'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 4 } } }\nlayer { name: "p" type: "Normalize" bottom: "data" top: "p" }\n' >"$tmp/prior.prototxt"

@@ -769,7 +769,7 @@ TEST(TidlRules, ArgMaxFcSoftmax) {
 
   EXPECT_TRUE(check(opGraph("Softmax", {{1, 10}}), "tidl").empty());
   expectOneRow(check(opGraph("Softmax", {{1, 10, 1, 1}}, axisAttr(1)), "tidl"), "tidl.softmax.flat",
-               "Softmax input has to be flattened (C = 1 and H = 1) (T:L283)", "input rank 4");
+               "Softmax input has to be flattened (C = 1 and H = 1) (T:L283); SSD's class softmax over [N, priors, classes], its Reshape merged into TIDL_SoftMaxLayer, is the exception (T:L242)", "input rank 4");
 }
 
 TEST(TidlRules, ConcatAndSliceAxes) {
