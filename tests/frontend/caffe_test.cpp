@@ -5,6 +5,7 @@
 #include "npuc/runtime.hpp"
 
 #include "frontend/caffe/caffe_io.hpp"
+#include "frontend/frontend_test_util.hpp"
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -24,42 +25,14 @@ namespace {
 
 const fs::path kData = fs::path(NPUC_SOURCE_DIR) / "tests/data/caffe";
 
-std::string readAll(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-void writeAll(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary);
-  f << s;
-}
+using test::readAll;
+using test::writeAll;
 
-/// The largest |a - b| / max(|b|, 1) over two float tensors of one shape.
-double relError(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(shapeStr(a.shape()), shapeStr(b.shape()));
-  if (a.shape() != b.shape()) return INFINITY;
-  double worst = 0;
-  auto x = a.values<float>(), y = b.values<float>();
-  for (size_t i = 0; i < x.size(); ++i)
-    worst = std::max(worst, std::abs(double(x[i]) - double(y[i])) / std::max(1.0, std::abs(double(y[i]))));
-  return worst;
-}
+using test::relError;
 
-struct Case {
-  std::string name;
-  std::map<std::string, Tensor> inputs;
-  std::map<std::string, Tensor> expected;  // by blob name
-};
+using Case = test::OracleCase;  // (stored inputs and the oracle's outputs, by tensor name)
 
-Case readCase(const std::string& name) {
-  Case c{name, {}, {}};
-  fs::path d = kData / name;
-  for (const auto& e : fs::directory_iterator(d)) {
-    std::string f = e.path().filename().string();
-    if (f.rfind("input_", 0) == 0) c.inputs[f.substr(6, f.size() - 10)] = readNpyFile(e.path());
-    if (f.rfind("output_", 0) == 0) c.expected[f.substr(7, f.size() - 11)] = readNpyFile(e.path());
-  }
-  return c;
-}
+Case readCase(const std::string& name) { return test::readOracleCase(kData / name); }
 
 /// Every value of a run by name (the graph's outputs and the node outputs the callback sees).
 std::map<std::string, Tensor> runAll(const Model& m, const std::map<std::string, Tensor>& inputs) {
@@ -214,26 +187,9 @@ TEST(Caffe, SameOutputsAsOnnx) {
 
 // docs/frontends.md's table of Caffe layers is the importer's list: one row per layer type it imports, no other.
 TEST(Caffe, DocumentedLayersAreTheImportersTable) {
-  std::istringstream doc(readAll(fs::path(NPUC_SOURCE_DIR) / "docs/frontends.md"));
-  std::vector<std::string> rows;
-  bool in_table = false;
-  for (std::string line; std::getline(doc, line);) {
-    if (line.rfind("| Caffe layer |", 0) == 0) in_table = true;
-    else if (in_table && line.rfind("|---", 0) == 0) continue;
-    else if (in_table && line.rfind("| ", 0) == 0) rows.push_back(line.substr(2, line.find(" |", 2) - 2));
-    else if (in_table) break;
-  }
-  std::vector<std::string> documented;
-  for (const std::string& r : rows)  // "Sigmoid, TanH": a row may name several types
-    for (size_t at = 0; at < r.size();) {
-      size_t comma = r.find(", ", at);
-      documented.push_back(r.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-      at = comma == std::string::npos ? r.size() : comma + 2;
-    }
   std::vector<std::string> imported = caffe_io::supportedLayers();
-  std::sort(documented.begin(), documented.end());
   std::sort(imported.begin(), imported.end());
-  EXPECT_EQ(documented, imported);
+  EXPECT_EQ(test::documentedOps("| Caffe layer |"), imported);
 }
 
 // --- bad input ---

@@ -7,6 +7,7 @@
 #include "frontend/onnx/onnx_io.hpp"
 #include "frontend/tf/tf_io.hpp"
 #include "ir/graph.hpp"
+#include "frontend/frontend_test_util.hpp"
 #include "scratch_dir.hpp"
 #include "tf_graph.pb.h"
 
@@ -31,10 +32,7 @@ namespace {
 
 const fs::path kData = fs::path(NPUC_SOURCE_DIR) / "tests/data/tf";
 
-std::string readAll(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+using test::readAll;
 
 /// A stored graph loaded as the CLI loads it (resolved; optimized or not).
 Model load(const fs::path& pb, bool optimize = true, const LoadOptions& base = {}) {
@@ -56,21 +54,9 @@ std::pair<double, double> errors(const Tensor& a, const Tensor& b) {
   return {rel, abs};
 }
 
-struct Case {
-  std::string name;
-  std::map<std::string, Tensor> inputs;
-  std::map<std::string, Tensor> expected;  // by node name
-};
+using Case = test::OracleCase;  // (stored inputs and the oracle's outputs, by tensor name)
 
-Case readCase(const std::string& name) {
-  Case c{name, {}, {}};
-  for (const auto& e : fs::directory_iterator(kData / name)) {
-    std::string f = e.path().filename().string();
-    if (f.rfind("input_", 0) == 0) c.inputs[f.substr(6, f.size() - 10)] = readNpyFile(e.path());
-    if (f.rfind("output_", 0) == 0) c.expected[f.substr(7, f.size() - 11)] = readNpyFile(e.path());
-  }
-  return c;
-}
+Case readCase(const std::string& name) { return test::readOracleCase(kData / name); }
 
 const std::vector<std::string> kGraphs = {"conv", "conv_dilated", "depthwise", "pooling", "batch_norm", "eltwise",
                                           "math", "shapes_cv", "shapes", "matmul", "resize", "deconv",
@@ -160,25 +146,9 @@ TEST(Tf, SameOutputsAsOnnx) {
 
 // docs/frontends.md's table of TensorFlow ops is the importer's list: one row per op it imports, no other.
 TEST(Tf, DocumentedOpsAreTheImportersTable) {
-  std::istringstream doc(readAll(fs::path(NPUC_SOURCE_DIR) / "docs/frontends.md"));
-  std::vector<std::string> documented;
-  bool in_table = false;
-  for (std::string line; std::getline(doc, line);) {
-    if (line.rfind("| TensorFlow op |", 0) == 0) in_table = true;
-    else if (in_table && line.rfind("|---", 0) == 0) continue;
-    else if (in_table && line.rfind("| ", 0) == 0) {
-      std::string r = line.substr(2, line.find(" |", 2) - 2);
-      for (size_t at = 0; at < r.size();) {
-        size_t comma = r.find(", ", at);
-        documented.push_back(r.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        at = comma == std::string::npos ? r.size() : comma + 2;
-      }
-    } else if (in_table) break;
-  }
   std::vector<std::string> imported = tf_io::supportedOps();
-  std::sort(documented.begin(), documented.end());
   std::sort(imported.begin(), imported.end());
-  EXPECT_EQ(documented, imported);
+  EXPECT_EQ(test::documentedOps("| TensorFlow op |"), imported);
 }
 
 // --- bad input ---
@@ -384,18 +354,7 @@ TEST(TfBadInputRandom, DamagedFilesGiveErrorsNotCrashes) {
   for (const std::string& name : kGraphs) {
     const std::string bytes = readAll(kData / name / "model.pb");
     for (int i = 0; i < 60; ++i) {
-      std::string b = bytes;
-      switch (rng() % 3) {
-        case 0: b.resize(rng() % (b.size() + 1)); break;
-        case 1:
-          for (int k = 0; k < 1 + int(rng() % 4); ++k) b[rng() % b.size()] = char(rng());
-          break;
-        default: {
-          size_t at = rng() % b.size();
-          b.insert(at, b.substr(rng() % b.size(), 1 + rng() % 40));
-          break;
-        }
-      }
+      const std::string b = test::damaged(bytes, rng);
       try {
         auto g = tf_io::importBytes(b.data(), b.size(), "x.pb");
         ++loaded;

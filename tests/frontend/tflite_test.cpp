@@ -4,6 +4,7 @@
 #include "npuc/model.hpp"
 
 #include "frontend/tflite/tflite_io.hpp"
+#include "frontend/frontend_test_util.hpp"
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -23,29 +24,14 @@ namespace {
 
 const fs::path kData = fs::path(NPUC_SOURCE_DIR) / "tests/data/tflite";
 
-std::string readAll(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+using test::readAll;
 
 /// A TFLite model as a Model (its format detected by content).
 Model loadTflite(const fs::path& path, const LoadOptions& opts = {}) { return Model::load(path, opts); }
 
-struct Case {
-  std::string name;
-  std::map<std::string, Tensor> inputs;
-  std::map<std::string, Tensor> expected;  // by tensor name
-};
+using Case = test::OracleCase;  // (stored inputs and the oracle's outputs, by tensor name)
 
-Case readCase(const std::string& name) {
-  Case c{name, {}, {}};
-  for (const auto& e : fs::directory_iterator(kData / name)) {
-    std::string f = e.path().filename().string();
-    if (f.rfind("input_", 0) == 0) c.inputs[f.substr(6, f.size() - 10)] = readNpyFile(e.path());
-    if (f.rfind("output_", 0) == 0) c.expected[f.substr(7, f.size() - 11)] = readNpyFile(e.path());
-  }
-  return c;
-}
+Case readCase(const std::string& name) { return test::readOracleCase(kData / name); }
 
 /// The largest |a - b| / max(|b|, 1) (float), or |a - b| in codes (integers).
 double error(const Tensor& a, const Tensor& b) {
@@ -165,25 +151,9 @@ TEST(Tflite, SameOutputsAsOnnx) {
 
 // docs/frontends.md's table of TFLite operators is the importer's list: one row per operator, no other.
 TEST(Tflite, DocumentedOpsAreTheImportersTable) {
-  std::istringstream doc(readAll(fs::path(NPUC_SOURCE_DIR) / "docs/frontends.md"));
-  std::vector<std::string> documented;
-  bool in_table = false;
-  for (std::string line; std::getline(doc, line);) {
-    if (line.rfind("| TFLite operator |", 0) == 0) in_table = true;
-    else if (in_table && line.rfind("|---", 0) == 0) continue;
-    else if (in_table && line.rfind("| ", 0) == 0) {
-      std::string r = line.substr(2, line.find(" |", 2) - 2);
-      for (size_t at = 0; at < r.size();) {
-        size_t comma = r.find(", ", at);
-        documented.push_back(r.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        at = comma == std::string::npos ? r.size() : comma + 2;
-      }
-    } else if (in_table) break;
-  }
   std::vector<std::string> imported = tflite_io::supportedOps();
-  std::sort(documented.begin(), documented.end());
   std::sort(imported.begin(), imported.end());
-  EXPECT_EQ(documented, imported);
+  EXPECT_EQ(test::documentedOps("| TFLite operator |"), imported);
 }
 
 // --- bad input ---
@@ -250,18 +220,7 @@ TEST(TfliteBadInputRandom, DamagedFilesGiveErrorsNotCrashes) {
   for (const char* name : {"conv", "shapes", "mobilenet", "binary", "transpose_conv"}) {
     const std::string bytes = readAll(kData / name / "model.tflite");
     for (int i = 0; i < 300; ++i) {
-      std::string b = bytes;
-      switch (rng() % 3) {
-        case 0: b.resize(rng() % (b.size() + 1)); break;
-        case 1:
-          for (int k = 0; k < 1 + int(rng() % 4); ++k) b[8 + rng() % (b.size() - 8)] = char(rng());
-          break;
-        default: {
-          size_t at = rng() % b.size();
-          b.insert(at, b.substr(rng() % b.size(), 1 + rng() % 40));
-          break;
-        }
-      }
+      const std::string b = test::damaged(bytes, rng, 8);  // (the identifier kept)
       try {
         auto g = tflite_io::importBytes(b.data(), b.size(), "x.tflite");
         ++loaded;
