@@ -203,11 +203,12 @@ VGraph fromModel(const fs::path& onnx, const std::string& target) {
   }
   GraphBuilder b;
   b.g.title = onnx.stem().string();
+  const char* format = modelFormatName(detectModelFormat(onnx));  // (ONNX, TensorFlow, TensorFlow Lite)
   b.g.source = target.empty()
-                   ? fmt::format("ONNX model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)",
-                                 onnx.string(), m.nodes().size())
-                   : fmt::format("ONNX model {} optimized for target {} ({} nodes; colour by the kind of the engine each runs on, "
-                                 "time from the cost model)", onnx.string(), target, m.nodes().size());
+                   ? fmt::format("{} model {} (optimized as loaded, {} nodes; colour by op kind: MAC-type ops and the rest)",
+                                 format, onnx.string(), m.nodes().size())
+                   : fmt::format("{} model {} optimized for target {} ({} nodes; colour by the kind of the engine each runs on, "
+                                 "time from the cost model)", format, onnx.string(), target, m.nodes().size());
   b.inputs(m.inputs());
   for (auto& ni : m.nodes()) {
     const bool mac = ni.op == "Conv" || ni.op == "ConvTranspose" || ni.op == "Gemm" || ni.op == "MatMul" || ni.op.find("ai.npuc.Conv") == 0 ||
@@ -425,13 +426,14 @@ for (const g of document.querySelectorAll('g.node')) {
 }  // namespace
 
 void addView(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("view", "Draw a package's layer graph (or an ONNX model's): Graphviz .dot and a self-contained HTML page");
+  auto* c = app.add_subcommand("view", "Draw a package's layer graph (or a model's): Graphviz .dot and a self-contained HTML page");
   addCustomOpOption(c);
   struct Opts {
     std::string target, out = ".", compare, name, on;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("target", o->target, "A package folder (output/PREFIX) or an ONNX model")->required();
+  c->add_option("target", o->target, "A package folder (output/PREFIX) or a model (ONNX, TensorFlow .pb, TFLite; a Caffe "
+                                     "network through inspect --save-onnx first)")->required();
   c->add_option("--out,-o", o->out, "Folder for NAME.dot and NAME.html (default: the current folder)");
   c->add_option("--name", o->name, "File name stem (default: the package's or model's name)");
   c->add_option("--on", o->on,
