@@ -5,6 +5,7 @@
 #include "support/error.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace npuc::channel_last {
 
@@ -32,10 +33,41 @@ int64_t channelsFirstAxis(int64_t axis, size_t rank, const std::string& what) {
   return axis == r - 1 ? 1 : axis + 1;
 }
 
-static Shape permuted(const Shape& s, const std::vector<int64_t>& perm) {
+int64_t product(const Shape& s) {
+  int64_t p = 1;
+  for (int64_t d : s) {
+    if (d < 0) return -1;
+    if (__builtin_mul_overflow(p, d, &p) || p > kMaxElements) return kMaxElements + 1;
+  }
+  return p;
+}
+
+Shape permuted(const Shape& s, const std::vector<int64_t>& perm) {
   Shape out;
   for (int64_t p : perm) out.push_back(s[static_cast<size_t>(p)]);
   return out;
+}
+
+Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
+  const Shape& s = t.shape();
+  const size_t rank = s.size(), es = dtypeSize(t.dtype());
+  Tensor r(t.dtype(), permuted(s, perm));
+  std::vector<int64_t> in_strides(rank, 1);
+  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * s[i];
+  std::vector<int64_t> idx(rank, 0);
+  const auto* src = static_cast<const uint8_t*>(t.raw());
+  auto* dst = static_cast<uint8_t*>(r.raw());
+  const Shape& os = r.shape();
+  for (int64_t o = 0; o < r.numel(); ++o) {
+    int64_t off = 0;
+    for (size_t i = 0; i < rank; ++i) off += idx[i] * in_strides[static_cast<size_t>(perm[i])];
+    std::memcpy(dst + o * static_cast<int64_t>(es), src + off * static_cast<int64_t>(es), es);
+    for (size_t i = rank; i-- > 0;) {
+      if (++idx[i] < os[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return r;
 }
 
 Shape channelsFirstShape(const Shape& framework) { return permuted(framework, toChannelsFirst(framework.size())); }

@@ -31,6 +31,15 @@ std::vector<int64_t> toFramework(size_t rank);
 /// Framework axis `axis` (negative counts from the end) of a rank-r tensor held channels-first: its IR axis.
 /// Throws kInvalidInput naming `what` when the axis is out of range.
 int64_t channelsFirstAxis(int64_t axis, size_t rank, const std::string& what = "axis");
+/// Sizes beyond this are no real network's; element counts from untrusted files are checked against it.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+/// The product of dims, saturated just above kMaxElements (never computed in overflowing arithmetic); -1 when a dim
+/// is negative.
+int64_t product(const Shape& s);
+/// A shape, and a host tensor's elements, permuted: out axis i = in axis perm[i] (constants' layouts at import).
+Shape permuted(const Shape& s, const std::vector<int64_t>& perm);
+Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm);
+
 /// A framework shape in channels-first order, and back.
 Shape channelsFirstShape(const Shape& framework);
 Shape frameworkShape(const Shape& channels_first);

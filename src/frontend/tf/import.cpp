@@ -107,15 +107,6 @@ bool producesNothing(const std::string& op) { return op == "NoOp" || op == "Cons
 
 }  // namespace
 
-int64_t product(const Shape& s) {
-  int64_t p = 1;
-  for (int64_t d : s) {
-    if (d < 0) return -1;
-    if (__builtin_mul_overflow(p, d, &p) || p > kMaxElements) return kMaxElements + 1;
-  }
-  return p;
-}
-
 void Importer::indexNodes() {
   const int count = gd_.node_size();
   ins_.assign(static_cast<size_t>(count), {});

@@ -36,7 +36,10 @@ namespace npuc::tf_io {
 
 /// Sizes beyond these are no real network's and would overflow products of dims.
 constexpr int64_t kMaxDim = int64_t{1} << 31;
-constexpr int64_t kMaxElements = int64_t{1} << 40;
+using channel_last::kMaxElements;
+/// The saturated product of dims, and host tensors permuted (channel_last.hpp).
+using channel_last::permuted;
+using channel_last::product;
 /// Values computed at import (shape arithmetic, constants filled from a short list) stay below this many elements.
 constexpr int64_t kMaxHostElements = int64_t{1} << 24;
 
@@ -44,11 +47,7 @@ constexpr int64_t kMaxHostElements = int64_t{1} << 24;
 constexpr std::array<int64_t, 4> kTfToCf = {0, 2, 3, 1};
 constexpr std::array<int64_t, 4> kCfToTf = {0, 3, 1, 2};
 
-/// A host tensor permuted: out axis i = in axis perm[i].
-Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm);
 
-/// The product of dims, saturated just above kMaxElements (dims come from untrusted files).
-int64_t product(const Shape& s);
 
 /// A TensorFlow tensor (one output of a node) as the importer holds it.
 struct Val {

@@ -48,11 +48,7 @@ const Shape& Importer::irShape(ir::ValueId v) const {
 
 ir::Node& Importer::node(const std::string& op, std::vector<ir::ValueId> ins, std::vector<ir::ValueId> outs,
                          std::map<std::string, ir::Attr> attrs, const std::string& suffix) {
-  ir::Node& nd = g_->addNode(op, gd_.node(cur_).name() + suffix, std::move(ins), std::move(outs));
-  nd.attrs = std::move(attrs);
-  ir::NodeId id = nd.id;
-  ops::inferNodeTypes(*g_, id);
-  return g_->node(id);
+  return cl_->node(op, gd_.node(cur_).name() + suffix, std::move(ins), std::move(outs), std::move(attrs));
 }
 
 ir::ValueId Importer::emit(const std::string& op, std::vector<ir::ValueId> ins, std::map<std::string, ir::Attr> attrs,
@@ -68,31 +64,6 @@ ir::ValueId Importer::constant(const std::string& what, Tensor t) {
 
 ir::ValueId Importer::ints(const std::string& what, const std::vector<int64_t>& v) {
   return constant(what, Tensor::fromVector<int64_t>({static_cast<int64_t>(v.size())}, v));
-}
-
-/// A host tensor permuted: out axis i = in axis perm[i].
-Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
-  const Shape& s = t.shape();
-  const size_t r = s.size();
-  Shape os(r);
-  for (size_t i = 0; i < r; ++i) os[i] = s[static_cast<size_t>(perm[i])];
-  Tensor out(t.dtype(), os);
-  std::vector<int64_t> in_stride(r, 1);
-  for (size_t i = r; i-- > 1;) in_stride[i - 1] = in_stride[i] * s[i];
-  const size_t es = dtypeSize(t.dtype());
-  const auto* src = static_cast<const uint8_t*>(t.raw());
-  auto* dst = static_cast<uint8_t*>(out.raw());
-  std::vector<int64_t> idx(r, 0);
-  for (int64_t o = 0; o < out.numel(); ++o) {
-    int64_t off = 0;
-    for (size_t i = 0; i < r; ++i) off += idx[i] * in_stride[static_cast<size_t>(perm[i])];
-    std::memcpy(dst + static_cast<size_t>(o) * es, src + static_cast<size_t>(off) * es, es);
-    for (size_t i = r; i-- > 0;) {
-      if (++idx[i] < os[i]) break;
-      idx[i] = 0;
-    }
-  }
-  return out;
 }
 
 namespace {

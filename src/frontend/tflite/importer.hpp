@@ -32,17 +32,14 @@ namespace fb = npuc_tflite;
 
 /// Sizes beyond these are no real model's and would overflow products of dims.
 constexpr int64_t kMaxDim = int64_t{1} << 31;
-constexpr int64_t kMaxElements = int64_t{1} << 40;
+using channel_last::kMaxElements;
 /// NHWC -> NCHW and back (the permutations of a rank-4 activation).
 inline const std::vector<int64_t> kToChannelsFirst = {0, 3, 1, 2};
 inline const std::vector<int64_t> kToChannelsLast = {0, 2, 3, 1};
 
-/// The product of dims, saturated just above kMaxElements; -1 when a dim is negative.
-int64_t product(const Shape& s);
-/// `s` permuted: result[i] = s[perm[i]].
-Shape permuted(const Shape& s, const std::vector<int64_t>& perm);
-/// A tensor's elements permuted (any element type): result dims[i] = t dims[perm[i]].
-Tensor permuteTensor(const Tensor& t, const std::vector<int64_t>& perm);
+/// The saturated product of dims, shapes and host tensors permuted (channel_last.hpp).
+using channel_last::permuted;
+using channel_last::product;
 /// The builtin operator's name ("CONV_2D"), or "BUILTIN_<code>" for a code the schema does not name.
 std::string builtinName(int32_t code);
 

@@ -15,44 +15,6 @@
 
 namespace npuc::tflite_io {
 
-int64_t product(const Shape& s) {
-  int64_t p = 1;
-  for (int64_t d : s) {
-    if (d < 0) return -1;
-    if (__builtin_mul_overflow(p, d, &p) || p > kMaxElements) return kMaxElements + 1;
-  }
-  return p;
-}
-
-Shape permuted(const Shape& s, const std::vector<int64_t>& perm) {
-  Shape r;
-  for (int64_t p : perm) r.push_back(s[static_cast<size_t>(p)]);
-  return r;
-}
-
-Tensor permuteTensor(const Tensor& t, const std::vector<int64_t>& perm) {
-  const Shape& s = t.shape();
-  const size_t rank = s.size(), es = dtypeSize(t.dtype());
-  Tensor r(t.dtype(), permuted(s, perm));
-  std::vector<int64_t> in_strides(rank, 1);
-  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * s[i];
-  std::vector<int64_t> idx(rank, 0);
-  const auto* src = static_cast<const uint8_t*>(t.raw());
-  auto* dst = static_cast<uint8_t*>(r.raw());
-  const Shape& os = r.shape();
-  for (int64_t o = 0; o < r.numel(); ++o) {
-    int64_t off = 0;
-    for (size_t i = 0; i < rank; ++i) off += idx[i] * in_strides[static_cast<size_t>(perm[i])];
-    std::memcpy(dst + o * static_cast<int64_t>(es), src + off * static_cast<int64_t>(es), es);
-    for (size_t i = rank; i-- > 0;) {
-      if (++idx[i] < os[i]) break;
-      idx[i] = 0;
-    }
-  }
-  return r;
-}
-
-
 std::string Importer::baseName(int32_t t) const {
   const fb::Tensor& ten = tensor(t);
   return ten.name() && ten.name()->size() ? ten.name()->str() : fmt::format("tensor{}", t);
@@ -113,7 +75,7 @@ ir::ValueId Importer::constantValue(int32_t t, const std::vector<int64_t>& perm,
   if (!perm.empty()) {
     if (perm.size() != data.shape().size())
       fail(ErrorCode::kInvalidInput, "{} has shape {}; rank {} is expected", tensorLabel(t), shapeStr(data.shape()), perm.size());
-    data = permuteTensor(data, perm);
+    data = permuted(data, perm);
     axis = std::find(perm.begin(), perm.end(), axis) - perm.begin();
   }
   const std::string name = valueName(t, "");
@@ -206,11 +168,7 @@ ir::Node& Importer::node(const std::string& op, std::vector<ir::ValueId> ins, st
     const fb::Tensor& t = tensor(op_.outputs[0]);
     if (t.name() && t.name()->size()) base = t.name()->str();
   }
-  ir::Node& n = g_->addNode(op, base + suffix, std::move(ins), std::move(outs));
-  n.attrs = std::move(attrs);
-  ir::NodeId id = n.id;
-  ops::inferNodeTypes(*g_, id);
-  return g_->node(id);
+  return cl_->node(op, base + suffix, std::move(ins), std::move(outs), std::move(attrs));
 }
 
 ir::ValueId Importer::apply(const std::string& op, std::vector<ir::ValueId> ins, std::map<std::string, ir::Attr> attrs,
