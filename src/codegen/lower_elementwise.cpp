@@ -1,7 +1,9 @@
 // Lowering of the element-wise ops (mirrors engine/ops_elementwise.cpp): every op of the unary and binary tables
-// (kernels/elementwise_ops.def) by name, n-ary Sum / Mean / Max / Min, Clip, Cast, Identity and Dropout.
+// (kernels/elementwise_ops.def) by name, n-ary Sum / Mean / Max / Min, Clip, Cast, Identity and Dropout; on typed
+// values (bool, integers) and for comparisons and logic, the typed_binary / typed_unary layers.
 #include "codegen/lowerer.hpp"
 
+#include "kernels/typed.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -30,7 +32,14 @@ void Lowerer::variadic(const ir::Node& n, uint32_t code) {
     if (!ops::broadcastShapes(acc_shape, shapeOf(n, i), s)) unsupported(n, "inputs do not broadcast");
     const bool last = i == k - 1 && n.op != "Mean";
     int next = last ? outVal(n, n.outputs[0]) : tempVal(fmt::format("{}/partial{}", n.name, i), s);
-    emit(n, LayerKind::kBinary, {acc, in(n, i)}, next, {code}).name = fmt::format("{}/{}", n.name, i);
+    if (typed_ && !last) vals_[static_cast<size_t>(next)].type = vals_[static_cast<size_t>(acc)].type;
+    if (typed_) {  // integer Sum / Max / Min: the same chain of typed layers
+      if (n.op == "Mean") unsupported(n, "Mean of {} values has no package form (floating point only)", package::elemName(vals_[static_cast<size_t>(acc)].type));
+      const auto op = kernels::typedBinaryOpFromName(n.op == "Sum" ? "Add" : n.op);
+      emit(n, LayerKind::kTypedBinary, {acc, in(n, i)}, next, {static_cast<uint32_t>(op)}).name = fmt::format("{}/{}", n.name, i);
+    } else {
+      emit(n, LayerKind::kBinary, {acc, in(n, i)}, next, {code}).name = fmt::format("{}/{}", n.name, i);
+    }
     acc = next;
     acc_shape = s;
   }
@@ -80,11 +89,39 @@ void Lowerer::cast(const ir::Node& n) {
 }
 
 void Lowerer::castTo(const ir::Node& n, int x, ElemType t) {
-  ElemType from = vals_[static_cast<size_t>(x)].type;
-  bool ok = (from == ElemType::kU8 || from == ElemType::kF16 || from == ElemType::kF32) && (t == ElemType::kF16 || t == ElemType::kF32);
-  if (!ok) unsupported(n, "a cast from {} to {} has no package form (uint8, float16 or float32 to float16 or float32)",
-                       package::elemName(from), package::elemName(t));
+  const ElemType from = vals_[static_cast<size_t>(x)].type;
+  if (!package::isPackageType(from) || !package::isPackageType(t))
+    unsupported(n, "a cast from {} to {} has no package form", package::elemName(from), package::elemName(t));
   emit(n, LayerKind::kCast, {x}, outVal(n, n.outputs[0]));
+}
+
+/// On typed values, or a comparison / logic op (bool result): a typed_binary layer (kernels/typed.hpp).
+void Lowerer::typedBinaryNode(const ir::Node& n) {
+  if (n.numInputs() != 2) return variadic(n, 0);
+  const auto op = kernels::typedBinaryOpForOnnx(n.op, n.attrInt("fmod", 0), n.attrString("direction", "") == "LEFT");
+  if (op == kernels::TypedBinaryOp::kCount) unsupported(n, "op {} has no typed package form", n.op);
+  if (shapeOf(n, 0).size() > package::kMaxRank || g_.value(n.outputs[0]).type.shape.size() > package::kMaxRank)
+    unsupported(n, "rank above {}", package::kMaxRank);
+  const bool was = typed_;
+  typed_ = true;  // a comparison of float values writes bool; its integer constants keep their type
+  const int a = in(n, 0), b = in(n, 1);
+  typed_ = was;
+  const ElemType ta = vals_[static_cast<size_t>(a)].type, tb = vals_[static_cast<size_t>(b)].type;
+  if (ta != tb) unsupported(n, "operands of two types ({}, {}) have no package form", package::elemName(ta), package::elemName(tb));
+  const std::string why = kernels::typedBinaryRule(op, ta);
+  if (!why.empty()) unsupported(n, "{}", why);
+  emit(n, LayerKind::kTypedBinary, {a, b}, outVal(n, n.outputs[0]), {static_cast<uint32_t>(op)});
+}
+
+/// Not, IsNaN, IsInf, and Abs / Neg / Sign / Relu / Ceil / Floor of typed values: a typed_unary layer.
+void Lowerer::typedUnaryNode(const ir::Node& n) {
+  const auto op = kernels::typedUnaryOpFromName(n.op);
+  if (op == kernels::TypedUnaryOp::kCount) unsupported(n, "op {} has no typed package form", n.op);
+  const int x = in(n, 0);
+  const std::string why = kernels::typedUnaryRule(op, vals_[static_cast<size_t>(x)].type);
+  if (!why.empty()) unsupported(n, "{}", why);
+  const uint32_t flags = (n.attrInt("detect_negative", 1) ? 1u : 0u) | (n.attrInt("detect_positive", 1) ? 2u : 0u);
+  emit(n, LayerKind::kTypedUnary, {x}, outVal(n, n.outputs[0]), {static_cast<uint32_t>(op), flags});
 }
 
 void Lowerer::unaryOp(const ir::Node& n, const std::string& op, float alpha, float beta) {
@@ -98,6 +135,7 @@ void Lowerer::unaryOp(const ir::Node& n, const std::string& op, float alpha, flo
 /// A binary op of the table (two inputs; more or fewer are the variadic chain), with a following Relu, LeakyRelu or
 /// Clip applied by the layer itself.
 void Lowerer::binaryNode(const ir::Node& n) {
+  if (typed_) return typedBinaryNode(n);
   const uint32_t code = binaryCode(n.op.c_str());
   if (n.numInputs() != 2) return variadic(n, code);
   if (shapeOf(n, 0).size() > package::kMaxRank || g_.value(n.outputs[0]).type.shape.size() > package::kMaxRank)
@@ -119,7 +157,10 @@ void Lowerer::binaryNode(const ir::Node& n) {
   skip_[act->id] = true;
 }
 
-void Lowerer::sumMean(const ir::Node& n) { variadic(n, binaryCode("Add")); }
+void Lowerer::sumMean(const ir::Node& n) {
+  if (typed_) return typedBinaryNode(n);
+  variadic(n, binaryCode("Add"));
+}
 
 void Lowerer::clipNode(const ir::Node& n) {
   if ((n.hasInput(1) && !constIn(n, 1)) || (n.hasInput(2) && !constIn(n, 2))) unsupported(n, "Clip bounds must be constants");
@@ -130,6 +171,7 @@ void Lowerer::clipNode(const ir::Node& n) {
 
 /// An op of the unary table: alpha and beta from the attributes the table names.
 void Lowerer::unaryNode(const ir::Node& n) {
+  if (typed_) return typedUnaryNode(n);
   const std::vector<std::string>& names = package::unaryOpNames();
   const size_t code = static_cast<size_t>(std::find(names.begin(), names.end(), n.op) - names.begin());
   const auto& [a, b] = package::unaryOpAttrs()[code];
@@ -155,8 +197,7 @@ void Lowerer::copyNode(const ir::Node& n) {
   copyLike(n);
 }
 
-/// Where: the condition a constant (uint8 weights, 0 / 1) or a bool model input (a uint8 package input); a condition
-/// computed by the model has no package form (packages carry no bool activations).
+/// Where: the condition a constant (uint8 weights, 0 / 1), or a bool value (a model input or computed).
 void Lowerer::whereNode(const ir::Node& n) {
   const Shape& ys = g_.value(n.outputs[0]).type.shape;
   if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
@@ -167,12 +208,10 @@ void Lowerer::whereNode(const ir::Node& n) {
     std::vector<uint8_t> bytes(v.size());
     for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i] != 0 ? 1 : 0;
     cond = weightVal(cv.name, cv.type.shape, std::move(bytes), ElemType::kU8);
-  } else if (auto it = of_.find(n.inputs[0]); it != of_.end() && vals_[static_cast<size_t>(it->second)].type == ElemType::kU8) {
-    cond = it->second;
-  } else if (cv.producer == ir::kNoNode && cv.type.dtype == DType::kBool) {
-    cond = of_[n.inputs[0]] = newVal(cv.name, cv.type.shape, ElemType::kU8, 'i');
   } else {
-    unsupported(n, "a condition computed by the model has no package form (a constant or a bool model input)");
+    cond = in(n, 0);
+    const ElemType ct = vals_[static_cast<size_t>(cond)].type;
+    if (ct != ElemType::kBool && ct != ElemType::kU8) unsupported(n, "a {} condition has no package form", package::elemName(ct));
   }
   emit(n, LayerKind::kWhere, {cond, in(n, 1), in(n, 2)}, outVal(n, n.outputs[0]));
 }
@@ -187,6 +226,10 @@ void registerElementwiseLowerings(LowerTable& t) {
   t[{"", "Mean"}] = &Lowerer::sumMean;
   t[{"", "Clip"}] = &Lowerer::clipNode;
   t[{"", "Cast"}] = &Lowerer::cast;
+  t[{"", "CastLike"}] = &Lowerer::cast;
+  for (const char* op : {"Mod", "BitShift", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"})
+    t[{"", op}] = &Lowerer::typedBinaryNode;
+  for (const char* op : {"Not", "IsNaN", "IsInf"}) t[{"", op}] = &Lowerer::typedUnaryNode;
   t[{"", "Identity"}] = &Lowerer::copyNode;
   t[{"", "Dropout"}] = &Lowerer::copyNode;
 }

@@ -1,5 +1,5 @@
-// Lowering of the reductions (mirrors engine/ops_reduce.cpp): Reduce* (the reduce layer) and
-// LayerNormalization.
+// Lowering of the reductions (mirrors engine/ops_reduce.cpp): Reduce* (the reduce layer), ArgMax / ArgMin (the
+// arg_reduce layer) and LayerNormalization.
 #include "codegen/lowerer.hpp"
 
 #include "ops/registry.hpp"
@@ -50,9 +50,16 @@ void Lowerer::layerNorm(const ir::Node& n) {
   const Shape norm(x.begin() + axis, x.end());
   int64_t inner = 1;
   for (int64_t d : norm) inner *= d;
+  bool computed = false;  // a scale or bias the model computes (or a model input): read as it is, viewed as [inner]
   auto expand = [&](int i, const char* what) {
     const Tensor* t = constIn(n, i);
-    if (!t) unsupported(n, "the {} must be a constant to have a package form", what);
+    if (!t) {
+      if (shapeOf(n, i) != norm || ft_ != ElemType::kF32)
+        unsupported(n, "a computed {} has a package form in float32 packages, of the normalised shape {} (got {})", what,
+                    shapeStr(norm), shapeStr(shapeOf(n, i)));
+      computed = true;
+      return in(n, i);
+    }
     std::vector<double> v = t->toDouble();
     const Shape& ts = t->shape();
     if (ts.size() > norm.size()) unsupported(n, "the {} {} does not broadcast to {}", what, shapeStr(ts), shapeStr(norm));
@@ -74,17 +81,54 @@ void Lowerer::layerNorm(const ir::Node& n) {
   };
   std::vector<int> ins{in(n, 0), expand(1, "scale")};
   if (n.hasInput(2)) ins.push_back(expand(2, "bias"));
-  emit(n, LayerKind::kLayerNorm, ins, outVal(n, n.outputs[0]),
-       {static_cast<uint32_t>(axis), package::floatParam(ops::attrFloat(n, "epsilon"))});
+  LDesc& d = emit(n, LayerKind::kLayerNorm, ins, outVal(n, n.outputs[0]),
+                  {static_cast<uint32_t>(axis), package::floatParam(ops::attrFloat(n, "epsilon"))});
+  if (computed) {
+    d.views = {x, {inner}};
+    if (ins.size() == 3) d.views.push_back({inner});
+    d.views.push_back(g_.value(n.outputs[0]).type.shape);
+  }
 }
 
 void Lowerer::reduceNode(const ir::Node& n) { reduce(n, *package::reduceOpCode(n.op)); }
+
+/// ArgMax / ArgMin: an arg_reduce layer writing int64 indices (keepdims only shapes the output).
+void Lowerer::argReduce(const ir::Node& n) {
+  const Shape& x = shapeOf(n, 0);
+  if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = n.attrInt("axis", 0);
+  if (rank > 0 && !ops::normalizeAxis(axis, rank)) unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), rank);
+  if (rank == 0) axis = 0;
+  const bool was = typed_;
+  typed_ = true;  // the output is int64
+  const int xin = in(n, 0);
+  typed_ = was;
+  emit(n, LayerKind::kArgReduce, {xin}, outVal(n, n.outputs[0]),
+       {n.op == "ArgMax" ? 0u : 1u, static_cast<uint32_t>(axis), n.attrInt("select_last_index", 0) ? 1u : 0u});
+}
+
+/// CumSum: a cum_sum layer; the axis a constant.
+void Lowerer::cumSumNode(const ir::Node& n) {
+  const Shape& x = shapeOf(n, 0);
+  if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
+  const Tensor* at = constIn(n, 1);
+  if (!at || at->numel() != 1) unsupported(n, "the axis must be a constant to have a package form");
+  int64_t axis = at->toInt64()[0];
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (rank == 0 || !ops::normalizeAxis(axis, rank)) unsupported(n, "axis {} is out of range for rank {}", at->toInt64()[0], rank);
+  emit(n, LayerKind::kCumSum, {in(n, 0)}, outVal(n, n.outputs[0]),
+       {static_cast<uint32_t>(axis), n.attrInt("exclusive", 0) ? 1u : 0u, n.attrInt("reverse", 0) ? 1u : 0u});
+}
 
 void registerReduceLowerings(LowerTable& t) {
   for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
                          "ReduceMean", "ReduceProd", "ReduceSum", "ReduceSumSquare"})
     if (package::reduceOpCode(op)) t[{"", op}] = &Lowerer::reduceNode;
   t[{"", "LayerNormalization"}] = &Lowerer::layerNorm;
+  t[{"", "ArgMax"}] = &Lowerer::argReduce;
+  t[{"", "ArgMin"}] = &Lowerer::argReduce;
+  t[{"", "CumSum"}] = &Lowerer::cumSumNode;
 }
 
 }  // namespace npuc::codegen::detail

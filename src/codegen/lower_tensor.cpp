@@ -316,6 +316,18 @@ void Lowerer::transposeNode(const ir::Node& n) {
   emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), p);
 }
 
+/// Trilu: one trilu layer, k (a constant) saturated to int32.
+void Lowerer::triluNode(const ir::Node& n) {
+  if (shapeOf(n, 0).size() < 2 || shapeOf(n, 0).size() > package::kMaxRank) unsupported(n, "rank {} has no package form", shapeOf(n, 0).size());
+  int64_t k = 0;
+  if (n.hasInput(1)) {
+    const Tensor* kt = constIn(n, 1);
+    if (!kt || kt->numel() != 1) unsupported(n, "k must be a constant to have a package form");
+    k = std::clamp<int64_t>(kt->toInt64()[0], -std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::max());
+  }
+  emit(n, LayerKind::kTrilu, {in(n, 0)}, outVal(n, n.outputs[0]), {n.attrInt("upper", 1) ? 1u : 0u, u32(k)});
+}
+
 /// Expand and Tile: one repetition layer, x viewed at the output's rank (Expand broadcasts from the right).
 void Lowerer::tileNode(const ir::Node& n) {
   const Shape& ys = g_.value(n.outputs[0]).type.shape;
@@ -338,6 +350,7 @@ void registerTensorLowerings(LowerTable& t) {
   t[{"", "Gather"}] = &Lowerer::gather;
   t[{"", "Expand"}] = &Lowerer::tileNode;
   t[{"", "Tile"}] = &Lowerer::tileNode;
+  t[{"", "Trilu"}] = &Lowerer::triluNode;
   t[{"", "SpaceToDepth"}] = &Lowerer::depthSpace;
   t[{"", "DepthToSpace"}] = &Lowerer::depthSpace;
   t[{"ai.npuc", "Focus"}] = &Lowerer::focus;

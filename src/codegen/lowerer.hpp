@@ -212,9 +212,10 @@ class Lowerer {
     if (v.type.dtype == DType::kI8 && numericsTraits(t_.numerics).affine_codes) return ElemType::kI8;
     // int8-pow2: codes, signed (int8) or unsigned (uint8).
     if ((v.type.dtype == DType::kI8 || v.type.dtype == DType::kU8) && numericsTraits(t_.numerics).pow2_codes) return v.type.dtype;
+    if (isTypedValue(v) && package::isPackageType(v.type.dtype)) return v.type.dtype;  // bool and the integers
     if (!isFloat(v.type.dtype) || v.type.dtype == DType::kF64)
-      unsupported(n, "value '{}' is {}; packages hold float activations (and typed pre/post-processing values) only", v.name,
-                  dtypeName(v.type.dtype));
+      unsupported(n, "value '{}' is {}; packages hold float32 / float16 activations, bool and the integer types",
+                  v.name, dtypeName(v.type.dtype));
     return ft_;
   }
 
@@ -276,6 +277,15 @@ class Lowerer {
     auto it = of_.find(v);
     if (it != of_.end()) return it->second;
     const ir::Value& val = g_.value(v);
+    if (val.isConstant() && typed_ && isTypedValue(val)) {  // an integer / bool / float64 operand, as it is
+      const Tensor& c = *val.constant;
+      if (!package::isPackageType(c.dtype())) unsupported(n, "constant '{}' is {}: no package form", val.name, dtypeName(c.dtype()));
+      std::vector<uint8_t> bytes(c.nbytes());
+      if (!bytes.empty()) std::memcpy(bytes.data(), c.raw(), bytes.size());
+      return of_[v] = weightVal(val.name, val.type.shape, std::move(bytes), c.dtype());
+    }
+    if (val.isConstant() && !typed_ && isTypedValue(val))  // an integer operand of a float layer
+      unsupported(n, "op {} on {} values has no package form", n.op, dtypeName(val.type.dtype));
     ElemType type = storageType(n, val);
     if (val.isConstant()) {
       int id = weightVal(val.name, val.type.shape, floatBytes(*val.constant, false), ft_);
@@ -447,6 +457,25 @@ class Lowerer {
   void instanceNorm(const ir::Node& n);
   void detectionOutput(const ir::Node& n);
   void whereNode(const ir::Node& n);
+  /// Typed values (bool, integers; docs/package-format.md): comparisons, logic, integer arithmetic, Mod, BitShift
+  /// (typed_binary), Not / IsNaN / IsInf and the integer Abs, Neg, Sign, Relu, Ceil, Floor (typed_unary), ArgMax /
+  /// ArgMin (arg_reduce, lower_reduce.cpp).
+  void typedBinaryNode(const ir::Node& n);
+  void typedUnaryNode(const ir::Node& n);
+  void argReduce(const ir::Node& n);
+  void cumSumNode(const ir::Node& n);  // lower_reduce.cpp
+  void triluNode(const ir::Node& n);   // lower_tensor.cpp
+  /// A value stored in its own type — bool, an integer type, float64 — (not a float32 / float16 activation, a pre/post
+  /// value, or int8 codes).
+  bool isTypedValue(const ir::Value& v) const {
+    const DType t = v.type.dtype;
+    if (v.exact_type || (isFloat(t) && t != DType::kF64)) return false;  // float64 runs in the typed layers, as it is
+    if (t == DType::kI8 && numericsTraits(t_.numerics).affine_codes) return false;
+    if ((t == DType::kI8 || t == DType::kU8) && numericsTraits(t_.numerics).pow2_codes) return false;
+    return true;
+  }
+  /// True while lowering a node that reads or writes typed values: its non-float constants keep their type.
+  bool typed_ = false;
   /// The integer layers of affine codes belong to the packages of families that hold them (NumericsTraits).
   void requireAffineCodes(const ir::Node& n, std::string_view form) const;
   void quantizeNode(const ir::Node& n);  // lower_quant.cpp

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine/kernel.hpp"
+#include "kernels/typed.hpp"
 #include "support/fp16.hpp"
 
 #include <array>
@@ -33,64 +34,9 @@ void dispatchNumeric(DType t, const KernelCall& call, F&& f) {
   }
 }
 
-/// Iterates the output of an N-input broadcast in runs along the innermost dim:
-/// fn(out_offset, std::array<int64_t,N> in_offsets, std::array<int64_t,N> in_inner_strides, run_length).
-template <size_t N, typename F>
-void forEachBroadcast(const Shape& out, const std::array<const Shape*, N>& ins, F&& fn) {
-  size_t r = out.size();
-  int64_t total = shapeNumel(out);
-  if (total == 0) return;
-  if (r == 0) {
-    fn(int64_t{0}, std::array<int64_t, N>{}, std::array<int64_t, N>{}, int64_t{1});
-    return;
-  }
-  std::array<std::vector<int64_t>, N> strides;
-  for (size_t k = 0; k < N; ++k) {
-    const Shape& s = *ins[k];
-    strides[k].assign(r, 0);
-    int64_t st = 1;
-    for (size_t i = 0; i < s.size(); ++i) {
-      size_t d = s.size() - 1 - i;
-      size_t od = r - 1 - i;
-      strides[k][od] = s[d] == 1 ? 0 : st;
-      st *= s[d];
-    }
-  }
-  int64_t inner = out[r - 1];
-  std::array<int64_t, N> inner_st;
-  for (size_t k = 0; k < N; ++k) inner_st[k] = strides[k][r - 1];
-  std::vector<int64_t> idx(r, 0);
-  std::array<int64_t, N> off{};
-  for (int64_t o = 0; o < total; o += inner) {
-    fn(o, off, inner_st, inner);
-    // advance the odometer over dims [0, r-1)
-    for (size_t d = r - 1; d-- > 0;) {
-      ++idx[d];
-      for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
-      if (idx[d] < out[d]) break;
-      for (size_t k = 0; k < N; ++k) off[k] -= strides[k][d] * out[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-/// Saturating, UB-free conversion between element types (float -> int truncates toward zero; NaN -> 0).
-template <typename To, typename From>
-inline To convertValue(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<To>) {
-    return static_cast<To>(v);
-  } else if constexpr (std::is_floating_point_v<From>) {
-    if (std::isnan(v)) return To(0);
-    double d = std::trunc(static_cast<double>(v));
-    if (d <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    if (d >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(d);
-  } else {
-    return static_cast<To>(v);  // integer -> integer wraps modulo 2^n (as numpy)
-  }
-}
+// numpy broadcasting iteration and element conversion: one definition, the typed kernels' (kernels/typed.hpp).
+using kernels::convertValue;
+using kernels::forEachBroadcast;
 
 /// Converts a tensor to another element type (F16/BF16 included).
 Tensor castTensor(const Tensor& t, DType to, const KernelCall& call);

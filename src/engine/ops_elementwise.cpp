@@ -43,38 +43,14 @@ std::function<float(float)> activationFn(const std::string& name, float alpha, f
 
 Tensor castTensor(const Tensor& t, DType to, const KernelCall& call) {
   if (t.dtype() == to) return t;
+  if (!kernels::typedKernelType(t.dtype()) || !kernels::typedKernelType(to))
+    call.unsupported("a cast from {} to {} is not supported", dtypeName(t.dtype()), dtypeName(to));
   Tensor out(to, t.shape());
-  int64_t n = t.numel();
-  auto half_like = [](DType d) { return d == DType::kF16 || d == DType::kBF16; };
-  if (half_like(t.dtype()) || half_like(to)) {
-    // go through float32
-    Tensor f(DType::kF32, t.shape());
-    float* fp = f.data<float>();
-    if (t.dtype() == DType::kF16) for (int64_t i = 0; i < n; ++i) fp[i] = halfToFloat(static_cast<const uint16_t*>(t.raw())[i]);
-    else if (t.dtype() == DType::kBF16) for (int64_t i = 0; i < n; ++i) fp[i] = bf16ToFloat(static_cast<const uint16_t*>(t.raw())[i]);
-    else f = castTensor(t, DType::kF32, call);
-    if (to == DType::kF32) return f;
-    if (to == DType::kF16) { for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out.raw())[i] = floatToHalf(f.data<float>()[i]); return out; }
-    if (to == DType::kBF16) { for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(out.raw())[i] = floatToBf16(f.data<float>()[i]); return out; }
-    return castTensor(f, to, call);
-  }
-  dispatchNumeric(t.dtype(), call, [&]<typename From>() {
-    dispatchNumeric(to, call, [&]<typename To>() {
-      const From* s = static_cast<const From*>(t.raw());
-      To* d = static_cast<To*>(out.raw());
-      for (int64_t i = 0; i < n; ++i) d[i] = convertValue<To>(s[i]);
-    });
-  });
+  kernels::castValues(t.dtype(), t.raw(), to, out.raw(), t.numel());
   return out;
 }
 
 namespace {
-
-template <typename T>
-T sign(T v) {
-  if constexpr (std::is_unsigned_v<T>) return v > 0 ? T(1) : T(0);
-  else return v > 0 ? T(1) : (v < 0 ? T(-1) : T(0));
-}
 
 /// The kernel-library op of a float32 ONNX unary op, with its attributes in alpha / beta; kCount when the library
 /// has none. ONNX Mish is not mapped: it rounds once (x * tanh(softplus(x)) in double), while the library's Mish is
@@ -155,20 +131,12 @@ void unaryKernel(KernelCall& call) {
   const std::string& op = call.node.op;
   int64_t n = x.numel();
   if (op == "Identity") { call.alias(0, x); return; }
-  if (op == "Not") {
-    if (x.dtype() != DType::kBool) call.error("Not needs a bool input");
-    Tensor& y = call.alloc(0);
-    for (int64_t i = 0; i < n; ++i) y.data<bool>()[i] = !x.data<bool>()[i];
-    return;
-  }
-  if (op == "IsNaN" || op == "IsInf") {
-    Tensor xf = castTensor(x, DType::kF64, call);
-    Tensor& y = call.alloc(0);
-    bool neg = call.node.attrInt("detect_negative", 1), pos = call.node.attrInt("detect_positive", 1);
-    for (int64_t i = 0; i < n; ++i) {
-      double v = xf.data<double>()[i];
-      y.data<bool>()[i] = op == "IsNaN" ? std::isnan(v) : (std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
-    }
+  if (op == "Not" || op == "IsNaN" || op == "IsInf") {  // bool results: the typed kernels (kernels/typed.hpp)
+    const kernels::TypedUnaryOp k = kernels::typedUnaryOpFromName(op);
+    const std::string why = kernels::typedUnaryRule(k, x.dtype());
+    if (!why.empty()) call.error("{}", why);
+    const uint32_t flags = (call.node.attrInt("detect_negative", 1) ? 1u : 0u) | (call.node.attrInt("detect_positive", 1) ? 2u : 0u);
+    kernels::typedUnary(k, x.dtype(), n, x.raw(), call.alloc(0).raw(), flags);
     return;
   }
   computeHalfAsFloat(call, [&](KernelCall& c) {
@@ -184,28 +152,10 @@ void unaryKernel(KernelCall& call) {
       }
     }
     if (op == "Abs" || op == "Neg" || op == "Sign" || op == "Relu" || op == "Ceil" || op == "Floor") {
-      dispatchNumeric(t, c, [&]<typename T>() {
-        const T* s = in.data<T>();
-        T* d = y.data<T>();
-        if constexpr (std::is_same_v<T, bool>) {
-          c.unsupported("{} is not defined for bool", op);
-        } else if (op == "Abs") {
-          for (int64_t i = 0; i < n; ++i) {
-            if constexpr (std::is_unsigned_v<T>) d[i] = s[i];
-            else d[i] = s[i] < T(0) ? static_cast<T>(-s[i]) : s[i];
-          }
-        } else if (op == "Neg") {
-          for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(-s[i]);
-        } else if (op == "Sign") {
-          for (int64_t i = 0; i < n; ++i) d[i] = sign(s[i]);
-        } else if (op == "Relu") {
-          for (int64_t i = 0; i < n; ++i) d[i] = s[i] < T(0) ? T(0) : s[i];
-        } else if (op == "Ceil") {
-          for (int64_t i = 0; i < n; ++i) { if constexpr (std::is_floating_point_v<T>) d[i] = std::ceil(s[i]); else d[i] = s[i]; }
-        } else {
-          for (int64_t i = 0; i < n; ++i) { if constexpr (std::is_floating_point_v<T>) d[i] = std::floor(s[i]); else d[i] = s[i]; }
-        }
-      });
+      const kernels::TypedUnaryOp k = kernels::typedUnaryOpFromName(op);
+      const std::string why = kernels::typedUnaryRule(k, t);
+      if (!why.empty()) c.unsupported("{}", why);
+      kernels::typedUnary(k, t, n, in.raw(), y.raw());
       return;
     }
     UnaryF f = unaryFloatFn(c.node);
@@ -250,98 +200,16 @@ void clipKernel(KernelCall& call) {
   });
 }
 
-template <typename T, typename R, typename F>
-void binaryLoop(const Tensor& a, const Tensor& b, Tensor& y, F&& f) {
-  const T* pa = a.data<T>();
-  const T* pb = b.data<T>();
-  R* py = y.data<R>();
-  forEachBroadcast<2>(y.shape(), {&a.shape(), &b.shape()},
-                      [&](int64_t o, std::array<int64_t, 2> off, std::array<int64_t, 2> st, int64_t n) {
-                        const T* xa = pa + off[0];
-                        const T* xb = pb + off[1];
-                        R* xy = py + o;
-                        if (st[0] == 1 && st[1] == 1) for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[i], xb[i]);
-                        else if (st[0] == 1 && st[1] == 0) for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[i], xb[0]);
-                        else if (st[0] == 0 && st[1] == 1) for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[0], xb[i]);
-                        else for (int64_t i = 0; i < n; ++i) xy[i] = f(xa[i * st[0]], xb[i * st[1]]);
-                      });
+kernels::TypedBinaryOp typedBinaryOpOf(const ir::Node& node) {
+  return kernels::typedBinaryOpForOnnx(node.op, node.attrInt("fmod", 0), node.attrString("direction", "") == "LEFT");
 }
 
-template <typename T>
-T intPow(T base, T exp) {
-  return convertValue<T>(std::pow(static_cast<double>(base), static_cast<double>(exp)));
-}
-
-/// y = op(a, b) with broadcasting; a and b have the same dtype.
-void binaryApply(const std::string& op, const ir::Node& node, const Tensor& a, const Tensor& b, Tensor& y,
-                 const KernelCall& c) {
-  dispatchNumeric(a.dtype(), c, [&]<typename T>() {
-    if (op == "Add") binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(x + z); });
-    else if (op == "Sub") binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(x - z); });
-    else if (op == "Mul") binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(x * z); });
-    else if (op == "Div") {
-      if constexpr (std::is_floating_point_v<T>) binaryLoop<T, T>(a, b, y, [](T x, T z) { return x / z; });
-      else if constexpr (std::is_same_v<T, bool>) c.unsupported("Div is not defined for bool");
-      else binaryLoop<T, T>(a, b, y, [](T x, T z) {
-        if (z == 0) return T(0);  // undefined in ONNX; never trap
-        if constexpr (std::is_signed_v<T>) if (z == T(-1)) return static_cast<T>(-x);
-        return static_cast<T>(x / z);
-      });
-    } else if (op == "Pow") {
-      if constexpr (std::is_floating_point_v<T>) binaryLoop<T, T>(a, b, y, [](T x, T z) { return static_cast<T>(std::pow(x, z)); });
-      else binaryLoop<T, T>(a, b, y, [](T x, T z) { return intPow(x, z); });
-    } else if (op == "Mod") {
-      bool fm = node.attrInt("fmod", 0) != 0;
-      if constexpr (std::is_floating_point_v<T>) {
-        binaryLoop<T, T>(a, b, y, [fm](T x, T z) {
-          T r = std::fmod(x, z);
-          if (!fm && r != 0 && ((r < 0) != (z < 0))) r += z;
-          return r;
-        });
-      } else if constexpr (std::is_same_v<T, bool>) {
-        c.unsupported("Mod is not defined for bool");
-      } else {
-        binaryLoop<T, T>(a, b, y, [fm](T x, T z) {
-          (void)fm;  // unused for unsigned types
-          if (z == 0) return T(0);
-          if constexpr (std::is_signed_v<T>) if (z == T(-1)) return T(0);
-          T r = static_cast<T>(x % z);
-          if constexpr (std::is_signed_v<T>) if (!fm && r != 0 && ((r < 0) != (z < 0))) r = static_cast<T>(r + z);
-          return r;
-        });
-      }
-    } else if (op == "BitShift") {
-      if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
-        bool left = node.attrString("direction", "") == "LEFT";
-        binaryLoop<T, T>(a, b, y, [left](T x, T z) {
-          if (z >= sizeof(T) * 8) return T(0);
-          return left ? static_cast<T>(x << z) : static_cast<T>(x >> z);
-        });
-      } else {
-        c.unsupported("BitShift needs unsigned integers");
-      }
-    } else if (op == "PRelu") {
-      binaryLoop<T, T>(a, b, y, [](T x, T z) { return x < T(0) ? static_cast<T>(x * z) : x; });
-    } else if (op == "Max") {
-      binaryLoop<T, T>(a, b, y, [](T x, T z) {
-        if constexpr (std::is_floating_point_v<T>) if (std::isnan(x) || std::isnan(z)) return std::numeric_limits<T>::quiet_NaN();
-        return x < z ? z : x;
-      });
-    } else if (op == "Min") {
-      binaryLoop<T, T>(a, b, y, [](T x, T z) {
-        if constexpr (std::is_floating_point_v<T>) if (std::isnan(x) || std::isnan(z)) return std::numeric_limits<T>::quiet_NaN();
-        return z < x ? z : x;
-      });
-    } else if (op == "Equal") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x == z; });
-    else if (op == "Greater") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x > z; });
-    else if (op == "Less") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x < z; });
-    else if (op == "GreaterOrEqual") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x >= z; });
-    else if (op == "LessOrEqual") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return x <= z; });
-    else if (op == "And") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return static_cast<bool>(x) && static_cast<bool>(z); });
-    else if (op == "Or") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return static_cast<bool>(x) || static_cast<bool>(z); });
-    else if (op == "Xor") binaryLoop<T, bool>(a, b, y, [](T x, T z) { return static_cast<bool>(x) != static_cast<bool>(z); });
-    else c.unsupported("no kernel for {}", op);
-  });
+/// y = op(a, b) with broadcasting; a and b have the same dtype: the typed kernels (kernels/typed.hpp).
+void binaryApply(kernels::TypedBinaryOp k, const Tensor& a, const Tensor& b, Tensor& y, const KernelCall& c) {
+  if (k == kernels::TypedBinaryOp::kCount) c.unsupported("no kernel for {}", c.node.op);
+  const std::string why = kernels::typedBinaryRule(k, a.dtype());
+  if (!why.empty()) c.unsupported("{}", why);
+  kernels::typedBinary(k, a.dtype(), a.shape(), a.raw(), b.shape(), b.raw(), y.shape(), y.raw());
 }
 
 void binaryKernel(KernelCall& call) {
@@ -350,7 +218,7 @@ void binaryKernel(KernelCall& call) {
     Tensor b = c.input(1);
     if (b.dtype() != a.dtype()) b = castTensor(b, a.dtype(), c);  // Pow / PRelu with mixed types
     Tensor& y = c.alloc(0);
-    binaryApply(c.node.op, c.node, a, b, y, c);
+    binaryApply(typedBinaryOpOf(c.node), a, b, y, c);
   });
 }
 
@@ -434,7 +302,7 @@ void variadicKernel(KernelCall& call) {
           out[k] = da == 1 ? db : da;
         }
         return out; }());
-      binaryApply(pair, c.node, acc, b, next, c);
+      binaryApply(kernels::typedBinaryOpFromName(pair), acc, b, next, c);
       acc = next;
     }
     Tensor& y = c.alloc(0);

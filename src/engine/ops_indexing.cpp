@@ -2,6 +2,7 @@
 // CumSum, Trilu) and LayerNormalization. Index data is validated (out-of-range -> error, never a crash);
 // data movement copies raw elements, so every fixed-size element type works.
 #include "engine/elementwise_util.hpp"
+#include "kernels/typed.hpp"
 #include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/registry.hpp"
@@ -191,48 +192,18 @@ void cumSum(KernelCall& c) {
     if (i < axis) outer *= x.dim(i);
     if (i > axis) inner *= x.dim(i);
   }
-  dispatchNumeric(x.dtype(), c, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) {
-      c.unsupported("CumSum on bool is not supported");
-    } else {
-      const T* s = x.data<T>();
-      T* d = y.data<T>();
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t in = 0; in < inner; ++in) {
-          T acc = T(0);
-          for (int64_t k = 0; k < dim; ++k) {
-            int64_t i = rev ? dim - 1 - k : k;
-            int64_t off = (o * dim + i) * inner + in;
-            if (excl) {
-              d[off] = acc;
-              acc = static_cast<T>(acc + s[off]);
-            } else {
-              acc = static_cast<T>(acc + s[off]);
-              d[off] = acc;
-            }
-          }
-        }
-    }
-  });
+  if (x.dtype() == DType::kBool) c.unsupported("CumSum on bool is not supported");
+  kernels::cumSum(x.dtype(), excl, rev, outer, dim, inner, x.raw(), y.raw());
 }
 
 void trilu(KernelCall& c) {
   const Tensor& x = c.input(0);
   int64_t k = c.has(1) ? c.input(1).toInt64().at(0) : 0;
   bool upper = c.node.attrInt("upper", 1) != 0;
-  Tensor& y = c.allocZeroed(0);
-  int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
-  int64_t mats = (rows * cols) != 0 ? x.numel() / (rows * cols) : 0;
-  size_t es = dtypeSize(x.dtype());
-  const auto* s = static_cast<const uint8_t*>(x.raw());
-  auto* d = static_cast<uint8_t*>(y.raw());
-  for (int64_t m = 0; m < mats; ++m)
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) {
-        bool keep = upper ? j - i >= k : j - i <= k;
-        size_t off = static_cast<size_t>((m * rows + i) * cols + j) * es;
-        if (keep) std::memcpy(d + off, s + off, es);  // y is zero-initialised
-      }
+  Tensor& y = c.alloc(0);
+  const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  const int64_t mats = (rows * cols) != 0 ? x.numel() / (rows * cols) : 0;
+  kernels::trilu(upper, k, mats, rows, cols, dtypeSize(x.dtype()), x.raw(), y.raw());
 }
 
 void layerNorm(KernelCall& call) {

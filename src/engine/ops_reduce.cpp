@@ -17,6 +17,7 @@
 #include "engine/elementwise_util.hpp"
 #include "kernels/layer_templates.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/typed.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
@@ -125,8 +126,7 @@ void reduceKernel(KernelCall& call) {
 }
 
 void argKernel(KernelCall& call) {
-  Tensor x = call.input(0);
-  if (isHalfType(x.dtype())) x = castTensor(x, DType::kF32, call);
+  const Tensor& x = call.input(0);
   bool is_max = call.node.op == "ArgMax";
   bool last = call.node.attrInt("select_last_index", 0) != 0;
   int64_t rank = x.rank();
@@ -139,33 +139,7 @@ void argKernel(KernelCall& call) {
   Tensor& y = call.alloc(0);
   if (outer * inner == 0) return;
   if (n == 0) call.error("{} over an empty axis {}", call.node.op, axis);
-  int64_t* out = y.data<int64_t>();
-  dispatchNumeric(x.dtype(), call, [&]<typename T>() {
-    const T* p = x.data<T>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t base = o * n * inner + i;
-        int64_t bi = 0;
-        T bv = p[base];
-        for (int64_t j = 1; j < n; ++j) {
-          T v = p[base + j * inner];
-          bool better;
-          if constexpr (std::is_floating_point_v<T>) {
-            if (std::isnan(bv)) better = last && std::isnan(v);
-            else if (std::isnan(v)) better = true;
-            else better = is_max ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
-          } else {
-            better = is_max ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
-          }
-          if (better) {
-            bi = j;
-            bv = v;
-          }
-        }
-        out[o * inner + i] = bi;
-      }
-    }
-  });
+  kernels::argReduce(is_max, last, x.dtype(), outer, n, inner, x.raw(), y.data<int64_t>());
 }
 
 }  // namespace

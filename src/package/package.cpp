@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 bool isPackageType(ElemType t) {
   switch (t) {
     case DType::kF32: case DType::kF16: case DType::kU8: case DType::kI8: case DType::kU16: case DType::kI16:
-    case DType::kI32: case DType::kI64: return true;
+    case DType::kI32: case DType::kI64: case DType::kU32: case DType::kU64: case DType::kBool: case DType::kF64: return true;
     default: return false;
   }
 }
@@ -126,6 +126,16 @@ std::string layerKindsMarkdown() {
 #define NPUC_REDUCE_OP(E, name) md += fmt::format("| {} | {} |\n", code++, name);
 #include "kernels/elementwise_ops.def"
 #undef NPUC_REDUCE_OP
+  md += "\nOperations of `typed_binary` layers (word 0); a predicate writes bool:\n\n| code | op | result |\n|---|---|---|\n";
+  code = 0;
+#define NPUC_TYPED_BINARY_OP(E, name, pred) md += fmt::format("| {} | {} | {} |\n", code++, name, pred ? "bool" : "the operands' type");
+#include "kernels/elementwise_ops.def"
+#undef NPUC_TYPED_BINARY_OP
+  md += "\nOperations of `typed_unary` layers (word 0):\n\n| code | op | result |\n|---|---|---|\n";
+  code = 0;
+#define NPUC_TYPED_UNARY_OP(E, name, pred) md += fmt::format("| {} | {} | {} |\n", code++, name, pred ? "bool" : "x's type");
+#include "kernels/elementwise_ops.def"
+#undef NPUC_TYPED_UNARY_OP
   return md;
 }
 

@@ -1,6 +1,8 @@
 // The reader's checks of the element-wise layer kinds (validate.hpp): unary and binary ops (elementwise_ops.def
-// gives their codes), where.
+// gives their codes), where, and the typed (integer / bool) unary and binary ops.
 #include "package/validate.hpp"
+
+#include "kernels/typed.hpp"
 
 #include <string_view>
 
@@ -30,13 +32,43 @@ struct ElementwiseChecks : LayerCheck {
     }
     if (d.n_in != 2) bad("{}: {} inputs (the float form takes 2)", what, d.n_in);
     isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
-    for (const TensorRef* r : {&x, &b}) {
-      if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
-      for (int i = 0; i < r->rank; ++i) {
-        uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
-        if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
-      }
+    broadcastsToY(x);
+    broadcastsToY(b);
+  }
+
+  /// r's dims broadcast numpy-style to y's.
+  void broadcastsToY(const TensorRef& r) const {
+    if (r.rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(r), dimsStr(y));
+    for (int i = 0; i < r.rank; ++i) {
+      uint32_t rd = r.dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r.rank + i)];
+      if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(r), dimsStr(y));
     }
+  }
+
+  void typedBinary() const {
+    const TensorRef& b = d.in(1);
+    if (w[0] >= static_cast<uint32_t>(kernels::TypedBinaryOp::kCount)) bad("{}: unknown typed binary op {}", what, w[0]);
+    const auto op = static_cast<kernels::TypedBinaryOp>(w[0]);
+    if (b.type != x.type) bad("{}: operands of two types ({}, {})", what, elemName(x.type), elemName(b.type));
+    const std::string why = kernels::typedBinaryRule(op, x.type);
+    if (!why.empty()) bad("{}: {}", what, why);
+    const ElemType yt = kernels::typedBinaryIsPredicate(op) ? ElemType::kBool : x.type;
+    if (y.type != yt) bad("{}: {} of {} writes {}, not {}", what, kernels::typedBinaryOpName(op), elemName(x.type), elemName(yt), elemName(y.type));
+    if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: typed layers have no activation", what);
+    broadcastsToY(x);
+    broadcastsToY(b);
+  }
+
+  void typedUnary() const {
+    if (w[0] >= static_cast<uint32_t>(kernels::TypedUnaryOp::kCount)) bad("{}: unknown typed unary op {}", what, w[0]);
+    const auto op = static_cast<kernels::TypedUnaryOp>(w[0]);
+    const std::string why = kernels::typedUnaryRule(op, x.type);
+    if (!why.empty()) bad("{}: {}", what, why);
+    if (w[1] > 3) bad("{}: flags {} (bits 0 and 1 only)", what, w[1]);
+    const ElemType yt = kernels::typedUnaryIsPredicate(op) ? ElemType::kBool : x.type;
+    if (y.type != yt) bad("{}: {} of {} writes {}, not {}", what, kernels::typedUnaryOpName(op), elemName(x.type), elemName(yt), elemName(y.type));
+    if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
+    if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: typed layers have no activation", what);
   }
 
   void unary() const {
@@ -46,16 +78,11 @@ struct ElementwiseChecks : LayerCheck {
 
   void where() const {
     const TensorRef &a = d.in(1), &b = d.in(2);
-    if (x.type != ElemType::kU8) bad("{}: the condition is {}, this kind needs uint8", what, elemName(x.type));
+    if (x.type != ElemType::kU8 && x.type != ElemType::kBool)
+      bad("{}: the condition is {}, this kind needs bool or uint8", what, elemName(x.type));
     if (a.type != y.type || b.type != y.type)
       bad("{}: selects {} / {} into {}", what, elemName(a.type), elemName(b.type), elemName(y.type));
-    for (const TensorRef* r : {&x, &a, &b}) {
-      if (r->rank > y.rank) bad("{}: input {} has a higher rank than the output {}", what, dimsStr(*r), dimsStr(y));
-      for (int i = 0; i < r->rank; ++i) {
-        uint32_t rd = r->dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(y.rank - r->rank + i)];
-        if (rd != yd && rd != 1) bad("{}: {} does not broadcast to {}", what, dimsStr(*r), dimsStr(y));
-      }
-    }
+    for (const TensorRef* r : {&x, &a, &b}) broadcastsToY(*r);
   }
 };
 
@@ -64,5 +91,7 @@ struct ElementwiseChecks : LayerCheck {
 const KindCheck kind_checks::kBinary = [](const LayerCheck& c) { ElementwiseChecks{c}.binary(); };
 const KindCheck kind_checks::kUnary = [](const LayerCheck& c) { ElementwiseChecks{c}.unary(); };
 const KindCheck kind_checks::kWhere = [](const LayerCheck& c) { ElementwiseChecks{c}.where(); };
+const KindCheck kind_checks::kTypedBinary = [](const LayerCheck& c) { ElementwiseChecks{c}.typedBinary(); };
+const KindCheck kind_checks::kTypedUnary = [](const LayerCheck& c) { ElementwiseChecks{c}.typedUnary(); };
 
 }  // namespace npuc::package

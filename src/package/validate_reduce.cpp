@@ -1,6 +1,8 @@
 // The reader's checks of the reducing layer kinds (validate.hpp): reduce, layer_norm.
 #include "package/validate.hpp"
 
+#include "kernels/typed.hpp"
+
 #include "kernels/layers.hpp"
 
 #include <algorithm>
@@ -26,6 +28,27 @@ struct ReduceChecks : LayerCheck {
     if (ydims != kept_keep && ydims != kept) bad("{}: {} reduced is not {}", what, dimsStr(x), dimsStr(y));
   }
 
+  void argReduce() const {
+    if (!kernels::typedKernelType(x.type)) bad("{}: ArgMax / ArgMin of {}", what, elemName(x.type));
+    typeIs(y, ElemType::kI64, "y");
+    if (w[0] > 1 || w[2] > 1) bad("{}: mode {} / select_last {} are not 0 or 1", what, w[0], w[2]);
+    if (w[1] >= static_cast<uint32_t>(std::max<uint8_t>(x.rank, 1))) bad("{}: axis {} out of range for rank {}", what, w[1], x.rank);
+    if (x.rank > 0 && x.dims[w[1]] == 0) bad("{}: the axis is empty", what);
+    std::vector<uint32_t> keep(x.dims.begin(), x.dims.begin() + x.rank), drop;
+    if (x.rank > 0) keep[w[1]] = 1;
+    for (int i = 0; i < x.rank; ++i)
+      if (static_cast<uint32_t>(i) != w[1]) drop.push_back(x.dims[static_cast<size_t>(i)]);
+    std::vector<uint32_t> ydims(y.dims.begin(), y.dims.begin() + y.rank);
+    if (ydims != keep && ydims != drop) bad("{}: {} reduced along axis {} is not {}", what, dimsStr(x), w[1], dimsStr(y));
+  }
+
+  void cumSum() const {
+    if (x.type != y.type || dimsOf(x) != dimsOf(y)) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
+    if (x.type == ElemType::kBool || !kernels::typedKernelType(x.type)) bad("{}: CumSum of {}", what, elemName(x.type));
+    if (w[0] >= static_cast<uint32_t>(std::max<uint8_t>(x.rank, 1))) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
+    if (w[1] > 1 || w[2] > 1) bad("{}: exclusive {} / reverse {} are not 0 or 1", what, w[1], w[2]);
+  }
+
   void layerNorm() const {
     isFloat(x, "x"); isFloat(y, "y");
     if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
@@ -36,7 +59,7 @@ struct ReduceChecks : LayerCheck {
     for (int i = 1; i < d.n_in; ++i) {
       const TensorRef& r = d.in(i);
       if (r.type != ElemType::kF32 || r.rank != 1 || r.dims[0] != inner) bad("{}: scale/bias must be float32 [{}]", what, inner);
-      weightRef(r, what + ": scale/bias");
+      // weights (inside the weight image: checked with every reference) or an activation the model computes
     }
   }
 };
@@ -44,6 +67,8 @@ struct ReduceChecks : LayerCheck {
 }  // namespace
 
 const KindCheck kind_checks::kReduce = [](const LayerCheck& c) { ReduceChecks{c}.reduce(); };
+const KindCheck kind_checks::kCumSum = [](const LayerCheck& c) { ReduceChecks{c}.cumSum(); };
+const KindCheck kind_checks::kArgReduce = [](const LayerCheck& c) { ReduceChecks{c}.argReduce(); };
 const KindCheck kind_checks::kLayerNorm = [](const LayerCheck& c) { ReduceChecks{c}.layerNorm(); };
 
 }  // namespace npuc::package

@@ -92,6 +92,12 @@ struct TensorChecks : LayerCheck {
     if (x.dims[w[0]] == 0 && idx.numel() > 0) bad("{}: gathers from an empty axis {}", what, w[0]);
   }
 
+  void trilu() const {
+    if (x.type != y.type || dimsOf(x) != dimsOf(y)) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
+    if (x.rank < 2) bad("{}: Trilu needs rank 2 or more, got {}", what, dimsStr(x));
+    if (w[0] > 1) bad("{}: upper flag {} is not 0 or 1", what, w[0]);
+  }
+
   void tile() const {
     if (x.type != y.type || x.rank != y.rank) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
     for (int i = 0; i < x.rank; ++i) {
@@ -111,5 +117,6 @@ const KindCheck kind_checks::kSlice = [](const LayerCheck& c) { TensorChecks{c}.
 const KindCheck kind_checks::kResize = [](const LayerCheck& c) { TensorChecks{c}.resize(); };
 const KindCheck kind_checks::kGather = [](const LayerCheck& c) { TensorChecks{c}.gather(); };
 const KindCheck kind_checks::kTile = [](const LayerCheck& c) { TensorChecks{c}.tile(); };
+const KindCheck kind_checks::kTrilu = [](const LayerCheck& c) { TensorChecks{c}.trilu(); };
 
 }  // namespace npuc::package

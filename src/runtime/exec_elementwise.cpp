@@ -1,6 +1,8 @@
 // How the element-wise layer kinds run (runtime_impl.hpp): unary and binary ops (the code is the kernel's op:
-// elementwise_ops.def), the int8-affine addition, where.
+// elementwise_ops.def), the int8-affine addition, where, the typed unary and binary ops (kernels/typed.hpp).
 #include "runtime/runtime_impl.hpp"
+
+#include "kernels/typed.hpp"
 
 #include <vector>
 
@@ -58,8 +60,20 @@ void runWhere(Runtime::Impl& im, Step& s) {
                  im.pool.get());
 }
 
+void runTypedBinary(Runtime::Impl& im, Step& s) {
+  kernels::typedBinary(static_cast<kernels::TypedBinaryOp>(s.p[0]), s.d->in(0).type, s.shapes[0], s.in[0], s.shapes[1],
+                       s.in[1], s.shapes[2], s.out);
+}
+
+void runTypedUnary(Runtime::Impl& im, Step& s) {
+  kernels::typedUnary(static_cast<kernels::TypedUnaryOp>(s.p[0]), s.d->in(0).type, shapeNumel(s.shapes[0]), s.in[0],
+                      s.out, s.p[1]);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kTypedBinary = {nullptr, &runTypedBinary};
+const KindExec kind_exec::kTypedUnary = {nullptr, &runTypedUnary};
 const KindExec kind_exec::kBinary = {&prepareBinary, &runBinary};
 const KindExec kind_exec::kUnary = {nullptr, &runUnary};
 const KindExec kind_exec::kWhere = {nullptr, &runWhere};

@@ -2,6 +2,8 @@
 // kernels/aipp.hpp on the element types the references carry (validated).
 #include "runtime/runtime_impl.hpp"
 
+#include "kernels/typed.hpp"
+
 #include "kernels/aipp.hpp"
 
 namespace npuc {
@@ -18,6 +20,12 @@ void runCast(Runtime::Impl& im, Step& s) {
   const package::TensorRef &x = d.in(0), &y = d.out(0);
   const int64_t n = static_cast<int64_t>(x.numel());
   bool to16 = y.type == ElemType::kF16;
+  const bool prepost_pair = (x.type == ElemType::kU8 || x.type == ElemType::kF16 || x.type == ElemType::kF32) &&
+                            (y.type == ElemType::kF16 || y.type == ElemType::kF32);
+  if (!prepost_pair) {  // ONNX Cast between any two package types (typed values)
+    kernels::castValues(x.type, s.in[0], y.type, s.out, n);
+    return;
+  }
   if (x.type == ElemType::kU8) {
     if (to16) kernels::castAnyToFp16(n, u8in(s), reinterpret_cast<uint16_t*>(s.out), im.pool.get());
     else kernels::castU8ToFp32(n, u8in(s), reinterpret_cast<float*>(s.out), im.pool.get());

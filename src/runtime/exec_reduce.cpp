@@ -1,5 +1,7 @@
-// How the reducing layer kinds run (runtime_impl.hpp): reduce, layer_norm.
+// How the reducing layer kinds run (runtime_impl.hpp): reduce, layer_norm, arg_reduce, cum_sum.
 #include "runtime/runtime_impl.hpp"
+
+#include "kernels/typed.hpp"
 
 #include <vector>
 
@@ -28,8 +30,29 @@ void runReduce(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runArgReduce(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  const size_t axis = s.p[1];  // validated: below the rank (0 for a scalar)
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != axis) (i < axis ? outer : inner) *= x[i];
+  const int64_t n = x.empty() ? 1 : x[axis];
+  kernels::argReduce(s.p[0] == 0, s.p[2] != 0, s.d->in(0).type, outer, n, inner, s.in[0], reinterpret_cast<int64_t*>(s.out));
+}
+
+void runCumSum(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  const size_t axis = s.p[0];  // validated: below the rank (0 for a scalar)
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != axis) (i < axis ? outer : inner) *= x[i];
+  kernels::cumSum(s.d->in(0).type, s.p[1] != 0, s.p[2] != 0, outer, x.empty() ? 1 : x[axis], inner, s.in[0], s.out);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kCumSum = {nullptr, &runCumSum};
+const KindExec kind_exec::kArgReduce = {nullptr, &runArgReduce};
 const KindExec kind_exec::kReduce = {nullptr, &runReduce};
 const KindExec kind_exec::kLayerNorm = {nullptr, &runLayerNorm};
 

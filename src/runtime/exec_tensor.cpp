@@ -2,6 +2,8 @@
 // activation; and resize, which interpolates float values.
 #include "runtime/runtime_impl.hpp"
 
+#include "kernels/typed.hpp"
+
 #include "support/fp16.hpp"
 
 #include <cstring>
@@ -82,8 +84,16 @@ void runTile(Runtime::Impl& im, Step& s) {
   kernels::tile(s.shapes[0], s.shapes.back(), es, s.in[0], s.out, im.pool.get());
 }
 
+void runTrilu(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];  // validated: rank >= 2
+  const int64_t rows = x[x.size() - 2], cols = x[x.size() - 1];
+  const int64_t mats = rows * cols != 0 ? shapeNumel(x) / (rows * cols) : 0;
+  kernels::trilu(s.p[0] != 0, static_cast<int32_t>(s.p[1]), mats, rows, cols, package::elemSize(s.d->in(0).type), s.in[0], s.out);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kTrilu = {nullptr, &runTrilu};
 const KindExec kind_exec::kCopy = {nullptr, &runCopy};
 const KindExec kind_exec::kConcat = {nullptr, &runConcat};
 const KindExec kind_exec::kTranspose = {nullptr, &runTranspose};

@@ -170,3 +170,34 @@ for name, itype in (("gather_input_indices", TensorProto.INT64), ("gather_input_
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
     onnx.save(m, name + ".onnx")
+# Typed values (issue 49): comparisons, logic, integer arithmetic, bit shifts, ArgMax / ArgMin and computed Where
+# conditions — float in and out, the typed_binary / typed_unary / arg_reduce / cast layers inside.
+I32, I64, U8 = TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8
+N = helper.make_node
+save("typed_compare_where", [N("Greater", ["x", "c"], ["m"]), N("Neg", ["x"], ["nx"]), N("Where", ["m", "x", "nx"], ["y"])],
+     [2, 3, 4], [2, 3, 4], [("c", w(4))])
+save("typed_logic", [N("Less", ["x", "zero"], ["a"]), N("Greater", ["x", "half"], ["b"]), N("Not", ["b"], ["nb"]),
+                     N("And", ["a", "nb"], ["p"]), N("Or", ["a", "b"], ["q"]), N("Xor", ["p", "q"], ["r"]),
+                     N("Equal", ["a", "b"], ["e"]), N("Cast", ["r"], ["rf"], to=F), N("Cast", ["e"], ["ef"], to=F),
+                     N("Mul", ["ef", "two"], ["e2"]), N("Add", ["rf", "e2"], ["y"])], [2, 3, 4], [2, 3, 4],
+     [("zero", np.array(0, np.float32)), ("half", np.array(0.15, np.float32)), ("two", np.array(2, np.float32))])
+save("typed_int", [N("Mul", ["x", "ten"], ["x10"]), N("Cast", ["x10"], ["i"], to=I32), N("Add", ["i", "ci"], ["s"]),
+                   N("Mod", ["s", "m3"], ["md"]), N("Div", ["s", "d2"], ["dv"]), N("Mul", ["md", "dv"], ["pr"]),
+                   N("Abs", ["pr"], ["ab"]), N("Neg", ["ab"], ["ng"]), N("Max", ["ng", "i"], ["mx"]),
+                   N("Min", ["mx", "i", "s"], ["sm"]), N("Sign", ["sm"], ["sg"]), N("Sub", ["sm", "sg"], ["sb"]),
+                   N("Cast", ["sb"], ["l"], to=I64), N("Cast", ["l"], ["y"], to=F)], [2, 3, 4], [2, 3, 4],
+     [("ten", np.array(10, np.float32)), ("ci", np.array([3, -2, 0, 7], np.int32)), ("m3", np.array([3, -4, 5, 2], np.int32)),
+      ("d2", np.array(-3, np.int32))])
+save("typed_argmax", [N("ArgMax", ["x"], ["a"], axis=1, keepdims=1), N("ArgMin", ["x"], ["b"], axis=2, keepdims=0, select_last_index=1),
+                      N("Cast", ["a"], ["af"], to=F), N("Cast", ["b"], ["bf"], to=F), N("Reshape", ["bf", "shape"], ["br"]),
+                      N("Add", ["af", "br"], ["y"])], [2, 3, 4], [2, 3, 4], [("shape", np.array([2, 3, 1], np.int64))])
+save("typed_uint8_shift", [N("Relu", ["x"], ["r"]), N("Mul", ["r", "forty"], ["m"]), N("Cast", ["m"], ["u"], to=U8),
+                           N("BitShift", ["u", "k"], ["l"], direction="LEFT"), N("BitShift", ["l", "k2"], ["h"], direction="RIGHT"),
+                           N("Cast", ["h"], ["y"], to=F)], [2, 3, 4], [2, 3, 4],
+     [("forty", np.array(40, np.float32)), ("k", np.array([0, 1, 2, 3], np.uint8)), ("k2", np.array(1, np.uint8))])
+save("trilu_cumsum", [N("Trilu", ["x", "k1"], ["u"], upper=1), N("Trilu", ["x", "km"], ["l"], upper=0),
+                      N("CumSum", ["u", "ax1"], ["cu"], exclusive=1, reverse=1), N("Mul", ["l", "ten"], ["l10"]),
+                      N("Cast", ["l10"], ["li"], to=I32), N("CumSum", ["li", "axm"], ["ci"]), N("Cast", ["ci"], ["cf"], to=F),
+                      N("Add", ["cu", "cf"], ["y"])], [2, 3, 4], [2, 3, 4],
+     [("k1", np.array(1, np.int64)), ("km", np.array(-1, np.int64)), ("ax1", np.array(1, np.int64)),
+      ("axm", np.array(-1, np.int32)), ("ten", np.array(10, np.float32))], opset=14)
