@@ -244,7 +244,20 @@ TEST_P(ControlFlowModels, EqualPyTorchAndRoundTrip) {
   expectNear(engine::Engine(*back).run(in), name);
 }
 
-INSTANTIATE_TEST_SUITE_P(Torch, ControlFlowModels, ::testing::Values("if_data", "if_data_else", "loop_data", "if_const"));
+INSTANTIATE_TEST_SUITE_P(Torch, ControlFlowModels, ::testing::Values("if_data", "if_data_else", "loop_data", "if_const", "nested", "scan_axes"));
+
+// Malformed subgraphs are refused at import with the node, the attribute and the rule.
+TEST(ControlFlowModels, MalformedSubgraphsAreClearErrors) {
+  auto err = [](const char* name) { return errorOf([&] { Model::load(kDir / (std::string(name) + ".onnx")); }); };
+  std::string e = err("bad_undefined");
+  EXPECT_NE(e.find("attribute 'else_branch'"), std::string::npos) << e;
+  EXPECT_NE(e.find("reads 'nowhere', which is not defined in it or any enclosing graph"), std::string::npos) << e;
+  e = err("bad_deep");
+  EXPECT_NE(e.find("subgraphs nest deeper than 16 levels"), std::string::npos) << e;
+  EXPECT_NE(e.find("node 'deep' (If)"), std::string::npos) << e;
+  e = err("bad_graphs");
+  EXPECT_NE(e.find("attribute 'extra': lists of subgraphs (GRAPHS) are not supported"), std::string::npos) << e;
+}
 
 TEST(ControlFlowModels, ComputedConditionHasNoPackageForm) {
   auto rows = Model::load(kDir / "if_data.onnx").check("generic");
