@@ -30,7 +30,10 @@ struct Body {
   }
 
   std::vector<Tensor> run(const KernelCall& call, std::vector<Tensor> formal, const char* attr, size_t want_outputs) {
-    for (int i : captures) formal.push_back(call.in[static_cast<size_t>(i)]);
+    for (int i : captures) {
+      if (i < 0 || static_cast<size_t>(i) >= call.in.size()) call.error("attribute '{}': capture input {} is missing", attr, i);
+      formal.push_back(call.in[static_cast<size_t>(i)]);
+    }
     auto out = withContext(call.node.label() + ": attribute '" + attr + "'", [&] { return engine->run(formal); });
     if (out.size() != want_outputs) call.error("attribute '{}' gave {} outputs, {} expected", attr, out.size(), want_outputs);
     for (size_t i = 0; i < out.size(); ++i)
