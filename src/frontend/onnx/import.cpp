@@ -371,10 +371,10 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
       std::string nname = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
       ir::Node& node = g->addNode(n.op_type(), nname, std::move(ins), outs[static_cast<size_t>(i)],
                                   n.domain() == "ai.onnx" ? "" : n.domain());
-      convertAttributes(n, label, node, [&](const std::string& outer) {
+      convertAttributes(n, label, node, [&](const std::string& outer, const std::string& reader) {
         auto it = byName.find(outer);
         if (it == byName.end())
-          fail(ErrorCode::kInvalidInput, "the subgraph reads '{}', which is not defined in it or any enclosing graph", outer);
+          fail(ErrorCode::kInvalidInput, "{} reads '{}', which is not defined in its subgraph or any enclosing graph", reader, outer);
         return it->second;
       }, opset, 0, base_dir);
     }

@@ -24,7 +24,9 @@ ir::Attr attrFromProto(const onnx::AttributeProto& a, const std::filesystem::pat
 void attrToProto(const std::string& name, const ir::Attr& a, onnx::AttributeProto& out);
 
 /// A name of the enclosing scope -> its value (the subgraph import creates a capture for a name it does not define).
-using ScopeResolver = std::function<ir::ValueId(const std::string& name)>;
+/// `reader` says who reads it, relative to that scope ("node 'if' (If): attribute 'then_branch': node 'add' (Add)"),
+/// for the error when no scope defines the name.
+using ScopeResolver = std::function<ir::ValueId(const std::string& name, const std::string& reader)>;
 
 /// Converts the attributes of ONNX node `n` onto `node` (subgraph.cpp). A GRAPH attribute becomes a subgraph (nested at
 /// most ir::kMaxSubgraphDepth deep: `depth` is the node's graph's) whose outer names are resolved by `resolve` and

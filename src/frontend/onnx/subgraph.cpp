@@ -19,7 +19,7 @@ std::string subLabel(const onnx::NodeProto& n, int index) {
 
 struct ImportedSubgraph {
   ir::GraphPtr graph;
-  std::vector<std::string> captures;  // the outer names, in the order of the capture inputs
+  std::vector<std::pair<std::string, std::string>> captures;  // (outer name, its first reader), in the inputs' order
 };
 
 ImportedSubgraph subgraphFromProto(const onnx::GraphProto& gp, int opset, int depth, const std::filesystem::path& base_dir) {
@@ -60,12 +60,12 @@ ImportedSubgraph subgraphFromProto(const onnx::GraphProto& gp, int opset, int de
     }
   ImportedSubgraph r;
   std::vector<ir::ValueId> capture_values;
-  ScopeResolver resolve = [&](const std::string& name) -> ir::ValueId {
+  ScopeResolver resolve = [&](const std::string& name, const std::string& reader) -> ir::ValueId {
     if (auto it = byName.find(name); it != byName.end()) return it->second;
     auto it = types.find(name);
     ir::ValueId v = g->addValue(name, it != types.end() ? typeFromProto(*it->second, "value '" + name + "'", true) : ir::Type{}).id;
     byName[name] = v;
-    r.captures.push_back(name);
+    r.captures.emplace_back(name, reader);
     capture_values.push_back(v);
     return v;
   };
@@ -75,12 +75,12 @@ ImportedSubgraph subgraphFromProto(const onnx::GraphProto& gp, int opset, int de
     if (!ops::findSchema(n.domain(), n.op_type()))
       fail(ErrorCode::kUnsupported, "{}: unknown op '{}' inside a subgraph (npuc does not implement it)", label, n.op_type());
     std::vector<ir::ValueId> ins;
-    for (auto& in : n.input()) ins.push_back(in.empty() ? ir::kNoValue : resolve(in));
+    for (auto& in : n.input()) ins.push_back(in.empty() ? ir::kNoValue : resolve(in, label));
     ir::Node& node = g->addNode(n.op_type(), n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name(),
                                 std::move(ins), outs[static_cast<size_t>(i)], n.domain() == "ai.onnx" ? "" : n.domain());
     convertAttributes(n, label, node, resolve, opset, depth, base_dir);
   }
-  for (auto& o : gp.output()) g->outputs().push_back(resolve(o.name()));
+  for (auto& o : gp.output()) g->outputs().push_back(resolve(o.name(), "its output list"));
   for (ir::ValueId v : capture_values) g->inputs().push_back(v);
   g->num_captures = static_cast<int>(capture_values.size());
   g->topoSort();
@@ -92,7 +92,7 @@ ImportedSubgraph subgraphFromProto(const onnx::GraphProto& gp, int opset, int de
 
 void convertAttributes(const onnx::NodeProto& n, const std::string& label, ir::Node& node, const ScopeResolver& resolve,
                        int opset, int depth, const std::filesystem::path& base_dir) {
-  std::map<std::string, std::vector<std::string>> captures;  // by attribute, in name order like node.attrs
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> captures;  // by attribute, in name order like node.attrs
   withContext(label, [&] {
     for (auto& a : n.attribute()) {
       if (a.type() == onnx::AttributeProto::GRAPHS)
@@ -111,8 +111,7 @@ void convertAttributes(const onnx::NodeProto& n, const std::string& label, ir::N
     }
   });
   for (auto& [attr, names] : captures)
-    for (auto& name : names)
-      node.inputs.push_back(withContext(label + ": attribute '" + attr + "'", [&] { return resolve(name); }));
+    for (auto& [name, reader] : names) node.inputs.push_back(resolve(name, label + ": attribute '" + attr + "': " + reader));
 }
 
 }  // namespace npuc::onnx_io
