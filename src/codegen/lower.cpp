@@ -30,6 +30,9 @@ namespace detail {
 void Lowerer::lowerNode(const ir::Node& n) {
   if (const plugin::CustomOp* c = ops::customOpOf(n)) return customNode(n, *c);
   if (n.domain != "" && n.domain != "ai.npuc") unsupported(n, "domain '{}' has no package form", n.domain);
+  if (n.domain.empty() && (n.op == "If" || n.op == "Loop" || n.op == "Scan"))
+    unsupported(n, "If/Loop/Scan with a computed condition/trip count has no package form yet (an If whose condition folds "
+                "to a constant is inlined at import; the reference engine runs all three: npuc run)");
   static const LowerTable table = [] {
     LowerTable t;
     registerNnLowerings(t);

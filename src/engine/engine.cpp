@@ -66,6 +66,7 @@ const KernelRegistry& kernelRegistry() {
     registerRecurrentKernels(reg);
     registerDetectionKernels(reg);
     registerSignalKernels(reg);
+    registerControlFlowKernels(reg);
     registerQuantKernels(reg);
     registerPrePostKernels(reg);
     return reg;

@@ -53,6 +53,7 @@ const char* attrKindName(Attr::Kind k) {
     case Attr::Kind::kInts: return "ints";
     case Attr::Kind::kFloats: return "floats";
     case Attr::Kind::kStrings: return "strings";
+    case Attr::Kind::kGraph: return "graph";
   }
   return "?";
 }
@@ -109,6 +110,41 @@ const Tensor* Node::attrTensor(const std::string& n) const {
   attrTypeError(*this, n, "a tensor", it->second);
 }
 
+const Graph* Node::attrGraph(const std::string& n) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return nullptr;
+  if (auto v = it->second.get<GraphPtr>(); v && *v) return v->get();
+  attrTypeError(*this, n, "a graph", it->second);
+}
+
+std::vector<std::pair<std::string, GraphPtr>> subgraphs(const Node& n) {
+  std::vector<std::pair<std::string, GraphPtr>> r;
+  for (auto& [k, a] : n.attrs)
+    if (auto g = a.get<GraphPtr>(); g && *g) r.emplace_back(k, *g);
+  return r;
+}
+
+int numCaptureInputs(const Node& n) {
+  int k = 0;
+  for (auto& [name, g] : subgraphs(n)) k += g->num_captures;
+  return k;
+}
+
+int numOwnInputs(const Node& n) { return static_cast<int>(n.inputs.size()) - numCaptureInputs(n); }
+
+std::vector<int> captureInputs(const Node& n, const std::string& attr) {
+  int at = numOwnInputs(n);
+  for (auto& [name, g] : subgraphs(n)) {
+    if (name == attr) {
+      std::vector<int> r;
+      for (int i = 0; i < g->num_captures; ++i) r.push_back(at + i);
+      return r;
+    }
+    at += g->num_captures;
+  }
+  return {};
+}
+
 std::string Node::label() const {
   return "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op + ")";
 }
@@ -129,6 +165,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->inputs_ = inputs_;
   g->outputs_ = outputs_;
   g->value_names_ = value_names_;
+  g->num_captures = num_captures;
   g->opset = opset;
   g->name = name;
   g->producer = producer;
@@ -298,7 +335,47 @@ void Graph::topoSort() {
   order_ = std::move(out);
 }
 
-void verify(const Graph& g, ErrorCode code) {
+namespace {
+
+void verifyAt(const Graph& g, ErrorCode code, int depth);
+
+/// A node's subgraphs: nesting bounded, each one valid, its captures the node's trailing inputs, of the same element
+/// types as the values they stand for.
+void verifySubgraphs(const Graph& g, const Node& n, ErrorCode code, int depth) {
+  auto subs = subgraphs(n);
+  if (subs.empty()) return;
+  if (depth >= kMaxSubgraphDepth)
+    fail(code, "{}: subgraphs nest deeper than {} levels", n.label(), kMaxSubgraphDepth);
+  int total = 0;
+  for (auto& [name, body] : subs) {
+    if (body->num_captures < 0 || body->num_captures > static_cast<int>(body->inputs().size()))
+      fail(code, "{}: attribute '{}': {} captures but {} inputs", n.label(), name, body->num_captures, body->inputs().size());
+    total += body->num_captures;
+    withContext(n.label() + ": attribute '" + name + "'", [&] { verifyAt(*body, code, depth + 1); });
+  }
+  if (total > static_cast<int>(n.inputs.size()))
+    fail(code, "{}: its subgraphs capture {} outer values but the node has {} inputs", n.label(), total, n.inputs.size());
+  for (auto& [name, body] : subs) {
+    auto at = captureInputs(n, name);
+    const size_t first = body->inputs().size() - static_cast<size_t>(body->num_captures);
+    for (size_t i = 0; i < at.size(); ++i) {
+      ValueId outer = n.inputs[static_cast<size_t>(at[i])];
+      if (outer == kNoValue) fail(code, "{}: attribute '{}': capture {} is not bound to a value", n.label(), name, i);
+      const Value& inner = body->value(body->inputs()[first + i]);
+      DType od = g.value(outer).type.dtype, id = inner.type.dtype;
+      if (od != DType::kUndefined && id != DType::kUndefined && od != id)
+        fail(code, "{}: attribute '{}': '{}' is {} inside and {} outside", n.label(), name, inner.name, dtypeName(id),
+             dtypeName(od));
+    }
+  }
+}
+
+}  // namespace
+
+void verify(const Graph& g, ErrorCode code) { verifyAt(g, code, 0); }
+
+namespace {
+void verifyAt(const Graph& g, ErrorCode code, int depth) {
   std::set<ValueId> defined;
   for (ValueId in : g.inputs()) {
     if (!g.hasValue(in)) fail(code, "graph input id {} does not exist", in);
@@ -329,21 +406,37 @@ void verify(const Graph& g, ErrorCode code) {
       produced.insert(o);
       defined.insert(o);
     }
+    verifySubgraphs(g, n, code, depth);
   }
   for (ValueId o : g.outputs()) {
     if (!g.hasValue(o)) fail(code, "graph output id {} does not exist", o);
     if (!defined.count(o)) fail(code, "graph output '{}' is never produced", g.value(o).name);
   }
 }
+}  // namespace
+
+namespace {
+void dumpAt(const Graph& g, std::ostringstream& os, const std::string& indent);
+}
 
 std::string dump(const Graph& g) {
   std::ostringstream os;
+  dumpAt(g, os, "");
+  return os.str();
+}
+
+namespace {
+void dumpAt(const Graph& g, std::ostringstream& os, const std::string& indent) {
   auto vname = [&](ValueId v) { return v == kNoValue ? std::string("_") : "%" + g.value(v).name; };
-  os << "graph " << g.name << " (opset " << g.opset << ")\n";
-  for (ValueId in : g.inputs()) os << "  input " << vname(in) << " : " << g.value(in).type.str() << "\n";
+  os << indent << "graph " << g.name << " (opset " << g.opset << ")\n";
+  const size_t first_capture = g.inputs().size() - static_cast<size_t>(std::max(0, g.num_captures));
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    ValueId in = g.inputs()[i];
+    os << indent << (i < first_capture ? "  input " : "  capture ") << vname(in) << " : " << g.value(in).type.str() << "\n";
+  }
   for (NodeId id : g.order()) {
     const Node& n = g.node(id);
-    os << "  ";
+    os << indent << "  ";
     for (size_t i = 0; i < n.outputs.size(); ++i)
       os << (i ? ", " : "") << vname(n.outputs[i])
          << (n.outputs[i] != kNoValue ? " : " + g.value(n.outputs[i]).type.str() : "");
@@ -363,15 +456,21 @@ std::string dump(const Graph& g) {
           os << "=[";
           for (size_t i = 0; i < is->size(); ++i) os << (i ? "," : "") << (*is)[i];
           os << "]";
+        } else if (auto sg = a.get<GraphPtr>(); sg && *sg) {
+          os << "=<graph: " << (*sg)->numNodes() << " nodes>";
         }
       }
       os << "}";
     }
     os << "  # " << n.name << "\n";
+    for (auto& [k, sg] : subgraphs(n)) {
+      os << indent << "    " << k << ":\n";
+      dumpAt(*sg, os, indent + "    ");
+    }
   }
-  for (ValueId o : g.outputs()) os << "  output " << vname(o) << "\n";
-  return os.str();
+  for (ValueId o : g.outputs()) os << indent << "  output " << vname(o) << "\n";
 }
+}  // namespace
 
 std::string opexp(const Node& n) {
   std::vector<std::string> ops;

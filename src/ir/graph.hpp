@@ -40,11 +40,18 @@ struct Type {
 
 inline Type makeType(DType t, Shape s) { return Type{t, std::move(s), true}; }
 
+class Graph;
+/// A subgraph held by an attribute (an If's branch, a Loop's or Scan's body): immutable and shared by the copies of
+/// its node (a pass that changes one builds a new graph). See Graph::num_captures for how it reads outer values.
+using GraphPtr = std::shared_ptr<const Graph>;
+/// How deep subgraphs may nest (a model is untrusted input: deeper nesting is refused at import, by the verifier).
+inline constexpr int kMaxSubgraphDepth = 16;
+
 class Attr {
  public:
-  enum class Kind { kInt, kFloat, kString, kTensor, kInts, kFloats, kStrings };
+  enum class Kind { kInt, kFloat, kString, kTensor, kInts, kFloats, kStrings, kGraph };
   using Storage = std::variant<int64_t, float, std::string, Tensor, std::vector<int64_t>, std::vector<float>,
-                               std::vector<std::string>>;
+                               std::vector<std::string>, GraphPtr>;
   Attr() = default;
   template <typename T> Attr(T v) : v_(std::move(v)) {}
   Kind kind() const { return static_cast<Kind>(v_.index()); }
@@ -112,6 +119,8 @@ struct Node {
   std::vector<int64_t> attrInts(const std::string& n, std::vector<int64_t> def = {}) const;
   std::vector<float> attrFloats(const std::string& n, std::vector<float> def = {}) const;
   const Tensor* attrTensor(const std::string& n) const;
+  /// A subgraph attribute, or nullptr when the node has none of that name.
+  const Graph* attrGraph(const std::string& n) const;
   /// "node 'conv1' (Conv)" for messages.
   std::string label() const;
   /// Number of inputs actually present (trailing omitted inputs excluded).
@@ -204,6 +213,14 @@ class Graph {
   /// Consumers of every value: (node id, input index), in node order.
   UseMap uses() const;
 
+  // --- subgraphs ---
+  /// A subgraph's last `num_captures` inputs stand for values of the enclosing graph that it reads (ONNX's
+  /// outer-scope names, made explicit at import): the node holding the subgraph passes those values as its trailing
+  /// inputs, after its own — for each of its subgraph attributes in name order, that subgraph's captures in order
+  /// (ir::captureInputs). So passes see them as ordinary inputs: DCE keeps them, renames and rewiring follow them, and
+  /// a subgraph never refers to an outer value by name. 0 in a top-level graph.
+  int num_captures = 0;
+
   // --- model metadata ---
   int opset = 13;        // ai.onnx opset
   std::string name;      // graph name
@@ -223,6 +240,17 @@ class Graph {
 std::string opexp(const Node& n);
 /// The source nodes a node stands for: its own name, then merged_nodes.
 std::vector<std::string> sourceNodes(const Node& n);
+
+/// The subgraph attributes of a node, in name order (empty for most nodes).
+std::vector<std::pair<std::string, GraphPtr>> subgraphs(const Node& n);
+/// How many of a node's trailing inputs are its subgraphs' captures (the sum of their num_captures).
+int numCaptureInputs(const Node& n);
+/// The node's own inputs (without the captures): inputs.size() - numCaptureInputs(n).
+int numOwnInputs(const Node& n);
+/// The positions in n.inputs of subgraph attribute `attr`'s captures, in the subgraph's order.
+std::vector<int> captureInputs(const Node& n, const std::string& attr);
+/// The formal (non-capture) inputs of a subgraph.
+inline int numFormalInputs(const Graph& body) { return static_cast<int>(body.inputs().size()) - body.num_captures; }
 
 /// Input i of `n` when it is a constant of element type `dtype`; nullptr when it is omitted, computed or of another type.
 const Tensor* constantInput(const Graph& g, const Node& n, int i, DType dtype);

@@ -45,6 +45,22 @@ void InferContext::setOutput(int i, DType dtype, Shape shape) {
   out_[static_cast<size_t>(i)] = ir::makeType(dtype, std::move(shape));
 }
 
+ir::Type InferContext::knownType(int i) const {
+  if (i < 0 || static_cast<size_t>(i) >= in_.size() || !hasInput(i)) return {};
+  return in_[static_cast<size_t>(i)];
+}
+
+const Tensor* InferContext::knownValue(int i) const {
+  if (i < 0 || static_cast<size_t>(i) >= vals_.size() || !hasInput(i)) return nullptr;
+  return vals_[static_cast<size_t>(i)];
+}
+
+void InferContext::setOutputType(int i, ir::Type t) {
+  if (i < 0 || static_cast<size_t>(i) >= out_.size()) return;
+  if (t.rank_known && t.isStatic()) return setOutput(i, t.dtype, t.shape);
+  out_[static_cast<size_t>(i)] = std::move(t);
+}
+
 OpSchema makeSchema(const char* name, int min_in, int max_in, const char* doc, InferFn infer, int max_out) {
   OpSchema s;
   s.name = name;
@@ -140,6 +156,7 @@ const Registry& registry() {
     registerRecurrentOps(reg);
     registerDetectionOps(reg);
     registerSignalOps(reg);
+    registerControlFlowOps(reg);
     registerQuantOps(reg);
     registerQuantNpucOps(reg);
     registerNpucOps(reg);
@@ -192,6 +209,30 @@ std::optional<std::vector<ir::Type>> inferNode(const ir::Graph& g, const ir::Nod
   return inferNode(n, g.opset, std::move(types), std::move(vals));
 }
 
+namespace {
+/// Records a partly known inferred type `t` on `v`: the dims either knows; a conflict with the declaration is an error.
+bool mergePartial(const ir::Node& n, ir::Value& v, const ir::Type& t) {
+  ir::Type m = v.type;
+  bool clash = m.dtype != DType::kUndefined && m.dtype != t.dtype;
+  if (m.dtype == DType::kUndefined) m.dtype = t.dtype;
+  if (t.rank_known && m.rank_known) {
+    clash |= m.shape.size() != t.shape.size();
+    for (size_t d = 0; !clash && d < m.shape.size(); ++d) {
+      clash |= m.shape[d] >= 0 && t.shape[d] >= 0 && m.shape[d] != t.shape[d];
+      if (m.shape[d] < 0) m.shape[d] = t.shape[d];
+    }
+  } else if (t.rank_known) {
+    m.rank_known = true;
+    m.shape = t.shape;
+  }
+  if (clash)
+    fail(ErrorCode::kInvalidInput, "{}: output '{}' is declared {} but its inputs give {}", n.label(), v.name, v.type.str(), t.str());
+  if (m == v.type) return false;
+  v.type = m;
+  return true;
+}
+}  // namespace
+
 bool inferNodeTypes(ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);
   auto r = inferNode(g, n);
@@ -201,6 +242,10 @@ bool inferNodeTypes(ir::Graph& g, ir::NodeId id) {
     if (n.outputs[i] == ir::kNoValue || (*r)[i].dtype == DType::kUndefined) continue;
     ir::Value& v = g.value(n.outputs[i]);
     const ir::Type& t = (*r)[i];
+    if (!t.isStatic()) {  // known in part (control flow): it must agree with the declaration, which may know more
+      if (mergePartial(n, v, t)) changed = true;
+      continue;
+    }
     if (v.type.isStatic() && v.type.shape != t.shape)
       fail(ErrorCode::kInvalidInput, "{}: output '{}' is declared {} but its inputs give {}", n.label(), v.name,
            v.type.str(), t.str());

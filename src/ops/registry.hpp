@@ -46,8 +46,15 @@ class InferContext {
   const Tensor& inputValue(int i) const;
   /// Value of an integer input as int64s (shape operands, axes, …).
   std::vector<int64_t> inputInts(int i) const { return inputValue(i).toInt64(); }
+  /// What is known of input i, never throwing: its type as far as known (Type{} when absent), its value or nullptr.
+  /// For shape functions that use what is known and leave the rest open (If, Loop, Scan).
+  ir::Type knownType(int i) const;
+  const Tensor* knownValue(int i) const;
 
   void setOutput(int i, DType dtype, Shape shape);
+  /// An output known only in part (control flow: a Loop's carried value whose shape changes between iterations):
+  /// dims may be -1, the rank unknown. At run time the kernel gives the actual tensor.
+  void setOutputType(int i, ir::Type t);
   const std::vector<ir::Type>& outputs() const { return out_; }
 
   /// Throws kInvalidInput with the node's label in front.
@@ -150,6 +157,7 @@ void registerReduceOps(Registry& r);
 void registerIndexingOps(Registry& r);
 void registerRecurrentOps(Registry& r);  // RNN, GRU, LSTM
 void registerDetectionOps(Registry& r);  // NonMaxSuppression
+void registerControlFlowOps(Registry& r);  // If, Loop, Scan (control_flow.cpp)
 void registerSignalOps(Registry& r);  // DFT, STFT, the windows, MelWeightMatrix
 /// NonMaxSuppression's parameters from its node and inputs (checked): the shape function's and the engine's.
 kernels::NmsParams nmsParams(InferContext& c);

@@ -10,7 +10,17 @@ namespace npuc::passes {
 
 namespace {
 // Folding these would only move a large tensor into the model file or is not meaningful.
-bool foldable(const ir::Node& n) { return n.op != "RandomNormal" && n.op != "RandomUniform" && n.op != "Multinomial"; }
+/// A Loop folds only with a constant trip count of at most this many steps (a model's own loop may be as long as it
+/// says when it runs, but loading it must not take that long).
+constexpr int64_t kMaxFoldTrips = 4096;
+
+bool foldable(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "Loop") {
+    const Tensor* m = n.hasInput(0) ? ir::constantInput(g, n, 0, DType::kI64) : nullptr;
+    return m && m->numel() == 1 && m->data<int64_t>()[0] <= kMaxFoldTrips;
+  }
+  return n.op != "RandomNormal" && n.op != "RandomUniform" && n.op != "Multinomial";
+}
 
 constexpr size_t kMaxFoldBytes = size_t{64} << 20;
 }  // namespace
@@ -25,7 +35,7 @@ bool FoldConstantsPass::run(ir::Graph& g, PassContext&) {
     // sweep instead of one link per round of the pipeline.
     ops::inferNodeTypes(g, id);
     const ir::Node& n = g.node(id);
-    if (!foldable(n) || !n.domain.empty()) continue;
+    if (!foldable(g, n) || !n.domain.empty()) continue;
     // Shape and Size only need a static input shape.
     if ((n.op == "Shape" || n.op == "Size") && n.hasInput(0) && g.value(n.inputs[0]).type.isStatic()) {
       auto types = ops::inferNode(g, n);

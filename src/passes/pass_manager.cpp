@@ -63,7 +63,7 @@ int PassManager::runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iteration
   return max_iterations;
 }
 
-std::vector<std::string> resolvePipeline() { return {"infer-shapes", "fold-constants", "fold-transposes", "dce"}; }
+std::vector<std::string> resolvePipeline() { return {"infer-shapes", "fold-constants", "inline-if", "fold-transposes", "dce"}; }
 std::vector<std::string> optimizePipeline() { return {"fold-batchnorm", "dce"}; }
 std::vector<std::string> translatePipeline() {
   return {"fold-constants", "fold-batchnorm", "detect-patterns", "canonicalize-pool", "fold-pad", "fuse-activations", "dce"};

@@ -20,6 +20,13 @@ class FoldConstantsPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// Replaces an If whose condition is a constant by the nodes of the branch it takes (inline_if.cpp).
+class InlineIfPass : public Pass {
+ public:
+  const char* name() const override { return "inline-if"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// Removes nodes whose outputs nothing uses, and unused constants.
 class DeadCodeEliminationPass : public Pass {
  public:

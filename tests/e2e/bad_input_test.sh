@@ -105,6 +105,13 @@ expect_error 2 "ir_version 99 is newer than npuc reads" -- "$npuc" inspect "$d/i
 expect_error 2 "two initializers are named 'c'" -- "$npuc" inspect "$d/duplicate_initializer.onnx"
 mkdir -p "$tmp/ext" && cp "$d/external_link.onnx" "$tmp/ext/" && printf 'root:x:0:0' >"$tmp/secret" && ln -s "$tmp/secret" "$tmp/ext/w.bin"
 expect_error 2 "outside the model's folder" -- "$npuc" inspect "$tmp/ext/external_link.onnx"
+cf=$src/tests/data/control_flow  # malformed subgraphs (tests/data/control_flow/generate.py)
+expect_error 2 "subgraphs nest deeper than 16 levels" -- "$npuc" inspect "$cf/bad_deep.onnx"
+expect_error 2 "attribute 'else_branch': node '#0' (Identity) reads 'nowhere', which is not defined in its subgraph or any enclosing graph" -- "$npuc" inspect "$cf/bad_undefined.onnx"
+expect_error 2 "lists of subgraphs (GRAPHS) are not supported" -- "$npuc" run "$cf/bad_graphs.onnx"
+"$npuc" translate ifd -onnx "$cf/if_data.onnx" --target generic --out "$out" >"$tmp/err" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "(If): .*If/Loop/Scan with a computed condition/trip count has no package form yet" "$tmp/err" &&
+  ok "an If on the data: translate names it, no package" || bad "translate of an If on the data: exit $rc, $(head -c 400 "$tmp/err")"
 
 # A model that does not import still gets the error report (issue 23: translate failures of any kind write it).
 expect_error 2 "unknown op 'FancyNewOp'" -- "$npuc" translate unk -onnx "$d/unknown_op.onnx" --out "$out"

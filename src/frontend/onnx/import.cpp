@@ -220,7 +220,10 @@ void checkNames(const ir::Graph& g) {
            "its reports", what, escapedName(name), at);
   };
   for (ir::ValueId v : g.valueIds()) check(g.value(v).name, "tensor");
-  for (ir::NodeId n : g.order()) check(g.node(n).name, "node");
+  for (ir::NodeId n : g.order()) {
+    check(g.node(n).name, "node");
+    for (auto& [attr, sub] : ir::subgraphs(g.node(n))) checkNames(*sub);
+  }
 }
 
 int checkModelHeader(const onnx::ModelProto& m) {
@@ -368,9 +371,12 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
       std::string nname = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
       ir::Node& node = g->addNode(n.op_type(), nname, std::move(ins), outs[static_cast<size_t>(i)],
                                   n.domain() == "ai.onnx" ? "" : n.domain());
-      withContext(label, [&] {
-        for (auto& a : n.attribute()) node.attrs[a.name()] = attrFromProto(a, base_dir);
-      });
+      convertAttributes(n, label, node, [&](const std::string& outer, const std::string& reader) {
+        auto it = byName.find(outer);
+        if (it == byName.end())
+          fail(ErrorCode::kInvalidInput, "{} reads '{}', which is not defined in its subgraph or any enclosing graph", reader, outer);
+        return it->second;
+      }, opset, 0, base_dir);
     }
     for (auto& o : graph.output()) {
       auto it = byName.find(o.name());
