@@ -30,23 +30,26 @@ void runReduce(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
-void runArgReduce(Runtime::Impl& im, Step& s) {
-  const Shape& x = s.shapes[0];
-  const size_t axis = s.p[1];  // validated: below the rank (0 for a scalar)
-  int64_t outer = 1, inner = 1;
+/// x viewed as [outer, dim, inner] around `axis` (validated: below the rank; 0 for a scalar).
+struct AxisView {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+AxisView around(const Shape& x, size_t axis) {
+  AxisView v;
   for (size_t i = 0; i < x.size(); ++i)
-    if (i != axis) (i < axis ? outer : inner) *= x[i];
-  const int64_t n = x.empty() ? 1 : x[axis];
-  kernels::argReduce(s.p[0] == 0, s.p[2] != 0, s.d->in(0).type, outer, n, inner, s.in[0], reinterpret_cast<int64_t*>(s.out));
+    if (i != axis) (i < axis ? v.outer : v.inner) *= x[i];
+  if (!x.empty()) v.dim = x[axis];
+  return v;
+}
+
+void runArgReduce(Runtime::Impl& im, Step& s) {
+  const AxisView v = around(s.shapes[0], s.p[1]);
+  kernels::argReduce(s.p[0] == 0, s.p[2] != 0, s.d->in(0).type, v.outer, v.dim, v.inner, s.in[0], reinterpret_cast<int64_t*>(s.out));
 }
 
 void runCumSum(Runtime::Impl& im, Step& s) {
-  const Shape& x = s.shapes[0];
-  const size_t axis = s.p[0];  // validated: below the rank (0 for a scalar)
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (i != axis) (i < axis ? outer : inner) *= x[i];
-  kernels::cumSum(s.d->in(0).type, s.p[1] != 0, s.p[2] != 0, outer, x.empty() ? 1 : x[axis], inner, s.in[0], s.out);
+  const AxisView v = around(s.shapes[0], s.p[0]);
+  kernels::cumSum(s.d->in(0).type, s.p[1] != 0, s.p[2] != 0, v.outer, v.dim, v.inner, s.in[0], s.out);
 }
 
 }  // namespace
