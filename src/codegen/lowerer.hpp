@@ -152,9 +152,7 @@ class Lowerer {
       if (isFloat(c.dtype())) {
         src = weightVal(val.name + "/value", c.shape(), floatBytes(c, false), ft_);
       } else {
-        std::vector<uint8_t> bytes(c.nbytes());
-        if (!bytes.empty()) std::memcpy(bytes.data(), c.raw(), bytes.size());
-        src = weightVal(val.name + "/value", c.shape(), std::move(bytes), c.dtype());
+        src = rawWeightVal(val.name + "/value", c);
       }
     } else {
       auto it = of_.find(v);
@@ -259,6 +257,13 @@ class Lowerer {
     return out;
   }
 
+  /// A constant in the weight space as it is: its own element type and bytes.
+  int rawWeightVal(const std::string& name, const Tensor& c) {
+    std::vector<uint8_t> bytes(c.nbytes());
+    if (!bytes.empty()) std::memcpy(bytes.data(), c.raw(), bytes.size());
+    return weightVal(name, c.shape(), std::move(bytes), c.dtype());
+  }
+
   int weightVal(const std::string& name, Shape shape, std::vector<uint8_t> bytes, ElemType type) {
     LVal v;
     v.name = name;
@@ -280,9 +285,7 @@ class Lowerer {
     if (val.isConstant() && typed_ && isTypedValue(val)) {  // an integer / bool / float64 operand, as it is
       const Tensor& c = *val.constant;
       if (!package::isPackageType(c.dtype())) unsupported(n, "constant '{}' is {}: no package form", val.name, dtypeName(c.dtype()));
-      std::vector<uint8_t> bytes(c.nbytes());
-      if (!bytes.empty()) std::memcpy(bytes.data(), c.raw(), bytes.size());
-      return of_[v] = weightVal(val.name, val.type.shape, std::move(bytes), c.dtype());
+      return of_[v] = rawWeightVal(val.name, c);
     }
     if (val.isConstant() && !typed_ && isTypedValue(val))  // an integer operand of a float layer
       unsupported(n, "op {} on {} values has no package form", n.op, dtypeName(val.type.dtype));
