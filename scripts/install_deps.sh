@@ -11,7 +11,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config
   flatbuffers-compiler libflatbuffers-dev)  # (flatc: the TFLite importer's schema, src/frontend/tflite/tflite.fbs)
 fuzz_pkgs=(clang llvm libclang-rt-14-dev)
 python_pkgs=(python3 python3-numpy python3-onnx python3-dev pybind11-dev python3-pytest python3-distributed python3-tqdm
-  python3-pil)  # the Python package (python/), its tests (pytest, Dask) and examples (Pillow)
+  python3-pil python3-matplotlib)  # the Python package (python/), its tests (pytest, Dask), examples (Pillow), npuc tune's plots
 torch_pkgs=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)  # exporting test models only
 fashion_pkgs=(dataset-fashion-mnist)  # the accuracy checks' data (models/fashion/train.py)
 browser_pkgs=(chromium)  # the test that opens npuc view's page headless

@@ -157,6 +157,8 @@ struct TranslateOptions {
   std::map<std::string, std::vector<Tensor>> calibration;
   std::string calib_method = "minmax";   // --calib-method: the int8 activation range method (docs/calibration.md)
   std::vector<std::string> keep_float;   // --keep-float NODE: int8-affine layers kept in float32 (QuantizeOptions)
+  /// --precision FILE: a precision file (docs/tune.md; what npuc tune writes) whose float32 layers join keep_float
+  std::filesystem::path precision;
   std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges
   bool bias_correction = false;          // --bias-correction: int8-affine biases corrected for the weights' rounding
   int threads = 0;                       // threads of the calibration runs (0: all cores)

@@ -13,6 +13,7 @@ Built on them, here:
                    reordering=None, platform=None)   # Kneron's kneron_inference, for npuc packages
     npuc.evaluate(package, dataset, labels, metric="top1", client=None)   # sharded, on Dask or local processes
     npuc.compare(onnx, package, inputs)              # per-layer table, package vs reference engine
+    npuc.tune(model, target, calib, dataset, labels, max_drop=0.3)   # int8 with the fewest float layers in budget
 
 and the Kneron guide's helpers (binary image <-> numpy, RGBA dumps, boxes drawn on a picture) in npuc.utils.
 Errors raise npuc.Error (a RuntimeError) with npuc's message, and .code ("invalid argument", "i/o error", ...).
@@ -24,6 +25,7 @@ import numpy as np
 
 from ._npuc import Error, Pipeline, Runtime, TranslateResult, model_io, register_custom_op, run_model, translate  # noqa: F401
 from .evaluate import evaluate  # noqa: F401
+from .tuning import tune  # noqa: F401
 
 def _error(message, code="invalid argument"):
     """An npuc.Error raised from Python, with the same attributes as the C++ ones."""

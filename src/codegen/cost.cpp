@@ -35,9 +35,10 @@ struct Work {
   int64_t macs = 0, taps = 0, elems = 0, in_elems = 0, out_elems = 0, bytes = 0;
   bool sparse = false;  // a convolution on the sparse kernel: its MACs scale with the weights' density
   double density = 1;
+  double width = 1;  // a layer kept wider than the target's numerics: its element size / the target's
 };
 Work workOf(const LayerEstimate& l) {
-  return Work{l.op, l.macs, l.taps, l.elems, l.in_elems, l.out_elems, l.bytes, l.conv_kernel == "sparse", l.weight_density};
+  return Work{l.op, l.macs, l.taps, l.elems, l.in_elems, l.out_elems, l.bytes, l.conv_kernel == "sparse", l.weight_density, l.width};
 }
 /// The MAC rate of a layer on an engine: narrow groups (MACs per output tap = input channels per group), pointwise
 /// layers (taps = output elements: one kernel tap) or the engine's own rate.
@@ -58,7 +59,11 @@ double layerTime(const target::Engine& en, const Work& w) {
     compute = static_cast<double>(w.macs) / (macRate(en, w) * f) * sparse + static_cast<double>(w.taps) * en.cycles_per_tap / f;
   }
   else if (en.elems_per_cycle > 0) compute = static_cast<double>(w.elems) / (en.elems_per_cycle * f);
-  const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) / (en.bytes_per_cycle * f) : 0.0;
+  // A wider layer (kept in float in an int8 package): its MAC and element rates divided by the width ratio (as many
+  // lanes of the wider type as fit where the narrow ones did: an npuc assumption) and its bytes multiplied by it.
+  // Emulated ops are float code already.
+  if (emulated == en.emulated_ops.end()) compute *= w.width;
+  const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) * w.width / (en.bytes_per_cycle * f) : 0.0;
   return en.overhead_us + std::max(compute, memory);
 }
 
@@ -212,6 +217,37 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
   return e;
 }
 
+namespace {
+/// A layer's times again (after its kernel or width changed), on every engine and in the totals.
+void retime(Estimate& e, const target::Target& t, LayerEstimate& l) {
+  if (l.single_core_us.empty()) return;  // (a layer that takes no time)
+  const Work w = workOf(l);
+  size_t k = 0;
+  for (auto& [name, en] : t.engines) {
+    const double now = layerTime(en, w);
+    e.single_core_us[k].second += now - l.single_core_us[k];
+    l.single_core_us[k++] = now;
+  }
+  const double now = layerTime(t.engines.at(l.engine), w);
+  e.total_us += now - l.time_us;
+  for (auto& [eng, us] : e.per_engine_us)
+    if (eng == l.engine) us += now - l.time_us;
+  l.time_us = now;
+}
+}  // namespace
+
+void widenLayers(Estimate& e, const target::Target& t, const std::map<std::string, DType>& wide) {
+  if (wide.empty()) return;
+  const double esize = static_cast<double>(numericsTraits(t.numerics).activation_bytes);
+  for (LayerEstimate& l : e.layers) {
+    auto it = wide.find(l.name);
+    if (it == wide.end()) continue;
+    l.precision = std::string(dtypeName(it->second));
+    l.width = static_cast<double>(dtypeSize(it->second)) / esize;
+    retime(e, t, l);
+  }
+}
+
 void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std::vector<int>& by_index,
                        const std::vector<std::string>& index_names, const std::map<std::string, int>& by_name) {
   if (all < 0 && by_index.empty() && by_name.empty()) return;
@@ -240,19 +276,7 @@ void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std:
     }
     if (kernel == l.conv_kernel) continue;
     l.conv_kernel = kernel;
-    if (l.single_core_us.empty()) continue;  // (a layer that takes no time)
-    const Work w = workOf(l);
-    size_t k = 0;
-    for (auto& [name, en] : t.engines) {
-      const double now = layerTime(en, w);
-      e.single_core_us[k].second += now - l.single_core_us[k];
-      l.single_core_us[k++] = now;
-    }
-    const double now = layerTime(t.engines.at(l.engine), w);
-    e.total_us += now - l.time_us;
-    for (auto& [eng, us] : e.per_engine_us)
-      if (eng == l.engine) us += now - l.time_us;
-    l.time_us = now;
+    retime(e, t, l);
   }
   if (!unknown.empty()) fail(ErrorCode::kInvalidArgument, "convolution kernels: no layer '{}' (the names of PREFIX_summary.csv)", *unknown.begin());
 }

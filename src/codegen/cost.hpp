@@ -34,6 +34,10 @@ struct LayerEstimate {
   // What the time depends on besides the above (chooseConvKernels re-times a layer from them).
   std::string op;
   int64_t elems = 0, in_elems = 0, out_elems = 0;
+  /// A layer the package runs wider than the target's numerics (kept in float in an int8 package: widenLayers): its
+  /// type ("float32"), and its element size over the target's (compute and bytes scale by it). "" and 1 otherwise.
+  std::string precision;
+  double width = 1;
 };
 
 struct Estimate {
@@ -76,6 +80,12 @@ inline bool denseByDefault(int64_t out_w, int64_t out_h) { return out_w * out_h 
 /// without a sparse kernel. Call before throughput().
 void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std::vector<int>& by_index,
                        const std::vector<std::string>& index_names, const std::map<std::string, int>& by_name);
+
+/// Layers the package runs wider than the target's numerics (`wide`: layer name -> its type, e.g. the layers an int8
+/// package keeps in float32): re-timed on every engine with their MAC and element rates divided, and their bytes
+/// multiplied, by the ratio of the element sizes (docs/cost-model.md). Names without a layer are ignored (the
+/// quantizer has refused unknown ones). Call before throughput().
+void widenLayers(Estimate& e, const target::Target& t, const std::map<std::string, DType>& wide);
 
 /// Removes the layers named in `names` (nodes lowering turned into no descriptor: aliases, fused casts) and their
 /// time; the rest are renumbered. The throughput is left as it was: call throughput() again.

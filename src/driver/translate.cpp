@@ -8,7 +8,10 @@
 #include "driver/translate_reports.hpp"
 #include "driver/translate_stages.hpp"
 #include "support/error.hpp"
+#include "support/file.hpp"
+#include "support/yaml.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace npuc {
@@ -66,7 +69,43 @@ void runStages(Translation& tr, const std::function<void(const std::string&, dou
 
 }  // namespace
 
+namespace {
+/// The layers a precision file (docs/tune.md) keeps in float32: `layers:` a map layer name -> float32 (the one width
+/// besides the target's own so far). Errors name the file, the field and the rule.
+std::vector<std::string> precisionFloatLayers(const std::filesystem::path& file) {
+  const std::string text = readFileText(file, kMaxConfigBytes);
+  return withContext(file.string(), [&] {
+    return readingYaml([&] {
+      std::vector<std::string> layers;
+      YAML::Node root = loadYaml(text);
+      if (!root.IsMap() || !root["layers"])
+        fail(ErrorCode::kInvalidInput, "a precision file is a YAML map with 'layers': layer name -> float32 (docs/tune.md)");
+      for (auto it = root.begin(); it != root.end(); ++it)
+        if (it->first.as<std::string>() != "layers")
+          fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers' only)", it->first.as<std::string>());
+      const YAML::Node l = root["layers"];
+      if (!l.IsMap()) fail(ErrorCode::kInvalidInput, "field 'layers': a map layer name -> float32");
+      for (auto it = l.begin(); it != l.end(); ++it) {
+        const std::string name = it->first.as<std::string>(), width = it->second.IsScalar() ? it->second.as<std::string>() : "";
+        if (width != "float32")
+          fail(ErrorCode::kInvalidInput, "field 'layers.{}': '{}' is not a width npuc runs a layer of an int8 package in (float32)",
+               name, width);
+        layers.push_back(name);
+      }
+      return layers;
+    });
+  });
+}
+}  // namespace
+
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
+  if (!o.precision.empty()) {  // its layers join --keep-float
+    TranslateOptions merged = o;
+    for (const std::string& name : precisionFloatLayers(o.precision))
+      if (std::find(merged.keep_float.begin(), merged.keep_float.end(), name) == merged.keep_float.end()) merged.keep_float.push_back(name);
+    merged.precision.clear();
+    return translate(merged, progress);
+  }
   if (!o.input_shape_ranges.empty()) {  // resolved to static shapes, then an ordinary translation
     if (!o.dynamic_batch_sizes.empty() || !o.dynamic_image_sizes.empty())
       fail(ErrorCode::kInvalidArgument, "--input_shape ranges and gears (--dynamic_batch_size / --dynamic_image_size) cannot be combined");

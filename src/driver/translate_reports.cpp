@@ -128,7 +128,7 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
     fmt::format_to(csv_out, "{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}\n", l.ith, csvField(l.name), csvField(l.opexp), l.engine, ker,
                    l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
     fmt::format_to(md_out, "| {} | {} | {} | {} | {} | {},{},{} | {},{},{} | {} | {:.3f} |\n", l.ith, l.name, l.opexp,
-                   l.engine, l.ker_w ? ker : "", l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
+                   l.precision.empty() ? l.engine : l.engine + " (" + l.precision + ")", l.ker_w ? ker : "", l.in_c, l.in_w, l.in_h, l.out_c, l.out_w, l.out_h, l.macs, l.time_us);
   }
   csv += fmt::format("total,,,,,,,,,,,,,,,,,,,{:.3f}\n", e.total_us);
   md += fmt::format("\n**Total: {:.3f} us**", e.total_us);
@@ -136,6 +136,12 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
   md += "\n\nSingle core (every layer on one engine; n/a: the engine has no MAC rate for the model's MAC layers):";
   for (auto& [eng, us] : e.single_core_us) md += std::isnan(us) ? fmt::format(" {}: n/a;", eng) : fmt::format(" {}: {:.3f} us;", eng, us);
   md += "\n";
+  if (std::any_of(e.layers.begin(), e.layers.end(), [](const codegen::LayerEstimate& l) { return !l.precision.empty(); })) {
+    md += fmt::format("\nLayers kept wider than {} (timed at their width; docs/cost-model.md):", numericsName(t.numerics));
+    for (auto& l : e.layers)
+      if (!l.precision.empty()) md += fmt::format(" {} {} ({:.3f} us);", l.name, l.precision, l.time_us);
+    md += "\n";
+  }
   int sparse = 0, dense = 0;
   for (auto& l : e.layers) (l.conv_kernel == "sparse" ? sparse : dense) += !l.conv_kernel.empty();
   if (sparse + dense > 0) {

@@ -145,6 +145,12 @@ void estimate(Translation& tr) {
   // The convolution kernels chosen for all and by name now (a bad choice refused before the quantization and the
   // lowering); a list by layer once the package's layers exist (the plan stage: chooseConvKernels is idempotent).
   codegen::chooseConvKernels(*tr.estimate, tr.t, tr.o.conv_kernel_all, {}, {}, tr.o.conv_kernels);
+  // Layers an int8 package keeps in float (--keep-float) take their float time.
+  if (numericsTraits(tr.t.numerics).activation_bytes < 4) {
+    std::map<std::string, DType> wide;
+    for (const std::string& name : tr.o.keep_float) wide[name] = DType::kF32;
+    codegen::widenLayers(*tr.estimate, tr.t, wide);
+  }
 }
 
 bool writesPackage(const Translation& tr) { return tr.supported() && tr.numerics->writesPackage(tr); }

@@ -260,5 +260,68 @@ TEST(CostModel, ChannelLastBoundariesAreListedAsTheyAreAndTheirTransposesTakeTim
   EXPECT_NEAR(total, sum, 0.01);
 }
 
+// Mixed precision in the estimate: a layer an int8 package keeps in float32 (--keep-float, or a precision file) is
+// timed with its MAC rate divided by the width ratio (float32 over int8: 4); the other layers keep their times and the
+// total moves by the difference. A precision file that is not one is refused naming the file, the field and the rule.
+TEST(CostModel, LayersKeptInFloatAreTimedAtTheirWidth) {
+  const fs::path dir = test::scratchDir("cost_wide");
+  const std::string kept = "/features/features.3/Conv";
+  auto run = [&](const std::string& prefix, auto&& set) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = fs::path(NPUC_SOURCE_DIR) / "models" / "digits" / "digits_cnn.onnx";
+    o.target = "tidl";
+    o.out_root = dir;
+    set(o);
+    return translate(o);
+  };
+  auto times = [&](const std::string& prefix) {
+    std::map<std::string, std::pair<double, double>> t;  // name -> (MACs, time)
+    for (const auto& c : csvRows(dir / prefix / (prefix + "_summary.csv")))
+      if (c.size() >= 20 && c[0] != "ith" && c[0] != "total") t[c[1]] = {std::stod(c[18]), std::stod(c[19])};
+    return t;
+  };
+  const TranslateResult plain = run("plain", [](TranslateOptions&) {});
+  const TranslateResult wide = run("wide", [&](TranslateOptions& o) { o.keep_float = {kept}; });
+  ASSERT_TRUE(plain.ok && wide.ok);
+  const auto tp = times("plain"), tw = times("wide");
+  ASSERT_EQ(tp.size(), tw.size());
+  ASSERT_TRUE(tw.count(kept));
+  for (auto& [name, mt] : tw) {
+    if (name != kept) {
+      EXPECT_EQ(mt.second, tp.at(name).second) << name;
+      continue;
+    }
+    // EVE: 20 us + MACs / (2.74 MAC/cycle x 650 MHz) at int8 (narrow: 16 input channels), 4x the MAC time in float32.
+    EXPECT_NEAR(tp.at(name).second, 20 + mt.first / (2.74 * 650), 5.1e-4);
+    EXPECT_NEAR(mt.second, 20 + 4 * mt.first / (2.74 * 650), 5.1e-4);
+  }
+  EXPECT_NEAR(wide.estimated_us - plain.estimated_us, tw.at(kept).second - tp.at(kept).second, 1e-2);
+  std::ifstream md(dir / "wide" / "wide_summary.md");
+  std::string text((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(text.find("| eve (float32) |"), std::string::npos);
+  EXPECT_NE(text.find("Layers kept wider than int8"), std::string::npos);
+  // The same through a precision file.
+  std::ofstream(dir / "p.yaml") << "layers:\n  \"" << kept << "\": float32\n";
+  const TranslateResult file = run("file", [&](TranslateOptions& o) { o.precision = dir / "p.yaml"; });
+  EXPECT_DOUBLE_EQ(file.estimated_us, wide.estimated_us);
+  auto refused = [&](const std::string& yaml, const std::string& want) {
+    std::ofstream(dir / "bad.yaml") << yaml;
+    try {
+      run("bad", [&](TranslateOptions& o) { o.precision = dir / "bad.yaml"; });
+      ADD_FAILURE() << "accepted: " << yaml;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.yaml"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(dir / "bad"));
+  };
+  refused("layers:\n  a: float16\n", "field 'layers.a': 'float16' is not a width");
+  refused("layers: [a, b]\n", "field 'layers': a map");
+  refused("keep: {a: float32}\n", "a YAML map with 'layers'");
+  refused("layers: {}\nextra: 1\n", "field 'extra': unknown");
+  refused("layers: {a: float32\n", "invalid YAML");
+}
+
 }  // namespace
 }  // namespace npuc

@@ -79,5 +79,6 @@ void addCompare(CLI::App& app, Action& run);
 void addView(CLI::App& app, Action& run);
 void addTidlImport(CLI::App& app, Action& run);
 void addCustomOp(CLI::App& app, Action& run);
+void addTune(CLI::App& app, Action& run);
 
 }  // namespace npuc::cli

@@ -62,8 +62,11 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               weights to float16, measured on these samples (docs/calibration.md); int8-affine
                               targets (generic-int8) quantize the model on them (required there)
   --calib-method M            int8 activation ranges: minmax (default), percentile, entropy, mse
-  --keep-float NODE           int8-affine: keep this layer (node name of the optimized model, as in the summary) in
-                              float32: float weights, computed between dequantize / quantize layers (repeatable)
+  --keep-float NODE           int8-affine, int8-pow2: keep this layer (node name of the optimized model, as in the
+                              summary) in float32: float weights, computed between dequantize / quantize layers
+                              (repeatable); the estimate times it at float32's cost (docs/cost-model.md)
+  --precision FILE            the layers of a precision file (`layers: {NODE: float32}`, what npuc tune writes)
+                              kept in float32, as --keep-float (docs/tune.md)
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
                               (repeatable)
   --bias-correction           int8-affine: correct each Conv / Gemm bias for the mean shift of its int8 weights,
@@ -213,7 +216,7 @@ double numberValue(const std::string& opt, const std::string& v) {
 std::string closestOption(const std::string& s) {
   static const char* known[] = {"-onnx", "-caffe", "-tf", "-tflite", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
-                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--range", "--threads",
+                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--precision", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
@@ -373,6 +376,7 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
       t.o.auto_layer_groups = true;
     }
     else if (s == "--keep-float") t.o.keep_float.push_back(value(i));
+    else if (s == "--precision") t.o.precision = value(i);
     else if (s == "--range") t.ranges.push_back(value(i));
     else if (s == "--threads") t.o.threads = intValue(s, value(i), 1, 256);
     else if (s == "-PrePostFULL" || s == "--prepost-full") t.o.prepost_full = true;

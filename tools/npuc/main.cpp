@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   npuc::cli::addView(app, action);
   npuc::cli::addTidlImport(app, action);
   npuc::cli::addCustomOp(app, action);
+  npuc::cli::addTune(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

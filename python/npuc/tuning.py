@@ -1,0 +1,383 @@
+"""npuc.tune (python3 -m npuc tune, npuc tune): the int8 package that loses at most `max_drop` points of accuracy with the least estimated time.
+
+    res = npuc.tune("model.onnx", "tidl", calib={"input": calib_x}, dataset={"input": test_x}, labels=test_y,
+                    max_drop=0.3)
+
+The search (docs/tune.md): the float accuracy (the model as a float32 package, target generic) and the plain int8
+package's; when the int8 package is within the budget it is the answer. Otherwise each candidate layer (every layer
+with weights: convolutions, inner products, MatMuls) is kept in float32 alone and the package evaluated — its
+sensitivity, the accuracy that layer gives back. Then greedy: layers are kept in float in order of sensitivity
+(most accuracy back first; ties: the lower estimated time, then the model's order) until the budget is met; then
+refinement: each kept layer, least sensitive first, goes back to int8 where the budget still holds. Every package is
+a real translation, timed by the target's cost model with the float layers at their float cost, and evaluated on the
+whole evaluation set with npuc.evaluate — as Dask tasks on a LocalCluster (or the cluster `client` is connected to),
+so the answer is the same bit for bit for any number of workers, and the same as `workers=0` (in this process).
+
+Written: the package (out/prefix), and out/prefix_tune/: precision.yaml (the kept layers, for translate
+--precision), tune.json (every candidate tried), tune.html with tune_pareto.png and tune_sensitivity.png.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+METRICS = ("top1", "top5")
+
+
+def _error(message):
+    from . import _error as e
+    return e("tune: " + message)
+
+
+def _as_inputs(data, names, what):
+    """A dict input name -> array from a dict, or from one array for a model with one input."""
+    if isinstance(data, dict):
+        missing = [n for n in names if n not in data]
+        if missing:
+            raise _error("%s has no %s (the model's inputs: %s)" % (what, ", ".join(missing), ", ".join(names)))
+        return data
+    if len(names) != 1:
+        raise _error("%s: a dict input name -> samples for a model with %d inputs (%s)" % (what, len(names), ", ".join(names)))
+    return {names[0]: data}
+
+
+class _Evaluator:
+    """npuc.evaluate on a Dask client (given, or a LocalCluster of `workers` processes made here), or in this process
+    (workers=0)."""
+
+    def __init__(self, client, workers):
+        self.client, self.cluster, self.own = client, None, False
+        if client is None and workers != 0:
+            try:
+                import distributed
+            except ImportError:
+                raise _error("workers=%s needs Dask (python3-distributed); workers=0 evaluates in this process" % (workers,))
+            n = workers or (os.cpu_count() or 1)
+            self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            self.client = distributed.Client(self.cluster)
+            self.own = True
+
+    def __call__(self, package, dataset, labels, metric):
+        from .evaluate import evaluate
+        if self.client is None:
+            return evaluate(package, dataset, labels, metric=metric, workers=1, progress=False)[metric]
+        try:
+            return evaluate(package, dataset, labels, metric=metric, client=self.client, progress=False)[metric]
+        except Exception as e:  # a dead worker: Dask retries its tasks elsewhere; what still fails is said as such
+            from . import Error
+            if isinstance(e, Error):
+                raise
+            raise _error("evaluating %s on the Dask cluster failed: %s: %s" % (os.path.basename(package), type(e).__name__, e))
+
+    def close(self):
+        if self.own:
+            self.client.close()
+            self.cluster.close()
+
+
+def _mac_layers(summary_csv):
+    """The layers of a translation's summary that have weights (MACs > 0), in program order."""
+    import csv
+    with open(summary_csv, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["ith"] != "total"]
+    return [r["name"] for r in rows if int(r["MACs"] or 0) > 0]
+
+
+def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", prefix=None, out="output", client=None,
+         workers=None, input_shapes=None, candidates=None, calib_method="minmax", threads=0, progress=None, report=True):
+    """Finds the layers to keep in float32 so that the int8 package of `model` for `target` loses at most `max_drop`
+    points of `metric` (top1, top5) against the float model on `dataset` / `labels`, with the least estimated time.
+
+    calib: the calibration samples (as npuc.translate's calib=, or one array for a one-input model). dataset: a dict
+    input name -> samples stacked on axis 0 (or one array). client: a dask.distributed Client; without one, a
+    LocalCluster of `workers` processes (default: the CPU count) is started for the search, or workers=0 evaluates
+    in this process. candidates: the layers the search may keep in float (default: every layer with weights).
+
+    Returns a dict: float, int8 and tuned accuracies, "keep_float" (the chosen layers), "estimated_us" of each,
+    "met" (whether the budget holds; when it cannot be met the closest candidate is written and said so), "tried"
+    (every candidate: keep_float, accuracy, estimated_us), "sensitivity", and the paths written.
+    """
+    from . import model_io, translate
+    if metric not in METRICS:
+        raise _error("unknown metric %r (%s)" % (metric, ", ".join(METRICS)))
+    if not (isinstance(max_drop, (int, float)) and 0 <= max_drop <= 100):
+        raise _error("max_drop is %r: a number of points in [0, 100]" % (max_drop,))
+    model = os.fspath(model)
+    prefix = prefix or os.path.splitext(os.path.basename(model))[0]
+    names = [i["name"] for i in model_io(model)[0]]
+    dataset = _as_inputs(dataset, names, "the evaluation set")
+    calib = _as_inputs(calib, names, "the calibration set")
+    labels = np.asarray(labels).reshape(-1)
+    n = len(np.asarray(dataset[names[0]]))
+    if n == 0:
+        raise _error("the evaluation set is empty")
+    if len(labels) != n:
+        raise _error("%d evaluation samples but %d labels (one class index per sample)" % (n, len(labels)))
+    if progress is None:
+        progress = sys.stderr.isatty()
+    os.makedirs(out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".npuc-tune-", dir=out)
+    evaluator = _Evaluator(client, workers)
+    shapes = dict(input_shapes or {})
+    tried = {}  # (target, frozenset of kept layers) -> record
+    seconds = {"translate": 0.0, "evaluate": 0.0}  # wall time of each phase
+
+    def say(text):
+        if progress:
+            print("npuc tune: " + text, file=sys.stderr, flush=True)
+
+    def trial(keep, tgt=target, label=None):
+        key = (tgt, frozenset(keep))
+        if key in tried:
+            return tried[key]
+        k = len(tried)
+        t0 = time.perf_counter()
+        res = translate("t%03d" % k, model, target=tgt, out=work, calib=calib if tgt == target else None,
+                        calib_method=calib_method, input_shapes=shapes, threads=threads, keep_float=sorted(keep))
+        if not res.ok:
+            bad = "; ".join("%s (%s): %s" % (e["name"], e["op_type"], e["rule"]) for e in res.errors[:3])
+            raise _error("target %s cannot take the model: %s" % (tgt, bad))
+        t1 = time.perf_counter()
+        acc = evaluator(str(res.dir), dataset, labels, metric)
+        seconds["translate"] += t1 - t0
+        seconds["evaluate"] += time.perf_counter() - t1
+        r = {"keep_float": sorted(keep, key=order.get) if order else sorted(keep), "accuracy": acc,
+             "estimated_us": res.estimated_us, "target": tgt, "label": label or "%d layer(s) in float" % len(keep)}
+        tried[key] = r
+        if not keep and tgt == target:  # the plain int8 translation: its summary names the candidate layers
+            mac_layers.extend(_mac_layers(os.path.join(str(res.dir), "t%03d_summary.csv" % k)))
+        say("%-40s %s %.2f %%  %.1f us" % (r["label"][:40], metric, 100 * acc, res.estimated_us))
+        shutil.rmtree(res.dir, ignore_errors=True)
+        return r
+
+    order, mac_layers = {}, []
+    try:
+        flt = trial([], tgt="generic", label="float32 (target generic)")
+        int8 = trial([], label="int8")
+        layers = list(mac_layers)
+        order.update({name: i for i, name in enumerate(layers)})
+        if candidates is not None:
+            unknown = [c for c in candidates if c not in order]
+            if unknown:
+                raise _error("candidate %r is not a layer with weights of the translated model (those: %s)"
+                             % (unknown[0], ", ".join(layers)))
+            layers = [c for c in layers if c in set(candidates)]
+        budget = flt["accuracy"] - max_drop / 100.0
+        meets = lambda r: r["accuracy"] >= budget - 1e-12  # noqa: E731
+        sensitivity = []
+        chosen = []
+        if not meets(int8):
+            for name in layers:
+                r = trial([name], label=name)
+                sensitivity.append({"layer": name, "accuracy": r["accuracy"], "gain": r["accuracy"] - int8["accuracy"],
+                                    "estimated_us": r["estimated_us"], "cost_us": r["estimated_us"] - int8["estimated_us"]})
+            ranked = sorted(sensitivity, key=lambda s: (-s["gain"], s["cost_us"], order[s["layer"]]))
+            for s in ranked:  # greedy
+                chosen.append(s["layer"])
+                if meets(trial(chosen)):
+                    break
+            if meets(trial(chosen)):
+                for s in reversed(ranked):  # refinement: least sensitive back to int8 first
+                    if s["layer"] in chosen:
+                        fewer = [c for c in chosen if c != s["layer"]]
+                        if meets(trial(fewer)):
+                            chosen = fewer
+        ints = [r for r in tried.values() if r["target"] == target]
+        met_all = [r for r in ints if meets(r)]
+        if met_all:  # the least estimated time, then the fewest layers, among the candidates that meet the budget
+            best = min(met_all, key=lambda r: (r["estimated_us"], len(r["keep_float"]), r["keep_float"]))
+        else:  # the closest: the most accurate, then the fastest
+            best = min(ints, key=lambda r: (-r["accuracy"], r["estimated_us"], r["keep_float"]))
+        wide = trial(layers, label="every candidate in float") if layers else int8
+        final = translate(prefix, model, target=target, out=out, calib=calib, calib_method=calib_method,
+                          input_shapes=shapes, threads=threads, keep_float=best["keep_float"])
+    finally:
+        evaluator.close()
+        shutil.rmtree(work, ignore_errors=True)
+    result = {
+        "model": model, "target": target, "metric": metric, "max_drop": max_drop, "samples": n,
+        "float": flt, "int8": int8, "all_float_layers": wide, "tuned": best, "keep_float": best["keep_float"],
+        "met": meets(best), "drop": 100.0 * (flt["accuracy"] - best["accuracy"]),
+        "int8_drop": 100.0 * (flt["accuracy"] - int8["accuracy"]), "sensitivity": sensitivity,
+        "tried": [r for r in tried.values()], "package": str(final.dir), "content_hash": final.content_hash,
+        "seconds": seconds,
+    }
+    if report:
+        result["report_dir"] = _write_report(result, os.path.join(out, prefix + "_tune"))
+    return result
+
+
+def precision_yaml(keep_float, target):
+    """The precision file translate --precision reads: the layers run wider than the target's numerics."""
+    lines = ["# npuc precision file (translate --precision; docs/tune.md): layers run wider than target %s's numerics"
+             % target, "layers:" + ("" if keep_float else " {}")]
+    lines += ["  %s: float32" % json.dumps(name) for name in keep_float]
+    return "\n".join(lines) + "\n"
+
+
+def _pareto(points):
+    """The candidates no other beats on both accuracy and time (faster and at least as accurate)."""
+    front = []
+    for p in sorted(points, key=lambda r: (r["estimated_us"], -r["accuracy"])):
+        if not front or p["accuracy"] > front[-1]["accuracy"]:
+            front.append(p)
+    return front
+
+
+def _write_report(res, folder):
+    import html
+    tmp = folder + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    with open(os.path.join(tmp, "precision.yaml"), "w") as f:
+        f.write(precision_yaml(res["keep_float"], res["target"]))
+    with open(os.path.join(tmp, "tune.json"), "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+    ints = [r for r in res["tried"] if r["target"] == res["target"]]
+    plots = _plots(res, ints, tmp)
+    pct = lambda a: "%.2f %%" % (100 * a)  # noqa: E731
+    rows = "".join("<tr><td>%s</td><td>%s</td><td>%.1f</td><td>%s</td></tr>" % (
+        html.escape(r["label"]), pct(r["accuracy"]), r["estimated_us"], html.escape(", ".join(r["keep_float"]) or "—"))
+        for r in sorted(ints, key=lambda r: r["estimated_us"]))
+    verdict = ("meets the budget: %s %s, %.2f points below float (at most %.2f)" if res["met"] else
+               "<b>cannot meet the budget</b>: the closest candidate, %s %s, is %.2f points below float (at most %.2f)") % (
+        res["metric"], pct(res["tuned"]["accuracy"]), res["drop"], res["max_drop"])
+    page = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>npuc tune: %s</title>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}</style>
+</head><body><h1>npuc tune: %s on %s</h1>
+<p id="verdict">The package keeps %d layer(s) in float32 and %s.</p>
+<ul><li>float32: %s (%d samples)</li><li>int8: %s (%.2f points below float), estimated %.1f us</li>
+<li>tuned: %s, estimated %.1f us</li><li>every candidate layer in float: %s, estimated %.1f us</li></ul>
+%s
+<h2>Every candidate tried</h2><table><tr><th>candidate</th><th>%s</th><th>estimated us</th><th>kept in float</th></tr>%s</table>
+</body></html>
+""" % (html.escape(os.path.basename(res["model"])), html.escape(os.path.basename(res["model"])), html.escape(res["target"]),
+       len(res["keep_float"]), verdict, pct(res["float"]["accuracy"]), res["samples"], pct(res["int8"]["accuracy"]),
+       res["int8_drop"], res["int8"]["estimated_us"], pct(res["tuned"]["accuracy"]), res["tuned"]["estimated_us"],
+       pct(res["all_float_layers"]["accuracy"]), res["all_float_layers"]["estimated_us"],
+       "".join('<p><img src="%s" alt="%s"></p>' % (p, p) for p in plots), res["metric"], rows)
+    with open(os.path.join(tmp, "tune.html"), "w") as f:
+        f.write(page)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    return folder
+
+
+def _plots(res, ints, folder):
+    """tune_pareto.png (accuracy against estimated time, the Pareto front) and tune_sensitivity.png (per layer)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    ax.scatter([r["estimated_us"] for r in ints], [100 * r["accuracy"] for r in ints], s=18, label="candidates tried")
+    front = _pareto(ints)
+    ax.plot([r["estimated_us"] for r in front], [100 * r["accuracy"] for r in front], "g-", label="Pareto front")
+    ax.axhline(100 * res["float"]["accuracy"] - res["max_drop"], color="r", ls="--", label="budget")
+    t = res["tuned"]
+    ax.scatter([t["estimated_us"]], [100 * t["accuracy"]], s=80, marker="*", color="k", zorder=3, label="chosen")
+    ax.set_xlabel("estimated time [us] (target %s)" % res["target"])
+    ax.set_ylabel("%s [%%]" % res["metric"])
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(folder, "tune_pareto.png"), metadata={"Software": None})
+    plt.close(fig)
+    made.append("tune_pareto.png")
+    if res["sensitivity"]:
+        s = res["sensitivity"]
+        fig, ax = plt.subplots(figsize=(7, 0.6 + 0.28 * len(s)), dpi=100)
+        ax.barh(range(len(s)), [100 * x["gain"] for x in s])
+        ax.set_yticks(range(len(s)))
+        ax.set_yticklabels([x["layer"][-40:] for x in s], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("%s points back with the layer alone in float32" % res["metric"])
+        fig.tight_layout()
+        fig.savefig(os.path.join(folder, "tune_sensitivity.png"), metadata={"Software": None})
+        plt.close(fig)
+        made.append("tune_sensitivity.png")
+    return made
+
+
+def main(argv=None):
+    """`npuc tune` (the CLI runs `python3 -m npuc tune ...`): MODEL --target T --calib NAME=X.npy ..."""
+    import argparse
+    p = argparse.ArgumentParser(prog="npuc tune", description="The int8 package within an accuracy budget with the least "
+                                "estimated time: which layers to keep in float32 (docs/tune.md)")
+    p.add_argument("model")
+    p.add_argument("--target", required=True)
+    p.add_argument("--calib", required=True, action="append", help="NAME=samples.npy (samples stacked on axis 0)")
+    p.add_argument("--eval", required=True, action="append", help="NAME=samples.npy, the evaluation set")
+    p.add_argument("--labels", required=True, help="class index per evaluation sample (.npy)")
+    p.add_argument("--max-drop", type=float, default=0.3, help="points of accuracy the package may lose (default 0.3)")
+    p.add_argument("--metric", default="top1", choices=METRICS)
+    p.add_argument("--prefix")
+    p.add_argument("-o", "--out", default="output")
+    p.add_argument("--client", help="a Dask scheduler address (tcp://...); default: a LocalCluster")
+    p.add_argument("--workers", type=int, help="LocalCluster worker processes (default: the CPU count; 0: this process)")
+    p.add_argument("--candidate", action="append", help="a layer the search may keep in float (repeatable; default: every "
+                   "layer with weights)")
+    p.add_argument("--calib-method", default="minmax")
+    p.add_argument("--input-shape", action="append", default=[], help="NAME=d0,d1,...")
+    p.add_argument("--threads", "-t", type=int, default=0)
+    a = p.parse_args(argv)
+    from . import Error
+
+    def npys(items, what):
+        d = {}
+        for it in items:
+            name, sep, path = it.partition("=")
+            if not sep:
+                p.error("%s %r: NAME=file.npy" % (what, it))
+            try:
+                d[name] = np.load(path)
+            except (OSError, ValueError) as e:
+                raise SystemExit("npuc tune: error: %s %s: %s" % (what, path, e))
+        return d
+
+    shapes = {}
+    for it in a.input_shape:
+        name, _, dims = it.partition("=")
+        try:
+            shapes[name] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            p.error("--input-shape %r: NAME=d0,d1,..." % it)
+    client = None
+    try:
+        if a.client:
+            import distributed
+            client = distributed.Client(a.client)
+        labels = np.load(a.labels)
+        res = tune(a.model, a.target, npys(a.calib, "--calib"), npys(a.eval, "--eval"), labels, max_drop=a.max_drop,
+                   metric=a.metric, prefix=a.prefix, out=a.out, client=client, workers=a.workers, input_shapes=shapes,
+                   candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True)
+    except (Error, OSError, ValueError) as e:
+        print("npuc tune: error: %s" % e, file=sys.stderr)
+        return 2
+    finally:
+        if client is not None:
+            client.close()
+    pct = lambda x: "%.2f %%" % (100 * x)  # noqa: E731
+    print("float32: %s %s" % (a.metric, pct(res["float"]["accuracy"])))
+    print("int8: %s (%.2f points below), estimated %.1f us" % (pct(res["int8"]["accuracy"]), res["int8_drop"], res["int8"]["estimated_us"]))
+    print("tuned: %s (%.2f points below), estimated %.1f us, %d layer(s) in float32: %s" % (
+        pct(res["tuned"]["accuracy"]), res["drop"], res["tuned"]["estimated_us"], len(res["keep_float"]),
+        ", ".join(res["keep_float"]) or "none"))
+    print("candidates tried: %d (translations %.1f s, evaluations %.1f s)" % (len(res["tried"]), res["seconds"]["translate"],
+                                                                            res["seconds"]["evaluate"]))
+    print("wrote %s (package) and %s (precision.yaml, tune.json, tune.html)" % (res["package"], res.get("report_dir")))
+    if not res["met"]:
+        print("npuc tune: error: the budget of %.2f points cannot be met with the candidates tried; the package written is "
+              "the closest (%.2f points below)" % (a.max_drop, res["drop"]), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
