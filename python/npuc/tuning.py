@@ -7,7 +7,8 @@ The search (docs/tune.md): the float accuracy (the model as a float32 package, t
 package's; when the int8 package is within the budget it is the answer. Otherwise each candidate layer (every layer
 with weights: convolutions, inner products, MatMuls) is kept in float32 alone and the package evaluated — its
 sensitivity, the accuracy that layer gives back. Then greedy: layers are kept in float in order of sensitivity
-(most accuracy back first; ties: the lower estimated time, then the model's order) until the budget is met; then
+(most accuracy back first; ties: the lower estimated time, then the model's order) until the budget is met (the
+shortest such prefix of that order, found by bisection); then
 refinement: each kept layer, least sensitive first, goes back to int8 where the budget still holds. Every package is
 a real translation, timed by the target's cost model with the float layers at their float cost, and evaluated on the
 whole evaluation set with npuc.evaluate — as Dask tasks on a LocalCluster (or the cluster `client` is connected to),
@@ -87,8 +88,110 @@ def _mac_layers(summary_csv):
     return [r["name"] for r in rows if int(r["MACs"] or 0) > 0]
 
 
+def _outputs(package, samples, names):
+    """The package's first output for every sample (in order), flattened to float64: [n, size]."""
+    from . import Runtime
+    rt = Runtime(package)
+    try:
+        shapes = {i["name"]: tuple(i["shape"]) for i in rt.inputs}
+        batch = shapes[names[0]][0] if shapes[names[0]] else 1
+        n = len(np.asarray(samples[names[0]]))
+        out = []
+        for start in range(0, n, batch):
+            stop = min(start + batch, n)
+            feed = {}
+            for name in names:
+                x = np.asarray(samples[name][start:stop], dtype=np.float32)
+                if stop - start < batch:  # the last, short batch: padded, the extra results dropped
+                    x = np.concatenate([x, np.repeat(x[-1:], batch - (stop - start), axis=0)])
+                feed[name] = np.ascontiguousarray(x.reshape(shapes[name]))
+            y = rt.run(feed)
+            first = rt.outputs[0]["name"]
+            out.append(np.asarray(y[first], dtype=np.float64).reshape(batch, -1)[: stop - start])
+        return np.concatenate(out)
+    finally:
+        rt.close()
+
+
+def _closeness(ref, got):
+    """(cosine, SNR in dB) of `got` against `ref` over every sample's output."""
+    a, b = ref.reshape(-1), got.reshape(-1)
+    na, nb = float(np.dot(a, a)), float(np.dot(b, b))
+    cos = float(np.dot(a, b) / np.sqrt(na * nb)) if na > 0 and nb > 0 else float(na == nb)
+    err = float(np.dot(a - b, a - b))
+    snr = float("inf") if err == 0 else 10 * np.log10(na / err) if na > 0 else float("-inf")
+    return cos, snr
+
+
+def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=None, out="output", input_shapes=None,
+                calib_method="minmax", threads=0, progress=False, int8_alone=True):
+    """Per-layer int8 sensitivity without labels: for every layer with weights (or `candidates`), the output's
+    cosine and SNR against the float model when that layer alone is kept in float32 (what keeping it gives back), and
+    when it alone is quantized (every other candidate in float32: what quantizing it costs; int8_alone=False skips
+    it). On `samples` (default: the calibration samples), at most `max_samples` of them.
+
+    Returns {"float_us", "int8": {cosine, snr_db, estimated_us}, "layers": [{layer, float_alone: {cosine, snr_db},
+    int8_alone: {...}, cost_us}, ...]} in the model's order.
+    """
+    from . import model_io, translate
+    model = os.fspath(model)
+    names = [i["name"] for i in model_io(model)[0]]
+    calib = _as_inputs(calib, names, "the calibration set")
+    samples = _as_inputs(samples if samples is not None else calib, names, "the samples")
+    samples = {k: (np.concatenate([np.asarray(a) for a in v]) if isinstance(v, (list, tuple)) else np.asarray(v))[:max_samples]
+               for k, v in samples.items()}
+    if len(samples[names[0]]) == 0:
+        raise _error("no samples to measure the sensitivity on")
+    os.makedirs(out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".npuc-tune-", dir=out)
+    shapes = dict(input_shapes or {})
+    count = [0]
+
+    def run(keep, tgt=target):
+        count[0] += 1
+        prefix = "s%03d" % count[0]
+        res = translate(prefix, model, target=tgt, out=work, calib=calib if tgt == target else None,
+                        calib_method=calib_method, input_shapes=shapes, threads=threads, keep_float=sorted(keep))
+        if not res.ok:
+            raise _error("target %s cannot take the model: %s" % (tgt, res.errors[0]["rule"] if res.errors else "?"))
+        y = _outputs(str(res.dir), samples, names)
+        layers = _mac_layers(os.path.join(str(res.dir), prefix + "_summary.csv")) if not keep and tgt == target else None
+        shutil.rmtree(res.dir, ignore_errors=True)
+        return y, res.estimated_us, layers
+
+    try:
+        ref, float_us, _ = run([], "generic")
+        y8, us8, layers = run([])
+        if candidates is not None:
+            unknown = [c for c in candidates if c not in layers]
+            if unknown:
+                raise _error("candidate %r is not a layer with weights of the translated model (those: %s)"
+                             % (unknown[0], ", ".join(layers)))
+            layers = [c for c in layers if c in set(candidates)]
+        cos8, snr8 = _closeness(ref, y8)
+        rows = []
+        for name in layers:
+            yf, usf, _ = run([name])
+            cf, sf = _closeness(ref, yf)
+            row = {"layer": name, "float_alone": {"cosine": cf, "snr_db": sf}, "cost_us": usf - us8}
+            text = "alone in float: cosine %.5f, SNR %.1f dB" % (cf, sf)
+            if int8_alone:
+                yq, _, _ = run([c for c in layers if c != name]) if len(layers) > 1 else (y8, us8, None)
+                cq, sq = _closeness(ref, yq)
+                row["int8_alone"] = {"cosine": cq, "snr_db": sq}
+                text += "; alone in int8: cosine %.5f, SNR %.1f dB" % (cq, sq)
+            rows.append(row)
+            if progress:
+                print("npuc tune: %-40s %s" % (name[:40], text), file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {"samples": len(samples[names[0]]), "float_us": float_us,
+            "int8": {"cosine": cos8, "snr_db": snr8, "estimated_us": us8}, "layers": rows}
+
+
 def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", prefix=None, out="output", client=None,
-         workers=None, input_shapes=None, candidates=None, calib_method="minmax", threads=0, progress=None, report=True):
+         workers=None, input_shapes=None, candidates=None, calib_method="minmax", threads=0, progress=None, report=True,
+         rank="accuracy"):
     """Finds the layers to keep in float32 so that the int8 package of `model` for `target` loses at most `max_drop`
     points of `metric` (top1, top5) against the float model on `dataset` / `labels`, with the least estimated time.
 
@@ -96,6 +199,9 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     input name -> samples stacked on axis 0 (or one array). client: a dask.distributed Client; without one, a
     LocalCluster of `workers` processes (default: the CPU count) is started for the search, or workers=0 evaluates
     in this process. candidates: the layers the search may keep in float (default: every layer with weights).
+    rank: how the layers are ordered for the greedy search — "accuracy" (each layer alone in float evaluated on the
+    labelled set) or "snr" (without labels: the output's SNR against float on the calibration samples, `sensitivity`;
+    cheaper: no evaluation per layer).
 
     Returns a dict: float, int8 and tuned accuracies, "keep_float" (the chosen layers), "estimated_us" of each,
     "met" (whether the budget holds; when it cannot be met the closest candidate is written and said so), "tried"
@@ -104,6 +210,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     from . import model_io, translate
     if metric not in METRICS:
         raise _error("unknown metric %r (%s)" % (metric, ", ".join(METRICS)))
+    if rank not in ("accuracy", "snr"):
+        raise _error("unknown rank %r (accuracy, snr)" % (rank,))
     if not (isinstance(max_drop, (int, float)) and 0 <= max_drop <= 100):
         raise _error("max_drop is %r: a number of points in [0, 100]" % (max_drop,))
     model = os.fspath(model)
@@ -168,19 +276,36 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
             layers = [c for c in layers if c in set(candidates)]
         budget = flt["accuracy"] - max_drop / 100.0
         meets = lambda r: r["accuracy"] >= budget - 1e-12  # noqa: E731
-        sensitivity = []
+        sens_rows = []
         chosen = []
         if not meets(int8):
-            for name in layers:
-                r = trial([name], label=name)
-                sensitivity.append({"layer": name, "accuracy": r["accuracy"], "gain": r["accuracy"] - int8["accuracy"],
-                                    "estimated_us": r["estimated_us"], "cost_us": r["estimated_us"] - int8["estimated_us"]})
-            ranked = sorted(sensitivity, key=lambda s: (-s["gain"], s["cost_us"], order[s["layer"]]))
-            for s in ranked:  # greedy
-                chosen.append(s["layer"])
-                if meets(trial(chosen)):
-                    break
-            if meets(trial(chosen)):
+            if rank == "snr":  # without labels: the output's SNR with the layer alone in float
+                sn = sensitivity(model, target, calib, candidates=layers, out=work, input_shapes=shapes,
+                                 calib_method=calib_method, threads=threads, progress=progress, int8_alone=False)
+                for row in sn["layers"]:
+                    snr = row["float_alone"]["snr_db"]
+                    sens_rows.append({"layer": row["layer"], "snr_db": snr, "gain": min(snr, 1e9) - sn["int8"]["snr_db"],
+                                        "unit": "dB", "cost_us": row["cost_us"]})
+            else:
+                for name in layers:
+                    r = trial([name], label=name)
+                    sens_rows.append({"layer": name, "accuracy": r["accuracy"], "gain": r["accuracy"] - int8["accuracy"],
+                                        "unit": "points", "estimated_us": r["estimated_us"],
+                                        "cost_us": r["estimated_us"] - int8["estimated_us"]})
+            ranked = sorted(sens_rows, key=lambda s: (-s["gain"], s["cost_us"], order[s["layer"]]))
+            # Greedy, by bisection over the ranked prefixes (accuracy grows with the layers kept in float, about
+            # monotonically: the smallest prefix that meets the budget in log2(n) + 1 evaluations, not n).
+            prefix_of = lambda k: [s["layer"] for s in ranked[:k]]  # noqa: E731
+            lo, hi = 1, len(ranked)
+            if ranked and meets(trial(prefix_of(hi), label="every candidate in float")):
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if meets(trial(prefix_of(mid))):
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                chosen = prefix_of(lo)
+            if chosen and meets(trial(chosen)):
                 for s in reversed(ranked):  # refinement: least sensitive back to int8 first
                     if s["layer"] in chosen:
                         fewer = [c for c in chosen if c != s["layer"]]
@@ -202,7 +327,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         "model": model, "target": target, "metric": metric, "max_drop": max_drop, "samples": n,
         "float": flt, "int8": int8, "all_float_layers": wide, "tuned": best, "keep_float": best["keep_float"],
         "met": meets(best), "drop": 100.0 * (flt["accuracy"] - best["accuracy"]),
-        "int8_drop": 100.0 * (flt["accuracy"] - int8["accuracy"]), "sensitivity": sensitivity,
+        "int8_drop": 100.0 * (flt["accuracy"] - int8["accuracy"]), "sensitivity": sens_rows,
         "tried": [r for r in tried.values()], "package": str(final.dir), "content_hash": final.content_hash,
         "seconds": seconds,
     }
@@ -293,11 +418,13 @@ def _plots(res, ints, folder):
     if res["sensitivity"]:
         s = res["sensitivity"]
         fig, ax = plt.subplots(figsize=(7, 0.6 + 0.28 * len(s)), dpi=100)
-        ax.barh(range(len(s)), [100 * x["gain"] for x in s])
+        dB = s[0]["unit"] == "dB"
+        ax.barh(range(len(s)), [x["gain"] if dB else 100 * x["gain"] for x in s])
         ax.set_yticks(range(len(s)))
         ax.set_yticklabels([x["layer"][-40:] for x in s], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel("%s points back with the layer alone in float32" % res["metric"])
+        ax.set_xlabel("output SNR gained (dB, calibration samples) with the layer alone in float32" if dB else
+                      "%s points back with the layer alone in float32" % res["metric"])
         fig.tight_layout()
         fig.savefig(os.path.join(folder, "tune_sensitivity.png"), metadata={"Software": None})
         plt.close(fig)
@@ -313,8 +440,15 @@ def main(argv=None):
     p.add_argument("model")
     p.add_argument("--target", required=True)
     p.add_argument("--calib", required=True, action="append", help="NAME=samples.npy (samples stacked on axis 0)")
-    p.add_argument("--eval", required=True, action="append", help="NAME=samples.npy, the evaluation set")
-    p.add_argument("--labels", required=True, help="class index per evaluation sample (.npy)")
+    p.add_argument("--eval", action="append", help="NAME=samples.npy, the evaluation set (required unless --sensitivity-only)")
+    p.add_argument("--labels", help="class index per evaluation sample (.npy; required unless --sensitivity-only)")
+    p.add_argument("--rank", default="accuracy", choices=("accuracy", "snr"), help="order of the greedy search: each layer "
+                   "alone in float evaluated on the labelled set (accuracy), or its output SNR on the calibration samples "
+                   "(snr: no evaluation per layer)")
+    p.add_argument("--sensitivity-only", action="store_true", help="no search: print each layer's output cosine / SNR "
+                   "against float with it alone in float32 and alone in int8, on the calibration samples (no labels "
+                   "needed), and write it to OUT/PREFIX_sensitivity.csv")
+    p.add_argument("--samples", type=int, default=64, help="calibration samples --sensitivity-only measures on (default 64)")
     p.add_argument("--max-drop", type=float, default=0.3, help="points of accuracy the package may lose (default 0.3)")
     p.add_argument("--metric", default="top1", choices=METRICS)
     p.add_argument("--prefix")
@@ -353,10 +487,14 @@ def main(argv=None):
         if a.client:
             import distributed
             client = distributed.Client(a.client)
+        if a.sensitivity_only:
+            return _print_sensitivity(a, npys(a.calib, "--calib"), shapes)
+        if not a.eval or not a.labels:
+            p.error("--eval and --labels are required (unless --sensitivity-only)")
         labels = np.load(a.labels)
         res = tune(a.model, a.target, npys(a.calib, "--calib"), npys(a.eval, "--eval"), labels, max_drop=a.max_drop,
                    metric=a.metric, prefix=a.prefix, out=a.out, client=client, workers=a.workers, input_shapes=shapes,
-                   candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True)
+                   candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True, rank=a.rank)
     except (Error, OSError, ValueError) as e:
         print("npuc tune: error: %s" % e, file=sys.stderr)
         return 2
@@ -376,6 +514,26 @@ def main(argv=None):
         print("npuc tune: error: the budget of %.2f points cannot be met with the candidates tried; the package written is "
               "the closest (%.2f points below)" % (a.max_drop, res["drop"]), file=sys.stderr)
         return 1
+    return 0
+
+
+def _print_sensitivity(a, calib, shapes):
+    prefix = a.prefix or os.path.splitext(os.path.basename(a.model))[0]
+    r = sensitivity(a.model, a.target, calib, max_samples=a.samples, candidates=a.candidate, out=a.out, input_shapes=shapes,
+                    calib_method=a.calib_method, threads=a.threads, progress=True)
+    lines = ["layer,float_alone_cosine,float_alone_snr_db,int8_alone_cosine,int8_alone_snr_db,float_cost_us"]
+    print("int8 (every layer): cosine %.5f, SNR %.1f dB against float32, on %d samples" % (r["int8"]["cosine"], r["int8"]["snr_db"], r["samples"]))
+    print("%-48s %28s %28s %10s" % ("layer", "alone in float32: cos / dB", "alone in int8: cos / dB", "+us"))
+    for row in r["layers"]:
+        f, q = row["float_alone"], row["int8_alone"]
+        print("%-48s %18.5f %9.1f %18.5f %9.1f %10.1f" % (row["layer"][-48:], f["cosine"], f["snr_db"], q["cosine"], q["snr_db"], row["cost_us"]))
+        lines.append("%s,%.6f,%.3f,%.6f,%.3f,%.3f" % (json.dumps(row["layer"]) if "," in row["layer"] else row["layer"], f["cosine"],
+                                                     f["snr_db"], q["cosine"], q["snr_db"], row["cost_us"]))
+    path = os.path.join(a.out, prefix + "_sensitivity.csv")
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+    print("wrote %s" % path)
     return 0
 
 

@@ -5,6 +5,8 @@ plain int8 drops more than 4 points on the real labels, and keeping the first co
 import os
 import shutil
 import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -89,6 +91,28 @@ def test_tune_is_the_same_on_dask_clusters_of_2_and_4_workers(sensitive, local, 
                [(t["keep_float"], t["accuracy"], t["estimated_us"]) for t in local["tried"]], n
 
 
+def test_a_worker_that_dies_mid_search_changes_nothing(sensitive, local, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        victim = sorted(client.scheduler_info()["workers"])[0]
+
+        def kill():
+            time.sleep(1.0)  # the search is under way (the float and int8 packages are evaluated first)
+            try:
+                client.run(os._exit, 1, workers=[victim])
+            except Exception:  # (the worker never answers: it is gone)
+                pass
+
+        killer = threading.Thread(target=kill)
+        killer.start()
+        r = tune(sensitive, tmp_path, client=client)
+        killer.join()
+        assert victim not in client.scheduler_info()["workers"]  # (its nanny started a new one, at a new address)
+    assert r["keep_float"] == local["keep_float"] and r["content_hash"] == local["content_hash"]
+    assert [(t["keep_float"], t["accuracy"]) for t in r["tried"]] == [(t["keep_float"], t["accuracy"]) for t in local["tried"]]
+
+
 def test_a_budget_that_cannot_be_met_says_so_and_gives_the_closest(sensitive, tmp_path):
     r = tune(sensitive, tmp_path, max_drop=0.3, candidates=["/classifier/Gemm", "/features/features.6/Conv"])
     assert not r["met"]
@@ -143,3 +167,20 @@ def test_the_report_opens_in_headless_chromium(local):
                          capture_output=True, text=True, timeout=120).stdout
     assert 'id="verdict"' in dom and "meets the budget" in dom
     assert 'src="tune_pareto.png"' in dom and 'src="tune_sensitivity.png"' in dom
+
+
+def test_sensitivity_without_labels_finds_the_layer_and_ranks_the_search(sensitive, local, tmp_path):
+    s = npuc.tuning.sensitivity(sensitive, "tidl", {"input": X}, max_samples=32, out=str(tmp_path), input_shapes=SHAPES)
+    assert s["samples"] == 32 and len(s["layers"]) == 4
+    by = {r["layer"]: r for r in s["layers"]}
+    # The first convolution alone in float gives the most back; alone in int8 (the rest float) it costs the most.
+    assert max(by, key=lambda k: by[k]["float_alone"]["snr_db"]) == FIRST
+    assert min(by, key=lambda k: by[k]["int8_alone"]["snr_db"]) == FIRST
+    assert by[FIRST]["float_alone"]["snr_db"] > s["int8"]["snr_db"] + 6
+    assert all(-1 <= r["float_alone"]["cosine"] <= 1 for r in s["layers"])
+    # Ranked by it, the search reaches the same package with fewer evaluations.
+    r = tune(sensitive, tmp_path / "snr", rank="snr")
+    assert r["keep_float"] == local["keep_float"] and r["content_hash"] == local["content_hash"]
+    assert len(r["tried"]) < len(local["tried"])
+    with pytest.raises(npuc.Error, match="unknown rank 'x'"):
+        tune(sensitive, tmp_path, rank="x")
