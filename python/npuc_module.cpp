@@ -599,9 +599,11 @@ void bindTranslate(py::module_& m) {
          const std::map<std::string, Shape>& input_shapes, bool relu6_to_relu, bool save_opt_onnx, bool save_qdq_onnx,
          bool reuse_memory, bool concat_copies, int threads, const std::vector<int64_t>& dynamic_batch_size,
          const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax,
-         const std::optional<std::filesystem::path>& caffe_model, const std::vector<std::string>& keep_float) {
+         const std::optional<std::filesystem::path>& caffe_model, const std::vector<std::string>& keep_float,
+         const std::string& equalize) {
         TranslateOptions o;
         o.keep_float = keep_float;
+        o.equalize = equalize;
         o.prefix = prefix;
         o.onnx = onnx;
         if (caffe_model) o.caffe_model = *caffe_model;
@@ -641,8 +643,10 @@ void bindTranslate(py::module_& m) {
       py::arg("save_qdq_onnx") = false, py::arg("reuse_memory") = false, py::arg("concat_copies") = false, py::arg("threads") = 0,
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
       py::arg("relax") = std::vector<std::string>{}, py::arg("caffe_model") = py::none(), py::arg("keep_float") = std::vector<std::string>{},
+      py::arg("equalize") = "",
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix. keep_float: "
-      "layers (node names of the optimized model) an int8 package keeps in float32 (translate --keep-float)");
+      "layers (node names of the optimized model) an int8 package keeps in float32 (translate --keep-float); equalize: "
+      "\"relu\" or \"relu6\", cross-layer equalization before calibration (translate --equalize)");
 }
 
 /// Custom ops, and models run on the reference engine.

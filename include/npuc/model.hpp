@@ -159,6 +159,7 @@ struct TranslateOptions {
   std::vector<std::string> keep_float;   // --keep-float NODE: int8-affine layers kept in float32 (QuantizeOptions)
   /// --precision FILE: a precision file (docs/tune.md; what npuc tune writes) whose float32 layers join keep_float
   std::filesystem::path precision;
+  std::string equalize;  // --equalize relu|relu6: cross-layer equalization before calibration (QuantizeOptions::equalize)
   std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges
   bool bias_correction = false;          // --bias-correction: int8-affine biases corrected for the weights' rounding
   int threads = 0;                       // threads of the calibration runs (0: all cores)
@@ -330,6 +331,10 @@ struct QuantizeOptions {
   /// Bias correction (docs/calibration.md): each Conv / Gemm's float bias loses the mean shift its int8 weights cause
   /// on each output channel, measured with the float model's input means on the calibration samples.
   bool bias_correction = false;
+  /// Cross-layer equalization before calibration (docs/calibration.md): "" off; "relu" consecutive convolutions
+  /// through no activation, Relu or LeakyRelu (the same function); "relu6" Relu6 replaced by Relu first (the paper's
+  /// choice: what the model computes changes where an activation exceeds 6), then as "relu".
+  std::string equalize;
 };
 /// One tensor of the quantization table.
 struct QuantizedTensor {

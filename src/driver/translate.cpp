@@ -70,19 +70,23 @@ void runStages(Translation& tr, const std::function<void(const std::string&, dou
 }  // namespace
 
 namespace {
-/// The layers a precision file (docs/tune.md) keeps in float32: `layers:` a map layer name -> float32 (the one width
-/// besides the target's own so far). Errors name the file, the field and the rule.
-std::vector<std::string> precisionFloatLayers(const std::filesystem::path& file) {
+/// A precision file (docs/tune.md): `layers:` a map layer name -> float32 (the one width besides the target's own so
+/// far), and optionally `equalize: relu|relu6`. Errors name the file, the field and the rule.
+struct Precision {
+  std::vector<std::string> float_layers;
+  std::string equalize;
+};
+Precision readPrecisionFile(const std::filesystem::path& file) {
   const std::string text = readFileText(file, kMaxConfigBytes);
   return withContext(file.string(), [&] {
     return readingYaml([&] {
-      std::vector<std::string> layers;
+      Precision p;
       YAML::Node root = loadYaml(text);
       if (!root.IsMap() || !root["layers"])
         fail(ErrorCode::kInvalidInput, "a precision file is a YAML map with 'layers': layer name -> float32 (docs/tune.md)");
       for (auto it = root.begin(); it != root.end(); ++it)
-        if (it->first.as<std::string>() != "layers")
-          fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers' only)", it->first.as<std::string>());
+        if (const std::string k = it->first.as<std::string>(); k != "layers" && k != "equalize")
+          fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers' and 'equalize')", k);
       const YAML::Node l = root["layers"];
       if (!l.IsMap()) fail(ErrorCode::kInvalidInput, "field 'layers': a map layer name -> float32");
       for (auto it = l.begin(); it != l.end(); ++it) {
@@ -90,9 +94,14 @@ std::vector<std::string> precisionFloatLayers(const std::filesystem::path& file)
         if (width != "float32")
           fail(ErrorCode::kInvalidInput, "field 'layers.{}': '{}' is not a width npuc runs a layer of an int8 package in (float32)",
                name, width);
-        layers.push_back(name);
+        p.float_layers.push_back(name);
       }
-      return layers;
+      if (root["equalize"]) {
+        p.equalize = root["equalize"].IsScalar() ? root["equalize"].as<std::string>() : "";
+        if (p.equalize != "relu" && p.equalize != "relu6")
+          fail(ErrorCode::kInvalidInput, "field 'equalize': '{}' is not relu or relu6 (translate --equalize)", p.equalize);
+      }
+      return p;
     });
   });
 }
@@ -101,8 +110,12 @@ std::vector<std::string> precisionFloatLayers(const std::filesystem::path& file)
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
   if (!o.precision.empty()) {  // its layers join --keep-float
     TranslateOptions merged = o;
-    for (const std::string& name : precisionFloatLayers(o.precision))
+    const Precision p = readPrecisionFile(o.precision);
+    for (const std::string& name : p.float_layers)
       if (std::find(merged.keep_float.begin(), merged.keep_float.end(), name) == merged.keep_float.end()) merged.keep_float.push_back(name);
+    if (!p.equalize.empty() && !o.equalize.empty() && p.equalize != o.equalize)
+      fail(ErrorCode::kInvalidArgument, "--equalize {} and {}'s equalize: {} disagree", o.equalize, o.precision.string(), p.equalize);
+    if (!p.equalize.empty()) merged.equalize = p.equalize;
     merged.precision.clear();
     return translate(merged, progress);
   }

@@ -89,6 +89,20 @@ void optimize(Translation& tr) {
       passes::PassContext ctx;
       passes::PassManager(extra).runToFixpoint(mutableGraphOf(body), ctx);
     });
+  // Cross-layer equalization (--equalize) for int8 packages: on the optimized model, before the calibration.
+  if (!tr.o.equalize.empty()) {
+    if (tr.o.equalize != "relu" && tr.o.equalize != "relu6")
+      fail(ErrorCode::kInvalidArgument, "--equalize {}: relu (through Relu / LeakyRelu only) or relu6 (Relu6 made Relu first)", tr.o.equalize);
+    if (numericsTraits(tr.t.numerics).activation_bytes == 1)
+      withContext(tr.o.onnx.string(), [&] {
+        passes::PassContext ctx;
+        std::vector<std::string> p = {"equalize-cross-layer", "dce"};
+        if (tr.o.equalize == "relu6") p.insert(p.begin(), "relu6-to-relu");
+        passes::PassManager(p).runOnce(mutableGraphOf(body), ctx);
+      });
+    else
+      tr.warn(fmt::format("--equalize is ignored: target '{}' has {} numerics (it serves int8 weights)", tr.t.name, numericsName(tr.t.numerics)));
+  }
   tr.model = std::move(body);
 }
 
@@ -146,7 +160,7 @@ void estimate(Translation& tr) {
   // lowering); a list by layer once the package's layers exist (the plan stage: chooseConvKernels is idempotent).
   codegen::chooseConvKernels(*tr.estimate, tr.t, tr.o.conv_kernel_all, {}, {}, tr.o.conv_kernels);
   // Layers an int8 package keeps in float (--keep-float) take their float time.
-  if (numericsTraits(tr.t.numerics).activation_bytes < 4) {
+  if (numericsTraits(tr.t.numerics).activation_bytes == 1) {
     std::map<std::string, DType> wide;
     for (const std::string& name : tr.o.keep_float) wide[name] = DType::kF32;
     codegen::widenLayers(*tr.estimate, tr.t, wide);

@@ -92,6 +92,14 @@ class Relu6ToReluPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// Cross-layer equalization of consecutive convolutions (through Relu / LeakyRelu) for per-tensor int8 weights: the
+/// same function, each channel's weight ranges made equal across the pair (equalize.cpp); not in a default pipeline.
+class EqualizeCrossLayerPass : public Pass {
+ public:
+  const char* name() const override { return "equalize-cross-layer"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// npuc's own forms written back as standard ONNX where ONNX has the ops (fused activations, Swish, Mish, HardSwish
 /// below opset 14, Focus, MaxPool padded with a value), for models saved for other tools; not in a default pipeline.
 class ToStandardOnnxPass : public Pass {

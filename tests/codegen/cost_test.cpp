@@ -320,6 +320,7 @@ TEST(CostModel, LayersKeptInFloatAreTimedAtTheirWidth) {
   refused("layers: [a, b]\n", "field 'layers': a map");
   refused("keep: {a: float32}\n", "a YAML map with 'layers'");
   refused("layers: {}\nextra: 1\n", "field 'extra': unknown");
+  refused("layers: {}\nequalize: yes\n", "field 'equalize': 'yes' is not relu or relu6");
   refused("layers: {a: float32\n", "invalid YAML");
 }
 

@@ -241,3 +241,47 @@ TEST(Patterns, ZeroPadFoldsIntoConvAndIntoMaxPoolWithPadValue) {
   EXPECT_EQ(mp->attrFloat("pad_value", -1.0f), 0.0f);
   expectSameOutputs(*pool, *p);
 }
+
+// Cross-layer equalization (equalize-cross-layer) on the trained digits model, whose convolutions meet through fused
+// Relus: the model computes the same, and each channel between the last two convolutions has the same largest
+// |weight| on both sides (the pair equalized last in a sweep). A Relu6 between them is not homogeneous: left alone.
+TEST(Patterns, CrossLayerEqualizationKeepsTheFunctionAndEqualizesTheRanges) {
+  auto original = onnx_io::importFile(std::string(NPUC_SOURCE_DIR) + "/models/digits/digits_cnn.onnx");
+  run(*original, passes::translatePipeline());
+  auto g = original->clone();
+  run(*g, {"equalize-cross-layer", "dce"});
+  std::vector<const ir::Node*> convs;
+  for (ir::NodeId id : g->order())
+    if (g->node(id).op == "Conv") convs.push_back(&g->node(id));
+  ASSERT_EQ(convs.size(), 3u) << ir::dump(*g);
+  const Tensor& w1 = *ir::constantInput(*g, *convs[1], 1, DType::kF32);
+  const Tensor& w2 = *ir::constantInput(*g, *convs[2], 1, DType::kF32);
+  const int64_t C = w1.dim(0), row = w1.numel() / C, M = w2.dim(0), taps = w2.dim(2) * w2.dim(3);
+  ASSERT_EQ(w2.dim(1), C);
+  for (int64_t c = 0; c < C; ++c) {
+    float r1 = 0, r2 = 0;
+    for (int64_t k = 0; k < row; ++k) r1 = std::max(r1, std::fabs(w1.data<float>()[c * row + k]));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t t = 0; t < taps; ++t) r2 = std::max(r2, std::fabs(w2.data<float>()[(m * C + c) * taps + t]));
+    EXPECT_NEAR(r1 / r2, 1.0f, 1e-5f) << "channel " << c;
+  }
+  Tensor x(DType::kF32, {1, 1, 8, 8});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(0.0f, 1.0f);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = d(rng);
+  Tensor ya = engine::Engine(*original).run({x})[0], yb = engine::Engine(*g).run({x})[0];
+  for (int64_t i = 0; i < ya.numel(); ++i)
+    EXPECT_NEAR(ya.data<float>()[i], yb.data<float>()[i], 1e-4f + 1e-4f * std::fabs(ya.data<float>()[i])) << i;
+  // Relu6 is not homogeneous: the same model with Relu6 activations is not changed.
+  auto clipped = original->clone();
+  for (ir::NodeId id : clipped->order()) {
+    ir::Node& n = clipped->node(id);
+    if (n.attrString("activation", "") != "Relu") continue;
+    n.attrs["activation"] = ir::Attr(std::string("Clip"));
+    n.attrs["activation_alpha"] = ir::Attr(0.0f);
+    n.attrs["activation_beta"] = ir::Attr(6.0f);
+  }
+  passes::PassContext ctx;
+  EXPECT_FALSE(passes::PassManager({"equalize-cross-layer"}).runOnce(*clipped, ctx));
+  EXPECT_TRUE(passes::PassManager({"relu6-to-relu", "equalize-cross-layer"}).runOnce(*clipped, ctx));
+}

@@ -184,3 +184,27 @@ def test_sensitivity_without_labels_finds_the_layer_and_ranks_the_search(sensiti
     assert len(r["tried"]) < len(local["tried"])
     with pytest.raises(npuc.Error, match="unknown rank 'x'"):
         tune(sensitive, tmp_path, rank="x")
+
+
+def test_cross_layer_equalization_makes_the_float_layers_unneeded(sensitive, tmp_path):
+    # The sensitive model's trouble is unequal channel ranges between two convolutions: equalized, plain int8 is
+    # within the budget and the search keeps no layer in float (the fastest package).
+    r = tune(sensitive, tmp_path, equalize="relu")
+    assert r["met"] and r["keep_float"] == [] and r["int8_drop"] <= 0.5
+    assert r["tuned"]["estimated_us"] == r["int8"]["estimated_us"]
+    prec = os.path.join(r["report_dir"], "precision.yaml")
+    assert "equalize: relu" in open(prec).read()
+    if CLI:  # the precision file carries the equalization: translate --precision gives the same package
+        xs = str(tmp_path / "x.npy")
+        np.save(xs, X)
+        t = subprocess.run([CLI, "translate", "sensitive", "-onnx", sensitive, "--target", "tidl", "--calib", "input=" + xs,
+                            "--input-shape", "input=1,1,8,8", "--precision", prec, "--out", str(tmp_path / "again")],
+                           capture_output=True, text=True)
+        assert t.returncode == 0 and "package: " + r["content_hash"] in t.stdout, t.stderr
+    for eq, want in (("", 0.96), ("relu", 0.99)):
+        res = npuc.translate("e", sensitive, target="tidl", out=str(tmp_path / ("eq" + eq)), calib={"input": X},
+                             input_shapes=SHAPES, equalize=eq)
+        acc = npuc.evaluate(str(res.dir), {"input": X}, Y, workers=1)["top1"]
+        assert (acc >= want) if eq else (acc < want), (eq, acc)
+    with pytest.raises(npuc.Error, match="--equalize x: relu"):
+        npuc.translate("e", sensitive, target="tidl", out=str(tmp_path), calib={"input": X}, input_shapes=SHAPES, equalize="x")

@@ -14,7 +14,7 @@ void addQuantize(CLI::App& app, Action& run) {
       "(integer convolutions) translate for target generic-int8 with --calib (docs/numerics.md)");
   addCustomOpOption(c);
   struct Opts {
-    std::string model, caffemodel, output, table, method = "minmax", scheme = "affine";
+    std::string model, caffemodel, output, table, method = "minmax", scheme = "affine", equalize;
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
     bool per_tensor = false, bias_correction = false;
@@ -38,6 +38,10 @@ void addQuantize(CLI::App& app, Action& run) {
   c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
   c->add_flag("--bias-correction", o->bias_correction, "Correct each Conv / Gemm bias for the mean shift its int8 weights cause, "
                                                        "measured on the calibration samples (docs/calibration.md)");
+  c->add_option("--equalize", o->equalize, "Cross-layer equalization before calibration, for per-tensor weights: relu (consecutive "
+                                           "convolutions through Relu / LeakyRelu: the same function) or relu6 (Relu6 made Relu "
+                                           "first, as the paper does; docs/calibration.md)")
+      ->check(CLI::IsMember({"relu", "relu6"}));
   c->add_option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear (repeatable)");
   c->add_option("--range", o->ranges, "Quantize this tensor over LO..HI instead of its calibrated range: TENSOR=LO,HI (repeatable)");
   c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
@@ -58,6 +62,7 @@ void addQuantize(CLI::App& app, Action& run) {
       qo.ranges = parseRanges(o->ranges);
       qo.threads = o->threads;
       qo.bias_correction = o->bias_correction;
+      qo.equalize = o->equalize;
       double t0 = nowMs();
       QuantizeReport rep;
       Model q = m.quantizedQdq(qo, &rep);

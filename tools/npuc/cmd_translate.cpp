@@ -65,6 +65,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --keep-float NODE           int8-affine, int8-pow2: keep this layer (node name of the optimized model, as in the
                               summary) in float32: float weights, computed between dequantize / quantize layers
                               (repeatable); the estimate times it at float32's cost (docs/cost-model.md)
+  --equalize relu|relu6       int8 targets: cross-layer equalization before calibration (consecutive convolutions:
+                              weight ranges made equal per channel; relu6: Relu6 made Relu first; docs/calibration.md)
   --precision FILE            the layers of a precision file (`layers: {NODE: float32}`, what npuc tune writes)
                               kept in float32, as --keep-float (docs/tune.md)
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
@@ -216,7 +218,7 @@ double numberValue(const std::string& opt, const std::string& v) {
 std::string closestOption(const std::string& s) {
   static const char* known[] = {"-onnx", "-caffe", "-tf", "-tflite", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
-                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--precision", "--range", "--threads",
+                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--precision", "--equalize", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
@@ -377,6 +379,7 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
     }
     else if (s == "--keep-float") t.o.keep_float.push_back(value(i));
     else if (s == "--precision") t.o.precision = value(i);
+    else if (s == "--equalize") t.o.equalize = value(i);
     else if (s == "--range") t.ranges.push_back(value(i));
     else if (s == "--threads") t.o.threads = intValue(s, value(i), 1, 256);
     else if (s == "-PrePostFULL" || s == "--prepost-full") t.o.prepost_full = true;
