@@ -3,12 +3,15 @@
 
 #include "engine/engine.hpp"
 #include "support/error.hpp"
+#include "support/sha256.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <mutex>
 
 namespace npuc::quant {
 
@@ -166,10 +169,92 @@ double TensorStats::threshold(RangeMethod m, double percentile, int levels) cons
   return absMax();
 }
 
+namespace {
+
+/// What the statistics depend on, as a SHA-256: the graph (every node's op, name, inputs, outputs and attributes, every
+/// constant's bytes, the inputs' types), the samples' bytes and the bins. Empty (not cached) for a graph with
+/// subgraphs (control flow: not fingerprinted).
+std::string statsKey(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int bins) {
+  Sha256 h;
+  auto str = [&](const std::string& x) {
+    const uint64_t n = x.size();
+    h.update(&n, sizeof n);
+    h.update(x.data(), x.size());
+  };
+  auto num = [&](auto v) { h.update(&v, sizeof v); };
+  auto tensor = [&](const Tensor& t) {
+    num(static_cast<int>(t.dtype()));
+    num(static_cast<uint64_t>(t.rank()));
+    for (int64_t d : t.shape()) num(d);
+    if (t.nbytes()) h.update(t.raw(), t.nbytes());
+  };
+  num(bins);
+  for (ir::ValueId v : g.inputs()) str(g.value(v).name + ":" + g.value(v).type.str());
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    str(n.domain + "." + n.op + "|" + n.name);
+    for (ir::ValueId v : n.inputs) str(v == ir::kNoValue ? "_" : g.value(v).name);
+    str("->");
+    for (ir::ValueId v : n.outputs) str(v == ir::kNoValue ? "_" : g.value(v).name);
+    for (auto& [k, a] : n.attrs) {
+      str(k);
+      num(static_cast<int>(a.kind()));
+      if (auto x = a.get<int64_t>()) num(*x);
+      else if (auto f = a.get<float>()) num(*f);
+      else if (auto t = a.get<std::string>()) str(*t);
+      else if (auto is = a.get<std::vector<int64_t>>()) { num(is->size()); for (int64_t i : *is) num(i); }
+      else if (auto fs = a.get<std::vector<float>>()) { num(fs->size()); for (float f : *fs) num(f); }
+      else if (auto ss = a.get<std::vector<std::string>>()) { num(ss->size()); for (auto& x : *ss) str(x); }
+      else if (auto tt = a.get<Tensor>()) tensor(*tt);
+      else return std::string();  // a subgraph
+    }
+  }
+  for (ir::ValueId v : g.valueIds())
+    if (g.value(v).isConstant()) {
+      str(g.value(v).name);
+      tensor(*g.value(v).constant);
+    }
+  num(samples.size());
+  for (auto& sample : samples)
+    for (auto& [name, t] : sample) {
+      str(name);
+      tensor(t);
+    }
+  return h.hexDigest();
+}
+
+std::map<std::string, TensorStats> collectStatsUncached(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples,
+                                                        int threads, int bins);
+
+}  // namespace
+
 std::map<std::string, TensorStats> collectStats(const ir::Graph& g,
                                                 const std::vector<std::map<std::string, Tensor>>& samples, int threads,
                                                 int bins) {
   if (samples.empty()) fail(ErrorCode::kInvalidArgument, "calibration: no samples");
+  // The statistics do not depend on the threads: the last few are kept for this process, by what they depend on, so a
+  // search that translates one model with the same samples many times (npuc tune) calibrates once.
+  static std::mutex mu;
+  static std::deque<std::pair<std::string, std::map<std::string, TensorStats>>> cache;
+  constexpr size_t kCached = 4;
+  const std::string key = statsKey(g, samples, bins);
+  if (!key.empty()) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [k, stats] : cache)
+      if (k == key) return stats;
+  }
+  auto stats = collectStatsUncached(g, samples, threads, bins);
+  if (!key.empty()) {
+    std::lock_guard<std::mutex> lock(mu);
+    cache.emplace_back(key, stats);
+    if (cache.size() > kCached) cache.pop_front();
+  }
+  return stats;
+}
+
+namespace {
+std::map<std::string, TensorStats> collectStatsUncached(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples,
+                                                        int threads, int bins) {
   std::map<std::string, TensorStats> stats;
   engine::EngineOptions eo;
   eo.threads = std::max(1, threads);
@@ -200,6 +285,7 @@ std::map<std::string, TensorStats> collectStats(const ir::Graph& g,
   }
   return stats;
 }
+}  // namespace
 
 Range rangeOf(const TensorStats& s, RangeMethod m, double percentile) {
   Range r;

@@ -150,6 +150,47 @@ TEST(CalibrationRange, CollectsEveryTensorOfAModel) {
   EXPECT_EQ(zero.hi, 2.5);
 }
 
+// The statistics are kept for the process by what they depend on (npuc tune translates one model many times): the
+// same graph and samples give the same statistics at once, whatever the threads; a changed weight, a changed sample
+// or another graph is measured again, never served the old ones.
+TEST(CalibrationRange, StatisticsAreReusedOnlyForTheSameGraphAndSamples) {
+  const std::string dir = std::string(NPUC_SOURCE_DIR) + "/models/digits/";
+  Model m = Model::load(dir + "digits_cnn.onnx").optimized();
+  const ir::Graph& g = graphOf(m);
+  Tensor all = readNpy(dir + "test_x.npy");
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (int i = 0; i < 8; ++i) {
+    Tensor t(DType::kF32, {1, 1, 8, 8});
+    std::memcpy(t.raw(), static_cast<const float*>(all.raw()) + i * 64, 64 * sizeof(float));
+    samples.push_back({{m.inputs()[0].name, t}});
+  }
+  const std::string out = g.value(g.outputs()[0]).name;
+  const auto a = collectStats(g, samples, 1), b = collectStats(g, samples, 2);
+  ASSERT_EQ(a.size(), b.size());
+  for (auto& [name, s] : a) {
+    EXPECT_EQ(s.min(), b.at(name).min()) << name;
+    EXPECT_EQ(s.max(), b.at(name).max()) << name;
+    EXPECT_EQ(s.histogram(), b.at(name).histogram()) << name;
+  }
+  // A weight scaled by 2: the output's range moves (the cached statistics would not).
+  auto g2 = g.clone();
+  for (ir::ValueId v : g2->valueIds()) {
+    ir::Value& val = g2->value(v);
+    if (!val.isConstant() || val.constant->rank() != 2) continue;  // the classifier's weights
+    Tensor w = val.constant->clone();
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] *= 2;
+    val.constant = std::move(w);
+  }
+  const auto c = collectStats(*g2, samples, 1);
+  EXPECT_NE(c.at(out).max(), a.at(out).max());
+  // One sample changed: the input's range follows it.
+  auto other = samples;
+  other[0].begin()->second = other[0].begin()->second.clone();
+  other[0].begin()->second.data<float>()[0] = 100.0f;
+  EXPECT_EQ(collectStats(g, other, 1).at(m.inputs()[0].name).max(), 100.0);
+  EXPECT_EQ(collectStats(g, samples, 1).at(out).max(), a.at(out).max());
+}
+
 // After a Relu half the values are exactly 0. Zeros are exact in every range, so they must not pull the entropy
 // threshold down: with them in the histogram's first bin the KL search picked 1/12 of the range on the
 // Fashion-MNIST ResNet's Relu outputs (accuracy 91.9% -> 51%).
