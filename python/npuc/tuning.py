@@ -88,6 +88,16 @@ def _mac_layers(summary_csv):
     return [r["name"] for r in rows if int(r["MACs"] or 0) > 0]
 
 
+def _chosen_candidates(layers, candidates):
+    """The layers with weights the search may keep in float: all, or those `candidates` names (each must be one)."""
+    if candidates is None:
+        return list(layers)
+    unknown = [c for c in candidates if c not in layers]
+    if unknown:
+        raise _error("candidate %r is not a layer with weights of the translated model (those: %s)" % (unknown[0], ", ".join(layers)))
+    return [c for c in layers if c in set(candidates)]
+
+
 def _outputs(package, samples, names):
     """The package's first output for every sample (in order), flattened to float64: [n, size]."""
     from . import Runtime
@@ -163,12 +173,7 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
     try:
         ref, float_us, _ = run([], "generic")
         y8, us8, layers = run([])
-        if candidates is not None:
-            unknown = [c for c in candidates if c not in layers]
-            if unknown:
-                raise _error("candidate %r is not a layer with weights of the translated model (those: %s)"
-                             % (unknown[0], ", ".join(layers)))
-            layers = [c for c in layers if c in set(candidates)]
+        layers = _chosen_candidates(layers, candidates)
         cos8, snr8 = _closeness(ref, y8)
         rows = []
         for name in layers:
@@ -271,12 +276,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         int8 = trial([], label="int8")
         layers = list(mac_layers)
         order.update({name: i for i, name in enumerate(layers)})
-        if candidates is not None:
-            unknown = [c for c in candidates if c not in order]
-            if unknown:
-                raise _error("candidate %r is not a layer with weights of the translated model (those: %s)"
-                             % (unknown[0], ", ".join(layers)))
-            layers = [c for c in layers if c in set(candidates)]
+        layers = _chosen_candidates(layers, candidates)
         budget = flt["accuracy"] - max_drop / 100.0
         meets = lambda r: r["accuracy"] >= budget - 1e-12  # noqa: E731
         sens_rows = []
