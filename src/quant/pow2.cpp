@@ -259,6 +259,22 @@ class Pow2Builder {
                                           "0 at the layer's one scale 2^-{} in {} bits (their outputs are the bias alone); "
                                           "more bits (--numParamBits, up to 12) may keep them", n.name, lost, M, first_lost, qw, o_.param_bits));
     // (every early return above leaves the layer float without touching the graph)
+    if (o_.bias_means && correctable(g_, n)) {  // the mean shift of the weights' rounding, out of the bias
+      auto mean = o_.bias_means->by_output.find(g_.value(n.outputs[0]).name);
+      if (mean != o_.bias_means->by_output.end()) {
+        const ChannelRounding stored = [qw, wlim](float v, int64_t) {
+          return static_cast<float>(std::ldexp(std::clamp(std::round(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim), -qw));
+        };
+        if (correctLayerBias(g_, n.id, mean->second, stored)) {
+          ++rep_.bias_corrected;
+          B = &*g_.value(n.inputs[2]).constant;  // (the new bias: one value per output)
+          bmax = 0;
+          for (int64_t m = 0; m < M; ++m) bmax = std::max(bmax, std::fabs(static_cast<double>(B->data<float>()[m])));
+          if (!std::isfinite(bmax) || std::ldexp(bmax, pw::kMinQ) > std::ldexp(1.0, 30))
+            fail(ErrorCode::kInvalidInput, "layer '{}': the bias corrected for the weights' rounding is not an int32 at any q", n.name);
+        }
+      }
+    }
     Code cx = codesOf(x.id);
     const Pow2Slot& xs = rep_.slots[static_cast<size_t>(cx.slot)];
     // Bias: int32 at 2^-qb, qb the calibrated accumulator's q where the bias fits in 30 bits.

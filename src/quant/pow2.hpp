@@ -16,6 +16,7 @@
 
 #include "ir/graph.hpp"
 #include "kernels/pow2.hpp"
+#include "quant/bias_correction.hpp"
 #include "quant/range.hpp"
 
 #include <map>
@@ -34,6 +35,9 @@ struct Pow2Options {
   int margin = 0;             // quantMargin: the calibrated q's take it too
   std::set<std::string> keep_float;  // layers (node names) kept in float
   std::map<std::string, std::pair<double, double>> ranges;  // tensors quantized over a forced [lo, hi]
+  /// Bias correction (docs/calibration.md): each integer Conv / Gemm's bias loses the mean shift its weights' rounding
+  /// to codes at the layer's one shift causes, with these input means (measureInputMeans on the float graph).
+  const InputMeans* bias_means = nullptr;
 };
 
 /// One slot: a tensor an integer layer writes.
@@ -54,6 +58,7 @@ struct Pow2Report {
   std::vector<Pow2Layer> layers;
   std::vector<std::string> warnings;
   int integer_layers = 0, float_layers = 0;
+  int bias_corrected = 0;  // integer layers whose bias the correction changed
 };
 
 /// Rewrites `g` (an optimized float graph: batch norms folded, activations fused) in place. `stats`: calibration

@@ -463,3 +463,22 @@ def test_a_channel_whose_weights_round_to_zero_is_named(tmp_path):
         said[bits] = run.stdout + run.stderr
     assert "layer 'bn_spread': the weights of 1 of its 2 output channels (the first: 1) all round to 0" in said["8"], said["8"]
     assert "round to 0" not in said["12"], said["12"]
+
+
+@pytest.mark.skipif(not CLI, reason="NPUC_CLI (the npuc binary) not set")
+def test_bias_correction_gives_back_what_4_bit_weights_lose(tmp_path):
+    # int8-pow2 weights at one shift per layer in 4 bits move each output channel's mean; --bias-correction takes the
+    # shift out of the bias (measured with the float model's input means): the trained digits classifier's accuracy
+    # on its real labels comes most of the way back.
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    x, y = os.path.join(src, "models/digits/test_x.npy"), os.path.join(src, "models/digits/test_y.npy")
+    acc = {}
+    for bc in (False, True):
+        out = str(tmp_path / str(bc))
+        p = subprocess.run([CLI, "translate", "d", "-onnx", os.path.join(src, "models/digits/digits_cnn.onnx"), "--target", "tidl",
+                            "--calib", "input=" + x, "--input-shape", "input=1,1,8,8", "--numParamBits", "4", "--out", out]
+                           + (["--bias-correction"] if bc else []), capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert ("bias correction: 4 layer(s)" in p.stdout) == bc, p.stdout
+        acc[bc] = npuc.evaluate(os.path.join(out, "d"), {"input": np.load(x)}, np.load(y), workers=1)["top1"]
+    assert acc[False] < 0.6 and acc[True] > 0.9, acc

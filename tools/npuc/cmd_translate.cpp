@@ -71,7 +71,7 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               kept in float32, as --keep-float (docs/tune.md)
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
                               (repeatable)
-  --bias-correction           int8-affine: correct each Conv / Gemm bias for the mean shift of its int8 weights,
+  --bias-correction           int8-affine, int8-pow2: correct each Conv / Gemm bias for the mean shift of its int8 weights,
                               measured on the calibration samples
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
   int8-pow2 targets (tidl; docs/numerics.md), TIDL's import keys:
@@ -487,9 +487,11 @@ void printResult(const TranslateOptions& o, const TranslateResult& r) {
     }
   } else {
     for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
-    if (r.quantized && r.calibration_samples)
+    if (r.quantized && r.calibration_samples) {
       fmt::print("quantized: {}, ranges from {} calibration sample(s) ({})\n", o.target == "kneron" ? "int8-radix" : "int8",
                  r.calibration_samples, o.calib_method);
+      if (o.bias_correction) fmt::print("bias correction: {} layer(s)\n", r.bias_corrected_layers);
+    }
     else if (r.quantized)
       fmt::print("quantized: the model's own QuantizeLinear / DequantizeLinear scales\n");
     else if (r.calibration_samples)

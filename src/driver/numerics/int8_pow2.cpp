@@ -81,6 +81,10 @@ class Int8Pow2 final : public Strategy {
     auto samples = calibrationSamples(graphOf(body), tr.o.calibration);
     stats_ = withContext(tr.o.onnx.string(), [&] { return quant::collectStats(graphOf(body), samples, calibrationThreads(tr.o.threads)); });
     tr.res.calibration_samples = samples.size();
+    if (tr.o.bias_correction) {  // the float model's input means, before anything is quantized
+      means_ = withContext(tr.o.onnx.string(), [&] { return quant::measureInputMeans(graphOf(body), samples, calibrationThreads(tr.o.threads)); });
+      setup_.quant.bias_means = &*means_;
+    }
   }
 
   bool writesPackage(const Translation&) const override { return stats_.has_value(); }
@@ -97,6 +101,7 @@ class Int8Pow2 final : public Strategy {
     passes::PassManager({"dce"}).runToFixpoint(mutableGraphOf(*tr.model), ctx);
     table_ = pow2TableCsv(pr);
     tr.res.quantized = true;
+    tr.res.bias_corrected_layers = pr.bias_corrected;
     tr.res.warnings.insert(tr.res.warnings.end(), pr.warnings.begin(), pr.warnings.end());
   }
 
@@ -107,6 +112,7 @@ class Int8Pow2 final : public Strategy {
  private:
   Pow2Setup setup_;
   std::optional<std::map<std::string, quant::TensorStats>> stats_;  // the calibration statistics
+  std::optional<quant::InputMeans> means_;                          // --bias-correction: the float model's input means
   std::string table_;                                               // PREFIX_pow2_table.csv
 };
 
