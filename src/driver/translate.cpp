@@ -71,10 +71,12 @@ void runStages(Translation& tr, const std::function<void(const std::string&, dou
 
 namespace {
 /// A precision file (docs/tune.md): `layers:` a map layer name -> float32 (the one width besides the target's own so
-/// far), and optionally `equalize: relu|relu6`. Errors name the file, the field and the rule.
+/// far), and optionally `equalize: relu|relu6` and `bias_correction: true|false`. Errors name the file, the field and
+/// the rule.
 struct Precision {
   std::vector<std::string> float_layers;
   std::string equalize;
+  bool bias_correction = false;
 };
 Precision readPrecisionFile(const std::filesystem::path& file) {
   const std::string text = readFileText(file, kMaxConfigBytes);
@@ -85,8 +87,8 @@ Precision readPrecisionFile(const std::filesystem::path& file) {
       if (!root.IsMap() || !root["layers"])
         fail(ErrorCode::kInvalidInput, "a precision file is a YAML map with 'layers': layer name -> float32 (docs/tune.md)");
       for (auto it = root.begin(); it != root.end(); ++it)
-        if (const std::string k = it->first.as<std::string>(); k != "layers" && k != "equalize")
-          fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers' and 'equalize')", k);
+        if (const std::string k = it->first.as<std::string>(); k != "layers" && k != "equalize" && k != "bias_correction")
+          fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers', 'equalize' and 'bias_correction')", k);
       const YAML::Node l = root["layers"];
       if (!l.IsMap()) fail(ErrorCode::kInvalidInput, "field 'layers': a map layer name -> float32");
       for (auto it = l.begin(); it != l.end(); ++it) {
@@ -100,6 +102,11 @@ Precision readPrecisionFile(const std::filesystem::path& file) {
         p.equalize = root["equalize"].IsScalar() ? root["equalize"].as<std::string>() : "";
         if (p.equalize != "relu" && p.equalize != "relu6")
           fail(ErrorCode::kInvalidInput, "field 'equalize': '{}' is not relu or relu6 (translate --equalize)", p.equalize);
+      }
+      if (root["bias_correction"]) {
+        const std::string b = root["bias_correction"].IsScalar() ? root["bias_correction"].as<std::string>() : "";
+        if (b != "true" && b != "false") fail(ErrorCode::kInvalidInput, "field 'bias_correction': '{}' is not true or false", b);
+        p.bias_correction = b == "true";
       }
       return p;
     });
@@ -116,6 +123,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     if (!p.equalize.empty() && !o.equalize.empty() && p.equalize != o.equalize)
       fail(ErrorCode::kInvalidArgument, "--equalize {} and {}'s equalize: {} disagree", o.equalize, o.precision.string(), p.equalize);
     if (!p.equalize.empty()) merged.equalize = p.equalize;
+    merged.bias_correction = merged.bias_correction || p.bias_correction;
     merged.precision.clear();
     return translate(merged, progress);
   }

@@ -321,6 +321,7 @@ TEST(CostModel, LayersKeptInFloatAreTimedAtTheirWidth) {
   refused("keep: {a: float32}\n", "a YAML map with 'layers'");
   refused("layers: {}\nextra: 1\n", "field 'extra': unknown");
   refused("layers: {}\nequalize: yes\n", "field 'equalize': 'yes' is not relu or relu6");
+  refused("layers: {}\nbias_correction: 2\n", "field 'bias_correction': '2' is not true or false");
   refused("layers: {a: float32\n", "invalid YAML");
 }
 

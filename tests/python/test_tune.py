@@ -208,3 +208,10 @@ def test_cross_layer_equalization_makes_the_float_layers_unneeded(sensitive, tmp
         assert (acc >= want) if eq else (acc < want), (eq, acc)
     with pytest.raises(npuc.Error, match="--equalize x: relu"):
         npuc.translate("e", sensitive, target="tidl", out=str(tmp_path), calib={"input": X}, input_shapes=SHAPES, equalize="x")
+
+
+def test_bias_correction_in_the_search_is_written_to_the_precision_file(sensitive, tmp_path):
+    # The per-layer weight shift of int8-pow2 moves the scaled channels' means; corrected, plain int8 is within budget.
+    r = tune(sensitive, tmp_path, bias_correction=True)
+    assert r["met"] and r["keep_float"] == [] and r["int8_drop"] <= 0.5
+    assert "bias_correction: true" in open(os.path.join(r["report_dir"], "precision.yaml")).read()
