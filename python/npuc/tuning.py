@@ -452,8 +452,10 @@ def main(argv=None):
                                 "estimated time: which layers to keep in float32 (docs/tune.md)")
     p.add_argument("model")
     p.add_argument("--target", required=True)
-    p.add_argument("--calib", required=True, action="append", help="NAME=samples.npy (samples stacked on axis 0)")
-    p.add_argument("--eval", action="append", help="NAME=samples.npy, the evaluation set (required unless --sensitivity-only)")
+    p.add_argument("--calib", required=True, action="append", help="NAME=samples.npy (samples stacked on axis 0), or NAME=DIR: "
+                   "DIR/*.npy shards in name order")
+    p.add_argument("--eval", action="append", help="NAME=samples.npy or NAME=DIR (shards), the evaluation set (required unless "
+                   "--sensitivity-only)")
     p.add_argument("--labels", help="class index per evaluation sample (.npy; required unless --sensitivity-only)")
     p.add_argument("--rank", default="accuracy", choices=("accuracy", "snr"), help="order of the greedy search: each layer "
                    "alone in float evaluated on the labelled set (accuracy), or its output SNR on the calibration samples "
@@ -486,7 +488,13 @@ def main(argv=None):
             if not sep:
                 p.error("%s %r: NAME=file.npy" % (what, it))
             try:
-                d[name] = np.load(path)
+                if os.path.isdir(path):  # a folder of shards: its .npy files in name order, stacked
+                    shards = sorted(f for f in os.listdir(path) if f.endswith(".npy"))
+                    if not shards:
+                        raise SystemExit("npuc tune: error: %s %s=%s: the folder holds no .npy files" % (what, name, path))
+                    d[name] = np.concatenate([np.load(os.path.join(path, f)) for f in shards])
+                else:
+                    d[name] = np.load(path)
             except (OSError, ValueError) as e:
                 raise SystemExit("npuc tune: error: %s %s: %s" % (what, path, e))
         return d

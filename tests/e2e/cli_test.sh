@@ -140,6 +140,17 @@ if "$npuc" translate p2 -onnx "$digits" --target tidl --calib "input=$src/models
 else
   bad "int8-pow2 traces: $(cat "$tmp/p2.out" "$tmp/p2sim.out"; head -3 "$tmp/p2tr/trace_index.csv" 2>/dev/null)"
 fi
+# --calib NAME=DIR: a folder of .npy shards (in name order) is the same calibration set as one file
+mkdir -p "$tmp/shards" "$tmp/noshards"
+/usr/bin/python3 -c "import numpy as np, sys; x = np.load(sys.argv[1]); [np.save('%s/%02d.npy' % (sys.argv[2], i), x[i * 200:(i + 1) * 200]) for i in range(3)]" \
+  "$src/models/digits/test_x.npy" "$tmp/shards"
+if "$npuc" translate p2 -onnx "$digits" --target tidl --calib "input=$tmp/shards" --out "$tmp/p2s" >"$tmp/p2s.out" &&
+   [ "$(grep '^package:' "$tmp/p2.out")" = "$(grep '^package:' "$tmp/p2s.out")" ]; then
+  ok "--calib NAME=DIR: shards give the same package as one file"
+else
+  bad "--calib NAME=DIR: $(cat "$tmp/p2s.out"; grep '^package:' "$tmp/p2.out")"
+fi
+expect_error 2 "the folder holds no .npy files" -- "$npuc" translate p2 -onnx "$digits" --target tidl --calib "input=$tmp/noshards" --out "$tmp/p2n"
 if "$npuc" compare "$digits" "$tmp/q8/q8" --input "input=$tmp/x1.npy" -o "$tmp/q8cmp" >"$tmp/q8cmp.out" &&
    grep -q "^   1  .*conv .* 0\.99" "$tmp/q8cmp.out"; then
   ok "compare matches int8 layers to their float tensors"; else bad "compare int8: $(head -5 "$tmp/q8cmp.out")"; fi

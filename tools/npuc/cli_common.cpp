@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -98,7 +99,19 @@ std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<st
   std::map<std::string, std::vector<Tensor>> r;
   for (auto& e : entries) {
     auto [name, file] = splitEq(e, what);
-    r[name].push_back(readNpyFile(file));
+    if (!std::filesystem::is_directory(file)) {
+      r[name].push_back(readNpyFile(file));
+      continue;
+    }
+    // A folder of shards: its .npy files in name order (each stacks samples along its first axis).
+    std::vector<std::filesystem::path> shards;
+    for (const auto& d : std::filesystem::directory_iterator(file))
+      if (d.path().extension() == ".npy" && d.is_regular_file()) shards.push_back(d.path());
+    std::sort(shards.begin(), shards.end());
+    if (shards.empty())
+      throw Error(ErrorCode::kInvalidInput, fmt::format("{} {}={}: the folder holds no .npy files (a folder of shards: NAME=DIR, "
+                                                        "each DIR/*.npy samples stacked along the first axis)", what, name, file));
+    for (const auto& f : shards) r[name].push_back(readNpyFile(f));
   }
   return r;
 }

@@ -25,7 +25,7 @@ void addQuantize(CLI::App& app, Action& run) {
   c->add_option("model", o->model, "ONNX model (float32), or a Caffe network (.prototxt) followed by its weights")->required();
   c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   c->add_option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
-                "first axis (repeatable; several files of one name add up)")->required();
+                "first axis (repeatable; several files of one name add up; NAME=DIR: the folder's .npy shards in name order)")->required();
   c->add_option("--output,-o", o->output, "The quantized model (.onnx)")->required();
   c->add_option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, SNR, clipped fraction, warnings): "
                                      "T.csv, T.xlsx or T.html by the extension");

@@ -58,7 +58,7 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               in its result, their layers write them there and the Concat has no layer;
                               docs/memory-planning.md)
   --calib NAME=FILE.npy       calibration samples of model input NAME (repeatable; a file may stack several along
-                              its first axis): fp16 targets correct each Conv / Gemm bias for the rounding of its
+                              its first axis; NAME=DIR: the folder's .npy shards in name order): fp16 targets correct each Conv / Gemm bias for the rounding of its
                               weights to float16, measured on these samples (docs/calibration.md); int8-affine
                               targets (generic-int8) quantize the model on them (required there)
   --calib-method M            int8 activation ranges: minmax (default), percentile, entropy, mse
