@@ -236,8 +236,12 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     if progress is None:
         progress = sys.stderr.isatty()
     os.makedirs(out, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".npuc-tune-", dir=out)
     evaluator = _Evaluator(client, workers)
+    try:
+        work = tempfile.mkdtemp(prefix=".npuc-tune-", dir=out)
+    except OSError:
+        evaluator.close()
+        raise
     shapes = dict(input_shapes or {})
     tried = {}  # (target, frozenset of kept layers) -> record
     seconds = {"translate": 0.0, "evaluate": 0.0}  # wall time of each phase
@@ -290,13 +294,13 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
                 for row in sn["layers"]:
                     snr = row["float_alone"]["snr_db"]
                     sens_rows.append({"layer": row["layer"], "snr_db": snr, "gain": min(snr, 1e9) - sn["int8"]["snr_db"],
-                                        "unit": "dB", "cost_us": row["cost_us"]})
+                                      "unit": "dB", "cost_us": row["cost_us"]})
             else:
                 for name in layers:
                     r = trial([name], label=name)
                     sens_rows.append({"layer": name, "accuracy": r["accuracy"], "gain": r["accuracy"] - int8["accuracy"],
-                                        "unit": "points", "estimated_us": r["estimated_us"],
-                                        "cost_us": r["estimated_us"] - int8["estimated_us"]})
+                                      "unit": "points", "estimated_us": r["estimated_us"],
+                                      "cost_us": r["estimated_us"] - int8["estimated_us"]})
             ranked = sorted(sens_rows, key=lambda s: (-s["gain"], s["cost_us"], order[s["layer"]]))
             # Greedy, by bisection over the ranked prefixes (accuracy grows with the layers kept in float, about
             # monotonically: the smallest prefix that meets the budget in log2(n) + 1 evaluations, not n).
