@@ -558,3 +558,15 @@ def test_a_caffe_model_from_python(tmp_path):
     assert np.array_equal(npuc.Runtime(r.dir).run([x])["prob"], ref)
     with pytest.raises(npuc.Error, match="give its trained weights"):
         npuc.model_io(proto)
+
+
+def test_evaluate_shards_may_arrive_unaligned(packages):
+    # A shard Dask deserialized can sit at an odd byte offset in its frame (seen with scattered data): run_shard
+    # copies such an array instead of refusing it.
+    from npuc.evaluate import run_shard
+    buf = bytearray(X[:10].nbytes + 1)
+    odd = np.frombuffer(buf, dtype=np.float32, offset=1, count=X[:10].size).reshape(X[:10].shape)
+    odd[...] = X[:10]
+    assert not odd.flags.aligned
+    pkg = packages["generic"]
+    assert np.array_equal(run_shard(pkg, {"input": odd}, "logits", 1), run_shard(pkg, {"input": X[:10]}, "logits", 1))
