@@ -66,6 +66,8 @@ void options(Translation& tr) {
   target::relax(tr.t, o.relax);
   tr.numerics = numerics::makeStrategy(tr.t.numerics);
   tr.numerics->checkOptions(tr);  // (before any work is done)
+  if (!o.equalize.empty() && o.equalize != "relu" && o.equalize != "relu6")
+    fail(ErrorCode::kInvalidArgument, "--equalize {}: relu (through Relu / LeakyRelu only) or relu6 (Relu6 made Relu first)", o.equalize);
   // The output folder is built beside <out>/PREFIX and swapped in at the end (OutputDir: PREFIX is one plain name,
   // only a folder npuc wrote is replaced, a killed run leaves the old folder in place); checked before any work.
   tr.out.emplace(o.out_root, o.prefix);
@@ -91,8 +93,6 @@ void optimize(Translation& tr) {
     });
   // Cross-layer equalization (--equalize) for int8 packages: on the optimized model, before the calibration.
   if (!tr.o.equalize.empty()) {
-    if (tr.o.equalize != "relu" && tr.o.equalize != "relu6")
-      fail(ErrorCode::kInvalidArgument, "--equalize {}: relu (through Relu / LeakyRelu only) or relu6 (Relu6 made Relu first)", tr.o.equalize);
     if (numericsTraits(tr.t.numerics).activation_bytes == 1)
       withContext(tr.o.onnx.string(), [&] {
         passes::PassContext ctx;
