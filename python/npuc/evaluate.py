@@ -34,26 +34,33 @@ def _batch_of(rt, names):
     return batches.pop()
 
 
+def run_batches(rt, shard):
+    """Runs `shard` (dict input name -> array of n samples stacked on axis 0) through the Runtime `rt` batch by batch
+    of its inputs' batch size: yields (start, stop, batch, outputs) per batch, the outputs of `batch` samples (the
+    last, short batch is padded with its last sample; the caller keeps the first stop - start)."""
+    names = list(shard)
+    batch = _batch_of(rt, names)
+    shapes = {i["name"]: tuple(i["shape"]) for i in rt.inputs}
+    n = len(next(iter(shard.values())))
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        for name in names:
+            x = np.asarray(shard[name][start:stop])
+            if stop - start < batch:
+                x = np.concatenate([x, np.repeat(x[-1:], batch - (stop - start), axis=0)])
+            # (checked by evaluate: samples of the input's shape without its batch dimension, or with a batch of 1)
+            # (aligned too: an array Dask deserialized may sit at an odd offset in its frame)
+            rt.set_input(name, np.require(x.reshape(shapes[name]), requirements=["C", "A"]))
+        yield start, stop, batch, rt.run()
+
+
 def run_shard(package, shard, output, topk, threads=1):
     """Runs `shard` (dict input name -> array of n samples stacked on axis 0) through the package: the top-`topk`
     class indices of each sample's `output` ([n, topk] int64, best first; ties to the lower index)."""
     from . import _error
     rt = _worker_runtime(package, threads)
-    names = list(shard)
-    batch = _batch_of(rt, names)
-    shapes = {i["name"]: tuple(i["shape"]) for i in rt.inputs}
-    n = len(next(iter(shard.values())))
-    out = np.empty((n, topk), dtype=np.int64)
-    for start in range(0, n, batch):
-        stop = min(start + batch, n)
-        for name in names:
-            x = np.asarray(shard[name][start:stop])
-            if stop - start < batch:  # the last, short batch: padded with its last sample, the extra results dropped
-                x = np.concatenate([x, np.repeat(x[-1:], batch - (stop - start), axis=0)])
-            # (checked by evaluate: samples of the input's shape without its batch dimension, or with a batch of 1)
-            # (aligned too: an array Dask deserialized may sit at an odd offset in its frame)
-            rt.set_input(name, np.require(x.reshape(shapes[name]), requirements=["C", "A"]))
-        y = rt.run()
+    out = np.empty((len(next(iter(shard.values()))), topk), dtype=np.int64)
+    for start, stop, batch, y in run_batches(rt, shard):
         if output not in y:
             raise _error("evaluate: the package has no output '%s' (its outputs: %s)" % (output, ", ".join(y)))
         scores = y[output].reshape(batch, -1)[: stop - start]

@@ -101,24 +101,13 @@ def _chosen_candidates(layers, candidates):
 def _outputs(package, samples, names):
     """The package's first output for every sample (in order), flattened to float64: [n, size]."""
     from . import Runtime
+    from .evaluate import run_batches
     rt = Runtime(package)
     try:
-        shapes = {i["name"]: tuple(i["shape"]) for i in rt.inputs}
-        batch = shapes[names[0]][0] if shapes[names[0]] else 1
-        n = len(np.asarray(samples[names[0]]))
-        out = []
-        for start in range(0, n, batch):
-            stop = min(start + batch, n)
-            feed = {}
-            for name in names:
-                x = np.asarray(samples[name][start:stop], dtype=np.float32)
-                if stop - start < batch:  # the last, short batch: padded, the extra results dropped
-                    x = np.concatenate([x, np.repeat(x[-1:], batch - (stop - start), axis=0)])
-                feed[name] = np.ascontiguousarray(x.reshape(shapes[name]))
-            y = rt.run(feed)
-            first = rt.outputs[0]["name"]
-            out.append(np.asarray(y[first], dtype=np.float64).reshape(batch, -1)[: stop - start])
-        return np.concatenate(out)
+        first = rt.outputs[0]["name"]
+        feed = {name: np.asarray(samples[name], dtype=np.float32) for name in names}
+        return np.concatenate([np.asarray(y[first], dtype=np.float64).reshape(batch, -1)[: stop - start]
+                               for start, stop, batch, y in run_batches(rt, feed)])
     finally:
         rt.close()
 

@@ -355,14 +355,11 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
   m.impl_ = std::make_shared<Impl>();
   m.impl_->graph = impl_->graph->clone();
   ir::Graph& g = *m.impl_->graph;
-  if (!o.equalize.empty() && o.equalize != "relu" && o.equalize != "relu6")
-    fail(ErrorCode::kInvalidArgument, "--equalize {}: relu (through Relu / LeakyRelu only) or relu6 (Relu6 made Relu first)", o.equalize);
+  const std::vector<std::string> equalize = o.equalize.empty() ? std::vector<std::string>{} : passes::equalizePipeline(o.equalize);
   withContext(g.source, [&] {
-    if (!o.equalize.empty()) {  // (before the calibration: the ranges are the equalized model's)
+    if (!equalize.empty()) {  // (before the calibration: the ranges are the equalized model's)
       passes::PassContext ctx;
-      std::vector<std::string> p = {"equalize-cross-layer", "dce"};
-      if (o.equalize == "relu6") p.insert(p.begin(), "relu6-to-relu");
-      passes::PassManager(p).runOnce(g, ctx);
+      passes::PassManager(equalize).runOnce(g, ctx);
     }
     std::map<std::string, std::string> rows_of;  // a rewritten Linear's row-shaped output -> the model's tensor
     {  // (a Linear layer's bias into its product: what the calibration then measures)

@@ -66,8 +66,7 @@ void options(Translation& tr) {
   target::relax(tr.t, o.relax);
   tr.numerics = numerics::makeStrategy(tr.t.numerics);
   tr.numerics->checkOptions(tr);  // (before any work is done)
-  if (!o.equalize.empty() && o.equalize != "relu" && o.equalize != "relu6")
-    fail(ErrorCode::kInvalidArgument, "--equalize {}: relu (through Relu / LeakyRelu only) or relu6 (Relu6 made Relu first)", o.equalize);
+  if (!o.equalize.empty()) passes::equalizePipeline(o.equalize);  // (a bad mode refused before any work)
   // The output folder is built beside <out>/PREFIX and swapped in at the end (OutputDir: PREFIX is one plain name,
   // only a folder npuc wrote is replaced, a killed run leaves the old folder in place); checked before any work.
   tr.out.emplace(o.out_root, o.prefix);
@@ -96,9 +95,7 @@ void optimize(Translation& tr) {
     if (numericsTraits(tr.t.numerics).activation_bytes == 1)
       withContext(tr.o.onnx.string(), [&] {
         passes::PassContext ctx;
-        std::vector<std::string> p = {"equalize-cross-layer", "dce"};
-        if (tr.o.equalize == "relu6") p.insert(p.begin(), "relu6-to-relu");
-        passes::PassManager(p).runOnce(mutableGraphOf(body), ctx);
+        passes::PassManager(passes::equalizePipeline(tr.o.equalize)).runOnce(mutableGraphOf(body), ctx);
       });
     else
       tr.warn(fmt::format("--equalize is ignored: target '{}' has {} numerics (it serves int8 weights)", tr.t.name, numericsName(tr.t.numerics)));

@@ -50,5 +50,8 @@ std::vector<std::string> resolvePipeline();
 std::vector<std::string> optimizePipeline();
 /// "translate": the translator's graph optimizer (BatchNorm folding, pattern detection, activation fusion).
 std::vector<std::string> translatePipeline();
+/// "equalize" (--equalize MODE, docs/calibration.md): cross-layer equalization for int8 weights, "relu" through
+/// Relu / LeakyRelu only, "relu6" with Relu6 made Relu first. Another MODE is an error (kInvalidArgument) naming it.
+std::vector<std::string> equalizePipeline(const std::string& mode);
 
 }  // namespace npuc::passes
