@@ -45,8 +45,6 @@ void Lowerer::layerNorm(const ir::Node& n) {
   int64_t axis = ops::attrInt(n, "axis");
   if (axis < -rank || axis >= rank) unsupported(n, "axis {} out of range for rank {}", axis, rank);
   if (axis < 0) axis += rank;
-  for (size_t k = 1; k < n.outputs.size(); ++k)
-    if (n.outputs[k] != ir::kNoValue && uses_.count(n.outputs[k])) unsupported(n, "the Mean / InvStdDev outputs have no package form");
   const Shape norm(x.begin() + axis, x.end());
   int64_t inner = 1;
   for (int64_t d : norm) inner *= d;
@@ -81,8 +79,23 @@ void Lowerer::layerNorm(const ir::Node& n) {
   };
   std::vector<int> ins{in(n, 0), expand(1, "scale")};
   if (n.hasInput(2)) ins.push_back(expand(2, "bias"));
+  // Mean and InvStdDev (outputs 1 and 2, x's shape with the normalised dims 1) when the model reads them: written
+  // by the same layer (an unread Mean before a read InvStdDev is a scratch value).
+  auto wanted = [&](size_t k) {
+    return k < n.outputs.size() && n.outputs[k] != ir::kNoValue && (uses_.count(n.outputs[k]) || is_output_.count(n.outputs[k]));
+  };
+  std::vector<int> stats;
+  for (size_t k = 1; k <= 2; ++k)
+    if (wanted(k) || (k == 1 && wanted(2))) {
+      Shape ss = x;
+      std::fill(ss.begin() + axis, ss.end(), 1);
+      stats.push_back(wanted(k) ? outVal(n, n.outputs[k]) : tempVal(n.name + "/mean", ss));
+      if (vals_[static_cast<size_t>(stats.back())].shape != ss || !isFloat(vals_[static_cast<size_t>(stats.back())].type))
+        unsupported(n, "output {} is not a float tensor of shape {}", k, shapeStr(ss));
+    }
   LDesc& d = emit(n, LayerKind::kLayerNorm, ins, outVal(n, n.outputs[0]),
                   {static_cast<uint32_t>(axis), package::floatParam(ops::attrFloat(n, "epsilon"))});
+  d.more_outs = stats;
   if (computed) {
     d.views = {x, {inner}};
     if (ins.size() == 3) d.views.push_back({inner});

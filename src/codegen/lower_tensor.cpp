@@ -38,8 +38,7 @@ void Lowerer::copyLike(const ir::Node& n) {
   aliased_.push_back(n.name);
 }
 
-/// Gather: the indices are a constant (to the weights, as int64) or a model input of int32 / int64; indices
-/// computed by the model are not (packages carry float activations).
+/// Gather: a gather layer (the engine's kernel); constant indices are checked against the axis here.
 void Lowerer::gather(const ir::Node& n) {
   const Shape& xs = shapeOf(n, 0);
   const ir::Value& iv = g_.value(n.inputs[1]);
@@ -50,26 +49,25 @@ void Lowerer::gather(const ir::Node& n) {
   if (axis < 0) axis += rank;
   if (xs.size() > package::kMaxRank || ys.size() > package::kMaxRank || iv.type.shape.size() > package::kMaxRank)
     unsupported(n, "rank above {}", package::kMaxRank);
-  int x = in(n, 0);
-  int idx;
   if (iv.isConstant()) {
-    std::vector<int64_t> v = iv.constant->toInt64();
     const int64_t len = xs[static_cast<size_t>(axis)];
-    for (int64_t i : v)
+    for (int64_t i : iv.constant->toInt64())
       if (i < -len || i >= len) unsupported(n, "index {} is out of range for axis {} of size {}", i, axis, len);
-    std::vector<uint8_t> bytes(v.size() * sizeof(int64_t));
-    if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
-    idx = weightVal(iv.name, iv.type.shape, std::move(bytes), ElemType::kI64);
-  } else if (auto it = of_.find(n.inputs[1]); it != of_.end()) {
-    idx = it->second;
-  } else if (iv.producer == ir::kNoNode && (iv.type.dtype == DType::kI64 || iv.type.dtype == DType::kI32)) {
-    idx = of_[n.inputs[1]] = newVal(iv.name, iv.type.shape, iv.type.dtype, 'i');
-  } else {
-    unsupported(n, "indices computed by the model have no package form (a constant or a model input of int32/int64)");
   }
-  if (vals_[static_cast<size_t>(idx)].type != DType::kI64 && vals_[static_cast<size_t>(idx)].type != DType::kI32)
-    unsupported(n, "indices '{}' are {}, not int32/int64", iv.name, dtypeName(vals_[static_cast<size_t>(idx)].type));
+  const int x = in(n, 0), idx = indexIn(n, 1);
   emit(n, LayerKind::kGather, {x, idx}, outVal(n, n.outputs[0]), {u32(axis)});
+}
+
+int Lowerer::indexIn(const ir::Node& n, int i) {
+  const ir::Value& iv = g_.value(n.inputs[static_cast<size_t>(i)]);
+  const DType t = iv.isConstant() ? iv.constant->dtype() : iv.type.dtype;
+  if (t != DType::kI64 && t != DType::kI32)
+    unsupported(n, "indices '{}' are {}; index layers take int32 / int64", iv.name, dtypeName(t));
+  const bool was = typed_;
+  typed_ = true;  // integers as they are
+  const int v = in(n, i);
+  typed_ = was;
+  return v;
 }
 
 /// Concat. A descriptor references at most 7 inputs; more become a chain: each concat appends up to 6 inputs to the

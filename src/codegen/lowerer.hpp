@@ -77,6 +77,7 @@ void registerTensorLowerings(LowerTable& t);
 void registerReduceLowerings(LowerTable& t);
 void registerPrepostLowerings(LowerTable& t);
 void registerQuantLowerings(LowerTable& t);
+void registerIndexingLowerings(LowerTable& t);
 
 class Lowerer {
   // The families register their (private) lowerings.
@@ -86,6 +87,7 @@ class Lowerer {
   friend void registerReduceLowerings(LowerTable& t);
   friend void registerPrepostLowerings(LowerTable& t);
   friend void registerQuantLowerings(LowerTable& t);
+  friend void registerIndexingLowerings(LowerTable& t);
 
  public:
   Lowerer(const ir::Graph& g, const target::Target& t, ir::Graph* consume) : g_(g), t_(t), consume_(consume) {
@@ -539,9 +541,17 @@ class Lowerer {
   /// batch dims broadcast. A 1-D operand is viewed as a matrix ([1, K] or [K, 1]), as ONNX defines.
   void matmul(const ir::Node& n);
 
-  /// Gather: the indices are a constant (to the weights, as int64) or a model input of int32 / int64; indices
-  /// computed by the model are not (packages carry float activations).
+  /// Gather: a gather layer; the indices as indexIn takes them.
   void gather(const ir::Node& n);
+  /// Input i of n as indices: a constant (to the weights, int32 / int64 as it is), a model input of int32 / int64, or
+  /// an int32 / int64 value the model computes.
+  int indexIn(const ir::Node& n, int i);
+  // lower_indexing.cpp: GatherElements, ScatterElements / Scatter, GatherND, ScatterND, TopK.
+  void gatherElements(const ir::Node& n);
+  void scatterElements(const ir::Node& n);
+  void gatherNd(const ir::Node& n);
+  void scatterNd(const ir::Node& n);
+  void topK(const ir::Node& n);
 
   void pool(const ir::Node& n);
   /// A max_pool / avg_pool layer of a pooling node's window (MaxPool / AveragePool attributes) over `inputs` (x, then the

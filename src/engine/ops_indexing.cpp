@@ -2,6 +2,7 @@
 // CumSum, Trilu) and LayerNormalization. Index data is validated (out-of-range -> error, never a crash);
 // data movement copies raw elements, so every fixed-size element type works.
 #include "engine/elementwise_util.hpp"
+#include "kernels/indexing.hpp"
 #include "kernels/typed.hpp"
 #include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
@@ -14,116 +15,38 @@ namespace npuc::engine {
 
 namespace {
 
-int64_t checkedIndex(const KernelCall& c, int64_t i, int64_t dim) {
-  if (i < -dim || i >= dim) c.error("index {} is out of range for a dimension of size {}", i, dim);
-  return i < 0 ? i + dim : i;
-}
-
-std::vector<int64_t> strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
+// GatherND, ScatterND and ScatterElements (Scatter, its opset-9 name): the kernels the package's gather_nd,
+// scatter_nd and scatter_elements layers run.
 void gatherNd(KernelCall& c) {
   const Tensor& d = c.input(0);
-  std::vector<int64_t> idx = c.input(1).toInt64();
-  const Shape& ds = d.shape();
-  const Shape& is = c.input(1).shape();
-  int64_t b = c.node.attrInt("batch_dims", 0), k = is.back();
+  const std::vector<int64_t> idx = c.input(1).toInt64();
   Tensor& y = c.alloc(0);
-  auto dst = strides(ds);
-  int64_t slice = 1;
-  for (size_t i = static_cast<size_t>(b + k); i < ds.size(); ++i) slice *= ds[i];
-  int64_t batch = 1;
-  for (int64_t i = 0; i < b; ++i) batch *= ds[static_cast<size_t>(i)];
-  int64_t tuples = static_cast<int64_t>(idx.size()) / k;
-  int64_t per_batch = tuples / std::max<int64_t>(1, batch);
-  size_t es = dtypeSize(d.dtype());
-  const auto* src = static_cast<const uint8_t*>(d.raw());
-  auto* out = static_cast<uint8_t*>(y.raw());
-  int64_t batch_stride = b > 0 ? dst[static_cast<size_t>(b - 1)] : 0;
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t off = (b > 0 ? (t / per_batch) * batch_stride : 0);
-    for (int64_t j = 0; j < k; ++j) {
-      size_t dim = static_cast<size_t>(b + j);
-      off += checkedIndex(c, idx[static_cast<size_t>(t * k + j)], ds[dim]) * dst[dim];
-    }
-    std::memcpy(out + static_cast<size_t>(t * slice) * es, src + static_cast<size_t>(off) * es, static_cast<size_t>(slice) * es);
-  }
+  kernels::gatherNd(d.shape(), c.input(1).shape(), c.node.attrInt("batch_dims", 0), dtypeSize(d.dtype()), d.raw(),
+                    idx.data(), y.raw());
 }
 
-template <typename T>
-T reduceInto(const std::string& mode, T a, T b) {
-  if (mode == "add") return static_cast<T>(a + b);
-  if (mode == "mul") return static_cast<T>(a * b);
-  if (mode == "max") return a < b ? b : a;
-  if (mode == "min") return b < a ? b : a;
-  return b;
+kernels::ScatterReduction reductionOf(const KernelCall& c) {
+  const std::string mode = c.node.attrString("reduction", "none");
+  const kernels::ScatterReduction r = kernels::scatterReductionFromName(mode);
+  if (r == kernels::ScatterReduction::kCount) c.unsupported("reduction '{}'", mode);
+  return r;
 }
 
 void scatterNd(KernelCall& c) {
   const Tensor& d = c.input(0);
-  std::vector<int64_t> idx = c.input(1).toInt64();
-  const Tensor& u = c.input(2);
-  std::string mode = c.node.attrString("reduction", "none");
+  const std::vector<int64_t> idx = c.input(1).toInt64();
   Tensor& y = c.alloc(0);
-  std::memcpy(y.raw(), d.raw(), d.nbytes());
-  const Shape& ds = d.shape();
-  int64_t k = c.input(1).shape().back();
-  auto dst = strides(ds);
-  int64_t slice = 1;
-  for (size_t i = static_cast<size_t>(k); i < ds.size(); ++i) slice *= ds[i];
-  int64_t tuples = k ? static_cast<int64_t>(idx.size()) / k : 0;
-  dispatchNumeric(d.dtype(), c, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) {
-      c.unsupported("ScatterND on bool is not supported");
-    } else {
-      T* out = y.data<T>();
-      const T* up = u.data<T>();
-      for (int64_t t = 0; t < tuples; ++t) {
-        int64_t off = 0;
-        for (int64_t j = 0; j < k; ++j)
-          off += checkedIndex(c, idx[static_cast<size_t>(t * k + j)], ds[static_cast<size_t>(j)]) * dst[static_cast<size_t>(j)];
-        for (int64_t s = 0; s < slice; ++s) out[off + s] = reduceInto(mode, out[off + s], up[t * slice + s]);
-      }
-    }
-  });
+  kernels::scatterNd(reductionOf(c), d.dtype(), d.shape(), c.input(1).shape(), d.raw(), idx.data(), c.input(2).raw(), y.raw());
 }
 
 void scatterElements(KernelCall& c) {
   const Tensor& d = c.input(0);
-  const Tensor& it = c.input(1);
-  std::vector<int64_t> idx = it.toInt64();
-  const Tensor& u = c.input(2);
-  std::string mode = c.node.attrString("reduction", "none");
+  const std::vector<int64_t> idx = c.input(1).toInt64();
   int64_t axis = c.node.attrInt("axis", 0);
   ops::normalizeAxis(axis, d.rank());
   Tensor& y = c.alloc(0);
-  std::memcpy(y.raw(), d.raw(), d.nbytes());
-  auto dst = strides(d.shape());
-  auto ist = strides(it.shape());
-  dispatchNumeric(d.dtype(), c, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) {
-      c.unsupported("ScatterElements on bool is not supported");
-    } else {
-      T* out = y.data<T>();
-      const T* up = u.data<T>();
-      for (int64_t e = 0; e < it.numel(); ++e) {
-        int64_t off = 0, rem = e;
-        for (size_t dim = 0; dim < ist.size(); ++dim) {
-          int64_t coord = rem / ist[dim];
-          rem %= ist[dim];
-          if (static_cast<int64_t>(dim) == axis)
-            coord = checkedIndex(c, idx[static_cast<size_t>(e)], d.shape()[dim]);
-          else if (coord >= d.shape()[dim])
-            c.error("indices shape {} exceeds data shape {}", shapeStr(it.shape()), shapeStr(d.shape()));
-          off += coord * dst[dim];
-        }
-        out[off] = reduceInto(mode, out[off], up[e]);
-      }
-    }
-  });
+  kernels::scatterElements(reductionOf(c), d.dtype(), d.shape(), c.input(1).shape(), axis, d.raw(), idx.data(),
+                           c.input(2).raw(), y.raw());
 }
 
 void oneHot(KernelCall& c) {

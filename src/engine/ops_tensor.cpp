@@ -8,6 +8,7 @@
 // ONNX reference formulas. Every data-dependent failure is reported through call.error / call.unsupported.
 #include "engine/elementwise_util.hpp"
 #include "kernels/layer_templates.hpp"
+#include "kernels/indexing.hpp"
 #include "kernels/layers.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
@@ -298,30 +299,11 @@ void gatherKernel(KernelCall& c) {
 void gatherElementsKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   const Tensor& ind = c.input(1);
-  size_t es = elemSize(c, x);
-  int64_t rank = x.rank();
-  int64_t axis = normAxis(c, c.node.attrInt("axis", 0), rank);
-  if (ind.rank() != rank) c.error("indices have rank {}, data has rank {}", ind.rank(), rank);
-  for (int d = 0; d < rank; ++d)
-    if (d != axis && ind.dim(d) > x.dim(d))
-      c.error("indices dim {} ({}) exceeds the data dim ({})", d, ind.dim(d), x.dim(d));
-  std::vector<int64_t> idx = ind.toInt64();
+  const int64_t axis = normAxis(c, c.node.attrInt("axis", 0), x.rank());
+  const std::vector<int64_t> idx = ind.toInt64();
   Tensor& y = c.alloc(0);
-  if (y.numel() == 0) return;
-  std::vector<int64_t> ist = stridesOf(x.shape());
-  std::vector<int64_t> sst = ist;
-  sst[static_cast<size_t>(axis)] = 0;
-  std::vector<int64_t> ost = stridesOf(ind.shape());
-  int64_t xa = x.dim(static_cast<int>(axis));
-  int64_t as = ist[static_cast<size_t>(axis)];
-  const uint8_t* src = bytesOf(x);
-  uint8_t* dst = bytesOf(y);
-  forEachIndex2(ind.shape(), sst, ost, [&](int64_t so, int64_t o) {
-    int64_t v = idx[static_cast<size_t>(o)];
-    if (v < -xa || v >= xa) c.error("index {} is out of range for axis {} of size {}", v, axis, xa);
-    if (v < 0) v += xa;
-    std::memcpy(dst + static_cast<size_t>(o) * es, src + static_cast<size_t>(so + v * as) * es, es);
-  });
+  // The package's gather_elements layer runs this same kernel.
+  kernels::gatherElements(x.shape(), ind.shape(), axis, elemSize(c, x), x.raw(), idx.data(), y.raw());
 }
 
 // Expand and Tile: the package's tile layer runs this same kernel (Expand with x viewed at the output's rank).
@@ -545,54 +527,16 @@ void depthSpaceKernel(KernelCall& c, bool to_depth) {
 
 void topKKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
-  size_t es = elemSize(c, x);
-  int64_t rank = x.rank();
-  int64_t axis = normAxis(c, c.node.attrInt("axis", -1), rank);
-  bool largest = c.node.attrInt("largest", 1) != 0;
+  const int64_t rank = x.rank();
+  const int64_t axis = normAxis(c, c.node.attrInt("axis", -1), rank);
   Tensor& vals = c.alloc(0);
   Tensor& inds = c.alloc(1);
-  int64_t k = vals.dim(static_cast<int>(axis));
-  int64_t n = x.dim(static_cast<int>(axis));
-  if (k > n || k < 0) c.error("k = {} but axis {} has size {}", k, axis, n);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
   for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<int>(d));
-  if (k == 0 || outer * inner == 0) return;
-  Tensor keys = isHalfType(x.dtype()) ? castTensor(x, DType::kF32, c) : x;
-  int64_t* pi = inds.data<int64_t>();
-  const uint8_t* src = bytesOf(x);
-  uint8_t* dst = bytesOf(vals);
-  dispatchNumeric(keys.dtype(), c, [&]<typename T>() {
-    const T* kp = keys.data<T>();
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    // A strict total order: NaN ranks above every number; ties go to the lower index.
-    auto above = [](T a, T b) {
-      if constexpr (std::is_floating_point_v<T>) {
-        if (std::isnan(a)) return !std::isnan(b);
-        if (std::isnan(b)) return false;
-      }
-      return a > b;
-    };
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t in = 0; in < inner; ++in) {
-        int64_t base = o * n * inner + in;
-        std::iota(order.begin(), order.end(), int64_t{0});
-        auto cmp = [&](int64_t a, int64_t b) {
-          T va = kp[base + a * inner], vb = kp[base + b * inner];
-          bool first = largest ? above(va, vb) : above(vb, va);
-          bool second = largest ? above(vb, va) : above(va, vb);
-          return first || (!second && a < b);
-        };
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
-        int64_t obase = o * k * inner + in;
-        for (int64_t j = 0; j < k; ++j) {
-          int64_t src_i = order[static_cast<size_t>(j)];
-          pi[obase + j * inner] = src_i;
-          std::memcpy(dst + static_cast<size_t>(obase + j * inner) * es, src + static_cast<size_t>(base + src_i * inner) * es, es);
-        }
-      }
-    }
-  });
+  // The package's top_k layer runs this same kernel.
+  kernels::topK(x.dtype(), c.node.attrInt("largest", 1) != 0, outer, x.dim(static_cast<int>(axis)), inner,
+                vals.dim(static_cast<int>(axis)), x.raw(), vals.raw(), inds.data<int64_t>());
 }
 
 // ---------------------------------------------------------------------------------------------------------

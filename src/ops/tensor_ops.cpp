@@ -313,6 +313,12 @@ void registerTensorOps(Registry& r) {
     OpSchema s = makeSchema("TopK", 1, 2, "k largest (or smallest) along 'axis', values and int64 indices", [](InferContext& c) {
       Shape out = c.inputShape(0);
       int64_t axis = axisOf(c, c.node().attrInt("axis", -1), static_cast<int64_t>(out.size()));
+      if (c.opset() >= 10 && !c.knownValue(1)) {  // k computed: its dim open (the declared output may fix it)
+        out[static_cast<size_t>(axis)] = -1;
+        c.setOutputType(0, ir::makeType(c.inputDType(0), out));
+        c.setOutputType(1, ir::makeType(DType::kI64, out));
+        return;
+      }
       int64_t k = c.opset() < 10 ? c.node().attrInt("k", 0) : c.inputInts(1).at(0);
       if (k < 0 || k > out[static_cast<size_t>(axis)]) c.error("k = {} but axis {} has size {}", k, axis, out[static_cast<size_t>(axis)]);
       out[static_cast<size_t>(axis)] = k;

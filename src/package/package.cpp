@@ -40,8 +40,8 @@ const char* engineName(Engine e) { return e == Engine::kMac ? "mac" : "vector"; 
 
 const std::vector<LayerKindInfo>& layerKinds() {
   static const std::vector<LayerKindInfo> k = {
-#define NPUC_LAYER_KIND(E, code, name, engine, in_min, in_max, words, per_rank, cls, in_doc, param_doc) \
-  {LayerKind::E, name, EngineClass::engine, in_min, in_max, words, per_rank, KindClass::cls, in_doc, param_doc},
+#define NPUC_LAYER_KIND(E, code, name, engine, in_min, in_max, out_max, words, per_rank, cls, in_doc, param_doc) \
+  {LayerKind::E, name, EngineClass::engine, in_min, in_max, out_max, words, per_rank, KindClass::cls, in_doc, param_doc},
 #include "package/layer_kinds.def"
 #undef NPUC_LAYER_KIND
   };
@@ -105,10 +105,11 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
 }
 
 std::string layerKindsMarkdown() {
-  std::string md = "| code | kind | engine | inputs | parameter words |\n|---|---|---|---|---|\n";
+  std::string md = "| code | kind | engine | outputs | inputs | parameter words |\n|---|---|---|---|---|---|\n";
   for (const LayerKindInfo& k : layerKinds()) {
     const char* engine = k.engine == EngineClass::Mac ? "MAC" : k.engine == EngineClass::Vector ? "vector" : "MAC or vector";
-    md += fmt::format("| {} | `{}` | {} | {} | {} |\n", static_cast<int>(k.kind), k.name, engine, k.inputs_doc, k.params_doc);
+    const std::string outs = k.max_outputs == 1 ? "1" : fmt::format("1–{}", k.max_outputs);
+    md += fmt::format("| {} | `{}` | {} | {} | {} | {} |\n", static_cast<int>(k.kind), k.name, engine, outs, k.inputs_doc, k.params_doc);
   }
   md += "\nOperations of `unary` layers (word 0), with what `alpha` and `beta` (words 1 and 2) are:\n\n| code | op | alpha, beta |\n|---|---|---|\n";
   int code = 0;

@@ -56,7 +56,7 @@ const char* engineName(Engine e);  // "mac" / "vector"
 /// Layer kinds: the enum and everything about a kind's identity come from layer_kinds.def (one line per kind: code,
 /// name, engine, inputs, parameter words, class, doc — docs/package-format.md shows the same table).
 enum class LayerKind : uint16_t {
-#define NPUC_LAYER_KIND(E, code, name, engine, in_min, in_max, words, per_rank, cls, in_doc, param_doc) E = code,
+#define NPUC_LAYER_KIND(E, code, name, engine, in_min, in_max, out_max, words, per_rank, cls, in_doc, param_doc) E = code,
 #include "package/layer_kinds.def"
 #undef NPUC_LAYER_KIND
 };
@@ -71,6 +71,7 @@ struct LayerKindInfo {
   const char* name;
   EngineClass engine;
   int min_inputs, max_inputs;
+  int max_outputs;            // outputs 1..max_outputs
   int words, words_per_rank;  // words = -1: computed (expectedParamWords)
   KindClass cls;
   const char* inputs_doc;

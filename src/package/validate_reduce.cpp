@@ -61,6 +61,13 @@ struct ReduceChecks : LayerCheck {
       if (r.type != ElemType::kF32 || r.rank != 1 || r.dims[0] != inner) bad("{}: scale/bias must be float32 [{}]", what, inner);
       // weights (inside the weight image: checked with every reference) or an activation the model computes
     }
+    for (int k = 1; k < d.n_out; ++k) {  // Mean, InvStdDev: x's dims, the normalised ones 1
+      const TensorRef& s = d.out(k);
+      isFloat(s, k == 1 ? "mean" : "inv_std_dev");
+      bool ok = s.rank == x.rank;
+      for (uint32_t i = 0; ok && i < x.rank; ++i) ok = s.dims[i] == (i < w[0] ? x.dims[i] : 1u);
+      if (!ok) bad("{}: output {} is {}, the statistics of {} from axis {} are one per row", what, k, dimsStr(s), dimsStr(x), w[0]);
+    }
   }
 };
 

@@ -16,10 +16,23 @@ void runLayerNorm(Runtime::Impl& im, Step& s) {
   const Shape& x = s.shapes[0];
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < x.size(); ++i) (i < s.p[0] ? outer : inner) *= x[i];
+  // Mean and InvStdDev (outputs 1, 2): float32 written in place, float16 rounded once from float32.
+  std::vector<float> wide[2];
+  float* stat[2] = {nullptr, nullptr};
+  for (int k = 1; k < d.n_out; ++k) {
+    const package::TensorRef& r = d.out(k);
+    float*& p = stat[k - 1];
+    if (r.type == ElemType::kF32) p = reinterpret_cast<float*>(im.at(r.addr, r.bytes, "layer_norm's statistics"));
+    else p = (wide[k - 1].resize(r.numel()), wide[k - 1].data());
+  }
   kernels::layerNorm(outer, inner, package::paramFloat(s.p[1]), im.inF(s, 0), reinterpret_cast<const float*>(s.in[1]),
-                     d.n_in > 2 ? reinterpret_cast<const float*>(s.in[2]) : nullptr, im.outF(s), nullptr, nullptr,
+                     d.n_in > 2 ? reinterpret_cast<const float*>(s.in[2]) : nullptr, im.outF(s), stat[0], stat[1],
                      im.pool.get());
   im.store(s);
+  for (int k = 1; k < d.n_out; ++k)
+    if (const package::TensorRef& r = d.out(k); r.type != ElemType::kF32)
+      kernels::f32ToF16_ref(stat[k - 1], reinterpret_cast<uint16_t*>(im.at(r.addr, r.bytes, "layer_norm's statistics")),
+                            static_cast<int64_t>(r.numel()), kernels::Activation{});
 }
 
 void runReduce(Runtime::Impl& im, Step& s) {

@@ -149,6 +149,16 @@ TEST(PackageReader, DescriptorAddressingOutsideTheMap) {
   expectError(f, "outside every element space");
 }
 
+TEST(PackageReader, MoreOutputsThanTheKindWrites) {
+  Files f = validPackage();
+  auto& b = f["aimac_desc.bin"];  // the first MAC descriptor (a conv: one output) given a second, its first's copy
+  const size_t n_in = b[kRec + 13], out = kRec + 64 + n_in * package::kTensorRefSize;
+  std::copy_n(b.begin() + static_cast<std::ptrdiff_t>(out), package::kTensorRefSize, b.begin() + static_cast<std::ptrdiff_t>(out + package::kTensorRefSize));
+  b[kRec + 14] = 2;
+  rehash(f);
+  expectError(f, "this kind writes 1..1 outputs");
+}
+
 TEST(PackageReader, WriteIntoTheWeightSpace) {
   Files f = validPackage();
   auto& b = f["aimac_desc.bin"];

@@ -42,8 +42,11 @@ std::string nodeLabel(const onnx::NodeProto& n, int index) {
          n.op_type() + ")";
 }
 
-void fixInputShapes(onnx::GraphProto& g, const ImportOptions& opts, const std::set<std::string>& inits) {
+/// Applies --input-shape and the default batch to the graph's inputs; true when a given shape differs from the one
+/// the model declares (then the model's other declared dims describe other shapes).
+bool fixInputShapes(onnx::GraphProto& g, const ImportOptions& opts, const std::set<std::string>& inits) {
   std::set<std::string> seen;
+  bool changed = false;
   for (auto& in : *g.mutable_input()) {
     if (inits.count(in.name())) continue;
     seen.insert(in.name());
@@ -52,6 +55,10 @@ void fixInputShapes(onnx::GraphProto& g, const ImportOptions& opts, const std::s
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     auto it = opts.input_shapes.find(in.name());
     if (it != opts.input_shapes.end()) {
+      bool same = in.type().tensor_type().has_shape() && shape->dim_size() == static_cast<int>(it->second.size());
+      for (int i = 0; same && i < shape->dim_size(); ++i)
+        same = shape->dim(i).has_dim_value() && shape->dim(i).dim_value() == it->second[static_cast<size_t>(i)];
+      changed |= !same;
       shape->clear_dim();
       for (int64_t d : it->second) shape->add_dim()->set_dim_value(d);
       continue;
@@ -80,6 +87,7 @@ void fixInputShapes(onnx::GraphProto& g, const ImportOptions& opts, const std::s
       fail(ErrorCode::kInvalidArgument, "{} names '{}', which is not an input of the model (its inputs: {})",
            origin == opts.input_shape_origin.end() ? "--input-shape" : origin->second, name, inputs.empty() ? "none" : inputs);
     }
+  return changed;
 }
 
 /// libonnx shape inference (strict, then lenient) in a child process, started before npuc converts the model and
@@ -289,10 +297,8 @@ std::unique_ptr<ir::Graph> importProto(onnx::ModelProto& m, const std::string& n
       if (!inits.insert(t.name()).second)
         fail(ErrorCode::kInvalidInput, "two initializers are named '{}' (a name has one value)", t.name());
     if (gp.sparse_initializer_size() > 0) fail(ErrorCode::kUnsupported, "sparse initializers are not supported");
-    fixInputShapes(gp, opts, inits);
-
-    // Forget declared intermediate/output dims when inputs were overridden: they describe other shapes.
-    if (!opts.input_shapes.empty()) {
+    // Forget declared intermediate/output dims when inputs were given other shapes: they describe other shapes.
+    if (fixInputShapes(gp, opts, inits)) {
       gp.clear_value_info();
       for (auto& o : *gp.mutable_output()) {
         if (!o.type().has_tensor_type() || !o.type().tensor_type().has_shape()) continue;

@@ -201,3 +201,23 @@ save("trilu_cumsum", [N("Trilu", ["x", "k1"], ["u"], upper=1), N("Trilu", ["x", 
                       N("Add", ["cu", "cf"], ["y"])], [2, 3, 4], [2, 3, 4],
      [("k1", np.array(1, np.int64)), ("km", np.array(-1, np.int64)), ("ax1", np.array(1, np.int64)),
       ("axm", np.array(-1, np.int32)), ("ten", np.array(10, np.float32))], opset=14)
+# LayerNormalization's Mean and InvStdDev read by the model (layer_norm with 3 outputs; the second layer's unread
+# Mean is a scratch output before its read InvStdDev).
+save("layer_norm_stats", [N("LayerNormalization", ["x", "s"], ["t", "m", "iv"], axis=2),
+                          N("LayerNormalization", ["x", "s2"], ["u", "", "iv2"], axis=1, epsilon=1e-2),
+                          N("Mul", ["m", "iv"], ["a"]), N("Mul", ["u", "iv2"], ["b"]), N("Add", ["t", "a"], ["c"]),
+                          N("Add", ["c", "b"], ["y"])], [2, 3, 8], [2, 3, 8], [("s", w(8)), ("s2", w(3, 8))], opset=17)
+# Indexing kinds: GatherElements by constant and by computed (ArgMax) indices, TopK (values and int64 indices),
+# ScatterElements with add, GatherND with batch_dims, ScatterND with mul.
+save("indexing", [N("GatherElements", ["x", "gi"], ["a"], axis=2),
+                  N("TopK", ["x", "k"], ["v", "i"], axis=1),
+                  N("Cast", ["i"], ["fi"], to=F), N("Add", ["v", "fi"], ["u"]),
+                  N("ScatterElements", ["a", "si", "u"], ["s"], axis=1, reduction="add"),
+                  N("GatherND", ["s", "ni"], ["g"], batch_dims=1),
+                  N("ScatterND", ["g", "di", "du"], ["h"], reduction="mul"),
+                  N("ArgMax", ["x"], ["am"], axis=2, keepdims=1), N("GatherElements", ["x", "am"], ["mx"], axis=2),
+                  N("Add", ["h", "mx"], ["y"])], [2, 3, 4], [2, 3, 4],
+     [("gi", rng.randint(-4, 4, size=(2, 3, 4)).astype(np.int64)), ("k", np.array([2], np.int64)),
+      ("si", rng.randint(0, 3, size=(2, 2, 4)).astype(np.int64)),
+      ("ni", np.array([[[2], [0], [1]], [[1], [1], [0]]], np.int64)),
+      ("di", np.array([[1, 2], [0, 0], [1, 2]], np.int64)), ("du", w(3, 4))], opset=16)

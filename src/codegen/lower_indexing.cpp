@@ -1,0 +1,97 @@
+// Lowering of the indexing ops (mirrors engine/ops_indexing.cpp): GatherElements, ScatterElements / Scatter,
+// GatherND, ScatterND and TopK, each one layer of the kind that runs the engine's kernel (kernels/indexing.hpp).
+#include "codegen/lowerer.hpp"
+
+#include "kernels/indexing.hpp"
+#include "ops/shape_util.hpp"
+
+namespace npuc::codegen::detail {
+
+namespace {
+
+/// A scatter's `reduction` attribute as its parameter word.
+uint32_t reductionWord(const ir::Node& n) {
+  const std::string mode = n.attrString("reduction", "none");
+  const kernels::ScatterReduction r = kernels::scatterReductionFromName(mode);
+  if (r == kernels::ScatterReduction::kCount)
+    fail(ErrorCode::kUnsupported, "{}: reduction '{}' has no package form (none, add, mul, max, min)", n.label(), mode);
+  return static_cast<uint32_t>(r);
+}
+
+}  // namespace
+
+void Lowerer::gatherElements(const ir::Node& n) {
+  const Shape& xs = shapeOf(n, 0);
+  if (xs.size() > package::kMaxRank) unsupported(n, "rank {} above {}", xs.size(), package::kMaxRank);
+  int64_t axis = n.attrInt("axis", 0);
+  if (xs.empty() || !ops::normalizeAxis(axis, static_cast<int64_t>(xs.size())))
+    unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), xs.size());
+  const int x = in(n, 0), idx = indexIn(n, 1);
+  emit(n, LayerKind::kGatherElements, {x, idx}, outVal(n, n.outputs[0]), {u32(axis)});
+}
+
+void Lowerer::scatterElements(const ir::Node& n) {
+  const Shape& xs = shapeOf(n, 0);
+  if (xs.size() > package::kMaxRank) unsupported(n, "rank {} above {}", xs.size(), package::kMaxRank);
+  int64_t axis = n.attrInt("axis", 0);
+  if (xs.empty() || !ops::normalizeAxis(axis, static_cast<int64_t>(xs.size())))
+    unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), xs.size());
+  const uint32_t r = reductionWord(n);
+  const int x = in(n, 0), idx = indexIn(n, 1), u = in(n, 2);
+  emit(n, LayerKind::kScatterElements, {x, idx, u}, outVal(n, n.outputs[0]), {u32(axis), r});
+}
+
+void Lowerer::gatherNd(const ir::Node& n) {
+  if (shapeOf(n, 0).size() > package::kMaxRank || shapeOf(n, 1).size() > package::kMaxRank)
+    unsupported(n, "rank above {}", package::kMaxRank);
+  const int x = in(n, 0), idx = indexIn(n, 1);
+  emit(n, LayerKind::kGatherNd, {x, idx}, outVal(n, n.outputs[0]), {u32(n.attrInt("batch_dims", 0))});
+}
+
+void Lowerer::scatterNd(const ir::Node& n) {
+  if (shapeOf(n, 0).size() > package::kMaxRank || shapeOf(n, 1).size() > package::kMaxRank || shapeOf(n, 2).size() > package::kMaxRank)
+    unsupported(n, "rank above {}", package::kMaxRank);
+  const uint32_t r = reductionWord(n);
+  const int x = in(n, 0), idx = indexIn(n, 1), u = in(n, 2);
+  emit(n, LayerKind::kScatterNd, {x, idx, u}, outVal(n, n.outputs[0]), {r});
+}
+
+/// TopK: k fixed by the output's shape; a k the model gives at run time is an input the layer checks against it.
+void Lowerer::topK(const ir::Node& n) {
+  const Shape& xs = shapeOf(n, 0);
+  if (xs.empty() || xs.size() > package::kMaxRank) unsupported(n, "rank {} (1 to {})", xs.size(), package::kMaxRank);
+  int64_t axis = n.attrInt("axis", -1);
+  if (!ops::normalizeAxis(axis, static_cast<int64_t>(xs.size())))
+    unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", -1), xs.size());
+  if (n.attrInt("sorted", 1) == 0) unsupported(n, "sorted = 0 (an unspecified order) has no package form; the layer sorts");
+  const int64_t k = g_.value(n.outputs[0]).type.shape.at(static_cast<size_t>(axis));
+  std::vector<int> ins{in(n, 0)};
+  if (n.op == "TopK" && n.hasInput(1)) {
+    if (const Tensor* kt = constIn(n, 1)) {
+      if (kt->numel() != 1 || kt->toInt64()[0] != k) unsupported(n, "k {} does not match the output's {}", kt->numel() == 1 ? kt->toInt64()[0] : -1, k);
+    } else {
+      const ir::Value& kv = g_.value(n.inputs[1]);
+      if (kv.type.dtype != DType::kI64 || shapeNumel(kv.type.shape) != 1) unsupported(n, "k must be int64 [1]");
+      const bool was = typed_;
+      typed_ = true;
+      ins.push_back(in(n, 1));
+      typed_ = was;
+    }
+  }
+  const int values = outVal(n, n.outputs[0]);
+  if (n.outputs.size() < 2 || n.outputs[1] == ir::kNoValue) unsupported(n, "TopK without its indices output");
+  const int indices = outVal(n, n.outputs[1]);
+  LDesc& d = emit(n, LayerKind::kTopK, ins, values, {u32(axis), n.attrInt("largest", 1) ? 1u : 0u});
+  d.more_outs = {indices};
+}
+
+void registerIndexingLowerings(LowerTable& t) {
+  t[{"", "GatherElements"}] = &Lowerer::gatherElements;
+  t[{"", "ScatterElements"}] = &Lowerer::scatterElements;
+  t[{"", "Scatter"}] = &Lowerer::scatterElements;
+  t[{"", "GatherND"}] = &Lowerer::gatherNd;
+  t[{"", "ScatterND"}] = &Lowerer::scatterNd;
+  t[{"", "TopK"}] = &Lowerer::topK;
+}
+
+}  // namespace npuc::codegen::detail

@@ -1,0 +1,47 @@
+// Indexing kernels: GatherElements, ScatterElements, GatherND, ScatterND and TopK. The specification shared by the
+// reference engine (its kernels of these ops call them) and the runtime (the gather_elements, scatter_elements,
+// gather_nd, scatter_nd and top_k layer kinds), so a package computes exactly what the engine computes.
+//
+// Indices are int64 (callers widen int32); a negative index counts from the end of its axis; one out of range fails
+// (ErrorCode::kInvalidArgument, naming the index, its position and the axis) before anything is written. Gathers
+// move elements of any size; scatters with a reduction compute in the element type (integers wrap; float16 in
+// float32, rounded once per update); updates are applied in index order, so a repeated index takes the last
+// update (none) or every update in turn.
+#pragma once
+
+#include "npuc/dtype.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace npuc::kernels {
+
+enum class ScatterReduction : uint8_t { kNone, kAdd, kMul, kMax, kMin, kCount };
+/// "none", "add", "mul", "max", "min" (ONNX's `reduction`); kCount for another name.
+ScatterReduction scatterReductionFromName(const std::string& name);
+const char* scatterReductionName(ScatterReduction r);
+
+/// GatherElements: y has the indices' shape; y[i] = x[i with its `axis` coordinate replaced by idx[i]]. Each dim of
+/// the indices but `axis` is at most x's (the caller checks; so does this kernel).
+void gatherElements(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& idx_shape, int64_t axis,
+                    size_t elem, const void* x, const int64_t* idx, void* y);
+/// ScatterElements: y = x, then for each position i of the indices, y[i with `axis` replaced by idx[i]] becomes
+/// updates[i] (none) or reduction(that element, updates[i]). updates has the indices' shape.
+void scatterElements(ScatterReduction r, DType t, const std::vector<int64_t>& x_shape,
+                     const std::vector<int64_t>& idx_shape, int64_t axis, const void* x, const int64_t* idx,
+                     const void* updates, void* y);
+/// GatherND with batch_dims b: the indices' last dim k indexes x's dims b .. b + k − 1; each index tuple copies the
+/// slice of x's remaining dims. y holds (indices' numel / k) slices.
+void gatherNd(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& idx_shape, int64_t batch_dims,
+              size_t elem, const void* x, const int64_t* idx, void* y);
+/// ScatterND: y = x, then each index tuple (the indices' last dim k, over x's first k dims) receives its slice of
+/// updates (none) or is reduced with it.
+void scatterNd(ScatterReduction r, DType t, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& idx_shape,
+               const void* x, const int64_t* idx, const void* updates, void* y);
+/// TopK along the middle dim of x viewed as [outer, n, inner]: the k largest (or smallest) of each line, in order
+/// (NaN ranks above every number; ties go to the lower index), their values (x's bytes) and their int64 indices.
+void topK(DType t, bool largest, int64_t outer, int64_t n, int64_t inner, int64_t k, const void* x, void* values,
+          int64_t* indices);
+
+}  // namespace npuc::kernels

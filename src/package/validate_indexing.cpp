@@ -1,0 +1,110 @@
+// The reader's checks of the indexing layer kinds (validate.hpp): gather_elements, scatter_elements, gather_nd,
+// scatter_nd, top_k (kernels/indexing.hpp states what each computes).
+#include "package/validate.hpp"
+
+#include "kernels/indexing.hpp"
+#include "kernels/typed.hpp"
+
+#include <algorithm>
+
+namespace npuc::package {
+
+namespace {
+
+struct IndexingChecks : LayerCheck {
+  void indices(const TensorRef& r) const {
+    if (r.type != ElemType::kI64 && r.type != ElemType::kI32) bad("{}: indices are {}, this kind needs int32 or int64", what, elemName(r.type));
+  }
+  void sameType(const TensorRef& a, const TensorRef& b, const char* an, const char* bn) const {
+    if (a.type != b.type) bad("{}: {} is {}, {} is {}", what, an, elemName(a.type), bn, elemName(b.type));
+  }
+  /// A scatter's reduction word and the element type it computes in.
+  void reduction(uint32_t r) const {
+    if (r >= static_cast<uint32_t>(kernels::ScatterReduction::kCount)) bad("{}: unknown reduction {}", what, r);
+    if (r != 0 && (x.type == ElemType::kBool || !(kernels::typedKernelType(x.type) || x.type == ElemType::kF16)))
+      bad("{}: reduction '{}' on {}", what, kernels::scatterReductionName(static_cast<kernels::ScatterReduction>(r)), elemName(x.type));
+  }
+  /// Indices of x's rank whose dims are at most x's, but along `axis` (GatherElements / ScatterElements).
+  void elementIndices(const TensorRef& idx) const {
+    indices(idx);
+    if (w[0] >= x.rank) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
+    if (idx.rank != x.rank) bad("{}: indices {} for data {} (ranks differ)", what, dimsStr(idx), dimsStr(x));
+    for (uint32_t i = 0; i < x.rank; ++i)
+      if (i != w[0] && idx.dims[i] > x.dims[i]) bad("{}: indices {} exceed data {} off the axis", what, dimsStr(idx), dimsStr(x));
+    if (x.dims[w[0]] == 0 && idx.numel() > 0) bad("{}: indexes an empty axis {}", what, w[0]);
+  }
+  /// Index tuples over x's dims from `b` on (GatherND / ScatterND); the tuple length k.
+  uint32_t tupleIndices(const TensorRef& idx, uint32_t b) const {
+    indices(idx);
+    if (idx.rank < 1 || b >= idx.rank) bad("{}: indices {} with batch_dims {}", what, dimsStr(idx), b);
+    const uint32_t k = idx.dims[idx.rank - 1u];
+    if (k < 1 || b + k > x.rank) bad("{}: index tuples of {} for data {} (batch_dims {})", what, k, dimsStr(x), b);
+    for (uint32_t i = 0; i < b; ++i)
+      if (idx.dims[i] != x.dims[i]) bad("{}: batch dim {} of indices {} is not data {}'s", what, i, dimsStr(idx), dimsStr(x));
+    return k;
+  }
+  /// indices' dims but the last, then x's from `from` on: a gathered tensor's dims / a scatter's updates' dims.
+  std::vector<int64_t> sliced(const TensorRef& idx, uint32_t from) const {
+    std::vector<int64_t> want(idx.dims.begin(), idx.dims.begin() + idx.rank - 1);
+    for (uint32_t i = from; i < x.rank; ++i) want.push_back(x.dims[i]);
+    return want;
+  }
+
+  void gatherElements() const {
+    const TensorRef& idx = d.in(1);
+    sameType(x, y, "x", "y");
+    elementIndices(idx);
+    if (dimsOf(y) != dimsOf(idx)) bad("{}: y {} is not the indices' shape {}", what, dimsStr(y), dimsStr(idx));
+  }
+
+  void scatterElements() const {
+    const TensorRef &idx = d.in(1), &u = d.in(2);
+    sameType(x, y, "x", "y");
+    sameType(x, u, "x", "updates");
+    elementIndices(idx);
+    reduction(w[1]);
+    if (dimsOf(y) != dimsOf(x) || dimsOf(u) != dimsOf(idx))
+      bad("{}: data {}, indices {}, updates {} -> {}", what, dimsStr(x), dimsStr(idx), dimsStr(u), dimsStr(y));
+  }
+
+  void gatherNd() const {
+    const TensorRef& idx = d.in(1);
+    sameType(x, y, "x", "y");
+    const uint32_t k = tupleIndices(idx, w[0]);
+    if (dimsOf(y) != sliced(idx, w[0] + k)) bad("{}: {} gathered by {} (batch_dims {}) is not {}", what, dimsStr(x), dimsStr(idx), w[0], dimsStr(y));
+  }
+
+  void scatterNd() const {
+    const TensorRef &idx = d.in(1), &u = d.in(2);
+    sameType(x, y, "x", "y");
+    sameType(x, u, "x", "updates");
+    reduction(w[0]);
+    const uint32_t k = tupleIndices(idx, 0);
+    if (dimsOf(y) != dimsOf(x) || dimsOf(u) != sliced(idx, k))
+      bad("{}: data {}, indices {}, updates {} -> {}", what, dimsStr(x), dimsStr(idx), dimsStr(u), dimsStr(y));
+  }
+
+  void topK() const {
+    const TensorRef& ind = d.out(1);
+    sameType(x, y, "x", "values");
+    typeIs(ind, ElemType::kI64, "indices");
+    if (!(kernels::typedKernelType(x.type) || x.type == ElemType::kF16) || x.type == ElemType::kBool) bad("{}: TopK of {}", what, elemName(x.type));
+    if (w[0] >= x.rank) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
+    if (w[1] > 1) bad("{}: largest flag {} is not 0 or 1", what, w[1]);
+    if (d.n_out != 2) bad("{}: writes values and indices (2 outputs), not {}", what, d.n_out);
+    bool ok = y.rank == x.rank && dimsOf(ind) == dimsOf(y) && y.dims[w[0]] <= x.dims[w[0]];
+    for (uint32_t i = 0; ok && i < x.rank; ++i) ok = i == w[0] || y.dims[i] == x.dims[i];
+    if (!ok) bad("{}: top k of {} along axis {} is not {} / {}", what, dimsStr(x), w[0], dimsStr(y), dimsStr(ind));
+    if (d.n_in == 2 && (d.in(1).type != ElemType::kI64 || d.in(1).numel() != 1)) bad("{}: k is {} {}, not int64 [1]", what, elemName(d.in(1).type), dimsStr(d.in(1)));
+  }
+};
+
+}  // namespace
+
+const KindCheck kind_checks::kGatherElements = [](const LayerCheck& c) { IndexingChecks{c}.gatherElements(); };
+const KindCheck kind_checks::kScatterElements = [](const LayerCheck& c) { IndexingChecks{c}.scatterElements(); };
+const KindCheck kind_checks::kGatherNd = [](const LayerCheck& c) { IndexingChecks{c}.gatherNd(); };
+const KindCheck kind_checks::kScatterNd = [](const LayerCheck& c) { IndexingChecks{c}.scatterNd(); };
+const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
+
+}  // namespace npuc::package

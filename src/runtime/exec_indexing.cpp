@@ -1,0 +1,80 @@
+// How the indexing layer kinds run (runtime_impl.hpp): gather_elements, scatter_elements, gather_nd, scatter_nd,
+// top_k — each one call of the kernel the engine runs (kernels/indexing.hpp).
+#include "runtime/runtime_impl.hpp"
+
+#include "kernels/indexing.hpp"
+
+#include <cstring>
+#include <vector>
+
+namespace npuc {
+
+namespace {
+
+using Step = Runtime::Impl::Step;
+using kernels::ScatterReduction;
+
+/// Input i's indices as int64 (validated: int32 or int64).
+std::vector<int64_t> indicesOf(const Step& s, int i) {
+  const package::TensorRef& r = s.d->in(i);
+  std::vector<int64_t> idx(r.numel());
+  if (r.type == ElemType::kI64) {
+    if (!idx.empty()) std::memcpy(idx.data(), s.in[static_cast<size_t>(i)], idx.size() * sizeof(int64_t));
+  } else {
+    const int32_t* i32 = reinterpret_cast<const int32_t*>(s.in[static_cast<size_t>(i)]);
+    for (size_t k = 0; k < idx.size(); ++k) idx[k] = i32[k];
+  }
+  return idx;
+}
+
+void runGatherElements(Runtime::Impl&, Step& s) {
+  const std::vector<int64_t> idx = indicesOf(s, 1);
+  kernels::gatherElements(s.shapes[0], s.shapes[1], s.p[0], package::elemSize(s.d->in(0).type), s.in[0], idx.data(), s.out);
+}
+
+void runScatterElements(Runtime::Impl&, Step& s) {
+  const std::vector<int64_t> idx = indicesOf(s, 1);
+  kernels::scatterElements(static_cast<ScatterReduction>(s.p[1]), s.d->in(0).type, s.shapes[0], s.shapes[1], s.p[0],
+                           s.in[0], idx.data(), s.in[2], s.out);
+}
+
+void runGatherNd(Runtime::Impl&, Step& s) {
+  const std::vector<int64_t> idx = indicesOf(s, 1);
+  kernels::gatherNd(s.shapes[0], s.shapes[1], s.p[0], package::elemSize(s.d->in(0).type), s.in[0], idx.data(), s.out);
+}
+
+void runScatterNd(Runtime::Impl&, Step& s) {
+  const std::vector<int64_t> idx = indicesOf(s, 1);
+  kernels::scatterNd(static_cast<ScatterReduction>(s.p[0]), s.d->in(0).type, s.shapes[0], s.shapes[1], s.in[0],
+                     idx.data(), s.in[2], s.out);
+}
+
+void runTopK(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const Shape& x = s.shapes[0];
+  const size_t axis = s.p[0];
+  const int64_t k = s.shapes[static_cast<size_t>(d.n_in)][axis];
+  if (d.n_in == 2) {  // k given at run time: the one the package's shapes were fixed for
+    int64_t given = 0;
+    std::memcpy(&given, s.in[1], sizeof given);
+    if (given != k)
+      fail(ErrorCode::kInvalidInput, "top_k layer: k is {} at run time; this package was translated for k = {} (translate "
+           "again for another k)", given, k);
+  }
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != axis) (i < axis ? outer : inner) *= x[i];
+  const package::TensorRef& ind = d.out(1);
+  kernels::topK(d.in(0).type, s.p[1] != 0, outer, x[axis], inner, k, s.in[0], s.out,
+                reinterpret_cast<int64_t*>(im.at(ind.addr, ind.bytes, "top_k's indices")));
+}
+
+}  // namespace
+
+const KindExec kind_exec::kGatherElements = {nullptr, &runGatherElements};
+const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};
+const KindExec kind_exec::kGatherNd = {nullptr, &runGatherNd};
+const KindExec kind_exec::kScatterNd = {nullptr, &runScatterNd};
+const KindExec kind_exec::kTopK = {nullptr, &runTopK};
+
+}  // namespace npuc
