@@ -162,8 +162,22 @@ void Lowerer::sumMean(const ir::Node& n) {
   variadic(n, binaryCode("Add"));
 }
 
+/// Clip: constant bounds of a float x are a unary Clip (fusable into the layer before); computed bounds or an integer
+/// x a clip layer reading the bounds as tensors.
 void Lowerer::clipNode(const ir::Node& n) {
-  if ((n.hasInput(1) && !constIn(n, 1)) || (n.hasInput(2) && !constIn(n, 2))) unsupported(n, "Clip bounds must be constants");
+  if (typed_ || (n.hasInput(1) && !constIn(n, 1)) || (n.hasInput(2) && !constIn(n, 2))) {
+    if (g_.opset < 11) unsupported(n, "Clip on {} values before opset 11 has no package form", dtypeName(g_.value(n.inputs[0]).type.dtype));
+    std::vector<int> ins{in(n, 0)};
+    uint32_t flags = 0;
+    for (int i = 1; i <= 2; ++i)
+      if (n.hasInput(i)) {
+        if (shapeNumel(shapeOf(n, i)) != 1) unsupported(n, "a bound of {} elements (Clip takes one)", shapeNumel(shapeOf(n, i)));
+        ins.push_back(in(n, i));
+        flags |= 1u << (i - 1);
+      }
+    emit(n, LayerKind::kClip, ins, outVal(n, n.outputs[0]), {flags});
+    return;
+  }
   float lo, hi;
   clipBounds(n, lo, hi);
   unaryOp(n, n.op, lo, hi);

@@ -26,7 +26,7 @@ void Lowerer::gatherElements(const ir::Node& n) {
   int64_t axis = n.attrInt("axis", 0);
   if (xs.empty() || !ops::normalizeAxis(axis, static_cast<int64_t>(xs.size())))
     unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), xs.size());
-  const int x = in(n, 0), idx = indexIn(n, 1);
+  const int x = in(n, 0), idx = intIn(n, 1);
   emit(n, LayerKind::kGatherElements, {x, idx}, outVal(n, n.outputs[0]), {u32(axis)});
 }
 
@@ -37,14 +37,14 @@ void Lowerer::scatterElements(const ir::Node& n) {
   if (xs.empty() || !ops::normalizeAxis(axis, static_cast<int64_t>(xs.size())))
     unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), xs.size());
   const uint32_t r = reductionWord(n);
-  const int x = in(n, 0), idx = indexIn(n, 1), u = in(n, 2);
+  const int x = in(n, 0), idx = intIn(n, 1), u = in(n, 2);
   emit(n, LayerKind::kScatterElements, {x, idx, u}, outVal(n, n.outputs[0]), {u32(axis), r});
 }
 
 void Lowerer::gatherNd(const ir::Node& n) {
   if (shapeOf(n, 0).size() > package::kMaxRank || shapeOf(n, 1).size() > package::kMaxRank)
     unsupported(n, "rank above {}", package::kMaxRank);
-  const int x = in(n, 0), idx = indexIn(n, 1);
+  const int x = in(n, 0), idx = intIn(n, 1);
   emit(n, LayerKind::kGatherNd, {x, idx}, outVal(n, n.outputs[0]), {u32(n.attrInt("batch_dims", 0))});
 }
 
@@ -52,7 +52,7 @@ void Lowerer::scatterNd(const ir::Node& n) {
   if (shapeOf(n, 0).size() > package::kMaxRank || shapeOf(n, 1).size() > package::kMaxRank || shapeOf(n, 2).size() > package::kMaxRank)
     unsupported(n, "rank above {}", package::kMaxRank);
   const uint32_t r = reductionWord(n);
-  const int x = in(n, 0), idx = indexIn(n, 1), u = in(n, 2);
+  const int x = in(n, 0), idx = intIn(n, 1), u = in(n, 2);
   emit(n, LayerKind::kScatterNd, {x, idx, u}, outVal(n, n.outputs[0]), {r});
 }
 

@@ -126,11 +126,17 @@ void Lowerer::cumSumNode(const ir::Node& n) {
   const Shape& x = shapeOf(n, 0);
   if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
   const Tensor* at = constIn(n, 1);
-  if (!at || at->numel() != 1) unsupported(n, "the axis must be a constant to have a package form");
-  int64_t axis = at->toInt64()[0];
   const int64_t rank = static_cast<int64_t>(x.size());
-  if (rank == 0 || !ops::normalizeAxis(axis, rank)) unsupported(n, "axis {} is out of range for rank {}", at->toInt64()[0], rank);
-  emit(n, LayerKind::kCumSum, {in(n, 0)}, outVal(n, n.outputs[0]),
+  int64_t axis = 0;
+  std::vector<int> ins{in(n, 0)};
+  if (at && at->numel() == 1) {
+    axis = at->toInt64()[0];
+    if (rank == 0 || !ops::normalizeAxis(axis, rank)) unsupported(n, "axis {} is out of range for rank {}", at->toInt64()[0], rank);
+  } else {  // computed (or a model input): read by the layer at run time, word 0 then 0
+    if (rank == 0 || shapeNumel(shapeOf(n, 1)) != 1) unsupported(n, "the axis must be one int32 / int64 value");
+    ins.push_back(intIn(n, 1));
+  }
+  emit(n, LayerKind::kCumSum, ins, outVal(n, n.outputs[0]),
        {static_cast<uint32_t>(axis), n.attrInt("exclusive", 0) ? 1u : 0u, n.attrInt("reverse", 0) ? 1u : 0u});
 }
 

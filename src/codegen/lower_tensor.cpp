@@ -54,11 +54,11 @@ void Lowerer::gather(const ir::Node& n) {
     for (int64_t i : iv.constant->toInt64())
       if (i < -len || i >= len) unsupported(n, "index {} is out of range for axis {} of size {}", i, axis, len);
   }
-  const int x = in(n, 0), idx = indexIn(n, 1);
+  const int x = in(n, 0), idx = intIn(n, 1);
   emit(n, LayerKind::kGather, {x, idx}, outVal(n, n.outputs[0]), {u32(axis)});
 }
 
-int Lowerer::indexIn(const ir::Node& n, int i) {
+int Lowerer::intIn(const ir::Node& n, int i) {
   const ir::Value& iv = g_.value(n.inputs[static_cast<size_t>(i)]);
   const DType t = iv.isConstant() ? iv.constant->dtype() : iv.type.dtype;
   if (t != DType::kI64 && t != DType::kI32)
@@ -318,12 +318,17 @@ void Lowerer::transposeNode(const ir::Node& n) {
 void Lowerer::triluNode(const ir::Node& n) {
   if (shapeOf(n, 0).size() < 2 || shapeOf(n, 0).size() > package::kMaxRank) unsupported(n, "rank {} has no package form", shapeOf(n, 0).size());
   int64_t k = 0;
+  std::vector<int> ins{in(n, 0)};
   if (n.hasInput(1)) {
     const Tensor* kt = constIn(n, 1);
-    if (!kt || kt->numel() != 1) unsupported(n, "k must be a constant to have a package form");
-    k = std::clamp<int64_t>(kt->toInt64()[0], -std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::max());
+    if (kt && kt->numel() == 1) {
+      k = std::clamp<int64_t>(kt->toInt64()[0], -std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::max());
+    } else {  // computed (or a model input): read by the layer at run time
+      if (shapeNumel(shapeOf(n, 1)) != 1 || g_.value(n.inputs[1]).type.dtype != DType::kI64) unsupported(n, "k must be one int64");
+      ins.push_back(intIn(n, 1));
+    }
   }
-  emit(n, LayerKind::kTrilu, {in(n, 0)}, outVal(n, n.outputs[0]), {n.attrInt("upper", 1) ? 1u : 0u, u32(k)});
+  emit(n, LayerKind::kTrilu, ins, outVal(n, n.outputs[0]), {n.attrInt("upper", 1) ? 1u : 0u, u32(k)});
 }
 
 /// Expand and Tile: one repetition layer, x viewed at the output's rank (Expand broadcasts from the right).

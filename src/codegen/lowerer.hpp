@@ -541,11 +541,11 @@ class Lowerer {
   /// batch dims broadcast. A 1-D operand is viewed as a matrix ([1, K] or [K, 1]), as ONNX defines.
   void matmul(const ir::Node& n);
 
-  /// Gather: a gather layer; the indices as indexIn takes them.
+  /// Gather: a gather layer; the indices as intIn takes them.
   void gather(const ir::Node& n);
-  /// Input i of n as indices: a constant (to the weights, int32 / int64 as it is), a model input of int32 / int64, or
-  /// an int32 / int64 value the model computes.
-  int indexIn(const ir::Node& n, int i);
+  /// Input i of n as int32 / int64 values (indices, a k or an axis read at run time): a constant (to the weights, as
+  /// it is), a model input, or a value the model computes.
+  int intIn(const ir::Node& n, int i);
   // lower_indexing.cpp: GatherElements, ScatterElements / Scatter, GatherND, ScatterND, TopK.
   void gatherElements(const ir::Node& n);
   void scatterElements(const ir::Node& n);

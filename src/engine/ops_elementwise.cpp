@@ -176,28 +176,25 @@ void unaryKernel(KernelCall& call) {
   });
 }
 
-void clipKernel(KernelCall& call) {
-  computeHalfAsFloat(call, [&](KernelCall& c) {
-    const Tensor& x = c.input(0);
-    Tensor& y = c.alloc(0);
-    dispatchNumeric(x.dtype(), c, [&]<typename T>() {
-      if constexpr (std::is_same_v<T, bool>) {
-        c.unsupported("Clip is not defined for bool");
-      } else {
-        T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
-        if (c.opset < 11) {
-          lo = static_cast<T>(c.node.attrFloat("min", -std::numeric_limits<float>::max()));
-          hi = static_cast<T>(c.node.attrFloat("max", std::numeric_limits<float>::max()));
-        } else {
-          if (c.has(1)) lo = castTensor(c.input(1), x.dtype(), c).template data<T>()[0];
-          if (c.has(2)) hi = castTensor(c.input(2), x.dtype(), c).template data<T>()[0];
-        }
-        const T* s = x.data<T>();
-        T* d = y.data<T>();
-        for (int64_t i = 0, n = x.numel(); i < n; ++i) d[i] = s[i] < lo ? lo : (s[i] > hi ? hi : s[i]);
-      }
-    });
-  });
+// Clip: the kernel the package's clip layer runs (opset 11 on; before, the bounds are float attributes).
+void clipKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.alloc(0);
+  if (x.dtype() == DType::kBool) c.unsupported("Clip is not defined for bool");
+  Tensor b[2];
+  const void* bp[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    if (c.opset < 11) {
+      const float big = std::numeric_limits<float>::max();
+      b[i] = castTensor(Tensor::scalar<float>(c.node.attrFloat(i ? "max" : "min", i ? big : -big)), x.dtype(), c);
+    } else if (c.has(i + 1)) {
+      b[i] = castTensor(c.input(i + 1), x.dtype(), c);
+    } else {
+      continue;
+    }
+    bp[i] = b[i].raw();
+  }
+  kernels::clip(x.dtype(), x.numel(), x.raw(), bp[0], bp[1], y.raw());
 }
 
 kernels::TypedBinaryOp typedBinaryOpOf(const ir::Node& node) {

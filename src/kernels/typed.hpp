@@ -70,6 +70,10 @@ void trilu(bool upper, int64_t k, int64_t mats, int64_t rows, int64_t cols, size
 /// each sum without its own element.
 void cumSum(DType t, bool exclusive, bool reverse, int64_t outer, int64_t dim, int64_t inner, const void* x, void* y);
 
+/// ONNX Clip (opset 11 on) of n elements of type t: y = x < lo ? lo : (x > hi ? hi : x), a missing bound (null) the
+/// type's lowest / highest value; float16 / bfloat16 compared as float32. Not defined for bool.
+void clip(DType t, int64_t n, const void* x, const void* lo, const void* hi, void* y);
+
 /// Saturating, UB-free conversion between element types (float -> int truncates toward zero; NaN -> 0; integer
 /// -> integer wraps modulo 2^n as numpy; anything -> bool is != 0).
 template <typename To, typename From>

@@ -86,6 +86,19 @@ struct ElementwiseChecks : LayerCheck {
   }
 };
 
+/// clip: x, then the bounds its flags name, each one element of x's type.
+void checkClip(const LayerCheck& c) {
+  const uint32_t flags = c.w[0];
+  const int bounds = (flags & 1) + ((flags >> 1) & 1);
+  if (flags > 3 || c.d.n_in != 1 + bounds) c.bad("{}: flags {} for {} inputs", c.what, flags, c.d.n_in);
+  if (c.x.type != c.y.type || dimsOf(c.x) != dimsOf(c.y))
+    c.bad("{}: {} {} -> {} {}", c.what, elemName(c.x.type), dimsStr(c.x), elemName(c.y.type), dimsStr(c.y));
+  if (c.x.type == ElemType::kBool || !(kernels::typedKernelType(c.x.type))) c.bad("{}: Clip of {}", c.what, elemName(c.x.type));
+  for (int i = 1; i < c.d.n_in; ++i)
+    if (c.d.in(i).type != c.x.type || c.d.in(i).numel() != 1)
+      c.bad("{}: bound {} is {} {}, not one {}", c.what, i, elemName(c.d.in(i).type), dimsStr(c.d.in(i)), elemName(c.x.type));
+}
+
 }  // namespace
 
 const KindCheck kind_checks::kBinary = [](const LayerCheck& c) { ElementwiseChecks{c}.binary(); };
@@ -93,5 +106,7 @@ const KindCheck kind_checks::kUnary = [](const LayerCheck& c) { ElementwiseCheck
 const KindCheck kind_checks::kWhere = [](const LayerCheck& c) { ElementwiseChecks{c}.where(); };
 const KindCheck kind_checks::kTypedBinary = [](const LayerCheck& c) { ElementwiseChecks{c}.typedBinary(); };
 const KindCheck kind_checks::kTypedUnary = [](const LayerCheck& c) { ElementwiseChecks{c}.typedUnary(); };
+
+const KindCheck kind_checks::kClip = &checkClip;
 
 }  // namespace npuc::package

@@ -47,6 +47,8 @@ struct ReduceChecks : LayerCheck {
     if (x.type == ElemType::kBool || !kernels::typedKernelType(x.type)) bad("{}: CumSum of {}", what, elemName(x.type));
     if (w[0] >= static_cast<uint32_t>(std::max<uint8_t>(x.rank, 1))) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
     if (w[1] > 1 || w[2] > 1) bad("{}: exclusive {} / reverse {} are not 0 or 1", what, w[1], w[2]);
+    if (d.n_in == 2 && ((d.in(1).type != ElemType::kI64 && d.in(1).type != ElemType::kI32) || d.in(1).numel() != 1 || x.rank == 0))
+      bad("{}: the axis is {} {}, not one int32 / int64 (of a tensor with dims)", what, elemName(d.in(1).type), dimsStr(d.in(1)));
   }
 
   void layerNorm() const {

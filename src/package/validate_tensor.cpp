@@ -96,6 +96,7 @@ struct TensorChecks : LayerCheck {
     if (x.type != y.type || dimsOf(x) != dimsOf(y)) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
     if (x.rank < 2) bad("{}: Trilu needs rank 2 or more, got {}", what, dimsStr(x));
     if (w[0] > 1) bad("{}: upper flag {} is not 0 or 1", what, w[0]);
+    if (d.n_in == 2 && (d.in(1).type != ElemType::kI64 || d.in(1).numel() != 1)) bad("{}: k is {} {}, not int64 [1]", what, elemName(d.in(1).type), dimsStr(d.in(1)));
   }
 
   void tile() const {

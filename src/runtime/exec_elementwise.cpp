@@ -70,6 +70,14 @@ void runTypedUnary(Runtime::Impl& im, Step& s) {
                       s.out, s.p[1]);
 }
 
+void runClip(Runtime::Impl&, Runtime::Impl::Step& s) {
+  const package::Descriptor& d = *s.d;
+  const void* b[2] = {nullptr, nullptr};
+  for (int k = 0, i = 1; k < 2; ++k)
+    if (s.p[0] & (1u << k)) b[k] = s.in[static_cast<size_t>(i++)];
+  kernels::clip(d.in(0).type, static_cast<int64_t>(d.in(0).numel()), s.in[0], b[0], b[1], s.out);
+}
+
 }  // namespace
 
 const KindExec kind_exec::kTypedBinary = {nullptr, &runTypedBinary};
@@ -77,5 +85,7 @@ const KindExec kind_exec::kTypedUnary = {nullptr, &runTypedUnary};
 const KindExec kind_exec::kBinary = {&prepareBinary, &runBinary};
 const KindExec kind_exec::kUnary = {nullptr, &runUnary};
 const KindExec kind_exec::kWhere = {nullptr, &runWhere};
+
+const KindExec kind_exec::kClip = {nullptr, &runClip};
 
 }  // namespace npuc

@@ -3,6 +3,7 @@
 
 #include "kernels/typed.hpp"
 
+#include <cstring>
 #include <vector>
 
 namespace npuc {
@@ -61,7 +62,16 @@ void runArgReduce(Runtime::Impl& im, Step& s) {
 }
 
 void runCumSum(Runtime::Impl& im, Step& s) {
-  const AxisView v = around(s.shapes[0], s.p[0]);
+  size_t axis = s.p[0];
+  if (s.d->n_in == 2) {  // the axis computed by the model (validated: int32 / int64 [1])
+    int64_t a = 0;
+    if (s.d->in(1).type == ElemType::kI64) std::memcpy(&a, s.in[1], sizeof a);
+    else a = *reinterpret_cast<const int32_t*>(s.in[1]);
+    const int64_t r = static_cast<int64_t>(s.shapes[0].size());
+    if (a < -r || a >= r) fail(ErrorCode::kInvalidInput, "cum_sum layer: axis {} is out of range for rank {}", a, r);
+    axis = static_cast<size_t>(a < 0 ? a + r : a);
+  }
+  const AxisView v = around(s.shapes[0], axis);
   kernels::cumSum(s.d->in(0).type, s.p[1] != 0, s.p[2] != 0, v.outer, v.dim, v.inner, s.in[0], s.out);
 }
 

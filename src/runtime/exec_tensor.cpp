@@ -88,7 +88,9 @@ void runTrilu(Runtime::Impl& im, Step& s) {
   const Shape& x = s.shapes[0];  // validated: rank >= 2
   const int64_t rows = x[x.size() - 2], cols = x[x.size() - 1];
   const int64_t mats = rows * cols != 0 ? shapeNumel(x) / (rows * cols) : 0;
-  kernels::trilu(s.p[0] != 0, static_cast<int32_t>(s.p[1]), mats, rows, cols, package::elemSize(s.d->in(0).type), s.in[0], s.out);
+  int64_t k = static_cast<int32_t>(s.p[1]);
+  if (s.d->n_in == 2) std::memcpy(&k, s.in[1], sizeof k);  // k computed by the model (validated: int64 [1])
+  kernels::trilu(s.p[0] != 0, k, mats, rows, cols, package::elemSize(s.d->in(0).type), s.in[0], s.out);
 }
 
 }  // namespace

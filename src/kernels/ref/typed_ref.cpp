@@ -391,4 +391,22 @@ void cumSum(DType t, bool excl, bool rev, int64_t outer, int64_t dim, int64_t in
   });
 }
 
+void clip(DType t, int64_t n, const void* xv, const void* lov, const void* hiv, void* yv) {
+  if (t == DType::kBool) fail(ErrorCode::kUnsupported, "Clip is not defined for bool");
+  if (isHalf(t)) {
+    std::vector<float> x = widen(t, xv, n), lo = lov ? widen(t, lov, 1) : std::vector<float>{},
+                       hi = hiv ? widen(t, hiv, 1) : std::vector<float>{};
+    clip(DType::kF32, n, x.data(), lov ? lo.data() : nullptr, hiv ? hi.data() : nullptr, x.data());
+    return narrow(t, x.data(), yv, n);
+  }
+  const bool ok = dispatch(t, [&]<typename T>() {
+    const T lo = lov ? *static_cast<const T*>(lov) : std::numeric_limits<T>::lowest();
+    const T hi = hiv ? *static_cast<const T*>(hiv) : std::numeric_limits<T>::max();
+    const T* x = static_cast<const T*>(xv);
+    T* y = static_cast<T*>(yv);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+  });
+  if (!ok) fail(ErrorCode::kUnsupported, "Clip is not defined for {}", dtypeName(t));
+}
+
 }  // namespace npuc::kernels

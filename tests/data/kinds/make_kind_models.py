@@ -221,3 +221,16 @@ save("indexing", [N("GatherElements", ["x", "gi"], ["a"], axis=2),
       ("si", rng.randint(0, 3, size=(2, 2, 4)).astype(np.int64)),
       ("ni", np.array([[[2], [0], [1]], [[1], [1], [0]]], np.int64)),
       ("di", np.array([[1, 2], [0, 0], [1, 2]], np.int64)), ("du", w(3, 4))], opset=16)
+# Clip with bounds the model computes (half the tensor's min and max) and Clip of int32 values with one constant
+# bound (the clip kind); CumSum along an axis and Trilu by a k the model computes (read by the layer at run time).
+save("clip_computed", [N("ReduceMin", ["x"], ["mn"], keepdims=0), N("ReduceMax", ["x"], ["mx"], keepdims=0),
+                       N("Mul", ["mn", "half"], ["lo"]), N("Mul", ["mx", "half"], ["hi"]), N("Clip", ["x", "lo", "hi"], ["c"]),
+                       N("Mul", ["x", "ten"], ["x10"]), N("Cast", ["x10"], ["i"], to=I32), N("Clip", ["i", "ilo"], ["ic"]),
+                       N("Cast", ["ic"], ["fc"], to=F), N("Add", ["c", "fc"], ["s"]),
+                       N("Mul", ["x", "zero"], ["xz"]), N("ReduceMax", ["xz"], ["zf"], keepdims=0),
+                       N("Add", ["zf", "onef"], ["axf"]), N("Cast", ["axf"], ["ax"], to=I64), N("CumSum", ["s", "ax"], ["cs"]),
+                       N("Reshape", ["zf", "r1"], ["zf1"]), N("Sub", ["zf1", "onef"], ["kf"]), N("Cast", ["kf"], ["km"], to=I64),
+                       N("Trilu", ["cs", "km"], ["y"], upper=0)],
+     [2, 3, 4], [2, 3, 4],
+     [("half", np.array(0.5, np.float32)), ("ten", np.array(10, np.float32)), ("ilo", np.array(-2, np.int32)),
+      ("zero", np.array(0, np.float32)), ("onef", np.array(1, np.float32)), ("r1", np.array([1], np.int64))], opset=14)
