@@ -197,8 +197,6 @@ void Lowerer::npucUnary(const ir::Node& n) { unaryOp(n, n.op, 0, 0); }
 
 /// Identity and inference-mode Dropout: the same bytes (an alias, or a copy into a model output).
 void Lowerer::copyNode(const ir::Node& n) {
-  if (n.op == "Dropout" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue && uses_.count(n.outputs[1]))
-    unsupported(n, "the Dropout mask output has no package form");
   if (n.op == "Dropout" && n.hasInput(2)) {  // training mode: an identity only when the ratio is 0
     const ir::Value& mode = g_.value(n.inputs[2]);
     const ir::Value* ratio = n.hasInput(1) ? &g_.value(n.inputs[1]) : nullptr;
@@ -208,7 +206,31 @@ void Lowerer::copyNode(const ir::Node& n) {
     if (mode.constant->toDouble().at(0) != 0 && r != 0)
       unsupported(n, "training_mode=true with ratio {} (random dropout) has no package form", r);
   }
+  if (n.op == "Dropout" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue &&
+      (uses_.count(n.outputs[1]) || is_output_.count(n.outputs[1]))) {  // the mask of an identity: all true
+    Tensor ones(DType::kBool, g_.value(n.outputs[1]).type.shape);
+    std::fill_n(static_cast<uint8_t*>(ones.raw()), ones.numel(), uint8_t{1});
+    constantOutput(n, n.outputs[1], ones);
+  }
   copyLike(n);
+}
+
+/// EyeLike: a constant of its input's shape (ones on the k-th diagonal), whatever the input's values.
+void Lowerer::eyeLike(const ir::Node& n) {
+  const ir::Value& y = g_.value(n.outputs[0]);
+  if (y.type.shape.size() != 2) unsupported(n, "EyeLike of rank {} (2)", y.type.shape.size());
+  const bool packageFloat = y.type.dtype == DType::kF32 || y.type.dtype == DType::kF16;  // (float64 is a typed value)
+  Tensor eye(packageFloat ? DType::kF32 : y.type.dtype, y.type.shape);
+  const int64_t rows = y.type.shape[0], cols = y.type.shape[1], k = n.attrInt("k", 0);
+  const size_t es = dtypeSize(eye.dtype());
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols) {
+      uint8_t* e = static_cast<uint8_t*>(eye.raw()) + static_cast<size_t>(i * cols + i + k) * es;
+      if (eye.dtype() == DType::kF32) *reinterpret_cast<float*>(e) = 1.0f;
+      else if (eye.dtype() == DType::kF64) *reinterpret_cast<double*>(e) = 1.0;
+      else e[0] = 1;  // 1 in every integer type and bool (little-endian)
+    }
+  constantOutput(n, n.outputs[0], eye);
 }
 
 /// Where: the condition a constant (uint8 weights, 0 / 1), or a bool value (a model input or computed).
@@ -239,6 +261,7 @@ void registerElementwiseLowerings(LowerTable& t) {
   t[{"", "Sum"}] = &Lowerer::sumMean;
   t[{"", "Mean"}] = &Lowerer::sumMean;
   t[{"", "Clip"}] = &Lowerer::clipNode;
+  t[{"", "EyeLike"}] = &Lowerer::eyeLike;
   t[{"", "Cast"}] = &Lowerer::cast;
   t[{"", "CastLike"}] = &Lowerer::cast;
   for (const char* op : {"Mod", "BitShift", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"})

@@ -85,7 +85,30 @@ void Lowerer::topK(const ir::Node& n) {
   d.more_outs = {indices};
 }
 
+/// OneHot: a one_hot layer; a computed depth is read at run time and checked against the output's dim.
+void Lowerer::oneHot(const ir::Node& n) {
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
+  int64_t axis = n.attrInt("axis", -1);
+  if (!ops::normalizeAxis(axis, static_cast<int64_t>(ys.size()))) unsupported(n, "axis {} out of range", n.attrInt("axis", -1));
+  const bool was = typed_;
+  typed_ = true;  // indices and depth of any number type, as they are
+  std::vector<int> ins{in(n, 0)};
+  typed_ = was;
+  ins.push_back(in(n, 2));
+  if (const Tensor* dt = constIn(n, 1)) {
+    if (dt->numel() != 1 || static_cast<int64_t>(dt->toDouble()[0]) != ys[static_cast<size_t>(axis)]) unsupported(n, "depth does not match the output");
+  } else {
+    if (shapeNumel(shapeOf(n, 1)) != 1) unsupported(n, "depth must be one value");
+    typed_ = true;
+    ins.push_back(in(n, 1));
+    typed_ = was;
+  }
+  emit(n, LayerKind::kOneHot, ins, outVal(n, n.outputs[0]), {u32(axis)});
+}
+
 void registerIndexingLowerings(LowerTable& t) {
+  t[{"", "OneHot"}] = &Lowerer::oneHot;
   t[{"", "GatherElements"}] = &Lowerer::gatherElements;
   t[{"", "ScatterElements"}] = &Lowerer::scatterElements;
   t[{"", "Scatter"}] = &Lowerer::scatterElements;

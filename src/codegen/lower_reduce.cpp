@@ -140,7 +140,18 @@ void Lowerer::cumSumNode(const ir::Node& n) {
        {static_cast<uint32_t>(axis), n.attrInt("exclusive", 0) ? 1u : 0u, n.attrInt("reverse", 0) ? 1u : 0u});
 }
 
+/// HannWindow / HammingWindow / BlackmanWindow of a computed size (a constant one folds): a window layer.
+void Lowerer::windowNode(const ir::Node& n) {
+  const ir::Value& y = g_.value(n.outputs[0]);
+  if (y.type.dtype != DType::kF32 || y.type.shape.size() != 1) unsupported(n, "a window of {}", y.type.str());
+  const uint32_t kind = n.op == "HannWindow" ? 0u : n.op == "HammingWindow" ? 1u : 2u;
+  if (shapeNumel(shapeOf(n, 0)) != 1) unsupported(n, "size must be one value");
+  const int size = intIn(n, 0);
+  emit(n, LayerKind::kWindow, {size}, outVal(n, n.outputs[0]), {kind, n.attrInt("periodic", 1) ? 1u : 0u});
+}
+
 void registerReduceLowerings(LowerTable& t) {
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) t[{"", op}] = &Lowerer::windowNode;
   for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
                          "ReduceMean", "ReduceProd", "ReduceSum", "ReduceSumSquare"})
     if (package::reduceOpCode(op)) t[{"", op}] = &Lowerer::reduceNode;

@@ -331,6 +331,15 @@ void Lowerer::triluNode(const ir::Node& n) {
   emit(n, LayerKind::kTrilu, ins, outVal(n, n.outputs[0]), {n.attrInt("upper", 1) ? 1u : 0u, u32(k)});
 }
 
+/// Range: a range layer; start, limit and delta read at run time (the count fixed by the output's shape).
+void Lowerer::rangeNode(const ir::Node& n) {
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  if (ys.size() != 1) unsupported(n, "an output of rank {}", ys.size());
+  std::vector<int> ins;
+  for (int i = 0; i < 3; ++i) ins.push_back(in(n, i));
+  emit(n, LayerKind::kRange, ins, outVal(n, n.outputs[0]));
+}
+
 /// Expand and Tile: one repetition layer, x viewed at the output's rank (Expand broadcasts from the right).
 void Lowerer::tileNode(const ir::Node& n) {
   const Shape& ys = g_.value(n.outputs[0]).type.shape;
@@ -353,6 +362,7 @@ void registerTensorLowerings(LowerTable& t) {
   t[{"", "Gather"}] = &Lowerer::gather;
   t[{"", "Expand"}] = &Lowerer::tileNode;
   t[{"", "Tile"}] = &Lowerer::tileNode;
+  t[{"", "Range"}] = &Lowerer::rangeNode;
   t[{"", "Trilu"}] = &Lowerer::triluNode;
   t[{"", "SpaceToDepth"}] = &Lowerer::depthSpace;
   t[{"", "DepthToSpace"}] = &Lowerer::depthSpace;

@@ -166,6 +166,16 @@ class Lowerer {
     of_[v] = out;
   }
 
+  /// Output v of n is the constant c, known at translate time though n's inputs are not (a Dropout's mask, an
+  /// EyeLike): c in the weights (float32 in the package's float type, other types as they are), copied into place.
+  void constantOutput(const ir::Node& n, ir::ValueId v, const Tensor& c) {
+    const ir::Value& val = g_.value(v);
+    const int src = c.dtype() == DType::kF32 ? weightVal(val.name + "/value", c.shape(), floatBytes(c, false), ft_)
+                                       : rawWeightVal(val.name + "/value", c);
+    LDesc& d = emitFor(LayerKind::kCopy, src, outVal(n, v), n.name, n.op);
+    d.onnx_nodes = {n.name};
+  }
+
   /// Drops the data of constants whose every consumer has been lowered.
   void release(const ir::Node& n) {
     for (ir::ValueId v : n.inputs) {
@@ -450,6 +460,8 @@ class Lowerer {
   void binaryNode(const ir::Node& n);
   void sumMean(const ir::Node& n);
   void clipNode(const ir::Node& n);
+  void eyeLike(const ir::Node& n);
+  void rangeNode(const ir::Node& n);  // lower_tensor.cpp
   void unaryNode(const ir::Node& n);
   void npucUnary(const ir::Node& n);
   void copyNode(const ir::Node& n);
@@ -469,6 +481,7 @@ class Lowerer {
   void typedUnaryNode(const ir::Node& n);
   void argReduce(const ir::Node& n);
   void cumSumNode(const ir::Node& n);  // lower_reduce.cpp
+  void windowNode(const ir::Node& n);  // lower_reduce.cpp
   void triluNode(const ir::Node& n);   // lower_tensor.cpp
   /// A value stored in its own type — bool, an integer type, float64 — (not a float32 / float16 activation, a pre/post
   /// value, or int8 codes).
@@ -552,6 +565,7 @@ class Lowerer {
   void gatherNd(const ir::Node& n);
   void scatterNd(const ir::Node& n);
   void topK(const ir::Node& n);
+  void oneHot(const ir::Node& n);
 
   void pool(const ir::Node& n);
   /// A max_pool / avg_pool layer of a pooling node's window (MaxPool / AveragePool attributes) over `inputs` (x, then the

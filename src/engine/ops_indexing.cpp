@@ -49,27 +49,17 @@ void scatterElements(KernelCall& c) {
                            c.input(2).raw(), y.raw());
 }
 
+// OneHot: the kernel the package's one_hot layer runs.
 void oneHot(KernelCall& c) {
-  std::vector<double> ind = c.input(0).toDouble();
-  int64_t depth = static_cast<int64_t>(c.input(1).toDouble().at(0));
+  const Tensor& ind = c.input(0);
+  const int64_t depth = static_cast<int64_t>(c.input(1).toDouble().at(0));
   const Tensor& vals = c.input(2);
   int64_t axis = c.node.attrInt("axis", -1);
-  ops::normalizeAxis(axis, c.input(0).rank() + 1);
+  ops::normalizeAxis(axis, ind.rank() + 1);
   Tensor& y = c.alloc(0);
-  const Shape& is = c.input(0).shape();
   int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < static_cast<int64_t>(is.size()); ++i) (i < axis ? outer : inner) *= is[static_cast<size_t>(i)];
-  size_t es = dtypeSize(vals.dtype());
-  const auto* v = static_cast<const uint8_t*>(vals.raw());
-  auto* out = static_cast<uint8_t*>(y.raw());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t dd = 0; dd < depth; ++dd)
-      for (int64_t in = 0; in < inner; ++in) {
-        double x = ind[static_cast<size_t>(o * inner + in)];
-        int64_t hot = static_cast<int64_t>(x < 0 ? x + static_cast<double>(depth) : x);
-        bool on = std::isfinite(x) && hot == dd && x >= -static_cast<double>(depth) && x < static_cast<double>(depth);
-        std::memcpy(out + static_cast<size_t>((o * depth + dd) * inner + in) * es, v + (on ? es : 0), es);
-      }
+  for (int64_t i = 0; i < ind.rank(); ++i) (i < axis ? outer : inner) *= ind.dim(static_cast<int>(i));
+  kernels::oneHot(ind.dtype(), ind.raw(), outer, depth, inner, dtypeSize(vals.dtype()), vals.raw(), y.raw());
 }
 
 void compress(KernelCall& c) {

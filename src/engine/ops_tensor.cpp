@@ -10,6 +10,7 @@
 #include "kernels/layer_templates.hpp"
 #include "kernels/indexing.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/typed.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
@@ -450,23 +451,12 @@ void constantOfShapeKernel(KernelCall& c) {
   for (int64_t i = 0; i < y.numel(); ++i) std::memcpy(dst + static_cast<size_t>(i) * es, bytesOf(*v), es);
 }
 
+// Range: the kernel the package's range layer runs.
 void rangeKernel(KernelCall& c) {
   Tensor& y = c.alloc(0);
-  int64_t n = y.numel();
   for (int i = 0; i < 3; ++i)
     if (c.input(i).numel() != 1) c.error("start, limit and delta must be scalars");
-  dispatchNumeric(y.dtype(), c, [&]<typename T>() {
-    T* d = y.data<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      c.unsupported("Range is not defined for bool");
-    } else if constexpr (std::is_floating_point_v<T>) {
-      double s = c.input(0).toDouble()[0], dl = c.input(2).toDouble()[0];
-      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s + static_cast<double>(i) * dl);
-    } else {
-      auto s = static_cast<uint64_t>(c.input(0).toInt64()[0]), dl = static_cast<uint64_t>(c.input(2).toInt64()[0]);
-      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(s + static_cast<uint64_t>(i) * dl);  // wraps, no UB
-    }
-  });
+  kernels::range(y.dtype(), y.numel(), c.input(0).raw(), c.input(2).raw(), y.raw());
 }
 
 void nonZeroKernel(KernelCall& c) {

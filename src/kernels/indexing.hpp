@@ -44,4 +44,10 @@ void scatterNd(ScatterReduction r, DType t, const std::vector<int64_t>& x_shape,
 void topK(DType t, bool largest, int64_t outer, int64_t n, int64_t inner, int64_t k, const void* x, void* values,
           int64_t* indices);
 
+/// OneHot: y viewed as [outer, depth, inner] (the indices as [outer, inner]); y[o, d, i] = values[1] (on) when
+/// indices[o, i] (of type it, as a double; negative counts from depth) is d, else values[0] (off). values are two
+/// elements of `elem` bytes.
+void oneHot(DType it, const void* indices, int64_t outer, int64_t depth, int64_t inner, size_t elem, const void* values,
+            void* y);
+
 }  // namespace npuc::kernels

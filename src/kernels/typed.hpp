@@ -74,6 +74,15 @@ void cumSum(DType t, bool exclusive, bool reverse, int64_t outer, int64_t dim, i
 /// type's lowest / highest value; float16 / bfloat16 compared as float32. Not defined for bool.
 void clip(DType t, int64_t n, const void* x, const void* lo, const void* hi, void* y);
 
+/// ONNX Range's element count, max(ceil((limit − start) / delta), 0), from the three values as doubles; fails
+/// (kInvalidInput) for delta 0, a count that is not a number, or one above 2^40.
+int64_t rangeCount(double start, double limit, double delta);
+/// ONNX Range: y[i] = start + i · delta for i < n, in type t (integers wrap; floats computed in double and rounded
+/// once, float16 through float32). start and delta are one element of t each.
+void range(DType t, int64_t n, const void* start, const void* delta, void* y);
+/// The value of one element of type t as a double (the integers exactly up to 2^53; bool 0 / 1).
+double elementAsDouble(DType t, const void* p);
+
 /// Saturating, UB-free conversion between element types (float -> int truncates toward zero; NaN -> 0; integer
 /// -> integer wraps modulo 2^n as numpy; anything -> bool is != 0).
 template <typename To, typename From>

@@ -57,12 +57,17 @@ void registerIndexingOps(Registry& r) {
   }));
   r.add(makeSchema("OneHot", 3, 3, "one-hot encoding along 'axis' with [off, on] values", [](InferContext& c) {
     Shape s = c.inputShape(0);
-    auto depth = c.inputValue(1).toDouble();
-    if (depth.size() != 1 || depth[0] < 1) c.error("depth must be a positive scalar");
     if (c.inputShape(2) != Shape{2}) c.error("values must have 2 elements [off, on]");
     int64_t axis = c.node().attrInt("axis", -1);
     int64_t rank = static_cast<int64_t>(s.size()) + 1;
     if (!normalizeAxis(axis, rank)) c.error("axis {} out of range", axis);
+    if (!c.knownValue(1)) {  // a computed depth: that dim open (a declaration may fix it)
+      s.insert(s.begin() + axis, -1);
+      c.setOutputType(0, ir::makeType(c.inputDType(2), s));
+      return;
+    }
+    auto depth = c.inputValue(1).toDouble();
+    if (depth.size() != 1 || depth[0] < 1) c.error("depth must be a positive scalar");
     s.insert(s.begin() + axis, static_cast<int64_t>(depth[0]));
     c.setOutput(0, c.inputDType(2), s);
   }));

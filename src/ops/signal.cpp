@@ -34,6 +34,10 @@ void registerSignalOps(Registry& r) {
   for (const char* name : {"HannWindow", "HammingWindow", "BlackmanWindow"})
     r.add(makeSchema(name, 1, 1, "a window of the given size, periodic or symmetric (opset 17)", [](InferContext& c) {
             needFloatOutput(c);
+            if (!c.knownValue(0)) {  // a computed size: one dim, open (a declaration may fix it)
+              c.setOutputType(0, ir::makeType(DType::kF32, {-1}));
+              return;
+            }
             const int64_t n = scalarInt(c, 0, "size");
             if (n < 0 || n > (int64_t{1} << 30)) c.error("size {} is not a window size", n);
             c.setOutput(0, DType::kF32, {n});

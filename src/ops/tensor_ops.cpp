@@ -1,6 +1,7 @@
 // Schemas of data-movement ops: Reshape, Flatten, Squeeze/Unsqueeze, Transpose, Concat, Split, Slice, Gather,
 // Expand, Tile, Pad, Shape, Size, Constant, ConstantOfShape, Range, DepthToSpace/SpaceToDepth, TopK, Resize,
 // Upsample.
+#include "kernels/typed.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
@@ -280,17 +281,17 @@ void registerTensorOps(Registry& r) {
     c.setOutput(0, v ? v->dtype() : DType::kF32, Shape(dims.begin(), dims.end()));
   }));
   r.add(makeSchema("Range", 3, 3, "start, start+delta, … below limit", [](InferContext& c) {
+    if (!c.knownValue(0) || !c.knownValue(1) || !c.knownValue(2)) {  // computed: one dim, open (a declaration may fix it)
+      c.setOutputType(0, ir::makeType(c.inputDType(0), {-1}));
+      return;
+    }
     auto s = c.inputValue(0).toDouble(), l = c.inputValue(1).toDouble(), d = c.inputValue(2).toDouble();
     if (s.size() != 1 || l.size() != 1 || d.size() != 1) c.error("start, limit and delta must be scalars");
-    if (d[0] == 0) c.error("delta is 0");
-    // The count, checked before it becomes an integer: a NaN, an infinity or a count past 2^40 (the most elements a
-    // tensor holds) is an error, not an empty or wrapped tensor.
-    const double count = std::ceil((l[0] - s[0]) / d[0]);
-    if (!std::isfinite(count)) c.error("start {}, limit {}, delta {}: the element count is not a number", s[0], l[0], d[0]);
-    if (count > static_cast<double>(int64_t{1} << 40))
-      c.error("start {}, limit {}, delta {} give {:.0f} elements, more than a tensor holds (2^40)", s[0], l[0], d[0], count);
-    const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-    c.setOutput(0, c.inputDType(0), {n});
+    try {
+      c.setOutput(0, c.inputDType(0), {kernels::rangeCount(s[0], l[0], d[0])});
+    } catch (const Error& e) {
+      c.error("{}", e.what());
+    }
   }));
   auto d2s = [](bool to_depth) {
     return [to_depth](InferContext& c) {

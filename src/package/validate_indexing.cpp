@@ -84,6 +84,18 @@ struct IndexingChecks : LayerCheck {
       bad("{}: data {}, indices {}, updates {} -> {}", what, dimsStr(x), dimsStr(idx), dimsStr(u), dimsStr(y));
   }
 
+  void oneHot() const {
+    const TensorRef& v = d.in(1);
+    if (x.type == ElemType::kBool || !(kernels::typedKernelType(x.type) || x.type == ElemType::kF16)) bad("{}: indices of {}", what, elemName(x.type));
+    if (v.type != y.type || v.numel() != 2) bad("{}: values are {} {}, not 2 of {}", what, elemName(v.type), dimsStr(v), elemName(y.type));
+    if (w[0] >= y.rank || y.rank != x.rank + 1) bad("{}: axis {} for indices {} and y {}", what, w[0], dimsStr(x), dimsStr(y));
+    std::vector<int64_t> want = dimsOf(x);
+    want.insert(want.begin() + w[0], y.dims[w[0]]);
+    if (dimsOf(y) != want) bad("{}: one-hot of {} along axis {} is not {}", what, dimsStr(x), w[0], dimsStr(y));
+    if (d.n_in == 3 && (d.in(2).numel() != 1 || d.in(2).type == ElemType::kBool || !(kernels::typedKernelType(d.in(2).type) || d.in(2).type == ElemType::kF16)))
+      bad("{}: depth is {} {}, not one number", what, elemName(d.in(2).type), dimsStr(d.in(2)));
+  }
+
   void topK() const {
     const TensorRef& ind = d.out(1);
     sameType(x, y, "x", "values");
@@ -105,6 +117,7 @@ const KindCheck kind_checks::kGatherElements = [](const LayerCheck& c) { Indexin
 const KindCheck kind_checks::kScatterElements = [](const LayerCheck& c) { IndexingChecks{c}.scatterElements(); };
 const KindCheck kind_checks::kGatherNd = [](const LayerCheck& c) { IndexingChecks{c}.gatherNd(); };
 const KindCheck kind_checks::kScatterNd = [](const LayerCheck& c) { IndexingChecks{c}.scatterNd(); };
+const KindCheck kind_checks::kOneHot = [](const LayerCheck& c) { IndexingChecks{c}.oneHot(); };
 const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
 
 }  // namespace npuc::package

@@ -51,6 +51,12 @@ struct ReduceChecks : LayerCheck {
       bad("{}: the axis is {} {}, not one int32 / int64 (of a tensor with dims)", what, elemName(d.in(1).type), dimsStr(d.in(1)));
   }
 
+  void window() const {
+    isFloat(y, "y");
+    if (y.rank != 1 || w[0] > 2 || w[1] > 1) bad("{}: a window {} of kind {}, periodic {}", what, dimsStr(y), w[0], w[1]);
+    if ((x.type != ElemType::kI64 && x.type != ElemType::kI32) || x.numel() != 1) bad("{}: size is {} {}, not one int32 / int64", what, elemName(x.type), dimsStr(x));
+  }
+
   void layerNorm() const {
     isFloat(x, "x"); isFloat(y, "y");
     if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
@@ -78,6 +84,7 @@ struct ReduceChecks : LayerCheck {
 const KindCheck kind_checks::kReduce = [](const LayerCheck& c) { ReduceChecks{c}.reduce(); };
 const KindCheck kind_checks::kCumSum = [](const LayerCheck& c) { ReduceChecks{c}.cumSum(); };
 const KindCheck kind_checks::kArgReduce = [](const LayerCheck& c) { ReduceChecks{c}.argReduce(); };
+const KindCheck kind_checks::kWindow = [](const LayerCheck& c) { ReduceChecks{c}.window(); };
 const KindCheck kind_checks::kLayerNorm = [](const LayerCheck& c) { ReduceChecks{c}.layerNorm(); };
 
 }  // namespace npuc::package

@@ -3,6 +3,7 @@
 #include "package/validate.hpp"
 
 #include "kernels/layers.hpp"
+#include "kernels/typed.hpp"
 
 #include <cmath>
 
@@ -99,6 +100,13 @@ struct TensorChecks : LayerCheck {
     if (d.n_in == 2 && (d.in(1).type != ElemType::kI64 || d.in(1).numel() != 1)) bad("{}: k is {} {}, not int64 [1]", what, elemName(d.in(1).type), dimsStr(d.in(1)));
   }
 
+  void range() const {
+    if (y.rank != 1 || y.type == ElemType::kBool || !(kernels::typedKernelType(y.type))) bad("{}: Range into {} {}", what, elemName(y.type), dimsStr(y));
+    for (int i = 0; i < 3; ++i)
+      if (d.in(i).type != y.type || d.in(i).numel() != 1)
+        bad("{}: input {} is {} {}, not one {}", what, i, elemName(d.in(i).type), dimsStr(d.in(i)), elemName(y.type));
+  }
+
   void tile() const {
     if (x.type != y.type || x.rank != y.rank) bad("{}: {} {} -> {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
     for (int i = 0; i < x.rank; ++i) {
@@ -119,5 +127,6 @@ const KindCheck kind_checks::kResize = [](const LayerCheck& c) { TensorChecks{c}
 const KindCheck kind_checks::kGather = [](const LayerCheck& c) { TensorChecks{c}.gather(); };
 const KindCheck kind_checks::kTile = [](const LayerCheck& c) { TensorChecks{c}.tile(); };
 const KindCheck kind_checks::kTrilu = [](const LayerCheck& c) { TensorChecks{c}.trilu(); };
+const KindCheck kind_checks::kRange = [](const LayerCheck& c) { TensorChecks{c}.range(); };
 
 }  // namespace npuc::package

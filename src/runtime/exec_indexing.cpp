@@ -3,6 +3,7 @@
 #include "runtime/runtime_impl.hpp"
 
 #include "kernels/indexing.hpp"
+#include "kernels/typed.hpp"
 
 #include <cstring>
 #include <vector>
@@ -69,8 +70,25 @@ void runTopK(Runtime::Impl& im, Step& s) {
                 reinterpret_cast<int64_t*>(im.at(ind.addr, ind.bytes, "top_k's indices")));
 }
 
+void runOneHot(Runtime::Impl&, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const Shape& y = s.shapes.back();
+  const size_t axis = s.p[0];
+  const int64_t depth = y[axis];
+  if (d.n_in == 3) {  // the depth computed by the model: the one the package's shapes were fixed for
+    const double given = kernels::elementAsDouble(d.in(2).type, s.in[2]);
+    if (!(given == given) || static_cast<int64_t>(given) != depth)
+      fail(ErrorCode::kInvalidInput, "one_hot layer: depth {} at run time; this package was translated for {} (translate again)", given, depth);
+  }
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < y.size(); ++i)
+    if (i != axis) (i < axis ? outer : inner) *= y[i];
+  kernels::oneHot(d.in(0).type, s.in[0], outer, depth, inner, package::elemSize(d.out(0).type), s.in[1], s.out);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};
 const KindExec kind_exec::kGatherElements = {nullptr, &runGatherElements};
 const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};
 const KindExec kind_exec::kGatherNd = {nullptr, &runGatherNd};

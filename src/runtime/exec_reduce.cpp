@@ -1,6 +1,7 @@
 // How the reducing layer kinds run (runtime_impl.hpp): reduce, layer_norm, arg_reduce, cum_sum.
 #include "runtime/runtime_impl.hpp"
 
+#include "kernels/signal.hpp"
 #include "kernels/typed.hpp"
 
 #include <cstring>
@@ -75,8 +76,20 @@ void runCumSum(Runtime::Impl& im, Step& s) {
   kernels::cumSum(s.d->in(0).type, s.p[1] != 0, s.p[2] != 0, v.outer, v.dim, v.inner, s.in[0], s.out);
 }
 
+void runWindow(Runtime::Impl& im, Step& s) {
+  const int64_t n = s.shapes.back()[0];
+  int64_t size = 0;
+  if (s.d->in(0).type == ElemType::kI64) std::memcpy(&size, s.in[0], sizeof size);
+  else size = *reinterpret_cast<const int32_t*>(s.in[0]);
+  if (size != n)
+    fail(ErrorCode::kInvalidInput, "window layer: size {} at run time; this package was translated for {} (translate again)", size, n);
+  kernels::window(static_cast<kernels::WindowKind>(s.p[0]), n, s.p[1] != 0, im.outF(s));
+  im.store(s);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kWindow = {nullptr, &runWindow};
 const KindExec kind_exec::kCumSum = {nullptr, &runCumSum};
 const KindExec kind_exec::kArgReduce = {nullptr, &runArgReduce};
 const KindExec kind_exec::kReduce = {nullptr, &runReduce};

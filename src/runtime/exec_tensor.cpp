@@ -93,8 +93,20 @@ void runTrilu(Runtime::Impl& im, Step& s) {
   kernels::trilu(s.p[0] != 0, k, mats, rows, cols, package::elemSize(s.d->in(0).type), s.in[0], s.out);
 }
 
+void runRange(Runtime::Impl&, Step& s) {
+  const ElemType t = s.d->out(0).type;
+  const int64_t n = s.shapes.back()[0];
+  const int64_t given = kernels::rangeCount(kernels::elementAsDouble(t, s.in[0]), kernels::elementAsDouble(t, s.in[1]),
+                                            kernels::elementAsDouble(t, s.in[2]));
+  if (given != n)
+    fail(ErrorCode::kInvalidInput, "range layer: start, limit and delta give {} elements at run time; this package was "
+         "translated for {} (translate again for those values)", given, n);
+  kernels::range(t, n, s.in[0], s.in[2], s.out);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kRange = {nullptr, &runRange};
 const KindExec kind_exec::kTrilu = {nullptr, &runTrilu};
 const KindExec kind_exec::kCopy = {nullptr, &runCopy};
 const KindExec kind_exec::kConcat = {nullptr, &runConcat};

@@ -168,7 +168,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
                         "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
                         "gather", "tile_expand", "instance_norm", "where", "einsum", "typed_compare_where", "typed_logic",
-                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed"})
+                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }
@@ -211,6 +211,31 @@ TEST(Package, GatherByInputIndices) {
         EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
       }
     }
+  }
+}
+
+// A parameter the model gives at run time that the package's shapes fix (TopK's k, from the declared outputs): the
+// package equals the engine for that k, in both modes, and another k stops the run with a clear error.
+TEST(Package, TopKWithKAsAnInputChecksK) {
+  fs::path onnx = kSrc + "/tests/data/kinds/topk_input_k.onnx";
+  TranslateResult r = translateTo(onnx, "generic", scratchDir("topk_input_k"), "topk_input_k");
+  ASSERT_TRUE(r.ok);
+  Tensor k(DType::kI64, {1});
+  k.data<int64_t>()[0] = 2;
+  std::vector<Tensor> in = {randomInput({3, 4}, 9), k};
+  std::vector<Tensor> ref = Session(Model::load(onnx), 1).run(in);
+  for (RuntimeOptions o : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+    Runtime rt(r.dir, o);
+    rt.run(in);
+    EXPECT_TRUE(rt.output("v").sameBits(ref[0]));
+    EXPECT_TRUE(rt.output("i").sameBits(ref[1]));  // int64, as stored
+  }
+  k.data<int64_t>()[0] = 3;
+  try {
+    Runtime(r.dir).run({in[0], k});
+    ADD_FAILURE() << "k = 3 accepted by a package translated for k = 2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("translated for k = 2"), std::string::npos) << e.what();
   }
 }
 

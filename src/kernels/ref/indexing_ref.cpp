@@ -224,4 +224,29 @@ void topK(DType t, bool largest, int64_t outer, int64_t n, int64_t inner, int64_
   if (!ok) fail(ErrorCode::kUnsupported, "TopK: element type {}", dtypeName(t));
 }
 
+void oneHot(DType it, const void* indices, int64_t outer, int64_t depth, int64_t inner, size_t es, const void* values,
+            void* yv) {
+  const int64_t n = outer * inner;
+  std::vector<double> ind(static_cast<size_t>(n));
+  if (isHalf(it)) {
+    const std::vector<float> f = widen(it, indices, n);
+    std::copy(f.begin(), f.end(), ind.begin());
+  } else if (!dispatch(it, [&]<typename T>() {
+               const T* p = static_cast<const T*>(indices);
+               for (int64_t i = 0; i < n; ++i) ind[static_cast<size_t>(i)] = static_cast<double>(p[i]);
+             })) {
+    fail(ErrorCode::kUnsupported, "OneHot: indices of type {}", dtypeName(it));
+  }
+  const auto* v = static_cast<const uint8_t*>(values);
+  auto* out = static_cast<uint8_t*>(yv);
+  const double dd = static_cast<double>(depth);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t d = 0; d < depth; ++d)
+      for (int64_t in = 0; in < inner; ++in) {
+        const double x = ind[static_cast<size_t>(o * inner + in)];
+        const int64_t hot = std::isfinite(x) && x >= -dd && x < dd ? static_cast<int64_t>(x < 0 ? x + dd : x) : -1;
+        std::memcpy(out + static_cast<size_t>((o * depth + d) * inner + in) * es, v + (hot == d ? es : 0), es);
+      }
+}
+
 }  // namespace npuc::kernels

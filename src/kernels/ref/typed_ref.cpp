@@ -409,4 +409,44 @@ void clip(DType t, int64_t n, const void* xv, const void* lov, const void* hiv, 
   if (!ok) fail(ErrorCode::kUnsupported, "Clip is not defined for {}", dtypeName(t));
 }
 
+int64_t rangeCount(double s, double l, double d) {
+  if (d == 0) fail(ErrorCode::kInvalidInput, "Range: delta is 0");
+  // The count, checked before it becomes an integer: a NaN, an infinity or a count past 2^40 (the most elements a
+  // tensor holds) is an error, not an empty or wrapped tensor.
+  const double count = std::ceil((l - s) / d);
+  if (!std::isfinite(count)) fail(ErrorCode::kInvalidInput, "Range: start {}, limit {}, delta {}: the element count is not a number", s, l, d);
+  if (count > static_cast<double>(int64_t{1} << 40))
+    fail(ErrorCode::kInvalidInput, "Range: start {}, limit {}, delta {} give {:.0f} elements, more than a tensor holds (2^40)", s, l, d, count);
+  return count > 0 ? static_cast<int64_t>(count) : 0;
+}
+
+double elementAsDouble(DType t, const void* p) {
+  if (isHalf(t)) return widen(t, p, 1)[0];
+  double v = 0;
+  if (!dispatch(t, [&]<typename T>() { v = static_cast<double>(*static_cast<const T*>(p)); }))
+    fail(ErrorCode::kUnsupported, "no number of type {}", dtypeName(t));
+  return v;
+}
+
+void range(DType t, int64_t n, const void* start, const void* delta, void* yv) {
+  if (t == DType::kBool) fail(ErrorCode::kUnsupported, "Range is not defined for bool");
+  if (isHalf(t)) {
+    std::vector<float> f(static_cast<size_t>(n));
+    const double s = elementAsDouble(t, start), d = elementAsDouble(t, delta);
+    for (int64_t i = 0; i < n; ++i) f[static_cast<size_t>(i)] = static_cast<float>(s + static_cast<double>(i) * d);
+    return narrow(t, f.data(), yv, n);
+  }
+  const bool ok = dispatch(t, [&]<typename T>() {
+    T* y = static_cast<T*>(yv);
+    if constexpr (std::is_floating_point_v<T>) {
+      const double s = *static_cast<const T*>(start), d = *static_cast<const T*>(delta);
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(s + static_cast<double>(i) * d);
+    } else {  // wraps, no UB
+      const auto s = static_cast<uint64_t>(*static_cast<const T*>(start)), d = static_cast<uint64_t>(*static_cast<const T*>(delta));
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(s + static_cast<uint64_t>(i) * d);
+    }
+  });
+  if (!ok) fail(ErrorCode::kUnsupported, "Range is not defined for {}", dtypeName(t));
+}
+
 }  // namespace npuc::kernels

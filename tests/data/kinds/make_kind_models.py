@@ -234,3 +234,17 @@ save("clip_computed", [N("ReduceMin", ["x"], ["mn"], keepdims=0), N("ReduceMax",
      [2, 3, 4], [2, 3, 4],
      [("half", np.array(0.5, np.float32)), ("ten", np.array(10, np.float32)), ("ilo", np.array(-2, np.int32)),
       ("zero", np.array(0, np.float32)), ("onef", np.array(1, np.float32)), ("r1", np.array([1], np.int64))], opset=14)
+# OneHot of computed (ArgMax) indices, EyeLike and Dropout's mask (constants of a shape, copied into place).
+save("onehot_eye", [N("ArgMax", ["x"], ["am"], axis=2, keepdims=0), N("OneHot", ["am", "depth", "vals"], ["oh"], axis=-1),
+                    N("ReduceMean", ["x"], ["r"], axes=[0], keepdims=0), N("EyeLike", ["r"], ["e"], k=1),
+                    N("Dropout", ["x"], ["d", "mask"]), N("Cast", ["mask"], ["mf"], to=F), N("Mul", ["d", "mf"], ["dm"]),
+                    N("Add", ["oh", "e"], ["s"]), N("Add", ["s", "dm"], ["y"])], [2, 3, 4], [2, 3, 4],
+     [("depth", np.array(4, np.int64)), ("vals", np.array([-0.5, 2.0], np.float32))])
+# TopK with k a model input: the declared outputs fix k = 2; the layer refuses another k at run time.
+g = helper.make_graph([N("TopK", ["x", "k"], ["v", "i"], axis=1)], "topk_input_k",
+                      [helper.make_tensor_value_info("x", F, [3, 4]), helper.make_tensor_value_info("k", I64, [1])],
+                      [helper.make_tensor_value_info("v", F, [3, 2]), helper.make_tensor_value_info("i", I64, [3, 2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
+m.ir_version = 8
+onnx.checker.check_model(m, full_check=True)
+onnx.save(m, "topk_input_k.onnx")
