@@ -1,5 +1,6 @@
 // Lowering of the indexing ops (mirrors engine/ops_indexing.cpp): GatherElements, ScatterElements / Scatter,
-// GatherND, ScatterND and TopK, each one layer of the kind that runs the engine's kernel (kernels/indexing.hpp).
+// GatherND, ScatterND, TopK and OneHot (kernels/indexing.hpp), and of the ops sampling at computed positions,
+// GridSample and RoiAlign (kernels/sampling.hpp): each one layer of the kind that runs the engine's kernel.
 #include "codegen/lowerer.hpp"
 
 #include "kernels/indexing.hpp"
@@ -107,7 +108,28 @@ void Lowerer::oneHot(const ir::Node& n) {
   emit(n, LayerKind::kOneHot, ins, outVal(n, n.outputs[0]), {u32(axis)});
 }
 
+void Lowerer::gridSample(const ir::Node& n) {
+  if (shapeOf(n, 0).size() != 4) unsupported(n, "a {}-D input (2-D sampling: [N, C, H, W])", shapeOf(n, 0).size());
+  const std::string mode = n.attrString("mode", "bilinear"), pad = n.attrString("padding_mode", "zeros");
+  const uint32_t m = mode == "bilinear" || mode == "linear" ? 0u : mode == "nearest" ? 1u : mode == "bicubic" || mode == "cubic" ? 2u : 9u;
+  const uint32_t p = pad == "zeros" ? 0u : pad == "border" ? 1u : pad == "reflection" ? 2u : 9u;
+  if (m > 2 || p > 2) unsupported(n, "mode '{}' / padding_mode '{}'", mode, pad);
+  emit(n, LayerKind::kGridSample, {in(n, 0), in(n, 1)}, outVal(n, n.outputs[0]), {m, p, n.attrInt("align_corners", 0) ? 1u : 0u});
+}
+
+void Lowerer::roiAlign(const ir::Node& n) {
+  if (shapeOf(n, 0).size() != 4) unsupported(n, "a {}-D input ([N, C, H, W])", shapeOf(n, 0).size());
+  if (g_.value(n.inputs[2]).type.dtype != DType::kI64) unsupported(n, "batch_indices must be int64");
+  const int x = in(n, 0), rois = in(n, 1), batch = intIn(n, 2);
+  emit(n, LayerKind::kRoiAlign, {x, rois, batch}, outVal(n, n.outputs[0]),
+       {u32(n.attrInt("sampling_ratio", 0)), package::floatParam(n.attrFloat("spatial_scale", 1.0f)),
+        n.attrString("coordinate_transformation_mode", "half_pixel") == "half_pixel" ? 1u : 0u,
+        n.attrString("mode", "avg") == "max" ? 1u : 0u, 0u});
+}
+
 void registerIndexingLowerings(LowerTable& t) {
+  t[{"", "GridSample"}] = &Lowerer::gridSample;
+  t[{"", "RoiAlign"}] = &Lowerer::roiAlign;
   t[{"", "OneHot"}] = &Lowerer::oneHot;
   t[{"", "GatherElements"}] = &Lowerer::gatherElements;
   t[{"", "ScatterElements"}] = &Lowerer::scatterElements;

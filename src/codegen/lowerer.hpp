@@ -566,6 +566,8 @@ class Lowerer {
   void scatterNd(const ir::Node& n);
   void topK(const ir::Node& n);
   void oneHot(const ir::Node& n);
+  void gridSample(const ir::Node& n);
+  void roiAlign(const ir::Node& n);
 
   void pool(const ir::Node& n);
   /// A max_pool / avg_pool layer of a pooling node's window (MaxPool / AveragePool attributes) over `inputs` (x, then the

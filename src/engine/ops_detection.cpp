@@ -45,8 +45,15 @@ void gridSampleKernel(KernelCall& c) {
   GS p;
   p.n = x.dim(0), p.channels = x.dim(1), p.in_h = x.dim(2), p.in_w = x.dim(3), p.out_h = y.dim(2), p.out_w = y.dim(3);
   const std::string mode = c.node.attrString("mode", "bilinear"), pad = c.node.attrString("padding_mode", "zeros");
-  p.mode = mode == "nearest" ? GS::Mode::kNearest : mode == "bicubic" ? GS::Mode::kBicubic : GS::Mode::kBilinear;
-  p.padding = pad == "border" ? GS::Padding::kBorder : pad == "reflection" ? GS::Padding::kReflection : GS::Padding::kZeros;
+  // (opset 20 names the modes linear and cubic)
+  if (mode == "nearest") p.mode = GS::Mode::kNearest;
+  else if (mode == "bicubic" || mode == "cubic") p.mode = GS::Mode::kBicubic;
+  else if (mode == "bilinear" || mode == "linear") p.mode = GS::Mode::kBilinear;
+  else c.unsupported("mode '{}'", mode);
+  if (pad == "zeros") p.padding = GS::Padding::kZeros;
+  else if (pad == "border") p.padding = GS::Padding::kBorder;
+  else if (pad == "reflection") p.padding = GS::Padding::kReflection;
+  else c.unsupported("padding_mode '{}'", pad);
   p.align_corners = c.node.attrInt("align_corners", 0) != 0;
   kernels::gridSample(p, x.data<float>(), c.input(1).data<float>(), y.data<float>());
 }

@@ -1,11 +1,13 @@
 // The reader's checks of the indexing layer kinds (validate.hpp): gather_elements, scatter_elements, gather_nd,
-// scatter_nd, top_k (kernels/indexing.hpp states what each computes).
+// scatter_nd, top_k, one_hot (kernels/indexing.hpp states what each computes), and of the kinds that sample at
+// computed positions: grid_sample, roi_align (kernels/sampling.hpp).
 #include "package/validate.hpp"
 
 #include "kernels/indexing.hpp"
 #include "kernels/typed.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace npuc::package {
 
@@ -96,6 +98,27 @@ struct IndexingChecks : LayerCheck {
       bad("{}: depth is {} {}, not one number", what, elemName(d.in(2).type), dimsStr(d.in(2)));
   }
 
+  void gridSample() const {
+    const TensorRef& g = d.in(1);
+    isFloat(x, "x"); isFloat(g, "grid"); isFloat(y, "y");
+    if (x.rank != 4 || g.rank != 4 || y.rank != 4 || g.dims[0] != x.dims[0] || g.dims[3] != 2 || y.dims[0] != x.dims[0] ||
+        y.dims[1] != x.dims[1] || y.dims[2] != g.dims[1] || y.dims[3] != g.dims[2])
+      bad("{}: x {} sampled at grid {} is not {}", what, dimsStr(x), dimsStr(g), dimsStr(y));
+    if (w[0] > 2 || w[1] > 2 || w[2] > 1) bad("{}: mode {} / padding {} / align_corners {} out of range", what, w[0], w[1], w[2]);
+  }
+
+  void roiAlign() const {
+    const TensorRef &r = d.in(1), &b = d.in(2);
+    isFloat(x, "x"); isFloat(r, "rois"); isFloat(y, "y");
+    typeIs(b, ElemType::kI64, "batch_indices");
+    if (x.rank != 4 || r.rank != 2 || r.dims[1] != 4 || b.rank != 1 || b.dims[0] != r.dims[0] || y.rank != 4 ||
+        y.dims[0] != r.dims[0] || y.dims[1] != x.dims[1] || y.dims[2] < 1 || y.dims[3] < 1)
+      bad("{}: x {}, rois {}, batch_indices {} -> {}", what, dimsStr(x), dimsStr(r), dimsStr(b), dimsStr(y));
+    const float scale = paramFloat(w[1]);
+    if (!std::isfinite(scale) || w[2] > 1 || w[3] > 1 || w[4] != 0 || static_cast<int32_t>(w[0]) < 0)
+      bad("{}: sampling_ratio {}, spatial_scale {}, flags {} {} {}", what, static_cast<int32_t>(w[0]), scale, w[2], w[3], w[4]);
+  }
+
   void topK() const {
     const TensorRef& ind = d.out(1);
     sameType(x, y, "x", "values");
@@ -118,6 +141,8 @@ const KindCheck kind_checks::kScatterElements = [](const LayerCheck& c) { Indexi
 const KindCheck kind_checks::kGatherNd = [](const LayerCheck& c) { IndexingChecks{c}.gatherNd(); };
 const KindCheck kind_checks::kScatterNd = [](const LayerCheck& c) { IndexingChecks{c}.scatterNd(); };
 const KindCheck kind_checks::kOneHot = [](const LayerCheck& c) { IndexingChecks{c}.oneHot(); };
+const KindCheck kind_checks::kGridSample = [](const LayerCheck& c) { IndexingChecks{c}.gridSample(); };
+const KindCheck kind_checks::kRoiAlign = [](const LayerCheck& c) { IndexingChecks{c}.roiAlign(); };
 const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
 
 }  // namespace npuc::package

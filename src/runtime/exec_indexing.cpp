@@ -1,8 +1,10 @@
 // How the indexing layer kinds run (runtime_impl.hpp): gather_elements, scatter_elements, gather_nd, scatter_nd,
-// top_k — each one call of the kernel the engine runs (kernels/indexing.hpp).
+// top_k, one_hot (kernels/indexing.hpp), grid_sample and roi_align (kernels/sampling.hpp) — each one call of the
+// kernel the engine runs.
 #include "runtime/runtime_impl.hpp"
 
 #include "kernels/indexing.hpp"
+#include "kernels/sampling.hpp"
 #include "kernels/typed.hpp"
 
 #include <cstring>
@@ -86,8 +88,38 @@ void runOneHot(Runtime::Impl&, Step& s) {
   kernels::oneHot(d.in(0).type, s.in[0], outer, depth, inner, package::elemSize(d.out(0).type), s.in[1], s.out);
 }
 
+void runGridSample(Runtime::Impl& im, Step& s) {
+  using GS = kernels::GridSampleParams;
+  const Shape &x = s.shapes[0], &y = s.shapes.back();
+  GS p;
+  p.n = x[0], p.channels = x[1], p.in_h = x[2], p.in_w = x[3], p.out_h = y[2], p.out_w = y[3];
+  p.mode = static_cast<GS::Mode>(s.p[0]);
+  p.padding = static_cast<GS::Padding>(s.p[1]);
+  p.align_corners = s.p[2] != 0;
+  kernels::gridSample(p, im.inF(s, 0), im.inF(s, 1), im.outF(s));
+  im.store(s);
+}
+
+void runRoiAlign(Runtime::Impl& im, Step& s) {
+  const Shape &x = s.shapes[0], &y = s.shapes.back();
+  const int64_t* batch = reinterpret_cast<const int64_t*>(s.in[2]);
+  for (int64_t i = 0; i < y[0]; ++i)
+    if (batch[i] < 0 || batch[i] >= x[0])
+      fail(ErrorCode::kInvalidInput, "roi_align layer: batch_indices[{}] = {} is outside [0, {})", i, batch[i], x[0]);
+  kernels::RoiAlignParams p;
+  p.channels = x[1], p.height = x[2], p.width = x[3], p.rois = y[0], p.out_h = y[2], p.out_w = y[3];
+  p.sampling_ratio = static_cast<int32_t>(s.p[0]);
+  p.spatial_scale = package::paramFloat(s.p[1]);
+  p.half_pixel = s.p[2] != 0;
+  p.max_mode = s.p[3] != 0;
+  kernels::roiAlign(p, im.inF(s, 0), im.inF(s, 1), batch, im.outF(s));
+  im.store(s);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kGridSample = {nullptr, &runGridSample};
+const KindExec kind_exec::kRoiAlign = {nullptr, &runRoiAlign};
 const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};
 const KindExec kind_exec::kGatherElements = {nullptr, &runGatherElements};
 const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};

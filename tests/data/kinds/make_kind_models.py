@@ -248,3 +248,12 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_n
 m.ir_version = 8
 onnx.checker.check_model(m, full_check=True)
 onnx.save(m, "topk_input_k.onnx")
+# GridSample (bilinear, border padding) and RoiAlign (two boxes, max mode) of one feature map, concatenated.
+save("sampling", [N("GridSample", ["x", "grid"], ["gs"], padding_mode="border"),
+                  N("RoiAlign", ["x", "rois", "bi"], ["ra"], output_height=2, output_width=3, sampling_ratio=2,
+                    spatial_scale=0.5, mode="max"),
+                  N("Reshape", ["gs", "flat"], ["g1"]), N("Reshape", ["ra", "flat"], ["r1"]),
+                  N("Concat", ["g1", "r1"], ["y"], axis=1)], [1, 2, 5, 6], [1, 48],
+     [("grid", rng.uniform(-1.1, 1.1, size=(1, 3, 4, 2)).astype(np.float32)),
+      ("rois", np.array([[0.5, 1.0, 8.0, 7.5], [2.0, 0.0, 11.0, 9.0]], np.float32)),
+      ("bi", np.array([0, 0], np.int64)), ("flat", np.array([1, -1], np.int64))], opset=16)
