@@ -250,6 +250,7 @@ void Lowerer::resize(const ir::Node& n) {
   };
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
+  bool sizes_in = false, scales_in = false;
   if (upsample || g_.opset < 11) {
     p.legacy = true;
     if (upsample && n.hasAttr("scales")) {
@@ -266,8 +267,24 @@ void Lowerer::resize(const ir::Node& n) {
     p.exclude_outside = n.attrInt("exclude_outside", 0) != 0;
     p.extrapolation = n.attrFloat("extrapolation_value", 0.0f);
     if (n.attrInt("antialias", 0) != 0) unsupported(n, "antialias has no package form");
-    if (n.hasInput(3)) sizes = constant(3, "sizes")->toInt64();
-    if (sizes.empty() && n.hasInput(2)) scales = constant(2, "scales")->toDouble();
+    if (n.hasInput(3)) {
+      if (const Tensor* t = constIn(n, 3)) {
+        sizes = t->toInt64();
+      } else {  // computed: the output's (declared) dims; the layer checks the values when it runs
+        if (!n.attrInts("axes").empty() || n.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
+          unsupported(n, "computed sizes with axes or a keep_aspect_ratio_policy have no package form");
+        sizes = ys, sizes_in = true;
+      }
+    }
+    if (sizes.empty() && n.hasInput(2)) {
+      if (const Tensor* t = constIn(n, 2)) {
+        scales = t->toDouble();
+      } else {  // computed: read by the layer when it runs (they place the samples), checked against the output's dims
+        if (!n.attrInts("axes").empty()) unsupported(n, "computed scales with axes have no package form");
+        for (size_t a = 0; a < x.size(); ++a) scales.push_back(x[a] ? static_cast<double>(ys[a]) / static_cast<double>(x[a]) : 1.0);
+        scales_in = true;
+      }
+    }
     if (n.hasInput(1)) roi = constant(1, "roi")->toDouble();
   }
   std::vector<int64_t> axes = n.attrInts("axes");
@@ -295,7 +312,10 @@ void Lowerer::resize(const ir::Node& n) {
     }
   }
   if (ys.size() != x.size()) unsupported(n, "output rank differs from the input rank");
-  emit(n, LayerKind::kResize, {in(n, 0)}, outVal(n, n.outputs[0]), package::resizeParams(p));
+  std::vector<int> ins{in(n, 0)};
+  if (sizes_in) ins.push_back(intIn(n, 3));
+  if (scales_in) ins.push_back(in(n, 2));
+  emit(n, LayerKind::kResize, ins, outVal(n, n.outputs[0]), package::resizeParams(p));
 }
 
 void Lowerer::transposeNode(const ir::Node& n) {

@@ -77,6 +77,8 @@ struct TensorChecks : LayerCheck {
       if (x.dims[static_cast<size_t>(a)] == 0 && y.dims[static_cast<size_t>(a)] != 0) bad("{}: resizes an empty dim {}", what, a);
     }
     if (!std::isfinite(spec.cubic_a) || !std::isfinite(spec.extrapolation)) bad("{}: cubic_coeff_a / extrapolation not finite", what);
+    if (d.n_in == 2 && ((d.in(1).type != ElemType::kI64 && d.in(1).type != ft) || d.in(1).numel() != x.rank))
+      bad("{}: sizes / scales are {} {}, not int64 / {} [{}]", what, elemName(d.in(1).type), dimsStr(d.in(1)), elemName(ft), x.rank);
   }
 
   void gather() const {

@@ -6,6 +6,7 @@
 
 #include "support/fp16.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -55,6 +56,25 @@ void runSlice(Runtime::Impl& im, Step& s) {
 
 void runResize(Runtime::Impl& im, Step& s) {
   kernels::ResizeSpec spec = package::resizeSpecFromParams(s.p, s.shapes[0].size());
+  const Shape &x = s.shapes[0], &y = s.shapes.back();
+  if (s.d->n_in == 2 && s.d->in(1).type != ElemType::kI64) {  // scales computed by the model
+    const float* sc = im.inF(s, 1);
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double v = sc[i];
+      if (!(v > 0) || !std::isfinite(v) || static_cast<int64_t>(std::floor(static_cast<double>(x[i]) * v)) != y[i])
+        fail(ErrorCode::kInvalidInput, "resize layer: scales[{}] is {} at run time, which does not give this package's "
+             "dim {} from {} (translate again for those scales)", i, v, y[i], x[i]);
+      spec.scale[i] = v;
+    }
+  } else if (s.d->n_in == 2) {  // sizes computed by the model: the output's dims the package was translated for
+    for (size_t i = 0; i < y.size(); ++i) {
+      int64_t v = 0;
+      std::memcpy(&v, s.in[1] + i * sizeof v, sizeof v);
+      if (v != y[i])
+        fail(ErrorCode::kInvalidInput, "resize layer: sizes[{}] is {} at run time; this package was translated for {} "
+             "(translate again for those sizes)", i, v, y[i]);
+    }
+  }
   kernels::resize(spec, s.shapes[0], s.shapes.back(), im.inF(s, 0), im.outF(s), im.pool.get());
   im.store(s);
 }
