@@ -239,6 +239,39 @@ TEST(Package, TopKWithKAsAnInputChecksK) {
   }
 }
 
+// Range's start / limit / delta and Resize's scales as model inputs: read by the layers at run time; values that give
+// the package's shapes compute what the engine computes (scales 2 and 1.5 place other samples than the sizes'
+// ratios 2 and 4/3 would), others stop the run naming the package's dims.
+TEST(Package, RangeAndResizeReadTheirParametersAtRunTime) {
+  auto scalar = [](float v) { return Tensor::scalar<float>(v); };
+  auto vec = [](std::vector<float> v) {
+    Tensor t(DType::kF32, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<float>());
+    return t;
+  };
+  struct Run {
+    const char* model;
+    std::vector<Tensor> good, bad;
+  };
+  const Run runs[] = {{"range_input", {scalar(1), scalar(3), scalar(0.5f)}, {scalar(1), scalar(3), scalar(0.25f)}},
+                      {"resize_scales_input", {randomInput({1, 1, 2, 3}, 4), vec({1, 1, 2, 1.5f})},
+                       {randomInput({1, 1, 2, 3}, 4), vec({1, 1, 2, 2})}}};
+  for (const Run& r : runs) {
+    fs::path onnx = kSrc + "/tests/data/kinds/" + r.model + ".onnx";
+    TranslateResult t = translateTo(onnx, "generic", scratchDir(r.model), r.model);
+    ASSERT_TRUE(t.ok) << r.model;
+    std::vector<Tensor> ref = Session(Model::load(onnx), 1).run(r.good);
+    for (RuntimeOptions o : {RuntimeOptions{1, true}, RuntimeOptions{2, false}})
+      EXPECT_TRUE(Runtime(t.dir, o).run(r.good)[0].sameBits(ref[0])) << r.model;
+    try {
+      Runtime(t.dir).run(r.bad);
+      ADD_FAILURE() << r.model << ": values giving another shape accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("translate"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The engine's Einsum against numpy's (float64, tests/data/kinds/einsum_out.npy): three two-operand forms, one with
 // spaces in the equation and one whose letters need transposing; the package equals the engine bit for bit (the
 // kind models above).
