@@ -269,7 +269,24 @@ void Lowerer::matmul(const ir::Node& n) {
   if (!epilogue) trailingActivation(n, out, outVal(n, outv));
 }
 
-void Lowerer::pool(const ir::Node& n) { poolLayer(n, {in(n, 0)}); }
+void Lowerer::pool(const ir::Node& n) {
+  const Shape& xs = shapeOf(n, 0);
+  const bool indices = n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue &&
+                       (uses_.count(n.outputs[1]) || is_output_.count(n.outputs[1]));
+  if (xs.size() != 5 && !indices) return (void)poolLayer(n, {in(n, 0)});
+  // 3-D windows and MaxPool's Indices: a pool_nd layer, tap by tap (the engine's kernel for them).
+  if (xs.size() < 3 || xs.size() > 5) unsupported(n, "{}-D pooling has no package form (1-D to 3-D)", xs.size() - 2);
+  const ops::Window w = ops::resolvePoolWindow(n, xs);
+  const bool max = n.op == "MaxPool";
+  std::vector<uint32_t> p = {max ? 1u : 0u, u32(n.attrInt("count_include_pad", 0) != 0),
+                             max ? package::floatParam(n.attrFloat("pad_value", -INFINITY)) : package::floatParam(-INFINITY)};
+  for (const std::vector<int64_t>* f : {&w.kernel, &w.stride, &w.dilation, &w.pad_begin, &w.pad_end}) {
+    p.push_back(0), p.push_back(0);  // N, C
+    for (int64_t v : *f) p.push_back(u32(v));
+  }
+  LDesc& d = emit(n, LayerKind::kPoolNd, {in(n, 0)}, outVal(n, n.outputs[0]), p);
+  if (indices) d.more_outs = {outVal(n, n.outputs[1])};
+}
 
 LDesc& Lowerer::poolLayer(const ir::Node& n, std::vector<int> inputs) {
   const Shape& xs = shapeOf(n, 0);

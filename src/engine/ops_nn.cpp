@@ -236,59 +236,6 @@ class MatMulKernel : public Kernel {
 // ---------------------------------------------------------------------------------------------------------
 // Pooling over N-D windows. Each (n, c) plane is independent.
 
-/// Walks all output positions of one plane; for each, calls fn(out_index, in_coords_begin[]) after computing the
-/// window origin. Window taps are visited by the caller through `forTaps`.
-struct PlaneGeom {
-  ops::Window w;
-  int64_t in_plane = 1, out_plane = 1;
-  std::vector<int64_t> in_strides;
-};
-
-PlaneGeom planeGeom(ops::Window w) {
-  PlaneGeom p;
-  p.w = std::move(w);
-  int r = p.w.rank();
-  p.in_strides.assign(static_cast<size_t>(r), 1);
-  for (int i = r - 1; i >= 0; --i) {
-    p.in_strides[static_cast<size_t>(i)] = p.in_plane;
-    p.in_plane *= p.w.in[static_cast<size_t>(i)];
-    p.out_plane *= p.w.out[static_cast<size_t>(i)];
-  }
-  return p;
-}
-
-/// For output position `o` of the plane, calls tap(in_offset or -1 when outside the input, inside_padded_region).
-template <typename F>
-void forTaps(const PlaneGeom& p, int64_t o, F&& tap) {
-  int r = p.w.rank();
-  int64_t origin[3], rem = o;
-  for (int i = r - 1; i >= 0; --i) {
-    size_t u = static_cast<size_t>(i);
-    int64_t oi = rem % p.w.out[u];
-    rem /= p.w.out[u];
-    origin[i] = oi * p.w.stride[u] - p.w.pad_begin[u];
-  }
-  int64_t k[3] = {0, 0, 0};
-  int64_t ntaps = 1;
-  for (int i = 0; i < r; ++i) ntaps *= p.w.kernel[static_cast<size_t>(i)];
-  for (int64_t t = 0; t < ntaps; ++t) {
-    int64_t off = 0;
-    bool inside = true, in_padded = true;
-    for (int i = 0; i < r; ++i) {
-      size_t u = static_cast<size_t>(i);
-      int64_t pos = origin[i] + k[i] * p.w.dilation[u];
-      if (pos < 0 || pos >= p.w.in[u]) inside = false;
-      if (pos < -p.w.pad_begin[u] || pos >= p.w.in[u] + p.w.pad_end[u]) in_padded = false;
-      off += pos * p.in_strides[u];
-    }
-    tap(inside ? off : -1, in_padded);
-    for (int i = r - 1; i >= 0; --i) {
-      if (++k[i] < p.w.kernel[static_cast<size_t>(i)]) break;
-      k[i] = 0;
-    }
-  }
-}
-
 /// MaxPool over int8 codes (an int8-affine graph's data movement: input and output share scale and zero point).
 void maxPoolI8(KernelCall& c) {
   const Tensor& x = c.input(0);
@@ -308,63 +255,33 @@ void poolKernel(KernelCall& c) {
   if (is_max && x.dtype() == DType::kI8) return maxPoolI8(c);
   needF32(c, 0);
   if (x.rank() - 2 > 3) c.unsupported("pooling over more than 3 spatial dims is not supported");
-  PlaneGeom p = planeGeom(ops::resolvePoolWindow(c.node, x.shape()));
+  const ops::Window w = ops::resolvePoolWindow(c.node, x.shape());
   bool include_pad = c.node.attrInt("count_include_pad", 0) != 0;
   // ai.npuc.MaxPool: taps in the padding count as pad_value (a constant Pad folded in); -inf (and NaN) ignore them.
   const float ninf = -std::numeric_limits<float>::infinity();
   float pad_value = is_max ? c.node.attrFloat("pad_value", ninf) : ninf;
-  bool use_pad_value = pad_value > ninf;
   Tensor& y = c.alloc(0);
   bool want_idx = is_max && c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue;
   int64_t* pidx = want_idx ? c.alloc(1).data<int64_t>() : nullptr;
   const float* px = x.data<float>();
   float* py = y.data<float>();
   int64_t planes = x.dim(0) * x.dim(1);
-  if (!want_idx && (p.w.rank() == 1 || p.w.rank() == 2)) {
+  if (!want_idx && (w.rank() == 1 || w.rank() == 2)) {
     // 1-D and 2-D pooling: the kernel library's row-at-a-time loops (1-D as H = 1).
-    kernels::Pool2dShape s = pool2dShape(p.w, planes);
+    kernels::Pool2dShape s = pool2dShape(w, planes);
     s.count_include_pad = include_pad;
     s.pad_value = pad_value;
     if (is_max) kernels::maxPool2dFast(s, px, py, c.pool);
     else kernels::avgPool2dFast(s, px, py, c.pool);
     return;
   }
-  c.pool->parallelFor(planes, [&](int64_t b, int64_t e) {
-    for (int64_t pl = b; pl < e; ++pl) {
-      const float* xp = px + pl * p.in_plane;
-      float* yp = py + pl * p.out_plane;
-      for (int64_t o = 0; o < p.out_plane; ++o) {
-        if (is_max) {
-          float m = -std::numeric_limits<float>::infinity();
-          int64_t arg = -1;
-          bool any = false;  // the first counted tap is always taken
-          forTaps(p, o, [&](int64_t off, bool in_padded) {
-            if (off < 0 && !(use_pad_value && in_padded)) return;
-            float v = off >= 0 ? xp[off] : pad_value;
-            if (v > m || !any) {
-              m = v;
-              arg = off;
-              any = true;
-            }
-          });
-          yp[o] = m;
-          if (pidx) pidx[pl * p.out_plane + o] = pl * p.in_plane + (arg < 0 ? 0 : arg);
-        } else {
-          float s = 0.0f;
-          int64_t cnt = 0;
-          forTaps(p, o, [&](int64_t off, bool in_padded) {
-            if (off >= 0) {
-              s += xp[off];
-              ++cnt;
-            } else if (include_pad && in_padded) {
-              ++cnt;
-            }
-          });
-          yp[o] = cnt ? s / static_cast<float>(cnt) : 0.0f;
-        }
-      }
-    }
-  });
+  // 3-D windows and MaxPool's Indices output: tap by tap (the pool_nd layer's kernel).
+  kernels::PoolNdShape s;
+  s.planes = planes;
+  s.in = w.in, s.out = w.out, s.kernel = w.kernel, s.stride = w.stride, s.dilation = w.dilation;
+  s.pad_begin = w.pad_begin, s.pad_end = w.pad_end;
+  s.max = is_max, s.count_include_pad = include_pad, s.pad_value = pad_value;
+  kernels::poolNd(s, px, py, pidx, c.pool);
 }
 
 void globalPoolKernel(KernelCall& c) {

@@ -54,6 +54,19 @@ void avgPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* p
 void maxPool2dFast(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool);
 void avgPool2dFast(const Pool2dShape& s, const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool);
 /// y[p] = max / mean of plane p (sum in index order, then one division).
+/// Pooling over 1 to 3 spatial dims, tap by tap (3-D windows; MaxPool's Indices output): y per plane as maxPool2d /
+/// avgPool2d define it for any rank (taps in row-major order; max: `>`, the first counted tap always taken, padding
+/// taps as pad_value when above -inf; average: the taps inside, the divisor counting padding taps when
+/// count_include_pad). indices (max only, may be null): each output's input offset, ONNX MaxPool's Indices
+/// (plane · in_plane + offset in the plane; 0 for a window that counts no tap).
+struct PoolNdShape {
+  int64_t planes = 1;
+  std::vector<int64_t> in, out, kernel, stride, dilation, pad_begin, pad_end;  // per spatial dim (1 to 3)
+  bool max = true, count_include_pad = false;
+  float pad_value = -std::numeric_limits<float>::infinity();
+};
+void poolNd(const PoolNdShape& s, const float* x, float* y, int64_t* indices, ThreadPool* pool);
+
 void globalMaxPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
 void globalAvgPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
 

@@ -244,6 +244,33 @@ struct NnChecks : LayerCheck {
   }
 };
 
+/// pool_nd: 1 to 3 spatial dims; each window consistent with its dims; Indices only for max pooling.
+void checkPoolNd(const LayerCheck& c) {
+  const TensorRef &x = c.x, &y = c.y;
+  c.isFloat(x, "x");
+  c.isFloat(y, "y");
+  const uint32_t r = x.rank;
+  if (r < 3 || r > 5 || y.rank != r || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
+    c.bad("{}: {} pooled into {}", c.what, dimsStr(x), dimsStr(y));
+  if (c.w[0] > 1 || c.w[1] > 1) c.bad("{}: max {} / count_include_pad {} are not 0 or 1", c.what, c.w[0], c.w[1]);
+  auto word = [&](uint32_t field, uint32_t dim) { return static_cast<int64_t>(static_cast<int32_t>(c.w[3 + field * r + dim])); };
+  static const char* kAxes[] = {"", "", "first spatial", "second spatial", "third spatial"};
+  for (uint32_t i = 0; i < r; ++i) {
+    if (i < 2) {
+      for (uint32_t f = 0; f < 5; ++f)
+        if (word(f, i) != 0) c.bad("{}: the window words of dim {} (N or C) must be 0", c.what, i);
+      continue;
+    }
+    c.window(x.dims[i], y.dims[i], word(0, i), word(1, i), word(2, i), word(3, i), kAxes[i]);
+    if (word(4, i) < 0 || word(4, i) > 1024) c.bad("{}: pad end {} of dim {} out of range", c.what, word(4, i), i);
+  }
+  if (c.d.n_out == 2) {
+    if (c.w[0] != 1) c.bad("{}: indices of an average pooling", c.what);
+    c.typeIs(c.d.out(1), ElemType::kI64, "indices");
+    if (dimsOf(c.d.out(1)) != dimsOf(y)) c.bad("{}: indices {} for values {}", c.what, dimsStr(c.d.out(1)), dimsStr(y));
+  }
+}
+
 }  // namespace
 
 const KindCheck kind_checks::kDetectionOutput = [](const LayerCheck& c) { NnChecks{c}.detectionOutput(); };
@@ -259,5 +286,7 @@ const KindCheck kind_checks::kSoftmax = [](const LayerCheck& c) { NnChecks{c}.so
 const KindCheck kind_checks::kLrn = [](const LayerCheck& c) { NnChecks{c}.lrn(); };
 const KindCheck kind_checks::kChannelAffine = [](const LayerCheck& c) { NnChecks{c}.channelAffine(); };
 const KindCheck kind_checks::kInstanceNorm = [](const LayerCheck& c) { NnChecks{c}.instanceNorm(); };
+
+const KindCheck kind_checks::kPoolNd = &checkPoolNd;
 
 }  // namespace npuc::package

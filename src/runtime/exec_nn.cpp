@@ -255,6 +255,24 @@ void runLrn(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runPoolNd(Runtime::Impl& im, Runtime::Impl::Step& s) {
+  const package::Descriptor& d = *s.d;
+  const Shape &x = s.shapes[0], &y = s.shapes[static_cast<size_t>(d.n_in)];
+  const size_t r = x.size();
+  kernels::PoolNdShape p;
+  p.planes = x[0] * x[1];
+  for (size_t i = 2; i < r; ++i) {
+    auto word = [&](size_t field) { return static_cast<int64_t>(static_cast<int32_t>(s.p[3 + field * r + i])); };
+    p.in.push_back(x[i]), p.out.push_back(y[i]);
+    p.kernel.push_back(word(0)), p.stride.push_back(word(1)), p.dilation.push_back(word(2));
+    p.pad_begin.push_back(word(3)), p.pad_end.push_back(word(4));
+  }
+  p.max = s.p[0] != 0, p.count_include_pad = s.p[1] != 0, p.pad_value = package::paramFloat(s.p[2]);
+  int64_t* indices = d.n_out == 2 ? reinterpret_cast<int64_t*>(im.at(d.out(1).addr, d.out(1).bytes, "pool_nd's indices")) : nullptr;
+  kernels::poolNd(p, im.inF(s, 0), im.outF(s), indices, im.pool.get());
+  im.store(s);
+}
+
 }  // namespace
 
 const KindExec kind_exec::kConv = {&prepareConv, &runConv};
@@ -270,5 +288,7 @@ const KindExec kind_exec::kLrn = {nullptr, &runLrn};
 const KindExec kind_exec::kChannelAffine = {nullptr, &runChannelAffine};
 const KindExec kind_exec::kInstanceNorm = {nullptr, &runInstanceNorm};
 const KindExec kind_exec::kDetectionOutput = {nullptr, &runDetectionOutput};
+
+const KindExec kind_exec::kPoolNd = {nullptr, &runPoolNd};
 
 }  // namespace npuc

@@ -270,3 +270,13 @@ for name, nodes, ins, outs, opset in (
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
     onnx.save(m, name + ".onnx")
+# 3-D max and average pooling (count_include_pad) and a 2-D MaxPool's Indices (the pool_nd kind).
+save("pool3d", [N("MaxPool", ["x"], ["mx"], kernel_shape=[2, 2, 2], strides=[2, 2, 2]),
+                N("AveragePool", ["x"], ["av"], kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1],
+                  count_include_pad=1),
+                N("Reshape", ["x", "s2d"], ["r"]), N("MaxPool", ["r"], ["mp", "ix"], kernel_shape=[4, 2], strides=[4, 2]),
+                N("Cast", ["ix"], ["ixf"], to=F), N("Mul", ["ixf", "milli"], ["ixs"]), N("Add", ["mp", "ixs"], ["mi"]),
+                N("Reshape", ["mi", "s3d"], ["mi3"]), N("Add", ["mx", "av"], ["t"]), N("Add", ["t", "mi3"], ["y"])],
+     [1, 2, 4, 4, 6], [1, 2, 2, 2, 3],
+     [("s2d", np.array([1, 2, 16, 6], np.int64)), ("s3d", np.array([1, 2, 2, 2, 3], np.int64)),
+      ("milli", np.array(0.001, np.float32))], opset=12)
