@@ -21,25 +21,19 @@ uint32_t reductionWord(const ir::Node& n) {
 
 }  // namespace
 
+/// GatherElements / ScatterElements: one layer, the `axis` attribute normalized (x's rank 1 to the package's).
 void Lowerer::gatherElements(const ir::Node& n) {
+  const bool scatter = n.op != "GatherElements";
   const Shape& xs = shapeOf(n, 0);
   if (xs.size() > package::kMaxRank) unsupported(n, "rank {} above {}", xs.size(), package::kMaxRank);
   int64_t axis = n.attrInt("axis", 0);
   if (xs.empty() || !ops::normalizeAxis(axis, static_cast<int64_t>(xs.size())))
     unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), xs.size());
-  const int x = in(n, 0), idx = intIn(n, 1);
-  emit(n, LayerKind::kGatherElements, {x, idx}, outVal(n, n.outputs[0]), {u32(axis)});
-}
-
-void Lowerer::scatterElements(const ir::Node& n) {
-  const Shape& xs = shapeOf(n, 0);
-  if (xs.size() > package::kMaxRank) unsupported(n, "rank {} above {}", xs.size(), package::kMaxRank);
-  int64_t axis = n.attrInt("axis", 0);
-  if (xs.empty() || !ops::normalizeAxis(axis, static_cast<int64_t>(xs.size())))
-    unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), xs.size());
-  const uint32_t r = reductionWord(n);
-  const int x = in(n, 0), idx = intIn(n, 1), u = in(n, 2);
-  emit(n, LayerKind::kScatterElements, {x, idx, u}, outVal(n, n.outputs[0]), {u32(axis), r});
+  std::vector<uint32_t> words{u32(axis)};
+  if (scatter) words.push_back(reductionWord(n));
+  std::vector<int> ins{in(n, 0), intIn(n, 1)};
+  if (scatter) ins.push_back(in(n, 2));
+  emit(n, scatter ? LayerKind::kScatterElements : LayerKind::kGatherElements, ins, outVal(n, n.outputs[0]), words);
 }
 
 void Lowerer::gatherNd(const ir::Node& n) {
@@ -132,8 +126,8 @@ void registerIndexingLowerings(LowerTable& t) {
   t[{"", "RoiAlign"}] = &Lowerer::roiAlign;
   t[{"", "OneHot"}] = &Lowerer::oneHot;
   t[{"", "GatherElements"}] = &Lowerer::gatherElements;
-  t[{"", "ScatterElements"}] = &Lowerer::scatterElements;
-  t[{"", "Scatter"}] = &Lowerer::scatterElements;
+  t[{"", "ScatterElements"}] = &Lowerer::gatherElements;
+  t[{"", "Scatter"}] = &Lowerer::gatherElements;
   t[{"", "GatherND"}] = &Lowerer::gatherNd;
   t[{"", "ScatterND"}] = &Lowerer::scatterNd;
   t[{"", "TopK"}] = &Lowerer::topK;

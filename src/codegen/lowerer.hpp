@@ -560,8 +560,7 @@ class Lowerer {
   /// it is), a model input, or a value the model computes.
   int intIn(const ir::Node& n, int i);
   // lower_indexing.cpp: GatherElements, ScatterElements / Scatter, GatherND, ScatterND, TopK.
-  void gatherElements(const ir::Node& n);
-  void scatterElements(const ir::Node& n);
+  void gatherElements(const ir::Node& n);  // and ScatterElements / Scatter
   void gatherNd(const ir::Node& n);
   void scatterNd(const ir::Node& n);
   void topK(const ir::Node& n);
