@@ -2,6 +2,8 @@
 // Slice, Pad, Gather, Expand / Tile, DepthToSpace / SpaceToDepth / Focus, Resize / Upsample.
 #include "codegen/lowerer.hpp"
 
+#include "kernels/layers.hpp"
+
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -193,39 +195,49 @@ void Lowerer::split(const ir::Node& n) {
   }
 }
 
+/// Slice: constant starts / ends / axes / steps resolved here (kernels::resolveSlice, the engine's definition);
+/// computed ones are the layer's inputs 1-4 (absent axes / steps as constants), resolved when it runs and checked
+/// against the output's dims.
 void Lowerer::slice(const ir::Node& n) {
   const Shape& s = shapeOf(n, 0);
-  size_t r = s.size();
+  const size_t r = s.size();
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
   std::vector<int64_t> starts, ends, axes, steps;
+  bool computed = false;
   if (g_.opset < 10) {
     starts = n.attrInts("starts");
     ends = n.attrInts("ends");
     axes = n.attrInts("axes");
   } else {
-    for (int i = 1; i < 5; ++i)
-      if (n.hasInput(i) && !constIn(n, i)) unsupported(n, "starts/ends/axes/steps must be constants");
-    if (!constIn(n, 1) || !constIn(n, 2)) unsupported(n, "starts and ends must be constants");
-    starts = constIn(n, 1)->toInt64();
-    ends = constIn(n, 2)->toInt64();
-    if (n.hasInput(3)) axes = constIn(n, 3)->toInt64();
-    if (n.hasInput(4)) steps = constIn(n, 4)->toInt64();
+    for (int i = 1; i < 5; ++i) computed |= n.hasInput(i) && !constIn(n, i);
+    if (!computed) {
+      starts = constIn(n, 1)->toInt64();
+      ends = constIn(n, 2)->toInt64();
+      if (n.hasInput(3)) axes = constIn(n, 3)->toInt64();
+      if (n.hasInput(4)) steps = constIn(n, 4)->toInt64();
+    }
   }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  std::vector<int64_t> st(r, 0), sp(r, 1);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(r) : axes[i];
-    int64_t dim = s[static_cast<size_t>(a)], step = steps[i], b = starts[i];
-    if (b < 0) b += dim;
-    b = step > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
-    st[static_cast<size_t>(a)] = b;
-    sp[static_cast<size_t>(a)] = step;
+  if (computed) {
+    const int64_t len = shapeNumel(shapeOf(n, 1));
+    std::vector<int> ins{in(n, 0), intIn(n, 1), intIn(n, 2)};
+    for (int i = 3; i < 5; ++i) {
+      if (n.hasInput(i)) {
+        ins.push_back(intIn(n, i));
+        continue;
+      }
+      Tensor t(DType::kI64, {len});  // axes 0, 1, … / steps all 1
+      for (int64_t k = 0; k < len; ++k) t.data<int64_t>()[k] = i == 3 ? k : 1;
+      ins.push_back(rawWeightVal(fmt::format("{}/{}", n.name, i == 3 ? "axes" : "steps"), t));
+    }
+    std::vector<uint32_t> p(2 * r, 0);
+    for (size_t i = 0; i < r; ++i) p[r + i] = 1;  // (resolved when the layer runs)
+    emit(n, LayerKind::kSlice, ins, outVal(n, n.outputs[0]), p);
+    return;
   }
-  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  const kernels::SliceGeometry geo = kernels::resolveSlice(s, starts, ends, axes, steps);
   std::vector<uint32_t> p;
-  for (size_t i = 0; i < r; ++i) p.push_back(u32(ys[i] ? st[i] : 0));
-  for (size_t i = 0; i < r; ++i) p.push_back(u32(sp[i]));
+  for (size_t i = 0; i < r; ++i) p.push_back(u32(ys[i] ? geo.begin[i] : 0));
+  for (size_t i = 0; i < r; ++i) p.push_back(u32(geo.step[i]));
   emit(n, LayerKind::kSlice, {in(n, 0)}, outVal(n, n.outputs[0]), p);
 }
 

@@ -252,30 +252,15 @@ void sliceKernel(KernelCall& c) {
     if (c.has(3)) axes = c.input(3).toInt64();
     if (c.has(4)) steps = c.input(4).toInt64();
   }
-  int64_t rank = x.rank();
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    c.error("starts, ends, axes and steps must have the same length");
+  const kernels::SliceGeometry g = kernels::resolveSlice(x.shape(), starts, ends, axes, steps);
   Tensor& y = c.alloc(0);
   std::vector<int64_t> ist = stridesOf(x.shape());
   std::vector<int64_t> sst = ist;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
   int64_t base = 0;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t a = normAxis(c, axes[i], rank);
-    if (seen[static_cast<size_t>(a)]) c.error("axis {} is repeated", a);
-    seen[static_cast<size_t>(a)] = true;
-    int64_t dim = x.dim(static_cast<int>(a));
-    int64_t st = steps[i];
-    if (st == 0) c.error("step 0 on axis {}", a);
-    int64_t b = starts[i];
-    if (b < 0) b = b < -dim ? -1 : b + dim;  // no overflow for INT64_MIN
-    b = st > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+  for (size_t a = 0; a < ist.size(); ++a) {
     if (y.dim(static_cast<int>(a)) == 0) continue;
-    base += b * ist[static_cast<size_t>(a)];
-    sst[static_cast<size_t>(a)] = st * ist[static_cast<size_t>(a)];
+    base += g.begin[a] * ist[a];
+    sst[a] = g.step[a] * ist[a];
   }
   stridedCopy(bytesOf(x), base, sst, bytesOf(y), y.shape(), es);
 }

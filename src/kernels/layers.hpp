@@ -217,6 +217,15 @@ void transpose(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& 
 void padConstant(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& pads_begin,
                  const std::vector<int64_t>& pads_end, const void* value, size_t elem_size, const void* x, void* y,
                  ThreadPool* pool);
+/// ONNX Slice (opset 10 on) resolved over x's dims: per dim the first index read (clamped as ONNX clamps; 0 where
+/// nothing is read), the step and the count; dims no axis names: 0, 1, the dim. axes empty: 0, 1, …; steps empty:
+/// all 1. Fails (ErrorCode::kInvalidInput) for lists of different lengths, an axis out of range or repeated, a step
+/// of 0. The one definition of the engine's Slice, its shape function and the slice layer's computed parameters.
+struct SliceGeometry {
+  std::vector<int64_t> begin, step, count;
+};
+SliceGeometry resolveSlice(const std::vector<int64_t>& dims, const std::vector<int64_t>& starts,
+                           const std::vector<int64_t>& ends, std::vector<int64_t> axes, std::vector<int64_t> steps);
 /// Strided slice: y[i...] = x[starts + i * steps ...] (starts already clamped; steps may be negative).
 void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
            const std::vector<int64_t>& y_shape, size_t elem_size, const void* x, void* y, ThreadPool* pool);

@@ -1,6 +1,7 @@
 // Schemas of data-movement ops: Reshape, Flatten, Squeeze/Unsqueeze, Transpose, Concat, Split, Slice, Gather,
 // Expand, Tile, Pad, Shape, Size, Constant, ConstantOfShape, Range, DepthToSpace/SpaceToDepth, TopK, Resize,
 // Upsample.
+#include "kernels/layers.hpp"
 #include "kernels/typed.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
@@ -177,32 +178,11 @@ void registerTensorOps(Registry& r) {
       if (c.hasInput(3)) axes = c.inputInts(3);
       if (c.hasInput(4)) steps = c.inputInts(4);
     }
-    int64_t rank = static_cast<int64_t>(in.size());
-    if (axes.empty())
-      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    if (steps.empty()) steps.assign(starts.size(), 1);
-    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-      c.error("starts, ends, axes and steps must have the same length");
-    Shape out = in;
-    for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t a = axisOf(c, axes[i], rank);
-      int64_t dim = in[static_cast<size_t>(a)];
-      int64_t st = steps[i];
-      if (st == 0) c.error("step 0 on axis {}", a);
-      int64_t b = starts[i], e = ends[i];
-      if (b < 0) b += dim;
-      if (e < 0) e += dim;
-      if (st > 0) {
-        b = std::clamp<int64_t>(b, 0, dim);
-        e = std::clamp<int64_t>(e, 0, dim);
-        out[static_cast<size_t>(a)] = e > b ? (e - b + st - 1) / st : 0;
-      } else {
-        b = std::clamp<int64_t>(b, -1, dim - 1);
-        e = std::clamp<int64_t>(e, -1, dim - 1);
-        out[static_cast<size_t>(a)] = b > e ? (b - e - st - 1) / (-st) : 0;
-      }
+    try {
+      c.setOutput(0, c.inputDType(0), kernels::resolveSlice(in, starts, ends, axes, steps).count);
+    } catch (const Error& e) {
+      c.error("{}", e.what());
     }
-    c.setOutput(0, c.inputDType(0), out);
   }));
   r.add(makeSchema("Gather", 2, 2, "take entries along 'axis' by index", [](InferContext& c) {
     const Shape& in = c.inputShape(0);

@@ -55,6 +55,15 @@ struct TensorChecks : LayerCheck {
 
   void slice() const {
     if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+    if (d.n_in > 1) {  // starts, ends, axes, steps computed by the model: checked when the layer runs
+      if (d.n_in != 5) bad("{}: {} inputs (x alone, or x, starts, ends, axes, steps)", what, d.n_in);
+      for (int i = 1; i < 5; ++i) {
+        const TensorRef& r = d.in(i);
+        if ((r.type != ElemType::kI64 && r.type != ElemType::kI32) || r.rank != 1 || r.numel() != d.in(1).numel() || r.numel() > x.rank)
+          bad("{}: input {} is {} {}: starts, ends, axes and steps are int32/int64 lists of one length, at most the rank", what, i, elemName(r.type), dimsStr(r));
+      }
+      return;
+    }
     for (int i = 0; i < x.rank; ++i) {
       int64_t st = si(static_cast<size_t>(i)), step = si(static_cast<size_t>(x.rank + i));
       int64_t n = y.dims[static_cast<size_t>(i)], xn = x.dims[static_cast<size_t>(i)];

@@ -47,11 +47,29 @@ void runPad(Runtime::Impl& im, Step& s) {
   kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, im.pool.get());
 }
 
+/// Input i as int64 values (validated: int32 or int64).
+std::vector<int64_t> intsOf(const Step& s, int i) {
+  const package::TensorRef& r = s.d->in(i);
+  std::vector<int64_t> v(r.numel());
+  for (size_t k = 0; k < v.size(); ++k)
+    if (r.type == ElemType::kI64) std::memcpy(&v[k], s.in[static_cast<size_t>(i)] + k * 8, 8);
+    else v[k] = reinterpret_cast<const int32_t*>(s.in[static_cast<size_t>(i)])[k];
+  return v;
+}
+
 void runSlice(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   const size_t es = package::elemSize(d.out(0).type);
   size_t r = s.shapes[0].size();
-  kernels::slice(s.shapes[0], signedWords(s.p, 0, r), signedWords(s.p, r, r), s.shapes.back(), es, s.in[0], s.out, im.pool.get());
+  const Shape& y = s.shapes.back();
+  if (d.n_in == 5) {  // starts, ends, axes, steps computed by the model
+    const kernels::SliceGeometry g = kernels::resolveSlice(s.shapes[0], intsOf(s, 1), intsOf(s, 2), intsOf(s, 3), intsOf(s, 4));
+    if (g.count != y)
+      fail(ErrorCode::kInvalidInput, "slice layer: starts / ends / axes / steps give {} at run time; this package was "
+           "translated for {} (translate again for those values)", shapeStr(g.count), shapeStr(y));
+    return kernels::slice(s.shapes[0], g.begin, g.step, y, es, s.in[0], s.out, im.pool.get());
+  }
+  kernels::slice(s.shapes[0], signedWords(s.p, 0, r), signedWords(s.p, r, r), y, es, s.in[0], s.out, im.pool.get());
 }
 
 void runResize(Runtime::Impl& im, Step& s) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace npuc::kernels {
@@ -286,6 +287,43 @@ void padConstant(const std::vector<int64_t>& x_shape, const std::vector<int64_t>
       }
     }
   });
+}
+
+SliceGeometry resolveSlice(const std::vector<int64_t>& dims, const std::vector<int64_t>& starts,
+                           const std::vector<int64_t>& ends, std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail(ErrorCode::kInvalidInput, "Slice: starts, ends, axes and steps must have the same length ({}, {}, {}, {})",
+         starts.size(), ends.size(), axes.size(), steps.size());
+  SliceGeometry g{std::vector<int64_t>(dims.size(), 0), std::vector<int64_t>(dims.size(), 1), dims};
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = axes[i];
+    if (a < -rank || a >= rank) fail(ErrorCode::kInvalidInput, "Slice: axis {} is out of range for rank {}", a, rank);
+    if (a < 0) a += rank;
+    const size_t u = static_cast<size_t>(a);
+    if (seen[u]) fail(ErrorCode::kInvalidInput, "Slice: axis {} is repeated", a);
+    seen[u] = true;
+    const int64_t dim = dims[u], st = steps[i];
+    if (st == 0) fail(ErrorCode::kInvalidInput, "Slice: step 0 on axis {}", a);
+    // Negative positions count from the end (no overflow for INT64_MIN), then clamp as ONNX does.
+    auto from_end = [dim](int64_t v) { return v < 0 ? (v < -dim ? -1 : v + dim) : v; };
+    int64_t b = from_end(starts[i]), e = from_end(ends[i]), n;
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      n = e > b ? (e - b - 1) / st + 1 : 0;
+    } else {
+      b = std::clamp<int64_t>(b, -1, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      n = b > e ? (st == std::numeric_limits<int64_t>::min() ? 1 : (b - e - 1) / (-st) + 1) : 0;
+    }
+    g.begin[u] = n > 0 ? b : 0, g.step[u] = st, g.count[u] = n;
+  }
+  return g;
 }
 
 void slice(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
