@@ -18,17 +18,7 @@ using Step = Runtime::Impl::Step;
 using kernels::ScatterReduction;
 
 /// Input i's indices as int64 (validated: int32 or int64).
-std::vector<int64_t> indicesOf(const Step& s, int i) {
-  const package::TensorRef& r = s.d->in(i);
-  std::vector<int64_t> idx(r.numel());
-  if (r.type == ElemType::kI64) {
-    if (!idx.empty()) std::memcpy(idx.data(), s.in[static_cast<size_t>(i)], idx.size() * sizeof(int64_t));
-  } else {
-    const int32_t* i32 = reinterpret_cast<const int32_t*>(s.in[static_cast<size_t>(i)]);
-    for (size_t k = 0; k < idx.size(); ++k) idx[k] = i32[k];
-  }
-  return idx;
-}
+std::vector<int64_t> indicesOf(const Step& s, int i) { return intValues(s.d->in(i), s.in[static_cast<size_t>(i)]); }
 
 void runGatherElements(Runtime::Impl&, Step& s) {
   const std::vector<int64_t> idx = indicesOf(s, 1);

@@ -47,23 +47,14 @@ void runPad(Runtime::Impl& im, Step& s) {
   kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, im.pool.get());
 }
 
-/// Input i as int64 values (validated: int32 or int64).
-std::vector<int64_t> intsOf(const Step& s, int i) {
-  const package::TensorRef& r = s.d->in(i);
-  std::vector<int64_t> v(r.numel());
-  for (size_t k = 0; k < v.size(); ++k)
-    if (r.type == ElemType::kI64) std::memcpy(&v[k], s.in[static_cast<size_t>(i)] + k * 8, 8);
-    else v[k] = reinterpret_cast<const int32_t*>(s.in[static_cast<size_t>(i)])[k];
-  return v;
-}
-
 void runSlice(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   const size_t es = package::elemSize(d.out(0).type);
   size_t r = s.shapes[0].size();
   const Shape& y = s.shapes.back();
   if (d.n_in == 5) {  // starts, ends, axes, steps computed by the model
-    const kernels::SliceGeometry g = kernels::resolveSlice(s.shapes[0], intsOf(s, 1), intsOf(s, 2), intsOf(s, 3), intsOf(s, 4));
+    const kernels::SliceGeometry g = kernels::resolveSlice(s.shapes[0], intValues(d.in(1), s.in[1]), intValues(d.in(2), s.in[2]),
+                                                           intValues(d.in(3), s.in[3]), intValues(d.in(4), s.in[4]));
     if (g.count != y)
       fail(ErrorCode::kInvalidInput, "slice layer: starts / ends / axes / steps give {} at run time; this package was "
            "translated for {} (translate again for those values)", shapeStr(g.count), shapeStr(y));
@@ -105,14 +96,7 @@ void runGather(Runtime::Impl& im, Step& s) {
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < x.size(); ++i)
     if (i != axis) (i < axis ? outer : inner) *= x[i];
-  const package::TensorRef& ir = d.in(1);
-  std::vector<int64_t> idx(ir.numel());
-  if (ir.type == ElemType::kI64) {
-    if (!idx.empty()) std::memcpy(idx.data(), s.in[1], idx.size() * sizeof(int64_t));
-  } else {
-    const int32_t* i32 = reinterpret_cast<const int32_t*>(s.in[1]);
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i32[i];
-  }
+  const std::vector<int64_t> idx = intValues(d.in(1), s.in[1]);
   kernels::gather(outer, x[axis], inner, idx, es, s.in[0], s.out, im.pool.get());
 }
 

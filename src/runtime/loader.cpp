@@ -4,6 +4,8 @@
 // parameter words, and what its kind prepares (exec_<family>.cpp) or its int8-pow2 form (exec_pow2.cpp).
 #include "runtime/runtime_impl.hpp"
 
+#include <cstring>
+
 #include <map>
 
 namespace npuc {
@@ -33,6 +35,16 @@ Shape shapeOf(const package::TensorRef& r) {
 std::vector<int64_t> signedWords(const std::vector<uint32_t>& p, size_t from, size_t n) {
   std::vector<int64_t> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(p[from + i]);
+  return v;
+}
+
+std::vector<int64_t> intValues(const package::TensorRef& r, const uint8_t* data) {
+  std::vector<int64_t> v(r.numel());
+  if (r.type == ElemType::kI64) {
+    if (!v.empty()) std::memcpy(v.data(), data, v.size() * sizeof(int64_t));
+  } else {
+    for (size_t k = 0; k < v.size(); ++k) v[k] = reinterpret_cast<const int32_t*>(data)[k];
+  }
   return v;
 }
 

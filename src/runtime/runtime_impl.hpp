@@ -41,6 +41,9 @@ using package::LayerKind;
 Shape shapeOf(const package::TensorRef& r);
 /// Parameter words [from, from + n) read as two's-complement 32-bit values (pads, starts, steps).
 std::vector<int64_t> signedWords(const std::vector<uint32_t>& p, size_t from, size_t n);
+/// The elements of an int32 or int64 tensor (a layer's indices or computed parameters; the reader checked the type)
+/// as int64.
+std::vector<int64_t> intValues(const package::TensorRef& r, const uint8_t* data);
 
 /// An element space of the device's memory.
 struct Space {
