@@ -52,7 +52,9 @@ void Lowerer::lowerNode(const ir::Node& n) {
       "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Not", "Abs", "Neg", "Sign", "Relu", "Ceil", "Floor",
       "IsNaN", "IsInf", "Cast", "CastLike", "ArgMax", "ArgMin", "Where", "Identity", "Reshape", "Flatten", "Squeeze",
       "Unsqueeze", "Concat", "Transpose", "Split", "Slice", "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace",
-      "Trilu", "CumSum", "Clip", "Dropout", "EyeLike", "Range", "OneHot", "RoiAlign", "Resize", "MaxPool", "HannWindow", "HammingWindow", "BlackmanWindow", "GatherElements", "ScatterElements", "Scatter", "GatherND", "ScatterND", "TopK"};
+      "Trilu", "CumSum", "Clip", "Dropout", "EyeLike", "Range", "OneHot", "RoiAlign", "Resize", "MaxPool",
+      "HannWindow", "HammingWindow", "BlackmanWindow", "GatherElements", "ScatterElements", "Scatter", "GatherND",
+      "ScatterND", "TopK"};
   typed_ = false;
   const ir::Value* typed_value = nullptr;
   auto look = [&](ir::ValueId v) {

@@ -102,10 +102,7 @@ void Lowerer::typedBinaryNode(const ir::Node& n) {
   if (op == kernels::TypedBinaryOp::kCount) unsupported(n, "op {} has no typed package form", n.op);
   if (shapeOf(n, 0).size() > package::kMaxRank || g_.value(n.outputs[0]).type.shape.size() > package::kMaxRank)
     unsupported(n, "rank above {}", package::kMaxRank);
-  const bool was = typed_;
-  typed_ = true;  // a comparison of float values writes bool; its integer constants keep their type
-  const int a = in(n, 0), b = in(n, 1);
-  typed_ = was;
+  const int a = typedIn(n, 0), b = typedIn(n, 1);  // (a comparison of float values writes bool)
   const ElemType ta = vals_[static_cast<size_t>(a)].type, tb = vals_[static_cast<size_t>(b)].type;
   if (ta != tb) unsupported(n, "operands of two types ({}, {}) have no package form", package::elemName(ta), package::elemName(tb));
   const std::string why = kernels::typedBinaryRule(op, ta);

@@ -4,6 +4,7 @@
 #include "codegen/lowerer.hpp"
 
 #include "kernels/indexing.hpp"
+#include "kernels/sampling.hpp"
 #include "ops/shape_util.hpp"
 
 namespace npuc::codegen::detail {
@@ -67,10 +68,7 @@ void Lowerer::topK(const ir::Node& n) {
     } else {
       const ir::Value& kv = g_.value(n.inputs[1]);
       if (kv.type.dtype != DType::kI64 || shapeNumel(kv.type.shape) != 1) unsupported(n, "k must be int64 [1]");
-      const bool was = typed_;
-      typed_ = true;
-      ins.push_back(in(n, 1));
-      typed_ = was;
+      ins.push_back(intIn(n, 1));
     }
   }
   const int values = outVal(n, n.outputs[0]);
@@ -86,18 +84,12 @@ void Lowerer::oneHot(const ir::Node& n) {
   if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
   int64_t axis = n.attrInt("axis", -1);
   if (!ops::normalizeAxis(axis, static_cast<int64_t>(ys.size()))) unsupported(n, "axis {} out of range", n.attrInt("axis", -1));
-  const bool was = typed_;
-  typed_ = true;  // indices and depth of any number type, as they are
-  std::vector<int> ins{in(n, 0)};
-  typed_ = was;
-  ins.push_back(in(n, 2));
+  std::vector<int> ins{typedIn(n, 0), in(n, 2)};  // indices and depth of any number type, as they are
   if (const Tensor* dt = constIn(n, 1)) {
     if (dt->numel() != 1 || static_cast<int64_t>(dt->toDouble()[0]) != ys[static_cast<size_t>(axis)]) unsupported(n, "depth does not match the output");
   } else {
     if (shapeNumel(shapeOf(n, 1)) != 1) unsupported(n, "depth must be one value");
-    typed_ = true;
-    ins.push_back(in(n, 1));
-    typed_ = was;
+    ins.push_back(typedIn(n, 1));
   }
   emit(n, LayerKind::kOneHot, ins, outVal(n, n.outputs[0]), {u32(axis)});
 }
@@ -105,10 +97,10 @@ void Lowerer::oneHot(const ir::Node& n) {
 void Lowerer::gridSample(const ir::Node& n) {
   if (shapeOf(n, 0).size() != 4) unsupported(n, "a {}-D input (2-D sampling: [N, C, H, W])", shapeOf(n, 0).size());
   const std::string mode = n.attrString("mode", "bilinear"), pad = n.attrString("padding_mode", "zeros");
-  const uint32_t m = mode == "bilinear" || mode == "linear" ? 0u : mode == "nearest" ? 1u : mode == "bicubic" || mode == "cubic" ? 2u : 9u;
-  const uint32_t p = pad == "zeros" ? 0u : pad == "border" ? 1u : pad == "reflection" ? 2u : 9u;
-  if (m > 2 || p > 2) unsupported(n, "mode '{}' / padding_mode '{}'", mode, pad);
-  emit(n, LayerKind::kGridSample, {in(n, 0), in(n, 1)}, outVal(n, n.outputs[0]), {m, p, n.attrInt("align_corners", 0) ? 1u : 0u});
+  kernels::GridSampleParams p;
+  if (!kernels::gridSampleModes(mode, pad, p)) unsupported(n, "mode '{}' / padding_mode '{}'", mode, pad);
+  emit(n, LayerKind::kGridSample, {in(n, 0), in(n, 1)}, outVal(n, n.outputs[0]),
+       {static_cast<uint32_t>(p.mode), static_cast<uint32_t>(p.padding), n.attrInt("align_corners", 0) ? 1u : 0u});
 }
 
 void Lowerer::roiAlign(const ir::Node& n) {

@@ -113,11 +113,7 @@ void Lowerer::argReduce(const ir::Node& n) {
   int64_t axis = n.attrInt("axis", 0);
   if (rank > 0 && !ops::normalizeAxis(axis, rank)) unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), rank);
   if (rank == 0) axis = 0;
-  const bool was = typed_;
-  typed_ = true;  // the output is int64
-  const int xin = in(n, 0);
-  typed_ = was;
-  emit(n, LayerKind::kArgReduce, {xin}, outVal(n, n.outputs[0]),
+  emit(n, LayerKind::kArgReduce, {typedIn(n, 0)}, outVal(n, n.outputs[0]),
        {n.op == "ArgMax" ? 0u : 1u, static_cast<uint32_t>(axis), n.attrInt("select_last_index", 0) ? 1u : 0u});
 }
 

@@ -65,11 +65,7 @@ int Lowerer::intIn(const ir::Node& n, int i) {
   const DType t = iv.isConstant() ? iv.constant->dtype() : iv.type.dtype;
   if (t != DType::kI64 && t != DType::kI32)
     unsupported(n, "indices '{}' are {}; index layers take int32 / int64", iv.name, dtypeName(t));
-  const bool was = typed_;
-  typed_ = true;  // integers as they are
-  const int v = in(n, i);
-  typed_ = was;
-  return v;
+  return typedIn(n, i);
 }
 
 /// Concat. A descriptor references at most 7 inputs; more become a chain: each concat appends up to 6 inputs to the

@@ -556,8 +556,16 @@ class Lowerer {
 
   /// Gather: a gather layer; the indices as intIn takes them.
   void gather(const ir::Node& n);
-  /// Input i of n as int32 / int64 values (indices, a k or an axis read at run time): a constant (to the weights, as
-  /// it is), a model input, or a value the model computes.
+  /// Input i of n in its own element type, whatever node it is read by: a constant to the weights as it is (an integer
+  /// or bool constant is not a float weight), a model input, or a value the model computes.
+  int typedIn(const ir::Node& n, int i) {
+    const bool was = typed_;
+    typed_ = true;
+    const int v = in(n, i);
+    typed_ = was;
+    return v;
+  }
+  /// Input i of n as int32 / int64 values (indices, a k or an axis read at run time): typedIn, the type checked.
   int intIn(const ir::Node& n, int i);
   // lower_indexing.cpp: GatherElements, ScatterElements / Scatter, GatherND, ScatterND, TopK.
   void gatherElements(const ir::Node& n);  // and ScatterElements / Scatter

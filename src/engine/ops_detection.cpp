@@ -24,16 +24,14 @@ ops::InferContext contextOf(const KernelCall& c, std::vector<ir::Type>& types, s
 void roiAlignKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   kernels::RoiAlignParams p;
-  p.channels = x.dim(1), p.height = x.dim(2), p.width = x.dim(3);
+  p.images = x.dim(0), p.channels = x.dim(1), p.height = x.dim(2), p.width = x.dim(3);
   p.rois = c.input(1).dim(0);
   p.out_h = c.node.attrInt("output_height", 1), p.out_w = c.node.attrInt("output_width", 1);
   p.sampling_ratio = c.node.attrInt("sampling_ratio", 0);
   p.spatial_scale = c.node.attrFloat("spatial_scale", 1.0f);
   p.half_pixel = c.node.attrString("coordinate_transformation_mode", "half_pixel") == "half_pixel";
   p.max_mode = c.node.attrString("mode", "avg") == "max";
-  const std::vector<int64_t> batch = c.input(2).toInt64();
-  for (size_t i = 0; i < batch.size(); ++i)
-    if (batch[i] < 0 || batch[i] >= x.dim(0)) c.error("batch_indices[{}] = {} is outside [0, {})", i, batch[i], x.dim(0));
+  const std::vector<int64_t> batch = c.input(2).toInt64();  // (each checked by the kernel)
   Tensor& y = c.alloc(0);
   kernels::roiAlign(p, x.data<float>(), c.input(1).data<float>(), batch.data(), y.data<float>());
 }
@@ -45,15 +43,7 @@ void gridSampleKernel(KernelCall& c) {
   GS p;
   p.n = x.dim(0), p.channels = x.dim(1), p.in_h = x.dim(2), p.in_w = x.dim(3), p.out_h = y.dim(2), p.out_w = y.dim(3);
   const std::string mode = c.node.attrString("mode", "bilinear"), pad = c.node.attrString("padding_mode", "zeros");
-  // (opset 20 names the modes linear and cubic)
-  if (mode == "nearest") p.mode = GS::Mode::kNearest;
-  else if (mode == "bicubic" || mode == "cubic") p.mode = GS::Mode::kBicubic;
-  else if (mode == "bilinear" || mode == "linear") p.mode = GS::Mode::kBilinear;
-  else c.unsupported("mode '{}'", mode);
-  if (pad == "zeros") p.padding = GS::Padding::kZeros;
-  else if (pad == "border") p.padding = GS::Padding::kBorder;
-  else if (pad == "reflection") p.padding = GS::Padding::kReflection;
-  else c.unsupported("padding_mode '{}'", pad);
+  if (!kernels::gridSampleModes(mode, pad, p)) c.unsupported("mode '{}' / padding_mode '{}'", mode, pad);
   p.align_corners = c.node.attrInt("align_corners", 0) != 0;
   kernels::gridSample(p, x.data<float>(), c.input(1).data<float>(), y.data<float>());
 }

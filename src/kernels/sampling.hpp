@@ -3,19 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace npuc::kernels {
 
 struct RoiAlignParams {
-  int64_t channels = 0, height = 0, width = 0;  // of X [N, C, H, W]
+  int64_t images = 0, channels = 0, height = 0, width = 0;  // of X [N, C, H, W]
   int64_t rois = 0, out_h = 1, out_w = 1;
   int64_t sampling_ratio = 0;  // 0: ceil(roi size / output size) samples per bin and axis
   float spatial_scale = 1.0f;
   bool half_pixel = true;      // coordinate_transformation_mode half_pixel (else output_half_pixel: no shift, bins >= 1)
   bool max_mode = false;       // mode max: the largest weighted corner over a bin's samples (ONNX Runtime's)
 };
-/// y [rois, C, out_h, out_w]; rois [rois, 4] (x1, y1, x2, y2), batch [rois] in range (checked by the caller).
+/// y [rois, C, out_h, out_w]; rois [rois, 4] (x1, y1, x2, y2), batch [rois]: one outside [0, images) fails
+/// (ErrorCode::kInvalidInput) before anything is written.
 void roiAlign(const RoiAlignParams& p, const float* x, const float* rois, const int64_t* batch, float* y);
 
 struct GridSampleParams {
@@ -24,6 +26,9 @@ struct GridSampleParams {
   enum class Padding : uint8_t { kZeros, kBorder, kReflection } padding = Padding::kZeros;
   bool align_corners = false;
 };
+/// ONNX GridSample's mode (bilinear / linear, nearest, bicubic / cubic: opset 20 renamed two) and padding_mode
+/// (zeros, border, reflection) into p; false for another name.
+bool gridSampleModes(const std::string& mode, const std::string& padding, GridSampleParams& p);
 /// y [N, C, out_h, out_w] from x [N, C, in_h, in_w] at grid [N, out_h, out_w, 2] ((x, y) in [-1, 1]).
 void gridSample(const GridSampleParams& p, const float* x, const float* grid, float* y);
 

@@ -7,6 +7,7 @@
 #include "kernels/sampling.hpp"
 #include "kernels/typed.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -69,7 +70,7 @@ void runOneHot(Runtime::Impl&, Step& s) {
   const int64_t depth = y[axis];
   if (d.n_in == 3) {  // the depth computed by the model: the one the package's shapes were fixed for
     const double given = kernels::elementAsDouble(d.in(2).type, s.in[2]);
-    if (!(given == given) || static_cast<int64_t>(given) != depth)
+    if (!(std::trunc(given) == static_cast<double>(depth)))  // (as the engine truncates it; NaN and inf differ)
       fail(ErrorCode::kInvalidInput, "one_hot layer: depth {} at run time; this package was translated for {} (translate again)", given, depth);
   }
   int64_t outer = 1, inner = 1;
@@ -92,12 +93,9 @@ void runGridSample(Runtime::Impl& im, Step& s) {
 
 void runRoiAlign(Runtime::Impl& im, Step& s) {
   const Shape &x = s.shapes[0], &y = s.shapes.back();
-  const int64_t* batch = reinterpret_cast<const int64_t*>(s.in[2]);
-  for (int64_t i = 0; i < y[0]; ++i)
-    if (batch[i] < 0 || batch[i] >= x[0])
-      fail(ErrorCode::kInvalidInput, "roi_align layer: batch_indices[{}] = {} is outside [0, {})", i, batch[i], x[0]);
+  const int64_t* batch = reinterpret_cast<const int64_t*>(s.in[2]);  // (each checked by the kernel)
   kernels::RoiAlignParams p;
-  p.channels = x[1], p.height = x[2], p.width = x[3], p.rois = y[0], p.out_h = y[2], p.out_w = y[3];
+  p.images = x[0], p.channels = x[1], p.height = x[2], p.width = x[3], p.rois = y[0], p.out_h = y[2], p.out_w = y[3];
   p.sampling_ratio = static_cast<int32_t>(s.p[0]);
   p.spatial_scale = package::paramFloat(s.p[1]);
   p.half_pixel = s.p[2] != 0;

@@ -1,6 +1,8 @@
 // RoiAlign, GridSample and MaxUnpool (sampling.hpp).
 #include "kernels/sampling.hpp"
 
+#include "support/error.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -35,7 +37,23 @@ Corners bilinearTaps(float y, float x, int64_t h, int64_t w) {
 
 }  // namespace
 
+bool gridSampleModes(const std::string& mode, const std::string& padding, GridSampleParams& p) {
+  using GS = GridSampleParams;
+  if (mode == "nearest") p.mode = GS::Mode::kNearest;
+  else if (mode == "bicubic" || mode == "cubic") p.mode = GS::Mode::kBicubic;
+  else if (mode == "bilinear" || mode == "linear") p.mode = GS::Mode::kBilinear;
+  else return false;
+  if (padding == "zeros") p.padding = GS::Padding::kZeros;
+  else if (padding == "border") p.padding = GS::Padding::kBorder;
+  else if (padding == "reflection") p.padding = GS::Padding::kReflection;
+  else return false;
+  return true;
+}
+
 void roiAlign(const RoiAlignParams& p, const float* x, const float* rois, const int64_t* batch, float* y) {
+  for (int64_t r = 0; r < p.rois; ++r)
+    if (batch[r] < 0 || batch[r] >= p.images)
+      fail(ErrorCode::kInvalidInput, "RoiAlign: batch_indices[{}] = {} is outside [0, {})", r, batch[r], p.images);
   const float offset = p.half_pixel ? 0.5f : 0.0f;
   for (int64_t r = 0; r < p.rois; ++r) {
     const float* roi = rois + r * 4;
