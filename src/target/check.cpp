@@ -57,6 +57,7 @@ Facts activationFacts(const ir::Graph& g, const ir::Node& n, const std::string& 
   Facts f;
   f["op"] = Value(act);
   f["n_inputs"] = Value(int64_t{1});
+  f["n_outputs"] = Value(int64_t{1});
   f["const_inputs"] = Value(int64_t{0});
   f["merged_ops"] = Value(std::vector<Value>{});
   f["at_model_input"] = Value(int64_t{0});
@@ -101,7 +102,7 @@ ShapeDims shapeDims(const Shape& s) {
 
 const std::set<std::string>& derivedFactNames() {
   static const std::set<std::string> k = {
-      "op", "n_inputs", "batch", "rank", "axes", "axis", "mode", "coordinate_transformation_mode", "nearest_mode",
+      "op", "n_inputs", "n_outputs", "batch", "rank", "axes", "axis", "mode", "coordinate_transformation_mode", "nearest_mode",
       "exclude_outside", "in_rank", "in_elems", "in_shape", "in_c", "in_w", "in_h", "out_rank", "out_elems",
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
@@ -206,6 +207,7 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
   const std::string kop = custom ? std::string() : n.op;
   f["op"] = Value(custom ? custom_op->qualifiedName() : n.op);
   f["n_inputs"] = Value(static_cast<int64_t>(n.numInputs()));
+  f["n_outputs"] = Value(static_cast<int64_t>(std::count_if(n.outputs.begin(), n.outputs.end(), [](ir::ValueId v) { return v != ir::kNoValue; })));
   static const std::map<std::string, ir::Attr> kNoAttrs;
   for (auto& [k, a] : custom ? kNoAttrs : n.attrs) {
     if (auto v = a.get<int64_t>()) f[k] = Value(*v);

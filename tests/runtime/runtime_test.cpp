@@ -239,6 +239,20 @@ TEST(Package, TopKWithKAsAnInputChecksK) {
   }
 }
 
+// DRP-AI's and TIDL's pooling is 2-D with one output: the generic target's 3-D pooling and MaxPool Indices (pool_nd)
+// are reported with the manual's rule, not accepted because the 2-D rules see only height and width.
+TEST(Translate, VendorPoolingIsTwoDimensional) {
+  const Model m = Model::load(kSrc + "/tests/data/kinds/pool3d.onnx");
+  for (const char* t : {"drpai", "tidl"}) {
+    std::vector<CheckRow> rows = m.check(t);
+    const std::string rule = std::string(t) + ".pool.2d";
+    int hits = 0;
+    for (const CheckRow& r : rows) hits += r.rule_id == rule;
+    EXPECT_EQ(hits, 3) << t;  // the two 3-D pools and the MaxPool with Indices
+  }
+  EXPECT_TRUE(m.check("generic").empty());
+}
+
 // Range's start / limit / delta and Resize's scales as model inputs: read by the layers at run time; values that give
 // the package's shapes compute what the engine computes (scales 2 and 1.5 place other samples than the sizes'
 // ratios 2 and 4/3 would), others stop the run naming the package's dims.
