@@ -142,7 +142,9 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
       } catch (const Error&) {
       }
     }
-    const ir::ValueId x = n.hasInput(0) ? n.inputs[0] : ir::kNoValue, y = n.outputs.empty() ? ir::kNoValue : n.outputs[0];
+    const ir::ValueId x = n.hasInput(0) ? n.inputs[0] : ir::kNoValue;
+    ir::ValueId y = ir::kNoValue;  // the first output the node has (an LSTM may omit Y and compute Y_h)
+    for (auto o = n.outputs.begin(); o != n.outputs.end() && y == ir::kNoValue; ++o) y = *o;
     auto known = [&](ir::ValueId v) { return v != ir::kNoValue && g.value(v).type.isStatic(); };
     l.ker_w = factInt(f, "kernel_w");
     l.ker_h = factInt(f, "kernel_h");

@@ -54,7 +54,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
       "Unsqueeze", "Concat", "Transpose", "Split", "Slice", "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace",
       "Trilu", "CumSum", "Clip", "Dropout", "EyeLike", "Range", "OneHot", "RoiAlign", "Resize", "MaxPool",
       "HannWindow", "HammingWindow", "BlackmanWindow", "GatherElements", "ScatterElements", "Scatter", "GatherND",
-      "ScatterND", "TopK"};
+      "ScatterND", "TopK", "RNN", "GRU", "LSTM"};
   typed_ = false;
   const ir::Value* typed_value = nullptr;
   auto look = [&](ir::ValueId v) {

@@ -1,8 +1,9 @@
 // Lowering of the neural-network ops (mirrors engine/ops_nn.cpp): Conv / ConvTranspose, Gemm / MatMul, pooling,
-// BatchNormalization, InstanceNormalization, LRN, Softmax.
+// BatchNormalization, InstanceNormalization, LRN, Softmax, and the recurrent RNN / GRU / LSTM.
 #include "codegen/lowerer.hpp"
 
 #include "ops/einsum.hpp"
+#include "ops/recurrent.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -417,6 +418,50 @@ void Lowerer::einsum(const ir::Node& n) {
   }
 }
 
+/// RNN / GRU / LSTM: one recurrent layer. W, R, B and P become one float input [W | R | B | P] (a descriptor holds 8
+/// references: x, the weights, sequence_lens, initial_h, initial_c and three outputs): a weight when all are constants,
+/// else a concat layer of their flat views. The attributes are ops::rnnShape's, as the engine reads them.
+void Lowerer::recurrent(const ir::Node& n) {
+  const kernels::RnnShape s = ops::rnnShape(n, shapeOf(n, 0), shapeOf(n, 2).at(2));
+  const bool lstm = s.cell == kernels::RnnCell::kLstm;
+  uint32_t present_in = 0, present_out = 0;
+  std::vector<int> parts = {1, 2};
+  if (n.hasInput(3)) parts.push_back(3), present_in |= package::kRnnInB;
+  if (lstm && n.hasInput(7)) parts.push_back(7), present_in |= package::kRnnInP;
+  int64_t total = 0;
+  bool constant = true;
+  for (int i : parts) total += shapeNumel(shapeOf(n, i)), constant = constant && constIn(n, i);
+  int weights;
+  if (constant) {
+    std::vector<float> all;
+    for (int i : parts)
+      for (double v : constIn(n, i)->toDouble()) all.push_back(static_cast<float>(v));
+    weights = weightVal(n.name + "/weights", {total}, floatBytes(*constIn(n, 1), false, &all), ft_);
+  } else {
+    std::vector<int> ins;
+    for (int i : parts) ins.push_back(in(n, i));
+    weights = tempVal(n.name + "/weights", {total});
+    LDesc& c = emit(n, LayerKind::kConcat, ins, weights, {0u});
+    c.name = n.name + "/weights";
+    for (int i : parts) c.views.push_back({shapeNumel(shapeOf(n, i))});
+    c.views.push_back({total});
+  }
+  std::vector<int> ins = {in(n, 0), weights};
+  if (n.hasInput(4)) ins.push_back(intIn(n, 4)), present_in |= package::kRnnInSeqLens;
+  if (n.hasInput(5)) ins.push_back(in(n, 5)), present_in |= package::kRnnInH0;
+  if (lstm && n.hasInput(6)) ins.push_back(in(n, 6)), present_in |= package::kRnnInC0;
+  std::vector<int> outs;
+  for (size_t o = 0; o < n.outputs.size() && o < (lstm ? 3u : 2u); ++o) {
+    const ir::ValueId v = n.outputs[o];
+    if (v == ir::kNoValue || (!uses_.count(v) && !is_output_.count(v))) continue;  // an unused output takes no memory
+    outs.push_back(outVal(n, v));
+    present_out |= 1u << o;
+  }
+  if (outs.empty()) unsupported(n, "none of its outputs is used");
+  LDesc& d = emit(n, LayerKind::kRecurrent, ins, outs[0], package::rnnParams(s, present_in, present_out));
+  d.more_outs.assign(outs.begin() + 1, outs.end());
+}
+
 void registerNnLowerings(LowerTable& t) {
   for (const char* d : {"", "ai.npuc"}) {
     t[{d, "Conv"}] = &Lowerer::conv;
@@ -433,6 +478,7 @@ void registerNnLowerings(LowerTable& t) {
   t[{"", "LRN"}] = &Lowerer::lrn;
   t[{"ai.npuc", "DetectionOutput"}] = &Lowerer::detectionOutput;
   t[{"", "Einsum"}] = &Lowerer::einsum;
+  for (const char* op : {"RNN", "GRU", "LSTM"}) t[{"", op}] = &Lowerer::recurrent;
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) t[{"", op}] = &Lowerer::softmax;
 }
 

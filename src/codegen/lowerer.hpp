@@ -608,6 +608,7 @@ class Lowerer {
   void layerNorm(const ir::Node& n);
 
   void batchNorm(const ir::Node& n);
+  void recurrent(const ir::Node& n);
 };
 
 }  // namespace npuc::codegen::detail

@@ -1,12 +1,60 @@
 // Schemas of the recurrent ops: RNN, GRU, LSTM (ONNX opsets 7 and 14: `layout` from 14). Inputs X, W, R, then the
 // optional B, sequence_lens, initial_h (and LSTM's initial_c, P); outputs Y, Y_h (and LSTM's Y_c), each optional.
-#include "ops/registry.hpp"
+#include "ops/recurrent.hpp"
 
+#include "ops/registry.hpp"
+#include "support/error.hpp"
+
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace npuc::ops {
 
 namespace {
+
+using kernels::RnnActivation;
+using kernels::RnnCell;
+
+RnnActivation activation(const ir::Node& n, const std::string& name, const std::vector<float>& alphas,
+                         const std::vector<float>& betas, size_t& ai, size_t& bi) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  auto next = [](const std::vector<float>& v, size_t& i, float def) { return i < v.size() ? v[i++] : def; };
+  RnnActivation a;
+  struct Known {
+    const char* name;
+    kernels::UnaryOp op;
+    bool alpha, beta;
+    float da, db;
+  };
+  static const Known kKnown[] = {
+      {"relu", kernels::UnaryOp::kRelu, false, false, 0, 0},
+      {"tanh", kernels::UnaryOp::kTanh, false, false, 0, 0},
+      {"sigmoid", kernels::UnaryOp::kSigmoid, false, false, 0, 0},
+      {"leakyrelu", kernels::UnaryOp::kLeakyRelu, true, false, 0.01f, 0},
+      {"thresholdedrelu", kernels::UnaryOp::kThresholdedRelu, true, false, 1.0f, 0},
+      {"hardsigmoid", kernels::UnaryOp::kHardSigmoid, true, true, 0.2f, 0.5f},
+      {"elu", kernels::UnaryOp::kElu, true, false, 1.0f, 0},
+      {"softsign", kernels::UnaryOp::kSoftsign, false, false, 0, 0},
+      {"softplus", kernels::UnaryOp::kSoftplus, false, false, 0, 0},
+  };
+  if (lower == "affine" || lower == "scaledtanh") {
+    a.kind = lower == "affine" ? RnnActivation::Kind::kAffine : RnnActivation::Kind::kScaledTanh;
+    a.alpha = next(alphas, ai, 1.0f);
+    a.beta = next(betas, bi, lower == "affine" ? 0.0f : 1.0f);
+    return a;
+  }
+  for (const Known& k : kKnown)
+    if (lower == k.name) {
+      a.op = k.op;
+      a.alpha = k.alpha ? next(alphas, ai, k.da) : 0.0f;
+      a.beta = k.beta ? next(betas, bi, k.db) : 0.0f;
+      return a;
+    }
+  fail(ErrorCode::kUnsupported, "{}: activation '{}' is not one of Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
+       "ScaledTanh, HardSigmoid, Elu, Softsign, Softplus", n.label(), name);
+}
 
 struct Cell {
   const char* op;
@@ -54,6 +102,43 @@ void inferRecurrent(InferContext& c, const Cell& cell) {
 }
 
 }  // namespace
+
+RnnCell rnnCell(const ir::Node& n) { return n.op == "RNN" ? RnnCell::kRnn : n.op == "GRU" ? RnnCell::kGru : RnnCell::kLstm; }
+
+kernels::RnnShape rnnShape(const ir::Node& n, const Shape& x, int64_t hidden) {
+  kernels::RnnShape s;
+  s.cell = rnnCell(n);
+  const std::string direction = n.attrString("direction", "forward");
+  s.dirs = direction == "bidirectional" ? 2 : 1;
+  s.reverse = direction == "reverse";
+  s.batch_major = n.attrInt("layout", 0) == 1;
+  s.seq = s.batch_major ? x[1] : x[0];
+  s.batch = s.batch_major ? x[0] : x[1];
+  s.input = x[2];
+  s.hidden = hidden;
+  s.clip = n.hasAttr("clip") ? n.attrFloat("clip", 0.0f) : 0.0f;
+  if (n.hasAttr("clip") && !(s.clip > 0.0f)) fail(ErrorCode::kInvalidInput, "{}: clip must be positive, got {}", n.label(), s.clip);
+  s.linear_before_reset = n.attrInt("linear_before_reset", 0) != 0;
+  s.input_forget = n.attrInt("input_forget", 0) != 0;
+  const int per_dir = kernels::rnnActivations(s.cell);
+  std::vector<std::string> names;
+  if (auto it = n.attrs.find("activations"); it != n.attrs.end()) {
+    if (const auto* v = it->second.get<std::vector<std::string>>()) names = *v;
+    else fail(ErrorCode::kInvalidInput, "{}: activations must be a list of strings", n.label());
+  }
+  if (names.empty()) {
+    static const char* kDefaults[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+    for (int d = 0; d < s.dirs; ++d)
+      for (int i = 0; i < per_dir; ++i) names.emplace_back(kDefaults[per_dir - 1][i]);
+  }
+  if (names.size() != static_cast<size_t>(s.dirs * per_dir))
+    fail(ErrorCode::kInvalidInput, "{}: {} activations given; {} direction(s) of {} take {}", n.label(), names.size(), s.dirs,
+         n.op, s.dirs * per_dir);
+  const std::vector<float> alphas = n.attrFloats("activation_alpha"), betas = n.attrFloats("activation_beta");
+  size_t ai = 0, bi = 0;
+  for (const std::string& name : names) s.acts.push_back(activation(n, name, alphas, betas, ai, bi));
+  return s;
+}
 
 void registerRecurrentOps(Registry& r) {
   static const Cell kCells[] = {

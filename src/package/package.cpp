@@ -600,4 +600,49 @@ kernels::SsdParams ssdFromParams(const uint32_t* w, int64_t images, int64_t prio
   return p;
 }
 
+std::vector<uint32_t> rnnParams(const kernels::RnnShape& s, uint32_t inputs, uint32_t outputs) {
+  std::vector<uint32_t> w(kRnnWords);
+  w[0] = static_cast<uint32_t>(s.cell);
+  w[1] = static_cast<uint32_t>(s.dirs);
+  w[2] = s.reverse ? 1u : 0u;
+  w[3] = s.batch_major ? 1u : 0u;
+  w[4] = floatParam(s.clip);
+  w[5] = s.linear_before_reset ? 1u : 0u;
+  w[6] = s.input_forget ? 1u : 0u;
+  w[7] = inputs;
+  w[8] = outputs;
+  w[9] = static_cast<uint32_t>(s.hidden);
+  for (size_t a = 0; a < s.acts.size() && a < static_cast<size_t>(kRnnMaxActivations); ++a) {
+    uint32_t* q = &w[10 + 4 * a];
+    q[0] = static_cast<uint32_t>(s.acts[a].kind);
+    q[1] = static_cast<uint32_t>(s.acts[a].op);
+    q[2] = floatParam(s.acts[a].alpha);
+    q[3] = floatParam(s.acts[a].beta);
+  }
+  return w;
+}
+
+kernels::RnnShape rnnFromParams(const uint32_t* w) {
+  kernels::RnnShape s;
+  s.cell = static_cast<kernels::RnnCell>(w[0]);
+  s.dirs = static_cast<int>(w[1]);
+  s.reverse = w[2] != 0;
+  s.batch_major = w[3] != 0;
+  s.clip = paramFloat(w[4]);
+  s.linear_before_reset = w[5] != 0;
+  s.input_forget = w[6] != 0;
+  s.hidden = w[9];
+  const int n = s.dirs * kernels::rnnActivations(s.cell);
+  for (int a = 0; a < n && a < kRnnMaxActivations; ++a) {
+    const uint32_t* q = &w[10 + 4 * a];
+    kernels::RnnActivation act;
+    act.kind = static_cast<kernels::RnnActivation::Kind>(q[0]);
+    act.op = static_cast<kernels::UnaryOp>(q[1]);
+    act.alpha = paramFloat(q[2]);
+    act.beta = paramFloat(q[3]);
+    s.acts.push_back(act);
+  }
+  return s;
+}
+
 }  // namespace npuc::package

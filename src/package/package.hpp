@@ -16,6 +16,7 @@
 #include "kernels/detection.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/pow2.hpp"
+#include "kernels/recurrent.hpp"
 #include "npuc/dtype.hpp"
 #include "plugin/param.hpp"
 #include "support/numerics.hpp"
@@ -95,6 +96,16 @@ std::string layerKindsMarkdown();
 inline constexpr int kSsdWords = 10;
 std::vector<uint32_t> ssdParams(const kernels::SsdParams& p);
 kernels::SsdParams ssdFromParams(const uint32_t* w, int64_t images, int64_t priors);
+
+/// The parameter words of a `recurrent` layer (layer_kinds.def gives the layout) and back: `inputs` / `outputs` the
+/// present-flags words (kRnnIn*, kRnnOut*). rnnFromParams fills the cell, directions, layout, clip, the GRU / LSTM
+/// flags, hidden and the activations; seq, batch and input come from the layer's tensors. It reads the words as they
+/// are: the reader's check (validate_nn.cpp) bounds them first.
+inline constexpr int kRnnWords = 34, kRnnMaxActivations = 6;
+inline constexpr uint32_t kRnnInB = 1, kRnnInP = 2, kRnnInSeqLens = 4, kRnnInH0 = 8, kRnnInC0 = 16;
+inline constexpr uint32_t kRnnOutY = 1, kRnnOutYh = 2, kRnnOutYc = 4;
+std::vector<uint32_t> rnnParams(const kernels::RnnShape& s, uint32_t inputs, uint32_t outputs);
+kernels::RnnShape rnnFromParams(const uint32_t* w);
 
 /// The parameter words of a `resize` layer and back (layer_kinds.def gives the layout).
 std::vector<uint32_t> resizeParams(const kernels::ResizeSpec& s);

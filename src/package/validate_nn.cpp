@@ -9,8 +9,10 @@
 #include "kernels/layers.hpp"
 #include "kernels/pow2.hpp"
 #include "kernels/quant.hpp"
+#include "kernels/recurrent.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -271,8 +273,76 @@ void checkPoolNd(const LayerCheck& c) {
   }
 }
 
+/// recurrent: the words in range (rnnFromParams reads them as they are), the inputs and outputs the present-flags
+/// name, each of the size x, the layout, hidden and the directions give.
+void checkRecurrent(const LayerCheck& c) {
+  const std::vector<uint32_t>& w = c.w;
+  if (w[0] > 2 || w[1] < 1 || w[1] > 2 || w[2] > 1 || (w[1] == 2 && w[2]) || w[3] > 1 || w[5] > 1 || w[6] > 1)
+    c.bad("{}: cell {}, directions {}, reverse {}, layout {}, linear_before_reset {} or input_forget {} out of range",
+          c.what, w[0], w[1], w[2], w[3], w[5], w[6]);
+  const auto cell = static_cast<kernels::RnnCell>(w[0]);
+  const bool lstm = cell == kernels::RnnCell::kLstm;
+  const float clip = paramFloat(w[4]);
+  if (!(clip >= 0.0f) || !std::isfinite(clip)) c.bad("{}: clip {} is not a finite non-negative number", c.what, clip);
+  if (w[7] > 31 || (!lstm && (w[7] & (kRnnInP | kRnnInC0)))) c.bad("{}: inputs-present word {} names inputs a {} layer lacks", c.what, w[7], w[0]);
+  if (w[8] < 1 || w[8] > 7 || (!lstm && (w[8] & kRnnOutYc))) c.bad("{}: outputs-present word {} out of range", c.what, w[8]);
+  const int acts = static_cast<int>(w[1]) * kernels::rnnActivations(cell);
+  for (int a = 0; a < kRnnMaxActivations; ++a) {
+    const uint32_t* q = &w[10 + 4 * static_cast<size_t>(a)];
+    if (a >= acts) {
+      if (q[0] || q[1] || q[2] || q[3]) c.bad("{}: activation {} is set; the layer has {}", c.what, a, acts);
+      continue;
+    }
+    if (q[0] > 2 || q[1] >= static_cast<uint32_t>(kernels::UnaryOp::kCount) || !std::isfinite(paramFloat(q[2])) ||
+        !std::isfinite(paramFloat(q[3])))
+      c.bad("{}: activation {} (kind {}, op {}, alpha {}, beta {}) out of range", c.what, a, q[0], q[1], paramFloat(q[2]), paramFloat(q[3]));
+  }
+  const int n_in = 2 + std::popcount(w[7] & (kRnnInSeqLens | kRnnInH0 | kRnnInC0)), n_out = std::popcount(w[8]);
+  if (c.d.n_in != n_in || c.d.n_out != n_out)
+    c.bad("{}: {} inputs and {} outputs; the present-flags name {} and {}", c.what, c.d.n_in, c.d.n_out, n_in, n_out);
+  const TensorRef &x = c.x, &wt = c.d.in(1);
+  c.isFloat(x, "x");
+  c.rankIs(x, 3, "x");
+  const bool bm = w[3] != 0;
+  const uint64_t seq = bm ? x.dims[1] : x.dims[0], batch = bm ? x.dims[0] : x.dims[1], input = x.dims[2], hidden = w[9];
+  const uint64_t dirs = w[1], gates = static_cast<uint64_t>(kernels::rnnGates(cell));
+  if (hidden < 1 || hidden > wt.numel()) c.bad("{}: hidden {} for weights of {} values", c.what, hidden, wt.numel());
+  // [W | R | B | P] per the flags; every factor is at most the weights' element count (< 2^32), so no product overflows.
+  const uint64_t gh = gates * hidden;
+  const uint64_t want = dirs * (gh * input + gh * hidden + ((w[7] & kRnnInB) ? 2 * gh : 0) + ((w[7] & kRnnInP) ? 3 * hidden : 0));
+  if (input > wt.numel() || wt.rank != 1 || wt.dims[0] != want || (wt.type != ElemType::kF32 && wt.type != c.ft))
+    c.bad("{}: weights must be float [{}] (W, R{}{} of {} direction(s), {} gates, hidden {}, input {}), got {} {}", c.what,
+          want, (w[7] & kRnnInB) ? ", B" : "", (w[7] & kRnnInP) ? ", P" : "", dirs, gates, hidden, input, elemName(wt.type), dimsStr(wt));
+  const std::vector<int64_t> state = bm ? std::vector<int64_t>{static_cast<int64_t>(batch), static_cast<int64_t>(dirs), static_cast<int64_t>(hidden)}
+                                        : std::vector<int64_t>{static_cast<int64_t>(dirs), static_cast<int64_t>(batch), static_cast<int64_t>(hidden)};
+  int k = 2;
+  if (w[7] & kRnnInSeqLens) {
+    const TensorRef& sl = c.d.in(k++);
+    c.typeIs(sl, ElemType::kI32, "sequence_lens");
+    if (sl.rank != 1 || sl.dims[0] != batch) c.bad("{}: sequence_lens must be [{}], got {}", c.what, batch, dimsStr(sl));
+  }
+  for (uint32_t flag : {kRnnInH0, kRnnInC0})
+    if (w[7] & flag) {
+      const TensorRef& st = c.d.in(k++);
+      c.isFloat(st, "initial state");
+      if (dimsOf(st) != state) c.bad("{}: initial state {} is not {}", c.what, dimsStr(st), fmt::join(state, "x"));
+    }
+  int o = 0;
+  for (uint32_t flag : {kRnnOutY, kRnnOutYh, kRnnOutYc})
+    if (w[8] & flag) {
+      const TensorRef& out = c.d.out(o++);
+      c.isFloat(out, "output");
+      const std::vector<int64_t> want_dims =
+          flag != kRnnOutY ? state
+          : bm ? std::vector<int64_t>{static_cast<int64_t>(batch), static_cast<int64_t>(seq), static_cast<int64_t>(dirs), static_cast<int64_t>(hidden)}
+               : std::vector<int64_t>{static_cast<int64_t>(seq), static_cast<int64_t>(dirs), static_cast<int64_t>(batch), static_cast<int64_t>(hidden)};
+      if (dimsOf(out) != want_dims) c.bad("{}: output {} is {}, not {}", c.what, o - 1, dimsStr(out), fmt::join(want_dims, "x"));
+    }
+}
+
 }  // namespace
 
+const KindCheck kind_checks::kRecurrent = &checkRecurrent;
 const KindCheck kind_checks::kDetectionOutput = [](const LayerCheck& c) { NnChecks{c}.detectionOutput(); };
 const KindCheck kind_checks::kConv = [](const LayerCheck& c) { NnChecks{c}.conv(); };
 const KindCheck kind_checks::kConvTranspose = [](const LayerCheck& c) { NnChecks{c}.conv(); };

@@ -4,6 +4,7 @@
 #include "runtime/runtime_impl.hpp"
 
 #include "kernels/detection.hpp"
+#include "kernels/recurrent.hpp"
 
 namespace npuc {
 
@@ -273,6 +274,66 @@ void runPoolNd(Runtime::Impl& im, Runtime::Impl::Step& s) {
   im.store(s);
 }
 
+/// Whether reference r lies in the weight space (a package constant: it never changes between runs).
+bool isWeight(Runtime::Impl& im, const package::TensorRef& r) {
+  const Space& w = im.space("weight");
+  return r.addr >= w.addr && r.addr - w.addr < w.size;
+}
+
+void prepareRecurrent(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  s.rnn = package::rnnFromParams(s.p.data());
+  s.rnn.seq = s.rnn.batch_major ? x[1] : x[0];
+  s.rnn.batch = s.rnn.batch_major ? x[0] : x[1];
+  s.rnn.input = x[2];
+  if (!isWeight(im, s.d->in(1))) return;  // computed weights (a concat layer's result): read on every run
+  s.w = Runtime::Impl::weightsF32(s, 1);
+  if (!im.opts.exact) {
+    const int64_t gh = kernels::rnnGates(s.rnn.cell) * s.rnn.hidden;
+    s.rnn_packed = kernels::packRecurrent(s.rnn, s.w, s.w + s.rnn.dirs * gh * s.rnn.input);
+  }
+}
+
+/// recurrent: [W | R | B | P] split, the present inputs and outputs by the flags words; float16 outputs rounded once.
+void runRecurrent(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const kernels::RnnShape& r = s.rnn;
+  const uint32_t ins = s.p[7], outs = s.p[8];
+  const int64_t gh = kernels::rnnGates(r.cell) * r.hidden;
+  kernels::RnnTensors t;
+  t.x = im.inF(s, 0);
+  const float* w = s.w ? s.w : im.inF(s, 1);
+  t.w = w;
+  t.r = (w += r.dirs * gh * r.input);
+  w += r.dirs * gh * r.hidden;
+  if (ins & package::kRnnInB) t.b = w, w += r.dirs * 2 * gh;
+  if (ins & package::kRnnInP) t.p = w;
+  int k = 2;
+  if (ins & package::kRnnInSeqLens) t.seq_lens = reinterpret_cast<const int32_t*>(s.in[static_cast<size_t>(k++)]);
+  if (ins & package::kRnnInH0) t.h0 = im.inF(s, k++);
+  if (ins & package::kRnnInC0) t.c0 = im.inF(s, k++);
+  // Output 0 through outF / store (float16 rounded there); the others float32 in place, or widened and rounded once.
+  std::vector<float> wide[2];
+  float* more[2] = {nullptr, nullptr};
+  for (int o = 1; o < d.n_out; ++o) {
+    const package::TensorRef& ref = d.out(o);
+    if (ref.type == ElemType::kF32) more[o - 1] = reinterpret_cast<float*>(im.at(ref.addr, ref.bytes, "a recurrent layer's state"));
+    else more[o - 1] = (wide[o - 1].resize(ref.numel()), wide[o - 1].data());
+  }
+  float* first = im.outF(s);
+  float** slots[3] = {&t.y, &t.y_h, &t.y_c};
+  int o = 0;
+  for (int i = 0; i < 3; ++i)
+    if (outs & (1u << i)) *slots[i] = o == 0 ? first : more[o - 1], ++o;
+  if (im.opts.exact) kernels::recurrent(r, t, im.pool.get());
+  else kernels::recurrentFast(r, t, im.pool.get(), s.rnn_packed.get());
+  im.store(s);
+  for (int i = 1; i < d.n_out; ++i)
+    if (const package::TensorRef& ref = d.out(i); ref.type != ElemType::kF32)
+      kernels::f32ToF16_ref(more[i - 1], reinterpret_cast<uint16_t*>(im.at(ref.addr, ref.bytes, "a recurrent layer's state")),
+                            static_cast<int64_t>(ref.numel()), kernels::Activation{});
+}
+
 }  // namespace
 
 const KindExec kind_exec::kConv = {&prepareConv, &runConv};
@@ -290,5 +351,7 @@ const KindExec kind_exec::kInstanceNorm = {nullptr, &runInstanceNorm};
 const KindExec kind_exec::kDetectionOutput = {nullptr, &runDetectionOutput};
 
 const KindExec kind_exec::kPoolNd = {nullptr, &runPoolNd};
+
+const KindExec kind_exec::kRecurrent = {&prepareRecurrent, &runRecurrent};
 
 }  // namespace npuc

@@ -20,6 +20,7 @@
 #include "kernels/pow2.hpp"
 #include "kernels/prepost.hpp"
 #include "kernels/quant.hpp"
+#include "kernels/recurrent.hpp"
 #include "package/package.hpp"
 #include "plugin/plugin.hpp"
 #include "support/error.hpp"
@@ -92,6 +93,8 @@ struct Runtime::Impl {
     std::optional<kernels::pow2::Table> p2;    // a layer in its int8-pow2 form: its table (slots, activation, q's)
     kernels::pow2::PackedWeights p2_w;         // its conv / gemm weights packed once for fast mode's VNNI form
     bool p2_codes = false;                     // max pooling on int8-pow2 codes (no table: the input's slot)
+    kernels::RnnShape rnn;                     // recurrent: the layer (its words and tensors)
+    kernels::RnnPackedPtr rnn_packed;          // its W and R packed once when they are weights (fast mode)
     int64_t aipp_stride = 0;  // a dynamic AIPP stage given a frame smaller than max_src_image_size: its bytes per image
   };
   std::vector<Step> steps;  // by seq

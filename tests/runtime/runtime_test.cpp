@@ -168,7 +168,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
                         "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
                         "gather", "tile_expand", "instance_norm", "where", "einsum", "typed_compare_where", "typed_logic",
-                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "pool3d"})
+                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "recurrent", "pool3d"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }
@@ -236,6 +236,72 @@ TEST(Package, TopKWithKAsAnInputChecksK) {
     ADD_FAILURE() << "k = 3 accepted by a package translated for k = 2";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("translated for k = 2"), std::string::npos) << e.what();
+  }
+}
+
+// A recurrent layer's parameter words are checked by the reader (a package that names another hidden size, an unknown
+// activation or outputs it lacks is refused, not run out of bounds), and its sequence lengths when it runs.
+TEST(Package, RecurrentLayerChecksItsWordsAndSequenceLengths) {
+  const fs::path dir = scratchDir("recurrent_words");
+  TranslateResult r = translateTo(kSrc + "/tests/data/kinds/recurrent.onnx", "generic", dir, "recurrent");
+  ASSERT_TRUE(r.ok);
+  const package::Package pk = package::readPackage(r.dir);
+  const package::Descriptor* lstm = nullptr;
+  for (const package::Descriptor& d : pk.mac)
+    if (d.kind == package::LayerKind::kRecurrent && !lstm) lstm = &d;
+  ASSERT_NE(lstm, nullptr);
+  std::map<std::string, std::vector<uint8_t>> good;
+  for (auto& e : fs::directory_iterator(r.dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    good[e.path().filename().string()] = std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+  }
+  const size_t at = lstm->param_addr - pk.element("drp_param")->addr;
+  auto refused = [&](size_t word, uint32_t value, const std::string& fragment) {
+    auto f = good;
+    std::memcpy(f.at("drp_param.bin").data() + at + 4 * word, &value, 4);
+    const auto& m = f.at("manifest.json");
+    const std::string sealed = package::resealManifest(std::string(m.begin(), m.end()), f);
+    f["manifest.json"] = std::vector<uint8_t>(sealed.begin(), sealed.end());
+    try {
+      package::readPackage([&](const std::string& n, uint64_t) -> std::optional<std::vector<uint8_t>> {
+        auto it = f.find(n);
+        if (it == f.end()) return std::nullopt;
+        return it->second;
+      }, "pkg");
+      ADD_FAILURE() << "word " << word << " = " << value << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  refused(9, 5, "weights must be float");                  // hidden 4 -> 5: the weights no longer hold W, R, B, P
+  refused(11, 0xFFu, "activation 0");                      // the first activation's op out of range
+  refused(8, 3, "the present-flags name");                 // Y and Y_h only: the layer writes three outputs
+  refused(1, 1, "activation 3 is set; the layer has 3");   // one direction: the second direction's activations left
+  refused(4, 0x7FC00000u, "clip nan");                     // a NaN clip
+  // ONNX's peephole test: every input a model input (W, R, B, P concatenated by a layer), sequence_lens read at run time.
+  const fs::path onnx = "/usr/share/libonnx-testdata/data/node/test_lstm_with_peepholes/model.onnx";
+  if (!fs::exists(onnx)) GTEST_SKIP() << "libonnx-testdata not installed";
+  TranslateResult p = translateTo(onnx, "generic", scratchDir("lstm_peepholes"), "lstm_peepholes");
+  ASSERT_TRUE(p.ok);
+  const Model m = Model::load(onnx);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < m.inputs().size(); ++i) in.push_back(randomInput(m.inputs()[i].shape, 20 + static_cast<uint32_t>(i)));
+  Tensor lens(DType::kI32, {2});
+  lens.data<int32_t>()[0] = 1, lens.data<int32_t>()[1] = 0;  // X is [1, 2, 4]: lengths 0..1
+  in[4] = lens;
+  const std::vector<Tensor> ref = Session(m, 1).run(in);
+  for (RuntimeOptions o : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+    Runtime rt(p.dir, o);
+    rt.run(in);
+    EXPECT_TRUE(rt.output(m.outputs()[0].name).sameBits(ref[0]));
+  }
+  lens.data<int32_t>()[1] = 2;
+  in[4] = lens;
+  try {
+    Runtime(p.dir).run(in);
+    ADD_FAILURE() << "sequence length 2 of a 1-step sequence accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence_lens[1] = 2 is outside [0, 1]"), std::string::npos) << e.what();
   }
 }
 

@@ -280,3 +280,25 @@ save("pool3d", [N("MaxPool", ["x"], ["mx"], kernel_shape=[2, 2, 2], strides=[2, 
      [1, 2, 4, 4, 6], [1, 2, 2, 2, 3],
      [("s2d", np.array([1, 2, 16, 6], np.int64)), ("s3d", np.array([1, 2, 2, 2, 3], np.int64)),
       ("milli", np.array(0.001, np.float32))], opset=12)
+# Recurrent layers (the recurrent kind): a bidirectional LSTM with every optional input (bias, sequence lengths,
+# initial states, peepholes), its own activations and clip, all three outputs; a reverse GRU (linear_before_reset)
+# over the LSTM's output with only Y_h; a batch-major RNN with ScaledTanh. Weights constant (packed once).
+H, GH = 4, 3
+save("recurrent", [N("LSTM", ["x", "lw", "lr", "lb", "sl", "h0", "c0", "lp"], ["ly", "lyh", "lyc"], hidden_size=H,
+                     direction="bidirectional", clip=3.0,
+                     activations=["HardSigmoid", "Tanh", "Softsign", "Sigmoid", "Elu", "Relu"],
+                     activation_alpha=[0.25, 0.9], activation_beta=[0.45]),
+                   N("Transpose", ["ly"], ["lyt"], perm=[0, 2, 1, 3]), N("Reshape", ["lyt", "r3"], ["gx"]),
+                   N("GRU", ["gx", "gw", "gr", "gb"], ["", "gyh"], hidden_size=GH, direction="reverse",
+                     linear_before_reset=1),
+                   N("Transpose", ["x"], ["xb"], perm=[1, 0, 2]),
+                   N("RNN", ["xb", "rw", "rr"], ["ry"], hidden_size=2, layout=1, activations=["ScaledTanh"],
+                     activation_alpha=[0.8], activation_beta=[1.2]),
+                   N("Reshape", ["ly", "flat"], ["f1"]), N("Reshape", ["lyh", "flat"], ["f2"]),
+                   N("Reshape", ["lyc", "flat"], ["f3"]), N("Reshape", ["gyh", "flat"], ["f4"]),
+                   N("Reshape", ["ry", "flat"], ["f5"]), N("Concat", ["f1", "f2", "f3", "f4", "f5"], ["y"], axis=1)],
+     [5, 2, 3], [1, 138],
+     [("lw", w(2, 4 * H, 3)), ("lr", w(2, 4 * H, H)), ("lb", w(2, 8 * H)), ("sl", np.array([5, 3], np.int32)),
+      ("h0", w(2, 2, H)), ("c0", w(2, 2, H)), ("lp", w(2, 3 * H)), ("r3", np.array([5, 2, 2 * H], np.int64)),
+      ("gw", w(1, 3 * GH, 2 * H)), ("gr", w(1, 3 * GH, GH)), ("gb", w(1, 6 * GH)), ("rw", w(1, 2, 3)), ("rr", w(1, 2, 2)),
+      ("flat", np.array([1, -1], np.int64))], opset=14)
