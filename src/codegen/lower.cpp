@@ -54,7 +54,8 @@ void Lowerer::lowerNode(const ir::Node& n) {
       "Unsqueeze", "Concat", "Transpose", "Split", "Slice", "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace",
       "Trilu", "CumSum", "Clip", "Dropout", "EyeLike", "Range", "OneHot", "RoiAlign", "Resize", "MaxPool",
       "HannWindow", "HammingWindow", "BlackmanWindow", "GatherElements", "ScatterElements", "Scatter", "GatherND",
-      "ScatterND", "TopK", "RNN", "GRU", "LSTM"};
+      "ScatterND", "TopK", "RNN", "GRU", "LSTM", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   typed_ = false;
   const ir::Value* typed_value = nullptr;
   auto look = [&](ir::ValueId v) {

@@ -21,12 +21,21 @@ void Lowerer::reduce(const ir::Node& n, uint32_t code) {
   const Shape& x = shapeOf(n, 0);
   if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
   const int64_t rank = static_cast<int64_t>(x.size());
+  if (!isFloat(g_.value(n.inputs[0]).type.dtype) || g_.value(n.inputs[0]).type.dtype == DType::kF64)
+    unsupported(n, "op {} on {} values has no package form (typed values: docs/package-format.md)", n.op,
+                dtypeName(g_.value(n.inputs[0]).type.dtype));
   std::vector<int64_t> axes;
   if (!ops::reduceAxesFromInput(n, g_.opset)) {
     axes = n.attrInts("axes");
   } else if (n.hasInput(1)) {
     const ir::Value& a = g_.value(n.inputs[1]);
-    if (!a.isConstant()) unsupported(n, "the axes must be a constant to have a package form");
+    if (!a.isConstant()) {  // read by the layer at run time; y's dims (declared or inferred) fix what they may reduce
+      if (shapeOf(n, 1).size() != 1) unsupported(n, "the axes must be 1-D");
+      const uint32_t noop = n.attrInt("noop_with_empty_axes", 0) != 0 ? 1u << 16 : 0u;
+      emit(n, LayerKind::kReduce, {in(n, 0), intIn(n, 1)}, outVal(n, n.outputs[0]),
+           [&] { std::vector<uint32_t> p(1 + x.size(), 0u); p[0] = code | noop; return p; }());
+      return;
+    }
     axes = a.constant->toInt64();
   }
   std::vector<bool> flags;

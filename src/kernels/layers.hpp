@@ -203,6 +203,12 @@ ReduceOp reduceOpFromName(const char* name);
 /// Min; NaN for Mean). Parallel calls split the outputs only.
 void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced, const float* x, float* y,
             ThreadPool* pool);
+/// The dims of a rank-`rank` tensor that ONNX Reduce* axes reduce (negative from the end): no axes reduce every dim,
+/// unless noop_with_empty_axes. False, with `bad_axis` the first axis outside [-rank, rank), when there is one.
+bool reducedDims(const std::vector<int64_t>& axes, int64_t rank, bool noop_with_empty_axes, std::vector<bool>& reduced,
+                 int64_t& bad_axis);
+/// The dims of y that reducing x's `reduced` dims gives (keepdims: each reduced dim 1; else dropped).
+std::vector<int64_t> reducedShape(const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced, bool keepdims);
 
 // ---------------------------------------------------------------------------------------------------------
 // Data movement (element size in bytes, so one kernel serves fp32, fp16 and integer tensors).

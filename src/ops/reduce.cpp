@@ -1,5 +1,7 @@
 // Schemas of reductions (ReduceX with axes/keepdims/noop_with_empty_axes) and ArgMax/ArgMin.
 #include "ops/registry.hpp"
+
+#include "kernels/layers.hpp"
 #include "ops/shape_util.hpp"
 
 
@@ -22,13 +24,7 @@ void registerReduceOps(Registry& r) {
       int64_t bad = 0;
       if (!reducedDims(c.node(), axes, rank, reduced, bad)) c.error("axis {} is out of range for rank {}", bad, rank);
       const Shape& in = c.inputShape(0);
-      bool keep = c.node().attrInt("keepdims", 1) != 0;
-      Shape out;
-      for (size_t i = 0; i < in.size(); ++i) {
-        if (!reduced[i]) out.push_back(in[i]);
-        else if (keep) out.push_back(1);
-      }
-      c.setOutput(0, c.inputDType(0), out);
+      c.setOutput(0, c.inputDType(0), kernels::reducedShape(in, reduced, c.node().attrInt("keepdims", 1) != 0));
     };
     r.add(s);
   }

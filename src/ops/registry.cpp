@@ -2,6 +2,7 @@
 #include "ops/registry.hpp"
 
 #include "ops/shape_util.hpp"
+#include "kernels/layers.hpp"
 
 #include <limits>
 
@@ -106,17 +107,7 @@ bool reduceAxesFromInput(const ir::Node& n, int opset) { return n.op == "ReduceS
 
 bool reducedDims(const ir::Node& n, const std::vector<int64_t>& axes, int64_t rank, std::vector<bool>& reduced,
                  int64_t& bad_axis) {
-  const bool noop = axes.empty() && n.attrInt("noop_with_empty_axes", 0) != 0;
-  reduced.assign(static_cast<size_t>(rank), axes.empty() && !noop);
-  for (int64_t a : axes) {
-    int64_t d = a;
-    if (!normalizeAxis(d, rank)) {
-      bad_axis = a;
-      return false;
-    }
-    reduced[static_cast<size_t>(d)] = true;
-  }
-  return true;
+  return kernels::reducedDims(axes, rank, n.attrInt("noop_with_empty_axes", 0) != 0, reduced, bad_axis);
 }
 
 void Registry::add(OpSchema s) {

@@ -16,7 +16,18 @@ namespace {
 struct ReduceChecks : LayerCheck {
   void reduce() const {
     isFloat(x, "x"); isFloat(y, "y");
-    if (w[0] >= static_cast<uint32_t>(kernels::ReduceOp::kCount)) bad("{}: unknown reduce op {}", what, w[0]);
+    const bool axes_in = d.n_in == 2;  // the axes the model computes: read at run time (the flags all 0)
+    const uint32_t op = axes_in ? w[0] & 0xFFFFu : w[0];
+    if (op >= static_cast<uint32_t>(kernels::ReduceOp::kCount) || (axes_in && (w[0] >> 16) > 1)) bad("{}: unknown reduce op {}", what, w[0]);
+    if (axes_in) {
+      const TensorRef& a = d.in(1);
+      if ((a.type != ElemType::kI64 && a.type != ElemType::kI32) || a.rank != 1 || a.dims[0] > x.rank)
+        bad("{}: the axes are {} {}, not int32 / int64 [at most {}]", what, elemName(a.type), dimsStr(a), x.rank);
+      for (int i = 0; i < x.rank; ++i)
+        if (w[static_cast<size_t>(1 + i)] != 0) bad("{}: axis flag {} of dim {} with the axes as an input (must be 0)", what, w[static_cast<size_t>(1 + i)], i);
+      if (y.rank > x.rank) bad("{}: {} reduced is not {}", what, dimsStr(x), dimsStr(y));
+      return;
+    }
     std::vector<uint32_t> kept_keep, kept;  // y's dims with keepdims, and without
     for (int i = 0; i < x.rank; ++i) {
       uint32_t flag = w[static_cast<size_t>(1 + i)];

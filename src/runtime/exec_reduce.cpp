@@ -38,10 +38,24 @@ void runLayerNorm(Runtime::Impl& im, Step& s) {
 }
 
 void runReduce(Runtime::Impl& im, Step& s) {
-  const Shape& x = s.shapes[0];
+  const Shape &x = s.shapes[0], &y = s.shapes.back();
   std::vector<bool> reduced(x.size());
-  for (size_t i = 0; i < x.size(); ++i) reduced[i] = s.p[1 + i] != 0;
-  kernels::reduce(static_cast<kernels::ReduceOp>(s.p[0]), x, reduced, im.inF(s, 0), im.outF(s), im.pool.get());
+  uint32_t op = s.p[0];
+  if (s.d->n_in == 2) {  // the axes the model computes: the dims they reduce must give the package's y
+    op &= 0xFFFFu;
+    const std::vector<int64_t> axes = intValues(s.d->in(1), s.in[1]);
+    int64_t bad = 0;
+    if (!kernels::reducedDims(axes, static_cast<int64_t>(x.size()), (s.p[0] >> 16) != 0, reduced, bad))
+      fail(ErrorCode::kInvalidInput, "reduce layer: axis {} is out of range for rank {}", bad, x.size());
+    // (keepdims is y's rank: with keepdims 0 and nothing reduced, y is x either way)
+    if (kernels::reducedShape(x, reduced, y.size() == x.size()) != y)
+      fail(ErrorCode::kInvalidInput, "reduce layer: axes [{}] at run time reduce {} to {}; this package was translated for {} "
+           "(translate again for other axes)", fmt::join(axes, ", "), shapeStr(x),
+           shapeStr(kernels::reducedShape(x, reduced, y.size() == x.size())), shapeStr(y));
+  } else {
+    for (size_t i = 0; i < x.size(); ++i) reduced[i] = s.p[1 + i] != 0;
+  }
+  kernels::reduce(static_cast<kernels::ReduceOp>(op), x, reduced, im.inF(s, 0), im.outF(s), im.pool.get());
   im.store(s);
 }
 

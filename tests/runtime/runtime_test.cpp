@@ -319,7 +319,8 @@ TEST(Translate, VendorPoolingIsTwoDimensional) {
   EXPECT_TRUE(m.check("generic").empty());
 }
 
-// Range's start / limit / delta and Resize's scales as model inputs: read by the layers at run time; values that give
+// Range's start / limit / delta, Resize's scales and a reduction's axes as model inputs: read by the layers at run
+// time; values that give
 // the package's shapes compute what the engine computes (scales 2 and 1.5 place other samples than the sizes'
 // ratios 2 and 4/3 would), others stop the run naming the package's dims.
 TEST(Package, RangeAndResizeReadTheirParametersAtRunTime) {
@@ -333,7 +334,13 @@ TEST(Package, RangeAndResizeReadTheirParametersAtRunTime) {
     const char* model;
     std::vector<Tensor> good, bad;
   };
+  auto axis = [](int64_t a) {
+    Tensor t(DType::kI64, {1});
+    t.data<int64_t>()[0] = a;
+    return t;
+  };
   const Run runs[] = {{"range_input", {scalar(1), scalar(3), scalar(0.5f)}, {scalar(1), scalar(3), scalar(0.25f)}},
+                      {"reduce_axes_input", {randomInput({2, 3, 4}, 6), axis(-2)}, {randomInput({2, 3, 4}, 6), axis(0)}},
                       {"resize_scales_input", {randomInput({1, 1, 2, 3}, 4), vec({1, 1, 2, 1.5f})},
                        {randomInput({1, 1, 2, 3}, 4), vec({1, 1, 2, 2})}}};
   for (const Run& r : runs) {

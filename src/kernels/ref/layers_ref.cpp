@@ -490,6 +490,27 @@ ReduceOp reduceOpFromName(const char* name) {
   return ReduceOp::kCount;
 }
 
+bool reducedDims(const std::vector<int64_t>& axes, int64_t rank, bool noop_with_empty_axes, std::vector<bool>& reduced,
+                 int64_t& bad_axis) {
+  reduced.assign(static_cast<size_t>(rank), axes.empty() && !noop_with_empty_axes);
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) {
+      bad_axis = a;
+      return false;
+    }
+    reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  }
+  return true;
+}
+
+std::vector<int64_t> reducedShape(const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced, bool keepdims) {
+  std::vector<int64_t> y;
+  for (size_t i = 0; i < x_shape.size(); ++i)
+    if (!reduced[i]) y.push_back(x_shape[i]);
+    else if (keepdims) y.push_back(1);
+  return y;
+}
+
 void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced, const float* x, float* y,
             ThreadPool* pool) {
   if (static_cast<size_t>(op) >= kReduceNames.size()) fail(ErrorCode::kInvalidArgument, "reduce: unknown op {}", static_cast<int>(op));

@@ -257,14 +257,17 @@ save("sampling", [N("GridSample", ["x", "grid"], ["gs"], padding_mode="border"),
      [("grid", rng.uniform(-1.1, 1.1, size=(1, 3, 4, 2)).astype(np.float32)),
       ("rois", np.array([[0.5, 1.0, 8.0, 7.5], [2.0, 0.0, 11.0, 9.0]], np.float32)),
       ("bi", np.array([0, 0], np.int64)), ("flat", np.array([1, -1], np.int64))], opset=16)
-# Range and Resize whose start / limit / delta and scales are model inputs: the declared outputs fix the shapes; the
+# Range, Resize and a reduction whose start / limit / delta, scales and axes are model inputs: the declared outputs fix the shapes; the
 # layers read the values at run time and refuse ones that give other shapes (tests/runtime/runtime_test.cpp).
 for name, nodes, ins, outs, opset in (
         ("range_input", [N("Range", ["s", "l", "d"], ["y"])],
          [helper.make_tensor_value_info(k, F, []) for k in ("s", "l", "d")], [helper.make_tensor_value_info("y", F, [4])], 13),
         ("resize_scales_input", [N("Resize", ["x", "", "sc"], ["y"], mode="linear")],
          [helper.make_tensor_value_info("x", F, [1, 1, 2, 3]), helper.make_tensor_value_info("sc", F, [4])],
-         [helper.make_tensor_value_info("y", F, [1, 1, 4, 4])], 13)):
+         [helper.make_tensor_value_info("y", F, [1, 1, 4, 4])], 13),
+        ("reduce_axes_input", [N("ReduceSum", ["x", "ax"], ["y"], keepdims=0)],
+         [helper.make_tensor_value_info("x", F, [2, 3, 4]), helper.make_tensor_value_info("ax", I64, [1])],
+         [helper.make_tensor_value_info("y", F, [2, 4])], 13)):
     m = helper.make_model(helper.make_graph(nodes, name, ins, outs), opset_imports=[helper.make_opsetid("", opset)],
                           producer_name="npuc-tests")
     m.ir_version = 8
