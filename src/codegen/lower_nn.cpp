@@ -32,11 +32,11 @@ void Lowerer::conv(const ir::Node& n) {
   bool tr = n.op == "ConvTranspose";
   const Shape& xs = shapeOf(n, 0);
   if (xs.size() != 4 && xs.size() != 3) unsupported(n, "{}-D convolution has no package form (1-D and 2-D)", xs.size() - 2);
-  const Tensor* w = constIn(n, 1);
-  if (!w) unsupported(n, "weights must be constants");
+  const Tensor* w = constIn(n, 1);  // (null: weights the model computes, read by the layer when it runs)
   if (n.hasInput(2) && !constIn(n, 2)) unsupported(n, "bias must be a constant");
-  Shape wshape = as4d(w->shape());
-  std::vector<int64_t> ks(w->shape().begin() + 2, w->shape().end());
+  const Shape& wsh = shapeOf(n, 1);
+  Shape wshape = as4d(wsh);
+  std::vector<int64_t> ks(wsh.begin() + 2, wsh.end());
   std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
   ops::Window win = tr ? ops::resolveTransposedWindow(n, spatial, ks) : ops::resolveWindow(n, spatial, ks, false);
   auto at = [one = xs.size() == 3](const std::vector<int64_t>& v, int i, int64_t one_d) { return hw(v, i, one_d, one); };
@@ -45,7 +45,7 @@ void Lowerer::conv(const ir::Node& n) {
                              u32(at(win.stride, 1, 1)), u32(at(win.dilation, 0, 1)), u32(at(win.dilation, 1, 1)),
                              u32(at(win.pad_begin, 0, 0)), u32(at(win.pad_begin, 1, 0))};
   int x = in(n, 0);
-  int wv = weightVal(g_.value(n.inputs[1]).name, wshape, floatBytes(*w, false), ft_);
+  int wv = w ? weightVal(g_.value(n.inputs[1]).name, wshape, floatBytes(*w, false), ft_) : in(n, 1);
   std::vector<int> ins = {x, wv};
   if (const Tensor* b = constIn(n, 2)) ins.push_back(weightVal(g_.value(n.inputs[2]).name, b->shape(), floatBytes(*b, true), ElemType::kF32));
   ir::ValueId outv = n.outputs[0];

@@ -40,7 +40,7 @@ struct NnChecks : LayerCheck {
       if (d.n_in > 3) bad("{}: {} inputs (the float form takes 2 or 3)", what, d.n_in);
       isFloat(x, "x"); isFloat(wt, "w"); isFloat(y, "y");
     }
-    weightRef(wt, what + ": weights");
+    if (int8 || pow2) weightRef(wt, what + ": weights");  // (float weights may be computed: read when the layer runs)
     int64_t g = si(0);
     int64_t C = x.dims[1], M = y.dims[1];
     if (C < 1 || M < 1 || g < 1 || g > std::min(C, M) || C % g || M % g)

@@ -12,6 +12,12 @@ namespace {
 
 using Step = Runtime::Impl::Step;
 
+/// Whether reference r lies in the weight space (a package constant: it never changes between runs).
+bool isWeight(Runtime::Impl& im, const package::TensorRef& r) {
+  const Space& w = im.space("weight");
+  return r.addr >= w.addr && r.addr - w.addr < w.size;
+}
+
 void prepareConv(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   Runtime::Impl::windowShape(s, s.cs);
@@ -30,8 +36,9 @@ void prepareConv(Runtime::Impl& im, Step& s) {
                                                im.opts.exact ? kernels::QConvPath::kBaseline : kernels::bestQConvPath());
     return;
   }
-  s.w = Runtime::Impl::weightsF32(s, 1);
   if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
+  if (!isWeight(im, d.in(1))) return;  // weights the model computes: read (and packed, in fast mode) on every run
+  s.w = Runtime::Impl::weightsF32(s, 1);
   if (!im.opts.exact) s.conv = std::make_unique<kernels::Conv>(s.cs, s.w, s.bias, s.act);
 }
 
@@ -44,23 +51,29 @@ void runConv(Runtime::Impl& im, Step& s) {
     s.conv->run(s.in[0], im.storageOf(d.in(0)), s.out, im.storageOf(d.out(0)), im.pool.get());
     return;
   }
-  kernels::conv_exact(s.cs, im.inF(s, 0), s.w, s.bias, s.act, im.outF(s), im.pool.get());
+  const float* w = s.w ? s.w : im.inF(s, 1);
+  if (!s.w && !im.opts.exact) {  // computed weights, fast mode: packed for this run
+    kernels::Conv(s.cs, w, s.bias, s.act).run(s.in[0], im.storageOf(d.in(0)), s.out, im.storageOf(d.out(0)), im.pool.get());
+    return;
+  }
+  kernels::conv_exact(s.cs, im.inF(s, 0), w, s.bias, s.act, im.outF(s), im.pool.get());
   im.store(s);
 }
 
 void prepareConvTranspose(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   Runtime::Impl::windowShape(s, s.ts);
-  s.w = Runtime::Impl::weightsF32(s, 1);
+  if (isWeight(im, d.in(1))) s.w = Runtime::Impl::weightsF32(s, 1);  // (else the model computes them: read per run)
   if (d.n_in > 2) s.bias = reinterpret_cast<const float*>(s.in[2]);
   s.post_act = true;
 }
 
 void runConvTranspose(Runtime::Impl& im, Step& s) {
   const float* x = im.inF(s, 0);
+  const float* w = s.w ? s.w : im.inF(s, 1);
   float* y = im.outF(s);
-  if (im.opts.exact) kernels::conv_transpose_ref(s.ts, x, s.w, s.bias, y);
-  else kernels::conv_transpose(s.ts, x, s.w, s.bias, y, im.pool.get());
+  if (im.opts.exact) kernels::conv_transpose_ref(s.ts, x, w, s.bias, y);
+  else kernels::conv_transpose(s.ts, x, w, s.bias, y, im.pool.get());
   im.store(s);
 }
 
@@ -272,12 +285,6 @@ void runPoolNd(Runtime::Impl& im, Runtime::Impl::Step& s) {
   int64_t* indices = d.n_out == 2 ? reinterpret_cast<int64_t*>(im.at(d.out(1).addr, d.out(1).bytes, "pool_nd's indices")) : nullptr;
   kernels::poolNd(p, im.inF(s, 0), im.outF(s), indices, im.pool.get());
   im.store(s);
-}
-
-/// Whether reference r lies in the weight space (a package constant: it never changes between runs).
-bool isWeight(Runtime::Impl& im, const package::TensorRef& r) {
-  const Space& w = im.space("weight");
-  return r.addr >= w.addr && r.addr - w.addr < w.size;
 }
 
 void prepareRecurrent(Runtime::Impl& im, Step& s) {

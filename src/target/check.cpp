@@ -106,7 +106,7 @@ const std::set<std::string>& derivedFactNames() {
       "exclude_outside", "in_rank", "in_elems", "in_shape", "in_c", "in_w", "in_h", "out_rank", "out_elems",
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
-      "depthwise", "m", "k", "n", "b_constant", "min", "max", "const_inputs", "broadcast", "merged_ops", "perm",
+      "depthwise", "m", "k", "n", "b_constant", "w_constant", "min", "max", "const_inputs", "broadcast", "merged_ops", "perm",
       "at_model_input", "at_model_output"};
   return k;
 }
@@ -336,6 +336,8 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     }
     f["b_constant"] = Value(int64_t{g.value(n.inputs[1]).isConstant()});
   }
+  if ((kop == "Conv" || kop == "ConvTranspose") && n.hasInput(1))  // weights (and bias) the model's own constants
+    f["w_constant"] = Value(int64_t{g.value(n.inputs[1]).isConstant() && (!n.hasInput(2) || g.value(n.inputs[2]).isConstant())});
   return f;
 }
 

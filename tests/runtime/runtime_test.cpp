@@ -168,7 +168,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
                         "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
                         "gather", "tile_expand", "instance_norm", "where", "einsum", "typed_compare_where", "typed_logic",
-                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "recurrent", "pool3d"})
+                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "recurrent", "conv_computed_weights", "pool3d"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }
@@ -317,6 +317,22 @@ TEST(Translate, VendorPoolingIsTwoDimensional) {
     EXPECT_EQ(hits, 3) << t;  // the two 3-D pools and the MaxPool with Indices
   }
   EXPECT_TRUE(m.check("generic").empty());
+}
+
+// DRP-AI's AI-MAC and TIDL's EVE read convolution weights from the network's stored parameters: a Conv or
+// ConvTranspose whose weights the model computes (which generic packages run) is reported with the manual's rule.
+TEST(Translate, VendorConvolutionWeightsAreConstants) {
+  const Model m = Model::load(kSrc + "/tests/data/kinds/conv_computed_weights.onnx");
+  for (auto [t, rules] : {std::pair{"drpai", std::vector<std::string>{"drpai.conv.constant_weights"}},
+                          std::pair{"tidl", std::vector<std::string>{"tidl.conv.constant_weights", "tidl.deconv.constant_weights"}}}) {
+    std::vector<CheckRow> rows = m.check(t);
+    for (const std::string& rule : rules)
+      EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const CheckRow& r) { return r.rule_id == rule; }), 1) << t << " " << rule;
+  }
+  EXPECT_TRUE(m.check("generic").empty());
+  const Model c = Model::load(kSrc + "/tests/data/kinds/convtranspose.onnx");  // constant weights: no such row
+  for (const char* t : {"drpai", "tidl"})
+    for (const CheckRow& r : c.check(t)) EXPECT_EQ(r.rule_id.find("constant_weights"), std::string::npos) << t;
 }
 
 // Range's start / limit / delta, Resize's scales and a reduction's axes as model inputs: read by the layers at run

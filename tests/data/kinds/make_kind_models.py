@@ -305,3 +305,15 @@ save("recurrent", [N("LSTM", ["x", "lw", "lr", "lb", "sl", "h0", "c0", "lp"], ["
       ("h0", w(2, 2, H)), ("c0", w(2, 2, H)), ("lp", w(2, 3 * H)), ("r3", np.array([5, 2, 2 * H], np.int64)),
       ("gw", w(1, 3 * GH, 2 * H)), ("gr", w(1, 3 * GH, GH)), ("gb", w(1, 6 * GH)), ("rw", w(1, 2, 3)), ("rr", w(1, 2, 2)),
       ("flat", np.array([1, -1], np.int64))], opset=14)
+# Convolution weights the model computes (the conv / conv_transpose layers read them when they run, packed per run in
+# fast mode): a 2-D Conv whose weights are scaled by the input's mean (constant bias, Relu fused), then a 1-D
+# ConvTranspose whose weights are a reshaped slice of that feature map.
+save("conv_computed_weights", [N("ReduceMean", ["x"], ["m"], keepdims=0), N("Mul", ["cw", "m"], ["w2"]),
+                               N("Conv", ["x", "w2", "cb"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["r"]),
+                               N("Slice", ["r", "s0", "s1", "s2"], ["sl"]), N("Reshape", ["sl", "ws"], ["wt"]),
+                               N("Reshape", ["r", "r1"], ["r1d"]),
+                               N("ConvTranspose", ["r1d", "wt"], ["t"], strides=[2]), N("Reshape", ["t", "flat"], ["y"])],
+     [1, 3, 5, 5], [1, 53],
+     [("cw", w(4, 3, 3, 3)), ("cb", w(4)), ("s0", np.array([0, 0], np.int64)), ("s1", np.array([4, 1], np.int64)),
+      ("s2", np.array([1, 2], np.int64)), ("ws", np.array([4, 1, 5], np.int64)), ("r1", np.array([1, 4, 25], np.int64)),
+      ("flat", np.array([1, -1], np.int64))])
