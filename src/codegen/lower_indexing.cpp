@@ -94,6 +94,17 @@ void Lowerer::oneHot(const ir::Node& n) {
   emit(n, LayerKind::kOneHot, ins, outVal(n, n.outputs[0]), {u32(axis)});
 }
 
+/// Compress: a compress layer; y's dim (declared, or known from a constant condition) is the count it keeps, which
+/// the layer checks when it runs.
+void Lowerer::compressNode(const ir::Node& n) {
+  const Shape& xs = shapeOf(n, 0);
+  int64_t axis = n.attrInt("axis", 0);
+  if (n.hasAttr("axis") && !ops::normalizeAxis(axis, static_cast<int64_t>(xs.size()))) unsupported(n, "axis {} out of range", n.attrInt("axis", 0));
+  if (g_.value(n.inputs[1]).type.dtype != DType::kBool) unsupported(n, "the condition must be bool");
+  const int x = typedIn(n, 0), cond = typedIn(n, 1);
+  emit(n, LayerKind::kCompress, {x, cond}, outVal(n, n.outputs[0]), {n.hasAttr("axis") ? u32(axis) : 0xFFFFFFFFu});
+}
+
 void Lowerer::gridSample(const ir::Node& n) {
   if (shapeOf(n, 0).size() != 4) unsupported(n, "a {}-D input (2-D sampling: [N, C, H, W])", shapeOf(n, 0).size());
   const std::string mode = n.attrString("mode", "bilinear"), pad = n.attrString("padding_mode", "zeros");
@@ -117,6 +128,7 @@ void registerIndexingLowerings(LowerTable& t) {
   t[{"", "GridSample"}] = &Lowerer::gridSample;
   t[{"", "RoiAlign"}] = &Lowerer::roiAlign;
   t[{"", "OneHot"}] = &Lowerer::oneHot;
+  t[{"", "Compress"}] = &Lowerer::compressNode;
   t[{"", "GatherElements"}] = &Lowerer::gatherElements;
   t[{"", "ScatterElements"}] = &Lowerer::gatherElements;
   t[{"", "Scatter"}] = &Lowerer::gatherElements;

@@ -64,34 +64,17 @@ void oneHot(KernelCall& c) {
 
 void compress(KernelCall& c) {
   const Tensor& x = c.input(0);
-  auto cond = c.input(1).toDouble();
+  std::vector<uint8_t> cond;
+  for (double v : c.input(1).toDouble()) cond.push_back(v != 0);
   Tensor& y = c.alloc(0);
-  size_t es = dtypeSize(x.dtype());
-  const auto* src = static_cast<const uint8_t*>(x.raw());
-  auto* out = static_cast<uint8_t*>(y.raw());
-  if (!c.node.hasAttr("axis")) {
-    int64_t j = 0;
-    for (int64_t i = 0; i < std::min<int64_t>(x.numel(), static_cast<int64_t>(cond.size())); ++i)
-      if (cond[static_cast<size_t>(i)] != 0) std::memcpy(out + static_cast<size_t>(j++) * es, src + static_cast<size_t>(i) * es, es);
-    return;
+  int64_t outer = 1, inner = 1, dim = x.numel();
+  if (c.node.hasAttr("axis")) {  // (else x flattened)
+    int64_t axis = c.node.attrInt("axis", 0);
+    ops::normalizeAxis(axis, x.rank());
+    dim = x.dim(static_cast<int>(axis));
+    for (int i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= i == axis ? 1 : x.dim(i);
   }
-  int64_t axis = c.node.attrInt("axis", 0);
-  ops::normalizeAxis(axis, x.rank());
-  int64_t outer = 1, inner = 1, dim = x.dim(static_cast<int>(axis));
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i < axis) outer *= x.dim(i);
-    if (i > axis) inner *= x.dim(i);
-  }
-  int64_t kept = y.dim(static_cast<int>(axis)), j = 0;
-  for (int64_t o = 0; o < outer; ++o) {
-    j = 0;
-    for (int64_t i = 0; i < std::min<int64_t>(dim, static_cast<int64_t>(cond.size())); ++i) {
-      if (cond[static_cast<size_t>(i)] == 0) continue;
-      std::memcpy(out + static_cast<size_t>((o * kept + j) * inner) * es, src + static_cast<size_t>((o * dim + i) * inner) * es,
-                  static_cast<size_t>(inner) * es);
-      ++j;
-    }
-  }
+  kernels::compress(dtypeSize(x.dtype()), outer, dim, inner, cond.data(), static_cast<int64_t>(cond.size()), x.raw(), y.raw());
 }
 
 void cumSum(KernelCall& c) {

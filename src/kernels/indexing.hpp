@@ -50,4 +50,11 @@ void topK(DType t, bool largest, int64_t outer, int64_t n, int64_t inner, int64_
 void oneHot(DType it, const void* indices, int64_t outer, int64_t depth, int64_t inner, size_t elem, const void* values,
             void* y);
 
+/// Compress: the slices of x viewed as [outer, dim, inner] whose condition (cond_len bytes, nonzero = true; those past
+/// dim are not read) is true, in order: y [outer, kept, inner]. Without an axis ONNX flattens x: outer = inner = 1.
+/// compressKept counts them (the caller compares the count with y's dim: a package's shapes are fixed).
+int64_t compressKept(const uint8_t* cond, int64_t cond_len, int64_t dim);
+void compress(size_t elem, int64_t outer, int64_t dim, int64_t inner, const uint8_t* cond, int64_t cond_len, const void* x,
+              void* y);
+
 }  // namespace npuc::kernels

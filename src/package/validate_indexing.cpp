@@ -119,6 +119,22 @@ struct IndexingChecks : LayerCheck {
       bad("{}: sampling_ratio {}, spatial_scale {}, flags {} {} {}", what, static_cast<int32_t>(w[0]), scale, w[2], w[3], w[4]);
   }
 
+  void compress() const {
+    const TensorRef& cond = d.in(1);
+    sameType(x, y, "x", "y");
+    typeIs(cond, ElemType::kBool, "condition");
+    if (cond.rank != 1) bad("{}: the condition is {}, not 1-D", what, dimsStr(cond));
+    const bool flat = w[0] == 0xFFFFFFFFu;
+    if (!flat && w[0] >= x.rank) bad("{}: axis {} out of range for rank {}", what, w[0], x.rank);
+    const uint64_t dim = flat ? x.numel() : x.dims[w[0]];
+    std::vector<int64_t> want = flat ? std::vector<int64_t>{0} : dimsOf(x);
+    const size_t at = flat ? 0 : w[0];
+    const uint64_t kept = y.rank == want.size() ? y.dims[at] : 0;
+    want[at] = static_cast<int64_t>(kept);
+    if (dimsOf(y) != want || kept > std::min<uint64_t>(dim, cond.dims[0]))
+      bad("{}: {} compressed along {} by a condition {} is not {}", what, dimsStr(x), flat ? std::string("its elements") : fmt::format("axis {}", w[0]), dimsStr(cond), dimsStr(y));
+  }
+
   void topK() const {
     const TensorRef& ind = d.out(1);
     sameType(x, y, "x", "values");
@@ -143,6 +159,7 @@ const KindCheck kind_checks::kScatterNd = [](const LayerCheck& c) { IndexingChec
 const KindCheck kind_checks::kOneHot = [](const LayerCheck& c) { IndexingChecks{c}.oneHot(); };
 const KindCheck kind_checks::kGridSample = [](const LayerCheck& c) { IndexingChecks{c}.gridSample(); };
 const KindCheck kind_checks::kRoiAlign = [](const LayerCheck& c) { IndexingChecks{c}.roiAlign(); };
+const KindCheck kind_checks::kCompress = [](const LayerCheck& c) { IndexingChecks{c}.compress(); };
 const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
 
 }  // namespace npuc::package

@@ -104,8 +104,26 @@ void runRoiAlign(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runCompress(Runtime::Impl&, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const Shape &x = s.shapes[0], &y = s.shapes.back();
+  const bool flat = s.p[0] == 0xFFFFFFFFu;
+  int64_t outer = 1, inner = 1, dim = shapeNumel(x), kept = flat ? y[0] : y[s.p[0]];
+  if (!flat) {
+    dim = x[s.p[0]];
+    for (size_t i = 0; i < x.size(); ++i) (i < s.p[0] ? outer : inner) *= i == s.p[0] ? 1 : x[i];
+  }
+  const auto* cond = s.in[1];
+  const int64_t len = static_cast<int64_t>(d.in(1).numel()), got = kernels::compressKept(cond, len, dim);
+  if (got != kept)
+    fail(ErrorCode::kInvalidInput, "compress layer: the condition keeps {} slices at run time; this package was translated for {} "
+         "(translate again for another count)", got, kept);
+  kernels::compress(package::elemSize(d.in(0).type), outer, dim, inner, cond, len, s.in[0], s.out);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kCompress = {nullptr, &runCompress};
 const KindExec kind_exec::kGridSample = {nullptr, &runGridSample};
 const KindExec kind_exec::kRoiAlign = {nullptr, &runRoiAlign};
 const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};

@@ -335,7 +335,7 @@ TEST(Translate, VendorConvolutionWeightsAreConstants) {
     for (const CheckRow& r : c.check(t)) EXPECT_EQ(r.rule_id.find("constant_weights"), std::string::npos) << t;
 }
 
-// Range's start / limit / delta, Resize's scales and a reduction's axes as model inputs: read by the layers at run
+// Range's start / limit / delta, Resize's scales, a reduction's axes and Compress's condition as model inputs or computed: read by the layers at run
 // time; values that give
 // the package's shapes compute what the engine computes (scales 2 and 1.5 place other samples than the sizes'
 // ratios 2 and 4/3 would), others stop the run naming the package's dims.
@@ -355,7 +355,17 @@ TEST(Package, RangeAndResizeReadTheirParametersAtRunTime) {
     t.data<int64_t>()[0] = a;
     return t;
   };
-  const Run runs[] = {{"range_input", {scalar(1), scalar(3), scalar(0.5f)}, {scalar(1), scalar(3), scalar(0.25f)}},
+  auto channels = [](int positive) {  // x [2, 5, 3]: channels < `positive` of the five (every other one) reach above 0
+    Tensor t = randomInput({2, 5, 3}, 8);
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const int c = static_cast<int>(i / 3 % 5);
+      p[i] = (c % 2 == 0 && c / 2 < positive) || (positive > 3 && c % 2 == 1) ? std::fabs(p[i]) + 0.1f : -std::fabs(p[i]) - 0.1f;
+    }
+    return t;
+  };
+  const Run runs[] = {{"compress_computed", {channels(3)}, {channels(4)}},
+                      {"range_input", {scalar(1), scalar(3), scalar(0.5f)}, {scalar(1), scalar(3), scalar(0.25f)}},
                       {"reduce_axes_input", {randomInput({2, 3, 4}, 6), axis(-2)}, {randomInput({2, 3, 4}, 6), axis(0)}},
                       {"resize_scales_input", {randomInput({1, 1, 2, 3}, 4), vec({1, 1, 2, 1.5f})},
                        {randomInput({1, 1, 2, 3}, 4), vec({1, 1, 2, 2})}}};
@@ -482,14 +492,14 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
 }
 
 TEST(Translate, NodesWithoutAPackageFormAreReportedLikeBrokenRules) {
-  // Compress has no descriptor yet: check reports it (rule generic.package) and translate writes the
+  // MaxUnpool has no descriptor yet: check reports it (rule generic.package) and translate writes the
   // same error report instead of stopping at the first such node with no report (check passed such models before).
   fs::path root = scratchDir("no_form");
   const std::string model = kSrc + "/tests/data/bad/no_package_form.onnx";
   TranslateResult r = translateTo(model, "generic", root, "up");
   EXPECT_FALSE(r.ok);
   ASSERT_FALSE(r.errors.empty());
-  EXPECT_EQ(r.errors[0].op, "Compress");
+  EXPECT_EQ(r.errors[0].op, "MaxUnpool");
   EXPECT_EQ(r.errors[0].rule_id, "generic.package");
   EXPECT_NE(r.errors[0].actual.find("no package form"), std::string::npos) << r.errors[0].actual;
   EXPECT_TRUE(fs::exists(root / "up" / "up_error_report.csv"));

@@ -249,4 +249,23 @@ void oneHot(DType it, const void* indices, int64_t outer, int64_t depth, int64_t
       }
 }
 
+int64_t compressKept(const uint8_t* cond, int64_t cond_len, int64_t dim) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < std::min(dim, cond_len); ++i) kept += cond[i] != 0;
+  return kept;
+}
+
+void compress(size_t es, int64_t outer, int64_t dim, int64_t inner, const uint8_t* cond, int64_t cond_len, const void* x,
+              void* y) {
+  const auto* src = static_cast<const uint8_t*>(x);
+  auto* out = static_cast<uint8_t*>(y);
+  const size_t slice = static_cast<size_t>(inner) * es;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < std::min(dim, cond_len); ++i)
+      if (cond[i]) {
+        std::memcpy(out, src + static_cast<size_t>(o * dim + i) * slice, slice);
+        out += slice;
+      }
+}
+
 }  // namespace npuc::kernels

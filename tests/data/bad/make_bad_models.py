@@ -51,8 +51,9 @@ w.data_location = TensorProto.EXTERNAL
 e = w.external_data.add()
 e.key, e.value = "location", "w.bin"
 save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], inits=[w]), "external_link.onnx")
-# An op the engine runs but no package holds yet (Compress): check reports it, translate writes the error report
+# An op the engine runs but no package holds yet (MaxUnpool): check reports it, translate writes the error report
 # (tests/runtime/runtime_test.cpp).
-cond = numpy_helper.from_array(np.array([True, False, True]), "cond")
-save(model([helper.make_node("Compress", ["x", "cond"], ["y"], name="compress", axis=1)], [x], [y], inits=[cond]),
-     "no_package_form.onnx")
+idx = numpy_helper.from_array((np.arange(3 * 4 * 4).reshape(1, 3, 4, 4) * 4).astype(np.int64), "idx")
+save(model([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+            helper.make_node("MaxUnpool", ["p", "idx"], ["y"], name="unpool", kernel_shape=[2, 2], strides=[2, 2])],
+           [x], [y], inits=[idx]), "no_package_form.onnx")
