@@ -1,11 +1,15 @@
 // Models with recurrent layers (RNN, GRU, LSTM) on the reference engine against PyTorch's own outputs: the cases the
 // ONNX test data does not cover (bidirectional, stacked, batch-first, a ReLU RNN, initial states), exported by
-// tests/data/recurrent/generate.py. Also: the bits do not depend on the thread count, and a bad sequence length is
-// an error naming it.
+// tests/data/recurrent/generate.py. Also: the bits do not depend on the thread count, each model's generic package
+// (recurrent layers) computes the engine's bits in --exact and fast mode, and a bad sequence length is an error
+// naming it.
 #include "engine/engine.hpp"
 #include "ir/graph.hpp"
 #include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
 #include "ops/registry.hpp"
+
+#include "scratch_dir.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -49,6 +53,20 @@ TEST_P(RecurrentModels, EqualPyTorch) {
   }
   std::vector<Tensor> two = Session(m, 2).run(in);
   for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(two[k].sameBits(got[k])) << name << " output " << k << " at 2 threads";
+  TranslateOptions o;
+  o.prefix = name;
+  o.onnx = kDir / (name + ".onnx");
+  o.target = "generic";
+  o.out_root = test::scratchDir("recurrent_" + name);
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok) << name;
+  for (RuntimeOptions opts : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+    Runtime rt(r.dir, opts);
+    for (const auto& [input, t] : in) rt.setInput(input, t);
+    rt.run();
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(rt.output(m.outputs()[k].name).sameBits(got[k])) << name << " package output " << k << (opts.exact ? " exact" : " fast");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, RecurrentModels,
