@@ -307,10 +307,13 @@ void checkRecurrent(const LayerCheck& c) {
   const uint64_t seq = bm ? x.dims[1] : x.dims[0], batch = bm ? x.dims[0] : x.dims[1], input = x.dims[2], hidden = w[9];
   const uint64_t dirs = w[1], gates = static_cast<uint64_t>(kernels::rnnGates(cell));
   if (hidden < 1 || hidden > wt.numel()) c.bad("{}: hidden {} for weights of {} values", c.what, hidden, wt.numel());
-  // [W | R | B | P] per the flags; every factor is at most the weights' element count (< 2^32), so no product overflows.
+  // [W | R | B | P] per the flags (hidden and input at most the weights' element count, < 2^32; the products checked).
   const uint64_t gh = gates * hidden;
-  const uint64_t want = dirs * (gh * input + gh * hidden + ((w[7] & kRnnInB) ? 2 * gh : 0) + ((w[7] & kRnnInP) ? 3 * hidden : 0));
-  if (input > wt.numel() || wt.rank != 1 || wt.dims[0] != want || (wt.type != ElemType::kF32 && wt.type != c.ft))
+  uint64_t wi = 0, rh = 0, want = 0;
+  const bool fits = input <= wt.numel() && !__builtin_mul_overflow(gh, input, &wi) && !__builtin_mul_overflow(gh, hidden, &rh) &&
+                    wi <= wt.numel() && rh <= wt.numel() &&  // (so the sum below cannot wrap)
+                    !__builtin_mul_overflow(dirs, wi + rh + ((w[7] & kRnnInB) ? 2 * gh : 0) + ((w[7] & kRnnInP) ? 3 * hidden : 0), &want);
+  if (!fits || wt.rank != 1 || wt.dims[0] != want || (wt.type != ElemType::kF32 && wt.type != c.ft))
     c.bad("{}: weights must be float [{}] (W, R{}{} of {} direction(s), {} gates, hidden {}, input {}), got {} {}", c.what,
           want, (w[7] & kRnnInB) ? ", B" : "", (w[7] & kRnnInP) ? ", P" : "", dirs, gates, hidden, input, elemName(wt.type), dimsStr(wt));
   const std::vector<int64_t> state = bm ? std::vector<int64_t>{static_cast<int64_t>(batch), static_cast<int64_t>(dirs), static_cast<int64_t>(hidden)}
