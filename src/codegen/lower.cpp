@@ -54,7 +54,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
       "Unsqueeze", "Concat", "Transpose", "Split", "Slice", "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace",
       "Trilu", "CumSum", "Clip", "Dropout", "EyeLike", "Range", "OneHot", "RoiAlign", "Resize", "MaxPool",
       "HannWindow", "HammingWindow", "BlackmanWindow", "GatherElements", "ScatterElements", "Scatter", "GatherND",
-      "ScatterND", "TopK", "Compress", "RNN", "GRU", "LSTM", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ScatterND", "TopK", "Compress", "ConstantOfShape", "RNN", "GRU", "LSTM", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   typed_ = false;
   const ir::Value* typed_value = nullptr;

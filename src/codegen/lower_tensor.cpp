@@ -380,7 +380,26 @@ void Lowerer::tileNode(const ir::Node& n) {
   d.views = {xs, ys};
 }
 
+/// ConstantOfShape of a shape the model computes (a constant shape folds at import): the value, a weight viewed at
+/// y's rank, tiled to y (declared by the model); the layer checks the shape when it runs.
+void Lowerer::constantOfShape(const ir::Node& n) {
+  const ir::Value& yv = g_.value(n.outputs[0]);
+  const Shape& ys = yv.type.shape;
+  if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
+  Tensor v(DType::kF32, {1});
+  v.data<float>()[0] = 0.0f;
+  if (const Tensor* a = n.attrTensor("value")) {
+    if (a->numel() != 1) unsupported(n, "'value' holds {} elements, not one", a->numel());
+    v = a->reshaped({1});
+  }
+  const std::string name = n.name + "/value";
+  const int value = isTypedValue(yv) ? rawWeightVal(name, v) : weightVal(name, {1}, floatBytes(v, false), ft_);
+  LDesc& d = emit(n, LayerKind::kTile, {value, intIn(n, 0)}, outVal(n, n.outputs[0]));
+  d.views = {Shape(ys.size(), 1), shapeOf(n, 0), ys};
+}
+
 void registerTensorLowerings(LowerTable& t) {
+  t[{"", "ConstantOfShape"}] = &Lowerer::constantOfShape;
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) t[{"", op}] = &Lowerer::copyLike;
   t[{"", "Concat"}] = &Lowerer::concat;
   t[{"", "Transpose"}] = &Lowerer::transposeNode;

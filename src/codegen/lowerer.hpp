@@ -573,6 +573,7 @@ class Lowerer {
   void scatterNd(const ir::Node& n);
   void topK(const ir::Node& n);
   void oneHot(const ir::Node& n);
+  void constantOfShape(const ir::Node& n);  // lower_tensor.cpp
   void compressNode(const ir::Node& n);
   void gridSample(const ir::Node& n);
   void roiAlign(const ir::Node& n);

@@ -124,6 +124,11 @@ struct TensorChecks : LayerCheck {
       const uint32_t xd = x.dims[static_cast<size_t>(i)], yd = y.dims[static_cast<size_t>(i)];
       if (xd ? yd % xd != 0 : yd != 0) bad("{}: {} does not tile {}", what, dimsStr(x), dimsStr(y));
     }
+    if (d.n_in == 2) {  // ConstantOfShape's shape, computed by the model
+      const TensorRef& s = d.in(1);
+      if ((s.type != ElemType::kI64 && s.type != ElemType::kI32) || s.rank != 1 || s.dims[0] != y.rank)
+        bad("{}: the shape is {} {}, not int32 / int64 [{}]", what, elemName(s.type), dimsStr(s), y.rank);
+    }
   }
 };
 

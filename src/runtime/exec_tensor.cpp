@@ -103,6 +103,10 @@ void runGather(Runtime::Impl& im, Step& s) {
 void runTile(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   const size_t es = package::elemSize(d.out(0).type);
+  if (d.n_in == 2)  // ConstantOfShape's shape, computed by the model: the one the package's y was fixed for
+    if (const std::vector<int64_t> given = intValues(d.in(1), s.in[1]); given != s.shapes.back())
+      fail(ErrorCode::kInvalidInput, "tile layer: the shape is {} at run time; this package was translated for {} (translate "
+           "again for another shape)", shapeStr(given), shapeStr(s.shapes.back()));
   kernels::tile(s.shapes[0], s.shapes.back(), es, s.in[0], s.out, im.pool.get());
 }
 

@@ -335,7 +335,8 @@ TEST(Translate, VendorConvolutionWeightsAreConstants) {
     for (const CheckRow& r : c.check(t)) EXPECT_EQ(r.rule_id.find("constant_weights"), std::string::npos) << t;
 }
 
-// Range's start / limit / delta, Resize's scales, a reduction's axes and Compress's condition as model inputs or computed: read by the layers at run
+// Range's start / limit / delta, Resize's scales, a reduction's axes, Compress's condition and ConstantOfShape's shape
+// as model inputs or computed: read by the layers at run
 // time; values that give
 // the package's shapes compute what the engine computes (scales 2 and 1.5 place other samples than the sizes'
 // ratios 2 and 4/3 would), others stop the run naming the package's dims.
@@ -364,7 +365,13 @@ TEST(Package, RangeAndResizeReadTheirParametersAtRunTime) {
     }
     return t;
   };
+  auto dims = [](std::vector<int64_t> v) {
+    Tensor t(DType::kI64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+  };
   const Run runs[] = {{"compress_computed", {channels(3)}, {channels(4)}},
+                      {"constant_of_shape_input", {dims({2, 3})}, {dims({3, 2})}},
                       {"range_input", {scalar(1), scalar(3), scalar(0.5f)}, {scalar(1), scalar(3), scalar(0.25f)}},
                       {"reduce_axes_input", {randomInput({2, 3, 4}, 6), axis(-2)}, {randomInput({2, 3, 4}, 6), axis(0)}},
                       {"resize_scales_input", {randomInput({1, 1, 2, 3}, 4), vec({1, 1, 2, 1.5f})},

@@ -270,7 +270,9 @@ for name, nodes, ins, outs, opset in (
          [helper.make_tensor_value_info("y", F, [2, 4])], 13),
         ("compress_computed", [N("ReduceMax", ["x"], ["m"], axes=[0, 2], keepdims=0), N("Greater", ["m", "zero"], ["c"]),
                                N("Compress", ["x", "c"], ["y"], axis=1)],
-         [helper.make_tensor_value_info("x", F, [2, 5, 3])], [helper.make_tensor_value_info("y", F, [2, 3, 3])], 13)):
+         [helper.make_tensor_value_info("x", F, [2, 5, 3])], [helper.make_tensor_value_info("y", F, [2, 3, 3])], 13),
+        ("constant_of_shape_input", [N("ConstantOfShape", ["s"], ["y"], value=numpy_helper.from_array(np.array([1.5], np.float32)))],
+         [helper.make_tensor_value_info("s", I64, [2])], [helper.make_tensor_value_info("y", F, [2, 3])], 13)):
     if name == "compress_computed":
         nodes = [helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0.0, np.float32)))] + nodes
     m = helper.make_model(helper.make_graph(nodes, name, ins, outs), opset_imports=[helper.make_opsetid("", opset)],
