@@ -31,9 +31,9 @@ void Lowerer::reduce(const ir::Node& n, uint32_t code) {
     const ir::Value& a = g_.value(n.inputs[1]);
     if (!a.isConstant()) {  // read by the layer at run time; y's dims (declared or inferred) fix what they may reduce
       if (shapeOf(n, 1).size() != 1) unsupported(n, "the axes must be 1-D");
-      const uint32_t noop = n.attrInt("noop_with_empty_axes", 0) != 0 ? 1u << 16 : 0u;
-      emit(n, LayerKind::kReduce, {in(n, 0), intIn(n, 1)}, outVal(n, n.outputs[0]),
-           [&] { std::vector<uint32_t> p(1 + x.size(), 0u); p[0] = code | noop; return p; }());
+      std::vector<uint32_t> p(1 + x.size(), 0u);  // the op (bit 16: noop_with_empty_axes); the dim flags all 0
+      p[0] = code | (n.attrInt("noop_with_empty_axes", 0) != 0 ? 1u << 16 : 0u);
+      emit(n, LayerKind::kReduce, {in(n, 0), intIn(n, 1)}, outVal(n, n.outputs[0]), p);
       return;
     }
     axes = a.constant->toInt64();

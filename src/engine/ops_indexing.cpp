@@ -72,7 +72,8 @@ void compress(KernelCall& c) {
     int64_t axis = c.node.attrInt("axis", 0);
     ops::normalizeAxis(axis, x.rank());
     dim = x.dim(static_cast<int>(axis));
-    for (int i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= i == axis ? 1 : x.dim(i);
+    for (int i = 0; i < x.rank(); ++i)
+      if (i != axis) (i < axis ? outer : inner) *= x.dim(i);
   }
   kernels::compress(dtypeSize(x.dtype()), outer, dim, inner, cond.data(), static_cast<int64_t>(cond.size()), x.raw(), y.raw());
 }

@@ -111,7 +111,8 @@ void runCompress(Runtime::Impl&, Step& s) {
   int64_t outer = 1, inner = 1, dim = shapeNumel(x), kept = flat ? y[0] : y[s.p[0]];
   if (!flat) {
     dim = x[s.p[0]];
-    for (size_t i = 0; i < x.size(); ++i) (i < s.p[0] ? outer : inner) *= i == s.p[0] ? 1 : x[i];
+    for (size_t i = 0; i < x.size(); ++i)
+      if (i != s.p[0]) (i < s.p[0] ? outer : inner) *= x[i];
   }
   const auto* cond = s.in[1];
   const int64_t len = static_cast<int64_t>(d.in(1).numel()), got = kernels::compressKept(cond, len, dim);
