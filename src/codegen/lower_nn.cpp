@@ -272,11 +272,17 @@ void Lowerer::matmul(const ir::Node& n) {
 
 void Lowerer::pool(const ir::Node& n) {
   const Shape& xs = shapeOf(n, 0);
+  // Integer values other than the numerics' codes (a MaxPool over uint8 or 16-bit data): the engine runs it.
+  const DType xt = g_.value(n.inputs[0]).type.dtype;
+  const NumericsTraits& nt = numericsTraits(t_.numerics);
+  if (isInteger(xt) && !(xt == DType::kI8 && (nt.affine_codes || nt.pow2_codes)) && !(xt == DType::kU8 && nt.pow2_codes))
+    unsupported(n, "{} over {} values has no package form", n.op, dtypeName(xt));
   const bool indices = n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue &&
                        (uses_.count(n.outputs[1]) || is_output_.count(n.outputs[1]));
   if (xs.size() != 5 && !indices) return (void)poolLayer(n, {in(n, 0)});
   // 3-D windows and MaxPool's Indices: a pool_nd layer, tap by tap (the engine's kernel for them).
   if (xs.size() < 3 || xs.size() > 5) unsupported(n, "{}-D pooling has no package form (1-D to 3-D)", xs.size() - 2);
+  if (indices && n.attrInt("storage_order", 0) != 0) unsupported(n, "column-major indices (storage_order 1) have no package form");
   const ops::Window w = ops::resolvePoolWindow(n, xs);
   const bool max = n.op == "MaxPool";
   std::vector<uint32_t> p = {max ? 1u : 0u, u32(n.attrInt("count_include_pad", 0) != 0),

@@ -63,6 +63,7 @@ const KernelRegistry& kernelRegistry() {
     registerNnKernels(reg);
     registerReduceKernels(reg);
     registerIndexingKernels(reg);
+    registerLossKernels(reg);
     registerRecurrentKernels(reg);
     registerDetectionKernels(reg);
     registerSignalKernels(reg);

@@ -96,10 +96,11 @@ void registerTensorKernels(KernelRegistry& r);
 void registerNnKernels(KernelRegistry& r);
 void registerReduceKernels(KernelRegistry& r);
 void registerIndexingKernels(KernelRegistry& r);
+void registerLossKernels(KernelRegistry& r);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (ops_loss.cpp)
 void registerRecurrentKernels(KernelRegistry& r);  // RNN, GRU, LSTM (ops_recurrent.cpp)
 void registerDetectionKernels(KernelRegistry& r);  // NonMaxSuppression (ops_detection.cpp)
-void registerSignalKernels(KernelRegistry& r);
-void registerControlFlowKernels(KernelRegistry& r);  // If, Loop, Scan: their bodies run by sub-engines (ops_control_flow.cpp)  // DFT, STFT, the windows, MelWeightMatrix (ops_signal.cpp)
+void registerSignalKernels(KernelRegistry& r);  // DFT, STFT, the windows, MelWeightMatrix (ops_signal.cpp)
+void registerControlFlowKernels(KernelRegistry& r);  // If, Loop, Scan: their bodies run by sub-engines (ops_control_flow.cpp)
 void registerQuantKernels(KernelRegistry& r);
 void registerPrePostKernels(KernelRegistry& r);
 /// The kernel of a registered custom op (plugin, ops_custom.cpp), or nullptr when n is not one.

@@ -78,6 +78,44 @@ void compress(KernelCall& c) {
   kernels::compress(dtypeSize(x.dtype()), outer, dim, inner, cond.data(), static_cast<int64_t>(cond.size()), x.raw(), y.raw());
 }
 
+// Unique: kernels::unique on x as [outer, n, inner]; the outputs the node names.
+void unique(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  int64_t outer = 1, n = x.numel(), inner = 1, axis = c.node.attrInt("axis", 0);
+  if (c.node.hasAttr("axis")) {
+    ops::normalizeAxis(axis, x.rank());
+    ops::uniqueView(x.shape(), axis, &outer, &n, &inner);
+  }
+  const kernels::UniqueSlices u = kernels::unique(x.dtype(), outer, n, inner, x.raw(), c.node.attrInt("sorted", 1) != 0);
+  auto wanted = [&](int i) { return i < c.numOutputs() && static_cast<size_t>(i) < c.node.outputs.size() &&
+                                    c.node.outputs[static_cast<size_t>(i)] != ir::kNoValue; };
+  const size_t slice = static_cast<size_t>(inner) * dtypeSize(x.dtype());
+  const int64_t kept = static_cast<int64_t>(u.first.size());
+  Tensor& y = c.alloc(0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < kept; ++k)
+      std::memcpy(static_cast<uint8_t*>(y.raw()) + static_cast<size_t>(o * kept + k) * slice,
+                  static_cast<const uint8_t*>(x.raw()) + static_cast<size_t>(o * n + u.first[static_cast<size_t>(k)]) * slice, slice);
+  const std::vector<int64_t>* lists[] = {&u.first, &u.inverse, &u.counts};
+  for (int i = 1; i < 4; ++i)
+    if (wanted(i)) {
+      Tensor& t = c.alloc(i);
+      std::memcpy(t.raw(), lists[i - 1]->data(), t.nbytes());
+    }
+}
+
+void reverseSequence(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  const std::vector<int64_t> lens = c.input(1).toInt64();
+  const bool time_first = c.node.attrInt("time_axis", 0) == 0;
+  const int64_t steps = x.dim(time_first ? 0 : 1);
+  for (size_t b = 0; b < lens.size(); ++b)
+    if (lens[b] < 0 || lens[b] > steps) c.error("sequence_lens[{}] = {} is outside [0, {}]", b, lens[b], steps);
+  Tensor& y = c.alloc(0);
+  const int64_t inner = x.dim(0) * x.dim(1) != 0 ? x.numel() / (x.dim(0) * x.dim(1)) : 0;
+  kernels::reverseSequence(dtypeSize(x.dtype()), x.dim(0), x.dim(1), inner, time_first, lens.data(), x.raw(), y.raw());
+}
+
 void cumSum(KernelCall& c) {
   const Tensor& x = c.input(0);
   int64_t axis = c.input(1).toInt64().at(0);
@@ -179,6 +217,8 @@ void registerIndexingKernels(KernelRegistry& r) {
   r.addFn("OneHot", oneHot);
   r.addFn("Compress", compress);
   r.addFn("CumSum", cumSum);
+  r.addFn("Unique", unique);
+  r.addFn("ReverseSequence", reverseSequence);
   r.addFn("Trilu", trilu);
   r.addFn("LayerNormalization", layerNorm);
 }

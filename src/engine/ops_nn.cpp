@@ -8,6 +8,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/layers.hpp"
 #include "kernels/quant.hpp"
+#include "kernels/typed.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
 #include "ops/einsum.hpp"
@@ -249,11 +250,31 @@ void maxPoolI8(KernelCall& c) {
   kernels::maxPool2dI8Fast(s, x.data<int8_t>(), y.data<int8_t>(), c.pool);
 }
 
+/// MaxPool's indices with storage_order = 1: each plane's offset, then the spatial position in column-major order
+/// (the first spatial dim fastest), from the row-major indices the kernels give.
+void columnMajorIndices(const ops::Window& w, int64_t* idx, int64_t n) {
+  int64_t plane = 1;
+  for (int64_t d : w.in) plane *= d;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t r = idx[i] % plane, col = 0, step = 1;
+    for (size_t d = 0; d < w.in.size(); ++d) {  // coordinates from the last dim; the last one's step is the largest
+      const size_t k = w.in.size() - 1 - d;
+      step = 1;
+      for (size_t j = 0; j < k; ++j) step *= w.in[j];
+      col += (r % w.in[k]) * step;
+      r /= w.in[k];
+    }
+    idx[i] = idx[i] - idx[i] % plane + col;
+  }
+}
+
 void poolKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   bool is_max = c.node.op == "MaxPool";
   if (is_max && x.dtype() == DType::kI8) return maxPoolI8(c);
-  needF32(c, 0);
+  // uint8 and 16-bit integers: every value is a float exactly, so the float kernel's maximum is theirs.
+  const bool narrow_int = is_max && (x.dtype() == DType::kU8 || x.dtype() == DType::kI16 || x.dtype() == DType::kU16);
+  if (!narrow_int) needF32(c, 0);
   if (x.rank() - 2 > 3) c.unsupported("pooling over more than 3 spatial dims is not supported");
   const ops::Window w = ops::resolvePoolWindow(c.node, x.shape());
   bool include_pad = c.node.attrInt("count_include_pad", 0) != 0;
@@ -263,8 +284,10 @@ void poolKernel(KernelCall& c) {
   Tensor& y = c.alloc(0);
   bool want_idx = is_max && c.node.outputs.size() > 1 && c.node.outputs[1] != ir::kNoValue;
   int64_t* pidx = want_idx ? c.alloc(1).data<int64_t>() : nullptr;
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
+  const Tensor xf = narrow_int ? castTensor(x, DType::kF32, c) : x;
+  Tensor yf = narrow_int ? Tensor(DType::kF32, y.shape()) : y;
+  const float* px = xf.data<float>();
+  float* py = yf.data<float>();
   int64_t planes = x.dim(0) * x.dim(1);
   if (!want_idx && (w.rank() == 1 || w.rank() == 2)) {
     // 1-D and 2-D pooling: the kernel library's row-at-a-time loops (1-D as H = 1).
@@ -273,15 +296,17 @@ void poolKernel(KernelCall& c) {
     s.pad_value = pad_value;
     if (is_max) kernels::maxPool2dFast(s, px, py, c.pool);
     else kernels::avgPool2dFast(s, px, py, c.pool);
-    return;
+  } else {
+    // 3-D windows and MaxPool's Indices output: tap by tap (the pool_nd layer's kernel).
+    kernels::PoolNdShape s;
+    s.planes = planes;
+    s.in = w.in, s.out = w.out, s.kernel = w.kernel, s.stride = w.stride, s.dilation = w.dilation;
+    s.pad_begin = w.pad_begin, s.pad_end = w.pad_end;
+    s.max = is_max, s.count_include_pad = include_pad, s.pad_value = pad_value;
+    kernels::poolNd(s, px, py, pidx, c.pool);
+    if (c.node.attrInt("storage_order", 0) != 0 && pidx) columnMajorIndices(w, pidx, y.numel());
   }
-  // 3-D windows and MaxPool's Indices output: tap by tap (the pool_nd layer's kernel).
-  kernels::PoolNdShape s;
-  s.planes = planes;
-  s.in = w.in, s.out = w.out, s.kernel = w.kernel, s.stride = w.stride, s.dilation = w.dilation;
-  s.pad_begin = w.pad_begin, s.pad_end = w.pad_end;
-  s.max = is_max, s.count_include_pad = include_pad, s.pad_value = pad_value;
-  kernels::poolNd(s, px, py, pidx, c.pool);
+  if (narrow_int) kernels::castValues(DType::kF32, yf.raw(), y.dtype(), y.raw(), y.numel());
 }
 
 void globalPoolKernel(KernelCall& c) {
@@ -315,17 +340,72 @@ void batchNormKernel(KernelCall& c) {
   kernels::channelAffine(N, C, inner, x.data<float>(), a.data(), b.data(), y.data<float>(), c.pool);
 }
 
-// Einsum of two operands as one batched product (ops::einsumPlan): transposes, the batched matmul kernel, a
-// transpose; the package lowers it to the same layers.
+// Any einsum (ops::einsumTerms) as one loop over every label, in double: operands and output of any numeric type;
+// each output element sums, in row-major order of the labels missing from the output, the products of the operands
+// (a diagonal: a label twice in one term steps both of its dims).
+void einsumGeneral(KernelCall& c, const ops::EinsumTerms& t) {
+  std::string labels = t.out;  // the output's labels (outer loops), then the summed ones
+  for (const std::string& term : t.in)
+    for (char ch : term)
+      if (labels.find(ch) == std::string::npos) labels += ch;
+  const size_t L = labels.size(), n_out = t.out.size(), n_in = t.in.size();
+  std::vector<int64_t> size(L);
+  for (size_t k = 0; k < L; ++k) size[k] = t.dims.at(labels[k]);
+  std::vector<std::vector<double>> vals(n_in);
+  std::vector<std::vector<int64_t>> stride(n_in, std::vector<int64_t>(L, 0));  // 0: the operand lacks or broadcasts it
+  for (size_t i = 0; i < n_in; ++i) {
+    const Tensor& x = c.input(static_cast<int>(i));
+    vals[i] = x.toDouble();
+    int64_t st = 1;
+    for (int p = x.rank() - 1; p >= 0; --p) {
+      const size_t k = labels.find(t.in[i][static_cast<size_t>(p)]);
+      if (x.dim(p) != 1 || size[k] == 1) stride[i][k] += st;
+      st *= x.dim(p);
+    }
+  }
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < L; ++k) (k < n_out ? outer : inner) *= size[k];
+  std::vector<int64_t> idx(L, 0), off(n_in, 0);
+  auto step = [&](size_t from, size_t to) {  // the odometer over labels [from, to): the last one fastest
+    for (size_t k = to; k-- > from;) {
+      for (size_t i = 0; i < n_in; ++i) off[i] += stride[i][k];
+      if (++idx[k] < size[k]) return;
+      for (size_t i = 0; i < n_in; ++i) off[i] -= stride[i][k] * size[k];
+      idx[k] = 0;
+    }
+  };
+  std::vector<double> y(static_cast<size_t>(outer));
+  for (int64_t o = 0; o < outer; ++o) {
+    double sum = 0;
+    for (int64_t j = 0; j < inner; ++j) {
+      double prod = 1;
+      for (size_t i = 0; i < n_in; ++i) prod *= vals[i][static_cast<size_t>(off[i])];
+      sum += prod;
+      step(n_out, L);
+    }
+    y[static_cast<size_t>(o)] = sum;
+    step(0, n_out);
+  }
+  Tensor& out = c.alloc(0);
+  kernels::castValues(DType::kF64, y.data(), out.dtype(), out.raw(), outer);
+}
+
+// Einsum: of two float32 operands in the form of a batched product (ops::einsumPlan), transposes, the batched matmul
+// kernel, a transpose — the layers the package lowers it to; any other einsum through the general loop.
 void einsumKernel(KernelCall& c) {
-  if (c.in.size() != 2) c.unsupported("Einsum of {} operands (two are supported)", c.in.size());
-  needF32(c, 0);
-  needF32(c, 1);
-  const Tensor& a = c.input(0);
-  const Tensor& b = c.input(1);
+  const std::string eq = c.node.attrString("equation", "");
   ops::EinsumPlan p;
   std::string why;
-  if (!ops::einsumPlan(c.node.attrString("equation", ""), a.shape(), b.shape(), &p, &why)) c.unsupported("{}", why);
+  if (c.in.size() != 2 || c.input(0).dtype() != DType::kF32 || c.input(1).dtype() != DType::kF32 ||
+      !ops::einsumPlan(eq, c.input(0).shape(), c.input(1).shape(), &p, &why)) {
+    std::vector<Shape> shapes;
+    for (const Tensor& x : c.in) shapes.push_back(x.shape());
+    ops::EinsumTerms t;
+    if (!ops::einsumTerms(eq, shapes, &t, &why)) c.error("{}", why);
+    return einsumGeneral(c, t);
+  }
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
   Tensor at(DType::kF32, p.a_t), bt(DType::kF32, p.b_t), prod(DType::kF32, p.prod);
   kernels::transpose(a.shape(), p.perm_a, sizeof(float), a.raw(), at.raw(), c.pool);
   kernels::transpose(b.shape(), p.perm_b, sizeof(float), b.raw(), bt.raw(), c.pool);
@@ -334,6 +414,38 @@ void einsumKernel(KernelCall& c) {
   kernels::matmulBatched(mb, at.data<float>(), bt.data<float>(), prod.data<float>(), {}, c.pool);
   Tensor& y = c.alloc(0);
   kernels::transpose(p.prod, p.perm_y, sizeof(float), prod.raw(), y.raw(), c.pool);
+}
+
+// Det: each matrix's LU factorisation with partial pivoting, in double (numpy's method), rounded once to the
+// output's type.
+void detKernel(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  const int64_t m = x.dim(x.rank() - 1), mats = m != 0 ? x.numel() / (m * m) : 0;
+  const std::vector<double> all = x.toDouble();
+  std::vector<double> det(static_cast<size_t>(mats));
+  for (int64_t k = 0; k < mats; ++k) {
+    std::vector<double> a(all.begin() + k * m * m, all.begin() + (k + 1) * m * m);
+    double d = 1;
+    for (int64_t col = 0; col < m && d != 0; ++col) {
+      int64_t piv = col;
+      for (int64_t r = col + 1; r < m; ++r)
+        if (std::fabs(a[static_cast<size_t>(r * m + col)]) > std::fabs(a[static_cast<size_t>(piv * m + col)])) piv = r;
+      if (piv != col) {
+        for (int64_t j = 0; j < m; ++j) std::swap(a[static_cast<size_t>(col * m + j)], a[static_cast<size_t>(piv * m + j)]);
+        d = -d;
+      }
+      const double p = a[static_cast<size_t>(col * m + col)];
+      d *= p;
+      if (p == 0) break;
+      for (int64_t r = col + 1; r < m; ++r) {
+        const double f = a[static_cast<size_t>(r * m + col)] / p;
+        for (int64_t j = col; j < m; ++j) a[static_cast<size_t>(r * m + j)] -= f * a[static_cast<size_t>(col * m + j)];
+      }
+    }
+    det[static_cast<size_t>(k)] = d;
+  }
+  Tensor& y = c.alloc(0);
+  kernels::castValues(DType::kF64, det.data(), y.dtype(), y.raw(), mats);
 }
 
 void instanceNormKernel(KernelCall& c) {
@@ -441,6 +553,7 @@ void registerNnKernels(KernelRegistry& r) {
   r.addFn("BatchNormalization", batchNormKernel);
   r.addFn("InstanceNormalization", instanceNormKernel);
   r.addFn("Einsum", einsumKernel);
+  r.addFn("Det", detKernel);
   r.addFn("LRN", lrnKernel);
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) r.addFn(op, softmaxKernel);
 }

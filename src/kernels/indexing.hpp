@@ -57,4 +57,19 @@ int64_t compressKept(const uint8_t* cond, int64_t cond_len, int64_t dim);
 void compress(size_t elem, int64_t outer, int64_t dim, int64_t inner, const uint8_t* cond, int64_t cond_len, const void* x,
               void* y);
 
+/// Unique: the distinct slices of x viewed as [outer, n, inner] (slice k is x[:, k, :]; ONNX flattens x when there is
+/// no axis: outer = inner = 1), compared element by element as numbers (NaN equal to NaN, above every number).
+/// `first` holds each distinct slice's first index — in the slices' ascending lexicographic order (numpy's) when
+/// sorted, else in order of first appearance —, `inverse` each slice's position in `first`, `counts` how often each
+/// distinct slice occurs.
+struct UniqueSlices {
+  std::vector<int64_t> first, inverse, counts;
+};
+UniqueSlices unique(DType t, int64_t outer, int64_t n, int64_t inner, const void* x, bool sorted);
+
+/// ReverseSequence: x viewed as [d0, d1, inner], time along d0 (time_first) or d1 and batch along the other; for each
+/// batch b its first lens[b] time steps reversed, the rest copied (each lens[b] in [0, time steps]: the caller checks).
+void reverseSequence(size_t elem, int64_t d0, int64_t d1, int64_t inner, bool time_first, const int64_t* lens,
+                     const void* x, void* y);
+
 }  // namespace npuc::kernels

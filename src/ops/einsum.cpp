@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace npuc::ops {
 
@@ -76,6 +77,95 @@ bool einsumPlan(const std::string& equation, const Shape& a, const Shape& b, Ein
   for (char ch : contracted) p.K *= dimOf(ch);
   for (char ch : free_b) p.N *= dimOf(ch);
   *plan = std::move(p);
+  return true;
+}
+
+
+namespace {
+bool isLetter(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
+
+/// A term with at most one "...", every other character a letter: its letters before and after the ellipsis.
+bool splitTerm(const std::string& t, std::string* head, std::string* tail, bool* ellipsis, std::string* why) {
+  const size_t e = t.find("...");
+  *ellipsis = e != std::string::npos;
+  if (*ellipsis && t.find("...", e + 3) != std::string::npos) return *why = fmt::format("'{}' has two ellipses", t), false;
+  *head = *ellipsis ? t.substr(0, e) : t;
+  *tail = *ellipsis ? t.substr(e + 3) : "";
+  for (const std::string* s : {head, tail})
+    for (char ch : *s)
+      if (!isLetter(ch)) return *why = fmt::format("'{}' in term '{}' is not a letter", ch, t), false;
+  return true;
+}
+}  // namespace
+
+bool einsumTerms(const std::string& equation, const std::vector<Shape>& operands, EinsumTerms* terms, std::string* why) {
+  std::string eq;
+  for (char ch : equation)
+    if (ch != ' ') eq += ch;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> raw;
+  for (size_t at = 0;;) {
+    const size_t comma = lhs.find(',', at);
+    raw.push_back(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (raw.size() != operands.size())
+    return *why = fmt::format("equation '{}' has {} operand terms for {} inputs", eq, raw.size(), operands.size()), false;
+  EinsumTerms r;
+  std::vector<int64_t> covered(raw.size(), 0);
+  int64_t widest = 0;
+  std::vector<std::pair<std::string, std::string>> parts(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    bool ell = false;
+    if (!splitTerm(raw[i], &parts[i].first, &parts[i].second, &ell, why)) return false;
+    const int64_t letters = static_cast<int64_t>(parts[i].first.size() + parts[i].second.size());
+    const int64_t rank = static_cast<int64_t>(operands[i].size());
+    covered[i] = rank - letters;
+    if (ell ? covered[i] < 0 : covered[i] != 0)
+      return *why = fmt::format("term '{}' does not match input {} of rank {}", raw[i], i, rank), false;
+    widest = std::max(widest, covered[i]);
+  }
+  // Ellipsis labels are '0' + k: '0' .. '?' for at most 16 dims, never a letter.
+  if (widest > 16) return *why = fmt::format("an ellipsis of {} dims (at most 16)", widest), false;
+  auto ellipsisLabels = [](int64_t from, int64_t to) {
+    std::string s;
+    for (int64_t k = from; k < to; ++k) s += static_cast<char>('0' + k);
+    return s;
+  };
+  std::map<char, int> uses;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const std::string t = parts[i].first + ellipsisLabels(widest - covered[i], widest) + parts[i].second;
+    for (size_t k = 0; k < t.size(); ++k) {
+      const int64_t d = operands[i][k];
+      auto [it, fresh] = r.dims.emplace(t[k], d);
+      if (!fresh && it->second != d) {
+        if (isLetter(t[k]) || (d != 1 && it->second != 1))
+          return *why = fmt::format("label '{}' of '{}' is {} in input {} and {} before", isLetter(t[k]) ? std::string(1, t[k])
+                                    : std::string("..."), eq, d, i, it->second), false;
+        it->second = std::max(it->second, d);
+      }
+      if (isLetter(t[k])) ++uses[t[k]];
+    }
+    r.in.push_back(t);
+  }
+  if (arrow == std::string::npos) {
+    r.out = ellipsisLabels(0, widest);
+    for (auto [ch, n] : uses)  // std::map: alphabetical (upper case before lower, as numpy orders them)
+      if (n == 1) r.out += ch;
+  } else {
+    std::string head, tail;
+    bool ell = false;
+    if (!splitTerm(eq.substr(arrow + 2), &head, &tail, &ell, why)) return false;
+    r.out = head + (ell ? ellipsisLabels(0, widest) : "") + tail;
+    for (size_t k = 0; k < r.out.size(); ++k) {
+      if (!r.dims.count(r.out[k])) return *why = fmt::format("output letter '{}' is in no input", r.out[k]), false;
+      if (r.out.find(r.out[k], k + 1) != std::string::npos)
+        return *why = fmt::format("output letter '{}' appears twice", r.out[k]), false;
+    }
+  }
+  *terms = std::move(r);
   return true;
 }
 

@@ -5,6 +5,7 @@
 
 #include "ir/graph.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,18 @@ struct EinsumPlan {
 /// no ellipsis, no letter twice in one term) on operands of shapes a and b; false, with why, when the equation is
 /// not of this form or the shapes do not fit it.
 bool einsumPlan(const std::string& equation, const Shape& a, const Shape& b, EinsumPlan* plan, std::string* why);
+
+/// Any ONNX einsum as the engine's general kernel reads it: one term per operand and one for the output, each a
+/// string of labels, one per dim. Spaces are dropped; an ellipsis becomes one label per dim it covers (the characters
+/// '0', '1', … — never letters — aligned to the right across operands, as numpy broadcasts them); an equation without
+/// "->" gets numpy's implicit output (the ellipsis's labels, then every letter used once, in alphabetical order). A
+/// label may repeat within an operand's term (a diagonal); `dims` gives each label's size (an ellipsis label of size 1
+/// in one operand broadcasts to the others'). False, with why, when the equation or the ranks do not fit.
+struct EinsumTerms {
+  std::vector<std::string> in;
+  std::string out;
+  std::map<char, int64_t> dims;
+};
+bool einsumTerms(const std::string& equation, const std::vector<Shape>& operands, EinsumTerms* terms, std::string* why);
 
 }  // namespace npuc::ops

@@ -1,5 +1,6 @@
 // Schemas of indexing, scatter and cumulative ops (GatherND, ScatterND, ScatterElements, OneHot, Compress,
 // CumSum, Trilu) and LayerNormalization.
+#include "kernels/indexing.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
@@ -10,6 +11,13 @@ void needInt(InferContext& c, int i) {
   if (!isInteger(c.inputDType(i))) c.error("input {} must be an integer tensor, got {}", i, dtypeName(c.inputDType(i)));
 }
 }  // namespace
+
+void uniqueView(const Shape& x, int64_t axis, int64_t* outer, int64_t* n, int64_t* inner) {
+  *outer = *inner = 1;
+  *n = x[static_cast<size_t>(axis)];
+  for (size_t i = 0; i < x.size(); ++i)
+    if (static_cast<int64_t>(i) != axis) (static_cast<int64_t>(i) < axis ? *outer : *inner) *= x[i];
+}
 
 void registerIndexingOps(Registry& r) {
   r.add(makeSchema("GatherND", 2, 2, "gather slices by index tuples (batch_dims)", [](InferContext& c) {
@@ -86,6 +94,34 @@ void registerIndexingOps(Registry& r) {
     Shape out = has_axis ? in : Shape{kept};
     if (has_axis) out[static_cast<size_t>(axis)] = kept;
     c.setOutput(0, c.inputDType(0), out);
+  }));
+  r.add(makeSchema("Unique", 1, 1, "distinct elements, or slices along 'axis' (sorted or in order of appearance), "
+                   "with first indices, inverse indices and counts (data-dependent shape)", [](InferContext& c) {
+    const Shape& in = c.inputShape(0);
+    const Tensor& x = c.inputValue(0);
+    int64_t outer = 1, n = shapeNumel(in), inner = 1, axis = c.node().attrInt("axis", 0);
+    const bool has_axis = c.node().hasAttr("axis");
+    if (has_axis) {
+      if (!normalizeAxis(axis, static_cast<int64_t>(in.size()))) c.error("axis {} is out of range for rank {}", axis, in.size());
+      uniqueView(in, axis, &outer, &n, &inner);
+    }
+    const int64_t u = static_cast<int64_t>(kernels::unique(x.dtype(), outer, n, inner, x.raw(), c.node().attrInt("sorted", 1) != 0).first.size());
+    Shape y = has_axis ? in : Shape{u};
+    if (has_axis) y[static_cast<size_t>(axis)] = u;
+    c.setOutput(0, c.inputDType(0), y);
+    c.setOutput(1, DType::kI64, {u});
+    c.setOutput(2, DType::kI64, {n});
+    c.setOutput(3, DType::kI64, {u});
+  }, 4));
+  r.add(makeSchema("ReverseSequence", 2, 2, "reverse the first sequence_lens[b] time steps of each batch b", [](InferContext& c) {
+    const Shape& x = c.inputShape(0);
+    const int64_t b = c.node().attrInt("batch_axis", 1), t = c.node().attrInt("time_axis", 0);
+    if (x.size() < 2) c.error("input must be at least 2-D, got {}", shapeStr(x));
+    if (!((b == 0 && t == 1) || (b == 1 && t == 0))) c.error("batch_axis {} and time_axis {} must be 0 and 1", b, t);
+    needInt(c, 1);
+    if (c.inputShape(1) != Shape{x[static_cast<size_t>(b)]})
+      c.error("sequence_lens must be [{}], got {}", x[static_cast<size_t>(b)], shapeStr(c.inputShape(1)));
+    c.setOutput(0, c.inputDType(0), x);
   }));
   r.add(makeSchema("CumSum", 2, 2, "cumulative sum along an axis (exclusive, reverse)", [](InferContext& c) {
     needInt(c, 1);

@@ -1,4 +1,5 @@
 // Schemas of neural-network ops: Conv, ConvTranspose, Gemm, MatMul, pooling, normalisation, LRN, Softmax.
+#include "ops/einsum.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -82,39 +83,23 @@ void registerNnOps(Registry& r) {
     s.withDefault("alpha", 1.0f).withDefault("beta", 1.0f).withDefault("transA", int64_t{0}).withDefault("transB", int64_t{0});
     r.add(s);
   }
-  r.add(makeSchema("Einsum", 1, -1, "Einstein summation (two operands, explicit output: a batched matmul)",
+  r.add(makeSchema("Det", 1, 1, "determinant of each square matrix of the last two dims", [](InferContext& c) {
+    needFloat(c, 0);
+    const Shape& x = c.inputShape(0);
+    if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2]) c.error("input must be [*, M, M], got {}", shapeStr(x));
+    c.setOutput(0, c.inputDType(0), Shape(x.begin(), x.end() - 2));
+  }));
+  r.add(makeSchema("Einsum", 1, -1, "Einstein summation (any operands, ellipses, diagonals, implicit output)",
                    [](InferContext& c) {
-    std::string eq;
-    for (char ch : c.node().attrString("equation", "")) if (ch != ' ') eq += ch;
-    const size_t arrow = eq.find("->");
-    if (eq.find("...") != std::string::npos) c.unsupported("an ellipsis ('...') is not supported");
-    if (arrow == std::string::npos) c.unsupported("an einsum without an explicit output ('->') is not supported");
-    std::vector<std::string> terms;
-    for (size_t at = 0;;) {
-      const size_t comma = eq.find(',', at);
-      terms.push_back(eq.substr(at, std::min(comma, arrow) - at));
-      if (comma == std::string::npos || comma > arrow) break;
-      at = comma + 1;
-    }
-    if (static_cast<int>(terms.size()) != c.numInputs())
-      c.error("equation '{}' has {} terms for {} inputs", eq, terms.size(), c.numInputs());
-    std::map<char, int64_t> dims;
-    for (int i = 0; i < c.numInputs(); ++i) {
-      const Shape& s = c.inputShape(i);
-      if (terms[static_cast<size_t>(i)].size() != s.size())
-        c.error("term '{}' does not match input {} of rank {}", terms[static_cast<size_t>(i)], i, s.size());
-      for (size_t k = 0; k < s.size(); ++k) {
-        auto [it, fresh] = dims.emplace(terms[static_cast<size_t>(i)][k], s[k]);
-        if (!fresh && it->second != s[k] && s[k] >= 0 && it->second >= 0)
-          c.error("letter '{}' is {} and {}", it->first, it->second, s[k]);
-      }
-    }
+    std::vector<Shape> shapes;
+    for (int i = 0; i < c.numInputs(); ++i) shapes.push_back(c.inputShape(i));
+    EinsumTerms t;
+    std::string why;
+    if (!einsumTerms(c.node().attrString("equation", ""), shapes, &t, &why)) c.error("{}", why);
+    for (int i = 1; i < c.numInputs(); ++i)
+      if (c.inputDType(i) != c.inputDType(0)) c.error("input {} is {}, input 0 {}", i, dtypeName(c.inputDType(i)), dtypeName(c.inputDType(0)));
     Shape out;
-    for (char ch : eq.substr(arrow + 2)) {
-      auto it = dims.find(ch);
-      if (it == dims.end()) c.error("output letter '{}' is in no input", ch);
-      out.push_back(it->second);
-    }
+    for (char ch : t.out) out.push_back(t.dims.at(ch));
     c.setOutput(0, c.inputDType(0), out);
   }));
   {
@@ -138,14 +123,14 @@ void registerNnOps(Registry& r) {
   }
   auto pool = [](bool global, bool int8 = false) {
     return [global, int8](InferContext& c) {
-      if (!(int8 && (c.inputDType(0) == DType::kI8 || c.inputDType(0) == DType::kU8))) needFloat(c, 0);  // (MaxPool also selects int8 / uint8 codes)
+      const DType t = c.inputDType(0);  // (MaxPool also selects int8 / uint8 codes and 16-bit integers)
+      if (!(int8 && (t == DType::kI8 || t == DType::kU8 || t == DType::kI16 || t == DType::kU16))) needFloat(c, 0);
       const Shape& x = c.inputShape(0);
       if (x.size() < 3) c.error("input must be at least 3-D (N, C, spatial…), got {}", shapeStr(x));
       Shape out{x[0], x[1]};
       if (global) {
         out.resize(x.size(), 1);
       } else {
-        if (c.node().attrInt("storage_order", 0) != 0) c.unsupported("storage_order=1 is not supported");
         Window w = resolvePoolWindow(c.node(), x);
         out.insert(out.end(), w.out.begin(), w.out.end());
       }

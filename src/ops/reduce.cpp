@@ -42,6 +42,14 @@ void registerReduceOps(Registry& r) {
     };
     r.add(s);
   }
+  r.add(makeSchema("MeanVarianceNormalization", 1, 1, "(x − mean) / (std + 1e-9) over 'axes' (default 0, 2, 3)",
+                   [](InferContext& c) {
+    if (!isFloat(c.inputDType(0))) c.unsupported("input 0 is {}; only floating-point is supported", dtypeName(c.inputDType(0)));
+    const int64_t rank = c.inputRank(0);
+    for (int64_t a : c.node().attrInts("axes", {0, 2, 3}))
+      if (!normalizeAxis(a, rank)) c.error("axis {} is out of range for rank {}", a, rank);
+    c.setOutput(0, c.inputDType(0), c.inputShape(0));
+  }));
 }
 
 }  // namespace npuc::ops

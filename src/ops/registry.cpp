@@ -144,6 +144,7 @@ const Registry& registry() {
     registerNnOps(reg);
     registerReduceOps(reg);
     registerIndexingOps(reg);
+    registerLossOps(reg);
     registerRecurrentOps(reg);
     registerDetectionOps(reg);
     registerSignalOps(reg);

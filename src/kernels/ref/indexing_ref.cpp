@@ -1,6 +1,7 @@
 // Indexing kernels (kernels/indexing.hpp): the specification of GatherElements, ScatterElements, GatherND,
 // ScatterND and TopK, shared by the engine and the runtime.
 #include "kernels/indexing.hpp"
+#include "kernels/typed.hpp"
 
 #include "kernels/ref/typed_dispatch.hpp"
 #include "support/error.hpp"
@@ -266,6 +267,75 @@ void compress(size_t es, int64_t outer, int64_t dim, int64_t inner, const uint8_
         std::memcpy(out, src + static_cast<size_t>(o * dim + i) * slice, slice);
         out += slice;
       }
+}
+
+namespace {
+/// The total order Unique sorts by: numbers ascending, NaN after every number and equal to NaN.
+int compareNumbers(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) == std::isnan(b) ? 0 : std::isnan(a) ? 1 : -1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+}  // namespace
+
+UniqueSlices unique(DType t, int64_t outer, int64_t n, int64_t inner, const void* x, bool sorted) {
+  const auto* src = static_cast<const uint8_t*>(x);
+  const size_t es = dtypeSize(t);
+  std::vector<std::vector<double>> slice(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i)
+        slice[static_cast<size_t>(k)].push_back(elementAsDouble(t, src + static_cast<size_t>((o * n + k) * inner + i) * es));
+  auto cmp = [&](int64_t a, int64_t b) {
+    const auto& sa = slice[static_cast<size_t>(a)];
+    const auto& sb = slice[static_cast<size_t>(b)];
+    for (size_t e = 0; e < sa.size(); ++e)
+      if (int r = compareNumbers(sa[e], sb[e]); r != 0) return r;
+    return 0;
+  };
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+  // Runs of equal slices in sorted order: each run's first element is its smallest index (the sort is stable).
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (first index, count)
+  std::vector<int64_t> run_of(static_cast<size_t>(n));
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || cmp(order[i - 1], order[i]) != 0) runs.push_back({order[i], 0});
+    ++runs.back().second;
+    run_of[static_cast<size_t>(order[i])] = static_cast<int64_t>(runs.size()) - 1;
+  }
+  std::vector<int64_t> pos(runs.size());  // each run's place in the output
+  std::iota(pos.begin(), pos.end(), 0);
+  if (!sorted) {
+    std::vector<int64_t> by_first(runs.size());
+    std::iota(by_first.begin(), by_first.end(), 0);
+    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) {
+      return runs[static_cast<size_t>(a)].first < runs[static_cast<size_t>(b)].first;
+    });
+    for (size_t p = 0; p < by_first.size(); ++p) pos[static_cast<size_t>(by_first[p])] = static_cast<int64_t>(p);
+  }
+  UniqueSlices u;
+  u.first.resize(runs.size());
+  u.counts.resize(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    u.first[static_cast<size_t>(pos[r])] = runs[r].first;
+    u.counts[static_cast<size_t>(pos[r])] = runs[r].second;
+  }
+  for (int64_t k = 0; k < n; ++k) u.inverse.push_back(pos[static_cast<size_t>(run_of[static_cast<size_t>(k)])]);
+  return u;
+}
+
+void reverseSequence(size_t es, int64_t d0, int64_t d1, int64_t inner, bool time_first, const int64_t* lens,
+                     const void* x, void* y) {
+  const auto* src = static_cast<const uint8_t*>(x);
+  auto* out = static_cast<uint8_t*>(y);
+  const size_t row = static_cast<size_t>(inner) * es;
+  for (int64_t i0 = 0; i0 < d0; ++i0)
+    for (int64_t i1 = 0; i1 < d1; ++i1) {
+      const int64_t t = time_first ? i0 : i1, len = lens[time_first ? i1 : i0];
+      const int64_t from = t < len ? len - 1 - t : t;
+      const int64_t j0 = time_first ? from : i0, j1 = time_first ? i1 : from;
+      std::memcpy(out + static_cast<size_t>(i0 * d1 + i1) * row, src + static_cast<size_t>(j0 * d1 + j1) * row, row);
+    }
 }
 
 }  // namespace npuc::kernels
