@@ -155,7 +155,66 @@ void Lowerer::windowNode(const ir::Node& n) {
   emit(n, LayerKind::kWindow, {size}, outVal(n, n.outputs[0]), {kind, n.attrInt("periodic", 1) ? 1u : 0u});
 }
 
+/// A size input (dft_length, frame_step, frame_length): its constant value, or `inferred` (a value that gives the
+/// package's shapes) with the input added to `ins`: the layer reads it when it runs and checks that it gives y's dims.
+int64_t Lowerer::sizeInput(const ir::Node& n, int i, int64_t inferred, std::vector<int>& ins) {
+  if (shapeNumel(shapeOf(n, i)) != 1) unsupported(n, "input {} must be one value", i);
+  if (const Tensor* t = constIn(n, i)) return t->toInt64()[0];
+  ins.push_back(intIn(n, i));
+  return inferred;
+}
+
+/// DFT (opset 17: axis an attribute): a dft layer; dft_length, when the model computes it, read when it runs.
+void Lowerer::dftNode(const ir::Node& n) {
+  const Shape& x = shapeOf(n, 0);
+  const Shape& y = g_.value(n.outputs[0]).type.shape;
+  int64_t axis = n.attrInt("axis", 1);
+  if (x.size() < 2 || !ops::normalizeAxis(axis, static_cast<int64_t>(x.size())) || axis == static_cast<int64_t>(x.size()) - 1)
+    unsupported(n, "axis {} of {}", n.attrInt("axis", 1), shapeStr(x));
+  const bool onesided = n.attrInt("onesided", 0) != 0;
+  const int64_t bins = y[static_cast<size_t>(axis)];
+  std::vector<int> ins{in(n, 0)};
+  const int64_t length = n.hasInput(1) ? sizeInput(n, 1, onesided ? 2 * (bins - 1) : bins, ins) : x[static_cast<size_t>(axis)];
+  emit(n, LayerKind::kDft, ins, outVal(n, n.outputs[0]),
+       {u32(axis), u32(length), n.attrInt("inverse", 0) ? 1u : 0u, onesided ? 1u : 0u});
+}
+
+/// STFT: a stft layer; frame_step and frame_length, when the model computes them, read when it runs.
+void Lowerer::stftNode(const ir::Node& n) {
+  const Shape& x = shapeOf(n, 0);
+  const Shape& y = g_.value(n.outputs[0]).type.shape;
+  if (x.size() != 3 || y.size() != 4) unsupported(n, "signal {} -> {}", shapeStr(x), shapeStr(y));
+  const bool onesided = n.attrInt("onesided", 1) != 0;
+  // Words that give y's dims: the window's length (else one giving y's bins), a step giving y's frames.
+  const int64_t frames = y[1], bins = y[2];
+  int64_t length = n.hasInput(2) ? shapeOf(n, 2).at(0) : onesided ? 2 * (bins - 1) : bins;
+  if (n.hasInput(3))
+    if (const Tensor* t = constIn(n, 3)) length = t->toInt64()[0];
+  std::vector<int> ins{in(n, 0)}, step_in, len_in;
+  const int64_t step = sizeInput(n, 1, frames > 1 ? std::max<int64_t>(1, (x[1] - length) / (frames - 1)) : 1, step_in);
+  if (n.hasInput(3)) sizeInput(n, 3, length, len_in);
+  const uint32_t flags = (step_in.empty() ? 0u : 1u) | (n.hasInput(2) ? 2u : 0u) | (len_in.empty() ? 0u : 4u);
+  ins.insert(ins.end(), step_in.begin(), step_in.end());
+  if (n.hasInput(2)) ins.push_back(in(n, 2));
+  ins.insert(ins.end(), len_in.begin(), len_in.end());
+  emit(n, LayerKind::kStft, ins, outVal(n, n.outputs[0]), {u32(step), u32(length), onesided ? 1u : 0u, flags});
+}
+
+/// MelWeightMatrix of computed sizes (a constant one folds at import): a mel_weight_matrix layer reading all five.
+void Lowerer::melNode(const ir::Node& n) {
+  if (g_.value(n.outputs[0]).type.dtype != DType::kF32) unsupported(n, "output type {}", dtypeName(g_.value(n.outputs[0]).type.dtype));
+  std::vector<int> ins;
+  for (int i = 0; i < 5; ++i) {
+    if (shapeNumel(shapeOf(n, i)) != 1) unsupported(n, "input {} must be one value", i);
+    ins.push_back(i < 3 ? intIn(n, i) : in(n, i));
+  }
+  emit(n, LayerKind::kMelWeightMatrix, ins, outVal(n, n.outputs[0]), {});
+}
+
 void registerReduceLowerings(LowerTable& t) {
+  t[{"", "DFT"}] = &Lowerer::dftNode;
+  t[{"", "STFT"}] = &Lowerer::stftNode;
+  t[{"", "MelWeightMatrix"}] = &Lowerer::melNode;
   for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) t[{"", op}] = &Lowerer::windowNode;
   for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
                          "ReduceMean", "ReduceProd", "ReduceSum", "ReduceSumSquare"})

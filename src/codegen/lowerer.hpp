@@ -482,6 +482,10 @@ class Lowerer {
   void argReduce(const ir::Node& n);
   void cumSumNode(const ir::Node& n);  // lower_reduce.cpp
   void windowNode(const ir::Node& n);  // lower_reduce.cpp
+  void dftNode(const ir::Node& n);  // lower_reduce.cpp (the signal kinds, beside window)
+  int64_t sizeInput(const ir::Node& n, int i, int64_t inferred, std::vector<int>& ins);
+  void stftNode(const ir::Node& n);  // lower_reduce.cpp
+  void melNode(const ir::Node& n);  // lower_reduce.cpp
   void triluNode(const ir::Node& n);   // lower_tensor.cpp
   /// A value stored in its own type — bool, an integer type, float64 — (not a float32 / float16 activation, a pre/post
   /// value, or int8 codes).

@@ -5,7 +5,10 @@
 
 #include "kernels/layers.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace npuc::package {
@@ -68,6 +71,56 @@ struct ReduceChecks : LayerCheck {
     if ((x.type != ElemType::kI64 && x.type != ElemType::kI32) || x.numel() != 1) bad("{}: size is {} {}, not one int32 / int64", what, elemName(x.type), dimsStr(x));
   }
 
+  /// One int32 / int64 element: a size the layer reads when it runs.
+  void sizeRef(const TensorRef& r, const char* name) const {
+    if ((r.type != ElemType::kI64 && r.type != ElemType::kI32) || r.numel() != 1)
+      bad("{}: {} is {} {}, not one int32 / int64", what, name, elemName(r.type), dimsStr(r));
+  }
+
+  void dft() const {
+    isFloat(x, "x"); isFloat(y, "y");
+    const uint32_t axis = w[0], length = w[1], inverse = w[2], onesided = w[3];
+    if (x.rank < 2 || axis + 1 >= x.rank) bad("{}: axis {} of {} (not the last)", what, axis, dimsStr(x));
+    const uint32_t c = x.dims[x.rank - 1u];
+    if (c != 1 && c != 2) bad("{}: the last dim of {} is not 1 (real) or 2 (complex)", what, dimsStr(x));
+    if (inverse > 1 || onesided > 1 || (onesided && (inverse || c != 1)))
+      bad("{}: inverse {} / onesided {} of {} (onesided: a real forward DFT)", what, inverse, onesided, dimsStr(x));
+    if (length < 1 || length > (1u << 24)) bad("{}: length {} is outside [1, 2^24]", what, length);
+    if (d.n_in == 2) sizeRef(d.in(1), "dft_length");
+    std::vector<int64_t> want = dimsOf(x);
+    want[axis] = onesided ? length / 2 + 1 : length;
+    want.back() = 2;
+    if (dimsOf(y) != want) bad("{}: y is {}, the DFT of {} gives {}", what, dimsStr(y), dimsStr(x), fmt::join(want, "x"));
+  }
+
+  void stft() const {
+    isFloat(x, "x"); isFloat(y, "y");
+    const uint32_t step = w[0], length = w[1], onesided = w[2], flags = w[3];
+    if (x.rank != 3 || (x.dims[2] != 1 && x.dims[2] != 2)) bad("{}: the signal is {}, not [batch, samples, 1 or 2]", what, dimsStr(x));
+    if (onesided > 1 || flags > 7 || (onesided && x.dims[2] != 1)) bad("{}: onesided {} / flags {} of {}", what, onesided, flags, dimsStr(x));
+    if (step < 1 || length < 1 || length > x.dims[1]) bad("{}: frame_step {} / frame_length {} for {} samples", what, step, length, x.dims[1]);
+    const std::vector<int64_t> want = {x.dims[0], (x.dims[1] - length) / step + 1, onesided ? length / 2 + 1 : length, 2};
+    if (dimsOf(y) != want) bad("{}: y is {}, the STFT of {} gives {}", what, dimsStr(y), dimsStr(x), fmt::join(want, "x"));
+    if (d.n_in != 1 + std::popcount(flags)) bad("{}: {} inputs, the flags {} name {}", what, d.n_in, flags, 1 + std::popcount(flags));
+    int i = 1;
+    if (flags & 1u) sizeRef(d.in(i++), "frame_step");
+    if (flags & 2u) {
+      const TensorRef& win = d.in(i++);
+      isFloat(win, "window");
+      if (win.rank != 1 || win.dims[0] != length) bad("{}: the window is {}, not [{}]", what, dimsStr(win), length);
+    }
+    if (flags & 4u) sizeRef(d.in(i++), "frame_length");
+  }
+
+  void melWeightMatrix() const {
+    for (int i = 0; i < 3; ++i) sizeRef(d.in(i), i == 0 ? "num_mel_bins" : i == 1 ? "dft_length" : "sample_rate");
+    for (int i = 3; i < 5; ++i)
+      if (isFloat(d.in(i), "an edge frequency"), d.in(i).numel() != 1) bad("{}: an edge frequency of {} elements", what, d.in(i).numel());
+    isFloat(y, "y");
+    if (y.rank != 2 || y.dims[0] < 1 || y.dims[1] < 1 || y.dims[1] > 65536 || y.dims[0] > (1u << 23) + 1)
+      bad("{}: y is {}, not [dft_length / 2 + 1, num_mel_bins] with dft_length in [1, 2^24], num_mel_bins in [1, 65536]", what, dimsStr(y));
+  }
+
   void layerNorm() const {
     isFloat(x, "x"); isFloat(y, "y");
     if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
@@ -96,6 +149,9 @@ const KindCheck kind_checks::kReduce = [](const LayerCheck& c) { ReduceChecks{c}
 const KindCheck kind_checks::kCumSum = [](const LayerCheck& c) { ReduceChecks{c}.cumSum(); };
 const KindCheck kind_checks::kArgReduce = [](const LayerCheck& c) { ReduceChecks{c}.argReduce(); };
 const KindCheck kind_checks::kWindow = [](const LayerCheck& c) { ReduceChecks{c}.window(); };
+const KindCheck kind_checks::kDft = [](const LayerCheck& c) { ReduceChecks{c}.dft(); };
+const KindCheck kind_checks::kStft = [](const LayerCheck& c) { ReduceChecks{c}.stft(); };
+const KindCheck kind_checks::kMelWeightMatrix = [](const LayerCheck& c) { ReduceChecks{c}.melWeightMatrix(); };
 const KindCheck kind_checks::kLayerNorm = [](const LayerCheck& c) { ReduceChecks{c}.layerNorm(); };
 
 }  // namespace npuc::package

@@ -101,8 +101,65 @@ void runWindow(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+/// A size the layer reads when it runs (dft_length, frame_step, frame_length, the mel matrix's sizes).
+int64_t sizeAt(const Step& s, int i) { return intValues(s.d->in(i), s.in[static_cast<size_t>(i)])[0]; }
+
+void runDft(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  const Shape& y = s.shapes.back();
+  const size_t axis = s.p[0];
+  const bool inverse = s.p[2] != 0, onesided = s.p[3] != 0;
+  int64_t length = s.p[1];
+  if (s.d->n_in == 2) {
+    length = sizeAt(s, 1);
+    if (length < 1 || (onesided ? length / 2 + 1 : length) != y[axis])
+      fail(ErrorCode::kInvalidInput, "dft layer: dft_length {} at run time; this package was translated for {} bins (translate again)",
+           length, y[axis]);
+  }
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < x.size() - 1; ++d)
+    if (d != axis) (d < axis ? outer : inner) *= x[d];
+  kernels::dft(im.inF(s, 0), outer, x[axis], inner, static_cast<int>(x.back()), length, inverse, onesided, im.outF(s));
+  im.store(s);
+}
+
+void runStft(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  const Shape& y = s.shapes.back();
+  const uint32_t flags = s.p[3];
+  const bool onesided = s.p[2] != 0;
+  int64_t step = s.p[0], length = s.p[1];
+  int i = 1;
+  if (flags & 1u) step = sizeAt(s, i++);
+  const float* window = (flags & 2u) ? im.inF(s, i++) : nullptr;
+  if (flags & 4u) {
+    const int64_t fl = sizeAt(s, i++);
+    if (window && fl != length)
+      fail(ErrorCode::kInvalidInput, "stft layer: frame_length {} at run time differs from the window's length {}", fl, length);
+    length = fl;
+  }
+  if (step < 1 || length < 1 || length > x[1] || (x[1] - length) / step + 1 != y[1] || (onesided ? length / 2 + 1 : length) != y[2])
+    fail(ErrorCode::kInvalidInput, "stft layer: frame_step {} and frame_length {} at run time give other frames or bins than "
+         "this package's {} (translate again)", step, length, shapeStr(y));
+  kernels::stft(im.inF(s, 0), x[0], x[1], static_cast<int>(x[2]), step, window, length, onesided, im.outF(s));
+  im.store(s);
+}
+
+void runMelWeightMatrix(Runtime::Impl& im, Step& s) {
+  const Shape& y = s.shapes.back();
+  const int64_t bins = sizeAt(s, 0), dft = sizeAt(s, 1), rate = sizeAt(s, 2);
+  if (bins != y[1] || dft < 1 || dft > (int64_t{1} << 24) || dft / 2 + 1 != y[0] || rate < 1)
+    fail(ErrorCode::kInvalidInput, "mel_weight_matrix layer: num_mel_bins {}, dft_length {}, sample_rate {} at run time; this "
+         "package was translated for {} (translate again)", bins, dft, rate, shapeStr(y));
+  kernels::melWeightMatrix(bins, dft, rate, im.inF(s, 3)[0], im.inF(s, 4)[0], im.outF(s));
+  im.store(s);
+}
+
 }  // namespace
 
+const KindExec kind_exec::kDft = {nullptr, &runDft};
+const KindExec kind_exec::kStft = {nullptr, &runStft};
+const KindExec kind_exec::kMelWeightMatrix = {nullptr, &runMelWeightMatrix};
 const KindExec kind_exec::kWindow = {nullptr, &runWindow};
 const KindExec kind_exec::kCumSum = {nullptr, &runCumSum};
 const KindExec kind_exec::kArgReduce = {nullptr, &runArgReduce};

@@ -370,7 +370,15 @@ TEST(Package, RangeAndResizeReadTheirParametersAtRunTime) {
     std::copy(v.begin(), v.end(), t.data<int64_t>());
     return t;
   };
+  auto count = [](int64_t v) { return Tensor::scalar<int64_t>(v); };
+  const Tensor signal = randomInput({1, 64, 1}, 9), win = randomInput({16}, 10), real = randomInput({2, 10, 1}, 11);
+  // The signal kinds read their sizes when they run: a step or a length other than the one translated for that gives
+  // the same frames or bins is computed with (STFT step 7 and DFT length 11, translated for 8 and 10); others refused.
   const Run runs[] = {{"compress_computed", {channels(3)}, {channels(4)}},
+                      {"dft_length_input", {real, count(11)}, {real, count(12)}},
+                      {"stft_input", {signal, count(7), win}, {signal, count(6), win}},
+                      {"mel_input", {count(4), count(16), count(8000), scalar(100), scalar(3000)},
+                       {count(5), count(16), count(8000), scalar(100), scalar(3000)}},
                       {"constant_of_shape_input", {dims({2, 3})}, {dims({3, 2})}},
                       {"range_input", {scalar(1), scalar(3), scalar(0.5f)}, {scalar(1), scalar(3), scalar(0.25f)}},
                       {"reduce_axes_input", {randomInput({2, 3, 4}, 6), axis(-2)}, {randomInput({2, 3, 4}, 6), axis(0)}},

@@ -272,9 +272,24 @@ for name, nodes, ins, outs, opset in (
                                N("Compress", ["x", "c"], ["y"], axis=1)],
          [helper.make_tensor_value_info("x", F, [2, 5, 3])], [helper.make_tensor_value_info("y", F, [2, 3, 3])], 13),
         ("constant_of_shape_input", [N("ConstantOfShape", ["s"], ["y"], value=numpy_helper.from_array(np.array([1.5], np.float32)))],
-         [helper.make_tensor_value_info("s", I64, [2])], [helper.make_tensor_value_info("y", F, [2, 3])], 13)):
+         [helper.make_tensor_value_info("s", I64, [2])], [helper.make_tensor_value_info("y", F, [2, 3])], 13),
+        # The signal kinds (opset 17): a onesided DFT of a computed length (its parity is not in the bins), an STFT of a
+        # computed step with a computed window (x² + 0.5: no constant to fold), a mel filter bank of computed sizes.
+        ("dft_length_input", [N("DFT", ["x", "len"], ["y"], axis=1, onesided=1)],
+         [helper.make_tensor_value_info("x", F, [2, 10, 1]), helper.make_tensor_value_info("len", I64, [])],
+         [helper.make_tensor_value_info("y", F, [2, 6, 2])], 17),
+        ("stft_input", [N("Mul", ["win", "win"], ["w2"]), N("Add", ["w2", "half"], ["wa"]), N("STFT", ["x", "st", "wa"], ["y"])],
+         [helper.make_tensor_value_info("x", F, [1, 64, 1]), helper.make_tensor_value_info("st", I64, []),
+          helper.make_tensor_value_info("win", F, [16])],
+         [helper.make_tensor_value_info("y", F, [1, 7, 9, 2])], 17),
+        ("mel_input", [N("MelWeightMatrix", ["nb", "dl", "sr", "lo", "hi"], ["y"])],
+         [helper.make_tensor_value_info(k, I64, []) for k in ("nb", "dl", "sr")] +
+         [helper.make_tensor_value_info(k, F, []) for k in ("lo", "hi")],
+         [helper.make_tensor_value_info("y", F, [9, 4])], 17)):
     if name == "compress_computed":
         nodes = [helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0.0, np.float32)))] + nodes
+    if name == "stft_input":
+        nodes = [helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.array(0.5, np.float32)))] + nodes
     m = helper.make_model(helper.make_graph(nodes, name, ins, outs), opset_imports=[helper.make_opsetid("", opset)],
                           producer_name="npuc-tests")
     m.ir_version = 8
