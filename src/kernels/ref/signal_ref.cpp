@@ -24,19 +24,32 @@ void window(WindowKind kind, int64_t size, bool periodic, float* out) {
 
 namespace {
 
+/// The twiddles of a `length`-point transform: cos and sin of the angle sign·2π·j/length for each j = (k·t) mod
+/// length, computed once per transform size (each one as the definition writes it, so the table changes no bit).
+struct Twiddles {
+  std::vector<double> cs, sn;
+  Twiddles(int64_t length, bool inverse) : cs(static_cast<size_t>(length)), sn(static_cast<size_t>(length)) {
+    const double sign = inverse ? 1.0 : -1.0;
+    for (int64_t j = 0; j < length; ++j) {
+      const double a = sign * 2.0 * std::numbers::pi * static_cast<double>(j) / static_cast<double>(length);
+      cs[static_cast<size_t>(j)] = std::cos(a);
+      sn[static_cast<size_t>(j)] = std::sin(a);
+    }
+  }
+};
+
 /// One transform of `length` points over `count` samples (the rest zeros) read with stride `stride` (floats), c
 /// components each, optionally multiplied by a window; bins written as (re, im) pairs every `out_stride` floats.
 void transform(const float* x, int64_t count, int64_t stride, int c, const float* win, int64_t length, bool inverse,
-               int64_t bins, float* y, int64_t out_stride) {
-  const double sign = inverse ? 1.0 : -1.0;
+               const Twiddles& tw, int64_t bins, float* y, int64_t out_stride) {
   const int64_t m = std::min(count, length);
   for (int64_t k = 0; k < bins; ++k) {
     double re = 0.0, im = 0.0;
     for (int64_t t = 0; t < m; ++t) {
-      const double a = sign * 2.0 * std::numbers::pi * static_cast<double>((k * t) % length) / static_cast<double>(length);
+      const size_t j = static_cast<size_t>((k * t) % length);
       const double w = win ? win[t] : 1.0;
       const double xr = x[t * stride] * w, xi = c == 2 ? x[t * stride + 1] * w : 0.0;
-      const double cs = std::cos(a), sn = std::sin(a);
+      const double cs = tw.cs[j], sn = tw.sn[j];
       re += xr * cs - xi * sn;
       im += xr * sn + xi * cs;
     }
@@ -51,18 +64,20 @@ void transform(const float* x, int64_t count, int64_t stride, int c, const float
 void dft(const float* x, int64_t outer, int64_t n, int64_t inner, int c, int64_t length, bool inverse, bool onesided,
          float* y) {
   const int64_t bins = onesided ? length / 2 + 1 : length;
+  const Twiddles tw(length, inverse);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i)
-      transform(x + (o * n * inner + i) * c, n, inner * c, c, nullptr, length, inverse, bins,
+      transform(x + (o * n * inner + i) * c, n, inner * c, c, nullptr, length, inverse, tw, bins,
                 y + (o * bins * inner + i) * 2, inner * 2);
 }
 
 void stft(const float* signal, int64_t batch, int64_t samples, int c, int64_t frame_step, const float* window,
           int64_t frame_length, bool onesided, float* y) {
   const int64_t frames = (samples - frame_length) / frame_step + 1, bins = onesided ? frame_length / 2 + 1 : frame_length;
+  const Twiddles tw(frame_length, false);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t f = 0; f < frames; ++f)
-      transform(signal + (b * samples + f * frame_step) * c, frame_length, c, c, window, frame_length, false, bins,
+      transform(signal + (b * samples + f * frame_step) * c, frame_length, c, c, window, frame_length, false, tw, bins,
                 y + (b * frames + f) * bins * 2, 2);
 }
 
