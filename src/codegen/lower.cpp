@@ -53,7 +53,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
       "IsNaN", "IsInf", "Cast", "CastLike", "ArgMax", "ArgMin", "Where", "Identity", "Reshape", "Flatten", "Squeeze",
       "Unsqueeze", "Concat", "Transpose", "Split", "Slice", "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace",
       "Trilu", "CumSum", "Clip", "Dropout", "EyeLike", "Range", "OneHot", "RoiAlign", "Resize", "MaxPool",
-      "HannWindow", "HammingWindow", "BlackmanWindow", "DFT", "STFT", "MelWeightMatrix", "GatherElements", "ScatterElements", "Scatter", "GatherND",
+      "HannWindow", "HammingWindow", "BlackmanWindow", "DFT", "STFT", "MelWeightMatrix", "NonMaxSuppression", "GatherElements", "ScatterElements", "Scatter", "GatherND",
       "ScatterND", "TopK", "Compress", "ConstantOfShape", "RNN", "GRU", "LSTM", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   typed_ = false;

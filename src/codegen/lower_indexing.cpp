@@ -124,7 +124,35 @@ void Lowerer::roiAlign(const ir::Node& n) {
         n.attrString("mode", "avg") == "max" ? 1u : 0u, 0u});
 }
 
+/// NonMaxSuppression: an nms layer writing y's declared rows (the selections, then rows of -1); the
+/// optional inputs the model computes are read when it runs, constant ones are words.
+void Lowerer::nms(const ir::Node& n) {
+  const Shape& ys = g_.value(n.outputs[0]).type.shape;
+  if (ys.size() != 2 || ys[1] != 3) unsupported(n, "output {} (the package needs its rows: declare the output's dims)", shapeStr(ys));
+  std::vector<int> ins{in(n, 0), in(n, 1)};
+  int64_t max_per_class = 0;
+  float iou = 0.0f, score = 0.0f;
+  uint32_t flags = 0;
+  for (int i = 2; i < 5; ++i) {
+    if (!n.hasInput(i)) continue;
+    if (shapeNumel(shapeOf(n, i)) != 1) unsupported(n, "input {} must be one value", i);
+    if (const Tensor* t = constIn(n, i)) {
+      const double v = t->toDouble()[0];
+      if (i == 2) max_per_class = t->toInt64()[0];
+      else (i == 3 ? iou : score) = static_cast<float>(v);
+      continue;
+    }
+    flags |= 1u << (i - 2);
+    ins.push_back(i == 2 ? intIn(n, i) : in(n, i));
+  }
+  if (!(iou >= 0.0f && iou <= 1.0f)) unsupported(n, "iou_threshold {} is outside [0, 1]", iou);
+  emit(n, LayerKind::kNonMaxSuppression, ins, outVal(n, n.outputs[0]),
+       {n.attrInt("center_point_box", 0) ? 1u : 0u, u32(std::clamp<int64_t>(max_per_class, 0, INT32_MAX)),
+        package::floatParam(iou), n.hasInput(4) ? 1u : 0u, package::floatParam(score), flags});
+}
+
 void registerIndexingLowerings(LowerTable& t) {
+  t[{"", "NonMaxSuppression"}] = &Lowerer::nms;
   t[{"", "GridSample"}] = &Lowerer::gridSample;
   t[{"", "RoiAlign"}] = &Lowerer::roiAlign;
   t[{"", "OneHot"}] = &Lowerer::oneHot;

@@ -581,6 +581,7 @@ class Lowerer {
   void compressNode(const ir::Node& n);
   void gridSample(const ir::Node& n);
   void roiAlign(const ir::Node& n);
+  void nms(const ir::Node& n);  // lower_indexing.cpp
 
   void pool(const ir::Node& n);
   /// A max_pool / avg_pool layer of a pooling node's window (MaxPool / AveragePool attributes) over `inputs` (x, then the

@@ -7,6 +7,8 @@
 #include "kernels/typed.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <climits>
 #include <cmath>
 
 namespace npuc::package {
@@ -119,6 +121,28 @@ struct IndexingChecks : LayerCheck {
       bad("{}: sampling_ratio {}, spatial_scale {}, flags {} {} {}", what, static_cast<int32_t>(w[0]), scale, w[2], w[3], w[4]);
   }
 
+  void nms() const {
+    const TensorRef& scores = d.in(1);
+    isFloat(x, "boxes"); isFloat(scores, "scores");
+    typeIs(y, ElemType::kI64, "y");
+    if (x.rank != 3 || x.dims[2] != 4 || scores.rank != 3 || scores.dims[0] != x.dims[0] || scores.dims[2] != x.dims[1] ||
+        y.rank != 2 || y.dims[1] != 3)
+      bad("{}: boxes {}, scores {} -> {} (boxes [B, N, 4], scores [B, C, N], y [rows, 3])", what, dimsStr(x), dimsStr(scores), dimsStr(y));
+    const float iou = paramFloat(w[2]), score = paramFloat(w[4]);
+    if (w[0] > 1 || w[1] > INT32_MAX || !(iou >= 0.0f && iou <= 1.0f) || w[3] > 1 || std::isnan(score) || w[5] > 7)
+      bad("{}: center_point_box {}, max_output_boxes_per_class {}, iou_threshold {}, score_threshold {} {}, flags {}", what,
+          w[0], w[1], iou, w[3], score, w[5]);
+    if (d.n_in != 2 + std::popcount(w[5])) bad("{}: {} inputs, the flags {} name {}", what, d.n_in, w[5], 2 + std::popcount(w[5]));
+    int i = 2;
+    for (int bit = 0; bit < 3; ++bit) {
+      if (!(w[5] & (1u << bit))) continue;
+      const TensorRef& r = d.in(i++);
+      if (bit != 0) isFloat(r, bit == 1 ? "iou_threshold" : "score_threshold");
+      else if (r.type != ElemType::kI64 && r.type != ElemType::kI32) bad("{}: max_output_boxes_per_class is {}", what, elemName(r.type));
+      if (r.numel() != 1) bad("{}: input {} holds {} values, not one", what, i - 1, r.numel());
+    }
+  }
+
   void compress() const {
     const TensorRef& cond = d.in(1);
     sameType(x, y, "x", "y");
@@ -159,6 +183,7 @@ const KindCheck kind_checks::kScatterNd = [](const LayerCheck& c) { IndexingChec
 const KindCheck kind_checks::kOneHot = [](const LayerCheck& c) { IndexingChecks{c}.oneHot(); };
 const KindCheck kind_checks::kGridSample = [](const LayerCheck& c) { IndexingChecks{c}.gridSample(); };
 const KindCheck kind_checks::kRoiAlign = [](const LayerCheck& c) { IndexingChecks{c}.roiAlign(); };
+const KindCheck kind_checks::kNonMaxSuppression = [](const LayerCheck& c) { IndexingChecks{c}.nms(); };
 const KindCheck kind_checks::kCompress = [](const LayerCheck& c) { IndexingChecks{c}.compress(); };
 const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
 

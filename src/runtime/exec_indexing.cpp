@@ -3,10 +3,12 @@
 // kernel the engine runs.
 #include "runtime/runtime_impl.hpp"
 
+#include "kernels/detection.hpp"
 #include "kernels/indexing.hpp"
 #include "kernels/sampling.hpp"
 #include "kernels/typed.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -104,6 +106,30 @@ void runRoiAlign(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runNms(Runtime::Impl& im, Step& s) {
+  const Shape &boxes = s.shapes[0], &scores = s.shapes[1], &y = s.shapes.back();
+  kernels::NmsParams p;
+  p.batches = boxes[0], p.boxes = boxes[1], p.classes = scores[1];
+  p.center_point_box = s.p[0] != 0;
+  p.max_per_class = s.p[1];
+  p.iou_threshold = package::paramFloat(s.p[2]);
+  p.has_score_threshold = s.p[3] != 0;
+  p.score_threshold = package::paramFloat(s.p[4]);
+  int i = 2;
+  if (s.p[5] & 1u) p.max_per_class = intValues(s.d->in(i), s.in[static_cast<size_t>(i)])[0], ++i;
+  if (s.p[5] & 2u) p.iou_threshold = im.inF(s, i++)[0];
+  if (s.p[5] & 4u) p.score_threshold = im.inF(s, i++)[0];
+  if (!(p.iou_threshold >= 0.0f && p.iou_threshold <= 1.0f))
+    fail(ErrorCode::kInvalidInput, "nms layer: iou_threshold {} is outside [0, 1]", p.iou_threshold);
+  const auto sel = kernels::nonMaxSuppression(p, im.inF(s, 0), im.inF(s, 1));
+  if (static_cast<int64_t>(sel.size()) > y[0])
+    fail(ErrorCode::kInvalidInput, "nms layer: {} boxes selected; the package holds {} rows (translate with "
+         "a larger declared output)", sel.size(), y[0]);
+  auto* out = reinterpret_cast<int64_t*>(s.out);
+  std::fill_n(out, y[0] * 3, int64_t{-1});
+  for (size_t r = 0; r < sel.size(); ++r) std::copy(sel[r].begin(), sel[r].end(), out + r * 3);
+}
+
 void runCompress(Runtime::Impl&, Step& s) {
   const package::Descriptor& d = *s.d;
   const Shape &x = s.shapes[0], &y = s.shapes.back();
@@ -127,6 +153,7 @@ void runCompress(Runtime::Impl&, Step& s) {
 const KindExec kind_exec::kCompress = {nullptr, &runCompress};
 const KindExec kind_exec::kGridSample = {nullptr, &runGridSample};
 const KindExec kind_exec::kRoiAlign = {nullptr, &runRoiAlign};
+const KindExec kind_exec::kNonMaxSuppression = {nullptr, &runNms};
 const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};
 const KindExec kind_exec::kGatherElements = {nullptr, &runGatherElements};
 const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};

@@ -340,6 +340,33 @@ TEST(Translate, VendorConvolutionWeightsAreConstants) {
 // time; values that give
 // the package's shapes compute what the engine computes (scales 2 and 1.5 place other samples than the sizes'
 // ratios 2 and 4/3 would), others stop the run naming the package's dims.
+// NonMaxSuppression's bounded output: the package's rows are the declared ones; the engine's selections come first,
+// then rows of -1; a model whose selections outnumber its rows stops the run, naming both.
+TEST(Package, NmsWritesItsSelectionsThenRowsOfMinusOne) {
+  Tensor boxes = Tensor::fromVector<float>({1, 5, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3, 0, 5, 1, 6, 0, 9, 1, 10});
+  Tensor scores = Tensor::fromVector<float>({1, 1, 5}, {0.9f, 0.8f, 0.7f, 0.05f, 0.6f});  // box 1 overlaps 0, 3 below 0.1
+  fs::path onnx = kSrc + "/tests/data/kinds/nms_bounded.onnx";
+  TranslateResult t = translateTo(onnx, "generic", scratchDir("nms_bounded"), "nms_bounded");
+  ASSERT_TRUE(t.ok);
+  const std::vector<Tensor> ref = Session(Model::load(onnx), 1).run(std::vector<Tensor>{boxes, scores});
+  ASSERT_EQ(ref[0].shape(), (Shape{2, 3}));  // max_output_boxes_per_class 2: boxes 0 and 2
+  for (RuntimeOptions o : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+    Runtime rt(t.dir, o);
+    rt.run(std::vector<Tensor>{boxes, scores});
+    const Tensor y = rt.output("y");
+    ASSERT_EQ(y.shape(), (Shape{4, 3}));
+    for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(y.data<int64_t>()[i], i < 6 ? ref[0].data<int64_t>()[i] : -1) << i;
+  }
+  TranslateResult one = translateTo(kSrc + "/tests/data/kinds/nms_one_row.onnx", "generic", scratchDir("nms_one_row"), "nms_one_row");
+  ASSERT_TRUE(one.ok);
+  try {
+    Runtime(one.dir).run(std::vector<Tensor>{boxes, scores});
+    ADD_FAILURE() << "2 selections written into 1 row";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 boxes selected; the package holds 1 rows"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Package, RangeAndResizeReadTheirParametersAtRunTime) {
   auto scalar = [](float v) { return Tensor::scalar<float>(v); };
   auto vec = [](std::vector<float> v) {

@@ -282,12 +282,24 @@ for name, nodes, ins, outs, opset in (
          [helper.make_tensor_value_info("x", F, [1, 64, 1]), helper.make_tensor_value_info("st", I64, []),
           helper.make_tensor_value_info("win", F, [16])],
          [helper.make_tensor_value_info("y", F, [1, 7, 9, 2])], 17),
+        # NonMaxSuppression's bounded output: 4 rows declared for at most 2 selections (rows of -1 after them), and 1
+        # row declared where 2 may be selected (the run stops); the thresholds constants (words).
+        ("nms_bounded", [N("NonMaxSuppression", ["boxes", "scores", "maxk", "iou", "sth"], ["y"])],
+         [helper.make_tensor_value_info("boxes", F, [1, 5, 4]), helper.make_tensor_value_info("scores", F, [1, 1, 5])],
+         [helper.make_tensor_value_info("y", I64, [4, 3])], 13),
+        ("nms_one_row", [N("NonMaxSuppression", ["boxes", "scores", "maxk", "iou", "sth"], ["y"])],
+         [helper.make_tensor_value_info("boxes", F, [1, 5, 4]), helper.make_tensor_value_info("scores", F, [1, 1, 5])],
+         [helper.make_tensor_value_info("y", I64, [1, 3])], 13),
         ("mel_input", [N("MelWeightMatrix", ["nb", "dl", "sr", "lo", "hi"], ["y"])],
          [helper.make_tensor_value_info(k, I64, []) for k in ("nb", "dl", "sr")] +
          [helper.make_tensor_value_info(k, F, []) for k in ("lo", "hi")],
          [helper.make_tensor_value_info("y", F, [9, 4])], 17)):
     if name == "compress_computed":
         nodes = [helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0.0, np.float32)))] + nodes
+    if name.startswith("nms_"):
+        nodes = [helper.make_node("Constant", [], [k], value=numpy_helper.from_array(v)) for k, v in
+                 (("maxk", np.array([2], np.int64)), ("iou", np.array([0.5], np.float32)),
+                  ("sth", np.array([0.1], np.float32)))] + nodes
     if name == "stft_input":
         nodes = [helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.array(0.5, np.float32)))] + nodes
     m = helper.make_model(helper.make_graph(nodes, name, ins, outs), opset_imports=[helper.make_opsetid("", opset)],
