@@ -89,6 +89,9 @@ void softmax(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const 
 void softmaxFast(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool);
 /// y[i] = expF32(x[i]), AVX-512 where the CPU has it (the same bits).
 void expF32Fast(const float* x, float* y, int64_t n);
+/// npuc's Sigmoid / Tanh of n floats (y may be x): unaryScalar's bits, with AVX-512 where the CPU has it.
+void sigmoidFast(const float* x, float* y, int64_t n);
+void tanhFast(const float* x, float* y, int64_t n);
 
 /// ONNX InstanceNormalization over [n, c, inner]: per plane the mean and variance of meanVariance, then
 /// y = (x - mean) * k + bias[c] with k = scale[c] / sqrt(variance + epsilon), in double, rounded once.

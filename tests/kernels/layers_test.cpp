@@ -508,7 +508,32 @@ TEST(LayersSoftmax, RowsMatchNaive) {
 // ---------------------------------------------------------------------------------------------------------
 // Unary ops.
 
-double sigmoidRef(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
+double sigmoidLibm(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
+
+/// npuc's e^t − 1 (kernels/expf.hpp's expm1D) written out again: the reduction by ln 2 in two parts, the Taylor
+/// polynomial of e^r − 1 to degree 13, then 2^k·(1 + q) − 1 as (2^k − 1) + 2^k·q.
+double expm1Ref(double t) {
+  const double k = std::nearbyint(t * 0x1.71547652b82fep+0);
+  const double r = (t - k * 0x1.62e42fefa3800p-1) - k * 0x1.ef35793c76730p-45;
+  double p = 1.0 / 6227020800.0;  // 1/13!
+  for (int n = 12; n >= 1; --n) {
+    double f = 1;
+    for (int i = 2; i <= n; ++i) f *= i;
+    p = p * r + 1.0 / f;
+  }
+  const double s = std::ldexp(1.0, static_cast<int>(k));
+  return (s - 1.0) + s * (p * r);
+}
+float sigmoidRef(float x) {
+  if (std::isnan(x)) return x;
+  return x > 40 ? 1.0f : x < -110 ? 0.0f : static_cast<float>(1.0 / (2.0 + expm1Ref(-static_cast<double>(x))));
+}
+float tanhRef(float x) {
+  if (std::isnan(x) || x == 0) return x;
+  if (std::fabs(x) > 10) return std::copysign(1.0f, x);
+  const double e = expm1Ref(2.0 * x);
+  return static_cast<float>(e / (e + 2.0));
+}
 double softplusRef(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
 
 /// The formula of each op, written out (alpha / beta: the ONNX attributes).
@@ -518,12 +543,12 @@ float unaryFormula(UnaryOp op, float x, float alpha, float beta) {
     case UnaryOp::kRelu: return x < 0.0f ? 0.0f : x;
     case UnaryOp::kLeakyRelu: return x < 0.0f ? static_cast<float>(a * d) : x;
     case UnaryOp::kClip: return x < alpha ? alpha : (x > beta ? beta : x);
-    case UnaryOp::kSigmoid: return static_cast<float>(sigmoidRef(d));
-    case UnaryOp::kTanh: return static_cast<float>(std::tanh(d));
+    case UnaryOp::kSigmoid: return sigmoidRef(x);
+    case UnaryOp::kTanh: return tanhRef(x);
     case UnaryOp::kHardSigmoid: return static_cast<float>(std::clamp(a * d + b, 0.0, 1.0));
     case UnaryOp::kHardSwish: return static_cast<float>(d * std::clamp(d / 6.0 + 0.5, 0.0, 1.0));
     case UnaryOp::kSwish: {
-      const float sg = static_cast<float>(sigmoidRef(d));  // Sigmoid, then Mul, each in float
+      const float sg = sigmoidRef(x);  // Sigmoid, then Mul, each in float
       return x * sg;
     }
     case UnaryOp::kMish: {
@@ -592,6 +617,50 @@ TEST(LayersUnary, NamesRoundTrip) {
   }
   EXPECT_EQ(unaryOpFromName("Softmax"), UnaryOp::kCount);
   EXPECT_EQ(unaryOpFromName("relu"), UnaryOp::kCount);
+}
+
+// npuc's Sigmoid and Tanh (their own exponential, so vector forms can give their bits) against the C library's:
+// within one float ulp everywhere, equal almost everywhere (every float in [-12, 12] at a step of 2^-12, and
+// every power of two from 2^-149 to 2^6 with either sign).
+TEST(LayersUnary, SigmoidAndTanhAreWithinAnUlpOfLibm) {
+  std::vector<float> xs;
+  for (int i = -12 * 4096; i <= 12 * 4096; ++i) xs.push_back(static_cast<float>(i) / 4096.0f);
+  for (int e = -149; e <= 6; ++e) xs.push_back(std::ldexp(1.0f, e)), xs.push_back(-std::ldexp(1.0f, e));
+  for (float v : {-120.0f, -109.0f, -100.0f, -88.0f, 39.5f, 45.0f, 9.9f, -9.9f}) xs.push_back(v);
+  int64_t differ = 0;
+  for (float x : xs) {
+    const float libm[2] = {static_cast<float>(sigmoidLibm(x)), static_cast<float>(std::tanh(static_cast<double>(x)))};
+    const float ours[2] = {unaryScalar(UnaryOp::kSigmoid, x, 0, 0), unaryScalar(UnaryOp::kTanh, x, 0, 0)};
+    for (int k = 0; k < 2; ++k) {
+      const float up = std::nextafter(libm[k], INFINITY), down = std::nextafter(libm[k], -INFINITY);
+      EXPECT_TRUE(ours[k] == libm[k] || ours[k] == up || ours[k] == down) << (k ? "Tanh(" : "Sigmoid(") << x << ")";
+      differ += !sameBits(ours[k], libm[k]);
+    }
+  }
+  EXPECT_LT(differ, static_cast<int64_t>(xs.size()) / 1000) << differ << " of " << 2 * xs.size() << " differ by an ulp";
+}
+
+// sigmoidFast / tanhFast (AVX-512 where the CPU has it) give unaryScalar's bits: every 4099th bit pattern of the
+// floats in [-130, 130] (both clamps, denormals, ±0), ±inf and NaNs, at every offset of a vector (the tails).
+TEST(LayersUnary, FastSigmoidAndTanhAreTheirBits) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) {
+    float v;
+    const uint32_t u = static_cast<uint32_t>(b);
+    std::memcpy(&v, &u, 4);
+    if (std::isnan(v) || (v >= -130.0f && v <= 130.0f)) x.push_back(v);
+  }
+  for (float v : {0.0f, -0.0f, 40.0f, 40.000004f, -110.0f, -110.00001f, 10.0f, -10.0f, 10.000001f, 1e-45f, -1e-45f,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()})
+    x.push_back(v);
+  for (UnaryOp op : {UnaryOp::kSigmoid, UnaryOp::kTanh})
+    for (size_t off = 0; off < 8; ++off) {
+      const std::vector<float> in(x.begin() + static_cast<std::ptrdiff_t>(off), x.end());
+      std::vector<float> fast(in.size()), ref(in.size());
+      (op == UnaryOp::kSigmoid ? sigmoidFast : tanhFast)(in.data(), fast.data(), static_cast<int64_t>(in.size()));
+      for (size_t i = 0; i < in.size(); ++i) ref[i] = unaryScalar(op, in[i], 0, 0);
+      ASSERT_EQ(firstBitMismatch(fast, ref), -1) << unaryOpName(op) << " offset " << off;
+    }
 }
 
 TEST(LayersUnary, EveryOpMatchesItsFormula) {

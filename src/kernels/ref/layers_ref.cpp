@@ -141,7 +141,6 @@ constexpr std::array<const char*, static_cast<size_t>(BinaryOp::kCount)> kBinary
 #undef NPUC_BINARY_OP
 };
 
-inline double sigmoidD(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
 inline double softplusD(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
 
 /// The specification of every unary op. Ops computed in double round once to float at the end.
@@ -151,14 +150,14 @@ inline float unaryT(float x, float alpha, float beta) {
   if constexpr (Op == UnaryOp::kRelu) return x < 0.0f ? 0.0f : x;
   else if constexpr (Op == UnaryOp::kLeakyRelu) return x < 0 ? static_cast<float>(static_cast<double>(alpha) * xd) : x;
   else if constexpr (Op == UnaryOp::kClip) return x < alpha ? alpha : (x > beta ? beta : x);
-  else if constexpr (Op == UnaryOp::kSigmoid) return static_cast<float>(sigmoidD(xd));
-  else if constexpr (Op == UnaryOp::kTanh) return static_cast<float>(std::tanh(xd));
+  else if constexpr (Op == UnaryOp::kSigmoid) return sigmoidF32(x);
+  else if constexpr (Op == UnaryOp::kTanh) return tanhF32(x);
   else if constexpr (Op == UnaryOp::kHardSigmoid)
     return static_cast<float>(std::clamp(static_cast<double>(alpha) * xd + static_cast<double>(beta), 0.0, 1.0));
   else if constexpr (Op == UnaryOp::kHardSwish) return static_cast<float>(xd * std::clamp(xd / 6.0 + 0.5, 0.0, 1.0));
   // Swish and Mish are the fused forms of the ONNX op chains x * Sigmoid(x) and x * Tanh(Softplus(x)): each
   // op of the chain rounds to float.
-  else if constexpr (Op == UnaryOp::kSwish) return x * static_cast<float>(sigmoidD(xd));
+  else if constexpr (Op == UnaryOp::kSwish) return x * sigmoidF32(x);
   else if constexpr (Op == UnaryOp::kMish)
     return x * static_cast<float>(std::tanh(static_cast<double>(static_cast<float>(softplusD(xd)))));
   else if constexpr (Op == UnaryOp::kElu) {

@@ -88,6 +88,7 @@ int activeIsa() {
 }  // namespace
 
 bool activeF16c() { return activeIsa() >= kAvx2; }
+bool activeAvx512() { return activeIsa() >= kAvx512; }
 
 const KernelTable& activeKernels() {
   switch (activeIsa()) {

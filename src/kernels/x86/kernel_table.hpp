@@ -240,6 +240,9 @@ const KernelTable& activeKernels();
 /// Whether the active table is an AVX one (those need F16C too), so the F16C conversions may run: a cheap check for
 /// row-sized conversions inside kernels.
 bool activeF16c();
+/// Whether the active table is the AVX-512 one: kernels outside the table (recurrent's products, Sigmoid / Tanh over
+/// arrays) take their AVX-512 forms only then, so forceKernelIsa tests every form they have.
+bool activeAvx512();
 
 void f32_gemm__avx512_6x16(const MicroArgs& p);
 void f32_gemm__avx512_6x32(const MicroArgs& p);

@@ -4,6 +4,7 @@
 // each output as the reference's dot does (fmaf from +0, k ascending: gemm.hpp), so the bits are the reference's.
 #include "kernels/gemm.hpp"
 #include "kernels/recurrent.hpp"
+#include "kernels/x86/kernel_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,11 +15,26 @@ namespace npuc::kernels {
 
 namespace {
 
+/// v[j] = a(v[j]) for j < n: Sigmoid and Tanh over the array (sigmoidFast / tanhFast: their bits, vectorised on
+/// AVX-512), others element by element.
+void activate(const RnnActivation& a, float* v, int64_t n) {
+  if (a.kind == RnnActivation::Kind::kUnary && a.op == UnaryOp::kSigmoid) return sigmoidFast(v, v, n);
+  if (a.kind == RnnActivation::Kind::kUnary && a.op == UnaryOp::kTanh) return tanhFast(v, v, n);
+  for (int64_t j = 0; j < n; ++j) v[j] = a(v[j]);
+}
+
 }  // namespace
 
-/// Per direction: W ([G·H, input]), R ([G·H, H]) and, for GRU without linear_before_reset, R's h-gate rows.
+namespace detail {
+void rnnGemvAvx512(const float* panels, int64_t K, int64_t N, const float* x, float* out);
+}  // namespace detail
+
+/// Per direction: W ([G·H, input]), R ([G·H, H]) and, for GRU without linear_before_reset, R's h-gate rows; and for
+/// a batch of one, R as panels of 128 rows transposed ([panel][k][128], zeros past the last row) for the matrix-vector
+/// product of every step.
 struct RnnPacked {
   std::vector<std::unique_ptr<PackedA>> w, r, rh;
+  std::vector<std::vector<float>> r_panels;
 };
 
 void RnnPackedDeleter::operator()(RnnPacked* p) const { delete p; }
@@ -32,6 +48,15 @@ RnnPackedPtr packRecurrent(const RnnShape& s, const float* w, const float* r) {
     p->rh.push_back(s.cell == RnnCell::kGru && !s.linear_before_reset && H > 0
                         ? std::make_unique<PackedA>(H, H, r + d * GH * H + 2 * H * H, H, false)
                         : nullptr);
+    std::vector<float> panels;
+    if (s.batch == 1 && s.cell == RnnCell::kLstm) {
+      const int64_t n_panels = (GH + 127) / 128;
+      panels.assign(static_cast<size_t>(n_panels * H * 128), 0.0f);
+      for (int64_t row = 0; row < GH; ++row)
+        for (int64_t k = 0; k < H; ++k)
+          panels[static_cast<size_t>(((row / 128) * H + k) * 128 + row % 128)] = r[(d * GH + row) * H + k];
+    }
+    p->r_panels.push_back(std::move(panels));
   }
   return p;
 }
@@ -70,14 +95,17 @@ class Direction {
     hr_.assign(static_cast<size_t>(GH * B_), 0.0f);
     hr2_.assign(static_cast<size_t>(H_ * B_), 0.0f);
     tmp_.assign(h_.size(), 0.0f);
+    tmp2_.assign(h_.size(), 0.0f);
     gates_.assign(static_cast<size_t>(B_ * GH), 0.0f);
     int64_t steps = 0;
     for (int64_t b = 0; b < B_; ++b) steps = std::max(steps, len(b));
     if (steps > 0 && H_ > 0) {
       const PackedA& packed_r = *packed_.r[static_cast<size_t>(d_)];
       const PackedA* packed_rh = packed_.rh[static_cast<size_t>(d_)].get();  // GRU: (r ⊙ h) · Rhᵀ
+      const std::vector<float>& panels = packed_.r_panels[static_cast<size_t>(d_)];
       for (int64_t i = 0; i < steps; ++i) {
-        recurrentProducts(packed_r, GH, h_.data(), hr_.data());
+        if (!panels.empty() && B_ == 1) panelProducts(panels, GH, h_.data(), hr_.data());
+        else recurrentProducts(packed_r, GH, h_.data(), hr_.data());
         switch (s_.cell) {
           case RnnCell::kRnn: rnnStep(i); break;
           case RnnCell::kGru: gruStep(i, packed_rh); break;
@@ -115,6 +143,19 @@ class Direction {
     g.B = state, g.ldb = H_, g.transB = true;
     g.C = out, g.ldc = B_;
     sgemm_packed(a, g, pool_);
+  }
+  /// out[row] = R's row · state for a batch of one, from R's panels (packRecurrent): AVX-512 where the CPU has it,
+  /// else a matrix-vector product per panel; either sums as the reference's dot.
+  void panelProducts(const std::vector<float>& panels, int64_t rows, const float* state, float* out) const {
+    if (detail::activeAvx512()) return detail::rnnGemvAvx512(panels.data(), H_, rows, state, out);
+    for (int64_t n0 = 0; n0 < rows; n0 += 128) {
+      GemmArgs g;
+      g.M = 1, g.N = std::min<int64_t>(128, rows - n0), g.K = H_;
+      g.A = state, g.lda = H_;
+      g.B = panels.data() + (n0 / 128) * H_ * 128, g.ldb = 128;
+      g.C = out + n0, g.ldc = g.N;
+      sgemm(g, nullptr);
+    }
   }
   /// The reference's pre(g, j): (x·Wᵀ + h·Rᵀ) + Wb + Rb.
   float pre(int64_t col, int64_t g, int64_t j, int64_t b) const {
@@ -176,6 +217,8 @@ class Direction {
     }
   }
 
+  // The reference's expressions, each activation applied to a whole array (activate): the same values in the same
+  // operations, so the same bits.
   void lstmStep(int64_t i) {
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t step = stepOf(i, b);
@@ -187,20 +230,32 @@ class Direction {
       float* gc = gf + H_;
       float* c = c_.data() + b * H_;
       float* h = h_.data() + b * H_;
+      float* o = tmp_.data() + b * H_;
+      float* hc = tmp2_.data() + b * H_;
       for (int64_t j = 0; j < H_; ++j) {
         float vi = pre(col, 0, j, b), vf = pre(col, 2, j, b);
         if (p_) vi += p_[j] * c[j], vf += p_[2 * H_ + j] * c[j];
-        gi[j] = acts_[0](clip(vi));
-        gf[j] = s_.input_forget ? 1.0f - gi[j] : acts_[0](clip(vf));
-        gc[j] = acts_[1](clip(pre(col, 3, j, b)));
+        gi[j] = clip(vi);
+        gf[j] = clip(vf);
+        gc[j] = clip(pre(col, 3, j, b));
         go[j] = pre(col, 1, j, b);
       }
+      activate(acts_[0], gi, H_);
+      if (s_.input_forget)
+        for (int64_t j = 0; j < H_; ++j) gf[j] = 1.0f - gi[j];
+      else
+        activate(acts_[0], gf, H_);
+      activate(acts_[1], gc, H_);
       for (int64_t j = 0; j < H_; ++j) {
         c[j] = gf[j] * c[j] + gi[j] * gc[j];
         float vo = go[j];
         if (p_) vo += p_[H_ + j] * c[j];
-        h[j] = acts_[0](clip(vo)) * acts_[2](c[j]);
+        o[j] = clip(vo);
+        hc[j] = c[j];
       }
+      activate(acts_[0], o, H_);
+      activate(acts_[2], hc, H_);
+      for (int64_t j = 0; j < H_; ++j) h[j] = o[j] * hc[j];
       store(step, b);
     }
   }
@@ -215,7 +270,7 @@ class Direction {
   const float *wb_, *rb_, *p_;
   const RnnActivation* acts_;
   bool backwards_ = false;
-  std::vector<float> xw_, h_, c_, hr_, hr2_, tmp_, gates_;
+  std::vector<float> xw_, h_, c_, hr_, hr2_, tmp_, tmp2_, gates_;
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Softmax, fast (kernels/layers.hpp): the AVX-512 rows (softmax_avx512.cpp) for a Softmax over the last axis where the
-// CPU has AVX-512, else the reference. Both give softmax's bits.
+// CPU has AVX-512, else the reference. Both give softmax's bits. Likewise npuc's exponential, Sigmoid and Tanh over
+// arrays (sigmoid_avx512.cpp).
 #include "kernels/expf.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/x86/kernel_table.hpp"
 #include "kernels/x86/quant_x86.hpp"
 
 namespace npuc::kernels {
@@ -9,6 +11,8 @@ namespace npuc::kernels {
 namespace detail {
 void softmaxRowsAvx512(int64_t outer, int64_t len, const float* x, float* y, ThreadPool* pool);
 void expF32Avx512(const float* x, float* y, int64_t n);
+void sigmoidAvx512(const float* x, float* y, int64_t n);
+void tanhAvx512(const float* x, float* y, int64_t n);
 }  // namespace detail
 
 void softmaxFast(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool) {
@@ -20,6 +24,16 @@ void softmaxFast(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, co
 void expF32Fast(const float* x, float* y, int64_t n) {
   if (detail::cpuHasAvx512bw()) return detail::expF32Avx512(x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = expF32(x[i]);
+}
+
+void sigmoidFast(const float* x, float* y, int64_t n) {
+  if (detail::activeAvx512()) return detail::sigmoidAvx512(x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = sigmoidF32(x[i]);
+}
+
+void tanhFast(const float* x, float* y, int64_t n) {
+  if (detail::activeAvx512()) return detail::tanhAvx512(x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = tanhF32(x[i]);
 }
 
 }  // namespace npuc::kernels
