@@ -147,7 +147,7 @@ void unaryKernel(KernelCall& call) {
       float alpha, beta;
       kernels::UnaryOp k = libraryUnary(c.node, alpha, beta);
       if (k != kernels::UnaryOp::kCount) {
-        kernels::unary(k, alpha, beta, n, in.data<float>(), y.data<float>(), c.pool);
+        kernels::unaryFast(k, alpha, beta, n, in.data<float>(), y.data<float>(), c.pool);
         return;
       }
     }
@@ -384,7 +384,7 @@ void registerElementwiseKernels(KernelRegistry& r) {
         const Tensor& x = k.input(0);
         if (x.dtype() != DType::kF32) k.unsupported("{} needs float input", k.node.op);
         Tensor& y = k.alloc(0);
-        kernels::unary(op, 0.0f, 0.0f, x.numel(), x.data<float>(), y.data<float>(), k.pool);
+        kernels::unaryFast(op, 0.0f, 0.0f, x.numel(), x.data<float>(), y.data<float>(), k.pool);
       });
     }, "ai.npuc");
 }

@@ -121,6 +121,8 @@ UnaryAttrs unaryOpAttrs(UnaryOp op);
 /// One element: the specification (float in, float out; alpha/beta from the attributes above).
 float unaryScalar(UnaryOp op, float x, float alpha, float beta);
 void unary(UnaryOp op, float alpha, float beta, int64_t n, const float* x, float* y, ThreadPool* pool);
+/// unary's bits, with Sigmoid, Tanh and Swish vectorised where the CPU has AVX-512 (sigmoidFast / tanhFast).
+void unaryFast(UnaryOp op, float alpha, float beta, int64_t n, const float* x, float* y, ThreadPool* pool);
 
 enum class BinaryOp : uint8_t {
 #define NPUC_BINARY_OP(E, name) E,

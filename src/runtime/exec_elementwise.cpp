@@ -49,7 +49,8 @@ void runBinary(Runtime::Impl& im, Step& s) {
 
 void runUnary(Runtime::Impl& im, Step& s) {
   auto op = static_cast<kernels::UnaryOp>(s.p[0]);  // the code is the op (elementwise_ops.def); validated
-  kernels::unary(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), shapeNumel(s.shapes[0]), im.inF(s, 0), im.outF(s), im.pool.get());
+  (im.opts.exact ? kernels::unary : kernels::unaryFast)(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]),
+                                                         shapeNumel(s.shapes[0]), im.inF(s, 0), im.outF(s), im.pool.get());
   im.store(s);
 }
 

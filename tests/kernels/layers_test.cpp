@@ -661,6 +661,14 @@ TEST(LayersUnary, FastSigmoidAndTanhAreTheirBits) {
       for (size_t i = 0; i < in.size(); ++i) ref[i] = unaryScalar(op, in[i], 0, 0);
       ASSERT_EQ(firstBitMismatch(fast, ref), -1) << unaryOpName(op) << " offset " << off;
     }
+  // unaryFast (the engine's and the fast simulator's layer): unary's bits for these and Swish, on 1 and 3 threads.
+  for (UnaryOp op : {UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kSwish, UnaryOp::kRelu})
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p3}) {
+      std::vector<float> fast(x.size()), ref(x.size());
+      unaryFast(op, 0, 0, static_cast<int64_t>(x.size()), x.data(), fast.data(), pool);
+      unary(op, 0, 0, static_cast<int64_t>(x.size()), x.data(), ref.data(), nullptr);
+      ASSERT_EQ(firstBitMismatch(fast, ref), -1) << unaryOpName(op);
+    }
 }
 
 TEST(LayersUnary, EveryOpMatchesItsFormula) {

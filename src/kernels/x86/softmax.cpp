@@ -3,6 +3,7 @@
 // arrays (sigmoid_avx512.cpp).
 #include "kernels/expf.hpp"
 #include "kernels/layers.hpp"
+#include "kernels/ref/parallel_units.hpp"
 #include "kernels/x86/kernel_table.hpp"
 #include "kernels/x86/quant_x86.hpp"
 
@@ -24,6 +25,17 @@ void softmaxFast(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, co
 void expF32Fast(const float* x, float* y, int64_t n) {
   if (detail::cpuHasAvx512bw()) return detail::expF32Avx512(x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = expF32(x[i]);
+}
+
+void unaryFast(UnaryOp op, float alpha, float beta, int64_t n, const float* x, float* y, ThreadPool* pool) {
+  if (!detail::activeAvx512() || (op != UnaryOp::kSigmoid && op != UnaryOp::kTanh && op != UnaryOp::kSwish))
+    return unary(op, alpha, beta, n, x, y, pool);
+  detail::parallelUnits(pool, n, 16, [&](int64_t b, int64_t e) {
+    if (op == UnaryOp::kTanh) return detail::tanhAvx512(x + b, y + b, e - b);
+    detail::sigmoidAvx512(x + b, y + b, e - b);
+    if (op == UnaryOp::kSwish)
+      for (int64_t i = b; i < e; ++i) y[i] = x[i] * y[i];  // (x · Sigmoid(x), as the reference)
+  });
 }
 
 void sigmoidFast(const float* x, float* y, int64_t n) {
