@@ -45,17 +45,9 @@ void Lowerer::lowerNode(const ir::Node& n) {
     return t;
   }();
   auto it = table.find({n.domain, n.op});
-  if (it == table.end()) unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", n.op);
-  // Typed values (bool, integers) go only where the layer kinds define them: the typed ops and data movement.
-  static const std::set<std::string> typed_ops = {
-      "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Sum", "BitShift", "Equal", "Greater", "Less",
-      "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Not", "Abs", "Neg", "Sign", "Relu", "Ceil", "Floor",
-      "IsNaN", "IsInf", "Cast", "CastLike", "ArgMax", "ArgMin", "Where", "Identity", "Reshape", "Flatten", "Squeeze",
-      "Unsqueeze", "Concat", "Transpose", "Split", "Slice", "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace",
-      "Trilu", "CumSum", "Clip", "Dropout", "EyeLike", "Range", "OneHot", "RoiAlign", "Resize", "MaxPool",
-      "HannWindow", "HammingWindow", "BlackmanWindow", "DFT", "STFT", "MelWeightMatrix", "NonMaxSuppression", "GatherElements", "ScatterElements", "Scatter", "GatherND",
-      "ScatterND", "TopK", "Compress", "ConstantOfShape", "RNN", "GRU", "LSTM", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+  if (it == table.end() || (!it->second.member && !it->second.fn))
+    unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", n.op);
+  // Typed values (bool, integers) go only where the layer kinds define them: the ops registered as taking them.
   typed_ = false;
   const ir::Value* typed_value = nullptr;
   auto look = [&](ir::ValueId v) {
@@ -67,12 +59,13 @@ void Lowerer::lowerNode(const ir::Node& n) {
   for (ir::ValueId v : n.outputs)
     if (v != ir::kNoValue && (uses_.count(v) || is_output_.count(v))) look(v);  // an unused output takes no memory
   if (typed_value) {
-    if (n.domain != "" || !typed_ops.count(n.op))
+    if (!it->second.typed)
       unsupported(n, "op {} on {} values has no package form (typed values: docs/package-format.md)", n.op,
                   dtypeName(typed_value->type.dtype));
     typed_ = true;
   }
-  (this->*(it->second))(n);
+  if (it->second.member) (this->*(it->second.member))(n);
+  else it->second.fn(*this, n);
   typed_ = false;
 }
 

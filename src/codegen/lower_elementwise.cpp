@@ -250,6 +250,10 @@ void Lowerer::whereNode(const ir::Node& n) {
 }
 
 void registerElementwiseLowerings(LowerTable& t) {
+  takeTypedValues(t, {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Sum", "BitShift", "Equal", "Greater",
+                      "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Not", "Abs", "Neg", "Sign",
+                      "Relu", "Ceil", "Floor", "IsNaN", "IsInf", "Cast", "CastLike", "Where", "Identity", "Clip",
+                      "Dropout", "EyeLike"});
   t[{"", "Where"}] = &Lowerer::whereNode;
   for (const std::string& op : package::binaryOpNames()) t[{"", op}] = &Lowerer::binaryNode;
   for (const std::string& op : package::unaryOpNames())

@@ -152,6 +152,8 @@ void Lowerer::nms(const ir::Node& n) {
 }
 
 void registerIndexingLowerings(LowerTable& t) {
+  takeTypedValues(t, {"OneHot", "RoiAlign", "NonMaxSuppression", "GatherElements", "ScatterElements", "Scatter",
+                      "GatherND", "ScatterND", "TopK", "Compress"});
   t[{"", "NonMaxSuppression"}] = &Lowerer::nms;
   t[{"", "GridSample"}] = &Lowerer::gridSample;
   t[{"", "RoiAlign"}] = &Lowerer::roiAlign;

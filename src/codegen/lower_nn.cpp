@@ -469,6 +469,7 @@ void Lowerer::recurrent(const ir::Node& n) {
 }
 
 void registerNnLowerings(LowerTable& t) {
+  takeTypedValues(t, {"MaxPool", "RNN", "GRU", "LSTM"});
   for (const char* d : {"", "ai.npuc"}) {
     t[{d, "Conv"}] = &Lowerer::conv;
     t[{d, "ConvTranspose"}] = &Lowerer::conv;

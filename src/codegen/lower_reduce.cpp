@@ -212,6 +212,9 @@ void Lowerer::melNode(const ir::Node& n) {
 }
 
 void registerReduceLowerings(LowerTable& t) {
+  takeTypedValues(t, {"ArgMax", "ArgMin", "CumSum", "HannWindow", "HammingWindow", "BlackmanWindow", "DFT", "STFT",
+                      "MelWeightMatrix", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"});
   t[{"", "DFT"}] = &Lowerer::dftNode;
   t[{"", "STFT"}] = &Lowerer::stftNode;
   t[{"", "MelWeightMatrix"}] = &Lowerer::melNode;

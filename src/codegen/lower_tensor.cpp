@@ -399,6 +399,9 @@ void Lowerer::constantOfShape(const ir::Node& n) {
 }
 
 void registerTensorLowerings(LowerTable& t) {
+  takeTypedValues(t, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Transpose", "Split", "Slice",
+                      "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace", "Trilu", "Range", "Resize",
+                      "ConstantOfShape"});
   t[{"", "ConstantOfShape"}] = &Lowerer::constantOfShape;
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) t[{"", op}] = &Lowerer::copyLike;
   t[{"", "Concat"}] = &Lowerer::concat;

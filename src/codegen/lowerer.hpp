@@ -67,10 +67,25 @@ inline uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(static_cast<int32_t>(v)); }
 
 class Lowerer;
-/// A lowering of one op: a member of Lowerer taking the node.
+/// A lowering of one op: a member of Lowerer taking the node, or a function of its family's file taking the Lowerer
+/// (the helpers a lowering uses — in, intIn, outVal, emit, shapeOf, constIn, unsupported — are public for it), so a
+/// new op's lowering is one function and one registration line in that file.
 using LowerFn = void (Lowerer::*)(const ir::Node&);
+using LowerFreeFn = void (*)(Lowerer&, const ir::Node&);
+struct Lowering {
+  LowerFn member = nullptr;
+  LowerFreeFn fn = nullptr;
+  /// The op takes typed values (bool, the integers: docs/package-format.md); others refuse them before lowering.
+  bool typed = false;
+  Lowering& operator=(LowerFn m) { return member = m, *this; }
+  Lowering& operator=(LowerFreeFn f) { return fn = f, *this; }
+};
 /// The lowerings by (domain, op name); "" is the ONNX domain.
-using LowerTable = std::map<std::pair<std::string, std::string>, LowerFn>;
+using LowerTable = std::map<std::pair<std::string, std::string>, Lowering>;
+/// Marks ONNX ops of the table as taking typed values (in any order with their registration).
+inline void takeTypedValues(LowerTable& t, std::initializer_list<const char*> ops) {
+  for (const char* op : ops) t[{"", op}].typed = true;
+}
 void registerNnLowerings(LowerTable& t);
 void registerElementwiseLowerings(LowerTable& t);
 void registerTensorLowerings(LowerTable& t);
@@ -80,15 +95,6 @@ void registerQuantLowerings(LowerTable& t);
 void registerIndexingLowerings(LowerTable& t);
 
 class Lowerer {
-  // The families register their (private) lowerings.
-  friend void registerNnLowerings(LowerTable& t);
-  friend void registerElementwiseLowerings(LowerTable& t);
-  friend void registerTensorLowerings(LowerTable& t);
-  friend void registerReduceLowerings(LowerTable& t);
-  friend void registerPrepostLowerings(LowerTable& t);
-  friend void registerQuantLowerings(LowerTable& t);
-  friend void registerIndexingLowerings(LowerTable& t);
-
  public:
   Lowerer(const ir::Graph& g, const target::Target& t, ir::Graph* consume) : g_(g), t_(t), consume_(consume) {
     ft_ = numericsTraits(t.numerics).float_type;
@@ -203,7 +209,7 @@ class Lowerer {
   std::vector<Fusion> fusions_;
   std::vector<std::string> aliased_;  // nodes that became aliases (no descriptor)
 
- private:
+ // The lowerings' toolkit (members and the families' functions use it).
   template <typename... Args>
   [[noreturn]] void unsupported(const ir::Node& n, fmt::format_string<Args...> f, Args&&... a) const {
     fail(ErrorCode::kUnsupported, "{}: {}", n.label(), fmt::format(f, std::forward<Args>(a)...));
