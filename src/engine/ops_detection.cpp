@@ -52,12 +52,7 @@ void maxUnpoolKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   Tensor& y = c.alloc(0);
   // The shape MaxPool's indices count in: the attributes' unpooled shape (output_shape may pad beyond it).
-  const size_t sp = x.rank() - 2;
-  const auto k = c.node.attrInts("kernel_shape"), st = c.node.attrInts("strides", std::vector<int64_t>(sp, 1));
-  const auto pads = c.node.attrInts("pads", std::vector<int64_t>(2 * sp, 0));
-  std::vector<int64_t> from{x.dim(0), x.dim(1)};
-  for (size_t i = 0; i < sp; ++i)
-    from.push_back(k.size() == sp ? (x.dim(static_cast<int>(i) + 2) - 1) * st[i] - pads[i] - pads[i + sp] + k[i] : y.dim(static_cast<int>(i) + 2));
+  const Shape from = ops::maxUnpoolPooledShape(c.node, x.shape(), y.shape());
   if (!kernels::maxUnpool(x.data<float>(), c.input(1).data<int64_t>(), x.numel(), y.data<float>(), y.shape(), from))
     c.error("an index of I is outside the unpooled shape {} or the output {}", shapeStr(from), shapeStr(y.shape()));
 }

@@ -45,6 +45,18 @@ kernels::NmsParams nmsParams(InferContext& c) {
   return p;
 }
 
+Shape maxUnpoolPooledShape(const ir::Node& n, const Shape& x, const Shape& y) {
+  const size_t sp = x.size() - 2;
+  const auto k = n.attrInts("kernel_shape"), st = n.attrInts("strides", std::vector<int64_t>(sp, 1));
+  const auto pads = n.attrInts("pads", std::vector<int64_t>(2 * sp, 0));
+  Shape from{x[0], x[1]};
+  for (size_t i = 0; i < sp; ++i)
+    from.push_back(k.size() == sp && st.size() == sp && pads.size() == 2 * sp
+                       ? (x[i + 2] - 1) * st[i] - pads[i] - pads[i + sp] + k[i]
+                       : y[i + 2]);
+  return from;
+}
+
 kernels::SsdParams ssdParams(InferContext& c) {
   const ir::Node& n = c.node();
   kernels::SsdParams p;

@@ -164,6 +164,9 @@ void registerControlFlowOps(Registry& r);  // If, Loop, Scan (control_flow.cpp)
 void registerSignalOps(Registry& r);  // DFT, STFT, the windows, MelWeightMatrix
 /// NonMaxSuppression's parameters from its node and inputs (checked): the shape function's and the engine's.
 kernels::NmsParams nmsParams(InferContext& c);
+/// The shape MaxUnpool's indices count in (MaxPool's input): [N, C, unpooled spatial dims from kernel_shape, strides
+/// and pads], or y's dims where the attributes do not give them. The engine's and the lowering's.
+Shape maxUnpoolPooledShape(const ir::Node& n, const Shape& x, const Shape& y);
 /// ai.npuc.DetectionOutput's (Caffe SSD) parameters from its node and inputs (checked).
 kernels::SsdParams ssdParams(InferContext& c);
 void registerQuantOps(Registry& r);
