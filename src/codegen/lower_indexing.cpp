@@ -5,6 +5,7 @@
 
 #include "kernels/indexing.hpp"
 #include "kernels/sampling.hpp"
+#include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
 namespace npuc::codegen::detail {
@@ -151,10 +152,21 @@ void Lowerer::nms(const ir::Node& n) {
         package::floatParam(iou), n.hasInput(4) ? 1u : 0u, package::floatParam(score), flags});
 }
 
+/// MaxUnpool: a max_unpool layer; its words are the shape MaxPool's indices count in (output_shape, a constant or
+/// computed, fixes only y's dims).
+void maxUnpool(Lowerer& L, const ir::Node& n) {
+  const Shape& x = L.shapeOf(n, 0);
+  const Shape& y = L.g_.value(n.outputs[0]).type.shape;
+  std::vector<uint32_t> from;
+  for (int64_t d : ops::maxUnpoolPooledShape(n, x, y)) from.push_back(u32(d));
+  L.emit(n, LayerKind::kMaxUnpool, {L.in(n, 0), L.intIn(n, 1)}, L.outVal(n, n.outputs[0]), from);
+}
+
 void registerIndexingLowerings(LowerTable& t) {
   takeTypedValues(t, {"OneHot", "RoiAlign", "NonMaxSuppression", "GatherElements", "ScatterElements", "Scatter",
-                      "GatherND", "ScatterND", "TopK", "Compress"});
+                      "GatherND", "ScatterND", "TopK", "Compress", "MaxUnpool"});
   t[{"", "NonMaxSuppression"}] = &Lowerer::nms;
+  t[{"", "MaxUnpool"}] = maxUnpool;
   t[{"", "GridSample"}] = &Lowerer::gridSample;
   t[{"", "RoiAlign"}] = &Lowerer::roiAlign;
   t[{"", "OneHot"}] = &Lowerer::oneHot;

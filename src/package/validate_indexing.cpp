@@ -6,6 +6,8 @@
 #include "kernels/indexing.hpp"
 #include "kernels/typed.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <bit>
 #include <climits>
@@ -143,6 +145,17 @@ struct IndexingChecks : LayerCheck {
     }
   }
 
+  void maxUnpool() const {
+    const TensorRef& idx = d.in(1);
+    isFloat(x, "x"); isFloat(y, "y");
+    typeIs(idx, ElemType::kI64, "indices");
+    uint64_t pooled = 1;
+    for (uint32_t i = 0; i < x.rank; ++i) pooled *= std::max<uint32_t>(w[i], 1);
+    if (x.rank < 3 || dimsOf(idx) != dimsOf(x) || y.rank != x.rank || y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1] ||
+        w[0] != x.dims[0] || w[1] != x.dims[1] || pooled > (uint64_t{1} << 40))
+      bad("{}: x {}, indices {}, pooled shape {} -> y {}", what, dimsStr(x), dimsStr(idx), fmt::join(w, "x"), dimsStr(y));
+  }
+
   void compress() const {
     const TensorRef& cond = d.in(1);
     sameType(x, y, "x", "y");
@@ -184,6 +197,7 @@ const KindCheck kind_checks::kOneHot = [](const LayerCheck& c) { IndexingChecks{
 const KindCheck kind_checks::kGridSample = [](const LayerCheck& c) { IndexingChecks{c}.gridSample(); };
 const KindCheck kind_checks::kRoiAlign = [](const LayerCheck& c) { IndexingChecks{c}.roiAlign(); };
 const KindCheck kind_checks::kNonMaxSuppression = [](const LayerCheck& c) { IndexingChecks{c}.nms(); };
+const KindCheck kind_checks::kMaxUnpool = [](const LayerCheck& c) { IndexingChecks{c}.maxUnpool(); };
 const KindCheck kind_checks::kCompress = [](const LayerCheck& c) { IndexingChecks{c}.compress(); };
 const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
 

@@ -130,6 +130,15 @@ void runNms(Runtime::Impl& im, Step& s) {
   for (size_t r = 0; r < sel.size(); ++r) std::copy(sel[r].begin(), sel[r].end(), out + r * 3);
 }
 
+void runMaxUnpool(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  const std::vector<int64_t> from(s.p.begin(), s.p.begin() + static_cast<std::ptrdiff_t>(x.size()));
+  if (!kernels::maxUnpool(im.inF(s, 0), reinterpret_cast<const int64_t*>(s.in[1]), shapeNumel(x), im.outF(s), s.shapes.back(), from))
+    fail(ErrorCode::kInvalidInput, "max_unpool layer: an index is outside the pooled shape {} or the output {}",
+         shapeStr(from), shapeStr(s.shapes.back()));
+  im.store(s);
+}
+
 void runCompress(Runtime::Impl&, Step& s) {
   const package::Descriptor& d = *s.d;
   const Shape &x = s.shapes[0], &y = s.shapes.back();
@@ -154,6 +163,7 @@ const KindExec kind_exec::kCompress = {nullptr, &runCompress};
 const KindExec kind_exec::kGridSample = {nullptr, &runGridSample};
 const KindExec kind_exec::kRoiAlign = {nullptr, &runRoiAlign};
 const KindExec kind_exec::kNonMaxSuppression = {nullptr, &runNms};
+const KindExec kind_exec::kMaxUnpool = {nullptr, &runMaxUnpool};
 const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};
 const KindExec kind_exec::kGatherElements = {nullptr, &runGatherElements};
 const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};

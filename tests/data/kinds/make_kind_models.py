@@ -317,6 +317,11 @@ save("pool3d", [N("MaxPool", ["x"], ["mx"], kernel_shape=[2, 2, 2], strides=[2, 
      [1, 2, 4, 4, 6], [1, 2, 2, 2, 3],
      [("s2d", np.array([1, 2, 16, 6], np.int64)), ("s3d", np.array([1, 2, 2, 2, 3], np.int64)),
       ("milli", np.array(0.001, np.float32))], opset=12)
+# MaxUnpool (the max_unpool kind): a 2-D MaxPool's values and indices scattered back into an output_shape one row and
+# one column larger than the pooled input (zeros elsewhere).
+save("max_unpool", [N("MaxPool", ["x"], ["mp", "ix"], kernel_shape=[2, 2], strides=[2, 2]),
+                    N("MaxUnpool", ["mp", "ix", "osh"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+     [1, 2, 4, 6], [1, 2, 5, 7], [("osh", np.array([1, 2, 5, 7], np.int64))], opset=12)
 # Recurrent layers (the recurrent kind): a bidirectional LSTM with every optional input (bias, sequence lengths,
 # initial states, peepholes), its own activations and clip, all three outputs; a reverse GRU (linear_before_reset)
 # over the LSTM's output with only Y_h; a batch-major RNN with ScaledTanh. Weights constant (packed once).
