@@ -162,11 +162,20 @@ void maxUnpool(Lowerer& L, const ir::Node& n) {
   L.emit(n, LayerKind::kMaxUnpool, {L.in(n, 0), L.intIn(n, 1)}, L.outVal(n, n.outputs[0]), from);
 }
 
+/// ReverseSequence: a reverse_sequence layer moving x's elements as they are (any type).
+void reverseSequence(Lowerer& L, const ir::Node& n) {
+  if (L.g_.value(n.inputs[1]).type.dtype != DType::kI64) L.unsupported(n, "sequence_lens must be int64");
+  L.emit(n, LayerKind::kReverseSequence, {L.typedIn(n, 0), L.intIn(n, 1)}, L.outVal(n, n.outputs[0]),
+         {n.attrInt("time_axis", 0) == 0 ? 0u : 1u});
+}
+
 void registerIndexingLowerings(LowerTable& t) {
   takeTypedValues(t, {"OneHot", "RoiAlign", "NonMaxSuppression", "GatherElements", "ScatterElements", "Scatter",
-                      "GatherND", "ScatterND", "TopK", "Compress", "MaxUnpool"});
+                      "GatherND", "ScatterND", "TopK", "Compress", "MaxUnpool",
+                      "ReverseSequence"});
   t[{"", "NonMaxSuppression"}] = &Lowerer::nms;
   t[{"", "MaxUnpool"}] = maxUnpool;
+  t[{"", "ReverseSequence"}] = reverseSequence;
   t[{"", "GridSample"}] = &Lowerer::gridSample;
   t[{"", "RoiAlign"}] = &Lowerer::roiAlign;
   t[{"", "OneHot"}] = &Lowerer::oneHot;

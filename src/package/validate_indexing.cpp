@@ -156,6 +156,14 @@ struct IndexingChecks : LayerCheck {
       bad("{}: x {}, indices {}, pooled shape {} -> y {}", what, dimsStr(x), dimsStr(idx), fmt::join(w, "x"), dimsStr(y));
   }
 
+  void reverseSequence() const {
+    const TensorRef& lens = d.in(1);
+    sameType(x, y, "x", "y");
+    typeIs(lens, ElemType::kI64, "sequence_lens");
+    if (w[0] > 1 || x.rank < 2 || dimsOf(x) != dimsOf(y) || lens.rank != 1 || lens.dims[0] != x.dims[w[0] == 0 ? 1 : 0])
+      bad("{}: time_axis {}, x {}, sequence_lens {} -> y {}", what, w[0], dimsStr(x), dimsStr(lens), dimsStr(y));
+  }
+
   void compress() const {
     const TensorRef& cond = d.in(1);
     sameType(x, y, "x", "y");
@@ -198,6 +206,7 @@ const KindCheck kind_checks::kGridSample = [](const LayerCheck& c) { IndexingChe
 const KindCheck kind_checks::kRoiAlign = [](const LayerCheck& c) { IndexingChecks{c}.roiAlign(); };
 const KindCheck kind_checks::kNonMaxSuppression = [](const LayerCheck& c) { IndexingChecks{c}.nms(); };
 const KindCheck kind_checks::kMaxUnpool = [](const LayerCheck& c) { IndexingChecks{c}.maxUnpool(); };
+const KindCheck kind_checks::kReverseSequence = [](const LayerCheck& c) { IndexingChecks{c}.reverseSequence(); };
 const KindCheck kind_checks::kCompress = [](const LayerCheck& c) { IndexingChecks{c}.compress(); };
 const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
 

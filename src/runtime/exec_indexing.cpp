@@ -139,6 +139,17 @@ void runMaxUnpool(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runReverseSequence(Runtime::Impl&, Step& s) {
+  const Shape& x = s.shapes[0];
+  const bool time_first = s.p[0] == 0;
+  const int64_t* lens = reinterpret_cast<const int64_t*>(s.in[1]);
+  for (int64_t b = 0; b < x[time_first ? 1 : 0]; ++b)
+    if (lens[b] < 0 || lens[b] > x[time_first ? 0 : 1])
+      fail(ErrorCode::kInvalidInput, "reverse_sequence layer: sequence_lens[{}] = {} is outside [0, {}]", b, lens[b], x[time_first ? 0 : 1]);
+  kernels::reverseSequence(package::elemSize(s.d->in(0).type), x[0], x[1], shapeNumel(x) / std::max<int64_t>(1, x[0] * x[1]),
+                           time_first, lens, s.in[0], s.out);
+}
+
 void runCompress(Runtime::Impl&, Step& s) {
   const package::Descriptor& d = *s.d;
   const Shape &x = s.shapes[0], &y = s.shapes.back();
@@ -164,6 +175,7 @@ const KindExec kind_exec::kGridSample = {nullptr, &runGridSample};
 const KindExec kind_exec::kRoiAlign = {nullptr, &runRoiAlign};
 const KindExec kind_exec::kNonMaxSuppression = {nullptr, &runNms};
 const KindExec kind_exec::kMaxUnpool = {nullptr, &runMaxUnpool};
+const KindExec kind_exec::kReverseSequence = {nullptr, &runReverseSequence};
 const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};
 const KindExec kind_exec::kGatherElements = {nullptr, &runGatherElements};
 const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};

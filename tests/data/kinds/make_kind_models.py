@@ -317,6 +317,12 @@ save("pool3d", [N("MaxPool", ["x"], ["mx"], kernel_shape=[2, 2, 2], strides=[2, 
      [1, 2, 4, 4, 6], [1, 2, 2, 2, 3],
      [("s2d", np.array([1, 2, 16, 6], np.int64)), ("s3d", np.array([1, 2, 2, 2, 3], np.int64)),
       ("milli", np.array(0.001, np.float32))], opset=12)
+# ReverseSequence (the reverse_sequence kind): time-major with constant lengths (one 0, one full), then batch-major on
+# the result's transpose.
+save("reverse_sequence", [N("ReverseSequence", ["x", "lens"], ["r"], batch_axis=1, time_axis=0),
+                          N("Transpose", ["r"], ["t"], perm=[1, 0, 2]),
+                          N("ReverseSequence", ["t", "lens2"], ["y"], batch_axis=0, time_axis=1)],
+     [4, 3, 2], [3, 4, 2], [("lens", np.array([4, 0, 2], np.int64)), ("lens2", np.array([3, 4, 1], np.int64))], opset=10)
 # MaxUnpool (the max_unpool kind): a 2-D MaxPool's values and indices scattered back into an output_shape one row and
 # one column larger than the pooled input (zeros elsewhere).
 save("max_unpool", [N("MaxPool", ["x"], ["mp", "ix"], kernel_shape=[2, 2], strides=[2, 2]),
