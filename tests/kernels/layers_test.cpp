@@ -406,18 +406,24 @@ std::vector<float> naiveSoftmax(SoftmaxKind kind, int64_t outer, int64_t len, in
   return y;
 }
 
-// Softmax's exp (kernels/expf.hpp) is e^x correctly rounded to float over a dense sample of every float in
-// [-160, 90] (each 4099th bit pattern, and the ends of the range: overflow to +inf past ln FLT_MAX, denormal results,
-// 0 below), +-inf and NaN kept; and expF32Fast (AVX-512 where the CPU has it) gives its bits for each of them, at every
-// offset of a vector.
-TEST(LayersSoftmax, ExpIsCorrectlyRoundedAndTheFastFormIsItsBits) {
+/// Every 4099th float bit pattern in [lo, hi] (and the NaNs among them when `nans`): a dense sample of every binade.
+std::vector<float> sampledFloats(float lo, float hi, bool nans) {
   std::vector<float> x;
   for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) {
     float v;
     const uint32_t u = static_cast<uint32_t>(b);
     std::memcpy(&v, &u, 4);
-    if (v >= -160.0f && v <= 90.0f) x.push_back(v);
+    if ((nans && std::isnan(v)) || (v >= lo && v <= hi)) x.push_back(v);
   }
+  return x;
+}
+
+// Softmax's exp (kernels/expf.hpp) is e^x correctly rounded to float over a dense sample of every float in
+// [-160, 90] (each 4099th bit pattern, and the ends of the range: overflow to +inf past ln FLT_MAX, denormal results,
+// 0 below), +-inf and NaN kept; and expF32Fast (AVX-512 where the CPU has it) gives its bits for each of them, at every
+// offset of a vector.
+TEST(LayersSoftmax, ExpIsCorrectlyRoundedAndTheFastFormIsItsBits) {
+  std::vector<float> x = sampledFloats(-160.0f, 90.0f, false);
   for (float v : {88.72283f, 88.722839f, 88.72284f, 89.0f, 89.0001f, -87.33655f, -103.9f, -103.972f, -104.0f, -149.9f, -150.0f,
                   -150.01f, 0.0f, -0.0f, 1e-30f, -1e-30f, 1.0f})
     x.push_back(v);
@@ -643,13 +649,7 @@ TEST(LayersUnary, SigmoidAndTanhAreWithinAnUlpOfLibm) {
 // sigmoidFast / tanhFast (AVX-512 where the CPU has it) give unaryScalar's bits: every 4099th bit pattern of the
 // floats in [-130, 130] (both clamps, denormals, ±0), ±inf and NaNs, at every offset of a vector (the tails).
 TEST(LayersUnary, FastSigmoidAndTanhAreTheirBits) {
-  std::vector<float> x;
-  for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) {
-    float v;
-    const uint32_t u = static_cast<uint32_t>(b);
-    std::memcpy(&v, &u, 4);
-    if (std::isnan(v) || (v >= -130.0f && v <= 130.0f)) x.push_back(v);
-  }
+  std::vector<float> x = sampledFloats(-130.0f, 130.0f, true);
   for (float v : {0.0f, -0.0f, 40.0f, 40.000004f, -110.0f, -110.00001f, 10.0f, -10.0f, 10.000001f, 1e-45f, -1e-45f,
                   std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()})
     x.push_back(v);

@@ -534,14 +534,14 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
 }
 
 TEST(Translate, NodesWithoutAPackageFormAreReportedLikeBrokenRules) {
-  // MaxUnpool has no descriptor yet: check reports it (rule generic.package) and translate writes the
+  // Det has no descriptor yet: check reports it (rule generic.package) and translate writes the
   // same error report instead of stopping at the first such node with no report (check passed such models before).
   fs::path root = scratchDir("no_form");
   const std::string model = kSrc + "/tests/data/bad/no_package_form.onnx";
   TranslateResult r = translateTo(model, "generic", root, "up");
   EXPECT_FALSE(r.ok);
   ASSERT_FALSE(r.errors.empty());
-  EXPECT_EQ(r.errors[0].op, "MaxUnpool");
+  EXPECT_EQ(r.errors[0].op, "Det");
   EXPECT_EQ(r.errors[0].rule_id, "generic.package");
   EXPECT_NE(r.errors[0].actual.find("no package form"), std::string::npos) << r.errors[0].actual;
   EXPECT_TRUE(fs::exists(root / "up" / "up_error_report.csv"));
