@@ -211,10 +211,27 @@ void Lowerer::melNode(const ir::Node& n) {
   emit(n, LayerKind::kMelWeightMatrix, ins, outVal(n, n.outputs[0]), {});
 }
 
+/// NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss: a loss layer (and SoftmaxCrossEntropyLoss's log_prob when used).
+void lossNode(Lowerer& L, const ir::Node& n) {
+  const std::string red = n.attrString("reduction", "mean");
+  const int64_t ignore = n.attrInt("ignore_index", 0);
+  std::vector<int> ins{L.in(n, 0), L.intIn(n, 1)};
+  if (n.hasInput(2)) ins.push_back(L.in(n, 2));
+  LDesc& d = L.emit(n, LayerKind::kLoss, ins, L.outVal(n, n.outputs[0]),
+                    {n.op == "SoftmaxCrossEntropyLoss" ? 1u : 0u, red == "none" ? 0u : red == "sum" ? 1u : 2u,
+                     n.hasAttr("ignore_index") ? 1u : 0u, static_cast<uint32_t>(static_cast<uint64_t>(ignore)),
+                     static_cast<uint32_t>(static_cast<uint64_t>(ignore) >> 32)});
+  if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue && (L.uses_.count(n.outputs[1]) || L.is_output_.count(n.outputs[1])))
+    d.more_outs = {L.outVal(n, n.outputs[1])};
+}
+
 void registerReduceLowerings(LowerTable& t) {
+  t[{"", "NegativeLogLikelihoodLoss"}] = lossNode;
+  t[{"", "SoftmaxCrossEntropyLoss"}] = lossNode;
   takeTypedValues(t, {"ArgMax", "ArgMin", "CumSum", "HannWindow", "HammingWindow", "BlackmanWindow", "DFT", "STFT",
                       "MelWeightMatrix", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-                      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"});
+                      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
+                      "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"});
   t[{"", "DFT"}] = &Lowerer::dftNode;
   t[{"", "STFT"}] = &Lowerer::stftNode;
   t[{"", "MelWeightMatrix"}] = &Lowerer::melNode;

@@ -121,6 +121,22 @@ struct ReduceChecks : LayerCheck {
       bad("{}: y is {}, not [dft_length / 2 + 1, num_mel_bins] with dft_length in [1, 2^24], num_mel_bins in [1, 65536]", what, dimsStr(y));
   }
 
+  void loss() const {
+    const TensorRef& t = d.in(1);
+    isFloat(x, "scores"); isFloat(y, "loss");
+    if (t.type != ElemType::kI64 && t.type != ElemType::kI32) bad("{}: the targets are {}, not int32 / int64", what, elemName(t.type));
+    std::vector<int64_t> want = dimsOf(x);
+    if (want.size() >= 2) want.erase(want.begin() + 1);
+    if (w[0] > 1 || w[1] > 2 || w[2] > 1 || x.rank < 2 || dimsOf(t) != want ||
+        (w[1] == 0 ? dimsOf(y) != want : y.numel() != 1) || (d.n_in == 3 && (d.in(2).rank != 1 || d.in(2).dims[0] != x.dims[1])))
+      bad("{}: softmax {}, reduction {}, ignore {}: scores {}, targets {} -> {}", what, w[0], w[1], w[2], dimsStr(x), dimsStr(t), dimsStr(y));
+    if (d.n_in == 3) isFloat(d.in(2), "weight");
+    if (d.n_out == 2) {
+      isFloat(d.out(1), "log_prob");
+      if (!w[0] || dimsOf(d.out(1)) != dimsOf(x)) bad("{}: log_prob {} of scores {} (SoftmaxCrossEntropyLoss only)", what, dimsStr(d.out(1)), dimsStr(x));
+    }
+  }
+
   void layerNorm() const {
     isFloat(x, "x"); isFloat(y, "y");
     if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
@@ -152,6 +168,7 @@ const KindCheck kind_checks::kWindow = [](const LayerCheck& c) { ReduceChecks{c}
 const KindCheck kind_checks::kDft = [](const LayerCheck& c) { ReduceChecks{c}.dft(); };
 const KindCheck kind_checks::kStft = [](const LayerCheck& c) { ReduceChecks{c}.stft(); };
 const KindCheck kind_checks::kMelWeightMatrix = [](const LayerCheck& c) { ReduceChecks{c}.melWeightMatrix(); };
+const KindCheck kind_checks::kLoss = [](const LayerCheck& c) { ReduceChecks{c}.loss(); };
 const KindCheck kind_checks::kLayerNorm = [](const LayerCheck& c) { ReduceChecks{c}.layerNorm(); };
 
 }  // namespace npuc::package

@@ -1,6 +1,7 @@
 // How the reducing layer kinds run (runtime_impl.hpp): reduce, layer_norm, arg_reduce, cum_sum.
 #include "runtime/runtime_impl.hpp"
 
+#include "kernels/loss.hpp"
 #include "kernels/signal.hpp"
 #include "kernels/typed.hpp"
 
@@ -155,8 +156,40 @@ void runMelWeightMatrix(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runLoss(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const Shape& x = s.shapes[0];
+  kernels::LossShape ls;
+  ls.n = x[0], ls.c = x[1], ls.d = ls.n * ls.c != 0 ? shapeNumel(x) / (ls.n * ls.c) : 0;
+  ls.softmax = s.p[0] != 0;
+  ls.reduction = static_cast<kernels::LossReduction>(s.p[1]);
+  ls.ignoring = s.p[2] != 0;
+  ls.ignore_index = static_cast<int64_t>((static_cast<uint64_t>(s.p[4]) << 32) | s.p[3]);
+  const float* xf = im.inF(s, 0);
+  std::vector<double> v(xf, xf + shapeNumel(x)), weight, l(static_cast<size_t>(d.out(0).numel())), lp;
+  if (d.n_in == 3) {
+    const float* wf = im.inF(s, 2);
+    weight.assign(wf, wf + ls.c);
+  }
+  if (d.n_out == 2) lp.resize(v.size());
+  const std::vector<int64_t> target = intValues(d.in(1), s.in[1]);
+  kernels::loss(ls, v.data(), target.data(), weight.empty() ? nullptr : weight.data(), l.data(), lp.empty() ? nullptr : lp.data());
+  float* y = im.outF(s);
+  for (size_t i = 0; i < l.size(); ++i) y[i] = static_cast<float>(l[i]);
+  im.store(s);
+  if (d.n_out == 2) {  // log_prob: float32 written in place, float16 rounded once from float32
+    const package::TensorRef& r = d.out(1);
+    std::vector<float> f(lp.begin(), lp.end());
+    for (size_t i = 0; i < lp.size(); ++i) f[i] = static_cast<float>(lp[i]);
+    uint8_t* at = im.at(r.addr, r.bytes, "loss's log_prob");
+    if (r.type == ElemType::kF32) std::memcpy(at, f.data(), f.size() * sizeof(float));
+    else kernels::f32ToF16_ref(f.data(), reinterpret_cast<uint16_t*>(at), static_cast<int64_t>(f.size()), kernels::Activation{});
+  }
+}
+
 }  // namespace
 
+const KindExec kind_exec::kLoss = {nullptr, &runLoss};
 const KindExec kind_exec::kDft = {nullptr, &runDft};
 const KindExec kind_exec::kStft = {nullptr, &runStft};
 const KindExec kind_exec::kMelWeightMatrix = {nullptr, &runMelWeightMatrix};

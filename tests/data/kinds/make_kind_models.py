@@ -323,6 +323,15 @@ save("reverse_sequence", [N("ReverseSequence", ["x", "lens"], ["r"], batch_axis=
                           N("Transpose", ["r"], ["t"], perm=[1, 0, 2]),
                           N("ReverseSequence", ["t", "lens2"], ["y"], batch_axis=0, time_axis=1)],
      [4, 3, 2], [3, 4, 2], [("lens", np.array([4, 0, 2], np.int64)), ("lens2", np.array([3, 4, 1], np.int64))], opset=10)
+# The losses (the loss kind): SoftmaxCrossEntropyLoss with weights, an ignored target and its log-probabilities, and
+# NegativeLogLikelihoodLoss summed, their outputs joined into y.
+save("loss", [N("SoftmaxCrossEntropyLoss", ["x", "tgt", "wt"], ["l", "lp"], reduction="none", ignore_index=2),
+              N("NegativeLogLikelihoodLoss", ["lp", "tgt2"], ["s"], reduction="sum"),
+              N("Reshape", ["lp", "flat"], ["lpf"]), N("Reshape", ["l", "flat"], ["lf"]), N("Reshape", ["s", "one"], ["sf"]),
+              N("Concat", ["lpf", "lf", "sf"], ["y"], axis=0)],
+     [2, 3, 4], [33], [("tgt", np.array([[0, 1, 2, 1], [2, 2, 0, 1]], np.int64)), ("wt", np.array([0.5, 1.0, 2.0], np.float32)),
+                       ("tgt2", np.array([[1, 1, 0, 2], [0, 2, 1, 1]], np.int64)), ("flat", np.array([-1], np.int64)),
+                       ("one", np.array([1], np.int64))])
 # MaxUnpool (the max_unpool kind): a 2-D MaxPool's values and indices scattered back into an output_shape one row and
 # one column larger than the pooled input (zeros elsewhere).
 save("max_unpool", [N("MaxPool", ["x"], ["mp", "ix"], kernel_shape=[2, 2], strides=[2, 2]),
