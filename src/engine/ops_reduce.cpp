@@ -142,47 +142,17 @@ void argKernel(KernelCall& call) {
   kernels::argReduce(is_max, last, x.dtype(), outer, n, inner, x.raw(), y.data<int64_t>());
 }
 
-// MeanVarianceNormalization as ONNX's function defines it: mean and E[x²] over the axes, std = sqrt(E[x²] − mean²),
-// y = (x − mean) / (std + 1e-9); in double, each element rounded once to the output's type.
+// MeanVarianceNormalization (kernels::meanVarianceNormalization, in double), each element rounded once to its type.
 void mvnKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
-  const int rank = x.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);
   for (int64_t a : c.node.attrInts("axes", {0, 2, 3})) {
-    ops::normalizeAxis(a, rank);
+    ops::normalizeAxis(a, x.rank());
     reduced[static_cast<size_t>(a)] = true;
   }
-  // Each element's group: its index with the reduced dims dropped.
-  std::vector<int64_t> gstride(static_cast<size_t>(rank), 0);
-  int64_t groups = 1;
-  for (int d = rank - 1; d >= 0; --d)
-    if (!reduced[static_cast<size_t>(d)]) {
-      gstride[static_cast<size_t>(d)] = groups;
-      groups *= x.dim(d);
-    }
   const std::vector<double> v = x.toDouble();
-  std::vector<int64_t> group(v.size()), idx(static_cast<size_t>(rank), 0);
-  int64_t g = 0;
-  for (size_t e = 0; e < v.size(); ++e) {
-    group[e] = g;
-    for (int d = rank - 1; d >= 0; --d) {  // the odometer, keeping g in step
-      g += gstride[static_cast<size_t>(d)];
-      if (++idx[static_cast<size_t>(d)] < x.dim(d)) break;
-      g -= gstride[static_cast<size_t>(d)] * x.dim(d);
-      idx[static_cast<size_t>(d)] = 0;
-    }
-  }
-  std::vector<double> sum(static_cast<size_t>(groups), 0), sq(static_cast<size_t>(groups), 0), y(v.size());
-  const double count = groups != 0 ? static_cast<double>(v.size()) / static_cast<double>(groups) : 0;
-  for (size_t e = 0; e < v.size(); ++e) {
-    sum[static_cast<size_t>(group[e])] += v[e];
-    sq[static_cast<size_t>(group[e])] += v[e] * v[e];
-  }
-  for (size_t e = 0; e < v.size(); ++e) {
-    const double mean = sum[static_cast<size_t>(group[e])] / count;
-    const double var = std::max(0.0, sq[static_cast<size_t>(group[e])] / count - mean * mean);  // (never below 0 by rounding)
-    y[e] = (v[e] - mean) / (std::sqrt(var) + 1e-9);
-  }
+  std::vector<double> y(v.size());
+  kernels::meanVarianceNormalization(x.shape(), reduced, v.data(), y.data());
   Tensor& out = c.alloc(0);
   kernels::castValues(DType::kF64, y.data(), out.dtype(), out.raw(), x.numel());
 }

@@ -150,6 +150,11 @@ MeanVariance meanVariance(const float* x, int64_t n);
 /// and the variance summed in double in ascending order, inv = 1 / sqrt(var + epsilon), everything after the
 /// subtraction in double, rounded to float once; bias null adds 0. mean_out / inv_out (may be null) get each row's
 /// mean and inv. Parallel calls split the rows only.
+/// ONNX MeanVarianceNormalization over x of dims `shape`, the dims flagged in `reduced` normalised together: mean and
+/// E[x²] per group, std = sqrt(max(E[x²] − mean², 0)), y = (x − mean) / (std + 1e-9), in double (the engine's and the
+/// mvn layer's).
+void meanVarianceNormalization(const std::vector<int64_t>& shape, const std::vector<bool>& reduced, const double* x,
+                               double* y);
 void layerNorm(int64_t outer, int64_t inner, float epsilon, const float* x, const float* scale, const float* bias,
                float* y, float* mean_out, float* inv_out, ThreadPool* pool);
 
