@@ -225,7 +225,19 @@ void lossNode(Lowerer& L, const ir::Node& n) {
     d.more_outs = {L.outVal(n, n.outputs[1])};
 }
 
+/// MeanVarianceNormalization: an mvn layer, its axes as one flag per dim.
+void mvnNode(Lowerer& L, const ir::Node& n) {
+  const int64_t rank = static_cast<int64_t>(L.shapeOf(n, 0).size());
+  std::vector<uint32_t> flags(static_cast<size_t>(rank), 0);
+  for (int64_t a : n.attrInts("axes", {0, 2, 3})) {
+    if (!ops::normalizeAxis(a, rank)) L.unsupported(n, "axis {} out of range for rank {}", a, rank);
+    flags[static_cast<size_t>(a)] = 1;
+  }
+  L.emit(n, LayerKind::kMvn, {L.in(n, 0)}, L.outVal(n, n.outputs[0]), flags);
+}
+
 void registerReduceLowerings(LowerTable& t) {
+  t[{"", "MeanVarianceNormalization"}] = mvnNode;
   t[{"", "NegativeLogLikelihoodLoss"}] = lossNode;
   t[{"", "SoftmaxCrossEntropyLoss"}] = lossNode;
   takeTypedValues(t, {"ArgMax", "ArgMin", "CumSum", "HannWindow", "HammingWindow", "BlackmanWindow", "DFT", "STFT",

@@ -121,6 +121,12 @@ struct ReduceChecks : LayerCheck {
       bad("{}: y is {}, not [dft_length / 2 + 1, num_mel_bins] with dft_length in [1, 2^24], num_mel_bins in [1, 65536]", what, dimsStr(y));
   }
 
+  void mvn() const {
+    floatSameShape();
+    for (uint32_t i = 0; i < x.rank; ++i)
+      if (w[i] > 1) bad("{}: the flag of dim {} is {}, not 0 or 1", what, i, w[i]);
+  }
+
   void loss() const {
     const TensorRef& t = d.in(1);
     isFloat(x, "scores"); isFloat(y, "loss");
@@ -168,6 +174,7 @@ const KindCheck kind_checks::kWindow = [](const LayerCheck& c) { ReduceChecks{c}
 const KindCheck kind_checks::kDft = [](const LayerCheck& c) { ReduceChecks{c}.dft(); };
 const KindCheck kind_checks::kStft = [](const LayerCheck& c) { ReduceChecks{c}.stft(); };
 const KindCheck kind_checks::kMelWeightMatrix = [](const LayerCheck& c) { ReduceChecks{c}.melWeightMatrix(); };
+const KindCheck kind_checks::kMvn = [](const LayerCheck& c) { ReduceChecks{c}.mvn(); };
 const KindCheck kind_checks::kLoss = [](const LayerCheck& c) { ReduceChecks{c}.loss(); };
 const KindCheck kind_checks::kLayerNorm = [](const LayerCheck& c) { ReduceChecks{c}.layerNorm(); };
 

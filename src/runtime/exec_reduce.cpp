@@ -156,6 +156,18 @@ void runMelWeightMatrix(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runMvn(Runtime::Impl& im, Step& s) {
+  const Shape& x = s.shapes[0];
+  std::vector<bool> reduced;
+  for (size_t i = 0; i < x.size(); ++i) reduced.push_back(s.p[i] != 0);
+  const float* xf = im.inF(s, 0);
+  std::vector<double> v(xf, xf + shapeNumel(x)), y(v.size());
+  kernels::meanVarianceNormalization(x, reduced, v.data(), y.data());
+  float* out = im.outF(s);
+  for (size_t i = 0; i < y.size(); ++i) out[i] = static_cast<float>(y[i]);
+  im.store(s);
+}
+
 void runLoss(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   const Shape& x = s.shapes[0];
@@ -190,6 +202,7 @@ void runLoss(Runtime::Impl& im, Step& s) {
 }  // namespace
 
 const KindExec kind_exec::kLoss = {nullptr, &runLoss};
+const KindExec kind_exec::kMvn = {nullptr, &runMvn};
 const KindExec kind_exec::kDft = {nullptr, &runDft};
 const KindExec kind_exec::kStft = {nullptr, &runStft};
 const KindExec kind_exec::kMelWeightMatrix = {nullptr, &runMelWeightMatrix};

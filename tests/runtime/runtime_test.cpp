@@ -168,7 +168,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
                         "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
                         "gather", "tile_expand", "instance_norm", "where", "einsum", "typed_compare_where", "typed_logic",
-                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "recurrent", "conv_computed_weights", "pool3d", "max_unpool", "reverse_sequence", "loss"})
+                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "recurrent", "conv_computed_weights", "pool3d", "max_unpool", "reverse_sequence", "loss", "mvn"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }

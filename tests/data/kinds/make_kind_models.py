@@ -332,6 +332,9 @@ save("loss", [N("SoftmaxCrossEntropyLoss", ["x", "tgt", "wt"], ["l", "lp"], redu
      [2, 3, 4], [33], [("tgt", np.array([[0, 1, 2, 1], [2, 2, 0, 1]], np.int64)), ("wt", np.array([0.5, 1.0, 2.0], np.float32)),
                        ("tgt2", np.array([[1, 1, 0, 2], [0, 2, 1, 1]], np.int64)), ("flat", np.array([-1], np.int64)),
                        ("one", np.array([1], np.int64))])
+# MeanVarianceNormalization (the mvn kind): the default axes (0, 2, 3), then over the last axis alone.
+save("mvn", [N("MeanVarianceNormalization", ["x"], ["m"]), N("MeanVarianceNormalization", ["m"], ["y"], axes=[3])],
+     [2, 3, 4, 5], [2, 3, 4, 5])
 # MaxUnpool (the max_unpool kind): a 2-D MaxPool's values and indices scattered back into an output_shape one row and
 # one column larger than the pooled input (zeros elsewhere).
 save("max_unpool", [N("MaxPool", ["x"], ["mp", "ix"], kernel_shape=[2, 2], strides=[2, 2]),
