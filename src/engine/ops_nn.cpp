@@ -416,34 +416,13 @@ void einsumKernel(KernelCall& c) {
   kernels::transpose(p.prod, p.perm_y, sizeof(float), prod.raw(), y.raw(), c.pool);
 }
 
-// Det: each matrix's LU factorisation with partial pivoting, in double (numpy's method), rounded once to the
-// output's type.
+// Det (kernels::determinants, in double), rounded once to the output's type.
 void detKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   const int64_t m = x.dim(x.rank() - 1), mats = m != 0 ? x.numel() / (m * m) : 0;
   const std::vector<double> all = x.toDouble();
   std::vector<double> det(static_cast<size_t>(mats));
-  for (int64_t k = 0; k < mats; ++k) {
-    std::vector<double> a(all.begin() + k * m * m, all.begin() + (k + 1) * m * m);
-    double d = 1;
-    for (int64_t col = 0; col < m && d != 0; ++col) {
-      int64_t piv = col;
-      for (int64_t r = col + 1; r < m; ++r)
-        if (std::fabs(a[static_cast<size_t>(r * m + col)]) > std::fabs(a[static_cast<size_t>(piv * m + col)])) piv = r;
-      if (piv != col) {
-        for (int64_t j = 0; j < m; ++j) std::swap(a[static_cast<size_t>(col * m + j)], a[static_cast<size_t>(piv * m + j)]);
-        d = -d;
-      }
-      const double p = a[static_cast<size_t>(col * m + col)];
-      d *= p;
-      if (p == 0) break;
-      for (int64_t r = col + 1; r < m; ++r) {
-        const double f = a[static_cast<size_t>(r * m + col)] / p;
-        for (int64_t j = col; j < m; ++j) a[static_cast<size_t>(r * m + j)] -= f * a[static_cast<size_t>(col * m + j)];
-      }
-    }
-    det[static_cast<size_t>(k)] = d;
-  }
+  kernels::determinants(mats, m, all.data(), det.data());
   Tensor& y = c.alloc(0);
   kernels::castValues(DType::kF64, det.data(), y.dtype(), y.raw(), mats);
 }

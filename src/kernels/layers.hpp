@@ -150,6 +150,9 @@ MeanVariance meanVariance(const float* x, int64_t n);
 /// and the variance summed in double in ascending order, inv = 1 / sqrt(var + epsilon), everything after the
 /// subtraction in double, rounded to float once; bias null adds 0. mean_out / inv_out (may be null) get each row's
 /// mean and inv. Parallel calls split the rows only.
+/// ONNX Det: y[k] = the determinant of the k-th m×m matrix of x (`mats` of them), by LU factorisation with partial
+/// pivoting in double (numpy's method; the engine's and the det layer's).
+void determinants(int64_t mats, int64_t m, const double* x, double* y);
 /// ONNX MeanVarianceNormalization over x of dims `shape`, the dims flagged in `reduced` normalised together: mean and
 /// E[x²] per group, std = sqrt(max(E[x²] − mean², 0)), y = (x − mean) / (std + 1e-9), in double (the engine's and the
 /// mvn layer's).
