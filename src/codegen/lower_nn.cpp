@@ -468,7 +468,11 @@ void Lowerer::recurrent(const ir::Node& n) {
   d.more_outs.assign(outs.begin() + 1, outs.end());
 }
 
+/// Det: a det layer.
+void detNode(Lowerer& L, const ir::Node& n) { L.emit(n, LayerKind::kDet, {L.in(n, 0)}, L.outVal(n, n.outputs[0])); }
+
 void registerNnLowerings(LowerTable& t) {
+  t[{"", "Det"}] = detNode;
   takeTypedValues(t, {"MaxPool", "RNN", "GRU", "LSTM"});
   for (const char* d : {"", "ai.npuc"}) {
     t[{d, "Conv"}] = &Lowerer::conv;

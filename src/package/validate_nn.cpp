@@ -211,6 +211,13 @@ struct NnChecks : LayerCheck {
     }
   }
 
+  void det() const {
+    isFloat(x, "x"); isFloat(y, "y");
+    std::vector<int64_t> batch = dimsOf(x);
+    if (x.rank < 2 || x.dims[x.rank - 1u] != x.dims[x.rank - 2u] || (batch.resize(x.rank - 2u), dimsOf(y) != batch))
+      bad("{}: x {} -> y {} (x [*, M, M], y [*])", what, dimsStr(x), dimsStr(y));
+  }
+
   void instanceNorm() const {
     isFloat(x, "x"); isFloat(y, "y");
     if (x.rank < 2 || dimsOf(x) != dimsOf(y)) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
@@ -359,6 +366,7 @@ const KindCheck kind_checks::kSoftmax = [](const LayerCheck& c) { NnChecks{c}.so
 const KindCheck kind_checks::kLrn = [](const LayerCheck& c) { NnChecks{c}.lrn(); };
 const KindCheck kind_checks::kChannelAffine = [](const LayerCheck& c) { NnChecks{c}.channelAffine(); };
 const KindCheck kind_checks::kInstanceNorm = [](const LayerCheck& c) { NnChecks{c}.instanceNorm(); };
+const KindCheck kind_checks::kDet = [](const LayerCheck& c) { NnChecks{c}.det(); };
 
 const KindCheck kind_checks::kPoolNd = &checkPoolNd;
 

@@ -269,6 +269,18 @@ void runLrn(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
+void runDet(Runtime::Impl& im, Runtime::Impl::Step& s) {
+  const Shape& x = s.shapes[0];
+  const int64_t m = x.back(), mats = m != 0 ? shapeNumel(x) / (m * m) : 0;
+  const float* xf = im.inF(s, 0);
+  const std::vector<double> v(xf, xf + shapeNumel(x));
+  std::vector<double> det(static_cast<size_t>(mats));
+  kernels::determinants(mats, m, v.data(), det.data());
+  float* y = im.outF(s);
+  for (int64_t k = 0; k < mats; ++k) y[k] = static_cast<float>(det[static_cast<size_t>(k)]);
+  im.store(s);
+}
+
 void runPoolNd(Runtime::Impl& im, Runtime::Impl::Step& s) {
   const package::Descriptor& d = *s.d;
   const Shape &x = s.shapes[0], &y = s.shapes[static_cast<size_t>(d.n_in)];
@@ -358,6 +370,7 @@ const KindExec kind_exec::kInstanceNorm = {nullptr, &runInstanceNorm};
 const KindExec kind_exec::kDetectionOutput = {nullptr, &runDetectionOutput};
 
 const KindExec kind_exec::kPoolNd = {nullptr, &runPoolNd};
+const KindExec kind_exec::kDet = {nullptr, &runDet};
 
 const KindExec kind_exec::kRecurrent = {&prepareRecurrent, &runRecurrent};
 

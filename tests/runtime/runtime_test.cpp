@@ -168,7 +168,7 @@ std::vector<Case> withKindModels(std::vector<Case> cases) {
                         "reduce_spatial_mean", "reduce_chain_a", "reduce_chain_b", "concat_many", "layer_norm", "matmul_batched", "resize_nearest",
                         "resize_linear_sizes", "resize_cubic", "resize_crop", "resize_opset10", "matmul_activations",
                         "gather", "tile_expand", "instance_norm", "where", "einsum", "typed_compare_where", "typed_logic",
-                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "recurrent", "conv_computed_weights", "pool3d", "max_unpool", "reverse_sequence", "loss", "mvn"})
+                        "typed_int", "typed_argmax", "typed_uint8_shift", "trilu_cumsum", "layer_norm_stats", "indexing", "clip_computed", "onehot_eye", "sampling", "recurrent", "conv_computed_weights", "pool3d", "max_unpool", "reverse_sequence", "loss", "mvn", "det"})
     cases.push_back({std::string("tests/data/kinds/") + m + ".onnx", false});
   return cases;
 }
@@ -534,14 +534,14 @@ TEST(Runtime, InputsAreCheckedAndConverted) {
 }
 
 TEST(Translate, NodesWithoutAPackageFormAreReportedLikeBrokenRules) {
-  // Det has no descriptor yet: check reports it (rule generic.package) and translate writes the
+  // DynamicQuantizeLinear has no descriptor yet: check reports it (rule generic.package) and translate writes the
   // same error report instead of stopping at the first such node with no report (check passed such models before).
   fs::path root = scratchDir("no_form");
   const std::string model = kSrc + "/tests/data/bad/no_package_form.onnx";
   TranslateResult r = translateTo(model, "generic", root, "up");
   EXPECT_FALSE(r.ok);
   ASSERT_FALSE(r.errors.empty());
-  EXPECT_EQ(r.errors[0].op, "Det");
+  EXPECT_EQ(r.errors[0].op, "DynamicQuantizeLinear");
   EXPECT_EQ(r.errors[0].rule_id, "generic.package");
   EXPECT_NE(r.errors[0].actual.find("no package form"), std::string::npos) << r.errors[0].actual;
   EXPECT_TRUE(fs::exists(root / "up" / "up_error_report.csv"));

@@ -51,7 +51,8 @@ w.data_location = TensorProto.EXTERNAL
 e = w.external_data.add()
 e.key, e.value = "location", "w.bin"
 save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], inits=[w]), "external_link.onnx")
-# An op the engine runs but no package holds yet (Det, of each 8x8 plane): check reports it, translate writes the
-# error report (tests/runtime/runtime_test.cpp).
-save(model([helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Det", ["r"], ["y"], name="det")],
+# An op the engine runs but no package holds yet (DynamicQuantizeLinear): check reports it, translate writes the error
+# report (tests/runtime/runtime_test.cpp).
+save(model([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+            helper.make_node("DynamicQuantizeLinear", ["r"], ["q", "y", "z"], name="dql")],  # y: its scale
            [x], [y]), "no_package_form.onnx")

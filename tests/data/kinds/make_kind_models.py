@@ -332,6 +332,8 @@ save("loss", [N("SoftmaxCrossEntropyLoss", ["x", "tgt", "wt"], ["l", "lp"], redu
      [2, 3, 4], [33], [("tgt", np.array([[0, 1, 2, 1], [2, 2, 0, 1]], np.int64)), ("wt", np.array([0.5, 1.0, 2.0], np.float32)),
                        ("tgt2", np.array([[1, 1, 0, 2], [0, 2, 1, 1]], np.int64)), ("flat", np.array([-1], np.int64)),
                        ("one", np.array([1], np.int64))])
+# Det (the det kind): the determinant of each 3x3 matrix of a batch of 2x4.
+save("det", [N("Det", ["x"], ["y"])], [2, 4, 3, 3], [2, 4])
 # MeanVarianceNormalization (the mvn kind): the default axes (0, 2, 3), then over the last axis alone.
 save("mvn", [N("MeanVarianceNormalization", ["x"], ["m"]), N("MeanVarianceNormalization", ["m"], ["y"], axes=[3])],
      [2, 3, 4, 5], [2, 3, 4, 5])
