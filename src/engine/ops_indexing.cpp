@@ -62,30 +62,29 @@ void oneHot(KernelCall& c) {
   kernels::oneHot(ind.dtype(), ind.raw(), outer, depth, inner, dtypeSize(vals.dtype()), vals.raw(), y.raw());
 }
 
+/// x as [outer, dim, inner] around the node's 'axis' (normalised; the shape function checked it), or flattened when it
+/// has none (Compress, Unique).
+kernels::AxisView axisOrFlat(const KernelCall& c, const Tensor& x) {
+  if (!c.node.hasAttr("axis")) return {1, x.numel(), 1};
+  int64_t axis = c.node.attrInt("axis", 0);
+  ops::normalizeAxis(axis, x.rank());
+  return kernels::around(x.shape(), static_cast<size_t>(axis));
+}
+
 void compress(KernelCall& c) {
   const Tensor& x = c.input(0);
   std::vector<uint8_t> cond;
   for (double v : c.input(1).toDouble()) cond.push_back(v != 0);
   Tensor& y = c.alloc(0);
-  int64_t outer = 1, inner = 1, dim = x.numel();
-  if (c.node.hasAttr("axis")) {  // (else x flattened)
-    int64_t axis = c.node.attrInt("axis", 0);
-    ops::normalizeAxis(axis, x.rank());
-    dim = x.dim(static_cast<int>(axis));
-    for (int i = 0; i < x.rank(); ++i)
-      if (i != axis) (i < axis ? outer : inner) *= x.dim(i);
-  }
-  kernels::compress(dtypeSize(x.dtype()), outer, dim, inner, cond.data(), static_cast<int64_t>(cond.size()), x.raw(), y.raw());
+  const kernels::AxisView v = axisOrFlat(c, x);
+  kernels::compress(dtypeSize(x.dtype()), v.outer, v.dim, v.inner, cond.data(), static_cast<int64_t>(cond.size()), x.raw(), y.raw());
 }
 
 // Unique: kernels::unique on x as [outer, n, inner]; the outputs the node names.
 void unique(KernelCall& c) {
   const Tensor& x = c.input(0);
-  int64_t outer = 1, n = x.numel(), inner = 1, axis = c.node.attrInt("axis", 0);
-  if (c.node.hasAttr("axis")) {
-    ops::normalizeAxis(axis, x.rank());
-    ops::uniqueView(x.shape(), axis, &outer, &n, &inner);
-  }
+  const kernels::AxisView v = axisOrFlat(c, x);
+  const int64_t outer = v.outer, n = v.dim, inner = v.inner;
   const kernels::UniqueSlices u = kernels::unique(x.dtype(), outer, n, inner, x.raw(), c.node.attrInt("sorted", 1) != 0);
   auto wanted = [&](int i) { return i < c.numOutputs() && static_cast<size_t>(i) < c.node.outputs.size() &&
                                     c.node.outputs[static_cast<size_t>(i)] != ir::kNoValue; };

@@ -256,12 +256,11 @@ void columnMajorIndices(const ops::Window& w, int64_t* idx, int64_t n) {
   int64_t plane = 1;
   for (int64_t d : w.in) plane *= d;
   for (int64_t i = 0; i < n; ++i) {
-    int64_t r = idx[i] % plane, col = 0, step = 1;
-    for (size_t d = 0; d < w.in.size(); ++d) {  // coordinates from the last dim; the last one's step is the largest
-      const size_t k = w.in.size() - 1 - d;
-      step = 1;
-      for (size_t j = 0; j < k; ++j) step *= w.in[j];
-      col += (r % w.in[k]) * step;
+    // Coordinates from the last dim (row-major), each weighted by the product of the dims before it (column-major).
+    int64_t r = idx[i] % plane, col = 0, before = plane;
+    for (size_t k = w.in.size(); k-- > 0;) {
+      before /= w.in[k];
+      col += (r % w.in[k]) * before;
       r /= w.in[k];
     }
     idx[i] = idx[i] - idx[i] % plane + col;

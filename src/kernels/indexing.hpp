@@ -50,6 +50,19 @@ void topK(DType t, bool largest, int64_t outer, int64_t n, int64_t inner, int64_
 void oneHot(DType it, const void* indices, int64_t outer, int64_t depth, int64_t inner, size_t elem, const void* values,
             void* y);
 
+/// x viewed as [outer, dim, inner] around `axis` (below the rank; a scalar is [1, 1, 1]): the view of the kernels that
+/// work along one axis (Compress, Unique, CumSum, ArgMax, …), for their callers.
+struct AxisView {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+inline AxisView around(const std::vector<int64_t>& x, size_t axis) {
+  AxisView v;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != axis) (i < axis ? v.outer : v.inner) *= x[i];
+  if (!x.empty()) v.dim = x[axis];
+  return v;
+}
+
 /// Compress: the slices of x viewed as [outer, dim, inner] whose condition (cond_len bytes, nonzero = true; those past
 /// dim are not read) is true, in order: y [outer, kept, inner]. Without an axis ONNX flattens x: outer = inner = 1.
 /// compressKept counts them (the caller compares the count with y's dim: a package's shapes are fixed).

@@ -12,13 +12,6 @@ void needInt(InferContext& c, int i) {
 }
 }  // namespace
 
-void uniqueView(const Shape& x, int64_t axis, int64_t* outer, int64_t* n, int64_t* inner) {
-  *outer = *inner = 1;
-  *n = x[static_cast<size_t>(axis)];
-  for (size_t i = 0; i < x.size(); ++i)
-    if (static_cast<int64_t>(i) != axis) (static_cast<int64_t>(i) < axis ? *outer : *inner) *= x[i];
-}
-
 void registerIndexingOps(Registry& r) {
   r.add(makeSchema("GatherND", 2, 2, "gather slices by index tuples (batch_dims)", [](InferContext& c) {
     needInt(c, 1);
@@ -99,13 +92,12 @@ void registerIndexingOps(Registry& r) {
                    "with first indices, inverse indices and counts (data-dependent shape)", [](InferContext& c) {
     const Shape& in = c.inputShape(0);
     const Tensor& x = c.inputValue(0);
-    int64_t outer = 1, n = shapeNumel(in), inner = 1, axis = c.node().attrInt("axis", 0);
+    int64_t axis = c.node().attrInt("axis", 0);
     const bool has_axis = c.node().hasAttr("axis");
-    if (has_axis) {
-      if (!normalizeAxis(axis, static_cast<int64_t>(in.size()))) c.error("axis {} is out of range for rank {}", axis, in.size());
-      uniqueView(in, axis, &outer, &n, &inner);
-    }
-    const int64_t u = static_cast<int64_t>(kernels::unique(x.dtype(), outer, n, inner, x.raw(), c.node().attrInt("sorted", 1) != 0).first.size());
+    if (has_axis && !normalizeAxis(axis, static_cast<int64_t>(in.size()))) c.error("axis {} is out of range for rank {}", axis, in.size());
+    const kernels::AxisView v = has_axis ? kernels::around(in, static_cast<size_t>(axis)) : kernels::AxisView{1, shapeNumel(in), 1};
+    const int64_t n = v.dim;
+    const int64_t u = static_cast<int64_t>(kernels::unique(x.dtype(), v.outer, n, v.inner, x.raw(), c.node().attrInt("sorted", 1) != 0).first.size());
     Shape y = has_axis ? in : Shape{u};
     if (has_axis) y[static_cast<size_t>(axis)] = u;
     c.setOutput(0, c.inputDType(0), y);

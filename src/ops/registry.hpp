@@ -155,8 +155,6 @@ void registerTensorOps(Registry& r);
 void registerNnOps(Registry& r);
 void registerReduceOps(Registry& r);
 void registerIndexingOps(Registry& r);
-/// x viewed as [outer, n, inner] around `axis` (normalised): Unique's and Compress's slices.
-void uniqueView(const Shape& x, int64_t axis, int64_t* outer, int64_t* n, int64_t* inner);
 void registerLossOps(Registry& r);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void registerRecurrentOps(Registry& r);  // RNN, GRU, LSTM
 void registerDetectionOps(Registry& r);  // NonMaxSuppression

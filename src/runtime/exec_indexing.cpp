@@ -154,12 +154,8 @@ void runCompress(Runtime::Impl&, Step& s) {
   const package::Descriptor& d = *s.d;
   const Shape &x = s.shapes[0], &y = s.shapes.back();
   const bool flat = s.p[0] == 0xFFFFFFFFu;
-  int64_t outer = 1, inner = 1, dim = shapeNumel(x), kept = flat ? y[0] : y[s.p[0]];
-  if (!flat) {
-    dim = x[s.p[0]];
-    for (size_t i = 0; i < x.size(); ++i)
-      if (i != s.p[0]) (i < s.p[0] ? outer : inner) *= x[i];
-  }
+  const kernels::AxisView v = flat ? kernels::AxisView{1, shapeNumel(x), 1} : kernels::around(x, s.p[0]);
+  const int64_t outer = v.outer, dim = v.dim, inner = v.inner, kept = flat ? y[0] : y[s.p[0]];
   const auto* cond = s.in[1];
   const int64_t len = static_cast<int64_t>(d.in(1).numel()), got = kernels::compressKept(cond, len, dim);
   if (got != kept)

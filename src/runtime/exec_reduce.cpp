@@ -1,6 +1,7 @@
 // How the reducing layer kinds run (runtime_impl.hpp): reduce, layer_norm, arg_reduce, cum_sum.
 #include "runtime/runtime_impl.hpp"
 
+#include "kernels/indexing.hpp"
 #include "kernels/loss.hpp"
 #include "kernels/signal.hpp"
 #include "kernels/typed.hpp"
@@ -60,20 +61,10 @@ void runReduce(Runtime::Impl& im, Step& s) {
   im.store(s);
 }
 
-/// x viewed as [outer, dim, inner] around `axis` (validated: below the rank; 0 for a scalar).
-struct AxisView {
-  int64_t outer = 1, dim = 1, inner = 1;
-};
-AxisView around(const Shape& x, size_t axis) {
-  AxisView v;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (i != axis) (i < axis ? v.outer : v.inner) *= x[i];
-  if (!x.empty()) v.dim = x[axis];
-  return v;
-}
+using kernels::around;
 
 void runArgReduce(Runtime::Impl& im, Step& s) {
-  const AxisView v = around(s.shapes[0], s.p[1]);
+  const kernels::AxisView v = around(s.shapes[0], s.p[1]);
   kernels::argReduce(s.p[0] == 0, s.p[2] != 0, s.d->in(0).type, v.outer, v.dim, v.inner, s.in[0], reinterpret_cast<int64_t*>(s.out));
 }
 
@@ -87,7 +78,7 @@ void runCumSum(Runtime::Impl& im, Step& s) {
     if (a < -r || a >= r) fail(ErrorCode::kInvalidInput, "cum_sum layer: axis {} is out of range for rank {}", a, r);
     axis = static_cast<size_t>(a < 0 ? a + r : a);
   }
-  const AxisView v = around(s.shapes[0], axis);
+  const kernels::AxisView v = around(s.shapes[0], axis);
   kernels::cumSum(s.d->in(0).type, s.p[1] != 0, s.p[2] != 0, v.outer, v.dim, v.inner, s.in[0], s.out);
 }
 
@@ -191,8 +182,7 @@ void runLoss(Runtime::Impl& im, Step& s) {
   im.store(s);
   if (d.n_out == 2) {  // log_prob: float32 written in place, float16 rounded once from float32
     const package::TensorRef& r = d.out(1);
-    std::vector<float> f(lp.begin(), lp.end());
-    for (size_t i = 0; i < lp.size(); ++i) f[i] = static_cast<float>(lp[i]);
+    const std::vector<float> f(lp.begin(), lp.end());  // (each rounded once to float)
     uint8_t* at = im.at(r.addr, r.bytes, "loss's log_prob");
     if (r.type == ElemType::kF32) std::memcpy(at, f.data(), f.size() * sizeof(float));
     else kernels::f32ToF16_ref(f.data(), reinterpret_cast<uint16_t*>(at), static_cast<int64_t>(f.size()), kernels::Activation{});
