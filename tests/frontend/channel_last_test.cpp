@@ -168,6 +168,44 @@ TEST(ChannelLast, IdentityTransposesGoExceptAtTheInterface) {
   EXPECT_EQ(h.value(h.outputs()[0]).name, "c");
 }
 
+// A Reshape of a reshape reads the first one's input (a TFLite MEAN's layout change moving only 1-dims, then the
+// model's own flatten: one Reshape, which DRP-AI takes as a Flatten); a Reshape to its input's shape goes, except
+// between a graph input and a graph output. The values stay the same.
+TEST(ChannelLast, ReshapeChainsBecomeOneReshape) {
+  ir::Graph g;
+  g.opset = 13;
+  auto val = [&](const std::string& n) { return g.addValue(n).id; };
+  ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 6, 1, 1})).id;
+  g.inputs().push_back(x);
+  ir::ValueId r = val("r"), a = val("a"), b = val("b"), c = val("c"), d = val("d");
+  g.addNode("Relu", "relu", {x}, {r});
+  g.addNode("Reshape", "a", {r, g.addConstant("sa", Tensor::fromVector<int64_t>({4}, {1, 1, 1, 6})).id}, {a});
+  g.addNode("Squeeze", "b", {a, g.addConstant("sb", Tensor::fromVector<int64_t>({1}, {1})).id}, {b});
+  g.addNode("Reshape", "c", {b, g.addConstant("sc", Tensor::fromVector<int64_t>({2}, {1, -1})).id}, {c});
+  g.addNode("Reshape", "d", {c, g.addConstant("sd", Tensor::fromVector<int64_t>({2}, {1, 6})).id}, {d});
+  g.outputs().push_back(d);
+  ops::inferShapes(g);
+  Tensor in = randomTensor({1, 6, 1, 1}, 3);
+  auto want = engine::Engine(g).run({in});
+  resolve(g);
+  EXPECT_EQ(countOps(g, "Reshape"), 1);
+  EXPECT_EQ(countOps(g, "Squeeze"), 0);
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "d");
+  auto got = engine::Engine(g).run({in});
+  EXPECT_TRUE(got[0].sameBits(want[0]));
+
+  ir::Graph h;  // an input reshaped to its own shape and returned: the interface keeps its node
+  h.opset = 13;
+  x = h.addValue("x", ir::makeType(DType::kF32, {2, 3})).id;
+  ir::ValueId y = h.addValue("y").id;
+  h.inputs().push_back(x);
+  h.addNode("Reshape", "same", {x, h.addConstant("s", Tensor::fromVector<int64_t>({2}, {2, 3})).id}, {y});
+  h.outputs().push_back(y);
+  ops::inferShapes(h);
+  resolve(h);
+  EXPECT_EQ(countOps(h, "Reshape"), 1);
+}
+
 // A model file's framework, by content where it tells (docs/frontends.md, "Which importer reads a file").
 TEST(ModelFormatDetection, ByContentThenExtension) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "npuc_format_test";
