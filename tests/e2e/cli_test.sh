@@ -365,6 +365,29 @@ if "$npuc" tidl-import "$tmp/ti/caffe/ssd.txt" >"$tmp/ti/caffe/ssd.out" 2>&1 &&
    "$npuc" simulate "$tmp/ti/caffe/tidl_net_ssd" --input "data=$ssd/input_data.npy" -o "$tmp/ti/caffe/ssdsim" >"$tmp/ti/caffe/ssdsim.out" 2>&1 &&
    grep -q "detection_out float32 1x1x200x7" "$tmp/ti/caffe/ssdsim.out"; then ok "tidl-import modelType 0: an SSD-shaped Caffe network (PriorBox, DetectionOutput) translates and detects"
 else bad "tidl-import SSD: $(tail -3 "$tmp/ti/caffe/ssd.out" "$tmp/ti/caffe/ssdsim.out")"; fi
+# The guide's own sample (JacintoNet11 v2, tidl_import_j11_v2.txt as written: Caffe, inElementType 0, raw 8-bit
+# calibration frame, 12-bit weights) on a JacintoNet11-shaped network (tests/data/caffe/jacintonet11): the int8-pow2
+# package gives OpenCV's class for the picture; and a JDetNet-shaped SSD with five heads, whose tidl package
+# detects (npuc_caffe_test compares its detections with OpenCV's and the float package's).
+j11="$src/tests/data/caffe/jacintonet11"
+sed -e "s|^inputNetFile .*|inputNetFile = \"$j11/model.prototxt\"|" \
+    -e "s|^inputParamsFile .*|inputParamsFile = \"$j11/model.caffemodel\"|" \
+    -e "s|^sampleInData .*|sampleInData = \"$j11/input_data.raw\"|" \
+    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_j11.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/j11.txt"
+if "$npuc" tidl-import "$tmp/ti/caffe/j11.txt" >"$tmp/ti/caffe/j11.out" 2>&1 &&
+   "$npuc" simulate "$tmp/ti/caffe/tidl_net_j11" --input "data=$j11/input_data.npy" --top 1 -o "$tmp/ti/caffe/j11sim" >"$tmp/ti/caffe/j11sim.out" 2>&1 &&
+   grep -q "modelType          = 0            Caffe" "$tmp/ti/caffe/j11.out" &&
+   grep -q "top 1: index 9 " "$tmp/ti/caffe/j11sim.out"; then ok "tidl-import: the guide's JacintoNet11 sample configuration on a JacintoNet11-shaped Caffe network gives OpenCV's class (9)"
+else bad "tidl-import JacintoNet11: $(tail -3 "$tmp/ti/caffe/j11.out" "$tmp/ti/caffe/j11sim.out")"; fi
+jdet="$src/tests/data/caffe/jdetnet"
+sed -e "s|^inputNetFile .*|inputNetFile = \"$jdet/model.prototxt\"|" \
+    -e "s|^inputParamsFile .*|inputParamsFile = \"$jdet/model.caffemodel\"|" \
+    -e "s|^sampleInData .*|sampleInData = \"$jdet/input_data.raw\"|" \
+    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_jdet.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/jdet.txt"
+if "$npuc" tidl-import "$tmp/ti/caffe/jdet.txt" >"$tmp/ti/caffe/jdet.out" 2>&1 &&
+   "$npuc" simulate "$tmp/ti/caffe/tidl_net_jdet" --input "data=$jdet/input_data.npy" -o "$tmp/ti/caffe/jdetsim" >"$tmp/ti/caffe/jdetsim.out" 2>&1 &&
+   grep -q "detection_out float32 1x1x50x7" "$tmp/ti/caffe/jdetsim.out"; then ok "tidl-import: a JDetNet-shaped SSD (five heads) through the guide's sample configuration detects"
+else bad "tidl-import JDetNet: $(tail -3 "$tmp/ti/caffe/jdet.out" "$tmp/ti/caffe/jdetsim.out")"; fi
 sed -e "/^inputParamsFile/d" "$tmp/ti/caffe/import.txt" >"$tmp/ti/caffe/noparams.txt"
 expect_error 2 "inputParamsFile: is required with modelType 0 (Caffe)" -- "$npuc" tidl-import "$tmp/ti/caffe/noparams.txt"
 onnxify() {  # the guide's sample as an ONNX configuration for the digits model

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -83,7 +84,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, CaffeOracle,
                          ::testing::Values("conv", "pooling", "inner_product", "activations", "eltwise_concat",
                                            "batch_norm", "shapes", "argmax", "small_net", "lrn_k",
                                            "lrn_within", "inner_product_t", "crop", "scale_bottom",
-                                           "bias", "ssd"));
+                                           "bias", "ssd", "jacintonet11", "jdetnet"));
 
 // SSD in packages: the priors a float32 weight, DetectionOutput a detection_output layer. The generic package's
 // detections equal the engine's bit for bit (and so OpenCV's, MatchesOpenCv above), exact and fast, 1 and 2 threads;
@@ -129,6 +130,86 @@ TEST(Caffe, SsdTranslatesAndThePackageIsTheEngine) {
   EXPECT_NEAR(a[2], b[2], 0.02);         // the score
   for (int k = 3; k < 7; ++k) EXPECT_NEAR(a[k], b[k], 0.05) << "box coordinate " << k - 3;
   for (int64_t i = 0; i < got[0].numel() / 7; ++i) EXPECT_EQ(a[i * 7 + 1], std::round(a[i * 7 + 1])) << "row " << i;
+}
+
+/// Detection records [image, label, score, x0, y0, x1, y1] of a DetectionOutput, up to the first row of zeros.
+std::vector<std::array<float, 7>> detections(const Tensor& t) {
+  std::vector<std::array<float, 7>> rows;
+  const float* d = t.data<float>();
+  for (int64_t i = 0; i < t.numel() / 7; ++i) {
+    std::array<float, 7> r;
+    std::copy_n(d + i * 7, 7, r.begin());
+    if (r[1] == 0 && r[2] == 0) break;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+/// Of `got`'s detections, how many have a detection of `want` with the same label and IoU >= 0.5.
+int matched(const std::vector<std::array<float, 7>>& got, const std::vector<std::array<float, 7>>& want) {
+  auto iou = [](const std::array<float, 7>& a, const std::array<float, 7>& b) {
+    const float w = std::min(a[5], b[5]) - std::max(a[3], b[3]), h = std::min(a[6], b[6]) - std::max(a[4], b[4]);
+    const float inter = w > 0 && h > 0 ? w * h : 0;
+    const float u = (a[5] - a[3]) * (a[6] - a[4]) + (b[5] - b[3]) * (b[6] - b[4]) - inter;
+    return u > 0 ? inter / u : 0;
+  };
+  int n = 0;
+  for (const auto& g : got)
+    n += std::any_of(want.begin(), want.end(), [&](const auto& w) { return w[1] == g[1] && iou(g, w) >= 0.5f; });
+  return n;
+}
+
+// A JDetNet-shaped SSD (JacintoNet11 backbone, five heads, ceil-rounded pools) in packages. The generic package's
+// detections equal OpenCV's: the same records in the same order, boxes and scores within 1e-4 (and the engine's bit
+// for bit, exact and fast). The tidl (int8-pow2) and generic-int8 packages translate with the picture as calibration
+// and detect: their records are well formed, and how many agree with the float detections is printed (a
+// random-weight detector: scores near the threshold move in and out with 8-bit rounding, so no bound is claimed).
+TEST(Caffe, JDetNetDetectsAsOpenCvInEveryPackage) {
+  Case c = readCase("jdetnet");
+  const fs::path dir = kData / "jdetnet";
+  Model m = Model::loadCaffe(dir / "model.prototxt", dir / "model.caffemodel");
+  const std::vector<Tensor> engine = Session(m).run(c.inputs);
+  const auto want = detections(c.expected.at("detection_out"));
+  ASSERT_GE(want.size(), 10u);
+  TranslateOptions o;
+  o.onnx = dir / "model.prototxt";
+  o.caffe_model = dir / "model.caffemodel";
+  o.out_root = test::scratchDir("jdetnet_pkg");
+  auto detectionsOf = [&](const fs::path& pkg, bool exact, int threads) {
+    std::vector<Tensor> outs = Runtime(pkg, {threads, exact}).run({c.inputs.at("data")});
+    EXPECT_EQ(outs.size(), 1u);  // detection_out, the one blob no layer reads
+    return outs.at(0);
+  };
+  o.target = "generic";
+  o.prefix = "jdet";
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors[0].rule + ": " + r.errors[0].actual);
+  ASSERT_EQ(engine.size(), 1u);
+  for (bool exact : {true, false})
+    for (int threads : {1, 2}) EXPECT_TRUE(detectionsOf(r.dir, exact, threads).sameBits(engine[0]));
+  const auto got = detections(engine[0]);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i][1], want[i][1]) << "record " << i << ": label";
+    for (int k = 2; k < 7; ++k) EXPECT_NEAR(got[i][k], want[i][k], 1e-4) << "record " << i << ", value " << k;
+  }
+  o.calibration["data"] = {c.inputs.at("data")};
+  for (const char* target : {"tidl", "generic-int8"}) {
+    o.target = target;
+    o.prefix = std::string("jdet_") + target;
+    TranslateResult q = translate(o);
+    ASSERT_TRUE(q.ok) << target << ": " << (q.errors.empty() ? "" : q.errors[0].rule + ": " + q.errors[0].actual);
+    const auto d = detections(detectionsOf(q.dir, false, 1));
+    for (size_t i = 0; i < d.size(); ++i) {
+      EXPECT_EQ(d[i][1], std::round(d[i][1])) << target << " record " << i;
+      EXPECT_GE(d[i][2], 0.5f) << target << " record " << i << ": below the confidence threshold";
+      if (i) {
+        EXPECT_LE(d[i][2], d[i - 1][2]) << target << ": records out of score order";
+      }
+    }
+    std::printf("[caffe] jdetnet %-12s %zu detections, %d of them match a float detection (label, IoU >= 0.5); "
+                "float: %zu\n", target, d.size(), matched(d, want), want.size());
+  }
 }
 
 // The net's outputs are the blobs no later layer reads, named as in the prototxt; the training net's layers and the

@@ -39,6 +39,7 @@ inline OracleCase readOracleCase(const std::filesystem::path& dir) {
   OracleCase c{dir.filename().string(), {}, {}};
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string f = e.path().filename().string();
+    if (e.path().extension() != ".npy") continue;  // (a picture's raw frame beside it: tidl-import's form)
     if (f.rfind("input_", 0) == 0) c.inputs[f.substr(6, f.size() - 10)] = readNpyFile(e.path());
     if (f.rfind("output_", 0) == 0) c.expected[f.substr(7, f.size() - 11)] = readNpyFile(e.path());
   }

@@ -7,7 +7,7 @@ output_<blob>.npy, the outputs of OpenCV's dnn module (cv2.dnn.readNetFromCaffe,
 of Caffe nobody here wrote. Models whose layer OpenCV does not run take their outputs from numpy (said in
 oracle.txt). Run it again after changing a model: scripts/install_deps.sh caffe installs what it needs.
 
-    /usr/bin/python3 tests/data/caffe/generate.py
+    /usr/bin/python3 tests/data/caffe/generate.py [model ...]
 """
 import os
 import shutil
@@ -79,9 +79,12 @@ class Model:
         weights = os.path.join(d, "model.caffemodel")
         with open(weights, "wb") as f:
             f.write(net.SerializeToString())
-        feeds = {n: self.rng.standard_normal(s).astype(np.float32) for n, s in self.inputs.items()}
+        feeds = getattr(self, "feeds", None) or {n: self.rng.standard_normal(s).astype(np.float32)
+                                                 for n, s in self.inputs.items()}
         for n, x in feeds.items():
             np.save(os.path.join(d, f"input_{n}.npy"), x)
+            if getattr(self, "feeds", None):  # a picture: also as TIDL's raw 8-bit frame (sampleInData)
+                x.astype(np.uint8).tofile(os.path.join(d, f"input_{n}.raw"))
         if oracle == "opencv":
             cvnet = cv2.dnn.readNetFromCaffe(proto, weights)
             cvnet.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
@@ -387,9 +390,134 @@ def ssd():
     m.write()
 
 
+def jacinto_backbone(m, width, until="res5a"):
+    """JacintoNet11 v2's layers (TI's caffe-jacinto-models, imagenet_jacintonet11v2 deploy.prototxt): the input's
+    shift by -128, conv1a 5x5 stride 2, conv1b 3x3 in 4 groups, then per stage a 3x3 convolution and a 3x3 one in 4
+    groups with a 2x2 max pool between stages; BatchNorm + Scale + ReLU after every convolution (the BVLC form of
+    caffe-jacinto's BatchNorm with scale_bias). Widths are the original's times `width` / 32. Returns the blob names
+    after each stage."""
+    def conv(name, bottom, n, k, stride=1, group=1):
+        cin = m.channels[bottom]
+        fan = cin // group * k * k
+        if bottom == "data/bias":  # trained on pixels of -128..127: the first layer's weights are small
+            fan *= 80 * 80
+        m.layer(name, "Convolution", [bottom], [name], f"convolution_param {{ num_output: {n} kernel_size: {k} "
+                f"pad: {k // 2} stride: {stride} group: {group} }}", [m.w(n, cin // group, k, k, scale=1.4 / np.sqrt(fan)),
+                                                                     m.w(n, scale=0.1)])
+        mean, var = m.w(n, scale=0.2), np.abs(m.w(n, scale=0.5)) + 0.5
+        m.layer(name + "/bn", "BatchNorm", [name], [name + "/bn"], "batch_norm_param { eps: 0.0001 }",
+                [mean, var, np.array([1.0])])
+        m.layer(name + "/scale", "Scale", [name + "/bn"], [name + "/bn"], "scale_param { bias_term: true }",
+                [np.abs(m.w(n, scale=0.3)) + 0.7, m.w(n, scale=0.1)])
+        m.layer(name + "/relu", "ReLU", [name + "/bn"], [name + "/bn"])
+        m.channels[name + "/bn"] = n
+        return name + "/bn"
+
+    m.channels = {"data": 3}
+    # (caffe-jacinto writes this as a Bias layer, which OpenCV 4.6 does not run: a Scale of 1 with its bias here)
+    m.layer("data/bias", "Scale", ["data"], ["data/bias"], "scale_param { bias_term: true }",
+            [np.ones(3), np.full(3, -128.0)])
+    m.channels["data/bias"] = 3
+    h = conv("conv1a", "data/bias", width, 5, stride=2)
+    h = conv("conv1b", h, width, 3, group=4)
+    stages = {}
+    for i, (stage, mult) in enumerate([("res2a", 2), ("res3a", 4), ("res4a", 8), ("res5a", 16)]):
+        m.layer(f"pool{i + 1}", "Pooling", [h], [f"pool{i + 1}"], "pooling_param { pool: MAX kernel_size: 2 stride: 2 }")
+        m.channels[f"pool{i + 1}"] = m.channels[h]
+        h = conv(stage + "_branch2a", f"pool{i + 1}", width * mult, 3)
+        h = conv(stage + "_branch2b", h, width * mult, 3, group=4)
+        stages[stage] = h
+        if stage == until:
+            break
+    return stages
+
+
+def picture(rng, shape):
+    """A uint8 picture as the network takes it (values 0..255 as float), the form of TIDL's raw 8-bit frames."""
+    return rng.integers(0, 256, shape).astype(np.float32)
+
+
+def jacintonet11():
+    """A JacintoNet11-shaped classifier (the TIDL guide's sample network, tidl_import_j11_v2.txt), a quarter of its
+    width on a 64x64 picture, 10 classes: global average pool, InnerProduct, Softmax."""
+    m = Model("jacintonet11", 17)
+    m.input("data", [1, 3, 64, 64])
+    h = jacinto_backbone(m, 8)["res5a"]
+    m.layer("pool5", "Pooling", [h], ["pool5"], "pooling_param { pool: AVE global_pooling: true }")
+    m.layer("fc10", "InnerProduct", ["pool5"], ["fc10"], "inner_product_param { num_output: 10 }",
+            [m.w(10, 128, scale=0.15), m.w(10, scale=0.1)])
+    m.layer("prob", "Softmax", ["fc10"], ["prob"])
+    m.outputs = ["prob"]
+    m.feeds = {"data": picture(m.rng, [1, 3, 64, 64])}
+    m.write()
+
+
+def jdetnet():
+    """A JDetNet-shaped SSD (TI's ssdJacintoNetV2): the JacintoNet11 backbone, pool6 / pool7 / pool8 after res5a,
+    five heads (res4a, res5a, pool6, pool7, pool8: a 1x1 context convolution, then 3x3 location and confidence
+    convolutions, Permute, Flatten), a PriorBox per head, softmax over 4 classes and DetectionOutput. A quarter of the
+    width on a 128x128 picture; the pools' ceil rounding gives maps of 8, 4, 3, 2, 2."""
+    m = Model("jdetnet", 18)
+    m.input("data", [1, 3, 128, 128])
+    stages = jacinto_backbone(m, 8)
+    srcs = [stages["res4a"], stages["res5a"]]
+    h = stages["res5a"]
+    for i in (6, 7, 8):
+        m.layer(f"pool{i}", "Pooling", [h], [f"pool{i}"], "pooling_param { pool: MAX kernel_size: 3 stride: 2 pad: 1 }")
+        m.channels[f"pool{i}"] = m.channels[h]
+        h = f"pool{i}"
+        srcs.append(h)
+    classes = 4
+    sizes = [(13, 26), (26, 51), (51, 77), (77, 102), (102, 128)]
+    locs, confs, priors = [], [], []
+    for k, (src, (lo, hi)) in enumerate(zip(srcs, sizes)):
+        ctx = f"ctx_output{k + 1}"
+        m.layer(ctx, "Convolution", [src], [ctx], "convolution_param { num_output: 32 kernel_size: 1 }",
+                [m.w(32, m.channels[src], 1, 1, scale=1.0 / np.sqrt(m.channels[src])), m.w(32, scale=0.1)])
+        m.layer(ctx + "/relu", "ReLU", [ctx], [ctx])
+        ratios = "aspect_ratio: 2" if k in (0, 4) else "aspect_ratio: 2 aspect_ratio: 3"
+        n = 4 if k in (0, 4) else 6
+        m.layer(ctx + "_mbox_loc", "Convolution", [ctx], [ctx + "_mbox_loc"],
+                f"convolution_param {{ num_output: {4 * n} kernel_size: 3 pad: 1 }}",
+                [m.w(4 * n, 32, 3, 3, scale=0.02), m.w(4 * n, scale=0.05)])
+        m.layer(ctx + "_mbox_loc_perm", "Permute", [ctx + "_mbox_loc"], [ctx + "_mbox_loc_perm"],
+                "permute_param { order: 0 order: 2 order: 3 order: 1 }")
+        m.layer(ctx + "_mbox_loc_flat", "Flatten", [ctx + "_mbox_loc_perm"], [ctx + "_mbox_loc_flat"],
+                "flatten_param { axis: 1 }")
+        m.layer(ctx + "_mbox_conf", "Convolution", [ctx], [ctx + "_mbox_conf"],
+                f"convolution_param {{ num_output: {classes * n} kernel_size: 3 pad: 1 }}",
+                [m.w(classes * n, 32, 3, 3, scale=0.03), m.w(classes * n, scale=0.1)])
+        m.layer(ctx + "_mbox_conf_perm", "Permute", [ctx + "_mbox_conf"], [ctx + "_mbox_conf_perm"],
+                "permute_param { order: 0 order: 2 order: 3 order: 1 }")
+        m.layer(ctx + "_mbox_conf_flat", "Flatten", [ctx + "_mbox_conf_perm"], [ctx + "_mbox_conf_flat"],
+                "flatten_param { axis: 1 }")
+        m.layer(ctx + "_mbox_priorbox", "PriorBox", [ctx, "data"], [ctx + "_mbox_priorbox"],
+                f"prior_box_param {{ min_size: {lo} max_size: {hi} {ratios} flip: true clip: false "
+                "variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2 offset: 0.5 }")
+        locs.append(ctx + "_mbox_loc_flat")
+        confs.append(ctx + "_mbox_conf_flat")
+        priors.append(ctx + "_mbox_priorbox")
+    m.layer("mbox_loc", "Concat", locs, ["mbox_loc"], "concat_param { axis: 1 }")
+    m.layer("mbox_conf", "Concat", confs, ["mbox_conf"], "concat_param { axis: 1 }")
+    m.layer("mbox_priorbox", "Concat", priors, ["mbox_priorbox"], "concat_param { axis: 2 }")
+    m.layer("mbox_conf_reshape", "Reshape", ["mbox_conf"], ["mbox_conf_reshape"],
+            f"reshape_param {{ shape {{ dim: 0 dim: -1 dim: {classes} }} }}")
+    m.layer("mbox_conf_softmax", "Softmax", ["mbox_conf_reshape"], ["mbox_conf_softmax"], "softmax_param { axis: 2 }")
+    m.layer("mbox_conf_flatten", "Flatten", ["mbox_conf_softmax"], ["mbox_conf_flatten"], "flatten_param { axis: 1 }")
+    m.layer("detection_out", "DetectionOutput", ["mbox_loc", "mbox_conf_flatten", "mbox_priorbox"], ["detection_out"],
+            f"include {{ phase: TEST }} detection_output_param {{ num_classes: {classes} share_location: true "
+            "background_label_id: 0 nms_param { nms_threshold: 0.45 top_k: 100 } code_type: CENTER_SIZE keep_top_k: 50 "
+            "confidence_threshold: 0.5 }")
+    m.outputs = ["mbox_loc", "mbox_conf_flatten", "detection_out"]
+    m.feeds = {"data": picture(m.rng, [1, 3, 128, 128])}
+    m.write()
+
+
 if __name__ == "__main__":
     for make in (conv, pooling, inner_product, activations, eltwise_concat, batch_norm, shapes, argmax, small_net, lrn_k, lrn_within, crop, scale_by_bottom, bias,
-                 inner_product_transpose, ssd):
+                 inner_product_transpose, ssd, jacintonet11, jdetnet):
+        if sys.argv[1:] and make.__name__ not in sys.argv[1:]:
+            continue
         make()
         print("wrote", make.__name__)
     check_pooling_oracle()
