@@ -1,9 +1,7 @@
 // fold-transposes: a Transpose of a Transpose reads the first one's input with the two perms composed (the first
 // stays while it has other readers, dce removes it otherwise), and a Transpose whose perm leaves every axis in place
 // is removed. Channel-last imports (TensorFlow, TFLite) and exporters that convert layouts per layer leave such
-// pairs; after this pass only the Transposes that move data remain. Reshapes alike: a Reshape of a Reshape (or of a
-// Flatten, Squeeze, Unsqueeze) reads the first one's input with its own static output shape, and a Reshape to its
-// input's own shape is removed (a channels-last import writes one where a layout change moves only axes of size 1).
+// pairs; after this pass only the Transposes that move data remain.
 #include "ir/rewriter.hpp"
 #include "passes/match.hpp"
 #include "passes/passes.hpp"
@@ -31,52 +29,6 @@ bool isIdentity(const std::vector<int64_t>& p) {
   return true;
 }
 
-bool isGraphBoundary(const ir::Graph& g, ir::ValueId v) {
-  const auto& ins = g.inputs();
-  const auto& outs = g.outputs();
-  return std::find(ins.begin(), ins.end(), v) != ins.end() || std::find(outs.begin(), outs.end(), v) != outs.end() ||
-         g.value(v).isConstant();
-}
-
-/// The static output shape of a Reshape, as its shape input (empty when unknown or holding a 0, which Reshape reads
-/// as "copy that dim").
-std::vector<int64_t> staticShape(const ir::Graph& g, ir::ValueId v) {
-  const ir::Type& t = g.value(v).type;
-  if (!t.rank_known) return {};
-  for (int64_t d : t.shape)
-    if (d <= 0) return {};
-  return t.shape.empty() ? std::vector<int64_t>{} : t.shape;
-}
-
-bool isReshapeLike(const ir::Node* n) {
-  return n && n->domain.empty() && n->outputs.size() == 1 && !n->inputs.empty() &&
-         (n->op == "Reshape" || n->op == "Flatten" || n->op == "Squeeze" || n->op == "Unsqueeze");
-}
-
-/// A Reshape of a reshape: reads the first one's input with its own static output shape; a Reshape to its input's
-/// shape: its readers read that input. True when the graph changed.
-bool foldReshape(ir::Graph& g, ir::Rewriter& rw, ir::NodeId id) {
-  ir::Node& n = g.node(id);
-  if (n.op != "Reshape" || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
-  const std::vector<int64_t> out = staticShape(g, n.outputs[0]);
-  if (out.empty()) return false;
-  bool changed = false;
-  const ir::Node* first = producer(g, n.inputs[0]);
-  if (isReshapeLike(first) && g.value(first->inputs[0]).type.rank_known) {
-    n.inputs[0] = first->inputs[0];
-    n.inputs[1] = g.addConstant(g.uniqueValueName(n.name + "_shape"), Tensor::fromVector<int64_t>(
-                                    {static_cast<int64_t>(out.size())}, out)).id;
-    n.attrs.erase("allowzero");
-    changed = true;
-  }
-  const ir::ValueId x = n.inputs[0], y = n.outputs[0];
-  const ir::Type& in = g.value(x).type;
-  if (in.rank_known && in.shape == out && !(isGraphBoundary(g, x) && isGraphBoundary(g, y))) {
-    rw.replaceAllUses(y, x);
-    rw.eraseNode(id);
-  }
-  return changed;
-}
 
 }  // namespace
 
@@ -84,8 +36,6 @@ bool FoldTransposesPass::run(ir::Graph& g, PassContext&) {
   ir::Rewriter rw(g);
   bool changed = false;
   for (ir::NodeId id : std::vector<ir::NodeId>(g.order())) {
-    if (!g.hasNode(id)) continue;
-    if (foldReshape(g, rw, id)) changed = true;
     if (!g.hasNode(id)) continue;
     ir::Node& n = g.node(id);
     if (n.op != "Transpose" || !n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) continue;
@@ -106,7 +56,7 @@ bool FoldTransposesPass::run(ir::Graph& g, PassContext&) {
     // An identity: its readers read its input. Kept when both sides are graph boundaries (an input or constant
     // passed straight to an output keeps a node between them, so names and interfaces stay as declared).
     const ir::ValueId x = n.inputs[0], y = n.outputs[0];
-    if (isGraphBoundary(g, x) && isGraphBoundary(g, y)) continue;
+    if (graphBoundary(g, x) && graphBoundary(g, y)) continue;
     rw.replaceAllUses(y, x);
     rw.eraseNode(id);
   }

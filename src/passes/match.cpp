@@ -45,4 +45,11 @@ ir::Node& replaceWith(ir::Graph& g, const std::vector<ir::NodeId>& dead, const s
   return n;
 }
 
+bool graphBoundary(const ir::Graph& g, ir::ValueId v) {
+  const auto& ins = g.inputs();
+  const auto& outs = g.outputs();
+  return std::find(ins.begin(), ins.end(), v) != ins.end() || std::find(outs.begin(), outs.end(), v) != outs.end() ||
+         g.value(v).isConstant();
+}
+
 }  // namespace npuc::passes

@@ -16,6 +16,9 @@ using Uses = ir::UseMap;
 const ir::Node* producer(const ir::Graph& g, ir::ValueId v, const char* op = nullptr);
 /// True when `v` is read by exactly one node input and is not a graph output.
 bool singleUse(const ir::Graph& g, const Uses& uses, ir::ValueId v);
+/// True when `v` is a graph input, a graph output or a constant (an identity node between two such keeps the
+/// interface's names).
+bool graphBoundary(const ir::Graph& g, ir::ValueId v);
 /// The value of a one-element constant, as double.
 std::optional<double> constScalar(const ir::Graph& g, ir::ValueId v);
 

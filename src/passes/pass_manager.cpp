@@ -64,7 +64,7 @@ int PassManager::runToFixpoint(ir::Graph& g, PassContext& ctx, int max_iteration
 }
 
 std::vector<std::string> resolvePipeline() { return {"infer-shapes", "fold-constants", "inline-if", "fold-transposes", "dce"}; }
-std::vector<std::string> optimizePipeline() { return {"fold-batchnorm", "dce"}; }
+std::vector<std::string> optimizePipeline() { return {"fold-batchnorm", "fold-reshapes", "dce"}; }
 std::vector<std::string> equalizePipeline(const std::string& mode) {
   if (mode == "relu") return {"equalize-cross-layer", "dce"};
   if (mode == "relu6") return {"relu6-to-relu", "equalize-cross-layer", "dce"};
@@ -72,7 +72,7 @@ std::vector<std::string> equalizePipeline(const std::string& mode) {
 }
 
 std::vector<std::string> translatePipeline() {
-  return {"fold-constants", "fold-batchnorm", "detect-patterns", "canonicalize-pool", "fold-pad", "fuse-activations", "dce"};
+  return {"fold-constants", "fold-batchnorm", "fold-reshapes", "detect-patterns", "canonicalize-pool", "fold-pad", "fuse-activations", "dce"};
 }
 
 }  // namespace npuc::passes

@@ -64,6 +64,13 @@ class FoldTransposesPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// Reshape(Reshape(x)) reads x with the outer shape; a Reshape to its input's shape is removed.
+class FoldReshapesPass : public Pass {
+ public:
+  const char* name() const override { return "fold-reshapes"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// ceil_mode pooling becomes explicit end pads with the same output, when that is exact.
 class CanonicalizePoolPass : public Pass {
  public:
