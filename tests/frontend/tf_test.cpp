@@ -60,7 +60,7 @@ Case readCase(const std::string& name) { return test::readOracleCase(kData / nam
 
 const std::vector<std::string> kGraphs = {"conv", "conv_dilated", "depthwise", "pooling", "batch_norm", "eltwise",
                                           "math", "shapes_cv", "shapes", "matmul", "resize", "deconv",
-                                          "strided_slice", "nchw", "mobilenet"};
+                                          "strided_slice", "nchw", "mobilenet", "fused", "misc"};
 
 class TfOracle : public ::testing::TestWithParam<std::string> {};
 

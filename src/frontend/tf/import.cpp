@@ -68,6 +68,25 @@ const std::map<std::string, Importer::Fn>& Importer::table() {
       {"PadV2", &Importer::pad},
       {"MirrorPad", &Importer::pad},
       {"Transpose", &Importer::transpose},
+      {"_FusedConv2D", &Importer::fusedConv2d},
+      {"FusedDepthwiseConv2dNative", &Importer::fusedConv2d},
+      {"_FusedMatMul", &Importer::fusedMatMul},
+      {"AddN", &Importer::addN},
+      {"Prelu", &Importer::prelu},
+      {"Split", &Importer::split},
+      {"SplitV", &Importer::split},
+      {"Elu", &Importer::unary},
+      {"Abs", &Importer::unary},
+      {"Exp", &Importer::unary},
+      {"Log", &Importer::unary},
+      {"Neg", &Importer::unary},
+      {"Floor", &Importer::unary},
+      {"Square", &Importer::unary},
+      {"Max", &Importer::reduce},
+      {"Min", &Importer::reduce},
+      {"Sum", &Importer::reduce},
+      {"DepthToSpace", &Importer::depthToSpace},
+      {"SpaceToDepth", &Importer::depthToSpace},
   };
   return kTable;
 }
@@ -79,7 +98,9 @@ const std::vector<std::string>& supportedOps() {
       "ResizeBilinear", "ResizeNearestNeighbor", "Relu", "Relu6", "LeakyRelu", "Sigmoid", "Tanh", "Rsqrt", "Sqrt",
       "Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "MatMul", "Softmax", "Mean", "Prod", "ArgMax",
       "Cast", "ConcatV2", "Pack", "Reshape", "Squeeze", "ExpandDims", "Shape", "Slice", "StridedSlice", "Pad",
-      "PadV2", "MirrorPad", "Transpose"};
+      "PadV2", "MirrorPad", "Transpose", "_FusedConv2D", "FusedDepthwiseConv2dNative", "_FusedMatMul", "AddN",
+      "Prelu", "Split", "SplitV", "Elu", "Abs", "Exp", "Log", "Neg", "Floor", "Square", "Max", "Min", "Sum",
+      "DepthToSpace", "SpaceToDepth"};
   return kOps;
 }
 

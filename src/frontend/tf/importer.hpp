@@ -126,6 +126,7 @@ class Importer {
   float attrFloat(const tf::NodeDef& n, const std::string& name, std::optional<float> def = std::nullopt) const;
   bool attrBool(const tf::NodeDef& n, const std::string& name, std::optional<bool> def = std::nullopt) const;
   std::string attrStr(const tf::NodeDef& n, const std::string& name, std::optional<std::string> def = std::nullopt) const;
+  std::vector<std::string> attrStrs(const tf::NodeDef& n, const std::string& name) const;
   std::vector<int64_t> attrInts(const tf::NodeDef& n, const std::string& name, std::optional<std::vector<int64_t>> def = std::nullopt) const;
   tf::DataType attrType(const tf::NodeDef& n, const std::string& name, std::optional<tf::DataType> def = std::nullopt) const;
   /// data_format: true for NHWC (the default), false for NCHW; anything else is refused.
@@ -143,6 +144,21 @@ class Importer {
   void constOp(const tf::NodeDef& n);
   void identity(const tf::NodeDef& n);
   void conv2d(const tf::NodeDef& n);
+  /// The Conv of a Conv2D / DepthwiseConv2dNative (or its grappler-fused form), channels-first when NHWC.
+  ir::ValueId convolution(const tf::NodeDef& n, bool depthwise);
+  /// The Gemm of a MatMul (or _FusedMatMul): inputs 0 and 1.
+  ir::ValueId matrixProduct(const tf::NodeDef& n);
+  /// An activation op (Relu, Relu6, LeakyRelu with alpha, Elu, Sigmoid, Tanh, Sqrt, Rsqrt) of x, in x's layout.
+  ir::ValueId activation(const std::string& op, ir::ValueId x, float alpha, const std::string& suffix);
+  /// Grappler's fused ops (ops_fused.cpp): _FusedConv2D, FusedDepthwiseConv2dNative, _FusedMatMul — the product,
+  /// then attr fused_ops applied in order on inputs from 2 on (BiasAdd, FusedBatchNorm, Add, an activation).
+  void fusedConv2d(const tf::NodeDef& n);
+  void fusedMatMul(const tf::NodeDef& n);
+  ir::ValueId applyFusedOps(const tf::NodeDef& n, ir::ValueId y, bool cf);
+  void addN(const tf::NodeDef& n);
+  void prelu(const tf::NodeDef& n);
+  void split(const tf::NodeDef& n);
+  void depthToSpace(const tf::NodeDef& n);  // and SpaceToDepth
   void conv2dBackpropInput(const tf::NodeDef& n);
   void biasAdd(const tf::NodeDef& n);
   void fusedBatchNorm(const tf::NodeDef& n);
@@ -167,8 +183,8 @@ class Importer {
   void transpose(const tf::NodeDef& n);
 
  private:
-  /// Applies a canonical slice to x (host values sliced here).
-  void applySlice(Val& x, const SliceSpec& s);
+  /// Applies a canonical slice to x (host values sliced here), as the current node's output k.
+  void applySlice(Val& x, const SliceSpec& s, int k = 0);
   /// Window geometry of Conv2D / pooling along one spatial axis: TensorFlow's SAME, VALID or EXPLICIT padding.
   std::pair<int64_t, int64_t> padding(const tf::NodeDef& n, const std::string& mode, int64_t in, int64_t k, int64_t s,
                                       int64_t d, size_t axis, const std::vector<int64_t>& explicit_pads) const;

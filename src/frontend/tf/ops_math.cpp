@@ -54,18 +54,19 @@ void Importer::unary(const tf::NodeDef& n) {
   if (x.dtype != DType::kF32) fail(ErrorCode::kUnsupported, "{} of a {} tensor (npuc imports float math)", n.op(), dtypeName(x.dtype));
   const bool cf = isCf(x);
   ir::ValueId xv = cf ? held(x) : asTf(x);
-  const std::string& op = n.op();
-  ir::ValueId y;
-  if (op == "Relu6") {
-    y = emit("Clip", {xv, constant("min", Tensor::scalar<float>(0.0f)), constant("max", Tensor::scalar<float>(6.0f))});
-  } else if (op == "LeakyRelu") {
-    y = emit("LeakyRelu", {xv}, {{"alpha", attrFloat(n, "alpha", 0.2f)}});
-  } else if (op == "Rsqrt") {
-    y = emit("Reciprocal", {emit("Sqrt", {xv}, {}, "/sqrt")});
-  } else {
-    y = emit(op, {xv});  // Relu, Sigmoid, Tanh, Sqrt: the same name in ai.onnx
-  }
-  setOut(0, y, cf);
+  setOut(0, activation(n.op(), xv, n.op() == "LeakyRelu" ? attrFloat(n, "alpha", 0.2f) : 0.0f, ""), cf);
+}
+
+ir::ValueId Importer::activation(const std::string& op, ir::ValueId xv, float alpha, const std::string& suffix) {
+  if (op == "Relu6")
+    return emit("Clip", {xv, constant("min", Tensor::scalar<float>(0.0f)), constant("max", Tensor::scalar<float>(6.0f))},
+                {}, suffix);
+  if (op == "LeakyRelu") return emit("LeakyRelu", {xv}, {{"alpha", alpha}}, suffix);
+  if (op == "Elu") return emit("Elu", {xv}, {{"alpha", 1.0f}}, suffix);
+  if (op == "Rsqrt") return emit("Reciprocal", {emit("Sqrt", {xv}, {}, suffix + "/sqrt")}, {}, suffix);
+  if (op == "Square") return emit("Mul", {xv, xv}, {}, suffix);
+  if (op == "Neg") return emit("Neg", {xv}, {}, suffix);
+  return emit(op, {xv}, {}, suffix);  // Relu, Sigmoid, Tanh, Sqrt, Abs, Exp, Log, Floor: the same name in ai.onnx
 }
 
 void Importer::binary(const tf::NodeDef& n) {
@@ -97,6 +98,10 @@ void Importer::binary(const tf::NodeDef& n) {
 
 void Importer::matmul(const tf::NodeDef& n) {
   expectInputs(n, 2, 2);
+  setOut(0, matrixProduct(n), false);
+}
+
+ir::ValueId Importer::matrixProduct(const tf::NodeDef& n) {
   Val& a = in(n, 0);
   Val& b = in(n, 1);
   if (a.shape.size() != 2 || b.shape.size() != 2)
@@ -109,7 +114,7 @@ void Importer::matmul(const tf::NodeDef& n) {
   // targets). A constant B is stored [N, K] (transB), as fully-connected weights are.
   const std::vector<int64_t> swap = {1, 0};
   ir::ValueId bv = b.host && !tb ? transposed(b, swap, "weights") : asTf(b);
-  setOut(0, emit("Gemm", {asTf(a), bv}, {{"transA", int64_t{ta}}, {"transB", int64_t{tb || b.host}}}), false);
+  return emit("Gemm", {asTf(a), bv}, {{"transA", int64_t{ta}}, {"transB", int64_t{tb || b.host}}});
 }
 
 void Importer::softmax(const tf::NodeDef& n) {
@@ -138,10 +143,14 @@ void Importer::reduce(const tf::NodeDef& n) {
     setHost(0, keep ? Tensor::fromVector<int64_t>({1}, {p}) : Tensor::scalar<int64_t>(p), x.dtype);
     return;
   }
-  if (x.dtype != DType::kF32) fail(ErrorCode::kUnsupported, "Mean of a {} tensor", dtypeName(x.dtype));
+  if (x.dtype != DType::kF32) fail(ErrorCode::kUnsupported, "{} of a {} tensor", n.op(), dtypeName(x.dtype));
   if (axes.empty()) return setOut(0, emit("Identity", {isCf(x) ? held(x) : asTf(x)}), isCf(x));
-  if (isCf(x) && axes == std::vector<int64_t>{1, 2}) {  // the spatial mean of a feature map: global average pooling
-    ir::ValueId pooled = emit("GlobalAveragePool", {held(x)}, {}, keep ? "" : "/pool");
+  static const std::map<std::string, std::pair<const char*, const char*>> kForms = {
+      {"Mean", {"ReduceMean", "GlobalAveragePool"}}, {"Max", {"ReduceMax", "GlobalMaxPool"}},
+      {"Min", {"ReduceMin", nullptr}}, {"Sum", {"ReduceSum", nullptr}}};
+  const auto [reduce_op, global_pool] = kForms.at(n.op());
+  if (global_pool && isCf(x) && axes == std::vector<int64_t>{1, 2}) {  // over H, W of a feature map: global pooling
+    ir::ValueId pooled = emit(global_pool, {held(x)}, {}, keep ? "" : "/pool");
     if (keep) return setOut(0, pooled, true);
     const Shape& ps = irShape(pooled);
     return setOut(0, emit("Reshape", {pooled, ints("shape", {ps[0], ps[1]})}), false);
@@ -158,7 +167,8 @@ void Importer::reduce(const tf::NodeDef& n) {
     }
   }
   std::sort(ir_axes.begin(), ir_axes.end());
-  ir::ValueId y = emit("ReduceMean", {xv}, {{"axes", ir_axes}, {"keepdims", int64_t{keep}}});
+  ir::ValueId y = n.op() == "Sum" ? emit(reduce_op, {xv, ints("axes", ir_axes)}, {{"keepdims", int64_t{keep}}})
+                                  : emit(reduce_op, {xv}, {{"axes", ir_axes}, {"keepdims", int64_t{keep}}});
   setOutAxes(0, y, kept);
 }
 

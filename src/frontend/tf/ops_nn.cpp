@@ -97,7 +97,11 @@ std::pair<int64_t, int64_t> spatial(const std::vector<int64_t>& v, bool nhwc, co
 
 void Importer::conv2d(const tf::NodeDef& n) {
   expectInputs(n, 2, 2);
-  const bool depthwise = n.op() == "DepthwiseConv2dNative";
+  const bool nhwc = channelLast(n);
+  setOut(0, convolution(n, n.op() == "DepthwiseConv2dNative"), nhwc);
+}
+
+ir::ValueId Importer::convolution(const tf::NodeDef& n, bool depthwise) {
   const bool nhwc = channelLast(n);
   Val& x = in(n, 0);
   Val& f = in(n, 1);
@@ -138,11 +142,10 @@ void Importer::conv2d(const tf::NodeDef& n) {
   auto [pt, pb] = padding(n, mode, xs[2], kh, sh, dh, nhwc ? 1 : 2, ex);
   auto [pl, pr] = padding(n, mode, xs[3], kw, sw, dw, nhwc ? 2 : 3, ex);
   (void)outc;
-  ir::ValueId y = emit("Conv", {xv, w},
-                       {{"kernel_shape", std::vector<int64_t>{kh, kw}}, {"strides", std::vector<int64_t>{sh, sw}},
-                        {"dilations", std::vector<int64_t>{dh, dw}}, {"pads", std::vector<int64_t>{pt, pl, pb, pr}},
-                        {"group", group}});
-  setOut(0, y, nhwc);
+  return emit("Conv", {xv, w},
+              {{"kernel_shape", std::vector<int64_t>{kh, kw}}, {"strides", std::vector<int64_t>{sh, sw}},
+               {"dilations", std::vector<int64_t>{dh, dw}}, {"pads", std::vector<int64_t>{pt, pl, pb, pr}},
+               {"group", group}});
 }
 
 void Importer::conv2dBackpropInput(const tf::NodeDef& n) {

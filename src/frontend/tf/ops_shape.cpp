@@ -284,7 +284,8 @@ void Importer::stridedSlice(const tf::NodeDef& n) {
   applySlice(x, s);
 }
 
-void Importer::applySlice(Val& x, const SliceSpec& s) {
+void Importer::applySlice(Val& x, const SliceSpec& s, int k) {
+  const std::string tag = k ? fmt::format("/{}", k) : "";  // output k's nodes
   const size_t r = x.shape.size();
   if (x.host) {
     const Tensor& t = *x.host;
@@ -303,7 +304,7 @@ void Importer::applySlice(Val& x, const SliceSpec& s) {
         idx[i] = 0;
       }
     }
-    return setHost(0, out.reshaped(s.out), x.dtype);
+    return setHost(k, out.reshaped(s.out), x.dtype);
   }
   const bool cf = isCf(x) && !s.reshapes;
   ir::ValueId v = cf ? held(x) : asTf(x);
@@ -317,10 +318,10 @@ void Importer::applySlice(Val& x, const SliceSpec& s) {
   }
   if (!axes.empty())
     v = emit("Slice", {v, ints("starts", starts), ints("ends", ends), ints("axes", axes), ints("steps", steps)}, {},
-             s.reshapes ? "/slice" : "");
-  if (s.reshapes) v = emit("Reshape", {v, ints("shape", s.out)});
-  else if (axes.empty()) v = emit("Identity", {v});
-  setOut(0, v, cf, x.dtype);
+             tag + (s.reshapes ? "/slice" : ""));
+  if (s.reshapes) v = emit("Reshape", {v, ints("shape", s.out)}, {}, tag);
+  else if (axes.empty()) v = emit("Identity", {v}, {}, tag);
+  setOut(k, v, cf, x.dtype);
 }
 
 void Importer::pad(const tf::NodeDef& n) {

@@ -191,6 +191,12 @@ std::string Importer::attrStr(const tf::NodeDef& n, const std::string& name, std
   if (a->value_case() != tf::AttrValue::kS) wrongKind(name, "string");
   return a->s();
 }
+std::vector<std::string> Importer::attrStrs(const tf::NodeDef& n, const std::string& name) const {
+  const tf::AttrValue* a = attr(n, name);
+  if (!a) return {};
+  if (a->value_case() != tf::AttrValue::kList) wrongKind(name, "list(string)");
+  return {a->list().s().begin(), a->list().s().end()};
+}
 std::vector<int64_t> Importer::attrInts(const tf::NodeDef& n, const std::string& name, std::optional<std::vector<int64_t>> def) const {
   const tf::AttrValue* a = attr(n, name);
   if (!a) return def ? *def : (missing(name, "list(int)"), std::vector<int64_t>());

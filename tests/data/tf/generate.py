@@ -93,6 +93,8 @@ class Graph:
                 a.s = v.encode()
             elif isinstance(v, list):
                 a.list.i.extend(v)
+            elif isinstance(v, tuple) and v[0] == "strs":
+                a.list.s.extend(x.encode() for x in v[1])
             elif isinstance(v, tuple) and v[0] == "type":
                 a.type = v[1]
             elif isinstance(v, tuple) and v[0] == "shape":
@@ -404,7 +406,65 @@ def mobilenet():
     m.write()
 
 
+def fused():
+    """What optimized graphs carry (grappler's rewrites, TensorFlow.js graph models): _FusedConv2D with each fused_ops
+    form, FusedDepthwiseConv2dNative, _FusedMatMul, AddN, Prelu, Split, SplitV, Elu."""
+    m = Graph("fused", 15)
+    x = m.placeholder("input", [1, 9, 8, 4])
+
+    def fconv(name, h, w, ops, args, op="_FusedConv2D", s=1, pad="SAME", **extra):
+        return m.node(name, op, [h, m.const(name + "/w", w)] + [m.const(f"{name}/a{i}", a) for i, a in enumerate(args)],
+                      strides=[1, s, s, 1], padding=pad, fused_ops=("strs", ops), num_args=len(args), **extra)
+
+    c1 = fconv("c1", x, m.w(3, 3, 4, 6), ["BiasAdd", "Relu"], [m.w(6)], s=2)
+    c2 = fconv("c2", c1, m.w(1, 1, 6, 6), ["BiasAdd", "Relu6"], [m.w(6, scale=3.0)])
+    c3 = fconv("c3", c2, m.w(3, 3, 6, 6, scale=0.3), ["FusedBatchNorm", "Relu"],
+               [np.abs(m.w(6)) + 0.5, m.w(6), m.w(6, scale=0.1), np.abs(m.w(6)) + 0.5], epsilon=0.001)
+    c4 = fconv("c4", c3, m.w(1, 1, 6, 6), ["BiasAdd", "Add", "LeakyRelu"], [m.w(6)], leakyrelu_alpha=0.1)
+    m.g.node[-1].input.append(c2)  # the residual addend: a tensor of the graph, not a constant
+    m.g.node[-1].attr["num_args"].i = 2
+    d = fconv("dw", c4, m.w(3, 3, 6, 2), ["BiasAdd", "Elu"], [m.w(12)], op="FusedDepthwiseConv2dNative")
+    a = m.node("addn", "AddN", [c2, c3, c4], N=3)
+    p = m.node("prelu", "Prelu", [a, m.const("prelu/alpha", m.w(6))])
+    s1 = m.node("split", "Split", [m.const("split/axis", 3), d], num_split=3)
+    s2 = m.node("splitv", "SplitV", [p, m.const("splitv/sizes", [2, -1, 1]), m.const("splitv/axis", 3)], num_split=3,
+                Tlen=("type", pb.DT_INT32))
+    cat = m.node("cat", "ConcatV2", [s1 + ":2", s2 + ":1", s2, m.const("cat/axis", 3)], N=3, Tidx=("type", pb.DT_INT32))
+    g = m.node("gap", "Mean", [cat, m.const("gap/axes", [1, 2])], keep_dims=False, Tidx=("type", pb.DT_INT32))
+    m.node("fc", "_FusedMatMul", [g, m.const("fc/w", m.w(9, 5)), m.const("fc/b", m.w(5))], fused_ops=("strs", ["BiasAdd", "Relu"]),
+           num_args=1, transpose_a=False, transpose_b=False)
+    m.node("split_1", "Identity", [s1 + ":1"])  # graph outputs: nodes nothing reads
+    m.node("cat_out", "Identity", [cat])
+    m.outputs = ["fc", "split_1", "cat_out"]
+    m.write()
+
+
+def misc():
+    """More of what trained graphs carry: DepthToSpace / SpaceToDepth, Max / Min / Sum reductions (a global max pool),
+    Abs, Exp, Log, Neg, Floor, Square, and a _FusedConv2D whose fused_ops end in Prelu."""
+    m = Graph("misc", 16)
+    x = m.placeholder("input", [1, 6, 8, 8])
+    d2s = m.node("d2s", "DepthToSpace", [x], block_size=2)
+    s2d = m.node("s2d", "SpaceToDepth", [d2s], block_size=2)
+    c = m.node("conv", "_FusedConv2D", [s2d, m.const("conv/w", m.w(3, 3, 8, 4)), m.const("conv/b", m.w(4)),
+                                        m.const("conv/alpha", m.w(4, scale=0.3))],
+               strides=[1, 1, 1, 1], padding="SAME", fused_ops=("strs", ["BiasAdd", "Prelu"]), num_args=2)
+    ax = m.const("axes", [1, 2])
+    m.node("gmax", "Max", [c, ax], keep_dims=True, Tidx=("type", pb.DT_INT32))
+    m.node("rmin", "Min", [c, m.const("axis3", [3])], keep_dims=False, Tidx=("type", pb.DT_INT32))
+    m.node("rsum", "Sum", [c, m.const("axis2", [2])], keep_dims=True, Tidx=("type", pb.DT_INT32))
+    a = m.node("abs", "Abs", [c])
+    e = m.node("exp", "Exp", [m.node("neg", "Neg", [a])])
+    lg = m.node("log", "Log", [m.node("sq", "Square", [m.node("add1", "AddV2", [a, m.const("one", 1.0, form="scalar")])])])
+    m.node("math", "AddV2", [m.node("floor", "Floor", [lg]), e])
+    m.node("d2s_out", "Identity", [d2s])
+    m.outputs = ["d2s_out", "gmax", "rmin", "rsum", "math"]
+    m.write()
+
+
 WHY_NUMPY.update({
+    "misc": "OpenCV 4.6 runs no _FusedConv2D, and neither Min nor Sum of a feature map",
+    "fused": "OpenCV 4.6 runs none of grappler's fused ops (_FusedConv2D, _FusedMatMul), AddN, Prelu or SplitV",
     "conv_dilated": "OpenCV 4.6 reads no 'dilations' attr of Conv2D (it gives the undilated output size)",
     "math": "OpenCV 4.6 creates no Minimum layer, fails on Maximum, misreads a Mul by a scalar constant "
             "(a float_val of one value) and refuses a Mul whose two inputs are one tensor",
@@ -419,7 +479,7 @@ WHY_NUMPY.update({
 if __name__ == "__main__":
     only = sys.argv[1:]
     for fn in [conv, conv_dilated, depthwise, pooling, batch_norm, eltwise, math, shapes_cv, shapes, matmul, resize,
-               deconv, strided_slice, nchw, mobilenet]:
+               deconv, strided_slice, nchw, mobilenet, fused, misc]:
         if not only or fn.__name__ in only:
             fn()
     shutil.rmtree(_pb_dir, ignore_errors=True)

@@ -9,7 +9,7 @@ def _attr(n, k, default=None):
     a = n.attr[k]
     kind = a.WhichOneof("value")
     if kind == "list":
-        return list(a.list.i)
+        return [v.decode() for v in a.list.s] if a.list.s else list(a.list.i)
     if kind == "s":
         return a.s.decode()
     return getattr(a, kind)
@@ -167,13 +167,56 @@ class TfNumpy:
             return ins[0]
         to_nhwc = (lambda t: t) if nhwc else (lambda t: t.transpose(0, 2, 3, 1))
         from_nhwc = (lambda t: t) if nhwc else (lambda t: t.transpose(0, 3, 1, 2))
-        if op in ("Conv2D", "DepthwiseConv2dNative"):
+        def conv(depthwise):
             x = to_nhwc(ins[0])
             st = _attr(n, "strides")
             dl = _attr(n, "dilations", [1, 1, 1, 1])
             st, dl = (st[1:3], dl[1:3]) if nhwc else (st[2:4], dl[2:4])
             pads = _pads(n, x.shape[1:3], ins[1].shape[:2], st, dl)
-            return from_nhwc(conv2d(x, ins[1], st, dl, pads, op != "Conv2D"))
+            return conv2d(x, ins[1], st, dl, pads, depthwise)
+
+        def matmul():
+            a = f64[0].T if _attr(n, "transpose_a", False) else f64[0]
+            b = f64[1].T if _attr(n, "transpose_b", False) else f64[1]
+            return a @ b
+
+        unary = {"Relu": lambda x: np.maximum(x, 0), "Relu6": lambda x: np.clip(x, 0, 6),
+                 "Sigmoid": lambda x: 1 / (1 + np.exp(-x)), "Tanh": np.tanh, "Sqrt": np.sqrt,
+                 "Rsqrt": lambda x: 1 / np.sqrt(x), "Elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+                 "Abs": np.abs, "Exp": np.exp, "Log": np.log, "Neg": np.negative, "Floor": np.floor,
+                 "Square": np.square,
+                 "LeakyRelu": lambda x: np.where(x > 0, x, x * np.float64(np.float32(
+                     _attr(n, "leakyrelu_alpha" if op.startswith("_Fused") else "alpha", 0.2))))}
+        if op in ("Conv2D", "DepthwiseConv2dNative"):
+            return from_nhwc(conv(op != "Conv2D"))
+        if op in ("_FusedConv2D", "FusedDepthwiseConv2dNative", "_FusedMatMul"):
+            # grappler's fused product: the product, then fused_ops in order on the inputs after its two (NHWC)
+            y = matmul() if op == "_FusedMatMul" else conv(op == "FusedDepthwiseConv2dNative")
+            args = list(f64[2:])
+            for fop in _attr(n, "fused_ops"):
+                if fop in ("BiasAdd", "Add", "AddV2"):
+                    y = y + args.pop(0)
+                elif fop == "Prelu":
+                    y = np.maximum(y, 0) + args.pop(0) * np.minimum(y, 0)
+                elif fop.startswith("FusedBatchNorm"):
+                    sc, of, m, v = args[:4]
+                    del args[:4]
+                    y = (y - m) / np.sqrt(v + np.float64(np.float32(_attr(n, "epsilon", 1e-4)))) * sc + of
+                else:
+                    y = unary[fop](y)
+            assert not args
+            return y
+        if op == "AddN":
+            return sum(f64)
+        if op == "Prelu":  # TensorFlow.js: max(0, x) + alpha * min(0, x)
+            return np.maximum(f64[0], 0) + f64[1] * np.minimum(f64[0], 0)
+        if op == "Split":
+            return tuple(np.split(ins[1], _attr(n, "num_split"), axis=int(ins[0])))
+        if op == "SplitV":
+            sizes = [int(v) for v in ins[1]]
+            if -1 in sizes:
+                sizes[sizes.index(-1)] = ins[0].shape[int(ins[2])] - (sum(sizes) + 1)
+            return tuple(np.split(ins[0], np.cumsum(sizes)[:-1], axis=int(ins[2])))
         if op == "Conv2DBackpropInput":
             st = _attr(n, "strides")[1:3]
             size = ins[0][1:3]
@@ -193,10 +236,6 @@ class TfNumpy:
         if op in ("ResizeBilinear", "ResizeNearestNeighbor"):
             return resize(ins[0], list(ins[1]), op == "ResizeBilinear", _attr(n, "align_corners", False),
                           _attr(n, "half_pixel_centers", False))
-        unary = {"Relu": lambda x: np.maximum(x, 0), "Relu6": lambda x: np.clip(x, 0, 6),
-                 "Sigmoid": lambda x: 1 / (1 + np.exp(-x)), "Tanh": np.tanh, "Sqrt": np.sqrt,
-                 "Rsqrt": lambda x: 1 / np.sqrt(x),
-                 "LeakyRelu": lambda x: np.where(x > 0, x, x * np.float64(np.float32(_attr(n, "alpha", 0.2))))}
         if op in unary:
             return unary[op](f64[0])
         binary = {"Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": np.divide,
@@ -204,15 +243,19 @@ class TfNumpy:
         if op in binary:
             return binary[op](f64[0], f64[1])
         if op == "MatMul":
-            a = f64[0].T if _attr(n, "transpose_a", False) else f64[0]
-            b = f64[1].T if _attr(n, "transpose_b", False) else f64[1]
-            return a @ b
+            return matmul()
         if op == "Softmax":
             e = np.exp(f64[0] - f64[0].max(axis=-1, keepdims=True))
             return e / e.sum(axis=-1, keepdims=True)
-        if op in ("Mean", "Prod"):
+        if op in ("DepthToSpace", "SpaceToDepth"):  # NHWC; a block's channels in row, column, channel order
+            x, b = f64[0], _attr(n, "block_size")
+            nb, h, w, c = x.shape
+            if op == "DepthToSpace":
+                return x.reshape(nb, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5).reshape(nb, h * b, w * b, -1)
+            return x.reshape(nb, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5).reshape(nb, h // b, w // b, -1)
+        if op in ("Mean", "Prod", "Max", "Min", "Sum"):
             axes = tuple(int(a) for a in np.ravel(ins[1]))
-            fn = np.mean if op == "Mean" else np.prod
+            fn = {"Mean": np.mean, "Prod": np.prod, "Max": np.max, "Min": np.min, "Sum": np.sum}[op]
             return fn(f64[0], axis=axes, keepdims=_attr(n, "keep_dims", False))
         if op == "ArgMax":
             return np.argmax(ins[0], axis=int(ins[1]))
