@@ -2,7 +2,9 @@
 # The custom-op example end to end (docs/custom-ops.md), as `make test` runs it:
 #   define (resize_area.yml) -> generate (npuc custom-op create; the skeleton builds and fails loudly) -> the written
 #   plugin (resize_area/) built -> registered -> checked and translated for generic and drpai -> run on the engine and
-#   simulated -> compared with the numpy reference (reference.py); and the plugin's failure modes at the CLI.
+#   simulated -> compared with the numpy reference (reference.py); and the plugin's failure modes at the CLI. Then the
+#   RKNN guide's own flow: the network as a TensorFlow graph with TensorFlow's ResizeArea (tensorflow/), its plugin
+#   written for NHWC, giving the ONNX flow's bits.
 # usage: run_example.sh NPUC [WORK_DIR]
 set -euo pipefail
 npuc=$(realpath "$1")
@@ -68,4 +70,33 @@ echo "== numpy reference"
 # fp32: float32 against float64 (a few ulps of the largest value); fp16 (drpai): four float16 roundings, 4 x 2^-11.
 $py "$here/reference.py" "$model" image.npy run/scores.npy 1e-6 sim_generic/scores.npy 1e-6 sim_exact_generic/scores.npy 1e-6 \
   sim_drpai/scores.npy 2e-3
+echo "== TensorFlow: the RKNN guide's own flow (framework: tensorflow, tensorflow/)"
+# The same network as a frozen TensorFlow graph holding TensorFlow's ResizeArea op (NHWC; size its constant input 1),
+# and the op's plugin written for TensorFlow's layout: generated from the guide's definition, built, registered.
+tf=$here/tensorflow
+rm -rf tfgen
+"$npuc" custom-op create --config "$tf/resize_area.yml" --op-path tfgen > /dev/null
+grep -q "framework: tensorflow" tfgen/op.yml || fail "op.yml does not keep framework: tensorflow"
+grep -q "NHWC" tfgen/resize_area_op.cpp || fail "the TensorFlow skeleton does not say its layout"
+"$npuc" custom-op build --op-path "$tf/resize_area" --build-dir tfbuild --out-dir tflib > tfbuild.log 2>&1 || { cat tfbuild.log; fail "build (tensorflow)"; }
+tfbuild/test_resize_area --param size=5,7 --shape 2,13,17,3 | grep -q "compute_fast gives compute_ref's bits" || fail "harness (tensorflow)"
+tflib=$work/tflib/libresize_area.so
+tfmodel=$tf/resize_area_model.pb
+$py -c "import numpy as np; np.save('image_nhwc.npy', np.load('image.npy').transpose(0, 2, 3, 1).copy())"
+if "$npuc" check "$tfmodel" --no-report > tfnocheck.log 2>&1; then fail "check passed without the plugin (tensorflow)"; fi
+grep -q "op 'ResizeArea' is not one npuc imports" tfnocheck.log || fail "the unknown TensorFlow op is not named"
+"$npuc" check --custom-op "$tflib" "$tfmodel" --target generic --no-report | grep -q "every node is supported" || fail "check (tensorflow)"
+"$npuc" run --custom-op "$tflib" "$tfmodel" --input image=image_nhwc.npy -o tfrun > /dev/null
+rm -rf tfout
+"$npuc" translate ra -tf "$tfmodel" --target generic --out tfout --custom-op "$tflib" > tftranslate.log
+grep -q '"kind": "custom"' tfout/ra/manifest.json || fail "tensorflow: no custom layer"
+"$npuc" simulate tfout/ra --custom-op "$tflib" --input image=image_nhwc.npy -o tfsim > /dev/null
+"$npuc" simulate tfout/ra --custom-op "$tflib" --input image=image_nhwc.npy -o tfsim_exact --exact > /dev/null
+cmp tfsim/scores.npy tfrun/scores.npy || fail "tensorflow: the package differs from run"
+cmp tfsim/scores.npy tfsim_exact/scores.npy || fail "tensorflow: --exact and fast differ"
+# The TensorFlow flow and the ONNX flow compute one network: the same bits, NHWC against NCHW.
+$py -c "
+import numpy as np, sys
+a, b = np.load('tfsim/scores.npy').transpose(0, 3, 1, 2), np.load('sim_generic/scores.npy')
+sys.exit(0 if a.shape == b.shape and a.tobytes() == b.tobytes() else 1)" || fail "the TensorFlow and ONNX flows differ"
 echo "custom-op example: OK"

@@ -79,12 +79,9 @@ void checkDefinition(const Definition& d, const fs::path& file, std::vector<std:
   if (d.name.empty()) bad("name", "is required: the op's name as the model's nodes give it (their op_type)");
   if (!plainName(d.name, false) || !std::isalpha(static_cast<unsigned char>(d.name[0])))
     bad("name", fmt::format("'{}' is not an op name (a letter, then letters, digits and '_')", d.name));
-  std::string fw = d.framework;
-  std::transform(fw.begin(), fw.end(), fw.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (fw != "onnx")
-    bad("framework", fmt::format("'{}': npuc reads ONNX models; write framework: onnx (inputs, outputs and params keep "
-                                 "their meaning: params are the node's attributes, or constant inputs with input: N)",
-                                 d.framework));
+  if (d.framework != "onnx" && d.framework != "tensorflow")
+    bad("framework", fmt::format("'{}': onnx (the nodes' op_type in the domain 'domain' names) or tensorflow (the "
+                                 "GraphDef nodes' op type; its tensors as TensorFlow holds them, NHWC)", d.framework));
   if (!d.domain.empty() && !plainName(d.domain, true)) bad("domain", "letters, digits, '_', '.' and '-'");
   if (d.domain == "ai.npuc") bad("domain", "ai.npuc is npuc's own");
   if (!plainName(d.engine, false)) bad("engine", "an engine name (vector, mac, or a target's engine)");
@@ -199,7 +196,11 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
       const std::string key = scalar(it->first, "(root)");
       const YAML::Node v = it->second;
       if (key == "name") d.name = scalar(v, key);
-      else if (key == "framework") d.framework = scalar(v, key);
+      else if (key == "framework") {
+        d.framework = scalar(v, key);
+        std::transform(d.framework.begin(), d.framework.end(), d.framework.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      }
       else if (key == "target_platform") d.target_platform = scalar(v, key);
       else if (key == "domain") d.domain = v.IsNull() ? std::string() : scalar(v, key);
       else if (key == "engine") d.engine = scalar(v, key);
@@ -252,7 +253,7 @@ std::string commentText(const std::string& s) {
 
 std::string opYml(const Definition& d, const std::string& lib) {
   std::string s = "# The op's definition as npuc read it (npuc custom-op create); the source's descriptor mirrors it.\n";
-  s += fmt::format("name: {}\nframework: onnx\n", d.name);
+  s += fmt::format("name: {}\nframework: {}\n", d.name, d.framework);
   if (!d.target_platform.empty()) s += fmt::format("target_platform: {}\n", d.target_platform);
   s += fmt::format("domain: {}\nengine: {}\n", cStr(d.domain), d.engine);
   if (!d.doc.empty()) s += fmt::format("doc: {}\n", cStr(d.doc));
@@ -298,7 +299,7 @@ std::string source(const Definition& d, const std::string& lib, const std::strin
 // then `npuc custom-op build --op-path .` builds lib{lib}.so, and `--custom-op lib{lib}.so` registers it with npuc
 // (check, translate, run, simulate, compare, …). docs/custom-ops.md walks through an example.
 //
-// Conventions: tensors are row-major (NCHW for images); a callback returns NPUC_OP_OK, or calls
+// Conventions: tensors are row-major, {layout}; a callback returns NPUC_OP_OK, or calls
 // ctx->set_error(ctx, "what is wrong") and returns NPUC_OP_ERROR. Write every element of every output and nothing
 // outside it: npuc checks the bytes around each output, and compares compute_fast with compute_ref bit for bit.
 #include <npuc/custom_op.h>
@@ -310,7 +311,9 @@ std::string source(const Definition& d, const std::string& lib, const std::strin
 namespace {{
 
 // ---- the definition (from op.yml; keep the two in step) ------------------------------------------------------
-)GEN", fmt::arg("name", d.name), fmt::arg("config", config), fmt::arg("lib", lib));
+)GEN", fmt::arg("name", d.name), fmt::arg("config", config), fmt::arg("lib", lib),
+                   fmt::arg("layout", d.framework == "tensorflow" ? "as TensorFlow holds them (NHWC images)"
+                                                                  : "NCHW for images"));
   auto portArrays = [&](const std::vector<Port>& ports, const char* what) {
     for (size_t k = 0; k < ports.size(); ++k) {
       s += fmt::format("const int32_t k{}Types{}[] = {{", what, k);

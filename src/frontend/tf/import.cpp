@@ -5,6 +5,7 @@
 #include "frontend/tf/tf_io.hpp"
 
 #include "ops/registry.hpp"
+#include "plugin/plugin.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 
@@ -207,9 +208,11 @@ std::vector<int> Importer::executionOrder(const std::vector<int>& outputs) {
 void Importer::convert(const tf::NodeDef& n) {
   auto it = table().find(n.op());
   if (it == table().end()) {
+    if (const plugin::CustomOp* op = customOpNamed(n.op())) return customOp(n, *op);
     std::string known;
     for (const std::string& t : supportedOps()) known += (known.empty() ? "" : ", ") + t;
-    fail(ErrorCode::kUnsupported, "op '{}' is not one npuc imports (it imports: {})", n.op(), known);
+    fail(ErrorCode::kUnsupported, "op '{}' is not one npuc imports (it imports: {}; an op of your own can be added as a "
+                                  "plugin whose definition names it: docs/custom-ops.md, --custom-op LIB.so)", n.op(), known);
   }
   if (it->second) (this->*(it->second))(n);
 }

@@ -18,6 +18,7 @@
 #include "frontend/onnx/onnx_io.hpp"
 #include "frontend/tf/tf_io.hpp"
 #include "ir/graph.hpp"
+#include "plugin/plugin.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
@@ -64,6 +65,10 @@ struct SliceSpec {
   Shape out;                                     // after shrinking and new axes
   bool reshapes = false;                         // axes are shrunk or added
 };
+
+/// The registered custom op of this name (any domain: a TensorFlow node names none), or nullptr; two of one name
+/// are an error.
+const plugin::CustomOp* customOpNamed(const std::string& op);
 
 class Importer {
  public:
@@ -159,6 +164,8 @@ class Importer {
   void prelu(const tf::NodeDef& n);
   void split(const tf::NodeDef& n);
   void depthToSpace(const tf::NodeDef& n);  // and SpaceToDepth
+  /// A node of a registered custom op (ops_custom.cpp): TensorFlow-form tensors, the node's attributes.
+  void customOp(const tf::NodeDef& n, const plugin::CustomOp& op);
   void conv2dBackpropInput(const tf::NodeDef& n);
   void biasAdd(const tf::NodeDef& n);
   void fusedBatchNorm(const tf::NodeDef& n);
