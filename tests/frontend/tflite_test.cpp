@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, TfliteOracle,
                          ::testing::Values("conv", "depthwise", "fully_connected", "pooling", "binary", "activations",
                                            "math", "concat_pad_mean", "shapes", "resize", "resize_numpy",
                                            "softmax_prelu", "transpose_conv", "transpose_conv_bias", "arg_max_gather", "prelu_dequantize",
-                                           "mobilenet", "shapes_numpy", "quant_io", "quant_int8", "quant_uint8"));
+                                           "mobilenet", "shapes_numpy", "quant_io", "quant_int8", "quant_uint8", "sparse", "depth_space"));
 
 // The graph keeps the model's own interface: names and NHWC shapes.
 TEST(Tflite, InterfaceNamesAndShapes) {
@@ -202,6 +202,9 @@ TEST(TfliteBadInput, CraftedFiles) {
            {"unknown_op", ErrorCode::kUnsupported, {"operator 1 (LSTM)", "not an operator npuc imports", "CONV_2D"}},
            {"custom_op", ErrorCode::kUnsupported, {"operator 0 (CUSTOM 'MyOp')"}},
            {"shape_mismatch", ErrorCode::kInvalidInput, {"declares shape 1x4x4x2", "computes 1x5x5x2"}},
+           {"sparse_segments", ErrorCode::kInvalidInput, {"tensor 1 ('w_sparse')", "sparsity", "array_segments has 2 values"}},
+           {"sparse_index", ErrorCode::kInvalidInput, {"sparsity", "index 7 is outside 0..1"}},
+           {"sparse_values", ErrorCode::kInvalidInput, {"sparsity", "holds 12 bytes; the parameters describe 2 values"}},
        }) {
     const fs::path p = kData / "bad" / (std::string(w.file) + ".tflite");
     ASSERT_TRUE(fs::exists(p)) << p;
@@ -217,7 +220,7 @@ TEST(TfliteBadInput, CraftedFiles) {
 TEST(TfliteBadInputRandom, DamagedFilesGiveErrorsNotCrashes) {
   std::mt19937 rng(50);
   int loaded = 0, refused = 0;
-  for (const char* name : {"conv", "shapes", "mobilenet", "binary", "transpose_conv"}) {
+  for (const char* name : {"conv", "shapes", "mobilenet", "binary", "transpose_conv", "sparse"}) {
     const std::string bytes = readAll(kData / name / "model.tflite");
     for (int i = 0; i < 300; ++i) {
       const std::string b = test::damaged(bytes, rng, 8);  // (the identifier kept)

@@ -56,6 +56,7 @@ const std::vector<Mapping>& mappings() {
       {B::BuiltinOperator_SOFTMAX, &I::softmax},
       {B::BuiltinOperator_DEQUANTIZE, &I::quantizeOps},
       {B::BuiltinOperator_QUANTIZE, &I::quantizeOps},
+      {B::BuiltinOperator_DENSIFY, &I::densify},
       {B::BuiltinOperator_CONCATENATION, &I::concatenation},
       {B::BuiltinOperator_RESHAPE, &I::reshapeOp},
       {B::BuiltinOperator_SQUEEZE, &I::squeeze},
@@ -67,6 +68,8 @@ const std::vector<Mapping>& mappings() {
       {B::BuiltinOperator_SPLIT, &I::split},
       {B::BuiltinOperator_SPLIT_V, &I::split},
       {B::BuiltinOperator_TRANSPOSE, &I::transpose},
+      {B::BuiltinOperator_DEPTH_TO_SPACE, &I::depthToSpace},
+      {B::BuiltinOperator_SPACE_TO_DEPTH, &I::depthToSpace},
       {B::BuiltinOperator_GATHER, &I::gather},
       {B::BuiltinOperator_ARG_MAX, &I::argMax},
   };
@@ -180,8 +183,7 @@ bool Importer::isConstant(int32_t index) const {
 
 Tensor Importer::constantData(int32_t index) const {
   if (!isConstant(index)) fail(ErrorCode::kInvalidInput, "{} has no data (it is not a constant)", tensorLabel(index));
-  if (tensor(index).sparsity())
-    fail(ErrorCode::kUnsupported, "{}: sparse tensors (sparsity parameters) are not read", tensorLabel(index));
+  if (tensor(index).sparsity()) return sparseData(index);
   const Shape s = declaredShape(index);
   const DType dt = dtypeOf(index);
   const auto* data = model_.buffers()->Get(tensor(index).buffer())->data();

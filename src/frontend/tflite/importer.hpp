@@ -70,6 +70,8 @@ class Importer {
   bool isConstant(int32_t index) const;
   /// The tensor's data, in its own element type and shape (float16 as kF16).
   Tensor constantData(int32_t index) const;
+  /// A sparse constant's dense values (sparse.cpp): its sparsity parameters checked and applied.
+  Tensor sparseData(int32_t index) const;
   /// The constant's values as integers (int32 / int64 tensors: shapes, axes, paddings).
   std::vector<int64_t> constantInts(int32_t index) const;
   /// Its quantization, when it is a quantized integer tensor (scales given); nullopt for a float tensor.
@@ -156,6 +158,7 @@ class Importer {
   void unary();
   void softmax();
   void quantizeOps();
+  void densify();
   void argMax();
   void concatenation();
   void reshapeOp();
@@ -165,6 +168,7 @@ class Importer {
   void slice();
   void stridedSlice();
   void split();
+  void depthToSpace();  // and SPACE_TO_DEPTH
   void transpose();
   void gather();
 

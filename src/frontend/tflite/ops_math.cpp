@@ -100,7 +100,19 @@ void Importer::quantizeOps() {
     fail(ErrorCode::kUnsupported, "{} of {}: npuc reads float16, int8, uint8 and int32 ones", op_.name,
          dtypeName(g_->value(x).type.dtype));
   if (op_.code == fb::BuiltinOperator_DEQUANTIZE && isConstant(t)) dequantized_[output(0)] = t;
+  if (op_.code == fb::BuiltinOperator_DEQUANTIZE && dequantized_.count(t)) dequantized_[output(0)] = dequantized_.at(t);
   bindOutput(0, apply("Identity", {x}), cf && !isConstant(t));
+}
+
+void Importer::densify() {
+  // A sparse constant made dense: its dense values are a constant (weights read through it take it as theirs).
+  expectInputs(1, 1);
+  expectOutputs(1);
+  const int32_t t = input(0);
+  if (!isConstant(t) || !tensor(t).sparsity())
+    fail(ErrorCode::kInvalidInput, "DENSIFY reads {}, which is not a sparse constant", tensorLabel(t));
+  dequantized_[output(0)] = t;
+  bindOutput(0, apply("Identity", {constantValue(t)}), false);
 }
 
 void Importer::argMax() {

@@ -190,6 +190,27 @@ void Importer::slice() {
   bindOutput(0, apply("Slice", {x, ints(p + "starts", starts), ints(p + "ends", ends), ints(p + "axes", axes)}), cf);
 }
 
+void Importer::depthToSpace() {
+  expectInputs(1, 1);
+  expectOutputs(1);
+  const bool d2s = op_.code == fb::BuiltinOperator_DEPTH_TO_SPACE;
+  int64_t b = 0;
+  if (d2s) {
+    if (const auto* o = options<fb::DepthToSpaceOptions>()) b = o->block_size();
+  } else if (const auto* o = options<fb::SpaceToDepthOptions>()) {
+    b = o->block_size();
+  }
+  if (b < 2 || b > 64) fail(ErrorCode::kInvalidInput, "block_size is {}; it is 2 to 64", b);
+  ir::ValueId x = get(input(0), true);
+  const Shape xs = shapeOf(x);
+  if (xs.size() != 4 || (d2s ? xs[1] % (b * b) != 0 : xs[2] % b != 0 || xs[3] % b != 0))
+    fail(ErrorCode::kInvalidInput, "input {} does not divide into blocks of {}", shapeStr(permuted(xs, kToChannelsLast)), b);
+  // TFLite's order within a block (row, column, channel) is ONNX's DCR.
+  std::map<std::string, ir::Attr> attrs = {{"blocksize", b}};
+  if (d2s) attrs["mode"] = std::string("DCR");
+  bindOutput(0, apply(d2s ? "DepthToSpace" : "SpaceToDepth", {x}, attrs), true);
+}
+
 void Importer::split() {
   const bool v = op_.code == fb::BuiltinOperator_SPLIT_V;
   expectInputs(v ? 3 : 2, v ? 3 : 2);

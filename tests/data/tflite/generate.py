@@ -91,6 +91,37 @@ class Model:
         self.ops.append((code, list(inputs), list(outputs), options, fields))
         return outputs[0] if len(outputs) == 1 else outputs
 
+    def sparse_const(self, name, values, dense_shape, order, block_map, levels, dtype=np.float32):
+        """A sparse constant: its stored values (in traversal order) and its sparsity parameters; levels is one
+        ("dense", size) or ("csr", segments, indices) per traversal dim."""
+        self.tensors.append(dict(name=name, shape=list(dense_shape), dtype=np.dtype(dtype),
+                                 data=np.asarray(values, dtype), quant=None, buffer=None,
+                                 sparsity=(order, block_map, levels)))
+        return len(self.tensors) - 1
+
+    @staticmethod
+    def _sparsity(b, sp):
+        order, block_map, levels = sp
+        svt = importlib.import_module("npuc_tflite.SparseIndexVector").SparseIndexVector
+        metas = []
+        for lv in levels:
+            if lv[0] == "dense":
+                metas.append(_table(b, "DimensionMetadata", [("format", 0), ("dense_size", lv[1])]))
+            else:
+                seg = _table(b, "Uint8Vector", [("values", b.CreateNumpyVector(np.asarray(lv[1], np.uint8)))])
+                ind = _table(b, "Int32Vector", [("values", _ivec(b, lv[2]))])
+                metas.append(_table(b, "DimensionMetadata", [
+                    ("format", 1), ("array_segments_type", svt.Uint8Vector), ("array_segments", seg),
+                    ("array_indices_type", svt.Int32Vector), ("array_indices", ind)]))
+        b.StartVector(4, len(metas), 4)
+        for x in reversed(metas):
+            b.PrependUOffsetTRelative(x)
+        dm = b.EndVector()
+        fields = [("traversal_order", _ivec(b, order)), ("dim_metadata", dm)]
+        if block_map:
+            fields.append(("block_map", _ivec(b, block_map)))
+        return _table(b, "SparsityParameters", fields)
+
     def serialize(self):
         b = flatbuffers.Builder(1024)
         codes = sorted({c for c, *_ in self.ops}, key=str)  # a str: a CUSTOM operator's code
@@ -114,9 +145,12 @@ class Model:
                     ("zero_point", b.CreateNumpyVector(np.asarray(zp, np.int64).reshape(-1))),
                     ("quantized_dimension", axis)])
             buf = t["buffer"] if t["buffer"] is not None else tensor_buf.get(i, 0)
+            sparsity = self._sparsity(b, t["sparsity"]) if t.get("sparsity") else None
             fields = [("shape", shape), ("type", TYPES[t["dtype"]]), ("buffer", buf), ("name", name)]
             if q is not None:
                 fields.append(("quantization", q))
+            if sparsity is not None:
+                fields.append(("sparsity", sparsity))
             tensors.append(_table(b, "Tensor", fields))
         ops = []
         for code, ins, outs, opt, fields in self.ops:
@@ -533,6 +567,64 @@ def mobilenet():
     m.write()
 
 
+def sparse():
+    """DENSIFY of sparse constants into a FULLY_CONNECTED and a CONV_2D. Arm NN 20.08 reads no sparsity: numpy, on
+    the dense weights. The fully-connected weights are the 4x4 block-sparse example of TFLite's schema documentation
+    (tensorflow/lite/testdata/sparse_tensor.json: 2x2 blocks, block rows dense, block columns CSR; stored values
+    1, 0, 0, 4, 2, 3, 0, 0, 5, 0, 0, 6), whose dense matrix the documentation gives. The convolution's filter
+    [4, 3, 3, 2] keeps about a third of its values: dims 0-2 dense, the input channels CSR."""
+    m = Model("sparse", 19)
+    x = m.input("x", [1, 4])
+    fc_dense = np.array([[1, 0, 2, 3], [0, 4, 0, 0], [0, 0, 5, 0], [0, 0, 0, 6]], np.float32)  # the documentation's
+    wfc = m.sparse_const("fc_w_sparse", [1, 0, 0, 4, 2, 3, 0, 0, 5, 0, 0, 6], [4, 4], [0, 1, 2, 3], [0, 1],
+                         [("dense", 2), ("csr", [0, 2, 3], [0, 1, 1]), ("dense", 2), ("dense", 2)])
+    w = m.op(B.DENSIFY, [wfc], [m.tensor("fc_w", [4, 4])])
+    fb = m.w(4)
+    fc = m.op(B.FULLY_CONNECTED, [x, w, m.const("fc_b", fb)], [m.tensor("fc", [1, 4])], "FullyConnectedOptions")
+    img = m.input("img", [1, 5, 5, 2])
+    cw = (m.w(4, 3, 3, 2) * (m.rng.uniform(0, 1, (4, 3, 3, 2)) < 0.35)).astype(np.float32)
+    segs, idxs, vals = [0], [], []
+    for o in range(4):
+        for yy in range(3):
+            for xx in range(3):
+                nz = np.nonzero(cw[o, yy, xx])[0]
+                idxs += nz.tolist()
+                vals += cw[o, yy, xx][nz].tolist()
+                segs.append(len(idxs))
+    cws = m.sparse_const("conv_w_sparse", vals, [4, 3, 3, 2], [0, 1, 2, 3], [],
+                         [("dense", 4), ("dense", 3), ("dense", 3), ("csr", segs, idxs)])
+    cwd = m.op(B.DENSIFY, [cws], [m.tensor("conv_w", [4, 3, 3, 2])])
+    cb = m.w(4)
+    conv = m.op(B.CONV_2D, [img, cwd, m.const("conv_b", cb)], [m.tensor("conv", [1, 5, 5, 4])], "Conv2DOptions",
+                padding=SAME, stride_w=1, stride_h=1)
+    m.outputs = [fc, conv]
+
+    def oracle(f):
+        return [(f["x"].astype(np.float64) @ fc_dense.T.astype(np.float64) + fb).astype(np.float32),
+                conv_same_s1(f["img"], cw, cb)]
+    m.write("numpy", oracle)
+
+
+def depth_space():
+    """DEPTH_TO_SPACE and SPACE_TO_DEPTH (Arm NN 20.08 runs neither): numpy, from TFLite's definition (an output
+    pixel's block holds the input channels in row, column, channel order)."""
+    m = Model("depth_space", 20)
+    x = m.input("x", [1, 3, 4, 8])
+    d = m.op(B.DEPTH_TO_SPACE, [x], [m.tensor("d2s", [1, 6, 8, 2])], "DepthToSpaceOptions", block_size=2)
+    r = m.op(B.RELU, [d], [m.tensor("relu", [1, 6, 8, 2])])
+    s = m.op(B.SPACE_TO_DEPTH, [r], [m.tensor("s2d", [1, 3, 4, 8])], "SpaceToDepthOptions", block_size=2)
+    m.outputs = [d, s]
+
+    def oracle(f):
+        v = f["x"]
+        n, h, w, c = v.shape
+        d2s = v.reshape(n, h, w, 2, 2, c // 4).transpose(0, 1, 3, 2, 4, 5).reshape(n, h * 2, w * 2, c // 4)
+        rl = np.maximum(d2s, 0)
+        s2d = rl.reshape(n, h, 2, w, 2, c // 4).transpose(0, 1, 3, 2, 4, 5).reshape(n, h, w, c)
+        return [d2s, s2d]
+    m.write("numpy", oracle)
+
+
 def shapes_numpy():
     """STRIDED_SLICE with an ellipsis, a new axis and a shrunk one, FULLY_CONNECTED with keep_num_dims, PADV2 and a
     TRANSPOSE of a channels-first tensor: Arm NN 20.08 parses none of these forms: numpy."""
@@ -660,6 +752,15 @@ def bad():
     x = m.input("x", [1, 4])
     m.outputs = [m.op(B.RELU, [x], [m.tensor("y", [1, 4])], None, _opcode_index=5)]
     save("opcode_index", m)
+    for name, levels, values in [  # sparse constants their parameters do not describe
+            ("sparse_segments", [("dense", 2), ("csr", [0, 2], [0, 1])], [1, 2]),
+            ("sparse_index", [("dense", 2), ("csr", [0, 1, 2], [0, 7])], [1, 2]),
+            ("sparse_values", [("dense", 2), ("csr", [0, 1, 2], [0, 1])], [1, 2, 3])]:
+        m = Model(name, 0)
+        x = m.input("x", [1, 2])
+        w = m.op(B.DENSIFY, [m.sparse_const("w_sparse", values, [2, 2], [0, 1], [], levels)], [m.tensor("w", [2, 2])])
+        m.outputs = [m.op(B.FULLY_CONNECTED, [x, w], [m.tensor("y", [1, 2])], "FullyConnectedOptions")]
+        save(name, m)
     m = Model("cycle", 0)
     x = m.input("x", [1, 4])
     a, b2 = m.tensor("a", [1, 4]), m.tensor("b", [1, 4])
@@ -702,7 +803,7 @@ def main():
     wanted = set(sys.argv[1:])
     for fn in [conv, depthwise, fully_connected, pooling, binary, activations, numpy_math, concat_pad_mean, shapes,
                resize, resize_numpy, softmax_prelu, transpose_conv, transpose_conv_bias, arg_max_gather, prelu_dequantize,
-               mobilenet, shapes_numpy,
+               mobilenet, shapes_numpy, sparse, depth_space,
                quant_io, quant_int8, quant_uint8, bad]:
         if wanted and fn.__name__ not in wanted:
             continue
