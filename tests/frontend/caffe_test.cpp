@@ -273,6 +273,15 @@ TEST(Caffe, DocumentedLayersAreTheImportersTable) {
   EXPECT_EQ(test::documentedOps("| Caffe layer |"), imported);
 }
 
+// Every layer type the importer maps is in a stored test model (compared with OpenCV or numpy by MatchesOpenCv).
+TEST(Caffe, EveryImportedLayerHasATestModel) {
+  std::string all;
+  for (const auto& e : fs::directory_iterator(kData))
+    if (fs::exists(e.path() / "model.prototxt")) all += readAll(e.path() / "model.prototxt");
+  for (const std::string& type : caffe_io::supportedLayers())
+    EXPECT_NE(all.find("type: \"" + type + "\""), std::string::npos) << type << " is in no test model";
+}
+
 // --- bad input ---
 
 class CaffeBadInput : public ::testing::Test {

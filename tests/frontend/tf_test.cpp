@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 using namespace npuc;
@@ -149,6 +150,17 @@ TEST(Tf, DocumentedOpsAreTheImportersTable) {
   std::vector<std::string> imported = tf_io::supportedOps();
   std::sort(imported.begin(), imported.end());
   EXPECT_EQ(test::documentedOps("| TensorFlow op |"), imported);
+}
+
+// Every op the importer maps is in a stored test graph (compared with its oracle by MatchesOracle).
+TEST(Tf, EveryImportedOpHasATestGraph) {
+  std::set<std::string> used;
+  for (const std::string& name : kGraphs) {
+    npuc::tf::GraphDef g;
+    ASSERT_TRUE(g.ParseFromString(readAll(kData / name / "model.pb"))) << name;
+    for (const auto& n : g.node()) used.insert(n.op());
+  }
+  for (const std::string& op : tf_io::supportedOps()) EXPECT_TRUE(used.count(op)) << op << " is in no test graph";
 }
 
 // --- bad input ---

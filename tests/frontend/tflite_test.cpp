@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 using namespace npuc;
@@ -154,6 +155,15 @@ TEST(Tflite, DocumentedOpsAreTheImportersTable) {
   std::vector<std::string> imported = tflite_io::supportedOps();
   std::sort(imported.begin(), imported.end());
   EXPECT_EQ(test::documentedOps("| TFLite operator |"), imported);
+}
+
+// Every operator the importer maps is in a stored test model (compared with its oracle by MatchesOracle).
+TEST(Tflite, EveryImportedOperatorHasATestModel) {
+  std::set<std::string> used;
+  for (const auto& e : fs::directory_iterator(kData))
+    if (fs::exists(e.path() / "model.tflite"))
+      for (const std::string& op : tflite_io::operatorsUsed(e.path() / "model.tflite")) used.insert(op);
+  for (const std::string& op : tflite_io::supportedOps()) EXPECT_TRUE(used.count(op)) << op << " is in no test model";
 }
 
 // --- bad input ---

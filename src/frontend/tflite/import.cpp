@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 namespace npuc::tflite_io {
 
@@ -114,6 +115,21 @@ const std::vector<std::string>& supportedOps() {
     return r;
   }();
   return kOps;
+}
+
+std::vector<std::string> operatorsUsed(const std::filesystem::path& path) {
+  const std::vector<uint8_t> bytes = readFileBytes(path, kMaxFileBytes, "a TensorFlow Lite model (FlatBuffers' 2 GiB)");
+  const fb::Model& m = verified(bytes.data(), bytes.size(), path.string());
+  std::set<std::string> names;
+  const auto* codes = m.operator_codes();
+  if (m.subgraphs() && m.subgraphs()->size() > 0 && m.subgraphs()->Get(0)->operators() && codes)
+    for (const fb::Operator* op : *m.subgraphs()->Get(0)->operators()) {
+      if (op->opcode_index() >= codes->size()) continue;
+      const fb::OperatorCode* c = codes->Get(op->opcode_index());
+      const int32_t code = std::max<int32_t>(c->deprecated_builtin_code(), c->builtin_code());
+      names.insert(code == fb::BuiltinOperator_CUSTOM && c->custom_code() ? c->custom_code()->str() : builtinName(code));
+    }
+  return {names.begin(), names.end()};
 }
 
 bool looksLikeTflite(const void* data, size_t size) {

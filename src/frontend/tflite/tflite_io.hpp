@@ -29,4 +29,8 @@ bool looksLikeTflite(const void* data, size_t size);
 /// The builtin operators the importer maps, in the order of docs/frontends.md's table.
 const std::vector<std::string>& supportedOps();
 
+/// The operators subgraph 0 of a verified file uses, by name (a builtin's, or a CUSTOM operator's custom code), each
+/// once, sorted: what a model needs, whether or not npuc imports it.
+std::vector<std::string> operatorsUsed(const std::filesystem::path& path);
+
 }  // namespace npuc::tflite_io

@@ -441,7 +441,8 @@ def fused():
 
 def misc():
     """More of what trained graphs carry: DepthToSpace / SpaceToDepth, Max / Min / Sum reductions (a global max pool),
-    Abs, Exp, Log, Neg, Floor, Square, and a _FusedConv2D whose fused_ops end in Prelu."""
+    Abs, Exp, Log, Neg, Floor, Square, Elu, StopGradient, a _FusedConv2D whose fused_ops end in Prelu, and a Reshape
+    target computed from the shape (Shape, StridedSlice, Prod, Pack)."""
     m = Graph("misc", 16)
     x = m.placeholder("input", [1, 6, 8, 8])
     d2s = m.node("d2s", "DepthToSpace", [x], block_size=2)
@@ -458,7 +459,17 @@ def misc():
     lg = m.node("log", "Log", [m.node("sq", "Square", [m.node("add1", "AddV2", [a, m.const("one", 1.0, form="scalar")])])])
     m.node("math", "AddV2", [m.node("floor", "Floor", [lg]), e])
     m.node("d2s_out", "Identity", [d2s])
-    m.outputs = ["d2s_out", "gmax", "rmin", "rsum", "math"]
+    m.node("elu", "Elu", [m.node("stop", "StopGradient", [c]), "^" + m.node("noop", "NoOp")])  # (a control input)
+    # a flatten whose target is shape arithmetic: [1, prod(shape(c)[1:])]
+    shp = m.node("shape", "Shape", [c], out_type=("type", pb.DT_INT32))
+    tail = m.node("tail", "StridedSlice", [shp, m.const("b", [1]), m.const("e", [4]), m.const("s", [1])],
+                  Index=("type", pb.DT_INT32), T=("type", pb.DT_INT32), begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0)
+    count = m.node("count", "Prod", [tail, m.const("axis0", [0])], keep_dims=False, T=("type", pb.DT_INT32),
+                   Tidx=("type", pb.DT_INT32))
+    target = m.node("target", "Pack", [m.const("target/one", 1), count], N=2, T=("type", pb.DT_INT32), axis=0)
+    m.node("flat", "Reshape", [c, target], Tshape=("type", pb.DT_INT32))
+    m.outputs = ["d2s_out", "gmax", "rmin", "rsum", "math", "elu", "flat"]
     m.write()
 
 
