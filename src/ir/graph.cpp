@@ -351,7 +351,8 @@ void verifySubgraphs(const Graph& g, const Node& n, ErrorCode code, int depth) {
     if (body->num_captures < 0 || body->num_captures > static_cast<int>(body->inputs().size()))
       fail(code, "{}: attribute '{}': {} captures but {} inputs", n.label(), name, body->num_captures, body->inputs().size());
     total += body->num_captures;
-    withContext(n.label() + ": attribute '" + name + "'", [&] { verifyAt(*body, code, depth + 1); });
+    const Graph& sub = *body;  // (clang 14 captures no structured binding in a lambda)
+    withContext(n.label() + ": attribute '" + name + "'", [&] { verifyAt(sub, code, depth + 1); });
   }
   if (total > static_cast<int>(n.inputs.size()))
     fail(code, "{}: its subgraphs capture {} outer values but the node has {} inputs", n.label(), total, n.inputs.size());

@@ -59,5 +59,22 @@ expect_error 2 "not a valid TensorFlow Lite model" -- "$npuc" inspect "$d/bad/tr
 expect_error 2 "operator 1 (LSTM): LSTM is not an operator npuc imports" -- "$npuc" inspect "$d/bad/unknown_op.tflite"
 expect_error 2 "tensor index 99 is out of range" -- "$npuc" inspect "$d/bad/tensor_index.tflite"
 
+# tidl-import modelType 3 (TIDL's TensorFlow Lite): the guide's sample configuration on the TFLite model translates for
+# tidl, the input's size keys read NHWC; another extension for modelType 3 is refused naming the key.
+mkdir -p "$tmp/ti"
+sed -e 's|^modelType .*|modelType = 3|' -e "s|^inputNetFile .*|inputNetFile = \"$net/model.tflite\"|" -e '/^inputParamsFile/d' \
+    -e "s|^sampleInData .*|sampleInData = \"$net/input_input.npy\"|" -e '/^rawSampleInData/d' -e '/^preProcType/d' \
+    -e '/^inWidth/d' -e '/^inHeight/d' -e '/^inNumChannels/d' \
+    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/tidl_net_mn.bin\"|" "$src/tests/data/tidl/tidl_import_j11_v2.txt" >"$tmp/ti/import.txt"
+if "$npuc" tidl-import "$tmp/ti/import.txt" >"$tmp/ti/out.txt" 2>&1 && grep -q "modelType          = 3            TensorFlow Lite" "$tmp/ti/out.txt" &&
+   grep -q '"numerics": "int8-pow2"' "$tmp/ti/tidl_net_mn/manifest.json"; then ok "tidl-import modelType 3: the guide's sample on a TFLite model"
+else bad "tidl-import modelType 3: $(tail -5 "$tmp/ti/out.txt")"; fi
+printf 'inWidth = 16\ninHeight = 16\ninNumChannels = 3\n' >>"$tmp/ti/import.txt"
+if "$npuc" tidl-import "$tmp/ti/import.txt" --dry-run >"$tmp/ti/dry.txt" 2>&1 && ! grep -q "input-shape" "$tmp/ti/dry.txt"; then
+  ok "tidl-import modelType 3: inWidth / inHeight / inNumChannels read as the model's NHWC input"
+else bad "tidl-import modelType 3 sizes: $(tail -3 "$tmp/ti/dry.txt")"; fi
+sed -e "s|^inputNetFile .*|inputNetFile = \"$d/../tf/mobilenet/model.pb\"|" "$tmp/ti/import.txt" >"$tmp/ti/wrong.txt"
+expect_error 2 "is not a .tflite file (modelType 3 is TensorFlow Lite)" -- "$npuc" tidl-import "$tmp/ti/wrong.txt"
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all TFLite CLI checks passed"

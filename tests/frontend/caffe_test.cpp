@@ -212,6 +212,38 @@ TEST(Caffe, JDetNetDetectsAsOpenCvInEveryPackage) {
   }
 }
 
+// The JacintoNet11-shaped classifier in packages: generic gives the engine's bits (and so OpenCV's class
+// probabilities, MatchesOpenCv), exact and fast; tidl (int8-pow2, the guide's 12-bit weights) and generic-int8,
+// calibrated on the picture, give OpenCV's class.
+TEST(Caffe, JacintoNet11TranslatesForEveryTarget) {
+  Case c = readCase("jacintonet11");
+  const fs::path dir = kData / "jacintonet11";
+  const std::vector<Tensor> engine = Session(Model::loadCaffe(dir / "model.prototxt", dir / "model.caffemodel")).run(c.inputs);
+  auto top1 = [](const Tensor& t) {
+    const auto v = t.values<float>();
+    return std::max_element(v.begin(), v.end()) - v.begin();
+  };
+  const auto want = top1(c.expected.at("prob"));
+  TranslateOptions o;
+  o.onnx = dir / "model.prototxt";
+  o.caffe_model = dir / "model.caffemodel";
+  o.out_root = test::scratchDir("j11_pkg");
+  o.target = "generic";
+  o.prefix = "j11";
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors[0].rule + ": " + r.errors[0].actual);
+  for (bool exact : {true, false})
+    EXPECT_TRUE(Runtime(r.dir, {2, exact}).run({c.inputs.at("data")})[0].sameBits(engine[0]));
+  o.calibration["data"] = {c.inputs.at("data")};
+  for (const char* target : {"tidl", "generic-int8"}) {
+    o.target = target;
+    o.prefix = std::string("j11_") + target;
+    TranslateResult q = translate(o);
+    ASSERT_TRUE(q.ok) << target << ": " << (q.errors.empty() ? "" : q.errors[0].rule + ": " + q.errors[0].actual);
+    EXPECT_EQ(top1(Runtime(q.dir).run({c.inputs.at("data")})[0]), want) << target;
+  }
+}
+
 // The net's outputs are the blobs no later layer reads, named as in the prototxt; the training net's layers and the
 // in-place chain leave one output per blob.
 TEST(Caffe, InterfaceNamesAndShapes) {

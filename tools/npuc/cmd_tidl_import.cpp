@@ -78,7 +78,7 @@ struct KeySpec {
 const std::map<std::string, KeySpec>& specs() {
   static const std::map<std::string, KeySpec> k = {
       {"randParams", {Kind::kInt, 0, 1, "0: quantization parameters from the model, 1: random"}},
-      {"modelType", {Kind::kInt, 0, 2, "0 Caffe, 1 TensorFlow, 2 ONNX"}},
+      {"modelType", {Kind::kInt, 0, 3, "0 Caffe, 1 TensorFlow, 2 ONNX, 3 TensorFlow Lite"}},
       {"quantizationStyle", {Kind::kInt, 0, 1, "0 fixed (by the training framework), 1 dynamic (by TIDL)"}},
       {"quantRoundAdd", {Kind::kInt, 0, 100, "quantRoundAdd/100 added when rounding to integer"}},
       {"numParamBits", {Kind::kInt, 4, 12, "bits of the quantized parameters"}},
@@ -312,13 +312,16 @@ class Import {
     const bool caffe = model_type == 0, tf = model_type == 1;  // (Caffe: the guide's default)
     if (!has("inputNetFile"))
       bad(cfg, 0, "inputNetFile", caffe ? "is required (the Caffe network, .prototxt)"
-                                        : tf ? "is required (the TensorFlow frozen graph, .pb)" : "is required (the ONNX model)");
+                                  : tf ? "is required (the TensorFlow frozen graph, .pb)"
+                                  : model_type == 3 ? "is required (the TensorFlow Lite model, .tflite)" : "is required (the ONNX model)");
     const Entry& net = cfg.keys.at("inputNetFile");
     if (!fs::exists(net.raw)) bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" does not exist", net.raw));
     if (tf && fs::path(net.raw).extension() != ".pb")
       bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not a .pb file (modelType 1 is a TensorFlow frozen graph)", net.raw));
     if (model_type == 2 && fs::path(net.raw).extension() != ".onnx")
       bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not an .onnx file (modelType 2 is ONNX)", net.raw));
+    if (model_type == 3 && fs::path(net.raw).extension() != ".tflite")
+      bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not a .tflite file (modelType 3 is TensorFlow Lite)", net.raw));
     if (caffe) {  // Caffe: the network and its trained weights (inputParamsFile)
       if (!has("inputParamsFile"))
         bad(cfg, 0, "inputParamsFile", "is required with modelType 0 (Caffe): the trained weights, .caffemodel");
@@ -371,7 +374,7 @@ class Import {
         bad(cfg, line(size_key), size_key,
             fmt::format("the model has {} inputs; inWidth / inHeight / inNumChannels describe one", m.inputs().size()));
       Shape s = m.inputs()[0].shape;
-      const bool nhwc = num("modelType", 0) == 1;  // a TensorFlow graph's input is [N, H, W, C]
+      const bool nhwc = num("modelType", 0) == 1 || num("modelType", 0) == 3;  // TensorFlow's input is [N, H, W, C]
       if (s.size() != 4)
         bad(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, {}]", shapeStr(s), nhwc ? "H, W, C" : "C, H, W"));
       s[0] = 1;
@@ -381,16 +384,18 @@ class Import {
       if (s != m.inputs()[0].shape) t.input_shapes[m.inputs()[0].name] = s;  // (the same shape: nothing to set, or to blame)
     }
     // What npuc does with each key.
-    const bool caffe = !t.caffe_model.empty(), tf = num("modelType", 0) == 1;
+    const bool caffe = !t.caffe_model.empty(), tf = num("modelType", 0) == 1, tflite = num("modelType", 0) == 3;
     plan = fmt::format("{}: TIDL import configuration -> npuc translate {} {} {}{} --target {}{}\n", cfg.file, t.prefix,
-                       caffe ? "-caffe" : tf ? "-tf" : "-onnx", t.onnx.string(), caffe ? " " + t.caffe_model.string() : "",
-                       t.target, t.input_shapes.empty() ? "" : " --input-shape …");
-    say("modelType", caffe ? "Caffe (docs/frontends.md)" : tf ? "TensorFlow frozen graph (docs/frontends.md)" : "ONNX");
-    say("inputNetFile", caffe ? "the network (.prototxt)" : tf ? "the frozen graph (.pb)" : "the model");
+                       caffe ? "-caffe" : tf ? "-tf" : tflite ? "-tflite" : "-onnx", t.onnx.string(),
+                       caffe ? " " + t.caffe_model.string() : "", t.target, t.input_shapes.empty() ? "" : " --input-shape …");
+    say("modelType", caffe ? "Caffe (docs/frontends.md)" : tf ? "TensorFlow frozen graph (docs/frontends.md)"
+                     : tflite ? "TensorFlow Lite (docs/frontends.md)" : "ONNX");
+    say("inputNetFile", caffe ? "the network (.prototxt)" : tf ? "the frozen graph (.pb)" : tflite ? "the model (.tflite)" : "the model");
     say("outputNetFile", fmt::format("the package: {}/{}", t.out_root.string(), t.prefix));
     say("outputParamsFile", "(npuc's package holds the parameters with the network)");
     say("inputParamsFile", caffe ? "the trained weights (.caffemodel)"
-                                 : tf ? "(a frozen graph holds its parameters: not read)" : "(ONNX holds its parameters: not read)");
+                                 : tf ? "(a frozen graph holds its parameters: not read)"
+                                 : tflite ? "(a .tflite holds its parameters: not read)" : "(ONNX holds its parameters: not read)");
     say("inWidth", "input width");
     say("inHeight", "input height");
     say("inNumChannels", "input channels");
