@@ -4,15 +4,46 @@
 //    and for AveragePool with count_include_pad = 0 (the divisor counts input taps only); AveragePool with
 //    count_include_pad = 1 is left alone (the grown padding would enter the divisor).
 // Targets that forbid ceil_mode (DRP-AI) then see plain pads, which their pad rules check.
+// A pool of a 1x1 window, stride 1 and no padding is its input (the mean or maximum of one value: torchvision's
+// AdaptiveAvgPool2d((7, 7)) on a 7x7 map, as VGG exports it): its readers read the input.
+#include "ir/rewriter.hpp"
 #include "ops/window.hpp"
+#include "passes/match.hpp"
 #include "passes/passes.hpp"
+
+#include <algorithm>
 
 namespace npuc::passes {
 
+namespace {
+
+/// A MaxPool / AveragePool that copies its input: window 1, stride 1, no padding, one output used.
+bool isIdentityPool(const ir::Graph& g, const ir::Node& n) {
+  if (!n.domain.empty() || (n.op != "MaxPool" && n.op != "AveragePool") || n.inputs.empty()) return false;
+  if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return false;  // MaxPool's indices
+  const ir::Type& xt = g.value(n.inputs[0]).type;
+  if (!xt.isStatic() || xt.shape.size() < 3 || g.value(n.outputs[0]).type.shape != xt.shape) return false;
+  auto ones = [&](const char* a) {
+    const std::vector<int64_t> v = n.attrInts(a, std::vector<int64_t>{});
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+  };
+  const std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>{});
+  return ones("kernel_shape") && ones("strides") && ones("dilations") &&
+         std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+}
+
+}  // namespace
+
 bool CanonicalizePoolPass::run(ir::Graph& g, PassContext&) {
   bool changed = false;
-  for (ir::NodeId id : g.order()) {
+  ir::Rewriter rw(g);
+  for (ir::NodeId id : std::vector<ir::NodeId>(g.order())) {
     ir::Node& n = g.node(id);
+    if (isIdentityPool(g, n) && !(graphBoundary(g, n.inputs[0]) && graphBoundary(g, n.outputs[0]))) {
+      rw.replaceAllUses(n.outputs[0], n.inputs[0]);
+      rw.eraseNode(id);
+      continue;
+    }
     if (!n.domain.empty() || (n.op != "MaxPool" && n.op != "AveragePool") || n.attrInt("ceil_mode", 0) == 0) continue;
     if (n.attrString("auto_pad", "NOTSET") != "NOTSET") continue;
     if (n.op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) continue;  // indices
@@ -33,7 +64,8 @@ bool CanonicalizePoolPass::run(ir::Graph& g, PassContext&) {
     n.attrs["ceil_mode"] = ir::Attr(int64_t{0});
     changed = true;
   }
-  return changed;
+  rw.finish();
+  return changed || rw.changed();
 }
 
 }  // namespace npuc::passes

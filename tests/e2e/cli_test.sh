@@ -296,9 +296,24 @@ expect_error 2 "cannot be combined" -- "$npuc" translate apd -onnx "$digits" --a
 [ -e "$tmp/apout/apd" ] && bad "a refused --aipp translate left output behind" || ok "refused --aipp translate wrote nothing"
 # The manual's sample-model mode: no arguments, PREFIX and a model number asked on stdin; the device variants.
 mkdir -p "$tmp/smp"
-if (cd "$tmp/smp" && printf 'smp\n1\n' | "$npuc" translate >"$tmp/smp.out") && grep -q "1: digits_cnn" "$tmp/smp.out" &&
+if (cd "$tmp/smp" && printf 'smp\n5\n' | "$npuc" translate >"$tmp/smp.out") && grep -q "5: digits_cnn" "$tmp/smp.out" &&
+   grep -q "1: resnet50v1" "$tmp/smp.out" && grep -q "4: yolov2" "$tmp/smp.out" &&
    [ -s "$tmp/smp/output/smp/manifest.json" ]; then ok "npuc translate without arguments translates the sample model picked on stdin"
 else bad "sample-model mode: $(cat "$tmp/smp.out")"; fi
+# The manual's own samples: made with random weights by models/drpai_samples/make_samples.py (a missing one is named
+# with that command); tiny_yolov2 made here, then translated with its sample definitions as the manual's banner shows.
+mkdir -p "$tmp/smp2/samples"
+cp -r "$src/models/drpai_samples" "$tmp/smp2/samples/"
+expect_error 2 "make_samples.py --out $tmp/smp2/samples/drpai_samples resnet50v1" -- \
+  env NPUC_SAMPLES_DIR="$tmp/smp2/samples" sh -c "printf 'r\n1\n' | '$npuc' translate"
+if /usr/bin/python3 -c "import onnx" 2>/dev/null; then
+  if /usr/bin/python3 "$src/models/drpai_samples/make_samples.py" --out "$tmp/smp2/samples/drpai_samples" tiny_yolov2 >/dev/null &&
+     (cd "$tmp/smp2" && printf 'ty\n3\n' | NPUC_SAMPLES_DIR="$tmp/smp2/samples" "$npuc" translate >"$tmp/smp2.out" 2>&1) &&
+     grep -q "Prepost file *: .*UserConfig/sample/prepost_tiny_yolov2.yaml" "$tmp/smp2.out" &&
+     grep -q '"target": "drpai"' "$tmp/smp2/output/ty/manifest.json" && [ -s "$tmp/smp2/output/ty/ty_prepost_opt.yaml" ]; then
+    ok "sample-model mode: the manual's tiny_yolov2 (random weights) with its sample pre/post and address map definitions"
+  else bad "sample-model mode, tiny_yolov2: $(tail -5 "$tmp/smp2.out")"; fi
+else echo "note: no python3-onnx: the manual's sample models are not made here"; fi
 expect_error 2 "PREFIX is not set" -- "$npuc" translate </dev/null
 if "$npuc" translate v2l -onnx "$digits" --target drpai-v2l --out "$tmp/v2l" >/dev/null &&
    grep -q '"target": "drpai-v2l"' "$tmp/v2l/v2l/manifest.json"; then ok "target drpai-v2l (the V2L script's device) translates"

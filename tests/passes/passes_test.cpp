@@ -98,6 +98,32 @@ TEST(Passes, DeadCodeIsRemoved) {
   EXPECT_THROW(passes::createPass("no-such-pass"), Error);
 }
 
+// canonicalize-pool: a pool of a 1x1 window, stride 1, no padding is its input (torchvision's VGG exports its
+// AdaptiveAvgPool2d((7, 7)) on a 7x7 map as one: DRP-AI refused it); a 1x1 pool of stride 2 stays.
+TEST(Passes, AOneByOnePoolOfStrideOneIsItsInput) {
+  Graph g;
+  g.opset = 13;
+  ValueId x = g.addValue("x", makeType(DType::kF32, {1, 2, 3, 3})).id;
+  g.inputs().push_back(x);
+  ValueId r = g.addValue("r").id, p = g.addValue("p").id, q = g.addValue("q").id, y = g.addValue("y").id;
+  g.addNode("Relu", "relu", {x}, {r});
+  g.addNode("AveragePool", "same", {r}, {p}).attrs["kernel_shape"] = Attr(std::vector<int64_t>{1, 1});
+  Node& s2 = g.addNode("MaxPool", "stride2", {p}, {q});
+  s2.attrs["kernel_shape"] = Attr(std::vector<int64_t>{1, 1});
+  s2.attrs["strides"] = Attr(std::vector<int64_t>{2, 2});
+  g.addNode("Neg", "neg", {q}, {y});
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  Tensor in = Tensor::fromVector<float>({1, 2, 3, 3}, std::vector<float>{1, -2, 3, 4, 5, -6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, -9});
+  auto want = engine::Engine(g).run({in});
+  passes::PassContext ctx;
+  passes::PassManager({"canonicalize-pool", "dce"}).runToFixpoint(g, ctx);
+  int pools = 0;
+  for (NodeId id : g.order()) pools += g.node(id).op == "AveragePool" || g.node(id).op == "MaxPool";
+  EXPECT_EQ(pools, 1);  // the stride-2 one
+  EXPECT_TRUE(engine::Engine(g).run({in})[0].sameBits(want[0]));
+}
+
 // An in-model normalisation ((x - mean) / std, no Conv before it: issue 25 item 5) becomes one per-channel affine
 // BatchNormalization, which drpai supports (the manual's Sub / Div "equivalent to BatchNormalization"); the result
 // is the chain's up to float rounding (the affine map is composed in double and rounded once). A lone Mul by a

@@ -246,8 +246,10 @@ std::string closestOption(const std::string& s) {
 }
 
 /// The manual's sample-model mode (§7.1: the script without arguments asks for PREFIX and a model number): the
-/// same questions on stdin, over the models npuc ships (NPUC_SAMPLES_DIR, else the source tree's models/); returns
-/// the arguments of the translation they select.
+/// same questions on stdin, over the manual's four samples (resnet50v1, VGG16, tiny_yolov2, yolov2: random-weight
+/// models made by models/drpai_samples/make_samples.py, with their pre/post and address map definitions under
+/// drpai_samples/UserConfig/sample/) and npuc's own models, in NPUC_SAMPLES_DIR, else the source tree's models/;
+/// returns the arguments of the translation they select.
 std::vector<std::string> sampleModelArgs() {
   const char* env = std::getenv("NPUC_SAMPLES_DIR");
   fs::path dir = env && *env ? fs::path(env) : fs::path(NPUC_DEFAULT_SAMPLES_DIR);
@@ -255,10 +257,16 @@ std::vector<std::string> sampleModelArgs() {
     const char* name;
     const char* file;
     const char* what;
+    bool manual;  // one of the manual's: made by make_samples.py, with the sample definitions
   };
-  const Sample samples[] = {{"digits_cnn", "digits/digits_cnn.onnx", "8x8 digits CNN (Included in npuc)"},
-                            {"fashion_resnet", "fashion/fashion_resnet.onnx", "Fashion-MNIST ResNet (Included in npuc)"},
-                            {"fashion_mbv2", "fashion/fashion_mbv2.onnx", "Fashion-MNIST MobileNetV2 (Included in npuc)"}};
+  const Sample samples[] = {
+      {"resnet50v1", "drpai_samples/onnx/resnet50v1.onnx", "random weights: models/drpai_samples/make_samples.py", true},
+      {"VGG16", "drpai_samples/onnx/vgg16.onnx", "random weights: models/drpai_samples/make_samples.py", true},
+      {"tiny_yolov2", "drpai_samples/onnx/tiny_yolov2.onnx", "random weights: models/drpai_samples/make_samples.py", true},
+      {"yolov2", "drpai_samples/onnx/yolov2.onnx", "random weights: models/drpai_samples/make_samples.py", true},
+      {"digits_cnn", "digits/digits_cnn.onnx", "8x8 digits CNN, trained (Included in npuc)", false},
+      {"fashion_resnet", "fashion/fashion_resnet.onnx", "Fashion-MNIST ResNet, trained (Included in npuc)", false},
+      {"fashion_mbv2", "fashion/fashion_mbv2.onnx", "Fashion-MNIST MobileNetV2, trained (Included in npuc)", false}};
   fmt::print("[npuc translate] sample models\n Please input PREFIX.\n >>> ");
   std::fflush(stdout);
   std::string prefix, pick;
@@ -275,11 +283,22 @@ std::vector<std::string> sampleModelArgs() {
   size_t k = pick.size() == 1 && pick[0] >= '1' && pick[0] <= '0' + static_cast<int>(std::size(samples)) ? static_cast<size_t>(pick[0] - '1')
                                                                                                         : std::size(samples);
   if (k >= std::size(samples)) argError(fmt::format(" Please select a model number from 1 to {} (got '{}')", std::size(samples), pick));
-  fs::path model = dir / samples[k].file;
+  const Sample& s = samples[k];
+  fs::path model = dir / s.file;
   if (!fs::exists(model))
-    argError(fmt::format(" {} file is not exist. (the sample models are found in NPUC_SAMPLES_DIR, else {})", model.string(),
-                         NPUC_DEFAULT_SAMPLES_DIR));
-  return {prefix, "-onnx", model.string()};
+    argError(fmt::format(" {} file is not exist. ({})", model.string(),
+                         s.manual ? fmt::format("the manual downloads it from the ONNX model zoo, which npuc does not reach: "
+                                                "make it, with random weights, by /usr/bin/python3 "
+                                                "models/drpai_samples/make_samples.py --out {} {}",
+                                                (dir / "drpai_samples").string(), model.stem().string())
+                                  : fmt::format("the sample models are found in NPUC_SAMPLES_DIR, else {}", NPUC_DEFAULT_SAMPLES_DIR)));
+  std::vector<std::string> args = {prefix, "-onnx", model.string()};
+  if (s.manual) {  // the sample's own definitions, as the manual's banner shows them
+    const fs::path config = dir / "drpai_samples/UserConfig/sample";
+    args.insert(args.end(), {"-prepost", (config / ("prepost_" + model.stem().string() + ".yaml")).string(), "-addr",
+                             (config / ("addrmap_in_" + model.stem().string() + ".yaml")).string()});
+  }
+  return args;
 }
 
 bool looksLikeFile(const std::string& s) {
