@@ -42,9 +42,10 @@ asan: deps
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer, 60 s per target, with ASan/UBSan (build-fuzz/, clang): the ONNX, Caffe, TensorFlow and TFLite loaders, the package reader +
-# simulator, target files + expressions, pre/post YAML, address maps, AIPP configurations + parameter blocks, .npy.
+# simulator, target files + expressions, pre/post YAML, address maps, AIPP configurations + parameter blocks, .npy,
+# TIDL import configurations, custom-op definitions.
 FUZZ_SECONDS ?= 60
-FUZZERS := onnx_loader:onnx caffe_loader:caffe tflite_loader:tflite tf_loader:tf package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy
+FUZZERS := onnx_loader:onnx caffe_loader:caffe tflite_loader:tflite tf_loader:tf package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy tidl_config:tidl custom_op_yaml:customop
 fuzz-smoke:
 	@scripts/install_deps.sh build fuzz
 	@cmake --preset fuzz >/dev/null

@@ -10,6 +10,8 @@
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_addrmap 60 addrmap         (the demo's address map)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_aipp 60 aipp               (configurations, parameter YAML and blocks)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_npy 60 npy                 (.npy files)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_tidl_config 60 tidl        (the TIDL guide's sample configurations)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_custom_op_yaml 60 customop (the custom-op examples' definitions)
 # Seeds of the targets whose first byte picks a variant get that byte in front of the file (seed VARIANT FILE).
 set -euo pipefail
 bin=$1
@@ -64,6 +66,9 @@ case "$mode" in
     seed 2 "$tmp/block.bin"
     rm -rf "$tmp" ;;
   npy) seed 0 models/digits/test_y.npy tests/data/*/*.npy 2>/dev/null || seed 0 models/digits/test_y.npy ;;
+  tidl) for f in tests/data/tidl/*.txt; do cp "$f" "$corpus/seed_$n"; n=$((n + 1)); done ;;
+  customop) for f in examples/custom_op/*.yml examples/custom_op/*/op.yml examples/custom_op/tensorflow/*.yml; do
+      cp "$f" "$corpus/seed_$n"; n=$((n + 1)); done ;;
   *) echo "fuzz_smoke.sh: unknown mode '$mode'" >&2; exit 2 ;;
 esac
 mkdir -p build-fuzz/artifacts

@@ -1,5 +1,6 @@
 // `npuc custom-op create`: an op definition (YAML, the RKNN custom-op guide's format plus npuc's keys) to a
 // buildable plugin skeleton (docs/custom-ops.md).
+#include "npuc/custom_op_definition.hpp"
 #include "npuc/model.hpp"
 
 #include "plugin/plugin.hpp"
@@ -102,8 +103,7 @@ void checkDefinition(const Definition& d, const fs::path& file, std::vector<std:
                                 file.string(), d.target_platform, d.engine));
 }
 
-Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes) {
-  const std::string text = readFileText(file, kMaxConfigBytes);
+Definition parseDefinitionText(const std::string& text, const fs::path& file, std::vector<std::string>& notes) {
   return withContext(file.string(), [&] {
     Definition d;
     YAML::Node root = loadYaml(text);
@@ -134,10 +134,11 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
             if (scalar(f->second, k + ".type") != "VX_TYPE_TENSOR") bad(k + ".type", "inputs and outputs are VX_TYPE_TENSOR");
           } else if (fk == "dtype" || fk == "dtypes") {
             std::vector<std::string> names;
-            if (f->second.IsSequence())
-              for (auto e : f->second) names.push_back(scalar(e, k + "." + fk));
+            const YAML::Node list = f->second;  // (a range-for over f->second would outlive yaml-cpp's proxy)
+            if (list.IsSequence())
+              for (auto e : list) names.push_back(scalar(e, k + "." + fk));
             else
-              names.push_back(scalar(f->second, k + "." + fk));
+              names.push_back(scalar(list, k + "." + fk));
             for (auto& t : names) {
               if (std::none_of(elemNames().begin(), elemNames().end(), [&](auto& e) { return e.first == t; }))
                 bad(k + "." + fk, fmt::format("unknown element type '{}' (float32, float16, uint8, int8, uint16, int16, "
@@ -232,6 +233,10 @@ Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes
     checkDefinition(d, file, notes);
     return d;
   });
+}
+
+Definition parseDefinition(const fs::path& file, std::vector<std::string>& notes) {
+  return parseDefinitionText(readFileText(file, kMaxConfigBytes), file, notes);
 }
 
 /// A C string literal (and a YAML double-quoted scalar) of s: '"' and '\\' escaped; s has no control characters.
@@ -587,18 +592,32 @@ int main(int argc, char** argv) {{
 
 }  // namespace
 
+namespace {
+
+/// The skeleton's files of a definition, by name.
+std::vector<std::pair<std::string, std::string>> skeletonFiles(const Definition& d, const std::string& config_name) {
+  const std::string lib = snake(d.name);
+  return {{"op.yml", opYml(d, lib)},
+          {lib + "_op.cpp", source(d, lib, commentText(config_name))},
+          {"CMakeLists.txt", cmakeLists(d, lib)},
+          {"test_" + lib + ".cpp", harness(d, lib)}};
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> customOpSkeletonFiles(const std::string& yaml_text, const std::string& name) {
+  std::vector<std::string> notes;
+  return skeletonFiles(parseDefinitionText(yaml_text, name, notes), fs::path(name).filename().string());
+}
+
 CustomOpSkeleton createCustomOp(const fs::path& config, const fs::path& op_path, bool force) {
   CustomOpSkeleton r;
   const Definition d = parseDefinition(config, r.notes);
   r.op_name = d.name;
   r.lib_name = snake(d.name);
   makeFolder(op_path, "--op-path");
-  const std::string lib = r.lib_name;
-  const std::vector<std::pair<fs::path, std::string>> files = {
-      {op_path / "op.yml", opYml(d, lib)},
-      {op_path / (lib + "_op.cpp"), source(d, lib, commentText(config.filename().string()))},
-      {op_path / "CMakeLists.txt", cmakeLists(d, lib)},
-      {op_path / ("test_" + lib + ".cpp"), harness(d, lib)}};
+  std::vector<std::pair<fs::path, std::string>> files;
+  for (auto& [f, text] : skeletonFiles(d, config.filename().string())) files.emplace_back(op_path / f, std::move(text));
   if (!force)
     for (auto& [p, text] : files)
       if (fs::exists(p))
