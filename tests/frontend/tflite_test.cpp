@@ -215,6 +215,7 @@ TEST(TfliteBadInput, CraftedFiles) {
            {"sparse_segments", ErrorCode::kInvalidInput, {"tensor 1 ('w_sparse')", "sparsity", "array_segments has 2 values"}},
            {"sparse_index", ErrorCode::kInvalidInput, {"sparsity", "index 7 is outside 0..1"}},
            {"sparse_values", ErrorCode::kInvalidInput, {"sparsity", "holds 12 bytes; the parameters describe 2 values"}},
+           {"sparse_huge", ErrorCode::kInvalidInput, {"sparsity", "the dense tensor 65536x65536 would exceed"}},
        }) {
     const fs::path p = kData / "bad" / (std::string(w.file) + ".tflite");
     ASSERT_TRUE(fs::exists(p)) << p;

@@ -1,7 +1,8 @@
 // What an optimized graph carries beyond the plain ops: grappler's fused products (_FusedConv2D, _FusedMatMul, and
 // TensorFlow.js's FusedDepthwiseConv2dNative — a product followed by attr fused_ops applied in order, each taking its
 // operands from the inputs after the product's two), AddN (grappler's AddOpsRewrite), Prelu (TensorFlow.js), Split,
-// SplitV, DepthToSpace and SpaceToDepth. Each becomes the plain ops it stands for, so the optimizer sees what it sees in an unfused graph.
+// SplitV, DepthToSpace and SpaceToDepth. Each becomes the plain ops it stands for, so the optimizer sees what it sees
+// in an unfused graph.
 #include "frontend/tf/importer.hpp"
 
 #include "ops/registry.hpp"
@@ -31,8 +32,9 @@ ir::ValueId Importer::applyFusedOps(const tf::NodeDef& n, ir::ValueId y, bool cf
   if (attrInt(n, "num_args", args) != args)
     fail(ErrorCode::kInvalidInput, "attr 'num_args' is {}; the node has {} inputs after the product's two",
          attrInt(n, "num_args", args), args);
+  // A convolution's IR value is channels-first whatever the graph's data_format (cf: NHWC in TensorFlow's form).
   const bool rank4 = irShape(y).size() == 4;
-  const int64_t c = rank4 && cf ? irShape(y)[1] : irShape(y).back();
+  const int64_t c = rank4 ? irShape(y)[1] : irShape(y).back();
   int next = 2;
   auto operand = [&](const char* what) -> Val& {
     if (next >= numInputs(n))
@@ -57,10 +59,9 @@ ir::ValueId Importer::applyFusedOps(const tf::NodeDef& n, ir::ValueId y, bool cf
         y = emit("Add", {y, asTf(b)}, {}, suffix);
         continue;
       }
-      const ir::ValueId bv = cf ? emit("Reshape", {asTf(b), ints("shape", {c, 1, 1})}, {}, suffix + "/bias") : asTf(b);
-      y = emit("Add", {y, bv}, {}, suffix);
+      y = emit("Add", {y, emit("Reshape", {asTf(b), ints("shape", {c, 1, 1})}, {}, suffix + "/bias")}, {}, suffix);
     } else if (op == "FusedBatchNorm" || op == "FusedBatchNormV3") {
-      if (!rank4 || !cf) fail(ErrorCode::kUnsupported, "a fused batch norm after a {}-D product", irShape(y).size());
+      if (!rank4) fail(ErrorCode::kUnsupported, "a fused batch norm after a {}-D product", irShape(y).size());
       std::vector<ir::ValueId> ins = {y};
       for (const char* what : {"scale", "offset", "mean", "variance"}) {
         Val& p = operand(what);

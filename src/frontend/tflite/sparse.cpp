@@ -18,6 +18,10 @@ namespace npuc::tflite_io {
 
 namespace {
 
+/// The largest dense tensor a sparse constant may stand for: its file holds only the non-zero values, so its dense
+/// size is not bounded by the file's (a few bytes could ask for terabytes); 1 GiB of weights is far beyond any model.
+constexpr uint64_t kMaxDenseBytes = uint64_t{1} << 30;
+
 std::vector<int64_t> indexVector(fb::SparseIndexVector type, const void* table) {
   switch (type) {
     case fb::SparseIndexVector_Int32Vector:
@@ -42,6 +46,8 @@ Tensor Importer::sparseData(int32_t index) const {
   const std::string what = tensorLabel(index) + ": sparsity";
   auto bad = [&](const std::string& why) { fail(ErrorCode::kInvalidInput, "{}: {}", what, why); };
   const size_t n = dense.size();
+  if (product(dense) < 0 || static_cast<uint64_t>(product(dense)) * dtypeSize(dt) > kMaxDenseBytes)
+    bad(fmt::format("the dense tensor {} would exceed {} bytes", shapeStr(dense), kMaxDenseBytes));
   const size_t k = sp.block_map() ? sp.block_map()->size() : 0;
   if (!sp.traversal_order() || sp.traversal_order()->size() != n + k)
     bad(fmt::format("traversal_order must list the {} dense and {} block dims", n, k));

@@ -755,10 +755,12 @@ def bad():
     for name, levels, values in [  # sparse constants their parameters do not describe
             ("sparse_segments", [("dense", 2), ("csr", [0, 2], [0, 1])], [1, 2]),
             ("sparse_index", [("dense", 2), ("csr", [0, 1, 2], [0, 7])], [1, 2]),
-            ("sparse_values", [("dense", 2), ("csr", [0, 1, 2], [0, 1])], [1, 2, 3])]:
+            ("sparse_values", [("dense", 2), ("csr", [0, 1, 2], [0, 1])], [1, 2, 3]),
+            ("sparse_huge", [("dense", 65536), ("csr", [0] + [1] * 65536, [0])], [1])]:  # 16 GiB dense from 1 value
         m = Model(name, 0)
         x = m.input("x", [1, 2])
-        w = m.op(B.DENSIFY, [m.sparse_const("w_sparse", values, [2, 2], [0, 1], [], levels)], [m.tensor("w", [2, 2])])
+        dense = [65536, 65536] if name == "sparse_huge" else [2, 2]
+        w = m.op(B.DENSIFY, [m.sparse_const("w_sparse", values, dense, [0, 1], [], levels)], [m.tensor("w", dense)])
         m.outputs = [m.op(B.FULLY_CONNECTED, [x, w], [m.tensor("y", [1, 2])], "FullyConnectedOptions")]
         save(name, m)
     m = Model("cycle", 0)
