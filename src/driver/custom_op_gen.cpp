@@ -82,8 +82,11 @@ void checkDefinition(const Definition& d, const fs::path& file, std::vector<std:
     bad("name", fmt::format("'{}' is not an op name (a letter, then letters, digits and '_')", d.name));
   if (d.framework != "onnx" && d.framework != "tensorflow")
     bad("framework", fmt::format("'{}': onnx (the nodes' op_type in the domain 'domain' names) or tensorflow (the "
-                                 "GraphDef nodes' op type; its tensors as TensorFlow holds them, NHWC)", d.framework));
+                                 "GraphDef nodes' op type; its feature maps passed NCHW, as the RKNN guide's kernels "
+                                 "see them)", d.framework));
   if (!d.domain.empty() && !plainName(d.domain, true)) bad("domain", "letters, digits, '_', '.' and '-'");
+  if (d.framework == "tensorflow" && !d.domain.empty())
+    bad("domain", "a TensorFlow op has none (its GraphDef nodes name the op type only): leave domain out");
   if (d.domain == "ai.npuc") bad("domain", "ai.npuc is npuc's own");
   if (!plainName(d.engine, false)) bad("engine", "an engine name (vector, mac, or a target's engine)");
   if (d.outputs.empty()) bad("outputs", "the op needs at least one output");
@@ -317,8 +320,9 @@ namespace {{
 
 // ---- the definition (from op.yml; keep the two in step) ------------------------------------------------------
 )GEN", fmt::arg("name", d.name), fmt::arg("config", config), fmt::arg("lib", lib),
-                   fmt::arg("layout", d.framework == "tensorflow" ? "as TensorFlow holds them (NHWC images)"
-                                                                  : "NCHW for images"));
+                   fmt::arg("layout", d.framework == "tensorflow"
+                                          ? "NCHW for images (a TensorFlow graph's NHWC feature maps as well)"
+                                          : "NCHW for images"));
   auto portArrays = [&](const std::vector<Port>& ports, const char* what) {
     for (size_t k = 0; k < ports.size(); ++k) {
       s += fmt::format("const int32_t k{}Types{}[] = {{", what, k);

@@ -596,6 +596,8 @@ cop_yaml 1 257 >"$tmp/cop257.yml"
 expect_error 2 "field 'params': at most 256 parameters" -- "$npuc" custom-op create --config "$tmp/cop257.yml" --op-path "$tmp/cop257"
 cop_yaml 100000 0 >"$tmp/cop_big.yml"
 expect_error 2 "field 'inputs': at most 64 tensors" -- timeout 60 "$npuc" custom-op create --config "$tmp/cop_big.yml" --op-path "$tmp/cop_big"
+printf 'name: MyOp\nframework: tensorflow\ndomain: com.x\ninputs: {x: {type: VX_TYPE_TENSOR}}\noutputs: {y: {type: VX_TYPE_TENSOR}}\n' >"$tmp/coptf.yml"
+expect_error 2 "field 'domain': a TensorFlow op has none" -- "$npuc" custom-op create --config "$tmp/coptf.yml" --op-path "$tmp/coptf"
 
 # custom-op build (issue 47.11): --out-dir made when missing and an error naming it when it cannot be; --toolchain passes
 # a CMake toolchain file and skips the load check with a note; --test --param gives the harness parameters, checked

@@ -66,8 +66,7 @@ struct SliceSpec {
   bool reshapes = false;                         // axes are shrunk or added
 };
 
-/// The registered custom op of this name (any domain: a TensorFlow node names none), or nullptr; two of one name
-/// are an error.
+/// The custom op registered under this name without a domain (a TensorFlow node names none), or nullptr.
 const plugin::CustomOp* customOpNamed(const std::string& op);
 
 class Importer {
