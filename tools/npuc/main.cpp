@@ -35,22 +35,28 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // An error's line comes after what the command printed before it (its banner), also when both streams go to one
+  // file or pipe: stdout is flushed first.
   try {
     npuc::cli::registerCustomOps();
     return action ? action() : 0;
   } catch (const npuc::Error& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "npuc: error: %s\n", e.what());
     return npuc::exitStatusFor(e.code());
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave could not be read or written (no such folder, no permission, a file where a folder
     // was expected): their input, not an npuc bug.
     std::string where = e.path1().empty() ? "" : e.path1().string() + ": ";
+    std::fflush(stdout);
     std::fprintf(stderr, "npuc: error: %s%s\n", where.c_str(), e.code().message().c_str());
     return 2;
   } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
     std::fprintf(stderr, "npuc: error: out of memory\n");
     return 3;
   } catch (const std::exception& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "npuc: internal error: %s\n", e.what());
     return 3;
   }
