@@ -518,6 +518,12 @@ TEST(DrpaiRules, FullyConnectedNeedsConstantWeights) {
                "Gemm weights (B) must be constant", "B is computed at run time");
   expectOneRow(check(opGraph("MatMul", {{1, 64}, {64, 16}}), "drpai"), "drpai.matmul.constant_weights",
                "MatMul right operand must be constant (a fully-connected layer)", "right operand is computed at run time");
+  // The manual's MatMul is the fully-connected case only: a feature map times a constant matrix is not (the audit's
+  // (1, C, H, W) x (W, 16) passed before); npuc runs it with the named relaxation.
+  Tensor w4(DType::kF32, {4, 16});
+  expectOneRow(check(opGraph("MatMul", {{1, 8, 6, 4}}, {}, {w4}), "drpai"), "drpai.matmul.fully_connected",
+               "MatMul is supported as a fully-connected layer: a 2-D left operand, the feature map reshaped just before "
+               "it (D:L518, D:L605)", "left operand [1, 8, 6, 4]");
 }
 
 TEST(DrpaiRules, PoolingEdgeRules) {
