@@ -62,6 +62,7 @@ Facts activationFacts(const ir::Graph& g, const ir::Node& n, const std::string& 
   f["merged_ops"] = Value(std::vector<Value>{});
   f["at_model_input"] = Value(int64_t{0});
   f["at_model_output"] = Value(int64_t{0});
+  f["before_fc"] = Value(int64_t{0});
   if (!n.outputs.empty() && n.outputs[0] != ir::kNoValue && g.value(n.outputs[0]).type.isStatic()) {
     const Shape& s = g.value(n.outputs[0]).type.shape;
     shapeFacts(f, s, "in");
@@ -107,7 +108,7 @@ const std::set<std::string>& derivedFactNames() {
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
       "depthwise", "m", "k", "n", "b_constant", "w_constant", "min", "max", "const_inputs", "broadcast", "merged_ops", "perm",
-      "at_model_input", "at_model_output"};
+      "at_model_input", "at_model_output", "before_fc"};
   return k;
 }
 
@@ -344,6 +345,17 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
 std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
   std::vector<Violation> rows;
   const BoundaryFacts bounds = boundaryFacts(g);
+  const ir::UseMap uses = g.uses();
+  // Whether every reader of a node's first output is a fully-connected layer (Gemm, MatMul), and there is one.
+  auto beforeFc = [&](const ir::Node& n) {
+    if (n.outputs.empty() || n.outputs[0] == ir::kNoValue || !uses.count(n.outputs[0])) return false;
+    const auto& readers = uses.at(n.outputs[0]);
+    return !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](const auto& r) {
+      const ir::Node& m = g.node(r.first);
+      // (the ai.npuc twins are the same layers with an activation fused)
+      return (m.domain.empty() || m.domain == "ai.npuc") && (m.op == "Gemm" || m.op == "MatMul") && r.second == 0;
+    });
+  };
   int index = 0;
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
@@ -392,6 +404,7 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
     }
     f["at_model_input"] = Value(int64_t{bounds.at_input.count(id) != 0});
     f["at_model_output"] = Value(int64_t{bounds.at_output.count(id) != 0});
+    f["before_fc"] = Value(int64_t{beforeFc(n)});
     applyLookups(*s, f);
     auto check = [&](const std::vector<Rule>& rules, const Facts& facts, const std::string& note) {
       for (const Rule& r : rules) {

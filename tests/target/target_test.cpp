@@ -812,6 +812,41 @@ Target relaxed(const std::string& target, const std::vector<std::string>& names)
   return t;
 }
 
+// Flatten as the manual lists it: just before a fully-connected layer (or at the outputs); a Flatten before a Relu
+// or a Softmax is refused (the audit found it accepted), and runs with --relax reshape-transpose.
+TEST(DrpaiRules, FlattenOnlyBeforeAFullyConnectedLayer) {
+  auto graph = [](const char* after) {
+    ir::Graph g;
+    g.opset = 13;
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 4, 2, 2})).id, f = g.addValue("f").id;
+    ir::ValueId y = g.addValue("y").id;
+    g.inputs().push_back(x);
+    g.addNode("Relu", "r", {x}, {g.addValue("r").id});
+    g.addNode("Flatten", "flat", {g.node(0).outputs[0]}, {f});
+    if (std::string(after) == "Gemm" || std::string(after) == "GemmRelu") {
+      ir::Node& fc = g.addNode("Gemm", "fc", {f, g.addConstant("w", Tensor(DType::kF32, {3, 16})).id}, {y});
+      fc.attrs["transB"] = ir::Attr(int64_t{1});
+      if (std::string(after) == "GemmRelu") {  // as fuse-activations leaves a Gemm + Relu: its ai.npuc twin
+        fc.domain = "ai.npuc";
+        fc.attrs["activation"] = ir::Attr(std::string("Relu"));
+        fc.attrs["fused"] = ir::Attr(std::vector<std::string>{"Gemm", "Relu"});
+      }
+    } else {
+      g.addNode(after, "next", {f}, {y});
+    }
+    g.outputs().push_back(y);
+    ops::inferShapes(g);
+    return g;
+  };
+  EXPECT_TRUE(check(graph("Gemm"), "drpai").empty());
+  EXPECT_TRUE(check(graph("GemmRelu"), "drpai").empty());  // (torchvision VGG's Flatten -> Linear -> ReLU)
+  auto rows = check(graph("Softmax"), "drpai");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].rule_id, "drpai.flatten.before_fc");
+  EXPECT_TRUE(checkGraph(graph("Softmax"), relaxed("drpai", {"reshape-transpose"})).empty());
+}
+
+
 // x [1, 8, 16, 16] -> Conv 3x3 (8 -> 8) with a fused Clip(lo, hi), as fuse-activations leaves it.
 ir::Graph convClipGraph(float lo, float hi) {
   ir::Graph g;
