@@ -29,8 +29,19 @@ const npuc_port_def kOutputs[] = {
     {"output", 1, kOutputsTypes0},
 };
 // name, type, input (-1: the node attribute of that name; N: the node's constant input N), required, VX type
+// (RESIZE_AREA_TENSORFLOW: the same op for a TensorFlow graph, ../tensorflow/resize_area: `size` is the node's
+// constant input 1, and the op has no domain, a TensorFlow node naming none; the computation is the same, on NCHW.)
+#ifdef RESIZE_AREA_TENSORFLOW
+const int32_t kSizeInput = 1;
+const char* const kDomain = "";
+const char* const kDoc = "TensorFlow's ResizeArea (NCHW as the guide's kernels see it), size from its constant input 1";
+#else
+const int32_t kSizeInput = -1;
+const char* const kDomain = "com.example";
+const char* const kDoc = "Area-weighted resize of an NCHW tensor to size [h, w] (TensorFlow's resize_area)";
+#endif
 const npuc_param_def kParams[] = {
-    {"size", NPUC_PARAM_INTS, -1, 1, "VX_TYPE_ARRAY"},
+    {"size", NPUC_PARAM_INTS, kSizeInput, 1, "VX_TYPE_ARRAY"},
     {"align_corners", NPUC_PARAM_BOOL, -1, 0, "VX_TYPE_BOOL"},
 };
 
@@ -181,7 +192,7 @@ extern "C" NPUC_PLUGIN_EXPORT const npuc_custom_op_library* npuc_custom_op_libra
   static const npuc_custom_op ops[] = {{
       sizeof(npuc_custom_op),
       "ResizeArea",  // name (the nodes' op_type)
-      "com.example",  // domain ("" = ai.onnx)
+      kDomain,  // domain ("" = ai.onnx)
       "vector",  // engine
       1, kInputs,
       1, kOutputs,
@@ -191,7 +202,7 @@ extern "C" NPUC_PLUGIN_EXPORT const npuc_custom_op_library* npuc_custom_op_libra
       destroy,
       compute_ref,
       compute_fast,
-      "Area-weighted resize of an NCHW tensor to size [h, w] (TensorFlow's resize_area)",
+      kDoc,
   }};
   static const npuc_custom_op_library library = {NPUC_CUSTOM_OP_ABI_VERSION, 1, ops};
   return &library;
