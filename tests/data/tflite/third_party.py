@@ -119,46 +119,54 @@ def armnn_variant(src, dst):
     return folded, cleared, densified, d2s
 
 
+def opcode(m, c):
+    """The index of builtin operator c's code in model m, added when the model has none."""
+    from npuc_tflite.OperatorCode import OperatorCodeT
+    for i, oc in enumerate(m.operatorCodes):
+        if max(oc.deprecatedBuiltinCode, oc.builtinCode) == c and not oc.customCode:
+            return i
+    oc = OperatorCodeT()
+    oc.deprecatedBuiltinCode, oc.builtinCode, oc.version = c, c, 1
+    m.operatorCodes.append(oc)
+    return len(m.operatorCodes) - 1
+
+
+def new_tensor(m, name, shape, data=None, ttype=0):
+    """A tensor added to m's subgraph 0 (a constant when data is given); its index."""
+    from npuc_tflite.Tensor import TensorT
+    from npuc_tflite.QuantizationParameters import QuantizationParametersT
+    sg = m.subgraphs[0]
+    t = TensorT()
+    t.name, t.shape, t.type, t.buffer = name, list(shape), ttype, 0
+    t.quantization = QuantizationParametersT()  # (Arm NN 20.08 reads it unconditionally)
+    if data is not None:
+        b = BufferT()
+        b.data = np.frombuffer(data.tobytes(), np.uint8)
+        m.buffers.append(b)
+        t.buffer = len(m.buffers) - 1
+    sg.tensors.append(t)
+    return len(sg.tensors) - 1
+
+
 def transpose_conv_bias(m, op):
     """MediaPipe's CUSTOM Convolution2DTransposeBias as TRANSPOSE_CONV + ADD (Arm NN runs those); the operator
     itself otherwise."""
     code = m.operatorCodes[op.opcodeIndex]
     if code.customCode != b"Convolution2DTransposeBias":
         return [op]
-    from npuc_tflite.OperatorCode import OperatorCodeT
     from npuc_tflite.Operator import OperatorT
-    from npuc_tflite.Tensor import TensorT
-    from npuc_tflite.QuantizationParameters import QuantizationParametersT
     from npuc_tflite.TransposeConvOptions import TransposeConvOptionsT
     sg = m.subgraphs[0]
 
-    def opcode(c):
-        for i, oc in enumerate(m.operatorCodes):
-            if max(oc.deprecatedBuiltinCode, oc.builtinCode) == c and not oc.customCode:
-                return i
-        oc = OperatorCodeT()
-        oc.deprecatedBuiltinCode, oc.builtinCode, oc.version = c, c, 1
-        m.operatorCodes.append(oc)
-        return len(m.operatorCodes) - 1
-
     def tensor(name, shape, data=None, ttype=0):
-        t = TensorT()
-        t.name, t.shape, t.type, t.buffer = name, list(shape), ttype, 0
-        t.quantization = QuantizationParametersT()  # (Arm NN 20.08 reads it unconditionally)
-        if data is not None:
-            b = BufferT()
-            b.data = np.frombuffer(data.tobytes(), np.uint8)
-            m.buffers.append(b)
-            t.buffer = len(m.buffers) - 1
-        sg.tensors.append(t)
-        return len(sg.tensors) - 1
+        return new_tensor(m, name, shape, data, ttype)
 
     pad, sw, sh = np.frombuffer(bytes(bytearray(op.customOptions)), np.int32)[:3]
     out = sg.tensors[op.outputs[0]]
     shape_t = tensor(b"tcb/output_shape", [4], np.int32(out.shape), ttype=2)
     mid = tensor(out.name + b"/no_bias", out.shape)
     tc = OperatorT()
-    tc.opcodeIndex, tc.inputs, tc.outputs = opcode(67), [shape_t, op.inputs[1], op.inputs[0]], [mid]
+    tc.opcodeIndex, tc.inputs, tc.outputs = opcode(m, 67), [shape_t, op.inputs[1], op.inputs[0]], [mid]
     tc.builtinOptionsType = 49
     tc.builtinOptions = TransposeConvOptionsT()
     tc.builtinOptions.padding, tc.builtinOptions.strideW, tc.builtinOptions.strideH = 0 if pad == 1 else 1, sw, sh
@@ -166,7 +174,7 @@ def transpose_conv_bias(m, op):
     bias = sg.tensors[op.inputs[2]]
     bias4 = tensor(b"tcb/bias", [1, 1, 1, bias.shape[0]])  # (Arm NN 20.08 crashes broadcasting a 1-D constant)
     sg.tensors[bias4].buffer = bias.buffer
-    add.opcodeIndex, add.inputs, add.outputs = opcode(0), [mid, bias4], list(op.outputs)
+    add.opcodeIndex, add.inputs, add.outputs = opcode(m, 0), [mid, bias4], list(op.outputs)
     return [tc, add]
 
 
@@ -175,36 +183,15 @@ def depth_to_space(m, op):
     [N, H*b, W*b, C'] (Arm NN 20.08 runs those, in four dims); the operator itself otherwise."""
     if max(m.operatorCodes[op.opcodeIndex].deprecatedBuiltinCode, m.operatorCodes[op.opcodeIndex].builtinCode) != 5:
         return [op]
-    from npuc_tflite.OperatorCode import OperatorCodeT
     from npuc_tflite.Operator import OperatorT
-    from npuc_tflite.Tensor import TensorT
-    from npuc_tflite.QuantizationParameters import QuantizationParametersT
     sg = m.subgraphs[0]
 
-    def opcode(c):
-        for i, oc in enumerate(m.operatorCodes):
-            if max(oc.deprecatedBuiltinCode, oc.builtinCode) == c and not oc.customCode:
-                return i
-        oc = OperatorCodeT()
-        oc.deprecatedBuiltinCode, oc.builtinCode, oc.version = c, c, 1
-        m.operatorCodes.append(oc)
-        return len(m.operatorCodes) - 1
-
     def tensor(name, shape, data=None, ttype=0):
-        t = TensorT()
-        t.name, t.shape, t.type, t.buffer = name, list(shape), ttype, 0
-        t.quantization = QuantizationParametersT()
-        if data is not None:
-            b = BufferT()
-            b.data = np.frombuffer(data.tobytes(), np.uint8)
-            m.buffers.append(b)
-            t.buffer = len(m.buffers) - 1
-        sg.tensors.append(t)
-        return len(sg.tensors) - 1
+        return new_tensor(m, name, shape, data, ttype)
 
     def make(code, ins, outs):
         o = OperatorT()
-        o.opcodeIndex, o.inputs, o.outputs = opcode(code), ins, outs
+        o.opcodeIndex, o.inputs, o.outputs = opcode(m, code), ins, outs
         return o
 
     b = int(op.builtinOptions.blockSize)
