@@ -196,6 +196,9 @@ void trialLoad(const std::string& shown, const std::filesystem::path& path, cons
   if (pid == 0) {  // the child: dlopen, the entry point, a report, _exit (no destructors, no atexit, no flush)
     ::close(fds[0]);
     ::signal(SIGPIPE, SIG_IGN);
+    // A crash ends the child by its signal, which the parent names: no handler of the process (a sanitizer's
+    // included, which would report it and exit with a status instead) takes it.
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) ::signal(sig, SIG_DFL);
     void* h = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char* e = ::dlerror();

@@ -417,7 +417,7 @@ static kernels::AippParams aippParamsFromYamlNodes(const std::string& text, cons
       fields.push_back({key, -1, scalar(it->second, key)});
       continue;
     }
-    const YAML::Node& list = it->second;
+    const YAML::Node list = it->second;  // (a copy: a reference would outlive yaml-cpp's iterator proxy)
     if (!list.IsSequence() || list.size() == 0)
       fail(ErrorCode::kInvalidInput, "{}: batch: must be a non-empty list of kAippDynamicBatchPara records", source);
     batch_list = list.size();
