@@ -19,7 +19,7 @@ std::vector<int64_t> staticShape(const ir::Graph& g, ir::ValueId v) {
   if (!t.rank_known) return {};
   for (int64_t d : t.shape)
     if (d <= 0) return {};
-  return t.shape.empty() ? std::vector<int64_t>{} : t.shape;
+  return t.shape;  // (a scalar's is empty: not folded)
 }
 
 bool isReshapeLike(const ir::Node* n) {

@@ -6,7 +6,6 @@
 #include "passes/match.hpp"
 #include "passes/passes.hpp"
 
-#include <algorithm>
 #include <numeric>
 
 namespace npuc::passes {
@@ -28,7 +27,6 @@ bool isIdentity(const std::vector<int64_t>& p) {
     if (p[i] != static_cast<int64_t>(i)) return false;
   return true;
 }
-
 
 }  // namespace
 

@@ -361,11 +361,16 @@ td="$src/tests/data/tidl"
 expect_error 2 "tidl_import_j11_v2.txt:25: inputNetFile: \"import/dogs_deploy.prototxt\" does not exist" -- "$npuc" tidl-import "$td/tidl_import_j11_v2.txt"
 expect_error 2 "tidl_import_j11_split.txt:" -- "$npuc" tidl-import "$td/tidl_import_j11_split.txt"
 mkdir -p "$tmp/ti/caffe"
+# caffe_sample NET_DIR SAMPLE OUT_NAME: the guide's sample configuration pointed at a Caffe network of tests/data
+# (model.prototxt, model.caffemodel), its calibration SAMPLE, and the package tidl_net_OUT_NAME under $tmp/ti/caffe.
+caffe_sample() {
+  sed -e "s|^inputNetFile .*|inputNetFile = \"$1/model.prototxt\"|" \
+      -e "s|^inputParamsFile .*|inputParamsFile = \"$1/model.caffemodel\"|" \
+      -e "s|^sampleInData .*|sampleInData = \"$2\"|" \
+      -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_$3.bin\"|" "$td/tidl_import_j11_v2.txt"
+}
 head -c 144 /dev/urandom >"$tmp/ti/caffe/frame.raw"
-sed -e "s|^inputNetFile .*|inputNetFile = \"$src/tests/data/caffe/batch_norm/model.prototxt\"|" \
-    -e "s|^inputParamsFile .*|inputParamsFile = \"$src/tests/data/caffe/batch_norm/model.caffemodel\"|" \
-    -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/caffe/frame.raw\"|" \
-    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_small.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/import.txt"
+caffe_sample "$src/tests/data/caffe/batch_norm" "$tmp/ti/caffe/frame.raw" small >"$tmp/ti/caffe/import.txt"
 if "$npuc" tidl-import "$tmp/ti/caffe/import.txt" >"$tmp/ti/caffe/out.txt" && grep -q "modelType          = 0            Caffe" "$tmp/ti/caffe/out.txt" &&
    grep -q '"numerics": "int8-pow2"' "$tmp/ti/caffe/tidl_net_small/manifest.json"; then ok "tidl-import modelType 0: the guide's sample on a Caffe network"
 else bad "tidl-import modelType 0: $(cat "$tmp/ti/caffe/out.txt")"; fi
@@ -373,10 +378,7 @@ else bad "tidl-import modelType 0: $(cat "$tmp/ti/caffe/out.txt")"; fi
 # (DetectionOutput on the DSP; its output 200 records of 7 values).
 ssd="$src/tests/data/caffe/ssd"
 head -c 3072 /dev/urandom >"$tmp/ti/caffe/ssd.raw"
-sed -e "s|^inputNetFile .*|inputNetFile = \"$ssd/model.prototxt\"|" \
-    -e "s|^inputParamsFile .*|inputParamsFile = \"$ssd/model.caffemodel\"|" \
-    -e "s|^sampleInData .*|sampleInData = \"$tmp/ti/caffe/ssd.raw\"|" \
-    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_ssd.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/ssd.txt"
+caffe_sample "$ssd" "$tmp/ti/caffe/ssd.raw" ssd >"$tmp/ti/caffe/ssd.txt"
 if "$npuc" tidl-import "$tmp/ti/caffe/ssd.txt" >"$tmp/ti/caffe/ssd.out" 2>&1 &&
    "$npuc" simulate "$tmp/ti/caffe/tidl_net_ssd" --input "data=$ssd/input_data.npy" -o "$tmp/ti/caffe/ssdsim" >"$tmp/ti/caffe/ssdsim.out" 2>&1 &&
    grep -q "detection_out float32 1x1x200x7" "$tmp/ti/caffe/ssdsim.out"; then ok "tidl-import modelType 0: an SSD-shaped Caffe network (PriorBox, DetectionOutput) translates and detects"
@@ -386,20 +388,14 @@ else bad "tidl-import SSD: $(tail -3 "$tmp/ti/caffe/ssd.out" "$tmp/ti/caffe/ssds
 # package gives OpenCV's class for the picture; and a JDetNet-shaped SSD with five heads, whose tidl package
 # detects (npuc_caffe_test compares its detections with OpenCV's and the float package's).
 j11="$src/tests/data/caffe/jacintonet11"
-sed -e "s|^inputNetFile .*|inputNetFile = \"$j11/model.prototxt\"|" \
-    -e "s|^inputParamsFile .*|inputParamsFile = \"$j11/model.caffemodel\"|" \
-    -e "s|^sampleInData .*|sampleInData = \"$j11/input_data.raw\"|" \
-    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_j11.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/j11.txt"
+caffe_sample "$j11" "$j11/input_data.raw" j11 >"$tmp/ti/caffe/j11.txt"
 if "$npuc" tidl-import "$tmp/ti/caffe/j11.txt" >"$tmp/ti/caffe/j11.out" 2>&1 &&
    "$npuc" simulate "$tmp/ti/caffe/tidl_net_j11" --input "data=$j11/input_data.npy" --top 1 -o "$tmp/ti/caffe/j11sim" >"$tmp/ti/caffe/j11sim.out" 2>&1 &&
    grep -q "modelType          = 0            Caffe" "$tmp/ti/caffe/j11.out" &&
    grep -q "top 1: index 9 " "$tmp/ti/caffe/j11sim.out"; then ok "tidl-import: the guide's JacintoNet11 sample configuration on a JacintoNet11-shaped Caffe network gives OpenCV's class (9)"
 else bad "tidl-import JacintoNet11: $(tail -3 "$tmp/ti/caffe/j11.out" "$tmp/ti/caffe/j11sim.out")"; fi
 jdet="$src/tests/data/caffe/jdetnet"
-sed -e "s|^inputNetFile .*|inputNetFile = \"$jdet/model.prototxt\"|" \
-    -e "s|^inputParamsFile .*|inputParamsFile = \"$jdet/model.caffemodel\"|" \
-    -e "s|^sampleInData .*|sampleInData = \"$jdet/input_data.raw\"|" \
-    -e "s|^outputNetFile .*|outputNetFile = \"$tmp/ti/caffe/tidl_net_jdet.bin\"|" "$td/tidl_import_j11_v2.txt" >"$tmp/ti/caffe/jdet.txt"
+caffe_sample "$jdet" "$jdet/input_data.raw" jdet >"$tmp/ti/caffe/jdet.txt"
 if "$npuc" tidl-import "$tmp/ti/caffe/jdet.txt" >"$tmp/ti/caffe/jdet.out" 2>&1 &&
    "$npuc" simulate "$tmp/ti/caffe/tidl_net_jdet" --input "data=$jdet/input_data.npy" -o "$tmp/ti/caffe/jdetsim" >"$tmp/ti/caffe/jdetsim.out" 2>&1 &&
    grep -q "detection_out float32 1x1x50x7" "$tmp/ti/caffe/jdetsim.out"; then ok "tidl-import: a JDetNet-shaped SSD (five heads) through the guide's sample configuration detects"

@@ -9,9 +9,6 @@
 
 #include "ops/registry.hpp"
 #include "plugin/plugin.hpp"
-#include "support/error.hpp"
-
-#include <fmt/format.h>
 
 namespace npuc::tf_io {
 
