@@ -9,7 +9,8 @@
 // convolutions with their requantization tables, an int8 max pool, the manifest's quantization records); with bit 5,
 // the digits model as an int8-pow2 package (tidl: a quantize layer, codes at per-frame power-of-two scales, the
 // layers' tables of slots, max pooling on codes, global pooling, an inner product, the manifest's pow2 options, and
-// two layers groups: an accepted package with groups also runs through npuc::Pipeline).
+// two layers groups: an accepted package with groups also runs through npuc::Pipeline); with bit 6, a Loop whose body
+// holds an If (generic: control layers, their regions and moves; run with every input set to zeros).
 // Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
 // hash recomputed, so that the damage reaches the decoders and the validator instead of stopping at the hashes), bit 2 runs the simulator on two threads,
 // the rest replaces the file's bytes.
@@ -34,9 +35,9 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-constexpr int kTemplates = 6;
+constexpr int kTemplates = 7;
 // prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic, int8-affine digits,
-// int8-pow2 digits
+// int8-pow2 digits, control layers
 Files g_template[kTemplates];
 std::vector<std::string> g_names;
 fs::path g_dir;
@@ -65,7 +66,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (int t = 0; t < kTemplates; ++t) {
     npuc::TranslateOptions o;
     o.prefix = "t";  // same prefix: the templates have the same file names
-    if (t == 4) {
+    if (t == 6) {
+      o.onnx = NPUC_SOURCE_DIR "/tests/data/control_flow/nested.onnx";
+    } else if (t == 4) {
       o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
       o.calibration["input"] = {npuc::readNpyFile(NPUC_SOURCE_DIR "/models/digits/test_x.npy")};
     } else if (t == 5) {
@@ -79,7 +82,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       o.onnx = NPUC_SOURCE_DIR "/tests/data/aipp/aipp_net.onnx";
       o.aipp = root / (t == 2 ? "static.cfg" : "dynamic.cfg");
     }
-    o.target = t == 5 ? "tidl" : t == 4 ? "generic-int8" : t % 2 == 0 ? "drpai" : "generic";
+    o.target = t == 5 ? "tidl" : t == 4 ? "generic-int8" : t == 6 || t % 2 ? "generic" : "drpai";
     o.out_root = root / std::to_string(t);
     npuc::TranslateResult r = npuc::translate(o);
     for (auto& e : fs::directory_iterator(r.dir)) {
@@ -95,7 +98,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         auto it = g_template[t].find(g_names[i]);
         if (it == g_template[t].end()) continue;
         std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(t) + "_" + std::to_string(i)), std::ios::binary);
-        char head[2] = {static_cast<char>(i), static_cast<char>(t == 5 ? 1 | 32 : t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2))};
+        char head[2] = {static_cast<char>(i), static_cast<char>(t == 6 ? 1 | 64 : t == 5 ? 1 | 32 : t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2))};
         out.write(head, 2);
         const auto& b = it->second;
         out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
@@ -106,7 +109,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || g_names.empty()) return 0;
-  Files f = g_template[(data[1] & 32) ? 5 : (data[1] & 16) ? 4 : ((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
+  const bool control = data[1] & 64;
+  Files f = g_template[control ? 6 : (data[1] & 32) ? 5 : (data[1] & 16) ? 4 : ((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
   const std::string& name = g_names[data[0] % g_names.size()];
   f[name] = std::vector<uint8_t>(data + 2, data + size);
   if (data[1] & 1) rehash(f);  // also a replaced manifest: its fields then reach the validator
@@ -130,8 +134,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     npuc::Runtime rt(g_dir, {(data[1] & 4) ? 2 : 1, false});  // bit 2 of byte 1: two threads (parallel paths)
+    if (control)
+      for (const npuc::RuntimeTensor& in : rt.inputs()) rt.setInput(in.name, npuc::Tensor(in.dtype, in.shape));
     rt.run();
     npuc::Runtime exact(g_dir, {1, true});
+    if (control)
+      for (const npuc::RuntimeTensor& in : exact.inputs()) exact.setInput(in.name, npuc::Tensor(in.dtype, in.shape));
     exact.run();
     exact.run();  // int8-pow2: a second frame, from the first one's range history
     npuc::Pipeline pl(g_dir, {1, false});

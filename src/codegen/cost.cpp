@@ -6,6 +6,7 @@
 //             elements / (elems_per_cycle·f)
 // elements = input + output elements; bytes = activations read and written plus weights, at the target's
 // element size (fp32 4, fp16 2, int8 1). A zero bytes_per_cycle leaves the memory term out. Folded ops cost 0.
+// If / Loop / Scan add their bodies' layers, times the steps (bodySteps).
 #include "codegen/cost.hpp"
 
 #include "ops/registry.hpp"
@@ -120,6 +121,31 @@ void throughput(Estimate& e, const target::Target& t) {
   }
 }
 
+namespace {
+/// How many times a control node runs a body: a Loop its trip count (a constant M, else the steps of its scan outputs;
+/// 1 when neither is known at translate time: a loop on the data), a Scan the length of its scanned inputs, an If once.
+int64_t bodySteps(const ir::Graph& g, const ir::Node& n) {
+  const int own = ir::numOwnInputs(n);
+  if (n.op == "Loop") {
+    if (const Tensor* m = n.hasInput(0) ? ir::constantInput(g, n, 0, DType::kI64) : nullptr; m && m->numel() == 1)
+      return std::max<int64_t>(0, m->data<int64_t>()[0]);
+    for (size_t k = static_cast<size_t>(std::max(0, own - 2)); k < n.outputs.size(); ++k)
+      if (n.outputs[k] != ir::kNoValue && g.value(n.outputs[k]).type.isStatic() && !g.value(n.outputs[k]).type.shape.empty())
+        return g.value(n.outputs[k]).type.shape[0];
+    return 1;
+  }
+  if (n.op == "Scan") {
+    const int state = own - static_cast<int>(n.attrInt("num_scan_inputs", 0));
+    if (state < 0 || state >= own || !g.value(n.inputs[static_cast<size_t>(state)]).type.isStatic()) return 1;
+    const Shape& s = g.value(n.inputs[static_cast<size_t>(state)]).type.shape;
+    int64_t axis = n.attrInts("scan_input_axes").empty() ? 0 : n.attrInts("scan_input_axes")[0];
+    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    return axis >= 0 && axis < static_cast<int64_t>(s.size()) ? s[static_cast<size_t>(axis)] : 1;
+  }
+  return 1;
+}
+}  // namespace
+
 Estimate estimate(const ir::Graph& g, const target::Target& t) {
   Estimate e;
   std::vector<double> single(t.engines.size(), 0.0);
@@ -202,6 +228,25 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
       for (auto& [name, en] : t.engines) {
         l.single_core_us.push_back(layerTime(en, w));
         single[k++] += l.single_core_us.back();
+      }
+    }
+    if (n.domain.empty() && (n.op == "If" || n.op == "Loop" || n.op == "Scan")) {
+      // Its bodies' layers (an If: its dearer branch), `steps` times, on the control layer and in the totals.
+      const Estimate* body = nullptr;
+      std::vector<Estimate> bodies;
+      for (auto& [attr, sub] : ir::subgraphs(n)) bodies.push_back(estimate(*sub, t));
+      for (const Estimate& b : bodies)
+        if (!body || b.total_us > body->total_us) body = &b;
+      const double steps = static_cast<double>(bodySteps(g, n));
+      if (body) {
+        l.time_us += steps * body->total_us;
+        e.total_us += steps * body->total_us;
+        for (auto& [eng, us] : body->per_engine_us) per_engine[eng] += steps * us;
+        for (size_t k = 0; k < body->single_core_us.size() && k < single.size(); ++k) {
+          single[k] += steps * body->single_core_us[k].second;
+          if (k < l.single_core_us.size()) l.single_core_us[k] += steps * body->single_core_us[k].second;
+        }
+        for (const LayerEstimate& bl : body->layers) l.macs += static_cast<int64_t>(steps) * bl.macs;
       }
     }
     e.layers.push_back(std::move(l));

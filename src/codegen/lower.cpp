@@ -30,9 +30,6 @@ namespace detail {
 void Lowerer::lowerNode(const ir::Node& n) {
   if (const plugin::CustomOp* c = ops::customOpOf(n)) return customNode(n, *c);
   if (n.domain != "" && n.domain != "ai.npuc") unsupported(n, "domain '{}' has no package form", n.domain);
-  if (n.domain.empty() && (n.op == "If" || n.op == "Loop" || n.op == "Scan"))
-    unsupported(n, "If/Loop/Scan with a computed condition/trip count has no package form yet (an If whose condition folds "
-                "to a constant is inlined at import; the reference engine runs all three: npuc run)");
   static const LowerTable table = [] {
     LowerTable t;
     registerNnLowerings(t);
@@ -42,11 +39,22 @@ void Lowerer::lowerNode(const ir::Node& n) {
     registerPrepostLowerings(t);
     registerQuantLowerings(t);
     registerIndexingLowerings(t);
+    registerControlLowerings(t);
     return t;
   }();
   auto it = table.find({n.domain, n.op});
   if (it == table.end() || (!it->second.member && !it->second.fn))
     unsupported(n, "op {} has no package form yet (docs/package-format.md lists the layer kinds)", n.op);
+  // Packages hold static shapes: a node reading or writing a value of unknown shape has no package form (and no
+  // lowering indexes a shape it does not have).
+  // (Named by position: check caches the reason for every node of the same signature.)
+  auto dynamic = [&](ir::ValueId v) { return v != ir::kNoValue && !g_.value(v).isConstant() && !g_.value(v).type.isStatic(); };
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (dynamic(n.inputs[i]))
+      unsupported(n, "input {} has a dynamic shape ({}); packages need static shapes", i, g_.value(n.inputs[i]).type.str());
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if ((uses_.count(n.outputs[i]) || is_output_.count(n.outputs[i])) && dynamic(n.outputs[i]))
+      unsupported(n, "output {} has a dynamic shape ({}); packages need static shapes", i, g_.value(n.outputs[i]).type.str());
   // Typed values (bool, integers) go only where the layer kinds define them: the ops registered as taking them.
   typed_ = false;
   const ir::Value* typed_value = nullptr;
@@ -123,12 +131,6 @@ Lowered lower(const ir::Graph& g, const target::Target& t, const LowerOptions& o
 Lowered lowerConsuming(ir::Graph& g, const target::Target& t, const LowerOptions& o) { return lowerImpl(g, t, o, &g); }
 
 namespace {
-/// A value's bytes in the package (its shape at its element type).
-uint64_t bytesOf(const LVal& v) {
-  uint64_t n = 1;
-  for (auto d : v.shape) n *= static_cast<uint64_t>(d);
-  return n * package::elemSize(v.type);
-}
 
 /// Concat in place: each input of a Concat whose inputs lie end to end in its result (every dimension before the
 /// axis is 1) becomes a slab of the result, written there by its producer, and the Concat's copy layer goes. Each
@@ -197,10 +199,37 @@ void linkValues(const ir::Graph& g, const std::map<ir::ValueId, int>& of, std::v
     for (int v : descs[i].ins) vals[static_cast<size_t>(v)].last_reader = static_cast<int>(i);
     vals[static_cast<size_t>(descs[i].out)].writer = static_cast<int>(i);
     for (int v : descs[i].more_outs) vals[static_cast<size_t>(v)].writer = static_cast<int>(i);
+    for (int v : descs[i].owned) vals[static_cast<size_t>(v)].writer = static_cast<int>(i);
   }
   for (auto& v : vals)
     for (auto& d : v.shape)
       if (d < 0) fail(ErrorCode::kUnsupported, "value '{}' has a dynamic shape; packages need static shapes (--input-shape)", v.name);
+}
+
+/// Control layers (lower_control.cpp): a region runs again step after step, so what it reads that is written outside
+/// it, and every value a control layer's moves or scalars touch, stays alive to the region's end.
+void keepAliveOverRegions(std::vector<LVal>& vals, const std::vector<LDesc>& descs) {
+  for (size_t c = 0; c < descs.size(); ++c) {
+    if (!descs[c].region) continue;
+    const int first = static_cast<int>(c) + 1, last = static_cast<int>(c) + descs[c].region;
+    auto keep = [&](int v) { vals[static_cast<size_t>(v)].last_reader = std::max(vals[static_cast<size_t>(v)].last_reader, last); };
+    auto outside = [&](int v) { return vals[static_cast<size_t>(v)].writer < first || vals[static_cast<size_t>(v)].writer > last; };
+    for (auto& [word, v] : descs[c].addr_words) keep(v);
+    keep(descs[c].out);
+    for (int v : descs[c].more_outs) keep(v);
+    for (int i = first; i <= last; ++i) {
+      for (int v : descs[static_cast<size_t>(i)].ins)
+        if (outside(v)) keep(v);
+      for (auto& [word, v] : descs[static_cast<size_t>(i)].addr_words)
+        if (outside(v)) keep(v);
+    }
+  }
+}
+
+/// A control layer's parameter words that hold the address of a value (`addressOf`, once values are placed).
+template <class F>
+void writeAddressWords(LDesc& d, const F& addressOf) {
+  for (auto& [word, v] : d.addr_words) d.params[word] = addressOf(v);
 }
 
 /// Places the activations in the data space: a buffer per layer output alive from its writer to its last reader (a
@@ -212,7 +241,9 @@ plan::MemoryPlan placeActivations(std::vector<LVal>& vals, const std::vector<LDe
   for (size_t i = 0; i < descs.size(); ++i) {
     // A custom layer's other outputs: buffers of their own, alive from the layer to their last reader (a Concat never
     // takes them in place: concatsInPlace knows only a layer's first output as a writer).
-    for (int v : descs[i].more_outs) {
+    std::vector<int> more = descs[i].more_outs;  // (and what a control layer writes through its moves)
+    more.insert(more.end(), descs[i].owned.begin(), descs[i].owned.end());
+    for (int v : more) {
       const LVal& l = vals[static_cast<size_t>(v)];
       if (l.space != 'd' || l.alias >= 0) continue;
       bufs.push_back({l.name, bytesOf(l), static_cast<int>(i), std::max(static_cast<int>(i), l.last_reader)});
@@ -318,9 +349,12 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   L.run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;
-  if (o.concat_in_place && numericsTraits(t.numerics).concat_in_place) concatsInPlace(vals, descs, L.aliased_);
+  // (Not with control layers: dropping a Concat's layer would move the regions that follow it.)
+  const bool control = std::any_of(descs.begin(), descs.end(), [](const LDesc& d) { return d.region > 0; });
+  if (o.concat_in_place && numericsTraits(t.numerics).concat_in_place && !control) concatsInPlace(vals, descs, L.aliased_);
   if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
   linkValues(g, L.of_, vals, descs);
+  keepAliveOverRegions(vals, descs);
   // Place activations.
   Lowered res;
   // An alias keeps its root alive as long as it is read.
@@ -414,6 +448,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     res.output_layouts.push_back(g.value(v).layout);
   }
   p.weights = std::move(L.weights_);
+  for (LDesc& d : descs) writeAddressWords(d, [&](int v) { return refOf(v, nullptr).addr; });
   p.params.reserve(pbytes);
   for (auto& d : descs)
     for (uint32_t w : d.params)
@@ -523,13 +558,11 @@ std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t)
       } catch (const Error& e) {
         if (e.code() == ErrorCode::kUnsupported) reason = e.message();
       }
+      // (cached without the node's label: another node of this signature gets the same reason)
+      if (const std::string label = n.label() + ": "; reason.compare(0, label.size(), label) == 0) reason = reason.substr(label.size());
       it = cache.emplace(sig, reason).first;
     }
-    if (!it->second.empty()) {
-      std::string reason = it->second, label = n.label() + ": ";
-      if (reason.compare(0, label.size(), label) == 0) reason = reason.substr(label.size());
-      gaps.push_back({index, reason, ""});
-    }
+    if (!it->second.empty()) gaps.push_back({index, it->second, ""});
     ++index;
   }
   for (ir::ValueId v : g.outputs())

@@ -55,7 +55,20 @@ struct LDesc {
   std::string name, opexp;
   std::vector<std::string> onnx_nodes;
   std::optional<package::CustomLayer> custom;  // custom layers (lower_custom.cpp)
+  // A control layer (if, loop, scan; lower_control.cpp): how many descriptors after it are its regions, the values it
+  // writes through its moves besides its outputs (placed with the others), and its parameter words that hold a value's
+  // address (word index, value), written once the values are placed (lower.cpp).
+  int region = 0;
+  std::vector<int> owned;
+  std::vector<std::pair<size_t, int>> addr_words;
 };
+
+/// A value's bytes in the package (its shape at its element type).
+inline uint64_t bytesOf(const LVal& v) {
+  uint64_t n = 1;
+  for (auto d : v.shape) n *= static_cast<uint64_t>(d);
+  return n * package::elemSize(v.type);
+}
 
 struct Blob {
   std::string name;
@@ -93,6 +106,7 @@ void registerReduceLowerings(LowerTable& t);
 void registerPrepostLowerings(LowerTable& t);
 void registerQuantLowerings(LowerTable& t);
 void registerIndexingLowerings(LowerTable& t);
+void registerControlLowerings(LowerTable& t);
 
 class Lowerer {
  public:
@@ -112,6 +126,13 @@ class Lowerer {
     for (ir::ValueId v : g_.valueIds())
       if (g_.value(v).isConstant()) upper += static_cast<uint64_t>(g_.value(v).constant->numel()) * 4 + 64;
     weights_.reserve(upper);
+    lowerNodes();
+    for (ir::ValueId v : g_.outputs()) directOutput(v);
+    for (ir::ValueId v : g_.outputs()) halfOutput(v);
+  }
+
+  /// Every node of the graph, in order.
+  void lowerNodes() {
     uses_ = g_.uses();
     for (ir::ValueId v : g_.outputs()) is_output_[v] = true;
     for (ir::NodeId id : g_.order()) {
@@ -119,9 +140,17 @@ class Lowerer {
       lowerNode(g_.node(id));
       if (consume_) release(g_.node(id));
     }
-    for (ir::ValueId v : g_.outputs()) directOutput(v);
-    for (ir::ValueId v : g_.outputs()) halfOutput(v);
   }
+
+  /// Control flow (lower_control.cpp): body `attr` of n lowered right after the descriptors emitted so far, as a
+  /// region: formal input i is the value formal[i], each capture the value n reads for it. Returns the value of each
+  /// body output, each written by a layer of the region and no two alike (a copy layer where the body passes a value
+  /// through or gives one twice), so a control layer's moves never read what another of its moves writes.
+  std::vector<int> lowerBody(const ir::Node& n, const std::string& attr, const std::vector<int>& formal);
+  /// (the body's side of lowerBody: its outputs' values, the region's layers from first_desc)
+  std::vector<int> bodyResults(size_t first_desc);
+  /// The space a graph output is stored in: 'o' (data_out) for the model, 'd' for a body's (lowerBody).
+  char out_space_ = 'o';
 
   /// A float16 model output of a float32 package is rounded to float16 as it is stored (a cast layer after the
   /// layer computing it in float32), so the package's outputs have the model's types.
@@ -340,7 +369,7 @@ class Lowerer {
       return id;
     }
     const ir::Value& val = g_.value(v);
-    of_[v] = newVal(val.name, val.type.shape, storageType(n, val), is_output_.count(v) ? 'o' : 'd');
+    of_[v] = newVal(val.name, val.type.shape, storageType(n, val), is_output_.count(v) ? out_space_ : 'd');
     if (val.quant && (val.type.dtype == DType::kI8 || val.type.dtype == DType::kU8)) vals_[static_cast<size_t>(of_[v])].quant = val.quant;
     return of_[v];
   }

@@ -166,6 +166,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->outputs_ = outputs_;
   g->value_names_ = value_names_;
   g->num_captures = num_captures;
+  g->specialized_for = specialized_for;
   g->opset = opset;
   g->name = name;
   g->producer = producer;

@@ -220,6 +220,9 @@ class Graph {
   /// (ir::captureInputs). So passes see them as ordinary inputs: DCE keeps them, renames and rewiring follow them, and
   /// a subgraph never refers to an outer value by name. 0 in a top-level graph.
   int num_captures = 0;
+  /// A subgraph typed for what its node passes it (passes/specialize_bodies.cpp): the signature of those types, so
+  /// the pass does it once ("" when the body is as imported).
+  std::string specialized_for;
 
   // --- model metadata ---
   int opset = 13;        // ai.onnx opset

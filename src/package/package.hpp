@@ -107,6 +107,26 @@ inline constexpr uint32_t kRnnOutY = 1, kRnnOutYh = 2, kRnnOutYc = 4;
 std::vector<uint32_t> rnnParams(const kernels::RnnShape& s, uint32_t inputs, uint32_t outputs);
 kernels::RnnShape rnnFromParams(const uint32_t* w);
 
+/// Control layers (`if`, `loop`, `scan`; docs/package-format.md, "Control layers"): their parameter block is a header
+/// (layer_kinds.def names its words; n_moves is the last) and n_moves moves of kMoveWords words each. A move copies
+/// `rows` rows of `row_bytes` bytes, row r from src + t·src_step + r·src_row_stride to dst + t·dst_step +
+/// r·dst_row_stride, at step t (count − 1 − step when `reverse`); a move whose steps are both 0 is the same copy at
+/// every step (count 1). The regions are the descriptors that follow the layer in program order.
+inline constexpr int kMoveWords = 11;
+struct ControlMove {
+  uint32_t phase = 0, count = 1, reverse = 0, src = 0, dst = 0, rows = 1, row_bytes = 0;
+  uint32_t src_row_stride = 0, dst_row_stride = 0, src_step = 0, dst_step = 0;
+  bool indexed() const { return src_step != 0 || dst_step != 0; }
+};
+/// The header words of a control kind (if 3, loop 7, scan 3), 0 for another kind.
+uint32_t controlHeaderWords(LayerKind k);
+/// The lengths of a control layer's regions (if: then, else; loop, scan: the body) from its words (checked first).
+std::vector<uint32_t> controlRegions(LayerKind k, const std::vector<uint32_t>& words);
+/// Move i of a control layer's words (checked first) and a move as words.
+ControlMove controlMove(LayerKind k, const std::vector<uint32_t>& words, uint32_t i);
+void appendMove(std::vector<uint32_t>& words, const ControlMove& m);
+inline constexpr uint32_t kLoopWordIteration = 3, kLoopWordCondIn = 4, kLoopWordCondOut = 5;
+
 /// The parameter words of a `resize` layer and back (layer_kinds.def gives the layout).
 std::vector<uint32_t> resizeParams(const kernels::ResizeSpec& s);
 kernels::ResizeSpec resizeSpecFromParams(const std::vector<uint32_t>& w, size_t rank);

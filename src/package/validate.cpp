@@ -115,8 +115,35 @@ uint32_t expectedParamWords(const Descriptor& d) {
       return d.n_in == 2 || d.n_out < 1 || d.out(0).rank < 1 ? 2 : 2 + static_cast<uint32_t>(kernels::aippBlockSize(std::min<uint32_t>(d.out(0).dims[0], 1u << 20)) / 4);
     case LayerKind::kNormalize:  // saturated: a channel count this large is refused by the shape check
       return static_cast<uint32_t>(std::min<uint64_t>(1 + 2 * uint64_t(r ? d.in(0).dims[r - 1] : 0), 1u << 20));
+    case LayerKind::kIf: case LayerKind::kLoop: case LayerKind::kScan: {  // the header and whole moves (n_moves checked)
+      const uint32_t h = controlHeaderWords(d.kind), have = d.param_size / 4;
+      return have < h ? h : h + (have - h) / kMoveWords * kMoveWords;
+    }
     default: return 0;
   }
+}
+
+uint32_t controlHeaderWords(LayerKind k) {
+  switch (k) {
+    case LayerKind::kIf: case LayerKind::kScan: return 3;
+    case LayerKind::kLoop: return 7;
+    default: return 0;
+  }
+}
+
+std::vector<uint32_t> controlRegions(LayerKind k, const std::vector<uint32_t>& w) {
+  if (k == LayerKind::kIf) return {w[0], w[1]};
+  return {w[0]};
+}
+
+ControlMove controlMove(LayerKind k, const std::vector<uint32_t>& w, uint32_t i) {
+  const uint32_t* m = w.data() + controlHeaderWords(k) + size_t{i} * kMoveWords;
+  return {m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]};
+}
+
+void appendMove(std::vector<uint32_t>& w, const ControlMove& m) {
+  w.insert(w.end(), {m.phase, m.count, m.reverse, m.src, m.dst, m.rows, m.row_bytes, m.src_row_stride, m.dst_row_stride,
+                     m.src_step, m.dst_step});
 }
 
 kernels::Pool2dShape poolShapeOf(const Descriptor& d, const std::vector<uint32_t>& words) {
@@ -533,6 +560,27 @@ struct Checker {
       for (const std::string& o : l.extra_outputs)
         if (o.empty()) bad("manifest layer {} ('{}'): an empty output name", s, l.name);
     }
+    // Control layers (docs/package-format.md): their regions are the descriptors that follow them, inside any region
+    // they lie in, in their layers group.
+    std::vector<std::pair<uint64_t, size_t>> open;  // (one past a region's last seq, its control layer's seq), innermost last
+    for (size_t s = 0; s < n; ++s) {
+      while (!open.empty() && open.back().first <= s) open.pop_back();
+      const LayerInfo& l = p.layers[s];
+      if (!open.empty() && l.group != p.layers[open.back().second].group)
+        bad("manifest layer {} ('{}'): group {} inside the region of control layer seq {} (group {})", s, l.name, l.group,
+            open.back().second, p.layers[open.back().second].group);
+      const Descriptor& d = (l.engine == Engine::kMac ? p.mac : p.vec)[l.index];
+      if (!controlHeaderWords(d.kind)) continue;
+      const std::vector<uint32_t> regions = controlRegions(d.kind, paramWords(p, d));
+      uint64_t end = s + 1;
+      for (uint32_t r : regions) end += r;
+      if (end > n) bad("seq {} ({}): its regions ({} descriptors) run past the end of the program ({} descriptors)", s,
+                       layerKindName(d.kind), end - s - 1, n);
+      if (!open.empty() && end > open.back().first)
+        bad("seq {} ({}): its regions end at seq {}, past the end of the region it lies in (seq {})", s,
+            layerKindName(d.kind), end - 1, open.back().first - 1);
+      for (size_t k = regions.size(); k-- > 0; end -= regions[k]) open.push_back({end, s});
+    }
     // Layers groups: pipeline stages, each a run of consecutive layers (a stage reads only what earlier ones wrote).
     if (std::any_of(p.layers.begin(), p.layers.end(), [](const LayerInfo& l) { return l.group > 0; }))
       for (size_t s = 0; s < n; ++s) {
@@ -580,6 +628,7 @@ void LayerCheck::window(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d
 }
 
 void LayerCheck::weightRef(const TensorRef& r, const std::string& what) const { checker.weightRef(r, what); }
+const Element* LayerCheck::spaceOf(uint64_t addr, uint64_t bytes) const { return checker.spaceOf(addr, bytes); }
 int32_t LayerCheck::weightWord(const TensorRef& r, int64_t i) const { return checker.weightWord(r, i); }
 std::vector<int32_t> LayerCheck::int8Table(const TensorRef& tab, int64_t words, int codes, const std::string& what) const {
   return checker.int8Table(tab, words, codes, what);

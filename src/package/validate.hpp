@@ -53,6 +53,8 @@ struct LayerCheck {
   void bias(int i, uint32_t n) const;
   /// A pooling / convolution window along one axis: in, out, kernel, stride, dilation, pad begin.
   void window(int64_t in, int64_t out, int64_t k, int64_t s, int64_t dl, int64_t pb, const char* axis) const;
+  /// The element space holding [addr, addr + bytes), or null.
+  const Element* spaceOf(uint64_t addr, uint64_t bytes) const;
   /// A reference that must lie in the weight space, inside the loaded weight image.
   void weightRef(const TensorRef& r, const std::string& what) const;
   /// Word i of an int32 reference in the weight space (checked by weightRef first).

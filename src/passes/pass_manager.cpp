@@ -72,7 +72,7 @@ std::vector<std::string> equalizePipeline(const std::string& mode) {
 }
 
 std::vector<std::string> translatePipeline() {
-  return {"fold-constants", "fold-batchnorm", "fold-reshapes", "detect-patterns", "canonicalize-pool", "fold-pad", "fuse-activations", "dce"};
+  return {"specialize-bodies", "fold-constants", "fold-batchnorm", "fold-reshapes", "detect-patterns", "canonicalize-pool", "fold-pad", "fuse-activations", "dce"};
 }
 
 }  // namespace npuc::passes

@@ -27,6 +27,14 @@ class InlineIfPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// Types each If / Loop / Scan body for what its node passes it and resolves it (specialize_bodies.cpp): static
+/// shapes inside bodies, for the translator's control layers.
+class SpecializeBodiesPass : public Pass {
+ public:
+  const char* name() const override { return "specialize-bodies"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// Removes nodes whose outputs nothing uses, and unused constants.
 class DeadCodeEliminationPass : public Pass {
  public:

@@ -39,6 +39,10 @@ void Runtime::Impl::exec(Step& s) {
   kindExec(s.d->kind).run(*this, s);
 }
 
+void Runtime::Impl::runRegion(size_t first, size_t count) {
+  for (size_t i = first; i < first + count; i += 1 + steps[i].skip) exec(steps[i]);
+}
+
 const float* Runtime::Impl::inF(Step& s, int i) {
   const package::TensorRef& r = s.d->in(i);
   if (r.type == ElemType::kF32) return reinterpret_cast<const float*>(s.in[static_cast<size_t>(i)]);
@@ -81,7 +85,7 @@ void Runtime::run(const LayerCallback& cb) {
   Impl& im = *impl_->cur;
   im.checkInputsSet();
   if (im.opts.profile) im.times.assign(im.steps.size(), 0.0);
-  for (size_t i = 0; i < im.steps.size(); ++i) {
+  for (size_t i = 0; i < im.steps.size(); i += 1 + im.steps[i].skip) {  // (a control layer runs its regions itself)
     if (im.only_group > 0 && im.layers[i].group != im.only_group) continue;  // (a pipeline stage: its group only)
     if (im.opts.profile) {
       auto t0 = std::chrono::steady_clock::now();

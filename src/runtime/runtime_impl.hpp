@@ -96,6 +96,20 @@ struct Runtime::Impl {
     kernels::RnnShape rnn;                     // recurrent: the layer (its words and tensors)
     kernels::RnnPackedPtr rnn_packed;          // its W and R packed once when they are weights (fast mode)
     int64_t aipp_stride = 0;  // a dynamic AIPP stage given a frame smaller than max_src_image_size: its bytes per image
+    // A control layer (if, loop, scan; exec_control.cpp): its moves with their device memory, its regions' lengths,
+    // a loop's step number and condition scalars, and how many descriptors after it are its regions (the executor
+    // steps over them: the control layer runs them).
+    struct Move {
+      package::ControlMove m;
+      const uint8_t* src = nullptr;
+      uint8_t* dst = nullptr;
+    };
+    std::vector<Move> moves;
+    std::vector<uint32_t> regions;
+    uint8_t* iteration = nullptr;
+    uint8_t* cond_in = nullptr;
+    const uint8_t* cond_out = nullptr;
+    size_t skip = 0;
   };
   std::vector<Step> steps;  // by seq
 
@@ -161,6 +175,8 @@ struct Runtime::Impl {
 
   // ---- executor.cpp: the executor
   void exec(Step& s);
+  /// The `count` steps from seq `first` (a control layer's region), each control layer among them running its own.
+  void runRegion(size_t first, size_t count);
   static kernels::Storage storageOf(const package::TensorRef& r) {
     return r.type == ElemType::kF16 ? kernels::Storage::kF16 : kernels::Storage::kF32;
   }

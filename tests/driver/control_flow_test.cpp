@@ -1,6 +1,8 @@
 // Control flow (If, Loop, Scan): subgraphs with explicit captures in the IR (verifier, dump, DCE, export and import
 // back), their shape functions and the reference engine, the If whose condition folds inlined by the resolve
 // pipeline, and models PyTorch exports (tests/data/control_flow/generate.py) against PyTorch's own outputs.
+#include "codegen/cost.hpp"
+#include "driver/translation.hpp"
 #include "engine/engine.hpp"
 #include "frontend/onnx/onnx_io.hpp"
 #include "ir/graph.hpp"
@@ -9,6 +11,7 @@
 #include "ops/registry.hpp"
 #include "passes/pass.hpp"
 #include "scratch_dir.hpp"
+#include "target/target.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -262,13 +265,96 @@ TEST(ControlFlowModels, MalformedSubgraphsAreClearErrors) {
   EXPECT_NE(e.find("attribute 'extra': lists of subgraphs (GRAPHS) are not supported"), std::string::npos) << e;
 }
 
-TEST(ControlFlowModels, ComputedConditionHasNoPackageForm) {
-  auto rows = Model::load(kDir / "if_data.onnx").check("generic");
-  bool found = false;
-  for (auto& r : rows)
-    found |= r.rule_id == "generic.package" && r.actual.find("If/Loop/Scan with a computed condition/trip count has no "
-                                                             "package form yet") != std::string::npos;
-  EXPECT_TRUE(found);
+// Control layers (docs/package-format.md): If, Loop and Scan with computed conditions and trip counts, nested, with
+// captures, scan axes and directions, translate for generic; the package equals the engine bit for bit in --exact at
+// one thread and in fast mode at two, and PyTorch / numpy within 1e-5.
+class ControlFlowPackages : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ControlFlowPackages, TranslatesAndThePackageEqualsTheEngine) {
+  const std::string name = GetParam();
+  Model m = Model::load(kDir / (name + ".onnx"));
+  EXPECT_TRUE(m.check("generic").empty()) << name;
+  TranslateOptions o;
+  o.prefix = name;
+  o.onnx = kDir / (name + ".onnx");
+  o.target = "generic";
+  o.out_root = test::scratchDir("control_flow_packages");
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok) << name;
+  const auto in = inputsOf(name);
+  const std::vector<Tensor> ref = Session(m, 1).run(in);
+  for (auto [threads, exact] : {std::pair{1, true}, std::pair{2, false}}) {
+    RuntimeOptions ro;
+    ro.threads = threads;
+    ro.exact = exact;
+    Runtime rt(r.dir, ro);
+    for (int frame = 0; frame < 2; ++frame) {  // (a second run starts from the same state: the moves set every input)
+      rt.run(in);  // (then each output in its own type: run's results are float32)
+      for (size_t k = 0; k < ref.size(); ++k)
+        EXPECT_TRUE(rt.output(m.outputs()[k].name).sameBits(ref[k])) << name << " output " << k << " threads " << threads;
+    }
+  }
+  expectNear(ref, name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, ControlFlowPackages, ::testing::Values("if_data", "if_data_else", "loop_data", "nested", "scan_axes"));
+
+// The time estimate gives a control layer its body's layers once per step: Scan's 5 steps, the Loop's 3 (its If's
+// dearer branch inside).
+TEST(ControlFlowModels, TheEstimateCountsTheBodyOncePerStep) {
+  const target::Target t = target::loadTarget("generic");
+  for (auto [name, steps] : {std::pair{"scan_axes", 5}, std::pair{"nested", 3}}) {
+    Model m = Model::load(kDir / (std::string(name) + ".onnx")).optimized();
+    const ir::Graph& g = graphOf(m);
+    const codegen::Estimate e = codegen::estimate(g, t);
+    ASSERT_EQ(e.layers.size(), 1u) << name;  // (the control layer: its body is not a row of its own)
+    const ir::Node& n = g.node(g.order()[0]);
+    const codegen::Estimate body = codegen::estimate(*n.attrGraph("body"), t);
+    ASSERT_GT(body.total_us, 0) << name;
+    EXPECT_NEAR(e.total_us, e.layers[0].time_us, 1e-9);
+    EXPECT_GT(e.layers[0].time_us, steps * body.total_us) << name;
+    EXPECT_LT(e.layers[0].time_us, steps * body.total_us + 2.0) << name;  // (plus one vector layer's overhead)
+  }
+}
+
+// The If's package takes either branch at run time: one package, both inputs.
+TEST(ControlFlowModels, OneIfPackageTakesEitherBranch) {
+  TranslateOptions o;
+  o.prefix = "if_data";
+  o.onnx = kDir / "if_data.onnx";
+  o.target = "generic";
+  o.out_root = test::scratchDir("control_flow_if_both");
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime rt(r.dir);
+  const auto then_in = inputsOf("if_data"), else_in = inputsOf("if_data_else");
+  Model m = Model::load(kDir / "if_data.onnx");
+  for (const auto* in : {&then_in, &else_in, &then_in}) EXPECT_TRUE(rt.run(*in)[0].sameBits(Session(m, 1).run(*in)[0]));
+}
+
+// generic-int8: the convolution before the If in int8, the branches in float between dequantize and quantize layers;
+// fast and --exact give the same bits, and the output follows the float model.
+TEST(ControlFlowModels, IfTranslatesForGenericInt8) {
+  Model m = Model::load(kDir / "if_data.onnx");
+  TranslateOptions o;
+  o.prefix = "if_data_int8";
+  o.onnx = kDir / "if_data.onnx";
+  o.target = "generic-int8";
+  o.out_root = test::scratchDir("control_flow_int8");
+  const auto in = inputsOf("if_data"), other = inputsOf("if_data_else");
+  o.calibration[m.inputs()[0].name] = {in[0], other[0]};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  for (const auto* x : {&in, &other}) {
+    RuntimeOptions exact;
+    exact.exact = true;
+    const Tensor a = Runtime(r.dir).run(*x)[0], b = Runtime(r.dir, exact).run(*x)[0];
+    EXPECT_TRUE(a.sameBits(b));
+    const auto f = Session(m, 1).run(*x)[0].toDouble(), q = a.toDouble();
+    double dot = 0, nf = 0, nq = 0;
+    for (size_t i = 0; i < f.size(); ++i) dot += f[i] * q[i], nf += f[i] * f[i], nq += q[i] * q[i];
+    EXPECT_GT(dot / std::sqrt(nf * nq), 0.99);
+  }
 }
 
 TEST(ControlFlowModels, ConstantConditionTranslatesAndThePackageEqualsTheEngine) {

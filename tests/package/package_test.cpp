@@ -1,6 +1,7 @@
 // The package reader treats files as untrusted: every malformed variant of a valid package gives one clear
 // error naming the file and the rule, never a crash.
 #include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
 #include "kernels/layers.hpp"
 #include "package/package.hpp"
 #include "support/error.hpp"
@@ -26,25 +27,28 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
+/// The generic package of a model (relative to the source tree), its files by name.
+Files packageOf(const std::string& prefix, const std::string& model) {
+  // One folder per process: ctest runs the cases of this file in parallel processes.
+  fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("reader-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  TranslateOptions o;
+  o.prefix = prefix;
+  o.onnx = std::string(NPUC_SOURCE_DIR) + "/" + model;
+  o.target = "generic";
+  o.out_root = root;
+  TranslateResult r = translate(o);
+  Files f;
+  for (auto& e : fs::directory_iterator(r.dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    f[e.path().filename().string()] = std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  }
+  fs::remove_all(root);
+  return f;
+}
+
 const Files& validPackage() {
-  static Files files = [] {
-    // One folder per process: ctest runs the cases of this file in parallel processes.
-    fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("reader-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    TranslateOptions o;
-    o.prefix = "digits";
-    o.onnx = std::string(NPUC_SOURCE_DIR) + "/models/digits/digits_cnn.onnx";
-    o.target = "generic";
-    o.out_root = root;
-    TranslateResult r = translate(o);
-    Files f;
-    for (auto& e : fs::directory_iterator(r.dir)) {
-      std::ifstream in(e.path(), std::ios::binary);
-      f[e.path().filename().string()] = std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-    }
-    fs::remove_all(root);
-    return f;
-  }();
+  static Files files = packageOf("digits", "models/digits/digits_cnn.onnx");
   return files;
 }
 
@@ -432,6 +436,63 @@ TEST(PackageReader, CrossEngineReadWithoutWait) {
   ASSERT_TRUE(cleared) << "the sample package should have a cross-engine wait";
   rehash(f);
   expectError(f, "without waiting");
+}
+
+// Control layers (docs/package-format.md): a Loop whose body holds an If. Their regions must nest inside the
+// program and each other, the header must count its moves, every move must read and write where it may, and a loop
+// that runs another number of steps than its scan output holds stops the run.
+TEST(PackageReader, ControlLayers) {
+  static const Files nested = packageOf("nested", "tests/data/control_flow/nested.onnx");
+  const package::Package p = read(nested);
+  const package::Descriptor *loop = nullptr, *branch = nullptr;
+  for (const auto& d : p.vec) {
+    if (d.kind == package::LayerKind::kLoop) loop = &d;
+    if (d.kind == package::LayerKind::kIf) branch = &d;
+  }
+  ASSERT_TRUE(loop && branch);
+  const uint64_t params = p.element("drp_param")->addr;
+  // Word k of a control layer's parameter block set to v, the package resealed: the error holds `fragment`.
+  auto word = [&](const package::Descriptor& d, size_t k, uint32_t v, const char* fragment) {
+    Files f = nested;
+    put32(f["drp_param.bin"], d.param_addr - params + 4 * k, v);
+    rehash(f);
+    expectError(f, fragment);
+  };
+  const uint32_t n = static_cast<uint32_t>(p.layers.size());
+  word(*loop, 0, n, "run past the end of the program");
+  const uint32_t then_len = package::paramWords(p, *branch)[0];  // the loop's region made to end inside the If's
+  word(*loop, 0, branch->seq - loop->seq + then_len, "past the end of the region it lies in");
+  word(*branch, 2, 7, "the header says 7 moves");
+  word(*loop, 1, 2, "flags trip count 2");
+  word(*loop, package::kLoopWordIteration, 0, "the iteration number at 0x0");
+  const size_t move = package::controlHeaderWords(package::LayerKind::kLoop);  // the loop's first move
+  word(*loop, move + 0, 5, "phase 5");
+  word(*loop, move + 4, p.element("weight")->addr, "which it may not write");
+  const size_t second = move + package::kMoveWords;  // (the carried value after each step: data to data)
+  word(*loop, second + 4, package::controlMove(package::LayerKind::kLoop, package::paramWords(p, *loop), 1).src, "overlap");
+  word(*loop, move + 6, 1u << 30, "is not inside the element spaces");
+  word(*loop, move + 9, 4, "a move before the first step has steps 0");
+  // The trip count (a weight) made 2: the package reads, and its run stops at the end of the loop.
+  Files f = nested;
+  auto& w = f["nested_weight.dat"];
+  const uint64_t m_at = loop->in(0).addr - p.element("weight")->addr;
+  ASSERT_EQ(w[m_at], 3);
+  w[m_at] = 2;
+  rehash(f);
+  const fs::path dir = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("loop2-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (auto& [name, bytes] : f) std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                                                     static_cast<std::streamsize>(bytes.size()));
+  Runtime rt(dir);
+  std::vector<Tensor> in = {Tensor::fromVector<float>({3, 4}, std::vector<float>(12, 1.0f)), Tensor::scalar<float>(2.0f)};
+  try {
+    rt.run(in);
+    ADD_FAILURE() << "a loop of 2 steps filled a scan output of 3";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ran 2 steps; its scan output holds 3"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
