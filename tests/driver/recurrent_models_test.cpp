@@ -72,6 +72,50 @@ TEST_P(RecurrentModels, EqualPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Torch, RecurrentModels,
                          ::testing::Values("lstm_bidir", "lstm_stacked_batch_first", "gru_bidir", "rnn_relu_bidir"));
 
+// A model with state (lstm_stream: one frame in, the LSTM's h and c as inputs and outputs) runs frame after frame on one
+// Runtime, each frame's states fed to the next: the 12 frames give PyTorch's outputs for the whole sequence within
+// 1e-5, and the package's bits are the engine's frame by frame, in --exact and fast mode.
+TEST(RecurrentModels, AStatefulModelRunsFrameAfterFrame) {
+  Model m = Model::load(kDir / "lstm_stream.onnx");
+  TranslateOptions o;
+  o.prefix = "lstm_stream";
+  o.onnx = kDir / "lstm_stream.onnx";
+  o.target = "generic";
+  o.out_root = test::scratchDir("recurrent_stream");
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  const Tensor frames = readNpyFile(kDir / "lstm_stream.frames.npy"), want_y = readNpyFile(kDir / "lstm_stream.y.npy");
+  const int64_t n = frames.shape()[0], fsize = frames.numel() / n, ysize = want_y.numel() / n;
+  Session session(m, 1);
+  for (RuntimeOptions opts : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+    Runtime rt(r.dir, opts);
+    Tensor h(DType::kF32, {2, 1, 8}), c(DType::kF32, {2, 1, 8});
+    std::vector<Tensor> ref{Tensor(), h, c};
+    double worst = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      Tensor x(DType::kF32, {1, 1, fsize});
+      std::copy_n(frames.data<float>() + t * fsize, fsize, x.data<float>());
+      rt.setInput("x", x);
+      rt.setInput("h0", rt.output("h").defined() && t ? rt.output("h") : h);
+      rt.setInput("c0", rt.output("c").defined() && t ? rt.output("c") : c);
+      rt.run();
+      ref = session.run({x, ref[1], ref[2]});  // the engine, frame by frame from its own states
+      for (const char* out : {"y", "h", "c"}) {
+        const size_t k = out[0] == 'y' ? 0 : out[0] == 'h' ? 1 : 2;
+        EXPECT_TRUE(rt.output(out).sameBits(ref[k])) << "frame " << t << " output " << out << (opts.exact ? " exact" : " fast");
+      }
+      const Tensor y = rt.output("y");
+      for (int64_t i = 0; i < ysize; ++i)
+        worst = std::max(worst, std::fabs(double(y.data<float>()[i]) - want_y.data<float>()[t * ysize + i]));
+    }
+    EXPECT_LT(worst, 1e-5);
+    for (const char* s : {"h", "c"}) {
+      const Tensor got = rt.output(s), want = readNpyFile(kDir / fmt::format("lstm_stream.{}.npy", s));
+      for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << s;
+    }
+  }
+}
+
 // sequence_lens: a sequence of length L gives the outputs of its first L steps run alone (forward, and reverse from
 // step L-1), zeros in Y past L; a length beyond the sequence is an error naming it, not a read past the end.
 namespace {

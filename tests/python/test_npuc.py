@@ -570,3 +570,22 @@ def test_evaluate_shards_may_arrive_unaligned(packages):
     assert not odd.flags.aligned
     pkg = packages["generic"]
     assert np.array_equal(run_shard(pkg, {"input": odd}, "logits", 1), run_shard(pkg, {"input": X[:10]}, "logits", 1))
+
+
+def test_a_stateful_model_runs_frame_after_frame(tmp_path):
+    """lstm_stream (tests/data/recurrent/generate.py): one frame in, the LSTM's states as inputs and outputs. Fed back
+    frame after frame through npuc.Runtime, the 12 frames give PyTorch's outputs for the whole sequence."""
+    d = os.path.join(SRC, "tests", "data", "recurrent")
+    r = npuc.translate("lstm_stream", os.path.join(d, "lstm_stream.onnx"), target="generic", out=str(tmp_path))
+    assert r.ok
+    rt = npuc.Runtime(str(r.dir))
+    frames = np.load(os.path.join(d, "lstm_stream.frames.npy"))
+    h = c = np.zeros((2, 1, 8), np.float32)
+    ys = []
+    for x in frames:
+        out = rt.run({"x": x, "h0": h, "c0": c})
+        ys.append(out["y"])
+        h, c = out["h"], out["c"]
+    np.testing.assert_allclose(np.stack(ys), np.load(os.path.join(d, "lstm_stream.y.npy")), atol=1e-5)
+    np.testing.assert_allclose(h, np.load(os.path.join(d, "lstm_stream.h.npy")), atol=1e-5)
+    np.testing.assert_allclose(c, np.load(os.path.join(d, "lstm_stream.c.npy")), atol=1e-5)

@@ -3,7 +3,7 @@
 linear_before_reset, initial states), as PyTorch exports them, with PyTorch's own outputs as the oracle.
 
 Run once with Debian's python3-torch (scripts/install_deps.sh torch); the tests read the stored files:
-    /usr/bin/python3 tests/data/recurrent/generate.py
+    /usr/bin/python3 tests/data/recurrent/generate.py          (every case; `... generate.py stream` only lstm_stream)
 Each case writes NAME.onnx, NAME.in.npy (and NAME.h0.npy / NAME.c0.npy when the model takes initial states) and
 NAME.out<k>.npy, one per model output in the model's order.
 """
@@ -57,7 +57,31 @@ def main():
     case("lstm_stacked_batch_first", torch.nn.LSTM(3, 6, num_layers=2, batch_first=True), (2, 5, 3), seed=2)
     case("gru_bidir", torch.nn.GRU(4, 3, bidirectional=True), (5, 3, 4), states=1, seed=3)
     case("rnn_relu_bidir", torch.nn.RNN(4, 5, nonlinearity="relu", bidirectional=True, batch_first=True), (2, 7, 4), seed=4)
+    stream()
+
+
+def stream():
+    """lstm_stream: a 2-layer LSTM(6, 8) exported for one frame (sequence 1, batch 1) with its states as inputs and
+    outputs, run frame after frame by the tests (each frame's h, c fed to the next). The oracle: PyTorch on the whole
+    sequence of 12 frames from zero states (lstm_stream.frames.npy [12, 1, 1, 6] → .y.npy [12, 1, 1, 8], the final
+    .h.npy / .c.npy [2, 1, 8])."""
+    torch.manual_seed(5)
+    rnn = torch.nn.LSTM(6, 8, num_layers=2)
+    for p in rnn.parameters():
+        torch.nn.init.uniform_(p, -0.5, 0.5)
+    m = Wrap(rnn.eval(), 2)
+    frames = torch.randn(12, 1, 1, 6)
+    h0 = torch.zeros(2, 1, 8)
+    torch.onnx.export(m, (frames[0], h0, h0), os.path.join(HERE, "lstm_stream.onnx"), input_names=["x", "h0", "c0"],
+                      output_names=["y", "h", "c"], opset_version=14)
+    with torch.no_grad():
+        y, h, c = m(frames.reshape(12, 1, 6), h0, h0)
+    np.save(os.path.join(HERE, "lstm_stream.frames.npy"), frames.numpy())
+    np.save(os.path.join(HERE, "lstm_stream.y.npy"), y.reshape(12, 1, 1, 8).numpy())
+    np.save(os.path.join(HERE, "lstm_stream.h.npy"), h.numpy())
+    np.save(os.path.join(HERE, "lstm_stream.c.npy"), c.numpy())
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    stream() if sys.argv[1:] == ["stream"] else main()
