@@ -213,6 +213,7 @@ std::pair<uint64_t, uint64_t> outerInner(const Shape& s, size_t axis, uint64_t e
 }
 
 void scanNode(Lowerer& L, const ir::Node& n) {
+  if (L.g_.opset < 9) L.unsupported(n, "Scan before opset 9 (batched, with sequence_lens) has no package form (the engine runs it)");
   const int own = ir::numOwnInputs(n);
   const int num_scan = static_cast<int>(n.attrInt("num_scan_inputs", 0));
   const int state = own - num_scan, scans = static_cast<int>(n.outputs.size()) - state;

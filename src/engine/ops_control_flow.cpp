@@ -214,12 +214,87 @@ class ScanKernel : public Kernel {
   Body body_;
 };
 
+/// Scan before opset 9 (ops/control_flow.cpp, inferScan8): per batch item, its states and the steps of its scanned
+/// inputs ([batch, sequence, …]) up to its sequence length (sequence_lens, or the whole sequence); the scan outputs of
+/// a shorter sequence are zeros past its length.
+class Scan8Kernel : public Kernel {
+ public:
+  explicit Scan8Kernel(const ir::Node& n) : body_(n, "body") {}
+  void run(KernelCall& call) override {
+    const int own = ir::numOwnInputs(call.node);
+    const int num_scan = static_cast<int>(call.node.attrInt("num_scan_inputs", 0));
+    const int state = own - 1 - num_scan, scans = call.numOutputs() - state;
+    if (num_scan < 1 || state < 0 || scans < 0) call.error("num_scan_inputs {} for {} inputs and {} outputs", num_scan, own, call.numOutputs());
+    const auto dirs = call.node.attrInts("directions", std::vector<int64_t>(static_cast<size_t>(num_scan), 0));
+    const Tensor& x0 = call.input(1 + state);
+    if (x0.rank() < 2) call.error("scanned input 0 is {}; [batch, sequence, …] is needed", shapeStr(x0.shape()));
+    const int64_t batch = x0.dim(0), seq = x0.dim(1);
+    for (int j = 0; j < num_scan; ++j) {
+      const Tensor& x = call.input(1 + state + j);
+      if (x.rank() < 2 || x.dim(0) != batch || x.dim(1) != seq)
+        call.error("scanned input {} is {}; scanned input 0 gives batch {} and sequence {}", j, shapeStr(x.shape()), batch, seq);
+    }
+    for (int i = 0; i < state; ++i)
+      if (call.input(1 + i).rank() < 1 || call.input(1 + i).dim(0) != batch)
+        call.error("state {} is {}; the batch is {}", i, shapeStr(call.input(1 + i).shape()), batch);
+    std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
+    if (call.has(0)) {
+      const Tensor& l = call.input(0);
+      if (l.dtype() != DType::kI64 || l.numel() != batch) call.error("sequence_lens must be int64 [{}], got {} {}", batch, dtypeName(l.dtype()), shapeStr(l.shape()));
+      for (int64_t b = 0; b < batch; ++b) {
+        lens[static_cast<size_t>(b)] = l.data<int64_t>()[b];
+        if (lens[static_cast<size_t>(b)] < 0 || lens[static_cast<size_t>(b)] > seq)
+          call.error("sequence_lens[{}] = {} is outside [0, {}]", b, lens[static_cast<size_t>(b)], seq);
+      }
+    }
+    std::vector<Stacker> states(static_cast<size_t>(state)), outs(static_cast<size_t>(scans));
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t len = lens[static_cast<size_t>(b)];
+      std::vector<Tensor> st, xb;
+      for (int i = 0; i < state; ++i) st.push_back(sliceAt(call.input(1 + i), 0, b));
+      for (int j = 0; j < num_scan; ++j) xb.push_back(sliceAt(call.input(1 + state + j), 0, b));
+      std::vector<Stacker> steps(static_cast<size_t>(scans));
+      for (int64_t t = 0; t < len; ++t) {
+        std::vector<Tensor> formal = st;
+        for (int j = 0; j < num_scan; ++j) formal.push_back(sliceAt(xb[static_cast<size_t>(j)], 0, dirs[static_cast<size_t>(j)] ? len - 1 - t : t));
+        auto out = body_.run(call, std::move(formal), "body", static_cast<size_t>(state + scans));
+        for (int i = 0; i < state; ++i) st[static_cast<size_t>(i)] = std::move(out[static_cast<size_t>(i)]);
+        for (int k = 0; k < scans; ++k) steps[static_cast<size_t>(k)].add(call, out[static_cast<size_t>(state + k)], "a scan output");
+      }
+      for (int i = 0; i < state; ++i) states[static_cast<size_t>(i)].add(call, st[static_cast<size_t>(i)], "a state");
+      for (int k = 0; k < scans; ++k) {
+        ir::Type step_type = call.out_types[static_cast<size_t>(state + k)];  // [batch, sequence, …] → one item's [0, …]
+        if (step_type.rank_known && step_type.shape.size() >= 1) step_type.shape.erase(step_type.shape.begin());
+        Tensor got = steps[static_cast<size_t>(k)].stack(call, 0, false, step_type);
+        if (len < seq) {  // (zeros past the sequence's length)
+          Shape full = got.shape();
+          if (full.empty()) call.error("scan output {} of an empty sequence has no known shape", k);
+          full[0] = seq;
+          Tensor padded(got.dtype(), full);
+          if (got.nbytes()) std::memcpy(padded.raw(), got.raw(), got.nbytes());
+          got = std::move(padded);
+        }
+        outs[static_cast<size_t>(k)].add(call, got, "a scan output");
+      }
+    }
+    for (int i = 0; i < state; ++i) call.out[static_cast<size_t>(i)] = states[static_cast<size_t>(i)].stack(call, 0, false, call.out_types[static_cast<size_t>(i)]);
+    for (int k = 0; k < scans; ++k)
+      call.out[static_cast<size_t>(state + k)] = outs[static_cast<size_t>(k)].stack(call, 0, false, call.out_types[static_cast<size_t>(state + k)]);
+  }
+
+ private:
+  Body body_;
+};
+
 }  // namespace
 
 void registerControlFlowKernels(KernelRegistry& r) {
   r.add("If", [](const ir::Node& n, const ir::Graph&) { return std::make_unique<IfKernel>(n); });
   r.add("Loop", [](const ir::Node& n, const ir::Graph&) { return std::make_unique<LoopKernel>(n); });
-  r.add("Scan", [](const ir::Node& n, const ir::Graph&) { return std::make_unique<ScanKernel>(n); });
+  r.add("Scan", [](const ir::Node& n, const ir::Graph& g) -> std::unique_ptr<Kernel> {
+    if (g.opset < 9) return std::make_unique<Scan8Kernel>(n);
+    return std::make_unique<ScanKernel>(n);
+  });
 }
 
 }  // namespace npuc::engine

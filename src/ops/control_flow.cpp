@@ -161,9 +161,48 @@ ScanAttrs scanAttrs(const ir::Node& n, int own_inputs, int scan_outputs) {
 
 namespace {
 
+/// Scan before opset 9: input 0 the optional sequence_lens [batch], then the states [batch, …] and the scanned inputs
+/// [batch, sequence, …]; the body sees one batch item's states and one step of each scanned input (`directions`:
+/// per scanned input, 1 reverse); outputs the final states [batch, …] and the scan outputs [batch, sequence, …].
+void inferScan8(InferContext& c) {
+  const ir::Node& n = c.node();
+  const int own = ir::numOwnInputs(n);
+  const int64_t num_scan = n.attrInt("num_scan_inputs", -1);
+  const int state = own - 1 - static_cast<int>(num_scan);
+  const int scans = static_cast<int>(n.outputs.size()) - state;
+  if (num_scan < 1 || state < 0 || scans < 0)
+    c.error("num_scan_inputs {} for {} inputs (sequence_lens first) and {} outputs", num_scan, own, n.outputs.size());
+  if (c.hasInput(0) && c.knownType(0).dtype != DType::kUndefined && c.knownType(0).dtype != DType::kI64)
+    c.error("sequence_lens must be int64, got {}", dtypeName(c.knownType(0).dtype));
+  auto dirs = n.attrInts("directions", std::vector<int64_t>(static_cast<size_t>(num_scan), 0));
+  if (dirs.size() != static_cast<size_t>(num_scan)) c.error("attribute 'directions' has {} values, {} needed", dirs.size(), num_scan);
+  std::vector<ir::Type> formal;
+  auto drop = [&](ir::Type t, size_t dims) {  // t without its first `dims` dims (batch, and sequence)
+    if (t.rank_known && t.shape.size() < dims) c.error("an input of rank {} has no {} leading dims", t.shape.size(), dims);
+    if (t.rank_known) t.shape.erase(t.shape.begin(), t.shape.begin() + static_cast<std::ptrdiff_t>(dims));
+    return t;
+  };
+  for (int i = 0; i < state; ++i) formal.push_back(drop(c.knownType(1 + i), 1));
+  Shape lead{-1, -1};  // batch, sequence
+  for (int j = 0; j < num_scan; ++j) {
+    const ir::Type t = c.knownType(1 + state + j);
+    if (t.rank_known && t.shape.size() >= 2) lead = {t.shape[0], t.shape[1]};
+    formal.push_back(drop(t, 2));
+  }
+  auto out = bodyOutputTypes(c, "body", formal);
+  if (static_cast<int>(out.size()) != state + scans)
+    c.error("attribute 'body' has {} outputs; {} state values and {} scan outputs need {}", out.size(), state, scans, state + scans);
+  for (int i = 0; i < state; ++i) c.setOutputType(i, c.knownType(1 + i));
+  for (int k = 0; k < scans; ++k) {
+    ir::Type t = out[static_cast<size_t>(state + k)];
+    if (t.rank_known) t.shape.insert(t.shape.begin(), lead.begin(), lead.end());
+    c.setOutputType(state + k, t);
+  }
+}
+
 void inferScan(InferContext& c) {
   const ir::Node& n = c.node();
-  if (c.opset() < 9) c.unsupported("Scan before opset 9 (batched, with sequence_lens) is not supported");
+  if (c.opset() < 9) return inferScan8(c);
   const int own = ir::numOwnInputs(n);
   const int nstate_guess = own - static_cast<int>(n.attrInt("num_scan_inputs", 0));
   const int scans = static_cast<int>(n.outputs.size()) - nstate_guess;
@@ -223,7 +262,8 @@ void registerControlFlowOps(Registry& r) {
   loop.min_outputs = 0;
   r.add(loop);
   r.add(makeSchema("Scan", 1, -1,
-                   "Runs its body once per slice of its scanned inputs (opset 9+), carrying state and stacking scan outputs",
+                   "Runs its body once per slice of its scanned inputs, carrying state and stacking scan outputs (before opset 9: "
+                   "per batch item, with sequence_lens)",
                    inferScan, kMaxOutputs));
 }
 

@@ -209,6 +209,44 @@ TEST(ControlFlowEngine, LoopCarriesValuesAndStacksScanOutputs) {
             std::string::npos);
 }
 
+// Scan before opset 9: batched, sequence_lens per item (zeros past a shorter one), a reversed scanned input. Body: the
+// state plus the step, the new state also a scan output.
+TEST(ControlFlowEngine, Scan8RunsEachBatchItemToItsLength) {
+  auto body = std::make_unique<ir::Graph>();
+  body->opset = 8;
+  ir::ValueId s_in = body->addValue("s_in", ir::makeType(DType::kF32, {2})).id, x = body->addValue("x_t", ir::makeType(DType::kF32, {2})).id;
+  body->inputs() = {s_in, x};
+  ir::ValueId s_out = body->addValue("s_out").id, scan = body->addValue("scan").id;
+  body->addNode("Add", "add", {s_in, x}, {s_out});
+  body->addNode("Identity", "id", {s_out}, {scan});
+  body->outputs() = {s_out, scan};
+  ir::Graph g;
+  g.opset = 8;
+  ir::ValueId lens = g.addValue("lens", ir::makeType(DType::kI64, {2})).id, s0 = g.addValue("s0", ir::makeType(DType::kF32, {2, 2})).id;
+  ir::ValueId xs = g.addValue("xs", ir::makeType(DType::kF32, {2, 3, 2})).id;
+  g.inputs() = {lens, s0, xs};
+  ir::ValueId s = g.addValue("s").id, ys = g.addValue("ys").id;
+  ir::Node& n = g.addNode("Scan", "scan8", {lens, s0, xs}, {s, ys});
+  n.attrs["body"] = ir::Attr(ir::GraphPtr(std::move(body)));
+  n.attrs["num_scan_inputs"] = ir::Attr(int64_t{1});
+  n.attrs["directions"] = ir::Attr(std::vector<int64_t>{1});
+  g.outputs() = {s, ys};
+  ops::inferShapes(g);
+  EXPECT_EQ(g.value(ys).type.shape, (Shape{2, 3, 2}));
+  std::vector<float> xv = {1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60};
+  auto out = engine::Engine(g).run(std::vector<Tensor>{Tensor::fromVector<int64_t>({2}, {3, 2}), Tensor::fromVector<float>({2, 2}, {0, 0, 1, 1}),
+                                                        Tensor::fromVector<float>({2, 3, 2}, xv)});
+  // Item 0, reversed over 3 steps: 5 6, 8 10, 9 12. Item 1, reversed over its 2 steps (30 40, then 10 20) from 1 1.
+  EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 4), (std::vector<float>{9, 12, 41, 61}));
+  EXPECT_EQ(std::vector<float>(out[1].data<float>(), out[1].data<float>() + 12),
+            (std::vector<float>{5, 6, 8, 10, 9, 12, 31, 41, 41, 61, 0, 0}));
+  EXPECT_NE(errorOf([&] {
+              engine::Engine(g).run(std::vector<Tensor>{Tensor::fromVector<int64_t>({2}, {4, 2}), Tensor::fromVector<float>({2, 2}, {0, 0, 1, 1}),
+                                                        Tensor::fromVector<float>({2, 3, 2}, xv)});
+            }).find("sequence_lens[0] = 4 is outside [0, 3]"),
+            std::string::npos);
+}
+
 namespace {
 
 std::vector<Tensor> inputsOf(const std::string& name) {

@@ -287,10 +287,12 @@ void addSimulate(CLI::App& app, Action& run) {
       for (auto& [name, t] : inputs) rt.setInput(name, t);
       std::string index;
       LayerCallback cb;
+      std::set<int> traced;  // the layers traced (a control layer's regions run inside it: not traced themselves)
       if (!o->trace.empty()) {
         makeOutputFolder(o->trace, "--trace");
         index = "index,seq,engine,kind,name,opexp,onnx_nodes,output,dtype,shape,raw_file,npy_file,scale,zero_point,float_value,q,clipped\n";
         cb = [&, pow2 = rt.numerics() == "int8-pow2"](const RuntimeLayer& l, const Tensor& y) {  // (runs after this block)
+          traced.insert(l.seq);
           const Shape& s = y.shape();
           int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
           // (a layer of several outputs: output k > 0 of layer seq is "seq_outK")
@@ -350,7 +352,8 @@ void addSimulate(CLI::App& app, Action& run) {
         if (!f) throw Error(ErrorCode::kIo, fmt::format("{}: cannot write trace_index.csv", o->trace));
         std::fwrite(index.data(), 1, index.size(), f);
         std::fclose(f);
-        fmt::print("traces: {} layers in {}\n", rt.layers().size(), o->trace);
+        fmt::print("traces: {} layers in {}{}\n", traced.size(), o->trace,
+                   traced.size() < rt.layers().size() ? " (the layers of control layers' regions are not traced)" : "");
       }
       fmt::print("package {} ({} {}, {} layers) ran in {:.3f} ms ({} mode, {} thread{})\n", o->package, rt.target(), rt.numerics(),
                  rt.layers().size(), t1 - t0, o->exact ? "exact" : "fast", o->threads, o->threads > 1 ? "s" : "");
