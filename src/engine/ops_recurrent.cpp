@@ -57,8 +57,8 @@ class RecurrentKernel : public Kernel {
 }  // namespace
 
 void registerRecurrentKernels(KernelRegistry& r) {
-  for (auto [op, cell] : {std::pair{"RNN", RnnCell::kRnn}, std::pair{"GRU", RnnCell::kGru}, std::pair{"LSTM", RnnCell::kLstm}})
-    r.add(op, [cell](const ir::Node& n, const ir::Graph& g) -> std::unique_ptr<Kernel> {
+  for (const auto& op_cell : {std::pair{"RNN", RnnCell::kRnn}, std::pair{"GRU", RnnCell::kGru}, std::pair{"LSTM", RnnCell::kLstm}})
+    r.add(op_cell.first, [cell = op_cell.second](const ir::Node& n, const ir::Graph& g) -> std::unique_ptr<Kernel> {
       const bool constant = n.inputs.size() > 2 && n.inputs[1] != ir::kNoValue && n.inputs[2] != ir::kNoValue &&
                             g.value(n.inputs[1]).isConstant() && g.value(n.inputs[2]).isConstant();
       return std::make_unique<RecurrentKernel>(cell, constant);

@@ -108,7 +108,7 @@ const std::set<std::string>& derivedFactNames() {
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
       "depthwise", "m", "k", "n", "b_constant", "w_constant", "min", "max", "const_inputs", "broadcast", "merged_ops", "perm",
-      "at_model_input", "at_model_output", "before_fc"};
+      "at_model_input", "at_model_output", "before_fc", "before_window", "pads_spatial"};
   return k;
 }
 
@@ -230,7 +230,15 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
     deflt("nearest_mode", Value(std::string(kop == "Upsample" ? "floor" : "round_prefer_floor")));
     deflt("exclude_outside", Value(int64_t{0}));
   }
-  if (kop == "Pad") deflt("mode", Value(std::string("constant")));
+  if (kop == "Pad") {
+    deflt("mode", Value(std::string("constant")));
+    // pads_spatial: the pads (an attribute before opset 11, else a constant input) pad only the dims after N and C
+    std::vector<int64_t> pads = n.attrInts("pads");
+    if (g.opset >= 11) pads = n.hasInput(1) && g.value(n.inputs[1]).isConstant() ? g.value(n.inputs[1]).constant->toInt64() : std::vector<int64_t>{};
+    const size_t r = pads.size() / 2;
+    const bool axes_ok = g.opset < 11 || !n.hasInput(3);  // (axes given: the pads name other dims)
+    f["pads_spatial"] = Value(int64_t{axes_ok && r >= 3 && !pads[0] && !pads[1] && !pads[r] && !pads[r + 1]});
+  }
   if (kop == "Gemm") {
     deflt("alpha", Value(floatFact(1.0f)));
     deflt("beta", Value(floatFact(1.0f)));
@@ -356,6 +364,15 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
       return (m.domain.empty() || m.domain == "ai.npuc") && (m.op == "Gemm" || m.op == "MatMul") && r.second == 0;
     });
   };
+  // Whether every reader of a node's first output reads it as the data of a Conv, MaxPool or AveragePool.
+  auto beforeWindow = [&](const ir::Node& n) {
+    if (n.outputs.empty() || n.outputs[0] == ir::kNoValue || !uses.count(n.outputs[0])) return false;
+    const auto& readers = uses.at(n.outputs[0]);
+    return !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](const auto& r) {
+      const ir::Node& m = g.node(r.first);
+      return (m.domain.empty() || m.domain == "ai.npuc") && (m.op == "Conv" || m.op == "MaxPool" || m.op == "AveragePool") && r.second == 0;
+    });
+  };
   int index = 0;
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
@@ -405,6 +422,7 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
     f["at_model_input"] = Value(int64_t{bounds.at_input.count(id) != 0});
     f["at_model_output"] = Value(int64_t{bounds.at_output.count(id) != 0});
     f["before_fc"] = Value(int64_t{beforeFc(n)});
+    f["before_window"] = Value(int64_t{beforeWindow(n)});
     applyLookups(*s, f);
     auto check = [&](const std::vector<Rule>& rules, const Facts& facts, const std::string& note) {
       for (const Rule& r : rules) {

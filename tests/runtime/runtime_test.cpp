@@ -78,6 +78,7 @@ const std::vector<Case> kCases = {
     {"tests/data/patterns/hardswish_op14.onnx", true},
     {"tests/data/patterns/hardswish_add_clip_div_mul.onnx", true},
     {"tests/data/patterns/pad_conv.onnx", true},
+    {"tests/data/patterns/pad_value_conv.onnx", true},
     {"tests/data/patterns/pad_maxpool.onnx", true},
     {"tests/data/patterns/gap_avgpool.onnx", true},
     {"tests/data/patterns/gap_reducemean.onnx", true},

@@ -438,10 +438,46 @@ TEST(DrpaiRules, PadThatCannotFold) {
   g.outputs().push_back(y);
   ops::inferShapes(g);
   expectOneRow(check(g, "drpai"), "drpai.pad.fuse",
-               "Pad is supported only where it fuses into the following Conv, MaxPool or AveragePool (constant mode, H/W "
-               "pads, the result within that op's pad rules) (D:L580-589)",
-               "a reflect Pad the optimizer could not fold into its consumer");
+               "Pad is supported only where it fuses into the following Conv, MaxPool or AveragePool (constant mode, any "
+               "float32 value, H/W pads) (D:L580-589)",
+               "a reflect Pad (spatial pads only: 1; read by Conv / MaxPool / AveragePool only: 0)");
   EXPECT_TRUE(check(g, "generic").empty());
+}
+
+// §4.1.1: "constant_value: Support float32 value". A constant Pad of value 1.5 in front of a Conv (which pads with
+// zeros, so it cannot fold) is accepted and runs as a pad layer before the Conv; a channel pad or a Pad read by a Relu is not.
+TEST(DrpaiRules, PadOfAnyValueBeforeAConv) {
+  auto graph = [](std::vector<int64_t> pad_list, bool conv) {
+    auto g = std::make_unique<ir::Graph>();
+    g->opset = 13;
+    ir::ValueId x = g->addValue("x", ir::makeType(DType::kF32, {1, 4, 8, 8})).id;
+    g->inputs().push_back(x);
+    ir::ValueId pads = g->addConstant("pads", Tensor::fromVector<int64_t>({8}, pad_list)).id;
+    ir::ValueId v = g->addConstant("v", Tensor::scalar<float>(1.5f)).id;
+    ir::ValueId p = g->addValue("p").id, y = g->addValue("y").id;
+    g->addNode("Pad", "the_Pad", {x, pads, v}, {p});
+    if (conv) {
+      const int64_t c = 4 + pad_list[1] + pad_list[5];  // (a channel pad widens the Conv's input)
+      std::vector<float> w(static_cast<size_t>(8 * c * 9));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+      ir::ValueId wv = g->addConstant("w", Tensor::fromVector<float>({8, c, 3, 3}, w)).id;
+      g->addNode("Conv", "conv", {p, wv}, {y});
+    } else {
+      g->addNode("Relu", "relu", {p}, {y});
+    }
+    g->outputs().push_back(y);
+    ops::inferShapes(*g);
+    return g;
+  };
+  EXPECT_TRUE(check(*graph({0, 0, 1, 1, 0, 0, 1, 1}, true), "drpai").empty());
+  expectOneRow(check(*graph({0, 1, 1, 1, 0, 0, 1, 1}, true), "drpai"), "drpai.pad.fuse",
+               "Pad is supported only where it fuses into the following Conv, MaxPool or AveragePool (constant mode, any "
+               "float32 value, H/W pads) (D:L580-589)",
+               "a constant Pad (spatial pads only: 0; read by Conv / MaxPool / AveragePool only: 1)");
+  expectOneRow(check(*graph({0, 0, 1, 1, 0, 0, 1, 1}, false), "drpai"), "drpai.pad.fuse",
+               "Pad is supported only where it fuses into the following Conv, MaxPool or AveragePool (constant mode, any "
+               "float32 value, H/W pads) (D:L580-589)",
+               "a constant Pad (spatial pads only: 1; read by Conv / MaxPool / AveragePool only: 0)");
 }
 
 TEST(DrpaiRules, SliceOnlyAsShapePostSplit) {

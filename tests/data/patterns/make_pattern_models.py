@@ -11,6 +11,25 @@ torch.manual_seed(0)
 here = os.path.dirname(os.path.abspath(__file__))
 
 
+def pad_value():
+    """pad_value_conv: constant Pads of non-zero values (DRP-AI §4.1.1 "Support float32 value") in front of a Conv and
+    an AveragePool, which pad with zeros: they cannot fold, and run as pad layers (`... make_pattern_models.py
+    pad_value` writes only this model)."""
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.ConstantPad2d((1, 1, 2, 0), 1.5), nn.Conv2d(4, 8, 3), nn.ConstantPad2d((1, 1, 1, 1), -0.5),
+                          nn.AvgPool2d(2, 2)).eval()
+    path = os.path.join(here, "pad_value_conv.onnx")
+    torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
+    print(path, os.path.getsize(path))
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["pad_value"]:
+        pad_value()
+        sys.exit(0)
+
+
 class ConvAct(nn.Module):
     def __init__(self, act):
         super().__init__()
