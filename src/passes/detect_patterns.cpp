@@ -174,6 +174,13 @@ const Shape* staticShape(const ir::Graph& g, ir::ValueId v) {
   return t.isStatic() ? &t.shape : nullptr;
 }
 
+/// The ops of a matched pattern's nodes, in order (a replacing node's merged_ops).
+std::vector<std::string> opsOf(const ir::Graph& g, const std::vector<ir::NodeId>& nodes) {
+  std::vector<std::string> ops;
+  for (ir::NodeId id : nodes) ops.push_back(g.node(id).op);
+  return ops;
+}
+
 // Reshape [N,C,H,W] -> [N,C,H/b,b,W/b,b], Transpose [0,3,5,1,2,4], Reshape -> [N,C*b*b,H/b,W/b]: SpaceToDepth(b).
 std::optional<std::pair<Match, int64_t>> spaceToDepth(const ir::Graph& g, const Uses& u, const ir::Node& r2) {
   if (r2.op != "Reshape") return std::nullopt;
@@ -368,7 +375,10 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
     if (auto m2 = spaceToDepth(g, uses, n)) {
       ir::ValueId out = n.outputs[0];
       std::string name = n.name;
-      replaceWith(g, m2->first.nodes, "SpaceToDepth", "", name, {m2->first.x}, out).attrs["blocksize"] = ir::Attr(m2->second);
+      std::vector<std::string> parts = opsOf(g, m2->first.nodes);
+      ir::Node& r = replaceWith(g, m2->first.nodes, "SpaceToDepth", "", name, {m2->first.x}, out);
+      r.attrs["blocksize"] = ir::Attr(m2->second);
+      r.merged_ops = std::move(parts);  // (what it came from: DRP-AI's component case has rules of its own)
       changed = true;
       uses = g.uses();
       continue;
@@ -376,7 +386,10 @@ bool DetectPatternsPass::run(ir::Graph& g, PassContext&) {
     if (auto m2 = permutationSpaceToDepth(g, uses, n)) {
       ir::ValueId out = n.outputs[0];
       std::string name = n.name;
-      replaceWith(g, m2->first.nodes, "SpaceToDepth", "", name, {m2->first.x}, out).attrs["blocksize"] = ir::Attr(m2->second);
+      std::vector<std::string> parts = opsOf(g, m2->first.nodes);
+      ir::Node& r = replaceWith(g, m2->first.nodes, "SpaceToDepth", "", name, {m2->first.x}, out);
+      r.attrs["blocksize"] = ir::Attr(m2->second);
+      r.merged_ops = std::move(parts);
       log::info("passes", "detect-patterns: SpaceToDepth (reorg, {} Reshape/Transpose nodes) at '{}'", m2->first.nodes.size(), name);
       changed = true;
       uses = g.uses();

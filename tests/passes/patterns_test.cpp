@@ -201,6 +201,21 @@ TEST(Patterns, DarknetReorgBecomesOneSpaceToDepth) {
   expectSameOutputs(*original, *g);
 }
 
+// DRP-AI's component case (D:L599-612): a reorg written as Reshape / Transpose needs ich % 4 == 0. Over 8 channels
+// (space_to_depth) check passes; over 6 (s2d_c6) it names the rule; a SpaceToDepth op of 6 channels is not the
+// component case.
+TEST(Patterns, ReorgComponentsFollowDrpaiChannelRule) {
+  EXPECT_TRUE(Model::load(kDir + "space_to_depth.onnx").check("drpai").empty());
+  EXPECT_TRUE(Model::load(kDir + "darknet_reorg.onnx").check("drpai").empty());
+  const auto rows = Model::load(kDir + "s2d_c6.onnx").check("drpai");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].rule_id, "drpai.spacetodepth.components");
+  EXPECT_EQ(rows[0].actual, "6 channels, 8x8");
+  const std::string dump = Model::load(kDir + "s2d_c6.onnx").optimized().dump();  // (one SpaceToDepth)
+  EXPECT_NE(dump.find("SpaceToDepth("), std::string::npos) << dump;
+  EXPECT_EQ(dump.find("Transpose("), std::string::npos) << dump;
+}
+
 TEST(Patterns, BatchNormFoldsIntoGemm) {
   auto original = load("gemm_bn");
   auto g = original->clone();

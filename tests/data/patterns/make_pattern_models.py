@@ -23,11 +23,22 @@ def pad_value():
     print(path, os.path.getsize(path))
 
 
-if __name__ == "__main__":
-    import sys
-    if sys.argv[1:] == ["pad_value"]:
-        pad_value()
-        sys.exit(0)
+def s2d_channels():
+    """s2d_c6: SpaceToDepth as Reshape-Transpose-Reshape over 6 channels, which DRP-AI's component case does not take
+    (ich % 4 == 0, D:L599-612) (`... make_pattern_models.py s2d_channels` writes only this model)."""
+    torch.manual_seed(8)
+
+    def s2d6(x, b=2):
+        n, c, h, w = x.shape
+        x = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+        return x.reshape(n, c * b * b, h // b, w // b)
+
+    model = nn.Sequential(nn.Conv2d(4, 6, 3, padding=1), Lambda(s2d6)).eval()
+    path = os.path.join(here, "s2d_c6.onnx")
+    torch.onnx.export(model, torch.randn(1, 4, 8, 8), path, input_names=["x"], output_names=["y"], opset_version=13)
+    print(path, os.path.getsize(path))
+
+
 
 
 class ConvAct(nn.Module):
@@ -48,6 +59,13 @@ class Lambda(nn.Module):
 
     def forward(self, x):
         return self.f(x)
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] in (["pad_value"], ["s2d_channels"]):
+        {"pad_value": pad_value, "s2d_channels": s2d_channels}[sys.argv[1]]()
+        sys.exit(0)
 
 
 models = {
