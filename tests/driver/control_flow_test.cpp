@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 using namespace npuc;
 namespace fs = std::filesystem;
@@ -333,6 +334,25 @@ TEST_P(ControlFlowPackages, TranslatesAndThePackageEqualsTheEngine) {
     }
   }
   expectNear(ref, name);
+  // float16 numerics (generic's rules): the same control layers over float16 values; exact and fast agree bit for bit
+  // and each float output follows the engine (its float16 rounding).
+  const fs::path f16 = o.out_root / "generic_fp16.yaml";
+  std::ofstream(f16) << "name: generic_fp16\ninherits: generic\nnumerics: fp16\n";
+  o.target = f16.string();
+  o.prefix = name + "_fp16";
+  TranslateResult h = translate(o);
+  ASSERT_TRUE(h.ok) << name;
+  Runtime exact(h.dir, RuntimeOptions{1, true}), fast(h.dir, RuntimeOptions{2, false});
+  const std::vector<Tensor> a = exact.run(in), b = fast.run(in);
+  for (size_t k = 0; k < ref.size(); ++k) {
+    EXPECT_TRUE(a[k].sameBits(b[k])) << name << " fp16 output " << k;
+    const auto x = a[k].toDouble(), y = ref[k].toDouble();
+    double dot = 0, nx = 0, ny = 0;
+    for (size_t i = 0; i < x.size(); ++i) dot += x[i] * y[i], nx += x[i] * x[i], ny += y[i] * y[i];
+    if (nx > 0 && ny > 0) {
+      EXPECT_GT(dot / std::sqrt(nx * ny), 0.9999) << name << " fp16 output " << k;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, ControlFlowPackages, ::testing::Values("if_data", "if_data_else", "loop_data", "nested", "scan_axes"));
