@@ -109,6 +109,22 @@ void addMove(Lowerer& L, LDesc& d, ControlMove m, int src, int dst) {
   (void)L;
 }
 
+/// A move between step t of a value stacked along an axis (dims [outer, len, inner bytes]) and a value of one step
+/// ([outer, inner bytes]): out of the stack before each step (`from_stack`: a scanned input, phase 1) or into it after
+/// each step (a scan output, phase 2).
+ControlMove stepMove(bool from_stack, int64_t len, bool reverse, uint64_t outer, uint64_t inner) {
+  ControlMove m;
+  m.phase = from_stack ? 1 : 2;
+  m.count = static_cast<uint32_t>(len);
+  m.reverse = reverse ? 1 : 0;
+  m.rows = static_cast<uint32_t>(outer);
+  m.row_bytes = static_cast<uint32_t>(inner);
+  (from_stack ? m.src_row_stride : m.dst_row_stride) = static_cast<uint32_t>(inner * static_cast<uint64_t>(len));
+  (from_stack ? m.dst_row_stride : m.src_row_stride) = m.row_bytes;
+  (from_stack ? m.src_step : m.dst_step) = m.row_bytes;
+  return m;
+}
+
 /// The whole of value src copied onto value dst (same bytes), in `phase`.
 void wholeMove(Lowerer& L, const ir::Node& n, LDesc& d, uint32_t phase, int src, int dst, const char* what) {
   const LVal &s = L.vals_[static_cast<size_t>(src)], &t = L.vals_[static_cast<size_t>(dst)];
@@ -195,12 +211,8 @@ void loopNode(Lowerer& L, const ir::Node& n) {
       L.unsupported(n, "scan output {} is {} {} for steps of {} {}: a package needs the trip count known at translate "
                     "time (a constant M, a condition that does not end the loop early) and at least one step",
                     k, dtypeName(all.type), shapeStr(all.shape), dtypeName(step.type), shapeStr(step.shape));
-    ControlMove m;
-    m.phase = 2;
-    m.count = static_cast<uint32_t>(all.shape[0]);
-    m.row_bytes = static_cast<uint32_t>(bytesOf(step));
-    m.dst_step = m.row_bytes;
-    addMove(L, d, m, res[static_cast<size_t>(1 + carried + k)], outs[static_cast<size_t>(carried + k)]);
+    addMove(L, d, stepMove(false, all.shape[0], false, 1, bytesOf(step)), res[static_cast<size_t>(1 + carried + k)],
+            outs[static_cast<size_t>(carried + k)]);
   }
   d.params[6] = static_cast<uint32_t>((d.params.size() - 7) / package::kMoveWords);
 }
@@ -259,16 +271,8 @@ void scanNode(Lowerer& L, const ir::Node& n) {
     const LVal& x = L.vals_[static_cast<size_t>(xs[static_cast<size_t>(j)])];
     const LVal& slice = L.vals_[static_cast<size_t>(slices[static_cast<size_t>(j)])];  // (x without the axis)
     auto [outer, inner] = outerInner(slice.shape, axes[static_cast<size_t>(j)], package::elemSize(x.type));
-    ControlMove m;
-    m.phase = 1;
-    m.count = static_cast<uint32_t>(len);
-    m.reverse = a.input_directions[static_cast<size_t>(j)] != 0;
-    m.rows = static_cast<uint32_t>(outer);
-    m.row_bytes = static_cast<uint32_t>(inner);
-    m.src_row_stride = static_cast<uint32_t>(inner * static_cast<uint64_t>(len));
-    m.dst_row_stride = m.row_bytes;
-    m.src_step = m.row_bytes;
-    addMove(L, d, m, xs[static_cast<size_t>(j)], slices[static_cast<size_t>(j)]);
+    addMove(L, d, stepMove(true, len, a.input_directions[static_cast<size_t>(j)] != 0, outer, inner), xs[static_cast<size_t>(j)],
+            slices[static_cast<size_t>(j)]);
   }
   for (int k = 0; k < scans; ++k) {
     const LVal& step = L.vals_[static_cast<size_t>(res[static_cast<size_t>(state + k)])];
@@ -282,16 +286,8 @@ void scanNode(Lowerer& L, const ir::Node& n) {
       L.unsupported(n, "scan output {} is {} {} for steps of {} {}", k, dtypeName(all.type), shapeStr(all.shape),
                     dtypeName(step.type), shapeStr(step.shape));
     auto [outer, inner] = outerInner(step.shape, static_cast<size_t>(axis), package::elemSize(step.type));
-    ControlMove m;
-    m.phase = 2;
-    m.count = static_cast<uint32_t>(len);
-    m.reverse = a.output_directions[static_cast<size_t>(k)] != 0;
-    m.rows = static_cast<uint32_t>(outer);
-    m.row_bytes = static_cast<uint32_t>(inner);
-    m.src_row_stride = m.row_bytes;
-    m.dst_row_stride = static_cast<uint32_t>(inner * static_cast<uint64_t>(len));
-    m.dst_step = m.row_bytes;
-    addMove(L, d, m, res[static_cast<size_t>(state + k)], outs[static_cast<size_t>(state + k)]);
+    addMove(L, d, stepMove(false, len, a.output_directions[static_cast<size_t>(k)] != 0, outer, inner),
+            res[static_cast<size_t>(state + k)], outs[static_cast<size_t>(state + k)]);
   }
   d.params[2] = static_cast<uint32_t>((d.params.size() - 3) / package::kMoveWords);
 }

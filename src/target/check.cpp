@@ -475,9 +475,9 @@ std::string supportedOpsMarkdown(const Target& t) {
           "`--relax NAME[,NAME...]` (or `--relax all`) turns off.\n\n| relaxation | what npuc then allows | rules |\n|---|---|---|\n";
     for (auto& [name, text] : t.relaxations) {
       std::string ids;
-      auto add = [&](const std::vector<Rule>& rules) {
+      auto add = [&, &relax = name](const std::vector<Rule>& rules) {  // (clang 14 captures no structured binding)
         for (auto& r : rules)
-          if (r.relaxation == name) ids += (ids.empty() ? "`" : ", `") + r.id + "`";
+          if (r.relaxation == relax) ids += (ids.empty() ? "`" : ", `") + r.id + "`";
       };
       add(t.graph_rules);
       for (auto& [op, s] : t.ops) add(s.rules);

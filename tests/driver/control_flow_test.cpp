@@ -250,6 +250,16 @@ TEST(ControlFlowEngine, Scan8RunsEachBatchItemToItsLength) {
 
 namespace {
 
+/// Options translating tests/data/control_flow/NAME.onnx for generic into a scratch folder of its own.
+TranslateOptions optionsFor(const std::string& name, const std::string& scratch) {
+  TranslateOptions o;
+  o.prefix = name;
+  o.onnx = kDir / (name + ".onnx");
+  o.target = "generic";
+  o.out_root = test::scratchDir(scratch);
+  return o;
+}
+
 std::vector<Tensor> inputsOf(const std::string& name) {
   std::vector<Tensor> in;
   for (int k = 0; fs::exists(kDir / fmt::format("{}.in{}.npy", name, k)); ++k)
@@ -313,11 +323,7 @@ TEST_P(ControlFlowPackages, TranslatesAndThePackageEqualsTheEngine) {
   const std::string name = GetParam();
   Model m = Model::load(kDir / (name + ".onnx"));
   EXPECT_TRUE(m.check("generic").empty()) << name;
-  TranslateOptions o;
-  o.prefix = name;
-  o.onnx = kDir / (name + ".onnx");
-  o.target = "generic";
-  o.out_root = test::scratchDir("control_flow_packages");
+  TranslateOptions o = optionsFor(name, "control_flow_packages");
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok) << name;
   const auto in = inputsOf(name);
@@ -377,11 +383,7 @@ TEST(ControlFlowModels, TheEstimateCountsTheBodyOncePerStep) {
 
 // The If's package takes either branch at run time: one package, both inputs.
 TEST(ControlFlowModels, OneIfPackageTakesEitherBranch) {
-  TranslateOptions o;
-  o.prefix = "if_data";
-  o.onnx = kDir / "if_data.onnx";
-  o.target = "generic";
-  o.out_root = test::scratchDir("control_flow_if_both");
+  TranslateOptions o = optionsFor("if_data", "control_flow_if_both");
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   Runtime rt(r.dir);
@@ -394,11 +396,8 @@ TEST(ControlFlowModels, OneIfPackageTakesEitherBranch) {
 // fast and --exact give the same bits, and the output follows the float model.
 TEST(ControlFlowModels, IfTranslatesForGenericInt8) {
   Model m = Model::load(kDir / "if_data.onnx");
-  TranslateOptions o;
-  o.prefix = "if_data_int8";
-  o.onnx = kDir / "if_data.onnx";
+  TranslateOptions o = optionsFor("if_data", "control_flow_int8");
   o.target = "generic-int8";
-  o.out_root = test::scratchDir("control_flow_int8");
   const auto in = inputsOf("if_data"), other = inputsOf("if_data_else");
   o.calibration[m.inputs()[0].name] = {in[0], other[0]};
   TranslateResult r = translate(o);
@@ -419,11 +418,7 @@ TEST(ControlFlowModels, ConstantConditionTranslatesAndThePackageEqualsTheEngine)
   Model m = Model::load(kDir / "if_const.onnx");
   EXPECT_EQ(m.dump().find("If("), std::string::npos) << m.dump();  // inlined at import
   EXPECT_TRUE(m.check("generic").empty());
-  TranslateOptions o;
-  o.prefix = "if_const";
-  o.onnx = kDir / "if_const.onnx";
-  o.target = "generic";
-  o.out_root = test::scratchDir("control_flow_if_const");
+  TranslateOptions o = optionsFor("if_const", "control_flow_if_const");
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   const auto in = inputsOf("if_const");
