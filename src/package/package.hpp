@@ -126,6 +126,8 @@ std::vector<uint32_t> controlRegions(LayerKind k, const std::vector<uint32_t>& w
 ControlMove controlMove(LayerKind k, const std::vector<uint32_t>& words, uint32_t i);
 void appendMove(std::vector<uint32_t>& words, const ControlMove& m);
 inline constexpr uint32_t kLoopWordIteration = 3, kLoopWordCondIn = 4, kLoopWordCondOut = 5;
+/// Control layers nest at most this deep (the reader refuses more: the runtime runs a region from its control layer).
+inline constexpr size_t kMaxControlDepth = 32;
 
 /// The parameter words of a `resize` layer and back (layer_kinds.def gives the layout).
 std::vector<uint32_t> resizeParams(const kernels::ResizeSpec& s);

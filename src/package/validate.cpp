@@ -580,6 +580,10 @@ struct Checker {
         bad("seq {} ({}): its regions end at seq {}, past the end of the region it lies in (seq {})", s,
             layerKindName(d.kind), end - 1, open.back().first - 1);
       for (size_t k = regions.size(); k-- > 0; end -= regions[k]) open.push_back({end, s});
+      std::set<size_t> holders;  // (the runtime runs a region from its control layer: nesting is its call depth)
+      for (auto& o : open) holders.insert(o.second);
+      if (holders.size() > kMaxControlDepth)
+        bad("seq {} ({}): control layers nest {} deep (at most {})", s, layerKindName(d.kind), holders.size(), kMaxControlDepth);
     }
     // Layers groups: pipeline stages, each a run of consecutive layers (a stage reads only what earlier ones wrote).
     if (std::any_of(p.layers.begin(), p.layers.end(), [](const LayerInfo& l) { return l.group > 0; }))
