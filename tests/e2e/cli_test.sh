@@ -595,6 +595,13 @@ cop_yaml 100000 0 >"$tmp/cop_big.yml"
 expect_error 2 "field 'inputs': at most 64 tensors" -- timeout 60 "$npuc" custom-op create --config "$tmp/cop_big.yml" --op-path "$tmp/cop_big"
 printf 'name: MyOp\nframework: tensorflow\ndomain: com.x\ninputs: {x: {type: VX_TYPE_TENSOR}}\noutputs: {y: {type: VX_TYPE_TENSOR}}\n' >"$tmp/coptf.yml"
 expect_error 2 "field 'domain': a TensorFlow op has none" -- "$npuc" custom-op create --config "$tmp/coptf.yml" --op-path "$tmp/coptf"
+# The RKNN guide's spelling (§3.1.1): --action / -a create|build is the subcommand.
+printf 'name: MyOp\nframework: onnx\ndomain: com.x\ninputs: {x: {type: VX_TYPE_TENSOR}}\noutputs: {y: {type: VX_TYPE_TENSOR}}\n' >"$tmp/copact.yml"
+if "$npuc" custom-op --action create --config "$tmp/copact.yml" --op_path "$tmp/copact" >/dev/null &&
+   "$npuc" custom-op -a create --config "$tmp/copact.yml" --op_path "$tmp/copact2" >/dev/null &&
+   [ -f "$tmp/copact/op.yml" ] && [ -f "$tmp/copact2/op.yml" ]; then ok "custom-op --action create / -a create as the RKNN guide writes them"
+else bad "custom-op --action create"; fi
+expect_error 2 "custom-op --action deploy: the actions are create and build" -- "$npuc" custom-op --action deploy --config "$tmp/copact.yml"
 
 # custom-op build (issue 47.11): --out-dir made when missing and an error naming it when it cannot be; --toolchain passes
 # a CMake toolchain file and skips the load check with a note; --test --param gives the harness parameters, checked

@@ -60,6 +60,10 @@ double nowMs();
 /// Adds --custom-op LIB.so (alias --register-op; repeatable) to a subcommand: plugins registered before it runs
 /// (registerCustomOps).
 void addCustomOpOption(CLI::App* c);
+/// The RKNN guide's spelling of the custom-op actions (§3.1.1: `--action/-a create|build`): the arguments after the
+/// program name with `custom-op --action A` (`-a A`, `--action=A`) made `custom-op A`; others unchanged. An action
+/// other than create or build is kInvalidArgument naming it.
+std::vector<std::string> customOpActionAlias(std::vector<std::string> args);
 /// Registers every plugin the command line named (main calls it after parsing, before the command runs).
 void registerCustomOps();
 

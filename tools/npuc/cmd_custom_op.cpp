@@ -4,6 +4,7 @@
 
 #include "npuc/io.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <sys/wait.h>
@@ -57,9 +58,28 @@ int runCommand(const std::string& cmd, const std::string& what) {
 
 }  // namespace
 
+std::vector<std::string> customOpActionAlias(std::vector<std::string> a) {
+  const auto cmd = std::find(a.begin(), a.end(), "custom-op");
+  if (cmd == a.end()) return a;
+  const size_t at = static_cast<size_t>(cmd - a.begin());
+  for (size_t i = at + 1; i < a.size(); ++i) {
+    std::string action;
+    size_t n = 0;
+    if ((a[i] == "--action" || a[i] == "-a") && i + 1 < a.size()) action = a[i + 1], n = 2;
+    else if (a[i].rfind("--action=", 0) == 0) action = a[i].substr(9), n = 1;
+    else continue;
+    if (action != "create" && action != "build")
+      fail(ErrorCode::kInvalidArgument, "custom-op --action {}: the actions are create and build", action);
+    a.erase(a.begin() + static_cast<std::ptrdiff_t>(i), a.begin() + static_cast<std::ptrdiff_t>(i + n));
+    a.insert(a.begin() + static_cast<std::ptrdiff_t>(at + 1), action);
+    break;
+  }
+  return a;
+}
+
 void addCustomOp(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("custom-op", "Custom operators: create a plugin skeleton from a YAML definition, build it "
-                                            "(docs/custom-ops.md)");
+                                            "(docs/custom-ops.md; `--action create|build` as the RKNN guide writes it works too)");
   c->require_subcommand(1);
   struct Opts {
     std::string config, op_path, build_dir, include_dir, out_dir, toolchain;

@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 int main(int argc, char** argv) {
   CLI::App app{"npuc — open NPU model translator: import ONNX, optimize, check, translate, simulate."};
@@ -29,8 +30,17 @@ int main(int argc, char** argv) {
   npuc::cli::addTidlImport(app, action);
   npuc::cli::addCustomOp(app, action);
   npuc::cli::addTune(app, action);
+  std::vector<std::string> args;
   try {
-    app.parse(argc, argv);
+    args = npuc::cli::customOpActionAlias(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const npuc::Error& e) {
+    std::fprintf(stderr, "npuc: error: %s\n", e.what());
+    return 2;
+  }
+  std::vector<char*> av{argv[0]};
+  for (std::string& a : args) av.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(av.size()), av.data());
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
