@@ -636,6 +636,16 @@ if command -v cmake >/dev/null && command -v c++ >/dev/null; then
      grep -q "OK: ResizeArea (compute_fast gives compute_ref's bits)" "$tmp/cop_t.log" && grep -q "on engine" "$tmp/cop_t.log"; then
     ok "custom-op build --test --param: the harness runs with the parameters given"
   else bad "custom-op build --test --param: $(cat "$tmp/cop_t.log")"; fi
+  # A code error stops the build with the compiler's message (RKNN §3.1.3.2) and leaves no library.
+  cp -r "$tmp/op8" "$tmp/op8bad"
+  rm -rf "$tmp/op8bad/build"
+  printf '\nthis is not C++;\n' >>"$tmp/op8bad/op8_op.cpp"
+  "$npuc" custom-op build --op-path "$tmp/op8bad" >"$tmp/op8bad.log" 2>&1; rc=$?
+  if [ $rc -ne 0 ] && grep -q "error:" "$tmp/op8bad.log" && grep -q "op8_op.cpp" "$tmp/op8bad.log" &&
+     grep -q "building the plugin failed (exit status [0-9]*): the messages above say why" "$tmp/op8bad.log" &&
+     ! ls "$tmp"/op8bad/*.so >/dev/null 2>&1; then
+    ok "custom-op build of code that does not compile: exit $rc, the compiler's message, no library"
+  else bad "custom-op build of broken code: exit $rc, $(tail -c 600 "$tmp/op8bad.log")"; fi
 else ok "custom-op build checks skipped (no cmake or c++)"; fi
 
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
