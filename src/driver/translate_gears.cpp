@@ -101,7 +101,8 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
   const std::vector<TensorInfo> declared = declaredInputs(o);  // (read once: the AIPP check below names them too)
   for (const TensorInfo& in : declared)
     if (!shapes.count(in.name)) shapes[in.name] = in.shape;
-  std::string input;
+  std::string input;                 // the first input the gears size (gears.json's "input")
+  std::vector<std::string> inputs;   // every one: batch gears size each input with an open batch alike
   for (const auto& [name, shape] : shapes) {
     bool open = false;
     for (size_t d = 0; d < shape.size(); ++d)
@@ -115,9 +116,11 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
     if (!open) continue;
     if (!batch && (shape[2] >= 0 || shape[3] >= 0))
       fail(ErrorCode::kInvalidArgument, "{}: input '{}' {} must leave both height and width open (-1)", opt, name, shapeStr(shape));
-    if (!input.empty())
-      fail(ErrorCode::kInvalidArgument, "{}: inputs '{}' and '{}' both have open dimensions; npuc's gears size one input", opt, input, name);
-    input = name;
+    if (!input.empty() && !batch)
+      fail(ErrorCode::kInvalidArgument, "{}: inputs '{}' and '{}' both have open dimensions; image-size gears size one input",
+           opt, input, name);
+    if (input.empty()) input = name;
+    inputs.push_back(name);
   }
   if (input.empty())
     fail(ErrorCode::kInvalidArgument, "{}: no input has an open dimension: give the dynamic input's shape with -1 where the gears go "
@@ -134,17 +137,18 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
     g.dynamic_image_sizes.clear();
     g.out_root = out.path();
     package::Gear gear;
-    Shape s = shapes[input];
-    if (batch) {
-      gear.batch = s[0] = o.dynamic_batch_sizes[i];
-      gear.dir = fmt::format("batch_{}", gear.batch);
-    } else {
-      gear.height = s[2] = o.dynamic_image_sizes[i].first;
-      gear.width = s[3] = o.dynamic_image_sizes[i].second;
-      gear.dir = fmt::format("size_{}x{}", gear.height, gear.width);
-    }
     g.input_shapes = shapes;
-    g.input_shapes[input] = s;
+    for (const std::string& name : inputs) {
+      Shape& s = g.input_shapes[name];
+      if (batch) {
+        gear.batch = s[0] = o.dynamic_batch_sizes[i];
+        gear.dir = fmt::format("batch_{}", gear.batch);
+      } else {
+        gear.height = s[2] = o.dynamic_image_sizes[i].first;
+        gear.width = s[3] = o.dynamic_image_sizes[i].second;
+        gear.dir = fmt::format("size_{}x{}", gear.height, gear.width);
+      }
+    }
     g.prefix = gear.dir;
     if (progress) progress("gear " + gear.dir, 0.0);
     TranslateResult r = translate(g, progress);
