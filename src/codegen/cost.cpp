@@ -6,7 +6,8 @@
 //             elements / (elems_per_cycle·f)
 // elements = input + output elements; bytes = activations read and written plus weights, at the target's
 // element size (fp32 4, fp16 2, int8 1). A zero bytes_per_cycle leaves the memory term out. Folded ops cost 0.
-// If / Loop / Scan add their bodies' layers, times the steps (bodySteps).
+// If / Loop / Scan add their bodies' layers, times the steps (bodySteps); DFT / STFT count the element operations of
+// their transform (signalWork).
 #include "codegen/cost.hpp"
 
 #include "ops/registry.hpp"
@@ -122,6 +123,29 @@ void throughput(Estimate& e, const target::Target& t) {
 }
 
 namespace {
+/// DFT / STFT: the element operations of their direct transform — each output bin sums its whole frame (length
+/// samples, a real and an imaginary product each, twice for a complex input) —, not the elements they read and write
+/// (`elems`, kept when the shapes are not known).
+int64_t signalWork(const ir::Graph& g, const ir::Node& n, int64_t elems) {
+  if (!n.domain.empty() || (n.op != "DFT" && n.op != "STFT") || n.outputs.empty() || n.outputs[0] == ir::kNoValue) return elems;
+  const ir::Type &x = g.value(n.inputs[0]).type, &y = g.value(n.outputs[0]).type;
+  if (!x.isStatic() || !y.isStatic() || x.shape.size() < 2) return elems;
+  auto constant = [&](int i) -> int64_t {
+    const Tensor* t = n.hasInput(i) && g.value(n.inputs[static_cast<size_t>(i)]).isConstant() ? &*g.value(n.inputs[static_cast<size_t>(i)]).constant : nullptr;
+    return t && t->numel() == 1 ? t->toInt64()[0] : -1;
+  };
+  int64_t length = -1;
+  if (n.op == "STFT") {
+    length = n.hasInput(2) && g.value(n.inputs[2]).type.isStatic() ? shapeNumel(g.value(n.inputs[2]).type.shape) : constant(3);
+  } else {
+    int64_t axis = n.attrInt("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
+    length = constant(1) > 0 ? constant(1) : axis >= 0 && axis < static_cast<int64_t>(x.shape.size()) ? x.shape[static_cast<size_t>(axis)] : -1;
+  }
+  if (length < 1) return elems;
+  return std::max(elems, shapeNumel(y.shape) / 2 * length * 2 * x.shape.back());
+}
+
 /// How many times a control node runs a body: a Loop its trip count (a constant M, else the steps of its scan outputs;
 /// 1 when neither is known at translate time: a loop on the data), a Scan the length of its scanned inputs, an If once.
 int64_t bodySteps(const ir::Graph& g, const ir::Node& n) {
@@ -205,7 +229,7 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     const std::string engine = !s ? "" : s->engine == "folded" ? dataMovementEngine(t) : s->engine;
     l.engine = s ? engine : "unsupported";
     l.op = n.op;
-    l.elems = elems;
+    l.elems = signalWork(g, n, elems);  // (the bytes above stay what the layer reads and writes)
     l.in_elems = in_elems;
     l.out_elems = out_elems;
     if (sparse_target && n.op == "Conv" && l.macs > 0) {  // (a fused activation puts a Conv in npuc's domain)

@@ -2,10 +2,13 @@
 // bank, log, then a CNN): the engine against PyTorch's logits; the generic package (stft, reduce, matmul layers before
 // the convolutions) computes the engine's bits in --exact and fast mode; the int8-affine package translates and runs
 // with the same bits in both modes.
+#include "codegen/cost.hpp"
+#include "driver/translation.hpp"
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
 
 #include "scratch_dir.hpp"
+#include "target/target.hpp"
 
 #include <gtest/gtest.h>
 
@@ -47,4 +50,17 @@ TEST(AudioModels, LogMelKeywordSpotterEqualsPyTorchAndItsPackages) {
   ASSERT_TRUE(q.ok) << (q.errors.empty() ? "" : q.errors[0].rule + ": " + q.errors[0].actual);
   const Tensor exact = Runtime(q.dir, RuntimeOptions{1, true}).run({audio})[0];
   EXPECT_TRUE(Runtime(q.dir, RuntimeOptions{2, false}).run({audio})[0].sameBits(exact));
+}
+
+// The time estimate counts an STFT's transform: every output bin sums its whole frame (61 frames × 129 bins × 256
+// samples × a real and an imaginary product), on generic's vector engine at 16 elements per cycle and 1000 MHz, plus
+// its 1 µs overhead — not the elements it reads and writes.
+TEST(AudioModels, TheEstimateCountsTheStftTransform) {
+  const Model m = Model::load(fs::path(NPUC_SOURCE_DIR) / "tests/data/audio/kws.onnx").optimized();
+  const target::Target t = target::loadTarget("generic");
+  const codegen::Estimate e = codegen::estimate(graphOf(m), t);
+  const auto stft = std::find_if(e.layers.begin(), e.layers.end(), [](const codegen::LayerEstimate& l) { return l.op == "STFT"; });
+  ASSERT_NE(stft, e.layers.end());
+  const target::Engine& vec = t.engines.at(stft->engine);
+  EXPECT_NEAR(stft->time_us, vec.overhead_us + 61.0 * 129 * 256 * 2 / (vec.elems_per_cycle * vec.clock_mhz), 1e-6);
 }
