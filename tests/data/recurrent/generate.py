@@ -3,7 +3,7 @@
 linear_before_reset, initial states), as PyTorch exports them, with PyTorch's own outputs as the oracle.
 
 Run once with Debian's python3-torch (scripts/install_deps.sh torch); the tests read the stored files:
-    /usr/bin/python3 tests/data/recurrent/generate.py          (every case; `... generate.py stream` only lstm_stream)
+    /usr/bin/python3 tests/data/recurrent/generate.py          (every case; `... generate.py stream` / `lstm2_bidir` only that one)
 Each case writes NAME.onnx, NAME.in.npy (and NAME.h0.npy / NAME.c0.npy when the model takes initial states) and
 NAME.out<k>.npy, one per model output in the model's order.
 """
@@ -58,6 +58,13 @@ def main():
     case("gru_bidir", torch.nn.GRU(4, 3, bidirectional=True), (5, 3, 4), states=1, seed=3)
     case("rnn_relu_bidir", torch.nn.RNN(4, 5, nonlinearity="relu", bidirectional=True, batch_first=True), (2, 7, 4), seed=4)
     stream()
+    lstm2_bidir()
+
+
+def lstm2_bidir():
+    """lstm2_bidir: a 2-layer bidirectional LSTM with initial states (the model set's recurrent model; `...
+    generate.py lstm2_bidir` writes only this case)."""
+    case("lstm2_bidir", torch.nn.LSTM(6, 5, num_layers=2, bidirectional=True), (7, 2, 6), states=2, seed=6)
 
 
 def stream():
@@ -84,4 +91,4 @@ def stream():
 
 if __name__ == "__main__":
     import sys
-    stream() if sys.argv[1:] == ["stream"] else main()
+    {"stream": stream, "lstm2_bidir": lstm2_bidir}.get(sys.argv[1] if sys.argv[1:] else "", main)()
