@@ -31,7 +31,8 @@ CLASSIFICATION = ["alexnet", "vgg11", "resnet18", "resnet50", "resnext50_32x4d",
                   "squeezenet1_1", "densenet121", "inception_v3", "googlenet", "shufflenet_v2_x1_0", "mobilenet_v2",
                   "mobilenet_v3_small", "mobilenet_v3_large", "mnasnet0_5", "efficientnet_b0", "regnet_x_400mf",
                   "regnet_y_400mf", "convnext_tiny", "vit_b_16", "swin_t", "maxvit_t"]
-SEGMENTATION = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]
+SEGMENTATION = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large",
+                "deeplabv3_mobilenet_v3_large_argmax"]  # (_argmax: the class map, int64, as the model's output)
 # Detection backbones: feature pyramids (lateral 1x1 convs, nearest upsampling and adds, the extra max-pool level),
 # every level an output.
 DETECTION = ["fpn_resnet50", "fpn_mobilenet_v3_large"]
@@ -66,8 +67,9 @@ def export(name, out):
                 self.m = m
 
             def forward(self, x):
-                return self.m(x)["out"]
-        model = Out(getattr(tvs, name)(weights=None, weights_backbone=None))
+                y = self.m(x)["out"]
+                return y.argmax(1) if name.endswith("_argmax") else y
+        model = Out(getattr(tvs, name.replace("_argmax", ""))(weights=None, weights_backbone=None))
     elif not hasattr(tvm, name):
         return "not in this torchvision"
     elif name in ("inception_v3", "googlenet"):
@@ -81,7 +83,7 @@ def export(name, out):
     ys = y if isinstance(y, tuple) else (y,)
     names = ["output"] if len(ys) == 1 else [f"output{i}" for i in range(len(ys))]
     np.save(os.path.join(out, name + "_in.npy"), x)
-    np.savez(os.path.join(out, name + "_torch.npz"), **{k: v.numpy().astype(np.float32) for k, v in zip(names, ys)})
+    np.savez(os.path.join(out, name + "_torch.npz"), **{k: v.numpy().astype(np.float32) for k, v in zip(names, ys)})  # (a class map too)
     path = os.path.join(out, name + ".onnx")
     try:
         with torch.no_grad():
