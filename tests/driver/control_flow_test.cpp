@@ -363,6 +363,27 @@ TEST_P(ControlFlowPackages, TranslatesAndThePackageEqualsTheEngine) {
 
 INSTANTIATE_TEST_SUITE_P(Torch, ControlFlowPackages, ::testing::Values("if_data", "if_data_else", "loop_data", "nested", "scan_axes"));
 
+// generic-int8 of the Loop holding an If, calibrated on one sample of each input — k a scalar (one sample of a scalar
+// input is the scalar itself): exact and fast agree, the outputs follow the float model.
+TEST(ControlFlowModels, NestedTranslatesForGenericInt8WithAScalarInput) {
+  Model m = Model::load(kDir / "nested.onnx");
+  TranslateOptions o = optionsFor("nested", "control_flow_nested_int8");
+  o.target = "generic-int8";
+  const auto in = inputsOf("nested");
+  ASSERT_EQ(in[1].rank(), 0);
+  o.calibration = {{"x", {in[0]}}, {"k", {in[1]}}};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  const std::vector<Tensor> a = Runtime(r.dir).run(in), b = Runtime(r.dir, RuntimeOptions{1, true}).run(in), f = Session(m, 1).run(in);
+  for (size_t k = 0; k < f.size(); ++k) {
+    EXPECT_TRUE(a[k].sameBits(b[k])) << "output " << k;
+    const auto x = a[k].toDouble(), y = f[k].toDouble();
+    double dot = 0, nx = 0, ny = 0;
+    for (size_t i = 0; i < x.size(); ++i) dot += x[i] * y[i], nx += x[i] * x[i], ny += y[i] * y[i];
+    EXPECT_GT(dot / std::sqrt(nx * ny), 0.999) << "output " << k;
+  }
+}
+
 // The time estimate gives a control layer its body's layers once per step: Scan's 5 steps, the Loop's 3 (its If's
 // dearer branch inside).
 TEST(ControlFlowModels, TheEstimateCountsTheBodyOncePerStep) {

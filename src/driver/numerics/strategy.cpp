@@ -100,11 +100,17 @@ std::vector<std::map<std::string, Tensor>> calibrationSamples(const ir::Graph& g
       auto where = [&] { return fmt::format("calibration data for '{}' (tensor {})", in.name, f + 1); };
       if (t.dtype() != in.type.dtype)
         fail(ErrorCode::kInvalidInput, "{}: {} values, the input is {}", where(), dtypeName(t.dtype()), dtypeName(in.type.dtype));
+      if (s.empty() && t.rank() <= 1) {  // a scalar input: one sample, or a list of them
+        const int64_t n = t.rank() == 0 ? 1 : t.dim(0);
+        for (int64_t k = 0; k < n; ++k) mine.emplace_back(t.dtype(), s, t.buffer(), t.offset() + static_cast<size_t>(k) * dtypeSize(t.dtype()));
+        continue;
+      }
       bool fits = t.rank() == static_cast<int>(s.size()) && !s.empty() && s[0] > 0 && t.dim(0) > 0 && t.dim(0) % s[0] == 0 &&
                   std::equal(s.begin() + 1, s.end(), t.shape().begin() + 1);
       if (!fits)
         fail(ErrorCode::kInvalidInput, "{}: shape {} does not stack samples of the input's shape {} (the first dimension a "
-             "multiple of {}, the others equal)", where(), shapeStr(t.shape()), shapeStr(s), s.empty() ? 0 : s[0]);
+             "multiple of {}, the others equal; a scalar input takes a scalar or a list of them)", where(), shapeStr(t.shape()),
+             shapeStr(s), s.empty() ? 0 : s[0]);
       size_t bytes = t.nbytes() / static_cast<size_t>(t.dim(0) / s[0]);
       for (int64_t k = 0; k < t.dim(0) / s[0]; ++k)
         mine.emplace_back(t.dtype(), s, t.buffer(), t.offset() + static_cast<size_t>(k) * bytes);
