@@ -100,13 +100,18 @@ std::vector<int> Lowerer::bodyResults(size_t first_desc) {
 namespace {
 
 /// A move of `rows` rows of `row_bytes` from value src to value dst (their addresses written once placed).
-void addMove(Lowerer& L, LDesc& d, ControlMove m, int src, int dst) {
+void addMove(LDesc& d, const ControlMove& m, int src, int dst) {
   if (!m.row_bytes || !m.rows) return;  // (an empty value: nothing to copy)
   const size_t at = d.params.size();
   package::appendMove(d.params, m);
   d.addr_words.push_back({at + 3, src});
   d.addr_words.push_back({at + 4, dst});
-  (void)L;
+}
+
+/// The header's n_moves (its last word): the moves appended after it.
+void countMoves(LDesc& d) {
+  const uint32_t h = package::controlHeaderWords(d.kind);
+  d.params[h - 1] = static_cast<uint32_t>((d.params.size() - h) / package::kMoveWords);
 }
 
 /// A move between step t of a value stacked along an axis (dims [outer, len, inner bytes]) and a value of one step
@@ -134,7 +139,7 @@ void wholeMove(Lowerer& L, const ir::Node& n, LDesc& d, uint32_t phase, int src,
   ControlMove m;
   m.phase = phase;
   m.row_bytes = static_cast<uint32_t>(bytesOf(s));
-  addMove(L, d, m, src, dst);
+  addMove(d, m, src, dst);
 }
 
 /// The node's outputs as values (the first is the layer's output, the others more_outs), at most `refs` of them.
@@ -170,7 +175,7 @@ void ifNode(Lowerer& L, const ir::Node& n) {
     wholeMove(L, n, d, 0, then_res[k], outs[k], "then_branch's output");
     wholeMove(L, n, d, 1, else_res[k], outs[k], "else_branch's output");
   }
-  d.params[2] = static_cast<uint32_t>((d.params.size() - 3) / package::kMoveWords);
+  countMoves(d);
 }
 
 void loopNode(Lowerer& L, const ir::Node& n) {
@@ -211,10 +216,10 @@ void loopNode(Lowerer& L, const ir::Node& n) {
       L.unsupported(n, "scan output {} is {} {} for steps of {} {}: a package needs the trip count known at translate "
                     "time (a constant M, a condition that does not end the loop early) and at least one step",
                     k, dtypeName(all.type), shapeStr(all.shape), dtypeName(step.type), shapeStr(step.shape));
-    addMove(L, d, stepMove(false, all.shape[0], false, 1, bytesOf(step)), res[static_cast<size_t>(1 + carried + k)],
+    addMove(d, stepMove(false, all.shape[0], false, 1, bytesOf(step)), res[static_cast<size_t>(1 + carried + k)],
             outs[static_cast<size_t>(carried + k)]);
   }
-  d.params[6] = static_cast<uint32_t>((d.params.size() - 7) / package::kMoveWords);
+  countMoves(d);
 }
 
 /// Dims before `axis` and bytes of the dims from `axis` on (of a value of element size `es`).
@@ -264,14 +269,14 @@ void scanNode(Lowerer& L, const ir::Node& n) {
     wholeMove(L, n, d, 2, res[static_cast<size_t>(j)], outs[static_cast<size_t>(j)], "a state");
   }
   if (len == 0) {
-    d.params[2] = static_cast<uint32_t>((d.params.size() - 3) / package::kMoveWords);
+    countMoves(d);
     return;
   }
   for (int j = 0; j < num_scan; ++j) {
     const LVal& x = L.vals_[static_cast<size_t>(xs[static_cast<size_t>(j)])];
     const LVal& slice = L.vals_[static_cast<size_t>(slices[static_cast<size_t>(j)])];  // (x without the axis)
     auto [outer, inner] = outerInner(slice.shape, axes[static_cast<size_t>(j)], package::elemSize(x.type));
-    addMove(L, d, stepMove(true, len, a.input_directions[static_cast<size_t>(j)] != 0, outer, inner), xs[static_cast<size_t>(j)],
+    addMove(d, stepMove(true, len, a.input_directions[static_cast<size_t>(j)] != 0, outer, inner), xs[static_cast<size_t>(j)],
             slices[static_cast<size_t>(j)]);
   }
   for (int k = 0; k < scans; ++k) {
@@ -286,10 +291,10 @@ void scanNode(Lowerer& L, const ir::Node& n) {
       L.unsupported(n, "scan output {} is {} {} for steps of {} {}", k, dtypeName(all.type), shapeStr(all.shape),
                     dtypeName(step.type), shapeStr(step.shape));
     auto [outer, inner] = outerInner(step.shape, static_cast<size_t>(axis), package::elemSize(step.type));
-    addMove(L, d, stepMove(false, len, a.output_directions[static_cast<size_t>(k)] != 0, outer, inner),
+    addMove(d, stepMove(false, len, a.output_directions[static_cast<size_t>(k)] != 0, outer, inner),
             res[static_cast<size_t>(state + k)], outs[static_cast<size_t>(state + k)]);
   }
-  d.params[2] = static_cast<uint32_t>((d.params.size() - 3) / package::kMoveWords);
+  countMoves(d);
 }
 
 }  // namespace

@@ -125,6 +125,9 @@ std::vector<uint32_t> controlRegions(LayerKind k, const std::vector<uint32_t>& w
 /// Move i of a control layer's words (checked first) and a move as words.
 ControlMove controlMove(LayerKind k, const std::vector<uint32_t>& words, uint32_t i);
 void appendMove(std::vector<uint32_t>& words, const ControlMove& m);
+/// The bytes a move's source (or `destination`) spans from its first address over every step and row, saturated at
+/// 2^64 − 1 (the reader refuses a range beyond the 32-bit address space).
+uint64_t controlMoveSpan(const ControlMove& m, bool destination);
 inline constexpr uint32_t kLoopWordIteration = 3, kLoopWordCondIn = 4, kLoopWordCondOut = 5;
 /// Control layers nest at most this deep (the reader refuses more: the runtime runs a region from its control layer).
 inline constexpr size_t kMaxControlDepth = 32;

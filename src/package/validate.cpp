@@ -146,6 +146,16 @@ void appendMove(std::vector<uint32_t>& w, const ControlMove& m) {
                      m.src_step, m.dst_step});
 }
 
+uint64_t controlMoveSpan(const ControlMove& m, bool destination) {
+  using u128 = unsigned __int128;
+  const uint32_t step = destination ? m.dst_step : m.src_step, stride = destination ? m.dst_row_stride : m.src_row_stride;
+  const u128 bytes = u128(m.count ? m.count - 1 : 0) * step + u128(m.rows ? m.rows - 1 : 0) * stride + m.row_bytes;
+  return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+bool writableSpace(const Element& e) { return e.name == "data" || e.name == "data_out" || e.name == "work"; }
+bool readableSpace(const Element& e) { return writableSpace(e) || e.name == "data_in" || e.name == "weight"; }
+
 kernels::Pool2dShape poolShapeOf(const Descriptor& d, const std::vector<uint32_t>& words) {
   const TensorRef &x = d.in(0), &y = d.out(0);
   auto si = [&](size_t i) { return static_cast<int64_t>(static_cast<int32_t>(words[i])); };
@@ -368,8 +378,7 @@ struct Checker {
       ref(r, what + ": " + rw);
       const Element* s = spaceOf(r.addr, r.bytes);
       if (!s) bad("{}: {} [0x{:x}, +{}) is outside every element space of the map", what, rw, r.addr, r.bytes);
-      bool writable = s->name == "data" || s->name == "data_out" || s->name == "work";
-      bool readable = writable || s->name == "data_in" || s->name == "weight";
+      const bool writable = writableSpace(*s), readable = readableSpace(*s);
       // (An empty tensor reads and writes nothing: it may sit where empty spaces meet.)
       if (r.bytes && (is_out ? !writable : !readable)) bad("{}: {} lies in '{}', which it may not {}", what, rw, s->name, is_out ? "write" : "read");
       if (s->name == "weight") weightRef(r, what + ": " + rw);

@@ -22,6 +22,9 @@ namespace npuc::package {
 struct Checker;  // validate.cpp: the checks of the whole package
 
 std::vector<int64_t> dimsOf(const TensorRef& r);
+/// The element spaces a layer may write (data, data_out, work) and read (those, data_in and the weights).
+bool writableSpace(const Element& e);
+bool readableSpace(const Element& e);
 std::string dimsStr(const TensorRef& r);  // "1x3x224x224", or "scalar"
 
 /// One descriptor under check: what a kind's check reads (the package, the descriptor and its parameter words) and

@@ -25,21 +25,16 @@ struct ControlChecks : LayerCheck {
     if (!m.indexed() && m.count != 1) bad("{}: a move with steps 0 is one copy (count 1), got count {}", mw, m.count);
     if (m.indexed() && steps >= 0 && m.count != steps) bad("{}: covers {} steps, the layer runs {}", mw, m.count, steps);
     if (m.indexed() && m.phase == 0 && d.kind != LayerKind::kIf) bad("{}: a move before the first step has steps 0", mw);
-    using u128 = unsigned __int128;
-    auto span = [&](uint64_t at, uint64_t step, uint64_t stride) {
-      return u128(m.count - 1) * step + u128(m.rows - 1) * stride + m.row_bytes + at;
-    };
-    const u128 src_end = span(m.src, m.src_step, m.src_row_stride), dst_end = span(m.dst, m.dst_step, m.dst_row_stride);
-    if (src_end > (u128(1) << 32) || dst_end > (u128(1) << 32)) bad("{}: its ranges reach beyond the 32-bit address space", mw);
-    const uint64_t src_bytes = static_cast<uint64_t>(src_end) - m.src, dst_bytes = static_cast<uint64_t>(dst_end) - m.dst;
+    const uint64_t src_bytes = controlMoveSpan(m, false), dst_bytes = controlMoveSpan(m, true);
+    if (src_bytes > (uint64_t(1) << 32) - m.src || dst_bytes > (uint64_t(1) << 32) - m.dst)
+      bad("{}: its ranges reach beyond the 32-bit address space", mw);
     const Element* s = spaceOf(m.src, src_bytes);
     const Element* t = spaceOf(m.dst, dst_bytes);
     if (!s || !t) bad("{}: [0x{:x}, +{}) → [0x{:x}, +{}) is not inside the element spaces", mw, m.src, src_bytes, m.dst, dst_bytes);
-    if (s->name != "data" && s->name != "data_out" && s->name != "work" && s->name != "data_in" && s->name != "weight")
-      bad("{}: reads '{}'", mw, s->name);
+    if (!readableSpace(*s)) bad("{}: reads '{}'", mw, s->name);
     if (s->name == "weight" && m.src - s->addr + src_bytes > p.weights.size())
       bad("{}: reads beyond the {} bytes of the weight image", mw, p.weights.size());
-    if (t->name != "data" && t->name != "data_out" && t->name != "work") bad("{}: writes '{}', which it may not write", mw, t->name);
+    if (!writableSpace(*t)) bad("{}: writes '{}', which it may not write", mw, t->name);
     if (m.row_bytes && m.src < m.dst + dst_bytes && m.dst < m.src + src_bytes)
       bad("{}: its source [0x{:x}, +{}) and destination [0x{:x}, +{}) overlap", mw, m.src, src_bytes, m.dst, dst_bytes);
   }
@@ -47,7 +42,7 @@ struct ControlChecks : LayerCheck {
   /// A one-element tensor of type t at address `addr`, written by the layer when `write`.
   void scalarAt(uint32_t addr, ElemType t, bool write, const char* name) const {
     const Element* s = spaceOf(addr, elemSize(t));
-    if (!s || (s->name != "data" && s->name != "data_out" && s->name != "work" && (write || s->name != "data_in")))
+    if (!s || !(write ? writableSpace(*s) : writableSpace(*s) || s->name == "data_in"))
       bad("{}: {} at 0x{:x} is not in a space this layer may {}", what, name, addr, write ? "write" : "read");
   }
 

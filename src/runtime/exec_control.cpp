@@ -14,19 +14,13 @@ namespace {
 
 using Step = Runtime::Impl::Step;
 
-/// The bytes a move's range spans from its first address (the reader checked it lies in one element space).
-uint64_t spanBytes(const package::ControlMove& m, uint32_t step, uint32_t row_stride) {
-  return uint64_t(m.count - 1) * step + uint64_t(m.rows - 1) * row_stride + m.row_bytes;
-}
-
 void prepareControl(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   const std::string what = fmt::format("descriptor seq {} ({})", d.seq, package::layerKindName(d.kind));
   const uint32_t n = s.p[package::controlHeaderWords(d.kind) - 1];
   for (uint32_t i = 0; i < n; ++i) {
     const package::ControlMove m = package::controlMove(d.kind, s.p, i);
-    s.moves.push_back({m, im.at(m.src, spanBytes(m, m.src_step, m.src_row_stride), what),
-                       im.at(m.dst, spanBytes(m, m.dst_step, m.dst_row_stride), what)});
+    s.moves.push_back({m, im.at(m.src, package::controlMoveSpan(m, false), what), im.at(m.dst, package::controlMoveSpan(m, true), what)});
   }
   s.regions = package::controlRegions(d.kind, s.p);
   for (uint32_t r : s.regions) s.skip += r;
