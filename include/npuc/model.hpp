@@ -156,8 +156,13 @@ struct TranslateOptions {
   /// (Model::quantizedQdq) before it is lowered; the tidl target does not use it yet.
   std::map<std::string, std::vector<Tensor>> calibration;
   std::string calib_method = "minmax";   // --calib-method: the int8 activation range method (docs/calibration.md)
-  std::vector<std::string> keep_float;   // --keep-float NODE: int8-affine layers kept in float32 (QuantizeOptions)
-  /// --precision FILE: a precision file (docs/tune.md; what npuc tune writes) whose float32 layers join keep_float
+  std::vector<std::string> keep_float;   // --keep-float NODE: layers of an int8 package kept in float32 (QuantizeOptions)
+  /// --keep-float16 NODE: layers of an int8 package kept in float16 (mixed precision, docs/numerics.md): float16
+  /// activations and weights, float32 biases, cast layers to and from the int8 conversions around them. Disjoint from
+  /// keep_float.
+  std::vector<std::string> keep_float16;
+  /// --precision FILE: a precision file (docs/tune.md; what npuc tune writes) whose float32 layers join keep_float and
+  /// float16 layers keep_float16
   std::filesystem::path precision;
   std::string equalize;  // --equalize relu|relu6: cross-layer equalization before calibration (QuantizeOptions::equalize)
   std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 METRICS = ("top1", "top5")
+WIDTHS = ("float32", "float16")  # what a layer of an int8 package may be kept in (translate --keep-float / --keep-float16)
 
 
 def _error(message):
@@ -122,17 +123,26 @@ def _closeness(ref, got):
     return cos, snr
 
 
+def _kept(keep, width):
+    """translate's arguments keeping the layers `keep` at `width` (float32: keep_float, float16: keep_float16)."""
+    if width not in WIDTHS:
+        raise _error("unknown width %r (%s)" % (width, ", ".join(WIDTHS)))
+    return {"keep_float": sorted(keep)} if width == "float32" else {"keep_float16": sorted(keep)}
+
+
 def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=None, out="output", input_shapes=None,
-                calib_method="minmax", threads=0, progress=False, int8_alone=True, equalize="", bias_correction=False):
+                calib_method="minmax", threads=0, progress=False, int8_alone=True, equalize="", bias_correction=False,
+                width="float32"):
     """Per-layer int8 sensitivity without labels: for every layer with weights (or `candidates`), the output's
-    cosine and SNR against the float model when that layer alone is kept in float32 (what keeping it gives back), and
-    when it alone is quantized (every other candidate in float32: what quantizing it costs; int8_alone=False skips
-    it). On `samples` (default: the calibration samples), at most `max_samples` of them.
+    cosine and SNR against the float model when that layer alone is kept at `width` (float32 or float16: what keeping
+    it gives back), and when it alone is quantized (every other candidate kept: what quantizing it costs;
+    int8_alone=False skips it). On `samples` (default: the calibration samples), at most `max_samples` of them.
 
     Returns {"float_us", "int8": {cosine, snr_db, estimated_us}, "layers": [{layer, float_alone: {cosine, snr_db},
     int8_alone: {...}, cost_us}, ...]} in the model's order.
     """
     from . import model_io, translate
+    _kept([], width)
     model = os.fspath(model)
     names = [i["name"] for i in model_io(model)[0]]
     calib = _as_inputs(calib, names, "the calibration set")
@@ -150,7 +160,7 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
         count[0] += 1
         prefix = "s%03d" % count[0]
         res = translate(prefix, model, target=tgt, out=work, calib=calib if tgt == target else None,
-                        calib_method=calib_method, input_shapes=shapes, threads=threads, keep_float=sorted(keep),
+                        calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(keep, width),
                         equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target)
         if not res.ok:
             raise _error("target %s cannot take the model: %s" % (tgt, res.errors[0]["rule"] if res.errors else "?"))
@@ -186,8 +196,8 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
 
 def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", prefix=None, out="output", client=None,
          workers=None, input_shapes=None, candidates=None, calib_method="minmax", threads=0, progress=None, report=True,
-         rank="accuracy", equalize="", bias_correction=False):
-    """Finds the layers to keep in float32 so that the int8 package of `model` for `target` loses at most `max_drop`
+         rank="accuracy", equalize="", bias_correction=False, width="float32"):
+    """Finds the layers to keep in float32 (or `width` "float16") so that the int8 package of `model` for `target` loses at most `max_drop`
     points of `metric` (top1, top5) against the float model on `dataset` / `labels`, with the least estimated time.
 
     calib: the calibration samples (as npuc.translate's calib=, or one array for a one-input model). dataset: a dict
@@ -211,6 +221,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         raise _error("unknown rank %r (accuracy, snr)" % (rank,))
     if not (isinstance(max_drop, (int, float)) and 0 <= max_drop <= 100):
         raise _error("max_drop is %r: a number of points in [0, 100]" % (max_drop,))
+    _kept([], width)
     model = os.fspath(model)
     prefix = prefix or os.path.splitext(os.path.basename(model))[0]
     names = [i["name"] for i in model_io(model)[0]]
@@ -246,7 +257,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         k = len(tried)
         t0 = time.perf_counter()
         res = translate("t%03d" % k, model, target=tgt, out=work, calib=calib if tgt == target else None,
-                        calib_method=calib_method, input_shapes=shapes, threads=threads, keep_float=sorted(keep),
+                        calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(keep, width),
                         equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target)
         if not res.ok:
             bad = "; ".join("%s (%s): %s" % (e["name"], e["op_type"], e["rule"]) for e in res.errors[:3])
@@ -279,7 +290,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
             if rank == "snr":  # without labels: the output's SNR with the layer alone in float
                 sn = sensitivity(model, target, calib, candidates=layers, out=work, input_shapes=shapes,
                                  calib_method=calib_method, threads=threads, progress=progress, int8_alone=False,
-                                 equalize=equalize, bias_correction=bias_correction)
+                                 equalize=equalize, bias_correction=bias_correction, width=width)
                 for row in sn["layers"]:
                     snr = row["float_alone"]["snr_db"]
                     sens_rows.append({"layer": row["layer"], "snr_db": snr, "gain": min(snr, 1e9) - sn["int8"]["snr_db"],
@@ -317,14 +328,14 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
             best = min(ints, key=lambda r: (-r["accuracy"], r["estimated_us"], r["keep_float"]))
         wide = trial(layers, label="every candidate in float") if layers else int8
         final = translate(prefix, model, target=target, out=out, calib=calib, calib_method=calib_method,
-                          input_shapes=shapes, threads=threads, keep_float=best["keep_float"], equalize=equalize,
+                          input_shapes=shapes, threads=threads, **_kept(best["keep_float"], width), equalize=equalize,
                           bias_correction=bias_correction)
     finally:
         evaluator.close()
         shutil.rmtree(work, ignore_errors=True)
     result = {
         "model": model, "target": target, "metric": metric, "max_drop": max_drop, "samples": n, "equalize": equalize,
-        "bias_correction": bias_correction,
+        "bias_correction": bias_correction, "width": width,
         "float": flt, "int8": int8, "all_float_layers": wide, "tuned": best, "keep_float": best["keep_float"],
         "met": meets(best), "drop": 100.0 * (flt["accuracy"] - best["accuracy"]),
         "int8_drop": 100.0 * (flt["accuracy"] - int8["accuracy"]), "sensitivity": sens_rows,
@@ -336,7 +347,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     return result
 
 
-def precision_yaml(keep_float, target, equalize="", bias_correction=False):
+def precision_yaml(keep_float, target, equalize="", bias_correction=False, width="float32"):
     """The precision file translate --precision reads: the layers run wider than the target's numerics (and the
     cross-layer equalization, when one was used)."""
     lines = ["# npuc precision file (translate --precision; docs/tune.md): layers run wider than target %s's numerics"
@@ -346,7 +357,7 @@ def precision_yaml(keep_float, target, equalize="", bias_correction=False):
     if bias_correction:
         lines.append("bias_correction: true")
     lines.append("layers:" + ("" if keep_float else " {}"))
-    lines += ["  %s: float32" % json.dumps(name) for name in keep_float]
+    lines += ["  %s: %s" % (json.dumps(name), width) for name in keep_float]
     return "\n".join(lines) + "\n"
 
 
@@ -365,7 +376,7 @@ def _write_report(res, folder):
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     with open(os.path.join(tmp, "precision.yaml"), "w") as f:
-        f.write(precision_yaml(res["keep_float"], res["target"], res["equalize"], res["bias_correction"]))
+        f.write(precision_yaml(res["keep_float"], res["target"], res["equalize"], res["bias_correction"], res.get("width", "float32")))
     with open(os.path.join(tmp, "tune.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     ints = [r for r in res["tried"] if r["target"] == res["target"]]
@@ -471,6 +482,8 @@ def main(argv=None):
                    "candidate (translate --equalize)")
     p.add_argument("--input-shape", action="append", default=[], help="NAME=d0,d1,...")
     p.add_argument("--threads", "-t", type=int, default=0)
+    p.add_argument("--width", default="float32", choices=WIDTHS, help="what the chosen layers are kept in: float32 "
+                   "(translate --keep-float, the default) or float16 (--keep-float16: half the cost, docs/numerics.md)")
     a = p.parse_args(argv)
     from . import Error
 
@@ -512,7 +525,7 @@ def main(argv=None):
         res = tune(a.model, a.target, npys(a.calib, "--calib"), npys(a.eval, "--eval"), labels, max_drop=a.max_drop,
                    metric=a.metric, prefix=a.prefix, out=a.out, client=client, workers=a.workers, input_shapes=shapes,
                    candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True, rank=a.rank, equalize=a.equalize,
-                   bias_correction=a.bias_correction)
+                   bias_correction=a.bias_correction, width=a.width)
     except (Error, OSError, ValueError) as e:
         print("npuc tune: error: %s" % e, file=sys.stderr)
         return 2
@@ -522,15 +535,15 @@ def main(argv=None):
     pct = lambda x: "%.2f %%" % (100 * x)  # noqa: E731
     print("float32: %s %s" % (a.metric, pct(res["float"]["accuracy"])))
     print("int8: %s (%.2f points below), estimated %.1f us" % (pct(res["int8"]["accuracy"]), res["int8_drop"], res["int8"]["estimated_us"]))
-    print("tuned: %s (%.2f points below), estimated %.1f us, %d layer(s) in float32: %s" % (
-        pct(res["tuned"]["accuracy"]), res["drop"], res["tuned"]["estimated_us"], len(res["keep_float"]),
+    print("tuned: %s (%.2f points below), estimated %.1f us, %d layer(s) in %s: %s" % (
+        pct(res["tuned"]["accuracy"]), res["drop"], res["tuned"]["estimated_us"], len(res["keep_float"]), a.width,
         ", ".join(res["keep_float"]) or "none"))
     print("candidates tried: %d (translations %.1f s, evaluations %.1f s)" % (len(res["tried"]), res["seconds"]["translate"],
                                                                             res["seconds"]["evaluate"]))
     print("wrote %s (package) and %s (precision.yaml, tune.json, tune.html)" % (res["package"], res.get("report_dir")))
     if not res["met"]:
         print("npuc tune: error: the budget of %.2f points cannot be met with the candidates tried; the package written is "
-              "the closest (%.2f points below). Layers kept in float32 still exchange int8 activations: where those lose "
+              "the closest (%.2f points below). Layers kept in float still exchange int8 activations: where those lose "
               "the accuracy, %sanother --calib-method may (docs/tune.md)" % (
                   a.max_drop, res["drop"], "" if a.equalize else "--equalize relu (cross-layer equalization) or "), file=sys.stderr)
         return 1
@@ -540,10 +553,10 @@ def main(argv=None):
 def _print_sensitivity(a, calib, shapes):
     prefix = a.prefix or os.path.splitext(os.path.basename(a.model))[0]
     r = sensitivity(a.model, a.target, calib, max_samples=a.samples, candidates=a.candidate, out=a.out, input_shapes=shapes,
-                    calib_method=a.calib_method, threads=a.threads, progress=True, equalize=a.equalize)
+                    calib_method=a.calib_method, threads=a.threads, progress=True, equalize=a.equalize, width=a.width)
     lines = ["layer,float_alone_cosine,float_alone_snr_db,int8_alone_cosine,int8_alone_snr_db,float_cost_us"]
     print("int8 (every layer): cosine %.5f, SNR %.1f dB against float32, on %d samples" % (r["int8"]["cosine"], r["int8"]["snr_db"], r["samples"]))
-    print("%-48s %28s %28s %10s" % ("layer", "alone in float32: cos / dB", "alone in int8: cos / dB", "+us"))
+    print("%-48s %28s %28s %10s" % ("layer", "alone in %s: cos / dB" % a.width, "alone in int8: cos / dB", "+us"))
     for row in r["layers"]:
         f, q = row["float_alone"], row["int8_alone"]
         print("%-48s %18.5f %9.1f %18.5f %9.1f %10.1f" % (row["layer"][-48:], f["cosine"], f["snr_db"], q["cosine"], q["snr_db"], row["cost_us"]))

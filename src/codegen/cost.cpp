@@ -63,9 +63,16 @@ double layerTime(const target::Engine& en, const Work& w) {
   else if (en.elems_per_cycle > 0) compute = static_cast<double>(w.elems) / (en.elems_per_cycle * f);
   // A wider layer (kept in float in an int8 package): its MAC and element rates divided by the width ratio (as many
   // lanes of the wider type as fit where the narrow ones did: an npuc assumption) and its bytes multiplied by it.
-  // Emulated ops are float code already.
+  // Emulated ops are float code already. Its conversions (the int8 input to the wide type, the wide output back to
+  // int8) are counted in it as element work at the engine's element rate, reading the narrow and writing the wide
+  // element and back (another npuc assumption: as if fused into the layer's loads and stores).
   if (emulated == en.emulated_ops.end()) compute *= w.width;
-  const double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) * w.width / (en.bytes_per_cycle * f) : 0.0;
+  double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) * w.width / (en.bytes_per_cycle * f) : 0.0;
+  if (w.width != 1) {
+    const double converted = static_cast<double>(w.in_elems + w.out_elems);
+    if (en.elems_per_cycle > 0) compute += converted / (en.elems_per_cycle * f);
+    if (en.bytes_per_cycle > 0) memory += converted * (1 + w.width) / (en.bytes_per_cycle * f);
+  }
   return en.overhead_us + std::max(compute, memory);
 }
 

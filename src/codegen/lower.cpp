@@ -72,6 +72,16 @@ void Lowerer::lowerNode(const ir::Node& n) {
                   dtypeName(typed_value->type.dtype));
     typed_ = true;
   }
+  // A layer an int8 package keeps at float16 (LowerOptions::half_layers): its float values and weights in float16.
+  struct Width {
+    Lowerer& l;
+    ElemType saved;
+    Width(Lowerer& lw, bool half) : l(lw), saved(lw.ft_) {
+      l.half_node_ = half;
+      if (half) l.ft_ = ElemType::kF16;
+    }
+    ~Width() { l.ft_ = saved, l.half_node_ = false; }
+  } width(*this, !half_layers_.empty() && half_layers_.count(n.name) && ft_ == ElemType::kF32);
   if (it->second.member) (this->*(it->second.member))(n);
   else it->second.fn(*this, n);
   typed_ = false;
@@ -346,6 +356,12 @@ void addLayers(package::Package& p, const std::vector<package::Descriptor>& all,
 
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
   Lowerer L(g, t, consume);
+  if (!o.half_layers.empty()) {
+    if (numericsTraits(t.numerics).activation_bytes != 1)
+      fail(ErrorCode::kInvalidArgument, "layers kept at float16 belong to int8 packages; target '{}' has {} numerics", t.name,
+           numericsName(t.numerics));
+    L.half_layers_ = o.half_layers;
+  }
   L.run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;

@@ -10,6 +10,7 @@
 #include "target/target.hpp"
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct LowerOptions {
   std::string intm_yaml_name;                // named by the §9 overflow error
   std::map<std::string, package::ImageInfo> input_images;  // pre-processed inputs: the frame they hold
   kernels::pow2::Options pow2;               // int8-pow2 targets: the numerics' options (the manifest's "pow2")
+  /// Mixed precision (int8 packages; docs/numerics.md "Mixed precision"): layers (node names) that run in float16 —
+  /// their float activations and weights in float16, biases in float32 — with a cast layer from and back to the
+  /// float32 of the int8 conversions around them. The quantizer has kept them in float (QuantizeOptions::keep_float).
+  std::set<std::string> half_layers;
 };
 
 /// One entry of a PREFIX_tbl_addr_<space>.txt table.

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,6 +130,7 @@ class Lowerer {
     lowerNodes();
     for (ir::ValueId v : g_.outputs()) directOutput(v);
     for (ir::ValueId v : g_.outputs()) halfOutput(v);
+    for (ir::ValueId v : g_.outputs()) singleOutput(v);
   }
 
   /// Every node of the graph, in order.
@@ -322,12 +324,63 @@ class Lowerer {
     return static_cast<int>(vals_.size()) - 1;
   }
 
-  /// The LVal of a node input: an activation already produced, a graph input, or a constant (to the weights).
+  /// The LVal of a node input: an activation already produced, a graph input, or a constant (to the weights); at the
+  /// width of the layer reading it (mixed precision: atLayerWidth).
   int in(const ir::Node& n, int i) {
     if (!n.hasInput(i)) unsupported(n, "input {} is missing", i);
     ir::ValueId v = n.inputs[static_cast<size_t>(i)];
+    const ir::Value& val = g_.value(v);
+    if (half_node_ && val.isConstant() && isFloat(val.type.dtype) && !isTypedValue(val)) {  // its own float16 copy
+      auto h = half_consts_.find(v);
+      if (h != half_consts_.end()) return h->second;
+      return half_consts_[v] = weightVal(val.name + "/float16", val.type.shape, floatBytes(*val.constant, false), ft_);
+    }
     auto it = of_.find(v);
-    if (it != of_.end()) return it->second;
+    if (it != of_.end()) return atLayerWidth(n, it->second);
+    return atLayerWidth(n, inValue(n, v));
+  }
+
+  // --- mixed precision (an int8 package's layers kept at float16: LowerOptions::half_layers) ---------------------
+  /// Node names lowered in float16 (their float operands, weights and results; biases stay float32 as in fp16
+  /// packages); half_node_ while one is lowered (ft_ is then float16).
+  std::set<std::string> half_layers_;
+  bool half_node_ = false;
+  std::map<ir::ValueId, int> half_consts_;  // float constants of float16 layers, in float16
+  std::map<int, int> converted_;            // value -> its copy at the other float width (a cast layer wrote it)
+  /// Value `id` as the layer being lowered reads it: a float16 layer reads float32 activations through a cast to
+  /// float16, any other layer reads a float16 layer's result through a cast back to float32 (the int8 conversions,
+  /// quantize and dequantize, are float32 layers). Each conversion is one cast layer, shared by every reader.
+  int atLayerWidth(const ir::Node& n, int id) {
+    const LVal& v = vals_[static_cast<size_t>(id)];
+    if (half_layers_.empty() || v.space == 'w') return id;
+    const bool to_half = half_node_ && v.type == ElemType::kF32 && !v.quant;
+    const bool to_single = !half_node_ && v.type == ElemType::kF16 && half_written_.count(id);
+    if (!to_half && !to_single) return id;
+    auto c = converted_.find(id);
+    if (c != converted_.end()) return c->second;
+    const ElemType t = to_half ? ElemType::kF16 : ElemType::kF32;
+    const std::string name = v.name + (to_half ? "/to_float16" : "/to_float32");
+    const int out = newVal(name, v.shape, t, 'd');
+    emitFor(LayerKind::kCast, id, out, name, "Cast").onnx_nodes = {n.name};
+    return converted_[id] = out;
+  }
+  std::set<int> half_written_;  // values a float16 layer wrote
+  /// A model output a float16 layer computed is stored in the model's float32 (a cast after it).
+  void singleOutput(ir::ValueId v) {
+    auto it = of_.find(v);
+    if (it == of_.end() || !half_written_.count(it->second)) return;
+    LVal& computed = vals_[static_cast<size_t>(it->second)];
+    if (computed.space != 'o') return;
+    const std::string name = computed.name;
+    computed.space = 'd';
+    computed.name += "/float16";
+    const int out = newVal(name, computed.shape, ElemType::kF32, 'o');
+    emitFor(LayerKind::kCast, it->second, out, name + "/to_float32", "Cast");
+    it->second = out;
+  }
+
+  /// (in: the first reader of a value of no LVal yet — a constant or a graph input)
+  int inValue(const ir::Node& n, ir::ValueId v) {
     const ir::Value& val = g_.value(v);
     if (val.isConstant() && typed_ && isTypedValue(val)) {  // an integer / bool / float64 operand, as it is
       const Tensor& c = *val.constant;
@@ -343,6 +396,7 @@ class Lowerer {
       return id;
     }
     if (val.producer != ir::kNoNode) unsupported(n, "input '{}' has not been computed yet (internal ordering error)", val.name);
+    if (half_node_ && !val.exact_type && type == ElemType::kF16) type = ElemType::kF32;  // (a model input: the model's type)
     of_[v] = newVal(val.name, val.type.shape, type, 'i');
     return of_[v];
   }
@@ -370,6 +424,7 @@ class Lowerer {
     }
     const ir::Value& val = g_.value(v);
     of_[v] = newVal(val.name, val.type.shape, storageType(n, val), is_output_.count(v) ? out_space_ : 'd');
+    if (half_node_ && vals_[static_cast<size_t>(of_[v])].type == ElemType::kF16) half_written_.insert(of_[v]);
     if (val.quant && (val.type.dtype == DType::kI8 || val.type.dtype == DType::kU8)) vals_[static_cast<size_t>(of_[v])].quant = val.quant;
     return of_[v];
   }

@@ -70,11 +70,11 @@ void runStages(Translation& tr, const std::function<void(const std::string&, dou
 }  // namespace
 
 namespace {
-/// A precision file (docs/tune.md): `layers:` a map layer name -> float32 (the one width besides the target's own so
-/// far), and optionally `equalize: relu|relu6` and `bias_correction: true|false`. Errors name the file, the field and
+/// A precision file (docs/tune.md): `layers:` a map layer name -> float32 | float16 (the widths an int8 package keeps
+/// a layer in besides its own), and optionally `equalize: relu|relu6` and `bias_correction: true|false`. Errors name the file, the field and
 /// the rule.
 struct Precision {
-  std::vector<std::string> float_layers;
+  std::vector<std::string> float_layers, half_layers;
   std::string equalize;
   bool bias_correction = false;
 };
@@ -85,18 +85,18 @@ Precision readPrecisionFile(const std::filesystem::path& file) {
       Precision p;
       YAML::Node root = loadYaml(text);
       if (!root.IsMap() || !root["layers"])
-        fail(ErrorCode::kInvalidInput, "a precision file is a YAML map with 'layers': layer name -> float32 (docs/tune.md)");
+        fail(ErrorCode::kInvalidInput, "a precision file is a YAML map with 'layers': layer name -> float32 or float16 (docs/tune.md)");
       for (auto it = root.begin(); it != root.end(); ++it)
         if (const std::string k = it->first.as<std::string>(); k != "layers" && k != "equalize" && k != "bias_correction")
           fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers', 'equalize' and 'bias_correction')", k);
       const YAML::Node l = root["layers"];
-      if (!l.IsMap()) fail(ErrorCode::kInvalidInput, "field 'layers': a map layer name -> float32");
+      if (!l.IsMap()) fail(ErrorCode::kInvalidInput, "field 'layers': a map layer name -> float32 or float16");
       for (auto it = l.begin(); it != l.end(); ++it) {
         const std::string name = it->first.as<std::string>(), width = it->second.IsScalar() ? it->second.as<std::string>() : "";
-        if (width != "float32")
-          fail(ErrorCode::kInvalidInput, "field 'layers.{}': '{}' is not a width npuc runs a layer of an int8 package in (float32)",
-               name, width);
-        p.float_layers.push_back(name);
+        if (width != "float32" && width != "float16")
+          fail(ErrorCode::kInvalidInput, "field 'layers.{}': '{}' is not a width npuc runs a layer of an int8 package in (float32, "
+               "float16)", name, width);
+        (width == "float32" ? p.float_layers : p.half_layers).push_back(name);
       }
       if (root["equalize"]) {
         p.equalize = root["equalize"].IsScalar() ? root["equalize"].as<std::string>() : "";
@@ -115,11 +115,12 @@ Precision readPrecisionFile(const std::filesystem::path& file) {
 }  // namespace
 
 TranslateResult translate(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress) {
-  if (!o.precision.empty()) {  // its layers join --keep-float
+  if (!o.precision.empty()) {  // its layers join --keep-float / --keep-float16
     TranslateOptions merged = o;
     const Precision p = readPrecisionFile(o.precision);
-    for (const std::string& name : p.float_layers)
-      if (std::find(merged.keep_float.begin(), merged.keep_float.end(), name) == merged.keep_float.end()) merged.keep_float.push_back(name);
+    for (auto [layers, into] : {std::pair{&p.float_layers, &merged.keep_float}, std::pair{&p.half_layers, &merged.keep_float16}})
+      for (const std::string& name : *layers)
+        if (std::find(into->begin(), into->end(), name) == into->end()) into->push_back(name);
     if (!p.equalize.empty() && !o.equalize.empty() && p.equalize != o.equalize)
       fail(ErrorCode::kInvalidArgument, "--equalize {} and {}'s equalize: {} disagree", o.equalize, o.precision.string(), p.equalize);
     if (!p.equalize.empty()) merged.equalize = p.equalize;
@@ -127,6 +128,10 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     merged.precision.clear();
     return translate(merged, progress);
   }
+  for (const std::string& name : o.keep_float16)
+    if (std::find(o.keep_float.begin(), o.keep_float.end(), name) != o.keep_float.end())
+      fail(ErrorCode::kInvalidArgument, "layer '{}' is kept both in float32 and in float16 (--keep-float, --keep-float16, a precision file): "
+           "choose one width", name);
   if (!o.input_shape_ranges.empty()) {  // resolved to static shapes, then an ordinary translation
     if (!o.dynamic_batch_sizes.empty() || !o.dynamic_image_sizes.empty())
       fail(ErrorCode::kInvalidArgument, "--input_shape ranges and gears (--dynamic_batch_size / --dynamic_image_size) cannot be combined");

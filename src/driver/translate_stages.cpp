@@ -156,10 +156,11 @@ void estimate(Translation& tr) {
   // The convolution kernels chosen for all and by name now (a bad choice refused before the quantization and the
   // lowering); a list by layer once the package's layers exist (the plan stage: chooseConvKernels is idempotent).
   codegen::chooseConvKernels(*tr.estimate, tr.t, tr.o.conv_kernel_all, {}, {}, tr.o.conv_kernels);
-  // Layers an int8 package keeps in float (--keep-float) take their float time.
+  // Layers an int8 package keeps in float (--keep-float, --keep-float16) take their float time.
   if (numericsTraits(tr.t.numerics).activation_bytes == 1) {
     std::map<std::string, DType> wide;
     for (const std::string& name : tr.o.keep_float) wide[name] = DType::kF32;
+    for (const std::string& name : tr.o.keep_float16) wide[name] = DType::kF16;
     codegen::widenLayers(*tr.estimate, tr.t, wide);
   }
 }
@@ -173,6 +174,7 @@ void lower(Translation& tr) {
   lo.prefix = o.prefix;
   tr.numerics->lowerOptions(lo);
   lo.reuse_memory = o.reuse_memory;
+  if (numericsTraits(tr.t.numerics).activation_bytes == 1) lo.half_layers.insert(o.keep_float16.begin(), o.keep_float16.end());
   lo.concat_in_place = !o.concat_copies;
   lo.intm_yaml_name = (tr.out->finalPath() / (o.prefix + "_addrmap_intm.yaml")).string();
   if (!o.prepost.empty()) {

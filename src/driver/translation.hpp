@@ -38,6 +38,14 @@ inline LoadOptions modelFiles(const TranslateOptions& o) {
   return lo;
 }
 
+/// Every layer an int8 package keeps in float, at any width (--keep-float, --keep-float16): what the quantizer leaves
+/// in float.
+inline std::vector<std::string> keptInFloat(const TranslateOptions& o) {
+  std::vector<std::string> all = o.keep_float;
+  all.insert(all.end(), o.keep_float16.begin(), o.keep_float16.end());
+  return all;
+}
+
 struct Translation {
   explicit Translation(const TranslateOptions& opts);
   ~Translation();

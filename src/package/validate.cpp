@@ -459,7 +459,12 @@ struct Checker {
   mutable std::map<uint32_t, kernels::pow2::Table> pow2_tables;
 
   void shapes(const Descriptor& d, const std::string& what) const {
-    const ElemType ft = floatType();
+    ElemType ft = floatType();
+    // Mixed precision: a layer of an int8 package kept at float16 has every float operand in float16 (the casts
+    // around it convert; docs/numerics.md "Mixed precision").
+    if (numericsTraits(p.numerics).activation_bytes == 1 && d.kind != LayerKind::kCast && d.n_out > 0 &&
+        ((d.n_in > 0 && d.in(0).type == ElemType::kF16) || d.out(0).type == ElemType::kF16))
+      ft = ElemType::kF16;
     // The int8-pow2 forms checkPow2Form leaves to the float form's geometry checks (conv, max_pool, avg_pool,
     // global_avg_pool); every other kind keeps its own type checks (codes where a float form needs floats are refused).
     const bool pow2 = pow2Form(p.numerics, d) != Pow2Form::kNone &&

@@ -292,15 +292,23 @@ TEST(CostModel, LayersKeptInFloatAreTimedAtTheirWidth) {
       EXPECT_EQ(mt.second, tp.at(name).second) << name;
       continue;
     }
-    // EVE: 20 us + MACs / (2.74 MAC/cycle x 650 MHz) at int8 (narrow: 16 input channels), 4x the MAC time in float32.
+    // EVE: 20 us + MACs / (2.74 MAC/cycle x 650 MHz) at int8 (narrow: 16 input channels), 4x the MAC time in float32,
+    // plus the conversions of its input (16x8x8) and output (32x8x8) at 8 elements per cycle.
     EXPECT_NEAR(tp.at(name).second, 20 + mt.first / (2.74 * 650), 5.1e-4);
-    EXPECT_NEAR(mt.second, 20 + 4 * mt.first / (2.74 * 650), 5.1e-4);
+    EXPECT_NEAR(mt.second, 20 + 4 * mt.first / (2.74 * 650) + (16 + 32) * 8 * 8 / (8.0 * 650), 5.1e-4);
   }
   EXPECT_NEAR(wide.estimated_us - plain.estimated_us, tw.at(kept).second - tp.at(kept).second, 1e-2);
   std::ifstream md(dir / "wide" / "wide_summary.md");
   std::string text((std::istreambuf_iterator<char>(md)), {});
   EXPECT_NE(text.find("| eve (float32) |"), std::string::npos);
   EXPECT_NE(text.find("Layers kept wider than int8"), std::string::npos);
+  // float16: half the width, the same conversions.
+  const TranslateResult half = run("half", [&](TranslateOptions& o) { o.keep_float16 = {kept}; });
+  ASSERT_TRUE(half.ok);
+  const auto th = times("half");
+  EXPECT_NEAR(th.at(kept).second, 20 + 2 * th.at(kept).first / (2.74 * 650) + (16 + 32) * 8 * 8 / (8.0 * 650), 5.1e-4);
+  std::ifstream hmd(dir / "half" / "half_summary.md");
+  EXPECT_NE(std::string((std::istreambuf_iterator<char>(hmd)), {}).find("| eve (float16) |"), std::string::npos);
   // The same through a precision file.
   std::ofstream(dir / "p.yaml") << "layers:\n  \"" << kept << "\": float32\n";
   const TranslateResult file = run("file", [&](TranslateOptions& o) { o.precision = dir / "p.yaml"; });
@@ -316,7 +324,7 @@ TEST(CostModel, LayersKeptInFloatAreTimedAtTheirWidth) {
     }
     EXPECT_FALSE(fs::exists(dir / "bad"));
   };
-  refused("layers:\n  a: float16\n", "field 'layers.a': 'float16' is not a width");
+  refused("layers:\n  a: int16\n", "field 'layers.a': 'int16' is not a width");
   refused("layers: [a, b]\n", "field 'layers': a map");
   refused("keep: {a: float32}\n", "a YAML map with 'layers'");
   refused("layers: {}\nextra: 1\n", "field 'extra': unknown");

@@ -73,6 +73,21 @@ def test_tune_meets_the_budget_where_plain_int8_does_not(local):
     assert not [d for d in os.listdir(os.path.dirname(r["package"])) if d.startswith(".npuc-tune-")]  # work folder gone
 
 
+def test_float16_width_meets_the_budget_at_a_lower_cost(sensitive, local, tmp_path):
+    # Mixed precision at float16 (docs/numerics.md): the same layer gives the accuracy back, the estimate charges it
+    # half of float32's width, and the precision file says float16.
+    r = tune(sensitive, tmp_path, width="float16")
+    assert r["met"] and r["drop"] <= 0.5
+    assert r["keep_float"] == [FIRST]
+    assert r["int8"]["estimated_us"] < r["tuned"]["estimated_us"] < local["tuned"]["estimated_us"]
+    got = npuc.evaluate(r["package"], {"input": X}, Y, workers=1)["top1"]
+    assert got == r["tuned"]["accuracy"]
+    text = open(os.path.join(r["report_dir"], "precision.yaml")).read()
+    assert '"%s": float16' % FIRST in text
+    with pytest.raises(npuc.Error, match="unknown width 'int16'"):
+        tune(sensitive, tmp_path, width="int16")
+
+
 def test_a_tighter_budget_keeps_more_layers(sensitive, tmp_path):
     r = tune(sensitive, tmp_path, max_drop=0.3)
     assert r["met"] and r["drop"] <= 0.3

@@ -10,6 +10,7 @@
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
 #include "support/error.hpp"
+#include "support/fp16.hpp"
 #include "support/npy.hpp"
 
 #include <gtest/gtest.h>
@@ -383,6 +384,106 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
         EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
       }
     }
+  std::filesystem::remove_all(o.out_root);
+}
+
+/// A layer of package p by name: its descriptor (nullptr when none has that name).
+const package::Descriptor* layerNamed(const package::Package& p, const std::string& name) {
+  for (const package::LayerInfo& l : p.layers)
+    if (l.name == name) return &(l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
+  return nullptr;
+}
+
+// Mixed precision (docs/numerics.md): a layer of an int8-affine package kept at float16 reads its input through a cast
+// layer to float16, holds float16 weights and a float32 bias, writes float16 and is cast back to float32 before the
+// quantize layer. The package equals the engine on the QDQ model with that layer's input, weights and output rounded
+// to float16 (Cast pairs: what float16 storage does), bit for bit in exact and fast mode at 1, 2 and 3 threads.
+TEST(Int8MixedPrecision, Float16LayerEqualsTheEngineWithItsValuesRoundedToFloat16) {
+  Digits d;
+  const std::string kept = "/features/features.3/Conv";
+  TranslateOptions o = int8Options("digits16", kDigits + "digits_cnn.onnx", "generic-int8", "npuc_int8_mixed_");
+  QuantizeOptions q = d.calib(100);
+  o.calibration = q.calibration;
+  o.keep_float16 = {kept};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  const package::Package p = package::readPackage(r.dir);
+  const package::Descriptor* conv = layerNamed(p, kept);
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->kind, package::LayerKind::kConv);
+  EXPECT_EQ(conv->in(0).type, package::ElemType::kF16);
+  EXPECT_EQ(conv->in(1).type, package::ElemType::kF16);
+  EXPECT_EQ(conv->in(2).type, package::ElemType::kF32);  // (the bias, as in fp16 packages)
+  EXPECT_EQ(conv->out(0).type, package::ElemType::kF16);
+  int casts = 0, half_layers = 0;
+  for (const package::LayerInfo& l : p.layers) {
+    const package::Descriptor& x = (l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
+    casts += x.kind == package::LayerKind::kCast;
+    half_layers += x.kind != package::LayerKind::kCast && x.n_out > 0 && x.out(0).type == package::ElemType::kF16;
+  }
+  EXPECT_EQ(casts, 2);        // to float16 before it, back to float32 after it
+  EXPECT_EQ(half_layers, 1);  // no other layer changed width
+  // The oracle: the QDQ model (the layer kept in float), its input, weights and output rounded through float16.
+  q.integer_layers = true;
+  q.keep_float = {kept};
+  Model oracle = Model::load(o.onnx).optimized().quantizedQdq(q);
+  {
+    ir::Graph& g = mutableGraphOf(oracle);
+    auto round16 = [&](ir::ValueId v, const std::string& tag) {
+      ir::Type t16 = g.value(v).type;
+      t16.dtype = DType::kF16;
+      const ir::Type t32 = g.value(v).type;
+      const ir::ValueId h = g.addValue(g.uniqueValueName(tag + "_f16"), t16).id;
+      const ir::ValueId f = g.addValue(g.uniqueValueName(tag + "_rounded"), t32).id;
+      g.addNode("Cast", tag + "/to_f16", {v}, {h}).attrs["to"] = int64_t{10};
+      g.addNode("Cast", tag + "/to_f32", {h}, {f}).attrs["to"] = int64_t{1};
+      return f;
+    };
+    ir::NodeId id = ir::kNoNode;
+    for (ir::NodeId n : g.order())
+      if (g.node(n).name == kept) id = n;
+    ASSERT_NE(id, ir::kNoNode);
+    const ir::ValueId y = g.node(id).outputs[0];
+    const ir::UseMap uses = g.uses();
+    const ir::ValueId x16 = round16(g.node(id).inputs[0], "x");
+    g.node(id).inputs[0] = x16;
+    Tensor w = *g.value(g.node(id).inputs[1]).constant;
+    Tensor w16(DType::kF32, w.shape());
+    for (int64_t i = 0; i < w.numel(); ++i) w16.data<float>()[i] = halfToFloat(floatToHalf(w.data<float>()[i]));
+    g.node(id).inputs[1] = g.addConstant(g.uniqueValueName("w_f16_values"), w16).id;
+    const ir::ValueId y16 = round16(y, "y");
+    for (auto [user, input] : uses.at(y)) g.node(user).inputs[static_cast<size_t>(input)] = y16;
+    g.topoSort();
+  }
+  Session s(oracle, 1);
+  for (bool exact : {true, false})
+    for (int threads : {1, 2, 3}) {
+      Runtime rt(r.dir, RuntimeOptions{threads, exact});
+      for (int64_t i = 0; i < 40; ++i) {
+        Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
+        std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + i * 64, 64 * sizeof(float));
+        rt.setInput("input", xi);
+        rt.run();
+        Tensor want = s.run({{"input", xi}})[0];
+        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
+      }
+    }
+  // The same package through a precision file; a layer kept at two widths is refused.
+  std::ofstream(o.out_root / "p.yaml") << "layers:\n  \"" << kept << "\": float16\n";
+  TranslateOptions f = o;
+  f.out_root = o.out_root / "by_file";
+  f.keep_float16.clear();
+  f.precision = o.out_root / "p.yaml";
+  EXPECT_EQ(translate(f).content_hash, r.content_hash);
+  TranslateOptions both = o;
+  both.prefix = "digits16b";
+  both.keep_float = {kept};
+  try {
+    (void)translate(both);
+    ADD_FAILURE() << "a layer kept in float32 and float16 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is kept both in float32 and in float16"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(o.out_root);
 }
 

@@ -65,10 +65,12 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --keep-float NODE           int8-affine, int8-pow2: keep this layer (node name of the optimized model, as in the
                               summary) in float32: float weights, computed between dequantize / quantize layers
                               (repeatable); the estimate times it at float32's cost (docs/cost-model.md)
+  --keep-float16 NODE         int8 targets: keep this layer in float16 instead (float16 activations and weights,
+                              cast layers around it; repeatable; docs/numerics.md "Mixed precision")
   --equalize relu|relu6       int8 targets: cross-layer equalization before calibration (consecutive convolutions:
                               weight ranges made equal per channel; relu6: Relu6 made Relu first; docs/calibration.md)
-  --precision FILE            the layers of a precision file (`layers: {NODE: float32}`, what npuc tune writes)
-                              kept in float32, as --keep-float (docs/tune.md)
+  --precision FILE            the layers of a precision file (`layers: {NODE: float32|float16}`, what npuc tune
+                              writes) kept at those widths, as --keep-float / --keep-float16 (docs/tune.md)
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
                               (repeatable)
   --bias-correction           int8-affine, int8-pow2: correct each Conv / Gemm bias for the mean shift of its int8 weights,
@@ -218,7 +220,7 @@ double numberValue(const std::string& opt, const std::string& v) {
 std::string closestOption(const std::string& s) {
   static const char* known[] = {"-onnx", "-caffe", "-tf", "-tflite", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
-                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--precision", "--equalize", "--range", "--threads",
+                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--keep-float16", "--precision", "--equalize", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
@@ -397,6 +399,7 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
       t.o.auto_layer_groups = true;
     }
     else if (s == "--keep-float") t.o.keep_float.push_back(value(i));
+    else if (s == "--keep-float16") t.o.keep_float16.push_back(value(i));
     else if (s == "--precision") t.o.precision = value(i);
     else if (s == "--equalize") t.o.equalize = value(i);
     else if (s == "--range") t.ranges.push_back(value(i));

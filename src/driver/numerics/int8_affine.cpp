@@ -55,7 +55,7 @@ void Int8Affine::calibrate(Translation& tr, Model& body) {
   qo.method = o.calib_method;
   qo.scheme = scheme();
   qo.threads = o.threads;
-  qo.keep_float = o.keep_float;
+  qo.keep_float = keptInFloat(o);
   qo.ranges = o.ranges;
   qo.bias_correction = o.bias_correction;
   if (o.save_qdq_onnx) saveStandardQdq(tr, qo);

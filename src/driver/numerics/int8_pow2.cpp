@@ -45,7 +45,7 @@ Pow2Setup pow2Options(const TranslateOptions& o) {
   p.quant.input_signed = t.in_element_type == 1;
   p.quant.in_quant_factor = t.in_quant_factor;
   p.quant.margin = t.quant_margin;
-  p.quant.keep_float.insert(o.keep_float.begin(), o.keep_float.end());
+  for (const std::string& name : keptInFloat(o)) p.quant.keep_float.insert(name);
   p.quant.ranges = o.ranges;
   return p;
 }

@@ -59,9 +59,9 @@ void Strategy::checkOptions(Translation& tr) {
   if (!set.empty())
     tr.warn(fmt::format("{} set, but target '{}' has {} numerics: the int8-pow2 options apply to int8-pow2 targets (tidl) "
                         "only, ignored", fmt::join(set, ", "), tr.t.name, numericsName(tr.t.numerics)));
-  if (!tr.o.keep_float.empty() && (tr.t.numerics == Numerics::kFp32 || tr.t.numerics == Numerics::kFp16))
-    tr.warn(fmt::format("--keep-float is ignored: target '{}' has {} numerics, the width of every layer (--keep-float "
-                        "keeps layers of int8 packages in float32)", tr.t.name, numericsName(tr.t.numerics)));
+  if (!keptInFloat(tr.o).empty() && (tr.t.numerics == Numerics::kFp32 || tr.t.numerics == Numerics::kFp16))
+    tr.warn(fmt::format("--keep-float / --keep-float16 are ignored: target '{}' has {} numerics, the width of every layer "
+                        "(they keep layers of int8 packages in float32 / float16)", tr.t.name, numericsName(tr.t.numerics)));
 }
 
 void Strategy::prepareImported(Translation& tr, Model&) {
