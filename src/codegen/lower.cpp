@@ -356,12 +356,7 @@ void addLayers(package::Package& p, const std::vector<package::Descriptor>& all,
 
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
   Lowerer L(g, t, consume);
-  if (!o.half_layers.empty()) {
-    if (numericsTraits(t.numerics).activation_bytes != 1)
-      fail(ErrorCode::kInvalidArgument, "layers kept at float16 belong to int8 packages; target '{}' has {} numerics", t.name,
-           numericsName(t.numerics));
-    L.half_layers_ = o.half_layers;
-  }
+  L.keepAtFloat16(o.half_layers);
   L.run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;
