@@ -356,8 +356,7 @@ void addLayers(package::Package& p, const std::vector<package::Descriptor>& all,
 
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
   Lowerer L(g, t, consume);
-  L.keepAtFloat16(o.half_layers);
-  L.run();
+  L.keepAtFloat16(o.half_layers).run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;
   // (Not with control layers: dropping a Concat's layer would move the regions that follow it.)

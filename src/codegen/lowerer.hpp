@@ -344,11 +344,12 @@ class Lowerer {
   /// Node names lowered in float16 (their float operands, weights and results; biases stay float32 as in fp16
   /// packages); half_node_ while one is lowered (ft_ is then float16).
   std::set<std::string> half_layers_;
-  void keepAtFloat16(const std::set<std::string>& layers) {
+  Lowerer& keepAtFloat16(const std::set<std::string>& layers) {
     if (!layers.empty() && numericsTraits(t_.numerics).activation_bytes != 1)
       fail(ErrorCode::kInvalidArgument, "layers kept at float16 belong to int8 packages; target '{}' has {} numerics", t_.name,
            numericsName(t_.numerics));
     half_layers_ = layers;
+    return *this;
   }
   bool half_node_ = false;
   std::map<ir::ValueId, int> half_consts_;  // float constants of float16 layers, in float16
