@@ -600,8 +600,9 @@ void bindTranslate(py::module_& m) {
          bool reuse_memory, bool concat_copies, int threads, const std::vector<int64_t>& dynamic_batch_size,
          const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax,
          const std::optional<std::filesystem::path>& caffe_model, const std::vector<std::string>& keep_float,
-         const std::string& equalize, bool bias_correction, const std::vector<std::string>& keep_float16) {
+         const std::string& equalize, bool bias_correction, const std::vector<std::string>& keep_float16, bool adaround) {
         TranslateOptions o;
+        o.adaround = adaround;
         o.keep_float = keep_float;
         o.keep_float16 = keep_float16;
         o.equalize = equalize;
@@ -646,9 +647,10 @@ void bindTranslate(py::module_& m) {
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
       py::arg("relax") = std::vector<std::string>{}, py::arg("caffe_model") = py::none(), py::arg("keep_float") = std::vector<std::string>{},
       py::arg("equalize") = "", py::arg("bias_correction") = false, py::arg("keep_float16") = std::vector<std::string>{},
+      py::arg("adaround") = false,
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix. keep_float: "
       "layers (node names of the optimized model) an int8 package keeps in float32 (translate --keep-float); keep_float16: "
-      "in float16 (translate --keep-float16); equalize: "
+      "in float16 (translate --keep-float16); adaround: translate --adaround; equalize: "
       "\"relu\" or \"relu6\", cross-layer equalization before calibration (translate --equalize); bias_correction: "
       "translate --bias-correction");
 }

@@ -167,6 +167,7 @@ struct TranslateOptions {
   std::string equalize;  // --equalize relu|relu6: cross-layer equalization before calibration (QuantizeOptions::equalize)
   std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges
   bool bias_correction = false;          // --bias-correction: int8-affine biases corrected for the weights' rounding
+  bool adaround = false;                 // --adaround: int8 weights rounded by AdaRound (QuantizeOptions::adaround)
   int threads = 0;                       // threads of the calibration runs (0: all cores)
   /// Gears (Ascend ATC's --dynamic_batch_size / --dynamic_image_size; docs/package-format.md, "Gears"): one package
   /// per batch size, or per height x width, of the input whose input_shapes entry (or ONNX shape) leaves those
@@ -336,6 +337,10 @@ struct QuantizeOptions {
   /// Bias correction (docs/calibration.md): each Conv / Gemm's float bias loses the mean shift its int8 weights cause
   /// on each output channel, measured with the float model's input means on the calibration samples.
   bool bias_correction = false;
+  /// AdaRound (docs/calibration.md): each Conv / Gemm's int8 weights rounded up or down so that its output on the
+  /// calibration samples (the float model's inputs, at most 64 samples) moves least, instead of to nearest. Not with
+  /// bias_correction (its error includes the mean shift the correction takes out).
+  bool adaround = false;
   /// Cross-layer equalization before calibration (docs/calibration.md): "" off; "relu" consecutive convolutions
   /// through no activation, Relu or LeakyRelu (the same function); "relu6" Relu6 replaced by Relu first (the paper's
   /// choice: what the model computes changes where an activation exceeds 6), then as "relu".
@@ -349,6 +354,7 @@ struct QuantizedTensor {
   int zero_point = 0;
   int64_t channels = 1;
   std::string warning;
+  std::string note;  // weights: what chose their codes besides rounding to nearest ("AdaRound: output error …")
   /// Activations: 10·log10(Σ float² / Σ (float − quantized)²) over up to 32 calibration samples, the float model's
   /// tensor against the quantized model's dequantized copy (the error of every layer up to here); NaN where the
   /// copy is gone (an integer layer reads the int8 tensor itself) or the float tensor is all zero.

@@ -13,6 +13,7 @@
 #include "passes/pass.hpp"
 #include "prepost/aipp.hpp"
 #include "prepost/graph.hpp"
+#include "quant/adaround.hpp"
 #include "quant/bias_correction.hpp"
 #include "quant/qdq.hpp"
 #include "support/fp16.hpp"
@@ -339,6 +340,25 @@ int integerLayers(ir::Graph& g) {
   return n;
 }
 
+namespace {
+/// AdaRound codes for the int8-affine weights of g (at the scales quantizeToQdq gives them), on its first 64 samples.
+quant::AdaRoundResult adaRound(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples,
+                               const quant::QdqOptions& qo, int threads, bool bias_correction) {
+  if (bias_correction)
+    fail(ErrorCode::kInvalidArgument, "--adaround and --bias-correction are exclusive: AdaRound's error already holds the mean "
+         "shift the bias correction takes out");
+  const std::vector<std::map<std::string, Tensor>> some(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(samples.size(), 64)));
+  const quant::InputGrams grams = quant::measureInputGrams(g, some, threads);
+  const quant::StepsOf steps = [&](const ir::Node& n, const Tensor& w) -> std::optional<quant::WeightSteps> {
+    if (qo.keep_float.count(n.name)) return std::nullopt;
+    const int64_t axis = n.op == "Gemm" && !n.attrInt("transB", 0) ? 1 : 0;
+    const std::vector<float> sc = quant::weightScales(w, axis, qo.per_channel);
+    return quant::WeightSteps{std::vector<double>(sc.begin(), sc.end()), 127};
+  };
+  return quant::adaRoundLayers(g, grams, steps, {}, threads);
+}
+}  // namespace
+
 Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) const {
   quant::QdqOptions qo;
   if (!quant::rangeMethodFromName(o.method, &qo.method))
@@ -375,6 +395,11 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
       means = quant::measureInputMeans(g, samples, threads);
       qo.bias_means = &*means;
     }
+    const quant::AdaRoundResult ada = o.adaround ? adaRound(g, samples, qo, threads, o.bias_correction) : quant::AdaRoundResult{};
+    if (o.adaround) {
+      qo.weight_codes = &ada.codes;
+      qo.weight_notes = &ada.notes;
+    }
     quant::QdqReport rep = quant::quantizeToQdq(g, stats, qo);
     if (!o.qdq_onnx.empty()) onnx_io::exportFile(g, o.qdq_onnx);
     const int integer = o.integer_layers ? integerLayers(g) : 0;
@@ -389,7 +414,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     report->tensors.clear();
     std::map<std::string, std::string> copy_of;  // quantized model's dequantized copy -> the float tensor
     for (auto& t : rep.tensors) {
-      QuantizedTensor q{t.name, t.kind, t.lo, t.hi, t.scale, t.zero_point, t.channels, t.warning};
+      QuantizedTensor q{t.name, t.kind, t.lo, t.hi, t.scale, t.zero_point, t.channels, t.warning, t.note};
       if (t.kind == "activation") {
         q.snr_db = std::numeric_limits<double>::quiet_NaN();
         const quant::TensorStats& st = stats.at(t.name);

@@ -127,12 +127,12 @@ std::vector<std::string> writeCheckReport(const std::vector<CheckRow>& rows, con
 namespace {
 
 std::string quantCsv(const QuantizeReport& r) {
-  std::string s = "name,kind,lo,hi,scale,zero_point,channels,snr_db,saturated,warning\n";
+  std::string s = "name,kind,lo,hi,scale,zero_point,channels,snr_db,saturated,warning,note\n";
   for (auto& t : r.tensors) {
     const bool act = t.kind == "activation";
-    s += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{}\n", csvField(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point,
+    s += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", csvField(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point,
                      t.channels, act ? fmt::format("{:.3f}", t.snr_db) : "", act ? fmt::format("{:.6f}", t.saturated) : "",
-                     csvField(t.warning));
+                     csvField(t.warning), csvField(t.note));
   }
   return s;
 }
@@ -158,12 +158,12 @@ std::string quantHtml(const QuantizeReport& r) {
     const bool act = t.kind == "activation";
     const double w = act && std::isfinite(t.snr_db) ? std::clamp(t.snr_db / top, 0.0, 1.0) * 120 : 0;
     rows += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.6g}</td><td>{:.6g}</td><td>{:.6g}</td><td>{}</td><td>{}</td><td>{}</td>"
-                        "<td>{}</td><td>{}</td></tr>\n",
+                        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
                         t.warning.empty() ? "" : " class='warn'", htmlText(t.name), t.kind, t.lo, t.hi, t.scale, t.zero_point, t.channels,
                         act ? fmt::format("<svg width='122' height='10'><rect width='{:.1f}' height='10' fill='#1f77b4'/></svg> {:.1f}",
                                           w, t.snr_db)
                             : std::string(),
-                        act ? fmt::format("{:.4f} %", 100 * t.saturated) : std::string(), htmlText(t.warning));
+                        act ? fmt::format("{:.4f} %", 100 * t.saturated) : std::string(), htmlText(t.warning), htmlText(t.note));
   }
   std::string warnings;
   for (auto& w : r.warnings) warnings += "<li>" + htmlText(w) + "</li>\n";
@@ -173,7 +173,7 @@ std::string quantHtml(const QuantizeReport& r) {
       "tr.warn{{background:#fdd}}</style></head><body>\n<h1>npuc quantization table</h1>\n<p>{} tensors, {} calibration "
       "samples. SNR: the float tensor against its quantized copy in the quantized model (dB); saturated: the calibration "
       "values outside the range.</p>\n<ul>{}</ul>\n<table><tr><th>tensor</th><th>kind</th><th>lo</th><th>hi</th><th>scale</th>"
-      "<th>zero point</th><th>channels</th><th>SNR dB</th><th>saturated</th><th>warning</th></tr>\n{}</table>\n</body></html>\n",
+      "<th>zero point</th><th>channels</th><th>SNR dB</th><th>saturated</th><th>warning</th><th>note</th></tr>\n{}</table>\n</body></html>\n",
       r.tensors.size(), r.samples, warnings, rows);
 }
 
@@ -183,8 +183,8 @@ void quantXlsx(const QuantizeReport& r, const std::filesystem::path& path) {
   lxw_worksheet* ws = workbook_add_worksheet(wb, "quantization");
   lxw_format* bold = workbook_add_format(wb);
   format_set_bold(bold);
-  const char* head[] = {"name", "kind", "lo", "hi", "scale", "zero_point", "channels", "snr_db", "saturated", "warning"};
-  for (int c = 0; c < 10; ++c) worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), head[c], bold);
+  const char* head[] = {"name", "kind", "lo", "hi", "scale", "zero_point", "channels", "snr_db", "saturated", "warning", "note"};
+  for (int c = 0; c < 11; ++c) worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), head[c], bold);
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     const auto& t = r.tensors[i];
     auto row = static_cast<lxw_row_t>(i + 1);
@@ -200,9 +200,10 @@ void quantXlsx(const QuantizeReport& r, const std::filesystem::path& path) {
       worksheet_write_number(ws, row, 8, t.saturated, nullptr);
     }
     worksheet_write_string(ws, row, 9, t.warning.c_str(), nullptr);
+    worksheet_write_string(ws, row, 10, t.note.c_str(), nullptr);
   }
   worksheet_set_column(ws, 0, 0, 40, nullptr);
-  worksheet_set_column(ws, 9, 9, 60, nullptr);
+  worksheet_set_column(ws, 9, 10, 60, nullptr);
   closeWorkbook(wb, tmp, path);
 }
 

@@ -85,6 +85,24 @@ bool correctable(const ir::Graph& g, const ir::Node& n) {
   return false;
 }
 
+void observeValues(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads,
+                   const std::set<ir::ValueId>& values, const std::function<void(ir::ValueId, const Tensor&)>& fn) {
+  engine::EngineOptions eo;
+  eo.threads = std::max(1, threads);
+  eo.fuse_activations = false;  // every op's own output, as in the float model
+  engine::Engine e(g, eo);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    withContext(fmt::format("calibration sample {}", i + 1), [&] {
+      e.run(samples[i], [&](const ir::Node& n, const std::vector<Tensor>& outs) {
+        for (size_t k = 0; k < outs.size() && k < n.outputs.size(); ++k)
+          if (values.count(n.outputs[k])) fn(n.outputs[k], outs[k]);
+      });
+      for (ir::ValueId in : g.inputs())
+        if (values.count(in)) fn(in, samples[i].at(g.value(in).name));
+    });
+  }
+}
+
 InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads) {
   // The values to observe and the layers (by output name) that read each.
   std::map<ir::ValueId, std::vector<std::string>> readers;
@@ -115,19 +133,9 @@ InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std:
       }
     a.count += static_cast<double>(outer * inner);
   };
-  engine::EngineOptions eo;
-  eo.threads = std::max(1, threads);
-  eo.fuse_activations = false;  // every op's own output, as in the float model
-  engine::Engine e(g, eo);
-  for (size_t i = 0; i < samples.size(); ++i) {
-    withContext(fmt::format("calibration sample {}", i + 1), [&] {
-      e.run(samples[i], [&](const ir::Node& n, const std::vector<Tensor>& outs) {
-        for (size_t k = 0; k < outs.size() && k < n.outputs.size(); ++k) observe(n.outputs[k], outs[k]);
-      });
-      for (ir::ValueId in : g.inputs())
-        if (readers.count(in)) observe(in, samples[i].at(g.value(in).name));
-    });
-  }
+  std::set<ir::ValueId> values;
+  for (auto& [v, names] : readers) values.insert(v);
+  observeValues(g, samples, threads, values, observe);
   InputMeans r;
   r.samples = samples.size();
   for (auto& [v, a] : acc) {

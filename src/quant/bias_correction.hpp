@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ bool correctable(const ir::Graph& g, const ir::Node& n);
 /// Runs `g` on the reference engine over `samples` (each a complete set of graph inputs, by name) and averages the
 /// activation operand of every correctable layer per channel (axis 1), over the samples, the batch and the
 /// positions. Errors name the sample ("calibration sample 3: ...").
+/// Runs g on the reference engine (activations not fused: every op's own output, as in the float model) over
+/// `samples` and calls fn(value, tensor) for each of `values` as it is computed, graph inputs included. Errors name
+/// the sample ("calibration sample 3: ...").
+void observeValues(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads,
+                   const std::set<ir::ValueId>& values, const std::function<void(ir::ValueId, const Tensor&)>& fn);
+
 InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads);
 
 /// How a float32 weight is stored: the value the device computes with.

@@ -231,15 +231,21 @@ class Pow2Builder {
     for (int64_t i = 0; i < W.numel(); ++i) wmax = std::max(wmax, std::fabs(static_cast<double>(w[i])));
     if (!std::isfinite(wmax)) return "weights are not finite";
     const double wlim = static_cast<double>((1 << (o_.param_bits - 1)) - 1);
-    const int qw = qForMagnitude(wmax, wlim);
+    const int qw = weightQ(wmax, o_.param_bits);
     std::vector<int16_t> codes(static_cast<size_t>(M * K));
+    const std::vector<int32_t>* chosen = nullptr;  // AdaRound's, in W's element order
+    if (o_.weight_codes)
+      if (auto c = o_.weight_codes->find(g_.value(n.inputs[1]).name); c != o_.weight_codes->end() && c->second.size() == static_cast<size_t>(M * K))
+        chosen = &c->second;
     // (one shift per layer: an output channel whose weights all lie far below the layer's largest loses them)
     int64_t lost = 0, first_lost = -1;
     for (int64_t m = 0; m < M; ++m) {
       bool nonzero = false, kept = false;
       for (int64_t k = 0; k < K; ++k) {
-        const float v = gemm ? (transB ? w[m * K + k] : w[k * M + m]) : w[m * K + k];
-        const auto c = static_cast<int16_t>(std::clamp(std::round(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim));
+        const int64_t at = gemm ? (transB ? m * K + k : k * M + m) : m * K + k;
+        const float v = w[at];
+        const double near = std::round(std::ldexp(static_cast<double>(v), qw));
+        const auto c = static_cast<int16_t>(std::clamp(chosen ? static_cast<double>((*chosen)[static_cast<size_t>(at)]) : near, -wlim, wlim));
         codes[static_cast<size_t>(m * K + k)] = c;
         nonzero = nonzero || v != 0.0f;
         kept = kept || c != 0;
@@ -311,7 +317,10 @@ class Pow2Builder {
         if (it != n.attrs.end()) p.attrs[a] = it->second;
       }
     p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, gemm ? "gemm" : "conv", qw, qb, ""});
+    std::string note;
+    if (chosen && o_.weight_notes)
+      if (auto nt = o_.weight_notes->find(g_.value(n.inputs[1]).name); nt != o_.weight_notes->end()) note = nt->second;
+    rep_.layers.push_back({n.name, gemm ? "gemm" : "conv", qw, qb, note});
     ++rep_.integer_layers;
     replaceOutput(n, cy);
     return "";
@@ -472,5 +481,7 @@ class Pow2Builder {
 Pow2Report quantizeToPow2(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const Pow2Options& o) {
   return Pow2Builder(g, stats, o).run();
 }
+
+int weightQ(double wmax, int param_bits) { return qForMagnitude(wmax, static_cast<double>((1 << (param_bits - 1)) - 1)); }
 
 }  // namespace npuc::quant

@@ -38,7 +38,14 @@ struct Pow2Options {
   /// Bias correction (docs/calibration.md): each integer Conv / Gemm's bias loses the mean shift its weights' rounding
   /// to codes at the layer's one shift causes, with these input means (measureInputMeans on the float graph).
   const InputMeans* bias_means = nullptr;
+  /// AdaRound (adaround.hpp): weight codes by weight value name, in the tensor's element order, at the layer's one
+  /// step 2^-qw (weightQ); their notes go to the layer's row. Null: rounded to nearest.
+  const std::map<std::string, std::vector<int32_t>>* weight_codes = nullptr;
+  const std::map<std::string, std::string>* weight_notes = nullptr;
 };
+
+/// The q of a layer's numParamBits-bit weights (codes at 2^-q) whose largest magnitude is wmax.
+int weightQ(double wmax, int param_bits);
 
 /// One slot: a tensor an integer layer writes.
 struct Pow2Slot {

@@ -68,9 +68,9 @@ Tensor vectorF32(const std::vector<float>& v) {
   return t;
 }
 
-/// The int8 scales of weights w, per channel along `axis` (per tensor: one): max |w| / 127 (1 for an all-zero
-/// channel); `range` gets max |w| of every output channel.
-std::vector<float> weightScales(const Tensor& w, int64_t axis, bool per_channel, std::vector<float>* range_out = nullptr) {
+}  // namespace
+
+std::vector<float> weightScales(const Tensor& w, int64_t axis, bool per_channel, std::vector<float>* range_out) {
   const int64_t channels = w.dim(static_cast<int>(axis));  // the output channels, whatever the quantization
   const int64_t C = per_channel ? channels : 1;
   int64_t inner = 1;
@@ -90,6 +90,8 @@ std::vector<float> weightScales(const Tensor& w, int64_t axis, bool per_channel,
   return scale;
 }
 
+namespace {
+
 /// A weight as its int8 code stands for it: clamp(round_half_even(w / scale), -127, 127) * scale (NaN: 0).
 float int8WeightValue(float w, float scale) {
   const float v = std::nearbyint(w / scale);
@@ -97,8 +99,9 @@ float int8WeightValue(float w, float scale) {
 }
 
 /// Quantizes constant weights per channel along `axis` (symmetric int8) and puts a DequantizeLinear in front of
-/// input `i` of node `n`; returns the per-channel scales (empty when the input is not a float32 constant).
-std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64_t axis, bool per_channel, QdqReport& rep) {
+/// input `i` of node `n`; returns the per-channel scales (empty when the input is not a float32 constant). The codes
+/// are rounded to nearest, or those of `o.weight_codes` (AdaRound) for the weight.
+std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64_t axis, bool per_channel, const QdqOptions& o, QdqReport& rep) {
   ir::Graph& g = rw.graph();
   const Tensor* wp = ir::constantInput(g, g.node(id), i, DType::kF32);
   if (!wp || wp->numel() == 0 || axis >= wp->rank()) return {};
@@ -115,11 +118,15 @@ std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64
   int zero_channels = 0;
   for (float a : amax) zero_channels += a == 0;
   Tensor q(DType::kI8, w.shape());
+  const std::string name = g.value(g.node(id).inputs[static_cast<size_t>(i)]).name;
+  const std::vector<int32_t>* chosen = nullptr;
+  if (o.weight_codes)
+    if (auto c = o.weight_codes->find(name); c != o.weight_codes->end() && c->second.size() == static_cast<size_t>(w.numel())) chosen = &c->second;
   for (int64_t k = 0; k < w.numel(); ++k) {
     float v = std::nearbyint(src[k] / scale[chan(k)]);  // what QuantizeLinear would give: half to even (int8WeightValue)
+    if (chosen) v = static_cast<float>((*chosen)[static_cast<size_t>(k)]);
     q.data<int8_t>()[k] = static_cast<int8_t>(std::isnan(v) ? 0.0f : std::clamp(v, -127.0f, 127.0f));
   }
-  const std::string name = g.value(g.node(id).inputs[static_cast<size_t>(i)]).name;
   ir::ValueId qv = g.addConstant(g.uniqueValueName(name + "_quantized"), std::move(q)).id;
   ir::ValueId sv = g.addConstant(g.uniqueValueName(name + "_scale"), C == 1 ? scalarF32(scale[0]) : vectorF32(scale)).id;
   Tensor zp(DType::kI8, C == 1 ? Shape{} : Shape{C});
@@ -137,6 +144,8 @@ std::vector<float> quantizeWeights(ir::Rewriter& rw, ir::NodeId id, int i, int64
   t.hi = m;
   t.scale = *std::max_element(scale.begin(), scale.end());
   t.channels = C;
+  if (chosen && o.weight_notes)
+    if (auto nt = o.weight_notes->find(name); nt != o.weight_notes->end()) t.note = nt->second;
   if (zero_channels) t.warning = fmt::format("{} of {} channels are all zero", zero_channels, C);
   // A channel whose range is far above its neighbours' (the median channel's): harmless per channel, but it would
   // take most of a per-tensor scale's resolution from the others, and often marks a badly trained or folded layer.
@@ -470,7 +479,7 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
         if (correctLayerBias(g, id, m->second, round)) ++rep.bias_corrected;
       }
     }
-    std::vector<float> ws = quantizeWeights(rw, id, 1, axis, per_channel, rep);
+    std::vector<float> ws = quantizeWeights(rw, id, 1, axis, per_channel, o, rep);
     if (ws.empty() || n.op == "MatMul" || !g.node(id).hasInput(2) || !per_axis) continue;
     auto xs = act_scale.find(g.node(id).inputs[0]);
     if (xs == act_scale.end()) continue;  // an unquantized operand: the bias stays float

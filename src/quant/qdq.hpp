@@ -48,7 +48,16 @@ struct QdqOptions {
   /// Bias correction: the float model's per-channel input means of its layers (measureInputMeans on this graph,
   /// before quantization); each Conv / Gemm they cover gets its bias corrected for its int8 weights. Null: none.
   const InputMeans* bias_means = nullptr;
+  /// AdaRound (adaround.hpp): codes of weights by value name, in the tensor's element order, each within the int8
+  /// range at the scales this quantizer gives them (weightScales); `notes` said in their table rows. Null: every
+  /// weight rounded to nearest.
+  const std::map<std::string, std::vector<int32_t>>* weight_codes = nullptr;
+  const std::map<std::string, std::string>* weight_notes = nullptr;
 };
+
+/// The int8 scales of weights w, per channel along `axis` (per tensor: one): max |w| / 127 (1 for an all-zero
+/// channel); `range` gets max |w| of every output channel.
+std::vector<float> weightScales(const Tensor& w, int64_t axis, bool per_channel, std::vector<float>* range_out = nullptr);
 
 /// One quantized tensor of the report: an activation (lo, hi, scale, zero point) or a weight (scale range over its
 /// channels, zero point 0).
@@ -59,6 +68,7 @@ struct QdqTensor {
   int zero_point = 0;
   int64_t channels = 1;
   std::string warning;     // a degenerate range, values clipped, …
+  std::string note;        // weights: AdaRound's effect (QdqOptions::weight_codes)
   ir::ValueId dequantized = ir::kNoValue;  // activations: the DequantizeLinear output the readers now read
 };
 

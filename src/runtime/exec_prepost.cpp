@@ -29,11 +29,13 @@ void runCast(Runtime::Impl& im, Step& s) {
   if (x.type == ElemType::kU8) {
     if (to16) kernels::castAnyToFp16(n, u8in(s), reinterpret_cast<uint16_t*>(s.out), im.pool.get());
     else kernels::castU8ToFp32(n, u8in(s), reinterpret_cast<float*>(s.out), im.pool.get());
-  } else if (x.type == ElemType::kF16) {
-    kernels::castFp16ToFp32(n, h16in(s), reinterpret_cast<float*>(s.out), im.pool.get());
+  } else if (x.type == ElemType::kF16) {  // (fast: the F16C conversions, floatToHalf's / halfToFloat's bits)
+    if (im.opts.exact) kernels::castFp16ToFp32(n, h16in(s), reinterpret_cast<float*>(s.out), im.pool.get());
+    else kernels::f16ToF32(h16in(s), reinterpret_cast<float*>(s.out), n, im.pool.get());
   } else {
-    kernels::castFp32ToFp16(n, reinterpret_cast<const float*>(s.in[0]), reinterpret_cast<uint16_t*>(s.out),
-                            im.pool.get());
+    if (im.opts.exact)
+      kernels::castFp32ToFp16(n, reinterpret_cast<const float*>(s.in[0]), reinterpret_cast<uint16_t*>(s.out), im.pool.get());
+    else kernels::f32ToF16(reinterpret_cast<const float*>(s.in[0]), reinterpret_cast<uint16_t*>(s.out), n, {}, im.pool.get());
   }
 }
 

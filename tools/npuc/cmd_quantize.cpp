@@ -17,7 +17,7 @@ void addQuantize(CLI::App& app, Action& run) {
     std::string model, caffemodel, output, table, method = "minmax", scheme = "affine", equalize;
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
-    bool per_tensor = false, bias_correction = false;
+    bool per_tensor = false, bias_correction = false, adaround = false;
     std::vector<std::string> keep_float, ranges;
     int threads = 0;
   };
@@ -38,6 +38,8 @@ void addQuantize(CLI::App& app, Action& run) {
   c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
   c->add_flag("--bias-correction", o->bias_correction, "Correct each Conv / Gemm bias for the mean shift its int8 weights cause, "
                                                        "measured on the calibration samples (docs/calibration.md)");
+  c->add_flag("--adaround", o->adaround, "Round each Conv / Gemm's int8 weights up or down so that its output on the calibration "
+                                         "samples moves least (AdaRound; docs/calibration.md; not with --bias-correction)");
   c->add_option("--equalize", o->equalize, "Cross-layer equalization before calibration, for per-tensor weights: relu (consecutive "
                                            "convolutions through Relu / LeakyRelu: the same function) or relu6 (Relu6 made Relu "
                                            "first, as the paper does; docs/calibration.md)")
@@ -62,6 +64,7 @@ void addQuantize(CLI::App& app, Action& run) {
       qo.ranges = parseRanges(o->ranges);
       qo.threads = o->threads;
       qo.bias_correction = o->bias_correction;
+      qo.adaround = o->adaround;
       qo.equalize = o->equalize;
       double t0 = nowMs();
       QuantizeReport rep;

@@ -75,6 +75,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               (repeatable)
   --bias-correction           int8-affine, int8-pow2: correct each Conv / Gemm bias for the mean shift of its int8 weights,
                               measured on the calibration samples
+  --adaround                  int8-affine, -radix, -pow2: round each Conv / Gemm's weights up or down so that its output on
+                              the calibration samples moves least (AdaRound; docs/calibration.md; not with --bias-correction)
   --threads N                 threads of the calibration runs (default: all cores; the package is the same)
   int8-pow2 targets (tidl; docs/numerics.md), TIDL's import keys:
   --numParamBits N            bits of the weights, 4..12 (default 8)
@@ -224,7 +226,7 @@ std::string closestOption(const std::string& s) {
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
-                                "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--layer-group",
+                                "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--adaround", "--layer-group",
                                 "--layer-groups", "--relax"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -380,6 +382,7 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
     else if (s == "--boot-frames") t.o.pow2.boot_frames = intValue(s, value(i), 0, 1000000);
     else if (s == "--static-quant") t.o.pow2.dynamic = false;
     else if (s == "--bias-correction") t.o.bias_correction = true;
+    else if (s == "--adaround") t.o.adaround = true;
     else if (s == "--layer-group") {
       const std::string v = value(i);
       const size_t eq = v.rfind('=');

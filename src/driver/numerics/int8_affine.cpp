@@ -58,6 +58,7 @@ void Int8Affine::calibrate(Translation& tr, Model& body) {
   qo.keep_float = keptInFloat(o);
   qo.ranges = o.ranges;
   qo.bias_correction = o.bias_correction;
+  qo.adaround = o.adaround;
   if (o.save_qdq_onnx) saveStandardQdq(tr, qo);
   qo.integer_layers = true;
   QuantizeReport qr;

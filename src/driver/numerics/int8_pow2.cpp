@@ -8,11 +8,14 @@
 #include "codegen/lower.hpp"
 #include "driver/translation.hpp"
 #include "passes/pass.hpp"
+#include "quant/adaround.hpp"
 #include "quant/pow2.hpp"
 #include "support/error.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 
 namespace npuc::numerics {
@@ -85,6 +88,26 @@ class Int8Pow2 final : public Strategy {
       means_ = withContext(tr.o.onnx.string(), [&] { return quant::measureInputMeans(graphOf(body), samples, calibrationThreads(tr.o.threads)); });
       setup_.quant.bias_means = &*means_;
     }
+    if (tr.o.adaround) {  // the codes of each layer's numParamBits-bit weights at its one step 2^-qw
+      if (tr.o.bias_correction)
+        fail(ErrorCode::kInvalidArgument, "--adaround and --bias-correction are exclusive: AdaRound's error already holds the mean "
+             "shift the bias correction takes out");
+      const int bits = setup_.quant.param_bits;
+      const quant::StepsOf steps = [&](const ir::Node& n, const Tensor& w) -> std::optional<quant::WeightSteps> {
+        if (setup_.quant.keep_float.count(n.name)) return std::nullopt;
+        double wmax = 0;
+        for (int64_t i = 0; i < w.numel(); ++i) wmax = std::max(wmax, std::fabs(static_cast<double>(w.data<float>()[i])));
+        if (!std::isfinite(wmax)) return std::nullopt;
+        return quant::WeightSteps{{std::ldexp(1.0, -quant::weightQ(wmax, bits))}, static_cast<double>((1 << (bits - 1)) - 1)};
+      };
+      ada_ = withContext(tr.o.onnx.string(), [&] {
+        const auto some = std::vector<std::map<std::string, Tensor>>(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(samples.size(), 64)));
+        return quant::adaRoundLayers(graphOf(body), quant::measureInputGrams(graphOf(body), some, calibrationThreads(tr.o.threads)), steps, {},
+                                     calibrationThreads(tr.o.threads));
+      });
+      setup_.quant.weight_codes = &ada_->codes;
+      setup_.quant.weight_notes = &ada_->notes;
+    }
   }
 
   bool writesPackage(const Translation&) const override { return stats_.has_value(); }
@@ -113,6 +136,7 @@ class Int8Pow2 final : public Strategy {
   Pow2Setup setup_;
   std::optional<std::map<std::string, quant::TensorStats>> stats_;  // the calibration statistics
   std::optional<quant::InputMeans> means_;                          // --bias-correction: the float model's input means
+  std::optional<quant::AdaRoundResult> ada_;                        // --adaround: the weights' codes
   std::string table_;                                               // PREFIX_pow2_table.csv
 };
 
