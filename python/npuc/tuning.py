@@ -132,7 +132,7 @@ def _kept(keep, width):
 
 def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=None, out="output", input_shapes=None,
                 calib_method="minmax", threads=0, progress=False, int8_alone=True, equalize="", bias_correction=False,
-                width="float32"):
+                width="float32", adaround=False):
     """Per-layer int8 sensitivity without labels: for every layer with weights (or `candidates`), the output's
     cosine and SNR against the float model when that layer alone is kept at `width` (float32 or float16: what keeping
     it gives back), and when it alone is quantized (every other candidate kept: what quantizing it costs;
@@ -161,7 +161,8 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
         prefix = "s%03d" % count[0]
         res = translate(prefix, model, target=tgt, out=work, calib=calib if tgt == target else None,
                         calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(keep, width),
-                        equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target)
+                        equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target,
+                        adaround=adaround and tgt == target)
         if not res.ok:
             raise _error("target %s cannot take the model: %s" % (tgt, res.errors[0]["rule"] if res.errors else "?"))
         y = _outputs(str(res.dir), samples, names)
@@ -196,7 +197,7 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
 
 def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", prefix=None, out="output", client=None,
          workers=None, input_shapes=None, candidates=None, calib_method="minmax", threads=0, progress=None, report=True,
-         rank="accuracy", equalize="", bias_correction=False, width="float32"):
+         rank="accuracy", equalize="", bias_correction=False, width="float32", adaround=False):
     """Finds the layers to keep in float32 (or `width` "float16") so that the int8 package of `model` for `target` loses at most `max_drop`
     points of `metric` (top1, top5) against the float model on `dataset` / `labels`, with the least estimated time.
 
@@ -208,7 +209,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     labelled set) or "snr" (without labels: the output's SNR against float on the calibration samples, `sensitivity`;
     cheaper: no evaluation per layer). equalize: "relu" or "relu6", cross-layer equalization of every int8
     candidate (translate --equalize), often enough on its own. bias_correction: translate --bias-correction for
-    every int8 candidate.
+    every int8 candidate; adaround: translate --adaround for every int8 candidate. width: "float32" or "float16", what
+    the chosen layers are kept in.
 
     Returns a dict: float, int8 and tuned accuracies, "keep_float" (the chosen layers), "estimated_us" of each,
     "met" (whether the budget holds; when it cannot be met the closest candidate is written and said so), "tried"
@@ -258,7 +260,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         t0 = time.perf_counter()
         res = translate("t%03d" % k, model, target=tgt, out=work, calib=calib if tgt == target else None,
                         calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(keep, width),
-                        equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target)
+                        equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target,
+                        adaround=adaround and tgt == target)
         if not res.ok:
             bad = "; ".join("%s (%s): %s" % (e["name"], e["op_type"], e["rule"]) for e in res.errors[:3])
             raise _error("target %s cannot take the model: %s" % (tgt, bad))
@@ -290,7 +293,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
             if rank == "snr":  # without labels: the output's SNR with the layer alone in float
                 sn = sensitivity(model, target, calib, candidates=layers, out=work, input_shapes=shapes,
                                  calib_method=calib_method, threads=threads, progress=progress, int8_alone=False,
-                                 equalize=equalize, bias_correction=bias_correction, width=width)
+                                 equalize=equalize, bias_correction=bias_correction, width=width, adaround=adaround)
                 for row in sn["layers"]:
                     snr = row["float_alone"]["snr_db"]
                     sens_rows.append({"layer": row["layer"], "snr_db": snr, "gain": min(snr, 1e9) - sn["int8"]["snr_db"],
@@ -329,13 +332,13 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         wide = trial(layers, label="every candidate in float") if layers else int8
         final = translate(prefix, model, target=target, out=out, calib=calib, calib_method=calib_method,
                           input_shapes=shapes, threads=threads, **_kept(best["keep_float"], width), equalize=equalize,
-                          bias_correction=bias_correction)
+                          bias_correction=bias_correction, adaround=adaround)
     finally:
         evaluator.close()
         shutil.rmtree(work, ignore_errors=True)
     result = {
         "model": model, "target": target, "metric": metric, "max_drop": max_drop, "samples": n, "equalize": equalize,
-        "bias_correction": bias_correction, "width": width,
+        "bias_correction": bias_correction, "width": width, "adaround": adaround,
         "float": flt, "int8": int8, "all_float_layers": wide, "tuned": best, "keep_float": best["keep_float"],
         "met": meets(best), "drop": 100.0 * (flt["accuracy"] - best["accuracy"]),
         "int8_drop": 100.0 * (flt["accuracy"] - int8["accuracy"]), "sensitivity": sens_rows,
@@ -347,7 +350,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     return result
 
 
-def precision_yaml(keep_float, target, equalize="", bias_correction=False, width="float32"):
+def precision_yaml(keep_float, target, equalize="", bias_correction=False, width="float32", adaround=False):
     """The precision file translate --precision reads: the layers run wider than the target's numerics (and the
     cross-layer equalization, when one was used)."""
     lines = ["# npuc precision file (translate --precision; docs/tune.md): layers run wider than target %s's numerics"
@@ -356,6 +359,8 @@ def precision_yaml(keep_float, target, equalize="", bias_correction=False, width
         lines.append("equalize: %s" % equalize)
     if bias_correction:
         lines.append("bias_correction: true")
+    if adaround:
+        lines.append("adaround: true")
     lines.append("layers:" + ("" if keep_float else " {}"))
     lines += ["  %s: %s" % (json.dumps(name), width) for name in keep_float]
     return "\n".join(lines) + "\n"
@@ -376,7 +381,8 @@ def _write_report(res, folder):
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     with open(os.path.join(tmp, "precision.yaml"), "w") as f:
-        f.write(precision_yaml(res["keep_float"], res["target"], res["equalize"], res["bias_correction"], res.get("width", "float32")))
+        f.write(precision_yaml(res["keep_float"], res["target"], res["equalize"], res["bias_correction"], res.get("width", "float32"),
+                               res.get("adaround", False)))
     with open(os.path.join(tmp, "tune.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     ints = [r for r in res["tried"] if r["target"] == res["target"]]
@@ -478,6 +484,8 @@ def main(argv=None):
                    "layer with weights)")
     p.add_argument("--calib-method", default="minmax")
     p.add_argument("--bias-correction", action="store_true", help="translate --bias-correction for every int8 candidate")
+    p.add_argument("--adaround", action="store_true", help="translate --adaround for every int8 candidate (AdaRound "
+                   "rounding of the weights; docs/calibration.md)")
     p.add_argument("--equalize", default="", choices=("", "relu", "relu6"), help="cross-layer equalization of every int8 "
                    "candidate (translate --equalize)")
     p.add_argument("--input-shape", action="append", default=[], help="NAME=d0,d1,...")
@@ -525,7 +533,7 @@ def main(argv=None):
         res = tune(a.model, a.target, npys(a.calib, "--calib"), npys(a.eval, "--eval"), labels, max_drop=a.max_drop,
                    metric=a.metric, prefix=a.prefix, out=a.out, client=client, workers=a.workers, input_shapes=shapes,
                    candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True, rank=a.rank, equalize=a.equalize,
-                   bias_correction=a.bias_correction, width=a.width)
+                   bias_correction=a.bias_correction, width=a.width, adaround=a.adaround)
     except (Error, OSError, ValueError) as e:
         print("npuc tune: error: %s" % e, file=sys.stderr)
         return 2

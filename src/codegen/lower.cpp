@@ -82,6 +82,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
     }
     ~Width() { l.ft_ = saved, l.half_node_ = false; }
   } width(*this, !half_layers_.empty() && half_layers_.count(n.name) && ft_ == ElemType::kF32);
+  if (half_node_) half_lowered_.insert(n.name);
   if (it->second.member) (this->*(it->second.member))(n);
   else it->second.fn(*this, n);
   typed_ = false;

@@ -131,6 +131,10 @@ class Lowerer {
     for (ir::ValueId v : g_.outputs()) directOutput(v);
     for (ir::ValueId v : g_.outputs()) halfOutput(v);
     for (ir::ValueId v : g_.outputs()) singleOutput(v);
+    for (const std::string& name : half_layers_)  // (a name the quantizer took but no node has: never silently float32)
+      if (!half_lowered_.count(name))
+        fail(ErrorCode::kInvalidArgument, "layer '{}' is to be kept in float16, but the optimized model has no such layer (the "
+             "names are the summary's: PREFIX_summary.csv)", name);
   }
 
   /// Every node of the graph, in order.
@@ -352,6 +356,7 @@ class Lowerer {
     return *this;
   }
   bool half_node_ = false;
+  std::set<std::string> half_lowered_;  // the half layers lowered so far
   std::map<ir::ValueId, int> half_consts_;  // float constants of float16 layers, in float16
   std::map<int, int> converted_;            // value -> its copy at the other float width (a cast layer wrote it)
   /// Value `id` as the layer being lowered reads it: a float16 layer reads float32 activations through a cast to

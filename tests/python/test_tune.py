@@ -88,6 +88,14 @@ def test_float16_width_meets_the_budget_at_a_lower_cost(sensitive, local, tmp_pa
         tune(sensitive, tmp_path, width="int16")
 
 
+def test_adaround_in_the_search_is_written_to_the_precision_file(sensitive, tmp_path):
+    r = tune(sensitive, tmp_path, adaround=True, candidates=[FIRST])
+    assert r["adaround"] and r["met"]
+    assert "adaround: true" in open(os.path.join(r["report_dir"], "precision.yaml")).read()
+    with pytest.raises(npuc.Error, match="--adaround and --bias-correction are exclusive"):
+        tune(sensitive, tmp_path / "both", adaround=True, bias_correction=True, candidates=[FIRST])
+
+
 def test_a_tighter_budget_keeps_more_layers(sensitive, tmp_path):
     r = tune(sensitive, tmp_path, max_drop=0.3)
     assert r["met"] and r["drop"] <= 0.3
