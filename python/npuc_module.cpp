@@ -600,9 +600,15 @@ void bindTranslate(py::module_& m) {
          bool reuse_memory, bool concat_copies, int threads, const std::vector<int64_t>& dynamic_batch_size,
          const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax,
          const std::optional<std::filesystem::path>& caffe_model, const std::vector<std::string>& keep_float,
-         const std::string& equalize, bool bias_correction, const std::vector<std::string>& keep_float16, bool adaround) {
+         const std::string& equalize, bool bias_correction, const std::vector<std::string>& keep_float16, bool adaround,
+         const py::bytes& calib_stats, int stats_pass, const py::bytes& stats_ranges) -> py::object {
         TranslateOptions o;
         o.adaround = adaround;
+        auto bytesOf = [](const py::bytes& b) {
+          const std::string s = b;
+          return std::vector<uint8_t>(s.begin(), s.end());
+        };
+        o.calibration_stats = bytesOf(calib_stats);
         o.keep_float = keep_float;
         o.keep_float16 = keep_float16;
         o.equalize = equalize;
@@ -637,8 +643,21 @@ void bindTranslate(py::module_& m) {
             }
           }
         }
-        py::gil_scoped_release nogil;
-        return translate(o);
+        if (stats_pass != 0) {  // npuc.calibration's shards: one pass of the statistics, as bytes
+          const std::vector<uint8_t> ranges = bytesOf(stats_ranges);
+          std::vector<uint8_t> r;
+          {
+            py::gil_scoped_release nogil;
+            r = calibrationPass(o, stats_pass, ranges);
+          }
+          return py::bytes(reinterpret_cast<const char*>(r.data()), r.size());
+        }
+        TranslateResult r;
+        {
+          py::gil_scoped_release nogil;
+          r = translate(o);
+        }
+        return py::cast(std::move(r));
       },
       py::arg("prefix"), py::arg("onnx"), py::arg("target") = "drpai", py::arg("out") = "output", py::arg("prepost") = py::none(),
       py::arg("addr") = py::none(), py::arg("aipp") = py::none(), py::arg("calib") = py::none(), py::arg("calib_method") = "minmax",
@@ -647,15 +666,39 @@ void bindTranslate(py::module_& m) {
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
       py::arg("relax") = std::vector<std::string>{}, py::arg("caffe_model") = py::none(), py::arg("keep_float") = std::vector<std::string>{},
       py::arg("equalize") = "", py::arg("bias_correction") = false, py::arg("keep_float16") = std::vector<std::string>{},
-      py::arg("adaround") = false,
+      py::arg("adaround") = false, py::arg("calib_stats") = py::bytes(), py::arg("stats_pass") = 0,
+      py::arg("stats_ranges") = py::bytes(),
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix. keep_float: "
       "layers (node names of the optimized model) an int8 package keeps in float32 (translate --keep-float); keep_float16: "
-      "in float16 (translate --keep-float16); adaround: translate --adaround; equalize: "
+      "in float16 (translate --keep-float16); adaround: translate --adaround; calib_stats: statistics measured in shards "
+      "(npuc.calibration.statistics; the samples still go in calib); stats_pass 1 or 2: instead of translating, one pass of "
+      "those statistics on calib, as bytes (stats_ranges: pass 1 merged, for pass 2); equalize: "
       "\"relu\" or \"relu6\", cross-layer equalization before calibration (translate --equalize); bias_correction: "
       "translate --bias-correction");
 }
 
 /// Custom ops, and models run on the reference engine.
+/// Calibration statistics in shards (npuc.calibration).
+void bindCalibration(py::module_& m) {
+  m.def(
+      "merge_calibration_stats",
+      [](const std::vector<py::bytes>& parts, int pass) {
+        std::vector<std::vector<uint8_t>> v;
+        for (const py::bytes& b : parts) {
+          const std::string s = b;
+          v.emplace_back(s.begin(), s.end());
+        }
+        std::vector<uint8_t> r;
+        {
+          py::gil_scoped_release nogil;
+          r = mergeCalibrationStats(v, pass);
+        }
+        return py::bytes(reinterpret_cast<const char*>(r.data()), r.size());
+      },
+      py::arg("parts"), py::arg("pass_"),
+      "Merges the statistics of shards of one pass (npuc::mergeCalibrationStats; docs/calibration.md).");
+}
+
 void bindModels(py::module_& m) {
   m.def(
       "register_custom_op",
@@ -740,4 +783,5 @@ PYBIND11_MODULE(_npuc, m) {
   bindRuntime(m);
   bindTranslate(m);
   bindModels(m);
+  bindCalibration(m);
 }

@@ -169,6 +169,11 @@ struct TranslateOptions {
   bool bias_correction = false;          // --bias-correction: int8-affine biases corrected for the weights' rounding
   bool adaround = false;                 // --adaround: int8 weights rounded by AdaRound (QuantizeOptions::adaround)
   int threads = 0;                       // threads of the calibration runs (0: all cores)
+  /// Calibration statistics measured elsewhere — calibrationPass over shards of the samples, merged with
+  /// mergeCalibrationStats (docs/calibration.md, "Statistics in shards"): used instead of measuring them on
+  /// `calibration`, for the graph they were measured on (another graph is measured as usual). The samples are still
+  /// read for what else needs them (the quantization table's SNR, bias correction, AdaRound). Empty: measured here.
+  std::vector<uint8_t> calibration_stats;
   /// Gears (Ascend ATC's --dynamic_batch_size / --dynamic_image_size; docs/package-format.md, "Gears"): one package
   /// per batch size, or per height x width, of the input whose input_shapes entry (or ONNX shape) leaves those
   /// dimensions open (-1: the batch; H and W of NCHW), in sub-folders of <out_root>/<prefix>/ with gears.json. At
@@ -238,6 +243,16 @@ struct TranslateResult {
 /// files and the time estimate. Targets with int8 numerics get the reports but no package yet (quantization).
 TranslateResult translate(const TranslateOptions& opts,
                           const std::function<void(const std::string&, double)>& progress = {});
+
+/// Calibration in shards (docs/calibration.md, "Statistics in shards"): one pass of the statistics translate(o) would
+/// measure, on `o.calibration` (one shard of the samples) — pass 1 the ranges; pass 2 the histograms, begun from
+/// `ranges` (pass 1 of every shard, merged). Nothing is written. The bytes merge with mergeCalibrationStats; the
+/// merged pass 2 is TranslateOptions::calibration_stats, the same statistics as one pass over all the shards'
+/// samples. Errors: a target whose translation measures none (fp32, fp16), ranges of another model or options.
+std::vector<uint8_t> calibrationPass(const TranslateOptions& o, int pass, const std::vector<uint8_t>& ranges = {});
+/// Merges the shards' statistics of one pass (each of the same model and options; pass 2 each begun from the same
+/// ranges). Errors name the part and the rule.
+std::vector<uint8_t> mergeCalibrationStats(const std::vector<std::vector<uint8_t>>& parts, int pass);
 
 /// A registered custom op (docs/custom-ops.md).
 struct CustomOpInfo {

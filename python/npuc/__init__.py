@@ -26,6 +26,7 @@ import numpy as np
 from ._npuc import Error, Pipeline, Runtime, TranslateResult, model_io, register_custom_op, run_model, translate  # noqa: F401
 from .evaluate import evaluate  # noqa: F401
 from .tuning import tune  # noqa: F401
+from . import calibration  # noqa: F401,E402
 
 def _error(message, code="invalid argument"):
     """An npuc.Error raised from Python, with the same attributes as the C++ ones."""

@@ -261,7 +261,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         res = translate("t%03d" % k, model, target=tgt, out=work, calib=calib if tgt == target else None,
                         calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(keep, width),
                         equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target,
-                        adaround=adaround and tgt == target)
+                        adaround=adaround and tgt == target, calib_stats=stats if tgt == target else b"")
         if not res.ok:
             bad = "; ".join("%s (%s): %s" % (e["name"], e["op_type"], e["rule"]) for e in res.errors[:3])
             raise _error("target %s cannot take the model: %s" % (tgt, bad))
@@ -279,7 +279,14 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         return r
 
     order, mac_layers = {}, []
+    stats = b""
     try:
+        if evaluator.client is not None:  # the calibration statistics gathered in shards on the cluster, once
+            from .calibration import statistics
+            t0 = time.perf_counter()
+            stats = statistics(model, target, calib, client=evaluator.client, progress=progress, input_shapes=shapes,
+                               equalize=equalize)
+            seconds["calibrate"] = time.perf_counter() - t0
         flt = trial([], tgt="generic", label="float32 (target generic)")
         int8 = trial([], label="int8")
         layers = list(mac_layers)
@@ -332,7 +339,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         wide = trial(layers, label="every candidate in float") if layers else int8
         final = translate(prefix, model, target=target, out=out, calib=calib, calib_method=calib_method,
                           input_shapes=shapes, threads=threads, **_kept(best["keep_float"], width), equalize=equalize,
-                          bias_correction=bias_correction, adaround=adaround)
+                          bias_correction=bias_correction, adaround=adaround, calib_stats=stats)
     finally:
         evaluator.close()
         shutil.rmtree(work, ignore_errors=True)

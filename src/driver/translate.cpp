@@ -7,6 +7,7 @@
 #include "driver/numerics/strategy.hpp"
 #include "driver/translate_reports.hpp"
 #include "driver/translate_stages.hpp"
+#include "quant/range.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "support/yaml.hpp"
@@ -130,6 +131,15 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     merged.adaround = merged.adaround || p.adaround;
     merged.precision.clear();
     return translate(merged, progress);
+  }
+  if (!o.calibration_stats.empty()) {  // statistics measured in shards: in scope for this translation's calibration
+    TranslateOptions rest = o;
+    rest.calibration_stats.clear();
+    quant::StatsSource src;
+    const std::map<std::string, quant::TensorStats> stats = quant::readStats(o.calibration_stats, "the calibration statistics", &src.key);
+    src.provided = &stats;
+    quant::ScopedStatsSource scope(src);
+    return translate(rest, progress);
   }
   for (const std::string& name : o.keep_float16)
     if (std::find(o.keep_float.begin(), o.keep_float.end(), name) != o.keep_float.end())

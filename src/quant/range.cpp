@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -83,6 +84,78 @@ int64_t TensorStats::countOutside(double lo, double hi) const {
   for (size_t b = 0; b < hist_.size(); ++b)
     if ((static_cast<double>(b) + 0.5) * w > t) n += hist_[b];
   return n;
+}
+
+void TensorStats::mergeRange(const TensorStats& o) {
+  if (o.hist_.size() != hist_.size()) fail(ErrorCode::kInvalidArgument, "calibration statistics of {} and {} bins", hist_.size(), o.hist_.size());
+  if (hist_count_ || o.hist_count_) fail(ErrorCode::kInvalidArgument, "calibration statistics: ranges merged after a histogram");
+  min_ = std::min(min_, o.min_);
+  max_ = std::max(max_, o.max_);
+  count_ += o.count_;
+  non_finite_ += o.non_finite_;
+  negative_ += o.negative_;
+}
+
+void TensorStats::mergeHistogram(const TensorStats& o) {
+  if (o.hist_.size() != hist_.size() || o.absMax() != absMax() || o.count_ != count_)
+    fail(ErrorCode::kInvalidArgument, "calibration statistics: histograms over other ranges or bins cannot be merged");
+  for (size_t b = 0; b < hist_.size(); ++b) hist_[b] += o.hist_[b];
+  hist_count_ += o.hist_count_;
+  zeros_ += o.zeros_;
+}
+
+TensorStats TensorStats::histogramStart() const {
+  TensorStats t = *this;
+  std::fill(t.hist_.begin(), t.hist_.end(), 0);
+  t.hist_count_ = t.zeros_ = 0;
+  return t;
+}
+
+namespace {
+void putBytes(std::vector<uint8_t>& out, const void* b, size_t n) {
+  const size_t at = out.size();
+  out.resize(at + n);
+  if (n) std::memcpy(out.data() + at, b, n);
+}
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) { putBytes(out, &v, sizeof v); }
+template <typename T>
+T take(const uint8_t*& p, const uint8_t* end, const char* field) {
+  if (static_cast<size_t>(end - p) < sizeof(T)) fail(ErrorCode::kInvalidInput, "truncated at {}", field);
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return v;
+}
+}  // namespace
+
+void TensorStats::write(std::vector<uint8_t>& out) const {
+  put<uint32_t>(out, static_cast<uint32_t>(hist_.size()));
+  for (double d : {min_, max_}) put(out, d);
+  for (int64_t c : {count_, non_finite_, hist_count_, zeros_, negative_}) put(out, c);
+  for (int64_t c : hist_) put(out, c);
+}
+
+TensorStats TensorStats::read(const uint8_t*& p, const uint8_t* end) {
+  const uint32_t bins = take<uint32_t>(p, end, "bins");
+  if (bins < 8 || bins > (1u << 20)) fail(ErrorCode::kInvalidInput, "field 'bins': {} (8 to 2^20)", bins);
+  TensorStats t(static_cast<int>(bins));
+  t.min_ = take<double>(p, end, "min");
+  t.max_ = take<double>(p, end, "max");
+  int64_t* counts[] = {&t.count_, &t.non_finite_, &t.hist_count_, &t.zeros_, &t.negative_};
+  const char* names[] = {"count", "non_finite", "hist_count", "zeros", "negatives"};
+  for (size_t i = 0; i < 5; ++i)
+    if ((*counts[i] = take<int64_t>(p, end, names[i])) < 0) fail(ErrorCode::kInvalidInput, "field '{}': {} is negative", names[i], *counts[i]);
+  int64_t sum = t.zeros_;
+  for (int64_t& c : t.hist_) {
+    if ((c = take<int64_t>(p, end, "histogram")) < 0) fail(ErrorCode::kInvalidInput, "field 'histogram': a negative count");
+    sum += c;
+  }
+  const bool empty = t.count_ == 0 && std::isinf(t.min_) && std::isinf(t.max_);
+  if (!empty && !(std::isfinite(t.min_) && std::isfinite(t.max_) && t.min_ <= t.max_))
+    fail(ErrorCode::kInvalidInput, "field 'min' / 'max': {} > {} or not finite", t.min_, t.max_);
+  if (sum != t.hist_count_ || t.negative_ > t.count_) fail(ErrorCode::kInvalidInput, "field 'hist_count': the counts disagree");
+  return t;
 }
 
 namespace {
@@ -174,7 +247,7 @@ namespace {
 /// What the statistics depend on, as a SHA-256: the graph (every node's op, name, inputs, outputs and attributes, every
 /// constant's bytes, the inputs' types), the samples' bytes and the bins. Empty (not cached) for a graph with
 /// subgraphs (control flow: not fingerprinted).
-std::string statsKey(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int bins) {
+std::string statsKey(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>* samples, int bins) {
   Sha256 h;
   auto str = [&](const std::string& x) {
     const uint64_t n = x.size();
@@ -214,30 +287,96 @@ std::string statsKey(const ir::Graph& g, const std::vector<std::map<std::string,
       str(g.value(v).name);
       tensor(*g.value(v).constant);
     }
-  num(samples.size());
-  for (auto& sample : samples)
-    for (auto& [name, t] : sample) {
-      str(name);
-      tensor(t);
-    }
+  if (samples) {
+    num(samples->size());
+    for (auto& sample : *samples)
+      for (auto& [name, t] : sample) {
+        str(name);
+        tensor(t);
+      }
+  }
   return h.hexDigest();
 }
 
 std::map<std::string, TensorStats> collectStatsUncached(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples,
-                                                        int threads, int bins);
+                                                        int threads, int bins, int first_pass = 0, int last_pass = 1,
+                                                        const std::map<std::string, TensorStats>* ranges = nullptr);
+
+thread_local const StatsSource* t_source = nullptr;
 
 }  // namespace
+
+std::string statsGraphKey(const ir::Graph& g, int bins) { return statsKey(g, nullptr, bins); }
+
+ScopedStatsSource::ScopedStatsSource(const StatsSource& s) : prev_(t_source) { t_source = &s; }
+ScopedStatsSource::~ScopedStatsSource() { t_source = prev_; }
+
+std::vector<uint8_t> writeStats(const std::map<std::string, TensorStats>& stats, const std::string& key) {
+  std::vector<uint8_t> out;
+  putBytes(out, "NPUCSTAT", 8);
+  put<uint32_t>(out, 1);
+  put<uint32_t>(out, static_cast<uint32_t>(key.size()));
+  putBytes(out, key.data(), key.size());
+  put<uint64_t>(out, stats.size());
+  for (auto& [name, s] : stats) {
+    put<uint32_t>(out, static_cast<uint32_t>(name.size()));
+    putBytes(out, name.data(), name.size());
+    s.write(out);
+  }
+  return out;
+}
+
+std::map<std::string, TensorStats> readStats(const std::vector<uint8_t>& bytes, const std::string& what, std::string* key) {
+  return withContext(what, [&] {
+    const uint8_t* p = bytes.data();
+    const uint8_t* end = p + bytes.size();
+    if (bytes.size() < 8 || std::memcmp(p, "NPUCSTAT", 8) != 0) fail(ErrorCode::kInvalidInput, "not npuc calibration statistics");
+    p += 8;
+    if (const uint32_t v = take<uint32_t>(p, end, "version"); v != 1) fail(ErrorCode::kInvalidInput, "field 'version': {} (1)", v);
+    auto text = [&](const char* field) {
+      const uint32_t n = take<uint32_t>(p, end, field);
+      if (n > 4096 || static_cast<size_t>(end - p) < n) fail(ErrorCode::kInvalidInput, "field '{}': {} bytes", field, n);
+      std::string s(reinterpret_cast<const char*>(p), n);
+      p += n;
+      return s;
+    };
+    *key = text("key");
+    const uint64_t count = take<uint64_t>(p, end, "count");
+    if (count > static_cast<uint64_t>(end - p)) fail(ErrorCode::kInvalidInput, "field 'count': {} tensors", count);
+    std::map<std::string, TensorStats> stats;
+    for (uint64_t i = 0; i < count; ++i) {
+      std::string name = text("name");
+      TensorStats s = TensorStats::read(p, end);
+      if (!stats.emplace(std::move(name), std::move(s)).second) fail(ErrorCode::kInvalidInput, "tensor {} appears twice", i);
+    }
+    if (p != end) fail(ErrorCode::kInvalidInput, "{} bytes after the last tensor", end - p);
+    return stats;
+  });
+}
 
 std::map<std::string, TensorStats> collectStats(const ir::Graph& g,
                                                 const std::vector<std::map<std::string, Tensor>>& samples, int threads,
                                                 int bins) {
   if (samples.empty()) fail(ErrorCode::kInvalidArgument, "calibration: no samples");
+  if (const StatsSource* src = t_source) {
+    const std::string gkey = statsGraphKey(g, bins);
+    if (src->mode == StatsSource::Mode::kProvided) {
+      if (!gkey.empty() && gkey == src->key) return *src->provided;
+    } else {  // one pass on these samples, for the caller that merges the shards
+      const bool second = src->mode == StatsSource::Mode::kPass2;
+      if (second && (!src->ranges || gkey != src->key))
+        fail(ErrorCode::kInvalidArgument, "calibration statistics: the ranges of pass 1 are of another model or options");
+      *src->out = collectStatsUncached(g, samples, threads, bins, second ? 1 : 0, second ? 1 : 0, src->ranges);
+      *src->out_key = gkey;
+      throw StatsCollected{};
+    }
+  }
   // The statistics do not depend on the threads: the last few are kept for this process, by what they depend on, so a
   // search that translates one model with the same samples many times (npuc tune) calibrates once.
   static std::mutex mu;
   static std::deque<std::pair<std::string, std::map<std::string, TensorStats>>> cache;
   constexpr size_t kCached = 4;
-  const std::string key = statsKey(g, samples, bins);
+  const std::string key = statsKey(g, &samples, bins);
   if (!key.empty()) {
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [k, stats] : cache)
@@ -254,17 +393,21 @@ std::map<std::string, TensorStats> collectStats(const ir::Graph& g,
 
 namespace {
 std::map<std::string, TensorStats> collectStatsUncached(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples,
-                                                        int threads, int bins) {
+                                                        int threads, int bins, int first_pass, int last_pass,
+                                                        const std::map<std::string, TensorStats>* ranges) {
   std::map<std::string, TensorStats> stats;
+  if (ranges)  // pass 2 of a shard: begun from the merged ranges
+    for (auto& [name, s] : *ranges) stats.emplace(name, s.histogramStart());
   engine::EngineOptions eo;
   eo.threads = std::max(1, threads);
   eo.fuse_activations = false;
   engine::Engine e(g, eo);
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = first_pass; pass <= last_pass; ++pass) {
     auto observe = [&](ir::ValueId v, const Tensor& t) {
       if (t.dtype() != DType::kF32) return;  // shapes, indices, masks: not quantized
       const std::string& name = g.value(v).name;
       auto it = stats.find(name);
+      if (it == stats.end() && pass == 1 && ranges) fail(ErrorCode::kInvalidArgument, "calibration statistics: the ranges of pass 1 lack tensor '{}'", name);
       if (it == stats.end()) it = stats.emplace(name, TensorStats(bins)).first;
       if (pass == 0) it->second.observeRange(t.data<float>(), t.numel());
       else it->second.observeHistogram(t.data<float>(), t.numel());

@@ -50,6 +50,16 @@ class TensorStats {
   /// histogram-bin resolution (a bin counts when its centre lies beyond T).
   int64_t countOutside(double lo, double hi) const;
 
+  /// Statistics in shards (docs/calibration.md): pass 1 of several sample sets merged (min, max, counts), then pass 2
+  /// of each begun from the merged ranges (histogramStart) and merged (bin counts) — the same statistics as one pass
+  /// over all the samples. Merging statistics of other bins or (pass 2) other ranges is an error.
+  void mergeRange(const TensorStats& o);
+  void mergeHistogram(const TensorStats& o);
+  TensorStats histogramStart() const;  // these ranges, an empty histogram
+  /// The statistics as bytes and back (read: untrusted input, every field checked; errors name the field).
+  void write(std::vector<uint8_t>& out) const;
+  static TensorStats read(const uint8_t*& p, const uint8_t* end);
+
   /// The symmetric clipping threshold of a method (> 0; absMax() for minmax). `levels`: the quantized bins of the
   /// entropy method (128 for int8's magnitudes). An all-zero tensor gives 0.
   double threshold(RangeMethod m, double percentile = 99.99, int levels = 128) const;
@@ -66,6 +76,42 @@ class TensorStats {
 std::map<std::string, TensorStats> collectStats(const ir::Graph& g,
                                                 const std::vector<std::map<std::string, Tensor>>& samples, int threads,
                                                 int bins = 2048);
+
+/// What statistics of g depend on besides the samples, as a SHA-256 hex string (the graph: ops, names, attributes,
+/// constants, inputs' types; and the bins); empty for a graph with subgraphs.
+std::string statsGraphKey(const ir::Graph& g, int bins = 2048);
+
+/// Where collectStats takes its statistics from while one is in scope on this thread (translate's calibration run
+/// in shards; docs/calibration.md "Statistics in shards"):
+/// - kProvided: `provided` (the merged statistics of a graph whose statsGraphKey is `key`) for that graph; other
+///   graphs are measured as usual;
+/// - kPass1 / kPass2: the first collectStats measures only that pass on its samples (kPass2 begun from `ranges`,
+///   merged pass-1 statistics of the same graph), puts them and the graph's key in `out` / `out_key`, and throws
+///   StatsCollected (the run that asked stops there).
+struct StatsSource {
+  enum class Mode { kProvided, kPass1, kPass2 } mode = Mode::kProvided;
+  std::string key;
+  const std::map<std::string, TensorStats>* provided = nullptr;
+  const std::map<std::string, TensorStats>* ranges = nullptr;
+  std::map<std::string, TensorStats>* out = nullptr;
+  std::string* out_key = nullptr;
+};
+struct StatsCollected {};
+class ScopedStatsSource {
+ public:
+  explicit ScopedStatsSource(const StatsSource& s);
+  ~ScopedStatsSource();
+  ScopedStatsSource(const ScopedStatsSource&) = delete;
+  ScopedStatsSource& operator=(const ScopedStatsSource&) = delete;
+
+ private:
+  const StatsSource* prev_;
+};
+
+/// Statistics and the key of their graph as bytes ("NPUCSTAT", version, key, count, then each tensor's name and
+/// TensorStats::write) and back (untrusted: errors name `what` and the field).
+std::vector<uint8_t> writeStats(const std::map<std::string, TensorStats>& stats, const std::string& key);
+std::map<std::string, TensorStats> readStats(const std::vector<uint8_t>& bytes, const std::string& what, std::string* key);
 
 /// An affine range [lo, hi] from statistics and a method: [max(min, -T), min(max, T)], widened to contain 0 (the
 /// zero point must be exact). `warning` is set (else cleared) when the range is degenerate (all values equal, or

@@ -14,6 +14,10 @@
 #include <random>
 #include <vector>
 
+#include <filesystem>
+
+#include <unistd.h>
+
 namespace npuc {
 const ir::Graph& graphOf(const Model& m);  // src/driver/model.cpp
 }
@@ -206,6 +210,80 @@ TEST(CalibrationRange, ExactZerosDoNotDriveTheThreshold) {
   // The percentile counts the zeros: the 40th percentile of |x| is 0 (the smallest resolvable threshold).
   EXPECT_LT(s.threshold(RangeMethod::kPercentile, 40.0), 0.001);
   EXPECT_NEAR(s.threshold(RangeMethod::kPercentile, 75.0), 0.5, 0.01);
+}
+
+// Statistics in shards (docs/calibration.md): pass 1 of three shards merged, pass 2 of each begun from those ranges
+// and merged, are the statistics of one local pass — the same package bytes — for every int8 family; given with
+// other samples in `calibration`, the statistics are what the package follows (they are used, not measured again);
+// bad parts are refused naming the part and the rule, and no scratch folder is left. (generic-int8, tidl and kneron
+// calibrate the same optimized digits graph: their statistics are interchangeable, and merge.)
+TEST(CalibrationShards, MergedShardsAreOneLocalPass) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("npuc_calib_shards_" + std::to_string(::getpid()));
+  const Tensor x = readNpyFile(std::string(NPUC_SOURCE_DIR) + "/models/digits/test_x.npy");
+  auto rows = [&](int64_t from, int64_t to) {
+    Tensor t(DType::kF32, Shape{to - from, 1, 8, 8});
+    std::memcpy(t.raw(), x.data<float>() + from * 64, static_cast<size_t>(t.numel()) * sizeof(float));
+    return t;
+  };
+  auto options = [&](const std::string& target, const Tensor& samples, const std::string& prefix) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = std::string(NPUC_SOURCE_DIR) + "/models/digits/digits_cnn.onnx";
+    o.target = target;
+    o.out_root = dir;
+    o.calibration["input"] = {samples};
+    o.threads = 2;
+    return o;
+  };
+  auto sharded = [&](const std::string& target, int64_t n) {
+    std::vector<std::vector<uint8_t>> p1, p2;
+    const int64_t cuts[] = {0, n / 3, 2 * n / 3, n};
+    for (int k = 0; k < 3; ++k) p1.push_back(calibrationPass(options(target, rows(cuts[k], cuts[k + 1]), "s"), 1));
+    const std::vector<uint8_t> ranges = mergeCalibrationStats(p1, 1);
+    for (int k = 0; k < 3; ++k) p2.push_back(calibrationPass(options(target, rows(cuts[k], cuts[k + 1]), "s"), 2, ranges));
+    return mergeCalibrationStats(p2, 2);
+  };
+  for (const char* target : {"generic-int8", "tidl", "kneron"}) {
+    const TranslateResult local = translate(options(target, rows(0, 300), "local"));
+    TranslateOptions given = options(target, rows(0, 300), "local");
+    given.out_root = dir / "given";
+    given.calibration_stats = sharded(target, 300);
+    EXPECT_EQ(translate(given).content_hash, local.content_hash) << target;
+    // Statistics of the first 6 samples with all 300 in `calibration`: the package of the first 6.
+    TranslateOptions half = options(target, rows(0, 6), "local");
+    half.out_root = dir / "half";
+    TranslateOptions mixed = options(target, rows(0, 300), "local");
+    mixed.out_root = dir / "mixed";
+    mixed.calibration_stats = sharded(target, 6);
+    const std::string want = translate(half).content_hash;
+    EXPECT_EQ(translate(mixed).content_hash, want) << target;
+    EXPECT_NE(want, local.content_hash) << target;
+  }
+  auto refused = [&](auto&& f, const std::string& fragment) {
+    try {
+      f();
+      ADD_FAILURE() << "accepted; expected: " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  const std::vector<uint8_t> a = calibrationPass(options("generic-int8", rows(0, 20), "s"), 1);
+  TranslateOptions equalized = options("generic-int8", rows(0, 20), "s");
+  equalized.equalize = "relu";  // (other weights: another graph)
+  const std::vector<uint8_t> b = calibrationPass(equalized, 1);
+  refused([&] { mergeCalibrationStats({a, b}, 1); }, "calibration statistics part 2: measured on another model or options");
+  refused([&] { mergeCalibrationStats({a, {1, 2, 3}}, 1); }, "part 2: not npuc calibration statistics");
+  refused([&] { mergeCalibrationStats({std::vector<uint8_t>(a.begin(), a.end() - 5)}, 1); }, "truncated");
+  refused([&] { calibrationPass(options("generic-int8", rows(0, 20), "s"), 2); }, "the ranges of pass 1");
+  refused([&] { calibrationPass(equalized, 2, a); }, "of another model or options");
+  refused([&] { calibrationPass(options("generic-int8", rows(0, 20), "s"), 1, a); }, "pass 1 takes no ranges");
+  refused([&] { calibrationPass(options("drpai", rows(0, 20), "s"), 1); }, "measures no calibration statistics");
+  TranslateOptions bad = options("generic-int8", rows(0, 20), "bad");
+  bad.calibration_stats = {'N', 'P', 'U', 'C'};
+  refused([&] { translate(bad); }, "the calibration statistics: not npuc calibration statistics");
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+    EXPECT_EQ(e.path().filename().string().rfind("npuc-calib-" + std::to_string(::getpid()) + "-", 0), std::string::npos) << e.path();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
