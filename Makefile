@@ -45,7 +45,7 @@ asan: deps
 # simulator, target files + expressions, pre/post YAML, address maps, AIPP configurations + parameter blocks, .npy,
 # TIDL import configurations, custom-op definitions.
 FUZZ_SECONDS ?= 60
-FUZZERS := onnx_loader:onnx caffe_loader:caffe tflite_loader:tflite tf_loader:tf package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy tidl_config:tidl custom_op_yaml:customop
+FUZZERS := onnx_loader:onnx caffe_loader:caffe tflite_loader:tflite tf_loader:tf package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy tidl_config:tidl custom_op_yaml:customop calib_stats:calibstats
 fuzz-smoke:
 	@scripts/install_deps.sh build fuzz
 	@cmake --preset fuzz >/dev/null

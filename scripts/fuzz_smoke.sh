@@ -12,6 +12,7 @@
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_npy 60 npy                 (.npy files)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_tidl_config 60 tidl        (the TIDL guide's sample configurations)
 #   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_custom_op_yaml 60 customop (the custom-op examples' definitions)
+#   scripts/fuzz_smoke.sh build-fuzz/bin/fuzz_calib_stats 60 calibstats  (calibration statistics files, made here)
 # Seeds of the targets whose first byte picks a variant get that byte in front of the file (seed VARIANT FILE).
 set -euo pipefail
 bin=$1
@@ -69,6 +70,20 @@ case "$mode" in
   tidl) for f in tests/data/tidl/*.txt; do cp "$f" "$corpus/seed_$n"; n=$((n + 1)); done ;;
   customop) for f in examples/custom_op/*.yml examples/custom_op/*/op.yml examples/custom_op/tensorflow/*.yml; do
       cp "$f" "$corpus/seed_$n"; n=$((n + 1)); done ;;
+  calibstats)  # statistics files (the NPUCSTAT layout of src/quant/range.cpp) of 8 and 16 bins, one and two tensors
+    /usr/bin/python3 - "$corpus" <<'PY'
+import struct, sys
+def tensor(name, bins, lo, hi, hist, zeros):
+    b = name.encode()
+    count = sum(hist) + zeros
+    return (struct.pack("<I", len(b)) + b + struct.pack("<I", bins) + struct.pack("<dd", lo, hi) +
+            struct.pack("<5q", count, 0, count, zeros, count // 3) + struct.pack("<%dq" % bins, *hist))
+def stats(tensors):
+    return b"NPUCSTAT" + struct.pack("<II", 1, 4) + b"k3y!" + struct.pack("<Q", len(tensors)) + b"".join(tensors)
+open(sys.argv[1] + "/one", "wb").write(stats([tensor("x", 8, -1.5, 2.0, [3, 1, 0, 4, 0, 0, 2, 1], 5)]))
+open(sys.argv[1] + "/two", "wb").write(stats([tensor("a", 16, 0.0, 6.0, [1] * 16, 0), tensor("b", 8, -0.25, 0.25, [0] * 7 + [9], 2)]))
+PY
+    ;;
   *) echo "fuzz_smoke.sh: unknown mode '$mode'" >&2; exit 2 ;;
 esac
 mkdir -p build-fuzz/artifacts

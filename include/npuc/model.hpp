@@ -353,8 +353,8 @@ struct QuantizeOptions {
   /// on each output channel, measured with the float model's input means on the calibration samples.
   bool bias_correction = false;
   /// AdaRound (docs/calibration.md): each Conv / Gemm's int8 weights rounded up or down so that its output on the
-  /// calibration samples (the float model's inputs, at most 64 samples) moves least, instead of to nearest. Not with
-  /// bias_correction (its error includes the mean shift the correction takes out).
+  /// calibration samples (the float model's inputs, at most 64 samples) moves least, instead of to nearest. With
+  /// bias_correction the bias then loses the mean shift the chosen codes leave.
   bool adaround = false;
   /// Cross-layer equalization before calibration (docs/calibration.md): "" off; "relu" consecutive convolutions
   /// through no activation, Relu or LeakyRelu (the same function); "relu6" Relu6 replaced by Relu first (the paper's

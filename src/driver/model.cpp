@@ -343,10 +343,7 @@ int integerLayers(ir::Graph& g) {
 namespace {
 /// AdaRound codes for the int8-affine weights of g (at the scales quantizeToQdq gives them), on its first 64 samples.
 quant::AdaRoundResult adaRound(const ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples,
-                               const quant::QdqOptions& qo, int threads, bool bias_correction) {
-  if (bias_correction)
-    fail(ErrorCode::kInvalidArgument, "--adaround and --bias-correction are exclusive: AdaRound's error already holds the mean "
-         "shift the bias correction takes out");
+                               const quant::QdqOptions& qo, int threads) {
   const std::vector<std::map<std::string, Tensor>> some(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(samples.size(), 64)));
   const quant::InputGrams grams = quant::measureInputGrams(g, some, threads);
   const quant::StepsOf steps = [&](const ir::Node& n, const Tensor& w) -> std::optional<quant::WeightSteps> {
@@ -395,7 +392,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
       means = quant::measureInputMeans(g, samples, threads);
       qo.bias_means = &*means;
     }
-    const quant::AdaRoundResult ada = o.adaround ? adaRound(g, samples, qo, threads, o.bias_correction) : quant::AdaRoundResult{};
+    const quant::AdaRoundResult ada = o.adaround ? adaRound(g, samples, qo, threads) : quant::AdaRoundResult{};
     if (o.adaround) {
       qo.weight_codes = &ada.codes;
       qo.weight_notes = &ada.notes;

@@ -69,22 +69,28 @@ void convPatches(const PatchShape& p, const float* x, const Shape& xs, int64_t g
   }
 }
 
+/// C [M, N] = A [M, K] (A^T of a [K, M] matrix when transA) times B [K, N], row-major (kernels::sgemm: the same bits for
+/// any thread count).
+void product(int64_t M, int64_t N, int64_t K, const float* A, bool transA, const float* B, float* C, ThreadPool* pool) {
+  kernels::GemmArgs a;
+  a.M = M;
+  a.N = N;
+  a.K = K;
+  a.A = A;
+  a.lda = transA ? M : K;
+  a.transA = transA;
+  a.B = B;
+  a.ldb = N;
+  a.C = C;
+  a.ldc = N;
+  kernels::sgemm(a, pool);
+}
+
 /// H += P^T P for `rows` patches of K values (P row-major), in float products summed into double.
 void accumulate(std::vector<double>& H, const std::vector<float>& P, int64_t rows, int64_t K, std::vector<float>& tmp) {
   if (rows == 0) return;
   tmp.assign(static_cast<size_t>(K * K), 0.0f);
-  kernels::GemmArgs a;
-  a.M = K;
-  a.N = K;
-  a.K = rows;
-  a.A = P.data();
-  a.lda = K;
-  a.transA = true;
-  a.B = P.data();
-  a.ldb = K;
-  a.C = tmp.data();
-  a.ldc = K;
-  kernels::sgemm(a, nullptr);
+  product(K, K, rows, P.data(), true, P.data(), tmp.data(), nullptr);
   for (size_t i = 0; i < tmp.size(); ++i) H[i] += tmp[i];
 }
 
@@ -207,17 +213,7 @@ LayerRounding adaRound(const float* w, int64_t rows, int64_t K, const std::vecto
         const size_t j = base + i;
         D[i] = static_cast<float>((free[j] ? f[j] + softRound(V[j]) : nearest[j]) - x[j]);
       }
-      kernels::GemmArgs a;
-      a.M = per_group;
-      a.N = K;
-      a.K = K;
-      a.A = D.data();
-      a.lda = K;
-      a.B = Hf.data();
-      a.ldb = K;
-      a.C = G.data();
-      a.ldc = K;
-      kernels::sgemm(a, pool);
+      product(per_group, K, K, D.data(), false, Hf.data(), G.data(), pool);
       const bool reg = it >= warm;
       const double rel = reg ? static_cast<double>(it - warm) / std::max(1, o.iterations - warm) : 0.0;
       const double beta = o.beta_end + (o.beta_start - o.beta_end) * (1 - rel);

@@ -24,7 +24,7 @@ int64_t inputChannels(const ir::Node& n, const Tensor& w) {
 /// Per output channel: sum over the reduction of (round(W) - W) * mean of the input channel it multiplies.
 std::vector<double> meanShift(const ir::Node& n, const Tensor& w, const std::vector<double>& mu, const ChannelRounding& round) {
   const float* wp = w.data<float>();
-  auto delta = [&](int64_t i, int64_t channel) { return static_cast<double>(round(wp[i], channel)) - static_cast<double>(wp[i]); };
+  auto delta = [&](int64_t i, int64_t channel) { return static_cast<double>(round(wp[i], channel, i)) - static_cast<double>(wp[i]); };
   std::vector<double> shift;
   if (n.op == "Conv") {
     int64_t O = w.dim(0), Cg = w.dim(1), per_group = O / n.attrInt("group", 1);
@@ -178,7 +178,7 @@ bool correctLayerBias(ir::Graph& g, ir::NodeId id, const std::vector<double>& me
 BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRounding& round) {
   BiasCorrection r;
   std::set<ir::ValueId> replaced;
-  const ChannelRounding per_channel = [&](float w, int64_t) { return round(w); };
+  const ChannelRounding per_channel = [&](float w, int64_t, int64_t) { return round(w); };
   for (ir::NodeId id : g.order()) {  // adds constants only: the node order stays
     const ir::Node& n = g.node(id);
     if (!correctable(g, n)) continue;

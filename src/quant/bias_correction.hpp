@@ -41,9 +41,10 @@ InputMeans measureInputMeans(const ir::Graph& g, const std::vector<std::map<std:
 
 /// How a float32 weight is stored: the value the device computes with.
 using WeightRounding = std::function<float(float)>;
-/// The same for storage that depends on the weight's output channel (int8 per-channel scales): (w, channel) -> the
-/// stored value; the channel is the layer's output channel (Conv: axis 0 of W; Gemm: its output column).
-using ChannelRounding = std::function<float(float, int64_t)>;
+/// The same for storage that depends on the weight's output channel (int8 per-channel scales) or on the weight itself
+/// (AdaRound's codes): (w, channel, index) -> the stored value; the channel is the layer's output channel (Conv: axis 0
+/// of W; Gemm: its output column), the index the weight's in W's elements.
+using ChannelRounding = std::function<float(float, int64_t, int64_t)>;
 /// Round to nearest even float16 (the fp16 numerics' weight storage), returned widened.
 float roundToHalf(float w);
 

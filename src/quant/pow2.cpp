@@ -268,8 +268,9 @@ class Pow2Builder {
     if (o_.bias_means && correctable(g_, n)) {  // the mean shift of the weights' rounding, out of the bias
       auto mean = o_.bias_means->by_output.find(g_.value(n.outputs[0]).name);
       if (mean != o_.bias_means->by_output.end()) {
-        const ChannelRounding stored = [qw, wlim](float v, int64_t) {
-          return static_cast<float>(std::ldexp(std::clamp(std::round(std::ldexp(static_cast<double>(v), qw)), -wlim, wlim), -qw));
+        const ChannelRounding stored = [qw, wlim, chosen](float v, int64_t, int64_t i) {
+          const double code = chosen ? (*chosen)[static_cast<size_t>(i)] : std::round(std::ldexp(static_cast<double>(v), qw));
+          return static_cast<float>(std::ldexp(std::clamp(code, -wlim, wlim), -qw));
         };
         if (correctLayerBias(g_, n.id, mean->second, stored)) {
           ++rep_.bias_corrected;

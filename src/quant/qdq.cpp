@@ -475,7 +475,15 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
       const Tensor* w = ir::constantInput(g, n, 1, DType::kF32);
       if (m != o.bias_means->by_output.end() && w && w->numel() > 0 && axis < w->rank()) {
         const std::vector<float> sc = weightScales(*w, axis, per_channel);
-        const ChannelRounding round = [&](float v, int64_t ch) { return int8WeightValue(v, sc[sc.size() == 1 ? 0 : static_cast<size_t>(ch)]); };
+        // (the codes the weights will take: AdaRound's where it chose them)
+        const std::vector<int32_t>* codes = nullptr;
+        if (o.weight_codes)
+          if (auto c = o.weight_codes->find(g.value(n.inputs[1]).name); c != o.weight_codes->end() && c->second.size() == static_cast<size_t>(w->numel()))
+            codes = &c->second;
+        const ChannelRounding round = [&](float v, int64_t ch, int64_t i) {
+          const float s = sc[sc.size() == 1 ? 0 : static_cast<size_t>(ch)];
+          return codes ? static_cast<float>((*codes)[static_cast<size_t>(i)]) * s : int8WeightValue(v, s);
+        };
         if (correctLayerBias(g, id, m->second, round)) ++rep.bias_corrected;
       }
     }

@@ -100,6 +100,23 @@ struct Digits {
     o.threads = 2;
     return o;
   }
+  /// The package in `dir` gives `model`'s outputs on the engine, bit for bit, on the first 40 test images, in exact and
+  /// fast mode at 1, 2 and 3 threads.
+  void expectPackageEquals(const std::filesystem::path& dir, const Model& model) const {
+    Session s(model, 1);
+    for (bool exact : {true, false})
+      for (int threads : {1, 2, 3}) {
+        Runtime rt(dir, RuntimeOptions{threads, exact});
+        for (int64_t i = 0; i < 40; ++i) {
+          Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
+          std::memcpy(xi.raw(), static_cast<const float*>(x.raw()) + i * 64, 64 * sizeof(float));
+          rt.setInput("input", xi);
+          rt.run();
+          Tensor want = s.run({{"input", xi}})[0];
+          EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
+        }
+      }
+  }
   /// top-1 over the whole test set, one image at a time.
   double accuracy(const Model& m, std::vector<std::vector<float>>* logits = nullptr) const {
     Session s(m, 1);
@@ -370,20 +387,8 @@ TEST(Int8AffinePackage, EqualsTheQdqModelOnTheEngine) {
   QuantizeReport rep;
   Model qdq = Model::load(o.onnx).optimized().quantizedQdq(q, &rep);
   EXPECT_EQ(rep.integer_layers, 5);  // the three convolutions, the global average pooling and the classifier Gemm (a 1x1 QConv)
-  Session s(qdq, 1);
-  for (bool exact : {true, false})
-    for (int threads : {1, 2, 3}) {
-      Runtime rt(r.dir, RuntimeOptions{threads, exact});
-      EXPECT_EQ(rt.numerics(), "int8-affine");
-      for (int64_t i = 0; i < 40; ++i) {
-        Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
-        std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + i * 64, 64 * sizeof(float));
-        rt.setInput("input", xi);
-        rt.run();
-        Tensor want = s.run({{"input", xi}})[0];
-        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
-      }
-    }
+  EXPECT_EQ(Runtime(r.dir, RuntimeOptions{1, true}).numerics(), "int8-affine");
+  d.expectPackageEquals(r.dir, qdq);
   std::filesystem::remove_all(o.out_root);
 }
 
@@ -455,19 +460,7 @@ TEST(Int8MixedPrecision, Float16LayerEqualsTheEngineWithItsValuesRoundedToFloat1
     for (auto [user, input] : uses.at(y)) g.node(user).inputs[static_cast<size_t>(input)] = y16;
     g.topoSort();
   }
-  Session s(oracle, 1);
-  for (bool exact : {true, false})
-    for (int threads : {1, 2, 3}) {
-      Runtime rt(r.dir, RuntimeOptions{threads, exact});
-      for (int64_t i = 0; i < 40; ++i) {
-        Tensor xi(DType::kF32, Shape{1, 1, 8, 8});
-        std::memcpy(xi.raw(), static_cast<const float*>(d.x.raw()) + i * 64, 64 * sizeof(float));
-        rt.setInput("input", xi);
-        rt.run();
-        Tensor want = s.run({{"input", xi}})[0];
-        EXPECT_TRUE(rt.outputFloat(rt.outputs()[0].name).sameBits(want)) << "sample " << i << (exact ? " exact" : " fast") << ", " << threads << " threads";
-      }
-    }
+  d.expectPackageEquals(r.dir, oracle);
   // The same package through a precision file; a layer kept at two widths is refused.
   std::ofstream(o.out_root / "p.yaml") << "layers:\n  \"" << kept << "\": float16\n";
   TranslateOptions f = o;

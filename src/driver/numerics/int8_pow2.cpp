@@ -89,9 +89,6 @@ class Int8Pow2 final : public Strategy {
       setup_.quant.bias_means = &*means_;
     }
     if (tr.o.adaround) {  // the codes of each layer's numParamBits-bit weights at its one step 2^-qw
-      if (tr.o.bias_correction)
-        fail(ErrorCode::kInvalidArgument, "--adaround and --bias-correction are exclusive: AdaRound's error already holds the mean "
-             "shift the bias correction takes out");
       const int bits = setup_.quant.param_bits;
       const quant::StepsOf steps = [&](const ir::Node& n, const Tensor& w) -> std::optional<quant::WeightSteps> {
         if (setup_.quant.keep_float.count(n.name)) return std::nullopt;
