@@ -307,6 +307,20 @@ TargetInfo targetInfo(const std::string& name);
 /// kInvalidInput or kIo, one the rule cannot take (a crop larger than its frame) of kInvalidArgument; both name it.
 Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height, int64_t width,
                              const std::vector<double>& in_mean = {}, const std::vector<double>& in_scale = {});
+/// A folder of pictures as calibration samples (translate / quantize --calib NAME=DIR; docs/calibration.md): how each
+/// becomes a sample of the input. Decoded (JPEG, PNG, BMP, PGM/PPM, TGA), resized to the input's H x W with
+/// INTER_AREA (kernels::resizeAreaHwc, OpenCV's bits), in R, G, B order (B, G, R with `bgr`; a 1-channel input takes
+/// the luma, OpenCV's BGR2GRAY), then (v - mean[c]) * scale[c] per channel in double, rounded to float32 once (one
+/// value: every channel).
+struct PictureSamples {
+  std::vector<double> mean{0.0}, scale{1.0 / 255.0};
+  bool bgr = false;
+};
+/// The pictures as one float32 tensor of samples stacked on the first axis for an input of shape `input`: [1, C, H,
+/// W] (C 1 or 3) or, channel last, [1, H, W, C]. Errors name the picture (not decodable) or the rule (the input's
+/// shape, the number of mean / scale values).
+Tensor picturesAsSamples(const std::vector<std::filesystem::path>& pictures, const Shape& input, const PictureSamples& o);
+
 /// The supported-operator page of a target (Markdown).
 std::string supportedOpsPage(const std::string& target);
 /// Creates an output folder and its parents; an existing non-folder, or one that cannot be created (/proc, no

@@ -34,7 +34,17 @@ void swapRedBlue(Picture& p) {
 }
 
 /// Decoded as OpenCV's imread (IMREAD_COLOR) gives it: 3 channels in B, G, R order.
-Picture decode(const std::filesystem::path& file) {
+Picture decode(const std::filesystem::path& file);
+
+/// B, G, R -> one channel, as OpenCV's cvtColor(BGR2GRAY): (B·1868 + G·9617 + R·4899 + 2^13) >> 14.
+Picture luma(const Picture& p) {
+  Picture o{p.h, p.w, 1, std::vector<uint8_t>(static_cast<size_t>(p.h * p.w))};
+  for (size_t i = 0; i < o.px.size(); ++i)
+    o.px[i] = static_cast<uint8_t>((p.px[3 * i] * 1868 + p.px[3 * i + 1] * 9617 + p.px[3 * i + 2] * 4899 + (1 << 13)) >> 14);
+  return o;
+}
+
+Picture decode(const std::filesystem::path& file) {  // (declared above)
   std::vector<uint8_t> bytes = readFileBytes(file);
   if (bytes.empty()) fail(ErrorCode::kInvalidInput, "{}: the file is empty", file.string());
   if (bytes.size() > (1u << 30)) fail(ErrorCode::kInvalidInput, "{}: pictures larger than 1 GiB are not read", file.string());
@@ -142,6 +152,35 @@ Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_
       if (clamp8) v = std::clamp(v, -128.0, 127.0);
       o[c * H * W + i] = static_cast<float>(v * mul[static_cast<size_t>(c)] / div[static_cast<size_t>(c)]);
     }
+  return t;
+}
+
+Tensor picturesAsSamples(const std::vector<std::filesystem::path>& pictures, const Shape& input, const PictureSamples& o) {
+  if (input.size() != 4 || input[0] != 1)
+    fail(ErrorCode::kInvalidArgument, "pictures are samples of an input of shape [1, C, H, W] or [1, H, W, C], not {}", shapeStr(input));
+  const bool last = !(input[1] == 1 || input[1] == 3) && (input[3] == 1 || input[3] == 3);
+  const int64_t C = last ? input[3] : input[1], H = last ? input[1] : input[2], W = last ? input[2] : input[3];
+  if ((C != 1 && C != 3) || H < 1 || W < 1)
+    fail(ErrorCode::kInvalidArgument, "pictures are samples of an input of 1 or 3 channels and a known height and width, not {}", shapeStr(input));
+  for (auto [v, what] : {std::pair{&o.mean, "mean"}, std::pair{&o.scale, "scale"}})
+    if (v->size() != 1 && v->size() != static_cast<size_t>(C))
+      fail(ErrorCode::kInvalidArgument, "{} {} values for an input of {} channels (one, or one per channel)", v->size(), what, C);
+  if (pictures.empty()) fail(ErrorCode::kInvalidArgument, "no pictures");
+  Tensor t(DType::kF32, {static_cast<int64_t>(pictures.size()), last ? H : C, last ? W : H, last ? C : W});
+  float* out = t.data<float>();
+  for (const std::filesystem::path& file : pictures) {
+    Picture p = resizeArea(decode(file), H, W);  // (B, G, R)
+    if (C == 1) p = luma(p);
+    else if (!o.bgr) swapRedBlue(p);
+    for (int64_t i = 0; i < H * W; ++i)
+      for (int64_t c = 0; c < C; ++c) {
+        const size_t k = static_cast<size_t>(c);
+        const double v = (static_cast<double>(p.px[static_cast<size_t>(i * C + c)]) - o.mean[o.mean.size() == 1 ? 0 : k]) *
+                         o.scale[o.scale.size() == 1 ? 0 : k];
+        out[last ? i * C + c : c * H * W + i] = static_cast<float>(v);
+      }
+    out += C * H * W;
+  }
   return t;
 }
 

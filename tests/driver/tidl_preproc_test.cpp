@@ -60,5 +60,49 @@ TEST(TidlPreprocess, PicturesThatBreakTheRuleAreErrorsNamingThem) {
   EXPECT_NE(message([&] { tidlPreprocessPicture(not_picture, 0, 3, 24, 24); }).find("README.md: not a picture npuc can decode"), std::string::npos);
 }
 
+// Pictures as calibration samples of any target (npuc::picturesAsSamples, translate --calib NAME=DIR): B, G, R with
+// TIDL's inMean / inScale arithmetic is OpenCV's golden of preProcType 256 bit for bit; R, G, B, channel last and the
+// 1-channel luma (OpenCV's BGR2GRAY fixed point) are the same pixels rearranged; pictures stack on the first axis.
+TEST(PictureSamples, OpenCvsResizeAndTheChannelOrders) {
+  const fs::path png = kData / "images" / "gradient_64x48.png";
+  PictureSamples bgr;
+  bgr.bgr = true;
+  bgr.mean = {10, 20, 30};
+  bgr.scale = {0.5, 0.25, 0.125};
+  EXPECT_EQ(mismatches(picturesAsSamples({png}, {1, 3, 24, 24}, bgr), "preproc_256"), 0);
+  PictureSamples raw;  // the bytes: (v - 0) * 1
+  raw.scale = {1.0};
+  raw.bgr = true;
+  const Tensor b = picturesAsSamples({png, png}, {1, 3, 24, 24}, raw);
+  ASSERT_EQ(b.shape(), (Shape{2, 3, 24, 24}));
+  raw.bgr = false;
+  const Tensor rgb_last = picturesAsSamples({png}, {1, 24, 24, 3}, raw), grey = picturesAsSamples({png}, {1, 1, 24, 24}, raw);
+  ASSERT_EQ(rgb_last.shape(), (Shape{1, 24, 24, 3}));
+  const float* p = b.data<float>();
+  for (int64_t i = 0; i < 24 * 24; ++i) {
+    const int bb = static_cast<int>(p[i]), gg = static_cast<int>(p[576 + i]), rr = static_cast<int>(p[1152 + i]);
+    EXPECT_EQ(p[3 * 576 + i], p[i]);  // (the second picture)
+    EXPECT_EQ(rgb_last.data<float>()[3 * i], rr);
+    EXPECT_EQ(rgb_last.data<float>()[3 * i + 1], gg);
+    EXPECT_EQ(rgb_last.data<float>()[3 * i + 2], bb);
+    EXPECT_EQ(grey.data<float>()[i], (bb * 1868 + gg * 9617 + rr * 4899 + (1 << 13)) >> 14);
+  }
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(message([&] { picturesAsSamples({png}, {1, 4, 24, 24}, raw); }).find("1 or 3 channels"), std::string::npos);
+  EXPECT_NE(message([&] { picturesAsSamples({png}, {1, 3, 24}, raw); }).find("[1, C, H, W]"), std::string::npos);
+  PictureSamples two;
+  two.mean = {1, 2};
+  EXPECT_NE(message([&] { picturesAsSamples({png}, {1, 3, 24, 24}, two); }).find("2 mean values for an input of 3 channels"), std::string::npos);
+  EXPECT_NE(message([&] { picturesAsSamples({kData / "tidl" / "README.md"}, {1, 3, 24, 24}, raw); }).find("README.md: not a picture"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace npuc

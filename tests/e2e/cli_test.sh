@@ -151,6 +151,27 @@ else
   bad "--calib NAME=DIR: $(cat "$tmp/p2s.out"; grep '^package:' "$tmp/p2.out")"
 fi
 expect_error 2 "the folder holds no .npy files" -- "$npuc" translate p2 -onnx "$digits" --target tidl --calib "input=$tmp/noshards" --out "$tmp/p2n"
+# --calib NAME=DIR of pictures: 8-bit grey PNGs of the first 100 digits are the samples round(255 x) / 255 (the
+# default --calib-scale), the same package as those samples in a .npy; a bad --calib-mean is refused
+mkdir -p "$tmp/pics"
+/usr/bin/python3 - "$src/models/digits/test_x.npy" "$tmp/pics" "$tmp/pics.npy" <<'PY'
+import sys
+import numpy as np
+from PIL import Image
+x = np.round(np.load(sys.argv[1])[:100] * 255)
+for i in range(len(x)):
+    Image.fromarray(x[i, 0].astype(np.uint8), "L").save("%s/%03d.png" % (sys.argv[2], i))
+np.save(sys.argv[3], (x.astype(np.float64) * (1.0 / 255)).astype(np.float32))
+PY
+if "$npuc" translate pp -onnx "$digits" --target generic-int8 --calib "input=$tmp/pics" --out "$tmp/ppics" >"$tmp/ppics.out" &&
+   "$npuc" translate pp -onnx "$digits" --target generic-int8 --calib "input=$tmp/pics.npy" --out "$tmp/pnpy" >"$tmp/pnpy.out" &&
+   [ "$(grep '^package:' "$tmp/ppics.out")" = "$(grep '^package:' "$tmp/pnpy.out")" ]; then
+  ok "--calib NAME=DIR of pictures: the same package as their samples in a .npy"
+else
+  bad "--calib pictures: $(cat "$tmp/ppics.out"; grep '^package:' "$tmp/pnpy.out")"
+fi
+expect_error 2 "--calib-mean 'a,b': numbers separated by commas" -- "$npuc" translate pp -onnx "$digits" --target generic-int8 \
+  --calib "input=$tmp/pics" --calib-mean a,b --out "$tmp/ppbad"
 if "$npuc" compare "$digits" "$tmp/q8/q8" --input "input=$tmp/x1.npy" -o "$tmp/q8cmp" >"$tmp/q8cmp.out" &&
    grep -q "^   1  .*conv .* 0\.99" "$tmp/q8cmp.out"; then
   ok "compare matches int8 layers to their float tensors"; else bad "compare int8: $(head -5 "$tmp/q8cmp.out")"; fi

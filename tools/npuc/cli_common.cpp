@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <memory>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -95,7 +98,8 @@ std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entrie
   return r;
 }
 
-std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<std::string>& entries, const char* what) {
+std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<std::string>& entries, const char* what,
+                                                            const PictureReader& pictures) {
   std::map<std::string, std::vector<Tensor>> r;
   for (auto& e : entries) {
     auto [name, file] = splitEq(e, what);
@@ -104,16 +108,69 @@ std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<st
       continue;
     }
     // A folder of shards: its .npy files in name order (each stacks samples along its first axis).
-    std::vector<std::filesystem::path> shards;
-    for (const auto& d : std::filesystem::directory_iterator(file))
-      if (d.path().extension() == ".npy" && d.is_regular_file()) shards.push_back(d.path());
+    std::vector<std::filesystem::path> shards, images;
+    for (const auto& d : std::filesystem::directory_iterator(file)) {
+      if (!d.is_regular_file()) continue;
+      std::string ext = d.path().extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (ext == ".npy") shards.push_back(d.path());
+      for (const char* pic : {".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tga"})
+        if (ext == pic) images.push_back(d.path());
+    }
     std::sort(shards.begin(), shards.end());
+    std::sort(images.begin(), images.end());
+    if (shards.empty() && !images.empty()) {  // a folder of pictures
+      if (!pictures)
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("{} {}={}: a folder of pictures needs the model's input shapes: "
+                                                             "translate and quantize read one", what, name, file));
+      try {
+        r[name].push_back(pictures(name, images));
+      } catch (const Error& e) {
+        throw Error(e.code(), fmt::format("{} {}={}: {}", what, name, file, e.what()));
+      }
+      continue;
+    }
     if (shards.empty())
-      throw Error(ErrorCode::kInvalidInput, fmt::format("{} {}={}: the folder holds no .npy files (a folder of shards: NAME=DIR, "
-                                                        "each DIR/*.npy samples stacked along the first axis)", what, name, file));
+      throw Error(ErrorCode::kInvalidInput, fmt::format("{} {}={}: the folder holds no .npy files or pictures (a folder of shards: "
+                                                        "NAME=DIR, each DIR/*.npy samples stacked along the first axis; or of "
+                                                        "pictures: .png, .jpg, .bmp, .pgm, .ppm, .tga)", what, name, file));
     for (const auto& f : shards) r[name].push_back(readNpyFile(f));
   }
   return r;
+}
+
+PictureReader pictureReader(const std::string& model, const std::map<std::string, Shape>& shapes, const std::string& mean,
+                            const std::string& scale, bool bgr, const std::string& caffe_model) {
+  PictureSamples o;
+  o.bgr = bgr;
+  auto numbers = [](const std::string& text, const char* option) {
+    std::vector<double> v;
+    for (size_t at = 0; at <= text.size();) {
+      const size_t comma = std::min(text.find(',', at), text.size());
+      const std::string x = text.substr(at, comma - at);
+      at = comma + 1;
+      char* end = nullptr;
+      const double d = std::strtod(x.c_str(), &end);
+      if (x.empty() || *end || !std::isfinite(d))
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("{} '{}': numbers separated by commas", option, text));
+      v.push_back(d);
+    }
+    return v;
+  };
+  if (!mean.empty()) o.mean = numbers(mean, "--calib-mean");
+  if (!scale.empty()) o.scale = numbers(scale, "--calib-scale");
+  auto inputs = std::make_shared<std::map<std::string, Shape>>();
+  return [=](const std::string& input, const std::vector<std::filesystem::path>& files) {
+    if (inputs->empty()) {
+      LoadOptions lo;
+      lo.input_shapes = shapes;
+      lo.caffe_model = caffe_model;
+      for (const auto& in : Model::load(model, lo).inputs()) (*inputs)[in.name] = in.shape;
+    }
+    auto it = inputs->find(input);
+    if (it == inputs->end()) throw Error(ErrorCode::kInvalidArgument, fmt::format("the model has no input '{}'", input));
+    return picturesAsSamples(files, it->second, o);
+  };
 }
 
 Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,

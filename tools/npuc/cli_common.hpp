@@ -28,8 +28,16 @@ std::map<std::string, std::pair<double, double>> parseRanges(const std::vector<s
 std::map<std::string, std::vector<uint8_t>> parseAippParams(const std::vector<std::string>& entries);
 /// "name=file.npy" entries -> tensors read from the files.
 std::map<std::string, Tensor> parseInputs(const std::vector<std::string>& entries);
-/// "name=file.npy" entries of an option that may repeat a name (--calib): the tensors of each name, in order.
-std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<std::string>& entries, const char* what);
+/// "name=file.npy" entries of an option that may repeat a name (--calib): the tensors of each name, in order. A folder
+/// gives its .npy shards in name order; a folder of pictures (no .npy) is read by `pictures` (input name, the files in
+/// name order) where the command can (it knows the model's input shapes), else it is an error saying so.
+using PictureReader = std::function<Tensor(const std::string& input, const std::vector<std::filesystem::path>& files)>;
+std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<std::string>& entries, const char* what,
+                                                            const PictureReader& pictures = {});
+/// The --calib-mean / --calib-scale / --calib-bgr options of a picture folder (docs/calibration.md) and the reader
+/// they make for `model` (its input shapes with `shapes` applied; loaded when a folder of pictures is first read).
+PictureReader pictureReader(const std::string& model, const std::map<std::string, Shape>& shapes, const std::string& mean,
+                            const std::string& scale, bool bgr, const std::string& caffe_model = "");
 /// Loads a model whose input shapes come from --input-shape entries, else from the given input tensors; with
 /// `caffe_model`, `model` is a Caffe network description and this its weights.
 Model loadForInputs(const std::string& model, const std::map<std::string, Tensor>& inputs,

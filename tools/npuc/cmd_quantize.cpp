@@ -14,7 +14,8 @@ void addQuantize(CLI::App& app, Action& run) {
       "(integer convolutions) translate for target generic-int8 with --calib (docs/numerics.md)");
   addCustomOpOption(c);
   struct Opts {
-    std::string model, caffemodel, output, table, method = "minmax", scheme = "affine", equalize;
+    std::string model, caffemodel, output, table, method = "minmax", scheme = "affine", equalize, calib_mean, calib_scale;
+    bool calib_bgr = false;
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
     bool per_tensor = false, bias_correction = false, adaround = false;
@@ -26,6 +27,10 @@ void addQuantize(CLI::App& app, Action& run) {
   c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   c->add_option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
                 "first axis (repeatable; several files of one name add up; NAME=DIR: the folder's .npy shards in name order)")->required();
+  c->add_option("--calib-mean", o->calib_mean, "A folder of pictures as --calib NAME=DIR (no .npy in it): each resized to the input's "
+                                               "H x W, RGB (luma for 1 channel), then (v - M) per channel (M or M,M,M; default 0)");
+  c->add_option("--calib-scale", o->calib_scale, "... times S (S or S,S,S; default 1/255; docs/calibration.md)");
+  c->add_flag("--calib-bgr", o->calib_bgr, "Pictures in B, G, R order (default R, G, B)");
   c->add_option("--output,-o", o->output, "The quantized model (.onnx)")->required();
   c->add_option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, SNR, clipped fraction, warnings): "
                                      "T.csv, T.xlsx or T.html by the extension");
@@ -55,7 +60,8 @@ void addQuantize(CLI::App& app, Action& run) {
       lo.caffe_model = o->caffemodel;
       Model m = Model::load(o->model, lo);
       QuantizeOptions qo;
-      qo.calibration = parseTensorLists(o->calib, "--calib");
+      qo.calibration = parseTensorLists(o->calib, "--calib", pictureReader(o->model, lo.input_shapes, o->calib_mean, o->calib_scale,
+                                                                           o->calib_bgr, o->caffemodel));
       qo.method = o->method;
       qo.scheme = o->scheme;
       qo.percentile = o->percentile;

@@ -62,6 +62,10 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               weights to float16, measured on these samples (docs/calibration.md); int8-affine
                               targets (generic-int8) quantize the model on them (required there)
   --calib-method M            int8 activation ranges: minmax (default), percentile, entropy, mse
+  --calib NAME=DIR            a folder of pictures (.png, .jpg, .bmp, .pgm, .ppm, .tga; no .npy) as samples of input
+                              NAME: each resized to its H x W (INTER_AREA), RGB (a 1-channel input: luma), then
+  --calib-mean M[,M,M]        (v - M) per channel (default 0) and
+  --calib-scale S[,S,S]       times S (default 1/255); --calib-bgr: B, G, R order (docs/calibration.md)
   --keep-float NODE           int8-affine, int8-pow2: keep this layer (node name of the optimized model, as in the
                               summary) in float32: float weights, computed between dequantize / quantize layers
                               (repeatable); the estimate times it at float32's cost (docs/cost-model.md)
@@ -222,7 +226,7 @@ double numberValue(const std::string& opt, const std::string& v) {
 std::string closestOption(const std::string& s) {
   static const char* known[] = {"-onnx", "-caffe", "-tf", "-tflite", "-prepost", "-addr", "-RELU6toRELU", "-SaveOptOnnx", "-CheckPrePost", "-PrePostFULL", "--custom-op", "--register-op",
                                 "-NotCheckSizeONNXvsYAML", "--target", "--out", "--input-shape", "--aipp", "--insert_op_conf",
-                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--keep-float", "--keep-float16", "--precision", "--equalize", "--range", "--threads",
+                                "--reuse-memory", "--concat-copies", "--calib", "--calib-method", "--calib-mean", "--calib-scale", "--calib-bgr", "--keep-float", "--keep-float16", "--precision", "--equalize", "--range", "--threads",
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
@@ -314,7 +318,8 @@ bool looksLikeFile(const std::string& s) {
 /// (PREFIX, the definitions' default files, ATC's shape syntax, the calibration files).
 struct TranslateArgs {
   TranslateOptions o;
-  std::string onnx, prepost, addr, aipp, check_prepost = "OFF", atc_shapes, atc_ranges, dyn_batch, dyn_image;
+  std::string onnx, prepost, addr, aipp, check_prepost = "OFF", atc_shapes, atc_ranges, dyn_batch, dyn_image, calib_mean, calib_scale;
+  bool calib_bgr = false;
   std::vector<std::string> prefixes, shapes, calib, ranges;
   bool help = false;  // -h / --help: the help text and nothing else
 };
@@ -372,6 +377,9 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
     else if (s == "--calib") t.calib.push_back(value(i));
     else if (s == "--custom-op" || s == "--register-op" || s == "-custom_op") registerCustomOp(value(i));
     else if (s == "--calib-method") t.o.calib_method = value(i);
+    else if (s == "--calib-mean") t.calib_mean = value(i);
+    else if (s == "--calib-scale") t.calib_scale = value(i);
+    else if (s == "--calib-bgr") t.calib_bgr = true;
     else if (s == "--numParamBits") t.o.pow2.num_param_bits = intValue(s, value(i), 4, 12);
     else if (s == "--quantRoundAdd") t.o.pow2.quant_round_add = intValue(s, value(i), 0, 100);
     else if (s == "--inElementType") t.o.pow2.in_element_type = intValue(s, value(i), 0, 1);
@@ -472,7 +480,8 @@ void resolveArgs(TranslateArgs& t) {
     if (hw.size() != 2) argError(fmt::format("Invalid argument: --dynamic_image_size gear '{}' is not HEIGHT,WIDTH", g));
     t.o.dynamic_image_sizes.push_back({hw[0], hw[1]});
   }
-  t.o.calibration = parseTensorLists(t.calib, "--calib");
+  t.o.calibration = parseTensorLists(t.calib, "--calib", pictureReader(t.onnx, t.o.input_shapes, t.calib_mean, t.calib_scale,
+                                                                     t.calib_bgr, t.o.caffe_model.string()));
   t.o.ranges = parseRanges(t.ranges);
 }
 
