@@ -208,7 +208,28 @@ void Lowerer::pow2Node(const ir::Node& n) {
   emit(n, LayerKind::kConv, {x, wv, bv, tv}, out, p);
 }
 
+namespace {
+/// ai.npuc QLookup -> a unary layer in its int8 form: x int8, the table int8 [256] (y = table[x + 128]); the op word
+/// names the function the table holds (its first fused op).
+void qlookupNode(Lowerer& l, const ir::Node& n) {
+  l.requireAffineCodes(n, "QLookup");
+  const std::vector<int64_t> t = n.attrInts("table");
+  if (t.size() != 256) l.unsupported(n, "the table holds {} values (256)", t.size());
+  std::vector<uint8_t> bytes(256);
+  for (size_t i = 0; i < 256; ++i) bytes[i] = static_cast<uint8_t>(static_cast<int8_t>(t[i]));
+  const int tv = l.weightVal(n.name + "/table", {256}, std::move(bytes), ElemType::kI8);
+  std::vector<std::string> fused;
+  if (auto a = n.attrs.find("fused"); a != n.attrs.end())
+    if (const auto* v = a->second.get<std::vector<std::string>>()) fused = *v;
+  const std::vector<std::string>& names = package::unaryOpNames();
+  const auto op = fused.empty() ? names.end() : std::find(names.begin(), names.end(), fused[0]);
+  if (op == names.end()) l.unsupported(n, "the table's function '{}' is not a unary op of the package", fused.empty() ? "" : fused[0]);
+  l.emit(n, LayerKind::kUnary, {l.in(n, 0), tv}, l.outVal(n, n.outputs[0]), {static_cast<uint32_t>(op - names.begin()), 0, 0});
+}
+}  // namespace
+
 void registerQuantLowerings(LowerTable& t) {
+  t[{"ai.npuc", "QLookup"}] = &qlookupNode;
   for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Concat", "P2AvgPool", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;

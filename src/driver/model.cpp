@@ -334,6 +334,7 @@ int integerLayers(ir::Graph& g) {
   n += quant::fuseIntegerMatMuls(g);  // (after the Gemms: a constant operand is theirs)
   n += quant::fuseIntegerScales(g);
   n += quant::fuseIntegerPools(g);
+  n += quant::fuseIntegerLookups(g);
   quant::fuseIntegerDataMovement(g);  // (runs on int8 codes: not counted as integer layers)
   passes::PassContext ctx;
   passes::PassManager({"dce"}).runToFixpoint(g, ctx);

@@ -255,6 +255,18 @@ void qadd(KernelCall& c) {
   kernels::qadd(a.numel(), a.data<int8_t>(), c.input(1).data<int8_t>(), qaddParamsOf(c.node), y.data<int8_t>(), c.pool);
 }
 
+/// ai.npuc QLookup: an element-wise function of int8 codes as its table (kernels::qlookup, as the package's int8
+/// unary layer).
+void qlookup(KernelCall& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.alloc(0);
+  const std::vector<int64_t> t = c.node.attrInts("table");
+  if (t.size() != 256) c.unsupported("QLookup's table holds {} values (256)", t.size());
+  int8_t table[256];
+  for (size_t i = 0; i < 256; ++i) table[i] = static_cast<int8_t>(t[i]);
+  kernels::qlookup(x.numel(), x.data<int8_t>(), table, y.data<int8_t>(), c.pool);
+}
+
 /// ai.npuc QGlobalAvgPool: the int8-affine global average pooling (kernels::qglobalAvgPool, as the package's int8
 /// global_avg_pool layer).
 void qglobalAvgPool(KernelCall& c) {
@@ -325,6 +337,7 @@ void registerQuantKernels(KernelRegistry& r) {
   r.addFn("QAdd", qadd, "ai.npuc");
   r.addFn("QMatMul", qmatmul, "ai.npuc");
   r.addFn("QGlobalAvgPool", qglobalAvgPool, "ai.npuc");
+  r.addFn("QLookup", qlookup, "ai.npuc");
   r.addFn("QAvgPool", qavgPool, "ai.npuc");
 }
 

@@ -209,6 +209,11 @@ QGlobalAvgPoolParams qglobalAvgPoolParams(double sx, int32_t zx, double sy, int3
 /// threads cannot change a bit (the reference and the fast mode are this one loop, which the compiler vectorises).
 void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvgPoolParams& p, int8_t* y, ThreadPool* pool);
 
+/// An element-wise function of int8 codes as a table (docs/numerics.md, "Look-up tables"): y[i] = table[x[i] + 128],
+/// the table holding the function's 256 results (the compile-time step computes them exactly as the float chain
+/// dequantize -> function -> quantize does). One loop for the reference and the fast mode.
+void qlookup(int64_t n, const int8_t* x, const int8_t* table, int8_t* y, ThreadPool* pool);
+
 /// The int8-affine windowed average pooling (docs/numerics.md): per output, over the window's taps inside the input
 /// (k of them) with divisor n (k, or with count_include_pad the taps inside the padded input, as avgPool2d counts),
 ///   acc = sum x - k * zx                     (a padded tap is the real 0: the code zx, which adds nothing)

@@ -206,6 +206,22 @@ void registerQuantNpucOps(Registry& r) {
                           });
   a.domain = "ai.npuc";
   r.add(a);
+  // An element-wise function on int8-affine codes as a table (docs/numerics.md, "Look-up tables"): DequantizeLinear ->
+  // a unary op (+ Relu / Clip) -> QuantizeLinear.
+  OpSchema lut = makeSchema("QLookup", 1, 1,
+                            "int8 x -> int8 y = table[x + 128]: the 256 results of an element-wise function of x's codes "
+                            "(attribute 'table', computed as DequantizeLinear -> op -> QuantizeLinear computes them; "
+                            "'fused': the ops)",
+                            [](InferContext& c) {
+                              if (c.inputDType(0) != DType::kI8) c.error("x must be int8, got {}", dtypeName(c.inputDType(0)));
+                              const std::vector<int64_t> t = c.node().attrInts("table");
+                              if (t.size() != 256) c.error("the table holds {} values (256)", t.size());
+                              for (int64_t v : t)
+                                if (v < -128 || v > 127) c.error("table value {} is outside int8", v);
+                              c.setOutput(0, DType::kI8, c.inputShape(0));
+                            });
+  lut.domain = "ai.npuc";
+  r.add(lut);
   // The int8-affine global average pooling (docs/numerics.md): DequantizeLinear -> GlobalAveragePool (+ Relu / Clip)
   // -> QuantizeLinear on an integer device.
   OpSchema gap = makeSchema("QGlobalAvgPool", 1, 1,

@@ -72,8 +72,20 @@ struct ElementwiseChecks : LayerCheck {
   }
 
   void unary() const {
-    floatSameShape();
     if (w[0] >= unaryOpNames().size()) bad("{}: unknown unary op {}", what, w[0]);
+    if (x.type == ElemType::kI8) {  // the int8 form: the op's results over every code, as a table
+      if (!numericsTraits(p.numerics).affine_codes) bad("{}: the int8 form belongs to int8-affine packages", what);
+      if (d.n_in != 2) bad("{}: the int8 form reads x and its table, not {} inputs", what, d.n_in);
+      const TensorRef& t = d.in(1);
+      typeIs(t, ElemType::kI8, "table");
+      if (t.rank != 1 || t.dims[0] != 256) bad("{}: the table is {}, not [256]", what, dimsStr(t));
+      weightRef(t, what + ": table");
+      typeIs(y, ElemType::kI8, "y");
+      if (dimsOf(x) != dimsOf(y)) bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
+      return;
+    }
+    if (d.n_in != 1) bad("{}: the float form reads x only, not {} inputs", what, d.n_in);
+    floatSameShape();
   }
 
   void where() const {

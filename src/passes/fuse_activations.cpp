@@ -78,6 +78,32 @@ bool FuseActivationsPass::run(ir::Graph& g, PassContext&) {
   return changed;
 }
 
+bool SplitActivationsPass::run(ir::Graph& g, PassContext&) {
+  bool changed = false;
+  const std::vector<ir::NodeId> order = g.order();
+  for (ir::NodeId id : order) {
+    const ir::Node& n = g.node(id);
+    const std::string act = n.attrString("activation", "");
+    if (n.domain != "ai.npuc" || act.empty() || act == "Relu" || act == "Clip" || n.outputs.size() != 1) continue;
+    const ir::ValueId y = n.outputs[0];
+    const ir::ValueId pre = g.addValue(g.uniqueValueName(g.value(y).name + "_pre_" + act), g.value(y).type).id;
+    ir::Node& c = g.node(id);
+    const float alpha = c.attrFloat("activation_alpha", 0), beta = c.attrFloat("activation_beta", 0);
+    for (const char* a : {"activation", "activation_alpha", "activation_beta"}) c.attrs.erase(a);
+    c.outputs[0] = pre;
+    g.value(pre).producer = id;
+    g.value(pre).producer_output = 0;
+    const bool npuc = act == "Swish" || act == "Mish" || (act == "HardSwish" && g.opset < 14);
+    const std::string name = c.name + "/" + act;
+    ir::Node& a = g.addNode(act, name, {pre}, {y}, npuc ? "ai.npuc" : "");
+    if (act == "LeakyRelu") a.attrs["alpha"] = ir::Attr(alpha);
+    if (act == "HardSigmoid") a.attrs["alpha"] = ir::Attr(alpha), a.attrs["beta"] = ir::Attr(beta);
+    changed = true;
+  }
+  if (changed) g.topoSort();
+  return changed;
+}
+
 bool Relu6ToReluPass::run(ir::Graph& g, PassContext&) {
   bool changed = false;
   for (ir::NodeId id : g.order()) {

@@ -100,6 +100,16 @@ class FuseActivationsPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// The reverse for the activations an int8 layer cannot apply itself (all but Relu and Clip: LeakyRelu, Sigmoid,
+/// Tanh, HardSigmoid, HardSwish, Swish, Mish): each becomes its own node again after its Conv / Gemm / MatMul, so the
+/// layer is an integer product and the activation a look-up table between int8 tensors (int8-affine;
+/// docs/numerics.md "Look-up tables").
+class SplitActivationsPass : public Pass {
+ public:
+  const char* name() const override { return "split-activations"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// Replaces Relu6 (Clip(0, 6), standalone or fused) by Relu (the translator's -RELU6toRELU).
 class Relu6ToReluPass : public Pass {
  public:

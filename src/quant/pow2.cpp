@@ -47,14 +47,14 @@ class Pow2Builder {
     for (auto& name : o_.keep_float) {
       bool found = false;
       for (ir::NodeId id : g_.order()) found |= g_.node(id).name == name;
-      if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float: the model has no layer '{}'", name);
+      if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float / --keep-float16: the model has no layer '{}'", name);
     }
     const std::vector<ir::NodeId> order = g_.order();
     for (ir::NodeId id : order) {
       if (!g_.hasNode(id)) continue;
       ir::Node& n = g_.node(id);
       if (o_.keep_float.count(n.name)) {
-        rep_.layers.push_back({n.name, "float", 0, 0, "kept in float (--keep-float)"});
+        rep_.layers.push_back({n.name, "float", 0, 0, "kept in float (--keep-float / --keep-float16)"});
         ++rep_.float_layers;
         continue;
       }

@@ -366,11 +366,11 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
       if (n.name != name) continue;
       found = true;
       if (!(n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul"))
-        fail(ErrorCode::kInvalidArgument, "--keep-float '{}': a {} has no weights to keep in float (layers with weights: "
+        fail(ErrorCode::kInvalidArgument, "--keep-float / --keep-float16 '{}': a {} has no weights to keep in float (layers with weights: "
              "Conv, Gemm, MatMul)", name, n.op);
       kept.insert(id);
     }
-    if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float '{}': the model has no node of that name", name);
+    if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float / --keep-float16 '{}': the model has no node of that name", name);
   }
   for (const auto& [name, r] : o.ranges) {
     if (!g.findValue(name)) fail(ErrorCode::kInvalidArgument, "--range '{}': the model has no tensor of that name", name);

@@ -133,6 +133,11 @@ int fuseIntegerMatMuls(ir::Graph& g);
 /// such run through a 1-D or 2-D AveragePool of at most 1024 taps by one ai.npuc QAvgPool (kernels::qavgPool2d).
 /// Returns how many it replaced.
 int fuseIntegerPools(ir::Graph& g);
+/// Each DequantizeLinear -> element-wise op of one input (Sigmoid, HardSwish, LeakyRelu, Tanh, …: the unary ops of
+/// elementwise_ops.def but Relu, Clip and Identity) (+ Relu / Clip) -> per-tensor int8 QuantizeLinear into one ai.npuc
+/// QLookup: the run's 256 results over every int8 code, computed by the reference engine on the run itself (the same
+/// bits as the QDQ model). Returns how many.
+int fuseIntegerLookups(ir::Graph& g);
 
 /// Lets data movement run on int8 codes: each DequantizeLinear -> MaxPool / Concat / Reshape / Flatten / Transpose /
 /// Squeeze / Unsqueeze / Identity / Slice / Gather -> QuantizeLinear run whose inputs and output share one scale and zero point (as

@@ -3,6 +3,7 @@
 // elsewhere. Quantizing a float graph to QDQ is qdq.cpp.
 #include "quant/qdq.hpp"
 
+#include "engine/engine.hpp"
 #include "ir/rewriter.hpp"
 #include "kernels/quant.hpp"
 #include "ops/registry.hpp"
@@ -515,6 +516,67 @@ int fuseIntegerDataMovement(ir::Graph& g) {
     if (n.op == "MaxPool" && n.attrFloat("pad_value", -INFINITY) != -INFINITY) return false;  // (a folded Pad's value is a float)
     const std::string op = n.op, domain = n.domain;
     replaceRun(g, rw, id, *qo, op, domain, ins, n.attrs);
+    return true;
+  });
+}
+
+int fuseIntegerLookups(ir::Graph& g) {
+  static const std::set<std::string> unary = {
+#define NPUC_UNARY_OP(E, name, alpha, beta) name,
+#include "kernels/elementwise_ops.def"
+#undef NPUC_UNARY_OP
+  };
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    if (!(n.domain.empty() || n.domain == "ai.npuc") || !unary.count(n.op) || n.op == "Relu" || n.op == "Clip" || n.op == "Identity" ||
+        n.numInputs() != 1 || n.outputs.size() != 1)
+      return false;
+    auto x = int8Activation(g, n.inputs[0]);
+    if (!x) return false;
+    auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
+    if (!qo || g.value(qo->q->outputs[0]).type.dtype != DType::kI8) return false;
+    // The table: the run itself (dequantize, the op, a fused Relu / Clip, quantize) on the reference engine over all
+    // 256 codes — the same float operations, so the same codes, as the QDQ model computes.
+    ir::Graph m;
+    m.opset = g.opset;
+    const ir::ValueId codes = m.addValue("codes", ir::makeType(DType::kI8, {256})).id;
+    m.inputs().push_back(codes);
+    auto copyNode = [&](const ir::Node& src, ir::ValueId in, const std::string& out) {
+      std::vector<ir::ValueId> ins = {in};
+      for (size_t k = 1; k < src.inputs.size(); ++k)
+        ins.push_back(src.inputs[k] == ir::kNoValue ? ir::kNoValue
+                                                    : m.addConstant(m.uniqueValueName(g.value(src.inputs[k]).name), *g.value(src.inputs[k]).constant).id);
+      const ir::ValueId o = m.addValue(out).id;
+      m.addNode(src.op, src.name, ins, {o}, src.domain).attrs = src.attrs;
+      return o;
+    };
+    for (const ir::Node* c : {x->node, qo->act_node, qo->q})
+      if (c)
+        for (size_t k = 1; k < c->inputs.size(); ++k)
+          if (c->inputs[k] != ir::kNoValue && !g.value(c->inputs[k]).isConstant()) return false;
+    ir::ValueId v = copyNode(*x->node, codes, "x");
+    v = copyNode(n, v, "f");
+    if (qo->act_node) v = copyNode(*qo->act_node, v, "act");
+    v = copyNode(*qo->q, v, "y");
+    m.outputs().push_back(v);
+    std::vector<int64_t> table(256);
+    try {
+      ops::inferShapes(m);
+      engine::EngineOptions eo;
+      eo.threads = 1;
+      eo.fuse_activations = false;
+      Tensor all(DType::kI8, Shape{256});
+      for (int c = 0; c < 256; ++c) all.data<int8_t>()[c] = static_cast<int8_t>(c - 128);
+      const Tensor y = engine::Engine(m, eo).run(std::vector<Tensor>{all})[0];
+      if (y.dtype() != DType::kI8 || y.numel() != 256) return false;
+      for (int c = 0; c < 256; ++c) table[static_cast<size_t>(c)] = y.data<int8_t>()[c];
+    } catch (const Error&) {  // (an op the engine cannot run on a 1-D tensor: left as it is)
+      return false;
+    }
+    std::map<std::string, ir::Attr> attrs;
+    attrs["table"] = ir::Attr(table);
+    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{n.op, qo->act_node->op} : std::vector<std::string>{n.op});
+    replaceRun(g, rw, id, *qo, "QLookup", "ai.npuc", {x->node->inputs[0]}, std::move(attrs));
     return true;
   });
 }

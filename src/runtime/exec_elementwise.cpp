@@ -48,6 +48,9 @@ void runBinary(Runtime::Impl& im, Step& s) {
 }
 
 void runUnary(Runtime::Impl& im, Step& s) {
+  if (s.d->in(0).type == ElemType::kI8)  // the int8 form: the op's results over every code (validated: a [256] table)
+    return kernels::qlookup(shapeNumel(s.shapes[0]), reinterpret_cast<const int8_t*>(s.in[0]), reinterpret_cast<const int8_t*>(s.in[1]),
+                            reinterpret_cast<int8_t*>(s.out), im.pool.get());
   auto op = static_cast<kernels::UnaryOp>(s.p[0]);  // the code is the op (elementwise_ops.def); validated
   (im.opts.exact ? kernels::unary : kernels::unaryFast)(op, package::paramFloat(s.p[1]), package::paramFloat(s.p[2]),
                                                          shapeNumel(s.shapes[0]), im.inF(s, 0), im.outF(s), im.pool.get());

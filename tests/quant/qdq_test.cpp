@@ -734,6 +734,53 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   std::filesystem::remove_all(o.out_root);
 }
 
+// Look-up tables (docs/numerics.md): every element-wise activation of the network — HardSwish, LeakyRelu, Sigmoid,
+// Tanh, HardSigmoid, Elu — between two int8 tensors becomes one ai.npuc QLookup (its 256 results), so the package
+// holds no float layer between its input's quantize and its output's dequantize; the package equals the engine on the
+// QDQ model bit for bit, exact and fast at 1 to 3 threads.
+TEST(Int8AffinePackage, ElementWiseActivationsAreLookUpTables) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/quant/lookup_mini.onnx";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Tensor c(DType::kF32, Shape{12, 3, 8, 8});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = u(rng);
+  QuantizeOptions q;
+  q.calibration["input"] = {c};
+  q.integer_layers = true;
+  Model opt = Model::load(onnx).optimized();
+  {  // (what translate runs for int8-affine after the optimizer: the activations split from their convolutions again)
+    passes::PassContext ctx;
+    passes::PassManager({"batchnorm-to-conv", "fuse-activations", "split-activations", "dce"}).runToFixpoint(mutableGraphOf(opt), ctx);
+  }
+  QuantizeReport rep;
+  Model qdq = opt.quantizedQdq(q, &rep);
+  int lookups = 0, floats = 0;
+  const ir::Graph& g = graphOf(qdq);
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    lookups += n.op == "QLookup";
+    floats += n.op == "HardSwish" || n.op == "LeakyRelu" || n.op == "Sigmoid" || n.op == "Tanh" || n.op == "HardSigmoid" || n.op == "Elu";
+  }
+  EXPECT_EQ(lookups, 6);
+  EXPECT_EQ(floats, 0);
+  EXPECT_EQ(rep.integer_layers, 6 + 6 + 1);  // the convolutions, the tables, the global average pooling
+  TranslateOptions o = int8Options("lut8", onnx, "generic-int8", "npuc_int8_lut_");
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  const package::Package p = package::readPackage(r.dir);
+  int int8_unary = 0, converts = 0;
+  for (const package::LayerInfo& l : p.layers) {
+    const package::Descriptor& d = (l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
+    int8_unary += d.kind == package::LayerKind::kUnary && d.in(0).type == package::ElemType::kI8;
+    converts += d.kind == package::LayerKind::kQuantize || d.kind == package::LayerKind::kDequantize;
+  }
+  EXPECT_EQ(int8_unary, 6);
+  EXPECT_EQ(converts, 2);  // the input's quantize, the output's dequantize
+  expectPackageEqualsEngine(r.dir, qdq, Shape{1, 3, 8, 8}, 6, [&] { return u(rng); });
+  std::filesystem::remove_all(o.out_root);
+}
+
 // --save-qdq-onnx: translate also writes the quantized model as standard ONNX (every op in the default domain,
 // QuantizeLinear / DequantizeLinear pairs) — the file `npuc quantize` would write for the same samples and method:
 // the same scales, so the same model bit for bit.

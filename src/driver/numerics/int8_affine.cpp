@@ -37,8 +37,11 @@ void Int8Affine::prepareImported(Translation& tr, Model& m) {
 std::vector<std::string> Int8Affine::afterOptimize(const Translation&, const Model& body) const {
   // A BatchNormalization no Conv absorbed runs as a depthwise 1x1 convolution (per-channel weight scales, opset 13
   // on, hold each factor to its rounding), the activation after it fused (docs/numerics.md).
-  if (prequantized_ || graphOf(body).opset < 13) return {};
-  return {"batchnorm-to-conv", "fuse-activations", "dce"};
+  // Activations an integer layer cannot apply (all but Relu and Clip) split from their layers again: look-up tables
+  // between int8 tensors (docs/numerics.md).
+  if (prequantized_) return {};
+  if (graphOf(body).opset < 13) return {"split-activations", "dce"};
+  return {"batchnorm-to-conv", "fuse-activations", "split-activations", "dce"};
 }
 
 void Int8Affine::calibrate(Translation& tr, Model& body) {
