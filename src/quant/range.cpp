@@ -88,6 +88,8 @@ int64_t TensorStats::countOutside(double lo, double hi) const {
 
 void TensorStats::mergeRange(const TensorStats& o) {
   if (o.hist_.size() != hist_.size()) fail(ErrorCode::kInvalidArgument, "calibration statistics of {} and {} bins", hist_.size(), o.hist_.size());
+  if (o.count_ > kMaxStatsCount - count_ || o.non_finite_ > kMaxStatsCount - non_finite_)
+    fail(ErrorCode::kInvalidArgument, "calibration statistics: more than 2^50 values");
   if (hist_count_ || o.hist_count_) fail(ErrorCode::kInvalidArgument, "calibration statistics: ranges merged after a histogram");
   min_ = std::min(min_, o.min_);
   max_ = std::max(max_, o.max_);
@@ -99,6 +101,7 @@ void TensorStats::mergeRange(const TensorStats& o) {
 void TensorStats::mergeHistogram(const TensorStats& o) {
   if (o.hist_.size() != hist_.size() || o.absMax() != absMax() || o.count_ != count_)
     fail(ErrorCode::kInvalidArgument, "calibration statistics: histograms over other ranges or bins cannot be merged");
+  if (o.hist_count_ > kMaxStatsCount - hist_count_) fail(ErrorCode::kInvalidArgument, "calibration statistics: more than 2^50 values");
   for (size_t b = 0; b < hist_.size(); ++b) hist_[b] += o.hist_[b];
   hist_count_ += o.hist_count_;
   zeros_ += o.zeros_;
@@ -145,10 +148,12 @@ TensorStats TensorStats::read(const uint8_t*& p, const uint8_t* end) {
   int64_t* counts[] = {&t.count_, &t.non_finite_, &t.hist_count_, &t.zeros_, &t.negative_};
   const char* names[] = {"count", "non_finite", "hist_count", "zeros", "negatives"};
   for (size_t i = 0; i < 5; ++i)
-    if ((*counts[i] = take<int64_t>(p, end, names[i])) < 0) fail(ErrorCode::kInvalidInput, "field '{}': {} is negative", names[i], *counts[i]);
+    if ((*counts[i] = take<int64_t>(p, end, names[i])) < 0 || *counts[i] > kMaxStatsCount)
+      fail(ErrorCode::kInvalidInput, "field '{}': {} is outside 0 .. 2^50", names[i], *counts[i]);
   int64_t sum = t.zeros_;
   for (int64_t& c : t.hist_) {
-    if ((c = take<int64_t>(p, end, "histogram")) < 0) fail(ErrorCode::kInvalidInput, "field 'histogram': a negative count");
+    if ((c = take<int64_t>(p, end, "histogram")) < 0 || c > kMaxStatsCount - sum)
+      fail(ErrorCode::kInvalidInput, "field 'histogram': a count below 0 or a sum above 2^50");
     sum += c;
   }
   const bool empty = t.count_ == 0 && std::isinf(t.min_) && std::isinf(t.max_);

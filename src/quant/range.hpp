@@ -24,6 +24,9 @@
 namespace npuc::quant {
 
 enum class RangeMethod { kMinMax, kPercentile, kEntropy, kMse };
+
+/// The most values statistics count (read or merged: beyond it, an error; sums stay far inside int64).
+inline constexpr int64_t kMaxStatsCount = int64_t{1} << 50;
 /// "minmax", "percentile", "entropy", "mse"; false for another name.
 bool rangeMethodFromName(const std::string& name, RangeMethod* m);
 const char* rangeMethodName(RangeMethod m);

@@ -274,6 +274,15 @@ TEST(CalibrationShards, MergedShardsAreOneLocalPass) {
   refused([&] { mergeCalibrationStats({a, b}, 1); }, "calibration statistics part 2: measured on another model or options");
   refused([&] { mergeCalibrationStats({a, {1, 2, 3}}, 1); }, "part 2: not npuc calibration statistics");
   refused([&] { mergeCalibrationStats({std::vector<uint8_t>(a.begin(), a.end() - 5)}, 1); }, "truncated");
+  {  // a count beyond 2^50 (fuzz_calib_stats found the sum of such counts overflowing): refused
+    std::string key;
+    const auto parsed = readStats(a, "a", &key);
+    std::vector<uint8_t> big = a;
+    const size_t at = 8 + 4 + 4 + key.size() + 8 + 4 + parsed.begin()->first.size() + 4 + 16;  // the first tensor's count
+    const int64_t huge = int64_t{1} << 62;
+    std::memcpy(big.data() + at, &huge, sizeof huge);
+    refused([&] { mergeCalibrationStats({big}, 1); }, "field 'count': 4611686018427387904 is outside 0 .. 2^50");
+  }
   refused([&] { calibrationPass(options("generic-int8", rows(0, 20), "s"), 2); }, "the ranges of pass 1");
   refused([&] { calibrationPass(equalized, 2, a); }, "of another model or options");
   refused([&] { calibrationPass(options("generic-int8", rows(0, 20), "s"), 1, a); }, "pass 1 takes no ranges");
