@@ -211,7 +211,9 @@ void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvg
 
 /// An element-wise function of int8 codes as a table (docs/numerics.md, "Look-up tables"): y[i] = table[x[i] + 128],
 /// the table holding the function's 256 results (the compile-time step computes them exactly as the float chain
-/// dequantize -> function -> quantize does). One loop for the reference and the fast mode.
+/// dequantize -> function -> quantize does). qlookup: the AVX-512 VBMI form (two 128-byte permutes per 64 codes) where
+/// the CPU has it, else the reference loop; the same bytes either way.
+void qlookup_ref(int64_t n, const int8_t* x, const int8_t* table, int8_t* y);
 void qlookup(int64_t n, const int8_t* x, const int8_t* table, int8_t* y, ThreadPool* pool);
 
 /// The int8-affine windowed average pooling (docs/numerics.md): per output, over the window's taps inside the input

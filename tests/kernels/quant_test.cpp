@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -599,6 +600,32 @@ TEST(QuantGlobalAvgPool, IsTheRealMeanRoundedOnceAndClamped) {
   EXPECT_THROW(qglobalAvgPoolParams(1.0, 0, 1.0, 0, int64_t{1} << 23), std::invalid_argument);
   EXPECT_THROW(qglobalAvgPoolParams(0.0, 0, 1.0, 0, 4), std::invalid_argument);
   EXPECT_THROW(qglobalAvgPoolParams(1.0, 0, INFINITY, 0, 4), std::invalid_argument);
+}
+
+// The int8 look-up table: the reference is table[x + 128] for every code; the fast form (AVX-512 VBMI where the CPU
+// has it: the path this machine takes is said) gives its bytes for every length up to 200 (the vector tail) and for
+// large tensors on 1 to 3 threads.
+TEST(QuantLookup, FastIsTheReferenceBitForBit) {
+  std::mt19937 rng(6);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  int8_t table[256];
+  for (int8_t& t : table) t = static_cast<int8_t>(i8(rng));
+  std::vector<int8_t> all(256), ref(256);
+  for (int c = 0; c < 256; ++c) all[static_cast<size_t>(c)] = static_cast<int8_t>(c - 128);
+  qlookup_ref(256, all.data(), table, ref.data());
+  for (int c = 0; c < 256; ++c) ASSERT_EQ(ref[static_cast<size_t>(c)], table[c]) << c;
+  std::printf("qlookup: %s path\n", detail::cpuHasAvx512vbmi() ? "AVX-512 VBMI" : "reference");
+  ThreadPool p2(2), p3(3);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{127}, int64_t{200}, int64_t{100003}}) {
+    std::vector<int8_t> x(static_cast<size_t>(n)), want(x.size());
+    for (int8_t& v : x) v = static_cast<int8_t>(i8(rng));
+    qlookup_ref(n, x.data(), table, want.data());
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+      std::vector<int8_t> got(x.size(), 7);
+      qlookup(n, x.data(), table, got.data(), pool);
+      ASSERT_EQ(got, want) << n;
+    }
+  }
 }
 
 // The fast addition gives qadd_ref's bytes: every length up to 100 (the vector tail), large tensors on 1-3 threads,

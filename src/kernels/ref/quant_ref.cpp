@@ -142,10 +142,8 @@ void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvg
   });
 }
 
-void qlookup(int64_t n, const int8_t* x, const int8_t* table, int8_t* y, ThreadPool* pool) {
-  detail::parallelUnits(pool, n, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) y[i] = table[static_cast<uint8_t>(x[i] + 128)];
-  });
+void qlookup_ref(int64_t n, const int8_t* x, const int8_t* table, int8_t* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = table[static_cast<uint8_t>(x[i] + 128)];
 }
 
 QAvgPoolParams qavgPoolParams(double sx, int32_t zx, double sy, int32_t zy, int64_t taps, int32_t lo, int32_t hi) {

@@ -49,6 +49,9 @@ inline int32_t multiplyOnce(int32_t x, const RequantOnce& c) {
 
 /// Whether the CPU has AVX-512F, BW and VL (checked once; quantize.cpp).
 bool cpuHasAvx512bw();
+/// AVX-512 VBMI (byte permutes): qlookup_vbmi.cpp.
+bool cpuHasAvx512vbmi();
+void qlookupVbmi(int64_t n, const int8_t* x, const int8_t* table, int8_t* y);
 // AVX-512 (qadd_avx512.cpp, quantize_avx512.cpp, pool_i8_avx512.cpp).
 void qaddAvx512(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
 void quantizeLinearAvx512(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);
