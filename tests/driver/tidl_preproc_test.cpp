@@ -25,6 +25,17 @@ int64_t mismatches(const Tensor& got, const std::string& golden) {
   return n;
 }
 
+/// The message of the Error f throws ("(no error)" when it throws none).
+template <class F>
+std::string message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::string("(no error)");
+}
+
 TEST(TidlPreprocess, EveryPreProcTypeMatchesOpenCv) {
   const fs::path gradient = kData / "images" / "gradient_64x48.png";
   for (int t : {0, 1, 2, 3, 4, 5, 6, 256}) {
@@ -43,14 +54,6 @@ TEST(TidlPreprocess, EveryPreProcTypeMatchesOpenCv) {
 
 TEST(TidlPreprocess, PicturesThatBreakTheRuleAreErrorsNamingThem) {
   const fs::path png = kData / "images" / "gradient_64x48.png";
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   EXPECT_NE(message([&] { tidlPreprocessPicture(png, 3, 3, 40, 40); }).find("preProcType 3 crops 40x40 from 32x32"), std::string::npos);
   EXPECT_NE(message([&] { tidlPreprocessPicture(png, 256, 3, 24, 24, {1, 2}, {1, 2, 3}); }).find("takes 3 inMean and inScale values"),
             std::string::npos);
@@ -87,14 +90,6 @@ TEST(PictureSamples, OpenCvsResizeAndTheChannelOrders) {
     EXPECT_EQ(rgb_last.data<float>()[3 * i + 2], bb);
     EXPECT_EQ(grey.data<float>()[i], (bb * 1868 + gg * 9617 + rr * 4899 + (1 << 13)) >> 14);
   }
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   EXPECT_NE(message([&] { picturesAsSamples({png}, {1, 4, 24, 24}, raw); }).find("1 or 3 channels"), std::string::npos);
   EXPECT_NE(message([&] { picturesAsSamples({png}, {1, 3, 24}, raw); }).find("[1, C, H, W]"), std::string::npos);
   PictureSamples two;
