@@ -228,8 +228,24 @@ void qlookupNode(Lowerer& l, const ir::Node& n) {
 }
 }  // namespace
 
+namespace {
+/// ai.npuc QMul -> a binary Mul layer in its int8 form: a, b int8 (b: a's shape or one value per plane), and the
+/// requantization table int32 [a_zero_point, b_zero_point, y_zero_point, y_min, y_max, multiplier, shift].
+void qmulNode(Lowerer& l, const ir::Node& n) {
+  l.requireAffineCodes(n, "QMul");
+  std::vector<int32_t> table;
+  for (auto [a, def] : {std::pair{"a_zero_point", 0}, {"b_zero_point", 0}, {"y_zero_point", 0}, {"y_min", -128}, {"y_max", 127},
+                        {"multiplier", 0}, {"shift", 0}})
+    table.push_back(static_cast<int32_t>(n.attrInt(a, def)));
+  const int a = l.in(n, 0), b = l.in(n, 1);
+  const int tv = l.weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
+  l.emit(n, LayerKind::kBinary, {a, b, tv}, l.outVal(n, n.outputs[0]), {Lowerer::binaryCode("Mul")});
+}
+}  // namespace
+
 void registerQuantLowerings(LowerTable& t) {
   t[{"ai.npuc", "QLookup"}] = &qlookupNode;
+  t[{"ai.npuc", "QMul"}] = &qmulNode;
   for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Concat", "P2AvgPool", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;

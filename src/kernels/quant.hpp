@@ -209,6 +209,21 @@ QGlobalAvgPoolParams qglobalAvgPoolParams(double sx, int32_t zx, double sy, int3
 /// threads cannot change a bit (the reference and the fast mode are this one loop, which the compiler vectorises).
 void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvgPoolParams& p, int8_t* y, ThreadPool* pool);
 
+/// The int8-affine product of two tensors (docs/numerics.md, "Products of two int8 tensors"): b holds one code per
+/// `inner` consecutive codes of a (inner 1: the same shape; a gate per channel of a feature map: its plane size),
+///   y[i] = clamp(zy + multiplyByMultiplier((a[i] - za) * (b[i / inner] - zb), M), lo, hi),   M = sa * sb / sy
+/// (the product is exact in int32; then multiplyByMultiplier's two roundings, as every requantization here: within
+/// half a step of the real product, plus half of 2^shift for a negative shift, plus M's own 2^-30 relative error).
+struct QMulParams {
+  int32_t za = 0, zb = 0, zy = 0, lo = -128, hi = 127;
+  Multiplier mul;
+};
+/// Throws std::invalid_argument for scales that are not finite and positive, or a factor of 2^30 or more.
+QMulParams qmulParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int32_t lo = -128, int32_t hi = 127);
+void qmul_ref(int64_t n, int64_t inner, const int8_t* a, const int8_t* b, const QMulParams& p, int8_t* y);
+/// The same bytes, in chunks on the pool's threads.
+void qmul(int64_t n, int64_t inner, const int8_t* a, const int8_t* b, const QMulParams& p, int8_t* y, ThreadPool* pool);
+
 /// An element-wise function of int8 codes as a table (docs/numerics.md, "Look-up tables"): y[i] = table[x[i] + 128],
 /// the table holding the function's 256 results (the compile-time step computes them exactly as the float chain
 /// dequantize -> function -> quantize does). qlookup: the AVX-512 VBMI form (two 128-byte permutes per 64 codes) where

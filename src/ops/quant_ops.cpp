@@ -206,6 +206,29 @@ void registerQuantNpucOps(Registry& r) {
                           });
   a.domain = "ai.npuc";
   r.add(a);
+  // The int8-affine product of two tensors: DequantizeLinear a, DequantizeLinear b -> Mul (+ Relu / Clip) ->
+  // QuantizeLinear, b the same shape as a or one value per plane of a's trailing dimensions (an SE block's gate).
+  OpSchema mul = makeSchema("QMul", 2, 2,
+                            "int8-affine product of int8 a and b (b: a's shape, or a's leading dimensions then 1s): y = "
+                            "clamp(y_zero_point + ((a - a_zero_point) * (b - b_zero_point)) * M, y_min, y_max) with M = "
+                            "multiplier * 2^(shift - 31) (docs/numerics.md)",
+                            [](InferContext& c) {
+                              for (int i : {0, 1})
+                                if (c.inputDType(i) != DType::kI8) c.error("input {} must be int8, got {}", i, dtypeName(c.inputDType(i)));
+                              const Shape &a = c.inputShape(0), &b = c.inputShape(1);
+                              bool ok = a.size() == b.size();
+                              for (size_t i = 0, ones = 0; ok && i < a.size(); ++i) {
+                                if (b[i] != a[i] && b[i] != 1) ok = false;
+                                if (b[i] == 1 && a[i] != 1) ones = 1;
+                                else if (ones && b[i] != 1) ok = false;  // (1s only after the shared leading dimensions)
+                              }
+                              if (!ok) c.error("b {} is neither a's shape {} nor its leading dimensions then 1s", shapeStr(b), shapeStr(a));
+                              checkMultiplier(c, c.node().attrInt("multiplier", 0), c.node().attrInt("shift", 0));
+                              checkInt8Attrs(c, {"a_zero_point", "b_zero_point", "y_zero_point"});
+                              c.setOutput(0, DType::kI8, a);
+                            });
+  mul.domain = "ai.npuc";
+  r.add(mul);
   // An element-wise function on int8-affine codes as a table (docs/numerics.md, "Look-up tables"): DequantizeLinear ->
   // a unary op (+ Relu / Clip) -> QuantizeLinear.
   OpSchema lut = makeSchema("QLookup", 1, 1,

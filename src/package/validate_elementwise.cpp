@@ -15,9 +15,10 @@ struct ElementwiseChecks : LayerCheck {
   void binary() const {
     const TensorRef& b = d.in(1);
     if (w[0] >= binaryOpNames().size()) bad("{}: unknown binary op {}", what, w[0]);
+    if (x.type == ElemType::kI8 && binaryOpNames()[w[0]] == std::string_view("Mul")) return int8Product();
     if (x.type == ElemType::kI8) {  // the int8 form (int8-affine packages): an addition (docs/numerics.md)
       if (!numericsTraits(p.numerics).affine_codes) bad("{}: int8 additions belong to int8-affine packages", what);
-      if (binaryOpNames()[w[0]] != std::string_view("Add")) bad("{}: the int8 form is an addition, not {}", what, binaryOpNames()[w[0]]);
+      if (binaryOpNames()[w[0]] != std::string_view("Add")) bad("{}: the int8 form is an addition or a product, not {}", what, binaryOpNames()[w[0]]);
       if (d.n_in != 3) bad("{}: the int8 form takes 3 inputs (a, b, requantization), got {}", what, d.n_in);
       typeIs(b, ElemType::kI8, "b");
       typeIs(y, ElemType::kI8, "y");
@@ -34,6 +35,28 @@ struct ElementwiseChecks : LayerCheck {
     isFloat(x, "a"); isFloat(b, "b"); isFloat(y, "y");
     broadcastsToY(x);
     broadcastsToY(b);
+  }
+
+  /// The int8 product (int8-affine): a, b int8 — b of a's dims, or a's leading dims then 1s — and the requantization
+  /// table [za, zb, zy, lo, hi, multiplier, shift] (docs/numerics.md).
+  void int8Product() const {
+    const TensorRef& b = d.in(1);
+    if (!numericsTraits(p.numerics).affine_codes) bad("{}: int8 products belong to int8-affine packages", what);
+    if (d.n_in != 3) bad("{}: the int8 form takes 3 inputs (a, b, requantization), got {}", what, d.n_in);
+    typeIs(b, ElemType::kI8, "b");
+    typeIs(y, ElemType::kI8, "y");
+    bool ok = dimsOf(x) == dimsOf(y) && b.rank == x.rank, ones = false;
+    for (int i = 0; ok && i < b.rank; ++i) {
+      const uint32_t bd = b.dims[static_cast<size_t>(i)], xd = x.dims[static_cast<size_t>(i)];
+      if (bd != xd && bd != 1) ok = false;
+      if (bd == 1 && xd != 1) ones = true;
+      else if (ones && bd != 1) ok = false;
+    }
+    if (!ok) bad("{}: the int8 product takes b of a's dims or a's leading dims then 1s, got {} * {} -> {}", what, dimsStr(x), dimsStr(b), dimsStr(y));
+    const std::vector<int32_t> t = int8Table(d.in(2), 7, 5, what);
+    if (t[5] < 0 || (t[5] != 0 && t[5] < (1 << 30))) bad("{}: multiplier {} is neither 0 nor in [2^30, 2^31)", what, t[5]);
+    if (t[6] < -31 || t[6] > 30) bad("{}: shift {} is outside [-31, 30]", what, t[6]);
+    if (d.act != Act::kNone || d.act_a || d.act_b) bad("{}: the int8 form has no activation (its clamp is in the table)", what);
   }
 
   /// r's dims broadcast numpy-style to y's.

@@ -138,6 +138,10 @@ int fuseIntegerPools(ir::Graph& g);
 /// QLookup: the run's 256 results over every int8 code, computed by the reference engine on the run itself (the same
 /// bits as the QDQ model). Returns how many.
 int fuseIntegerLookups(ir::Graph& g);
+/// Each DequantizeLinear a, DequantizeLinear b -> Mul (+ Relu / Clip) -> per-tensor int8 QuantizeLinear, b of a's
+/// shape or one value per plane of a's trailing dimensions (an SE block's gate), into one ai.npuc QMul (the product
+/// exact in int32, one requantization: kernels::qmul). Returns how many.
+int fuseIntegerMuls(ir::Graph& g);
 
 /// Lets data movement run on int8 codes: each DequantizeLinear -> MaxPool / Concat / Reshape / Flatten / Transpose /
 /// Squeeze / Unsqueeze / Identity / Slice / Gather -> QuantizeLinear run whose inputs and output share one scale and zero point (as

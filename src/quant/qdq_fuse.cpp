@@ -520,6 +520,49 @@ int fuseIntegerDataMovement(ir::Graph& g) {
   });
 }
 
+int fuseIntegerMuls(ir::Graph& g) {
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "Mul" || !n.domain.empty() || n.numInputs() != 2 || n.outputs.size() != 1) return false;
+    auto x0 = int8Activation(g, n.inputs[0]), x1 = int8Activation(g, n.inputs[1]);
+    if (!x0 || !x1) return false;
+    const ir::Type &t0 = g.value(n.inputs[0]).type, &t1 = g.value(n.inputs[1]).type, &ty = g.value(n.outputs[0]).type;
+    if (!t0.isStatic() || !t1.isStatic() || !ty.isStatic()) return false;
+    // a: the operand of the output's shape; b: the same shape, or a's leading dimensions then 1s (a gate per plane).
+    const bool swap = t0.shape != ty.shape;
+    const QParams& a = swap ? *x1 : *x0;
+    const QParams& b = swap ? *x0 : *x1;
+    const Shape &as = swap ? t1.shape : t0.shape, &bs = swap ? t0.shape : t1.shape;
+    if (as != ty.shape || bs.size() != as.size()) return false;
+    bool ones = false;
+    for (size_t k = 0; k < as.size(); ++k) {
+      if (bs[k] != as[k] && bs[k] != 1) return false;
+      if (bs[k] == 1 && as[k] != 1) ones = true;
+      else if (ones && bs[k] != 1) return false;
+    }
+    auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
+    if (!qo) return false;
+    kernels::QMulParams p;
+    try {
+      p = kernels::qmulParams(a.scale[0], static_cast<int32_t>(a.zero_point[0]), b.scale[0], static_cast<int32_t>(b.zero_point[0]), qo->scale,
+                              static_cast<int32_t>(qo->zero_point), static_cast<int32_t>(qo->lo), static_cast<int32_t>(qo->hi));
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+    std::map<std::string, ir::Attr> attrs;
+    attrs["a_zero_point"] = ir::Attr(int64_t{p.za});
+    attrs["b_zero_point"] = ir::Attr(int64_t{p.zb});
+    attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
+    attrs["y_min"] = ir::Attr(int64_t{p.lo});
+    attrs["y_max"] = ir::Attr(int64_t{p.hi});
+    attrs["multiplier"] = ir::Attr(int64_t{p.mul.m});
+    attrs["shift"] = ir::Attr(int64_t{p.mul.shift});
+    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{n.op, qo->act_node->op} : std::vector<std::string>{n.op});
+    replaceRun(g, rw, id, *qo, "QMul", "ai.npuc", {a.node->inputs[0], b.node->inputs[0]}, std::move(attrs));
+    return true;
+  });
+}
+
 int fuseIntegerLookups(ir::Graph& g) {
   static const std::set<std::string> unary = {
 #define NPUC_UNARY_OP(E, name, alpha, beta) name,

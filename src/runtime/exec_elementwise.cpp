@@ -17,6 +17,12 @@ void prepareBinary(Runtime::Impl& im, Step& s) {
   if (d.in(0).type == ElemType::kI8) {  // the int8 form: its requantization table (validated) read once
     s.int8 = true;
     const int32_t* t = reinterpret_cast<const int32_t*>(s.in[2]);
+    if (static_cast<kernels::BinaryOp>(s.p[0]) == kernels::BinaryOp::kMul) {  // the int8 product (validated)
+      s.int8_product = true;
+      s.qmul.za = t[0], s.qmul.zb = t[1], s.qmul.zy = t[2], s.qmul.lo = t[3], s.qmul.hi = t[4];
+      s.qmul.mul = {t[5], t[6]};
+      return;
+    }
     s.qadd.za = t[0], s.qadd.zb = t[1], s.qadd.zy = t[2], s.qadd.lo = t[3], s.qadd.hi = t[4];
     s.qadd.ma = t[5], s.qadd.mb = t[6], s.qadd.shift = t[7];
   }
@@ -28,6 +34,12 @@ void runBinary(Runtime::Impl& im, Step& s) {
     const auto* b = reinterpret_cast<const int8_t*>(s.in[1]);
     auto* y = reinterpret_cast<int8_t*>(s.out);
     const int64_t n = shapeNumel(s.shapes[0]);
+    if (s.int8_product) {
+      const int64_t nb = shapeNumel(s.shapes[1]), inner = nb > 0 ? n / nb : 1;
+      if (im.opts.exact) kernels::qmul_ref(n, inner, a, b, s.qmul, y);
+      else kernels::qmul(n, inner, a, b, s.qmul, y, im.pool.get());
+      return;
+    }
     if (im.opts.exact) kernels::qadd_ref(n, a, b, s.qadd, y);
     else kernels::qadd(n, a, b, s.qadd, y, im.pool.get());
     return;

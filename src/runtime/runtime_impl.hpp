@@ -84,6 +84,8 @@ struct Runtime::Impl {
     std::unique_ptr<kernels::QConv> qconv;  // conv in its int8 form (int8-affine): the int8 weights packed once
     bool int8 = false;                       // binary (an addition, with qadd), matmul (qmm), global_avg_pool (qgap) or avg_pool (qavg) in its int8 form
     kernels::QAddParams qadd;
+    kernels::QMulParams qmul;                // binary's int8 product (int8 with a Mul op word)
+    bool int8_product = false;
     kernels::QMatMulParams qmm;  // matmul in its int8 form
     kernels::QGlobalAvgPoolParams qgap;
     kernels::QAvgPoolParams qavg;  // avg_pool in its int8 form

@@ -602,6 +602,44 @@ TEST(QuantGlobalAvgPool, IsTheRealMeanRoundedOnceAndClamped) {
   EXPECT_THROW(qglobalAvgPoolParams(1.0, 0, INFINITY, 0, 4), std::invalid_argument);
 }
 
+// The int8 product of two tensors is the real product requantized and clamped: on every (a, b) pair of codes, within
+// half a step (plus the requantization's second rounding and the multiplier's 2^-30 relative error) of
+// zy + sa * sb / sy * (a - za) * (b - zb); b broadcast per
+// plane (inner > 1) reads b[i / inner]; the chunked form gives the reference's bytes at 1 to 3 threads.
+TEST(QuantMul, IsTheRealProductRequantizedAndClamped) {
+  const double cases[][3] = {{0.02, 1.0 / 255, 0.01}, {0.5, 0.004, 0.3}, {1.0, 1.0, 1.0}, {0.01, 0.02, 0.5}};
+  for (const auto& c : cases) {
+    const QMulParams p = qmulParams(c[0], -7, c[1], -128, c[2], 3, -100, 127);
+    std::vector<int8_t> a(65536), b(65536), y(65536);
+    for (int i = 0; i < 65536; ++i) a[i] = static_cast<int8_t>(i & 255), b[i] = static_cast<int8_t>(i >> 8);
+    qmul_ref(65536, 1, a.data(), b.data(), p, y.data());
+    for (int i = 0; i < 65536; ++i) {
+      const double real = 3 + c[0] * c[1] / c[2] * (a[i] + 7) * (b[i] + 128);
+      const double tol = 0.5 + std::ldexp(0.5, std::min(p.mul.shift, 0)) + std::fabs(real - 3) * std::ldexp(1.0, -30) + 1e-9;
+      if (real > -100 && real < 127) ASSERT_LE(std::fabs(y[i] - real), tol) << i;
+      else ASSERT_EQ(y[i], real <= -100 ? -100 : 127) << i;
+    }
+  }
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  const QMulParams p = qmulParams(0.03, 5, 0.004, -128, 0.02, -1);
+  const int64_t planes = 37, inner = 49;
+  std::vector<int8_t> a(planes * inner), b(planes), want(a.size());
+  for (int8_t& v : a) v = static_cast<int8_t>(i8(rng));
+  for (int8_t& v : b) v = static_cast<int8_t>(i8(rng));
+  qmul_ref(planes * inner, inner, a.data(), b.data(), p, want.data());
+  for (int64_t i = 0; i < planes * inner; ++i)
+    ASSERT_EQ(want[static_cast<size_t>(i)], requantizeValue((a[static_cast<size_t>(i)] - 5) * (b[static_cast<size_t>(i / inner)] + 128), p.mul, -1, -128, 127));
+  ThreadPool p2(2), p3(3);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+    std::vector<int8_t> got(a.size());
+    qmul(planes * inner, inner, a.data(), b.data(), p, got.data(), pool);
+    ASSERT_EQ(got, want);
+  }
+  EXPECT_THROW(qmulParams(0.0, 0, 1.0, 0, 1.0, 0), std::invalid_argument);
+  EXPECT_THROW(qmulParams(1e6, 0, 1e6, 0, 1e-6, 0), std::invalid_argument);
+}
+
 // The int8 look-up table: the reference is table[x + 128] for every code; the fast form (AVX-512 VBMI where the CPU
 // has it: the path this machine takes is said) gives its bytes for every length up to 200 (the vector tail) and for
 // large tensors on 1 to 3 threads.

@@ -734,8 +734,9 @@ TEST(Int8AffinePackage, PoolingAndConcatRunOnInt8Codes) {
   std::filesystem::remove_all(o.out_root);
 }
 
-// Look-up tables (docs/numerics.md): every element-wise activation of the network — HardSwish, LeakyRelu, Sigmoid,
-// Tanh, HardSigmoid, Elu — between two int8 tensors becomes one ai.npuc QLookup (its 256 results), so the package
+// Look-up tables and products (docs/numerics.md): every element-wise activation of the network — HardSwish,
+// LeakyRelu, Sigmoid, Tanh, HardSigmoid, Elu — between two int8 tensors becomes one ai.npuc QLookup (its 256 results)
+// and the SE block's map times its gate one ai.npuc QMul, so the package
 // holds no float layer between its input's quantize and its output's dequantize; the package equals the engine on the
 // QDQ model bit for bit, exact and fast at 1 to 3 threads.
 TEST(Int8AffinePackage, ElementWiseActivationsAreLookUpTables) {
@@ -754,28 +755,33 @@ TEST(Int8AffinePackage, ElementWiseActivationsAreLookUpTables) {
   }
   QuantizeReport rep;
   Model qdq = opt.quantizedQdq(q, &rep);
-  int lookups = 0, floats = 0;
+  int lookups = 0, products = 0, floats = 0;
   const ir::Graph& g = graphOf(qdq);
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
     lookups += n.op == "QLookup";
-    floats += n.op == "HardSwish" || n.op == "LeakyRelu" || n.op == "Sigmoid" || n.op == "Tanh" || n.op == "HardSigmoid" || n.op == "Elu";
+    products += n.op == "QMul";
+    floats += n.op == "HardSwish" || n.op == "LeakyRelu" || n.op == "Sigmoid" || n.op == "Tanh" || n.op == "HardSigmoid" || n.op == "Elu" ||
+              n.op == "Mul";
   }
-  EXPECT_EQ(lookups, 6);
+  EXPECT_EQ(lookups, 7);
+  EXPECT_EQ(products, 1);  // the SE block's map times its gate
   EXPECT_EQ(floats, 0);
-  EXPECT_EQ(rep.integer_layers, 6 + 6 + 1);  // the convolutions, the tables, the global average pooling
+  EXPECT_EQ(rep.integer_layers, 8 + 7 + 2 + 1);  // the convolutions, the tables, the two global poolings, the product
   TranslateOptions o = int8Options("lut8", onnx, "generic-int8", "npuc_int8_lut_");
   o.calibration = q.calibration;
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   const package::Package p = package::readPackage(r.dir);
-  int int8_unary = 0, converts = 0;
+  int int8_unary = 0, int8_products = 0, converts = 0;
   for (const package::LayerInfo& l : p.layers) {
     const package::Descriptor& d = (l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
     int8_unary += d.kind == package::LayerKind::kUnary && d.in(0).type == package::ElemType::kI8;
+    int8_products += d.kind == package::LayerKind::kBinary && d.in(0).type == package::ElemType::kI8;
     converts += d.kind == package::LayerKind::kQuantize || d.kind == package::LayerKind::kDequantize;
   }
-  EXPECT_EQ(int8_unary, 6);
+  EXPECT_EQ(int8_unary, 7);
+  EXPECT_EQ(int8_products, 1);
   EXPECT_EQ(converts, 2);  // the input's quantize, the output's dequantize
   expectPackageEqualsEngine(r.dir, qdq, Shape{1, 3, 8, 8}, 6, [&] { return u(rng); });
   std::filesystem::remove_all(o.out_root);

@@ -142,6 +142,23 @@ void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvg
   });
 }
 
+QMulParams qmulParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int32_t lo, int32_t hi) {
+  for (double v : {sa, sb, sy})
+    if (!(v > 0) || !std::isfinite(v)) throw std::invalid_argument("qmulParams: scales must be finite and positive");
+  QMulParams p;
+  p.za = za, p.zb = zb, p.zy = zy, p.lo = lo, p.hi = hi;
+  p.mul = quantizeMultiplier(sa * sb / sy);
+  return p;
+}
+
+void qmul_ref(int64_t n, int64_t inner, const int8_t* a, const int8_t* b, const QMulParams& p, int8_t* y) {
+  for (int64_t s = 0; s < n; s += inner) {  // (plane by plane: one gate each)
+    const int32_t g = int32_t{b[s / inner]} - p.zb;
+    const int64_t e = std::min(n, s + inner);
+    for (int64_t i = s; i < e; ++i) y[i] = requantizeValue((int32_t{a[i]} - p.za) * g, p.mul, p.zy, p.lo, p.hi);
+  }
+}
+
 void qlookup_ref(int64_t n, const int8_t* x, const int8_t* table, int8_t* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = table[static_cast<uint8_t>(x[i] + 128)];
 }

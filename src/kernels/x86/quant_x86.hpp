@@ -49,6 +49,9 @@ inline int32_t multiplyOnce(int32_t x, const RequantOnce& c) {
 
 /// Whether the CPU has AVX-512F, BW and VL (checked once; quantize.cpp).
 bool cpuHasAvx512bw();
+/// One plane of the int8 product, its gate g = b - zb: requantizeValue((a - za) * g) on AVX-512 (qmul_avx512.cpp;
+/// multipliers without a left shift).
+void qmulPlaneAvx512(int64_t n, const int8_t* a, int32_t g, const QMulParams& p, int8_t* y);
 /// AVX-512 VBMI (byte permutes): qlookup_vbmi.cpp.
 bool cpuHasAvx512vbmi();
 void qlookupVbmi(int64_t n, const int8_t* x, const int8_t* table, int8_t* y);

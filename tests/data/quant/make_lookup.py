@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Writes lookup_mini.onnx: a small network whose activations have no integer arithmetic of their own — HardSwish,
-# LeakyRelu, Sigmoid, Tanh, HardSigmoid, Elu, each between convolutions — for the int8 look-up tables
+# LeakyRelu, Sigmoid, Tanh, HardSigmoid, Elu, each between convolutions, and a squeeze-and-excitation block (a map
+# times its per-channel HardSigmoid gate) — for the int8 look-up tables and products
 # (tests/quant/qdq_test.cpp, docs/numerics.md "Look-up tables"). Seeded weights.
 #   /usr/bin/python3 tests/data/quant/make_lookup.py
 import os
@@ -30,6 +31,11 @@ x = act("HardSwish", conv("c1", "input", 3, 8, 3))
 x = act("LeakyRelu", conv("c2", x, 8, 8, 3), alpha=0.1)
 x = act("Sigmoid", conv("c3", x, 8, 8, 1))
 x = act("Tanh", conv("c4", x, 8, 8, 3))
+# A squeeze-and-excitation block: the map times its per-channel gate (an int8 product of two tensors).
+nodes.append(helper.make_node("GlobalAveragePool", [x], ["se_pool"], name="se_pool"))
+gate = act("HardSigmoid", conv("se_expand", act("Relu", conv("se_squeeze", "se_pool", 8, 4, 1)), 4, 8, 1), alpha=1.0 / 6, beta=0.5)
+nodes.append(helper.make_node("Mul", [x, gate], ["se_out"], name="se_mul"))
+x = "se_out"
 x = act("HardSigmoid", conv("c5", x, 8, 8, 1), alpha=0.2, beta=0.5)
 x = act("Elu", conv("c6", x, 8, 4, 3), alpha=1.0)
 nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"], name="gap"))
