@@ -43,7 +43,7 @@ asan: deps
 
 # libFuzzer, 60 s per target, with ASan/UBSan (build-fuzz/, clang): the ONNX, Caffe, TensorFlow and TFLite loaders, the package reader +
 # simulator, target files + expressions, pre/post YAML, address maps, AIPP configurations + parameter blocks, .npy,
-# TIDL import configurations, custom-op definitions.
+# TIDL import configurations, custom-op definitions, calibration statistics.
 FUZZ_SECONDS ?= 60
 FUZZERS := onnx_loader:onnx caffe_loader:caffe tflite_loader:tflite tf_loader:tf package_reader:package target_file:target prepost:prepost addrmap:addrmap aipp:aipp npy:npy tidl_config:tidl custom_op_yaml:customop calib_stats:calibstats
 fuzz-smoke:
