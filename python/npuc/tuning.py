@@ -210,7 +210,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     cheaper: no evaluation per layer). equalize: "relu" or "relu6", cross-layer equalization of every int8
     candidate (translate --equalize), often enough on its own. bias_correction: translate --bias-correction for
     every int8 candidate; adaround: translate --adaround for every int8 candidate. width: "float32" or "float16", what
-    the chosen layers are kept in.
+    the chosen layers are kept in; "auto": the float16 search, and the float32 one only when float16 cannot meet the
+    budget (the result says which width it has).
 
     Returns a dict: float, int8 and tuned accuracies, "keep_float" (the chosen layers), "estimated_us" of each,
     "met" (whether the budget holds; when it cannot be met the closest candidate is written and said so), "tried"
@@ -223,6 +224,15 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         raise _error("unknown rank %r (accuracy, snr)" % (rank,))
     if not (isinstance(max_drop, (int, float)) and 0 <= max_drop <= 100):
         raise _error("max_drop is %r: a number of points in [0, 100]" % (max_drop,))
+    if width == "auto":  # float16 first (half float32's cost); float32 when float16 cannot meet the budget
+        kw = dict(max_drop=max_drop, metric=metric, prefix=prefix, out=out, client=client, workers=workers,
+                  input_shapes=input_shapes, candidates=candidates, calib_method=calib_method, threads=threads,
+                  progress=progress, report=report, rank=rank, equalize=equalize, bias_correction=bias_correction,
+                  adaround=adaround)
+        half = tune(model, target, calib, dataset, labels, width="float16", **kw)
+        if half["met"]:
+            return half
+        return tune(model, target, calib, dataset, labels, width="float32", **kw)
     _kept([], width)
     model = os.fspath(model)
     prefix = prefix or os.path.splitext(os.path.basename(model))[0]
@@ -497,8 +507,9 @@ def main(argv=None):
                    "candidate (translate --equalize)")
     p.add_argument("--input-shape", action="append", default=[], help="NAME=d0,d1,...")
     p.add_argument("--threads", "-t", type=int, default=0)
-    p.add_argument("--width", default="float32", choices=WIDTHS, help="what the chosen layers are kept in: float32 "
-                   "(translate --keep-float, the default) or float16 (--keep-float16: half the cost, docs/numerics.md)")
+    p.add_argument("--width", default="float32", choices=WIDTHS + ("auto",), help="what the chosen layers are kept in: "
+                   "float32 (translate --keep-float, the default), float16 (--keep-float16: half the cost, docs/numerics.md) "
+                   "or auto (float16, and float32 only when float16 cannot meet the budget)")
     a = p.parse_args(argv)
     from . import Error
 
@@ -551,7 +562,7 @@ def main(argv=None):
     print("float32: %s %s" % (a.metric, pct(res["float"]["accuracy"])))
     print("int8: %s (%.2f points below), estimated %.1f us" % (pct(res["int8"]["accuracy"]), res["int8_drop"], res["int8"]["estimated_us"]))
     print("tuned: %s (%.2f points below), estimated %.1f us, %d layer(s) in %s: %s" % (
-        pct(res["tuned"]["accuracy"]), res["drop"], res["tuned"]["estimated_us"], len(res["keep_float"]), a.width,
+        pct(res["tuned"]["accuracy"]), res["drop"], res["tuned"]["estimated_us"], len(res["keep_float"]), res["width"],
         ", ".join(res["keep_float"]) or "none"))
     print("candidates tried: %d (translations %.1f s, evaluations %.1f s)" % (len(res["tried"]), res["seconds"]["translate"],
                                                                             res["seconds"]["evaluate"]))
@@ -566,12 +577,13 @@ def main(argv=None):
 
 
 def _print_sensitivity(a, calib, shapes):
+    width = "float16" if a.width == "auto" else a.width
     prefix = a.prefix or os.path.splitext(os.path.basename(a.model))[0]
     r = sensitivity(a.model, a.target, calib, max_samples=a.samples, candidates=a.candidate, out=a.out, input_shapes=shapes,
-                    calib_method=a.calib_method, threads=a.threads, progress=True, equalize=a.equalize, width=a.width)
+                    calib_method=a.calib_method, threads=a.threads, progress=True, equalize=a.equalize, width=width)
     lines = ["layer,float_alone_cosine,float_alone_snr_db,int8_alone_cosine,int8_alone_snr_db,float_cost_us"]
     print("int8 (every layer): cosine %.5f, SNR %.1f dB against float32, on %d samples" % (r["int8"]["cosine"], r["int8"]["snr_db"], r["samples"]))
-    print("%-48s %28s %28s %10s" % ("layer", "alone in %s: cos / dB" % a.width, "alone in int8: cos / dB", "+us"))
+    print("%-48s %28s %28s %10s" % ("layer", "alone in %s: cos / dB" % width, "alone in int8: cos / dB", "+us"))
     for row in r["layers"]:
         f, q = row["float_alone"], row["int8_alone"]
         print("%-48s %18.5f %9.1f %18.5f %9.1f %10.1f" % (row["layer"][-48:], f["cosine"], f["snr_db"], q["cosine"], q["snr_db"], row["cost_us"]))

@@ -86,6 +86,9 @@ def test_float16_width_meets_the_budget_at_a_lower_cost(sensitive, local, tmp_pa
     assert '"%s": float16' % FIRST in text
     with pytest.raises(npuc.Error, match="unknown width 'int16'"):
         tune(sensitive, tmp_path, width="int16")
+    # auto: float16 meets the budget here, so that is the answer
+    auto = tune(sensitive, tmp_path / "auto", width="auto")
+    assert auto["width"] == "float16" and auto["keep_float"] == [FIRST] and auto["content_hash"] == r["content_hash"]
 
 
 def test_adaround_in_the_search_is_written_to_the_precision_file(sensitive, tmp_path):
