@@ -102,6 +102,16 @@ void Lowerer::qaddNode(const ir::Node& n) {
 
 /// ai.npuc QMatMul -> a matmul layer in its int8 form: a, b int8 (the operands at the output's rank, leading 1s, as the
 /// float form's references), and the requantization table int32 [a_zero_point, b_zero_point, y_zero_point, y_min,
+/// The requantization table of a QMatMul or QMul: int32 [a_zero_point, b_zero_point, y_zero_point, y_min, y_max,
+/// multiplier, shift].
+static std::vector<int32_t> twoOperandTable(const ir::Node& n) {
+  std::vector<int32_t> table;
+  for (auto [a, def] : {std::pair{"a_zero_point", 0}, {"b_zero_point", 0}, {"y_zero_point", 0}, {"y_min", -128}, {"y_max", 127},
+                        {"multiplier", 0}, {"shift", 0}})
+    table.push_back(static_cast<int32_t>(n.attrInt(a, def)));
+  return table;
+}
+
 /// y_max, multiplier, shift]; parameter word 0 (no bias).
 void Lowerer::qmatmulNode(const ir::Node& n) {
   requireAffineCodes(n, "QMatMul");
@@ -110,12 +120,7 @@ void Lowerer::qmatmulNode(const ir::Node& n) {
   if (ys.size() > package::kMaxRank) unsupported(n, "rank {} above {}", ys.size(), package::kMaxRank);
   while (sa.size() < ys.size()) sa.insert(sa.begin(), 1);
   while (sb.size() < ys.size()) sb.insert(sb.begin(), 1);
-  std::vector<int32_t> table;
-  for (const char* a : {"a_zero_point", "b_zero_point", "y_zero_point"}) table.push_back(static_cast<int32_t>(n.attrInt(a, 0)));
-  table.push_back(static_cast<int32_t>(n.attrInt("y_min", -128)));
-  table.push_back(static_cast<int32_t>(n.attrInt("y_max", 127)));
-  table.push_back(static_cast<int32_t>(n.attrInt("multiplier", 0)));
-  table.push_back(static_cast<int32_t>(n.attrInt("shift", 0)));
+  const std::vector<int32_t> table = twoOperandTable(n);
   const int a = in(n, 0), b = in(n, 1);
   int tv = weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
   LDesc& d = emit(n, LayerKind::kMatMul, {a, b, tv}, outVal(n, n.outputs[0]), {0u});
@@ -233,10 +238,7 @@ namespace {
 /// requantization table int32 [a_zero_point, b_zero_point, y_zero_point, y_min, y_max, multiplier, shift].
 void qmulNode(Lowerer& l, const ir::Node& n) {
   l.requireAffineCodes(n, "QMul");
-  std::vector<int32_t> table;
-  for (auto [a, def] : {std::pair{"a_zero_point", 0}, {"b_zero_point", 0}, {"y_zero_point", 0}, {"y_min", -128}, {"y_max", 127},
-                        {"multiplier", 0}, {"shift", 0}})
-    table.push_back(static_cast<int32_t>(n.attrInt(a, def)));
+  const std::vector<int32_t> table = twoOperandTable(n);
   const int a = l.in(n, 0), b = l.in(n, 1);
   const int tv = l.weightVal(n.name + "/requantization", {static_cast<int64_t>(table.size())}, i32bytes(table), ElemType::kI32);
   l.emit(n, LayerKind::kBinary, {a, b, tv}, l.outVal(n, n.outputs[0]), {Lowerer::binaryCode("Mul")});

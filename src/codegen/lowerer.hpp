@@ -164,13 +164,20 @@ class Lowerer {
     const ir::Value& val = g_.value(v);
     auto it = of_.find(v);
     if (ft_ != ElemType::kF32 || val.exact_type || val.type.dtype != DType::kF16 || it == of_.end()) return;
-    LVal& computed = vals_[static_cast<size_t>(it->second)];
+    const LVal& computed = vals_[static_cast<size_t>(it->second)];
     if (computed.type != ElemType::kF32 || computed.space != 'o') return;
+    castOutput(it->second, ElemType::kF16);
+  }
+  /// Output value `slot` (space 'o') stored as `to`: the computed value moves to 'd' (its name + "/" + its type) and a
+  /// cast layer writes the output under the computed value's name.
+  void castOutput(int& slot, ElemType to) {
+    LVal& computed = vals_[static_cast<size_t>(slot)];
+    const std::string name = computed.name;
     computed.space = 'd';
-    computed.name += "/float32";
-    const int out = newVal(val.name, computed.shape, ElemType::kF16, 'o');
-    emitFor(LayerKind::kCast, it->second, out, val.name + "/to_float16", "Cast");
-    it->second = out;
+    computed.name += "/" + std::string(package::elemName(computed.type));
+    const int out = newVal(name, computed.shape, to, 'o');
+    emitFor(LayerKind::kCast, slot, out, name + "/to_" + std::string(package::elemName(to)), "Cast");
+    slot = out;
   }
 
   /// Why model output v cannot be a package output when no node computes it (a constant after folding: a Shape, a
@@ -365,7 +372,7 @@ class Lowerer {
   int atLayerWidth(const ir::Node& n, int id) {
     const LVal& v = vals_[static_cast<size_t>(id)];
     if (half_layers_.empty() || v.space == 'w') return id;
-    const bool to_half = half_node_ && v.type == ElemType::kF32 && !v.quant;
+    const bool to_half = half_node_ && v.type == ElemType::kF32;
     const bool to_single = !half_node_ && v.type == ElemType::kF16 && half_written_.count(id);
     if (!to_half && !to_single) return id;
     auto c = converted_.find(id);
@@ -381,14 +388,7 @@ class Lowerer {
   void singleOutput(ir::ValueId v) {
     auto it = of_.find(v);
     if (it == of_.end() || !half_written_.count(it->second)) return;
-    LVal& computed = vals_[static_cast<size_t>(it->second)];
-    if (computed.space != 'o') return;
-    const std::string name = computed.name;
-    computed.space = 'd';
-    computed.name += "/float16";
-    const int out = newVal(name, computed.shape, ElemType::kF32, 'o');
-    emitFor(LayerKind::kCast, it->second, out, name + "/to_float32", "Cast");
-    it->second = out;
+    if (vals_[static_cast<size_t>(it->second)].space == 'o') castOutput(it->second, ElemType::kF32);
   }
 
   /// (in: the first reader of a value of no LVal yet — a constant or a graph input)

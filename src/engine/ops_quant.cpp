@@ -255,22 +255,15 @@ void qadd(KernelCall& c) {
   kernels::qadd(a.numel(), a.data<int8_t>(), c.input(1).data<int8_t>(), qaddParamsOf(c.node), y.data<int8_t>(), c.pool);
 }
 
-/// ai.npuc QMul: the int8-affine product of two tensors (kernels::qmul, as the package's int8 binary Mul).
-kernels::QMulParams qmulParamsOf(const ir::Node& n) {
-  kernels::QMulParams p;
-  p.za = static_cast<int32_t>(n.attrInt("a_zero_point", 0));
-  p.zb = static_cast<int32_t>(n.attrInt("b_zero_point", 0));
-  p.zy = static_cast<int32_t>(n.attrInt("y_zero_point", 0));
-  p.lo = static_cast<int32_t>(n.attrInt("y_min", -128));
-  p.hi = static_cast<int32_t>(n.attrInt("y_max", 127));
-  p.mul = {static_cast<int32_t>(n.attrInt("multiplier", 0)), static_cast<int32_t>(n.attrInt("shift", 0))};
-  return p;
-}
+kernels::QMatMulParams qmatmulParamsOf(const ir::Node& n);  // (below)
+
+/// ai.npuc QMul: the int8-affine product of two tensors (kernels::qmul, as the package's int8 binary Mul; its
+/// parameters are a QMatMul's).
 void qmul(KernelCall& c) {
   const Tensor &a = c.input(0), &b = c.input(1);
   Tensor& y = c.alloc(0);
   const int64_t inner = b.numel() > 0 ? a.numel() / b.numel() : 1;
-  kernels::qmul(a.numel(), inner, a.data<int8_t>(), b.data<int8_t>(), qmulParamsOf(c.node), y.data<int8_t>(), c.pool);
+  kernels::qmul(a.numel(), inner, a.data<int8_t>(), b.data<int8_t>(), qmatmulParamsOf(c.node), y.data<int8_t>(), c.pool);
 }
 
 /// ai.npuc QLookup: an element-wise function of int8 codes as its table (kernels::qlookup, as the package's int8

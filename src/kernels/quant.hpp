@@ -214,10 +214,7 @@ void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvg
 ///   y[i] = clamp(zy + multiplyByMultiplier((a[i] - za) * (b[i / inner] - zb), M), lo, hi),   M = sa * sb / sy
 /// (the product is exact in int32; then multiplyByMultiplier's two roundings, as every requantization here: within
 /// half a step of the real product, plus half of 2^shift for a negative shift, plus M's own 2^-30 relative error).
-struct QMulParams {
-  int32_t za = 0, zb = 0, zy = 0, lo = -128, hi = 127;
-  Multiplier mul;
-};
+using QMulParams = QMatMulParams;  // (the same parameters: zero points, clamp, one multiplier)
 /// Throws std::invalid_argument for scales that are not finite and positive, or a factor of 2^30 or more.
 QMulParams qmulParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int32_t lo = -128, int32_t hi = 127);
 void qmul_ref(int64_t n, int64_t inner, const int8_t* a, const int8_t* b, const QMulParams& p, int8_t* y);

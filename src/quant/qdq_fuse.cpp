@@ -549,15 +549,9 @@ int fuseIntegerMuls(ir::Graph& g) {
     } catch (const std::invalid_argument&) {
       return false;
     }
-    std::map<std::string, ir::Attr> attrs;
-    attrs["a_zero_point"] = ir::Attr(int64_t{p.za});
-    attrs["b_zero_point"] = ir::Attr(int64_t{p.zb});
-    attrs["y_zero_point"] = ir::Attr(int64_t{p.zy});
-    attrs["y_min"] = ir::Attr(int64_t{p.lo});
-    attrs["y_max"] = ir::Attr(int64_t{p.hi});
+    std::map<std::string, ir::Attr> attrs = twoOperandAttrs(p.za, p.zb, p.zy, p.lo, p.hi, n, *qo);
     attrs["multiplier"] = ir::Attr(int64_t{p.mul.m});
     attrs["shift"] = ir::Attr(int64_t{p.mul.shift});
-    attrs["fused"] = ir::Attr(qo->act_node ? std::vector<std::string>{n.op, qo->act_node->op} : std::vector<std::string>{n.op});
     replaceRun(g, rw, id, *qo, "QMul", "ai.npuc", {a.node->inputs[0], b.node->inputs[0]}, std::move(attrs));
     return true;
   });
