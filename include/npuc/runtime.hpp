@@ -43,6 +43,7 @@ struct RuntimeTensor {
   uint64_t address = 0;
   RuntimeImage image;  // inputs fed by pre-processing
   std::string aipp_for;  // the parameter input of a dynamic AIPP stage: the frame input it configures (setDynamicAipp)
+  bool channel_last = false;  // a layer's output written channel-last ([N, S…, C]: a channel-last model's boundary)
 };
 
 struct RuntimeLayer {

@@ -197,6 +197,95 @@ void concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vec
   descs = std::move(kept);
 }
 
+/// Appendix B of the DRP-AI manual (Target::absorb_boundary_transposes): a channel-last model's boundary Transposes
+/// take no layer. The boundaries are the values of Layout::kNhwc: a model input (or what pre-processing hands the
+/// model) and a model output (or what it hands post-processing) held [N, H, W, C]. A Transpose to channels-first
+/// ({0, r-1, 1, …}, rank 3 to 6) of one becomes a channel-last view of it that its readers take as channel-last
+/// references; a Transpose back to channel-last ({0, 2, …, 1}) that writes one has its input's writer write it
+/// channel-last instead (its readers, if any, read it as it is). Only where nothing else needs the value in the other layout: no alias, control or custom
+/// layer, other reader, or view that reorders its bytes. `aliased` gets the Transposes' names.
+void absorbBoundaryTransposes(const ir::Graph& g, std::vector<LVal>& vals, std::vector<LDesc>& descs,
+                              std::vector<std::string>& aliased) {
+  std::set<std::string> nhwc;  // the boundaries (ir::markChannelLastBoundaries, the pre/post bridge)
+  for (ir::ValueId v : g.valueIds())
+    if (g.value(v).layout == ir::Layout::kNhwc) nhwc.insert(g.value(v).name);
+  const size_t nv = vals.size();
+  std::vector<int> writer(nv, -1), readers(nv, 0);
+  std::vector<bool> aliased_by(nv, false), bad_reader(nv, false);
+  // A reference's view keeps a channel-last value's bytes in order when it has the value's N and C and its spatial
+  // dims but for 1s (a 1-D window's N×C×1×W).
+  auto viewKeeps = [](const LDesc& d, size_t k, const Shape& s) {
+    if (d.views.empty()) return true;
+    const Shape& v = d.views[k];
+    auto spatial = [](const Shape& x) {
+      Shape r;
+      for (size_t i = 2; i < x.size(); ++i)
+        if (x[i] != 1) r.push_back(x[i]);
+      return r;
+    };
+    return v.size() >= 3 && v[0] == s[0] && v[1] == s[1] && spatial(v) == spatial(s);
+  };
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const LDesc& d = descs[i];
+    writer[static_cast<size_t>(d.out)] = static_cast<int>(i);
+    const bool plain = d.region == 0 && !d.custom && d.kind != LayerKind::kCustom;
+    for (size_t k = 0; k < d.ins.size(); ++k) {
+      const size_t v = static_cast<size_t>(d.ins[k]);
+      ++readers[v];
+      if (!plain || vals[v].shape.size() < 3 || !viewKeeps(d, k, vals[v].shape)) bad_reader[v] = true;
+    }
+  }
+  for (const LVal& v : vals)
+    if (v.alias >= 0) aliased_by[static_cast<size_t>(v.alias)] = true;
+  auto permIs = [](const LDesc& d, const std::vector<int64_t>& p) {
+    if (d.params.size() != p.size()) return false;
+    for (size_t k = 0; k < p.size(); ++k)
+      if (d.params[k] != static_cast<uint32_t>(p[k])) return false;
+    return true;
+  };
+  std::vector<bool> drop(descs.size(), false);
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const LDesc& d = descs[i];
+    if (d.kind != LayerKind::kTranspose || d.ins.size() != 1 || !d.views.empty()) continue;
+    const int x = d.ins[0], y = d.out;
+    LVal& xv = vals[static_cast<size_t>(x)];
+    LVal& yv = vals[static_cast<size_t>(y)];
+    const size_t r = xv.shape.size();
+    if (r < 3 || r > package::kMaxRank || xv.channel_last || yv.alias >= 0 || yv.channel_last) continue;
+    const int root = xv.alias >= 0 ? xv.alias : x;
+    if (permIs(d, package::channelLastToLayer(r)) && nhwc.count(xv.name) && yv.space == 'd' && readers[static_cast<size_t>(y)] > 0 &&
+        !bad_reader[static_cast<size_t>(y)] && !aliased_by[static_cast<size_t>(y)]) {
+      yv.alias = root;  // (its readers' references: x's bytes, y's dims, channel-last)
+      yv.alias_offset = xv.alias >= 0 ? xv.alias_offset : 0;
+      yv.space = vals[static_cast<size_t>(root)].space;
+      yv.channel_last = true;
+    } else if (permIs(d, package::layerToChannelLast(r)) && nhwc.count(yv.name) && (yv.space == 'o' || yv.space == 'd') &&
+               xv.space == 'd' && xv.alias < 0 && !aliased_by[static_cast<size_t>(x)] && readers[static_cast<size_t>(x)] == 1 &&
+               writer[static_cast<size_t>(x)] >= 0) {
+      LDesc& w = descs[static_cast<size_t>(writer[static_cast<size_t>(x)])];
+      if (!viewKeeps(w, w.ins.size(), xv.shape) || !w.more_outs.empty() || w.region != 0 || w.custom ||
+          drop[static_cast<size_t>(writer[static_cast<size_t>(x)])])
+        continue;
+      LVal z = yv;  // what x's writer now writes: y's bytes (its name and place), x's dims, channel-last
+      z.shape = xv.shape;
+      z.alias = y, z.alias_offset = 0;
+      z.channel_last = true;
+      z.writer = z.last_reader = -1;
+      if (!z.quant) z.quant = xv.quant;
+      vals.push_back(std::move(z));
+      w.out = static_cast<int>(vals.size()) - 1;
+    } else {
+      continue;
+    }
+    drop[i] = true;
+    if (std::find(d.onnx_nodes.begin(), d.onnx_nodes.end(), d.name) != d.onnx_nodes.end()) aliased.push_back(d.name);
+  }
+  std::vector<LDesc> kept;
+  for (size_t i = 0; i < descs.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(descs[i]));
+  descs = std::move(kept);
+}
+
 /// Each value's writer and last reader; refuses a graph output no layer computes and a dynamic shape.
 void linkValues(const ir::Graph& g, const std::map<ir::ValueId, int>& of, std::vector<LVal>& vals,
                 const std::vector<LDesc>& descs) {
@@ -355,6 +444,19 @@ void addLayers(package::Package& p, const std::vector<package::Descriptor>& all,
   }
 }
 
+/// The vector engine's libraries: one per layer kind it runs, numbered from 1 in kind order (`lib_of` gets each id).
+std::vector<package::Library> vectorLibraries(const std::vector<LDesc>& descs, std::map<LayerKind, uint16_t>& lib_of) {
+  for (const LDesc& d : descs)
+    if (d.engine != Engine::kMac) lib_of[d.kind] = 0;
+  std::vector<package::Library> libs;
+  uint16_t next_lib = 1;
+  for (auto& [k, id] : lib_of) {
+    id = next_lib++;
+    libs.push_back({id, 1, std::string("npuc_") + package::layerKindName(k)});
+  }
+  return libs;
+}
+
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
   Lowerer L(g, t, consume);
   L.keepAtFloat16(o.half_layers).run();
@@ -362,6 +464,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   auto& descs = L.descs_;
   // (Not with control layers: dropping a Concat's layer would move the regions that follow it.)
   const bool control = std::any_of(descs.begin(), descs.end(), [](const LDesc& d) { return d.region > 0; });
+  if (t.absorb_boundary_transposes && !control) absorbBoundaryTransposes(g, vals, descs, L.aliased_);
   if (o.concat_in_place && numericsTraits(t.numerics).concat_in_place && !control) concatsInPlace(vals, descs, L.aliased_);
   if (descs.empty()) fail(ErrorCode::kUnsupported, "the optimized model has no layers to put into a package");
   linkValues(g, L.of_, vals, descs);
@@ -403,21 +506,10 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     pbytes += d.params.size() * 4;
   }
   // Engines and libraries.
-  size_t nmac = 0, nvec = 0;
-  std::vector<package::Library> libs;
+  const size_t nmac = static_cast<size_t>(std::count_if(descs.begin(), descs.end(), [](const LDesc& d) { return d.engine == Engine::kMac; }));
+  const size_t nvec = descs.size() - nmac;
   std::map<LayerKind, uint16_t> lib_of;
-  for (auto& d : descs) {
-    if (d.engine == Engine::kMac) ++nmac;
-    else {
-      ++nvec;
-      lib_of[d.kind] = 0;
-    }
-  }
-  uint16_t next_lib = 1;
-  for (auto& [k, id] : lib_of) {
-    id = next_lib++;
-    libs.push_back({id, 1, std::string("npuc_") + package::layerKindName(k)});
-  }
+  const std::vector<package::Library> libs = vectorLibraries(descs, lib_of);
   // Address map.
   std::map<std::string, uint64_t> needed = {
       {"data_in", in_bytes},
@@ -446,16 +538,25 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   }
   auto refOf = [&](int vi, const Shape* view) {
     const LVal& v = vals[static_cast<size_t>(vi)];
-    return makeRef(base(spaceName(v.space)) + v.offset, v.type, view ? *view : v.shape, v.name);
+    package::TensorRef r = makeRef(base(spaceName(v.space)) + v.offset, v.type, view ? *view : v.shape, v.name);
+    if (v.channel_last) r.layout = package::RefLayout::kChannelLast;
+    return r;
+  };
+  auto ioRefOf = [&](int vi) {  // (what the user reads and writes: the bytes' own dims)
+    package::TensorRef r = refOf(vi, nullptr);
+    const std::vector<int64_t> dims = package::storedDims(r);
+    std::copy(dims.begin(), dims.end(), r.dims.begin());
+    r.layout = package::RefLayout::kRowMajor;
+    return r;
   };
   for (ir::ValueId v : g.inputs())
     if (auto it = L.of_.find(v); it != L.of_.end()) {
       auto im = o.input_images.find(g.value(v).name);
-      p.inputs.push_back({g.value(v).name, refOf(it->second, nullptr), im == o.input_images.end() ? package::ImageInfo{} : im->second});
+      p.inputs.push_back({g.value(v).name, ioRefOf(it->second), im == o.input_images.end() ? package::ImageInfo{} : im->second});
       res.input_layouts.push_back(g.value(v).layout);
     }
   for (ir::ValueId v : g.outputs()) {
-    p.outputs.push_back({g.value(v).name, refOf(L.of_.at(v), nullptr), {}});
+    p.outputs.push_back({g.value(v).name, ioRefOf(L.of_.at(v)), {}});
     res.output_layouts.push_back(g.value(v).layout);
   }
   p.weights = std::move(L.weights_);

@@ -40,6 +40,7 @@ struct LVal {
   int alias = -1;        // >= 0: the same bytes as that value, another shape (a Reshape, Identity, same-type Cast),
                         // or a slab of it (a Concat's input written in place: alias_offset bytes in)
   uint64_t alias_offset = 0;
+  bool channel_last = false;  // its layers see `shape` [N, C, S…]; memory holds [N, S…, C] (package::RefLayout)
   std::optional<ir::Quantization> quant;  // int8 codes of a float tensor (int8-affine; int8-pow2 with scale 0: per frame)
 };
 

@@ -146,6 +146,27 @@ uint64_t TensorRef::numel() const {
   return n;
 }
 
+std::vector<int64_t> channelLastToLayer(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t i = 1; i + 1 < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  return p;
+}
+
+std::vector<int64_t> layerToChannelLast(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t i = 2; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> storedDims(const TensorRef& r) {
+  std::vector<int64_t> d(r.dims.begin(), r.dims.begin() + r.rank);
+  if (r.layout != RefLayout::kChannelLast || d.size() < 3) return d;
+  std::vector<int64_t> s;
+  for (int64_t a : layerToChannelLast(d.size())) s.push_back(d[static_cast<size_t>(a)]);
+  return s;
+}
+
 const Element* Package::element(const std::string& name) const {
   for (auto& s : address_map)
     for (auto& e : s.elements)
@@ -208,7 +229,8 @@ std::vector<uint8_t> encodeDescriptors(const std::vector<Descriptor>& ds, Engine
       put32(b, r.bytes);
       b.push_back(static_cast<uint8_t>(onnxCodeOf(r.type)));
       b.push_back(r.rank);
-      put16(b, 0);
+      b.push_back(static_cast<uint8_t>(r.layout));
+      b.push_back(0);
       for (uint32_t dim : r.dims) put32(b, dim);
     }
   }

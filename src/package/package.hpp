@@ -149,14 +149,27 @@ const std::vector<std::string>& binaryOpNames();
 /// Fused activation of a descriptor (applied to the fp32 result before the output is stored).
 enum class Act : uint8_t { kNone = 0, kRelu = 1, kClip = 2, kLeakyRelu = 3 };
 
+/// How a reference's bytes lie in memory (byte 10 of a tensor reference). kRowMajor: as its dims say. kChannelLast: a
+/// layer reads (or writes) the tensor of dims [N, C, S1, …] — what its kind computes on — while memory holds it as
+/// [N, S1, …, C] (rank >= 3): a channel-last model's boundary (Appendix B of the DRP-AI manual), with no Transpose
+/// layer. Inputs of any layer but a control layer; output 0 of a layer with one output.
+enum class RefLayout : uint8_t { kRowMajor = 0, kChannelLast = 1 };
+
 struct TensorRef {
   uint32_t addr = 0;   // absolute address in the address map
   uint32_t bytes = 0;  // numel * elemSize
   ElemType type = ElemType::kF32;
   uint8_t rank = 0;
+  RefLayout layout = RefLayout::kRowMajor;
   std::array<uint32_t, kMaxRank> dims{};
   uint64_t numel() const;
 };
+/// The dims of the bytes in memory: `dims`, or [N, S1, …, C] for a kChannelLast reference.
+std::vector<int64_t> storedDims(const TensorRef& r);
+/// The transposes between a channel-last tensor's memory [N, S1, …, C] and the channels-first [N, C, S1, …] a layer
+/// computes on, for rank r >= 3: {0, r-1, 1, …, r-2} reads memory as the layer's; {0, 2, …, r-1, 1} back.
+std::vector<int64_t> channelLastToLayer(size_t rank);
+std::vector<int64_t> layerToChannelLast(size_t rank);
 
 /// One descriptor: 352 bytes on disk (see docs/package-format.md for the byte layout).
 struct Descriptor {

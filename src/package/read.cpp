@@ -70,7 +70,10 @@ std::vector<Descriptor> decodeDescriptors(const std::vector<uint8_t>& b, Engine 
       if (!elemTypeValid(q[8])) bad(file, "descriptor {}: reference {}: unknown element type code {}", i, r, q[8]);
       t.type = dtypeFromOnnxCode(q[8]);
       t.rank = q[9];
-      if (q[10] || q[11]) bad(file, "descriptor {}: reference {}: reserved bytes must be 0", i, r);
+      if (q[10] > static_cast<uint8_t>(RefLayout::kChannelLast))
+        bad(file, "descriptor {}: reference {}: unknown layout code {} (0 row-major, 1 channel-last)", i, r, q[10]);
+      t.layout = static_cast<RefLayout>(q[10]);
+      if (q[11]) bad(file, "descriptor {}: reference {}: reserved byte 11 must be 0", i, r);
       for (size_t k = 0; k < kMaxRank; ++k) t.dims[k] = get32(q + 12 + 4 * k);
     }
   }

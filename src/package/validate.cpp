@@ -376,6 +376,13 @@ struct Checker {
       bool is_out = i >= d.n_in;
       std::string rw = is_out ? fmt::format("output {}", i - d.n_in) : fmt::format("input {}", i);
       ref(r, what + ": " + rw);
+      if (r.layout == RefLayout::kChannelLast) {  // (RefLayout: the executor transposes around the layer)
+        if (r.rank < 3) bad("{}: {} is channel-last with rank {} (channel-last references have rank 3 or more)", what, rw, r.rank);
+        if (is_out && (d.n_out != 1))
+          bad("{}: {} is channel-last; only the output of a layer with one output may be", what, rw);
+        if (d.kind == LayerKind::kIf || d.kind == LayerKind::kLoop || d.kind == LayerKind::kScan || d.kind == LayerKind::kCustom)
+          bad("{}: {} is channel-last; {} layers take row-major references only", what, rw, layerKindName(d.kind));
+      }
       const Element* s = spaceOf(r.addr, r.bytes);
       if (!s) bad("{}: {} [0x{:x}, +{}) is outside every element space of the map", what, rw, r.addr, r.bytes);
       const bool writable = writableSpace(*s), readable = readableSpace(*s);

@@ -35,8 +35,46 @@ const KindExec& kindExec(LayerKind k) {
 }
 
 void Runtime::Impl::exec(Step& s) {
+  if (s.channel_last_in || s.channel_last_out) return execChannelLast(s);
   if (s.p2 || s.p2_codes) return execPow2(s);
   kindExec(s.d->kind).run(*this, s);
+}
+
+void Runtime::Impl::execChannelLast(Step& s) {
+  const package::Descriptor& d = *s.d;
+  std::vector<uint8_t*> in = s.in;
+  uint8_t* out = s.out;
+  for (int i = 0; i < d.n_in; ++i) {
+    if (!(s.channel_last_in & (1u << i))) continue;
+    const package::TensorRef& r = d.in(i);
+    auto& buf = layout_scratch[static_cast<size_t>(i)];
+    buf.resize(r.bytes);
+    kernels::transpose(package::storedDims(r), package::channelLastToLayer(r.rank), package::elemSize(r.type), s.in[static_cast<size_t>(i)],
+                       buf.data(), pool.get());
+    s.in[static_cast<size_t>(i)] = buf.data();
+  }
+  auto& ybuf = layout_scratch[package::kMaxRefs - 1];
+  if (s.channel_last_out) {
+    ybuf.resize(d.out(0).bytes);
+    s.out = ybuf.data();
+  }
+  const uint8_t cl_in = s.channel_last_in;
+  const bool cl_out = s.channel_last_out;
+  s.channel_last_in = 0, s.channel_last_out = false;
+  struct Restore {  // (the step as loaded, also when the layer throws)
+    Step& s;
+    std::vector<uint8_t*>& in;
+    uint8_t* out;
+    uint8_t cl_in;
+    bool cl_out;
+    ~Restore() { s.in = in, s.out = out, s.channel_last_in = cl_in, s.channel_last_out = cl_out; }
+  } restore{s, in, out, cl_in, cl_out};
+  exec(s);
+  if (cl_out) {
+    const package::TensorRef& r = d.out(0);
+    kernels::transpose(s.shapes[static_cast<size_t>(d.n_in)], package::layerToChannelLast(r.rank), package::elemSize(r.type), ybuf.data(), out,
+                       pool.get());
+  }
 }
 
 void Runtime::Impl::runRegion(size_t first, size_t count) {

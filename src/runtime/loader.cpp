@@ -119,13 +119,15 @@ void Runtime::Impl::prepare() {
     rl.zero_point = l.zero_point;
     rl.float_value = l.float_value;
     rl.group = static_cast<int>(l.group);
-    rl.output = {l.output, d.out(0).type, shapeOf(d.out(0)), d.out(0).addr, {}, {}};
+    rl.output = {l.output, d.out(0).type, package::storedDims(d.out(0)), d.out(0).addr, {}, {}};  // (as memory holds it)
+    rl.output.channel_last = d.out(0).layout == package::RefLayout::kChannelLast;
     for (int k = 1; k < d.n_out && static_cast<size_t>(k) <= l.extra_outputs.size(); ++k)
       rl.more_outputs.push_back({l.extra_outputs[static_cast<size_t>(k - 1)], d.out(k).type, shapeOf(d.out(k)), d.out(k).addr, {}, {}});
     layers.push_back(std::move(rl));
   }
   for (const package::Descriptor* d : program) steps.push_back(prepareStep(*d));
   scratch.assign(package::kMaxRefs, {});
+  layout_scratch.assign(package::kMaxRefs, {});
   resetPow2();
   // int8-pow2: the slot whose q each layer's codes are at — its table's output slot, or for a layer on codes without
   // a table (max pooling, data movement) the slot of the codes it reads (the last writer of that address before it).
@@ -154,6 +156,9 @@ Runtime::Impl::Step Runtime::Impl::prepareStep(const package::Descriptor& d) {
   for (int i = 0; i < d.n_in; ++i) s.in.push_back(at(d.in(i).addr, d.in(i).bytes, what));
   s.out = at(d.out(0).addr, d.out(0).bytes, what);
   for (int i = 0; i < d.n_in + d.n_out; ++i) s.shapes.push_back(shapeOf(d.refs[static_cast<size_t>(i)]));
+  for (int i = 0; i < d.n_in; ++i)
+    if (d.in(i).layout == package::RefLayout::kChannelLast) s.channel_last_in |= static_cast<uint8_t>(1u << i);
+  s.channel_last_out = d.out(0).layout == package::RefLayout::kChannelLast;
   s.p = package::paramWords(pkg, d);
   s.act = actOf(d);
   if (preparePow2(s)) return s;

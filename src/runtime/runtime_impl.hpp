@@ -70,6 +70,10 @@ struct Runtime::Impl {
     std::vector<uint32_t> p;
     kernels::Activation act;
     bool post_act = false;  // activation applied when storing (kinds whose kernel has no epilogue)
+    // Channel-last references (package::RefLayout): bit i for input i, and the output; the executor transposes them
+    // into and out of layout_scratch around the layer (execChannelLast).
+    uint8_t channel_last_in = 0;
+    bool channel_last_out = false;
     std::vector<float> w32;  // float16 weights widened once
     std::vector<float> coef;  // normalize: add[C] then mul[C]
     const float* w = nullptr;
@@ -123,6 +127,7 @@ struct Runtime::Impl {
   Impl* cur = this;
   std::vector<double> times;
   std::vector<std::vector<float>> scratch;  // per input slot, plus one for the output (fp16 packages)
+  std::vector<std::vector<uint8_t>> layout_scratch;  // per reference slot: a channel-last tensor as its layer sees it
   std::vector<float> gemm_t;                // transposed gemm result (M > 1)
   std::vector<kernels::pow2::Slot> p2_slots;  // int8-pow2: each slot's q and range history (the package's state)
   std::vector<int> p2_out_slot;               // int8-pow2: by seq, the slot of the layer's output codes (-1: none)
@@ -177,6 +182,9 @@ struct Runtime::Impl {
 
   // ---- executor.cpp: the executor
   void exec(Step& s);
+  /// exec for a step with channel-last references: its inputs transposed to the layer's layout first, its output
+  /// transposed into memory after.
+  void execChannelLast(Step& s);
   /// The `count` steps from seq `first` (a control layer's region), each control layer among them running its own.
   void runRegion(size_t first, size_t count);
   static kernels::Storage storageOf(const package::TensorRef& r) {

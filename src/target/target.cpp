@@ -362,7 +362,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
     if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
     static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits", "address_map",
                                                 "engines", "ops", "graph_rules", "default_engine", "core_sets", "group_switch_us",
-                                                "relaxations"};
+                                                "relaxations", "boundary_transposes"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(ErrorCode::kInvalidInput, "unknown field '{}'", it->first.as<std::string>());
@@ -409,6 +409,12 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
           t.relaxations[name] = it->second.Scalar();
         });
       }
+    }
+    if (root["boundary_transposes"]) {
+      const std::string b = str(root, "boundary_transposes");
+      if (b != "absorb" && b != "layer")
+        fail(ErrorCode::kInvalidInput, "field 'boundary_transposes' must be 'absorb' or 'layer', got '{}'", b);
+      t.absorb_boundary_transposes = b == "absorb";
     }
     if (root["group_switch_us"]) {
       t.group_switch_us = num(root, "group_switch_us");

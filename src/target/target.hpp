@@ -109,6 +109,9 @@ struct Target {
   std::string default_engine;     // when set, ops not listed under 'ops' are supported there without rules
   std::vector<CoreSet> core_sets;  // throughput estimates (empty: none)
   double group_switch_us = 0;      // per frame, handing it from one layers group to the next
+  /// A channel-last model's boundary Transposes (Appendix B of the DRP-AI manual) are taken into the layers next to
+  /// them as channel-last references (package::RefLayout) instead of running as layers.
+  bool absorb_boundary_transposes = false;
   std::filesystem::path file;
 
   const OpSupport* findOp(const std::string& op) const;

@@ -227,7 +227,21 @@ TEST(CostModel, ChannelLastBoundariesAreListedAsTheyAreAndTheirTransposesTakeTim
   o.onnx = fs::path(NPUC_SOURCE_DIR) / "tests" / "data" / "prepost" / "bodies" / "nhwc_model.onnx";
   o.target = "drpai";
   o.out_root = dir;
-  const TranslateResult r = translate(o);
+  // drpai takes the boundary Transposes into the Conv (Appendix B): the Conv is the one row, and the whole time.
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  std::vector<std::string> rows;
+  for (const auto& c : csvRows(dir / "nh" / "nh_summary.csv"))
+    if (c.size() >= 20 && c[0] != "ith") rows.push_back(c[1] + ":" + c[19]);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].substr(0, 5), "conv:");
+  EXPECT_EQ(rows[1], ":" + rows[0].substr(5));  // the total row
+  // A target that runs them as layers (boundary_transposes: layer) lists and times them.
+  const fs::path layer = dir / "drpai-layer.yaml";
+  std::ofstream(layer) << "name: drpai-layer\ninherits: drpai\nboundary_transposes: layer\n";
+  o.target = layer.string();
+  fs::remove_all(dir / "nh");
+  r = translate(o);
   ASSERT_TRUE(r.ok);
   auto squeeze = [](std::string s) {
     std::erase_if(s, [](char c) { return c == ' ' || c == '\n'; });

@@ -632,6 +632,119 @@ TEST(Package, TheTargetFileSetsTheAddressMapRules) {
   EXPECT_THROW(translateTo(kSrc + "/models/digits/digits_cnn.onnx", t.string(), root, "digits2"), Error);  // not a power of two
 }
 
+// Appendix B of the DRP-AI manual: a channel-last model's boundary Transposes take no layer where the target says so
+// (boundary_transposes: absorb); the layers next to them read and write the channel-last bytes through channel-last
+// references. Channel-last models from TensorFlow Lite, TensorFlow and ONNX, on a float32 target so that the oracle
+// is the engine's bits on the optimized model (which keeps its Transposes): the package without those layers gives
+// them, in both modes and at 1 and 2 threads, and its inputs and outputs keep the model's NHWC shapes. A value that
+// another layer reads channels-first keeps its Transpose.
+TEST(Package, ChannelLastBoundariesTakeNoLayer) {
+  fs::path root = scratchDir("channel_last_bodies");
+  fs::path absorb = root / "generic-absorb.yaml";
+  std::ofstream(absorb) << "name: generic-absorb\ninherits: generic\nboundary_transposes: absorb\n";
+  struct Model_ {
+    std::string file;
+    int transposes_left;  // in the absorbing package
+  };
+  for (const Model_& c : {Model_{"tests/data/tflite/conv/model.tflite", 0}, Model_{"tests/data/tflite/pooling/model.tflite", 0},
+                          Model_{"tests/data/tflite/depthwise/model.tflite", 1}, Model_{"tests/data/tf/mobilenet/model.pb", 0},
+                          Model_{"tests/data/prepost/bodies/nhwc_model.onnx", 0}}) {
+    SCOPED_TRACE(c.file);
+    const fs::path file = kSrc + "/" + c.file;
+    const std::string prefix = fs::path(c.file).parent_path().filename().string();
+    TranslateResult plain = translateTo(file, "generic", root, prefix + "_plain");
+    TranslateResult cl = translateTo(file, absorb.string(), root, prefix + "_absorb");
+    ASSERT_TRUE(plain.ok && cl.ok);
+    auto transposes = [](const package::Package& p, int* channel_last_refs) {
+      int n = 0;
+      for (const auto* stream : {&p.mac, &p.vec})
+        for (const package::Descriptor& d : *stream) {
+          n += d.kind == package::LayerKind::kTranspose;
+          for (int i = 0; i < d.n_in + d.n_out; ++i) *channel_last_refs += d.refs[static_cast<size_t>(i)].layout == package::RefLayout::kChannelLast;
+        }
+      return n;
+    };
+    int refs_plain = 0, refs_cl = 0;
+    const package::Package pp = package::readPackage(plain.dir), pc = package::readPackage(cl.dir);
+    const int before = transposes(pp, &refs_plain), after = transposes(pc, &refs_cl);
+    EXPECT_EQ(refs_plain, 0);
+    EXPECT_EQ(after, c.transposes_left);
+    EXPECT_GT(before, after);
+    EXPECT_GE(refs_cl, before - after);  // (each absorbed Transpose: at least one reference channel-last)
+    EXPECT_EQ(pc.layers.size() + static_cast<size_t>(before - after), pp.layers.size());
+    Model m = Model::load(file);
+    ASSERT_EQ(pc.inputs.size(), m.inputs().size());
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < m.inputs().size(); ++i) {
+      EXPECT_EQ(package::storedDims(pc.inputs[i].ref), m.inputs()[i].shape);
+      in.push_back(randomInput(m.inputs()[i].shape, 11 + static_cast<uint32_t>(i)));
+    }
+    const std::vector<Tensor> ref = Session(m.optimized(), 1).run(in);
+    std::vector<Tensor> l_exact, l_fast1, l_fast2;
+    const auto exact = runRecording(cl.dir, {1, true}, in, &l_exact);
+    const auto fast1 = runRecording(cl.dir, {1, false}, in, &l_fast1);
+    const auto fast2 = runRecording(cl.dir, {2, false}, in, &l_fast2);
+    ASSERT_EQ(exact.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_EQ(exact[i].shape(), ref[i].shape()) << "output " << i;
+      EXPECT_TRUE(exact[i].sameBits(ref[i])) << "output " << i << " differs from the engine";
+      EXPECT_TRUE(fast1[i].sameBits(exact[i]) && fast2[i].sameBits(exact[i])) << "output " << i;
+    }
+    expectLayersAgree(l_exact, l_fast1, l_fast2);
+  }
+}
+
+// Channel-last references are checked like the rest of a package: rank 3 or more, the output of a layer with one
+// output, not on control or custom layers; an unknown layout code is refused by the reader.
+TEST(Package, ChannelLastReferencesAreChecked) {
+  fs::path root = scratchDir("channel_last_checks");
+  fs::path absorb = root / "generic-absorb.yaml";
+  std::ofstream(absorb) << "name: generic-absorb\ninherits: generic\nboundary_transposes: absorb\n";
+  TranslateResult r = translateTo(kSrc + "/tests/data/prepost/bodies/nhwc_model.onnx", absorb.string(), root, "nh");
+  ASSERT_TRUE(r.ok);
+  const package::Package p = package::readPackage(r.dir);
+  ASSERT_EQ(p.mac.size() + p.vec.size(), 1u);  // the Conv alone, reading and writing channel-last
+  const package::Descriptor& conv = p.mac.empty() ? p.vec[0] : p.mac[0];
+  EXPECT_EQ(conv.in(0).layout, package::RefLayout::kChannelLast);
+  EXPECT_EQ(conv.out(0).layout, package::RefLayout::kChannelLast);
+  EXPECT_EQ(package::storedDims(conv.in(0)), (std::vector<int64_t>{1, 12, 16, 3}));
+  auto refused = [&](auto&& change, const std::string& says) {
+    package::Package q = p;
+    change(q.mac.empty() ? q.vec[0] : q.mac[0]);
+    try {
+      package::validatePackage(q, "test");
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([](package::Descriptor& d) {  // a 2-D view of the 4-D input (same bytes)
+    d.refs[0].rank = 2, d.refs[0].dims = {12 * 16, 3, 0, 0, 0, 0};
+  }, "channel-last with rank 2");
+  refused([](package::Descriptor& d) { d.kind = package::LayerKind::kCustom; }, "custom layers take row-major references only");
+  // The reader: byte 10 of a reference is its layout, 0 or 1 (the stream edited, the manifest resealed).
+  ASSERT_FALSE(p.mac.empty());
+  std::map<std::string, std::vector<uint8_t>> files;
+  for (const auto& e : fs::directory_iterator(r.dir)) {
+    std::ifstream f(e.path(), std::ios::binary);
+    files[e.path().filename().string()] = std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+  }
+  std::vector<uint8_t>& mac = files.at("aimac_desc.bin");
+  ASSERT_EQ(mac.at(package::kDescHeaderSize + 64 + 10), 1);
+  mac[package::kDescHeaderSize + 64 + 10] = 2;
+  std::ofstream(r.dir / "aimac_desc.bin", std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(mac.data()),
+                                                                                   static_cast<std::streamsize>(mac.size()));
+  const std::vector<uint8_t>& m = files.at("manifest.json");
+  std::ofstream(r.dir / "manifest.json", std::ios::binary | std::ios::trunc)
+      << package::resealManifest(std::string(m.begin(), m.end()), files);
+  try {
+    package::readPackage(r.dir);
+    ADD_FAILURE() << "a layout code 2 was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown layout code 2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Package, AddressOverflowIsTheManualsError) {
   fs::path root = scratchDir("overflow");
   fs::path def = root / "addrmap_in.yaml";

@@ -295,6 +295,7 @@ void addSimulate(CLI::App& app, Action& run) {
           traced.insert(l.seq);
           const Shape& s = y.shape();
           int64_t w = s.size() >= 1 ? s.back() : 1, h = s.size() >= 2 ? s[s.size() - 2] : 1;
+          if (l.output.channel_last) w = s[s.size() - 2], h = s.size() >= 4 ? s[s.size() - 3] : 1;  // ([N, H, W, C])
           // (a layer of several outputs: output k > 0 of layer seq is "seq_outK")
           const std::string id = l.output_index ? fmt::format("{}_out{}", l.seq, l.output_index) : std::to_string(l.seq);
           std::string raw = fmt::format("trace_dump_{}_{}x{}.y", id, w, h), npy = fmt::format("trace_{}.npy", id);
