@@ -2,6 +2,8 @@
 // engine/ops_prepost.cpp; the ai.npuc ops prepost/graph.hpp inserts).
 #include "codegen/lowerer.hpp"
 
+#include "kernels/aipp.hpp"
+
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -52,9 +54,10 @@ void Lowerer::prePost(const ir::Node& n) {
                           {fused->name}});
     }
   } else if (op == "Aipp") {
-    // params: dynamic, padding_value (f32 bits), then a static block's bytes as little-endian words.
+    // params: dynamic, the padding values of channels 0..3 (f32 bits), then a static block's bytes as little-endian words.
     bool dynamic = n.attrInt("dynamic", 0) != 0;
-    std::vector<uint32_t> p = {dynamic ? 1u : 0u, package::floatParam(n.attrFloat("padding_value", 0.f))};
+    std::vector<uint32_t> p = {dynamic ? 1u : 0u};
+    for (float v : kernels::aippPaddingValues(n.attrFloat("padding_value", 0.f), n.attrFloats("padding_values"))) p.push_back(package::floatParam(v));
     std::vector<int> ins = {in(n, 0)};
     if (dynamic) {
       ins.push_back(in(n, 1));

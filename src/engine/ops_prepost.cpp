@@ -104,10 +104,11 @@ void aippKernel(KernelCall& c) {
   } else {
     for (int64_t v : c.node.attrInts("params")) block.push_back(static_cast<uint8_t>(v));
   }
-  const kernels::AippSetup s{c.node.attrInt("n", 1),     c.node.attrInt("channels", 3), c.node.attrInt("height", 0),
-                             c.node.attrInt("width", 0), x.dim(1),                       c.node.attrFloat("padding_value", 0.f)};
   Tensor& y = c.alloc(0);
   try {  // the kernel checks the block's rules
+    const kernels::AippSetup s{c.node.attrInt("n", 1),     c.node.attrInt("channels", 3), c.node.attrInt("height", 0),
+                               c.node.attrInt("width", 0), x.dim(1),
+                               kernels::aippPaddingValues(c.node.attrFloat("padding_value", 0.f), c.node.attrFloats("padding_values"))};
     kernels::aipp(kernels::decodeAipp(block.data(), block.size()), s, u8(x), y.data<float>(), c.pool);
   } catch (const Error& e) {
     c.error("{}", e.what());

@@ -106,12 +106,22 @@ uint16_t aippHalf(double v, const std::string& where, const std::string& shown);
 
 /// What the translator fixed: the model input the stage writes ([n, channels, height, width]), the bytes each
 /// image may occupy in the frame input (static: exactly the source image; dynamic: max_src_image_size) and the
-/// value padding mode 1 writes (the static configuration's padding_value; 0 unless set).
+/// values padding mode 1 writes into output channels 0..3 (sfr_filling_hblank_ch0..: the configuration's
+/// padding_value / padding_value_chn_K; 0 unless set).
 struct AippSetup {
   int64_t n = 1, channels = 3, height = 0, width = 0;
   int64_t image_bytes = 0;
-  float padding_value = 0.f;
+  std::array<float, 4> padding_value{};
 };
+/// The channels a stage gives from `f`: 1 for YUV400_U8, 3 for the others, or 4 for XRGB8888_U8 into a model input of
+/// 4 channels (R, G, B and then the frame's fourth byte X through its own DTC channel 3).
+bool aippChannelsFit(AippFormat f, int64_t channels);
+/// The padding values of channels 0..3: `per_channel` (the Aipp op's padding_values: 4 values) when given, else `all`
+/// in each. Throws kInvalidArgument when per_channel holds another count.
+std::array<float, 4> aippPaddingValues(float all, const std::vector<float>& per_channel);
+/// Words of an aipp layer's parameter block before a static stage's kAippDynamicPara block: the dynamic flag, then
+/// the four padding values.
+inline constexpr size_t kAippHeaderWords = 5;
 /// "" if `p` may run on `s`, else the first rule it breaks, as "aipp.<rule>: <what, with the values>" (the rules
 /// are listed in docs/aipp.md: formats, switches, batch count, source size vs the frame, crop inside the source,
 /// even YUV420SP crops, scf input = the cropped size and ratio within [1/16, 16], CSC not on YUV400, ax_swap only

@@ -122,7 +122,8 @@ void registerNpucOps(Registry& r) {
       });
   add("Aipp", "Ascend-style AIPP (kernels/aipp.hpp): a uint8 frame [N, image_bytes] (and, with dynamic = 1, the "
               "uint8 parameter block as input 1; otherwise the block's bytes in attribute 'params') to a float32 "
-              "[N, channels, height, width] model input; padding_value fills padding mode 1",
+              "[N, channels, height, width] model input; padding_value fills padding mode 1 (padding_values, when set, per "
+              "channel 0..3)",
       [needType](InferContext& c) {
         needType(c, {DType::kU8});
         const Shape& x = c.inputShape(0);

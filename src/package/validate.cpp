@@ -112,7 +112,8 @@ uint32_t expectedParamWords(const Descriptor& d) {
   if (k->words >= 0) return static_cast<uint32_t>(k->words) + static_cast<uint32_t>(k->words_per_rank) * r;
   switch (d.kind) {  // the kinds whose block size layer_kinds.def marks as computed (-1)
     case LayerKind::kAipp:  // a static stage carries its parameter block (batch = the output's N)
-      return d.n_in == 2 || d.n_out < 1 || d.out(0).rank < 1 ? 2 : 2 + static_cast<uint32_t>(kernels::aippBlockSize(std::min<uint32_t>(d.out(0).dims[0], 1u << 20)) / 4);
+      return static_cast<uint32_t>(kernels::kAippHeaderWords) +
+             (d.n_in == 2 || d.n_out < 1 || d.out(0).rank < 1 ? 0 : static_cast<uint32_t>(kernels::aippBlockSize(std::min<uint32_t>(d.out(0).dims[0], 1u << 20)) / 4));
     case LayerKind::kNormalize:  // saturated: a channel count this large is refused by the shape check
       return static_cast<uint32_t>(std::min<uint64_t>(1 + 2 * uint64_t(r ? d.in(0).dims[r - 1] : 0), 1u << 20));
     case LayerKind::kIf: case LayerKind::kLoop: case LayerKind::kScan: {  // the header and whole moves (n_moves checked)

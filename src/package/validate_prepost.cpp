@@ -99,7 +99,7 @@ struct PrePostChecks : LayerCheck {
     if (w[0] != (dynamic ? 1u : 0u)) bad("{}: the dynamic flag {} does not match its {} input(s)", what, w[0], d.n_in);
     const uint32_t N = y.dims[0];
     if (x.dims[0] != N || x.dims[1] < 1) bad("{}: frame {} for {} image(s)", what, dimsStr(x), N);
-    if (y.dims[1] != 1 && y.dims[1] != 3) bad("{}: output {} has {} channels (1 or 3)", what, dimsStr(y), y.dims[1]);
+    if (y.dims[1] != 1 && y.dims[1] != 3 && y.dims[1] != 4) bad("{}: output {} has {} channels (1, 3 or 4)", what, dimsStr(y), y.dims[1]);
     if (N < 1 || N > 127) bad("{}: batch {} (1..127: batchNum is an int8)", what, N);
     if (dynamic) {
       const TensorRef& pr = d.in(1);
@@ -109,14 +109,14 @@ struct PrePostChecks : LayerCheck {
             dimsStr(pr), N, kernels::aippBlockSize(N), N - 1);
     } else {
       std::vector<uint8_t> block(kernels::aippBlockSize(N));
-      std::memcpy(block.data(), w.data() + 2, block.size());
+      std::memcpy(block.data(), w.data() + kernels::kAippHeaderWords, block.size());
       kernels::AippSetup st;
       st.n = N;
       st.channels = y.dims[1];
       st.height = y.dims[2];
       st.width = y.dims[3];
       st.image_bytes = x.dims[1];
-      st.padding_value = paramFloat(w[1]);
+      for (size_t c = 0; c < 4; ++c) st.padding_value[c] = paramFloat(w[1 + c]);
       std::string why;
       try {
         why = kernels::checkAipp(kernels::decodeAipp(block.data(), block.size()), st);

@@ -180,8 +180,10 @@ class Parser {
       op.pad_top = pad();
     } else if (key == "bottom_padding_size") {
       op.pad_bottom = pad();
-    } else if (key == "padding_value") {
-      op.padding_value = real(key, v);
+    } else if (key == "padding_value") {  // (every channel; padding_value_chn_K, in either order, sets channel K)
+      const float f = real(key, v);
+      for (size_t c = 0; c < 4; ++c)
+        if (!op.keys.count(std::string("padding_value_chn_") + kChn[c])) op.padding_value[c] = f;
     } else if (key == "rotation") {
       int64_t d = integer(key, v, 0, 270);
       if (d % 90) err(v.line, "rotation must be 0, 90, 180 or 270 (degrees clockwise), not {}", d);
@@ -206,6 +208,7 @@ class Parser {
         if (key == std::string("mean_chn_") + kChn[c]) return void(op.mean[c] = i16());
         if (key == std::string("min_chn_") + kChn[c]) return void(op.min[c] = real(key, v));
         if (key == std::string("var_reci_chn_") + kChn[c]) return void(op.var_reci[c] = real(key, v));
+        if (key == std::string("padding_value_chn_") + kChn[c]) return void(op.padding_value[c] = real(key, v));
       }
       err(v.line, "unknown key '{}' (docs/aipp.md lists the keys npuc reads)", key);
     }
@@ -216,13 +219,14 @@ class Parser {
     auto has = [&](const std::string& k) { return op.keys.count(k) != 0; };
     auto line = [&] { return op.line; };
     if (!has("aipp_mode")) err(line(), "aipp_op #{}: aipp_mode is required (static or dynamic)", index);
-    static const std::set<std::string> kDynamicKeys = {"aipp_mode", "related_input_rank", "max_src_image_size",
-                                                       "support_rotation", "padding_value"};
+    static const std::set<std::string> kDynamicKeys = {"aipp_mode",        "related_input_rank",  "max_src_image_size",
+                                                       "support_rotation", "padding_value",       "padding_value_chn_0",
+                                                       "padding_value_chn_1", "padding_value_chn_2", "padding_value_chn_3"};
     if (op.dynamic) {
       for (const std::string& k : op.keys)
         if (!kDynamicKeys.count(k))
           err(line(), "aipp_op #{}: '{}' is a static-mode key; a dynamic aipp_op takes max_src_image_size, "
-              "related_input_rank, support_rotation and padding_value, the rest comes with the parameter block at run time",
+              "related_input_rank, support_rotation and padding_value(_chn_K), the rest comes with the parameter block at run time",
               index, k);
       if (!has("max_src_image_size")) err(line(), "aipp_op #{}: a dynamic aipp_op needs max_src_image_size (bytes of the largest source image)", index);
       return;
@@ -236,7 +240,8 @@ class Parser {
     };
     needs(op.crop, "crop", {"load_start_pos_w", "load_start_pos_h", "crop_size_w", "crop_size_h"});
     needs(op.resize, "resize", {"resize_output_w", "resize_output_h"});
-    needs(op.padding, "padding", {"left_padding_size", "right_padding_size", "top_padding_size", "bottom_padding_size", "padding_value"});
+    needs(op.padding, "padding", {"left_padding_size", "right_padding_size", "top_padding_size", "bottom_padding_size", "padding_value",
+                                  "padding_value_chn_0", "padding_value_chn_1", "padding_value_chn_2", "padding_value_chn_3"});
     if (!op.csc)
       for (const std::string& k : op.keys)
         if (k.rfind("matrix_r", 0) == 0 || k.rfind("output_bias_", 0) == 0 || k.rfind("input_bias_", 0) == 0)
@@ -360,12 +365,13 @@ void insertAipp(ir::Graph& g, const AippConfig& cfg) {
     if (t.dtype != DType::kF32) fail(ErrorCode::kInvalidInput, "{}: AIPP feeds float32 inputs, this one is {}", what, dtypeName(t.dtype));
     if (t.shape.size() != 4) fail(ErrorCode::kInvalidInput, "{}: AIPP feeds [N, C, H, W] inputs, this one is {}", what, shapeStr(t.shape));
     const int64_t N = t.shape[0], C = t.shape[1];
-    if (C != 1 && C != 3) fail(ErrorCode::kInvalidInput, "{}: AIPP gives 3 channels (1 for YUV400_U8), the input has {}", what, C);
+    if (C != 1 && C != 3 && C != 4)
+      fail(ErrorCode::kInvalidInput, "{}: AIPP gives 3 channels (1 for YUV400_U8, 4 for XRGB8888_U8 with its X byte), the input has {}", what, C);
     std::map<std::string, ir::Attr> attrs = {{"n", ir::Attr(N)},
                                              {"channels", ir::Attr(C)},
                                              {"height", ir::Attr(t.shape[2])},
                                              {"width", ir::Attr(t.shape[3])},
-                                             {"padding_value", ir::Attr(op.padding_value)},
+                                             {"padding_values", ir::Attr(std::vector<float>(op.padding_value.begin(), op.padding_value.end()))},
                                              {"dynamic", ir::Attr(int64_t{op.dynamic})}};
     int64_t image_bytes;
     if (op.dynamic) {

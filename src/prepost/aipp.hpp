@@ -15,6 +15,7 @@
 #include "ir/graph.hpp"
 #include "kernels/aipp.hpp"
 
+#include <array>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -38,7 +39,7 @@ struct AippOp {
   int64_t resize_w = 0, resize_h = 0;  // 0: what fits the model input
   bool padding = false;
   int64_t pad_left = 0, pad_right = 0, pad_top = 0, pad_bottom = 0;
-  float padding_value = 0.f;
+  std::array<float, 4> padding_value{};  // padding_value (every channel), padding_value_chn_K (channel K)
   int rotation = 0;  // degrees clockwise: 0, 90, 180, 270
   bool csc = false, rbuv_swap = false, ax_swap = false;
   std::array<std::array<int16_t, 3>, 3> matrix{{{298, 516, 0}, {298, -100, -208}, {298, 0, 409}}};

@@ -130,7 +130,7 @@ void runAipp(Runtime::Impl& im, Step& s) {
   // A static stage's block is in its parameters, a dynamic stage's in its parameter input; the kernel checks
   // the block's rules on every inference (a static one was also checked when the package was read).
   const kernels::AippSetup st = Runtime::Impl::aippSetup(s);
-  const uint8_t* block = d.n_in == 2 ? s.in[1] : reinterpret_cast<const uint8_t*>(s.p.data() + 2);
+  const uint8_t* block = d.n_in == 2 ? s.in[1] : reinterpret_cast<const uint8_t*>(s.p.data() + kernels::kAippHeaderWords);
   try {
     const kernels::AippParams ap = kernels::decodeAipp(block, kernels::aippBlockSize(st.n));
     if (y.type == ElemType::kF32) kernels::aipp(ap, st, u8in(s), reinterpret_cast<float*>(s.out), im.pool.get());

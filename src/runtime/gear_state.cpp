@@ -13,7 +13,8 @@ namespace npuc {
 
 kernels::AippSetup Runtime::Impl::aippSetup(const Step& s, bool given) {
   const Shape &xs = s.shapes[0], &ys = s.shapes.back();
-  return {ys[0], ys[1], ys[2], ys[3], given && s.aipp_stride ? s.aipp_stride : xs[1], package::paramFloat(s.p[1])};
+  return {ys[0], ys[1], ys[2], ys[3], given && s.aipp_stride ? s.aipp_stride : xs[1],
+          {package::paramFloat(s.p[1]), package::paramFloat(s.p[2]), package::paramFloat(s.p[3]), package::paramFloat(s.p[4])}};
 }
 
 Runtime::Impl::Step* Runtime::Impl::dynamicAippStage(uint64_t address) {

@@ -15,6 +15,8 @@
 #include "support/fp16.hpp"
 #include "support/thread_pool.hpp"
 
+#include <onnx/onnx_pb.h>
+
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -26,6 +28,7 @@
 #include <map>
 #include <fstream>
 #include <random>
+#include <tuple>
 
 using namespace npuc;
 namespace fs = std::filesystem;
@@ -569,10 +572,10 @@ struct Oracle {
   const kernels::AippSetup& s;
   const uint8_t* src;
 
-  /// The channels of source pixel (x, y) after the swaps and CSC.
-  std::array<int, 3> pixel(int64_t x, int64_t y) const {
+  /// The channels of source pixel (x, y) after the swaps and CSC; a fourth, XRGB8888's X byte (0 for the others).
+  std::array<int, 4> pixel(int64_t x, int64_t y) const {
     int64_t W = p.src_w, H = p.src_h;
-    int a = 0, b = 0, c = 0;
+    int a = 0, b = 0, c = 0, xb = 0;
     switch (p.input_format) {
       case 1: {
         int u = src[W * H + (y / 2) * W + (x / 2) * 2], v = src[W * H + (y / 2) * W + (x / 2) * 2 + 1];
@@ -582,8 +585,8 @@ struct Oracle {
       }
       case 2: {
         const uint8_t* q = src + (y * W + x) * 4;
-        if (p.ax_swap) a = q[0], b = q[1], c = q[2];
-        else a = q[1], b = q[2], c = q[3];
+        if (p.ax_swap) a = q[0], b = q[1], c = q[2], xb = q[3];  // RGBX
+        else a = q[1], b = q[2], c = q[3], xb = q[0];             // XRGB
         if (p.rbuv_swap) std::swap(a, c);
         break;
       }
@@ -593,10 +596,10 @@ struct Oracle {
         if (p.rbuv_swap) std::swap(a, c);
         break;
       }
-      default: return {src[y * W + x], 0, 0};
+      default: return {src[y * W + x], 0, 0, 0};
     }
-    if (!p.csc) return {a, b, c};
-    std::array<int, 3> out{};
+    if (!p.csc) return {a, b, c, xb};
+    std::array<int, 4> out{0, 0, 0, xb};
     for (size_t r = 0; r < 3; ++r) {
       const auto& m = p.matrix[r];
       long sum;
@@ -631,7 +634,7 @@ struct Oracle {
       iy = side(oh, b.pad_top, b.pad_bottom)[static_cast<size_t>(y)];
       ix = side(ow, b.pad_left, b.pad_right)[static_cast<size_t>(x)];
     }
-    if (iy < 0 || iy >= oh || ix < 0 || ix >= ow) return s.padding_value;
+    if (iy < 0 || iy >= oh || ix < 0 || ix >= ow) return s.padding_value[static_cast<size_t>(ch)];
     // Undo the rotation: (ix, iy) in the rotated image -> (u, v) in the cropped one.
     int64_t u = ix, v = iy;
     if (b.rotate == 1) u = iy, v = chh - 1 - ix;
@@ -648,13 +651,15 @@ TEST(AippKernel, MatchesAnIndependentImplementation) {
   struct K {
     const char* name;
     uint8_t format;
-    int rbuv, ax, csc, rotate, padding;
+    int rbuv, ax, csc, rotate, padding, channels = 0;  // 0: the format's own (4: XRGB8888 with its X byte)
   };
   const std::vector<K> ks = {{"nv12_csc", 1, 0, 0, 1, 0, 0},    {"nv21_rot90", 1, 1, 0, 1, 1, 1}, {"nv12_raw_rot180", 1, 0, 0, 0, 2, 2},
                              {"xrgb_rot270", 2, 0, 0, 0, 3, 1}, {"rgbx_to_yuv", 2, 1, 1, 1, 0, 2}, {"rgb_csc_pad", 3, 0, 0, 1, 1, 2},
                              {"bgr_raw", 3, 1, 0, 0, 0, 0},     {"gray", 4, 0, 0, 0, 3, 1},
                              {"rgb_block_copy", 3, 0, 0, 0, 0, 3}, {"nv12_block_copy_rot90", 1, 0, 0, 1, 1, 3},
-                             {"xrgb_mirror", 2, 0, 0, 0, 0, 4},    {"gray_mirror_rot270", 4, 0, 0, 0, 3, 4}};
+                             {"xrgb_mirror", 2, 0, 0, 0, 0, 4},    {"gray_mirror_rot270", 4, 0, 0, 0, 3, 4},
+                             {"xrgb4_csc_pad", 2, 0, 0, 1, 1, 1, 4}, {"rgbx4_swap_mirror", 2, 1, 1, 0, 2, 4, 4},
+                             {"xrgb4_raw_pad", 2, 0, 0, 0, 0, 1, 4}};
   for (const K& k : ks) {
     SCOPED_TRACE(k.name);
     AippParams p;
@@ -672,19 +677,19 @@ TEST(AippKernel, MatchesAnIndependentImplementation) {
     b.rotate = static_cast<int8_t>(k.rotate);
     b.padding = static_cast<int8_t>(k.padding);
     if (b.padding) b.pad_top = 1, b.pad_bottom = 3, b.pad_left = 2, b.pad_right = 0;
-    b.mean = {10, -20, 30, 0};
-    b.min = {floatToHalf(0.5f), floatToHalf(-1.25f), floatToHalf(3.f), 0};
-    b.var_reci = {floatToHalf(0.0171f), floatToHalf(0.5f), floatToHalf(-0.02f), floatToHalf(1.f)};
+    b.mean = {10, -20, 30, 7};
+    b.min = {floatToHalf(0.5f), floatToHalf(-1.25f), floatToHalf(3.f), floatToHalf(2.5f)};
+    b.var_reci = {floatToHalf(0.0171f), floatToHalf(0.5f), floatToHalf(-0.02f), floatToHalf(0.25f)};
     p.batch = {b, b};
     p.batch[1].crop_x = 6;  // the second image differs
     kernels::AippSetup s;
     s.n = 2;
-    s.channels = k.format == 4 ? 1 : 3;
+    s.channels = k.channels ? k.channels : k.format == 4 ? 1 : 3;
     bool quarter = k.rotate % 2;
     s.height = (quarter ? 20 : 14) + (b.padding ? 4 : 0);
     s.width = (quarter ? 14 : 20) + (b.padding ? 2 : 0);
     s.image_bytes = kernels::aippImageBytes(static_cast<kernels::AippFormat>(k.format), 30, 22) + 5;
-    s.padding_value = -7.5f;
+    s.padding_value = {-7.5f, 3.25f, 0.f, 11.f};  // (sfr_filling_hblank_ch0..: one per channel)
     ASSERT_EQ(kernels::checkAipp(p, s), "");
     std::vector<uint8_t> frame = randomBytes(static_cast<size_t>(2 * s.image_bytes), 99);
     std::vector<float> out(static_cast<size_t>(2 * s.channels * s.height * s.width)), out2(out.size());
@@ -913,6 +918,108 @@ TEST(AippPackage, FramesSmallerThanMaxSrcImageSizeGiveTheMaxSizeFramesBits) {
   EXPECT_NE(e.find("100 bytes per image"), std::string::npos) << e;
   rt.setInput("image", u8Tensor(frame, {1, kMaxSrc}));  // the full-size frame again: runs
   EXPECT_NO_THROW(rt.run());
+}
+
+// paddingSwitch 1 writes "padding config value, sfr_filling_hblank_ch0 ~ ch2" (A:L31): one value per channel
+// (padding_value_chn_K; padding_value sets them all), and an XRGB8888_U8 frame feeds a 4-channel model input its X
+// byte as channel 3, through the DTC of channel 3 (dtcPixelMeanChn3, MinChn3, VarReciChn3: A:L52, 56, 60). The model
+// (made here): y = 1.5 x. The oracle: the formulas of docs/aipp.md written out per pixel.
+TEST(AippPackage, PerChannelPaddingValuesAndTheFourthChannel) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("four");
+  auto io = [](onnx::ValueInfoProto* v, const char* name) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 4, 8, 10}) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  io(g->add_input(), "image");
+  io(g->add_output(), "out");
+  onnx::TensorProto* k = g->add_initializer();
+  k->set_name("k");
+  k->set_data_type(onnx::TensorProto::FLOAT);
+  k->add_float_data(1.5f);
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Mul");
+  n->set_name("scale");
+  n->add_input("image"), n->add_input("k"), n->add_output("out");
+  const fs::path onnx = scratchPath("four_channels.onnx");
+  {
+    std::ofstream f(onnx, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&f));
+  }
+  const std::string cfg = R"(aipp_op {
+  aipp_mode: static
+  input_format: XRGB8888_U8
+  src_image_size_w: 8
+  src_image_size_h: 6
+  padding: true
+  top_padding_size: 1
+  bottom_padding_size: 1
+  left_padding_size: 2
+  right_padding_size: 0
+  padding_value: 9
+  padding_value_chn_0: -1.25
+  padding_value_chn_2: 3.5
+  padding_value_chn_3: 4
+  mean_chn_0: 10
+  mean_chn_3: 100
+  min_chn_1: 0.5
+  min_chn_3: 1.5
+  var_reci_chn_2: 0.25
+  var_reci_chn_3: 0.125
+})";
+  const float pad[4] = {-1.25f, 9.f, 3.5f, 4.f};
+  const int mean[4] = {10, 0, 0, 100};
+  const float mn[4] = {0.f, 0.5f, 0.f, 1.5f}, var[4] = {1.f, 1.f, 0.25f, 0.125f};
+  const std::vector<uint8_t> frame = randomBytes(8 * 6 * 4, 41);
+  TranslateOptions o;
+  o.prefix = "four";
+  o.onnx = onnx;
+  o.target = "generic";
+  o.out_root = scratchPath("out");
+  o.aipp = writeText("four.cfg", cfg);
+  const TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  for (auto [threads, exact] : {std::pair{1, false}, {2, false}, {1, true}}) {
+    Runtime rt(r.dir, {threads, exact});
+    rt.setInput("image", u8Tensor(frame, {1, 8 * 6 * 4}));
+    rt.run();
+    const Tensor y = rt.output("out");
+    ASSERT_EQ(y.shape(), (Shape{1, 4, 8, 10}));
+    for (int64_t c = 0; c < 4; ++c)
+      for (int64_t yy = 0; yy < 8; ++yy)
+        for (int64_t x = 0; x < 10; ++x) {
+          const int64_t iy = yy - 1, ix = x - 2;
+          float want = pad[c];
+          if (iy >= 0 && iy < 6 && ix >= 0 && ix < 8) {
+            const uint8_t* px = &frame[static_cast<size_t>((iy * 8 + ix) * 4)];  // X, R, G, B
+            const int v = c == 3 ? px[0] : px[1 + c];
+            want = (static_cast<float>(v - mean[c]) - mn[c]) * var[c];
+          }
+          ASSERT_EQ(y.data<float>()[(c * 8 + yy) * 10 + x], want * 1.5f) << "c " << c << " y " << yy << " x " << x;
+        }
+  }
+  // Only XRGB8888_U8 has a fourth byte to give: RGB888_U8 into the 4-channel input is refused naming the rule.
+  std::string rgb = cfg;
+  rgb.replace(rgb.find("XRGB8888_U8"), 11, "RGB888_U8");
+  o.prefix = "four_rgb";
+  o.aipp = writeText("four_rgb.cfg", rgb);
+  const std::string e = errorOf([&] { translate(o); });
+  EXPECT_NE(e.find("aipp.channels"), std::string::npos) << e;
+  // The keys: a channel past 3 is unknown; padding values without padding are refused.
+  for (const auto& [from, to, says] : {std::tuple{"padding_value_chn_3: 4", "padding_value_chn_4: 4", "unknown key 'padding_value_chn_4'"},
+                                      {"padding: true", "padding: false", "is set but padding is false"}}) {
+    std::string bad = cfg;
+    bad.replace(bad.find(from), std::string(from).size(), to);
+    o.prefix = "four_bad";
+    o.aipp = writeText("four_bad.cfg", bad);
+    const std::string why = errorOf([&] { translate(o); });
+    EXPECT_NE(why.find(says), std::string::npos) << why;
+  }
 }
 
 TEST(AippPackage, ShapeRangesWithDynamicAipp) {

@@ -109,6 +109,16 @@ int64_t aippImageBytes(AippFormat f, int64_t width, int64_t height) {
 
 int aippChannels(AippFormat f) { return f == AippFormat::kYUV400_U8 ? 1 : 3; }
 
+std::array<float, 4> aippPaddingValues(float all, const std::vector<float>& per_channel) {
+  if (per_channel.empty()) return {all, all, all, all};
+  if (per_channel.size() != 4) fail(ErrorCode::kInvalidArgument, "AIPP padding_values: 4 values (channels 0..3), got {}", per_channel.size());
+  return {per_channel[0], per_channel[1], per_channel[2], per_channel[3]};
+}
+
+bool aippChannelsFit(AippFormat f, int64_t channels) {
+  return channels == aippChannels(f) || (f == AippFormat::kXRGB8888_U8 && channels == 4);
+}
+
 std::vector<uint8_t> encodeAipp(const AippParams& p) {
   std::vector<uint8_t> b(aippBlockSize(static_cast<int64_t>(p.batch.size())), 0);
   b[kOffFormat] = p.input_format;
@@ -206,8 +216,9 @@ std::string checkAipp(const AippParams& p, const AippSetup& s) {
   if (p.csc && f == AippFormat::kYUV400_U8) return "aipp.csc: cscSwitch must be 0 for YUV400_U8 (one channel, no color to convert)";
   if (p.ax_swap && f != AippFormat::kXRGB8888_U8)
     return fmt::format("aipp.ax_swap: axSwapSwitch applies to XRGB8888_U8 only, the format is {}", fname);
-  if (aippChannels(f) != s.channels)
-    return fmt::format("aipp.channels: {} gives {} channel(s), the model input has {}", fname, aippChannels(f), s.channels);
+  if (!aippChannelsFit(f, s.channels))
+    return fmt::format("aipp.channels: {} gives {} channel(s){}, the model input has {}", fname, aippChannels(f),
+                       f == AippFormat::kXRGB8888_U8 ? " (or 4 with its X byte)" : "", s.channels);
   for (size_t i = 0; i < p.batch.size(); ++i) {
     const AippBatchParams& b = p.batch[i];
     std::string img = p.batch.size() > 1 ? fmt::format("image {}: ", i) : "";
@@ -267,8 +278,9 @@ std::string checkAipp(const AippParams& p, const AippSetup& s) {
 namespace {
 
 /// Stage A for one row of the crop window (source row sy): the pixels' channels in order after the swaps, through
-/// CSC, HWC uint8. Specialised per format and CSC switch so that the per-pixel loop has no branches.
-template <AippFormat F, bool kCsc>
+/// CSC, HWC uint8 — kC of them: with 4 (XRGB8888_U8 only), the frame's X byte follows, untouched. Specialised per
+/// format, CSC switch and channel count so that the per-pixel loop has no branches.
+template <AippFormat F, bool kCsc, int kC = 3>
 void channelsRow(const AippParams& p, const Geometry& g, const uint8_t* src, int64_t sy, uint8_t* out) {
   const int64_t W = p.src_w, H = p.src_h;
   const int swap = p.rbuv_swap ? 1 : 0;
@@ -295,8 +307,9 @@ void channelsRow(const AippParams& p, const Geometry& g, const uint8_t* src, int
       a = px[2 * swap];   // R (B with rbuv_swap)
       b = px[1];
       c = px[2 - 2 * swap];
+      if constexpr (kC == 4) out[x * 4 + 3] = p.ax_swap ? px[3] : px[-1];  // X: last in RGBX (ax_swap), first in XRGB
     }
-    uint8_t* o = out + x * 3;
+    uint8_t* o = out + x * kC;
     if constexpr (!kCsc) {
       o[0] = static_cast<uint8_t>(a), o[1] = static_cast<uint8_t>(b), o[2] = static_cast<uint8_t>(c);
     } else if constexpr (F == AippFormat::kYUV420SP_U8) {  // YUV -> RGB: the input biases come off first.
@@ -312,10 +325,10 @@ void channelsRow(const AippParams& p, const Geometry& g, const uint8_t* src, int
   }
 }
 
-/// Stage A: the crop window of the source, its channels in order after the swaps, through CSC (HWC uint8).
-void sourceToChannels(const AippParams& p, const Geometry& g, const uint8_t* src, uint8_t* dst, ThreadPool* pool) {
+/// Stage A: the crop window of the source, its channels in order after the swaps, through CSC (HWC uint8, C channels:
+/// aippChannelsFit).
+void sourceToChannels(const AippParams& p, const Geometry& g, const uint8_t* src, uint8_t* dst, int64_t C, ThreadPool* pool) {
   const auto f = static_cast<AippFormat>(p.input_format);
-  const int64_t C = aippChannels(f);
   auto run = [&](auto row) {
     parallelUnits(pool, g.ch, g.cw * 8, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) row(p, g, src, g.cy + r, dst + r * g.cw * C);
@@ -325,6 +338,8 @@ void sourceToChannels(const AippParams& p, const Geometry& g, const uint8_t* src
     case AippFormat::kYUV420SP_U8:
       return p.csc ? run(channelsRow<AippFormat::kYUV420SP_U8, true>) : run(channelsRow<AippFormat::kYUV420SP_U8, false>);
     case AippFormat::kXRGB8888_U8:
+      if (C == 4)
+        return p.csc ? run(channelsRow<AippFormat::kXRGB8888_U8, true, 4>) : run(channelsRow<AippFormat::kXRGB8888_U8, false, 4>);
       return p.csc ? run(channelsRow<AippFormat::kXRGB8888_U8, true>) : run(channelsRow<AippFormat::kXRGB8888_U8, false>);
     case AippFormat::kRGB888_U8:
       return p.csc ? run(channelsRow<AippFormat::kRGB888_U8, true>) : run(channelsRow<AippFormat::kRGB888_U8, false>);
@@ -372,7 +387,7 @@ void aippImpl(const AippParams& p, const AippSetup& s, const uint8_t* frame, Out
     const AippBatchParams& b = p.batch[static_cast<size_t>(n)];
     const Geometry g = geometry(p, b);
     a.resize(static_cast<size_t>(g.cw * g.ch * C));
-    sourceToChannels(p, g, frame + n * s.image_bytes, a.data(), pool);
+    sourceToChannels(p, g, frame + n * s.image_bytes, a.data(), C, pool);
     const uint8_t* img = a.data();
     if (b.scf) {
       r.resize(static_cast<size_t>(g.rw * g.rh * C));
@@ -406,7 +421,7 @@ void aippImpl(const AippParams& p, const AippSetup& s, const uint8_t* frame, Out
           bool pad = pad_row || ix < 0 || ix >= g.ow;
           if (b.padding >= 2) ix = paddedSource(b.padding, ix, g.ow, g.pl, g.pr), pad = false;
           if (pad) {
-            storeOut(s.padding_value, row + x);
+            storeOut(s.padding_value[cs], row + x);
             continue;
           }
           float t = static_cast<float>(int{img[(iy * g.ow + ix) * C + c]} - int{b.mean[cs]});
