@@ -7,6 +7,8 @@
 #include "support/fp16.hpp"
 #include "scratch_dir.hpp"
 
+#include <npuc/openvx_compat.h>  // (also compiled as C++ here)
+
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -671,6 +673,101 @@ TEST(CustomOp, AFifoIsRefusedAtOnce) {
     if (!ok) std::fprintf(stderr, "message: %s\n", msg.c_str());
     return ok;
   }));
+}
+
+// An RKNN-style CPU kernel (the guide's §3.3: cpu_kernel_function over vx_reference parameters, vxQueryTensor /
+// vxCopyTensorPatch, vxCopyScalar, vxQueryArray / vxMapArrayRange) in C through npuc/openvx_compat.h
+// (tests/plugin/vx_plugin.c): y = Relu(x) * 1.75 + shift[c] + offset, on the engine and in a package (fast and exact),
+// against the formula written here. A kernel whose patch leaves its tensor fails with its OpenVX status, named.
+TEST(CustomOp, AnRknnStyleOpenVxKernelRunsThroughTheCompatibilityHeader) {
+  const auto vx = [](const std::string& which) { return fs::path(NPUC_TEST_PLUGIN_DIR) / ("libnpuc_test_vx_" + which + ".so"); };
+  auto edit = [](onnx::ModelProto& m) {
+    for (auto& n : *m.mutable_graph()->mutable_node()) {
+      if (n.name() != "scale_bias") continue;
+      n.mutable_input()->RemoveLast();  // (no bias tensor: shift and offset are attributes)
+      auto* a = n.add_attribute();
+      a->set_name("shift");
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t v : {2, -3, 5}) a->add_ints(v);
+      a = n.add_attribute();
+      a->set_name("offset");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(7);
+    }
+  };
+  const Tensor x = input();
+  Tensor want(DType::kF32, x.shape());
+  const int shift[3] = {2, -3, 5};
+  for (int64_t i = 0; i < x.numel(); ++i)
+    want.data<float>()[i] = std::max(x.data<float>()[i], 0.0f) * 1.75f + static_cast<float>(shift[(i / 20) % 3]) + 7.0f;
+  registerCustomOp(vx("good"));
+  Model m = Model::fromOnnxBytes(model("test.vx", "VxScaleShift", edit), "vx.onnx");
+  EXPECT_TRUE(Session(m).run({x})[0].sameBits(want));
+  const fs::path dir = test::scratchDir("custom_op_vx");
+  std::ofstream(dir / "vx.onnx", std::ios::binary) << model("test.vx", "VxScaleShift", edit);
+  TranslateOptions o;
+  o.prefix = "p";
+  o.onnx = dir / "vx.onnx";
+  o.target = "generic";
+  o.out_root = dir;
+  ASSERT_TRUE(translate(o).ok);
+  for (bool exact : {false, true}) EXPECT_TRUE(Runtime(dir / "p", {1, exact}).run({x})[0].sameBits(want)) << exact;
+  // The faulty build (its domain test.vxbad).
+  registerCustomOp(vx("bad_view"));
+  const std::string e = errorOf([&] { Session(Model::fromOnnxBytes(model("test.vxbad", "VxScaleShift", edit), "vx.onnx")).run({x}); });
+  EXPECT_NE(e.find("the OpenVX kernel returned status -13"), std::string::npos) << e;
+  EXPECT_NE(e.find("VxScaleShift"), std::string::npos) << e;
+}
+
+// The compatibility header's objects as OpenVX defines them: dims innermost first, patches in byte strides per OpenVX
+// dim, scalars in their type's size (and no other), arrays mapped in place; outputs writable, inputs not.
+TEST(OpenVxCompat, TensorsScalarsAndArraysFollowOpenVx) {
+  float data[2 * 3 * 4];
+  for (int i = 0; i < 24; ++i) data[i] = static_cast<float>(i);
+  npuc_tensor t{NPUC_ELEM_FLOAT32, 3, {2, 3, 4}, data, sizeof data};  // [2, 3, 4] row-major: OpenVX dims 4, 3, 2
+  npuc_vx_object o{};
+  o.kind = VX_TYPE_TENSOR;
+  o.tensor = &t;
+  vx_size dims[3], n = 0;
+  ASSERT_EQ(vxQueryTensor(&o, VX_TENSOR_NUMBER_OF_DIMS, &n, sizeof n), VX_SUCCESS);
+  ASSERT_EQ(vxQueryTensor(&o, VX_TENSOR_DIMS, dims, sizeof dims), VX_SUCCESS);
+  EXPECT_EQ(n, 3u);
+  EXPECT_EQ(std::vector<vx_size>(dims, dims + 3), (std::vector<vx_size>{4, 3, 2}));
+  // The patch x in [1, 3), y in [0, 2), z = 1 into a 2 x 2 buffer with a row stride of 3 floats (a gap).
+  float out[6] = {-1, -1, -1, -1, -1, -1};
+  const vx_size start[3] = {1, 0, 1}, end[3] = {3, 2, 2}, stride[3] = {4, 12, 24};
+  ASSERT_EQ(vxCopyTensorPatch(&o, 3, start, end, stride, out, VX_READ_ONLY, VX_MEMORY_TYPE_HOST), VX_SUCCESS);
+  EXPECT_EQ(std::vector<float>(out, out + 6), (std::vector<float>{13, 14, -1, 17, 18, -1}));  // data[1][y][x]
+  EXPECT_EQ(vxCopyTensorPatch(&o, 3, start, end, stride, out, VX_WRITE_ONLY, VX_MEMORY_TYPE_HOST), VX_ERROR_INVALID_PARAMETERS);
+  o.writable = 1;
+  out[0] = 100;
+  ASSERT_EQ(vxCopyTensorPatch(&o, 3, start, end, stride, out, VX_WRITE_ONLY, VX_MEMORY_TYPE_HOST), VX_SUCCESS);
+  EXPECT_EQ(data[13], 100.0f);
+  const vx_size past[3] = {3, 2, 3};
+  EXPECT_EQ(vxCopyTensorPatch(&o, 3, start, past, stride, out, VX_READ_ONLY, VX_MEMORY_TYPE_HOST), VX_ERROR_INVALID_DIMENSION);
+  const vx_int16 v = -300;
+  vx_scalar s = vxCreateScalar(vxGetContext(nullptr), VX_TYPE_INT16, &v);
+  ASSERT_NE(s, nullptr);
+  vx_int16 back = 0;
+  vx_int32 wide = 0;
+  EXPECT_EQ(vxCopyScalar(s, &back, VX_READ_ONLY, VX_MEMORY_TYPE_HOST), VX_SUCCESS);
+  EXPECT_EQ(back, -300);
+  EXPECT_EQ(vxCopyScalarWithSize(s, sizeof wide, &wide, VX_READ_ONLY, VX_MEMORY_TYPE_HOST), VX_ERROR_INVALID_PARAMETERS);
+  EXPECT_EQ(vxReleaseScalar(&s), VX_SUCCESS);
+  EXPECT_EQ(s, nullptr);
+  vx_array a = vxCreateArray(vxGetContext(nullptr), VX_TYPE_INT32, 4);
+  const int32_t items[3] = {7, 8, 9};
+  ASSERT_EQ(vxAddArrayItems(a, 3, items, sizeof(int32_t)), VX_SUCCESS);
+  vx_size count = 0, item_stride = 0;
+  vx_map_id id;
+  void* p = nullptr;
+  EXPECT_EQ(vxQueryArray(a, VX_ARRAY_NUMITEMS, &count, sizeof count), VX_SUCCESS);
+  EXPECT_EQ(count, 3u);
+  ASSERT_EQ(vxMapArrayRange(a, 1, 3, &id, &item_stride, &p, VX_READ_ONLY, VX_MEMORY_TYPE_HOST, 0), VX_SUCCESS);
+  EXPECT_EQ(item_stride, 4u);
+  EXPECT_EQ(static_cast<int32_t*>(p)[0], 8);
+  EXPECT_EQ(vxMapArrayRange(a, 2, 5, &id, &item_stride, &p, VX_READ_ONLY, VX_MEMORY_TYPE_HOST, 0), VX_ERROR_INVALID_PARAMETERS);
+  EXPECT_EQ(vxReleaseArray(&a), VX_SUCCESS);
 }
 
 TEST(CustomOp, AnUnknownOpSaysHowToAddOne) {
