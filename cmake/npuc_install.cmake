@@ -4,6 +4,7 @@
 #   P/include/npuc/npuc.h                    the C API
 #   P/include/npuc/{runtime,tensor,dtype,error}.hpp   the C++ runtime API
 #   P/include/npuc/custom_op.h               the custom-op plugin ABI (plugins build against it alone)
+#   P/include/npuc/openvx_compat.h           RKNN-style OpenVX kernels over that ABI (header only)
 #   P/lib/libnpuc.so{,.0.1,.0.1.0}           C API + C++ runtime API (src/capi/CMakeLists.txt says why one shared library)
 #   P/lib/cmake/npuc/npucConfig.cmake, npucConfigVersion.cmake, npucTargets*.cmake
 # so that a client does
@@ -25,6 +26,7 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/include/npuc/dtype.hpp
   ${PROJECT_SOURCE_DIR}/include/npuc/error.hpp
   ${PROJECT_SOURCE_DIR}/include/npuc/custom_op.h
+  ${PROJECT_SOURCE_DIR}/include/npuc/openvx_compat.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/npuc COMPONENT dev)
 install(TARGETS npuc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT compiler)
 # The target files the compiler reads. The binary's built-in search path is the source tree's targets/; an

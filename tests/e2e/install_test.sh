@@ -19,7 +19,7 @@ run() {  # run LOG command...: fails the test (and shows LOG) when the command f
 
 run "$tmp/install.log" cmake --install "$build" --prefix "$prefix"
 for f in bin/npuc include/npuc/npuc.h include/npuc/runtime.hpp include/npuc/tensor.hpp include/npuc/dtype.hpp \
-         include/npuc/error.hpp include/npuc/custom_op.h lib/libnpuc.so lib/cmake/npuc/npucConfig.cmake lib/cmake/npuc/npucConfigVersion.cmake \
+         include/npuc/error.hpp include/npuc/custom_op.h include/npuc/openvx_compat.h lib/libnpuc.so lib/cmake/npuc/npucConfig.cmake lib/cmake/npuc/npucConfigVersion.cmake \
          lib/cmake/npuc/npucTargets.cmake share/npuc/targets/generic.yaml; do
   [ -e "$prefix/$f" ] && ok "installed $f" || bad "missing $prefix/$f"
 done
