@@ -11,7 +11,7 @@ CONFORMANCE_FLAGS ?= --quiet --roundtrip
 all: build
 
 deps:
-	@scripts/install_deps.sh build python browser
+	@scripts/install_deps.sh build python browser fashion
 
 build: deps
 	@cmake --preset release >/dev/null

@@ -13,7 +13,7 @@ fuzz_pkgs=(clang llvm libclang-rt-14-dev)
 python_pkgs=(python3 python3-numpy python3-onnx python3-dev pybind11-dev python3-pytest python3-distributed python3-tqdm
   python3-pil python3-matplotlib)  # the Python package (python/), its tests (pytest, Dask), examples (Pillow), npuc tune's plots
 torch_pkgs=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)  # exporting test models only
-fashion_pkgs=(dataset-fashion-mnist)  # the accuracy checks' data (models/fashion/train.py)
+fashion_pkgs=(dataset-fashion-mnist)  # the accuracy checks' data (models/fashion/train.py), the YOLO example's scenes (make test)
 browser_pkgs=(chromium)  # the test that opens npuc view's page headless
 # Regenerating the Caffe test models and their expected outputs only (tests/data/caffe/generate.py: protobuf classes
 # from npuc's caffe.proto, OpenCV's dnn module as the oracle); the tests read the stored files.

@@ -10,3 +10,10 @@ int preprocess_window(const uint8_t* gray, int height, int width, int x, int y, 
     for (int c = 0; c < 8; ++c) out[r * 8 + c] = (float)gray[(y + r) * width + (x + c)] / 255.0f;
   return 0;
 }
+
+/* The YOLO example's (kneron_yolo.py): a whole 8-bit gray picture of n pixels to float32 in [0, 1] (value / 255). */
+int preprocess_image(const uint8_t* gray, int n, float* out) {
+  if (!gray || !out || n < 0) return -1;
+  for (int i = 0; i < n; ++i) out[i] = (float)gray[i] / 255.0f;
+  return 0;
+}

@@ -85,10 +85,10 @@ void prepareNumerics(Translation& tr) { tr.numerics->prepareImported(tr, *tr.mod
 void optimize(Translation& tr) {
   // (the imported model is released once optimized; constants the optimizer kept are shared, not copied)
   Model body = std::move(*tr.model).optimized(tr.o.relu6_to_relu);
-  if (auto extra = tr.numerics->afterOptimize(tr, body); !extra.empty())
+  for (const std::vector<std::string>& pipeline : tr.numerics->afterOptimize(tr, body))
     withContext(tr.o.onnx.string(), [&] {
       passes::PassContext ctx;
-      passes::PassManager(extra).runToFixpoint(mutableGraphOf(body), ctx);
+      passes::PassManager(pipeline).runToFixpoint(mutableGraphOf(body), ctx);
     });
   // Cross-layer equalization (--equalize) for int8 packages: on the optimized model, before the calibration.
   if (!tr.o.equalize.empty()) {

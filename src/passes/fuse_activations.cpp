@@ -52,13 +52,19 @@ bool FuseActivationsPass::run(ir::Graph& g, PassContext&) {
     if (!act || an.inputs[0] != y) continue;
     std::vector<std::string> fused = n.attrs.count("fused") ? *n.attrs.at("fused").get<std::vector<std::string>>()
                                                             : std::vector<std::string>{n.op};
+    const size_t ops_before = fused.size();
     if (an.attrs.count("fused")) {
       for (auto& f : *an.attrs.at("fused").get<std::vector<std::string>>()) fused.push_back(f);
     } else {
       fused.push_back(an.op);
     }
-    n.merged_nodes.push_back(an.name);
-    n.merged_nodes.insert(n.merged_nodes.end(), an.merged_nodes.begin(), an.merged_nodes.end());
+    // What the activation brought, so that split-activations can give it back: its ops (the last of "fused") and its
+    // node's name then the nodes merged into it (the last of merged_nodes).
+    std::vector<std::string> source = {an.name};
+    source.insert(source.end(), an.merged_nodes.begin(), an.merged_nodes.end());
+    n.merged_nodes.insert(n.merged_nodes.end(), source.begin(), source.end());
+    n.attrs["activation_source"] = ir::Attr(source);
+    n.attrs["activation_ops"] = ir::Attr(static_cast<int64_t>(fused.size() - ops_before));
     ir::ValueId out = an.outputs[0];
     g.removeNode(aid);
     // The node now produces the activation's output value (its own is dropped).
@@ -89,13 +95,32 @@ bool SplitActivationsPass::run(ir::Graph& g, PassContext&) {
     const ir::ValueId pre = g.addValue(g.uniqueValueName(g.value(y).name + "_pre_" + act), g.value(y).type).id;
     ir::Node& c = g.node(id);
     const float alpha = c.attrFloat("activation_alpha", 0), beta = c.attrFloat("activation_beta", 0);
-    for (const char* a : {"activation", "activation_alpha", "activation_beta"}) c.attrs.erase(a);
+    // The activation's own ops and source nodes go back to its node (reports: the layer and the table name each).
+    std::string name = c.name + "/" + act;
+    std::vector<std::string> ops = {act}, merged;
+    const auto* src = c.attrs.count("activation_source") ? c.attrs.at("activation_source").get<std::vector<std::string>>() : nullptr;
+    const std::vector<std::string> source = src ? *src : std::vector<std::string>{};
+    const size_t nops = static_cast<size_t>(c.attrInt("activation_ops", 0));
+    auto* fused = c.attrs.count("fused") ? c.attrs.at("fused").get<std::vector<std::string>>() : nullptr;
+    if (!source.empty() && c.merged_nodes.size() >= source.size() &&
+        std::equal(source.begin(), source.end(), c.merged_nodes.end() - static_cast<std::ptrdiff_t>(source.size())) && fused &&
+        nops >= 1 && fused->size() > nops) {
+      name = source[0];
+      merged.assign(source.begin() + 1, source.end());
+      c.merged_nodes.resize(c.merged_nodes.size() - source.size());
+      ops.assign(fused->end() - static_cast<std::ptrdiff_t>(nops), fused->end());
+      std::vector<std::string> kept(fused->begin(), fused->end() - static_cast<std::ptrdiff_t>(nops));
+      if (kept.size() > 1) c.attrs["fused"] = ir::Attr(kept);
+      else c.attrs.erase("fused");
+    }
+    for (const char* a : {"activation", "activation_alpha", "activation_beta", "activation_source", "activation_ops"}) c.attrs.erase(a);
     c.outputs[0] = pre;
     g.value(pre).producer = id;
     g.value(pre).producer_output = 0;
     const bool npuc = act == "Swish" || act == "Mish" || (act == "HardSwish" && g.opset < 14);
-    const std::string name = c.name + "/" + act;
     ir::Node& a = g.addNode(act, name, {pre}, {y}, npuc ? "ai.npuc" : "");
+    a.merged_nodes = merged;
+    if (ops.size() > 1) a.attrs["fused"] = ir::Attr(ops);
     if (act == "LeakyRelu") a.attrs["alpha"] = ir::Attr(alpha);
     if (act == "HardSigmoid") a.attrs["alpha"] = ir::Attr(alpha), a.attrs["beta"] = ir::Attr(beta);
     changed = true;

@@ -84,7 +84,7 @@ bool rewrite(ir::Graph& g, ir::NodeId id) {
     const std::string act = n.attrString("activation", "");
     const float alpha = n.attrFloat("activation_alpha", 0), beta = n.attrFloat("activation_beta", 0);
     std::map<std::string, ir::Attr> attrs = n.attrs;
-    for (const char* a : {"activation", "activation_alpha", "activation_beta", "fused"}) attrs.erase(a);
+    for (const char* a : {"activation", "activation_alpha", "activation_beta", "fused", "activation_source", "activation_ops"}) attrs.erase(a);
     if (!ops::findSchema("", n.op)) return false;
     std::vector<ir::ValueId> in = n.inputs;
     const std::string op = n.op, name = n.name;

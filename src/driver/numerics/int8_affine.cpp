@@ -34,14 +34,15 @@ void Int8Affine::prepareImported(Translation& tr, Model& m) {
   });
 }
 
-std::vector<std::string> Int8Affine::afterOptimize(const Translation&, const Model& body) const {
+std::vector<std::vector<std::string>> Int8Affine::afterOptimize(const Translation&, const Model& body) const {
   // A BatchNormalization no Conv absorbed runs as a depthwise 1x1 convolution (per-channel weight scales, opset 13
   // on, hold each factor to its rounding), the activation after it fused (docs/numerics.md).
-  // Activations an integer layer cannot apply (all but Relu and Clip) split from their layers again: look-up tables
-  // between int8 tensors (docs/numerics.md).
+  // Then activations an integer layer cannot apply (all but Relu and Clip) split from their layers again: look-up
+  // tables between int8 tensors (docs/numerics.md). (Two pipelines: in one, fusing and splitting would undo each other
+  // round after round.)
   if (prequantized_) return {};
-  if (graphOf(body).opset < 13) return {"split-activations", "dce"};
-  return {"batchnorm-to-conv", "fuse-activations", "split-activations", "dce"};
+  if (graphOf(body).opset < 13) return {{"split-activations", "dce"}};
+  return {{"batchnorm-to-conv", "fuse-activations", "dce"}, {"split-activations", "dce"}};
 }
 
 void Int8Affine::calibrate(Translation& tr, Model& body) {

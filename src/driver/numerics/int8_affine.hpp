@@ -24,7 +24,7 @@ class Int8Affine : public Strategy {
 
   bool resolveAtImport() const override { return false; }
   void prepareImported(Translation& tr, Model& m) override;
-  std::vector<std::string> afterOptimize(const Translation&, const Model& body) const override;
+  std::vector<std::vector<std::string>> afterOptimize(const Translation&, const Model& body) const override;
   void calibrate(Translation& tr, Model& body) override;
 
  protected:

@@ -72,10 +72,10 @@ class Int8Pow2 final : public Strategy {
 
   void checkOptions(Translation& tr) override { setup_ = pow2Options(tr.o); }
 
-  std::vector<std::string> afterOptimize(const Translation&, const Model&) const override {
+  std::vector<std::vector<std::string>> afterOptimize(const Translation&, const Model&) const override {
     // No channel-affine layer of its own: a BatchNormalization no Conv absorbed runs as a depthwise 1x1 convolution
     // (TIDL's BatchNorm layer), the activation after it fused (docs/numerics.md).
-    return {"batchnorm-to-conv", "fuse-activations", "dce"};
+    return {{"batchnorm-to-conv", "fuse-activations", "dce"}};
   }
 
   void calibrate(Translation& tr, Model& body) override {

@@ -45,8 +45,9 @@ class Strategy {
   virtual bool resolveAtImport() const { return true; }
   /// On the imported model, before the optimizer.
   virtual void prepareImported(Translation& tr, Model& m);
-  /// Passes run after the optimizer for this family (e.g. layers without an integer form rewritten into ones with).
-  virtual std::vector<std::string> afterOptimize(const Translation&, const Model&) const { return {}; }
+  /// Pass pipelines run after the optimizer for this family (e.g. layers without an integer form rewritten into ones
+  /// with), each to its fixpoint, in order (two passes that undo each other belong to different pipelines).
+  virtual std::vector<std::vector<std::string>> afterOptimize(const Translation&, const Model&) const { return {}; }
   /// On the optimized model, before pre/post-processing: calibration and quantization from --calib. By default the
   /// samples are checked and said to be unused, for the reason calibrationUnused() gives.
   virtual void calibrate(Translation& tr, Model& body);
