@@ -25,13 +25,18 @@ struct ImportConfig {
   std::map<std::string, ConfigEntry> keys;
 };
 
+/// Which of the guide's files: the import tool's configuration (§3.15.1.4.7) or the simulation tool's (§3.15.1.4.13:
+/// rawImage, numFrames, inData, traceDumpBaseName, outData, updateNetWithStats, netBinFile, paramsBinFile, and the
+/// input keys both share). A key of the other file is an error saying which file it belongs to.
+enum class ConfigKind { kImport, kSimulation };
+
 /// Parses a configuration's text (`file` names it in messages): an unknown key (with the key of another letter case
 /// suggested), a key set twice, a value of the wrong kind or outside the guide's range, an unterminated string, a
 /// line over 65536 characters is an npuc::Error (kInvalidInput) naming the file, the line and the key.
-ImportConfig parseImportConfig(const std::string& text, const std::string& file);
+ImportConfig parseImportConfig(const std::string& text, const std::string& file, ConfigKind kind = ConfigKind::kImport);
 /// Reads and parses a configuration file (at most kMaxImportConfigBytes; a FIFO, a folder or a missing file is an
 /// error saying so).
-ImportConfig readImportConfig(const std::string& file);
+ImportConfig readImportConfig(const std::string& file, ConfigKind kind = ConfigKind::kImport);
 /// An error at `line` of the configuration (0: a key that is missing, named without a line).
 [[noreturn]] void configError(const ImportConfig& c, int line, const std::string& key, const std::string& why);
 /// Drops a UTF-8 byte-order mark (as some editors save) from the start of a file's first line.

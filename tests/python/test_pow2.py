@@ -482,3 +482,48 @@ def test_bias_correction_gives_back_what_4_bit_weights_lose(tmp_path):
         assert ("bias correction: 4 layer(s)" in p.stdout) == bc, p.stdout
         acc[bc] = npuc.evaluate(os.path.join(out, "d"), {"input": np.load(x)}, np.load(y), workers=1)["top1"]
     assert acc[False] < 0.6 and acc[True] > 0.9, acc
+
+
+@pytest.mark.skipif(not CLI, reason="NPUC_CLI (the npuc binary) not set")
+def test_tidl_sim_runs_the_guides_simulation_file_like_the_python_runtime(tmp_path):
+    # The TIDL guide's simulation workflow (§3.15.1.4.13): tidl-import writes the package and, at outputNetFile /
+    # outputParamsFile, references to it; `npuc tidl-sim sim.txt` (the guide's "1 CONFIG ... 0" list) runs numFrames = 10
+    # raw 8-bit frames of one file through it frame after frame — the int8-pow2 package's dynamic quantization carried
+    # from frame to frame — and writes the outputs to outData: the bytes of 10 runs of one npuc.Runtime on those frames.
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    rng = np.random.default_rng(3)
+    calib = rng.integers(0, 256, (8, 1, 8, 8), dtype=np.uint8)
+    frames = rng.integers(0, 256, (10, 1, 8, 8), dtype=np.uint8)
+    (tmp_path / "calib.raw").write_bytes(calib.tobytes())
+    (tmp_path / "frames.raw").write_bytes(frames.tobytes())
+    (tmp_path / "import.txt").write_text(
+        'modelType = 2\ninputNetFile = "%s"\noutputNetFile = "./out/tidl_net_d.bin"\noutputParamsFile = "./out/tidl_param_d.bin"\n'
+        'inWidth = 8\ninHeight = 8\ninNumChannels = 1\nrawSampleInData = 1\nnumSampleInData = 8\nsampleInData = "./calib.raw"\n'
+        'inElementType = 0\n' % os.path.join(src, "models/digits/digits_cnn.onnx"))
+    (tmp_path / "sim_cfg.txt").write_text(
+        'rawImage = 1\nnumFrames = 10\ninData = "./frames.raw"\ninElementType = 0\ntraceDumpBaseName = "./trace/trace_dump_"\n'
+        'outData = "stats_tool_out.bin"\nnetBinFile = "./out/tidl_net_d.bin"\nparamsBinFile = "./out/tidl_param_d.bin"\n')
+    (tmp_path / "sim.txt").write_text("1 ./sim_cfg.txt\n0\n")
+    run = subprocess.run([CLI, "tidl-import", "import.txt"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    run = subprocess.run([CLI, "tidl-sim", "sim.txt"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rt = npuc.Runtime(str(tmp_path / "out" / "tidl_net_d"))
+    want = b"".join(rt.run({"input": frames[i:i + 1].astype(np.float32)}, raw=True)["logits"].tobytes() for i in range(10))
+    assert (tmp_path / "stats_tool_out.bin").read_bytes() == want
+    traces = sorted(p.name for p in (tmp_path / "trace").iterdir())
+    assert traces[0].startswith("trace_dump_0_8x8") and len(traces) >= 5, traces
+    # `npuc simulate` takes the reference too; a reference to a package translated again since is refused.
+    np.save(tmp_path / "f0.npy", frames[:1].astype(np.float32))
+    run = subprocess.run([CLI, "simulate", "out/tidl_net_d.bin", "--input", "input=f0.npy", "-o", "sim0"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert np.load(tmp_path / "sim0" / "logits.npy").tobytes() == want[:40]  # (a float32 output: one file)
+    ref = (tmp_path / "out" / "tidl_net_d.bin").read_text().replace("sha256:", "sha256:0")
+    (tmp_path / "out" / "tidl_net_d.bin").write_text(ref)
+    run = subprocess.run([CLI, "tidl-sim", "sim.txt"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0 and "translated again since?" in run.stderr, run.stderr
+    # Keys of the other file are named as such; updateNetWithStats = 1 is refused with the reason.
+    (tmp_path / "bad.txt").write_text('netBinFile = "./out/tidl_net_d.bin"\ninData = "./frames.raw"\nnumSampleInData = 3\n')
+    run = subprocess.run([CLI, "tidl-sim", "bad.txt"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0 and "bad.txt:3: numSampleInData: a key of the import configuration" in run.stderr, run.stderr

@@ -1,6 +1,8 @@
 // Shared CLI helpers.
 #include "cli_common.hpp"
 
+#include "npuc/io.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <sstream>
 
 namespace npuc::cli {
 
@@ -290,6 +293,42 @@ void writeText(const std::filesystem::path& p, const std::string& s) {
     std::filesystem::remove(p, ec);
     throw Error(ErrorCode::kIo, fmt::format("{}: cannot write", p.string()));
   }
+}
+
+namespace {
+constexpr const char* kPackageReferenceMagic = "npuc-package-reference 1";
+}  // namespace
+
+void writePackageReference(const std::filesystem::path& file, const std::filesystem::path& package_dir, const std::string& content_hash) {
+  writeText(file, fmt::format("{}\n# An npuc package stands where TIDL writes this file: the folder below, beside it (npuc "
+                              "tidl-import; docs/cli.md).\npackage = {}\ncontent_hash = {}\n",
+                              kPackageReferenceMagic, package_dir.filename().string(), content_hash));
+}
+
+std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return path;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(ErrorCode::kIo, fmt::format("{}: \"{}\" is neither a package folder nor a package reference file", what, path.string()));
+  const std::string text = readFileText(path, 4096, "a package reference");
+  std::istringstream in(text);
+  std::string l, name, hash;
+  std::getline(in, l);
+  if (l != kPackageReferenceMagic)
+    throw Error(ErrorCode::kInvalidInput, fmt::format("{}: \"{}\" is not an npuc package reference (the file npuc tidl-import writes at "
+                                                      "outputNetFile), nor a package folder", what, path.string()));
+  while (std::getline(in, l)) {
+    if (l.rfind("package = ", 0) == 0) name = l.substr(10);
+    if (l.rfind("content_hash = ", 0) == 0) hash = l.substr(15);
+  }
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw Error(ErrorCode::kInvalidInput, fmt::format("{}: \"{}\": the reference names no package folder beside it", what, path.string()));
+  const std::filesystem::path dir = path.parent_path() / name;
+  const std::string manifest = readFileText(dir / "manifest.json", 64u << 20, "a package manifest");
+  if (hash.empty() || manifest.find("\"" + hash + "\"") == std::string::npos)
+    throw Error(ErrorCode::kInvalidInput, fmt::format("{}: \"{}\" names the package {} of content hash {}, and {} holds another (translated "
+                                                      "again since?)", what, path.string(), dir.string(), hash, dir.string()));
+  return dir;
 }
 
 std::string htmlEscape(const std::string& s) {

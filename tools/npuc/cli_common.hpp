@@ -60,6 +60,12 @@ std::string drpaiManualMessage(const std::string& target, const std::string& err
 std::string htmlEscape(const std::string& s);
 /// Writes a text file (kIo naming it when it cannot).
 void writeText(const std::filesystem::path& p, const std::string& s);
+/// A package reference file (docs/cli.md, "tidl-import"): where TIDL's tools write or read a network file
+/// (outputNetFile, netBinFile), a small text file naming the package folder beside it and its content hash.
+void writePackageReference(const std::filesystem::path& file, const std::filesystem::path& package_dir, const std::string& content_hash);
+/// The package `path` names: a package folder, or a package reference file (its folder, checked to hold the package of
+/// the hash it records). Errors (kInvalidInput / kIo) name `what` and the path.
+std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what);
 std::string humanCount(int64_t n);
 std::string humanBytes(int64_t n);
 
@@ -90,6 +96,7 @@ void addSimulate(CLI::App& app, Action& run);
 void addCompare(CLI::App& app, Action& run);
 void addView(CLI::App& app, Action& run);
 void addTidlImport(CLI::App& app, Action& run);
+void addTidlSim(CLI::App& app, Action& run);
 void addCustomOp(CLI::App& app, Action& run);
 void addTune(CLI::App& app, Action& run);
 

@@ -233,7 +233,7 @@ void addSimulate(CLI::App& app, Action& run) {
     bool exact = false;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("package", o->package, "Package folder (output/PREFIX)")->required();
+  c->add_option("package", o->package, "Package folder (output/PREFIX), or the package reference tidl-import writes at outputNetFile")->required();
   c->add_option("--input", o->inputs, "Input: name=file.npy (float32 or the device type), name=file.bin (raw device bytes), or for a camera-frame input name=photo.jpg|png (converted to the frame's format and size)");
   c->add_option("--aipp", o->aipp, "Dynamic AIPP parameters: name=params.bin (the kAippDynamicPara bytes) or name=params.yaml (the "
                                    "seed's field names; docs/aipp.md), name = the frame input; once per frame input (a model with two AIPP "
@@ -258,7 +258,7 @@ void addSimulate(CLI::App& app, Action& run) {
       ->check(CLI::Range(1, 1000));
   c->callback([o, &run] {
     run = [o] {
-      Runtime rt(o->package, {o->threads, o->exact});
+      Runtime rt(packageFolder(o->package, "package"), {o->threads, o->exact});
       // A package with gears: the gear first (the inputs, AIPP stages and layers are the gear's).
       if (o->kneron) checkKneronDump(rt);
       else if (!o->kneron_dir.empty())

@@ -7,6 +7,7 @@
 // each key is printed; the quantization keys set the int8-pow2 package's options and sampleInData its calibration;
 // keys whose feature npuc does not have yet are accepted and said so.
 #include "cli_common.hpp"
+#include "tidl_frames.hpp"
 
 #include "npuc/io.hpp"
 #include "npuc/tidl_config.hpp"
@@ -83,70 +84,7 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
   }
   if (s.size() != 4 || s[1] < 1 || s[2] < 1 || s[3] < 1)
     bad(cfg, e.line, "sampleInData", fmt::format("the model's input {} is not a static [N, C, H, W] (set inWidth / inHeight / inNumChannels)", shapeStr(s)));
-  if (!raw) {
-    // Encoded pictures (rawSampleInData = 0): one picture, or a .txt list of them (one path a line, relative to the
-    // list's folder), each pre-processed as preProcType says.
-    std::vector<fs::path> pictures;
-    if (fs::path(e.raw).extension() == ".txt") {
-      std::istringstream list(readSample(cfg, e, [&] { return readFileText(e.raw, kMaxImportConfigBytes, "a list of pictures"); }));
-      std::string l;
-      while (pictures.size() < static_cast<size_t>(count) && std::getline(list, l)) {
-        if (pictures.empty()) dropByteOrderMark(l);
-        while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
-        l.erase(0, std::min(l.size(), l.find_first_not_of(" \t")));
-        if (l.empty() || l[0] == '#') continue;
-        fs::path f(l);
-        pictures.push_back(f.is_absolute() ? f : fs::path(e.raw).parent_path() / f);
-      }
-      if (static_cast<int64_t>(pictures.size()) < count)
-        bad(cfg, e.line, "sampleInData", fmt::format("\"{}\" lists {} picture(s); numSampleInData is {}", e.raw, pictures.size(), count));
-    } else {
-      if (count != 1)
-        bad(cfg, e.line, "sampleInData", fmt::format("one picture is one sample, and numSampleInData is {}: list the pictures, one a line, in a "
-                                                     ".txt file", count));
-      pictures.push_back(e.raw);
-    }
-    const int pre = cfg.keys.count("preProcType") ? static_cast<int>(cfg.keys.at("preProcType").numbers.at(0)) : 0;
-    const int at = cfg.keys.count("preProcType") ? cfg.keys.at("preProcType").line : e.line;
-    std::vector<double> mean, scale;
-    if (cfg.keys.count("inMean")) mean = cfg.keys.at("inMean").numbers;
-    if (cfg.keys.count("inScale")) scale = cfg.keys.at("inScale").numbers;
-    Tensor x(DType::kF32, {count, s[1], s[2], s[3]});
-    const int64_t frame = s[1] * s[2] * s[3];
-    for (int64_t i = 0; i < count; ++i) {
-      try {
-        Tensor one = tidlPreprocessPicture(pictures[static_cast<size_t>(i)], pre, s[1], s[2], s[3], mean, scale);
-        std::memcpy(x.data<float>() + i * frame, one.data<float>(), static_cast<size_t>(frame) * sizeof(float));
-      } catch (const Error& err) {
-        // (what the rule cannot take is preProcType's; a picture that cannot be read or decoded, sampleInData's)
-        if (err.code() == ErrorCode::kInvalidArgument && cfg.keys.count("preProcType")) bad(cfg, at, "preProcType", err.what());
-        bad(cfg, e.line, "sampleInData",
-            std::string(err.what()) + (cfg.keys.count("rawSampleInData") ? "" : " (rawSampleInData is 0, the guide's default: encoded pictures; "
-                                                                               "set rawSampleInData = 1 for raw frames)"));
-      }
-    }
-    return {{name, {std::move(x)}}};
-  }
-  const int64_t frame = s[1] * s[2] * s[3];
-  // (the frames it needs, and nothing past them: a larger file, or one without an end, is not read whole)
-  const std::vector<uint8_t> bytes = readSample(cfg, e, [&] { return readFilePrefix(e.raw, static_cast<uint64_t>(frame * count)); });
-  if (static_cast<int64_t>(bytes.size()) < frame * count)
-    bad(cfg, e.line, "sampleInData", fmt::format("\"{}\" has {} bytes; {} frames of {}x{}x{} need {}", e.raw, bytes.size(), count, s[1], s[2], s[3], frame * count));
-  std::vector<double> mean, scale;
-  if (cfg.keys.count("inMean") && cfg.keys.count("inScale")) {
-    mean = cfg.keys.at("inMean").numbers;
-    scale = cfg.keys.at("inScale").numbers;
-    if (static_cast<int64_t>(mean.size()) != s[1]) bad(cfg, cfg.keys.at("inMean").line, "inMean", fmt::format("{} values for {} channels", mean.size(), s[1]));
-  }
-  Tensor x(DType::kF32, {count, s[1], s[2], s[3]});
-  float* p = x.data<float>();
-  for (int64_t i = 0; i < count * frame; ++i) {
-    const double v = element_type == 1 ? static_cast<double>(static_cast<int8_t>(bytes[static_cast<size_t>(i)]))
-                                       : static_cast<double>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)]));
-    const size_t c = static_cast<size_t>((i % frame) / (s[2] * s[3]));
-    p[i] = static_cast<float>(mean.empty() ? v : (v - mean[c]) * scale[c]);
-  }
-  return {{name, {std::move(x)}}};
+  return {{name, {tidlFrames(cfg, e, FrameKeys{"sampleInData", "rawSampleInData", "numSampleInData"}, s, count, raw, element_type)}}};
 }
 
 namespace {
@@ -213,6 +151,8 @@ class Import {
     if (num("modelType", 0) == 0) t.caffe_model = cfg.keys.at("inputParamsFile").raw;
     // The package: outputNetFile's folder and name (TIDL writes net and params files there).
     fs::path outnet = has("outputNetFile") ? fs::path(cfg.keys.at("outputNetFile").raw) : fs::path("tidl_net.bin");
+    net_file = outnet;
+    if (has("outputParamsFile")) params_file = cfg.keys.at("outputParamsFile").raw;
     t.prefix = outnet.stem().string();
     t.out_root = outnet.has_parent_path() ? outnet.parent_path() : fs::path(".");
     if (!outnet.has_filename() || t.prefix == "." || t.prefix == "..")
@@ -253,8 +193,8 @@ class Import {
     say("modelType", caffe ? "Caffe (docs/frontends.md)" : tf ? "TensorFlow frozen graph (docs/frontends.md)"
                      : tflite ? "TensorFlow Lite (docs/frontends.md)" : "ONNX");
     say("inputNetFile", caffe ? "the network (.prototxt)" : tf ? "the frozen graph (.pb)" : tflite ? "the model (.tflite)" : "the model");
-    say("outputNetFile", fmt::format("the package: {}/{}", t.out_root.string(), t.prefix));
-    say("outputParamsFile", "(npuc's package holds the parameters with the network)");
+    say("outputNetFile", fmt::format("the package: {}/{} (and here a reference to it, for netBinFile)", t.out_root.string(), t.prefix));
+    say("outputParamsFile", "a reference to the package too (npuc's package holds the parameters with the network)");
     say("inputParamsFile", caffe ? "the trained weights (.caffemodel)"
                                  : tf ? "(a frozen graph holds its parameters: not read)"
                                  : tflite ? "(a .tflite holds its parameters: not read)" : "(ONNX holds its parameters: not read)");
@@ -380,6 +320,7 @@ class Import {
   Config cfg;
   TranslateOptions t;
   std::string plan;
+  fs::path net_file, params_file;  // outputNetFile, outputParamsFile: package references written there
   bool output_anywhere = false;  // --output-anywhere
 
  private:
@@ -447,7 +388,22 @@ void addTidlImport(CLI::App& app, Action& run) {
       if (o->dry) return 0;
       TranslateResult r = im.translateWith();
       printResult(im.t.target, r);
-      return r.ok ? 0 : 1;
+      if (!r.ok) return 1;
+      // Where TIDL writes its network and parameter files: references to the package beside them (tidl-sim's netBinFile
+      // and paramsBinFile, simulate, read them). Not where the name is the package folder's own, or another folder's.
+      for (const fs::path& f : {im.net_file, im.params_file}) {
+        if (f.empty()) continue;
+        std::error_code ec;
+        const bool beside = fs::weakly_canonical(fs::absolute(f.parent_path().empty() ? "." : f.parent_path()), ec) ==
+                            fs::weakly_canonical(fs::absolute(r.dir.parent_path()), ec);
+        if (!beside || f.filename() == r.dir.filename()) {
+          fmt::print("note: no package reference at {} (not a file beside the package {})\n", f.string(), r.dir.string());
+          continue;
+        }
+        writePackageReference(f, r.dir, r.content_hash);
+        fmt::print("wrote {} (a reference to the package {})\n", f.string(), r.dir.string());
+      }
+      return 0;
     };
   });
 }
