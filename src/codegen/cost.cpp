@@ -240,7 +240,9 @@ Estimate estimate(const ir::Graph& g, const target::Target& t) {
     l.in_elems = in_elems;
     l.out_elems = out_elems;
     if (sparse_target && n.op == "Conv" && l.macs > 0) {  // (a fused activation puts a Conv in npuc's domain)
-      l.conv_kernel = denseByDefault(l.out_w, l.out_h) ? "dense" : "sparse";
+      const int64_t sh = factInt(f, "stride_h"), dh = factInt(f, "dilation_h");
+      l.dense_ok = ((l.ker_w == 1 && l.ker_h == 1) || (l.ker_w == 3 && l.ker_h == 3)) && l.stride <= 1 && sh <= 1 && l.dilation <= 1 && dh <= 1;
+      l.conv_kernel = l.dense_ok && denseByDefault(l.out_w, l.out_h) ? "dense" : "sparse";
       if (n.hasInput(1) && g.value(n.inputs[1]).isConstant()) {
         const Tensor& wt = *g.value(n.inputs[1]).constant;
         if (wt.dtype() == DType::kF32 && wt.numel() > 0) {
@@ -352,6 +354,9 @@ void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std:
       kernel = value(it->second, "layer '" + l.name + "'");
       unknown.erase(l.name);
     }
+    if (kernel == "dense" && !l.dense_ok)
+      fail(ErrorCode::kInvalidArgument, "convolution kernels: layer '{}' ({}x{}, stride {}, dilation {}): TIDL's dense kernel takes 1x1 and 3x3 "
+           "convolutions of stride 1 and dilation 1 only; give it 0 (sparse)", l.name, l.ker_w, l.ker_h, l.stride, std::max<int64_t>(1, l.dilation));
     if (kernel == l.conv_kernel) continue;
     l.conv_kernel = kernel;
     retime(e, t, l);

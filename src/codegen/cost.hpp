@@ -31,6 +31,8 @@ struct LayerEstimate {
   /// kernel skips the rest).
   std::string conv_kernel;
   double weight_density = 1;
+  /// Whether TIDL's dense kernel takes the convolution: 1x1 or 3x3, stride 1, dilation 1 (the others are sparse).
+  bool dense_ok = false;
   // What the time depends on besides the above (chooseConvKernels re-times a layer from them).
   std::string op;
   int64_t elems = 0, in_elems = 0, out_elems = 0;
@@ -69,15 +71,17 @@ struct Estimate {
 Estimate estimate(const ir::Graph& g, const target::Target& t);
 
 /// TIDL's automatic choice (the import tool's default): the dense kernel for a convolution whose output plane is
-/// smaller than 64 x 64 (width x height < 4096), the sparse kernel for the others.
+/// smaller than 64 x 64 (width x height < 4096) and that the dense kernel takes (LayerEstimate::dense_ok), the sparse
+/// kernel for the others.
 inline bool denseByDefault(int64_t out_w, int64_t out_h) { return out_w * out_h < 64 * 64; }
 
 /// Sets the kernel of convolution layers (the rest keep estimate()'s automatic choice) and re-times them on every
 /// engine, with the totals: `all` (-1: none; 0 sparse, 1 dense) every convolution; `by_index` one value per name of
 /// `index_names` (the package's layers: TIDL's conv2dKernelType without its input and output layers; the values of
 /// layers that are no convolution ignored); `by_name` layers by name. Errors (kInvalidArgument) name the layer and
-/// the rule: an unknown or non-convolution layer by name, a list of the wrong length, a value not 0 or 1, a target
-/// without a sparse kernel. Call before throughput().
+/// the rule: an unknown or non-convolution layer by name, a list of the wrong length, a value not 0 or 1, the dense
+/// kernel for a convolution it does not take (not 1x1 / 3x3, stride 1, dilation 1), a target without a sparse kernel.
+/// Call before throughput().
 void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std::vector<int>& by_index,
                        const std::vector<std::string>& index_names, const std::map<std::string, int>& by_name);
 

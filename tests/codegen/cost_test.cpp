@@ -205,6 +205,78 @@ TEST(CostModel, TheSparseKernelSkipsZeroWeights) {
             std::string::npos);
 }
 
+// TIDL's dense kernel takes 1x1 and 3x3 convolutions of stride 1 and dilation 1: on a small plane (below 64x64, where
+// the import tool picks dense) a 5x5 convolution and a stride-2 3x3 one stay sparse, a 3x3 stride-1 one is dense;
+// asking for the dense kernel where it cannot run is an error naming the layer and the rule.
+TEST(CostModel, TheDenseKernelTakesOnlyOneByOneAndThreeByThreeStrideOne) {
+  const fs::path dir = test::scratchDir("cost_dense_rule");
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("convs");
+  auto io = [](onnx::ValueInfoProto* v, const char* name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  io(g->add_input(), "x", {1, 4, 32, 32});
+  io(g->add_output(), "y", {1, 4, 16, 16});
+  auto conv = [&](const char* name, const char* in, const char* out, int64_t k, int64_t stride) {
+    onnx::TensorProto* w = g->add_initializer();
+    w->set_name(std::string(name) + "_w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {int64_t{4}, int64_t{4}, k, k}) w->add_dims(d);
+    for (int64_t i = 0; i < 16 * k * k; ++i) w->add_float_data(0.01f * static_cast<float>(i % 7));
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type("Conv");
+    n->set_name(name);
+    n->add_input(in), n->add_input(w->name()), n->add_output(out);
+    auto ints = [&](const char* a, std::vector<int64_t> v) {
+      auto* at = n->add_attribute();
+      at->set_name(a);
+      at->set_type(onnx::AttributeProto::INTS);
+      for (int64_t x : v) at->add_ints(x);
+    };
+    ints("kernel_shape", {k, k});
+    ints("strides", {stride, stride});
+    ints("pads", {k / 2, k / 2, k / 2, k / 2});
+  };
+  conv("five", "x", "a", 5, 1);
+  conv("three_s2", "a", "b", 3, 2);
+  conv("three", "b", "y", 3, 1);
+  const fs::path onnx = dir / "convs.onnx";
+  {
+    std::ofstream out(onnx, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+  }
+  auto run = [&](const std::string& prefix, auto&& set) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = onnx;
+    o.target = "tidl";
+    o.out_root = dir;
+    set(o);
+    return translate(o);
+  };
+  ASSERT_TRUE(run("auto", [](TranslateOptions&) {}).ok);
+  std::ifstream md(dir / "auto" / "auto_summary.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), {});
+  for (const char* want : {"five sparse", "three_s2 sparse", "three dense"}) EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  for (const char* layer : {"five", "three_s2"}) {
+    std::string e = "no error";
+    try {
+      run("forced", [&](TranslateOptions& o) { o.conv_kernels[layer] = 1; });
+    } catch (const Error& err) {
+      e = err.what();
+    }
+    EXPECT_NE(e.find(std::string("layer '") + layer + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("TIDL's dense kernel takes 1x1 and 3x3 convolutions of stride 1 and dilation 1 only"), std::string::npos) << e;
+  }
+  EXPECT_TRUE(run("three_dense", [](TranslateOptions& o) { o.conv_kernels["three"] = 1; }).ok);
+}
+
 }  // namespace
 }  // namespace npuc
 
