@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <future>
+#include <map>
 #include <set>
 
 namespace npuc {
@@ -200,6 +201,42 @@ void lower(Translation& tr) {
   }
 }
 
+namespace {
+
+/// Target::core_memory_mb (TIDL's CMEM, T:L62): per layers group (a core each; the whole package without groups), the
+/// weights its layers read plus everything every core holds (activations, inputs, outputs, parameters, descriptors:
+/// counted whole, an upper bound for a group), in program order — the first layer that brings its core past the
+/// budget is named.
+void checkCoreMemory(const target::Target& t, const package::Package& p) {
+  if (!(t.core_memory_mb > 0)) return;
+  const auto budget = static_cast<uint64_t>(t.core_memory_mb * 1024 * 1024);
+  auto size = [&](const char* n) {
+    const package::Element* e = p.element(n);
+    return e ? e->size : uint64_t{0};
+  };
+  const uint64_t shared = size("data") + size("data_in") + size("data_out") + size("drp_param") + size("desc_aimac") + size("desc_drp");
+  const package::Element* w = p.element("weight");
+  std::map<uint32_t, uint64_t> weights;               // group -> bytes of the weights its layers read
+  std::map<uint32_t, std::set<uint32_t>> counted;     // (a weight read by two layers of a core counts once)
+  for (const package::LayerInfo& l : p.layers) {
+    const package::Descriptor& d = (l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
+    for (int i = 0; i < d.n_in && w; ++i) {
+      const package::TensorRef& r = d.in(i);
+      if (r.addr >= w->addr && r.addr - w->addr < w->size && counted[l.group].insert(r.addr).second) weights[l.group] += r.bytes;
+    }
+    if (weights[l.group] + shared > budget) {
+      auto mb = [](uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+      fail(ErrorCode::kUnsupported, "layer '{}': its core{} needs {:.3g} MB with it (weights so far {:.3g} MB; activations, inputs, outputs "
+           "and parameters {:.3g} MB), more than the {:g} MB target '{}' gives a core (core_memory_mb: TIDL's CMEM, ~64 MB per core); "
+           "split the network across cores with layers groups (--layer-group, layersGroupId) or make it smaller", l.name,
+           l.group ? fmt::format(" (layers group {})", l.group) : std::string(), mb(weights[l.group] + shared), mb(weights[l.group]), mb(shared),
+           t.core_memory_mb, t.name);
+    }
+  }
+}
+
+}  // namespace
+
 void plan(Translation& tr) {
   codegen::Estimate& e = *tr.estimate;
   codegen::Lowered& low = *tr.lowered;
@@ -212,6 +249,7 @@ void plan(Translation& tr) {
   codegen::chooseConvKernels(e, tr.t, -1, tr.o.conv_kernel_list, layer_names, tr.o.conv_kernels);  // (by name over the list)
   codegen::throughput(e, tr.t);
   assignLayerGroups(tr.o, e, low.pkg);
+  checkCoreMemory(tr.t, low.pkg);
   // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a second
   // thread meanwhile; the reports stage joins it (and Translation's destructor on the way out of an error).
   tr.summary = std::async(std::launch::async, [&e, &t = tr.t, base = tr.base()] { writeSummary(e, t, base); });

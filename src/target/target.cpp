@@ -362,7 +362,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
     if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
     static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits", "address_map",
                                                 "engines", "ops", "graph_rules", "default_engine", "core_sets", "group_switch_us",
-                                                "relaxations", "boundary_transposes"};
+                                                "relaxations", "boundary_transposes", "core_memory_mb"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(ErrorCode::kInvalidInput, "unknown field '{}'", it->first.as<std::string>());
@@ -415,6 +415,10 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       if (b != "absorb" && b != "layer")
         fail(ErrorCode::kInvalidInput, "field 'boundary_transposes' must be 'absorb' or 'layer', got '{}'", b);
       t.absorb_boundary_transposes = b == "absorb";
+    }
+    if (root["core_memory_mb"]) {
+      t.core_memory_mb = num(root, "core_memory_mb");
+      if (!(t.core_memory_mb > 0) || t.core_memory_mb > 1e9) fail(ErrorCode::kInvalidInput, "field 'core_memory_mb' must be a positive size in MiB");
     }
     if (root["group_switch_us"]) {
       t.group_switch_us = num(root, "group_switch_us");

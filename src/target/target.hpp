@@ -112,6 +112,9 @@ struct Target {
   /// A channel-last model's boundary Transposes (Appendix B of the DRP-AI manual) are taken into the layers next to
   /// them as channel-last references (package::RefLayout) instead of running as layers.
   bool absorb_boundary_transposes = false;
+  /// The memory each core gives a network's buffers (its layers' weights, the activations, the inputs and outputs, the
+  /// parameters and descriptors), MiB; 0: not checked. TIDL: CMEM, ~64 MB per core (T:L62).
+  double core_memory_mb = 0;
   std::filesystem::path file;
 
   const OpSupport* findOp(const std::string& op) const;

@@ -2,6 +2,7 @@
 // engine data, and the single-core totals are the model with every layer on one engine — MAC layers timed by their
 // MACs on an engine with a MAC rate, including a vector engine (TIDL's DSP) — and the throughput of the target's
 // core sets follows from them.
+#include "npuc/io.hpp"
 #include "npuc/model.hpp"
 #include "scratch_dir.hpp"
 
@@ -77,17 +78,19 @@ int checkTidlFormula(const std::string& target, int64_t narrow, const std::strin
   EXPECT_NEAR(r.single_core_us[0].second, dsp, 1e-6 * dsp);
   EXPECT_NEAR(r.single_core_us[1].second, eve, 1e-6 * eve);
   // Throughput: one engine's cores side by side; EVE then DSP as two layers groups, pipelined at the best cut.
-  auto pipeline = [&](double n_eve) {
+  auto pipeline = [&](double n_eve, double n_dsp = 1) {
     double best = 1e300;
     for (size_t s = 0; s <= eve_t.size(); ++s) {
       double a = 0, b = 0;
       for (size_t i = 0; i < eve_t.size(); ++i) (i < s ? a : b) += i < s ? eve_t[i] : dsp_t[i];
-      best = std::min(best, std::max(a / n_eve, b + (s > 0 && s < eve_t.size() ? 100.0 : 0.0)));
+      best = std::min(best, std::max(a / n_eve, b / n_dsp + (s > 0 && s < eve_t.size() ? 100.0 : 0.0)));
     }
     return 1e6 / best;
   };
+  // (then the guide's devices with all their cores: AM5749 2 EVEs and 2 DSPs, AM5746 / AM572x 2 DSPs, AM571x 1 DSP)
   const std::vector<std::pair<std::string, double>> want = {
-      {"2xDSP", 2e6 / dsp}, {"2xEVE", 2e6 / eve}, {"2xEVE+1xDSP", pipeline(2)}, {"4xEVE", 4e6 / eve}, {"4xEVE+1xDSP", pipeline(4)}};
+      {"2xDSP", 2e6 / dsp},      {"2xEVE", 2e6 / eve},          {"2xEVE+1xDSP", pipeline(2)},         {"4xEVE", 4e6 / eve},
+      {"4xEVE+1xDSP", pipeline(4)}, {"AM5749", pipeline(2, 2)}, {"AM5746/AM572x", 2e6 / dsp}, {"AM571x/AM5706/AM5708", 1e6 / dsp}};
   EXPECT_EQ(r.multi_core_roi_s.size(), want.size());
   for (size_t i = 0; i < want.size() && i < r.multi_core_roi_s.size(); ++i) {
     EXPECT_EQ(r.multi_core_roi_s[i].first, want[i].first);
@@ -203,6 +206,37 @@ TEST(CostModel, TheSparseKernelSkipsZeroWeights) {
               o.conv_kernel_all = 0;
             }).find("has no sparse kernel"),
             std::string::npos);
+}
+
+// TIDL's CMEM (T:L62: "~64MB per core ... must fit"): a package whose core needs more than the target's core_memory_mb
+// is refused, naming the layer that brings it past the budget; tidl's 64 MB holds the digits model.
+TEST(CostModel, APackageThatDoesNotFitItsCoresMemoryIsRefusedNamingTheLayer) {
+  const fs::path dir = test::scratchDir("cost_cmem");
+  Tensor x = readNpyFile(fs::path(NPUC_SOURCE_DIR) / "models" / "digits" / "test_x.npy");
+  Tensor calib(DType::kF32, {16, 1, 8, 8});
+  std::memcpy(calib.raw(), x.raw(), calib.nbytes());
+  auto run = [&](const std::string& prefix, const std::string& target) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = fs::path(NPUC_SOURCE_DIR) / "models" / "digits" / "digits_cnn.onnx";
+    o.target = target;
+    o.out_root = dir;
+    o.input_shapes["input"] = {1, 1, 8, 8};
+    o.calibration["input"] = {calib};
+    return translate(o);
+  };
+  EXPECT_TRUE(run("fits", "tidl").ok);
+  const fs::path small = dir / "tidl-small.yaml";
+  std::ofstream(small) << "name: tidl-small\ninherits: tidl\ncore_memory_mb: 0.02\n";  // 20 KiB
+  std::string e = "no error";
+  try {
+    run("too_big", small.string());
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("layer '"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than the 0.02 MB target 'tidl-small' gives a core"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(dir / "too_big" / "manifest.json"));
 }
 
 // TIDL's dense kernel takes 1x1 and 3x3 convolutions of stride 1 and dilation 1: on a small plane (below 64x64, where
