@@ -652,6 +652,21 @@ if command -v cmake >/dev/null && command -v c++ >/dev/null; then
      ! grep -q "on engine" "$tmp/cop_tc.log" && grep -q "CMAKE_TOOLCHAIN_FILE:FILEPATH=.*host.cmake" "$tmp/cop_tc/CMakeCache.txt"; then
     ok "custom-op build --toolchain: passed to CMake, the library in the --out-dir it made, the load check skipped with a note"
   else bad "custom-op build --toolchain: $(cat "$tmp/cop_tc.log")"; fi
+  # --cross aarch64: the guide's Linaro compiler unpacked into ~/.rknn (here a stand-in wrapping this machine's compiler,
+  # in a HOME of the test's own) gives the toolchain file npuc writes; without one, the error says where to put it.
+  mkdir -p "$tmp/home/.rknn/gcc-linaro-6.3.1-2017.05-x86_64_aarch64-linux-gnu/bin"
+  for t in g++ gcc; do
+    host=$(command -v c++); [ "$t" = gcc ] && host=$(command -v cc)
+    printf '#!/bin/sh\nexec "%s" "$@"\n' "$host" >"$tmp/home/.rknn/gcc-linaro-6.3.1-2017.05-x86_64_aarch64-linux-gnu/bin/aarch64-linux-gnu-$t"
+    chmod +x "$tmp/home/.rknn/gcc-linaro-6.3.1-2017.05-x86_64_aarch64-linux-gnu/bin/aarch64-linux-gnu-$t"
+  done
+  if HOME="$tmp/home" "$npuc" custom-op build --op-path "$tmp/cop" --build-dir "$tmp/cop_x" --out-dir "$tmp/cop_out/z" --cross aarch64 >"$tmp/cop_x.log" 2>&1 &&
+     [ -f "$tmp/cop_out/z/libresize_area.so" ] && grep -q 'CMAKE_CXX_COMPILER ".*/.rknn/gcc-linaro-6.3.1-2017.05-x86_64_aarch64-linux-gnu/bin/aarch64-linux-gnu-g++"' "$tmp/cop_x/toolchain-aarch64.cmake" &&
+     grep -q "not loaded here" "$tmp/cop_x.log"; then
+    ok "custom-op build --cross aarch64: the compiler unpacked into ~/.rknn, a toolchain file, no load check"
+  else bad "custom-op build --cross: $(cat "$tmp/cop_x.log")"; fi
+  mkdir -p "$tmp/emptyhome"
+  expect_error 2 "--cross armhf: no arm-linux-gnueabihf-g++ in $tmp/emptyhome/.rknn" -- env HOME="$tmp/emptyhome" PATH=/nonexistent "$npuc" custom-op build --op-path "$tmp/cop" --cross armhf
   if "$npuc" custom-op build --op-path "$tmp/cop" --build-dir "$tmp/cop_b" --out-dir "$tmp/cop_out/y" --test --param size=5,7 --param align_corners=true >"$tmp/cop_t.log" 2>&1 &&
      grep -q "test_resize_area' '--param' 'size=5,7' '--param' 'align_corners=1'" "$tmp/cop_t.log" &&
      grep -q "OK: ResizeArea (compute_fast gives compute_ref's bits)" "$tmp/cop_t.log" && grep -q "on engine" "$tmp/cop_t.log"; then

@@ -77,12 +77,50 @@ std::vector<std::string> customOpActionAlias(std::vector<std::string> a) {
   return a;
 }
 
+namespace {
+
+/// The RKNN guide's cross compilers (§2 2c-d, §3.1.3.1 2): the Linaro toolchain of `arch` (aarch64, armhf) unpacked into
+/// ~/.rknn ("tar xvJf gcc-linaro-6.3.1-2017.05-x86_64_aarch64-linux-gnu.tar.xz -C ~/.rknn/"), else <triple>-g++ on the
+/// PATH (Debian's g++-aarch64-linux-gnu); a CMake toolchain file for it, written into `build_dir`. npuc downloads
+/// nothing: without a compiler, the error says where to put one.
+fs::path crossToolchain(const std::string& arch, const fs::path& build_dir) {
+  const std::string triple = arch == "aarch64" ? "aarch64-linux-gnu" : "arm-linux-gnueabihf";
+  std::error_code ec;
+  fs::path cxx;
+  const char* home = std::getenv("HOME");
+  const fs::path rknn = fs::path(home ? home : "") / ".rknn";
+  if (home && fs::is_directory(rknn, ec)) {
+    std::vector<fs::path> found;  // (the newest name last: the one taken)
+    for (const auto& e : fs::directory_iterator(rknn, ec))
+      if (e.path().filename().string().find("x86_64_" + triple) != std::string::npos &&
+          fs::is_regular_file(e.path() / "bin" / (triple + "-g++"), ec))
+        found.push_back(e.path() / "bin" / (triple + "-g++"));
+    std::sort(found.begin(), found.end());
+    if (!found.empty()) cxx = found.back();
+  }
+  if (cxx.empty() && std::system(fmt::format("command -v {}-g++ > /dev/null 2>&1", triple).c_str()) == 0) cxx = triple + "-g++";
+  if (cxx.empty())
+    fail(ErrorCode::kInvalidArgument, "--cross {}: no {}-g++ in {} (the RKNN guide: unpack gcc-linaro-6.3.1-2017.05-x86_64_{}.tar.xz "
+         "there) nor on the PATH (Debian: apt-get install g++-{}); npuc downloads nothing", arch, triple, rknn.string(), triple,
+         arch == "aarch64" ? "aarch64-linux-gnu" : "arm-linux-gnueabihf");
+  const fs::path cc = cxx.parent_path() / (triple + "-gcc");
+  makeOutputFolder(build_dir, "--build-dir");
+  const fs::path file = build_dir / ("toolchain-" + arch + ".cmake");
+  writeText(file, fmt::format("# Written by npuc custom-op build --cross {}\nset(CMAKE_SYSTEM_NAME Linux)\nset(CMAKE_SYSTEM_PROCESSOR {})\n"
+                              "set(CMAKE_C_COMPILER \"{}\")\nset(CMAKE_CXX_COMPILER \"{}\")\n",
+                              arch, arch == "aarch64" ? "aarch64" : "arm", cxx.has_parent_path() ? cc.string() : triple + "-gcc", cxx.string()));
+  fmt::print("--cross {}: {} (toolchain file {})\n", arch, cxx.string(), file.string());
+  return fs::absolute(file);
+}
+
+}  // namespace
+
 void addCustomOp(CLI::App& app, Action& run) {
   auto* c = app.add_subcommand("custom-op", "Custom operators: create a plugin skeleton from a YAML definition, build it "
                                             "(docs/custom-ops.md; `--action create|build` as the RKNN guide writes it works too)");
   c->require_subcommand(1);
   struct Opts {
-    std::string config, op_path, build_dir, include_dir, out_dir, toolchain;
+    std::string config, op_path, build_dir, include_dir, out_dir, toolchain, cross;
     std::vector<std::string> params;
     bool force = false, test = false;
   };
@@ -109,6 +147,10 @@ void addCustomOp(CLI::App& app, Action& run) {
   build->add_option("--out-dir", o->out_dir, "Where the library goes (default: the op's folder)");
   build->add_option("--toolchain", o->toolchain, "A CMake toolchain file (CMAKE_TOOLCHAIN_FILE): build the plugin for "
                     "another machine; the library is then not loaded here");
+  build->add_option("--cross", o->cross, "Build for the RKNN guide's boards: aarch64 or armhf, with the Linaro cross compiler "
+                    "unpacked into ~/.rknn as the guide says (gcc-linaro-*-x86_64_<triple>), else <triple>-g++ on the PATH; npuc "
+                    "writes the toolchain file and downloads nothing")
+      ->check(CLI::IsMember({"aarch64", "armhf"}));
   build->add_flag("--test", o->test, "Then run the harness (test_<op>): its default input, the parameters --param gives");
   build->add_option("--param", o->params, "With --test: a parameter of the op for the harness, NAME=VALUE (numbers; a "
                     "list separated by commas), checked against op.yml's parameters and types (repeatable)");
@@ -121,7 +163,13 @@ void addCustomOp(CLI::App& app, Action& run) {
       if (!o->params.empty() && !o->test) fail(ErrorCode::kInvalidArgument, "--param gives the harness a parameter: add --test");
       if (o->test) test_args = customOpTestArgs(dir / "op.yml", o->params);  // checked before anything builds
       fs::path toolchain;
-      if (!o->toolchain.empty()) {
+      if (!o->cross.empty() && !o->toolchain.empty()) fail(ErrorCode::kInvalidArgument, "give --cross or --toolchain, not both");
+      if (!o->cross.empty()) {
+        if (o->test)
+          fail(ErrorCode::kInvalidArgument, "--test runs the harness on this machine, which a library built with --cross {} cannot: run "
+               "test_<op> there", o->cross);
+        toolchain = crossToolchain(o->cross, o->build_dir.empty() ? dir / "build" : fs::path(o->build_dir));
+      } else if (!o->toolchain.empty()) {
         toolchain = o->toolchain;
         std::error_code ec;
         if (!fs::is_regular_file(toolchain, ec))
