@@ -245,11 +245,68 @@ class ArithKernel : public Kernel {
     }
   }
 
+  /// One operand whole, the other one value per row of the first's trailing dims (an SE gate's [N, C, H, W] x
+  /// [N, C, 1, 1], a per-channel bias): the rows and their length, and which operand is the per-row one; false
+  /// otherwise.
+  static bool rowwise(const Shape& as, const Shape& bs, int64_t& rows, int64_t& len, bool& b_small) {
+    const size_t r = std::max(as.size(), bs.size());
+    auto dim = [&](const Shape& s, size_t k) { return k < r - s.size() ? int64_t{1} : s[k - (r - s.size())]; };
+    for (int side = 0; side < 2; ++side) {
+      const Shape &big = side == 0 ? as : bs, &small = side == 0 ? bs : as;
+      if (big.size() != r) continue;
+      size_t k = r;  // small = big on [0, k), 1 on [k, r)
+      while (k > 0 && dim(small, k - 1) == 1) --k;
+      bool ok = k < r;
+      for (size_t i = 0; ok && i < k; ++i) ok = dim(small, i) == big[i];
+      if (!ok) continue;
+      rows = 1, len = 1;
+      for (size_t i = 0; i < r; ++i) (i < k ? rows : len) *= big[i];
+      b_small = side == 0;
+      return len > 1;
+    }
+    return false;
+  }
+  template <int K>
+  static void runRows(const float* big, const float* small, bool b_small, float* y, int64_t len, int64_t s, int64_t e,
+                      const kernels::Activation& act) {
+    for (int64_t r = s; r < e; ++r) {
+      const float v = small[r];
+      const float* x = big + r * len;
+      float* o = y + r * len;
+      if (b_small) {
+        for (int64_t i = 0; i < len; ++i) o[i] = apply<K>(x[i], v);
+      } else {
+        for (int64_t i = 0; i < len; ++i) o[i] = apply<K>(v, x[i]);
+      }
+      if (act.kind != kernels::ActKind::kNone)
+        for (int64_t i = 0; i < len; ++i) o[i] = kernels::applyActivation(o[i], act);
+    }
+  }
+
  public:
   void run(KernelCall& c) override {
     const std::string& op = c.node.op;
-    bool fast = c.has(0) && c.has(1) && c.input(0).dtype() == DType::kF32 && c.input(1).dtype() == DType::kF32 &&
-                c.input(0).shape() == c.input(1).shape();
+    const bool f32 = c.has(0) && c.has(1) && c.input(0).dtype() == DType::kF32 && c.input(1).dtype() == DType::kF32;
+    bool fast = f32 && c.input(0).shape() == c.input(1).shape();
+    int64_t rows = 0, len = 0;
+    bool b_small = false;
+    if (f32 && !fast && rowwise(c.input(0).shape(), c.input(1).shape(), rows, len, b_small)) {
+      // (each element the broadcast op's own computation: the bits of the general kernel at any thread count)
+      const float* big = (b_small ? c.input(0) : c.input(1)).data<float>();
+      const float* small = (b_small ? c.input(1) : c.input(0)).data<float>();
+      float* y = c.alloc(0).data<float>();
+      const int kind = op == "Add" ? 0 : op == "Sub" ? 1 : op == "Mul" ? 2 : 3;
+      const kernels::Activation act = act_;
+      c.pool->parallelFor(rows, [&](int64_t s, int64_t e) {
+        switch (kind) {
+          case 0: runRows<0>(big, small, b_small, y, len, s, e, act); break;
+          case 1: runRows<1>(big, small, b_small, y, len, s, e, act); break;
+          case 2: runRows<2>(big, small, b_small, y, len, s, e, act); break;
+          default: runRows<3>(big, small, b_small, y, len, s, e, act); break;
+        }
+      }, std::max<int64_t>(1, 16384 / len));
+      return;
+    }
     if (!fast) {
       binaryKernel(c);
       if (act_.kind != kernels::ActKind::kNone) {

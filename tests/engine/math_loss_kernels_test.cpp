@@ -88,3 +88,43 @@ TEST(MaxPool, Uint16ValuesAndColumnMajorIndices) {
 
 }  // namespace
 }  // namespace npuc::engine::test
+
+namespace npuc::engine::test {
+namespace {
+
+// Add / Sub / Mul / Div of a tensor and one value per row of its trailing dims (an SE gate's [N, C, H, W] x [N, C, 1, 1],
+// either side, a lower rank broadcast too): the engine's row-wise path gives, element for element, a op b in float —
+// the oracle computed here —, including NaN and signed zeros.
+TEST(ElementWise, RowBroadcastsAreTheElementwiseOps) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  auto random = [&](Shape s) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+    return t;
+  };
+  struct Case {
+    Shape big, small;
+  };
+  for (const Case& c : {Case{{2, 3, 5, 7}, {2, 3, 1, 1}}, Case{{1, 16, 9, 9}, {1, 16, 1, 1}}, Case{{1, 6, 10}, {6, 1}}, Case{{3, 8}, {3, 1}}})
+    for (const char* op : {"Add", "Sub", "Mul", "Div"})
+      for (bool small_first : {false, true}) {
+        Tensor big = random(c.big), small = random(c.small);
+        small.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+        big.data<float>()[1] = -0.0f;
+        const Tensor y = runOp(op, small_first ? std::vector<Tensor>{small, big} : std::vector<Tensor>{big, small})[0];
+        ASSERT_EQ(y.shape(), big.shape());
+        const int64_t len = big.numel() / small.numel();
+        for (int64_t i = 0; i < big.numel(); ++i) {
+          const float a = big.data<float>()[i], b = small.data<float>()[i / len];
+          const float x = small_first ? b : a, z = small_first ? a : b;
+          const std::string o = op;
+          const float want = o == "Add" ? x + z : o == "Sub" ? x - z : o == "Mul" ? x * z : x / z;
+          const float got = y.data<float>()[i];
+          EXPECT_TRUE(std::memcmp(&got, &want, 4) == 0 || (std::isnan(got) && std::isnan(want))) << op << " " << i;
+        }
+      }
+}
+
+}  // namespace
+}  // namespace npuc::engine::test

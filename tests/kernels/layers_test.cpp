@@ -671,6 +671,37 @@ TEST(LayersUnary, FastSigmoidAndTanhAreTheirBits) {
     }
 }
 
+// unaryFast's HardSwish (x / 6 taken as x · (1 / 6), in double) gives unary's bits for every float of magnitude up to 8
+// — all those bit patterns, both signs, in blocks of 2^20 (both clamps' edges, ±3, inside; beyond, the clamp is 0 or 1
+// either way) — and on a sample of the rest with ±inf and NaNs (the proof that the reciprocal changes no result; a
+// few seconds). HardSigmoid (ONNX's default alpha 0.2, beta 0.5, and MobileNetV3's 1/6, 1/2) on the sample.
+TEST(LayersUnary, FastHardSwishAndHardSigmoidAreTheirBits) {
+  constexpr int64_t kBlock = int64_t{1} << 20;
+  std::vector<float> x(kBlock), fast(kBlock), ref(kBlock);
+  for (const uint32_t sign : {0u, 0x80000000u})
+    for (int64_t base = 0; base <= 0x41000000; base += kBlock) {  // (0x41000000: 8.0f)
+      for (int64_t i = 0; i < kBlock; ++i) {
+        const auto bits = static_cast<uint32_t>(base + i) | sign;
+        std::memcpy(&x[static_cast<size_t>(i)], &bits, 4);
+      }
+      unaryFast(UnaryOp::kHardSwish, 0, 0, kBlock, x.data(), fast.data(), &pools().p2);
+      unary(UnaryOp::kHardSwish, 0, 0, kBlock, x.data(), ref.data(), &pools().p2);
+      ASSERT_EQ(firstBitMismatch(fast, ref), -1) << "HardSwish, block at 0x" << std::hex << (base | sign);
+    }
+  std::vector<float> sample = sampledFloats(-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), true);
+  struct Case {
+    UnaryOp op;
+    float alpha, beta;
+  };
+  for (const Case& c : {Case{UnaryOp::kHardSwish, 0, 0}, Case{UnaryOp::kHardSigmoid, 0.2f, 0.5f}, Case{UnaryOp::kHardSigmoid, 1.0f / 6.0f, 0.5f}})
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p3}) {
+      std::vector<float> f(sample.size()), r(sample.size());
+      unaryFast(c.op, c.alpha, c.beta, static_cast<int64_t>(sample.size()), sample.data(), f.data(), pool);
+      unary(c.op, c.alpha, c.beta, static_cast<int64_t>(sample.size()), sample.data(), r.data(), nullptr);
+      ASSERT_EQ(firstBitMismatch(f, r), -1) << unaryOpName(c.op) << " alpha " << c.alpha;
+    }
+}
+
 TEST(LayersUnary, EveryOpMatchesItsFormula) {
   std::mt19937 rng(21);
   std::vector<float> xs = randomFloats(rng, 300, -12.0f, 12.0f);

@@ -1,6 +1,7 @@
-// npuc's Sigmoid and Tanh (kernels/expf.hpp: sigmoidF32, tanhF32) on AVX-512, eight lanes of double at a time: the
-// scalar definitions' operations lane by lane (expm1D's reduction, Horner polynomial and scaling; the division; one
-// rounding to float), the out-of-range and NaN lanes replaced as the scalar code returns them. The same bits.
+// npuc's Sigmoid and Tanh (kernels/expf.hpp: sigmoidF32, tanhF32), HardSwish and HardSigmoid (the unary ops' reference,
+// ref/layers_ref.cpp) on AVX-512, eight lanes of double at a time: the scalar definitions' operations lane by lane
+// (expm1D's reduction, Horner polynomial and scaling; the division; the clamps; one rounding to float), the
+// out-of-range and NaN lanes replaced as the scalar code returns them. The same bits.
 #include "kernels/expf.hpp"
 
 // (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized: GCC bug 105593, see quant_avx512.hpp)
@@ -52,19 +53,40 @@ inline __m256 tanh8(__m256 xf) {
   return _mm256_mask_mov_ps(f, keep, xf);
 }
 
-template <__m256 (*F)(__m256)>
-void apply(const float* x, float* y, int64_t n) {
+/// std::clamp(t, 0, 1) lane by lane: t < 0 ? 0 : (1 < t ? 1 : t) (a NaN lane stays NaN, as the scalar code keeps it).
+inline __m512d clamp01(__m512d t) {
+  t = _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_setzero_pd(), _CMP_LT_OQ), _mm512_setzero_pd());
+  return _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_set1_pd(1.0), _CMP_GT_OQ), _mm512_set1_pd(1.0));
+}
+
+/// HardSwish (unaryT): x · clamp(x / 6 + 0.5, 0, 1) in double, one rounding to float. x / 6 is taken as x · (1 / 6): both
+/// give the same float in the end for every float x (all 2^32 inputs are compared with the scalar reference by
+/// UnaryFast.HardSwishAndHardSigmoidEqualTheReferenceOnEveryFloat).
+inline __m256 hardSwish8(__m256 xf) {
+  const __m512d x = _mm512_cvtps_pd(xf);
+  const __m512d t = clamp01(_mm512_add_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.0 / 6.0)), _mm512_set1_pd(0.5)));
+  return _mm512_cvtpd_ps(_mm512_mul_pd(x, t));
+}
+
+template <typename F>
+void apply(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
   if (i < n) {
     const __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1u);
-    _mm256_mask_storeu_ps(y + i, m, F(_mm256_maskz_loadu_ps(m, x + i)));
+    _mm256_mask_storeu_ps(y + i, m, f(_mm256_maskz_loadu_ps(m, x + i)));
   }
 }
 
 }  // namespace
 
-void sigmoidAvx512(const float* x, float* y, int64_t n) { apply<sigmoid8>(x, y, n); }
-void tanhAvx512(const float* x, float* y, int64_t n) { apply<tanh8>(x, y, n); }
+void sigmoidAvx512(const float* x, float* y, int64_t n) { apply(x, y, n, sigmoid8); }
+void tanhAvx512(const float* x, float* y, int64_t n) { apply(x, y, n, tanh8); }
+void hardSwishAvx512(const float* x, float* y, int64_t n) { apply(x, y, n, hardSwish8); }
+// HardSigmoid (unaryT): clamp(alpha · x + beta, 0, 1) in double, one rounding to float.
+void hardSigmoidAvx512(float alpha, float beta, const float* x, float* y, int64_t n) {
+  const __m512d a = _mm512_set1_pd(alpha), b = _mm512_set1_pd(beta);
+  apply(x, y, n, [&](__m256 xf) { return _mm512_cvtpd_ps(clamp01(_mm512_add_pd(_mm512_mul_pd(a, _mm512_cvtps_pd(xf)), b))); });
+}
 
 }  // namespace npuc::kernels::detail

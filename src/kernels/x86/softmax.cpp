@@ -13,6 +13,8 @@ namespace detail {
 void softmaxRowsAvx512(int64_t outer, int64_t len, const float* x, float* y, ThreadPool* pool);
 void expF32Avx512(const float* x, float* y, int64_t n);
 void sigmoidAvx512(const float* x, float* y, int64_t n);
+void hardSwishAvx512(const float* x, float* y, int64_t n);
+void hardSigmoidAvx512(float alpha, float beta, const float* x, float* y, int64_t n);
 void tanhAvx512(const float* x, float* y, int64_t n);
 }  // namespace detail
 
@@ -28,10 +30,13 @@ void expF32Fast(const float* x, float* y, int64_t n) {
 }
 
 void unaryFast(UnaryOp op, float alpha, float beta, int64_t n, const float* x, float* y, ThreadPool* pool) {
-  if (!detail::activeAvx512() || (op != UnaryOp::kSigmoid && op != UnaryOp::kTanh && op != UnaryOp::kSwish))
+  if (!detail::activeAvx512() || (op != UnaryOp::kSigmoid && op != UnaryOp::kTanh && op != UnaryOp::kSwish &&
+                                  op != UnaryOp::kHardSwish && op != UnaryOp::kHardSigmoid))
     return unary(op, alpha, beta, n, x, y, pool);
   detail::parallelUnits(pool, n, 16, [&](int64_t b, int64_t e) {
     if (op == UnaryOp::kTanh) return detail::tanhAvx512(x + b, y + b, e - b);
+    if (op == UnaryOp::kHardSwish) return detail::hardSwishAvx512(x + b, y + b, e - b);
+    if (op == UnaryOp::kHardSigmoid) return detail::hardSigmoidAvx512(alpha, beta, x + b, y + b, e - b);
     detail::sigmoidAvx512(x + b, y + b, e - b);
     if (op == UnaryOp::kSwish)
       for (int64_t i = b; i < e; ++i) y[i] = x[i] * y[i];  // (x · Sigmoid(x), as the reference)
