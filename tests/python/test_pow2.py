@@ -506,6 +506,16 @@ def test_tidl_sim_runs_the_guides_simulation_file_like_the_python_runtime(tmp_pa
     (tmp_path / "sim.txt").write_text("1 ./sim_cfg.txt\n0\n")
     run = subprocess.run([CLI, "tidl-import", "import.txt"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+    # The import tool's calibration run (§3.15.1.4.7.3): the layers printed with TIDL's names, the last calibration
+    # frame's data per layer in tempDir (0: the input) and its outputs in stats_tool_out.bin, beside the package.
+    assert "TIDL_ConvolutionLayer" in run.stdout and "TIDL_InnerProductLayer" in run.stdout, run.stdout
+    rt = npuc.Runtime(str(tmp_path / "out" / "tidl_net_d"))
+    for i in range(8):
+        last = rt.run({"input": calib[i:i + 1].astype(np.float32)}, raw=True)["logits"]
+    assert (tmp_path / "out" / "stats_tool_out.bin").read_bytes() == last.tobytes()
+    dumps = sorted((tmp_path / "out" / "tempDir").iterdir(), key=lambda p: int(p.name.split("_")[2]))
+    assert len(dumps) == len(rt.layers) + 1, [p.name for p in dumps]
+    assert dumps[0].name == "trace_dump_0_8x8.y" and dumps[0].read_bytes() == calib[7].astype(np.float32).tobytes()
     run = subprocess.run([CLI, "tidl-sim", "sim.txt"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     rt = npuc.Runtime(str(tmp_path / "out" / "tidl_net_d"))

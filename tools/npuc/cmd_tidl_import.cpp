@@ -10,6 +10,7 @@
 #include "tidl_frames.hpp"
 
 #include "npuc/io.hpp"
+#include "npuc/runtime.hpp"
 #include "npuc/tidl_config.hpp"
 
 #include <fmt/format.h>
@@ -344,6 +345,76 @@ class Import {
   std::optional<Model> model;
 };
 
+/// TIDL's layer type for an npuc layer kind, for the import tool's trace (the guide's TIDL_*Layer names where one fits).
+std::string tidlLayerName(const std::string& kind, const std::string& opexp) {
+  static const std::map<std::string, std::string> names = {
+      {"conv", "TIDL_ConvolutionLayer"}, {"conv_transpose", "TIDL_Deconv2DLayer"}, {"max_pool", "TIDL_PoolingLayer"},
+      {"avg_pool", "TIDL_PoolingLayer"}, {"global_avg_pool", "TIDL_PoolingLayer"}, {"gemm", "TIDL_InnerProductLayer"},
+      {"softmax", "TIDL_SoftMaxLayer"}, {"concat", "TIDL_ConcatLayer"}, {"arg_max", "TIDL_ArgMaxLayer"},
+      {"batch_norm", "TIDL_BatchNormLayer"}, {"slice", "TIDL_SliceLayer"}, {"resize", "TIDL_ResizeLayer"}};
+  if (auto it = names.find(kind); it != names.end()) return it->second;
+  if (kind == "binary" && (opexp.rfind("Add", 0) == 0 || opexp.rfind("Mul", 0) == 0 || opexp.rfind("Max", 0) == 0)) return "TIDL_EltWiseLayer";
+  return "npuc_" + kind;  // (no TIDL layer of its own: npuc's kind)
+}
+
+/// What TIDL's import tool leaves after its calibration run (§3.15.1.4.7.3), for a package of one input translated with
+/// calibration samples: the frames run through the package one after the other (as the stats tool processes them,
+/// the dynamic quantization carried), the layers printed (the guide's trace: index, TIDL layer type, input and output
+/// dims N C H W), the last frame's data as tempDir/trace_dump_<n>_<W>x<H>.y (n 0: the input; n: layer n - 1 of the
+/// package, as stored) and its outputs as stats_tool_out.bin — beside the package (outputNetFile's folder: npuc writes
+/// where it was asked to), where TIDL writes into the current folder.
+void calibrationRun(const TranslateOptions& t, const TranslateResult& r) {
+  if (t.calibration.size() != 1 || t.calibration.begin()->second.size() != 1) return;
+  const Tensor& frames = t.calibration.begin()->second[0];
+  Runtime rt(r.dir);
+  if (rt.inputs().size() != 1 || frames.shape().empty()) return;
+  const RuntimeTensor& in = rt.inputs()[0];
+  const int64_t n = frames.shape()[0], per = frames.numel() / std::max<int64_t>(n, 1);
+  const fs::path base = r.dir.parent_path(), temp = base / "tempDir";
+  makeOutputFolder(temp, "tempDir");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(temp, ec))  // (a previous run's traces: TIDL overwrites them too)
+    if (e.path().filename().string().rfind("trace_dump_", 0) == 0 && e.path().extension() == ".y") fs::remove(e.path(), ec);
+  auto dims = [](const Shape& s) {
+    std::string o;
+    for (size_t k = 0; k < 4; ++k) o += fmt::format("{:>6} ,", k + s.size() >= 4 ? s[k + s.size() - 4] : (s.empty() ? 0 : 1));
+    return o;
+  };
+  auto traceName = [](int64_t id, const Shape& s) {
+    const int64_t w = s.empty() ? 1 : s.back(), h = s.size() >= 2 ? s[s.size() - 2] : 1;
+    return fmt::format("trace_dump_{}_{}x{}.y", id, w, h);
+  };
+  std::map<std::string, Shape> shape_of{{in.name, in.shape}};
+  fmt::print("Processing the calibration frames ({}) through {}\n", n, r.dir.string());
+  fmt::print("{:>3}, {:<28}, {} {}\n", 0, "TIDL_DataLayer", dims({}), dims(in.shape));
+  for (int64_t f = 0; f < n; ++f) {
+    Tensor x(DType::kF32, in.shape);
+    if (x.numel() != per) return;
+    std::memcpy(x.data<float>(), frames.data<float>() + f * per, static_cast<size_t>(per) * sizeof(float));
+    rt.setInput(in.name, x);
+    if (f + 1 < n) {
+      rt.run();
+      continue;
+    }
+    std::ofstream(temp / traceName(0, in.shape), std::ios::binary).write(static_cast<const char*>(x.raw()), static_cast<std::streamsize>(x.nbytes()));
+    rt.run([&](const RuntimeLayer& l, const Tensor& y) {
+      if (l.output_index) return;
+      const Shape& is = l.inputs.empty() || !shape_of.count(l.inputs[0]) ? Shape{} : shape_of.at(l.inputs[0]);
+      shape_of[l.output.name] = y.shape();
+      fmt::print("{:>3}, {:<28}, {} {}\n", l.seq + 1, tidlLayerName(l.kind, l.opexp), dims(is), dims(y.shape()));
+      std::ofstream(temp / traceName(l.seq + 1, y.shape()), std::ios::binary).write(static_cast<const char*>(y.raw()), static_cast<std::streamsize>(y.nbytes()));
+    });
+  }
+  std::string out;
+  for (const RuntimeTensor& o : rt.outputs()) {
+    const Tensor y = rt.output(o.name);
+    out.append(static_cast<const char*>(y.raw()), static_cast<size_t>(y.nbytes()));
+  }
+  writeText(base / "stats_tool_out.bin", out);
+  fmt::print("wrote {} (the last calibration frame's outputs) and {}/trace_dump_<n>_<W>x<H>.y (its layers)\n",
+             (base / "stats_tool_out.bin").string(), temp.string());
+}
+
 /// The result: warnings, the unsupported nodes, the estimate and the files written.
 void printResult(const std::string& target, const TranslateResult& r) {
   for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
@@ -389,6 +460,7 @@ void addTidlImport(CLI::App& app, Action& run) {
       TranslateResult r = im.translateWith();
       printResult(im.t.target, r);
       if (!r.ok) return 1;
+      if (!r.content_hash.empty()) calibrationRun(im.t, r);
       // Where TIDL writes its network and parameter files: references to the package beside them (tidl-sim's netBinFile
       // and paramsBinFile, simulate, read them). Not where the name is the package folder's own, or another folder's.
       for (const fs::path& f : {im.net_file, im.params_file}) {
