@@ -316,6 +316,43 @@ void retime(Estimate& e, const target::Target& t, LayerEstimate& l) {
 }
 }  // namespace
 
+void placeOnGroups(Estimate& e, const target::Target& t, const std::map<std::string, int>& group_of) {
+  e.groups.clear();
+  e.groups_period_us = 0;
+  if (group_of.empty()) return;
+  std::map<int, size_t> at;
+  for (LayerEstimate& l : e.layers) {
+    auto it = group_of.find(l.name);
+    if (it == group_of.end() || l.single_core_us.empty()) continue;
+    const int g = it->second;
+    if (g >= 1 && static_cast<size_t>(g) <= t.group_engines.size() && t.group_engines[static_cast<size_t>(g - 1)] != l.engine) {
+      // (moved: out of its engine's total, into the new one's, re-timed there)
+      const std::string to = t.group_engines[static_cast<size_t>(g - 1)];
+      for (auto& [eng, us] : e.per_engine_us)
+        if (eng == l.engine) us -= l.time_us;
+      e.total_us -= l.time_us;
+      l.engine = to;
+      l.time_us = layerTime(t.engines.at(to), workOf(l));
+      e.total_us += l.time_us;
+      bool found = false;
+      for (auto& [eng, us] : e.per_engine_us)
+        if (eng == to) us += l.time_us, found = true;
+      if (!found) {
+        e.per_engine_us.emplace_back(to, l.time_us);
+        std::sort(e.per_engine_us.begin(), e.per_engine_us.end());
+      }
+    }
+    if (!at.count(g)) {
+      at[g] = e.groups.size();
+      e.groups.push_back({g, l.engine, 0});
+    }
+    e.groups[at[g]].us += l.time_us;
+  }
+  std::sort(e.groups.begin(), e.groups.end(), [](const auto& a, const auto& b) { return a.group < b.group; });
+  for (const auto& g : e.groups) e.groups_period_us = std::max(e.groups_period_us, g.us);
+  if (e.groups.size() > 1) e.groups_period_us += t.group_switch_us;
+}
+
 void widenLayers(Estimate& e, const target::Target& t, const std::map<std::string, DType>& wide) {
   if (wide.empty()) return;
   const double esize = static_cast<double>(numericsTraits(t.numerics).activation_bytes);

@@ -60,6 +60,15 @@ struct Estimate {
     double period_us = 0;                // the pipeline's slowest stage per frame
   };
   std::vector<CoreSetEstimate> multi_core;
+  /// The package's own layers groups (placeOnGroups): per group its engine and time, and the pipeline they make — the
+  /// slowest group's time per frame (plus group_switch_us with more than one group). Empty without groups.
+  struct GroupEstimate {
+    int group = 0;
+    std::string engine;
+    double us = 0;
+  };
+  std::vector<GroupEstimate> groups;
+  double groups_period_us = 0;
 };
 
 /// Estimates every node of an optimized graph on a target (nodes the target does not list count 0 µs). A layer's
@@ -94,6 +103,11 @@ void widenLayers(Estimate& e, const target::Target& t, const std::map<std::strin
 /// Removes the layers named in `names` (nodes lowering turned into no descriptor: aliases, fused casts) and their
 /// time; the rest are renumbered. The throughput is left as it was: call throughput() again.
 void dropLayers(Estimate& e, const std::set<std::string>& names);
+
+/// A package's layers groups (`group_of`: layer name -> group 1..; layers not named keep their place) on the target's
+/// group_engines: each layer moved to its group's engine and re-timed there, the totals with it, and e.groups /
+/// groups_period_us set. Without group_engines the layers stay where they are and only the groups' times are given.
+void placeOnGroups(Estimate& e, const target::Target& t, const std::map<std::string, int>& group_of);
 
 /// (Re)computes e.multi_core from the layers' single-core times, for each of the target's core sets.
 void throughput(Estimate& e, const target::Target& t);

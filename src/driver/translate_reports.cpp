@@ -150,6 +150,11 @@ void writeSummary(const codegen::Estimate& e, const target::Target& t, const fs:
       if (!l.conv_kernel.empty()) md += fmt::format(" {} {} (weights {:.0f} % nonzero);", l.name, l.conv_kernel, 100 * l.weight_density);
     md += "\n";
   }
+  if (!e.groups.empty()) {
+    md += "\nThe package's layers groups (one core each, pipelined; docs/cost-model.md):";
+    for (auto& g : e.groups) md += fmt::format(" group {} on {} {:.3f} us;", g.group, g.engine, g.us);
+    md += fmt::format(" {:.3f} us per frame ({:.2f} roi/s)\n", e.groups_period_us, 1e6 / e.groups_period_us);
+  }
   if (!e.multi_core.empty()) {
     md += "\nMulti-core throughput (docs/cost-model.md; two layers groups: the first N layers on the first engine, the "
           "rest pipelined on the second):\n\n| cores | roi/s | period [us] | first group |\n|---|---|---|---|\n";

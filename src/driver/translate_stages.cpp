@@ -249,6 +249,10 @@ void plan(Translation& tr) {
   codegen::chooseConvKernels(e, tr.t, -1, tr.o.conv_kernel_list, layer_names, tr.o.conv_kernels);  // (by name over the list)
   codegen::throughput(e, tr.t);
   assignLayerGroups(tr.o, e, low.pkg);
+  std::map<std::string, int> group_of;  // (the package's groups place its layers on the target's group engines)
+  for (const package::LayerInfo& l : low.pkg.layers)
+    if (l.group) group_of[l.name] = static_cast<int>(l.group);
+  codegen::placeOnGroups(e, tr.t, group_of);
   checkCoreMemory(tr.t, low.pkg);
   // The summary (csv, md, xlsx: about as long to write as the package for a large model) is written on a second
   // thread meanwhile; the reports stage joins it (and Translation's destructor on the way out of an error).
@@ -313,6 +317,7 @@ void reports(Translation& tr) {
   tr.res.estimated_us = e.total_us;
   tr.res.single_core_us = e.single_core_us;
   for (auto& c : e.multi_core) tr.res.multi_core_roi_s.emplace_back(c.name, c.roi_per_s);
+  if (!e.groups.empty() && e.groups_period_us > 0) tr.res.multi_core_roi_s.emplace_back("layers groups", 1e6 / e.groups_period_us);
   if (tr.summary.valid()) tr.summary.get();  // rethrows what the summary's thread threw
   else writeSummary(e, tr.t, tr.base());
   for (const char* ext : {"_summary.csv", "_summary.md", "_summary.xlsx"}) tr.listFile(tr.base().string() + ext);

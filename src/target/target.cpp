@@ -362,7 +362,7 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
     if (!root.IsMap()) fail(ErrorCode::kInvalidInput, "a target file must be a YAML map");
     static const std::set<std::string> known = {"name", "inherits", "description", "numerics", "address_bits", "address_map",
                                                 "engines", "ops", "graph_rules", "default_engine", "core_sets", "group_switch_us",
-                                                "relaxations", "boundary_transposes", "core_memory_mb"};
+                                                "relaxations", "boundary_transposes", "core_memory_mb", "group_engines"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(ErrorCode::kInvalidInput, "unknown field '{}'", it->first.as<std::string>());
@@ -415,6 +415,11 @@ void loadInto(Target& t, const fs::path& file, std::set<std::string>& seen) {
       if (b != "absorb" && b != "layer")
         fail(ErrorCode::kInvalidInput, "field 'boundary_transposes' must be 'absorb' or 'layer', got '{}'", b);
       t.absorb_boundary_transposes = b == "absorb";
+    }
+    if (auto ge = root["group_engines"]) {
+      if (!ge.IsSequence() || ge.size() == 0) fail(ErrorCode::kInvalidInput, "field 'group_engines' must be a list of engine names (group 1's first)");
+      t.group_engines.clear();
+      for (auto e : ge) t.group_engines.push_back(e.as<std::string>());
     }
     if (root["core_memory_mb"]) {
       t.core_memory_mb = num(root, "core_memory_mb");
@@ -484,6 +489,8 @@ Target loadTarget(const std::string& name_or_path) {
   withContext(file.string(), [&] {
     if (std::string why = whyNotPlainName(t.name); !why.empty()) fail(ErrorCode::kInvalidInput, "field 'name': '{}' {}", t.name, why);
     checkRuleNames(t);
+    for (const std::string& e : t.group_engines)
+      if (!t.engines.count(e)) fail(ErrorCode::kInvalidInput, "group_engines: '{}' is not declared under 'engines'", e);
     if (!t.default_engine.empty() && !t.engines.count(t.default_engine))
       fail(ErrorCode::kInvalidInput, "default_engine '{}' is not declared under 'engines'", t.default_engine);
     for (auto& [op, s] : t.ops)

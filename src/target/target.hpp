@@ -115,6 +115,9 @@ struct Target {
   /// The memory each core gives a network's buffers (its layers' weights, the activations, the inputs and outputs, the
   /// parameters and descriptors), MiB; 0: not checked. TIDL: CMEM, ~64 MB per core (T:L62).
   double core_memory_mb = 0;
+  /// The engine of each layers group (TIDL: "Layergroup 1 is dispatched to EVE, and layergroup 2 to DSP", T:L755):
+  /// group k runs on group_engines[k - 1]. Empty: groups are pipeline stages only.
+  std::vector<std::string> group_engines;
   std::filesystem::path file;
 
   const OpSupport* findOp(const std::string& op) const;

@@ -239,6 +239,55 @@ TEST(CostModel, APackageThatDoesNotFitItsCoresMemoryIsRefusedNamingTheLayer) {
   EXPECT_FALSE(fs::exists(dir / "too_big" / "manifest.json"));
 }
 
+// TIDL's layers groups place layers: "Layergroup 1 is dispatched to EVE, and layergroup 2 to DSP" (T:L755). A package
+// whose last three layers are group 2 (--layer-group, as layersGroupId) has them timed on the DSP in the summary and
+// the total, and its own pipeline's throughput: the slowest group's time per frame plus the hand-over (100 us).
+TEST(CostModel, UserLayersGroupsPlaceLayersOnTheirGroupsEngines) {
+  const fs::path dir = test::scratchDir("cost_groups");
+  Tensor x = readNpyFile(fs::path(NPUC_SOURCE_DIR) / "models" / "digits" / "test_x.npy");
+  Tensor calib(DType::kF32, {16, 1, 8, 8});
+  std::memcpy(calib.raw(), x.raw(), calib.nbytes());
+  auto run = [&](const std::string& prefix, std::map<std::string, int> groups) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = fs::path(NPUC_SOURCE_DIR) / "models" / "digits" / "digits_cnn.onnx";
+    o.target = "tidl";
+    o.out_root = dir;
+    o.input_shapes["input"] = {1, 1, 8, 8};
+    o.calibration["input"] = {calib};
+    o.layer_groups = std::move(groups);
+    return translate(o);
+  };
+  auto rows = [&](const std::string& prefix) {
+    std::map<std::string, std::pair<std::string, double>> r;  // name -> (engine, time)
+    for (const auto& c : csvRows(dir / prefix / (prefix + "_summary.csv")))
+      if (c.size() >= 20 && c[0] != "ith" && c[0] != "total") r[c[1]] = {c[3], std::stod(c[19])};
+    return r;
+  };
+  const TranslateResult plain = run("plain", {});
+  ASSERT_TRUE(plain.ok);
+  const auto before = rows("plain");
+  ASSERT_EQ(before.at("/features/features.9/GlobalAveragePool").first, "eve");
+  const TranslateResult grouped = run("grouped", {{"/features/features.8/MaxPool", 2}});
+  ASSERT_TRUE(grouped.ok);
+  const auto after = rows("grouped");
+  double g1 = 0, g2 = 0, total = 0;
+  for (const auto& [name, et] : after) {
+    const bool second = name == "/features/features.8/MaxPool" || name == "/features/features.9/GlobalAveragePool" || name == "/classifier/Gemm";
+    EXPECT_EQ(et.first, second ? "dsp" : "eve") << name;
+    if (!second) {  // (the first group's layers keep their times)
+      EXPECT_EQ(et.second, before.at(name).second) << name;
+    }
+    (second ? g2 : g1) += et.second;
+    total += et.second;
+  }
+  EXPECT_LT(after.at("/features/features.9/GlobalAveragePool").second, before.at("/features/features.9/GlobalAveragePool").second);
+  EXPECT_NEAR(grouped.estimated_us, total, 0.01);
+  ASSERT_FALSE(grouped.multi_core_roi_s.empty());
+  EXPECT_EQ(grouped.multi_core_roi_s.back().first, "layers groups");
+  EXPECT_NEAR(grouped.multi_core_roi_s.back().second, 1e6 / (std::max(g1, g2) + 100.0), 0.01 * 1e6 / (std::max(g1, g2) + 100.0));
+}
+
 // TIDL's dense kernel takes 1x1 and 3x3 convolutions of stride 1 and dilation 1: on a small plane (below 64x64, where
 // the import tool picks dense) a 5x5 convolution and a stride-2 3x3 one stay sparse, a 3x3 stride-1 one is dense;
 // asking for the dense kernel where it cannot run is an error naming the layer and the rule.
