@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -32,6 +33,22 @@ std::vector<std::vector<std::string>> csvRows(const fs::path& p) {
     rows.push_back(cells);
   }
   return rows;
+}
+
+/// Writes `m` to `onnx` and returns a translation of it for tidl into `dir` / PREFIX, with `set` changing the options.
+std::function<TranslateResult(const std::string&, const std::function<void(TranslateOptions&)>&)> tidlTranslator(
+    const onnx::ModelProto& m, const fs::path& onnx, const fs::path& dir) {
+  std::ofstream out(onnx, std::ios::binary);
+  EXPECT_TRUE(m.SerializeToOstream(&out));
+  return [onnx, dir](const std::string& prefix, const std::function<void(TranslateOptions&)>& set) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = onnx;
+    o.target = "tidl";
+    o.out_root = dir;
+    set(o);
+    return translate(o);
+  };
 }
 
 // targets/tidl.yaml: eve 650 MHz, 11.16 MAC/cycle (2.74 for groups of at most `narrow` input channels: 48 there),
@@ -143,20 +160,7 @@ TEST(CostModel, TheSparseKernelSkipsZeroWeights) {
     ++zeroed;
   }
   ASSERT_EQ(zeroed, 3);
-  const fs::path onnx = dir / "sparse_digits.onnx";
-  {
-    std::ofstream out(onnx, std::ios::binary);
-    ASSERT_TRUE(m.SerializeToOstream(&out));
-  }
-  auto run = [&](const std::string& prefix, auto&& set) {
-    TranslateOptions o;
-    o.prefix = prefix;
-    o.onnx = onnx;
-    o.target = "tidl";
-    o.out_root = dir;
-    set(o);
-    return translate(o);
-  };
+  const auto run = tidlTranslator(m, dir / "sparse_digits.onnx", dir);
   // Conv layers' times (on the EVE, where tidl puts them) by name.
   auto convTimes = [&](const std::string& prefix) {
     std::map<std::string, std::pair<double, double>> t;  // name -> (MACs, time)
@@ -329,20 +333,7 @@ TEST(CostModel, TheDenseKernelTakesOnlyOneByOneAndThreeByThreeStrideOne) {
   conv("five", "x", "a", 5, 1);
   conv("three_s2", "a", "b", 3, 2);
   conv("three", "b", "y", 3, 1);
-  const fs::path onnx = dir / "convs.onnx";
-  {
-    std::ofstream out(onnx, std::ios::binary);
-    ASSERT_TRUE(m.SerializeToOstream(&out));
-  }
-  auto run = [&](const std::string& prefix, auto&& set) {
-    TranslateOptions o;
-    o.prefix = prefix;
-    o.onnx = onnx;
-    o.target = "tidl";
-    o.out_root = dir;
-    set(o);
-    return translate(o);
-  };
+  const auto run = tidlTranslator(m, dir / "convs.onnx", dir);
   ASSERT_TRUE(run("auto", [](TranslateOptions&) {}).ok);
   std::ifstream md(dir / "auto" / "auto_summary.md");
   const std::string text((std::istreambuf_iterator<char>(md)), {});

@@ -537,3 +537,44 @@ def test_tidl_sim_runs_the_guides_simulation_file_like_the_python_runtime(tmp_pa
     (tmp_path / "bad.txt").write_text('netBinFile = "./out/tidl_net_d.bin"\ninData = "./frames.raw"\nnumSampleInData = 3\n')
     run = subprocess.run([CLI, "tidl-sim", "bad.txt"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0 and "bad.txt:3: numSampleInData: a key of the import configuration" in run.stderr, run.stderr
+
+
+@pytest.mark.skipif(not CLI, reason="NPUC_CLI (the npuc binary) not set")
+def test_tidl_classify_decides_as_the_package_classifies(tmp_path):
+    # The guide's classification demo (tidl_classification: -l every label, -s the permitted ones, pictures in): each
+    # picture pre-processed as preProcType 256 says ((v - inMean) * inScale), run frame after frame on one runtime; the
+    # top class printed is the Python Runtime's on the same input and frames, and the decision is it when permitted,
+    # else none (the last one kept).
+    from PIL import Image
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    x = np.load(os.path.join(src, "models/digits/test_x.npy"))
+    pkg = npuc.translate("cls", os.path.join(src, "models/digits/digits_cnn.onnx"), target="tidl", out=str(tmp_path / "o"),
+                         calib={"input": x[:60]}, input_shapes={"input": [1, 1, 8, 8]}).dir
+    pics = tmp_path / "pics"
+    pics.mkdir()
+    frames = []
+    for i in range(12):
+        img = np.rint(x[100 + i, 0] * 255).astype(np.uint8)
+        Image.fromarray(img).save(pics / ("%02d.png" % i))
+        frames.append((img.astype(np.float32) * np.float32(1 / 255.0)).reshape(1, 1, 8, 8))
+    names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    (tmp_path / "labels.txt").write_text("\n".join(names) + "\n")
+    (tmp_path / "classes.txt").write_text("# permitted\nthree\nseven\n")
+    run = subprocess.run([CLI, "tidl-classify", str(pkg), "-i", str(pics), "-l", "labels.txt", "-s", "classes.txt", "--top", "2",
+                          "--preProcType", "256", "--inMean", "0", "--inScale", str(1 / 255.0)], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 12, lines
+    rt = npuc.Runtime(str(pkg))
+    last = "none"
+    for line, f in zip(lines, frames):
+        best = names[int(np.argmax(rt.run({"input": f})["logits"]))]
+        assert ("top-2: %s " % best) in line, (line, best)
+        if best in ("three", "seven"):
+            last = best
+            assert line.endswith("decision: " + best), line
+        else:
+            assert line.endswith("decision: none (kept: %s)" % last), line
+    run = subprocess.run([CLI, "tidl-classify", str(pkg), "-l", "labels.txt", "-i", "clip.mp4"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0 and "links no video decoder" in run.stderr, run.stderr

@@ -638,10 +638,16 @@ TEST(Package, TheTargetFileSetsTheAddressMapRules) {
 // is the engine's bits on the optimized model (which keeps its Transposes): the package without those layers gives
 // them, in both modes and at 1 and 2 threads, and its inputs and outputs keep the model's NHWC shapes. A value that
 // another layer reads channels-first keeps its Transpose.
+/// A float32 target that takes boundary Transposes into their layers (as drpai does), written into `root`.
+fs::path absorbingTarget(const fs::path& root) {
+  const fs::path t = root / "generic-absorb.yaml";
+  std::ofstream(t) << "name: generic-absorb\ninherits: generic\nboundary_transposes: absorb\n";
+  return t;
+}
+
 TEST(Package, ChannelLastBoundariesTakeNoLayer) {
   fs::path root = scratchDir("channel_last_bodies");
-  fs::path absorb = root / "generic-absorb.yaml";
-  std::ofstream(absorb) << "name: generic-absorb\ninherits: generic\nboundary_transposes: absorb\n";
+  const fs::path absorb = absorbingTarget(root);
   struct Model_ {
     std::string file;
     int transposes_left;  // in the absorbing package
@@ -698,9 +704,7 @@ TEST(Package, ChannelLastBoundariesTakeNoLayer) {
 // output, not on control or custom layers; an unknown layout code is refused by the reader.
 TEST(Package, ChannelLastReferencesAreChecked) {
   fs::path root = scratchDir("channel_last_checks");
-  fs::path absorb = root / "generic-absorb.yaml";
-  std::ofstream(absorb) << "name: generic-absorb\ninherits: generic\nboundary_transposes: absorb\n";
-  TranslateResult r = translateTo(kSrc + "/tests/data/prepost/bodies/nhwc_model.onnx", absorb.string(), root, "nh");
+  TranslateResult r = translateTo(kSrc + "/tests/data/prepost/bodies/nhwc_model.onnx", absorbingTarget(root).string(), root, "nh");
   ASSERT_TRUE(r.ok);
   const package::Package p = package::readPackage(r.dir);
   ASSERT_EQ(p.mac.size() + p.vec.size(), 1u);  // the Conv alone, reading and writing channel-last

@@ -97,6 +97,7 @@ void addCompare(CLI::App& app, Action& run);
 void addView(CLI::App& app, Action& run);
 void addTidlImport(CLI::App& app, Action& run);
 void addTidlSim(CLI::App& app, Action& run);
+void addTidlClassify(CLI::App& app, Action& run);
 void addCustomOp(CLI::App& app, Action& run);
 void addTune(CLI::App& app, Action& run);
 

@@ -1,0 +1,138 @@
+// `npuc tidl-classify`: the TIDL guide's classification demo (tidl_classification, §3.15.1.3) on npuc packages — a list
+// of every class's label (-l), the subset whose detections count (-s), pictures in (-i: one, a folder, or a .txt list;
+// the demo's video clips and cameras need a decoder npuc does not link), each pre-processed as the guide's preProcType
+// says (the import tool's table) and run frame after frame on one runtime (the dynamic quantization carried as in a
+// video), the top classes and the decision printed: the best class if it is a permitted one scoring at least the
+// threshold, else none — the last decision kept, as the demo keeps its last class string.
+#include "cli_common.hpp"
+
+#include "npuc/error.hpp"
+#include "npuc/io.hpp"
+#include "npuc/runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+namespace npuc::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string package, labels, classes, input;
+  int pre_proc_type = 0, top = 5, threads = 1;
+  double threshold = 0;
+  std::vector<double> mean, scale;
+};
+
+/// One label a line (blank lines and '#' comments skipped; surrounding spaces dropped).
+std::vector<std::string> readLines(const std::string& file, const char* what) {
+  std::istringstream in(readFileText(file, 16u << 20, what));
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) {
+    if (out.empty() && l.rfind("\xEF\xBB\xBF", 0) == 0) l.erase(0, 3);
+    while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
+    l.erase(0, std::min(l.size(), l.find_first_not_of(" \t")));
+    if (!l.empty() && l[0] != '#') out.push_back(l);
+  }
+  return out;
+}
+
+/// The pictures of -i: a picture, the pictures of a folder (by name), or a .txt list (paths relative to it).
+std::vector<fs::path> pictures(const std::string& input) {
+  std::error_code ec;
+  std::vector<fs::path> out;
+  if (fs::is_directory(input, ec)) {
+    for (const auto& e : fs::directory_iterator(input, ec)) {
+      std::string ext = e.path().extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (e.is_regular_file(ec) && (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" || ext == ".pgm" || ext == ".ppm"))
+        out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
+    if (out.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("-i {}: no pictures in the folder (PNG, JPEG, BMP, PGM, PPM)", input));
+    return out;
+  }
+  if (fs::path(input).extension() == ".txt") {
+    for (const std::string& l : readLines(input, "a list of pictures")) {
+      const fs::path p(l);
+      out.push_back(p.is_absolute() ? p : fs::path(input).parent_path() / p);
+    }
+    if (out.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("-i {}: the list names no picture", input));
+    return out;
+  }
+  const std::string ext = fs::path(input).extension().string();
+  if (ext == ".mp4" || ext == ".avi" || ext == ".mkv" || ext == ".mov" || ext == ".webm")
+    throw Error(ErrorCode::kUnsupported, fmt::format("-i {}: a video clip; npuc reads pictures (a folder of frames: ffmpeg -i {} "
+                                                     "frames/%05d.png), it links no video decoder", input, input));
+  out.push_back(input);
+  return out;
+}
+
+int classify(const Options& o) {
+  Runtime rt(packageFolder(o.package, "package"), {o.threads, false});
+  if (rt.inputs().size() != 1 || rt.outputs().empty())
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: a classification package has one input, it has {}", o.package, rt.inputs().size()));
+  const RuntimeTensor& in = rt.inputs()[0];
+  if (in.shape.size() != 4 || in.shape[0] != 1)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: the input '{}' is {}, not [1, C, H, W]", o.package, in.name, shapeStr(in.shape)));
+  const std::vector<std::string> labels = o.labels.empty() ? std::vector<std::string>{} : readLines(o.labels, "a list of labels");
+  std::set<std::string> permitted;
+  for (const std::string& c : o.classes.empty() ? std::vector<std::string>{} : readLines(o.classes, "a list of classes")) {
+    if (std::find(labels.begin(), labels.end(), c) == labels.end())
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("-s {}: '{}' is not a label of -l {}", o.classes, c, o.labels));
+    permitted.insert(c);
+  }
+  const std::string out_name = rt.outputs()[0].name;
+  std::string last = "none";
+  for (const fs::path& p : pictures(o.input)) {
+    rt.setInput(in.name, tidlPreprocessPicture(p, o.pre_proc_type, in.shape[1], in.shape[2], in.shape[3], o.mean, o.scale));
+    rt.run();
+    const Tensor y = rt.outputFloat(out_name);
+    const float* s = y.data<float>();
+    const int64_t n = y.numel();
+    if (!labels.empty() && static_cast<int64_t>(labels.size()) != n)
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("-l {}: {} labels for the output '{}' of {} classes", o.labels, labels.size(), out_name, n));
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    const int64_t k = std::min<int64_t>(o.top, n);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+    auto name = [&](int64_t c) { return labels.empty() ? std::to_string(c) : labels[static_cast<size_t>(c)]; };
+    std::string tops;
+    for (int64_t i = 0; i < k; ++i) tops += fmt::format("{}{} {:.4g}", i ? ", " : "", name(order[static_cast<size_t>(i)]), s[order[static_cast<size_t>(i)]]);
+    const int64_t best = order[0];
+    const bool ok = s[best] >= o.threshold && (permitted.empty() || permitted.count(name(best)));
+    if (ok) last = name(best);
+    fmt::print("{}: top-{}: {}; decision: {}\n", p.string(), k, tops, ok ? name(best) : fmt::format("none (kept: {})", last));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addTidlClassify(CLI::App& app, Action& run) {
+  auto* c = app.add_subcommand("tidl-classify", "The TIDL guide's classification demo (tidl_classification) on a package: pictures in, "
+                                                 "top classes and decisions out");
+  auto o = std::make_shared<Options>();
+  c->add_option("package", o->package, "The package folder, or tidl-import's reference at outputNetFile")->required();
+  c->add_option("-i,--input", o->input, "A picture, a folder of pictures (by name) or a .txt list of them: the frames")->required();
+  c->add_option("-l,--labels", o->labels, "The label of every class, one a line (the demo's imagenet.txt); default: class numbers");
+  c->add_option("-s,--classes", o->classes, "The permitted classes, one a line (the demo's classlist.txt; labels of -l): a detection "
+                                             "of another class is no decision");
+  c->add_option("--preProcType,--pre-proc-type", o->pre_proc_type, "The guide's pre-processing of each picture (the import tool's "
+                                                                   "table: 0..6, 256 with --inMean / --inScale; default 0)");
+  c->add_option("--inMean,--in-mean", o->mean, "preProcType 256: per channel")->expected(1, 4);
+  c->add_option("--inScale,--in-scale", o->scale, "preProcType 256: per channel")->expected(1, 4);
+  c->add_option("--top", o->top, "Classes printed per picture (default 5)")->check(CLI::Range(1, 100000));
+  c->add_option("--threshold", o->threshold, "A decision needs at least this score (the output's own units; default 0)");
+  c->add_option("-t,--threads", o->threads, "Threads of the simulated device")->check(CLI::Range(1, 256));
+  c->callback([o, &run] { run = [o] { return classify(*o); }; });
+}
+
+}  // namespace npuc::cli
