@@ -172,6 +172,10 @@ else
 fi
 expect_error 2 "--calib-mean 'a,b': numbers separated by commas" -- "$npuc" translate pp -onnx "$digits" --target generic-int8 \
   --calib "input=$tmp/pics" --calib-mean a,b --out "$tmp/ppbad"
+# A folder of both kinds is refused (neither would be taken silently).
+mkdir -p "$tmp/mixed" && cp "$tmp/pics/000.png" "$tmp/shards/00.npy" "$tmp/mixed/"
+expect_error 2 "the folder holds both .npy shards (00.npy, …) and pictures (000.png, …); give a folder of one kind" -- \
+  "$npuc" translate pm -onnx "$digits" --target generic-int8 --calib "input=$tmp/mixed" --out "$tmp/pmixed"
 if "$npuc" compare "$digits" "$tmp/q8/q8" --input "input=$tmp/x1.npy" -o "$tmp/q8cmp" >"$tmp/q8cmp.out" &&
    grep -q "^   1  .*conv .* 0\.99" "$tmp/q8cmp.out"; then
   ok "compare matches int8 layers to their float tensors"; else bad "compare int8: $(head -5 "$tmp/q8cmp.out")"; fi

@@ -122,6 +122,10 @@ std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<st
     }
     std::sort(shards.begin(), shards.end());
     std::sort(images.begin(), images.end());
+    if (!shards.empty() && !images.empty())  // (which would the user mean? neither is taken silently)
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("{} {}={}: the folder holds both .npy shards ({}, …) and pictures ({}, …); "
+                                                           "give a folder of one kind", what, name, file, shards[0].filename().string(),
+                                                           images[0].filename().string()));
     if (shards.empty() && !images.empty()) {  // a folder of pictures
       if (!pictures)
         throw Error(ErrorCode::kInvalidArgument, fmt::format("{} {}={}: a folder of pictures needs the model's input shapes: "
