@@ -215,6 +215,21 @@ void qglobalAvgPool(int64_t planes, int64_t n, const int8_t* x, const QGlobalAvg
 /// (the product is exact in int32; then multiplyByMultiplier's two roundings, as every requantization here: within
 /// half a step of the real product, plus half of 2^shift for a negative shift, plus M's own 2^-30 relative error).
 using QMulParams = QMatMulParams;  // (the same parameters: zero points, clamp, one multiplier)
+/// The shapes qmul takes: b of a's rank, each dim a's or 1, and its 1s (where a's is not 1) only after the dims it
+/// shares — a's leading dims then 1s (a gate per plane), or a's shape. The one rule of the op's schema, the quantizer
+/// and the package reader.
+template <typename A, typename B>
+bool qmulShapes(const A& a, const B& b, size_t rank_a, size_t rank_b) {
+  if (rank_a != rank_b) return false;
+  bool ones = false;
+  for (size_t k = 0; k < rank_a; ++k) {
+    const auto ak = static_cast<int64_t>(a[k]), bk = static_cast<int64_t>(b[k]);
+    if (bk != ak && bk != 1) return false;
+    if (bk == 1 && ak != 1) ones = true;
+    else if (ones && bk != 1) return false;
+  }
+  return true;
+}
 /// Throws std::invalid_argument for scales that are not finite and positive, or a factor of 2^30 or more.
 QMulParams qmulParams(double sa, int32_t za, double sb, int32_t zb, double sy, int32_t zy, int32_t lo = -128, int32_t hi = 127);
 void qmul_ref(int64_t n, int64_t inner, const int8_t* a, const int8_t* b, const QMulParams& p, int8_t* y);

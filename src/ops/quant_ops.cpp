@@ -1,6 +1,7 @@
 // Schemas of ONNX's linear quantization ops: QuantizeLinear and DequantizeLinear (per tensor, or per axis with a
 // 1-D scale), int8 / uint8 (and, for DequantizeLinear, int32) integer side. npuc's int8 numerics
 // (docs/numerics.md) write quantized models in this form (--save-qdq-onnx) and read it back.
+#include "kernels/quant.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -216,13 +217,7 @@ void registerQuantNpucOps(Registry& r) {
                               for (int i : {0, 1})
                                 if (c.inputDType(i) != DType::kI8) c.error("input {} must be int8, got {}", i, dtypeName(c.inputDType(i)));
                               const Shape &a = c.inputShape(0), &b = c.inputShape(1);
-                              bool ok = a.size() == b.size();
-                              for (size_t i = 0, ones = 0; ok && i < a.size(); ++i) {
-                                if (b[i] != a[i] && b[i] != 1) ok = false;
-                                if (b[i] == 1 && a[i] != 1) ones = 1;
-                                else if (ones && b[i] != 1) ok = false;  // (1s only after the shared leading dimensions)
-                              }
-                              if (!ok) c.error("b {} is neither a's shape {} nor its leading dimensions then 1s", shapeStr(b), shapeStr(a));
+                              if (!kernels::qmulShapes(a, b, a.size(), b.size())) c.error("b {} is neither a's shape {} nor its leading dimensions then 1s", shapeStr(b), shapeStr(a));
                               checkMultiplier(c, c.node().attrInt("multiplier", 0), c.node().attrInt("shift", 0));
                               checkInt8Attrs(c, {"a_zero_point", "b_zero_point", "y_zero_point"});
                               c.setOutput(0, DType::kI8, a);

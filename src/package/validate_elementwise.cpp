@@ -2,6 +2,7 @@
 // gives their codes), where, and the typed (integer / bool) unary and binary ops.
 #include "package/validate.hpp"
 
+#include "kernels/quant.hpp"
 #include "kernels/typed.hpp"
 
 #include <string_view>
@@ -45,13 +46,7 @@ struct ElementwiseChecks : LayerCheck {
     if (d.n_in != 3) bad("{}: the int8 form takes 3 inputs (a, b, requantization), got {}", what, d.n_in);
     typeIs(b, ElemType::kI8, "b");
     typeIs(y, ElemType::kI8, "y");
-    bool ok = dimsOf(x) == dimsOf(y) && b.rank == x.rank, ones = false;
-    for (int i = 0; ok && i < b.rank; ++i) {
-      const uint32_t bd = b.dims[static_cast<size_t>(i)], xd = x.dims[static_cast<size_t>(i)];
-      if (bd != xd && bd != 1) ok = false;
-      if (bd == 1 && xd != 1) ones = true;
-      else if (ones && bd != 1) ok = false;
-    }
+    const bool ok = dimsOf(x) == dimsOf(y) && kernels::qmulShapes(x.dims, b.dims, x.rank, b.rank);
     if (!ok) bad("{}: the int8 product takes b of a's dims or a's leading dims then 1s, got {} * {} -> {}", what, dimsStr(x), dimsStr(b), dimsStr(y));
     const std::vector<int32_t> t = int8Table(d.in(2), 7, 5, what);
     if (t[5] < 0 || (t[5] != 0 && t[5] < (1 << 30))) bad("{}: multiplier {} is neither 0 nor in [2^30, 2^31)", what, t[5]);

@@ -533,13 +533,7 @@ int fuseIntegerMuls(ir::Graph& g) {
     const QParams& a = swap ? *x1 : *x0;
     const QParams& b = swap ? *x0 : *x1;
     const Shape &as = swap ? t1.shape : t0.shape, &bs = swap ? t0.shape : t1.shape;
-    if (as != ty.shape || bs.size() != as.size()) return false;
-    bool ones = false;
-    for (size_t k = 0; k < as.size(); ++k) {
-      if (bs[k] != as[k] && bs[k] != 1) return false;
-      if (bs[k] == 1 && as[k] != 1) ones = true;
-      else if (ones && bs[k] != 1) return false;
-    }
+    if (as != ty.shape || !kernels::qmulShapes(as, bs, as.size(), bs.size())) return false;
     auto qo = quantizedOutput(g, uses, outputs, n.outputs[0], "", 0.0f, 0.0f);
     if (!qo) return false;
     kernels::QMulParams p;
