@@ -151,6 +151,8 @@ std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::No
   } else if (n.op == "LeakyRelu") {
     a.kind = kernels::ActKind::kLeakyRelu;
     a.a = ops::attrFloat(n, "alpha");
+  } else if (n.op == "HardSwish" && n.domain.empty()) {
+    a.kind = kernels::ActKind::kHardSwish;
   } else if (n.op == "Clip") {
     auto b = ops::clipBounds(g, n);
     if (!b) return std::nullopt;

@@ -203,7 +203,7 @@ TEST(Gemm, ActivationSpecialValuesBitExact) {
   std::vector<float> bias{-0.0f, 0.0f, nan, -nan, inf, -inf, -1.0f, 1.0f, -0.25f, 0.5f, 0.75f, -3.0f, 1e-40f, -1e-40f};
   while (bias.size() < 37) bias.push_back(static_cast<float>(bias.size()) * -0.125f + 2.0f);
   const std::vector<float> A{1.0f}, B{1.0f};
-  for (int a = 0; a < 4; ++a) {
+  for (int a = 0; a < 5; ++a) {  // (every activation of test::activationFor)
     for (int bk = 1; bk <= 2; ++bk) {
       std::vector<float> C;
       const int64_t M = bk == 1 ? 37 : 3, N = bk == 1 ? 3 : 37;

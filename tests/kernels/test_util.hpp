@@ -35,10 +35,11 @@ inline int64_t firstBitMismatch(const std::vector<float>& a, const std::vector<f
 }
 
 inline Activation activationFor(int i) {
-  switch (i % 4) {
+  switch (i % 5) {
     case 1: return {ActKind::kRelu, 0.0f, 0.0f};
     case 2: return {ActKind::kClip, -0.25f, 0.5f};
     case 3: return {ActKind::kLeakyRelu, 0.1f, 0.0f};
+    case 4: return {ActKind::kHardSwish, 0.0f, 0.0f};
     default: return {};
   }
 }

@@ -25,8 +25,17 @@ struct Act8 {
       }
       case ActKind::kLeakyRelu:
         return _mm256_blendv_ps(v, _mm256_mul_ps(v, a), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+      case ActKind::kHardSwish:  // (in double, four lanes at a time, as the scalar definition)
+        return _mm256_set_m128(hardSwish4(_mm256_extractf128_ps(v, 1)), hardSwish4(_mm256_castps256_ps128(v)));
     }
     return v;
+  }
+  static __m128 hardSwish4(__m128 f) {
+    const __m256d x = _mm256_cvtps_pd(f), zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+    __m256d t = _mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.0 / 6.0)), _mm256_set1_pd(0.5));
+    t = _mm256_blendv_pd(t, zero, _mm256_cmp_pd(t, zero, _CMP_LT_OQ));
+    t = _mm256_blendv_pd(t, one, _mm256_cmp_pd(t, one, _CMP_GT_OQ));
+    return _mm256_cvtpd_ps(_mm256_mul_pd(x, t));
   }
 };
 

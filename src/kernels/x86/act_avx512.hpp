@@ -4,6 +4,10 @@
 
 #include "kernels/activation.hpp"
 
+// (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized: GCC bug 105593, see quant_avx512.hpp)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 namespace npuc::kernels::detail {
@@ -25,8 +29,22 @@ struct Act16 {
       }
       case ActKind::kLeakyRelu:
         return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, _mm512_mul_ps(v, a));
+      case ActKind::kHardSwish: {  // (in double, eight lanes at a time, as the scalar definition)
+        const __m512d lo = hardSwish8(_mm512_castps512_ps256(v));
+        const __m512d hi = hardSwish8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo))),
+                                                   _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
+      }
     }
     return v;
+  }
+  // x * clamp(x * (1/6) + 1/2, 0, 1) in double (not yet rounded to float).
+  static __m512d hardSwish8(__m256 f) {
+    const __m512d x = _mm512_cvtps_pd(f);
+    __m512d t = _mm512_add_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.0 / 6.0)), _mm512_set1_pd(0.5));
+    t = _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_setzero_pd(), _CMP_LT_OQ), _mm512_setzero_pd());
+    t = _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_set1_pd(1.0), _CMP_GT_OQ), _mm512_set1_pd(1.0));
+    return _mm512_mul_pd(x, t);
   }
 };
 
