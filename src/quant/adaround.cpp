@@ -268,31 +268,53 @@ LayerRounding adaRound(const float* w, int64_t rows, int64_t K, const std::vecto
 AdaRoundResult adaRoundLayers(const ir::Graph& g, const InputGrams& grams, const StepsOf& steps, const AdaRoundOptions& o, int threads) {
   AdaRoundResult out;
   ThreadPool& pool = ThreadPool::shared(std::max(1, threads));
+  auto columnsOf = [](const ir::Node& n) { return n.op == "Gemm" && !ops::attrInt(n, "transB"); };
+  // A weight several layers read gets one rounding for all of them: its error summed over their patches, i.e. the
+  // Gram matrices averaged weighted by their patch counts (layers of the same geometry of rows; others keep the first
+  // layer's). `readers`: per weight, the layers with a Gram matrix, in order.
+  std::map<std::string, std::vector<std::pair<const ir::Node*, const InputGram*>>> readers;
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
     if (!correctable(g, n)) continue;
     auto gi = grams.by_output.find(g.value(n.outputs[0]).name);
-    if (gi == grams.by_output.end() || gi->second.patches == 0) continue;
+    if (gi != grams.by_output.end() && gi->second.patches > 0) readers[g.value(n.inputs[1]).name].push_back({&n, &gi->second});
+  }
+  for (ir::NodeId id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (!correctable(g, n)) continue;
     const ir::Value& wv = g.value(n.inputs[1]);
+    auto ri = readers.find(wv.name);
+    if (ri == readers.end() || ri->second.front().first != &n) continue;  // (the weight's first reader rounds it)
+    InputGram joint = *ri->second.front().second;
+    int shared = 1;
+    for (size_t k = 1; k < ri->second.size(); ++k) {
+      const auto& [m, gm] = ri->second[k];
+      if (columnsOf(*m) != columnsOf(n) || gm->K != joint.K || gm->groups != joint.groups) continue;
+      const double a = static_cast<double>(joint.patches), b = static_cast<double>(gm->patches);
+      for (size_t i = 0; i < joint.H.size(); ++i) joint.H[i] = (joint.H[i] * a + gm->H[i] * b) / (a + b);
+      joint.patches += gm->patches;
+      ++shared;
+    }
+    const InputGram* gram = &joint;
     const Tensor& w = *wv.constant;
     const std::optional<WeightSteps> st = steps(n, w);
     if (!st) continue;
     // Rows: the output channels (a Gemm without transB holds them as columns: transposed here and back).
-    const bool columns = n.op == "Gemm" && !ops::attrInt(n, "transB");
+    const bool columns = columnsOf(n);
     const int64_t rows = columns ? w.dim(1) : w.dim(0), K = w.numel() / rows;
     std::vector<float> rw(w.data<float>(), w.data<float>() + w.numel());
     if (columns)
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t k = 0; k < K; ++k) rw[static_cast<size_t>(r * K + k)] = w.data<float>()[k * rows + r];
-    LayerRounding lr = adaRound(rw.data(), rows, K, st->step, st->lim, gi->second, o, &pool);
+    LayerRounding lr = adaRound(rw.data(), rows, K, st->step, st->lim, *gram, o, &pool);
     std::vector<int32_t> codes = lr.codes;
     if (columns)
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t k = 0; k < K; ++k) codes[static_cast<size_t>(k * rows + r)] = lr.codes[static_cast<size_t>(r * K + k)];
     out.codes[wv.name] = std::move(codes);
-    out.notes[wv.name] = fmt::format("AdaRound: output error {:.3g} -> {:.3g} ({:+.0f} %), {} of {} codes changed", lr.error_nearest,
+    out.notes[wv.name] = fmt::format("AdaRound: output error {:.3g} -> {:.3g} ({:+.0f} %), {} of {} codes changed{}", lr.error_nearest,
                                      lr.error, lr.error_nearest > 0 ? 100 * (lr.error / lr.error_nearest - 1) : 0.0, lr.changed,
-                                     rows * K);
+                                     rows * K, shared > 1 ? fmt::format(" (one rounding for the {} layers reading it)", shared) : "");
   }
   return out;
 }

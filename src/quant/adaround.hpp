@@ -75,7 +75,8 @@ struct WeightSteps {
 using StepsOf = std::function<std::optional<WeightSteps>(const ir::Node& n, const Tensor& w)>;
 
 /// AdaRound codes of every layer of `grams`, by weight value name, in the weight tensor's element order; `report`
-/// gets one line per layer (the error against rounding to nearest).
+/// gets one line per layer (the error against rounding to nearest). A weight several layers read is rounded once for
+/// all of them (their Gram matrices averaged by patch count: the error summed over their patches).
 struct AdaRoundResult {
   std::map<std::string, std::vector<int32_t>> codes;
   std::map<std::string, std::string> notes;  // by weight value name: "AdaRound: error −63 % (…), 412 codes changed"

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 
 namespace npuc {
@@ -116,6 +117,41 @@ TEST(AdaRound, TheSameCodesForAnyThreadCountAndCodesInRange) {
   for (int32_t c : one.codes) EXPECT_TRUE(c >= -7 && c <= 7) << c;
   EXPECT_LT(one.error, 0.8 * one.error_nearest);
   EXPECT_GT(one.changed, 0);
+}
+
+// A weight two convolutions read gets one rounding for both: the rows' error summed over both layers' patches — the
+// Gram matrices averaged by their patch counts, written out here — and the note says so.
+TEST(AdaRound, AWeightTwoLayersReadIsRoundedForBoth) {
+  ir::Graph g;
+  g.opset = 13;
+  const int64_t C = 3, M = 4, K = C * 3 * 3;
+  const ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, C, 6, 6})).id;
+  g.inputs().push_back(x);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> n(0, 1);
+  Tensor wt(DType::kF32, Shape{M, C, 3, 3});
+  for (int64_t i = 0; i < wt.numel(); ++i) wt.data<float>()[i] = n(rng);
+  const ir::ValueId w = g.addConstant("w_shared", wt).id, y1 = g.addValue("y1").id, y2 = g.addValue("y2").id;
+  g.addNode("Conv", "c1", {x, w}, {y1}).attrs["pads"] = ir::Attr(std::vector<int64_t>{1, 1, 1, 1});
+  g.addNode("Conv", "c2", {x, w}, {y2}).attrs["strides"] = ir::Attr(std::vector<int64_t>{2, 2});
+  g.outputs() = {y1, y2};
+  ops::inferShapes(g);
+  quant::InputGrams grams;
+  grams.by_output["y1"] = randomGram(K, 300, rng);
+  grams.by_output["y2"] = randomGram(K, 100, rng);
+  for (double& h : grams.by_output["y2"].H) h *= 3.0;  // (another input scale)
+  std::vector<double> steps(static_cast<size_t>(M), 0.35);
+  const quant::StepsOf stepsOf = [&](const ir::Node&, const Tensor&) { return std::optional<quant::WeightSteps>({steps, 7}); };
+  const quant::AdaRoundResult r = quant::adaRoundLayers(g, grams, stepsOf, {}, 1);
+  ASSERT_EQ(r.codes.size(), 1u);
+  quant::InputGram joint = grams.by_output["y1"];
+  for (size_t i = 0; i < joint.H.size(); ++i) joint.H[i] = (joint.H[i] * 300 + grams.by_output["y2"].H[i] * 100) / 400;
+  joint.patches = 400;
+  const quant::LayerRounding want = quant::adaRound(wt.data<float>(), M, K, steps, 7, joint, {}, nullptr);
+  EXPECT_EQ(r.codes.at("w_shared"), want.codes);
+  EXPECT_NE(r.notes.at("w_shared").find("one rounding for the 2 layers reading it"), std::string::npos) << r.notes.at("w_shared");
+  // (each layer alone would round it otherwise: the first layer's codes differ from the joint ones here)
+  EXPECT_NE(quant::adaRound(wt.data<float>(), M, K, steps, 7, grams.by_output["y1"], {}, nullptr).codes, want.codes);
 }
 
 // The Gram matrix of a strided, padded, grouped convolution's input against patches cut by hand.
