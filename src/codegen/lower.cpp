@@ -202,8 +202,9 @@ void concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vec
 /// model) and a model output (or what it hands post-processing) held [N, H, W, C]. A Transpose to channels-first
 /// ({0, r-1, 1, …}, rank 3 to 6) of one becomes a channel-last view of it that its readers take as channel-last
 /// references; a Transpose back to channel-last ({0, 2, …, 1}) that writes one has its input's writer write it
-/// channel-last instead (its readers, if any, read it as it is). Only where nothing else needs the value in the other layout: no alias, control or custom
-/// layer, other reader, or view that reorders its bytes. `aliased` gets the Transposes' names.
+/// channel-last instead (its readers, if any, read it as it is). Only where nothing else needs the value in the other
+/// layout: no alias, control or custom layer, other reader, or view that reorders its bytes. `aliased` gets the
+/// Transposes' names.
 void absorbBoundaryTransposes(const ir::Graph& g, std::vector<LVal>& vals, std::vector<LDesc>& descs,
                               std::vector<std::string>& aliased) {
   std::set<std::string> nhwc;  // the boundaries (ir::markChannelLastBoundaries, the pre/post bridge)
