@@ -521,6 +521,15 @@ def test_tidl_sim_runs_the_guides_simulation_file_like_the_python_runtime(tmp_pa
     rt = npuc.Runtime(str(tmp_path / "out" / "tidl_net_d"))
     want = b"".join(rt.run({"input": frames[i:i + 1].astype(np.float32)}, raw=True)["logits"].tobytes() for i in range(10))
     assert (tmp_path / "stats_tool_out.bin").read_bytes() == want
+    # inElementType: the import's (recorded in its reference) when the simulation file leaves it out — the frames read as
+    # the calibration frames were —, and another value refused (signed reads of unsigned bytes give other inputs).
+    (tmp_path / "sim_def.txt").write_text((tmp_path / "sim_cfg.txt").read_text().replace("inElementType = 0\n", "")
+                                          .replace("stats_tool_out.bin", "def.bin"))
+    run = subprocess.run([CLI, "tidl-sim", "sim_def.txt"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0 and (tmp_path / "def.bin").read_bytes() == want, run.stdout + run.stderr
+    (tmp_path / "sim_sig.txt").write_text((tmp_path / "sim_cfg.txt").read_text().replace("inElementType = 0", "inElementType = 1"))
+    run = subprocess.run([CLI, "tidl-sim", "sim_sig.txt"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0 and "the package was imported with inElementType = 0" in run.stderr, run.stderr
     traces = sorted(p.name for p in (tmp_path / "trace").iterdir())
     assert traces[0].startswith("trace_dump_0_8x8") and len(traces) >= 5, traces
     # `npuc simulate` takes the reference too; a reference to a package translated again since is refused.

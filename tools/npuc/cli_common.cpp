@@ -299,17 +299,30 @@ void writeText(const std::filesystem::path& p, const std::string& s) {
   }
 }
 
+void warnClippedInputs(const Runtime& rt, const char* who) {
+  for (const RuntimeLayer& l : rt.layers()) {
+    const int64_t n = rt.clippedInputs(l.seq);
+    if (n == 0) continue;
+    const std::string in = l.inputs.empty() ? l.name : l.inputs[0];
+    fmt::print(stderr, "{}: warning: {} value(s) of '{}' were negative; layer '{}' writes unsigned codes (inElementType 0 for "
+                       "an input) and clipped them to 0\n", who, n, in, l.name);
+  }
+}
+
 namespace {
 constexpr const char* kPackageReferenceMagic = "npuc-package-reference 1";
 }  // namespace
 
-void writePackageReference(const std::filesystem::path& file, const std::filesystem::path& package_dir, const std::string& content_hash) {
-  writeText(file, fmt::format("{}\n# An npuc package stands where TIDL writes this file: the folder below, beside it (npuc "
-                              "tidl-import; docs/cli.md).\npackage = {}\ncontent_hash = {}\n",
-                              kPackageReferenceMagic, package_dir.filename().string(), content_hash));
+void writePackageReference(const std::filesystem::path& file, const std::filesystem::path& package_dir, const std::string& content_hash,
+                           const std::map<std::string, std::string>& keys) {
+  std::string text = fmt::format("{}\n# An npuc package stands where TIDL writes this file: the folder below, beside it (npuc "
+                                 "tidl-import; docs/cli.md).\npackage = {}\ncontent_hash = {}\n",
+                                 kPackageReferenceMagic, package_dir.filename().string(), content_hash);
+  for (const auto& [k, v] : keys) text += fmt::format("{} = {}\n", k, v);
+  writeText(file, text);
 }
 
-std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what) {
+std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what, std::map<std::string, std::string>* keys) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return path;
   if (!std::filesystem::is_regular_file(path, ec))
@@ -322,8 +335,12 @@ std::filesystem::path packageFolder(const std::filesystem::path& path, const cha
     throw Error(ErrorCode::kInvalidInput, fmt::format("{}: \"{}\" is not an npuc package reference (the file npuc tidl-import writes at "
                                                       "outputNetFile), nor a package folder", what, path.string()));
   while (std::getline(in, l)) {
-    if (l.rfind("package = ", 0) == 0) name = l.substr(10);
-    if (l.rfind("content_hash = ", 0) == 0) hash = l.substr(15);
+    const size_t eq = l.find(" = ");
+    if (l.empty() || l[0] == '#' || eq == std::string::npos) continue;
+    const std::string k = l.substr(0, eq), v = l.substr(eq + 3);
+    if (k == "package") name = v;
+    else if (k == "content_hash") hash = v;
+    else if (keys) (*keys)[k] = v;
   }
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
     throw Error(ErrorCode::kInvalidInput, fmt::format("{}: \"{}\": the reference names no package folder beside it", what, path.string()));

@@ -60,12 +60,19 @@ std::string drpaiManualMessage(const std::string& target, const std::string& err
 std::string htmlEscape(const std::string& s);
 /// Writes a text file (kIo naming it when it cannot).
 void writeText(const std::filesystem::path& p, const std::string& s);
+/// A quantize layer writing unsigned codes clips negative inputs to code 0 (inElementType 0 declares the input
+/// unsigned): said on stderr after a run, per layer, as "`who`: warning: …" (simulate's trace has the counts too).
+void warnClippedInputs(const Runtime& rt, const char* who);
 /// A package reference file (docs/cli.md, "tidl-import"): where TIDL's tools write or read a network file
-/// (outputNetFile, netBinFile), a small text file naming the package folder beside it and its content hash.
-void writePackageReference(const std::filesystem::path& file, const std::filesystem::path& package_dir, const std::string& content_hash);
+/// (outputNetFile, netBinFile), a small text file naming the package folder beside it and its content hash, and
+/// `keys` (what the import read its calibration frames as: inElementType).
+void writePackageReference(const std::filesystem::path& file, const std::filesystem::path& package_dir, const std::string& content_hash,
+                           const std::map<std::string, std::string>& keys = {});
 /// The package `path` names: a package folder, or a package reference file (its folder, checked to hold the package of
-/// the hash it records). Errors (kInvalidInput / kIo) name `what` and the path.
-std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what);
+/// the hash it records; `keys`, when given, gets the reference's other keys). Errors (kInvalidInput / kIo) name `what`
+/// and the path.
+std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what,
+                                    std::map<std::string, std::string>* keys = nullptr);
 std::string humanCount(int64_t n);
 std::string humanBytes(int64_t n);
 

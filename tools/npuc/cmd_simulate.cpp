@@ -159,18 +159,6 @@ std::optional<int> outputRadix(const Runtime& rt, const std::string& output) {
 }
 
 /// What --kneron-dump needs, checked before the run: an int8-radix package, outputs of rank 4 at most.
-/// A quantize layer writing unsigned codes clips negative inputs to code 0 (inElementType 0 declares the input
-/// unsigned): said on stderr, per layer, with the trace's `clipped` column holding the counts.
-void warnClippedInputs(const Runtime& rt) {
-  for (const RuntimeLayer& l : rt.layers()) {
-    const int64_t n = rt.clippedInputs(l.seq);
-    if (n == 0) continue;
-    const std::string in = l.inputs.empty() ? l.name : l.inputs[0];
-    fmt::print(stderr, "npuc simulate: warning: {} value(s) of '{}' were negative; layer '{}' writes unsigned codes "
-                       "(inElementType 0 for an input) and clipped them to 0\n", n, in, l.name);
-  }
-}
-
 void checkKneronDump(const Runtime& rt) {
   if (rt.numerics() != "int8-radix")
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--kneron-dump needs an int8-radix package (target kneron); this one is {}", rt.numerics()));
@@ -322,7 +310,7 @@ void addSimulate(CLI::App& app, Action& run) {
       double t0 = nowMs();
       rt.run(cb);
       double t1 = nowMs();
-      warnClippedInputs(rt);
+      warnClippedInputs(rt, "npuc simulate");
       makeOutputFolder(o->output_dir, "--output-dir");
       const std::vector<std::string> files = outputFileNames(rt);
       for (size_t i = 0; i < rt.outputs().size(); ++i) {

@@ -94,6 +94,7 @@ int classify(const Options& o) {
   for (const fs::path& p : pictures(o.input)) {
     rt.setInput(in.name, tidlPreprocessPicture(p, o.pre_proc_type, in.shape[1], in.shape[2], in.shape[3], o.mean, o.scale));
     rt.run();
+    warnClippedInputs(rt, "npuc tidl-classify");
     const Tensor y = rt.outputFloat(out_name);
     const float* s = y.data<float>();
     const int64_t n = y.numel();

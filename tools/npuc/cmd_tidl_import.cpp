@@ -210,7 +210,7 @@ class Import {
   void readQuantizationKeys() {
     t.pow2.num_param_bits = static_cast<int>(num("numParamBits", 8));
     t.pow2.quant_round_add = static_cast<int>(num("quantRoundAdd", 50));
-    t.pow2.in_element_type = static_cast<int>(num("inElementType", 1));
+    t.pow2.in_element_type = inElementType();
     t.pow2.quant_history_param1 = static_cast<int>(num("quantHistoryParam1", 20));
     t.pow2.quant_history_param2 = static_cast<int>(num("quantHistoryParam2", 5));
     t.pow2.quant_margin = static_cast<int>(num("quantMargin", 0));
@@ -236,7 +236,7 @@ class Import {
     if (has("sampleInData")) {
       const Entry& e = cfg.keys.at("sampleInData");
       t.calibration = calibrationOf(cfg, e, t, inputModel(), static_cast<int64_t>(num("numSampleInData", 1)), num("rawSampleInData", 0) != 0,
-                                    static_cast<int>(num("inElementType", 1)));
+                                    inElementType());
     }
     const bool raw = num("rawSampleInData", 0) != 0;
     say("sampleInData", "calibration samples (.npy as they are; raw: 8-bit codes, inMean / inScale applied; encoded: a picture or a .txt "
@@ -326,6 +326,12 @@ class Import {
 
  private:
   bool has(const char* k) const { return cfg.keys.count(k) != 0; }
+
+ public:
+  /// inElementType as the import reads it (the guide's default 1: signed).
+  int inElementType() const { return static_cast<int>(num("inElementType", 1)); }
+
+ private:
   double num(const char* k, double def) const { return has(k) ? cfg.keys.at(k).numbers.at(0) : def; }
   int line(const char* k) const { return has(k) ? cfg.keys.at(k).line : 0; }
   void say(const char* k, const std::string& what) {
@@ -472,7 +478,8 @@ void addTidlImport(CLI::App& app, Action& run) {
           fmt::print("note: no package reference at {} (not a file beside the package {})\n", f.string(), r.dir.string());
           continue;
         }
-        writePackageReference(f, r.dir, r.content_hash);
+        // (with how the calibration frames were read, so that tidl-sim reads its frames the same way)
+        writePackageReference(f, r.dir, r.content_hash, {{"inElementType", std::to_string(im.inElementType())}});
         fmt::print("wrote {} (a reference to the package {})\n", f.string(), r.dir.string());
       }
       return 0;

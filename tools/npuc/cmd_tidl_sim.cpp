@@ -75,7 +75,19 @@ void simulate(const std::string& file, const Options& o) {
   auto line = [&](const char* k) { return has(k) ? cfg.keys.at(k).line : 0; };
   for (const char* k : {"netBinFile", "inData"})
     if (!has(k)) tidl::configError(cfg, 0, k, "is required");
-  const fs::path package = packageFolder(cfg.keys.at("netBinFile").raw, "netBinFile");
+  std::map<std::string, std::string> ref;  // (what tidl-import recorded beside the package: inElementType)
+  const fs::path package = packageFolder(cfg.keys.at("netBinFile").raw, "netBinFile", &ref);
+  // The frames are read as the import read its calibration frames: inElementType defaults to the import's, and one that
+  // differs from it is refused (raw bytes read with the other sign give other values, and a run with no error).
+  int element_type = has("inElementType") ? static_cast<int>(num("inElementType", 1)) : 1;
+  if (auto it = ref.find("inElementType"); it != ref.end()) {
+    const int imported = it->second == "0" ? 0 : 1;
+    if (has("inElementType") && element_type != imported)
+      tidl::configError(cfg, line("inElementType"), "inElementType",
+                        fmt::format("{} but the package was imported with inElementType = {} (its calibration frames {}): the frames "
+                                    "must be read as the import read them", element_type, imported, imported ? "signed" : "unsigned"));
+    element_type = imported;
+  }
   if (has("paramsBinFile") && fs::weakly_canonical(packageFolder(cfg.keys.at("paramsBinFile").raw, "paramsBinFile")) != fs::weakly_canonical(package))
     tidl::configError(cfg, line("paramsBinFile"), "paramsBinFile", fmt::format("names another package than netBinFile ({})", package.string()));
   if (num("updateNetWithStats", 0) != 0)
@@ -94,7 +106,7 @@ void simulate(const std::string& file, const Options& o) {
       tidl::configError(cfg, line(k), k, fmt::format("{} but the package's input '{}' is {}", num(k, 0), in.name, shapeStr(s)));
   const int64_t frames = static_cast<int64_t>(num("numFrames", 1));
   const Tensor x = tidlFrames(cfg, cfg.keys.at("inData"), FrameKeys{"inData", "rawImage", "numFrames"}, s, frames, num("rawImage", 1) != 0,
-                              static_cast<int>(num("inElementType", 1)));
+                              element_type);
   const fs::path out_data = has("outData") ? fs::path(cfg.keys.at("outData").raw) : fs::path("stats_tool_out.bin");
   const std::string trace_base = has("traceDumpBaseName") ? cfg.keys.at("traceDumpBaseName").raw : "";
   if (!trace_base.empty() && fs::path(trace_base).has_parent_path()) makeOutputFolder(fs::path(trace_base).parent_path(), "traceDumpBaseName");
@@ -125,6 +137,7 @@ void simulate(const std::string& file, const Options& o) {
             .write(static_cast<const char*>(y.raw()), static_cast<std::streamsize>(y.nbytes()));
       };
     rt.run(cb);
+    warnClippedInputs(rt, "npuc tidl-sim");
     std::string line_out = fmt::format("{}: frame {}:", file, f);
     for (const RuntimeTensor& t : rt.outputs()) {
       const Tensor y = rt.output(t.name);
