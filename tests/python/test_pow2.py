@@ -499,7 +499,9 @@ def test_tidl_sim_runs_the_guides_simulation_file_like_the_python_runtime(tmp_pa
     (tmp_path / "import.txt").write_text(
         'modelType = 2\ninputNetFile = "%s"\noutputNetFile = "./out/tidl_net_d.bin"\noutputParamsFile = "./out/tidl_param_d.bin"\n'
         'inWidth = 8\ninHeight = 8\ninNumChannels = 1\nrawSampleInData = 1\nnumSampleInData = 8\nsampleInData = "./calib.raw"\n'
-        'inElementType = 0\n' % os.path.join(src, "models/digits/digits_cnn.onnx"))
+        'inElementType = 0\ninMean = 0\ninScale = 0.5\n' % os.path.join(src, "models/digits/digits_cnn.onnx"))
+    # (inMean / inScale: the frames' values (v - 0) * 0.5; the simulation file does not repeat them — the package
+    # reference carries them, as it carries inElementType)
     (tmp_path / "sim_cfg.txt").write_text(
         'rawImage = 1\nnumFrames = 10\ninData = "./frames.raw"\ninElementType = 0\ntraceDumpBaseName = "./trace/trace_dump_"\n'
         'outData = "stats_tool_out.bin"\nnetBinFile = "./out/tidl_net_d.bin"\nparamsBinFile = "./out/tidl_param_d.bin"\n')
@@ -511,15 +513,15 @@ def test_tidl_sim_runs_the_guides_simulation_file_like_the_python_runtime(tmp_pa
     assert "TIDL_ConvolutionLayer" in run.stdout and "TIDL_InnerProductLayer" in run.stdout, run.stdout
     rt = npuc.Runtime(str(tmp_path / "out" / "tidl_net_d"))
     for i in range(8):
-        last = rt.run({"input": calib[i:i + 1].astype(np.float32)}, raw=True)["logits"]
+        last = rt.run({"input": calib[i:i + 1].astype(np.float32) * np.float32(0.5)}, raw=True)["logits"]
     assert (tmp_path / "out" / "stats_tool_out.bin").read_bytes() == last.tobytes()
     dumps = sorted((tmp_path / "out" / "tempDir").iterdir(), key=lambda p: int(p.name.split("_")[2]))
     assert len(dumps) == len(rt.layers) + 1, [p.name for p in dumps]
-    assert dumps[0].name == "trace_dump_0_8x8.y" and dumps[0].read_bytes() == calib[7].astype(np.float32).tobytes()
+    assert dumps[0].name == "trace_dump_0_8x8.y" and dumps[0].read_bytes() == (calib[7].astype(np.float32) * np.float32(0.5)).tobytes()
     run = subprocess.run([CLI, "tidl-sim", "sim.txt"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     rt = npuc.Runtime(str(tmp_path / "out" / "tidl_net_d"))
-    want = b"".join(rt.run({"input": frames[i:i + 1].astype(np.float32)}, raw=True)["logits"].tobytes() for i in range(10))
+    want = b"".join(rt.run({"input": frames[i:i + 1].astype(np.float32) * np.float32(0.5)}, raw=True)["logits"].tobytes() for i in range(10))
     assert (tmp_path / "stats_tool_out.bin").read_bytes() == want
     # inElementType: the import's (recorded in its reference) when the simulation file leaves it out — the frames read as
     # the calibration frames were —, and another value refused (signed reads of unsigned bytes give other inputs).
@@ -533,7 +535,7 @@ def test_tidl_sim_runs_the_guides_simulation_file_like_the_python_runtime(tmp_pa
     traces = sorted(p.name for p in (tmp_path / "trace").iterdir())
     assert traces[0].startswith("trace_dump_0_8x8") and len(traces) >= 5, traces
     # `npuc simulate` takes the reference too; a reference to a package translated again since is refused.
-    np.save(tmp_path / "f0.npy", frames[:1].astype(np.float32))
+    np.save(tmp_path / "f0.npy", frames[:1].astype(np.float32) * np.float32(0.5))
     run = subprocess.run([CLI, "simulate", "out/tidl_net_d.bin", "--input", "input=f0.npy", "-o", "sim0"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -26,7 +26,7 @@ namespace {
 
 struct Options {
   std::string package, labels, classes, input;
-  int pre_proc_type = 0, top = 5, threads = 1;
+  int pre_proc_type = -1, top = 5, threads = 1;  // (-1: not given)
   double threshold = 0;
   std::vector<double> mean, scale;
 };
@@ -75,8 +75,20 @@ std::vector<fs::path> pictures(const std::string& input) {
   return out;
 }
 
-int classify(const Options& o) {
-  Runtime rt(packageFolder(o.package, "package"), {o.threads, false});
+int classify(Options o) {
+  std::map<std::string, std::string> ref;  // (tidl-import's reference: how its calibration pictures were pre-processed)
+  Runtime rt(packageFolder(o.package, "package", &ref), {o.threads, false});
+  auto numbers = [](const std::string& s) {
+    std::vector<double> v;
+    std::istringstream in(s);
+    for (double x; in >> x;) v.push_back(x);
+    return v;
+  };
+  if (o.pre_proc_type < 0) {  // (the import's pre-processing unless told otherwise; else the guide's default 0)
+    o.pre_proc_type = ref.count("preProcType") ? std::stoi(ref.at("preProcType")) : 0;
+    if (o.mean.empty() && ref.count("inMean")) o.mean = numbers(ref.at("inMean"));
+    if (o.scale.empty() && ref.count("inScale")) o.scale = numbers(ref.at("inScale"));
+  }
   if (rt.inputs().size() != 1 || rt.outputs().empty())
     throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: a classification package has one input, it has {}", o.package, rt.inputs().size()));
   const RuntimeTensor& in = rt.inputs()[0];
@@ -127,13 +139,14 @@ void addTidlClassify(CLI::App& app, Action& run) {
   c->add_option("-s,--classes", o->classes, "The permitted classes, one a line (the demo's classlist.txt; labels of -l): a detection "
                                              "of another class is no decision");
   c->add_option("--preProcType,--pre-proc-type", o->pre_proc_type, "The guide's pre-processing of each picture (the import tool's "
-                                                                   "table: 0..6, 256 with --inMean / --inScale; default 0)");
+                                                                   "table: 0..6, 256 with --inMean / --inScale; default: the "
+                                                                   "import's, as its package reference records it, else 0)");
   c->add_option("--inMean,--in-mean", o->mean, "preProcType 256: per channel")->expected(1, 4);
   c->add_option("--inScale,--in-scale", o->scale, "preProcType 256: per channel")->expected(1, 4);
   c->add_option("--top", o->top, "Classes printed per picture (default 5)")->check(CLI::Range(1, 100000));
   c->add_option("--threshold", o->threshold, "A decision needs at least this score (the output's own units; default 0)");
   c->add_option("-t,--threads", o->threads, "Threads of the simulated device")->check(CLI::Range(1, 256));
-  c->callback([o, &run] { run = [o] { return classify(*o); }; });
+  c->callback([o, &run] { run = [o] { return classify(*o); }; });  // (a copy: classify fills what the reference gives)
 }
 
 }  // namespace npuc::cli

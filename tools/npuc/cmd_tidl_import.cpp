@@ -330,6 +330,14 @@ class Import {
  public:
   /// inElementType as the import reads it (the guide's default 1: signed).
   int inElementType() const { return static_cast<int>(num("inElementType", 1)); }
+  /// What the package references record of how the calibration frames were read (tidl-sim and tidl-classify read
+  /// theirs the same way unless told otherwise): inElementType, and preProcType, inMean, inScale when set.
+  std::map<std::string, std::string> referenceKeys() const {
+    std::map<std::string, std::string> k{{"inElementType", std::to_string(inElementType())}};
+    for (const char* key : {"preProcType", "inMean", "inScale"})
+      if (has(key)) k[key] = cfg.keys.at(key).raw;
+    return k;
+  }
 
  private:
   double num(const char* k, double def) const { return has(k) ? cfg.keys.at(k).numbers.at(0) : def; }
@@ -479,7 +487,7 @@ void addTidlImport(CLI::App& app, Action& run) {
           continue;
         }
         // (with how the calibration frames were read, so that tidl-sim reads its frames the same way)
-        writePackageReference(f, r.dir, r.content_hash, {{"inElementType", std::to_string(im.inElementType())}});
+        writePackageReference(f, r.dir, r.content_hash, im.referenceKeys());
         fmt::print("wrote {} (a reference to the package {})\n", f.string(), r.dir.string());
       }
       return 0;

@@ -67,9 +67,24 @@ struct Options {
   bool exact = false;
 };
 
+/// `cfg` with the pre-processing keys (preProcType, inMean, inScale) it leaves out taken from the package reference's
+/// (the import's), parsed as the configuration's own would be.
+tidl::ImportConfig withImportKeys(tidl::ImportConfig cfg, const std::map<std::string, std::string>& ref) {
+  std::string text;
+  for (const char* k : {"preProcType", "inMean", "inScale"})
+    if (!cfg.keys.count(k) && ref.count(k)) text += fmt::format("{} = {}\n", k, ref.at(k));
+  if (text.empty()) return cfg;
+  const tidl::ImportConfig extra = tidl::parseImportConfig(text, cfg.file + " (from the package reference)", tidl::ConfigKind::kSimulation);
+  for (auto [k, e] : extra.keys) {
+    e.line = 0;  // (an error names the key, not a line of the file)
+    cfg.keys.emplace(k, e);
+  }
+  return cfg;
+}
+
 /// One configuration's run.
 void simulate(const std::string& file, const Options& o) {
-  const tidl::ImportConfig cfg = tidl::readImportConfig(file, tidl::ConfigKind::kSimulation);
+  tidl::ImportConfig cfg = tidl::readImportConfig(file, tidl::ConfigKind::kSimulation);
   auto has = [&](const char* k) { return cfg.keys.count(k) != 0; };
   auto num = [&](const char* k, double def) { return has(k) ? cfg.keys.at(k).numbers.at(0) : def; };
   auto line = [&](const char* k) { return has(k) ? cfg.keys.at(k).line : 0; };
@@ -77,6 +92,7 @@ void simulate(const std::string& file, const Options& o) {
     if (!has(k)) tidl::configError(cfg, 0, k, "is required");
   std::map<std::string, std::string> ref;  // (what tidl-import recorded beside the package: inElementType)
   const fs::path package = packageFolder(cfg.keys.at("netBinFile").raw, "netBinFile", &ref);
+  cfg = withImportKeys(std::move(cfg), ref);
   // The frames are read as the import read its calibration frames: inElementType defaults to the import's, and one that
   // differs from it is refused (raw bytes read with the other sign give other values, and a run with no error).
   int element_type = has("inElementType") ? static_cast<int>(num("inElementType", 1)) : 1;
