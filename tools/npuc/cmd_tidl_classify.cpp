@@ -5,6 +5,7 @@
 // video), the top classes and the decision printed: the best class if it is a permitted one scoring at least the
 // threshold, else none — the last decision kept, as the demo keeps its last class string.
 #include "cli_common.hpp"
+#include "tidl_frames.hpp"
 
 #include "npuc/error.hpp"
 #include "npuc/io.hpp"
@@ -31,17 +32,9 @@ struct Options {
   std::vector<double> mean, scale;
 };
 
-/// One label a line (blank lines and '#' comments skipped; surrounding spaces dropped).
+/// One entry a line (listLines: blank lines and '#' comments skipped, surrounding spaces dropped).
 std::vector<std::string> readLines(const std::string& file, const char* what) {
-  std::istringstream in(readFileText(file, 16u << 20, what));
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);) {
-    if (out.empty() && l.rfind("\xEF\xBB\xBF", 0) == 0) l.erase(0, 3);
-    while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
-    l.erase(0, std::min(l.size(), l.find_first_not_of(" \t")));
-    if (!l.empty() && l[0] != '#') out.push_back(l);
-  }
-  return out;
+  return listLines(readFileText(file, 16u << 20, what));
 }
 
 /// The pictures of -i: a picture, the pictures of a folder (by name), or a .txt list (paths relative to it).

@@ -34,6 +34,19 @@ auto readData(const tidl::ImportConfig& c, const tidl::ConfigEntry& e, const Fra
 
 }  // namespace
 
+std::vector<std::string> listLines(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  bool first = true;
+  for (std::string l; std::getline(in, l); first = false) {
+    if (first) tidl::dropByteOrderMark(l);
+    while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
+    l.erase(0, std::min(l.size(), l.find_first_not_of(" \t")));
+    if (!l.empty() && l[0] != '#') out.push_back(l);
+  }
+  return out;
+}
+
 Tensor tidlFrames(const tidl::ImportConfig& cfg, const tidl::ConfigEntry& e, const FrameKeys& keys, const Shape& s, int64_t count,
                   bool raw, int element_type) {
   if (!raw) {
@@ -41,14 +54,9 @@ Tensor tidlFrames(const tidl::ImportConfig& cfg, const tidl::ConfigEntry& e, con
     // list's folder), each pre-processed as preProcType says.
     std::vector<fs::path> pictures;
     if (fs::path(e.raw).extension() == ".txt") {
-      std::istringstream list(readData(cfg, e, keys, [&] { return readFileText(e.raw, tidl::kMaxImportConfigBytes, "a list of pictures"); }));
-      std::string l;
-      while (pictures.size() < static_cast<size_t>(count) && std::getline(list, l)) {
-        if (pictures.empty()) tidl::dropByteOrderMark(l);
-        while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.pop_back();
-        l.erase(0, std::min(l.size(), l.find_first_not_of(" \t")));
-        if (l.empty() || l[0] == '#') continue;
-        fs::path f(l);
+      for (const std::string& l : listLines(readData(cfg, e, keys, [&] { return readFileText(e.raw, tidl::kMaxImportConfigBytes, "a list of pictures"); }))) {
+        if (pictures.size() == static_cast<size_t>(count)) break;
+        const fs::path f(l);
         pictures.push_back(f.is_absolute() ? f : fs::path(e.raw).parent_path() / f);
       }
       if (static_cast<int64_t>(pictures.size()) < count)

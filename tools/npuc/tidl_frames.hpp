@@ -15,6 +15,10 @@ struct FrameKeys {
   const char* count;  // "numSampleInData" / "numFrames"
 };
 
+/// The entries of a list file (TIDL's lists of pictures, labels, classes): one a line, surrounding spaces and a
+/// byte-order mark dropped, blank lines and '#' comments skipped.
+std::vector<std::string> listLines(const std::string& text);
+
 /// `count` frames of `e` (the data key's entry) for an input of static shape `s` [N, C, H, W], as float32 [count, C, H,
 /// W]. Errors name the configuration's file, line and key.
 Tensor tidlFrames(const tidl::ImportConfig& cfg, const tidl::ConfigEntry& e, const FrameKeys& keys, const Shape& s, int64_t count,

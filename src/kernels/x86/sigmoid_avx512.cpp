@@ -3,6 +3,7 @@
 // (expm1D's reduction, Horner polynomial and scaling; the division; the clamps; one rounding to float), the
 // out-of-range and NaN lanes replaced as the scalar code returns them. The same bits.
 #include "kernels/expf.hpp"
+#include "kernels/x86/act_avx512.hpp"
 
 // (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized: GCC bug 105593, see quant_avx512.hpp)
 #if defined(__GNUC__) && !defined(__clang__)
@@ -59,14 +60,10 @@ inline __m512d clamp01(__m512d t) {
   return _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_set1_pd(1.0), _CMP_GT_OQ), _mm512_set1_pd(1.0));
 }
 
-/// HardSwish (unaryT): x · clamp(x / 6 + 0.5, 0, 1) in double, one rounding to float. x / 6 is taken as x · (1 / 6): both
-/// give the same float in the end for every float x (all 2^32 inputs are compared with the scalar reference by
-/// UnaryFast.HardSwishAndHardSigmoidEqualTheReferenceOnEveryFloat).
-inline __m256 hardSwish8(__m256 xf) {
-  const __m512d x = _mm512_cvtps_pd(xf);
-  const __m512d t = clamp01(_mm512_add_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.0 / 6.0)), _mm512_set1_pd(0.5)));
-  return _mm512_cvtpd_ps(_mm512_mul_pd(x, t));
-}
+/// HardSwish (unaryT): x · clamp(x / 6 + 0.5, 0, 1) in double, one rounding to float — the convolution epilogue's form
+/// (Act16::hardSwish8: x / 6 taken as x · (1 / 6), the same float for every x;
+/// LayersUnary.FastHardSwishAndHardSigmoidAreTheirBits).
+inline __m256 hardSwish8(__m256 xf) { return _mm512_cvtpd_ps(Act16::hardSwish8(xf)); }
 
 template <typename F>
 void apply(const float* x, float* y, int64_t n, F f) {
