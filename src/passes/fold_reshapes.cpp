@@ -14,7 +14,7 @@ namespace {
 
 /// The static output shape of a Reshape, as its shape input (empty when unknown or holding a 0, which Reshape reads
 /// as "copy that dim").
-std::vector<int64_t> staticShape(const ir::Graph& g, ir::ValueId v) {
+std::vector<int64_t> staticDims(const ir::Graph& g, ir::ValueId v) {
   const ir::Type& t = g.value(v).type;
   if (!t.rank_known) return {};
   for (int64_t d : t.shape)
@@ -32,7 +32,7 @@ bool isReshapeLike(const ir::Node* n) {
 bool foldReshape(ir::Graph& g, ir::Rewriter& rw, ir::NodeId id) {
   ir::Node& n = g.node(id);
   if (n.op != "Reshape" || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
-  const std::vector<int64_t> out = staticShape(g, n.outputs[0]);
+  const std::vector<int64_t> out = staticDims(g, n.outputs[0]);
   if (out.empty()) return false;
   bool changed = false;
   const ir::Node* first = producer(g, n.inputs[0]);

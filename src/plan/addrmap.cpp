@@ -1,5 +1,6 @@
 // Address map: definition parsing and validation, layout, and the manual's output formats.
 #include "plan/addrmap.hpp"
+#include "plan/memory.hpp"
 
 #include "support/error.hpp"
 #include "support/file.hpp"
@@ -43,8 +44,6 @@ const Element* AddressMap::find(const std::string& name) const {
 }
 
 namespace {
-
-uint64_t alignUp(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
 
 uint64_t parseInt(const YAML::Node& n, const std::string& field, int address_bits) {
   if (!n.IsScalar()) fail(ErrorCode::kInvalidInput, "field '{}' must be an integer", field);

@@ -10,7 +10,6 @@
 namespace npuc::plan {
 
 namespace {
-uint64_t alignUp(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
 
 uint64_t lowerBound(const std::vector<Buffer>& b, uint64_t align) {
   int steps = 0;

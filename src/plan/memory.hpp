@@ -16,6 +16,9 @@ class Graph;
 
 namespace npuc::plan {
 
+/// v rounded up to a multiple of a (v itself when a is 0).
+inline uint64_t alignUp(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
+
 struct Buffer {
   std::string name;
   uint64_t size = 0;

@@ -372,11 +372,11 @@ std::vector<std::string>& customOpLibraries() {
 }
 }  // namespace
 
-void addCustomOpOption(CLI::App* c) {
-  c->add_option("--custom-op,--register-op", customOpLibraries(),
+void addCustomOpOption(Command* c) {
+  c->option("--custom-op,--register-op", customOpLibraries(),
                 "Register a custom-op plugin (a shared library built with `npuc custom-op build`; repeatable; "
                 "docs/custom-ops.md)")
-      ->allow_extra_args(false);
+      ->noExtraArgs();
 }
 
 void registerCustomOps() {

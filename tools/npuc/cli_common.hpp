@@ -4,7 +4,9 @@
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli_args.hpp"
+
+#include <fmt/format.h>
 
 #include <chrono>
 #include <functional>
@@ -13,6 +15,12 @@
 #include <vector>
 
 namespace npuc::cli {
+
+/// Throws Error(code, the formatted message).
+template <typename... Args>
+[[noreturn]] void fail(ErrorCode code, fmt::format_string<Args...> f, Args&&... a) {
+  throw Error(code, fmt::format(f, std::forward<Args>(a)...));
+}
 
 /// "name=1,3,224,224" entries -> map (throws kInvalidArgument naming the bad entry).
 std::map<std::string, Shape> parseShapes(const std::vector<std::string>& entries);
@@ -80,7 +88,7 @@ double nowMs();
 
 /// Adds --custom-op LIB.so (alias --register-op; repeatable) to a subcommand: plugins registered before it runs
 /// (registerCustomOps).
-void addCustomOpOption(CLI::App* c);
+void addCustomOpOption(Command* c);
 /// The RKNN guide's spelling of the custom-op actions (§3.1.1: `--action/-a create|build`): the arguments after the
 /// program name with `custom-op --action A` (`-a A`, `--action=A`) made `custom-op A`; others unchanged. An action
 /// other than create or build is kInvalidArgument naming it.
@@ -90,22 +98,22 @@ void registerCustomOps();
 
 // Subcommand registration: each adds its subcommand to `app` and sets `run` to its action.
 using Action = std::function<int()>;
-void addInspect(CLI::App& app, Action& run);
-void addRun(CLI::App& app, Action& run);
-void addBench(CLI::App& app, Action& run);
-void addEval(CLI::App& app, Action& run);
-void addQuantize(CLI::App& app, Action& run);
-void addConformance(CLI::App& app, Action& run);
-void addCheck(CLI::App& app, Action& run);
-void addTargets(CLI::App& app, Action& run);
-void addTranslate(CLI::App& app, Action& run);
-void addSimulate(CLI::App& app, Action& run);
-void addCompare(CLI::App& app, Action& run);
-void addView(CLI::App& app, Action& run);
-void addTidlImport(CLI::App& app, Action& run);
-void addTidlSim(CLI::App& app, Action& run);
-void addTidlClassify(CLI::App& app, Action& run);
-void addCustomOp(CLI::App& app, Action& run);
-void addTune(CLI::App& app, Action& run);
+void addInspect(Command& app, Action& run);
+void addRun(Command& app, Action& run);
+void addBench(Command& app, Action& run);
+void addEval(Command& app, Action& run);
+void addQuantize(Command& app, Action& run);
+void addConformance(Command& app, Action& run);
+void addCheck(Command& app, Action& run);
+void addTargets(Command& app, Action& run);
+void addTranslate(Command& app, Action& run);
+void addSimulate(Command& app, Action& run);
+void addCompare(Command& app, Action& run);
+void addView(Command& app, Action& run);
+void addTidlImport(Command& app, Action& run);
+void addTidlSim(Command& app, Action& run);
+void addTidlClassify(Command& app, Action& run);
+void addCustomOp(Command& app, Action& run);
+void addTune(Command& app, Action& run);
 
 }  // namespace npuc::cli

@@ -224,8 +224,8 @@ int benchPackage(const Opts& o) {
   return 0;
 }
 
-void addBench(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("bench", "Time a model on the reference engine (median and min latency)");
+void addBench(Command& app, Action& run) {
+  auto* c = app.subcommand("bench", "Time a model on the reference engine (median and min latency)");
   addCustomOpOption(c);
   struct Opts {
     std::string model;
@@ -235,22 +235,22 @@ void addBench(CLI::App& app, Action& run) {
     std::string profile_csv;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to time the simulator")->required();
-  c->add_option("--input", o->inputs, "Input tensor: name=file.npy (others get seeded random data)");
-  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224");
-  c->add_option("--aipp", o->aipp, "Packages with dynamic AIPP: name=params.bin|yaml, the parameter block (docs/aipp.md)");
-  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
-  c->add_option("--runs,-r", o->runs, "Timed runs")->check(CLI::Range(1, 100000));
-  c->add_option("--warmup", o->warmup, "Untimed warm-up runs")->check(CLI::Range(0, 1000));
-  c->add_flag("--profile", o->profile, "Also print time per op type and the slowest nodes (median run)");
-  c->add_option("--profile-csv", o->profile_csv, "With --profile: every node's (layer's) median time to this CSV");
-  c->add_flag("--exact", o->exact, "Packages: time the scalar reference kernels (the specification)");
-  c->add_option("--with", o->with, "Packages: also run these packages at the same time as PKG, each on its own simulated core "
+  c->option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to time the simulator")->required();
+  c->option("--input", o->inputs, "Input tensor: name=file.npy (others get seeded random data)");
+  c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224");
+  c->option("--aipp", o->aipp, "Packages with dynamic AIPP: name=params.bin|yaml, the parameter block (docs/aipp.md)");
+  c->option("--threads,-t", o->threads, "Worker threads")->range(1, 256);
+  c->option("--runs,-r", o->runs, "Timed runs")->range(1, 100000);
+  c->option("--warmup", o->warmup, "Untimed warm-up runs")->range(0, 1000);
+  c->flag("--profile", o->profile, "Also print time per op type and the slowest nodes (median run)");
+  c->option("--profile-csv", o->profile_csv, "With --profile: every node's (layer's) median time to this CSV");
+  c->flag("--exact", o->exact, "Packages: time the scalar reference kernels (the specification)");
+  c->option("--with", o->with, "Packages: also run these packages at the same time as PKG, each on its own simulated core "
                                   "(a runtime on its own thread, seeded random inputs), and print each one's time per frame "
                                   "(repeatable)");
-  c->add_flag("--pipeline", o->pipeline, "Packages with layers groups: also run the frames through a pipeline of simulated "
+  c->flag("--pipeline", o->pipeline, "Packages with layers groups: also run the frames through a pipeline of simulated "
                                          "cores, one per group (npuc::Pipeline), and print its time per frame");
-  c->add_flag("--io", o->io, "Packages: time each inference with its inputs copied in and its outputs read out as float32 "
+  c->flag("--io", o->io, "Packages: time each inference with its inputs copied in and its outputs read out as float32 "
                              "(what an application pays per call)");
   c->callback([o, &run] {
     run = [o] {

@@ -8,8 +8,8 @@
 
 namespace npuc::cli {
 
-void addCheck(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("check",
+void addCheck(Command& app, Action& run) {
+  auto* c = app.subcommand("check",
                                "Check a model against a target's operator constraints (after the optimizer); "
                                "exit 1 when something is unsupported");
   struct Opts {
@@ -19,22 +19,22 @@ void addCheck(CLI::App& app, Action& run) {
     std::string save_opt, prepost;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
-  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  c->option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
+  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   addCustomOpOption(c);
-  c->add_option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml (default: drpai, as translate)");
-  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
-  c->add_option("--prefix", o->prefix, "Report file prefix (default: the model's file name without .onnx)");
-  c->add_option("--out,-o", o->out_dir, "Folder for PREFIX_error_report.{csv,json,xlsx}");
-  c->add_flag("--no-report", o->no_report, "Print only; write no report files");
-  c->add_option("--relax", o->relax,
+  c->option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml (default: drpai, as translate)");
+  c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
+  c->option("--prefix", o->prefix, "Report file prefix (default: the model's file name without .onnx)");
+  c->option("--out,-o", o->out_dir, "Folder for PREFIX_error_report.{csv,json,xlsx}");
+  c->flag("--no-report", o->no_report, "Print only; write no report files");
+  c->option("--relax", o->relax,
                  "Relaxations of the target to apply, NAME[,NAME...] or all (repeatable): rules of the vendor's manual not "
                  "checked, because npuc runs more (`npuc targets --supported-ops T` lists them; default: none)");
-  c->add_flag("--relu6-to-relu", o->relu6, "Replace Relu6 (Clip(0, 6)) by Relu before checking (-RELU6toRELU of translate)");
-  c->add_option("--save-opt-onnx", o->save_opt, "Also write the optimized model (runs on npuc's reference engine)");
-  c->add_option("--prepost", o->prepost, "Insert a DRP-AI pre/post-processing definition (validated against the model) before checking");
-  c->add_flag("--prepost-full", o->prepost_full, "The definition is in the legacy full format (-PrePostFULL)");
-  c->add_flag("--not-check-size", o->not_check_size, "Skip the ONNX-vs-YAML size check (-NotCheckSizeONNXvsYAML)");
+  c->flag("--relu6-to-relu", o->relu6, "Replace Relu6 (Clip(0, 6)) by Relu before checking (-RELU6toRELU of translate)");
+  c->option("--save-opt-onnx", o->save_opt, "Also write the optimized model (runs on npuc's reference engine)");
+  c->option("--prepost", o->prepost, "Insert a DRP-AI pre/post-processing definition (validated against the model) before checking");
+  c->flag("--prepost-full", o->prepost_full, "The definition is in the legacy full format (-PrePostFULL)");
+  c->flag("--not-check-size", o->not_check_size, "Skip the ONNX-vs-YAML size check (-NotCheckSizeONNXvsYAML)");
   c->callback([o, &run] {
     run = [o] {
       std::string prefix = o->prefix.empty() ? std::filesystem::path(o->model).stem().string() : o->prefix;
@@ -75,10 +75,10 @@ void addCheck(CLI::App& app, Action& run) {
   });
 }
 
-void addTargets(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("targets", "List targets, or print one target's supported-operator page");
+void addTargets(Command& app, Action& run) {
+  auto* c = app.subcommand("targets", "List targets, or print one target's supported-operator page");
   auto page = std::make_shared<std::string>();
-  c->add_option("--supported-ops", *page, "Print the supported-operator page (Markdown) of this target");
+  c->option("--supported-ops", *page, "Print the supported-operator page (Markdown) of this target");
   c->callback([page, &run] {
     run = [page] {
       if (!page->empty()) {

@@ -53,7 +53,7 @@ void measure(const Tensor& sim, const Tensor& ref, Row& r) {
 
 std::string snrStr(double s) { return s >= kSnrCap ? "inf" : fmt::format("{:.2f}", s); }
 
-std::string html(const std::vector<Row>& rows, const std::string& model, const std::string& pkg, const Runtime& rt) {
+std::string comparePage(const std::vector<Row>& rows, const std::string& model, const std::string& pkg, const Runtime& rt) {
   // SVG line chart of SNR per layer (matched layers), 0..max(60, finite max) dB.
   const double W = 900, H = 300, L = 50, B = 30;
   double top = 60;
@@ -241,7 +241,7 @@ int runCompare(const CompareOptions& o) {
       }
   }
   writeText(fs::path(o.out) / "compare.csv", csv);
-  writeText(fs::path(o.out) / "compare.html", html(rows, o.model, o.package, rt));
+  writeText(fs::path(o.out) / "compare.html", comparePage(rows, o.model, o.package, rt));
   fmt::print("{} of {} layers matched; lowest cosine {:.7f}; {}\nwrote {}/compare.csv and {}/compare.html\n", matched, rows.size(),
              worst_cos, flagged ? fmt::format("first sharp SNR drop at layer {} ({})", flagged->seq, flagged->name)
                                 : "no sharp SNR drop",
@@ -255,22 +255,22 @@ int runCompare(const CompareOptions& o) {
 
 }  // namespace
 
-void addCompare(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("compare", "Compare a package on the simulator with its model on the reference engine, layer by layer");
+void addCompare(Command& app, Action& run) {
+  auto* c = app.subcommand("compare", "Compare a package on the simulator with its model on the reference engine, layer by layer");
   addCustomOpOption(c);
   auto o = std::make_shared<CompareOptions>();
-  c->add_option("model", o->model, "The original ONNX model")->required();
-  c->add_option("package", o->package, "Its package folder (output/PREFIX)")->required();
-  c->add_option("--caffe-model", o->caffe_model, "The model is a Caffe network (.prototxt): its trained weights (.caffemodel)");
-  c->add_option("--input", o->inputs, "Input: name=file.npy (float32); seeded random when not given");
-  c->add_option("--out,-o", o->out, "Folder for compare.csv and compare.html");
-  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
-  c->add_option("--prepost", o->prepost, "The pre/post-processing definition the package was translated with (-prepost): the "
+  c->option("model", o->model, "The original ONNX model")->required();
+  c->option("package", o->package, "Its package folder (output/PREFIX)")->required();
+  c->option("--caffe-model", o->caffe_model, "The model is a Caffe network (.prototxt): its trained weights (.caffemodel)");
+  c->option("--input", o->inputs, "Input: name=file.npy (float32); seeded random when not given");
+  c->option("--out,-o", o->out, "Folder for compare.csv and compare.html");
+  c->option("--threads,-t", o->threads, "Worker threads")->range(1, 256);
+  c->option("--prepost", o->prepost, "The pre/post-processing definition the package was translated with (-prepost): the "
                                         "reference then runs the model with it, camera frame in");
-  c->add_flag("--prepost-full", o->prepost_full, "The definition is in the legacy full format (-PrePostFULL)");
-  c->add_option("--aipp-config", o->aipp_config, "The AIPP configuration the package was translated with (--aipp): the "
+  c->flag("--prepost-full", o->prepost_full, "The definition is in the legacy full format (-PrePostFULL)");
+  c->option("--aipp-config", o->aipp_config, "The AIPP configuration the package was translated with (--aipp): the "
                                                 "reference then runs the model behind the same AIPP stages");
-  c->add_option("--aipp", o->aipp, "Dynamic AIPP: name=params.bin|yaml, the parameter block for frame input name (docs/aipp.md)");
+  c->option("--aipp", o->aipp, "Dynamic AIPP: name=params.bin|yaml, the parameter block for frame input name (docs/aipp.md)");
   c->callback([o, &run] {
     run = [o] { return runCompare(*o); };
   });

@@ -214,8 +214,8 @@ Result runTest(const fs::path& dir, bool roundtrip, int threads, const std::stri
 
 }  // namespace
 
-void addConformance(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("conformance",
+void addConformance(Command& app, Action& run) {
+  auto* c = app.subcommand("conformance",
                                "Run ONNX backend tests (default: Debian's libonnx-testdata node/, pytorch-converted/, "
                                "pytorch-operator/, simple/) and compare with the expected outputs");
   struct Opts {
@@ -225,19 +225,19 @@ void addConformance(CLI::App& app, Action& run) {
     int threads = 1;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("dirs", o->dirs, "Test folders, or folders of test folders");
-  c->add_option("--filter", o->filter, "Only tests whose id contains this text");
-  c->add_option("--allowlist", o->allowlist, "File of test ids (suite/test) that must pass; exit 1 if one does not");
-  c->add_option("--write-passing", o->write_passing, "Write the ids of the passing tests to this file");
-  c->add_flag("--roundtrip", o->roundtrip, "Also check import -> export -> import: ONNX checker and identical outputs");
-  c->add_flag("--quiet,-q", o->quiet, "Print only failures and the totals");
-  c->add_option("--threads,-t", o->threads, "Worker threads per test")->check(CLI::Range(1, 256));
-  c->add_option("--package", o->package,
+  c->option("dirs", o->dirs, "Test folders, or folders of test folders");
+  c->option("--filter", o->filter, "Only tests whose id contains this text");
+  c->option("--allowlist", o->allowlist, "File of test ids (suite/test) that must pass; exit 1 if one does not");
+  c->option("--write-passing", o->write_passing, "Write the ids of the passing tests to this file");
+  c->flag("--roundtrip", o->roundtrip, "Also check import -> export -> import: ONNX checker and identical outputs");
+  c->flag("--quiet,-q", o->quiet, "Print only failures and the totals");
+  c->option("--threads,-t", o->threads, "Worker threads per test")->range(1, 256);
+  c->option("--package", o->package,
                 "Also, for every test the engine passes: `check` and `translate` for this target must agree, and each "
                 "package must compute the engine's outputs (bit for bit for float32 targets) in --exact and fast mode");
-  c->add_option("--packaged-list", o->packaged_list,
+  c->option("--packaged-list", o->packaged_list,
                 "With --package: file of test ids that must translate into a package; exit 1 if one does not");
-  c->add_option("--write-packaged", o->write_packaged, "With --package: write the ids of the packaged tests to this file");
+  c->option("--write-packaged", o->write_packaged, "With --package: write the ids of the packaged tests to this file");
   c->callback([o, &run] {
     run = [o] {
       std::vector<std::string> dirs = o->dirs;

@@ -24,11 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-template <class... A>
-[[noreturn]] void fail(ErrorCode c, fmt::format_string<A...> f, A&&... a) {
-  throw Error(c, fmt::format(f, std::forward<A>(a)...));
-}
-
 /// The folder holding npuc/custom_op.h: next to an installed npuc (<prefix>/include), else this build's source.
 fs::path npucIncludeDir() {
   std::error_code ec;
@@ -115,21 +110,21 @@ fs::path crossToolchain(const std::string& arch, const fs::path& build_dir) {
 
 }  // namespace
 
-void addCustomOp(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("custom-op", "Custom operators: create a plugin skeleton from a YAML definition, build it "
+void addCustomOp(Command& app, Action& run) {
+  auto* c = app.subcommand("custom-op", "Custom operators: create a plugin skeleton from a YAML definition, build it "
                                             "(docs/custom-ops.md; `--action create|build` as the RKNN guide writes it works too)");
-  c->require_subcommand(1);
+  c->requireSubcommand();
   struct Opts {
     std::string config, op_path, build_dir, include_dir, out_dir, toolchain, cross;
     std::vector<std::string> params;
     bool force = false, test = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* create = c->add_subcommand("create", "Generate a buildable plugin skeleton (source with the callbacks stubbed to "
+  auto* create = c->subcommand("create", "Generate a buildable plugin skeleton (source with the callbacks stubbed to "
                                              "fail loudly, CMakeLists.txt, a test harness) from an op definition");
-  create->add_option("--config,-c", o->config, "The op definition (YAML: the RKNN guide's format, framework: onnx)")->required();
-  create->add_option("--op-path,--op_path,-p", o->op_path, "Folder to write the skeleton into")->required();
-  create->add_flag("--force", o->force, "Overwrite existing files");
+  create->option("--config,-c", o->config, "The op definition (YAML: the RKNN guide's format, framework: onnx)")->required();
+  create->option("--op-path,--op_path,-p", o->op_path, "Folder to write the skeleton into")->required();
+  create->flag("--force", o->force, "Overwrite existing files");
   create->callback([o, &run] {
     run = [o] {
       const CustomOpSkeleton s = createCustomOp(o->config, o->op_path, o->force);
@@ -140,19 +135,19 @@ void addCustomOp(CLI::App& app, Action& run) {
       return 0;
     };
   });
-  auto* build = c->add_subcommand("build", "Build the plugin of an op folder (CMake + Ninja) into DIR/lib<op>.so");
-  build->add_option("--op-path,--op_path,-p", o->op_path, "The op's folder (made by create)")->required();
-  build->add_option("--build-dir", o->build_dir, "Where CMake builds (default: DIR/build)");
-  build->add_option("--include-dir", o->include_dir, "The folder holding npuc/custom_op.h (default: this npuc's)");
-  build->add_option("--out-dir", o->out_dir, "Where the library goes (default: the op's folder)");
-  build->add_option("--toolchain", o->toolchain, "A CMake toolchain file (CMAKE_TOOLCHAIN_FILE): build the plugin for "
+  auto* build = c->subcommand("build", "Build the plugin of an op folder (CMake + Ninja) into DIR/lib<op>.so");
+  build->option("--op-path,--op_path,-p", o->op_path, "The op's folder (made by create)")->required();
+  build->option("--build-dir", o->build_dir, "Where CMake builds (default: DIR/build)");
+  build->option("--include-dir", o->include_dir, "The folder holding npuc/custom_op.h (default: this npuc's)");
+  build->option("--out-dir", o->out_dir, "Where the library goes (default: the op's folder)");
+  build->option("--toolchain", o->toolchain, "A CMake toolchain file (CMAKE_TOOLCHAIN_FILE): build the plugin for "
                     "another machine; the library is then not loaded here");
-  build->add_option("--cross", o->cross, "Build for the RKNN guide's boards: aarch64 or armhf, with the Linaro cross compiler "
+  build->option("--cross", o->cross, "Build for the RKNN guide's boards: aarch64 or armhf, with the Linaro cross compiler "
                     "unpacked into ~/.rknn as the guide says (gcc-linaro-*-x86_64_<triple>), else <triple>-g++ on the PATH; npuc "
                     "writes the toolchain file and downloads nothing")
-      ->check(CLI::IsMember({"aarch64", "armhf"}));
-  build->add_flag("--test", o->test, "Then run the harness (test_<op>): its default input, the parameters --param gives");
-  build->add_option("--param", o->params, "With --test: a parameter of the op for the harness, NAME=VALUE (numbers; a "
+      ->oneOf({"aarch64", "armhf"});
+  build->flag("--test", o->test, "Then run the harness (test_<op>): its default input, the parameters --param gives");
+  build->option("--param", o->params, "With --test: a parameter of the op for the harness, NAME=VALUE (numbers; a "
                     "list separated by commas), checked against op.yml's parameters and types (repeatable)");
   build->callback([o, &run] {
     run = [o] {

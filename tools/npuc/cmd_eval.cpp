@@ -10,8 +10,8 @@
 
 namespace npuc::cli {
 
-void addEval(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("eval", "Top-1 accuracy of a classifier model over a labelled .npy data set");
+void addEval(Command& app, Action& run) {
+  auto* c = app.subcommand("eval", "Top-1 accuracy of a classifier model over a labelled .npy data set");
   addCustomOpOption(c);
   struct Opts {
     std::string model, input, labels;
@@ -19,11 +19,11 @@ void addEval(CLI::App& app, Action& run) {
     int64_t batch = 32;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to evaluate on the simulator")->required();
-  c->add_option("--input", o->input, "Samples: name=file.npy, first dim = sample")->required();
-  c->add_option("--labels", o->labels, "Integer class labels .npy, one per sample")->required();
-  c->add_option("--batch", o->batch, "Samples per inference")->check(CLI::Range(1, 65536));
-  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
+  c->option("model", o->model, "ONNX model, or a package folder (output/PREFIX) to evaluate on the simulator")->required();
+  c->option("--input", o->input, "Samples: name=file.npy, first dim = sample")->required();
+  c->option("--labels", o->labels, "Integer class labels .npy, one per sample")->required();
+  c->option("--batch", o->batch, "Samples per inference")->range(1, 65536);
+  c->option("--threads,-t", o->threads, "Worker threads")->range(1, 256);
   c->callback([o, &run] {
     run = [o] {
       auto inputs = parseInputs({o->input});

@@ -13,8 +13,8 @@ std::string shapesStr(const std::vector<Shape>& v) {
 }
 }  // namespace
 
-void addInspect(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("inspect", "Print a per-node table (shapes, MACs) and totals of a model (ONNX, Caffe, TensorFlow, TFLite); --save-onnx writes it as ONNX");
+void addInspect(Command& app, Action& run) {
+  auto* c = app.subcommand("inspect", "Print a per-node table (shapes, MACs) and totals of a model (ONNX, Caffe, TensorFlow, TFLite); --save-onnx writes it as ONNX");
   addCustomOpOption(c);
   struct Opts {
     std::string model, caffemodel;
@@ -24,14 +24,14 @@ void addInspect(CLI::App& app, Action& run) {
     std::string save_onnx;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "the model: ONNX, TensorFlow (.pb), TensorFlow Lite (.tflite), or a Caffe network "
+  c->option("model", o->model, "the model: ONNX, TensorFlow (.pb), TensorFlow Lite (.tflite), or a Caffe network "
                                    "description (.prototxt) with its weights")->required();
-  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
-  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
-  c->add_flag("--no-fold", o->raw, "Show the graph as imported, before constant folding");
-  c->add_flag("--dump", o->dump, "Also print the IR as text");
-  c->add_flag("--optimized", o->translate_opt, "Show the graph after the translator's optimizer (fusions, patterns)");
-  c->add_option("--save-onnx", o->save_onnx,
+  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
+  c->flag("--no-fold", o->raw, "Show the graph as imported, before constant folding");
+  c->flag("--dump", o->dump, "Also print the IR as text");
+  c->flag("--optimized", o->translate_opt, "Show the graph after the translator's optimizer (fusions, patterns)");
+  c->option("--save-onnx", o->save_onnx,
                 "Also write the model as imported (any format; after --optimized, optimized) as standard ONNX, for "
                 "other tools (npuc's fused forms written as their ONNX ops)");
   c->callback([o, &run] {

@@ -6,8 +6,8 @@
 
 namespace npuc::cli {
 
-void addQuantize(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand(
+void addQuantize(Command& app, Action& run) {
+  auto* c = app.subcommand(
       "quantize",
       "Quantize a model to int8 (QDQ ONNX: per-channel int8 weights, int32 biases, per-tensor int8 activations) "
       "calibrated on samples; `npuc eval` and `npuc run` run the result, so does any ONNX runtime. For int8 packages "
@@ -23,36 +23,36 @@ void addQuantize(CLI::App& app, Action& run) {
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model (float32), or a Caffe network (.prototxt) followed by its weights")->required();
-  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
-  c->add_option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
+  c->option("model", o->model, "ONNX model (float32), or a Caffe network (.prototxt) followed by its weights")->required();
+  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  c->option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
                 "first axis (repeatable; several files of one name add up; NAME=DIR: the folder's .npy shards in name order)")->required();
-  c->add_option("--calib-mean", o->calib_mean, "A folder of pictures as --calib NAME=DIR (no .npy in it): each resized to the input's "
+  c->option("--calib-mean", o->calib_mean, "A folder of pictures as --calib NAME=DIR (no .npy in it): each resized to the input's "
                                                "H x W, RGB (luma for 1 channel), then (v - M) per channel (M or M,M,M; default 0)");
-  c->add_option("--calib-scale", o->calib_scale, "... times S (S or S,S,S; default 1/255; docs/calibration.md)");
-  c->add_flag("--calib-bgr", o->calib_bgr, "Pictures in B, G, R order (default R, G, B)");
-  c->add_option("--output,-o", o->output, "The quantized model (.onnx)")->required();
-  c->add_option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, SNR, clipped fraction, warnings): "
+  c->option("--calib-scale", o->calib_scale, "... times S (S or S,S,S; default 1/255; docs/calibration.md)");
+  c->flag("--calib-bgr", o->calib_bgr, "Pictures in B, G, R order (default R, G, B)");
+  c->option("--output,-o", o->output, "The quantized model (.onnx)")->required();
+  c->option("--table", o->table, "Also write the per-tensor table (range, scale, zero point, SNR, clipped fraction, warnings): "
                                      "T.csv, T.xlsx or T.html by the extension");
-  c->add_option("--method", o->method, "Activation range method: minmax | percentile | entropy | mse (docs/calibration.md)");
-  c->add_option("--percentile", o->percentile, "The percentile of --method percentile")->check(CLI::Range(1e-9, 100.0));
-  c->add_option("--scheme", o->scheme, "Activations: affine (scale and zero point, default), symmetric (zero point 0, scale "
+  c->option("--method", o->method, "Activation range method: minmax | percentile | entropy | mse (docs/calibration.md)");
+  c->option("--percentile", o->percentile, "The percentile of --method percentile")->range(1e-9, 100.0);
+  c->option("--scheme", o->scheme, "Activations: affine (scale and zero point, default), symmetric (zero point 0, scale "
                                      "max|x| / 127: int8-symmetric) or radix (Kneron's int8-radix: zero point 0, power-of-two "
                                      "scales; docs/numerics.md)")
-      ->check(CLI::IsMember({"affine", "symmetric", "radix"}));
-  c->add_flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
-  c->add_flag("--bias-correction", o->bias_correction, "Correct each Conv / Gemm bias for the mean shift its int8 weights cause, "
+      ->oneOf({"affine", "symmetric", "radix"});
+  c->flag("--per-tensor", o->per_tensor, "One scale per weight tensor (default: per output channel)");
+  c->flag("--bias-correction", o->bias_correction, "Correct each Conv / Gemm bias for the mean shift its int8 weights cause, "
                                                        "measured on the calibration samples (docs/calibration.md)");
-  c->add_flag("--adaround", o->adaround, "Round each Conv / Gemm's int8 weights up or down so that its output on the calibration "
+  c->flag("--adaround", o->adaround, "Round each Conv / Gemm's int8 weights up or down so that its output on the calibration "
                                          "samples moves least (AdaRound; docs/calibration.md; not with --bias-correction)");
-  c->add_option("--equalize", o->equalize, "Cross-layer equalization before calibration, for per-tensor weights: relu (consecutive "
+  c->option("--equalize", o->equalize, "Cross-layer equalization before calibration, for per-tensor weights: relu (consecutive "
                                            "convolutions through Relu / LeakyRelu: the same function) or relu6 (Relu6 made Relu "
                                            "first, as the paper does; docs/calibration.md)")
-      ->check(CLI::IsMember({"relu", "relu6"}));
-  c->add_option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear (repeatable)");
-  c->add_option("--range", o->ranges, "Quantize this tensor over LO..HI instead of its calibrated range: TENSOR=LO,HI (repeatable)");
-  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
-  c->add_option("--threads,-t", o->threads, "Calibration threads (default: all cores; the result is the same)")->check(CLI::Range(1, 256));
+      ->oneOf({"relu", "relu6"});
+  c->option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear (repeatable)");
+  c->option("--range", o->ranges, "Quantize this tensor over LO..HI instead of its calibrated range: TENSOR=LO,HI (repeatable)");
+  c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
+  c->option("--threads,-t", o->threads, "Calibration threads (default: all cores; the result is the same)")->range(1, 256);
   c->callback([o, &run] {
     run = [o] {
       LoadOptions lo;

@@ -7,8 +7,8 @@
 
 namespace npuc::cli {
 
-void addRun(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("run", "Run an ONNX model on the reference engine; write outputs as .npy");
+void addRun(Command& app, Action& run) {
+  auto* c = app.subcommand("run", "Run an ONNX model on the reference engine; write outputs as .npy");
   addCustomOpOption(c);
   struct Opts {
     std::string model, caffemodel, out_dir = ".";
@@ -16,12 +16,12 @@ void addRun(CLI::App& app, Action& run) {
     int threads = 1;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
-  c->add_option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
-  c->add_option("--input", o->inputs, "Input tensor: name=file.npy (repeatable; inputs not given are an error)");
-  c->add_option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (default: the .npy shape)");
-  c->add_option("--output-dir,-o", o->out_dir, "Folder for <output>.npy files (created if missing)");
-  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
+  c->option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
+  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  c->option("--input", o->inputs, "Input tensor: name=file.npy (repeatable; inputs not given are an error)");
+  c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (default: the .npy shape)");
+  c->option("--output-dir,-o", o->out_dir, "Folder for <output>.npy files (created if missing)");
+  c->option("--threads,-t", o->threads, "Worker threads")->range(1, 256);
   c->callback([o, &run] {
     run = [o] {
       auto inputs = parseInputs(o->inputs);

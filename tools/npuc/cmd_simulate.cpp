@@ -209,8 +209,8 @@ void writeKneronDump(const Runtime& rt, int platform, const fs::path& dir) {
   if (platform == 520) writeText(dir / "radix_scale_info.txt", info);
 }
 
-void addSimulate(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("simulate", "Run an object package on the simulated device (bit-exact to its numerics)");
+void addSimulate(Command& app, Action& run) {
+  auto* c = app.subcommand("simulate", "Run an object package on the simulated device (bit-exact to its numerics)");
   addCustomOpOption(c);
   struct Opts {
     std::string package, output_dir = "sim_out", trace, image_size, kneron_dir;
@@ -221,29 +221,29 @@ void addSimulate(CLI::App& app, Action& run) {
     bool exact = false;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("package", o->package, "Package folder (output/PREFIX), or the package reference tidl-import writes at outputNetFile")->required();
-  c->add_option("--input", o->inputs, "Input: name=file.npy (float32 or the device type), name=file.bin (raw device bytes), or for a camera-frame input name=photo.jpg|png (converted to the frame's format and size)");
-  c->add_option("--aipp", o->aipp, "Dynamic AIPP parameters: name=params.bin (the kAippDynamicPara bytes) or name=params.yaml (the "
+  c->option("package", o->package, "Package folder (output/PREFIX), or the package reference tidl-import writes at outputNetFile")->required();
+  c->option("--input", o->inputs, "Input: name=file.npy (float32 or the device type), name=file.bin (raw device bytes), or for a camera-frame input name=photo.jpg|png (converted to the frame's format and size)");
+  c->option("--aipp", o->aipp, "Dynamic AIPP parameters: name=params.bin (the kAippDynamicPara bytes) or name=params.yaml (the "
                                    "seed's field names; docs/aipp.md), name = the frame input; once per frame input (a model with two AIPP "
-                                   "inputs takes two)")->allow_extra_args(false);
-  c->add_option("--dynamic-batch-size,--dynamic_batch_size", o->batch,
+                                   "inputs takes two)")->noExtraArgs();
+  c->option("--dynamic-batch-size,--dynamic_batch_size", o->batch,
                 "Packages with batch gears (translate --dynamic_batch_size): run the gear of this batch size")
-      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  c->add_option("--dynamic-image-size,--dynamic_image_size", o->image_size,
+      ->range(int64_t{1}, int64_t{65536});
+  c->option("--dynamic-image-size,--dynamic_image_size", o->image_size,
                 "Packages with image-size gears (translate --dynamic_image_size): run the gear of this HEIGHT,WIDTH");
-  c->add_option("--kneron-dump", o->kneron, "int8-radix packages (target kneron): also write the outputs as Kneron's CSIM does "
+  c->option("--kneron-dump", o->kneron, "int8-radix packages (target kneron): also write the outputs as Kneron's CSIM does "
                                            "for this platform, 520 or 720 (fixed-point values in its layout, radix and scale), "
                                            "into --kneron-dir")
-      ->check(CLI::IsMember({520, 720}));
-  c->add_option("--kneron-dir", o->kneron_dir, "Folder for --kneron-dump (default: OUTPUT_DIR/kneron_<platform>)");
-  c->add_option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
-  c->add_option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
+      ->oneOf({"520", "720"});
+  c->option("--kneron-dir", o->kneron_dir, "Folder for --kneron-dump (default: OUTPUT_DIR/kneron_<platform>)");
+  c->option("--output-dir,-o", o->output_dir, "Where outputs go: NAME.npy (float32) and NAME.raw.npy (device type)");
+  c->option("--trace", o->trace, "Also write every layer's output to this folder (trace_dump_<i>_<W>x<H>.y as stored — int8 codes in "
                                      "int8 packages —, trace_<i>.npy as real values, trace_index.csv with each int8 layer's scale and zero point, and q in int8-pow2 packages)");
-  c->add_option("--threads,-t", o->threads, "Worker threads")->check(CLI::Range(1, 256));
-  c->add_flag("--exact", o->exact, "Run the reference kernels (the specification; int8 convolutions: the portable path, "
+  c->option("--threads,-t", o->threads, "Worker threads")->range(1, 256);
+  c->flag("--exact", o->exact, "Run the reference kernels (the specification; int8 convolutions: the portable path, "
                                    "tested equal to it; same bits, slower)");
-  c->add_option("--top", o->top, "Also print the K largest values of each output with their indices (classification)")
-      ->check(CLI::Range(1, 1000));
+  c->option("--top", o->top, "Also print the K largest values of each output with their indices (classification)")
+      ->range(1, 1000);
   c->callback([o, &run] {
     run = [o] {
       Runtime rt(packageFolder(o->package, "package"), {o->threads, o->exact});

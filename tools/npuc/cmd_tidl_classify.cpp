@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Options {
+struct ClassifyOptions {
   std::string package, labels, classes, input;
   int pre_proc_type = -1, top = 5, threads = 1;  // (-1: not given)
   double threshold = 0;
@@ -68,7 +68,7 @@ std::vector<fs::path> pictures(const std::string& input) {
   return out;
 }
 
-int classify(Options o) {
+int classify(ClassifyOptions o) {
   std::map<std::string, std::string> ref;  // (tidl-import's reference: how its calibration pictures were pre-processed)
   Runtime rt(packageFolder(o.package, "package", &ref), {o.threads, false});
   auto numbers = [](const std::string& s) {
@@ -122,23 +122,23 @@ int classify(Options o) {
 
 }  // namespace
 
-void addTidlClassify(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("tidl-classify", "The TIDL guide's classification demo (tidl_classification) on a package: pictures in, "
+void addTidlClassify(Command& app, Action& run) {
+  auto* c = app.subcommand("tidl-classify", "The TIDL guide's classification demo (tidl_classification) on a package: pictures in, "
                                                  "top classes and decisions out");
-  auto o = std::make_shared<Options>();
-  c->add_option("package", o->package, "The package folder, or tidl-import's reference at outputNetFile")->required();
-  c->add_option("-i,--input", o->input, "A picture, a folder of pictures (by name) or a .txt list of them: the frames")->required();
-  c->add_option("-l,--labels", o->labels, "The label of every class, one a line (the demo's imagenet.txt); default: class numbers");
-  c->add_option("-s,--classes", o->classes, "The permitted classes, one a line (the demo's classlist.txt; labels of -l): a detection "
+  auto o = std::make_shared<ClassifyOptions>();
+  c->option("package", o->package, "The package folder, or tidl-import's reference at outputNetFile")->required();
+  c->option("-i,--input", o->input, "A picture, a folder of pictures (by name) or a .txt list of them: the frames")->required();
+  c->option("-l,--labels", o->labels, "The label of every class, one a line (the demo's imagenet.txt); default: class numbers");
+  c->option("-s,--classes", o->classes, "The permitted classes, one a line (the demo's classlist.txt; labels of -l): a detection "
                                              "of another class is no decision");
-  c->add_option("--preProcType,--pre-proc-type", o->pre_proc_type, "The guide's pre-processing of each picture (the import tool's "
+  c->option("--preProcType,--pre-proc-type", o->pre_proc_type, "The guide's pre-processing of each picture (the import tool's "
                                                                    "table: 0..6, 256 with --inMean / --inScale; default: the "
                                                                    "import's, as its package reference records it, else 0)");
-  c->add_option("--inMean,--in-mean", o->mean, "preProcType 256: per channel")->expected(1, 4);
-  c->add_option("--inScale,--in-scale", o->scale, "preProcType 256: per channel")->expected(1, 4);
-  c->add_option("--top", o->top, "Classes printed per picture (default 5)")->check(CLI::Range(1, 100000));
-  c->add_option("--threshold", o->threshold, "A decision needs at least this score (the output's own units; default 0)");
-  c->add_option("-t,--threads", o->threads, "Threads of the simulated device")->check(CLI::Range(1, 256));
+  c->option("--inMean,--in-mean", o->mean, "preProcType 256: per channel")->expected(1, 4);
+  c->option("--inScale,--in-scale", o->scale, "preProcType 256: per channel")->expected(1, 4);
+  c->option("--top", o->top, "Classes printed per picture (default 5)")->range(1, 100000);
+  c->option("--threshold", o->threshold, "A decision needs at least this score (the output's own units; default 0)");
+  c->option("-t,--threads", o->threads, "Threads of the simulated device")->range(1, 256);
   c->callback([o, &run] { run = [o] { return classify(*o); }; });  // (a copy: classify fills what the reference gives)
 }
 

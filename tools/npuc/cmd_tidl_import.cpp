@@ -40,18 +40,13 @@ using Config = tidl::ImportConfig;
 using Entry = tidl::ConfigEntry;
 using tidl::dropByteOrderMark;
 
-/// An error at `line` of the file (0: a key that is missing, named without a line).
-[[noreturn]] void bad(const Config& c, int line, const std::string& key, const std::string& why) {
-  tidl::configError(c, line, key, why);
-}
-
 /// What `read` reads from sampleInData's file; an error of the read is the key's (named with its line).
 template <typename Read>
 auto readSample(const Config& c, const Entry& e, Read read) {
   try {
     return read();
   } catch (const Error& err) {
-    bad(c, e.line, "sampleInData", err.what());
+    tidl::configError(c, e.line, "sampleInData", err.what());
   }
 }
 
@@ -64,7 +59,7 @@ Config parse(const std::string& file) { return tidl::readImportConfig(file); }
 /// [C, H, W], each value (v - inMean[c]) * inScale[c] when both are set, else v.
 std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, const Entry& e, const TranslateOptions& t, const Model& m,
                                                          int64_t count, bool raw, int element_type) {
-  if (m.inputs().size() != 1) bad(cfg, e.line, "sampleInData", fmt::format("the model has {} inputs; sampleInData feeds one", m.inputs().size()));
+  if (m.inputs().size() != 1) tidl::configError(cfg, e.line, "sampleInData", fmt::format("the model has {} inputs; sampleInData feeds one", m.inputs().size()));
   const std::string name = m.inputs()[0].name;
   Shape s = t.input_shapes.count(name) ? t.input_shapes.at(name) : m.inputs()[0].shape;
   if (fs::path(e.raw).extension() == ".npy") {
@@ -72,19 +67,19 @@ std::map<std::string, std::vector<Tensor>> calibrationOf(const Config& cfg, cons
     try {
       x = readNpyFile(e.raw);
     } catch (const Error& err) {
-      bad(cfg, e.line, "sampleInData", err.what());
+      tidl::configError(cfg, e.line, "sampleInData", err.what());
     }
     // (samples stacked on the first axis: the other dimensions are the input's, when it has static ones)
     const Shape& xs = x.shape();
     bool fits = xs.size() == s.size() && !xs.empty();
     for (size_t i = 1; fits && i < s.size(); ++i) fits = s[i] < 1 || xs[i] == s[i];
     if (!fits)
-      bad(cfg, e.line, "sampleInData", fmt::format("\"{}\" holds {} samples; the model's input '{}' is {}{}", e.raw, shapeStr(xs), name,
+      tidl::configError(cfg, e.line, "sampleInData", fmt::format("\"{}\" holds {} samples; the model's input '{}' is {}{}", e.raw, shapeStr(xs), name,
                                                    shapeStr(s), t.input_shapes.empty() ? "" : " (as inWidth / inHeight / inNumChannels set it)"));
     return {{name, {std::move(x)}}};
   }
   if (s.size() != 4 || s[1] < 1 || s[2] < 1 || s[3] < 1)
-    bad(cfg, e.line, "sampleInData", fmt::format("the model's input {} is not a static [N, C, H, W] (set inWidth / inHeight / inNumChannels)", shapeStr(s)));
+    tidl::configError(cfg, e.line, "sampleInData", fmt::format("the model's input {} is not a static [N, C, H, W] (set inWidth / inHeight / inNumChannels)", shapeStr(s)));
   return {{name, {tidlFrames(cfg, e, FrameKeys{"sampleInData", "rawSampleInData", "numSampleInData"}, s, count, raw, element_type)}}};
 }
 
@@ -112,37 +107,37 @@ class Import {
     const int model_type = static_cast<int>(num("modelType", 0));
     const bool caffe = model_type == 0, tf = model_type == 1;  // (Caffe: the guide's default)
     if (!has("inputNetFile"))
-      bad(cfg, 0, "inputNetFile", caffe ? "is required (the Caffe network, .prototxt)"
+      tidl::configError(cfg, 0, "inputNetFile", caffe ? "is required (the Caffe network, .prototxt)"
                                   : tf ? "is required (the TensorFlow frozen graph, .pb)"
                                   : model_type == 3 ? "is required (the TensorFlow Lite model, .tflite)" : "is required (the ONNX model)");
     const Entry& net = cfg.keys.at("inputNetFile");
-    if (!fs::exists(net.raw)) bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" does not exist", net.raw));
+    if (!fs::exists(net.raw)) tidl::configError(cfg, net.line, "inputNetFile", fmt::format("\"{}\" does not exist", net.raw));
     if (tf && fs::path(net.raw).extension() != ".pb")
-      bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not a .pb file (modelType 1 is a TensorFlow frozen graph)", net.raw));
+      tidl::configError(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not a .pb file (modelType 1 is a TensorFlow frozen graph)", net.raw));
     if (model_type == 2 && fs::path(net.raw).extension() != ".onnx")
-      bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not an .onnx file (modelType 2 is ONNX)", net.raw));
+      tidl::configError(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not an .onnx file (modelType 2 is ONNX)", net.raw));
     if (model_type == 3 && fs::path(net.raw).extension() != ".tflite")
-      bad(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not a .tflite file (modelType 3 is TensorFlow Lite)", net.raw));
+      tidl::configError(cfg, net.line, "inputNetFile", fmt::format("\"{}\" is not a .tflite file (modelType 3 is TensorFlow Lite)", net.raw));
     if (caffe) {  // Caffe: the network and its trained weights (inputParamsFile)
       if (!has("inputParamsFile"))
-        bad(cfg, 0, "inputParamsFile", "is required with modelType 0 (Caffe): the trained weights, .caffemodel");
+        tidl::configError(cfg, 0, "inputParamsFile", "is required with modelType 0 (Caffe): the trained weights, .caffemodel");
       const Entry& params = cfg.keys.at("inputParamsFile");
-      if (!fs::exists(params.raw)) bad(cfg, params.line, "inputParamsFile", fmt::format("\"{}\" does not exist", params.raw));
+      if (!fs::exists(params.raw)) tidl::configError(cfg, params.line, "inputParamsFile", fmt::format("\"{}\" does not exist", params.raw));
     }
     if (has("sampleInData") && !fs::exists(cfg.keys.at("sampleInData").raw))
-      bad(cfg, line("sampleInData"), "sampleInData", fmt::format("\"{}\" does not exist", cfg.keys.at("sampleInData").raw));
+      tidl::configError(cfg, line("sampleInData"), "sampleInData", fmt::format("\"{}\" does not exist", cfg.keys.at("sampleInData").raw));
     if (num("quantizationStyle", 1) == 0)
-      bad(cfg, line("quantizationStyle"), "quantizationStyle", "0 (fixed quantization by the training framework) is not "
+      tidl::configError(cfg, line("quantizationStyle"), "quantizationStyle", "0 (fixed quantization by the training framework) is not "
           "supported: the guide says only dynamic quantization (1) is");
     if (num("preProcType", 0) > 6 && num("preProcType", 0) != 256 && num("rawSampleInData", 0) == 0)  // (raw data: ignored)
-      bad(cfg, line("preProcType"), "preProcType", fmt::format("{} is a configuration error in the guide's table (0..6 or 256)", num("preProcType", 0)));
+      tidl::configError(cfg, line("preProcType"), "preProcType", fmt::format("{} is a configuration error in the guide's table (0..6 or 256)", num("preProcType", 0)));
     if (num("preProcType", 0) == 256 && num("rawSampleInData", 0) == 0 && (!has("inMean") || !has("inScale")))
-      bad(cfg, line("preProcType"), "preProcType", "256 takes inMean and inScale from the configuration: both must be set");
+      tidl::configError(cfg, line("preProcType"), "preProcType", "256 takes inMean and inScale from the configuration: both must be set");
     if (has("inMean") && has("inScale") && cfg.keys.at("inMean").numbers.size() != cfg.keys.at("inScale").numbers.size())
-      bad(cfg, line("inScale"), "inScale", fmt::format("{} values for {} inMean values", cfg.keys.at("inScale").numbers.size(),
+      tidl::configError(cfg, line("inScale"), "inScale", fmt::format("{} values for {} inMean values", cfg.keys.at("inScale").numbers.size(),
                                                        cfg.keys.at("inMean").numbers.size()));
     if (has("inQuantFactor") && num("inQuantFactor", -1) <= 0 && num("inQuantFactor", -1) != -1)
-      bad(cfg, line("inQuantFactor"), "inQuantFactor", "must be > 0, or -1 (the default)");
+      tidl::configError(cfg, line("inQuantFactor"), "inQuantFactor", "must be > 0, or -1 (the default)");
   }
 
   /// The model, the package's folder and name (outputNetFile) and the input's size keys.
@@ -157,29 +152,29 @@ class Import {
     t.prefix = outnet.stem().string();
     t.out_root = outnet.has_parent_path() ? outnet.parent_path() : fs::path(".");
     if (!outnet.has_filename() || t.prefix == "." || t.prefix == "..")
-      bad(cfg, line("outputNetFile"), "outputNetFile",
+      tidl::configError(cfg, line("outputNetFile"), "outputNetFile",
           fmt::format("\"{}\" names a folder: give a file name, whose stem names the package's folder", outnet.string()));
     try {
       checkOutputName(t.prefix, "outputNetFile's name");
     } catch (const Error& e) {
-      bad(cfg, line("outputNetFile"), "outputNetFile", e.what());
+      tidl::configError(cfg, line("outputNetFile"), "outputNetFile", e.what());
     }
     // A configuration decides where npuc writes only within its own folder or the current one (a configuration from
     // elsewhere must not create folders anywhere on the machine), unless the user says otherwise.
     if (!output_anywhere && !within(t.out_root, fs::current_path()) && !within(t.out_root, fs::path(cfg.file).parent_path()))
-      bad(cfg, line("outputNetFile"), "outputNetFile",
+      tidl::configError(cfg, line("outputNetFile"), "outputNetFile",
           fmt::format("\"{}\" is outside the configuration's folder and the current folder; npuc writes there only with "
                       "--output-anywhere", outnet.string()));
     if (has("inWidth") || has("inHeight") || has("inNumChannels")) {
       const Model& m = inputModel();
       const char* size_key = has("inWidth") ? "inWidth" : has("inHeight") ? "inHeight" : "inNumChannels";
       if (m.inputs().size() != 1)
-        bad(cfg, line(size_key), size_key,
+        tidl::configError(cfg, line(size_key), size_key,
             fmt::format("the model has {} inputs; inWidth / inHeight / inNumChannels describe one", m.inputs().size()));
       Shape s = m.inputs()[0].shape;
       const bool nhwc = num("modelType", 0) == 1 || num("modelType", 0) == 3;  // TensorFlow's input is [N, H, W, C]
       if (s.size() != 4)
-        bad(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, {}]", shapeStr(s), nhwc ? "H, W, C" : "C, H, W"));
+        tidl::configError(cfg, line(size_key), size_key, fmt::format("the model's input {} is not [N, {}]", shapeStr(s), nhwc ? "H, W, C" : "C, H, W"));
       s[0] = 1;
       if (has("inNumChannels")) s[nhwc ? 3 : 1] = static_cast<int64_t>(num("inNumChannels", 0));
       if (has("inHeight")) s[nhwc ? 1 : 2] = static_cast<int64_t>(num("inHeight", 0));
@@ -217,7 +212,7 @@ class Import {
     if (num("inQuantFactor", -1) > 0) {
       int e = 0;
       if (std::frexp(num("inQuantFactor", -1), &e) != 0.5)
-        bad(cfg, line("inQuantFactor"), "inQuantFactor",
+        tidl::configError(cfg, line("inQuantFactor"), "inQuantFactor",
             fmt::format("{} is not a power of two: npuc's int8-pow2 scales are powers of two (2^-q)", num("inQuantFactor", -1)));
       t.pow2.in_quant_factor = num("inQuantFactor", -1);
     }
@@ -264,13 +259,13 @@ class Import {
       for (size_t i = 0; i < g.size(); ++i) {
         const bool end = i == 0 || i + 1 == g.size();
         if (g[i] == 0 && !end)
-          bad(cfg, line("layersGroupId"), "layersGroupId",
+          tidl::configError(cfg, line("layersGroupId"), "layersGroupId",
               fmt::format("value {} of {} is 0: group 0 is TIDL's input and output data layers, the first and the last value only", i + 1,
                           g.size()));
         if (g[i] != 0) t.layer_group_list.push_back(static_cast<int>(g[i]));
       }
       if (t.layer_group_list.empty())
-        bad(cfg, line("layersGroupId"), "layersGroupId", "lists no layer besides the input and output data layers (group 0)");
+        tidl::configError(cfg, line("layersGroupId"), "layersGroupId", "lists no layer besides the input and output data layers (group 0)");
     }
     say("layersGroupId", "the package's layers groups (the first and last 0, TIDL's input and output layers, dropped): one per "
                          "layer of the package (manifest.json), each group a pipeline stage (npuc bench --pipeline)");
@@ -284,7 +279,7 @@ class Import {
         if (!data_layer) t.conv_kernel_list.push_back(static_cast<int>(k[i]));
       }
       if (t.conv_kernel_list.empty())
-        bad(cfg, line("conv2dKernelType"), "conv2dKernelType",
+        tidl::configError(cfg, line("conv2dKernelType"), "conv2dKernelType",
             fmt::format("{} value(s), all the input and output layers' (one per layer, those two included)", k.size()));
     }
     say("conv2dKernelType", "the convolutions' kernels in the time estimate (0 sparse, 1 dense; the input and output layers' "
@@ -292,7 +287,7 @@ class Import {
     say("tidlStatsTool", "(TIDL's calibration executable: npuc calibrates itself)");
     if (has("layersGroupId") && has("conv2dKernelType") &&
         cfg.keys.at("layersGroupId").numbers.size() != cfg.keys.at("conv2dKernelType").numbers.size())
-      bad(cfg, line("conv2dKernelType"), "conv2dKernelType",
+      tidl::configError(cfg, line("conv2dKernelType"), "conv2dKernelType",
           fmt::format("{} values, layersGroupId has {} (one per layer each)", cfg.keys.at("conv2dKernelType").numbers.size(),
                       cfg.keys.at("layersGroupId").numbers.size()));
   }
@@ -304,16 +299,16 @@ class Import {
     } catch (const Error& e) {
       // (what the groups' list breaks is said at its line)
       const std::string what = e.what();
-      if (has("layersGroupId") && what.find("layers groups:") != std::string::npos) bad(cfg, line("layersGroupId"), "layersGroupId", what);
+      if (has("layersGroupId") && what.find("layers groups:") != std::string::npos) tidl::configError(cfg, line("layersGroupId"), "layersGroupId", what);
       if (has("conv2dKernelType") && what.find("convolution kernels:") != std::string::npos)
-        bad(cfg, line("conv2dKernelType"), "conv2dKernelType", what);
+        tidl::configError(cfg, line("conv2dKernelType"), "conv2dKernelType", what);
       // (the package's folder is outputNetFile's: said in the configuration's terms)
       if (const size_t at = what.find("choose another PREFIX or --out"); at != std::string::npos)
-        bad(cfg, line("outputNetFile"), "outputNetFile", what.substr(0, at) + "choose another outputNetFile");
+        tidl::configError(cfg, line("outputNetFile"), "outputNetFile", what.substr(0, at) + "choose another outputNetFile");
       // (a model input the size keys made wrong)
       for (const char* k : {"inNumChannels", "inHeight", "inWidth"})
         if (has(k) && !t.input_shapes.empty() && (what.find("shape") != std::string::npos || what.find("channels") != std::string::npos))
-          bad(cfg, line(k), k, what + " — inWidth / inHeight / inNumChannels set the model's input to 1 x C x H x W");
+          tidl::configError(cfg, line(k), k, what + " — inWidth / inHeight / inNumChannels set the model's input to 1 x C x H x W");
       throw;
     }
   }
@@ -430,7 +425,7 @@ void calibrationRun(const TranslateOptions& t, const TranslateResult& r) {
 }
 
 /// The result: warnings, the unsupported nodes, the estimate and the files written.
-void printResult(const std::string& target, const TranslateResult& r) {
+void printImportResult(const std::string& target, const TranslateResult& r) {
   for (auto& w : r.warnings) fmt::print("warning: {}\n", w);
   if (!r.ok) {
     fmt::print("{} node(s) are not supported by {}:\n", r.errors.size(), target);
@@ -449,17 +444,17 @@ void printResult(const std::string& target, const TranslateResult& r) {
 
 }  // namespace
 
-void addTidlImport(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("tidl-import", "Translate with TI TIDL's import configuration file (tidl_model_import.out's keys; the tidl target)");
+void addTidlImport(Command& app, Action& run) {
+  auto* c = app.subcommand("tidl-import", "Translate with TI TIDL's import configuration file (tidl_model_import.out's keys; the tidl target)");
   struct Opts {
     std::string config, target = "tidl";
     bool dry = false, output_anywhere = false;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("config", o->config, "The import configuration (key = value lines, as the TIDL user guide §3.15.1.4.7)")->required();
-  c->add_option("--target", o->target, "The target (default tidl)");
-  c->add_flag("--dry-run", o->dry, "Check the configuration and print what npuc would do, without translating");
-  c->add_flag("--output-anywhere", o->output_anywhere, "Let outputNetFile name a folder outside the configuration's folder and "
+  c->option("config", o->config, "The import configuration (key = value lines, as the TIDL user guide §3.15.1.4.7)")->required();
+  c->option("--target", o->target, "The target (default tidl)");
+  c->flag("--dry-run", o->dry, "Check the configuration and print what npuc would do, without translating");
+  c->flag("--output-anywhere", o->output_anywhere, "Let outputNetFile name a folder outside the configuration's folder and "
                                                       "the current folder (default: refused)");
   c->callback([o, &run] {
     run = [o] {
@@ -472,7 +467,7 @@ void addTidlImport(CLI::App& app, Action& run) {
       fmt::print("{}", im.plan);
       if (o->dry) return 0;
       TranslateResult r = im.translateWith();
-      printResult(im.t.target, r);
+      printImportResult(im.t.target, r);
       if (!r.ok) return 1;
       if (!r.content_hash.empty()) calibrationRun(im.t, r);
       // Where TIDL writes its network and parameter files: references to the package beside them (tidl-sim's netBinFile

@@ -28,11 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-template <typename... Args>
-[[noreturn]] void fail(ErrorCode code, fmt::format_string<Args...> f, Args&&... a) {
-  throw Error(code, fmt::format(f, std::forward<Args>(a)...));
-}
-
 /// The configurations a simulation file runs: the guide's list ("1 PATH" runs PATH, "0" ends it; '#' starts a
 /// comment), or the file itself when its first line is not such an entry.
 std::vector<std::string> simulationList(const std::string& file) {
@@ -61,7 +56,7 @@ std::vector<std::string> simulationList(const std::string& file) {
   fail(ErrorCode::kInvalidInput, "{}: the list does not end with \"0\" (the guide's terminator)", file);
 }
 
-struct Options {
+struct SimOptions {
   std::string list;
   int threads = 1;
   bool exact = false;
@@ -83,7 +78,7 @@ tidl::ImportConfig withImportKeys(tidl::ImportConfig cfg, const std::map<std::st
 }
 
 /// One configuration's run.
-void simulate(const std::string& file, const Options& o) {
+void simulate(const std::string& file, const SimOptions& o) {
   tidl::ImportConfig cfg = tidl::readImportConfig(file, tidl::ConfigKind::kSimulation);
   auto has = [&](const char* k) { return cfg.keys.count(k) != 0; };
   auto num = [&](const char* k, double def) { return has(k) ? cfg.keys.at(k).numbers.at(0) : def; };
@@ -177,15 +172,15 @@ void simulate(const std::string& file, const Options& o) {
 
 }  // namespace
 
-void addTidlSim(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("tidl-sim", "Run TI TIDL's simulation configuration (eve_test_dl_algo.out's file, §3.15.1.4.13) on npuc packages");
-  auto o = std::make_shared<Options>();
-  c->add_option("config", o->list,
+void addTidlSim(Command& app, Action& run) {
+  auto* c = app.subcommand("tidl-sim", "Run TI TIDL's simulation configuration (eve_test_dl_algo.out's file, §3.15.1.4.13) on npuc packages");
+  auto o = std::make_shared<SimOptions>();
+  c->option("config", o->list,
                 "The simulation file: the guide's list (\"1 CONFIG\" lines, \"0\" at the end) or one configuration (rawImage, numFrames, inData, "
                 "inElementType, preProcType, traceDumpBaseName, outData, netBinFile, paramsBinFile, …)")
       ->required();
-  c->add_option("-t,--threads", o->threads, "Threads of the simulated device (the bits do not depend on it)")->check(CLI::Range(1, 256));
-  c->add_flag("--exact", o->exact, "Run the reference kernels (same bits, slower)");
+  c->option("-t,--threads", o->threads, "Threads of the simulated device (the bits do not depend on it)")->range(1, 256);
+  c->flag("--exact", o->exact, "Run the reference kernels (same bits, slower)");
   c->callback([o, &run] {
     run = [o] {
       for (const std::string& cfg : simulationList(o->list)) simulate(cfg, *o);

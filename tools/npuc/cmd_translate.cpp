@@ -562,10 +562,9 @@ int translateCommand(const std::vector<std::string>& args) {
 
 }  // namespace
 
-void addTranslate(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("translate", "Translate a model for a target (DRP-AI Translator style; see `npuc translate -h`)");
-  c->prefix_command();
-  c->set_help_flag();  // -h / --help are handled below with the full text
+void addTranslate(Command& app, Action& run) {
+  auto* c = app.subcommand("translate", "Translate a model for a target (DRP-AI Translator style; see `npuc translate -h`)");
+  c->passThrough();  // -h / --help are handled below with the full text
   auto args = std::make_shared<std::vector<std::string>>();
   c->callback([c, args, &run] {
     *args = c->remaining();

@@ -14,11 +14,10 @@
 
 namespace npuc::cli {
 
-void addTune(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("tune", "The int8 package within an accuracy budget (--max-drop points) with the least estimated time: "
+void addTune(Command& app, Action& run) {
+  auto* c = app.subcommand("tune", "The int8 package within an accuracy budget (--max-drop points) with the least estimated time: "
                                        "which layers to keep in float32, searched on a Dask cluster (docs/tune.md; npuc tune --help)");
-  c->prefix_command();  // everything after `tune` is npuc.tune's (its own --help)
-  c->set_help_flag();
+  c->passThrough();  // everything after `tune` is npuc.tune's (its own --help)
   auto args = std::make_shared<std::vector<std::string>>();
   c->callback([c, args, &run] {
     *args = c->remaining();

@@ -275,7 +275,7 @@ const char* colour(const std::string& engine) {
 const char* fill(const VNode& n) { return colour(n.kind_of_engine.empty() ? n.engine : n.kind_of_engine); }
 
 std::string timeStr(double us) { return us >= 0 ? fmt::format("{:.3f} us", us) : std::string(); }
-std::string snrStr(double s) { return std::isnan(s) ? std::string() : std::isinf(s) ? std::string("inf dB") : fmt::format("{:.1f} dB", s); }
+std::string snrLabel(double s) { return std::isnan(s) ? std::string() : std::isinf(s) ? std::string("inf dB") : fmt::format("{:.1f} dB", s); }
 
 std::string dot(const VGraph& g) {
   std::string s = fmt::format("// npuc view: {}\ndigraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"sans-serif\", fontsize=10];\n",
@@ -286,7 +286,7 @@ std::string dot(const VGraph& g) {
     if (n.group > 0) label += fmt::format("\\ngroup {}", n.group);
     if (n.macs > 0) label += fmt::format("\\n{} MACs", n.macs);
     if (n.time_us >= 0) label += "\\n" + timeStr(n.time_us);
-    if (!std::isnan(n.snr)) label += "\\nSNR " + snrStr(n.snr);
+    if (!std::isnan(n.snr)) label += "\\nSNR " + snrLabel(n.snr);
     s += fmt::format("  {} [label=\"{}\", fillcolor=\"{}\"{}{}];\n", n.id, label, fill(n),
                      n.io ? ", shape=ellipse" : "", n.group > 0 ? fmt::format(", color=\"{}\", penwidth=2", groupColour(n.group)) : "");
   }
@@ -311,7 +311,7 @@ std::string jsonStr(const std::string& s) {
   return o + "\"";
 }
 
-std::string html(const VGraph& g) {
+std::string graphPage(const VGraph& g) {
   const double W = 230, H = 58, DX = 250, DY = 88, M = 20;
   int ranks = 0, slots = 0;
   for (auto& n : g.nodes) ranks = std::max(ranks, n.rank + 1), slots = std::max(slots, n.slot + 1);
@@ -344,7 +344,7 @@ std::string html(const VGraph& g) {
     std::string third;
     if (n.macs > 0) third += fmt::format("{} MACs ", n.macs);
     if (n.time_us >= 0) third += timeStr(n.time_us) + " ";
-    if (!std::isnan(n.snr)) third += "SNR " + snrStr(n.snr);
+    if (!std::isnan(n.snr)) third += "SNR " + snrLabel(n.snr);
     const std::string nm = n.name.size() > 34 ? "…" + n.name.substr(n.name.size() - 33) : n.name;
     svg += fmt::format("<g class='node' data-i='{}'><title>{}</title><rect x='{:.0f}' y='{:.0f}' width='{:.0f}' height='{:.0f}' "
                        "rx='{}' fill='{}' stroke='{}' stroke-width='{}'/><text x='{:.0f}' y='{:.0f}'>{}</text><text x='{:.0f}' y='{:.0f}'>{}</text>"
@@ -371,7 +371,7 @@ std::string html(const VGraph& g) {
     if (n.io) continue;
     rows += fmt::format("<tr id='row{}'><td>{}</td><td>{}</td><td style='background:{}'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                         i, htmlEscape(n.name), htmlEscape(n.kind), fill(n), htmlEscape(n.engine),
-                        n.group > 0 ? std::to_string(n.group) : "", n.shape, n.macs >= 0 ? std::to_string(n.macs) : "", timeStr(n.time_us), snrStr(n.snr));
+                        n.group > 0 ? std::to_string(n.group) : "", n.shape, n.macs >= 0 ? std::to_string(n.macs) : "", timeStr(n.time_us), snrLabel(n.snr));
   }
   // The script reads the embedded data: the summary line and the click-to-highlight link between graph and table.
   const char* script = R"JS(
@@ -425,21 +425,21 @@ for (const g of document.querySelectorAll('g.node')) {
 
 }  // namespace
 
-void addView(CLI::App& app, Action& run) {
-  auto* c = app.add_subcommand("view", "Draw a package's layer graph (or a model's): Graphviz .dot and a self-contained HTML page");
+void addView(Command& app, Action& run) {
+  auto* c = app.subcommand("view", "Draw a package's layer graph (or a model's): Graphviz .dot and a self-contained HTML page");
   addCustomOpOption(c);
   struct Opts {
     std::string target, out = ".", compare, name, on;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("target", o->target, "A package folder (output/PREFIX) or a model (ONNX, TensorFlow .pb, TFLite; a Caffe "
+  c->option("target", o->target, "A package folder (output/PREFIX) or a model (ONNX, TensorFlow .pb, TFLite; a Caffe "
                                      "network through inspect --save-onnx first)")->required();
-  c->add_option("--out,-o", o->out, "Folder for NAME.dot and NAME.html (default: the current folder)");
-  c->add_option("--name", o->name, "File name stem (default: the package's or model's name)");
-  c->add_option("--on", o->on,
+  c->option("--out,-o", o->out, "Folder for NAME.dot and NAME.html (default: the current folder)");
+  c->option("--name", o->name, "File name stem (default: the package's or model's name)");
+  c->option("--on", o->on,
                 "For an ONNX model: optimize it for this target and colour each node by the engine the target puts it "
                 "on, with its estimated time (a target's engines without translating: tidl's eve and dsp too)");
-  c->add_option("--compare", o->compare, "npuc compare's compare.csv: each layer's SNR on the graph and in the table");
+  c->option("--compare", o->compare, "npuc compare's compare.csv: each layer's SNR on the graph and in the table");
   c->callback([o, &run] {
     run = [o] {
       if (!o->on.empty() && fs::is_directory(o->target))
@@ -453,7 +453,7 @@ void addView(CLI::App& app, Action& run) {
       makeOutputFolder(o->out, "--out");
       const fs::path base = fs::path(o->out) / stem;
       writeText(base.string() + ".dot", dot(g));
-      writeText(base.string() + ".html", html(g));
+      writeText(base.string() + ".html", graphPage(g));
       fmt::print("{}: {} nodes, {} edges\nwrote {}.dot and {}.html\n", g.source, g.nodes.size(), g.edges.size(), base.string(), base.string());
       return 0;
     };

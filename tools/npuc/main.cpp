@@ -11,9 +11,9 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  CLI::App app{"npuc — open NPU model translator: import ONNX, optimize, check, translate, simulate."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "npuc 0.1.0");
+  npuc::cli::Command app{"npuc — open NPU model translator: import ONNX, optimize, check, translate, simulate."};
+  app.requireSubcommand();
+  app.versionFlag("--version", "npuc 0.1.0");
   npuc::cli::Action action;
   npuc::cli::addInspect(app, action);
   npuc::cli::addRun(app, action);
@@ -41,12 +41,7 @@ int main(int argc, char** argv) {
   }
   std::vector<char*> av{argv[0]};
   for (std::string& a : args) av.push_back(a.data());
-  try {
-    app.parse(static_cast<int>(av.size()), av.data());
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (const int rc = app.parse(static_cast<int>(av.size()), av.data()); rc >= 0) return rc;  // help, or a usage error
   // An error's line comes after what the command printed before it (its banner), also when both streams go to one
   // file or pipe: stdout is flushed first.
   try {

@@ -18,17 +18,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void bad(const tidl::ImportConfig& c, int line, const std::string& key, const std::string& why) {
-  tidl::configError(c, line, key, why);
-}
-
 /// What `read` reads from the data key's file; an error of the read is the key's (named with its line).
 template <typename Read>
 auto readData(const tidl::ImportConfig& c, const tidl::ConfigEntry& e, const FrameKeys& keys, Read read) {
   try {
     return read();
   } catch (const Error& err) {
-    bad(c, e.line, keys.data, err.what());
+    tidl::configError(c, e.line, keys.data, err.what());
   }
 }
 
@@ -60,10 +56,10 @@ Tensor tidlFrames(const tidl::ImportConfig& cfg, const tidl::ConfigEntry& e, con
         pictures.push_back(f.is_absolute() ? f : fs::path(e.raw).parent_path() / f);
       }
       if (static_cast<int64_t>(pictures.size()) < count)
-        bad(cfg, e.line, keys.data, fmt::format("\"{}\" lists {} picture(s); {} is {}", e.raw, pictures.size(), keys.count, count));
+        tidl::configError(cfg, e.line, keys.data, fmt::format("\"{}\" lists {} picture(s); {} is {}", e.raw, pictures.size(), keys.count, count));
     } else {
       if (count != 1)
-        bad(cfg, e.line, keys.data, fmt::format("one picture is one frame, and {} is {}: list the pictures, one a line, in a .txt file", keys.count, count));
+        tidl::configError(cfg, e.line, keys.data, fmt::format("one picture is one frame, and {} is {}: list the pictures, one a line, in a .txt file", keys.count, count));
       pictures.push_back(e.raw);
     }
     const int pre = cfg.keys.count("preProcType") ? static_cast<int>(cfg.keys.at("preProcType").numbers.at(0)) : 0;
@@ -79,8 +75,8 @@ Tensor tidlFrames(const tidl::ImportConfig& cfg, const tidl::ConfigEntry& e, con
         std::memcpy(x.data<float>() + i * frame, one.data<float>(), static_cast<size_t>(frame) * sizeof(float));
       } catch (const Error& err) {
         // (what the rule cannot take is preProcType's; a picture that cannot be read or decoded, the data key's)
-        if (err.code() == ErrorCode::kInvalidArgument && cfg.keys.count("preProcType")) bad(cfg, at, "preProcType", err.what());
-        bad(cfg, e.line, keys.data,
+        if (err.code() == ErrorCode::kInvalidArgument && cfg.keys.count("preProcType")) tidl::configError(cfg, at, "preProcType", err.what());
+        tidl::configError(cfg, e.line, keys.data,
             std::string(err.what()) + (cfg.keys.count(keys.raw) ? "" : fmt::format(" ({} is 0, the guide's default: encoded pictures; set "
                                                                                   "{} = 1 for raw frames)", keys.raw, keys.raw)));
       }
@@ -91,12 +87,12 @@ Tensor tidlFrames(const tidl::ImportConfig& cfg, const tidl::ConfigEntry& e, con
   // (the frames it needs, and nothing past them: a larger file, or one without an end, is not read whole)
   const std::vector<uint8_t> bytes = readData(cfg, e, keys, [&] { return readFilePrefix(e.raw, static_cast<uint64_t>(frame * count)); });
   if (static_cast<int64_t>(bytes.size()) < frame * count)
-    bad(cfg, e.line, keys.data, fmt::format("\"{}\" has {} bytes; {} frames of {}x{}x{} need {}", e.raw, bytes.size(), count, s[1], s[2], s[3], frame * count));
+    tidl::configError(cfg, e.line, keys.data, fmt::format("\"{}\" has {} bytes; {} frames of {}x{}x{} need {}", e.raw, bytes.size(), count, s[1], s[2], s[3], frame * count));
   std::vector<double> mean, scale;
   if (cfg.keys.count("inMean") && cfg.keys.count("inScale")) {
     mean = cfg.keys.at("inMean").numbers;
     scale = cfg.keys.at("inScale").numbers;
-    if (static_cast<int64_t>(mean.size()) != s[1]) bad(cfg, cfg.keys.at("inMean").line, "inMean", fmt::format("{} values for {} channels", mean.size(), s[1]));
+    if (static_cast<int64_t>(mean.size()) != s[1]) tidl::configError(cfg, cfg.keys.at("inMean").line, "inMean", fmt::format("{} values for {} channels", mean.size(), s[1]));
   }
   Tensor x(DType::kF32, {count, s[1], s[2], s[3]});
   float* p = x.data<float>();
