@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Fashion-MNIST models for the int8 accuracy checks (issue 24): a ResNet-style CNN (residual Adds), a
-MobileNetV2-style CNN (inverted residuals with depthwise convolutions) and a DenseNet-style CNN (concatenated
-features behind batch norms no convolution absorbs), trained on Debian's dataset-fashion-mnist (60k training / 10k
+MobileNetV2-style CNN (inverted residuals with depthwise convolutions), a DenseNet-style CNN (concatenated
+features behind batch norms no convolution absorbs) and a depthwise-separable CNN with a small classifier (with
+fashion_dw_sensitive, the same function made sensitive to per-tensor int8 on purpose: make_sensitive), trained on Debian's dataset-fashion-mnist (60k training / 10k
 test images) and exported to ONNX.
 
     scripts/install_deps.sh torch fashion               the Debian packages it needs (torch only to train)
     /usr/bin/python3 models/fashion/train.py            train the three (minutes, one thread; the dense one ~26), write the ONNX files
     /usr/bin/python3 models/fashion/train.py --data DIR write only the data sets as .npy into DIR
 
-Outputs next to this script: fashion_resnet.onnx, fashion_mbv2.onnx, fashion_dense.onnx (opset 13, input `input`
+Outputs next to this script: fashion_resnet.onnx, fashion_mbv2.onnx, fashion_dense.onnx, fashion_dw.onnx,
+fashion_dw_sensitive.onnx (opset 13, input `input`
 [N, 1, 28, 28] float32, dynamic N; output `logits` [N, 10]) and reference.json (torch's own test accuracy, seeds, versions).
 Data (--data DIR, or DIR = --out when training): test_x.npy float32 [10000, 1, 28, 28] (pixels / 255), test_y.npy
 int64 [10000], calib_x.npy float32 [500, 1, 28, 28] (the first 500 training images: calibration samples, never
@@ -149,7 +151,39 @@ def models():
         def forward(self, x):
             return self.net(x)
 
-    return {"fashion_resnet": ResNet, "fashion_mbv2": MobileNetV2, "fashion_dense": DenseNet}
+    class DepthwiseNet(nn.Module):  # depthwise-separable blocks (3x3 depthwise, 1x1 pointwise) and a small classifier
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(conv_bn(1, 16, 3, 1), conv_bn(16, 16, 3, 1, groups=16), conv_bn(16, 32, 1, 1),
+                                     conv_bn(32, 32, 3, 2, groups=32), conv_bn(32, 64, 1, 1),
+                                     conv_bn(64, 64, 3, 2, groups=64), conv_bn(64, 64, 1, 1),
+                                     nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+        def forward(self, x):
+            return self.net(x)
+
+    return {"fashion_resnet": ResNet, "fashion_mbv2": MobileNetV2, "fashion_dense": DenseNet, "fashion_dw": DepthwiseNet}
+
+
+# fashion_dw_sensitive (issue 53: a model made deliberately sensitive to per-tensor int8): fashion_dw with channels
+# 0-3 of its second depthwise block's output scaled by SENSITIVE_SCALE — that block's batch-norm gamma and beta times
+# the factor, the next pointwise convolution's weights of those input channels divided by it. ReLU commutes with a
+# positive scale, so the float function is the trained one (its accuracy is recorded beside it); one activation
+# tensor now has four channels 32 times wider than the other 28, which one scale per tensor cannot serve both.
+SENSITIVE_SCALE = 32.0
+SENSITIVE_CHANNELS = 4
+
+
+def make_sensitive(model):
+    import torch
+    dw_bn = model.net[3][1]   # conv_bn(32, 32, 3, 2, groups=32): its BatchNorm2d
+    pw_conv = model.net[4][0]  # conv_bn(32, 64, 1, 1): its Conv2d
+    s = torch.ones(dw_bn.weight.shape[0])
+    s[:SENSITIVE_CHANNELS] = SENSITIVE_SCALE
+    with torch.no_grad():
+        dw_bn.weight.mul_(s)
+        dw_bn.bias.mul_(s)
+        pw_conv.weight.div_(s[None, :, None, None])
 
 
 def sha256(path):
@@ -161,7 +195,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=HERE, help="where the ONNX files and reference.json go (default: here)")
     ap.add_argument("--data", help="write only the data sets (.npy) into this folder")
-    ap.add_argument("--only", choices=["fashion_resnet", "fashion_mbv2", "fashion_dense"], help="train one model")
+    ap.add_argument("--only", choices=list(models()), help="train one model")
     a = ap.parse_args()
     x_tr, y_tr, x_te, y_te = load()
     if a.data:
@@ -202,18 +236,29 @@ def main():
                 total += loss.item() * len(b)
             print(f"{name} epoch {epoch + 1}  train loss {total / len(xt):.4f}", flush=True)
         model.eval()
-        with torch.no_grad():
-            correct = sum(int((model(torch.from_numpy(x_te[i:i + 1000])).argmax(1).numpy() == y_te[i:i + 1000]).sum())
-                          for i in range(0, len(x_te), 1000))
-        acc = correct / len(y_te)
-        print(f"{name} test accuracy {acc:.4f} on {len(y_te)} images", flush=True)
-        path = os.path.join(a.out, name + ".onnx")
-        torch.onnx.export(model, torch.from_numpy(x_te[:1]), path, input_names=["input"], output_names=["logits"],
-                          dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, opset_version=OPSET,
-                          do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
-        ref[name] = {"test_accuracy": round(acc, 6), "num_test": int(len(y_te)), "seed": SEED, "epochs": EPOCHS,
-                     "batch": BATCH, "lr": LR, "opset": OPSET, "torch_version": torch.__version__.split("+")[0],
-                     "sha256": sha256(path)}
+        variants = [(name, model)]
+        if name == "fashion_dw":
+            sensitive = cls()
+            sensitive.load_state_dict(model.state_dict())
+            sensitive.eval()
+            make_sensitive(sensitive)
+            variants.append(("fashion_dw_sensitive", sensitive))
+        for out_name, m in variants:
+            with torch.no_grad():
+                correct = sum(int((m(torch.from_numpy(x_te[i:i + 1000])).argmax(1).numpy() == y_te[i:i + 1000]).sum())
+                              for i in range(0, len(x_te), 1000))
+            acc = correct / len(y_te)
+            print(f"{out_name} test accuracy {acc:.4f} on {len(y_te)} images", flush=True)
+            path = os.path.join(a.out, out_name + ".onnx")
+            torch.onnx.export(m, torch.from_numpy(x_te[:1]), path, input_names=["input"], output_names=["logits"],
+                              dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, opset_version=OPSET,
+                              do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+            ref[out_name] = {"test_accuracy": round(acc, 6), "num_test": int(len(y_te)), "seed": SEED, "epochs": EPOCHS,
+                             "batch": BATCH, "lr": LR, "opset": OPSET, "torch_version": torch.__version__.split("+")[0],
+                             "sha256": sha256(path)}
+            if out_name == "fashion_dw_sensitive":
+                ref[out_name].update({"made_from": "fashion_dw", "scale": SENSITIVE_SCALE,
+                                      "scaled_channels": SENSITIVE_CHANNELS})
         with open(ref_path, "w") as f:
             json.dump(ref, f, indent=2, sort_keys=True)
             f.write("\n")

@@ -569,7 +569,7 @@ def main(argv=None):
     print("wrote %s (package) and %s (precision.yaml, tune.json, tune.html)" % (res["package"], res.get("report_dir")))
     if not res["met"]:
         print("npuc tune: error: the budget of %.2f points cannot be met with the candidates tried; the package written is "
-              "the closest (%.2f points below). Layers kept in float still exchange int8 activations: where those lose "
+              "the closest (%.2f points below). Layers kept in float still exchange int8 activations with int8 layers: where those lose "
               "the accuracy, %sanother --calib-method may (docs/tune.md)" % (
                   a.max_drop, res["drop"], "" if a.equalize else "--equalize relu (cross-layer equalization) or "), file=sys.stderr)
         return 1

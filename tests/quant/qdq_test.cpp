@@ -283,6 +283,38 @@ TEST(Qdq, OverridesKeepALayerFloatAndForceARange) {
   EXPECT_THROW((void)d.model.quantizedQdq(bad), Error);
 }
 
+// Layers kept in float in a row exchange float values: the Relu output between two kept convolutions has no
+// QuantizeLinear / DequantizeLinear (nor a line in the table); what a kept layer reads from or gives to an int8 layer
+// still does.
+TEST(Qdq, ConsecutiveKeptLayersExchangeFloatValues) {
+  Digits d;
+  auto quantized = [&](std::vector<std::string> keep) {
+    QuantizeOptions q = d.calib(60);  // (as QDQ pairs: integer_layers fuses them into integer layers)
+    q.keep_float = std::move(keep);
+    QuantizeReport rep;
+    Model m = d.model.quantizedQdq(q, &rep);
+    std::set<std::string> tables, quantized_values;
+    for (const auto& t : rep.tensors)
+      if (t.kind == "activation") tables.insert(t.name);
+    const ir::Graph& g = graphOf(m);
+    for (ir::NodeId id : g.order())
+      if (g.node(id).op == "QuantizeLinear") quantized_values.insert(g.value(g.node(id).inputs[0]).name);
+    tables.erase("logits");  // (the graph output: its QuantizeLinear reads it renamed)
+    quantized_values.erase("logits_replaced");
+    EXPECT_EQ(tables, quantized_values);
+    EXPECT_GT(d.accuracy(m), 0.97);
+    return tables;
+  };
+  const std::string between = "/features/features.5/Relu_output_0", before = "/features/features.2/Relu_output_0",
+                    after = "/features/features.7/Relu_output_0";
+  const std::set<std::string> one = quantized({"/features/features.3/Conv"});
+  EXPECT_TRUE(one.count(before) && one.count(between) && one.count(after));  // (its int8 reader, features.6)
+  const std::set<std::string> two = quantized({"/features/features.3/Conv", "/features/features.6/Conv"});
+  EXPECT_TRUE(two.count(before) && two.count(after));  // (an int8 writer; an int8 reader, the MaxPool)
+  EXPECT_FALSE(two.count(between));
+  EXPECT_EQ(two.size() + 1, one.size());
+}
+
 // The per-channel weight diagnostic: a channel whose range is far above the median channel's is named, with its
 // numbers; ordinary spreads are not.
 TEST(Qdq, AChannelWithAnOutlyingWeightRangeIsNamed) {
@@ -404,6 +436,36 @@ const package::Descriptor* layerNamed(const package::Package& p, const std::stri
 // layer to float16, holds float16 weights and a float32 bias, writes float16 and is cast back to float32 before the
 // quantize layer. The package equals the engine on the QDQ model with that layer's input, weights and output rounded
 // to float16 (Cast pairs: what float16 storage does), bit for bit in exact and fast mode at 1, 2 and 3 threads.
+/// A float16 layer of a mixed-precision package as the engine computes it: in `g` (a QDQ model keeping the layer
+/// named `name` in float), that layer's input, weights and output rounded through float16.
+void roundThroughFloat16(ir::Graph& g, const std::string& name) {
+  auto round16 = [&](ir::ValueId v, const std::string& tag) {
+    ir::Type t16 = g.value(v).type;
+    t16.dtype = DType::kF16;
+    const ir::Type t32 = g.value(v).type;
+    const ir::ValueId h = g.addValue(g.uniqueValueName(tag + "_f16"), t16).id;
+    const ir::ValueId f = g.addValue(g.uniqueValueName(tag + "_rounded"), t32).id;
+    g.addNode("Cast", g.uniqueValueName(tag + "/to_f16"), {v}, {h}).attrs["to"] = int64_t{10};
+    g.addNode("Cast", g.uniqueValueName(tag + "/to_f32"), {h}, {f}).attrs["to"] = int64_t{1};
+    return f;
+  };
+  ir::NodeId id = ir::kNoNode;
+  for (ir::NodeId n : g.order())
+    if (g.node(n).name == name) id = n;
+  ASSERT_NE(id, ir::kNoNode) << name;
+  const ir::ValueId y = g.node(id).outputs[0];
+  const ir::UseMap uses = g.uses();
+  const ir::ValueId x16 = round16(g.node(id).inputs[0], "x");
+  g.node(id).inputs[0] = x16;
+  Tensor w = *g.value(g.node(id).inputs[1]).constant;
+  Tensor w16(DType::kF32, w.shape());
+  for (int64_t i = 0; i < w.numel(); ++i) w16.data<float>()[i] = halfToFloat(floatToHalf(w.data<float>()[i]));
+  g.node(id).inputs[1] = g.addConstant(g.uniqueValueName("w_f16_values"), w16).id;
+  const ir::ValueId y16 = round16(y, "y");
+  for (auto [user, input] : uses.at(y)) g.node(user).inputs[static_cast<size_t>(input)] = y16;
+  g.topoSort();
+}
+
 TEST(Int8MixedPrecision, Float16LayerEqualsTheEngineWithItsValuesRoundedToFloat16) {
   Digits d;
   const std::string kept = "/features/features.3/Conv";
@@ -433,34 +495,7 @@ TEST(Int8MixedPrecision, Float16LayerEqualsTheEngineWithItsValuesRoundedToFloat1
   q.integer_layers = true;
   q.keep_float = {kept};
   Model oracle = Model::load(o.onnx).optimized().quantizedQdq(q);
-  {
-    ir::Graph& g = mutableGraphOf(oracle);
-    auto round16 = [&](ir::ValueId v, const std::string& tag) {
-      ir::Type t16 = g.value(v).type;
-      t16.dtype = DType::kF16;
-      const ir::Type t32 = g.value(v).type;
-      const ir::ValueId h = g.addValue(g.uniqueValueName(tag + "_f16"), t16).id;
-      const ir::ValueId f = g.addValue(g.uniqueValueName(tag + "_rounded"), t32).id;
-      g.addNode("Cast", tag + "/to_f16", {v}, {h}).attrs["to"] = int64_t{10};
-      g.addNode("Cast", tag + "/to_f32", {h}, {f}).attrs["to"] = int64_t{1};
-      return f;
-    };
-    ir::NodeId id = ir::kNoNode;
-    for (ir::NodeId n : g.order())
-      if (g.node(n).name == kept) id = n;
-    ASSERT_NE(id, ir::kNoNode);
-    const ir::ValueId y = g.node(id).outputs[0];
-    const ir::UseMap uses = g.uses();
-    const ir::ValueId x16 = round16(g.node(id).inputs[0], "x");
-    g.node(id).inputs[0] = x16;
-    Tensor w = *g.value(g.node(id).inputs[1]).constant;
-    Tensor w16(DType::kF32, w.shape());
-    for (int64_t i = 0; i < w.numel(); ++i) w16.data<float>()[i] = halfToFloat(floatToHalf(w.data<float>()[i]));
-    g.node(id).inputs[1] = g.addConstant(g.uniqueValueName("w_f16_values"), w16).id;
-    const ir::ValueId y16 = round16(y, "y");
-    for (auto [user, input] : uses.at(y)) g.node(user).inputs[static_cast<size_t>(input)] = y16;
-    g.topoSort();
-  }
+  roundThroughFloat16(mutableGraphOf(oracle), kept);
   d.expectPackageEquals(r.dir, oracle);
   // The same package through a precision file; a layer kept at two widths is refused.
   std::ofstream(o.out_root / "p.yaml") << "layers:\n  \"" << kept << "\": float16\n";
@@ -479,6 +514,44 @@ TEST(Int8MixedPrecision, Float16LayerEqualsTheEngineWithItsValuesRoundedToFloat1
     EXPECT_NE(std::string(e.what()).find("is kept both in float32 and in float16"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(o.out_root);
+}
+
+// Two layers kept in a row, at one width or at two: the value between them stays float (no quantize / dequantize
+// layer; a cast where the widths differ), and the package equals the QDQ model keeping both (its float16 layer's
+// values rounded through float16) on the engine, bit for bit.
+TEST(Int8MixedPrecision, ConsecutiveKeptLayersAtTwoWidths) {
+  Digits d;
+  const std::string first = "/features/features.3/Conv", second = "/features/features.6/Conv";
+  for (bool half_first : {false, true}) {
+    TranslateOptions o = int8Options(half_first ? "digits_mixed" : "digits_f32s", kDigits + "digits_cnn.onnx", "generic-int8",
+                                     "npuc_int8_consecutive_");
+    QuantizeOptions q = d.calib(100);
+    o.calibration = q.calibration;
+    o.keep_float = {second};
+    if (half_first) o.keep_float16 = {first};
+    else o.keep_float.push_back(first);
+    TranslateResult r = translate(o);
+    ASSERT_TRUE(r.ok);
+    const package::Package p = package::readPackage(r.dir);
+    std::vector<std::string> kinds;
+    for (const package::LayerInfo& l : p.layers) {
+      const package::Descriptor& x = (l.engine == package::Engine::kMac ? p.mac : p.vec)[l.index];
+      if (x.kind == package::LayerKind::kCast || x.kind == package::LayerKind::kConv ||
+          x.kind == package::LayerKind::kQuantize || x.kind == package::LayerKind::kDequantize)
+        kinds.push_back(x.kind == package::LayerKind::kCast ? "cast" : x.kind == package::LayerKind::kConv ? "conv"
+                        : x.kind == package::LayerKind::kQuantize ? "q" : "dq");
+    }
+    const std::vector<std::string> want = half_first
+        ? std::vector<std::string>{"q", "conv", "dq", "cast", "conv", "cast", "conv", "q", "conv", "dq"}
+        : std::vector<std::string>{"q", "conv", "dq", "conv", "conv", "q", "conv", "dq"};  // (the classifier: a 1x1 conv)
+    EXPECT_EQ(kinds, want) << half_first;
+    q.integer_layers = true;
+    q.keep_float = {first, second};
+    Model oracle = Model::load(o.onnx).optimized().quantizedQdq(q);
+    if (half_first) roundThroughFloat16(mutableGraphOf(oracle), first);
+    d.expectPackageEquals(r.dir, oracle);
+    std::filesystem::remove_all(o.out_root);
+  }
 }
 
 /// The model at `onnx`, optimized and quantized with integer layers, calibrated on one tensor of `shape` (input

@@ -49,7 +49,7 @@ void addQuantize(Command& app, Action& run) {
                                            "convolutions through Relu / LeakyRelu: the same function) or relu6 (Relu6 made Relu "
                                            "first, as the paper does; docs/calibration.md)")
       ->oneOf({"relu", "relu6"});
-  c->option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear (repeatable)");
+  c->option("--keep-float", o->keep_float, "Keep this layer (node name) in float32: float weights, computed between DequantizeLinear and QuantizeLinear; layers kept in a row exchange float values (repeatable)");
   c->option("--range", o->ranges, "Quantize this tensor over LO..HI instead of its calibrated range: TENSOR=LO,HI (repeatable)");
   c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
   c->option("--threads,-t", o->threads, "Calibration threads (default: all cores; the result is the same)")->range(1, 256);
