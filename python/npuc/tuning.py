@@ -123,11 +123,21 @@ def _closeness(ref, got):
     return cos, snr
 
 
+def _widths(keep, width):
+    """The layers kept wider, each with its width: `keep` (a list) at `width`, or `keep` itself (a dict layer -> width)."""
+    widths = dict(keep) if isinstance(keep, dict) else {name: width for name in keep}
+    for w in set(widths.values()) | {width}:
+        if w not in WIDTHS:
+            raise _error("unknown width %r (%s)" % (w, ", ".join(WIDTHS)))
+    return widths
+
+
 def _kept(keep, width):
-    """translate's arguments keeping the layers `keep` at `width` (float32: keep_float, float16: keep_float16)."""
-    if width not in WIDTHS:
-        raise _error("unknown width %r (%s)" % (width, ", ".join(WIDTHS)))
-    return {"keep_float": sorted(keep)} if width == "float32" else {"keep_float16": sorted(keep)}
+    """translate's arguments keeping the layers `keep` at `width` (float32: keep_float, float16: keep_float16), or each
+    layer of a dict at its own width."""
+    widths = _widths(keep, width)
+    return {"keep_float": sorted(n for n, w in widths.items() if w == "float32"),
+            "keep_float16": sorted(n for n, w in widths.items() if w == "float16")}
 
 
 def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=None, out="output", input_shapes=None,
@@ -211,7 +221,9 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     candidate (translate --equalize), often enough on its own. bias_correction: translate --bias-correction for
     every int8 candidate; adaround: translate --adaround for every int8 candidate. width: "float32" or "float16", what
     the chosen layers are kept in; "auto": the float16 search, and the float32 one only when float16 cannot meet the
-    budget (the result says which width it has).
+    budget; "mixed": the float32 search, then each chosen layer (least sensitive first) moved to float16 where the
+    budget still holds — one package may keep layers at both widths ("auto" ends with it when float16 alone cannot
+    meet the budget). The result says which width it has ("mixed" when both), and "widths" each layer's.
 
     Returns a dict: float, int8 and tuned accuracies, "keep_float" (the chosen layers), "estimated_us" of each,
     "met" (whether the budget holds; when it cannot be met the closest candidate is written and said so), "tried"
@@ -224,7 +236,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         raise _error("unknown rank %r (accuracy, snr)" % (rank,))
     if not (isinstance(max_drop, (int, float)) and 0 <= max_drop <= 100):
         raise _error("max_drop is %r: a number of points in [0, 100]" % (max_drop,))
-    if width == "auto":  # float16 first (half float32's cost); float32 when float16 cannot meet the budget
+    if width == "auto":  # float16 first (half float32's cost); float32, narrowed to float16 where it can, when float16 cannot meet the budget
         kw = dict(max_drop=max_drop, metric=metric, prefix=prefix, out=out, client=client, workers=workers,
                   input_shapes=input_shapes, candidates=candidates, calib_method=calib_method, threads=threads,
                   progress=progress, report=report, rank=rank, equalize=equalize, bias_correction=bias_correction,
@@ -232,7 +244,10 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         half = tune(model, target, calib, dataset, labels, width="float16", **kw)
         if half["met"]:
             return half
-        return tune(model, target, calib, dataset, labels, width="float32", **kw)
+        return tune(model, target, calib, dataset, labels, width="mixed", **kw)
+    narrow = width == "mixed"  # the float32 search, then narrowing to float16
+    if narrow:
+        width = "float32"
     _kept([], width)
     model = os.fspath(model)
     prefix = prefix or os.path.splitext(os.path.basename(model))[0]
@@ -263,13 +278,15 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
             print("npuc tune: " + text, file=sys.stderr, flush=True)
 
     def trial(keep, tgt=target, label=None):
-        key = (tgt, frozenset(keep))
+        widths = _widths(keep, width)
+        keep = list(widths)
+        key = (tgt, frozenset(widths.items()))
         if key in tried:
             return tried[key]
         k = len(tried)
         t0 = time.perf_counter()
         res = translate("t%03d" % k, model, target=tgt, out=work, calib=calib if tgt == target else None,
-                        calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(keep, width),
+                        calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(widths, width),
                         equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target,
                         adaround=adaround and tgt == target, calib_stats=stats if tgt == target else b"")
         if not res.ok:
@@ -279,7 +296,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         acc = evaluator(str(res.dir), dataset, labels, metric)
         seconds["translate"] += t1 - t0
         seconds["evaluate"] += time.perf_counter() - t1
-        r = {"keep_float": sorted(keep, key=order.get) if order else sorted(keep), "accuracy": acc,
+        kept = sorted(keep, key=order.get) if order else sorted(keep)
+        r = {"keep_float": kept, "widths": {name: widths[name] for name in kept}, "accuracy": acc,
              "estimated_us": res.estimated_us, "target": tgt, "label": label or "%d layer(s) in float" % len(keep)}
         tried[key] = r
         if not keep and tgt == target:  # the plain int8 translation: its summary names the candidate layers
@@ -340,6 +358,13 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
                         fewer = [c for c in chosen if c != s["layer"]]
                         if meets(trial(fewer)):
                             chosen = fewer
+            if narrow and chosen and meets(trial(chosen)):  # then float16 where it holds, least sensitive first
+                widths = {name: "float32" for name in chosen}
+                for s in reversed(ranked):
+                    if widths.get(s["layer"]) == "float32":
+                        narrower = dict(widths, **{s["layer"]: "float16"})
+                        if meets(trial(narrower, label="%s in float16" % s["layer"])):
+                            widths = narrower
         ints = [r for r in tried.values() if r["target"] == target]
         met_all = [r for r in ints if meets(r)]
         if met_all:  # the least estimated time, then the fewest layers, among the candidates that meet the budget
@@ -348,15 +373,16 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
             best = min(ints, key=lambda r: (-r["accuracy"], r["estimated_us"], r["keep_float"]))
         wide = trial(layers, label="every candidate in float") if layers else int8
         final = translate(prefix, model, target=target, out=out, calib=calib, calib_method=calib_method,
-                          input_shapes=shapes, threads=threads, **_kept(best["keep_float"], width), equalize=equalize,
+                          input_shapes=shapes, threads=threads, **_kept(best["widths"], width), equalize=equalize,
                           bias_correction=bias_correction, adaround=adaround, calib_stats=stats)
     finally:
         evaluator.close()
         shutil.rmtree(work, ignore_errors=True)
     result = {
         "model": model, "target": target, "metric": metric, "max_drop": max_drop, "samples": n, "equalize": equalize,
-        "bias_correction": bias_correction, "width": width, "adaround": adaround,
+        "bias_correction": bias_correction, "width": _width_of(best["widths"], width), "adaround": adaround,
         "float": flt, "int8": int8, "all_float_layers": wide, "tuned": best, "keep_float": best["keep_float"],
+        "widths": best["widths"],
         "met": meets(best), "drop": 100.0 * (flt["accuracy"] - best["accuracy"]),
         "int8_drop": 100.0 * (flt["accuracy"] - int8["accuracy"]), "sensitivity": sens_rows,
         "tried": [r for r in tried.values()], "package": str(final.dir), "content_hash": final.content_hash,
@@ -367,9 +393,22 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     return result
 
 
-def precision_yaml(keep_float, target, equalize="", bias_correction=False, width="float32", adaround=False):
-    """The precision file translate --precision reads: the layers run wider than the target's numerics (and the
-    cross-layer equalization, when one was used)."""
+def _width_of(widths, width):
+    """What a set of kept layers is kept in: their one width, "mixed" when there are two, `width` when none."""
+    used = set(widths.values())
+    return "mixed" if len(used) > 1 else used.pop() if used else width
+
+
+def _names(r):
+    """A candidate's kept layers, each with its width when they have two."""
+    widths = r.get("widths") or {}
+    mixed = len(set(widths.values())) > 1
+    return ", ".join("%s (%s)" % (n, widths[n]) if mixed else n for n in r["keep_float"])
+
+
+def precision_yaml(keep_float, target, equalize="", bias_correction=False, width="float32", adaround=False, widths=None):
+    """The precision file translate --precision reads: the layers run wider than the target's numerics, at `width` or
+    each at its `widths` entry (and the cross-layer equalization, when one was used)."""
     lines = ["# npuc precision file (translate --precision; docs/tune.md): layers run wider than target %s's numerics"
              % target]
     if equalize:
@@ -379,7 +418,7 @@ def precision_yaml(keep_float, target, equalize="", bias_correction=False, width
     if adaround:
         lines.append("adaround: true")
     lines.append("layers:" + ("" if keep_float else " {}"))
-    lines += ["  %s: %s" % (json.dumps(name), width) for name in keep_float]
+    lines += ["  %s: %s" % (json.dumps(name), (widths or {}).get(name, width)) for name in keep_float]
     return "\n".join(lines) + "\n"
 
 
@@ -399,14 +438,14 @@ def _write_report(res, folder):
     os.makedirs(tmp)
     with open(os.path.join(tmp, "precision.yaml"), "w") as f:
         f.write(precision_yaml(res["keep_float"], res["target"], res["equalize"], res["bias_correction"], res.get("width", "float32"),
-                               res.get("adaround", False)))
+                               res.get("adaround", False), res.get("widths")))
     with open(os.path.join(tmp, "tune.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     ints = [r for r in res["tried"] if r["target"] == res["target"]]
     plots = _plots(res, ints, tmp)
     pct = lambda a: "%.2f %%" % (100 * a)  # noqa: E731
     rows = "".join("<tr><td>%s</td><td>%s</td><td>%.1f</td><td>%s</td></tr>" % (
-        html.escape(r["label"]), pct(r["accuracy"]), r["estimated_us"], html.escape(", ".join(r["keep_float"]) or "—"))
+        html.escape(r["label"]), pct(r["accuracy"]), r["estimated_us"], html.escape(_names(r) or "—"))
         for r in sorted(ints, key=lambda r: r["estimated_us"]))
     verdict = ("meets the budget: %s %s, %.2f points below float (at most %.2f)" if res["met"] else
                "<b>cannot meet the budget</b>: the closest candidate, %s %s, is %.2f points below float (at most %.2f)") % (
@@ -414,14 +453,14 @@ def _write_report(res, folder):
     page = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>npuc tune: %s</title>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}</style>
 </head><body><h1>npuc tune: %s on %s</h1>
-<p id="verdict">The package keeps %d layer(s) in float32 and %s.</p>
+<p id="verdict">The package keeps %d layer(s) in %s and %s.</p>
 <ul><li>float32: %s (%d samples)</li><li>int8: %s (%.2f points below float), estimated %.1f us</li>
 <li>tuned: %s, estimated %.1f us</li><li>every candidate layer in float: %s, estimated %.1f us</li></ul>
 %s
 <h2>Every candidate tried</h2><table><tr><th>candidate</th><th>%s</th><th>estimated us</th><th>kept in float</th></tr>%s</table>
 </body></html>
 """ % (html.escape(os.path.basename(res["model"])), html.escape(os.path.basename(res["model"])), html.escape(res["target"]),
-       len(res["keep_float"]), verdict, pct(res["float"]["accuracy"]), res["samples"], pct(res["int8"]["accuracy"]),
+       len(res["keep_float"]), {"mixed": "float32 / float16"}.get(res["width"], res["width"]), verdict, pct(res["float"]["accuracy"]), res["samples"], pct(res["int8"]["accuracy"]),
        res["int8_drop"], res["int8"]["estimated_us"], pct(res["tuned"]["accuracy"]), res["tuned"]["estimated_us"],
        pct(res["all_float_layers"]["accuracy"]), res["all_float_layers"]["estimated_us"],
        "".join('<p><img src="%s" alt="%s"></p>' % (p, p) for p in plots), res["metric"], rows)
@@ -507,9 +546,10 @@ def main(argv=None):
                    "candidate (translate --equalize)")
     p.add_argument("--input-shape", action="append", default=[], help="NAME=d0,d1,...")
     p.add_argument("--threads", "-t", type=int, default=0)
-    p.add_argument("--width", default="float32", choices=WIDTHS + ("auto",), help="what the chosen layers are kept in: "
-                   "float32 (translate --keep-float, the default), float16 (--keep-float16: half the cost, docs/numerics.md) "
-                   "or auto (float16, and float32 only when float16 cannot meet the budget)")
+    p.add_argument("--width", default="float32", choices=WIDTHS + ("mixed", "auto"), help="what the chosen layers are kept in: "
+                   "float32 (translate --keep-float, the default), float16 (--keep-float16: half the cost, docs/numerics.md), "
+                   "mixed (the float32 search, then each chosen layer in float16 where the budget still holds) "
+                   "or auto (float16, and mixed only when float16 cannot meet the budget)")
     a = p.parse_args(argv)
     from . import Error
 
@@ -563,7 +603,7 @@ def main(argv=None):
     print("int8: %s (%.2f points below), estimated %.1f us" % (pct(res["int8"]["accuracy"]), res["int8_drop"], res["int8"]["estimated_us"]))
     print("tuned: %s (%.2f points below), estimated %.1f us, %d layer(s) in %s: %s" % (
         pct(res["tuned"]["accuracy"]), res["drop"], res["tuned"]["estimated_us"], len(res["keep_float"]), res["width"],
-        ", ".join(res["keep_float"]) or "none"))
+        _names(res) or "none"))
     print("candidates tried: %d (translations %.1f s, evaluations %.1f s)" % (len(res["tried"]), res["seconds"]["translate"],
                                                                             res["seconds"]["evaluate"]))
     print("wrote %s (package) and %s (precision.yaml, tune.json, tune.html)" % (res["package"], res.get("report_dir")))
@@ -577,7 +617,7 @@ def main(argv=None):
 
 
 def _print_sensitivity(a, calib, shapes):
-    width = "float16" if a.width == "auto" else a.width
+    width = {"auto": "float16", "mixed": "float32"}.get(a.width, a.width)
     prefix = a.prefix or os.path.splitext(os.path.basename(a.model))[0]
     r = sensitivity(a.model, a.target, calib, max_samples=a.samples, candidates=a.candidate, out=a.out, input_shapes=shapes,
                     calib_method=a.calib_method, threads=a.threads, progress=True, equalize=a.equalize, width=width)

@@ -106,6 +106,27 @@ def test_a_tighter_budget_keeps_more_layers(sensitive, tmp_path):
     assert FIRST in r["keep_float"] and len(r["keep_float"]) >= 2
 
 
+def test_mixed_width_narrows_the_float32_answer_where_the_budget_holds(sensitive, tmp_path):
+    # --width mixed: the float32 search, then each chosen layer in float16 where the budget still holds — never
+    # slower in the estimate than the float32 answer, each layer's width in the result and the precision file.
+    f32 = tune(sensitive, tmp_path / "f32", max_drop=0.3)
+    r = tune(sensitive, tmp_path / "mixed", max_drop=0.3, width="mixed")
+    assert r["met"] and r["drop"] <= 0.3
+    assert r["tuned"]["estimated_us"] <= f32["tuned"]["estimated_us"]
+    assert sorted(r["widths"]) == sorted(r["keep_float"]) and set(r["widths"].values()) <= {"float32", "float16"}
+    assert r["width"] == ("mixed" if len(set(r["widths"].values())) == 2 else r["widths"][r["keep_float"][0]])
+    narrowed = [t for t in r["tried"] if "float16" in t["widths"].values()]
+    sets = {tuple(sorted(t["keep_float"])) for t in narrowed}
+    assert len(sets) == 1  # (one layer after another narrowed, from the float32 search's answer)
+    start = [t for t in r["tried"] if tuple(sorted(t["keep_float"])) in sets and set(t["widths"].values()) == {"float32"}]
+    assert len(start) == 1 and start[0]["accuracy"] >= r["float"]["accuracy"] - 0.003 - 1e-12
+    text = open(os.path.join(r["report_dir"], "precision.yaml")).read()
+    for name, w in r["widths"].items():
+        assert '"%s": %s' % (name, w) in text
+    got = npuc.evaluate(r["package"], {"input": X}, Y, workers=1)["top1"]
+    assert got == r["tuned"]["accuracy"]
+
+
 def test_tune_is_the_same_on_dask_clusters_of_2_and_4_workers(sensitive, local, tmp_path):
     distributed = pytest.importorskip("distributed")
     for n in (2, 4):
