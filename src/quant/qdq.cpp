@@ -230,6 +230,32 @@ bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::Valu
   return layer && r.domain.empty() && (r.op == "Relu" || r.op == "Clip");
 }
 
+/// Layers kept in float in a row exchange float values: a value that a kept layer writes (itself, or through its
+/// fused activation) and only kept layers read leaves `acts` (it gets no QuantizeLinear / DequantizeLinear).
+void dropValuesBetweenKeptLayers(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::NodeId>& kept,
+                                 std::vector<ir::ValueId>& acts) {
+  if (kept.empty()) return;
+  auto keptWrites = [&](ir::ValueId v) {
+    const ir::NodeId p = g.value(v).producer;
+    if (kept.count(p)) return true;
+    const ir::Node& a = g.node(p);
+    if (!a.domain.empty() || (a.op != "Relu" && a.op != "Clip") || a.inputs.empty() || a.inputs[0] == ir::kNoValue) return false;
+    const ir::ValueId u = a.inputs[0];
+    return g.value(u).producer != ir::kNoNode && kept.count(g.value(u).producer) && fusedActivationFollows(g, uses, u);
+  };
+  auto keptReadsOnly = [&](ir::ValueId v) {
+    auto it = uses.find(v);
+    if (it == uses.end() || it->second.empty()) return false;
+    for (auto [reader, k] : it->second)
+      if (!kept.count(reader)) return false;
+    return true;
+  };
+  std::erase_if(acts, [&](ir::ValueId v) {
+    return g.value(v).producer != ir::kNoNode && !std::count(g.outputs().begin(), g.outputs().end(), v) && keptWrites(v) &&
+           keptReadsOnly(v);
+  });
+}
+
 }  // namespace
 
 bool movesValues(const ir::Node& n) {
@@ -397,28 +423,7 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
       if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && !fusedActivationFollows(g, uses, v) &&
           !recordsOutput(g.node(id)))
         acts.push_back(v);
-  // A value that a kept layer writes (itself, or through its fused activation) and only kept layers read stays
-  // float: layers kept in float in a row exchange float values, with no int8 step between them.
-  auto keptWrites = [&](ir::ValueId v) {
-    const ir::NodeId p = g.value(v).producer;
-    if (kept.count(p)) return true;
-    const ir::Node& a = g.node(p);
-    if (!a.domain.empty() || (a.op != "Relu" && a.op != "Clip") || a.inputs.empty() || a.inputs[0] == ir::kNoValue) return false;
-    const ir::ValueId u = a.inputs[0];
-    return g.value(u).producer != ir::kNoNode && kept.count(g.value(u).producer) && fusedActivationFollows(g, uses, u);
-  };
-  auto keptReadsOnly = [&](ir::ValueId v) {
-    auto it = uses.find(v);
-    if (it == uses.end() || it->second.empty()) return false;
-    for (auto [reader, k] : it->second)
-      if (!kept.count(reader)) return false;
-    return true;
-  };
-  if (!kept.empty())
-    std::erase_if(acts, [&](ir::ValueId v) {
-      return g.value(v).producer != ir::kNoNode && !std::count(g.outputs().begin(), g.outputs().end(), v) &&
-             keptWrites(v) && keptReadsOnly(v);
-    });
+  dropValuesBetweenKeptLayers(g, uses, kept, acts);
   std::map<ir::ValueId, Range> ranges;
   for (ir::ValueId v : acts) {
     const std::string& name = g.value(v).name;
