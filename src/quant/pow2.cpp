@@ -190,8 +190,10 @@ class Pow2Builder {
     if (n.op == "Concat") return concatOp(n);
     if (n.op == "AveragePool") return avgPoolOp(n);
     if (n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
-        n.op == "Identity")
+        n.op == "Identity" || n.op == "Slice" || n.op == "Split" || n.op == "Transpose" || n.op == "GlobalMaxPool" ||
+        n.op == "DepthToSpace" || n.op == "SpaceToDepth")
       return moves(n);
+    if (n.op == "ArgMax") return argMaxOp(n);
     return "no int8-pow2 form (kept in float)";
   }
 
@@ -441,22 +443,50 @@ class Pow2Builder {
     return "";
   }
 
-  /// Max pooling and reshapes on codes keep their input's slot: the codes are the same numbers.
+  /// Data movement on codes keeps its input's slot: max pooling, reshapes, slices, splits, transposes and the like
+  /// output some of their input's numbers, in some order, so the codes are the same numbers. (A nearest Resize would
+  /// too, but the package's resize kind computes in float only.)
+  /// (Their other inputs — shapes, starts, sizes — are not data and stay as they are.)
   std::string moves(ir::Node& n) {
     const ir::ValueId x = n.inputs[0];
     if (!isFloat32(x) || !hasCodes(x)) return "its input is not held as codes";
-    if (n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return "the MaxPool indices output";
+    if (n.op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return "the MaxPool indices output";
     if (n.op == "MaxPool" && n.hasAttr("pad_value")) return "a MaxPool with a padding value";
     Code cx = code_.at(x);
-    const ir::Value& y = g_.value(n.outputs[0]);
-    if (!y.type.isStatic()) return "output of static shape needed";
-    Code cy{newCodes(y.name, y.type.shape, cx.is_signed), cx.slot, cx.is_signed, false};
+    std::vector<ir::ValueId> outs;
+    std::vector<Code> codes;
+    for (ir::ValueId o : n.outputs) {
+      if (o == ir::kNoValue) return "an output left out";
+      const ir::Value& y = g_.value(o);
+      if (!y.type.isStatic()) return "output of static shape needed";
+      codes.push_back(Code{newCodes(y.name, y.type.shape, cx.is_signed), cx.slot, cx.is_signed, false});
+      outs.push_back(codes.back().codes);
+    }
     std::vector<ir::ValueId> ins = n.inputs;
     ins[0] = cx.codes;
-    ir::Node& p = g_.addNode(n.op, n.name, ins, {cy.codes}, n.domain);
+    const std::vector<ir::ValueId> old = n.outputs;
+    ir::Node& p = g_.addNode(n.op, n.name, ins, outs, n.domain);
     p.attrs = n.attrs;
     ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    rep_.layers.push_back({n.name, "moves", 0, 0, ""});
+    for (size_t i = 0; i < old.size(); ++i) code_[old[i]] = Code{codes[i].codes, codes[i].slot, codes[i].is_signed, true};
+    g_.removeNode(n.id);
+    return "";
+  }
+
+  /// ArgMax of codes: one scale for the whole tensor, so the largest code is the largest value (distinct codes stand
+  /// for distinct values), the same index, ties included. Its output is the model's own (int64 indices).
+  std::string argMaxOp(ir::Node& n) {
+    const ir::ValueId x = n.inputs[0];
+    if (!isFloat32(x) || !hasCodes(x)) return "its input is not held as codes";
+    const std::vector<ir::ValueId> ins = {code_.at(x).codes}, outs = n.outputs;
+    const ir::NodeId old = n.id;
+    const std::string name = n.name;
+    const auto attrs = n.attrs;
+    g_.removeNode(old);
+    g_.addNode("ArgMax", name, ins, outs).attrs = attrs;
+    ++rep_.integer_layers;
+    rep_.layers.push_back({name, "argmax", 0, 0, ""});
     return "";
   }
 

@@ -21,10 +21,12 @@ CLI = os.environ.get("NPUC_CLI")
 
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
-    Clip(0, 6), max pooling on codes, average pooling (3x3, padding counted), a float layer between conversions, an add without activation, a concat of a
-    signed and an unsigned tensor (two q's), a batch norm no convolution absorbs and its Relu (a depthwise 1x1 conv),
-    global average pooling, flatten, inner product. The float layer is an element-wise Max (the tidl target runs it; the
-    int8-pow2 numerics have no integer form of it), exact in float32, so the oracle computes it bit for bit."""
+    Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), a float layer between
+    conversions, an add without activation, a concat of a signed and an unsigned tensor (two q's), a split of codes and
+    their concatenation in the other order, a batch norm no convolution absorbs and its Relu (a depthwise 1x1 conv),
+    global average pooling, flatten, inner product, and the ArgMax of its codes (a second output). The float layer is
+    an element-wise Max (the tidl target runs it; the int8-pow2 numerics have no integer form of it), exact in float32,
+    so the oracle computes it bit for bit."""
     rng = np.random.default_rng(5)
 
     def w(name, shape, scale):
@@ -35,7 +37,9 @@ def make_model(path):
              w("we", (8, 8, 1, 1), 0.4), w("be", (8,), 0.05), w("wg", (5, 16), 0.5), w("bg", (5,), 0.1),
              numpy_helper.from_array(np.array(0.0, np.float32), "zero"), numpy_helper.from_array(np.array(6.0, np.float32), "six"),
              numpy_helper.from_array(rng.uniform(0.3, 2.0, 16).astype(np.float32), "bn_s"), w("bn_b", (16,), 0.3),
-             w("bn_m", (16,), 0.2), numpy_helper.from_array(rng.uniform(0.5, 2.0, 16).astype(np.float32), "bn_v")]
+             w("bn_m", (16,), 0.2), numpy_helper.from_array(rng.uniform(0.5, 2.0, 16).astype(np.float32), "bn_v"),
+             numpy_helper.from_array(np.array([0], np.int64), "crop_start"), numpy_helper.from_array(np.array([3], np.int64), "crop_end"),
+             numpy_helper.from_array(np.array([3], np.int64), "crop_axis"), numpy_helper.from_array(np.array([8, 8], np.int64), "halves")]
     N = helper.make_node
     nodes = [
         N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]), N("Relu", ["a0"], ["a"], name="relu_a"),
@@ -44,19 +48,24 @@ def make_model(path):
         N("Conv", ["c", "wc", "bc"], ["d0"], name="conv_d", group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
         N("Clip", ["d0", "zero", "six"], ["d"], name="clip_d"),
         N("MaxPool", ["d"], ["e"], name="pool_e", kernel_shape=[2, 2], strides=[1, 1]),
-        N("AveragePool", ["e"], ["ea"], name="pool_ea", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+        N("Slice", ["e", "crop_start", "crop_end", "crop_axis"], ["es"], name="crop_es"),
+        N("AveragePool", ["es"], ["ea"], name="pool_ea", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
         N("Conv", ["ea", "wd", "bd"], ["f"], name="conv_f"),
         N("Conv", ["ea", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
         N("Max", ["f", "h"], ["g"], name="max_g"),
         N("Add", ["g", "f"], ["i"], name="add_i"),
         N("Concat", ["i", "h"], ["ih"], name="cat_ih", axis=1),
-        N("BatchNormalization", ["ih", "bn_s", "bn_b", "bn_m", "bn_v"], ["ik0"], name="bn_k"), N("Relu", ["ik0"], ["ik"], name="relu_k"),
+        N("Split", ["ih", "halves"], ["ih_a", "ih_b"], name="split_ih", axis=1),
+        N("Concat", ["ih_b", "ih_a"], ["ihs"], name="cat_ihs", axis=1),
+        N("BatchNormalization", ["ihs", "bn_s", "bn_b", "bn_m", "bn_v"], ["ik0"], name="bn_k"), N("Relu", ["ik0"], ["ik"], name="relu_k"),
         N("GlobalAveragePool", ["ik"], ["j"], name="gap_j"),
         N("Flatten", ["j"], ["k"], name="flat_k"),
         N("Gemm", ["k", "wg", "bg"], ["logits"], name="fc", transB=1),
+        N("ArgMax", ["logits"], ["cls"], name="argmax_cls", axis=1, keepdims=0),
     ]
     g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 10])],
-                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5])], inits)
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5]),
+                           helper.make_tensor_value_info("cls", TensorProto.INT64, [1])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(m, path)
 
@@ -243,10 +252,24 @@ class Oracle:
                 v[n.output[0]] = (out, s)
             elif n.op_type == "Flatten" and isinstance(ins[0], tuple):
                 v[n.output[0]] = (ins[0][0].reshape(1, -1), ins[0][1])
+            elif n.op_type == "Slice" and isinstance(ins[0], tuple):  # codes moved, the slot kept
+                c, s = ins[0]
+                cut = [slice(None)] * c.ndim
+                for a, b, e in zip(self.w[n.input[3]], self.w[n.input[1]], self.w[n.input[2]]):
+                    cut[int(a)] = slice(int(b), int(e))
+                v[n.output[0]] = (c[tuple(cut)], s)
+            elif n.op_type == "Split" and isinstance(ins[0], tuple):
+                c, s = ins[0]
+                parts = np.split(c, np.cumsum(self.w[n.input[1]])[:-1], axis=attrs.get("axis", 0))
+                for name, part in zip(n.output, parts):
+                    v[name] = (part, s)
+            elif n.op_type == "ArgMax":  # of the values the codes stand for
+                v[n.output[0]] = np.argmax(self.real(ins[0]), axis=attrs.get("axis", 0)).astype(np.int64)
             elif n.op_type == "Max":  # the float layer (exact in float32)
                 v[n.output[0]] = np.maximum(self.real(ins[0]), self.real(ins[1]))
             else:
                 raise AssertionError("the oracle has no rule for %s (%s)" % (n.name, n.op_type))
+        self.cls = v["cls"]
         return self.real(v["logits"])
 
 
@@ -295,6 +318,7 @@ def test_the_table_names_every_integer_form(packages):
     assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool" and ops["cat_ih"] == "concat"
     assert ops["pool_ea"] == "avg_pool" and ops["bn_k"] == "conv"
     assert ops["max_g"] == "float"
+    assert ops["crop_es"] == "moves" and ops["split_ih"] == "moves" and ops["argmax_cls"] == "argmax"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
     assert signed["h"] == "0" and signed["ih"] == "1" and signed["ik"] == "0"
@@ -305,12 +329,18 @@ def test_a_frame_sequence_is_the_oracles(packages, name):
     pkg = packages[name]
     oracle = oracle_for(pkg, name)
     seq = frames(12, 7)
-    want = [oracle.run(x) for x in seq]
+    want, classes = [], []
+    for x in seq:
+        want.append(oracle.run(x))
+        classes.append(oracle.cls)
     for threads, exact in ((1, True), (1, False), (2, False), (3, False), (2, True)):
         rt = npuc.Runtime(str(pkg), threads=threads, exact=exact)
-        got = [rt.run({"x": x})["logits"] for x in seq]
-        for i, (g, w) in enumerate(zip(got, want)):
-            assert g.tobytes() == w.tobytes(), "%s frame %d (threads %d, exact %s): %s vs %s" % (name, i, threads, exact, g, w)
+        got = [rt.run({"x": x}) for x in seq]
+        for i, (g, w, c) in enumerate(zip(got, want, classes)):
+            assert g["logits"].tobytes() == w.tobytes(), "%s frame %d (threads %d, exact %s): %s vs %s" % (
+                name, i, threads, exact, g["logits"], w)
+            assert g["cls"].tolist() == c.tolist(), (name, i, g["cls"], c)  # (outputs as float32 values)
+        assert rt.run({"x": seq[0]}, raw=True)["cls"].dtype == np.int64  # (the device type: the model's int64)
 
 
 def test_an_unsigned_input_with_negative_data_is_refused_and_its_clipping_reported(packages, tmp_path):
