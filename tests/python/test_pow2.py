@@ -619,3 +619,37 @@ def test_tidl_classify_decides_as_the_package_classifies(tmp_path):
     run = subprocess.run([CLI, "tidl-classify", str(pkg), "-l", "labels.txt", "-i", "clip.mp4"],
                          cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0 and "links no video decoder" in run.stderr, run.stderr
+
+
+def test_a_channel_shuffle_moves_codes_and_a_global_max_pool_stays_float(tmp_path):
+    # Reshape -> Transpose -> Reshape (a channel shuffle) moves the codes (form `moves`, no conversions around it); a
+    # GlobalMaxPool, whose package kind computes in float only, stays float between conversions (it used to make the
+    # translation fail when it was taken as a movement of codes). Fast == exact, and close to the float model.
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    rng = np.random.default_rng(3)
+    w = lambda n, s: numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)  # noqa: E731
+    N = helper.make_node
+    inits = [w("w1", (8, 3, 3, 3)), w("b1", (8,)), w("w2", (4, 8, 1, 1)), w("b2", (4,)),
+             numpy_helper.from_array(np.array([1, 2, 4, 6, 6], np.int64), "s5"),
+             numpy_helper.from_array(np.array([1, 8, 6, 6], np.int64), "s4")]
+    nodes = [N("Conv", ["x", "w1", "b1"], ["a0"], name="c1"), N("Relu", ["a0"], ["a"], name="r1"),
+             N("Reshape", ["a", "s5"], ["g5"], name="shuf_r1"), N("Transpose", ["g5"], ["t5"], name="shuf_t", perm=[0, 2, 1, 3, 4]),
+             N("Reshape", ["t5", "s4"], ["sh"], name="shuf_r2"),
+             N("Conv", ["sh", "w2", "b2"], ["y0"], name="c2"), N("GlobalMaxPool", ["y0"], ["y"], name="gmp")]
+    g = helper.make_graph(nodes, "shuffle", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 1])], inits)
+    model = str(tmp_path / "shuffle.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+    np.save(tmp_path / "calib.npy", rng.standard_normal((8, 3, 8, 8)).astype(np.float32))
+    subprocess.run([CLI, "translate", "shuffle", "-onnx", model, "--target", "tidl", "--out", str(tmp_path), "--calib",
+                    "x=%s" % (tmp_path / "calib.npy")], check=True, capture_output=True)
+    with open(tmp_path / "shuffle" / "shuffle_pow2_table.csv") as f:
+        forms = {r["name"]: r["op"] for r in csv.DictReader(f) if r["kind"] == "layer"}
+    assert forms["shuf_t"] == "moves" and forms["gmp"] == "float"
+    pkg = str(tmp_path / "shuffle")
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    fast, exact = npuc.Runtime(pkg).run({"x": x})["y"], npuc.Runtime(pkg, exact=True).run({"x": x})["y"]
+    assert fast.tobytes() == exact.tobytes()
+    f = npuc.run_model(model, {"x": x})["y"]
+    assert np.abs(fast - f).max() <= 0.05 * np.abs(f).max()
