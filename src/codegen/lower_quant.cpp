@@ -151,7 +151,7 @@ void Lowerer::qavgPoolNode(const ir::Node& n) {
 }
 
 /// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
-/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add -> binary add, P2Concat -> concat, P2AvgPool -> avg_pool, P2GlobalAvgPool ->
+/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add / P2Max / P2Mul -> binary add / max / mul, P2Concat -> concat, P2AvgPool -> avg_pool, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
 void Lowerer::pow2Node(const ir::Node& n) {
   if (!numericsTraits(t_.numerics).pow2_codes)
@@ -172,8 +172,8 @@ void Lowerer::pow2Node(const ir::Node& n) {
     emit(n, n.op == "P2Quantize" ? LayerKind::kQuantize : LayerKind::kDequantize, {in(n, 0), tv}, out, {0u, 0u});
     return;
   }
-  if (n.op == "P2Add") {
-    emit(n, LayerKind::kBinary, {in(n, 0), in(n, 1), tv}, out, {binaryCode("Add")});
+  if (n.op == "P2Add" || n.op == "P2Max" || n.op == "P2Mul") {
+    emit(n, LayerKind::kBinary, {in(n, 0), in(n, 1), tv}, out, {binaryCode(n.op.substr(2).c_str())});
     return;
   }
   if (n.op == "P2Concat") {
@@ -248,7 +248,7 @@ void qmulNode(Lowerer& l, const ir::Node& n) {
 void registerQuantLowerings(LowerTable& t) {
   t[{"ai.npuc", "QLookup"}] = &qlookupNode;
   t[{"ai.npuc", "QMul"}] = &qmulNode;
-  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Concat", "P2AvgPool", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
+  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Max", "P2Mul", "P2Concat", "P2AvgPool", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"ai.npuc", "QMatMul"}] = &Lowerer::qmatmulNode;

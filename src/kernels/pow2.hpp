@@ -206,6 +206,13 @@ FinishPlan planFinish(int64_t mn, int64_t mx, int64_t n, int qacc, int64_t S, co
 /// 2^-Q. Returns qy.
 int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
 
+/// Element-wise maximum of two code tensors of one shape: acc = max(a * 2^(Q - qa), b * 2^(Q - qb)), Q = max(qa, qb)
+/// (exact: both brought to the finer q); finished at 2^-Q. Returns qy.
+int maximum(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
+/// Element-wise product of two code tensors of one shape: acc = a * b (exact) at 2^-(qa + qb); finished there.
+/// Returns qy.
+int multiply(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
+
 /// Concatenation of code tensors of any q's and signedness along an axis: each input's codes brought exactly to the
 /// finest q, acc = code * 2^(Q - q_k) with Q = max q_k, in the concatenated order, finished at 2^-Q (one slot for the
 /// whole result). chunks[k]: input k's elements per outer index (its extent along the axis times the inner size);

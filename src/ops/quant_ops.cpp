@@ -372,13 +372,15 @@ void registerQuantNpucOps(Registry& r) {
     return shapeNumel(out[0].shape) * (shapeNumel(in[1].shape) / in[1].shape[0]);
   };
   pow2(pc);
-  pow2(makeSchema("P2Add", 2, 2, "int8-pow2 addition of two code tensors of one shape, aligned to the finer q, exact",
-                  [=](InferContext& c) {
-                    codes(c, 0);
-                    codes(c, 1);
-                    if (c.inputShape(0) != c.inputShape(1)) c.error("a {} and b {} must have one shape", shapeStr(c.inputShape(0)), shapeStr(c.inputShape(1)));
-                    c.setOutput(0, outType(table(c)), c.inputShape(0));
-                  }));
+  for (auto [op, doc] : {std::pair{"P2Add", "int8-pow2 addition of two code tensors of one shape, aligned to the finer q, exact"},
+                         std::pair{"P2Max", "int8-pow2 element-wise maximum of two code tensors of one shape, aligned to the finer q, exact"},
+                         std::pair{"P2Mul", "int8-pow2 element-wise product of two code tensors of one shape, at the sum of their q's, exact"}})
+    pow2(makeSchema(op, 2, 2, doc, [=](InferContext& c) {
+      codes(c, 0);
+      codes(c, 1);
+      if (c.inputShape(0) != c.inputShape(1)) c.error("a {} and b {} must have one shape", shapeStr(c.inputShape(0)), shapeStr(c.inputShape(1)));
+      c.setOutput(0, outType(table(c)), c.inputShape(0));
+    }));
   // (6 inputs at most: a package layer references 8 tensors, the output and the table among them)
   pow2(makeSchema("P2Concat", 1, 6,
                   "int8-pow2 concatenation of code tensors along `axis`: each brought exactly to the finest q, then "

@@ -51,10 +51,12 @@ void checkTable(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>& t
   if (t.out.act != kernels::pow2::Act::kNone && !(product || d.kind == LayerKind::kBinary)) c.bad("{}: table: this layer has no activation", what);
 }
 
-/// An addition of two code tensors of one shape.
-void checkAdd(const LayerCheck& c) {
+/// An addition, maximum or product of two code tensors of one shape (only an addition fuses a Relu).
+void checkBinary(const LayerCheck& c, const kernels::pow2::Table& t) {
   const uint32_t op = c.w[0];
-  if (op >= binaryOpNames().size() || binaryOpNames()[op] != std::string_view("Add")) c.bad("{}: the int8-pow2 form is an addition", c.what);
+  const std::string_view name = op < binaryOpNames().size() ? std::string_view(binaryOpNames()[op]) : std::string_view();
+  if (name != "Add" && name != "Max" && name != "Mul") c.bad("{}: the int8-pow2 form is an addition, a maximum or a product", c.what);
+  if (name != "Add" && t.out.act != kernels::pow2::Act::kNone) c.bad("{}: table: an int8-pow2 {} has no activation", c.what, name);
   if (!isCodes(c.d.in(1).type) || dimsOf(c.d.in(1)) != dimsOf(c.x)) c.bad("{}: b must be codes of a's shape", c.what);
 }
 
@@ -109,7 +111,7 @@ bool checkPow2Form(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>
   }
   checkTable(c, tables);
   switch (d.kind) {
-    case LayerKind::kBinary: checkAdd(c); return true;
+    case LayerKind::kBinary: checkBinary(c, tables.at(d.seq)); return true;
     case LayerKind::kConcat: checkConcat(c); return true;
     case LayerKind::kConv:
     case LayerKind::kGemm: return checkProduct(c);

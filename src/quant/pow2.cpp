@@ -186,6 +186,7 @@ class Pow2Builder {
     if ((n.domain.empty() || twin) && (n.op == "Conv" || n.op == "Gemm")) return conv(n);
     if (!n.domain.empty()) return "no int8-pow2 form (kept in float)";
     if (n.op == "Add") return addOp(n);
+    if (n.op == "Max" || n.op == "Mul") return maxMulOp(n);
     if (n.op == "GlobalAveragePool") return gap(n);
     if (n.op == "Concat") return concatOp(n);
     if (n.op == "AveragePool") return avgPoolOp(n);
@@ -323,6 +324,32 @@ class Pow2Builder {
     if (chosen && o_.weight_notes)
       if (auto nt = o_.weight_notes->find(g_.value(n.inputs[1]).name); nt != o_.weight_notes->end()) note = nt->second;
     rep_.layers.push_back({n.name, gemm ? "gemm" : "conv", qw, qb, note});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
+    return "";
+  }
+
+  /// Element-wise Max (both operands brought to the finer q, exact) or Mul (the product of the codes at the sum of
+  /// their q's, exact) of two activations of one shape, requantized into the output's slot (TIDL's 8-bit Max / Product).
+  std::string maxMulOp(ir::Node& n) {
+    if (n.inputs.size() != 2) return "a Max of two tensors only";
+    const ir::Value &a = g_.value(n.inputs[0]), &b = g_.value(n.inputs[1]);
+    if (!isFloat32(a.id) || !isFloat32(b.id) || !a.type.isStatic() || a.type.shape != b.type.shape)
+      return fmt::format("a {} of two float32 tensors of one shape only", n.op);
+    if (a.isConstant() || b.isConstant()) return fmt::format("a {} by a constant (two activations only)", n.op);
+    if (!hasCodes(a.id) && !hasCodes(b.id)) return "neither operand is held as codes";
+    Code ca = codesOf(a.id), cb = codesOf(b.id);
+    const ir::Value& y = g_.value(n.outputs[0]);
+    // (the maximum with an unsigned operand is not negative, nor is the product of two unsigned ones)
+    const bool is_signed = n.op == "Max" ? ca.is_signed && cb.is_signed : ca.is_signed || cb.is_signed;
+    pw::OutSpec spec = newSlot(y.name, is_signed);
+    pw::Table t;
+    t.in_slots = {ca.slot, cb.slot};
+    t.out = spec;
+    Code cy{newCodes(y.name, y.type.shape, spec.is_signed), spec.slot, spec.is_signed, false};
+    ir::Node& p = g_.addNode(n.op == "Max" ? "P2Max" : "P2Mul", n.name, {ca.codes, cb.codes}, {cy.codes}, "ai.npuc");
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, n.op == "Max" ? "max" : "mul", 0, 0, ""});
     ++rep_.integer_layers;
     replaceOutput(n, cy);
     return "";

@@ -1,5 +1,5 @@
 // The int8-pow2 forms (TIDL's dynamic quantization, docs/numerics.md; runtime_impl.hpp): a layer whose last input is
-// its table (conv, gemm, add, concat, average and global average pooling, quantize, dequantize) runs here instead
+// its table (conv, gemm, add / max / mul, concat, average and global average pooling, quantize, dequantize) runs here instead
 // of its kind's float form, as does max pooling over codes; the slots' q's and range histories are the package's
 // state from frame to frame.
 #include "runtime/runtime_impl.hpp"
@@ -73,7 +73,13 @@ struct Pow2Run {
     im.opts.exact ? pw::quantize(x, n, t.out, *out, o, s.out) : pw::quantizeFast(x, n, t.out, *out, o, s.out);
   }
   void dequantize() const { (im.opts.exact ? pw::dequantize : pw::dequantizeFast)(codes(0), n, reinterpret_cast<float*>(s.out)); }
-  void add() const { (im.opts.exact ? pw::add : pw::addFast)(codes(0), codes(1), n, t.out, *out, o, s.out, im.p2_acc); }
+  /// binary: Add (fast: in int32 on AVX-512), Max or Mul (one scalar loop each: integer and exact, both modes).
+  void binary() const {
+    const auto op = static_cast<kernels::BinaryOp>(s.p[0]);  // (validated: Add, Max or Mul)
+    if (op == kernels::BinaryOp::kMax) return (void)pw::maximum(codes(0), codes(1), n, t.out, *out, o, s.out, im.p2_acc);
+    if (op == kernels::BinaryOp::kMul) return (void)pw::multiply(codes(0), codes(1), n, t.out, *out, o, s.out, im.p2_acc);
+    (im.opts.exact ? pw::add : pw::addFast)(codes(0), codes(1), n, t.out, *out, o, s.out, im.p2_acc);
+  }
   void concat() const {
     const size_t axis = s.p[0], k_in = t.in_slots.size();
     const Shape& y = s.shapes.back();
@@ -125,7 +131,7 @@ void Runtime::Impl::execPow2(Step& s) {
   switch (d.kind) {  // the forms with a table (package::pow2Form)
     case LayerKind::kQuantize: return run.quantize();
     case LayerKind::kDequantize: return run.dequantize();
-    case LayerKind::kBinary: return run.add();
+    case LayerKind::kBinary: return run.binary();
     case LayerKind::kConcat: return run.concat();
     case LayerKind::kAvgPool: return run.avgPool();
     case LayerKind::kGlobalAvgPool: return run.globalAvgPool();

@@ -21,12 +21,12 @@ CLI = os.environ.get("NPUC_CLI")
 
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
-    Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), a float layer between
-    conversions, an add without activation, a concat of a signed and an unsigned tensor (two q's), a split of codes and
-    their concatenation in the other order, a batch norm no convolution absorbs and its Relu (a depthwise 1x1 conv),
-    global average pooling, flatten, inner product, and the ArgMax of its codes (a second output). The float layer is
-    an element-wise Max (the tidl target runs it; the int8-pow2 numerics have no integer form of it), exact in float32,
-    so the oracle computes it bit for bit."""
+    Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), element-wise Max and
+    Mul of two activations, a float layer between conversions, an add without activation, a concat of a signed and an
+    unsigned tensor (two q's), a split of codes and their concatenation in the other order, a batch norm no convolution
+    absorbs and its Relu (a depthwise 1x1 conv), global average pooling, flatten, inner product, and the ArgMax of its
+    codes (a second output). The float layer is a PRelu (the tidl target runs it; the int8-pow2 numerics have no
+    integer form of it): one float32 product per negative value, so the oracle computes it bit for bit."""
     rng = np.random.default_rng(5)
 
     def w(name, shape, scale):
@@ -39,7 +39,8 @@ def make_model(path):
              numpy_helper.from_array(rng.uniform(0.3, 2.0, 16).astype(np.float32), "bn_s"), w("bn_b", (16,), 0.3),
              w("bn_m", (16,), 0.2), numpy_helper.from_array(rng.uniform(0.5, 2.0, 16).astype(np.float32), "bn_v"),
              numpy_helper.from_array(np.array([0], np.int64), "crop_start"), numpy_helper.from_array(np.array([3], np.int64), "crop_end"),
-             numpy_helper.from_array(np.array([3], np.int64), "crop_axis"), numpy_helper.from_array(np.array([8, 8], np.int64), "halves")]
+             numpy_helper.from_array(np.array([3], np.int64), "crop_axis"), numpy_helper.from_array(np.array([8, 8], np.int64), "halves"),
+             numpy_helper.from_array(rng.uniform(0.05, 0.5, (8, 1, 1)).astype(np.float32), "slope")]
     N = helper.make_node
     nodes = [
         N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]), N("Relu", ["a0"], ["a"], name="relu_a"),
@@ -53,7 +54,9 @@ def make_model(path):
         N("Conv", ["ea", "wd", "bd"], ["f"], name="conv_f"),
         N("Conv", ["ea", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
         N("Max", ["f", "h"], ["g"], name="max_g"),
-        N("Add", ["g", "f"], ["i"], name="add_i"),
+        N("Mul", ["g", "f"], ["gm"], name="mul_m"),
+        N("PRelu", ["gm", "slope"], ["gp"], name="prelu_p"),
+        N("Add", ["gp", "f"], ["i"], name="add_i"),
         N("Concat", ["i", "h"], ["ih"], name="cat_ih", axis=1),
         N("Split", ["ih", "halves"], ["ih_a", "ih_b"], name="split_ih", axis=1),
         N("Concat", ["ih_b", "ih_a"], ["ihs"], name="cat_ihs", axis=1),
@@ -265,8 +268,17 @@ class Oracle:
                     v[name] = (part, s)
             elif n.op_type == "ArgMax":  # of the values the codes stand for
                 v[n.output[0]] = np.argmax(self.real(ins[0]), axis=attrs.get("axis", 0)).astype(np.int64)
-            elif n.op_type == "Max":  # the float layer (exact in float32)
-                v[n.output[0]] = np.maximum(self.real(ins[0]), self.real(ins[1]))
+            elif row.get("op") in ("max", "mul"):
+                (a, sa), (b, sb) = self.codes(ins[0], n.input[0]), self.codes(ins[1], n.input[1])
+                qa, qb = self.slots[sa]["q"], self.slots[sb]["q"]
+                if row["op"] == "max":  # both at the finer q
+                    Q = max(qa, qb)
+                    v[n.output[0]] = self.finish(np.maximum(a << (Q - qa), b << (Q - qb)), Q, 1, self.slot_of[n.output[0]])
+                else:  # the product at the sum of the q's
+                    v[n.output[0]] = self.finish(a * b, qa + qb, 1, self.slot_of[n.output[0]])
+            elif n.op_type == "PRelu":  # the float layer (one float32 product per negative value)
+                x = self.real(ins[0])
+                v[n.output[0]] = np.where(x < 0, x * self.w[n.input[1]], x).astype(np.float32)
             else:
                 raise AssertionError("the oracle has no rule for %s (%s)" % (n.name, n.op_type))
         self.cls = v["cls"]
@@ -317,7 +329,7 @@ def test_the_table_names_every_integer_form(packages):
     assert ops["conv_a"] == "conv" and ops["conv_d"] == "conv" and ops["fc"] == "gemm"
     assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool" and ops["cat_ih"] == "concat"
     assert ops["pool_ea"] == "avg_pool" and ops["bn_k"] == "conv"
-    assert ops["max_g"] == "float"
+    assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "float"
     assert ops["crop_es"] == "moves" and ops["split_ih"] == "moves" and ops["argmax_cls"] == "argmax"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"

@@ -268,6 +268,24 @@ int add(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options
   return finish(scratch.data(), n, Q, 1, o, slot, opt, y);
 }
 
+int maximum(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+            std::vector<int64_t>& scratch) {
+  const int Q = std::max(a.q, b.q);
+  if (scratch.size() < static_cast<size_t>(n)) scratch.resize(static_cast<size_t>(n));  // (grows only)
+  for (int64_t i = 0; i < n; ++i)
+    scratch[static_cast<size_t>(i)] = std::max(static_cast<int64_t>(codeAt(a.p, i, a.is_signed)) << (Q - a.q),
+                                               static_cast<int64_t>(codeAt(b.p, i, b.is_signed)) << (Q - b.q));
+  return finish(scratch.data(), n, Q, 1, o, slot, opt, y);
+}
+
+int multiply(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y,
+             std::vector<int64_t>& scratch) {
+  if (scratch.size() < static_cast<size_t>(n)) scratch.resize(static_cast<size_t>(n));  // (grows only)
+  for (int64_t i = 0; i < n; ++i)
+    scratch[static_cast<size_t>(i)] = static_cast<int64_t>(codeAt(a.p, i, a.is_signed)) * codeAt(b.p, i, b.is_signed);
+  return finish(scratch.data(), n, a.q + b.q, 1, o, slot, opt, y);
+}
+
 int concat(const std::vector<Codes>& ins, const std::vector<int64_t>& chunks, int64_t outer, const OutSpec& o, Slot& slot,
            const Options& opt, uint8_t* y, std::vector<int64_t>& scratch) {
   int Q = kMinQ;
