@@ -151,7 +151,7 @@ void Lowerer::qavgPoolNode(const ir::Node& n) {
 }
 
 /// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
-/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add / P2Max / P2Mul -> binary add / max / mul, P2Concat -> concat, P2AvgPool -> avg_pool, P2GlobalAvgPool ->
+/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add / P2Max / P2Mul / P2PRelu -> binary add / max / mul / prelu, P2Concat -> concat, P2AvgPool -> avg_pool, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
 void Lowerer::pow2Node(const ir::Node& n) {
   if (!numericsTraits(t_.numerics).pow2_codes)
@@ -174,6 +174,16 @@ void Lowerer::pow2Node(const ir::Node& n) {
   }
   if (n.op == "P2Add" || n.op == "P2Max" || n.op == "P2Mul") {
     emit(n, LayerKind::kBinary, {in(n, 0), in(n, 1), tv}, out, {binaryCode(n.op.substr(2).c_str())});
+    return;
+  }
+  if (n.op == "P2PRelu") {  // the slopes' codes as b: one, or one per channel ([1, C, 1, ...] against x)
+    const Tensor* s = constIn(n, 1);
+    if (!s || s->dtype() != DType::kI16) unsupported(n, "the slopes must be an int16 constant");
+    const Shape& xs = shapeOf(n, 0);
+    Shape bs(xs.size(), 1);
+    if (s->numel() > 1) bs[1] = s->numel();
+    emit(n, LayerKind::kBinary, {in(n, 0), weightVal(g_.value(n.inputs[1]).name, bs, bytesOf(*s), ElemType::kI16), tv}, out,
+         {binaryCode("PRelu")});
     return;
   }
   if (n.op == "P2Concat") {
@@ -248,7 +258,7 @@ void qmulNode(Lowerer& l, const ir::Node& n) {
 void registerQuantLowerings(LowerTable& t) {
   t[{"ai.npuc", "QLookup"}] = &qlookupNode;
   t[{"ai.npuc", "QMul"}] = &qmulNode;
-  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Max", "P2Mul", "P2Concat", "P2AvgPool", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
+  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Max", "P2Mul", "P2PRelu", "P2Concat", "P2AvgPool", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"ai.npuc", "QMatMul"}] = &Lowerer::qmatmulNode;

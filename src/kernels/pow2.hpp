@@ -213,6 +213,12 @@ int maximum(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Opt
 /// Returns qy.
 int multiply(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
 
+/// PRelu of codes with slopes as codes at 2^-qs (one slope, or one per channel: `channels` of them, each for `inner`
+/// consecutive elements, repeating over `outer`): acc = x * 2^qs where x >= 0, x * slope[c] below (exact), at
+/// 2^-(qx + qs); finished there. Returns qy.
+int prelu(Codes x, const int16_t* slope, int64_t outer, int64_t channels, int64_t inner, int qs, const OutSpec& o, Slot& slot,
+          const Options& opt, uint8_t* y, std::vector<int64_t>& scratch);
+
 /// Concatenation of code tensors of any q's and signedness along an axis: each input's codes brought exactly to the
 /// finest q, acc = code * 2^(Q - q_k) with Q = max q_k, in the concatenated order, finished at 2^-Q (one slot for the
 /// whole result). chunks[k]: input k's elements per outer index (its extent along the axis times the inner size);

@@ -381,6 +381,16 @@ void registerQuantNpucOps(Registry& r) {
       if (c.inputShape(0) != c.inputShape(1)) c.error("a {} and b {} must have one shape", shapeStr(c.inputShape(0)), shapeStr(c.inputShape(1)));
       c.setOutput(0, outType(table(c)), c.inputShape(0));
     }));
+  pow2(makeSchema("P2PRelu", 2, 2,
+                  "int8-pow2 PRelu: slopes as int16 codes at 2^-qw (one, or one per channel of dim 1), x * 2^qw for "
+                  "x >= 0 and x * slope below, exact, requantized",
+                  [=](InferContext& c) {
+                    codes(c, 0);
+                    const int64_t C = shapeNumel(c.inputShape(1)), X = c.inputShape(0).size() > 1 ? c.inputShape(0)[1] : 0;
+                    if (c.inputDType(1) != DType::kI16 || (C != 1 && C != X))
+                      c.error("the slopes must be int16, one or one per channel ({} of x's {})", C, X);
+                    c.setOutput(0, outType(table(c)), c.inputShape(0));
+                  }));
   // (6 inputs at most: a package layer references 8 tensors, the output and the table among them)
   pow2(makeSchema("P2Concat", 1, 6,
                   "int8-pow2 concatenation of code tensors along `axis`: each brought exactly to the finest q, then "

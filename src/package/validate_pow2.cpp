@@ -32,7 +32,8 @@ void checkTable(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>& t
   std::string why = kernels::pow2::decodeTable(words.data(), words.size(), &t);
   if (!why.empty()) c.bad("{}: table: {}", what, why);
   tables[d.seq] = t;
-  const size_t want_in = d.kind == LayerKind::kQuantize ? 0 : d.kind == LayerKind::kBinary ? 2 : concat ? d.n_in - 1 : 1;
+  const bool prelu = d.kind == LayerKind::kBinary && c.w[0] < binaryOpNames().size() && binaryOpNames()[c.w[0]] == "PRelu";
+  const size_t want_in = d.kind == LayerKind::kQuantize ? 0 : d.kind == LayerKind::kBinary && !prelu ? 2 : concat ? d.n_in - 1 : 1;
   if (t.in_slots.size() != want_in) c.bad("{}: table: {} input slots, this layer reads {}", what, t.in_slots.size(), want_in);
   const uint32_t S = c.p.pow2 ? c.p.pow2->slots : 0;
   for (int32_t sl : t.in_slots)
@@ -51,12 +52,23 @@ void checkTable(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>& t
   if (t.out.act != kernels::pow2::Act::kNone && !(product || d.kind == LayerKind::kBinary)) c.bad("{}: table: this layer has no activation", what);
 }
 
-/// An addition, maximum or product of two code tensors of one shape (only an addition fuses a Relu).
+/// An addition, maximum or product of two code tensors of one shape (only an addition fuses a Relu), or a PRelu of
+/// codes by int16 slope codes (one, or one per channel: [1, C, 1, ...]) at 2^-qw, qw in [0, kMaxQ].
 void checkBinary(const LayerCheck& c, const kernels::pow2::Table& t) {
   const uint32_t op = c.w[0];
   const std::string_view name = op < binaryOpNames().size() ? std::string_view(binaryOpNames()[op]) : std::string_view();
-  if (name != "Add" && name != "Max" && name != "Mul") c.bad("{}: the int8-pow2 form is an addition, a maximum or a product", c.what);
+  if (name != "Add" && name != "Max" && name != "Mul" && name != "PRelu")
+    c.bad("{}: the int8-pow2 form is an addition, a maximum, a product or a PRelu", c.what);
   if (name != "Add" && t.out.act != kernels::pow2::Act::kNone) c.bad("{}: table: an int8-pow2 {} has no activation", c.what, name);
+  if (name == "PRelu") {
+    const TensorRef& s = c.d.in(1);
+    bool ok = s.type == ElemType::kI16 && s.rank == c.x.rank && c.x.rank >= 2 && t.qw >= 0 && t.qw <= kernels::pow2::kMaxQ;
+    for (int k = 0; ok && k < s.rank; ++k) ok = s.dims[k] == 1 || (k == 1 && s.dims[k] == c.x.dims[1]);
+    if (!ok) c.bad("{}: PRelu slopes {} {} at 2^-{}: int16 [1, C or 1, 1, ...] against x {}, q in [0, {}]", c.what,
+                   elemName(s.type), dimsStr(s), t.qw, dimsStr(c.x), kernels::pow2::kMaxQ);
+    c.weightRef(s, c.what + ": slopes");
+    return;
+  }
   if (!isCodes(c.d.in(1).type) || dimsOf(c.d.in(1)) != dimsOf(c.x)) c.bad("{}: b must be codes of a's shape", c.what);
 }
 

@@ -187,6 +187,7 @@ class Pow2Builder {
     if (!n.domain.empty()) return "no int8-pow2 form (kept in float)";
     if (n.op == "Add") return addOp(n);
     if (n.op == "Max" || n.op == "Mul") return maxMulOp(n);
+    if (n.op == "PRelu") return preluOp(n);
     if (n.op == "GlobalAveragePool") return gap(n);
     if (n.op == "Concat") return concatOp(n);
     if (n.op == "AveragePool") return avgPoolOp(n);
@@ -350,6 +351,51 @@ class Pow2Builder {
     ir::Node& p = g_.addNode(n.op == "Max" ? "P2Max" : "P2Mul", n.name, {ca.codes, cb.codes}, {cy.codes}, "ai.npuc");
     p.attrs["table"] = ir::Attr(tableInts(t));
     rep_.layers.push_back({n.name, n.op == "Max" ? "max" : "mul", 0, 0, ""});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
+    return "";
+  }
+
+  /// PRelu with constant slopes (one, or one per channel of dim 1): the slopes as numParamBits-bit codes at 2^-qs (as a
+  /// layer's weights), acc = x * 2^qs for x >= 0 and x * slope code below, exact, requantized into the output's slot.
+  std::string preluOp(ir::Node& n) {
+    const ir::Value &x = g_.value(n.inputs[0]), &sv = g_.value(n.inputs[1]);
+    if (!isFloat32(x.id) || !x.type.isStatic() || x.type.shape.size() < 2) return "float32 input of static shape needed";
+    if (!sv.isConstant() || sv.constant->dtype() != DType::kF32) return "the slopes are not a float32 constant";
+    const Tensor& S = *sv.constant;
+    const Shape& xs = x.type.shape;
+    const int64_t C = S.numel();
+    // One slope, or one per channel: the slopes' shape, right-aligned to x's (numpy broadcasting) and its leading 1s
+    // dropped, is [C, 1, ..., 1] ending at x's last dim, C at x's dim 1.
+    Shape ss = S.shape();
+    while (!ss.empty() && ss[0] == 1) ss.erase(ss.begin());
+    bool per_channel = C == 1 && S.rank() <= static_cast<int>(xs.size());
+    if (!per_channel && C == xs[1] && ss.size() == xs.size() - 1) {
+      per_channel = ss[0] == C;
+      for (size_t k = 1; k < ss.size(); ++k) per_channel = per_channel && ss[k] == 1;
+    }
+    if (!per_channel) return "slopes that are not one value or one per channel";
+    double smax = 0;
+    for (int64_t c = 0; c < C; ++c) smax = std::max(smax, std::fabs(static_cast<double>(S.data<float>()[c])));
+    if (!std::isfinite(smax)) return "the slopes are not finite";
+    const int qs = weightQ(smax, o_.param_bits);
+    if (qs < 0) return "slopes too large for an integer form (their q would be negative)";
+    const double lim = static_cast<double>((1 << (o_.param_bits - 1)) - 1);
+    Tensor codes(DType::kI16, Shape{C});
+    for (int64_t c = 0; c < C; ++c)
+      codes.data<int16_t>()[c] = static_cast<int16_t>(std::clamp(std::round(std::ldexp(static_cast<double>(S.data<float>()[c]), qs)), -lim, lim));
+    Code cx = codesOf(x.id);
+    const ir::Value& y = g_.value(n.outputs[0]);
+    pw::OutSpec spec = newSlot(y.name, true);
+    pw::Table t;
+    t.in_slots = {cx.slot};
+    t.out = spec;
+    t.qw = qs;
+    const ir::ValueId sc = g_.addConstant(g_.uniqueValueName(sv.name + "/p2"), std::move(codes)).id;
+    Code cy{newCodes(y.name, y.type.shape, true), spec.slot, true, false};
+    ir::Node& p = g_.addNode("P2PRelu", n.name, {cx.codes, sc}, {cy.codes}, "ai.npuc");
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, "prelu", qs, 0, ""});
     ++rep_.integer_layers;
     replaceOutput(n, cy);
     return "";

@@ -73,9 +73,16 @@ struct Pow2Run {
     im.opts.exact ? pw::quantize(x, n, t.out, *out, o, s.out) : pw::quantizeFast(x, n, t.out, *out, o, s.out);
   }
   void dequantize() const { (im.opts.exact ? pw::dequantize : pw::dequantizeFast)(codes(0), n, reinterpret_cast<float*>(s.out)); }
-  /// binary: Add (fast: in int32 on AVX-512), Max or Mul (one scalar loop each: integer and exact, both modes).
+  /// binary: Add (fast: in int32 on AVX-512), Max, Mul or PRelu (one scalar loop each: integer and exact, both modes).
   void binary() const {
-    const auto op = static_cast<kernels::BinaryOp>(s.p[0]);  // (validated: Add, Max or Mul)
+    const auto op = static_cast<kernels::BinaryOp>(s.p[0]);  // (validated: Add, Max, Mul or PRelu)
+    if (op == kernels::BinaryOp::kPRelu) {  // slopes [1, C or 1, 1, ...] (validated)
+      const Shape& x = s.shapes[0];
+      const int64_t channels = shapeNumel(s.shapes[1]), outer = x[0];
+      const int64_t inner = outer > 0 && channels > 0 ? n / (outer * channels) : 0;
+      pw::prelu(codes(0), reinterpret_cast<const int16_t*>(s.in[1]), outer, channels, inner, t.qw, t.out, *out, o, s.out, im.p2_acc);
+      return;
+    }
     if (op == kernels::BinaryOp::kMax) return (void)pw::maximum(codes(0), codes(1), n, t.out, *out, o, s.out, im.p2_acc);
     if (op == kernels::BinaryOp::kMul) return (void)pw::multiply(codes(0), codes(1), n, t.out, *out, o, s.out, im.p2_acc);
     (im.opts.exact ? pw::add : pw::addFast)(codes(0), codes(1), n, t.out, *out, o, s.out, im.p2_acc);

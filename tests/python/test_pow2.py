@@ -24,9 +24,10 @@ def make_model(path):
     Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), element-wise Max and
     Mul of two activations, a float layer between conversions, an add without activation, a concat of a signed and an
     unsigned tensor (two q's), a split of codes and their concatenation in the other order, a batch norm no convolution
-    absorbs and its Relu (a depthwise 1x1 conv), global average pooling, flatten, inner product, and the ArgMax of its
-    codes (a second output). The float layer is a PRelu (the tidl target runs it; the int8-pow2 numerics have no
-    integer form of it): one float32 product per negative value, so the oracle computes it bit for bit."""
+    absorbs and its Relu (a depthwise 1x1 conv), a PRelu with one slope per channel, global average pooling, flatten,
+    inner product, and the ArgMax of its codes (a second output). The float layer is a Mul by a constant (the tidl
+    target runs it; the int8-pow2 numerics have no integer form of it): one float32 product per value, so the oracle
+    computes it bit for bit."""
     rng = np.random.default_rng(5)
 
     def w(name, shape, scale):
@@ -40,7 +41,8 @@ def make_model(path):
              w("bn_m", (16,), 0.2), numpy_helper.from_array(rng.uniform(0.5, 2.0, 16).astype(np.float32), "bn_v"),
              numpy_helper.from_array(np.array([0], np.int64), "crop_start"), numpy_helper.from_array(np.array([3], np.int64), "crop_end"),
              numpy_helper.from_array(np.array([3], np.int64), "crop_axis"), numpy_helper.from_array(np.array([8, 8], np.int64), "halves"),
-             numpy_helper.from_array(rng.uniform(0.05, 0.5, (8, 1, 1)).astype(np.float32), "slope")]
+             numpy_helper.from_array(rng.uniform(0.05, 0.5, (8, 1, 1)).astype(np.float32), "slope"),
+             numpy_helper.from_array(rng.uniform(0.5, 1.5, (1, 8, 1, 1)).astype(np.float32), "gain")]
     N = helper.make_node
     nodes = [
         N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]), N("Relu", ["a0"], ["a"], name="relu_a"),
@@ -56,7 +58,8 @@ def make_model(path):
         N("Max", ["f", "h"], ["g"], name="max_g"),
         N("Mul", ["g", "f"], ["gm"], name="mul_m"),
         N("PRelu", ["gm", "slope"], ["gp"], name="prelu_p"),
-        N("Add", ["gp", "f"], ["i"], name="add_i"),
+        N("Mul", ["gp", "gain"], ["gg"], name="gain_g"),
+        N("Add", ["gg", "f"], ["i"], name="add_i"),
         N("Concat", ["i", "h"], ["ih"], name="cat_ih", axis=1),
         N("Split", ["ih", "halves"], ["ih_a", "ih_b"], name="split_ih", axis=1),
         N("Concat", ["ih_b", "ih_a"], ["ihs"], name="cat_ihs", axis=1),
@@ -276,9 +279,15 @@ class Oracle:
                     v[n.output[0]] = self.finish(np.maximum(a << (Q - qa), b << (Q - qb)), Q, 1, self.slot_of[n.output[0]])
                 else:  # the product at the sum of the q's
                     v[n.output[0]] = self.finish(a * b, qa + qb, 1, self.slot_of[n.output[0]])
-            elif n.op_type == "PRelu":  # the float layer (one float32 product per negative value)
-                x = self.real(ins[0])
-                v[n.output[0]] = np.where(x < 0, x * self.w[n.input[1]], x).astype(np.float32)
+            elif row.get("op") == "prelu":  # the slopes' codes at 2^-qs; x * 2^qs where x >= 0, x * slope below
+                (x, sx), qs = self.codes(ins[0], n.input[0]), int(row["qw"])
+                lim = 2 ** (self.bits - 1) - 1
+                S = self.w[n.input[1]].astype(np.float64)
+                sc = np.clip(np.sign(S) * np.floor(np.abs(S) * 2.0 ** qs + 0.5), -lim, lim).astype(np.int64)
+                acc = np.where(x >= 0, x << qs, x * sc.reshape(1, -1, 1, 1))
+                v[n.output[0]] = self.finish(acc, self.slots[sx]["q"] + qs, 1, self.slot_of[n.output[0]])
+            elif n.op_type == "Mul":  # the float layer, by a constant (one float32 product per value)
+                v[n.output[0]] = (self.real(ins[0]) * self.w[n.input[1]]).astype(np.float32)
             else:
                 raise AssertionError("the oracle has no rule for %s (%s)" % (n.name, n.op_type))
         self.cls = v["cls"]
@@ -329,7 +338,7 @@ def test_the_table_names_every_integer_form(packages):
     assert ops["conv_a"] == "conv" and ops["conv_d"] == "conv" and ops["fc"] == "gemm"
     assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool" and ops["cat_ih"] == "concat"
     assert ops["pool_ea"] == "avg_pool" and ops["bn_k"] == "conv"
-    assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "float"
+    assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "prelu" and ops["gain_g"] == "float"
     assert ops["crop_es"] == "moves" and ops["split_ih"] == "moves" and ops["argmax_cls"] == "argmax"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"

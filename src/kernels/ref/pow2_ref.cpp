@@ -286,6 +286,20 @@ int multiply(Codes a, Codes b, int64_t n, const OutSpec& o, Slot& slot, const Op
   return finish(scratch.data(), n, a.q + b.q, 1, o, slot, opt, y);
 }
 
+int prelu(Codes x, const int16_t* slope, int64_t outer, int64_t channels, int64_t inner, int qs, const OutSpec& o, Slot& slot,
+          const Options& opt, uint8_t* y, std::vector<int64_t>& scratch) {
+  const int64_t n = outer * channels * inner;
+  if (scratch.size() < static_cast<size_t>(n)) scratch.resize(static_cast<size_t>(n));  // (grows only)
+  int64_t i = 0;
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t k = 0; k < inner; ++k, ++i) {
+        const int64_t v = codeAt(x.p, i, x.is_signed);
+        scratch[static_cast<size_t>(i)] = v >= 0 ? v * (int64_t{1} << qs) : v * slope[c];
+      }
+  return finish(scratch.data(), n, x.q + qs, 1, o, slot, opt, y);
+}
+
 int concat(const std::vector<Codes>& ins, const std::vector<int64_t>& chunks, int64_t outer, const OutSpec& o, Slot& slot,
            const Options& opt, uint8_t* y, std::vector<int64_t>& scratch) {
   int Q = kMinQ;
