@@ -169,13 +169,13 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
     const uint32_t bad_op = 0xFFFFFFFFu;
     std::memcpy(f.at("drp_param.bin").data() + (add->param_addr - pk.element("drp_param")->addr), &bad_op, 4);
     reseal(f);
-    expectRefused(f, "the int8-pow2 form is an addition, a maximum or a product");
+    expectRefused(f, "the int8-pow2 form is an addition, a maximum, a product or a PRelu");
     const auto& names = package::binaryOpNames();  // Sub: a known op without an int8-pow2 form
     const uint32_t sub_op = static_cast<uint32_t>(std::find(names.begin(), names.end(), "Sub") - names.begin());
     ASSERT_LT(sub_op, names.size());
     std::memcpy(f.at("drp_param.bin").data() + (add->param_addr - pk.element("drp_param")->addr), &sub_op, 4);
     reseal(f);
-    expectRefused(f, "the int8-pow2 form is an addition, a maximum or a product");
+    expectRefused(f, "the int8-pow2 form is an addition, a maximum, a product or a PRelu");
   }
   {  // Runtime::outputScale: each layer's codes at this frame's q. The output (a dequantize of the last codes) is those
      // codes times their scale; the scales move with the frames; a max pooling keeps its input's.
