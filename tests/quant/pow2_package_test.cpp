@@ -218,6 +218,49 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
   fs::remove_all(o.out_root);
 }
 
+// TIDL's 8-bit layers (tests/data/quant/pow2_forms.onnx): Slice, Split and a channel shuffle move codes, Max, Mul and
+// PRelu are integer layers, ArgMax reads the codes — the package is wholly integer between the input's quantize and
+// the logits' dequantize, and over a frame sequence fast == --exact at 1, 2 and 3 threads, both outputs. (The
+// numbers themselves: tests/python/test_pow2.py's oracle.)
+TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
+  TranslateOptions o = pow2Options("pf", kSrc + "/tests/data/quant/pow2_forms.onnx", "npuc_pow2_forms_");
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd;
+  auto frame = [&](float gain) {
+    Tensor x(DType::kF32, {1, 3, 12, 12});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = gain * nd(rng);
+    return x;
+  };
+  Tensor calib(DType::kF32, {8, 3, 12, 12});
+  for (int64_t i = 0; i < calib.numel(); ++i) calib.data<float>()[i] = nd(rng);
+  o.calibration["x"] = {calib};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Runtime probe(r.dir);
+  std::map<std::string, int> kinds;
+  for (const RuntimeLayer& l : probe.layers()) ++kinds[l.kind];
+  EXPECT_EQ(kinds["quantize"], 1);
+  EXPECT_EQ(kinds["dequantize"], 1);  // (the logits; the ArgMax reads codes)
+  EXPECT_EQ(kinds["binary"], 3);      // Max, Mul, PRelu
+  EXPECT_EQ(kinds["arg_reduce"], 1);
+  std::vector<Tensor> frames;
+  for (int f = 0; f < 6; ++f) frames.push_back(frame(0.4f + 0.4f * static_cast<float>(f)));
+  auto sequence = [&](int threads, bool exact) {
+    Runtime rt(r.dir, RuntimeOptions{threads, exact});
+    std::vector<std::string> out;
+    for (const Tensor& x : frames)
+      for (const Tensor& y : rt.run({x})) out.emplace_back(static_cast<const char*>(y.raw()), y.nbytes());
+    return out;
+  };
+  const auto ref = sequence(1, true);
+  ASSERT_EQ(ref.size(), 2 * frames.size());
+  for (int threads : {1, 2, 3}) {
+    EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
+    EXPECT_EQ(sequence(threads, true), ref) << "exact, " << threads << " threads";
+  }
+  fs::remove_all(o.out_root);
+}
+
 // fashion_dense (a DenseNet-style model): its batch norms that no convolution absorbs run as integer depthwise 1x1
 // convolutions with their ReLU (TIDL's BatchNorm layer), between integer concatenations and average pools — the
 // package is wholly integer, and over a frame sequence fast == --exact at 1, 2 and 3 threads.
