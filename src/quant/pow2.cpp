@@ -333,7 +333,7 @@ class Pow2Builder {
   /// Element-wise Max (both operands brought to the finer q, exact) or Mul (the product of the codes at the sum of
   /// their q's, exact) of two activations of one shape, requantized into the output's slot (TIDL's 8-bit Max / Product).
   std::string maxMulOp(ir::Node& n) {
-    if (n.inputs.size() != 2) return "a Max of two tensors only";
+    if (n.inputs.size() != 2) return fmt::format("a {} of two tensors only", n.op);
     const ir::Value &a = g_.value(n.inputs[0]), &b = g_.value(n.inputs[1]);
     if (!isFloat32(a.id) || !isFloat32(b.id) || !a.type.isStatic() || a.type.shape != b.type.shape)
       return fmt::format("a {} of two float32 tensors of one shape only", n.op);
@@ -524,13 +524,15 @@ class Pow2Builder {
     if (!isFloat32(x) || !hasCodes(x)) return "its input is not held as codes";
     if (n.op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return "the MaxPool indices output";
     if (n.op == "MaxPool" && n.hasAttr("pad_value")) return "a MaxPool with a padding value";
+    for (ir::ValueId o : n.outputs) {  // (checked before the graph changes: a layer left float is left as it was)
+      if (o == ir::kNoValue) return "an output left out";
+      if (!g_.value(o).type.isStatic()) return "output of static shape needed";
+    }
     Code cx = code_.at(x);
     std::vector<ir::ValueId> outs;
     std::vector<Code> codes;
     for (ir::ValueId o : n.outputs) {
-      if (o == ir::kNoValue) return "an output left out";
       const ir::Value& y = g_.value(o);
-      if (!y.type.isStatic()) return "output of static shape needed";
       codes.push_back(Code{newCodes(y.name, y.type.shape, cx.is_signed), cx.slot, cx.is_signed, false});
       outs.push_back(codes.back().codes);
     }
