@@ -246,6 +246,8 @@ int avgPool(const Pool2dShape& s, Codes x, const OutSpec& o, Slot& slot, const O
 /// Max pooling on codes (of one q: the output keeps the input's slot): the largest code among the window's taps
 /// inside the input (padding never wins; a window wholly in the padding gives the smallest code).
 void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool);
+/// Global max pooling on codes (of one q: the output keeps the input's slot): the largest code of each plane of `size`.
+void globalMaxPool(const uint8_t* x, bool is_signed, int64_t planes, int64_t size, uint8_t* y, ThreadPool* pool);
 
 /// float -> codes: this frame's range of the finite values sets qy (updateSlot), y = sat(floor(x * 2^qy + R / 100))
 /// evaluated in double as written (NaN -> 0). Returns qy.

@@ -92,7 +92,8 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
   const ElemType x = d.in(0).type;
   if (x != ElemType::kI8 && x != ElemType::kU8) return Pow2Form::kNone;
   switch (d.kind) {
-    case LayerKind::kMaxPool: return Pow2Form::kCodes;
+    case LayerKind::kMaxPool:
+    case LayerKind::kGlobalMaxPool: return Pow2Form::kCodes;
     case LayerKind::kConv:
     case LayerKind::kGemm:
     case LayerKind::kConcat:  // (with its table last: a concat of codes without one moves them, as max pooling does)

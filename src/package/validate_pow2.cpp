@@ -117,7 +117,7 @@ bool checkPow2Form(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>
   const Descriptor& d = c.d;
   if (pow2Form(c.p.numerics, d) == Pow2Form::kNone) return false;
   if (d.act != Act::kNone || d.act_a || d.act_b) c.bad("{}: int8-pow2 layers have no descriptor activation (it is in their table)", c.what);
-  if (d.kind == LayerKind::kMaxPool) {  // codes of one q, no table: the output keeps the input's slot
+  if (d.kind == LayerKind::kMaxPool || d.kind == LayerKind::kGlobalMaxPool) {  // codes of one q, no table: the input's slot
     if (c.y.type != c.x.type) c.bad("{}: max pooling keeps the codes' type ({} -> {})", c.what, elemName(c.x.type), elemName(c.y.type));
     return false;  // the geometry is the float form's
   }

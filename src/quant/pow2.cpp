@@ -192,7 +192,7 @@ class Pow2Builder {
     if (n.op == "Concat") return concatOp(n);
     if (n.op == "AveragePool") return avgPoolOp(n);
     if (n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
-        n.op == "Identity" || n.op == "Slice" || n.op == "Split" || n.op == "Transpose")
+        n.op == "Identity" || n.op == "Slice" || n.op == "Split" || n.op == "Transpose" || n.op == "GlobalMaxPool")
       return moves(n);
     if (n.op == "ArgMax") return argMaxOp(n);
     return "no int8-pow2 form (kept in float)";
@@ -516,8 +516,8 @@ class Pow2Builder {
   }
 
   /// Data movement on codes keeps its input's slot: max pooling, reshapes, slices, splits, transposes and the like
-  /// output some of their input's numbers, in some order, so the codes are the same numbers. (A nearest Resize or a
-  /// GlobalMaxPool would too, but the package's resize and global_max_pool kinds compute in float only.)
+  /// output some of their input's numbers, in some order, so the codes are the same numbers. (A nearest Resize would
+  /// too, but the package's resize kind computes in float only.)
   /// (Their other inputs — shapes, starts, sizes — are not data and stay as they are.)
   std::string moves(ir::Node& n) {
     const ir::ValueId x = n.inputs[0];

@@ -130,6 +130,11 @@ struct Pow2Run {
 
 void Runtime::Impl::execPow2(Step& s) {
   const package::Descriptor& d = *s.d;
+  if (s.p2_codes && d.kind == LayerKind::kGlobalMaxPool) {  // the largest code of each plane: exact, both modes
+    const Shape& x = s.shapes[0];
+    const int64_t planes = x[0] * x[1], size = planes ? shapeNumel(x) / planes : 0;
+    return pw::globalMaxPool(s.in[0], d.in(0).type == ElemType::kI8, planes, size, s.out, pool.get());
+  }
   if (s.p2_codes)  // max over codes of one q: exact (fast mode: the int8 kernel)
     return (opts.exact ? pw::maxPool : pw::maxPoolFast)(s.ps, s.in[0], d.in(0).type == ElemType::kI8, s.out, pool.get());
   const pw::Table& t = *s.p2;

@@ -218,9 +218,10 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
   fs::remove_all(o.out_root);
 }
 
-// TIDL's 8-bit layers (tests/data/quant/pow2_forms.onnx): Slice, Split and a channel shuffle move codes, Max, Mul and
-// PRelu are integer layers, ArgMax reads the codes — the package is wholly integer between the input's quantize and
-// the logits' dequantize, and over a frame sequence fast == --exact at 1, 2 and 3 threads, both outputs. (The
+// TIDL's 8-bit layers (tests/data/quant/pow2_forms.onnx): Slice, Split, a channel shuffle and a global max pooling
+// move codes, Max, Mul and PRelu are integer layers, ArgMax reads the codes — the package is wholly integer between the
+// input's quantize and the outputs' dequantizes, and over a frame sequence fast == --exact at 1, 2 and 3 threads,
+// every output. (The
 // numbers themselves: tests/python/test_pow2.py's oracle.)
 TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   TranslateOptions o = pow2Options("pf", kSrc + "/tests/data/quant/pow2_forms.onnx", "npuc_pow2_forms_");
@@ -240,7 +241,8 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   std::map<std::string, int> kinds;
   for (const RuntimeLayer& l : probe.layers()) ++kinds[l.kind];
   EXPECT_EQ(kinds["quantize"], 1);
-  EXPECT_EQ(kinds["dequantize"], 1);  // (the logits; the ArgMax reads codes)
+  EXPECT_EQ(kinds["dequantize"], 2);  // (the logits and the peaks; the ArgMax reads codes)
+  EXPECT_EQ(kinds["global_max_pool"], 1);
   EXPECT_EQ(kinds["binary"], 3);      // Max, Mul, PRelu
   EXPECT_EQ(kinds["arg_reduce"], 1);
   std::vector<Tensor> frames;
@@ -253,7 +255,7 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
     return out;
   };
   const auto ref = sequence(1, true);
-  ASSERT_EQ(ref.size(), 2 * frames.size());
+  ASSERT_EQ(ref.size(), 3 * frames.size());
   for (int threads : {1, 2, 3}) {
     EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
     EXPECT_EQ(sequence(threads, true), ref) << "exact, " << threads << " threads";

@@ -368,6 +368,16 @@ int avgPool(const Pool2dShape& s, Codes x, const OutSpec& o, Slot& slot, const O
   return finish(scratch.data(), n, x.q, std::max<int64_t>(avgPoolDivisor(s), 1), o, slot, opt, y);
 }
 
+void globalMaxPool(const uint8_t* x, bool is_signed, int64_t planes, int64_t size, uint8_t* y, ThreadPool* pool) {
+  detail::parallelUnits(pool, planes, size, [&](int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      int32_t m = codeMin(is_signed);
+      for (int64_t i = 0; i < size; ++i) m = std::max(m, codeAt(x, pl * size + i, is_signed));
+      y[pl] = static_cast<uint8_t>(m);
+    }
+  });
+}
+
 void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool) {
   detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
     for (int64_t pl = p0; pl < p1; ++pl) {

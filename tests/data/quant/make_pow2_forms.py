@@ -2,8 +2,8 @@
 # Writes pow2_forms.onnx: the int8-pow2 forms added for TIDL's 8-bit layers (docs/numerics.md, "int8-pow2"), for
 # tests/quant/pow2_package_test.cpp (fast == exact at every thread count, also under the sanitizers): a convolution,
 # a Slice and a Split of its codes, the element-wise Max and Mul of two activations, a PRelu with one slope per
-# channel, a channel shuffle (Reshape, Transpose, Reshape), a convolution, and the ArgMax of its codes as a second
-# output beside the logits. Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
+# channel, a channel shuffle (Reshape, Transpose, Reshape), a convolution, and the ArgMax of its codes and a global
+# max pooling of the shuffled codes as outputs beside the logits. Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
 #   /usr/bin/python3 tests/data/quant/make_pow2_forms.py
 import os
 
@@ -42,10 +42,12 @@ nodes = [
     N("Conv", ["sh", "w2", "b2"], ["c"], name="conv_c", pads=[1, 1, 1, 1]),
     N("Conv", ["c", "w3", "b3"], ["logits"], name="conv_logits"),
     N("ArgMax", ["logits"], ["classes"], name="argmax", axis=1, keepdims=1),
+    N("GlobalMaxPool", ["sh"], ["peaks"], name="peaks"),
 ]
 g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
                       [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5, 12, 10]),
-                       helper.make_tensor_value_info("classes", TensorProto.INT64, [1, 1, 12, 10])], inits)
+                       helper.make_tensor_value_info("classes", TensorProto.INT64, [1, 1, 12, 10]),
+                       helper.make_tensor_value_info("peaks", TensorProto.FLOAT, [1, 4, 1, 1])], inits)
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
 m.ir_version = 8
 onnx.checker.check_model(m, full_check=True)
