@@ -14,14 +14,14 @@ deps:
 	@scripts/install_deps.sh build python browser fashion
 
 build: deps
-	@cmake --preset release >/dev/null
+	@cmake --preset release -DNPUC_TESTS=ON -DNPUC_BENCH=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The demo needs the CLI only: its packages and its one target (the tests, benchmarks and Python module are
-# `make build`'s / `make test`'s).
+# The demo needs the CLI only: its packages and its one target, configured without tests and benchmarks (the tests,
+# benchmarks and Python module are `make build`'s / `make test`'s, which configure them back on).
 demo:
-	@scripts/install_deps.sh build
-	@cmake --preset release >/dev/null
+	@scripts/install_deps.sh demo
+	@cmake --preset release -DNPUC_TESTS=OFF -DNPUC_BENCH=OFF >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target npuc
 	@scripts/demo.sh $(NPUC)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npuc needs, idempotently: nothing is downloaded when everything is present,
 # and `apt-get update` runs only when something is missing.
-#   scripts/install_deps.sh [build] [fuzz] [python] [torch] [fashion] [browser] [caffe] [tflite] [tf]
+#   scripts/install_deps.sh [demo] [build] [fuzz] [python] [torch] [fashion] [browser] [caffe] [tflite] [tf]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config
@@ -9,6 +9,10 @@ build_pkgs=(cmake ninja-build g++ pkg-config
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev libstb-dev
   flatbuffers-compiler libflatbuffers-dev)  # (flatc: the TFLite importer's schema, src/frontend/tflite/tflite.fbs)
+# make demo builds the CLI alone (configured without tests and benchmarks): the build group less the test data, GoogleTest
+# and Google Benchmark.
+demo_pkgs=(cmake ninja-build g++ pkg-config libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev libcli11-dev
+  libyaml-cpp-dev nlohmann-json3-dev libxlsxwriter-dev libstb-dev flatbuffers-compiler libflatbuffers-dev)
 fuzz_pkgs=(clang llvm libclang-rt-14-dev)
 python_pkgs=(python3 python3-numpy python3-onnx python3-dev pybind11-dev python3-pytest python3-distributed python3-tqdm
   python3-pil python3-matplotlib)  # the Python package (python/), its tests (pytest, Dask), examples (Pillow), npuc tune's plots
@@ -28,6 +32,7 @@ tflite_pkgs=(python3 python3-numpy python3-flatbuffers flatbuffers-compiler pyth
 want=()
 for group in "${@:-build}"; do
   case "$group" in
+    demo) want+=("${demo_pkgs[@]}") ;;
     build) want+=("${build_pkgs[@]}") ;;
     fuzz) want+=("${fuzz_pkgs[@]}") ;;
     python) want+=("${python_pkgs[@]}") ;;
@@ -37,7 +42,7 @@ for group in "${@:-build}"; do
     caffe) want+=("${caffe_pkgs[@]}") ;;
     tf) want+=("${tf_pkgs[@]}") ;;
     tflite) want+=("${tflite_pkgs[@]}") ;;
-    *) echo "install_deps.sh: unknown group '$group' (build, fuzz, python, torch, fashion, browser, caffe, tflite, tf)" >&2; exit 2 ;;
+    *) echo "install_deps.sh: unknown group '$group' (demo, build, fuzz, python, torch, fashion, browser, caffe, tflite, tf)" >&2; exit 2 ;;
   esac
 done
 
