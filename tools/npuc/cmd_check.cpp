@@ -19,7 +19,7 @@ void addCheck(Command& app, Action& run) {
     std::string save_opt, prepost;
   };
   auto o = std::make_shared<Opts>();
-  c->option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
+  c->option("model", o->model, "the model: ONNX, TensorFlow (.pb), TensorFlow Lite (.tflite), or a Caffe network description (.prototxt) with its weights")->required();
   c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
   addCustomOpOption(c);
   c->option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml (default: drpai, as translate)");
