@@ -197,6 +197,11 @@ std::vector<ResizeTaps> resizeTaps(const ResizeSpec& s, const std::vector<int64_
 /// roi, the extrapolation value. Parallel calls split the outputs only.
 void resize(const ResizeSpec& s, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, const float* x,
             float* y, ThreadPool* pool);
+/// A nearest resize of elements of any type (`elem` bytes each: int8-pow2 codes, integers): each output is the
+/// element its one tap selects (resizeTaps' indices), copied — what resize computes for floats (a weight of 1).
+/// s.interp must be kNearest and s.coord not kTfCropAndResize (its extrapolation is a float value).
+void resizeNearestElements(const ResizeSpec& s, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape,
+                           const void* x, void* y, size_t elem, ThreadPool* pool);
 
 // ---------------------------------------------------------------------------------------------------------
 // Reductions (ONNX Reduce*) over any set of axes.

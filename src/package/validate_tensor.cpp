@@ -73,10 +73,19 @@ struct TensorChecks : LayerCheck {
   }
 
   void resize() const {
-    isFloat(x, "x"); isFloat(y, "y");
-    if (x.rank != y.rank) bad("{}: {} -> {} changes the rank", what, dimsStr(x), dimsStr(y));
     if (w[0] > 2 || w[1] > 6 || w[2] > 3 || w[3] > 1 || w[4] > 1)
       bad("{}: interp {} / coordinate mode {} / nearest mode {} / flags {} {} out of range", what, w[0], w[1], w[2], w[3], w[4]);
+    if (x.type == ft) {
+      isFloat(y, "y");
+    } else {  // a nearest resize moves elements of any type (int8-pow2 codes, integers): it selects, computes nothing
+      const auto interp = static_cast<kernels::ResizeInterp>(w[0]);
+      const auto coord = static_cast<kernels::ResizeCoord>(w[1]);
+      if (interp != kernels::ResizeInterp::kNearest || coord == kernels::ResizeCoord::kTfCropAndResize || y.type != x.type ||
+          !kernels::typedKernelType(x.type))
+        bad("{}: resizes {} into {}: only a nearest resize (not tf_crop_and_resize) takes other values than {}, and keeps "
+            "their type", what, elemName(x.type), elemName(y.type), elemName(ft));
+    }
+    if (x.rank != y.rank) bad("{}: {} -> {} changes the rank", what, dimsStr(x), dimsStr(y));
     kernels::ResizeSpec spec = resizeSpecFromParams(w, x.rank);
     for (int a = 0; a < x.rank; ++a) {
       double sc = spec.scale[static_cast<size_t>(a)];

@@ -194,6 +194,11 @@ class Pow2Builder {
     if (n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
         n.op == "Identity" || n.op == "Slice" || n.op == "Split" || n.op == "Transpose" || n.op == "GlobalMaxPool")
       return moves(n);
+    if (n.op == "Resize" || n.op == "Upsample") {  // nearest selects elements; tf_crop_and_resize extrapolates a float value
+      if (n.attrString("mode", "nearest") != "nearest") return "a Resize that interpolates (a nearest one moves codes)";
+      if (n.attrString("coordinate_transformation_mode", "") == "tf_crop_and_resize") return "a tf_crop_and_resize Resize";
+      return moves(n);
+    }
     if (n.op == "ArgMax") return argMaxOp(n);
     return "no int8-pow2 form (kept in float)";
   }
@@ -516,8 +521,7 @@ class Pow2Builder {
   }
 
   /// Data movement on codes keeps its input's slot: max pooling, reshapes, slices, splits, transposes and the like
-  /// output some of their input's numbers, in some order, so the codes are the same numbers. (A nearest Resize would
-  /// too, but the package's resize kind computes in float only.)
+  /// output some of their input's numbers, in some order, so the codes are the same numbers.
   /// (Their other inputs — shapes, starts, sizes — are not data and stay as they are.)
   std::string moves(ir::Node& n) {
     const ir::ValueId x = n.inputs[0];

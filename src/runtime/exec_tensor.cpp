@@ -84,6 +84,11 @@ void runResize(Runtime::Impl& im, Step& s) {
              "(translate again for those sizes)", i, v, y[i]);
     }
   }
+  if (s.d->in(0).type != ElemType::kF32 && s.d->in(0).type != ElemType::kF16) {  // a nearest resize of codes / integers (validated)
+    kernels::resizeNearestElements(spec, s.shapes[0], s.shapes.back(), s.in[0], s.out, package::elemSize(s.d->in(0).type),
+                                   im.pool.get());
+    return;
+  }
   kernels::resize(spec, s.shapes[0], s.shapes.back(), im.inF(s, 0), im.outF(s), im.pool.get());
   im.store(s);
 }

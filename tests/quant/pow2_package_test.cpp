@@ -218,8 +218,8 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
   fs::remove_all(o.out_root);
 }
 
-// TIDL's 8-bit layers (tests/data/quant/pow2_forms.onnx): Slice, Split, a channel shuffle and a global max pooling
-// move codes, Max, Mul and PRelu are integer layers, ArgMax reads the codes — the package is wholly integer between the
+// TIDL's 8-bit layers (tests/data/quant/pow2_forms.onnx): Slice, Split, a channel shuffle, a nearest Resize and a
+// global max pooling move codes, Max, Mul and PRelu are integer layers, ArgMax reads the codes — the package is wholly integer between the
 // input's quantize and the outputs' dequantizes, and over a frame sequence fast == --exact at 1, 2 and 3 threads,
 // every output. (The
 // numbers themselves: tests/python/test_pow2.py's oracle.)
@@ -243,6 +243,21 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   EXPECT_EQ(kinds["quantize"], 1);
   EXPECT_EQ(kinds["dequantize"], 2);  // (the logits and the peaks; the ArgMax reads codes)
   EXPECT_EQ(kinds["global_max_pool"], 1);
+  EXPECT_EQ(kinds["resize"], 1);
+  {  // A resize of codes that would interpolate (its mode word made linear) is refused by the reader.
+    Files f = readFiles(r.dir);
+    package::Package pk = readFrom(f);
+    const package::Descriptor* rs = nullptr;
+    for (const package::Descriptor& d : pk.vec)
+      if (d.kind == package::LayerKind::kResize) rs = &d;
+    for (const package::Descriptor& d : pk.mac)
+      if (d.kind == package::LayerKind::kResize) rs = &d;
+    ASSERT_NE(rs, nullptr);
+    const uint32_t linear = 1;
+    std::memcpy(f.at("drp_param.bin").data() + (rs->param_addr - pk.element("drp_param")->addr), &linear, 4);
+    reseal(f);
+    expectRefused(f, "only a nearest resize (not tf_crop_and_resize) takes other values than float32");
+  }
   EXPECT_EQ(kinds["binary"], 3);      // Max, Mul, PRelu
   EXPECT_EQ(kinds["arg_reduce"], 1);
   std::vector<Tensor> frames;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -186,6 +187,37 @@ void resize(const ResizeSpec& s, const std::vector<int64_t>& x_shape, const std:
   parallelUnits(pool, total, work, [&](int64_t b, int64_t e) {
     resizeRange<float>(taps, x_shape, y_shape, x, y, static_cast<float>(s.extrapolation),
                        [](double acc) { return static_cast<float>(acc); }, b, e);
+  });
+}
+
+void resizeNearestElements(const ResizeSpec& s, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape,
+                           const void* x, void* y, size_t elem, ThreadPool* pool) {
+  if (s.interp != ResizeInterp::kNearest || s.coord == ResizeCoord::kTfCropAndResize)
+    fail(ErrorCode::kInternal, "resizeNearestElements: a nearest resize without tf_crop_and_resize only");
+  const std::vector<ResizeTaps> taps = resizeTaps(s, x_shape, y_shape);
+  const size_t r = x_shape.size();
+  int64_t total = 1;
+  for (int64_t d : y_shape) total *= d;
+  if (total == 0) return;
+  std::vector<int64_t> ist(r, 1);
+  for (size_t i = r; i-- > 1;) ist[i - 1] = ist[i] * x_shape[i];
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* yb = static_cast<uint8_t*>(y);
+  parallelUnits(pool, total, 1, [&](int64_t b, int64_t e) {
+    std::vector<int64_t> idx(r, 0);
+    for (int64_t rest = b, a = static_cast<int64_t>(r); a-- > 0;) {  // the first output's coordinates
+      idx[static_cast<size_t>(a)] = rest % y_shape[static_cast<size_t>(a)];
+      rest /= y_shape[static_cast<size_t>(a)];
+    }
+    for (int64_t o = b; o < e; ++o) {
+      int64_t off = 0;
+      for (size_t a = 0; a < r; ++a) off += taps[a].idx[static_cast<size_t>(idx[a])] * ist[a];  // (k = 1)
+      std::memcpy(yb + static_cast<size_t>(o) * elem, xb + static_cast<size_t>(off) * elem, elem);
+      for (size_t a = r; a-- > 0;) {
+        if (++idx[a] < y_shape[a]) break;
+        idx[a] = 0;
+      }
+    }
   });
 }
 

@@ -2,8 +2,8 @@
 # Writes pow2_forms.onnx: the int8-pow2 forms added for TIDL's 8-bit layers (docs/numerics.md, "int8-pow2"), for
 # tests/quant/pow2_package_test.cpp (fast == exact at every thread count, also under the sanitizers): a convolution,
 # a Slice and a Split of its codes, the element-wise Max and Mul of two activations, a PRelu with one slope per
-# channel, a channel shuffle (Reshape, Transpose, Reshape), a convolution, and the ArgMax of its codes and a global
-# max pooling of the shuffled codes as outputs beside the logits. Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
+# channel, a channel shuffle (Reshape, Transpose, Reshape), a convolution, and as outputs beside the logits the ArgMax
+# of their codes and a global max pooling of the shuffled codes upsampled by a nearest Resize. Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
 #   /usr/bin/python3 tests/data/quant/make_pow2_forms.py
 import os
 
@@ -27,7 +27,8 @@ inits = [w("w1", (8, 3, 3, 3), 0.4), w("b1", (8,), 0.1), w("w2", (4, 4, 3, 3), 0
          const("starts", np.array([1], np.int64)), const("ends", np.array([11], np.int64)), const("axes", np.array([3], np.int64)),
          const("halves", np.array([4, 4], np.int64)),
          const("slope", rng.uniform(0.05, 0.5, (4, 1, 1)).astype(np.float32)),
-         const("s5", np.array([1, 2, 2, 12, 10], np.int64)), const("s4", np.array([1, 4, 12, 10], np.int64))]
+         const("s5", np.array([1, 2, 2, 12, 10], np.int64)), const("s4", np.array([1, 4, 12, 10], np.int64)),
+         const("roi", np.zeros(0, np.float32)), const("twice", np.array([1, 1, 2, 2], np.float32))]
 N = helper.make_node
 nodes = [
     N("Conv", ["x", "w1", "b1"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]),
@@ -42,7 +43,8 @@ nodes = [
     N("Conv", ["sh", "w2", "b2"], ["c"], name="conv_c", pads=[1, 1, 1, 1]),
     N("Conv", ["c", "w3", "b3"], ["logits"], name="conv_logits"),
     N("ArgMax", ["logits"], ["classes"], name="argmax", axis=1, keepdims=1),
-    N("GlobalMaxPool", ["sh"], ["peaks"], name="peaks"),
+    N("Resize", ["sh", "roi", "twice"], ["up"], name="upsample", mode="nearest"),
+    N("GlobalMaxPool", ["up"], ["peaks"], name="peaks"),
 ]
 g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
                       [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5, 12, 10]),
