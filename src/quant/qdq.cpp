@@ -261,7 +261,11 @@ void dropValuesBetweenKeptLayers(const ir::Graph& g, const ir::UseMap& uses, con
 bool movesValues(const ir::Node& n) {
   static const std::set<std::string> ops = {"MaxPool", "Reshape",   "Flatten", "Transpose", "Squeeze",
                                             "Unsqueeze", "Identity", "Slice",   "Gather"};
-  return n.domain.empty() && ops.count(n.op) && !n.inputs.empty() && n.outputs.size() >= 1;
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs.empty()) return false;
+  if (n.op == "Resize")  // a nearest resize selects values (tf_crop_and_resize extrapolates a float)
+    return n.attrString("mode", "nearest") == "nearest" &&
+           n.attrString("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize";
+  return ops.count(n.op) > 0;
 }
 
 namespace {

@@ -82,8 +82,8 @@ struct QdqReport {
 /// same graph); a float tensor without statistics is an error naming it.
 QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& stats, const QdqOptions& o = {});
 
-/// Ops that only move or select int8 values (their output's codes are input codes): with the input's scale and
-/// zero point on the output they run on int8 data as they are.
+/// Ops that only move or select int8 values (their output's codes are input codes; Resize when nearest and not
+/// tf_crop_and_resize): with the input's scale and zero point on the output they run on int8 data as they are.
 bool movesValues(const ir::Node& n);
 
 /// Records on each per-tensor int8 QuantizeLinear output what it stands for (ir::Value::quant: scale, zero point, the

@@ -673,6 +673,38 @@ TEST(Int8AffinePackage, AveragePoolsAreIntegerMeans) {
   }
 }
 
+// A nearest Resize (tests/data/kinds/resize_nearest: the graph's only node) moves int8 codes: in the integer QDQ
+// model it reads the quantized input and writes the codes the output's dequantize reads (no float Resize between a
+// dequantize and a quantize), the package's resize layer reads and writes int8, and the package equals the engine
+// on that graph bit for bit (exact and fast, 1 to 3 threads).
+TEST(Int8AffinePackage, ANearestResizeMovesCodes) {
+  const std::string onnx = std::string(NPUC_SOURCE_DIR) + "/tests/data/kinds/resize_nearest.onnx";
+  std::mt19937 rng(10);
+  std::uniform_real_distribution<float> u(-2.0f, 3.0f);
+  QuantizeReport rep;
+  auto [qdq, q] = integerQdq(onnx, "x", Shape{10, 2, 3, 4}, rng, u, &rep);
+  const ir::Graph& g = graphOf(qdq);
+  bool int8_resize = false;
+  for (ir::NodeId id : g.order())
+    if (g.node(id).op == "Resize") int8_resize = g.value(g.node(id).inputs[0]).type.dtype == DType::kI8;
+  EXPECT_TRUE(int8_resize);
+  TranslateOptions o = int8Options("resize8", onnx, "generic-int8", "npuc_int8_resize_");
+  o.calibration = q.calibration;
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  const package::Package p = package::readPackage(r.dir);
+  int resizes = 0;
+  for (const package::Descriptor& d : p.vec)
+    if (d.kind == package::LayerKind::kResize) {
+      ++resizes;
+      EXPECT_EQ(d.in(0).type, package::ElemType::kI8);
+      EXPECT_EQ(d.out(0).type, package::ElemType::kI8);
+    }
+  EXPECT_EQ(resizes, 1);
+  expectPackageEqualsEngine(r.dir, qdq, Shape{1, 2, 3, 4}, 6, [&] { return u(rng); }, "x");
+  std::filesystem::remove_all(o.out_root);
+}
+
 // A BatchNormalization no Conv absorbs (tests/data/kinds/batchnorm_unfolded: the graph's only node) becomes an
 // integer layer: translate rewrites it as a depthwise 1x1 Conv (pass batchnorm-to-conv), which the quantization makes
 // one integer convolution with a weight scale per channel — the package's only compute layer is a conv, no float
