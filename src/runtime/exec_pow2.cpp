@@ -1,7 +1,7 @@
 // The int8-pow2 forms (TIDL's dynamic quantization, docs/numerics.md; runtime_impl.hpp): a layer whose last input is
-// its table (conv, gemm, add / max / mul, concat, average and global average pooling, quantize, dequantize) runs here instead
-// of its kind's float form, as does max pooling over codes; the slots' q's and range histories are the package's
-// state from frame to frame.
+// its table (conv, gemm, binary add / max / mul / prelu, concat, average and global average pooling, quantize,
+// dequantize) runs here instead of its kind's float form, as do max and global max pooling over codes; the slots' q's
+// and range histories are the package's state from frame to frame.
 #include "runtime/runtime_impl.hpp"
 
 namespace npuc {
