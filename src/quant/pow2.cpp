@@ -1,5 +1,6 @@
 // int8-pow2 quantization of an optimized graph (quant/pow2.hpp, docs/numerics.md "int8-pow2").
 #include "quant/pow2.hpp"
+#include "quant/qdq.hpp"
 
 #include "engine/conv_geometry.hpp"
 #include "ops/registry.hpp"
@@ -18,6 +19,11 @@ namespace pw = kernels::pow2;
 namespace {
 
 using pw::qForMagnitude;
+
+/// The largest code of a numParamBits-bit parameter (weights, PRelu slopes): 2^(bits-1) - 1.
+double paramLimit(int param_bits) { return static_cast<double>((1 << (param_bits - 1)) - 1); }
+/// A parameter's nearest code at 2^-q (half away from zero; clamped by the caller).
+double nearestCode(float v, int q) { return std::round(std::ldexp(static_cast<double>(v), q)); }
 
 /// The codes standing for a float tensor: the codes' value and its slot.
 struct Code {
@@ -194,10 +200,10 @@ class Pow2Builder {
     if (n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
         n.op == "Identity" || n.op == "Slice" || n.op == "Split" || n.op == "Transpose" || n.op == "GlobalMaxPool")
       return moves(n);
-    if (n.op == "Resize" || n.op == "Upsample") {  // nearest selects elements; tf_crop_and_resize extrapolates a float value
-      if (n.attrString("mode", "nearest") != "nearest") return "a Resize that interpolates (a nearest one moves codes)";
-      if (n.attrString("coordinate_transformation_mode", "") == "tf_crop_and_resize") return "a tf_crop_and_resize Resize";
-      return moves(n);
+    if (n.op == "Resize" || n.op == "Upsample") {
+      if (isNearestResize(n)) return moves(n);
+      return n.attrString("mode", "nearest") != "nearest" ? "a Resize that interpolates (a nearest one moves codes)"
+                                                          : "a tf_crop_and_resize Resize";
     }
     if (n.op == "ArgMax") return argMaxOp(n);
     return "no int8-pow2 form (kept in float)";
@@ -238,7 +244,7 @@ class Pow2Builder {
     double wmax = 0;
     for (int64_t i = 0; i < W.numel(); ++i) wmax = std::max(wmax, std::fabs(static_cast<double>(w[i])));
     if (!std::isfinite(wmax)) return "weights are not finite";
-    const double wlim = static_cast<double>((1 << (o_.param_bits - 1)) - 1);
+    const double wlim = paramLimit(o_.param_bits);
     const int qw = weightQ(wmax, o_.param_bits);
     std::vector<int16_t> codes(static_cast<size_t>(M * K));
     const std::vector<int32_t>* chosen = nullptr;  // AdaRound's, in W's element order
@@ -252,7 +258,7 @@ class Pow2Builder {
       for (int64_t k = 0; k < K; ++k) {
         const int64_t at = gemm ? (transB ? m * K + k : k * M + m) : m * K + k;
         const float v = w[at];
-        const double near = std::round(std::ldexp(static_cast<double>(v), qw));
+        const double near = nearestCode(v, qw);
         const auto c = static_cast<int16_t>(std::clamp(chosen ? static_cast<double>((*chosen)[static_cast<size_t>(at)]) : near, -wlim, wlim));
         codes[static_cast<size_t>(m * K + k)] = c;
         nonzero = nonzero || v != 0.0f;
@@ -277,7 +283,7 @@ class Pow2Builder {
       auto mean = o_.bias_means->by_output.find(g_.value(n.outputs[0]).name);
       if (mean != o_.bias_means->by_output.end()) {
         const ChannelRounding stored = [qw, wlim, chosen](float v, int64_t, int64_t i) {
-          const double code = chosen ? (*chosen)[static_cast<size_t>(i)] : std::round(std::ldexp(static_cast<double>(v), qw));
+          const double code = chosen ? (*chosen)[static_cast<size_t>(i)] : nearestCode(v, qw);
           return static_cast<float>(std::ldexp(std::clamp(code, -wlim, wlim), -qw));
         };
         if (correctLayerBias(g_, n.id, mean->second, stored)) {
@@ -385,10 +391,9 @@ class Pow2Builder {
     if (!std::isfinite(smax)) return "the slopes are not finite";
     const int qs = weightQ(smax, o_.param_bits);
     if (qs < 0) return "slopes too large for an integer form (their q would be negative)";
-    const double lim = static_cast<double>((1 << (o_.param_bits - 1)) - 1);
+    const double lim = paramLimit(o_.param_bits);
     Tensor codes(DType::kI16, Shape{C});
-    for (int64_t c = 0; c < C; ++c)
-      codes.data<int16_t>()[c] = static_cast<int16_t>(std::clamp(std::round(std::ldexp(static_cast<double>(S.data<float>()[c]), qs)), -lim, lim));
+    for (int64_t c = 0; c < C; ++c) codes.data<int16_t>()[c] = static_cast<int16_t>(std::clamp(nearestCode(S.data<float>()[c], qs), -lim, lim));
     Code cx = codesOf(x.id);
     const ir::Value& y = g_.value(n.outputs[0]);
     pw::OutSpec spec = newSlot(y.name, true);
@@ -591,6 +596,6 @@ Pow2Report quantizeToPow2(ir::Graph& g, const std::map<std::string, TensorStats>
   return Pow2Builder(g, stats, o).run();
 }
 
-int weightQ(double wmax, int param_bits) { return qForMagnitude(wmax, static_cast<double>((1 << (param_bits - 1)) - 1)); }
+int weightQ(double wmax, int param_bits) { return qForMagnitude(wmax, paramLimit(param_bits)); }
 
 }  // namespace npuc::quant

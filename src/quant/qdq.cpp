@@ -262,10 +262,13 @@ bool movesValues(const ir::Node& n) {
   static const std::set<std::string> ops = {"MaxPool", "Reshape",   "Flatten", "Transpose", "Squeeze",
                                             "Unsqueeze", "Identity", "Slice",   "Gather"};
   if (!n.domain.empty() || n.inputs.empty() || n.outputs.empty()) return false;
-  if (n.op == "Resize")  // a nearest resize selects values (tf_crop_and_resize extrapolates a float)
-    return n.attrString("mode", "nearest") == "nearest" &&
-           n.attrString("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize";
+  if (n.op == "Resize") return isNearestResize(n);
   return ops.count(n.op) > 0;
+}
+
+bool isNearestResize(const ir::Node& n) {
+  return (n.op == "Resize" || n.op == "Upsample") && n.attrString("mode", "nearest") == "nearest" &&
+         n.attrString("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize";
 }
 
 namespace {

@@ -85,6 +85,8 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
 /// Ops that only move or select int8 values (their output's codes are input codes; Resize when nearest and not
 /// tf_crop_and_resize): with the input's scale and zero point on the output they run on int8 data as they are.
 bool movesValues(const ir::Node& n);
+/// A Resize / Upsample that selects values: mode nearest, not tf_crop_and_resize (which extrapolates a float value).
+bool isNearestResize(const ir::Node& n);
 
 /// Records on each per-tensor int8 QuantizeLinear output what it stands for (ir::Value::quant: scale, zero point, the
 /// float tensor) where it is not recorded yet (a model quantized elsewhere); quantizeToQdq records its own.
