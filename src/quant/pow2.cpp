@@ -393,7 +393,16 @@ class Pow2Builder {
     if (qs < 0) return "slopes too large for an integer form (their q would be negative)";
     const double lim = paramLimit(o_.param_bits);
     Tensor codes(DType::kI16, Shape{C});
-    for (int64_t c = 0; c < C; ++c) codes.data<int16_t>()[c] = static_cast<int16_t>(std::clamp(nearestCode(S.data<float>()[c], qs), -lim, lim));
+    int64_t lost = 0, first_lost = -1;  // (one shift for every slope: one far below the largest may round to 0)
+    for (int64_t c = 0; c < C; ++c) {
+      const float v = S.data<float>()[c];
+      codes.data<int16_t>()[c] = static_cast<int16_t>(std::clamp(nearestCode(v, qs), -lim, lim));
+      if (v != 0.0f && codes.data<int16_t>()[c] == 0 && lost++ == 0) first_lost = c;
+    }
+    if (lost > 0)
+      rep_.warnings.push_back(fmt::format("layer '{}': {} of its {} PRelu slopes (the first: channel {}) round to 0 at the layer's "
+                                          "one scale 2^-{} in {} bits (their negative inputs give 0); more bits "
+                                          "(--numParamBits, up to 12) may keep them", n.name, lost, C, first_lost, qs, o_.param_bits));
     Code cx = codesOf(x.id);
     const ir::Value& y = g_.value(n.outputs[0]);
     pw::OutSpec spec = newSlot(y.name, true);

@@ -516,6 +516,33 @@ def test_a_channel_whose_weights_round_to_zero_is_named(tmp_path):
     assert "round to 0" not in said["12"], said["12"]
 
 
+def test_a_prelu_slope_that_rounds_to_zero_is_named(tmp_path):
+    # The PRelu slopes share one scale too (the largest sets it): a slope far below it rounds to 0 in 8 bits, so that
+    # channel's negative inputs give 0; translate says so (layer, count, first channel, remedy), not with 12 bits.
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    rng = np.random.default_rng(4)
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("PRelu", ["c", "slope"], ["y"], name="prelu_spread")], "slopes",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [numpy_helper.from_array((rng.standard_normal((2, 2, 3, 3)) * 0.3).astype(np.float32), "w"),
+         numpy_helper.from_array(np.zeros(2, np.float32), "b"),
+         numpy_helper.from_array(np.array([0.9, 0.001], np.float32).reshape(2, 1, 1), "slope")])
+    model = str(tmp_path / "slopes.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+    np.save(tmp_path / "cal.npy", rng.standard_normal((4, 2, 4, 4)).astype(np.float32))
+    said = {}
+    for bits in ("8", "12"):
+        run = subprocess.run([CLI, "translate", "sl" + bits, "-onnx", model, "--target", "tidl", "--out", str(tmp_path),
+                              "--calib", "x=%s" % (tmp_path / "cal.npy"), "--numParamBits", bits], capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        said[bits] = run.stdout + run.stderr
+    assert "layer 'prelu_spread': 1 of its 2 PRelu slopes (the first: channel 1) round to 0" in said["8"], said["8"]
+    assert "round to 0" not in said["12"], said["12"]
+
+
 @pytest.mark.skipif(not CLI, reason="NPUC_CLI (the npuc binary) not set")
 def test_bias_correction_gives_back_what_4_bit_weights_lose(tmp_path):
     # int8-pow2 weights at one shift per layer in 4 bits move each output channel's mean; --bias-correction takes the
