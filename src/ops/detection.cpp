@@ -6,6 +6,7 @@
 #include "ops/registry.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace npuc::ops {
 
@@ -17,7 +18,10 @@ T scalarInput(InferContext& c, int i, T def, const char* what) {
   if (!c.hasInput(i)) return def;
   const Tensor& t = c.inputValue(i);
   if (t.numel() != 1) c.error("{} must hold one value, got shape {}", what, shapeStr(t.shape()));
-  return static_cast<T>(t.toDouble()[0]);
+  if constexpr (std::is_integral_v<T>)
+    return t.toInt64()[0];  // exactly: INT64_MAX ("no limit", as torchvision exports it) is not a double
+  else
+    return static_cast<T>(t.toDouble()[0]);
 }
 
 }  // namespace

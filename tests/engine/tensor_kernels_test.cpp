@@ -257,6 +257,18 @@ TEST(TensorKernels, NonZero) {
   EXPECT_EQ(vals<int64_t>(y[0]), (V{0, 1, 0, 1}));
 }
 
+// max_output_boxes_per_class = INT64_MAX is how torchvision exports "no limit" (its batched NMS): the limit read as a
+// double overflowed to a negative count and the engine selected nothing (SSDlite gave 0 detections, exit 0).
+TEST(TensorKernels, NonMaxSuppressionWithoutALimit) {
+  Tensor boxes = f32({1, 3, 4}, {0, 0, 10, 10, 0, 1, 10, 11, 20, 20, 30, 30});
+  Tensor scores = f32({1, 1, 3}, {0.9f, 0.8f, 0.7f});
+  for (int64_t limit : {std::numeric_limits<int64_t>::max(), int64_t{3}, int64_t{1}}) {
+    auto y = runOp("NonMaxSuppression", {boxes, scores, i64v({limit}), f32({1}, {0.5f})});
+    const std::vector<int64_t> want = limit == 1 ? V{0, 0, 0} : V{0, 0, 0, 0, 0, 2};  // box 1 overlaps box 0
+    EXPECT_EQ(vals<int64_t>(y[0]), want) << "limit " << limit;
+  }
+}
+
 }  // namespace
 }  // namespace npuc::engine::test
 
