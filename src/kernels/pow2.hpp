@@ -249,6 +249,14 @@ void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y,
 /// Global max pooling on codes (of one q: the output keeps the input's slot): the largest code of each plane of `size`.
 void globalMaxPool(const uint8_t* x, bool is_signed, int64_t planes, int64_t size, uint8_t* y, ThreadPool* pool);
 
+/// Softmax of codes as one byte per class (TIDL's classification output): unsigned codes at the fixed 2^-kSoftmaxQ.
+/// For each of outer x inner rows of `len` codes (stride inner) with m the row's largest code:
+///   e_i = E[m - x_i],  E[d] = round(2^16 exp(-d 2^-q)) for d in [0, 255] (int64, E[0] = 2^16),  s = sum e_i,
+///   y_i = sat(floor(e_i 2^8 / s + quantRoundAdd / 100))      (requant(e_i, 8, s): exact integer division)
+/// A class with all the mass saturates at 255 (255/256). Integer and exact: one loop for both modes.
+inline constexpr int kSoftmaxQ = 8;
+void softmax(Codes x, int64_t outer, int64_t len, int64_t inner, int round_add, uint8_t* y);
+
 /// float -> codes: this frame's range of the finite values sets qy (updateSlot), y = sat(floor(x * 2^qy + R / 100))
 /// evaluated in double as written (NaN -> 0). Returns qy.
 int quantize(const float* x, int64_t n, const OutSpec& o, Slot& slot, const Options& opt, uint8_t* y);

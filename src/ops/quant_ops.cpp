@@ -414,6 +414,17 @@ void registerQuantNpucOps(Registry& r) {
                     out.insert(out.end(), w.out.begin(), w.out.end());
                     c.setOutput(0, outType(t), out);
                   }));
+  pow2(makeSchema("P2Softmax", 1, 1,
+                  "int8-pow2 softmax over `axis` (one axis, ONNX 13's meaning): codes -> uint8 probabilities at the "
+                  "fixed 2^-8, one byte per class (kernels::pow2::softmax)",
+                  [=](InferContext& c) {
+                    codes(c, 0);
+                    const auto t = table(c);
+                    const int64_t axis = c.node().attrInt("axis", -1), r = static_cast<int64_t>(c.inputShape(0).size());
+                    if (axis < 0 || axis >= r) c.error("axis {} must lie in [0, {})", axis, r);
+                    if (outType(t) != DType::kU8) c.error("the table must give unsigned codes");
+                    c.setOutput(0, DType::kU8, c.inputShape(0));
+                  }));
   pow2(makeSchema("P2GlobalAvgPool", 1, 1, "int8-pow2 global average pooling: the exact plane sum, divided in requantization",
                   [=](InferContext& c) {
                     codes(c, 0);

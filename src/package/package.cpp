@@ -100,6 +100,7 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
       return d.n_in >= 2 && d.in(d.n_in - 1).type == ElemType::kI32 ? Pow2Form::kTable : Pow2Form::kNone;
     case LayerKind::kBinary:
     case LayerKind::kAvgPool:
+    case LayerKind::kSoftmax:
     case LayerKind::kGlobalAvgPool: return Pow2Form::kTable;
     default: return Pow2Form::kNone;
   }

@@ -191,6 +191,7 @@ struct NnChecks : LayerCheck {
   }
 
   void softmax() const {
+    if (d.n_in != 1) bad("{}: {} inputs (the float form takes 1)", what, d.n_in);
     floatSameShape();
     if (w[0] > 2 || w[1] >= std::max<uint32_t>(1, y.rank))
       bad("{}: softmax kind {} / axis {} out of range", what, w[0], w[1]);

@@ -46,7 +46,8 @@ void checkTable(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>& t
     c.bad("{}: y is {}, the table says {}", what, elemName(y.type), t.out.is_signed ? "int8" : "uint8");
   if (!writes && y.type != ElemType::kF32) c.bad("{}: y is {}, a dequantize writes float32", what, elemName(y.type));
   if (d.kind == LayerKind::kQuantize ? x.type != ElemType::kF32 : !isCodes(x.type)) c.bad("{}: x is {}", what, elemName(x.type));
-  if ((d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize || d.kind == LayerKind::kBinary) && dimsOf(x) != dimsOf(y))
+  if ((d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize || d.kind == LayerKind::kBinary ||
+       d.kind == LayerKind::kSoftmax) && dimsOf(x) != dimsOf(y))
     c.bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
   const bool product = d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm;
   if (t.out.act != kernels::pow2::Act::kNone && !(product || d.kind == LayerKind::kBinary)) c.bad("{}: table: this layer has no activation", what);
@@ -70,6 +71,14 @@ void checkBinary(const LayerCheck& c, const kernels::pow2::Table& t) {
     return;
   }
   if (!isCodes(c.d.in(1).type) || dimsOf(c.d.in(1)) != dimsOf(c.x)) c.bad("{}: b must be codes of a's shape", c.what);
+}
+
+/// A softmax of codes (kind 0, an axis of x) into unsigned codes at the fixed 2^-8 (kernels::pow2::kSoftmaxQ).
+void checkSoftmax(const LayerCheck& c, const kernels::pow2::Table& t) {
+  if (c.w[0] != 0 || c.w[1] >= c.x.rank) c.bad("{}: the int8-pow2 softmax is kind 0 over an axis of x, got kind {} axis {}", c.what, c.w[0], c.w[1]);
+  if (t.out.is_signed || t.out.fixed_q != kernels::pow2::kSoftmaxQ)
+    c.bad("{}: table: the int8-pow2 softmax writes unsigned codes at the fixed q {}, got {} q {}", c.what,
+          kernels::pow2::kSoftmaxQ, t.out.is_signed ? "signed" : "unsigned", t.out.fixed_q);
 }
 
 /// Codes of any q and signedness joined along the axis (parameter word 0).
@@ -125,6 +134,7 @@ bool checkPow2Form(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>
   switch (d.kind) {
     case LayerKind::kBinary: checkBinary(c, tables.at(d.seq)); return true;
     case LayerKind::kConcat: checkConcat(c); return true;
+    case LayerKind::kSoftmax: checkSoftmax(c, tables.at(d.seq)); return true;
     case LayerKind::kConv:
     case LayerKind::kGemm: return checkProduct(c);
     case LayerKind::kAvgPool:

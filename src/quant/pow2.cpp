@@ -206,6 +206,7 @@ class Pow2Builder {
                                                           : "a tf_crop_and_resize Resize";
     }
     if (n.op == "ArgMax") return argMaxOp(n);
+    if (n.op == "Softmax") return softmaxOp(n);
     return "no int8-pow2 form (kept in float)";
   }
 
@@ -579,6 +580,34 @@ class Pow2Builder {
     g_.addNode("ArgMax", name, ins, outs).attrs = attrs;
     ++rep_.integer_layers;
     rep_.layers.push_back({name, "argmax", 0, 0, ""});
+    return "";
+  }
+
+  /// Softmax of codes into one byte per class (TIDL's classification output, T:L498): uint8 probabilities at the
+  /// fixed 2^-8 (kernels::pow2::softmax), whatever the input's q.
+  std::string softmaxOp(ir::Node& n) {
+    const ir::ValueId x = n.inputs[0];
+    if (!isFloat32(x) || !g_.value(x).type.isStatic() || g_.value(x).type.shape.empty())
+      return "a float32 input of static shape needed";
+    if (!hasCodes(x)) return "its input is not held as codes";
+    const int64_t r = static_cast<int64_t>(g_.value(x).type.shape.size());
+    int64_t axis = n.attrInt("axis", g_.opset < 13 ? 1 : -1);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return "its axis is out of range";
+    if (g_.opset < 13 && axis != r - 1)
+      return "before opset 13 a Softmax runs over every dim from `axis` on; the int8-pow2 form takes one axis (the last there)";
+    Code cx = codesOf(x);
+    const ir::Value& y = g_.value(n.outputs[0]);
+    pw::Table t;
+    t.in_slots = {cx.slot};
+    t.out = newSlot(y.name, false, pw::kSoftmaxQ);
+    Code cy{newCodes(y.name, y.type.shape, false), t.out.slot, false, false};
+    ir::Node& p = g_.addNode("P2Softmax", n.name, {cx.codes}, {cy.codes}, "ai.npuc");
+    p.attrs["axis"] = ir::Attr(axis);
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, "softmax", 0, 0, ""});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
     return "";
   }
 

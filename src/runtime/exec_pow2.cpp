@@ -1,5 +1,5 @@
 // The int8-pow2 forms (TIDL's dynamic quantization, docs/numerics.md; runtime_impl.hpp): a layer whose last input is
-// its table (conv, gemm, binary add / max / mul / prelu, concat, average and global average pooling, quantize,
+// its table (conv, gemm, binary add / max / mul / prelu, concat, softmax, average and global average pooling, quantize,
 // dequantize) runs here instead of its kind's float form, as do max and global max pooling over codes; the slots' q's
 // and range histories are the package's state from frame to frame.
 #include "runtime/runtime_impl.hpp"
@@ -102,6 +102,14 @@ struct Pow2Run {
     im.opts.exact ? pw::concat(ins, chunks, outer, t.out, *out, o, s.out, im.p2_acc)
                   : pw::concatFast(ins, chunks, outer, t.out, *out, o, s.out, im.p2_acc, im.p2_acc32);
   }
+  /// softmax into one byte per class (fixed q: the slot is not updated).
+  void softmax() const {
+    const Shape& y = s.shapes.back();
+    const size_t axis = s.p[1];  // (validated: kind 0, an axis of y)
+    int64_t outer = 1, len = 1, inner = 1;
+    for (size_t i = 0; i < y.size(); ++i) (i < axis ? outer : i == axis ? len : inner) *= y[i];
+    pw::softmax(codes(0), outer, len, inner, o.round_add, s.out);
+  }
   void avgPool() const { pw::avgPool(s.ps, codes(0), t.out, *out, o, s.out, im.p2_acc); }
   void globalAvgPool() const {
     const Shape& x = s.shapes[0];
@@ -146,6 +154,7 @@ void Runtime::Impl::execPow2(Step& s) {
     case LayerKind::kBinary: return run.binary();
     case LayerKind::kConcat: return run.concat();
     case LayerKind::kAvgPool: return run.avgPool();
+    case LayerKind::kSoftmax: return run.softmax();
     case LayerKind::kGlobalAvgPool: return run.globalAvgPool();
     default: return run.conv();  // conv, gemm
   }

@@ -591,5 +591,37 @@ TEST(Pow2, TablesRoundTripAndBadOnesAreNamed) {
   EXPECT_NE(decodeTable(bad.data(), bad.size(), &u).find("outside"), std::string::npos);
 }
 
+// Softmax as one byte per class: each byte is the probability's floor(p * 256 + 1/2) computed from the exp table at
+// 2^-16 (so within one code of the float softmax of the values the codes stand for), the row of the largest code
+// saturating at 255; rows along a middle axis read with their stride; a row of equal codes shares the mass evenly.
+TEST(Pow2, SoftmaxIsOneBytePerClassOfTheValuesProbabilities) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> code(-128, 127);
+  const int64_t outer = 2, len = 7, inner = 3;
+  std::vector<uint8_t> x(outer * len * inner), y(x.size());
+  for (uint8_t& v : x) v = static_cast<uint8_t>(code(rng));
+  for (int q : {-2, 0, 3, 5, 9}) {
+    softmax(Codes{x.data(), true, q}, outer, len, inner, 50, y.data());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < inner; ++k) {
+        double sum = 0;
+        for (int64_t i = 0; i < len; ++i) sum += std::exp(std::ldexp(static_cast<int8_t>(x[(o * len + i) * inner + k]), -q));
+        for (int64_t i = 0; i < len; ++i) {
+          const int64_t at = (o * len + i) * inner + k;
+          const double p = std::exp(std::ldexp(static_cast<int8_t>(x[at]), -q)) / sum;
+          EXPECT_NEAR(y[at], std::min(255.0, std::floor(p * 256 + 0.5)), 1.0) << "q " << q << " at " << at;
+        }
+      }
+  }
+  std::vector<uint8_t> sure = {0, 127, 0}, even = {200, 200, 200, 200}, out(4);  // (unsigned: 200 is 200 / 2^q)
+  softmax(Codes{sure.data(), true, 0}, 1, 3, 1, 50, out.data());
+  EXPECT_EQ(out[1], 255);  // p = 1 - 2e-55: saturated
+  EXPECT_EQ(out[0], 0);
+  softmax(Codes{even.data(), false, 1}, 1, 4, 1, 50, out.data());
+  EXPECT_EQ(out, (std::vector<uint8_t>{64, 64, 64, 64}));
+  softmax(Codes{even.data(), false, 1}, 1, 4, 1, 0, out.data());  // quantRoundAdd 0: floor, 64 exactly still
+  EXPECT_EQ(out, (std::vector<uint8_t>{64, 64, 64, 64}));
+}
+
 }  // namespace
 }  // namespace npuc::kernels::pow2

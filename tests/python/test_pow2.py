@@ -25,7 +25,7 @@ def make_model(path):
     Mul of two activations, a float layer between conversions, an add without activation, a concat of a signed and an
     unsigned tensor (two q's), a split of codes and their concatenation in the other order, a batch norm no convolution
     absorbs and its Relu (a depthwise 1x1 conv), a PRelu with one slope per channel, global average pooling, flatten,
-    inner product, and the ArgMax of its codes (a second output). The float layer is a Mul by a constant (the tidl
+    inner product, the ArgMax of its codes (a second output) and its Softmax, one byte per class (a third). The float layer is a Mul by a constant (the tidl
     target runs it; the int8-pow2 numerics have no integer form of it): one float32 product per value, so the oracle
     computes it bit for bit."""
     rng = np.random.default_rng(5)
@@ -68,10 +68,12 @@ def make_model(path):
         N("Flatten", ["j"], ["k"], name="flat_k"),
         N("Gemm", ["k", "wg", "bg"], ["logits"], name="fc", transB=1),
         N("ArgMax", ["logits"], ["cls"], name="argmax_cls", axis=1, keepdims=0),
+        N("Softmax", ["logits"], ["probs"], name="softmax_p", axis=1),
     ]
     g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 10])],
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5]),
-                           helper.make_tensor_value_info("cls", TensorProto.INT64, [1])], inits)
+                           helper.make_tensor_value_info("cls", TensorProto.INT64, [1]),
+                           helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 5])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(m, path)
 
@@ -286,11 +288,22 @@ class Oracle:
                 sc = np.clip(np.sign(S) * np.floor(np.abs(S) * 2.0 ** qs + 0.5), -lim, lim).astype(np.int64)
                 acc = np.where(x >= 0, x << qs, x * sc.reshape(1, -1, 1, 1))
                 v[n.output[0]] = self.finish(acc, self.slots[sx]["q"] + qs, 1, self.slot_of[n.output[0]])
+            elif row.get("op") == "softmax":  # one byte per class at the fixed 2^-8, exp from a table at 2^-16
+                (c, sx), axis = ins[0], attrs.get("axis", -1)
+                E = np.array([int(np.rint(math.ldexp(math.exp(-math.ldexp(float(d), -self.slots[sx]["q"])), 16)))
+                              for d in range(256)], dtype=np.int64)
+                e = E[c.max(axis=axis, keepdims=True) - c]
+                S = np.broadcast_to(e.sum(axis=axis, keepdims=True), e.shape)
+                out = self.slot_of[n.output[0]]
+                self.slots[out]["q"] = 8  # (fixed: no range history)
+                y = [self.requant(np.array([a]), 8, int(b), False)[0] for a, b in zip(e.reshape(-1), S.reshape(-1))]
+                v[n.output[0]] = (np.array(y, dtype=np.int64).reshape(c.shape), out)
             elif n.op_type == "Mul":  # the float layer, by a constant (one float32 product per value)
                 v[n.output[0]] = (self.real(ins[0]) * self.w[n.input[1]]).astype(np.float32)
             else:
                 raise AssertionError("the oracle has no rule for %s (%s)" % (n.name, n.op_type))
         self.cls = v["cls"]
+        self.probs = self.real(v["probs"])
         return self.real(v["logits"])
 
 
@@ -340,6 +353,7 @@ def test_the_table_names_every_integer_form(packages):
     assert ops["pool_ea"] == "avg_pool" and ops["bn_k"] == "conv"
     assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "prelu" and ops["gain_g"] == "float"
     assert ops["crop_es"] == "moves" and ops["split_ih"] == "moves" and ops["argmax_cls"] == "argmax"
+    assert ops["softmax_p"] == "softmax"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
     assert signed["h"] == "0" and signed["ih"] == "1" and signed["ik"] == "0"
@@ -350,16 +364,18 @@ def test_a_frame_sequence_is_the_oracles(packages, name):
     pkg = packages[name]
     oracle = oracle_for(pkg, name)
     seq = frames(12, 7)
-    want, classes = [], []
+    want, classes, probs = [], [], []
     for x in seq:
         want.append(oracle.run(x))
         classes.append(oracle.cls)
+        probs.append(oracle.probs)
     for threads, exact in ((1, True), (1, False), (2, False), (3, False), (2, True)):
         rt = npuc.Runtime(str(pkg), threads=threads, exact=exact)
         got = [rt.run({"x": x}) for x in seq]
-        for i, (g, w, c) in enumerate(zip(got, want, classes)):
+        for i, (g, w, c, p) in enumerate(zip(got, want, classes, probs)):
             assert g["logits"].tobytes() == w.tobytes(), "%s frame %d (threads %d, exact %s): %s vs %s" % (
                 name, i, threads, exact, g["logits"], w)
+            assert g["probs"].tobytes() == p.tobytes(), (name, i, g["probs"], p)  # one byte per class, as float
             assert g["cls"].tolist() == c.tolist(), (name, i, g["cls"], c)  # (outputs as float32 values)
         assert rt.run({"x": seq[0]}, raw=True)["cls"].dtype == np.int64  # (the device type: the model's int64)
 

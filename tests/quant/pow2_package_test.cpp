@@ -241,7 +241,8 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   std::map<std::string, int> kinds;
   for (const RuntimeLayer& l : probe.layers()) ++kinds[l.kind];
   EXPECT_EQ(kinds["quantize"], 1);
-  EXPECT_EQ(kinds["dequantize"], 2);  // (the logits and the peaks; the ArgMax reads codes)
+  EXPECT_EQ(kinds["dequantize"], 3);  // (the logits, the peaks and the probabilities; the ArgMax reads codes)
+  EXPECT_EQ(kinds["softmax"], 1);
   EXPECT_EQ(kinds["global_max_pool"], 1);
   EXPECT_EQ(kinds["resize"], 1);
   {  // A resize of codes that would interpolate (its mode word made linear) is refused by the reader.
@@ -257,6 +258,21 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
     std::memcpy(f.at("drp_param.bin").data() + (rs->param_addr - pk.element("drp_param")->addr), &linear, 4);
     reseal(f);
     expectRefused(f, "only a nearest resize (not tf_crop_and_resize) takes other values than float32");
+    // The softmax's bytes: a LogSoftmax kind word, or a q other than 8 in its table, is refused.
+    Files g = readFiles(r.dir);
+    const package::Descriptor* sm = nullptr;
+    for (const auto* list : {&pk.vec, &pk.mac})
+      for (const package::Descriptor& d : *list)
+        if (d.kind == package::LayerKind::kSoftmax) sm = &d;
+    ASSERT_NE(sm, nullptr);
+    Files log = g;
+    std::memcpy(log.at("drp_param.bin").data() + (sm->param_addr - pk.element("drp_param")->addr), &linear, 4);
+    reseal(log);
+    expectRefused(log, "the int8-pow2 softmax is kind 0 over an axis of x, got kind 1");
+    const int32_t q7 = 7;  // table words: n_in, its slot, then the output's (slot, signed, act, clip x2, init x2, fixed q)
+    std::memcpy(g.at("pf_weight.dat").data() + (sm->in(1).addr - pk.element("weight")->addr) + 4 * 9, &q7, 4);
+    reseal(g);
+    expectRefused(g, "writes unsigned codes at the fixed q 8, got unsigned q 7");
   }
   EXPECT_EQ(kinds["binary"], 3);      // Max, Mul, PRelu
   EXPECT_EQ(kinds["arg_reduce"], 1);
@@ -270,7 +286,7 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
     return out;
   };
   const auto ref = sequence(1, true);
-  ASSERT_EQ(ref.size(), 3 * frames.size());
+  ASSERT_EQ(ref.size(), 4 * frames.size());
   for (int threads : {1, 2, 3}) {
     EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
     EXPECT_EQ(sequence(threads, true), ref) << "exact, " << threads << " threads";

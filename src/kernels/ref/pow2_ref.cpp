@@ -378,6 +378,21 @@ void globalMaxPool(const uint8_t* x, bool is_signed, int64_t planes, int64_t siz
   });
 }
 
+void softmax(Codes x, int64_t outer, int64_t len, int64_t inner, int round_add, uint8_t* y) {
+  int64_t E[256];  // exp(-d 2^-q) at 2^-16 for each difference d of two 8-bit codes
+  for (int d = 0; d < 256; ++d) E[d] = static_cast<int64_t>(std::nearbyint(std::ldexp(std::exp(-std::ldexp(static_cast<double>(d), -x.q)), 16)));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < inner; ++k) {
+      const int64_t base = o * len * inner + k;
+      int32_t m = codeMin(x.is_signed);
+      for (int64_t i = 0; i < len; ++i) m = std::max(m, codeAt(x.p, base + i * inner, x.is_signed));
+      int64_t sum = 0;
+      for (int64_t i = 0; i < len; ++i) sum += E[m - codeAt(x.p, base + i * inner, x.is_signed)];
+      for (int64_t i = 0; i < len; ++i)
+        y[base + i * inner] = static_cast<uint8_t>(requant(E[m - codeAt(x.p, base + i * inner, x.is_signed)], kSoftmaxQ, sum, round_add, false));
+    }
+}
+
 void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y, ThreadPool* pool) {
   detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
     for (int64_t pl = p0; pl < p1; ++pl) {

@@ -3,7 +3,8 @@
 # tests/quant/pow2_package_test.cpp (fast == exact at every thread count, also under the sanitizers): a convolution,
 # a Slice and a Split of its codes, the element-wise Max and Mul of two activations, a PRelu with one slope per
 # channel, a channel shuffle (Reshape, Transpose, Reshape), a convolution, and as outputs beside the logits the ArgMax
-# of their codes and a global max pooling of the shuffled codes upsampled by a nearest Resize. Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
+# of their codes, a global max pooling of the shuffled codes upsampled by a nearest Resize, and the Softmax of those
+# peaks flattened (TIDL's flattened softmax: one byte per class). Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
 #   /usr/bin/python3 tests/data/quant/make_pow2_forms.py
 import os
 
@@ -45,11 +46,14 @@ nodes = [
     N("ArgMax", ["logits"], ["classes"], name="argmax", axis=1, keepdims=1),
     N("Resize", ["sh", "roi", "twice"], ["up"], name="upsample", mode="nearest"),
     N("GlobalMaxPool", ["up"], ["peaks"], name="peaks"),
+    N("Flatten", ["peaks"], ["flat"], name="flatten"),
+    N("Softmax", ["flat"], ["probs"], name="softmax", axis=1),
 ]
 g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
                       [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5, 12, 10]),
                        helper.make_tensor_value_info("classes", TensorProto.INT64, [1, 1, 12, 10]),
-                       helper.make_tensor_value_info("peaks", TensorProto.FLOAT, [1, 4, 1, 1])], inits)
+                       helper.make_tensor_value_info("peaks", TensorProto.FLOAT, [1, 4, 1, 1]),
+                       helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 4])], inits)
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
 m.ir_version = 8
 onnx.checker.check_model(m, full_check=True)
