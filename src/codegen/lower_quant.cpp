@@ -151,7 +151,7 @@ void Lowerer::qavgPoolNode(const ir::Node& n) {
 }
 
 /// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
-/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2Add / P2Max / P2Mul / P2PRelu -> binary add / max / mul / prelu, P2Concat -> concat, P2AvgPool -> avg_pool, P2Softmax -> softmax, P2GlobalAvgPool ->
+/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2ConvTranspose -> conv_transpose, P2Add / P2Max / P2Mul / P2PRelu -> binary add / max / mul / prelu, P2Concat -> concat, P2AvgPool -> avg_pool, P2Softmax -> softmax, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
 void Lowerer::pow2Node(const ir::Node& n) {
   if (!numericsTraits(t_.numerics).pow2_codes)
@@ -207,7 +207,8 @@ void Lowerer::pow2Node(const ir::Node& n) {
     emit(n, LayerKind::kGlobalAvgPool, {in(n, 0), tv}, out);
     return;
   }
-  // P2Conv
+  // P2Conv, P2ConvTranspose
+  const bool tr = n.op == "P2ConvTranspose";
   const Shape& xs = shapeOf(n, 0);
   const Tensor* w = constIn(n, 1);
   const Tensor* b = constIn(n, 2);
@@ -220,11 +221,11 @@ void Lowerer::pow2Node(const ir::Node& n) {
     return;
   }
   std::vector<int64_t> sp(xs.begin() + 2, xs.end()), ks(w->shape().begin() + 2, w->shape().end());
-  ops::Window win = ops::resolveWindow(n, sp, ks, false);
+  ops::Window win = tr ? ops::resolveTransposedWindow(n, sp, ks) : ops::resolveWindow(n, sp, ks, false);
   std::vector<uint32_t> p = {u32(n.attrInt("group", 1)), u32(win.kernel[0]), u32(win.kernel[1]), u32(win.stride[0]),
                              u32(win.stride[1]), u32(win.dilation[0]), u32(win.dilation[1]), u32(win.pad_begin[0]),
                              u32(win.pad_begin[1])};
-  emit(n, LayerKind::kConv, {x, wv, bv, tv}, out, p);
+  emit(n, tr ? LayerKind::kConvTranspose : LayerKind::kConv, {x, wv, bv, tv}, out, p);
 }
 
 namespace {
@@ -262,7 +263,7 @@ void qmulNode(Lowerer& l, const ir::Node& n) {
 void registerQuantLowerings(LowerTable& t) {
   t[{"ai.npuc", "QLookup"}] = &qlookupNode;
   t[{"ai.npuc", "QMul"}] = &qmulNode;
-  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2Add", "P2Max", "P2Mul", "P2PRelu", "P2Concat", "P2AvgPool", "P2Softmax", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
+  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2ConvTranspose", "P2Add", "P2Max", "P2Mul", "P2PRelu", "P2Concat", "P2AvgPool", "P2Softmax", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"ai.npuc", "QMatMul"}] = &Lowerer::qmatmulNode;

@@ -116,6 +116,13 @@ int64_t biasAt(int32_t bias, int qb, int qacc, int round_add);
 void convAcc(const ConvShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb, int round_add,
              int64_t* acc, ThreadPool* pool);
 
+/// Transposed convolution accumulators (TIDL's Deconvolution; 2-D): acc[n, m, o] = biasAt(bias[m]) + the sum of
+/// x[n, c, i] * w[c, m - g M/G, t] over the input positions i and taps t with o = i * stride - pad_begin + t * dilation
+/// (ConvTranspose, kernels/conv.hpp's geometry), c in m's group. x [N, C, H, W] codes, w [C, M/G, kh, kw] int16 codes,
+/// bias [M] int32 or null. Exact: any order of the sums gives the same integers (one loop for both modes).
+void convTransposeAcc(const ConvTransposeShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb,
+                      int round_add, int64_t* acc);
+
 /// The instruction-set paths of convAccFast (each gives convAcc's integers).
 enum class Pow2Path { kBaseline, kAvx2 };
 Pow2Path bestPow2Path();

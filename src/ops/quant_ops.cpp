@@ -372,6 +372,26 @@ void registerQuantNpucOps(Registry& r) {
     return shapeNumel(out[0].shape) * (shapeNumel(in[1].shape) / in[1].shape[0]);
   };
   pow2(pc);
+  OpSchema pt = makeSchema("P2ConvTranspose", 3, 3,
+                           "int8-pow2 transposed convolution (TIDL's Deconvolution; x [N, C, H, W], w [C, M/g, kh, kw]): "
+                           "codes x, int16 weights at 2^-qw, int32 bias at 2^-qb; exact sums, requantized to this frame's q",
+                           [=](InferContext& c) {
+                             codes(c, 0);
+                             if (c.inputDType(1) != DType::kI16 || c.inputDType(2) != DType::kI32)
+                               c.error("weights must be int16 and the bias int32, got {} and {}", dtypeName(c.inputDType(1)), dtypeName(c.inputDType(2)));
+                             const auto t = table(c);
+                             const Shape &x = c.inputShape(0), &w = c.inputShape(1);
+                             if (x.size() != 4 || w.size() != 4) c.error("input {} and weights {} must be 4-D", shapeStr(x), shapeStr(w));
+                             const int64_t g = c.node().attrInt("group", 1);
+                             if (g <= 0 || w[0] != x[1] || x[1] % g) c.error("weights {} do not match input channels {} with group {}", shapeStr(w), x[1], g);
+                             if (c.inputShape(2) != Shape{w[1] * g}) c.error("bias must be [{}], got {}", w[1] * g, shapeStr(c.inputShape(2)));
+                             Window win = resolveTransposedWindow(c.node(), {x[2], x[3]}, {w[2], w[3]});
+                             c.setOutput(0, outType(t), Shape{x[0], w[1] * g, win.out[0], win.out[1]});
+                           });
+  pt.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>&) {
+    return shapeNumel(in[0].shape) * (shapeNumel(in[1].shape) / in[1].shape[0]);
+  };
+  pow2(pt);
   for (auto [op, doc] : {std::pair{"P2Add", "int8-pow2 addition of two code tensors of one shape, aligned to the finer q, exact"},
                          std::pair{"P2Max", "int8-pow2 element-wise maximum of two code tensors of one shape, aligned to the finer q, exact"},
                          std::pair{"P2Mul", "int8-pow2 element-wise product of two code tensors of one shape, at the sum of their q's, exact"}})

@@ -95,6 +95,7 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
     case LayerKind::kMaxPool:
     case LayerKind::kGlobalMaxPool: return Pow2Form::kCodes;
     case LayerKind::kConv:
+    case LayerKind::kConvTranspose:
     case LayerKind::kGemm:
     case LayerKind::kConcat:  // (with its table last: a concat of codes without one moves them, as max pooling does)
       return d.n_in >= 2 && d.in(d.n_in - 1).type == ElemType::kI32 ? Pow2Form::kTable : Pow2Form::kNone;

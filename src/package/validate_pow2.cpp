@@ -19,7 +19,8 @@ void checkTable(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>& t
   const Descriptor& d = c.d;
   const std::string& what = c.what;
   const bool concat = d.kind == LayerKind::kConcat;
-  const int n_in = d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm ? 4 : d.kind == LayerKind::kBinary ? 3
+  const bool product = d.kind == LayerKind::kConv || d.kind == LayerKind::kConvTranspose || d.kind == LayerKind::kGemm;
+  const int n_in = product ? 4 : d.kind == LayerKind::kBinary ? 3
                    : concat ? std::max<int>(d.n_in, 2) : 2;
   if (d.n_in != n_in) c.bad("{}: the int8-pow2 form takes {} inputs (the last its table), got {}", what, n_in, d.n_in);
   const TensorRef& tab = d.in(n_in - 1);
@@ -49,7 +50,6 @@ void checkTable(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>& t
   if ((d.kind == LayerKind::kQuantize || d.kind == LayerKind::kDequantize || d.kind == LayerKind::kBinary ||
        d.kind == LayerKind::kSoftmax) && dimsOf(x) != dimsOf(y))
     c.bad("{}: {} -> {} changes the shape", what, dimsStr(x), dimsStr(y));
-  const bool product = d.kind == LayerKind::kConv || d.kind == LayerKind::kGemm;
   if (t.out.act != kernels::pow2::Act::kNone && !(product || d.kind == LayerKind::kBinary)) c.bad("{}: table: this layer has no activation", what);
 }
 
@@ -105,13 +105,15 @@ bool checkProduct(const LayerCheck& c) {
   if (wt.type != ElemType::kI16) c.bad("{}: int8-pow2 weights are int16 codes, got {}", c.what, elemName(wt.type));
   c.weightRef(wt, c.what + ": weights");
   c.weightRef(b, c.what + ": bias");
-  const uint32_t M = wt.dims[0];
+  const bool tr = c.d.kind == LayerKind::kConvTranspose;  // (w [C, M/g, kh, kw]: y's channels are M)
+  const uint32_t M = tr ? y.dims[1] : wt.dims[0];
   if (b.type != ElemType::kI32 || b.rank != 1 || b.dims[0] != M) c.bad("{}: bias must be int32 [{}], got {} {}", c.what, M, elemName(b.type), dimsStr(b));
-  uint64_t K = 1;
-  for (int i = 1; i < wt.rank; ++i) K *= wt.dims[static_cast<size_t>(i)];
+  uint64_t K = 1;  // terms per output: a convolution's C/g taps of its window; a transposed one's at most C/g windows
+  for (int i = tr ? 2 : 1; i < wt.rank; ++i) K *= wt.dims[static_cast<size_t>(i)];
+  if (tr) K *= c.w[0] >= 1 ? wt.dims[0] / c.w[0] : wt.dims[0];  // (the group is checked with the geometry)
   // The device's 40-bit accumulator: 8-bit codes times 12-bit weights (the widest numParamBits), K terms.
   if (static_cast<double>(K) * 255.0 * 2047.0 >= 0x1p39) c.bad("{}: {} terms per output could exceed a 40-bit accumulator", c.what, K);
-  if (c.d.kind == LayerKind::kConv) {
+  if (c.d.kind == LayerKind::kConv || tr) {
     if (x.rank != 4 || wt.rank != 4 || y.rank != 4) c.bad("{}: x, w and y must be 4-D", c.what);
     return false;  // the geometry is the float form's (checked next, with int8-pow2 types)
   }
@@ -136,6 +138,7 @@ bool checkPow2Form(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>
     case LayerKind::kConcat: checkConcat(c); return true;
     case LayerKind::kSoftmax: checkSoftmax(c, tables.at(d.seq)); return true;
     case LayerKind::kConv:
+    case LayerKind::kConvTranspose:
     case LayerKind::kGemm: return checkProduct(c);
     case LayerKind::kAvgPool:
     case LayerKind::kGlobalAvgPool: return false;  // the geometry is the float form's

@@ -189,7 +189,7 @@ class Pow2Builder {
 
   std::string lower(ir::Node& n) {
     const bool twin = n.domain == "ai.npuc";
-    if ((n.domain.empty() || twin) && (n.op == "Conv" || n.op == "Gemm")) return conv(n);
+    if ((n.domain.empty() || twin) && (n.op == "Conv" || n.op == "ConvTranspose" || n.op == "Gemm")) return conv(n);
     if (!n.domain.empty()) return "no int8-pow2 form (kept in float)";
     if (n.op == "Add") return addOp(n);
     if (n.op == "Max" || n.op == "Mul") return maxMulOp(n);
@@ -210,8 +210,10 @@ class Pow2Builder {
     return "no int8-pow2 form (kept in float)";
   }
 
+  /// Conv, ConvTranspose (TIDL's Deconvolution) and Gemm: numParamBits-bit weight codes at the layer's one 2^-qw, an int32
+  /// bias, exact sums with the fused Relu / Clip.
   std::string conv(ir::Node& n) {
-    const bool gemm = n.op == "Gemm";
+    const bool gemm = n.op == "Gemm", deconv = n.op == "ConvTranspose";
     const ir::Value& x = g_.value(n.inputs[0]);
     const ir::Value& wv = g_.value(n.inputs[1]);
     if (!isFloat32(x.id) || !x.type.isStatic()) return "float32 input of static shape needed";
@@ -233,6 +235,13 @@ class Pow2Builder {
       M = transB ? W.dim(0) : W.dim(1);
       K = transB ? W.dim(1) : W.dim(0);
       if (B && B->numel() != M) return "a Gemm bias that is not one value per output";
+    } else if (deconv) {  // w [C, M/g, kh, kw]: output m's weights are w[c, m % (M/g)] over its group's C/g channels
+      if (x.type.shape.size() != 4 || W.rank() != 4) return "only 2-D transposed convolutions have an int8-pow2 form";
+      const int64_t g = n.attrInt("group", 1);
+      if (g < 1 || W.dim(0) % g) return "a group that does not divide the input channels";
+      M = W.dim(1) * g;
+      K = W.dim(0) / g * W.dim(2) * W.dim(3);
+      if (B && B->numel() != M) return "a bias that is not one value per output channel";
     } else {
       if (x.type.shape.size() != 4) return "only 2-D convolutions have an int8-pow2 form";
       M = W.dim(0);
@@ -247,21 +256,26 @@ class Pow2Builder {
     if (!std::isfinite(wmax)) return "weights are not finite";
     const double wlim = paramLimit(o_.param_bits);
     const int qw = weightQ(wmax, o_.param_bits);
-    std::vector<int16_t> codes(static_cast<size_t>(M * K));
+    std::vector<int16_t> codes(static_cast<size_t>(M * K));  // [M, K] (gemm), else in W's element order
     const std::vector<int32_t>* chosen = nullptr;  // AdaRound's, in W's element order
     if (o_.weight_codes)
       if (auto c = o_.weight_codes->find(g_.value(n.inputs[1]).name); c != o_.weight_codes->end() && c->second.size() == static_cast<size_t>(M * K))
         chosen = &c->second;
     // (one shift per layer: an output channel whose weights all lie far below the layer's largest loses them)
     int64_t lost = 0, first_lost = -1;
+    // (a transposed convolution's weight for output m and term k: group gi = m / (M/g), channel gi C/g + k / taps, its
+    // output slot m % (M/g), tap k % taps)
+    const int64_t taps = deconv ? W.dim(2) * W.dim(3) : 1, cg = deconv ? K / taps : 0, mg = deconv ? W.dim(1) : 1;
     for (int64_t m = 0; m < M; ++m) {
       bool nonzero = false, kept = false;
       for (int64_t k = 0; k < K; ++k) {
-        const int64_t at = gemm ? (transB ? m * K + k : k * M + m) : m * K + k;
+        const int64_t at = gemm     ? (transB ? m * K + k : k * M + m)
+                           : deconv ? ((m / mg * cg + k / taps) * mg + m % mg) * taps + k % taps
+                                    : m * K + k;
         const float v = w[at];
         const double near = nearestCode(v, qw);
         const auto c = static_cast<int16_t>(std::clamp(chosen ? static_cast<double>((*chosen)[static_cast<size_t>(at)]) : near, -wlim, wlim));
-        codes[static_cast<size_t>(m * K + k)] = c;
+        codes[static_cast<size_t>(gemm ? m * K + k : at)] = c;
         nonzero = nonzero || v != 0.0f;
         kept = kept || c != 0;
       }
@@ -326,9 +340,9 @@ class Pow2Builder {
     const ir::ValueId wc = g_.addConstant(g_.uniqueValueName(wv.name + "/p2"), std::move(wt)).id;
     const ir::ValueId bc = g_.addConstant(g_.uniqueValueName(n.name + "/p2_bias"), std::move(bt)).id;
     Code cy{newCodes(y.name, y.type.shape, is_signed), spec.slot, is_signed, false};
-    ir::Node& p = g_.addNode("P2Conv", n.name, {cx.codes, wc, bc}, {cy.codes}, "ai.npuc");
+    ir::Node& p = g_.addNode(deconv ? "P2ConvTranspose" : "P2Conv", n.name, {cx.codes, wc, bc}, {cy.codes}, "ai.npuc");
     if (!gemm)
-      for (const char* a : {"group", "kernel_shape", "strides", "pads", "dilations", "auto_pad"}) {
+      for (const char* a : {"group", "kernel_shape", "strides", "pads", "dilations", "auto_pad", "output_padding", "output_shape"}) {
         auto it = n.attrs.find(a);
         if (it != n.attrs.end()) p.attrs[a] = it->second;
       }
@@ -336,7 +350,7 @@ class Pow2Builder {
     std::string note;
     if (chosen && o_.weight_notes)
       if (auto nt = o_.weight_notes->find(g_.value(n.inputs[1]).name); nt != o_.weight_notes->end()) note = nt->second;
-    rep_.layers.push_back({n.name, gemm ? "gemm" : "conv", qw, qb, note});
+    rep_.layers.push_back({n.name, gemm ? "gemm" : deconv ? "deconv" : "conv", qw, qb, note});
     ++rep_.integer_layers;
     replaceOutput(n, cy);
     return "";

@@ -5,6 +5,7 @@
 //   P2Quantize    float32 -> codes              (a graph input, or a float layer's output read by an integer layer)
 //   P2Dequantize  codes -> float32              (read by a float layer or a graph output)
 //   P2Conv        2-D Conv / Gemm (+ Relu / Clip): codes x, int16 weights (numParamBits), int32 bias -> codes
+//   P2ConvTranspose  2-D ConvTranspose (+ Relu / Clip), TIDL's Deconvolution: the same, w [C, M/g, kh, kw]
 //   P2Add         Add of two tensors of one shape (+ a Relu that alone reads it) -> codes
 //   P2GlobalAvgPool
 //   P2Concat      Concat of up to 6 inputs: each brought exactly to the finest q, one slot for the result
@@ -57,7 +58,7 @@ struct Pow2Slot {
   std::string warning;
 };
 struct Pow2Layer {
-  std::string name, op;  // "conv", "gemm", "add", "concat", "avg_pool", "global_avg_pool", "quantize"; "float" for a kept layer
+  std::string name, op;  // "conv", "deconv", "gemm", "add", "concat", "avg_pool", "global_avg_pool", "quantize"; "float" for a kept layer
   int qw = 0, qb = 0;
   std::string note;      // why a layer stays float
 };

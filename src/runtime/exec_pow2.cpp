@@ -1,7 +1,7 @@
 // The int8-pow2 forms (TIDL's dynamic quantization, docs/numerics.md; runtime_impl.hpp): a layer whose last input is
-// its table (conv, gemm, binary add / max / mul / prelu, concat, softmax, average and global average pooling, quantize,
-// dequantize) runs here instead of its kind's float form, as do max and global max pooling over codes; the slots' q's
-// and range histories are the package's state from frame to frame.
+// its table (conv, conv_transpose, gemm, binary add / max / mul / prelu, concat, softmax, average and global average
+// pooling, quantize, dequantize) runs here instead of its kind's float form, as do max and global max pooling over
+// codes; the slots' q's and range histories are the package's state from frame to frame.
 #include "runtime/runtime_impl.hpp"
 
 namespace npuc {
@@ -28,6 +28,7 @@ bool Runtime::Impl::preparePow2(Step& s) {
   if (!why.empty()) fault(fmt::format("seq {}: int8-pow2 table: {}", d.seq, why));
   s.p2 = t;
   if (d.kind == LayerKind::kConv) windowShape(s, s.cs);
+  if (d.kind == LayerKind::kConvTranspose) windowShape(s, s.ts);
   if (d.kind == LayerKind::kAvgPool) s.ps = package::poolShapeOf(*s.d, s.p);
   if (d.kind == LayerKind::kGemm) {  // y [M, N] = x [M, K] w [N, K]^T: a 1x1 convolution over a batch of M
     const Shape &x = s.shapes[0], &w = s.shapes[1];
@@ -102,6 +103,14 @@ struct Pow2Run {
     im.opts.exact ? pw::concat(ins, chunks, outer, t.out, *out, o, s.out, im.p2_acc)
                   : pw::concatFast(ins, chunks, outer, t.out, *out, o, s.out, im.p2_acc, im.p2_acc32);
   }
+  /// conv_transpose: the exact scattered sums (one loop for both modes), finished at 2^-(qx + qw).
+  void convTranspose() const {
+    const pw::Codes x = codes(0);
+    im.p2_acc.resize(static_cast<size_t>(n));
+    pw::convTransposeAcc(s.ts, x, reinterpret_cast<const int16_t*>(s.in[1]), t.qw, reinterpret_cast<const int32_t*>(s.in[2]),
+                         t.qb, o.round_add, im.p2_acc.data());
+    pw::finish(im.p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
+  }
   /// softmax into one byte per class (fixed q: the slot is not updated).
   void softmax() const {
     const Shape& y = s.shapes.back();
@@ -155,6 +164,7 @@ void Runtime::Impl::execPow2(Step& s) {
     case LayerKind::kConcat: return run.concat();
     case LayerKind::kAvgPool: return run.avgPool();
     case LayerKind::kSoftmax: return run.softmax();
+    case LayerKind::kConvTranspose: return run.convTranspose();
     case LayerKind::kGlobalAvgPool: return run.globalAvgPool();
     default: return run.conv();  // conv, gemm
   }

@@ -155,6 +155,47 @@ TEST(Pow2, ConvolutionSumsAreTheFloatConvolutionsOnTheCodes) {
     }
 }
 
+// The int8-pow2 deconvolution scatters each code through its window; the float reference gathers (kernels/conv.hpp):
+// on small integers both are exact, so the sums must be equal — groups, strides, dilations, pads and output padding.
+TEST(Pow2, TransposedConvolutionSumsAreTheFloatReferencesOnTheCodes) {
+  std::mt19937 rng(4);
+  struct Case {
+    int64_t N, C, M, G, H, W, k, st, dil, pad, extra;  // extra: output padding (rows and columns past the last window)
+  };
+  const Case cases[] = {{1, 4, 4, 4, 5, 4, 4, 2, 1, 1, 0}, {2, 3, 4, 1, 4, 5, 3, 1, 1, 1, 0}, {1, 4, 6, 2, 3, 3, 3, 2, 2, 0, 1},
+                        {1, 2, 2, 2, 6, 2, 2, 3, 1, 0, 2}, {1, 1, 3, 1, 1, 1, 5, 2, 1, 2, 0}};
+  for (const Case& c : cases)
+    for (bool sg : {true, false}) {
+      ConvTransposeShape s;
+      s.batch = c.N;
+      s.in_channels = c.C;
+      s.out_channels = c.M;
+      s.groups = c.G;
+      s.in_spatial = {c.H, c.W};
+      s.kernel = {c.k, c.k};
+      s.stride = {c.st, c.st};
+      s.dilation = {c.dil, c.dil};
+      s.pad_begin = {c.pad, c.pad};
+      for (int d = 0; d < 2; ++d) s.out_spatial.push_back((s.in_spatial[d] - 1) * c.st + c.dil * (c.k - 1) + 1 - 2 * c.pad + c.extra);
+      const int64_t nx = c.N * c.C * c.H * c.W, nw = c.C * (c.M / c.G) * c.k * c.k;
+      const int64_t ny = c.N * c.M * s.out_spatial[0] * s.out_spatial[1];
+      std::vector<uint8_t> x(static_cast<size_t>(nx));
+      std::vector<int16_t> w(static_cast<size_t>(nw));
+      std::vector<int32_t> b(static_cast<size_t>(c.M));
+      std::vector<float> xf(x.size()), wf(w.size()), bf(b.size()), ref(static_cast<size_t>(ny));
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = static_cast<uint8_t>(rng());
+        xf[i] = static_cast<float>(codeAt(x.data(), static_cast<int64_t>(i), sg));
+      }
+      for (size_t i = 0; i < w.size(); ++i) wf[i] = w[i] = static_cast<int16_t>(static_cast<int>(rng() % 1023) - 511);
+      for (size_t i = 0; i < b.size(); ++i) bf[i] = static_cast<float>(b[i] = static_cast<int32_t>(rng() % 2001) - 1000);
+      conv_transpose_ref(s, xf.data(), wf.data(), bf.data(), ref.data());
+      std::vector<int64_t> acc(static_cast<size_t>(ny), -7);
+      convTransposeAcc(s, Codes{x.data(), sg, 5}, w.data(), 3, b.data(), 8, 50, acc.data());  // (bias at qb = qacc)
+      for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(static_cast<double>(acc[i]), static_cast<double>(ref[i])) << i;
+    }
+}
+
 /// A random 2-D convolution for the fast paths' tests (groups, depthwise, kernels up to 5, strides up to 3, dilations,
 /// pads), channels scaled by `wide` (1: a few; larger: several blocks of the VNNI form's 4 channels x 64 outputs, and
 /// its shared-im2col split); nullopt where the draw leaves no output.

@@ -21,7 +21,7 @@ CLI = os.environ.get("NPUC_CLI")
 
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
-    Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), element-wise Max and
+    Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), a depthwise stride-2 deconvolution + Relu (a fourth output), element-wise Max and
     Mul of two activations, a float layer between conversions, an add without activation, a concat of a signed and an
     unsigned tensor (two q's), a split of codes and their concatenation in the other order, a batch norm no convolution
     absorbs and its Relu (a depthwise 1x1 conv), a PRelu with one slope per channel, global average pooling, flatten,
@@ -43,6 +43,7 @@ def make_model(path):
              numpy_helper.from_array(np.array([3], np.int64), "crop_axis"), numpy_helper.from_array(np.array([8, 8], np.int64), "halves"),
              numpy_helper.from_array(rng.uniform(0.05, 0.5, (8, 1, 1)).astype(np.float32), "slope"),
              numpy_helper.from_array(rng.uniform(0.5, 1.5, (1, 8, 1, 1)).astype(np.float32), "gain")]
+    inits += [w("wt", (8, 1, 4, 4), 0.4), w("bt", (8,), 0.1)]  # (drawn last: the other weights stay as they were)
     N = helper.make_node
     nodes = [
         N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]), N("Relu", ["a0"], ["a"], name="relu_a"),
@@ -53,6 +54,9 @@ def make_model(path):
         N("MaxPool", ["d"], ["e"], name="pool_e", kernel_shape=[2, 2], strides=[1, 1]),
         N("Slice", ["e", "crop_start", "crop_end", "crop_axis"], ["es"], name="crop_es"),
         N("AveragePool", ["es"], ["ea"], name="pool_ea", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+        N("ConvTranspose", ["ea", "wt", "bt"], ["up0"], name="deconv_up", group=8, kernel_shape=[4, 4], strides=[2, 2],
+          pads=[1, 1, 1, 1]),
+        N("Relu", ["up0"], ["up"], name="relu_up"),
         N("Conv", ["ea", "wd", "bd"], ["f"], name="conv_f"),
         N("Conv", ["ea", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
         N("Max", ["f", "h"], ["g"], name="max_g"),
@@ -73,7 +77,8 @@ def make_model(path):
     g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 10])],
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5]),
                            helper.make_tensor_value_info("cls", TensorProto.INT64, [1]),
-                           helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 5])], inits)
+                           helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 5]),
+                           helper.make_tensor_value_info("up", TensorProto.FLOAT, [1, 8, 8, 6])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(m, path)
 
@@ -179,6 +184,20 @@ class Oracle:
         bc = [self.bias_at(int(v), qb, qx + qw) for v in np.sign(B) * np.floor(np.abs(B) * 2.0 ** qb + 0.5)]
         if n.op_type == "Gemm":
             acc = x @ wc.T + np.array(bc, dtype=np.int64)
+        elif n.op_type == "ConvTranspose":  # each input code scattered through the window: o = i * stride - pad + tap
+            g, st, p = attrs.get("group", 1), attrs["strides"], attrs["pads"]
+            C, Mg, KH, KW = wc.shape
+            OH = (x.shape[2] - 1) * st[0] + KH - p[0] - p[2]
+            OW = (x.shape[3] - 1) * st[1] + KW - p[1] - p[3]
+            full = np.zeros((1, Mg * g, (x.shape[2] - 1) * st[0] + KH, (x.shape[3] - 1) * st[1] + KW), dtype=np.int64)
+            for c in range(C):
+                for ml in range(Mg):
+                    m = c // (C // g) * Mg + ml
+                    for ky in range(KH):
+                        for kx in range(KW):
+                            full[0, m, ky:ky + st[0] * (x.shape[2] - 1) + 1:st[0], kx:kx + st[1] * (x.shape[3] - 1) + 1:st[1]] += \
+                                x[0, c] * wc[c, ml, ky, kx]
+            acc = full[:, :, p[0]:p[0] + OH, p[1]:p[1] + OW] + np.array(bc, dtype=np.int64).reshape(1, -1, 1, 1)
         else:
             g = attrs.get("group", 1)
             st = attrs.get("strides", [1, 1])
@@ -219,7 +238,7 @@ class Oracle:
             row = self.layers.get(n.name, {})
             if n.name in fused:
                 continue
-            if row.get("op") in ("conv", "gemm"):
+            if row.get("op") in ("conv", "gemm", "deconv"):
                 out, y = self.conv(n, self.codes(ins[0], n.input[0]), attrs)
                 v[out] = y
             elif row.get("op") == "add":
@@ -304,6 +323,7 @@ class Oracle:
                 raise AssertionError("the oracle has no rule for %s (%s)" % (n.name, n.op_type))
         self.cls = v["cls"]
         self.probs = self.real(v["probs"])
+        self.up = self.real(v["up"])
         return self.real(v["logits"])
 
 
@@ -353,7 +373,7 @@ def test_the_table_names_every_integer_form(packages):
     assert ops["pool_ea"] == "avg_pool" and ops["bn_k"] == "conv"
     assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "prelu" and ops["gain_g"] == "float"
     assert ops["crop_es"] == "moves" and ops["split_ih"] == "moves" and ops["argmax_cls"] == "argmax"
-    assert ops["softmax_p"] == "softmax"
+    assert ops["softmax_p"] == "softmax" and ops["deconv_up"] == "deconv"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
     assert signed["h"] == "0" and signed["ih"] == "1" and signed["ik"] == "0"
@@ -364,15 +384,17 @@ def test_a_frame_sequence_is_the_oracles(packages, name):
     pkg = packages[name]
     oracle = oracle_for(pkg, name)
     seq = frames(12, 7)
-    want, classes, probs = [], [], []
+    want, classes, probs, ups = [], [], [], []
     for x in seq:
         want.append(oracle.run(x))
         classes.append(oracle.cls)
         probs.append(oracle.probs)
+        ups.append(oracle.up)
     for threads, exact in ((1, True), (1, False), (2, False), (3, False), (2, True)):
         rt = npuc.Runtime(str(pkg), threads=threads, exact=exact)
         got = [rt.run({"x": x}) for x in seq]
-        for i, (g, w, c, p) in enumerate(zip(got, want, classes, probs)):
+        for i, (g, w, c, p, u) in enumerate(zip(got, want, classes, probs, ups)):
+            assert g["up"].tobytes() == u.tobytes(), (name, i, "deconvolution")
             assert g["logits"].tobytes() == w.tobytes(), "%s frame %d (threads %d, exact %s): %s vs %s" % (
                 name, i, threads, exact, g["logits"], w)
             assert g["probs"].tobytes() == p.tobytes(), (name, i, g["probs"], p)  # one byte per class, as float

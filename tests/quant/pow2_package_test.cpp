@@ -241,8 +241,9 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   std::map<std::string, int> kinds;
   for (const RuntimeLayer& l : probe.layers()) ++kinds[l.kind];
   EXPECT_EQ(kinds["quantize"], 1);
-  EXPECT_EQ(kinds["dequantize"], 3);  // (the logits, the peaks and the probabilities; the ArgMax reads codes)
+  EXPECT_EQ(kinds["dequantize"], 4);  // (the logits, the peaks, the probabilities, the upsampled map; ArgMax reads codes)
   EXPECT_EQ(kinds["softmax"], 1);
+  EXPECT_EQ(kinds["conv_transpose"], 1);
   EXPECT_EQ(kinds["global_max_pool"], 1);
   EXPECT_EQ(kinds["resize"], 1);
   {  // A resize of codes that would interpolate (its mode word made linear) is refused by the reader.
@@ -286,7 +287,7 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
     return out;
   };
   const auto ref = sequence(1, true);
-  ASSERT_EQ(ref.size(), 4 * frames.size());
+  ASSERT_EQ(ref.size(), 5 * frames.size());
   for (int threads : {1, 2, 3}) {
     EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
     EXPECT_EQ(sequence(threads, true), ref) << "exact, " << threads << " threads";

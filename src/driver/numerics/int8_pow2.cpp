@@ -60,10 +60,12 @@ std::string pow2TableCsv(const quant::Pow2Report& r) {
     const quant::Pow2Slot& x = r.slots[i];
     s += fmt::format("slot,{},{},{},{},{},{},,,{}\n", csvField(x.tensor), i, x.is_signed ? 1 : 0, x.lo, x.hi, x.q, csvField(x.warning));
   }
-  for (const quant::Pow2Layer& l : r.layers)
+  for (const quant::Pow2Layer& l : r.layers) {
+    const bool weighted = l.op == "conv" || l.op == "deconv" || l.op == "gemm";
     s += fmt::format("layer,{},{},,,,,{},{},{}\n", csvField(l.name), l.op,
-                     l.op == "conv" || l.op == "gemm" || l.op == "prelu" ? std::to_string(l.qw) : "",  // (prelu: its slopes' q)
-                     l.op == "conv" || l.op == "gemm" ? std::to_string(l.qb) : "", csvField(l.note));
+                     weighted || l.op == "prelu" ? std::to_string(l.qw) : "",  // (prelu: its slopes' q)
+                     weighted ? std::to_string(l.qb) : "", csvField(l.note));
+  }
   return s;
 }
 

@@ -378,6 +378,38 @@ void globalMaxPool(const uint8_t* x, bool is_signed, int64_t planes, int64_t siz
   });
 }
 
+void convTransposeAcc(const ConvTransposeShape& s, Codes x, const int16_t* w, int qw, const int32_t* bias, int qb,
+                      int round_add, int64_t* acc) {
+  const int64_t N = s.batch, C = s.in_channels, M = s.out_channels, G = s.groups, Cg = C / G, Mg = M / G;
+  const int64_t IH = s.in_spatial[0], IW = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
+  const int64_t KH = s.kernel[0], KW = s.kernel[1], plane = OH * OW;
+  const int qacc = x.q + qw;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      std::fill_n(acc + (n * M + m) * plane, plane, bias ? biasAt(bias[m], qb, qacc, round_add) : 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t m0 = c / Cg * Mg;
+      for (int64_t iy = 0; iy < IH; ++iy)
+        for (int64_t ix = 0; ix < IW; ++ix) {
+          const int64_t v = codeAt(x.p, ((n * C + c) * IH + iy) * IW + ix, x.is_signed);
+          if (v == 0) continue;
+          for (int64_t ml = 0; ml < Mg; ++ml) {
+            const int16_t* wk = w + (c * Mg + ml) * KH * KW;
+            int64_t* a = acc + (n * M + m0 + ml) * plane;
+            for (int64_t ky = 0; ky < KH; ++ky) {
+              const int64_t oy = iy * s.stride[0] - s.pad_begin[0] + ky * s.dilation[0];
+              if (oy < 0 || oy >= OH) continue;
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                const int64_t ox = ix * s.stride[1] - s.pad_begin[1] + kx * s.dilation[1];
+                if (ox >= 0 && ox < OW) a[oy * OW + ox] += v * wk[ky * KW + kx];
+              }
+            }
+          }
+        }
+    }
+}
+
 void softmax(Codes x, int64_t outer, int64_t len, int64_t inner, int round_add, uint8_t* y) {
   int64_t E[256];  // exp(-d 2^-q) at 2^-16 for each difference d of two 8-bit codes
   for (int d = 0; d < 256; ++d) E[d] = static_cast<int64_t>(std::nearbyint(std::ldexp(std::exp(-std::ldexp(static_cast<double>(d), -x.q)), 16)));

@@ -4,7 +4,8 @@
 # a Slice and a Split of its codes, the element-wise Max and Mul of two activations, a PRelu with one slope per
 # channel, a channel shuffle (Reshape, Transpose, Reshape), a convolution, and as outputs beside the logits the ArgMax
 # of their codes, a global max pooling of the shuffled codes upsampled by a nearest Resize, and the Softmax of those
-# peaks flattened (TIDL's flattened softmax: one byte per class). Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
+# peaks flattened (TIDL's flattened softmax: one byte per class), and a depthwise stride-2 deconvolution + Relu of the
+# last feature map (TIDL's Deconvolution, JSegNet21's upsampling). Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
 #   /usr/bin/python3 tests/data/quant/make_pow2_forms.py
 import os
 
@@ -24,7 +25,7 @@ def w(name, shape, scale):
 
 
 inits = [w("w1", (8, 3, 3, 3), 0.4), w("b1", (8,), 0.1), w("w2", (4, 4, 3, 3), 0.3), w("b2", (4,), 0.1),
-         w("w3", (5, 4, 1, 1), 0.5), w("b3", (5,), 0.1),
+         w("w3", (5, 4, 1, 1), 0.5), w("b3", (5,), 0.1), w("wt", (4, 1, 4, 4), 0.4), w("bt", (4,), 0.1),
          const("starts", np.array([1], np.int64)), const("ends", np.array([11], np.int64)), const("axes", np.array([3], np.int64)),
          const("halves", np.array([4, 4], np.int64)),
          const("slope", rng.uniform(0.05, 0.5, (4, 1, 1)).astype(np.float32)),
@@ -43,6 +44,8 @@ nodes = [
     N("Reshape", ["t5", "s4"], ["sh"], name="shuffle_out"),
     N("Conv", ["sh", "w2", "b2"], ["c"], name="conv_c", pads=[1, 1, 1, 1]),
     N("Conv", ["c", "w3", "b3"], ["logits"], name="conv_logits"),
+    N("ConvTranspose", ["c", "wt", "bt"], ["up0"], name="deconv", group=4, kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1]),
+    N("Relu", ["up0"], ["upsampled"], name="deconv_relu"),
     N("ArgMax", ["logits"], ["classes"], name="argmax", axis=1, keepdims=1),
     N("Resize", ["sh", "roi", "twice"], ["up"], name="upsample", mode="nearest"),
     N("GlobalMaxPool", ["up"], ["peaks"], name="peaks"),
@@ -53,7 +56,8 @@ g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", T
                       [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5, 12, 10]),
                        helper.make_tensor_value_info("classes", TensorProto.INT64, [1, 1, 12, 10]),
                        helper.make_tensor_value_info("peaks", TensorProto.FLOAT, [1, 4, 1, 1]),
-                       helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 4])], inits)
+                       helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 4]),
+                       helper.make_tensor_value_info("upsampled", TensorProto.FLOAT, [1, 4, 24, 20])], inits)
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
 m.ir_version = 8
 onnx.checker.check_model(m, full_check=True)
