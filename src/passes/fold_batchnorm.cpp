@@ -257,6 +257,38 @@ bool BatchNormToConvPass::run(ir::Graph& g, PassContext&) {
   return rw.changed();
 }
 
+bool ScaleToConvPass::run(ir::Graph& g, PassContext&) {
+  ir::Rewriter rw(g);
+  for (ir::NodeId id : std::vector<ir::NodeId>(g.order())) {
+    const ir::Node& n = g.node(id);
+    if ((n.op != "Mul" && n.op != "Add") || !n.domain.empty() || n.numInputs() != 2 || n.outputs.size() != 1) continue;
+    const int pos = g.value(n.inputs[0]).isConstant() ? 1 : 0;  // the activation's input
+    const ir::ValueId x = n.inputs[static_cast<size_t>(pos)], y = n.outputs[0];
+    const ir::Type& xt = g.value(x).type;
+    if (g.value(x).isConstant() || !xt.isStatic() || xt.shape.size() != 4 || xt.dtype != DType::kF32 || g.value(y).type.shape != xt.shape)
+      continue;
+    const int64_t C = xt.shape[1];
+    const std::vector<double> k = perChannel(g, n.inputs[static_cast<size_t>(1 - pos)], C);
+    if (k.empty()) continue;
+    Tensor w(DType::kF32, {C, 1, 1, 1}), b(DType::kF32, {C});
+    for (int64_t c = 0; c < C; ++c) {  // (k holds the constant's float32 values: exact)
+      w.data<float>()[c] = n.op == "Mul" ? static_cast<float>(k[static_cast<size_t>(c)]) : 1.0f;
+      b.data<float>()[c] = n.op == "Mul" ? 0.0f : static_cast<float>(k[static_cast<size_t>(c)]);
+    }
+    const std::string name = n.name, op = n.op;
+    const ir::ValueId wv = g.addConstant(g.uniqueValueName(name + "_w_dw"), std::move(w)).id;
+    const ir::ValueId bv = g.addConstant(g.uniqueValueName(name + "_b_dw"), std::move(b)).id;
+    rw.eraseNode(id);
+    ir::Node& conv = rw.addNode("Conv", name, {x, wv, bv}, {y});  // (writes the Mul's output: its readers unchanged)
+    conv.attrs["group"] = ir::Attr(C);
+    conv.attrs["kernel_shape"] = ir::Attr(std::vector<int64_t>{1, 1});
+    conv.merged_ops = {op};
+    conv.merged_nodes = {name};
+  }
+  if (rw.changed()) rw.finish();
+  return rw.changed();
+}
+
 bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
   bool chains = false;
   for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))

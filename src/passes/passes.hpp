@@ -58,6 +58,15 @@ class BatchNormToConvPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// A lone Mul or Add of a rank-4 float32 activation by a constant that is one value or one per channel (what
+/// fold-batchnorm leaves: no Conv before it, no chain) becomes a depthwise 1x1 Conv — Mul: weight k, no bias; Add:
+/// weight 1, bias k. int8-pow2's form of TIDL's per-channel scale (its BatchNorm layer); not in a default pipeline.
+class ScaleToConvPass : public Pass {
+ public:
+  const char* name() const override { return "scale-to-conv"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// A constant Pad in front of Conv / AveragePool / MaxPool becomes their padding, when that is exact.
 class FoldPadPass : public Pass {
  public:

@@ -254,6 +254,55 @@ TEST(Passes, AnUnfoldedBatchNormBecomesADepthwiseOneByOneConv) {
   EXPECT_EQ(f.node(f.order()[0]).op, "BatchNormalization");
 }
 
+// int8-pow2's per-channel scale (scale-to-conv): a lone Mul or Add by one constant per channel, or one value, becomes
+// a depthwise 1x1 Conv computing the same bits (one product, or one sum, per value: fmaf(k, x, +0) is x·k rounded
+// once); a constant of the tensor's whole shape, an operand that is not 4-D, or a Mul of two activations stays.
+TEST(Passes, ALoneScaleByAConstantBecomesADepthwiseOneByOneConv) {
+  for (const char* op : {"Mul", "Add"})
+    for (int form = 0; form < 5; ++form) {
+      Graph g;
+      g.opset = 13;
+      ValueId x = g.addValue("x", makeType(DType::kF32, {1, 3, 4, 5})).id;
+      g.inputs().push_back(x);
+      const Shape ks = form == 0 ? Shape{1, 3, 1, 1} : form == 1 ? Shape{3, 1, 1} : form == 2 ? Shape{} : Shape{1, 3, 4, 5};
+      Tensor k(DType::kF32, ks);
+      for (int64_t i = 0; i < k.numel(); ++i) k.data<float>()[i] = 0.37f * static_cast<float>(i + 1) - 0.6f;
+      ValueId kv = g.addConstant("k", std::move(k)).id, y = g.addValue("y").id;
+      ValueId other = form == 4 ? x : kv;  // form 4: two activations (x · x)
+      if (form == 1) g.addNode(op, "scale", {other, x}, {y});  // (the constant first)
+      else g.addNode(op, "scale", {x, other}, {y});
+      g.outputs().push_back(y);
+      ops::inferShapes(g);
+      Tensor in(DType::kF32, {1, 3, 4, 5});
+      for (int i = 0; i < 60; ++i) in.data<float>()[i] = static_cast<float>(i % 13) / 3.0f - 2.1f;
+      Tensor before = engine::Engine(g).run({in})[0];
+      passes::PassContext ctx;
+      ctx.verify_each = true;
+      passes::PassManager({"scale-to-conv", "dce"}).runToFixpoint(g, ctx);
+      const Node& n = g.node(g.order()[0]);
+      const bool lone = form <= 2;
+      EXPECT_EQ(n.op, lone ? "Conv" : op) << op << " form " << form;
+      if (lone) {
+        EXPECT_EQ(n.name, "scale");
+        EXPECT_EQ(n.attrInt("group", 1), 3);
+        EXPECT_EQ(g.value(n.inputs[1]).constant->shape(), (Shape{3, 1, 1, 1}));
+      }
+      EXPECT_TRUE(engine::Engine(g).run({in})[0].sameBits(before)) << op << " form " << form;
+    }
+  // Not in the default pipeline: the float targets keep the Mul.
+  Graph f;
+  f.opset = 13;
+  ValueId fx = f.addValue("x", makeType(DType::kF32, {1, 2, 3, 3})).id;
+  f.inputs().push_back(fx);
+  ValueId fk = f.addConstant("k", Tensor::fromVector<float>({1, 2, 1, 1}, {2.f, 3.f})).id, fy = f.addValue("y").id;
+  f.addNode("Mul", "m", {fx, fk}, {fy});
+  f.outputs().push_back(fy);
+  ops::inferShapes(f);
+  passes::PassContext ctx;
+  passes::PassManager(passes::translatePipeline()).runToFixpoint(f, ctx);
+  EXPECT_EQ(f.node(f.order()[0]).op, "Mul");
+}
+
 // Issue 47 item 4, end to end through the optimizer: the Clip that fuse-activations folds into its Conv, and the
 // Reshape-Expand-Reshape that detect-patterns turns into a Resize, are still checked by the manual's rules for them.
 namespace {

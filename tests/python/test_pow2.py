@@ -21,13 +21,14 @@ CLI = os.environ.get("NPUC_CLI")
 
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
-    Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), a depthwise stride-2 deconvolution + Relu (a fourth output), element-wise Max and
-    Mul of two activations, a float layer between conversions, an add without activation, a concat of a signed and an
-    unsigned tensor (two q's), a split of codes and their concatenation in the other order, a batch norm no convolution
-    absorbs and its Relu (a depthwise 1x1 conv), a PRelu with one slope per channel, global average pooling, flatten,
-    inner product, the ArgMax of its codes (a second output) and its Softmax, one byte per class (a third). The float layer is a Mul by a constant (the tidl
-    target runs it; the int8-pow2 numerics have no integer form of it): one float32 product per value, so the oracle
-    computes it bit for bit."""
+    Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), a depthwise stride-2
+    deconvolution + Relu (a fourth output), element-wise Max and Mul of two activations, a Mul by a constant per
+    channel (a depthwise 1x1 conv), a float layer between conversions, an add without activation, a concat of a
+    signed and an unsigned tensor (two q's), a split of codes and their concatenation in the other order, a batch norm
+    no convolution absorbs and its Relu (a depthwise 1x1 conv), a PRelu with one slope per channel, global average
+    pooling, flatten, inner product, the ArgMax of its codes (a second output) and its Softmax, one byte per class (a
+    third). The float layer is a Relu after a Concat (nothing to fuse it into; the int8-pow2 numerics have no layer
+    of its own for it): exact in float32, so the oracle computes it bit for bit."""
     rng = np.random.default_rng(5)
 
     def w(name, shape, scale):
@@ -66,7 +67,8 @@ def make_model(path):
         N("Add", ["gg", "f"], ["i"], name="add_i"),
         N("Concat", ["i", "h"], ["ih"], name="cat_ih", axis=1),
         N("Split", ["ih", "halves"], ["ih_a", "ih_b"], name="split_ih", axis=1),
-        N("Concat", ["ih_b", "ih_a"], ["ihs"], name="cat_ihs", axis=1),
+        N("Concat", ["ih_b", "ih_a"], ["ihs0"], name="cat_ihs", axis=1),
+        N("Relu", ["ihs0"], ["ihs"], name="relu_ihs"),
         N("BatchNormalization", ["ihs", "bn_s", "bn_b", "bn_m", "bn_v"], ["ik0"], name="bn_k"), N("Relu", ["ik0"], ["ik"], name="relu_k"),
         N("GlobalAveragePool", ["ik"], ["j"], name="gap_j"),
         N("Flatten", ["j"], ["k"], name="flat_k"),
@@ -317,8 +319,8 @@ class Oracle:
                 self.slots[out]["q"] = 8  # (fixed: no range history)
                 y = [self.requant(np.array([a]), 8, int(b), False)[0] for a, b in zip(e.reshape(-1), S.reshape(-1))]
                 v[n.output[0]] = (np.array(y, dtype=np.int64).reshape(c.shape), out)
-            elif n.op_type == "Mul":  # the float layer, by a constant (one float32 product per value)
-                v[n.output[0]] = (self.real(ins[0]) * self.w[n.input[1]]).astype(np.float32)
+            elif n.op_type == "Relu":  # the float layer (exact)
+                v[n.output[0]] = np.maximum(self.real(ins[0]), np.float32(0))
             else:
                 raise AssertionError("the oracle has no rule for %s (%s)" % (n.name, n.op_type))
         self.cls = v["cls"]
@@ -371,7 +373,8 @@ def test_the_table_names_every_integer_form(packages):
     assert ops["conv_a"] == "conv" and ops["conv_d"] == "conv" and ops["fc"] == "gemm"
     assert ops["add_c"] == "add" and ops["add_i"] == "add" and ops["gap_j"] == "global_avg_pool" and ops["cat_ih"] == "concat"
     assert ops["pool_ea"] == "avg_pool" and ops["bn_k"] == "conv"
-    assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "prelu" and ops["gain_g"] == "float"
+    assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "prelu" and ops["gain_g"] == "conv"
+    assert ops["relu_ihs"] == "float"
     assert ops["crop_es"] == "moves" and ops["split_ih"] == "moves" and ops["argmax_cls"] == "argmax"
     assert ops["softmax_p"] == "softmax" and ops["deconv_up"] == "deconv"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}

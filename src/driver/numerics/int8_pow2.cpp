@@ -76,9 +76,10 @@ class Int8Pow2 final : public Strategy {
   void checkOptions(Translation& tr) override { setup_ = pow2Options(tr.o); }
 
   std::vector<std::vector<std::string>> afterOptimize(const Translation&, const Model&) const override {
-    // No channel-affine layer of its own: a BatchNormalization no Conv absorbed runs as a depthwise 1x1 convolution
-    // (TIDL's BatchNorm layer), the activation after it fused (docs/numerics.md).
-    return {{"batchnorm-to-conv", "fuse-activations", "dce"}};
+    // No channel-affine layer of its own: a BatchNormalization no Conv absorbed, and a lone Mul or Add by a constant per
+    // channel, run as a depthwise 1x1 convolution (TIDL's BatchNorm layer), the activation after it fused
+    // (docs/numerics.md).
+    return {{"batchnorm-to-conv", "scale-to-conv", "fuse-activations", "dce"}};
   }
 
   void calibrate(Translation& tr, Model& body) override {
