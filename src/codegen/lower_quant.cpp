@@ -151,7 +151,7 @@ void Lowerer::qavgPoolNode(const ir::Node& n) {
 }
 
 /// The int8-pow2 ops (quant/pow2.hpp) -> layers in their int8-pow2 forms, the table (attribute "table") as the
-/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2ConvTranspose -> conv_transpose, P2Add / P2Max / P2Mul / P2PRelu -> binary add / max / mul / prelu, P2Concat -> concat, P2AvgPool -> avg_pool, P2Softmax -> softmax, P2GlobalAvgPool ->
+/// layer's last input: P2Conv -> conv (4-D x) or gemm (2-D x), P2ConvTranspose -> conv_transpose, P2Add / P2Max / P2Mul / P2PRelu -> binary add / max / mul / prelu, P2Concat -> concat, P2AvgPool -> avg_pool, P2Resize -> resize, P2Softmax -> softmax, P2GlobalAvgPool ->
 /// global_avg_pool, P2Quantize -> quantize, P2Dequantize -> dequantize (docs/numerics.md, "int8-pow2").
 void Lowerer::pow2Node(const ir::Node& n) {
   if (!numericsTraits(t_.numerics).pow2_codes)
@@ -197,6 +197,13 @@ void Lowerer::pow2Node(const ir::Node& n) {
   }
   if (n.op == "P2AvgPool") {
     poolLayer(n, {in(n, 0), tv});
+    return;
+  }
+  if (n.op == "P2Resize") {  // an interpolating resize: the float form's words, its table last
+    bool sizes_in = false, scales_in = false;
+    const kernels::ResizeSpec spec = resizeSpec(n, n.attrInt("upsample", 0) != 0, &sizes_in, &scales_in);
+    if (sizes_in || scales_in) unsupported(n, "the int8-pow2 resize takes constant sizes / scales");
+    emit(n, LayerKind::kResize, {in(n, 0), tv}, out, package::resizeParams(spec));
     return;
   }
   if (n.op == "P2Softmax") {  // the float form's words: kind 0 (Softmax), axis
@@ -263,7 +270,7 @@ void qmulNode(Lowerer& l, const ir::Node& n) {
 void registerQuantLowerings(LowerTable& t) {
   t[{"ai.npuc", "QLookup"}] = &qlookupNode;
   t[{"ai.npuc", "QMul"}] = &qmulNode;
-  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2ConvTranspose", "P2Add", "P2Max", "P2Mul", "P2PRelu", "P2Concat", "P2AvgPool", "P2Softmax", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
+  for (const char* op : {"P2Quantize", "P2Dequantize", "P2Conv", "P2ConvTranspose", "P2Add", "P2Max", "P2Mul", "P2PRelu", "P2Concat", "P2AvgPool", "P2Resize", "P2Softmax", "P2GlobalAvgPool"}) t[{"ai.npuc", op}] = &Lowerer::pow2Node;
   t[{"ai.npuc", "QConv"}] = &Lowerer::qconvNode;
   t[{"ai.npuc", "QAdd"}] = &Lowerer::qaddNode;
   t[{"ai.npuc", "QMatMul"}] = &Lowerer::qmatmulNode;

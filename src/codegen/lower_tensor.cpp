@@ -240,11 +240,19 @@ void Lowerer::slice(const ir::Node& n) {
 /// Resize / Upsample: the engine's parameters (kernels::ResizeSpec) from the attributes and the constant roi, scales
 /// or sizes, stored in the parameter block; the runtime computes the same taps.
 void Lowerer::resize(const ir::Node& n) {
+  bool sizes_in = false, scales_in = false;
+  const kernels::ResizeSpec p = resizeSpec(n, n.op == "Upsample", &sizes_in, &scales_in);
+  std::vector<int> ins{in(n, 0)};
+  if (sizes_in) ins.push_back(intIn(n, 3));
+  if (scales_in) ins.push_back(in(n, 2));
+  emit(n, LayerKind::kResize, ins, outVal(n, n.outputs[0]), package::resizeParams(p));
+}
+
+kernels::ResizeSpec Lowerer::resizeSpec(const ir::Node& n, bool upsample, bool* sizes_computed, bool* scales_computed) {
   const Shape& x = shapeOf(n, 0);
   const Shape& ys = g_.value(n.outputs[0]).type.shape;
   const int64_t rank = static_cast<int64_t>(x.size());
   if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
-  bool upsample = n.op == "Upsample";
   kernels::ResizeSpec p;
   std::string mode = n.attrString("mode", "nearest");
   if (mode == "nearest") p.interp = kernels::ResizeInterp::kNearest;
@@ -320,10 +328,9 @@ void Lowerer::resize(const ir::Node& n) {
     }
   }
   if (ys.size() != x.size()) unsupported(n, "output rank differs from the input rank");
-  std::vector<int> ins{in(n, 0)};
-  if (sizes_in) ins.push_back(intIn(n, 3));
-  if (scales_in) ins.push_back(in(n, 2));
-  emit(n, LayerKind::kResize, ins, outVal(n, n.outputs[0]), package::resizeParams(p));
+  *sizes_computed = sizes_in;
+  *scales_computed = scales_in;
+  return p;
 }
 
 void Lowerer::transposeNode(const ir::Node& n) {

@@ -712,6 +712,9 @@ class Lowerer {
   /// Resize / Upsample: the engine's parameters (kernels::ResizeSpec) from the attributes and the constant roi, scales
   /// or sizes, stored in the parameter block; the runtime computes the same taps.
   void resize(const ir::Node& n);
+  /// Resize's / Upsample's specification from the node (its attributes and constant inputs; `upsample`: Upsample's
+  /// legacy meaning); whether the sizes or scales are computed by the model (then read by the layer when it runs).
+  kernels::ResizeSpec resizeSpec(const ir::Node& n, bool upsample, bool* sizes_computed, bool* scales_computed);
 
   /// LayerNormalization: scale and bias (constants, numpy-broadcast to the normalised dims) expanded to float32
   /// [inner] in the weight space, as the reference engine expands them.

@@ -256,6 +256,13 @@ void maxPool(const Pool2dShape& s, const uint8_t* x, bool is_signed, uint8_t* y,
 /// Global max pooling on codes (of one q: the output keeps the input's slot): the largest code of each plane of `size`.
 void globalMaxPool(const uint8_t* x, bool is_signed, int64_t planes, int64_t size, uint8_t* y, ThreadPool* pool);
 
+/// An interpolating resize of codes (linear or cubic; kernels::resizeTaps' coordinates and weights): each axis's tap
+/// weights rounded to integers at 2^-kResizeF, acc = the sum over the output's tap combinations of the product of
+/// their weights times the code (exact), at 2^-(qx + kResizeF * rank). One loop for both modes.
+inline constexpr int kResizeF = 10;
+void resizeAcc(const std::vector<ResizeTaps>& taps, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape,
+               Codes x, int64_t* acc);
+
 /// Softmax of codes as one byte per class (TIDL's classification output): unsigned codes at the fixed 2^-kSoftmaxQ.
 /// For each of outer x inner rows of `len` codes (stride inner) with m the row's largest code:
 ///   e_i = E[m - x_i],  E[d] = round(2^16 exp(-d 2^-q)) for d in [0, 255] (int64, E[0] = 2^16),  s = sum e_i,

@@ -434,6 +434,17 @@ void registerQuantNpucOps(Registry& r) {
                     out.insert(out.end(), w.out.begin(), w.out.end());
                     c.setOutput(0, outType(t), out);
                   }));
+  pow2(makeSchema("P2Resize", 1, 4,
+                  "int8-pow2 interpolating resize (linear or cubic): Resize's inputs and attributes (constant roi, "
+                  "scales, sizes; `upsample` 1: Upsample's meaning) on codes, the taps' weights as integers at 2^-10, "
+                  "exact sums requantized to this frame's q; `output_shape` is the output's shape",
+                  [=](InferContext& c) {
+                    codes(c, 0);
+                    const auto t = table(c);
+                    const std::vector<int64_t> y = c.node().attrInts("output_shape");
+                    if (y.size() != c.inputShape(0).size()) c.error("output_shape {} must have x's rank", shapeStr(y));
+                    c.setOutput(0, outType(t), y);
+                  }));
   pow2(makeSchema("P2Softmax", 1, 1,
                   "int8-pow2 softmax over `axis` (one axis, ONNX 13's meaning): codes -> uint8 probabilities at the "
                   "fixed 2^-8, one byte per class (kernels::pow2::softmax)",

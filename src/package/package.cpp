@@ -97,6 +97,7 @@ Pow2Form pow2Form(Numerics numerics, const Descriptor& d) {
     case LayerKind::kConv:
     case LayerKind::kConvTranspose:
     case LayerKind::kGemm:
+    case LayerKind::kResize:  // (an interpolating one; a nearest resize of codes moves them, without a table)
     case LayerKind::kConcat:  // (with its table last: a concat of codes without one moves them, as max pooling does)
       return d.n_in >= 2 && d.in(d.n_in - 1).type == ElemType::kI32 ? Pow2Form::kTable : Pow2Form::kNone;
     case LayerKind::kBinary:

@@ -474,11 +474,11 @@ struct Checker {
         ((d.n_in > 0 && d.in(0).type == ElemType::kF16) || d.out(0).type == ElemType::kF16))
       ft = ElemType::kF16;
     // The int8-pow2 forms checkPow2Form leaves to the float form's geometry checks (conv, conv_transpose, max_pool,
-    // avg_pool, global_avg_pool, global_max_pool); every other kind keeps its own type checks (codes where a float form
+    // avg_pool, resize, global_avg_pool, global_max_pool); every other kind keeps its own type checks (codes where a float form
     // needs floats are refused).
     const bool pow2 = pow2Form(p.numerics, d) != Pow2Form::kNone &&
                       (d.kind == LayerKind::kConv || d.kind == LayerKind::kConvTranspose || d.kind == LayerKind::kMaxPool ||
-                       d.kind == LayerKind::kAvgPool ||
+                       d.kind == LayerKind::kAvgPool || d.kind == LayerKind::kResize ||
                        d.kind == LayerKind::kGlobalAvgPool || d.kind == LayerKind::kGlobalMaxPool);
     const std::vector<uint32_t> w = paramWords(p, d);
     const LayerCheck c{*this, p, where, d, what, ft, pow2, d.in(0), d.out(0), w};

@@ -140,6 +140,9 @@ bool checkPow2Form(const LayerCheck& c, std::map<uint32_t, kernels::pow2::Table>
     case LayerKind::kConv:
     case LayerKind::kConvTranspose:
     case LayerKind::kGemm: return checkProduct(c);
+    case LayerKind::kResize:
+      if (c.x.rank > 4) c.bad("{}: the int8-pow2 resize takes rank 4 at most, got {}", c.what, c.x.rank);
+      return false;  // the specification is the float form's
     case LayerKind::kAvgPool:
     case LayerKind::kGlobalAvgPool: return false;  // the geometry is the float form's
     default: return true;                          // quantize, dequantize: the table is the form

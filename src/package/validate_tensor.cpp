@@ -75,7 +75,11 @@ struct TensorChecks : LayerCheck {
   void resize() const {
     if (w[0] > 2 || w[1] > 6 || w[2] > 3 || w[3] > 1 || w[4] > 1)
       bad("{}: interp {} / coordinate mode {} / nearest mode {} / flags {} {} out of range", what, w[0], w[1], w[2], w[3], w[4]);
-    if (x.type == ft) {
+    if (pow2) {  // the int8-pow2 form (types and table: checkPow2Form) interpolates
+      const auto interp = static_cast<kernels::ResizeInterp>(w[0]);
+      if (interp == kernels::ResizeInterp::kNearest || static_cast<kernels::ResizeCoord>(w[1]) == kernels::ResizeCoord::kTfCropAndResize)
+        bad("{}: the int8-pow2 resize interpolates (linear or cubic, not tf_crop_and_resize)", what);
+    } else if (x.type == ft) {
       isFloat(y, "y");
     } else {  // a nearest resize moves elements of any type (int8-pow2 codes, integers): it selects, computes nothing
       const auto interp = static_cast<kernels::ResizeInterp>(w[0]);
@@ -95,7 +99,7 @@ struct TensorChecks : LayerCheck {
       if (x.dims[static_cast<size_t>(a)] == 0 && y.dims[static_cast<size_t>(a)] != 0) bad("{}: resizes an empty dim {}", what, a);
     }
     if (!std::isfinite(spec.cubic_a) || !std::isfinite(spec.extrapolation)) bad("{}: cubic_coeff_a / extrapolation not finite", what);
-    if (d.n_in == 2 && ((d.in(1).type != ElemType::kI64 && d.in(1).type != ft) || d.in(1).numel() != x.rank))
+    if (!pow2 && d.n_in == 2 && ((d.in(1).type != ElemType::kI64 && d.in(1).type != ft) || d.in(1).numel() != x.rank))
       bad("{}: sizes / scales are {} {}, not int64 / {} [{}]", what, elemName(d.in(1).type), dimsStr(d.in(1)), elemName(ft), x.rank);
   }
 

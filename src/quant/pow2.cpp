@@ -202,8 +202,7 @@ class Pow2Builder {
       return moves(n);
     if (n.op == "Resize" || n.op == "Upsample") {
       if (isNearestResize(n)) return moves(n);
-      return n.attrString("mode", "nearest") != "nearest" ? "a Resize that interpolates (a nearest one moves codes)"
-                                                          : "a tf_crop_and_resize Resize";
+      return resizeOp(n);
     }
     if (n.op == "ArgMax") return argMaxOp(n);
     if (n.op == "Softmax") return softmaxOp(n);
@@ -594,6 +593,38 @@ class Pow2Builder {
     g_.addNode("ArgMax", name, ins, outs).attrs = attrs;
     ++rep_.integer_layers;
     rep_.layers.push_back({name, "argmax", 0, 0, ""});
+    return "";
+  }
+
+  /// A Resize that interpolates (linear, cubic; not tf_crop_and_resize), of rank 4 at most, its roi / scales / sizes
+  /// constants: the codes' integer-weighted sums (kernels::pow2::resizeAcc), requantized into the output's slot.
+  std::string resizeOp(ir::Node& n) {
+    if (n.attrString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return "a tf_crop_and_resize Resize";
+    if (n.attrInt("antialias", 0) != 0) return "an antialiased Resize";
+    const ir::ValueId x = n.inputs[0];
+    const ir::Value& y = g_.value(n.outputs[0]);
+    if (!isFloat32(x) || !g_.value(x).type.isStatic() || !y.type.isStatic() || g_.value(x).type.shape.size() > 4)
+      return "a float32 input of static shape and rank 4 at most needed";
+    for (int i = 1; i < n.numInputs(); ++i)
+      if (n.hasInput(i) && !g_.value(n.inputs[static_cast<size_t>(i)]).isConstant()) return "roi, scales or sizes computed by the model";
+    if (!hasCodes(x)) return "its input is not held as codes";
+    Code cx = codesOf(x);
+    std::string warning;
+    const bool is_signed = cx.is_signed || rangeOfTensor(y.name, &warning).first < 0;  // (cubic taps overshoot)
+    pw::Table t;
+    t.in_slots = {cx.slot};
+    t.out = newSlot(y.name, is_signed);
+    Code cy{newCodes(y.name, y.type.shape, is_signed), t.out.slot, is_signed, false};
+    std::vector<ir::ValueId> ins = n.inputs;
+    ins[0] = cx.codes;
+    ir::Node& p = g_.addNode("P2Resize", n.name, ins, {cy.codes}, "ai.npuc");
+    p.attrs = n.attrs;
+    if (n.op == "Upsample") p.attrs["upsample"] = ir::Attr(int64_t{1});
+    p.attrs["output_shape"] = ir::Attr(y.type.shape);
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back({n.name, "resize", 0, 0, ""});
+    ++rep_.integer_layers;
+    replaceOutput(n, cy);
     return "";
   }
 

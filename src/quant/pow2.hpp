@@ -10,6 +10,7 @@
 //   P2GlobalAvgPool
 //   P2Concat      Concat of up to 6 inputs: each brought exactly to the finest q, one slot for the result
 //   P2AvgPool     2-D AveragePool whose windows share one divisor: the exact window sums, divided in requantization
+//   P2Resize      an interpolating Resize / Upsample (linear, cubic): integer tap weights at 2^-10, exact sums
 //   P2Softmax     Softmax over one axis: uint8 probabilities at the fixed 2^-8, one byte per class
 //   MaxPool, Flatten, Reshape, Squeeze, Unsqueeze, Identity on codes: the same ops, the input's slot
 // Every P2 node carries attribute "table" (kernels::pow2::encodeTable): its input slots, its output slot with the

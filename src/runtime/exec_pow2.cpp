@@ -1,6 +1,6 @@
 // The int8-pow2 forms (TIDL's dynamic quantization, docs/numerics.md; runtime_impl.hpp): a layer whose last input is
-// its table (conv, conv_transpose, gemm, binary add / max / mul / prelu, concat, softmax, average and global average
-// pooling, quantize, dequantize) runs here instead of its kind's float form, as do max and global max pooling over
+// its table (conv, conv_transpose, gemm, binary add / max / mul / prelu, concat, resize, softmax, average and global
+// average pooling, quantize, dequantize) runs here instead of its kind's float form, as do max and global max pooling over
 // codes; the slots' q's and range histories are the package's state from frame to frame.
 #include "runtime/runtime_impl.hpp"
 
@@ -111,6 +111,15 @@ struct Pow2Run {
                          t.qb, o.round_add, im.p2_acc.data());
     pw::finish(im.p2_acc.data(), n, x.q + t.qw, 1, t.out, *out, o, s.out);
   }
+  /// resize (linear / cubic): the taps of its words' specification, their integer weights' sums, finished.
+  void resize() const {
+    const Shape &x = s.shapes[0], &y = s.shapes.back();
+    const auto taps = kernels::resizeTaps(package::resizeSpecFromParams(s.p, x.size()), x, y);
+    im.p2_acc.resize(static_cast<size_t>(n));
+    const pw::Codes cx = codes(0);
+    pw::resizeAcc(taps, x, y, cx, im.p2_acc.data());
+    pw::finish(im.p2_acc.data(), n, cx.q + pw::kResizeF * static_cast<int>(x.size()), 1, t.out, *out, o, s.out);
+  }
   /// softmax into one byte per class (fixed q: the slot is not updated).
   void softmax() const {
     const Shape& y = s.shapes.back();
@@ -165,6 +174,7 @@ void Runtime::Impl::execPow2(Step& s) {
     case LayerKind::kAvgPool: return run.avgPool();
     case LayerKind::kSoftmax: return run.softmax();
     case LayerKind::kConvTranspose: return run.convTranspose();
+    case LayerKind::kResize: return run.resize();
     case LayerKind::kGlobalAvgPool: return run.globalAvgPool();
     default: return run.conv();  // conv, gemm
   }

@@ -196,6 +196,44 @@ TEST(Pow2, TransposedConvolutionSumsAreTheFloatReferencesOnTheCodes) {
     }
 }
 
+// The int8-pow2 resize: integer tap weights at 2^-10 per axis. Where the float weights are multiples of 2^-10 (a 2x
+// half_pixel bilinear: 1/4, 3/4) the sums are the float resize's exactly; elsewhere (3x asymmetric, cubic) within
+// the weights' rounding (half a step per axis and tap).
+TEST(Pow2, ResizeSumsAreTheFloatResizeWithIntegerWeights) {
+  std::mt19937 rng(21);
+  const std::vector<int64_t> xs = {1, 3, 5, 4};
+  std::vector<uint8_t> x(60);
+  std::vector<float> xf(60);
+  for (size_t i = 0; i < x.size(); ++i) xf[i] = static_cast<float>(static_cast<int8_t>(x[i] = static_cast<uint8_t>(rng())));
+  struct Case {
+    ResizeInterp interp;
+    ResizeCoord coord;
+    double sh, sw;
+    bool exact;
+  };
+  for (const Case& c : {Case{ResizeInterp::kLinear, ResizeCoord::kHalfPixel, 2, 2, true},
+                        Case{ResizeInterp::kLinear, ResizeCoord::kAsymmetric, 3, 1.5, false},
+                        Case{ResizeInterp::kCubic, ResizeCoord::kHalfPixel, 2, 2, false},
+                        Case{ResizeInterp::kLinear, ResizeCoord::kAlignCorners, 0.6, 0.5, false}}) {
+    ResizeSpec s;
+    s.interp = c.interp;
+    s.coord = c.coord;
+    s.scale = {1, 1, c.sh, c.sw};
+    s.roi_start = {0, 0, 0, 0};
+    s.roi_end = {1, 1, 1, 1};
+    const std::vector<int64_t> ys = {1, 3, static_cast<int64_t>(std::floor(5 * c.sh)), static_cast<int64_t>(std::floor(4 * c.sw))};
+    std::vector<float> ref(static_cast<size_t>(ys[2] * ys[3] * 3));
+    resize(s, xs, ys, xf.data(), ref.data(), nullptr);
+    std::vector<int64_t> acc(ref.size());
+    resizeAcc(resizeTaps(s, xs, ys), xs, ys, Codes{x.data(), true, 0}, acc.data());
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const double got = std::ldexp(static_cast<double>(acc[i]), -4 * kResizeF);
+      if (c.exact) ASSERT_EQ(got, static_cast<double>(ref[i])) << i;
+      else ASSERT_NEAR(got, ref[i], 16 * 128 * std::ldexp(1.0, -kResizeF)) << i;  // (16 taps of 128 at most)
+    }
+  }
+}
+
 /// A random 2-D convolution for the fast paths' tests (groups, depthwise, kernels up to 5, strides up to 3, dilations,
 /// pads), channels scaled by `wide` (1: a few; larger: several blocks of the VNNI form's 4 channels x 64 outputs, and
 /// its shared-im2col split); nullopt where the draw leaves no output.

@@ -22,7 +22,7 @@ CLI = os.environ.get("NPUC_CLI")
 def make_model(path):
     """Every int8-pow2 form: conv + Relu, conv without activation (signed), residual add + Relu, depthwise conv +
     Clip(0, 6), max pooling on codes, a slice of codes, average pooling (3x3, padding counted), a depthwise stride-2
-    deconvolution + Relu (a fourth output), element-wise Max and Mul of two activations, a Mul by a constant per
+    deconvolution + Relu (a fourth output), a bilinear 2x Resize (a fifth), element-wise Max and Mul of two activations, a Mul by a constant per
     channel (a depthwise 1x1 conv), a float layer between conversions, an add without activation, a concat of a
     signed and an unsigned tensor (two q's), a split of codes and their concatenation in the other order, a batch norm
     no convolution absorbs and its Relu (a depthwise 1x1 conv), a PRelu with one slope per channel, global average
@@ -45,6 +45,7 @@ def make_model(path):
              numpy_helper.from_array(rng.uniform(0.05, 0.5, (8, 1, 1)).astype(np.float32), "slope"),
              numpy_helper.from_array(rng.uniform(0.5, 1.5, (1, 8, 1, 1)).astype(np.float32), "gain")]
     inits += [w("wt", (8, 1, 4, 4), 0.4), w("bt", (8,), 0.1)]  # (drawn last: the other weights stay as they were)
+    inits += [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "twice")]
     N = helper.make_node
     nodes = [
         N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]), N("Relu", ["a0"], ["a"], name="relu_a"),
@@ -58,6 +59,7 @@ def make_model(path):
         N("ConvTranspose", ["ea", "wt", "bt"], ["up0"], name="deconv_up", group=8, kernel_shape=[4, 4], strides=[2, 2],
           pads=[1, 1, 1, 1]),
         N("Relu", ["up0"], ["up"], name="relu_up"),
+        N("Resize", ["ea", "", "twice"], ["ups"], name="resize_ups", mode="linear"),
         N("Conv", ["ea", "wd", "bd"], ["f"], name="conv_f"),
         N("Conv", ["ea", "we", "be"], ["h0"], name="conv_h"), N("Relu", ["h0"], ["h"], name="relu_h"),
         N("Max", ["f", "h"], ["g"], name="max_g"),
@@ -80,7 +82,8 @@ def make_model(path):
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5]),
                            helper.make_tensor_value_info("cls", TensorProto.INT64, [1]),
                            helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 5]),
-                           helper.make_tensor_value_info("up", TensorProto.FLOAT, [1, 8, 8, 6])], inits)
+                           helper.make_tensor_value_info("up", TensorProto.FLOAT, [1, 8, 8, 6]),
+                           helper.make_tensor_value_info("ups", TensorProto.FLOAT, [1, 8, 8, 6])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(m, path)
 
@@ -309,6 +312,20 @@ class Oracle:
                 sc = np.clip(np.sign(S) * np.floor(np.abs(S) * 2.0 ** qs + 0.5), -lim, lim).astype(np.int64)
                 acc = np.where(x >= 0, x << qs, x * sc.reshape(1, -1, 1, 1))
                 v[n.output[0]] = self.finish(acc, self.slots[sx]["q"] + qs, 1, self.slot_of[n.output[0]])
+            elif row.get("op") == "resize":  # bilinear 2x, half_pixel: per axis two taps (edge-clamped), weights at 2^-10
+                (c, sx) = ins[0]
+                def taps(n_in):
+                    xs = (np.arange(2 * n_in) + 0.5) / 2 - 0.5
+                    x0 = np.floor(xs).astype(np.int64)
+                    w1 = np.rint((xs - x0) * 1024).astype(np.int64)
+                    return np.clip(x0, 0, n_in - 1), np.clip(x0 + 1, 0, n_in - 1), 1024 - w1, w1
+                h0, h1, hw0, hw1 = taps(c.shape[2])
+                c0, c1, cw0, cw1 = taps(c.shape[3])
+                acc = np.zeros((1, c.shape[1], 2 * c.shape[2], 2 * c.shape[3]), dtype=np.int64)
+                for hi, hw in ((h0, hw0), (h1, hw1)):
+                    for ci, cw in ((c0, cw0), (c1, cw1)):
+                        acc += c[:, :, hi][:, :, :, ci] * hw.reshape(1, 1, -1, 1) * cw.reshape(1, 1, 1, -1)
+                v[n.output[0]] = self.finish(acc * 1024 * 1024, self.slots[sx]["q"] + 40, 1, self.slot_of[n.output[0]])
             elif row.get("op") == "softmax":  # one byte per class at the fixed 2^-8, exp from a table at 2^-16
                 (c, sx), axis = ins[0], attrs.get("axis", -1)
                 E = np.array([int(np.rint(math.ldexp(math.exp(-math.ldexp(float(d), -self.slots[sx]["q"])), 16)))
@@ -326,6 +343,7 @@ class Oracle:
         self.cls = v["cls"]
         self.probs = self.real(v["probs"])
         self.up = self.real(v["up"])
+        self.ups = self.real(v["ups"])
         return self.real(v["logits"])
 
 
@@ -376,7 +394,7 @@ def test_the_table_names_every_integer_form(packages):
     assert ops["max_g"] == "max" and ops["mul_m"] == "mul" and ops["prelu_p"] == "prelu" and ops["gain_g"] == "conv"
     assert ops["relu_ihs"] == "float"
     assert ops["crop_es"] == "moves" and ops["split_ih"] == "moves" and ops["argmax_cls"] == "argmax"
-    assert ops["softmax_p"] == "softmax" and ops["deconv_up"] == "deconv"
+    assert ops["softmax_p"] == "softmax" and ops["deconv_up"] == "deconv" and ops["resize_ups"] == "resize"
     signed = {r["name"]: r["signed"] for r in rows if r["kind"] == "slot"}
     assert signed["a"] == "0" and signed["b"] == "1" and signed["c"] == "0" and signed["d"] == "0" and signed["i"] == "1"
     assert signed["h"] == "0" and signed["ih"] == "1" and signed["ik"] == "0"
@@ -387,17 +405,19 @@ def test_a_frame_sequence_is_the_oracles(packages, name):
     pkg = packages[name]
     oracle = oracle_for(pkg, name)
     seq = frames(12, 7)
-    want, classes, probs, ups = [], [], [], []
+    want, classes, probs, ups, resized = [], [], [], [], []
     for x in seq:
         want.append(oracle.run(x))
         classes.append(oracle.cls)
         probs.append(oracle.probs)
         ups.append(oracle.up)
+        resized.append(oracle.ups)
     for threads, exact in ((1, True), (1, False), (2, False), (3, False), (2, True)):
         rt = npuc.Runtime(str(pkg), threads=threads, exact=exact)
         got = [rt.run({"x": x}) for x in seq]
-        for i, (g, w, c, p, u) in enumerate(zip(got, want, classes, probs, ups)):
+        for i, (g, w, c, p, u, r) in enumerate(zip(got, want, classes, probs, ups, resized)):
             assert g["up"].tobytes() == u.tobytes(), (name, i, "deconvolution")
+            assert g["ups"].tobytes() == r.tobytes(), (name, i, "resize")
             assert g["logits"].tobytes() == w.tobytes(), "%s frame %d (threads %d, exact %s): %s vs %s" % (
                 name, i, threads, exact, g["logits"], w)
             assert g["probs"].tobytes() == p.tobytes(), (name, i, g["probs"], p)  # one byte per class, as float

@@ -241,19 +241,18 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   std::map<std::string, int> kinds;
   for (const RuntimeLayer& l : probe.layers()) ++kinds[l.kind];
   EXPECT_EQ(kinds["quantize"], 1);
-  EXPECT_EQ(kinds["dequantize"], 4);  // (the logits, the peaks, the probabilities, the upsampled map; ArgMax reads codes)
+  EXPECT_EQ(kinds["dequantize"], 5);  // (the logits, the peaks, the probabilities, the two upsampled maps; not ArgMax's)
   EXPECT_EQ(kinds["softmax"], 1);
   EXPECT_EQ(kinds["conv_transpose"], 1);
   EXPECT_EQ(kinds["global_max_pool"], 1);
-  EXPECT_EQ(kinds["resize"], 1);
+  EXPECT_EQ(kinds["resize"], 2);  // (nearest, moving codes; bilinear, integer weights)
   {  // A resize of codes that would interpolate (its mode word made linear) is refused by the reader.
     Files f = readFiles(r.dir);
     package::Package pk = readFrom(f);
-    const package::Descriptor* rs = nullptr;
-    for (const package::Descriptor& d : pk.vec)
-      if (d.kind == package::LayerKind::kResize) rs = &d;
-    for (const package::Descriptor& d : pk.mac)
-      if (d.kind == package::LayerKind::kResize) rs = &d;
+    const package::Descriptor* rs = nullptr;  // (the nearest one: the resize without a table)
+    for (const auto* list : {&pk.vec, &pk.mac})
+      for (const package::Descriptor& d : *list)
+        if (d.kind == package::LayerKind::kResize && d.n_in == 1) rs = &d;
     ASSERT_NE(rs, nullptr);
     const uint32_t linear = 1;
     std::memcpy(f.at("drp_param.bin").data() + (rs->param_addr - pk.element("drp_param")->addr), &linear, 4);
@@ -274,6 +273,17 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
     std::memcpy(g.at("pf_weight.dat").data() + (sm->in(1).addr - pk.element("weight")->addr) + 4 * 9, &q7, 4);
     reseal(g);
     expectRefused(g, "writes unsigned codes at the fixed q 8, got unsigned q 7");
+    // The bilinear resize's interpolation word made nearest: its table says it computes, so it must interpolate.
+    Files bl = readFiles(r.dir);
+    const package::Descriptor* bi = nullptr;
+    for (const auto* list : {&pk.vec, &pk.mac})
+      for (const package::Descriptor& d : *list)
+        if (d.kind == package::LayerKind::kResize && d.n_in == 2) bi = &d;
+    ASSERT_NE(bi, nullptr);
+    const uint32_t nearest = 0;
+    std::memcpy(bl.at("drp_param.bin").data() + (bi->param_addr - pk.element("drp_param")->addr), &nearest, 4);
+    reseal(bl);
+    expectRefused(bl, "the int8-pow2 resize interpolates");
   }
   EXPECT_EQ(kinds["binary"], 3);      // Max, Mul, PRelu
   EXPECT_EQ(kinds["arg_reduce"], 1);
@@ -287,7 +297,7 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
     return out;
   };
   const auto ref = sequence(1, true);
-  ASSERT_EQ(ref.size(), 5 * frames.size());
+  ASSERT_EQ(ref.size(), 6 * frames.size());
   for (int threads : {1, 2, 3}) {
     EXPECT_EQ(sequence(threads, false), ref) << "fast, " << threads << " threads";
     EXPECT_EQ(sequence(threads, true), ref) << "exact, " << threads << " threads";

@@ -410,6 +410,40 @@ void convTransposeAcc(const ConvTransposeShape& s, Codes x, const int16_t* w, in
     }
 }
 
+void resizeAcc(const std::vector<ResizeTaps>& taps, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape,
+               Codes x, int64_t* acc) {
+  const size_t r = x_shape.size();
+  std::vector<std::vector<int64_t>> wi(r);  // each axis's weights at 2^-kResizeF
+  for (size_t a = 0; a < r; ++a)
+    for (double w : taps[a].w) wi[a].push_back(static_cast<int64_t>(std::llround(std::ldexp(w, kResizeF))));
+  std::vector<int64_t> ist(r, 1), idx(r, 0);
+  for (size_t i = r; i-- > 1;) ist[i - 1] = ist[i] * x_shape[i];
+  int64_t n = 1;
+  for (int64_t d : y_shape) n *= d;
+  std::vector<int> tap(r, 0);
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t sum = 0;
+    std::fill(tap.begin(), tap.end(), 0);
+    for (;;) {  // every combination of the axes' taps (first axis outermost)
+      int64_t w = 1, off = 0;
+      for (size_t a = 0; a < r; ++a) {
+        const size_t j = static_cast<size_t>(idx[a]) * static_cast<size_t>(taps[a].k) + static_cast<size_t>(tap[a]);
+        w *= wi[a][j];
+        off += taps[a].idx[j] * ist[a];
+      }
+      if (w != 0) sum += w * codeAt(x.p, off, x.is_signed);
+      size_t a = r;
+      while (a-- > 0 && ++tap[a] == taps[a].k) tap[a] = 0;
+      if (a == static_cast<size_t>(-1)) break;
+    }
+    acc[o] = sum;
+    for (size_t a = r; a-- > 0;) {  // the next output's coordinates
+      if (++idx[a] < y_shape[a]) break;
+      idx[a] = 0;
+    }
+  }
+}
+
 void softmax(Codes x, int64_t outer, int64_t len, int64_t inner, int round_add, uint8_t* y) {
   int64_t E[256];  // exp(-d 2^-q) at 2^-16 for each difference d of two 8-bit codes
   for (int d = 0; d < 256; ++d) E[d] = static_cast<int64_t>(std::nearbyint(std::ldexp(std::exp(-std::ldexp(static_cast<double>(d), -x.q)), 16)));

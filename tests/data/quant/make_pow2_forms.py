@@ -5,7 +5,8 @@
 # channel, a channel shuffle (Reshape, Transpose, Reshape), a convolution, and as outputs beside the logits the ArgMax
 # of their codes, a global max pooling of the shuffled codes upsampled by a nearest Resize, and the Softmax of those
 # peaks flattened (TIDL's flattened softmax: one byte per class), and a depthwise stride-2 deconvolution + Relu of the
-# last feature map (TIDL's Deconvolution, JSegNet21's upsampling). Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
+# last feature map (TIDL's Deconvolution, JSegNet21's upsampling) and its bilinear resize to 18x25 (integer tap
+# weights). Input x [1, 3, 12, 12]. Seeded weights. Needs python3-onnx and numpy:
 #   /usr/bin/python3 tests/data/quant/make_pow2_forms.py
 import os
 
@@ -30,7 +31,8 @@ inits = [w("w1", (8, 3, 3, 3), 0.4), w("b1", (8,), 0.1), w("w2", (4, 4, 3, 3), 0
          const("halves", np.array([4, 4], np.int64)),
          const("slope", rng.uniform(0.05, 0.5, (4, 1, 1)).astype(np.float32)),
          const("s5", np.array([1, 2, 2, 12, 10], np.int64)), const("s4", np.array([1, 4, 12, 10], np.int64)),
-         const("roi", np.zeros(0, np.float32)), const("twice", np.array([1, 1, 2, 2], np.float32))]
+         const("roi", np.zeros(0, np.float32)), const("twice", np.array([1, 1, 2, 2], np.float32)),
+         const("sizes", np.array([1, 4, 18, 25], np.int64))]
 N = helper.make_node
 nodes = [
     N("Conv", ["x", "w1", "b1"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]),
@@ -46,6 +48,7 @@ nodes = [
     N("Conv", ["c", "w3", "b3"], ["logits"], name="conv_logits"),
     N("ConvTranspose", ["c", "wt", "bt"], ["up0"], name="deconv", group=4, kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1]),
     N("Relu", ["up0"], ["upsampled"], name="deconv_relu"),
+    N("Resize", ["c", "", "", "sizes"], ["bilinear"], name="bilinear", mode="linear"),
     N("ArgMax", ["logits"], ["classes"], name="argmax", axis=1, keepdims=1),
     N("Resize", ["sh", "roi", "twice"], ["up"], name="upsample", mode="nearest"),
     N("GlobalMaxPool", ["up"], ["peaks"], name="peaks"),
@@ -57,7 +60,8 @@ g = helper.make_graph(nodes, "pow2_forms", [helper.make_tensor_value_info("x", T
                        helper.make_tensor_value_info("classes", TensorProto.INT64, [1, 1, 12, 10]),
                        helper.make_tensor_value_info("peaks", TensorProto.FLOAT, [1, 4, 1, 1]),
                        helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 4]),
-                       helper.make_tensor_value_info("upsampled", TensorProto.FLOAT, [1, 4, 24, 20])], inits)
+                       helper.make_tensor_value_info("upsampled", TensorProto.FLOAT, [1, 4, 24, 20]),
+                       helper.make_tensor_value_info("bilinear", TensorProto.FLOAT, [1, 4, 18, 25])], inits)
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-tests")
 m.ir_version = 8
 onnx.checker.check_model(m, full_check=True)
