@@ -79,6 +79,9 @@ struct TensorChecks : LayerCheck {
       const auto interp = static_cast<kernels::ResizeInterp>(w[0]);
       if (interp == kernels::ResizeInterp::kNearest || static_cast<kernels::ResizeCoord>(w[1]) == kernels::ResizeCoord::kTfCropAndResize)
         bad("{}: the int8-pow2 resize interpolates (linear or cubic, not tf_crop_and_resize)", what);
+      // (the integer weights' products must stay far inside int64: cubic weights grow with the coefficient)
+      if (interp == kernels::ResizeInterp::kCubic && !(std::fabs(resizeSpecFromParams(w, x.rank).cubic_a) <= 1.0))
+        bad("{}: the int8-pow2 cubic resize takes |cubic_coeff_a| <= 1", what);
     } else if (x.type == ft) {
       isFloat(y, "y");
     } else {  // a nearest resize moves elements of any type (int8-pow2 codes, integers): it selects, computes nothing

@@ -601,6 +601,8 @@ class Pow2Builder {
   std::string resizeOp(ir::Node& n) {
     if (n.attrString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return "a tf_crop_and_resize Resize";
     if (n.attrInt("antialias", 0) != 0) return "an antialiased Resize";
+    if (n.attrString("mode", "nearest") == "cubic" && !(std::fabs(n.attrFloat("cubic_coeff_a", -0.75f)) <= 1.0f))
+      return "a cubic Resize with |cubic_coeff_a| above 1";
     const ir::ValueId x = n.inputs[0];
     const ir::Value& y = g_.value(n.outputs[0]);
     if (!isFloat32(x) || !g_.value(x).type.isStatic() || !y.type.isStatic() || g_.value(x).type.shape.size() > 4)
