@@ -8,7 +8,8 @@ build_pkgs=(cmake ninja-build g++ pkg-config
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev libstb-dev
-  flatbuffers-compiler libflatbuffers-dev)  # (flatc: the TFLite importer's schema, src/frontend/tflite/tflite.fbs)
+  flatbuffers-compiler libflatbuffers-dev  # (flatc: the TFLite importer's schema, src/frontend/tflite/tflite.fbs)
+  libopencv-videoio-dev)  # (video clips for tidl-classify, decoded by OpenCV; optional: the CLI refuses videos without it)
 # make demo builds the CLI alone (configured without tests and benchmarks): the build group less the test data, GoogleTest
 # and Google Benchmark.
 demo_pkgs=(cmake ninja-build g++ pkg-config libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev libcli11-dev

@@ -307,6 +307,11 @@ TargetInfo targetInfo(const std::string& name);
 /// kInvalidInput or kIo, one the rule cannot take (a crop larger than its frame) of kInvalidArgument; both name it.
 Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height, int64_t width,
                              const std::vector<double>& in_mean = {}, const std::vector<double>& in_scale = {});
+/// The same for a decoded frame (a video's: 8-bit B, G, R interleaved, frame_height x frame_width, as OpenCV's
+/// VideoCapture gives it); `name` names it in errors.
+Tensor tidlPreprocessFrame(const uint8_t* bgr, int64_t frame_height, int64_t frame_width, const std::string& name, int pre_proc_type,
+                           int64_t channels, int64_t height, int64_t width, const std::vector<double>& in_mean = {},
+                           const std::vector<double>& in_scale = {});
 /// A folder of pictures as calibration samples (translate / quantize --calib NAME=DIR; docs/calibration.md): how each
 /// becomes a sample of the input. Decoded (JPEG, PNG, BMP, PGM/PPM, TGA), resized to the input's H x W with
 /// INTER_AREA (kernels::resizeAreaHwc, OpenCV's bits), in R, G, B order (B, G, R with `bgr`; a 1-channel input takes

@@ -88,13 +88,36 @@ Picture crop(const Picture& p, int64_t x, int64_t y, int64_t w, int64_t h, const
 
 }  // namespace
 
+namespace {
+Tensor preprocess(Picture p, const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height,
+                  int64_t width, const std::vector<double>& in_mean, const std::vector<double>& in_scale);
+}  // namespace
+
 Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height, int64_t width,
                              const std::vector<double>& in_mean, const std::vector<double>& in_scale) {
   if (channels != 1 && channels != 3)
     fail(ErrorCode::kInvalidArgument, "{}: TIDL's pre-processing makes 1- or 3-channel pictures; the model's input has {} channels",
          picture.string(), channels);
   if (height < 1 || width < 1) fail(ErrorCode::kInvalidArgument, "{}: the input's height and width must be known", picture.string());
-  Picture p = decode(picture);
+  return preprocess(decode(picture), picture, pre_proc_type, channels, height, width, in_mean, in_scale);
+}
+
+Tensor tidlPreprocessFrame(const uint8_t* bgr, int64_t frame_height, int64_t frame_width, const std::string& name, int pre_proc_type,
+                           int64_t channels, int64_t height, int64_t width, const std::vector<double>& in_mean,
+                           const std::vector<double>& in_scale) {
+  if (channels != 1 && channels != 3)
+    fail(ErrorCode::kInvalidArgument, "{}: TIDL's pre-processing makes 1- or 3-channel pictures; the model's input has {} channels",
+         name, channels);
+  if (height < 1 || width < 1) fail(ErrorCode::kInvalidArgument, "{}: the input's height and width must be known", name);
+  if (frame_height < 1 || frame_width < 1 || frame_height * frame_width > (int64_t(1) << 28))
+    fail(ErrorCode::kInvalidInput, "{}: a {}x{} frame", name, frame_width, frame_height);
+  Picture p{frame_height, frame_width, 3, std::vector<uint8_t>(bgr, bgr + frame_height * frame_width * 3)};
+  return preprocess(std::move(p), name, pre_proc_type, channels, height, width, in_mean, in_scale);
+}
+
+namespace {
+Tensor preprocess(Picture p, const std::filesystem::path& picture, int pre_proc_type, int64_t channels, int64_t height,
+                  int64_t width, const std::vector<double>& in_mean, const std::vector<double>& in_scale) {
   std::array<double, 3> sub{0, 0, 0}, mul{1, 1, 1}, div{1, 1, 1};
   bool clamp8 = false;  // the mean subtracted into TIDL's signed 8-bit input: [-128, 127]
   const int64_t H = height, W = width;
@@ -154,6 +177,7 @@ Tensor tidlPreprocessPicture(const std::filesystem::path& picture, int pre_proc_
     }
   return t;
 }
+}  // namespace
 
 Tensor picturesAsSamples(const std::vector<std::filesystem::path>& pictures, const Shape& input, const PictureSamples& o) {
   if (input.size() != 4 || input[0] != 1)

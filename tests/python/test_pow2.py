@@ -6,6 +6,7 @@ Run by ctest (`python_tests`) with PYTHONPATH=build/python and NPUC_CLI=build/bi
 import csv
 import math
 import os
+import struct
 import subprocess
 
 import numpy as np
@@ -725,9 +726,53 @@ def test_tidl_classify_decides_as_the_package_classifies(tmp_path):
             assert line.endswith("decision: " + best), line
         else:
             assert line.endswith("decision: none (kept: %s)" % last), line
-    run = subprocess.run([CLI, "tidl-classify", str(pkg), "-l", "labels.txt", "-i", "clip.mp4"],
-                         cwd=tmp_path, capture_output=True, text=True)
-    assert run.returncode != 0 and "links no video decoder" in run.stderr, run.stderr
+    # The same frames as a video clip (the demo's video input): an uncompressed AVI written here, decoded by OpenCV's
+    # VideoCapture inside npuc — the same lines, frame after frame, as the folder of its pictures; --frames stops early.
+    write_avi(tmp_path / "clip.avi", np.stack([np.repeat(np.rint(x[100 + i, 0] * 255).astype(np.uint8)[:, :, None], 3, axis=2)
+                                               for i in range(12)]))
+    args = ["-l", "labels.txt", "-s", "classes.txt", "--top", "2", "--preProcType", "256", "--inMean", "0", "--inScale", str(1 / 255.0)]
+    video = subprocess.run([CLI, "tidl-classify", str(pkg), "-i", "clip.avi"] + args, cwd=tmp_path, capture_output=True, text=True)
+    if video.returncode != 0 and "built without a video decoder" in video.stderr:
+        pytest.skip("npuc built without OpenCV's videoio: " + video.stderr.strip())
+    assert video.returncode == 0, video.stderr
+    got = [line.split(": ", 1)[1] for line in video.stdout.strip().splitlines()]
+    assert [line.split(": ", 1)[0] for line in video.stdout.strip().splitlines()] == ["clip.avi#%d" % i for i in range(12)]
+    assert got == [line.split(": ", 1)[1] for line in lines]
+    five = subprocess.run([CLI, "tidl-classify", str(pkg), "-i", "clip.avi", "--frames", "5"] + args, cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert five.returncode == 0 and five.stdout.strip().splitlines() == video.stdout.strip().splitlines()[:5], five.stderr
+    (tmp_path / "broken.avi").write_bytes(b"RIFF0000AVI junk")
+    bad = subprocess.run([CLI, "tidl-classify", str(pkg), "-i", "broken.avi"] + args, cwd=tmp_path, capture_output=True, text=True)
+    assert bad.returncode not in (0, 3) and bad.returncode < 128 and "broken.avi" in bad.stderr, (bad.returncode, bad.stderr)
+
+
+def write_avi(path, frames, fps=10):
+    """An uncompressed AVI: RIFF, one video stream of 24-bit BI_RGB frames (bottom-up B, G, R rows padded to 4 bytes),
+    frames [n, h, w, 3] uint8 in B, G, R order — what a decoder gives back exactly."""
+    n, h, w, _ = frames.shape
+    stride = (w * 3 + 3) & ~3
+    size = stride * h
+
+    def chunk(tag, data):
+        return tag + struct.pack("<I", len(data)) + data + (b"\0" if len(data) % 2 else b"")
+
+    def lst(kind, data):
+        return b"LIST" + struct.pack("<I", len(data) + 4) + kind + data
+    avih = struct.pack("<14I", 1000000 // fps, size * fps, 0, 0x10, n, 0, 1, size, w, h, 0, 0, 0, 0)
+    strh = b"vids" + b"DIB " + struct.pack("<IHHIIIIIIIIhhhh", 0, 0, 0, 0, 1, fps, 0, n, size, 0xFFFFFFFF, 0, 0, 0, w, h)
+    strf = struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, size, 0, 0, 0, 0)
+    hdrl = lst(b"hdrl", chunk(b"avih", avih) + lst(b"strl", chunk(b"strh", strh) + chunk(b"strf", strf)))
+    movi, idx, off = b"", b"", 4
+    for f in frames:
+        rows = np.zeros((h, stride), np.uint8)
+        rows[:, :w * 3] = f[::-1].reshape(h, w * 3)
+        c = chunk(b"00db", rows.tobytes())
+        idx += b"00db" + struct.pack("<III", 0x10, off, size)
+        movi += c
+        off += len(c)
+    body = b"AVI " + hdrl + lst(b"movi", movi) + chunk(b"idx1", idx)
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
 
 
 def test_a_channel_shuffle_and_a_global_max_pool_move_codes(tmp_path):

@@ -1,11 +1,13 @@
 // `npuc tidl-classify`: the TIDL guide's classification demo (tidl_classification, §3.15.1.3) on npuc packages — a list
-// of every class's label (-l), the subset whose detections count (-s), pictures in (-i: one, a folder, or a .txt list;
-// the demo's video clips and cameras need a decoder npuc does not link), each pre-processed as the guide's preProcType
+// of every class's label (-l), the subset whose detections count (-s), pictures in (-i: one, a folder, or a .txt list)
+// or a video clip (decoded by OpenCV's VideoCapture where npuc is built with it; cameras are not read), each
+// frame pre-processed as the guide's preProcType
 // says (the import tool's table) and run frame after frame on one runtime (the dynamic quantization carried as in a
 // video), the top classes and the decision printed: the best class if it is a permitted one scoring at least the
 // threshold, else none — the last decision kept, as the demo keeps its last class string.
 #include "cli_common.hpp"
 #include "tidl_frames.hpp"
+#include "video_frames.hpp"
 
 #include "npuc/error.hpp"
 #include "npuc/io.hpp"
@@ -28,6 +30,7 @@ namespace {
 struct ClassifyOptions {
   std::string package, labels, classes, input;
   int pre_proc_type = -1, top = 5, threads = 1;  // (-1: not given)
+  int64_t max_frames = 0;                        // a video's frames read (0: all)
   double threshold = 0;
   std::vector<double> mean, scale;
 };
@@ -60,10 +63,6 @@ std::vector<fs::path> pictures(const std::string& input) {
     if (out.empty()) throw Error(ErrorCode::kInvalidArgument, fmt::format("-i {}: the list names no picture", input));
     return out;
   }
-  const std::string ext = fs::path(input).extension().string();
-  if (ext == ".mp4" || ext == ".avi" || ext == ".mkv" || ext == ".mov" || ext == ".webm")
-    throw Error(ErrorCode::kUnsupported, fmt::format("-i {}: a video clip; npuc reads pictures (a folder of frames: ffmpeg -i {} "
-                                                     "frames/%05d.png), it links no video decoder", input, input));
   out.push_back(input);
   return out;
 }
@@ -96,8 +95,8 @@ int classify(ClassifyOptions o) {
   }
   const std::string out_name = rt.outputs()[0].name;
   std::string last = "none";
-  for (const fs::path& p : pictures(o.input)) {
-    rt.setInput(in.name, tidlPreprocessPicture(p, o.pre_proc_type, in.shape[1], in.shape[2], in.shape[3], o.mean, o.scale));
+  auto decide = [&](const std::string& frame, Tensor x) {
+    rt.setInput(in.name, std::move(x));
     rt.run();
     warnClippedInputs(rt, "npuc tidl-classify");
     const Tensor y = rt.outputFloat(out_name);
@@ -115,8 +114,17 @@ int classify(ClassifyOptions o) {
     const int64_t best = order[0];
     const bool ok = s[best] >= o.threshold && (permitted.empty() || permitted.count(name(best)));
     if (ok) last = name(best);
-    fmt::print("{}: top-{}: {}; decision: {}\n", p.string(), k, tops, ok ? name(best) : fmt::format("none (kept: {})", last));
+    fmt::print("{}: top-{}: {}; decision: {}\n", frame, k, tops, ok ? name(best) : fmt::format("none (kept: {})", last));
+  };
+  if (isVideoFile(o.input)) {  // frame after frame as decoded: "clip.mp4#0", "clip.mp4#1", ...
+    forEachVideoFrame(o.input, o.max_frames, [&](int64_t i, const uint8_t* bgr, int64_t h, int64_t w) {
+      const std::string frame = fmt::format("{}#{}", o.input, i);
+      decide(frame, tidlPreprocessFrame(bgr, h, w, frame, o.pre_proc_type, in.shape[1], in.shape[2], in.shape[3], o.mean, o.scale));
+    });
+    return 0;
   }
+  for (const fs::path& p : pictures(o.input))
+    decide(p.string(), tidlPreprocessPicture(p, o.pre_proc_type, in.shape[1], in.shape[2], in.shape[3], o.mean, o.scale));
   return 0;
 }
 
@@ -127,7 +135,10 @@ void addTidlClassify(Command& app, Action& run) {
                                                  "top classes and decisions out");
   auto o = std::make_shared<ClassifyOptions>();
   c->option("package", o->package, "The package folder, or tidl-import's reference at outputNetFile")->required();
-  c->option("-i,--input", o->input, "A picture, a folder of pictures (by name) or a .txt list of them: the frames")->required();
+  c->option("-i,--input", o->input, "A picture, a folder of pictures (by name), a .txt list of them, or a video clip (.mp4, "
+                                     ".avi, .mkv, .mov, .webm, .mjpg; decoded by OpenCV where npuc is built with its videoio): "
+                                     "the frames")->required();
+  c->option("--frames", o->max_frames, "A video: the first N frames (default: all)")->range(int64_t{1}, int64_t{1} << 40);
   c->option("-l,--labels", o->labels, "The label of every class, one a line (the demo's imagenet.txt); default: class numbers");
   c->option("-s,--classes", o->classes, "The permitted classes, one a line (the demo's classlist.txt; labels of -l): a detection "
                                              "of another class is no decision");
