@@ -327,6 +327,11 @@ void registerQuantNpucOps(Registry& r) {
       c.error("attribute table: {} words do not make an int8-pow2 table (11 + the input count)", t.size());
     return t;
   };
+  auto weightCodes = [=](InferContext& c) {  // (P2Conv, P2ConvTranspose: codes x, int16 weights, int32 bias)
+    codes(c, 0);
+    if (c.inputDType(1) != DType::kI16 || c.inputDType(2) != DType::kI32)
+      c.error("weights must be int16 and the bias int32, got {} and {}", dtypeName(c.inputDType(1)), dtypeName(c.inputDType(2)));
+  };
   auto outType = [](const std::vector<int64_t>& t) { return t[2 + static_cast<size_t>(t[0])] ? DType::kI8 : DType::kU8; };
   auto pow2 = [&r](OpSchema s) {
     s.domain = "ai.npuc";
@@ -346,9 +351,7 @@ void registerQuantNpucOps(Registry& r) {
                            "int8-pow2 convolution (x [N, C, H, W]) or inner product (x [M, K], w [N, K]): codes x, int16 "
                            "weights at 2^-qw, int32 bias at 2^-qb; exact sums, requantized to this frame's q",
                            [=](InferContext& c) {
-                             codes(c, 0);
-                             if (c.inputDType(1) != DType::kI16 || c.inputDType(2) != DType::kI32)
-                               c.error("weights must be int16 and the bias int32, got {} and {}", dtypeName(c.inputDType(1)), dtypeName(c.inputDType(2)));
+                             weightCodes(c);
                              auto t = table(c);
                              const Shape& x = c.inputShape(0);
                              const Shape& w = c.inputShape(1);
@@ -376,9 +379,7 @@ void registerQuantNpucOps(Registry& r) {
                            "int8-pow2 transposed convolution (TIDL's Deconvolution; x [N, C, H, W], w [C, M/g, kh, kw]): "
                            "codes x, int16 weights at 2^-qw, int32 bias at 2^-qb; exact sums, requantized to this frame's q",
                            [=](InferContext& c) {
-                             codes(c, 0);
-                             if (c.inputDType(1) != DType::kI16 || c.inputDType(2) != DType::kI32)
-                               c.error("weights must be int16 and the bias int32, got {} and {}", dtypeName(c.inputDType(1)), dtypeName(c.inputDType(2)));
+                             weightCodes(c);
                              const auto t = table(c);
                              const Shape &x = c.inputShape(0), &w = c.inputShape(1);
                              if (x.size() != 4 || w.size() != 4) c.error("input {} and weights {} must be 4-D", shapeStr(x), shapeStr(w));

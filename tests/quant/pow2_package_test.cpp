@@ -247,43 +247,33 @@ TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   EXPECT_EQ(kinds["global_max_pool"], 1);
   EXPECT_EQ(kinds["resize"], 2);  // (nearest, moving codes; bilinear, integer weights)
   {  // A resize of codes that would interpolate (its mode word made linear) is refused by the reader.
-    Files f = readFiles(r.dir);
-    package::Package pk = readFrom(f);
-    const package::Descriptor* rs = nullptr;  // (the nearest one: the resize without a table)
-    for (const auto* list : {&pk.vec, &pk.mac})
-      for (const package::Descriptor& d : *list)
-        if (d.kind == package::LayerKind::kResize && d.n_in == 1) rs = &d;
-    ASSERT_NE(rs, nullptr);
-    const uint32_t linear = 1;
-    std::memcpy(f.at("drp_param.bin").data() + (rs->param_addr - pk.element("drp_param")->addr), &linear, 4);
-    reseal(f);
-    expectRefused(f, "only a nearest resize (not tf_crop_and_resize) takes other values than float32");
-    // The softmax's bytes: a LogSoftmax kind word, or a q other than 8 in its table, is refused.
-    Files g = readFiles(r.dir);
-    const package::Descriptor* sm = nullptr;
-    for (const auto* list : {&pk.vec, &pk.mac})
-      for (const package::Descriptor& d : *list)
-        if (d.kind == package::LayerKind::kSoftmax) sm = &d;
-    ASSERT_NE(sm, nullptr);
-    Files log = g;
-    std::memcpy(log.at("drp_param.bin").data() + (sm->param_addr - pk.element("drp_param")->addr), &linear, 4);
-    reseal(log);
-    expectRefused(log, "the int8-pow2 softmax is kind 0 over an axis of x, got kind 1");
-    const int32_t q7 = 7;  // table words: n_in, its slot, then the output's (slot, signed, act, clip x2, init x2, fixed q)
-    std::memcpy(g.at("pf_weight.dat").data() + (sm->in(1).addr - pk.element("weight")->addr) + 4 * 9, &q7, 4);
-    reseal(g);
-    expectRefused(g, "writes unsigned codes at the fixed q 8, got unsigned q 7");
+    const Files f = readFiles(r.dir);
+    const package::Package pk = readFrom(f);
+    auto layer = [&](package::LayerKind kind, int n_in) {  // (the first descriptor of that kind and input count)
+      for (const auto* list : {&pk.vec, &pk.mac})
+        for (const package::Descriptor& d : *list)
+          if (d.kind == kind && (n_in < 0 || d.n_in == n_in)) return &d;
+      return static_cast<const package::Descriptor*>(nullptr);
+    };
+    auto withWord = [&](const package::Descriptor* d, const char* file, uint64_t at, auto value) {
+      Files g = f;
+      const uint64_t base = std::string(file) == "drp_param.bin" ? pk.element("drp_param")->addr : pk.element("weight")->addr;
+      std::memcpy(g.at(file).data() + (at - base), &value, sizeof value);
+      reseal(g);
+      return g;
+    };
+    const package::Descriptor* rs = layer(package::LayerKind::kResize, 1);  // the nearest one: no table
+    const package::Descriptor* sm = layer(package::LayerKind::kSoftmax, -1);
+    const package::Descriptor* bi = layer(package::LayerKind::kResize, 2);  // the bilinear one: its table
+    ASSERT_TRUE(rs && sm && bi);
+    expectRefused(withWord(rs, "drp_param.bin", rs->param_addr, uint32_t{1}),
+                  "only a nearest resize (not tf_crop_and_resize) takes other values than float32");
+    // The softmax's bytes: a LogSoftmax kind word, or a q other than 8 in its table (words: n_in, its slot, then the
+    // output's slot, signed, act, clip x2, init x2, fixed q), is refused.
+    expectRefused(withWord(sm, "drp_param.bin", sm->param_addr, uint32_t{1}), "the int8-pow2 softmax is kind 0 over an axis of x, got kind 1");
+    expectRefused(withWord(sm, "pf_weight.dat", sm->in(1).addr + 4 * 9, int32_t{7}), "writes unsigned codes at the fixed q 8, got unsigned q 7");
     // The bilinear resize's interpolation word made nearest: its table says it computes, so it must interpolate.
-    Files bl = readFiles(r.dir);
-    const package::Descriptor* bi = nullptr;
-    for (const auto* list : {&pk.vec, &pk.mac})
-      for (const package::Descriptor& d : *list)
-        if (d.kind == package::LayerKind::kResize && d.n_in == 2) bi = &d;
-    ASSERT_NE(bi, nullptr);
-    const uint32_t nearest = 0;
-    std::memcpy(bl.at("drp_param.bin").data() + (bi->param_addr - pk.element("drp_param")->addr), &nearest, 4);
-    reseal(bl);
-    expectRefused(bl, "the int8-pow2 resize interpolates");
+    expectRefused(withWord(bi, "drp_param.bin", bi->param_addr, uint32_t{0}), "the int8-pow2 resize interpolates");
   }
   EXPECT_EQ(kinds["binary"], 3);      // Max, Mul, PRelu
   EXPECT_EQ(kinds["arg_reduce"], 1);
