@@ -113,6 +113,7 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& opts) {
   Model m;
   m.impl_ = std::make_shared<Impl>();
   m.impl_->graph = importModel(path, opts);
+  m.impl_->graph->uniquifyNodeNames();  // (layers are found by name: two nodes of one name lost one from the estimate)
   resolve(*m.impl_->graph, opts);
   return m;
 }
@@ -126,6 +127,7 @@ Model Model::fromOnnxBytes(const std::string& bytes, const std::string& name, co
   Model m;
   m.impl_ = std::make_shared<Impl>();
   m.impl_->graph = onnx_io::importBytes(bytes.data(), bytes.size(), name, ".", importOptions(opts));
+  m.impl_->graph->uniquifyNodeNames();
   resolve(*m.impl_->graph, opts);
   return m;
 }

@@ -218,6 +218,23 @@ std::string Graph::uniqueValueName(const std::string& base) {
   }
 }
 
+int Graph::uniquifyNodeNames() {
+  std::set<std::string> taken;
+  std::vector<Node*> later;  // (a name may be taken by a node further on: those come second)
+  for (NodeId id : order()) {
+    Node& n = node(id);
+    if (!n.name.empty() && taken.insert(n.name).second) continue;
+    later.push_back(&n);
+  }
+  for (Node* n : later) {
+    const std::string base = n->name.empty() ? n->op : n->name;
+    std::string name = base;
+    for (int k = 2; !taken.insert(name).second; ++k) name = base + "/" + std::to_string(k);
+    n->name = name;
+  }
+  return static_cast<int>(later.size());
+}
+
 Node& Graph::addNode(std::string op, std::string name, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
                      std::string domain) {
   auto n = std::make_unique<Node>();

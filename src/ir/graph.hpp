@@ -185,6 +185,10 @@ class Graph {
   std::vector<ValueId> valueIds() const;
   /// A name not used by any value yet, derived from `base`.
   std::string uniqueValueName(const std::string& base);
+  /// Makes the nodes' names unique (what the layers of reports, estimates and options are found by): in program
+  /// order, a name an earlier node holds becomes "name/2", "name/3", … (the first keeps it), an empty one "op".
+  /// Bodies of control nodes keep theirs. Returns how many nodes were renamed. The importers call it.
+  int uniquifyNodeNames();
 
   // --- nodes ---
   /// Appends a node at the end of the order and sets the producer of its outputs.

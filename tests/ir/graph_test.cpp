@@ -31,6 +31,24 @@ TEST(Graph, VerifiesAWellFormedGraph) {
   EXPECT_EQ(c.g.findValue("z"), c.z);
 }
 
+// Layers are found by name (the estimate, --keep-float, --layer-group): the importers make the names unique — a later
+// node of a taken name gets the first free "name/k", an unnamed one its op.
+TEST(Graph, NodeNamesAreMadeUnique) {
+  Graph g;
+  std::vector<ValueId> v;
+  for (int i = 0; i < 5; ++i) v.push_back(g.addValue("v" + std::to_string(i), makeType(DType::kF32, {2})).id);
+  g.inputs().push_back(v[0]);
+  const NodeId a = g.addNode("Relu", "n", {v[0]}, {v[1]}).id, b = g.addNode("Neg", "n", {v[1]}, {v[2]}).id;
+  const NodeId c = g.addNode("Abs", "n/2", {v[2]}, {v[3]}).id, d = g.addNode("Relu", "", {v[3]}, {v[4]}).id;
+  g.outputs().push_back(v[4]);
+  EXPECT_EQ(g.uniquifyNodeNames(), 2);
+  EXPECT_EQ(g.node(a).name, "n");
+  EXPECT_EQ(g.node(b).name, "n/3");  // ("n/2" is another node's)
+  EXPECT_EQ(g.node(c).name, "n/2");
+  EXPECT_EQ(g.node(d).name, "Relu");
+  EXPECT_EQ(g.uniquifyNodeNames(), 0);
+}
+
 TEST(Graph, VerifierNamesTheNodeAndTheRule) {
   Chain c;
   ValueId w = c.g.addValue("w").id;  // never produced

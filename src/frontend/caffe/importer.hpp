@@ -174,8 +174,10 @@ class Importer {
     expectTops(l, 1);
     node(op, l.name(), std::move(ins), {bindTop(l.top(0))}, std::move(attrs));
   }
-  void reshape(const caffe::LayerParameter& l, ir::ValueId in, const Shape& to, ir::ValueId out) {
-    node("Reshape", l.name(), {in, shapeConstant(l, to)}, {out});
+  /// A Reshape named after the layer, or "layer/suffix" for one of its helper steps (the layer's own node keeps the
+  /// layer's name).
+  void reshape(const caffe::LayerParameter& l, ir::ValueId in, const Shape& to, ir::ValueId out, const std::string& suffix = "") {
+    node("Reshape", suffix.empty() ? l.name() : l.name() + "/" + suffix, {in, shapeConstant(l, to)}, {out});
   }
 
   // --- checks ---

@@ -126,12 +126,12 @@ void Importer::innerProduct(const caffe::LayerParameter& l) {
   // Gemm takes [M, K]: the axes before `axis` become M, the others K (Caffe's view of the bottom).
   if (xs.size() != 2 || axis != 1) {
     ir::ValueId flat = temp(l, "flat");
-    reshape(l, x, {m, k}, flat);
+    reshape(l, x, {m, k}, flat, "flatten");
     ins[0] = flat;
   }
   ir::ValueId gemm_out = axis == 1 ? y : temp(l, "gemm");
   node("Gemm", l.name(), std::move(ins), {gemm_out}, {{"transB", int64_t{p.transpose() ? 0 : 1}}});
-  if (gemm_out != y) reshape(l, gemm_out, out, y);
+  if (gemm_out != y) reshape(l, gemm_out, out, y, "reshape");
 }
 
 void Importer::relu(const caffe::LayerParameter& l) {
@@ -252,7 +252,7 @@ ir::ValueId Importer::axesOperand(const caffe::LayerParameter& l, const Shape& x
            shapeStr(shapeOf(s)), axis, end - 1, shapeStr(sshape));
     if (bshape == sshape) return s;
     ir::ValueId r = temp(l, what);
-    reshape(l, s, bshape, r);
+    reshape(l, s, bshape, r, what);
     return r;
   }
   Tensor t = blob(l, blob_index, sshape, what);
