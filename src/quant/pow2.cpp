@@ -106,6 +106,16 @@ class Pow2Builder {
     s.hi = hi;
     s.q = fixed_q != pw::kNoFixedQ ? fixed_q : pw::qForRange(lo, hi, is_signed, o_.margin);
     if (!s.warning.empty()) rep_.warnings.push_back(fmt::format("tensor '{}': {}", name, s.warning));
+    // Beyond what 8-bit codes at a q in [kMinQ, kMaxQ] hold: the values saturate, or all round to 0 — said, not silent.
+    const double m = is_signed ? std::max(std::fabs(lo), std::fabs(hi)) : std::max(hi, 0.0), top = is_signed ? 127.0 : 255.0;
+    if (fixed_q == pw::kNoFixedQ && std::ldexp(m, pw::kMinQ) > top)
+      rep_.warnings.push_back(fmt::format("tensor '{}': its calibrated range reaches {:.4g}, beyond the {:.4g} that 8-bit codes "
+                                          "hold at the coarsest scale 2^{}: larger values saturate there", name, m,
+                                          std::ldexp(top, -pw::kMinQ), -pw::kMinQ));
+    if (fixed_q == pw::kNoFixedQ && m > 0 && std::ldexp(m, pw::kMaxQ) < 0.5)
+      rep_.warnings.push_back(fmt::format("tensor '{}': its calibrated range peaks at {:.4g}, below half the finest step 2^-{} of "
+                                          "8-bit codes: every value becomes 0 (layers after it compute on zeros)", name, m,
+                                          pw::kMaxQ));
     pw::OutSpec out;
     out.slot = static_cast<int32_t>(rep_.slots.size());
     out.is_signed = is_signed;
