@@ -41,6 +41,19 @@ void symmetricInt8(double lo, double hi, float* scale, int* zero_point) {
   *zero_point = 0;
 }
 
+namespace {
+/// Radixes lie in [-31, 31] (radixInt8): a range beyond 127 * 2^31 saturates, one below 2^-32 becomes all zeros — said.
+void radixRangeWarnings(const std::string& name, const Range& r, std::vector<std::string>& warnings) {
+  const double m = std::max(-std::min(r.lo, 0.0), std::max(r.hi, 0.0));
+  if (std::ldexp(m, -31) > 127.0)
+    warnings.push_back(fmt::format("tensor '{}': its calibrated range reaches {:.4g}, beyond the {:.4g} that int8 holds at the "
+                                   "coarsest radix -31: larger values saturate", name, m, std::ldexp(127.0, 31)));
+  if (m > 0 && std::ldexp(m, 31) < 0.5)
+    warnings.push_back(fmt::format("tensor '{}': its calibrated range peaks at {:.4g}, below half the finest step 2^-31 of the "
+                                   "radix: every value becomes 0", name, m));
+}
+}  // namespace
+
 void radixInt8(double lo, double hi, float* scale, int* zero_point, int* radix) {
   const double m = std::max(-std::min(lo, 0.0), std::max(hi, 0.0));
   int r = 0;
@@ -479,9 +492,9 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     t.scale = scale;
     t.zero_point = zp;
     t.dequantized = dq_out;
-    t.warning = r.warning;
-    if (o.ranges.count(name)) t.warning = "range forced by --range";
+    t.warning = o.ranges.count(name) ? std::string("range forced by --range") : r.warning;
     if (!r.warning.empty()) rep.warnings.push_back(fmt::format("tensor '{}': {}", name, r.warning));
+    if (o.scheme == ActivationScheme::kRadix) radixRangeWarnings(name, r, rep.warnings);
     rep.tensors.push_back(t);
   }
 

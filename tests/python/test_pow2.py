@@ -811,22 +811,25 @@ def test_a_channel_shuffle_and_a_global_max_pool_move_codes(tmp_path):
 def test_ranges_8_bit_codes_cannot_hold_are_said(tmp_path):
     # A tensor whose calibrated range is beyond 127 * 2^24 saturates at the coarsest q, and one below half the finest step
     # 2^-24 becomes all zeros: both legal and both silent before (the TIDL audit: a conv with weights * 1e10, and a
-    # random-weight network whose activations shrink to nothing); translate now names the tensor.
+    # random-weight network whose activations shrink to nothing); translate now names the tensor. Kneron's radixes
+    # (int8-radix, [-31, 31]) likewise.
     if not CLI:
         pytest.skip("NPUC_CLI not set")
     rng = np.random.default_rng(4)
     said = {}
-    for name, gain in (("huge", 1e10), ("tiny", 1e-10), ("plain", 1.0)):
+    for name, gain, target in (("huge", 1e10, "tidl"), ("tiny", 1e-10, "tidl"), ("plain", 1.0, "tidl"),
+                               ("radix_tiny", 1e-13, "kneron")):  # (Kneron's radixes: [-31, 31])
         w = numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * gain).astype(np.float32), "w")
         g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])], name,
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / (name + ".onnx")))
         np.save(tmp_path / "x.npy", rng.standard_normal((4, 3, 8, 8)).astype(np.float32))
-        run = subprocess.run([CLI, "translate", name, "-onnx", str(tmp_path / (name + ".onnx")), "--target", "tidl", "--out",
+        run = subprocess.run([CLI, "translate", name, "-onnx", str(tmp_path / (name + ".onnx")), "--target", target, "--out",
                               str(tmp_path / "o"), "--calib", "x=%s" % (tmp_path / "x.npy")], capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         said[name] = run.stdout + run.stderr
     assert "tensor 'y': its calibrated range reaches" in said["huge"] and "saturate" in said["huge"], said["huge"]
     assert "tensor 'y': its calibrated range peaks at" in said["tiny"] and "every value becomes 0" in said["tiny"], said["tiny"]
     assert "calibrated range" not in said["plain"], said["plain"]
+    assert "tensor 'y': its calibrated range peaks at" in said["radix_tiny"] and "2^-31" in said["radix_tiny"], said["radix_tiny"]
