@@ -419,6 +419,14 @@ if "$npuc" tidl-import "$tmp/ti/caffe/j11.txt" >"$tmp/ti/caffe/j11.out" 2>&1 &&
    grep -q "modelType          = 0            Caffe" "$tmp/ti/caffe/j11.out" &&
    grep -q "top 1: index 9 " "$tmp/ti/caffe/j11sim.out"; then ok "tidl-import: the guide's JacintoNet11 sample configuration on a JacintoNet11-shaped Caffe network gives OpenCV's class (9)"
 else bad "tidl-import JacintoNet11: $(tail -3 "$tmp/ti/caffe/j11.out" "$tmp/ti/caffe/j11sim.out")"; fi
+# npuc view takes tidl-import's reference at outputNetFile as it takes the package folder (the audit: "not a valid ONNX
+# model"): the same page.
+# -p prints the layer table (tidl_viewer -p): the inner product fc10 on the DSP with its MACs (10 x 128) and time.
+if "$npuc" view "$tmp/ti/caffe/tidl_net_j11.bin" -o "$tmp/ti/caffe/viewref" --name j11 -p >"$tmp/ti/caffe/view.out" 2>&1 &&
+   "$npuc" view "$tmp/ti/caffe/tidl_net_j11" -o "$tmp/ti/caffe/viewdir" --name j11 >/dev/null 2>&1 &&
+   cmp -s "$tmp/ti/caffe/viewref/j11.dot" "$tmp/ti/caffe/viewdir/j11.dot" &&
+   grep -Eq "^ +[0-9]+  fc10 +gemm +dsp .* 1280 +[0-9.]+$" "$tmp/ti/caffe/view.out"; then ok "view: tidl-import's package reference is its package, -p its layer table"
+else bad "view of a package reference: $("$npuc" view "$tmp/ti/caffe/tidl_net_j11.bin" -o "$tmp/ti/caffe/viewref" 2>&1 | tail -2)"; fi
 jdet="$src/tests/data/caffe/jdetnet"
 caffe_sample "$jdet" "$jdet/input_data.raw" jdet >"$tmp/ti/caffe/jdet.txt"
 if "$npuc" tidl-import "$tmp/ti/caffe/jdet.txt" >"$tmp/ti/caffe/jdet.out" 2>&1 &&

@@ -11,6 +11,7 @@
 #include <memory>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <regex>
 #include <set>
@@ -320,6 +321,15 @@ void writePackageReference(const std::filesystem::path& file, const std::filesys
                                  kPackageReferenceMagic, package_dir.filename().string(), content_hash);
   for (const auto& [k, v] : keys) text += fmt::format("{} = {}\n", k, v);
   writeText(file, text);
+}
+
+bool isPackageReference(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  std::string head(std::char_traits<char>::length(kPackageReferenceMagic), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  return in && head == kPackageReferenceMagic;
 }
 
 std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what, std::map<std::string, std::string>* keys) {

@@ -81,6 +81,8 @@ void writePackageReference(const std::filesystem::path& file, const std::filesys
 /// and the path.
 std::filesystem::path packageFolder(const std::filesystem::path& path, const char* what,
                                     std::map<std::string, std::string>* keys = nullptr);
+/// Whether `path` is a package reference file (its first line is the reference's magic), without reading more.
+bool isPackageReference(const std::filesystem::path& path);
 std::string humanCount(int64_t n);
 std::string humanBytes(int64_t n);
 

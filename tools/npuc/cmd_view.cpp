@@ -277,6 +277,19 @@ const char* fill(const VNode& n) { return colour(n.kind_of_engine.empty() ? n.en
 std::string timeStr(double us) { return us >= 0 ? fmt::format("{:.3f} us", us) : std::string(); }
 std::string snrLabel(double s) { return std::isnan(s) ? std::string() : std::isinf(s) ? std::string("inf dB") : fmt::format("{:.1f} dB", s); }
 
+/// The layer table on stdout (tidl_viewer -p): one line per layer, inputs and outputs left out.
+void printLayers(const VGraph& g) {
+  fmt::print("{:>4}  {:<40} {:<18} {:<8} {:>5}  {:<18} {:>12} {:>12}\n", "#", "layer", "kind", "engine", "group", "output",
+             "MACs", "time [us]");
+  int i = 0;
+  for (const VNode& n : g.nodes) {
+    if (n.io) continue;
+    fmt::print("{:>4}  {:<40} {:<18} {:<8} {:>5}  {:<18} {:>12} {:>12}\n", i++, n.name, n.kind, n.engine,
+               n.group ? std::to_string(n.group) : "-", n.shape, n.macs >= 0 ? std::to_string(n.macs) : "-",
+               n.time_us >= 0 ? fmt::format("{:.3f}", n.time_us) : "-");
+  }
+}
+
 std::string dot(const VGraph& g) {
   std::string s = fmt::format("// npuc view: {}\ndigraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"sans-serif\", fontsize=10];\n",
                               dotEscape(g.source), dotEscape(g.title));
@@ -430,22 +443,27 @@ void addView(Command& app, Action& run) {
   addCustomOpOption(c);
   struct Opts {
     std::string target, out = ".", compare, name, on;
+    bool print = false;
   };
   auto o = std::make_shared<Opts>();
-  c->option("target", o->target, "A package folder (output/PREFIX) or a model (ONNX, TensorFlow .pb, TFLite; a Caffe "
-                                     "network through inspect --save-onnx first)")->required();
+  c->option("target", o->target, "A package folder (output/PREFIX), tidl-import's reference to one (outputNetFile), or a model "
+                                     "(ONNX, TensorFlow .pb, TFLite; a Caffe network through inspect --save-onnx first)")->required();
   c->option("--out,-o", o->out, "Folder for NAME.dot and NAME.html (default: the current folder)");
   c->option("--name", o->name, "File name stem (default: the package's or model's name)");
   c->option("--on", o->on,
                 "For an ONNX model: optimize it for this target and colour each node by the engine the target puts it "
                 "on, with its estimated time (a target's engines without translating: tidl's eve and dsp too)");
   c->option("--compare", o->compare, "npuc compare's compare.csv: each layer's SNR on the graph and in the table");
+  c->flag("-p,--print", o->print, "Also print the layer table on stdout (tidl_viewer -p): each layer's name, kind, engine, "
+                                  "layers group, output shape, MACs and estimated time");
   c->callback([o, &run] {
     run = [o] {
-      if (!o->on.empty() && fs::is_directory(o->target))
+      // (a package folder, or tidl-import's reference to one at outputNetFile)
+      const bool package = fs::is_directory(o->target) || isPackageReference(o->target);
+      if (!o->on.empty() && package)
         throw Error(ErrorCode::kInvalidArgument, "--on applies to an ONNX model; a package knows its target");
       if (!o->on.empty()) supportedOpsPage(o->on);  // an unknown target fails here, before the model is read
-      VGraph g = fs::is_directory(o->target) ? fromPackage(o->target) : fromModel(o->target, o->on);
+      VGraph g = package ? fromPackage(packageFolder(o->target, "view")) : fromModel(o->target, o->on);
       if (!o->compare.empty()) addSnr(g, o->compare);
       layout(g);
       const std::string stem = o->name.empty() ? g.title : o->name;
@@ -454,6 +472,7 @@ void addView(Command& app, Action& run) {
       const fs::path base = fs::path(o->out) / stem;
       writeText(base.string() + ".dot", dot(g));
       writeText(base.string() + ".html", graphPage(g));
+      if (o->print) printLayers(g);
       fmt::print("{}: {} nodes, {} edges\nwrote {}.dot and {}.html\n", g.source, g.nodes.size(), g.edges.size(), base.string(), base.string());
       return 0;
     };
