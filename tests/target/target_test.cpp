@@ -703,6 +703,30 @@ TEST(TidlRules, GlobalMaxPoolSplitAndCrop) {
   EXPECT_EQ(rows[0].rule_id, "tidl.slice.axis");
 }
 
+// TIDL's Bias and Scale layers hold one scalar per channel (T:L271, T:L279); an element-wise Add or product takes two
+// tensors of one shape (T:L113). A constant of the tensor's whole shape passed before (the audit).
+TEST(TidlRules, BiasAndScaleArePerChannel) {
+  auto constant = [](Shape s) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.5f;
+    return t;
+  };
+  for (const char* op : {"Add", "Mul"}) {
+    const std::string bias = std::string(op) == "Add" ? "tidl.bias.per_channel" : "tidl.scale.per_channel";
+    const std::string eltwise = std::string(op) == "Add" ? "tidl.eltwise.same_shape" : "tidl.eltwise_product.same_shape";
+    EXPECT_TRUE(check(opGraph(op, {{1, 8, 4, 4}}, {}, {constant({1, 8, 1, 1})}), "tidl").empty()) << op;
+    EXPECT_TRUE(check(opGraph(op, {{1, 8, 4, 4}}, {}, {constant({})}), "tidl").empty()) << op;
+    EXPECT_TRUE(check(opGraph(op, {{1, 8, 4, 4}, {1, 8, 4, 4}}), "tidl").empty()) << op;
+    auto rows = check(opGraph(op, {{1, 8, 4, 4}}, {}, {constant({1, 8, 4, 4})}), "tidl");
+    ASSERT_EQ(rows.size(), 1u) << op;
+    EXPECT_EQ(rows[0].rule_id, bias);
+    EXPECT_EQ(rows[0].actual, "a constant operand, none broadcast");
+    rows = check(opGraph(op, {{1, 8, 4, 4}, {1, 8, 1, 1}}), "tidl");
+    ASSERT_EQ(rows.size(), 1u) << op;
+    EXPECT_EQ(rows[0].rule_id, eltwise);
+  }
+}
+
 TEST(TidlRules, ConvFamily) {
   ConvSpec s;
   s.x = {1, 16, 32, 32};
