@@ -103,7 +103,7 @@ TEST_P(TfliteOracle, MatchesOracle) {
 INSTANTIATE_TEST_SUITE_P(Ops, TfliteOracle,
                          ::testing::Values("conv", "depthwise", "fully_connected", "pooling", "binary", "activations",
                                            "math", "concat_pad_mean", "shapes", "resize", "resize_numpy",
-                                           "softmax_prelu", "transpose_conv", "transpose_conv_bias", "arg_max_gather", "prelu_dequantize",
+                                           "softmax_prelu", "transpose_conv", "transpose_conv_bias", "arg_max_gather", "class_map", "prelu_dequantize",
                                            "mobilenet", "shapes_numpy", "quant_io", "quant_int8", "quant_uint8", "sparse", "depth_space"));
 
 // The graph keeps the model's own interface: names and NHWC shapes.
@@ -130,6 +130,24 @@ TEST(Tflite, MobileNetKeepsOnlyTheBoundaryTransposes) {
   EXPECT_LE(opt, 2);
   std::printf("[tflite] mobilenet: %d Transpose node(s) imported, %d after optimizing, %zu nodes\n", transposes, opt,
               m.nodes().size());
+}
+
+// A segmentation net's class map (ARG_MAX over the channels of a feature map held channels-first) is an ArgMax
+// across channels with no layout change around it: the input's boundary Transpose is the only one, and TIDL takes it
+// (its ArgMax is across channels only: before, a Transpose back to NHWC and an ArgMax over axis 3 were refused).
+TEST(Tflite, AClassMapIsAnArgMaxAcrossChannels) {
+  Model m = loadTflite(kData / "class_map/model.tflite");
+  std::vector<std::string> ops;
+  for (const NodeInfo& n : m.nodes()) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", "Conv", "ArgMax"}));
+  TranslateOptions o;
+  o.onnx = kData / "class_map/model.tflite";
+  o.out_root = test::scratchDir("tflite_class_map");
+  o.target = "tidl";
+  o.prefix = "cm";
+  o.calibration["x"] = {test::readOracleCase(kData / "class_map").inputs.at("x")};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors[0].rule + ": " + r.errors[0].actual);
 }
 
 // The same network as ONNX (the imported model's export, read back by the ONNX frontend with ONNX's own shape

@@ -727,6 +727,32 @@ TEST(TidlRules, BiasAndScaleArePerChannel) {
   }
 }
 
+// Caffe's ArgMax writes its indices as float (npuc: ArgMax, then a Cast to float): TIDL's ArgMax layer takes that
+// Cast in; a Cast anywhere else, or to another type, is no TIDL layer (the audit found Caffe's ArgMax refused).
+TEST(TidlRules, ACastIsTakenOnlyAsTheFloatIndicesOfAnArgMax) {
+  auto graph = [](bool after_argmax, int64_t to) {
+    ir::Graph g;
+    g.opset = 13;
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 5, 4, 4})).id, i = g.addValue("i").id, y = g.addValue("y").id;
+    g.inputs().push_back(x);
+    if (after_argmax) {
+      g.addNode("ArgMax", "argmax", {x}, {i}).attrs = {{"axis", ir::Attr(int64_t{1})}, {"keepdims", ir::Attr(int64_t{1})}};
+      g.addNode("Cast", "cast", {i}, {y}).attrs = {{"to", ir::Attr(to)}};
+    } else {
+      g.addNode("Cast", "cast", {x}, {y}).attrs = {{"to", ir::Attr(to)}};
+    }
+    g.outputs().push_back(y);
+    ops::inferShapes(g);
+    return g;
+  };
+  EXPECT_TRUE(check(graph(true, 1), "tidl").empty());
+  for (auto [after, to] : {std::pair{false, int64_t{10}}, std::pair{true, int64_t{6}}}) {
+    auto rows = check(graph(after, to), "tidl");
+    ASSERT_EQ(rows.size(), 1u) << after << " " << to;
+    EXPECT_EQ(rows[0].rule_id, "tidl.cast.after_argmax");
+  }
+}
+
 TEST(TidlRules, ConvFamily) {
   ConvSpec s;
   s.x = {1, 16, 32, 32};

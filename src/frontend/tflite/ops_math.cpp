@@ -119,14 +119,19 @@ void Importer::argMax() {
   expectInputs(2, 2);
   expectOutputs(1);
   const std::vector<int64_t> axis = constInput(1, "axis");
-  ir::ValueId x = get(input(0), false);
-  const int64_t rank = static_cast<int64_t>(shapeOf(x).size());
+  const int32_t t = input(0);
+  const bool cf = activationCf(t);
+  const int64_t rank = static_cast<int64_t>(shapeOf(get(t, cf)).size());
   if (axis.size() != 1 || axis[0] < -rank || axis[0] >= rank)
     fail(ErrorCode::kInvalidInput, "axis {} for an input of {} axes", shapeStr(axis), rank);
   const DType out = dtypeOf(output(0));
   if (out != DType::kI32 && out != DType::kI64)
     fail(ErrorCode::kInvalidInput, "the output is {}; ARG_MAX writes int32 or int64", dtypeName(out));
-  ir::ValueId y = apply("ArgMax", {x}, {{"axis", axis[0] < 0 ? axis[0] + rank : axis[0]}, {"keepdims", int64_t{0}}});
+  const int64_t a = axis[0] < 0 ? axis[0] + rank : axis[0];
+  // Over the channels of a feature map held channels-first (a segmentation net's class map): axis 1 there, and what is
+  // left, [N, H, W], is the framework's order too — no layout change around it (TIDL's ArgMax is across channels).
+  const bool channels = cf && rank == 4 && a == 3;
+  ir::ValueId y = apply("ArgMax", {get(t, channels)}, {{"axis", channels ? int64_t{1} : a}, {"keepdims", int64_t{0}}});
   if (out == DType::kI32) y = apply("Cast", {y}, {{"to", int64_t{6}}}, "/int32");  // 6: INT32
   bindOutput(0, y, false);
 }

@@ -506,6 +506,19 @@ def arg_max_gather():
     m.write("numpy", lambda f: [np.argmax(f["x"], axis=3).astype(np.int32), np.take(f["x"], [3, 0, 3], axis=2)])
 
 
+def class_map():
+    """A segmentation net's class map: CONV_2D (5 classes) then ARG_MAX over the channels (int64): numpy."""
+    m = Model("class_map", 15)
+    x = m.input("x", [1, 8, 6, 3])
+    w, b = m.w(5, 3, 3, 3), m.w(5)
+    c = m.tensor("logits", [1, 8, 6, 5])
+    m.op(B.CONV_2D, [x, m.const("w", w), m.const("b", b)], [c], "Conv2DOptions", padding=SAME, stride_w=1, stride_h=1)
+    a = m.op(B.ARG_MAX, [c, m.const("axis", np.int32([3]))], [m.tensor("classes", [1, 8, 6], np.int64)],
+             "ArgMaxOptions", output_type=4)  # 4: INT64
+    m.outputs = [a]
+    m.write("numpy", lambda f: [np.argmax(conv_same_s1(f["x"], w, b), axis=3).astype(np.int64)])
+
+
 def conv_same_s1(x, w, b):
     """A 2-D convolution, SAME padding, stride 1, odd kernel, NHWC x OHWI, in float64."""
     kh, kw = w.shape[1], w.shape[2]
@@ -804,7 +817,7 @@ def bad():
 def main():
     wanted = set(sys.argv[1:])
     for fn in [conv, depthwise, fully_connected, pooling, binary, activations, numpy_math, concat_pad_mean, shapes,
-               resize, resize_numpy, softmax_prelu, transpose_conv, transpose_conv_bias, arg_max_gather, prelu_dequantize,
+               resize, resize_numpy, softmax_prelu, transpose_conv, transpose_conv_bias, arg_max_gather, class_map, prelu_dequantize,
                mobilenet, shapes_numpy, sparse, depth_space,
                quant_io, quant_int8, quant_uint8, bad]:
         if wanted and fn.__name__ not in wanted:
