@@ -726,6 +726,23 @@ def test_tidl_classify_decides_as_the_package_classifies(tmp_path):
             assert line.endswith("decision: " + best), line
         else:
             assert line.endswith("decision: none (kept: %s)" % last), line
+    # --stable N (the demo's ShowRegion takes 3): a decision only where the same class passed in this frame and the N - 1
+    # before. Every class permitted here, N = 2: frames 0 and 1 are both zeros, so both branches are taken.
+    def decide(stable):
+        r = subprocess.run([CLI, "tidl-classify", str(pkg), "-i", str(pics), "-l", "labels.txt", "--top", "1", "--preProcType",
+                            "256", "--inMean", "0", "--inScale", str(1 / 255.0), "--stable", str(stable)], cwd=tmp_path,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip().splitlines()
+    passed = [line.split("decision: ")[1] if "none (kept" not in line else "" for line in decide(1)]
+    last, shown = "none", 0
+    for i, line in enumerate(decide(2)):
+        if i >= 1 and passed[i] and passed[i] == passed[i - 1]:
+            last, shown = passed[i], shown + 1
+            assert line.endswith("decision: " + last), (i, line, passed)
+        else:
+            assert line.endswith("decision: none (kept: %s)" % last), (i, line, passed)
+    assert 0 < shown < len(passed), passed
     # The same frames as a video clip (the demo's video input): an uncompressed AVI written here, decoded by OpenCV's
     # VideoCapture inside npuc — the same lines, frame after frame, as the folder of its pictures; --frames stops early.
     write_avi(tmp_path / "clip.avi", np.stack([np.repeat(np.rint(x[100 + i, 0] * 255).astype(np.uint8)[:, :, None], 3, axis=2)

@@ -4,7 +4,8 @@
 // frame pre-processed as the guide's preProcType
 // says (the import tool's table) and run frame after frame on one runtime (the dynamic quantization carried as in a
 // video), the top classes and the decision printed: the best class if it is a permitted one scoring at least the
-// threshold, else none — the last decision kept, as the demo keeps its last class string.
+// threshold (and, with --stable N, the same in the last N frames: the demo's ShowRegion takes 3), else none — the last
+// decision kept, as the demo keeps its last class string.
 #include "cli_common.hpp"
 #include "tidl_frames.hpp"
 #include "video_frames.hpp"
@@ -29,7 +30,7 @@ namespace {
 
 struct ClassifyOptions {
   std::string package, labels, classes, input;
-  int pre_proc_type = -1, top = 5, threads = 1;  // (-1: not given)
+  int pre_proc_type = -1, top = 5, threads = 1, stable = 1;  // (-1: not given)
   int64_t max_frames = 0;                        // a video's frames read (0: all)
   double threshold = 0;
   std::vector<double> mean, scale;
@@ -95,6 +96,7 @@ int classify(ClassifyOptions o) {
   }
   const std::string out_name = rt.outputs()[0].name;
   std::string last = "none";
+  std::vector<std::string> recent;  // the last frames' passing classes ("" where none passed)
   auto decide = [&](const std::string& frame, Tensor x) {
     rt.setInput(in.name, std::move(x));
     rt.run();
@@ -112,7 +114,12 @@ int classify(ClassifyOptions o) {
     std::string tops;
     for (int64_t i = 0; i < k; ++i) tops += fmt::format("{}{} {:.4g}", i ? ", " : "", name(order[static_cast<size_t>(i)]), s[order[static_cast<size_t>(i)]]);
     const int64_t best = order[0];
-    const bool ok = s[best] >= o.threshold && (permitted.empty() || permitted.count(name(best)));
+    const bool pass = s[best] >= o.threshold && (permitted.empty() || permitted.count(name(best)));
+    // (the demo's ShowRegion: a decision only when the same one passed in the last --stable frames)
+    recent.push_back(pass ? name(best) : std::string());
+    if (recent.size() > static_cast<size_t>(o.stable)) recent.erase(recent.begin());
+    const bool ok = pass && recent.size() == static_cast<size_t>(o.stable) &&
+                    std::all_of(recent.begin(), recent.end(), [&](const std::string& r) { return r == recent.back(); });
     if (ok) last = name(best);
     fmt::print("{}: top-{}: {}; decision: {}\n", frame, k, tops, ok ? name(best) : fmt::format("none (kept: {})", last));
   };
@@ -148,6 +155,8 @@ void addTidlClassify(Command& app, Action& run) {
   c->option("--inMean,--in-mean", o->mean, "preProcType 256: per channel")->expected(1, 4);
   c->option("--inScale,--in-scale", o->scale, "preProcType 256: per channel")->expected(1, 4);
   c->option("--top", o->top, "Classes printed per picture (default 5)")->range(1, 100000);
+  c->option("--stable", o->stable, "A decision only when the same class passed in the last N frames (the demo's ShowRegion: "
+                                   "3; default 1, every frame on its own)")->range(1, 1000);
   c->option("--threshold", o->threshold, "A decision needs at least this score (the output's own units; default 0)");
   c->option("-t,--threads", o->threads, "Threads of the simulated device")->range(1, 256);
   c->callback([o, &run] { run = [o] { return classify(*o); }; });  // (a copy: classify fills what the reference gives)
