@@ -850,3 +850,40 @@ def test_ranges_8_bit_codes_cannot_hold_are_said(tmp_path):
     assert "tensor 'y': its calibrated range peaks at" in said["tiny"] and "every value becomes 0" in said["tiny"], said["tiny"]
     assert "calibrated range" not in said["plain"], said["plain"]
     assert "tensor 'y': its calibrated range peaks at" in said["radix_tiny"] and "2^-31" in said["radix_tiny"], said["radix_tiny"]
+
+
+def test_tidl_segment_writes_each_frames_class_map(tmp_path):
+    # The guide's segmentation demo: each frame's class map as an 8-bit PNG, a byte per pixel its class. From the
+    # per-class scores (the logits: the best class per pixel) and from the package's own ArgMax output the maps are the
+    # same bytes, and both are numpy's argmax of the Python Runtime's logits over the same frame sequence (preProcType
+    # 256: (v - inMean) * inScale on the decoded B, G, R planes).
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    from PIL import Image
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    rng = np.random.default_rng(2)
+    np.save(tmp_path / "calib.npy", rng.standard_normal((8, 3, 12, 12)).astype(np.float32))
+    subprocess.run([CLI, "translate", "seg", "-onnx", os.path.join(src, "tests/data/quant/pow2_forms.onnx"), "--target", "tidl",
+                    "--out", str(tmp_path), "--calib", "x=%s" % (tmp_path / "calib.npy")], check=True, capture_output=True)
+    (tmp_path / "pics").mkdir()
+    frames = []
+    for i in range(4):
+        rgb = rng.integers(0, 256, (12, 12, 3), dtype=np.uint8)
+        Image.fromarray(rgb).save(tmp_path / "pics" / ("%d.png" % i))
+        frames.append(np.ascontiguousarray(((rgb[:, :, ::-1].astype(np.float64) - 128) * 0.02).transpose(2, 0, 1)[None], np.float32))
+    maps = {}
+    for output in ("logits", "classes"):
+        run = subprocess.run([CLI, "tidl-segment", str(tmp_path / "seg"), "-i", str(tmp_path / "pics"), "-o", str(tmp_path / output),
+                              "--output", output, "--preProcType", "256", "--inMean", "128", "128", "128", "--inScale", "0.02",
+                              "0.02", "0.02"], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert len(run.stdout.strip().splitlines()) == 4 and "10x12 class map" in run.stdout, run.stdout
+        maps[output] = [np.array(Image.open(tmp_path / output / ("%d.png" % i))) for i in range(4)]
+    rt = npuc.Runtime(str(tmp_path / "seg"))
+    for i, x in enumerate(frames):
+        want = np.argmax(rt.run({"x": x})["logits"][0], axis=0).astype(np.uint8)
+        assert maps["logits"][i].tobytes() == want.tobytes(), i
+        assert maps["classes"][i].tobytes() == want.tobytes(), i
+    bad = subprocess.run([CLI, "tidl-segment", str(tmp_path / "seg"), "-i", str(tmp_path / "pics"), "-o", str(tmp_path / "x"),
+                          "--output", "probs"], capture_output=True, text=True)  # ([1, 4]: no map)
+    assert bad.returncode == 2 and "segmentation package writes a class map" in bad.stderr, bad.stderr

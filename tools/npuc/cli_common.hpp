@@ -115,6 +115,7 @@ void addView(Command& app, Action& run);
 void addTidlImport(Command& app, Action& run);
 void addTidlSim(Command& app, Action& run);
 void addTidlClassify(Command& app, Action& run);
+void addTidlSegment(Command& app, Action& run);
 void addCustomOp(Command& app, Action& run);
 void addTune(Command& app, Action& run);
 
