@@ -887,3 +887,47 @@ def test_tidl_segment_writes_each_frames_class_map(tmp_path):
     bad = subprocess.run([CLI, "tidl-segment", str(tmp_path / "seg"), "-i", str(tmp_path / "pics"), "-o", str(tmp_path / "x"),
                           "--output", "probs"], capture_output=True, text=True)  # ([1, 4]: no map)
     assert bad.returncode == 2 and "segmentation package writes a class map" in bad.stderr, bad.stderr
+
+
+def test_tidl_detect_prints_each_frames_detections(tmp_path):
+    # The guide's detection demo (ssd_multibox, -p the threshold): each frame's DetectionOutput rows scoring -p or more,
+    # in the output's order — the Python Runtime's rows over the same frames (preProcType 256 on the decoded B, G, R
+    # planes), label, score and box to the printed digits.
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    from PIL import Image
+    ssd = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "data", "caffe", "ssd"))
+    subprocess.run([CLI, "translate", "ssd", "-caffe", os.path.join(ssd, "model.prototxt"), os.path.join(ssd, "model.caffemodel"),
+                    "--target", "generic", "--out", str(tmp_path)], check=True, capture_output=True)
+    rng = np.random.default_rng(6)
+    (tmp_path / "pics").mkdir()
+    frames = []
+    for i in range(3):
+        rgb = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+        Image.fromarray(rgb).save(tmp_path / "pics" / ("%d.png" % i))
+        frames.append(np.ascontiguousarray(((rgb[:, :, ::-1].astype(np.float64) - 128) * 0.01).transpose(2, 0, 1)[None], np.float32))
+    (tmp_path / "labels.txt").write_text("background\ncat\ndog\n")
+    run = subprocess.run([CLI, "tidl-detect", str(tmp_path / "ssd"), "-i", str(tmp_path / "pics"), "-p", "0.6", "-l",
+                          str(tmp_path / "labels.txt"), "--preProcType", "256", "--inMean", "128", "128", "128", "--inScale", "0.01",
+                          "0.01", "0.01"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    blocks = []  # (a frame's line, then its detections' lines, indented)
+    for line in run.stdout.splitlines():
+        if line.startswith("  "):
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    assert len(blocks) == 3, run.stdout
+    rt = npuc.Runtime(str(tmp_path / "ssd"))
+    names = ["background", "cat", "dog"]
+    total = 0
+    for block, x in zip(blocks, frames):
+        rows = rt.run({"data": x})["detection_out"].reshape(-1, 7)
+        rows = rows[rows[:, 2] >= np.float32(0.6)]
+        got = [line.split() for line in block[1:]]
+        assert ("%d detection(s)" % len(rows)) in block[0] and len(got) == len(rows), (block[0], len(rows))
+        for g, r in zip(got, rows):
+            assert g[0] == names[int(r[1])] and g[1] == "%.4f" % r[2], (g, r)
+            assert " ".join(g[2:6]) == "[%.4f, %.4f, %.4f, %.4f]" % tuple(r[3:7]), (g, r)
+        total += len(rows)
+    assert total > 0

@@ -116,6 +116,7 @@ void addTidlImport(Command& app, Action& run);
 void addTidlSim(Command& app, Action& run);
 void addTidlClassify(Command& app, Action& run);
 void addTidlSegment(Command& app, Action& run);
+void addTidlDetect(Command& app, Action& run);
 void addCustomOp(Command& app, Action& run);
 void addTune(Command& app, Action& run);
 

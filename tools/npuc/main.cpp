@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   npuc::cli::addTidlSim(app, action);
   npuc::cli::addTidlClassify(app, action);
   npuc::cli::addTidlSegment(app, action);
+  npuc::cli::addTidlDetect(app, action);
   npuc::cli::addCustomOp(app, action);
   npuc::cli::addTune(app, action);
   std::vector<std::string> args;
