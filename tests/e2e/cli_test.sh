@@ -419,6 +419,11 @@ if "$npuc" tidl-import "$tmp/ti/caffe/j11.txt" >"$tmp/ti/caffe/j11.out" 2>&1 &&
    grep -q "modelType          = 0            Caffe" "$tmp/ti/caffe/j11.out" &&
    grep -q "top 1: index 9 " "$tmp/ti/caffe/j11sim.out"; then ok "tidl-import: the guide's JacintoNet11 sample configuration on a JacintoNet11-shaped Caffe network gives OpenCV's class (9)"
 else bad "tidl-import JacintoNet11: $(tail -3 "$tmp/ti/caffe/j11.out" "$tmp/ti/caffe/j11sim.out")"; fi
+# The import trace's lines as the guide prints them (T:L672-687): id, TIDL type, group, #in, #out, 8 input ids, the output
+# id, in and out N C H W — the inner product reads layer 17 (the pooling), the last data layer reads the dequantize.
+if grep -Eq "^ +18, TIDL_InnerProductLayer +,  1,   1 ,  1 , +17 ,  x ,  x ,  x ,  x ,  x ,  x ,  x , 18 ," "$tmp/ti/caffe/j11.out" &&
+   grep -Eq "^ +21, TIDL_DataLayer +,  0,   1 , -1 , +20 ," "$tmp/ti/caffe/j11.out"; then ok "tidl-import: the trace's lines in the guide's form (group, inputs and their ids)"
+else bad "tidl-import trace lines: $(grep -E "TIDL_(InnerProduct|Data)Layer" "$tmp/ti/caffe/j11.out")"; fi
 # npuc view takes tidl-import's reference at outputNetFile as it takes the package folder (the audit: "not a valid ONNX
 # model"): the same page.
 # -p prints the layer table (tidl_viewer -p): the inner product fc10 on the DSP with its MACs (10 x 128) and time.

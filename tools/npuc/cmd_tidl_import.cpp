@@ -359,9 +359,12 @@ std::string tidlLayerName(const std::string& kind, const std::string& opexp) {
   static const std::map<std::string, std::string> names = {
       {"conv", "TIDL_ConvolutionLayer"}, {"conv_transpose", "TIDL_Deconv2DLayer"}, {"max_pool", "TIDL_PoolingLayer"},
       {"avg_pool", "TIDL_PoolingLayer"}, {"global_avg_pool", "TIDL_PoolingLayer"}, {"gemm", "TIDL_InnerProductLayer"},
-      {"softmax", "TIDL_SoftMaxLayer"}, {"concat", "TIDL_ConcatLayer"}, {"arg_max", "TIDL_ArgMaxLayer"},
-      {"batch_norm", "TIDL_BatchNormLayer"}, {"slice", "TIDL_SliceLayer"}, {"resize", "TIDL_ResizeLayer"}};
+      {"softmax", "TIDL_SoftMaxLayer"}, {"concat", "TIDL_ConcatLayer"}, {"arg_reduce", "TIDL_ArgMaxLayer"},
+      {"batch_norm", "TIDL_BatchNormLayer"}, {"slice", "TIDL_SliceLayer"}, {"resize", "TIDL_ResizeLayer"},
+      {"global_max_pool", "TIDL_PoolingLayer"}, {"detection_output", "TIDL_DetectionOutputLayer"},
+      {"split", "TIDL_SliceLayer"}, {"flatten", "TIDL_FlattenLayer"}};
   if (auto it = names.find(kind); it != names.end()) return it->second;
+  if (kind == "binary" && opexp.rfind("PRelu", 0) == 0) return "TIDL_BatchNormLayer";  // (TIDL's PReLU: its BatchNorm layer's)
   if (kind == "binary" && (opexp.rfind("Add", 0) == 0 || opexp.rfind("Mul", 0) == 0 || opexp.rfind("Max", 0) == 0)) return "TIDL_EltWiseLayer";
   return "npuc_" + kind;  // (no TIDL layer of its own: npuc's kind)
 }
@@ -394,8 +397,18 @@ void calibrationRun(const TranslateOptions& t, const TranslateResult& r) {
     return fmt::format("trace_dump_{}_{}x{}.y", id, w, h);
   };
   std::map<std::string, Shape> shape_of{{in.name, in.shape}};
+  std::map<std::string, int> id_of{{in.name, 0}};  // the trace's data ids: a layer's output has the layer's id
+  // The guide's trace line (T:L672-687): id, TIDL layer type, layers group (0: data layers, else the layer's, 1 where the
+  // package has none), #inputs, #outputs, the 8 input ids (x: none), the output id, in N C H W, out N C H W.
+  auto line = [&](int id, const std::string& type, int group, const std::vector<int>& ins, int outs, int out_id, const Shape& is,
+                  const Shape& os) {
+    std::string ids;
+    for (size_t k = 0; k < 8; ++k) ids += k < ins.size() ? fmt::format("{:>3} ,", ins[k]) : std::string("  x ,");
+    fmt::print("{:>3}, {:<28}, {:>2}, {:>3} , {:>2} ,{} {:>2} ,{} {}\n", id, type, group, static_cast<int>(ins.size()), outs, ids, out_id,
+               dims(is), dims(os));
+  };
   fmt::print("Processing the calibration frames ({}) through {}\n", n, r.dir.string());
-  fmt::print("{:>3}, {:<28}, {} {}\n", 0, "TIDL_DataLayer", dims({}), dims(in.shape));
+  line(0, "TIDL_DataLayer", 0, {}, 1, 0, {}, in.shape);
   for (int64_t f = 0; f < n; ++f) {
     Tensor x(DType::kF32, in.shape);
     if (x.numel() != per) return;
@@ -410,10 +423,17 @@ void calibrationRun(const TranslateOptions& t, const TranslateResult& r) {
       if (l.output_index) return;
       const Shape& is = l.inputs.empty() || !shape_of.count(l.inputs[0]) ? Shape{} : shape_of.at(l.inputs[0]);
       shape_of[l.output.name] = y.shape();
-      fmt::print("{:>3}, {:<28}, {} {}\n", l.seq + 1, tidlLayerName(l.kind, l.opexp), dims(is), dims(y.shape()));
+      id_of[l.output.name] = l.seq + 1;
+      std::vector<int> ins;
+      for (const std::string& v : l.inputs)
+        if (auto it = id_of.find(v); it != id_of.end()) ins.push_back(it->second);  // (weights and tables have no id)
+      line(l.seq + 1, tidlLayerName(l.kind, l.opexp), l.group ? l.group : 1, ins, 1, l.seq + 1, is, y.shape());
       std::ofstream(temp / traceName(l.seq + 1, y.shape()), std::ios::binary).write(static_cast<const char*>(y.raw()), static_cast<std::streamsize>(y.nbytes()));
     });
   }
+  int last_id = static_cast<int>(id_of.size());
+  for (const RuntimeTensor& o : rt.outputs())  // (the output data layers, as the guide's trace ends)
+    line(last_id++, "TIDL_DataLayer", 0, {id_of.count(o.name) ? id_of.at(o.name) : 0}, -1, 0, shape_of.count(o.name) ? shape_of.at(o.name) : Shape{}, {});
   std::string out;
   for (const RuntimeTensor& o : rt.outputs()) {
     const Tensor y = rt.output(o.name);
