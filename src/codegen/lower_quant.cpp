@@ -229,10 +229,13 @@ void Lowerer::pow2Node(const ir::Node& n) {
   }
   std::vector<int64_t> sp(xs.begin() + 2, xs.end()), ks(w->shape().begin() + 2, w->shape().end());
   ops::Window win = tr ? ops::resolveTransposedWindow(n, sp, ks) : ops::resolveWindow(n, sp, ks, false);
-  std::vector<uint32_t> p = {u32(n.attrInt("group", 1)), u32(win.kernel[0]), u32(win.kernel[1]), u32(win.stride[0]),
-                             u32(win.stride[1]), u32(win.dilation[0]), u32(win.dilation[1]), u32(win.pad_begin[0]),
-                             u32(win.pad_begin[1])};
-  emit(n, tr ? LayerKind::kConvTranspose : LayerKind::kConv, {x, wv, bv, tv}, out, p);
+  const bool one = xs.size() == 3;  // a 1-D convolution: an NC1W view, its window 1 high
+  auto at = [one](const std::vector<int64_t>& v, int i, int64_t one_d) { return hw(v, i, one_d, one); };
+  std::vector<uint32_t> p = {u32(n.attrInt("group", 1)), u32(at(win.kernel, 0, 1)), u32(at(win.kernel, 1, 1)),
+                             u32(at(win.stride, 0, 1)), u32(at(win.stride, 1, 1)), u32(at(win.dilation, 0, 1)),
+                             u32(at(win.dilation, 1, 1)), u32(at(win.pad_begin, 0, 0)), u32(at(win.pad_begin, 1, 0))};
+  LDesc& d = emit(n, tr ? LayerKind::kConvTranspose : LayerKind::kConv, {x, wv, bv, tv}, out, p);
+  if (one) d.views = {as4d(xs), as4d(w->shape()), b->shape(), {static_cast<int64_t>(table.size())}, as4d(g_.value(n.outputs[0]).type.shape)};
 }
 
 namespace {

@@ -348,7 +348,7 @@ void registerQuantNpucOps(Registry& r) {
     c.setOutput(0, DType::kF32, c.inputShape(0));
   }));
   OpSchema pc = makeSchema("P2Conv", 3, 3,
-                           "int8-pow2 convolution (x [N, C, H, W]) or inner product (x [M, K], w [N, K]): codes x, int16 "
+                           "int8-pow2 convolution (x [N, C, H, W], or [N, C, W]: 1-D) or inner product (x [M, K], w [N, K]): codes x, int16 "
                            "weights at 2^-qw, int32 bias at 2^-qb; exact sums, requantized to this frame's q",
                            [=](InferContext& c) {
                              weightCodes(c);
@@ -361,7 +361,8 @@ void registerQuantNpucOps(Registry& r) {
                                c.setOutput(0, outType(t), Shape{x[0], w[0]});
                                return;
                              }
-                             if (x.size() != 4 || w.size() != 4) c.error("input {} and weights {} must be 4-D", shapeStr(x), shapeStr(w));
+                             if ((x.size() != 4 && x.size() != 3) || w.size() != x.size())
+                               c.error("input {} and weights {} must be 3-D or 4-D (a 1-D or 2-D convolution)", shapeStr(x), shapeStr(w));
                              int64_t g = c.node().attrInt("group", 1);
                              if (g <= 0 || x[1] % g || w[0] % g || w[1] * g != x[1])
                                c.error("group {} does not fit input channels {} and weights {}", g, x[1], shapeStr(w));

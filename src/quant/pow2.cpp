@@ -252,7 +252,7 @@ class Pow2Builder {
       K = W.dim(0) / g * W.dim(2) * W.dim(3);
       if (B && B->numel() != M) return "a bias that is not one value per output channel";
     } else {
-      if (x.type.shape.size() != 4) return "only 2-D convolutions have an int8-pow2 form";
+      if (x.type.shape.size() != 4 && x.type.shape.size() != 3) return "only 1-D and 2-D convolutions have an int8-pow2 form";
       M = W.dim(0);
       K = W.numel() / M;
     }

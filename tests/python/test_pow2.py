@@ -931,3 +931,41 @@ def test_tidl_detect_prints_each_frames_detections(tmp_path):
             assert " ".join(g[2:6]) == "[%.4f, %.4f, %.4f, %.4f]" % tuple(r[3:7]), (g, r)
         total += len(rows)
     assert total > 0
+
+
+def test_a_1d_convolution_is_the_2d_one_of_height_1(tmp_path):
+    # The guide: "no fundamental limitations" for 1-D blobs (T:L7). A 1-D Conv (+ Relu) is an integer layer, its view
+    # NC1W: the package gives the bytes of the same network written in 2-D (height 1) over a frame sequence.
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    rng = np.random.default_rng(8)
+    w1, b1 = (rng.standard_normal((6, 4, 5)) * 0.3).astype(np.float32), (rng.standard_normal(6) * 0.1).astype(np.float32)
+    w2, b2 = (rng.standard_normal((3, 6, 3)) * 0.3).astype(np.float32), (rng.standard_normal(3) * 0.1).astype(np.float32)
+    N = helper.make_node
+    for dims, name in ((1, "one"), (2, "two")):
+        sh = (lambda w: w[:, :, None, :]) if dims == 2 else (lambda w: w)
+        pads = [2, 2] if dims == 1 else [0, 2, 0, 2]
+        pads2 = [1, 1] if dims == 1 else [0, 1, 0, 1]
+        strides = [2] if dims == 1 else [1, 2]
+        inits = [numpy_helper.from_array(sh(w1), "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(sh(w2), "w2"),
+                 numpy_helper.from_array(b2, "b2")]
+        nodes = [N("Conv", ["x", "w1", "b1"], ["a0"], name="conv1", pads=pads, strides=strides), N("Relu", ["a0"], ["a"], name="relu1"),
+                 N("Conv", ["a", "w2", "b2"], ["y"], name="conv2", pads=pads2)]
+        xs, ys = ([1, 4, 32], [1, 3, 16]) if dims == 1 else ([1, 4, 1, 32], [1, 3, 1, 16])
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ys)], inits)
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / (name + ".onnx")))
+    calib = rng.standard_normal((8, 4, 32)).astype(np.float32)
+    np.save(tmp_path / "c1.npy", calib)
+    np.save(tmp_path / "c2.npy", calib[:, :, None, :])
+    for name, c in (("one", "c1"), ("two", "c2")):
+        subprocess.run([CLI, "translate", name, "-onnx", str(tmp_path / (name + ".onnx")), "--target", "tidl", "--out", str(tmp_path),
+                        "--calib", "x=%s" % (tmp_path / (c + ".npy"))], check=True, capture_output=True)
+    with open(tmp_path / "one" / "one_pow2_table.csv") as f:
+        ops = {r["name"]: r["op"] for r in csv.DictReader(f) if r["kind"] == "layer"}
+    assert ops["conv1"] == "conv" and ops["conv2"] == "conv", ops
+    r1, r2 = npuc.Runtime(str(tmp_path / "one")), npuc.Runtime(str(tmp_path / "two"))
+    for i in range(6):
+        x = (rng.standard_normal((1, 4, 32)) * (0.5 + 0.3 * i)).astype(np.float32)
+        y1, y2 = r1.run({"x": x})["y"], r2.run({"x": np.ascontiguousarray(x[:, :, None, :])})["y"]
+        assert y1.shape == (1, 3, 16) and y1.tobytes() == y2.tobytes(), i
