@@ -174,6 +174,7 @@ void registerDetectionOps(Registry& r) {
                               c.setOutput(0, DType::kF32, {1, 1, kernels::ssdOutputRows(ssdParams(c)), 7});
                             });
     s.domain = "ai.npuc";
+    s.withDefault("share_location", int64_t{1}).withDefault("background_label_id", int64_t{0});  // (Caffe's defaults)
     r.add(s);
   }
   r.add(makeSchema("NonMaxSuppression", 2, 5,

@@ -2,6 +2,7 @@
 #include "target/target.hpp"
 
 #include "ops/custom.hpp"
+#include "ops/registry.hpp"
 
 #include "support/error.hpp"
 #include "support/file.hpp"
@@ -102,7 +103,8 @@ double num(const YAML::Node& n, const std::string& field, double def = 0) {
   return v;
 }
 
-/// The attribute names ONNX defines for an op (any domain, any opset version): facts a rule may read by name.
+/// The attribute names ONNX defines for an op (any domain, any opset version), and those npuc's own ops declare with a
+/// default (ai.npuc's DetectionOutput): facts a rule may read by name.
 const std::set<std::string>& onnxAttributes(const std::string& op) {
   static const std::map<std::string, std::set<std::string>> table = [] {
     std::map<std::string, std::set<std::string>> t;
@@ -111,6 +113,9 @@ const std::set<std::string>& onnxAttributes(const std::string& op) {
         t[s.Name()].insert(name);
         t[""].insert(name);  // "": the union, for rules that apply to every op
       }
+    for (const ops::OpSchema* s : ops::registry().all())
+      if (s->domain == "ai.npuc")
+        for (auto& [name, value] : s->defaults) t[s->name].insert(name), t[""].insert(name);
     return t;
   }();
   static const std::set<std::string> none;

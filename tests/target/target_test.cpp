@@ -753,6 +753,34 @@ TEST(TidlRules, ACastIsTakenOnlyAsTheFloatIndicesOfAnArgMax) {
   }
 }
 
+// TIDL's SSD takes share_location true only (T:L287): a DetectionOutput with a location per class is reported.
+TEST(TidlRules, SsdSharesItsLocations) {
+  for (int64_t share : {int64_t{1}, int64_t{0}}) {
+    ir::Graph g;
+    g.opset = 13;
+    const int64_t P = 2, C = 3;
+    ir::ValueId loc = g.addValue("loc", ir::makeType(DType::kF32, {1, P * (share ? 1 : C) * 4})).id;
+    ir::ValueId conf = g.addValue("conf", ir::makeType(DType::kF32, {1, P * C})).id;
+    Tensor pri(DType::kF32, {1, 2, P * 4});
+    for (int64_t i = 0; i < pri.numel(); ++i) pri.data<float>()[i] = 0.1f * static_cast<float>(i % 8);
+    ir::ValueId prior = g.addConstant("prior", std::move(pri)).id, y = g.addValue("y").id;
+    g.inputs() = {loc, conf};
+    g.addNode("DetectionOutput", "det", {loc, conf, prior}, {y}, "ai.npuc").attrs = {
+        {"num_classes", ir::Attr(C)}, {"share_location", ir::Attr(share)}, {"keep_top_k", ir::Attr(int64_t{4})},
+        {"confidence_threshold", ir::Attr(0.1f)}};
+    g.outputs().push_back(y);
+    ops::inferShapes(g);
+    auto rows = check(g, "tidl");
+    if (share) {
+      EXPECT_TRUE(rows.empty()) << rows[0].rule_id;
+    } else {
+      ASSERT_EQ(rows.size(), 1u);
+      EXPECT_EQ(rows[0].rule_id, "tidl.ssd.share_location");
+      EXPECT_EQ(rows[0].actual, "share_location 0");
+    }
+  }
+}
+
 TEST(TidlRules, ConvFamily) {
   ConvSpec s;
   s.x = {1, 16, 32, 32};
