@@ -33,7 +33,7 @@ int classify(ClassifyOptions o) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("-s {}: '{}' is not a label of -l {}", o.classes, c, o.labels));
     permitted.insert(c);
   }
-  const std::string out_name = d.rt->outputs()[0].name;
+  const std::string& out_name = d.out_name;
   std::string last = "none";
   std::vector<std::string> recent;  // the last frames' passing classes ("" where none passed)
   forEachDemoFrame(d, o, [&](const std::string& frame) {

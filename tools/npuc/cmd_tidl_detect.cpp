@@ -17,18 +17,11 @@ namespace {
 
 struct DetectOptions : DemoOptions {
   double threshold = 0.5;
-  std::string output;
 };
 
 int detect(DetectOptions o) {
   Demo d = openDemo(o, "detection");
-  std::string out_name = d.rt->outputs()[0].name;
-  if (!o.output.empty()) {
-    const auto& outs = d.rt->outputs();
-    if (std::none_of(outs.begin(), outs.end(), [&](const RuntimeTensor& t) { return t.name == o.output; }))
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("--output {}: the package has no such output", o.output));
-    out_name = o.output;
-  }
+  const std::string& out_name = d.out_name;
   const double H = static_cast<double>(d.in.shape[2]), W = static_cast<double>(d.in.shape[3]);
   forEachDemoFrame(d, o, [&](const std::string& frame) {
     warnClippedInputs(*d.rt, "npuc tidl-detect");
@@ -62,7 +55,6 @@ void addTidlDetect(Command& app, Action& run) {
   auto o = std::make_shared<DetectOptions>();
   addDemoOptions(c, *o);
   c->option("-p,--threshold", o->threshold, "Detections scoring at least this (the demo's -p; default 0.5)")->range(0.0, 1.0);
-  c->option("--output", o->output, "The output read (default: the package's first)");
   c->callback([o, &run] { run = [o] { return detect(*o); }; });
 }
 

@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct SegmentOptions : DemoOptions {
-  std::string out = ".", output;
+  std::string out = ".";
 };
 
 /// The class map of the package's first output: [H, W] class indices.
@@ -51,13 +51,7 @@ std::vector<int64_t> classMap(const Runtime& rt, const std::string& name, int64_
 int segment(SegmentOptions o) {
   Demo d = openDemo(o, "segmentation");
   makeOutputFolder(o.out, "-o");
-  std::string out_name = d.rt->outputs()[0].name;
-  if (!o.output.empty()) {
-    const auto& outs = d.rt->outputs();
-    if (std::none_of(outs.begin(), outs.end(), [&](const RuntimeTensor& t) { return t.name == o.output; }))
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("--output {}: the package has no such output", o.output));
-    out_name = o.output;
-  }
+  const std::string& out_name = d.out_name;
   forEachDemoFrame(d, o, [&](const std::string& frame) {
     warnClippedInputs(*d.rt, "npuc tidl-segment");
     int64_t h = 0, w = 0;
@@ -98,7 +92,6 @@ void addTidlSegment(Command& app, Action& run) {
   auto o = std::make_shared<SegmentOptions>();
   addDemoOptions(c, *o);
   c->option("-o,--out", o->out, "Folder for the class maps, FRAME.png (created if missing; default: the current folder)");
-  c->option("--output", o->output, "The output read (default: the package's first)");
   c->callback([o, &run] { run = [o] { return segment(*o); }; });
 }
 

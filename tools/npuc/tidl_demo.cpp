@@ -63,6 +63,7 @@ void addDemoOptions(Command* c, DemoOptions& o) {
                                     "the frames")->required();
   c->option("--frames", o.max_frames, "A video: the first N frames (default: all)")->range(int64_t{1}, int64_t{1} << 40);
   c->option("-l,--labels", o.labels, "The label of every class, one a line (the demo's imagenet.txt); default: class numbers");
+  c->option("--output", o.output, "The output read (default: the package's first)");
   c->option("--preProcType,--pre-proc-type", o.pre_proc_type, "The guide's pre-processing of each picture (the import tool's "
                                                                   "table: 0..6, 256 with --inMean / --inScale; default: the "
                                                                   "import's, as its package reference records it, else 0)");
@@ -93,6 +94,13 @@ Demo openDemo(DemoOptions& o, const char* what) {
   d.in = d.rt->inputs()[0];
   if (d.in.shape.size() != 4 || d.in.shape[0] != 1)
     throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: the input '{}' is {}, not [1, C, H, W]", o.package, d.in.name, shapeStr(d.in.shape)));
+  d.out_name = d.rt->outputs()[0].name;
+  if (!o.output.empty()) {
+    const auto& outs = d.rt->outputs();
+    if (std::none_of(outs.begin(), outs.end(), [&](const RuntimeTensor& t) { return t.name == o.output; }))
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--output {}: the package has no such output", o.output));
+    d.out_name = o.output;
+  }
   if (!o.labels.empty()) d.labels = readLines(o.labels, "a list of labels");
   return d;
 }

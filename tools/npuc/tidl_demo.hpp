@@ -17,19 +17,20 @@
 namespace npuc::cli {
 
 struct DemoOptions {
-  std::string package, input, labels;
+  std::string package, input, labels, output;  // output: the one read (default: the package's first)
   int pre_proc_type = -1, threads = 1;  // (-1: the import's, else 0)
   int64_t max_frames = 0;               // a video's frames read (0: all)
   std::vector<double> mean, scale;
 };
 
-/// Declares package, -i, --frames, -l, --preProcType, --inMean, --inScale and -t on `c`.
+/// Declares package, -i, --frames, -l, --output, --preProcType, --inMean, --inScale and -t on `c`.
 void addDemoOptions(Command* c, DemoOptions& o);
 
-/// The package's runtime and its one [1, C, H, W] input (`what` names the demo in errors), and -l's labels.
+/// The package's runtime, its one [1, C, H, W] input (`what` names the demo in errors), the output read, -l's labels.
 struct Demo {
   std::unique_ptr<Runtime> rt;
   RuntimeTensor in;
+  std::string out_name;  // the output read (--output, checked; else the first)
   std::vector<std::string> labels;
   /// Class c's label, or its number without -l.
   std::string name(int64_t c) const;
