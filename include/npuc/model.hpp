@@ -133,6 +133,9 @@ struct TranslateOptions {
   std::filesystem::path out_root = "output";
   std::map<std::string, Shape> input_shapes;
   bool relu6_to_relu = false;            // -RELU6toRELU
+  /// false: BatchNormalizations stay layers of their own instead of folding into the convolution before them (TIDL's
+  /// foldBnInConv2D = 0, --keep-batchnorm): an integer target runs each as a depthwise 1x1 convolution.
+  bool fold_batchnorm = true;
   /// --relax: the target's relaxations (names of its `relaxations`, or "all") whose rules the check skips — what npuc
   /// runs beyond the vendor's manual (docs/targets.md). Empty: the target's rules as the vendor documents them.
   std::vector<std::string> relax;
@@ -422,11 +425,12 @@ class Model {
   ModelStats stats() const;
   /// Text dump of the IR.
   std::string dump() const;
-  /// The translator's graph optimizer applied to a copy: BatchNorm folding, pattern detection (Swish, Mish,
-  /// HardSwish, GlobalAveragePool and Flatten equivalents), activation fusion; optionally Relu6 -> Relu.
-  Model optimized(bool relu6_to_relu = false) const&;
+  /// The translator's graph optimizer applied to a copy: BatchNorm folding (unless fold_batchnorm is false), pattern
+  /// detection (Swish, Mish, HardSwish, GlobalAveragePool and Flatten equivalents), activation fusion; optionally
+  /// Relu6 -> Relu.
+  Model optimized(bool relu6_to_relu = false, bool fold_batchnorm = true) const&;
   /// The same on a model not needed afterwards: its graph is optimized in place of a copy (unless shared).
-  Model optimized(bool relu6_to_relu = false) &&;
+  Model optimized(bool relu6_to_relu = false, bool fold_batchnorm = true) &&;
   /// A copy with a DRP-AI pre/post-processing definition (docs/prepost.md) inserted as graph nodes: the new inputs
   /// are the input_to_pre tensors (camera frames), the outputs the output_from_post ones. The definition is validated
   /// against this model first (the manual's messages; the ONNX-vs-YAML size check unless not_check_size).

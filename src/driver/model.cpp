@@ -487,21 +487,23 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
   return m;
 }
 
-Model Model::optimized(bool relu6_to_relu) const& {
+Model Model::optimized(bool relu6_to_relu, bool fold_batchnorm) const& {
   Model m;
   m.impl_ = std::make_shared<Impl>();
   m.impl_->graph = impl_->graph->clone();
-  return std::move(m).optimized(relu6_to_relu);
+  return std::move(m).optimized(relu6_to_relu, fold_batchnorm);
 }
 
-Model Model::optimized(bool relu6_to_relu) && {
-  if (impl_.use_count() > 1) return static_cast<const Model&>(*this).optimized(relu6_to_relu);
+Model Model::optimized(bool relu6_to_relu, bool fold_batchnorm) && {
+  if (impl_.use_count() > 1) return static_cast<const Model&>(*this).optimized(relu6_to_relu, fold_batchnorm);
   Model m;
   m.impl_ = std::move(impl_);
   ir::Graph& g = *m.impl_->graph;
   withContext(g.source, [&] {
     passes::PassContext ctx;
-    passes::PassManager(passes::translatePipeline()).runToFixpoint(g, ctx);
+    std::vector<std::string> pipeline = passes::translatePipeline();
+    if (!fold_batchnorm) std::replace(pipeline.begin(), pipeline.end(), std::string("fold-batchnorm"), std::string("affine-chains"));
+    passes::PassManager(pipeline).runToFixpoint(g, ctx);
     if (relu6_to_relu) {
       passes::PassManager({"relu6-to-relu"}).runOnce(g, ctx);
       log::info("passes", "-RELU6toRELU: Relu6 (Clip(0, 6)) replaced by Relu");

@@ -85,7 +85,7 @@ void prepareNumerics(Translation& tr) { tr.numerics->prepareImported(tr, *tr.mod
 
 void optimize(Translation& tr) {
   // (the imported model is released once optimized; constants the optimizer kept are shared, not copied)
-  Model body = std::move(*tr.model).optimized(tr.o.relu6_to_relu);
+  Model body = std::move(*tr.model).optimized(tr.o.relu6_to_relu, tr.o.fold_batchnorm);
   for (const std::vector<std::string>& pipeline : tr.numerics->afterOptimize(tr, body))
     withContext(tr.o.onnx.string(), [&] {
       passes::PassContext ctx;

@@ -289,19 +289,29 @@ bool ScaleToConvPass::run(ir::Graph& g, PassContext&) {
   return rw.changed();
 }
 
+namespace {
+/// Every chain of per-channel affine steps no Conv absorbed becomes one BatchNormalization (affineChainToBatchNorm).
+bool chainsToBatchNorms(ir::Graph& g) {
+  bool chains = false;
+  ir::UseMap uses = g.uses();
+  for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))
+    if (g.hasNode(id) && affineChainToBatchNorm(g, id, uses)) {
+      chains = true;
+      uses = g.uses();
+    }
+  if (chains) g.topoSort();
+  return chains;
+}
+}  // namespace
+
+bool AffineChainsPass::run(ir::Graph& g, PassContext&) { return chainsToBatchNorms(g); }
+
 bool FoldBatchNormPass::run(ir::Graph& g, PassContext&) {
   bool chains = false;
   for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))
     if (g.hasNode(id) && g.node(id).op == "Conv" && g.node(id).domain.empty()) chains |= foldAffineChain(g, id);
-  {
-    ir::UseMap uses = g.uses();
-    for (ir::NodeId id : std::vector<ir::NodeId>(g.order()))
-      if (g.hasNode(id) && affineChainToBatchNorm(g, id, uses)) {
-        chains = true;
-        uses = g.uses();
-      }
-  }
   if (chains) g.topoSort();
+  chains = chainsToBatchNorms(g) || chains;
   ir::Rewriter rw(g);
   auto uses = g.uses();
   std::vector<ir::NodeId> order = g.order();

@@ -49,6 +49,15 @@ class FoldBatchNormPass : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override;
 };
 
+/// fold-batchnorm's chains alone: a chain of per-channel Mul / Div / Add / Sub by constants becomes one
+/// BatchNormalization, nothing is folded into a convolution (translate's fold_batchnorm = false: TIDL's
+/// foldBnInConv2D = 0). Not in a default pipeline.
+class AffineChainsPass : public Pass {
+ public:
+  const char* name() const override { return "affine-chains"; }
+  bool run(ir::Graph& g, PassContext& ctx) override;
+};
+
 /// An inference BatchNormalization (constant parameters, a rank-4 float32 input) that no Conv absorbed becomes a
 /// depthwise 1x1 Conv: weight a = scale / sqrt(var + eps), bias beta - mean·a (in double, rounded once). The
 /// integer numerics' form of a channel affine (TIDL's BatchNorm layer); not in a default pipeline.

@@ -254,6 +254,21 @@ TEST(Caffe, JacintoNet11TranslatesForEveryTarget) {
     }
     EXPECT_TRUE(fc) << target << ": no row for the inner product fc10";
   }
+  // TIDL's foldBnInConv2D = 0 (--keep-batchnorm): the batch norms stay layers of their own (integer depthwise 1x1
+  // convolutions; Caffe's Scale after each one its own too), and the class is still the float one.
+  o.target = "tidl";
+  o.prefix = "j11_unfolded";
+  o.fold_batchnorm = false;
+  TranslateResult u = translate(o);
+  ASSERT_TRUE(u.ok);
+  auto convs = [](const fs::path& dir) {
+    int n = 0;
+    for (const RuntimeLayer& l : Runtime(dir).layers()) n += l.kind == "conv";
+    return n;
+  };
+  EXPECT_EQ(convs(u.dir), 31);  // 10 convolutions, 10 batch norms, their 10 scales, the input's normalisation
+  EXPECT_EQ(convs(u.dir.parent_path() / "j11_tidl"), 11);
+  EXPECT_EQ(top1(Runtime(u.dir).run({c.inputs.at("data")})[0]), want);
 }
 
 // The net's outputs are the blobs no later layer reads, named as in the prototxt; the training net's layers and the

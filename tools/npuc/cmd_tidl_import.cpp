@@ -197,8 +197,9 @@ class Import {
     say("inWidth", "input width");
     say("inHeight", "input height");
     say("inNumChannels", "input channels");
-    say("foldBnInConv2D", num("foldBnInConv2D", 1) ? "BatchNormalization folded into convolutions (npuc always folds)"
-                                                   : "npuc folds BatchNormalization into convolutions regardless");
+    t.fold_batchnorm = num("foldBnInConv2D", 1) != 0;
+    say("foldBnInConv2D", t.fold_batchnorm ? "BatchNormalization folded into the convolutions before it"
+                                           : "BatchNormalization kept as layers of their own (depthwise 1x1 convolutions)");
   }
 
   /// int8-pow2 (docs/numerics.md): the quantization keys are translate's options of the same names.

@@ -39,6 +39,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
   --out DIR                   output root folder (default: output)
   --input-shape NAME=DIMS     fix an input's shape (repeatable)
   -RELU6toRELU, --relu6-to-relu     replace Relu6 by Relu (says so)
+  --keep-batchnorm            BatchNormalizations stay layers of their own, not folded into the convolution before
+                              them (TIDL's foldBnInConv2D = 0; an integer target runs each as a depthwise 1x1 conv)
   --relax NAME[,NAME...]      relaxations of the target (or all; repeatable): rules of the vendor's manual not
                               checked, because npuc runs more (`npuc targets --supported-ops T` lists them; docs/targets.md)
   -SaveOptOnnx, --save-opt-onnx     also write PREFIX_opt.onnx (the optimized model; report indices refer to it)
@@ -231,7 +233,7 @@ std::string closestOption(const std::string& s) {
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
                                 "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--adaround", "--layer-group",
-                                "--layer-groups", "--relax"};
+                                "--layer-groups", "--relax", "--keep-batchnorm"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x;
@@ -369,6 +371,7 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
     else if (s == "--dynamic_batch_size" || s == "-dynamic_batch_size") t.dyn_batch = value(i);
     else if (s == "--dynamic_image_size" || s == "-dynamic_image_size") t.dyn_image = value(i);
     else if (s == "-RELU6toRELU" || s == "--relu6-to-relu") t.o.relu6_to_relu = true;
+    else if (s == "--keep-batchnorm") t.o.fold_batchnorm = false;
     else if (s == "--relax") t.o.relax.push_back(value(i));
     else if (s == "-SaveOptOnnx" || s == "--save-opt-onnx") t.o.save_opt_onnx = true;
     else if (s == "-SaveQdqOnnx" || s == "--save-qdq-onnx") t.o.save_qdq_onnx = true;
