@@ -172,6 +172,19 @@ class Pow2Builder {
     return std::vector<int64_t>(w.begin(), w.end());
   }
 
+  /// Adds the int8-pow2 op `p2op` named `name`, reading `ins` and writing new codes of the float tensor `y` into the
+  /// table's output slot, with `attrs` and the table as its attributes, and the report's row `row`. Returns the codes.
+  Code addIntegerLayer(const char* p2op, const std::string& name, const std::vector<ir::ValueId>& ins, const ir::Value& y,
+                       const pw::Table& t, std::map<std::string, ir::Attr> attrs, Pow2Layer row) {
+    Code cy{newCodes(y.name, y.type.shape, t.out.is_signed), t.out.slot, t.out.is_signed, false};
+    ir::Node& p = g_.addNode(p2op, name, ins, {cy.codes}, "ai.npuc");
+    p.attrs = std::move(attrs);
+    p.attrs["table"] = ir::Attr(tableInts(t));
+    rep_.layers.push_back(std::move(row));
+    ++rep_.integer_layers;
+    return cy;
+  }
+
   /// Replaces n (one float output) by an integer node writing `codes`.
   void replaceOutput(ir::Node& n, Code c) {
     const ir::ValueId out = n.outputs[0];
@@ -348,20 +361,15 @@ class Pow2Builder {
     std::copy(bias.begin(), bias.end(), bt.data<int32_t>());
     const ir::ValueId wc = g_.addConstant(g_.uniqueValueName(wv.name + "/p2"), std::move(wt)).id;
     const ir::ValueId bc = g_.addConstant(g_.uniqueValueName(n.name + "/p2_bias"), std::move(bt)).id;
-    Code cy{newCodes(y.name, y.type.shape, is_signed), spec.slot, is_signed, false};
-    ir::Node& p = g_.addNode(deconv ? "P2ConvTranspose" : "P2Conv", n.name, {cx.codes, wc, bc}, {cy.codes}, "ai.npuc");
+    std::map<std::string, ir::Attr> attrs;
     if (!gemm)
-      for (const char* a : {"group", "kernel_shape", "strides", "pads", "dilations", "auto_pad", "output_padding", "output_shape"}) {
-        auto it = n.attrs.find(a);
-        if (it != n.attrs.end()) p.attrs[a] = it->second;
-      }
-    p.attrs["table"] = ir::Attr(tableInts(t));
+      for (const char* a : {"group", "kernel_shape", "strides", "pads", "dilations", "auto_pad", "output_padding", "output_shape"})
+        if (auto it = n.attrs.find(a); it != n.attrs.end()) attrs[a] = it->second;
     std::string note;
     if (chosen && o_.weight_notes)
       if (auto nt = o_.weight_notes->find(g_.value(n.inputs[1]).name); nt != o_.weight_notes->end()) note = nt->second;
-    rep_.layers.push_back({n.name, gemm ? "gemm" : deconv ? "deconv" : "conv", qw, qb, note});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    replaceOutput(n, addIntegerLayer(deconv ? "P2ConvTranspose" : "P2Conv", n.name, {cx.codes, wc, bc}, y, t, std::move(attrs),
+                                     {n.name, gemm ? "gemm" : deconv ? "deconv" : "conv", qw, qb, note}));
     return "";
   }
 
@@ -382,12 +390,8 @@ class Pow2Builder {
     pw::Table t;
     t.in_slots = {ca.slot, cb.slot};
     t.out = spec;
-    Code cy{newCodes(y.name, y.type.shape, spec.is_signed), spec.slot, spec.is_signed, false};
-    ir::Node& p = g_.addNode(n.op == "Max" ? "P2Max" : "P2Mul", n.name, {ca.codes, cb.codes}, {cy.codes}, "ai.npuc");
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, n.op == "Max" ? "max" : "mul", 0, 0, ""});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    replaceOutput(n, addIntegerLayer(n.op == "Max" ? "P2Max" : "P2Mul", n.name, {ca.codes, cb.codes}, y, t, {},
+                                     {n.name, n.op == "Max" ? "max" : "mul", 0, 0, ""}));
     return "";
   }
 
@@ -435,12 +439,7 @@ class Pow2Builder {
     t.out = spec;
     t.qw = qs;
     const ir::ValueId sc = g_.addConstant(g_.uniqueValueName(sv.name + "/p2"), std::move(codes)).id;
-    Code cy{newCodes(y.name, y.type.shape, true), spec.slot, true, false};
-    ir::Node& p = g_.addNode("P2PRelu", n.name, {cx.codes, sc}, {cy.codes}, "ai.npuc");
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, "prelu", qs, 0, ""});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    replaceOutput(n, addIntegerLayer("P2PRelu", n.name, {cx.codes, sc}, y, t, {}, {n.name, "prelu", qs, 0, ""}));
     return "";
   }
 
@@ -465,11 +464,7 @@ class Pow2Builder {
     pw::Table t;
     t.in_slots = {ca.slot, cb.slot};
     t.out = spec;
-    Code cy{newCodes(y.name, y.type.shape, spec.is_signed), spec.slot, spec.is_signed, false};
-    ir::Node& p = g_.addNode("P2Add", n.name, {ca.codes, cb.codes}, {cy.codes}, "ai.npuc");
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, "add", 0, 0, ""});
-    ++rep_.integer_layers;
+    const Code cy = addIntegerLayer("P2Add", n.name, {ca.codes, cb.codes}, y, t, {}, {n.name, "add", 0, 0, ""});
     if (relu) {
       g_.removeNode(n.id);
       replaceOutput(*relu, cy);
@@ -489,12 +484,7 @@ class Pow2Builder {
     pw::Table t;
     t.in_slots = {cx.slot};
     t.out = spec;
-    Code cy{newCodes(y.name, y.type.shape, cx.is_signed), spec.slot, cx.is_signed, false};
-    ir::Node& p = g_.addNode("P2GlobalAvgPool", n.name, {cx.codes}, {cy.codes}, "ai.npuc");
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, "global_avg_pool", 0, 0, ""});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    replaceOutput(n, addIntegerLayer("P2GlobalAvgPool", n.name, {cx.codes}, y, t, {}, {n.name, "global_avg_pool", 0, 0, ""}));
     return "";
   }
 
@@ -522,13 +512,8 @@ class Pow2Builder {
     std::string warning;
     const bool is_signed = rangeOfTensor(y.name, &warning).first < 0;
     t.out = newSlot(y.name, is_signed);
-    Code cy{newCodes(y.name, y.type.shape, is_signed), t.out.slot, is_signed, false};
-    ir::Node& p = g_.addNode("P2Concat", n.name, ins, {cy.codes}, "ai.npuc");
-    p.attrs["axis"] = ir::Attr(n.attrInt("axis", 0));
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, "concat", 0, 0, ""});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    replaceOutput(n, addIntegerLayer("P2Concat", n.name, ins, y, t, {{"axis", ir::Attr(n.attrInt("axis", 0))}},
+                                     {n.name, "concat", 0, 0, ""}));
     return "";
   }
 
@@ -548,13 +533,7 @@ class Pow2Builder {
     pw::Table t;
     t.in_slots = {cx.slot};
     t.out = newSlot(y.name, cx.is_signed);
-    Code cy{newCodes(y.name, y.type.shape, cx.is_signed), t.out.slot, cx.is_signed, false};
-    ir::Node& p = g_.addNode("P2AvgPool", n.name, {cx.codes}, {cy.codes}, "ai.npuc");
-    p.attrs = n.attrs;
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, "avg_pool", 0, 0, ""});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    replaceOutput(n, addIntegerLayer("P2AvgPool", n.name, {cx.codes}, y, t, n.attrs, {n.name, "avg_pool", 0, 0, ""}));
     return "";
   }
 
@@ -626,17 +605,12 @@ class Pow2Builder {
     pw::Table t;
     t.in_slots = {cx.slot};
     t.out = newSlot(y.name, is_signed);
-    Code cy{newCodes(y.name, y.type.shape, is_signed), t.out.slot, is_signed, false};
     std::vector<ir::ValueId> ins = n.inputs;
     ins[0] = cx.codes;
-    ir::Node& p = g_.addNode("P2Resize", n.name, ins, {cy.codes}, "ai.npuc");
-    p.attrs = n.attrs;
-    if (n.op == "Upsample") p.attrs["upsample"] = ir::Attr(int64_t{1});
-    p.attrs["output_shape"] = ir::Attr(y.type.shape);
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, "resize", 0, 0, ""});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    std::map<std::string, ir::Attr> attrs = n.attrs;
+    if (n.op == "Upsample") attrs["upsample"] = ir::Attr(int64_t{1});
+    attrs["output_shape"] = ir::Attr(y.type.shape);
+    replaceOutput(n, addIntegerLayer("P2Resize", n.name, ins, y, t, std::move(attrs), {n.name, "resize", 0, 0, ""}));
     return "";
   }
 
@@ -658,13 +632,7 @@ class Pow2Builder {
     pw::Table t;
     t.in_slots = {cx.slot};
     t.out = newSlot(y.name, false, pw::kSoftmaxQ);
-    Code cy{newCodes(y.name, y.type.shape, false), t.out.slot, false, false};
-    ir::Node& p = g_.addNode("P2Softmax", n.name, {cx.codes}, {cy.codes}, "ai.npuc");
-    p.attrs["axis"] = ir::Attr(axis);
-    p.attrs["table"] = ir::Attr(tableInts(t));
-    rep_.layers.push_back({n.name, "softmax", 0, 0, ""});
-    ++rep_.integer_layers;
-    replaceOutput(n, cy);
+    replaceOutput(n, addIntegerLayer("P2Softmax", n.name, {cx.codes}, y, t, {{"axis", ir::Attr(axis)}}, {n.name, "softmax", 0, 0, ""}));
     return "";
   }
 
