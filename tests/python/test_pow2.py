@@ -89,6 +89,15 @@ def make_model(path):
     onnx.save(m, path)
 
 
+def translated_says(prefix, model, calib, out, *extra, target="tidl"):
+    """What `npuc translate` prints (stdout and stderr) for MODEL with calibration samples CALIB (input x); it must
+    succeed."""
+    run = subprocess.run([CLI, "translate", prefix, "-onnx", str(model), "--target", target, "--out", str(out), "--calib",
+                          "x=%s" % calib] + list(extra), capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout + run.stderr
+
+
 def frames(n, seed):
     rng = np.random.default_rng(seed)
     # Scales that move from frame to frame, so the ranges (and the q's) do.
@@ -568,12 +577,7 @@ def test_a_channel_whose_weights_round_to_zero_is_named(tmp_path):
     model = str(tmp_path / "spread.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
     np.save(tmp_path / "cal.npy", np.random.default_rng(0).standard_normal((4, 2, 4, 4)).astype(np.float32))
-    said = {}
-    for bits in ("8", "12"):
-        run = subprocess.run([CLI, "translate", "sp" + bits, "-onnx", model, "--target", "tidl", "--out", str(tmp_path),
-                              "--calib", "x=%s" % (tmp_path / "cal.npy"), "--numParamBits", bits], capture_output=True, text=True)
-        assert run.returncode == 0, run.stdout + run.stderr
-        said[bits] = run.stdout + run.stderr
+    said = {bits: translated_says("sp" + bits, model, tmp_path / "cal.npy", tmp_path, "--numParamBits", bits) for bits in ("8", "12")}
     assert "layer 'bn_spread': the weights of 1 of its 2 output channels (the first: 1) all round to 0" in said["8"], said["8"]
     assert "round to 0" not in said["12"], said["12"]
 
@@ -595,12 +599,7 @@ def test_a_prelu_slope_that_rounds_to_zero_is_named(tmp_path):
     model = str(tmp_path / "slopes.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
     np.save(tmp_path / "cal.npy", rng.standard_normal((4, 2, 4, 4)).astype(np.float32))
-    said = {}
-    for bits in ("8", "12"):
-        run = subprocess.run([CLI, "translate", "sl" + bits, "-onnx", model, "--target", "tidl", "--out", str(tmp_path),
-                              "--calib", "x=%s" % (tmp_path / "cal.npy"), "--numParamBits", bits], capture_output=True, text=True)
-        assert run.returncode == 0, run.stdout + run.stderr
-        said[bits] = run.stdout + run.stderr
+    said = {bits: translated_says("sl" + bits, model, tmp_path / "cal.npy", tmp_path, "--numParamBits", bits) for bits in ("8", "12")}
     assert "layer 'prelu_spread': 1 of its 2 PRelu slopes (the first: channel 1) round to 0" in said["8"], said["8"]
     assert "round to 0" not in said["12"], said["12"]
 
@@ -842,10 +841,7 @@ def test_ranges_8_bit_codes_cannot_hold_are_said(tmp_path):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / (name + ".onnx")))
         np.save(tmp_path / "x.npy", rng.standard_normal((4, 3, 8, 8)).astype(np.float32))
-        run = subprocess.run([CLI, "translate", name, "-onnx", str(tmp_path / (name + ".onnx")), "--target", target, "--out",
-                              str(tmp_path / "o"), "--calib", "x=%s" % (tmp_path / "x.npy")], capture_output=True, text=True)
-        assert run.returncode == 0, run.stderr
-        said[name] = run.stdout + run.stderr
+        said[name] = translated_says(name, tmp_path / (name + ".onnx"), tmp_path / "x.npy", tmp_path / "o", target=target)
     assert "tensor 'y': its calibrated range reaches" in said["huge"] and "saturate" in said["huge"], said["huge"]
     assert "tensor 'y': its calibrated range peaks at" in said["tiny"] and "every value becomes 0" in said["tiny"], said["tiny"]
     assert "calibrated range" not in said["plain"], said["plain"]

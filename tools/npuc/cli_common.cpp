@@ -382,6 +382,12 @@ std::vector<std::string>& customOpLibraries() {
 }
 }  // namespace
 
+void addModelPositionals(Command* c, std::string& model, std::string& caffemodel) {
+  c->option("model", model, "the model: ONNX, TensorFlow (.pb), TensorFlow Lite (.tflite), or a Caffe network "
+                            "description (.prototxt) with its weights")->required();
+  c->option("caffemodel", caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+}
+
 void addCustomOpOption(Command* c) {
   c->option("--custom-op,--register-op", customOpLibraries(),
                 "Register a custom-op plugin (a shared library built with `npuc custom-op build`; repeatable; "

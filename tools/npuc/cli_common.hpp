@@ -91,6 +91,9 @@ double nowMs();
 /// Adds --custom-op LIB.so (alias --register-op; repeatable) to a subcommand: plugins registered before it runs
 /// (registerCustomOps).
 void addCustomOpOption(Command* c);
+/// The model positionals of the commands that import one (check, inspect, quantize, run): the model file (ONNX,
+/// TensorFlow, TensorFlow Lite, or a Caffe .prototxt) and, for Caffe, its .caffemodel.
+void addModelPositionals(Command* c, std::string& model, std::string& caffemodel);
 /// The RKNN guide's spelling of the custom-op actions (§3.1.1: `--action/-a create|build`): the arguments after the
 /// program name with `custom-op --action A` (`-a A`, `--action=A`) made `custom-op A`; others unchanged. An action
 /// other than create or build is kInvalidArgument naming it.

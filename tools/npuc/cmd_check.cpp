@@ -19,8 +19,7 @@ void addCheck(Command& app, Action& run) {
     std::string save_opt, prepost;
   };
   auto o = std::make_shared<Opts>();
-  c->option("model", o->model, "the model: ONNX, TensorFlow (.pb), TensorFlow Lite (.tflite), or a Caffe network description (.prototxt) with its weights")->required();
-  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  addModelPositionals(c, o->model, o->caffemodel);
   addCustomOpOption(c);
   c->option("--target,-t", o->target, "Target name (see `npuc targets`) or path to a target .yaml (default: drpai, as translate)");
   c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");

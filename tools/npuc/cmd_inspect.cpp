@@ -24,9 +24,7 @@ void addInspect(Command& app, Action& run) {
     std::string save_onnx;
   };
   auto o = std::make_shared<Opts>();
-  c->option("model", o->model, "the model: ONNX, TensorFlow (.pb), TensorFlow Lite (.tflite), or a Caffe network "
-                                   "description (.prototxt) with its weights")->required();
-  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  addModelPositionals(c, o->model, o->caffemodel);
   c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (repeatable)");
   c->flag("--no-fold", o->raw, "Show the graph as imported, before constant folding");
   c->flag("--dump", o->dump, "Also print the IR as text");

@@ -23,8 +23,7 @@ void addQuantize(Command& app, Action& run) {
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
-  c->option("model", o->model, "ONNX model (float32), or a Caffe network (.prototxt) followed by its weights")->required();
-  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  addModelPositionals(c, o->model, o->caffemodel);
   c->option("--calib", o->calib, "Calibration samples of model input NAME: NAME=FILE.npy, the samples stacked along the "
                 "first axis (repeatable; several files of one name add up; NAME=DIR: the folder's .npy shards in name order)")->required();
   c->option("--calib-mean", o->calib_mean, "A folder of pictures as --calib NAME=DIR (no .npy in it): each resized to the input's "

@@ -16,8 +16,7 @@ void addRun(Command& app, Action& run) {
     int threads = 1;
   };
   auto o = std::make_shared<Opts>();
-  c->option("model", o->model, "ONNX model, or Caffe network description (.prototxt)")->required();
-  c->option("caffemodel", o->caffemodel, "Caffe: the trained weights (.caffemodel) of a .prototxt model");
+  addModelPositionals(c, o->model, o->caffemodel);
   c->option("--input", o->inputs, "Input tensor: name=file.npy (repeatable; inputs not given are an error)");
   c->option("--input-shape", o->shapes, "Fix an input's shape: name=1,3,224,224 (default: the .npy shape)");
   c->option("--output-dir,-o", o->out_dir, "Folder for <output>.npy files (created if missing)");
