@@ -512,9 +512,9 @@ Model Model::optimized(bool relu6_to_relu, bool fold_batchnorm) && {
   return m;
 }
 
-std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t) {
+std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t, const std::map<std::string, std::string>& engines) {
   std::vector<CheckRow> rows;
-  for (auto& v : target::checkGraph(g, t)) rows.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
+  for (auto& v : target::checkGraph(g, t, engines)) rows.push_back({v.index, v.node, v.op, v.rule_id, v.rule, v.actual, v.fix});
   // What the target allows but npuc cannot put into a package yet: reported here, so that translate packages
   // whatever check passes.
   const std::vector<ir::NodeId>& order = g.order();
@@ -537,7 +537,7 @@ std::vector<CheckRow> Model::check(const std::string& target, bool relu6_to_relu
   target::Target t = target::loadTarget(target);
   target::relax(t, relax);
   Model opt = optimized(relu6_to_relu);
-  return checkRows(*opt.impl_->graph, t);
+  return checkRows(*opt.impl_->graph, t, {});
 }
 
 std::vector<Model::NodeEstimate> Model::estimate(const std::string& target) const {

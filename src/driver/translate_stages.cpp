@@ -28,7 +28,7 @@ namespace npuc {
 
 namespace fs = std::filesystem;
 
-std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t);  // model.cpp
+std::vector<CheckRow> checkRows(const ir::Graph& g, const target::Target& t, const std::map<std::string, std::string>& engines);  // model.cpp
 
 Translation::Translation(const TranslateOptions& opts) : o(opts) {}
 Translation::~Translation() {
@@ -136,7 +136,20 @@ void prePost(Translation& tr) {
 }
 
 void check(Translation& tr) {
-  tr.res.errors = checkRows(graphOf(*tr.model), tr.t);
+  // Layers the user placed in a group run on that group's engine (the rules' fact `engine`: TIDL's ArgMax takes 15
+  // channels on EVE, 6 on the DSP); groups given as a list by layer index are known only once the layers are.
+  // A layer not named takes the group of the layer before it (TranslateOptions::layer_groups).
+  std::map<std::string, std::string> engines;
+  if (!tr.o.layer_groups.empty()) {
+    const ir::Graph& g = graphOf(*tr.model);
+    int group = 1;
+    for (ir::NodeId id : g.order()) {
+      const std::string& name = g.node(id).name;
+      if (auto it = tr.o.layer_groups.find(name); it != tr.o.layer_groups.end()) group = it->second;
+      if (group >= 1 && static_cast<size_t>(group) <= tr.t.group_engines.size()) engines[name] = tr.t.group_engines[static_cast<size_t>(group - 1)];
+    }
+  }
+  tr.res.errors = checkRows(graphOf(*tr.model), tr.t, engines);
   if (tr.o.save_qdq_onnx && tr.res.quantized) tr.listFile(tr.o.prefix + "_qdq.onnx");  // (written by the numerics' stages)
 }
 

@@ -108,7 +108,7 @@ const std::set<std::string>& derivedFactNames() {
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
       "depthwise", "m", "k", "n", "b_constant", "w_constant", "min", "max", "const_inputs", "broadcast", "merged_ops", "perm",
-      "at_model_input", "at_model_output", "before_fc", "before_window", "pads_spatial", "input_op"};
+      "at_model_input", "at_model_output", "before_fc", "before_window", "pads_spatial", "input_op", "engine"};
   return k;
 }
 
@@ -350,7 +350,7 @@ Facts nodeFacts(const ir::Graph& g, const ir::Node& n) {
   return f;
 }
 
-std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
+std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t, const std::map<std::string, std::string>& engines) {
   std::vector<Violation> rows;
   const BoundaryFacts bounds = boundaryFacts(g);
   const ir::UseMap uses = g.uses();
@@ -426,6 +426,8 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t) {
     // (the op writing the node's first input: "" for a graph input or a constant)
     const ir::NodeId producer = n.inputs.empty() || n.inputs[0] == ir::kNoValue ? ir::kNoNode : g.value(n.inputs[0]).producer;
     f["input_op"] = Value(producer == ir::kNoNode ? std::string() : g.node(producer).op);
+    const auto placed = engines.find(n.name);
+    f["engine"] = Value(placed != engines.end() ? placed->second : s->engine);
     applyLookups(*s, f);
     auto check = [&](const std::vector<Rule>& rules, const Facts& facts, const std::string& note) {
       for (const Rule& r : rules) {

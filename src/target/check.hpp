@@ -5,6 +5,7 @@
 #include "target/expr.hpp"
 #include "target/target.hpp"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,8 +50,10 @@ struct Violation {
   std::string node, op, rule_id, rule, actual, fix;
 };
 
-/// Every rule every node breaks (an unsupported op is one row). Empty when the graph is supported.
-std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t);
+/// Every rule every node breaks (an unsupported op is one row). Empty when the graph is supported. `engines`: node
+/// name -> the engine the user placed it on (layers groups, Target::group_engines); the fact `engine` is that, or the
+/// engine the op's table names.
+std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t, const std::map<std::string, std::string>& engines = {});
 
 /// The supported-operator page of a target, in Markdown (docs/supported-ops-<name>.md is generated from it).
 std::string supportedOpsMarkdown(const Target& t);

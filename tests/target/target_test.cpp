@@ -875,8 +875,17 @@ TEST(TidlRules, ArgMaxFcSoftmax) {
   // Without the attribute ArgMax reduces axis 0 (ONNX default): the row names it.
   expectOneRow(check(opGraph("ArgMax", {{1, 6, 8, 8}}), "tidl"), "tidl.argmax.axis",
                "ArgMax is supported across channels only (axis 1) (T:L259)", "axis 0");
-  expectOneRow(check(opGraph("ArgMax", {{1, 7, 8, 8}}, axisAttr(1)), "tidl"), "tidl.argmax.channels",
-               "ArgMax supports up to 6 input channels on the DSP (15 on EVE) (T:L258)", "7 channels");
+  const std::string argmax_rule = "ArgMax supports up to 6 input channels on the DSP (15 on EVE) (T:L258)";
+  expectOneRow(check(opGraph("ArgMax", {{1, 7, 8, 8}}, axisAttr(1)), "tidl"), "tidl.argmax.channels", argmax_rule,
+               "7 channels on the dsp");
+  // Placed on the EVE (a layers group whose engine is eve: TranslateOptions::layer_groups), 15 channels are allowed.
+  const Target tidl = loadTarget("tidl");
+  const std::map<std::string, std::string> on_eve{{"the_ArgMax", "eve"}};
+  EXPECT_TRUE(checkGraph(opGraph("ArgMax", {{1, 15, 8, 8}}, axisAttr(1)), tidl, on_eve).empty());
+  expectOneRow(checkGraph(opGraph("ArgMax", {{1, 16, 8, 8}}, axisAttr(1)), tidl, on_eve), "tidl.argmax.channels", argmax_rule,
+               "16 channels on the eve");
+  expectOneRow(checkGraph(opGraph("ArgMax", {{1, 10, 8, 8}}, axisAttr(1)), tidl, {{"the_ArgMax", "dsp"}}), "tidl.argmax.channels",
+               argmax_rule, "10 channels on the dsp");
 
   // TIDL has no constant-weights rule, so B can be a graph input (no 4096x4096 tensor to allocate).
   const std::string nodes_rule = "Inner product supports at most 4096 input and 4096 output nodes (T:L261)";
