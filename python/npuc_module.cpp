@@ -330,9 +330,10 @@ class PyRuntime {
     Busy b(*this);
     rt().setDynamicBatchSize(n);
   }
-  void setHW(int64_t h, int64_t w) {
+  void setHW(int64_t h, int64_t w) { Busy b(*this); rt().setDynamicHWSize(h, w); }
+  void setInputShape(const std::string& name, const std::vector<int64_t>& shape) {
     Busy b(*this);
-    rt().setDynamicHWSize(h, w);
+    rt().setInputShape(name, shape);
   }
 
   void resetState() {
@@ -523,6 +524,12 @@ void bindRuntime(py::module_& m) {
         return l;
       })
       .def_property_readonly("gear_kind", [](PyRuntime& r) { return r.rt().gearKind(); })
+      .def_property_readonly("shape_ranges", [](PyRuntime& r) {  // (--input_shape LO~HI: set_input, set_input_shape or AIPP select)
+        py::list l;
+        for (auto& x : r.rt().shapeRanges()) l.append(py::dict(py::arg("value") = x.value, py::arg("dim") = x.dim, py::arg("lo") = x.lo, py::arg("hi") = x.hi));
+        return l;
+      })
+      .def("set_input_shape", &PyRuntime::setInputShape, py::arg("name"), py::arg("shape"))
       .def("set_input", &PyRuntime::setInput, py::arg("name"), py::arg("array"))
       .def("set_dynamic_aipp", &PyRuntime::setDynamicAipp, py::arg("name"), py::arg("params"))
       .def("set_dynamic_batch_size", &PyRuntime::setBatch, py::arg("batch"))
@@ -601,8 +608,10 @@ void bindTranslate(py::module_& m) {
          const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax,
          const std::optional<std::filesystem::path>& caffe_model, const std::vector<std::string>& keep_float,
          const std::string& equalize, bool bias_correction, const std::vector<std::string>& keep_float16, bool adaround,
-         const py::bytes& calib_stats, int stats_pass, const py::bytes& stats_ranges) -> py::object {
+         const py::bytes& calib_stats, int stats_pass, const py::bytes& stats_ranges,
+         const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& input_shape_ranges) -> py::object {
         TranslateOptions o;
+        o.input_shape_ranges = input_shape_ranges;
         o.adaround = adaround;
         auto bytesOf = [](const py::bytes& b) {
           const std::string s = b;
@@ -668,13 +677,15 @@ void bindTranslate(py::module_& m) {
       py::arg("equalize") = "", py::arg("bias_correction") = false, py::arg("keep_float16") = std::vector<std::string>{},
       py::arg("adaround") = false, py::arg("calib_stats") = py::bytes(), py::arg("stats_pass") = 0,
       py::arg("stats_ranges") = py::bytes(),
+      py::arg("input_shape_ranges") = std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>{},
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix. keep_float: "
       "layers (node names of the optimized model) an int8 package keeps in float32 (translate --keep-float); keep_float16: "
       "in float16 (translate --keep-float16); adaround: translate --adaround; calib_stats: statistics measured in shards "
       "(npuc.calibration.statistics; the samples still go in calib); stats_pass 1 or 2: instead of translating, one pass of "
       "those statistics on calib, as bytes (stats_ranges: pass 1 merged, for pass 2); equalize: "
       "\"relu\" or \"relu6\", cross-layer equalization before calibration (translate --equalize); bias_correction: "
-      "translate --bias-correction");
+      "translate --bias-correction; input_shape_ranges: name -> [(lo, hi) per dimension] (translate --input_shape LO~HI): "
+      "the dimensions no AIPP stage or input_shapes fixes make a package serving every size of the range");
 }
 
 /// Custom ops, and models run on the reference engine.

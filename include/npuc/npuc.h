@@ -244,6 +244,20 @@ NPUC_API npuc_status npuc_runtime_set_dynamic_batch_size(npuc_runtime* rt, int64
 NPUC_API npuc_status npuc_runtime_set_dynamic_hw_size(npuc_runtime* rt, int64_t height, int64_t width);
 
 /**
+ * Packages serving shape ranges (translated with --input_shape LO~HI; docs/package-format.md, "Shape ranges"): the
+ * number of ranged dimensions (0 for any other package) and range `index`: the tensor (a package input, or the picture
+ * of a dynamic AIPP stage; the string lives as long as the runtime), its dimension and its sizes [lo, hi] (NULL
+ * pointers are skipped). A runtime starts at every range's largest size; npuc_runtime_set_input_shape selects the
+ * sizes of an input's ranged dimensions (NPUC_STATUS_INVALID_ARGUMENT for a shape outside them), as does a dynamic AIPP
+ * block whose picture is of another size; inputs, outputs and layers are then the package's at those sizes (their infos
+ * are re-read: strings from earlier info calls are no longer valid).
+ */
+NPUC_API npuc_status npuc_runtime_num_shape_ranges(const npuc_runtime* rt, size_t* count);
+NPUC_API npuc_status npuc_runtime_shape_range(const npuc_runtime* rt, size_t index, const char** value, int64_t* dim, int64_t* lo,
+                                              int64_t* hi);
+NPUC_API npuc_status npuc_runtime_set_input_shape(npuc_runtime* rt, const char* name, const int64_t* dims, size_t rank);
+
+/**
  * Runs every layer of the package in program order. `callback` (may be NULL) is called after each layer with
  * `user` passed through. A device fault (an access outside the address map) is NPUC_STATUS_INVALID_INPUT.
  */

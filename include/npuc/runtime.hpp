@@ -73,6 +73,13 @@ struct RuntimeGear {
   int64_t batch = 0;
   int64_t height = 0, width = 0;
 };
+/// A ranged dimension of a package serving a shape range (translated with --input_shape LO~HI; docs/aipp.md, "Gears
+/// and shape ranges"): dimension `dim` of `value` — a package input, or the picture a dynamic AIPP stage makes — takes
+/// any size in [lo, hi].
+struct RuntimeRange {
+  std::string value;
+  int64_t dim = 0, lo = 0, hi = 0;
+};
 /// Dynamic AIPP (docs/aipp.md) by field: one image's kAippDynamicBatchPara, the seed's fields in the seed's types
 /// (dtc_pixel_min_chn and dtc_pixel_var_reci_chn as numbers, stored in the block as float16).
 struct DynamicAippImage {
@@ -149,7 +156,8 @@ class Runtime {
   int64_t clippedInputs(int seq) const;
 
   /// Copies an input into data_in. Accepts the device element type, or for a float input float32, float16 or
-  /// bfloat16 (widened exactly, or rounded to the device type, to nearest even). The shape must match exactly (another shape with the same element count is refused too).
+  /// bfloat16 (widened exactly, or rounded to the device type, to nearest even). The shape must match exactly (another shape with the same element count is refused too),
+  /// or, for a package serving shape ranges, lie inside them (setInputShape first).
   void setInput(const std::string& name, const Tensor& t);
   /// The same from raw memory: `data` holds the tensor's elements of `dtype` in `shape`, row-major (copied once,
   /// into the device memory).
@@ -178,6 +186,16 @@ class Runtime {
   /// Selects the gear of batch size `n` / of height x width; kInvalidArgument listing the gears for any other.
   void setDynamicBatchSize(int64_t n);
   void setDynamicHWSize(int64_t height, int64_t width);
+  /// Packages serving shape ranges (docs/package-format.md, "Shape ranges"; Ascend's --input_shape LO~HI): the ranged
+  /// dimensions (empty for any other package). A runtime starts at every range's largest size. setInput with a shape
+  /// inside the ranges, setInputShape, or (behind a dynamic AIPP stage) setDynamicAipp with a block whose picture is of
+  /// another size inside them switches every other call (inputs, outputs, layers, run, …) to the package at those
+  /// sizes: its tensors' dims from the package's table, checked by the package reader's rules, made on first use and
+  /// kept (the last few). Inputs already set whose shape does not move with the ranges, and the AIPP block, go along.
+  const std::vector<RuntimeRange>& shapeRanges() const;
+  /// Selects the sizes of input `name`'s ranged dimensions; kInvalidArgument for a shape outside the ranges (or that
+  /// differs from the input's elsewhere).
+  void setInputShape(const std::string& name, const Shape& shape);
   /// Runs every descriptor of both engines in program order. Throws (kInvalidInput) on a device fault.
   /// int8-pow2 packages (TIDL's dynamic quantization, docs/numerics.md) are not stateless: each run is one frame,
   /// and the range history it leaves sets the next frame's scales.

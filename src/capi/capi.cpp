@@ -293,6 +293,37 @@ npuc_status npuc_runtime_set_dynamic_hw_size(npuc_runtime* rt, int64_t height, i
   });
 }
 
+npuc_status npuc_runtime_num_shape_ranges(const npuc_runtime* rt, size_t* count) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(count, "count");
+    *count = rt->rt.shapeRanges().size();
+  });
+}
+
+npuc_status npuc_runtime_shape_range(const npuc_runtime* rt, size_t index, const char** value, int64_t* dim, int64_t* lo, int64_t* hi) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    const auto& r = rt->rt.shapeRanges();
+    if (index >= r.size()) invalid("shape range index " + std::to_string(index) + " out of range (" + std::to_string(r.size()) + " ranges)");
+    if (value) *value = r[index].value.c_str();
+    if (dim) *dim = r[index].dim;
+    if (lo) *lo = r[index].lo;
+    if (hi) *hi = r[index].hi;
+  });
+}
+
+npuc_status npuc_runtime_set_input_shape(npuc_runtime* rt, const char* name, const int64_t* dims, size_t rank) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(name, "name");
+    if (rank > 0) need(dims, "dims");
+    Busy busy(rt);
+    rt->rt.setInputShape(name, npuc::Shape(dims, dims + rank));
+    describe(*rt);
+  });
+}
+
 void npuc_runtime_close(npuc_runtime* rt) { delete rt; }
 
 npuc_status npuc_runtime_num_inputs(const npuc_runtime* rt, size_t* count) {
@@ -392,6 +423,7 @@ npuc_status npuc_runtime_set_dynamic_aipp(npuc_runtime* rt, const char* name, co
     Busy busy(rt);
     const auto* p = static_cast<const uint8_t*>(params);
     rt->rt.setDynamicAipp(name, std::vector<uint8_t>(p, p + bytes));
+    describe(*rt);  // (a package serving a shape range: the block's picture size may select another program)
   });
 }
 
@@ -468,6 +500,7 @@ npuc_status npuc_runtime_set_dynamic_aipp_params(npuc_runtime* rt, const char* n
     need(p, "p");
     Busy busy(rt);
     rt->rt.setDynamicAipp(name, encodeAippParams(p));
+    describe(*rt);
   });
 }
 

@@ -458,6 +458,26 @@ std::vector<package::Library> vectorLibraries(const std::vector<LDesc>& descs, s
   return libs;
 }
 
+/// Lowered::ref_values / ref_views: per descriptor and reference, the graph value it holds and whether in other dims.
+void refValues(const std::vector<LDesc>& descs, const std::vector<LVal>& vals, const std::map<ir::ValueId, int>& of, Lowered& res) {
+  std::map<int, ir::ValueId> value_of;  // LVal -> the graph value it holds
+  for (const auto& [v, lv] : of) value_of.emplace(lv, v);
+  res.ref_values.resize(descs.size());
+  res.ref_views.resize(descs.size());
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const LDesc& ld = descs[i];
+    std::vector<int> refs = ld.ins;
+    refs.push_back(ld.out);
+    refs.insert(refs.end(), ld.more_outs.begin(), ld.more_outs.end());
+    for (size_t k = 0; k < refs.size(); ++k) {
+      auto it = value_of.find(refs[k]);
+      res.ref_values[i].push_back(it == value_of.end() ? ir::kNoValue : it->second);
+      const LVal& v = vals[static_cast<size_t>(refs[k])];
+      res.ref_views[i].push_back((k < ld.views.size() && ld.views[k] != v.shape) || v.channel_last);
+    }
+  }
+}
+
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
   Lowerer L(g, t, consume);
   L.keepAtFloat16(o.half_layers).run();
@@ -591,6 +611,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
   }
   addWaits(all, descs);
   addLayers(p, all, descs, vals);
+  refValues(descs, vals, L.of_, res);
   // Placements for the tbl_addr files.
   for (auto& v : vals) {
     if (v.space == 'w' || v.alias >= 0) continue;

@@ -52,6 +52,11 @@ struct Lowered {
   std::vector<Placement> placements;      // every buffer, weight, parameter block and stream, by space
   uint64_t data_bytes = 0, data_lower_bound = 0;  // activations in 'data' and the peak of live bytes
   std::vector<ir::Layout> input_layouts, output_layouts;  // of pkg.inputs / pkg.outputs (the data list files)
+  /// Per descriptor (by seq), per reference (inputs, then outputs): the graph value whose bytes it holds (kNoValue for a
+  /// value the lowering made: a weight converted, a helper tensor), and whether it carries other dims than that value's
+  /// own (a layer's view: NC1W, a product's rows). Shape ranges follow the values' dims (driver/translate_ranges.cpp).
+  std::vector<std::vector<ir::ValueId>> ref_values;
+  std::vector<std::vector<char>> ref_views;
 };
 
 /// Throws kUnsupported naming the node for ops that have no descriptor yet, and the §9 overflow error when the

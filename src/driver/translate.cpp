@@ -47,6 +47,7 @@ const Step kSteps[] = {
     {{"quantize", stages::quantize, stages::writesPackage}},
     {{"lower", stages::lower, stages::writesPackage}, "lowering", "lower", bit(ErrorCode::kUnsupported)},
     {{"plan", stages::plan, stages::writesPackage}},
+    {{"ranges", stages::shapeRanges, stages::servesRanges}, "ranges", "serve its shape ranges", bit(ErrorCode::kUnsupported)},
     {{"package", stages::writePackage, stages::writesPackage}},
     {{"plan", stages::planWithoutPackage, stages::estimatesOnly}},
     {{"summary", stages::reports, stages::supported}},
@@ -145,22 +146,29 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     if (std::find(o.keep_float.begin(), o.keep_float.end(), name) != o.keep_float.end())
       fail(ErrorCode::kInvalidArgument, "layer '{}' is kept both in float32 and in float16 (--keep-float, --keep-float16, a precision file): "
            "choose one width", name);
-  if (!o.input_shape_ranges.empty()) {  // resolved to static shapes, then an ordinary translation
+  if (!o.input_shape_ranges.empty()) {  // resolved to static shapes, or a package serving the sizes left open
     if (!o.dynamic_batch_sizes.empty() || !o.dynamic_image_sizes.empty())
       fail(ErrorCode::kInvalidArgument, "--input_shape ranges and gears (--dynamic_batch_size / --dynamic_image_size) cannot be combined");
     TranslateOptions fixed = o;
-    fixed.input_shapes = shapesFromRanges(o);
+    std::vector<package::RangeSymbol> symbols;
+    fixed.input_shapes = shapesFromRanges(o, &symbols);
     fixed.input_shape_ranges.clear();
-    return translate(fixed, progress);
+    return symbols.empty() ? translate(fixed, progress) : translateRanges(fixed, symbols, progress);
   }
   // Gears: one ordinary translation per gear, into one output folder.
   if (!o.dynamic_batch_sizes.empty() || !o.dynamic_image_sizes.empty()) return translateGears(o, progress);
+  return translateStages(o, {}, progress);
+}
+
+TranslateResult translateStages(const TranslateOptions& o, const std::vector<package::RangeSymbol>& symbols,
+                                const std::function<void(const std::string&, double)>& progress) {
   // Memory released by the stages goes back to the system (peak RSS matters for big models).
   struct CacheOff {
     size_t old = Buffer::setCacheLimit(0);
     ~CacheOff() { Buffer::setCacheLimit(old); }
   } cache_off;
   Translation tr(o);
+  tr.range_symbols = symbols;
   runStages(tr, progress);
   return std::move(tr.res);
 }

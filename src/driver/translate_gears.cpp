@@ -179,35 +179,30 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
   return res;
 }
 
-/// --input_shape ranges resolved to static shapes (docs/aipp.md, "Shape ranges"): each ranged dimension takes, in
-/// this order, the size the input's static AIPP stage delivers (height and width), the size fixed for the input with
-/// --input-shape (TranslateOptions::input_shapes, any dimension), or for an input with a dynamic AIPP stage the model's
-/// own static height / width; the size must lie in the range (the seed's rule: AIPP's output within the range; a
-/// dynamic block must then deliver exactly that size, aipp.output_size). Any other ranged dimension is an error.
-std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o) {
+/// --input_shape ranges (docs/aipp.md, "Gears and shape ranges"): each ranged dimension takes, in this order, the size
+/// the input's static AIPP stage delivers (height and width) or the size fixed for the input with --input-shape
+/// (TranslateOptions::input_shapes, any dimension), which must lie in the range (the seed's rule: AIPP's output within
+/// the range). Any other ranged dimension stays open: its largest size in the shapes returned, and a symbol in
+/// `symbols` (a package serving every size of the range, translate_ranges.cpp), which needs an upper bound.
+std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o, std::vector<package::RangeSymbol>* symbols) {
   std::map<std::string, Shape> shapes = o.input_shapes;
   std::optional<prepost::AippConfig> cfg;
   if (!o.aipp.empty()) cfg = prepost::loadAipp(o.aipp);
   std::vector<std::string> names;
-  std::vector<Shape> model_shapes;
-  for (const TensorInfo& in : declaredInputs(o)) names.push_back(in.name), model_shapes.push_back(in.shape);
+  for (const TensorInfo& in : declaredInputs(o)) names.push_back(in.name);
   auto bound = [](int64_t v) { return v == std::numeric_limits<int64_t>::max() ? std::string("-1 (unbounded)") : std::to_string(v); };
   for (const auto& [name, ranges] : o.input_shape_ranges) {
     auto pos = std::find(names.begin(), names.end(), name);
     if (pos == names.end()) fail(ErrorCode::kInvalidArgument, "--input_shape names '{}', which is not an input of the model", name);
     const size_t index = static_cast<size_t>(pos - names.begin());
     int64_t aipp_h = 0, aipp_w = 0;  // what the input's static AIPP stage delivers (0: none)
-    bool dynamic_aipp = false;
     if (cfg)
       for (const prepost::AippOp& op : cfg->ops)
-        if (op.related_input_rank == static_cast<int>(index)) {
-          dynamic_aipp = op.dynamic;
+        if (op.related_input_rank == static_cast<int>(index))
           if (auto hw = prepost::staticAippOutputSize(op)) aipp_h = hw->first, aipp_w = hw->second;
-        }
     auto fixed = o.input_shapes.find(name);  // --input-shape NAME=DIMS
     if (fixed != o.input_shapes.end() && fixed->second.size() != ranges.size())
       fail(ErrorCode::kInvalidArgument, "--input_shape '{}' has {} dimensions, --input-shape gives {}", name, ranges.size(), shapeStr(fixed->second));
-    const Shape& own = model_shapes[index];
     Shape s;
     for (size_t d = 0; d < ranges.size(); ++d) {
       auto [lo, hi] = ranges[d];
@@ -226,22 +221,16 @@ std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o) {
       } else if (fixed != o.input_shapes.end() && fixed->second[d] > 0) {
         v = fixed->second[d];
         from = "--input-shape gives";
-      } else if (image_dim && dynamic_aipp && own.size() == 4 && own[d] > 0) {
-        v = own[d];
-        from = "the model's own size (its dynamic AIPP block must deliver it) is";
-      } else if (dynamic_aipp && image_dim) {
-        fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} is a range {}, and the input's dynamic AIPP stage sets its "
-             "output size per inference; npuc packages have static shapes: fix the size inside the range with --input-shape {}=DIMS "
-             "(the block must then deliver it), or give the sizes as gears with --dynamic_image_size (the seed's rules for them)",
-             name, d, range, name);
-      } else if (!image_dim || !cfg) {
-        fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} is a range {}; npuc packages have static shapes, and "
-             "only the height and width of an image input can be set by its static AIPP stage (fix it inside the range with "
-             "--input-shape {}=DIMS, or give the sizes as gears with --dynamic_batch_size / --dynamic_image_size)", name, d, range, name);
-      } else {
-        fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} is a range {}, and no static AIPP stage of this input "
-             "gives its size (npuc packages have static shapes: a static aipp_op with its output size, --input-shape {}=DIMS, or gears)",
-             name, d, range, name);
+      } else {  // open: the package serves the range
+        if (hi == std::numeric_limits<int64_t>::max())
+          fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} is a range {}; a package serving a range is laid out for its "
+               "largest size: give an upper bound (LO~HI), or fix the size with --input-shape {}=DIMS", name, d, range, name);
+        if (hi - lo >= package::kMaxRangeSpan)
+          fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} range {} spans {} sizes, at most {}", name, d, range,
+               hi - lo + 1, package::kMaxRangeSpan);
+        symbols->push_back({name, static_cast<uint32_t>(d), static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)});
+        s.push_back(hi);
+        continue;
       }
       if (v < lo || v > hi)
         fail(ErrorCode::kInvalidArgument, "--input_shape '{}': {} {} {}, outside the range {} (the seed: AIPP's output height and "

@@ -28,8 +28,15 @@ std::map<std::string, package::ImageInfo> inputImages(const prepost::PrePost& pp
 /// PREFIX_prepost_opt.yaml: the definition as translated, headed by what the translator changed.
 std::string prepostOptYaml(const TranslateOptions& o, const prepost::PrePost& pp, const codegen::Lowered& low);
 
-/// translate() of a model with gears, and the static shapes --input_shape ranges resolve to (translate_gears.cpp).
+/// translate() of a model with gears, and the shapes --input_shape ranges resolve to, the dims they leave open in
+/// `symbols` (at their largest size in the shapes; translate_gears.cpp).
 TranslateResult translateGears(const TranslateOptions& o, const std::function<void(const std::string&, double)>& progress);
-std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o);
+std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o, std::vector<package::RangeSymbol>* symbols);
+/// The stages of one translation (translate.cpp); `symbols`: the ranged dims a package serves (none: an ordinary one).
+TranslateResult translateStages(const TranslateOptions& o, const std::vector<package::RangeSymbol>& symbols,
+                                const std::function<void(const std::string&, double)>& progress);
+/// translate() of a package serving every size of `symbols` (translate_ranges.cpp): `o` at the largest sizes.
+TranslateResult translateRanges(const TranslateOptions& o, const std::vector<package::RangeSymbol>& symbols,
+                                const std::function<void(const std::string&, double)>& progress);
 
 }  // namespace npuc

@@ -203,6 +203,7 @@ void lower(Translation& tr) {
   if (!o.addr_map.empty()) lo.addr_def = plan::loadAddrMapDef(o.addr_map, plan::AddrMapRules::forTarget(tr.t));
   try {
     // The optimized graph is not needed after this: its constants are released as they are copied.
+    if (!tr.range_symbols.empty()) tr.range_graph = graphOf(*tr.model).clone();  // (with its constants: the ranges' shapes)
     tr.lowered = codegen::lowerConsuming(mutableGraphOf(*tr.model), tr.t, lo);
   } catch (const plan::AddressMapOverflow& e) {
     // The message sends the user to the intm files: they are written (with the addresses that overflowed) and

@@ -26,6 +26,8 @@ bool writesPackage(const Translation&);
 void quantize(Translation&);         // what the package stores, from the checked model (the family's)
 void lower(Translation&);            // descriptors, weights, parameters, memory plan and address map
 void plan(Translation&);             // the estimate of the package's layers, layers groups; the summary begun
+bool servesRanges(const Translation&);
+void shapeRanges(Translation&);      // a package serving shape ranges: its table, checked against translations at sizes
 void writePackage(Translation&);     // the object package and the files beside it
 bool estimatesOnly(const Translation&);
 void planWithoutPackage(Translation&);  // a family that writes no package: the estimate and memory plan alone

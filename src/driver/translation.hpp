@@ -66,6 +66,11 @@ struct Translation {
   std::optional<codegen::Lowered> lowered;
   std::future<void> summary;  // the summary files, written on a second thread while the package is written
 
+  // A package serving the sizes of ranged input dimensions (translate_ranges.cpp): the dims the range leaves open, and the
+  // graph as it was lowered (with its constants), whose shape inference gives the package's table.
+  std::vector<package::RangeSymbol> range_symbols;
+  std::unique_ptr<ir::Graph> range_graph;
+
   /// The staging folder and the path prefix of its files (<staging>/PREFIX).
   const std::filesystem::path& dir() const { return out->path(); }
   std::filesystem::path base() const { return out->path() / o.prefix; }

@@ -128,6 +128,9 @@ inline constexpr size_t kAippHeaderWords = 5;
 /// on XRGB8888, padding sizes 0..32 and modes 0..2, finite DTC values, the output exactly the model input's size
 /// and channel count).
 std::string checkAipp(const AippParams& p, const AippSetup& s);
+/// The height and width image `i` of `p` comes out at (crop, scf, rotation and padding applied; no check): a package
+/// serving a shape range runs its body at the size the block gives.
+std::pair<int64_t, int64_t> aippOutputSize(const AippParams& p, size_t i);
 /// Runs the stage over s.n images: frame holds image i at i * s.image_bytes (the bytes beyond the source image
 /// are ignored); dst is [n, channels, height, width]. `p` must pass checkAipp (throws kInvalidArgument otherwise).
 /// Bit-identical for every thread count.

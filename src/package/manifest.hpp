@@ -30,6 +30,10 @@ template <typename... Args>
 json parseManifest(const std::vector<uint8_t>& b, const std::string& mfile);
 /// JSON text as the package writes it (indent -1: compact); invalid UTF-8 replaced.
 std::string dumpJson(const json& j, int indent);
+struct ShapeRanges;
+/// The manifest's "shape_ranges" (shape_ranges.cpp) and back; the reader's structural checks are checkShapeRanges's.
+json shapeRangesManifest(const ShapeRanges& r);
+ShapeRanges shapeRangesFromManifest(const json& j, const std::string& file);
 /// SHA-256 of the manifest's canonical form (content_hash removed, compact, keys in file order).
 std::string manifestDigest(const json& j);
 

@@ -511,6 +511,7 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
                  {"quant_history_param2", o.history2}, {"quant_margin", o.margin}, {"boot_frames", o.boot_frames},
                  {"slots", p.pow2->slots}};
   }
+  if (p.ranges) m["shape_ranges"] = shapeRangesManifest(*p.ranges);
   json am = json::array();
   for (auto& s : p.address_map) {
     json js{{"name", s.name}, {"addr", s.addr}, {"size", s.size}, {"elements", json::array()}};

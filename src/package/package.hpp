@@ -18,6 +18,7 @@
 #include "kernels/pow2.hpp"
 #include "kernels/recurrent.hpp"
 #include "npuc/dtype.hpp"
+#include "package/shape_ranges.hpp"
 #include "plugin/param.hpp"
 #include "support/numerics.hpp"
 
@@ -291,6 +292,7 @@ struct Package {
   std::vector<Library> libraries;
   std::vector<uint8_t> weights, params;  // images of the weight and drp_param spaces (may be shorter)
   std::optional<Pow2Info> pow2;          // int8-pow2 packages only
+  std::optional<ShapeRanges> ranges;     // a package serving the sizes of ranged dimensions (shape_ranges.hpp)
   std::string content_hash;              // filled by write / read
 
   const Element* element(const std::string& name) const;

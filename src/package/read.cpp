@@ -241,6 +241,7 @@ void header(const Field& root, Package& p, const std::string& mfile) {
     o.boot_frames = static_cast<int>(q.at("boot_frames").u(1000000));
     p.pow2 = Pow2Info{o, static_cast<uint32_t>(q.at("slots").u(1u << 20))};
   }
+  if (root.j.contains("shape_ranges")) p.ranges = shapeRangesFromManifest(root.j["shape_ranges"], mfile);  // (validatePackage checks it)
 }
 
 /// The address map and the package's inputs and outputs.

@@ -677,6 +677,7 @@ void validatePackage(const Package& p, const std::string& where) {
     if (l.name.size() > 23) c.bad("library {}: name '{}' is longer than 23 characters", l.id, l.name);
   c.ioTensors();
   c.program();
+  if (p.ranges) checkShapeRanges(p, where);
 }
 
 }  // namespace npuc::package

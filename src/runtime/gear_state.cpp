@@ -118,7 +118,115 @@ uint8_t* aippBlockDestination(Runtime::Impl& im, const std::string& input, const
 
 }  // namespace
 
+const std::vector<RuntimeRange>& Runtime::shapeRanges() const { return impl_->ranges; }
+
+void Runtime::Impl::selectRange(const std::vector<int64_t>& at) {
+  Impl* next = nullptr;
+  if (std::equal(at.begin(), at.end(), ranges.begin(), ranges.end(), [](int64_t v, const RuntimeRange& r) { return v == r.hi; })) {
+    next = this;
+  } else {
+    auto it = std::find_if(range_programs.begin(), range_programs.end(), [&](const auto& e) { return e.first == at; });
+    if (it == range_programs.end()) {
+      auto im = std::make_unique<Impl>();
+      im->opts = opts;
+      im->pkg = package::specializeShapes(pkg, at, "the package");
+      im->numerics = numerics;
+      im->pool = std::make_unique<ThreadPool>(opts.threads);
+      im->prepare();
+      range_programs.emplace_back(at, std::move(im));
+      // The least recently used program other than the current one goes.
+      if (range_programs.size() > kMaxRangePrograms)
+        for (auto e = range_programs.begin(); e != range_programs.end(); ++e)
+          if (e->second.get() != cur) {
+            range_programs.erase(e);
+            break;
+          }
+      it = std::prev(range_programs.end());
+    } else {
+      std::rotate(it, std::next(it), range_programs.end());
+      it = std::prev(range_programs.end());
+    }
+    next = it->second.get();
+  }
+  if (next != cur) {  // inputs set that keep their shape, and the AIPP stages' frame sizes, go along
+    for (size_t i = 0; i < cur->inputs.size() && i < cur->input_set.size(); ++i) {
+      if (!cur->input_set[i]) continue;
+      const RuntimeTensor& from = cur->inputs[i];
+      for (size_t k = 0; k < next->inputs.size(); ++k) {
+        const RuntimeTensor& to = next->inputs[k];
+        if (to.name != from.name || to.shape != from.shape || to.dtype != from.dtype) continue;
+        const uint64_t bytes = static_cast<uint64_t>(shapeNumel(from.shape)) * dtypeSize(from.dtype);
+        std::memcpy(next->at(to.address, bytes, "input " + to.name), cur->at(from.address, bytes, "input " + from.name), bytes);
+        next->markSet(k);
+      }
+    }
+    for (size_t i = 0; i < cur->steps.size() && i < next->steps.size(); ++i)
+      if (cur->steps[i].d->kind == LayerKind::kAipp) next->steps[i].aipp_stride = cur->steps[i].aipp_stride;
+  }
+  cur = next;
+  range_at = at;
+}
+
+void Runtime::setInputShape(const std::string& name, const Shape& shape) {
+  Impl& h = *impl_;
+  if (h.ranges.empty()) fail(ErrorCode::kInvalidArgument, "setInputShape: the package serves no shape range (translate with --input_shape LO~HI)");
+  auto it = std::find_if(h.inputs.begin(), h.inputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
+  if (it == h.inputs.end()) fail(ErrorCode::kInvalidArgument, "setInputShape: the package has no input '{}'", name);
+  std::vector<int64_t> at = h.range_at;
+  bool ok = shape.size() == it->shape.size();
+  for (size_t d = 0; ok && d < shape.size(); ++d) {
+    auto r = std::find_if(h.ranges.begin(), h.ranges.end(), [&](const RuntimeRange& x) { return x.value == name && x.dim == static_cast<int64_t>(d); });
+    if (r == h.ranges.end()) ok = shape[d] == it->shape[d];
+    else if ((ok = shape[d] >= r->lo && shape[d] <= r->hi)) at[static_cast<size_t>(r - h.ranges.begin())] = shape[d];
+  }
+  if (!ok) {
+    std::string dims;
+    for (size_t d = 0; d < it->shape.size(); ++d) {
+      auto r = std::find_if(h.ranges.begin(), h.ranges.end(), [&](const RuntimeRange& x) { return x.value == name && x.dim == static_cast<int64_t>(d); });
+      dims += (d ? "," : "") + (r == h.ranges.end() ? std::to_string(it->shape[d]) : fmt::format("{}~{}", r->lo, r->hi));
+    }
+    fail(ErrorCode::kInvalidArgument, "input '{}' takes shape [{}] (the package's ranges), got {}", name, dims, shapeStr(shape));
+  }
+  h.selectRange(at);
+}
+
 void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t>& params) {
+  if (!impl_->ranges.empty()) {
+    // A ranged picture behind this stage: the block's output size selects the program at that size.
+    Impl& h = *impl_;
+    const Impl::Step* stage = nullptr;
+    auto in = std::find_if(h.inputs.begin(), h.inputs.end(), [&](const RuntimeTensor& r) { return r.name == input; });
+    for (const Impl::Step& s : h.steps)
+      if (in != h.inputs.end() && s.d->kind == LayerKind::kAipp && s.d->n_in == 2 && (s.d->in(0).addr == in->address || s.d->in(1).addr == in->address))
+        stage = &s;
+    const std::string picture = stage ? h.layers[stage->d->seq].output.name : "";
+    std::vector<int64_t> at = h.range_at;
+    bool ranged = false;
+    kernels::AippParams p;
+    for (size_t j = 0; j < h.ranges.size(); ++j) {
+      if (h.ranges[j].value != picture) continue;
+      if (!ranged) {
+        try {
+          p = kernels::decodeAipp(params.data(), params.size());
+        } catch (const Error& e) {
+          fail(ErrorCode::kInvalidArgument, "input '{}': AIPP parameter block refused: {}", input, e.what());
+        }
+        ranged = true;
+      }
+      const auto hw = kernels::aippOutputSize(p, 0);
+      for (size_t i = 1; i < p.batch.size(); ++i)
+        if (kernels::aippOutputSize(p, i) != hw)
+          fail(ErrorCode::kInvalidArgument, "input '{}': aipp.output_size: image {} gives {}x{} (H x W), image 0 {}x{}: one size per inference",
+               input, i, kernels::aippOutputSize(p, i).first, kernels::aippOutputSize(p, i).second, hw.first, hw.second);
+      const int64_t v = h.ranges[j].dim == 2 ? hw.first : hw.second;
+      if (v < h.ranges[j].lo || v > h.ranges[j].hi)
+        fail(ErrorCode::kInvalidArgument, "input '{}': aipp.output_size: the block's picture is {}x{} (H x W); its {} must lie in the package's "
+             "range {}~{} (the seed: AIPP's output within the --input_shape range)", input, hw.first, hw.second,
+             h.ranges[j].dim == 2 ? "height" : "width", h.ranges[j].lo, h.ranges[j].hi);
+      at[j] = v;
+    }
+    if (ranged) h.selectRange(at);
+  }
   if (!impl_->gears.empty()) {
     Impl& holder = *impl_;
     kernels::AippParams p;

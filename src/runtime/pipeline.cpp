@@ -66,6 +66,8 @@ Pipeline::Pipeline(const std::filesystem::path& dir, RuntimeOptions opts) : impl
   Impl& p = *impl_;
   Runtime first(dir, opts);
   if (!first.gears().empty()) fail(ErrorCode::kInvalidArgument, "{}: a package with gears does not run as a pipeline", dir.string());
+  if (!first.shapeRanges().empty())
+    fail(ErrorCode::kInvalidArgument, "{}: a package serving shape ranges does not run as a pipeline (its stages would all take one size)", dir.string());
   for (const RuntimeLayer& l : first.layers())
     if (p.groups.empty() || l.group != p.groups.back()) p.groups.push_back(l.group);  // (non-decreasing: validated)
   p.stages.push_back(std::move(first));

@@ -41,6 +41,11 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   // Both modes split layers' outputs among the threads (never a reduction), so the bits do not depend on them.
   im.pool = std::make_unique<ThreadPool>(opts.threads);
   im.prepare();
+  if (im.pkg.ranges)
+    for (const package::RangeSymbol& s : im.pkg.ranges->symbols) {
+      im.ranges.push_back({s.value, s.dim, s.lo, s.hi});
+      im.range_at.push_back(s.hi);
+    }
 }
 
 void Runtime::resetState() {
@@ -106,6 +111,13 @@ void Runtime::Impl::checkInputsSet() const {
 void Runtime::setInput(const std::string& name, const Tensor& t) { setInput(name, t.dtype(), t.shape(), t.raw()); }
 
 void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape, const void* data) {
+  if (!impl_->ranges.empty())  // (a shape inside the ranges selects the program at that size)
+    for (const RuntimeRange& r : impl_->ranges)
+      if (r.value == name) {
+        auto it = std::find_if(impl_->cur->inputs.begin(), impl_->cur->inputs.end(), [&](const RuntimeTensor& t) { return t.name == name; });
+        if (it != impl_->cur->inputs.end() && it->shape != shape) setInputShape(name, shape);
+        break;
+      }
   Impl& im = *impl_->cur;
   auto it = std::find_if(im.inputs.begin(), im.inputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
   if (it == im.inputs.end()) {

@@ -125,6 +125,11 @@ struct Runtime::Impl {
   std::vector<RuntimeGear> gears;
   std::string gear_kind, gear_input;
   Impl* cur = this;
+  // A package serving shape ranges (package/shape_ranges.hpp): its ranged dims, the sizes `cur` runs at, and the
+  // programs made at other sizes, most recently used last (this Impl is the one at every range's largest size).
+  std::vector<RuntimeRange> ranges;
+  std::vector<int64_t> range_at;
+  std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<Impl>>> range_programs;
   std::vector<double> times;
   std::vector<std::vector<float>> scratch;  // per input slot, plus one for the output (fp16 packages)
   std::vector<std::vector<uint8_t>> layout_scratch;  // per reference slot: a channel-last tensor as its layer sees it
@@ -148,6 +153,12 @@ struct Runtime::Impl {
   /// run(): every input set at least once since loading (the device keeps what was set; never-set memory is not an
   /// input), else kInvalidArgument naming those that were not.
   void checkInputsSet() const;
+
+  // ---- gear_state.cpp: shape ranges
+  /// Selects the program at sizes `at` (one per range: made on first use, the last kMaxRangePrograms kept), carrying the
+  /// inputs set in the current program that the selected one holds in the same shape, and the AIPP stages' frame sizes.
+  void selectRange(const std::vector<int64_t>& at);
+  static constexpr size_t kMaxRangePrograms = 4;
 
   // ---- loader.cpp: the package loader
   /// Device memory at [addr, addr + bytes), which must lie in one element space (else a device fault).

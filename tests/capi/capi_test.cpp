@@ -695,6 +695,53 @@ TEST(CApiGears, SelectABatchGear) {
   fs::remove_all(root);
 }
 
+TEST(CApiRanges, SetAnInputShapeInsideTheRange) {
+  fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_ranges_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  TranslateOptions o;
+  o.prefix = "ranges";
+  o.onnx = kSrc + "/tests/data/ranges/ranges_net.onnx";
+  o.target = "generic";
+  o.out_root = root;
+  o.input_shape_ranges["x"] = {{1, 1}, {3, 3}, {24, 40}, {20, 36}};
+  TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(r.dir.c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  size_t n = 0;
+  ASSERT_EQ(npuc_runtime_num_shape_ranges(h.rt, &n), NPUC_STATUS_OK);
+  ASSERT_EQ(n, 2u);
+  const char* value = nullptr;
+  int64_t dim = 0, lo = 0, hi = 0;
+  ASSERT_EQ(npuc_runtime_shape_range(h.rt, 1, &value, &dim, &lo, &hi), NPUC_STATUS_OK);
+  EXPECT_STREQ(value, "x");
+  EXPECT_EQ(dim, 3);
+  EXPECT_EQ(lo, 20);
+  EXPECT_EQ(hi, 36);
+  const int64_t dims[4] = {1, 3, 27, 33};
+  ASSERT_EQ(npuc_runtime_set_input_shape(h.rt, "x", dims, 4), NPUC_STATUS_OK) << npuc_last_error();
+  npuc_tensor_info info{};
+  ASSERT_EQ(npuc_runtime_input_info(h.rt, 0, &info), NPUC_STATUS_OK);
+  EXPECT_EQ(info.dims[2], 27);
+  EXPECT_EQ(info.dims[3], 33);
+  std::vector<float> x = randomFloats(3 * 27 * 33, 6);
+  ASSERT_EQ(npuc_runtime_set_input(h.rt, "x", NPUC_DTYPE_FLOAT32, x.data(), x.size() * 4), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  ASSERT_EQ(npuc_runtime_output_info(h.rt, 1, &info), NPUC_STATUS_OK);
+  EXPECT_EQ(info.elements, 16u * 7 * 8);  // (27 x 33: 14 x 17 after the stride-2 conv, 7 x 8 pooled)
+  std::vector<float> feat(16 * 7 * 8);
+  ASSERT_EQ(npuc_runtime_get_output(h.rt, "feat", 1, feat.data(), feat.size() * 4, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+  Tensor t(DType::kF32, {1, 3, 27, 33});
+  std::memcpy(t.raw(), x.data(), x.size() * 4);
+  Runtime cpp(r.dir);
+  const Tensor want = cpp.run({t})[1];
+  EXPECT_EQ(std::memcmp(want.raw(), feat.data(), feat.size() * 4), 0);
+  const int64_t outside[4] = {1, 3, 41, 33};
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_set_input_shape(h.rt, "x", outside, 4), "takes shape [1,3,24~40,20~36]");
+  EXPECT_FAILS(NPUC_STATUS_INVALID_ARGUMENT, npuc_runtime_shape_range(h.rt, 2, nullptr, nullptr, nullptr, nullptr), "out of range");
+  fs::remove_all(root);
+}
+
 TEST(CApiPow2, ResetStateRepeatsTheFirstFrames) {
   // An int8-pow2 package (tidl) keeps the range history of the frames it ran; npuc_runtime_reset_state forgets it.
   fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("capi_pow2_" + std::to_string(::getpid()));

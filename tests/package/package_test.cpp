@@ -28,7 +28,8 @@ using json = nlohmann::ordered_json;
 namespace {
 
 /// The generic package of a model (relative to the source tree), its files by name.
-Files packageOf(const std::string& prefix, const std::string& model) {
+Files packageOf(const std::string& prefix, const std::string& model,
+                const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& ranges = {}) {
   // One folder per process: ctest runs the cases of this file in parallel processes.
   fs::path root = fs::path(NPUC_BINARY_DIR) / "test_packages" / ("reader-" + std::to_string(::getpid()));
   fs::remove_all(root);
@@ -37,6 +38,7 @@ Files packageOf(const std::string& prefix, const std::string& model) {
   o.onnx = std::string(NPUC_SOURCE_DIR) + "/" + model;
   o.target = "generic";
   o.out_root = root;
+  o.input_shape_ranges = ranges;
   TranslateResult r = translate(o);
   Files f;
   for (auto& e : fs::directory_iterator(r.dir)) {
@@ -105,6 +107,31 @@ TEST(PackageReader, ValidPackageReads) {
   EXPECT_EQ(p.content_hash.substr(0, 7), "sha256:");
   // Encoding what was read gives the same bytes.
   EXPECT_EQ(package::encodeDescriptors(p.mac, package::Engine::kMac), validPackage().at("aimac_desc.bin"));
+}
+
+// A package serving shape ranges (package/shape_ranges.hpp): its table is untrusted input like the rest.
+TEST(PackageReader, ShapeRangesTableIsChecked) {
+  const Files good = packageOf("ranges", "tests/data/ranges/ranges_net.onnx", {{"x", {{1, 1}, {3, 3}, {24, 40}, {20, 36}}}});
+  ASSERT_TRUE(read(good).ranges.has_value());
+  ASSERT_EQ(manifest(good)["shape_ranges"]["functions"][0]["values"].size(), 17u);
+  auto broken = [&](const std::function<void(json&)>& change, const std::string& says) {
+    Files f = good;
+    json m = manifest(f);
+    change(m["shape_ranges"]);
+    setManifest(f, m);
+    expectError(f, says);
+  };
+  broken([](json& r) { r["functions"][0]["values"][16] = 41; }, "shape_ranges: dims[0]: size 41 outside 1..40 (the package's own dimension)");
+  broken([](json& r) { r["functions"][0]["values"].erase(0); }, "functions[0]: 16 values for the 17 sizes of 24~40");
+  broken([](json& r) { r["dims"][0][0] = 9999; }, "dims[0]: no descriptor of seq 9999");
+  broken([](json& r) { r["dims"][0][3] = 99; }, "dims[0]: function 99");
+  broken([](json& r) { r["dims"][1] = r["dims"][0]; }, "dims[1]: listed twice");
+  broken([](json& r) { r["dims"][0] = json::array({0, 0, 2}); }, "'shape_ranges.dims[0]' must be [seq, reference, dimension, function]");
+  broken([](json& r) { r["symbols"][0]["value"] = "nope"; }, "'nope' is neither a package input nor a dynamic AIPP layer's output");
+  broken([](json& r) { r["symbols"][0]["hi"] = 10; }, "symbols[0]: range 24~10");
+  broken([](json& r) { r["symbols"][1] = r["symbols"][0]; }, "symbols[1]: x[2] is ranged twice");
+  broken([](json& r) { r["io"][0][0] = "middle"; }, "must be [\"input\" or \"output\", index, dimension, function]");
+  broken([](json& r) { r["functions"] = 5; }, "field 'shape_ranges.functions' must be a list");
 }
 
 TEST(PackageReader, TruncatedFile) {

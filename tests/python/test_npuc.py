@@ -589,3 +589,26 @@ def test_a_stateful_model_runs_frame_after_frame(tmp_path):
     np.testing.assert_allclose(np.stack(ys), np.load(os.path.join(d, "lstm_stream.y.npy")), atol=1e-5)
     np.testing.assert_allclose(h, np.load(os.path.join(d, "lstm_stream.h.npy")), atol=1e-5)
     np.testing.assert_allclose(c, np.load(os.path.join(d, "lstm_stream.c.npy")), atol=1e-5)
+
+
+def test_a_package_serving_a_shape_range(tmp_path):
+    # translate --input_shape "x:1,3,24~40,20~36": one package, every size inside; set_input with a picture's own
+    # shape selects it, and the outputs are the reference engine's bits at that size (generic: float32).
+    model = os.path.join(SRC, "tests", "data", "ranges", "ranges_net.onnx")
+    r = npuc.translate("ranges", model, target="generic", out=str(tmp_path),
+                       input_shape_ranges={"x": [(1, 1), (3, 3), (24, 40), (20, 36)]})
+    assert r.ok
+    rt = npuc.Runtime(str(r.dir), threads=2)
+    assert rt.shape_ranges == [{"value": "x", "dim": 2, "lo": 24, "hi": 40}, {"value": "x", "dim": 3, "lo": 20, "hi": 36}]
+    rng = np.random.RandomState(3)
+    for h, w in ((24, 20), (37, 29), (40, 36), (31, 22)):
+        x = rng.rand(1, 3, h, w).astype(np.float32)
+        got = rt.run({"x": x})
+        want = npuc.run_model(model, {"x": x})
+        assert rt.inputs[0]["shape"] == (1, 3, h, w)
+        for name in ("y", "feat"):
+            assert got[name].shape == want[name].shape and np.array_equal(got[name], want[name]), (h, w, name)
+    rt.set_input_shape("x", [1, 3, 30, 30])
+    assert rt.outputs[1]["shape"] == (1, 16, 7, 7)
+    with pytest.raises(npuc.Error, match=r"input 'x' takes shape \[1,3,24~40,20~36\]"):
+        rt.set_input("x", np.zeros((1, 3, 41, 30), np.float32))

@@ -15,6 +15,7 @@
 #include "support/fp16.hpp"
 #include "support/thread_pool.hpp"
 
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
 #include "scratch_dir.hpp"
@@ -1022,27 +1023,54 @@ TEST(AippPackage, PerChannelPaddingValuesAndTheFourthChannel) {
   }
 }
 
+// The seed (A:L9): with an --input_shape range and AIPP, "AIPP's output width and height lie in the range" — one
+// package serves them all: the dynamic block's picture size selects the package at that size (package/shape_ranges.hpp),
+// whose outputs are the bytes of the ordinary package translated at that size with the same block.
 TEST(AippPackage, ShapeRangesWithDynamicAipp) {
-  auto translateRange = [&](const std::string& prefix, std::pair<int64_t, int64_t> h, std::map<std::string, Shape> fixed = {}) {
+  const std::string model = std::string(NPUC_SOURCE_DIR) + "/tests/data/ranges/ranges_net.onnx";
+  auto translateRange = [&](const std::string& prefix, std::pair<int64_t, int64_t> h, std::pair<int64_t, int64_t> w,
+                            std::map<std::string, Shape> fixed = {}) {
     TranslateOptions o;
     o.prefix = prefix;
-    o.onnx = kModel;
+    o.onnx = model;
     o.target = "generic";
     o.out_root = scratchPath("out");
     o.aipp = writeText("dynamic.cfg", kDynamic);
-    o.input_shape_ranges["image"] = {{1, 1}, {3, 3}, h, {16, std::numeric_limits<int64_t>::max()}};
+    o.input_shape_ranges["x"] = {{1, 1}, {3, 3}, h, w};
     o.input_shapes = std::move(fixed);
     return translate(o);
   };
-  // The model's own 32 x 32 lies in the ranges (the width unbounded): the package has it, the block must deliver it.
-  TranslateResult r = translateRange("range_dyn", {16, 64});
+  const TranslateResult r = translateRange("range_dyn", {16, 48}, {16, 48});
   ASSERT_TRUE(r.ok);
-  Runtime rt(r.dir);
-  EXPECT_NO_THROW(rt.setDynamicAipp("image", kernels::encodeAipp(cases()[0].block)));  // crop + resize to 32 x 32
-  // Outside the range: refused, with the seed's rule.
-  std::string e = errorOf([&] { translateRange("range_out", {16, 24}); });
-  EXPECT_NE(e.find("height 32, outside the range 16~24"), std::string::npos) << e;
-  // A size fixed with --input-shape must lie in the range too.
-  e = errorOf([&] { translateRange("range_fixed", {16, 24}, {{"image", {1, 3, 40, 40}}}); });
+  const std::vector<uint8_t> frame = randomBytes(kMaxSrc, 13);
+  AippParams block = cases()[0].block;  // crop 40 x 40 of the 64 x 48 source, resized to 32 x 32
+  for (auto [threads, exact] : {std::pair{1, false}, {2, false}, {1, true}}) {
+    Runtime rt(r.dir, {threads, exact});
+    ASSERT_EQ(rt.shapeRanges().size(), 2u);
+    EXPECT_EQ(rt.shapeRanges()[0].value, "x/aipp");  // the AIPP stage's picture
+    rt.setInput("x", u8Tensor(frame, {1, kMaxSrc}));  // (set before the block: it goes along to the selected size)
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{32, 32}, {24, 40}, {48, 16}}) {
+      SCOPED_TRACE(fmt::format("{}x{}, {} thread(s){}", h, w, threads, exact ? ", exact" : ""));
+      block.batch[0].scf_out_h = static_cast<int32_t>(h), block.batch[0].scf_out_w = static_cast<int32_t>(w);
+      rt.setDynamicAipp("x", kernels::encodeAipp(block));
+      EXPECT_EQ(rt.outputs()[1].shape, (Shape{1, 16, h / 4, w / 4}));
+      rt.run();
+      const TranslateResult one = translateRange(fmt::format("range_one_{}x{}", h, w), {16, 48}, {16, 48}, {{"x", {1, 3, h, w}}});
+      ASSERT_TRUE(one.ok);
+      Runtime ort(one.dir);
+      ort.setInput("x", u8Tensor(frame, {1, kMaxSrc}));
+      ort.setDynamicAipp("x", kernels::encodeAipp(block));
+      ort.run();
+      EXPECT_EQ(bytesOf(rt.output("feat")), bytesOf(ort.output("feat")));
+      EXPECT_EQ(bytesOf(rt.output("y")), bytesOf(ort.output("y")));
+    }
+    // A picture outside the range: refused with the seed's rule.
+    block.batch[0].scf_out_h = 12, block.batch[0].scf_out_w = 32;
+    const std::string e = errorOf([&] { rt.setDynamicAipp("x", kernels::encodeAipp(block)); });
+    EXPECT_NE(e.find("aipp.output_size: the block's picture is 12x32 (H x W); its height must lie in the package's range 16~48"),
+              std::string::npos) << e;
+  }
+  // A size fixed with --input-shape must lie in the range.
+  const std::string e = errorOf([&] { translateRange("range_fixed", {16, 24}, {16, 48}, {{"x", {1, 3, 40, 40}}}); });
   EXPECT_NE(e.find("--input-shape gives height 40, outside the range 16~24"), std::string::npos) << e;
 }

@@ -12,10 +12,12 @@
 
 #include "scratch_dir.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 
 using namespace npuc;
@@ -308,4 +310,120 @@ TEST(Gears, MalformedGearsFilesNameFileAndField) {
       EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
     }
   }
+}
+
+// Shape ranges (Ascend ATC's --input_shape LO~HI; package/shape_ranges.hpp): one package, translated at the ranges'
+// largest sizes, serves every size inside them — the runtime specializes it to the sizes an input gives.
+namespace {
+
+const std::string kRanges = std::string(NPUC_SOURCE_DIR) + "/tests/data/ranges/";
+
+Tensor picture(int64_t h, int64_t w, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t(DType::kF32, {1, 3, h, w});
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(rng() % 1001) / 500.0f - 1.0f;
+  return t;
+}
+
+TranslateOptions rangeOptions(const std::string& name, const std::string& model, const std::string& target) {
+  TranslateOptions o;
+  o.prefix = name;
+  o.onnx = kRanges + model;
+  o.target = target;
+  o.out_root = npuc::test::scratchDir("ranges_" + name);
+  o.input_shape_ranges["x"] = {{1, 1}, {3, 3}, {24, 40}, {20, 36}};
+  return o;
+}
+
+}  // namespace
+
+TEST(ShapeRanges, OnePackageServesEverySizeOfTheRange) {
+  const TranslateResult r = translate(rangeOptions("net", "ranges_net.onnx", "generic"));
+  ASSERT_TRUE(r.ok);
+  for (auto [threads, exact] : {std::pair{1, false}, {2, false}, {1, true}}) {
+    Runtime rt(r.dir, {threads, exact});
+    ASSERT_EQ(rt.shapeRanges().size(), 2u);
+    EXPECT_EQ(rt.shapeRanges()[0].value, "x");
+    EXPECT_EQ(rt.shapeRanges()[0].dim, 2);
+    EXPECT_EQ(rt.shapeRanges()[1].lo, 20);
+    EXPECT_EQ(rt.shapeRanges()[1].hi, 36);
+    EXPECT_EQ(rt.inputs()[0].shape, (Shape{1, 3, 40, 36}));  // starts at the largest sizes
+    // Sizes of every parity and both ends, more than the runtime keeps (its cache turns over).
+    for (int64_t h : {24, 25, 31, 40, 33})
+      for (int64_t w : {20, 36, 27, 21}) {
+        SCOPED_TRACE(fmt::format("{}x{}, {} thread(s){}", h, w, threads, exact ? ", exact" : ""));
+        const Tensor x = picture(h, w, static_cast<uint32_t>(h * 100 + w));
+        const std::vector<Tensor> got = rt.run({x});
+        LoadOptions lo;
+        lo.input_shapes["x"] = {1, 3, h, w};
+        const std::vector<Tensor> want = Session(Model::load(kRanges + "ranges_net.onnx", lo).optimized()).run({x});
+        ASSERT_EQ(got.size(), 2u);
+        EXPECT_EQ(rt.inputs()[0].shape, (Shape{1, 3, h, w}));
+        EXPECT_EQ(rt.outputs()[1].shape, want[1].shape());
+        EXPECT_TRUE(got[0].sameBits(want[0]));  // the engine's bits (generic, float32)
+        EXPECT_TRUE(got[1].sameBits(want[1]));
+      }
+  }
+  // setInputShape selects the sizes; shapes outside the ranges, or other than the input's elsewhere, are refused.
+  Runtime rt(r.dir);
+  rt.setInputShape("x", {1, 3, 30, 22});
+  EXPECT_EQ(rt.inputs()[0].shape, (Shape{1, 3, 30, 22}));
+  EXPECT_EQ(rt.outputs()[1].shape, (Shape{1, 16, 7, 5}));
+  for (const Shape& bad : {Shape{1, 3, 41, 22}, Shape{1, 3, 23, 22}, Shape{1, 3, 30, 37}, Shape{1, 4, 30, 22}, Shape{1, 3, 30}}) {
+    try {
+      rt.setInput("x", Tensor(DType::kF32, bad));
+      FAIL() << shapeStr(bad) << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("input 'x' takes shape [1,3,24~40,20~36]"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(rt.inputs()[0].shape, (Shape{1, 3, 30, 22}));  // (a refused shape leaves the selection as it was)
+  // A float16 package: at each size, the bytes of the ordinary package translated at that size.
+  const TranslateResult half = translate(rangeOptions("half", "ranges_net.onnx", "drpai"));
+  ASSERT_TRUE(half.ok);
+  Runtime hrt(half.dir);
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{24, 20}, {29, 33}, {40, 36}}) {
+    SCOPED_TRACE(fmt::format("float16 {}x{}", h, w));
+    TranslateOptions o = rangeOptions(fmt::format("half_{}x{}", h, w), "ranges_net.onnx", "drpai");
+    o.input_shape_ranges.clear();
+    o.input_shapes["x"] = {1, 3, h, w};
+    const TranslateResult one = translate(o);
+    ASSERT_TRUE(one.ok);
+    Runtime ort(one.dir);
+    const Tensor x = picture(h, w, 5);
+    hrt.run({x});
+    ort.run({x});
+    for (const char* out : {"y", "feat"}) EXPECT_TRUE(hrt.output(out).sameBits(ort.output(out))) << out;
+  }
+}
+
+TEST(ShapeRanges, WhatNoPackageServesIsRefusedNamingIt) {
+  auto refused = [](TranslateOptions o) {
+    try {
+      translate(o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(translated)");
+  };
+  // A ceil-mode pooling takes ceil at odd sizes, which the pads fixed for the largest size do not: the tensor named.
+  std::string e = refused(rangeOptions("ceil", "ranges_ceil.onnx", "generic"));
+  EXPECT_NE(e.find("at x[2] = 25 tensor '/pool/MaxPool_output_0' is 1x8x7x9 in the model, 1x8x6x9 as optimized for the largest size"),
+            std::string::npos) << e;
+  e = refused(rangeOptions("same", "ranges_same.onnx", "generic"));
+  EXPECT_NE(e.find("node 'same_conv' (Conv): auto_pad SAME_UPPER pads by the size"), std::string::npos) << e;
+  e = refused(rangeOptions("flat", "ranges_flat.onnx", "generic"));  // (a feature map flattened: one size only)
+  EXPECT_NE(e.find("'/fc/Gemm' (Gemm): inner dimensions differ"), std::string::npos) << e;
+  e = refused(rangeOptions("int8", "ranges_net.onnx", "generic-int8"));
+  EXPECT_NE(e.find("calibrated at one size; a package serving a range is float32 or float16"), std::string::npos) << e;
+  TranslateOptions open = rangeOptions("open", "ranges_net.onnx", "generic");
+  open.input_shape_ranges["x"][3] = {20, std::numeric_limits<int64_t>::max()};
+  e = refused(open);
+  EXPECT_NE(e.find("give an upper bound (LO~HI)"), std::string::npos) << e;
+  // A size fixed inside the range makes an ordinary package.
+  TranslateOptions fixed = rangeOptions("fixed", "ranges_net.onnx", "generic");
+  fixed.input_shapes["x"] = {1, 3, 30, 30};
+  const TranslateResult r = translate(fixed);
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(Runtime(r.dir).shapeRanges().empty());
 }

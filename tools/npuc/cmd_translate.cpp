@@ -105,7 +105,9 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]
                               Ascend ATC's input shapes; -1 marks the dimensions the gears below set; a range
                               LO~HI (-1 beside a range: unbounded) takes the size that fixes it, which must lie in
                               the range: for an image's height / width the size its static AIPP stage delivers, else
-                              --input-shape NAME=DIMS, else (a dynamic AIPP input) the model's own size (docs/aipp.md)
+                              --input-shape NAME=DIMS; a range nothing fixes makes one package serving every size in
+                              it (float targets; each size chosen per inference by the input's shape or the dynamic
+                              AIPP block; docs/aipp.md "Gears and shape ranges")
   --input_shape_range "NAME:[D0,D1,...];..."
                               ATC's older spelling of ranges (LO~HI, N, or -1 unbounded per dimension)
   --dynamic_batch_size "1,2,4"  gears: one package per batch size of the input whose batch is -1, selected per

@@ -75,6 +75,11 @@ bool finiteHalf(uint16_t h) { return (h & 0x7C00u) != 0x7C00u; }
 
 }  // namespace
 
+std::pair<int64_t, int64_t> aippOutputSize(const AippParams& p, size_t i) {
+  const Geometry g = geometry(p, p.batch.at(i));
+  return {g.pt + g.oh + g.pb, g.pl + g.ow + g.pr};
+}
+
 bool isAippFormat(int code) { return code >= 1 && code <= 4; }
 
 const char* aippFormatName(AippFormat f) {
