@@ -24,6 +24,8 @@
 namespace py = pybind11;
 using namespace npuc;
 
+void bindBundles(py::module_& m);  // npuc_bundles.cpp
+
 namespace {
 
 PyObject* g_error = nullptr;  // npuc.Error (a reference the module holds for the interpreter's life: never released at exit)
@@ -688,7 +690,6 @@ void bindTranslate(py::module_& m) {
       "the dimensions no AIPP stage or input_shapes fixes make a package serving every size of the range");
 }
 
-/// Custom ops, and models run on the reference engine.
 /// Calibration statistics in shards (npuc.calibration).
 void bindCalibration(py::module_& m) {
   m.def(
@@ -699,17 +700,17 @@ void bindCalibration(py::module_& m) {
           const std::string s = b;
           v.emplace_back(s.begin(), s.end());
         }
-        std::vector<uint8_t> r;
-        {
+        const std::vector<uint8_t> r = [&] {
           py::gil_scoped_release nogil;
-          r = mergeCalibrationStats(v, pass);
-        }
+          return mergeCalibrationStats(v, pass);
+        }();
         return py::bytes(reinterpret_cast<const char*>(r.data()), r.size());
       },
       py::arg("parts"), py::arg("pass_"),
       "Merges the statistics of shards of one pass (npuc::mergeCalibrationStats; docs/calibration.md).");
 }
 
+/// Custom ops, and models run on the reference engine.
 void bindModels(py::module_& m) {
   m.def(
       "register_custom_op",
@@ -795,4 +796,5 @@ PYBIND11_MODULE(_npuc, m) {
   bindTranslate(m);
   bindModels(m);
   bindCalibration(m);
+  bindBundles(m);
 }

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace npuc {
@@ -216,6 +217,18 @@ class Runtime {
   friend class Pipeline;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Model bundles (Kneron's multi-model NEF, whose model_id picks a model; docs/package-format.md, "Model bundles"): a
+/// folder of packages each under an id, listed by its models.json. bundleModelIds: the ids in `dir` (empty when it
+/// is no bundle); bundleModel: the package folder of model `id` (kInvalidArgument naming the ids for another).
+/// A Runtime opened on a bundle refuses it, naming the ids.
+std::vector<int64_t> bundleModelIds(const std::filesystem::path& dir);
+std::filesystem::path bundleModel(const std::filesystem::path& dir, int64_t id);
+/// Writes the bundle <root>/<name>/ of `models` (id, package folder: an ordinary package or one with gears, each read
+/// and checked first), each copied into model_<id>/, and its models.json; published atomically (nothing half-written
+/// on an error). Returns the bundle's folder.
+std::filesystem::path writeBundle(const std::filesystem::path& root, const std::string& name,
+                                  const std::vector<std::pair<int64_t, std::filesystem::path>>& models);
 
 /// A package whose layers are in groups (TIDL's layersGroupId: `translate --layer-group` / `--layer-groups auto`;
 /// docs/runtime-api.md, "Pipelines") run as a pipeline of simulated cores: one Runtime per group, each on its own

@@ -23,7 +23,8 @@ import threading
 
 import numpy as np
 
-from ._npuc import Error, Pipeline, Runtime, TranslateResult, model_io, register_custom_op, run_model, translate  # noqa: F401
+from ._npuc import (Error, Pipeline, Runtime, TranslateResult, bundle, bundle_model, bundle_model_ids, model_io,  # noqa: F401
+                    register_custom_op, run_model, translate)
 from .evaluate import evaluate  # noqa: F401
 from .tuning import tune  # noqa: F401
 from . import calibration  # noqa: F401,E402
@@ -133,7 +134,8 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
     fixed / scale / 2^radix cannot express one: most int8-affine outputs), refuses it, naming the output and why.
     platform (520/720 for Kneron) selects nothing here: the
     package fixes the device; it is accepted for compatibility (other values are refused). onnx_file takes a str or a
-    path-like, as package does; an npuc package folder given as onnx_file runs as package=. nef_file / bie_file / model_id are Kneron's file
+    path-like, as package does; an npuc package folder given as onnx_file runs as package=. model_id picks a model of a
+    bundle (package= a folder written by npuc.bundle: Kneron's multi-model NEF). nef_file / bie_file are Kneron's file
     kinds and are refused with a pointer to `package`. model_file= is onnx_file= under a name that fits every format npuc
     reads (the format is detected from the file: docs/frontends.md); give one of the two.
     """
@@ -141,9 +143,17 @@ def inference(pre_results, input_names, package=None, onnx_file=None, data_type=
         if onnx_file is not None:
             raise _error("npuc.inference: give model_file=... or onnx_file=... (the same argument), not both")
         onnx_file = model_file
-    if nef_file or bie_file or model_id is not None:
-        raise _error("npuc.inference runs npuc packages (package=...) or ONNX models (onnx_file=...); Kneron's nef / bie "
-                    "files and model ids are not npuc's")
+    if nef_file or bie_file:
+        raise _error("npuc.inference runs npuc packages (package=..., a bundle of them with model_id=...: npuc.bundle) or "
+                    "ONNX models (onnx_file=...); Kneron's nef / bie files are not npuc's")
+    if model_id is not None:
+        if package is None:
+            raise _error("npuc.inference: model_id picks a model of a bundle (package=FOLDER written by npuc.bundle or "
+                         "`npuc bundle`)")
+        package = str(bundle_model(os.fspath(package), model_id))
+    elif package is not None and bundle_model_ids(os.fspath(package)):
+        raise _error("npuc.inference: %s is a bundle of models (ids %s): give model_id=..." % (
+            package, ", ".join(str(i) for i in bundle_model_ids(os.fspath(package)))))
     if (package is None) == (onnx_file is None):
         raise _error("npuc.inference: give exactly one of package=... (the simulated device) or onnx_file=... (the float "
                     "model)")

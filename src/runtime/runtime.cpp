@@ -15,6 +15,9 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   Impl& im = *impl_;
   im.opts = opts;
   if (opts.threads < 1) fail(ErrorCode::kInvalidArgument, "threads must be at least 1 (got {})", opts.threads);
+  if (const std::vector<int64_t> ids = bundleModelIds(dir); !ids.empty())
+    fail(ErrorCode::kInvalidArgument, "{} is a bundle of models (ids {}): run one of them (npuc::bundleModel(dir, id); Python model_id=; "
+         "the CLI's --model-id)", dir.string(), fmt::join(ids, ", "));
   if (package::hasGears(dir)) {
     const package::Gears g = package::readGears(dir);
     im.gear_kind = g.kind;

@@ -110,6 +110,35 @@ def test_kneron_style_inference(packages):
         npuc.inference([X[:1]], ["input"], model_file=DIGITS, onnx_file=DIGITS)
 
 
+def test_model_id_picks_a_model_of_a_bundle(packages, tmp_path):
+    # Kneron's multi-model NEF, whose model_id picks a model: npuc.bundle puts packages in one folder under ids.
+    folder = npuc.bundle("nef", {211: packages["drpai"], 5: packages["generic"]}, out=str(tmp_path))
+    assert sorted(npuc.bundle_model_ids(folder)) == [5, 211]
+    for model_id, target in ((211, "drpai"), (5, "generic")):
+        got = npuc.inference([X[1:2]], ["input"], package=folder, model_id=model_id)
+        assert np.array_equal(got[0], npuc.inference([X[1:2]], ["input"], package=packages[target])[0])
+    with pytest.raises(npuc.Error, match=r"is a bundle of models \(ids 5, 211\): give model_id"):
+        npuc.inference([X[:1]], ["input"], package=folder)
+    with pytest.raises(npuc.Error, match=r"holds no model of id 7 \(its models: 5, 211\)"):
+        npuc.inference([X[:1]], ["input"], package=folder, model_id=7)
+    with pytest.raises(npuc.Error, match="is no bundle of models"):
+        npuc.inference([X[:1]], ["input"], package=packages["generic"], model_id=5)
+    with pytest.raises(npuc.Error, match="is a bundle of models"):
+        npuc.Runtime(str(folder))
+    with pytest.raises(npuc.Error, match="model id 3 is given twice|a bundle holds 1 to"):
+        npuc.bundle("none", {}, out=str(tmp_path))
+    with pytest.raises(npuc.Error, match="no such file|missing|not"):
+        npuc.bundle("bad", {1: str(tmp_path / "nothing")}, out=str(tmp_path))
+    assert not (tmp_path / "bad").exists()  # nothing half-written
+    if CLI:  # the command line's bundle and simulate --model-id
+        subprocess.run([CLI, "bundle", "cli_nef", "7=" + packages["generic"], "-o", str(tmp_path)], check=True, capture_output=True)
+        np.save(tmp_path / "x.npy", X[:1])
+        subprocess.run([CLI, "simulate", str(tmp_path / "cli_nef"), "--model-id", "7", "--input", "input=" + str(tmp_path / "x.npy"),
+                        "-o", str(tmp_path / "sim")], check=True, capture_output=True)
+        got = np.load(tmp_path / "sim" / "logits.npy")
+        assert np.array_equal(got, npuc.Runtime(packages["generic"]).run(X[:1])["logits"])
+
+
 def test_fixed_point_outputs_of_int8_packages(tmp_path):
     # int8-affine: the logits dequantize int8 codes; 'fixed' gives those codes with their scale and zero point.
     r = npuc.translate("q", DIGITS, target="generic-int8", out=str(tmp_path), calib={"input": X[:64]})

@@ -427,3 +427,29 @@ TEST(ShapeRanges, WhatNoPackageServesIsRefusedNamingIt) {
   ASSERT_TRUE(r.ok);
   EXPECT_TRUE(Runtime(r.dir).shapeRanges().empty());
 }
+
+// Model bundles (Kneron's multi-model NEF; npuc bundle): models.json is untrusted input like a package.
+TEST(Bundles, MalformedModelsFilesNameFileAndField) {
+  const fs::path dir = npuc::test::scratchDir("bundle_bad");
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"[]", "(top level): must be an object"},
+           {R"({"format": "npuc-gears", "version": 1, "models": []})", "format: must be \"npuc-models\""},
+           {R"({"format": "npuc-models", "version": 2, "models": []})", "version: must be 1"},
+           {R"({"format": "npuc-models", "version": 1, "models": []})", "models: must be a list of 1 to 256 models"},
+           {R"({"format": "npuc-models", "version": 1, "models": [{"id": -1, "dir": "a"}]})", "models[0].id: must be an integer from 0"},
+           {R"({"format": "npuc-models", "version": 1, "models": [{"id": 1, "dir": "../a"}]})", "models[0].dir:"},
+           {R"({"format": "npuc-models", "version": 1, "models": [{"id": 1, "dir": "a"}, {"id": 1, "dir": "b"}]})", "models[1].id: id 1 is listed twice"},
+           {R"({"format": "npuc-models", "version": 1, "models": [{"id": 1, "dir": "a"}, {"id": 2, "dir": "a"}]})", "models[1].dir: 'a' is listed twice"}}) {
+    std::ofstream(dir / "models.json", std::ios::trunc) << text;
+    try {
+      bundleModelIds(dir);
+      FAIL() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("models.json: " + says), std::string::npos) << e.what();
+    }
+  }
+  std::ofstream(dir / "models.json", std::ios::trunc) << R"({"format": "npuc-models", "version": 1, "models": [{"id": 9, "dir": "m"}]})";
+  EXPECT_EQ(bundleModelIds(dir), (std::vector<int64_t>{9}));
+  EXPECT_EQ(bundleModel(dir, 9), dir / "m");
+  EXPECT_THROW(Runtime{dir}, Error);  // a bundle is no package: the error names its ids
+}

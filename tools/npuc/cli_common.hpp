@@ -122,5 +122,6 @@ void addTidlSegment(Command& app, Action& run);
 void addTidlDetect(Command& app, Action& run);
 void addCustomOp(Command& app, Action& run);
 void addTune(Command& app, Action& run);
+void addBundle(Command& app, Action& run);
 
 }  // namespace npuc::cli

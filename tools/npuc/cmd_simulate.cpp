@@ -214,7 +214,7 @@ void addSimulate(Command& app, Action& run) {
   addCustomOpOption(c);
   struct Opts {
     std::string package, output_dir = "sim_out", trace, image_size, kneron_dir;
-    int64_t batch = 0;
+    int64_t batch = 0, model_id = -1;
     int kneron = 0;
     std::vector<std::string> inputs, aipp;
     int threads = 1, top = 0;
@@ -231,6 +231,8 @@ void addSimulate(Command& app, Action& run) {
       ->range(int64_t{1}, int64_t{65536});
   c->option("--dynamic-image-size,--dynamic_image_size", o->image_size,
                 "Packages with image-size gears (translate --dynamic_image_size): run the gear of this HEIGHT,WIDTH");
+  c->option("--model-id", o->model_id, "A bundle of models (npuc bundle; Kneron's model_id): run the model of this id")
+      ->range(int64_t{0}, int64_t{2147483647});
   c->option("--kneron-dump", o->kneron, "int8-radix packages (target kneron): also write the outputs as Kneron's CSIM does "
                                            "for this platform, 520 or 720 (fixed-point values in its layout, radix and scale), "
                                            "into --kneron-dir")
@@ -246,7 +248,8 @@ void addSimulate(Command& app, Action& run) {
       ->range(1, 1000);
   c->callback([o, &run] {
     run = [o] {
-      Runtime rt(packageFolder(o->package, "package"), {o->threads, o->exact});
+      const std::filesystem::path folder = packageFolder(o->package, "package");
+      Runtime rt(o->model_id >= 0 ? bundleModel(folder, o->model_id) : folder, {o->threads, o->exact});
       // A package with gears: the gear first (the inputs, AIPP stages and layers are the gear's).
       if (o->kneron) checkKneronDump(rt);
       else if (!o->kneron_dir.empty())

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   npuc::cli::addTidlDetect(app, action);
   npuc::cli::addCustomOp(app, action);
   npuc::cli::addTune(app, action);
+  npuc::cli::addBundle(app, action);
   std::vector<std::string> args;
   try {
     args = npuc::cli::customOpActionAlias(std::vector<std::string>(argv + 1, argv + argc));
