@@ -285,16 +285,22 @@ if [ -s "$tmp/gb/gb/gears.json" ] && [ -s "$tmp/gb/gb/batch_1/manifest.json" ] &
   ok "translate --dynamic_batch_size writes a gear per batch size; simulate --dynamic_batch_size runs one"
 else bad "gears: $(ls -R "$tmp/gb" 2>&1 | head -5)"; fi
 expect_error 2 "no gear of batch size 3 (the package's gears: 1, 2)" -- "$npuc" simulate "$tmp/gb/gb" --dynamic-batch-size 3 --input input="$tmp/x2.npy" -o "$tmp/gbsim3"
-# --input_shape ranges: packages have static shapes, so a static AIPP stage sets the height and width, inside the range.
-expect_error 2 "dimension 0 is a range 1~4; npuc packages have static shapes" -- "$npuc" translate gr -onnx "$digits" --input_shape "input:1~4,1,8,8" --out "$tmp/gr"
+# --input_shape ranges: a range nothing fixes makes one package serving every size (here the batch: a batch of 3 runs
+# it); a static AIPP stage sets the height and width, inside the range.
+if "$npuc" translate gr -onnx "$digits" --target generic --input_shape "input:1~4,1,8,8" --out "$tmp/gr" >/dev/null &&
+   /usr/bin/python3 -c "import numpy as np; np.save('$tmp/x3.npy', np.load('$src/models/digits/test_x.npy')[:3])" &&
+   "$npuc" simulate "$tmp/gr/gr" --input input="$tmp/x3.npy" -o "$tmp/grsim" >/dev/null &&
+   /usr/bin/python3 -c "import numpy as np, sys; sys.exit(0 if np.load('$tmp/grsim/logits.npy').shape == (3, 10) else 1)"; then
+  ok "an --input_shape range over the batch: one package, simulate runs a batch of 3"; else bad "--input_shape batch range"; fi
+expect_error 2 "give an upper bound (LO~HI)" -- "$npuc" translate gr2 -onnx "$digits" --target generic --input_shape "input:1~4,1,8,-1" --out "$tmp/gr2"
 printf 'aipp_op {\n  aipp_mode: static\n  input_format: RGB888_U8\n  src_image_size_w: 40\n  src_image_size_h: 40\n  crop: true\n  load_start_pos_w: 4\n  load_start_pos_h: 4\n  crop_size_w: 32\n  crop_size_h: 32\n}\n' >"$tmp/st.cfg"
 if "$npuc" translate rg -onnx "$an" --aipp "$tmp/st.cfg" --target generic --input_shape "image:1,3,16~64,16~64" --out "$tmp/rg" >/dev/null &&
    [ -s "$tmp/rg/rg/manifest.json" ]; then ok "an --input_shape range is set by the static AIPP stage's 32x32 output"; else bad "--input_shape range with static AIPP"; fi
 expect_error 2 "the AIPP stage delivers height 32, outside the range 16~24" -- "$npuc" translate rg2 -onnx "$an" --aipp "$tmp/st.cfg" --target generic --input_shape "image:1,3,16~24,16~64" --out "$tmp/rg"
-# Issue 47: a dynamic AIPP input's range takes the model's own 32x32 (-1: unbounded; ATC's --input_shape_range too);
-# its frame input takes frames smaller than max_src_image_size (the same output as the max-size frame).
+# Issue 47: a dynamic AIPP input's range fixed inside it with --input-shape (ATC's --input_shape_range spelling); its
+# frame input takes frames smaller than max_src_image_size (the same output as the max-size frame).
 printf 'aipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 0\n  max_src_image_size: 3072\n}\n' >"$tmp/dynbig.cfg"
-if "$npuc" translate rgd -onnx "$an" --aipp "$tmp/dynbig.cfg" --target generic --input_shape_range "image:[1,3,16~64,-1]" --out "$tmp/rgd" >/dev/null &&
+if "$npuc" translate rgd -onnx "$an" --aipp "$tmp/dynbig.cfg" --target generic --input_shape_range "image:[1,3,16~64,16~64]" --input-shape image=1,3,32,32 --out "$tmp/rgd" >/dev/null &&
    { cat "$tmp/nv12.bin"; head -c 1536 /dev/urandom; } >"$tmp/nv12big.bin" &&
    "$npuc" simulate "$tmp/rgd/rgd" --input image="$tmp/nv12.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/rgdsim1" >/dev/null &&
    "$npuc" simulate "$tmp/rgd/rgd" --input image="$tmp/nv12big.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/rgdsim2" >/dev/null &&
@@ -302,7 +308,15 @@ if "$npuc" translate rgd -onnx "$an" --aipp "$tmp/dynbig.cfg" --target generic -
   ok "dynamic AIPP with --input_shape_range; simulate takes a frame smaller than max_src_image_size"; else bad "dynamic AIPP range / small frame"; fi
 head -c 1000 /dev/urandom >"$tmp/nv12small.bin"
 expect_error 2 "a frame of 1000 bytes per image is smaller than the 32x32 YUV420SP_U8 source" -- "$npuc" simulate "$tmp/rgd/rgd" --input image="$tmp/nv12small.bin" --input mask="$tmp/mask.bin" --aipp image="$tmp/p.yaml" -o "$tmp/rgdsim3"
-expect_error 2 "block must deliver it) is height 32, outside the range 16~24" -- "$npuc" translate rgd2 -onnx "$an" --aipp "$tmp/dynbig.cfg" --target generic --input_shape "image:1,3,16~24,-1" --out "$tmp/rgd2"
+expect_error 2 "--input-shape gives height 32, outside the range 16~24" -- "$npuc" translate rgd2 -onnx "$an" --aipp "$tmp/dynbig.cfg" --target generic --input_shape "image:1,3,16~24,16~64" --input-shape image=1,3,32,32 --out "$tmp/rgd2"
+# One package for the whole range behind a dynamic AIPP stage: the block's picture size (crop, then scf to 24 x 40)
+# selects the body's size.
+printf 'aipp_op {\n  aipp_mode: dynamic\n  related_input_rank: 0\n  max_src_image_size: 3072\n}\n' >"$tmp/dynx.cfg"
+printf 'inputFormat: YUV420SP_U8\nsrcImageSizeW: 32\nsrcImageSizeH: 32\nscfSwitch: 1\nscfInputSizeW: 32\nscfInputSizeH: 32\nscfOutputSizeW: 40\nscfOutputSizeH: 24\n' >"$tmp/scf.yaml"
+if "$npuc" translate rx -onnx "$src/tests/data/ranges/ranges_net.onnx" --aipp "$tmp/dynx.cfg" --target generic --input_shape "x:1,3,16~48,16~48" --out "$tmp/rx" >/dev/null &&
+   "$npuc" simulate "$tmp/rx/rx" --input x="$tmp/nv12.bin" --aipp x="$tmp/scf.yaml" -o "$tmp/rxsim" >/dev/null &&
+   /usr/bin/python3 -c "import numpy as np, sys; sys.exit(0 if np.load('$tmp/rxsim/feat.npy').shape == (1, 16, 6, 10) else 1)"; then
+  ok "one package for an --input_shape range behind dynamic AIPP: the block's 24x40 picture runs"; else bad "range package with dynamic AIPP"; fi
 # The same block as raw bytes (kAippDynamicPara: format 1, batchNum 1, 32x32; mean0 16 at 120; var_reci at 136).
 { printf '\x01\x00\x00\x00\x01\x00\x00\x00\x20\x00\x00\x00\x20\x00\x00\x00'; head -c 104 /dev/zero; printf '\x10\x00'
   head -c 14 /dev/zero; printf '\x19\x1c\x00\x3c\x00\x3c\x00\x3c'; head -c 16 /dev/zero; } >"$tmp/p.bin"
