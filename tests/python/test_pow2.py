@@ -848,6 +848,20 @@ def test_ranges_8_bit_codes_cannot_hold_are_said(tmp_path):
     assert "tensor 'y': its calibrated range peaks at" in said["radix_tiny"] and "2^-31" in said["radix_tiny"], said["radix_tiny"]
 
 
+def voc_palette(n=256):
+    # Pascal VOC's segmentation palette (its devkit's colormap: the bits of k spread over R, G, B from the top bit down).
+    pal = np.zeros((n, 3), np.int32)
+    for k in range(n):
+        c, r, g, b = k, 0, 0, 0
+        for j in range(8):
+            r |= ((c >> 0) & 1) << (7 - j)
+            g |= ((c >> 1) & 1) << (7 - j)
+            b |= ((c >> 2) & 1) << (7 - j)
+            c >>= 3
+        pal[k] = (r, g, b)
+    return pal
+
+
 def test_tidl_segment_writes_each_frames_class_map(tmp_path):
     # The guide's segmentation demo: each frame's class map as an 8-bit PNG, a byte per pixel its class. From the
     # per-class scores (the logits: the best class per pixel) and from the package's own ArgMax output the maps are the
@@ -871,7 +885,7 @@ def test_tidl_segment_writes_each_frames_class_map(tmp_path):
     for output in ("logits", "classes"):
         run = subprocess.run([CLI, "tidl-segment", str(tmp_path / "seg"), "-i", str(tmp_path / "pics"), "-o", str(tmp_path / output),
                               "--output", output, "--preProcType", "256", "--inMean", "128", "128", "128", "--inScale", "0.02",
-                              "0.02", "0.02"], capture_output=True, text=True)
+                              "0.02", "0.02", "--overlay", str(tmp_path / ("over_" + output))], capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         assert len(run.stdout.strip().splitlines()) == 4 and "10x12 class map" in run.stdout, run.stdout
         maps[output] = [np.array(Image.open(tmp_path / output / ("%d.png" % i))) for i in range(4)]
@@ -880,6 +894,12 @@ def test_tidl_segment_writes_each_frames_class_map(tmp_path):
         want = np.argmax(rt.run({"x": x})["logits"][0], axis=0).astype(np.uint8)
         assert maps["logits"][i].tobytes() == want.tobytes(), i
         assert maps["classes"][i].tobytes() == want.tobytes(), i
+        # --overlay: the picture, each pixel (picture + the VOC colour of the map's class over it) // 2.
+        pic = np.array(Image.open(tmp_path / "pics" / ("%d.png" % i))).astype(np.int32)
+        h, w = want.shape
+        ys, xs = np.meshgrid(np.arange(pic.shape[0]) * h // pic.shape[0], np.arange(pic.shape[1]) * w // pic.shape[1], indexing="ij")
+        over = ((pic + voc_palette()[want[ys, xs]]) // 2).astype(np.uint8)
+        assert np.array_equal(np.array(Image.open(tmp_path / "over_logits" / ("%d.png" % i))), over), i
     bad = subprocess.run([CLI, "tidl-segment", str(tmp_path / "seg"), "-i", str(tmp_path / "pics"), "-o", str(tmp_path / "x"),
                           "--output", "probs"], capture_output=True, text=True)  # ([1, 4]: no map)
     assert bad.returncode == 2 and "segmentation package writes a class map" in bad.stderr, bad.stderr
@@ -905,7 +925,7 @@ def test_tidl_detect_prints_each_frames_detections(tmp_path):
     (tmp_path / "labels.txt").write_text("background\ncat\ndog\n")
     run = subprocess.run([CLI, "tidl-detect", str(tmp_path / "ssd"), "-i", str(tmp_path / "pics"), "-p", "0.6", "-l",
                           str(tmp_path / "labels.txt"), "--preProcType", "256", "--inMean", "128", "128", "128", "--inScale", "0.01",
-                          "0.01", "0.01"], capture_output=True, text=True)
+                          "0.01", "0.01", "--draw", str(tmp_path / "drawn")], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     blocks = []  # (a frame's line, then its detections' lines, indented)
     for line in run.stdout.splitlines():
@@ -926,6 +946,19 @@ def test_tidl_detect_prints_each_frames_detections(tmp_path):
             assert g[0] == names[int(r[1])] and g[1] == "%.4f" % r[2], (g, r)
             assert " ".join(g[2:6]) == "[%.4f, %.4f, %.4f, %.4f]" % tuple(r[3:7]), (g, r)
         total += len(rows)
+        # --draw: the picture with each box's 2-pixel outline in the VOC colour of its label, in the output's order.
+        pic = np.array(Image.open(tmp_path / "pics" / ("%d.png" % len(blocks[:blocks.index(block)])))).copy()
+        H, W = pic.shape[:2]
+        for r in rows:
+            lft, top = [min(max(int(np.floor(v + 0.5)), 0), n - 1) for v, n in ((r[3] * W, W), (r[4] * H, H))]
+            rgt, bot = [min(max(int(np.floor(v + 0.5)), 0), n - 1) for v, n in ((r[5] * W, W), (r[6] * H, H))]
+            box = np.zeros((H, W), bool)
+            box[top:bot + 1, lft:rgt + 1] = True
+            inner = np.zeros((H, W), bool)
+            inner[top + 2:bot - 1, lft + 2:rgt - 1] = True
+            pic[box & ~inner] = voc_palette()[int(r[1])]
+        drawn = np.array(Image.open(tmp_path / "drawn" / ("%d.png" % blocks.index(block))))
+        assert np.array_equal(drawn, pic), blocks.index(block)
     assert total > 0
 
 

@@ -36,7 +36,7 @@ int classify(ClassifyOptions o) {
   const std::string& out_name = d.out_name;
   std::string last = "none";
   std::vector<std::string> recent;  // the last frames' passing classes ("" where none passed)
-  forEachDemoFrame(d, o, [&](const std::string& frame) {
+  forEachDemoFrame(d, o, [&](const std::string& frame, const std::function<DemoPicture()>&) {
     warnClippedInputs(*d.rt, "npuc tidl-classify");
     const Tensor y = d.rt->outputFloat(out_name);
     const float* s = y.data<float>();

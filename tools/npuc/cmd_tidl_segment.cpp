@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct SegmentOptions : DemoOptions {
-  std::string out = ".";
+  std::string out = ".", overlay;
 };
 
 /// The class map of the package's first output: [H, W] class indices.
@@ -51,8 +51,9 @@ std::vector<int64_t> classMap(const Runtime& rt, const std::string& name, int64_
 int segment(SegmentOptions o) {
   Demo d = openDemo(o, "segmentation");
   makeOutputFolder(o.out, "-o");
+  if (!o.overlay.empty()) makeOutputFolder(o.overlay, "--overlay");
   const std::string& out_name = d.out_name;
-  forEachDemoFrame(d, o, [&](const std::string& frame) {
+  forEachDemoFrame(d, o, [&](const std::string& frame, const std::function<DemoPicture()>& picture) {
     warnClippedInputs(*d.rt, "npuc tidl-segment");
     int64_t h = 0, w = 0;
     const std::vector<int64_t> m = classMap(*d.rt, out_name, &h, &w);
@@ -67,10 +68,7 @@ int segment(SegmentOptions o) {
       bytes[i] = static_cast<uint8_t>(m[i]);
       ++count[m[i]];
     }
-    // (frame names: a picture's stem, or CLIP#i -> CLIP_i)
-    std::string stem = fs::path(frame).filename().replace_extension().string();
-    if (const size_t hash = frame.rfind('#'); hash != std::string::npos)
-      stem = fs::path(frame.substr(0, hash)).stem().string() + "_" + frame.substr(hash + 1);
+    const std::string stem = frameStem(frame);
     const fs::path png = fs::path(o.out) / (stem + ".png");
     if (!stbi_write_png(png.string().c_str(), static_cast<int>(w), static_cast<int>(h), 1, bytes.data(), static_cast<int>(w)))
       throw Error(ErrorCode::kIo, fmt::format("{}: cannot write the class map", png.string()));
@@ -80,6 +78,18 @@ int segment(SegmentOptions o) {
     for (const auto& [c, n] : by)
       classes += fmt::format("{}{} {:.1f}%", classes.empty() ? "" : ", ", d.name(c), 100.0 * static_cast<double>(n) / static_cast<double>(m.size()));
     fmt::print("{}: {}x{} class map -> {}; classes: {}\n", frame, w, h, png.string(), classes);
+    if (!o.overlay.empty()) {  // the frame as decoded, each pixel half its class's colour (the map's pixel over it)
+      DemoPicture p = picture();
+      for (int64_t y = 0; y < p.h; ++y)
+        for (int64_t x = 0; x < p.w; ++x) {
+          const auto c = vocColour(bytes[static_cast<size_t>((y * h / p.h) * w + x * w / p.w)]);
+          for (size_t k = 0; k < 3; ++k) {
+            uint8_t& v = p.rgb[static_cast<size_t>((y * p.w + x) * 3) + k];
+            v = static_cast<uint8_t>((v + c[k]) / 2);
+          }
+        }
+      writePicturePng((fs::path(o.overlay) / (stem + ".png")).string(), p);
+    }
   });
   return 0;
 }
@@ -92,6 +102,8 @@ void addTidlSegment(Command& app, Action& run) {
   auto o = std::make_shared<SegmentOptions>();
   addDemoOptions(c, *o);
   c->option("-o,--out", o->out, "Folder for the class maps, FRAME.png (created if missing; default: the current folder)");
+  c->option("--overlay", o->overlay, "Also each frame as decoded with its class map over it, FRAME.png in this folder (each pixel "
+                                     "(picture + colour) / 2, the colour Pascal VOC's of the class: what the guide's demo shows)");
   c->callback([o, &run] { run = [o] { return segment(*o); }; });
 }
 

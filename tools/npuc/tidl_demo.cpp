@@ -10,6 +10,8 @@
 #include "npuc/model.hpp"
 
 #include <fmt/format.h>
+#include <stb/stb_image.h>
+#include <stb/stb_image_write.h>
 
 #include <algorithm>
 #include <cctype>
@@ -105,22 +107,52 @@ Demo openDemo(DemoOptions& o, const char* what) {
   return d;
 }
 
-void forEachDemoFrame(Demo& d, const DemoOptions& o, const std::function<void(const std::string&)>& fn) {
+void forEachDemoFrame(Demo& d, const DemoOptions& o, const DemoFrameFn& fn) {
   const Shape& s = d.in.shape;
-  auto run = [&](const std::string& frame, Tensor x) {
+  auto run = [&](const std::string& frame, Tensor x, const std::function<DemoPicture()>& picture) {
     d.rt->setInput(d.in.name, std::move(x));
     d.rt->run();
-    fn(frame);
+    fn(frame, picture);
   };
   if (isVideoFile(o.input)) {  // frame after frame as decoded: "clip.mp4#0", "clip.mp4#1", ...
     forEachVideoFrame(o.input, o.max_frames, [&](int64_t i, const uint8_t* bgr, int64_t h, int64_t w) {
       const std::string frame = fmt::format("{}#{}", o.input, i);
-      run(frame, tidlPreprocessFrame(bgr, h, w, frame, o.pre_proc_type, s[1], s[2], s[3], o.mean, o.scale));
+      run(frame, tidlPreprocessFrame(bgr, h, w, frame, o.pre_proc_type, s[1], s[2], s[3], o.mean, o.scale), [&] {
+        DemoPicture p{h, w, std::vector<uint8_t>(static_cast<size_t>(h * w * 3))};
+        for (int64_t k = 0; k < h * w; ++k)
+          for (int64_t c = 0; c < 3; ++c) p.rgb[static_cast<size_t>(k * 3 + c)] = bgr[k * 3 + 2 - c];
+        return p;
+      });
     });
     return;
   }
   for (const fs::path& p : pictures(o.input))
-    run(p.string(), tidlPreprocessPicture(p, o.pre_proc_type, s[1], s[2], s[3], o.mean, o.scale));
+    run(p.string(), tidlPreprocessPicture(p, o.pre_proc_type, s[1], s[2], s[3], o.mean, o.scale), [&] {
+      int w = 0, h = 0, n = 0;
+      uint8_t* px = stbi_load(p.string().c_str(), &w, &h, &n, 3);
+      if (!px) throw Error(ErrorCode::kInvalidInput, fmt::format("{}: cannot decode the picture ({})", p.string(), stbi_failure_reason()));
+      DemoPicture pic{h, w, std::vector<uint8_t>(px, px + static_cast<size_t>(h) * static_cast<size_t>(w) * 3)};
+      stbi_image_free(px);
+      return pic;
+    });
+}
+
+std::array<uint8_t, 3> vocColour(int64_t k) {
+  std::array<uint8_t, 3> c{0, 0, 0};
+  for (int j = 7; j >= 0 && k > 0; --j, k >>= 3)
+    for (int b = 0; b < 3; ++b) c[static_cast<size_t>(b)] = static_cast<uint8_t>(c[static_cast<size_t>(b)] | (((k >> b) & 1) << j));
+  return c;
+}
+
+void writePicturePng(const std::string& png, const DemoPicture& p) {
+  if (!stbi_write_png(png.c_str(), static_cast<int>(p.w), static_cast<int>(p.h), 3, p.rgb.data(), static_cast<int>(p.w * 3)))
+    throw Error(ErrorCode::kIo, fmt::format("{}: cannot write the picture", png));
+}
+
+std::string frameStem(const std::string& frame) {
+  if (const size_t hash = frame.rfind('#'); hash != std::string::npos)
+    return fs::path(frame.substr(0, hash)).stem().string() + "_" + frame.substr(hash + 1);
+  return fs::path(frame).filename().replace_extension().string();
 }
 
 }  // namespace npuc::cli

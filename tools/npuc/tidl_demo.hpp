@@ -9,6 +9,7 @@
 
 #include "npuc/runtime.hpp"
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,9 +38,23 @@ struct Demo {
 };
 Demo openDemo(DemoOptions& o, const char* what);
 
+/// A frame as decoded (before the pre-processing): RGB, h x w, row-major — what the demos draw their results on.
+struct DemoPicture {
+  int64_t h = 0, w = 0;
+  std::vector<uint8_t> rgb;
+};
 /// Each frame of -i, pre-processed, set as the input and run; then fn(the frame's name: the picture's path, or
-/// "CLIP#i" for a video's frame i).
-void forEachDemoFrame(Demo& d, const DemoOptions& o, const std::function<void(const std::string&)>& fn);
+/// "CLIP#i" for a video's frame i; and a function giving the frame as decoded).
+using DemoFrameFn = std::function<void(const std::string&, const std::function<DemoPicture()>&)>;
+void forEachDemoFrame(Demo& d, const DemoOptions& o, const DemoFrameFn& fn);
+
+/// Pascal VOC's colour of class k (its segmentation masks' palette: the bits of k spread over R, G, B from the top bit
+/// down): 0 black, 1 (128, 0, 0), 2 (0, 128, 0), …
+std::array<uint8_t, 3> vocColour(int64_t k);
+/// The picture as an RGB PNG at `png` (kIo naming it when it cannot be written).
+void writePicturePng(const std::string& png, const DemoPicture& p);
+/// The file name a frame's results take: a picture's stem, or CLIP_i for a video's frame CLIP#i.
+std::string frameStem(const std::string& frame);
 
 /// One entry a line (blank lines and '#' comments skipped, surrounding spaces dropped).
 std::vector<std::string> readLines(const std::string& file, const char* what);
