@@ -528,7 +528,7 @@ void bindRuntime(py::module_& m) {
       .def_property_readonly("gear_kind", [](PyRuntime& r) { return r.rt().gearKind(); })
       .def_property_readonly("shape_ranges", [](PyRuntime& r) {  // (--input_shape LO~HI: set_input, set_input_shape or AIPP select)
         py::list l;
-        for (auto& x : r.rt().shapeRanges()) l.append(py::dict(py::arg("value") = x.value, py::arg("dim") = x.dim, py::arg("lo") = x.lo, py::arg("hi") = x.hi));
+        for (auto& x : r.rt().shapeRanges()) l.append(py::dict(py::arg("value") = x.value, py::arg("dim") = x.dim, py::arg("lo") = x.lo, py::arg("hi") = x.hi, py::arg("also") = x.also));
         return l;
       })
       .def("set_input_shape", &PyRuntime::setInputShape, py::arg("name"), py::arg("shape"))

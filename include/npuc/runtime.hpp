@@ -80,6 +80,15 @@ struct RuntimeGear {
 struct RuntimeRange {
   std::string value;
   int64_t dim = 0, lo = 0, hi = 0;
+  /// Other ranged dims the model needs of the same size (an image and its mask): they take this one's size.
+  std::vector<std::pair<std::string, int64_t>> also;
+  /// Whether dimension `d` of `name` is this range's.
+  bool covers(const std::string& name, int64_t d) const {
+    if (name == value && d == dim) return true;
+    for (const auto& [v, k] : also)
+      if (v == name && k == d) return true;
+    return false;
+  }
 };
 /// Dynamic AIPP (docs/aipp.md) by field: one image's kAippDynamicBatchPara, the seed's fields in the seed's types
 /// (dtc_pixel_min_chn and dtc_pixel_var_reci_chn as numbers, stored in the block as float16).

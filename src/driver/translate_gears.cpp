@@ -228,7 +228,7 @@ std::map<std::string, Shape> shapesFromRanges(const TranslateOptions& o, std::ve
         if (hi - lo >= package::kMaxRangeSpan)
           fail(ErrorCode::kInvalidArgument, "--input_shape '{}': dimension {} range {} spans {} sizes, at most {}", name, d, range,
                hi - lo + 1, package::kMaxRangeSpan);
-        symbols->push_back({name, static_cast<uint32_t>(d), static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)});
+        symbols->push_back({name, static_cast<uint32_t>(d), static_cast<uint32_t>(lo), static_cast<uint32_t>(hi), {}});
         s.push_back(hi);
         continue;
       }

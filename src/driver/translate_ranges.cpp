@@ -140,6 +140,7 @@ namespace {
 /// The sweeps of the ranges over the graph as lowered: each needed value's dims at every size of each range.
 struct Sweep {
   std::vector<Site> sites;
+  std::vector<std::vector<size_t>> groups;               // the package's symbols: ranged dims moving together (indices)
   std::set<ir::ValueId> needed;                          // the values the package's references and inputs / outputs carry
   std::map<ir::ValueId, Shape> capacity;                 // their dims at the largest sizes
   std::map<ir::ValueId, std::vector<uint32_t>> follows;  // value -> per dim, a bit per range it moves with
@@ -186,11 +187,47 @@ Sweep sweep(Translation& tr) {
     if (const std::string ap = og.node(id).attrString("auto_pad", "NOTSET");
         (ap == "SAME_UPPER" || ap == "SAME_LOWER") && !og.node(id).outputs.empty() && og.node(id).outputs[0] != ir::kNoValue)
       padded_same[id] = og.value(og.node(id).outputs[0]).type.shape;
+  auto setGroup = [&](const std::vector<size_t>& group, int64_t v) {
+    for (size_t k : group) {
+      setSize(g, w.sites[k], symbols[k].dim, v == 0 ? symbols[k].hi : v);
+      og.value(og_inputs[k]).type.shape[symbols[k].dim] = v == 0 ? symbols[k].hi : v;
+    }
+  };
+  auto runs = [&](const std::vector<size_t>& group, int64_t v) {  // (the graphs back at the largest sizes after)
+    setGroup(group, v);
+    bool ok = true;
+    try {
+      reinfer(og);
+      reinfer(g);
+    } catch (const Error&) {
+      ok = false;
+    }
+    setGroup(group, 0);
+    return ok;
+  };
+  // Ranged dims the model needs equal move together (an image and its mask): a dim that does not run alone at the
+  // smallest size of its range is tied to the ranged dims of the same index and range of the other inputs.
+  std::vector<char> grouped(symbols.size(), 0);
   for (size_t j = 0; j < symbols.size(); ++j) {
-    const package::RangeSymbol& s = symbols[j];
+    if (grouped[j]) continue;
+    std::vector<size_t> group = {j};
+    if (!runs(group, symbols[j].lo)) {
+      std::vector<size_t> tied = group;
+      for (size_t k = j + 1; k < symbols.size(); ++k)
+        if (!grouped[k] && symbols[k].value != symbols[j].value && symbols[k].dim == symbols[j].dim && symbols[k].lo == symbols[j].lo &&
+            symbols[k].hi == symbols[j].hi)
+          tied.push_back(k);
+      if (tied.size() > 1 && runs(tied, symbols[j].lo)) group = tied;
+    }
+    for (size_t k : group) grouped[k] = 1;
+    w.groups.push_back(group);
+  }
+  reinfer(og);
+  reinfer(g);
+  for (size_t j = 0; j < w.groups.size(); ++j) {
+    const package::RangeSymbol& s = symbols[w.groups[j].front()];
     for (uint32_t v = s.lo; v <= s.hi; ++v) {
-      setSize(g, w.sites[j], s.dim, v);
-      og.value(og_inputs[j]).type.shape[s.dim] = v;
+      setGroup(w.groups[j], v);
       for (ir::Graph* graph : {&og, &g}) {
         try {
           reinfer(*graph);
@@ -216,8 +253,7 @@ Sweep sweep(Translation& tr) {
                "{}~{}", s.value, s.dim, v, g.value(x).name, shapeStr(og.value(t->second).type.shape), shapeStr(now), s.lo, s.hi);
       }
     }
-    setSize(g, w.sites[j], s.dim, s.hi);
-    og.value(og_inputs[j]).type.shape[s.dim] = s.hi;
+    setGroup(w.groups[j], 0);
     for (const auto& [key, vals] : w.sizes) {
       const auto [x, d, sym] = key;
       if (sym != j || std::all_of(vals.begin(), vals.end(), [&, x = x, d = d](uint32_t z) { return z == w.capacity.at(x)[d]; })) continue;
@@ -238,8 +274,11 @@ package::ShapeRanges table(const Translation& tr, const Sweep& w) {
   const codegen::Lowered& low = *tr.lowered;
   const package::Package& p = low.pkg;
   package::ShapeRanges r;
-  for (size_t j = 0; j < tr.range_symbols.size(); ++j)
-    r.symbols.push_back({w.sites[j].value, tr.range_symbols[j].dim, tr.range_symbols[j].lo, tr.range_symbols[j].hi});
+  for (const std::vector<size_t>& group : w.groups) {
+    const package::RangeSymbol& s = tr.range_symbols[group.front()];
+    r.symbols.push_back({w.sites[group.front()].value, s.dim, s.lo, s.hi, {}});
+    for (size_t k = 1; k < group.size(); ++k) r.symbols.back().also.push_back({w.sites[group[k]].value, tr.range_symbols[group[k]].dim});
+  }
   std::map<std::pair<uint32_t, std::vector<uint32_t>>, uint32_t> fn_of;
   auto function = [&](ir::ValueId x, size_t d, const std::string& who) -> std::optional<uint32_t> {
     auto f = w.follows.find(x);
@@ -291,8 +330,8 @@ package::ShapeRanges table(const Translation& tr, const Sweep& w) {
 
 /// 2. Ordinary translations at sizes of the ranges (the smallest corner; per range its second and middle sizes, the
 /// others at their largest), each required to be `p` specialized to that size.
-void checkAtSizes(const Translation& tr, const package::Package& p) {
-  const std::vector<package::RangeSymbol>& symbols = tr.range_symbols;
+void checkAtSizes(const Translation& tr, const Sweep& w, const package::Package& p) {
+  const std::vector<package::RangeSymbol>& symbols = p.ranges->symbols;  // (one per group of tr.range_symbols)
   const std::string ranges = package::rangesText(*p.ranges);
   std::vector<std::vector<int64_t>> samples;
   std::vector<int64_t> lo, hi;
@@ -318,10 +357,12 @@ void checkAtSizes(const Translation& tr, const package::Package& p) {
     o.out_root = scratch;
     o.prefix = "size";
     std::string where;
-    for (size_t j = 0; j < symbols.size(); ++j) {
-      o.input_shapes[symbols[j].value][symbols[j].dim] = at[j];
-      where += (where.empty() ? "" : ", ") + fmt::format("{}[{}] = {}", symbols[j].value, symbols[j].dim, at[j]);
-    }
+    for (size_t j = 0; j < w.groups.size(); ++j)
+      for (size_t k : w.groups[j]) {
+        const package::RangeSymbol& s = tr.range_symbols[k];
+        o.input_shapes[s.value][s.dim] = at[j];
+        where += (where.empty() ? "" : ", ") + fmt::format("{}[{}] = {}", s.value, s.dim, at[j]);
+      }
     TranslateResult res;
     try {
       res = translateStages(o, {}, nullptr);
@@ -344,7 +385,7 @@ void shapeRanges(Translation& tr) {
   package::Package& p = tr.lowered->pkg;
   p.ranges = table(tr, w);
   package::validatePackage(p, "the package serving " + package::rangesText(*p.ranges));
-  checkAtSizes(tr, p);
+  checkAtSizes(tr, w, p);
 }
 
 }  // namespace stages

@@ -29,7 +29,14 @@ void setBytes(TensorRef& r) { r.bytes = static_cast<uint32_t>(r.numel() * elemSi
 json shapeRangesManifest(const ShapeRanges& r) {
   json j;
   j["symbols"] = json::array();
-  for (const RangeSymbol& s : r.symbols) j["symbols"].push_back({{"value", s.value}, {"dim", s.dim}, {"lo", s.lo}, {"hi", s.hi}});
+  for (const RangeSymbol& s : r.symbols) {
+    json e = {{"value", s.value}, {"dim", s.dim}, {"lo", s.lo}, {"hi", s.hi}};
+    if (!s.also.empty()) {
+      e["also"] = json::array();
+      for (const auto& [v, d] : s.also) e["also"].push_back(json::array({v, d}));
+    }
+    j["symbols"].push_back(e);
+  }
   j["functions"] = json::array();
   for (const RangeFunction& f : r.functions) j["functions"].push_back({{"symbol", f.symbol}, {"values", f.values}});
   j["dims"] = json::array();
@@ -56,7 +63,17 @@ ShapeRanges shapeRangesFromManifest(const json& j, const std::string& file) {
     for (const char* k : {"dim", "lo", "hi"})
       if (!s.contains(k)) bad(file, "missing field 'shape_ranges.{}.{}'", at, k);
     r.symbols.push_back({s["value"].get<std::string>(), u32(s["dim"], at + ".dim", 5), u32(s["lo"], at + ".lo", UINT32_MAX),
-                         u32(s["hi"], at + ".hi", UINT32_MAX)});
+                         u32(s["hi"], at + ".hi", UINT32_MAX), {}});
+    if (s.contains("also")) {
+      if (!s["also"].is_array() || s["also"].size() > kMaxRangeSymbols)
+        bad(file, "field 'shape_ranges.{}.also' must be a list of at most {} [tensor, dimension]", at, kMaxRangeSymbols);
+      for (size_t k = 0; k < s["also"].size(); ++k) {
+        const json& a = s["also"][k];
+        if (!a.is_array() || a.size() != 2 || !a[0].is_string())
+          bad(file, "field 'shape_ranges.{}.also[{}]' must be [tensor, dimension]", at, k);
+        r.symbols.back().also.emplace_back(a[0].get<std::string>(), u32(a[1], fmt::format("{}.also[{}][1]", at, k), 5));
+      }
+    }
   }
   for (size_t i = 0; i < list("functions").size(); ++i) {
     const json& f = j["functions"][i];
@@ -94,13 +111,17 @@ void checkShapeRanges(const Package& p, const std::string& where) {
     const RangeSymbol& s = r.symbols[i];
     if (s.lo < 1 || s.hi < s.lo || s.hi - s.lo >= kMaxRangeSpan)
       badr(fmt::format("symbols[{}]: range {}~{} (1 <= lo <= hi, at most {} sizes)", i, s.lo, s.hi, kMaxRangeSpan));
-    if (!seen.insert({s.value, s.dim}).second) badr(fmt::format("symbols[{}]: {}[{}] is ranged twice", i, s.value, s.dim));
-    bool known = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const IoTensor& t) { return t.name == s.value; });
-    for (const LayerInfo& l : p.layers) {
-      const Descriptor* d = l.seq < program.size() ? program[l.seq] : nullptr;
-      known = known || (l.output == s.value && d && d->kind == LayerKind::kAipp && d->n_in == 2);
+    std::vector<std::pair<std::string, uint32_t>> members = {{s.value, s.dim}};
+    members.insert(members.end(), s.also.begin(), s.also.end());
+    for (const auto& [value, dim] : members) {
+      if (!seen.insert({value, dim}).second) badr(fmt::format("symbols[{}]: {}[{}] is ranged twice", i, value, dim));
+      bool known = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const IoTensor& t) { return t.name == value; });
+      for (const LayerInfo& l : p.layers) {
+        const Descriptor* d = l.seq < program.size() ? program[l.seq] : nullptr;
+        known = known || (l.output == value && d && d->kind == LayerKind::kAipp && d->n_in == 2);
+      }
+      if (!known) badr(fmt::format("symbols[{}]: '{}' is neither a package input nor a dynamic AIPP layer's output", i, value));
     }
-    if (!known) badr(fmt::format("symbols[{}]: '{}' is neither a package input nor a dynamic AIPP layer's output", i, s.value));
   }
   for (size_t i = 0; i < r.functions.size(); ++i) {
     const RangeFunction& f = r.functions[i];
@@ -140,7 +161,11 @@ void checkShapeRanges(const Package& p, const std::string& where) {
 
 std::string rangesText(const ShapeRanges& r) {
   std::string s;
-  for (const RangeSymbol& x : r.symbols) s += (s.empty() ? "" : ", ") + fmt::format("{}[{}] {}~{}", x.value, x.dim, x.lo, x.hi);
+  for (const RangeSymbol& x : r.symbols) {
+    s += (s.empty() ? "" : ", ") + fmt::format("{}[{}]", x.value, x.dim);
+    for (const auto& [v, d] : x.also) s += fmt::format(" = {}[{}]", v, d);
+    s += fmt::format(" {}~{}", x.lo, x.hi);
+  }
   return s;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace npuc::package {
@@ -16,11 +17,13 @@ namespace npuc::package {
 struct Package;
 
 /// A ranged dimension: dimension `dim` of the model tensor `value` (a package input, or the output of the package's
-/// dynamic AIPP layer: the picture it makes) takes any size in [lo, hi].
+/// dynamic AIPP layer: the picture it makes) takes any size in [lo, hi], and the dims in `also` with it.
 struct RangeSymbol {
   std::string value;
   uint32_t dim = 0;
   uint32_t lo = 1, hi = 1;
+  /// Other ranged dims the model needs of the same size (an image and its mask): they take this one's size.
+  std::vector<std::pair<std::string, uint32_t>> also;
   bool operator==(const RangeSymbol&) const = default;
 };
 /// A dimension as a function of one symbol: values[v - lo] at size v.

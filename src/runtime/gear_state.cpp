@@ -175,14 +175,14 @@ void Runtime::setInputShape(const std::string& name, const Shape& shape) {
   std::vector<int64_t> at = h.range_at;
   bool ok = shape.size() == it->shape.size();
   for (size_t d = 0; ok && d < shape.size(); ++d) {
-    auto r = std::find_if(h.ranges.begin(), h.ranges.end(), [&](const RuntimeRange& x) { return x.value == name && x.dim == static_cast<int64_t>(d); });
+    auto r = std::find_if(h.ranges.begin(), h.ranges.end(), [&](const RuntimeRange& x) { return x.covers(name, static_cast<int64_t>(d)); });
     if (r == h.ranges.end()) ok = shape[d] == it->shape[d];
     else if ((ok = shape[d] >= r->lo && shape[d] <= r->hi)) at[static_cast<size_t>(r - h.ranges.begin())] = shape[d];
   }
   if (!ok) {
     std::string dims;
     for (size_t d = 0; d < it->shape.size(); ++d) {
-      auto r = std::find_if(h.ranges.begin(), h.ranges.end(), [&](const RuntimeRange& x) { return x.value == name && x.dim == static_cast<int64_t>(d); });
+      auto r = std::find_if(h.ranges.begin(), h.ranges.end(), [&](const RuntimeRange& x) { return x.covers(name, static_cast<int64_t>(d)); });
       dims += (d ? "," : "") + (r == h.ranges.end() ? std::to_string(it->shape[d]) : fmt::format("{}~{}", r->lo, r->hi));
     }
     fail(ErrorCode::kInvalidArgument, "input '{}' takes shape [{}] (the package's ranges), got {}", name, dims, shapeStr(shape));
@@ -204,7 +204,10 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
     bool ranged = false;
     kernels::AippParams p;
     for (size_t j = 0; j < h.ranges.size(); ++j) {
-      if (h.ranges[j].value != picture) continue;
+      const RuntimeRange& rr = h.ranges[j];
+      const bool mine = rr.value == picture || std::any_of(rr.also.begin(), rr.also.end(), [&](const auto& m) { return m.first == picture; });
+      if (!mine || picture.empty()) continue;
+      const int64_t dim = rr.value == picture ? rr.dim : std::find_if(rr.also.begin(), rr.also.end(), [&](const auto& m) { return m.first == picture; })->second;
       if (!ranged) {
         try {
           p = kernels::decodeAipp(params.data(), params.size());
@@ -218,11 +221,11 @@ void Runtime::setDynamicAipp(const std::string& input, const std::vector<uint8_t
         if (kernels::aippOutputSize(p, i) != hw)
           fail(ErrorCode::kInvalidArgument, "input '{}': aipp.output_size: image {} gives {}x{} (H x W), image 0 {}x{}: one size per inference",
                input, i, kernels::aippOutputSize(p, i).first, kernels::aippOutputSize(p, i).second, hw.first, hw.second);
-      const int64_t v = h.ranges[j].dim == 2 ? hw.first : hw.second;
+      const int64_t v = dim == 2 ? hw.first : hw.second;
       if (v < h.ranges[j].lo || v > h.ranges[j].hi)
         fail(ErrorCode::kInvalidArgument, "input '{}': aipp.output_size: the block's picture is {}x{} (H x W); its {} must lie in the package's "
              "range {}~{} (the seed: AIPP's output within the --input_shape range)", input, hw.first, hw.second,
-             h.ranges[j].dim == 2 ? "height" : "width", h.ranges[j].lo, h.ranges[j].hi);
+             dim == 2 ? "height" : "width", h.ranges[j].lo, h.ranges[j].hi);
       at[j] = v;
     }
     if (ranged) h.selectRange(at);

@@ -46,7 +46,8 @@ Runtime::Runtime(const std::filesystem::path& dir, RuntimeOptions opts) : impl_(
   im.prepare();
   if (im.pkg.ranges)
     for (const package::RangeSymbol& s : im.pkg.ranges->symbols) {
-      im.ranges.push_back({s.value, s.dim, s.lo, s.hi});
+      im.ranges.push_back({s.value, s.dim, s.lo, s.hi, {}});
+      for (const auto& [v, d] : s.also) im.ranges.back().also.emplace_back(v, d);
       im.range_at.push_back(s.hi);
     }
 }
@@ -116,7 +117,7 @@ void Runtime::setInput(const std::string& name, const Tensor& t) { setInput(name
 void Runtime::setInput(const std::string& name, DType dtype, const Shape& shape, const void* data) {
   if (!impl_->ranges.empty())  // (a shape inside the ranges selects the program at that size)
     for (const RuntimeRange& r : impl_->ranges)
-      if (r.value == name) {
+      if (r.value == name || std::any_of(r.also.begin(), r.also.end(), [&](const auto& m) { return m.first == name; })) {
         auto it = std::find_if(impl_->cur->inputs.begin(), impl_->cur->inputs.end(), [&](const RuntimeTensor& t) { return t.name == name; });
         if (it != impl_->cur->inputs.end() && it->shape != shape) setInputShape(name, shape);
         break;

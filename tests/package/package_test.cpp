@@ -132,6 +132,9 @@ TEST(PackageReader, ShapeRangesTableIsChecked) {
   broken([](json& r) { r["symbols"][1] = r["symbols"][0]; }, "symbols[1]: x[2] is ranged twice");
   broken([](json& r) { r["io"][0][0] = "middle"; }, "must be [\"input\" or \"output\", index, dimension, function]");
   broken([](json& r) { r["functions"] = 5; }, "field 'shape_ranges.functions' must be a list");
+  broken([](json& r) { r["symbols"][0]["also"] = json::array({json::array({"x", 3})}); }, "symbols[1]: x[3] is ranged twice");
+  broken([](json& r) { r["symbols"][0]["also"] = json::array({json::array({"nope", 2})}); }, "'nope' is neither a package input");
+  broken([](json& r) { r["symbols"][0]["also"] = json::array({"x"}); }, "'shape_ranges.symbols[0].also[0]' must be [tensor, dimension]");
 }
 
 TEST(PackageReader, TruncatedFile) {

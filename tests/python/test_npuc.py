@@ -628,7 +628,8 @@ def test_a_package_serving_a_shape_range(tmp_path):
                        input_shape_ranges={"x": [(1, 1), (3, 3), (24, 40), (20, 36)]})
     assert r.ok
     rt = npuc.Runtime(str(r.dir), threads=2)
-    assert rt.shape_ranges == [{"value": "x", "dim": 2, "lo": 24, "hi": 40}, {"value": "x", "dim": 3, "lo": 20, "hi": 36}]
+    assert rt.shape_ranges == [{"value": "x", "dim": 2, "lo": 24, "hi": 40, "also": []},
+                               {"value": "x", "dim": 3, "lo": 20, "hi": 36, "also": []}]
     rng = np.random.RandomState(3)
     for h, w in ((24, 20), (37, 29), (40, 36), (31, 22)):
         x = rng.rand(1, 3, h, w).astype(np.float32)

@@ -1073,4 +1073,34 @@ TEST(AippPackage, ShapeRangesWithDynamicAipp) {
   // A size fixed with --input-shape must lie in the range.
   const std::string e = errorOf([&] { translateRange("range_fixed", {16, 24}, {16, 48}, {{"x", {1, 3, 40, 40}}}); });
   EXPECT_NE(e.find("--input-shape gives height 40, outside the range 16~24"), std::string::npos) << e;
+  // The seed's two-input model (an image through AIPP, a mask added to its features): ranged alike, their heights and
+  // widths are tied (the model needs them equal); the block's picture size selects both, and the mask is set at it.
+  auto twoInputs = [&](const std::string& prefix, bool ranged) {
+    TranslateOptions o;
+    o.prefix = prefix;
+    o.onnx = kModel;
+    o.target = "generic";
+    o.out_root = scratchPath("out");
+    o.aipp = writeText("dynamic.cfg", kDynamic);
+    if (ranged) o.input_shape_ranges = {{"image", {{1, 1}, {3, 3}, {16, 48}, {16, 48}}}, {"mask", {{1, 1}, {1, 1}, {16, 48}, {16, 48}}}};
+    else o.input_shapes = {{"image", {1, 3, 24, 40}}, {"mask", {1, 1, 24, 40}}};
+    return translate(o);
+  };
+  const TranslateResult two = twoInputs("range_two", true), fixed = twoInputs("range_two_fixed", false);
+  ASSERT_TRUE(two.ok);
+  ASSERT_TRUE(fixed.ok);
+  Runtime rt(two.dir), one(fixed.dir);
+  ASSERT_EQ(rt.shapeRanges().size(), 2u);
+  EXPECT_EQ(rt.shapeRanges()[0].also, (std::vector<std::pair<std::string, int64_t>>{{"mask", 2}}));
+  block.batch[0].scf_out_h = 24, block.batch[0].scf_out_w = 40;
+  Tensor mask(DType::kF32, {1, 1, 24, 40});
+  for (int64_t i = 0; i < mask.numel(); ++i) mask.data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  for (Runtime* r : {&rt, &one}) {
+    r->setDynamicAipp("image", kernels::encodeAipp(block));
+    r->setInput("image", u8Tensor(frame, {1, kMaxSrc}));
+    r->setInput("mask", mask);
+    r->run();
+  }
+  EXPECT_EQ(bytesOf(rt.output("out")), bytesOf(one.output("out")));
+  EXPECT_EQ(rt.output("out").shape(), (Shape{1, 4, 12, 20}));
 }
