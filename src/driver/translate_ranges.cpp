@@ -381,11 +381,20 @@ void checkAtSizes(const Translation& tr, const Sweep& w, const package::Package&
 }  // namespace
 
 void shapeRanges(Translation& tr) {
-  const Sweep w = sweep(tr);
-  package::Package& p = tr.lowered->pkg;
-  p.ranges = table(tr, w);
-  package::validatePackage(p, "the package serving " + package::rangesText(*p.ranges));
-  checkAtSizes(tr, w, p);
+  try {
+    const Sweep w = sweep(tr);
+    package::Package& p = tr.lowered->pkg;
+    p.ranges = table(tr, w);
+    package::validatePackage(p, "the package serving " + package::rangesText(*p.ranges));
+    checkAtSizes(tr, w, p);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnsupported) throw;
+    std::string names;
+    for (const package::RangeSymbol& s : tr.range_symbols)
+      if (names.find("'" + s.value + "'") == std::string::npos) names += (names.empty() ? "'" : ", '") + s.value + "'";
+    throw Error(e.code(), fmt::format("{} — one size of the range still translates: fix it with --input-shape for {} (or give the "
+                                      "sizes as gears: --dynamic_image_size / --dynamic_batch_size)", e.message(), names));
+  }
 }
 
 }  // namespace stages
