@@ -122,7 +122,16 @@ void Lowerer::argReduce(const ir::Node& n) {
   int64_t axis = n.attrInt("axis", 0);
   if (rank > 0 && !ops::normalizeAxis(axis, rank)) unsupported(n, "axis {} is out of range for rank {}", n.attrInt("axis", 0), rank);
   if (rank == 0) axis = 0;
-  emit(n, LayerKind::kArgReduce, {typedIn(n, 0)}, outVal(n, n.outputs[0]),
+  const int y = outVal(n, n.outputs[0]);
+  // TIDL's class map (an int8-pow2 target; T:L28, T:L500-502): a model output of at most 255 classes nothing else
+  // reads is written one byte per element — the same indices, in the guide's W x H bytes.
+  if (numericsTraits(t_.numerics).pow2_codes && is_output_.count(n.outputs[0]) && rank > 0 && x[static_cast<size_t>(axis)] <= 255) {
+    bool read = false;
+    for (ir::NodeId id : g_.order())
+      for (ir::ValueId v : g_.node(id).inputs) read = read || v == n.outputs[0];
+    if (!read) vals_[static_cast<size_t>(y)].type = ElemType::kU8;
+  }
+  emit(n, LayerKind::kArgReduce, {typedIn(n, 0)}, y,
        {n.op == "ArgMax" ? 0u : 1u, static_cast<uint32_t>(axis), n.attrInt("select_last_index", 0) ? 1u : 0u});
 }
 

@@ -44,7 +44,11 @@ struct ReduceChecks : LayerCheck {
 
   void argReduce() const {
     if (!kernels::typedKernelType(x.type)) bad("{}: ArgMax / ArgMin of {}", what, elemName(x.type));
-    typeIs(y, ElemType::kI64, "y");
+    if (y.type == ElemType::kU8) {  // (a class map of at most 255 classes, one byte an index: TIDL's)
+      if (w[1] < x.rank && x.dims[w[1]] > 255) bad("{}: uint8 indices over an axis of {} (at most 255)", what, x.dims[w[1]]);
+    } else {
+      typeIs(y, ElemType::kI64, "y");
+    }
     if (w[0] > 1 || w[2] > 1) bad("{}: mode {} / select_last {} are not 0 or 1", what, w[0], w[2]);
     if (w[1] >= static_cast<uint32_t>(std::max<uint8_t>(x.rank, 1))) bad("{}: axis {} out of range for rank {}", what, w[1], x.rank);
     if (x.rank > 0 && x.dims[w[1]] == 0) bad("{}: the axis is empty", what);

@@ -65,7 +65,13 @@ using kernels::around;
 
 void runArgReduce(Runtime::Impl& im, Step& s) {
   const kernels::AxisView v = around(s.shapes[0], s.p[1]);
-  kernels::argReduce(s.p[0] == 0, s.p[2] != 0, s.d->in(0).type, v.outer, v.dim, v.inner, s.in[0], reinterpret_cast<int64_t*>(s.out));
+  if (s.d->out(0).type != ElemType::kU8) {
+    kernels::argReduce(s.p[0] == 0, s.p[2] != 0, s.d->in(0).type, v.outer, v.dim, v.inner, s.in[0], reinterpret_cast<int64_t*>(s.out));
+    return;
+  }
+  std::vector<int64_t> idx(static_cast<size_t>(v.outer * v.inner));  // (indices below 256: the reader checked the axis)
+  kernels::argReduce(s.p[0] == 0, s.p[2] != 0, s.d->in(0).type, v.outer, v.dim, v.inner, s.in[0], idx.data());
+  for (size_t i = 0; i < idx.size(); ++i) s.out[i] = static_cast<uint8_t>(idx[i]);
 }
 
 void runCumSum(Runtime::Impl& im, Step& s) {
