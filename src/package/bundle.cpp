@@ -1,4 +1,5 @@
 #include "package/bundle.hpp"
+#include "package/manifest.hpp"
 
 #include "support/error.hpp"
 #include "support/file.hpp"
@@ -11,7 +12,6 @@
 namespace npuc::package {
 
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;
 
 std::string modelsJson(const std::vector<BundleModel>& models) {
   json j;
@@ -32,16 +32,7 @@ std::vector<BundleModel> readModels(const fs::path& dir) {
   auto bad = [&](const std::string& field, const std::string& rule) {
     fail(ErrorCode::kInvalidInput, "{}: {}: {}", file, field, rule);
   };
-  const std::string text = readFileText(file, 1 << 20, "a models list");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(ErrorCode::kInvalidInput, "{}: not valid JSON ({})", file, e.what());
-  }
-  if (!j.is_object()) bad("(top level)", "must be an object");
-  if (j.value("format", json()) != "npuc-models") bad("format", "must be \"npuc-models\"");
-  if (j.value("version", json()) != 1) bad("version", "must be 1 (this npuc reads version 1)");
+  const json j = readFormatFile(file, 1 << 20, "a models list", "npuc-models");
   if (!j.contains("models") || !j["models"].is_array() || j["models"].empty() || j["models"].size() > kMaxBundleModels)
     bad("models", fmt::format("must be a list of 1 to {} models", kMaxBundleModels));
   std::vector<BundleModel> models;

@@ -1,4 +1,5 @@
 #include "package/gears.hpp"
+#include "package/manifest.hpp"
 
 #include "support/error.hpp"
 #include "support/file.hpp"
@@ -11,7 +12,6 @@
 namespace npuc::package {
 
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;
 
 namespace {
 constexpr uint64_t kMaxGearsBytes = 1 << 20;
@@ -41,21 +41,26 @@ bool hasGears(const fs::path& dir) {
   return fs::is_regular_file(dir / kGearsFile, ec);
 }
 
-Gears readGears(const fs::path& dir) {
-  const std::string file = (dir / kGearsFile).string();
-  auto bad = [&](const std::string& field, const std::string& rule) {
-    fail(ErrorCode::kInvalidInput, "{}: {}: {}", file, field, rule);
-  };
-  const std::string text = readFileText(file, kMaxGearsBytes, "a gears list");
+json readFormatFile(const std::string& file, uint64_t max_bytes, const char* what, const char* format) {
+  const std::string text = readFileText(file, max_bytes, what);
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
     fail(ErrorCode::kInvalidInput, "{}: not valid JSON ({})", file, e.what());
   }
-  if (!j.is_object()) bad("(top level)", "must be an object");
-  if (j.value("format", json()) != "npuc-gears") bad("format", "must be \"npuc-gears\"");
-  if (j.value("version", json()) != 1) bad("version", "must be 1 (this npuc reads version 1)");
+  if (!j.is_object()) fail(ErrorCode::kInvalidInput, "{}: (top level): must be an object", file);
+  if (j.value("format", json()) != format) fail(ErrorCode::kInvalidInput, "{}: format: must be \"{}\"", file, format);
+  if (j.value("version", json()) != 1) fail(ErrorCode::kInvalidInput, "{}: version: must be 1 (this npuc reads version 1)", file);
+  return j;
+}
+
+Gears readGears(const fs::path& dir) {
+  const std::string file = (dir / kGearsFile).string();
+  auto bad = [&](const std::string& field, const std::string& rule) {
+    fail(ErrorCode::kInvalidInput, "{}: {}: {}", file, field, rule);
+  };
+  const json j = readFormatFile(file, kMaxGearsBytes, "a gears list", "npuc-gears");
   Gears g;
   if (!j.contains("kind") || !j["kind"].is_string() || (j["kind"] != "batch" && j["kind"] != "image_size"))
     bad("kind", "must be \"batch\" or \"image_size\"");

@@ -34,6 +34,9 @@ struct ShapeRanges;
 /// The manifest's "shape_ranges" (shape_ranges.cpp) and back; the reader's structural checks are checkShapeRanges's.
 json shapeRangesManifest(const ShapeRanges& r);
 ShapeRanges shapeRangesFromManifest(const json& j, const std::string& file);
+/// A small JSON file of the package's own kinds (gears.json, models.json): read within `max_bytes`, parsed, and checked
+/// to be an object with "format": `format` and "version": 1 — else kInvalidInput naming the file and the field.
+json readFormatFile(const std::string& file, uint64_t max_bytes, const char* what, const char* format);
 /// SHA-256 of the manifest's canonical form (content_hash removed, compact, keys in file order).
 std::string manifestDigest(const json& j);
 
