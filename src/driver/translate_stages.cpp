@@ -190,7 +190,9 @@ void lower(Translation& tr) {
   lo.reuse_memory = o.reuse_memory;
   if (numericsTraits(tr.t.numerics).activation_bytes == 1) lo.half_layers.insert(o.keep_float16.begin(), o.keep_float16.end());
   lo.concat_in_place = !o.concat_copies;
-  lo.intm_yaml_name = (tr.out->finalPath() / (o.prefix + "_addrmap_intm.yaml")).string();
+  // (as the manual prints it: "./output/PREFIX/…" for a relative output folder)
+  const std::filesystem::path intm = tr.out->finalPath() / (o.prefix + "_addrmap_intm.yaml");
+  lo.intm_yaml_name = (intm.is_relative() && !intm.string().starts_with(".") ? "./" : "") + intm.string();
   if (!o.prepost.empty()) {
     // The definition, already validated against the model by withPrePost, read once more for the manifest's frame
     // descriptions and PREFIX_prepost_opt.yaml.

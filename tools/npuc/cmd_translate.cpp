@@ -28,7 +28,9 @@ namespace fs = std::filesystem;
 
 const char* kHelp = R"(npuc translate — translate an ONNX model for a target (DRP-AI Translator style)
 
-usage: npuc translate PREFIX [-onnx MODEL] [options]
+usage: npuc translate PREFIX [-onnx MODEL] [options]    (the manual's three cases: PREFIX with -onnx MODEL;
+                                                         PREFIX alone, the model ./onnx/PREFIX.onnx; and
+       npuc translate                                    with no arguments: PREFIX and a sample model asked on stdin)
 
   PREFIX                      output goes to <out>/PREFIX/, files are named PREFIX_*
   -onnx, --onnx MODEL         the ONNX model (default: ./onnx/PREFIX.onnx, the "simple specification case")
