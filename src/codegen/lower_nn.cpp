@@ -468,6 +468,48 @@ void Lowerer::recurrent(const ir::Node& n) {
   d.more_outs.assign(outs.begin() + 1, outs.end());
 }
 
+/// ai.npuc QRecurrent: the recurrent layer's int8 form — x int8, int8 [W | R], float32 [B | P | W's scales | R's scales |
+/// sx | zx] (weights), then the optional inputs.
+void Lowerer::qrecurrent(const ir::Node& n) {
+  const kernels::RnnShape s = ops::rnnShape(n, shapeOf(n, 0), shapeOf(n, 2).at(2));
+  const bool lstm = s.cell == kernels::RnnCell::kLstm;
+  uint32_t present_in = package::kRnnInInt8, present_out = 0;
+  const Tensor *w = constIn(n, 1), *r = constIn(n, 2), *sc = constIn(n, 8);
+  if (!w || !r || !sc) unsupported(n, "its weights and scales must be constants");
+  std::vector<uint8_t> codes(static_cast<const uint8_t*>(w->raw()), static_cast<const uint8_t*>(w->raw()) + w->nbytes());
+  codes.insert(codes.end(), static_cast<const uint8_t*>(r->raw()), static_cast<const uint8_t*>(r->raw()) + r->nbytes());
+  std::vector<float> tail;
+  for (int i : {3, 7})
+    if (n.hasInput(i) && (i == 3 || lstm)) {
+      const Tensor* t = constIn(n, i);
+      if (!t) unsupported(n, "its B and P must be constants in the int8 form");
+      for (double v : t->toDouble()) tail.push_back(static_cast<float>(v));
+      present_in |= i == 3 ? package::kRnnInB : package::kRnnInP;
+    }
+  for (double v : sc->toDouble()) tail.push_back(static_cast<float>(v));
+  tail.push_back(n.attrFloat("x_scale", 1.0f));
+  tail.push_back(static_cast<float>(n.attrInt("x_zero_point", 0)));
+  std::vector<uint8_t> tail_bytes(tail.size() * 4);
+  std::memcpy(tail_bytes.data(), tail.data(), tail_bytes.size());
+  const Shape codes_shape{static_cast<int64_t>(codes.size())}, tail_shape{static_cast<int64_t>(tail.size())};  // (before the moves)
+  const int wi = weightVal(n.name + "/W_R_int8", codes_shape, std::move(codes), ElemType::kI8);
+  const int wf = weightVal(n.name + "/scales", tail_shape, std::move(tail_bytes), ElemType::kF32);
+  std::vector<int> ins = {in(n, 0), wi, wf};
+  if (n.hasInput(4)) ins.push_back(intIn(n, 4)), present_in |= package::kRnnInSeqLens;
+  if (n.hasInput(5)) ins.push_back(in(n, 5)), present_in |= package::kRnnInH0;
+  if (lstm && n.hasInput(6)) ins.push_back(in(n, 6)), present_in |= package::kRnnInC0;
+  std::vector<int> outs;
+  for (size_t o = 0; o < n.outputs.size() && o < (lstm ? 3u : 2u); ++o) {
+    const ir::ValueId v = n.outputs[o];
+    if (v == ir::kNoValue || (!uses_.count(v) && !is_output_.count(v))) continue;
+    outs.push_back(outVal(n, v));
+    present_out |= 1u << o;
+  }
+  if (outs.empty()) unsupported(n, "none of its outputs is used");
+  LDesc& d = emit(n, LayerKind::kRecurrent, ins, outs[0], package::rnnParams(s, present_in, present_out));
+  d.more_outs.assign(outs.begin() + 1, outs.end());
+}
+
 /// Det: a det layer.
 void detNode(Lowerer& L, const ir::Node& n) { L.emit(n, LayerKind::kDet, {L.in(n, 0)}, L.outVal(n, n.outputs[0])); }
 
@@ -490,6 +532,7 @@ void registerNnLowerings(LowerTable& t) {
   t[{"ai.npuc", "DetectionOutput"}] = &Lowerer::detectionOutput;
   t[{"", "Einsum"}] = &Lowerer::einsum;
   for (const char* op : {"RNN", "GRU", "LSTM"}) t[{"", op}] = &Lowerer::recurrent;
+  t[{"ai.npuc", "QRecurrent"}] = &Lowerer::qrecurrent;
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) t[{"", op}] = &Lowerer::softmax;
 }
 

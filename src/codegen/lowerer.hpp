@@ -722,6 +722,7 @@ class Lowerer {
 
   void batchNorm(const ir::Node& n);
   void recurrent(const ir::Node& n);
+  void qrecurrent(const ir::Node& n);
 };
 
 }  // namespace npuc::codegen::detail

@@ -338,6 +338,7 @@ int integerLayers(ir::Graph& g) {
   n += quant::fuseIntegerPools(g);
   n += quant::fuseIntegerLookups(g);
   n += quant::fuseIntegerMuls(g);
+  n += quant::fuseIntegerRecurrents(g);
   quant::fuseIntegerDataMovement(g);  // (runs on int8 codes: not counted as integer layers)
   passes::PassContext ctx;
   passes::PassManager({"dce"}).runToFixpoint(g, ctx);

@@ -381,6 +381,9 @@ void checkAtSizes(const Translation& tr, const Sweep& w, const package::Package&
 }  // namespace
 
 void shapeRanges(Translation& tr) {
+  // (the summary's thread finishes first: the translations below fork for ONNX's shape check, which is safe only
+  // with no other thread of this process inside the allocator or a lock)
+  if (tr.summary.valid()) tr.summary.wait();
   try {
     const Sweep w = sweep(tr);
     package::Package& p = tr.lowered->pkg;

@@ -54,9 +54,37 @@ class RecurrentKernel : public Kernel {
   kernels::RnnPackedPtr packed_;
 };
 
+/// ai.npuc QRecurrent: the int8 form (kernels::RnnTensors::xq), float32 outputs.
+void qrecurrent(KernelCall& c) {
+  const kernels::RnnShape s = ops::rnnShape(c.node, c.input(0).shape(), c.input(2).dim(2));
+  const bool lstm = s.cell == RnnCell::kLstm;
+  auto f32 = [&](int i) { return c.input(i).dtype() == DType::kF32 ? c.input(i) : castTensor(c.input(i), DType::kF32, c); };
+  Tensor b, h0, c0, p;
+  kernels::RnnTensors t;
+  t.xq = c.input(0).data<int8_t>();
+  t.zx = static_cast<int32_t>(c.node.attrInt("x_zero_point", 0));
+  t.sx = c.node.attrFloat("x_scale", 1.0f);
+  t.wq = c.input(1).data<int8_t>();
+  t.rq = c.input(2).data<int8_t>();
+  const Tensor& scales = c.input(8);
+  t.w_scale = scales.data<float>();
+  t.r_scale = t.w_scale + scales.dim(1);
+  if (c.has(3)) b = f32(3), t.b = b.data<float>();
+  if (c.has(4)) t.seq_lens = c.input(4).data<int32_t>();
+  if (c.has(5)) h0 = f32(5), t.h0 = h0.data<float>();
+  if (lstm && c.has(6)) c0 = f32(6), t.c0 = c0.data<float>();
+  if (lstm && c.has(7)) p = f32(7), t.p = p.data<float>();
+  for (int o = 0; o < c.numOutputs(); ++o) c.out[static_cast<size_t>(o)] = Tensor(DType::kF32, c.out_types[static_cast<size_t>(o)].shape);
+  t.y = c.numOutputs() > 0 ? c.out[0].data<float>() : nullptr;
+  t.y_h = c.numOutputs() > 1 ? c.out[1].data<float>() : nullptr;
+  t.y_c = lstm && c.numOutputs() > 2 ? c.out[2].data<float>() : nullptr;
+  kernels::recurrentFast(s, t, c.pool);
+}
+
 }  // namespace
 
 void registerRecurrentKernels(KernelRegistry& r) {
+  r.addFn("QRecurrent", qrecurrent, "ai.npuc");
   for (const auto& op_cell : {std::pair{"RNN", RnnCell::kRnn}, std::pair{"GRU", RnnCell::kGru}, std::pair{"LSTM", RnnCell::kLstm}})
     r.add(op_cell.first, [cell = op_cell.second](const ir::Node& n, const ir::Graph& g) -> std::unique_ptr<Kernel> {
       const bool constant = n.inputs.size() > 2 && n.inputs[1] != ir::kNoValue && n.inputs[2] != ir::kNoValue &&

@@ -59,7 +59,37 @@ struct RnnTensors {
                                    // sequence's length are 0
   float* y_h = nullptr;            // the last state, as h0
   float* y_c = nullptr;            // LSTM, as c0
+  // The int8 form (int8-affine packages, docs/numerics.md "Recurrent layers in int8"): with xq set, x is int8 codes
+  // (real = (xq - zx) · sx) and W, R are int8 per row (real = wq · w_scale[row], rows over dirs · gates · hidden; w and
+  // r unused). A gate's products are integer sums, each scaled once: float(Σ (xq − zx) · wq) · (sx · w_scale[row]) and
+  // float(Σ qh · rq) · (kRnnStateScale · r_scale[row]), where qh is the state h (and GRU's r ⊙ h) in int8 at
+  // 1 / 127: clamp(nearbyint(h · 127), −127, 127); then everything as the float form.
+  const int8_t* xq = nullptr;
+  int32_t zx = 0;
+  float sx = 1.0f;
+  const int8_t* wq = nullptr;      // [dirs, gates·hidden, input]
+  const int8_t* rq = nullptr;      // [dirs, gates·hidden, hidden]
+  const float* w_scale = nullptr;  // [dirs · gates · hidden]
+  const float* r_scale = nullptr;
 };
+/// The int8 form's scale of the state (and of GRU's reset-gated state): 1 / 127.
+inline constexpr float kRnnStateScale = 1.0f / 127.0f;
+/// A state value in int8 at kRnnStateScale: clamp(nearbyint(v · 127), −127, 127); NaN gives 0.
+int8_t rnnStateCode(float v);
+
+namespace detail {
+/// The int8 form's integer sums against one int8 matrix m [rows, k] (a direction's W, R, or R's candidate rows):
+/// out[r] = Σ_k (v[k] − z) · m[r, k], exact in int32. The reference's loops (QRowsRef), or a form of this CPU's.
+class QRows {
+ public:
+  virtual ~QRows() = default;
+  virtual void sums(const int8_t* v, int32_t z, int32_t* out) const = 0;
+};
+using QRowsMaker = std::unique_ptr<QRows> (*)(const int8_t* m, int64_t rows, int64_t k);
+std::unique_ptr<QRows> makeQRowsRef(const int8_t* m, int64_t rows, int64_t k);
+/// The int8 form with its sums from `make`'s objects (any exact form gives the reference's bits).
+void recurrentQ8(const RnnShape& s, const RnnTensors& t, ThreadPool* pool, QRowsMaker make);
+}  // namespace detail
 
 /// The checks both forms make: directions, activations, every sequence length in [0, seq] (kInvalidInput).
 void rnnCheck(const RnnShape& s, const RnnTensors& t);
@@ -74,7 +104,7 @@ struct RnnPackedDeleter {
 using RnnPackedPtr = std::unique_ptr<RnnPacked, RnnPackedDeleter>;
 RnnPackedPtr packRecurrent(const RnnShape& s, const float* w, const float* r);
 
-/// The same bits, faster: per direction the input products of every step as one GEMM, then per step the recurrent
+/// The same bits, faster (the int8 form: the reference's, whose integer sums any order gives alike): per direction the input products of every step as one GEMM, then per step the recurrent
 /// products of every batch entry as one, the gates element-wise as the reference computes them. `packed`: W and R
 /// as packRecurrent packed them (null: packed here). Threads split each GEMM's outputs.
 void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool, const RnnPacked* packed = nullptr);

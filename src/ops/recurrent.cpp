@@ -62,9 +62,10 @@ struct Cell {
   const char* doc;
 };
 
-void inferRecurrent(InferContext& c, const Cell& cell) {
+void inferRecurrent(InferContext& c, const Cell& cell, bool int8 = false) {
   for (int i : {0, 1, 2})
-    if (!isFloat(c.inputDType(i))) c.unsupported("input {} is {}; only floating-point is supported", i, dtypeName(c.inputDType(i)));
+    if (int8 ? c.inputDType(i) != DType::kI8 : !isFloat(c.inputDType(i)))
+      c.unsupported("input {} is {}; only {} is supported", i, dtypeName(c.inputDType(i)), int8 ? "int8" : "floating-point");
   const Shape& x = c.inputShape(0);
   const Shape& w = c.inputShape(1);
   const Shape& r = c.inputShape(2);
@@ -96,14 +97,20 @@ void inferRecurrent(InferContext& c, const Cell& cell) {
               shapeStr(c.inputShape(i)));
   if (cell.max_inputs > 7 && c.hasInput(7) && c.inputShape(7) != Shape{dirs, 3 * hidden})
     c.error("P must be [{}, {}], got {}", dirs, 3 * hidden, shapeStr(c.inputShape(7)));
-  const DType t = c.inputDType(0);
+  if (int8 && (c.inputDType(8) != DType::kF32 || c.inputShape(8) != Shape{2, dirs * G * hidden}))
+    c.error("scales must be float32 [2, {}] (W's rows, then R's), got {} {}", dirs * G * hidden, dtypeName(c.inputDType(8)),
+            shapeStr(c.inputShape(8)));
+  const DType t = int8 ? DType::kF32 : c.inputDType(0);
   c.setOutput(0, t, layout ? Shape{batch, seq, dirs, hidden} : Shape{seq, dirs, batch, hidden});
   for (int o = 1; o < cell.outputs; ++o) c.setOutput(o, t, state);
 }
 
 }  // namespace
 
-RnnCell rnnCell(const ir::Node& n) { return n.op == "RNN" ? RnnCell::kRnn : n.op == "GRU" ? RnnCell::kGru : RnnCell::kLstm; }
+RnnCell rnnCell(const ir::Node& n) {
+  const std::string op = n.op == "QRecurrent" ? n.attrString("cell", "LSTM") : n.op;
+  return op == "RNN" ? RnnCell::kRnn : op == "GRU" ? RnnCell::kGru : RnnCell::kLstm;
+}
 
 kernels::RnnShape rnnShape(const ir::Node& n, const Shape& x, int64_t hidden) {
   kernels::RnnShape s;
@@ -140,12 +147,15 @@ kernels::RnnShape rnnShape(const ir::Node& n, const Shape& x, int64_t hidden) {
   return s;
 }
 
+namespace {
+const Cell kCells[] = {
+    {"RNN", 1, 6, 2, "simple recurrent layer: H = f(x·Wᵀ + h·Rᵀ + Wb + Rb)"},
+    {"GRU", 3, 6, 2, "gated recurrent unit (z, r, h gates; linear_before_reset)"},
+    {"LSTM", 4, 8, 3, "long short-term memory (i, o, f, c gates; peepholes, input_forget)"},
+};
+}  // namespace
+
 void registerRecurrentOps(Registry& r) {
-  static const Cell kCells[] = {
-      {"RNN", 1, 6, 2, "simple recurrent layer: H = f(x·Wᵀ + h·Rᵀ + Wb + Rb)"},
-      {"GRU", 3, 6, 2, "gated recurrent unit (z, r, h gates; linear_before_reset)"},
-      {"LSTM", 4, 8, 3, "long short-term memory (i, o, f, c gates; peepholes, input_forget)"},
-  };
   for (const Cell& cell : kCells) {
     OpSchema s = makeSchema(cell.op, 3, cell.max_inputs, cell.doc, [&cell](InferContext& c) { inferRecurrent(c, cell); },
                             cell.outputs);
@@ -160,6 +170,27 @@ void registerRecurrentOps(Registry& r) {
     r.add(std::move(s.withDefault("direction", std::string("forward")).withDefault("layout", int64_t{0})
                          .withDefault("linear_before_reset", int64_t{0}).withDefault("input_forget", int64_t{0})));
   }
+  // The int8-affine LSTM / GRU (docs/numerics.md "Recurrent layers in int8"): what DequantizeLinear -> LSTM / GRU of a
+  // QDQ model becomes (quant::fuseIntegerRecurrents). x int8 codes (x_scale, x_zero_point), W and R int8 per row,
+  // scales [2, rows] float32 (W's, then R's) as input 8; the gates' products integer (kernels::RnnTensors::xq).
+  OpSchema q = makeSchema("QRecurrent", 9, 9,
+                          "int8-affine LSTM / GRU (attribute cell): x int8 at x_scale / x_zero_point, W and R int8 per row at "
+                          "input 8's scales, the state in int8 at 1/127 for the products; float32 outputs",
+                          [](InferContext& c) {
+                            const std::string cell = c.node().attrString("cell", "");
+                            if (cell != "LSTM" && cell != "GRU") c.error("cell '{}' is not LSTM or GRU", cell);
+                            if (c.node().attrInt("x_zero_point", 0) < -128 || c.node().attrInt("x_zero_point", 0) > 127)
+                              c.error("x_zero_point {} is outside int8", c.node().attrInt("x_zero_point", 0));
+                            if (!(c.node().attrFloat("x_scale", 0.0f) > 0.0f)) c.error("x_scale must be positive");
+                            inferRecurrent(c, cell == "GRU" ? kCells[1] : kCells[2], true);
+                          },
+                          3);
+  q.domain = "ai.npuc";
+  q.min_outputs = 0;
+  q.macs = [](const ir::Node&, const std::vector<ir::Type>& in, const std::vector<ir::Type>&) {
+    return in[0].shape[0] * in[0].shape[1] * in[1].shape[0] * in[1].shape[1] * (in[1].shape[2] + in[2].shape[2]);
+  };
+  r.add(std::move(q));
 }
 
 }  // namespace npuc::ops

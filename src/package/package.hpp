@@ -104,6 +104,9 @@ kernels::SsdParams ssdFromParams(const uint32_t* w, int64_t images, int64_t prio
 /// are: the reader's check (validate_nn.cpp) bounds them first.
 inline constexpr int kRnnWords = 34, kRnnMaxActivations = 6;
 inline constexpr uint32_t kRnnInB = 1, kRnnInP = 2, kRnnInSeqLens = 4, kRnnInH0 = 8, kRnnInC0 = 16;
+/// The int8 form (int8-affine packages): x int8, input 1 int8 [W | R], input 2 float32 [B | P | W's row scales | R's
+/// row scales | x's scale | x's zero point], then the optional inputs (kernels::RnnTensors::xq).
+inline constexpr uint32_t kRnnInInt8 = 32;
 inline constexpr uint32_t kRnnOutY = 1, kRnnOutYh = 2, kRnnOutYc = 4;
 std::vector<uint32_t> rnnParams(const kernels::RnnShape& s, uint32_t inputs, uint32_t outputs);
 kernels::RnnShape rnnFromParams(const uint32_t* w);

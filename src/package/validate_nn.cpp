@@ -292,7 +292,9 @@ void checkRecurrent(const LayerCheck& c) {
   const bool lstm = cell == kernels::RnnCell::kLstm;
   const float clip = paramFloat(w[4]);
   if (!(clip >= 0.0f) || !std::isfinite(clip)) c.bad("{}: clip {} is not a finite non-negative number", c.what, clip);
-  if (w[7] > 31 || (!lstm && (w[7] & (kRnnInP | kRnnInC0)))) c.bad("{}: inputs-present word {} names inputs a {} layer lacks", c.what, w[7], w[0]);
+  const bool q8 = (w[7] & kRnnInInt8) != 0;
+  if (w[7] > 63 || (!lstm && (w[7] & (kRnnInP | kRnnInC0))) || (q8 && cell == kernels::RnnCell::kRnn))
+    c.bad("{}: inputs-present word {} names inputs a {} layer lacks", c.what, w[7], w[0]);
   if (w[8] < 1 || w[8] > 7 || (!lstm && (w[8] & kRnnOutYc))) c.bad("{}: outputs-present word {} out of range", c.what, w[8]);
   const int acts = static_cast<int>(w[1]) * kernels::rnnActivations(cell);
   for (int a = 0; a < kRnnMaxActivations; ++a) {
@@ -305,11 +307,12 @@ void checkRecurrent(const LayerCheck& c) {
         !std::isfinite(paramFloat(q[3])))
       c.bad("{}: activation {} (kind {}, op {}, alpha {}, beta {}) out of range", c.what, a, q[0], q[1], paramFloat(q[2]), paramFloat(q[3]));
   }
-  const int n_in = 2 + std::popcount(w[7] & (kRnnInSeqLens | kRnnInH0 | kRnnInC0)), n_out = std::popcount(w[8]);
+  const int n_in = (q8 ? 3 : 2) + std::popcount(w[7] & (kRnnInSeqLens | kRnnInH0 | kRnnInC0)), n_out = std::popcount(w[8]);
   if (c.d.n_in != n_in || c.d.n_out != n_out)
     c.bad("{}: {} inputs and {} outputs; the present-flags name {} and {}", c.what, c.d.n_in, c.d.n_out, n_in, n_out);
   const TensorRef &x = c.x, &wt = c.d.in(1);
-  c.isFloat(x, "x");
+  if (q8) c.typeIs(x, ElemType::kI8, "x");
+  else c.isFloat(x, "x");
   c.rankIs(x, 3, "x");
   const bool bm = w[3] != 0;
   const uint64_t seq = bm ? x.dims[1] : x.dims[0], batch = bm ? x.dims[0] : x.dims[1], input = x.dims[2], hidden = w[9];
@@ -321,12 +324,28 @@ void checkRecurrent(const LayerCheck& c) {
   const bool fits = input <= wt.numel() && !__builtin_mul_overflow(gh, input, &wi) && !__builtin_mul_overflow(gh, hidden, &rh) &&
                     wi <= wt.numel() && rh <= wt.numel() &&  // (so the sum below cannot wrap)
                     !__builtin_mul_overflow(dirs, wi + rh + ((w[7] & kRnnInB) ? 2 * gh : 0) + ((w[7] & kRnnInP) ? 3 * hidden : 0), &want);
-  if (!fits || wt.rank != 1 || wt.dims[0] != want || (wt.type != ElemType::kF32 && wt.type != c.ft))
+  if (!q8 && (!fits || wt.rank != 1 || wt.dims[0] != want || (wt.type != ElemType::kF32 && wt.type != c.ft)))
     c.bad("{}: weights must be float [{}] (W, R{}{} of {} direction(s), {} gates, hidden {}, input {}), got {} {}", c.what,
           want, (w[7] & kRnnInB) ? ", B" : "", (w[7] & kRnnInP) ? ", P" : "", dirs, gates, hidden, input, elemName(wt.type), dimsStr(wt));
+  if (q8) {  // int8 [W | R], then float32 [B | P | W's scales | R's scales | sx | zx] in the weight space
+    const TensorRef& wf = c.d.in(2);
+    const uint64_t tail = dirs * (((w[7] & kRnnInB) ? 2 * gh : 0) + ((w[7] & kRnnInP) ? 3 * hidden : 0) + 2 * gh) + 2;
+    if (!fits || input > (1u << 16) || hidden > (1u << 16) || wt.type != ElemType::kI8 || wt.rank != 1 || wt.dims[0] != dirs * (wi + rh))
+      c.bad("{}: int8 weights must be int8 [{}] (W, R; input and hidden at most 65536), got {} {}", c.what, dirs * (wi + rh),
+            elemName(wt.type), dimsStr(wt));
+    if (wf.type != ElemType::kF32 || wf.rank != 1 || wf.dims[0] != tail)
+      c.bad("{}: the int8 form's float part must be float32 [{}], got {} {}", c.what, tail, elemName(wf.type), dimsStr(wf));
+    c.weightRef(wf, "the int8 recurrent layer's scales");
+    auto f = [&](uint64_t i) { return paramFloat(static_cast<uint32_t>(c.weightWord(wf, static_cast<int64_t>(i)))); };
+    for (uint64_t i = tail - 2 * dirs * gh - 2; i < tail - 2; ++i)
+      if (!(f(i) > 0.0f) || !std::isfinite(f(i))) c.bad("{}: row scale {} is {} (positive and finite)", c.what, i, f(i));
+    const float sx = f(tail - 2), zx = f(tail - 1);
+    if (!(sx > 0.0f) || !std::isfinite(sx) || !(zx >= -128.0f && zx <= 127.0f) || zx != std::nearbyint(zx))
+      c.bad("{}: x scale {} / zero point {} (a positive scale, an int8 zero point)", c.what, sx, zx);
+  }
   const std::vector<int64_t> state = bm ? std::vector<int64_t>{static_cast<int64_t>(batch), static_cast<int64_t>(dirs), static_cast<int64_t>(hidden)}
                                         : std::vector<int64_t>{static_cast<int64_t>(dirs), static_cast<int64_t>(batch), static_cast<int64_t>(hidden)};
-  int k = 2;
+  int k = q8 ? 3 : 2;
   if (w[7] & kRnnInSeqLens) {
     const TensorRef& sl = c.d.in(k++);
     c.typeIs(sl, ElemType::kI32, "sequence_lens");

@@ -149,6 +149,10 @@ int fuseIntegerMuls(ir::Graph& g);
 /// Squeeze / Unsqueeze / Identity / Slice / Gather -> QuantizeLinear run whose inputs and output share one scale and zero point (as
 /// quantizeToQdq assigns them) becomes the same op on the int8 tensors. Returns how many it rewrote.
 int fuseIntegerDataMovement(ir::Graph& g);
+/// Each DequantizeLinear -> LSTM / GRU (constant float W and R, the activations ONNX defaults to, no constant initial
+/// state outside [-1, 1]) into one ai.npuc QRecurrent: W and R int8 per row, the gates' products integer sums
+/// (kernels::RnnTensors::xq; docs/numerics.md "Recurrent layers in int8"), float outputs. Returns how many.
+int fuseIntegerRecurrents(ir::Graph& g);
 
 /// The affine int8 parameters of a range [lo, hi] holding 0: scale (> 0) and zero point in [-128, 127].
 void affineInt8(double lo, double hi, float* scale, int* zero_point);

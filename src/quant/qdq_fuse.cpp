@@ -494,6 +494,83 @@ int fuseIntegerPools(ir::Graph& g) {
   });
 }
 
+namespace {
+/// Symmetric int8 codes of a weight tensor [dirs, rows, k] per row (scale max |w| / 127, 1 for an all-zero row),
+/// into `codes` (the tensor's shape), the scales appended to `scales`.
+void int8Rows(const Tensor& w, Tensor& codes, std::vector<float>& scales) {
+  const std::vector<double> v = w.toDouble();
+  const int64_t k = w.shape().back(), rows = w.numel() / std::max<int64_t>(k, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0;
+    for (int64_t i = 0; i < k; ++i) m = std::max(m, std::abs(v[static_cast<size_t>(r * k + i)]));
+    const float sc = m > 0 ? static_cast<float>(m / 127.0) : 1.0f;
+    scales.push_back(sc);
+    for (int64_t i = 0; i < k; ++i)
+      codes.data<int8_t>()[r * k + i] = static_cast<int8_t>(std::clamp<long>(std::lround(v[static_cast<size_t>(r * k + i)] / sc), -127, 127));
+  }
+}
+}  // namespace
+
+int fuseIntegerRecurrents(ir::Graph& g) {
+  return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    if (!n.domain.empty() || (n.op != "LSTM" && n.op != "GRU") || n.inputs.size() < 3) return false;
+    const bool lstm = n.op == "LSTM";
+    auto x = int8Activation(g, n.inputs[0]);
+    if (!x || x->zero_point.size() != 1) return false;
+    for (int i : {1, 2})
+      if (!g.value(n.inputs[static_cast<size_t>(i)]).isConstant() || g.value(n.inputs[static_cast<size_t>(i)]).constant->dtype() != DType::kF32)
+        return false;
+    // The activations ONNX defaults to (the state within [-1, 1]: its int8 codes at 1/127), no alphas / betas.
+    if (n.hasAttr("activation_alpha") || n.hasAttr("activation_beta")) return false;
+    if (auto it = n.attrs.find("activations"); it != n.attrs.end()) {
+      const auto* names = it->second.get<std::vector<std::string>>();
+      if (!names) return false;
+      for (size_t i = 0; i < names->size(); ++i) {
+        std::string a = (*names)[i];
+        std::transform(a.begin(), a.end(), a.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        const size_t per = lstm ? 3 : 2;
+        if (a != (i % per == 0 ? "sigmoid" : "tanh")) return false;
+      }
+    }
+    // The state's codes lie at 1/127: a constant initial state outside [-1, 1] keeps the float form (one the model
+    // computes or takes as an input — a stream's last state — is taken as LSTM and GRU states lie inside).
+    if (n.hasInput(5) && g.value(n.inputs[5]).isConstant())
+      for (double v : g.value(n.inputs[5]).constant->toDouble())
+        if (!(std::abs(v) <= 1.0)) return false;
+    // Its package layer's references fit one descriptor (8: x, W, the float part, the optional inputs, the outputs).
+    int refs = 3;
+    for (int i : {4, 5, 6}) refs += (i < 6 || lstm) && n.hasInput(i);
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      refs += n.outputs[o] != ir::kNoValue && (uses.count(n.outputs[o]) || outputs.count(n.outputs[o]));
+    const Tensor& w = *g.value(n.inputs[1]).constant;
+    const Tensor& r = *g.value(n.inputs[2]).constant;
+    // Integer sums within int32: 255 · 127 per term.
+    if (refs > 8 || w.shape().size() != 3 || r.shape().size() != 3 || std::max(w.shape()[2], r.shape()[2]) > (int64_t{1} << 16)) return false;
+    Tensor wq(DType::kI8, w.shape()), rq(DType::kI8, r.shape());
+    std::vector<float> scales;
+    int8Rows(w, wq, scales);
+    int8Rows(r, rq, scales);
+    const int64_t rows = static_cast<int64_t>(scales.size()) / 2;
+    std::vector<ir::ValueId> ins(9, ir::kNoValue);
+    ins[0] = x->node->inputs[0];
+    ins[1] = g.addConstant(g.uniqueValueName(n.name + "/W_int8"), std::move(wq)).id;
+    ins[2] = g.addConstant(g.uniqueValueName(n.name + "/R_int8"), std::move(rq)).id;
+    for (int i = 3; i < (lstm ? 8 : 6); ++i)
+      if (n.hasInput(i)) ins[static_cast<size_t>(i)] = n.inputs[static_cast<size_t>(i)];
+    ins[8] = g.addConstant(g.uniqueValueName(n.name + "/scales"), Tensor::fromVector<float>({2, rows}, scales)).id;
+    std::map<std::string, ir::Attr> attrs = n.attrs;
+    attrs["cell"] = ir::Attr(n.op);
+    attrs["x_scale"] = ir::Attr(x->scale[0]);
+    attrs["x_zero_point"] = ir::Attr(x->zero_point[0]);
+    const std::string name = n.name;
+    const std::vector<ir::ValueId> outs = n.outputs;
+    rw.eraseNode(id);
+    rw.addNode("QRecurrent", name, ins, outs, "ai.npuc").attrs = std::move(attrs);
+    return true;
+  });
+}
+
 int fuseIntegerDataMovement(ir::Graph& g) {
   return fuseEach(g, [&](ir::Rewriter& rw, const ir::UseMap& uses, const std::set<ir::ValueId>& outputs, ir::NodeId id) {
     const ir::Node& n = g.node(id);

@@ -305,6 +305,7 @@ void prepareRecurrent(Runtime::Impl& im, Step& s) {
   s.rnn.seq = s.rnn.batch_major ? x[1] : x[0];
   s.rnn.batch = s.rnn.batch_major ? x[0] : x[1];
   s.rnn.input = x[2];
+  if (s.p[7] & package::kRnnInInt8) return;  // (the int8 form: its weights read in place, as they are)
   if (!isWeight(im, s.d->in(1))) return;  // computed weights (a concat layer's result): read on every run
   s.w = Runtime::Impl::weightsF32(s, 1);
   if (!im.opts.exact) {
@@ -320,14 +321,28 @@ void runRecurrent(Runtime::Impl& im, Step& s) {
   const uint32_t ins = s.p[7], outs = s.p[8];
   const int64_t gh = kernels::rnnGates(r.cell) * r.hidden;
   kernels::RnnTensors t;
-  t.x = im.inF(s, 0);
-  const float* w = s.w ? s.w : im.inF(s, 1);
-  t.w = w;
-  t.r = (w += r.dirs * gh * r.input);
-  w += r.dirs * gh * r.hidden;
+  const float* w;
+  if (ins & package::kRnnInInt8) {  // int8 x, int8 [W | R], float32 [B | P | scales | sx | zx] (validated)
+    t.xq = reinterpret_cast<const int8_t*>(s.in[0]);
+    t.wq = reinterpret_cast<const int8_t*>(s.in[1]);
+    t.rq = t.wq + r.dirs * gh * r.input;
+    w = reinterpret_cast<const float*>(s.in[2]);
+  } else {
+    t.x = im.inF(s, 0);
+    w = s.w ? s.w : im.inF(s, 1);
+    t.w = w;
+    t.r = (w += r.dirs * gh * r.input);
+    w += r.dirs * gh * r.hidden;
+  }
   if (ins & package::kRnnInB) t.b = w, w += r.dirs * 2 * gh;
-  if (ins & package::kRnnInP) t.p = w;
-  int k = 2;
+  if (ins & package::kRnnInP) t.p = w, w += r.dirs * 3 * r.hidden;
+  if (ins & package::kRnnInInt8) {
+    t.w_scale = w;
+    t.r_scale = w + r.dirs * gh;
+    t.sx = w[2 * r.dirs * gh];
+    t.zx = static_cast<int32_t>(w[2 * r.dirs * gh + 1]);
+  }
+  int k = (ins & package::kRnnInInt8) ? 3 : 2;
   if (ins & package::kRnnInSeqLens) t.seq_lens = reinterpret_cast<const int32_t*>(s.in[static_cast<size_t>(k++)]);
   if (ins & package::kRnnInH0) t.h0 = im.inF(s, k++);
   if (ins & package::kRnnInC0) t.c0 = im.inF(s, k++);

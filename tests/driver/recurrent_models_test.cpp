@@ -8,6 +8,7 @@
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
 #include "ops/registry.hpp"
+#include "package/package.hpp"
 
 #include "scratch_dir.hpp"
 
@@ -69,8 +70,10 @@ TEST_P(RecurrentModels, EqualPyTorch) {
   }
 }
 
-// generic-int8 (the model set's rule: recurrent layers translate for it): the recurrent layers stay float between
-// dequantize and quantize layers; fast and --exact give the same bits, and each output follows the float model.
+// generic-int8 (the model set's rule: recurrent layers translate for it): LSTM and GRU layers in their int8 form (x int8
+// codes, W and R int8 per row, the gates' products integer sums: docs/numerics.md "Recurrent layers in int8"), the ReLU
+// RNN in float between dequantize and quantize layers; the package's bits are the engine's on the QDQ model's integer
+// layers (ai.npuc QRecurrent), fast and --exact alike, and each output follows the float model.
 TEST_P(RecurrentModels, TranslatesForGenericInt8) {
   const std::string name = GetParam();
   Model m = Model::load(kDir / (name + ".onnx"));
@@ -84,6 +87,15 @@ TEST_P(RecurrentModels, TranslatesForGenericInt8) {
   TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok) << name;
   const std::vector<Tensor> ref = Session(m).run(in);
+  QuantizeOptions q;
+  q.calibration = o.calibration;
+  q.integer_layers = true;
+  const std::vector<Tensor> engine = Session(Model::load(o.onnx).optimized().quantizedQdq(q)).run(in);
+  const package::Package pkg = package::readPackage(r.dir);
+  int int8_recurrent = 0;
+  for (const auto* stream : {&pkg.mac, &pkg.vec})
+    for (const package::Descriptor& d : *stream) int8_recurrent += d.kind == package::LayerKind::kRecurrent && d.in(0).type == DType::kI8;
+  EXPECT_EQ(int8_recurrent > 0, name.rfind("rnn", 0) != 0) << name << ": LSTM and GRU layers in their int8 form, the RNN in float";
   Runtime fast(r.dir, RuntimeOptions{2, false}), exact(r.dir, RuntimeOptions{1, true});
   for (Runtime* rt : {&fast, &exact}) {
     for (const auto& [input, t] : in) rt->setInput(input, t);
@@ -92,6 +104,7 @@ TEST_P(RecurrentModels, TranslatesForGenericInt8) {
   for (size_t k = 0; k < ref.size(); ++k) {
     const Tensor a = fast.outputFloat(m.outputs()[k].name), b = exact.outputFloat(m.outputs()[k].name);
     EXPECT_TRUE(a.sameBits(b)) << name << " output " << k;
+    EXPECT_TRUE(a.sameBits(engine[k])) << name << " output " << k << ": the package is not the engine's integer layers";
     const auto x = a.toDouble(), y = ref[k].toDouble();
     double dot = 0, nx = 0, ny = 0;
     for (size_t i = 0; i < x.size(); ++i) dot += x[i] * y[i], nx += x[i] * x[i], ny += y[i] * y[i];

@@ -3,6 +3,7 @@
 // batch entry are one GEMM with R packed once (R · hᵀ), and GRU's reset-gated product a second one. The GEMMs sum
 // each output as the reference's dot does (fmaf from +0, k ascending: gemm.hpp), so the bits are the reference's.
 #include "kernels/gemm.hpp"
+#include "kernels/quant.hpp"
 #include "kernels/recurrent.hpp"
 #include "kernels/x86/kernel_table.hpp"
 
@@ -27,6 +28,8 @@ void activate(const RnnActivation& a, float* v, int64_t n) {
 
 namespace detail {
 void rnnGemvAvx512(const float* panels, int64_t K, int64_t N, const float* x, float* out);
+std::unique_ptr<QRows> makeQRowsAvx512(const int8_t* m, int64_t rows, int64_t k);
+std::unique_ptr<QRows> makeQRowsVnni(const int8_t* m, int64_t rows, int64_t k);
 }  // namespace detail
 
 /// Per direction: W ([G·H, input]), R ([G·H, H]) and, for GRU without linear_before_reset, R's h-gate rows; and for
@@ -65,8 +68,10 @@ namespace {
 
 class Direction {
  public:
-  Direction(const RnnShape& s, const RnnTensors& t, int d, const RnnPacked& packed, ThreadPool* pool)
-      : s_(s), t_(t), d_(d), packed_(packed), pool_(pool), G_(rnnGates(s.cell)), H_(s.hidden), B_(s.batch) {
+  /// `q` (the int8 form): this direction's row sums of W, R and R's candidate rows (GRU) — `packed` is then unused.
+  Direction(const RnnShape& s, const RnnTensors& t, int d, const RnnPacked* packed, ThreadPool* pool,
+            const detail::QRows* const* q = nullptr)
+      : s_(s), t_(t), d_(d), packed_(packed), q_(q), pool_(pool), G_(rnnGates(s.cell)), H_(s.hidden), B_(s.batch) {
     wb_ = t.b ? t.b + d * 2 * G_ * H_ : nullptr;
     rb_ = wb_ ? wb_ + G_ * H_ : nullptr;
     p_ = t.p ? t.p + d * 3 * H_ : nullptr;
@@ -79,12 +84,20 @@ class Direction {
     // W · xᵀ for every row of X (rows (step, b), or (b, step) batch-major): xw_[gate row · rows + row].
     rows_ = T * B_;
     xw_.assign(static_cast<size_t>(rows_ * GH), 0.0f);
-    if (rows_ > 0 && packed_.w[static_cast<size_t>(d_)]) {
+    if (q_) {  // the int8 form: each row of X's integer sums, scaled as the reference scales them
+      sums_.assign(static_cast<size_t>(GH), 0);
+      const float* ws = t_.w_scale + d_ * GH;
+      for (int64_t col = 0; col < rows_; ++col) {
+        q_[0]->sums(t_.xq + col * s_.input, t_.zx, sums_.data());
+        for (int64_t row = 0; row < GH; ++row)
+          xw_[static_cast<size_t>(row * rows_ + col)] = static_cast<float>(sums_[static_cast<size_t>(row)]) * (t_.sx * ws[row]);
+      }
+    } else if (rows_ > 0 && packed_->w[static_cast<size_t>(d_)]) {
       GemmArgs g;
       g.M = GH, g.N = rows_, g.K = s_.input;
       g.B = t_.x, g.ldb = s_.input, g.transB = true;
       g.C = xw_.data(), g.ldc = rows_;
-      sgemm_packed(*packed_.w[static_cast<size_t>(d_)], g, pool_);
+      sgemm_packed(*packed_->w[static_cast<size_t>(d_)], g, pool_);
     }
     h_.assign(static_cast<size_t>(B_ * H_), 0.0f);
     c_.assign(h_.size(), 0.0f);
@@ -99,10 +112,19 @@ class Direction {
     gates_.assign(static_cast<size_t>(B_ * GH), 0.0f);
     int64_t steps = 0;
     for (int64_t b = 0; b < B_; ++b) steps = std::max(steps, len(b));
-    if (steps > 0 && H_ > 0) {
-      const PackedA& packed_r = *packed_.r[static_cast<size_t>(d_)];
-      const PackedA* packed_rh = packed_.rh[static_cast<size_t>(d_)].get();  // GRU: (r ⊙ h) · Rhᵀ
-      const std::vector<float>& panels = packed_.r_panels[static_cast<size_t>(d_)];
+    if (steps > 0 && H_ > 0 && q_) {
+      for (int64_t i = 0; i < steps; ++i) {
+        stateProducts(q_[1], 0, GH, h_.data(), hr_.data());
+        switch (s_.cell) {
+          case RnnCell::kRnn: rnnStep(i); break;
+          case RnnCell::kGru: gruStep(i, nullptr); break;
+          case RnnCell::kLstm: lstmStep(i); break;
+        }
+      }
+    } else if (steps > 0 && H_ > 0) {
+      const PackedA& packed_r = *packed_->r[static_cast<size_t>(d_)];
+      const PackedA* packed_rh = packed_->rh[static_cast<size_t>(d_)].get();  // GRU: (r ⊙ h) · Rhᵀ
+      const std::vector<float>& panels = packed_->r_panels[static_cast<size_t>(d_)];
       for (int64_t i = 0; i < steps; ++i) {
         if (!panels.empty() && B_ == 1) panelProducts(panels, GH, h_.data(), hr_.data());
         else recurrentProducts(packed_r, GH, h_.data(), hr_.data());
@@ -157,6 +179,19 @@ class Direction {
       sgemm(g, nullptr);
     }
   }
+  /// The int8 form: out[row · B + b] = the integer sum of rows [row0, row0 + rows) of R with each batch entry's state
+  /// codes (state[b], in int8 at 1/127), scaled as the reference scales it.
+  void stateProducts(const detail::QRows* q, int64_t row0, int64_t rows, const float* state, float* out) {
+    codes_.resize(static_cast<size_t>(H_));
+    sums_.resize(static_cast<size_t>(std::max(rows, G_ * H_)));
+    const float* rs = t_.r_scale + d_ * G_ * H_ + row0;
+    for (int64_t b = 0; b < B_; ++b) {
+      for (int64_t k = 0; k < H_; ++k) codes_[static_cast<size_t>(k)] = rnnStateCode(state[b * H_ + k]);
+      q->sums(codes_.data(), 0, sums_.data());
+      for (int64_t row = 0; row < rows; ++row)
+        out[row * B_ + b] = static_cast<float>(sums_[static_cast<size_t>(row)]) * (kRnnStateScale * rs[row]);
+    }
+  }
   /// The reference's pre(g, j): (x·Wᵀ + h·Rᵀ) + Wb + Rb.
   float pre(int64_t col, int64_t g, int64_t j, int64_t b) const {
     const int64_t row = g * H_ + j;
@@ -191,7 +226,8 @@ class Direction {
         tmp_[static_cast<size_t>(b * H_ + j)] = r[j] * h_[static_cast<size_t>(b * H_ + j)];
       }
     }
-    if (packed_rh) recurrentProducts(*packed_rh, H_, tmp_.data(), hr2_.data());
+    if (q_ && !s_.linear_before_reset) stateProducts(q_[2], 2 * H_, H_, tmp_.data(), hr2_.data());
+    else if (packed_rh) recurrentProducts(*packed_rh, H_, tmp_.data(), hr2_.data());
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t step = stepOf(i, b);
       if (step < 0) continue;
@@ -263,7 +299,8 @@ class Direction {
   const RnnShape& s_;
   const RnnTensors& t_;
   const int d_;
-  const RnnPacked& packed_;
+  const RnnPacked* packed_;
+  const detail::QRows* const* q_;
   ThreadPool* pool_;
   int64_t rows_ = 0;
   const int64_t G_, H_, B_;
@@ -271,15 +308,33 @@ class Direction {
   const RnnActivation* acts_;
   bool backwards_ = false;
   std::vector<float> xw_, h_, c_, hr_, hr2_, tmp_, tmp2_, gates_;
+  std::vector<int8_t> codes_;   // the int8 form: a state's codes
+  std::vector<int32_t> sums_;   // and its integer sums
 };
 
 }  // namespace
 
 void recurrentFast(const RnnShape& s, const RnnTensors& t, ThreadPool* pool, const RnnPacked* packed) {
+  if (t.xq != nullptr) {  // the int8 form: the integer sums vectorised where the CPU can, the gates as the float form's
+    rnnCheck(s, t);
+    const QConvPath path = bestQConvPath();
+    const detail::QRowsMaker make = path == QConvPath::kVnni || path == QConvPath::kAmx ? detail::makeQRowsVnni
+                                    : detail::activeAvx512()                              ? detail::makeQRowsAvx512
+                                                                                          : detail::makeQRowsRef;
+    const int64_t G = rnnGates(s.cell), H = s.hidden;
+    for (int d = 0; d < s.dirs; ++d) {
+      const int8_t* r = t.rq + d * G * H * H;
+      const std::unique_ptr<detail::QRows> q[3] = {make(t.wq + d * G * H * s.input, G * H, s.input), make(r, G * H, H),
+                                                   s.cell == RnnCell::kGru ? make(r + 2 * H * H, H, H) : nullptr};
+      const detail::QRows* ptrs[3] = {q[0].get(), q[1].get(), q[2].get()};
+      Direction(s, t, d, nullptr, pool, ptrs).run();
+    }
+    return;
+  }
   rnnCheck(s, t);
   RnnPackedPtr own;
   if (!packed) own = packRecurrent(s, t.w, t.r), packed = own.get();
-  for (int d = 0; d < s.dirs; ++d) Direction(s, t, d, *packed, pool).run();
+  for (int d = 0; d < s.dirs; ++d) Direction(s, t, d, packed, pool).run();
 }
 
 }  // namespace npuc::kernels
