@@ -107,7 +107,7 @@ int checkTidlFormula(const std::string& target, int64_t narrow, const std::strin
   // (then the guide's devices with all their cores: AM5749 2 EVEs and 2 DSPs, AM5746 / AM572x 2 DSPs, AM571x 1 DSP)
   const std::vector<std::pair<std::string, double>> want = {
       {"2xDSP", 2e6 / dsp},      {"2xEVE", 2e6 / eve},          {"2xEVE+1xDSP", pipeline(2)},         {"4xEVE", 4e6 / eve},
-      {"4xEVE+1xDSP", pipeline(4)}, {"AM5749", pipeline(2, 2)}, {"AM5746/AM572x", 2e6 / dsp}, {"AM571x/AM5706/AM5708", 1e6 / dsp}};
+      {"4xEVE+1xDSP", pipeline(4)}, {"1xEVE+1xDSP", pipeline(1)}, {"AM5749", pipeline(2, 2)}, {"AM5746/AM572x", 2e6 / dsp}, {"AM571x/AM5706/AM5708", 1e6 / dsp}};
   EXPECT_EQ(r.multi_core_roi_s.size(), want.size());
   for (size_t i = 0; i < want.size() && i < r.multi_core_roi_s.size(); ++i) {
     EXPECT_EQ(r.multi_core_roi_s[i].first, want[i].first);

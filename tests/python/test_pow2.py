@@ -540,7 +540,7 @@ def test_translate_reports_the_tidl_estimates(tmp_path):
     r = npuc.translate("est", digits, target="tidl", out=str(tmp_path))
     assert set(r.single_core_us) == {"dsp", "eve"}
     roi = r.multi_core_roi_s
-    assert list(roi) == ["2xDSP", "2xEVE", "2xEVE+1xDSP", "4xEVE", "4xEVE+1xDSP", "AM5749", "AM5746/AM572x", "AM571x/AM5706/AM5708"]
+    assert list(roi) == ["2xDSP", "2xEVE", "2xEVE+1xDSP", "4xEVE", "4xEVE+1xDSP", "1xEVE+1xDSP", "AM5749", "AM5746/AM572x", "AM571x/AM5706/AM5708"]
     assert roi["2xEVE"] == pytest.approx(2e6 / r.single_core_us["eve"])
     assert roi["4xEVE"] == pytest.approx(2 * roi["2xEVE"])
     assert roi["2xEVE+1xDSP"] >= roi["2xEVE"] and roi["4xEVE+1xDSP"] >= roi["4xEVE"]
