@@ -113,7 +113,9 @@ void checkShapeRanges(const Package& p, const std::string& where) {
       badr(fmt::format("symbols[{}]: range {}~{} (1 <= lo <= hi, at most {} sizes)", i, s.lo, s.hi, kMaxRangeSpan));
     std::vector<std::pair<std::string, uint32_t>> members = {{s.value, s.dim}};
     members.insert(members.end(), s.also.begin(), s.also.end());
-    for (const auto& [value, dim] : members) {
+    for (const auto& member : members) {
+      const std::string& value = member.first;  // (not a structured binding: clang before 16 cannot capture one)
+      const uint32_t dim = member.second;
       if (!seen.insert({value, dim}).second) badr(fmt::format("symbols[{}]: {}[{}] is ranged twice", i, value, dim));
       bool known = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const IoTensor& t) { return t.name == value; });
       for (const LayerInfo& l : p.layers) {
