@@ -10,17 +10,29 @@
 // the digits model as an int8-pow2 package (tidl: a quantize layer, codes at per-frame power-of-two scales, the
 // layers' tables of slots, max pooling on codes, global pooling, an inner product, the manifest's pow2 options, and
 // two layers groups: an accepted package with groups also runs through npuc::Pipeline); with bit 6, a Loop whose body
-// holds an If (generic: control layers, their regions and moves; run with every input set to zeros).
+// holds an If (generic: control layers, their regions and moves). With bit 7 of byte 1 (the older templates' inputs
+// never set it; it overrides bits 4 to 6), bits 1 and 3 pick one of four more: a package serving shape
+// ranges (ranges_net for generic at x:1,3,24~40,20~36: the manifest's shape_ranges symbols, functions, dims and io),
+// an int8-affine LSTM (lstm_bidir for generic-int8: the recurrent layer's int8 form, ai.npuc QRecurrent, inputs-present
+// bit 32), two inputs ranged alike behind a dynamic AIPP stage (aipp_net for generic at image:1,3,16~48,16~48 and
+// mask:1,1,16~48,16~48: symbols of the AIPP layer's picture, `also` tying the mask's dims to them) and an int8-affine
+// GRU (gru_bidir, QRecurrent's GRU form). An accepted range package is also specialized: setInputShape, setInput and
+// (behind the AIPP stage) setDynamicAipp at the lowest sizes, a size the last byte picks, and just above and below the
+// ranges, with a run at each size accepted.
+// An accepted package runs with every input set (the runtime refuses to run otherwise): zeros, and for a dynamic AIPP
+// stage's parameter input a block whose picture is the stage's output size.
 // Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
-// hash recomputed, so that the damage reaches the decoders and the validator instead of stopping at the hashes), bit 2 runs the simulator on two threads,
-// the rest replaces the file's bytes.
+// hash recomputed, so that the damage reaches the decoders and the validator instead of stopping at the hashes), bit 2
+// runs the simulator on two threads, the rest replaces the file's bytes.
 // With NPUC_FUZZ_SEED_DIR set, the initializer writes one seed per template file there (scripts/fuzz_smoke.sh).
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
 #include "package/package.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,12 +47,106 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-constexpr int kTemplates = 7;
+constexpr int kTemplates = 11;
 // prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic, int8-affine digits,
-// int8-pow2 digits, control layers
+// int8-pow2 digits, control layers; (bit 7) shape ranges, int8 LSTM, shape ranges behind dynamic AIPP, int8 GRU
 Files g_template[kTemplates];
 std::vector<std::string> g_names;
 fs::path g_dir;
+
+/// The template that byte 1 picks.
+int templateOf(uint8_t b) {
+  const int low = ((b >> 1) & 1) | ((b >> 2) & 2);  // bits 1 and 3
+  if (b & 128) return 7 + low;
+  return (b & 64) ? 6 : (b & 32) ? 5 : (b & 16) ? 4 : low;
+}
+/// Byte 1 of a template's seeds (bit 0: re-seal).
+uint8_t headOf(int t) {
+  if (t >= 7) return static_cast<uint8_t>(1 | 128 | (((t - 7) & 1) << 1) | (((t - 7) & 2) << 2));
+  return static_cast<uint8_t>(t == 6 ? 1 | 64 : t == 5 ? 1 | 32 : t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2));
+}
+
+std::vector<npuc::Tensor> samplesOf(const std::string& npy) {
+  return {npuc::readNpyFile(fs::path(NPUC_SOURCE_DIR "/tests/data/recurrent") / npy)};
+}
+
+/// Sets every input (the runtime refuses to run with one never set): zeros, and for the parameter input of a dynamic
+/// AIPP stage a block whose picture is the stage's output size (a YUV420SP frame of that size, neither cropped nor
+/// resized).
+void setInputs(npuc::Runtime& rt) {
+  const std::vector<npuc::RuntimeTensor> inputs = rt.inputs();
+  for (const npuc::RuntimeTensor& in : inputs) try {
+      if (in.aipp_for.empty()) {
+        rt.setInput(in.name, npuc::Tensor(in.dtype, in.shape));
+        continue;
+      }
+      npuc::DynamicAippParams p;
+      for (const npuc::RuntimeLayer& l : rt.layers())
+        if (l.kind == "aipp" && std::find(l.inputs.begin(), l.inputs.end(), in.name) != l.inputs.end() && l.output.shape.size() == 4) {
+          p.src_image_size_h = static_cast<int32_t>(l.output.shape[2]);
+          p.src_image_size_w = static_cast<int32_t>(l.output.shape[3]);
+        }
+      rt.setDynamicAipp(in.aipp_for, p);
+    } catch (const npuc::Error&) {
+    }
+}
+
+/// A package serving shape ranges: sizes inside and outside the ranges selected through setInputShape, setInput and
+/// (for a range of a dynamic AIPP stage's picture) setDynamicAipp, each accepted one run. Sizes: k = 0 the lowest,
+/// 1 one that `pick` says, 2 above the ranges, 3 below them (even sizes: a YUV420SP picture's).
+void exerciseRanges(npuc::Runtime& rt, uint8_t pick) {
+  const std::vector<npuc::RuntimeRange> ranges = rt.shapeRanges();
+  if (ranges.empty()) return;
+  for (int k = 0; k < 4; ++k) {
+    auto sizeOf = [&](const npuc::RuntimeRange& r) -> int64_t {
+      if (k == 0) return r.lo;
+      if (k == 1) return r.lo + 2 * (pick % ((r.hi - r.lo) / 2 + 1));
+      return k == 2 ? r.hi + 2 : r.lo - 2;
+    };
+    const std::vector<npuc::RuntimeTensor> inputs = rt.inputs();  // (a size selected changes them)
+    bool selected = false;
+    for (const npuc::RuntimeTensor& in : inputs) {
+      if (!in.aipp_for.empty()) {
+        // The picture of the AIPP stage: a YUV420SP frame of the range's height x width, neither cropped nor resized.
+        npuc::DynamicAippParams p;
+        for (const npuc::RuntimeRange& r : ranges) {
+          if (r.dim == 2) p.src_image_size_h = static_cast<int32_t>(sizeOf(r));
+          if (r.dim == 3) p.src_image_size_w = static_cast<int32_t>(sizeOf(r));
+        }
+        try {
+          rt.setDynamicAipp(in.aipp_for, p);
+          selected = true;
+        } catch (const npuc::Error&) {
+        }
+        continue;
+      }
+      npuc::Shape shape = in.shape;
+      bool ranged = false, positive = true;
+      for (size_t d = 0; d < shape.size(); ++d)
+        for (const npuc::RuntimeRange& r : ranges)
+          if (r.covers(in.name, static_cast<int64_t>(d))) shape[d] = sizeOf(r), ranged = true;
+      if (!ranged) continue;
+      for (int64_t v : shape) positive = positive && v > 0;
+      try {
+        rt.setInputShape(in.name, shape);
+        selected = true;
+      } catch (const npuc::Error&) {
+      }
+      if (!positive) continue;
+      try {
+        rt.setInput(in.name, npuc::Tensor(in.dtype, shape));  // (the selection setInput makes itself)
+        selected = true;
+      } catch (const npuc::Error&) {
+      }
+    }
+    if (!selected) continue;
+    try {
+      rt.run();
+      for (const npuc::RuntimeTensor& out : rt.outputs()) (void)rt.output(out.name);
+    } catch (const npuc::Error&) {
+    }
+  }
+}
 
 /// Re-seals the manifest over the replaced file (when the manifest can be read) so that the damage reaches the
 /// decoders and the validator.
@@ -66,7 +172,21 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (int t = 0; t < kTemplates; ++t) {
     npuc::TranslateOptions o;
     o.prefix = "t";  // same prefix: the templates have the same file names
-    if (t == 6) {
+    if (t == 7) {
+      o.onnx = NPUC_SOURCE_DIR "/tests/data/ranges/ranges_net.onnx";
+      o.input_shape_ranges["x"] = {{1, 1}, {3, 3}, {24, 40}, {20, 36}};
+    } else if (t == 9) {
+      o.onnx = NPUC_SOURCE_DIR "/tests/data/aipp/aipp_net.onnx";
+      o.aipp = root / "dynamic.cfg";
+      o.input_shape_ranges = {{"image", {{1, 1}, {3, 3}, {16, 48}, {16, 48}}}, {"mask", {{1, 1}, {1, 1}, {16, 48}, {16, 48}}}};
+    } else if (t == 8) {
+      o.onnx = NPUC_SOURCE_DIR "/tests/data/recurrent/lstm_bidir.onnx";
+      o.calibration = {{"x", samplesOf("lstm_bidir.in.npy")}, {"h0", samplesOf("lstm_bidir.h0.npy")},
+                       {"c0", samplesOf("lstm_bidir.c0.npy")}};
+    } else if (t == 10) {
+      o.onnx = NPUC_SOURCE_DIR "/tests/data/recurrent/gru_bidir.onnx";
+      o.calibration = {{"x", samplesOf("gru_bidir.in.npy")}, {"h0", samplesOf("gru_bidir.h0.npy")}};
+    } else if (t == 6) {
       o.onnx = NPUC_SOURCE_DIR "/tests/data/control_flow/nested.onnx";
     } else if (t == 4) {
       o.onnx = NPUC_SOURCE_DIR "/models/digits/digits_cnn.onnx";
@@ -82,9 +202,19 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       o.onnx = NPUC_SOURCE_DIR "/tests/data/aipp/aipp_net.onnx";
       o.aipp = root / (t == 2 ? "static.cfg" : "dynamic.cfg");
     }
-    o.target = t == 5 ? "tidl" : t == 4 ? "generic-int8" : t == 6 || t % 2 ? "generic" : "drpai";
+    o.target = t == 8 || t == 10 ? "generic-int8" : t >= 6 ? "generic" : t == 5 ? "tidl" : t == 4 ? "generic-int8" : t % 2 ? "generic" : "drpai";
     o.out_root = root / std::to_string(t);
     npuc::TranslateResult r = npuc::translate(o);
+    // The templates must hold what they are here for: the shape ranges table, the recurrent layer's int8 form.
+    const npuc::package::Package pkg = npuc::package::readPackage(r.dir);
+    bool int8_recurrent = false;
+    for (const auto* stream : {&pkg.mac, &pkg.vec})
+      for (const npuc::package::Descriptor& d : *stream)
+        int8_recurrent |= d.kind == npuc::package::LayerKind::kRecurrent && d.in(0).type == npuc::DType::kI8;
+    if (((t == 7 || t == 9) && (!pkg.ranges || pkg.ranges->symbols.empty())) || ((t == 8 || t == 10) && !int8_recurrent)) {
+      std::fprintf(stderr, "fuzz_package_reader: template %d lacks what it stands for\n", t);
+      std::abort();
+    }
     for (auto& e : fs::directory_iterator(r.dir)) {
       std::ifstream in(e.path(), std::ios::binary);
       g_template[t][e.path().filename().string()] = std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
@@ -98,7 +228,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         auto it = g_template[t].find(g_names[i]);
         if (it == g_template[t].end()) continue;
         std::ofstream out(fs::path(seeds) / ("seed_" + std::to_string(t) + "_" + std::to_string(i)), std::ios::binary);
-        char head[2] = {static_cast<char>(i), static_cast<char>(t == 6 ? 1 | 64 : t == 5 ? 1 | 32 : t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2))};
+        char head[2] = {static_cast<char>(i), static_cast<char>(headOf(t))};
         out.write(head, 2);
         const auto& b = it->second;
         out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
@@ -109,8 +239,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || g_names.empty()) return 0;
-  const bool control = data[1] & 64;
-  Files f = g_template[control ? 6 : (data[1] & 32) ? 5 : (data[1] & 16) ? 4 : ((data[1] >> 1) & 1) | ((data[1] >> 2) & 2)];
+  const int t = templateOf(data[1]);
+  Files f = g_template[t];
   const std::string& name = g_names[data[0] % g_names.size()];
   f[name] = std::vector<uint8_t>(data + 2, data + size);
   if (data[1] & 1) rehash(f);  // also a replaced manifest: its fields then reach the validator
@@ -134,14 +264,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     npuc::Runtime rt(g_dir, {(data[1] & 4) ? 2 : 1, false});  // bit 2 of byte 1: two threads (parallel paths)
-    if (control)
-      for (const npuc::RuntimeTensor& in : rt.inputs()) rt.setInput(in.name, npuc::Tensor(in.dtype, in.shape));
-    rt.run();
+    setInputs(rt);
+    try {
+      rt.run();
+    } catch (const npuc::Error&) {
+    }
+    exerciseRanges(rt, data[size - 1]);
     npuc::Runtime exact(g_dir, {1, true});
-    if (control)
-      for (const npuc::RuntimeTensor& in : exact.inputs()) exact.setInput(in.name, npuc::Tensor(in.dtype, in.shape));
+    setInputs(exact);
     exact.run();
     exact.run();  // int8-pow2: a second frame, from the first one's range history
+    if (!rt.shapeRanges().empty()) return 0;  // (no pipeline: its stages would all take one size)
     npuc::Pipeline pl(g_dir, {1, false});
     if (pl.groups().size() > 1) {
       std::vector<npuc::Tensor> frame;
