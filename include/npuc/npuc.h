@@ -274,6 +274,9 @@ NPUC_API npuc_status npuc_runtime_reset_state(npuc_runtime* rt);
  * (as_float32 != 0). *written (if written is not NULL) receives the bytes the output needs, also when dst is too
  * small. Passing dst == NULL with capacity == 0 only queries that size. A capacity smaller than the size is
  * NPUC_STATUS_INVALID_ARGUMENT and copies nothing. Before the first run, outputs read as zeros.
+ * An output whose shape the data decide (NonZero's: docs/package-format.md, "Dynamic tensors") has its capacity as
+ * its size; after a run, the copy is the tensor at the run's dims (row-major) and *written its bytes (for NonZero's
+ * [rank, n]: n = *written / element size / rank).
  */
 NPUC_API npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, int as_float32, void* dst,
                                              size_t capacity, size_t* written);

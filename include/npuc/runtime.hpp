@@ -45,6 +45,10 @@ struct RuntimeTensor {
   RuntimeImage image;  // inputs fed by pre-processing
   std::string aipp_for;  // the parameter input of a dynamic AIPP stage: the frame input it configures (setDynamicAipp)
   bool channel_last = false;  // a layer's output written channel-last ([N, S…, C]: a channel-last model's boundary)
+  // An output whose shape the data decide (NonZero's): `shape` is its capacity; Runtime::output returns it at the
+  // dims of the last run, read from its extent (int64 [rank] at extent_address). docs/package-format.md.
+  bool dynamic = false;
+  uint64_t extent_address = 0;
 };
 
 struct RuntimeLayer {

@@ -543,8 +543,12 @@ npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, in
       invalid("output '" + std::string(name) + "' needs " + std::to_string(size) + " bytes, capacity is " +
               std::to_string(capacity));
     npuc::Tensor t = as_float32 ? rt->rt.outputFloat(name) : rt->rt.output(name);
-    if (t.nbytes() != size) throw npuc::Error(npuc::ErrorCode::kInternal, "output size mismatch");
-    if (size) std::memcpy(dst, t.raw(), size);
+    // (a dynamic output — a shape the data decide — is at most its capacity, `size`: *written says how much it is)
+    const auto& outs = rt->rt.outputs();
+    const bool dynamic = std::any_of(outs.begin(), outs.end(), [&](const npuc::RuntimeTensor& r) { return r.name == name && r.dynamic; });
+    if (t.nbytes() != size && !(t.nbytes() < size && dynamic)) throw npuc::Error(npuc::ErrorCode::kInternal, "output size mismatch");
+    if (written) *written = t.nbytes();
+    if (t.nbytes()) std::memcpy(dst, t.raw(), t.nbytes());
   });
 }
 

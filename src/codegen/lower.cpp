@@ -52,7 +52,8 @@ void Lowerer::lowerNode(const ir::Node& n) {
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (dynamic(n.inputs[i]))
       unsupported(n, "input {} has a dynamic shape ({}); packages need static shapes", i, g_.value(n.inputs[i]).type.str());
-  for (size_t i = 0; i < n.outputs.size(); ++i)
+  const bool decides_shape = n.domain.empty() && n.op == "NonZero";  // (its lowering bounds the output: a dynamic tensor)
+  for (size_t i = 0; i < n.outputs.size() && !decides_shape; ++i)
     if ((uses_.count(n.outputs[i]) || is_output_.count(n.outputs[i])) && dynamic(n.outputs[i]))
       unsupported(n, "output {} has a dynamic shape ({}); packages need static shapes", i, g_.value(n.outputs[i]).type.str());
   // Typed values (bool, integers) go only where the layer kinds define them: the ops registered as taking them.
@@ -135,6 +136,25 @@ const char* spaceName(char s) {
 }  // namespace
 
 namespace {
+/// The graph's inputs end to end in data_in and its outputs in data_out (64-byte aligned), a dynamic output's extent
+/// right after it; returns the two spaces' sizes.
+std::pair<uint64_t, uint64_t> placeInputsAndOutputs(const ir::Graph& g, const std::map<ir::ValueId, int>& of,
+                                                    const std::map<ir::ValueId, int>& extent_of, std::vector<LVal>& vals) {
+  uint64_t in_bytes = 0, out_bytes = 0;
+  auto place = [&](int vi, uint64_t& end) {
+    LVal& l = vals[static_cast<size_t>(vi)];
+    l.offset = end;
+    end = alignUp(end + bytesOf(l), 64);
+  };
+  for (ir::ValueId v : g.inputs())
+    if (auto it = of.find(v); it != of.end()) place(it->second, in_bytes);
+  for (ir::ValueId v : g.outputs()) {
+    place(of.at(v), out_bytes);
+    if (auto e = extent_of.find(v); e != extent_of.end()) place(e->second, out_bytes);
+  }
+  return {in_bytes, out_bytes};
+}
+
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume);
 }
 
@@ -498,18 +518,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       LVal& r = vals[static_cast<size_t>(v.alias)];
       r.last_reader = std::max(r.last_reader, v.last_reader);
     }
-  uint64_t in_bytes = 0, out_bytes = 0;
-  for (ir::ValueId v : g.inputs())
-    if (auto it = L.of_.find(v); it != L.of_.end()) {
-      LVal& l = vals[static_cast<size_t>(it->second)];
-      l.offset = in_bytes;
-      in_bytes = alignUp(in_bytes + bytesOf(l), 64);
-    }
-  for (ir::ValueId v : g.outputs()) {
-    LVal& l = vals[static_cast<size_t>(L.of_.at(v))];
-    l.offset = out_bytes;
-    out_bytes = alignUp(out_bytes + bytesOf(l), 64);
-  }
+  const auto [in_bytes, out_bytes] = placeInputsAndOutputs(g, L.of_, L.extent_of_, vals);
   plan::MemoryPlan mp = placeActivations(vals, descs, o.reuse_memory);
   res.data_bytes = mp.total;
   res.data_lower_bound = mp.lower_bound;
@@ -577,7 +586,8 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
       res.input_layouts.push_back(g.value(v).layout);
     }
   for (ir::ValueId v : g.outputs()) {
-    p.outputs.push_back({g.value(v).name, ioRefOf(L.of_.at(v)), {}});
+    p.outputs.push_back({g.value(v).name, ioRefOf(L.of_.at(v)), {}, {}});
+    if (auto e = L.extent_of_.find(v); e != L.extent_of_.end()) p.outputs.back().extent = ioRefOf(e->second);
     res.output_layouts.push_back(g.value(v).layout);
   }
   p.weights = std::move(L.weights_);

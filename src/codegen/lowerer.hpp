@@ -245,6 +245,7 @@ class Lowerer {
   std::vector<Blob> blobs_;
   std::vector<uint8_t> weights_;  // the weight space image, 64-byte aligned entries
   std::map<ir::ValueId, int> of_;
+  std::map<ir::ValueId, int> extent_of_;  // a dynamic tensor's extent (int64 [rank]: its dims at run time)
   std::map<ir::ValueId, bool> is_output_;
   ir::UseMap uses_;
   std::map<ir::NodeId, bool> skip_;
@@ -685,6 +686,7 @@ class Lowerer {
   void gridSample(const ir::Node& n);
   void roiAlign(const ir::Node& n);
   void nms(const ir::Node& n);  // lower_indexing.cpp
+  void nonZero(const ir::Node& n);  // lower_indexing.cpp: a dynamic tensor (its extent in extent_of_)
 
   void pool(const ir::Node& n);
   /// A max_pool / avg_pool layer of a pooling node's window (MaxPool / AveragePool attributes) over `inputs` (x, then the

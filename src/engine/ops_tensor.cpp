@@ -445,27 +445,10 @@ void rangeKernel(KernelCall& c) {
 }
 
 void nonZeroKernel(KernelCall& c) {
-  Tensor x = c.input(0);
-  if (isHalfType(x.dtype())) x = castTensor(x, DType::kF32, c);
+  const Tensor& x = c.input(0);
   Tensor& y = c.alloc(0);
-  int64_t nz = y.rank() == 2 ? y.dim(1) : 0;
-  int64_t rank = x.rank();
-  std::vector<int64_t> st = stridesOf(x.shape());
-  int64_t* out = y.data<int64_t>();
-  dispatchNumeric(x.dtype(), c, [&]<typename T>() {
-    const T* p = x.data<T>();
-    int64_t k = 0;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      if (p[i] == T(0)) continue;
-      if (k >= nz) c.error("internal: more non-zeros than inferred");
-      int64_t rem = i;
-      for (int64_t d = 0; d < rank; ++d) {
-        out[d * nz + k] = rem / st[static_cast<size_t>(d)];
-        rem %= st[static_cast<size_t>(d)];
-      }
-      ++k;
-    }
-  });
+  const int64_t nz = y.rank() == 2 ? y.dim(1) : 0;
+  if (kernels::nonZero(x.dtype(), x.shape(), x.raw(), y.data<int64_t>(), nz) != nz) c.error("internal: the non-zeros changed");
 }
 
 // ---------------------------------------------------------------------------------------------------------

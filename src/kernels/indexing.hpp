@@ -70,6 +70,11 @@ int64_t compressKept(const uint8_t* cond, int64_t cond_len, int64_t dim);
 void compress(size_t elem, int64_t outer, int64_t dim, int64_t inner, const uint8_t* cond, int64_t cond_len, const void* x,
               void* y);
 
+/// NonZero: the indices of x's non-zero elements (float16 / bfloat16 compared as float32: -0 is zero, NaN is not; bool
+/// as its bytes), in row-major order, written as [rank, n] with row d at y + d * n (n: the count, returned). At most
+/// `capacity` elements are written: a count above it fails (kInvalidInput) before anything is written.
+int64_t nonZero(DType t, const std::vector<int64_t>& shape, const void* x, int64_t* y, int64_t capacity);
+
 /// Unique: the distinct slices of x viewed as [outer, n, inner] (slice k is x[:, k, :]; ONNX flattens x when there is
 /// no axis: outer = inner = 1), compared element by element as numbers (NaN equal to NaN, above every number).
 /// `first` holds each distinct slice's first index — in the slices' ascending lexicographic order (numpy's) when

@@ -527,7 +527,15 @@ std::vector<std::string> writePackage(Package& p, const fs::path& dir) {
     m["inputs"].push_back(j);
   }
   m["outputs"] = json::array();
-  for (auto& t : p.outputs) m["outputs"].push_back(refJson(t.name, t.ref));
+  for (auto& t : p.outputs) {
+    json j = refJson(t.name, t.ref);
+    if (t.extent) {  // (a dynamic output: its shape above is the capacity)
+      json e = refJson(t.name + "/extent", *t.extent);
+      e.erase("name");
+      j["extent"] = e;
+    }
+    m["outputs"].push_back(j);
+  }
   m["streams"] = {{"mac", {{"file", "aimac_desc.bin"}, {"count", p.mac.size()}}},
                   {"vector", {{"file", "drp_desc.bin"}, {"count", p.vec.size()}}}};
   m["weights_file"] = p.prefix + "_weight.dat";

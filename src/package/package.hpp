@@ -226,6 +226,10 @@ struct IoTensor {
   std::string name;
   TensorRef ref;
   ImageInfo image;  // inputs only
+  // Outputs of a shape the data decide (a dynamic tensor: docs/package-format.md, "Dynamic tensors"): `ref` is its
+  // capacity, and `extent` the int64 [rank] its layer writes with the actual dims (the tensor row-major at those
+  // dims from its first byte). Absent: a static output.
+  std::optional<TensorRef> extent{};
 };
 
 /// A parameter of a custom layer as the manifest records it (docs/custom-ops.md): the value npuc resolved for the

@@ -270,6 +270,7 @@ void tensors(const Field& root, Package& p, const std::string& mfile) {
         if (order != "HWC" && order != "CHW") bad(mfile, "field '{}.order' must be \"HWC\" or \"CHW\"", im.path);
         t.image.chw = order == "CHW";
       }
+      if (io[0] == 'o' && list.at(i).j.contains("extent")) t.extent = refFromJson(list.at(i).at("extent"));
       (io[0] == 'i' ? p.inputs : p.outputs).push_back(std::move(t));
     }
   }

@@ -334,7 +334,27 @@ struct Checker {
       ref(t.ref, "output '" + t.name + "'");
       if (!inside(t.ref, "data_out") && !inside(t.ref, "data"))
         bad("output '{}' at 0x{:x} (+{} bytes) is not inside data_out or data", t.name, t.ref.addr, t.ref.bytes);
+      if (t.extent) {
+        dynamicOutput(t);
+        if (!inside(*t.extent, "data_out") && !inside(*t.extent, "data"))
+          bad("output '{}': its extent at 0x{:x} is not inside data_out or data", t.name, t.extent->addr);
+      }
     }
+  }
+
+  /// A dynamic output (IoTensor::extent): its extent int64 [rank] lies in memory beside it, and the layer that writes
+  /// the output writes the extent too (its outputs 0 and 1: a nonzero layer).
+  void dynamicOutput(const IoTensor& t) const {
+    const TensorRef& e = *t.extent;
+    ref(e, "output '" + t.name + "': extent");
+    if (e.type != ElemType::kI64 || e.rank != 1 || e.dims[0] != t.ref.rank)
+      bad("output '{}': its extent is {} {}, not int64 [{}] (one dim per dim of the output)", t.name, elemName(e.type), dimsStr(e), t.ref.rank);
+    for (const auto* list : {&p.mac, &p.vec})
+      for (const Descriptor& d : *list)
+        if (d.kind == LayerKind::kNonZero && d.n_out == 2 && d.out(0).addr == t.ref.addr && d.out(0).bytes == t.ref.bytes &&
+            d.out(1).addr == e.addr && d.out(1).bytes == e.bytes)
+          return;
+    bad("output '{}': no layer writes it with its extent at 0x{:x} (a dynamic output is a nonzero layer's)", t.name, e.addr);
   }
 
   ElemType floatType() const {

@@ -180,6 +180,18 @@ struct IndexingChecks : LayerCheck {
       bad("{}: {} compressed along {} by a condition {} is not {}", what, dimsStr(x), flat ? std::string("its elements") : fmt::format("axis {}", w[0]), dimsStr(cond), dimsStr(y));
   }
 
+  /// nonzero: y int64 [rank(x), numel(x)] (its capacity) and the extent int64 [2] its run writes.
+  void nonZero() const {
+    if (d.n_out != 2) bad("{}: writes the indices and their extent (2 outputs), not {}", what, d.n_out);
+    const TensorRef& extent = d.out(1);
+    if (!(kernels::typedKernelType(x.type) || x.type == ElemType::kF16)) bad("{}: NonZero of {}", what, elemName(x.type));
+    typeIs(y, ElemType::kI64, "y");
+    typeIs(extent, ElemType::kI64, "extent");
+    if (x.rank < 1 || y.rank != 2 || y.dims[0] != x.rank || y.dims[1] != x.numel())
+      bad("{}: the indices of the non-zeros of {} are held in [{}, {}], not {}", what, dimsStr(x), x.rank, x.numel(), dimsStr(y));
+    if (extent.rank != 1 || extent.dims[0] != 2) bad("{}: the extent is {}, not [2]", what, dimsStr(extent));
+  }
+
   void topK() const {
     const TensorRef& ind = d.out(1);
     sameType(x, y, "x", "values");
@@ -209,5 +221,6 @@ const KindCheck kind_checks::kMaxUnpool = [](const LayerCheck& c) { IndexingChec
 const KindCheck kind_checks::kReverseSequence = [](const LayerCheck& c) { IndexingChecks{c}.reverseSequence(); };
 const KindCheck kind_checks::kCompress = [](const LayerCheck& c) { IndexingChecks{c}.compress(); };
 const KindCheck kind_checks::kTopK = [](const LayerCheck& c) { IndexingChecks{c}.topK(); };
+const KindCheck kind_checks::kNonZero = [](const LayerCheck& c) { IndexingChecks{c}.nonZero(); };
 
 }  // namespace npuc::package

@@ -164,6 +164,16 @@ void runCompress(Runtime::Impl&, Step& s) {
   kernels::compress(package::elemSize(d.in(0).type), outer, dim, inner, cond, len, s.in[0], s.out);
 }
 
+/// nonzero: the indices row-major at [rank, n] from y's first element, and the extent [rank, n] (a dynamic tensor).
+void runNonZero(Runtime::Impl& im, Step& s) {
+  const package::Descriptor& d = *s.d;
+  const Shape& x = s.shapes[0];
+  const package::TensorRef& e = d.out(1);
+  const int64_t n = kernels::nonZero(d.in(0).type, x, s.in[0], reinterpret_cast<int64_t*>(s.out), shapeNumel(x));
+  const int64_t extent[2] = {static_cast<int64_t>(x.size()), n};
+  std::memcpy(im.at(e.addr, e.bytes, "nonzero's extent"), extent, sizeof extent);
+}
+
 }  // namespace
 
 const KindExec kind_exec::kCompress = {nullptr, &runCompress};
@@ -178,5 +188,6 @@ const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};
 const KindExec kind_exec::kGatherNd = {nullptr, &runGatherNd};
 const KindExec kind_exec::kScatterNd = {nullptr, &runScatterNd};
 const KindExec kind_exec::kTopK = {nullptr, &runTopK};
+const KindExec kind_exec::kNonZero = {nullptr, &runNonZero};
 
 }  // namespace npuc

@@ -79,7 +79,10 @@ void Runtime::Impl::prepare() {
 
   for (auto& t : pkg.inputs)
     inputs.push_back({t.name, t.ref.type, shapeOf(t.ref), t.ref.addr, {t.image.format, t.image.height, t.image.width, t.image.chw}, {}});
-  for (auto& t : pkg.outputs) outputs.push_back({t.name, t.ref.type, shapeOf(t.ref), t.ref.addr, {}, {}});
+  for (auto& t : pkg.outputs) {
+    outputs.push_back({t.name, t.ref.type, shapeOf(t.ref), t.ref.addr, {}, {}});
+    if (t.extent) outputs.back().dynamic = true, outputs.back().extent_address = t.extent->addr;
+  }
   // Parameter inputs of dynamic AIPP stages name the frame input they configure.
   for (const package::Descriptor& d : pkg.vec)
     if (d.kind == LayerKind::kAipp && d.n_in == 2) {

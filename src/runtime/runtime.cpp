@@ -172,8 +172,17 @@ Tensor Runtime::output(const std::string& name) const {
   Impl& im = *impl_->cur;
   auto it = std::find_if(im.outputs.begin(), im.outputs.end(), [&](const RuntimeTensor& r) { return r.name == name; });
   if (it == im.outputs.end()) fail(ErrorCode::kInvalidArgument, "the package has no output '{}'", name);
-  Tensor t(it->dtype, it->shape);
-  std::memcpy(t.raw(), im.at(it->address, t.nbytes(), "output " + name), t.nbytes());
+  Shape shape = it->shape;
+  if (it->dynamic) {  // its dims of the last run, within the capacity (a dims record beyond it is a device fault)
+    std::vector<int64_t> e(shape.size());
+    std::memcpy(e.data(), im.at(it->extent_address, e.size() * sizeof(int64_t), "the extent of output " + name), e.size() * sizeof(int64_t));
+    for (size_t d = 0; d < e.size(); ++d)
+      if (e[d] < 0 || e[d] > shape[d])
+        im.fault(fmt::format("output '{}': extent [{}] outside its capacity [{}]", name, fmt::join(e, ", "), fmt::join(shape, ", ")));
+    shape = e;
+  }
+  Tensor t(it->dtype, shape);
+  if (t.nbytes() > 0) std::memcpy(t.raw(), im.at(it->address, t.nbytes(), "output " + name), t.nbytes());
   return t;
 }
 

@@ -250,6 +250,36 @@ void oneHot(DType it, const void* indices, int64_t outer, int64_t depth, int64_t
       }
 }
 
+int64_t nonZero(DType t, const std::vector<int64_t>& shape, const void* x, int64_t* y, int64_t capacity) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  std::vector<float> wide;
+  DType kt = t;
+  if (isHalf(t)) {
+    wide = widen(t, x, numel);
+    x = wide.data(), kt = DType::kF32;
+  }
+  std::vector<int64_t> at;  // the non-zero elements' flat positions
+  const bool ok = dispatch(kt, [&]<typename T>() {
+    const T* p = static_cast<const T*>(x);
+    for (int64_t i = 0; i < numel; ++i)
+      if (!(p[i] == T(0))) at.push_back(i);
+  });
+  if (!ok) fail(ErrorCode::kInvalidArgument, "NonZero: elements of type {} have no kernel", dtypeName(t));
+  const auto n = static_cast<int64_t>(at.size());
+  const auto rank = static_cast<int64_t>(shape.size());
+  if (n > capacity) fail(ErrorCode::kInvalidInput, "NonZero: {} non-zero elements, room for {}", n, capacity);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t rem = at[static_cast<size_t>(k)];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      const int64_t dim = shape[static_cast<size_t>(d)];
+      y[d * n + k] = rem % dim;
+      rem /= dim;
+    }
+  }
+  return n;
+}
+
 int64_t compressKept(const uint8_t* cond, int64_t cond_len, int64_t dim) {
   int64_t kept = 0;
   for (int64_t i = 0; i < std::min(dim, cond_len); ++i) kept += cond[i] != 0;

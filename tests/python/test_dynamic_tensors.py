@@ -1,0 +1,88 @@
+"""Dynamic tensors in packages (docs/package-format.md, "Dynamic tensors"): NonZero's output, whose shape the data
+decide, is held at its capacity with an extent the layer writes; the runtime returns it at the run's dims. Oracle:
+numpy's nonzero, on frames with no, some and only non-zeros (-0.0 is zero, NaN is not)."""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import npuc
+
+CLI = os.environ.get("NPUC_CLI")
+SHAPE = (3, 4, 5)
+
+
+def frames():
+    rng = np.random.default_rng(5)
+    some = rng.standard_normal(SHAPE).astype(np.float32)
+    some[rng.random(SHAPE) < 0.5] = 0
+    some[0, 0, :2] = [-0.0, np.nan]
+    return {"some": some, "none": np.zeros(SHAPE, np.float32), "all": np.full(SHAPE, 2.5, np.float32)}
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    d = tmp_path_factory.mktemp("dyn")
+    nodes = [helper.make_node("NonZero", ["x"], ["where"]),
+             helper.make_node("Greater", ["x", "t"], ["above"]),
+             helper.make_node("NonZero", ["above"], ["where_above"])]
+    graph = helper.make_graph(nodes, "nonzero", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("where", TensorProto.INT64, (3, "n")),
+                               helper.make_tensor_value_info("where_above", TensorProto.INT64, (3, "m"))],
+                              [numpy_helper.from_array(np.array(1.0, np.float32), "t")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(d / "nonzero.onnx"))
+    subprocess.run([CLI, "translate", "nonzero", "-onnx", str(d / "nonzero.onnx"), "--target", "generic", "--out", str(d)],
+                   check=True, capture_output=True)
+    return d / "nonzero"
+
+
+def test_outputs_are_numpys_nonzero_at_the_runs_size(package):
+    for exact in (True, False):
+        for threads in (1, 2):
+            rt = npuc.Runtime(str(package), exact=exact, threads=threads)
+            for name, x in frames().items():
+                out = rt.run({"x": x}, raw=True)
+                for key, want in (("where", np.array(np.nonzero(x))), ("where_above", np.array(np.nonzero(x > 1.0)))):
+                    got = out[key]
+                    assert got.dtype == np.int64 and got.shape == want.shape, (name, key, got.shape, want.shape)
+                    assert np.array_equal(got, want), (name, key)
+
+
+def test_the_manifest_gives_the_capacity_and_the_extent(package):
+    import json
+    m = json.loads((package / "manifest.json").read_text())
+    where = next(o for o in m["outputs"] if o["name"] == "where")
+    assert where["shape"] == [3, 60] and where["extent"]["shape"] == [2] and where["extent"]["dtype"] == "int64"
+
+
+def test_simulate_writes_the_runs_size(package, tmp_path):
+    x = frames()["some"]
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([CLI, "simulate", str(package), "--input", "x=%s" % (tmp_path / "x.npy"), "-o", str(tmp_path / "sim")],
+                   check=True, capture_output=True)
+    got = [np.load(p) for p in sorted((tmp_path / "sim").rglob("*.npy")) if "where_above" not in p.name and "where" in p.name]
+    assert got and np.array_equal(got[0], np.array(np.nonzero(x))), [g.shape for g in got]
+
+
+def test_a_layer_reading_a_dynamic_tensor_is_named_no_package_written(tmp_path):
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    nodes = [helper.make_node("NonZero", ["x"], ["where"]), helper.make_node("Transpose", ["where"], ["y"])]
+    graph = helper.make_graph(nodes, "nz_t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (4,))],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, ("n", 1))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "nz_t.onnx"))
+    r = subprocess.run([CLI, "translate", "nz_t", "-onnx", str(tmp_path / "nz_t.onnx"), "--out", str(tmp_path)],
+                       capture_output=True, text=True)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and "(Transpose): " in text and "input 0 has a dynamic shape" in text, text
+    assert not (tmp_path / "nz_t" / "manifest.json").exists()
