@@ -30,6 +30,12 @@ namespace detail {
 void Lowerer::lowerNode(const ir::Node& n) {
   if (const plugin::CustomOp* c = ops::customOpOf(n)) return customNode(n, *c);
   if (n.domain != "" && n.domain != "ai.npuc") unsupported(n, "domain '{}' has no package form", n.domain);
+  // A dynamic tensor (typed at its capacity by withCapacities) is read by transpose and gather_nd layers only, so far.
+  const bool reads_bounded = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && g_.value(v).bounded; });
+  for (size_t i = 0; i < n.inputs.size() && reads_bounded && !readsDynamic(n); ++i)
+    if (n.inputs[i] != ir::kNoValue && g_.value(n.inputs[i]).bounded)
+      unsupported(n, "input {} is a tensor whose shape the data decide (at most {}); {} does not read one in packages yet "
+                  "(transpose and gather_nd do; docs/roadmap.md: bounded dynamic shapes)", i, g_.value(n.inputs[i]).type.str(), n.op);
   static const LowerTable table = [] {
     LowerTable t;
     registerNnLowerings(t);
@@ -84,10 +90,13 @@ void Lowerer::lowerNode(const ir::Node& n) {
     ~Width() { l.ft_ = saved, l.half_node_ = false; }
   } width(*this, !half_layers_.empty() && half_layers_.count(n.name) && ft_ == ElemType::kF32);
   if (half_node_) half_lowered_.insert(n.name);
+  const size_t first = descs_.size();
   if (it->second.member) (this->*(it->second.member))(n);
   else it->second.fn(*this, n);
+  if (reads_bounded) makeDynamic(n, first);
   typed_ = false;
 }
+
 
 }  // namespace detail
 
@@ -139,7 +148,7 @@ namespace {
 /// The graph's inputs end to end in data_in and its outputs in data_out (64-byte aligned), a dynamic output's extent
 /// right after it; returns the two spaces' sizes.
 std::pair<uint64_t, uint64_t> placeInputsAndOutputs(const ir::Graph& g, const std::map<ir::ValueId, int>& of,
-                                                    const std::map<ir::ValueId, int>& extent_of, std::vector<LVal>& vals) {
+                                                    const std::map<int, int>& extent_of, std::vector<LVal>& vals) {
   uint64_t in_bytes = 0, out_bytes = 0;
   auto place = [&](int vi, uint64_t& end) {
     LVal& l = vals[static_cast<size_t>(vi)];
@@ -150,12 +159,13 @@ std::pair<uint64_t, uint64_t> placeInputsAndOutputs(const ir::Graph& g, const st
     if (auto it = of.find(v); it != of.end()) place(it->second, in_bytes);
   for (ir::ValueId v : g.outputs()) {
     place(of.at(v), out_bytes);
-    if (auto e = extent_of.find(v); e != extent_of.end()) place(e->second, out_bytes);
+    if (auto e = extent_of.find(of.at(v)); e != extent_of.end()) place(e->second, out_bytes);
   }
   return {in_bytes, out_bytes};
 }
 
 Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume);
+
 }
 
 Lowered lower(const ir::Graph& g, const target::Target& t, const LowerOptions& o) { return lowerImpl(g, t, o, nullptr); }
@@ -498,8 +508,10 @@ void refValues(const std::vector<LDesc>& descs, const std::vector<LVal>& vals, c
   }
 }
 
-Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
-  Lowerer L(g, t, consume);
+Lowered lowerImpl(const ir::Graph& model, const target::Target& t, const LowerOptions& o, ir::Graph* consume) {
+  const std::unique_ptr<ir::Graph> bounded = detail::withCapacities(model);  // (its own copy: nothing to consume)
+  const ir::Graph& g = bounded ? *bounded : model;
+  Lowerer L(g, t, bounded ? nullptr : consume);
   L.keepAtFloat16(o.half_layers).run();
   auto& vals = L.vals_;
   auto& descs = L.descs_;
@@ -587,7 +599,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     }
   for (ir::ValueId v : g.outputs()) {
     p.outputs.push_back({g.value(v).name, ioRefOf(L.of_.at(v)), {}, {}});
-    if (auto e = L.extent_of_.find(v); e != L.extent_of_.end()) p.outputs.back().extent = ioRefOf(e->second);
+    if (auto e = L.extent_of_.find(L.of_.at(v)); e != L.extent_of_.end()) p.outputs.back().extent = ioRefOf(e->second);
     res.output_layouts.push_back(g.value(v).layout);
   }
   p.weights = std::move(L.weights_);
@@ -608,6 +620,7 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
     d.act_a = ld.act_a;
     d.act_b = ld.act_b;
     d.n_in = static_cast<uint8_t>(ld.ins.size());
+    if (ld.dynamic) d.flags |= package::kFlagDynamic;
     d.n_out = static_cast<uint8_t>(1 + ld.more_outs.size());
     if (!ld.params.empty()) {
       d.param_addr = static_cast<uint32_t>(base("drp_param") + param_off[i]);
@@ -640,7 +653,9 @@ Lowered lowerImpl(const ir::Graph& g, const target::Target& t, const LowerOption
 }
 }  // namespace
 
-std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t) {
+std::vector<PackageGap> packageGaps(const ir::Graph& model, const target::Target& t) {
+  const std::unique_ptr<ir::Graph> bounded = detail::withCapacities(model);
+  const ir::Graph& g = bounded ? *bounded : model;
   std::vector<PackageGap> gaps;
   if (!numericsTraits(t.numerics).packages) return gaps;
   std::set<ir::ValueId> used;  // values something reads (or the model outputs)
@@ -666,7 +681,7 @@ std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t)
     auto typeSig = [&](ir::ValueId v) {
       if (v == ir::kNoValue) return std::string("-");
       const ir::Value& val = g.value(v);
-      std::string ts = val.type.str() + (val.exact_type ? "!" : "") + (used.count(v) ? "u" : "");
+      std::string ts = val.type.str() + (val.exact_type ? "!" : "") + (used.count(v) ? "u" : "") + (val.bounded ? "~" : "");
       if (val.isConstant()) {
         const Tensor& c = *val.constant;
         ts += c.numel() <= 64 ? fmt::format("={}", fmt::join(c.toDouble(), ",")) : "=const" + std::to_string(v);
@@ -687,6 +702,7 @@ std::vector<PackageGap> packageGaps(const ir::Graph& g, const target::Target& t)
         const ir::Value& src = g.value(v);
         ir::Value& dst = !output && src.isConstant() ? one.addConstant(src.name, *src.constant) : one.addValue(src.name, src.type);
         dst.exact_type = src.exact_type;
+        dst.bounded = src.bounded;
         if (!output && !src.isConstant()) one.inputs().push_back(dst.id);
         return copy[v] = dst.id;
       };

@@ -80,16 +80,12 @@ void Lowerer::topK(const ir::Node& n) {
 }
 
 /// NonZero: a nonzero layer writing a dynamic tensor — y at its capacity [rank(x), numel(x)] and the extent
-/// [rank(x), n] (docs/package-format.md, "Dynamic tensors"). So far a dynamic tensor is a package output: no layer kind
-/// reads one yet (the roadmap's bounded dynamic shapes).
+/// [rank(x), n] (docs/package-format.md, "Dynamic tensors"), which transpose and gather_nd layers read.
 void Lowerer::nonZero(const ir::Node& n) {
   const Shape& xs = shapeOf(n, 0);
   if (xs.empty() || xs.size() > package::kMaxRank) unsupported(n, "rank {} (1 to {})", xs.size(), package::kMaxRank);
   const ir::ValueId v = n.outputs[0];
   const int64_t capacity = shapeNumel(xs);
-  if (uses_.count(v))
-    unsupported(n, "its output's shape is decided by the data ([{}, at most {}]); no layer kind reads such a tensor yet, "
-                "so it can only be an output of the package (docs/roadmap.md: bounded dynamic shapes)", xs.size(), capacity);
   const int x = typedIn(n, 0);
   if (vals_[static_cast<size_t>(x)].quant)
     unsupported(n, "its input holds int8 codes (a code of 0 is not a real 0 unless the zero point is 0); keep it float");
@@ -97,7 +93,7 @@ void Lowerer::nonZero(const ir::Node& n) {
   const int y = newVal(g_.value(v).name, {static_cast<int64_t>(xs.size()), capacity}, ElemType::kI64, space);
   of_[v] = y;
   const int e = newVal(g_.value(v).name + "/extent", {2}, ElemType::kI64, space);
-  extent_of_[v] = e;
+  extent_of_[y] = e;
   LDesc& d = emit(n, LayerKind::kNonZero, {x}, y, {});
   d.more_outs = {e};
 }

@@ -339,11 +339,12 @@ void Lowerer::transposeNode(const ir::Node& n) {
   if (perm.empty())
     for (size_t i = 0; i < s.size(); ++i) perm.push_back(static_cast<int64_t>(s.size() - 1 - i));
   if (s.size() > package::kMaxRank) unsupported(n, "rank {} above {}", s.size(), package::kMaxRank);
-  // A permutation that only moves size-1 dims keeps the bytes in order: a reshape.
+  // A permutation that only moves size-1 dims keeps the bytes in order: a reshape (not for a dynamic tensor: its
+  // layer computes the extent it writes).
   std::vector<int64_t> moved;
   for (int64_t a : perm)
     if (s[static_cast<size_t>(a)] != 1) moved.push_back(a);
-  if (std::is_sorted(moved.begin(), moved.end())) return copyLike(n);
+  if (std::is_sorted(moved.begin(), moved.end()) && !g_.value(n.inputs[0]).bounded) return copyLike(n);
   std::vector<uint32_t> p;
   for (auto v : perm) p.push_back(static_cast<uint32_t>(v));
   emit(n, LayerKind::kTranspose, {in(n, 0)}, outVal(n, n.outputs[0]), p);

@@ -54,6 +54,7 @@ struct LDesc {
   std::vector<Shape> views;  // per input then the output: the dims recorded in the reference (same numel)
   int out = -1;
   std::vector<int> more_outs;  // a custom layer of several outputs: outputs 1, 2, … (lower_custom.cpp)
+  bool dynamic = false;        // package::kFlagDynamic: ins and outputs end with their extents (Lowerer::makeDynamic)
   std::string name, opexp;
   std::vector<std::string> onnx_nodes;
   std::optional<package::CustomLayer> custom;  // custom layers (lower_custom.cpp)
@@ -64,6 +65,13 @@ struct LDesc {
   std::vector<int> owned;
   std::vector<std::pair<size_t, int>> addr_words;
 };
+
+/// The ops whose layers take dynamic tensors (package::layerTakesDynamic: transpose, gather_nd).
+inline bool readsDynamic(const ir::Node& n) { return n.domain.empty() && (n.op == "Transpose" || n.op == "GatherND"); }
+
+/// Dynamic tensors (lower_dynamic.cpp): a copy of g in which NonZero's output, and what the ops reading such tensors
+/// compute from it, are typed at their capacities and marked `bounded`; nullptr when g has no NonZero of a static input.
+std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g);
 
 /// A value's bytes in the package (its shape at its element type).
 inline uint64_t bytesOf(const LVal& v) {
@@ -245,7 +253,13 @@ class Lowerer {
   std::vector<Blob> blobs_;
   std::vector<uint8_t> weights_;  // the weight space image, 64-byte aligned entries
   std::map<ir::ValueId, int> of_;
-  std::map<ir::ValueId, int> extent_of_;  // a dynamic tensor's extent (int64 [rank]: its dims at run time)
+  std::map<int, int> extent_of_;  // a dynamic tensor's value -> its extent's (int64 [rank]: its dims at run time)
+  /// The extent of value `v` for a dynamic layer: a dynamic tensor's own, or a weight holding a static value's dims
+  /// (a package input that is `bounded` — check's lone-node graphs — gets an input of its own).
+  int extentOf(int v, bool bounded);
+  /// The one layer lowered for `n` (from descs_[first]) made dynamic (package::kFlagDynamic): an extent after each
+  /// input and each output.
+  void makeDynamic(const ir::Node& n, size_t first);
   std::map<ir::ValueId, bool> is_output_;
   ir::UseMap uses_;
   std::map<ir::NodeId, bool> skip_;

@@ -96,6 +96,9 @@ struct Value {
   bool exact_type = false;
   std::optional<Quantization> quant;
   Layout layout = Layout::kModel;
+  /// A dynamic tensor (docs/package-format.md): the data decide its dims; `type` gives their capacities (set by the
+  /// lowering's own copy of the graph, codegen::withCapacities).
+  bool bounded = false;
 
   bool isConstant() const { return constant.has_value(); }
 };

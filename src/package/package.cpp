@@ -163,6 +163,20 @@ std::vector<int64_t> layerToChannelLast(size_t rank) {
   return p;
 }
 
+bool layerTakesDynamic(LayerKind k) { return k == LayerKind::kTranspose || k == LayerKind::kGatherNd; }
+
+Descriptor dataView(const Descriptor& d) {
+  if (!(d.flags & kFlagDynamic)) return d;
+  Descriptor v = d;
+  v.flags = static_cast<uint8_t>(d.flags & ~kFlagDynamic);
+  v.n_in = static_cast<uint8_t>(d.n_in / 2);
+  v.n_out = static_cast<uint8_t>(d.n_out / 2);
+  v.refs = {};
+  for (int i = 0; i < v.n_in; ++i) v.refs[static_cast<size_t>(i)] = d.in(i);
+  for (int j = 0; j < v.n_out; ++j) v.refs[static_cast<size_t>(v.n_in + j)] = d.out(j);
+  return v;
+}
+
 std::vector<int64_t> storedDims(const TensorRef& r) {
   std::vector<int64_t> d(r.dims.begin(), r.dims.begin() + r.rank);
   if (r.layout != RefLayout::kChannelLast || d.size() < 3) return d;

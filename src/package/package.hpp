@@ -191,6 +191,15 @@ struct Descriptor {
   const TensorRef& out(int i) const { return refs[static_cast<size_t>(n_in + i)]; }
 };
 inline constexpr uint8_t kFlagInterrupt = 1;
+/// A layer computing on dynamic tensors (docs/package-format.md, "Dynamic tensors"): its references are its data
+/// inputs, then one extent (int64 [rank]) per data input, its data outputs, then one extent per data output; the data
+/// references give capacities. Only kinds for which layerTakesDynamic holds.
+inline constexpr uint8_t kFlagDynamic = 2;
+/// The kinds that take the dynamic flag (their reader's check holds at capacity; the runtime has their shape function).
+bool layerTakesDynamic(LayerKind k);
+/// A dynamic layer's data references only (inputs [0, n_in / 2), outputs [0, n_out / 2)), the flag cleared; the
+/// descriptor itself otherwise.
+Descriptor dataView(const Descriptor& d);
 inline constexpr size_t kDescHeaderSize = 32;
 inline constexpr size_t kTensorRefSize = 36;
 inline constexpr size_t kDescriptorSize = 64 + kMaxRefs * kTensorRefSize;  // 352

@@ -343,18 +343,22 @@ struct Checker {
   }
 
   /// A dynamic output (IoTensor::extent): its extent int64 [rank] lies in memory beside it, and the layer that writes
-  /// the output writes the extent too (its outputs 0 and 1: a nonzero layer).
+  /// the output writes the extent too (a nonzero layer's outputs 0 and 1, or a dynamic layer's output and its extent).
   void dynamicOutput(const IoTensor& t) const {
     const TensorRef& e = *t.extent;
     ref(e, "output '" + t.name + "': extent");
     if (e.type != ElemType::kI64 || e.rank != 1 || e.dims[0] != t.ref.rank)
       bad("output '{}': its extent is {} {}, not int64 [{}] (one dim per dim of the output)", t.name, elemName(e.type), dimsStr(e), t.ref.rank);
+    auto same = [](const TensorRef& a, const TensorRef& b) { return a.addr == b.addr && a.bytes == b.bytes; };
     for (const auto* list : {&p.mac, &p.vec})
-      for (const Descriptor& d : *list)
-        if (d.kind == LayerKind::kNonZero && d.n_out == 2 && d.out(0).addr == t.ref.addr && d.out(0).bytes == t.ref.bytes &&
-            d.out(1).addr == e.addr && d.out(1).bytes == e.bytes)
-          return;
-    bad("output '{}': no layer writes it with its extent at 0x{:x} (a dynamic output is a nonzero layer's)", t.name, e.addr);
+      for (const Descriptor& d : *list) {
+        if (d.kind == LayerKind::kNonZero && d.n_out == 2 && same(d.out(0), t.ref) && same(d.out(1), e)) return;
+        if (d.flags & kFlagDynamic)
+          for (int j = 0; j < d.n_out / 2; ++j)
+            if (same(d.out(j), t.ref) && same(d.out(d.n_out / 2 + j), e)) return;
+      }
+    bad("output '{}': no layer writes it with its extent at 0x{:x} (a nonzero layer, or a dynamic layer's output and its "
+        "extent)", t.name, e.addr);
   }
 
   ElemType floatType() const {
@@ -363,11 +367,29 @@ struct Checker {
     return numericsTraits(p.numerics).float_type;
   }
 
-  void descriptor(const Descriptor& d, Engine e, size_t index) const {
-    std::string what = fmt::format("{} descriptor {} (seq {})", engineName(e), index, d.seq);
-    const char* kname = layerKindName(d.kind);
-    if (!kname) bad("{}: unknown layer kind {}", what, static_cast<int>(d.kind));
+  /// A dynamic layer (kFlagDynamic): a kind that takes it, an extent int64 [rank] after each data input and output.
+  void dynamicLayer(const Descriptor& d, const std::string& what) const {
+    if (!layerTakesDynamic(d.kind)) bad("{}: this kind does not compute on dynamic tensors (flag 0x{:x})", what, kFlagDynamic);
+    if (d.n_in % 2 || d.n_out % 2 || d.n_in + d.n_out > kMaxRefs)
+      bad("{}: a dynamic layer has an extent for each of its inputs and outputs: {} inputs and {} outputs", what, d.n_in, d.n_out);
+    auto extent = [&](const TensorRef& data, const TensorRef& e, const std::string& whose) {
+      if (e.type != ElemType::kI64 || e.rank != 1 || e.dims[0] != data.rank)
+        bad("{}: the extent of {} is {} {}, not int64 [{}]", what, whose, elemName(e.type), dimsStr(e), data.rank);
+      if (data.layout != RefLayout::kRowMajor) bad("{}: {} is dynamic and channel-last (dynamic tensors are row-major)", what, whose);
+    };
+    for (int i = 0; i < d.n_in / 2; ++i) extent(d.in(i), d.in(d.n_in / 2 + i), fmt::format("input {}", i));
+    for (int j = 0; j < d.n_out / 2; ++j) extent(d.out(j), d.out(d.n_out / 2 + j), fmt::format("output {}", j));
+  }
+
+  void descriptor(const Descriptor& full, Engine e, size_t index) const {
+    std::string what = fmt::format("{} descriptor {} (seq {})", engineName(e), index, full.seq);
+    const char* kname = layerKindName(full.kind);
+    if (!kname) bad("{}: unknown layer kind {}", what, static_cast<int>(full.kind));
     what += fmt::format(", {}", kname);
+    if (full.flags & kFlagDynamic) dynamicLayer(full, what);
+    // (a dynamic layer's kind rules hold for its data references, at capacity; every reference is placed and checked)
+    const Descriptor view = dataView(full);
+    const Descriptor& d = view;
     if (!layerAllowedOn(d.kind, e)) bad("{}: this kind runs on the {} engine", what, engineName(layerEngine(d.kind)));
     // 1..max_outputs outputs (layer_kinds.def: several for a custom layer, layer_norm's statistics, top_k's indices),
     // as many as fit the references.
@@ -381,7 +403,7 @@ struct Checker {
     bool moves = info.cls == KindClass::Moves, prepost = info.cls == KindClass::PrePost;
     if ((moves || prepost) && (d.act != Act::kNone || d.act_a != 0 || d.act_b != 0))
       bad("{}: {} layers have no activation", what, moves ? "data-movement" : "pre/post-processing");
-    if (d.flags & ~kFlagInterrupt) bad("{}: unknown flags 0x{:x}", what, d.flags);
+    if (full.flags & ~(kFlagInterrupt | kFlagDynamic)) bad("{}: unknown flags 0x{:x}", what, full.flags);
     if (e == Engine::kVector) {
       if (std::none_of(p.libraries.begin(), p.libraries.end(), [&](const Library& l) { return l.id == d.lib; }))
         bad("{}: library {} is not in the drp_config table", what, d.lib);
@@ -389,13 +411,13 @@ struct Checker {
       bad("{}: MAC descriptors use library 0", what);
     }
     for (int i = 0; i < kMaxRefs; ++i) {
-      const TensorRef& r = d.refs[static_cast<size_t>(i)];
-      if (i >= d.n_in + d.n_out) {
+      const TensorRef& r = full.refs[static_cast<size_t>(i)];
+      if (i >= full.n_in + full.n_out) {
         if (r.addr || r.bytes || r.rank) bad("{}: unused reference {} must be zero", what, i);
         continue;
       }
-      bool is_out = i >= d.n_in;
-      std::string rw = is_out ? fmt::format("output {}", i - d.n_in) : fmt::format("input {}", i);
+      bool is_out = i >= full.n_in;
+      std::string rw = is_out ? fmt::format("output {}", i - full.n_in) : fmt::format("input {}", i);
       ref(r, what + ": " + rw);
       if (r.layout == RefLayout::kChannelLast) {  // (RefLayout: the executor transposes around the layer)
         if (r.rank < 3) bad("{}: {} is channel-last with rank {} (channel-last references have rank 3 or more)", what, rw, r.rank);
@@ -415,13 +437,13 @@ struct Checker {
     auto overlap = [](const TensorRef& a, const TensorRef& b) {
       return a.bytes && b.bytes && a.addr < uint64_t(b.addr) + b.bytes && b.addr < uint64_t(a.addr) + a.bytes;
     };
-    for (int k = 0; k < d.n_out; ++k) {
-      const TensorRef& o = d.out(k);
-      const std::string ow = d.n_out == 1 ? std::string("the output") : fmt::format("output {}", k);
-      for (int i = 0; i < d.n_in; ++i)
-        if (overlap(o, d.in(i))) bad("{}: {} [0x{:x}, +{}) overlaps input {}", what, ow, o.addr, o.bytes, i);
+    for (int k = 0; k < full.n_out; ++k) {
+      const TensorRef& o = full.out(k);
+      const std::string ow = full.n_out == 1 ? std::string("the output") : fmt::format("output {}", k);
+      for (int i = 0; i < full.n_in; ++i)
+        if (overlap(o, full.in(i))) bad("{}: {} [0x{:x}, +{}) overlaps input {}", what, ow, o.addr, o.bytes, i);
       for (int j = 0; j < k; ++j)
-        if (overlap(o, d.out(j))) bad("{}: {} [0x{:x}, +{}) overlaps output {}", what, ow, o.addr, o.bytes, j);
+        if (overlap(o, full.out(j))) bad("{}: {} [0x{:x}, +{}) overlaps output {}", what, ow, o.addr, o.bytes, j);
     }
     // parameter block
     uint32_t words = expectedParamWords(d);

@@ -185,7 +185,15 @@ const KindExec kind_exec::kReverseSequence = {nullptr, &runReverseSequence};
 const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};
 const KindExec kind_exec::kGatherElements = {nullptr, &runGatherElements};
 const KindExec kind_exec::kScatterElements = {nullptr, &runScatterElements};
-const KindExec kind_exec::kGatherNd = {nullptr, &runGatherNd};
+const KindExec kind_exec::kGatherNd = {nullptr, &runGatherNd, [](const Step& s, std::vector<Shape>& y) {
+  // ONNX: indices' dims but the last, then data's dims after batch_dims + the index length
+  const Shape &x = s.shapes[0], &idx = s.shapes[1];
+  const size_t b = s.p[0], last = idx.empty() ? 0 : static_cast<size_t>(idx.back());
+  if (idx.empty() || b + last > x.size())
+    fail(ErrorCode::kInvalidInput, "gather_nd layer: indices [{}] for data [{}] (batch_dims {})", fmt::join(idx, ", "), fmt::join(x, ", "), b);
+  y[0].assign(idx.begin(), idx.end() - 1);
+  y[0].insert(y[0].end(), x.begin() + static_cast<std::ptrdiff_t>(b + last), x.end());
+}};
 const KindExec kind_exec::kScatterNd = {nullptr, &runScatterNd};
 const KindExec kind_exec::kTopK = {nullptr, &runTopK};
 const KindExec kind_exec::kNonZero = {nullptr, &runNonZero};

@@ -141,7 +141,11 @@ const KindExec kind_exec::kRange = {nullptr, &runRange};
 const KindExec kind_exec::kTrilu = {nullptr, &runTrilu};
 const KindExec kind_exec::kCopy = {nullptr, &runCopy};
 const KindExec kind_exec::kConcat = {nullptr, &runConcat};
-const KindExec kind_exec::kTranspose = {nullptr, &runTranspose};
+const KindExec kind_exec::kTranspose = {nullptr, &runTranspose, [](const Step& s, std::vector<Shape>& y) {
+  const Shape& x = s.shapes[0];
+  y[0].clear();
+  for (uint32_t a : s.p) y[0].push_back(x[a]);
+}};
 const KindExec kind_exec::kPad = {nullptr, &runPad};
 const KindExec kind_exec::kSlice = {nullptr, &runSlice};
 const KindExec kind_exec::kResize = {nullptr, &runResize};

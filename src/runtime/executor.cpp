@@ -35,9 +35,43 @@ const KindExec& kindExec(LayerKind k) {
 }
 
 void Runtime::Impl::exec(Step& s) {
+  if (s.dyn) return execDynamic(s);
   if (s.channel_last_in || s.channel_last_out) return execChannelLast(s);
   if (s.p2 || s.p2_codes) return execPow2(s);
   kindExec(s.d->kind).run(*this, s);
+}
+
+void Runtime::Impl::execDynamic(Step& s) {
+  Step::Dynamic& dy = *s.dyn;
+  package::Descriptor& v = dy.view;
+  const auto at_dims = [&](int ref, const Shape& dims) {  // the reference and the step's shape at these dims
+    package::TensorRef& r = v.refs[static_cast<size_t>(ref)];
+    std::copy(dims.begin(), dims.end(), r.dims.begin());
+    r.bytes = static_cast<uint32_t>(shapeNumel(dims) * static_cast<int64_t>(package::elemSize(r.type)));
+    s.shapes[static_cast<size_t>(ref)] = dims;
+  };
+  const auto within = [&](const Shape& dims, int ref, const char* what) {
+    const Shape& cap = dy.capacity[static_cast<size_t>(ref)];
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (dims[k] < 0 || dims[k] > cap[k])
+        fail(ErrorCode::kInvalidInput, "{} layer (seq {}): {} would be [{}], beyond the capacity [{}] the package holds for it", 
+             package::layerKindName(v.kind), v.seq, what, fmt::join(dims, ", "), fmt::join(cap, ", "));
+  };
+  for (int i = 0; i < v.n_in; ++i) {
+    Shape e(dy.capacity[static_cast<size_t>(i)].size());
+    std::memcpy(e.data(), dy.in_extent[static_cast<size_t>(i)], e.size() * sizeof(int64_t));
+    within(e, i, fmt::format("input {}", i).c_str());
+    at_dims(i, e);
+  }
+  std::vector<Shape> outs(static_cast<size_t>(v.n_out));
+  kindExec(v.kind).shape(s, outs);
+  for (int j = 0; j < v.n_out; ++j) {
+    const Shape& y = outs[static_cast<size_t>(j)];
+    within(y, v.n_in + j, fmt::format("output {}", j).c_str());
+    at_dims(v.n_in + j, y);
+    std::memcpy(dy.out_extent[static_cast<size_t>(j)], y.data(), y.size() * sizeof(int64_t));
+  }
+  kindExec(v.kind).run(*this, s);
 }
 
 void Runtime::Impl::execChannelLast(Step& s) {

@@ -152,10 +152,22 @@ void Runtime::Impl::prepare() {
 
 /// ConvShape / ConvTransposeShape of a conv descriptor: dims from its references, the window from its parameters
 
-Runtime::Impl::Step Runtime::Impl::prepareStep(const package::Descriptor& d) {
+Runtime::Impl::Step Runtime::Impl::prepareStep(const package::Descriptor& full) {
   Step s;
-  s.d = &d;
-  std::string what = fmt::format("descriptor seq {} ({})", d.seq, package::layerKindName(d.kind));
+  s.d = &full;
+  std::string what = fmt::format("descriptor seq {} ({})", full.seq, package::layerKindName(full.kind));
+  if (full.flags & package::kFlagDynamic) {  // (the reader checked the kind and the extents)
+    const KindExec& k = kindExec(full.kind);
+    if (!k.shape || k.prepare) fault(fmt::format("{}: this kind has no dynamic form in this runtime", what));
+    s.dyn = std::make_unique<Step::Dynamic>();
+    s.dyn->view = package::dataView(full);
+    const package::Descriptor& v = s.dyn->view;
+    for (int i = 0; i < v.n_in; ++i) s.dyn->in_extent.push_back(at(full.in(v.n_in + i).addr, full.in(v.n_in + i).bytes, what));
+    for (int j = 0; j < v.n_out; ++j) s.dyn->out_extent.push_back(at(full.out(v.n_out + j).addr, full.out(v.n_out + j).bytes, what));
+    for (int i = 0; i < v.n_in + v.n_out; ++i) s.dyn->capacity.push_back(shapeOf(v.refs[static_cast<size_t>(i)]));
+    s.d = &v;
+  }
+  const package::Descriptor& d = *s.d;
   for (int i = 0; i < d.n_in; ++i) s.in.push_back(at(d.in(i).addr, d.in(i).bytes, what));
   s.out = at(d.out(0).addr, d.out(0).bytes, what);
   for (int i = 0; i < d.n_in + d.n_out; ++i) s.shapes.push_back(shapeOf(d.refs[static_cast<size_t>(i)]));

@@ -116,6 +116,15 @@ struct Runtime::Impl {
     uint8_t* cond_in = nullptr;
     const uint8_t* cond_out = nullptr;
     size_t skip = 0;
+    // A dynamic layer (package::kFlagDynamic; execDynamic): the descriptor its kind sees — its data references, whose
+    // dims each run sets to the extents (d points at it) —, their capacities, and the extents' memory.
+    struct Dynamic {
+      package::Descriptor view;
+      std::vector<Shape> capacity;  // per data reference: inputs, then outputs
+      std::vector<const uint8_t*> in_extent;
+      std::vector<uint8_t*> out_extent;
+    };
+    std::unique_ptr<Dynamic> dyn;
   };
   std::vector<Step> steps;  // by seq
 
@@ -193,6 +202,9 @@ struct Runtime::Impl {
 
   // ---- executor.cpp: the executor
   void exec(Step& s);
+  /// exec for a dynamic layer: its inputs' dims read from their extents (each within its capacity), its outputs' from
+  /// its kind's shape function (a dim beyond the capacity stops the run), their extents written, then the kind runs.
+  void execDynamic(Step& s);
   /// exec for a step with channel-last references: its inputs transposed to the layer's layout first, its output
   /// transposed into memory after.
   void execChannelLast(Step& s);
@@ -262,6 +274,9 @@ struct Runtime::Impl {
 struct KindExec {
   void (*prepare)(Runtime::Impl&, Runtime::Impl::Step&);
   void (*run)(Runtime::Impl&, Runtime::Impl::Step&);
+  /// The kinds that take dynamic tensors (package::layerTakesDynamic): the outputs' dims from the inputs' (s.shapes)
+  /// and the parameter words, at run time.
+  void (*shape)(const Runtime::Impl::Step&, std::vector<Shape>& outputs) = nullptr;
 };
 
 /// The execution of every kind, named as its enumerator (kind_exec::kConv) and defined in its family's file. A kind

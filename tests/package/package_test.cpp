@@ -269,6 +269,38 @@ TEST(PackageReader, BadDescriptorFields) {
   expectError(f, "do not match");
 }
 
+TEST(PackageReader, DynamicLayersAreChecked) {
+  // nonzero -> transpose -> gather_nd (tests/data/dynamic): the transpose and the gather_nd carry the dynamic flag
+  const Files valid = packageOf("nzg", "tests/data/dynamic/nonzero_gather.onnx");
+  const package::Package p = read(valid);
+  ASSERT_EQ(p.outputs.size(), 2u);
+  EXPECT_TRUE(p.outputs[0].extent && p.outputs[1].extent);
+  size_t nonzero = SIZE_MAX, transpose = SIZE_MAX;
+  for (size_t i = 0; i < p.vec.size(); ++i) {
+    if (p.vec[i].kind == package::LayerKind::kNonZero) nonzero = i;
+    if (p.vec[i].kind == package::LayerKind::kTranspose) transpose = i;
+  }
+  ASSERT_NE(nonzero, SIZE_MAX);
+  ASSERT_NE(transpose, SIZE_MAX);
+  EXPECT_EQ(p.vec[transpose].flags & package::kFlagDynamic, package::kFlagDynamic);
+  EXPECT_EQ(p.vec[transpose].n_in, 2);  // x and its extent
+  auto flags = [&](size_t i, uint8_t v, const char* fragment) {
+    Files f = valid;
+    f["drp_desc.bin"][kRec + i * package::kDescriptorSize + 15] = v;
+    rehash(f);
+    expectError(f, fragment);
+  };
+  flags(nonzero, package::kFlagDynamic, "does not compute on dynamic tensors");
+  flags(transpose, 0, "no layer writes it with its extent");  // (its output is a dynamic package output)
+  // an extent of the wrong rank: the transpose's input extent int64 [2] said to be [3] (and 24 bytes)
+  Files f = valid;
+  const size_t ext = kRec + transpose * package::kDescriptorSize + 64 + package::kTensorRefSize;
+  put32(f["drp_desc.bin"], ext + 12, 3);
+  put32(f["drp_desc.bin"], ext + 4, 24);
+  rehash(f);
+  expectError(f, "not int64 [2]");
+}
+
 TEST(PackageReader, ReviewRules) {
   // A reference not aligned to its elements.
   {

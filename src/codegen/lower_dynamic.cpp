@@ -1,0 +1,91 @@
+// Dynamic tensors in the lowering (docs/package-format.md, "Dynamic tensors"): the graph typed at capacities
+// (withCapacities, for lower and packageGaps alike, so check and translate agree) and the dynamic form of a layer
+// reading such tensors (Lowerer::makeDynamic: an extent after each input and output, package::kFlagDynamic).
+#include "codegen/lowerer.hpp"
+
+#include "ops/registry.hpp"
+#include "ops/shape_util.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace npuc::codegen::detail {
+
+/// Dynamic tensors: a copy of g in which NonZero's output, and what the ops reading such tensors compute from it, are
+/// typed at their capacities and marked `bounded`; nullptr when g has no NonZero of a static input.
+std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
+  const auto decides = [&](const ir::Node& n) {
+    return n.domain.empty() && n.op == "NonZero" && n.hasInput(0) && g.value(n.inputs[0]).type.isStatic() &&
+           !g.value(n.inputs[0]).isConstant();
+  };
+  const std::vector<ir::NodeId> order = g.order();
+  if (std::none_of(order.begin(), order.end(), [&](ir::NodeId id) { return decides(g.node(id)); })) return nullptr;
+  std::unique_ptr<ir::Graph> c = g.clone();
+  for (ir::NodeId id : c->order()) {
+    const ir::Node& n = c->node(id);
+    if (decides(n)) {
+      const Shape& xs = c->value(n.inputs[0]).type.shape;
+      ir::Value& y = c->value(n.outputs[0]);
+      y.type = ir::makeType(DType::kI64, {static_cast<int64_t>(xs.size()), shapeNumel(xs)});
+      y.bounded = true;
+      continue;
+    }
+    const bool reads = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && c->value(v).bounded; });
+    if (!reads || !readsDynamic(n)) continue;
+    std::vector<ir::Type> types;
+    std::vector<const Tensor*> values;
+    for (ir::ValueId v : n.inputs) {
+      types.push_back(v == ir::kNoValue ? ir::Type{} : c->value(v).type);
+      values.push_back(v != ir::kNoValue && c->value(v).isConstant() ? &*c->value(v).constant : nullptr);
+    }
+    std::optional<std::vector<ir::Type>> out;
+    try {
+      out = ops::inferNode(n, c->opset, types, values);
+    } catch (const Error&) {
+      continue;  // (the lowering names the node)
+    }
+    for (size_t k = 0; out && k < n.outputs.size() && k < out->size(); ++k)
+      if (n.outputs[k] != ir::kNoValue && (*out)[k].isStatic()) {
+        c->value(n.outputs[k]).type = (*out)[k];
+        c->value(n.outputs[k]).bounded = true;
+      }
+  }
+  return c;
+}
+
+int Lowerer::extentOf(int v, bool bounded) {
+  if (auto e = extent_of_.find(v); e != extent_of_.end()) return e->second;
+  const LVal& l = vals_[static_cast<size_t>(v)];
+  const auto rank = static_cast<int64_t>(l.shape.size());
+  if (bounded && l.space == 'i') return extent_of_[v] = newVal(l.name + "/extent", {rank}, ElemType::kI64, 'i');
+  Tensor dims(DType::kI64, {rank});
+  std::copy(l.shape.begin(), l.shape.end(), dims.data<int64_t>());
+  return extent_of_[v] = rawWeightVal(l.name + "/dims", dims);
+}
+
+void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
+  if (descs_.size() != first + 1 || !package::layerTakesDynamic(descs_[first].kind))
+    unsupported(n, "it reads a tensor whose shape the data decide, which only a transpose or a gather_nd layer takes so far "
+                "(here it lowers to {} layer(s) of other kinds; docs/roadmap.md: bounded dynamic shapes)", descs_.size() - first);
+  std::vector<int> ins = descs_[first].ins, outs{descs_[first].out};
+  outs.insert(outs.end(), descs_[first].more_outs.begin(), descs_[first].more_outs.end());
+  if (2 * (ins.size() + outs.size()) > static_cast<size_t>(package::kMaxRefs)) unsupported(n, "too many references for a dynamic layer");
+  std::set<int> bounded;  // (the inputs' values that are dynamic tensors)
+  for (ir::ValueId v : n.inputs)
+    if (v != ir::kNoValue && g_.value(v).bounded)
+      if (auto it = of_.find(v); it != of_.end()) bounded.insert(it->second);
+  for (int v : std::vector<int>(ins)) ins.push_back(extentOf(v, bounded.count(v) > 0));
+  std::vector<int> more(outs.begin() + 1, outs.end());
+  for (int v : outs) {
+    const LVal& l = vals_[static_cast<size_t>(v)];
+    const int e = newVal(l.name + "/extent", {static_cast<int64_t>(l.shape.size())}, ElemType::kI64, l.space == 'o' ? 'o' : 'd');
+    extent_of_[v] = e;
+    more.push_back(e);
+  }
+  LDesc& d = descs_[first];
+  d.ins = std::move(ins);
+  d.more_outs = std::move(more);
+  d.dynamic = true;
+}
+
+}  // namespace npuc::codegen::detail
