@@ -32,10 +32,12 @@ void Lowerer::lowerNode(const ir::Node& n) {
   if (n.domain != "" && n.domain != "ai.npuc") unsupported(n, "domain '{}' has no package form", n.domain);
   // A dynamic tensor (typed at its capacity by withCapacities) is read by transpose and gather_nd layers only, so far.
   const bool reads_bounded = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && g_.value(v).bounded; });
-  for (size_t i = 0; i < n.inputs.size() && reads_bounded && !readsDynamic(n); ++i)
+  const bool reads_extent = n.domain.empty() && n.op == "Shape";  // (Shape of a dynamic tensor: its extent)
+  for (size_t i = 0; i < n.inputs.size() && reads_bounded && !readsDynamic(n) && !reads_extent; ++i)
     if (n.inputs[i] != ir::kNoValue && g_.value(n.inputs[i]).bounded)
       unsupported(n, "input {} is a tensor whose shape the data decide (at most {}); {} does not read one in packages yet "
-                  "(transpose and gather_nd do; docs/roadmap.md: bounded dynamic shapes)", i, g_.value(n.inputs[i]).type.str(), n.op);
+                  "(Transpose, GatherND, Gather, TopK and Shape do; docs/roadmap.md: bounded dynamic shapes)", i,
+                  g_.value(n.inputs[i]).type.str(), n.op);
   static const LowerTable table = [] {
     LowerTable t;
     registerNnLowerings(t);
@@ -93,7 +95,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
   const size_t first = descs_.size();
   if (it->second.member) (this->*(it->second.member))(n);
   else it->second.fn(*this, n);
-  if (reads_bounded) makeDynamic(n, first);
+  if (reads_bounded && !reads_extent) makeDynamic(n, first);
   typed_ = false;
 }
 

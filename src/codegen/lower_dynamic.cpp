@@ -31,7 +31,10 @@ std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
       continue;
     }
     const bool reads = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && c->value(v).bounded; });
-    if (!reads || !readsDynamic(n)) continue;
+    const bool known = std::all_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId v) { return v == ir::kNoValue || c->value(v).type.isStatic(); });
+    // Readers of dynamic tensors type their outputs at capacity (bounded); the nodes after them whose types the
+    // original inference could not know (Shape's values: data, static shapes) get them now, as static values.
+    if (reads ? !readsDynamic(n) && !(n.domain.empty() && n.op == "Shape") : known) continue;
     std::vector<ir::Type> types;
     std::vector<const Tensor*> values;
     for (ir::ValueId v : n.inputs) {
@@ -39,15 +42,20 @@ std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
       values.push_back(v != ir::kNoValue && c->value(v).isConstant() ? &*c->value(v).constant : nullptr);
     }
     std::optional<std::vector<ir::Type>> out;
-    try {
-      out = ops::inferNode(n, c->opset, types, values);
-    } catch (const Error&) {
-      continue;  // (the lowering names the node)
+    if (reads && n.op == "TopK" && n.hasInput(1) && !values[1] && types[0].isStatic()) {
+      out = std::vector<ir::Type>{types[0], ir::makeType(DType::kI64, types[0].shape)};  // (k the model computes: at most the axis)
+    } else {
+      try {
+        out = ops::inferNode(n, c->opset, types, values);
+      } catch (const Error&) {
+        continue;  // (the lowering names the node)
+      }
     }
+    const bool bounded = reads && readsDynamic(n);
     for (size_t k = 0; out && k < n.outputs.size() && k < out->size(); ++k)
       if (n.outputs[k] != ir::kNoValue && (*out)[k].isStatic()) {
         c->value(n.outputs[k]).type = (*out)[k];
-        c->value(n.outputs[k]).bounded = true;
+        c->value(n.outputs[k]).bounded = bounded;
       }
   }
   return c;
@@ -58,14 +66,15 @@ int Lowerer::extentOf(int v, bool bounded) {
   const LVal& l = vals_[static_cast<size_t>(v)];
   const auto rank = static_cast<int64_t>(l.shape.size());
   if (bounded && l.space == 'i') return extent_of_[v] = newVal(l.name + "/extent", {rank}, ElemType::kI64, 'i');
+  if (auto w = dims_of_.find(v); w != dims_of_.end()) return w->second;
   Tensor dims(DType::kI64, {rank});
   std::copy(l.shape.begin(), l.shape.end(), dims.data<int64_t>());
-  return extent_of_[v] = rawWeightVal(l.name + "/dims", dims);
+  return dims_of_[v] = rawWeightVal(l.name + "/dims", dims);
 }
 
 void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
   if (descs_.size() != first + 1 || !package::layerTakesDynamic(descs_[first].kind))
-    unsupported(n, "it reads a tensor whose shape the data decide, which only a transpose or a gather_nd layer takes so far "
+    unsupported(n, "it reads a tensor whose shape the data decide, which only transpose, gather_nd, gather and top_k layers take so far "
                 "(here it lowers to {} layer(s) of other kinds; docs/roadmap.md: bounded dynamic shapes)", descs_.size() - first);
   std::vector<int> ins = descs_[first].ins, outs{descs_[first].out};
   outs.insert(outs.end(), descs_[first].more_outs.begin(), descs_[first].more_outs.end());
@@ -86,6 +95,19 @@ void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
   d.ins = std::move(ins);
   d.more_outs = std::move(more);
   d.dynamic = true;
+}
+
+/// Shape of a dynamic tensor: a copy of its extent (start / end: a part of it).
+void shapeOfDynamic(Lowerer& L, const ir::Node& n) {
+  const ir::Value& x = L.g_.value(n.inputs[0]);
+  if (!x.bounded) L.unsupported(n, "the shape of a tensor of static shape is a constant (folded before lowering)");
+  const auto rank = static_cast<int64_t>(x.type.shape.size());
+  int64_t start = n.attrInt("start", 0), end = n.attrInt("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  if (start != 0 || end != rank) L.unsupported(n, "Shape of a part of a dynamic tensor's dims (start {}, end {})", start, end);
+  const int xv = L.in(n, 0);
+  L.emit(n, LayerKind::kCopy, {L.extentOf(xv, true)}, L.outVal(n, n.outputs[0]));
 }
 
 }  // namespace npuc::codegen::detail

@@ -409,7 +409,8 @@ void Lowerer::constantOfShape(const ir::Node& n) {
 void registerTensorLowerings(LowerTable& t) {
   takeTypedValues(t, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Transpose", "Split", "Slice",
                       "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace", "Trilu", "Range", "Resize",
-                      "ConstantOfShape"});
+                      "ConstantOfShape", "Shape"});
+  t[{"", "Shape"}] = shapeOfDynamic;
   t[{"", "ConstantOfShape"}] = &Lowerer::constantOfShape;
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) t[{"", op}] = &Lowerer::copyLike;
   t[{"", "Concat"}] = &Lowerer::concat;

@@ -66,8 +66,10 @@ struct LDesc {
   std::vector<std::pair<size_t, int>> addr_words;
 };
 
-/// The ops whose layers take dynamic tensors (package::layerTakesDynamic: transpose, gather_nd).
-inline bool readsDynamic(const ir::Node& n) { return n.domain.empty() && (n.op == "Transpose" || n.op == "GatherND"); }
+/// The ops whose layers take dynamic tensors (package::layerTakesDynamic: transpose, gather_nd, gather, top_k).
+inline bool readsDynamic(const ir::Node& n) {
+  return n.domain.empty() && (n.op == "Transpose" || n.op == "GatherND" || n.op == "Gather" || n.op == "TopK");
+}
 
 /// Dynamic tensors (lower_dynamic.cpp): a copy of g in which NonZero's output, and what the ops reading such tensors
 /// compute from it, are typed at their capacities and marked `bounded`; nullptr when g has no NonZero of a static input.
@@ -109,6 +111,8 @@ using LowerTable = std::map<std::pair<std::string, std::string>, Lowering>;
 inline void takeTypedValues(LowerTable& t, std::initializer_list<const char*> ops) {
   for (const char* op : ops) t[{"", op}].typed = true;
 }
+/// Shape of a dynamic tensor: a copy of its extent (lower_dynamic.cpp).
+void shapeOfDynamic(Lowerer& L, const ir::Node& n);
 void registerNnLowerings(LowerTable& t);
 void registerElementwiseLowerings(LowerTable& t);
 void registerTensorLowerings(LowerTable& t);
@@ -254,6 +258,7 @@ class Lowerer {
   std::vector<uint8_t> weights_;  // the weight space image, 64-byte aligned entries
   std::map<ir::ValueId, int> of_;
   std::map<int, int> extent_of_;  // a dynamic tensor's value -> its extent's (int64 [rank]: its dims at run time)
+  std::map<int, int> dims_of_;    // a static value read by a dynamic layer -> the weight holding its dims
   /// The extent of value `v` for a dynamic layer: a dynamic tensor's own, or a weight holding a static value's dims
   /// (a package input that is `bounded` — check's lone-node graphs — gets an input of its own).
   int extentOf(int v, bool bounded);

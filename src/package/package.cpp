@@ -163,7 +163,9 @@ std::vector<int64_t> layerToChannelLast(size_t rank) {
   return p;
 }
 
-bool layerTakesDynamic(LayerKind k) { return k == LayerKind::kTranspose || k == LayerKind::kGatherNd; }
+bool layerTakesDynamic(LayerKind k) {
+  return k == LayerKind::kTranspose || k == LayerKind::kGatherNd || k == LayerKind::kGather || k == LayerKind::kTopK;
+}
 
 Descriptor dataView(const Descriptor& d) {
   if (!(d.flags & kFlagDynamic)) return d;

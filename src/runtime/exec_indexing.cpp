@@ -195,7 +195,16 @@ const KindExec kind_exec::kGatherNd = {nullptr, &runGatherNd, [](const Step& s, 
   y[0].insert(y[0].end(), x.begin() + static_cast<std::ptrdiff_t>(b + last), x.end());
 }};
 const KindExec kind_exec::kScatterNd = {nullptr, &runScatterNd};
-const KindExec kind_exec::kTopK = {nullptr, &runTopK};
+const KindExec kind_exec::kTopK = {nullptr, &runTopK, [](const Step& s, std::vector<Shape>& y) {
+  // x's dims with the axis's k: the value the model computes, or the one the package was translated for
+  const Shape& x = s.shapes[0];
+  const size_t axis = s.p[0];
+  int64_t k = s.dyn->capacity[static_cast<size_t>(s.d->n_in)][axis];
+  if (s.d->n_in == 2) std::memcpy(&k, s.in[1], sizeof k);
+  if (k < 0 || k > x[axis]) fail(ErrorCode::kInvalidInput, "top_k layer: k = {} for an axis of {}", k, x[axis]);
+  y[0] = x, y[0][axis] = k;
+  y[1] = y[0];
+}};
 const KindExec kind_exec::kNonZero = {nullptr, &runNonZero};
 
 }  // namespace npuc

@@ -149,7 +149,14 @@ const KindExec kind_exec::kTranspose = {nullptr, &runTranspose, [](const Step& s
 const KindExec kind_exec::kPad = {nullptr, &runPad};
 const KindExec kind_exec::kSlice = {nullptr, &runSlice};
 const KindExec kind_exec::kResize = {nullptr, &runResize};
-const KindExec kind_exec::kGather = {nullptr, &runGather};
+const KindExec kind_exec::kGather = {nullptr, &runGather, [](const Step& s, std::vector<Shape>& y) {
+  // x's dims with the axis replaced by the indices' dims
+  const Shape &x = s.shapes[0], &idx = s.shapes[1];
+  const size_t axis = s.p[0];
+  y[0].assign(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
+  y[0].insert(y[0].end(), idx.begin(), idx.end());
+  y[0].insert(y[0].end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
+}};
 const KindExec kind_exec::kTile = {nullptr, &runTile};
 
 }  // namespace npuc

@@ -1,6 +1,8 @@
 """Models with dynamic tensors (docs/package-format.md, "Dynamic tensors"), written with onnx's helper:
 nonzero_gather.onnx — the indices of x's non-zeros (NonZero, Transpose: [n, 3]) and their values (GatherND: [n]),
-the first steps of torchvision's detection post-processing. Run: /usr/bin/python3 make_dynamic_models.py"""
+the first steps of torchvision's detection post-processing; sorted_boxes.onnx — the boxes whose score passes 0.3, by
+descending score (NonZero, Transpose, GatherND, Shape as TopK's k, TopK, Gather). Run: /usr/bin/python3
+make_dynamic_models.py"""
 import os
 
 import onnx
@@ -22,5 +24,28 @@ def nonzero_gather():
     onnx.save(model, os.path.join(HERE, "nonzero_gather.onnx"))
 
 
+def sorted_boxes():
+    nodes = [helper.make_node("Greater", ["scores", "t"], ["keep"]),
+             helper.make_node("NonZero", ["keep"], ["nz"]),
+             helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             helper.make_node("GatherND", ["scores", "idx"], ["kept"]),
+             helper.make_node("GatherND", ["boxes", "idx"], ["kept_boxes"]),
+             helper.make_node("Shape", ["kept"], ["n"]),
+             helper.make_node("TopK", ["kept", "n"], ["sorted", "order"], axis=0),
+             helper.make_node("Gather", ["kept_boxes", "order"], ["sorted_boxes"], axis=0)]
+    graph = helper.make_graph(nodes, "sorted_boxes",
+                              [helper.make_tensor_value_info("scores", TensorProto.FLOAT, (32,)),
+                               helper.make_tensor_value_info("boxes", TensorProto.FLOAT, (32, 4))],
+                              [helper.make_tensor_value_info("sorted", TensorProto.FLOAT, ("n",)),
+                               helper.make_tensor_value_info("sorted_boxes", TensorProto.FLOAT, ("n", 4)),
+                               helper.make_tensor_value_info("n", TensorProto.INT64, (1,))],
+                              [helper.make_tensor("t", TensorProto.FLOAT, [], [0.3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, "sorted_boxes.onnx"))
+
+
 if __name__ == "__main__":
     nonzero_gather()
+    sorted_boxes()
