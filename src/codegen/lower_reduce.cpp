@@ -2,6 +2,8 @@
 // arg_reduce layer) and LayerNormalization.
 #include "codegen/lowerer.hpp"
 
+#include "kernels/typed.hpp"
+
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -21,9 +23,13 @@ void Lowerer::reduce(const ir::Node& n, uint32_t code) {
   const Shape& x = shapeOf(n, 0);
   if (x.size() > package::kMaxRank) unsupported(n, "rank {} above {}", x.size(), package::kMaxRank);
   const int64_t rank = static_cast<int64_t>(x.size());
-  if (!isFloat(g_.value(n.inputs[0]).type.dtype) || g_.value(n.inputs[0]).type.dtype == DType::kF64)
-    unsupported(n, "op {} on {} values has no package form (typed values: docs/package-format.md)", n.op,
-                dtypeName(g_.value(n.inputs[0]).type.dtype));
+  // float32 / float16 (the float layer), or typed values — integers, float64 — as they are (kernels::reduceTyped);
+  // not int8 codes of a quantized tensor (isTypedValue is false for those)
+  const ir::Value& xv = g_.value(n.inputs[0]);
+  const DType xt = xv.type.dtype;
+  const bool float_x = xt == DType::kF32 || xt == DType::kF16;
+  if (!float_x && (!isTypedValue(xv) || xt == DType::kBool || xt == DType::kBF16 || !kernels::typedKernelType(xt)))
+    unsupported(n, "op {} on {} values has no package form (typed values: docs/package-format.md)", n.op, dtypeName(xt));
   std::vector<int64_t> axes;
   if (!ops::reduceAxesFromInput(n, g_.opset)) {
     axes = n.attrInts("axes");

@@ -37,63 +37,6 @@ Red redOf(const KernelCall& c) {
   return r;
 }
 
-/// Reduces p[base + off] for off in `roff` (ascending) with op `r`.
-template <typename T>
-T reduceOne(Red r, const T* p, int64_t base, const std::vector<int64_t>& roff) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  if constexpr (std::is_floating_point_v<T>) {
-    return kernels::reduceFloating<T>(r, p, base, roff);  // the layer kernel's arithmetic (float64 here)
-  } else {
-    switch (r) {
-      case Red::kMax:
-      case Red::kMin: {
-        T acc = r == Red::kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-        for (int64_t o : roff) {
-          T v = p[base + o];
-          if (r == Red::kMax ? v > acc : v < acc) acc = v;
-        }
-        return acc;
-      }
-      case Red::kL2:
-      case Red::kLogSum:
-      case Red::kLogSumExp: {
-        double m = -kInf;
-        for (int64_t o : roff) m = std::max(m, static_cast<double>(p[base + o]));
-        double acc = 0;
-        for (int64_t o : roff) {
-          double v = static_cast<double>(p[base + o]);
-          acc += r == Red::kL2 ? v * v : r == Red::kLogSum ? v : std::exp(v - m);
-        }
-        double res = r == Red::kL2 ? std::sqrt(acc) : r == Red::kLogSum ? std::log(acc) : (roff.empty() ? -kInf : m + std::log(acc));
-        return convertValue<T>(res);
-      }
-      default: break;
-    }
-    // wrapping integer arithmetic in uint64 (two's complement), converted back modulo 2^n
-    uint64_t acc = r == Red::kProd ? 1 : 0;
-    for (int64_t o : roff) {
-      T v = p[base + o];
-      uint64_t u = static_cast<uint64_t>(v);  // sign-extends signed values modulo 2^64
-      if (r == Red::kProd) acc *= u;
-      else if (r == Red::kSumSquare) acc += u * u;
-      else if (r == Red::kL1) {
-        if constexpr (std::is_signed_v<T>) acc += v < 0 ? uint64_t{0} - u : u;
-        else acc += u;
-      } else acc += u;
-    }
-    if (r == Red::kMean) {
-      if (roff.empty()) return T(0);
-      if constexpr (std::is_signed_v<T>) {
-        auto s = static_cast<int64_t>(acc);
-        return static_cast<T>(s / static_cast<int64_t>(roff.size()));
-      } else {
-        return static_cast<T>(acc / static_cast<uint64_t>(roff.size()));
-      }
-    }
-    return static_cast<T>(acc);
-  }
-}
-
 void reduceKernel(KernelCall& call) {
   computeHalfAsFloat(call, [](KernelCall& c) {
     const Tensor& x = c.input(0);
@@ -110,18 +53,7 @@ void reduceKernel(KernelCall& call) {
       kernels::reduce(static_cast<kernels::ReduceOp>(red), x.shape(), reduced, x.data<float>(), y.data<float>(), c.pool);
       return;
     }
-    const kernels::ReduceGeometry geo = kernels::reduceGeometry(x.shape(), reduced);
-    if (shapeNumel(geo.kept_dims) != y.numel()) c.error("internal: output size mismatch");
-    dispatchNumeric(x.dtype(), c, [&]<typename T>() {
-      if constexpr (std::is_same_v<T, bool>) {
-        c.unsupported("{} is not defined for bool", c.node.op);
-      } else {
-        const T* p = x.data<T>();
-        T* out = y.data<T>();
-        kernels::forEachReduceOutput(geo, 0, y.numel(),
-                                     [&](int64_t o, int64_t base) { out[o] = reduceOne<T>(red, p, base, geo.offsets); });
-      }
-    });
+    kernels::reduceTyped(static_cast<kernels::ReduceOp>(red), x.dtype(), x.shape(), reduced, x.raw(), y.raw());
   });
 }
 

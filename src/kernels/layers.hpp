@@ -12,6 +12,7 @@
 
 #include "kernels/activation.hpp"
 #include "kernels/convert.hpp"
+#include "npuc/dtype.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -221,6 +222,12 @@ ReduceOp reduceOpFromName(const char* name);
 /// Min; NaN for Mean). Parallel calls split the outputs only.
 void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced, const float* x, float* y,
             ThreadPool* pool);
+/// ONNX Reduce* of x (type t: an integer type or float64) over the dims `reduced` flags, y of t: float64 as the float
+/// layer kernel computes (kernels::reduce's arithmetic in double); integers compare exactly (Min, Max), sum, multiply
+/// and average in wrapping 64-bit arithmetic converted back modulo 2^n (Mean: the sum divided, truncating), and
+/// convert L2 / LogSum / LogSumExp from double. Not defined for bool (kInvalidArgument).
+void reduceTyped(ReduceOp op, DType t, const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced,
+                 const void* x, void* y);
 /// The dims of a rank-`rank` tensor that ONNX Reduce* axes reduce (negative from the end): no axes reduce every dim,
 /// unless noop_with_empty_axes. False, with `bad_axis` the first axis outside [-rank, rank), when there is one.
 bool reducedDims(const std::vector<int64_t>& axes, int64_t rank, bool noop_with_empty_axes, std::vector<bool>& reduced,

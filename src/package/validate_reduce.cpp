@@ -1,9 +1,8 @@
 // The reader's checks of the reducing layer kinds (validate.hpp): reduce, layer_norm.
 #include "package/validate.hpp"
 
-#include "kernels/typed.hpp"
-
 #include "kernels/layers.hpp"
+#include "kernels/typed.hpp"
 
 #include <fmt/ranges.h>
 
@@ -18,7 +17,12 @@ namespace {
 /// The checks of this family, members of a LayerCheck: they read the descriptor (d, x, y, w, what) by name.
 struct ReduceChecks : LayerCheck {
   void reduce() const {
-    isFloat(x, "x"); isFloat(y, "y");
+    if (x.type == ElemType::kF32 || x.type == ElemType::kF16 || x.type == ElemType::kBool) {
+      isFloat(x, "x"); isFloat(y, "y");
+    } else {  // typed values (integers, float64: kernels::reduceTyped), y of x's type, no activation
+      if (!kernels::typedKernelType(x.type) || y.type != x.type) bad("{}: reduces {} into {}", what, elemName(x.type), elemName(y.type));
+      if (d.act != Act::kNone) bad("{}: a reduction of {} values has no activation", what, elemName(x.type));
+    }
     const bool axes_in = d.n_in == 2;  // the axes the model computes: read at run time (the flags all 0)
     const uint32_t op = axes_in ? w[0] & 0xFFFFu : w[0];
     if (op >= static_cast<uint32_t>(kernels::ReduceOp::kCount) || (axes_in && (w[0] >> 16) > 1)) bad("{}: unknown reduce op {}", what, w[0]);

@@ -57,6 +57,11 @@ void runReduce(Runtime::Impl& im, Step& s) {
   } else {
     for (size_t i = 0; i < x.size(); ++i) reduced[i] = s.p[1 + i] != 0;
   }
+  const ElemType t = s.d->in(0).type;
+  if (t != ElemType::kF32 && t != ElemType::kF16) {  // typed values: integers, float64
+    kernels::reduceTyped(static_cast<kernels::ReduceOp>(op), t, x, reduced, s.in[0], s.out);
+    return;
+  }
   kernels::reduce(static_cast<kernels::ReduceOp>(op), x, reduced, im.inF(s, 0), im.outF(s), im.pool.get());
   im.store(s);
 }

@@ -8,6 +8,8 @@
 #include "kernels/ref/odometer.hpp"
 #include "kernels/ref/parallel_units.hpp"
 #include "kernels/ref/pool_geom.hpp"
+#include "kernels/ref/typed_dispatch.hpp"
+#include "kernels/typed.hpp"
 #include "support/error.hpp"
 #include "support/thread_pool.hpp"
 
@@ -522,6 +524,78 @@ void reduce(ReduceOp op, const std::vector<int64_t>& x_shape, const std::vector<
   parallelUnits(pool, nout, std::max<int64_t>(static_cast<int64_t>(geo.offsets.size()), 1), [&](int64_t b, int64_t e) {
     forEachReduceOutput(geo, b, e, [&](int64_t o, int64_t base) { y[o] = reduceFloating<float>(op, x, base, geo.offsets); });
   });
+}
+
+namespace {
+
+/// One output of an integer reduction over p[base + off], off in `roff` (ascending).
+template <typename T>
+T reduceInteger(ReduceOp r, const T* p, int64_t base, const std::vector<int64_t>& roff) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  switch (r) {
+    case ReduceOp::kMax:
+    case ReduceOp::kMin: {
+      T acc = r == ReduceOp::kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+      for (int64_t o : roff) {
+        const T v = p[base + o];
+        if (r == ReduceOp::kMax ? v > acc : v < acc) acc = v;
+      }
+      return acc;
+    }
+    case ReduceOp::kL2:
+    case ReduceOp::kLogSum:
+    case ReduceOp::kLogSumExp: {
+      double m = -kInf;
+      for (int64_t o : roff) m = std::max(m, static_cast<double>(p[base + o]));
+      double acc = 0;
+      for (int64_t o : roff) {
+        const double v = static_cast<double>(p[base + o]);
+        acc += r == ReduceOp::kL2 ? v * v : r == ReduceOp::kLogSum ? v : std::exp(v - m);
+      }
+      const double res = r == ReduceOp::kL2 ? std::sqrt(acc) : r == ReduceOp::kLogSum ? std::log(acc) : (roff.empty() ? -kInf : m + std::log(acc));
+      return convertValue<T>(res);
+    }
+    default: break;
+  }
+  // wrapping integer arithmetic in uint64 (two's complement), converted back modulo 2^n
+  uint64_t acc = r == ReduceOp::kProd ? 1 : 0;
+  for (int64_t o : roff) {
+    const T v = p[base + o];
+    const auto u = static_cast<uint64_t>(v);  // sign-extends signed values modulo 2^64
+    if (r == ReduceOp::kProd) acc *= u;
+    else if (r == ReduceOp::kSumSquare) acc += u * u;
+    else if (r == ReduceOp::kL1) {
+      if constexpr (std::is_signed_v<T>) acc += v < 0 ? uint64_t{0} - u : u;
+      else acc += u;
+    } else acc += u;
+  }
+  if (r == ReduceOp::kMean) {
+    if (roff.empty()) return T(0);
+    if constexpr (std::is_signed_v<T>) return static_cast<T>(static_cast<int64_t>(acc) / static_cast<int64_t>(roff.size()));
+    else return static_cast<T>(acc / static_cast<uint64_t>(roff.size()));
+  }
+  return static_cast<T>(acc);
+}
+
+}  // namespace
+
+void reduceTyped(ReduceOp op, DType t, const std::vector<int64_t>& x_shape, const std::vector<bool>& reduced,
+                 const void* x, void* y) {
+  if (static_cast<size_t>(op) >= kReduceNames.size()) fail(ErrorCode::kInvalidArgument, "reduce: unknown op {}", static_cast<int>(op));
+  if (reduced.size() != x_shape.size()) fail(ErrorCode::kInvalidArgument, "reduce: {} axis flags for rank {}", reduced.size(), x_shape.size());
+  if (t == DType::kBool) fail(ErrorCode::kInvalidArgument, "{} is not defined for bool", kReduceNames[static_cast<size_t>(op)]);
+  const ReduceGeometry geo = reduceGeometry(x_shape, reduced);
+  int64_t nout = 1;
+  for (int64_t d : geo.kept_dims) nout *= d;
+  const bool ok = detail::dispatch(t, [&]<typename T>() {
+    const T* p = static_cast<const T*>(x);
+    T* out = static_cast<T*>(y);
+    forEachReduceOutput(geo, 0, nout, [&](int64_t o, int64_t base) {
+      if constexpr (std::is_floating_point_v<T>) out[o] = reduceFloating<T>(op, p, base, geo.offsets);
+      else out[o] = reduceInteger<T>(op, p, base, geo.offsets);
+    });
+  });
+  if (!ok) fail(ErrorCode::kInvalidArgument, "reduce: elements of type {} have no typed kernel", dtypeName(t));
 }
 
 // ---------------------------------------------------------------------------------------------------------
