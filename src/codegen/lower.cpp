@@ -33,6 +33,10 @@ void Lowerer::lowerNode(const ir::Node& n) {
   // A dynamic tensor (typed at its capacity by withCapacities) is read by transpose and gather_nd layers only, so far.
   const bool reads_bounded = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && g_.value(v).bounded; });
   const bool reads_extent = n.domain.empty() && n.op == "Shape";  // (Shape of a dynamic tensor: its extent)
+  // A layer writing a dynamic tensor from static inputs (ConstantOfShape of a dynamic tensor's Shape): dynamic too.
+  const bool writes_bounded = !(n.domain.empty() && n.op == "NonZero") && std::any_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId v) {
+    return v != ir::kNoValue && g_.value(v).bounded;
+  });
   for (size_t i = 0; i < n.inputs.size() && reads_bounded && !readsDynamic(n) && !reads_extent; ++i)
     if (n.inputs[i] != ir::kNoValue && g_.value(n.inputs[i]).bounded)
       unsupported(n, "input {} is a tensor whose shape the data decide (at most {}); {} does not read one in packages yet "
@@ -95,7 +99,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
   const size_t first = descs_.size();
   if (it->second.member) (this->*(it->second.member))(n);
   else it->second.fn(*this, n);
-  if (reads_bounded && !reads_extent) makeDynamic(n, first);
+  if ((reads_bounded && !reads_extent) || writes_bounded) makeDynamic(n, first);
   typed_ = false;
 }
 
@@ -190,7 +194,7 @@ void concatsInPlace(std::vector<LVal>& vals, std::vector<LDesc>& descs, std::vec
   for (size_t i = 0; i < descs.size(); ++i) {
     const LDesc& d = descs[i];
     const LVal& y = vals[static_cast<size_t>(d.out)];
-    if (d.kind != LayerKind::kConcat || d.params.empty() || y.space != 'd' || y.alias >= 0 || !d.views.empty()) continue;
+    if (d.kind != LayerKind::kConcat || d.params.empty() || y.space != 'd' || y.alias >= 0 || !d.views.empty() || d.dynamic) continue;
     const size_t axis = d.params[0];
     if (axis >= y.shape.size()) continue;
     bool ok = true;

@@ -11,6 +11,18 @@
 
 namespace npuc::codegen::detail {
 
+namespace {
+
+/// The dynamic tensor whose whole shape value v is (the output of a Shape of it, no start / end), else nullptr.
+const ir::Value* shapeOfBounded(const ir::Graph& g, ir::ValueId v) {
+  if (v == ir::kNoValue || g.value(v).producer == ir::kNoNode) return nullptr;
+  const ir::Node& p = g.node(g.value(v).producer);
+  if (!p.domain.empty() || p.op != "Shape" || p.hasAttr("start") || p.hasAttr("end") || !g.value(p.inputs[0]).bounded) return nullptr;
+  return &g.value(p.inputs[0]);
+}
+
+}  // namespace
+
 /// Dynamic tensors: a copy of g in which NonZero's output, and what the ops reading such tensors compute from it, are
 /// typed at their capacities and marked `bounded`; nullptr when g has no NonZero of a static input.
 std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
@@ -42,6 +54,12 @@ std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
       values.push_back(v != ir::kNoValue && c->value(v).isConstant() ? &*c->value(v).constant : nullptr);
     }
     std::optional<std::vector<ir::Type>> out;
+    if (const ir::Value* of = n.domain.empty() && n.op == "ConstantOfShape" ? shapeOfBounded(*c, n.inputs[0]) : nullptr) {
+      const Tensor* v = n.attrTensor("value");  // (the shape of a dynamic tensor: that tensor's dims, their capacity)
+      c->value(n.outputs[0]).type = ir::makeType(v ? v->dtype() : DType::kF32, of->type.shape);
+      c->value(n.outputs[0]).bounded = true;
+      continue;
+    }
     if (reads && n.op == "TopK" && n.hasInput(1) && !values[1] && types[0].isStatic()) {
       out = std::vector<ir::Type>{types[0], ir::makeType(DType::kI64, types[0].shape)};  // (k the model computes: at most the axis)
     } else {
@@ -61,20 +79,23 @@ std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
   return c;
 }
 
-int Lowerer::extentOf(int v, bool bounded) {
+int Lowerer::extentOf(int v, bool bounded, const Shape* view) {
   if (auto e = extent_of_.find(v); e != extent_of_.end()) return e->second;
   const LVal& l = vals_[static_cast<size_t>(v)];
-  const auto rank = static_cast<int64_t>(l.shape.size());
+  const Shape& shape = view ? *view : l.shape;  // (a reference recording other dims: those)
+  const auto rank = static_cast<int64_t>(shape.size());
   if (bounded && l.space == 'i') return extent_of_[v] = newVal(l.name + "/extent", {rank}, ElemType::kI64, 'i');
-  if (auto w = dims_of_.find(v); w != dims_of_.end()) return w->second;
+  if (auto w = dims_of_.find(v); w != dims_of_.end() && !view) return w->second;
   Tensor dims(DType::kI64, {rank});
-  std::copy(l.shape.begin(), l.shape.end(), dims.data<int64_t>());
-  return dims_of_[v] = rawWeightVal(l.name + "/dims", dims);
+  std::copy(shape.begin(), shape.end(), dims.data<int64_t>());
+  const int w = rawWeightVal(l.name + (view ? "/view_dims" : "/dims"), dims);
+  if (!view) dims_of_[v] = w;
+  return w;
 }
 
 void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
   if (descs_.size() != first + 1 || !package::layerTakesDynamic(descs_[first].kind))
-    unsupported(n, "it reads a tensor whose shape the data decide, which only transpose, gather_nd, gather and top_k layers take so far "
+    unsupported(n, "it reads a tensor whose shape the data decide, which only transpose, gather_nd, gather, top_k and concat layers take so far "
                 "(here it lowers to {} layer(s) of other kinds; docs/roadmap.md: bounded dynamic shapes)", descs_.size() - first);
   std::vector<int> ins = descs_[first].ins, outs{descs_[first].out};
   outs.insert(outs.end(), descs_[first].more_outs.begin(), descs_[first].more_outs.end());
@@ -83,15 +104,24 @@ void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue && g_.value(v).bounded)
       if (auto it = of_.find(v); it != of_.end()) bounded.insert(it->second);
-  for (int v : std::vector<int>(ins)) ins.push_back(extentOf(v, bounded.count(v) > 0));
+  const std::vector<Shape> views = descs_[first].views;  // (per input then the output, when the layer records other dims)
+  for (size_t i = 0, k = ins.size(); i < k; ++i)
+    ins.push_back(extentOf(ins[i], bounded.count(ins[i]) > 0, views.empty() ? nullptr : &views[i]));
   std::vector<int> more(outs.begin() + 1, outs.end());
   for (int v : outs) {
     const LVal& l = vals_[static_cast<size_t>(v)];
-    const int e = newVal(l.name + "/extent", {static_cast<int64_t>(l.shape.size())}, ElemType::kI64, l.space == 'o' ? 'o' : 'd');
+    const size_t rank = views.empty() ? l.shape.size() : views.back().size();
+    const int e = newVal(l.name + "/extent", {static_cast<int64_t>(rank)}, ElemType::kI64, l.space == 'o' ? 'o' : 'd');
     extent_of_[v] = e;
     more.push_back(e);
   }
   LDesc& d = descs_[first];
+  if (!views.empty()) {  // (views: per input, then the output: the extents' own dims between)
+    std::vector<Shape> v(views.begin(), views.begin() + static_cast<std::ptrdiff_t>(d.ins.size()));
+    for (size_t i = d.ins.size(); i < ins.size(); ++i) v.push_back(vals_[static_cast<size_t>(ins[i])].shape);
+    v.push_back(views.back());
+    d.views = std::move(v);
+  }
   d.ins = std::move(ins);
   d.more_outs = std::move(more);
   d.dynamic = true;

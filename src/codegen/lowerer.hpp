@@ -66,9 +66,10 @@ struct LDesc {
   std::vector<std::pair<size_t, int>> addr_words;
 };
 
-/// The ops whose layers take dynamic tensors (package::layerTakesDynamic: transpose, gather_nd, gather, top_k).
+/// The ops whose layers take dynamic tensors (package::layerTakesDynamic: transpose, gather_nd, gather, top_k, concat;
+/// and tile, for ConstantOfShape writing one).
 inline bool readsDynamic(const ir::Node& n) {
-  return n.domain.empty() && (n.op == "Transpose" || n.op == "GatherND" || n.op == "Gather" || n.op == "TopK");
+  return n.domain.empty() && (n.op == "Transpose" || n.op == "GatherND" || n.op == "Gather" || n.op == "TopK" || n.op == "Concat");
 }
 
 /// Dynamic tensors (lower_dynamic.cpp): a copy of g in which NonZero's output, and what the ops reading such tensors
@@ -261,7 +262,7 @@ class Lowerer {
   std::map<int, int> dims_of_;    // a static value read by a dynamic layer -> the weight holding its dims
   /// The extent of value `v` for a dynamic layer: a dynamic tensor's own, or a weight holding a static value's dims
   /// (a package input that is `bounded` — check's lone-node graphs — gets an input of its own).
-  int extentOf(int v, bool bounded);
+  int extentOf(int v, bool bounded, const Shape* view = nullptr);
   /// The one layer lowered for `n` (from descs_[first]) made dynamic (package::kFlagDynamic): an extent after each
   /// input and each output.
   void makeDynamic(const ir::Node& n, size_t first);

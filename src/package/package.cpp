@@ -164,7 +164,8 @@ std::vector<int64_t> layerToChannelLast(size_t rank) {
 }
 
 bool layerTakesDynamic(LayerKind k) {
-  return k == LayerKind::kTranspose || k == LayerKind::kGatherNd || k == LayerKind::kGather || k == LayerKind::kTopK;
+  return k == LayerKind::kTranspose || k == LayerKind::kGatherNd || k == LayerKind::kGather || k == LayerKind::kTopK ||
+         k == LayerKind::kConcat || k == LayerKind::kTile;
 }
 
 Descriptor dataView(const Descriptor& d) {

@@ -140,7 +140,13 @@ void runRange(Runtime::Impl&, Step& s) {
 const KindExec kind_exec::kRange = {nullptr, &runRange};
 const KindExec kind_exec::kTrilu = {nullptr, &runTrilu};
 const KindExec kind_exec::kCopy = {nullptr, &runCopy};
-const KindExec kind_exec::kConcat = {nullptr, &runConcat};
+const KindExec kind_exec::kConcat = {nullptr, &runConcat, [](const Step& s, std::vector<Shape>& y) {
+  // the inputs' dims, summed along the axis (the reader checked the other dims agree at capacity; the kernel checks
+  // them as they are)
+  const size_t axis = s.p[0];
+  y[0] = s.shapes[0];
+  for (int i = 1; i < s.d->n_in; ++i) y[0][axis] += s.shapes[static_cast<size_t>(i)][axis];
+}};
 const KindExec kind_exec::kTranspose = {nullptr, &runTranspose, [](const Step& s, std::vector<Shape>& y) {
   const Shape& x = s.shapes[0];
   y[0].clear();
@@ -157,6 +163,11 @@ const KindExec kind_exec::kGather = {nullptr, &runGather, [](const Step& s, std:
   y[0].insert(y[0].end(), idx.begin(), idx.end());
   y[0].insert(y[0].end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
 }};
-const KindExec kind_exec::kTile = {nullptr, &runTile};
+const KindExec kind_exec::kTile = {nullptr, &runTile, [](const Step& s, std::vector<Shape>& y) {
+  // ConstantOfShape: the shape the model computes (a dynamic tile reads its shape as input 1)
+  if (s.d->n_in != 2) fail(ErrorCode::kInvalidInput, "tile layer: a dynamic tile takes its shape as input 1");
+  y[0] = intValues(s.d->in(1), s.in[1]);
+  if (y[0].size() != s.shapes[0].size()) fail(ErrorCode::kInvalidInput, "tile layer: shape [{}] for rank {}", fmt::join(y[0], ", "), s.shapes[0].size());
+}};
 
 }  // namespace npuc

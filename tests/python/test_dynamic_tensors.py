@@ -129,3 +129,32 @@ def test_topk_of_a_computed_k_and_gather_on_dynamic_tensors(tmp_path):
                 assert out["n"].tolist() == [len(keep)]
                 assert np.array_equal(out["sorted"], scores[keep][order])
                 assert np.array_equal(out["sorted_boxes"], boxes[keep][order])
+
+
+def test_the_detectors_candidates_before_nms_equal_the_engine(tmp_path):
+    """tests/data/detect/detector.onnx (torchvision's post-processing) cut before its If (the batched NMS): the per-class
+    chains — threshold, NonZero, GatherND, Shape, ReduceMin (k = min(20, n)), TopK, Gather, ConstantOfShape (labels) —
+    and the Concats of their dynamic results, as a package: the engine's bits on the three pictures (8, 36 and 0
+    candidates), exact and fast, 1 and 2 threads."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "detect")
+    model = onnx.load(os.path.join(data, "detector.onnx"))
+    outs = {"/Concat_4_output_0": TensorProto.FLOAT, "/Concat_5_output_0": TensorProto.FLOAT, "/Concat_6_output_0": TensorProto.INT64}
+    del model.graph.output[:]
+    for name, t in outs.items():
+        model.graph.output.append(helper.make_tensor_value_info(name, t, None))
+    onnx.save(model, str(tmp_path / "cut.onnx"))
+    subprocess.run([CLI, "translate", "cut", "-onnx", str(tmp_path / "cut.onnx"), "--target", "generic", "--out", str(tmp_path)],
+                   check=True, capture_output=True)
+    counts = []
+    for i in range(3):
+        x = np.load(os.path.join(data, "detector.in%d.npy" % i))
+        want = npuc.run_model(str(tmp_path / "cut.onnx"), {"image": x})
+        counts.append(want["/Concat_5_output_0"].shape[0])
+        for exact in (True, False):
+            for threads in (1, 2):
+                got = npuc.Runtime(str(tmp_path / "cut"), exact=exact, threads=threads).run({"image": x}, raw=True)
+                for name in outs:
+                    assert got[name].shape == want[name].shape and np.array_equal(got[name], want[name]), (i, name, exact, threads)
+    assert counts == [8, 36, 0]
