@@ -10,15 +10,21 @@
 // the digits model as an int8-pow2 package (tidl: a quantize layer, codes at per-frame power-of-two scales, the
 // layers' tables of slots, max pooling on codes, global pooling, an inner product, the manifest's pow2 options, and
 // two layers groups: an accepted package with groups also runs through npuc::Pipeline); with bit 6, a Loop whose body
-// holds an If (generic: control layers, their regions and moves). With bit 7 of byte 1 (the older templates' inputs
-// never set it; it overrides bits 4 to 6), bits 1 and 3 pick one of four more: a package serving shape
-// ranges (ranges_net for generic at x:1,3,24~40,20~36: the manifest's shape_ranges symbols, functions, dims and io),
+// holds an If (generic: control layers, their regions and moves). With bit 7 of byte 1 and not bit 6 (the older
+// templates' inputs never set bit 7; it overrides bits 4 and 5), bits 1 and 3 pick one of four more: a package serving
+// shape ranges (ranges_net for generic at x:1,3,24~40,20~36: the manifest's shape_ranges symbols, functions, dims and io),
 // an int8-affine LSTM (lstm_bidir for generic-int8: the recurrent layer's int8 form, ai.npuc QRecurrent, inputs-present
 // bit 32), two inputs ranged alike behind a dynamic AIPP stage (aipp_net for generic at image:1,3,16~48,16~48 and
 // mask:1,1,16~48,16~48: symbols of the AIPP layer's picture, `also` tying the mask's dims to them) and an int8-affine
 // GRU (gru_bidir, QRecurrent's GRU form). An accepted range package is also specialized: setInputShape, setInput and
 // (behind the AIPP stage) setDynamicAipp at the lowest sizes, a size the last byte picks, and just above and below the
-// ranges, with a run at each size accepted.
+// ranges, with a run at each size accepted. With bits 6 and 7 of byte 1 (bit 1 picks, bit 3 is ignored), one of two
+// packages holding dynamic tensors (docs/package-format.md, "Dynamic tensors"), both for generic: nonzero_gather
+// (NonZero -> Transpose -> GatherND: the nonzero layer's extent, the dynamic flag of transpose and gather_nd, outputs
+// whose manifest entries carry an extent) and sorted_boxes (Greater, NonZero, Transpose, two GatherNDs, Shape as a
+// copy of an extent, TopK of a k the model computes, Gather: dynamic top_k and gather). An accepted dynamic package
+// also runs on inputs with no, some (-0.0 and NaN among them) and all elements non-zero — for sorted_boxes, scores
+// none, some and all above its threshold, with ties —, each run's outputs read at the dims of their extents.
 // An accepted package runs with every input set (the runtime refuses to run otherwise): zeros, and for a dynamic AIPP
 // stage's parameter input a block whose picture is the stage's output size.
 // Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
@@ -36,7 +42,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,9 +55,11 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-constexpr int kTemplates = 11;
+constexpr int kTemplates = 13;
 // prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic, int8-affine digits,
-// int8-pow2 digits, control layers; (bit 7) shape ranges, int8 LSTM, shape ranges behind dynamic AIPP, int8 GRU
+// int8-pow2 digits, control layers; (bit 7) shape ranges, int8 LSTM, shape ranges behind dynamic AIPP, int8 GRU;
+// (bits 6 and 7) dynamic tensors: nonzero_gather, sorted_boxes
+constexpr int kFirstDynamic = 11;
 Files g_template[kTemplates];
 std::vector<std::string> g_names;
 fs::path g_dir;
@@ -57,11 +67,14 @@ fs::path g_dir;
 /// The template that byte 1 picks.
 int templateOf(uint8_t b) {
   const int low = ((b >> 1) & 1) | ((b >> 2) & 2);  // bits 1 and 3
+  // (Inputs with bits 6 and 7 both set picked 7 + low before the dynamic templates came: a corpus of then moves.)
+  if ((b & 192) == 192) return kFirstDynamic + (low & 1);
   if (b & 128) return 7 + low;
   return (b & 64) ? 6 : (b & 32) ? 5 : (b & 16) ? 4 : low;
 }
 /// Byte 1 of a template's seeds (bit 0: re-seal).
 uint8_t headOf(int t) {
+  if (t >= kFirstDynamic) return static_cast<uint8_t>(1 | 128 | 64 | ((t - kFirstDynamic) << 1));
   if (t >= 7) return static_cast<uint8_t>(1 | 128 | (((t - 7) & 1) << 1) | (((t - 7) & 2) << 2));
   return static_cast<uint8_t>(t == 6 ? 1 | 64 : t == 5 ? 1 | 32 : t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2));
 }
@@ -87,6 +100,41 @@ void setInputs(npuc::Runtime& rt) {
           p.src_image_size_w = static_cast<int32_t>(l.output.shape[3]);
         }
       rt.setDynamicAipp(in.aipp_for, p);
+    } catch (const npuc::Error&) {
+    }
+}
+
+/// An input whose elements are none (fill 0), some (1) or all (2) non-zero. float32 (the templates' type): some
+/// are 0, 0.1 ... 0.9 by element, with -0.0 (zero) and NaN (not zero, never above a threshold) among them, so that
+/// sorted_boxes' scores pass its 0.3 or not; all are 1, 1.5 or 2 (ties for TopK). Another type (an input's type the
+/// damage changed): the first byte of each element 0 or 1.
+npuc::Tensor filled(const npuc::RuntimeTensor& in, int fill) {
+  npuc::Tensor t(in.dtype, in.shape);
+  if (fill == 0) return t;
+  const int64_t n = t.numel();
+  if (in.dtype == npuc::DType::kF32) {
+    float* v = t.data<float>();
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = fill == 2 ? 1.0f + 0.5f * static_cast<float>(i % 3)
+             : i % 20 == 10 ? -0.0f
+             : i % 20 == 13 ? std::numeric_limits<float>::quiet_NaN()
+                            : static_cast<float>(i * 7 % 10) / 10.0f;
+    return t;
+  }
+  const size_t size = npuc::dtypeSize(in.dtype);
+  auto* bytes = static_cast<uint8_t*>(t.raw());
+  for (int64_t i = 0; i < n && size > 0; ++i) bytes[static_cast<size_t>(i) * size] = fill == 2 || i % 3 == 1;
+  return t;
+}
+
+/// A package with dynamic tensors: runs on inputs with none, some and all elements non-zero, every output read at
+/// the dims of its extent (Runtime::output: an extent past the capacity must be an error, never a read beyond it).
+void exerciseDynamic(npuc::Runtime& rt) {
+  for (int fill = 0; fill < 3; ++fill) try {
+      for (const npuc::RuntimeTensor& in : rt.inputs())
+        if (in.aipp_for.empty()) rt.setInput(in.name, filled(in, fill));
+      rt.run();
+      for (const npuc::RuntimeTensor& out : rt.outputs()) (void)rt.output(out.name);
     } catch (const npuc::Error&) {
     }
 }
@@ -172,7 +220,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (int t = 0; t < kTemplates; ++t) {
     npuc::TranslateOptions o;
     o.prefix = "t";  // same prefix: the templates have the same file names
-    if (t == 7) {
+    if (t >= kFirstDynamic) {
+      o.onnx = t == kFirstDynamic ? NPUC_SOURCE_DIR "/tests/data/dynamic/nonzero_gather.onnx"
+                                  : NPUC_SOURCE_DIR "/tests/data/dynamic/sorted_boxes.onnx";
+    } else if (t == 7) {
       o.onnx = NPUC_SOURCE_DIR "/tests/data/ranges/ranges_net.onnx";
       o.input_shape_ranges["x"] = {{1, 1}, {3, 3}, {24, 40}, {20, 36}};
     } else if (t == 9) {
@@ -205,13 +256,25 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     o.target = t == 8 || t == 10 ? "generic-int8" : t >= 6 ? "generic" : t == 5 ? "tidl" : t == 4 ? "generic-int8" : t % 2 ? "generic" : "drpai";
     o.out_root = root / std::to_string(t);
     npuc::TranslateResult r = npuc::translate(o);
-    // The templates must hold what they are here for: the shape ranges table, the recurrent layer's int8 form.
+    // The templates must hold what they are here for: the shape ranges table, the recurrent layer's int8 form, a
+    // nonzero layer with layers of the dynamic flag after it (sorted_boxes: top_k and gather among them) and outputs
+    // with extents.
     const npuc::package::Package pkg = npuc::package::readPackage(r.dir);
-    bool int8_recurrent = false;
+    bool int8_recurrent = false, nonzero = false, extents = false;
+    std::set<npuc::package::LayerKind> dynamic;
     for (const auto* stream : {&pkg.mac, &pkg.vec})
-      for (const npuc::package::Descriptor& d : *stream)
+      for (const npuc::package::Descriptor& d : *stream) {
         int8_recurrent |= d.kind == npuc::package::LayerKind::kRecurrent && d.in(0).type == npuc::DType::kI8;
-    if (((t == 7 || t == 9) && (!pkg.ranges || pkg.ranges->symbols.empty())) || ((t == 8 || t == 10) && !int8_recurrent)) {
+        nonzero |= d.kind == npuc::package::LayerKind::kNonZero;
+        if (d.flags & npuc::package::kFlagDynamic) dynamic.insert(d.kind);
+      }
+    for (const npuc::package::IoTensor& out : pkg.outputs) extents |= out.extent.has_value();
+    const bool dynamic_ok = nonzero && extents && dynamic.count(npuc::package::LayerKind::kTranspose) &&
+                            dynamic.count(npuc::package::LayerKind::kGatherNd) &&
+                            (t == kFirstDynamic || (dynamic.count(npuc::package::LayerKind::kTopK) &&
+                                                    dynamic.count(npuc::package::LayerKind::kGather)));
+    if (((t == 7 || t == 9) && (!pkg.ranges || pkg.ranges->symbols.empty())) || ((t == 8 || t == 10) && !int8_recurrent) ||
+        (t >= kFirstDynamic && !dynamic_ok)) {
       std::fprintf(stderr, "fuzz_package_reader: template %d lacks what it stands for\n", t);
       std::abort();
     }
@@ -270,8 +333,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const npuc::Error&) {
     }
     exerciseRanges(rt, data[size - 1]);
+    if (t >= kFirstDynamic) exerciseDynamic(rt);
     npuc::Runtime exact(g_dir, {1, true});
     setInputs(exact);
+    if (t >= kFirstDynamic) exerciseDynamic(exact);
     exact.run();
     exact.run();  // int8-pow2: a second frame, from the first one's range history
     if (!rt.shapeRanges().empty()) return 0;  // (no pipeline: its stages would all take one size)

@@ -94,37 +94,43 @@ int Lowerer::extentOf(int v, bool bounded, const Shape* view) {
 }
 
 void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
-  if (descs_.size() != first + 1 || !package::layerTakesDynamic(descs_[first].kind))
-    unsupported(n, "it reads a tensor whose shape the data decide, which only transpose, gather_nd, gather, top_k and concat layers take so far "
-                "(here it lowers to {} layer(s) of other kinds; docs/roadmap.md: bounded dynamic shapes)", descs_.size() - first);
-  std::vector<int> ins = descs_[first].ins, outs{descs_[first].out};
-  outs.insert(outs.end(), descs_[first].more_outs.begin(), descs_[first].more_outs.end());
-  if (2 * (ins.size() + outs.size()) > static_cast<size_t>(package::kMaxRefs)) unsupported(n, "too many references for a dynamic layer");
-  std::set<int> bounded;  // (the inputs' values that are dynamic tensors)
+  for (size_t i = first; i < descs_.size(); ++i)
+    if (!package::layerTakesDynamic(descs_[i].kind))
+      unsupported(n, "it reads a tensor whose shape the data decide, which only transpose, gather_nd, gather, top_k and concat "
+                  "layers take so far (here it lowers to a {} layer; docs/roadmap.md: bounded dynamic shapes)",
+                  package::layerKindName(descs_[i].kind));
+  if (descs_.size() == first) unsupported(n, "it reads a tensor whose shape the data decide and lowers to no layer (a view)");
+  std::set<int> bounded;  // (the node's inputs that are dynamic tensors)
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue && g_.value(v).bounded)
       if (auto it = of_.find(v); it != of_.end()) bounded.insert(it->second);
-  const std::vector<Shape> views = descs_[first].views;  // (per input then the output, when the layer records other dims)
-  for (size_t i = 0, k = ins.size(); i < k; ++i)
-    ins.push_back(extentOf(ins[i], bounded.count(ins[i]) > 0, views.empty() ? nullptr : &views[i]));
-  std::vector<int> more(outs.begin() + 1, outs.end());
-  for (int v : outs) {
-    const LVal& l = vals_[static_cast<size_t>(v)];
-    const size_t rank = views.empty() ? l.shape.size() : views.back().size();
-    const int e = newVal(l.name + "/extent", {static_cast<int64_t>(rank)}, ElemType::kI64, l.space == 'o' ? 'o' : 'd');
-    extent_of_[v] = e;
-    more.push_back(e);
+  // Every layer of the node (a chain of partial concats: each part's output and extent feed the next)
+  for (size_t k = first; k < descs_.size(); ++k) {
+    std::vector<int> ins = descs_[k].ins, outs{descs_[k].out};
+    outs.insert(outs.end(), descs_[k].more_outs.begin(), descs_[k].more_outs.end());
+    if (2 * (ins.size() + outs.size()) > static_cast<size_t>(package::kMaxRefs)) unsupported(n, "too many references for a dynamic layer");
+    const std::vector<Shape> views = descs_[k].views;  // (per input then the output, when the layer records other dims)
+    for (size_t i = 0, m = ins.size(); i < m; ++i)
+      ins.push_back(extentOf(ins[i], bounded.count(ins[i]) > 0, views.empty() ? nullptr : &views[i]));
+    std::vector<int> more(outs.begin() + 1, outs.end());
+    for (int v : outs) {
+      const LVal& l = vals_[static_cast<size_t>(v)];
+      const size_t rank = views.empty() ? l.shape.size() : views.back().size();
+      const int e = newVal(l.name + "/extent", {static_cast<int64_t>(rank)}, ElemType::kI64, l.space == 'o' ? 'o' : 'd');
+      extent_of_[v] = e;
+      more.push_back(e);
+    }
+    LDesc& d = descs_[k];
+    if (!views.empty()) {  // (views: per input, then the output: the extents' own dims between)
+      std::vector<Shape> v(views.begin(), views.begin() + static_cast<std::ptrdiff_t>(d.ins.size()));
+      for (size_t i = d.ins.size(); i < ins.size(); ++i) v.push_back(vals_[static_cast<size_t>(ins[i])].shape);
+      v.push_back(views.back());
+      d.views = std::move(v);
+    }
+    d.ins = std::move(ins);
+    d.more_outs = std::move(more);
+    d.dynamic = true;
   }
-  LDesc& d = descs_[first];
-  if (!views.empty()) {  // (views: per input, then the output: the extents' own dims between)
-    std::vector<Shape> v(views.begin(), views.begin() + static_cast<std::ptrdiff_t>(d.ins.size()));
-    for (size_t i = d.ins.size(); i < ins.size(); ++i) v.push_back(vals_[static_cast<size_t>(ins[i])].shape);
-    v.push_back(views.back());
-    d.views = std::move(v);
-  }
-  d.ins = std::move(ins);
-  d.more_outs = std::move(more);
-  d.dynamic = true;
 }
 
 /// Shape of a dynamic tensor: a copy of its extent (start / end: a part of it).

@@ -168,20 +168,34 @@ void Runtime::run(const LayerCallback& cb) {
     }
     if (cb) {
       const RuntimeLayer& l = im.layers[i];
-      auto view = [&](const RuntimeLayer& rl, const package::TensorRef& r) {
+      const Impl::Step& st = im.steps[i];
+      const package::Descriptor& full = *im.program[st.d->seq];
+      // Output k as the run left it: a dynamic tensor at its run's dims (a dynamic layer's data outputs: its view's
+      // references; nonzero's indices: [rank, n] from its extent), any other at its shape.
+      auto dims = [&](const RuntimeLayer& rl, int k) {
+        if (st.dyn && k < st.d->n_out) return shapeOf(st.d->out(k));
+        if (full.kind == LayerKind::kNonZero && k == 0) {
+          Shape e(2);
+          std::memcpy(e.data(), im.at(full.out(1).addr, full.out(1).bytes, "nonzero's extent"), sizeof(int64_t) * 2);
+          if (e[0] == rl.output.shape[0] && e[1] >= 0 && e[1] <= rl.output.shape[1]) return e;
+        }
+        return rl.output.shape;
+      };
+      auto view = [&](const RuntimeLayer& rl, int k) {
+        const package::TensorRef& r = full.out(k);
         for (auto& s : im.spaces)
           if (r.addr >= s.addr && r.addr - s.addr < s.size) {
-            cb(rl, Tensor(rl.output.dtype, rl.output.shape, s.buf, r.addr - s.addr));
+            cb(rl, Tensor(rl.output.dtype, dims(rl, k), s.buf, r.addr - s.addr));
             break;
           }
       };
-      view(l, im.steps[i].d->out(0));
-      for (size_t k = 0; k < l.more_outputs.size(); ++k) {  // (a custom layer's other outputs, each named as `output`)
+      view(l, 0);
+      for (size_t k = 0; k < l.more_outputs.size(); ++k) {  // (a layer's other outputs, each named as `output`)
         RuntimeLayer o = l;
         o.output = l.more_outputs[k];
         o.output_index = static_cast<int>(k + 1);
         o.scale = 0, o.zero_point = 0, o.float_value.clear();
-        view(o, im.steps[i].d->out(static_cast<int>(k + 1)));
+        view(o, static_cast<int>(k + 1));
       }
     }
   }

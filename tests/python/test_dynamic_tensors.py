@@ -158,3 +158,24 @@ def test_the_detectors_candidates_before_nms_equal_the_engine(tmp_path):
                 for name in outs:
                     assert got[name].shape == want[name].shape and np.array_equal(got[name], want[name]), (i, name, exact, threads)
     assert counts == [8, 36, 0]
+
+
+def test_a_concat_of_many_dynamic_tensors_is_a_chain(tmp_path):
+    """tests/data/dynamic/concat_chain.onnx: the non-zeros of five rows concatenated — five dynamic inputs, so partial
+    concats of at most three, each reading and writing extents; numpy as the oracle."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    model = os.path.join(os.path.dirname(__file__), "..", "data", "dynamic", "concat_chain.onnx")
+    subprocess.run([CLI, "translate", "cc", "-onnx", model, "--target", "generic", "--out", str(tmp_path)], check=True,
+                   capture_output=True)
+    import json
+    kinds = [l["kind"] for l in json.loads((tmp_path / "cc" / "manifest.json").read_text())["layers"]]
+    assert kinds.count("concat") >= 2, kinds
+    rng = np.random.default_rng(9)
+    for exact in (True, False):
+        for threads in (1, 2):
+            rt = npuc.Runtime(str(tmp_path / "cc"), exact=exact, threads=threads)
+            for x in (rng.standard_normal((5, 8)) * (rng.random((5, 8)) < 0.5), np.zeros((5, 8)), np.ones((5, 8))):
+                x = x.astype(np.float32)
+                want = np.concatenate([np.array(np.nonzero(x[i:i + 1])) for i in range(5)], axis=1)
+                assert np.array_equal(rt.run({"x": x}, raw=True)["all"], want)

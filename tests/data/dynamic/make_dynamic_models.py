@@ -1,8 +1,11 @@
 """Models with dynamic tensors (docs/package-format.md, "Dynamic tensors"), written with onnx's helper:
-nonzero_gather.onnx — the indices of x's non-zeros (NonZero, Transpose: [n, 3]) and their values (GatherND: [n]),
-the first steps of torchvision's detection post-processing; sorted_boxes.onnx — the boxes whose score passes 0.3, by
-descending score (NonZero, Transpose, GatherND, Shape as TopK's k, TopK, Gather). Run: /usr/bin/python3
-make_dynamic_models.py"""
+- nonzero_gather.onnx: the indices of x's non-zeros (NonZero, Transpose: [n, 3]) and their values (GatherND: [n]),
+  the first steps of torchvision's detection post-processing;
+- sorted_boxes.onnx: the boxes whose score passes 0.3, by descending score (NonZero, Transpose, GatherND, Shape as
+  TopK's k, TopK, Gather);
+- concat_chain.onnx: the non-zeros of five rows concatenated (five NonZero, one Concat: a chain of partial concats,
+  each reading dynamic tensors).
+Run: /usr/bin/python3 make_dynamic_models.py (the files are byte-identical from run to run)."""
 import os
 
 import onnx
@@ -46,6 +49,20 @@ def sorted_boxes():
     onnx.save(model, os.path.join(HERE, "sorted_boxes.onnx"))
 
 
+def concat_chain():
+    rows = ["r%d" % i for i in range(5)]
+    nodes = [helper.make_node("Split", ["x"], rows, axis=0)]
+    nodes += [helper.make_node("NonZero", [r], ["nz%d" % i]) for i, r in enumerate(rows)]
+    nodes.append(helper.make_node("Concat", ["nz%d" % i for i in range(5)], ["all"], axis=1))
+    graph = helper.make_graph(nodes, "concat_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (5, 8))],
+                              [helper.make_tensor_value_info("all", TensorProto.INT64, (2, "n"))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, "concat_chain.onnx"))
+
+
 if __name__ == "__main__":
     nonzero_gather()
     sorted_boxes()
+    concat_chain()
