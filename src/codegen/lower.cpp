@@ -40,7 +40,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
   for (size_t i = 0; i < n.inputs.size() && reads_bounded && !readsDynamic(n) && !reads_extent; ++i)
     if (n.inputs[i] != ir::kNoValue && g_.value(n.inputs[i]).bounded)
       unsupported(n, "input {} is a tensor whose shape the data decide (at most {}); {} does not read one in packages yet "
-                  "(Transpose, GatherND, Gather, TopK and Shape do; docs/roadmap.md: bounded dynamic shapes)", i,
+                  "(Transpose, GatherND, Gather, TopK, Concat and Shape do; docs/roadmap.md: bounded dynamic shapes)", i,
                   g_.value(n.inputs[i]).type.str(), n.op);
   static const LowerTable table = [] {
     LowerTable t;

@@ -438,10 +438,11 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   // (SSD's DetectionOutput writes labels, scores and boxes in one float tensor: a record, not an activation to
   // quantize; it stays float, as an int64 ArgMax output does)
   auto recordsOutput = [&](const ir::Node& n) { return n.domain == "ai.npuc" && n.op == "DetectionOutput"; };
+  // (a tensor whose shape the data decide — after a NonZero — stays float: a dynamic tensor, docs/package-format.md)
   for (ir::NodeId id : g.order())
     for (ir::ValueId v : g.node(id).outputs)
-      if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && !fusedActivationFollows(g, uses, v) &&
-          !recordsOutput(g.node(id)))
+      if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && g.value(v).type.isStatic() &&
+          !fusedActivationFollows(g, uses, v) && !recordsOutput(g.node(id)))
         acts.push_back(v);
   dropValuesBetweenKeptLayers(g, uses, kept, acts);
   std::map<ir::ValueId, Range> ranges;
