@@ -435,10 +435,9 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   for (ir::ValueId v : g.inputs())
     if (g.value(v).type.dtype == DType::kF32) acts.push_back(v);
   const ir::UseMap uses = g.uses();
-  // (SSD's DetectionOutput writes labels, scores and boxes in one float tensor: a record, not an activation to
-  // quantize; it stays float, as an int64 ArgMax output does)
+  // (float stays: SSD's DetectionOutput record of labels, scores and boxes — as an int64 ArgMax output —, and a tensor
+  // whose shape the data decide, after a NonZero: a dynamic tensor, docs/package-format.md)
   auto recordsOutput = [&](const ir::Node& n) { return n.domain == "ai.npuc" && n.op == "DetectionOutput"; };
-  // (a tensor whose shape the data decide — after a NonZero — stays float: a dynamic tensor, docs/package-format.md)
   for (ir::NodeId id : g.order())
     for (ir::ValueId v : g.node(id).outputs)
       if (v != ir::kNoValue && g.value(v).type.dtype == DType::kF32 && g.value(v).type.isStatic() &&
