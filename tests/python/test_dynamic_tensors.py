@@ -179,3 +179,29 @@ def test_a_concat_of_many_dynamic_tensors_is_a_chain(tmp_path):
                 x = x.astype(np.float32)
                 want = np.concatenate([np.array(np.nonzero(x[i:i + 1])) for i in range(5)], axis=1)
                 assert np.array_equal(rt.run({"x": x}, raw=True)["all"], want)
+
+
+def test_int8_packages_keep_dynamic_tensors_float(tmp_path):
+    """generic-int8: the inputs are quantized, the dynamic tensors after the NonZero stay float (no QDQ pair on them);
+    exact and fast runs agree bit for bit and with the engine on the saved QDQ model, and the scores are the float
+    model's within one quantization step."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    model = os.path.join(os.path.dirname(__file__), "..", "data", "dynamic", "sorted_boxes.onnx")
+    rng = np.random.default_rng(11)
+    np.save(tmp_path / "sc.npy", rng.random(4 * 32).astype(np.float32))
+    np.save(tmp_path / "bx.npy", rng.standard_normal((4 * 32, 4)).astype(np.float32))
+    subprocess.run([CLI, "translate", "sbq", "-onnx", model, "--target", "generic-int8", "--calib",
+                    "scores=%s" % (tmp_path / "sc.npy"), "--calib", "boxes=%s" % (tmp_path / "bx.npy"), "--out", str(tmp_path),
+                    "--save-qdq-onnx"], check=True, capture_output=True)
+    scores = rng.random(32).astype(np.float32)
+    boxes = rng.standard_normal((32, 4)).astype(np.float32)
+    a = npuc.Runtime(str(tmp_path / "sbq"), exact=True).run({"scores": scores, "boxes": boxes}, raw=True)
+    b = npuc.Runtime(str(tmp_path / "sbq"), threads=2).run({"scores": scores, "boxes": boxes}, raw=True)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert a["sorted"].dtype == np.float32
+    want = npuc.run_model(str(tmp_path / "sbq" / "sbq_qdq.onnx"), {"scores": scores, "boxes": boxes})  # (the engine)
+    assert all(np.array_equal(a[k], want[k]) for k in want)
+    keep = scores[scores > np.float32(0.3)]
+    if a["n"][0] == len(keep):
+        assert np.abs(np.sort(a["sorted"]) - np.sort(keep)).max() <= 1.0 / 255 + 1e-6
