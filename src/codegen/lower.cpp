@@ -30,7 +30,7 @@ namespace detail {
 void Lowerer::lowerNode(const ir::Node& n) {
   if (const plugin::CustomOp* c = ops::customOpOf(n)) return customNode(n, *c);
   if (n.domain != "" && n.domain != "ai.npuc") unsupported(n, "domain '{}' has no package form", n.domain);
-  // A dynamic tensor (typed at its capacity by withCapacities) is read by transpose and gather_nd layers only, so far.
+  // A dynamic tensor (typed at its capacity by withCapacities) is read by the layers readsDynamic names, so far.
   const bool reads_bounded = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && g_.value(v).bounded; });
   const bool reads_extent = n.domain.empty() && n.op == "Shape";  // (Shape of a dynamic tensor: its extent)
   // A layer writing a dynamic tensor from static inputs (ConstantOfShape of a dynamic tensor's Shape): dynamic too.
@@ -40,7 +40,8 @@ void Lowerer::lowerNode(const ir::Node& n) {
   for (size_t i = 0; i < n.inputs.size() && reads_bounded && !readsDynamic(n) && !reads_extent; ++i)
     if (n.inputs[i] != ir::kNoValue && g_.value(n.inputs[i]).bounded)
       unsupported(n, "input {} is a tensor whose shape the data decide (at most {}); {} does not read one in packages yet "
-                  "(Transpose, GatherND, Gather, TopK, Concat and Shape do; docs/roadmap.md: bounded dynamic shapes)", i,
+                  "(Transpose, GatherND, Gather, TopK, Concat, Shape and element-wise ops do; docs/roadmap.md: bounded "
+                  "dynamic shapes)", i,
                   g_.value(n.inputs[i]).type.str(), n.op);
   static const LowerTable table = [] {
     LowerTable t;

@@ -96,9 +96,8 @@ int Lowerer::extentOf(int v, bool bounded, const Shape* view) {
 void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
   for (size_t i = first; i < descs_.size(); ++i)
     if (!package::layerTakesDynamic(descs_[i].kind))
-      unsupported(n, "it reads a tensor whose shape the data decide, which only transpose, gather_nd, gather, top_k and concat "
-                  "layers take so far (here it lowers to a {} layer; docs/roadmap.md: bounded dynamic shapes)",
-                  package::layerKindName(descs_[i].kind));
+      unsupported(n, "it reads a tensor whose shape the data decide, which a {} layer does not take yet (docs/package-format.md, "
+                  "\"Dynamic tensors\": the kinds that do)", package::layerKindName(descs_[i].kind));
   if (descs_.size() == first) unsupported(n, "it reads a tensor whose shape the data decide and lowers to no layer (a view)");
   std::set<int> bounded;  // (the node's inputs that are dynamic tensors)
   for (ir::ValueId v : n.inputs)

@@ -66,10 +66,15 @@ struct LDesc {
   std::vector<std::pair<size_t, int>> addr_words;
 };
 
-/// The ops whose layers take dynamic tensors (package::layerTakesDynamic: transpose, gather_nd, gather, top_k, concat;
-/// and tile, for ConstantOfShape writing one).
+/// The ops whose layers take dynamic tensors (package::layerTakesDynamic: transpose, gather_nd, gather, top_k, concat,
+/// the element-wise kinds; and tile, for ConstantOfShape writing one). Lowering checks each layer's kind.
 inline bool readsDynamic(const ir::Node& n) {
-  return n.domain.empty() && (n.op == "Transpose" || n.op == "GatherND" || n.op == "Gather" || n.op == "TopK" || n.op == "Concat");
+  static const std::set<std::string> ops = {
+      "Transpose", "GatherND", "Gather", "TopK", "Concat",  // indexing and movement
+      "Cast", "Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
+      "Ceil", "Round", "Sigmoid", "Tanh", "Relu", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "Not",
+      "And", "Or", "Xor"};  // element-wise: unary, binary, cast, typed_unary, typed_binary layers
+  return n.domain.empty() && ops.count(n.op) > 0;
 }
 
 /// Dynamic tensors (lower_dynamic.cpp): a copy of g in which NonZero's output, and what the ops reading such tensors

@@ -164,8 +164,14 @@ std::vector<int64_t> layerToChannelLast(size_t rank) {
 }
 
 bool layerTakesDynamic(LayerKind k) {
-  return k == LayerKind::kTranspose || k == LayerKind::kGatherNd || k == LayerKind::kGather || k == LayerKind::kTopK ||
-         k == LayerKind::kConcat || k == LayerKind::kTile;
+  switch (k) {
+    case LayerKind::kTranspose: case LayerKind::kGatherNd: case LayerKind::kGather: case LayerKind::kTopK:
+    case LayerKind::kConcat: case LayerKind::kTile: case LayerKind::kUnary: case LayerKind::kBinary:
+    case LayerKind::kCast: case LayerKind::kTypedUnary: case LayerKind::kTypedBinary:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Descriptor dataView(const Descriptor& d) {

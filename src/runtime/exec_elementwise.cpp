@@ -94,12 +94,29 @@ void runClip(Runtime::Impl&, Runtime::Impl::Step& s) {
   kernels::clip(d.in(0).type, static_cast<int64_t>(d.in(0).numel()), s.in[0], b[0], b[1], s.out);
 }
 
+
+
+/// Dynamic element-wise layers: y has x's dims (one input), or the operands' numpy broadcast (two).
+void sameDims(const Step& s, std::vector<Shape>& y) { y[0] = s.shapes[0]; }
+void broadcastDims(const Step& s, std::vector<Shape>& y) {
+  const Shape &a = s.shapes[0], &b = s.shapes[1];
+  y[0].assign(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < y[0].size(); ++i) {
+    const int64_t da = i < y[0].size() - a.size() ? 1 : a[i - (y[0].size() - a.size())];
+    const int64_t db = i < y[0].size() - b.size() ? 1 : b[i - (y[0].size() - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(ErrorCode::kInvalidInput, "{} layer: operands [{}] and [{}] do not broadcast", package::layerKindName(s.d->kind),
+           fmt::join(a, ", "), fmt::join(b, ", "));
+    y[0][i] = da == 1 ? db : da;
+  }
+}
+
 }  // namespace
 
-const KindExec kind_exec::kTypedBinary = {nullptr, &runTypedBinary};
-const KindExec kind_exec::kTypedUnary = {nullptr, &runTypedUnary};
-const KindExec kind_exec::kBinary = {&prepareBinary, &runBinary};
-const KindExec kind_exec::kUnary = {nullptr, &runUnary};
+const KindExec kind_exec::kTypedBinary = {nullptr, &runTypedBinary, &broadcastDims};
+const KindExec kind_exec::kTypedUnary = {nullptr, &runTypedUnary, &sameDims};
+const KindExec kind_exec::kBinary = {&prepareBinary, &runBinary, &broadcastDims};
+const KindExec kind_exec::kUnary = {nullptr, &runUnary, &sameDims};
 const KindExec kind_exec::kWhere = {nullptr, &runWhere};
 
 const KindExec kind_exec::kClip = {nullptr, &runClip};

@@ -142,7 +142,7 @@ void runAipp(Runtime::Impl& im, Step& s) {
 
 }  // namespace
 
-const KindExec kind_exec::kCast = {nullptr, &runCast};
+const KindExec kind_exec::kCast = {nullptr, &runCast, [](const Step& s, std::vector<Shape>& y) { y[0] = s.shapes[0]; }};
 const KindExec kind_exec::kYuvToRgb = {nullptr, &runYuvToRgb};
 const KindExec kind_exec::kToGray = {nullptr, &runToGray};
 const KindExec kind_exec::kCrop = {nullptr, &runCrop};

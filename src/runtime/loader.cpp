@@ -158,7 +158,8 @@ Runtime::Impl::Step Runtime::Impl::prepareStep(const package::Descriptor& full) 
   std::string what = fmt::format("descriptor seq {} ({})", full.seq, package::layerKindName(full.kind));
   if (full.flags & package::kFlagDynamic) {  // (the reader checked the kind and the extents)
     const KindExec& k = kindExec(full.kind);
-    if (!k.shape || k.prepare) fault(fmt::format("{}: this kind has no dynamic form in this runtime", what));
+    // (a dynamic kind's prepare, where it has one, reads nothing of its dims: binary's int8 tables)
+    if (!k.shape) fault(fmt::format("{}: this kind has no dynamic form in this runtime", what));
     s.dyn = std::make_unique<Step::Dynamic>();
     s.dyn->view = package::dataView(full);
     const package::Descriptor& v = s.dyn->view;
