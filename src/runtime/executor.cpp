@@ -59,7 +59,7 @@ void Runtime::Impl::execDynamic(Step& s) {
   };
   for (int i = 0; i < v.n_in; ++i) {
     Shape e(dy.capacity[static_cast<size_t>(i)].size());
-    std::memcpy(e.data(), dy.in_extent[static_cast<size_t>(i)], e.size() * sizeof(int64_t));
+    if (!e.empty()) std::memcpy(e.data(), dy.in_extent[static_cast<size_t>(i)], e.size() * sizeof(int64_t));  // (a scalar: none)
     within(e, i, fmt::format("input {}", i).c_str());
     at_dims(i, e);
   }
@@ -69,7 +69,7 @@ void Runtime::Impl::execDynamic(Step& s) {
     const Shape& y = outs[static_cast<size_t>(j)];
     within(y, v.n_in + j, fmt::format("output {}", j).c_str());
     at_dims(v.n_in + j, y);
-    std::memcpy(dy.out_extent[static_cast<size_t>(j)], y.data(), y.size() * sizeof(int64_t));
+    if (!y.empty()) std::memcpy(dy.out_extent[static_cast<size_t>(j)], y.data(), y.size() * sizeof(int64_t));
   }
   kindExec(v.kind).run(*this, s);
 }

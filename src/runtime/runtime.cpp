@@ -175,7 +175,7 @@ Tensor Runtime::output(const std::string& name) const {
   Shape shape = it->shape;
   if (it->dynamic) {  // its dims of the last run, within the capacity (a dims record beyond it is a device fault)
     std::vector<int64_t> e(shape.size());
-    std::memcpy(e.data(), im.at(it->extent_address, e.size() * sizeof(int64_t), "the extent of output " + name), e.size() * sizeof(int64_t));
+    if (!e.empty()) std::memcpy(e.data(), im.at(it->extent_address, e.size() * sizeof(int64_t), "the extent of output " + name), e.size() * sizeof(int64_t));
     for (size_t d = 0; d < e.size(); ++d)
       if (e[d] < 0 || e[d] > shape[d])
         im.fault(fmt::format("output '{}': extent [{}] outside its capacity [{}]", name, fmt::join(e, ", "), fmt::join(shape, ", ")));

@@ -5,6 +5,7 @@
 // it, naming the nodes, and writes nothing.
 #include "driver/translation.hpp"
 #include "npuc/model.hpp"
+#include "npuc/runtime.hpp"
 
 #include "scratch_dir.hpp"
 
@@ -66,4 +67,37 @@ TEST(DetectionModels, PackagesRefuseSizesTheDataDecides) {
   }
   EXPECT_TRUE(names_readers) << "the refusal names the nodes reading sizes the data decide";
   EXPECT_FALSE(fs::exists(o.out_root / "det" / "manifest.json"));
+}
+
+// The models of tests/data/dynamic (NonZero and the layers reading its dynamic tensors, scalar operands included):
+// each package equals the engine bit for bit, in exact mode on one thread and fast mode on two (also what the
+// sanitizer preset runs: the Python tests, which check them against numpy, do not run there).
+TEST(DetectionModels, DynamicTensorPackagesEqualTheEngine) {
+  const fs::path dir = fs::path(NPUC_SOURCE_DIR) / "tests/data/dynamic";
+  for (const char* name : {"nonzero_gather", "sorted_boxes", "concat_chain", "elementwise"}) {
+    TranslateOptions o;
+    o.prefix = name;
+    o.onnx = dir / (std::string(name) + ".onnx");
+    o.target = "generic";
+    o.out_root = test::scratchDir(std::string("dynamic_") + name);
+    const TranslateResult r = translate(o);
+    ASSERT_TRUE(r.ok) << name;
+    Model m = Model::load(o.onnx);
+    std::map<std::string, Tensor> ins;
+    for (const auto& t : m.inputs()) {
+      Tensor x(DType::kF32, t.shape);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = i % 3 == 0 ? 0.0f : static_cast<float>((i * 37) % 100) / 100.0f;
+      ins.emplace(t.name, x);
+    }
+    const std::vector<Tensor> want = Session(m).run(ins);
+    for (const RuntimeOptions& opts : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+      Runtime rt(r.dir, opts);
+      for (const auto& [n, x] : ins) rt.setInput(n, x);
+      rt.run();
+      for (size_t k = 0; k < want.size(); ++k) {
+        const Tensor got = rt.output(m.outputs()[k].name);
+        EXPECT_TRUE(got.sameBits(want[k])) << name << " output " << m.outputs()[k].name << (opts.exact ? " exact" : " fast");
+      }
+    }
+  }
 }
