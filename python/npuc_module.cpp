@@ -125,6 +125,7 @@ py::dict tensorInfo(const RuntimeTensor& t) {
     d["image"] = py::dict(py::arg("format") = t.image.format, py::arg("height") = t.image.height, py::arg("width") = t.image.width,
                           py::arg("chw") = t.image.chw);
   if (!t.aipp_for.empty()) d["aipp_for"] = t.aipp_for;
+  if (t.dynamic) d["dynamic"] = true;  // (shape is its capacity; outputs come at the run's dims)
   return d;
 }
 

@@ -62,6 +62,8 @@ def test_the_manifest_gives_the_capacity_and_the_extent(package):
     m = json.loads((package / "manifest.json").read_text())
     where = next(o for o in m["outputs"] if o["name"] == "where")
     assert where["shape"] == [3, 60] and where["extent"]["shape"] == [2] and where["extent"]["dtype"] == "int64"
+    info = {o["name"]: o for o in npuc.Runtime(str(package)).outputs}
+    assert info["where"]["dynamic"] is True and tuple(info["where"]["shape"]) == (3, 60)
 
 
 def test_simulate_writes_the_runs_size(package, tmp_path):
