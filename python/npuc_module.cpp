@@ -117,10 +117,8 @@ py::array arrayOf(Tensor t) {
 
 py::dict tensorInfo(const RuntimeTensor& t) {
   py::dict d;
-  d["name"] = t.name;
-  d["dtype"] = numpyDtype(t.dtype);
-  d["shape"] = py::tuple(py::cast(t.shape));
-  d["address"] = t.address;
+  d["name"] = t.name, d["dtype"] = numpyDtype(t.dtype);
+  d["shape"] = py::tuple(py::cast(t.shape)), d["address"] = t.address;
   if (!t.image.format.empty())
     d["image"] = py::dict(py::arg("format") = t.image.format, py::arg("height") = t.image.height, py::arg("width") = t.image.width,
                           py::arg("chw") = t.image.chw);
