@@ -31,7 +31,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
   if (const plugin::CustomOp* c = ops::customOpOf(n)) return customNode(n, *c);
   if (n.domain != "" && n.domain != "ai.npuc") unsupported(n, "domain '{}' has no package form", n.domain);
   // A dynamic tensor (typed at its capacity by withCapacities) is read by the layers readsDynamic names, so far.
-  const bool reads_bounded = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && g_.value(v).bounded; });
+  const bool reads_bounded = readsBounded(n);
   const bool reads_extent = n.domain.empty() && n.op == "Shape";  // (Shape of a dynamic tensor: its extent)
   // A layer writing a dynamic tensor from static inputs (ConstantOfShape of a dynamic tensor's Shape): dynamic too.
   const bool writes_bounded = !(n.domain.empty() && n.op == "NonZero") && std::any_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId v) {
@@ -65,8 +65,7 @@ void Lowerer::lowerNode(const ir::Node& n) {
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (dynamic(n.inputs[i]))
       unsupported(n, "input {} has a dynamic shape ({}); packages need static shapes", i, g_.value(n.inputs[i]).type.str());
-  const bool decides_shape = n.domain.empty() && n.op == "NonZero";  // (its lowering bounds the output: a dynamic tensor)
-  for (size_t i = 0; i < n.outputs.size() && !decides_shape; ++i)
+  for (size_t i = 0; i < n.outputs.size(); ++i)
     if ((uses_.count(n.outputs[i]) || is_output_.count(n.outputs[i])) && dynamic(n.outputs[i]))
       unsupported(n, "output {} has a dynamic shape ({}); packages need static shapes", i, g_.value(n.outputs[i]).type.str());
   // Typed values (bool, integers) go only where the layer kinds define them: the ops registered as taking them.
@@ -103,7 +102,6 @@ void Lowerer::lowerNode(const ir::Node& n) {
   if ((reads_bounded && !reads_extent) || writes_bounded) makeDynamic(n, first);
   typed_ = false;
 }
-
 
 }  // namespace detail
 

@@ -99,16 +99,24 @@ void Lowerer::makeDynamic(const ir::Node& n, size_t first) {
       unsupported(n, "it reads a tensor whose shape the data decide, which a {} layer does not take yet (docs/package-format.md, "
                   "\"Dynamic tensors\": the kinds that do)", package::layerKindName(descs_[i].kind));
   if (descs_.size() == first) unsupported(n, "it reads a tensor whose shape the data decide and lowers to no layer (a view)");
-  std::set<int> bounded;  // (the node's inputs that are dynamic tensors)
+  std::set<int> bounded;  // (the node's inputs that are dynamic tensors, and the chain's partial results)
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue && g_.value(v).bounded)
       if (auto it = of_.find(v); it != of_.end()) bounded.insert(it->second);
+  for (size_t k = first; k < descs_.size(); ++k) bounded.insert(descs_[k].out);
   // Every layer of the node (a chain of partial concats: each part's output and extent feed the next)
   for (size_t k = first; k < descs_.size(); ++k) {
     std::vector<int> ins = descs_[k].ins, outs{descs_[k].out};
     outs.insert(outs.end(), descs_[k].more_outs.begin(), descs_[k].more_outs.end());
     if (2 * (ins.size() + outs.size()) > static_cast<size_t>(package::kMaxRefs)) unsupported(n, "too many references for a dynamic layer");
     const std::vector<Shape> views = descs_[k].views;  // (per input then the output, when the layer records other dims)
+    // (an extent gives a value's own dims: a dynamic tensor read or written through other dims would be misread)
+    for (size_t i = 0; i < views.size(); ++i) {
+      const int v = i < ins.size() ? ins[i] : outs[0];
+      if ((i >= ins.size() || bounded.count(v)) && views[i] != vals_[static_cast<size_t>(v)].shape)
+        unsupported(n, "its layer views a dynamic tensor as [{}] (its dims: [{}])", fmt::join(views[i], ", "),
+                    fmt::join(vals_[static_cast<size_t>(v)].shape, ", "));
+    }
     for (size_t i = 0, m = ins.size(); i < m; ++i)
       ins.push_back(extentOf(ins[i], bounded.count(ins[i]) > 0, views.empty() ? nullptr : &views[i]));
     std::vector<int> more(outs.begin() + 1, outs.end());

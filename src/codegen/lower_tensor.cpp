@@ -72,8 +72,7 @@ int Lowerer::intIn(const ir::Node& n, int i) {
 /// previous partial result (concatenation only copies, so the bytes are the same).
 void Lowerer::concat(const ir::Node& n) {
   // (a part takes up to 7 inputs; 3 when it reads dynamic tensors: each input and the output then have an extent)
-  const bool dynamic = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && g_.value(v).bounded; });
-  const int k = n.numInputs(), per = dynamic ? package::kMaxRefs / 2 - 1 : package::kMaxRefs - 1;
+  const int k = n.numInputs(), per = readsBounded(n) ? package::kMaxRefs / 2 - 1 : package::kMaxRefs - 1;
   int64_t axis = n.attrInt("axis", 0);
   const Shape& s0 = shapeOf(n, 0);
   int64_t r = static_cast<int64_t>(s0.size());

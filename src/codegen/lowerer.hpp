@@ -271,6 +271,10 @@ class Lowerer {
   /// The one layer lowered for `n` (from descs_[first]) made dynamic (package::kFlagDynamic): an extent after each
   /// input and each output.
   void makeDynamic(const ir::Node& n, size_t first);
+  /// Whether n reads a dynamic tensor (a value withCapacities marked bounded).
+  bool readsBounded(const ir::Node& n) const {
+    return std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && g_.value(v).bounded; });
+  }
   std::map<ir::ValueId, bool> is_output_;
   ir::UseMap uses_;
   std::map<ir::NodeId, bool> skip_;

@@ -107,6 +107,12 @@ void checkShapeRanges(const Package& p, const std::string& where) {
   if (r.symbols.empty() || r.symbols.size() > kMaxRangeSymbols) badr(fmt::format("1 to {} symbols, got {}", kMaxRangeSymbols, r.symbols.size()));
   std::set<std::pair<std::string, uint32_t>> seen;
   const std::vector<const Descriptor*> program = bySeq(p);
+  // (a dynamic layer's static operands carry their dims as weights, and nonzero its capacity in its references: a
+  // specialization would leave those at the translated sizes)
+  for (const Descriptor* d : program)
+    if (d->kind == LayerKind::kNonZero || (d->flags & kFlagDynamic))
+      badr(fmt::format("descriptor seq {} ({}) computes on dynamic tensors; one package does not serve both (translate "
+                       "one size: --input-shape)", d->seq, layerKindName(d->kind)));
   for (size_t i = 0; i < r.symbols.size(); ++i) {
     const RangeSymbol& s = r.symbols[i];
     if (s.lo < 1 || s.hi < s.lo || s.hi - s.lo >= kMaxRangeSpan)

@@ -299,6 +299,15 @@ TEST(PackageReader, DynamicLayersAreChecked) {
   put32(f["drp_desc.bin"], ext + 4, 24);
   rehash(f);
   expectError(f, "not int64 [2]");
+  // shape ranges over a package with dynamic layers (their static operands' dims are weights a specialization would
+  // leave stale): refused, whatever the table says
+  Files ranged = valid;
+  json m = manifest(ranged);
+  m["shape_ranges"] = {{"symbols", json::array({{{"value", "x"}, {"dim", 2}, {"lo", 2}, {"hi", 5}}})},
+                       {"functions", json::array({{{"symbol", 0}, {"values", json::array({2, 3, 4, 5})}}})},
+                       {"dims", json::array()}, {"io", json::array({json::array({"input", 0, 2, 0})})}};
+  setManifest(ranged, m);
+  expectError(ranged, "computes on dynamic tensors; one package does not serve both");
 }
 
 TEST(PackageReader, ReviewRules) {
