@@ -85,7 +85,7 @@ Pipeline::Pipeline(const std::filesystem::path& dir, RuntimeOptions opts) : impl
     const int g = p.groups[k];
     std::vector<std::pair<uint64_t, uint64_t>> need, written;  // (written: sorted and merged)
     for (size_t i = 0; i < im.steps.size(); ++i) {
-      const package::Descriptor& d = *im.steps[i].d;
+      const package::Descriptor& d = *im.program[im.steps[i].d->seq];  // (a dynamic layer's extents included)
       if (im.layers[i].group < g) {
         if (im.steps[i].p2 && im.steps[i].p2->out.slot >= 0) p.in_slots[k].push_back(im.steps[i].p2->out.slot);
         continue;
@@ -94,8 +94,10 @@ Pipeline::Pipeline(const std::filesystem::path& dir, RuntimeOptions opts) : impl
         if (dataSpace(d.in(j).addr) && !covered(written, d.in(j).addr, d.in(j).bytes)) need.push_back({d.in(j).addr, d.in(j).bytes});
       for (int j = 0; j < d.n_out; ++j) addRange(written, d.out(j).addr, d.out(j).bytes);
     }
-    for (const package::IoTensor& o : im.pkg.outputs)  // outputs earlier stages write reach the last one
+    for (const package::IoTensor& o : im.pkg.outputs) {  // outputs earlier stages write reach the last one
       if (!covered(written, o.ref.addr, o.ref.bytes)) need.push_back({o.ref.addr, o.ref.bytes});
+      if (o.extent && !covered(written, o.extent->addr, o.extent->bytes)) need.push_back({o.extent->addr, o.extent->bytes});
+    }
     p.in_ranges[k] = mergeRanges(need);
   }
   for (size_t k = 0; k < p.stages.size(); ++k) {

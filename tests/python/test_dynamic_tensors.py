@@ -230,3 +230,26 @@ def test_element_wise_layers_on_dynamic_tensors(tmp_path):
                 assert np.array_equal(out["root"], np.sqrt(scores[keep] * np.float32(2) + np.float32(1)))
                 assert out["high_i"].dtype == np.int32 and np.array_equal(out["high_i"], (scores[keep] > 0.5).astype(np.int32))
                 assert np.array_equal(out["moved"], boxes[keep] + shift)
+
+
+def test_a_pipeline_hands_extents_to_the_next_stage(tmp_path):
+    """sorted_boxes cut into two layers groups before its TopK: the second stage reads dynamic tensors the first wrote,
+    so their extents go with them (they did not: the hand-off covered the data only, and the stage read stale dims);
+    each frame's outputs equal one Runtime's."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    model = os.path.join(os.path.dirname(__file__), "..", "data", "dynamic", "sorted_boxes.onnx")
+    subprocess.run([CLI, "translate", "sbg", "-onnx", model, "--target", "generic", "--layer-group", "TopK_6=2", "--out",
+                    str(tmp_path)], check=True, capture_output=True)
+    rng = np.random.default_rng(8)
+    frames = [{"scores": rng.random(32).astype(np.float32), "boxes": rng.standard_normal((32, 4)).astype(np.float32)}
+              for _ in range(4)]
+    frames.append({"scores": np.zeros(32, np.float32), "boxes": frames[0]["boxes"]})
+    pl = npuc.Pipeline(str(tmp_path / "sbg"))
+    assert pl.groups == [1, 2]
+    outs = pl.run([[f["scores"], f["boxes"]] for f in frames])
+    rt = npuc.Runtime(str(tmp_path / "sbg"))
+    for f, got in zip(frames, outs):
+        want = rt.run(f)
+        for k in want:
+            assert np.array_equal(got[k], want[k]), k
