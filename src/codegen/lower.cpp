@@ -99,7 +99,10 @@ void Lowerer::lowerNode(const ir::Node& n) {
   const size_t first = descs_.size();
   if (it->second.member) (this->*(it->second.member))(n);
   else it->second.fn(*this, n);
-  if ((reads_bounded && !reads_extent) || writes_bounded) makeDynamic(n, first);
+  // (an If's layers are its own and its branches': the branches' layers are made dynamic as they are lowered, and its
+  // moves carry its dynamic outputs' extents)
+  const bool control = n.domain.empty() && n.op == "If";
+  if (((reads_bounded && !reads_extent) || writes_bounded) && !control) makeDynamic(n, first);
   typed_ = false;
 }
 

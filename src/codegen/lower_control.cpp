@@ -40,6 +40,8 @@ std::vector<int> Lowerer::lowerBody(const ir::Node& n, const std::string& attr, 
     std::swap(fusions_, child.fusions_);
     std::swap(aliased_, child.aliased_);
     std::swap(pow2_slots_, child.pow2_slots_);
+    std::swap(extent_of_, child.extent_of_);
+    std::swap(dims_of_, child.dims_of_);
   };
   share();
   const size_t first_val = child.vals_.size(), first_desc = child.descs_.size(), first_blob = child.blobs_.size();
@@ -89,6 +91,7 @@ std::vector<int> Lowerer::bodyResults(size_t first_desc) {
       const LVal& src = vals_[static_cast<size_t>(v)];
       const int copy = newVal(val.name + "/result", src.shape, src.type, 'd');
       emitFor(LayerKind::kCopy, v, copy, val.name + "/result", "Identity");
+      if (auto e = extent_of_.find(v); e != extent_of_.end()) extent_of_[copy] = e->second;  // (a dynamic tensor's copy: its dims)
       v = copy;
       taken.insert(copy);
     }
@@ -142,6 +145,27 @@ void wholeMove(Lowerer& L, const ir::Node& n, LDesc& d, uint32_t phase, int src,
   addMove(d, m, src, dst);
 }
 
+/// A dynamic output of an If (its capacity the larger of its branches'): the branch's result, at most that capacity,
+/// copied whole (a dynamic tensor is compact at its run's dims: the bytes past them are not read), and its extent (a
+/// static result: a weight of its dims) onto the output's extent.
+void dynamicMoves(Lowerer& L, const ir::Node& n, LDesc& d, int src, int dst, uint32_t phase) {
+  const LVal &s = L.vals_[static_cast<size_t>(src)], &t = L.vals_[static_cast<size_t>(dst)];
+  bool fits = s.type == t.type && s.shape.size() == t.shape.size();
+  for (size_t i = 0; fits && i < s.shape.size(); ++i) fits = s.shape[i] <= t.shape[i];
+  if (!fits)
+    L.unsupported(n, "a branch's output is {} {} for the output's {} {}", dtypeName(s.type), shapeStr(s.shape),
+                  dtypeName(t.type), shapeStr(t.shape));
+  const int from = L.extentOf(src, false);  // (a dynamic tensor's own extent, else a weight of its dims)
+  if (!L.extent_of_.count(dst))
+    L.extent_of_[dst] = L.newVal(t.name + "/extent", {static_cast<int64_t>(t.shape.size())}, ElemType::kI64, t.space == 'o' ? 'o' : 'd');
+  ControlMove m;
+  m.phase = phase;
+  m.row_bytes = static_cast<uint32_t>(bytesOf(s));
+  addMove(d, m, src, dst);
+  m.row_bytes = static_cast<uint32_t>(8 * t.shape.size());
+  addMove(d, m, from, L.extent_of_.at(dst));
+}
+
 /// The node's outputs as values (the first is the layer's output, the others more_outs), at most `refs` of them.
 std::vector<int> controlOutputs(Lowerer& L, const ir::Node& n, size_t refs) {
   if (n.outputs.empty() || n.outputs.size() > refs)
@@ -172,6 +196,11 @@ void ifNode(Lowerer& L, const ir::Node& n) {
   d.region = static_cast<int>(L.descs_.size() - c - 1);
   d.params = {static_cast<uint32_t>(mid - c - 1), static_cast<uint32_t>(L.descs_.size() - mid), 0};
   for (size_t k = 0; k < outs.size(); ++k) {
+    if (L.g_.value(n.outputs[k]).bounded) {  // a dynamic output: each branch's result and its extent
+      dynamicMoves(L, n, d, then_res[k], outs[k], 0);
+      dynamicMoves(L, n, d, else_res[k], outs[k], 1);
+      continue;
+    }
     wholeMove(L, n, d, 0, then_res[k], outs[k], "then_branch's output");
     wholeMove(L, n, d, 1, else_res[k], outs[k], "else_branch's output");
   }

@@ -23,48 +23,105 @@ const ir::Value* shapeOfBounded(const ir::Graph& g, ir::ValueId v) {
 
 }  // namespace
 
-/// Dynamic tensors: a copy of g in which NonZero's output, and what the ops reading such tensors compute from it, are
-/// typed at their capacities and marked `bounded`; nullptr when g has no NonZero of a static input.
-std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
-  const auto decides = [&](const ir::Node& n) {
-    return n.domain.empty() && n.op == "NonZero" && n.hasInput(0) && g.value(n.inputs[0]).type.isStatic() &&
-           !g.value(n.inputs[0]).isConstant();
-  };
-  const std::vector<ir::NodeId> order = g.order();
-  if (std::none_of(order.begin(), order.end(), [&](ir::NodeId id) { return decides(g.node(id)); })) return nullptr;
-  std::unique_ptr<ir::Graph> c = g.clone();
-  for (ir::NodeId id : c->order()) {
-    const ir::Node& n = c->node(id);
-    if (decides(n)) {
-      const Shape& xs = c->value(n.inputs[0]).type.shape;
-      ir::Value& y = c->value(n.outputs[0]);
-      y.type = ir::makeType(DType::kI64, {static_cast<int64_t>(xs.size()), shapeNumel(xs)});
-      y.bounded = true;
+namespace {
+
+/// Whether n decides a tensor's dims from the data: NonZero of a static input (not a constant: folded), or a
+/// NonMaxSuppression whose count the model does not declare.
+bool decides(const ir::Graph& g, const ir::Node& n) {
+  if (!n.domain.empty() || !n.hasInput(0) || !g.value(n.inputs[0]).type.isStatic()) return false;
+  if (n.op == "NonZero") return !g.value(n.inputs[0]).isConstant();
+  return n.op == "NonMaxSuppression" && !g.value(n.outputs[0]).type.isStatic() && g.value(n.inputs[1]).type.isStatic();
+}
+
+/// NonMaxSuppression's capacity: every box of every class of every batch (a constant max_output_boxes_per_class: that
+/// many per class), as the nms layer's shape function gives it.
+Shape nmsCapacity(const ir::Graph& g, const ir::Node& n) {
+  const Shape &boxes = g.value(n.inputs[0]).type.shape, &scores = g.value(n.inputs[1]).type.shape;
+  if (boxes.size() != 3 || scores.size() != 3) return {};
+  int64_t per = boxes[1];
+  if (n.hasInput(2))
+    if (const ir::Value& m = g.value(n.inputs[2]); m.isConstant() && m.constant->numel() == 1)
+      per = std::clamp<int64_t>(m.constant->toInt64()[0], 0, per);
+  return {boxes[0] * scores[1] * per, 3};
+}
+
+void typeAtCapacities(ir::Graph& c);
+
+/// An If reading dynamic tensors: each branch typed at capacities (a copy: bodies are shared), and each output at
+/// the larger of its branches' capacities, bounded where a branch's result is (or the two differ).
+void ifAtCapacities(ir::Graph& c, ir::Node& n) {
+  std::vector<const ir::Graph*> branches;
+  for (const char* attr : {"then_branch", "else_branch"}) {
+    const ir::Graph* b = n.attrGraph(attr);
+    if (!b) return;
+    std::unique_ptr<ir::Graph> body = b->clone();
+    const std::vector<int> caps = ir::captureInputs(n, attr);
+    const int nf = ir::numFormalInputs(*body);
+    for (size_t j = 0; j < caps.size(); ++j) {
+      const ir::Value& outer = c.value(n.inputs[static_cast<size_t>(caps[j])]);
+      ir::Value& inner = body->value(body->inputs()[static_cast<size_t>(nf) + j]);
+      if (!outer.type.isStatic()) continue;
+      inner.type = outer.type;
+      inner.bounded = outer.bounded;
+    }
+    typeAtCapacities(*body);
+    n.attrs[attr] = ir::GraphPtr(std::move(body));
+    branches.push_back(n.attrGraph(attr));
+  }
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const ir::Value &t = branches[0]->value(branches[0]->outputs()[k]), &e = branches[1]->value(branches[1]->outputs()[k]);
+    const ir::Type &tt = t.isConstant() ? ir::makeType(t.constant->dtype(), t.constant->shape()) : t.type;
+    const ir::Type &et = e.isConstant() ? ir::makeType(e.constant->dtype(), e.constant->shape()) : e.type;
+    if (!tt.isStatic() || !et.isStatic() || tt.dtype != et.dtype || tt.shape.size() != et.shape.size()) continue;
+    Shape cap = tt.shape;
+    for (size_t d = 0; d < cap.size(); ++d) cap[d] = std::max(cap[d], et.shape[d]);
+    ir::Value& y = c.value(n.outputs[k]);
+    y.type = ir::makeType(tt.dtype, cap);
+    y.bounded = t.bounded || e.bounded || tt.shape != et.shape;
+  }
+}
+
+/// Types c's nodes in order: the deciding nodes' outputs and what the nodes reading dynamic tensors compute from them
+/// at their capacities (bounded); the nodes after them whose types the original inference could not know (Shape's
+/// values: data, static shapes) get them now, as static values.
+void typeAtCapacities(ir::Graph& c) {
+  for (ir::NodeId id : c.order()) {
+    ir::Node& n = c.node(id);
+    if (decides(c, n)) {
+      const Shape& xs = c.value(n.inputs[0]).type.shape;
+      ir::Value& y = c.value(n.outputs[0]);
+      y.type = n.op == "NonZero" ? ir::makeType(DType::kI64, {static_cast<int64_t>(xs.size()), shapeNumel(xs)})
+                                 : ir::makeType(DType::kI64, nmsCapacity(c, n));
+      y.bounded = y.type.shape.size() > 0;
       continue;
     }
-    const bool reads = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && c->value(v).bounded; });
-    const bool known = std::all_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId v) { return v == ir::kNoValue || c->value(v).type.isStatic(); });
-    // Readers of dynamic tensors type their outputs at capacity (bounded); the nodes after them whose types the
-    // original inference could not know (Shape's values: data, static shapes) get them now, as static values.
+    const bool reads = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) { return v != ir::kNoValue && c.value(v).bounded; });
+    const bool known = std::all_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId v) { return v == ir::kNoValue || c.value(v).type.isStatic(); });
     if (reads ? !readsDynamic(n) && !(n.domain.empty() && n.op == "Shape") : known) continue;
+    if (reads && n.domain.empty() && n.op == "If") {
+      ifAtCapacities(c, n);
+      continue;
+    }
     std::vector<ir::Type> types;
     std::vector<const Tensor*> values;
     for (ir::ValueId v : n.inputs) {
-      types.push_back(v == ir::kNoValue ? ir::Type{} : c->value(v).type);
-      values.push_back(v != ir::kNoValue && c->value(v).isConstant() ? &*c->value(v).constant : nullptr);
+      types.push_back(v == ir::kNoValue ? ir::Type{} : c.value(v).type);
+      values.push_back(v != ir::kNoValue && c.value(v).isConstant() ? &*c.value(v).constant : nullptr);
     }
     std::optional<std::vector<ir::Type>> out;
-    if (const ir::Value* of = n.domain.empty() && n.op == "ConstantOfShape" ? shapeOfBounded(*c, n.inputs[0]) : nullptr) {
+    if (const ir::Value* of = n.domain.empty() && n.op == "ConstantOfShape" ? shapeOfBounded(c, n.inputs[0]) : nullptr) {
       const Tensor* v = n.attrTensor("value");  // (the shape of a dynamic tensor: that tensor's dims, their capacity)
-      c->value(n.outputs[0]).type = ir::makeType(v ? v->dtype() : DType::kF32, of->type.shape);
-      c->value(n.outputs[0]).bounded = true;
+      c.value(n.outputs[0]).type = ir::makeType(v ? v->dtype() : DType::kF32, of->type.shape);
+      c.value(n.outputs[0]).bounded = true;
       continue;
     }
     if (reads && n.op == "TopK" && n.hasInput(1) && !values[1] && types[0].isStatic()) {
       out = std::vector<ir::Type>{types[0], ir::makeType(DType::kI64, types[0].shape)};  // (k the model computes: at most the axis)
+    } else if (reads && n.op == "NonMaxSuppression") {
+      out = std::vector<ir::Type>{ir::makeType(DType::kI64, nmsCapacity(c, n))};
     } else {
       try {
-        out = ops::inferNode(n, c->opset, types, values);
+        out = ops::inferNode(n, c.opset, types, values);
       } catch (const Error&) {
         continue;  // (the lowering names the node)
       }
@@ -72,10 +129,21 @@ std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
     const bool bounded = reads && readsDynamic(n);
     for (size_t k = 0; out && k < n.outputs.size() && k < out->size(); ++k)
       if (n.outputs[k] != ir::kNoValue && (*out)[k].isStatic()) {
-        c->value(n.outputs[k]).type = (*out)[k];
-        c->value(n.outputs[k]).bounded = bounded;
+        c.value(n.outputs[k]).type = (*out)[k];
+        c.value(n.outputs[k]).bounded = bounded;
       }
   }
+}
+
+}  // namespace
+
+/// Dynamic tensors: a copy of g in which NonZero's and NonMaxSuppression's outputs, and what the ops reading such
+/// tensors compute from them, are typed at their capacities and marked `bounded`; nullptr when g has no such node.
+std::unique_ptr<ir::Graph> withCapacities(const ir::Graph& g) {
+  const std::vector<ir::NodeId> order = g.order();
+  if (std::none_of(order.begin(), order.end(), [&](ir::NodeId id) { return decides(g, g.node(id)); })) return nullptr;
+  std::unique_ptr<ir::Graph> c = g.clone();
+  typeAtCapacities(*c);
   return c;
 }
 

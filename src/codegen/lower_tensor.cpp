@@ -17,6 +17,60 @@
 
 namespace npuc::codegen::detail {
 
+/// The reshape layer's words for view n of a dynamic tensor (kernels::reshapeDims): which of y's dims are x's, which
+/// constants, which the rest — as the op says, not as the capacities happen to be.
+std::vector<uint32_t> Lowerer::viewWords(const ir::Node& n) {
+  const Shape& x = shapeOf(n, 0);
+  const Shape& y = g_.value(n.outputs[0]).type.shape;
+  const auto r = static_cast<int64_t>(x.size()), yr = static_cast<int64_t>(y.size());
+  if (yr > package::kMaxRank) unsupported(n, "rank {} above {}", yr, package::kMaxRank);
+  const auto fromX = [](int64_t j) { return kernels::kReshapeFromX | static_cast<uint32_t>(j); };
+  const auto axesOf = [&](int64_t rank) {  // (Squeeze / Unsqueeze: an attribute before opset 13, then a constant input)
+    std::vector<int64_t> a;
+    if (g_.opset < 13) a = n.attrInts("axes");
+    else if (n.hasInput(1)) {
+      const Tensor* t = constIn(n, 1);
+      if (!t) unsupported(n, "axes the model computes, on a tensor whose shape the data decide");
+      a = t->toInt64();
+    }
+    for (int64_t& v : a) v = v < 0 ? v + rank : v;
+    return std::set<int64_t>(a.begin(), a.end());
+  };
+  std::vector<uint32_t> w;
+  if (n.op == "Unsqueeze") {
+    const std::set<int64_t> axes = axesOf(yr);
+    for (int64_t i = 0, j = 0; i < yr; ++i) w.push_back(axes.count(i) ? 1u : fromX(j++));
+  } else if (n.op == "Squeeze") {
+    std::set<int64_t> axes = axesOf(r);
+    if (axes.empty()) unsupported(n, "Squeeze without axes of a tensor whose shape the data decide (which dims are 1 is data)");
+    for (int64_t j = 0; j < r; ++j)
+      if (!axes.count(j)) w.push_back(fromX(j));
+  } else if (n.op == "Flatten") {
+    int64_t a = n.attrInt("axis", 1);
+    a = a < 0 ? a + r : a;
+    if (a == 0) w = {1u, kernels::kReshapeRest};
+    else if (a == 1) w = {fromX(0), kernels::kReshapeRest};
+    else if (a == r) w = {kernels::kReshapeRest, 1u};
+    else if (a == r - 1) w = {kernels::kReshapeRest, fromX(r - 1)};
+    else unsupported(n, "Flatten at axis {} of a rank-{} tensor whose shape the data decide", a, r);
+  } else {  // Reshape of a constant shape (ONNX: 0 keeps x's dim unless allowzero, -1 the rest)
+    const Tensor* t = n.hasInput(1) ? constIn(n, 1) : nullptr;
+    if (!t) unsupported(n, "a shape the model computes, for a tensor whose shape the data decide");
+    const bool allowzero = n.attrInt("allowzero", 0) != 0;
+    for (int64_t v : t->toInt64()) {
+      if (v == -1) w.push_back(kernels::kReshapeRest);
+      else if (v == 0 && !allowzero) w.push_back(fromX(static_cast<int64_t>(w.size())));
+      else if (v < 0 || v >= int64_t{kernels::kReshapeFromX}) unsupported(n, "shape value {}", v);
+      else w.push_back(static_cast<uint32_t>(v));
+    }
+  }
+  std::vector<int64_t> at_capacity;
+  if (static_cast<int64_t>(w.size()) != yr || !kernels::reshapeDims(x, w, at_capacity) || at_capacity != y)
+    unsupported(n, "its view of a tensor whose shape the data decide gives [{}] at capacity [{}], not [{}]",
+                fmt::join(at_capacity, ", "), fmt::join(x, ", "), fmt::join(y, ", "));
+  return w;
+}
+
 /// Same bytes, another shape: an alias of the input (no descriptor), or a copy where the result is a graph output
 /// (outputs live in data_out). A change of storage type is a cast.
 void Lowerer::copyLike(const ir::Node& n) {
@@ -25,6 +79,12 @@ void Lowerer::copyLike(const ir::Node& n) {
   const ir::Value& ov = g_.value(outv);
   ElemType t = storageType(n, ov);
   if (t != vals_[static_cast<size_t>(x)].type) return castTo(n, x, t);
+  if (readsBounded(n)) {  // a view of a dynamic tensor: its own dims, a reshape layer writing them
+    std::vector<uint32_t> words = viewWords(n);
+    words.resize(package::kMaxRank, 0u);
+    emit(n, LayerKind::kReshape, {x}, outVal(n, outv), words);
+    return;
+  }
   if (is_output_.count(outv)) {
     emit(n, LayerKind::kCopy, {x}, outVal(n, outv));
     return;
@@ -195,6 +255,28 @@ void Lowerer::split(const ir::Node& n) {
 /// Slice: constant starts / ends / axes / steps resolved here (kernels::resolveSlice, the engine's definition);
 /// computed ones are the layer's inputs 1-4 (absent axes / steps as constants), resolved when it runs and checked
 /// against the output's dims.
+/// Slice of a dynamic tensor: a slice layer reading its bounds [3, rank] (starts, ends, steps of every dim).
+void Lowerer::sliceDynamic(const ir::Node& n, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                           std::vector<int64_t> axes, const std::vector<int64_t>& steps) {
+  const auto r = static_cast<int64_t>(shapeOf(n, 0).size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (ends.size() != starts.size() || axes.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
+    unsupported(n, "starts, ends, axes and steps of different lengths");
+  Tensor b(DType::kI64, {3, r});
+  int64_t* p = b.data<int64_t>();
+  for (int64_t i = 0; i < r; ++i) p[i] = 0, p[r + i] = std::numeric_limits<int64_t>::max(), p[2 * r + i] = 1;
+  std::set<int64_t> seen;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+    if (a < 0 || a >= r || !seen.insert(a).second) unsupported(n, "axis {} is out of range or repeated", axes[k]);
+    const int64_t step = steps.empty() ? 1 : steps[k];
+    if (step == 0) unsupported(n, "a step of 0");
+    p[a] = starts[k], p[r + a] = ends[k], p[2 * r + a] = step;
+  }
+  emit(n, LayerKind::kSlice, {in(n, 0), rawWeightVal(n.name + "/bounds", b)}, outVal(n, n.outputs[0]), std::vector<uint32_t>(2 * static_cast<size_t>(r), 0u));
+}
+
 void Lowerer::slice(const ir::Node& n) {
   const Shape& s = shapeOf(n, 0);
   const size_t r = s.size();
@@ -213,6 +295,10 @@ void Lowerer::slice(const ir::Node& n) {
       if (n.hasInput(3)) axes = constIn(n, 3)->toInt64();
       if (n.hasInput(4)) steps = constIn(n, 4)->toInt64();
     }
+  }
+  if (readsBounded(n)) {  // a dynamic tensor's slice: the bounds of every dim, resolved when the layer runs
+    if (computed || g_.opset < 10) unsupported(n, "bounds the model computes (or opset {}) on a tensor whose shape the data decide", g_.opset);
+    return sliceDynamic(n, starts, ends, axes, steps);
   }
   if (computed) {
     const int64_t len = shapeNumel(shapeOf(n, 1));

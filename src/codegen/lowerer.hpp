@@ -73,7 +73,9 @@ inline bool readsDynamic(const ir::Node& n) {
       "Transpose", "GatherND", "Gather", "TopK", "Concat",  // indexing and movement
       "Cast", "Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
       "Ceil", "Round", "Sigmoid", "Tanh", "Relu", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "Not",
-      "And", "Or", "Xor"};  // element-wise: unary, binary, cast, typed_unary, typed_binary layers
+      "And", "Or", "Xor",  // element-wise: unary, binary, cast, typed_unary, typed_binary layers
+      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice",  // views (reshape layers) and slices
+      "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceMean", "NonMaxSuppression", "If"};
   return n.domain.empty() && ops.count(n.op) > 0;
 }
 
@@ -715,6 +717,9 @@ class Lowerer {
   void gridSample(const ir::Node& n);
   void roiAlign(const ir::Node& n);
   void nms(const ir::Node& n);  // lower_indexing.cpp
+  std::vector<uint32_t> viewWords(const ir::Node& n);  // lower_tensor.cpp
+  void sliceDynamic(const ir::Node& n, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                    std::vector<int64_t> axes, const std::vector<int64_t>& steps);  // lower_tensor.cpp
   void nonZero(const ir::Node& n);  // lower_indexing.cpp: a dynamic tensor (its extent in extent_of_)
 
   void pool(const ir::Node& n);

@@ -167,7 +167,8 @@ bool layerTakesDynamic(LayerKind k) {
   switch (k) {
     case LayerKind::kTranspose: case LayerKind::kGatherNd: case LayerKind::kGather: case LayerKind::kTopK:
     case LayerKind::kConcat: case LayerKind::kTile: case LayerKind::kUnary: case LayerKind::kBinary:
-    case LayerKind::kCast: case LayerKind::kTypedUnary: case LayerKind::kTypedBinary:
+    case LayerKind::kCast: case LayerKind::kTypedUnary: case LayerKind::kTypedBinary: case LayerKind::kReshape:
+    case LayerKind::kSlice: case LayerKind::kReduce: case LayerKind::kNonMaxSuppression:
       return true;
     default:
       return false;

@@ -17,6 +17,17 @@ struct TensorChecks : LayerCheck {
     if (x.type != y.type || x.bytes != y.bytes) bad("{}: copy of {} {} into {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
   }
 
+  /// reshape (a view of a dynamic tensor): the words applied to x's dims (its capacity) give y's.
+  void reshape() const {
+    if (x.type != y.type || x.bytes != y.bytes) bad("{}: reshape of {} {} into {} {}", what, elemName(x.type), dimsStr(x), elemName(y.type), dimsStr(y));
+    std::vector<int64_t> xd(x.dims.begin(), x.dims.begin() + x.rank), yd;
+    for (int i = 0; i < kMaxRank; ++i)
+      if (i >= y.rank && w[static_cast<size_t>(i)] != 0) bad("{}: word {} past y's rank {} is not 0", what, i, y.rank);
+    if (!kernels::reshapeDims(xd, std::vector<uint32_t>(w.begin(), w.begin() + y.rank), yd) ||
+        !std::equal(yd.begin(), yd.end(), y.dims.begin()))
+      bad("{}: the words do not turn {} into {}", what, dimsStr(x), dimsStr(y));
+  }
+
   void concat() const {
     uint32_t axis = w[0];
     if (axis >= y.rank) bad("{}: axis {} out of range for rank {}", what, axis, y.rank);
@@ -55,6 +66,12 @@ struct TensorChecks : LayerCheck {
 
   void slice() const {
     if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
+    if (d.n_in == 2) {  // a dynamic tensor's slice: starts, ends, steps per dim, resolved when the layer runs
+      const TensorRef& b = d.in(1);
+      if (b.type != ElemType::kI64 || b.rank != 2 || b.dims[0] != 3 || b.dims[1] != x.rank)
+        bad("{}: bounds {} {}, not int64 [3, {}] (starts, ends, steps)", what, elemName(b.type), dimsStr(b), x.rank);
+      return;
+    }
     if (d.n_in > 1) {  // starts, ends, axes, steps computed by the model: checked when the layer runs
       if (d.n_in != 5) bad("{}: {} inputs (x alone, or x, starts, ends, axes, steps)", what, d.n_in);
       for (int i = 1; i < 5; ++i) {
@@ -151,6 +168,7 @@ struct TensorChecks : LayerCheck {
 }  // namespace
 
 const KindCheck kind_checks::kCopy = [](const LayerCheck& c) { TensorChecks{c}.copy(); };
+const KindCheck kind_checks::kReshape = [](const LayerCheck& c) { TensorChecks{c}.reshape(); };
 const KindCheck kind_checks::kConcat = [](const LayerCheck& c) { TensorChecks{c}.concat(); };
 const KindCheck kind_checks::kTranspose = [](const LayerCheck& c) { TensorChecks{c}.transpose(); };
 const KindCheck kind_checks::kPad = [](const LayerCheck& c) { TensorChecks{c}.pad(); };

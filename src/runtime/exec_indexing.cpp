@@ -122,6 +122,7 @@ void runNms(Runtime::Impl& im, Step& s) {
   if (!(p.iou_threshold >= 0.0f && p.iou_threshold <= 1.0f))
     fail(ErrorCode::kInvalidInput, "nms layer: iou_threshold {} is outside [0, 1]", p.iou_threshold);
   const auto sel = kernels::nonMaxSuppression(p, im.inF(s, 0), im.inF(s, 1));
+  if (s.dyn) im.setOutputDims(s, 0, {static_cast<int64_t>(sel.size()), 3});  // (a dynamic tensor: the selections only)
   if (static_cast<int64_t>(sel.size()) > y[0])
     fail(ErrorCode::kInvalidInput, "nms layer: {} boxes selected; the package holds {} rows (translate with "
          "a larger declared output)", sel.size(), y[0]);
@@ -179,7 +180,13 @@ void runNonZero(Runtime::Impl& im, Step& s) {
 const KindExec kind_exec::kCompress = {nullptr, &runCompress};
 const KindExec kind_exec::kGridSample = {nullptr, &runGridSample};
 const KindExec kind_exec::kRoiAlign = {nullptr, &runRoiAlign};
-const KindExec kind_exec::kNonMaxSuppression = {nullptr, &runNms};
+const KindExec kind_exec::kNonMaxSuppression = {nullptr, &runNms, [](const Step& s, std::vector<Shape>& y) {
+  // at most every box of every class of every batch (a constant max_output_boxes_per_class: that many per class); the
+  // run sets the count it selects
+  const Shape &boxes = s.shapes[0], &scores = s.shapes[1];
+  const int64_t per = (s.p[5] & 1u) ? boxes[1] : std::min<int64_t>(boxes[1], s.p[1]);
+  y[0] = {boxes[0] * scores[1] * per, 3};
+}};
 const KindExec kind_exec::kMaxUnpool = {nullptr, &runMaxUnpool};
 const KindExec kind_exec::kReverseSequence = {nullptr, &runReverseSequence};
 const KindExec kind_exec::kOneHot = {nullptr, &runOneHot};

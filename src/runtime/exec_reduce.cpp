@@ -210,7 +210,19 @@ const KindExec kind_exec::kMelWeightMatrix = {nullptr, &runMelWeightMatrix};
 const KindExec kind_exec::kWindow = {nullptr, &runWindow};
 const KindExec kind_exec::kCumSum = {nullptr, &runCumSum};
 const KindExec kind_exec::kArgReduce = {nullptr, &runArgReduce};
-const KindExec kind_exec::kReduce = {nullptr, &runReduce};
+const KindExec kind_exec::kReduce = {nullptr, &runReduce, [](const Step& s, std::vector<Shape>& y) {
+  // x's dims with the reduced ones 1 (keepdims: y's rank is x's) or gone
+  const Shape& x = s.shapes[0];
+  std::vector<bool> reduced(x.size());
+  if (s.d->n_in == 2) {
+    int64_t bad = 0;
+    if (!kernels::reducedDims(intValues(s.d->in(1), s.in[1]), static_cast<int64_t>(x.size()), (s.p[0] >> 16) != 0, reduced, bad))
+      fail(ErrorCode::kInvalidInput, "reduce layer: axis {} is out of range for rank {}", bad, x.size());
+  } else {
+    for (size_t i = 0; i < x.size(); ++i) reduced[i] = s.p[1 + i] != 0;
+  }
+  y[0] = kernels::reducedShape(x, reduced, s.d->out(0).rank == x.size());
+}};
 const KindExec kind_exec::kLayerNorm = {nullptr, &runLayerNorm};
 
 }  // namespace npuc

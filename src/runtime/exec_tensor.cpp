@@ -21,6 +21,8 @@ void runCopy(Runtime::Impl& im, Step& s) {
   std::memmove(s.out, s.in[0], d.out(0).bytes);
 }
 
+void runReshape(Runtime::Impl&, Step& s) { std::memmove(s.out, s.in[0], s.d->out(0).bytes); }
+
 void runConcat(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   const size_t es = package::elemSize(d.out(0).type);
@@ -47,11 +49,25 @@ void runPad(Runtime::Impl& im, Step& s) {
   kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, im.pool.get());
 }
 
+/// A dynamic slice's geometry (its bounds input [3, rank]: starts, ends, steps of every dim) over x's dims now.
+kernels::SliceGeometry sliceBounds(const Step& s) {
+  const size_t r = s.shapes[0].size();
+  const auto* b = reinterpret_cast<const int64_t*>(s.in[1]);
+  std::vector<int64_t> axes(r);
+  for (size_t i = 0; i < r; ++i) axes[i] = static_cast<int64_t>(i);
+  return kernels::resolveSlice(s.shapes[0], {b, b + r}, {b + r, b + 2 * r}, axes, {b + 2 * r, b + 3 * r});
+}
+
 void runSlice(Runtime::Impl& im, Step& s) {
   const package::Descriptor& d = *s.d;
   const size_t es = package::elemSize(d.out(0).type);
   size_t r = s.shapes[0].size();
   const Shape& y = s.shapes.back();
+  if (d.n_in == 2) {  // a dynamic tensor's slice: starts, ends, steps of every dim, resolved against its dims now
+    const kernels::SliceGeometry g = sliceBounds(s);
+    if (g.count != y) fail(ErrorCode::kInvalidInput, "slice layer: the bounds give {} for {}", shapeStr(g.count), shapeStr(y));
+    return kernels::slice(s.shapes[0], g.begin, g.step, y, es, s.in[0], s.out, im.pool.get());
+  }
   if (d.n_in == 5) {  // starts, ends, axes, steps computed by the model
     const kernels::SliceGeometry g = kernels::resolveSlice(s.shapes[0], intValues(d.in(1), s.in[1]), intValues(d.in(2), s.in[2]),
                                                            intValues(d.in(3), s.in[3]), intValues(d.in(4), s.in[4]));
@@ -153,7 +169,16 @@ const KindExec kind_exec::kTranspose = {nullptr, &runTranspose, [](const Step& s
   for (uint32_t a : s.p) y[0].push_back(x[a]);
 }};
 const KindExec kind_exec::kPad = {nullptr, &runPad};
-const KindExec kind_exec::kSlice = {nullptr, &runSlice};
+const KindExec kind_exec::kSlice = {nullptr, &runSlice, [](const Step& s, std::vector<Shape>& y) {
+  if (s.d->n_in != 2) fail(ErrorCode::kInvalidInput, "slice layer: a dynamic slice takes its bounds as input 1");
+  y[0] = sliceBounds(s).count;
+}};
+const KindExec kind_exec::kReshape = {nullptr, &runReshape, [](const Step& s, std::vector<Shape>& y) {
+  const std::vector<uint32_t> words(s.p.begin(), s.p.begin() + s.d->out(0).rank);
+  if (!kernels::reshapeDims(s.shapes[0], words, y[0]))
+    fail(ErrorCode::kInvalidInput, "reshape layer (seq {}): the words [{}] cannot view [{}]", s.d->seq, fmt::join(words, ", "),
+         fmt::join(s.shapes[0], ", "));
+}};
 const KindExec kind_exec::kResize = {nullptr, &runResize};
 const KindExec kind_exec::kGather = {nullptr, &runGather, [](const Step& s, std::vector<Shape>& y) {
   // x's dims with the axis replaced by the indices' dims

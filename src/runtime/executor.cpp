@@ -41,37 +41,43 @@ void Runtime::Impl::exec(Step& s) {
   kindExec(s.d->kind).run(*this, s);
 }
 
+namespace {
+
+/// Reference `ref` of dynamic step s (inputs, then outputs) at these dims, within its capacity.
+void atDims(Runtime::Impl::Step& s, int ref, const Shape& dims, const std::string& what) {
+  Runtime::Impl::Step::Dynamic& dy = *s.dyn;
+  package::Descriptor& v = dy.view;
+  const Shape& cap = dy.capacity[static_cast<size_t>(ref)];
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims.size() != cap.size() || dims[k] < 0 || dims[k] > cap[k])
+      fail(ErrorCode::kInvalidInput, "{} layer (seq {}): {} would be [{}], beyond the capacity [{}] the package holds for it",
+           package::layerKindName(v.kind), v.seq, what, fmt::join(dims, ", "), fmt::join(cap, ", "));
+  package::TensorRef& r = v.refs[static_cast<size_t>(ref)];
+  std::copy(dims.begin(), dims.end(), r.dims.begin());
+  r.bytes = static_cast<uint32_t>(shapeNumel(dims) * static_cast<int64_t>(package::elemSize(r.type)));
+  s.shapes[static_cast<size_t>(ref)] = dims;
+}
+
+}  // namespace
+
+void Runtime::Impl::setOutputDims(Step& s, int j, const Shape& y) {
+  const package::Descriptor& v = s.dyn->view;
+  atDims(s, v.n_in + j, y, fmt::format("output {}", j));
+  if (!y.empty()) std::memcpy(s.dyn->out_extent[static_cast<size_t>(j)], y.data(), y.size() * sizeof(int64_t));
+}
+
 void Runtime::Impl::execDynamic(Step& s) {
   Step::Dynamic& dy = *s.dyn;
-  package::Descriptor& v = dy.view;
-  const auto at_dims = [&](int ref, const Shape& dims) {  // the reference and the step's shape at these dims
-    package::TensorRef& r = v.refs[static_cast<size_t>(ref)];
-    std::copy(dims.begin(), dims.end(), r.dims.begin());
-    r.bytes = static_cast<uint32_t>(shapeNumel(dims) * static_cast<int64_t>(package::elemSize(r.type)));
-    s.shapes[static_cast<size_t>(ref)] = dims;
-  };
-  const auto within = [&](const Shape& dims, int ref, const char* what) {
-    const Shape& cap = dy.capacity[static_cast<size_t>(ref)];
-    for (size_t k = 0; k < dims.size(); ++k)
-      if (dims[k] < 0 || dims[k] > cap[k])
-        fail(ErrorCode::kInvalidInput, "{} layer (seq {}): {} would be [{}], beyond the capacity [{}] the package holds for it", 
-             package::layerKindName(v.kind), v.seq, what, fmt::join(dims, ", "), fmt::join(cap, ", "));
-  };
+  const package::Descriptor& v = dy.view;
   for (int i = 0; i < v.n_in; ++i) {
     Shape e(dy.capacity[static_cast<size_t>(i)].size());
     if (!e.empty()) std::memcpy(e.data(), dy.in_extent[static_cast<size_t>(i)], e.size() * sizeof(int64_t));  // (a scalar: none)
-    within(e, i, fmt::format("input {}", i).c_str());
-    at_dims(i, e);
+    atDims(s, i, e, fmt::format("input {}", i));
   }
   std::vector<Shape> outs(static_cast<size_t>(v.n_out));
   kindExec(v.kind).shape(s, outs);
-  for (int j = 0; j < v.n_out; ++j) {
-    const Shape& y = outs[static_cast<size_t>(j)];
-    within(y, v.n_in + j, fmt::format("output {}", j).c_str());
-    at_dims(v.n_in + j, y);
-    if (!y.empty()) std::memcpy(dy.out_extent[static_cast<size_t>(j)], y.data(), y.size() * sizeof(int64_t));
-  }
-  kindExec(v.kind).run(*this, s);
+  for (int j = 0; j < v.n_out; ++j) setOutputDims(s, j, outs[static_cast<size_t>(j)]);
+  kindExec(v.kind).run(*this, s);  // (a kind that learns its output's dims as it runs sets them again: nms)
 }
 
 void Runtime::Impl::execChannelLast(Step& s) {

@@ -205,6 +205,10 @@ struct Runtime::Impl {
   /// exec for a dynamic layer: its inputs' dims read from their extents (each within its capacity), its outputs' from
   /// its kind's shape function (a dim beyond the capacity stops the run), their extents written, then the kind runs.
   void execDynamic(Step& s);
+  /// Output j of dynamic step s at dims y (within its capacity, else the run stops): its reference, its shape and
+  /// its extent. execDynamic sets them from the kind's shape function; a kind whose count is known only once it ran
+  /// (nms) sets them again.
+  void setOutputDims(Step& s, int j, const Shape& y);
   /// exec for a step with channel-last references: its inputs transposed to the layer's layout first, its output
   /// transposed into memory after.
   void execChannelLast(Step& s);

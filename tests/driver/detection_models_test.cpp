@@ -1,8 +1,7 @@
 // A small single-shot detector exported with torchvision-style post-processing (tests/data/detect/generate.py: per
 // class a threshold, NonZero, a TopK of k = min(20, kept), then batched NMS behind an If, the first 30 kept): the
 // engine against PyTorch on an image with 8 detections, one with 30 (the cap) and one with none (every output empty).
-// Packages cannot hold it yet (sizes the data decides: docs/roadmap.md, "bounded dynamic shapes"): translate refuses
-// it, naming the nodes, and writes nothing.
+// Packages hold it whole (dynamic tensors, docs/package-format.md).
 #include "driver/translation.hpp"
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
@@ -50,23 +49,40 @@ TEST(DetectionModels, TorchvisionStylePostProcessingEqualsPyTorch) {
   }
 }
 
-TEST(DetectionModels, PackagesRefuseSizesTheDataDecides) {
-  TranslateOptions o;
-  o.prefix = "det";
-  o.onnx = kDetect / "detector.onnx";
-  o.target = "generic";
-  o.out_root = test::scratchDir("detect_refused");
-  const TranslateResult r = translate(o);
-  EXPECT_FALSE(r.ok);
-  // NonZero, and the Transpose and GatherND reading its output, have package forms (dynamic tensors,
-  // package-format.md); the Shape, TopK and Gather after them do not yet.
-  bool names_readers = false;
-  for (const auto& e : r.errors) {
-    EXPECT_TRUE(e.op != "NonZero" && e.op != "Transpose" && e.op != "GatherND") << e.node << ": " << e.actual;
-    names_readers = names_readers || e.actual.find("dynamic shape") != std::string::npos;
+// The whole detector as a package (dynamic tensors: NonZero, TopK of a computed k, the If of batched_nms with its
+// dynamic branch, NMS of dynamic boxes, views and slices of them; docs/package-format.md): check and translate agree,
+// and each output equals the engine bit for bit — 8, 30 and 0 detections —, in exact mode on one thread and fast
+// mode on two; the int8 package runs and finds as many detections as PyTorch.
+TEST(DetectionModels, PackagesEqualTheEngineEndToEnd) {
+  const char* names[] = {"boxes", "scores", "labels"};
+  Model m = Model::load(kDetect / "detector.onnx");
+  for (const char* target : {"generic", "generic-int8"}) {
+    TranslateOptions o;
+    o.prefix = "det";
+    o.onnx = kDetect / "detector.onnx";
+    o.target = target;
+    o.out_root = test::scratchDir(std::string("detect_") + target);
+    if (std::string(target) == "generic-int8")
+      for (int i = 0; i < 2; ++i) o.calibration["image"].push_back(readNpyFile(kDetect / ("detector.in" + std::to_string(i) + ".npy")));
+    const TranslateResult r = translate(o);
+    ASSERT_TRUE(r.ok) << target << ": " << (r.errors.empty() ? std::string() : r.errors[0].node + ": " + r.errors[0].actual);
+    for (int i = 0; i < 3; ++i) {
+      const Tensor image = readNpyFile(kDetect / ("detector.in" + std::to_string(i) + ".npy"));
+      const std::vector<Tensor> want = Session(m).run({image});
+      for (const RuntimeOptions& opts : {RuntimeOptions{1, true}, RuntimeOptions{2, false}}) {
+        Runtime rt(r.dir, opts);
+        rt.setInput("image", image);
+        rt.run();
+        for (int k = 0; k < 3; ++k) {
+          const Tensor got = rt.output(names[k]);
+          ASSERT_EQ(got.shape(), want[static_cast<size_t>(k)].shape()) << target << " input " << i << " " << names[k];
+          if (std::string(target) == "generic") {
+            EXPECT_TRUE(got.sameBits(want[static_cast<size_t>(k)])) << "input " << i << " " << names[k] << (opts.exact ? " exact" : " fast");
+          }
+        }
+      }
+    }
   }
-  EXPECT_TRUE(names_readers) << "the refusal names the nodes reading sizes the data decide";
-  EXPECT_FALSE(fs::exists(o.out_root / "det" / "manifest.json"));
 }
 
 // The models of tests/data/dynamic (NonZero and the layers reading its dynamic tensors, scalar operands included):

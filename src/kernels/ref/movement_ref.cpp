@@ -289,6 +289,36 @@ void padConstant(const std::vector<int64_t>& x_shape, const std::vector<int64_t>
   });
 }
 
+bool reshapeDims(const std::vector<int64_t>& x, const std::vector<uint32_t>& words, std::vector<int64_t>& y) {
+  y.assign(words.size(), 0);
+  int64_t known = 1, rest = -1;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const uint32_t w = words[i];
+    if (w == kReshapeRest) {
+      if (rest >= 0) return false;
+      rest = static_cast<int64_t>(i);
+      continue;
+    }
+    if (w & kReshapeFromX) {
+      const uint32_t j = w & ~kReshapeFromX;
+      if (j >= x.size()) return false;
+      y[i] = x[j];
+    } else {
+      y[i] = static_cast<int64_t>(w);
+    }
+    if (y[i] != 0 && known > std::numeric_limits<int64_t>::max() / y[i]) return false;
+    known *= y[i];
+  }
+  int64_t n = 1;
+  for (int64_t d : x) n *= d;
+  if (rest >= 0) {
+    if (known == 0 ? n != 0 : n % known != 0) return false;
+    y[static_cast<size_t>(rest)] = known == 0 ? 0 : n / known;
+    return true;
+  }
+  return known == n;
+}
+
 SliceGeometry resolveSlice(const std::vector<int64_t>& dims, const std::vector<int64_t>& starts,
                            const std::vector<int64_t>& ends, std::vector<int64_t> axes, std::vector<int64_t> steps) {
   const int64_t rank = static_cast<int64_t>(dims.size());
