@@ -147,7 +147,7 @@ void wholeMove(Lowerer& L, const ir::Node& n, LDesc& d, uint32_t phase, int src,
 
 /// A dynamic output of an If (its capacity the larger of its branches'): the branch's result, at most that capacity,
 /// copied whole (a dynamic tensor is compact at its run's dims: the bytes past them are not read), and its extent (a
-/// static result: a weight of its dims) onto the output's extent.
+/// static result: a weight of its dims) onto the output's extent (an output of the If layer after its own).
 void dynamicMoves(Lowerer& L, const ir::Node& n, LDesc& d, int src, int dst, uint32_t phase) {
   const LVal &s = L.vals_[static_cast<size_t>(src)], &t = L.vals_[static_cast<size_t>(dst)];
   bool fits = s.type == t.type && s.shape.size() == t.shape.size();
@@ -156,8 +156,6 @@ void dynamicMoves(Lowerer& L, const ir::Node& n, LDesc& d, int src, int dst, uin
     L.unsupported(n, "a branch's output is {} {} for the output's {} {}", dtypeName(s.type), shapeStr(s.shape),
                   dtypeName(t.type), shapeStr(t.shape));
   const int from = L.extentOf(src, false);  // (a dynamic tensor's own extent, else a weight of its dims)
-  if (!L.extent_of_.count(dst))
-    L.extent_of_[dst] = L.newVal(t.name + "/extent", {static_cast<int64_t>(t.shape.size())}, ElemType::kI64, t.space == 'o' ? 'o' : 'd');
   ControlMove m;
   m.phase = phase;
   m.row_bytes = static_cast<uint32_t>(bytesOf(s));
@@ -188,7 +186,18 @@ size_t emitControl(Lowerer& L, const ir::Node& n, LayerKind k, std::vector<int> 
 void ifNode(Lowerer& L, const ir::Node& n) {
   const int cond = L.typedIn(n, 0);
   const std::vector<int> outs = controlOutputs(L, n, package::kMaxRefs - 1);
-  const size_t c = emitControl(L, n, LayerKind::kIf, {cond}, outs);
+  std::vector<int> written = outs;  // (and a dynamic output's extent: the If writes it too, with its moves)
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (!L.g_.value(n.outputs[k]).bounded) continue;
+    const LVal& t = L.vals_[static_cast<size_t>(outs[k])];
+    const int e = L.newVal(t.name + "/extent", {static_cast<int64_t>(t.shape.size())}, ElemType::kI64, t.space == 'o' ? 'o' : 'd');
+    L.extent_of_[outs[k]] = e;
+    written.push_back(e);
+  }
+  if (written.size() > static_cast<size_t>(package::kMaxRefs - 1))
+    L.unsupported(n, "{} outputs and {} extents of dynamic ones (a package layer holds at most {} beside its inputs)",
+                  outs.size(), written.size() - outs.size(), package::kMaxRefs - 1);
+  const size_t c = emitControl(L, n, LayerKind::kIf, {cond}, written);
   const std::vector<int> then_res = L.lowerBody(n, "then_branch", {});
   const size_t mid = L.descs_.size();
   const std::vector<int> else_res = L.lowerBody(n, "else_branch", {});

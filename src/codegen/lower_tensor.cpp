@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -239,6 +240,8 @@ void Lowerer::split(const ir::Node& n) {
   if (axis < 0) axis += static_cast<int64_t>(r);
   int x = in(n, 0);
   int64_t offset = 0;
+  const bool dynamic = readsBounded(n);  // (a dynamic tensor's parts: slices of the sizes translated for, the axis's
+                                         // dim required to be the one they sum to)
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     ir::ValueId v = n.outputs[k];
     if (v == ir::kNoValue) unsupported(n, "output {} is missing", k);
@@ -248,14 +251,27 @@ void Lowerer::split(const ir::Node& n) {
     for (size_t i = 0; i < r; ++i) p.push_back(1u);
     offset += ys[static_cast<size_t>(axis)];
     if (!uses_.count(v) && !is_output_.count(v)) continue;  // nothing reads it
+    if (dynamic) {
+      std::vector<std::array<int64_t, 4>> dims(r, {0, std::numeric_limits<int64_t>::max(), 1, -1});
+      dims[static_cast<size_t>(axis)] = {offset - ys[static_cast<size_t>(axis)], offset, 1, s[static_cast<size_t>(axis)]};
+      dynamicSlice(n, v, dims, fmt::format("{}/{}", n.name, k));
+      continue;
+    }
     emit(n, LayerKind::kSlice, {x}, outVal(n, v), p).name = fmt::format("{}/{}", n.name, k);
   }
 }
 
-/// Slice: constant starts / ends / axes / steps resolved here (kernels::resolveSlice, the engine's definition);
-/// computed ones are the layer's inputs 1-4 (absent axes / steps as constants), resolved when it runs and checked
-/// against the output's dims.
-/// Slice of a dynamic tensor: a slice layer reading its bounds [3, rank] (starts, ends, steps of every dim).
+/// A slice layer of a dynamic tensor writing output `v`: its bounds [4, rank] (per dim: start, end, step — ONNX's,
+/// resolved against x's dims when the layer runs — and the dim x must have then, -1 for any).
+void Lowerer::dynamicSlice(const ir::Node& n, ir::ValueId v, const std::vector<std::array<int64_t, 4>>& dims, const std::string& name) {
+  const auto r = static_cast<int64_t>(dims.size());
+  Tensor b(DType::kI64, {4, r});
+  for (int64_t row = 0; row < 4; ++row)
+    for (int64_t i = 0; i < r; ++i) b.data<int64_t>()[row * r + i] = dims[static_cast<size_t>(i)][static_cast<size_t>(row)];
+  emit(n, LayerKind::kSlice, {in(n, 0), rawWeightVal(name + "/bounds", b)}, outVal(n, v), std::vector<uint32_t>(2 * static_cast<size_t>(r), 0u)).name = name;
+}
+
+/// Slice of a dynamic tensor: a slice layer reading its bounds (the dims no axis names: all of them).
 void Lowerer::sliceDynamic(const ir::Node& n, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                            std::vector<int64_t> axes, const std::vector<int64_t>& steps) {
   const auto r = static_cast<int64_t>(shapeOf(n, 0).size());
@@ -263,20 +279,21 @@ void Lowerer::sliceDynamic(const ir::Node& n, const std::vector<int64_t>& starts
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (ends.size() != starts.size() || axes.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
     unsupported(n, "starts, ends, axes and steps of different lengths");
-  Tensor b(DType::kI64, {3, r});
-  int64_t* p = b.data<int64_t>();
-  for (int64_t i = 0; i < r; ++i) p[i] = 0, p[r + i] = std::numeric_limits<int64_t>::max(), p[2 * r + i] = 1;
+  std::vector<std::array<int64_t, 4>> dims(static_cast<size_t>(r), {0, std::numeric_limits<int64_t>::max(), 1, -1});
   std::set<int64_t> seen;
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
     if (a < 0 || a >= r || !seen.insert(a).second) unsupported(n, "axis {} is out of range or repeated", axes[k]);
     const int64_t step = steps.empty() ? 1 : steps[k];
     if (step == 0) unsupported(n, "a step of 0");
-    p[a] = starts[k], p[r + a] = ends[k], p[2 * r + a] = step;
+    dims[static_cast<size_t>(a)] = {starts[k], ends[k], step, -1};
   }
-  emit(n, LayerKind::kSlice, {in(n, 0), rawWeightVal(n.name + "/bounds", b)}, outVal(n, n.outputs[0]), std::vector<uint32_t>(2 * static_cast<size_t>(r), 0u));
+  dynamicSlice(n, n.outputs[0], dims, n.name);
 }
 
+/// Slice: constant starts / ends / axes / steps resolved here (kernels::resolveSlice, the engine's definition);
+/// computed ones are the layer's inputs 1-4 (absent axes / steps as constants), resolved when it runs and checked
+/// against the output's dims.
 void Lowerer::slice(const ir::Node& n) {
   const Shape& s = shapeOf(n, 0);
   const size_t r = s.size();

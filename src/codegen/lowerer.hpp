@@ -74,7 +74,7 @@ inline bool readsDynamic(const ir::Node& n) {
       "Cast", "Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
       "Ceil", "Round", "Sigmoid", "Tanh", "Relu", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "Not",
       "And", "Or", "Xor",  // element-wise: unary, binary, cast, typed_unary, typed_binary layers
-      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice",  // views (reshape layers) and slices
+      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Split",  // views (reshape layers) and slices
       "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceMean", "NonMaxSuppression", "If"};
   return n.domain.empty() && ops.count(n.op) > 0;
 }
@@ -718,6 +718,7 @@ class Lowerer {
   void roiAlign(const ir::Node& n);
   void nms(const ir::Node& n);  // lower_indexing.cpp
   std::vector<uint32_t> viewWords(const ir::Node& n);  // lower_tensor.cpp
+  void dynamicSlice(const ir::Node& n, ir::ValueId v, const std::vector<std::array<int64_t, 4>>& dims, const std::string& name);  // lower_tensor.cpp
   void sliceDynamic(const ir::Node& n, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                     std::vector<int64_t> axes, const std::vector<int64_t>& steps);  // lower_tensor.cpp
   void nonZero(const ir::Node& n);  // lower_indexing.cpp: a dynamic tensor (its extent in extent_of_)

@@ -343,7 +343,8 @@ struct Checker {
   }
 
   /// A dynamic output (IoTensor::extent): its extent int64 [rank] lies in memory beside it, and the layer that writes
-  /// the output writes the extent too (a nonzero layer's outputs 0 and 1, or a dynamic layer's output and its extent).
+  /// the output writes the extent too (a nonzero layer's outputs 0 and 1, a dynamic layer's output and its extent, or
+  /// two outputs of an if layer).
   void dynamicOutput(const IoTensor& t) const {
     const TensorRef& e = *t.extent;
     ref(e, "output '" + t.name + "': extent");
@@ -353,12 +354,17 @@ struct Checker {
     for (const auto* list : {&p.mac, &p.vec})
       for (const Descriptor& d : *list) {
         if (d.kind == LayerKind::kNonZero && d.n_out == 2 && same(d.out(0), t.ref) && same(d.out(1), e)) return;
+        if (d.kind == LayerKind::kIf) {  // (an if writes its dynamic outputs and their extents with its moves)
+          bool data = false, extent = false;
+          for (int j = 0; j < d.n_out; ++j) data |= same(d.out(j), t.ref), extent |= same(d.out(j), e);
+          if (data && extent) return;
+        }
         if (d.flags & kFlagDynamic)
           for (int j = 0; j < d.n_out / 2; ++j)
             if (same(d.out(j), t.ref) && same(d.out(d.n_out / 2 + j), e)) return;
       }
-    bad("output '{}': no layer writes it with its extent at 0x{:x} (a nonzero layer, or a dynamic layer's output and its "
-        "extent)", t.name, e.addr);
+    bad("output '{}': no layer writes it with its extent at 0x{:x} (a nonzero layer, a dynamic layer's output and its "
+        "extent, or an if layer's outputs)", t.name, e.addr);
   }
 
   ElemType floatType() const {

@@ -68,8 +68,8 @@ struct TensorChecks : LayerCheck {
     if (x.type != y.type || x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
     if (d.n_in == 2) {  // a dynamic tensor's slice: starts, ends, steps per dim, resolved when the layer runs
       const TensorRef& b = d.in(1);
-      if (b.type != ElemType::kI64 || b.rank != 2 || b.dims[0] != 3 || b.dims[1] != x.rank)
-        bad("{}: bounds {} {}, not int64 [3, {}] (starts, ends, steps)", what, elemName(b.type), dimsStr(b), x.rank);
+      if (b.type != ElemType::kI64 || b.rank != 2 || b.dims[0] != 4 || b.dims[1] != x.rank)
+        bad("{}: bounds {} {}, not int64 [4, {}] (starts, ends, steps, the dims x must have)", what, elemName(b.type), dimsStr(b), x.rank);
       return;
     }
     if (d.n_in > 1) {  // starts, ends, axes, steps computed by the model: checked when the layer runs

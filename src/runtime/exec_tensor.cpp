@@ -49,10 +49,16 @@ void runPad(Runtime::Impl& im, Step& s) {
   kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, im.pool.get());
 }
 
-/// A dynamic slice's geometry (its bounds input [3, rank]: starts, ends, steps of every dim) over x's dims now.
+/// A dynamic slice's geometry (its bounds input [4, rank]: starts, ends, steps of every dim, and the dims x must
+/// have: -1 any) over x's dims now.
 kernels::SliceGeometry sliceBounds(const Step& s) {
   const size_t r = s.shapes[0].size();
   const auto* b = reinterpret_cast<const int64_t*>(s.in[1]);
+  for (size_t i = 0; i < r; ++i)
+    if (b[3 * r + i] >= 0 && b[3 * r + i] != s.shapes[0][i])
+      fail(ErrorCode::kInvalidInput, "slice layer (seq {}): x is [{}] at run time; its parts were translated for dim {} of {} "
+           "(a Split of a tensor whose shape the data decide, along a dim the data changed)", s.d->seq,
+           fmt::join(s.shapes[0], ", "), i, b[3 * r + i]);
   std::vector<int64_t> axes(r);
   for (size_t i = 0; i < r; ++i) axes[i] = static_cast<int64_t>(i);
   return kernels::resolveSlice(s.shapes[0], {b, b + r}, {b + r, b + 2 * r}, axes, {b + 2 * r, b + 3 * r});

@@ -90,7 +90,7 @@ TEST(DetectionModels, PackagesEqualTheEngineEndToEnd) {
 // sanitizer preset runs: the Python tests, which check them against numpy, do not run there).
 TEST(DetectionModels, DynamicTensorPackagesEqualTheEngine) {
   const fs::path dir = fs::path(NPUC_SOURCE_DIR) / "tests/data/dynamic";
-  for (const char* name : {"nonzero_gather", "sorted_boxes", "concat_chain", "elementwise"}) {
+  for (const char* name : {"nonzero_gather", "sorted_boxes", "concat_chain", "elementwise", "views_and_slices"}) {
     TranslateOptions o;
     o.prefix = name;
     o.onnx = dir / (std::string(name) + ".onnx");

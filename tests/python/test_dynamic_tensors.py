@@ -253,3 +253,81 @@ def test_a_pipeline_hands_extents_to_the_next_stage(tmp_path):
         want = rt.run(f)
         for k in want:
             assert np.array_equal(got[k], want[k]), k
+
+
+def numpy_nms(boxes, scores, iou):
+    """ONNX NonMaxSuppression of one batch and class (corners given as [y1, x1, y2, x2], any order): the kept indices
+    by descending score (ties: the lower index), a box dropped when its IoU with a kept one passes `iou`."""
+    lo, hi = np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])
+    area = np.prod(hi - lo, axis=1)
+    kept = []
+    for i in np.argsort(-scores, kind="stable"):
+        inter = [np.prod(np.clip(np.minimum(hi[i], hi[j]) - np.maximum(lo[i], lo[j]), 0, None)) for j in kept]
+        if all(a / (area[i] + area[j] - a) <= iou if a > 0 else True for a, j in zip(inter, kept)):
+            kept.append(i)
+    return np.array(kept, np.int64)
+
+
+def test_views_slices_nms_and_an_if_on_dynamic_tensors(tmp_path):
+    """tests/data/dynamic/views_and_slices.onnx: the kept boxes split into columns (Split, Squeeze), viewed (Unsqueeze,
+    Flatten, Reshape), sliced (Slice), reduced (ReduceMax, ReduceSum), NonMaxSuppression of them, and an If whose
+    then_branch gives a dynamic tensor and whose else_branch an empty constant; numpy as the oracle on no, one, some
+    and every score passing, exact and fast, 1 and 2 threads."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    model = os.path.join(os.path.dirname(__file__), "..", "data", "dynamic", "views_and_slices.onnx")
+    subprocess.run([CLI, "translate", "vs", "-onnx", model, "--target", "generic", "--out", str(tmp_path)], check=True,
+                   capture_output=True)
+    rng = np.random.default_rng(11)
+    one = np.zeros(32)
+    one[7] = 0.8
+    cases = [rng.random(32), np.zeros(32), one, np.full(32, 0.9), rng.random(32) * 0.45]
+    for exact in (True, False):
+        for threads in (1, 2):
+            rt = npuc.Runtime(str(tmp_path / "vs"), exact=exact, threads=threads)
+            for scores in cases:
+                scores = scores.astype(np.float32)
+                xy = rng.random((32, 2)).astype(np.float32) * 10
+                boxes = np.concatenate([xy, xy + rng.random((32, 2)).astype(np.float32) * 4 + 0.5], axis=1)
+                out = rt.run({"scores": scores, "boxes": boxes}, raw=True)
+                keep = scores > np.float32(0.3)
+                kept, kb = scores[keep], boxes[keep]
+                area = (kb[:, 2] - kb[:, 0]) * (kb[:, 3] - kb[:, 1])
+                n = len(kept)
+                if n:
+                    assert np.array_equal(out["area_col"], (area + kb.max())[:, None])
+                assert out["area_col"].shape == (n, 1)
+                assert np.array_equal(out["flat"], kb.reshape(1, -1)) and np.array_equal(out["flat1"], kb.reshape(-1))
+                assert np.array_equal(out["first5"], kept[:5]) and np.array_equal(out["mid"], kb[:, 1:3])
+                assert out["total"].shape == (1,) and np.allclose(out["total"], kept.sum(), rtol=1e-6)
+                assert np.array_equal(out["picked"], numpy_nms(kb, kept, 0.5)), (n, out["picked"])
+                assert np.array_equal(out["branch"], kept * 2 if n > 3 else np.zeros(0, np.float32)), n
+
+
+def test_a_split_along_a_dim_the_data_change_stops_the_run(tmp_path):
+    """A Split of the kept scores [n] into [16, 16] (their capacity 32): its parts are slices of the sizes translated
+    for, so a run where n is not 32 stops with an error naming the layer (as the engine's Split does), never a part
+    read past the data."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    nodes = [helper.make_node("Greater", ["scores", "t"], ["keep"]), helper.make_node("NonZero", ["keep"], ["nz"]),
+             helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             helper.make_node("GatherND", ["scores", "idx"], ["kept"]),
+             helper.make_node("Split", ["kept", "halves"], ["a", "b"], axis=0)]
+    graph = helper.make_graph(nodes, "split", [helper.make_tensor_value_info("scores", TensorProto.FLOAT, (32,))],
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, ("p",)),
+                               helper.make_tensor_value_info("b", TensorProto.FLOAT, ("q",))],
+                              [numpy_helper.from_array(np.array(0.3, np.float32), "t"),
+                               numpy_helper.from_array(np.array([16, 16], np.int64), "halves")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "split.onnx"))
+    subprocess.run([CLI, "translate", "split", "-onnx", str(tmp_path / "split.onnx"), "--target", "generic", "--out",
+                    str(tmp_path)], check=True, capture_output=True)
+    rt = npuc.Runtime(str(tmp_path / "split"))
+    scores = np.linspace(0.4, 1.0, 32).astype(np.float32)
+    out = rt.run({"scores": scores})
+    assert np.array_equal(out["a"], scores[:16]) and np.array_equal(out["b"], scores[16:])
+    scores[:22] = 0
+    with pytest.raises(Exception, match="translated for dim 0 of 32"):
+        rt.run({"scores": scores})
