@@ -272,36 +272,36 @@ def test_views_slices_nms_and_an_if_on_dynamic_tensors(tmp_path):
     """tests/data/dynamic/views_and_slices.onnx: the kept boxes split into columns (Split, Squeeze), viewed (Unsqueeze,
     Flatten, Reshape), sliced (Slice), reduced (ReduceMax, ReduceSum), NonMaxSuppression of them, and an If whose
     then_branch gives a dynamic tensor and whose else_branch an empty constant; numpy as the oracle on no, one, some
-    and every score passing, exact and fast, 1 and 2 threads."""
+    and every score passing, exact and fast, 1 and 2 threads, with slots of their own and reused by liveness."""
     if not CLI:
         pytest.skip("NPUC_CLI not set")
     model = os.path.join(os.path.dirname(__file__), "..", "data", "dynamic", "views_and_slices.onnx")
-    subprocess.run([CLI, "translate", "vs", "-onnx", model, "--target", "generic", "--out", str(tmp_path)], check=True,
-                   capture_output=True)
+    for prefix, more in (("vs", []), ("vsr", ["--reuse-memory"])):  # (slots reused by liveness: extents and moves too)
+        subprocess.run([CLI, "translate", prefix, "-onnx", model, "--target", "generic", "--out", str(tmp_path)] + more,
+                       check=True, capture_output=True)
     rng = np.random.default_rng(11)
     one = np.zeros(32)
     one[7] = 0.8
     cases = [rng.random(32), np.zeros(32), one, np.full(32, 0.9), rng.random(32) * 0.45]
-    for exact in (True, False):
-        for threads in (1, 2):
-            rt = npuc.Runtime(str(tmp_path / "vs"), exact=exact, threads=threads)
-            for scores in cases:
-                scores = scores.astype(np.float32)
-                xy = rng.random((32, 2)).astype(np.float32) * 10
-                boxes = np.concatenate([xy, xy + rng.random((32, 2)).astype(np.float32) * 4 + 0.5], axis=1)
-                out = rt.run({"scores": scores, "boxes": boxes}, raw=True)
-                keep = scores > np.float32(0.3)
-                kept, kb = scores[keep], boxes[keep]
-                area = (kb[:, 2] - kb[:, 0]) * (kb[:, 3] - kb[:, 1])
-                n = len(kept)
-                if n:
-                    assert np.array_equal(out["area_col"], (area + kb.max())[:, None])
-                assert out["area_col"].shape == (n, 1)
-                assert np.array_equal(out["flat"], kb.reshape(1, -1)) and np.array_equal(out["flat1"], kb.reshape(-1))
-                assert np.array_equal(out["first5"], kept[:5]) and np.array_equal(out["mid"], kb[:, 1:3])
-                assert out["total"].shape == (1,) and np.allclose(out["total"], kept.sum(), rtol=1e-6)
-                assert np.array_equal(out["picked"], numpy_nms(kb, kept, 0.5)), (n, out["picked"])
-                assert np.array_equal(out["branch"], kept * 2 if n > 3 else np.zeros(0, np.float32)), n
+    for prefix, exact, threads in (("vs", True, 1), ("vs", False, 2), ("vsr", True, 1), ("vsr", False, 2)):
+        rt = npuc.Runtime(str(tmp_path / prefix), exact=exact, threads=threads)
+        for scores in cases:
+            scores = scores.astype(np.float32)
+            xy = rng.random((32, 2)).astype(np.float32) * 10
+            boxes = np.concatenate([xy, xy + rng.random((32, 2)).astype(np.float32) * 4 + 0.5], axis=1)
+            out = rt.run({"scores": scores, "boxes": boxes}, raw=True)
+            keep = scores > np.float32(0.3)
+            kept, kb = scores[keep], boxes[keep]
+            area = (kb[:, 2] - kb[:, 0]) * (kb[:, 3] - kb[:, 1])
+            n = len(kept)
+            if n:
+                assert np.array_equal(out["area_col"], (area + kb.max())[:, None])
+            assert out["area_col"].shape == (n, 1)
+            assert np.array_equal(out["flat"], kb.reshape(1, -1)) and np.array_equal(out["flat1"], kb.reshape(-1))
+            assert np.array_equal(out["first5"], kept[:5]) and np.array_equal(out["mid"], kb[:, 1:3])
+            assert out["total"].shape == (1,) and np.allclose(out["total"], kept.sum(), rtol=1e-6)
+            assert np.array_equal(out["picked"], numpy_nms(kb, kept, 0.5)), (n, out["picked"])
+            assert np.array_equal(out["branch"], kept * 2 if n > 3 else np.zeros(0, np.float32)), n
 
 
 def test_a_split_along_a_dim_the_data_change_stops_the_run(tmp_path):
