@@ -7,6 +7,7 @@
 #include "ops/shape_util.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace npuc::codegen::detail {
@@ -46,6 +47,50 @@ Shape nmsCapacity(const ir::Graph& g, const ir::Node& n) {
 }
 
 void typeAtCapacities(ir::Graph& c);
+
+/// An upper bound of every element of integer value v, where the small computations on shape values give one
+/// (torchvision's k = ReduceMin(Concat(300, n)) ≤ 300): a constant's largest element; through views and integer
+/// Casts; Min and ReduceMin: the smallest bound of their operands (ReduceMin of a Concat: of its parts); Max and
+/// Concat: the largest; Shape of a typed value, Gather from it: its largest dim. nullopt where none is known.
+std::optional<int64_t> upperBound(const ir::Graph& g, ir::ValueId v, int depth = 0) {
+  if (v == ir::kNoValue || depth > 16) return std::nullopt;
+  const ir::Value& val = g.value(v);
+  if (val.isConstant()) {
+    if (!isInteger(val.constant->dtype()) || val.constant->numel() == 0) return std::nullopt;
+    const std::vector<int64_t> e = val.constant->toInt64();
+    return *std::max_element(e.begin(), e.end());
+  }
+  if (val.producer == ir::kNoNode) return std::nullopt;
+  const ir::Node& n = g.node(val.producer);
+  if (!n.domain.empty()) return std::nullopt;
+  const auto each = [&](bool smallest, const std::vector<ir::ValueId>& ins) -> std::optional<int64_t> {
+    std::optional<int64_t> b;
+    for (ir::ValueId i : ins) {
+      const std::optional<int64_t> u = upperBound(g, i, depth + 1);
+      if (!u && !smallest) return std::nullopt;  // (a largest needs every bound; a smallest any one)
+      if (u) b = !b ? *u : smallest ? std::min(*b, *u) : std::max(*b, *u);
+    }
+    return b;
+  };
+  if (n.op == "Reshape" || n.op == "Unsqueeze" || n.op == "Squeeze" || n.op == "Flatten" || n.op == "Identity" ||
+      (n.op == "Cast" && isInteger(val.type.dtype)))
+    return upperBound(g, n.inputs[0], depth + 1);
+  if (n.op == "Min") return each(true, n.inputs);
+  if (n.op == "Max" || n.op == "Concat") return each(false, n.inputs);
+  if (n.op == "ReduceMin") {
+    const ir::Value& x = g.value(n.inputs[0]);
+    const bool all = !n.hasAttr("axes") && (n.inputs.size() < 2 || n.inputs[1] == ir::kNoValue);
+    if (all && x.producer != ir::kNoNode && g.node(x.producer).domain.empty() && g.node(x.producer).op == "Concat")
+      return each(true, g.node(x.producer).inputs);  // (the least of all: at most any part's bound)
+    return upperBound(g, n.inputs[0], depth + 1);
+  }
+  if (n.op == "Shape" && g.value(n.inputs[0]).type.isStatic()) {
+    const Shape& s = g.value(n.inputs[0]).type.shape;
+    return s.empty() ? std::nullopt : std::optional<int64_t>(*std::max_element(s.begin(), s.end()));
+  }
+  if (n.op == "Gather") return upperBound(g, n.inputs[0], depth + 1);
+  return std::nullopt;
+}
 
 /// An If reading dynamic tensors: each branch typed at capacities (a copy: bodies are shared), and each output at
 /// the larger of its branches' capacities, bounded where a branch's result is (or the two differ).
@@ -116,7 +161,14 @@ void typeAtCapacities(ir::Graph& c) {
       continue;
     }
     if (reads && n.op == "TopK" && n.hasInput(1) && !values[1] && types[0].isStatic()) {
-      out = std::vector<ir::Type>{types[0], ir::makeType(DType::kI64, types[0].shape)};  // (k the model computes: at most the axis)
+      // (k the model computes: at most the axis, and at most what bounds k's value)
+      Shape y = types[0].shape;
+      int64_t axis = n.attrInt("axis", -1);
+      axis = axis < 0 ? axis + static_cast<int64_t>(y.size()) : axis;
+      if (axis >= 0 && axis < static_cast<int64_t>(y.size()))
+        if (const std::optional<int64_t> k = upperBound(c, n.inputs[1]); k && *k >= 0)
+          y[static_cast<size_t>(axis)] = std::min(y[static_cast<size_t>(axis)], *k);
+      out = std::vector<ir::Type>{ir::makeType(types[0].dtype, y), ir::makeType(DType::kI64, y)};
     } else if (reads && n.op == "NonMaxSuppression") {
       out = std::vector<ir::Type>{ir::makeType(DType::kI64, nmsCapacity(c, n))};
     } else {

@@ -3,6 +3,7 @@
 // engine against PyTorch on an image with 8 detections, one with 30 (the cap) and one with none (every output empty).
 // Packages hold it whole (dynamic tensors, docs/package-format.md).
 #include "driver/translation.hpp"
+#include "package/package.hpp"
 #include "passes/pass.hpp"
 #include "npuc/model.hpp"
 #include "npuc/runtime.hpp"
@@ -83,6 +84,16 @@ TEST(DetectionModels, PackagesEqualTheEngineEndToEnd) {
     const TranslateResult r = translate(o);
     ASSERT_TRUE(r.ok) << target << ": " << (r.errors.empty() ? std::string() : r.errors[0].node + ": " + r.errors[0].actual);
     // (int8: the engine on the quantized model with its integer layers, as translate quantizes it)
+    // TopK's k = min(20, n): its capacity is 20, not the 192 anchors (codegen's upper bound of k's value)
+    const package::Package p = package::readPackage(r.dir);
+    int topks = 0;
+    for (const auto* list : {&p.mac, &p.vec})
+      for (const package::Descriptor& d : *list)
+        if (d.kind == package::LayerKind::kTopK) {
+          EXPECT_EQ(d.out(0).dims[0], 20u) << target;
+          ++topks;
+        }
+    EXPECT_EQ(topks, 3) << target;
     const Model ref = o.calibration.empty() ? m : int8Reference(o.onnx, o.calibration);
     for (int i = 0; i < 3; ++i) {
       const Tensor image = readNpyFile(kDetect / ("detector.in" + std::to_string(i) + ".npy"));
