@@ -339,7 +339,7 @@ class Lowerer {
     std::vector<uint8_t> out;
     if (f32 || ft_ == ElemType::kF32) {
       out.resize(n * 4);
-      std::memcpy(out.data(), src, n * 4);
+      if (n) std::memcpy(out.data(), src, n * 4);  // (an empty constant: an If's branch giving no value)
     } else {
       out.resize(n * 2);
       for (size_t i = 0; i < n; ++i) {

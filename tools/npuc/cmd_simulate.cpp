@@ -319,9 +319,11 @@ void addSimulate(Command& app, Action& run) {
       for (size_t i = 0; i < rt.outputs().size(); ++i) {
         const RuntimeTensor& out = rt.outputs()[i];
         std::string base = (fs::path(o->output_dir) / files[i]).string();
-        writeNpyFile(base + ".npy", rt.outputFloat(out.name));
+        const Tensor written = rt.outputFloat(out.name);  // (a dynamic output at this run's dims, not its capacity)
+        writeNpyFile(base + ".npy", written);
         if (out.dtype != DType::kF32) writeNpyFile(base + ".raw.npy", rt.output(out.name));
-        fmt::print("{} {} {} -> {}.npy\n", out.name, dtypeName(out.dtype), shapeStr(out.shape), base);
+        fmt::print("{} {} {}{} -> {}.npy\n", out.name, dtypeName(out.dtype), shapeStr(written.shape()),
+                   out.dynamic ? fmt::format(" (capacity {})", shapeStr(out.shape)) : "", base);
         if (o->top > 0) {
           Tensor f = rt.outputFloat(out.name);
           std::vector<int64_t> idx(static_cast<size_t>(f.numel()));
