@@ -646,21 +646,24 @@ TEST(LayersUnary, SigmoidAndTanhAreWithinAnUlpOfLibm) {
   EXPECT_LT(differ, static_cast<int64_t>(xs.size()) / 1000) << differ << " of " << 2 * xs.size() << " differ by an ulp";
 }
 
-// sigmoidFast / tanhFast (AVX-512 where the CPU has it) give unaryScalar's bits: every 4099th bit pattern of the
+// sigmoidFast / tanhFast (AVX-512 or AVX2 where the CPU has them, each forced in turn) give unaryScalar's bits: every 4099th bit pattern of the
 // floats in [-130, 130] (both clamps, denormals, ±0), ±inf and NaNs, at every offset of a vector (the tails).
 TEST(LayersUnary, FastSigmoidAndTanhAreTheirBits) {
   std::vector<float> x = sampledFloats(-130.0f, 130.0f, true);
   for (float v : {0.0f, -0.0f, 40.0f, 40.000004f, -110.0f, -110.00001f, 10.0f, -10.0f, 10.000001f, 1e-45f, -1e-45f,
                   std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()})
     x.push_back(v);
-  for (UnaryOp op : {UnaryOp::kSigmoid, UnaryOp::kTanh})
-    for (size_t off = 0; off < 8; ++off) {
-      const std::vector<float> in(x.begin() + static_cast<std::ptrdiff_t>(off), x.end());
-      std::vector<float> fast(in.size()), ref(in.size());
-      (op == UnaryOp::kSigmoid ? sigmoidFast : tanhFast)(in.data(), fast.data(), static_cast<int64_t>(in.size()));
-      for (size_t i = 0; i < in.size(); ++i) ref[i] = unaryScalar(op, in[i], 0, 0);
-      ASSERT_EQ(firstBitMismatch(fast, ref), -1) << unaryOpName(op) << " offset " << off;
-    }
+  for (const char* isa : {"portable", "avx2", "avx512"})  // (each form the CPU has: a wider one is capped to it)
+    for (UnaryOp op : {UnaryOp::kSigmoid, UnaryOp::kTanh})
+      for (size_t off = 0; off < 8; ++off) {
+        const std::vector<float> in(x.begin() + static_cast<std::ptrdiff_t>(off), x.end());
+        std::vector<float> fast(in.size()), ref(in.size());
+        const char* prev = forceKernelIsa(isa);
+        (op == UnaryOp::kSigmoid ? sigmoidFast : tanhFast)(in.data(), fast.data(), static_cast<int64_t>(in.size()));
+        forceKernelIsa(prev);
+        for (size_t i = 0; i < in.size(); ++i) ref[i] = unaryScalar(op, in[i], 0, 0);
+        ASSERT_EQ(firstBitMismatch(fast, ref), -1) << unaryOpName(op) << " " << isa << " offset " << off;
+      }
   // unaryFast (the engine's and the fast simulator's layer): unary's bits for these and Swish, on 1 and 3 threads.
   for (UnaryOp op : {UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kSwish, UnaryOp::kRelu})
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p3}) {

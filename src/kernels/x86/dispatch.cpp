@@ -89,6 +89,7 @@ int activeIsa() {
 
 bool activeF16c() { return activeIsa() >= kAvx2; }
 bool activeAvx512() { return activeIsa() >= kAvx512; }
+bool activeAvx2() { return activeIsa() >= kAvx2; }
 
 const KernelTable& activeKernels() {
   switch (activeIsa()) {

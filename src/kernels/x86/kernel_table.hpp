@@ -243,6 +243,8 @@ bool activeF16c();
 /// Whether the active table is the AVX-512 one: kernels outside the table (recurrent's products, Sigmoid / Tanh over
 /// arrays) take their AVX-512 forms only then, so forceKernelIsa tests every form they have.
 bool activeAvx512();
+/// Whether the active table is the AVX2 / FMA one or wider (the recurrent products' AVX2 form).
+bool activeAvx2();
 
 void f32_gemm__avx512_6x16(const MicroArgs& p);
 void f32_gemm__avx512_6x32(const MicroArgs& p);

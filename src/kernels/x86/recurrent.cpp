@@ -28,16 +28,19 @@ void activate(const RnnActivation& a, float* v, int64_t n) {
 
 namespace detail {
 void rnnGemvAvx512(const float* panels, int64_t K, int64_t N, const float* x, float* out);
+void rnnGemvAvx2(const float* panels, int64_t width, int64_t K, int64_t N, const float* x, float* out);
 std::unique_ptr<QRows> makeQRowsAvx512(const int8_t* m, int64_t rows, int64_t k);
 std::unique_ptr<QRows> makeQRowsVnni(const int8_t* m, int64_t rows, int64_t k);
 }  // namespace detail
 
 /// Per direction: W ([G·H, input]), R ([G·H, H]) and, for GRU without linear_before_reset, R's h-gate rows; and for
-/// a batch of one, R as panels of 128 rows transposed ([panel][k][128], zeros past the last row) for the matrix-vector
-/// product of every step.
+/// a batch of one, R as panels of `panel` rows transposed ([panel][k][width], zeros past the last row) for the
+/// matrix-vector product of every step: 128 rows where AVX-512 is active when packing (its kernel's sweep), else 64
+/// (the AVX2 kernel's sweep: each panel read in order, once).
 struct RnnPacked {
   std::vector<std::unique_ptr<PackedA>> w, r, rh;
   std::vector<std::vector<float>> r_panels;
+  int64_t panel = 128;
 };
 
 void RnnPackedDeleter::operator()(RnnPacked* p) const { delete p; }
@@ -53,11 +56,11 @@ RnnPackedPtr packRecurrent(const RnnShape& s, const float* w, const float* r) {
                         : nullptr);
     std::vector<float> panels;
     if (s.batch == 1 && s.cell == RnnCell::kLstm) {
-      const int64_t n_panels = (GH + 127) / 128;
-      panels.assign(static_cast<size_t>(n_panels * H * 128), 0.0f);
+      const int64_t w = p->panel = detail::activeAvx512() ? 128 : 64, n_panels = (GH + w - 1) / w;
+      panels.assign(static_cast<size_t>(n_panels * H * w), 0.0f);
       for (int64_t row = 0; row < GH; ++row)
         for (int64_t k = 0; k < H; ++k)
-          panels[static_cast<size_t>(((row / 128) * H + k) * 128 + row % 128)] = r[(d * GH + row) * H + k];
+          panels[static_cast<size_t>(((row / w) * H + k) * w + row % w)] = r[(d * GH + row) * H + k];
     }
     p->r_panels.push_back(std::move(panels));
   }
@@ -126,7 +129,7 @@ class Direction {
       const PackedA* packed_rh = packed_->rh[static_cast<size_t>(d_)].get();  // GRU: (r ⊙ h) · Rhᵀ
       const std::vector<float>& panels = packed_->r_panels[static_cast<size_t>(d_)];
       for (int64_t i = 0; i < steps; ++i) {
-        if (!panels.empty() && B_ == 1) panelProducts(panels, GH, h_.data(), hr_.data());
+        if (!panels.empty() && B_ == 1) panelProducts(panels, packed_->panel, GH, h_.data(), hr_.data());
         else recurrentProducts(packed_r, GH, h_.data(), hr_.data());
         switch (s_.cell) {
           case RnnCell::kRnn: rnnStep(i); break;
@@ -166,15 +169,16 @@ class Direction {
     g.C = out, g.ldc = B_;
     sgemm_packed(a, g, pool_);
   }
-  /// out[row] = R's row · state for a batch of one, from R's panels (packRecurrent): AVX-512 where the CPU has it,
-  /// else a matrix-vector product per panel; either sums as the reference's dot.
-  void panelProducts(const std::vector<float>& panels, int64_t rows, const float* state, float* out) const {
-    if (detail::activeAvx512()) return detail::rnnGemvAvx512(panels.data(), H_, rows, state, out);
-    for (int64_t n0 = 0; n0 < rows; n0 += 128) {
+  /// out[row] = R's row · state for a batch of one, from R's panels (packRecurrent): AVX-512 or AVX2 / FMA where the
+  /// CPU has it, else a matrix-vector product per panel; each sums as the reference's dot.
+  void panelProducts(const std::vector<float>& panels, int64_t width, int64_t rows, const float* state, float* out) const {
+    if (detail::activeAvx512() && width == 128) return detail::rnnGemvAvx512(panels.data(), H_, rows, state, out);
+    if (detail::activeAvx2()) return detail::rnnGemvAvx2(panels.data(), width, H_, rows, state, out);
+    for (int64_t n0 = 0; n0 < rows; n0 += width) {
       GemmArgs g;
-      g.M = 1, g.N = std::min<int64_t>(128, rows - n0), g.K = H_;
+      g.M = 1, g.N = std::min<int64_t>(width, rows - n0), g.K = H_;
       g.A = state, g.lda = H_;
-      g.B = panels.data() + (n0 / 128) * H_ * 128, g.ldb = 128;
+      g.B = panels.data() + (n0 / width) * H_ * width, g.ldb = width;
       g.C = out + n0, g.ldc = g.N;
       sgemm(g, nullptr);
     }

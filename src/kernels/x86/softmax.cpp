@@ -16,6 +16,8 @@ void sigmoidAvx512(const float* x, float* y, int64_t n);
 void hardSwishAvx512(const float* x, float* y, int64_t n);
 void hardSigmoidAvx512(float alpha, float beta, const float* x, float* y, int64_t n);
 void tanhAvx512(const float* x, float* y, int64_t n);
+void sigmoidAvx2(const float* x, float* y, int64_t n);
+void tanhAvx2(const float* x, float* y, int64_t n);
 }  // namespace detail
 
 void softmaxFast(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y, ThreadPool* pool) {
@@ -45,11 +47,13 @@ void unaryFast(UnaryOp op, float alpha, float beta, int64_t n, const float* x, f
 
 void sigmoidFast(const float* x, float* y, int64_t n) {
   if (detail::activeAvx512()) return detail::sigmoidAvx512(x, y, n);
+  if (detail::activeAvx2()) return detail::sigmoidAvx2(x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = sigmoidF32(x[i]);
 }
 
 void tanhFast(const float* x, float* y, int64_t n) {
   if (detail::activeAvx512()) return detail::tanhAvx512(x, y, n);
+  if (detail::activeAvx2()) return detail::tanhAvx2(x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = tanhF32(x[i]);
 }
 
