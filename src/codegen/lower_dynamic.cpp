@@ -3,6 +3,7 @@
 // reading such tensors (Lowerer::makeDynamic: an extent after each input and output, package::kFlagDynamic).
 #include "codegen/lowerer.hpp"
 
+#include "kernels/layers.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 
@@ -47,6 +48,25 @@ Shape nmsCapacity(const ir::Graph& g, const ir::Node& n) {
 }
 
 void typeAtCapacities(ir::Graph& c);
+
+/// A Slice of a dynamic tensor (constant starts / ends / axes / steps): per dim the largest count over the dim's
+/// run sizes 0 … its capacity (a count need not grow with the dim: starts -3, ends 5 gives 0 at 100, 2 at 6).
+Shape sliceCapacity(const ir::Node& n, const Shape& x, const std::vector<const Tensor*>& values) {
+  const std::vector<int64_t> starts = values[1]->toInt64(), ends = values[2]->toInt64();
+  std::vector<int64_t> axes = n.hasInput(3) ? values[3]->toInt64() : std::vector<int64_t>{};
+  const std::vector<int64_t> steps = n.hasInput(4) ? values[4]->toInt64() : std::vector<int64_t>{};
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  Shape y = kernels::resolveSlice(x, starts, ends, axes, steps).count;  // (fails as the engine's Slice: caught below)
+  const auto r = static_cast<int64_t>(x.size());
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+    for (int64_t len = 0; len < x[static_cast<size_t>(a)]; ++len)
+      y[static_cast<size_t>(a)] = std::max(y[static_cast<size_t>(a)], kernels::resolveSlice({len}, {starts[k]}, {ends[k]}, {0},
+                                                                                                 steps.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{steps[k]}).count[0]);
+  }
+  return y;
+}
 
 /// An upper bound of every element of integer value v, where the small computations on shape values give one
 /// (torchvision's k = ReduceMin(Concat(300, n)) ≤ 300): a constant's largest element; through views and integer
@@ -114,6 +134,7 @@ void ifAtCapacities(ir::Graph& c, ir::Node& n) {
     branches.push_back(n.attrGraph(attr));
   }
   for (size_t k = 0; k < n.outputs.size(); ++k) {
+    if (k >= branches[0]->outputs().size() || k >= branches[1]->outputs().size()) return;  // (refused when lowered)
     const ir::Value &t = branches[0]->value(branches[0]->outputs()[k]), &e = branches[1]->value(branches[1]->outputs()[k]);
     const ir::Type &tt = t.isConstant() ? ir::makeType(t.constant->dtype(), t.constant->shape()) : t.type;
     const ir::Type &et = e.isConstant() ? ir::makeType(e.constant->dtype(), e.constant->shape()) : e.type;
@@ -169,6 +190,13 @@ void typeAtCapacities(ir::Graph& c) {
         if (const std::optional<int64_t> k = upperBound(c, n.inputs[1]); k && *k >= 0)
           y[static_cast<size_t>(axis)] = std::min(y[static_cast<size_t>(axis)], *k);
       out = std::vector<ir::Type>{ir::makeType(types[0].dtype, y), ir::makeType(DType::kI64, y)};
+    } else if (reads && n.op == "Slice" && c.opset >= 10 && types[0].isStatic() && values.size() >= 3 && values[1] && values[2] &&
+               (!n.hasInput(3) || values[3]) && (!n.hasInput(4) || values[4])) {
+      try {
+        out = std::vector<ir::Type>{ir::makeType(types[0].dtype, sliceCapacity(n, types[0].shape, values))};
+      } catch (const Error&) {
+        continue;  // (the lowering names the node)
+      }
     } else if (reads && n.op == "NonMaxSuppression") {
       out = std::vector<ir::Type>{ir::makeType(DType::kI64, nmsCapacity(c, n))};
     } else {

@@ -49,11 +49,13 @@ std::vector<uint32_t> Lowerer::viewWords(const ir::Node& n) {
   } else if (n.op == "Flatten") {
     int64_t a = n.attrInt("axis", 1);
     a = a < 0 ? a + r : a;
-    if (a == 0) w = {1u, kernels::kReshapeRest};
-    else if (a == 1) w = {fromX(0), kernels::kReshapeRest};
-    else if (a == r) w = {kernels::kReshapeRest, 1u};
-    else if (a == r - 1) w = {kernels::kReshapeRest, fromX(r - 1)};
-    else unsupported(n, "Flatten at axis {} of a rank-{} tensor whose shape the data decide", a, r);
+    // (each side one of x's dims, 1, or the rest: the rest at most once, so a side of several dims needs the other
+    // side to be one dim or none)
+    const uint32_t before = a == 0 ? 1u : a == 1 ? fromX(0) : kernels::kReshapeRest;
+    const uint32_t after = a == r ? 1u : a == r - 1 ? fromX(r - 1) : kernels::kReshapeRest;
+    if (before == kernels::kReshapeRest && after == kernels::kReshapeRest)
+      unsupported(n, "Flatten at axis {} of a rank-{} tensor whose shape the data decide", a, r);
+    w = {before, after};
   } else {  // Reshape of a constant shape (ONNX: 0 keeps x's dim unless allowzero, -1 the rest)
     const Tensor* t = n.hasInput(1) ? constIn(n, 1) : nullptr;
     if (!t) unsupported(n, "a shape the model computes, for a tensor whose shape the data decide");

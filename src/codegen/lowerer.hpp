@@ -410,6 +410,7 @@ class Lowerer {
     if (!to_half && !to_single) return id;
     auto c = converted_.find(id);
     if (c != converted_.end()) return c->second;
+    if (extent_of_.count(id)) unsupported(n, "a layer kept at another float width reading a tensor whose shape the data decide");
     const ElemType t = to_half ? ElemType::kF16 : ElemType::kF32;
     const std::string name = v.name + (to_half ? "/to_float16" : "/to_float32");
     const int out = newVal(name, v.shape, t, 'd');
@@ -456,6 +457,7 @@ class Lowerer {
     if (!isViewOp(c) || c.outputs.size() != 1 || !is_output_.count(c.outputs[0])) return nullptr;
     const ir::Value &a = g_.value(v), &b = g_.value(c.outputs[0]);
     if (a.type.shape != b.type.shape || storageType(n, a) != storageType(c, b)) return nullptr;
+    if (a.bounded) return nullptr;  // (a dynamic tensor's view: equal capacities, other run dims — its reshape layer)
     return &c;
   }
 

@@ -259,8 +259,8 @@ SliceGeometry resolveSlice(const std::vector<int64_t>& dims, const std::vector<i
                            const std::vector<int64_t>& ends, std::vector<int64_t> axes, std::vector<int64_t> steps);
 /// The dims of a view of a tensor whose dims the data decide (the reshape layer kind): one word per dim of y —
 /// kReshapeFromX | j: dim j of x; kReshapeRest (at most once): x's element count over the other dims of y (which
-/// must divide it); else that constant. False for a word naming no dim of x, two "rest" words, or counts that do not
-/// divide / do not match x's element count.
+/// must divide it); else that constant. False for a word naming no dim of x, two "rest" words, a "rest" beside dims
+/// whose product is 0 (any rest would do), or counts that do not divide / do not match x's element count.
 inline constexpr uint32_t kReshapeFromX = 0x80000000u, kReshapeRest = 0xFFFFFFFFu;
 bool reshapeDims(const std::vector<int64_t>& x, const std::vector<uint32_t>& words, std::vector<int64_t>& y);
 /// Strided slice: y[i...] = x[starts + i * steps ...] (starts already clamped; steps may be negative).

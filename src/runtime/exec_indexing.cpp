@@ -184,6 +184,9 @@ const KindExec kind_exec::kNonMaxSuppression = {nullptr, &runNms, [](const Step&
   // at most every box of every class of every batch (a constant max_output_boxes_per_class: that many per class); the
   // run sets the count it selects
   const Shape &boxes = s.shapes[0], &scores = s.shapes[1];
+  if (boxes[2] != 4 || scores[0] != boxes[0] || scores[2] != boxes[1])
+    fail(ErrorCode::kInvalidInput, "nms layer (seq {}): boxes [{}] and scores [{}] at run time (ONNX: [B, N, 4] and [B, C, N])",
+         s.d->seq, fmt::join(boxes, ", "), fmt::join(scores, ", "));
   const int64_t per = (s.p[5] & 1u) ? boxes[1] : std::min<int64_t>(boxes[1], s.p[1]);
   y[0] = {boxes[0] * scores[1] * per, 3};
 }};

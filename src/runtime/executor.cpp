@@ -48,10 +48,11 @@ void atDims(Runtime::Impl::Step& s, int ref, const Shape& dims, const std::strin
   Runtime::Impl::Step::Dynamic& dy = *s.dyn;
   package::Descriptor& v = dy.view;
   const Shape& cap = dy.capacity[static_cast<size_t>(ref)];
-  for (size_t k = 0; k < dims.size(); ++k)
-    if (dims.size() != cap.size() || dims[k] < 0 || dims[k] > cap[k])
-      fail(ErrorCode::kInvalidInput, "{} layer (seq {}): {} would be [{}], beyond the capacity [{}] the package holds for it",
-           package::layerKindName(v.kind), v.seq, what, fmt::join(dims, ", "), fmt::join(cap, ", "));
+  bool within = dims.size() == cap.size();  // (the rank first: a scalar's loop below is empty)
+  for (size_t k = 0; within && k < dims.size(); ++k) within = dims[k] >= 0 && dims[k] <= cap[k];
+  if (!within)
+    fail(ErrorCode::kInvalidInput, "{} layer (seq {}): {} would be [{}], beyond the capacity [{}] the package holds for it",
+         package::layerKindName(v.kind), v.seq, what, fmt::join(dims, ", "), fmt::join(cap, ", "));
   package::TensorRef& r = v.refs[static_cast<size_t>(ref)];
   std::copy(dims.begin(), dims.end(), r.dims.begin());
   r.bytes = static_cast<uint32_t>(shapeNumel(dims) * static_cast<int64_t>(package::elemSize(r.type)));

@@ -331,3 +331,48 @@ def test_a_split_along_a_dim_the_data_change_stops_the_run(tmp_path):
     scores[:22] = 0
     with pytest.raises(Exception, match="translated for dim 0 of 32"):
         rt.run({"scores": scores})
+
+
+def test_views_of_empty_and_small_dynamic_tensors(tmp_path):
+    """The review's cases: NonMaxSuppression's selections [n, 3] flattened at axis 1 keep their 3 columns when n is 0
+    (a "rest" word beside a 0 dim would have made them [0, 0]); a Slice whose count does not grow with the dim (the
+    last 3 of the first 5 rows: 0 at a capacity of 8, up to 3 below it) has room for its largest count; a Reshape of a
+    dynamic tensor to an output of the same capacity still follows the run's dims (NonZero of [2, 1], transposed to
+    [n, 2], viewed as [2, n]).
+    numpy as the oracle, exact and fast."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "maxper", "iou", "thr"], ["sel"]),
+             helper.make_node("Flatten", ["sel"], ["flat"], axis=1),
+             helper.make_node("Slice", ["sel", "m3", "five", "ax0"], ["window"]),
+             helper.make_node("NonZero", ["x"], ["nz"]),
+             helper.make_node("Transpose", ["nz"], ["where"], perm=[1, 0]),
+             helper.make_node("Reshape", ["where", "pair"], ["pairs"])]
+    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    graph = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, (1, 8, 4)),
+                                               helper.make_tensor_value_info("scores", TensorProto.FLOAT, (1, 1, 8)),
+                                               helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 1))],
+                              [helper.make_tensor_value_info("flat", TensorProto.INT64, ("n", 3)),
+                               helper.make_tensor_value_info("window", TensorProto.INT64, ("w", 3)),
+                               helper.make_tensor_value_info("pairs", TensorProto.INT64, (2, "p"))],
+                              [ints("maxper", [8]), numpy_helper.from_array(np.array([0.5], np.float32), "iou"),
+                               numpy_helper.from_array(np.array([0.5], np.float32), "thr"), ints("m3", [-3]), ints("five", [5]),
+                               ints("ax0", [0]), ints("pair", [2, -1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "small.onnx"))
+    subprocess.run([CLI, "translate", "small", "-onnx", str(tmp_path / "small.onnx"), "--target", "generic", "--out",
+                    str(tmp_path)], check=True, capture_output=True)
+    rng = np.random.default_rng(4)
+    corners = rng.random((8, 2)).astype(np.float32) * 20
+    boxes = np.concatenate([corners, corners + 1], axis=1)[None]  # (far apart: nothing suppressed)
+    for exact, threads in ((True, 1), (False, 2)):
+        rt = npuc.Runtime(str(tmp_path / "small"), exact=exact, threads=threads)
+        for kept, x in ((0, [[0.0], [0.0]]), (2, [[1.0], [0.0]]), (6, [[1.0], [1.0]]), (8, [[0.0], [2.0]])):
+            scores = np.full((1, 1, 8), 0.1, np.float32)
+            scores[0, 0, :kept] = np.linspace(0.9, 0.6, kept)
+            out = rt.run({"boxes": boxes, "scores": scores, "x": np.array(x, np.float32)}, raw=True)
+            sel = np.array([[0, 0, i] for i in range(kept)], np.int64).reshape(kept, 3)
+            assert np.array_equal(out["flat"], sel) and out["flat"].shape == (kept, 3), (kept, out["flat"].shape)
+            assert np.array_equal(out["window"], sel[-3:5]), (kept, out["window"])
+            assert np.array_equal(out["pairs"], np.argwhere(np.array(x)).reshape(2, -1)), (x, out["pairs"])

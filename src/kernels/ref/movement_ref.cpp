@@ -311,9 +311,9 @@ bool reshapeDims(const std::vector<int64_t>& x, const std::vector<uint32_t>& wor
   }
   int64_t n = 1;
   for (int64_t d : x) n *= d;
-  if (rest >= 0) {
-    if (known == 0 ? n != 0 : n % known != 0) return false;
-    y[static_cast<size_t>(rest)] = known == 0 ? 0 : n / known;
+  if (rest >= 0) {  // (the other dims' product 0: any rest would do — refused, as ONNX Runtime refuses it)
+    if (known == 0 || n % known != 0) return false;
+    y[static_cast<size_t>(rest)] = n / known;
     return true;
   }
   return known == n;
