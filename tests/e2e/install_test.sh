@@ -25,7 +25,7 @@ for f in bin/npuc include/npuc/npuc.h include/npuc/runtime.hpp include/npuc/tens
 done
 # The library exports the C API and namespace npuc, nothing of fmt, nlohmann or std.
 syms=$(nm -D --defined-only "$prefix/lib/libnpuc.so" | awk '{print $3}' | sed 's/@.*//')
-echo "$syms" | grep -qx 'npuc_runtime_open' && ok "libnpuc.so exports npuc_runtime_open" || bad "npuc_runtime_open not exported"
+grep -qx 'npuc_runtime_open' <<< "$syms" && ok "libnpuc.so exports npuc_runtime_open" || bad "npuc_runtime_open not exported"  # (not echo | grep -q: with pipefail, grep's early exit fails the echo)
 leaked=$(echo "$syms" | grep -v '^npuc_' | c++filt | grep -v 'npuc::' | grep -v '^NPUC_0$' | head -5)
 [ -z "$leaked" ] && ok "no foreign symbols exported" || bad "libnpuc.so exports foreign symbols: $leaked"
 
