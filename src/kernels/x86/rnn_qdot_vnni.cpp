@@ -12,7 +12,7 @@
 #include "kernels/recurrent.hpp"
 
 #include <cstring>
-#include <vector>
+#include <memory>
 
 namespace npuc::kernels::detail {
 
@@ -20,9 +20,9 @@ namespace {
 
 class QRowsVnni : public QRows {
  public:
-  QRowsVnni(const int8_t* m, int64_t rows, int64_t k) : rows_(rows), k_(k), k4_((k + 3) / 4), blocks_((rows + 15) / 16) {
-    packed_.assign(static_cast<size_t>(blocks_ * k4_ * 64), 0);
-    rowsum_.assign(static_cast<size_t>(blocks_ * 16), 0);
+  QRowsVnni(const int8_t* m, int64_t rows, int64_t k)
+      : rows_(rows), k_(k), k4_((k + 3) / 4), blocks_((rows + 15) / 16),
+        packed_(new int8_t[static_cast<size_t>(blocks_ * k4_ * 64)]()), rowsum_(new int32_t[static_cast<size_t>(blocks_ * 16)]()) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < k; ++c) {
         const int8_t v = m[r * k + c];
@@ -31,8 +31,10 @@ class QRowsVnni : public QRows {
       }
   }
   void sums(const int8_t* v, int32_t z, int32_t* out) const override {
-    thread_local std::vector<uint8_t> u;
-    u.assign(static_cast<size_t>(k4_ * 4), 128);  // (columns past k: their packed weights are 0)
+    thread_local std::unique_ptr<uint8_t[]> u;
+    thread_local size_t u_size = 0;
+    if (u_size < static_cast<size_t>(k4_ * 4)) u.reset(new uint8_t[u_size = static_cast<size_t>(k4_ * 4)]);
+    std::memset(u.get(), 128, static_cast<size_t>(k4_ * 4));  // (columns past k: their packed weights are 0)
     for (int64_t c = 0; c < k_; ++c) u[static_cast<size_t>(c)] = static_cast<uint8_t>(v[c] + 128);
     const __m512i corr = _mm512_set1_epi32(128 + z);
     constexpr int kChains = 8;  // row blocks summed side by side: independent vpdpbusd chains (its latency, not one chain)
@@ -42,15 +44,15 @@ class QRowsVnni : public QRows {
       for (int i = 0; i < kChains; ++i) acc[i] = _mm512_setzero_si512();
       for (int64_t q = 0; q < k4_; ++q) {
         int32_t quad;
-        std::memcpy(&quad, u.data() + 4 * q, 4);
+        std::memcpy(&quad, u.get() + 4 * q, 4);
         const __m512i bq = _mm512_set1_epi32(quad);
 #pragma GCC unroll 8
         for (int i = 0; i < kChains; ++i)
-          if (i < nb) acc[i] = _mm512_dpbusd_epi32(acc[i], bq, _mm512_loadu_si512(packed_.data() + ((b0 + i) * k4_ + q) * 64));
+          if (i < nb) acc[i] = _mm512_dpbusd_epi32(acc[i], bq, _mm512_loadu_si512(packed_.get() + ((b0 + i) * k4_ + q) * 64));
       }
       for (int i = 0; i < nb; ++i) {
         const int64_t b = b0 + i;
-        const __m512i y = _mm512_sub_epi32(acc[i], _mm512_mullo_epi32(corr, _mm512_loadu_si512(rowsum_.data() + 16 * b)));
+        const __m512i y = _mm512_sub_epi32(acc[i], _mm512_mullo_epi32(corr, _mm512_loadu_si512(rowsum_.get() + 16 * b)));
         const int64_t n = rows_ - 16 * b < 16 ? rows_ - 16 * b : 16;
         _mm512_mask_storeu_epi32(out + 16 * b, static_cast<__mmask16>((1u << n) - 1u), y);
       }
@@ -59,8 +61,11 @@ class QRowsVnni : public QRows {
 
  private:
   int64_t rows_, k_, k4_, blocks_;
-  std::vector<int8_t> packed_;
-  std::vector<int32_t> rowsum_;
+  // (arrays, not std::vector: a vector's out-of-line members instantiated in this AVX-512 file are weak symbols the
+  // linker may pick for the whole program — the sanitizer build ran vector<int8_t>::assign's AVX-512 copy on an
+  // AVX2-only CPU: SIGILL)
+  std::unique_ptr<int8_t[]> packed_;
+  std::unique_ptr<int32_t[]> rowsum_;
 };
 
 }  // namespace
