@@ -18,13 +18,18 @@
 // mask:1,1,16~48,16~48: symbols of the AIPP layer's picture, `also` tying the mask's dims to them) and an int8-affine
 // GRU (gru_bidir, QRecurrent's GRU form). An accepted range package is also specialized: setInputShape, setInput and
 // (behind the AIPP stage) setDynamicAipp at the lowest sizes, a size the last byte picks, and just above and below the
-// ranges, with a run at each size accepted. With bits 6 and 7 of byte 1 (bit 1 picks, bit 3 is ignored), one of two
-// packages holding dynamic tensors (docs/package-format.md, "Dynamic tensors"), both for generic: nonzero_gather
-// (NonZero -> Transpose -> GatherND: the nonzero layer's extent, the dynamic flag of transpose and gather_nd, outputs
-// whose manifest entries carry an extent) and sorted_boxes (Greater, NonZero, Transpose, two GatherNDs, Shape as a
-// copy of an extent, TopK of a k the model computes, Gather: dynamic top_k and gather). An accepted dynamic package
-// also runs on inputs with no, some (-0.0 and NaN among them) and all elements non-zero — for sorted_boxes, scores
-// none, some and all above its threshold, with ties —, each run's outputs read at the dims of their extents.
+// ranges, with a run at each size accepted. With bits 6 and 7 of byte 1 (bit 1 picks; bits 1 and 3 both: the third),
+// one of three packages holding dynamic tensors (docs/package-format.md, "Dynamic tensors"), all for generic:
+// nonzero_gather (NonZero -> Transpose -> GatherND: the nonzero layer's extent, the dynamic flag of transpose and
+// gather_nd, outputs whose manifest entries carry an extent), sorted_boxes (Greater, NonZero, Transpose, two
+// GatherNDs, Shape as a copy of an extent, TopK of a k the model computes, Gather: dynamic top_k and gather) and
+// views_and_slices (Split as dynamic slices of bounds int64 [4, rank], Squeeze / Unsqueeze / Flatten / Reshape as
+// reshape layers (kind 79, words of kernels::reshapeDims), Slice, ReduceMax / ReduceSum, a dynamic nms, and an if
+// whose outputs include the extent of its dynamic output, its moves copying a branch's result and its extent). An
+// accepted dynamic package also runs on inputs with no, some (-0.0 and NaN among them), all and two elements
+// non-zero — for sorted_boxes and views_and_slices, scores none, some, all and two above the threshold 0.3, with ties
+// (views_and_slices' If takes then_branch for more than three kept: some and all; else_branch, an empty constant, for
+// none and two) —, each run's outputs read at the dims of their extents.
 // An accepted package runs with every input set (the runtime refuses to run otherwise): zeros, and for a dynamic AIPP
 // stage's parameter input a block whose picture is the stage's output size.
 // Bit 0 of byte 1 says whether to re-seal the manifest after the replacement (file sizes, hashes and the content
@@ -55,10 +60,10 @@ using Files = std::map<std::string, std::vector<uint8_t>>;
 
 namespace {
 
-constexpr int kTemplates = 13;
+constexpr int kTemplates = 14;
 // prepost drpai (fp16), prepost generic (fp32), static AIPP drpai, dynamic AIPP generic, int8-affine digits,
 // int8-pow2 digits, control layers; (bit 7) shape ranges, int8 LSTM, shape ranges behind dynamic AIPP, int8 GRU;
-// (bits 6 and 7) dynamic tensors: nonzero_gather, sorted_boxes
+// (bits 6 and 7) dynamic tensors: nonzero_gather, sorted_boxes, views_and_slices
 constexpr int kFirstDynamic = 11;
 Files g_template[kTemplates];
 std::vector<std::string> g_names;
@@ -68,13 +73,14 @@ fs::path g_dir;
 int templateOf(uint8_t b) {
   const int low = ((b >> 1) & 1) | ((b >> 2) & 2);  // bits 1 and 3
   // (Inputs with bits 6 and 7 both set picked 7 + low before the dynamic templates came: a corpus of then moves.)
-  if ((b & 192) == 192) return kFirstDynamic + (low & 1);
+  // (views_and_slices came third: bits 1 and 3 both, which picked sorted_boxes before; bit 3 alone still ignored.)
+  if ((b & 192) == 192) return kFirstDynamic + (low == 3 ? 2 : low & 1);
   if (b & 128) return 7 + low;
   return (b & 64) ? 6 : (b & 32) ? 5 : (b & 16) ? 4 : low;
 }
 /// Byte 1 of a template's seeds (bit 0: re-seal).
 uint8_t headOf(int t) {
-  if (t >= kFirstDynamic) return static_cast<uint8_t>(1 | 128 | 64 | ((t - kFirstDynamic) << 1));
+  if (t >= kFirstDynamic) return static_cast<uint8_t>(1 | 128 | 64 | (t == kFirstDynamic + 2 ? 2 | 8 : (t - kFirstDynamic) << 1));
   if (t >= 7) return static_cast<uint8_t>(1 | 128 | (((t - 7) & 1) << 1) | (((t - 7) & 2) << 2));
   return static_cast<uint8_t>(t == 6 ? 1 | 64 : t == 5 ? 1 | 32 : t == 4 ? 1 | 16 : 1 | ((t & 1) << 1) | ((t & 2) << 2));
 }
@@ -104,10 +110,11 @@ void setInputs(npuc::Runtime& rt) {
     }
 }
 
-/// An input whose elements are none (fill 0), some (1) or all (2) non-zero. float32 (the templates' type): some
-/// are 0, 0.1 ... 0.9 by element, with -0.0 (zero) and NaN (not zero, never above a threshold) among them, so that
-/// sorted_boxes' scores pass its 0.3 or not; all are 1, 1.5 or 2 (ties for TopK). Another type (an input's type the
-/// damage changed): the first byte of each element 0 or 1.
+/// An input whose elements are none (fill 0), some (1), all (2) or two (3) non-zero. float32 (the templates' type):
+/// some are 0, 0.1 ... 0.9 by element, with -0.0 (zero) and NaN (not zero, never above a threshold) among them, so
+/// that the scores pass 0.3 or not; all are 1, 1.5 or 2 (ties for TopK); two are elements 5 and 17 at 0.8 (then
+/// views_and_slices' If takes else_branch with two kept). Another type (an input's type the damage changed): the
+/// first byte of each element 0 or 1.
 npuc::Tensor filled(const npuc::RuntimeTensor& in, int fill) {
   npuc::Tensor t(in.dtype, in.shape);
   if (fill == 0) return t;
@@ -115,7 +122,8 @@ npuc::Tensor filled(const npuc::RuntimeTensor& in, int fill) {
   if (in.dtype == npuc::DType::kF32) {
     float* v = t.data<float>();
     for (int64_t i = 0; i < n; ++i)
-      v[i] = fill == 2 ? 1.0f + 0.5f * static_cast<float>(i % 3)
+      v[i] = fill == 3   ? (i == 5 || i == 17 ? 0.8f : 0.0f)
+             : fill == 2 ? 1.0f + 0.5f * static_cast<float>(i % 3)
              : i % 20 == 10 ? -0.0f
              : i % 20 == 13 ? std::numeric_limits<float>::quiet_NaN()
                             : static_cast<float>(i * 7 % 10) / 10.0f;
@@ -123,14 +131,15 @@ npuc::Tensor filled(const npuc::RuntimeTensor& in, int fill) {
   }
   const size_t size = npuc::dtypeSize(in.dtype);
   auto* bytes = static_cast<uint8_t*>(t.raw());
-  for (int64_t i = 0; i < n && size > 0; ++i) bytes[static_cast<size_t>(i) * size] = fill == 2 || i % 3 == 1;
+  for (int64_t i = 0; i < n && size > 0; ++i)
+    bytes[static_cast<size_t>(i) * size] = fill == 3 ? i == 5 || i == 17 : fill == 2 || i % 3 == 1;
   return t;
 }
 
-/// A package with dynamic tensors: runs on inputs with none, some and all elements non-zero, every output read at
+/// A package with dynamic tensors: runs on inputs with none, some, all and two elements non-zero, every output read at
 /// the dims of its extent (Runtime::output: an extent past the capacity must be an error, never a read beyond it).
 void exerciseDynamic(npuc::Runtime& rt) {
-  for (int fill = 0; fill < 3; ++fill) try {
+  for (int fill = 0; fill < 4; ++fill) try {
       for (const npuc::RuntimeTensor& in : rt.inputs())
         if (in.aipp_for.empty()) rt.setInput(in.name, filled(in, fill));
       rt.run();
@@ -207,6 +216,41 @@ void rehash(Files& f) {
   }
 }
 
+/// Whether template t holds what it is here for: the shape ranges table, the recurrent layer's int8 form, a nonzero
+/// layer with layers of the dynamic flag after it (sorted_boxes: top_k and gather among them) and outputs with
+/// extents; views_and_slices: dynamic reshape layers, a dynamic slice of bounds int64 [4, rank], a dynamic nms, and an
+/// if layer one of whose outputs is an output's extent (its moves copy a branch's result and its extent).
+bool standsFor(int t, const npuc::package::Package& pkg) {
+  using npuc::package::LayerKind;
+  bool int8_recurrent = false, nonzero = false, extents = false, bounds = false, if_extent = false;
+  std::set<LayerKind> dynamic;
+  const auto same = [](const npuc::package::TensorRef& a, const npuc::package::TensorRef& b) {
+    return a.addr == b.addr && a.bytes == b.bytes;
+  };
+  for (const auto* stream : {&pkg.mac, &pkg.vec})
+    for (const npuc::package::Descriptor& d : *stream) {
+      int8_recurrent |= d.kind == LayerKind::kRecurrent && d.in(0).type == npuc::DType::kI8;
+      nonzero |= d.kind == LayerKind::kNonZero;
+      if (d.flags & npuc::package::kFlagDynamic) dynamic.insert(d.kind);
+      if (d.kind == LayerKind::kSlice && (d.flags & npuc::package::kFlagDynamic)) {
+        const npuc::package::Descriptor v = npuc::package::dataView(d);
+        bounds |= v.n_in == 2 && v.in(1).type == npuc::package::ElemType::kI64 && v.in(1).rank == 2 && v.in(1).dims[0] == 4;
+      }
+      if (d.kind == LayerKind::kIf)
+        for (const npuc::package::IoTensor& out : pkg.outputs)
+          for (int j = 0; j < d.n_out && out.extent; ++j) if_extent |= same(d.out(j), *out.extent);
+    }
+  for (const npuc::package::IoTensor& out : pkg.outputs) extents |= out.extent.has_value();
+  if (t == 7 || t == 9) return pkg.ranges && !pkg.ranges->symbols.empty();
+  if (t == 8 || t == 10) return int8_recurrent;
+  if (t < kFirstDynamic) return true;
+  const bool base = nonzero && extents && dynamic.count(LayerKind::kTranspose) && dynamic.count(LayerKind::kGatherNd);
+  if (t == kFirstDynamic) return base;
+  if (t == kFirstDynamic + 1) return base && dynamic.count(LayerKind::kTopK) && dynamic.count(LayerKind::kGather);
+  return base && dynamic.count(LayerKind::kReshape) && dynamic.count(LayerKind::kNonMaxSuppression) &&
+         dynamic.count(LayerKind::kReduce) && bounds && if_extent;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -221,8 +265,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     npuc::TranslateOptions o;
     o.prefix = "t";  // same prefix: the templates have the same file names
     if (t >= kFirstDynamic) {
-      o.onnx = t == kFirstDynamic ? NPUC_SOURCE_DIR "/tests/data/dynamic/nonzero_gather.onnx"
-                                  : NPUC_SOURCE_DIR "/tests/data/dynamic/sorted_boxes.onnx";
+      o.onnx = t == kFirstDynamic       ? NPUC_SOURCE_DIR "/tests/data/dynamic/nonzero_gather.onnx"
+               : t == kFirstDynamic + 1 ? NPUC_SOURCE_DIR "/tests/data/dynamic/sorted_boxes.onnx"
+                                        : NPUC_SOURCE_DIR "/tests/data/dynamic/views_and_slices.onnx";
     } else if (t == 7) {
       o.onnx = NPUC_SOURCE_DIR "/tests/data/ranges/ranges_net.onnx";
       o.input_shape_ranges["x"] = {{1, 1}, {3, 3}, {24, 40}, {20, 36}};
@@ -256,25 +301,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     o.target = t == 8 || t == 10 ? "generic-int8" : t >= 6 ? "generic" : t == 5 ? "tidl" : t == 4 ? "generic-int8" : t % 2 ? "generic" : "drpai";
     o.out_root = root / std::to_string(t);
     npuc::TranslateResult r = npuc::translate(o);
-    // The templates must hold what they are here for: the shape ranges table, the recurrent layer's int8 form, a
-    // nonzero layer with layers of the dynamic flag after it (sorted_boxes: top_k and gather among them) and outputs
-    // with extents.
-    const npuc::package::Package pkg = npuc::package::readPackage(r.dir);
-    bool int8_recurrent = false, nonzero = false, extents = false;
-    std::set<npuc::package::LayerKind> dynamic;
-    for (const auto* stream : {&pkg.mac, &pkg.vec})
-      for (const npuc::package::Descriptor& d : *stream) {
-        int8_recurrent |= d.kind == npuc::package::LayerKind::kRecurrent && d.in(0).type == npuc::DType::kI8;
-        nonzero |= d.kind == npuc::package::LayerKind::kNonZero;
-        if (d.flags & npuc::package::kFlagDynamic) dynamic.insert(d.kind);
-      }
-    for (const npuc::package::IoTensor& out : pkg.outputs) extents |= out.extent.has_value();
-    const bool dynamic_ok = nonzero && extents && dynamic.count(npuc::package::LayerKind::kTranspose) &&
-                            dynamic.count(npuc::package::LayerKind::kGatherNd) &&
-                            (t == kFirstDynamic || (dynamic.count(npuc::package::LayerKind::kTopK) &&
-                                                    dynamic.count(npuc::package::LayerKind::kGather)));
-    if (((t == 7 || t == 9) && (!pkg.ranges || pkg.ranges->symbols.empty())) || ((t == 8 || t == 10) && !int8_recurrent) ||
-        (t >= kFirstDynamic && !dynamic_ok)) {
+    if (!standsFor(t, npuc::package::readPackage(r.dir))) {
       std::fprintf(stderr, "fuzz_package_reader: template %d lacks what it stands for\n", t);
       std::abort();
     }

@@ -115,6 +115,11 @@ void runNms(Runtime::Impl& im, Step& s) {
   p.iou_threshold = package::paramFloat(s.p[2]);
   p.has_score_threshold = s.p[3] != 0;
   p.score_threshold = package::paramFloat(s.p[4]);
+  // (an input computed on dynamic tensors may hold no value when it runs: the engine's error, never a read of none)
+  for (int i = 2; i < s.d->n_in; ++i)
+    if (s.d->in(i).numel() != 1)
+      fail(ErrorCode::kInvalidInput, "nms layer (seq {}): input {} holds {} values at run time, not one", s.d->seq, i,
+           s.d->in(i).numel());
   int i = 2;
   if (s.p[5] & 1u) p.max_per_class = intValues(s.d->in(i), s.in[static_cast<size_t>(i)])[0], ++i;
   if (s.p[5] & 2u) p.iou_threshold = im.inF(s, i++)[0];

@@ -376,3 +376,39 @@ def test_views_of_empty_and_small_dynamic_tensors(tmp_path):
             assert np.array_equal(out["flat"], sel) and out["flat"].shape == (kept, 3), (kept, out["flat"].shape)
             assert np.array_equal(out["window"], sel[-3:5]), (kept, out["window"])
             assert np.array_equal(out["pairs"], np.argwhere(np.array(x)).reshape(2, -1)), (x, out["pairs"])
+
+
+def test_an_nms_count_the_data_leave_empty_stops_the_run(tmp_path):
+    """NonMaxSuppression's max_output_boxes_per_class computed from a dynamic tensor (the first kept score × 10, as
+    int64): with no score kept it holds no value, and the run stops with an error as the engine's does (it read the
+    missing value before: a crash)."""
+    if not CLI:
+        pytest.skip("NPUC_CLI not set")
+    nodes = [helper.make_node("Greater", ["scores", "t"], ["keep"]), helper.make_node("NonZero", ["keep"], ["nz"]),
+             helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             helper.make_node("GatherND", ["scores", "idx"], ["kept"]),
+             helper.make_node("Slice", ["kept", "zero", "one"], ["first"]),
+             helper.make_node("Mul", ["first", "ten"], ["tenfold"]),
+             helper.make_node("Cast", ["tenfold"], ["count"], to=TensorProto.INT64),
+             helper.make_node("Reshape", ["scores", "s3"], ["s"]),
+             helper.make_node("NonMaxSuppression", ["boxes", "s", "count"], ["sel"])]
+    graph = helper.make_graph(nodes, "nms_count", [helper.make_tensor_value_info("scores", TensorProto.FLOAT, (8,)),
+                                                   helper.make_tensor_value_info("boxes", TensorProto.FLOAT, (1, 8, 4))],
+                              [helper.make_tensor_value_info("sel", TensorProto.INT64, ("n", 3))],
+                              [numpy_helper.from_array(np.array(0.3, np.float32), "t"),
+                               numpy_helper.from_array(np.array(10.0, np.float32), "ten"),
+                               numpy_helper.from_array(np.array([0], np.int64), "zero"),
+                               numpy_helper.from_array(np.array([1], np.int64), "one"),
+                               numpy_helper.from_array(np.array([1, 1, 8], np.int64), "s3")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "nc.onnx"))
+    subprocess.run([CLI, "translate", "nc", "-onnx", str(tmp_path / "nc.onnx"), "--target", "generic", "--out", str(tmp_path)],
+                   check=True, capture_output=True)
+    rt = npuc.Runtime(str(tmp_path / "nc"))
+    corners = np.arange(16, dtype=np.float32).reshape(8, 2) * 3
+    boxes = np.concatenate([corners, corners + 1], axis=1)[None]
+    out = rt.run({"scores": np.linspace(0.9, 0.5, 8).astype(np.float32), "boxes": boxes}, raw=True)
+    assert out["sel"].shape == (8, 3)  # (count 9: every box kept)
+    with pytest.raises(Exception, match="holds 0 values"):
+        rt.run({"scores": np.zeros(8, np.float32), "boxes": boxes})
