@@ -3,6 +3,7 @@
 // order of the taps and the split of the output channels among threads cannot change a bit.
 #include "kernels/quant.hpp"
 #include "kernels/ref/parallel_units.hpp"
+#include "kernels/x86/qconv_avx2.hpp"
 #include "kernels/x86/qconv_vnni.hpp"
 #include "kernels/x86/quant_x86.hpp"
 
@@ -63,7 +64,117 @@ void requantizeRow(const int32_t* acc, int64_t n, const Multiplier& mm, const QO
 
 /// The per-call paths (the weights are re-read on each run).
 void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
-               const QOutput& out, int8_t* y, ThreadPool* pool, bool avx2);
+               const QOutput& out, int8_t* y, ThreadPool* pool);
+
+/// The AVX2 path's plan (kernels/x86/qconv_avx2.hpp) and the arrays it points into.
+struct Avx2Plan {
+  detail::QConvAvx2Plan p;
+  std::vector<int64_t> tap_off;
+  std::vector<int32_t> a, bias, mul, right, shift;
+  std::vector<uint8_t> left;
+};
+
+/// An int16 pair as one int32: lo in the low half.
+int32_t pairOf(int32_t lo, int32_t hi) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+}
+
+void planAvx2(Avx2Plan& A, const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, const QOutput& out) {
+  using Form = detail::QConvAvx2Plan::Form;
+  detail::QConvAvx2Plan& p = A.p;
+  p.C = s.in_channels, p.M = s.out_channels, p.G = s.groups, p.H = s.in_spatial[0], p.W = s.in_spatial[1];
+  p.OH = s.out_spatial[0], p.OW = s.out_spatial[1], p.KH = s.kernel[0], p.KW = s.kernel[1], p.SH = s.stride[0];
+  p.SW = s.stride[1], p.DH = s.dilation[0], p.DW = s.dilation[1], p.PT = s.pad_begin[0], p.PL = s.pad_begin[1];
+  p.zx = zx, p.zy = out.zero_point, p.lo = out.lo, p.hi = out.hi;
+  const int64_t cg = p.C / p.G, mg = p.M / p.G;
+  // The padded plane covers every tap of every output: rows [-PT, (OH-1)*SH + (KH-1)*DH - PT], same for columns.
+  const int64_t HP = std::max<int64_t>((p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1, 1);
+  const int64_t WP = std::max<int64_t>((p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1, 1);
+  p.phases = p.SH * p.SW, p.hpp = (HP + p.SH - 1) / p.SH, p.wpp = (WP + p.SW - 1) / p.SW, p.plane = p.hpp * p.wpp;
+  p.cstride = p.phases * p.plane + 16;
+  p.flat = p.OH * p.wpp, p.slack = detail::kQConvAvx2Tile + (p.KW - 1) * p.DW + 32;
+  p.k = cg * p.KH * p.KW, p.k2 = (p.k + 1) / 2;
+  A.tap_off.assign(static_cast<size_t>(2 * p.k2), 0);
+  for (int64_t t = 0; t < p.k; ++t) {
+    const int64_t cl = t / (p.KH * p.KW), th = t / p.KW % p.KH * p.DH, tw = t % p.KW * p.DW;
+    A.tap_off[static_cast<size_t>(t)] = cl * p.cstride + ((th % p.SH) * p.SW + tw % p.SW) * p.plane +
+                                        th / p.SH * p.wpp + tw / p.SW;
+  }
+  if (p.k % 2 != 0) A.tap_off.back() = A.tap_off.front();  // (its weight is 0)
+  p.form = p.OH * p.OW == 1 && p.G == 1 ? Form::kGemv : cg == 1 && mg == 1 ? Form::kDepthwise : Form::kGemm;
+  auto wpair = [&](int64_t m, int64_t t) {  // channel m's taps 2t, 2t + 1 (0 past k)
+    const int8_t* wm = w + m * p.k;
+    return pairOf(wm[2 * t], 2 * t + 1 < p.k ? wm[2 * t + 1] : 0);
+  };
+  const int64_t M8 = (p.M + 7) / 8 * 8;
+  if (p.form == Form::kGemm) {
+    p.panels = (mg + detail::kQConvAvx2Rows - 1) / detail::kQConvAvx2Rows;
+    A.a.assign(static_cast<size_t>(p.G * p.panels * p.k2 * detail::kQConvAvx2Rows), 0);
+    for (int64_t grp = 0; grp < p.G; ++grp)
+      for (int64_t ml = 0; ml < mg; ++ml) {
+        const int64_t panel = ml / detail::kQConvAvx2Rows, r = ml % detail::kQConvAvx2Rows;
+        for (int64_t t = 0; t < p.k2; ++t)
+          A.a[static_cast<size_t>(((grp * p.panels + panel) * p.k2 + t) * detail::kQConvAvx2Rows + r)] = wpair(grp * mg + ml, t);
+      }
+  } else if (p.form == Form::kDepthwise) {
+    A.a.resize(static_cast<size_t>(p.M * p.k2));
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t t = 0; t < p.k2; ++t) A.a[static_cast<size_t>(m * p.k2 + t)] = wpair(m, t);
+  } else {
+    A.a.assign(static_cast<size_t>(M8 * p.k2), 0);
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t t = 0; t < p.k2; ++t) A.a[static_cast<size_t>((m / 8 * p.k2 + t) * 8 + m % 8)] = wpair(m, t);
+  }
+  A.bias.assign(static_cast<size_t>(M8), 0), A.mul.assign(static_cast<size_t>(M8), 0);
+  A.right.assign(static_cast<size_t>(M8), 0), A.shift.assign(static_cast<size_t>(M8), 0), A.left.assign(static_cast<size_t>(M8), 0);
+  for (int64_t m = 0; m < p.M; ++m) {
+    const auto i = static_cast<size_t>(m);
+    const Multiplier& mm = out.of(m);
+    A.bias[i] = bias != nullptr ? bias[m] : 0, A.mul[i] = mm.m, A.shift[i] = mm.shift;
+    A.left[i] = mm.shift > 0 ? 1 : 0, A.right[i] = mm.shift < 0 ? -mm.shift : 0;
+  }
+  p.tap_off = A.tap_off.data(), p.a = A.a.data(), p.bias = A.bias.data(), p.mul = A.mul.data();
+  p.right = A.right.data(), p.left = A.left.data(), p.shift = A.shift.data();
+}
+
+/// The AVX2 path's run: per image, the phase planes then the product's units (kGemm), the channels (kDepthwise) or
+/// the blocks of 8 channels (kGemv) on the pool.
+void runAvx2(const Avx2Plan& A, const int8_t* x, int8_t* y, ThreadPool* pool, int64_t batch) {
+  using Form = detail::QConvAvx2Plan::Form;
+  const detail::QConvAvx2Plan& p = A.p;
+  const int64_t T = detail::kQConvAvx2Tile;
+  for (int64_t n = 0; n < batch; ++n) {
+    const int8_t* xn = x + n * p.C * p.H * p.W;
+    int8_t* yn = y + n * p.M * p.OH * p.OW;
+    if (p.form == Form::kDepthwise) {
+      parallelUnits(pool, p.C, p.k * p.flat, [&](int64_t c0, int64_t c1) {
+        std::vector<int16_t> scratch(static_cast<size_t>(p.cstride + p.slack));
+        detail::qdwconvAvx2(p, xn, c0, c1, scratch.data(), yn);
+      });
+    } else if (p.form == Form::kGemv) {
+      std::vector<int32_t> xk(static_cast<size_t>(p.k2), 0);  // the one window's values (0 in the padding), in pairs
+      std::vector<int32_t> v(static_cast<size_t>(2 * p.k2), 0);
+      for (int64_t t = 0; t < p.k; ++t) {
+        const int64_t c = t / (p.KH * p.KW), ih = t / p.KW % p.KH * p.DH - p.PT, iw = t % p.KW * p.DW - p.PL;
+        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v[static_cast<size_t>(t)] = xn[(c * p.H + ih) * p.W + iw] - p.zx;
+      }
+      for (int64_t t = 0; t < p.k2; ++t) xk[static_cast<size_t>(t)] = pairOf(v[static_cast<size_t>(2 * t)], v[static_cast<size_t>(2 * t + 1)]);
+      parallelUnits(pool, (p.M + 7) / 8, p.k * 8, [&](int64_t b0, int64_t b1) { detail::qgemvAvx2(p, xk.data(), b0, b1, yn); });
+    } else {
+      std::vector<int16_t> planes(static_cast<size_t>(p.C * p.cstride + p.slack));
+      parallelUnits(pool, p.C, p.phases * p.plane, [&](int64_t c0, int64_t c1) { detail::qconvAvx2Planes(p, xn, c0, c1, planes.data()); });
+      // units: (group, tile, chunk of panels); few tiles (small maps) split the panels too, so both threads work
+      const int64_t tiles = (p.flat + T - 1) / T;
+      const int64_t chunks = p.G * tiles >= 8 ? 1 : std::min<int64_t>(p.panels, (8 + p.G * tiles - 1) / (p.G * tiles));
+      const int64_t work = p.k * T * (p.panels + chunks - 1) / chunks * detail::kQConvAvx2Rows;
+      parallelUnits(pool, p.G * tiles * chunks, work, [&](int64_t u0, int64_t u1) {
+        std::vector<int16_t> bp(static_cast<size_t>(p.k2 * T * 2));
+        detail::qconvAvx2Units(p, planes.data(), tiles, chunks, u0, u1, bp.data(), yn);
+      });
+    }
+  }
+}
 
 /// The padded plane covers every tap of every output; a window far wider than the input (huge kernels or dilations,
 /// allowed by the format) would make it enormous: the reference walks such shapes without one.
@@ -83,6 +194,7 @@ struct QConv::Impl {
   QOutput out;
   bool fast = false;            // else qconv_ref
   detail::QConvVnniPlan vnni;   // the VNNI and AMX paths' packed weights
+  Avx2Plan avx2;                // the AVX2 path's
 };
 
 QConv::QConv(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, QOutput out, QConvPath path)
@@ -95,6 +207,7 @@ QConv::QConv(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t z
   impl_->fast = planeIsReasonable(s);
   if (impl_->fast && (path == QConvPath::kVnni || path == QConvPath::kAmx))
     impl_->vnni = detail::planQConvVnni(s, w, bias, zx, out, path == QConvPath::kAmx);
+  if (impl_->fast && path == QConvPath::kAvx2) planAvx2(impl_->avx2, s, w, bias, zx, out);
   impl_->out = std::move(out);
 }
 
@@ -104,7 +217,8 @@ void QConv::run(const int8_t* x, int8_t* y, ThreadPool* pool) const {
   const Impl& p = *impl_;
   if (!p.fast) return qconv_ref(p.shape, x, p.zx, p.w, p.bias, p.out, y);
   if (path_ == QConvPath::kVnni || path_ == QConvPath::kAmx) return detail::qconvVnni(p.vnni, x, y, pool);
-  qconvPath(p.shape, x, p.zx, p.w, p.bias, p.out, y, pool, path_ == QConvPath::kAvx2);
+  if (path_ == QConvPath::kAvx2) return runAvx2(p.avx2, x, y, pool, p.shape.batch);
+  qconvPath(p.shape, x, p.zx, p.w, p.bias, p.out, y, pool);
 }
 
 void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias, const QOutput& out,
@@ -114,7 +228,7 @@ void qconv(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, con
 
 namespace {
 void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w, const int32_t* bias,
-               const QOutput& out, int8_t* y, ThreadPool* pool, bool avx2) {
+               const QOutput& out, int8_t* y, ThreadPool* pool) {
   const int64_t C = s.in_channels, M = s.out_channels, G = s.groups, cg = C / G, mg = M / G;
   const int64_t H = s.in_spatial[0], W = s.in_spatial[1], OH = s.out_spatial[0], OW = s.out_spatial[1];
   const int64_t KH = s.kernel[0], KW = s.kernel[1], SH = s.stride[0], SW = s.stride[1], DH = s.dilation[0],
@@ -124,17 +238,14 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
   static const bool has_avx2 = __builtin_cpu_supports("avx2");
   const auto flat_tap = has_avx2 ? accumulateTapFlatAvx2 : accumulateTapFlatBaseline;
   std::vector<int16_t> xq;  // the baseline path's phase planes (strided convolutions)
-  std::vector<int16_t> b2;
-  std::vector<int32_t> a2;
   // (+ slack: a flat tap reads up to (KW - 1) * DW elements past its plane's last row, for discarded columns)
   std::vector<int16_t> xp(static_cast<size_t>(C * HP * WP + (KW - 1) * DW + 16));
-  std::vector<int32_t> acc_all(static_cast<size_t>(avx2 ? M * OH * OW : 0));
   // Phase planes (the baseline path, below): the padded plane split by stride phase.
   const int64_t HPp = (HP + SH - 1) / SH, WPp = (WP + SW - 1) / SW, phases = SH * SW;
   // Each tap's offset in its channel's phase planes, once per layer (not per output channel: the divisions cost
   // more than the sums of a small map).
-  std::vector<int64_t> tap_off(static_cast<size_t>(avx2 ? 0 : cg * KH * KW));
-  for (int64_t cl = 0; cl < cg && !avx2; ++cl)
+  std::vector<int64_t> tap_off(static_cast<size_t>(cg * KH * KW));
+  for (int64_t cl = 0; cl < cg; ++cl)
     for (int64_t kh = 0; kh < KH; ++kh)
       for (int64_t kw = 0; kw < KW; ++kw) {
         const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
@@ -159,51 +270,6 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
         for (int64_t q = q0; q < q1; ++q) row[q] = static_cast<int16_t>(src[q - PL] - zx);
         std::fill(row + q1, row + WP, int16_t{0});
       }
-    }
-    if (avx2) {
-      // im2col in pairs of k (B2 [K2, P, 2]), the weights as int16 pairs (A2 [mg, K2]), an exact int32 product.
-      const int64_t K = cg * KH * KW, K2 = (K + 1) / 2, P = OH * OW;
-      b2.assign(static_cast<size_t>(K2 * P * 2), 0);
-      a2.assign(static_cast<size_t>(mg * K2), 0);
-      for (int64_t grp = 0; grp < G; ++grp) {
-        auto tapPlane = [&](int64_t k) {  // the plane of tap k, read at (oy * SH, ox * SW)
-          const int64_t cl = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-          return xp.data() + (grp * cg + cl) * HP * WP + kh * DH * WP + kw * DW;
-        };
-        for (int64_t k = 0; k < K; k += 2) {  // two taps at once: rows interleaved into their pairs
-          const int16_t* p0 = tapPlane(k);
-          const int16_t* p1 = k + 1 < K ? tapPlane(k + 1) : nullptr;
-          int16_t* dst = b2.data() + (k / 2 * P) * 2;
-          for (int64_t oy = 0; oy < OH; ++oy) {
-            const int16_t* r0 = p0 + oy * SH * WP;
-            int16_t* d = dst + oy * OW * 2;
-            if (p1 && SW == 1) {
-              const int16_t* r1 = p1 + oy * SH * WP;
-              for (int64_t ox = 0; ox < OW; ++ox) d[2 * ox] = r0[ox], d[2 * ox + 1] = r1[ox];
-            } else {
-              for (int64_t ox = 0; ox < OW; ++ox) d[2 * ox] = r0[ox * SW];
-              if (p1)
-                for (int64_t ox = 0; ox < OW; ++ox) d[2 * ox + 1] = p1[oy * SH * WP + ox * SW];
-            }
-          }
-        }
-        for (int64_t ml = 0; ml < mg; ++ml)
-          for (int64_t k = 0; k < K; k += 2) {
-            const int8_t* wm = w + (grp * mg + ml) * K;
-            const uint32_t lo = static_cast<uint16_t>(static_cast<int16_t>(wm[k]));
-            const uint32_t hi = k + 1 < K ? static_cast<uint16_t>(static_cast<int16_t>(wm[k + 1])) : 0u;
-            a2[static_cast<size_t>(ml * K2 + k / 2)] = static_cast<int32_t>(lo | (hi << 16));
-          }
-        int32_t* c = acc_all.data() + grp * mg * P;
-        for (int64_t ml = 0; ml < mg; ++ml) std::fill(c + ml * P, c + (ml + 1) * P, bias != nullptr ? bias[grp * mg + ml] : 0);
-        parallelUnits(pool, mg, K * P, [&](int64_t m0, int64_t m1) { qgemmPairsAvx2(m0, m1, P, K2, a2.data(), b2.data(), c); });
-      }
-      parallelUnits(pool, M, OH * OW, [&](int64_t m0, int64_t m1) {
-        for (int64_t m = m0; m < m1; ++m) {
-          requantizeRow(acc_all.data() + m * OH * OW, OH * OW, out.of(m), out, y + (n * M + m) * OH * OW, true);
-        }
-      });
-      continue;
     }
     // Phase planes: the padded plane split by stride phase, phase (ph, pw) holding rows ph, ph + SH, … and columns
     // pw, pw + SW, …, so every tap reads its phase plane at stride 1 and accumulates over it flat (outputs at every

@@ -10,8 +10,8 @@
 
 namespace npuc::kernels {
 
-// AVX2 (qconv_avx2.cpp, qconv_tap_avx2.cpp): the int16-pair product, its requantization, the portable tap loop.
-void qgemmPairsAvx2(int64_t m0, int64_t m1, int64_t P, int64_t K2, const int32_t* A2, const int16_t* B2, int32_t* C);
+// AVX2 (qconv_avx2.cpp, qconv_tap_avx2.cpp): a row's requantization, the portable tap loop (the AVX2 convolution:
+// qconv_avx2.hpp).
 void requantizeRowAvx2(const int32_t* acc, int64_t n, int32_t m, int right, int32_t zp, int32_t lo, int32_t hi, int8_t* y);
 void accumulateTapFlatAvx2(int32_t* acc, const int16_t* const* src, const int32_t* wv, int taps, int64_t n);
 // The baseline build of the same tap loop (qconv.cpp; SSE2).
