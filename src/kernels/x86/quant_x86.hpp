@@ -55,6 +55,10 @@ void qmulPlaneAvx512(int64_t n, const int8_t* a, int32_t g, const QMulParams& p,
 /// AVX-512 VBMI (byte permutes): qlookup_vbmi.cpp.
 bool cpuHasAvx512vbmi();
 void qlookupVbmi(int64_t n, const int8_t* x, const int8_t* table, int8_t* y);
+// AVX2 (quantize_avx2.cpp): the same element-wise kernels where the CPU has AVX2 but not AVX-512BW.
+void qaddAvx2(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
+void quantizeLinearAvx2(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);
+void dequantizeLinearAvx2(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y);
 // AVX-512 (qadd_avx512.cpp, quantize_avx512.cpp, pool_i8_avx512.cpp).
 void qaddAvx512(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
 void quantizeLinearAvx512(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);

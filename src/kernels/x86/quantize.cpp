@@ -1,5 +1,5 @@
 // QuantizeLinear / DequantizeLinear per tensor and MaxPool over int8 codes, fast (kernels/quant.hpp): the AVX-512
-// loops where the CPU has AVX-512F/BW/VL, else the reference; element-wise or exact, so the split among threads
+// loops where the CPU has AVX-512F/BW/VL, the AVX2 ones (the conversions) where it has AVX2, else the reference; element-wise or exact, so the split among threads
 // cannot change a bit.
 #include "kernels/layers.hpp"
 #include "kernels/quant.hpp"
@@ -17,19 +17,30 @@ bool cpuHasAvx512bw() {
 }
 }  // namespace detail
 
+namespace {
+bool cpuHasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+}  // namespace
+
 void quantizeLinearFast(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y, ThreadPool* pool) {
-  if (!detail::cpuHasAvx512bw()) return quantizeLinear(x, n, scale, zero_point, y, pool);
+  const bool avx512 = detail::cpuHasAvx512bw();
+  if (!avx512 && !cpuHasAvx2()) return quantizeLinear(x, n, scale, zero_point, y, pool);
   detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
     const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);
-    detail::quantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
+    if (avx512) detail::quantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
+    else detail::quantizeLinearAvx2(x + i0, i1 - i0, scale, zero_point, y + i0);
   });
 }
 
 void dequantizeLinearFast(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y, ThreadPool* pool) {
-  if (!detail::cpuHasAvx512bw()) return dequantizeLinear(x, n, scale, zero_point, y, pool);
+  const bool avx512 = detail::cpuHasAvx512bw();
+  if (!avx512 && !cpuHasAvx2()) return dequantizeLinear(x, n, scale, zero_point, y, pool);
   detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
     const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);
-    detail::dequantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
+    if (avx512) detail::dequantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
+    else detail::dequantizeLinearAvx2(x + i0, i1 - i0, scale, zero_point, y + i0);
   });
 }
 
