@@ -6,6 +6,9 @@
 #include "kernels/ref/parallel_units.hpp"
 #include "kernels/x86/quant_x86.hpp"
 
+#include <algorithm>
+#include <vector>
+
 namespace npuc::kernels {
 
 namespace detail {
@@ -45,8 +48,13 @@ void dequantizeLinearFast(const int8_t* x, int64_t n, float scale, int32_t zero_
 }
 
 void maxPool2dI8Fast(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
-  if (!detail::cpuHasAvx512bw()) return maxPool2dI8(s, x, y, pool);
-  detail::maxPool2dI8Avx512(s, x, y, pool);
+  if (detail::cpuHasAvx512bw()) return detail::maxPool2dI8Avx512(s, x, y, pool);
+  if (!cpuHasAvx2()) return maxPool2dI8(s, x, y, pool);
+  const int64_t span = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1, width = std::max(s.pl + s.iw, span) + 128;
+  detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
+    std::vector<int8_t> buf(static_cast<size_t>(s.oh * width), int8_t{-128});  // (the padding: written once)
+    detail::maxPool2dI8Avx2(s, x, y, p0, p1, width, buf.data());
+  });
 }
 
 }  // namespace npuc::kernels
