@@ -619,6 +619,11 @@ TEST(QuantMul, IsTheRealProductRequantizedAndClamped) {
       if (real > -100 && real < 127) ASSERT_LE(std::fabs(y[i] - real), tol) << i;
       else ASSERT_EQ(y[i], real <= -100 ? -100 : 127) << i;
     }
+    // the fast form on the same pairs, b as one gate per plane of 256 (every code of a against every code of b)
+    std::vector<int8_t> gates(256), got(65536);
+    for (int g = 0; g < 256; ++g) gates[static_cast<size_t>(g)] = static_cast<int8_t>(g);
+    qmul(65536, 256, a.data(), gates.data(), p, got.data(), nullptr);
+    ASSERT_EQ(got, y) << "factor " << c[0] * c[1] / c[2];
   }
   std::mt19937 rng(8);
   std::uniform_int_distribution<int> i8(-128, 127);
@@ -640,8 +645,8 @@ TEST(QuantMul, IsTheRealProductRequantizedAndClamped) {
   EXPECT_THROW(qmulParams(1e6, 0, 1e6, 0, 1e-6, 0), std::invalid_argument);
 }
 
-// The int8 look-up table: the reference is table[x + 128] for every code; the fast form (AVX-512 VBMI where the CPU
-// has it: the path this machine takes is said) gives its bytes for every length up to 200 (the vector tail) and for
+// The int8 look-up table: the reference is table[x + 128] for every code; the fast form (AVX-512 VBMI or AVX2 where
+// the CPU has it: the path this machine takes is said) gives its bytes for every length up to 200 (the vector tail) and for
 // large tensors on 1 to 3 threads.
 TEST(QuantLookup, FastIsTheReferenceBitForBit) {
   std::mt19937 rng(6);
@@ -652,7 +657,7 @@ TEST(QuantLookup, FastIsTheReferenceBitForBit) {
   for (int c = 0; c < 256; ++c) all[static_cast<size_t>(c)] = static_cast<int8_t>(c - 128);
   qlookup_ref(256, all.data(), table, ref.data());
   for (int c = 0; c < 256; ++c) ASSERT_EQ(ref[static_cast<size_t>(c)], table[c]) << c;
-  std::printf("qlookup: %s path\n", detail::cpuHasAvx512vbmi() ? "AVX-512 VBMI" : "reference");
+  std::printf("qlookup: %s path\n", detail::cpuHasAvx512vbmi() ? "AVX-512 VBMI" : __builtin_cpu_supports("avx2") ? "AVX2" : "reference");
   ThreadPool p2(2), p3(3);
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{127}, int64_t{200}, int64_t{100003}}) {
     std::vector<int8_t> x(static_cast<size_t>(n)), want(x.size());

@@ -60,6 +60,9 @@ void qlookupVbmi(int64_t n, const int8_t* x, const int8_t* table, int8_t* y);
 void qaddAvx2(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
 void quantizeLinearAvx2(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);
 void dequantizeLinearAvx2(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y);
+/// (qmul_avx2.cpp, qlookup_avx2.cpp) one plane of the product (a multiplier without left shift), the table.
+void qmulPlaneAvx2(int64_t n, const int8_t* a, int32_t g, const QMulParams& p, int8_t* y);
+void qlookupAvx2(int64_t n, const int8_t* x, const int8_t* table, int8_t* y);
 /// (pool_i8_avx2.cpp) maxPool2dI8 of planes [p0, p1); buf: s.oh rows of `width` bytes, all -128 (width: the padded
 /// row, pl + iw or the windows' span, whichever is more, + 128).
 void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t width, int8_t* buf);
