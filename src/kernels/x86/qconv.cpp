@@ -72,6 +72,7 @@ struct Avx2Plan {
   std::vector<int64_t> tap_off;
   std::vector<int32_t> a, bias, mul, right, shift;
   std::vector<uint8_t> left;
+  std::vector<int8_t> w8;
 };
 
 /// An int16 pair as one int32: lo in the low half.
@@ -122,9 +123,10 @@ void planAvx2(Avx2Plan& A, const ConvShape& s, const int8_t* w, const int32_t* b
     for (int64_t m = 0; m < p.M; ++m)
       for (int64_t t = 0; t < p.k2; ++t) A.a[static_cast<size_t>(m * p.k2 + t)] = wpair(m, t);
   } else {
-    A.a.assign(static_cast<size_t>(M8 * p.k2), 0);
+    A.w8.assign(static_cast<size_t>(M8 * p.k2 * 2), 0);
     for (int64_t m = 0; m < p.M; ++m)
-      for (int64_t t = 0; t < p.k2; ++t) A.a[static_cast<size_t>((m / 8 * p.k2 + t) * 8 + m % 8)] = wpair(m, t);
+      for (int64_t j = 0; j < p.k; ++j)
+        A.w8[static_cast<size_t>(((m / 8 * p.k2 + j / 2) * 8 + m % 8) * 2 + j % 2)] = w[m * p.k + j];
   }
   A.bias.assign(static_cast<size_t>(M8), 0), A.mul.assign(static_cast<size_t>(M8), 0);
   A.right.assign(static_cast<size_t>(M8), 0), A.shift.assign(static_cast<size_t>(M8), 0), A.left.assign(static_cast<size_t>(M8), 0);
@@ -134,7 +136,7 @@ void planAvx2(Avx2Plan& A, const ConvShape& s, const int8_t* w, const int32_t* b
     A.bias[i] = bias != nullptr ? bias[m] : 0, A.mul[i] = mm.m, A.shift[i] = mm.shift;
     A.left[i] = mm.shift > 0 ? 1 : 0, A.right[i] = mm.shift < 0 ? -mm.shift : 0;
   }
-  p.tap_off = A.tap_off.data(), p.a = A.a.data(), p.bias = A.bias.data(), p.mul = A.mul.data();
+  p.tap_off = A.tap_off.data(), p.a = A.a.data(), p.w8 = A.w8.data(), p.bias = A.bias.data(), p.mul = A.mul.data();
   p.right = A.right.data(), p.left = A.left.data(), p.shift = A.shift.data();
 }
 

@@ -274,20 +274,18 @@ void qgemvAvx2(const QConvAvx2Plan& p, const int32_t* xk, int64_t b0, int64_t b1
   const __m256i zp = _mm256_set1_epi32(p.zy), lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
   alignas(32) int32_t acc[8];
   for (int64_t b = b0; b < b1; ++b) {
-    const int32_t* wb = p.a + b * p.k2 * 8;
+    const int8_t* wb = p.w8 + b * p.k2 * 16;  // (int8 pairs, widened here: half the bytes of int16 ones to read)
+    auto w16 = [&](int64_t t) { return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + t * 16))); };
     __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.bias + b * 8));
     __m256i s1 = _mm256_setzero_si256(), s2 = s1, s3 = s1;
     int64_t t = 0;
     for (; t + 4 <= p.k2; t += 4) {
-      const __m256i* w = reinterpret_cast<const __m256i*>(wb + t * 8);
-      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_loadu_si256(w), _mm256_set1_epi32(xk[t])));
-      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_loadu_si256(w + 1), _mm256_set1_epi32(xk[t + 1])));
-      s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_loadu_si256(w + 2), _mm256_set1_epi32(xk[t + 2])));
-      s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_loadu_si256(w + 3), _mm256_set1_epi32(xk[t + 3])));
+      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(w16(t), _mm256_set1_epi32(xk[t])));
+      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(w16(t + 1), _mm256_set1_epi32(xk[t + 1])));
+      s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(w16(t + 2), _mm256_set1_epi32(xk[t + 2])));
+      s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(w16(t + 3), _mm256_set1_epi32(xk[t + 3])));
     }
-    for (; t < p.k2; ++t)
-      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + t * 8)),
-                                                   _mm256_set1_epi32(xk[t])));
+    for (; t < p.k2; ++t) s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(w16(t), _mm256_set1_epi32(xk[t])));
     const __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
     const int64_t n = lmin(8, p.M - b * 8);
     bool scalar = false;

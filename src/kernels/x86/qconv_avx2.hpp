@@ -35,8 +35,8 @@ struct QConvAvx2Plan {
   int64_t panels = 0;               // kGemm: panels of kQConvAvx2Rows output channels per group
   const int64_t* tap_off = nullptr; // [2 k2]: each tap's offset from its group's first phase plane (the pad tap: tap 0's)
   const int32_t* a = nullptr;       // weights as int16 pairs (the first tap in the low half): kGemm [G][panels][k2][6]
-                                    // (zero rows past the group's channels), kDepthwise [C][k2], kGemv
-                                    // [ceil(M / 8)][k2][8] (zero columns past M)
+                                    // (zero rows past the group's channels), kDepthwise [C][k2]
+  const int8_t* w8 = nullptr;       // kGemv: the weights as int8 pairs [ceil(M / 8)][k2][8][2] (zeros past M)
   const int32_t* bias = nullptr;    // [M rounded up to 8] (0 without a bias, and past M)
   const int32_t* mul = nullptr;     // [M rounded up to 8]: each channel's multiplier,
   const int32_t* right = nullptr;   // its right shift (0 for a left shift),
