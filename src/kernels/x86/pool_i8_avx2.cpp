@@ -1,10 +1,11 @@
 // MaxPool over int8 codes, AVX2 (chosen at run time by kernels/x86/quantize.cpp's dispatch, which splits the planes
-// among threads and owns the scratch row buffer): maxPool2dI8's bytes, the AVX-512 form (pool_i8_avx512.cpp) 32
-// columns at a time. Rows first: the window's input rows reduced with vpmaxsb into a row padded with -128 on both
-// sides (padding never wins); then columns: stride 1 reads the padded row at the taps' offsets, stride 2 the same
-// with the outputs in the even bytes, other strides one by one. A row's last columns are one more vector ending at its
-// end (overlapping the one before: the same bytes again), or byte by byte where the row is narrower than a vector,
-// so no load passes the input and no store passes the row. Max is exact: any order, same bytes.
+// among threads and owns the scratch row buffer): maxPool2dI8's bytes, the AVX-512 form (pool_i8_avx512.cpp) in
+// vectors of 32, 16 or 8 bytes, the widest that fits the row. Rows first: the window's input rows reduced with
+// vpmaxsb into a row padded with -128 on both sides (padding never wins); then columns: stride 1 reads the padded row
+// at the taps' offsets, stride 2 the same with the outputs in the even bytes, other strides one by one. A row's last
+// columns are one more vector ending at its end (overlapping the one before: the same bytes again), or byte by byte
+// where the row is narrower than 8, so no load passes the input and no store passes the row. Max is exact: any
+// order, same bytes.
 #include "kernels/x86/quant_x86.hpp"
 
 #include <immintrin.h>
@@ -12,70 +13,115 @@
 namespace npuc::kernels::detail {
 
 namespace {
+
 inline int8_t max8(int8_t a, int8_t b) { return a > b ? a : b; }
+
+/// Vectors of W bytes (32, 16 or 8: the low half of an SSE register).
+template <int W>
+struct Bytes {
+  using V = __m128i;
+  static V load(const int8_t* p) {
+    return W == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)) : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  }
+  static void store(int8_t* p, V v) {
+    if (W == 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
+    else _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v);
+  }
+  static V max(V a, V b) { return _mm_max_epi8(a, b); }
+  static V lowest() { return _mm_set1_epi8(-128); }
+  /// The even bytes of 2W bytes at p (stride-2 outputs), as W bytes.
+  static V evens(const int8_t* p) {
+    const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+    if (W == 8) return _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), even);
+    const __m128i a = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), even);
+    const __m128i b = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)), even);
+    return _mm_unpacklo_epi64(a, b);
+  }
+};
+template <>
+struct Bytes<32> {
+  using V = __m256i;
+  static V load(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static void store(int8_t* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  static V max(V a, V b) { return _mm256_max_epi8(a, b); }
+  static V lowest() { return _mm256_set1_epi8(-128); }
+};
+
+/// Row oy's window rows reduced into r (the padded row at column 0 of the input), W columns at a time.
+template <int W>
+void reduceRows(const Pool2dShape& s, const int8_t* xp, int64_t oy, int8_t* r) {
+  using B = Bytes<W>;
+  for (int64_t next = 0; next < s.iw; next += W) {
+    const int64_t c = next + W <= s.iw ? next : s.iw - W;
+    auto m = B::lowest();
+    for (int64_t i = 0; i < s.kh; ++i) {
+      const int64_t iy = oy * s.sh - s.pt + i * s.dh;
+      if (iy >= 0 && iy < s.ih) m = B::max(m, B::load(xp + iy * s.iw + c));
+    }
+    B::store(r + c, m);
+  }
+}
+
+/// Stride 1: outputs [0, ow) of a reduced row, W at a time.
+template <int W>
+void columnsStride1(const Pool2dShape& s, const int8_t* row, int8_t* yr) {
+  using B = Bytes<W>;
+  for (int64_t next = 0; next < s.ow; next += W) {
+    const int64_t ox = next + W <= s.ow ? next : s.ow - W;
+    auto m = B::lowest();
+    for (int64_t j = 0; j < s.kw; ++j) m = B::max(m, B::load(row + ox + j * s.dw));
+    B::store(yr + ox, m);
+  }
+}
+
+/// Stride 2: column 2 ox + t is byte 2 ox + t of the row, so the byte-wise max of the taps' 2W-byte loads holds
+/// output ox in its even byte (reads up to span + 2W bytes of the row: inside its padding). W = 16 or 8.
+template <int W>
+void columnsStride2(const Pool2dShape& s, const int8_t* row, int8_t* yr) {
+  using B = Bytes<W>;
+  for (int64_t next = 0; next < s.ow; next += W) {
+    const int64_t ox = next + W <= s.ow ? next : s.ow - W;
+    __m128i m = B::lowest();
+    for (int64_t j = 0; j < s.kw; ++j) m = _mm_max_epi8(m, B::evens(row + 2 * ox + j * s.dw));
+    B::store(yr + ox, m);
+  }
+}
+
 }  // namespace
 
 void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t width, int8_t* buf) {
-  const __m256i lowest = _mm256_set1_epi8(-128);
-  const __m256i even = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1, 0, 2, 4, 6, 8, 10,
-                                        12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
   for (int64_t pl = p0; pl < p1; ++pl) {
     const int8_t* xp = x + pl * s.ih * s.iw;
     int8_t* yp = y + pl * s.oh * s.ow;
     for (int64_t oy = 0; oy < s.oh; ++oy) {
       int8_t* r = buf + oy * width + s.pl;
-      int64_t c = 0;
-      for (int64_t next = 0; next < s.iw && s.iw >= 32; next += 32) {
-        c = next + 32 <= s.iw ? next : s.iw - 32;
-        __m256i m = lowest;
-        for (int64_t i = 0; i < s.kh; ++i) {
-          const int64_t iy = oy * s.sh - s.pt + i * s.dh;
-          if (iy >= 0 && iy < s.ih)
-            m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + iy * s.iw + c)));
+      if (s.iw >= 32) reduceRows<32>(s, xp, oy, r);
+      else if (s.iw >= 16) reduceRows<16>(s, xp, oy, r);
+      else if (s.iw >= 8) reduceRows<8>(s, xp, oy, r);
+      else
+        for (int64_t c = 0; c < s.iw; ++c) {
+          int8_t m = -128;
+          for (int64_t i = 0; i < s.kh; ++i) {
+            const int64_t iy = oy * s.sh - s.pt + i * s.dh;
+            if (iy >= 0 && iy < s.ih) m = max8(m, xp[iy * s.iw + c]);
+          }
+          r[c] = m;
         }
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(r + c), m);
-        c = s.iw;
-      }
-      for (; c < s.iw; ++c) {
-        int8_t m = -128;
-        for (int64_t i = 0; i < s.kh; ++i) {
-          const int64_t iy = oy * s.sh - s.pt + i * s.dh;
-          if (iy >= 0 && iy < s.ih) m = max8(m, xp[iy * s.iw + c]);
-        }
-        r[c] = m;
-      }
     }
     for (int64_t oy = 0; oy < s.oh; ++oy) {
       const int8_t* row = buf + oy * width;
       int8_t* yr = yp + oy * s.ow;
-      int64_t ox = 0;
-      if (s.sw == 1) {
-        for (int64_t next = 0; next < s.ow && s.ow >= 32; next += 32) {
-          ox = next + 32 <= s.ow ? next : s.ow - 32;
-          __m256i m = lowest;
-          for (int64_t j = 0; j < s.kw; ++j)
-            m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + ox + j * s.dw)));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(yr + ox), m);
-          ox = s.ow;
+      if (s.sw == 1 && s.ow >= 32) columnsStride1<32>(s, row, yr);
+      else if (s.sw == 1 && s.ow >= 16) columnsStride1<16>(s, row, yr);
+      else if (s.sw == 1 && s.ow >= 8) columnsStride1<8>(s, row, yr);
+      else if (s.sw == 2 && s.ow >= 16) columnsStride2<16>(s, row, yr);
+      else if (s.sw == 2 && s.ow >= 8) columnsStride2<8>(s, row, yr);
+      else
+        for (int64_t ox = 0; ox < s.ow; ++ox) {
+          int8_t m = -128;
+          for (int64_t j = 0; j < s.kw; ++j) m = max8(m, row[ox * s.sw + j * s.dw]);
+          yr[ox] = m;
         }
-      } else if (s.sw == 2) {
-        // Column 2 ox + t is byte 2 ox + t of the row: the byte-wise max of the taps' 32-byte loads holds output ox
-        // in its even byte (reads up to span + 32 bytes of the row: inside its padding).
-        for (int64_t next = 0; next < s.ow && s.ow >= 16; next += 16) {
-          ox = next + 16 <= s.ow ? next : s.ow - 16;
-          __m256i m = lowest;
-          for (int64_t j = 0; j < s.kw; ++j)
-            m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * ox + j * s.dw)));
-          const __m256i e = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(m, even), 0x08);
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(yr + ox), _mm256_castsi256_si128(e));
-          ox = s.ow;
-        }
-      }
-      for (; ox < s.ow; ++ox) {
-        int8_t m = -128;
-        for (int64_t j = 0; j < s.kw; ++j) m = max8(m, row[ox * s.sw + j * s.dw]);
-        yr[ox] = m;
-      }
     }
   }
 }
