@@ -1,7 +1,9 @@
 // npuc_kernels_bench: GFLOP/s of the fast float kernels (sgemm, sgemm_packed, Conv on resnet50 / mobilenet_v2
 // shapes, conv_transpose) at 1 and 2 threads, GMAC/s of their int8 forms and of attention's products of two
 // activations (float and int8); pooling (GoogLeNet / SqueezeNet shapes) as GB/s read, reference and fast. Flops
-// count 2 per multiply-add, padded taps included.
+// count 2 per multiply-add, padded taps included. peak/*: the CPU's own rates from register-only loops (twelve
+// independent accumulators): AVX2 FMA (GFLOP/s) and AVX2 vpmaddwd + vpaddd, the int8 convolution's exact step there
+// (GMAC/s, 16 products per instruction pair) — the ceilings the kernels' figures are read against.
 // NPUC_KERNEL_ISA=avx512|avx2|portable caps the kernel ISA; NPUC_GEMM_KC/MC/NC set the cache blocking.
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
@@ -10,6 +12,7 @@
 #include "support/thread_pool.hpp"
 
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -272,6 +275,43 @@ void benchPool(benchmark::State& state, Pool2dShape s, bool is_max, bool fast) {
   state.SetLabel(fast ? "fast" : "ref");
 }
 
+// Register-only loops: twelve independent accumulators (more than the latency times the issue rate), operands that the
+// compiler cannot fold (an asm barrier changes one each iteration).
+__attribute__((target("avx2,fma"))) double peakFmaAvx2(int64_t n) {
+  __m256 acc[12], b = _mm256_set1_ps(1.0f - 1e-7f), c = _mm256_set1_ps(1e-7f);
+  for (int j = 0; j < 12; ++j) acc[j] = _mm256_set1_ps(static_cast<float>(j));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int j = 0; j < 12; ++j) acc[j] = _mm256_fmadd_ps(acc[j], b, c);
+    __asm__ volatile("" : "+x"(b));
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < 12; ++j) sum += _mm256_cvtss_f32(acc[j]);
+  return sum;
+}
+__attribute__((target("avx2"))) int64_t peakMaddAvx2(int64_t n) {
+  __m256i acc[12], b[12], w = _mm256_set1_epi32(0x00030002);
+  for (int j = 0; j < 12; ++j) acc[j] = _mm256_setzero_si256(), b[j] = _mm256_set1_epi32(j + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int j = 0; j < 12; ++j) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(b[j], w));
+    __asm__ volatile("" : "+x"(w));
+  }
+  int64_t sum = 0;
+  for (int j = 0; j < 12; ++j) sum += _mm256_extract_epi32(acc[j], 0);
+  return sum;
+}
+
+void benchPeak(benchmark::State& state, bool madd) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    state.SkipWithError("the CPU has no AVX2 / FMA");
+    return;
+  }
+  const int64_t n = 1 << 20;
+  for (auto _ : state) benchmark::DoNotOptimize(madd ? static_cast<double>(peakMaddAvx2(n)) : peakFmaAvx2(n));
+  const double per_iter = static_cast<double>(n) * 12 * 16;  // per instruction: 8 lanes x 2 flops, or 8 lanes x 2 products
+  state.counters[madd ? "GMAC/s" : "GFLOP/s"] =
+      benchmark::Counter(per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
 void registerAll() {
   auto reg = [](const std::string& name, auto fn) {
     benchmark::RegisterBenchmark(name.c_str(), fn)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -373,6 +413,8 @@ void registerAll() {
       reg(std::string("maxpool/") + p.name + (fast ? "/fast" : "/ref"),
           [s, fast](benchmark::State& st) { benchPool(st, s, true, fast); });
   }
+  benchmark::RegisterBenchmark("peak/fma_avx2", [](benchmark::State& st) { benchPeak(st, false); })->UseRealTime();
+  benchmark::RegisterBenchmark("peak/vpmaddwd_avx2", [](benchmark::State& st) { benchPeak(st, true); })->UseRealTime();
   reg("net/resnet50_all_convs", [](benchmark::State& st) { benchNet(st, resnet50Convs(), false); });
   reg("net/mobilenet_v2_all_convs", [](benchmark::State& st) { benchNet(st, mobilenetV2Convs(), false); });
   reg("net/mobilenet_v2_depthwise_convs", [](benchmark::State& st) { benchNet(st, mobilenetV2Convs(), true); });
