@@ -375,6 +375,51 @@ TEST(QuantConv, FastIsTheReferenceBitForBitAtEveryThreadCount) {
   }
 }
 
+// Depthwise layers (one input and one output channel per group: the AVX2 path's tap pairs over phase planes, the
+// VNNI path's quad planes) over strides 1-3, dilations 1-2, kernels 1-7, asymmetric pads and maps narrower and wider
+// than a vector, a channel multiplier of 2 (grouped, not depthwise), per-channel multipliers with a left shift among
+// them: every path the CPU has gives the reference's bytes at 1-3 threads.
+TEST(QuantConv, DepthwiseGeometriesAreTheReferenceBitForBit) {
+  std::mt19937 rng(41);
+  std::uniform_int_distribution<int> i8(-128, 127), w8(-127, 127);
+  ThreadPool p2(2), p3(3);
+  const int64_t kernels[] = {1, 3, 5, 7}, widths[] = {5, 16, 17, 33, 70};
+  for (int trial = 0; trial < 48; ++trial) {
+    ConvShape s;
+    const int64_t C = 3 + trial % 5, mult = trial % 7 == 6 ? 2 : 1, k = kernels[trial % 4];
+    const int64_t st = 1 + trial % 3, dl = 1 + (trial / 3) % 2, w = widths[trial % 5], h = 4 + trial % 9;
+    s.batch = 1 + trial % 2, s.groups = C, s.in_channels = C, s.out_channels = C * mult;
+    s.in_spatial = {h, w}, s.kernel = {k, k}, s.stride = {st, st}, s.dilation = {dl, dl};
+    s.pad_begin = {(trial % 4 == 1 ? 0 : k / 2), k / 2 + (trial % 3 == 2 ? 1 : 0)};
+    const int64_t span = (k - 1) * dl + 1, pe_h = k / 2, pe_w = trial % 2 ? 0 : k / 2;
+    if (h + s.pad_begin[0] + pe_h < span || w + s.pad_begin[1] + pe_w < span) continue;
+    s.out_spatial = {(h + s.pad_begin[0] + pe_h - span) / st + 1, (w + s.pad_begin[1] + pe_w - span) / st + 1};
+    std::vector<int8_t> x(static_cast<size_t>(s.batch * C * h * w)), wt(static_cast<size_t>(C * mult * k * k));
+    for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+    for (auto& v : wt) v = static_cast<int8_t>(w8(rng));
+    std::vector<int32_t> bias(static_cast<size_t>(C * mult));
+    for (auto& b : bias) b = i8(rng) * 30;
+    QOutput out;
+    out.zero_point = i8(rng) / 3;
+    out.lo = trial % 5 == 0 ? out.zero_point : -128;
+    for (int64_t m = 0; m < C * mult; ++m)
+      out.multiplier.push_back(quantizeMultiplier(m == 1 && trial % 4 == 3 ? 1.5 : std::exp2(-7.0 - 0.21 * static_cast<double>(m))));
+    const int32_t zx = i8(rng) / 2;
+    std::vector<int8_t> want(static_cast<size_t>(s.batch * C * mult * s.out_spatial[0] * s.out_spatial[1]));
+    qconv_ref(s, x.data(), zx, wt.data(), bias.data(), out, want.data());
+    for (QConvPath path : {QConvPath::kBaseline, QConvPath::kAvx2, QConvPath::kVnni, QConvPath::kAmx}) {
+      if (!cpuHasQConvPath(path)) continue;
+      const QConv conv(s, wt.data(), bias.data(), zx, out, path);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+        std::vector<int8_t> got(want.size(), 99);
+        conv.run(x.data(), got.data(), pool);
+        ASSERT_EQ(got, want) << "trial " << trial << " (k " << k << ", stride " << st << ", dilation " << dl << ", " << h
+                             << "x" << w << "), " << qconvPathName(path) << ", " << (pool ? pool->size() : 1) << " threads";
+      }
+    }
+  }
+}
+
 // A Gemm or MatMul over rows (a batch of one-pixel images whose window is the whole unpadded input: [N, K, 1, 1], or
 // a 3x3 kernel over 3x3 images) gives the reference's bytes on every path, 1-3 threads: row counts around the tile
 // of 4, depths around multiples of 4 and 64, channel counts around multiples of 16 and 64, per-channel factors with a
