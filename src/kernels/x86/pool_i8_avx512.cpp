@@ -7,7 +7,7 @@
 #include "kernels/ref/parallel_units.hpp"
 
 #include <algorithm>
-#include <vector>
+#include <cstring>
 
 namespace npuc::kernels::detail {
 
@@ -24,13 +24,14 @@ void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadP
   parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
     // Every output row's reduced row first, then the columns: a column load right after the (masked, unaligned)
     // stores it overlaps would wait for them to retire instead of taking their data forwarded.
-    std::vector<int8_t> buf(static_cast<size_t>(s.oh * width), int8_t{-128});
+    int8_t* const buf = reinterpret_cast<int8_t*>(int8Scratch(7, static_cast<size_t>(s.oh * width)));  // (this worker's)
+    std::memset(buf, 0x80, static_cast<size_t>(s.oh * width));  // -128: the padding
     const __m512i lowest = _mm512_set1_epi8(-128);
     for (int64_t pl = p0; pl < p1; ++pl) {
       const int8_t* xp = x + pl * s.ih * s.iw;
       int8_t* yp = y + pl * s.oh * s.ow;
       for (int64_t oy = 0; oy < s.oh; ++oy) {
-        int8_t* r = buf.data() + oy * width + s.pl;
+        int8_t* r = buf + oy * width + s.pl;
         for (int64_t c = 0; c < s.iw; c += 64) {
           const __mmask64 k = first(s.iw - c);
           __m512i m = lowest;
@@ -42,7 +43,7 @@ void maxPool2dI8Avx512(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadP
         }
       }
       for (int64_t oy = 0; oy < s.oh; ++oy) {
-        const int8_t* row = buf.data() + oy * width;
+        const int8_t* row = buf + oy * width;
         int8_t* yr = yp + oy * s.ow;
         if (s.sw == 1) {
           for (int64_t ox = 0; ox < s.ow; ox += 64) {

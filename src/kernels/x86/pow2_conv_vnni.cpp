@@ -9,7 +9,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 namespace npuc::kernels::pow2 {
 
@@ -127,10 +126,10 @@ void convSumsVnni(const ConvShape& s, Codes x, const PackedWeights& packed, cons
   const int32_t* a4 = packed.a4.data();
   // Each channel's correction for the offset bytes (sum_k w (x + 128) - 128 sum_k w = sum_k w x) less its bias, in
   // int32 modulo 2^32 (the result fits).
-  std::vector<int32_t> corr(static_cast<size_t>(g.M), 0);
+  int32_t* const corr = reinterpret_cast<int32_t*>(detail::scratch(6, static_cast<size_t>(g.M) * 4));  // (read by the threads below)
   for (int64_t m = 0; m < g.M; ++m) {
     const int64_t c = (x.is_signed ? int64_t{128} * packed.wsum[static_cast<size_t>(m)] : 0) - (b0 != nullptr ? b0[m] : 0);
-    corr[static_cast<size_t>(m)] = static_cast<int32_t>(static_cast<uint32_t>(c));
+    corr[m] = static_cast<int32_t>(static_cast<uint32_t>(c));
   }
   const size_t b_bytes = static_cast<size_t>(g.K4 * g.P16 * 4);
   for (int64_t n = 0; n < s.batch; ++n) {
@@ -142,7 +141,7 @@ void convSumsVnni(const ConvShape& s, Codes x, const PackedWeights& packed, cons
         uint8_t* planes = detail::scratch(0, planeBytes(g));
         for (int64_t grp = g0; grp < g1; ++grp) {
           buildQuads(g, planesOf(g, xn, grp, flip, planes), b);
-          product(g, b, a4, corr.data(), grp * g.Mg, (grp + 1) * g.Mg, 0, g.P, sn);
+          product(g, b, a4, corr, grp * g.Mg, (grp + 1) * g.Mg, 0, g.P, sn);
         }
       });
       continue;
@@ -156,7 +155,7 @@ void convSumsVnni(const ConvShape& s, Codes x, const PackedWeights& packed, cons
         for (int64_t u = u0; u < u1; ++u) {
           const int64_t rb = u % rblocks, p0 = u / rblocks * 16 * kVecs;
           const int64_t m0 = grp * g.Mg + rb * kRows, m1 = std::min(grp * g.Mg + g.Mg, m0 + kRows);
-          product(g, shared, a4, corr.data(), m0, m1, p0, std::min(g.P, p0 + 16 * kVecs), sn);
+          product(g, shared, a4, corr, m0, m1, p0, std::min(g.P, p0 + 16 * kVecs), sn);
         }
       });
     }

@@ -22,6 +22,15 @@ using detail::parallelUnits;
 #include "kernels/x86/qconv_tap.inc"
 #undef NPUC_QCONV_TAP_FLAT
 
+namespace detail {
+uint8_t* int8Scratch(int slot, size_t bytes) {
+  thread_local std::vector<uint8_t> buffers[kInt8ScratchSlots];
+  std::vector<uint8_t>& b = buffers[slot];
+  if (b.size() < bytes) b.resize(bytes);
+  return b.data();
+}
+}  // namespace detail
+
 QConvPath bestQConvPath() {
   static const QConvPath best = [] {
     __builtin_cpu_init();

@@ -61,7 +61,16 @@ struct QConvVnniPlan {
   std::vector<int32_t> a16;
 };
 
-/// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI, and for `amx` AMX-INT8: amxInt8Usable.)
+inline constexpr int kQConvVnniMaxRows = 6;       // output channels per microkernel call
+inline constexpr int64_t kQConvAmxMinQuads = 36;  // the shortest sums (quads of taps) the AMX product takes
+/// Small groups (depthwise-like, but not the depthwise form): whole groups per thread, each with its own im2col.
+/// (static: each file its own copy — this header is read by files built for AVX-512 and by baseline ones.)
+static inline bool qconvVnniByGroup(const ConvShape& s) {
+  return s.groups > 1 && s.out_channels / s.groups < 2 * kQConvVnniMaxRows;
+}
+
+/// (2-D convolutions; the CPU must have AVX-512F/BW/VL and VNNI, and for `amx` AMX-INT8: amxInt8Usable. Built for the
+/// baseline instruction set: qconv_vnni_plan.cpp.)
 QConvVnniPlan planQConvVnni(const ConvShape& s, const int8_t* w, const int32_t* bias, int32_t zx, const QOutput& out,
                             bool amx = false);
 void qconvVnni(const QConvVnniPlan& plan, const int8_t* x, int8_t* y, ThreadPool* pool);

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace npuc::kernels::detail {
 
@@ -97,30 +96,32 @@ void qmatmulVnni(const MatMulBatches& mb, const BSlots& bs, const int8_t* a, con
   const int64_t row = NB * 16, per_batch = K4 * row;
   const std::vector<int64_t>&slot = bs.slot, &first = bs.first;
   const int64_t slots = static_cast<int64_t>(first.size());
-  std::vector<int32_t> packed(static_cast<size_t>(slots * per_batch));
-  std::vector<int32_t> colc(static_cast<size_t>(slots * row));
-  const std::vector<uint8_t> zeros(static_cast<size_t>(N), 0);
+  // (the calling thread's scratch: the threads below read it; quant_x86.hpp, int8Scratch)
+  int32_t* const packed = reinterpret_cast<int32_t*>(scratch(3, static_cast<size_t>(slots * per_batch) * 4));
+  int32_t* const colc = reinterpret_cast<int32_t*>(scratch(4, static_cast<size_t>(slots * row) * 4));
+  uint8_t* const zeros = scratch(5, static_cast<size_t>(N));
+  std::memset(zeros, 0, static_cast<size_t>(N));
   parallelUnits(pool, slots, K * N, [&](int64_t i0, int64_t i1) {
     const __m512i ones = _mm512_set1_epi8(1), offset = _mm512_set1_epi32(128 + p.za);
     for (int64_t i = i0; i < i1; ++i) {
       const auto* B = reinterpret_cast<const uint8_t*>(b + mb.b_off[static_cast<size_t>(first[static_cast<size_t>(i)])]);
-      int32_t* W = packed.data() + i * per_batch;
+      int32_t* W = packed + i * per_batch;
       for (int64_t k4 = 0; k4 < K4; ++k4) {
         const uint8_t* r[4];
-        for (int j = 0; j < 4; ++j) r[j] = 4 * k4 + j < K ? B + (4 * k4 + j) * N : zeros.data();
+        for (int j = 0; j < 4; ++j) r[j] = 4 * k4 + j < K ? B + (4 * k4 + j) * N : zeros;
         interleave4(r[0], r[1], r[2], r[3], N, 1, _mm_setzero_si128(), reinterpret_cast<uint8_t*>(W + k4 * row));
       }
       for (int64_t nb = 0; nb < NB; ++nb) {  // sum b per column: each quad's 4 bytes times 1
         __m512i s = _mm512_setzero_si512();
         for (int64_t k4 = 0; k4 < K4; ++k4) s = _mm512_dpbusd_epi32(s, ones, _mm512_loadu_si512(W + k4 * row + nb * 16));
-        _mm512_storeu_si512(colc.data() + i * row + nb * 16, _mm512_mullo_epi32(s, offset));
+        _mm512_storeu_si512(colc + i * row + nb * 16, _mm512_mullo_epi32(s, offset));
       }
     }
   });
   const RequantOnceVec rv(requantOnce(p.mul.m, std::max(-p.mul.shift, 0)));
   const int64_t row_blocks = (M + kRows - 1) / kRows;
   parallelUnits(pool, batches * row_blocks, kRows * N * K, [&](int64_t u0, int64_t u1) {
-    std::vector<int32_t> aq(static_cast<size_t>(kRows * K4));
+    int32_t* const aq = reinterpret_cast<int32_t*>(scratch(2, static_cast<size_t>(kRows * K4) * 4));  // (this worker's)
     int32_t rowc[kRows];
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t i = u / row_blocks, m0 = u % row_blocks * kRows;
@@ -128,14 +129,14 @@ void qmatmulVnni(const MatMulBatches& mb, const BSlots& bs, const int8_t* a, con
       for (int r = 0; r < rows; ++r) {
         // Row m0 + r as unsigned quads (a + 128: XOR 0x80; 0 past K), and sum (a - za) = sum (a + 128) - K (128 + za).
         const int8_t* A = a + mb.a_off[static_cast<size_t>(i)] + (m0 + r) * K;
-        const uint64_t usum = unsignedQuadRow(A, K, K4, reinterpret_cast<uint8_t*>(aq.data() + r * K4));
+        const uint64_t usum = unsignedQuadRow(A, K, K4, reinterpret_cast<uint8_t*>(aq + r * K4));
         const uint32_t sum = static_cast<uint32_t>(usum) - static_cast<uint32_t>(K) * static_cast<uint32_t>(128 + p.za);
         rowc[r] = static_cast<int32_t>(sum * static_cast<uint32_t>(p.zb));
       }
       for (int64_t nb = 0; nb < NB; nb += kVecs) {
         const int vecs = static_cast<int>(std::min<int64_t>(kVecs, NB - nb));
         const int64_t si = slot[static_cast<size_t>(i)];
-        const TileArgs t{aq.data(), rowc, packed.data() + si * per_batch + nb * 16, row, colc.data() + si * row + nb * 16,
+        const TileArgs t{aq, rowc, packed + si * per_batch + nb * 16, row, colc + si * row + nb * 16,
                          K4, std::min<int64_t>(N - nb * 16, 16 * kVecs), y + (i * M + m0) * N + nb * 16, N};
         pickTile(rows, vecs)(t, p, rv);
       }

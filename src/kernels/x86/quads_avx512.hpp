@@ -9,24 +9,21 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#include "kernels/x86/quant_x86.hpp"
+
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 namespace npuc::kernels::detail {
 
 /// A grow-only scratch buffer of the calling thread (slot 0: the offset planes or the depthwise form's quad planes, 1:
-/// an im2col): reused from run to run,
-/// so a layer does not pay for fresh pages (and the page-fault lock they share between threads) on every call.
-static inline uint8_t* scratch(int slot, size_t bytes) {
-  thread_local std::vector<uint8_t> buffers[2];
-  std::vector<uint8_t>& b = buffers[slot];
-  if (b.size() < bytes) b.resize(bytes);
-  return b.data();
-}
+/// an im2col; the others: quant_x86.hpp, int8Scratch): reused from run to run, so a layer does not pay for fresh
+/// pages (and the page-fault lock they share between threads) on every call. (The buffers live in a baseline file:
+/// a container's members instantiated here could be the copy the whole program runs.)
+static inline uint8_t* scratch(int slot, size_t bytes) { return int8Scratch(slot, bytes); }
 
 /// One row of an offset plane: columns [q0, q1) are src[q] XOR `flip` (0x80: + 128 for an int8), the others `pad`;
 /// src null for a row wholly in the padding. Plain loops (the compiler vectorises the XOR): AVX-512 masked stores here, read back soon

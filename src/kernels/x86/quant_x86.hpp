@@ -20,6 +20,15 @@ void accumulateTapFlatBaseline(int32_t* acc, const int16_t* const* src, const in
 
 namespace detail {
 
+/// A grow-only scratch buffer of the calling thread, reused from run to run (qconv.cpp), for the instruction-set files,
+/// which keep no container of their own: slot 0 the VNNI convolution's offset or quad planes, 1 its im2col, 2 a row
+/// tile's packed activations (qconv_vnni.cpp, qmatmul_vnni.cpp), 3-5 the VNNI product's packed operands and zeros
+/// (qmatmul_vnni.cpp), 6 the int8-pow2 product's corrections (pow2_conv_vnni.cpp), 7 the int8 max pool's rows
+/// (pool_i8_avx512.cpp), 8 a recurrent product's widened vector (rnn_qdot_avx512.cpp). A buffer is the caller's until
+/// its next call for that slot; other threads may read it meanwhile.
+inline constexpr int kInt8ScratchSlots = 9;
+uint8_t* int8Scratch(int slot, size_t bytes);
+
 /// multiplyByMultiplier(x, {m, -r}) for a multiplier without left shift (0 <= r <= 31, m >= 0) as one rounding of
 /// the exact 64-bit product. With h = 2^(r-1) for r >= 1 (0 for r = 0), the two roundings
 ///   q = floor((x m + 2^30) / 2^31)                        (roundingDoublingHighMul)

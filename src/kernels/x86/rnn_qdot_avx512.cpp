@@ -9,8 +9,9 @@
 #include <immintrin.h>
 
 #include "kernels/recurrent.hpp"
+#include "kernels/x86/quant_x86.hpp"
 
-#include <vector>
+#include <cstring>
 
 namespace npuc::kernels::detail {
 
@@ -21,9 +22,9 @@ class QRowsAvx512 : public QRows {
   QRowsAvx512(const int8_t* m, int64_t rows, int64_t k) : m_(m), rows_(rows), k_(k) {}
   void sums(const int8_t* v, int32_t z, int32_t* out) const override {
     const int64_t chunks = (k_ + 31) / 32;
-    thread_local std::vector<int16_t> vs;
-    vs.assign(static_cast<size_t>(chunks * 32), 0);
-    for (int64_t k = 0; k < k_; ++k) vs[static_cast<size_t>(k)] = static_cast<int16_t>(v[k] - z);
+    int16_t* const vs = reinterpret_cast<int16_t*>(int8Scratch(8, static_cast<size_t>(chunks * 32) * 2));
+    std::memset(vs, 0, static_cast<size_t>(chunks * 32) * 2);
+    for (int64_t k = 0; k < k_; ++k) vs[k] = static_cast<int16_t>(v[k] - z);
     const __mmask32 tail = k_ % 32 == 0 ? ~__mmask32{0} : (__mmask32{1} << (k_ % 32)) - 1;
     for (int64_t r = 0; r < rows_; ++r) {
       const int8_t* mr = m_ + r * k_;
@@ -31,7 +32,7 @@ class QRowsAvx512 : public QRows {
       for (int64_t c = 0; c < chunks; ++c) {
         const __mmask32 msk = c + 1 == chunks ? tail : ~__mmask32{0};
         const __m512i mv = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(msk, mr + 32 * c));
-        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(mv, _mm512_loadu_si512(vs.data() + 32 * c)));
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(mv, _mm512_loadu_si512(vs + 32 * c)));
       }
       out[r] = _mm512_reduce_add_epi32(acc);
     }
