@@ -263,7 +263,8 @@ TEST(Caffe, JacintoNet11TranslatesForEveryTarget) {
   ASSERT_TRUE(u.ok);
   auto convs = [](const fs::path& dir) {
     int n = 0;
-    for (const RuntimeLayer& l : Runtime(dir).layers()) n += l.kind == "conv";
+    const Runtime rt(dir);  // (a named runtime: the range-for over a temporary's layers() read freed memory)
+    for (const RuntimeLayer& l : rt.layers()) n += l.kind == "conv";
     return n;
   };
   EXPECT_EQ(convs(u.dir), 31);  // 10 convolutions, 10 batch norms, their 10 scales, the input's normalisation
