@@ -281,6 +281,15 @@ NPUC_API npuc_status npuc_runtime_reset_state(npuc_runtime* rt);
 NPUC_API npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, int as_float32, void* dst,
                                              size_t capacity, size_t* written);
 
+/**
+ * The dims of the output called `name` as the last run wrote them: for an output whose shape the data decide
+ * (NonZero's, a detector's boxes: docs/package-format.md, "Dynamic tensors") its run's dims — before any run, its
+ * capacity —, for any other its static dims. *rank receives the number of dims and dims[0 .. *rank) the dims (dims
+ * holds NPUC_MAX_RANK entries); *dynamic (if not NULL) 1 for an output whose shape the data decide, else 0.
+ */
+NPUC_API npuc_status npuc_runtime_output_dims(const npuc_runtime* rt, const char* name, int* rank,
+                                              int64_t dims[NPUC_MAX_RANK], int* dynamic);
+
 /* ---- Pipelines of simulated cores (docs/runtime-api.md, "Pipelines"; npuc::Pipeline) ------------------------ */
 
 /** A package whose layers are in groups (TIDL's layersGroupId) run as a pipeline: one stage per group, each a

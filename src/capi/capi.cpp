@@ -43,6 +43,7 @@ struct npuc_runtime {
   std::vector<npuc_tensor_info> inputs, outputs;
   std::vector<npuc_layer_info> layers;  // by seq; strings point into rt.layers()
   mutable std::atomic<bool> busy{false};
+  bool ran = false;  // a run has completed (npuc_runtime_output_dims: before one, a dynamic output's capacity)
 };
 
 struct npuc_aipp_params {
@@ -516,14 +517,16 @@ npuc_status npuc_runtime_run(npuc_runtime* rt, npuc_layer_callback callback, voi
   return guard(__func__, [&] {
     need(rt, "rt");
     Busy busy(rt);
+    rt->ran = false;  // (a run that fails leaves no run's dims)
     if (!callback) {
       rt->rt.run();
-      return;
+    } else {
+      rt->rt.run([&](const npuc::RuntimeLayer& l, const npuc::Tensor& y) {
+        const npuc_layer_info& li = rt->layers.at(static_cast<size_t>(l.seq));
+        callback(&li, y.raw(), y.nbytes(), user);
+      });
     }
-    rt->rt.run([&](const npuc::RuntimeLayer& l, const npuc::Tensor& y) {
-      const npuc_layer_info& li = rt->layers.at(static_cast<size_t>(l.seq));
-      callback(&li, y.raw(), y.nbytes(), user);
-    });
+    rt->ran = true;
   });
 }
 
@@ -549,6 +552,29 @@ npuc_status npuc_runtime_get_output(const npuc_runtime* rt, const char* name, in
     if (t.nbytes() != size && !(t.nbytes() < size && dynamic)) throw npuc::Error(npuc::ErrorCode::kInternal, "output size mismatch");
     if (written) *written = t.nbytes();
     if (t.nbytes()) std::memcpy(dst, t.raw(), t.nbytes());
+  });
+}
+
+npuc_status npuc_runtime_output_dims(const npuc_runtime* rt, const char* name, int* rank, int64_t dims[NPUC_MAX_RANK],
+                                     int* dynamic) {
+  return guard(__func__, [&] {
+    need(rt, "rt");
+    need(name, "name");
+    need(rank, "rank");
+    need(dims, "dims");
+    Busy busy(rt);
+    if (!findByName(rt->outputs, name))
+      invalid("the package has no output '" + std::string(name) + "' (outputs: " + namesOf(rt->outputs) + ")");
+    const auto& outs = rt->rt.outputs();
+    const auto it = std::find_if(outs.begin(), outs.end(), [&](const npuc::RuntimeTensor& r) { return r.name == name; });
+    if (it == outs.end()) throw npuc::Error(npuc::ErrorCode::kInternal, "output list mismatch");
+    const bool dyn = it->dynamic;
+    // (a static output's dims are its declared ones; a dynamic one's the extent the last run wrote, its capacity before)
+    const npuc::Shape shape = dyn && rt->ran ? rt->rt.output(name).shape() : it->shape;
+    if (shape.size() > NPUC_MAX_RANK) invalid("output '" + std::string(name) + "' has more than NPUC_MAX_RANK dims");
+    *rank = static_cast<int>(shape.size());
+    for (size_t i = 0; i < shape.size(); ++i) dims[i] = shape[i];
+    if (dynamic) *dynamic = dyn ? 1 : 0;
   });
 }
 

@@ -649,6 +649,61 @@ TEST(CApiAipp, FieldSettersAndSmallFrames) {
   fs::remove_all(root);
 }
 
+// An output whose shape the data decide (tests/data/dynamic/sorted_boxes.onnx: the boxes whose score passes 0.3, by
+// descending score): npuc_runtime_output_dims gives its capacity before a run and each run's dims after it, with the
+// dynamic flag; a static output its declared dims, flag 0; the bytes get_output writes agree; bad arguments are errors.
+TEST_F(CApi, OutputDimsFollowTheRun) {
+  TranslateOptions o;
+  o.prefix = "sorted_boxes";
+  o.onnx = kSrc + "/tests/data/dynamic/sorted_boxes.onnx";
+  o.target = "generic";
+  o.out_root = root_;
+  const TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  Handle h;
+  ASSERT_EQ(npuc_runtime_open(r.dir.string().c_str(), 1, 0, &h.rt), NPUC_STATUS_OK) << npuc_last_error();
+  int rank = -1, dynamic = -1;
+  int64_t dims[NPUC_MAX_RANK] = {};
+  ASSERT_EQ(npuc_runtime_output_dims(h.rt, "sorted_boxes", &rank, dims, &dynamic), NPUC_STATUS_OK) << npuc_last_error();
+  EXPECT_EQ(dynamic, 1);
+  ASSERT_EQ(rank, 2);
+  EXPECT_EQ(dims[1], 4);
+  const int64_t capacity = dims[0];
+  EXPECT_GE(capacity, 32);
+  for (int kept : {0, 7, 32}) {
+    std::vector<float> scores(32), boxes(32 * 4);
+    for (int i = 0; i < 32; ++i) scores[static_cast<size_t>(i)] = i < kept ? 0.9f - 0.01f * static_cast<float>(i) : 0.1f;
+    for (size_t i = 0; i < boxes.size(); ++i) boxes[i] = static_cast<float>(i);
+    ASSERT_EQ(npuc_runtime_set_input(h.rt, "scores", NPUC_DTYPE_FLOAT32, scores.data(), scores.size() * 4), NPUC_STATUS_OK);
+    ASSERT_EQ(npuc_runtime_set_input(h.rt, "boxes", NPUC_DTYPE_FLOAT32, boxes.data(), boxes.size() * 4), NPUC_STATUS_OK);
+    ASSERT_EQ(npuc_runtime_run(h.rt, nullptr, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+    ASSERT_EQ(npuc_runtime_output_dims(h.rt, "sorted_boxes", &rank, dims, nullptr), NPUC_STATUS_OK) << npuc_last_error();
+    ASSERT_EQ(rank, 2);
+    EXPECT_EQ(dims[0], kept);
+    EXPECT_EQ(dims[1], 4);
+    ASSERT_EQ(npuc_runtime_output_dims(h.rt, "sorted", &rank, dims, &dynamic), NPUC_STATUS_OK);
+    EXPECT_EQ(rank, 1);
+    EXPECT_EQ(dims[0], kept);
+    EXPECT_EQ(dynamic, 1);
+    std::vector<float> got(static_cast<size_t>(capacity) * 4);
+    size_t written = 0;
+    ASSERT_EQ(npuc_runtime_get_output(h.rt, "sorted_boxes", 1, got.data(), got.size() * 4, &written), NPUC_STATUS_OK);
+    EXPECT_EQ(written, static_cast<size_t>(kept) * 4 * sizeof(float));
+    if (kept > 0) {
+      EXPECT_EQ(got[0], 0.0f);  // (the best score is box 0's)
+    }
+  }
+  ASSERT_EQ(npuc_runtime_output_dims(h.rt, "n", &rank, dims, &dynamic), NPUC_STATUS_OK);  // a static output
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(dims[0], 1);
+  EXPECT_EQ(dynamic, 0);
+  EXPECT_EQ(npuc_runtime_output_dims(h.rt, "nope", &rank, dims, nullptr), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npuc_last_error()).find("sorted_boxes"), std::string::npos);  // (the outputs are listed)
+  EXPECT_EQ(npuc_runtime_output_dims(h.rt, "sorted", nullptr, dims, nullptr), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(npuc_runtime_output_dims(h.rt, "sorted", &rank, nullptr, nullptr), NPUC_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(npuc_runtime_output_dims(nullptr, "sorted", &rank, dims, nullptr), NPUC_STATUS_INVALID_ARGUMENT);
+}
+
 }  // namespace
 
 // Gears through the C API: the gear list, selecting a batch size (the input infos follow), a missing size refused.
