@@ -563,11 +563,10 @@ npuc_status npuc_runtime_output_dims(const npuc_runtime* rt, const char* name, i
     need(rank, "rank");
     need(dims, "dims");
     Busy busy(rt);
-    if (!findByName(rt->outputs, name))
-      invalid("the package has no output '" + std::string(name) + "' (outputs: " + namesOf(rt->outputs) + ")");
     const auto& outs = rt->rt.outputs();
     const auto it = std::find_if(outs.begin(), outs.end(), [&](const npuc::RuntimeTensor& r) { return r.name == name; });
-    if (it == outs.end()) throw npuc::Error(npuc::ErrorCode::kInternal, "output list mismatch");
+    if (it == outs.end())
+      invalid("the package has no output '" + std::string(name) + "' (outputs: " + namesOf(rt->outputs) + ")");
     const bool dyn = it->dynamic;
     // (a static output's dims are its declared ones; a dynamic one's the extent the last run wrote, its capacity before)
     const npuc::Shape shape = dyn && rt->ran ? rt->rt.output(name).shape() : it->shape;

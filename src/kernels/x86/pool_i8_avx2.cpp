@@ -47,44 +47,41 @@ struct Bytes<32> {
   static V lowest() { return _mm256_set1_epi8(-128); }
 };
 
+/// fn(c) for c = 0, W, 2W, … over n >= W columns, the last one n - W (overlapping the one before it).
+template <int W, class F>
+void overlapping(int64_t n, F&& fn) {
+  for (int64_t next = 0; next < n; next += W) fn(next + W <= n ? next : n - W);
+}
+
 /// Row oy's window rows reduced into r (the padded row at column 0 of the input), W columns at a time.
 template <int W>
 void reduceRows(const Pool2dShape& s, const int8_t* xp, int64_t oy, int8_t* r) {
   using B = Bytes<W>;
-  for (int64_t next = 0; next < s.iw; next += W) {
-    const int64_t c = next + W <= s.iw ? next : s.iw - W;
+  overlapping<W>(s.iw, [&](int64_t c) {
     auto m = B::lowest();
     for (int64_t i = 0; i < s.kh; ++i) {
       const int64_t iy = oy * s.sh - s.pt + i * s.dh;
       if (iy >= 0 && iy < s.ih) m = B::max(m, B::load(xp + iy * s.iw + c));
     }
     B::store(r + c, m);
-  }
+  });
 }
 
-/// Stride 1: outputs [0, ow) of a reduced row, W at a time.
-template <int W>
-void columnsStride1(const Pool2dShape& s, const int8_t* row, int8_t* yr) {
+/// Outputs [0, ow) of a reduced row, W at a time. Stride 1 reads the row at the taps' offsets; stride 2: column
+/// 2 ox + t is byte 2 ox + t of the row, so the byte-wise max of the taps' 2W-byte loads holds output ox in its even
+/// byte (reads up to span + 2W bytes of the row: inside its padding; W = 16 or 8).
+template <int W, int S>
+void columns(const Pool2dShape& s, const int8_t* row, int8_t* yr) {
   using B = Bytes<W>;
-  for (int64_t next = 0; next < s.ow; next += W) {
-    const int64_t ox = next + W <= s.ow ? next : s.ow - W;
+  overlapping<W>(s.ow, [&](int64_t ox) {
     auto m = B::lowest();
-    for (int64_t j = 0; j < s.kw; ++j) m = B::max(m, B::load(row + ox + j * s.dw));
+    for (int64_t j = 0; j < s.kw; ++j) {
+      const int8_t* at = row + S * ox + j * s.dw;
+      if constexpr (S == 1) m = B::max(m, B::load(at));
+      else m = _mm_max_epi8(m, B::evens(at));
+    }
     B::store(yr + ox, m);
-  }
-}
-
-/// Stride 2: column 2 ox + t is byte 2 ox + t of the row, so the byte-wise max of the taps' 2W-byte loads holds
-/// output ox in its even byte (reads up to span + 2W bytes of the row: inside its padding). W = 16 or 8.
-template <int W>
-void columnsStride2(const Pool2dShape& s, const int8_t* row, int8_t* yr) {
-  using B = Bytes<W>;
-  for (int64_t next = 0; next < s.ow; next += W) {
-    const int64_t ox = next + W <= s.ow ? next : s.ow - W;
-    __m128i m = B::lowest();
-    for (int64_t j = 0; j < s.kw; ++j) m = _mm_max_epi8(m, B::evens(row + 2 * ox + j * s.dw));
-    B::store(yr + ox, m);
-  }
+  });
 }
 
 }  // namespace
@@ -111,11 +108,11 @@ void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p
     for (int64_t oy = 0; oy < s.oh; ++oy) {
       const int8_t* row = buf + oy * width;
       int8_t* yr = yp + oy * s.ow;
-      if (s.sw == 1 && s.ow >= 32) columnsStride1<32>(s, row, yr);
-      else if (s.sw == 1 && s.ow >= 16) columnsStride1<16>(s, row, yr);
-      else if (s.sw == 1 && s.ow >= 8) columnsStride1<8>(s, row, yr);
-      else if (s.sw == 2 && s.ow >= 16) columnsStride2<16>(s, row, yr);
-      else if (s.sw == 2 && s.ow >= 8) columnsStride2<8>(s, row, yr);
+      if (s.sw == 1 && s.ow >= 32) columns<32, 1>(s, row, yr);
+      else if (s.sw == 1 && s.ow >= 16) columns<16, 1>(s, row, yr);
+      else if (s.sw == 1 && s.ow >= 8) columns<8, 1>(s, row, yr);
+      else if (s.sw == 2 && s.ow >= 16) columns<16, 2>(s, row, yr);
+      else if (s.sw == 2 && s.ow >= 8) columns<8, 2>(s, row, yr);
       else
         for (int64_t ox = 0; ox < s.ow; ++ox) {
           int8_t m = -128;

@@ -9,7 +9,7 @@ namespace npuc::kernels {
 
 void qadd(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y, ThreadPool* pool) {
   const bool avx512 = detail::cpuHasAvx512bw();
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const bool avx2 = detail::cpuHasAvx2();
   const bool vec = (avx512 || avx2) && p.ma >= 0 && p.ma < 32768 && p.mb >= 0 && p.mb < 32768 && p.shift >= 1 && p.shift <= 30;
   detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
     const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);

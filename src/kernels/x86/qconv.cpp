@@ -44,7 +44,7 @@ QConvPath bestQConvPath() {
 bool cpuHasQConvPath(QConvPath path) {
   switch (path) {
     case QConvPath::kBaseline: return true;
-    case QConvPath::kAvx2: return __builtin_cpu_supports("avx2");
+    case QConvPath::kAvx2: return detail::cpuHasAvx2();
     case QConvPath::kVnni:
       return detail::cpuHasAvx512bw() && __builtin_cpu_supports("avx512vnni");
     case QConvPath::kAmx:
@@ -80,7 +80,6 @@ struct Avx2Plan {
   detail::QConvAvx2Plan p;
   std::vector<int64_t> tap_off;
   std::vector<int32_t> a, bias, mul, right, shift;
-  std::vector<uint8_t> left;
   std::vector<int8_t> w8;
 };
 
@@ -138,15 +137,21 @@ void planAvx2(Avx2Plan& A, const ConvShape& s, const int8_t* w, const int32_t* b
         A.w8[static_cast<size_t>(((m / 8 * p.k2 + j / 2) * 8 + m % 8) * 2 + j % 2)] = w[m * p.k + j];
   }
   A.bias.assign(static_cast<size_t>(M8), 0), A.mul.assign(static_cast<size_t>(M8), 0);
-  A.right.assign(static_cast<size_t>(M8), 0), A.shift.assign(static_cast<size_t>(M8), 0), A.left.assign(static_cast<size_t>(M8), 0);
+  A.right.assign(static_cast<size_t>(M8), 0), A.shift.assign(static_cast<size_t>(M8), 0);
   for (int64_t m = 0; m < p.M; ++m) {
     const auto i = static_cast<size_t>(m);
     const Multiplier& mm = out.of(m);
     A.bias[i] = bias != nullptr ? bias[m] : 0, A.mul[i] = mm.m, A.shift[i] = mm.shift;
-    A.left[i] = mm.shift > 0 ? 1 : 0, A.right[i] = mm.shift < 0 ? -mm.shift : 0;
+    A.right[i] = mm.shift < 0 ? -mm.shift : 0;
   }
   p.tap_off = A.tap_off.data(), p.a = A.a.data(), p.w8 = A.w8.data(), p.bias = A.bias.data(), p.mul = A.mul.data();
-  p.right = A.right.data(), p.left = A.left.data(), p.shift = A.shift.data();
+  p.right = A.right.data(), p.shift = A.shift.data();
+}
+
+/// `n` int16 of the calling thread's int8Scratch slot (reused from run to run: no fresh pages per layer; what lies
+/// past the planes is read only for outputs that are discarded).
+int16_t* int16Scratch(int slot, int64_t n) {
+  return reinterpret_cast<int16_t*>(detail::int8Scratch(slot, static_cast<size_t>(n) * sizeof(int16_t)));
 }
 
 /// The AVX2 path's run: per image, the phase planes then the product's units (kGemm), the channels (kDepthwise) or
@@ -160,8 +165,7 @@ void runAvx2(const Avx2Plan& A, const int8_t* x, int8_t* y, ThreadPool* pool, in
     int8_t* yn = y + n * p.M * p.OH * p.OW;
     if (p.form == Form::kDepthwise) {
       parallelUnits(pool, p.C, p.k * p.flat, [&](int64_t c0, int64_t c1) {
-        std::vector<int16_t> scratch(static_cast<size_t>(p.cstride + p.slack));
-        detail::qdwconvAvx2(p, xn, c0, c1, scratch.data(), yn);
+        detail::qdwconvAvx2(p, xn, c0, c1, int16Scratch(1, p.cstride + p.slack), yn);  // (this worker's)
       });
     } else if (p.form == Form::kGemv) {
       std::vector<int32_t> xk(static_cast<size_t>(p.k2), 0);  // the one window's values (0 in the padding), in pairs
@@ -173,15 +177,14 @@ void runAvx2(const Avx2Plan& A, const int8_t* x, int8_t* y, ThreadPool* pool, in
       for (int64_t t = 0; t < p.k2; ++t) xk[static_cast<size_t>(t)] = pairOf(v[static_cast<size_t>(2 * t)], v[static_cast<size_t>(2 * t + 1)]);
       parallelUnits(pool, (p.M + 7) / 8, p.k * 8, [&](int64_t b0, int64_t b1) { detail::qgemvAvx2(p, xk.data(), b0, b1, yn); });
     } else {
-      std::vector<int16_t> planes(static_cast<size_t>(p.C * p.cstride + p.slack));
-      parallelUnits(pool, p.C, p.phases * p.plane, [&](int64_t c0, int64_t c1) { detail::qconvAvx2Planes(p, xn, c0, c1, planes.data()); });
+      int16_t* const planes = int16Scratch(0, p.C * p.cstride + p.slack);  // (the calling thread's, read by all)
+      parallelUnits(pool, p.C, p.phases * p.plane, [&](int64_t c0, int64_t c1) { detail::qconvAvx2Planes(p, xn, c0, c1, planes); });
       // units: (group, tile, chunk of panels); few tiles (small maps) split the panels too, so both threads work
       const int64_t tiles = (p.flat + T - 1) / T;
       const int64_t chunks = p.G * tiles >= 8 ? 1 : std::min<int64_t>(p.panels, (8 + p.G * tiles - 1) / (p.G * tiles));
       const int64_t work = p.k * T * (p.panels + chunks - 1) / chunks * detail::kQConvAvx2Rows;
       parallelUnits(pool, p.G * tiles * chunks, work, [&](int64_t u0, int64_t u1) {
-        std::vector<int16_t> bp(static_cast<size_t>(p.k2 * T * 2));
-        detail::qconvAvx2Units(p, planes.data(), tiles, chunks, u0, u1, bp.data(), yn);
+        detail::qconvAvx2Units(p, planes, tiles, chunks, u0, u1, int16Scratch(1, p.k2 * T * 2), yn);  // (this worker's)
       });
     }
   }
@@ -246,7 +249,7 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
                 DW = s.dilation[1], PT = s.pad_begin[0], PL = s.pad_begin[1];
   // The padded plane covers every tap of every output: rows [-PT, (OH-1)*SH + (KH-1)*DH - PT], same for columns.
   const int64_t HP = std::max<int64_t>((OH - 1) * SH + (KH - 1) * DH + 1, 1), WP = std::max<int64_t>((OW - 1) * SW + (KW - 1) * DW + 1, 1);
-  static const bool has_avx2 = __builtin_cpu_supports("avx2");
+  const bool has_avx2 = detail::cpuHasAvx2();
   const auto flat_tap = has_avx2 ? accumulateTapFlatAvx2 : accumulateTapFlatBaseline;
   std::vector<int16_t> xq;  // the baseline path's phase planes (strided convolutions)
   // (+ slack: a flat tap reads up to (KW - 1) * DW elements past its plane's last row, for discarded columns)

@@ -31,7 +31,7 @@ struct ChannelRq {
   __m128i lo, hi;
   int32_t m, shift, zy, lo32, hi32;
   ChannelRq(const QConvAvx2Plan& p, int64_t c)
-      : scalar(p.left[c] != 0), l(lanesOf(p.mul[c], p.right[c])), zp(_mm256_set1_epi32(p.zy)),
+      : scalar(p.shift[c] > 0), l(lanesOf(p.mul[c], p.right[c])), zp(_mm256_set1_epi32(p.zy)),
         lo(_mm_set1_epi8(static_cast<char>(p.lo))), hi(_mm_set1_epi8(static_cast<char>(p.hi))), m(p.mul[c]),
         shift(p.shift[c]), zy(p.zy), lo32(p.lo), hi32(p.hi) {}
   __m128i operator()(__m256i r0, __m256i r1) const {
@@ -289,7 +289,7 @@ void qgemvAvx2(const QConvAvx2Plan& p, const int32_t* xk, int64_t b0, int64_t b1
     const __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
     const int64_t n = lmin(8, p.M - b * 8);
     bool scalar = false;
-    for (int64_t i = 0; i < n; ++i) scalar = scalar || p.left[b * 8 + i] != 0;
+    for (int64_t i = 0; i < n; ++i) scalar = scalar || p.shift[b * 8 + i] > 0;
     if (scalar) {
       _mm256_store_si256(reinterpret_cast<__m256i*>(acc), s);
       for (int64_t i = 0; i < n; ++i)

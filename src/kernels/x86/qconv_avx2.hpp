@@ -29,7 +29,8 @@ struct QConvAvx2Plan {
   // plane at stride 1): `phases` per channel, each hpp x wpp; outputs are computed at every flat position
   // q = oy * wpp + ox (q < flat = OH * wpp) and those with ox >= OW discarded. A channel's planes take cstride
   // elements (16 past its last plane: the row writes' vector overrun stays in the channel, so threads building
-  // neighbouring channels never write the same element); reads run up to `slack` past the last channel (kept zero).
+  // neighbouring channels never write the same element); reads run up to `slack` past the last channel
+  // (whatever it holds: only discarded outputs read past a plane, and the pad tap of an odd k has weight 0).
   int64_t phases = 1, hpp = 0, wpp = 0, plane = 0, cstride = 0, flat = 0, slack = 0;
   int64_t k = 0, k2 = 0;            // taps per output channel (C / G x KH x KW) and their pairs (the last one padded)
   int64_t panels = 0;               // kGemm: panels of kQConvAvx2Rows output channels per group
@@ -39,9 +40,8 @@ struct QConvAvx2Plan {
   const int8_t* w8 = nullptr;       // kGemv: the weights as int8 pairs [ceil(M / 8)][k2][8][2] (zeros past M)
   const int32_t* bias = nullptr;    // [M rounded up to 8] (0 without a bias, and past M)
   const int32_t* mul = nullptr;     // [M rounded up to 8]: each channel's multiplier,
-  const int32_t* right = nullptr;   // its right shift (0 for a left shift),
-  const uint8_t* left = nullptr;    // and whether it shifts left (the scalar form then)
-  const int32_t* shift = nullptr;   // [M]: the multiplier's own shift
+  const int32_t* right = nullptr;   // its right shift (0 for a left shift: the scalar form then),
+  const int32_t* shift = nullptr;   // and the multiplier's own shift
 };
 
 inline constexpr int64_t kQConvAvx2Rows = 6;   // output channels per microkernel panel
@@ -53,7 +53,7 @@ void qconvAvx2Planes(const QConvAvx2Plan& p, const int8_t* xn, int64_t c0, int64
 /// (u / (tiles * chunks), u / chunks % tiles, u % chunks); bp: scratch of k2 * kQConvAvx2Tile * 2 int16.
 void qconvAvx2Units(const QConvAvx2Plan& p, const int16_t* planes, int64_t tiles, int64_t chunks, int64_t u0, int64_t u1,
                     int16_t* bp, int8_t* yn);
-/// kDepthwise, channels [c0, c1) of one image; scratch: cstride + slack int16 (zeroed by the caller).
+/// kDepthwise, channels [c0, c1) of one image; scratch: cstride + slack int16 (any contents).
 void qdwconvAvx2(const QConvAvx2Plan& p, const int8_t* xn, int64_t c0, int64_t c1, int16_t* scratch, int8_t* yn);
 /// kGemv, blocks of 8 output channels [b0, b1) of one image whose window values, in int16 pairs, are xk [k2].
 void qgemvAvx2(const QConvAvx2Plan& p, const int32_t* xk, int64_t b0, int64_t b1, int8_t* yn);

@@ -18,7 +18,7 @@ bool cpuHasAvx512vbmi() {
 
 void qlookup(int64_t n, const int8_t* x, const int8_t* table, int8_t* y, ThreadPool* pool) {
   const bool vbmi = detail::cpuHasAvx512vbmi();
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const bool avx2 = detail::cpuHasAvx2();
   detail::parallelUnits(pool, (n + 16383) / 16384, 16384, [&](int64_t c0, int64_t c1) {
     const int64_t i0 = c0 * 16384, i1 = std::min(n, c1 * 16384);
     if (vbmi) detail::qlookupVbmi(i1 - i0, x + i0, table, y + i0);

@@ -9,7 +9,7 @@ namespace npuc::kernels {
 
 void qmul(int64_t n, int64_t inner, const int8_t* a, const int8_t* b, const QMulParams& p, int8_t* y, ThreadPool* pool) {
   const int64_t planes = inner > 0 ? n / inner : 0;
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const bool avx2 = detail::cpuHasAvx2();
   const bool avx512 = detail::cpuHasAvx512bw(), vec = (avx512 || avx2) && p.mul.shift <= 0;
   detail::parallelUnits(pool, planes, inner, [&](int64_t p0, int64_t p1) {
     if (!vec) return qmul_ref((p1 - p0) * inner, inner, a + p0 * inner, b + p0, p, y + p0 * inner);

@@ -21,7 +21,8 @@ void accumulateTapFlatBaseline(int32_t* acc, const int16_t* const* src, const in
 namespace detail {
 
 /// A grow-only scratch buffer of the calling thread, reused from run to run (qconv.cpp), for the instruction-set files,
-/// which keep no container of their own: slot 0 the VNNI convolution's offset or quad planes, 1 its im2col, 2 a row
+/// which keep no container of their own: slot 0 the VNNI (or AVX2) convolution's offset, quad or phase planes, 1 its
+/// im2col (the AVX2 depthwise form's channel planes), 2 a row
 /// tile's packed activations (qconv_vnni.cpp, qmatmul_vnni.cpp), 3-5 the VNNI product's packed operands and zeros
 /// (qmatmul_vnni.cpp), 6 the int8-pow2 product's corrections (pow2_conv_vnni.cpp), 7 the int8 max pool's rows
 /// (pool_i8_avx512.cpp), 8 a recurrent product's widened vector (rnn_qdot_avx512.cpp). A buffer is the caller's until
@@ -57,8 +58,9 @@ inline int32_t multiplyOnce(int32_t x, const RequantOnce& c) {
   return static_cast<int32_t>((p + (p < 0 ? c.add_neg : c.add_pos)) >> c.shift);
 }
 
-/// Whether the CPU has AVX-512F, BW and VL (checked once; quantize.cpp).
+/// Whether the CPU has AVX-512F, BW and VL; whether it has AVX2 (each checked once; quantize.cpp).
 bool cpuHasAvx512bw();
+bool cpuHasAvx2();
 /// One plane of the int8 product, its gate g = b - zb: requantizeValue((a - za) * g) on AVX-512 (qmul_avx512.cpp;
 /// multipliers without a left shift).
 void qmulPlaneAvx512(int64_t n, const int8_t* a, int32_t g, const QMulParams& p, int8_t* y);

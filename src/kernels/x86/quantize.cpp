@@ -18,18 +18,15 @@ bool cpuHasAvx512bw() {
                           __builtin_cpu_supports("avx512vl");
   return has;
 }
-}  // namespace detail
-
-namespace {
 bool cpuHasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2");
   return has;
 }
-}  // namespace
+}  // namespace detail
 
 void quantizeLinearFast(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y, ThreadPool* pool) {
   const bool avx512 = detail::cpuHasAvx512bw();
-  if (!avx512 && !cpuHasAvx2()) return quantizeLinear(x, n, scale, zero_point, y, pool);
+  if (!avx512 && !detail::cpuHasAvx2()) return quantizeLinear(x, n, scale, zero_point, y, pool);
   detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
     const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);
     if (avx512) detail::quantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
@@ -39,7 +36,7 @@ void quantizeLinearFast(const float* x, int64_t n, float scale, int32_t zero_poi
 
 void dequantizeLinearFast(const int8_t* x, int64_t n, float scale, int32_t zero_point, float* y, ThreadPool* pool) {
   const bool avx512 = detail::cpuHasAvx512bw();
-  if (!avx512 && !cpuHasAvx2()) return dequantizeLinear(x, n, scale, zero_point, y, pool);
+  if (!avx512 && !detail::cpuHasAvx2()) return dequantizeLinear(x, n, scale, zero_point, y, pool);
   detail::parallelUnits(pool, (n + 4095) / 4096, 4096, [&](int64_t c0, int64_t c1) {
     const int64_t i0 = c0 * 4096, i1 = std::min(n, c1 * 4096);
     if (avx512) detail::dequantizeLinearAvx512(x + i0, i1 - i0, scale, zero_point, y + i0);
@@ -49,7 +46,7 @@ void dequantizeLinearFast(const int8_t* x, int64_t n, float scale, int32_t zero_
 
 void maxPool2dI8Fast(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
   if (detail::cpuHasAvx512bw()) return detail::maxPool2dI8Avx512(s, x, y, pool);
-  if (!cpuHasAvx2()) return maxPool2dI8(s, x, y, pool);
+  if (!detail::cpuHasAvx2()) return maxPool2dI8(s, x, y, pool);
   const int64_t span = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1, width = std::max(s.pl + s.iw, span) + 128;
   detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
     std::vector<int8_t> buf(static_cast<size_t>(s.oh * width), int8_t{-128});  // (the padding: written once)
