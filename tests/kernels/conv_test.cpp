@@ -381,14 +381,17 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   std::mt19937 rng(14);
   const Activation relu{ActKind::kRelu, 0, 0}, relu6{ActKind::kClip, 0.0f, 6.0f};
   expectConvMatches(shape2d(1, 32, 40, 1, 13, 15, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
-  expectConvMatches(shape2d(1, 32, 40, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, true, "im2col_gemm_avx2");  // rows < 14
-  expectConvMatches(shape2d(1, 32, 40, 1, 28, 28, 3, 3, 2, 1, 1), rng, relu, true, "im2col_gemm_avx2");  // stride 2
+  // Rows < 14 and stride 2: im2col, or with a depth of at most 1152 the AVX2 output-channel path.
+  expectConvMatches(shape2d(1, 32, 40, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 32, 40, 1, 28, 28, 3, 3, 2, 1, 1), rng, relu, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 160, 40, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(1, 130, 40, 1, 28, 28, 3, 3, 2, 1, 1), rng, relu, true, "im2col_gemm_avx2");
   // The direct path: many k-blocks, groups, batch 2, dilation, 5x5 with padding 2, M not a multiple of the tile,
   // no bias, a 3x1 window.
   expectConvMatches(shape2d(1, 300, 13, 1, 16, 18, 3, 3, 1, 1, 1), rng, relu6, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(2, 12, 10, 2, 9, 20, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(1, 8, 7, 1, 17, 22, 3, 3, 1, 2, 2), rng, {}, false, "direct_gemm_avx2");
-  expectConvMatches(shape2d(1, 5, 19, 1, 14, 30, 5, 5, 1, 1, 2), rng, relu, true, "direct_gemm_avx2");
+  expectConvMatches(shape2d(1, 12, 19, 1, 14, 30, 5, 5, 1, 1, 2), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(1, 4, 9, 1, 20, 16, 3, 1, 1, 1, 0), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(2, 24, 70, 1, 9, 11, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
   // Pointwise with few output channels (B read in place on AVX-512): several k-blocks, a partial last row panel
@@ -418,18 +421,27 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(2, 6, 12, 3, 10, 10, 3, 3, 1, 2, 2), rng, relu, true, "im2col_gemm_avx2");
 }
 
-// The AVX-512 path vectorised across output channels (ConvOcArgs): blocks of 16 and 32 channels and partial ones
+// The paths vectorised across output channels (ConvOcArgs; AVX-512, and AVX2 for shallow convolutions): blocks of 16 and 32 channels and partial ones
 // (16, 17, 33, 48, 100 per group), rows split into tiles of 1..14 pixels (widths 1, 5, 14, 15, 29, 30), stride 2
 // and uneven strides, dilation, padding, groups, batch 2, with and without bias; then the shapes it leaves to the
 // other paths (1x1, a depth of at most kStreamDepth, stride 3, fewer than 16 channels per group).
 TEST(Conv, OutputChannelVectorsBitExact) {
   std::mt19937 rng(18);
   const Activation relu{ActKind::kRelu, 0, 0}, relu6{ActKind::kClip, 0.0f, 6.0f}, leaky{ActKind::kLeakyRelu, 0.1f, 0};
-  const bool avx512 = std::string(sgemmVariant()) == "avx512";
+  const std::string isa = sgemmVariant();
   auto expectOc = [&](const ConvShape& s, const Activation& act, bool with_bias, bool oc) {
     const std::vector<float> w(static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * numel(s.kernel)));
-    if (avx512) {
-      EXPECT_EQ(std::string(Conv(s, w.data(), nullptr, act).variant()) == "direct_oc_avx512", oc);
+    const std::string variant = Conv(s, w.data(), nullptr, act).variant();
+    // The AVX2 form takes the shallow ones (all of these with it: depth <= 256) and the AVX-512 one all.
+    if (isa == "avx512") {
+      EXPECT_EQ(variant == "direct_oc_avx512", oc) << variant;
+    }
+    {
+      test::VariantGuard guard;
+      forceKernelIsa("avx2");
+      if (std::string(sgemmVariant()) == "avx2_fma") {
+        EXPECT_EQ(std::string(Conv(s, w.data(), nullptr, act).variant()) == "direct_oc_avx2", oc) << variant;
+      }
     }
     expectConvMatches(s, rng, act, with_bias);
   };
@@ -447,6 +459,11 @@ TEST(Conv, OutputChannelVectorsBitExact) {
   uneven.stride = {3, 2}, uneven.pad_begin = {0, 1};
   uneven.out_spatial = {outSize(16, 3, 3, 1, 0, 0), outSize(15, 3, 2, 1, 1, 1)};
   expectOc(uneven, relu, true, true);
+  // Positions in tiles that run on into the next row (widths 7, 13) and a stem-like 7x7 / 2 over 3 channels.
+  expectOc(shape2d(1, 20, 24, 1, 7, 7, 3, 3, 1, 1, 1), relu, true, true);
+  expectOc(shape2d(1, 10, 40, 1, 26, 26, 3, 3, 2, 1, 1), relu6, true, true);
+  expectOc(shape2d(1, 3, 64, 1, 40, 38, 7, 7, 2, 1, 3), relu, true, true);
+  expectOc(shape2d(1, 64, 36, 1, 15, 15, 3, 3, 2, 1, 1), leaky, false, true);  // K = 576 (im2col otherwise)
   expectOc(shape2d(1, 64, 32, 1, 9, 9, 1, 1, 1, 1, 0), relu, true, false);  // 1x1
   expectOc(shape2d(1, 5, 32, 1, 12, 12, 3, 3, 1, 1, 1), relu, true, false);  // K = 45
   expectOc(shape2d(1, 8, 32, 1, 20, 20, 3, 3, 3, 1, 1), relu, true, false);  // stride 3

@@ -196,6 +196,9 @@ const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
 // least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
 // output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
 // output: SqueezeNet's first conv, K = 27). NPUC_CONV_OC=0 turns the path off, to compare.
+// The deepest convolution the AVX2 form of conv_oc takes (Conv::Impl::oc_shallow).
+constexpr int64_t kOcShallowDepth = 1152;
+
 bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   static const bool off = [] {
     const char* e = std::getenv("NPUC_CONV_OC");
@@ -311,6 +314,7 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     }
   }
   if (im.oc) {
+    im.oc_shallow = im.K <= kOcShallowDepth && (im.path == ConvPath::kGemm || im.K <= 256);
     im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
     const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
     im.oc_pp = hq * im.oc_wq;
@@ -335,7 +339,7 @@ const char* Conv::variant() const {
   const detail::KernelTable& kt = detail::activeKernels();
   const bool avx512 = std::strcmp(kt.name, "avx512") == 0;
   const bool avx2 = std::strcmp(kt.name, "avx2_fma") == 0;
-  if (impl_->oc && kt.conv_oc != nullptr) return "direct_oc_avx512";
+  if (impl_->useOc(kt)) return avx512 ? "direct_oc_avx512" : "direct_oc_avx2";
   switch (impl_->path) {
     case ConvPath::kDirect: return avx512 ? "direct_gemm_avx512" : avx2 ? "direct_gemm_avx2" : "direct_gemm_portable";
     case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
@@ -613,7 +617,7 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
     case ConvPath::kGemm:
     case ConvPath::kDirect:
       if (N == 0) return;
-      if (oc && kt.conv_oc != nullptr) {
+      if (useOc(kt)) {
         runOc(io, pool);
         return;
       }

@@ -88,6 +88,16 @@ struct Conv::Impl {
   // padded planes of oc_hq x oc_wq (oc_pp floats) per channel, oc_gs floats per group's copy; tap offsets;
   // weights [group][block of kOcBlock channels][K][kOcBlock] and bias [group][block][kOcBlock], zeros past mg.
   bool oc = false;
+  // Whether the AVX2 form (two 16-channel halves of 6 positions: a weight vector feeds 6 fmas, not AVX-512's 14)
+  // takes it too: a depth of at most kOcShallowDepth, where the packed weights of a block stay in L2, and a
+  // convolution the other paths would run through im2col (stride 2, maps narrower than 14, the 7x7 stem) or a
+  // shallow one (K <= 256, whose direct product is bound by writing C). Measured on Zen 5 (AVX2 only),
+  // npuc_kernels_bench conv/*: the 7x7/2 stem 3.67 -> 3.42 ms, Tiny-YOLOv2's 16 -> 32 at 208 7.40 -> 6.54 ms; deeper
+  // layers lose (3x3 512 -> 512 at 7x7: 3.82 -> 4.25 ms), stride-1 3x3 layers with wide rows lose to kDirect.
+  bool oc_shallow = false;
+  bool useOc(const detail::KernelTable& kt) const {
+    return oc && kt.conv_oc != nullptr && (kt.conv_oc_all || oc_shallow);
+  }
   int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
   std::vector<int64_t> oc_off;
   std::vector<float> oc_w, oc_bias;

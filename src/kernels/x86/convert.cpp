@@ -57,11 +57,6 @@ void conv_exact(const ConvShape& s, const float* x, const float* w, const float*
   }, 8);
 }
 
-namespace detail {
-void f16ToF32__f16c(const uint16_t* x, float* y, int64_t n);
-void f32ToF16__f16c(const float* x, uint16_t* y, int64_t n, const Activation& act);
-}  // namespace detail
-
 namespace {
 
 // The AVX kernel tables require F16C (x86/dispatch.cpp); the ISA cap of tests and benchmarks applies.

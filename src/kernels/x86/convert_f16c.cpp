@@ -1,6 +1,7 @@
 // F16C conversions (compiled with -mf16c -mavx2): 8 lanes at a time; a block holding Inf or NaN goes through the
 // scalar specification (hardware quiets signalling NaNs, the specification keeps the payload as is).
 #include "kernels/convert.hpp"
+#include "kernels/x86/kernel_table.hpp"
 
 #include "support/fp16.hpp"
 

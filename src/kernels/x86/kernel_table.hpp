@@ -208,7 +208,7 @@ struct ConvOcArgs {
   int channels = 32;
 };
 using ConvOcKernel = void (*)(const ConvOcArgs&);
-/// The output channels ConvOcArgs::w holds per tap.
+/// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other).
 inline constexpr int64_t kOcBlock = 32;
 
 /// A table names its kernels by field (designated initializers); fields it leaves out are null / false.
@@ -224,6 +224,7 @@ struct KernelTable {
   DwInPlaceKernel dwconv_in_place = nullptr;  // null when the table has none
   DeconvKernel deconv = nullptr;
   ConvOcKernel conv_oc = nullptr;  // null when the table has none
+  bool conv_oc_all = false;  // conv_oc takes every convolution it can; false: the shallow ones (Conv::Impl::oc_shallow)
   GemmMicroKernel gemm_cols = nullptr;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed = nullptr;
   GemvRowKernel gemv_row = nullptr;
@@ -246,6 +247,10 @@ bool activeAvx512();
 /// Whether the active table is the AVX2 / FMA one or wider (the recurrent products' AVX2 form).
 bool activeAvx2();
 
+/// F16C conversions (x86/convert_f16c.cpp; what f32ToF16 / f16ToF32 dispatch to), also for AVX2 kernels storing float16.
+void f16ToF32__f16c(const uint16_t* x, float* y, int64_t n);
+void f32ToF16__f16c(const float* x, uint16_t* y, int64_t n, const Activation& act);
+
 void f32_gemm__avx512_6x16(const MicroArgs& p);
 void f32_gemm__avx512_6x32(const MicroArgs& p);
 
@@ -267,6 +272,7 @@ void f32_dwconv_pack8__avx2(const DwPackArgs& p);
 void f32_dwconv_block8__avx2(const DwBlockArgs& p);
 void f32_dwconv_in_place__avx512(const DwInPlaceArgs& p);
 void f32_conv_oc__avx512(const ConvOcArgs& p);
+void f32_conv_oc__avx2(const ConvOcArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
 void f32_pool_plane__avx2(const PoolPlaneArgs& p);
 void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // max pools in place (f32_pool_in_place__avx512); others: AVX2
