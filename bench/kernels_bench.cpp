@@ -337,6 +337,7 @@ void registerAll() {
       {"conv/resnet50_3x3s2_128-128_56", convShape(128, 128, 1, 56, 56, 3, 2, 1)},
       {"conv/resnet50_3x3_256-256_14", convShape(256, 256, 1, 14, 14, 3, 1, 1)},
       {"conv/resnet50_3x3_512-512_7", convShape(512, 512, 1, 7, 7, 3, 1, 1)},
+      {"conv/resnet50_3x3s2_512-512_14", convShape(512, 512, 1, 14, 14, 3, 2, 1)},
       {"conv/resnet50_1x1_512-2048_7", convShape(512, 2048, 1, 7, 7, 1, 1, 0)},
       {"conv/resnet50_7x7s2_3-64_224", convShape(3, 64, 1, 224, 224, 7, 2, 3)},
       {"conv/mbv2_dw3x3_144_56", convShape(144, 144, 144, 56, 56, 3, 1, 1)},

@@ -196,8 +196,8 @@ const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
 // least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
 // output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
 // output: SqueezeNet's first conv, K = 27). NPUC_CONV_OC=0 turns the path off, to compare.
-// The deepest convolution the AVX2 form of conv_oc takes (Conv::Impl::oc_shallow).
-constexpr int64_t kOcShallowDepth = 1152;
+// The deepest convolution the AVX2 form of conv_oc takes from im2col (Conv::Impl::oc_avx2).
+constexpr int64_t kOcAvx2Depth = 1152;
 
 bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   static const bool off = [] {
@@ -314,7 +314,7 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     }
   }
   if (im.oc) {
-    im.oc_shallow = im.K <= kOcShallowDepth && (im.path == ConvPath::kGemm || im.K <= 256);
+    im.oc_avx2 = im.K <= 256 || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth);
     im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
     const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
     im.oc_pp = hq * im.oc_wq;
@@ -323,11 +323,12 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
       for (int64_t ki = 0; ki < g.KH; ++ki)
         for (int64_t kj = 0; kj < g.KW; ++kj) im.oc_off.push_back(c * im.oc_pp + ki * g.dh * im.oc_wq + kj * g.dw);
     im.oc_blocks = ceilDiv(im.mg, kOcBlock);
-    im.oc_w.assign(static_cast<size_t>(s.groups * im.oc_blocks * im.K * kOcBlock), 0.0f);
+    const size_t oc_n = static_cast<size_t>(s.groups * im.oc_blocks * im.K * kOcBlock);
+    std::fill_n(im.oc_w.ensure(oc_n), oc_n, 0.0f);
     im.oc_bias.assign(static_cast<size_t>(s.groups * im.oc_blocks * kOcBlock), 0.0f);
     for (int64_t grp = 0; grp < s.groups; ++grp)
       for (int64_t m = 0; m < im.mg; ++m) {
-        for (int64_t k = 0; k < im.K; ++k) im.oc_w[im.ocAt(grp, m, k)] = w[(grp * im.mg + m) * im.K + k];
+        for (int64_t k = 0; k < im.K; ++k) im.oc_w.data()[im.ocAt(grp, m, k)] = w[(grp * im.mg + m) * im.K + k];
         if (bias != nullptr) im.oc_bias[static_cast<size_t>(grp * im.oc_blocks * kOcBlock + m)] = bias[grp * im.mg + m];
       }
   }
@@ -437,7 +438,7 @@ void Conv::Impl::ensurePacked() const {
     std::vector<float> a(static_cast<size_t>(mg * K));
     for (int64_t grp = 0; grp < s.groups; ++grp) {
       for (int64_t m = 0; m < mg; ++m)
-        for (int64_t k = 0; k < K; ++k) a[static_cast<size_t>(m * K + k)] = oc_w[ocAt(grp, m, k)];
+        for (int64_t k = 0; k < K; ++k) a[static_cast<size_t>(m * K + k)] = oc_w.data()[ocAt(grp, m, k)];
       packed.push_back(std::make_unique<PackedA>(mg, K, a.data(), K, false));
     }
   });

@@ -89,18 +89,21 @@ struct Conv::Impl {
   // weights [group][block of kOcBlock channels][K][kOcBlock] and bias [group][block][kOcBlock], zeros past mg.
   bool oc = false;
   // Whether the AVX2 form (two 16-channel halves of 6 positions: a weight vector feeds 6 fmas, not AVX-512's 14)
-  // takes it too: a depth of at most kOcShallowDepth, where the packed weights of a block stay in L2, and a
-  // convolution the other paths would run through im2col (stride 2, maps narrower than 14, the 7x7 stem) or a
-  // shallow one (K <= 256, whose direct product is bound by writing C). Measured on Zen 5 (AVX2 only),
-  // npuc_kernels_bench conv/*: the 7x7/2 stem 3.67 -> 3.42 ms, Tiny-YOLOv2's 16 -> 32 at 208 7.40 -> 6.54 ms; deeper
-  // layers lose (3x3 512 -> 512 at 7x7: 3.82 -> 4.25 ms), stride-1 3x3 layers with wide rows lose to kDirect.
-  bool oc_shallow = false;
+  // takes it too: a shallow convolution (K <= 256, whose direct product is bound by writing C), or one of depth
+  // K <= kOcAvx2Depth that the other paths would run through im2col (stride 2, rows narrower than 14, the 7x7 stem).
+  // Measured on Zen 5 (AVX2 only), npuc_kernels_bench conv/*, alternating with NPUC_CONV_OC=0: the 7x7/2 stem
+  // 3.3-4.1 -> 2.8 ms, 3x3/2 128 @56 3.2-3.3 -> 3.1, Tiny-YOLOv2's 16 -> 32 @208 6.7-6.9 -> 5.8. Deeper layers
+  // (3x3 512 @7 and 512 @14/2, K = 4608: 3.4-3.9 ms either way, rounds disagreeing; Tiny-YOLOv2's 512 -> 1024 @13
+  // 19.5-20.6 against 21.2-21.5 here) and the direct path's layers (3x3 64 @56 2.65-2.72 against 2.78-2.83,
+  // GoogLeNet's 64 -> 192 @56 7.7-8.2 against 8.5) stay on the GEMM.
+  bool oc_avx2 = false;
   bool useOc(const detail::KernelTable& kt) const {
-    return oc && kt.conv_oc != nullptr && (kt.conv_oc_all || oc_shallow);
+    return oc && kt.conv_oc != nullptr && (kt.conv_oc_all || oc_avx2);
   }
   int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
   std::vector<int64_t> oc_off;
-  std::vector<float> oc_w, oc_bias;
+  detail::AlignedFloats oc_w;  // 64-byte aligned: a weight vector never straddles two cache lines
+  std::vector<float> oc_bias;
   // Where weight (m, k) of group grp lies in oc_w.
   size_t ocAt(int64_t grp, int64_t m, int64_t k) const {
     return static_cast<size_t>(((grp * oc_blocks + m / detail::kOcBlock) * K + k) * detail::kOcBlock + m % detail::kOcBlock);

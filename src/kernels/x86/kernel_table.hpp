@@ -224,7 +224,7 @@ struct KernelTable {
   DwInPlaceKernel dwconv_in_place = nullptr;  // null when the table has none
   DeconvKernel deconv = nullptr;
   ConvOcKernel conv_oc = nullptr;  // null when the table has none
-  bool conv_oc_all = false;  // conv_oc takes every convolution it can; false: the shallow ones (Conv::Impl::oc_shallow)
+  bool conv_oc_all = false;  // conv_oc takes every convolution it can; false: those Conv::Impl::oc_avx2 marks
   GemmMicroKernel gemm_cols = nullptr;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed = nullptr;
   GemvRowKernel gemv_row = nullptr;
