@@ -26,8 +26,10 @@ namespace detail {
 uint8_t* int8Scratch(int slot, size_t bytes) {
   thread_local std::vector<uint8_t> buffers[kInt8ScratchSlots];
   std::vector<uint8_t>& b = buffers[slot];
-  if (b.size() < bytes) b.resize(bytes);
-  return b.data();
+  // 64-byte aligned (std::vector gives 16): a vector load of a packed row never straddles two cache lines.
+  if (b.size() < bytes + 64) b.resize(bytes + 64);
+  const auto at = reinterpret_cast<uintptr_t>(b.data());
+  return b.data() + (64 - at % 64) % 64;
 }
 }  // namespace detail
 
