@@ -470,6 +470,24 @@ TEST(Conv, OutputChannelVectorsBitExact) {
   expectOc(shape2d(1, 16, 12, 1, 9, 9, 3, 3, 1, 1, 1), relu, true, false);   // 12 channels
 }
 
+// The output-channel paths on special values: inputs drawn from signed zeros, ±1, large values (float16 overflow),
+// ±inf and NaN, so tiles hold Inf / NaN next to finite sums; float32 and float16 outputs are the reference's bits
+// (float16 through floatToHalf, whose NaN payloads F16C would not keep).
+TEST(Conv, OutputChannelVectorsSpecialValues) {
+  std::mt19937 rng(19);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float choices[] = {0.0f, -0.0f, 1.0f, -1.0f, 3.0e4f, -7.0e4f, 0.5f, inf, -inf, nan};
+  for (const ConvShape& s : {shape2d(1, 6, 20, 1, 9, 13, 3, 3, 1, 1, 1), shape2d(1, 7, 36, 1, 11, 10, 3, 3, 2, 1, 1)}) {
+    std::vector<float> x(static_cast<size_t>(s.in_channels * numel(s.in_spatial)));
+    std::vector<float> w(static_cast<size_t>(s.out_channels * s.in_channels * numel(s.kernel)));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = rng() % 40 == 0 ? choices[rng() % 10] : choices[rng() % 7];
+    for (auto& v : w) v = rng() % 2 ? 0.25f : -0.5f;
+    test::VariantGuard guard;
+    const Conv conv(s, w.data(), nullptr, {});
+    expectFloat16StorageMatches(conv, s, x, w, nullptr, {}, guard, std::string("special values, ") + conv.variant());
+  }
+}
+
 // Depthwise kernels multiply padding in as +0 like the reference: a -0 bias stays -0 only where every product is
 // -0, an infinite weight times a padding zero is NaN. Inputs and weights drawn from signed zeros, ±1, ±inf, NaN.
 TEST(Conv, DepthwiseSpecialValues) {

@@ -7,7 +7,7 @@
 // no narrow column tail (the im2col path runs a 49-column product as three 16-column panels and a one-column tail).
 // The two halves of a 32-channel block run one after the other over the same tile (its input taps still in L1).
 // The tile is transposed in registers (8 x 8 blocks) and stored as runs of the NCHW output. One fma per tap per
-// output, taps in the reference order: the bits of conv_ref.
+// output, taps in the reference order: the bits of conv_ref; float16 outputs rounded as stored, with floatToHalf's bits.
 #include "kernels/x86/act_avx2.hpp"
 #include "kernels/x86/kernel_table.hpp"
 #include "kernels/x86/store_avx2.hpp"
@@ -39,6 +39,35 @@ inline void transpose8(__m256 r[8]) {
   r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
   r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
   r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Lanes 0..n-1 of v rounded to float16 with floatToHalf's bits at p (n <= 8). F16C's rounding is the same for finite
+// values; a vector holding Inf or NaN goes through the scalar specification (f32ToF16__f16c: F16C quiets a
+// signalling NaN, the specification keeps its payload).
+inline void storeHalves(uint16_t* p, __m256 v, int n) {
+  const __m256 absv = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+  const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
+  if (_mm256_movemask_ps(_mm256_cmp_ps(absv, inf, _CMP_NLT_UQ)) & ((1 << n) - 1)) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, v);
+    f32ToF16__f16c(t, p, n, Activation{});
+    return;
+  }
+  __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  if (n >= 4) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), h);
+    h = _mm_srli_si128(h, 8);
+    p += 4;
+    n -= 4;
+  }
+  if (n >= 2) {
+    const int32_t two = _mm_cvtsi128_si32(h);
+    __builtin_memcpy(p, &two, sizeof two);
+    h = _mm_srli_si128(h, 4);
+    p += 2;
+    n -= 2;
+  }
+  if (n >= 1) *p = static_cast<uint16_t>(_mm_extract_epi16(h, 0));
 }
 
 // kP positions (flat index q of the output plane onwards; xs[i]: position i's base in the padded input) by the 16
@@ -85,11 +114,7 @@ void tile(const ConvOcArgs& p, const float* const* xs, int64_t q, int c0) {
     transpose8(r);
     const int n = p.channels - c < 8 ? p.channels - c : 8;
     if (p.yh != nullptr) {
-      alignas(32) float t[8];
-      for (int j = 0; j < n; ++j) {
-        _mm256_store_ps(t, r[j]);
-        f32ToF16__f16c(t, p.yh + (c + j) * p.y_plane + q, kP, Activation{});
-      }
+      for (int j = 0; j < n; ++j) storeHalves(p.yh + (c + j) * p.y_plane + q, r[j], kP);
     } else {
       for (int j = 0; j < n; ++j) storeFirst(p.y + (c + j) * p.y_plane + q, r[j], kP);
     }
