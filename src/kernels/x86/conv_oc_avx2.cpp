@@ -8,8 +8,11 @@
 // The two halves of a 32-channel block run one after the other over the same tile (its input taps still in L1).
 // The tile is transposed in registers (8 x 8 blocks) and stored as runs of the NCHW output. One fma per tap per
 // output, taps in the reference order: the bits of conv_ref; float16 outputs rounded as stored, with floatToHalf's bits.
+// A weight vector feeds 6 fmas here (14 on AVX-512), so the AVX2 table gives this kernel only the convolutions where
+// it beats the GEMM paths (Conv::Impl::oc_avx2: shallow ones, and im2col's up to a depth of 1152).
 #include "kernels/x86/act_avx2.hpp"
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/lanes_avx2.hpp"
 #include "kernels/x86/store_avx2.hpp"
 
 #include <immintrin.h>
@@ -19,56 +22,6 @@ namespace npuc::kernels::detail {
 namespace {
 
 constexpr int kMaxPixels = 6;
-
-// Transposes the 8 x 8 block r[0..7] (row i: 8 floats): on return r[j] holds element j of every input row, row i in
-// lane i.
-inline void transpose8(__m256 r[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
-// Lanes 0..n-1 of v rounded to float16 with floatToHalf's bits at p (n <= 8). F16C's rounding is the same for finite
-// values; a vector holding Inf or NaN goes through the scalar specification (f32ToF16__f16c: F16C quiets a
-// signalling NaN, the specification keeps its payload).
-inline void storeHalves(uint16_t* p, __m256 v, int n) {
-  const __m256 absv = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
-  const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
-  if (_mm256_movemask_ps(_mm256_cmp_ps(absv, inf, _CMP_NLT_UQ)) & ((1 << n) - 1)) {
-    alignas(32) float t[8];
-    _mm256_store_ps(t, v);
-    f32ToF16__f16c(t, p, n, Activation{});
-    return;
-  }
-  __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  if (n >= 4) {
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), h);
-    h = _mm_srli_si128(h, 8);
-    p += 4;
-    n -= 4;
-  }
-  if (n >= 2) {
-    const int32_t two = _mm_cvtsi128_si32(h);
-    __builtin_memcpy(p, &two, sizeof two);
-    h = _mm_srli_si128(h, 4);
-    p += 2;
-    n -= 2;
-  }
-  if (n >= 1) *p = static_cast<uint16_t>(_mm_extract_epi16(h, 0));
-}
 
 // kP positions (flat index q of the output plane onwards; xs[i]: position i's base in the padded input) by the 16
 // channels c0.. of the block (c0 = 0 or 16; `channels` of the block valid in all).
@@ -114,7 +67,7 @@ void tile(const ConvOcArgs& p, const float* const* xs, int64_t q, int c0) {
     transpose8(r);
     const int n = p.channels - c < 8 ? p.channels - c : 8;
     if (p.yh != nullptr) {
-      for (int j = 0; j < n; ++j) storeHalves(p.yh + (c + j) * p.y_plane + q, r[j], kP);
+      for (int j = 0; j < n; ++j) storeFirstHalves(p.yh + (c + j) * p.y_plane + q, toHalf8(r[j]), kP);
     } else {
       for (int j = 0; j < n; ++j) storeFirst(p.y + (c + j) * p.y_plane + q, r[j], kP);
     }

@@ -12,6 +12,7 @@
 // eight values holding an Inf or NaN go through floatToHalf, whose NaN payloads the hardware does not keep).
 #include "kernels/x86/act_avx2.hpp"
 #include "kernels/x86/kernel_table.hpp"
+#include "kernels/x86/lanes_avx2.hpp"
 #include "kernels/x86/store_avx2.hpp"
 #include "support/fp16.hpp"
 
@@ -23,62 +24,16 @@ namespace npuc::kernels::detail {
 
 namespace {
 
-// In place: r[i] lane j becomes r[j] lane i.
-inline void transpose8(__m256 r[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 inline float load1(const float* p) { return *p; }
 inline float load1(const uint16_t* p) { return halfToFloat(*p); }
 
-// v rounded to float16 with floatToHalf's bits.
-inline __m128i toHalf8(__m256 v) {
-  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
-  if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, absmask), inf, _CMP_NLT_UQ))) {  // Inf or NaN
-    alignas(32) float f[8];
-    alignas(16) uint16_t h[8];
-    _mm256_store_ps(f, v);
-    for (int k = 0; k < 8; ++k) h[k] = floatToHalf(f[k]);
-    return _mm_load_si128(reinterpret_cast<const __m128i*>(h));
-  }
-  return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-
 // Stores the first n (1..8) pixels of each channel's vector.
 inline void storePixels(const DwBlockArgs& p, int64_t at, const __m256 v[8], int64_t n) {
   if (p.yh != nullptr) {
     for (int c = 0; c < p.channels; ++c) {
-      const __m128i h = toHalf8(v[c]);
-      uint16_t* y = p.yh + c * p.y_plane + at;
-      if (n == 8) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y), h);
-      } else {
-        alignas(16) uint16_t t[8];
-        _mm_store_si128(reinterpret_cast<__m128i*>(t), h);
-        for (int64_t j = 0; j < n; ++j) y[j] = t[j];
-      }
+      storeFirstHalves(p.yh + c * p.y_plane + at, toHalf8(v[c]), n);
     }
     return;
   }
