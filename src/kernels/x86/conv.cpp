@@ -191,14 +191,14 @@ const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
   return xw;
 }
 
+// The deepest convolution the AVX2 form of conv_oc takes from im2col (Conv::Impl::oc_avx2).
+constexpr int64_t kOcAvx2Depth = 1152;
+
 // Whether a 2-D convolution takes the output-channel-vectorised path (ConvOcArgs) on tables that have it: KxK
 // windows (not 1x1: the GEMM paths read B in place or pack it by rows, and were faster), column stride 1 or 2, at
 // least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
 // output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
 // output: SqueezeNet's first conv, K = 27). NPUC_CONV_OC=0 turns the path off, to compare.
-// The deepest convolution the AVX2 form of conv_oc takes from im2col (Conv::Impl::oc_avx2).
-constexpr int64_t kOcAvx2Depth = 1152;
-
 bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   static const bool off = [] {
     const char* e = std::getenv("NPUC_CONV_OC");

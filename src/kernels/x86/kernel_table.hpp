@@ -247,7 +247,7 @@ bool activeAvx512();
 /// Whether the active table is the AVX2 / FMA one or wider (the recurrent products' AVX2 form).
 bool activeAvx2();
 
-/// F16C conversions (x86/convert_f16c.cpp; what f32ToF16 / f16ToF32 dispatch to), also for AVX2 kernels storing float16.
+/// F16C conversions (x86/convert_f16c.cpp): what f32ToF16 / f16ToF32 dispatch to (x86/convert.cpp).
 void f16ToF32__f16c(const uint16_t* x, float* y, int64_t n);
 void f32ToF16__f16c(const float* x, uint16_t* y, int64_t n, const Activation& act);
 

@@ -85,6 +85,12 @@ struct Avx2Plan {
   std::vector<int8_t> w8;
 };
 
+/// Where tap (th, tw) — its row and column offsets in the padded plane — reads within its channel's phase planes (planes
+/// of `plane` elements, rows of `wpp`: the padded plane split by stride phase), for the baseline and the AVX2 paths.
+int64_t phaseTapOffset(int64_t th, int64_t tw, int64_t SH, int64_t SW, int64_t plane, int64_t wpp) {
+  return ((th % SH) * SW + tw % SW) * plane + th / SH * wpp + tw / SW;
+}
+
 /// An int16 pair as one int32: lo in the low half.
 int32_t pairOf(int32_t lo, int32_t hi) {
   return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
@@ -109,8 +115,7 @@ void planAvx2(Avx2Plan& A, const ConvShape& s, const int8_t* w, const int32_t* b
   A.tap_off.assign(static_cast<size_t>(2 * p.k2), 0);
   for (int64_t t = 0; t < p.k; ++t) {
     const int64_t cl = t / (p.KH * p.KW), th = t / p.KW % p.KH * p.DH, tw = t % p.KW * p.DW;
-    A.tap_off[static_cast<size_t>(t)] = cl * p.cstride + ((th % p.SH) * p.SW + tw % p.SW) * p.plane +
-                                        th / p.SH * p.wpp + tw / p.SW;
+    A.tap_off[static_cast<size_t>(t)] = cl * p.cstride + phaseTapOffset(th, tw, p.SH, p.SW, p.plane, p.wpp);
   }
   if (p.k % 2 != 0) A.tap_off.back() = A.tap_off.front();  // (its weight is 0)
   p.form = p.OH * p.OW == 1 && p.G == 1 ? Form::kGemv : cg == 1 && mg == 1 ? Form::kDepthwise : Form::kGemm;
@@ -266,7 +271,7 @@ void qconvPath(const ConvShape& s, const int8_t* x, int32_t zx, const int8_t* w,
       for (int64_t kw = 0; kw < KW; ++kw) {
         const int64_t th = kh * DH, tw = kw * DW;  // the tap's offset in the padded plane
         tap_off[static_cast<size_t>((cl * KH + kh) * KW + kw)] =
-            cl * phases * HPp * WPp + ((th % SH) * SW + tw % SW) * HPp * WPp + (th / SH) * WPp + tw / SW;
+            cl * phases * HPp * WPp + phaseTapOffset(th, tw, SH, SW, HPp * WPp, WPp);
       }
   for (int64_t n = 0; n < s.batch; ++n) {
     const int8_t* xn = x + n * C * H * W;
