@@ -5,6 +5,8 @@
 
 Models (all with seeded random weights -- nothing is downloaded):
     resnet50, mobilenet_v2, squeezenet1_1, googlenet   torchvision (weights=None), input 1x3x224x224
+    mobilenet_v1                                       MobileNetV1 (Howard et al. 2017; torchvision has none),
+                                                       width 1.0, input 1x3x224x224, output 1x1000
     tiny_yolov2                                        Darknet tiny-yolo-voc, input 1x3x416x416,
                                                        output 1x125x13x13
 
@@ -37,7 +39,7 @@ import sys
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "zoo")
 TORCHVISION_MODELS = ["resnet50", "mobilenet_v2", "squeezenet1_1", "googlenet"]
-ALL_MODELS = TORCHVISION_MODELS + ["tiny_yolov2"]
+ALL_MODELS = TORCHVISION_MODELS + ["mobilenet_v1", "tiny_yolov2"]
 OPSET = 13
 SEED = 0
 
@@ -66,10 +68,32 @@ def build_tiny_yolov2(nn):
     return nn.Sequential(*layers)
 
 
+def build_mobilenet_v1(nn):
+    """MobileNetV1, width 1.0: a 3x3 / 2 convolution to 32 channels, 13 depthwise-separable blocks (3x3 depthwise,
+    1x1 pointwise, each with BatchNorm and Relu), global average pooling and a 1000-way classifier. Also the
+    network of tools/tidl_guide_table.py (the TIDL guide's MobileNetV1)."""
+
+    def cbr(i, o, s):
+        return [nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+    def dw(i, o, s):
+        return [nn.Conv2d(i, i, 3, s, 1, groups=i, bias=False), nn.BatchNorm2d(i), nn.ReLU(),
+                nn.Conv2d(i, o, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+    cfg = [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1), (256, 512, 2)] + \
+        [(512, 512, 1)] * 5 + [(512, 1024, 2), (1024, 1024, 1)]
+    layers = cbr(3, 32, 2)
+    for c in cfg:
+        layers += dw(*c)
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(1024, 1000))
+
+
 def build(name, torch, nn):
     """Return (model, input_shape). Caller seeds torch before calling."""
     if name == "tiny_yolov2":
         return build_tiny_yolov2(nn), (1, 3, 416, 416)
+    if name == "mobilenet_v1":
+        return build_mobilenet_v1(nn), (1, 3, 224, 224)
     import torchvision.models as tvm
     if name == "googlenet":
         m = tvm.googlenet(weights=None, aux_logits=False, init_weights=True, transform_input=False)

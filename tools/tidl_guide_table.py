@@ -17,6 +17,8 @@ import torch
 import torch.nn as nn
 import torchvision
 
+import export_models  # tools/: MobileNetV1 is defined there (the bench set's too)
+
 GUIDE = {  # network: (EVE dense ms, DSP dense ms), seeds/001 §3.15.1.7
     "MobileNetV1": (155.0, 717.11),
     "MobileNetV2": (146.0, 409.0),
@@ -50,19 +52,7 @@ CALIBRATED = {"SqueezeNet1.1", "MobileNetV1"}
 
 
 def mobilenet_v1():
-    def cbr(i, o, s):
-        return [nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
-
-    def dw(i, o, s):
-        return [nn.Conv2d(i, i, 3, s, 1, groups=i, bias=False), nn.BatchNorm2d(i), nn.ReLU(),
-                nn.Conv2d(i, o, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
-
-    cfg = [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1), (256, 512, 2)] + \
-        [(512, 512, 1)] * 5 + [(512, 1024, 2), (1024, 1024, 1)]
-    layers = cbr(3, 32, 2)
-    for c in cfg:
-        layers += dw(*c)
-    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(1024, 1000))
+    return export_models.build_mobilenet_v1(nn)
 
 
 def inception_v1():
