@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -50,6 +51,13 @@ bool spinUntil(const Done& done) {
   }
 }
 
+// NPUC_POOL_AFFINITY=0: chunks from one shared counter, first come first served (the schedule before threads kept
+// to their own ranges; for measuring the difference).
+bool affinityFromEnvironment() {
+  const char* e = std::getenv("NPUC_POOL_AFFINITY");
+  return !(e != nullptr && e[0] == '0' && e[1] == 0);
+}
+
 }  // namespace
 
 struct ThreadPool::Core {
@@ -65,19 +73,58 @@ struct ThreadPool::Core {
   // Current job.
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t n = 0, grain = 1;
-  std::atomic<int64_t> next{0};
+  // The job's chunks (grain elements each) in one contiguous range per thread, the caller's first: a thread runs
+  // its own range, then takes what is left of the others'. Chunk k of a job goes to the same thread in every job
+  // of the same size, so a layer split like the one before it reads what its own core wrote.
+  struct alignas(64) Range {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  std::unique_ptr<Range[]> ranges;  // one per thread (the caller is 0, worker k is k + 1)
+  int ranges_size = 0;
+  bool affinity = affinityFromEnvironment();
+  std::atomic<int64_t> next{0};  // (affinity off: one shared counter)
   std::mutex job_mu;  // serialises concurrent parallelFor calls from different threads (and starting workers)
 
-  void runChunks() {
-    for (;;) {
-      int64_t b = next.fetch_add(grain);
-      if (b >= n) break;
-      (*fn)(b, std::min(n, b + grain));
+  /// The job's `chunks` chunks split into one contiguous range per thread (sizes differing by at most one).
+  void setRanges(int64_t chunks) {
+    const int t = static_cast<int>(workers.size()) + 1;
+    if (ranges_size != t) {
+      ranges = std::make_unique<Range[]>(static_cast<size_t>(t));
+      ranges_size = t;
+    }
+    const int64_t each = chunks / t, extra = chunks % t;
+    int64_t begin = 0;
+    for (int i = 0; i < t; ++i) {
+      const int64_t end = begin + each + (i < extra ? 1 : 0);
+      ranges[i].next.store(begin, std::memory_order_relaxed);
+      ranges[i].end = end;
+      begin = end;
+    }
+  }
+
+  void runChunks(int self) {
+    if (!affinity) {
+      for (;;) {
+        int64_t b = next.fetch_add(grain);
+        if (b >= n) break;
+        (*fn)(b, std::min(n, b + grain));
+      }
+      return;
+    }
+    for (int k = 0; k < ranges_size; ++k) {
+      Range& r = ranges[(self + k) % ranges_size];
+      for (;;) {
+        const int64_t chunk = r.next.fetch_add(1, std::memory_order_relaxed);
+        if (chunk >= r.end) break;
+        const int64_t b = chunk * grain;
+        (*fn)(b, std::min(n, b + grain));
+      }
     }
   }
 
   /// seen: the generation when the worker was started (job_mu held, no job running); a job is a later one.
-  void workerLoop(uint64_t seen) {
+  void workerLoop(int self, uint64_t seen) {
     tl_in_pool = true;
     for (;;) {
       auto ready = [&] { return stop.load(std::memory_order_acquire) || generation.load(std::memory_order_acquire) != seen; };
@@ -87,7 +134,7 @@ struct ThreadPool::Core {
       }
       if (stop.load(std::memory_order_acquire)) return;
       seen = generation.load(std::memory_order_acquire);
-      runChunks();
+      runChunks(self);
       if (active.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         // The caller may be blocked on done_cv: take mu so the notify cannot fall between its check and wait.
         { std::lock_guard<std::mutex> lk(mu); }
@@ -121,7 +168,8 @@ struct ThreadPool::Core {
           }
           g_fail_start_after.store(k - 1);
         }
-        workers.emplace_back([this, g = generation.load()] { workerLoop(g); });
+        const int self = static_cast<int>(workers.size()) + 1;
+        workers.emplace_back([this, self, g = generation.load()] { workerLoop(self, g); });
       }
       return;
     } catch (const std::system_error& e) {
@@ -237,6 +285,7 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
   c.n = n;
   c.grain = grain;
   c.next.store(0, std::memory_order_relaxed);
+  c.setRanges((n + grain - 1) / grain);
   c.active.store(static_cast<int>(c.workers.size()), std::memory_order_relaxed);
   {
     // The job fields are published by the release increment; mu orders it against blocked workers' checks.
@@ -245,7 +294,7 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
   }
   c.cv.notify_all();
   tl_in_pool = true;
-  c.runChunks();
+  c.runChunks(0);
   tl_in_pool = false;
   auto done = [&] { return c.active.load(std::memory_order_acquire) == 0; };
   if (!spinUntil(done)) {

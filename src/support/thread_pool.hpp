@@ -1,6 +1,10 @@
 // A small fixed-size thread pool for data-parallel kernels.
 //
-// parallelFor splits [0, n) into chunks handed out dynamically; the calling thread works too. Kernels must
+// parallelFor splits [0, n) into chunks; the calling thread works too. Each thread has a contiguous range of the
+// chunks (the caller the first, worker k the (k + 1)-th), runs it, then takes what the others have not started: the
+// same chunk of a loop of the same size goes to the same thread whenever none is late, so a layer split like the one
+// before it reads data its own core wrote (on a CPU whose cores are far apart, a line another core wrote costs
+// hundreds of nanoseconds), and a late thread's work is still taken by the others. Kernels must
 // give every output element to exactly one chunk and never split a floating-point reduction across chunks,
 // so results are identical for every thread count and every schedule.
 //

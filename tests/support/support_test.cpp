@@ -187,6 +187,32 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
   }
 }
 
+// Each thread runs its own range of chunks first and then takes the others' leftovers: with one thread held up (the
+// caller's first chunk, or a worker's), the others take its range, and still every chunk runs once, with the bounds
+// the grain gives.
+TEST(ThreadPool, ChunksLeftByALateThreadAreTakenOnce) {
+  for (int threads : {2, 3, 4}) {
+    ThreadPool pool(threads);
+    for (int64_t grain : {1, 3, 5}) {
+      for (int64_t n : {1, 2, 5, 17, 64, 1001}) {
+        for (int64_t slow_chunk : {int64_t{0}, (n - 1) / grain}) {
+          std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+          std::atomic<bool> bad_bounds{false};
+          pool.parallelFor(n, [&](int64_t b, int64_t e) {
+            if (b % grain != 0 || e != std::min(n, b + grain)) bad_bounds = true;
+            if (b / grain == slow_chunk) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+          }, grain);
+          EXPECT_FALSE(bad_bounds.load()) << threads << " threads, grain " << grain << ", n " << n;
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << threads << " threads, grain " << grain << ", n " << n
+                                                               << ", index " << i;
+        }
+      }
+    }
+  }
+}
+
 // ---- The pool when threads cannot start, and after fork (issue 46.4). Each runs where a hang is a failure: in a
 // forked child that SIGALRM ends. ----
 
