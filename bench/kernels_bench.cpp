@@ -379,7 +379,7 @@ void registerAll() {
   // Layers whose activations are megabytes, from cold memory (see benchConv).
   for (const char* name : {"conv/squeezenet_3x3s2_3-64_224", "conv/mbv2_3x3s2_3-32_224", "conv/resnet50_7x7s2_3-64_224",
                            "conv/tinyyolo_3x3_3-16_416", "conv/mbv2_1x1_16-96_112", "conv/mbv2_1x1_144-24_56",
-                           "conv/mbv2_1x1_32-16_112",
+                           "conv/mbv2_1x1_32-16_112", "conv/mbv2_1x1_960-320_7",
                            "conv/resnet50_1x1_64-256_56", "conv/resnet50_1x1_256-64_56",
                            "conv/squeezenet_3x3_16-64_55", "conv/squeezenet_1x1_128-16_55"}) {
     for (const C& c : convs) {

@@ -2,7 +2,11 @@
 // ONNX Runtime (CPU, onnxruntime-node) latency benchmark for one or more ONNX models.
 // Used by tools/bench_vs_ort.sh; can be run by hand:
 //
-//   node tools/ort_bench.mjs [--threads 1,2] [--runs 20] [--warmup 3] [--module DIR] MODEL.onnx...
+//   node tools/ort_bench.mjs [--threads 1,2] [--runs 20] [--warmup 3] [--module DIR] [--profile DIR] MODEL.onnx...
+//
+// --profile DIR: ONNX Runtime's own profiler on (enableProfiling), its JSON written as DIR/<model>_t<threads>_*.json
+// (the warm-up and the timed runs; per-node times: tools/compare_layers.py lays them beside `npuc bench --profile-csv`).
+// Profiling costs time: the figures of a profiled run are not the benchmark's.
 //
 // Input: MODEL_input.npy next to the model if present (float32 .npy), otherwise seeded uniform
 // random data shaped from the model's input metadata (symbolic dims -> 1).
@@ -21,13 +25,13 @@ import { readNpy } from './npy.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
-const opt = { threads: '1,2', runs: '20', warmup: '3', module: path.join(here, '..', '.bench') };
+const opt = { threads: '1,2', runs: '20', warmup: '3', module: path.join(here, '..', '.bench'), profile: '' };
 const models = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '-h' || a === '--help') {
     console.log('usage: node tools/ort_bench.mjs [--threads 1,2] [--runs 20] [--warmup 3] ' +
-                '[--module DIR_WITH_node_modules] MODEL.onnx...');
+                '[--module DIR_WITH_node_modules] [--profile DIR] MODEL.onnx...');
     process.exit(0);
   } else if (a.startsWith('--')) {
     const k = a.slice(2);
@@ -99,6 +103,7 @@ for (const model of models) {
         interOpNumThreads: 1,
         graphOptimizationLevel: 'all',
         executionMode: 'sequential',
+        ...(opt.profile ? { enableProfiling: true, profileFilePrefix: path.join(opt.profile, `${base}_t${threads}`) } : {}),
       });
       const feeds = makeInput(session, model);
       let out;
@@ -111,6 +116,7 @@ for (const model of models) {
       }
       const diff = maxDiff(model, out[session.outputNames[0]]);
       console.log(['ORT', base, threads, median(times).toFixed(3), Math.min(...times).toFixed(3), diff].join('\t'));
+      if (opt.profile) session.endProfiling();
       await session.release();
     } catch (e) {
       failed = true;
