@@ -10,8 +10,8 @@ and Clip is `.../Clip_output_0_nchwc`), npuc after the Conv it keeps. Each node 
 model's Conv that starts its chain (walking back from the tensor through BatchNormalization, Relu, Clip, LeakyRelu,
 HardSwish, HardSigmoid, Sigmoid / Mul (SiLU) and the Add of a residual connection, whose first input from a Conv
 wins); what reaches no Conv (layout reorders, pools, the classifier) is listed by op type. Times: the median over
-the profiled runs (ONNX Runtime's warm-up runs included in its profile are dropped: the first `runs - median`
-occurrences are skipped when a node appears more often than the others' median count).
+the profiled runs; ONNX Runtime's profile also holds the warm-up runs, whose first occurrences of each node are
+dropped (`--warmup`, ort_bench.mjs's default 3).
 """
 import argparse
 import collections
@@ -50,7 +50,7 @@ def conv_of(node, producer, depth=0):
     return None
 
 
-def ort_times(path, producer):
+def ort_times(path, producer, warmup):
     events = json.load(open(path))
     per = collections.defaultdict(list)
     ops = {}
@@ -62,11 +62,10 @@ def ort_times(path, producer):
         ops[name] = e.get("args", {}).get("op_name", "?")
     if not per:
         sys.exit(f"{path}: no node events (was the session profiled?)")
-    runs = int(statistics.median(len(v) for v in per.values()))
     out = collections.defaultdict(float)
     other = collections.defaultdict(float)
     for name, ts in per.items():
-        ms = statistics.median(ts[-runs:])
+        ms = statistics.median(ts[warmup:] if len(ts) > warmup else ts)
         tensor = name[: -len("_nchwc")] if name.endswith("_nchwc") else name
         c = conv_of(producer.get(tensor), producer)
         if c is None:
@@ -108,6 +107,7 @@ def main():
     ap.add_argument("npuc_csv")
     ap.add_argument("ort_json")
     ap.add_argument("--top", type=int, default=20, help="rows, the largest npuc - ORT difference first (default 20)")
+    ap.add_argument("--warmup", type=int, default=3, help="ONNX Runtime's warm-up runs in its profile (default 3)")
     a = ap.parse_args()
     import onnx
     m, producer, by_name = load_model(a.model)
@@ -115,7 +115,7 @@ def main():
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
               for v in list(inferred.graph.value_info) + list(inferred.graph.input)}
     inits = {i.name: list(i.dims) for i in m.graph.initializer}
-    ort, ort_other = ort_times(a.ort_json, producer)
+    ort, ort_other = ort_times(a.ort_json, producer, a.warmup)
     npu, npu_other = npuc_times(a.npuc_csv, producer, by_name)
     rows = []
     for name in set(ort) | set(npu):
