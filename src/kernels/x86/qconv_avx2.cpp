@@ -98,6 +98,7 @@ void channelPlanes(const QConvAvx2Plan& p, const int8_t* xc, int16_t* dst) {
   const int64_t SW = p.SW, wpp = p.wpp, W = p.W;
   const int16_t zx = static_cast<int16_t>(p.zx);
   const __m256i zxv = _mm256_set1_epi16(zx);
+  const int8_t* plane_end = xc + p.H * W;  // (the channel's input plane)
   for (int64_t ph = 0; ph < p.SH; ++ph)
     for (int64_t pw = 0; pw < SW; ++pw) {
       int16_t* pl = dst + (ph * SW + pw) * p.plane;
@@ -105,7 +106,6 @@ void channelPlanes(const QConvAvx2Plan& p, const int8_t* xc, int16_t* dst) {
       const int64_t first = p.PL - pw, end = p.PL + W - pw;
       int64_t qa = first <= 0 ? 0 : (first + SW - 1) / SW, qb = end <= 0 ? 0 : (end + SW - 1) / SW;
       qb = lmin(qb, wpp), qa = lmin(qa, qb);
-      const int8_t* plane_end = xc + p.H * W;
       for (int64_t r = 0; r < p.hpp; ++r) {
         int16_t* row = pl + r * wpp;
         const int64_t ih = r * p.SH + ph - p.PT;
@@ -127,13 +127,14 @@ void channelPlanes(const QConvAvx2Plan& p, const int8_t* xc, int16_t* dst) {
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + qb - 16), columns16(src + (qb - 16) * SW, SW, zxv));
             q = qb;
           }
+          // Rows too narrow for a whole vector inside them (14 and 7 columns: MobileNetV2's and ResNet's small
+          // maps): one vector that reads on into the next input row, where that stays inside the channel's plane;
+          // its lanes past qb are zeroed below (or lie in the next row, written after this one, or the channel's
+          // slack).
+          for (; q < qb && src + q * SW + span < plane_end; q += 16)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + q), columns16(src + q * SW, SW, zxv));
+          q = lmin(q, qb);
         }
-        // Rows too narrow for a whole vector inside them (14 and 7 columns: MobileNetV2's and ResNet's small maps):
-        // one vector that reads on into the next input row, where that stays inside the channel's plane; its lanes
-        // past qb are zeroed below (or lie in the next row, written after this one, or the channel's slack).
-        for (; SW <= 2 && q < qb && src + q * SW + span < plane_end; q += 16)
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + q), columns16(src + q * SW, SW, zxv));
-        q = lmin(q, qb);
         for (; q < qb; ++q) row[q] = static_cast<int16_t>(src[q * SW] - zx);
         zeroSpan(row, qb, wpp);
       }
