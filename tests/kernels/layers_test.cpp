@@ -216,6 +216,12 @@ TEST(LayersPool, MatchesNaive) {
       checkPool(poolShape(2, 19, 37, 3, 5, 2, 1, 2, 2, 1, 3, 2, 2, ceil_mode, inc), seed++);
       checkPool(poolShape(1, 12, 45, 2, 8, 1, 1, 1, 1, 0, 4, 1, 3, ceil_mode, inc), seed++);
       checkPool(poolShape(1, 6, 45, 2, 9, 1, 1, 1, 1, 0, 4, 0, 4, ceil_mode, inc), seed++);
+      // Rows whose vectors reach past both ends (the AVX2 kernels' 8 lanes): GoogLeNet's 14x14 branch pools, rows
+      // narrower than a vector at strides 1 and 2.
+      checkPool(poolShape(2, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 7, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, ceil_mode, inc), seed++);
+      checkPool(poolShape(2, 14, 14, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, ceil_mode, inc), seed++);
     }
 }
 

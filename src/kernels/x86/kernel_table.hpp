@@ -274,7 +274,9 @@ void f32_dwconv_in_place__avx512(const DwInPlaceArgs& p);
 void f32_conv_oc__avx512(const ConvOcArgs& p);
 void f32_conv_oc__avx2(const ConvOcArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
-void f32_pool_plane__avx2(const PoolPlaneArgs& p);
+void f32_pool_plane__avx2(const PoolPlaneArgs& p);  // max pools in place (f32_pool_in_place__avx2); others: a copy
+bool f32_pool_in_place__avx2(const PoolPlaneArgs& p);
+void f32_max_pool_in_place__avx2(const PoolPlaneArgs& p);  // x86/pool_max_avx2.cpp: f32_pool_in_place__avx2 holds
 void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // max pools in place (f32_pool_in_place__avx512); others: AVX2
 bool f32_pool_in_place__avx512(const PoolPlaneArgs& p);
 void f32_pool_plane__scalar(const PoolPlaneArgs& p);

@@ -1,5 +1,6 @@
-// AVX2 plane kernel of the fast pooling (x86/pool.cpp): 8 outputs of a row per vector (plain loads: the plane is
-// split into column phases), four vectors (anywhere in the plane) in flight so the max / add chains overlap, taps
+// AVX2 plane kernel of the fast pooling (x86/pool.cpp) over the padded copy (max pools of up to 8 columns at
+// stride 1, and of 2 or 3 at stride 2, read their input in place instead: x86/pool_max_avx2.cpp): 8 outputs of a
+// row per vector (plain loads: the plane is split into column phases), four vectors (anywhere in the plane) in flight so the max / add chains overlap, taps
 // combined in the reference's row-major order.
 // _mm256_max_ps(v, acc) is exactly `v > acc ? v : acc` (it returns its second operand when either is NaN or both
 // are zero); sums add one tap at a time. The last, partial vector of a row stores only its lanes (storeFirst).
@@ -100,6 +101,7 @@ void planeFor(const PoolPlaneArgs& a) {
 }  // namespace
 
 void f32_pool_plane__avx2(const PoolPlaneArgs& a) {
+  if (f32_pool_in_place__avx2(a)) return f32_max_pool_in_place__avx2(a);  // x86/pool_max_avx2.cpp
   if (a.is_max) planeFor<true>(a);
   else planeFor<false>(a);
 }
