@@ -360,6 +360,8 @@ void registerAll() {
       {"conv/tinyyolo_3x3_3-16_416", convShape(3, 16, 1, 416, 416, 3, 1, 1)},
       {"conv/googlenet_3x3_64-192_56", convShape(64, 192, 1, 56, 56, 3, 1, 1)},
       {"conv/googlenet_3x3_128-192_28", convShape(128, 192, 1, 28, 28, 3, 1, 1)},
+      {"conv/googlenet_1x1_64-64_56", convShape(64, 64, 1, 56, 56, 1, 1, 0)},
+      {"conv/googlenet_1x1_256-32_28", convShape(256, 32, 1, 28, 28, 1, 1, 0)},
       {"conv/squeezenet_3x3_64-256_13", convShape(64, 256, 1, 13, 13, 3, 1, 1)},
       {"conv/squeezenet_3x3_16-64_55", convShape(16, 64, 1, 55, 55, 3, 1, 1)},
       {"conv/squeezenet_1x1_128-16_55", convShape(128, 16, 1, 55, 55, 1, 1, 0)},
@@ -381,7 +383,8 @@ void registerAll() {
                            "conv/tinyyolo_3x3_3-16_416", "conv/mbv2_1x1_16-96_112", "conv/mbv2_1x1_144-24_56",
                            "conv/mbv2_1x1_32-16_112", "conv/mbv2_1x1_960-320_7",
                            "conv/resnet50_1x1_64-256_56", "conv/resnet50_1x1_256-64_56",
-                           "conv/squeezenet_3x3_16-64_55", "conv/squeezenet_1x1_128-16_55"}) {
+                           "conv/squeezenet_3x3_16-64_55", "conv/squeezenet_1x1_128-16_55",
+                           "conv/googlenet_1x1_64-64_56"}) {
     for (const C& c : convs) {
       if (std::string(c.name) != name) continue;
       const ConvShape s = c.s;

@@ -814,6 +814,35 @@ TEST(QuantMaxPool, IsTheFloatMaxPoolOfTheCodesAndFastAgrees) {
   }
 }
 
+// Stride-1 pools on planes narrower than 32 bytes (the AVX2 form pools each padded plane flat, 32 outputs at a
+// time): every width 1..33, windows 1-3 (dilated too), pads 0-1, several planes and threads, against maxPool2dI8.
+TEST(QuantMaxPool, NarrowStride1PlanesAgree) {
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  ThreadPool p2(2), p3(3);
+  for (int64_t w = 1; w <= 33; ++w)
+    for (int64_t k = 1; k <= 3; ++k)
+      for (int64_t d = 1; d <= 2; ++d) {
+        Pool2dShape s;
+        s.planes = 5, s.ih = 3 + w % 11, s.iw = w, s.kh = k, s.kw = 4 - k, s.sh = s.sw = 1, s.dh = d, s.dw = 3 - d;
+        s.pt = std::min<int64_t>(w % 2, s.kh - 1), s.pl = std::min<int64_t>(1, s.kw - 1);
+        s.pb = std::min<int64_t>(1, s.kh - 1), s.pr = std::min<int64_t>((w / 2) % 2, s.kw - 1);
+        const int64_t eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
+        if (s.ih + s.pt + s.pb < eh || s.iw + s.pl + s.pr < ew) continue;
+        s.oh = s.ih + s.pt + s.pb - eh + 1, s.ow = s.iw + s.pl + s.pr - ew + 1;
+        std::vector<int8_t> x(static_cast<size_t>(s.planes * s.ih * s.iw));
+        for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+        std::vector<int8_t> want(static_cast<size_t>(s.planes * s.oh * s.ow)), got(want.size());
+        maxPool2dI8(s, x.data(), want.data(), nullptr);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &p2, &p3}) {
+          std::fill(got.begin(), got.end(), int8_t{99});
+          maxPool2dI8Fast(s, x.data(), got.data(), pool);
+          ASSERT_EQ(got, want) << "width " << w << " window " << s.kh << "x" << s.kw << " dilation " << s.dh << ","
+                               << s.dw;
+        }
+      }
+}
+
 // The int8 product of two activations is the real product of the operands' values rounded once (+ the second
 // rounding's share) and clamped: for broadcast batches, zero points at both ends of the range, a factor below and
 // above 1, each code against (sa sb / sy) * the exact integer sum in long double; parameters it cannot hold refused.
