@@ -24,7 +24,7 @@
 namespace py = pybind11;
 using namespace npuc;
 
-void bindBundles(py::module_& m);  // npuc_bundles.cpp
+void bindBundles(py::module_& m), bindPictures(py::module_& m);  // npuc_bundles.cpp, npuc_pictures.cpp
 
 namespace {
 
@@ -796,4 +796,5 @@ PYBIND11_MODULE(_npuc, m) {
   bindModels(m);
   bindCalibration(m);
   bindBundles(m);
+  bindPictures(m);
 }

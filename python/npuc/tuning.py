@@ -519,9 +519,13 @@ def main(argv=None):
     p.add_argument("model")
     p.add_argument("--target", required=True)
     p.add_argument("--calib", required=True, action="append", help="NAME=samples.npy (samples stacked on axis 0), or NAME=DIR: "
-                   "DIR/*.npy shards in name order")
-    p.add_argument("--eval", action="append", help="NAME=samples.npy or NAME=DIR (shards), the evaluation set (required unless "
-                   "--sensitivity-only)")
+                   "DIR/*.npy shards in name order, or a folder of pictures (.png .jpg .bmp .pgm .ppm .tga, name order; "
+                   "as translate: --calib-mean, --calib-scale, --calib-bgr)")
+    p.add_argument("--eval", action="append", help="NAME=samples.npy or NAME=DIR (shards or pictures), the evaluation set "
+                   "(required unless --sensitivity-only)")
+    p.add_argument("--calib-mean", help="pictures (of --calib and --eval): (v - M) per channel, M or M,M,M (default 0)")
+    p.add_argument("--calib-scale", help="pictures: then times S per channel, S or S,S,S (default 1/255)")
+    p.add_argument("--calib-bgr", action="store_true", help="pictures: channels in B, G, R order (default R, G, B)")
     p.add_argument("--labels", help="class index per evaluation sample (.npy; required unless --sensitivity-only)")
     p.add_argument("--rank", default="accuracy", choices=("accuracy", "snr"), help="order of the greedy search: each layer "
                    "alone in float evaluated on the labelled set (accuracy), or its output SNR on the calibration samples "
@@ -553,22 +557,37 @@ def main(argv=None):
     a = p.parse_args(argv)
     from . import Error
 
+    def numbers(text, option):
+        try:
+            v = [float(t) for t in text.split(",")]
+        except ValueError:
+            v = []
+        if not v or not all(np.isfinite(v)):
+            p.error("%s %r: numbers separated by commas" % (option, text))
+        return v
+
+    from . import model_io
+    input_dims = {}
+    mean = numbers(a.calib_mean, "--calib-mean") if a.calib_mean else [0.0]
+    scale = numbers(a.calib_scale, "--calib-scale") if a.calib_scale else [1.0 / 255.0]
+
     def npys(items, what):
+        from .calibration import read_samples
         d = {}
         for it in items:
             name, sep, path = it.partition("=")
             if not sep:
                 p.error("%s %r: NAME=file.npy" % (what, it))
+            if os.path.isdir(path) and name not in input_dims:  # (pictures need the input's shape)
+                try:
+                    input_dims.update({i["name"]: list(i["shape"]) for i in model_io(a.model)[0]})
+                except Error:
+                    pass  # (the model's own error comes from the search; --input-shape may still give the shape)
+                input_dims.update(shapes)
             try:
-                if os.path.isdir(path):  # a folder of shards: its .npy files in name order, stacked
-                    shards = sorted(f for f in os.listdir(path) if f.endswith(".npy"))
-                    if not shards:
-                        raise SystemExit("npuc tune: error: %s %s=%s: the folder holds no .npy files" % (what, name, path))
-                    d[name] = np.concatenate([np.load(os.path.join(path, f)) for f in shards])
-                else:
-                    d[name] = np.load(path)
-            except (OSError, ValueError) as e:
-                raise SystemExit("npuc tune: error: %s %s: %s" % (what, path, e))
+                d[name] = read_samples(path, input_dims.get(name), mean, scale, a.calib_bgr, "%s %s=" % (what, name))
+            except Error as e:
+                raise SystemExit("npuc tune: error: %s" % e)
         return d
 
     shapes = {}

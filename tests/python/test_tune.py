@@ -2,6 +2,7 @@
 with four channels of its first block scaled up 8x (the next convolution's weights scaled down to match, so the float
 model computes the same function). Per-tensor int8-pow2 activations (target tidl) then lose the small channels:
 plain int8 drops more than 4 points on the real labels, and keeping the first convolution in float32 gives them back."""
+import json
 import os
 import shutil
 import subprocess
@@ -267,3 +268,49 @@ def test_bias_correction_in_the_search_is_written_to_the_precision_file(sensitiv
     r = tune(sensitive, tmp_path, bias_correction=True)
     assert r["met"] and r["keep_float"] == [] and r["int8_drop"] <= 0.5
     assert "bias_correction: true" in open(os.path.join(r["report_dir"], "precision.yaml")).read()
+
+
+def _pgm(path, pixels):
+    """An 8-bit grey PGM (P5) picture, written by hand (no picture library needed)."""
+    h, w = pixels.shape
+    with open(path, "wb") as f:
+        f.write(b"P5\n%d %d\n255\n" % (w, h) + pixels.astype(np.uint8).tobytes())
+
+
+def test_calibration_and_evaluation_sets_as_folders_of_pictures(sensitive, tmp_path):
+    # The test set as 8-bit grey pictures; their samples are v / 255 (translate --calib NAME=DIR's arithmetic).
+    pix = np.round(X[:, 0] * 255)
+    pics = tmp_path / "pics"
+    pics.mkdir()
+    for i, p in enumerate(pix):
+        _pgm(pics / ("%04d.pgm" % i), p)
+    want = (pix[:, None].astype(np.float64) / 255).astype(np.float32)
+    got = npuc.calibration.read_samples(str(pics), [1, 1, 8, 8])
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    # --calib-scale / --calib-mean as translate takes them: (v - 10) * 0.5.
+    assert np.array_equal(npuc.pictures_as_samples([str(pics / "0000.pgm")], [1, 1, 8, 8], [10.0], [0.5]),
+                          ((pix[:1, None].astype(np.float64) - 10) * 0.5).astype(np.float32))
+    # npuc tune with both sets as picture folders chooses and writes what it does with the same samples as .npy.
+    xs, ys = str(tmp_path / "x.npy"), str(tmp_path / "y.npy")
+    np.save(xs, want)
+    np.save(ys, Y)
+    runs = {}
+    for kind, data in (("npy", xs), ("pictures", str(pics))):
+        out = tmp_path / kind
+        p = subprocess.run([CLI, "tune", sensitive, "--target", "tidl", "--calib", "input=" + data, "--eval", "input=" + data,
+                            "--labels", ys, "--input-shape", "input=1,1,8,8", "--workers", "0", "--max-drop", "0.5",
+                            "-o", str(out)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        with open(out / "sensitive_tune" / "tune.json") as f:
+            r = json.load(f)
+        runs[kind] = (r["content_hash"], r["keep_float"], r["tuned"], r["int8"], r["samples"])
+    assert runs["pictures"] == runs["npy"]
+    assert runs["npy"][1] == [FIRST]
+    # Folders that are neither, or both: refused, naming the folder and the rule.
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(npuc.Error, match="no .npy files or pictures"):
+        npuc.calibration.read_samples(str(tmp_path / "empty"), [1, 1, 8, 8])
+    np.save(pics / "extra.npy", want)
+    p = subprocess.run([CLI, "tune", sensitive, "--target", "tidl", "--calib", "input=" + str(pics), "--eval", "input=" + xs,
+                        "--labels", ys, "--input-shape", "input=1,1,8,8", "--workers", "0"], capture_output=True, text=True)
+    assert p.returncode != 0 and "both .npy shards" in p.stderr and str(pics) in p.stderr, p.stderr
