@@ -127,7 +127,13 @@ GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& b
   double best_score = 0.0;
   std::vector<double> busy(static_cast<size_t>(threads));
   int64_t last_nchunk = -1;
-  for (int64_t nt = base_n; nt <= base_n + 4 * threads; ++nt) {
+  // A shallow pointwise product (blockingForDepth: two row panels sweep a long column block, so C is written in
+  // long streams) splits along M only, when M allows two chunks: split along N, each task wrote its rows in short
+  // pieces again (npuc_kernels_bench, 2 threads: conv/mbv2_1x1_32-192_28 0.105-0.129 -> 0.065 ms, _16-96_112 0.35 ->
+  // 0.32, squeezenet_1x1_16-64_55 0.093 -> 0.087; MobileNetV2 and MobileNetV3-small 2-3 % faster). im2col products
+  // keep both (their B is packed once for M splits: SqueezeNet's 3x3/2 stem 0.38 -> 0.55 ms with M splits only).
+  const bool shallow = packing == BPacking::kPerTask && blk.mc == 2 * kMR && M >= 2 * 4 * kMR;
+  for (int64_t nt = base_n; nt <= (shallow ? base_n : base_n + 4 * threads); ++nt) {
     const int64_t nchunk = roundUp(ceilDiv(N, nt), kNR);
     if (nchunk == last_nchunk) continue;
     if (nt > base_n && nchunk < 2 * kNR) break;
