@@ -519,7 +519,7 @@ def main(argv=None):
     p.add_argument("model")
     p.add_argument("--target", required=True)
     p.add_argument("--calib", required=True, action="append", help="NAME=samples.npy (samples stacked on axis 0), or NAME=DIR: "
-                   "DIR/*.npy shards in name order, or a folder of pictures (.png .jpg .bmp .pgm .ppm .tga, name order; "
+                   "DIR/*.npy shards in name order, or a folder of pictures (.png .jpg .jpeg .bmp .pgm .ppm .tga, name order; "
                    "as translate: --calib-mean, --calib-scale, --calib-bgr)")
     p.add_argument("--eval", action="append", help="NAME=samples.npy or NAME=DIR (shards or pictures), the evaluation set "
                    "(required unless --sensitivity-only)")
@@ -568,8 +568,8 @@ def main(argv=None):
 
     from . import model_io
     input_dims = {}
-    mean = numbers(a.calib_mean, "--calib-mean") if a.calib_mean else [0.0]
-    scale = numbers(a.calib_scale, "--calib-scale") if a.calib_scale else [1.0 / 255.0]
+    mean = numbers(a.calib_mean, "--calib-mean") if a.calib_mean is not None else [0.0]
+    scale = numbers(a.calib_scale, "--calib-scale") if a.calib_scale is not None else [1.0 / 255.0]
 
     def npys(items, what):
         from .calibration import read_samples
@@ -586,8 +586,10 @@ def main(argv=None):
                 input_dims.update(shapes)
             try:
                 d[name] = read_samples(path, input_dims.get(name), mean, scale, a.calib_bgr, "%s %s=" % (what, name))
-            except Error as e:
-                raise SystemExit("npuc tune: error: %s" % e)
+            except Error as e:  # (pictures: the shape and the mean / scale counts are --input-shape's, --calib-mean's)
+                hint = " (pictures: --input-shape NAME=1,C,H,W; --calib-mean / --calib-scale give 1 or C values)" \
+                    if os.path.isdir(path) else ""
+                raise SystemExit("npuc tune: error: %s%s" % (e, hint))
         return d
 
     shapes = {}

@@ -46,8 +46,8 @@ struct Pool2dShape {
 void maxPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
 /// y = (sum of the window's taps inside the input, in row-major tap order) / count (0 when count is 0).
 void avgPool2d(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
-/// Fast variants (x86/pool.cpp): the same bits as maxPool2d / avgPool2d, rows a vector at a time over a padded
-/// copy of each plane.
+/// Fast variants (x86/pool.cpp): the same bits as maxPool2d / avgPool2d, rows a vector at a time over the plane in
+/// place (most max pools) or over a padded copy of it.
 void maxPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
 void avgPool2dFast(const Pool2dShape& s, const float* x, float* y, ThreadPool* pool);
 /// The same over float16 and/or float32 storage (fp16 packages): each plane is widened and rounded where it is

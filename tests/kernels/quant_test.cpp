@@ -841,6 +841,20 @@ TEST(QuantMaxPool, NarrowStride1PlanesAgree) {
                                << s.dw;
         }
       }
+  // Pads that make output rows wider than the input's (31 + 2 + 2 - 2 = 33, 31 + 4 + 4 - 4 = 35 bytes): past what
+  // the flat form copies out, so the rows go first.
+  for (int64_t k : {3, 5}) {
+    Pool2dShape s;
+    s.planes = 3, s.ih = 9, s.iw = 31, s.kh = s.kw = k, s.sh = s.sw = 1, s.dh = s.dw = 1;
+    s.pt = s.pl = s.pb = s.pr = k - 1;
+    s.oh = s.ih + 2 * (k - 1) - k + 1, s.ow = s.iw + 2 * (k - 1) - k + 1;
+    std::vector<int8_t> x(static_cast<size_t>(s.planes * s.ih * s.iw));
+    for (auto& v : x) v = static_cast<int8_t>(i8(rng));
+    std::vector<int8_t> want(static_cast<size_t>(s.planes * s.oh * s.ow)), got(want.size(), int8_t{99});
+    maxPool2dI8(s, x.data(), want.data(), nullptr);
+    maxPool2dI8Fast(s, x.data(), got.data(), &p2);
+    ASSERT_EQ(got, want) << "window " << k << ", output rows of " << s.ow;
+  }
 }
 
 // The int8 product of two activations is the real product of the operands' values rounded once (+ the second

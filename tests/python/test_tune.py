@@ -277,6 +277,7 @@ def _pgm(path, pixels):
         f.write(b"P5\n%d %d\n255\n" % (w, h) + pixels.astype(np.uint8).tobytes())
 
 
+@pytest.mark.skipif(not CLI, reason="needs NPUC_CLI (the npuc binary)")
 def test_calibration_and_evaluation_sets_as_folders_of_pictures(sensitive, tmp_path):
     # The test set as 8-bit grey pictures; their samples are v / 255 (translate --calib NAME=DIR's arithmetic).
     pix = np.round(X[:, 0] * 255)

@@ -132,7 +132,9 @@ GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& b
   // pieces again (npuc_kernels_bench, 2 threads: conv/mbv2_1x1_32-192_28 0.105-0.129 -> 0.065 ms, _16-96_112 0.35 ->
   // 0.32, squeezenet_1x1_16-64_55 0.093 -> 0.087; MobileNetV2 and MobileNetV3-small 2-3 % faster). im2col products
   // keep both (their B is packed once for M splits: SqueezeNet's 3x3/2 stem 0.38 -> 0.55 ms with M splits only).
+  // (blk.mc == 2 * kMR: blockingForDepth's mark of a shallow product; with more threads, more M chunks.)
   const bool shallow = packing == BPacking::kPerTask && blk.mc == 2 * kMR && M >= 2 * 4 * kMR;
+  const int64_t max_mt = shallow ? std::max<int64_t>(4, 2 * threads) : 4;
   for (int64_t nt = base_n; nt <= (shallow ? base_n : base_n + 4 * threads); ++nt) {
     const int64_t nchunk = roundUp(ceilDiv(N, nt), kNR);
     if (nchunk == last_nchunk) continue;
@@ -140,7 +142,7 @@ GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& b
     last_nchunk = nchunk;
     const int64_t ntasks = ceilDiv(N, nchunk);
     int64_t last_mchunk = -1;
-    for (int64_t mt = 1; mt <= 4; ++mt) {
+    for (int64_t mt = 1; mt <= max_mt; ++mt) {
       const int64_t mchunk = roundUp(ceilDiv(M, mt), kMR);
       if (mchunk == last_mchunk) continue;
       if (mt > 1 && mchunk < 4 * kMR) break;

@@ -1,6 +1,7 @@
 // Fast variants of maxPool2d / avgPool2d (kernels/layers.hpp): the same bits as the reference (ref/layers_ref.cpp).
 //
-// Each plane is copied into a scratch plane padded on every side (and past the last window) with a neutral value
+// Max pools that a table's in-place kernel takes (KernelTable::pool_in_place: AVX2 and AVX-512, stride 1 up to 8
+// columns, 2 or 3 columns at stride 2) read each plane where it lies. Otherwise each plane is copied into a scratch plane padded on every side (and past the last window) with a neutral value
 // — -inf for max, +0 for sums — and split into sw column phases (column c of a row goes to phase c % sw at
 // c / sw), so every output reads all kh x kw taps at fixed offsets, consecutive outputs at consecutive addresses,
 // and a plane kernel

@@ -5,15 +5,12 @@
 // at the taps' offsets, stride 2 the same with the outputs in the even bytes, other strides one by one. A row's last
 // columns are one more vector ending at its end (overlapping the one before: the same bytes again), or byte by byte
 // where the row is narrower than 8, so no load passes the input and no store passes the row. Stride-1 pools on
-// planes narrower than 32 bytes go flat instead (FlatS1 below: a padded copy of the plane, 32 outputs per vector).
+// planes narrower than 32 bytes go flat instead (MaxPoolI8Flat, quant_x86.hpp: a padded copy of the plane, 32
+// outputs per vector; the dispatch sizes the buffer, so nothing here instantiates a library template).
 // Max is exact: any order, same bytes.
 #include "kernels/x86/quant_x86.hpp"
 
 #include <immintrin.h>
-
-#include <algorithm>
-#include <cstring>
-#include <vector>
 
 namespace npuc::kernels::detail {
 
@@ -89,24 +86,6 @@ void columns(const Pool2dShape& s, const int8_t* row, int8_t* yr) {
   });
 }
 
-/// Stride 1 on planes narrower than a 32-byte vector (GoogLeNet's 14x14 and 7x7 branch pools): each plane copied
-/// into a plane padded with -128 (row stride pw), then every output of the plane at once, 32 at a time, over the
-/// flat padded plane: flat output q = oh * pw + ow is the max of the bytes at q + kh * dh * pw + kw * dw (the
-/// columns ow >= out_w of each padded row are computed and dropped). The row by row form spent most of its time
-/// on vectors of 8 bytes and on rows narrower than 8 one byte at a time.
-struct FlatS1 {
-  int64_t pw = 0, ph = 0;  // padded plane
-  int64_t nv = 0;          // output vectors of 32 over oh rows of pw
-  int64_t size = 0;        // padded plane with room for the last vector's taps
-  static bool fits(const Pool2dShape& s) { return s.sh == 1 && s.sw == 1 && s.iw < 32 && s.ih * s.iw <= 4096; }
-  explicit FlatS1(const Pool2dShape& s) {
-    pw = std::max(s.pl + s.iw, s.ow + (s.kw - 1) * s.dw);
-    ph = std::max(s.pt + s.ih, s.oh + (s.kh - 1) * s.dh);
-    nv = (s.oh * pw + 31) / 32;
-    size = std::max(ph * pw, nv * 32 + (s.kh - 1) * s.dh * pw + (s.kw - 1) * s.dw);
-  }
-};
-
 /// Copies n < 32 bytes with at most two overlapping loads and stores of 16, 8, 4 or 2 bytes (no byte outside
 /// [src, src + n) read, none outside [dst, dst + n) written; memcpy's call was most of a 14x14 plane's time).
 inline void copyShort(int8_t* dst, const int8_t* src, int64_t n) {
@@ -125,17 +104,19 @@ inline void copyShort(int8_t* dst, const int8_t* src, int64_t n) {
   else if (n == 1) *dst = *src;
 }
 
-/// Planes [p0, p1) by FlatS1; xp: its padded plane (all -128 where the input is not copied), out: nv * 32 bytes.
-void maxPlanesFlatS1(const Pool2dShape& s, const FlatS1& f, const int8_t* x, int8_t* y, int64_t p0, int64_t p1,
-                     int8_t* xp, int8_t* out) {
+/// Stride 1 on planes narrower than a 32-byte vector (GoogLeNet's 14x14 and 7x7 branch pools; MaxPoolI8Flat): each
+/// plane copied into the padded plane xp (all -128 where the input is not copied), then every output of the plane at
+/// once, 32 at a time, into out (nv * 32 bytes; the columns ow >= out_w of each padded row are computed and dropped).
+/// The row by row form spent most of its time on vectors of 8 bytes, and on rows narrower than 8 one byte at a time.
+void maxPlanesFlat(const Pool2dShape& s, const MaxPoolI8Flat& f, const int8_t* x, int8_t* y, int64_t p0, int64_t p1,
+                   int8_t* xp, int8_t* out) {
   const int64_t taps = s.kh * s.kw;
   int64_t off[64];
   for (int64_t i = 0; i < s.kh; ++i)
     for (int64_t j = 0; j < s.kw; ++j) off[i * s.kw + j] = i * s.dh * f.pw + j * s.dw;
-  const int64_t iw_copy = std::min(s.iw, f.pw - s.pl), ih_copy = std::min(s.ih, f.ph - s.pt);
   for (int64_t pl = p0; pl < p1; ++pl) {
     const int8_t* xs = x + pl * s.ih * s.iw;
-    for (int64_t r = 0; r < ih_copy; ++r) copyShort(xp + (s.pt + r) * f.pw + s.pl, xs + r * s.iw, iw_copy);
+    for (int64_t r = 0; r < s.ih; ++r) copyShort(xp + (s.pt + r) * f.pw + s.pl, xs + r * s.iw, s.iw);  // (pw >= pl + iw)
     for (int64_t v = 0; v < f.nv; ++v) {
       const int8_t* base = xp + v * 32;
       __m256i m = _mm256_set1_epi8(-128);
@@ -150,12 +131,9 @@ void maxPlanesFlatS1(const Pool2dShape& s, const FlatS1& f, const int8_t* x, int
 
 }  // namespace
 
-void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t width, int8_t* buf) {
-  if (FlatS1::fits(s) && s.kh * s.kw <= 64) {
-    const FlatS1 f(s);
-    std::vector<int8_t> xp(static_cast<size_t>(f.size), int8_t{-128}), out(static_cast<size_t>(f.nv * 32));
-    return maxPlanesFlatS1(s, f, x, y, p0, p1, xp.data(), out.data());
-  }
+void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t width, int8_t* buf,
+                     const MaxPoolI8Flat* flat) {
+  if (flat != nullptr) return maxPlanesFlat(s, *flat, x, y, p0, p1, buf, buf + flat->size);
   for (int64_t pl = p0; pl < p1; ++pl) {
     const int8_t* xp = x + pl * s.ih * s.iw;
     int8_t* yp = y + pl * s.oh * s.ow;

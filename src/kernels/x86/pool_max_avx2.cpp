@@ -15,7 +15,8 @@
 // and then those row results in row order gives the same bits, and taps outside the input (-inf) change nothing.
 // _mm256_max_ps(v, acc) is exactly `v > acc ? v : acc` (its second operand when either is NaN or both are zero).
 // Vectors whose taps all lie inside the row use plain loads; the others vmaskmovps (no access to masked-off
-// lanes) with -inf blended into the lanes outside the row. Partial vectors are stored lane by lane (storeFirst).
+// lanes) with -inf blended into the lanes outside the row. Partial vectors are stored in 16-, 8- and 4-byte pieces
+// (storeFirst: no vmaskmovps store).
 // Compiled with -mavx2 -mfma; called only when the CPU has them.
 #include "kernels/x86/kernel_table.hpp"
 #include "kernels/x86/store_avx2.hpp"
@@ -111,7 +112,7 @@ template <int KW, bool kEdge>
 void stride1Column(const PoolPlaneArgs& a, int64_t ow0) {
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const int64_t kw_n = KW > 0 ? KW : a.kw;
-  __m256i m_in[kS1MaxKw];  // lanes of tap kw inside the row (unused when !kEdge)
+  __m256i m_in[kS1MaxKw] = {};  // lanes of tap kw inside the row (unused when !kEdge)
   if constexpr (kEdge)
     for (int64_t kw = 0; kw < kw_n; ++kw) m_in[kw] = insideRow(ow0 - a.pl + kw * a.dw, a.in_w);
   const int64_t lanes = a.out_w - ow0 < 8 ? a.out_w - ow0 : 8;
@@ -158,8 +159,8 @@ void maxStride1(const PoolPlaneArgs& a) {
 }  // namespace
 
 bool f32_pool_in_place__avx2(const PoolPlaneArgs& a) {
-  // Column indices are formed in 32-bit lanes.
-  if (!a.is_max || a.in_w + a.pl + 32 + (a.kw - 1) * a.dw > INT32_MAX) return false;
+  // Column indices (up to sw * out_w + (kw - 1) * dw + 18 from -pl) are formed in 32-bit lanes.
+  if (!a.is_max || a.pl + a.in_w + a.sw * (a.out_w + 16) + (a.kw - 1) * a.dw > INT32_MAX) return false;
   if (a.sw == 2) return a.dw == 1 && (a.kw == 3 || a.kw == 2);
   return a.sw == 1 && a.kw <= kS1MaxKw;
 }

@@ -74,9 +74,19 @@ void dequantizeLinearAvx2(const int8_t* x, int64_t n, float scale, int32_t zero_
 /// (qmul_avx2.cpp, qlookup_avx2.cpp) one plane of the product (a multiplier without left shift), the table.
 void qmulPlaneAvx2(int64_t n, const int8_t* a, int32_t g, const QMulParams& p, int8_t* y);
 void qlookupAvx2(int64_t n, const int8_t* x, const int8_t* table, int8_t* y);
-/// (pool_i8_avx2.cpp) maxPool2dI8 of planes [p0, p1); buf: s.oh rows of `width` bytes, all -128 (width: the padded
-/// row, pl + iw or the windows' span, whichever is more, + 128).
-void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t width, int8_t* buf);
+/// The flat form of the AVX2 int8 max pool (stride 1, input and output rows narrower than 32 bytes): every output
+/// of a plane at once over a copy padded with -128 (row stride pw, ph rows), flat output q = oh * pw + ow at
+/// q + kh * dh * pw + kw * dw, nv vectors of 32; `size`: the padded plane with room for the last vector's taps.
+struct MaxPoolI8Flat {
+  int64_t pw = 0, ph = 0, nv = 0, size = 0;
+};
+/// (quantize.cpp) Whether maxPool2dI8Avx2 pools `s` flat, and then its geometry.
+bool maxPoolI8Flat(const Pool2dShape& s, MaxPoolI8Flat& f);
+/// (pool_i8_avx2.cpp) maxPool2dI8 of planes [p0, p1). Rows first, then columns: buf holds s.oh rows of `width` bytes,
+/// all -128 (width: the padded row, pl + iw or the windows' span, whichever is more, + 128). Flat (flat != null):
+/// buf holds flat->size bytes, all -128, then flat->nv * 32 more.
+void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t width, int8_t* buf,
+                     const MaxPoolI8Flat* flat);
 // AVX-512 (qadd_avx512.cpp, quantize_avx512.cpp, pool_i8_avx512.cpp).
 void qaddAvx512(int64_t n, const int8_t* a, const int8_t* b, const QAddParams& p, int8_t* y);
 void quantizeLinearAvx512(const float* x, int64_t n, float scale, int32_t zero_point, int8_t* y);

@@ -44,13 +44,30 @@ void dequantizeLinearFast(const int8_t* x, int64_t n, float scale, int32_t zero_
   });
 }
 
+namespace detail {
+
+bool maxPoolI8Flat(const Pool2dShape& s, MaxPoolI8Flat& f) {
+  // (the output copy takes rows of at most 31 bytes; the plane bound keeps the buffer small)
+  if (s.sh != 1 || s.sw != 1 || s.iw >= 32 || s.ow >= 32 || s.ih * s.iw > 4096 || s.kh * s.kw > 64) return false;
+  f.pw = std::max(s.pl + s.iw, s.ow + (s.kw - 1) * s.dw);
+  f.ph = std::max(s.pt + s.ih, s.oh + (s.kh - 1) * s.dh);
+  f.nv = (s.oh * f.pw + 31) / 32;
+  f.size = std::max(f.ph * f.pw, f.nv * 32 + (s.kh - 1) * s.dh * f.pw + (s.kw - 1) * s.dw);
+  return true;
+}
+
+}  // namespace detail
+
 void maxPool2dI8Fast(const Pool2dShape& s, const int8_t* x, int8_t* y, ThreadPool* pool) {
   if (detail::cpuHasAvx512bw()) return detail::maxPool2dI8Avx512(s, x, y, pool);
   if (!detail::cpuHasAvx2()) return maxPool2dI8(s, x, y, pool);
   const int64_t span = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1, width = std::max(s.pl + s.iw, span) + 128;
+  detail::MaxPoolI8Flat flat;
+  const bool is_flat = detail::maxPoolI8Flat(s, flat);
+  const int64_t bytes = is_flat ? flat.size + flat.nv * 32 : s.oh * width;
   detail::parallelUnits(pool, s.planes, s.oh * s.ow * s.kh * s.kw, [&](int64_t p0, int64_t p1) {
-    std::vector<int8_t> buf(static_cast<size_t>(s.oh * width), int8_t{-128});  // (the padding: written once)
-    detail::maxPool2dI8Avx2(s, x, y, p0, p1, width, buf.data());
+    std::vector<int8_t> buf(static_cast<size_t>(bytes), int8_t{-128});  // (the padding: written once)
+    detail::maxPool2dI8Avx2(s, x, y, p0, p1, width, buf.data(), is_flat ? &flat : nullptr);
   });
 }
 
