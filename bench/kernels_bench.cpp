@@ -275,6 +275,23 @@ void benchPool(benchmark::State& state, Pool2dShape s, bool is_max, bool fast) {
   state.SetLabel(fast ? "fast" : "ref");
 }
 
+// MaxPool over int8 codes (int8 packages' pools): the fast form (maxPool2dI8Fast) or the reference.
+void benchPoolI8(benchmark::State& state, Pool2dShape s, bool fast) {
+  const int threads = static_cast<int>(state.range(0));
+  std::vector<int8_t> x(static_cast<size_t>(s.planes * s.ih * s.iw)), y(static_cast<size_t>(s.planes * s.oh * s.ow));
+  std::mt19937 rng(7);
+  for (auto& v : x) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    if (fast) maxPool2dI8Fast(s, x.data(), y.data(), pool);
+    else maxPool2dI8(s, x.data(), y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(x.size()) * static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+  state.SetLabel(fast ? "fast" : "ref");
+}
+
 // Register-only loops: twelve independent accumulators (more than the latency times the issue rate), operands that the
 // compiler cannot fold (an asm barrier changes one each iteration).
 __attribute__((target("avx2,fma"))) double peakFmaAvx2(int64_t n) {
@@ -409,13 +426,17 @@ void registerAll() {
                      P{"squeezenet_3x3s2_64x111", 64, 111, 111, 55, 55, 3, 2, 0, 0},
                      P{"tinyyolo_2x2s2_16x416", 16, 416, 416, 208, 208, 2, 2, 0, 0},
                      P{"tinyyolo_2x2s1_512x13", 512, 13, 13, 13, 13, 2, 1, 0, 1},
-                     P{"resnet50_3x3s2p1_64x112", 64, 112, 112, 56, 56, 3, 2, 1, 1}}) {
+                     P{"resnet50_3x3s2p1_64x112", 64, 112, 112, 56, 56, 3, 2, 1, 1},
+                     P{"googlenet_branch4_3x3s1p1_832x7", 832, 7, 7, 7, 7, 3, 1, 1, 1}}) {
     Pool2dShape s;
     s.planes = p.planes, s.ih = p.ih, s.iw = p.iw, s.oh = p.oh, s.ow = p.ow, s.kh = s.kw = p.k;
     s.sh = s.sw = p.stride, s.pt = s.pl = p.pad, s.pb = s.pr = p.pad_end;
     for (bool fast : {false, true})
       reg(std::string("maxpool/") + p.name + (fast ? "/fast" : "/ref"),
           [s, fast](benchmark::State& st) { benchPool(st, s, true, fast); });
+    for (bool fast : {false, true})  // the same windows over int8 codes
+      reg(std::string("qmaxpool/") + p.name + (fast ? "/fast" : "/ref"),
+          [s, fast](benchmark::State& st) { benchPoolI8(st, s, fast); });
   }
   benchmark::RegisterBenchmark("peak/fma_avx2", [](benchmark::State& st) { benchPeak(st, false); })->UseRealTime();
   benchmark::RegisterBenchmark("peak/vpmaddwd_avx2", [](benchmark::State& st) { benchPeak(st, true); })->UseRealTime();

@@ -160,7 +160,15 @@ void maxPool2dI8Avx2(const Pool2dShape& s, const int8_t* x, int8_t* y, int64_t p
       else if (s.sw == 1 && s.ow >= 8) columns<8, 1>(s, row, yr);
       else if (s.sw == 2 && s.ow >= 16) columns<16, 2>(s, row, yr);
       else if (s.sw == 2 && s.ow >= 8) columns<8, 2>(s, row, yr);
-      else
+      else if (s.sw == 2) {
+        // Fewer than 8 outputs (GoogLeNet's 2x2 stride-2 pool to 7x7): one vector of 8 from the row's 16 + taps
+        // bytes (inside its -128 margin of 128), the first ow stored.
+        __m128i m = _mm_set1_epi8(-128);
+        for (int64_t j = 0; j < s.kw; ++j) m = _mm_max_epi8(m, Bytes<8>::evens(row + j * s.dw));
+        alignas(16) int8_t lanes[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(lanes), m);
+        copyShort(yr, lanes, s.ow);
+      } else
         for (int64_t ox = 0; ox < s.ow; ++ox) {
           int8_t m = -128;
           for (int64_t j = 0; j < s.kw; ++j) m = max8(m, row[ox * s.sw + j * s.dw]);
