@@ -1,6 +1,6 @@
-// npuc._npuc's pictures as samples (docs/python.md): translate --calib NAME=DIR's decoding, resizing and
-// normalisation (npuc::picturesAsSamples) for Python's calibration and evaluation sets (npuc.calibration.read_samples,
-// npuc tune). Errors are npuc::Error, translated by the module's handler.
+// npuc._npuc's pictures as samples (docs/python.md): translate --calib NAME=DIR's folders (npuc::sampleFolder) and
+// its pictures' decoding, resizing and normalisation (npuc::picturesAsSamples) for Python's calibration and
+// evaluation sets (npuc.calibration.read_samples, npuc tune). Errors are npuc::Error, translated by the module's handler.
 #include "npuc/model.hpp"
 
 #include <pybind11/numpy.h>
@@ -35,4 +35,13 @@ void bindPictures(py::module_& m) {
       "stacked on the first axis: each decoded, resized to H x W (INTER_AREA), in R, G, B order (bgr: B, G, R; one "
       "channel: the luma), then (v - mean[c]) * scale[c] — translate --calib NAME=DIR's samples "
       "(npuc::picturesAsSamples; docs/calibration.md). Raises npuc.Error naming a picture that does not decode.");
+  m.def(
+      "sample_folder",
+      [](const std::filesystem::path& dir) {
+        SampleFolder f = sampleFolder(dir);
+        return py::make_tuple(f.shards, f.pictures);
+      },
+      py::arg("dir"),
+      "A folder given as samples (--calib NAME=DIR): (its .npy shards, its pictures), each in name order, one of them "
+      "empty (npuc::sampleFolder). Raises npuc.Error for a folder of both kinds or of neither.");
 }

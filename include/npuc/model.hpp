@@ -328,6 +328,14 @@ struct PictureSamples {
 /// W] (C 1 or 3) or, channel last, [1, H, W, C]. Errors name the picture (not decodable) or the rule (the input's
 /// shape, the number of mean / scale values).
 Tensor picturesAsSamples(const std::vector<std::filesystem::path>& pictures, const Shape& input, const PictureSamples& o);
+/// A folder given as samples (--calib NAME=DIR, tune's --eval; docs/calibration.md): its .npy shards (each stacks
+/// samples along its first axis) or its pictures (.png, .jpg, .jpeg, .bmp, .pgm, .ppm, .tga; picturesAsSamples),
+/// each kind in name order, the other empty. A folder of both kinds (kInvalidArgument: which would the user mean?)
+/// or of neither (kInvalidInput) is an Error; its message does not name the folder (the caller's prefix does).
+struct SampleFolder {
+  std::vector<std::filesystem::path> shards, pictures;
+};
+SampleFolder sampleFolder(const std::filesystem::path& dir);
 
 /// The supported-operator page of a target (Markdown).
 std::string supportedOpsPage(const std::string& target);

@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from ._npuc import (Error, Pipeline, Runtime, TranslateResult, bundle, bundle_model, bundle_model_ids, model_io,  # noqa: F401
-                    pictures_as_samples, register_custom_op, run_model, translate)
+                    pictures_as_samples, register_custom_op, run_model, sample_folder, translate)
 from .evaluate import evaluate  # noqa: F401
 from .tuning import tune  # noqa: F401
 from . import calibration  # noqa: F401,E402
@@ -37,7 +37,7 @@ def _error(message, code="invalid argument"):
     return e
 
 
-__all__ = ["Error", "Pipeline", "Runtime", "TranslateResult", "translate", "run_model", "model_io", "pictures_as_samples", "register_custom_op", "inference", "evaluate",
+__all__ = ["Error", "Pipeline", "Runtime", "TranslateResult", "translate", "run_model", "model_io", "pictures_as_samples", "sample_folder", "register_custom_op", "inference", "evaluate",
            "compare", "FixedArray"]
 
 

@@ -20,15 +20,13 @@ import numpy as np
 from ._npuc import Error, merge_calibration_stats, model_io
 
 
-PICTURES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tga")  # as translate --calib NAME=DIR
-
-
 def read_samples(path, shape=None, mean=(0.0,), scale=(1.0 / 255.0,), bgr=False, what="samples"):
     """Samples stacked on axis 0, as translate's --calib NAME=PATH reads them (docs/calibration.md): a .npy file; a
-    folder of .npy shards (name order, concatenated); or a folder of pictures (.png, .jpg, .bmp, .pgm, .ppm, .tga in
-    name order; `shape` the input's, [1, C, H, W] or [1, H, W, C]: each picture decoded, resized, and (v - mean) *
-    scale per channel, npuc.pictures_as_samples). A folder of both kinds, or of neither, is refused (npuc.Error)."""
-    from . import _error, pictures_as_samples
+    folder of .npy shards (name order, concatenated); or a folder of pictures (.png, .jpg, .jpeg, .bmp, .pgm, .ppm,
+    .tga in name order; `shape` the input's, [1, C, H, W] or [1, H, W, C]: each picture decoded, resized, and
+    (v - mean) * scale per channel, npuc.pictures_as_samples). A folder of both kinds, or of neither, is refused
+    (npuc.Error; npuc.sample_folder lists it as translate does)."""
+    from . import _error, pictures_as_samples, sample_folder
     label = what + path if what.endswith("=") else "%s %s" % (what, path)
 
     def load(f):
@@ -42,25 +40,20 @@ def read_samples(path, shape=None, mean=(0.0,), scale=(1.0 / 255.0,), bgr=False,
 
     if not os.path.isdir(path):
         return load(path)
-    files = sorted(f for f in os.listdir(path) if os.path.isfile(os.path.join(path, f)))
-    shards = [f for f in files if os.path.splitext(f)[1].lower() == ".npy"]
-    pictures = [f for f in files if os.path.splitext(f)[1].lower() in PICTURES]
-    if shards and pictures:
-        raise _error("%s: the folder holds both .npy shards (%s, ...) and pictures (%s, ...); give a folder of one kind"
-                     % (label, shards[0], pictures[0]))
+    try:
+        shards, pictures = sample_folder(path)
+    except Error as e:
+        raise _error("%s: %s" % (label, e), getattr(e, "code", "invalid input"))
     if shards:
-        parts = [load(os.path.join(path, f)) for f in shards]
+        parts = [load(str(f)) for f in shards]
         try:
             return np.concatenate(parts)
         except ValueError as e:
             raise _error("%s: the shards do not stack: %s" % (label, e), "invalid input")
-    if not pictures:
-        raise _error("%s: the folder holds no .npy files or pictures (.npy shards stacked along the first axis; or "
-                     "pictures: %s)" % (label, ", ".join(PICTURES)), "invalid input")
     if shape is None:
         raise _error("%s: a folder of pictures needs the input's shape" % label)
     try:
-        return pictures_as_samples([os.path.join(path, f) for f in pictures], list(shape), list(mean), list(scale), bgr)
+        return pictures_as_samples(pictures, list(shape), list(mean), list(scale), bgr)
     except Error as e:
         raise _error("%s: %s" % (label, e), getattr(e, "code", "invalid input"))
 

@@ -10,10 +10,12 @@
 #include "support/file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stb/stb_image.h>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <memory>
 
@@ -178,6 +180,27 @@ Tensor preprocess(Picture p, const std::filesystem::path& picture, int pre_proc_
   return t;
 }
 }  // namespace
+
+SampleFolder sampleFolder(const std::filesystem::path& dir) {
+  static constexpr std::array<const char*, 7> kPictures{".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tga"};
+  SampleFolder f;
+  for (const auto& d : std::filesystem::directory_iterator(dir)) {
+    if (!d.is_regular_file()) continue;
+    std::string ext = d.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (ext == ".npy") f.shards.push_back(d.path());
+    if (std::find(kPictures.begin(), kPictures.end(), ext) != kPictures.end()) f.pictures.push_back(d.path());
+  }
+  std::sort(f.shards.begin(), f.shards.end());
+  std::sort(f.pictures.begin(), f.pictures.end());
+  if (!f.shards.empty() && !f.pictures.empty())
+    fail(ErrorCode::kInvalidArgument, "the folder holds both .npy shards ({}, …) and pictures ({}, …); give a folder of one kind",
+         f.shards[0].filename().string(), f.pictures[0].filename().string());
+  if (f.shards.empty() && f.pictures.empty())
+    fail(ErrorCode::kInvalidInput, "the folder holds no .npy files or pictures (a folder of shards: NAME=DIR, each DIR/*.npy "
+         "samples stacked along the first axis; or of pictures: {})", fmt::join(kPictures, ", "));
+  return f;
+}
 
 Tensor picturesAsSamples(const std::vector<std::filesystem::path>& pictures, const Shape& input, const PictureSamples& o) {
   if (input.size() != 4 || input[0] != 1)

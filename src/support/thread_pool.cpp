@@ -284,8 +284,8 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
   c.fn = &fn;
   c.n = n;
   c.grain = grain;
-  c.next.store(0, std::memory_order_relaxed);
-  c.setRanges((n + grain - 1) / grain);
+  if (c.affinity) c.setRanges((n + grain - 1) / grain);
+  else c.next.store(0, std::memory_order_relaxed);
   c.active.store(static_cast<int>(c.workers.size()), std::memory_order_relaxed);
   {
     // The job fields are published by the release increment; mu orders it against blocked workers' checks.

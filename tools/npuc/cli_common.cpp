@@ -111,38 +111,25 @@ std::map<std::string, std::vector<Tensor>> parseTensorLists(const std::vector<st
       r[name].push_back(readNpyFile(file));
       continue;
     }
-    // A folder of shards: its .npy files in name order (each stacks samples along its first axis).
-    std::vector<std::filesystem::path> shards, images;
-    for (const auto& d : std::filesystem::directory_iterator(file)) {
-      if (!d.is_regular_file()) continue;
-      std::string ext = d.path().extension().string();
-      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (ext == ".npy") shards.push_back(d.path());
-      for (const char* pic : {".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tga"})
-        if (ext == pic) images.push_back(d.path());
+    // A folder of .npy shards (each stacks samples along its first axis) or of pictures, in name order.
+    SampleFolder folder;
+    try {
+      folder = sampleFolder(file);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("{} {}={}: {}", what, name, file, e.what()));
     }
-    std::sort(shards.begin(), shards.end());
-    std::sort(images.begin(), images.end());
-    if (!shards.empty() && !images.empty())  // (which would the user mean? neither is taken silently)
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("{} {}={}: the folder holds both .npy shards ({}, …) and pictures ({}, …); "
-                                                           "give a folder of one kind", what, name, file, shards[0].filename().string(),
-                                                           images[0].filename().string()));
-    if (shards.empty() && !images.empty()) {  // a folder of pictures
+    if (!folder.pictures.empty()) {
       if (!pictures)
         throw Error(ErrorCode::kInvalidArgument, fmt::format("{} {}={}: a folder of pictures needs the model's input shapes: "
                                                              "translate and quantize read one", what, name, file));
       try {
-        r[name].push_back(pictures(name, images));
+        r[name].push_back(pictures(name, folder.pictures));
       } catch (const Error& e) {
         throw Error(e.code(), fmt::format("{} {}={}: {}", what, name, file, e.what()));
       }
       continue;
     }
-    if (shards.empty())
-      throw Error(ErrorCode::kInvalidInput, fmt::format("{} {}={}: the folder holds no .npy files or pictures (a folder of shards: "
-                                                        "NAME=DIR, each DIR/*.npy samples stacked along the first axis; or of "
-                                                        "pictures: .png, .jpg, .bmp, .pgm, .ppm, .tga)", what, name, file));
-    for (const auto& f : shards) r[name].push_back(readNpyFile(f));
+    for (const auto& f : folder.shards) r[name].push_back(readNpyFile(f));
   }
   return r;
 }
