@@ -77,7 +77,7 @@ ConvShape convShape(int64_t C, int64_t M, int64_t groups, int64_t H, int64_t W, 
 
 // cold: before each timed run, 64 MiB are touched (one byte per cache line) outside the timing, so the run finds
 // its input, output and weights in memory, not in cache -- as a layer in a network does after the layers before it.
-void benchConv(benchmark::State& state, ConvShape s, bool cold = false) {
+void benchConv(benchmark::State& state, ConvShape s, bool cold = false, Layouts l = {}) {
   const int threads = static_cast<int>(state.range(0));
   const int64_t hw = s.in_spatial[0] * s.in_spatial[1], ohw = s.out_spatial[0] * s.out_spatial[1];
   const int64_t taps = s.kernel[0] * s.kernel[1];
@@ -85,7 +85,7 @@ void benchConv(benchmark::State& state, ConvShape s, bool cold = false) {
   const auto w = randomVec(static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * taps), 2);
   const auto bias = randomVec(static_cast<size_t>(s.out_channels), 3);
   std::vector<float> y(static_cast<size_t>(s.out_channels * ohw));
-  const Conv conv(s, w.data(), bias.data(), {ActKind::kRelu, 0, 0});
+  const Conv conv(s, w.data(), bias.data(), {ActKind::kRelu, 0, 0}, l);
   npuc::ThreadPool* pool = poolFor(threads);
   std::vector<char> evict(cold ? size_t{64} << 20 : 0);
   for (auto _ : state) {
@@ -96,7 +96,7 @@ void benchConv(benchmark::State& state, ConvShape s, bool cold = false) {
       benchmark::ClobberMemory();
       state.ResumeTiming();
     }
-    conv.run(x.data(), y.data(), pool);
+    conv.run(x.data(), y.data(), pool, l);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -365,6 +365,9 @@ void registerAll() {
       {"conv/mbv2_dw3x3s2_192_28", convShape(192, 192, 192, 28, 28, 3, 2, 1)},
       {"conv/mbv2_dw3x3s2_576_14", convShape(576, 576, 576, 14, 14, 3, 2, 1)},
       {"conv/mbv2_1x1_144-24_56", convShape(144, 24, 1, 56, 56, 1, 1, 0)},
+      {"conv/mbv2_1x1_96-24_56", convShape(96, 24, 1, 56, 56, 1, 1, 0)},
+      {"conv/mbv2_1x1_192-32_28", convShape(192, 32, 1, 28, 28, 1, 1, 0)},
+      {"conv/mbv2_1x1_384-64_14", convShape(384, 64, 1, 14, 14, 1, 1, 0)},
       {"conv/mbv2_1x1_960-320_7", convShape(960, 320, 1, 7, 7, 1, 1, 0)},
       {"conv/mbv2_1x1_576-96_14", convShape(576, 96, 1, 14, 14, 1, 1, 0)},
       {"conv/mbv2_1x1_96-576_14", convShape(96, 576, 1, 14, 14, 1, 1, 0)},
@@ -407,6 +410,15 @@ void registerAll() {
       const ConvShape s = c.s;
       reg(std::string("conv_cold/") + (c.name + 5), [s](benchmark::State& st) { benchConv(st, s, true); });
     }
+  }
+  // The depthwise layers handing their output on channel-blocked, the pointwise ones reading it so (Layout::kBlocked8;
+  // the engine's pairs, Engine::blockChannels): against the same rows of conv/.
+  for (const C& c : convs) {
+    const ConvShape s = c.s;
+    const bool dw = s.groups > 1, pw = s.groups == 1 && s.kernel[0] == 1 && s.in_channels % 8 == 0;
+    if (std::string(c.name).rfind("conv/mbv2_", 0) != 0 || (!dw && !pw)) continue;
+    const Layouts l = dw ? Layouts{.y = Layout::kBlocked8} : Layouts{.x = Layout::kBlocked8};
+    reg(std::string("conv_blocked/") + (c.name + 5), [s, l](benchmark::State& st) { benchConv(st, s, false, l); });
   }
   for (bool int8 : {false, true}) {
     const std::string kind = int8 ? "qmatmul/" : "matmul/";

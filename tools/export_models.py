@@ -5,6 +5,7 @@
 
 Models (all with seeded random weights -- nothing is downloaded):
     resnet50, mobilenet_v2, squeezenet1_1, googlenet   torchvision (weights=None), input 1x3x224x224
+    resnet18, mobilenet_v3_small                       the same (issue 52's bench set; not in the default list)
     mobilenet_v1                                       MobileNetV1 (Howard et al. 2017; torchvision has none),
                                                        width 1.0, input 1x3x224x224, output 1x1000
     tiny_yolov2                                        Darknet tiny-yolo-voc, input 1x3x416x416,
@@ -40,6 +41,7 @@ import sys
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "zoo")
 TORCHVISION_MODELS = ["resnet50", "mobilenet_v2", "squeezenet1_1", "googlenet"]
 ALL_MODELS = TORCHVISION_MODELS + ["mobilenet_v1", "tiny_yolov2"]
+EXTRA_MODELS = ["resnet18", "mobilenet_v3_small"]  # on request (--models): the rest of issue 52's speed set
 OPSET = 13
 SEED = 0
 
@@ -173,14 +175,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=DEFAULT_OUT, help="output directory (default: models/zoo)")
     ap.add_argument("--models", default=",".join(ALL_MODELS),
-                    help="comma-separated subset of: " + ",".join(ALL_MODELS))
+                    help="comma-separated subset of: " + ",".join(ALL_MODELS + EXTRA_MODELS))
     ap.add_argument("--no-calibrate", action="store_true",
                     help="keep freshly-initialised BN statistics (mean 0, var 1)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     args = ap.parse_args()
 
     names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ALL_MODELS]
+    unknown = [n for n in names if n not in ALL_MODELS + EXTRA_MODELS]
     if unknown:
         ap.error("unknown model(s): %s (known: %s)" % (",".join(unknown), ",".join(ALL_MODELS)))
 

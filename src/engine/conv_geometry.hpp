@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine/kernel.hpp"
+#include "kernels/conv.hpp"
 #include "kernels/layers.hpp"
 #include "ops/window.hpp"
 
@@ -14,6 +15,25 @@ Geometry geometryOf(const KernelCall& c, const Tensor& x, const ops::Window& win
   s.batch = x.dim(0);
   s.in_channels = x.dim(1);
   s.groups = c.node.attrInt("group", 1);
+  s.in_spatial = win.in;
+  s.out_spatial = win.out;
+  s.kernel = win.kernel;
+  s.stride = win.stride;
+  s.dilation = win.dilation;
+  s.pad_begin = win.pad_begin;
+  return s;
+}
+
+/// The ConvShape of a Conv node over static shapes of its input x [N, C, spatial…] and weights w [M, C / group, k…]
+/// (the engine's plans, before any run). Throws as resolveWindow on bad attributes.
+inline kernels::ConvShape convShapeOf(const ir::Node& n, const Shape& x, const Shape& w) {
+  const ops::Window win =
+      ops::resolveWindow(n, std::vector<int64_t>(x.begin() + 2, x.end()), std::vector<int64_t>(w.begin() + 2, w.end()), false);
+  kernels::ConvShape s;
+  s.batch = x[0];
+  s.in_channels = x[1];
+  s.out_channels = w[0];
+  s.groups = n.attrInt("group", 1);
   s.in_spatial = win.in;
   s.out_spatial = win.out;
   s.kernel = win.kernel;

@@ -1,6 +1,9 @@
 // Engine: node preparation, execution in order, input validation, tensor lifetime.
 #include "engine/engine.hpp"
 
+#include "engine/conv_geometry.hpp"
+#include "kernels/conv.hpp"
+
 #include "ops/registry.hpp"
 
 #include <chrono>
@@ -87,7 +90,8 @@ std::unique_ptr<Kernel> makeKernel(const ir::Graph& g, const ir::Node& n) {
 }
 
 void runNode(const ir::Node& n, int opset, Kernel& k, std::vector<Tensor> in, std::vector<Tensor>& out,
-             ThreadPool* pool, std::vector<Tensor> placed = {}, Tensor residual = {}) {
+             ThreadPool* pool, std::vector<Tensor> placed = {}, Tensor residual = {}, bool blocked_in = false,
+             bool blocked_out = false) {
   std::vector<ir::Type> types;
   std::vector<const Tensor*> vals;
   for (auto& t : in) {
@@ -96,7 +100,8 @@ void runNode(const ir::Node& n, int opset, Kernel& k, std::vector<Tensor> in, st
   }
   auto out_types = ops::inferNode(n, opset, types, vals);
   if (!out_types) fail(ErrorCode::kInternal, "{}: output types unknown although every input is known", n.label());
-  KernelCall call{n, opset, std::move(in), std::move(*out_types), {}, pool, std::move(placed), std::move(residual)};
+  KernelCall call{n,     opset,           std::move(in),         std::move(*out_types), {}, pool, std::move(placed),
+                  std::move(residual), blocked_in, blocked_out};
   call.out.resize(call.out_types.size());
   k.run(call);
   for (size_t i = 0; i < call.out.size(); ++i) {
@@ -118,6 +123,7 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
   }
   if (opts_.fuse_residual_adds) fuseResidualAdds();
   if (opts_.fuse_activations) fuseActivations();
+  if (opts_.block_channels) blockChannels();
   place_.assign(order.size(), {});
   if (opts_.place_concat_inputs) planConcats();
   // Lifetime: a non-constant, non-output value is released after the last node that reads it.
@@ -240,6 +246,39 @@ void Engine::fuseResidualAdds() {
   }
 }
 
+void Engine::blockChannels() {
+  const auto& order = g_.order();
+  const Readers readers(g_);
+  // A float32 value of static rank-4 shape, or null.
+  auto f32x4 = [&](ir::ValueId v) -> const Shape* {
+    const ir::Type& t = g_.value(v).type;
+    return v != ir::kNoValue && t.isStatic() && t.dtype == DType::kF32 && t.shape.size() == 4 ? &t.shape : nullptr;
+  };
+  auto isConv = [](const ir::Node& n) { return n.op == "Conv" && n.domain.empty() && n.outputs.size() == 1 && n.inputs.size() >= 2; };
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ir::Node& dw = g_.node(order[i]);
+    if (!isConv(dw) || blocked_in_.count(i)) continue;
+    // The one reader of its output, through an activation fused into it (an alias of the Conv's output).
+    ir::ValueId y = dw.outputs[0];
+    const auto* use = readers.only(y);
+    if (use != nullptr && fused_.count(pos_.at(use->first))) {
+      y = g_.node(use->first).outputs.empty() ? ir::kNoValue : g_.node(use->first).outputs[0];
+      use = y == ir::kNoValue ? nullptr : readers.only(y);
+    }
+    if (use == nullptr || use->second != 0) continue;
+    const ir::Node& pw = g_.node(use->first);
+    const size_t j = pos_.at(pw.id);
+    if (!isConv(pw) || residual_.count(i)) continue;
+    const Shape *x = f32x4(dw.inputs[0]), *w = f32x4(dw.inputs[1]), *y_shape = f32x4(y), *w2 = f32x4(pw.inputs[1]);
+    if (x == nullptr || w == nullptr || y_shape == nullptr || w2 == nullptr) continue;
+    if (!kernels::blockedPairPays(convShapeOf(dw, *x, *w), convShapeOf(pw, *y_shape, *w2))) continue;
+    if (!kernels_[j]->blockInput()) continue;
+    if (!kernels_[i]->blockOutput()) fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked output", dw.label());
+    blocked_out_.insert(i);
+    blocked_in_.insert(j);
+  }
+}
+
 void Engine::planConcats() {
   const auto& order = g_.order();
   const Readers readers(g_);
@@ -353,7 +392,7 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs, const NodeCal
     if (res != residual_.end()) residual = vals[static_cast<size_t>(res->second)];
     auto own = cb ? unfused_.find(i) : unfused_.end();
     runNode(n, g_.opset, own != unfused_.end() ? *own->second : *kernels_[i], std::move(in), out, pool_,
-            std::move(placed), std::move(residual));
+            std::move(placed), std::move(residual), !cb && blocked_in_.count(i) > 0, !cb && blocked_out_.count(i) > 0);
     if (opts_.profile)
       profile_.push_back({n.id, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
     for (size_t j = 0; j < n.outputs.size() && j < out.size(); ++j)

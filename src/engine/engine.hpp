@@ -28,6 +28,10 @@ struct EngineOptions {
   /// inside the Conv (Engine::fuseResidualAdds; same bits, one pass over the output saved). Runs with a callback
   /// run the three ops apart, so that the callback sees each op's own output.
   bool fuse_residual_adds = true;
+  /// Let a depthwise Conv hand its output to the pointwise Conv that alone reads it (through an activation fused in)
+  /// channel-blocked, where kernels::blockedPairPays says that is faster on this CPU (Engine::blockChannels; same
+  /// bits, the transposes back into planes saved). Runs with a callback use planes throughout.
+  bool block_channels = true;
 };
 
 struct NodeTime {
@@ -55,6 +59,8 @@ class Engine {
   const std::vector<NodeTime>& profile() const { return profile_; }
   /// How many residual Adds run inside their Conv (EngineOptions::fuse_residual_adds).
   size_t fusedResidualAdds() const { return residual_.size(); }
+  /// How many depthwise -> pointwise pairs pass their tensor channel-blocked (EngineOptions::block_channels).
+  size_t blockedPairs() const { return blocked_out_.size(); }
 
  private:
   void fuseActivations();
@@ -65,6 +71,10 @@ class Engine {
   /// Concat along an axis with only 1s before it: its inputs are slabs of its output, so an input that only the
   /// Concat reads is written there by its producer (KernelCall::placed) and the Concat copies nothing for it.
   void planConcats();
+  /// Conv (depthwise) -> [fused activation] -> Conv (1x1, one group), the middle value read by the second alone: the
+  /// first writes it channel-blocked, the second reads it so (kernels::Layout::kBlocked8), where
+  /// kernels::blockedPairPays says that pays on this CPU.
+  void blockChannels();
 
   const ir::Graph& g_;
   EngineOptions opts_;
@@ -77,6 +87,7 @@ class Engine {
   std::vector<ir::ValueId> constants_;    // preloaded into every run
   std::set<size_t> fused_;                // positions of activations fused into their producer (now aliases)
   std::map<size_t, ir::ValueId> residual_;  // Conv position -> the residual its kernel adds (fuseResidualAdds)
+  std::set<size_t> blocked_in_, blocked_out_;  // positions of Convs reading / writing channel-blocked (blockChannels)
   std::map<size_t, std::unique_ptr<Kernel>> unfused_;  // own kernels of the Adds / activations it made aliases
   static constexpr size_t kNotPlaced = std::numeric_limits<size_t>::max();
   struct Placement {

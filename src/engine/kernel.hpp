@@ -31,6 +31,10 @@ struct KernelCall {
   /// For a Conv whose residual Add the engine fused in (Kernel::fuseResidualAdd, Engine::fuseResidualAdds): the
   /// other operand of the Add, to add to the output; undefined otherwise.
   Tensor residual = {};
+  /// Input 0 / output 0 channel-blocked (kernels::Layout::kBlocked8) instead of NCHW, as Engine::blockChannels
+  /// planned with the kernel (Kernel::blockInput / blockOutput); never set for a run with a callback.
+  bool blocked_in = false;
+  bool blocked_out = false;
 
   bool has(int i) const { return i < static_cast<int>(in.size()) && in[static_cast<size_t>(i)].defined(); }
   const Tensor& input(int i) const;
@@ -62,6 +66,10 @@ class Kernel {
   /// Asks the kernel to add KernelCall::residual to its output and then apply `post` (an Add that is the only
   /// reader of the output, and the activation after it), when the call has a residual. Returns false when it cannot.
   virtual bool fuseResidualAdd(const kernels::Activation& post) { return false; }
+  /// Asks a Conv to read its input 0 (blockInput) or write its output 0 (blockOutput) channel-blocked in calls that
+  /// say so (KernelCall::blocked_in / blocked_out), and to prepare for it. Returns false when it cannot.
+  virtual bool blockInput() { return false; }
+  virtual bool blockOutput() { return false; }
 };
 
 /// Creates the kernel for a node; the graph gives access to constant inputs (weights) for packing.

@@ -52,17 +52,30 @@ class ConvKernel : public Kernel {
       ops::Window win = ops::resolveWindow(c.node, spatialOf(x.shape()), spatialOf(w.shape()), false);
       auto s = geometryOf<kernels::ConvShape>(c, x, win);
       s.out_channels = w.dim(0);
-      conv_ = std::make_unique<kernels::Conv>(s, w.data<float>(), b ? b->data<float>() : nullptr, act_);
+      conv_ = std::make_unique<kernels::Conv>(s, w.data<float>(), b ? b->data<float>() : nullptr, act_, layouts_);
       in_shape_ = x.shape();
       w_ptr_ = w.raw();
     }
+    const kernels::Layouts l{c.blocked_in ? kernels::Layout::kBlocked8 : kernels::Layout::kPlanes,
+                             c.blocked_out ? kernels::Layout::kBlocked8 : kernels::Layout::kPlanes};
     if (!c.residual.defined()) {
-      conv_->run(x.data<float>(), y.data<float>(), c.pool);
+      conv_->run(x.data<float>(), y.data<float>(), c.pool, l);
       return;
     }
     if (c.residual.dtype() != DType::kF32 || c.residual.shape() != y.shape())
       c.error("the fused residual must be float32 of the output's shape {}", shapeStr(y.shape()));
-    conv_->runAdd(x.data<float>(), c.residual.data<float>(), post_, y.data<float>(), c.pool);
+    conv_->runAdd(x.data<float>(), c.residual.data<float>(), post_, y.data<float>(), c.pool, l);
+  }
+  bool blockInput() override {
+    layouts_.x = kernels::Layout::kBlocked8;
+    conv_.reset();
+    return true;
+  }
+  bool blockOutput() override {
+    if (residual_) return false;  // a runAdd's output is planes
+    layouts_.y = kernels::Layout::kBlocked8;
+    conv_.reset();
+    return true;
   }
   bool fuseActivation(const kernels::Activation& act) override {
     if (act_.kind != kernels::ActKind::kNone || residual_) return false;
@@ -71,7 +84,7 @@ class ConvKernel : public Kernel {
     return true;
   }
   bool fuseResidualAdd(const kernels::Activation& post) override {
-    if (act_.kind != kernels::ActKind::kNone || residual_) return false;
+    if (act_.kind != kernels::ActKind::kNone || residual_ || layouts_.y != kernels::Layout::kPlanes) return false;
     residual_ = true;
     post_ = post;
     return true;
@@ -81,6 +94,7 @@ class ConvKernel : public Kernel {
   kernels::Activation act_;
   bool residual_ = false;
   kernels::Activation post_;  // after the residual Add
+  kernels::Layouts layouts_;  // what the engine planned (blockInput / blockOutput): the weights are packed for it
   std::mutex mu_;
   std::unique_ptr<kernels::Conv> conv_;
   Shape in_shape_;

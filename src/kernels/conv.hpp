@@ -53,10 +53,24 @@ void conv_rows_ref(const ConvShape& s, const float* x, const float* w, const flo
 void conv_exact(const ConvShape& s, const float* x, const float* w, const float* bias, const Activation& act, float* y,
                 ThreadPool* pool = nullptr);
 
+/// How a float32 activation tensor of a 2-D convolution lies in memory. kPlanes: NCHW. kBlocked8 (channels a
+/// multiple of 8): per image, per block of 8 channels, per position (row-major), the block's 8 values side by side —
+/// element (n, c, h, w) at ((n * C / 8 + c / 8) * H * W + h * W + w) * 8 + c % 8. A depthwise layer computes eight
+/// channels per vector, so it can hand its output on blocked instead of transposing it back into planes, and a
+/// pointwise layer vectorised across output channels reads eight input channels of a position from one cache line
+/// (NCHW: eight planes, one line each). Layouts move values only: every output is the same sum in the same order.
+enum class Layout { kPlanes, kBlocked8 };
+struct Layouts {
+  Layout x = Layout::kPlanes;
+  Layout y = Layout::kPlanes;
+};
+
 /// A convolution prepared once (weights packed for the fastest variant of this CPU), run many times.
 class Conv {
  public:
-  Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act);
+  /// `expected`: the layouts run() will be given (a pointwise convolution packs its weights for a blocked input as
+  /// well then); other layouts still work.
+  Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act, Layouts expected = {});
   ~Conv();
   Conv(const Conv&) = delete;
   Conv& operator=(const Conv&) = delete;
@@ -71,6 +85,11 @@ class Conv {
   /// activation (where both addends are NaN, which of the two NaNs the sum keeps is unspecified, as for the Add).
   /// The Conv must have been made without an activation of its own.
   void runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool) const;
+  /// run() / runAdd() with x and y in the given layouts (float32; kBlocked8 needs a 2-D convolution and channels that
+  /// are a multiple of 8; the residual and a runAdd's y are planes). Any convolution takes any layouts: those
+  /// without a blocked form of their path reorder (a pass over the tensor); blockedPairPays says when they do not.
+  void run(const float* x, float* y, ThreadPool* pool, Layouts l) const;
+  void runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool, Layouts l) const;
   /// "im2col_gemm_avx2", "depthwise_blocked_avx2", "ref", … for logs and benchmarks.
   const char* variant() const;
   struct Impl;
@@ -78,6 +97,12 @@ class Conv {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+/// Whether a depthwise convolution `dw` handing its output to the pointwise convolution `pw` (that output read by
+/// `pw` alone) in Layout::kBlocked8 is faster on this CPU than in planes: true where both have a blocked form on
+/// the active kernel table (the channel-blocked depthwise without an in-place form; the output-channel kernel of
+/// any stride), both 2-D float32 and the channels a multiple of 8. The engine asks it (Engine::blockChannels).
+bool blockedPairPays(const ConvShape& dw, const ConvShape& pw);
 
 struct ConvTransposeShape {
   int64_t batch = 1;

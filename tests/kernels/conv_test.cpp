@@ -605,5 +605,77 @@ TEST(ConvTranspose, RandomBitExact) {
   }
 }
 
+// Layout::kBlocked8: element (n, c, p) of an [N, C, P] tensor at ((n * C / 8 + c / 8) * P + p) * 8 + c % 8.
+std::vector<float> blocked8(const std::vector<float>& x, int64_t n, int64_t c, int64_t p) {
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < n * c; ++i)
+    for (int64_t q = 0; q < p; ++q) y[static_cast<size_t>(((i / 8) * p + q) * 8 + i % 8)] = x[static_cast<size_t>(i * p + q)];
+  return y;
+}
+
+// Channel-blocked inputs and outputs (Conv::run with Layouts, the engine's depthwise -> pointwise pairs): the
+// reference's bits in the other layout, on the blocked paths (depthwise writing blocks, pointwise reading them with
+// the output-channel kernel, weights packed for it or not) and through the planes where a path has no blocked form;
+// runAdd with a blocked input; every ISA, thread count and blocking.
+TEST(Conv, ChannelBlockedLayoutsBitExact) {
+  std::mt19937 rng(23);
+  const Activation relu6{ActKind::kClip, 0.0f, 6.0f}, leaky{ActKind::kLeakyRelu, 0.1f, 0};
+  int checked = 0;
+  auto check = [&](const ConvShape& s, const Activation& act, Layouts l) {
+    const int64_t ni = s.in_channels * numel(s.in_spatial), no = s.out_channels * numel(s.out_spatial);
+    auto x = randomFloats(rng, static_cast<size_t>(s.batch * ni));
+    x[x.size() / 2] = -0.0f;
+    const auto w = randomFloats(rng, static_cast<size_t>(s.out_channels * (s.in_channels / s.groups) * numel(s.kernel)));
+    const auto bias = randomFloats(rng, static_cast<size_t>(s.out_channels));
+    std::vector<float> ref(static_cast<size_t>(s.batch * no)), plain(ref.size());
+    conv_ref(s, x.data(), w.data(), bias.data(), act, ref.data());
+    conv_ref(s, x.data(), w.data(), bias.data(), Activation{}, plain.data());
+    const bool bx = l.x == Layout::kBlocked8, by = l.y == Layout::kBlocked8;
+    const auto xin = bx ? blocked8(x, s.batch, s.in_channels, numel(s.in_spatial)) : x;
+    const auto want = by ? blocked8(ref, s.batch, s.out_channels, numel(s.out_spatial)) : ref;
+    auto r = randomFloats(rng, ref.size());
+    std::vector<float> want_add(ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) want_add[i] = applyActivation(plain[i] + r[i], act);
+    const std::string desc = "C=" + std::to_string(s.in_channels) + " M=" + std::to_string(s.out_channels) +
+                             " g=" + std::to_string(s.groups) + " k=" + std::to_string(s.kernel[0]) +
+                             " s=" + std::to_string(s.stride[0]) + " " + std::to_string(s.in_spatial[0]) + "x" +
+                             std::to_string(s.in_spatial[1]) + (bx ? " x blocked" : "") + (by ? " y blocked" : "");
+    test::VariantGuard guard;
+    for (const Layouts expected : {l, Layouts{}}) {  // weights packed for the layouts, or not
+      const Conv conv(s, w.data(), bias.data(), act, expected);
+      const Conv bare(s, w.data(), bias.data(), Activation{}, expected);
+      for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+        forceKernelIsa(cfg.isa);
+        setGemmBlocking(cfg.blocking);
+        std::vector<float> y(ref.size(), 7.0f);
+        conv.run(xin.data(), y.data(), test::poolFor(cfg.threads), l);
+        const int64_t bad = firstBitMismatch(want, y);
+        ASSERT_EQ(bad, -1) << desc << " " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << want[bad];
+        if (by) continue;  // runAdd writes planes
+        std::fill(y.begin(), y.end(), 7.0f);
+        bare.runAdd(xin.data(), r.data(), act, y.data(), test::poolFor(cfg.threads), l);
+        const int64_t bad_add = firstBitMismatch(want_add, y);
+        ASSERT_EQ(bad_add, -1) << desc << " runAdd " << cfg.name() << " at " << bad_add;
+      }
+    }
+    ++checked;
+  };
+  const Layouts out{.y = Layout::kBlocked8}, in{.x = Layout::kBlocked8};
+  // Depthwise layers writing blocks: strides 1 and 2, 3x3 and 5x5, dilation, rows under and over 8 outputs.
+  check(shape2d(1, 8, 8, 8, 9, 11, 3, 3, 1, 1, 1), relu6, out);
+  check(shape2d(2, 24, 24, 24, 14, 14, 3, 3, 2, 1, 1), leaky, out);
+  check(shape2d(1, 16, 16, 16, 7, 7, 5, 5, 1, 1, 2), {}, out);
+  check(shape2d(1, 40, 40, 40, 13, 20, 3, 3, 1, 2, 2), relu6, out);
+  // Pointwise layers reading blocks: 1-100 output channels (16-channel halves, the 24-channel tile, tails), one pixel.
+  for (const int64_t m : {1, 8, 16, 17, 24, 32, 40, 64, 100}) check(shape2d(1, 16, m, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
+  check(shape2d(2, 48, 24, 1, 7, 7, 1, 1, 1, 1, 0), {}, in);
+  check(shape2d(1, 8, 32, 1, 1, 1, 1, 1, 1, 1, 0), leaky, in);
+  // No blocked form: through the planes.
+  check(shape2d(1, 8, 16, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);          // a 3x3 reading blocks
+  check(shape2d(1, 16, 8, 1, 6, 7, 1, 1, 1, 1, 0), relu6, out);         // a pointwise writing blocks
+  check(shape2d(1, 16, 16, 16, 8, 8, 3, 3, 1, 1, 1), relu6, Layouts{.x = Layout::kBlocked8, .y = Layout::kBlocked8});
+  EXPECT_EQ(checked, 18);
+}
+
 }  // namespace
 }  // namespace npuc::kernels

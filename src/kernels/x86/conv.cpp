@@ -24,9 +24,40 @@
 
 namespace npuc::kernels {
 
+namespace detail {
+
+Geom2 toGeom2(const ConvShape& s) {
+  Geom2 g;
+  const size_t r = s.in_spatial.size();
+  const size_t off = r - 1;
+  g.W = s.in_spatial[off], g.OW = s.out_spatial[off], g.KW = s.kernel[off];
+  g.sw = s.stride[off], g.dw = s.dilation[off], g.pw = s.pad_begin[off];
+  if (r == 2) {
+    g.H = s.in_spatial[0], g.OH = s.out_spatial[0], g.KH = s.kernel[0];
+    g.sh = s.stride[0], g.dh = s.dilation[0], g.ph = s.pad_begin[0];
+  }
+  return g;
+}
+
+// Narrowest output rows the stride-2 in-place depthwise takes (see Conv::Conv).
+constexpr int64_t kDwS2MinWidth = 12;
+
+// Whether a depthwise geometry has the in-place form (tables with dwconv_in_place): stride 1 over a flat plane
+// (output rows as wide as the input's), or stride 2 row by row when output rows fill most of a 16-lane vector
+// (npuc_kernels_bench, 1 thread, against channel-blocked: 14 outputs per row 0.65x, 28 0.75x, 56 0.8x; 7 1.25x —
+// the bound 12 lies between the measured 7 and 14).
+bool dwInPlace(const Geom2& g) {
+  const bool small_window = g.dh == 1 && g.dw == 1 && g.KH <= detail::kDwInPlaceMaxK && g.KW <= detail::kDwInPlaceMaxK;
+  return small_window && ((g.sh == 1 && g.sw == 1 && g.OW == g.W) || (g.sh == 2 && g.sw == 2 && g.OW >= kDwS2MinWidth));
+}
+
+}  // namespace detail
+
 namespace {
 
 using detail::ceilDiv;
+using detail::dwInPlace;
+using detail::toGeom2;
 using detail::ConvPath;
 using detail::dwS1Masks;
 using detail::dwS2Masks;
@@ -55,19 +86,6 @@ void checkShape(const Shape& s, const char* what) {
       fail(ErrorCode::kInvalidArgument, "{}: bad geometry along spatial dim {}", what, i);
     }
   }
-}
-
-Geom2 toGeom2(const ConvShape& s) {
-  Geom2 g;
-  const size_t r = s.in_spatial.size();
-  const size_t off = r - 1;
-  g.W = s.in_spatial[off], g.OW = s.out_spatial[off], g.KW = s.kernel[off];
-  g.sw = s.stride[off], g.dw = s.dilation[off], g.pw = s.pad_begin[off];
-  if (r == 2) {
-    g.H = s.in_spatial[0], g.OH = s.out_spatial[0], g.KH = s.kernel[0];
-    g.sh = s.stride[0], g.dh = s.dilation[0], g.ph = s.pad_begin[0];
-  }
-  return g;
 }
 
 // Writes one packed-B row (depth index kl of a kc-deep block) from `row` (nc values) into the kNR-wide panels.
@@ -129,9 +147,6 @@ struct Im2colPacker {
     }
   }
 };
-
-// Narrowest output rows the stride-2 in-place depthwise takes (see Conv::Conv).
-constexpr int64_t kDwS2MinWidth = 12;
 
 // Pointwise convolutions with at most this many output channels (per group), over more than kStreamDepth input
 // channels, read B in place instead of packing it: with so few rows to share it, packing B costs a large part of
@@ -221,7 +236,7 @@ void detail::addResidual(float* y, const float* r, int64_t n, const Activation& 
   }
 }
 
-Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act)
+Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activation& act, Layouts expected)
     : impl_(std::make_unique<Impl>()) {
   checkShape(s, "Conv");
   Impl& im = *impl_;
@@ -267,14 +282,10 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     }
     im.dw_bhp = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
     im.dw_bwp = std::max((roundUp(g.OW, 8) - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
-    // In place (tables with dwconv_in_place): stride 1 over a flat plane (output rows as wide as the input's), with
-    // a mask per tap for every 16 outputs; stride 2 row by row, with column masks, when output rows fill most of a
-    // 16-lane vector (npuc_kernels_bench, 1 thread, against channel-blocked: 14 outputs per row 0.65x, 28 0.75x,
-    // 56 0.8x; 7 1.25x — the bound 12 lies between the measured 7 and 14).
-    const bool small_window =
-        g.dh == 1 && g.dw == 1 && g.KH <= detail::kDwInPlaceMaxK && g.KW <= detail::kDwInPlaceMaxK;
-    const bool s2 = small_window && g.sh == 2 && g.sw == 2 && g.OW >= kDwS2MinWidth;
-    im.dw_in_place = (small_window && g.sh == 1 && g.sw == 1 && g.OW == g.W) || s2;
+    // In place (tables with dwconv_in_place, dwInPlace): stride 1 with a mask per tap for every 16 outputs, stride 2
+    // with column masks.
+    im.dw_in_place = dwInPlace(g);
+    const bool s2 = im.dw_in_place && g.sh == 2;
     if (s2) im.dw_masks = dwS2Masks(g.W, g.OW, g.KW, g.pw);
     else if (im.dw_in_place) im.dw_masks = dwS1Masks(g);
     return;
@@ -313,15 +324,8 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
           im.dq_bias[static_cast<size_t>(grp * mgp + m)] = im.bias.empty() ? 0.0f : im.bias[static_cast<size_t>(grp * im.mg + m)];
     }
   }
-  if (im.oc) {
-    im.oc_avx2 = im.K <= 256 || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth);
-    im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
-    const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
-    im.oc_pp = hq * im.oc_wq;
-    im.oc_gs = im.cg * im.oc_pp;  // every read lies inside the group's planes
-    for (int64_t c = 0; c < im.cg; ++c)
-      for (int64_t ki = 0; ki < g.KH; ++ki)
-        for (int64_t kj = 0; kj < g.KW; ++kj) im.oc_off.push_back(c * im.oc_pp + ki * g.dh * im.oc_wq + kj * g.dw);
+  // The weights in blocks of kOcBlock output channels, K steps each (ConvOcArgs::w), and the bias likewise.
+  auto packOc = [&] {
     im.oc_blocks = ceilDiv(im.mg, kOcBlock);
     const size_t oc_n = static_cast<size_t>(s.groups * im.oc_blocks * im.K * kOcBlock);
     std::fill_n(im.oc_w.ensure(oc_n), oc_n, 0.0f);
@@ -331,6 +335,21 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
         for (int64_t k = 0; k < im.K; ++k) im.oc_w.data()[im.ocAt(grp, m, k)] = w[(grp * im.mg + m) * im.K + k];
         if (bias != nullptr) im.oc_bias[static_cast<size_t>(grp * im.oc_blocks * kOcBlock + m)] = bias[grp * im.mg + m];
       }
+  };
+  if (im.pointwise && s.groups == 1 && im.cg % 8 == 0 && im.N > 0 && expected.x == Layout::kBlocked8) {
+    packOc();
+    for (int64_t k = 0; k < im.K; ++k) im.bk_off.push_back((k / 8) * 8 * im.HW + k % 8);
+  }
+  if (im.oc) {
+    im.oc_avx2 = im.K <= 256 || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth);
+    im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
+    const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
+    im.oc_pp = hq * im.oc_wq;
+    im.oc_gs = im.cg * im.oc_pp;  // every read lies inside the group's planes
+    for (int64_t c = 0; c < im.cg; ++c)
+      for (int64_t ki = 0; ki < g.KH; ++ki)
+        for (int64_t kj = 0; kj < g.KW; ++kj) im.oc_off.push_back(c * im.oc_pp + ki * g.dh * im.oc_wq + kj * g.dw);
+    packOc();
   }
 }
 
@@ -586,6 +605,7 @@ void Conv::Impl::runOc(const Io& io, ThreadPool* pool) const {
 
 void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
   if (s.batch == 0 || s.out_channels == 0) return;
+  if (io.xb || io.yb) return runLayouts(io, pool);
   const detail::KernelTable& kt = detail::activeKernels();
   const bool in_place_dw = path == ConvPath::kDepthwise && dw_in_place && kt.dwconv_in_place != nullptr;
   const bool blocked_dw = path == ConvPath::kDepthwise && kt.dwconv_block8 != nullptr;

@@ -119,6 +119,7 @@ void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
       kt.dwconv_pack8(pk);
       a.w = dw_wblk.data() + b * taps * 8, a.bias = dw_bblk.data() + b * 8;
       if (io.yh != nullptr) a.yh = io.yh + (n * C + c0) * N;
+      else if (io.yb) a.yb = io.y + (n * C + c0) * N;  // block b of image n: the same offset (C a multiple of 8)
       else a.y = io.y + (n * C + c0) * N;
       a.channels = ch;
       kt.dwconv_block8(a);

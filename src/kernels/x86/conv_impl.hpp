@@ -51,6 +51,11 @@ std::vector<uint16_t> dwS2Masks(int64_t in_w, int64_t out_w, int64_t kw, int64_t
 // bit l of (v, t) set when output 16v + l exists and tap t's input is inside the plane.
 std::vector<uint16_t> dwS1Masks(const Geom2& g);
 
+// A 1-D or 2-D ConvShape as a Geom2 (1-D: H = 1).
+Geom2 toGeom2(const ConvShape& s);
+// Whether a depthwise geometry has the in-place form (tables with dwconv_in_place; conv.cpp says which).
+bool dwInPlace(const Geom2& g);
+
 // y[i] = post(y[i] + r[i]): a residual Add and the activation after it, with the float32 rounding of the separate
 // ops. One loop per activation kind, so that each vectorises.
 void addResidual(float* y, const float* r, int64_t n, const Activation& post);
@@ -102,6 +107,10 @@ struct Conv::Impl {
   }
   int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
   std::vector<int64_t> oc_off;
+  // A pointwise convolution made to read channel-blocked inputs (Layouts::x == kBlocked8 expected; one group, input
+  // channels a multiple of 8): oc_w / oc_bias packed as for `oc`, and the input's offsets k -> (k / 8) * 8 * HW + k % 8
+  // (ConvOcArgs over the blocked tensor itself: sw = 8, wq = 8 * W); empty otherwise.
+  std::vector<int64_t> bk_off;
   detail::AlignedFloats oc_w;  // 64-byte aligned: a weight vector never straddles two cache lines
   std::vector<float> oc_bias;
   // Where weight (m, k) of group grp lies in oc_w.
@@ -118,6 +127,7 @@ struct Conv::Impl {
     uint16_t* yh = nullptr;
     const float* r = nullptr;
     Activation post{};
+    bool xb = false, yb = false;  // x / y channel-blocked (Layout::kBlocked8; float32)
   };
   void run(const Io& io, ThreadPool* pool) const;
   // The residual epilogue over y[off, off + len) (nothing without io.r).
@@ -128,6 +138,10 @@ struct Conv::Impl {
   float* padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t pp, int64_t gs) const;
   void runDirect(const Io& io, ThreadPool* pool) const;
   void runOc(const Io& io, ThreadPool* pool) const;
+  void runOcBlocked(const Io& io, ThreadPool* pool) const;
+  // The paths of a channel-blocked x or y without a blocked form: through planes, reordered (runLayouts).
+  void runLayouts(const Io& io, ThreadPool* pool) const;
+  bool blockedOut(const detail::KernelTable& kt) const;
   void runGemm(Io io, ThreadPool* pool) const;
   void runDepthwise(const Io& io, ThreadPool* pool) const;
   void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;

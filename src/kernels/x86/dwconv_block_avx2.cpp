@@ -3,7 +3,8 @@
 //
 // f32_dwconv_pack8__avx2 transposes eight channel planes into a zero-padded interleaved block (8x8 register
 // transposes); f32_dwconv_block8__avx2 computes eight output pixels of a row at a time (eight fma chains), applies
-// the activation and transposes them back into the eight output planes. Per output: bias, then the taps in
+// the activation and transposes them back into the eight output planes (or stores them as they are: a
+// channel-blocked output, DwBlockArgs::yb). Per output: bias, then the taps in
 // row-major order, one fma each, +0 from the padding — the reference's operations in its order.
 //
 // float16 tensors (fp16 packages; compiled with -mf16c too): the pack widens the planes as it reads them (vcvtph2ps
@@ -64,6 +65,12 @@ void pixels8(const DwBlockArgs& p, const Act8& f, int64_t oh, int64_t ow0, int64
   }
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) acc[j] = f.apply(acc[j]);
+  if (p.yb != nullptr) {
+    // Channel-blocked output: each pixel's eight channels as they are.
+    float* yb = p.yb + (oh * p.out_w + ow0) * 8;
+    for (int64_t j = 0; j < n; ++j) _mm256_storeu_ps(yb + j * 8, acc[j]);
+    return;
+  }
   transpose8(acc);  // acc[c]: channel c's eight pixels
   storePixels(p, oh * p.out_w + ow0, acc, n);
 }

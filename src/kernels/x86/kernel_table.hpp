@@ -99,6 +99,8 @@ using DwPackKernel = void (*)(const DwPackArgs&);
 /// xt at padded row oh*sh + ki*dh, column ow*sw + kj*dw), stored at y[l * y_plane + oh * out_w + ow] for
 /// l < channels. Reads columns up to (roundup(out_w, 8) - 1) * sw + (kw - 1) * dw of each row. With yh set, the
 /// outputs are rounded to float16 (floatToHalf) and stored at the same offsets from yh instead (y unused).
+/// With yb set, the outputs stay channel-blocked instead (Layout::kBlocked8): all 8 lanes of output (oh, ow) at
+/// yb[(oh * out_w + ow) * 8 ..] (channels must be 8; y and yh unused).
 struct DwBlockArgs {
   const float* xt = nullptr;
   int64_t wp = 0;
@@ -108,6 +110,7 @@ struct DwBlockArgs {
   const Activation* act = nullptr;
   float* y = nullptr;
   uint16_t* yh = nullptr;
+  float* yb = nullptr;
   int64_t y_plane = 0;
   int channels = 8;
 };
@@ -191,7 +194,8 @@ using PoolPlaneKernel = void (*)(const PoolPlaneArgs&);
 /// act(bias[o] + sum over k ascending of w[k * 32 + o] * xq[oh * sh * wq + ow * sw + off[k]]), one fma per k
 /// (+0 without bias), stored at y[o * y_plane + oh * out_w + ow] (float16 at yh instead, with floatToHalf's bits).
 /// With off[k] = c * pp + ki * dh * wq + kj * dw for k = (c, ki, kj) in row-major order, that is conv_ref's sum.
-/// w: K steps of 32 floats (zeros past `channels`); bias: 32 floats or null. sw: 1 or 2.
+/// w: K steps of 32 floats (zeros past `channels`); bias: 32 floats or null. sw: 1 or 2 (the AVX2 form: any, so
+/// a channel-blocked input is xq with sw = 8, wq = 8 * in_w and off[k] = (k / 8) * 8 * in_h * in_w + k % 8).
 struct ConvOcArgs {
   const float* xq = nullptr;
   int64_t wq = 0;
@@ -225,6 +229,9 @@ struct KernelTable {
   DeconvKernel deconv = nullptr;
   ConvOcKernel conv_oc = nullptr;  // null when the table has none
   bool conv_oc_all = false;  // conv_oc takes every convolution it can; false: those Conv::Impl::oc_avx2 marks
+  // conv_oc's form for any ConvOcArgs::sw (the AVX2 one): a pointwise convolution reading a channel-blocked input
+  // (Layout::kBlocked8: sw = 8, wq = 8 * in_w, off[k] = (k / 8) * 8 * HW + k % 8); null: such inputs are reordered
+  ConvOcKernel conv_oc_blocked = nullptr;
   GemmMicroKernel gemm_cols = nullptr;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed = nullptr;
   GemvRowKernel gemv_row = nullptr;
