@@ -256,24 +256,24 @@ void Engine::blockChannels() {
   };
   auto isConv = [](const ir::Node& n) { return n.op == "Conv" && n.domain.empty() && n.outputs.size() == 1 && n.inputs.size() >= 2; };
   for (size_t i = 0; i < order.size(); ++i) {
-    const ir::Node& dw = g_.node(order[i]);
-    if (!isConv(dw) || blocked_in_.count(i)) continue;
+    const ir::Node& first = g_.node(order[i]);
+    if (!isConv(first)) continue;
     // The one reader of its output, through an activation fused into it (an alias of the Conv's output).
-    ir::ValueId y = dw.outputs[0];
+    ir::ValueId y = first.outputs[0];
     const auto* use = readers.only(y);
     if (use != nullptr && fused_.count(pos_.at(use->first))) {
       y = g_.node(use->first).outputs.empty() ? ir::kNoValue : g_.node(use->first).outputs[0];
       use = y == ir::kNoValue ? nullptr : readers.only(y);
     }
     if (use == nullptr || use->second != 0) continue;
-    const ir::Node& pw = g_.node(use->first);
-    const size_t j = pos_.at(pw.id);
-    if (!isConv(pw) || residual_.count(i)) continue;
-    const Shape *x = f32x4(dw.inputs[0]), *w = f32x4(dw.inputs[1]), *y_shape = f32x4(y), *w2 = f32x4(pw.inputs[1]);
+    const ir::Node& second = g_.node(use->first);
+    const size_t j = pos_.at(second.id);
+    if (!isConv(second) || residual_.count(i)) continue;
+    const Shape *x = f32x4(first.inputs[0]), *w = f32x4(first.inputs[1]), *y_shape = f32x4(y), *w2 = f32x4(second.inputs[1]);
     if (x == nullptr || w == nullptr || y_shape == nullptr || w2 == nullptr) continue;
-    if (!kernels::blockedPairPays(convShapeOf(dw, *x, *w), convShapeOf(pw, *y_shape, *w2))) continue;
+    if (!kernels::blockedPairPays(convShapeOf(first, *x, *w), convShapeOf(second, *y_shape, *w2))) continue;
     if (!kernels_[j]->blockInput()) continue;
-    if (!kernels_[i]->blockOutput()) fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked output", dw.label());
+    if (!kernels_[i]->blockOutput()) fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked output", first.label());
     blocked_out_.insert(i);
     blocked_in_.insert(j);
   }

@@ -28,9 +28,10 @@ struct EngineOptions {
   /// inside the Conv (Engine::fuseResidualAdds; same bits, one pass over the output saved). Runs with a callback
   /// run the three ops apart, so that the callback sees each op's own output.
   bool fuse_residual_adds = true;
-  /// Let a depthwise Conv hand its output to the pointwise Conv that alone reads it (through an activation fused in)
-  /// channel-blocked, where kernels::blockedPairPays says that is faster on this CPU (Engine::blockChannels; same
-  /// bits, the transposes back into planes saved). Runs with a callback use planes throughout.
+  /// Let a Conv hand its output to the Conv that alone reads it (through an activation fused in) channel-blocked —
+  /// a depthwise layer and a pointwise one, either way round — where kernels::blockedPairPays says that is faster on
+  /// this CPU (Engine::blockChannels; same bits, the depthwise layer's transposes saved). Runs with a callback use
+  /// planes throughout.
   bool block_channels = true;
 };
 
@@ -59,7 +60,7 @@ class Engine {
   const std::vector<NodeTime>& profile() const { return profile_; }
   /// How many residual Adds run inside their Conv (EngineOptions::fuse_residual_adds).
   size_t fusedResidualAdds() const { return residual_.size(); }
-  /// How many depthwise -> pointwise pairs pass their tensor channel-blocked (EngineOptions::block_channels).
+  /// How many Conv -> Conv pairs pass their tensor channel-blocked (EngineOptions::block_channels).
   size_t blockedPairs() const { return blocked_out_.size(); }
 
  private:
@@ -71,9 +72,9 @@ class Engine {
   /// Concat along an axis with only 1s before it: its inputs are slabs of its output, so an input that only the
   /// Concat reads is written there by its producer (KernelCall::placed) and the Concat copies nothing for it.
   void planConcats();
-  /// Conv (depthwise) -> [fused activation] -> Conv (1x1, one group), the middle value read by the second alone: the
-  /// first writes it channel-blocked, the second reads it so (kernels::Layout::kBlocked8), where
-  /// kernels::blockedPairPays says that pays on this CPU.
+  /// Conv -> [fused activation] -> Conv, the middle value read by the second alone (a depthwise layer and a pointwise
+  /// one, either way round): the first writes it channel-blocked, the second reads it so (kernels::Layout::kBlocked8),
+  /// where kernels::blockedPairPays says that pays on this CPU. A Conv may read and write blocks.
   void blockChannels();
 
   const ir::Graph& g_;

@@ -98,11 +98,12 @@ class Conv {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Whether a depthwise convolution `dw` handing its output to the pointwise convolution `pw` (that output read by
-/// `pw` alone) in Layout::kBlocked8 is faster on this CPU than in planes: true where both have a blocked form on
-/// the active kernel table (the channel-blocked depthwise without an in-place form; the output-channel kernel of
-/// any stride), both 2-D float32 and the channels a multiple of 8. The engine asks it (Engine::blockChannels).
-bool blockedPairPays(const ConvShape& dw, const ConvShape& pw);
+/// Whether a convolution `producer` handing its output to the convolution `consumer` (that output read by
+/// `consumer` alone) in Layout::kBlocked8 is faster on this CPU than in planes: a depthwise layer and the pointwise
+/// one after it, or a pointwise layer and the depthwise one after it, where both have a blocked form on the active
+/// kernel table (the channel-blocked depthwise without an in-place form; the output-channel kernel of any stride),
+/// 2-D float32, channels a multiple of 8. The engine asks it (Engine::blockChannels).
+bool blockedPairPays(const ConvShape& producer, const ConvShape& consumer);
 
 struct ConvTransposeShape {
   int64_t batch = 1;

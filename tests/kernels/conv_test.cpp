@@ -672,9 +672,14 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   check(shape2d(1, 8, 32, 1, 1, 1, 1, 1, 1, 1, 0), leaky, in);
   // No blocked form: through the planes.
   check(shape2d(1, 8, 16, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);          // a 3x3 reading blocks
-  check(shape2d(1, 16, 8, 1, 6, 7, 1, 1, 1, 1, 0), relu6, out);         // a pointwise writing blocks
-  check(shape2d(1, 16, 16, 16, 8, 8, 3, 3, 1, 1, 1), relu6, Layouts{.x = Layout::kBlocked8, .y = Layout::kBlocked8});
-  EXPECT_EQ(checked, 18);
+  check(shape2d(1, 16, 12, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);         // (12 output channels)
+  // Depthwise layers reading blocks (their rows copied into the padded block), pointwise ones writing them.
+  const Layouts both{.x = Layout::kBlocked8, .y = Layout::kBlocked8};
+  check(shape2d(1, 16, 16, 16, 8, 8, 3, 3, 1, 1, 1), relu6, both);
+  check(shape2d(2, 24, 24, 24, 9, 9, 3, 3, 2, 1, 1), leaky, in);
+  check(shape2d(1, 16, 24, 1, 5, 6, 1, 1, 1, 1, 0), relu6, both);
+  check(shape2d(2, 8, 40, 1, 3, 7, 1, 1, 1, 1, 0), {}, out);
+  EXPECT_EQ(checked, 21);
 }
 
 }  // namespace

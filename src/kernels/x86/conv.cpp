@@ -336,9 +336,14 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
         if (bias != nullptr) im.oc_bias[static_cast<size_t>(grp * im.oc_blocks * kOcBlock + m)] = bias[grp * im.mg + m];
       }
   };
-  if (im.pointwise && s.groups == 1 && im.cg % 8 == 0 && im.N > 0 && expected.x == Layout::kBlocked8) {
+  const bool blocked_in = expected.x == Layout::kBlocked8 && im.cg % 8 == 0;
+  const bool blocked_out = expected.y == Layout::kBlocked8 && im.mg % 8 == 0;
+  if (im.pointwise && s.groups == 1 && im.N > 0 && (blocked_in || blocked_out)) {
     packOc();
-    for (int64_t k = 0; k < im.K; ++k) im.bk_off.push_back((k / 8) * 8 * im.HW + k % 8);
+    for (int64_t k = 0; k < im.K; ++k) {
+      im.bk_off.push_back((k / 8) * 8 * im.HW + k % 8);
+      im.bk_plane_off.push_back(k * im.HW);
+    }
   }
   if (im.oc) {
     im.oc_avx2 = im.K <= 256 || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth);

@@ -114,6 +114,7 @@ void Conv::Impl::runDepthwiseBlocked(const Io& io, ThreadPool* pool) const {
       const int64_t n = t / blocks, b = t % blocks, c0 = b * 8;
       const int ch = static_cast<int>(std::min<int64_t>(8, C - c0));
       if (io.xh != nullptr) pk.xh = io.xh + (n * C + c0) * HW;
+      else if (io.xb) pk.xb = io.x + (n * C + c0) * HW;  // block b of image n (C a multiple of 8)
       else pk.x = io.x + (n * C + c0) * HW;
       pk.channels = ch;
       kt.dwconv_pack8(pk);

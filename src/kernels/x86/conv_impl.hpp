@@ -107,10 +107,10 @@ struct Conv::Impl {
   }
   int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
   std::vector<int64_t> oc_off;
-  // A pointwise convolution made to read channel-blocked inputs (Layouts::x == kBlocked8 expected; one group, input
-  // channels a multiple of 8): oc_w / oc_bias packed as for `oc`, and the input's offsets k -> (k / 8) * 8 * HW + k % 8
-  // (ConvOcArgs over the blocked tensor itself: sw = 8, wq = 8 * W); empty otherwise.
-  std::vector<int64_t> bk_off;
+  // A pointwise convolution (one group) made to read or write channel-blocked tensors (Layouts expected): oc_w /
+  // oc_bias packed as for `oc`, and the input's offsets for ConvOcArgs over the tensor itself: blocked k ->
+  // (k / 8) * 8 * HW + k % 8 (sw = 8, wq = 8 * W), planes k -> k * HW (sw = 1, wq = W); empty otherwise.
+  std::vector<int64_t> bk_off, bk_plane_off;
   detail::AlignedFloats oc_w;  // 64-byte aligned: a weight vector never straddles two cache lines
   std::vector<float> oc_bias;
   // Where weight (m, k) of group grp lies in oc_w.
@@ -141,7 +141,7 @@ struct Conv::Impl {
   void runOcBlocked(const Io& io, ThreadPool* pool) const;
   // The paths of a channel-blocked x or y without a blocked form: through planes, reordered (runLayouts).
   void runLayouts(const Io& io, ThreadPool* pool) const;
-  bool blockedOut(const detail::KernelTable& kt) const;
+  bool blockedDepthwise(const detail::KernelTable& kt) const;
   void runGemm(Io io, ThreadPool* pool) const;
   void runDepthwise(const Io& io, ThreadPool* pool) const;
   void runDepthwiseBlocked(const Io& io, ThreadPool* pool) const;

@@ -35,7 +35,8 @@ void fromBlocked8(const float* x, float* y, int64_t n, int64_t c, int64_t hw) {
 
 }  // namespace
 
-bool Conv::Impl::blockedOut(const detail::KernelTable& kt) const {
+// Whether the depthwise path has its channel-blocked form here (reading and writing blocks).
+bool Conv::Impl::blockedDepthwise(const detail::KernelTable& kt) const {
   return path == ConvPath::kDepthwise && kt.dwconv_block8 != nullptr && !(dw_in_place && kt.dwconv_in_place != nullptr) &&
          s.out_channels % 8 == 0;
 }
@@ -50,20 +51,22 @@ void Conv::Impl::runOcBlocked(const Io& io, ThreadPool* pool) const {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / (oc_blocks * row_tasks), blk = t / row_tasks % oc_blocks, r = t % row_tasks;
       detail::ConvOcArgs a;
-      a.xq = io.x + b * s.in_channels * HW;  // position (oh, ow) of channel k at oh * 8W + ow * 8 + bk_off[k]
-      a.wq = 8 * g.W;
-      a.off = bk_off.data();
+      // Position (oh, ow) of input channel k at oh * wq + ow * sw + off[k].
+      a.xq = io.x + b * s.in_channels * HW;
+      a.wq = io.xb ? 8 * g.W : g.W;
+      a.off = io.xb ? bk_off.data() : bk_plane_off.data();
       a.K = K;
       a.w = oc_w.data() + blk * K * kOcBlock;
       a.bias = bias.empty() ? nullptr : oc_bias.data() + blk * kOcBlock;
       a.act = &act;
       a.sh = 1;
-      a.sw = 8;
+      a.sw = io.xb ? 8 : 1;
       a.oh0 = r * rows;
       a.oh1 = std::min(g.OH, a.oh0 + rows);
       a.out_w = g.OW;
       const int64_t y0 = (b * s.out_channels + blk * kOcBlock) * N;
-      a.y = io.y + y0;
+      if (io.yb) a.yb = io.y + y0;  // the block's 8-channel groups from its first on (mg a multiple of 8)
+      else a.y = io.y + y0;
       a.y_plane = N;
       a.channels = static_cast<int>(std::min(kOcBlock, mg - blk * kOcBlock));
       kt.conv_oc_blocked(a);
@@ -81,8 +84,9 @@ void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
     fail(ErrorCode::kInternal, "Conv: a channel-blocked tensor needs channels that are a multiple of 8 (here {} -> {})",
          s.in_channels, s.out_channels);
   const detail::KernelTable& kt = detail::activeKernels();
-  if (io.xb && !io.yb && !bk_off.empty() && kt.conv_oc_blocked != nullptr) return runOcBlocked(io, pool);
-  if (io.yb && !io.xb && io.r == nullptr && blockedOut(kt)) return runDepthwiseBlocked(io, pool);
+  if (!bk_off.empty() && kt.conv_oc_blocked != nullptr && (!io.yb || (mg % 8 == 0 && io.r == nullptr)))
+    return runOcBlocked(io, pool);
+  if (blockedDepthwise(kt)) return runDepthwiseBlocked(io, pool);
   // Through planes.
   const int64_t out_n = s.batch * s.out_channels * N;
   Io p = io;
@@ -116,27 +120,45 @@ void Conv::runAdd(const float* x, const float* r, const Activation& post, float*
 // The most output channels of a pointwise convolution reading a channel-blocked input (blockedPairPays).
 constexpr int64_t kBlockedMaxOut = 64;
 
-bool blockedPairPays(const ConvShape& dw, const ConvShape& pw) {
+namespace {
+
+bool isPointwise(const ConvShape& s) {
+  if (s.in_spatial.size() != 2 || s.groups != 1) return false;
+  for (size_t d = 0; d < 2; ++d)
+    if (s.kernel[d] != 1 || s.stride[d] != 1 || s.pad_begin[d] != 0 || s.out_spatial[d] != s.in_spatial[d]) return false;
+  return true;
+}
+
+// A depthwise convolution with the channel-blocked form on this table (channels a multiple of 8).
+bool isBlockedDepthwise(const ConvShape& s, const detail::KernelTable& kt) {
+  const int64_t c = s.out_channels;
+  if (s.in_spatial.size() != 2 || c == 0 || c % 8 != 0 || s.groups != c || s.in_channels != c) return false;
+  return !(kt.dwconv_in_place != nullptr && dwInPlace(toGeom2(s)));
+}
+
+}  // namespace
+
+bool blockedPairPays(const ConvShape& producer, const ConvShape& consumer) {
   static const bool off = [] {  // NPUC_BLOCKED=0: planes everywhere, to compare
     const char* e = std::getenv("NPUC_BLOCKED");
     return e != nullptr && std::strcmp(e, "0") == 0;
   }();
   const detail::KernelTable& kt = detail::activeKernels();
   if (off || kt.dwconv_block8 == nullptr || kt.conv_oc_blocked == nullptr) return false;
-  if (dw.in_spatial.size() != 2 || pw.in_spatial.size() != 2 || dw.batch != pw.batch) return false;
-  const int64_t c = dw.out_channels;
-  if (c == 0 || c % 8 != 0 || dw.groups != c || dw.in_channels != c || pw.groups != 1 || pw.in_channels != c) return false;
-  for (size_t d = 0; d < 2; ++d) {
-    if (pw.kernel[d] != 1 || pw.stride[d] != 1 || pw.pad_begin[d] != 0 || pw.in_spatial[d] != dw.out_spatial[d] ||
-        pw.out_spatial[d] != pw.in_spatial[d])
-      return false;
-  }
-  // Pointwise layers with more output channels stay on the GEMM: in MobileNetV2 (engine, 1 thread, per-layer profile
-  // against planes) 384 -> 96 @14 0.200 -> 0.215 ms, 576 -> 96 @14 0.305 -> 0.325, 960 -> 320 @7 0.433 -> 0.553,
-  // where those with at most 64 gained (144 -> 24 @56 0.437 -> 0.366, 192 -> 32 @28 0.196 -> 0.151, 384 -> 64 @14
-  // 0.167 -> 0.145).
-  if (pw.out_channels > kBlockedMaxOut) return false;
-  return !(kt.dwconv_in_place != nullptr && dwInPlace(toGeom2(dw)));
+  if (producer.batch != consumer.batch || producer.out_channels != consumer.in_channels ||
+      producer.out_spatial != consumer.in_spatial)
+    return false;
+  // Depthwise -> pointwise. Pointwise layers with more output channels stay on the GEMM: in MobileNetV2 (engine,
+  // 1 thread, per-layer profile against planes) 384 -> 96 @14 0.200 -> 0.215 ms, 576 -> 96 @14 0.305 -> 0.325,
+  // 960 -> 320 @7 0.433 -> 0.553, where those with at most 64 gained (144 -> 24 @56 0.437 -> 0.366, 192 -> 32 @28
+  // 0.196 -> 0.151, 384 -> 64 @14 0.167 -> 0.145).
+  if (isBlockedDepthwise(producer, kt) && isPointwise(consumer)) return consumer.out_channels <= kBlockedMaxOut;
+  // Pointwise -> depthwise (the depthwise layer would copy its input's rows into its padded block instead of
+  // transposing eight planes; the pointwise one would write blocks with the output-channel kernel, Conv::run takes
+  // both): slower. MobileNetV2's expansions ran 8-40 % slower on the output-channel kernel than on the GEMM (16 -> 96
+  // @112 0.82 -> 0.98 ms, 24 -> 144 @56 0.36 -> 0.44, 160 -> 960 @7 0.19 -> 0.27; 2026-12-05, engine profile, 1 thread),
+  // more than the depthwise layers gained.
+  return false;
 }
 
 }  // namespace npuc::kernels

@@ -26,6 +26,23 @@ namespace {
 constexpr int kMaxPixels = 6;
 constexpr int kMaxPixels24 = 4;  // positions of a 24-channel tile (tile24)
 
+// Stores channels c .. c + 7 (those below p.channels) of np positions from q on, r[i] position i's vector: into the
+// NCHW planes (transposed), or as they are into a channel-blocked output.
+inline void store8(const ConvOcArgs& p, __m256 r[8], int np, int c, int64_t q) {
+  if (p.yb != nullptr) {
+    float* d = p.yb + ((c / 8) * p.y_plane + q) * 8;
+    for (int i = 0; i < np; ++i) _mm256_storeu_ps(d + i * 8, r[i]);
+    return;
+  }
+  transpose8(r);
+  const int n = p.channels - c < 8 ? p.channels - c : 8;
+  if (p.yh != nullptr) {
+    for (int j = 0; j < n; ++j) storeFirstHalves(p.yh + (c + j) * p.y_plane + q, toHalf8(r[j]), np);
+  } else {
+    for (int j = 0; j < n; ++j) storeFirst(p.y + (c + j) * p.y_plane + q, r[j], np);
+  }
+}
+
 // kP positions (flat index q of the output plane onwards; xs[i]: position i's base in the padded input) by the 16
 // channels c0.. of the block (c0 = 0 or 16; `channels` of the block valid in all).
 template <int kP>
@@ -67,13 +84,7 @@ void tile(const ConvOcArgs& p, const float* const* xs, int64_t q, int c0) {
     if (c >= p.channels) break;
     __m256 r[8];
     for (int i = 0; i < 8; ++i) r[i] = i < kP ? acc[i][v] : _mm256_setzero_ps();
-    transpose8(r);
-    const int n = p.channels - c < 8 ? p.channels - c : 8;
-    if (p.yh != nullptr) {
-      for (int j = 0; j < n; ++j) storeFirstHalves(p.yh + (c + j) * p.y_plane + q, toHalf8(r[j]), kP);
-    } else {
-      for (int j = 0; j < n; ++j) storeFirst(p.y + (c + j) * p.y_plane + q, r[j], kP);
-    }
+    store8(p, r, kP, c, q);
   }
 }
 
@@ -118,13 +129,7 @@ void tile24(const ConvOcArgs& p, const float* const* xs, int64_t q) {
     if (c >= p.channels) break;
     __m256 r[8];
     for (int i = 0; i < 8; ++i) r[i] = i < kP ? acc[i][v] : _mm256_setzero_ps();
-    transpose8(r);
-    const int n = p.channels - c < 8 ? p.channels - c : 8;
-    if (p.yh != nullptr) {
-      for (int j = 0; j < n; ++j) storeFirstHalves(p.yh + (c + j) * p.y_plane + q, toHalf8(r[j]), kP);
-    } else {
-      for (int j = 0; j < n; ++j) storeFirst(p.y + (c + j) * p.y_plane + q, r[j], kP);
-    }
+    store8(p, r, kP, c, q);
   }
 }
 

@@ -115,6 +115,15 @@ void pack8(const DwPackArgs& p, const T* x) {
 }  // namespace
 
 void f32_dwconv_pack8__avx2(const DwPackArgs& p) {
+  if (p.xb != nullptr) {
+    // Channel-blocked already: each row's pixels copied as they are.
+    for (int64_t h = 0; h < p.in_h; ++h) {
+      float* dst = p.xt + ((h + p.ph) * p.wp + p.pw) * 8;
+      const float* src = p.xb + h * p.in_w * 8;
+      for (int64_t w = 0; w < p.in_w; ++w) _mm256_store_ps(dst + w * 8, _mm256_loadu_ps(src + w * 8));
+    }
+    return;
+  }
   if (p.xh != nullptr) pack8(p, p.xh);
   else pack8(p, p.x);
 }

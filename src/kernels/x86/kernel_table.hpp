@@ -88,6 +88,7 @@ using DwPlaneKernel = void (*)(const DwPlaneArgs&);
 /// x_plane, x unused), widened exactly as they are read.
 struct DwPackArgs {
   const float* x = nullptr;
+  const float* xb = nullptr;  // instead of x: the eight channels channel-blocked, pixel (h, w) at xb[(h * in_w + w) * 8]
   const uint16_t* xh = nullptr;
   int64_t x_plane = 0, in_h = 0, in_w = 0;
   int channels = 8;
@@ -210,6 +211,9 @@ struct ConvOcArgs {
   uint16_t* yh = nullptr;
   int64_t y_plane = 0;
   int channels = 32;
+  // The AVX2 form only: the output channel-blocked instead (Layout::kBlocked8): channel o of position q = oh * out_w
+  // + ow at yb[((o / 8) * y_plane + q) * 8 + o % 8], every lane of each 8 (channels a multiple of 8; y, yh unused).
+  float* yb = nullptr;
 };
 using ConvOcKernel = void (*)(const ConvOcArgs&);
 /// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other).
