@@ -702,13 +702,19 @@ TEST(LayersUnary, FastHardSwishAndHardSigmoidAreTheirBits) {
     UnaryOp op;
     float alpha, beta;
   };
-  for (const Case& c : {Case{UnaryOp::kHardSwish, 0, 0}, Case{UnaryOp::kHardSigmoid, 0.2f, 0.5f}, Case{UnaryOp::kHardSigmoid, 1.0f / 6.0f, 0.5f}})
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p3}) {
-      std::vector<float> f(sample.size()), r(sample.size());
-      unaryFast(c.op, c.alpha, c.beta, static_cast<int64_t>(sample.size()), sample.data(), f.data(), pool);
-      unary(c.op, c.alpha, c.beta, static_cast<int64_t>(sample.size()), sample.data(), r.data(), nullptr);
-      ASSERT_EQ(firstBitMismatch(f, r), -1) << unaryOpName(c.op) << " alpha " << c.alpha;
-    }
+  for (const char* isa : {"avx512", "avx2"})  // (each form the CPU has: a wider one is capped to it)
+    for (const Case& c : {Case{UnaryOp::kHardSwish, 0, 0}, Case{UnaryOp::kHardSigmoid, 0.2f, 0.5f},
+                          Case{UnaryOp::kHardSigmoid, 1.0f / 6.0f, 0.5f}, Case{UnaryOp::kSwish, 0, 0}})
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p3})
+        for (size_t off = 0; off < 4; ++off) {  // (tails of every length)
+          const std::vector<float> in(sample.begin() + static_cast<std::ptrdiff_t>(off), sample.end());
+          std::vector<float> f(in.size()), r(in.size());
+          const char* prev = forceKernelIsa(isa);
+          unaryFast(c.op, c.alpha, c.beta, static_cast<int64_t>(in.size()), in.data(), f.data(), pool);
+          forceKernelIsa(prev);
+          unary(c.op, c.alpha, c.beta, static_cast<int64_t>(in.size()), in.data(), r.data(), nullptr);
+          ASSERT_EQ(firstBitMismatch(f, r), -1) << unaryOpName(c.op) << " alpha " << c.alpha << " " << isa;
+        }
 }
 
 TEST(LayersUnary, EveryOpMatchesItsFormula) {

@@ -1,11 +1,14 @@
-// npuc's Sigmoid and Tanh (kernels/expf.hpp: sigmoidF32, tanhF32) on AVX2, four lanes of double at a time: the scalar
+// npuc's Sigmoid and Tanh (kernels/expf.hpp: sigmoidF32, tanhF32), HardSwish and HardSigmoid (the unary ops' reference,
+// layers_ref.cpp: in double, one rounding) on AVX2, four lanes of double at a time: the scalar
 // definitions' operations lane by lane (expm1D's reduction, Horner polynomial — multiply then add, never fused — and
 // scaling by 2^k built in the exponent bits; the division; the clamps; one rounding to float), the out-of-range and NaN
 // lanes replaced as the scalar code returns them. The same bits (LayersUnary.FastSigmoidAndTanhAreTheirBits).
 #include "kernels/expf.hpp"
+#include "kernels/x86/act_avx2.hpp"
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace npuc::kernels::detail {
@@ -62,7 +65,37 @@ inline __m256 tanh8(__m256 xf) {
   return _mm256_blendv_ps(f, xf, keep);
 }
 
+// HardSigmoid: clamp(alpha · x + beta, 0, 1) in double (multiply, then add: never fused), one rounding; std::clamp
+// keeps a NaN lane NaN, as the compares below do.
+inline __m128 hardSigmoid4(__m128 f, __m256d a, __m256d b) {
+  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+  __m256d t = _mm256_add_pd(_mm256_mul_pd(a, _mm256_cvtps_pd(f)), b);
+  t = _mm256_blendv_pd(t, zero, _mm256_cmp_pd(t, zero, _CMP_LT_OQ));
+  t = _mm256_blendv_pd(t, one, _mm256_cmp_pd(t, one, _CMP_GT_OQ));
+  return _mm256_cvtpd_ps(t);
+}
+
+template <typename F>
+void apply(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, f(_mm_loadu_ps(x + i)));
+  if (i == n) return;
+  float in[4] = {0, 0, 0, 0}, out[4];
+  for (int64_t j = i; j < n; ++j) in[j - i] = x[j];
+  _mm_storeu_ps(out, f(_mm_loadu_ps(in)));
+  for (int64_t j = i; j < n; ++j) y[j] = out[j - i];
+}
+
 }  // namespace
+
+// HardSwish: x · clamp(x / 6 + 0.5, 0, 1) in double, x / 6 as x · (1 / 6) (the same float for every x: the
+// convolution epilogue's form, Act8::hardSwish4).
+void hardSwishAvx2(const float* x, float* y, int64_t n) { apply(x, y, n, [](__m128 f) { return Act8::hardSwish4(f); }); }
+
+void hardSigmoidAvx2(float alpha, float beta, const float* x, float* y, int64_t n) {
+  const __m256d a = _mm256_set1_pd(alpha), b = _mm256_set1_pd(beta);
+  apply(x, y, n, [&](__m128 f) { return hardSigmoid4(f, a, b); });
+}
 
 void sigmoidAvx2(const float* x, float* y, int64_t n) {
   int64_t i = 0;
