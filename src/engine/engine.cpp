@@ -251,8 +251,9 @@ void Engine::blockChannels() {
   const Readers readers(g_);
   // A float32 value of static rank-4 shape, or null.
   auto f32x4 = [&](ir::ValueId v) -> const Shape* {
+    if (v == ir::kNoValue) return nullptr;
     const ir::Type& t = g_.value(v).type;
-    return v != ir::kNoValue && t.isStatic() && t.dtype == DType::kF32 && t.shape.size() == 4 ? &t.shape : nullptr;
+    return t.isStatic() && t.dtype == DType::kF32 && t.shape.size() == 4 ? &t.shape : nullptr;
   };
   auto isConv = [](const ir::Node& n) { return n.op == "Conv" && n.domain.empty() && n.outputs.size() == 1 && n.inputs.size() >= 2; };
   for (size_t i = 0; i < order.size(); ++i) {

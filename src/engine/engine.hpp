@@ -28,9 +28,9 @@ struct EngineOptions {
   /// inside the Conv (Engine::fuseResidualAdds; same bits, one pass over the output saved). Runs with a callback
   /// run the three ops apart, so that the callback sees each op's own output.
   bool fuse_residual_adds = true;
-  /// Let a Conv hand its output to the Conv that alone reads it (through an activation fused in) channel-blocked —
-  /// a depthwise layer and a pointwise one, either way round — where kernels::blockedPairPays says that is faster on
-  /// this CPU (Engine::blockChannels; same bits, the depthwise layer's transposes saved). Runs with a callback use
+  /// Let a Conv hand its output to the Conv that alone reads it (through an activation fused in) channel-blocked
+  /// where kernels::blockedPairPays says that is faster on this CPU — today a depthwise layer and the pointwise layer
+  /// after it (Engine::blockChannels; same bits, the depthwise layer's transposes saved). Runs with a callback use
   /// planes throughout.
   bool block_channels = true;
 };
@@ -72,9 +72,9 @@ class Engine {
   /// Concat along an axis with only 1s before it: its inputs are slabs of its output, so an input that only the
   /// Concat reads is written there by its producer (KernelCall::placed) and the Concat copies nothing for it.
   void planConcats();
-  /// Conv -> [fused activation] -> Conv, the middle value read by the second alone (a depthwise layer and a pointwise
-  /// one, either way round): the first writes it channel-blocked, the second reads it so (kernels::Layout::kBlocked8),
-  /// where kernels::blockedPairPays says that pays on this CPU. A Conv may read and write blocks.
+  /// Conv -> [fused activation] -> Conv, the middle value read by the second alone: the first writes it
+  /// channel-blocked, the second reads it so (kernels::Layout::kBlocked8), where kernels::blockedPairPays says that
+  /// pays on this CPU (today: depthwise -> pointwise). A Conv may be the second of one pair and the first of another.
   void blockChannels();
 
   const ir::Graph& g_;

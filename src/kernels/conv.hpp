@@ -74,7 +74,10 @@ class Conv {
   ~Conv();
   Conv(const Conv&) = delete;
   Conv& operator=(const Conv&) = delete;
-  void run(const float* x, float* y, ThreadPool* pool) const;
+  /// x and y in the layouts `l` (float32; kBlocked8 needs a 2-D convolution and channels that are a multiple of 8;
+  /// runAdd's residual and y are planes). Any convolution takes any layouts: those without a blocked form of their
+  /// path reorder (a pass over the tensor); blockedPairPays says when they do not.
+  void run(const float* x, float* y, ThreadPool* pool, Layouts l = {}) const;
   /// The same over float16 and/or float32 tensors (fp16 packages): the bits of f32ToF16_ref(run(f16ToF32_ref(x)))
   /// for a float16 x and y (activation before the rounding). The fast paths convert as they read and write
   /// (depthwise, direct, 1x1; a float16 output of every GEMM path is rounded tile by tile); the others widen the
@@ -84,12 +87,8 @@ class Conv {
   /// just computed, while they are in its cache; the bits are those of run() followed by the separate Add and
   /// activation (where both addends are NaN, which of the two NaNs the sum keeps is unspecified, as for the Add).
   /// The Conv must have been made without an activation of its own.
-  void runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool) const;
-  /// run() / runAdd() with x and y in the given layouts (float32; kBlocked8 needs a 2-D convolution and channels that
-  /// are a multiple of 8; the residual and a runAdd's y are planes). Any convolution takes any layouts: those
-  /// without a blocked form of their path reorder (a pass over the tensor); blockedPairPays says when they do not.
-  void run(const float* x, float* y, ThreadPool* pool, Layouts l) const;
-  void runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool, Layouts l) const;
+  void runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool,
+              Layouts l = {}) const;
   /// "im2col_gemm_avx2", "depthwise_blocked_avx2", "ref", … for logs and benchmarks.
   const char* variant() const;
   struct Impl;
@@ -99,10 +98,11 @@ class Conv {
 };
 
 /// Whether a convolution `producer` handing its output to the convolution `consumer` (that output read by
-/// `consumer` alone) in Layout::kBlocked8 is faster on this CPU than in planes: a depthwise layer and the pointwise
-/// one after it, or a pointwise layer and the depthwise one after it, where both have a blocked form on the active
-/// kernel table (the channel-blocked depthwise without an in-place form; the output-channel kernel of any stride),
-/// 2-D float32, channels a multiple of 8. The engine asks it (Engine::blockChannels).
+/// `consumer` alone) in Layout::kBlocked8 is faster on this CPU than in planes. True today for a depthwise layer and
+/// the pointwise one after it with at most 64 output channels, 2-D, channels a multiple of 8, on the AVX2 table
+/// (the channel-blocked depthwise kernel, the output-channel kernel of any stride). Pointwise -> depthwise has both
+/// fast forms in Conv::run but measured slower, so it stays off (kernels.md). The engine asks it
+/// (Engine::blockChannels).
 bool blockedPairPays(const ConvShape& producer, const ConvShape& consumer);
 
 struct ConvTransposeShape {

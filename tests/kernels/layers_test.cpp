@@ -687,16 +687,25 @@ TEST(LayersUnary, FastSigmoidAndTanhAreTheirBits) {
 TEST(LayersUnary, FastHardSwishAndHardSigmoidAreTheirBits) {
   constexpr int64_t kBlock = int64_t{1} << 20;
   std::vector<float> x(kBlock), fast(kBlock), ref(kBlock);
-  for (const uint32_t sign : {0u, 0x80000000u})
-    for (int64_t base = 0; base <= 0x41000000; base += kBlock) {  // (0x41000000: 8.0f)
-      for (int64_t i = 0; i < kBlock; ++i) {
-        const auto bits = static_cast<uint32_t>(base + i) | sign;
-        std::memcpy(&x[static_cast<size_t>(i)], &bits, 4);
+  std::vector<std::string> forms;  // the distinct tables this CPU has among AVX-512 and AVX2
+  for (const char* isa : {"avx512", "avx2"}) {
+    const char* prev = forceKernelIsa(isa);
+    if (std::find(forms.begin(), forms.end(), sgemmVariant()) == forms.end()) forms.push_back(sgemmVariant());
+    forceKernelIsa(prev);
+  }
+  for (const std::string& form : forms)
+    for (const uint32_t sign : {0u, 0x80000000u})
+      for (int64_t base = 0; base <= 0x41000000; base += kBlock) {  // (0x41000000: 8.0f)
+        for (int64_t i = 0; i < kBlock; ++i) {
+          const auto bits = static_cast<uint32_t>(base + i) | sign;
+          std::memcpy(&x[static_cast<size_t>(i)], &bits, 4);
+        }
+        const char* prev = forceKernelIsa(form == "avx512" ? "avx512" : "avx2");
+        unaryFast(UnaryOp::kHardSwish, 0, 0, kBlock, x.data(), fast.data(), &pools().p2);
+        forceKernelIsa(prev);
+        unary(UnaryOp::kHardSwish, 0, 0, kBlock, x.data(), ref.data(), &pools().p2);
+        ASSERT_EQ(firstBitMismatch(fast, ref), -1) << "HardSwish " << form << ", block at 0x" << std::hex << (base | sign);
       }
-      unaryFast(UnaryOp::kHardSwish, 0, 0, kBlock, x.data(), fast.data(), &pools().p2);
-      unary(UnaryOp::kHardSwish, 0, 0, kBlock, x.data(), ref.data(), &pools().p2);
-      ASSERT_EQ(firstBitMismatch(fast, ref), -1) << "HardSwish, block at 0x" << std::hex << (base | sign);
-    }
   std::vector<float> sample = sampledFloats(-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), true);
   struct Case {
     UnaryOp op;

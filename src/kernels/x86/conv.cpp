@@ -345,7 +345,7 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
       im.bk_plane_off.push_back(k * im.HW);
     }
   }
-  if (im.oc) {
+  if (im.oc) {  // (never a pointwise convolution: ocEligible wants a KxK window, so oc_w is packed once)
     im.oc_avx2 = im.K <= 256 || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth);
     im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
     const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
@@ -652,15 +652,6 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
       else runGemm(io, pool);
       return;
   }
-}
-
-void Conv::run(const float* x, float* y, ThreadPool* pool) const { impl_->run(Impl::Io{.x = x, .y = y}, pool); }
-
-void Conv::runAdd(const float* x, const float* r, const Activation& post, float* y, ThreadPool* pool) const {
-  if (impl_->act.kind != ActKind::kNone)
-    fail(ErrorCode::kInternal, "Conv::runAdd: the convolution has an activation of its own");
-  const Impl::Io io{.x = x, .y = y, .r = r, .post = post};
-  impl_->run(io, pool);
 }
 
 void Conv::run(const void* x, Storage xs, void* y, Storage ys, ThreadPool* pool) const {

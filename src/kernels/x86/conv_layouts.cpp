@@ -144,7 +144,9 @@ bool blockedPairPays(const ConvShape& producer, const ConvShape& consumer) {
     return e != nullptr && std::strcmp(e, "0") == 0;
   }();
   const detail::KernelTable& kt = detail::activeKernels();
-  if (off || kt.dwconv_block8 == nullptr || kt.conv_oc_blocked == nullptr) return false;
+  // The AVX-512 table (conv_oc_all) is not measured: its depthwise layers mostly read in place, and a blocked
+  // pointwise consumer would leave its 512-bit output-channel kernel for the AVX2 one.
+  if (off || kt.dwconv_block8 == nullptr || kt.conv_oc_blocked == nullptr || kt.conv_oc_all) return false;
   if (producer.batch != consumer.batch || producer.out_channels != consumer.in_channels ||
       producer.out_spatial != consumer.in_spatial)
     return false;
