@@ -8,13 +8,14 @@
 
 namespace npuc::engine {
 
-/// ConvShape or ConvTransposeShape of a node's resolved window (out_channels left to the caller).
+/// ConvShape or ConvTransposeShape of a node over an input of shape x [N, C, spatial…] and its resolved window
+/// (out_channels left to the caller).
 template <class Geometry>
-Geometry geometryOf(const KernelCall& c, const Tensor& x, const ops::Window& win) {
+Geometry geometryOf(const ir::Node& n, const Shape& x, const ops::Window& win) {
   Geometry s;
-  s.batch = x.dim(0);
-  s.in_channels = x.dim(1);
-  s.groups = c.node.attrInt("group", 1);
+  s.batch = x[0];
+  s.in_channels = x[1];
+  s.groups = n.attrInt("group", 1);
   s.in_spatial = win.in;
   s.out_spatial = win.out;
   s.kernel = win.kernel;
@@ -23,23 +24,18 @@ Geometry geometryOf(const KernelCall& c, const Tensor& x, const ops::Window& win
   s.pad_begin = win.pad_begin;
   return s;
 }
+template <class Geometry>
+Geometry geometryOf(const KernelCall& c, const Tensor& x, const ops::Window& win) {
+  return geometryOf<Geometry>(c.node, x.shape(), win);
+}
 
 /// The ConvShape of a Conv node over static shapes of its input x [N, C, spatial…] and weights w [M, C / group, k…]
 /// (the engine's plans, before any run). Throws as resolveWindow on bad attributes.
 inline kernels::ConvShape convShapeOf(const ir::Node& n, const Shape& x, const Shape& w) {
   const ops::Window win =
       ops::resolveWindow(n, std::vector<int64_t>(x.begin() + 2, x.end()), std::vector<int64_t>(w.begin() + 2, w.end()), false);
-  kernels::ConvShape s;
-  s.batch = x[0];
-  s.in_channels = x[1];
+  kernels::ConvShape s = geometryOf<kernels::ConvShape>(n, x, win);
   s.out_channels = w[0];
-  s.groups = n.attrInt("group", 1);
-  s.in_spatial = win.in;
-  s.out_spatial = win.out;
-  s.kernel = win.kernel;
-  s.stride = win.stride;
-  s.dilation = win.dilation;
-  s.pad_begin = win.pad_begin;
   return s;
 }
 

@@ -272,7 +272,13 @@ void Engine::blockChannels() {
     if (!isConv(second) || residual_.count(i)) continue;
     const Shape *x = f32x4(first.inputs[0]), *w = f32x4(first.inputs[1]), *y_shape = f32x4(y), *w2 = f32x4(second.inputs[1]);
     if (x == nullptr || w == nullptr || y_shape == nullptr || w2 == nullptr) continue;
-    if (!kernels::blockedPairPays(convShapeOf(first, *x, *w), convShapeOf(second, *y_shape, *w2))) continue;
+    bool pays = false;
+    try {
+      pays = kernels::blockedPairPays(convShapeOf(first, *x, *w), convShapeOf(second, *y_shape, *w2));
+    } catch (const Error&) {
+      continue;  // bad attributes: the node's own run reports them
+    }
+    if (!pays) continue;
     if (!kernels_[j]->blockInput()) continue;
     if (!kernels_[i]->blockOutput()) fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked output", first.label());
     blocked_out_.insert(i);
