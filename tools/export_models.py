@@ -5,7 +5,9 @@
 
 Models (all with seeded random weights -- nothing is downloaded):
     resnet50, mobilenet_v2, squeezenet1_1, googlenet   torchvision (weights=None), input 1x3x224x224
-    resnet18, mobilenet_v3_small                       the same (issue 52's bench set; not in the default list)
+    resnet18, mobilenet_v3_small                       the same (issue 52's bench set; not in the default list;
+                                                       at opset 13 MobileNetV3's HardSwish is x * HardSigmoid(x):
+                                                       `make zoo` exports these at opset 17, with HardSwish)
     mobilenet_v1                                       MobileNetV1 (Howard et al. 2017; torchvision has none),
                                                        width 1.0, input 1x3x224x224, output 1x1000
     tiny_yolov2                                        Darknet tiny-yolo-voc, input 1x3x416x416,
@@ -184,7 +186,7 @@ def main():
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALL_MODELS + EXTRA_MODELS]
     if unknown:
-        ap.error("unknown model(s): %s (known: %s)" % (",".join(unknown), ",".join(ALL_MODELS)))
+        ap.error("unknown model(s): %s (known: %s)" % (",".join(unknown), ",".join(ALL_MODELS + EXTRA_MODELS)))
 
     try:
         import numpy as np

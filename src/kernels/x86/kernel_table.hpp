@@ -216,7 +216,8 @@ struct ConvOcArgs {
   float* yb = nullptr;
 };
 using ConvOcKernel = void (*)(const ConvOcArgs&);
-/// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other).
+/// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other, or
+/// one of 24 for a block of 17-24 channels).
 inline constexpr int64_t kOcBlock = 32;
 
 /// A table names its kernels by field (designated initializers); fields it leaves out are null / false.
