@@ -2,6 +2,7 @@
 // GEMM, depthwise, 3-D reference path) and conv_transpose against the references bit for bit.
 #include "kernels/conv.hpp"
 
+#include "support/error.hpp"
 #include "support/fp16.hpp"
 #include "test_util.hpp"
 
@@ -680,6 +681,28 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   check(shape2d(1, 16, 24, 1, 5, 6, 1, 1, 1, 1, 0), relu6, both);
   check(shape2d(2, 8, 40, 1, 3, 7, 1, 1, 1, 1, 0), {}, out);
   EXPECT_EQ(checked, 21);
+}
+
+// A blocked layout the tensor cannot have (channels not a multiple of 8, three spatial dims) is an error naming the
+// rule, never a read past the tensor.
+TEST(Conv, ChannelBlockedLayoutsNeedWholeBlocks) {
+  const Layouts in{.x = Layout::kBlocked8}, out{.y = Layout::kBlocked8};
+  const ConvShape s = shape2d(1, 12, 16, 1, 4, 4, 1, 1, 1, 1, 0);  // 12 input channels
+  const std::vector<float> w(16 * 12, 0.5f), x(12 * 16, 1.0f);
+  std::vector<float> y(16 * 16);
+  const Conv conv(s, w.data(), nullptr, {}, in);
+  EXPECT_THROW(conv.run(x.data(), y.data(), nullptr, in), npuc::Error);
+  EXPECT_NO_THROW(conv.run(x.data(), y.data(), nullptr, out));  // 16 output channels: whole blocks
+  const ConvShape dw = shape2d(1, 12, 12, 12, 4, 4, 3, 3, 1, 1, 1);
+  const std::vector<float> wd(12 * 9, 0.5f);
+  std::vector<float> yd(12 * 16);
+  EXPECT_THROW(Conv(dw, wd.data(), nullptr, {}, out).run(x.data(), yd.data(), nullptr, out), npuc::Error);
+  ConvShape s3;
+  s3.batch = 1, s3.in_channels = s3.out_channels = 8, s3.groups = 1;
+  s3.in_spatial = s3.out_spatial = {2, 2, 2}, s3.kernel = s3.stride = s3.dilation = {1, 1, 1}, s3.pad_begin = {0, 0, 0};
+  const std::vector<float> w3(64, 0.5f), x3(64, 1.0f);
+  std::vector<float> y3(64);
+  EXPECT_THROW(Conv(s3, w3.data(), nullptr, {}).run(x3.data(), y3.data(), nullptr, in), npuc::Error);
 }
 
 }  // namespace
