@@ -291,8 +291,7 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     return;
   }
   im.path = ConvPath::kGemm;
-  im.pointwise = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H &&
-                 g.OW == g.W;
+  im.pointwise = detail::isPointwise(g);
   im.oc = ocEligible(g, im.mg, im.K) && im.N > 0 && im.K > 0;
   for (int64_t grp = 0; grp < s.groups && !im.oc; ++grp) {
     im.packed.push_back(std::make_unique<PackedA>(im.mg, im.K, w + grp * im.mg * im.K, im.K, false));
@@ -571,9 +570,12 @@ void Conv::Impl::runDirect(const Io& io, ThreadPool* pool) const {
 
 void Conv::Impl::runOc(const Io& io, ThreadPool* pool) const {
   const detail::KernelTable& kt = detail::activeKernels();
+  runOcTasks(io, pool, OcInput{padInput(io, pool, oc_wq, oc_pp, oc_gs), oc_gs, oc_wq, g.sh, g.sw, oc_off.data(), kt.conv_oc});
+}
+
+void Conv::Impl::runOcTasks(const Io& io, ThreadPool* pool, const OcInput& in) const {
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t outer = s.batch * s.groups;
-  const float* xq = padInput(io, pool, oc_wq, oc_pp, oc_gs);
   // Tasks: (image, group) x channel block x chunks of output rows, about eight per thread, so a thread that starts
   // late still gets its share; a task's rows share its block's weights.
   const int64_t rows = std::clamp<int64_t>(outer * oc_blocks * g.OH / (8 * threads), 1, g.OH);  // per task
@@ -583,24 +585,25 @@ void Conv::Impl::runOc(const Io& io, ThreadPool* pool) const {
       const int64_t o = t / (oc_blocks * row_tasks), blk = t / row_tasks % oc_blocks, r = t % row_tasks;
       const int64_t b = o / s.groups, grp = o % s.groups;
       detail::ConvOcArgs a;
-      a.xq = xq + o * oc_gs;
-      a.wq = oc_wq;
-      a.off = oc_off.data();
+      a.xq = in.x + o * in.gs;
+      a.wq = in.wq;
+      a.off = in.off;
       a.K = K;
       a.w = oc_w.data() + (grp * oc_blocks + blk) * K * kOcBlock;
       a.bias = bias.empty() ? nullptr : oc_bias.data() + (grp * oc_blocks + blk) * kOcBlock;
       a.act = &act;
-      a.sh = g.sh;
-      a.sw = g.sw;
+      a.sh = in.sh;
+      a.sw = in.sw;
       a.oh0 = r * rows;
       a.oh1 = std::min(g.OH, a.oh0 + rows);
       a.out_w = g.OW;
       const int64_t y0 = (b * s.out_channels + grp * mg + blk * kOcBlock) * N;
       if (io.yh != nullptr) a.yh = io.yh + y0;
+      else if (io.yb) a.yb = io.y + y0;  // the block's 8-channel groups from its first on (mg a multiple of 8)
       else a.y = io.y + y0;
       a.y_plane = N;
       a.channels = static_cast<int>(std::min(kOcBlock, mg - blk * kOcBlock));
-      kt.conv_oc(a);
+      in.kernel(a);
       for (int c = 0; c < a.channels && io.r != nullptr; ++c)
         finish(io, y0 + c * N + a.oh0 * g.OW, (a.oh1 - a.oh0) * g.OW);
     }

@@ -53,6 +53,10 @@ std::vector<uint16_t> dwS1Masks(const Geom2& g);
 
 // A 1-D or 2-D ConvShape as a Geom2 (1-D: H = 1).
 Geom2 toGeom2(const ConvShape& s);
+// A 1x1 window, stride 1, no padding, the output the input's size (a product over the input's rows as they lie).
+inline bool isPointwise(const Geom2& g) {
+  return g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H && g.OW == g.W;
+}
 // Whether a depthwise geometry has the in-place form (tables with dwconv_in_place; conv.cpp says which).
 bool dwInPlace(const Geom2& g);
 
@@ -139,6 +143,15 @@ struct Conv::Impl {
   void runDirect(const Io& io, ThreadPool* pool) const;
   void runOc(const Io& io, ThreadPool* pool) const;
   void runOcBlocked(const Io& io, ThreadPool* pool) const;
+  // The output-channel kernel's input for runOcTasks: (image, group) o's tensor at x + o * gs, position (oh, ow) of
+  // tap k at oh * sh * wq + ow * sw + off[k]; the kernel that reads it so.
+  struct OcInput {
+    const float* x;
+    int64_t gs, wq, sh, sw;
+    const int64_t* off;
+    detail::ConvOcKernel kernel;
+  };
+  void runOcTasks(const Io& io, ThreadPool* pool, const OcInput& in) const;
   // The paths of a channel-blocked x or y without a blocked form: through planes, reordered (runLayouts).
   void runLayouts(const Io& io, ThreadPool* pool) const;
   bool blockedDepthwise(const detail::KernelTable& kt) const;

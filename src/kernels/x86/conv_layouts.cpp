@@ -14,10 +14,9 @@ namespace npuc::kernels {
 
 namespace {
 
-using detail::ceilDiv;
 using detail::ConvPath;
 using detail::dwInPlace;
-using detail::kOcBlock;
+using detail::isPointwise;
 using detail::toGeom2;
 
 // Layout::kBlocked8 <-> planes (the fallback of paths without a blocked form): n images of c channels (a multiple of
@@ -42,39 +41,10 @@ bool Conv::Impl::blockedDepthwise(const detail::KernelTable& kt) const {
 }
 
 void Conv::Impl::runOcBlocked(const Io& io, ThreadPool* pool) const {
-  const detail::KernelTable& kt = detail::activeKernels();
-  const int threads = pool != nullptr ? pool->size() : 1;
-  // Tasks as runOc's: image x channel block x chunks of output rows, about eight per thread.
-  const int64_t rows = std::clamp<int64_t>(s.batch * oc_blocks * g.OH / (8 * threads), 1, g.OH);
-  const int64_t row_tasks = ceilDiv(g.OH, rows);
-  auto body = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = t / (oc_blocks * row_tasks), blk = t / row_tasks % oc_blocks, r = t % row_tasks;
-      detail::ConvOcArgs a;
-      // Position (oh, ow) of input channel k at oh * wq + ow * sw + off[k].
-      a.xq = io.x + b * s.in_channels * HW;
-      a.wq = io.xb ? 8 * g.W : g.W;
-      a.off = io.xb ? bk_off.data() : bk_plane_off.data();
-      a.K = K;
-      a.w = oc_w.data() + blk * K * kOcBlock;
-      a.bias = bias.empty() ? nullptr : oc_bias.data() + blk * kOcBlock;
-      a.act = &act;
-      a.sh = 1;
-      a.sw = io.xb ? 8 : 1;
-      a.oh0 = r * rows;
-      a.oh1 = std::min(g.OH, a.oh0 + rows);
-      a.out_w = g.OW;
-      const int64_t y0 = (b * s.out_channels + blk * kOcBlock) * N;
-      if (io.yb) a.yb = io.y + y0;  // the block's 8-channel groups from its first on (mg a multiple of 8)
-      else a.y = io.y + y0;
-      a.y_plane = N;
-      a.channels = static_cast<int>(std::min(kOcBlock, mg - blk * kOcBlock));
-      kt.conv_oc_blocked(a);
-      for (int c = 0; c < a.channels && io.r != nullptr; ++c)
-        finish(io, y0 + c * N + a.oh0 * g.OW, (a.oh1 - a.oh0) * g.OW);
-    }
-  };
-  detail::runTasks(pool, s.batch * oc_blocks * row_tasks, body);
+  // The tensor itself (one group): position (oh, ow) of input channel k at oh * wq + ow * sw + off[k].
+  const OcInput in{io.x,  s.in_channels * HW, io.xb ? 8 * g.W : g.W, 1, io.xb ? 8 : 1,
+                   io.xb ? bk_off.data() : bk_plane_off.data(), detail::activeKernels().conv_oc_blocked};
+  runOcTasks(io, pool, in);
 }
 
 void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
@@ -122,13 +92,6 @@ constexpr int64_t kBlockedMaxOut = 64;
 
 namespace {
 
-bool isPointwise(const ConvShape& s) {
-  if (s.in_spatial.size() != 2 || s.groups != 1) return false;
-  for (size_t d = 0; d < 2; ++d)
-    if (s.kernel[d] != 1 || s.stride[d] != 1 || s.pad_begin[d] != 0 || s.out_spatial[d] != s.in_spatial[d]) return false;
-  return true;
-}
-
 // A depthwise convolution with the channel-blocked form on this table (channels a multiple of 8).
 bool isBlockedDepthwise(const ConvShape& s, const detail::KernelTable& kt) {
   const int64_t c = s.out_channels;
@@ -154,7 +117,8 @@ bool blockedPairPays(const ConvShape& producer, const ConvShape& consumer) {
   // 1 thread, per-layer profile against planes) 384 -> 96 @14 0.200 -> 0.215 ms, 576 -> 96 @14 0.305 -> 0.325,
   // 960 -> 320 @7 0.433 -> 0.553, where those with at most 64 gained (144 -> 24 @56 0.437 -> 0.366, 192 -> 32 @28
   // 0.196 -> 0.151, 384 -> 64 @14 0.167 -> 0.145).
-  if (isBlockedDepthwise(producer, kt) && isPointwise(consumer)) return consumer.out_channels <= kBlockedMaxOut;
+  const bool pointwise = consumer.in_spatial.size() == 2 && consumer.groups == 1 && isPointwise(toGeom2(consumer));
+  if (isBlockedDepthwise(producer, kt) && pointwise) return consumer.out_channels <= kBlockedMaxOut;
   // Pointwise -> depthwise (the depthwise layer would copy its input's rows into its padded block instead of
   // transposing eight planes; the pointwise one would write blocks with the output-channel kernel, Conv::run takes
   // both): slower. MobileNetV2's expansions ran 8-40 % slower on the output-channel kernel than on the GEMM (16 -> 96
