@@ -608,12 +608,13 @@ void bindTranslate(py::module_& m) {
          bool reuse_memory, bool concat_copies, int threads, const std::vector<int64_t>& dynamic_batch_size,
          const std::vector<std::pair<int64_t, int64_t>>& dynamic_image_size, const std::vector<std::string>& relax,
          const std::optional<std::filesystem::path>& caffe_model, const std::vector<std::string>& keep_float,
-         const std::string& equalize, bool bias_correction, const std::vector<std::string>& keep_float16, bool adaround,
+         const std::string& equalize, bool bias_correction, const std::vector<std::string>& keep_float16, bool adaround, bool absorb_bias,
          const py::bytes& calib_stats, int stats_pass, const py::bytes& stats_ranges,
          const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& input_shape_ranges) -> py::object {
         TranslateOptions o;
         o.input_shape_ranges = input_shape_ranges;
         o.adaround = adaround;
+        o.absorb_bias = absorb_bias;
         auto bytesOf = [](const py::bytes& b) {
           const std::string s = b;
           return std::vector<uint8_t>(s.begin(), s.end());
@@ -676,13 +677,12 @@ void bindTranslate(py::module_& m) {
       py::arg("dynamic_batch_size") = std::vector<int64_t>{}, py::arg("dynamic_image_size") = std::vector<std::pair<int64_t, int64_t>>{},
       py::arg("relax") = std::vector<std::string>{}, py::arg("caffe_model") = py::none(), py::arg("keep_float") = std::vector<std::string>{},
       py::arg("equalize") = "", py::arg("bias_correction") = false, py::arg("keep_float16") = std::vector<std::string>{},
-      py::arg("adaround") = false, py::arg("calib_stats") = py::bytes(), py::arg("stats_pass") = 0,
-      py::arg("stats_ranges") = py::bytes(),
-      py::arg("input_shape_ranges") = std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>{},
+      py::arg("adaround") = false, py::arg("absorb_bias") = false, py::arg("calib_stats") = py::bytes(), py::arg("stats_pass") = 0,
+      py::arg("stats_ranges") = py::bytes(), py::arg("input_shape_ranges") = std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>{},
       "Translates a model for a target (npuc::translate): the package and its reports under out/prefix. keep_float: "
       "layers (node names of the optimized model) an int8 package keeps in float32 (translate --keep-float); keep_float16: "
-      "in float16 (translate --keep-float16); adaround: translate --adaround; calib_stats: statistics measured in shards "
-      "(npuc.calibration.statistics; the samples still go in calib); stats_pass 1 or 2: instead of translating, one pass of "
+      "in float16 (translate --keep-float16); adaround: translate --adaround; absorb_bias: translate --absorb-bias; "
+      "calib_stats: statistics measured in shards (npuc.calibration.statistics; the samples still go in calib); stats_pass 1 or 2: instead of translating, one pass of "
       "those statistics on calib, as bytes (stats_ranges: pass 1 merged, for pass 2); equalize: "
       "\"relu\" or \"relu6\", cross-layer equalization before calibration (translate --equalize); bias_correction: "
       "translate --bias-correction; input_shape_ranges: name -> [(lo, hi) per dimension] (translate --input_shape LO~HI): "

@@ -171,6 +171,7 @@ struct TranslateOptions {
   std::map<std::string, std::pair<double, double>> ranges;  // --range TENSOR=LO,HI: forced int8 ranges
   bool bias_correction = false;          // --bias-correction: int8-affine biases corrected for the weights' rounding
   bool adaround = false;                 // --adaround: int8 weights rounded by AdaRound (QuantizeOptions::adaround)
+  bool absorb_bias = false;              // --absorb-bias: int8 targets: bias absorption (QuantizeOptions::absorb_bias)
   int threads = 0;                       // threads of the calibration runs (0: all cores)
   /// Calibration statistics measured elsewhere — calibrationPass over shards of the samples, merged with
   /// mergeCalibrationStats (docs/calibration.md, "Statistics in shards"): used instead of measuring them on
@@ -237,6 +238,7 @@ struct TranslateResult {
   size_t calibration_samples = 0;        // samples the bias correction measured, or the int8 quantization (0: none)
   bool quantized = false;                // the model was quantized to int8-affine on the calibration samples
   int bias_corrected_layers = 0;         // layers whose float32 bias it changed
+  int bias_absorbed_layers = 0;          // --absorb-bias: layers whose bias it lowered (into the layer after each)
 };
 
 /// Translates a model for a target: import, optimize, check, time estimate, reports. Everything is written to a
@@ -390,6 +392,10 @@ struct QuantizeOptions {
   /// through no activation, Relu or LeakyRelu (the same function); "relu6" Relu6 replaced by Relu first (the paper's
   /// choice: what the model computes changes where an activation exceeds 6), then as "relu".
   std::string equalize;
+  /// Bias absorption after the equalization (docs/calibration.md; quant/bias_absorption.hpp): a channel a Relu never
+  /// takes down to zero on the calibration samples gives its floor (less three standard deviations) to the next
+  /// unpadded convolution's bias, so the activation between them is quantized over a narrower range.
+  bool absorb_bias = false;
 };
 /// One tensor of the quantization table.
 struct QuantizedTensor {
@@ -412,6 +418,7 @@ struct QuantizeReport {
   size_t samples = 0;       // calibration samples used
   int integer_layers = 0;   // layers (convolutions, Gemms, additions, global and windowed average pools) turned into integer layers (QuantizeOptions::integer_layers)
   int bias_corrected = 0;   // layers whose bias the bias correction changed
+  int bias_absorbed = 0;    // layers whose bias the bias absorption lowered (QuantizeOptions::absorb_bias)
 };
 
 /// The quantization table (name, kind, lo, hi, scale, zero_point, channels, snr_db, saturated, warning), written

@@ -142,7 +142,7 @@ def _kept(keep, width):
 
 def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=None, out="output", input_shapes=None,
                 calib_method="minmax", threads=0, progress=False, int8_alone=True, equalize="", bias_correction=False,
-                width="float32", adaround=False):
+                width="float32", adaround=False, absorb_bias=False):
     """Per-layer int8 sensitivity without labels: for every layer with weights (or `candidates`), the output's
     cosine and SNR against the float model when that layer alone is kept at `width` (float32 or float16: what keeping
     it gives back), and when it alone is quantized (every other candidate kept: what quantizing it costs;
@@ -172,7 +172,7 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
         res = translate(prefix, model, target=tgt, out=work, calib=calib if tgt == target else None,
                         calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(keep, width),
                         equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target,
-                        adaround=adaround and tgt == target)
+                        adaround=adaround and tgt == target, absorb_bias=absorb_bias and tgt == target)
         if not res.ok:
             raise _error("target %s cannot take the model: %s" % (tgt, res.errors[0]["rule"] if res.errors else "?"))
         y = _outputs(str(res.dir), samples, names)
@@ -207,7 +207,7 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
 
 def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", prefix=None, out="output", client=None,
          workers=None, input_shapes=None, candidates=None, calib_method="minmax", threads=0, progress=None, report=True,
-         rank="accuracy", equalize="", bias_correction=False, width="float32", adaround=False):
+         rank="accuracy", equalize="", bias_correction=False, width="float32", adaround=False, absorb_bias=False):
     """Finds the layers to keep in float32 (or `width` "float16") so that the int8 package of `model` for `target` loses at most `max_drop`
     points of `metric` (top1, top5) against the float model on `dataset` / `labels`, with the least estimated time.
 
@@ -219,7 +219,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     labelled set) or "snr" (without labels: the output's SNR against float on the calibration samples, `sensitivity`;
     cheaper: no evaluation per layer). equalize: "relu" or "relu6", cross-layer equalization of every int8
     candidate (translate --equalize), often enough on its own. bias_correction: translate --bias-correction for
-    every int8 candidate; adaround: translate --adaround for every int8 candidate. width: "float32" or "float16", what
+    every int8 candidate; adaround: translate --adaround for every int8 candidate; absorb_bias: translate --absorb-bias
+    for every int8 candidate. width: "float32" or "float16", what
     the chosen layers are kept in; "auto": the float16 search, and the float32 one only when float16 cannot meet the
     budget; "mixed": the float32 search, then each chosen layer (least sensitive first) moved to float16 where the
     budget still holds — one package may keep layers at both widths ("auto" ends with it when float16 alone cannot
@@ -240,7 +241,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         kw = dict(max_drop=max_drop, metric=metric, prefix=prefix, out=out, client=client, workers=workers,
                   input_shapes=input_shapes, candidates=candidates, calib_method=calib_method, threads=threads,
                   progress=progress, report=report, rank=rank, equalize=equalize, bias_correction=bias_correction,
-                  adaround=adaround)
+                  adaround=adaround, absorb_bias=absorb_bias)
         half = tune(model, target, calib, dataset, labels, width="float16", **kw)
         if half["met"]:
             return half
@@ -288,7 +289,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         res = translate("t%03d" % k, model, target=tgt, out=work, calib=calib if tgt == target else None,
                         calib_method=calib_method, input_shapes=shapes, threads=threads, **_kept(widths, width),
                         equalize=equalize if tgt == target else "", bias_correction=bias_correction and tgt == target,
-                        adaround=adaround and tgt == target, calib_stats=stats if tgt == target else b"")
+                        adaround=adaround and tgt == target, absorb_bias=absorb_bias and tgt == target,
+                        calib_stats=stats if tgt == target else b"")
         if not res.ok:
             bad = "; ".join("%s (%s): %s" % (e["name"], e["op_type"], e["rule"]) for e in res.errors[:3])
             raise _error("target %s cannot take the model: %s" % (tgt, bad))
@@ -328,7 +330,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
             if rank == "snr":  # without labels: the output's SNR with the layer alone in float
                 sn = sensitivity(model, target, calib, candidates=layers, out=work, input_shapes=shapes,
                                  calib_method=calib_method, threads=threads, progress=progress, int8_alone=False,
-                                 equalize=equalize, bias_correction=bias_correction, width=width, adaround=adaround)
+                                 equalize=equalize, bias_correction=bias_correction, width=width, adaround=adaround,
+                                 absorb_bias=absorb_bias)
                 for row in sn["layers"]:
                     snr = row["float_alone"]["snr_db"]
                     sens_rows.append({"layer": row["layer"], "snr_db": snr, "gain": min(snr, 1e9) - sn["int8"]["snr_db"],
@@ -374,13 +377,14 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         wide = trial(layers, label="every candidate in float") if layers else int8
         final = translate(prefix, model, target=target, out=out, calib=calib, calib_method=calib_method,
                           input_shapes=shapes, threads=threads, **_kept(best["widths"], width), equalize=equalize,
-                          bias_correction=bias_correction, adaround=adaround, calib_stats=stats)
+                          bias_correction=bias_correction, adaround=adaround, absorb_bias=absorb_bias, calib_stats=stats)
     finally:
         evaluator.close()
         shutil.rmtree(work, ignore_errors=True)
     result = {
         "model": model, "target": target, "metric": metric, "max_drop": max_drop, "samples": n, "equalize": equalize,
         "bias_correction": bias_correction, "width": _width_of(best["widths"], width), "adaround": adaround,
+        "absorb_bias": absorb_bias,
         "float": flt, "int8": int8, "all_float_layers": wide, "tuned": best, "keep_float": best["keep_float"],
         "widths": best["widths"],
         "met": meets(best), "drop": 100.0 * (flt["accuracy"] - best["accuracy"]),
@@ -406,7 +410,8 @@ def _names(r):
     return ", ".join("%s (%s)" % (n, widths[n]) if mixed else n for n in r["keep_float"])
 
 
-def precision_yaml(keep_float, target, equalize="", bias_correction=False, width="float32", adaround=False, widths=None):
+def precision_yaml(keep_float, target, equalize="", bias_correction=False, width="float32", adaround=False, widths=None,
+                   absorb_bias=False):
     """The precision file translate --precision reads: the layers run wider than the target's numerics, at `width` or
     each at its `widths` entry (and the cross-layer equalization, when one was used)."""
     lines = ["# npuc precision file (translate --precision; docs/tune.md): layers run wider than target %s's numerics"
@@ -417,6 +422,8 @@ def precision_yaml(keep_float, target, equalize="", bias_correction=False, width
         lines.append("bias_correction: true")
     if adaround:
         lines.append("adaround: true")
+    if absorb_bias:
+        lines.append("absorb_bias: true")
     lines.append("layers:" + ("" if keep_float else " {}"))
     lines += ["  %s: %s" % (json.dumps(name), (widths or {}).get(name, width)) for name in keep_float]
     return "\n".join(lines) + "\n"
@@ -438,7 +445,7 @@ def _write_report(res, folder):
     os.makedirs(tmp)
     with open(os.path.join(tmp, "precision.yaml"), "w") as f:
         f.write(precision_yaml(res["keep_float"], res["target"], res["equalize"], res["bias_correction"], res.get("width", "float32"),
-                               res.get("adaround", False), res.get("widths")))
+                               res.get("adaround", False), res.get("widths"), res.get("absorb_bias", False)))
     with open(os.path.join(tmp, "tune.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     ints = [r for r in res["tried"] if r["target"] == res["target"]]
@@ -546,6 +553,8 @@ def main(argv=None):
     p.add_argument("--bias-correction", action="store_true", help="translate --bias-correction for every int8 candidate")
     p.add_argument("--adaround", action="store_true", help="translate --adaround for every int8 candidate (AdaRound "
                    "rounding of the weights; docs/calibration.md)")
+    p.add_argument("--absorb-bias", action="store_true", help="translate --absorb-bias for every int8 candidate (bias "
+                   "absorption after the equalization; docs/calibration.md)")
     p.add_argument("--equalize", default="", choices=("", "relu", "relu6"), help="cross-layer equalization of every int8 "
                    "candidate (translate --equalize)")
     p.add_argument("--input-shape", action="append", default=[], help="NAME=d0,d1,...")
@@ -612,7 +621,7 @@ def main(argv=None):
         res = tune(a.model, a.target, npys(a.calib, "--calib"), npys(a.eval, "--eval"), labels, max_drop=a.max_drop,
                    metric=a.metric, prefix=a.prefix, out=a.out, client=client, workers=a.workers, input_shapes=shapes,
                    candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True, rank=a.rank, equalize=a.equalize,
-                   bias_correction=a.bias_correction, width=a.width, adaround=a.adaround)
+                   bias_correction=a.bias_correction, width=a.width, adaround=a.adaround, absorb_bias=a.absorb_bias)
     except (Error, OSError, ValueError) as e:
         print("npuc tune: error: %s" % e, file=sys.stderr)
         return 2
@@ -641,7 +650,8 @@ def _print_sensitivity(a, calib, shapes):
     width = {"auto": "float16", "mixed": "float32"}.get(a.width, a.width)
     prefix = a.prefix or os.path.splitext(os.path.basename(a.model))[0]
     r = sensitivity(a.model, a.target, calib, max_samples=a.samples, candidates=a.candidate, out=a.out, input_shapes=shapes,
-                    calib_method=a.calib_method, threads=a.threads, progress=True, equalize=a.equalize, width=width)
+                    calib_method=a.calib_method, threads=a.threads, progress=True, equalize=a.equalize, width=width,
+                    absorb_bias=a.absorb_bias)
     lines = ["layer,float_alone_cosine,float_alone_snr_db,int8_alone_cosine,int8_alone_snr_db,float_cost_us"]
     print("int8 (every layer): cosine %.5f, SNR %.1f dB against float32, on %d samples" % (r["int8"]["cosine"], r["int8"]["snr_db"], r["samples"]))
     print("%-48s %28s %28s %10s" % ("layer", "alone in %s: cos / dB" % width, "alone in int8: cos / dB", "+us"))

@@ -14,6 +14,7 @@
 #include "prepost/aipp.hpp"
 #include "prepost/graph.hpp"
 #include "quant/adaround.hpp"
+#include "quant/bias_absorption.hpp"
 #include "quant/bias_correction.hpp"
 #include "quant/qdq.hpp"
 #include "support/fp16.hpp"
@@ -383,14 +384,16 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
       passes::PassContext ctx;
       passes::PassManager(equalize).runOnce(g, ctx);
     }
+    auto samples = calibrationSamples(g, o.calibration);
+    int threads = o.threads > 0 ? o.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, ThreadPool::kMaxThreads);
+    // (after the equalization, whose scaled biases it takes, and before the calibration measures the ranges)
+    const quant::BiasAbsorption absorbed = o.absorb_bias ? quant::absorbHighBiases(g, samples, threads) : quant::BiasAbsorption{};
     std::map<std::string, std::string> rows_of;  // a rewritten Linear's row-shaped output -> the model's tensor
     {  // (a Linear layer's bias into its product: what the calibration then measures)
       std::set<std::string> keep = qo.keep_float;
       for (const auto& [tensor, range] : qo.ranges) keep.insert(tensor);
       quant::productBiasesAsGemms(g, keep, &rows_of);
     }
-    auto samples = calibrationSamples(g, o.calibration);
-    int threads = o.threads > 0 ? o.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, ThreadPool::kMaxThreads);
     auto stats = quant::collectStats(g, samples, threads);
     std::optional<quant::InputMeans> means;
     if (o.bias_correction) {  // the float model's input means, before anything is quantized
@@ -411,6 +414,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     if (!report) return;
     report->integer_layers = integer;
     report->bias_corrected = rep.bias_corrected;
+    report->bias_absorbed = static_cast<int>(absorbed.pairs.size());
     report->samples = samples.size();
     report->warnings = rep.warnings;
     report->tensors.clear();
@@ -422,6 +426,8 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
         const quant::TensorStats& st = stats.at(t.name);
         q.saturated = st.count() ? static_cast<double>(st.countOutside(t.lo, t.hi)) / static_cast<double>(st.count()) : 0.0;
         if (g.hasValue(t.dequantized)) copy_of[g.value(t.dequantized).name] = t.name;
+        for (const quant::AbsorbedPair& p : absorbed.pairs)
+          if (p.value == t.name) q.note = q.note.empty() ? p.note() : q.note + "; " + p.note();
       }
       report->tensors.push_back(q);
     }

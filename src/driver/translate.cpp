@@ -73,12 +73,12 @@ void runStages(Translation& tr, const std::function<void(const std::string&, dou
 
 namespace {
 /// A precision file (docs/tune.md): `layers:` a map layer name -> float32 | float16 (the widths an int8 package keeps
-/// a layer in besides its own), and optionally `equalize: relu|relu6`, `bias_correction: true|false` and `adaround: true|false`. Errors name the file, the field and
+/// a layer in besides its own), and optionally `equalize: relu|relu6`, `bias_correction`, `adaround` and `absorb_bias` (true|false). Errors name the file, the field and
 /// the rule.
 struct Precision {
   std::vector<std::string> float_layers, half_layers;
   std::string equalize;
-  bool bias_correction = false, adaround = false;
+  bool bias_correction = false, adaround = false, absorb_bias = false;
 };
 Precision readPrecisionFile(const std::filesystem::path& file) {
   const std::string text = readFileText(file, kMaxConfigBytes);
@@ -89,9 +89,10 @@ Precision readPrecisionFile(const std::filesystem::path& file) {
       if (!root.IsMap() || !root["layers"])
         fail(ErrorCode::kInvalidInput, "a precision file is a YAML map with 'layers': layer name -> float32 or float16 (docs/tune.md)");
       for (auto it = root.begin(); it != root.end(); ++it)
-        if (const std::string k = it->first.as<std::string>(); k != "layers" && k != "equalize" && k != "bias_correction" && k != "adaround")
-          fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers', 'equalize', 'bias_correction' and "
-               "'adaround')", k);
+        if (const std::string k = it->first.as<std::string>(); k != "layers" && k != "equalize" && k != "bias_correction" && k != "adaround" &&
+            k != "absorb_bias")
+          fail(ErrorCode::kInvalidInput, "field '{}': unknown (a precision file has 'layers', 'equalize', 'bias_correction', "
+               "'adaround' and 'absorb_bias')", k);
       const YAML::Node l = root["layers"];
       if (!l.IsMap()) fail(ErrorCode::kInvalidInput, "field 'layers': a map layer name -> float32 or float16");
       for (auto it = l.begin(); it != l.end(); ++it) {
@@ -106,7 +107,8 @@ Precision readPrecisionFile(const std::filesystem::path& file) {
         if (p.equalize != "relu" && p.equalize != "relu6")
           fail(ErrorCode::kInvalidInput, "field 'equalize': '{}' is not relu or relu6 (translate --equalize)", p.equalize);
       }
-      for (auto [field, flag] : {std::pair{"bias_correction", &p.bias_correction}, std::pair{"adaround", &p.adaround}})
+      for (auto [field, flag] : {std::pair{"bias_correction", &p.bias_correction}, std::pair{"adaround", &p.adaround},
+                                std::pair{"absorb_bias", &p.absorb_bias}})
         if (root[field]) {
           const std::string b = root[field].IsScalar() ? root[field].as<std::string>() : "";
           if (b != "true" && b != "false") fail(ErrorCode::kInvalidInput, "field '{}': '{}' is not true or false", field, b);
@@ -130,6 +132,7 @@ TranslateResult translate(const TranslateOptions& o, const std::function<void(co
     if (!p.equalize.empty()) merged.equalize = p.equalize;
     merged.bias_correction = merged.bias_correction || p.bias_correction;
     merged.adaround = merged.adaround || p.adaround;
+    merged.absorb_bias = merged.absorb_bias || p.absorb_bias;
     merged.precision.clear();
     return translate(merged, progress);
   }

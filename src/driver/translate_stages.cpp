@@ -101,6 +101,8 @@ void optimize(Translation& tr) {
     else
       tr.warn(fmt::format("--equalize is ignored: target '{}' has {} numerics (it serves int8 weights)", tr.t.name, numericsName(tr.t.numerics)));
   }
+  if (tr.o.absorb_bias && numericsTraits(tr.t.numerics).activation_bytes != 1)  // (int8 targets absorb as they calibrate)
+    tr.warn(fmt::format("--absorb-bias is ignored: target '{}' has {} numerics (it serves int8 activations)", tr.t.name, numericsName(tr.t.numerics)));
   tr.model = std::move(body);
 }
 

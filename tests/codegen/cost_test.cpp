@@ -491,6 +491,7 @@ TEST(CostModel, LayersKeptInFloatAreTimedAtTheirWidth) {
   refused("layers: {}\nequalize: yes\n", "field 'equalize': 'yes' is not relu or relu6");
   refused("layers: {}\nbias_correction: 2\n", "field 'bias_correction': '2' is not true or false");
   refused("layers: {}\nadaround: maybe\n", "field 'adaround': 'maybe' is not true or false");
+  refused("layers: {}\nabsorb_bias: often\n", "field 'absorb_bias': 'often' is not true or false");
   refused("layers: {a: float32\n", "invalid YAML");
 }
 

@@ -101,6 +101,13 @@ def test_adaround_in_the_search_is_written_to_the_precision_file(sensitive, tmp_
     assert "adaround: true" in text and "bias_correction: true" in text
 
 
+def test_bias_absorption_in_the_search_is_written_to_the_precision_file(sensitive, tmp_path):
+    r = tune(sensitive, tmp_path, absorb_bias=True, equalize="relu", candidates=[FIRST])
+    assert r["absorb_bias"] and r["met"]
+    text = open(os.path.join(r["report_dir"], "precision.yaml")).read()
+    assert "absorb_bias: true" in text and "equalize: relu" in text
+
+
 def test_a_tighter_budget_keeps_more_layers(sensitive, tmp_path):
     r = tune(sensitive, tmp_path, max_drop=0.3)
     assert r["met"] and r["drop"] <= 0.3

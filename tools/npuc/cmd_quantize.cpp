@@ -18,7 +18,7 @@ void addQuantize(Command& app, Action& run) {
     bool calib_bgr = false;
     std::vector<std::string> calib, shapes;
     double percentile = 99.99;
-    bool per_tensor = false, bias_correction = false, adaround = false;
+    bool per_tensor = false, bias_correction = false, adaround = false, absorb_bias = false;
     std::vector<std::string> keep_float, ranges;
     int threads = 0;
   };
@@ -44,6 +44,8 @@ void addQuantize(Command& app, Action& run) {
                                                        "measured on the calibration samples (docs/calibration.md)");
   c->flag("--adaround", o->adaround, "Round each Conv / Gemm's int8 weights up or down so that its output on the calibration "
                                          "samples moves least (AdaRound; docs/calibration.md; not with --bias-correction)");
+  c->flag("--absorb-bias", o->absorb_bias, "A channel a Relu never takes to zero on the calibration samples gives its floor to the "
+                                               "next unpadded convolution's bias (after --equalize; docs/calibration.md)");
   c->option("--equalize", o->equalize, "Cross-layer equalization before calibration, for per-tensor weights: relu (consecutive "
                                            "convolutions through Relu / LeakyRelu: the same function) or relu6 (Relu6 made Relu "
                                            "first, as the paper does; docs/calibration.md)")
@@ -71,6 +73,7 @@ void addQuantize(Command& app, Action& run) {
       qo.bias_correction = o->bias_correction;
       qo.adaround = o->adaround;
       qo.equalize = o->equalize;
+      qo.absorb_bias = o->absorb_bias;
       double t0 = nowMs();
       QuantizeReport rep;
       Model q = m.quantizedQdq(qo, &rep);
@@ -92,6 +95,7 @@ void addQuantize(Command& app, Action& run) {
                    act ? fmt::format("{:.3f}", 100 * t.saturated) : "", t.warning.empty() ? "" : "  ! " + t.warning);
       }
       if (rep.bias_corrected) fmt::print("bias correction: {} layer(s)\n", rep.bias_corrected);
+      if (o->absorb_bias) fmt::print("bias absorption: {} layer(s)\n", rep.bias_absorbed);
       for (auto& w : rep.warnings) fmt::print(stderr, "warning: {}\n", w);
       q.saveOnnx(o->output);
       if (!o->table.empty()) writeQuantizeTable(rep, o->table);

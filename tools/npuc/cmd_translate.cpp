@@ -81,6 +81,8 @@ usage: npuc translate PREFIX [-onnx MODEL] [options]    (the manual's three case
                               writes) kept at those widths, as --keep-float / --keep-float16 (docs/tune.md)
   --range TENSOR=LO,HI        int8-affine: quantize this tensor over [LO, HI] instead of its calibrated range
                               (repeatable)
+  --absorb-bias               int8 targets: a channel a Relu never takes to zero on the calibration samples gives its floor
+                              to the next unpadded convolution's bias (after --equalize; docs/calibration.md)
   --bias-correction           int8-affine, int8-pow2: correct each Conv / Gemm bias for the mean shift of its int8 weights,
                               measured on the calibration samples
   --adaround                  int8-affine, -radix, -pow2: round each Conv / Gemm's weights up or down so that its output on
@@ -236,7 +238,7 @@ std::string closestOption(const std::string& s) {
                                 "-SaveQdqOnnx", "--save-qdq-onnx", "--save-opt-onnx", "--relu6-to-relu", "--input_shape",
                                 "--dynamic_batch_size", "--dynamic_image_size", "--input_shape_range", "--numParamBits", "--quantRoundAdd",
                                 "--inElementType", "--inQuantFactor", "--quantHistoryParam1", "--quantHistoryParam2",
-                                "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--adaround", "--layer-group",
+                                "--quantMargin", "--boot-frames", "--static-quant", "--bias-correction", "--absorb-bias", "--adaround", "--layer-group",
                                 "--layer-groups", "--relax", "--keep-batchnorm"};
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -398,6 +400,7 @@ TranslateArgs readArgs(const std::vector<std::string>& args) {
     else if (s == "--static-quant") t.o.pow2.dynamic = false;
     else if (s == "--bias-correction") t.o.bias_correction = true;
     else if (s == "--adaround") t.o.adaround = true;
+    else if (s == "--absorb-bias") t.o.absorb_bias = true;
     else if (s == "--layer-group") {
       const std::string v = value(i);
       const size_t eq = v.rfind('=');
@@ -532,6 +535,7 @@ void printResult(const TranslateOptions& o, const TranslateResult& r) {
       fmt::print("quantized: {}, ranges from {} calibration sample(s) ({})\n", o.target == "kneron" ? "int8-radix" : "int8",
                  r.calibration_samples, o.calib_method);
       if (o.bias_correction) fmt::print("bias correction: {} layer(s)\n", r.bias_corrected_layers);
+      if (o.absorb_bias) fmt::print("bias absorption: {} layer(s)\n", r.bias_absorbed_layers);
     }
     else if (r.quantized)
       fmt::print("quantized: the model's own QuantizeLinear / DequantizeLinear scales\n");

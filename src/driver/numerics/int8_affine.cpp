@@ -46,7 +46,10 @@ std::vector<std::vector<std::string>> Int8Affine::afterOptimize(const Translatio
 }
 
 void Int8Affine::calibrate(Translation& tr, Model& body) {
-  if (prequantized_) return;
+  if (prequantized_) {
+    if (tr.o.absorb_bias) tr.warn("--absorb-bias is ignored: the model holds its own quantization (QuantizeLinear / DequantizeLinear)");
+    return;
+  }
   const TranslateOptions& o = tr.o;
   // Quantized as QDQ on the optimized model (its fused layers' outputs are what the device stores), then the
   // weights' DequantizeLinear folded into float32 constants: the package holds int8 activations between
@@ -63,6 +66,7 @@ void Int8Affine::calibrate(Translation& tr, Model& body) {
   qo.ranges = o.ranges;
   qo.bias_correction = o.bias_correction;
   qo.adaround = o.adaround;
+  qo.absorb_bias = o.absorb_bias;
   if (o.save_qdq_onnx) saveStandardQdq(tr, qo);
   qo.integer_layers = true;
   QuantizeReport qr;
@@ -74,6 +78,7 @@ void Int8Affine::calibrate(Translation& tr, Model& body) {
   }
   tr.res.calibration_samples = qr.samples;
   tr.res.bias_corrected_layers = qr.bias_corrected;
+  tr.res.bias_absorbed_layers = qr.bias_absorbed;
   tr.res.quantized = true;
   tr.res.warnings.insert(tr.res.warnings.end(), qr.warnings.begin(), qr.warnings.end());
   withContext(o.onnx.string(), [&] {

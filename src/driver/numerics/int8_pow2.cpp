@@ -9,6 +9,7 @@
 #include "driver/translation.hpp"
 #include "passes/pass.hpp"
 #include "quant/adaround.hpp"
+#include "quant/bias_absorption.hpp"
 #include "quant/pow2.hpp"
 #include "support/error.hpp"
 
@@ -86,6 +87,12 @@ class Int8Pow2 final : public Strategy {
     if (tr.o.calibration.empty()) return;
     // The statistics of every tensor of the optimized model; quantized where it is lowered (beforeLowering).
     auto samples = calibrationSamples(graphOf(body), tr.o.calibration);
+    if (tr.o.absorb_bias) {  // (before the statistics: the ranges are the absorbed model's)
+      absorbed_ = withContext(tr.o.onnx.string(), [&] {
+        return quant::absorbHighBiases(mutableGraphOf(body), samples, calibrationThreads(tr.o.threads));
+      });
+      tr.res.bias_absorbed_layers = static_cast<int>(absorbed_.pairs.size());
+    }
     stats_ = withContext(tr.o.onnx.string(), [&] { return quant::collectStats(graphOf(body), samples, calibrationThreads(tr.o.threads)); });
     tr.res.calibration_samples = samples.size();
     if (tr.o.bias_correction) {  // the float model's input means, before anything is quantized
@@ -123,6 +130,9 @@ class Int8Pow2 final : public Strategy {
     });
     passes::PassContext ctx;
     passes::PassManager({"dce"}).runToFixpoint(mutableGraphOf(*tr.model), ctx);
+    for (quant::Pow2Layer& l : pr.layers)  // (--absorb-bias: said on the layer that gave its floor)
+      for (const quant::AbsorbedPair& p : absorbed_.pairs)
+        if (p.first == l.name) l.note = l.note.empty() ? p.note() : l.note + "; " + p.note();
     table_ = pow2TableCsv(pr);
     tr.res.quantized = true;
     tr.res.bias_corrected_layers = pr.bias_corrected;
@@ -137,6 +147,7 @@ class Int8Pow2 final : public Strategy {
   Pow2Setup setup_;
   std::optional<std::map<std::string, quant::TensorStats>> stats_;  // the calibration statistics
   std::optional<quant::InputMeans> means_;                          // --bias-correction: the float model's input means
+  quant::BiasAbsorption absorbed_;                                   // --absorb-bias: what moved
   std::optional<quant::AdaRoundResult> ada_;                        // --adaround: the weights' codes
   std::string table_;                                               // PREFIX_pow2_table.csv
 };
