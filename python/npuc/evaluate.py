@@ -69,6 +69,11 @@ def run_shard(package, shard, output, topk, threads=1):
     return out
 
 
+def _boxes(package, shard, decoder, start, threads=1):
+    from .detection import run_shard_boxes
+    return run_shard_boxes(package, shard, decoder, start, threads)
+
+
 def _samples(name, a, spec, dtype, layout):
     """The data set's array for input `name` (samples stacked on axis 0) checked as Runtime.set_input checks an input:
     each sample the input's shape without its batch dimension (or with a batch of 1), the device's element type or,
@@ -120,7 +125,7 @@ def _shards(dataset, names, shard_size, specs=None, dtype=None, layout=None):
 
 
 def evaluate(package, dataset, labels, metric="top1", client=None, workers=None, shard_size=None, output=None,
-             threads=1, progress=None, dtype=None, layout=None):
+             threads=1, progress=None, dtype=None, layout=None, decoder=None, iou_threshold=0.5):
     """Runs `package` over `dataset` and scores the predictions against `labels`.
 
     dataset: a dict input name -> numpy array of samples stacked along the first axis (each sample the input's shape
@@ -133,16 +138,35 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
 
     Returns {"top1": accuracy, ... each metric asked, "predictions": top-1 class per sample (int64), "samples": n}.
     The result is the same bit for bit for any number of workers and any shard size.
+
+    Detection (metric "map", alone): `decoder` turns one sample's outputs (in the package's order, each with a batch of
+    1) into boxes (x, y, w, h, score, class) — a callable, or "FILE.py:FUNCTION" / "MODULE:FUNCTION" loaded in each
+    worker —, `labels` holds each sample's ground-truth boxes (rows x, y, w, h, class), and the result is the mean
+    average precision at `iou_threshold` (npuc.detection) with "boxes": the decoded boxes per sample.
     """
     from . import Runtime, _error
     package = os.path.abspath(os.fspath(package))
     metrics = [metric] if isinstance(metric, str) else list(metric)
+    if "map" in metrics:
+        if metrics != ["map"]:
+            raise _error("evaluate: metric map is asked alone (its labels are boxes, not classes)")
+        if decoder is None:
+            raise _error("evaluate: metric map needs decoder= (the function that turns one sample's outputs into boxes)")
+        from .detection import load_decoder, portable
+        decoder = portable(decoder)
+        load_decoder(decoder)  # (a bad one refused here, before any work)
+        if not (isinstance(iou_threshold, (int, float)) and 0 < iou_threshold <= 1):
+            raise _error("evaluate: iou_threshold is %r: a number in (0, 1]" % (iou_threshold,))
+    elif decoder is not None:
+        raise _error("evaluate: decoder= is for metric map (the metric asked: %s)" % ", ".join(metrics))
     ks = []
     for m in metrics:
+        if m == "map":
+            continue
         if not (m.startswith("top") and m[3:].isdigit() and int(m[3:]) >= 1):
-            raise _error("evaluate: unknown metric %r (top1, top5, topK)" % (m,))
+            raise _error("evaluate: unknown metric %r (top1, top5, topK, map)" % (m,))
         ks.append(int(m[3:]))
-    topk = max(ks)
+    topk = max(ks) if ks else 0
     if layout not in (None, "NCHW", "NHWC"):
         raise _error("evaluate: layout must be 'NCHW' (as the package takes it) or 'NHWC' (transposed to it), got %r" % (layout,))
     probe = Runtime(package)
@@ -163,15 +187,22 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
         total = len(np.asarray(dataset[names[0]]))
     else:
         total = None
-    labels = np.asarray(labels).reshape(-1).astype(np.int64)
+    if not ks:
+        labels = labels if labels is not None else []
+    else:
+        labels = np.asarray(labels).reshape(-1).astype(np.int64)
     if workers is None:
         workers = len(client.scheduler_info()["workers"]) if client is not None else (os.cpu_count() or 1)
     if shard_size is None:
         shard_size = max(1, math.ceil((total or len(labels)) / (4 * max(1, workers))))
     shards = list(_shards(dataset, names, shard_size, specs, dtype, layout))
     n = sum(len(next(iter(s.values()))) for _, s in shards)
-    if n != len(labels):
+    if ks and n != len(labels):
         raise _error("evaluate: %d samples and %d labels" % (n, len(labels)))
+    truths = None
+    if not ks:
+        from .detection import truth_boxes
+        truths = truth_boxes(labels, n)
     if progress is None:
         progress = n >= 2000 and sys.stderr.isatty()
     bar = None
@@ -189,21 +220,27 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
         # The shards travel inside their tasks (Dask warns of the large graph): scattered data would be faster to send
         # (fashion_dense, 10k images: 54 s against 65 s on one worker) but is lost with a worker that dies, while a
         # task holding its shard is simply run again elsewhere.
-        futures = {client.submit(run_shard, package, s, output, topk, threads, pure=False): start for start, s in shards}
+        futures = {(client.submit(run_shard, package, s, output, topk, threads, pure=False) if ks else
+                    client.submit(_boxes, package, s, decoder, start, threads, pure=False)): start for start, s in shards}
         from distributed import as_completed
         for f in as_completed(list(futures)):
             done(futures[f], f.result())
     elif workers <= 1:
         for start, s in shards:
-            done(start, run_shard(package, s, output, topk, threads))
+            done(start, run_shard(package, s, output, topk, threads) if ks else _boxes(package, s, decoder, start, threads))
     else:
         ctx = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(run_shard, package, s, output, topk, threads): start for start, s in shards}
+            futures = {(pool.submit(run_shard, package, s, output, topk, threads) if ks else
+                        pool.submit(_boxes, package, s, decoder, start, threads)): start for start, s in shards}
             for f in concurrent.futures.as_completed(futures):
                 done(futures[f], f.result())
     if bar is not None:
         bar.close()
+    if not ks:
+        from .detection import mean_average_precision
+        boxes = [b for start in sorted(results) for b in results[start]]
+        return {"samples": n, "map": mean_average_precision(boxes, truths, iou_threshold), "boxes": boxes}
     top = np.concatenate([results[start] for start in sorted(results)])
     res = {"samples": n, "predictions": top[:, 0].copy()}
     for m, k in zip(metrics, ks):

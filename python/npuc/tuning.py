@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-METRICS = ("top1", "top5")
+METRICS = ("top1", "top5", "map")  # map: detection, mean average precision (npuc.detection; decoder= and boxes as labels)
 WIDTHS = ("float32", "float16")  # what a layer of an int8 package may be kept in (translate --keep-float / --keep-float16)
 
 
@@ -51,8 +51,9 @@ class _Evaluator:
     """npuc.evaluate on a Dask client (given, or a LocalCluster of `workers` processes made here), or in this process
     (workers=0)."""
 
-    def __init__(self, client, workers):
+    def __init__(self, client, workers, decoder=None, iou_threshold=0.5):
         self.client, self.cluster, self.own = client, None, False
+        self.detection = {"decoder": decoder, "iou_threshold": iou_threshold} if decoder is not None else {}
         if client is None and workers != 0:
             try:
                 import distributed
@@ -66,9 +67,9 @@ class _Evaluator:
     def __call__(self, package, dataset, labels, metric):
         from .evaluate import evaluate
         if self.client is None:
-            return evaluate(package, dataset, labels, metric=metric, workers=1, progress=False)[metric]
+            return evaluate(package, dataset, labels, metric=metric, workers=1, progress=False, **self.detection)[metric]
         try:
-            return evaluate(package, dataset, labels, metric=metric, client=self.client, progress=False)[metric]
+            return evaluate(package, dataset, labels, metric=metric, client=self.client, progress=False, **self.detection)[metric]
         except Exception as e:  # a dead worker: Dask retries its tasks elsewhere; what still fails is said as such
             from . import Error
             if isinstance(e, Error):
@@ -207,9 +208,13 @@ def sensitivity(model, target, calib, samples=None, max_samples=64, candidates=N
 
 def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", prefix=None, out="output", client=None,
          workers=None, input_shapes=None, candidates=None, calib_method="minmax", threads=0, progress=None, report=True,
-         rank="accuracy", equalize="", bias_correction=False, width="float32", adaround=False, absorb_bias=False):
+         rank="accuracy", equalize="", bias_correction=False, width="float32", adaround=False, absorb_bias=False,
+         decoder=None, iou_threshold=0.5):
     """Finds the layers to keep in float32 (or `width` "float16") so that the int8 package of `model` for `target` loses at most `max_drop`
-    points of `metric` (top1, top5) against the float model on `dataset` / `labels`, with the least estimated time.
+    points of `metric` (top1, top5, map) against the float model on `dataset` / `labels`, with the least estimated time.
+    Detection (metric "map"): labels are each sample's ground-truth boxes (rows x, y, w, h, class), `decoder` turns one
+    sample's outputs into boxes (x, y, w, h, score, class) — a callable or "FILE.py:FUNCTION" —, and the metric is the
+    mean average precision at `iou_threshold` (npuc.detection; points are hundredths of it).
 
     calib: the calibration samples (as npuc.translate's calib=, or one array for a one-input model). dataset: a dict
     input name -> samples stacked on axis 0 (or one array). client: a dask.distributed Client; without one, a
@@ -241,7 +246,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         kw = dict(max_drop=max_drop, metric=metric, prefix=prefix, out=out, client=client, workers=workers,
                   input_shapes=input_shapes, candidates=candidates, calib_method=calib_method, threads=threads,
                   progress=progress, report=report, rank=rank, equalize=equalize, bias_correction=bias_correction,
-                  adaround=adaround, absorb_bias=absorb_bias)
+                  adaround=adaround, absorb_bias=absorb_bias, decoder=decoder, iou_threshold=iou_threshold)
         half = tune(model, target, calib, dataset, labels, width="float16", **kw)
         if half["met"]:
             return half
@@ -255,16 +260,26 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     names = [i["name"] for i in model_io(model)[0]]
     dataset = _as_inputs(dataset, names, "the evaluation set")
     calib = _as_inputs(calib, names, "the calibration set")
-    labels = np.asarray(labels).reshape(-1)
     n = len(np.asarray(dataset[names[0]]))
     if n == 0:
         raise _error("the evaluation set is empty")
-    if len(labels) != n:
-        raise _error("%d evaluation samples but %d labels (one class index per sample)" % (n, len(labels)))
+    if metric == "map":
+        from .detection import load_decoder, portable, truth_boxes
+        if decoder is None:
+            raise _error("metric map needs a decoder (the function that turns one sample's outputs into boxes)")
+        decoder = portable(decoder)
+        load_decoder(decoder)
+        labels = truth_boxes(labels, n)
+    else:
+        if decoder is not None:
+            raise _error("a decoder is for metric map (the metric is %s)" % metric)
+        labels = np.asarray(labels).reshape(-1)
+        if len(labels) != n:
+            raise _error("%d evaluation samples but %d labels (one class index per sample)" % (n, len(labels)))
     if progress is None:
         progress = sys.stderr.isatty()
     os.makedirs(out, exist_ok=True)
-    evaluator = _Evaluator(client, workers)
+    evaluator = _Evaluator(client, workers, decoder if metric == "map" else None, iou_threshold)
     try:
         work = tempfile.mkdtemp(prefix=".npuc-tune-", dir=out)
     except OSError:
@@ -381,10 +396,12 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     finally:
         evaluator.close()
         shutil.rmtree(work, ignore_errors=True)
+    from .detection import name_of
     result = {
         "model": model, "target": target, "metric": metric, "max_drop": max_drop, "samples": n, "equalize": equalize,
         "bias_correction": bias_correction, "width": _width_of(best["widths"], width), "adaround": adaround,
         "absorb_bias": absorb_bias,
+        **({"decoder": name_of(decoder), "iou_threshold": iou_threshold} if metric == "map" else {}),
         "float": flt, "int8": int8, "all_float_layers": wide, "tuned": best, "keep_float": best["keep_float"],
         "widths": best["widths"],
         "met": meets(best), "drop": 100.0 * (flt["accuracy"] - best["accuracy"]),
@@ -533,7 +550,11 @@ def main(argv=None):
     p.add_argument("--calib-mean", help="pictures (of --calib and --eval): (v - M) per channel, M or M,M,M (default 0)")
     p.add_argument("--calib-scale", help="pictures: then times S per channel, S or S,S,S (default 1/255)")
     p.add_argument("--calib-bgr", action="store_true", help="pictures: channels in B, G, R order (default R, G, B)")
-    p.add_argument("--labels", help="class index per evaluation sample (.npy; required unless --sensitivity-only)")
+    p.add_argument("--labels", help="class index per evaluation sample (.npy; required unless --sensitivity-only); with "
+                   "--metric map the ground-truth boxes: a JSON list, per sample, of [x, y, w, h, class] rows")
+    p.add_argument("--decoder", help="--metric map: FILE.py:FUNCTION, called with one sample's outputs (in the model's order, "
+                   "each with a batch of 1), returning its boxes (x, y, w, h, score, class)")
+    p.add_argument("--iou-threshold", type=float, default=0.5, help="--metric map: the overlap a detection needs (default 0.5)")
     p.add_argument("--rank", default="accuracy", choices=("accuracy", "snr"), help="order of the greedy search: each layer "
                    "alone in float evaluated on the labelled set (accuracy), or its output SNR on the calibration samples "
                    "(snr: no evaluation per layer)")
@@ -617,11 +638,23 @@ def main(argv=None):
             return _print_sensitivity(a, npys(a.calib, "--calib"), shapes)
         if not a.eval or not a.labels:
             p.error("--eval and --labels are required (unless --sensitivity-only)")
-        labels = np.load(a.labels)
+        if a.decoder and a.metric != "map":
+            p.error("--decoder is for --metric map")
+        if a.metric == "map":
+            if not a.decoder:
+                p.error("--metric map needs --decoder FILE.py:FUNCTION")
+            try:
+                with open(a.labels) as f:
+                    labels = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError("%s: not JSON (--metric map: a list, per sample, of [x, y, w, h, class] rows): %s" % (a.labels, e))
+        else:
+            labels = np.load(a.labels)
         res = tune(a.model, a.target, npys(a.calib, "--calib"), npys(a.eval, "--eval"), labels, max_drop=a.max_drop,
                    metric=a.metric, prefix=a.prefix, out=a.out, client=client, workers=a.workers, input_shapes=shapes,
                    candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True, rank=a.rank, equalize=a.equalize,
-                   bias_correction=a.bias_correction, width=a.width, adaround=a.adaround, absorb_bias=a.absorb_bias)
+                   bias_correction=a.bias_correction, width=a.width, adaround=a.adaround, absorb_bias=a.absorb_bias,
+                   decoder=a.decoder, iou_threshold=a.iou_threshold)
     except (Error, OSError, ValueError) as e:
         print("npuc tune: error: %s" % e, file=sys.stderr)
         return 2

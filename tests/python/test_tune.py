@@ -186,7 +186,9 @@ def test_bad_input_is_refused_clearly(sensitive, tmp_path):
         npuc.tune(sensitive, "tidl", {"input": X}, {"input": X}, Y[:-1], out=str(tmp_path), workers=0)
     with pytest.raises(npuc.Error, match="the evaluation set is empty"):
         npuc.tune(sensitive, "tidl", {"input": X}, {"input": X[:0]}, Y[:0], out=str(tmp_path), workers=0)
-    with pytest.raises(npuc.Error, match="unknown metric 'map'"):
+    with pytest.raises(npuc.Error, match="unknown metric 'top0'"):
+        npuc.tune(sensitive, "tidl", {"input": X}, {"input": X}, Y, metric="top0", out=str(tmp_path), workers=0)
+    with pytest.raises(npuc.Error, match="metric map needs a decoder"):  # (class labels are not boxes: test_detection.py)
         npuc.tune(sensitive, "tidl", {"input": X}, {"input": X}, Y, metric="map", out=str(tmp_path), workers=0)
     with pytest.raises(npuc.Error, match="candidate 'nope' is not a layer with weights"):
         tune(sensitive, tmp_path, candidates=["nope"])

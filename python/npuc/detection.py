@@ -1,0 +1,188 @@
+"""Detection accuracy for npuc.evaluate / npuc.tune (metric "map"): the user's decoder turns one sample's outputs into
+boxes, and the boxes of the whole set are scored against the ground truth as mean average precision at one IoU
+threshold (PASCAL VOC's rule, docs/tune.md "Detection").
+
+Boxes are (x, y, w, h, score, class) from the decoder and (x, y, w, h, class) in the ground truth, in the same units
+(pixels of the model's input, say). Per class: the detections of every sample, best score first (ties: the sample's
+index, then the decoder's order), each matched to the ground-truth box of its sample and class it overlaps most; a
+true positive when that overlap is at least the threshold and the box was not matched before, else a false positive
+(a duplicate is one). AP is the area under the precision envelope over recall (every point: VOC 2010 onwards); mAP
+the mean over the classes the ground truth holds (a class with boxes but no detection scores 0; detections of a class
+the ground truth does not hold are not counted).
+"""
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+_decoders = {}  # spec -> callable, per process (workers load a spec once)
+
+
+def _error(message):
+    from . import _error as e
+    return e(message)
+
+
+def load_decoder(spec):
+    """A decoder from a callable (returned as it is) or a string "FILE.py:FUNCTION" / "package.module:FUNCTION"."""
+    if callable(spec):
+        return spec
+    if not isinstance(spec, str) or ":" not in spec:
+        raise _error("decoder %r: give a callable, or FILE.py:FUNCTION or MODULE:FUNCTION (the function that turns one "
+                     "sample's outputs into boxes (x, y, w, h, score, class))" % (spec,))
+    if spec in _decoders:
+        return _decoders[spec]
+    where, name = spec.rsplit(":", 1)
+    try:
+        if where.endswith(".py"):
+            path = os.path.abspath(where)
+            if not os.path.isfile(path):
+                raise _error("decoder %s: no file %s" % (spec, path))
+            modname = "npuc_decoder_" + hashlib.sha1(path.encode()).hexdigest()[:16]
+            mod = sys.modules.get(modname)
+            if mod is None:
+                loader = importlib.util.spec_from_file_location(modname, path)
+                mod = importlib.util.module_from_spec(loader)
+                sys.path.insert(0, os.path.dirname(path))  # (its own imports beside it)
+                try:
+                    loader.loader.exec_module(mod)
+                finally:
+                    sys.path.remove(os.path.dirname(path))
+                sys.modules[modname] = mod
+        else:
+            mod = importlib.import_module(where)
+    except ImportError as e:
+        raise _error("decoder %s: cannot import %s: %s" % (spec, where, e))
+    except SyntaxError as e:
+        raise _error("decoder %s: %s" % (spec, e))
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise _error("decoder %s: %s has no function %s" % (spec, where, name))
+    _decoders[spec] = fn
+    return fn
+
+
+def portable(spec):
+    """The decoder as sent to workers: a "FILE.py:FUNCTION" with an absolute path (workers may run elsewhere)."""
+    if isinstance(spec, str) and ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
+        where, name = spec.rsplit(":", 1)
+        return os.path.abspath(where) + ":" + name
+    return spec
+
+
+def name_of(decoder):
+    """How errors name a decoder."""
+    return decoder if isinstance(decoder, str) else getattr(decoder, "__name__", repr(decoder))
+
+
+def boxes_of(found, index, spec):
+    """A decoder's answer for sample `index` as a float64 [k, 6] array (x, y, w, h, score, class), checked."""
+    try:
+        a = np.asarray(found if found is not None and len(found) else np.zeros((0, 6)), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _error("decoder %s, sample %d: its answer is not a list of boxes (x, y, w, h, score, class)" % (spec, index))
+    if a.ndim != 2 or a.shape[1] != 6:
+        raise _error("decoder %s, sample %d: boxes of %s values; each box is (x, y, w, h, score, class)"
+                     % (spec, index, "x".join(map(str, a.shape[1:])) or "no"))
+    if not np.all(np.isfinite(a)) or np.any(a[:, 5] < 0) or np.any(a[:, 5] != np.floor(a[:, 5])):
+        raise _error("decoder %s, sample %d: a box with a value that is not finite, or a class that is not an index "
+                     "(0, 1, …)" % (spec, index))
+    return a
+
+
+def truth_boxes(labels, n):
+    """The ground truth for "map": one entry per sample, each a list of (x, y, w, h, class) rows (or an [m, 5] array),
+    checked; returned as float64 [m, 5] arrays."""
+    if isinstance(labels, np.ndarray) and labels.dtype != object and labels.ndim != 3:
+        raise _error("metric map: labels are the ground-truth boxes per sample (a list of [x, y, w, h, class] rows for "
+                     "each, e.g. a JSON file), not one class per sample")
+    labels = list(labels)
+    if len(labels) != n:
+        raise _error("metric map: %d evaluation samples but ground truth for %d" % (n, len(labels)))
+    out = []
+    for i, t in enumerate(labels):
+        try:
+            a = np.asarray(t if len(t) else np.zeros((0, 5)), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise _error("metric map: the ground truth of sample %d is not a list of [x, y, w, h, class] rows" % i)
+        if a.ndim != 2 or a.shape[1] != 5:
+            raise _error("metric map: the ground truth of sample %d has rows of %s values; each is [x, y, w, h, class]"
+                         % (i, "x".join(map(str, a.shape[1:])) or "no"))
+        if not np.all(np.isfinite(a)) or np.any(a[:, 2:4] <= 0) or np.any(a[:, 4] < 0) or np.any(a[:, 4] != np.floor(a[:, 4])):
+            raise _error("metric map: the ground truth of sample %d has a box without a positive width and height, or a "
+                         "class that is not an index (0, 1, …)" % i)
+        out.append(a)
+    return out
+
+
+def _iou(box, boxes):
+    """IoU of one (x, y, w, h) box with each row of boxes [m, >= 4]."""
+    ix = np.maximum(0.0, np.minimum(box[0] + box[2], boxes[:, 0] + boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]))
+    iy = np.maximum(0.0, np.minimum(box[1] + box[3], boxes[:, 1] + boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]))
+    inter = ix * iy
+    union = box[2] * box[3] + boxes[:, 2] * boxes[:, 3] - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+
+
+def average_precisions(detections, truths, iou_threshold=0.5):
+    """Per class of the ground truth: its AP (module docstring). detections / truths: per sample, [k, 6] / [m, 5]."""
+    classes = sorted({int(c) for t in truths for c in t[:, 4]})
+    aps = {}
+    for c in classes:
+        gts = [t[t[:, 4] == c] for t in truths]
+        positives = sum(len(g) for g in gts)
+        dets = [(-d[j, 4], i, j) for i, d in enumerate(detections) for j in range(len(d)) if int(d[j, 5]) == c]
+        dets.sort()
+        used = [np.zeros(len(g), bool) for g in gts]
+        tp = np.zeros(len(dets))
+        for k, (_, i, j) in enumerate(dets):
+            g = gts[i]
+            if len(g) == 0:
+                continue
+            overlaps = _iou(detections[i][j], g)
+            best = int(np.argmax(overlaps))  # (the first of equal overlaps)
+            if overlaps[best] >= iou_threshold and not used[i][best]:
+                used[i][best] = True
+                tp[k] = 1
+        if len(dets) == 0:
+            aps[c] = 0.0
+            continue
+        ctp = np.cumsum(tp)
+        recall = ctp / positives
+        precision = ctp / np.arange(1, len(dets) + 1)
+        # The envelope: the best precision at this recall or beyond; the area over the recall steps.
+        mrec = np.concatenate([[0.0], recall, [1.0]])
+        mpre = np.concatenate([[0.0], precision, [0.0]])
+        for k in range(len(mpre) - 2, -1, -1):
+            mpre[k] = max(mpre[k], mpre[k + 1])
+        steps = np.nonzero(mrec[1:] != mrec[:-1])[0]
+        aps[c] = float(np.sum((mrec[steps + 1] - mrec[steps]) * mpre[steps + 1]))
+    return aps
+
+
+def mean_average_precision(detections, truths, iou_threshold=0.5):
+    """mAP over the ground truth's classes (0 when it holds no box)."""
+    aps = average_precisions(detections, truths, iou_threshold)
+    return float(np.mean(list(aps.values()))) if aps else 0.0
+
+
+def run_shard_boxes(package, shard, decoder, start, threads=1):
+    """Runs `shard` through the package and decodes each sample's outputs (in the package's order, each with a batch
+    of 1) with `decoder`: a list of [k, 6] arrays, one per sample; `start` numbers the samples in errors."""
+    from .evaluate import _worker_runtime, run_batches
+    rt = _worker_runtime(package, threads)
+    fn = load_decoder(decoder)
+    order = [o["name"] for o in rt.outputs]
+    out = []
+    for first, stop, batch, y in run_batches(rt, shard):
+        for i in range(stop - first):
+            outs = [np.asarray(y[name])[i:i + 1] for name in order]  # (each output's first axis is the batch)
+            try:
+                found = fn(*outs)
+            except Exception as e:  # the user's code: said with the sample it failed on
+                raise _error("decoder %s, sample %d: %s: %s" % (name_of(decoder), start + first + i, type(e).__name__, e))
+            out.append(boxes_of(found, start + first + i, name_of(decoder)))
+    return out

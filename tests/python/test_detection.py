@@ -1,0 +1,141 @@
+"""Detection accuracy (npuc.detection; evaluate / tune with metric "map", docs/tune.md "Detection"): the average
+precision of hand-worked cases, the project-trained YOLO-style detector (models/fashion_yolo) scored on its test
+scenes through a package the same for 1 and 2 workers and as the model on the reference engine, npuc tune meeting a
+mAP budget from the command line, and the bad inputs it refuses."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import npuc
+from npuc import detection
+
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+YOLO_DIR = os.path.join(SRC, "models", "fashion_yolo")
+MODEL = os.path.join(YOLO_DIR, "fashion_yolo.onnx")
+DECODER = os.path.join(YOLO_DIR, "yolo.py") + ":detect_all"  # (every box of score 0.05 or more)
+CLI = os.environ.get("NPUC_CLI")
+sys.path.insert(0, YOLO_DIR)
+
+
+def boxes(*rows):
+    return np.array(rows, dtype=np.float64).reshape(-1, 6)
+
+
+def truth(*rows):
+    return np.array(rows, dtype=np.float64).reshape(-1, 5)
+
+
+def test_average_precision_of_a_hand_worked_case():
+    # Class 0: two boxes; detections best first: right (sample 0), wrong place (sample 1), right with IoU 0.82
+    # (sample 1), a duplicate of the first (sample 0). Precision 1, 1/2, 2/3, 1/2 at recall 1/2, 1/2, 1, 1: the
+    # envelope gives 1/2 x 1 + 1/2 x 2/3. Class 1: a box never detected (AP 0). Class 2: detections without truth
+    # (not counted).
+    dets = [boxes((0, 0, 10, 10, 0.9, 0), (0, 0, 10, 10, 0.6, 0), (5, 5, 4, 4, 0.99, 2)),
+            boxes((50, 50, 10, 10, 0.8, 0), (1, 0, 10, 10, 0.7, 0))]
+    gts = [truth((0, 0, 10, 10, 0)), truth((0, 0, 10, 10, 0), (30, 30, 5, 5, 1))]
+    aps = detection.average_precisions(dets, gts)
+    assert aps[0] == pytest.approx(0.5 + 0.5 * 2 / 3) and aps[1] == 0.0 and 2 not in aps
+    assert detection.mean_average_precision(dets, gts) == pytest.approx((0.5 + 1 / 3) / 2)
+    # At IoU 0.9 the shifted box (IoU 90/110) is wrong too: precision 1 at recall 1/2, nothing beyond.
+    assert detection.average_precisions(dets, gts, 0.9)[0] == pytest.approx(0.5)
+    # Every box found once, best first: AP 1; the order of equal scores is the sample's, then the decoder's.
+    assert detection.mean_average_precision([boxes((0, 0, 10, 10, 0.5, 0))], [truth((0, 0, 10, 10, 0))]) == 1.0
+    assert detection.mean_average_precision([boxes()], [truth()]) == 0.0
+
+
+def _scenes(split, count, seed):
+    import scenes
+    s = scenes.scenes(split, count, seed)
+    x = np.stack([c.astype(np.float32)[None] / np.float32(255) for c, _ in s])
+    return x, [[list(b) for b in t] for _, t in s]
+
+
+@pytest.fixture(scope="module")
+def yolo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("yolo")
+    calib, _ = _scenes("train", 32, 11)
+    x, gt = _scenes("t10k", 40, 7)
+    flt = npuc.translate("f", MODEL, target="generic", out=str(out))
+    q = npuc.translate("q", MODEL, target="kneron", calib={"image": calib}, out=str(out))
+    assert flt.ok and q.ok
+    return {"out": out, "calib": calib, "x": x, "truth": gt, "float": str(flt.dir), "int8": str(q.dir)}
+
+
+def test_map_of_the_detector_is_the_same_for_any_workers_and_the_reference_engine(yolo):
+    import yolo as post
+    one = npuc.evaluate(yolo["float"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1)
+    two = npuc.evaluate(yolo["float"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=post.detect_all, workers=2,
+                        shard_size=7)
+    assert one["samples"] == 40 and one["map"] == two["map"]
+    assert all(np.array_equal(a, b) for a, b in zip(one["boxes"], two["boxes"]))
+    # The model on the reference engine, decoded here: the same boxes, the same mAP.
+    ref = [detection.boxes_of(post.detect_all(npuc.run_model(MODEL, {"image": yolo["x"][i:i + 1]})["head"]), i, "detect_all")
+           for i in range(40)]
+    truths = detection.truth_boxes(yolo["truth"], 40)
+    assert detection.mean_average_precision(ref, truths) == pytest.approx(one["map"], abs=1e-12)
+    assert 0.5 < one["map"] <= 1.0
+    q = npuc.evaluate(yolo["int8"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1)
+    assert abs(q["map"] - one["map"]) < 0.1, (q["map"], one["map"])
+
+
+def test_tune_meets_a_map_budget_from_the_command_line(yolo, tmp_path):
+    if not CLI:
+        pytest.skip("NPUC_CLI is not set")
+    np.save(tmp_path / "calib.npy", yolo["calib"])
+    np.save(tmp_path / "x.npy", yolo["x"])
+    with open(tmp_path / "truth.json", "w") as f:
+        json.dump(yolo["truth"], f)
+    # A budget of 0.05 points of mAP (hundredths): the search runs where plain int8 loses more.
+    r = subprocess.run([CLI, "tune", MODEL, "--target", "generic-int8", "--calib", "image=%s" % (tmp_path / "calib.npy"),
+                        "--eval", "image=%s" % (tmp_path / "x.npy"), "--labels", str(tmp_path / "truth.json"),
+                        "--metric", "map", "--decoder", DECODER, "--max-drop", "0.05", "--workers", "0",
+                        "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    res = json.load(open(tmp_path / "out" / "fashion_yolo_tune" / "tune.json"))
+    assert r.returncode == (0 if res["met"] else 1), r.stderr
+    assert "float32: map" in r.stdout and "tuned:" in r.stdout, r.stdout
+    assert res["metric"] == "map" and res["decoder"].endswith("yolo.py:detect_all") and res["iou_threshold"] == 0.5
+    flt = npuc.evaluate(yolo["float"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1)
+    assert res["float"]["accuracy"] == flt["map"]
+    assert res["met"] == (res["drop"] <= 0.05 + 1e-9)
+    if res["int8_drop"] > 0.05:  # the search kept layers wider, and the result is the best of what it tried
+        assert res["keep_float"] and res["drop"] <= res["int8_drop"] and len(res["tried"]) > 3
+    else:
+        assert res["keep_float"] == []
+
+
+def test_bad_detection_inputs_are_refused(yolo, tmp_path):
+    ev = lambda labels, **kw: npuc.evaluate(yolo["float"], {"image": yolo["x"][:3]}, labels,  # noqa: E731
+                                            **{"metric": "map", "decoder": DECODER, "workers": 1, **kw})
+    gt = yolo["truth"][:3]
+    with pytest.raises(npuc.Error, match="3 evaluation samples but ground truth for 2"):
+        ev(gt[:2])
+    with pytest.raises(npuc.Error, match="not one class per sample"):
+        ev(np.array([1, 2, 3]))
+    with pytest.raises(npuc.Error, match=r"sample 1 has rows of 4 values"):
+        ev([gt[0], [[1, 2, 3, 4]], gt[2]])
+    with pytest.raises(npuc.Error, match="sample 2 has a box without a positive width"):
+        ev([gt[0], gt[1], [[1, 2, 0, 4, 1]]])
+    with pytest.raises(npuc.Error, match="needs decoder="):
+        ev(gt, decoder=None)
+    with pytest.raises(npuc.Error, match="no file"):
+        ev(gt, decoder=str(tmp_path / "missing.py") + ":detect")
+    with pytest.raises(npuc.Error, match="has no function nothing"):
+        ev(gt, decoder=os.path.join(YOLO_DIR, "yolo.py") + ":nothing")
+    with pytest.raises(npuc.Error, match="FILE.py:FUNCTION"):
+        ev(gt, decoder="detect")
+    with pytest.raises(npuc.Error, match=r"sample 0: boxes of 3 values"):
+        ev(gt, decoder=lambda head: [[1, 2, 3]])
+    with pytest.raises(npuc.Error, match=r"sample 0: ZeroDivisionError"):
+        ev(gt, decoder=lambda head: 1 / 0)
+    with pytest.raises(npuc.Error, match="asked alone"):
+        ev(gt, metric=["map", "top1"])
+    with pytest.raises(npuc.Error, match="decoder= is for metric map"):
+        ev(np.array([1, 2, 3]), metric="top1")
+    with pytest.raises(npuc.Error, match="iou_threshold"):
+        ev(gt, iou_threshold=1.5)
+    with pytest.raises(npuc.Error, match="metric map needs a decoder"):
+        npuc.tune(MODEL, "kneron", yolo["calib"], yolo["x"][:3], gt, metric="map", workers=0, out=str(tmp_path))
