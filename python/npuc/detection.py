@@ -5,8 +5,9 @@ threshold (PASCAL VOC's rule, docs/tune.md "Detection").
 Boxes are (x, y, w, h, score, class) from the decoder and (x, y, w, h, class) in the ground truth, in the same units
 (pixels of the model's input, say). Per class: the detections of every sample, best score first (ties: the sample's
 index, then the decoder's order), each matched to the ground-truth box of its sample and class it overlaps most; a
-true positive when that overlap is at least the threshold and the box was not matched before, else a false positive
-(a duplicate is one). AP is the area under the precision envelope over recall (every point: VOC 2010 onwards); mAP
+true positive when that overlap is at least the threshold (as COCO's tools count; VOC's devkit asks for more than it,
+which differs only at exactly the threshold) and the box was not matched before, else a false positive (a duplicate
+is one). AP is the area under the precision envelope over recall (every point: VOC 2010 onwards); mAP
 the mean over the classes the ground truth holds (a class with boxes but no detection scores 0; detections of a class
 the ground truth does not hold are not counted).
 """
@@ -56,8 +57,10 @@ def load_decoder(spec):
             mod = importlib.import_module(where)
     except ImportError as e:
         raise _error("decoder %s: cannot import %s: %s" % (spec, where, e))
-    except SyntaxError as e:
-        raise _error("decoder %s: %s" % (spec, e))
+    except Exception as e:  # (the user's module failed as it loaded: said with its name)
+        if isinstance(e, sys.modules[__package__].Error):
+            raise
+        raise _error("decoder %s: loading %s failed: %s: %s" % (spec, where, type(e).__name__, e))
     fn = getattr(mod, name, None)
     if not callable(fn):
         raise _error("decoder %s: %s has no function %s" % (spec, where, name))
@@ -170,16 +173,24 @@ def mean_average_precision(detections, truths, iou_threshold=0.5):
 
 
 def run_shard_boxes(package, shard, decoder, start, threads=1):
-    """Runs `shard` through the package and decodes each sample's outputs (in the package's order, each with a batch
-    of 1) with `decoder`: a list of [k, 6] arrays, one per sample; `start` numbers the samples in errors."""
+    """Runs `shard` through the package and decodes each sample's outputs (in the package's order: with a batch of 1
+    the outputs as they are, else each one's part of the batch) with `decoder`: a list of [k, 6] arrays, one per
+    sample; `start` numbers the samples in errors."""
     from .evaluate import _worker_runtime, run_batches
     rt = _worker_runtime(package, threads)
     fn = load_decoder(decoder)
     order = [o["name"] for o in rt.outputs]
+    shapes = {o["name"]: list(o["shape"]) for o in rt.outputs}
     out = []
     for first, stop, batch, y in run_batches(rt, shard):
+        if batch > 1:  # each sample's part of every output: its first axis must be the batch
+            for name in order:
+                if not shapes[name] or shapes[name][0] != batch:
+                    raise _error("metric map: the package runs %d samples at once, but its output '%s' (%s) has no batch axis "
+                                 "to split them by: translate it with a batch of 1" % (batch, name, "x".join(map(str, shapes[name])) or "a scalar"))
         for i in range(stop - first):
-            outs = [np.asarray(y[name])[i:i + 1] for name in order]  # (each output's first axis is the batch)
+            # (a batch of 1: every output is the sample's, whatever its shape — e.g. [detections, 6] after an NMS)
+            outs = [np.asarray(y[name]) if batch == 1 else np.asarray(y[name])[i:i + 1] for name in order]
             try:
                 found = fn(*outs)
             except Exception as e:  # the user's code: said with the sample it failed on

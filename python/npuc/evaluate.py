@@ -139,8 +139,8 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
     Returns {"top1": accuracy, ... each metric asked, "predictions": top-1 class per sample (int64), "samples": n}.
     The result is the same bit for bit for any number of workers and any shard size.
 
-    Detection (metric "map", alone): `decoder` turns one sample's outputs (in the package's order, each with a batch of
-    1) into boxes (x, y, w, h, score, class) — a callable, or "FILE.py:FUNCTION" / "MODULE:FUNCTION" loaded in each
+    Detection (metric "map", alone): `decoder` turns one sample's outputs (in the package's order; a package of batch
+    1: as it gives them, else each output's slice of the batch) into boxes (x, y, w, h, score, class) — a callable, or "FILE.py:FUNCTION" / "MODULE:FUNCTION" loaded in each
     worker —, `labels` holds each sample's ground-truth boxes (rows x, y, w, h, class), and the result is the mean
     average precision at `iou_threshold` (npuc.detection) with "boxes": the decoded boxes per sample.
     """
@@ -155,6 +155,16 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
         from .detection import load_decoder, portable
         decoder = portable(decoder)
         load_decoder(decoder)  # (a bad one refused here, before any work)
+        if output is not None:
+            raise _error("evaluate: metric map gives the decoder every output; output= is for topK")
+        local = workers if workers is not None else (os.cpu_count() or 1)
+        if client is None and local > 1 and not isinstance(decoder, str):
+            import pickle
+            try:
+                pickle.dumps(decoder)
+            except Exception:  # (a lambda, a nested function: local worker processes cannot receive it)
+                raise _error("evaluate: the decoder %r cannot be sent to worker processes: give \"FILE.py:FUNCTION\", a "
+                             "module-level function, or workers=1" % (decoder,))
         if not (isinstance(iou_threshold, (int, float)) and 0 < iou_threshold <= 1):
             raise _error("evaluate: iou_threshold is %r: a number in (0, 1]" % (iou_threshold,))
     elif decoder is not None:

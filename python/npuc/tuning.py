@@ -267,6 +267,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
         from .detection import load_decoder, portable, truth_boxes
         if decoder is None:
             raise _error("metric map needs a decoder (the function that turns one sample's outputs into boxes)")
+        if not (isinstance(iou_threshold, (int, float)) and 0 < iou_threshold <= 1):
+            raise _error("iou_threshold is %r: a number in (0, 1]" % (iou_threshold,))
         decoder = portable(decoder)
         load_decoder(decoder)
         labels = truth_boxes(labels, n)
@@ -326,7 +328,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     order, mac_layers = {}, []
     stats = b""
     try:
-        if evaluator.client is not None:  # the calibration statistics gathered in shards on the cluster, once
+        if evaluator.client is not None and not absorb_bias:  # the calibration statistics gathered in shards on the cluster, once
+            # (not with absorb_bias: its floors are measured on the whole set, each translation measures them itself)
             from .calibration import statistics
             t0 = time.perf_counter()
             stats = statistics(model, target, calib, client=evaluator.client, progress=progress, input_shapes=shapes,
@@ -553,8 +556,8 @@ def main(argv=None):
     p.add_argument("--labels", help="class index per evaluation sample (.npy; required unless --sensitivity-only); with "
                    "--metric map the ground-truth boxes: a JSON list, per sample, of [x, y, w, h, class] rows")
     p.add_argument("--decoder", help="--metric map: FILE.py:FUNCTION, called with one sample's outputs (in the model's order, "
-                   "each with a batch of 1), returning its boxes (x, y, w, h, score, class)")
-    p.add_argument("--iou-threshold", type=float, default=0.5, help="--metric map: the overlap a detection needs (default 0.5)")
+                   "as the package gives them), returning its boxes (x, y, w, h, score, class)")
+    p.add_argument("--iou-threshold", type=float, help="--metric map: the overlap a detection needs (default 0.5)")
     p.add_argument("--rank", default="accuracy", choices=("accuracy", "snr"), help="order of the greedy search: each layer "
                    "alone in float evaluated on the labelled set (accuracy), or its output SNR on the calibration samples "
                    "(snr: no evaluation per layer)")
@@ -638,8 +641,8 @@ def main(argv=None):
             return _print_sensitivity(a, npys(a.calib, "--calib"), shapes)
         if not a.eval or not a.labels:
             p.error("--eval and --labels are required (unless --sensitivity-only)")
-        if a.decoder and a.metric != "map":
-            p.error("--decoder is for --metric map")
+        if (a.decoder or a.iou_threshold is not None) and a.metric != "map":
+            p.error("--decoder and --iou-threshold are for --metric map")
         if a.metric == "map":
             if not a.decoder:
                 p.error("--metric map needs --decoder FILE.py:FUNCTION")
@@ -654,7 +657,7 @@ def main(argv=None):
                    metric=a.metric, prefix=a.prefix, out=a.out, client=client, workers=a.workers, input_shapes=shapes,
                    candidates=a.candidate, calib_method=a.calib_method, threads=a.threads, progress=True, rank=a.rank, equalize=a.equalize,
                    bias_correction=a.bias_correction, width=a.width, adaround=a.adaround, absorb_bias=a.absorb_bias,
-                   decoder=a.decoder, iou_threshold=a.iou_threshold)
+                   decoder=a.decoder, iou_threshold=0.5 if a.iou_threshold is None else a.iou_threshold)
     except (Error, OSError, ValueError) as e:
         print("npuc tune: error: %s" % e, file=sys.stderr)
         return 2

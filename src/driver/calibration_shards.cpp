@@ -17,6 +17,9 @@ namespace npuc {
 std::vector<uint8_t> calibrationPass(const TranslateOptions& o, int pass, const std::vector<uint8_t>& ranges) {
   if (pass != 1 && pass != 2) fail(ErrorCode::kInvalidArgument, "calibration pass {} (1: ranges, 2: histograms)", pass);
   if (o.calibration.empty()) fail(ErrorCode::kInvalidArgument, "calibration pass {}: no samples (TranslateOptions::calibration)", pass);
+  if (o.absorb_bias)  // (each shard would measure its own floors: a different model per shard)
+    fail(ErrorCode::kInvalidArgument, "--absorb-bias measures each channel's floor on the whole calibration set: its statistics "
+         "cannot be gathered in shards (translate on all the samples instead)");
   quant::StatsSource src;
   src.mode = pass == 1 ? quant::StatsSource::Mode::kPass1 : quant::StatsSource::Mode::kPass2;
   std::map<std::string, quant::TensorStats> given, out;

@@ -387,7 +387,17 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     auto samples = calibrationSamples(g, o.calibration);
     int threads = o.threads > 0 ? o.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, ThreadPool::kMaxThreads);
     // (after the equalization, whose scaled biases it takes, and before the calibration measures the ranges)
-    const quant::BiasAbsorption absorbed = o.absorb_bias ? quant::absorbHighBiases(g, samples, threads) : quant::BiasAbsorption{};
+    std::set<std::string> fixed;  // (tensors of a forced range keep the model's values)
+    for (const auto& [tensor, range] : qo.ranges) fixed.insert(tensor);
+    const quant::BiasAbsorption absorbed = o.absorb_bias ? quant::absorbHighBiases(g, samples, threads, fixed) : quant::BiasAbsorption{};
+    // The float model the quantization table's SNR compares with: the one quantized, after equalization and
+    // absorption (they change some tensors' values, never the outputs).
+    Model reference = *this;
+    if (!equalize.empty() || !absorbed.pairs.empty()) {
+      reference.impl_ = std::make_shared<Impl>();
+      reference.impl_->graph = g.clone();
+      reference.impl_->boundaries = impl_->boundaries;
+    }
     std::map<std::string, std::string> rows_of;  // a rewritten Linear's row-shaped output -> the model's tensor
     {  // (a Linear layer's bias into its product: what the calibration then measures)
       std::set<std::string> keep = qo.keep_float;
@@ -437,7 +447,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     for (auto& q : report->tensors)
       if (q.kind == "activation") activations.insert(q.name);
     std::map<std::string, std::pair<double, double>> sums;  // float name -> (Σ f², Σ (f - q)²)
-    Session fs(*this, threads), qs(m, threads);
+    Session fs(reference, threads), qs(m, threads);
     const size_t n = std::min<size_t>(samples.size(), 32);
     for (size_t i = 0; i < n; ++i) {
       ref.clear();

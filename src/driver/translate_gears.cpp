@@ -163,6 +163,7 @@ TranslateResult translateGears(const TranslateOptions& o, const std::function<vo
     res.calibration_samples = r.calibration_samples;
     res.quantized = r.quantized;
     res.bias_corrected_layers = r.bias_corrected_layers;
+    res.bias_absorbed_layers = r.bias_absorbed_layers;
     if (!r.ok) {  // the gear's error report is published; no gears.json
       res.errors = r.errors;
       out.commit();

@@ -75,4 +75,21 @@ Node& Rewriter::addNode(std::string op, std::string name, std::vector<ValueId> i
 
 void Rewriter::finish() { g_.topoSort(); }
 
+std::optional<NodeId> soleReader(const Graph& g, const UseMap& uses, ValueId v) {
+  auto it = uses.find(v);
+  if (it == uses.end() || it->second.size() != 1) return std::nullopt;
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return std::nullopt;
+  return it->second[0].first;
+}
+
+void removeUnread(Graph& g, const std::set<ValueId>& values) {
+  if (values.empty()) return;
+  const UseMap uses = g.uses();
+  for (ValueId v : values) {
+    const bool output = std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+    auto u = uses.find(v);
+    if ((u == uses.end() || u->second.empty()) && !output) g.removeValue(v);
+  }
+}
+
 }  // namespace npuc::ir

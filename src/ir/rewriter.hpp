@@ -4,6 +4,9 @@
 
 #include "ir/graph.hpp"
 
+#include <optional>
+#include <set>
+
 namespace npuc::ir {
 
 class Rewriter {
@@ -31,5 +34,11 @@ class Rewriter {
   Graph& g_;
   bool changed_ = false;
 };
+
+/// The one node reading `v` (through exactly one input) when `v` is not a graph output; nullopt otherwise.
+std::optional<NodeId> soleReader(const Graph& g, const UseMap& uses, ValueId v);
+/// Removes each of `values` that no node reads and that is not a graph output (constants a rewrite replaced; one that
+/// something still reads stays).
+void removeUnread(Graph& g, const std::set<ValueId>& values);
 
 }  // namespace npuc::ir

@@ -41,21 +41,15 @@ struct Pair {
 /// Conv1 -> [Relu | LeakyRelu] -> Conv2 with nothing else reading the values in between.
 std::vector<Pair> findPairs(const ir::Graph& g) {
   std::vector<Pair> pairs;
-  auto uses = g.uses();
-  auto only = [&](ir::ValueId v) -> const ir::NodeId* {
-    auto it = uses.find(v);
-    if (it == uses.end() || it->second.size() != 1) return nullptr;
-    if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return nullptr;
-    return &it->second[0].first;
-  };
+  const auto uses = g.uses();
   for (ir::NodeId id : g.order()) {
     const ir::Node& c1 = g.node(id);
     if (!equalizableConv(g, c1) || c1.outputs.size() != 1) continue;
     ir::ValueId v = c1.outputs[0];
-    const ir::NodeId* next = only(v);
+    std::optional<ir::NodeId> next = ir::soleReader(g, uses, v);
     if (next && homogeneous(g.node(*next))) {
       v = g.node(*next).outputs[0];
-      next = only(v);
+      next = ir::soleReader(g, uses, v);
     }
     if (!next) continue;
     const ir::Node& c2 = g.node(*next);

@@ -2,6 +2,7 @@
 // one's (bias_absorption.hpp says why it is exact where it applies).
 #include "quant/bias_absorption.hpp"
 
+#include "ir/rewriter.hpp"
 #include "ops/registry.hpp"
 #include "quant/bias_correction.hpp"
 #include "support/error.hpp"
@@ -25,7 +26,8 @@ bool plainConv(const ir::Graph& g, const ir::Node& n) {
   return !n.hasInput(2) || ir::constantInput(g, n, 2, DType::kF32);
 }
 
-bool floorActivation(const std::string& op) { return op == "Relu" || op == "LeakyRelu"; }
+/// Relu, or LeakyRelu of slope >= 0 (alpha: its slope).
+bool floorActivation(const std::string& op, float alpha) { return op == "Relu" || (op == "LeakyRelu" && alpha >= 0); }
 
 bool unpadded(const ir::Node& n) {
   const std::string pad = n.attrString("auto_pad", "NOTSET");
@@ -70,26 +72,21 @@ std::string AbsorbedPair::note() const {
 std::vector<std::pair<ir::NodeId, ir::NodeId>> absorbablePairs(const ir::Graph& g) {
   std::vector<std::pair<ir::NodeId, ir::NodeId>> pairs;
   const auto uses = g.uses();
-  auto onlyReader = [&](ir::ValueId v) -> const ir::NodeId* {
-    auto it = uses.find(v);
-    if (it == uses.end() || it->second.size() != 1) return nullptr;
-    if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return nullptr;
-    return &it->second[0].first;
-  };
   for (ir::NodeId id : g.order()) {
     const ir::Node& c1 = g.node(id);
     if (!plainConv(g, c1)) continue;
     ir::ValueId v = c1.outputs[0];
-    const ir::NodeId* next = onlyReader(v);
+    std::optional<ir::NodeId> next = ir::soleReader(g, uses, v);
     const std::string fused = c1.attrString("activation", "");
     if (!fused.empty()) {
-      if (!floorActivation(fused)) continue;
+      if (!floorActivation(fused, c1.attrFloat("activation_alpha", 0))) continue;
     } else {  // a Relu / LeakyRelu node alone reading it
       if (!next) continue;
       const ir::Node& a = g.node(*next);
-      if (!a.domain.empty() || !floorActivation(a.op) || a.outputs.size() != 1) continue;
+      if (!a.domain.empty() || a.outputs.size() != 1 || !floorActivation(a.op, a.op == "LeakyRelu" ? ops::attrFloat(a, "alpha") : 0.0f))
+        continue;
       v = a.outputs[0];
-      next = onlyReader(v);
+      next = ir::soleReader(g, uses, v);
     }
     if (!next) continue;
     const ir::Node& c2 = g.node(*next);
@@ -103,10 +100,14 @@ std::vector<std::pair<ir::NodeId, ir::NodeId>> absorbablePairs(const ir::Graph& 
   return pairs;
 }
 
-BiasAbsorption absorbHighBiases(ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads) {
+BiasAbsorption absorbHighBiases(ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads,
+                                const std::set<std::string>& fixed) {
   BiasAbsorption r;
   r.samples = samples.size();
-  const auto pairs = absorbablePairs(g);
+  auto pairs = absorbablePairs(g);
+  std::erase_if(pairs, [&](const std::pair<ir::NodeId, ir::NodeId>& p) {
+    return fixed.count(g.value(g.node(p.second).inputs[0]).name) || fixed.count(g.value(g.node(p.first).outputs[0]).name);
+  });
   if (pairs.empty() || samples.empty()) return r;
   // The activation each pair's Conv2 reads, measured once: absorption keeps every value after it on the samples.
   std::map<ir::ValueId, ChannelStats> stats;
@@ -193,14 +194,7 @@ BiasAbsorption absorbHighBiases(ir::Graph& g, const std::vector<std::map<std::st
     setBias(g, second, b2, "_b_absorbed");
     r.pairs.push_back(std::move(p));
   }
-  if (!replaced.empty()) {  // old biases nobody reads any more (a shared one stays)
-    const auto uses = g.uses();
-    for (ir::ValueId v : replaced) {
-      const bool output = std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-      auto u = uses.find(v);
-      if ((u == uses.end() || u->second.empty()) && !output) g.removeValue(v);
-    }
-  }
+  ir::removeUnread(g, replaced);  // (old biases nobody reads any more; a shared one stays)
   return r;
 }
 

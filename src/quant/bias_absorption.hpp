@@ -14,6 +14,7 @@
 #include "npuc/tensor.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,15 @@ struct BiasAbsorption {
 /// with a fused Relu / LeakyRelu activation, or followed by a Relu / LeakyRelu node alone reading it, whose output
 /// only Conv2 reads, as its data (not a graph output); Conv2 the same kind of Conv with no padding (a padded border
 /// would read 0 where the original read c). Relu6 is not taken (its clip would move: --equalize relu6 makes it a
-/// Relu first).
+/// Relu first), nor a LeakyRelu of negative slope (a value above zero would not tell that its input was).
 std::vector<std::pair<ir::NodeId, ir::NodeId>> absorbablePairs(const ir::Graph& g);
 
 /// Measures every absorbable pair's activation per channel on `samples` (the float model on the reference engine),
 /// then moves each channel's c out of Conv1's bias and into Conv2's (both get new constants; Conv2's bias added where
-/// it had none). Sums in double, each bias rounded to float32 once. Errors name the sample.
-BiasAbsorption absorbHighBiases(ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads);
+/// it had none). Sums in double, each bias rounded to float32 once. Errors name the sample. Pairs whose activation
+/// (or Conv1's output before a separate activation) is named in `fixed` are left alone: a range forced on it (--range)
+/// speaks of the model's values, not of lowered ones.
+BiasAbsorption absorbHighBiases(ir::Graph& g, const std::vector<std::map<std::string, Tensor>>& samples, int threads,
+                                const std::set<std::string>& fixed = {});
 
 }  // namespace npuc::quant

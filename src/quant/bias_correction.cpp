@@ -4,6 +4,7 @@
 #include "engine/engine.hpp"
 #include "support/error.hpp"
 #include "support/fp16.hpp"
+#include "ir/rewriter.hpp"
 #include "ops/registry.hpp"
 
 #include <algorithm>
@@ -191,14 +192,7 @@ BiasCorrection correctBias(ir::Graph& g, const InputMeans& means, const WeightRo
     ++r.layers;
     if (added) ++r.added_biases;
   }
-  if (!replaced.empty()) {
-    auto uses = g.uses();
-    for (ir::ValueId v : replaced) {
-      bool output = std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-      auto u = uses.find(v);
-      if ((u == uses.end() || u->second.empty()) && !output) g.removeValue(v);
-    }
-  }
+  ir::removeUnread(g, replaced);
   return r;
 }
 

@@ -42,9 +42,16 @@ def test_average_precision_of_a_hand_worked_case():
     assert detection.mean_average_precision(dets, gts) == pytest.approx((0.5 + 1 / 3) / 2)
     # At IoU 0.9 the shifted box (IoU 90/110) is wrong too: precision 1 at recall 1/2, nothing beyond.
     assert detection.average_precisions(dets, gts, 0.9)[0] == pytest.approx(0.5)
-    # Every box found once, best first: AP 1; the order of equal scores is the sample's, then the decoder's.
+    # Every box found once, best first: AP 1.
     assert detection.mean_average_precision([boxes((0, 0, 10, 10, 0.5, 0))], [truth((0, 0, 10, 10, 0))]) == 1.0
     assert detection.mean_average_precision([boxes()], [truth()]) == 0.0
+    # Equal scores rank by sample, then by the decoder's order. Sample 0's miss before its hit: precision 0, 1/2, 2/3
+    # at recall 0, 1/2, 1 (envelope 2/3 all along); its hit first: 1, 1/2, 2/3 at recall 1/2, 1/2, 1.
+    one_miss_first = [boxes((50, 50, 5, 5, 0.7, 0), (0, 0, 10, 10, 0.7, 0)), boxes((0, 0, 10, 10, 0.7, 0))]
+    gts2 = [truth((0, 0, 10, 10, 0)), truth((0, 0, 10, 10, 0))]
+    assert detection.average_precisions(one_miss_first, gts2)[0] == pytest.approx(0.5 * 2 / 3 + 0.5 * 2 / 3)
+    hit_first = [boxes((0, 0, 10, 10, 0.7, 0), (50, 50, 5, 5, 0.7, 0)), boxes((0, 0, 10, 10, 0.7, 0))]
+    assert detection.average_precisions(hit_first, gts2)[0] == pytest.approx(0.5 * 1 + 0.5 * 2 / 3)
 
 
 def _scenes(split, count, seed):
@@ -80,6 +87,16 @@ def test_map_of_the_detector_is_the_same_for_any_workers_and_the_reference_engin
     assert 0.5 < one["map"] <= 1.0
     q = npuc.evaluate(yolo["int8"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1)
     assert abs(q["map"] - one["map"]) < 0.1, (q["map"], one["map"])
+
+
+def test_a_package_of_batch_two_gives_each_sample_its_own_boxes(yolo):
+    two = npuc.translate("b2", MODEL, target="generic", out=str(yolo["out"]), input_shapes={"image": [2, 1, 96, 96]})
+    assert two.ok
+    x = yolo["x"][:7]  # (an odd count: the last batch is padded)
+    a = npuc.evaluate(yolo["float"], {"image": x}, yolo["truth"][:7], metric="map", decoder=DECODER, workers=1)
+    b = npuc.evaluate(str(two.dir), {"image": x}, yolo["truth"][:7], metric="map", decoder=DECODER, workers=1)
+    assert a["map"] == b["map"] and len(b["boxes"]) == 7
+    assert all(np.array_equal(p, q) for p, q in zip(a["boxes"], b["boxes"]))
 
 
 def test_tune_meets_a_map_budget_from_the_command_line(yolo, tmp_path):
@@ -137,5 +154,13 @@ def test_bad_detection_inputs_are_refused(yolo, tmp_path):
         ev(np.array([1, 2, 3]), metric="top1")
     with pytest.raises(npuc.Error, match="iou_threshold"):
         ev(gt, iou_threshold=1.5)
+    with pytest.raises(npuc.Error, match="output= is for topK"):
+        ev(gt, output="head")
+    with pytest.raises(npuc.Error, match="cannot be sent to worker processes"):
+        ev(gt, decoder=lambda head: [], workers=2)
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('no weights here')\n")
+    with pytest.raises(npuc.Error, match="loading .*broken.py failed: RuntimeError: no weights here"):
+        ev(gt, decoder=str(broken) + ":detect")
     with pytest.raises(npuc.Error, match="metric map needs a decoder"):
         npuc.tune(MODEL, "kneron", yolo["calib"], yolo["x"][:3], gt, metric="map", workers=0, out=str(tmp_path))

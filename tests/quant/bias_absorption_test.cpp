@@ -32,8 +32,10 @@ Tensor uniform(Shape s, float lo, float hi, uint32_t seed) {
 
 struct PairCase {
   std::string activation = "Relu";  // Relu / LeakyRelu as a node, "fused:Relu" as Conv1's attribute, "Clip" (Relu6), "" none
+  float alpha = 0.1f;               // LeakyRelu's slope
   std::vector<int64_t> pads2 = {0, 0, 0, 0};
   int64_t k2 = 1, group2 = 1;
+  std::string auto_pad2 = "NOTSET";
   bool bias2 = true;
   bool second_reader = false;  // the activation is also a graph output
   bool floors = true;          // Conv1's channels 0-3 have a large positive bias (else every channel's is below zero)
@@ -55,12 +57,14 @@ ir::Graph pairGraph(const PairCase& c) {
   ir::ValueId h = a;
   if (c.activation.rfind("fused:", 0) == 0) {
     c1.attrs["activation"] = c.activation.substr(6);
+    if (c.activation == "fused:LeakyRelu") c1.attrs["activation_alpha"] = c.alpha;
   } else if (c.activation == "Clip") {
     h = g.addValue("h").id;
     g.addNode("Clip", "act", {a, g.addConstant("lo", Tensor::scalar(0.0f)).id, g.addConstant("hi", Tensor::scalar(6.0f)).id}, {h});
   } else if (!c.activation.empty()) {
     h = g.addValue("h").id;
-    g.addNode(c.activation, "act", {a}, {h});
+    ir::Node& act = g.addNode(c.activation, "act", {a}, {h});
+    if (c.activation == "LeakyRelu") act.attrs["alpha"] = c.alpha;
   }
   std::vector<ir::ValueId> ins = {h, g.addConstant("w2", uniform({6, kC / c.group2, c.k2, c.k2}, -0.5f, 0.5f, 2)).id};
   if (c.bias2) ins.push_back(g.addConstant("b2", uniform({6}, -1.0f, 1.0f, 3)).id);
@@ -68,6 +72,7 @@ ir::Graph pairGraph(const PairCase& c) {
   ir::Node& c2 = g.addNode("Conv", "conv2", ins, {y});
   c2.attrs["pads"] = c.pads2;
   c2.attrs["group"] = c.group2;
+  if (c.auto_pad2 != "NOTSET") c2.attrs["auto_pad"] = c.auto_pad2;
   g.outputs().push_back(y);
   if (c.second_reader) g.outputs().push_back(h);
   ops::inferShapes(g);
@@ -98,6 +103,9 @@ TEST(BiasAbsorption, TakesOnlyPairsWhereItIsExact) {
   auto count = [](const PairCase& c) { return quant::absorbablePairs(pairGraph(c)).size(); };
   EXPECT_EQ(count({}), 1u);
   EXPECT_EQ(count({.activation = "LeakyRelu"}), 1u);
+  EXPECT_EQ(count({.activation = "LeakyRelu", .alpha = -0.5f}), 0u);  // a positive value may come from a negative input
+  EXPECT_EQ(count({.activation = "fused:LeakyRelu", .alpha = -0.5f}), 0u);
+  EXPECT_EQ(count({.k2 = 3, .auto_pad2 = "SAME_UPPER"}), 0u);
   EXPECT_EQ(count({.activation = "fused:Relu"}), 1u);
   EXPECT_EQ(count({.k2 = 3, .group2 = 2}), 1u);          // unpadded 3x3, grouped
   EXPECT_EQ(count({.activation = "Clip"}), 0u);          // Relu6: its clip would move
@@ -140,6 +148,13 @@ TEST(BiasAbsorption, KeepsWhatTheModelComputesAndLowersTheRange) {
     const Tensor& b1 = *after.value(after.node(after.order().front()).inputs[2]).constant;
     for (int64_t i = 4; i < kC; ++i) EXPECT_EQ(b1.data<float>()[i], -0.05f);
     for (int64_t i = 0; i < 4; ++i) EXPECT_LT(b1.data<float>()[i], 10.0f + 10.0f * static_cast<float>(i));
+  }
+}
+
+TEST(BiasAbsorption, ATensorOfForcedRangeKeepsItsValues) {
+  for (const char* name : {"h", "a"}) {  // the activation, or Conv1's output before it
+    ir::Graph g = pairGraph({});
+    EXPECT_TRUE(quant::absorbHighBiases(g, samples(4, 7), 1, {name}).pairs.empty()) << name;
   }
 }
 
