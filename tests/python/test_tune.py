@@ -106,6 +106,9 @@ def test_bias_absorption_in_the_search_is_written_to_the_precision_file(sensitiv
     assert r["absorb_bias"] and r["met"]
     text = open(os.path.join(r["report_dir"], "precision.yaml")).read()
     assert "absorb_bias: true" in text and "equalize: relu" in text
+    # Statistics in shards would measure each shard's own floors: refused, saying why.
+    with pytest.raises(npuc.Error, match="cannot be gathered in shards"):
+        npuc.calibration.statistics(sensitive, "tidl", {"input": X}, workers=0, input_shapes=SHAPES, absorb_bias=True)
 
 
 def test_a_tighter_budget_keeps_more_layers(sensitive, tmp_path):
