@@ -108,7 +108,8 @@ const std::set<std::string>& derivedFactNames() {
       "out_shape", "out_c", "out_w", "out_h", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h",
       "dilation_w", "pad_t", "pad_l", "pad_b", "pad_r", "pad_kind", "group", "ceil_mode", "count_include_pad",
       "depthwise", "m", "k", "n", "b_constant", "w_constant", "min", "max", "const_inputs", "broadcast", "merged_ops", "perm",
-      "at_model_input", "at_model_output", "before_fc", "before_window", "pads_spatial", "input_op", "engine"};
+      "at_model_input", "at_model_output", "before_fc", "before_window", "pads_spatial", "input_op", "output_op", "out_flat",
+      "reaches_detection", "engine"};
   return k;
 }
 
@@ -373,6 +374,20 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t, const std
       return (m.domain.empty() || m.domain == "ai.npuc") && (m.op == "Conv" || m.op == "MaxPool" || m.op == "AveragePool") && r.second == 0;
     });
   };
+  // The nodes whose outputs reach a detector's box selection (SSD's DetectionOutput, NonMaxSuppression): its heads.
+  std::set<ir::NodeId> detection_heads;
+  {
+    std::vector<ir::NodeId> work;
+    for (ir::NodeId id : g.order())
+      if (g.node(id).op == "DetectionOutput" || g.node(id).op == "NonMaxSuppression") work.push_back(id);
+    while (!work.empty()) {
+      const ir::Node& m = g.node(work.back());
+      work.pop_back();
+      for (ir::ValueId v : m.inputs)
+        if (v != ir::kNoValue && g.value(v).producer != ir::kNoNode && detection_heads.insert(g.value(v).producer).second)
+          work.push_back(g.value(v).producer);
+    }
+  }
   int index = 0;
   for (ir::NodeId id : g.order()) {
     const ir::Node& n = g.node(id);
@@ -426,6 +441,16 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t, const std
     // (the op writing the node's first input: "" for a graph input or a constant)
     const ir::NodeId producer = n.inputs.empty() || n.inputs[0] == ir::kNoValue ? ir::kNoNode : g.value(n.inputs[0]).producer;
     f["input_op"] = Value(producer == ir::kNoNode ? std::string() : g.node(producer).op);
+    // (the op alone reading the node's first output: "" for none, several, or a graph output)
+    const bool read_once = !n.outputs.empty() && n.outputs[0] != ir::kNoValue && uses.count(n.outputs[0]) &&
+                           uses.at(n.outputs[0]).size() == 1;
+    f["output_op"] = Value(read_once ? g.node(uses.at(n.outputs[0])[0].first).op : std::string());
+    // (the output flattens the input: [N, the rest] with the input's N)
+    const ir::Type* fin = n.inputs.empty() || n.inputs[0] == ir::kNoValue ? nullptr : &g.value(n.inputs[0]).type;
+    const ir::Type* fout = n.outputs.empty() || n.outputs[0] == ir::kNoValue ? nullptr : &g.value(n.outputs[0]).type;
+    f["out_flat"] = Value(int64_t{fin && fout && fin->isStatic() && fout->isStatic() && !fin->shape.empty() &&
+                                  fout->shape.size() == 2 && fout->shape[0] == fin->shape[0]});
+    f["reaches_detection"] = Value(int64_t{detection_heads.count(id) != 0});
     const auto placed = engines.find(n.name);
     f["engine"] = Value(placed != engines.end() ? placed->second : s->engine);
     applyLookups(*s, f);

@@ -225,6 +225,7 @@ TEST(Int8Pow2Package, FastIsExactOverAFrameSequenceAtEveryThreadCount) {
 // numbers themselves: tests/python/test_pow2.py's oracle.)
 TEST(Int8Pow2Package, TidlEightBitLayersAreIntegerAndFastIsExact) {
   TranslateOptions o = pow2Options("pf", kSrc + "/tests/data/quant/pow2_forms.onnx", "npuc_pow2_forms_");
+  o.relax = {"reshape-transpose"};  // (the channel shuffle: beyond the guide's Reshape / Transpose, npuc moves its codes)
   std::mt19937 rng(9);
   std::normal_distribution<float> nd;
   auto frame = [&](float gain) {

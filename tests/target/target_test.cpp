@@ -781,6 +781,67 @@ TEST(TidlRules, SsdSharesItsLocations) {
   }
 }
 
+// Reshape and Transpose (T:L207-209, T:L286): a flatten, Reshape-Transpose-Reshape ending in one, a Reshape after an
+// average pooling, and an SSD's heads pass; ShuffleNet's channel shuffle (Reshape-Transpose-Reshape back to a map) and a
+// Transpose on its own inside the model do not.
+TEST(TidlRules, ReshapeAndTransposeOnlyWhereTidlTakesThem) {
+  auto graph = [](const std::vector<std::pair<std::string, std::vector<int64_t>>>& steps, bool detection) {
+    ir::Graph g;
+    g.opset = 13;
+    ir::ValueId v = g.addValue("x", ir::makeType(DType::kF32, {1, 8, 4, 4})).id;
+    g.inputs() = {v};
+    int k = 0;
+    // (between two Relus: layers inside the model, not the layout changes at its boundary, which pass)
+    std::vector<std::pair<std::string, std::vector<int64_t>>> all = {{"Relu", {}}};
+    all.insert(all.end(), steps.begin(), steps.end());
+    if (!detection) all.push_back({"Relu", {}});
+    for (const auto& [op, arg] : all) {
+      const std::string name = op + std::to_string(k++);
+      ir::ValueId y = g.addValue(name + "_y").id;
+      if (op == "Reshape") {
+        Tensor t(DType::kI64, {static_cast<int64_t>(arg.size())});
+        for (size_t i = 0; i < arg.size(); ++i) t.data<int64_t>()[i] = arg[i];
+        g.addNode("Reshape", name, {v, g.addConstant(name + "_shape", std::move(t)).id}, {y});
+      } else if (op == "Transpose") {
+        g.addNode("Transpose", name, {v}, {y}).attrs["perm"] = arg;
+      } else {
+        g.addNode(op, name, {v}, {y});
+      }
+      v = y;
+    }
+    if (detection) {  // (the SSD's boxes: a DetectionOutput reading the head as its locations and confidences)
+      Tensor pri(DType::kF32, {1, 2, 32 * 4});  // (32 priors: 128 location values, 32 x 4 classes)
+      for (int64_t i = 0; i < pri.numel(); ++i) pri.data<float>()[i] = 0.1f * static_cast<float>(i % 8);
+      ir::ValueId out = g.addValue("det").id;
+      g.addNode("DetectionOutput", "det", {v, v, g.addConstant("prior", std::move(pri)).id}, {out}, "ai.npuc").attrs = {
+          {"num_classes", ir::Attr(int64_t{4})}, {"share_location", ir::Attr(int64_t{1})}, {"keep_top_k", ir::Attr(int64_t{4})},
+          {"confidence_threshold", ir::Attr(0.1f)}};
+      v = out;
+    }
+    g.outputs().push_back(v);
+    ops::inferShapes(g);
+    return g;
+  };
+  auto ids = [](const std::vector<Violation>& rows) {
+    std::vector<std::string> r;
+    for (const Violation& v : rows) r.push_back(v.rule_id + "@" + v.node);
+    return r;
+  };
+  using Steps = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+  EXPECT_TRUE(check(graph(Steps{{"Reshape", {1, -1}}}, false), "tidl").empty());
+  EXPECT_TRUE(check(graph(Steps{{"GlobalAveragePool", {}}, {"Reshape", {1, 8, 1}}}, false), "tidl").empty());
+  EXPECT_TRUE(check(graph(Steps{{"Reshape", {1, 8, 16}}, {"Transpose", {0, 2, 1}}, {"Reshape", {1, -1}}}, false), "tidl").empty());
+  // An SSD head: Permute (NCHW -> NHWC) then Flatten, read by the DetectionOutput.
+  EXPECT_TRUE(check(graph(Steps{{"Transpose", {0, 2, 3, 1}}, {"Reshape", {1, 128}}}, true), "tidl").empty());
+  EXPECT_EQ(ids(check(graph(Steps{{"Reshape", {1, 2, 4, 4, 4}}, {"Transpose", {0, 2, 1, 3, 4}}, {"Reshape", {1, 8, 4, 4}}}, false), "tidl")),
+            std::vector<std::string>{"tidl.reshape.context@Reshape3"});
+  EXPECT_EQ(ids(check(graph(Steps{{"Transpose", {0, 2, 3, 1}}}, false), "tidl")), std::vector<std::string>{"tidl.transpose.context@Transpose1"});
+  EXPECT_TRUE(check(graph(Steps{}, false), "tidl").empty());
+  const auto rows = check(graph(Steps{{"Reshape", {1, 8, 16}}}, false), "tidl");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].actual, "a Reshape to [1, 8, 16]");
+}
+
 TEST(TidlRules, ConvFamily) {
   ConvSpec s;
   s.x = {1, 16, 32, 32};
@@ -1172,5 +1233,6 @@ TEST(Target, RelaxationsAreDeclaredNamedAndListed) {
   EXPECT_NE(md.find("## Relaxations"), std::string::npos);
   EXPECT_NE(md.find("| `clip-bounds` |"), std::string::npos);
   EXPECT_NE(md.find("`drpai.clip.bounds` | `clip-bounds` |"), std::string::npos);
-  EXPECT_EQ(supportedOpsMarkdown(loadTarget("tidl")).find("relaxation"), std::string::npos);
+  EXPECT_NE(supportedOpsMarkdown(loadTarget("tidl")).find("`tidl.transpose.context` | `reshape-transpose` |"), std::string::npos);
+  EXPECT_EQ(supportedOpsMarkdown(loadTarget("generic")).find("relaxation"), std::string::npos);  // (one without)
 }
