@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -240,6 +241,11 @@ TEST(BiasAbsorption, TranslateAbsorbsForEveryInt8Family) {
     EXPECT_EQ(plain.bias_absorbed_layers, 0);
     EXPECT_NE(plain.content_hash, r.content_hash);
   }
+  TranslateOptions uncalibrated = options("u", "tidl");  // (reports only: nothing to measure the floors on)
+  uncalibrated.calibration.clear();
+  const TranslateResult u = translate(uncalibrated);
+  ASSERT_TRUE(u.ok);
+  EXPECT_TRUE(std::any_of(u.warnings.begin(), u.warnings.end(), [](const std::string& w) { return w.find("--absorb-bias is ignored") == 0; }));
   const TranslateResult fp = translate(options("f", "generic"));
   ASSERT_TRUE(fp.ok);
   EXPECT_EQ(fp.bias_absorbed_layers, 0);

@@ -84,7 +84,10 @@ class Int8Pow2 final : public Strategy {
   }
 
   void calibrate(Translation& tr, Model& body) override {
-    if (tr.o.calibration.empty()) return;
+    if (tr.o.calibration.empty()) {
+      if (tr.o.absorb_bias) tr.warn("--absorb-bias is ignored: it measures on calibration samples (--calib), and none were given");
+      return;
+    }
     // The statistics of every tensor of the optimized model; quantized where it is lowered (beforeLowering).
     auto samples = calibrationSamples(graphOf(body), tr.o.calibration);
     if (tr.o.absorb_bias) {  // (before the statistics: the ranges are the absorbed model's)
