@@ -89,6 +89,17 @@ def test_map_of_the_detector_is_the_same_for_any_workers_and_the_reference_engin
     assert abs(q["map"] - one["map"]) < 0.1, (q["map"], one["map"])
 
 
+def test_map_on_a_dask_cluster_is_the_local_one(yolo):
+    distributed = pytest.importorskip("distributed")
+    local = npuc.evaluate(yolo["float"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        # (the decoder travels as its file and function, each worker loading it itself)
+        r = npuc.evaluate(yolo["float"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, client=client,
+                          shard_size=9)
+    assert r["map"] == local["map"] and all(np.array_equal(a, b) for a, b in zip(r["boxes"], local["boxes"]))
+
+
 def test_a_package_of_batch_two_gives_each_sample_its_own_boxes(yolo):
     two = npuc.translate("b2", MODEL, target="generic", out=str(yolo["out"]), input_shapes={"image": [2, 1, 96, 96]})
     assert two.ok
