@@ -375,6 +375,7 @@ void registerAll() {
       {"conv/mbv2_1x1_16-96_112", convShape(16, 96, 1, 112, 112, 1, 1, 0)},
       {"conv/mbv2_1x1_32-16_112", convShape(32, 16, 1, 112, 112, 1, 1, 0)},
       {"conv/squeezenet_1x1_512-1000_13", convShape(512, 1000, 1, 13, 13, 1, 1, 0)},
+      {"conv/squeezenet_1x1_256-32_27", convShape(256, 32, 1, 27, 27, 1, 1, 0)},
       {"conv/tinyyolo_3x3_512-1024_13", convShape(512, 1024, 1, 13, 13, 3, 1, 1)},
       {"conv/tinyyolo_3x3_16-32_208", convShape(16, 32, 1, 208, 208, 3, 1, 1)},
       {"conv/tinyyolo_3x3_3-16_416", convShape(3, 16, 1, 416, 416, 3, 1, 1)},
