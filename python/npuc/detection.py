@@ -58,7 +58,8 @@ def load_decoder(spec):
     except ImportError as e:
         raise _error("decoder %s: cannot import %s: %s" % (spec, where, e))
     except Exception as e:  # (the user's module failed as it loaded: said with its name)
-        if isinstance(e, sys.modules[__package__].Error):
+        from . import Error
+        if isinstance(e, Error):
             raise
         raise _error("decoder %s: loading %s failed: %s: %s" % (spec, where, type(e).__name__, e))
     fn = getattr(mod, name, None)

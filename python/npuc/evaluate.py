@@ -69,9 +69,12 @@ def run_shard(package, shard, output, topk, threads=1):
     return out
 
 
-def _boxes(package, shard, decoder, start, threads=1):
+def _run_task(package, start, shard, how, threads):
+    """One shard's task: ("top", output, topk) -> run_shard's class indices; ("map", decoder) -> each sample's boxes."""
+    if how[0] == "top":
+        return run_shard(package, shard, how[1], how[2], threads)
     from .detection import run_shard_boxes
-    return run_shard_boxes(package, shard, decoder, start, threads)
+    return run_shard_boxes(package, shard, how[1], start, threads)
 
 
 def _samples(name, a, spec, dtype, layout):
@@ -220,6 +223,7 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
         from tqdm import tqdm
         bar = tqdm(total=n, unit="sample", desc="npuc.evaluate")
     results = {}
+    how = ("top", output, topk) if ks else ("map", decoder)
 
     def done(start, r):
         results[start] = r
@@ -230,19 +234,17 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
         # The shards travel inside their tasks (Dask warns of the large graph): scattered data would be faster to send
         # (fashion_dense, 10k images: 54 s against 65 s on one worker) but is lost with a worker that dies, while a
         # task holding its shard is simply run again elsewhere.
-        futures = {(client.submit(run_shard, package, s, output, topk, threads, pure=False) if ks else
-                    client.submit(_boxes, package, s, decoder, start, threads, pure=False)): start for start, s in shards}
+        futures = {client.submit(_run_task, package, start, s, how, threads, pure=False): start for start, s in shards}
         from distributed import as_completed
         for f in as_completed(list(futures)):
             done(futures[f], f.result())
     elif workers <= 1:
         for start, s in shards:
-            done(start, run_shard(package, s, output, topk, threads) if ks else _boxes(package, s, decoder, start, threads))
+            done(start, _run_task(package, start, s, how, threads))
     else:
         ctx = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {(pool.submit(run_shard, package, s, output, topk, threads) if ks else
-                        pool.submit(_boxes, package, s, decoder, start, threads)): start for start, s in shards}
+            futures = {pool.submit(_run_task, package, start, s, how, threads): start for start, s in shards}
             for f in concurrent.futures.as_completed(futures):
                 done(futures[f], f.result())
     if bar is not None:

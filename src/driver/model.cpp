@@ -401,7 +401,7 @@ Model Model::quantizedQdq(const QuantizeOptions& o, QuantizeReport* report) cons
     std::map<std::string, std::string> rows_of;  // a rewritten Linear's row-shaped output -> the model's tensor
     {  // (a Linear layer's bias into its product: what the calibration then measures)
       std::set<std::string> keep = qo.keep_float;
-      for (const auto& [tensor, range] : qo.ranges) keep.insert(tensor);
+      keep.insert(fixed.begin(), fixed.end());
       quant::productBiasesAsGemms(g, keep, &rows_of);
     }
     auto stats = quant::collectStats(g, samples, threads);

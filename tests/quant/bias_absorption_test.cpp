@@ -9,6 +9,7 @@
 #include "ops/registry.hpp"
 #include "quant/bias_absorption.hpp"
 
+#include "random_tensor.hpp"
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -23,13 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Tensor uniform(Shape s, float lo, float hi, uint32_t seed) {
-  Tensor t(DType::kF32, std::move(s));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using test::uniform;
 
 struct PairCase {
   std::string activation = "Relu";  // Relu / LeakyRelu as a node, "fused:Relu" as Conv1's attribute, "Clip" (Relu6), "" none

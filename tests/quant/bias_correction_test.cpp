@@ -9,6 +9,7 @@
 #include "quant/qdq.hpp"
 #include "quant/range.hpp"
 
+#include "random_tensor.hpp"
 #include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -25,13 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Tensor uniform(Shape s, float lo, float hi, uint32_t seed) {
-  Tensor t(DType::kF32, std::move(s));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using test::uniform;
 
 /// Values constant over the positions of each (batch, channel) plane: every window of an unpadded convolution then
 /// sees the channel means, and the output mean relation the correction relies on holds exactly. (Zero padding makes
