@@ -3,6 +3,7 @@
 
 #include "ops/custom.hpp"
 
+#include "ir/rewriter.hpp"
 #include "ops/registry.hpp"
 #include "ops/shape_util.hpp"
 #include "ops/window.hpp"
@@ -442,9 +443,9 @@ std::vector<Violation> checkGraph(const ir::Graph& g, const Target& t, const std
     const ir::NodeId producer = n.inputs.empty() || n.inputs[0] == ir::kNoValue ? ir::kNoNode : g.value(n.inputs[0]).producer;
     f["input_op"] = Value(producer == ir::kNoNode ? std::string() : g.node(producer).op);
     // (the op alone reading the node's first output: "" for none, several, or a graph output)
-    const bool read_once = !n.outputs.empty() && n.outputs[0] != ir::kNoValue && uses.count(n.outputs[0]) &&
-                           uses.at(n.outputs[0]).size() == 1;
-    f["output_op"] = Value(read_once ? g.node(uses.at(n.outputs[0])[0].first).op : std::string());
+    const std::optional<ir::NodeId> reader =
+        n.outputs.empty() || n.outputs[0] == ir::kNoValue ? std::nullopt : ir::soleReader(g, uses, n.outputs[0]);
+    f["output_op"] = Value(reader ? g.node(*reader).op : std::string());
     // (the output flattens the input: [N, the rest] with the input's N)
     const ir::Type* fin = n.inputs.empty() || n.inputs[0] == ir::kNoValue ? nullptr : &g.value(n.inputs[0]).type;
     const ir::Type* fout = n.outputs.empty() || n.outputs[0] == ir::kNoValue ? nullptr : &g.value(n.outputs[0]).type;
