@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-_decoders = {}  # spec -> callable, per process (workers load a spec once)
+_decoders = {}  # module (a file: with its modification time and size) and function -> callable, per process
 
 
 def _error(message):
@@ -34,15 +34,20 @@ def load_decoder(spec):
     if not isinstance(spec, str) or ":" not in spec:
         raise _error("decoder %r: give a callable, or FILE.py:FUNCTION or MODULE:FUNCTION (the function that turns one "
                      "sample's outputs into boxes (x, y, w, h, score, class))" % (spec,))
-    if spec in _decoders:
-        return _decoders[spec]
     where, name = spec.rsplit(":", 1)
+    state = where
+    if where.endswith(".py"):  # (the file's state in the keys: a decoder edited since is loaded again, never a stale one)
+        path = os.path.abspath(where)
+        if not os.path.isfile(path):
+            raise _error("decoder %s: no file %s" % (spec, path))
+        st = os.stat(path)
+        state = "%s@%d:%d" % (path, st.st_mtime_ns, st.st_size)
+    key = state + ":" + name
+    if key in _decoders:
+        return _decoders[key]
     try:
         if where.endswith(".py"):
-            path = os.path.abspath(where)
-            if not os.path.isfile(path):
-                raise _error("decoder %s: no file %s" % (spec, path))
-            modname = "npuc_decoder_" + hashlib.sha1(path.encode()).hexdigest()[:16]
+            modname = "npuc_decoder_" + hashlib.sha1(state.encode()).hexdigest()[:16]
             mod = sys.modules.get(modname)
             if mod is None:
                 loader = importlib.util.spec_from_file_location(modname, path)
@@ -65,7 +70,7 @@ def load_decoder(spec):
     fn = getattr(mod, name, None)
     if not callable(fn):
         raise _error("decoder %s: %s has no function %s" % (spec, where, name))
-    _decoders[spec] = fn
+    _decoders[key] = fn
     return fn
 
 

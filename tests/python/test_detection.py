@@ -135,6 +135,18 @@ def test_tune_meets_a_map_budget_from_the_command_line(yolo, tmp_path):
         assert res["keep_float"] == []
 
 
+def test_a_decoder_edited_since_is_loaded_again(yolo, tmp_path):
+    dec = tmp_path / "dec.py"
+    x, gt = {"image": yolo["x"][:2]}, yolo["truth"][:2]
+    dec.write_text("def boxes(head):\n    return []\n")
+    assert npuc.evaluate(yolo["float"], x, gt, metric="map", decoder=str(dec) + ":boxes", workers=1)["map"] == 0.0
+    # The ground truth itself, found: mAP 1. (Another size, and a later time: the module is not the one cached.)
+    dec.write_text("import json\nT = iter(json.loads(%r))\ndef boxes(head):\n    return [b[:4] + [1.0, b[4]] for b in next(T)]\n"
+                   % json.dumps(gt))
+    os.utime(dec, ns=(os.stat(dec).st_atime_ns, os.stat(dec).st_mtime_ns + 10**9))
+    assert npuc.evaluate(yolo["float"], x, gt, metric="map", decoder=str(dec) + ":boxes", workers=1)["map"] == 1.0
+
+
 def test_bad_detection_inputs_are_refused(yolo, tmp_path):
     ev = lambda labels, **kw: npuc.evaluate(yolo["float"], {"image": yolo["x"][:3]}, labels,  # noqa: E731
                                             **{"metric": "map", "decoder": DECODER, "workers": 1, **kw})
