@@ -405,7 +405,8 @@ void registerAll() {
                            "conv/mbv2_1x1_32-16_112", "conv/mbv2_1x1_960-320_7",
                            "conv/resnet50_1x1_64-256_56", "conv/resnet50_1x1_256-64_56",
                            "conv/squeezenet_3x3_16-64_55", "conv/squeezenet_1x1_128-16_55",
-                           "conv/googlenet_1x1_64-64_56"}) {
+                           "conv/googlenet_1x1_64-64_56", "conv/resnet50_3x3_64-64_56", "conv/resnet50_3x3_256-256_14",
+                           "conv/resnet50_3x3_512-512_7"}) {
     for (const C& c : convs) {
       if (std::string(c.name) != name) continue;
       const ConvShape s = c.s;

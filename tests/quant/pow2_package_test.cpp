@@ -2,15 +2,21 @@
 // fast and exact modes over a sequence of frames. The numbers themselves are checked against an independent oracle
 // in tests/python/test_pow2.py.
 #include "npuc/model.hpp"
+#include "frontend/onnx/onnx_io.hpp"
+#include "ops/registry.hpp"
 #include "npuc/runtime.hpp"
 #include "package/package.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
 
+#include "random_tensor.hpp"
+#include "scratch_dir.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -325,6 +331,52 @@ TEST(Int8Pow2Package, ADenseNetsBatchNormsAreIntegerLayers) {
     }
   }
   fs::remove_all(o.out_root);
+}
+
+// A local response normalisation (Caffe's LRN, which the guide merges into the layer before without an integer form,
+// T:L239) translates for tidl as a float32 layer between a dequantize and a quantize: the integer convolutions around
+// it stay integer, the output follows the float model, fast == --exact at 1 and 2 threads.
+TEST(Int8Pow2Package, TidlRunsALocalResponseNormInFloatBetweenIntegerLayers) {
+  const fs::path dir = test::scratchDir("pow2_lrn");
+  ir::Graph g;
+  ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 3, 12, 12})).id;
+  g.inputs().push_back(x);
+  ir::ValueId a = g.addValue("a").id, h = g.addValue("h").id, n = g.addValue("n").id, y = g.addValue("y").id;
+  ir::Node& c1 = g.addNode("Conv", "conv1", {x, g.addConstant("w1", test::uniform({8, 3, 3, 3}, -0.5f, 0.5f, 1)).id}, {a});
+  c1.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  g.addNode("Relu", "relu1", {a}, {h});
+  ir::Node& lrn = g.addNode("LRN", "norm1", {h}, {n});
+  lrn.attrs["size"] = int64_t{5};
+  lrn.attrs["alpha"] = 0.05f;  // (large enough that the normalisation moves the values: 1 + 0.01 * sum of squares)
+  lrn.attrs["beta"] = 0.75f;
+  lrn.attrs["bias"] = 1.0f;
+  ir::Node& c2 = g.addNode("Conv", "conv2", {n, g.addConstant("w2", test::uniform({4, 8, 3, 3}, -0.5f, 0.5f, 2)).id}, {y});
+  c2.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  onnx_io::exportFile(g, dir / "lrn.onnx");
+  TranslateOptions o = pow2Options("lrn", (dir / "lrn.onnx").string(), "npuc_pow2_lrn_");
+  o.out_root = dir;
+  o.calibration["x"] = {test::uniform({8, 3, 12, 12}, 0.0f, 4.0f, 3)};
+  const TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors[0].rule + ": " + r.errors[0].actual);
+  Runtime probe(r.dir);
+  std::vector<std::string> kinds;
+  for (const RuntimeLayer& l : probe.layers()) kinds.push_back(l.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"quantize", "conv", "dequantize", "lrn", "quantize", "conv", "dequantize"}));
+  const Tensor t = test::uniform({1, 3, 12, 12}, 0.0f, 4.0f, 4);
+  const Tensor want = Session(Model::load(dir / "lrn.onnx")).run({t})[0];
+  const Tensor got = probe.run({t})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  double dot = 0, gg = 0, ww = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double p = got.data<float>()[i], q = want.data<float>()[i];
+    dot += p * q, gg += p * p, ww += q * q;
+  }
+  EXPECT_GE(dot / std::sqrt(gg * ww), 0.999);
+  for (int threads : {1, 2})
+    for (bool exact : {false, true})
+      EXPECT_TRUE(Runtime(r.dir, RuntimeOptions{threads, exact}).run({t})[0].sameBits(got)) << threads << " " << exact;
 }
 
 }  // namespace
