@@ -5,7 +5,7 @@
 
 Writes DIR/calib.npy (64 scenes of the training split, seed 11), DIR/x.npy and DIR/truth.json (the test scenes, seed 7:
 examples/python/kneron_yolo.py's), translates the model for generic (float), generic-int8 and kneron, and prints each
-package's mAP at IoU 0.5 with models/fashion_yolo/yolo.py's decoder; then the `npuc tune --metric map` command for the
+package's mAP at IoU 0.5 (and COCO's AP over 0.50-0.95, iou_threshold="coco") with models/fashion_yolo/yolo.py's decoder; then the `npuc tune --metric map` command for the
 same files.
 """
 import argparse
@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 import npuc
+from npuc import detection
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MODEL_DIR = os.path.join(SRC, "models", "fashion_yolo")
@@ -47,7 +48,8 @@ def main():
         r = npuc.translate("yolo_" + target.replace("-", "_"), MODEL, target=target, out=a.out,
                            calib=None if target == "generic" else {"image": calib})
         e = npuc.evaluate(str(r.dir), {"image": x}, truth, metric="map", decoder=decoder, workers=1)
-        print("%-13s mAP %.2f  (estimated %.1f us)" % (target, 100 * e["map"], r.estimated_us))
+        c = detection.mean_average_precision(e["boxes"], detection.truth_boxes(truth, len(truth)), "coco")
+        print("%-13s mAP %.2f, COCO's AP %.2f  (estimated %.1f us)" % (target, 100 * e["map"], 100 * c, r.estimated_us))
     print("npuc tune %s --target generic-int8 --calib image=%s --eval image=%s --labels %s --metric map --decoder %s "
           "--max-drop 0.05" % (MODEL, os.path.join(a.out, "calib.npy"), os.path.join(a.out, "x.npy"),
                                os.path.join(a.out, "truth.json"), decoder))

@@ -10,6 +10,12 @@ which differs only at exactly the threshold) and the box was not matched before,
 is one). AP is the area under the precision envelope over recall (every point: VOC 2010 onwards); mAP
 the mean over the classes the ground truth holds (a class with boxes but no detection scores 0; detections of a class
 the ground truth does not hold are not counted).
+
+With iou_threshold "coco", COCO's detection AP instead (pycocotools' COCOeval for boxes, without crowd regions or area
+ranges): the mean over the IoU thresholds 0.50, 0.55, …, 0.95 of APs that each keep a sample's 100 best-scored
+detections of a class, match each (best score first) to the ground-truth box of its sample and class, not matched
+before, that it overlaps most at or above the threshold (so a detection may take a second-best box a better one
+already took), and take the precision envelope at the 101 recall points 0, 0.01, …, 1.
 """
 import hashlib
 import importlib
@@ -172,9 +178,63 @@ def average_precisions(detections, truths, iou_threshold=0.5):
     return aps
 
 
+COCO_THRESHOLDS = tuple(0.5 + 0.05 * k for k in range(10))
+COCO_MAX_DETECTIONS = 100
+_COCO_RECALLS = np.linspace(0.0, 1.0, 101)
+
+
+def valid_iou_threshold(t):
+    """Whether t is an IoU threshold metric map takes: a number in (0, 1], or "coco"."""
+    return t == "coco" or (isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t <= 1)
+
+
+def coco_average_precisions(detections, truths):
+    """Per class of the ground truth: COCO's AP, the mean over COCO_THRESHOLDS (module docstring)."""
+    classes = sorted({int(c) for t in truths for c in t[:, 4]})
+    aps = {}
+    for c in classes:
+        gts = [t[t[:, 4] == c] for t in truths]
+        positives = sum(len(g) for g in gts)
+        # Each sample's detections of the class, best score first (ties: the decoder's order), the first 100.
+        kept = []
+        for d in detections:
+            idx = [j for j in range(len(d)) if int(d[j, 5]) == c]
+            idx.sort(key=lambda j: -d[j, 4])
+            kept.append(idx[:COCO_MAX_DETECTIONS])
+        overlaps = [[_iou(detections[i][j], gts[i]) if len(gts[i]) else np.zeros(0) for j in idx] for i, idx in enumerate(kept)]
+        scores = np.array([detections[i][j, 4] for i, idx in enumerate(kept) for j in idx], dtype=np.float64)
+        order = np.argsort(-scores, kind="mergesort")  # (ties: the sample's order, then the one above)
+        per_threshold = []
+        for t in COCO_THRESHOLDS:
+            hits = []
+            for i, idx in enumerate(kept):
+                used = np.zeros(len(gts[i]), bool)
+                for ov in overlaps[i]:
+                    best, at_least = -1, min(t, 1 - 1e-10)
+                    for k in range(len(ov)):  # the most overlapped box not used (ties: the later one, as COCOeval)
+                        if not used[k] and ov[k] >= at_least:
+                            best, at_least = k, ov[k]
+                    if best >= 0:
+                        used[best] = True
+                    hits.append(best >= 0)
+            tp = np.cumsum(np.asarray(hits, dtype=np.float64)[order])
+            recall = tp / positives
+            precision = tp / np.arange(1, len(tp) + 1)
+            for k in range(len(precision) - 1, 0, -1):  # the envelope
+                precision[k - 1] = max(precision[k - 1], precision[k])
+            at = np.searchsorted(recall, _COCO_RECALLS, side="left")
+            q = np.zeros(len(_COCO_RECALLS))  # (a recall never reached: precision 0)
+            inside = at < len(precision)
+            q[inside] = precision[at[inside]]
+            per_threshold.append(float(np.mean(q)))
+        aps[c] = float(np.mean(per_threshold))
+    return aps
+
+
 def mean_average_precision(detections, truths, iou_threshold=0.5):
-    """mAP over the ground truth's classes (0 when it holds no box)."""
-    aps = average_precisions(detections, truths, iou_threshold)
+    """mAP over the ground truth's classes (0 when it holds no box); iou_threshold "coco": COCO's AP."""
+    aps = coco_average_precisions(detections, truths) if iou_threshold == "coco" else \
+        average_precisions(detections, truths, iou_threshold)
     return float(np.mean(list(aps.values()))) if aps else 0.0
 
 

@@ -17,6 +17,7 @@ so the answer is the same bit for bit for any number of workers, and the same as
 Written: the package (out/prefix), and out/prefix_tune/: precision.yaml (the kept layers, for translate
 --precision), tune.json (every candidate tried), tune.html with tune_pareto.png and tune_sensitivity.png.
 """
+import argparse
 import json
 import os
 import shutil
@@ -80,6 +81,19 @@ class _Evaluator:
         if self.own:
             self.client.close()
             self.cluster.close()
+
+
+def _iou_threshold_arg(text):
+    """--iou-threshold: a number in (0, 1], or coco."""
+    if text == "coco":
+        return text
+    try:
+        t = float(text)
+    except ValueError:
+        t = None
+    if t is None or not 0 < t <= 1:
+        raise argparse.ArgumentTypeError("%r: a number in (0, 1], or coco" % (text,))
+    return t
 
 
 def _mac_layers(summary_csv):
@@ -264,11 +278,11 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     if n == 0:
         raise _error("the evaluation set is empty")
     if metric == "map":
-        from .detection import load_decoder, portable, truth_boxes
+        from .detection import load_decoder, portable, truth_boxes, valid_iou_threshold
         if decoder is None:
             raise _error("metric map needs a decoder (the function that turns one sample's outputs into boxes)")
-        if not (isinstance(iou_threshold, (int, float)) and 0 < iou_threshold <= 1):
-            raise _error("iou_threshold is %r: a number in (0, 1]" % (iou_threshold,))
+        if not valid_iou_threshold(iou_threshold):
+            raise _error("iou_threshold is %r: a number in (0, 1], or \"coco\"" % (iou_threshold,))
         decoder = portable(decoder)
         load_decoder(decoder)
         labels = truth_boxes(labels, n)
@@ -540,7 +554,6 @@ def _plots(res, ints, folder):
 
 def main(argv=None):
     """`npuc tune` (the CLI runs `python3 -m npuc tune ...`): MODEL --target T --calib NAME=X.npy ..."""
-    import argparse
     p = argparse.ArgumentParser(prog="npuc tune", description="The int8 package within an accuracy budget with the least "
                                 "estimated time: which layers to keep in float32 (docs/tune.md)")
     p.add_argument("model")
@@ -557,7 +570,8 @@ def main(argv=None):
                    "--metric map the ground-truth boxes: a JSON list, per sample, of [x, y, w, h, class] rows")
     p.add_argument("--decoder", help="--metric map: FILE.py:FUNCTION, called with one sample's outputs (in the model's order, "
                    "as the package gives them), returning its boxes (x, y, w, h, score, class)")
-    p.add_argument("--iou-threshold", type=float, help="--metric map: the overlap a detection needs (default 0.5)")
+    p.add_argument("--iou-threshold", type=_iou_threshold_arg, help="--metric map: the overlap a detection needs (default "
+                   "0.5), or coco: COCO's AP, the mean over thresholds 0.50-0.95 (docs/tune.md)")
     p.add_argument("--rank", default="accuracy", choices=("accuracy", "snr"), help="order of the greedy search: each layer "
                    "alone in float evaluated on the labelled set (accuracy), or its output SNR on the calibration samples "
                    "(snr: no evaluation per layer)")

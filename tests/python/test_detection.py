@@ -54,6 +54,35 @@ def test_average_precision_of_a_hand_worked_case():
     assert detection.average_precisions(hit_first, gts2)[0] == pytest.approx(0.5 * 1 + 0.5 * 2 / 3)
 
 
+def test_coco_average_precision_of_hand_worked_cases():
+    # The first case above at the ten thresholds 0.50-0.95, 101 recall points: up to 0.80 the shifted box (IoU 90/110
+    # = 0.818) is right, the envelope 1 up to recall 1/2 (51 points) and 2/3 beyond (50 points); from 0.85 it is
+    # wrong, precision 1 up to recall 1/2 and nothing beyond.
+    dets = [boxes((0, 0, 10, 10, 0.9, 0), (0, 0, 10, 10, 0.6, 0), (5, 5, 4, 4, 0.99, 2)),
+            boxes((50, 50, 10, 10, 0.8, 0), (1, 0, 10, 10, 0.7, 0))]
+    gts = [truth((0, 0, 10, 10, 0)), truth((0, 0, 10, 10, 0), (30, 30, 5, 5, 1))]
+    ap0 = (7 * (51 + 50 * 2 / 3) / 101 + 3 * 51 / 101) / 10
+    aps = detection.coco_average_precisions(dets, gts)
+    assert aps[0] == pytest.approx(ap0) and aps[1] == 0.0 and 2 not in aps
+    assert detection.mean_average_precision(dets, gts, "coco") == pytest.approx(ap0 / 2)
+    # A detection overlapping two boxes alike (IoU 0.818 each) after the first took one: VOC's rule matches it to the
+    # box it overlaps most, taken, so a false positive (AP 1/2); COCO's to the best box not taken, right up to 0.80.
+    two = [truth((0, 0, 10, 10, 0), (2, 0, 10, 10, 0))]
+    d2 = [boxes((0, 0, 10, 10, 0.9, 0), (1, 0, 10, 10, 0.8, 0))]
+    assert detection.mean_average_precision(d2, two) == pytest.approx(0.5)
+    assert detection.mean_average_precision(d2, two, "coco") == pytest.approx((7 * 1 + 3 * 51 / 101) / 10)
+    # A sample's 100 best detections of a class count, no more: the right box scored 101st is dropped (VOC counts it,
+    # at precision 1/101).
+    many = [boxes(*([(50, 50, 5, 5, 0.9, 0)] * 100 + [(0, 0, 10, 10, 0.1, 0)]))]
+    one = [truth((0, 0, 10, 10, 0))]
+    assert detection.mean_average_precision(many, one, "coco") == 0.0
+    assert detection.mean_average_precision(many, one) == pytest.approx(1 / 101)
+    assert detection.mean_average_precision([boxes((0, 0, 10, 10, 0.5, 0))], one, "coco") == 1.0
+    assert detection.mean_average_precision([boxes()], one, "coco") == 0.0
+    assert all(detection.valid_iou_threshold(t) for t in (0.5, 1, "coco"))
+    assert not any(detection.valid_iou_threshold(t) for t in (0, 1.5, "voc", True, None))
+
+
 def _scenes(split, count, seed):
     import scenes
     s = scenes.scenes(split, count, seed)
@@ -87,6 +116,11 @@ def test_map_of_the_detector_is_the_same_for_any_workers_and_the_reference_engin
     assert 0.5 < one["map"] <= 1.0
     q = npuc.evaluate(yolo["int8"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1)
     assert abs(q["map"] - one["map"]) < 0.1, (q["map"], one["map"])
+    # COCO's AP: the same boxes scored at 0.50-0.95, below the AP at 0.50 alone.
+    coco = npuc.evaluate(yolo["float"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1,
+                         iou_threshold="coco")
+    assert coco["map"] == pytest.approx(detection.mean_average_precision(ref, truths, "coco"), abs=1e-12)
+    assert 0.0 < coco["map"] < one["map"]
 
 
 def test_map_on_a_dask_cluster_is_the_local_one(yolo):
@@ -124,6 +158,10 @@ def test_tune_meets_a_map_budget_from_the_command_line(yolo, tmp_path):
                         "-o", str(tmp_path / "out")], capture_output=True, text=True)
     res = json.load(open(tmp_path / "out" / "fashion_yolo_tune" / "tune.json"))
     assert r.returncode == (0 if res["met"] else 1), r.stderr
+    bad = subprocess.run([CLI, "tune", MODEL, "--target", "generic-int8", "--calib", "image=x.npy", "--eval", "image=x.npy",
+                          "--labels", "t.json", "--metric", "map", "--decoder", DECODER, "--iou-threshold", "0"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "'0': a number in (0, 1], or coco" in bad.stderr, bad.stderr
     assert "float32: map" in r.stdout and "tuned:" in r.stdout, r.stdout
     assert res["metric"] == "map" and res["decoder"].endswith("yolo.py:detect_all") and res["iou_threshold"] == 0.5
     flt = npuc.evaluate(yolo["float"], {"image": yolo["x"]}, yolo["truth"], metric="map", decoder=DECODER, workers=1)
@@ -177,6 +215,8 @@ def test_bad_detection_inputs_are_refused(yolo, tmp_path):
         ev(np.array([1, 2, 3]), metric="top1")
     with pytest.raises(npuc.Error, match="iou_threshold"):
         ev(gt, iou_threshold=1.5)
+    with pytest.raises(npuc.Error, match=r"iou_threshold is 'voc': a number in \(0, 1\], or \"coco\""):
+        ev(gt, iou_threshold="voc")
     with pytest.raises(npuc.Error, match="output= is for topK"):
         ev(gt, output="head")
     with pytest.raises(npuc.Error, match="cannot be sent to worker processes"):
