@@ -6,7 +6,8 @@
 
 Calibration: the input itself and 7 variants x / 2 + N(0, 0.5) (numpy seed 0, as tools/survey_int8.sh makes them);
 evaluation: 8 other inputs x / 2 + N(0, 0.5) (seed 1). Prints the mean cosine of the first output for per-channel
-weights, per-tensor weights, per tensor with --equalize relu6, and with --absorb-bias too.
+weights, per-tensor weights, per tensor with --equalize relu6, and with --absorb-bias, --bias-correction or --adaround
+too, and per channel with --bias-correction.
 """
 import argparse
 import os
@@ -20,7 +21,10 @@ import npuc
 
 VARIANTS = [("per channel", []), ("per tensor", ["--per-tensor"]),
             ("per tensor, --equalize relu6", ["--per-tensor", "--equalize", "relu6"]),
-            ("per tensor, --equalize relu6 --absorb-bias", ["--per-tensor", "--equalize", "relu6", "--absorb-bias"])]
+            ("per tensor, --equalize relu6 --absorb-bias", ["--per-tensor", "--equalize", "relu6", "--absorb-bias"]),
+            ("per tensor, --equalize relu6 --bias-correction", ["--per-tensor", "--equalize", "relu6", "--bias-correction"]),
+            ("per tensor, --equalize relu6 --adaround", ["--per-tensor", "--equalize", "relu6", "--adaround"]),
+            ("per channel, --bias-correction", ["--bias-correction"])]
 
 
 def main():

@@ -243,8 +243,51 @@ bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::Valu
   return layer && r.domain.empty() && (r.op == "Relu" || r.op == "Clip");
 }
 
+/// A layer kept in float takes along the element-wise activation node that alone reads it (a Conv's LeakyRelu,
+/// HardSwish, Sigmoid, …: one layer as the model's author wrote it, as a fused Relu / Clip already is), so the
+/// activation computes in float on the layer's float output instead of as an int8 look-up table between a quantize
+/// and a dequantize; the conversion moves after it.
+void takeActivationsAlong(const ir::Graph& g, std::set<ir::NodeId>& kept) {
+  static const std::set<std::string> activations = {"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid",
+                                                    "HardSwish", "Swish", "Mish", "Elu", "Selu", "Celu", "Softplus",
+                                                    "Softsign", "ThresholdedRelu", "Gelu"};
+  const ir::UseMap uses = g.uses();
+  for (ir::NodeId id : std::vector<ir::NodeId>(kept.begin(), kept.end())) {
+    const ir::Node& n = g.node(id);
+    if (n.outputs.size() != 1 || n.outputs[0] == ir::kNoValue) continue;
+    const ir::ValueId v = n.outputs[0];
+    auto it = uses.find(v);
+    if (std::count(g.outputs().begin(), g.outputs().end(), v) || it == uses.end() || it->second.size() != 1) continue;
+    const ir::Node& a = g.node(it->second[0].first);
+    if ((a.domain.empty() || a.domain == "ai.npuc") && activations.count(a.op) && a.inputs[0] == v && a.outputs.size() == 1)
+      kept.insert(it->second[0].first);
+  }
+}
+
+/// The nodes --keep-float / --keep-float16 name (layers with weights; a name the graph lacks is an error), with the
+/// activations they take along.
+std::set<ir::NodeId> keptLayers(const ir::Graph& g, const std::set<std::string>& names) {
+  std::set<ir::NodeId> kept;
+  for (const std::string& name : names) {
+    bool found = false;
+    for (ir::NodeId id : g.order()) {
+      const ir::Node& n = g.node(id);
+      if (n.name != name) continue;
+      found = true;
+      if (!(n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul"))
+        fail(ErrorCode::kInvalidArgument, "--keep-float / --keep-float16 '{}': a {} has no weights to keep in float (layers with weights: "
+             "Conv, Gemm, MatMul)", name, n.op);
+      kept.insert(id);
+    }
+    if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float / --keep-float16 '{}': the model has no node of that name", name);
+  }
+  takeActivationsAlong(g, kept);
+  return kept;
+}
+
 /// Layers kept in float in a row exchange float values: a value that a kept layer writes (itself, or through its
-/// fused activation) and only kept layers read leaves `acts` (it gets no QuantizeLinear / DequantizeLinear).
+/// fused activation) and only kept layers read — or only the model's caller, as a graph output — leaves `acts` (it
+/// gets no QuantizeLinear / DequantizeLinear).
 void dropValuesBetweenKeptLayers(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::NodeId>& kept,
                                  std::vector<ir::ValueId>& acts) {
   if (kept.empty()) return;
@@ -256,17 +299,17 @@ void dropValuesBetweenKeptLayers(const ir::Graph& g, const ir::UseMap& uses, con
     const ir::ValueId u = a.inputs[0];
     return g.value(u).producer != ir::kNoNode && kept.count(g.value(u).producer) && fusedActivationFollows(g, uses, u);
   };
+  // Read only by kept layers — or a graph output that nothing else reads but kept layers: a float layer's output
+  // leaves the model as it computed it.
   auto keptReadsOnly = [&](ir::ValueId v) {
     auto it = uses.find(v);
-    if (it == uses.end() || it->second.empty()) return false;
+    const bool output = std::count(g.outputs().begin(), g.outputs().end(), v) > 0;
+    if (it == uses.end() || it->second.empty()) return output;
     for (auto [reader, k] : it->second)
       if (!kept.count(reader)) return false;
     return true;
   };
-  std::erase_if(acts, [&](ir::ValueId v) {
-    return g.value(v).producer != ir::kNoNode && !std::count(g.outputs().begin(), g.outputs().end(), v) && keptWrites(v) &&
-           keptReadsOnly(v);
-  });
+  std::erase_if(acts, [&](ir::ValueId v) { return g.value(v).producer != ir::kNoNode && keptWrites(v) && keptReadsOnly(v); });
 }
 
 }  // namespace
@@ -404,20 +447,7 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
   const bool per_channel = o.per_channel && per_axis;
 
   // Per-layer overrides: every name must be the graph's.
-  std::set<ir::NodeId> kept;
-  for (const std::string& name : o.keep_float) {
-    bool found = false;
-    for (ir::NodeId id : g.order()) {
-      const ir::Node& n = g.node(id);
-      if (n.name != name) continue;
-      found = true;
-      if (!(n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul"))
-        fail(ErrorCode::kInvalidArgument, "--keep-float / --keep-float16 '{}': a {} has no weights to keep in float (layers with weights: "
-             "Conv, Gemm, MatMul)", name, n.op);
-      kept.insert(id);
-    }
-    if (!found) fail(ErrorCode::kInvalidArgument, "--keep-float / --keep-float16 '{}': the model has no node of that name", name);
-  }
+  const std::set<ir::NodeId> kept = keptLayers(g, o.keep_float);
   for (const auto& [name, r] : o.ranges) {
     if (!g.findValue(name)) fail(ErrorCode::kInvalidArgument, "--range '{}': the model has no tensor of that name", name);
     if (!(r.first <= r.second) || !std::isfinite(r.first) || !std::isfinite(r.second))

@@ -13,6 +13,8 @@
 #include "support/fp16.hpp"
 #include "support/npy.hpp"
 
+#include "random_tensor.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -313,6 +315,45 @@ TEST(Qdq, ConsecutiveKeptLayersExchangeFloatValues) {
   EXPECT_TRUE(two.count(before) && two.count(after));  // (an int8 writer; an int8 reader, the MaxPool)
   EXPECT_FALSE(two.count(between));
   EXPECT_EQ(two.size() + 1, one.size());
+}
+
+// A layer kept in float takes the element-wise activation that alone reads it along (a LeakyRelu computes on its
+// float output instead of as an int8 table between a quantize and a dequantize), and a kept layer writing a graph
+// output gives it in float (it used to be quantized there: a detector whose head the user kept in float still lost
+// its boxes' precision). x -> conv1 -> LeakyRelu -> conv2 -> y.
+TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
+  auto make = [](ir::Graph& g) {
+    g.opset = 13;
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 2, 4, 4})).id;
+    g.inputs().push_back(x);
+    ir::ValueId a = g.addValue("a").id, h = g.addValue("h").id, y = g.addValue("y").id;
+    g.addNode("Conv", "conv1", {x, g.addConstant("w1", test::uniform({4, 2, 1, 1}, -1.0f, 1.0f, 1)).id}, {a});
+    g.addNode("LeakyRelu", "act", {a}, {h}).attrs["alpha"] = 0.1f;
+    g.addNode("Conv", "conv2", {h, g.addConstant("w2", test::uniform({3, 4, 1, 1}, -1.0f, 1.0f, 2)).id}, {y});
+    g.outputs().push_back(y);
+    ops::inferShapes(g);
+  };
+  ir::Graph g;
+  make(g);
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (uint32_t i = 0; i < 4; ++i) samples.push_back({{"x", test::uniform({1, 2, 4, 4}, -1.0f, 1.0f, 10 + i)}});
+  const auto stats = collectStats(g, samples, 1);
+  auto quantizedValues = [&](std::set<std::string> keep) {
+    ir::Graph q;
+    make(q);
+    QdqOptions o;
+    o.keep_float = std::move(keep);
+    quantizeToQdq(q, stats, o);
+    std::set<std::string> names;
+    for (ir::NodeId id : q.order())
+      if (q.node(id).op == "QuantizeLinear") names.insert(q.value(q.node(id).inputs[0]).name);
+    return names;
+  };
+  // (a graph output's QuantizeLinear reads it renamed: y_replaced)
+  EXPECT_EQ(quantizedValues({}), (std::set<std::string>{"x", "a", "h", "y_replaced"}));
+  EXPECT_EQ(quantizedValues({"conv1"}), (std::set<std::string>{"x", "h", "y_replaced"}));  // the LeakyRelu in float
+  EXPECT_EQ(quantizedValues({"conv2"}), (std::set<std::string>{"x", "a", "h"}));  // y in float
+  EXPECT_EQ(quantizedValues({"conv1", "conv2"}), (std::set<std::string>{"x"}));
 }
 
 // The per-channel weight diagnostic: a channel whose range is far above the median channel's is named, with its
