@@ -13,6 +13,7 @@
 #include "plan/addrmap.hpp"
 #include "plan/memory.hpp"
 #include "prepost/prepost.hpp"
+#include "quant/qdq.hpp"
 #include "support/error.hpp"
 #include "support/file.hpp"
 #include "target/check.hpp"
@@ -173,10 +174,14 @@ void estimate(Translation& tr) {
   // lowering); a list by layer once the package's layers exist (the plan stage: chooseConvKernels is idempotent).
   codegen::chooseConvKernels(*tr.estimate, tr.t, tr.o.conv_kernel_all, {}, {}, tr.o.conv_kernels);
   // Layers an int8 package keeps in float (--keep-float, --keep-float16) take their float time.
+  // (with the element-wise activations each takes along: quant::activationsTakenAlong)
   if (numericsTraits(tr.t.numerics).activation_bytes == 1) {
     std::map<std::string, DType> wide;
-    for (const std::string& name : tr.o.keep_float) wide[name] = DType::kF32;
-    for (const std::string& name : tr.o.keep_float16) wide[name] = DType::kF16;
+    for (auto [names, type] : {std::pair{&tr.o.keep_float, DType::kF32}, std::pair{&tr.o.keep_float16, DType::kF16}}) {
+      const std::set<std::string> kept(names->begin(), names->end());
+      for (const std::string& name : kept) wide[name] = type;
+      for (const std::string& name : quant::activationsTakenAlong(graphOf(*tr.model), kept)) wide[name] = type;
+    }
     codegen::widenLayers(*tr.estimate, tr.t, wide);
   }
 }
@@ -190,7 +195,11 @@ void lower(Translation& tr) {
   lo.prefix = o.prefix;
   tr.numerics->lowerOptions(lo);
   lo.reuse_memory = o.reuse_memory;
-  if (numericsTraits(tr.t.numerics).activation_bytes == 1) lo.half_layers.insert(o.keep_float16.begin(), o.keep_float16.end());
+  if (numericsTraits(tr.t.numerics).activation_bytes == 1) {  // (float16 layers, with the activations they take along)
+    lo.half_layers.insert(o.keep_float16.begin(), o.keep_float16.end());
+    const std::set<std::string> along = quant::activationsTakenAlong(graphOf(*tr.model), lo.half_layers);
+    lo.half_layers.insert(along.begin(), along.end());
+  }
   lo.concat_in_place = !o.concat_copies;
   // (as the manual prints it: "./output/PREFIX/…" for a relative output folder)
   const std::filesystem::path intm = tr.out->finalPath() / (o.prefix + "_addrmap_intm.yaml");

@@ -264,6 +264,22 @@ void takeActivationsAlong(const ir::Graph& g, std::set<ir::NodeId>& kept) {
   }
 }
 
+}  // namespace
+
+std::set<std::string> activationsTakenAlong(const ir::Graph& g, const std::set<std::string>& kept) {
+  std::set<ir::NodeId> layers;
+  for (ir::NodeId id : g.order())
+    if (kept.count(g.node(id).name)) layers.insert(id);
+  std::set<ir::NodeId> all = layers;
+  takeActivationsAlong(g, all);
+  std::set<std::string> names;
+  for (ir::NodeId id : all)
+    if (!layers.count(id)) names.insert(g.node(id).name);
+  return names;
+}
+
+namespace {
+
 /// The nodes --keep-float / --keep-float16 name (layers with weights; a name the graph lacks is an error), with the
 /// activations they take along.
 std::set<ir::NodeId> keptLayers(const ir::Graph& g, const std::set<std::string>& names) {

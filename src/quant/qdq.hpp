@@ -135,6 +135,11 @@ int fuseIntegerMatMuls(ir::Graph& g);
 /// such run through a 1-D or 2-D AveragePool of at most 1024 taps by one ai.npuc QAvgPool (kernels::qavgPool2d).
 /// Returns how many it replaced.
 int fuseIntegerPools(ir::Graph& g);
+/// The element-wise activation nodes (LeakyRelu, HardSwish, Sigmoid, …) that the layers named in `kept` take along
+/// into float (quantizeToQdq: each that alone reads a kept layer's output), by name: the estimate and the lowering
+/// give them their layer's width. Names the graph lacks are skipped (quantizeToQdq reports them).
+std::set<std::string> activationsTakenAlong(const ir::Graph& g, const std::set<std::string>& kept);
+
 /// Each DequantizeLinear -> element-wise op of one input (Sigmoid, HardSwish, LeakyRelu, Tanh, …: the unary ops of
 /// elementwise_ops.def but Relu, Clip and Identity) (+ Relu / Clip) -> per-tensor int8 QuantizeLinear into one ai.npuc
 /// QLookup: the run's 256 results over every int8 code, computed by the reference engine on the run itself (the same

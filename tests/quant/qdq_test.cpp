@@ -13,7 +13,9 @@
 #include "support/fp16.hpp"
 #include "support/npy.hpp"
 
+#include "frontend/onnx/onnx_io.hpp"
 #include "random_tensor.hpp"
+#include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -354,6 +356,22 @@ TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
   EXPECT_EQ(quantizedValues({"conv1"}), (std::set<std::string>{"x", "h", "y_replaced"}));  // the LeakyRelu in float
   EXPECT_EQ(quantizedValues({"conv2"}), (std::set<std::string>{"x", "a", "h"}));  // y in float
   EXPECT_EQ(quantizedValues({"conv1", "conv2"}), (std::set<std::string>{"x"}));
+  // Kept at float16, the activation is computed at float16 too: no cast between the layer and its activation.
+  const std::filesystem::path dir = test::scratchDir("qdq_taken_along");
+  onnx_io::exportFile(g, dir / "m.onnx");
+  TranslateOptions o;
+  o.prefix = "m";
+  o.onnx = dir / "m.onnx";
+  o.target = "generic-int8";
+  o.out_root = dir;
+  for (const auto& smp : samples) o.calibration["x"].push_back(smp.at("x"));
+  o.keep_float16 = {"conv1"};
+  const TranslateResult r = translate(o);
+  ASSERT_TRUE(r.ok);
+  std::vector<std::string> kinds;
+  for (const RuntimeLayer& l : Runtime(r.dir).layers()) kinds.push_back(l.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"quantize", "dequantize", "cast", "conv", "unary", "cast", "quantize", "conv",
+                                             "dequantize"}));
 }
 
 // The per-channel weight diagnostic: a channel whose range is far above the median channel's is named, with its
