@@ -55,7 +55,13 @@ struct TensorChecks : LayerCheck {
   }
 
   void pad() const {
-    isFloat(x, "x"); isFloat(y, "y");  // the pad value is a float of the package's type
+    if (x.type == ElemType::kI8 || x.type == ElemType::kU8) {  // int8 / uint8 codes, padded with code 0 (0 at any scale)
+      typeIs(y, x.type, "y");
+      if (w[static_cast<size_t>(2 * x.rank)] != 0) bad("{}: a pad of codes pads with 0 (value f32 bits 0), got bits {:#x}", what,
+                                                       w[static_cast<size_t>(2 * x.rank)]);
+    } else {
+      isFloat(x, "x"); isFloat(y, "y");  // the pad value is a float of the package's type
+    }
     if (x.rank != y.rank) bad("{}: {} -> {}", what, dimsStr(x), dimsStr(y));
     for (int i = 0; i < x.rank; ++i) {
       int64_t b = si(static_cast<size_t>(i)), e = si(static_cast<size_t>(x.rank + i));

@@ -213,6 +213,7 @@ class Pow2Builder {
   std::string lower(ir::Node& n) {
     const bool twin = n.domain == "ai.npuc";
     if ((n.domain.empty() || twin) && (n.op == "Conv" || n.op == "ConvTranspose" || n.op == "Gemm")) return conv(n);
+    if (n.domain == "ai.npuc" && n.op == "MaxPool") return moves(n);  // (a Pad folded in: its pad_value)
     if (!n.domain.empty()) return "no int8-pow2 form (kept in float)";
     if (n.op == "Add") return addOp(n);
     if (n.op == "Max" || n.op == "Mul") return maxMulOp(n);
@@ -227,6 +228,7 @@ class Pow2Builder {
       if (isNearestResize(n)) return moves(n);
       return resizeOp(n);
     }
+    if (n.op == "Pad") return padOp(n);
     if (n.op == "ArgMax") return argMaxOp(n);
     if (n.op == "Softmax") return softmaxOp(n);
     return "no int8-pow2 form (kept in float)";
@@ -544,7 +546,10 @@ class Pow2Builder {
     const ir::ValueId x = n.inputs[0];
     if (!isFloat32(x) || !hasCodes(x)) return "its input is not held as codes";
     if (n.op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return "the MaxPool indices output";
-    if (n.op == "MaxPool" && n.hasAttr("pad_value")) return "a MaxPool with a padding value";
+    // (a zero Pad folded into a MaxPool: over unsigned codes — values of 0 and more — a padding value of 0 or less never
+    // wins, so the integer max pool, whose padding never wins, is exact)
+    const bool pad_wins = n.op == "MaxPool" && n.hasAttr("pad_value") && (code_.at(x).is_signed || !(n.attrFloat("pad_value", 0.0f) <= 0.0f));
+    if (pad_wins) return "a MaxPool with a padding value";
     for (ir::ValueId o : n.outputs) {  // (checked before the graph changes: a layer left float is left as it was)
       if (o == ir::kNoValue) return "an output left out";
       if (!g_.value(o).type.isStatic()) return "output of static shape needed";
@@ -562,11 +567,31 @@ class Pow2Builder {
     const std::vector<ir::ValueId> old = n.outputs;
     ir::Node& p = g_.addNode(n.op, n.name, ins, outs, n.domain);
     p.attrs = n.attrs;
+    if (n.op == "MaxPool") p.attrs.erase("pad_value");
     ++rep_.integer_layers;
     rep_.layers.push_back({n.name, "moves", 0, 0, ""});
     for (size_t i = 0; i < old.size(); ++i) code_[old[i]] = Code{codes[i].codes, codes[i].slot, codes[i].is_signed, true};
     g_.removeNode(n.id);
     return "";
+  }
+
+  /// A constant Pad of zeros moves codes (code 0 stands for 0 at every scale, signed or not); its value input, a float
+  /// 0 the codes cannot take, is left out (ONNX's default: 0). Another mode or value stays in float.
+  std::string padOp(ir::Node& n) {
+    if (n.attrString("mode", "constant") != "constant") return "a " + n.attrString("mode", "constant") + " Pad";
+    if (n.attrFloat("value", 0.0f) != 0.0f) return "a Pad of another value than 0";
+    if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) {
+      const ir::Value& v = g_.value(n.inputs[2]);
+      if (!v.constant || v.constant->dtype() != DType::kF32) return "a Pad value the model computes";
+      for (int64_t i = 0; i < v.constant->numel(); ++i)
+        if (v.constant->data<float>()[i] != 0.0f) return "a Pad of another value than 0";
+    }
+    if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue && !g_.value(n.inputs[1]).constant) return "pads the model computes";
+    const ir::ValueId value = n.inputs.size() > 2 ? n.inputs[2] : ir::kNoValue;
+    if (value != ir::kNoValue) n.inputs[2] = ir::kNoValue;
+    const std::string why = moves(n);
+    if (!why.empty() && value != ir::kNoValue) n.inputs[2] = value;  // (left in float as it was)
+    return why;
   }
 
   /// ArgMax of codes: one scale for the whole tensor, so the largest code is the largest value (distinct codes stand

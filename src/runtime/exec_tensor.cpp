@@ -45,7 +45,8 @@ void runPad(Runtime::Impl& im, Step& s) {
   std::vector<int64_t> b = signedWords(s.p, 0, r), e = signedWords(s.p, r, r);
   float v = package::paramFloat(s.p[2 * r]);
   uint16_t h = floatToHalf(v);
-  const void* value = es == 4 ? static_cast<const void*>(&v) : static_cast<const void*>(&h);
+  const uint8_t code = 0;  // (int8 / uint8 codes: the reader allows only 0)
+  const void* value = es == 4 ? static_cast<const void*>(&v) : es == 2 ? static_cast<const void*>(&h) : static_cast<const void*>(&code);
   kernels::padConstant(s.shapes[0], b, e, value, es, s.in[0], s.out, im.pool.get());
 }
 

@@ -379,5 +379,78 @@ TEST(Int8Pow2Package, TidlRunsALocalResponseNormInFloatBetweenIntegerLayers) {
       EXPECT_TRUE(Runtime(r.dir, RuntimeOptions{threads, exact}).run({t})[0].sameBits(got)) << threads << " " << exact;
 }
 
+// TIDL's Pad layer (TIDL_PadLayer, T:L151, T:L170): a zero Pad that no convolution or pooling takes in moves the codes
+// (code 0 is 0 at every scale), and a zero Pad folded into a MaxPool of unsigned codes is an integer max pool (a padding
+// of 0 never wins over values of 0 and more) — the package wholly integer; over signed codes the padding could win, so
+// that max pool stays float. The reader refuses a pad of codes with another value than 0.
+TEST(Int8Pow2Package, TidlPadsCodesWithZeros) {
+  const fs::path dir = test::scratchDir("pow2_pad");
+  auto graph = [](bool relu) {
+    ir::Graph g;
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 3, 16, 16})).id;
+    g.inputs().push_back(x);
+    ir::ValueId pads = g.addConstant("pads", Tensor::fromVector<int64_t>({8}, {0, 0, 1, 1, 0, 0, 1, 1})).id;
+    ir::ValueId zero = g.addConstant("zero", Tensor::scalar(0.0f)).id;
+    ir::ValueId a1 = g.addValue("a1").id, a2 = g.addValue("a2").id, c1 = a1, c2 = a2, p1 = g.addValue("p1").id,
+                cat = g.addValue("cat").id, catp = g.addValue("catp").id, y = g.addValue("y").id;
+    g.addNode("Conv", "conv1", {x, g.addConstant("w1", test::uniform({8, 3, 3, 3}, -0.5f, 0.5f, 1)).id}, {a1});
+    ir::Node& conv2 = g.addNode("Conv", "conv2", {x, g.addConstant("w2", test::uniform({8, 3, 3, 3}, -0.5f, 0.5f, 2)).id}, {a2});
+    conv2.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+    if (relu) {
+      c1 = g.addValue("c1").id, c2 = g.addValue("c2").id;
+      g.addNode("Relu", "relu1", {a1}, {c1});
+      g.addNode("Relu", "relu2", {a2}, {c2});
+    }
+    g.addNode("Pad", "pad_mid", {c1, pads, zero}, {p1});  // 14x14 -> 16x16, before a Concat: no layer takes it in
+    g.addNode("Concat", "cat", {p1, c2}, {cat}).attrs["axis"] = int64_t{1};
+    g.addNode("Pad", "pad_pool", {cat, pads, zero}, {catp});  // folded into the MaxPool as its pad_value
+    ir::Node& pool = g.addNode("MaxPool", "pool", {catp}, {y});
+    pool.attrs["kernel_shape"] = std::vector<int64_t>{3, 3};
+    pool.attrs["strides"] = std::vector<int64_t>{2, 2};
+    g.outputs().push_back(y);
+    ops::inferShapes(g);
+    return g;
+  };
+  const Tensor t = test::uniform({1, 3, 16, 16}, -1.0f, 1.0f, 4);
+  for (bool relu : {true, false}) {
+    SCOPED_TRACE(relu ? "unsigned" : "signed");
+    const fs::path onnx = dir / (relu ? "relu.onnx" : "plain.onnx");
+    onnx_io::exportFile(graph(relu), onnx);
+    TranslateOptions o = pow2Options(relu ? "pr" : "pp", onnx.string(), "npuc_pow2_pad_");
+    o.out_root = dir;
+    o.calibration["x"] = {test::uniform({8, 3, 16, 16}, -1.0f, 1.0f, 3)};
+    const TranslateResult r = translate(o);
+    ASSERT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors[0].rule + ": " + r.errors[0].actual);
+    Runtime probe(r.dir);
+    std::vector<std::string> kinds;
+    for (const RuntimeLayer& l : probe.layers()) kinds.push_back(l.kind);
+    const std::vector<std::string> want_kinds =
+        relu ? std::vector<std::string>{"quantize", "conv", "conv", "pad", "concat", "max_pool", "dequantize"}
+             : std::vector<std::string>{"quantize", "conv", "conv", "pad", "concat", "dequantize", "max_pool"};
+    EXPECT_EQ(kinds, want_kinds);
+    const Tensor want = Session(Model::load(onnx)).run({t})[0];
+    const Tensor got = probe.run({t})[0];
+    double dot = 0, gg = 0, ww = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double p = got.data<float>()[i], q = want.data<float>()[i];
+      dot += p * q, gg += p * p, ww += q * q;
+    }
+    EXPECT_GE(dot / std::sqrt(gg * ww), 0.999);
+    for (int threads : {1, 2})
+      for (bool exact : {false, true})
+        EXPECT_TRUE(Runtime(r.dir, RuntimeOptions{threads, exact}).run({t})[0].sameBits(got)) << threads << " " << exact;
+    if (!relu) continue;
+    Files f = readFiles(r.dir);
+    const package::Package pk = readFrom(f);
+    for (const package::Descriptor& d : pk.vec)
+      if (d.kind == package::LayerKind::kPad) {
+        const float half = 0.5f;  // (the value word: 2 x rank words after the parameter block's start)
+        std::memcpy(f.at("drp_param.bin").data() + (d.param_addr - pk.element("drp_param")->addr) + 4 * 8, &half, 4);
+      }
+    reseal(f);
+    expectRefused(f, "a pad of codes pads with 0");
+  }
+}
+
 }  // namespace
 }  // namespace npuc
