@@ -1,6 +1,6 @@
 """Detection accuracy for npuc.evaluate / npuc.tune (metric "map"): the user's decoder turns one sample's outputs into
 boxes, and the boxes of the whole set are scored against the ground truth as mean average precision at one IoU
-threshold (PASCAL VOC's rule, docs/tune.md "Detection").
+threshold (PASCAL VOC's rule, docs/tune.md "Detection"), or as COCO's AP over ten thresholds (below).
 
 Boxes are (x, y, w, h, score, class) from the decoder and (x, y, w, h, class) in the ground truth, in the same units
 (pixels of the model's input, say). Per class: the detections of every sample, best score first (ties: the sample's
@@ -178,7 +178,7 @@ def average_precisions(detections, truths, iou_threshold=0.5):
     return aps
 
 
-COCO_THRESHOLDS = tuple(0.5 + 0.05 * k for k in range(10))
+COCO_THRESHOLDS = tuple(np.linspace(0.5, 0.95, 10))  # (as COCOeval makes them: 0.5 + 0.05 * 7 would be 0.8500000000000001)
 COCO_MAX_DETECTIONS = 100
 _COCO_RECALLS = np.linspace(0.0, 1.0, 101)
 

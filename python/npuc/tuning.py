@@ -228,7 +228,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     points of `metric` (top1, top5, map) against the float model on `dataset` / `labels`, with the least estimated time.
     Detection (metric "map"): labels are each sample's ground-truth boxes (rows x, y, w, h, class), `decoder` turns one
     sample's outputs into boxes (x, y, w, h, score, class) — a callable or "FILE.py:FUNCTION" —, and the metric is the
-    mean average precision at `iou_threshold` (npuc.detection; points are hundredths of it).
+    mean average precision at `iou_threshold` (a number, or "coco": COCO's AP over 0.50-0.95; npuc.detection;
+    points are hundredths of it).
 
     calib: the calibration samples (as npuc.translate's calib=, or one array for a one-input model). dataset: a dict
     input name -> samples stacked on axis 0 (or one array). client: a dask.distributed Client; without one, a

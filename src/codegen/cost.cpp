@@ -38,9 +38,11 @@ struct Work {
   bool sparse = false;  // a convolution on the sparse kernel: its MACs scale with the weights' density
   double density = 1;
   double width = 1;  // a layer kept wider than the target's numerics: its element size / the target's
+  bool convert_in = true, convert_out = true;  // (such a layer: LayerEstimate's)
 };
 Work workOf(const LayerEstimate& l) {
-  return Work{l.op, l.macs, l.taps, l.elems, l.in_elems, l.out_elems, l.bytes, l.conv_kernel == "sparse", l.weight_density, l.width};
+  return Work{l.op, l.macs, l.taps, l.elems, l.in_elems, l.out_elems, l.bytes, l.conv_kernel == "sparse", l.weight_density, l.width,
+              l.convert_in, l.convert_out};
 }
 /// The MAC rate of a layer on an engine: narrow groups (MACs per output tap = input channels per group), pointwise
 /// layers (taps = output elements: one kernel tap) or the engine's own rate.
@@ -69,7 +71,7 @@ double layerTime(const target::Engine& en, const Work& w) {
   if (emulated == en.emulated_ops.end()) compute *= w.width;
   double memory = en.bytes_per_cycle > 0 ? static_cast<double>(w.bytes) * w.width / (en.bytes_per_cycle * f) : 0.0;
   if (w.width != 1) {
-    const double converted = static_cast<double>(w.in_elems + w.out_elems);
+    const double converted = static_cast<double>((w.convert_in ? w.in_elems : 0) + (w.convert_out ? w.out_elems : 0));
     if (en.elems_per_cycle > 0) compute += converted / (en.elems_per_cycle * f);
     if (en.bytes_per_cycle > 0) memory += converted * (1 + w.width) / (en.bytes_per_cycle * f);
   }
@@ -353,14 +355,41 @@ void placeOnGroups(Estimate& e, const target::Target& t, const std::map<std::str
   if (e.groups.size() > 1) e.groups_period_us += t.group_switch_us;
 }
 
-void widenLayers(Estimate& e, const target::Target& t, const std::map<std::string, DType>& wide) {
+void widenLayers(Estimate& e, const target::Target& t, const std::map<std::string, DType>& wide, const ir::Graph* g) {
   if (wide.empty()) return;
   const double esize = static_cast<double>(numericsTraits(t.numerics).activation_bytes);
+  std::map<std::string, ir::NodeId> node_of;
+  ir::UseMap uses;
+  if (g) {
+    for (ir::NodeId id : g->order()) node_of.emplace(g->node(id).name, id);
+    uses = g->uses();
+  }
+  // Whether node `id` runs at `type` too (a wide neighbour: no conversion between them).
+  auto sameWidth = [&](ir::NodeId id, DType type) {
+    auto it = wide.find(g->node(id).name);
+    return it != wide.end() && it->second == type;
+  };
   for (LayerEstimate& l : e.layers) {
     auto it = wide.find(l.name);
     if (it == wide.end()) continue;
     l.precision = std::string(dtypeName(it->second));
     l.width = static_cast<double>(dtypeSize(it->second)) / esize;
+    if (auto n = node_of.find(l.name); n != node_of.end()) {
+      const ir::Node& node = g->node(n->second);
+      if (!node.inputs.empty() && node.inputs[0] != ir::kNoValue) {
+        const ir::NodeId p = g->value(node.inputs[0]).producer;
+        l.convert_in = !(p != ir::kNoNode && sameWidth(p, it->second));
+      }
+      if (node.outputs.size() == 1 && node.outputs[0] != ir::kNoValue) {
+        auto r = uses.find(node.outputs[0]);
+        const bool output = std::count(g->outputs().begin(), g->outputs().end(), node.outputs[0]) > 0;
+        const bool readers = r != uses.end() && !r->second.empty();
+        bool all_wide = readers || (output && it->second == DType::kF32);  // (a float16 model output is cast to float32)
+        if (readers)
+          for (auto [reader, k] : r->second) all_wide = all_wide && sameWidth(reader, it->second);
+        l.convert_out = !all_wide;
+      }
+    }
     retime(e, t, l);
   }
 }

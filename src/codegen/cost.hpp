@@ -40,6 +40,9 @@ struct LayerEstimate {
   /// type ("float32"), and its element size over the target's (compute and bytes scale by it). "" and 1 otherwise.
   std::string precision;
   double width = 1;
+  /// Whether such a layer converts its input from / its output to the target's numerics (false where the layer
+  /// before / every layer after runs at the same width: they exchange wide values).
+  bool convert_in = true, convert_out = true;
 };
 
 struct Estimate {
@@ -97,8 +100,10 @@ void chooseConvKernels(Estimate& e, const target::Target& t, int all, const std:
 /// Layers the package runs wider than the target's numerics (`wide`: layer name -> its type, e.g. the layers an int8
 /// package keeps in float32): re-timed on every engine with their MAC and element rates divided, and their bytes
 /// multiplied, by the ratio of the element sizes (docs/cost-model.md). Names without a layer are ignored (the
-/// quantizer has refused unknown ones). Call before throughput().
-void widenLayers(Estimate& e, const target::Target& t, const std::map<std::string, DType>& wide);
+/// quantizer has refused unknown ones). With the graph `g` the estimate was made of, a layer reading a layer of its
+/// width, or read only by such layers (or the model's caller), is not charged that conversion. Call before
+/// throughput().
+void widenLayers(Estimate& e, const target::Target& t, const std::map<std::string, DType>& wide, const ir::Graph* g = nullptr);
 
 /// Removes the layers named in `names` (nodes lowering turned into no descriptor: aliases, fused casts) and their
 /// time; the rest are renumbered. The throughput is left as it was: call throughput() again.

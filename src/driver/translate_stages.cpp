@@ -182,7 +182,7 @@ void estimate(Translation& tr) {
       for (const std::string& name : kept) wide[name] = type;
       for (const std::string& name : quant::activationsTakenAlong(graphOf(*tr.model), kept)) wide[name] = type;
     }
-    codegen::widenLayers(*tr.estimate, tr.t, wide);
+    codegen::widenLayers(*tr.estimate, tr.t, wide, &graphOf(*tr.model));
   }
 }
 

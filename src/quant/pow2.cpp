@@ -548,7 +548,11 @@ class Pow2Builder {
     if (n.op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return "the MaxPool indices output";
     // (a zero Pad folded into a MaxPool: over unsigned codes — values of 0 and more — a padding value of 0 or less never
     // wins, so the integer max pool, whose padding never wins, is exact)
-    const bool pad_wins = n.op == "MaxPool" && n.hasAttr("pad_value") && (code_.at(x).is_signed || !(n.attrFloat("pad_value", 0.0f) <= 0.0f));
+    bool pad_wins = n.op == "MaxPool" && n.hasAttr("pad_value") && (code_.at(x).is_signed || !(n.attrFloat("pad_value", 0.0f) <= 0.0f));
+    if (n.op == "MaxPool" && n.hasAttr("pad_value")) {  // (a window wholly in the padding would give the padding value)
+      const std::vector<int64_t> k = n.attrInts("kernel_shape"), p = n.attrInts("pads", {});
+      for (size_t i = 0; i < p.size(); ++i) pad_wins = pad_wins || k.empty() || p[i] >= k[i % k.size()];
+    }
     if (pad_wins) return "a MaxPool with a padding value";
     for (ir::ValueId o : n.outputs) {  // (checked before the graph changes: a layer left float is left as it was)
       if (o == ir::kNoValue) return "an output left out";
@@ -580,6 +584,7 @@ class Pow2Builder {
   std::string padOp(ir::Node& n) {
     if (n.attrString("mode", "constant") != "constant") return "a " + n.attrString("mode", "constant") + " Pad";
     if (n.attrFloat("value", 0.0f) != 0.0f) return "a Pad of another value than 0";
+    if (n.hasAttr("value")) n.attrs["value"] = ir::Attr(0.0f);  // (opset 10's; -0 made +0: the codes' 0 either way)
     if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) {
       const ir::Value& v = g_.value(n.inputs[2]);
       if (!v.constant || v.constant->dtype() != DType::kF32) return "a Pad value the model computes";

@@ -240,7 +240,13 @@ bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::Valu
   // (a BatchNormalization no Conv absorbed: translate makes it a depthwise 1x1 convolution, its activation fused)
   bool layer = p.op == "Conv" || p.op == "Gemm" || p.op == "MatMul" || p.op == "Add" || p.op == "ConvTranspose" ||
                p.op == "BatchNormalization";
-  return layer && r.domain.empty() && (r.op == "Relu" || r.op == "Clip");
+  // (a Clip whose bounds the model computes is no fused activation: the layer's output is quantized before it)
+  auto constantBounds = [&] {
+    for (size_t k = 1; k < r.inputs.size(); ++k)
+      if (r.inputs[k] != ir::kNoValue && !g.value(r.inputs[k]).constant) return false;
+    return true;
+  };
+  return layer && r.domain.empty() && (r.op == "Relu" || (r.op == "Clip" && constantBounds()));
 }
 
 /// A layer kept in float takes along the element-wise activation node that alone reads it (a Conv's LeakyRelu,
@@ -301,20 +307,24 @@ std::set<ir::NodeId> keptLayers(const ir::Graph& g, const std::set<std::string>&
   return kept;
 }
 
+/// Whether a kept layer writes v: itself, or through its fused activation.
+bool writtenByKeptLayer(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::NodeId>& kept, ir::ValueId v) {
+  const ir::NodeId p = g.value(v).producer;
+  if (p == ir::kNoNode) return false;
+  if (kept.count(p)) return true;
+  const ir::Node& a = g.node(p);
+  if (!a.domain.empty() || (a.op != "Relu" && a.op != "Clip") || a.inputs.empty() || a.inputs[0] == ir::kNoValue) return false;
+  const ir::ValueId u = a.inputs[0];
+  return g.value(u).producer != ir::kNoNode && kept.count(g.value(u).producer) && fusedActivationFollows(g, uses, u);
+}
+
 /// Layers kept in float in a row exchange float values: a value that a kept layer writes (itself, or through its
 /// fused activation) and only kept layers read — or only the model's caller, as a graph output — leaves `acts` (it
 /// gets no QuantizeLinear / DequantizeLinear).
 void dropValuesBetweenKeptLayers(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::NodeId>& kept,
                                  std::vector<ir::ValueId>& acts) {
   if (kept.empty()) return;
-  auto keptWrites = [&](ir::ValueId v) {
-    const ir::NodeId p = g.value(v).producer;
-    if (kept.count(p)) return true;
-    const ir::Node& a = g.node(p);
-    if (!a.domain.empty() || (a.op != "Relu" && a.op != "Clip") || a.inputs.empty() || a.inputs[0] == ir::kNoValue) return false;
-    const ir::ValueId u = a.inputs[0];
-    return g.value(u).producer != ir::kNoNode && kept.count(g.value(u).producer) && fusedActivationFollows(g, uses, u);
-  };
+  auto keptWrites = [&](ir::ValueId v) { return writtenByKeptLayer(g, uses, kept, v); };
   // Read only by kept layers — or a graph output that nothing else reads but kept layers: a float layer's output
   // leaves the model as it computed it.
   auto keptReadsOnly = [&](ir::ValueId v) {
@@ -514,8 +524,10 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     ir::Type ft = g.value(v).type;
     ir::ValueId dq_out = g.addValue(g.uniqueValueName(name + "_dequantized"), ft).id;
     // The readers read the dequantized copy (the Q node, added below, keeps reading v). A graph output passes
-    // its name on to the copy (the model's interface stays), v being renamed.
-    if (std::count(g.outputs().begin(), g.outputs().end(), v)) {
+    // its name on to the copy (the model's interface stays), v being renamed — unless a kept layer writes it: then the
+    // output stays the float value, only its int8 readers read the copy.
+    const bool output = std::count(g.outputs().begin(), g.outputs().end(), v) > 0;
+    if (output && !writtenByKeptLayer(g, uses, kept, v)) {
       rw.replaceAllUses(v, dq_out);
     } else if (auto it = uses.find(v); it != uses.end()) {
       for (auto [reader, k] : it->second) g.node(reader).inputs[static_cast<size_t>(k)] = dq_out;

@@ -473,6 +473,15 @@ TEST(CostModel, LayersKeptInFloatAreTimedAtTheirWidth) {
   std::ofstream(dir / "p.yaml") << "layers:\n  \"" << kept << "\": float32\n";
   const TranslateResult file = run("file", [&](TranslateOptions& o) { o.precision = dir / "p.yaml"; });
   EXPECT_DOUBLE_EQ(file.estimated_us, wide.estimated_us);
+  // Two kept layers in a row exchange float32 values: no conversion between them is charged — the first converts only
+  // its input (16x8x8), the second only its output: its 32x8x8 input's conversion less than when kept alone.
+  const std::string next = "/features/features.6/Conv";
+  const TranslateResult two = run("two", [&](TranslateOptions& o) { o.keep_float = {kept, next}; });
+  const TranslateResult alone = run("alone", [&](TranslateOptions& o) { o.keep_float = {next}; });
+  ASSERT_TRUE(two.ok && alone.ok);
+  const auto t2 = times("two");
+  EXPECT_NEAR(t2.at(kept).second, 20 + 4 * t2.at(kept).first / (2.74 * 650) + 16 * 8 * 8 / (8.0 * 650), 5.1e-4);
+  EXPECT_NEAR(times("alone").at(next).second - t2.at(next).second, 32 * 8 * 8 / (8.0 * 650), 5.1e-4);
   auto refused = [&](const std::string& yaml, const std::string& want) {
     std::ofstream(dir / "bad.yaml") << yaml;
     try {

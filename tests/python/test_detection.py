@@ -77,6 +77,16 @@ def test_coco_average_precision_of_hand_worked_cases():
     one = [truth((0, 0, 10, 10, 0))]
     assert detection.mean_average_precision(many, one, "coco") == 0.0
     assert detection.mean_average_precision(many, one) == pytest.approx(1 / 101)
+    # An overlap exactly at a threshold counts (COCOeval's thresholds are numpy's linspace: 0.85 exactly): 17/20 = 0.85
+    # is right at 0.50-0.85, 8 of 10.
+    assert detection.mean_average_precision([boxes((0, 0, 17, 10, 0.5, 0))], [truth((0, 0, 20, 10, 0))], "coco") == \
+        pytest.approx(0.8)
+    # Equal overlaps go to the later box (as COCOeval's loop): detection 1 overlaps A and B alike (0.818) and takes B;
+    # detection 2 overlaps A at 0.818 (B at 0.538) and takes it: AP 1 at 0.50-0.80, 0 above (both miss) — 0.7. Had the
+    # tie gone to A, detection 2 would find B only at 0.50: (1 + 6 x 51/101) / 10 = 0.403.
+    ab = [truth((0, 0, 10, 10, 0), (2, 0, 10, 10, 0))]
+    d3 = [boxes((1, 0, 10, 10, 0.9, 0), (-1, 0, 10, 10, 0.8, 0))]
+    assert detection.mean_average_precision(d3, ab, "coco") == pytest.approx(0.7)
     assert detection.mean_average_precision([boxes((0, 0, 10, 10, 0.5, 0))], one, "coco") == 1.0
     assert detection.mean_average_precision([boxes()], one, "coco") == 0.0
     assert all(detection.valid_iou_threshold(t) for t in (0.5, 1, "coco"))

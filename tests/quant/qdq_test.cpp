@@ -17,6 +17,8 @@
 #include "random_tensor.hpp"
 #include "scratch_dir.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -324,7 +326,7 @@ TEST(Qdq, ConsecutiveKeptLayersExchangeFloatValues) {
 // output gives it in float (it used to be quantized there: a detector whose head the user kept in float still lost
 // its boxes' precision). x -> conv1 -> LeakyRelu -> conv2 -> y.
 TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
-  auto make = [](ir::Graph& g) {
+  auto make = [](ir::Graph& g, bool a_out = false) {
     g.opset = 13;
     ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 2, 4, 4})).id;
     g.inputs().push_back(x);
@@ -333,6 +335,7 @@ TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
     g.addNode("LeakyRelu", "act", {a}, {h}).attrs["alpha"] = 0.1f;
     g.addNode("Conv", "conv2", {h, g.addConstant("w2", test::uniform({3, 4, 1, 1}, -1.0f, 1.0f, 2)).id}, {y});
     g.outputs().push_back(y);
+    if (a_out) g.outputs().push_back(a);  // (conv1's output a model output too, read by the LeakyRelu as well)
     ops::inferShapes(g);
   };
   ir::Graph g;
@@ -356,6 +359,17 @@ TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
   EXPECT_EQ(quantizedValues({"conv1"}), (std::set<std::string>{"x", "h", "y_replaced"}));  // the LeakyRelu in float
   EXPECT_EQ(quantizedValues({"conv2"}), (std::set<std::string>{"x", "a", "h"}));  // y in float
   EXPECT_EQ(quantizedValues({"conv1", "conv2"}), (std::set<std::string>{"x"}));
+  {  // Kept conv1 whose output is a model output that an int8 layer (the LeakyRelu, not taken along: its input leaves the
+     // model) also reads: the model output stays conv1's float value, the reader reads the dequantized copy.
+    ir::Graph q;
+    make(q, true);
+    QdqOptions o;
+    o.keep_float = {"conv1"};
+    quantizeToQdq(q, collectStats(q, samples, 1), o);
+    const ir::Value& out = q.value(q.outputs()[1]);
+    EXPECT_EQ(out.name, "a");
+    EXPECT_EQ(q.node(out.producer).name, "conv1");  // (not a DequantizeLinear)
+  }
   // Kept at float16, the activation is computed at float16 too: no cast between the layer and its activation.
   const std::filesystem::path dir = test::scratchDir("qdq_taken_along");
   onnx_io::exportFile(g, dir / "m.onnx");
@@ -372,6 +386,28 @@ TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
   for (const RuntimeLayer& l : Runtime(r.dir).layers()) kinds.push_back(l.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"quantize", "dequantize", "cast", "conv", "unary", "cast", "quantize", "conv",
                                              "dequantize"}));
+}
+
+// A Clip whose bound the model computes (here: a model input) is no activation fused into the Conv before it: the
+// Conv's output is quantized (it was not, so the Conv ran in float32 in an int8 package, timed as int8).
+TEST(Qdq, AClipOfComputedBoundsIsNoFusedActivation) {
+  ir::Graph g;
+  g.opset = 13;
+  ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 2, 4, 4})).id;
+  ir::ValueId lo = g.addValue("lo", ir::makeType(DType::kF32, {})).id;
+  g.inputs() = {x, lo};
+  ir::ValueId c = g.addValue("c").id, y = g.addValue("y").id;
+  g.addNode("Conv", "conv", {x, g.addConstant("w", test::uniform({3, 2, 1, 1}, -1.0f, 1.0f, 1)).id}, {c});
+  g.addNode("Clip", "clip", {c, lo, g.addConstant("hi", Tensor::scalar(6.0f)).id}, {y});
+  g.outputs().push_back(y);
+  ops::inferShapes(g);
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (uint32_t i = 0; i < 4; ++i) samples.push_back({{"x", test::uniform({1, 2, 4, 4}, -1.0f, 1.0f, 10 + i)}, {"lo", Tensor::scalar(-0.5f)}});
+  quantizeToQdq(g, collectStats(g, samples, 1));
+  std::set<std::string> names;
+  for (ir::NodeId id : g.order())
+    if (g.node(id).op == "QuantizeLinear") names.insert(g.value(g.node(id).inputs[0]).name);
+  EXPECT_TRUE(names.count("c")) << fmt::format("{}", fmt::join(names, ", "));
 }
 
 // The per-channel weight diagnostic: a channel whose range is far above the median channel's is named, with its
