@@ -333,6 +333,23 @@ TEST(Int8Pow2Package, ADenseNetsBatchNormsAreIntegerLayers) {
   fs::remove_all(o.out_root);
 }
 
+/// The package at `dir` on input t: its output follows the float model's at `onnx` (cosine >= 0.999), and fast ==
+/// --exact at 1 and 2 threads.
+void expectFollowsFloatAndFastIsExact(const fs::path& dir, const fs::path& onnx, const Tensor& t) {
+  const Tensor want = Session(Model::load(onnx)).run({t})[0];
+  const Tensor got = Runtime(dir).run({t})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  double dot = 0, gg = 0, ww = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double p = got.data<float>()[i], q = want.data<float>()[i];
+    dot += p * q, gg += p * p, ww += q * q;
+  }
+  EXPECT_GE(dot / std::sqrt(gg * ww), 0.999);
+  for (int threads : {1, 2})
+    for (bool exact : {false, true})
+      EXPECT_TRUE(Runtime(dir, RuntimeOptions{threads, exact}).run({t})[0].sameBits(got)) << threads << " " << exact;
+}
+
 // A local response normalisation (Caffe's LRN, which the guide merges into the layer before without an integer form,
 // T:L239) translates for tidl as a float32 layer between a dequantize and a quantize: the integer convolutions around
 // it stay integer, the output follows the float model, fast == --exact at 1 and 2 threads.
@@ -365,18 +382,7 @@ TEST(Int8Pow2Package, TidlRunsALocalResponseNormInFloatBetweenIntegerLayers) {
   for (const RuntimeLayer& l : probe.layers()) kinds.push_back(l.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"quantize", "conv", "dequantize", "lrn", "quantize", "conv", "dequantize"}));
   const Tensor t = test::uniform({1, 3, 12, 12}, 0.0f, 4.0f, 4);
-  const Tensor want = Session(Model::load(dir / "lrn.onnx")).run({t})[0];
-  const Tensor got = probe.run({t})[0];
-  ASSERT_EQ(got.shape(), want.shape());
-  double dot = 0, gg = 0, ww = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    const double p = got.data<float>()[i], q = want.data<float>()[i];
-    dot += p * q, gg += p * p, ww += q * q;
-  }
-  EXPECT_GE(dot / std::sqrt(gg * ww), 0.999);
-  for (int threads : {1, 2})
-    for (bool exact : {false, true})
-      EXPECT_TRUE(Runtime(r.dir, RuntimeOptions{threads, exact}).run({t})[0].sameBits(got)) << threads << " " << exact;
+  expectFollowsFloatAndFastIsExact(r.dir, dir / "lrn.onnx", t);
 }
 
 // TIDL's Pad layer (TIDL_PadLayer, T:L151, T:L170): a zero Pad that no convolution or pooling takes in moves the codes
@@ -428,17 +434,7 @@ TEST(Int8Pow2Package, TidlPadsCodesWithZeros) {
         relu ? std::vector<std::string>{"quantize", "conv", "conv", "pad", "concat", "max_pool", "dequantize"}
              : std::vector<std::string>{"quantize", "conv", "conv", "pad", "concat", "dequantize", "max_pool"};
     EXPECT_EQ(kinds, want_kinds);
-    const Tensor want = Session(Model::load(onnx)).run({t})[0];
-    const Tensor got = probe.run({t})[0];
-    double dot = 0, gg = 0, ww = 0;
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      const double p = got.data<float>()[i], q = want.data<float>()[i];
-      dot += p * q, gg += p * p, ww += q * q;
-    }
-    EXPECT_GE(dot / std::sqrt(gg * ww), 0.999);
-    for (int threads : {1, 2})
-      for (bool exact : {false, true})
-        EXPECT_TRUE(Runtime(r.dir, RuntimeOptions{threads, exact}).run({t})[0].sameBits(got)) << threads << " " << exact;
+    expectFollowsFloatAndFastIsExact(r.dir, onnx, t);
     if (!relu) continue;
     Files f = readFiles(r.dir);
     const package::Package pk = readFrom(f);
