@@ -383,7 +383,8 @@ TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
   const TranslateResult r = translate(o);
   ASSERT_TRUE(r.ok);
   std::vector<std::string> kinds;
-  for (const RuntimeLayer& l : Runtime(r.dir).layers()) kinds.push_back(l.kind);
+  const Runtime rt(r.dir);
+  for (const RuntimeLayer& l : rt.layers()) kinds.push_back(l.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"quantize", "dequantize", "cast", "conv", "unary", "cast", "quantize", "conv",
                                              "dequantize"}));
 }
