@@ -252,21 +252,57 @@ bool fusedActivationFollows(const ir::Graph& g, const ir::UseMap& uses, ir::Valu
 /// A layer kept in float takes along the element-wise activation node that alone reads it (a Conv's LeakyRelu,
 /// HardSwish, Sigmoid, …: one layer as the model's author wrote it, as a fused Relu / Clip already is), so the
 /// activation computes in float on the layer's float output instead of as an int8 look-up table between a quantize
-/// and a dequantize; the conversion moves after it.
+/// and a dequantize; the conversion moves after it. So does data movement (Reshape, Transpose, Flatten, … —
+/// movesValues) alone reading a kept node, and a Concat whose every input a kept node writes for it alone: a
+/// detector's head kept in float reaches the model's output through its Reshape / Transpose / Concat in float.
 void takeActivationsAlong(const ir::Graph& g, std::set<ir::NodeId>& kept) {
   static const std::set<std::string> activations = {"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid",
                                                     "HardSwish", "Swish", "Mish", "Elu", "Selu", "Celu", "Softplus",
                                                     "Softsign", "ThresholdedRelu", "Gelu"};
   const ir::UseMap uses = g.uses();
-  for (ir::NodeId id : std::vector<ir::NodeId>(kept.begin(), kept.end())) {
-    const ir::Node& n = g.node(id);
-    if (n.outputs.size() != 1 || n.outputs[0] == ir::kNoValue) continue;
-    const ir::ValueId v = n.outputs[0];
+  // The one node reading v (none when v is a model output or has other readers).
+  auto soleReader = [&](ir::ValueId v) -> std::optional<ir::NodeId> {
     auto it = uses.find(v);
-    if (std::count(g.outputs().begin(), g.outputs().end(), v) || it == uses.end() || it->second.size() != 1) continue;
-    const ir::Node& a = g.node(it->second[0].first);
-    if ((a.domain.empty() || a.domain == "ai.npuc") && activations.count(a.op) && a.inputs[0] == v && a.outputs.size() == 1)
-      kept.insert(it->second[0].first);
+    if (std::count(g.outputs().begin(), g.outputs().end(), v) || it == uses.end() || it->second.size() != 1) return std::nullopt;
+    return it->second[0].first;
+  };
+  auto takes = [&](const ir::Node& r, ir::ValueId v) {
+    if (!(r.domain.empty() || r.domain == "ai.npuc") || r.outputs.size() != 1 || r.inputs.empty()) return false;
+    if (r.op == "Concat")  // (every input a kept node's, read by this Concat alone)
+      return std::all_of(r.inputs.begin(), r.inputs.end(), [&](ir::ValueId u) {
+        return u != ir::kNoValue && g.value(u).producer != ir::kNoNode && kept.count(g.value(u).producer) && soleReader(u);
+      });
+    return r.inputs[0] == v && (activations.count(r.op) || movesValues(r));
+  };
+  std::vector<ir::NodeId> todo(kept.begin(), kept.end());
+  std::set<ir::NodeId> moving;  // (data movement and Concats taken)
+  while (!todo.empty()) {
+    const ir::Node& n = g.node(todo.back());
+    todo.pop_back();
+    if (n.outputs.size() != 1 || n.outputs[0] == ir::kNoValue) continue;
+    const std::optional<ir::NodeId> r = soleReader(n.outputs[0]);
+    if (r && !kept.count(*r) && takes(g.node(*r), n.outputs[0])) {
+      kept.insert(*r);
+      todo.push_back(*r);
+      if (!activations.count(g.node(*r).op)) moving.insert(*r);
+    }
+  }
+  // Data movement in float pays only where its result stays float: a model output, or read by kept nodes alone
+  // (a MaxPool before an int8 layer moves the same values as codes, for less) — the others go back, last first.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (ir::NodeId m : std::vector<ir::NodeId>(moving.begin(), moving.end())) {
+      const ir::ValueId y = g.node(m).outputs[0];
+      auto it = uses.find(y);
+      const bool output = std::count(g.outputs().begin(), g.outputs().end(), y) > 0;
+      const bool readers_kept = it != uses.end() && !it->second.empty() &&
+                                std::all_of(it->second.begin(), it->second.end(), [&](auto u) { return kept.count(u.first) > 0; });
+      if (!output && !readers_kept) {
+        kept.erase(m);
+        moving.erase(m);
+        changed = true;
+      }
+    }
   }
 }
 

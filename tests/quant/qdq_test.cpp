@@ -389,6 +389,46 @@ TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
                                              "dequantize"}));
 }
 
+// A head kept in float reaches the model's outputs in float through its data movement and Concat: x -> conv1 ->
+// Reshape -> y1, and conv2, conv3 -> Concat -> y2. With conv3 int8, the Concat (an int8 input) and conv2's output
+// are quantized as before.
+TEST(Qdq, KeptLayersReachTheOutputThroughDataMovementInFloat) {
+  auto make = [](ir::Graph& g) {
+    g.opset = 13;
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {1, 2, 4, 4})).id;
+    g.inputs().push_back(x);
+    ir::ValueId c1 = g.addValue("c1").id, c2 = g.addValue("c2").id, c3 = g.addValue("c3").id, y1 = g.addValue("y1").id,
+                y2 = g.addValue("y2").id;
+    for (auto [name, out, seed] : {std::tuple{"conv1", c1, 1u}, {"conv2", c2, 2u}, {"conv3", c3, 3u}})
+      g.addNode("Conv", name, {x, g.addConstant(std::string("w") + name, test::uniform({3, 2, 1, 1}, -1.0f, 1.0f, seed)).id}, {out});
+    g.addNode("Reshape", "reshape", {c1, g.addConstant("shape", Tensor::fromVector<int64_t>({2}, {1, 48})).id}, {y1});
+    g.addNode("Concat", "cat", {c2, c3}, {y2}).attrs["axis"] = int64_t{1};
+    g.outputs() = {y1, y2};
+    ops::inferShapes(g);
+  };
+  ir::Graph g;
+  make(g);
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (uint32_t i = 0; i < 4; ++i) samples.push_back({{"x", test::uniform({1, 2, 4, 4}, -1.0f, 1.0f, 10 + i)}});
+  const auto stats = collectStats(g, samples, 1);
+  auto run = [&](std::set<std::string> keep, ir::Graph& q) {
+    make(q);
+    QdqOptions o;
+    o.keep_float = std::move(keep);
+    quantizeToQdq(q, stats, o);
+    std::set<std::string> names;
+    for (ir::NodeId id : q.order())
+      if (q.node(id).op == "QuantizeLinear") names.insert(q.value(q.node(id).inputs[0]).name);
+    return names;
+  };
+  ir::Graph all, two;
+  EXPECT_EQ(run({"conv1", "conv2", "conv3"}, all), (std::set<std::string>{"x"}));
+  EXPECT_EQ(all.node(all.value(all.outputs()[0]).producer).op, "Reshape");
+  EXPECT_EQ(all.node(all.value(all.outputs()[1]).producer).op, "Concat");
+  EXPECT_EQ(run({"conv1", "conv2"}, two), (std::set<std::string>{"x", "c2", "c3", "y2_replaced"}));
+  EXPECT_EQ(two.node(two.value(two.outputs()[0]).producer).op, "Reshape");
+}
+
 // A Clip whose bound the model computes (here: a model input) is no activation fused into the Conv before it: the
 // Conv's output is quantized (it was not, so the Conv ran in float32 in an int8 package, timed as int8).
 TEST(Qdq, AClipOfComputedBoundsIsNoFusedActivation) {
