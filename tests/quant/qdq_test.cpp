@@ -321,6 +321,24 @@ TEST(Qdq, ConsecutiveKeptLayersExchangeFloatValues) {
   EXPECT_EQ(two.size() + 1, one.size());
 }
 
+/// Four seeded samples of input x [1, 2, 4, 4] in [-1, 1).
+std::vector<std::map<std::string, Tensor>> smallSamples() {
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (uint32_t i = 0; i < 4; ++i) samples.push_back({{"x", test::uniform({1, 2, 4, 4}, -1.0f, 1.0f, 10 + i)}});
+  return samples;
+}
+
+/// q quantized to QDQ on `stats` with `keep` kept in float: the names of the values a QuantizeLinear reads.
+std::set<std::string> quantizedValueNames(ir::Graph& q, const std::map<std::string, TensorStats>& stats, std::set<std::string> keep) {
+  QdqOptions o;
+  o.keep_float = std::move(keep);
+  quantizeToQdq(q, stats, o);
+  std::set<std::string> names;
+  for (ir::NodeId id : q.order())
+    if (q.node(id).op == "QuantizeLinear") names.insert(q.value(q.node(id).inputs[0]).name);
+  return names;
+}
+
 // A layer kept in float takes the element-wise activation that alone reads it along (a LeakyRelu computes on its
 // float output instead of as an int8 table between a quantize and a dequantize), and a kept layer writing a graph
 // output gives it in float (it used to be quantized there: a detector whose head the user kept in float still lost
@@ -340,19 +358,12 @@ TEST(Qdq, AKeptLayerTakesItsActivationAlongAndGivesItsOutputInFloat) {
   };
   ir::Graph g;
   make(g);
-  std::vector<std::map<std::string, Tensor>> samples;
-  for (uint32_t i = 0; i < 4; ++i) samples.push_back({{"x", test::uniform({1, 2, 4, 4}, -1.0f, 1.0f, 10 + i)}});
+  const std::vector<std::map<std::string, Tensor>> samples = smallSamples();
   const auto stats = collectStats(g, samples, 1);
   auto quantizedValues = [&](std::set<std::string> keep) {
     ir::Graph q;
     make(q);
-    QdqOptions o;
-    o.keep_float = std::move(keep);
-    quantizeToQdq(q, stats, o);
-    std::set<std::string> names;
-    for (ir::NodeId id : q.order())
-      if (q.node(id).op == "QuantizeLinear") names.insert(q.value(q.node(id).inputs[0]).name);
-    return names;
+    return quantizedValueNames(q, stats, std::move(keep));
   };
   // (a graph output's QuantizeLinear reads it renamed: y_replaced)
   EXPECT_EQ(quantizedValues({}), (std::set<std::string>{"x", "a", "h", "y_replaced"}));
@@ -408,18 +419,10 @@ TEST(Qdq, KeptLayersReachTheOutputThroughDataMovementInFloat) {
   };
   ir::Graph g;
   make(g);
-  std::vector<std::map<std::string, Tensor>> samples;
-  for (uint32_t i = 0; i < 4; ++i) samples.push_back({{"x", test::uniform({1, 2, 4, 4}, -1.0f, 1.0f, 10 + i)}});
-  const auto stats = collectStats(g, samples, 1);
+  const auto stats = collectStats(g, smallSamples(), 1);
   auto run = [&](std::set<std::string> keep, ir::Graph& q) {
     make(q);
-    QdqOptions o;
-    o.keep_float = std::move(keep);
-    quantizeToQdq(q, stats, o);
-    std::set<std::string> names;
-    for (ir::NodeId id : q.order())
-      if (q.node(id).op == "QuantizeLinear") names.insert(q.value(q.node(id).inputs[0]).name);
-    return names;
+    return quantizedValueNames(q, stats, std::move(keep));
   };
   ir::Graph all, two;
   EXPECT_EQ(run({"conv1", "conv2", "conv3"}, all), (std::set<std::string>{"x"}));
