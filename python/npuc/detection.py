@@ -142,6 +142,11 @@ def _iou(box, boxes):
     return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
+def _envelope(precision):
+    """The precision envelope: at each point the best precision there or at any later (higher) recall."""
+    return np.maximum.accumulate(precision[::-1])[::-1]
+
+
 def average_precisions(detections, truths, iou_threshold=0.5):
     """Per class of the ground truth: its AP (module docstring). detections / truths: per sample, [k, 6] / [m, 5]."""
     classes = sorted({int(c) for t in truths for c in t[:, 4]})
@@ -170,9 +175,7 @@ def average_precisions(detections, truths, iou_threshold=0.5):
         precision = ctp / np.arange(1, len(dets) + 1)
         # The envelope: the best precision at this recall or beyond; the area over the recall steps.
         mrec = np.concatenate([[0.0], recall, [1.0]])
-        mpre = np.concatenate([[0.0], precision, [0.0]])
-        for k in range(len(mpre) - 2, -1, -1):
-            mpre[k] = max(mpre[k], mpre[k + 1])
+        mpre = _envelope(np.concatenate([[0.0], precision, [0.0]]))
         steps = np.nonzero(mrec[1:] != mrec[:-1])[0]
         aps[c] = float(np.sum((mrec[steps + 1] - mrec[steps]) * mpre[steps + 1]))
     return aps
@@ -219,9 +222,7 @@ def coco_average_precisions(detections, truths):
                     hits.append(best >= 0)
             tp = np.cumsum(np.asarray(hits, dtype=np.float64)[order])
             recall = tp / positives
-            precision = tp / np.arange(1, len(tp) + 1)
-            for k in range(len(precision) - 1, 0, -1):  # the envelope
-                precision[k - 1] = max(precision[k - 1], precision[k])
+            precision = _envelope(tp / np.arange(1, len(tp) + 1))
             at = np.searchsorted(recall, _COCO_RECALLS, side="left")
             q = np.zeros(len(_COCO_RECALLS))  # (a recall never reached: precision 0)
             inside = at < len(precision)

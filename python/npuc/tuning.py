@@ -84,14 +84,13 @@ class _Evaluator:
 
 
 def _iou_threshold_arg(text):
-    """--iou-threshold: a number in (0, 1], or coco."""
-    if text == "coco":
-        return text
+    """--iou-threshold: a number in (0, 1], or coco (detection.valid_iou_threshold)."""
+    from .detection import valid_iou_threshold
     try:
-        t = float(text)
+        t = text if text == "coco" else float(text)
     except ValueError:
         t = None
-    if t is None or not 0 < t <= 1:
+    if not valid_iou_threshold(t):
         raise argparse.ArgumentTypeError("%r: a number in (0, 1], or coco" % (text,))
     return t
 

@@ -546,14 +546,15 @@ class Pow2Builder {
     const ir::ValueId x = n.inputs[0];
     if (!isFloat32(x) || !hasCodes(x)) return "its input is not held as codes";
     if (n.op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue) return "the MaxPool indices output";
-    // (a zero Pad folded into a MaxPool: over unsigned codes — values of 0 and more — a padding value of 0 or less never
-    // wins, so the integer max pool, whose padding never wins, is exact)
-    bool pad_wins = n.op == "MaxPool" && n.hasAttr("pad_value") && (code_.at(x).is_signed || !(n.attrFloat("pad_value", 0.0f) <= 0.0f));
-    if (n.op == "MaxPool" && n.hasAttr("pad_value")) {  // (a window wholly in the padding would give the padding value)
+    if (n.op == "MaxPool" && n.hasAttr("pad_value")) {
+      // (a zero Pad folded into a MaxPool: over unsigned codes — values of 0 and more — a padding value of 0 or less
+      // never wins, so the integer max pool, whose padding never wins, is exact; unless a window lies wholly in the
+      // padding, which gives the padding value)
+      bool pad_wins = code_.at(x).is_signed || !(n.attrFloat("pad_value", 0.0f) <= 0.0f);
       const std::vector<int64_t> k = n.attrInts("kernel_shape"), p = n.attrInts("pads", {});
       for (size_t i = 0; i < p.size(); ++i) pad_wins = pad_wins || k.empty() || p[i] >= k[i % k.size()];
+      if (pad_wins) return "a MaxPool with a padding value";
     }
-    if (pad_wins) return "a MaxPool with a padding value";
     for (ir::ValueId o : n.outputs) {  // (checked before the graph changes: a layer left float is left as it was)
       if (o == ir::kNoValue) return "an output left out";
       if (!g_.value(o).type.isStatic()) return "output of static shape needed";

@@ -260,12 +260,7 @@ void takeActivationsAlong(const ir::Graph& g, std::set<ir::NodeId>& kept) {
                                                     "HardSwish", "Swish", "Mish", "Elu", "Selu", "Celu", "Softplus",
                                                     "Softsign", "ThresholdedRelu", "Gelu"};
   const ir::UseMap uses = g.uses();
-  // The one node reading v (none when v is a model output or has other readers).
-  auto soleReader = [&](ir::ValueId v) -> std::optional<ir::NodeId> {
-    auto it = uses.find(v);
-    if (std::count(g.outputs().begin(), g.outputs().end(), v) || it == uses.end() || it->second.size() != 1) return std::nullopt;
-    return it->second[0].first;
-  };
+  auto soleReader = [&](ir::ValueId v) { return ir::soleReader(g, uses, v); };
   auto takes = [&](const ir::Node& r, ir::ValueId v) {
     if (!(r.domain.empty() || r.domain == "ai.npuc") || r.outputs.size() != 1 || r.inputs.empty()) return false;
     if (r.op == "Concat")  // (every input a kept node's, read by this Concat alone)
@@ -343,15 +338,10 @@ std::set<ir::NodeId> keptLayers(const ir::Graph& g, const std::set<std::string>&
   return kept;
 }
 
-/// Whether a kept layer writes v: itself, or through its fused activation.
-bool writtenByKeptLayer(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::NodeId>& kept, ir::ValueId v) {
-  const ir::NodeId p = g.value(v).producer;
-  if (p == ir::kNoNode) return false;
-  if (kept.count(p)) return true;
-  const ir::Node& a = g.node(p);
-  if (!a.domain.empty() || (a.op != "Relu" && a.op != "Clip") || a.inputs.empty() || a.inputs[0] == ir::kNoValue) return false;
-  const ir::ValueId u = a.inputs[0];
-  return g.value(u).producer != ir::kNoNode && kept.count(g.value(u).producer) && fusedActivationFollows(g, uses, u);
+/// Whether a kept node writes v (`kept` holds, with the layers, the activations they take along: a fused Relu / Clip
+/// node included).
+bool writtenByKept(const ir::Graph& g, const std::set<ir::NodeId>& kept, ir::ValueId v) {
+  return g.value(v).producer != ir::kNoNode && kept.count(g.value(v).producer) > 0;
 }
 
 /// Layers kept in float in a row exchange float values: a value that a kept layer writes (itself, or through its
@@ -360,7 +350,6 @@ bool writtenByKeptLayer(const ir::Graph& g, const ir::UseMap& uses, const std::s
 void dropValuesBetweenKeptLayers(const ir::Graph& g, const ir::UseMap& uses, const std::set<ir::NodeId>& kept,
                                  std::vector<ir::ValueId>& acts) {
   if (kept.empty()) return;
-  auto keptWrites = [&](ir::ValueId v) { return writtenByKeptLayer(g, uses, kept, v); };
   // Read only by kept layers — or a graph output that nothing else reads but kept layers: a float layer's output
   // leaves the model as it computed it.
   auto keptReadsOnly = [&](ir::ValueId v) {
@@ -371,7 +360,7 @@ void dropValuesBetweenKeptLayers(const ir::Graph& g, const ir::UseMap& uses, con
       if (!kept.count(reader)) return false;
     return true;
   };
-  std::erase_if(acts, [&](ir::ValueId v) { return g.value(v).producer != ir::kNoNode && keptWrites(v) && keptReadsOnly(v); });
+  std::erase_if(acts, [&](ir::ValueId v) { return writtenByKept(g, kept, v) && keptReadsOnly(v); });
 }
 
 }  // namespace
@@ -563,7 +552,7 @@ QdqReport quantizeToQdq(ir::Graph& g, const std::map<std::string, TensorStats>& 
     // its name on to the copy (the model's interface stays), v being renamed — unless a kept layer writes it: then the
     // output stays the float value, only its int8 readers read the copy.
     const bool output = std::count(g.outputs().begin(), g.outputs().end(), v) > 0;
-    if (output && !writtenByKeptLayer(g, uses, kept, v)) {
+    if (output && !writtenByKept(g, kept, v)) {
       rw.replaceAllUses(v, dq_out);
     } else if (auto it = uses.find(v); it != uses.end()) {
       for (auto [reader, k] : it->second) g.node(reader).inputs[static_cast<size_t>(k)] = dq_out;
