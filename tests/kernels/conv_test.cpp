@@ -381,12 +381,25 @@ TEST(Conv, DepthwiseInPlaceBitExact) {
 TEST(Conv, NetworkLikeShapesBitExact) {
   std::mt19937 rng(14);
   const Activation relu{ActKind::kRelu, 0, 0}, relu6{ActKind::kClip, 0.0f, 6.0f};
-  expectConvMatches(shape2d(1, 32, 40, 1, 13, 15, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
-  // Rows < 14 and stride 2: im2col, or with a depth of at most 1152 the AVX2 output-channel path.
+  expectConvMatches(shape2d(1, 32, 24, 1, 13, 15, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
+  // Rows < 14 and stride 2: im2col, or with a depth of at most 1152 (or 32 output channels and more) the AVX2
+  // output-channel path.
   expectConvMatches(shape2d(1, 32, 40, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, true, "direct_oc_avx2");
   expectConvMatches(shape2d(1, 32, 40, 1, 28, 28, 3, 3, 2, 1, 1), rng, relu, true, "direct_oc_avx2");
-  expectConvMatches(shape2d(1, 160, 40, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, true, "im2col_gemm_avx2");
-  expectConvMatches(shape2d(1, 130, 40, 1, 28, 28, 3, 3, 2, 1, 1), rng, relu, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(1, 160, 24, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(1, 130, 24, 1, 28, 28, 3, 3, 2, 1, 1), rng, relu, true, "im2col_gemm_avx2");
+  // The AVX2 output-channel path's K-blocked tiles (blocks of 25-32 channels deeper than 256): many chunks of
+  // taps and bands of rows, a partial last chunk, rows wider than a band and up to the widest it takes (256), blocks
+  // of 32 beside a narrower last one (4, 8, 16), stride 2 with a 5x5 window, dilation, groups, batch 2, no bias;
+  // rows wider than 256 go to the direct GEMM.
+  expectConvMatches(shape2d(1, 64, 64, 1, 20, 23, 3, 3, 1, 1, 1), rng, relu, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(2, 30, 100, 1, 5, 130, 3, 3, 1, 1, 1), rng, relu6, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 160, 40, 1, 13, 13, 3, 3, 1, 1, 1), rng, relu, false, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 16, 48, 1, 30, 31, 5, 5, 2, 1, 2), rng, {}, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 40, 32, 1, 17, 16, 3, 3, 1, 2, 2), rng, relu, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 80, 64, 2, 12, 12, 3, 3, 1, 1, 1), rng, relu6, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 32, 32, 1, 3, 256, 3, 3, 1, 1, 1), rng, relu, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 32, 32, 1, 3, 257, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
   // The direct path: many k-blocks, groups, batch 2, dilation, 5x5 with padding 2, M not a multiple of the tile,
   // no bias, a 3x1 window.
   expectConvMatches(shape2d(1, 300, 13, 1, 16, 18, 3, 3, 1, 1, 1), rng, relu6, true, "direct_gemm_avx2");
@@ -478,7 +491,8 @@ TEST(Conv, OutputChannelVectorsSpecialValues) {
   std::mt19937 rng(19);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const float choices[] = {0.0f, -0.0f, 1.0f, -1.0f, 3.0e4f, -7.0e4f, 0.5f, inf, -inf, nan};
-  for (const ConvShape& s : {shape2d(1, 6, 20, 1, 9, 13, 3, 3, 1, 1, 1), shape2d(1, 7, 36, 1, 11, 10, 3, 3, 2, 1, 1)}) {
+  for (const ConvShape& s : {shape2d(1, 6, 20, 1, 9, 13, 3, 3, 1, 1, 1), shape2d(1, 7, 36, 1, 11, 10, 3, 3, 2, 1, 1),
+                             shape2d(1, 32, 40, 1, 9, 13, 3, 3, 1, 1, 1)}) {  // (the last: K-blocked on AVX2)
     std::vector<float> x(static_cast<size_t>(s.in_channels * numel(s.in_spatial)));
     std::vector<float> w(static_cast<size_t>(s.out_channels * s.in_channels * numel(s.kernel)));
     for (size_t i = 0; i < x.size(); ++i) x[i] = rng() % 40 == 0 ? choices[rng() % 10] : choices[rng() % 7];

@@ -219,6 +219,12 @@ using ConvOcKernel = void (*)(const ConvOcArgs&);
 /// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other, or
 /// one of 24 for a block of 17-24 channels).
 inline constexpr int64_t kOcBlock = 32;
+/// The AVX2 form's K-blocked tiles take a block of 25-32 channels deeper than kOcAvx2BlockedDepth (shallower ones
+/// lose more to the partial sums' round trips than the blocking saves: the 7x7 stem, Tiny-YOLOv2's 16 -> 32 @208)
+/// with output rows of at most kOcAvx2MaxRow positions (a band's partial sums wait in a buffer of 32 channels per
+/// position between chunks of taps).
+inline constexpr int64_t kOcAvx2BlockedDepth = 256;
+inline constexpr int64_t kOcAvx2MaxRow = 256;
 
 /// A table names its kernels by field (designated initializers); fields it leaves out are null / false.
 struct KernelTable {
