@@ -694,7 +694,10 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   check(shape2d(2, 24, 24, 24, 9, 9, 3, 3, 2, 1, 1), leaky, in);
   check(shape2d(1, 16, 24, 1, 5, 6, 1, 1, 1, 1, 0), relu6, both);
   check(shape2d(2, 8, 40, 1, 3, 7, 1, 1, 1, 1, 0), {}, out);
-  EXPECT_EQ(checked, 21);
+  // Deeper than 256 with blocks of 32 output channels (the AVX2 form's K-blocked tiles): reading blocks, and both.
+  check(shape2d(1, 264, 40, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
+  check(shape2d(1, 272, 64, 1, 6, 7, 1, 1, 1, 1, 0), leaky, both);
+  EXPECT_EQ(checked, 23);
 }
 
 // A blocked layout the tensor cannot have (channels not a multiple of 8, three spatial dims) is an error naming the
