@@ -11,11 +11,15 @@ is one). AP is the area under the precision envelope over recall (every point: V
 the mean over the classes the ground truth holds (a class with boxes but no detection scores 0; detections of a class
 the ground truth does not hold are not counted).
 
-With iou_threshold "coco", COCO's detection AP instead (pycocotools' COCOeval for boxes, without crowd regions or area
-ranges): the mean over the IoU thresholds 0.50, 0.55, …, 0.95 of APs that each keep a sample's 100 best-scored
-detections of a class, match each (best score first) to the ground-truth box of its sample and class, not matched
-before, that it overlaps most at or above the threshold (so a detection may take a second-best box a better one
-already took), and take the precision envelope at the 101 recall points 0, 0.01, …, 1.
+With iou_threshold "coco", COCO's detection AP instead (pycocotools' COCOeval for boxes, without crowd regions): the
+mean over the IoU thresholds 0.50, 0.55, …, 0.95 of APs that each keep a sample's 100 best-scored detections of a class,
+match each (best score first) to the ground-truth box of its sample and class, not matched before, that it overlaps
+most at or above the threshold (so a detection may take a second-best box a better one already took), and take the
+precision envelope at the 101 recall points 0, 0.01, …, 1. "coco-small", "coco-medium" and "coco-large" are COCO's AP
+for objects of an area (w · h, in the boxes' units: pixels) of at most 32², from 32² to 96², and of at least 96²
+(COCOeval's area ranges, both ends included): a ground-truth box outside the range is ignored — a detection matched to
+it counts neither way, and one takes it only when no box inside the range is left to match —, an unmatched detection
+whose own area lies outside the range is not counted, and a class with no box in the range is left out of the mean.
 """
 import hashlib
 import importlib
@@ -186,18 +190,38 @@ COCO_MAX_DETECTIONS = 100
 _COCO_RECALLS = np.linspace(0.0, 1.0, 101)
 
 
+# COCOeval's object sizes: the area range (both ends included) of each "coco-SIZE" metric.
+COCO_AREAS = {"coco": None, "coco-small": (0.0, 32.0 ** 2), "coco-medium": (32.0 ** 2, 96.0 ** 2),
+              "coco-large": (96.0 ** 2, 1e10)}
+
+
 def valid_iou_threshold(t):
-    """Whether t is an IoU threshold metric map takes: a number in (0, 1], or "coco"."""
-    return t == "coco" or (isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t <= 1)
+    """Whether t is an IoU threshold metric map takes: a number in (0, 1], "coco", or "coco-small" / "-medium" /
+    "-large"."""
+    if isinstance(t, str):
+        return t in COCO_AREAS
+    return isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t <= 1
 
 
-def coco_average_precisions(detections, truths):
-    """Per class of the ground truth: COCO's AP, the mean over COCO_THRESHOLDS (module docstring)."""
+def coco_average_precisions(detections, truths, area=None):
+    """Per class of the ground truth: COCO's AP, the mean over COCO_THRESHOLDS (module docstring); area: (lo, hi), the
+    objects' area range (None: every object)."""
     classes = sorted({int(c) for t in truths for c in t[:, 4]})
+    outside = (lambda b: np.zeros(len(b), bool)) if area is None else \
+        (lambda b: (b[:, 2] * b[:, 3] < area[0]) | (b[:, 2] * b[:, 3] > area[1]))
     aps = {}
     for c in classes:
-        gts = [t[t[:, 4] == c] for t in truths]
-        positives = sum(len(g) for g in gts)
+        # Each sample's boxes of the class, those inside the area range first (in order), then the ignored ones.
+        gts, ignored = [], []
+        for t in truths:
+            g = t[t[:, 4] == c]
+            ig = outside(g)
+            order = np.argsort(ig, kind="mergesort")
+            gts.append(g[order])
+            ignored.append(ig[order])
+        positives = sum(int(np.sum(~ig)) for ig in ignored)
+        if positives == 0:
+            continue  # (no object of the class in the range: COCOeval leaves the class out)
         # Each sample's detections of the class, best score first (ties: the decoder's order), the first 100.
         kept = []
         for d in detections:
@@ -205,22 +229,30 @@ def coco_average_precisions(detections, truths):
             idx.sort(key=lambda j: -d[j, 4])
             kept.append(idx[:COCO_MAX_DETECTIONS])
         overlaps = [[_iou(detections[i][j], gts[i]) if len(gts[i]) else np.zeros(0) for j in idx] for i, idx in enumerate(kept)]
+        det_outside = np.concatenate([outside(detections[i][idx]) if idx else np.zeros(0, bool) for i, idx in enumerate(kept)])
         scores = np.array([detections[i][j, 4] for i, idx in enumerate(kept) for j in idx], dtype=np.float64)
         order = np.argsort(-scores, kind="mergesort")  # (ties: the sample's order, then the one above)
         per_threshold = []
         for t in COCO_THRESHOLDS:
-            hits = []
+            hits, skip = [], []
             for i, idx in enumerate(kept):
                 used = np.zeros(len(gts[i]), bool)
                 for ov in overlaps[i]:
                     best, at_least = -1, min(t, 1 - 1e-10)
                     for k in range(len(ov)):  # the most overlapped box not used (ties: the later one, as COCOeval)
-                        if not used[k] and ov[k] >= at_least:
+                        if used[k]:
+                            continue
+                        if best >= 0 and not ignored[i][best] and ignored[i][k]:
+                            break  # (matched inside the range: the ignored boxes after it are not taken)
+                        if ov[k] >= at_least:
                             best, at_least = k, ov[k]
                     if best >= 0:
                         used[best] = True
-                    hits.append(best >= 0)
-            tp = np.cumsum(np.asarray(hits, dtype=np.float64)[order])
+                    hits.append(best >= 0 and not ignored[i][best])
+                    skip.append(best >= 0 and bool(ignored[i][best]))
+            skip = np.asarray(skip, bool) | ((~np.asarray(hits, bool)) & det_outside)
+            counted = order[~skip[order]]  # the detections that count, best score first
+            tp = np.cumsum(np.asarray(hits, dtype=np.float64)[counted])
             recall = tp / positives
             precision = _envelope(tp / np.arange(1, len(tp) + 1))
             at = np.searchsorted(recall, _COCO_RECALLS, side="left")
@@ -233,8 +265,9 @@ def coco_average_precisions(detections, truths):
 
 
 def mean_average_precision(detections, truths, iou_threshold=0.5):
-    """mAP over the ground truth's classes (0 when it holds no box); iou_threshold "coco": COCO's AP."""
-    aps = coco_average_precisions(detections, truths) if iou_threshold == "coco" else \
+    """mAP over the ground truth's classes (0 when it holds no box); iou_threshold "coco" (or "coco-small", …): COCO's
+    AP."""
+    aps = coco_average_precisions(detections, truths, COCO_AREAS[iou_threshold]) if isinstance(iou_threshold, str) else \
         average_precisions(detections, truths, iou_threshold)
     return float(np.mean(list(aps.values()))) if aps else 0.0
 

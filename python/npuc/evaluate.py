@@ -145,7 +145,8 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
     Detection (metric "map", alone): `decoder` turns one sample's outputs (in the package's order; a package of batch
     1: as it gives them, else each output's slice of the batch) into boxes (x, y, w, h, score, class) — a callable, or "FILE.py:FUNCTION" / "MODULE:FUNCTION" loaded in each
     worker —, `labels` holds each sample's ground-truth boxes (rows x, y, w, h, class), and the result is the mean
-    average precision at `iou_threshold` (a number, or "coco": COCO's AP over 0.50-0.95; npuc.detection) with "boxes": the decoded boxes per sample.
+    average precision at `iou_threshold` (a number, or "coco": COCO's AP over 0.50-0.95, "coco-small" / "-medium" / "-large" by
+    object size; npuc.detection) with "boxes": the decoded boxes per sample.
     """
     from . import Runtime, _error
     package = os.path.abspath(os.fspath(package))
@@ -169,7 +170,8 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
                 raise _error("evaluate: the decoder %r cannot be sent to worker processes: give \"FILE.py:FUNCTION\", a "
                              "module-level function, or workers=1" % (decoder,))
         if not valid_iou_threshold(iou_threshold):
-            raise _error("evaluate: iou_threshold is %r: a number in (0, 1], or \"coco\"" % (iou_threshold,))
+            raise _error("evaluate: iou_threshold is %r: a number in (0, 1], or \"coco\" (\"coco-small\", \"coco-medium\", "
+                         "\"coco-large\": by object size)" % (iou_threshold,))
     elif decoder is not None:
         raise _error("evaluate: decoder= is for metric map (the metric asked: %s)" % ", ".join(metrics))
     ks = []

@@ -89,8 +89,43 @@ def test_coco_average_precision_of_hand_worked_cases():
     assert detection.mean_average_precision(d3, ab, "coco") == pytest.approx(0.7)
     assert detection.mean_average_precision([boxes((0, 0, 10, 10, 0.5, 0))], one, "coco") == 1.0
     assert detection.mean_average_precision([boxes()], one, "coco") == 0.0
-    assert all(detection.valid_iou_threshold(t) for t in (0.5, 1, "coco"))
-    assert not any(detection.valid_iou_threshold(t) for t in (0, 1.5, "voc", True, None))
+    assert all(detection.valid_iou_threshold(t) for t in (0.5, 1, "coco", "coco-small", "coco-medium", "coco-large"))
+    assert not any(detection.valid_iou_threshold(t) for t in (0, 1.5, "voc", "coco-tiny", True, None))
+
+
+def test_coco_average_precision_by_object_size():
+    # A small box S (10 x 10) and a large one L (100 x 100); detections, best first: a large false positive (0.95), L
+    # (0.9), a small false positive (0.85), S (0.8). Every object: FP, TP, FP, TP: precision 1/2 at recall 1/2 and 1,
+    # AP 0.5. Small objects: L ignored, so the detection of L counts neither way, nor does the large false positive
+    # (its own area outside the range): FP, TP, AP 0.5 (1/3 had either counted). Large objects: the large FP, L; the
+    # small FP and the detection of S not counted: AP 0.5. No medium object: the class is left out (no class: 0).
+    gts = [truth((0, 0, 10, 10, 0), (200, 0, 100, 100, 0))]
+    dets = [boxes((400, 400, 100, 100, 0.95, 0), (200, 0, 100, 100, 0.9, 0), (50, 50, 20, 20, 0.85, 0),
+                  (0, 0, 10, 10, 0.8, 0))]
+    assert detection.mean_average_precision(dets, gts, "coco") == pytest.approx(0.5)
+    assert detection.mean_average_precision(dets, gts, "coco-small") == pytest.approx(0.5)
+    assert detection.mean_average_precision(dets, gts, "coco-large") == pytest.approx(0.5)
+    assert detection.mean_average_precision(dets, gts, "coco-medium") == 0.0
+    assert detection.coco_average_precisions(dets, gts, detection.COCO_AREAS["coco-medium"]) == {}
+    # A detection (31 x 31) matched inside the range stays so even where an ignored box overlaps it more (COCOeval
+    # stops at the ignored boxes once it holds a box in range): medium M (34 x 34) at IoU 961/1156 = 0.831, ignored
+    # small S (30 x 30) at 900/961 = 0.937. Medium objects: right at 0.50-0.80; at 0.85 and 0.90 it takes S
+    # (ignored: not counted), at 0.95 nothing, and its own area (961) lies outside the range: AP 7/10. Had it taken
+    # the better-overlapped S from the start, 0.
+    ms = [truth((0, 0, 34, 34, 0), (0, 0, 30, 30, 0))]
+    assert detection.mean_average_precision([boxes((0, 0, 31, 31, 0.5, 0))], ms, "coco-medium") == pytest.approx(0.7)
+    # A detection inside the range matched to an ignored box counts neither way: a 97 x 97 detection (large) on a
+    # 90 x 90 box (medium: ignored for large objects) at IoU 8100/9409 = 0.861 before the detection of a large box in
+    # another sample. Thresholds 0.50-0.85: not counted, AP 1; 0.90 and 0.95: unmatched, a false positive first, 1/2.
+    mixed = [truth((0, 0, 90, 90, 0)), truth((0, 0, 120, 120, 0))]
+    found = [boxes((0, 0, 97, 97, 0.9, 0)), boxes((0, 0, 120, 120, 0.5, 0))]
+    assert detection.mean_average_precision(found, mixed, "coco-large") == pytest.approx((8 + 2 * 0.5) / 10)
+    # The ranges' ends belong to both sides: a 32 x 32 box is small and medium, a 96 x 96 one medium and large.
+    for side, sizes in ((32, ("coco-small", "coco-medium")), (96, ("coco-medium", "coco-large"))):
+        one = [truth((0, 0, side, side, 0))]
+        found = [boxes((0, 0, side, side, 0.5, 0))]
+        for name in ("coco-small", "coco-medium", "coco-large"):
+            assert detection.mean_average_precision(found, one, name) == (1.0 if name in sizes else 0.0), (side, name)
 
 
 def _scenes(split, count, seed):
