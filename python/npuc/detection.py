@@ -9,7 +9,10 @@ true positive when that overlap is at least the threshold (as COCO's tools count
 which differs only at exactly the threshold) and the box was not matched before, else a false positive (a duplicate
 is one). AP is the area under the precision envelope over recall (every point: VOC 2010 onwards); mAP
 the mean over the classes the ground truth holds (a class with boxes but no detection scores 0; detections of a class
-the ground truth does not hold are not counted).
+the ground truth does not hold are not counted). A ground-truth box may carry VOC's "difficult" flag (a sixth value, 1):
+it is not counted among the boxes to find, and a detection whose best-overlapped box it is (at the threshold) counts
+neither as right nor as wrong, as VOC's devkit (a class of difficult boxes only is left out of the mean); COCO's AP
+below ignores it as it ignores a box outside the area range.
 
 With iou_threshold "coco", COCO's detection AP instead (pycocotools' COCOeval for boxes, without crowd regions): the
 mean over the IoU thresholds 0.50, 0.55, …, 0.95 of APs that each keep a sample's 100 best-scored detections of a class,
@@ -114,7 +117,8 @@ def boxes_of(found, index, spec):
 
 def truth_boxes(labels, n):
     """The ground truth for "map": one entry per sample, each a list of (x, y, w, h, class) rows (or an [m, 5] array),
-    checked; returned as float64 [m, 5] arrays."""
+    or of (x, y, w, h, class, difficult) rows with PASCAL VOC's difficult flag (0 or 1), checked; returned as float64
+    [m, 5] or [m, 6] arrays."""
     if isinstance(labels, np.ndarray) and labels.dtype != object and labels.ndim != 3:
         raise _error("metric map: labels are the ground-truth boxes per sample (a list of [x, y, w, h, class] rows for "
                      "each, e.g. a JSON file), not one class per sample")
@@ -127,12 +131,15 @@ def truth_boxes(labels, n):
             a = np.asarray(t if len(t) else np.zeros((0, 5)), dtype=np.float64)
         except (TypeError, ValueError):
             raise _error("metric map: the ground truth of sample %d is not a list of [x, y, w, h, class] rows" % i)
-        if a.ndim != 2 or a.shape[1] != 5:
-            raise _error("metric map: the ground truth of sample %d has rows of %s values; each is [x, y, w, h, class]"
-                         % (i, "x".join(map(str, a.shape[1:])) or "no"))
+        if a.ndim != 2 or a.shape[1] not in (5, 6):
+            raise _error("metric map: the ground truth of sample %d has rows of %s values; each is [x, y, w, h, class] "
+                         "or [x, y, w, h, class, difficult]" % (i, "x".join(map(str, a.shape[1:])) or "no"))
         if not np.all(np.isfinite(a)) or np.any(a[:, 2:4] <= 0) or np.any(a[:, 4] < 0) or np.any(a[:, 4] != np.floor(a[:, 4])):
             raise _error("metric map: the ground truth of sample %d has a box without a positive width and height, or a "
                          "class that is not an index (0, 1, …)" % i)
+        if a.shape[1] == 6 and not np.all((a[:, 5] == 0) | (a[:, 5] == 1)):
+            raise _error("metric map: the ground truth of sample %d has a difficult flag (the sixth value) that is not 0 "
+                         "or 1" % i)
         out.append(a)
     return out
 
@@ -146,6 +153,11 @@ def _iou(box, boxes):
     return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
+def _difficult(boxes):
+    """The difficult flags of ground-truth rows [m, 5] (none) or [m, 6]."""
+    return boxes[:, 5] != 0 if boxes.shape[1] > 5 else np.zeros(len(boxes), bool)
+
+
 def _envelope(precision):
     """The precision envelope: at each point the best precision there or at any later (higher) recall."""
     return np.maximum.accumulate(precision[::-1])[::-1]
@@ -157,26 +169,32 @@ def average_precisions(detections, truths, iou_threshold=0.5):
     aps = {}
     for c in classes:
         gts = [t[t[:, 4] == c] for t in truths]
-        positives = sum(len(g) for g in gts)
+        difficult = [_difficult(g) for g in gts]
+        positives = sum(int(np.sum(~d)) for d in difficult)
+        if positives == 0:
+            continue  # (difficult boxes only: the class is left out)
         dets = [(-d[j, 4], i, j) for i, d in enumerate(detections) for j in range(len(d)) if int(d[j, 5]) == c]
         dets.sort()
         used = [np.zeros(len(g), bool) for g in gts]
-        tp = np.zeros(len(dets))
+        tp, counted = np.zeros(len(dets)), np.ones(len(dets), bool)
         for k, (_, i, j) in enumerate(dets):
             g = gts[i]
             if len(g) == 0:
                 continue
             overlaps = _iou(detections[i][j], g)
             best = int(np.argmax(overlaps))  # (the first of equal overlaps)
-            if overlaps[best] >= iou_threshold and not used[i][best]:
+            if overlaps[best] >= iou_threshold and difficult[i][best]:
+                counted[k] = False  # (on a difficult box: neither right nor wrong, as VOC's devkit)
+            elif overlaps[best] >= iou_threshold and not used[i][best]:
                 used[i][best] = True
                 tp[k] = 1
-        if len(dets) == 0:
+        tp = tp[counted]
+        if len(tp) == 0:
             aps[c] = 0.0
             continue
         ctp = np.cumsum(tp)
         recall = ctp / positives
-        precision = ctp / np.arange(1, len(dets) + 1)
+        precision = ctp / np.arange(1, len(tp) + 1)
         # The envelope: the best precision at this recall or beyond; the area over the recall steps.
         mrec = np.concatenate([[0.0], recall, [1.0]])
         mpre = _envelope(np.concatenate([[0.0], precision, [0.0]]))
@@ -215,7 +233,7 @@ def coco_average_precisions(detections, truths, area=None):
         gts, ignored = [], []
         for t in truths:
             g = t[t[:, 4] == c]
-            ig = outside(g)
+            ig = outside(g) | _difficult(g)
             order = np.argsort(ig, kind="mergesort")
             gts.append(g[order])
             ignored.append(ig[order])

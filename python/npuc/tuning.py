@@ -569,7 +569,8 @@ def main(argv=None):
     p.add_argument("--calib-scale", help="pictures: then times S per channel, S or S,S,S (default 1/255)")
     p.add_argument("--calib-bgr", action="store_true", help="pictures: channels in B, G, R order (default R, G, B)")
     p.add_argument("--labels", help="class index per evaluation sample (.npy; required unless --sensitivity-only); with "
-                   "--metric map the ground-truth boxes: a JSON list, per sample, of [x, y, w, h, class] rows")
+                   "--metric map the ground-truth boxes: a JSON list, per sample, of [x, y, w, h, class] rows (or [x, y, w, h, class, "
+                   "difficult]: PASCAL VOC's flag, 0 or 1)")
     p.add_argument("--decoder", help="--metric map: FILE.py:FUNCTION, called with one sample's outputs (in the model's order, "
                    "as the package gives them), returning its boxes (x, y, w, h, score, class)")
     p.add_argument("--iou-threshold", type=_iou_threshold_arg, help="--metric map: the overlap a detection needs (default "

@@ -93,6 +93,27 @@ def test_coco_average_precision_of_hand_worked_cases():
     assert not any(detection.valid_iou_threshold(t) for t in (0, 1.5, "voc", "coco-tiny", True, None))
 
 
+def test_difficult_boxes_count_neither_way():
+    # VOC's "difficult" flag (a sixth value): sample 0 holds an easy box E and a difficult one D. Detections, best first:
+    # on D (0.9: neither right nor wrong), a miss (0.8: wrong), on E (0.7: right). D is not a box to find, so recall 1
+    # comes at the second counted detection: precision 1/2, AP 0.5 (without the flag: on D right, the miss, on E right:
+    # 1 at recall 1/2 and 2/3 at 1, 0.833).
+    gts = [np.array([(0, 0, 10, 10, 0, 0), (50, 0, 10, 10, 0, 1)], dtype=np.float64)]
+    dets = [boxes((50, 0, 10, 10, 0.9, 0), (100, 100, 10, 10, 0.8, 0), (0, 0, 10, 10, 0.7, 0))]
+    assert detection.mean_average_precision(dets, gts) == pytest.approx(0.5)
+    assert detection.mean_average_precision(dets, [gts[0][:, :5]]) == pytest.approx(0.5 + 0.5 * 2 / 3)
+    # COCO's AP ignores it as a box outside the area range: the same 0.5 at every threshold.
+    assert detection.mean_average_precision(dets, gts, "coco") == pytest.approx(0.5)
+    # A class of difficult boxes only is left out of the mean; flags other than 0 / 1 are refused.
+    only = [np.array([(0, 0, 10, 10, 0, 0), (50, 0, 10, 10, 1, 1)], dtype=np.float64)]
+    assert detection.average_precisions([boxes((0, 0, 10, 10, 0.5, 0))], only) == {0: 1.0}
+    assert detection.truth_boxes([[[0, 0, 10, 10, 0, 1]]], 1)[0].shape == (1, 6)
+    with pytest.raises(npuc.Error, match="difficult flag"):
+        detection.truth_boxes([[[0, 0, 10, 10, 0, 2]]], 1)
+    with pytest.raises(npuc.Error, match=r"rows of 7 values; each is \[x, y, w, h, class\] or"):
+        detection.truth_boxes([[[0, 0, 10, 10, 0, 1, 1]]], 1)
+
+
 def test_coco_average_precision_by_object_size():
     # A small box S (10 x 10) and a large one L (100 x 100); detections, best first: a large false positive (0.95), L
     # (0.9), a small false positive (0.85), S (0.8). Every object: FP, TP, FP, TP: precision 1/2 at recall 1/2 and 1,
