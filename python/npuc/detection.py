@@ -20,9 +20,11 @@ match each (best score first) to the ground-truth box of its sample and class, n
 most at or above the threshold (so a detection may take a second-best box a better one already took), and take the
 precision envelope at the 101 recall points 0, 0.01, …, 1. "coco-small", "coco-medium" and "coco-large" are COCO's AP
 for objects of an area (w · h, in the boxes' units: pixels) of at most 32², from 32² to 96², and of at least 96²
-(COCOeval's area ranges, both ends included): a ground-truth box outside the range is ignored — a detection matched to
-it counts neither way, and one takes it only when no box inside the range is left to match —, an unmatched detection
-whose own area lies outside the range is not counted, and a class with no box in the range is left out of the mean.
+(COCOeval's area ranges, both ends included): a ground-truth box outside the range is ignored — the boxes in range are
+tried first, a detection takes an ignored box only when none in range reaches the threshold, and one matched to an
+ignored box counts neither way —, an unmatched detection whose own area lies outside the range is not counted, and a
+class with no box in the range is left out of the mean. (COCO's own annotations give an object's area as its mask's:
+on COCO data scored from boxes alone the sizes, hence AP_small / medium / large, can differ from pycocotools'.)
 """
 import hashlib
 import importlib
@@ -164,7 +166,8 @@ def _envelope(precision):
 
 
 def average_precisions(detections, truths, iou_threshold=0.5):
-    """Per class of the ground truth: its AP (module docstring). detections / truths: per sample, [k, 6] / [m, 5]."""
+    """Per class of the ground truth: its AP (module docstring). detections / truths: per sample, [k, 6] / [m, 5] or
+    [m, 6] (the sixth: VOC's difficult flag)."""
     classes = sorted({int(c) for t in truths for c in t[:, 4]})
     aps = {}
     for c in classes:
@@ -209,7 +212,7 @@ _COCO_RECALLS = np.linspace(0.0, 1.0, 101)
 
 
 # COCOeval's object sizes: the area range (both ends included) of each "coco-SIZE" metric.
-COCO_AREAS = {"coco": None, "coco-small": (0.0, 32.0 ** 2), "coco-medium": (32.0 ** 2, 96.0 ** 2),
+COCO_AREAS = {"coco": (0.0, 1e10), "coco-small": (0.0, 32.0 ** 2), "coco-medium": (32.0 ** 2, 96.0 ** 2),
               "coco-large": (96.0 ** 2, 1e10)}
 
 
@@ -223,7 +226,7 @@ def valid_iou_threshold(t):
 
 def coco_average_precisions(detections, truths, area=None):
     """Per class of the ground truth: COCO's AP, the mean over COCO_THRESHOLDS (module docstring); area: (lo, hi), the
-    objects' area range (None: every object)."""
+    objects' area range (None: every object, as (0, 1e10))."""
     classes = sorted({int(c) for t in truths for c in t[:, 4]})
     outside = (lambda b: np.zeros(len(b), bool)) if area is None else \
         (lambda b: (b[:, 2] * b[:, 3] < area[0]) | (b[:, 2] * b[:, 3] > area[1]))

@@ -399,6 +399,9 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(1, 40, 32, 1, 17, 16, 3, 3, 1, 2, 2), rng, relu, true, "direct_oc_avx2");
   expectConvMatches(shape2d(1, 80, 64, 2, 12, 12, 3, 3, 1, 1, 1), rng, relu6, true, "direct_oc_avx2");
   expectConvMatches(shape2d(1, 32, 32, 1, 3, 256, 3, 3, 1, 1, 1), rng, relu, true, "direct_oc_avx2");
+  // Blocks of 25-31 channels (28; 32 + 28): their last 8-channel group partial.
+  expectConvMatches(shape2d(1, 40, 28, 1, 14, 14, 3, 3, 2, 1, 1), rng, relu, true, "direct_oc_avx2");
+  expectConvMatches(shape2d(1, 40, 60, 1, 9, 13, 3, 3, 1, 1, 1), rng, relu6, false, "direct_oc_avx2");
   expectConvMatches(shape2d(1, 32, 32, 1, 3, 257, 3, 3, 1, 1, 1), rng, relu, true, "direct_gemm_avx2");
   // The direct path: many k-blocks, groups, batch 2, dilation, 5x5 with padding 2, M not a multiple of the tile,
   // no bias, a 3x1 window.

@@ -133,7 +133,7 @@ def test_coco_average_precision_by_object_size():
     # small S (30 x 30) at 900/961 = 0.937. Medium objects: right at 0.50-0.80; at 0.85 and 0.90 it takes S
     # (ignored: not counted), at 0.95 nothing, and its own area (961) lies outside the range: AP 7/10. Had it taken
     # the better-overlapped S from the start, 0.
-    ms = [truth((0, 0, 34, 34, 0), (0, 0, 30, 30, 0))]
+    ms = [truth((0, 0, 30, 30, 0), (0, 0, 34, 34, 0))]  # (the ignored box first: the boxes in range are tried first)
     assert detection.mean_average_precision([boxes((0, 0, 31, 31, 0.5, 0))], ms, "coco-medium") == pytest.approx(0.7)
     # A detection inside the range matched to an ignored box counts neither way: a 97 x 97 detection (large) on a
     # 90 x 90 box (medium: ignored for large objects) at IoU 8100/9409 = 0.861 before the detection of a large box in

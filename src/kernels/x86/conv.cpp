@@ -206,7 +206,8 @@ const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
   return xw;
 }
 
-// The deepest convolution the AVX2 form of conv_oc takes from im2col (Conv::Impl::oc_avx2).
+// The deepest convolution with fewer than 32 output channels per group the AVX2 form of conv_oc takes from im2col
+// (Conv::Impl::oc_avx2; with 32 or more it takes any depth).
 constexpr int64_t kOcAvx2Depth = 1152;
 
 // Whether a 2-D convolution takes the output-channel-vectorised path (ConvOcArgs) on tables that have it: KxK

@@ -216,8 +216,8 @@ struct ConvOcArgs {
   float* yb = nullptr;
 };
 using ConvOcKernel = void (*)(const ConvOcArgs&);
-/// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other, or
-/// one of 24 for a block of 17-24 channels).
+/// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other, one
+/// of 24 for a block of 17-24 channels, or all 32 in the K-blocked tiles of a deep block of 25-32).
 inline constexpr int64_t kOcBlock = 32;
 /// The AVX2 form's K-blocked tiles take a block of 25-32 channels deeper than kOcAvx2BlockedDepth (shallower ones
 /// lose more to the partial sums' round trips than the blocking saves: the 7x7 stem, Tiny-YOLOv2's 16 -> 32 @208)
