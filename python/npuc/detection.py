@@ -216,6 +216,10 @@ COCO_AREAS = {"coco": (0.0, 1e10), "coco-small": (0.0, 32.0 ** 2), "coco-medium"
               "coco-large": (96.0 ** 2, 1e10)}
 
 
+# What valid_iou_threshold takes, as the errors say it.
+IOU_THRESHOLDS_SAID = 'a number in (0, 1], or "coco" ("coco-small", "coco-medium", "coco-large": by object size)'
+
+
 def valid_iou_threshold(t):
     """Whether t is an IoU threshold metric map takes: a number in (0, 1], "coco", or "coco-small" / "-medium" /
     "-large"."""
@@ -224,12 +228,14 @@ def valid_iou_threshold(t):
     return isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t <= 1
 
 
-def coco_average_precisions(detections, truths, area=None):
+def coco_average_precisions(detections, truths, area=COCO_AREAS["coco"]):
     """Per class of the ground truth: COCO's AP, the mean over COCO_THRESHOLDS (module docstring); area: (lo, hi), the
-    objects' area range (None: every object, as (0, 1e10))."""
+    objects' area range (COCO_AREAS)."""
     classes = sorted({int(c) for t in truths for c in t[:, 4]})
-    outside = (lambda b: np.zeros(len(b), bool)) if area is None else \
-        (lambda b: (b[:, 2] * b[:, 3] < area[0]) | (b[:, 2] * b[:, 3] > area[1]))
+
+    def outside(b):
+        return (b[:, 2] * b[:, 3] < area[0]) | (b[:, 2] * b[:, 3] > area[1])
+
     aps = {}
     for c in classes:
         # Each sample's boxes of the class, those inside the area range first (in order), then the ignored ones.

@@ -156,7 +156,7 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
             raise _error("evaluate: metric map is asked alone (its labels are boxes, not classes)")
         if decoder is None:
             raise _error("evaluate: metric map needs decoder= (the function that turns one sample's outputs into boxes)")
-        from .detection import load_decoder, portable, valid_iou_threshold
+        from .detection import IOU_THRESHOLDS_SAID, load_decoder, portable, valid_iou_threshold
         decoder = portable(decoder)
         load_decoder(decoder)  # (a bad one refused here, before any work)
         if output is not None:
@@ -170,8 +170,7 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
                 raise _error("evaluate: the decoder %r cannot be sent to worker processes: give \"FILE.py:FUNCTION\", a "
                              "module-level function, or workers=1" % (decoder,))
         if not valid_iou_threshold(iou_threshold):
-            raise _error("evaluate: iou_threshold is %r: a number in (0, 1], or \"coco\" (\"coco-small\", \"coco-medium\", "
-                         "\"coco-large\": by object size)" % (iou_threshold,))
+            raise _error("evaluate: iou_threshold is %r: %s" % (iou_threshold, IOU_THRESHOLDS_SAID))
     elif decoder is not None:
         raise _error("evaluate: decoder= is for metric map (the metric asked: %s)" % ", ".join(metrics))
     ks = []

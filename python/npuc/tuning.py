@@ -279,12 +279,11 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     if n == 0:
         raise _error("the evaluation set is empty")
     if metric == "map":
-        from .detection import load_decoder, portable, truth_boxes, valid_iou_threshold
+        from .detection import IOU_THRESHOLDS_SAID, load_decoder, portable, truth_boxes, valid_iou_threshold
         if decoder is None:
             raise _error("metric map needs a decoder (the function that turns one sample's outputs into boxes)")
         if not valid_iou_threshold(iou_threshold):
-            raise _error("iou_threshold is %r: a number in (0, 1], or \"coco\" (\"coco-small\", \"coco-medium\", "
-                         "\"coco-large\": by object size)" % (iou_threshold,))
+            raise _error("iou_threshold is %r: %s" % (iou_threshold, IOU_THRESHOLDS_SAID))
         decoder = portable(decoder)
         load_decoder(decoder)
         labels = truth_boxes(labels, n)

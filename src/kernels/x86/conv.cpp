@@ -346,8 +346,8 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     }
   }
   if (im.oc) {  // (never a pointwise convolution: ocEligible wants a KxK window, so oc_w is packed once)
-    im.oc_avx2 = im.K <= 256 || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth) ||
-                 (im.mg >= kOcBlock && g.OW <= detail::kOcAvx2MaxRow);  // K > 256: the K-blocked tiles
+    im.oc_avx2 = im.K <= detail::kOcAvx2BlockedDepth || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth) ||
+                 (im.mg >= kOcBlock && g.OW <= detail::kOcAvx2MaxRow);
     im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
     const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
     im.oc_pp = hq * im.oc_wq;

@@ -97,10 +97,10 @@ struct Conv::Impl {
   // padded planes of oc_hq x oc_wq (oc_pp floats) per channel, oc_gs floats per group's copy; tap offsets;
   // weights [group][block of kOcBlock channels][K][kOcBlock] and bias [group][block][kOcBlock], zeros past mg.
   bool oc = false;
-  // Whether the AVX2 form takes it too: a shallow convolution (K <= 256, whose direct product is bound by writing
-  // C: two 16-channel halves of 6 positions), one of depth K <= kOcAvx2Depth that the other paths would run through
+  // Whether the AVX2 form takes it too: a shallow convolution (K <= kOcAvx2BlockedDepth, whose direct product is
+  // bound by writing C: two 16-channel halves of 6 positions), one of depth K <= kOcAvx2Depth that the other paths would run through
   // im2col (stride 2, rows narrower than 14, the 7x7 stem), or one with at least 32 output channels per group and
-  // output rows of at most kOcAvx2MaxRow (K > 256: the K-blocked 3-position x 32-channel tiles, whose chunk of
+  // output rows of at most kOcAvx2MaxRow (deeper: the K-blocked 3-position x 32-channel tiles, whose chunk of
   // weights stays in L1). Measured on Zen 5 (AVX2 only), npuc_kernels_bench conv/*: the 7x7/2 stem 3.3-4.1 -> 2.8 ms,
   // 3x3/2 128 @56 3.2-3.3 -> 3.1, Tiny-YOLOv2's 16 -> 32 @208 6.7-6.9 -> 5.8 against the GEMM (NPUC_CONV_OC=0); with
   // the K-blocked tiles against the direct and im2col GEMMs (1 / 2 threads, ms): 3x3 64 @56 2.71 / 1.57 -> 2.53 /

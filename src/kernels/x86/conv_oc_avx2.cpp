@@ -182,7 +182,7 @@ void tileOf(int pixels, const ConvOcArgs& p, const float* const* xs, int64_t q, 
 // layers at ~78 % of the FMA peak). Output rows go in bands of about 96 positions; the band's sums wait in `acc`
 // (position-major, 32 floats each) between chunks, stored and reloaded as float32, so every output is still its bias
 // then one fma per tap in the reference order: the same bits.
-constexpr int kChunkTaps = 72;
+constexpr int64_t kChunkTaps = 72;
 constexpr int64_t kBandPositions = 96;
 
 template <int kP>
@@ -261,14 +261,13 @@ void storeBand(const ConvOcArgs& p, const float* acc, int64_t n, int64_t q) {
 
 void blocked32(const ConvOcArgs& p) {
   alignas(64) float acc[kOcAvx2MaxRow * 32];
-  const int64_t chunk = kChunkTaps;
   const int64_t band_rows = std::max<int64_t>(1, kBandPositions / p.out_w);
   for (int64_t r0 = p.oh0; r0 < p.oh1; r0 += band_rows) {
     ConvOcArgs b = p;
     b.oh0 = r0, b.oh1 = std::min(p.oh1, r0 + band_rows);
     const int64_t n = (b.oh1 - b.oh0) * p.out_w;
-    for (int64_t k0 = 0; k0 < p.K; k0 += chunk) {
-      const int64_t kc = std::min(chunk, p.K - k0);
+    for (int64_t k0 = 0; k0 < p.K; k0 += kChunkTaps) {
+      const int64_t kc = std::min(kChunkTaps, p.K - k0);
       int64_t i = 0;
       forTiles(b, 3, [&](int np, const float* const* xs, int64_t) {
         tile32Of(np, b, xs, acc + i * 32, k0, kc);
