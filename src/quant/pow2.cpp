@@ -585,7 +585,6 @@ class Pow2Builder {
   std::string padOp(ir::Node& n) {
     if (n.attrString("mode", "constant") != "constant") return "a " + n.attrString("mode", "constant") + " Pad";
     if (n.attrFloat("value", 0.0f) != 0.0f) return "a Pad of another value than 0";
-    if (n.hasAttr("value")) n.attrs["value"] = ir::Attr(0.0f);  // (opset 10's; -0 made +0: the codes' 0 either way)
     if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) {
       const ir::Value& v = g_.value(n.inputs[2]);
       if (!v.constant || v.constant->dtype() != DType::kF32) return "a Pad value the model computes";
@@ -593,10 +592,11 @@ class Pow2Builder {
         if (v.constant->data<float>()[i] != 0.0f) return "a Pad of another value than 0";
     }
     if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue && !g_.value(n.inputs[1]).constant) return "pads the model computes";
-    const ir::ValueId value = n.inputs.size() > 2 ? n.inputs[2] : ir::kNoValue;
-    if (value != ir::kNoValue) n.inputs[2] = ir::kNoValue;
+    const ir::Node before = n;  // (a Pad left in float is left as it was: its -0 value, its value input)
+    if (n.hasAttr("value")) n.attrs["value"] = ir::Attr(0.0f);  // (opset 10's; -0 made +0: the codes' 0 either way)
+    if (n.inputs.size() > 2) n.inputs[2] = ir::kNoValue;
     const std::string why = moves(n);
-    if (!why.empty() && value != ir::kNoValue) n.inputs[2] = value;  // (left in float as it was)
+    if (!why.empty()) n.attrs = before.attrs, n.inputs = before.inputs;
     return why;
   }
 
