@@ -11,7 +11,8 @@ is one). AP is the area under the precision envelope over recall (every point: V
 the mean over the classes the ground truth holds (a class with boxes but no detection scores 0; detections of a class
 the ground truth does not hold are not counted). A ground-truth box may carry VOC's "difficult" flag (a sixth value, 1):
 it is not counted among the boxes to find, and a detection whose best-overlapped box it is (at the threshold) counts
-neither as right nor as wrong, as VOC's devkit (a class of difficult boxes only is left out of the mean); COCO's AP
+neither as right nor as wrong, as VOC's devkit (a class of difficult boxes only is left out of the mean; no class
+left: an error); COCO's AP
 below ignores it as it ignores a box outside the area range.
 
 With iou_threshold "coco", COCO's detection AP instead (pycocotools' COCOeval for boxes, without crowd regions): the
@@ -23,7 +24,7 @@ for objects of an area (w · h, in the boxes' units: pixels) of at most 32², fr
 (COCOeval's area ranges, both ends included): a ground-truth box outside the range is ignored — the boxes in range are
 tried first, a detection takes an ignored box only when none in range reaches the threshold, and one matched to an
 ignored box counts neither way —, an unmatched detection whose own area lies outside the range is not counted, and a
-class with no box in the range is left out of the mean. (COCO's own annotations give an object's area as its mask's:
+class with no box in the range is left out of the mean (none left: an error, not a score). (COCO's own annotations give an object's area as its mask's:
 on COCO data scored from boxes alone the sizes, hence AP_small / medium / large, can differ from pycocotools'.)
 """
 import hashlib
@@ -296,6 +297,10 @@ def mean_average_precision(detections, truths, iou_threshold=0.5):
     AP."""
     aps = coco_average_precisions(detections, truths, COCO_AREAS[iou_threshold]) if isinstance(iou_threshold, str) else \
         average_precisions(detections, truths, iou_threshold)
+    if not aps and any(len(t) for t in truths):
+        # (a mean over nothing is no score: 0 would let every package "meet" a budget)
+        raise _error("metric map: no ground-truth box counts for iou_threshold %r — every box is difficult%s"
+                     % (iou_threshold, " or outside its area range" if isinstance(iou_threshold, str) else ""))
     return float(np.mean(list(aps.values()))) if aps else 0.0
 
 

@@ -107,6 +107,8 @@ def test_difficult_boxes_count_neither_way():
     # A class of difficult boxes only is left out of the mean; flags other than 0 / 1 are refused.
     only = [np.array([(0, 0, 10, 10, 0, 0), (50, 0, 10, 10, 1, 1)], dtype=np.float64)]
     assert detection.average_precisions([boxes((0, 0, 10, 10, 0.5, 0))], only) == {0: 1.0}
+    with pytest.raises(npuc.Error, match="every box is difficult"):
+        detection.mean_average_precision(dets, [gts[0][1:]])  # (the difficult box alone: nothing to find)
     assert detection.truth_boxes([[[0, 0, 10, 10, 0, 1]]], 1)[0].shape == (1, 6)
     with pytest.raises(npuc.Error, match="difficult flag"):
         detection.truth_boxes([[[0, 0, 10, 10, 0, 2]]], 1)
@@ -126,8 +128,9 @@ def test_coco_average_precision_by_object_size():
     assert detection.mean_average_precision(dets, gts, "coco") == pytest.approx(0.5)
     assert detection.mean_average_precision(dets, gts, "coco-small") == pytest.approx(0.5)
     assert detection.mean_average_precision(dets, gts, "coco-large") == pytest.approx(0.5)
-    assert detection.mean_average_precision(dets, gts, "coco-medium") == 0.0
     assert detection.coco_average_precisions(dets, gts, detection.COCO_AREAS["coco-medium"]) == {}
+    with pytest.raises(npuc.Error, match="no ground-truth box counts for iou_threshold 'coco-medium'"):
+        detection.mean_average_precision(dets, gts, "coco-medium")  # (a mean over no class is no score)
     # A detection (31 x 31) matched inside the range stays so even where an ignored box overlaps it more (COCOeval
     # stops at the ignored boxes once it holds a box in range): medium M (34 x 34) at IoU 961/1156 = 0.831, ignored
     # small S (30 x 30) at 900/961 = 0.937. Medium objects: right at 0.50-0.80; at 0.85 and 0.90 it takes S
@@ -146,7 +149,8 @@ def test_coco_average_precision_by_object_size():
         one = [truth((0, 0, side, side, 0))]
         found = [boxes((0, 0, side, side, 0.5, 0))]
         for name in ("coco-small", "coco-medium", "coco-large"):
-            assert detection.mean_average_precision(found, one, name) == (1.0 if name in sizes else 0.0), (side, name)
+            assert detection.coco_average_precisions(found, one, detection.COCO_AREAS[name]) == \
+                ({0: 1.0} if name in sizes else {}), (side, name)
 
 
 def _scenes(split, count, seed):
