@@ -413,13 +413,13 @@ void registerAll() {
       reg(std::string("conv_cold/") + (c.name + 5), [s](benchmark::State& st) { benchConv(st, s, true); });
     }
   }
-  // The depthwise layers handing their output on channel-blocked, the pointwise ones reading it so (Layout::kBlocked8;
-  // the engine's pairs, Engine::blockChannels): against the same rows of conv/.
+  // Channel-blocked input, and output where the layer has that form (Layout::kBlocked8; what the engine's chains
+  // give it, Engine::blockChannels): against the same rows of conv/. Registered where this CPU has the forms.
   for (const C& c : convs) {
     const ConvShape s = c.s;
-    const bool dw = s.groups > 1, pw = s.groups == 1 && s.kernel[0] == 1 && s.in_channels % 8 == 0;
-    if (std::string(c.name).rfind("conv/mbv2_", 0) != 0 || (!dw && !pw)) continue;
-    const Layouts l = dw ? Layouts{.y = Layout::kBlocked8} : Layouts{.x = Layout::kBlocked8};
+    const BlockedForms f = blockedForms(s);
+    if (!f.in) continue;
+    const Layouts l{.x = Layout::kBlocked8, .y = f.out ? Layout::kBlocked8 : Layout::kPlanes};
     reg(std::string("conv_blocked/") + (c.name + 5), [s, l](benchmark::State& st) { benchConv(st, s, false, l); });
   }
   for (bool int8 : {false, true}) {

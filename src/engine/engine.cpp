@@ -7,6 +7,7 @@
 #include "ops/registry.hpp"
 
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -256,33 +257,99 @@ void Engine::blockChannels() {
     return t.isStatic() && t.dtype == DType::kF32 && t.shape.size() == 4 ? &t.shape : nullptr;
   };
   auto isConv = [](const ir::Node& n) { return n.op == "Conv" && n.domain.empty() && n.outputs.size() == 1 && n.inputs.size() >= 2; };
+  // The blocked forms of each Conv (kernels::blockedForms), by position.
+  std::map<size_t, kernels::BlockedForms> forms;
   for (size_t i = 0; i < order.size(); ++i) {
-    const ir::Node& first = g_.node(order[i]);
-    if (!isConv(first)) continue;
-    // The one reader of its output, through an activation fused into it (an alias of the Conv's output).
-    ir::ValueId y = first.outputs[0];
-    const auto* use = readers.only(y);
-    if (use != nullptr && fused_.count(pos_.at(use->first))) {
-      y = g_.node(use->first).outputs.empty() ? ir::kNoValue : g_.node(use->first).outputs[0];
-      use = y == ir::kNoValue ? nullptr : readers.only(y);
-    }
-    if (use == nullptr || use->second != 0) continue;
-    const ir::Node& second = g_.node(use->first);
-    const size_t j = pos_.at(second.id);
-    if (!isConv(second) || residual_.count(i)) continue;
-    const Shape *x = f32x4(first.inputs[0]), *w = f32x4(first.inputs[1]), *y_shape = f32x4(y), *w2 = f32x4(second.inputs[1]);
-    if (x == nullptr || w == nullptr || y_shape == nullptr || w2 == nullptr) continue;
-    bool pays = false;
+    const ir::Node& n = g_.node(order[i]);
+    if (!isConv(n)) continue;
+    const Shape *x = f32x4(n.inputs[0]), *w = f32x4(n.inputs[1]), *y = f32x4(n.outputs[0]);
+    if (x == nullptr || w == nullptr || y == nullptr) continue;
     try {
-      pays = kernels::blockedPairPays(convShapeOf(first, *x, *w), convShapeOf(second, *y_shape, *w2));
+      forms[i] = kernels::blockedForms(convShapeOf(n, *x, *w));
     } catch (const Error&) {
       continue;  // bad attributes: the node's own run reports them
     }
-    if (!pays) continue;
-    if (!kernels_[j]->blockInput()) continue;
-    if (!kernels_[i]->blockOutput()) fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked output", first.label());
+  }
+  if (forms.empty()) return;
+  // The input an alias made by a fusion passes on (an activation fused into its producer: 0; a residual Add fused
+  // into its Conv: the Conv's side), or -1.
+  auto aliased = [&](size_t p) -> int {
+    if (fused_.count(p)) return 0;
+    if (!unfused_.count(p)) return -1;
+    const ir::Node& a = g_.node(order[p]);
+    if (a.op != "Add") return 0;
+    for (int k = 0; k < 2; ++k) {
+      const ir::ValueId y = a.inputs[static_cast<size_t>(k)];
+      const ir::NodeId c = g_.value(y).producer;
+      if (c == ir::kNoNode) continue;
+      auto r = residual_.find(pos_.at(c));
+      if (r != residual_.end() && r->second == a.inputs[static_cast<size_t>(1 - k)]) return k;
+    }
+    return -1;
+  };
+  // Each Conv's value as its readers see it: its output through the aliases its fusions left.
+  std::map<size_t, ir::ValueId> final_of;
+  std::map<ir::ValueId, size_t> producer_of;  // final value -> its Conv
+  for (const auto& [i, f] : forms) {
+    ir::ValueId y = g_.node(order[i]).outputs[0];
+    for (const auto* use = readers.only(y); use != nullptr; use = readers.only(y)) {
+      const size_t p = pos_.at(use->first);
+      if (aliased(p) != use->second) break;
+      y = g_.node(use->first).outputs[0];
+    }
+    final_of[i] = y;
+    producer_of[y] = i;
+  }
+  // A Conv's value may be blocked when the Conv writes blocks, it is not a graph output, and every reader is a
+  // Conv reading it as its input 0 with a blocked form, or a Conv adding it as its residual — whose own value must
+  // then be blocked too (the kernel adds the two element by element): those values go together (union-find).
+  std::map<ir::ValueId, ir::ValueId> parent;
+  std::function<ir::ValueId(ir::ValueId)> root = [&](ir::ValueId v) -> ir::ValueId {
+    auto it = parent.find(v);
+    if (it == parent.end() || it->second == v) return v;
+    return it->second = root(it->second);
+  };
+  std::map<ir::ValueId, bool> ok;
+  for (const auto& [i, y] : final_of) ok[y] = true;
+  for (const auto& [c, r] : residual_) {
+    if (!final_of.count(c)) continue;
+    if (producer_of.count(r)) parent[root(final_of[c])] = root(r);
+    else ok[final_of[c]] = false;  // a residual that is no Conv's value stays planes, and so does the sum
+  }
+  std::map<ir::ValueId, std::vector<size_t>> consumers;  // the Convs reading a value as input 0
+  for (const auto& [i, y] : final_of) {
+    bool fine = forms[i].out && !readers.outputs.count(y) && f32x4(y) != nullptr;
+    auto it = readers.uses.find(y);
+    if (it == readers.uses.end() || it->second.empty()) fine = false;
+    for (size_t u = 0; fine && u < it->second.size(); ++u) {
+      const auto& [node, idx] = it->second[u];
+      const size_t p = pos_.at(node);
+      if (forms.count(p) && idx == 0) {
+        fine = forms[p].in;
+        consumers[y].push_back(p);
+      } else {
+        // The residual side of an Add fused into a Conv (linked above).
+        const int k = aliased(p);
+        fine = g_.node(node).op == "Add" && unfused_.count(p) && k >= 0 && k != idx;
+      }
+    }
+    ok[y] = ok[y] && fine;
+  }
+  std::map<ir::ValueId, bool> group_ok;
+  for (const auto& [y, fine] : ok) {
+    auto [it, fresh] = group_ok.emplace(root(y), fine);
+    if (!fresh) it->second = it->second && fine;
+  }
+  for (const auto& [y, fine] : ok) {
+    if (!fine || !group_ok[root(y)]) continue;
+    const size_t i = producer_of.at(y);
+    if (!kernels_[i]->blockOutput())
+      fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked output", g_.node(order[i]).label());
     blocked_out_.insert(i);
-    blocked_in_.insert(j);
+    for (size_t j : consumers[y]) {
+      if (!kernels_[j]->blockInput()) fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked input", g_.node(order[j]).label());
+      blocked_in_.insert(j);
+    }
   }
 }
 

@@ -28,10 +28,9 @@ struct EngineOptions {
   /// inside the Conv (Engine::fuseResidualAdds; same bits, one pass over the output saved). Runs with a callback
   /// run the three ops apart, so that the callback sees each op's own output.
   bool fuse_residual_adds = true;
-  /// Let a Conv hand its output to the Conv that alone reads it (through an activation fused in) channel-blocked
-  /// where kernels::blockedPairPays says that is faster on this CPU — today a depthwise layer and the pointwise layer
-  /// after it (Engine::blockChannels; same bits, the depthwise layer's transposes saved). Runs with a callback use
-  /// planes throughout.
+  /// Let Convs hand their values to the Convs that read them channel-blocked where every one of them has a blocked
+  /// form on this CPU (Engine::blockChannels, kernels::blockedForms; same bits, transposes and planes' packing
+  /// saved). Runs with a callback use planes throughout.
   bool block_channels = true;
 };
 
@@ -60,8 +59,8 @@ class Engine {
   const std::vector<NodeTime>& profile() const { return profile_; }
   /// How many residual Adds run inside their Conv (EngineOptions::fuse_residual_adds).
   size_t fusedResidualAdds() const { return residual_.size(); }
-  /// How many Conv -> Conv pairs pass their tensor channel-blocked (EngineOptions::block_channels).
-  size_t blockedPairs() const { return blocked_out_.size(); }
+  /// How many Convs write their value channel-blocked (EngineOptions::block_channels).
+  size_t blockedValues() const { return blocked_out_.size(); }
 
  private:
   void fuseActivations();
@@ -72,9 +71,11 @@ class Engine {
   /// Concat along an axis with only 1s before it: its inputs are slabs of its output, so an input that only the
   /// Concat reads is written there by its producer (KernelCall::placed) and the Concat copies nothing for it.
   void planConcats();
-  /// Conv -> [fused activation] -> Conv, the middle value read by the second alone: the first writes it
-  /// channel-blocked, the second reads it so (kernels::Layout::kBlocked8), where kernels::blockedPairPays says that
-  /// pays on this CPU (today: depthwise -> pointwise). A Conv may be the second of one pair and the first of another.
+  /// Chains of Convs passing channel-blocked values (kernels::Layout::kBlocked8): a Conv's value (its output through
+  /// the activation and residual Add fused into it) is written blocked when the Conv has a blocked output form
+  /// (kernels::blockedForms), it is no graph output, and every reader is a Conv reading it as its input with a
+  /// blocked input form, or a Conv adding it as its fused residual — whose own value is then blocked with it or
+  /// neither is (the kernel adds the two element by element). Everything else reads and writes planes.
   void blockChannels();
 
   const ir::Graph& g_;

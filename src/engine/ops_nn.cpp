@@ -72,7 +72,6 @@ class ConvKernel : public Kernel {
     return true;
   }
   bool blockOutput() override {
-    if (residual_) return false;  // a runAdd's output is planes
     layouts_.y = kernels::Layout::kBlocked8;
     conv_.reset();
     return true;

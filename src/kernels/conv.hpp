@@ -75,8 +75,8 @@ class Conv {
   Conv(const Conv&) = delete;
   Conv& operator=(const Conv&) = delete;
   /// x and y in the layouts `l` (float32; kBlocked8 needs a 2-D convolution and channels that are a multiple of 8;
-  /// runAdd's residual and y are planes). Any convolution takes any layouts: those without a blocked form of their
-  /// path reorder (a pass over the tensor); blockedPairPays says when they do not.
+  /// runAdd's residual is in y's layout). Any convolution takes any layouts: those without a blocked form of their
+  /// path reorder (a pass over the tensor); blockedForms says which have one.
   void run(const float* x, float* y, ThreadPool* pool, Layouts l = {}) const;
   /// The same over float16 and/or float32 tensors (fp16 packages): the bits of f32ToF16_ref(run(f16ToF32_ref(x)))
   /// for a float16 x and y (activation before the rounding). The fast paths convert as they read and write
@@ -97,13 +97,15 @@ class Conv {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Whether a convolution `producer` handing its output to the convolution `consumer` (that output read by
-/// `consumer` alone) in Layout::kBlocked8 is faster on this CPU than in planes. True today for a depthwise layer and
-/// the pointwise one after it with at most 64 output channels, 2-D, channels a multiple of 8, on the AVX2 table
-/// (the channel-blocked depthwise kernel, the output-channel kernel of any stride). Pointwise -> depthwise has both
-/// fast forms in Conv::run but measured slower, so it stays off (kernels.md). The engine asks it
-/// (Engine::blockChannels).
-bool blockedPairPays(const ConvShape& producer, const ConvShape& consumer);
+/// Which channel-blocked tensors (Layout::kBlocked8) a convolution of this shape reads (`in`) and writes (`out`)
+/// with a blocked form of its own on this CPU, with no reorder: a 2-D depthwise layer on the channel-blocked
+/// depthwise kernel, and one-group convolutions on the output-channel kernel — pointwise ones, and KxK ones that
+/// path takes (padded as blocks) — channels a multiple of 8, on the AVX2 table. Both false elsewhere, and with
+/// NPUC_BLOCKED=0. The engine's chains ask it (Engine::blockChannels).
+struct BlockedForms {
+  bool in = false, out = false;
+};
+BlockedForms blockedForms(const ConvShape& s);
 
 struct ConvTransposeShape {
   int64_t batch = 1;

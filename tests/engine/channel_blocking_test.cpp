@@ -1,62 +1,107 @@
-// Engine::blockChannels: a depthwise Conv hands its output to the pointwise Conv that alone reads it channel-blocked
-// (kernels::Layout::kBlocked8). Checked against the same graph run in planes (same bits), on which pairs it takes,
-// with a callback watching (planes: each op's own output as without it), and with the kernel table changed after
-// the plan (the kernels then reorder: still the same bits).
+// Engine::blockChannels: Convs hand their values on channel-blocked (kernels::Layout::kBlocked8) where the producer
+// and every reader have a blocked form (kernels::blockedForms), through fused activations and residual Adds.
+// Checked against the same graph run in planes (same bits), on which values it blocks, with a callback watching
+// (planes: each op's own output as without it), and with the kernel table changed after the plan (the kernels then
+// reorder: still the same bits).
 #include "engine_test_util.hpp"
 
-#include "engine/conv_geometry.hpp"
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 
 #include <cstring>
 #include <limits>
-#include <stdexcept>
 
 namespace npuc::engine {
 namespace {
 
 using test::randomTensor;
 
-// x [1,16,10,10]; e = Clip(Conv1x1(x) 16 -> 32, 0, 6)
-//   d = Clip(dw3x3(e)); p = Conv1x1(d) 32 -> 16; out = Add(p, x)     pair (the Clip fused into d, the Add into p)
-//   d2 = dw3x3/2(e); p2 = Conv1x1(d2) 32 -> 24                        pair (no activation)
-//   d3 = dw3x3(e), also a graph output; p3 = Conv1x1(d3)              not: d3 is read from outside too
-//   d4 = dw3x3(e); p4 = Conv1x1(d4) 32 -> 72                          not: more than 64 output channels
-//   d5 = dw3x3(e); p5 = Conv3x3(d5) 32 -> 8                           not: not pointwise
-struct Net {
+// x [1,16,10,10]; e = Clip(Conv1x1(x) 16 -> 32, 0, 6)                e blocked: its five depthwise readers take blocks
+//   d = Clip(dw3x3(e)); p = Conv1x1(d) 32 -> 16; out = Add(p, x)     d blocked (the Clip fused into d, the Add into
+//                                                                    p); out not (a graph output; x: a graph input)
+//   d2 = dw3x3/2(e); p2 = Conv1x1(d2) 32 -> 24                        d2 blocked (no activation)
+//   d3 = dw3x3(e), also a graph output; p3 = Conv1x1(d3)              d3 not: read from outside too
+//   d4 = dw3x3(e); p4 = Conv1x1(d4) 32 -> 72                          d4 blocked (p4 packs its B from the blocks)
+//   d5 = dw3x3(e); p5 = Conv3x3(d5) 32 -> 8                           d5 not: p5 (8 output channels) has no blocked form
+// Graph building: Convs with random weights and biases, Clip(0, 6), Relu, Add.
+struct Builder {
   ir::Graph g;
-  explicit Net(int64_t batch = 1) {
+  uint32_t seed = 1;
+  ir::ValueId lo = ir::kNoValue, hi = ir::kNoValue;
+  Builder() {
     g.opset = 13;
+    lo = g.addConstant("lo", Tensor::scalar(0.0f)).id, hi = g.addConstant("hi", Tensor::scalar(6.0f)).id;
+  }
+  ir::ValueId conv(const std::string& name, ir::ValueId in, int64_t c, int64_t m, int64_t k, int64_t group = 1,
+                   int64_t stride = 1) {
+    ir::ValueId w = g.addConstant(name + "_w", randomTensor({m, c / group, k, k}, seed++)).id;
+    ir::ValueId b = g.addConstant(name + "_b", randomTensor({m}, seed++)).id;
+    ir::ValueId out = g.addValue(name).id;
+    ir::Node& n = g.addNode("Conv", name + "_node", {in, w, b}, {out});
+    n.attrs["pads"] = std::vector<int64_t>(4, k / 2);
+    n.attrs["strides"] = std::vector<int64_t>{stride, stride};
+    n.attrs["group"] = group;
+    return out;
+  }
+  ir::ValueId clip(const std::string& name, ir::ValueId in) {
+    ir::ValueId out = g.addValue(name).id;
+    g.addNode("Clip", name + "_node", {in, lo, hi}, {out});
+    return out;
+  }
+  ir::ValueId relu(const std::string& name, ir::ValueId in) {
+    ir::ValueId out = g.addValue(name).id;
+    g.addNode("Relu", name + "_node", {in}, {out});
+    return out;
+  }
+  ir::ValueId add(const std::string& name, ir::ValueId a, ir::ValueId b) {
+    ir::ValueId out = g.addValue(name).id;
+    g.addNode("Add", name + "_node", {a, b}, {out});
+    return out;
+  }
+};
+
+struct Net : Builder {
+  explicit Net(int64_t batch = 1) {
     ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 10, 10})).id;
     g.inputs().push_back(x);
-    uint32_t seed = 1;
-    auto conv = [&](const std::string& name, ir::ValueId in, int64_t c, int64_t m, int64_t k, int64_t group = 1,
-                    int64_t stride = 1) {
-      ir::ValueId w = g.addConstant(name + "_w", randomTensor({m, c / group, k, k}, seed++)).id;
-      ir::ValueId b = g.addConstant(name + "_b", randomTensor({m}, seed++)).id;
-      ir::ValueId out = g.addValue(name).id;
-      ir::Node& n = g.addNode("Conv", name + "_node", {in, w, b}, {out});
-      n.attrs["pads"] = std::vector<int64_t>(4, k / 2);
-      n.attrs["strides"] = std::vector<int64_t>{stride, stride};
-      n.attrs["group"] = group;
-      return out;
-    };
-    ir::ValueId lo = g.addConstant("lo", Tensor::scalar(0.0f)).id, hi = g.addConstant("hi", Tensor::scalar(6.0f)).id;
-    auto clip = [&](const std::string& name, ir::ValueId in) {
-      ir::ValueId out = g.addValue(name).id;
-      g.addNode("Clip", name + "_node", {in, lo, hi}, {out});
-      return out;
-    };
     ir::ValueId e = clip("e", conv("c0", x, 16, 32, 1));
     ir::ValueId p = conv("p", clip("d", conv("dw", e, 32, 32, 3, 32)), 32, 16, 1);
-    ir::ValueId out = g.addValue("out").id;
-    g.addNode("Add", "out_node", {p, x}, {out});
+    ir::ValueId out = add("out", p, x);
     ir::ValueId p2 = conv("p2", conv("d2", e, 32, 32, 3, 32, 2), 32, 24, 1);
     ir::ValueId d3 = conv("d3", e, 32, 32, 3, 32);
     ir::ValueId p3 = conv("p3", d3, 32, 16, 1);
     ir::ValueId p4 = conv("p4", conv("d4", e, 32, 32, 3, 32), 32, 72, 1);
     ir::ValueId p5 = conv("p5", conv("d5", e, 32, 32, 3, 32), 32, 8, 3);
     g.outputs() = {out, p2, d3, p3, p4, p5};
+    ops::inferShapes(g);
+  }
+};
+
+// Residual chains, x [N,16,12,12]:
+//   a = Relu(Conv3x3(x) 16 -> 32)                                    blocked
+//   b = Relu(Conv1x1(a) 32 -> 32); s = Relu(Conv3x3(b) + a)          b, s blocked (the Add and Relu fused into the
+//   b' = Relu(Conv1x1(s) 32 -> 64); s' = Relu(Conv3x3(b') 64 -> 32 + s)   Conv: a, s, s' go blocked together)
+//   t = Conv1x1(s') 32 -> 16, a graph output                         b' blocked; t not (a graph output)
+//   a2 = Relu(Conv3x3(x)); u = Conv3x3(a2) + a2; v = Conv1x1(u)      none: a2 is also read by ds (a 1x1 of stride 2,
+//   ds = Conv1x1/2(a2) 32 -> 16, a graph output                      no blocked form), so u, which adds it, stays
+//                                                                    planes too (and b2 = Conv1x1(a2) reads planes)
+//   q = Conv3x3(x) 16 -> 16 + x; q2 = Conv1x1(q), a graph output     q not: the residual it adds is a graph input
+struct ResNet : Builder {
+  explicit ResNet(int64_t batch = 1) {
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 12, 12})).id;
+    g.inputs().push_back(x);
+    ir::ValueId a = relu("a", conv("stem", x, 16, 32, 3));
+    ir::ValueId s = relu("s", add("s_sum", conv("c", relu("b", conv("pb", a, 32, 32, 1)), 32, 32, 3), a));
+    ir::ValueId b2 = relu("b2", conv("pb2", s, 32, 64, 1));
+    ir::ValueId s2 = relu("s2", add("s2_sum", s, conv("c2", b2, 64, 32, 3)));  // (the Conv on the Add's right)
+    ir::ValueId t = conv("t", s2, 32, 16, 1);
+    ir::ValueId a2 = relu("a2", conv("stem2", x, 16, 32, 3));
+    ir::ValueId u = add("u", conv("cu", a2, 32, 32, 3), a2);
+    ir::ValueId v = conv("v", u, 32, 16, 1);
+    ir::ValueId ds = conv("ds", a2, 32, 16, 1, 1, 2);
+    ir::ValueId w = conv("w", a2, 32, 16, 1);
+    ir::ValueId q2 = conv("q2", add("q", conv("cq", x, 16, 16, 3), x), 16, 16, 1);
+    g.outputs() = {t, v, ds, w, q2};
     ops::inferShapes(g);
   }
 };
@@ -69,48 +114,36 @@ void expectSameBits(const std::vector<Tensor>& got, const std::vector<Tensor>& w
   }
 }
 
-const ir::Node& nodeNamed(const ir::Graph& g, const std::string& name) {
-  for (ir::NodeId id : g.order())
-    if (g.node(id).name == name) return g.node(id);
-  throw std::runtime_error("no node " + name);
-}
-
 struct IsaGuard {
   const char* isa = kernels::forceKernelIsa("auto");
   IsaGuard() { kernels::forceKernelIsa(isa); }
   ~IsaGuard() { kernels::forceKernelIsa(isa); }
 };
 
-TEST(ChannelBlocking, SameBitsAsPlanes) {
+// The values the AVX2 table blocks in each graph (above); other tables: none.
+size_t expectedBlocked(size_t on_avx2) {
+  return std::string(kernels::sgemmVariant()) == "avx2_fma" ? on_avx2 : 0;
+}
+
+template <class G>
+void expectSameBitsAsPlanes(int64_t channels, int64_t side, size_t blocked_on_avx2) {
   IsaGuard guard;
   for (const int64_t batch : {1, 2}) {
-    Net net(batch);
-    Tensor x = randomTensor({batch, 16, 10, 10}, 99);
+    G net(batch);
+    Tensor x = randomTensor({batch, channels, side, side}, 99);
     x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
     x.data<float>()[40] = -0.0f;
     EngineOptions planes;
     planes.block_channels = false;
     const std::vector<Tensor> want = Engine(net.g, planes).run({x});
-    EXPECT_EQ(Engine(net.g, planes).blockedPairs(), 0u);
+    EXPECT_EQ(Engine(net.g, planes).blockedValues(), 0u);
     for (const char* isa : {"avx2", "auto", "portable"}) {
       kernels::forceKernelIsa(isa);
-      // The pairs this table takes: d -> p and d2 -> p2 where blockedPairPays says so (the AVX2 table: both).
-      size_t pays = 0;
-      for (const char* dw : {"dw_node", "d2_node"}) {
-        const ir::Node& d = nodeNamed(net.g, dw);
-        const ir::Node& pw = nodeNamed(net.g, std::string(dw) == "dw_node" ? "p_node" : "p2_node");
-        auto shapeOf = [&](ir::ValueId v) { return net.g.value(v).type.shape; };
-        pays += kernels::blockedPairPays(convShapeOf(d, shapeOf(d.inputs[0]), shapeOf(d.inputs[1])),
-                                         convShapeOf(pw, shapeOf(pw.inputs[0]), shapeOf(pw.inputs[1])));
-      }
-      if (std::string(isa) == "avx2" && std::string(kernels::sgemmVariant()) == "avx2_fma") {
-        EXPECT_EQ(pays, 2u);
-      }
       for (int threads : {1, 2, 3}) {
         EngineOptions o;
         o.threads = threads;
         Engine e(net.g, o);
-        EXPECT_EQ(e.blockedPairs(), pays) << isa;
+        EXPECT_EQ(e.blockedValues(), expectedBlocked(blocked_on_avx2)) << isa;
         expectSameBits(e.run({x}), want, std::string(isa) + " threads " + std::to_string(threads));
         expectSameBits(e.run({x}), want, "again");  // prepared once, run again
         // The plan made on one table, run on the others: the kernels reorder where theirs has no blocked form.
@@ -123,6 +156,10 @@ TEST(ChannelBlocking, SameBitsAsPlanes) {
     }
   }
 }
+
+TEST(ChannelBlocking, SameBitsAsPlanes) { expectSameBitsAsPlanes<Net>(16, 10, 4); }
+
+TEST(ChannelBlocking, ResidualChainsSameBitsAsPlanes) { expectSameBitsAsPlanes<ResNet>(16, 12, 5); }
 
 TEST(ChannelBlocking, CallbacksSeePlanes) {
   IsaGuard guard;
@@ -140,7 +177,7 @@ TEST(ChannelBlocking, CallbacksSeePlanes) {
   Engine(net.g, planes).run({x}, keep(want));
   Engine blocked(net.g);
   if (std::string(kernels::sgemmVariant()) == "avx2_fma") {
-    EXPECT_EQ(blocked.blockedPairs(), 2u);  // (so that the callback run below is one the plan would block)
+    EXPECT_EQ(blocked.blockedValues(), 4u);  // (so that the callback run below is one the plan would block)
   }
   blocked.run({x}, keep(got));
   ASSERT_EQ(got.size(), want.size());

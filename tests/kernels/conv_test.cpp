@@ -631,10 +631,12 @@ std::vector<float> blocked8(const std::vector<float>& x, int64_t n, int64_t c, i
   return y;
 }
 
-// Channel-blocked inputs and outputs (Conv::run with Layouts, the engine's depthwise -> pointwise pairs): the
-// reference's bits in the other layout, on the blocked paths (depthwise writing blocks, pointwise reading them with
-// the output-channel kernel, weights packed for it or not) and through the planes where a path has no blocked form;
-// runAdd with a blocked input; every ISA, thread count and blocking.
+// Channel-blocked inputs and outputs (Conv::run with Layouts, the engine's channel-blocked chains): the reference's
+// bits in the other layout, on the blocked paths (depthwise reading and writing blocks, pointwise reading them with
+// the output-channel kernel or the GEMM packing B from them, KxK ones on the output-channel kernel over a padded
+// blocked copy; weights packed for it or not) and through the planes where a path has no blocked form; runAdd with
+// a blocked input, and with a blocked output adding a residual in the same layout; every ISA, thread count and
+// blocking (the small blocking's depth of 12 splits an 8-channel block between two packed k-blocks).
 TEST(Conv, ChannelBlockedLayoutsBitExact) {
   std::mt19937 rng(23);
   const Activation relu6{ActKind::kClip, 0.0f, 6.0f}, leaky{ActKind::kLeakyRelu, 0.1f, 0};
@@ -652,8 +654,11 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
     const auto xin = bx ? blocked8(x, s.batch, s.in_channels, numel(s.in_spatial)) : x;
     const auto want = by ? blocked8(ref, s.batch, s.out_channels, numel(s.out_spatial)) : ref;
     auto r = randomFloats(rng, ref.size());
-    std::vector<float> want_add(ref.size());
-    for (size_t i = 0; i < ref.size(); ++i) want_add[i] = applyActivation(plain[i] + r[i], act);
+    std::vector<float> sum(ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) sum[i] = applyActivation(plain[i] + r[i], act);
+    // The residual in y's layout.
+    const auto rin = by ? blocked8(r, s.batch, s.out_channels, numel(s.out_spatial)) : r;
+    const auto want_add = by ? blocked8(sum, s.batch, s.out_channels, numel(s.out_spatial)) : sum;
     const std::string desc = "C=" + std::to_string(s.in_channels) + " M=" + std::to_string(s.out_channels) +
                              " g=" + std::to_string(s.groups) + " k=" + std::to_string(s.kernel[0]) +
                              " s=" + std::to_string(s.stride[0]) + " " + std::to_string(s.in_spatial[0]) + "x" +
@@ -669,9 +674,8 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
         conv.run(xin.data(), y.data(), test::poolFor(cfg.threads), l);
         const int64_t bad = firstBitMismatch(want, y);
         ASSERT_EQ(bad, -1) << desc << " " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << want[bad];
-        if (by) continue;  // runAdd writes planes
         std::fill(y.begin(), y.end(), 7.0f);
-        bare.runAdd(xin.data(), r.data(), act, y.data(), test::poolFor(cfg.threads), l);
+        bare.runAdd(xin.data(), rin.data(), act, y.data(), test::poolFor(cfg.threads), l);
         const int64_t bad_add = firstBitMismatch(want_add, y);
         ASSERT_EQ(bad_add, -1) << desc << " runAdd " << cfg.name() << " at " << bad_add;
       }
@@ -679,20 +683,31 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
     ++checked;
   };
   const Layouts out{.y = Layout::kBlocked8}, in{.x = Layout::kBlocked8};
+  const Layouts both{.x = Layout::kBlocked8, .y = Layout::kBlocked8};
   // Depthwise layers writing blocks: strides 1 and 2, 3x3 and 5x5, dilation, rows under and over 8 outputs.
   check(shape2d(1, 8, 8, 8, 9, 11, 3, 3, 1, 1, 1), relu6, out);
   check(shape2d(2, 24, 24, 24, 14, 14, 3, 3, 2, 1, 1), leaky, out);
   check(shape2d(1, 16, 16, 16, 7, 7, 5, 5, 1, 1, 2), {}, out);
   check(shape2d(1, 40, 40, 40, 13, 20, 3, 3, 1, 2, 2), relu6, out);
-  // Pointwise layers reading blocks: 1-100 output channels (16-channel halves, the 24-channel tile, tails), one pixel.
+  // Pointwise layers reading blocks: 1-100 output channels (16-channel halves, the 24-channel tile, tails; more than
+  // 64 on the GEMM, B packed from the blocks, position tails of 1-15), one pixel.
   for (const int64_t m : {1, 8, 16, 17, 24, 32, 40, 64, 100}) check(shape2d(1, 16, m, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
+  check(shape2d(2, 24, 72, 1, 7, 11, 1, 1, 1, 1, 0), leaky, in);
+  check(shape2d(1, 40, 96, 1, 3, 5, 1, 1, 1, 1, 0), {}, in);
   check(shape2d(2, 48, 24, 1, 7, 7, 1, 1, 1, 1, 0), {}, in);
   check(shape2d(1, 8, 32, 1, 1, 1, 1, 1, 1, 1, 0), leaky, in);
+  // KxK layers on the output-channel kernel reading blocks (a padded blocked copy), writing them, or both: strides
+  // 1 and 2, 5x5, dilation, batch 2, 16-channel halves and 24- / 32-channel tiles, deeper than 256 with blocks of 32.
+  check(shape2d(1, 8, 16, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);
+  check(shape2d(1, 16, 32, 1, 9, 10, 3, 3, 1, 1, 1), relu6, both);
+  check(shape2d(2, 24, 24, 1, 11, 9, 3, 3, 2, 1, 1), leaky, both);
+  check(shape2d(1, 16, 40, 1, 13, 12, 5, 5, 2, 1, 2), {}, out);
+  check(shape2d(1, 16, 16, 1, 10, 10, 3, 3, 1, 2, 2), relu6, both);
+  check(shape2d(1, 40, 32, 1, 7, 9, 3, 3, 1, 1, 1), relu6, both);  // K = 360: the K-blocked tiles
   // No blocked form: through the planes.
-  check(shape2d(1, 8, 16, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);          // a 3x3 reading blocks
   check(shape2d(1, 16, 12, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);         // (12 output channels)
+  check(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0), relu6, both);       // a 1x1 of stride 2 (im2col)
   // Depthwise layers reading blocks (their rows copied into the padded block), pointwise ones writing them.
-  const Layouts both{.x = Layout::kBlocked8, .y = Layout::kBlocked8};
   check(shape2d(1, 16, 16, 16, 8, 8, 3, 3, 1, 1, 1), relu6, both);
   check(shape2d(2, 24, 24, 24, 9, 9, 3, 3, 2, 1, 1), leaky, in);
   check(shape2d(1, 16, 24, 1, 5, 6, 1, 1, 1, 1, 0), relu6, both);
@@ -700,7 +715,7 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   // Deeper than 256 with blocks of 32 output channels (the AVX2 form's K-blocked tiles): reading blocks, and both.
   check(shape2d(1, 264, 40, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
   check(shape2d(1, 272, 64, 1, 6, 7, 1, 1, 1, 1, 0), leaky, both);
-  EXPECT_EQ(checked, 23);
+  EXPECT_EQ(checked, 31);
 }
 
 // A blocked layout the tensor cannot have (channels not a multiple of 8, three spatial dims) is an error naming the

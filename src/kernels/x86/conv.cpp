@@ -106,11 +106,18 @@ struct Im2colPacker {
   const float* xg;  // first input channel of the group
   bool pointwise;   // 1x1, stride 1, no padding: B rows are input channel rows
   const uint16_t* xgh = nullptr;  // pointwise only: the group's input in float16 instead of xg (widened here)
+  // Pointwise only, one group: the image's input channel-blocked (Layout::kBlocked8) instead of xg, packed by this.
+  const float* xgb = nullptr;
+  detail::PackBlockedKernel pack_blocked = nullptr;
 
   void operator()(int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* dst) const {
     const int64_t hw = g->H * g->W;
     const int64_t kk = g->KH * g->KW;
     if (pointwise) {
+      if (xgb != nullptr) {
+        pack_blocked(detail::PackBlockedArgs{.x = xgb, .hw = hw, .k0 = k0, .kc = kc, .n0 = n0, .nc = nc, .dst = dst});
+        return;
+      }
       if (xgh != nullptr) {
         float* row = detail::threadScratch(static_cast<size_t>(nc), 1);
         for (int64_t kl = 0; kl < kc; ++kl) {
@@ -210,12 +217,14 @@ const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
 // (Conv::Impl::oc_avx2; with 32 or more it takes any depth).
 constexpr int64_t kOcAvx2Depth = 1152;
 
+}  // namespace
+
 // Whether a 2-D convolution takes the output-channel-vectorised path (ConvOcArgs) on tables that have it: KxK
 // windows (not 1x1: the GEMM paths read B in place or pack it by rows, and were faster), column stride 1 or 2, at
 // least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
 // output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
 // output: SqueezeNet's first conv, K = 27). NPUC_CONV_OC=0 turns the path off, to compare.
-bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
+bool detail::ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   static const bool off = [] {
     const char* e = std::getenv("NPUC_CONV_OC");
     return e != nullptr && std::strcmp(e, "0") == 0;
@@ -224,7 +233,9 @@ bool ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   return g.KH * g.KW > 1 && K > detail::kStreamDepth && mg >= 16;
 }
 
-}  // namespace
+bool detail::ocAvx2Takes(const Geom2& g, int64_t mg, int64_t K, bool im2col) {
+  return K <= detail::kOcAvx2BlockedDepth || (im2col && K <= kOcAvx2Depth) || (mg >= kOcBlock && g.OW <= detail::kOcAvx2MaxRow);
+}
 
 void detail::addResidual(float* y, const float* r, int64_t n, const Activation& post) {
   auto loop = [&](auto act) {
@@ -293,7 +304,7 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
   }
   im.path = ConvPath::kGemm;
   im.pointwise = detail::isPointwise(g);
-  im.oc = ocEligible(g, im.mg, im.K) && im.N > 0 && im.K > 0;
+  im.oc = detail::ocEligible(g, im.mg, im.K) && im.N > 0 && im.K > 0;
   for (int64_t grp = 0; grp < s.groups && !im.oc; ++grp) {
     im.packed.push_back(std::make_unique<PackedA>(im.mg, im.K, w + grp * im.mg * im.K, im.K, false));
   }
@@ -346,8 +357,7 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     }
   }
   if (im.oc) {  // (never a pointwise convolution: ocEligible wants a KxK window, so oc_w is packed once)
-    im.oc_avx2 = im.K <= detail::kOcAvx2BlockedDepth || (im.path == ConvPath::kGemm && im.K <= kOcAvx2Depth) ||
-                 (im.mg >= kOcBlock && g.OW <= detail::kOcAvx2MaxRow);
+    im.oc_avx2 = detail::ocAvx2Takes(g, im.mg, im.K, im.path == ConvPath::kGemm);
     im.oc_wq = std::max((g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1, g.pw + g.W);
     const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
     im.oc_pp = hq * im.oc_wq;
@@ -355,6 +365,12 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     for (int64_t c = 0; c < im.cg; ++c)
       for (int64_t ki = 0; ki < g.KH; ++ki)
         for (int64_t kj = 0; kj < g.KW; ++kj) im.oc_off.push_back(c * im.oc_pp + ki * g.dh * im.oc_wq + kj * g.dw);
+    if (expected.x == Layout::kBlocked8 && s.groups == 1 && im.cg % 8 == 0) {
+      for (int64_t c = 0; c < im.cg; ++c)
+        for (int64_t ki = 0; ki < g.KH; ++ki)
+          for (int64_t kj = 0; kj < g.KW; ++kj)
+            im.ocb_off.push_back((c / 8) * 8 * im.oc_pp + (ki * g.dh * im.oc_wq + kj * g.dw) * 8 + c % 8);
+    }
     packOc();
   }
 }
@@ -388,7 +404,8 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
   const GemmBlocking blk = detail::blockingForDepth(K, detail::effectiveBlocking());
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t outer = s.batch * s.groups;
-  const bool pw_direct = !pw_off.empty() && kt.gemm_x2 != nullptr && kt.rows_tail && (io.xh == nullptr || kt.half_b);
+  const bool pw_direct =
+      !pw_off.empty() && !io.xb && kt.gemm_x2 != nullptr && kt.rows_tail && (io.xh == nullptr || kt.half_b);
   // A pointwise B is packed by copying rows: each task packs its own columns, into its own core's cache, rather
   // than waiting for one shared B packed by both cores (npuc_kernels_bench, 2 threads: MobileNetV2's 576 -> 96
   // at 14x14 0.16 -> 0.13 ms, 96 -> 576 0.14 -> 0.12 ms). An im2col B costs more to build: it is packed once.
@@ -440,8 +457,9 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
       }
       out.act = act;
       const int64_t xoff = (b * s.in_channels + grp * cg) * HW;
-      const Im2colPacker packer{&g, io.xh != nullptr ? nullptr : x + xoff, pointwise,
-                                io.xh != nullptr ? io.xh + xoff : nullptr};
+      Im2colPacker packer{&g, io.xh != nullptr || io.xb ? nullptr : x + xoff, pointwise,
+                          io.xh != nullptr ? io.xh + xoff : nullptr};
+      if (io.xb) packer.xgb = x + xoff, packer.pack_blocked = kt.pack_b_blocked8;  // (pointwise, one group)
       const float* pa = packed[static_cast<size_t>(grp)]->impl().data.data();
       if (pw_direct) pointwiseDirect(pa, mg, K, m0, m1, n0, n1, pw_off.data(), packer, out, kt, blk);
       else detail::gemmBlock(pa, mg, K, m0, m1, n0, n1, packer, out, kt, blk, pre);
@@ -490,6 +508,24 @@ float* Conv::Impl::padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t 
     }
   };
   detail::runTasks(pool, outer * cg, fill, 4);
+  return xq;
+}
+
+// The channel-blocked input (one group) as a channel-blocked padded copy for ocb_off: per image, block b's oc_hq
+// rows of oc_wq 8-channel vectors at b * 8 * oc_pp, the input's rows copied in whole (W vectors each), zeros around.
+float* Conv::Impl::padInputBlocked(const Io& io, ThreadPool* pool) const {
+  const int64_t blocks = cg / 8, wq = oc_wq, pp = oc_pp;
+  float* xq = detail::threadScratch(static_cast<size_t>(s.batch * oc_gs), 3);
+  auto fill = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {  // t = image * blocks + block
+      float* dst = xq + (t / blocks) * oc_gs + (t % blocks) * 8 * pp;
+      const float* src = io.x + t * 8 * HW;
+      std::memset(dst, 0, static_cast<size_t>(8 * pp) * sizeof(float));
+      for (int64_t ih = 0; ih < g.H; ++ih)
+        std::memcpy(dst + ((ih + g.ph) * wq + g.pw) * 8, src + ih * g.W * 8, static_cast<size_t>(g.W * 8) * sizeof(float));
+    }
+  };
+  detail::runTasks(pool, s.batch * blocks, fill, 4);
   return xq;
 }
 
@@ -606,8 +642,13 @@ void Conv::Impl::runOcTasks(const Io& io, ThreadPool* pool, const OcInput& in) c
       a.y_plane = N;
       a.channels = static_cast<int>(std::min(kOcBlock, mg - blk * kOcBlock));
       in.kernel(a);
-      for (int c = 0; c < a.channels && io.r != nullptr; ++c)
-        finish(io, y0 + c * N + a.oh0 * g.OW, (a.oh1 - a.oh0) * g.OW);
+      if (io.yb) {  // the block's 8-channel groups, each its rows' run of 8-channel vectors
+        for (int c = 0; c < a.channels && io.r != nullptr; c += 8)
+          finish(io, y0 + c * N + a.oh0 * g.OW * 8, (a.oh1 - a.oh0) * g.OW * 8);
+      } else {
+        for (int c = 0; c < a.channels && io.r != nullptr; ++c)
+          finish(io, y0 + c * N + a.oh0 * g.OW, (a.oh1 - a.oh0) * g.OW);
+      }
     }
   };
   detail::runTasks(pool, outer * oc_blocks * row_tasks, body);

@@ -59,6 +59,11 @@ inline bool isPointwise(const Geom2& g) {
 }
 // Whether a depthwise geometry has the in-place form (tables with dwconv_in_place; conv.cpp says which).
 bool dwInPlace(const Geom2& g);
+// Whether a convolution of one group's mg output channels and depth K takes the output-channel path (ConvOcArgs) on
+// tables with conv_oc (conv.cpp says why), and whether the AVX2 form takes it too (Conv::Impl::oc_avx2; `im2col`:
+// the other paths would run it through im2col, not the direct GEMM).
+bool ocEligible(const Geom2& g, int64_t mg, int64_t K);
+bool ocAvx2Takes(const Geom2& g, int64_t mg, int64_t K, bool im2col);
 
 // y[i] = post(y[i] + r[i]): a residual Add and the activation after it, with the float32 rounding of the separate
 // ops. One loop per activation kind, so that each vectorises.
@@ -112,6 +117,10 @@ struct Conv::Impl {
   }
   int64_t oc_wq = 0, oc_pp = 0, oc_gs = 0, oc_blocks = 0;
   std::vector<int64_t> oc_off;
+  // The same taps over a channel-blocked padded copy (padInputBlocked: block b's rows of 8-channel vectors, one
+  // group), made when the input is expected channel-blocked: k = (c, ki, kj) -> (c / 8) * 8 * oc_pp +
+  // (ki * dh * oc_wq + kj * dw) * 8 + c % 8; empty otherwise.
+  std::vector<int64_t> ocb_off;
   // A pointwise convolution (one group) made to read or write channel-blocked tensors (Layouts expected): oc_w /
   // oc_bias packed as for `oc`, and the input's offsets for ConvOcArgs over the tensor itself: blocked k ->
   // (k / 8) * 8 * HW + k % 8 (sw = 8, wq = 8 * W), planes k -> k * HW (sw = 1, wq = W); empty otherwise.
@@ -141,9 +150,11 @@ struct Conv::Impl {
   }
   void ensurePacked() const;
   float* padInput(const Io& io, ThreadPool* pool, int64_t wq, int64_t pp, int64_t gs) const;
+  float* padInputBlocked(const Io& io, ThreadPool* pool) const;
   void runDirect(const Io& io, ThreadPool* pool) const;
   void runOc(const Io& io, ThreadPool* pool) const;
   void runOcBlocked(const Io& io, ThreadPool* pool) const;
+  void runOcLayouts(const Io& io, ThreadPool* pool) const;
   // The output-channel kernel's input for runOcTasks: (image, group) o's tensor at x + o * gs, position (oh, ow) of
   // tap k at oh * sh * wq + ow * sw + off[k]; the kernel that reads it so.
   struct OcInput {

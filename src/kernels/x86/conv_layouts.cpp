@@ -1,6 +1,7 @@
-// Channel-blocked tensors (Layout::kBlocked8) in and out of the x86 convolution (conv_impl.hpp): the pointwise
-// convolution reading blocks with the output-channel kernel, the depthwise one writing them (conv_depthwise.cpp), the
-// reorders of every other path, and when a depthwise -> pointwise pair pays on this CPU (blockedPairPays).
+// Channel-blocked tensors (Layout::kBlocked8) in and out of the x86 convolution (conv_impl.hpp): pointwise
+// convolutions reading blocks with the output-channel kernel or the GEMM, KxK ones on the output-channel kernel over a
+// padded blocked copy, depthwise ones reading and writing them (conv_depthwise.cpp), the reorders of every other
+// path, and which shapes have a blocked form on this CPU (blockedForms).
 #include "kernels/x86/conv_impl.hpp"
 
 #include "support/error.hpp"
@@ -47,6 +48,23 @@ void Conv::Impl::runOcBlocked(const Io& io, ThreadPool* pool) const {
   runOcTasks(io, pool, in);
 }
 
+// The most output channels of a pointwise convolution that reads a channel-blocked input or writes one on the
+// output-channel kernel; those with more read it through the GEMM, packing B from the blocks, and write planes.
+// Measured in MobileNetV2 (engine, 1 thread, per-layer profile against planes, 2026-12-05): on the output-channel
+// kernel the projections with at most 64 gained (144 -> 24 @56 0.437 -> 0.366 ms, 192 -> 32 @28 0.196 -> 0.151,
+// 384 -> 64 @14 0.167 -> 0.145), those with more lost (384 -> 96 @14 0.200 -> 0.215, 960 -> 320 @7 0.433 -> 0.553)
+// and so did the expansions writing blocks (16 -> 96 @112 0.82 -> 0.98, 24 -> 144 @56 0.36 -> 0.44, 160 -> 960 @7
+// 0.19 -> 0.27), more than the depthwise layers after them gained.
+constexpr int64_t kBlockedMaxOut = 64;
+
+void Conv::Impl::runOcLayouts(const Io& io, ThreadPool* pool) const {
+  // A KxK convolution on the output-channel kernel (conv_oc_blocked: any column stride, a channel-blocked output):
+  // a channel-blocked input padded as blocks (its taps at ocb_off, positions 8 floats apart), or planes as runOc pads them.
+  const detail::ConvOcKernel kern = detail::activeKernels().conv_oc_blocked;
+  if (io.xb) return runOcTasks(io, pool, OcInput{padInputBlocked(io, pool), oc_gs, 8 * oc_wq, g.sh, 8 * g.sw, ocb_off.data(), kern});
+  runOcTasks(io, pool, OcInput{padInput(io, pool, oc_wq, oc_pp, oc_gs), oc_gs, oc_wq, g.sh, g.sw, oc_off.data(), kern});
+}
+
 void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
   if (io.xh != nullptr || io.yh != nullptr || s.in_spatial.size() > 2)
     fail(ErrorCode::kInternal, "Conv: channel-blocked tensors are float32 with 1 or 2 spatial dims");
@@ -54,14 +72,23 @@ void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
     fail(ErrorCode::kInternal, "Conv: a channel-blocked tensor needs channels that are a multiple of 8 (here {} -> {})",
          s.in_channels, s.out_channels);
   const detail::KernelTable& kt = detail::activeKernels();
-  if (!bk_off.empty() && kt.conv_oc_blocked != nullptr && (!io.yb || (mg % 8 == 0 && io.r == nullptr)))
+  // A pointwise convolution: blocks out, or few output channels, on the output-channel kernel; a blocked input into
+  // planes otherwise on the GEMM, its B packed from the blocks.
+  if (!bk_off.empty() && kt.conv_oc_blocked != nullptr && (io.yb ? mg % 8 == 0 : mg <= kBlockedMaxOut || kt.pack_b_blocked8 == nullptr))
     return runOcBlocked(io, pool);
+  if (pointwise && s.groups == 1 && io.xb && !io.yb && kt.pack_b_blocked8 != nullptr) {
+    ensurePacked();
+    return runGemm(io, pool);
+  }
   if (blockedDepthwise(kt)) return runDepthwiseBlocked(io, pool);
+  if (useOc(kt) && kt.conv_oc_blocked != nullptr && s.groups == 1 && (!io.xb || !ocb_off.empty()) &&
+      (!io.yb || mg % 8 == 0))
+    return runOcLayouts(io, pool);
   // Through planes.
   const int64_t out_n = s.batch * s.out_channels * N;
   Io p = io;
   p.xb = p.yb = false;
-  std::vector<float> xs, ys;
+  std::vector<float> xs, ys, rs;
   if (io.xb) {
     xs.resize(static_cast<size_t>(s.batch * s.in_channels * HW));
     fromBlocked8(io.x, xs.data(), s.batch, s.in_channels, HW);
@@ -70,6 +97,11 @@ void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
   if (io.yb) {
     ys.resize(static_cast<size_t>(out_n));
     p.y = ys.data();
+    if (io.r != nullptr) {  // the residual is in y's layout
+      rs.resize(static_cast<size_t>(out_n));
+      fromBlocked8(io.r, rs.data(), s.batch, s.out_channels, N);
+      p.r = rs.data();
+    }
   }
   run(p, pool);
   if (io.yb) toBlocked8(ys.data(), io.y, s.batch, s.out_channels, N);
@@ -83,12 +115,9 @@ void Conv::runAdd(const float* x, const float* r, const Activation& post, float*
                   Layouts l) const {
   if (impl_->act.kind != ActKind::kNone)
     fail(ErrorCode::kInternal, "Conv::runAdd: the convolution has an activation of its own");
-  if (l.y != Layout::kPlanes) fail(ErrorCode::kInternal, "Conv::runAdd: the output must be planes");
-  impl_->run(Impl::Io{.x = x, .y = y, .r = r, .post = post, .xb = l.x == Layout::kBlocked8}, pool);
+  impl_->run(Impl::Io{.x = x, .y = y, .r = r, .post = post, .xb = l.x == Layout::kBlocked8, .yb = l.y == Layout::kBlocked8},
+             pool);
 }
-
-// The most output channels of a pointwise convolution reading a channel-blocked input (blockedPairPays).
-constexpr int64_t kBlockedMaxOut = 64;
 
 namespace {
 
@@ -99,32 +128,33 @@ bool isBlockedDepthwise(const ConvShape& s, const detail::KernelTable& kt) {
   return !(kt.dwconv_in_place != nullptr && dwInPlace(toGeom2(s)));
 }
 
-}  // namespace
-
-bool blockedPairPays(const ConvShape& producer, const ConvShape& consumer) {
-  static const bool off = [] {  // NPUC_BLOCKED=0: planes everywhere, to compare
+// Whether this CPU's table has the channel-blocked forms the engine may chain (and NPUC_BLOCKED=0 is not set: planes
+// everywhere, to compare). The AVX-512 table (conv_oc_all) is not measured: its depthwise layers mostly read in
+// place, and a blocked convolution would leave its 512-bit output-channel kernel for the AVX2 one.
+bool blockedTable(const detail::KernelTable& kt) {
+  static const bool off = [] {
     const char* e = std::getenv("NPUC_BLOCKED");
     return e != nullptr && std::strcmp(e, "0") == 0;
   }();
+  return !off && kt.dwconv_block8 != nullptr && kt.conv_oc_blocked != nullptr && !kt.conv_oc_all;
+}
+
+}  // namespace
+
+BlockedForms blockedForms(const ConvShape& s) {
   const detail::KernelTable& kt = detail::activeKernels();
-  // The AVX-512 table (conv_oc_all) is not measured: its depthwise layers mostly read in place, and a blocked
-  // pointwise consumer would leave its 512-bit output-channel kernel for the AVX2 one.
-  if (off || kt.dwconv_block8 == nullptr || kt.conv_oc_blocked == nullptr || kt.conv_oc_all) return false;
-  if (producer.batch != consumer.batch || producer.out_channels != consumer.in_channels ||
-      producer.out_spatial != consumer.in_spatial)
-    return false;
-  // Depthwise -> pointwise. Pointwise layers with more output channels stay on the GEMM: in MobileNetV2 (engine,
-  // 1 thread, per-layer profile against planes) 384 -> 96 @14 0.200 -> 0.215 ms, 576 -> 96 @14 0.305 -> 0.325,
-  // 960 -> 320 @7 0.433 -> 0.553, where those with at most 64 gained (144 -> 24 @56 0.437 -> 0.366, 192 -> 32 @28
-  // 0.196 -> 0.151, 384 -> 64 @14 0.167 -> 0.145).
-  const bool pointwise = consumer.in_spatial.size() == 2 && consumer.groups == 1 && isPointwise(toGeom2(consumer));
-  if (isBlockedDepthwise(producer, kt) && pointwise) return consumer.out_channels <= kBlockedMaxOut;
-  // Pointwise -> depthwise (the depthwise layer would copy its input's rows into its padded block instead of
-  // transposing eight planes; the pointwise one would write blocks with the output-channel kernel, Conv::run takes
-  // both): slower. MobileNetV2's expansions ran 8-40 % slower on the output-channel kernel than on the GEMM (16 -> 96
-  // @112 0.82 -> 0.98 ms, 24 -> 144 @56 0.36 -> 0.44, 160 -> 960 @7 0.19 -> 0.27; 2026-12-05, engine profile, 1 thread),
-  // more than the depthwise layers gained.
-  return false;
+  if (!blockedTable(kt) || s.in_spatial.size() != 2 || s.batch < 1) return {};
+  if (isBlockedDepthwise(s, kt)) return {true, true};
+  if (s.groups != 1 || s.in_channels % 8 != 0 || s.out_channels % 8 != 0) return {};
+  const detail::Geom2 g = toGeom2(s);
+  if (g.OH * g.OW == 0) return {};
+  const int64_t K = s.in_channels * g.KH * g.KW;
+  // The paths Conv::Impl::runLayouts takes without a reorder: bk_off (pointwise), runOcLayouts (useOc; the im2col
+  // case of oc_avx2 left out: whether a layer runs on im2col or the direct GEMM is the constructor's choice).
+  if (detail::isPointwise(g)) return {true, s.out_channels <= kBlockedMaxOut};
+  if ((detail::ocEligible(g, s.out_channels, K) && detail::ocAvx2Takes(g, s.out_channels, K, false)))
+    return {true, true};
+  return {};
 }
 
 }  // namespace npuc::kernels

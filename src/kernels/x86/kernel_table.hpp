@@ -216,6 +216,16 @@ struct ConvOcArgs {
   float* yb = nullptr;
 };
 using ConvOcKernel = void (*)(const ConvOcArgs&);
+
+/// Packs B[k0:k0+kc, n0:n0+nc] of a pointwise product whose input is channel-blocked (Layout::kBlocked8: B[k][n] at
+/// x[(k / 8) * 8 * hw + n * 8 + k % 8], x the image's input) into kNR-column panels: panel j, step kl at
+/// dst[(j * kc + kl) * kNR], zeros past nc — the layout of the planes' packer.
+struct PackBlockedArgs {
+  const float* x = nullptr;
+  int64_t hw = 0, k0 = 0, kc = 0, n0 = 0, nc = 0;
+  float* dst = nullptr;
+};
+using PackBlockedKernel = void (*)(const PackBlockedArgs&);
 /// The output channels ConvOcArgs::w holds per tap (AVX-512: one tile of 32; AVX2: two of 16, one after the other, one
 /// of 24 for a block of 17-24 channels, or all 32 in the K-blocked tiles of a deep block of 25-32).
 inline constexpr int64_t kOcBlock = 32;
@@ -243,6 +253,8 @@ struct KernelTable {
   // conv_oc's form for any ConvOcArgs::sw (the AVX2 one): a pointwise convolution reading a channel-blocked input
   // (Layout::kBlocked8: sw = 8, wq = 8 * in_w, off[k] = (k / 8) * 8 * HW + k % 8); null: such inputs are reordered
   ConvOcKernel conv_oc_blocked = nullptr;
+  // B of a pointwise product packed from a channel-blocked input (the AVX2 form; null: such inputs are reordered)
+  PackBlockedKernel pack_b_blocked8 = nullptr;
   GemmMicroKernel gemm_cols = nullptr;  // 1..kColsMax columns (args.nr) of `panels` A panels, rows of the last: mr_last
   GemvPackedKernel gemv_packed = nullptr;
   GemvRowKernel gemv_row = nullptr;
@@ -291,6 +303,7 @@ void f32_dwconv_block8__avx2(const DwBlockArgs& p);
 void f32_dwconv_in_place__avx512(const DwInPlaceArgs& p);
 void f32_conv_oc__avx512(const ConvOcArgs& p);
 void f32_conv_oc__avx2(const ConvOcArgs& p);
+void f32_pack_b_blocked8__avx2(const PackBlockedArgs& p);
 void poolCopyPlane(const PoolPlaneArgs& p);  // the copy step, portable (x86/pool.cpp)
 void f32_pool_plane__avx2(const PoolPlaneArgs& p);  // max pools in place (f32_pool_in_place__avx2); others: a copy
 bool f32_pool_in_place__avx2(const PoolPlaneArgs& p);
