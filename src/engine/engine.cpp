@@ -257,10 +257,25 @@ void Engine::blockChannels() {
     return t.isStatic() && t.dtype == DType::kF32 && t.shape.size() == 4 ? &t.shape : nullptr;
   };
   auto isConv = [](const ir::Node& n) { return n.op == "Conv" && n.domain.empty() && n.outputs.size() == 1 && n.inputs.size() >= 2; };
-  // The blocked forms of each Conv (kernels::blockedForms), by position.
+  // The blocked forms of each Conv (kernels::blockedForms) and pool, by position: 2-D pools of float32 without
+  // indices take blocks in and out — both or neither (`passes`: a pool never reorders) —, global pools in.
+  if (!kernels::blockedLayouts()) return;
   std::map<size_t, kernels::BlockedForms> forms;
+  std::set<size_t> passes;
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
+    const bool window = (n.op == "MaxPool" && (n.domain.empty() || n.domain == "ai.npuc")) ||
+                        (n.op == "AveragePool" && n.domain.empty());
+    const bool global = (n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool") && n.domain.empty();
+    if (window || global) {
+      const Shape* x = n.inputs.empty() ? nullptr : f32x4(n.inputs[0]);
+      const bool indices = n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue;
+      if (x != nullptr && (*x)[1] % 8 == 0 && !indices && f32x4(n.outputs[0]) != nullptr) {
+        forms[i] = {true, window};
+        if (window) passes.insert(i);
+      }
+      continue;
+    }
     if (!isConv(n)) continue;
     const Shape *x = f32x4(n.inputs[0]), *w = f32x4(n.inputs[1]), *y = f32x4(n.outputs[0]);
     if (x == nullptr || w == nullptr || y == nullptr) continue;
@@ -287,7 +302,7 @@ void Engine::blockChannels() {
     }
     return -1;
   };
-  // Each Conv's value as its readers see it: its output through the aliases its fusions left.
+  // Each node's value as its readers see it: its output through the aliases its fusions left.
   std::map<size_t, ir::ValueId> final_of;
   std::map<ir::ValueId, size_t> producer_of;  // final value -> its Conv
   for (const auto& [i, f] : forms) {
@@ -300,9 +315,10 @@ void Engine::blockChannels() {
     final_of[i] = y;
     producer_of[y] = i;
   }
-  // A Conv's value may be blocked when the Conv writes blocks, it is not a graph output, and every reader is a
-  // Conv reading it as its input 0 with a blocked form, or a Conv adding it as its residual — whose own value must
-  // then be blocked too (the kernel adds the two element by element): those values go together (union-find).
+  // A node's value may be blocked when the node writes blocks, it is not a graph output, and every reader is a
+  // Conv or pool reading it as its input 0 with a blocked form, or a Conv adding it as its residual — whose own value
+  // must then be blocked too (the kernel adds the two element by element) — values that go together, as a pool's
+  // input and output do (union-find).
   std::map<ir::ValueId, ir::ValueId> parent;
   std::function<ir::ValueId(ir::ValueId)> root = [&](ir::ValueId v) -> ir::ValueId {
     auto it = parent.find(v);
@@ -316,7 +332,12 @@ void Engine::blockChannels() {
     if (producer_of.count(r)) parent[root(final_of[c])] = root(r);
     else ok[final_of[c]] = false;  // a residual that is no Conv's value stays planes, and so does the sum
   }
-  std::map<ir::ValueId, std::vector<size_t>> consumers;  // the Convs reading a value as input 0
+  for (size_t i : passes) {  // a pool's output goes as its input does
+    const ir::ValueId in = g_.node(order[i]).inputs[0];
+    if (producer_of.count(in)) parent[root(final_of[i])] = root(in);
+    else ok[final_of[i]] = false;
+  }
+  std::map<ir::ValueId, std::vector<size_t>> consumers;  // the nodes reading a value as input 0
   for (const auto& [i, y] : final_of) {
     bool fine = forms[i].out && !readers.outputs.count(y) && f32x4(y) != nullptr;
     auto it = readers.uses.find(y);
@@ -344,10 +365,10 @@ void Engine::blockChannels() {
     if (!fine || !group_ok[root(y)]) continue;
     const size_t i = producer_of.at(y);
     if (!kernels_[i]->blockOutput())
-      fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked output", g_.node(order[i]).label());
+      fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked output", g_.node(order[i]).label());
     blocked_out_.insert(i);
     for (size_t j : consumers[y]) {
-      if (!kernels_[j]->blockInput()) fail(ErrorCode::kInternal, "{}: a Conv refused a channel-blocked input", g_.node(order[j]).label());
+      if (!kernels_[j]->blockInput()) fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked input", g_.node(order[j]).label());
       blocked_in_.insert(j);
     }
   }

@@ -66,8 +66,8 @@ class Kernel {
   /// Asks the kernel to add KernelCall::residual to its output and then apply `post` (an Add that is the only
   /// reader of the output, and the activation after it), when the call has a residual. Returns false when it cannot.
   virtual bool fuseResidualAdd(const kernels::Activation& post) { return false; }
-  /// Asks a Conv to read its input 0 (blockInput) or write its output 0 (blockOutput) channel-blocked in calls that
-  /// say so (KernelCall::blocked_in / blocked_out), and to prepare for it. Returns false when it cannot.
+  /// Asks a Conv or a pool to read its input 0 (blockInput) or write its output 0 (blockOutput) channel-blocked in
+  /// calls that say so (KernelCall::blocked_in / blocked_out), and to prepare for it. Returns false when it cannot.
   virtual bool blockInput() { return false; }
   virtual bool blockOutput() { return false; }
 };

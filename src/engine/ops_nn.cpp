@@ -18,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <vector>
 
 namespace npuc::engine {
 
@@ -280,6 +281,14 @@ void columnMajorIndices(const ops::Window& w, int64_t* idx, int64_t n) {
   }
 }
 
+// A function kernel that reads KernelCall::blocked_in / blocked_out itself (the pools).
+class BlockableFnKernel : public FnKernel {
+ public:
+  using FnKernel::FnKernel;
+  bool blockInput() override { return true; }
+  bool blockOutput() override { return true; }
+};
+
 void poolKernel(KernelCall& c) {
   const Tensor& x = c.input(0);
   bool is_max = c.node.op == "MaxPool";
@@ -301,6 +310,18 @@ void poolKernel(KernelCall& c) {
   const float* px = xf.data<float>();
   float* py = yf.data<float>();
   int64_t planes = x.dim(0) * x.dim(1);
+  if (c.blocked_in || c.blocked_out) {
+    // In a channel-blocked chain (Engine::blockChannels: input and output blocked together; float32, 2-D, no
+    // indices, channels a multiple of 8).
+    if (c.blocked_in != c.blocked_out || narrow_int || want_idx || w.rank() != 2 || x.dim(1) % 8 != 0)
+      c.error("internal: a channel-blocked pool needs both sides blocked, float32, 2-D windows, no indices and whole "
+              "blocks of 8 channels");
+    kernels::Pool2dShape s = pool2dShape(w, planes);
+    s.count_include_pad = include_pad;
+    s.pad_value = pad_value;
+    kernels::pool2dBlocked8(s, is_max, px, py, c.pool);
+    return;
+  }
   if (!want_idx && (w.rank() == 1 || w.rank() == 2)) {
     // 1-D and 2-D pooling: the kernel library's row-at-a-time loops (1-D as H = 1).
     kernels::Pool2dShape s = pool2dShape(w, planes);
@@ -327,8 +348,15 @@ void globalPoolKernel(KernelCall& c) {
   Tensor& y = c.alloc(0);
   int64_t planes = x.dim(0) * x.dim(1);
   int64_t size = planes ? x.numel() / planes : 0;
-  if (c.node.op == "GlobalMaxPool") kernels::globalMaxPool(planes, size, x.data<float>(), y.data<float>(), c.pool);
-  else kernels::globalAvgPool(planes, size, x.data<float>(), y.data<float>(), c.pool);
+  const bool max = c.node.op == "GlobalMaxPool";
+  if (c.blocked_in) {  // in a channel-blocked chain: y's one position per channel is the same in either layout
+    if (planes % 8 != 0) c.error("internal: a channel-blocked global pool needs whole blocks of 8 channels");
+    kernels::globalPoolBlocked8(max, planes, size, x.data<float>(), y.data<float>(), c.pool);
+  } else if (max) {
+    kernels::globalMaxPool(planes, size, x.data<float>(), y.data<float>(), c.pool);
+  } else {
+    kernels::globalAvgPool(planes, size, x.data<float>(), y.data<float>(), c.pool);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -537,11 +565,15 @@ void registerNnKernels(KernelRegistry& r) {
   r.addFn("ConvTranspose", convTransposeKernel);
   for (const char* op : {"Gemm", "MatMul"})
     r.add(op, [](const ir::Node& n, const ir::Graph& g) { return std::make_unique<MatMulKernel>(n, g); });
-  r.addFn("MaxPool", poolKernel);
-  r.addFn("MaxPool", poolKernel, "ai.npuc");
-  r.addFn("AveragePool", poolKernel);
-  r.addFn("GlobalAveragePool", globalPoolKernel);
-  r.addFn("GlobalMaxPool", globalPoolKernel);
+  // Pools take channel-blocked tensors where Engine::blockChannels plans them (KernelCall::blocked_in / blocked_out).
+  auto blockable = [](void (*fn)(KernelCall&)) {
+    return [fn](const ir::Node&, const ir::Graph&) { return std::make_unique<BlockableFnKernel>(fn); };
+  };
+  r.add("MaxPool", blockable(poolKernel));
+  r.add("MaxPool", blockable(poolKernel), "ai.npuc");
+  r.add("AveragePool", blockable(poolKernel));
+  r.add("GlobalAveragePool", blockable(globalPoolKernel));
+  r.add("GlobalMaxPool", blockable(globalPoolKernel));
   r.addFn("BatchNormalization", batchNormKernel);
   r.addFn("InstanceNormalization", instanceNormKernel);
   r.addFn("Einsum", einsumKernel);

@@ -106,6 +106,9 @@ struct BlockedForms {
   bool in = false, out = false;
 };
 BlockedForms blockedForms(const ConvShape& s);
+/// Whether this CPU's table has the channel-blocked forms at all (the ones blockedForms names, and the pools of
+/// kernels/layers.hpp that chains pass through); false with NPUC_BLOCKED=0.
+bool blockedLayouts();
 
 struct ConvTransposeShape {
   int64_t batch = 1;

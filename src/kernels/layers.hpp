@@ -71,6 +71,15 @@ void poolNd(const PoolNdShape& s, const float* x, float* y, int64_t* indices, Th
 void globalMaxPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
 void globalAvgPool(int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
 
+/// The same pools over channel-blocked tensors (Layout::kBlocked8 of kernels/conv.hpp: per image, per block of 8
+/// channels, per position, the block's 8 values; s.planes = N · C with C a multiple of 8), for the engine's
+/// channel-blocked chains: maxPool2d's / avgPool2d's bits in that layout (x86/pool_blocked.cpp; a vector of 8
+/// channels per output position).
+void pool2dBlocked8(const Pool2dShape& s, bool max, const float* x, float* y, ThreadPool* pool);
+/// globalMaxPool / globalAvgPool of a channel-blocked x (planes = N · C, C a multiple of 8) into y [N · C] (whose
+/// layout is the same in planes and blocks: one position).
+void globalPoolBlocked8(bool max, int64_t planes, int64_t size, const float* x, float* y, ThreadPool* pool);
+
 // ---------------------------------------------------------------------------------------------------------
 // Normalisation.
 /// y[n, c, i] = x[n, c, i] * a[c] + b[c] (one multiply, one add, each rounded: not fused).

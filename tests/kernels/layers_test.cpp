@@ -116,9 +116,51 @@ std::vector<float> naivePool(const Pool2dShape& s, const std::vector<float>& x, 
   return y;
 }
 
+// Layout::kBlocked8 of an [N·C, P] tensor (C a multiple of 8): plane i's position q at ((i / 8) * P + q) * 8 + i % 8.
+std::vector<float> blocked8(const std::vector<float>& x, int64_t planes, int64_t p) {
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < planes; ++i)
+    for (int64_t q = 0; q < p; ++q) y[static_cast<size_t>(((i / 8) * p + q) * 8 + i % 8)] = x[static_cast<size_t>(i * p + q)];
+  return y;
+}
+
 // special: about one input in three becomes NaN, +-0, +-inf or a repeated value (ties: the first tap wins); max
 // pools only (sums of NaNs and infinities need not keep one NaN's bits).
-void checkPool(const Pool2dShape& s, uint32_t seed, bool special = false) {
+void checkPool(const Pool2dShape& s, uint32_t seed, bool special = false);
+
+// The channel-blocked pools (pool2dBlocked8, the engine's chains): s over 16 planes (two blocks) in that layout, the
+// naive pool's bits in every lane, every kernel ISA and thread count.
+void checkPoolBlocked(Pool2dShape s, uint32_t seed, bool special) {
+  std::mt19937 rng(seed);
+  s.planes = 16;
+  std::vector<float> x = randomFloats(rng, static_cast<size_t>(s.planes * s.ih * s.iw), -4.0f, 4.0f);
+  if (special) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float values[] = {std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f, inf, -inf, 1.0f, 1.0f};
+    for (float& v : x)
+      if (rng() % 3 == 0) v = values[rng() % 7];
+  }
+  const std::vector<float> xb = blocked8(x, s.planes, s.ih * s.iw);
+  for (bool is_max : {true, false}) {
+    if (special && !is_max) continue;
+    const std::vector<float> want = blocked8(naivePool(s, x, is_max), s.planes, s.oh * s.ow);
+    for (ThreadPool* pool : pools().all())
+      for (const char* isa : {"avx512", "avx2", "portable"}) {
+        const char* prev = forceKernelIsa(isa);
+        std::vector<float> y(want.size(), 321.0f);
+        pool2dBlocked8(s, is_max, xb.data(), y.data(), pool);
+        forceKernelIsa(prev);
+        EXPECT_EQ(firstBitMismatch(y, want), -1)
+            << (is_max ? "max" : "avg") << " blocked " << s.ih << "x" << s.iw << " k" << s.kh << "x" << s.kw << " s"
+            << s.sh << "," << s.sw << " d" << s.dh << "," << s.dw << " pads " << s.pt << "," << s.pl << "," << s.pb
+            << "," << s.pr << " include_pad=" << s.count_include_pad << " pad_value=" << s.pad_value << " " << isa
+            << " threads=" << (pool ? pool->size() : 0);
+      }
+  }
+}
+
+void checkPool(const Pool2dShape& s, uint32_t seed, bool special) {
+  checkPoolBlocked(s, seed + 7919, special);
   std::mt19937 rng(seed);
   std::vector<float> x = randomFloats(rng, static_cast<size_t>(s.planes * s.ih * s.iw), -4.0f, 4.0f);
   if (special) {
@@ -338,6 +380,23 @@ TEST(LayersPool, GlobalMatchesNaive) {
       globalAvgPool(planes, size, x.data(), y.data(), pool);
       EXPECT_EQ(firstBitMismatch(y, av), -1) << size;
     }
+    // Channel-blocked (globalPoolBlocked8): 16 planes, each lane reduced as its plane.
+    std::vector<float> x16 = randomFloats(rng, static_cast<size_t>(16 * size));
+    x16[3] = std::numeric_limits<float>::quiet_NaN(), x16[x16.size() - 1] = -0.0f;
+    std::vector<float> mx16(16), av16(16);
+    globalMaxPool(16, size, x16.data(), mx16.data(), nullptr);
+    globalAvgPool(16, size, x16.data(), av16.data(), nullptr);
+    const std::vector<float> xb = blocked8(x16, 16, size);
+    for (ThreadPool* pool : pools().all())
+      for (const char* isa : {"avx512", "avx2", "portable"}) {
+        const char* prev = forceKernelIsa(isa);
+        std::vector<float> y(16, 5.0f);
+        globalPoolBlocked8(true, 16, size, xb.data(), y.data(), pool);
+        EXPECT_EQ(firstBitMismatch(y, mx16), -1) << size << " blocked max " << isa;
+        globalPoolBlocked8(false, 16, size, xb.data(), y.data(), pool);
+        EXPECT_EQ(firstBitMismatch(y, av16), -1) << size << " blocked avg " << isa;
+        forceKernelIsa(prev);
+      }
   }
 }
 

@@ -15,11 +15,6 @@ namespace npuc::kernels {
 
 namespace {
 
-using detail::ConvPath;
-using detail::dwInPlace;
-using detail::isPointwise;
-using detail::toGeom2;
-
 // Layout::kBlocked8 <-> planes (the fallback of paths without a blocked form): n images of c channels (a multiple of
 // 8) of hw positions.
 void toBlocked8(const float* x, float* y, int64_t n, int64_t c, int64_t hw) {
@@ -32,6 +27,11 @@ void fromBlocked8(const float* x, float* y, int64_t n, int64_t c, int64_t hw) {
     for (int64_t p = 0; p < hw; ++p)
       for (int64_t l = 0; l < 8; ++l) y[(b + l) * hw + p] = x[(b * hw + p * 8) + l];
 }
+
+using detail::ConvPath;
+using detail::dwInPlace;
+using detail::isPointwise;
+using detail::toGeom2;
 
 }  // namespace
 
@@ -56,6 +56,13 @@ void Conv::Impl::runOcBlocked(const Io& io, ThreadPool* pool) const {
 // and so did the expansions writing blocks (16 -> 96 @112 0.82 -> 0.98, 24 -> 144 @56 0.36 -> 0.44, 160 -> 960 @7
 // 0.19 -> 0.27), more than the depthwise layers after them gained.
 constexpr int64_t kBlockedMaxOut = 64;
+// Whether a pointwise convolution of c input and m output channels reads blocks on the output-channel kernel (and
+// writes them): at most kBlockedMaxOut outputs, and no more than its inputs. A shallow product on that kernel writes
+// more than it computes: SqueezeNet's 16 -> 64 expansion at 55x55 0.123 -> 0.194 ms in the network (the GEMM,
+// packing B from the blocks, keeps it).
+namespace {
+bool ocReadsBlocks(int64_t c, int64_t m) { return m <= kBlockedMaxOut && m <= c; }
+}  // namespace
 
 void Conv::Impl::runOcLayouts(const Io& io, ThreadPool* pool) const {
   // A KxK convolution on the output-channel kernel (conv_oc_blocked: any column stride, a channel-blocked output):
@@ -72,9 +79,10 @@ void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
     fail(ErrorCode::kInternal, "Conv: a channel-blocked tensor needs channels that are a multiple of 8 (here {} -> {})",
          s.in_channels, s.out_channels);
   const detail::KernelTable& kt = detail::activeKernels();
-  // A pointwise convolution: blocks out, or few output channels, on the output-channel kernel; a blocked input into
-  // planes otherwise on the GEMM, its B packed from the blocks.
-  if (!bk_off.empty() && kt.conv_oc_blocked != nullptr && (io.yb ? mg % 8 == 0 : mg <= kBlockedMaxOut || kt.pack_b_blocked8 == nullptr))
+  // A pointwise convolution: blocks out, or few output channels from more input channels, on the output-channel
+  // kernel; a blocked input into planes otherwise on the GEMM, its B packed from the blocks.
+  if (!bk_off.empty() && kt.conv_oc_blocked != nullptr &&
+      (io.yb ? mg % 8 == 0 : ocReadsBlocks(cg, mg) || kt.pack_b_blocked8 == nullptr))
     return runOcBlocked(io, pool);
   if (pointwise && s.groups == 1 && io.xb && !io.yb && kt.pack_b_blocked8 != nullptr) {
     ensurePacked();
@@ -141,6 +149,8 @@ bool blockedTable(const detail::KernelTable& kt) {
 
 }  // namespace
 
+bool blockedLayouts() { return blockedTable(detail::activeKernels()); }
+
 BlockedForms blockedForms(const ConvShape& s) {
   const detail::KernelTable& kt = detail::activeKernels();
   if (!blockedTable(kt) || s.in_spatial.size() != 2 || s.batch < 1) return {};
@@ -151,7 +161,7 @@ BlockedForms blockedForms(const ConvShape& s) {
   const int64_t K = s.in_channels * g.KH * g.KW;
   // The paths Conv::Impl::runLayouts takes without a reorder: bk_off (pointwise), runOcLayouts (useOc; the im2col
   // case of oc_avx2 left out: whether a layer runs on im2col or the direct GEMM is the constructor's choice).
-  if (detail::isPointwise(g)) return {true, s.out_channels <= kBlockedMaxOut};
+  if (detail::isPointwise(g)) return {true, ocReadsBlocks(s.in_channels, s.out_channels)};
   if ((detail::ocEligible(g, s.out_channels, K) && detail::ocAvx2Takes(g, s.out_channels, K, false)))
     return {true, true};
   return {};

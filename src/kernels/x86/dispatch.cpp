@@ -49,6 +49,8 @@ constexpr KernelTable kAvx512Table{.name = "avx512",
                                    .gemv_row = f32_gemv_row__avx2,
                                    .pool_plane = f32_pool_plane__avx512,
                                    .pool_in_place = f32_pool_in_place__avx512,
+                                   .pool_blocked8 = f32_pool_blocked8__avx2,
+                                   .global_pool_blocked8 = f32_global_pool_blocked8__avx2,
                                    .rows_tail = true,
                                    .half_b = true,
                                    .half_c = true};
@@ -65,7 +67,9 @@ constexpr KernelTable kAvx2Table{.name = "avx2_fma",
                                  .gemv_packed = f32_gemv_packed__avx2,
                                  .gemv_row = f32_gemv_row__avx2,
                                  .pool_plane = f32_pool_plane__avx2,
-                                 .pool_in_place = f32_pool_in_place__avx2};
+                                 .pool_in_place = f32_pool_in_place__avx2,
+                                 .pool_blocked8 = f32_pool_blocked8__avx2,
+                                 .global_pool_blocked8 = f32_global_pool_blocked8__avx2};
 constexpr KernelTable kPortableTable{.name = "portable",
                                      .gemm = f32_gemm__scalar_6x16,
                                      .gemm_n8 = f32_gemm__scalar_6x8,
@@ -74,7 +78,9 @@ constexpr KernelTable kPortableTable{.name = "portable",
                                      .gemm_cols = f32_gemm_cols__scalar,
                                      .gemv_packed = f32_gemv_packed__scalar,
                                      .gemv_row = f32_gemv_row__scalar,
-                                     .pool_plane = f32_pool_plane__scalar};
+                                     .pool_plane = f32_pool_plane__scalar,
+                                     .pool_blocked8 = f32_pool_blocked8__scalar,
+                                     .global_pool_blocked8 = f32_global_pool_blocked8__scalar};
 
 const char* isaName(int isa) {
   switch (isa) {

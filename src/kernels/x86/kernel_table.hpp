@@ -189,6 +189,22 @@ struct PoolPlaneArgs {
 };
 using PoolPlaneKernel = void (*)(const PoolPlaneArgs&);
 
+/// A 2-D pooling over channel-blocked tensors (Layout::kBlocked8), Pool2dShape's geometry: x and y hold blocks of 8
+/// channels (block b's position p at b * plane * 8 + p * 8); a PoolBlockedKernel computes block rows [r0, r1)
+/// (r = block * out_h + output row) with maxPool2d's / avgPool2d's bits in each lane (pool_blocked_impl.inc).
+struct PoolBlockedArgs {
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t ih = 1, iw = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  bool max = true, count_include_pad = false;
+  float pad_value = 0.0f;  // max: the padding's taps when above -inf
+};
+using PoolBlockedKernel = void (*)(const PoolBlockedArgs&, int64_t r0, int64_t r1);
+/// Global max / average pooling of blocks [b0, b1) of a channel-blocked x (size positions each) into y (8 values per
+/// block, planes order): each lane reduced in index order as globalMaxPool / globalAvgPool reduce each plane.
+using GlobalPoolBlockedKernel = void (*)(bool max, int64_t size, const float* x, float* y, int64_t b0, int64_t b1);
+
 /// Direct convolution vectorised across output channels (AVX-512, x86/conv_oc_avx512.cpp) over one (image, group)'s
 /// zero-padded input xq (channel c, padded row r, column q at xq[c * pp + r * wq + q]) for a block of `channels`
 /// (1..32) output channels: output (o, oh, ow) for oh in [oh0, oh1), ow < out_w is
@@ -260,6 +276,8 @@ struct KernelTable {
   GemvRowKernel gemv_row = nullptr;
   PoolPlaneKernel pool_plane = nullptr;
   bool (*pool_in_place)(const PoolPlaneArgs&) = nullptr;  // whether pool_plane reads x in place (xp unused); null: never
+  PoolBlockedKernel pool_blocked8 = nullptr;               // every table has one (the portable: scalar)
+  GlobalPoolBlockedKernel global_pool_blocked8 = nullptr;
   bool rows_tail = false;  // gemm / gemm_x2 honour MicroArgs::mr_last (a partial last A panel): no runTile for it
   bool half_b = false;     // gemm / gemm_x2 read direct B of float16 values (MicroArgs::bh)
   bool half_c = false;     // gemm / gemm_x2 store float16 results (MicroArgs::ch)
@@ -311,6 +329,10 @@ void f32_max_pool_in_place__avx2(const PoolPlaneArgs& p);  // x86/pool_max_avx2.
 void f32_pool_plane__avx512(const PoolPlaneArgs& p);  // max pools in place (f32_pool_in_place__avx512); others: AVX2
 bool f32_pool_in_place__avx512(const PoolPlaneArgs& p);
 void f32_pool_plane__scalar(const PoolPlaneArgs& p);
+void f32_pool_blocked8__avx2(const PoolBlockedArgs& a, int64_t r0, int64_t r1);
+void f32_pool_blocked8__scalar(const PoolBlockedArgs& a, int64_t r0, int64_t r1);
+void f32_global_pool_blocked8__avx2(bool max, int64_t size, const float* x, float* y, int64_t b0, int64_t b1);
+void f32_global_pool_blocked8__scalar(bool max, int64_t size, const float* x, float* y, int64_t b0, int64_t b1);
 void f32_deconv__avx2(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
                       int64_t nm_begin, int64_t nm_end);
 void f32_deconv__scalar(const DeconvGeom& g, const float* x, const float* w, const float* bias, float* y,
