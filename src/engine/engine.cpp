@@ -356,13 +356,24 @@ void Engine::blockChannels() {
     }
     ok[y] = ok[y] && fine;
   }
+  // The groups whose every value may be blocked; then, until nothing changes, a value whose producer writes blocks
+  // only from blocks (BlockedForms::out_needs_in) and reads planes leaves its group (which then stays planes).
   std::map<ir::ValueId, bool> group_ok;
-  for (const auto& [y, fine] : ok) {
-    auto [it, fresh] = group_ok.emplace(root(y), fine);
-    if (!fresh) it->second = it->second && fine;
+  auto blocked = [&](ir::ValueId v) { return ok.count(v) && ok[v] && group_ok[root(v)]; };
+  for (bool changed = true; changed;) {
+    group_ok.clear();
+    for (const auto& [y, fine] : ok) {
+      auto [it, fresh] = group_ok.emplace(root(y), fine);
+      if (!fresh) it->second = it->second && fine;
+    }
+    changed = false;
+    for (const auto& [y, fine] : ok) {
+      const size_t i = producer_of.at(y);
+      if (blocked(y) && forms[i].out_needs_in && !blocked(g_.node(order[i]).inputs[0])) ok[y] = false, changed = true;
+    }
   }
   for (const auto& [y, fine] : ok) {
-    if (!fine || !group_ok[root(y)]) continue;
+    if (!blocked(y)) continue;
     const size_t i = producer_of.at(y);
     if (!kernels_[i]->blockOutput())
       fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked output", g_.node(order[i]).label());

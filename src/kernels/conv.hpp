@@ -104,6 +104,7 @@ class Conv {
 /// NPUC_BLOCKED=0. The engine's chains ask it (Engine::blockChannels).
 struct BlockedForms {
   bool in = false, out = false;
+  bool out_needs_in = false;  // writes blocks well only from blocks (a pointwise layer: from planes it reads K planes)
 };
 BlockedForms blockedForms(const ConvShape& s);
 /// Whether this CPU's table has the channel-blocked forms at all (the ones blockedForms names, and the pools of

@@ -99,6 +99,8 @@ struct Net : Builder {
 //   ds = Conv1x1/2(a2) 32 -> 16, a graph output                      no blocked form), so u, which adds it, stays
 //                                                                    planes too (and b2 = Conv1x1(a2) reads planes)
 //   q = Conv3x3(x) 16 -> 16 + x; q2 = Conv1x1(q), a graph output     q not: the residual it adds is a graph input
+//   h = Conv1x1(a2) 32 -> 32; k = Conv3x3(h), a graph output          h not: a pointwise layer writes blocks only
+//                                                                    from blocks
 struct ResNet : Builder {
   explicit ResNet(int64_t batch = 1) {
     ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 12, 12})).id;
@@ -114,7 +116,8 @@ struct ResNet : Builder {
     ir::ValueId ds = conv("ds", a2, 32, 16, 1, 1, 2);
     ir::ValueId w = conv("w", a2, 32, 16, 1);
     ir::ValueId q2 = conv("q2", add("q", conv("cq", x, 16, 16, 3), x), 16, 16, 1);
-    g.outputs() = {t, v, ds, w, q2};
+    ir::ValueId k = conv("k", conv("h", a2, 32, 32, 1), 32, 32, 3);
+    g.outputs() = {t, v, ds, w, q2, k};
     ops::inferShapes(g);
   }
 };
