@@ -7,7 +7,9 @@ Boxes are (x, y, w, h, score, class) from the decoder and (x, y, w, h, class) in
 index, then the decoder's order), each matched to the ground-truth box of its sample and class it overlaps most; a
 true positive when that overlap is at least the threshold (as COCO's tools count; VOC's devkit asks for more than it,
 which differs only at exactly the threshold) and the box was not matched before, else a false positive (a duplicate
-is one). AP is the area under the precision envelope over recall (every point: VOC 2010 onwards); mAP
+is one). AP is the area under the precision envelope over recall (every point: VOC 2010 onwards; iou_threshold "voc07":
+VOC 2007's rule instead, the threshold 0.5 and AP the mean of the best precision at recall ≥ 0, 0.1, …, 1 — eleven
+points, as the VOC 2007 devkit and py-faster-rcnn's voc_eval with use_07_metric compute it); mAP
 the mean over the classes the ground truth holds (a class with boxes but no detection scores 0; detections of a class
 the ground truth does not hold are not counted). A ground-truth box may carry VOC's "difficult" flag (a sixth value, 1):
 it is not counted among the boxes to find, and a detection whose best-overlapped box it is (at the threshold) counts
@@ -166,9 +168,10 @@ def _envelope(precision):
     return np.maximum.accumulate(precision[::-1])[::-1]
 
 
-def average_precisions(detections, truths, iou_threshold=0.5):
+def average_precisions(detections, truths, iou_threshold=0.5, eleven_points=False):
     """Per class of the ground truth: its AP (module docstring). detections / truths: per sample, [k, 6] / [m, 5] or
-    [m, 6] (the sixth: VOC's difficult flag)."""
+    [m, 6] (the sixth: VOC's difficult flag). eleven_points: VOC 2007's AP (the mean over recall ≥ 0, 0.1, …, 1 of the
+    best precision there) instead of the area under the envelope."""
     classes = sorted({int(c) for t in truths for c in t[:, 4]})
     aps = {}
     for c in classes:
@@ -199,6 +202,14 @@ def average_precisions(detections, truths, iou_threshold=0.5):
         ctp = np.cumsum(tp)
         recall = ctp / positives
         precision = ctp / np.arange(1, len(tp) + 1)
+        if eleven_points:
+            # (the recall points and the sum in the devkit's order: np.arange's 0.30000000000000004 included)
+            ap = 0.0
+            for t in np.arange(0.0, 1.1, 0.1):
+                reached = recall >= t
+                ap += (float(np.max(precision[reached])) if np.any(reached) else 0.0) / 11.0
+            aps[c] = ap
+            continue
         # The envelope: the best precision at this recall or beyond; the area over the recall steps.
         mrec = np.concatenate([[0.0], recall, [1.0]])
         mpre = _envelope(np.concatenate([[0.0], precision, [0.0]]))
@@ -217,15 +228,19 @@ COCO_AREAS = {"coco": (0.0, 1e10), "coco-small": (0.0, 32.0 ** 2), "coco-medium"
               "coco-large": (96.0 ** 2, 1e10)}
 
 
+# The named protocols iou_threshold takes besides a number: COCO's, and VOC 2007's eleven-point AP at 0.5.
+NAMED_THRESHOLDS = tuple(COCO_AREAS) + ("voc07",)
+
 # What valid_iou_threshold takes, as the errors say it.
-IOU_THRESHOLDS_SAID = 'a number in (0, 1], or "coco" ("coco-small", "coco-medium", "coco-large": by object size)'
+IOU_THRESHOLDS_SAID = ('a number in (0, 1], "coco" ("coco-small", "coco-medium", "coco-large": by object size), or '
+                       '"voc07" (VOC 2007\'s eleven-point AP at 0.5)')
 
 
 def valid_iou_threshold(t):
-    """Whether t is an IoU threshold metric map takes: a number in (0, 1], "coco", or "coco-small" / "-medium" /
-    "-large"."""
+    """Whether t is an IoU threshold metric map takes: a number in (0, 1], "coco", "coco-small" / "-medium" /
+    "-large", or "voc07"."""
     if isinstance(t, str):
-        return t in COCO_AREAS
+        return t in NAMED_THRESHOLDS
     return isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t <= 1
 
 
@@ -294,13 +309,17 @@ def coco_average_precisions(detections, truths, area=COCO_AREAS["coco"]):
 
 def mean_average_precision(detections, truths, iou_threshold=0.5):
     """mAP over the ground truth's classes (0 when it holds no box); iou_threshold "coco" (or "coco-small", …): COCO's
-    AP."""
-    aps = coco_average_precisions(detections, truths, COCO_AREAS[iou_threshold]) if isinstance(iou_threshold, str) else \
-        average_precisions(detections, truths, iou_threshold)
+    AP; "voc07": VOC 2007's eleven-point AP at 0.5."""
+    if iou_threshold == "voc07":
+        aps = average_precisions(detections, truths, 0.5, eleven_points=True)
+    elif isinstance(iou_threshold, str):
+        aps = coco_average_precisions(detections, truths, COCO_AREAS[iou_threshold])
+    else:
+        aps = average_precisions(detections, truths, iou_threshold)
     if not aps and any(len(t) for t in truths):
         # (a mean over nothing is no score: 0 would let every package "meet" a budget)
         raise _error("metric map: no ground-truth box counts for iou_threshold %r — every box is difficult%s"
-                     % (iou_threshold, " or outside its area range" if isinstance(iou_threshold, str) else ""))
+                     % (iou_threshold, " or outside its area range" if iou_threshold in COCO_AREAS else ""))
     return float(np.mean(list(aps.values()))) if aps else 0.0
 
 

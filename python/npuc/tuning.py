@@ -84,15 +84,16 @@ class _Evaluator:
 
 
 def _iou_threshold_arg(text):
-    """--iou-threshold: a number in (0, 1], or coco / coco-small / coco-medium / coco-large
+    """--iou-threshold: a number in (0, 1], coco / coco-small / coco-medium / coco-large, or voc07
     (detection.valid_iou_threshold)."""
-    from .detection import COCO_AREAS, valid_iou_threshold
+    from .detection import NAMED_THRESHOLDS, valid_iou_threshold
     try:
-        t = text if text in COCO_AREAS else float(text)
+        t = text if text in NAMED_THRESHOLDS else float(text)
     except ValueError:
         t = None
     if not valid_iou_threshold(t):
-        raise argparse.ArgumentTypeError("%r: a number in (0, 1], or coco, coco-small, coco-medium, coco-large" % (text,))
+        raise argparse.ArgumentTypeError("%r: a number in (0, 1], or coco, coco-small, coco-medium, coco-large, voc07"
+                                         % (text,))
     return t
 
 
@@ -228,7 +229,8 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
     points of `metric` (top1, top5, map) against the float model on `dataset` / `labels`, with the least estimated time.
     Detection (metric "map"): labels are each sample's ground-truth boxes (rows x, y, w, h, class[, difficult]), `decoder` turns one
     sample's outputs into boxes (x, y, w, h, score, class) — a callable or "FILE.py:FUNCTION" —, and the metric is the
-    mean average precision at `iou_threshold` (a number, or "coco": COCO's AP over 0.50-0.95, "coco-small" … by size; npuc.detection;
+    mean average precision at `iou_threshold` (a number, or "coco": COCO's AP over 0.50-0.95, "coco-small" … by size, "voc07": VOC
+    2007's eleven-point AP; npuc.detection;
     points are hundredths of it).
 
     calib: the calibration samples (as npuc.translate's calib=, or one array for a one-input model). dataset: a dict
@@ -574,7 +576,8 @@ def main(argv=None):
                    "as the package gives them), returning its boxes (x, y, w, h, score, class)")
     p.add_argument("--iou-threshold", type=_iou_threshold_arg, help="--metric map: the overlap a detection needs (default "
                    "0.5), or coco: COCO's AP, the mean over thresholds 0.50-0.95; coco-small, coco-medium, coco-large: "
-                   "COCO's AP of objects of at most 32x32, 32x32 to 96x96, at least 96x96 units of area (docs/tune.md)")
+                   "COCO's AP of objects of at most 32x32, 32x32 to 96x96, at least 96x96 units of area; voc07: VOC 2007's "
+                   "eleven-point AP at 0.5 (docs/tune.md)")
     p.add_argument("--rank", default="accuracy", choices=("accuracy", "snr"), help="order of the greedy search: each layer "
                    "alone in float evaluated on the labelled set (accuracy), or its output SNR on the calibration samples "
                    "(snr: no evaluation per layer)")

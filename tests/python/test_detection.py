@@ -54,6 +54,32 @@ def test_average_precision_of_a_hand_worked_case():
     assert detection.average_precisions(hit_first, gts2)[0] == pytest.approx(0.5 * 1 + 0.5 * 2 / 3)
 
 
+def test_voc07_eleven_point_average_precision():
+    # The first case above by VOC 2007's rule: precision 1, 1/2, 2/3, 1/2 at recall 1/2, 1/2, 1, 1; the best precision
+    # at recall >= 0, 0.1, ..., 0.5 is 1 (six points), at 0.6 ... 1 it is 2/3 (five points): (6 + 5 * 2/3) / 11. Class
+    # 1 (never detected) 0. (Equal to py-faster-rcnn's voc_eval with use_07_metric on 800 random cases, docs/tune.md.)
+    dets = [boxes((0, 0, 10, 10, 0.9, 0), (0, 0, 10, 10, 0.6, 0), (5, 5, 4, 4, 0.99, 2)),
+            boxes((50, 50, 10, 10, 0.8, 0), (1, 0, 10, 10, 0.7, 0))]
+    gts = [truth((0, 0, 10, 10, 0)), truth((0, 0, 10, 10, 0), (30, 30, 5, 5, 1))]
+    aps = detection.average_precisions(dets, gts, 0.5, eleven_points=True)
+    assert aps[0] == pytest.approx((6 + 5 * 2 / 3) / 11) and aps[1] == 0.0 and 2 not in aps
+    assert detection.mean_average_precision(dets, gts, "voc07") == pytest.approx((6 + 5 * 2 / 3) / 11 / 2)
+    # "voc07" is IoU 0.5: the shifted box (IoU 90/110) is right there; every point-area AP differs from it.
+    assert detection.mean_average_precision(dets, gts, "voc07") != detection.mean_average_precision(dets, gts, 0.5)
+    # Recall 0.3 reached at exactly 3 of 10 boxes: the point 0.30000000000000004 (np.arange's, the devkit's) is not
+    # reached by recall 0.3, so it takes the precision beyond (here 0: nothing beyond).
+    gts10 = [truth(*[(20 * k, 0, 10, 10, 0) for k in range(10)])]
+    three = [boxes(*[(20 * k, 0, 10, 10, 0.9 - 0.1 * k, 0) for k in range(3)])]
+    assert detection.average_precisions(three, gts10, 0.5, eleven_points=True)[0] == pytest.approx(3 / 11)
+    # Difficult boxes as in the every-point AP: a detection on one counts neither way, the box is not to be found.
+    assert detection.mean_average_precision([boxes((0, 0, 10, 10, 0.9, 0), (30, 0, 10, 10, 0.8, 0))],
+                                            [np.array([[0, 0, 10, 10, 0, 1], [30, 0, 10, 10, 0, 0]], float)],
+                                            "voc07") == pytest.approx(1.0)  # (eleven 1/11 summed: 1 + 2e-16)
+    assert detection.valid_iou_threshold("voc07") and not detection.valid_iou_threshold("voc")
+    from npuc import tuning
+    assert tuning._iou_threshold_arg("voc07") == "voc07"  # (npuc tune --iou-threshold voc07)
+
+
 def test_coco_average_precision_of_hand_worked_cases():
     # The first case above at the ten thresholds 0.50-0.95, 101 recall points: up to 0.80 the shifted box (IoU 90/110
     # = 0.818) is right, the envelope 1 up to recall 1/2 (51 points) and 2/3 beyond (50 points); from 0.85 it is
@@ -285,7 +311,7 @@ def test_bad_detection_inputs_are_refused(yolo, tmp_path):
         ev(np.array([1, 2, 3]), metric="top1")
     with pytest.raises(npuc.Error, match="iou_threshold"):
         ev(gt, iou_threshold=1.5)
-    with pytest.raises(npuc.Error, match=r"iou_threshold is 'voc': a number in \(0, 1\], or \"coco\""):
+    with pytest.raises(npuc.Error, match=r"iou_threshold is 'voc': a number in \(0, 1\], \"coco\" .*, or \"voc07\""):
         ev(gt, iou_threshold="voc")
     with pytest.raises(npuc.Error, match="output= is for topK"):
         ev(gt, output="head")
