@@ -17,7 +17,7 @@ neither as right nor as wrong, as VOC's devkit (a class of difficult boxes only 
 left: an error); COCO's AP
 below ignores it as it ignores a box outside the area range.
 
-With iou_threshold "coco", COCO's detection AP instead (pycocotools' COCOeval for boxes, without crowd regions): the
+With iou_threshold "coco", COCO's detection AP instead (pycocotools' COCOeval for boxes): the
 mean over the IoU thresholds 0.50, 0.55, …, 0.95 of APs that each keep a sample's 100 best-scored detections of a class,
 match each (best score first) to the ground-truth box of its sample and class, not matched before, that it overlaps
 most at or above the threshold (so a detection may take a second-best box a better one already took), and take the
@@ -26,7 +26,10 @@ for objects of an area (w · h, in the boxes' units: pixels) of at most 32², fr
 (COCOeval's area ranges, both ends included): a ground-truth box outside the range is ignored — the boxes in range are
 tried first, a detection takes an ignored box only when none in range reaches the threshold, and one matched to an
 ignored box counts neither way —, an unmatched detection whose own area lies outside the range is not counted, and a
-class with no box in the range is left out of the mean (none left: an error, not a score). (COCO's own annotations give an object's area as its mask's:
+class with no box in the range is left out of the mean (none left: an error, not a score). A ground-truth row may carry
+COCO's iscrowd flag as a seventh value (after the difficult flag): a crowd region is ignored as a box outside the
+range, its overlap with a detection is the intersection over the detection's area, and it may take any number of
+detections (COCOeval's rules); VOC's AP counts it as a difficult box. (COCO's own annotations give an object's area as its mask's:
 on COCO data scored from boxes alone the sizes, hence AP_small / medium / large, can differ from pycocotools'.)
 """
 import hashlib
@@ -122,8 +125,9 @@ def boxes_of(found, index, spec):
 
 def truth_boxes(labels, n):
     """The ground truth for "map": one entry per sample, each a list of (x, y, w, h, class) rows (or an [m, 5] array),
-    or of (x, y, w, h, class, difficult) rows with PASCAL VOC's difficult flag (0 or 1), checked; returned as float64
-    [m, 5] or [m, 6] arrays."""
+    of (x, y, w, h, class, difficult) rows with PASCAL VOC's difficult flag (0 or 1), or of (x, y, w, h, class,
+    difficult, crowd) rows with COCO's iscrowd flag too (0 or 1), checked; returned as float64 [m, 5], [m, 6] or [m, 7]
+    arrays."""
     if isinstance(labels, np.ndarray) and labels.dtype != object and labels.ndim != 3:
         raise _error("metric map: labels are the ground-truth boxes per sample (a list of [x, y, w, h, class] rows for "
                      "each, e.g. a JSON file), not one class per sample")
@@ -136,31 +140,43 @@ def truth_boxes(labels, n):
             a = np.asarray(t if len(t) else np.zeros((0, 5)), dtype=np.float64)
         except (TypeError, ValueError):
             raise _error("metric map: the ground truth of sample %d is not a list of [x, y, w, h, class] rows" % i)
-        if a.ndim != 2 or a.shape[1] not in (5, 6):
-            raise _error("metric map: the ground truth of sample %d has rows of %s values; each is [x, y, w, h, class] "
-                         "or [x, y, w, h, class, difficult]" % (i, "x".join(map(str, a.shape[1:])) or "no"))
+        if a.ndim != 2 or a.shape[1] not in (5, 6, 7):
+            raise _error("metric map: the ground truth of sample %d has rows of %s values; each is [x, y, w, h, class], "
+                         "[x, y, w, h, class, difficult] or [x, y, w, h, class, difficult, crowd]"
+                         % (i, "x".join(map(str, a.shape[1:])) or "no"))
         if not np.all(np.isfinite(a)) or np.any(a[:, 2:4] <= 0) or np.any(a[:, 4] < 0) or np.any(a[:, 4] != np.floor(a[:, 4])):
             raise _error("metric map: the ground truth of sample %d has a box without a positive width and height, or a "
                          "class that is not an index (0, 1, …)" % i)
-        if a.shape[1] == 6 and not np.all((a[:, 5] == 0) | (a[:, 5] == 1)):
+        if a.shape[1] >= 6 and not np.all((a[:, 5] == 0) | (a[:, 5] == 1)):
             raise _error("metric map: the ground truth of sample %d has a difficult flag (the sixth value) that is not 0 "
+                         "or 1" % i)
+        if a.shape[1] == 7 and not np.all((a[:, 6] == 0) | (a[:, 6] == 1)):
+            raise _error("metric map: the ground truth of sample %d has a crowd flag (the seventh value) that is not 0 "
                          "or 1" % i)
         out.append(a)
     return out
 
 
-def _iou(box, boxes):
-    """IoU of one (x, y, w, h) box with each row of boxes [m, >= 4]."""
+def _iou(box, boxes, crowd=None):
+    """IoU of one (x, y, w, h) box with each row of boxes [m, >= 4]; with crowd (a flag per row), a crowd region's
+    overlap is the intersection over the box's own area instead (COCOeval's)."""
     ix = np.maximum(0.0, np.minimum(box[0] + box[2], boxes[:, 0] + boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]))
     iy = np.maximum(0.0, np.minimum(box[1] + box[3], boxes[:, 1] + boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]))
     inter = ix * iy
     union = box[2] * box[3] + boxes[:, 2] * boxes[:, 3] - inter
+    if crowd is not None:
+        union = np.where(crowd, box[2] * box[3], union)
     return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
 def _difficult(boxes):
-    """The difficult flags of ground-truth rows [m, 5] (none) or [m, 6]."""
+    """The difficult flags of ground-truth rows [m, 5] (none), [m, 6] or [m, 7]."""
     return boxes[:, 5] != 0 if boxes.shape[1] > 5 else np.zeros(len(boxes), bool)
+
+
+def _crowd(boxes):
+    """The crowd flags of ground-truth rows [m, 7] (the seventh value; none for fewer)."""
+    return boxes[:, 6] != 0 if boxes.shape[1] > 6 else np.zeros(len(boxes), bool)
 
 
 def _envelope(precision):
@@ -176,7 +192,7 @@ def average_precisions(detections, truths, iou_threshold=0.5, eleven_points=Fals
     aps = {}
     for c in classes:
         gts = [t[t[:, 4] == c] for t in truths]
-        difficult = [_difficult(g) for g in gts]
+        difficult = [_difficult(g) | _crowd(g) for g in gts]  # (VOC has no crowds: a crowd region counts as difficult)
         positives = sum(int(np.sum(~d)) for d in difficult)
         if positives == 0:
             continue  # (difficult boxes only: the class is left out)
@@ -255,13 +271,14 @@ def coco_average_precisions(detections, truths, area=COCO_AREAS["coco"]):
     aps = {}
     for c in classes:
         # Each sample's boxes of the class, those inside the area range first (in order), then the ignored ones.
-        gts, ignored = [], []
+        gts, ignored, crowds = [], [], []
         for t in truths:
             g = t[t[:, 4] == c]
-            ig = outside(g) | _difficult(g)
+            ig = outside(g) | _difficult(g) | _crowd(g)
             order = np.argsort(ig, kind="mergesort")
             gts.append(g[order])
             ignored.append(ig[order])
+            crowds.append(_crowd(g)[order])
         positives = sum(int(np.sum(~ig)) for ig in ignored)
         if positives == 0:
             continue  # (no object of the class in the range: COCOeval leaves the class out)
@@ -271,7 +288,8 @@ def coco_average_precisions(detections, truths, area=COCO_AREAS["coco"]):
             idx = [j for j in range(len(d)) if int(d[j, 5]) == c]
             idx.sort(key=lambda j: -d[j, 4])
             kept.append(idx[:COCO_MAX_DETECTIONS])
-        overlaps = [[_iou(detections[i][j], gts[i]) if len(gts[i]) else np.zeros(0) for j in idx] for i, idx in enumerate(kept)]
+        overlaps = [[_iou(detections[i][j], gts[i], crowds[i]) if len(gts[i]) else np.zeros(0) for j in idx]
+                    for i, idx in enumerate(kept)]
         det_outside = np.concatenate([outside(detections[i][idx]) if idx else np.zeros(0, bool) for i, idx in enumerate(kept)])
         scores = np.array([detections[i][j, 4] for i, idx in enumerate(kept) for j in idx], dtype=np.float64)
         order = np.argsort(-scores, kind="mergesort")  # (ties: the sample's order, then the one above)
@@ -283,7 +301,7 @@ def coco_average_precisions(detections, truths, area=COCO_AREAS["coco"]):
                 for ov in overlaps[i]:
                     best, at_least = -1, min(t, 1 - 1e-10)
                     for k in range(len(ov)):  # the most overlapped box not used (ties: the later one, as COCOeval)
-                        if used[k]:
+                        if used[k] and not crowds[i][k]:  # (a crowd region takes any number of detections)
                             continue
                         if best >= 0 and not ignored[i][best] and ignored[i][k]:
                             break  # (matched inside the range: the ignored boxes after it are not taken)
@@ -318,7 +336,7 @@ def mean_average_precision(detections, truths, iou_threshold=0.5):
         aps = average_precisions(detections, truths, iou_threshold)
     if not aps and any(len(t) for t in truths):
         # (a mean over nothing is no score: 0 would let every package "meet" a budget)
-        raise _error("metric map: no ground-truth box counts for iou_threshold %r — every box is difficult%s"
+        raise _error("metric map: no ground-truth box counts for iou_threshold %r — every box is difficult or a crowd%s"
                      % (iou_threshold, " or outside its area range" if iou_threshold in COCO_AREAS else ""))
     return float(np.mean(list(aps.values()))) if aps else 0.0
 
