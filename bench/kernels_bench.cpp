@@ -413,13 +413,13 @@ void registerAll() {
       reg(std::string("conv_cold/") + (c.name + 5), [s](benchmark::State& st) { benchConv(st, s, true); });
     }
   }
-  // Channel-blocked input, and output where the layer has that form (Layout::kBlocked8; what the engine's chains
+  // Channel-blocked input and output where the layer has those forms (Layout::kBlocked8; what the engine's chains
   // give it, Engine::blockChannels): against the same rows of conv/. Registered where this CPU has the forms.
   for (const C& c : convs) {
     const ConvShape s = c.s;
     const BlockedForms f = blockedForms(s);
-    if (!f.in) continue;
-    const Layouts l{.x = Layout::kBlocked8, .y = f.out ? Layout::kBlocked8 : Layout::kPlanes};
+    if (!f.in && !f.out) continue;
+    const Layouts l{.x = f.in ? Layout::kBlocked8 : Layout::kPlanes, .y = f.out ? Layout::kBlocked8 : Layout::kPlanes};
     reg(std::string("conv_blocked/") + (c.name + 5), [s, l](benchmark::State& st) { benchConv(st, s, false, l); });
   }
   for (bool int8 : {false, true}) {

@@ -704,6 +704,11 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   check(shape2d(1, 16, 40, 1, 13, 12, 5, 5, 2, 1, 2), {}, out);
   check(shape2d(1, 16, 16, 1, 10, 10, 3, 3, 1, 2, 2), relu6, both);
   check(shape2d(1, 40, 32, 1, 7, 9, 3, 3, 1, 1, 1), relu6, both);  // K = 360: the K-blocked tiles
+  // Shallow KxK layers (stems, K <= 48) writing blocks on the output-channel kernel (planes go through the GEMM):
+  // 3 -> 32 3x3/2, 3 -> 16 3x3, 1 -> 24 5x5 dilated, batch 2.
+  check(shape2d(1, 3, 32, 1, 23, 25, 3, 3, 2, 1, 1), relu6, out);
+  check(shape2d(2, 3, 16, 1, 13, 17, 3, 3, 1, 1, 1), leaky, out);
+  check(shape2d(1, 1, 24, 1, 12, 11, 5, 5, 1, 2, 4), {}, out);
   // No blocked form: through the planes.
   check(shape2d(1, 16, 12, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);         // (12 output channels)
   check(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0), relu6, both);       // a 1x1 of stride 2 (im2col)
@@ -715,7 +720,31 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   // Deeper than 256 with blocks of 32 output channels (the AVX2 form's K-blocked tiles): reading blocks, and both.
   check(shape2d(1, 264, 40, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
   check(shape2d(1, 272, 64, 1, 6, 7, 1, 1, 1, 1, 0), leaky, both);
-  EXPECT_EQ(checked, 31);
+  EXPECT_EQ(checked, 34);
+}
+
+// Which layers have blocked forms on the AVX2 table (what the engine's chains plan with): depthwise both; pointwise
+// reading blocks, writing them only with at most 64 outputs and no more than its inputs, and only from blocks; KxK on
+// the output-channel path both (a 3-channel input: writing only); a stem too shallow for that path writing only; no
+// form with 12 output channels; none on the portable table.
+TEST(Conv, BlockedFormsOfEachLayerKind) {
+  test::VariantGuard guard;
+  forceKernelIsa("avx2");
+  if (std::string(sgemmVariant()) != "avx2_fma") GTEST_SKIP() << "no AVX2 on this CPU";
+  auto forms = [](const ConvShape& s) {
+    const BlockedForms f = blockedForms(s);
+    return std::string(f.in ? "in" : "-") + (f.out ? "out" : "-") + (f.out_needs_in ? "!" : "");
+  };
+  EXPECT_EQ(forms(shape2d(1, 32, 32, 32, 14, 14, 3, 3, 1, 1, 1)), "inout");   // depthwise
+  EXPECT_EQ(forms(shape2d(1, 64, 32, 1, 14, 14, 1, 1, 1, 1, 0)), "inout!");  // projection
+  EXPECT_EQ(forms(shape2d(1, 16, 96, 1, 14, 14, 1, 1, 1, 1, 0)), "in-!");    // expansion
+  EXPECT_EQ(forms(shape2d(1, 32, 32, 1, 14, 14, 3, 3, 1, 1, 1)), "inout");   // 3x3
+  EXPECT_EQ(forms(shape2d(1, 3, 64, 1, 56, 56, 7, 7, 2, 1, 3)), "-out");     // ResNet's stem (K = 147)
+  EXPECT_EQ(forms(shape2d(1, 3, 32, 1, 56, 56, 3, 3, 2, 1, 1)), "-out");     // a shallow stem (K = 27)
+  EXPECT_EQ(forms(shape2d(1, 16, 12, 1, 6, 7, 3, 3, 1, 1, 1)), "--");
+  EXPECT_EQ(forms(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0)), "--");        // 1x1 of stride 2
+  forceKernelIsa("portable");
+  EXPECT_EQ(forms(shape2d(1, 32, 32, 32, 14, 14, 3, 3, 1, 1, 1)), "--");
 }
 
 // A blocked layout the tensor cannot have (channels not a multiple of 8, three spatial dims) is an error naming the

@@ -233,6 +233,10 @@ bool detail::ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   return g.KH * g.KW > 1 && K > detail::kStreamDepth && mg >= 16;
 }
 
+bool detail::ocForBlocksOnly(const Geom2& g, int64_t mg, int64_t K) {
+  return g.KH * g.KW > 1 && (g.sw == 1 || g.sw == 2) && K > 0 && K <= detail::kStreamDepth && mg % 8 == 0 && mg >= 16;
+}
+
 bool detail::ocAvx2Takes(const Geom2& g, int64_t mg, int64_t K, bool im2col) {
   return K <= detail::kOcAvx2BlockedDepth || (im2col && K <= kOcAvx2Depth) || (mg >= kOcBlock && g.OW <= detail::kOcAvx2MaxRow);
 }
@@ -305,6 +309,8 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
   im.path = ConvPath::kGemm;
   im.pointwise = detail::isPointwise(g);
   im.oc = detail::ocEligible(g, im.mg, im.K) && im.N > 0 && im.K > 0;
+  if (!im.oc && expected.y == Layout::kBlocked8 && s.groups == 1 && detail::ocForBlocksOnly(g, im.mg, im.K) && im.N > 0)
+    im.oc = im.oc_blocks_only = true;
   for (int64_t grp = 0; grp < s.groups && !im.oc; ++grp) {
     im.packed.push_back(std::make_unique<PackedA>(im.mg, im.K, w + grp * im.mg * im.K, im.K, false));
   }
@@ -381,7 +387,7 @@ const char* Conv::variant() const {
   const detail::KernelTable& kt = detail::activeKernels();
   const bool avx512 = std::strcmp(kt.name, "avx512") == 0;
   const bool avx2 = std::strcmp(kt.name, "avx2_fma") == 0;
-  if (impl_->useOc(kt)) return avx512 ? "direct_oc_avx512" : "direct_oc_avx2";
+  if (impl_->useOc(kt) && !impl_->oc_blocks_only) return avx512 ? "direct_oc_avx512" : "direct_oc_avx2";
   switch (impl_->path) {
     case ConvPath::kDirect: return avx512 ? "direct_gemm_avx512" : avx2 ? "direct_gemm_avx2" : "direct_gemm_portable";
     case ConvPath::kGemm: return avx512 ? "im2col_gemm_avx512" : avx2 ? "im2col_gemm_avx2" : "im2col_gemm_portable";
@@ -689,7 +695,7 @@ void Conv::Impl::run(const Io& io, ThreadPool* pool) const {
     case ConvPath::kGemm:
     case ConvPath::kDirect:
       if (N == 0) return;
-      if (useOc(kt)) {
+      if (useOc(kt) && !oc_blocks_only) {
         runOc(io, pool);
         return;
       }

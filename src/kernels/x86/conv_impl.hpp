@@ -64,6 +64,9 @@ bool dwInPlace(const Geom2& g);
 // the other paths would run it through im2col, not the direct GEMM).
 bool ocEligible(const Geom2& g, int64_t mg, int64_t K);
 bool ocAvx2Takes(const Geom2& g, int64_t mg, int64_t K, bool im2col);
+// A KxK convolution of one group too shallow for ocEligible that still writes channel-blocked outputs on the
+// output-channel kernel (its stores are whole 8-channel vectors there, not the planes' transposed runs).
+bool ocForBlocksOnly(const Geom2& g, int64_t mg, int64_t K);
 
 // y[i] = post(y[i] + r[i]): a residual Add and the activation after it, with the float32 rounding of the separate
 // ops. One loop per activation kind, so that each vectorises.
@@ -112,6 +115,8 @@ struct Conv::Impl {
   // 1.31-1.46, 256 @14 2.88 / 1.51 -> 2.51-2.57 / 1.27-1.42, 512 @7 3.27 / 1.73 -> 2.80-3.14 / 1.37-1.41,
   // Tiny-YOLOv2's 512 -> 1024 @13 19.9 / 11.9 -> 18.8-19.4 / 9.5-9.9.
   bool oc_avx2 = false;
+  // The output-channel path for blocked outputs only (detail::ocForBlocksOnly): planes go through the GEMM.
+  bool oc_blocks_only = false;
   bool useOc(const detail::KernelTable& kt) const {
     return oc && kt.conv_oc != nullptr && (kt.conv_oc_all || oc_avx2);
   }

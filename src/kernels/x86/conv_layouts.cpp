@@ -155,17 +155,19 @@ BlockedForms blockedForms(const ConvShape& s) {
   const detail::KernelTable& kt = detail::activeKernels();
   if (!blockedTable(kt) || s.in_spatial.size() != 2 || s.batch < 1) return {};
   if (isBlockedDepthwise(s, kt)) return {true, true};
-  if (s.groups != 1 || s.in_channels % 8 != 0 || s.out_channels % 8 != 0) return {};
+  if (s.groups != 1 || s.out_channels % 8 != 0) return {};
   const detail::Geom2 g = toGeom2(s);
   if (g.OH * g.OW == 0) return {};
   const int64_t K = s.in_channels * g.KH * g.KW;
+  // A shallow KxK layer (a stem) writes blocks on the output-channel kernel (Conv::Impl::oc_blocks_only).
+  if (detail::ocForBlocksOnly(g, s.out_channels, K)) return {false, true};
   // The paths Conv::Impl::runLayouts takes without a reorder: bk_off (pointwise), runOcLayouts (useOc; the im2col
   // case of oc_avx2 left out: whether a layer runs on im2col or the direct GEMM is the constructor's choice).
   // A pointwise layer writing blocks from planes broadcasts from K planes at once (K streams: ResNet-50's 256 -> 64
   // at 56x56 1.69 -> 1.9 ms in the network against the GEMM), so only from blocks.
-  if (detail::isPointwise(g)) return {true, ocReadsBlocks(s.in_channels, s.out_channels), true};
-  if ((detail::ocEligible(g, s.out_channels, K) && detail::ocAvx2Takes(g, s.out_channels, K, false)))
-    return {true, true};
+  const bool in = s.in_channels % 8 == 0;
+  if (detail::isPointwise(g)) return {in, in && ocReadsBlocks(s.in_channels, s.out_channels), true};
+  if (detail::ocEligible(g, s.out_channels, K) && detail::ocAvx2Takes(g, s.out_channels, K, false)) return {in, true};
   return {};
 }
 
