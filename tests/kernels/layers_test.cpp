@@ -128,11 +128,9 @@ std::vector<float> blocked8(const std::vector<float>& x, int64_t planes, int64_t
 // pools only (sums of NaNs and infinities need not keep one NaN's bits).
 void checkPool(const Pool2dShape& s, uint32_t seed, bool special = false);
 
-// The channel-blocked pools (pool2dBlocked8, the engine's chains): s over 16 planes (two blocks) in that layout, the
-// naive pool's bits in every lane, every kernel ISA and thread count.
-void checkPoolBlocked(Pool2dShape s, uint32_t seed, bool special) {
+// A pool's random input (with special values when asked: checkPool).
+std::vector<float> poolInput(const Pool2dShape& s, uint32_t seed, bool special) {
   std::mt19937 rng(seed);
-  s.planes = 16;
   std::vector<float> x = randomFloats(rng, static_cast<size_t>(s.planes * s.ih * s.iw), -4.0f, 4.0f);
   if (special) {
     const float inf = std::numeric_limits<float>::infinity();
@@ -140,6 +138,14 @@ void checkPoolBlocked(Pool2dShape s, uint32_t seed, bool special) {
     for (float& v : x)
       if (rng() % 3 == 0) v = values[rng() % 7];
   }
+  return x;
+}
+
+// The channel-blocked pools (pool2dBlocked8, the engine's chains): s over 16 planes (two blocks) in that layout, the
+// naive pool's bits in every lane, every kernel ISA and thread count.
+void checkPoolBlocked(Pool2dShape s, uint32_t seed, bool special) {
+  s.planes = 16;
+  const std::vector<float> x = poolInput(s, seed, special);
   const std::vector<float> xb = blocked8(x, s.planes, s.ih * s.iw);
   for (bool is_max : {true, false}) {
     if (special && !is_max) continue;
@@ -161,14 +167,7 @@ void checkPoolBlocked(Pool2dShape s, uint32_t seed, bool special) {
 
 void checkPool(const Pool2dShape& s, uint32_t seed, bool special) {
   checkPoolBlocked(s, seed + 7919, special);
-  std::mt19937 rng(seed);
-  std::vector<float> x = randomFloats(rng, static_cast<size_t>(s.planes * s.ih * s.iw), -4.0f, 4.0f);
-  if (special) {
-    const float inf = std::numeric_limits<float>::infinity();
-    const float values[] = {std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f, inf, -inf, 1.0f, 1.0f};
-    for (float& v : x)
-      if (rng() % 3 == 0) v = values[rng() % 7];
-  }
+  const std::vector<float> x = poolInput(s, seed, special);
   for (bool is_max : {true, false}) {
     if (special && !is_max) continue;
     const std::vector<float> want = naivePool(s, x, is_max);
