@@ -144,7 +144,7 @@ def evaluate(package, dataset, labels, metric="top1", client=None, workers=None,
 
     Detection (metric "map", alone): `decoder` turns one sample's outputs (in the package's order; a package of batch
     1: as it gives them, else each output's slice of the batch) into boxes (x, y, w, h, score, class) — a callable, or "FILE.py:FUNCTION" / "MODULE:FUNCTION" loaded in each
-    worker —, `labels` holds each sample's ground-truth boxes (rows x, y, w, h, class[, difficult]), and the result is the mean
+    worker —, `labels` holds each sample's ground-truth boxes (rows x, y, w, h, class[, difficult[, crowd]]), and the result is the mean
     average precision at `iou_threshold` (a number, or "coco": COCO's AP over 0.50-0.95, "coco-small" / "-medium" / "-large" by
     object size, "voc07": VOC 2007's eleven-point AP at 0.5; npuc.detection) with "boxes": the decoded boxes per sample.
     """

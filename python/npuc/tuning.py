@@ -227,7 +227,7 @@ def tune(model, target, calib, dataset, labels, max_drop=0.3, metric="top1", pre
          decoder=None, iou_threshold=0.5):
     """Finds the layers to keep in float32 (or `width` "float16") so that the int8 package of `model` for `target` loses at most `max_drop`
     points of `metric` (top1, top5, map) against the float model on `dataset` / `labels`, with the least estimated time.
-    Detection (metric "map"): labels are each sample's ground-truth boxes (rows x, y, w, h, class[, difficult]), `decoder` turns one
+    Detection (metric "map"): labels are each sample's ground-truth boxes (rows x, y, w, h, class[, difficult[, crowd]]), `decoder` turns one
     sample's outputs into boxes (x, y, w, h, score, class) — a callable or "FILE.py:FUNCTION" —, and the metric is the
     mean average precision at `iou_threshold` (a number, or "coco": COCO's AP over 0.50-0.95, "coco-small" … by size, "voc07": VOC
     2007's eleven-point AP; npuc.detection;

@@ -328,7 +328,10 @@ void Engine::blockChannels() {
   std::map<ir::ValueId, bool> ok;
   for (const auto& [i, y] : final_of) ok[y] = true;
   for (const auto& [c, r] : residual_) {
-    if (!final_of.count(c)) continue;
+    if (!final_of.count(c)) {  // a Conv without forms adds its residual as planes
+      if (ok.count(r)) ok[r] = false;
+      continue;
+    }
     if (producer_of.count(r)) parent[root(final_of[c])] = root(r);
     else ok[final_of[c]] = false;  // a residual that is no Conv's value stays planes, and so does the sum
   }

@@ -28,9 +28,9 @@ struct EngineOptions {
   /// inside the Conv (Engine::fuseResidualAdds; same bits, one pass over the output saved). Runs with a callback
   /// run the three ops apart, so that the callback sees each op's own output.
   bool fuse_residual_adds = true;
-  /// Let Convs hand their values to the Convs that read them channel-blocked where every one of them has a blocked
-  /// form on this CPU (Engine::blockChannels, kernels::blockedForms; same bits, transposes and planes' packing
-  /// saved). Runs with a callback use planes throughout.
+  /// Let Convs and pools hand their values on channel-blocked where the producer and every reader have a blocked form
+  /// on this CPU (Engine::blockChannels, kernels::blockedForms; same bits, transposes and planes' packing saved).
+  /// Runs with a callback use planes throughout.
   bool block_channels = true;
 };
 
@@ -59,7 +59,7 @@ class Engine {
   const std::vector<NodeTime>& profile() const { return profile_; }
   /// How many residual Adds run inside their Conv (EngineOptions::fuse_residual_adds).
   size_t fusedResidualAdds() const { return residual_.size(); }
-  /// How many Convs write their value channel-blocked (EngineOptions::block_channels).
+  /// How many Convs and pools write their value channel-blocked (EngineOptions::block_channels).
   size_t blockedValues() const { return blocked_out_.size(); }
 
  private:

@@ -92,12 +92,12 @@ struct Net : Builder {
 // Residual chains, x [N,16,12,12]:
 //   a = Relu(Conv3x3(x) 16 -> 32)                                    blocked
 //   b = Relu(Conv1x1(a) 32 -> 32); s = Relu(Conv3x3(b) + a)          b, s blocked (the Add and Relu fused into the
-//   b' = Relu(Conv1x1(s) 32 -> 64); s' = Relu(Conv3x3(b') 64 -> 32 + s)   Conv: a, s, s' go blocked together)
-//   t = Conv1x1(s') 32 -> 16, a graph output                         b' not (a pointwise expansion writes planes),
+//   b2 = Relu(Conv1x1(s) 32 -> 64); s2 = Relu(Conv3x3(b2) 64 -> 32 + s)   Conv: a, s, s2 go blocked together)
+//   t = Conv1x1(s2) 32 -> 16, a graph output                         b2 not (a pointwise expansion writes planes),
 //                                                                    t not (a graph output)
 //   a2 = Relu(Conv3x3(x)); u = Conv3x3(a2) + a2; v = Conv1x1(u)      none: a2 is also read by ds (a 1x1 of stride 2,
 //   ds = Conv1x1/2(a2) 32 -> 16, a graph output                      no blocked form), so u, which adds it, stays
-//                                                                    planes too (and b2 = Conv1x1(a2) reads planes)
+//   w = Conv1x1(a2), a graph output                                  planes too (and w reads planes)
 //   q = Conv3x3(x) 16 -> 16 + x; q2 = Conv1x1(q), a graph output     q not: the residual it adds is a graph input
 //   h = Conv1x1(a2) 32 -> 32; k = Conv3x3(h), a graph output          h not: a pointwise layer writes blocks only
 //                                                                    from blocks

@@ -664,6 +664,17 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
                              " s=" + std::to_string(s.stride[0]) + " " + std::to_string(s.in_spatial[0]) + "x" +
                              std::to_string(s.in_spatial[1]) + (bx ? " x blocked" : "") + (by ? " y blocked" : "");
     test::VariantGuard guard;
+    {  // Prepared for the layouts, run on planes (an engine run with a callback): the planes' paths, the same bits.
+      const Conv conv(s, w.data(), bias.data(), act, l);
+      for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+        forceKernelIsa(cfg.isa);
+        setGemmBlocking(cfg.blocking);
+        std::vector<float> y(ref.size(), 7.0f);
+        conv.run(x.data(), y.data(), test::poolFor(cfg.threads));
+        const int64_t bad = firstBitMismatch(ref, y);
+        ASSERT_EQ(bad, -1) << desc << " prepared blocked, run on planes, " << cfg.name() << " at " << bad;
+      }
+    }
     for (const Layouts expected : {l, Layouts{}}) {  // weights packed for the layouts, or not
       const Conv conv(s, w.data(), bias.data(), act, expected);
       const Conv bare(s, w.data(), bias.data(), Activation{}, expected);

@@ -223,18 +223,26 @@ constexpr int64_t kOcAvx2Depth = 1152;
 // windows (not 1x1: the GEMM paths read B in place or pack it by rows, and were faster), column stride 1 or 2, at
 // least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
 // output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
-// output: SqueezeNet's first conv, K = 27). NPUC_CONV_OC=0 turns the path off, to compare.
-bool detail::ocEligible(const Geom2& g, int64_t mg, int64_t K) {
+// output: SqueezeNet's first conv, K = 27; ocForBlocksOnly takes those for channel-blocked outputs). NPUC_CONV_OC=0
+// turns the path off, to compare.
+namespace {
+bool ocOff() {  // NPUC_CONV_OC=0
   static const bool off = [] {
     const char* e = std::getenv("NPUC_CONV_OC");
     return e != nullptr && std::strcmp(e, "0") == 0;
   }();
-  if (off || (g.sw != 1 && g.sw != 2)) return false;
+  return off;
+}
+}  // namespace
+
+bool detail::ocEligible(const Geom2& g, int64_t mg, int64_t K) {
+  if (ocOff() || (g.sw != 1 && g.sw != 2)) return false;
   return g.KH * g.KW > 1 && K > detail::kStreamDepth && mg >= 16;
 }
 
 bool detail::ocForBlocksOnly(const Geom2& g, int64_t mg, int64_t K) {
-  return g.KH * g.KW > 1 && (g.sw == 1 || g.sw == 2) && K > 0 && K <= detail::kStreamDepth && mg % 8 == 0 && mg >= 16;
+  return !ocOff() && g.KH * g.KW > 1 && (g.sw == 1 || g.sw == 2) && K > 0 && K <= detail::kStreamDepth &&
+         mg % 8 == 0 && mg >= 16;
 }
 
 bool detail::ocAvx2Takes(const Geom2& g, int64_t mg, int64_t K, bool im2col) {
