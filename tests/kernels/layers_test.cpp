@@ -289,6 +289,7 @@ TEST(LayersPool, PadValueMatchesNaive) {
     Pool2dShape s = poolShape(3, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false);
     s.pad_value = pv;
     checkPool(s, seed++);
+    checkPool(s, seed++, true);  // NaN, +-0, +-inf inputs beside the pad value (0 against -0: the order decides)
     s = poolShape(2, 11, 12, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, true, false);
     s.pad_value = pv;
     checkPool(s, seed++);
