@@ -198,6 +198,19 @@ void expectFloat16StorageMatches(const Conv& conv, const ConvShape& s, const std
   }
 }
 
+// conv run on NCHW planes matches ref bit for bit on every ISA, thread count and blocking of the sweep.
+void expectPlanesRunMatches(const Conv& conv, const std::vector<float>& x, const std::vector<float>& ref,
+                            const test::VariantGuard& guard, const std::string& desc) {
+  for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
+    forceKernelIsa(cfg.isa);
+    setGemmBlocking(cfg.blocking);
+    std::vector<float> y(ref.size(), 7.0f);
+    conv.run(x.data(), y.data(), test::poolFor(cfg.threads));
+    const int64_t bad = firstBitMismatch(ref, y);
+    ASSERT_EQ(bad, -1) << desc << " " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << ref[bad];
+  }
+}
+
 // Runs Conv under every configuration and compares bits with conv_ref.
 // Conv::runAdd: a residual Add and then `post` fused in, on every path and configuration: the bits of the plain
 // convolution (reference), the Add, then the activation. Two residual elements are NaN / -inf.
@@ -254,14 +267,7 @@ void expectConvMatches(const ConvShape& s, std::mt19937& rng, const Activation& 
   if (expect_variant != nullptr && std::string(sgemmVariant()) == "avx2_fma") {
     EXPECT_STREQ(conv.variant(), expect_variant) << desc;
   }
-  for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
-    forceKernelIsa(cfg.isa);
-    setGemmBlocking(cfg.blocking);
-    std::vector<float> y(ref.size(), 7.0f);
-    conv.run(x.data(), y.data(), test::poolFor(cfg.threads));
-    const int64_t bad = firstBitMismatch(ref, y);
-    ASSERT_EQ(bad, -1) << desc << " " << cfg.name() << " at " << bad << ": " << y[bad] << " vs " << ref[bad];
-  }
+  expectPlanesRunMatches(conv, x, ref, guard, desc);
   expectFloat16StorageMatches(conv, s, x, w, b, act, guard, desc);
   expectResidualMatches(s, x, w, b, act, rng, guard, desc);
 }
@@ -664,17 +670,8 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
                              " s=" + std::to_string(s.stride[0]) + " " + std::to_string(s.in_spatial[0]) + "x" +
                              std::to_string(s.in_spatial[1]) + (bx ? " x blocked" : "") + (by ? " y blocked" : "");
     test::VariantGuard guard;
-    {  // Prepared for the layouts, run on planes (an engine run with a callback): the planes' paths, the same bits.
-      const Conv conv(s, w.data(), bias.data(), act, l);
-      for (const auto& cfg : test::sweepConfigs(guard.blocking)) {
-        forceKernelIsa(cfg.isa);
-        setGemmBlocking(cfg.blocking);
-        std::vector<float> y(ref.size(), 7.0f);
-        conv.run(x.data(), y.data(), test::poolFor(cfg.threads));
-        const int64_t bad = firstBitMismatch(ref, y);
-        ASSERT_EQ(bad, -1) << desc << " prepared blocked, run on planes, " << cfg.name() << " at " << bad;
-      }
-    }
+    // Prepared for the layouts, run on planes (an engine run with a callback): the planes' paths, the same bits.
+    expectPlanesRunMatches(Conv(s, w.data(), bias.data(), act, l), x, ref, guard, desc + " prepared blocked");
     for (const Layouts expected : {l, Layouts{}}) {  // weights packed for the layouts, or not
       const Conv conv(s, w.data(), bias.data(), act, expected);
       const Conv bare(s, w.data(), bias.data(), Activation{}, expected);
