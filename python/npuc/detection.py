@@ -186,8 +186,9 @@ def _envelope(precision):
 
 def average_precisions(detections, truths, iou_threshold=0.5, eleven_points=False):
     """Per class of the ground truth: its AP (module docstring). detections / truths: per sample, [k, 6] / [m, 5],
-    [m, 6] (the sixth: VOC's difficult flag) or [m, 7] (the seventh: COCO's crowd flag, counted as difficult here). eleven_points: VOC 2007's AP (the mean over recall ≥ 0, 0.1, …, 1 of the
-    best precision there) instead of the area under the envelope."""
+    [m, 6] (the sixth: VOC's difficult flag) or [m, 7] (the seventh: COCO's crowd flag, counted as difficult here).
+    eleven_points: VOC 2007's AP (the mean over recall ≥ 0, 0.1, …, 1 of the best precision there) instead of the area
+    under the envelope."""
     classes = sorted({int(c) for t in truths for c in t[:, 4]})
     aps = {}
     for c in classes:

@@ -304,7 +304,7 @@ void Engine::blockChannels() {
   };
   // Each node's value as its readers see it: its output through the aliases its fusions left.
   std::map<size_t, ir::ValueId> final_of;
-  std::map<ir::ValueId, size_t> producer_of;  // final value -> its Conv
+  std::map<ir::ValueId, size_t> producer_of;  // final value -> its node (a Conv or pool)
   for (const auto& [i, f] : forms) {
     ir::ValueId y = g_.node(order[i]).outputs[0];
     for (const auto* use = readers.only(y); use != nullptr; use = readers.only(y)) {
@@ -382,7 +382,8 @@ void Engine::blockChannels() {
       fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked output", g_.node(order[i]).label());
     blocked_out_.insert(i);
     for (size_t j : consumers[y]) {
-      if (!kernels_[j]->blockInput()) fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked input", g_.node(order[j]).label());
+      if (!kernels_[j]->blockInput())
+        fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked input", g_.node(order[j]).label());
       blocked_in_.insert(j);
     }
   }

@@ -310,24 +310,19 @@ void poolKernel(KernelCall& c) {
   const float* px = xf.data<float>();
   float* py = yf.data<float>();
   int64_t planes = x.dim(0) * x.dim(1);
-  if (c.blocked_in || c.blocked_out) {
-    // In a channel-blocked chain (Engine::blockChannels: input and output blocked together; float32, 2-D, no
-    // indices, channels a multiple of 8).
-    if (c.blocked_in != c.blocked_out || narrow_int || want_idx || w.rank() != 2 || x.dim(1) % 8 != 0)
-      c.error("internal: a channel-blocked pool needs both sides blocked, float32, 2-D windows, no indices and whole "
-              "blocks of 8 channels");
-    kernels::Pool2dShape s = pool2dShape(w, planes);
-    s.count_include_pad = include_pad;
-    s.pad_value = pad_value;
-    kernels::pool2dBlocked8(s, is_max, px, py, c.pool);
-    return;
-  }
+  const bool blocked = c.blocked_in || c.blocked_out;
+  // In a channel-blocked chain (Engine::blockChannels): input and output blocked together; float32, 2-D, no indices,
+  // channels a multiple of 8.
+  if (blocked && (c.blocked_in != c.blocked_out || narrow_int || want_idx || w.rank() != 2 || x.dim(1) % 8 != 0))
+    c.error("internal: a channel-blocked pool needs both sides blocked, float32, 2-D windows, no indices and whole "
+            "blocks of 8 channels");
   if (!want_idx && (w.rank() == 1 || w.rank() == 2)) {
-    // 1-D and 2-D pooling: the kernel library's row-at-a-time loops (1-D as H = 1).
+    // 1-D and 2-D pooling: the kernel library's row-at-a-time loops (1-D as H = 1), or its blocked ones.
     kernels::Pool2dShape s = pool2dShape(w, planes);
     s.count_include_pad = include_pad;
     s.pad_value = pad_value;
-    if (is_max) kernels::maxPool2dFast(s, px, py, c.pool);
+    if (blocked) kernels::pool2dBlocked8(s, is_max, px, py, c.pool);
+    else if (is_max) kernels::maxPool2dFast(s, px, py, c.pool);
     else kernels::avgPool2dFast(s, px, py, c.pool);
   } else {
     // 3-D windows and MaxPool's Indices output: tap by tap (the pool_nd layer's kernel).

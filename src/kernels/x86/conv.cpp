@@ -219,14 +219,8 @@ constexpr int64_t kOcAvx2Depth = 1152;
 
 }  // namespace
 
-// Whether a 2-D convolution takes the output-channel-vectorised path (ConvOcArgs) on tables that have it: KxK
-// windows (not 1x1: the GEMM paths read B in place or pack it by rows, and were faster), column stride 1 or 2, at
-// least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
-// output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
-// output: SqueezeNet's first conv, K = 27; ocForBlocksOnly takes those for channel-blocked outputs). NPUC_CONV_OC=0
-// turns the path off, to compare.
 namespace {
-bool ocOff() {  // NPUC_CONV_OC=0
+bool ocOff() {  // NPUC_CONV_OC=0: the output-channel path off, to compare
   static const bool off = [] {
     const char* e = std::getenv("NPUC_CONV_OC");
     return e != nullptr && std::strcmp(e, "0") == 0;
@@ -235,6 +229,11 @@ bool ocOff() {  // NPUC_CONV_OC=0
 }
 }  // namespace
 
+// Whether a 2-D convolution takes the output-channel-vectorised path (ConvOcArgs) on tables that have it: KxK
+// windows (not 1x1: the GEMM paths read B in place or pack it by rows, and were faster), column stride 1 or 2, at
+// least 16 output channels per group, and depth above kStreamDepth (a shallow product is bound by writing its
+// output, and 14-pixel rows into 32 planes at a time ran 1.6x slower than the GEMM's long streams on a cold
+// output: SqueezeNet's first conv, K = 27; ocForBlocksOnly takes those for channel-blocked outputs).
 bool detail::ocEligible(const Geom2& g, int64_t mg, int64_t K) {
   if (ocOff() || (g.sw != 1 && g.sw != 2)) return false;
   return g.KH * g.KW > 1 && K > detail::kStreamDepth && mg >= 16;
@@ -246,7 +245,8 @@ bool detail::ocForBlocksOnly(const Geom2& g, int64_t mg, int64_t K) {
 }
 
 bool detail::ocAvx2Takes(const Geom2& g, int64_t mg, int64_t K, bool im2col) {
-  return K <= detail::kOcAvx2BlockedDepth || (im2col && K <= kOcAvx2Depth) || (mg >= kOcBlock && g.OW <= detail::kOcAvx2MaxRow);
+  return K <= detail::kOcAvx2BlockedDepth || (im2col && K <= kOcAvx2Depth) ||
+         (mg >= kOcBlock && g.OW <= detail::kOcAvx2MaxRow);
 }
 
 void detail::addResidual(float* y, const float* r, int64_t n, const Activation& post) {
@@ -376,15 +376,14 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
     const int64_t hq = std::max((g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, g.ph + g.H);
     im.oc_pp = hq * im.oc_wq;
     im.oc_gs = im.cg * im.oc_pp;  // every read lies inside the group's planes
+    const bool blocked_x = expected.x == Layout::kBlocked8 && s.groups == 1 && im.cg % 8 == 0;
     for (int64_t c = 0; c < im.cg; ++c)
       for (int64_t ki = 0; ki < g.KH; ++ki)
-        for (int64_t kj = 0; kj < g.KW; ++kj) im.oc_off.push_back(c * im.oc_pp + ki * g.dh * im.oc_wq + kj * g.dw);
-    if (expected.x == Layout::kBlocked8 && s.groups == 1 && im.cg % 8 == 0) {
-      for (int64_t c = 0; c < im.cg; ++c)
-        for (int64_t ki = 0; ki < g.KH; ++ki)
-          for (int64_t kj = 0; kj < g.KW; ++kj)
-            im.ocb_off.push_back((c / 8) * 8 * im.oc_pp + (ki * g.dh * im.oc_wq + kj * g.dw) * 8 + c % 8);
-    }
+        for (int64_t kj = 0; kj < g.KW; ++kj) {
+          const int64_t tap = ki * g.dh * im.oc_wq + kj * g.dw;
+          im.oc_off.push_back(c * im.oc_pp + tap);
+          if (blocked_x) im.ocb_off.push_back((c / 8) * 8 * im.oc_pp + tap * 8 + c % 8);
+        }
     packOc();
   }
 }
@@ -536,7 +535,8 @@ float* Conv::Impl::padInputBlocked(const Io& io, ThreadPool* pool) const {
       const float* src = io.x + t * 8 * HW;
       std::memset(dst, 0, static_cast<size_t>(8 * pp) * sizeof(float));
       for (int64_t ih = 0; ih < g.H; ++ih)
-        std::memcpy(dst + ((ih + g.ph) * wq + g.pw) * 8, src + ih * g.W * 8, static_cast<size_t>(g.W * 8) * sizeof(float));
+        std::memcpy(dst + ((ih + g.ph) * wq + g.pw) * 8, src + ih * g.W * 8,
+                    static_cast<size_t>(g.W * 8) * sizeof(float));
     }
   };
   detail::runTasks(pool, s.batch * blocks, fill, 4);
@@ -656,13 +656,10 @@ void Conv::Impl::runOcTasks(const Io& io, ThreadPool* pool, const OcInput& in) c
       a.y_plane = N;
       a.channels = static_cast<int>(std::min(kOcBlock, mg - blk * kOcBlock));
       in.kernel(a);
-      if (io.yb) {  // the block's 8-channel groups, each its rows' run of 8-channel vectors
-        for (int c = 0; c < a.channels && io.r != nullptr; c += 8)
-          finish(io, y0 + c * N + a.oh0 * g.OW * 8, (a.oh1 - a.oh0) * g.OW * 8);
-      } else {
-        for (int c = 0; c < a.channels && io.r != nullptr; ++c)
-          finish(io, y0 + c * N + a.oh0 * g.OW, (a.oh1 - a.oh0) * g.OW);
-      }
+      // The residual over each finished run: a channel's rows in planes, an 8-channel group's rows in blocks.
+      const int lanes = io.yb ? 8 : 1;
+      for (int c = 0; c < a.channels && io.r != nullptr; c += lanes)
+        finish(io, y0 + c * N + a.oh0 * g.OW * lanes, (a.oh1 - a.oh0) * g.OW * lanes);
     }
   };
   detail::runTasks(pool, outer * oc_blocks * row_tasks, body);

@@ -106,14 +106,14 @@ struct Conv::Impl {
   // weights [group][block of kOcBlock channels][K][kOcBlock] and bias [group][block][kOcBlock], zeros past mg.
   bool oc = false;
   // Whether the AVX2 form takes it too: a shallow convolution (K <= kOcAvx2BlockedDepth, whose direct product is
-  // bound by writing C: two 16-channel halves of 6 positions), one of depth K <= kOcAvx2Depth that the other paths would run through
-  // im2col (stride 2, rows narrower than 14, the 7x7 stem), or one with at least 32 output channels per group and
-  // output rows of at most kOcAvx2MaxRow (deeper: the K-blocked 3-position x 32-channel tiles, whose chunk of
-  // weights stays in L1). Measured on Zen 5 (AVX2 only), npuc_kernels_bench conv/*: the 7x7/2 stem 3.3-4.1 -> 2.8 ms,
-  // 3x3/2 128 @56 3.2-3.3 -> 3.1, Tiny-YOLOv2's 16 -> 32 @208 6.7-6.9 -> 5.8 against the GEMM (NPUC_CONV_OC=0); with
-  // the K-blocked tiles against the direct and im2col GEMMs (1 / 2 threads, ms): 3x3 64 @56 2.71 / 1.57 -> 2.53 /
-  // 1.31-1.46, 256 @14 2.88 / 1.51 -> 2.51-2.57 / 1.27-1.42, 512 @7 3.27 / 1.73 -> 2.80-3.14 / 1.37-1.41,
-  // Tiny-YOLOv2's 512 -> 1024 @13 19.9 / 11.9 -> 18.8-19.4 / 9.5-9.9.
+  // bound by writing C: two 16-channel halves of 6 positions), one of depth K <= kOcAvx2Depth that the other paths
+  // would run through im2col (stride 2, rows narrower than 14, the 7x7 stem), or one with at least 32 output
+  // channels per group and output rows of at most kOcAvx2MaxRow (deeper: the K-blocked 3-position x 32-channel
+  // tiles, whose chunk of weights stays in L1). Measured on Zen 5 (AVX2 only), npuc_kernels_bench conv/*: the 7x7/2
+  // stem 3.3-4.1 -> 2.8 ms, 3x3/2 128 @56 3.2-3.3 -> 3.1, Tiny-YOLOv2's 16 -> 32 @208 6.7-6.9 -> 5.8 against the
+  // GEMM (NPUC_CONV_OC=0); with the K-blocked tiles against the direct and im2col GEMMs (1 / 2 threads, ms): 3x3 64
+  // @56 2.71 / 1.57 -> 2.53 / 1.31-1.46, 256 @14 2.88 / 1.51 -> 2.51-2.57 / 1.27-1.42, 512 @7 3.27 / 1.73 ->
+  // 2.80-3.14 / 1.37-1.41, Tiny-YOLOv2's 512 -> 1024 @13 19.9 / 11.9 -> 18.8-19.4 / 9.5-9.9.
   bool oc_avx2 = false;
   // The output-channel path for blocked outputs only (detail::ocForBlocksOnly): planes go through the GEMM.
   bool oc_blocks_only = false;

@@ -28,6 +28,20 @@ void fromBlocked8(const float* x, float* y, int64_t n, int64_t c, int64_t hw) {
       for (int64_t l = 0; l < 8; ++l) y[(b + l) * hw + p] = x[(b * hw + p * 8) + l];
 }
 
+// The most output channels of a pointwise convolution that reads a channel-blocked input or writes one on the
+// output-channel kernel; those with more read it through the GEMM, packing B from the blocks, and write planes.
+// Measured in MobileNetV2 (engine, 1 thread, per-layer profile against planes, 2026-12-05): on the output-channel
+// kernel the projections with at most 64 gained (144 -> 24 @56 0.437 -> 0.366 ms, 192 -> 32 @28 0.196 -> 0.151,
+// 384 -> 64 @14 0.167 -> 0.145), those with more lost (384 -> 96 @14 0.200 -> 0.215, 960 -> 320 @7 0.433 -> 0.553)
+// and so did the expansions writing blocks (16 -> 96 @112 0.82 -> 0.98, 24 -> 144 @56 0.36 -> 0.44, 160 -> 960 @7
+// 0.19 -> 0.27), more than the depthwise layers after them gained.
+constexpr int64_t kBlockedMaxOut = 64;
+// Whether a pointwise convolution of c input and m output channels reads blocks on the output-channel kernel (and
+// writes them): at most kBlockedMaxOut outputs, and no more than its inputs. A shallow product on that kernel writes
+// more than it computes: SqueezeNet's 16 -> 64 expansion at 55x55 0.123 -> 0.194 ms in the network (the GEMM,
+// packing B from the blocks, keeps it).
+bool ocReadsBlocks(int64_t c, int64_t m) { return m <= kBlockedMaxOut && m <= c; }
+
 using detail::ConvPath;
 using detail::dwInPlace;
 using detail::isPointwise;
@@ -48,27 +62,15 @@ void Conv::Impl::runOcBlocked(const Io& io, ThreadPool* pool) const {
   runOcTasks(io, pool, in);
 }
 
-// The most output channels of a pointwise convolution that reads a channel-blocked input or writes one on the
-// output-channel kernel; those with more read it through the GEMM, packing B from the blocks, and write planes.
-// Measured in MobileNetV2 (engine, 1 thread, per-layer profile against planes, 2026-12-05): on the output-channel
-// kernel the projections with at most 64 gained (144 -> 24 @56 0.437 -> 0.366 ms, 192 -> 32 @28 0.196 -> 0.151,
-// 384 -> 64 @14 0.167 -> 0.145), those with more lost (384 -> 96 @14 0.200 -> 0.215, 960 -> 320 @7 0.433 -> 0.553)
-// and so did the expansions writing blocks (16 -> 96 @112 0.82 -> 0.98, 24 -> 144 @56 0.36 -> 0.44, 160 -> 960 @7
-// 0.19 -> 0.27), more than the depthwise layers after them gained.
-constexpr int64_t kBlockedMaxOut = 64;
-// Whether a pointwise convolution of c input and m output channels reads blocks on the output-channel kernel (and
-// writes them): at most kBlockedMaxOut outputs, and no more than its inputs. A shallow product on that kernel writes
-// more than it computes: SqueezeNet's 16 -> 64 expansion at 55x55 0.123 -> 0.194 ms in the network (the GEMM,
-// packing B from the blocks, keeps it).
-namespace {
-bool ocReadsBlocks(int64_t c, int64_t m) { return m <= kBlockedMaxOut && m <= c; }
-}  // namespace
-
 void Conv::Impl::runOcLayouts(const Io& io, ThreadPool* pool) const {
   // A KxK convolution on the output-channel kernel (conv_oc_blocked: any column stride, a channel-blocked output):
-  // a channel-blocked input padded as blocks (its taps at ocb_off, positions 8 floats apart), or planes as runOc pads them.
+  // a channel-blocked input padded as blocks (its taps at ocb_off, positions 8 floats apart), or planes as runOc
+  // pads them.
   const detail::ConvOcKernel kern = detail::activeKernels().conv_oc_blocked;
-  if (io.xb) return runOcTasks(io, pool, OcInput{padInputBlocked(io, pool), oc_gs, 8 * oc_wq, g.sh, 8 * g.sw, ocb_off.data(), kern});
+  if (io.xb) {
+    const OcInput in{padInputBlocked(io, pool), oc_gs, 8 * oc_wq, g.sh, 8 * g.sw, ocb_off.data(), kern};
+    return runOcTasks(io, pool, in);
+  }
   runOcTasks(io, pool, OcInput{padInput(io, pool, oc_wq, oc_pp, oc_gs), oc_gs, oc_wq, g.sh, g.sw, oc_off.data(), kern});
 }
 
@@ -123,8 +125,8 @@ void Conv::runAdd(const float* x, const float* r, const Activation& post, float*
                   Layouts l) const {
   if (impl_->act.kind != ActKind::kNone)
     fail(ErrorCode::kInternal, "Conv::runAdd: the convolution has an activation of its own");
-  impl_->run(Impl::Io{.x = x, .y = y, .r = r, .post = post, .xb = l.x == Layout::kBlocked8, .yb = l.y == Layout::kBlocked8},
-             pool);
+  const bool xb = l.x == Layout::kBlocked8, yb = l.y == Layout::kBlocked8;
+  impl_->run(Impl::Io{.x = x, .y = y, .r = r, .post = post, .xb = xb, .yb = yb}, pool);
 }
 
 namespace {
