@@ -149,8 +149,8 @@ Engine::Engine(const ir::Graph& graph, EngineOptions opts)
 Engine::~Engine() = default;
 
 namespace {
-/// The activation a node computes, when it is one a kernel epilogue can apply (Relu, LeakyRelu, Clip with
-/// constant bounds on float32). Conv and the float arithmetic ops (Add, Sub, Mul, Div) take it.
+/// The activation a node computes, when it is one a kernel epilogue can apply (Relu, LeakyRelu, HardSwish,
+/// HardSigmoid, Clip with constant bounds on float32). Conv and the float arithmetic ops (Add, Sub, Mul, Div) take it.
 std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::Node& n) {
   kernels::Activation a;
   if (n.op == "Relu") {
@@ -160,6 +160,8 @@ std::optional<kernels::Activation> activationOf(const ir::Graph& g, const ir::No
     a.a = ops::attrFloat(n, "alpha");
   } else if (n.op == "HardSwish" && n.domain.empty()) {
     a.kind = kernels::ActKind::kHardSwish;
+  } else if (n.op == "HardSigmoid" && n.domain.empty()) {
+    a = {kernels::ActKind::kHardSigmoid, ops::attrFloat(n, "alpha"), ops::attrFloat(n, "beta")};
   } else if (n.op == "Clip") {
     auto b = ops::clipBounds(g, n);
     if (!b) return std::nullopt;
@@ -190,18 +192,53 @@ struct Readers {
 void Engine::fuseActivations() {
   const auto& order = g_.order();
   const Readers readers(g_);
+  // y = x * HardSigmoid(x) with x the output of node i: the HardSigmoid and the Mul, or null.
+  auto sigmoidMul = [&](ir::ValueId x) -> std::optional<std::pair<const ir::Node*, const ir::Node*>> {
+    auto it = readers.uses.find(x);
+    if (readers.outputs.count(x) || it == readers.uses.end() || it->second.size() != 2) return std::nullopt;
+    const ir::Node *h = nullptr, *m = nullptr;
+    for (const auto& [node, idx] : it->second) {
+      const ir::Node& r = g_.node(node);
+      if (r.op == "HardSigmoid" && r.domain.empty() && idx == 0 && r.outputs.size() == 1) h = &r;
+      else if (r.op == "Mul" && r.domain.empty() && r.inputs.size() == 2 && r.outputs.size() == 1) m = &r;
+    }
+    if (h == nullptr || m == nullptr) return std::nullopt;
+    const auto* hu = readers.only(h->outputs[0]);
+    const ir::Type& xt = g_.value(x).type;
+    if (hu == nullptr || hu->first != m->id || m->inputs[static_cast<size_t>(1 - hu->second)] != x || !xt.isStatic() ||
+        g_.value(h->outputs[0]).type != xt || g_.value(m->outputs[0]).type != xt)
+      return std::nullopt;
+    return std::make_pair(h, m);
+  };
+  auto alias = [](int k) { return std::make_unique<FnKernel>([k](KernelCall& c) { c.alias(0, c.input(k)); }); };
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
     bool arith = n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div";
     if ((n.op != "Conv" && !arith) || !n.domain.empty() || n.outputs.size() != 1) continue;
     ir::ValueId y = n.outputs[0];
+    if (g_.value(y).type.dtype != DType::kF32 || fused_.count(i)) continue;
+    if (auto hm = sigmoidMul(y)) {
+      const auto [h, m] = *hm;
+      const kernels::Activation act{kernels::ActKind::kHardSigmoidMul, ops::attrFloat(*h, "alpha"),
+                                    ops::attrFloat(*h, "beta")};
+      auto own = makeKernel(g_, n);  // (a Conv prepares its weights at its first run: none made unless a callback watches)
+      if (!kernels_[i]->fuseActivation(act)) continue;
+      const size_t hp = pos_.at(h->id), mp = pos_.at(m->id);
+      const int k = m->inputs[0] == y ? 0 : 1;
+      unfused_[i] = std::move(own);
+      unfused_[hp] = std::exchange(kernels_[hp], alias(0));
+      unfused_[mp] = std::exchange(kernels_[mp], alias(k));
+      fused_[hp] = 0, fused_[mp] = k;
+      sigmoid_mul_[i] = mp;
+      continue;
+    }
     const auto* use = readers.only(y);
-    if (use == nullptr || use->second != 0 || g_.value(y).type.dtype != DType::kF32) continue;
+    if (use == nullptr || use->second != 0) continue;
     const ir::Node& act_node = g_.node(use->first);
     auto act = activationOf(g_, act_node);
     if (!act || !kernels_[i]->fuseActivation(*act)) continue;
-    kernels_[pos_.at(act_node.id)] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
-    fused_.insert(pos_.at(act_node.id));
+    kernels_[pos_.at(act_node.id)] = alias(0);
+    fused_[pos_.at(act_node.id)] = 0;
   }
 }
 
@@ -240,9 +277,11 @@ void Engine::fuseResidualAdds() {
     residual_[conv_pos] = add.inputs[static_cast<size_t>(1 - yi)];
     unfused_[j] = std::move(kernels_[j]);
     kernels_[j] = std::make_unique<FnKernel>([yi](KernelCall& c) { c.alias(0, c.input(yi)); });
+    fused_[j] = yi;
     if (act_pos != kNone) {
       unfused_[act_pos] = std::move(kernels_[act_pos]);
       kernels_[act_pos] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
+      fused_[act_pos] = 0;
     }
   }
 }
@@ -287,26 +326,17 @@ void Engine::blockChannels() {
   }
   if (forms.empty()) return;
   // The input an alias made by a fusion passes on (an activation fused into its producer: 0; a residual Add fused
-  // into its Conv: the Conv's side), or -1.
+  // into its Conv: the Conv's side; x * HardSigmoid(x)'s Mul: x), or -1.
   auto aliased = [&](size_t p) -> int {
-    if (fused_.count(p)) return 0;
-    if (!unfused_.count(p)) return -1;
-    const ir::Node& a = g_.node(order[p]);
-    if (a.op != "Add") return 0;
-    for (int k = 0; k < 2; ++k) {
-      const ir::ValueId y = a.inputs[static_cast<size_t>(k)];
-      const ir::NodeId c = g_.value(y).producer;
-      if (c == ir::kNoNode) continue;
-      auto r = residual_.find(pos_.at(c));
-      if (r != residual_.end() && r->second == a.inputs[static_cast<size_t>(1 - k)]) return k;
-    }
-    return -1;
+    auto f = fused_.find(p);
+    return f == fused_.end() ? -1 : f->second;
   };
   // Each node's value as its readers see it: its output through the aliases its fusions left.
   std::map<size_t, ir::ValueId> final_of;
   std::map<ir::ValueId, size_t> producer_of;  // final value -> its node (a Conv or pool)
   for (const auto& [i, f] : forms) {
     ir::ValueId y = g_.node(order[i]).outputs[0];
+    if (auto sm = sigmoid_mul_.find(i); sm != sigmoid_mul_.end()) y = g_.node(order[sm->second]).outputs[0];
     for (const auto* use = readers.only(y); use != nullptr; use = readers.only(y)) {
       const size_t p = pos_.at(use->first);
       if (aliased(p) != use->second) break;
@@ -354,7 +384,7 @@ void Engine::blockChannels() {
       } else {
         // The residual side of an Add fused into a Conv (linked above).
         const int k = aliased(p);
-        fine = g_.node(node).op == "Add" && unfused_.count(p) && k >= 0 && k != idx;
+        fine = g_.node(node).op == "Add" && k >= 0 && k != idx;  // (fused_ holds no other Add)
       }
     }
     ok[y] = ok[y] && fine;
@@ -417,12 +447,18 @@ void Engine::planConcats() {
       const bool typed = vt.isStatic() && vt.dtype == yt.dtype && vt.shape.size() == yt.shape.size();
       const size_t bytes = typed ? static_cast<size_t>(shapeNumel(vt.shape)) * dtypeSize(vt.dtype) : 0;
       if (typed && seen.insert(v).second && onlyFor(v, n.id)) {
-        // Through an activation fused into its producer (an alias of the producer's output) to that output.
+        // Through the aliases fusions left (an activation fused into its producer, a residual Add fused into its Conv)
+        // to the output a kernel writes, while each value on the way has that alias as its only reader.
         ir::ValueId root = v;
-        const size_t p = pos_.at(g_.value(v).producer);
-        if (fused_.count(p)) {
-          const ir::Node& act = g_.node(order[p]);
-          root = act.inputs.empty() || !onlyFor(act.inputs[0], act.id) ? ir::kNoValue : act.inputs[0];
+        for (auto f = fused_.find(pos_.at(g_.value(v).producer)); f != fused_.end();) {
+          const ir::Node& a = g_.node(order[f->first]);
+          const ir::ValueId in = a.inputs[static_cast<size_t>(f->second)];
+          if (!onlyFor(in, a.id)) {
+            root = ir::kNoValue;
+            break;
+          }
+          root = in;
+          f = fused_.find(pos_.at(g_.value(in).producer));
         }
         if (root != ir::kNoValue && g_.value(root).type.shape == vt.shape && g_.value(root).type.dtype == vt.dtype) {
           auto& slots = place_[pos_.at(g_.value(root).producer)];

@@ -19,7 +19,8 @@ struct EngineOptions {
   int threads = 1;
   bool profile = false;  // record the wall time of every node (see Engine::profile())
   /// Run an activation that is the only consumer of a Conv inside the Conv's epilogue (same bits; the Conv's own
-  /// output then holds the activated values, which matters only to callbacks).
+  /// output then holds the activated values, which matters only to callbacks); and x * HardSigmoid(x) (HardSwish as
+  /// opset 13 exports it) after a Conv or float arithmetic op in its epilogue (runs with a callback run these apart).
   bool fuse_activations = true;
   /// Let the producers of a Concat's inputs write into the Concat's output (Engine::planConcats; same values, the
   /// copies saved).
@@ -59,10 +60,16 @@ class Engine {
   const std::vector<NodeTime>& profile() const { return profile_; }
   /// How many residual Adds run inside their Conv (EngineOptions::fuse_residual_adds).
   size_t fusedResidualAdds() const { return residual_.size(); }
+  /// How many x * HardSigmoid(x) pairs run in their producer's epilogue (EngineOptions::fuse_activations).
+  size_t fusedSigmoidMuls() const { return sigmoid_mul_.size(); }
   /// How many Convs and pools write their value channel-blocked (EngineOptions::block_channels).
   size_t blockedValues() const { return blocked_out_.size(); }
 
  private:
+  /// An activation that is the only reader of a Conv's or float arithmetic op's output runs in its epilogue (the
+  /// activation an alias); so does x * HardSigmoid(x) (HardSwish as opset 13 exports it: x read by a HardSigmoid and
+  /// a Mul of x and the HardSigmoid's output, which the Mul alone reads) — both ops aliases, their own kernels and an
+  /// unfused one of the producer kept in unfused_ for runs with a callback.
   void fuseActivations();
   /// Add(Conv(...), R) [-> Relu / LeakyRelu / Clip], R of the Add's own type and ready before the Conv runs, the
   /// Conv's output read by the Add alone: the Conv's kernel adds R and applies the activation to each part of its
@@ -87,10 +94,11 @@ class Engine {
   std::vector<NodeTime> profile_;
   size_t num_values_ = 0;                 // value ids are below this
   std::vector<ir::ValueId> constants_;    // preloaded into every run
-  std::set<size_t> fused_;                // positions of activations fused into their producer (now aliases)
+  std::map<size_t, int> fused_;  // positions of ops fused into their producer (now aliases) -> the input passed on
   std::map<size_t, ir::ValueId> residual_;  // Conv position -> the residual its kernel adds (fuseResidualAdds)
   std::set<size_t> blocked_in_, blocked_out_;  // positions of Convs reading / writing channel-blocked (blockChannels)
-  std::map<size_t, std::unique_ptr<Kernel>> unfused_;  // own kernels of the Adds / activations it made aliases
+  std::map<size_t, std::unique_ptr<Kernel>> unfused_;  // the kernels to run with a callback (fused ops apart)
+  std::map<size_t, size_t> sigmoid_mul_;  // a producer with x * HardSigmoid(x) fused -> the Mul's position
   static constexpr size_t kNotPlaced = std::numeric_limits<size_t>::max();
   struct Placement {
     size_t concat = kNotPlaced;  // position of the Concat whose output holds this output

@@ -524,6 +524,7 @@ class FusedActivationKernel : public Kernel {
     if (act == "Clip") ka = {kernels::ActKind::kClip, a, b};
     if (act == "LeakyRelu") ka = {kernels::ActKind::kLeakyRelu, a, 0.0f};
     if (act == "HardSwish") ka.kind = kernels::ActKind::kHardSwish;
+    if (act == "HardSigmoid") ka = {kernels::ActKind::kHardSigmoid, a, b};
     if (ka.kind != kernels::ActKind::kNone && inner_->fuseActivation(ka)) return;
     post_ = activationFn(act, a, b);
   }

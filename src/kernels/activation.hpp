@@ -4,13 +4,21 @@
 
 namespace npuc::kernels {
 
-enum class ActKind { kNone, kRelu, kClip, kLeakyRelu, kHardSwish };
+// kHardSigmoid: ONNX HardSigmoid, clamp(a * x + b, 0, 1); kHardSigmoidMul: x * HardSigmoid(x; a, b), the
+// HardSigmoid rounded to float before the product (the two ONNX ops as the engine fuses them into their producer).
+enum class ActKind { kNone, kRelu, kClip, kLeakyRelu, kHardSwish, kHardSigmoid, kHardSigmoidMul };
 
 struct Activation {
   ActKind kind = ActKind::kNone;
-  float a = 0.0f;  // kClip: lower bound; kLeakyRelu: alpha (kHardSwish: none)
-  float b = 0.0f;  // kClip: upper bound
+  float a = 0.0f;  // kClip: lower bound; kLeakyRelu, kHardSigmoid(Mul): alpha (kHardSwish: none)
+  float b = 0.0f;  // kClip: upper bound; kHardSigmoid(Mul): beta
 };
+
+/// ONNX HardSigmoid as the unary op computes it: in double (the product exact), one rounding to float.
+inline float hardSigmoid(float v, float alpha, float beta) {
+  const double t = static_cast<double>(alpha) * static_cast<double>(v) + static_cast<double>(beta);
+  return static_cast<float>(t < 0.0 ? 0.0 : (1.0 < t ? 1.0 : t));
+}
 
 inline float applyActivation(float v, const Activation& act) {
   switch (act.kind) {
@@ -23,6 +31,8 @@ inline float applyActivation(float v, const Activation& act) {
       const double x = v, t = x * (1.0 / 6.0) + 0.5;
       return static_cast<float>(x * (t < 0.0 ? 0.0 : (1.0 < t ? 1.0 : t)));
     }
+    case ActKind::kHardSigmoid: return hardSigmoid(v, act.a, act.b);
+    case ActKind::kHardSigmoidMul: return v * hardSigmoid(v, act.a, act.b);
   }
   return v;
 }

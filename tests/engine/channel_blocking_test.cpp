@@ -70,6 +70,19 @@ struct Builder {
     g.addNode("Add", name + "_node", {a, b}, {out});
     return out;
   }
+  // in * HardSigmoid(in; 1/6, 1/2) as opset 13 exports HardSwish (the Mul's operands in either order); the
+  // HardSigmoid's output in *sigmoid when asked.
+  ir::ValueId hardSwish(const std::string& name, ir::ValueId in, bool sigmoid_first = false,
+                        ir::ValueId* sigmoid = nullptr) {
+    ir::ValueId h = g.addValue(name + "_h").id, out = g.addValue(name).id;
+    ir::Node& n = g.addNode("HardSigmoid", name + "_h_node", {in}, {h});
+    n.attrs["alpha"] = 1.0f / 6.0f;
+    n.attrs["beta"] = 0.5f;
+    g.addNode("Mul", name + "_node", sigmoid_first ? std::vector<ir::ValueId>{h, in} : std::vector<ir::ValueId>{in, h},
+              {out});
+    if (sigmoid != nullptr) *sigmoid = h;
+    return out;
+  }
 };
 
 struct Net : Builder {
@@ -177,6 +190,26 @@ struct PoolNet : Builder {
   }
 };
 
+// MobileNetV3's blocks as opset 13 exports them (HardSwish as x * HardSigmoid(x), fused into the producer):
+// x [1,16,12,12]; e = hs(Conv1x1(x) 16 -> 32)                 e not: a pointwise expansion writes planes
+//   d = hs(dw3x3(e)) (HardSigmoid first in the Mul);          d blocked: the blocks pass through the fused pair
+//   q = hs(Conv3x3(d) 32 -> 32); Conv3x3(q) 32 -> 32, output  q blocked
+//   d2 = hs(dw3x3(e)), its HardSigmoid a graph output;        d2 not: the pair runs apart (the dw writes planes)
+//   Conv1x1(d2) 32 -> 16, an output
+struct HardSwishNet : Builder {
+  explicit HardSwishNet(int64_t batch = 1) {
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 12, 12})).id;
+    g.inputs().push_back(x);
+    ir::ValueId e = hardSwish("e", conv("c0", x, 16, 32, 1));
+    ir::ValueId d = hardSwish("d", conv("dw", e, 32, 32, 3, 32), true);
+    ir::ValueId q = hardSwish("q", conv("cq", d, 32, 32, 3));
+    ir::ValueId h2 = ir::kNoValue;
+    ir::ValueId d2 = hardSwish("d2", conv("dw2", e, 32, 32, 3, 32), false, &h2);
+    g.outputs() = {conv("out", q, 32, 32, 3), h2, conv("p2", d2, 32, 16, 1)};
+    ops::inferShapes(g);
+  }
+};
+
 // The values the AVX2 table blocks in each graph (above); other tables: none.
 size_t expectedBlocked(size_t on_avx2) {
   return std::string(kernels::sgemmVariant()) == "avx2_fma" ? on_avx2 : 0;
@@ -219,6 +252,11 @@ TEST(ChannelBlocking, SameBitsAsPlanes) { expectSameBitsAsPlanes<Net>(16, 10, 3)
 TEST(ChannelBlocking, ResidualChainsSameBitsAsPlanes) { expectSameBitsAsPlanes<ResNet>(16, 12, 4); }
 
 TEST(ChannelBlocking, PoolsSameBitsAsPlanes) { expectSameBitsAsPlanes<PoolNet>(16, 12, 10); }
+
+TEST(ChannelBlocking, ThroughFusedHardSwishSameBitsAsPlanes) {
+  EXPECT_EQ(Engine(HardSwishNet().g).fusedSigmoidMuls(), 3u);  // e, d, q (d2's HardSigmoid is an output)
+  expectSameBitsAsPlanes<HardSwishNet>(16, 12, 2);
+}
 
 TEST(ChannelBlocking, CallbacksSeePlanes) {
   IsaGuard guard;

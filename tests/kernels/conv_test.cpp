@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace npuc::kernels {
@@ -536,6 +537,42 @@ TEST(Conv, DepthwiseSpecialValues) {
         for (size_t i = 0; i < want.size(); ++i)
           if (std::isnan(want[i]) && std::isnan(got[i])) got[i] = want[i];
         EXPECT_EQ(firstBitMismatch(got, want), -1) << "stride " << st << " " << isa << " " << conv.variant();
+      }
+    }
+  }
+}
+
+// Every epilogue activation on a sample of every binade (each 65537th float bit pattern: ±0, subnormals, ±inf, NaNs)
+// and on values around HardSigmoid's corners, through a pointwise layer that copies its input to 16 outputs and a
+// depthwise one that copies 8 channels (weights 1, no bias): every ISA's epilogue against the reference's.
+TEST(Conv, EpilogueActivationsOnSpecialValues) {
+  std::mt19937 rng(23);
+  std::vector<float> xs;
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 65537) {
+    const auto u = static_cast<uint32_t>(b);
+    float v;
+    std::memcpy(&v, &u, 4);
+    xs.push_back(v);
+  }
+  for (float v : randomFloats(rng, 4096, -4.0f, 4.0f)) xs.push_back(v);
+  for (float v : {-3.0f, 3.0f, -2.5f, 2.5f, 0.0f, -0.0f}) xs.push_back(v);
+  while (xs.size() % 8 != 0) xs.push_back(1.0f);
+  const auto n = static_cast<int64_t>(xs.size());
+  for (const ConvShape& s : {shape2d(1, 1, 16, 1, 1, n, 1, 1, 1, 1, 0), shape2d(1, 8, 8, 8, 1, n / 8, 1, 1, 1, 1, 0)}) {
+    const std::vector<float> w(static_cast<size_t>(s.out_channels), 1.0f);
+    for (int a = 0; a < test::kNumActivations; ++a) {
+      const Activation act = test::activationFor(a);
+      std::vector<float> want(static_cast<size_t>(s.out_channels * numel(s.out_spatial)));
+      conv_ref(s, xs.data(), w.data(), nullptr, act, want.data());
+      test::VariantGuard guard;
+      const Conv conv(s, w.data(), nullptr, act);
+      for (const char* isa : {"avx512", "avx2", "portable"}) {
+        forceKernelIsa(isa);
+        std::vector<float> got(want.size(), 7.0f);
+        conv.run(xs.data(), got.data(), nullptr);
+        for (size_t i = 0; i < want.size(); ++i)  // (a NaN's sign and payload are not specified: docs/numerics.md)
+          if (std::isnan(want[i]) && std::isnan(got[i])) got[i] = want[i];
+        EXPECT_EQ(firstBitMismatch(got, want), -1) << "activation " << a << " " << isa << " " << conv.variant();
       }
     }
   }

@@ -894,7 +894,7 @@ TEST(LayersBinary, BroadcastingMatchesNaive) {
     if (!a.empty()) a[0] = std::nanf("");
     for (int k = 0; k < static_cast<int>(BinaryOp::kCount); ++k) {
       const BinaryOp op = static_cast<BinaryOp>(k);
-      for (int ai = 0; ai < 5; ++ai) {
+      for (int ai = 0; ai < test::kNumActivations; ++ai) {
         const Activation act = test::activationFor(ai);
         for (bool swap : {false, true}) {
           const Shape& s1 = swap ? bs : as;

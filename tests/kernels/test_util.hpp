@@ -34,12 +34,16 @@ inline int64_t firstBitMismatch(const std::vector<float>& a, const std::vector<f
   return -1;
 }
 
+/// Each epilogue activation (kNumActivations of them), by i modulo that count.
+constexpr int kNumActivations = 7;
 inline Activation activationFor(int i) {
-  switch (i % 5) {
+  switch (i % kNumActivations) {
     case 1: return {ActKind::kRelu, 0.0f, 0.0f};
     case 2: return {ActKind::kClip, -0.25f, 0.5f};
     case 3: return {ActKind::kLeakyRelu, 0.1f, 0.0f};
     case 4: return {ActKind::kHardSwish, 0.0f, 0.0f};
+    case 5: return {ActKind::kHardSigmoid, 0.2f, 0.5f};
+    case 6: return {ActKind::kHardSigmoidMul, 1.0f / 6.0f, 0.5f};
     default: return {};
   }
 }

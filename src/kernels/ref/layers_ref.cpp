@@ -155,7 +155,7 @@ inline float unaryT(float x, float alpha, float beta) {
   else if constexpr (Op == UnaryOp::kSigmoid) return sigmoidF32(x);
   else if constexpr (Op == UnaryOp::kTanh) return tanhF32(x);
   else if constexpr (Op == UnaryOp::kHardSigmoid)
-    return static_cast<float>(std::clamp(static_cast<double>(alpha) * xd + static_cast<double>(beta), 0.0, 1.0));
+    return hardSigmoid(x, alpha, beta);
   else if constexpr (Op == UnaryOp::kHardSwish) return static_cast<float>(xd * std::clamp(xd / 6.0 + 0.5, 0.0, 1.0));
   // Swish and Mish are the fused forms of the ONNX op chains x * Sigmoid(x) and x * Tanh(Softplus(x)): each
   // op of the chain rounds to float.

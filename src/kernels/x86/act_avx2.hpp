@@ -13,8 +13,10 @@ namespace {
 struct Act8 {
   ActKind kind;
   __m256 a, b, zero;
+  __m256d ad, bd;  // a and b in double (kHardSigmoid, kHardSigmoidMul)
   explicit Act8(const Activation& act)
-      : kind(act.kind), a(_mm256_set1_ps(act.a)), b(_mm256_set1_ps(act.b)), zero(_mm256_setzero_ps()) {}
+      : kind(act.kind), a(_mm256_set1_ps(act.a)), b(_mm256_set1_ps(act.b)), zero(_mm256_setzero_ps()),
+        ad(_mm256_set1_pd(act.a)), bd(_mm256_set1_pd(act.b)) {}
   __m256 apply(__m256 v) const {
     switch (kind) {
       case ActKind::kNone: return v;
@@ -27,6 +29,8 @@ struct Act8 {
         return _mm256_blendv_ps(v, _mm256_mul_ps(v, a), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
       case ActKind::kHardSwish:  // (in double, four lanes at a time, as the scalar definition)
         return _mm256_set_m128(hardSwish4(_mm256_extractf128_ps(v, 1)), hardSwish4(_mm256_castps256_ps128(v)));
+      case ActKind::kHardSigmoid: return hardSigmoid8(v);
+      case ActKind::kHardSigmoidMul: return _mm256_mul_ps(v, hardSigmoid8(v));
     }
     return v;
   }
@@ -36,6 +40,19 @@ struct Act8 {
     t = _mm256_blendv_pd(t, zero, _mm256_cmp_pd(t, zero, _CMP_LT_OQ));
     t = _mm256_blendv_pd(t, one, _mm256_cmp_pd(t, one, _CMP_GT_OQ));
     return _mm256_cvtpd_ps(_mm256_mul_pd(x, t));
+  }
+  // hardSigmoid(): a * x + b in double (the product exact, so one fused step rounds as the scalar code's two), to
+  // float, then clamped — rounding is monotonic and 0 and 1 are floats, so clamping after it gives the same bits;
+  // max / min with the value second keep NaN and -0.0 as the scalar comparisons do.
+  __m256 hardSigmoid8(__m256 v) const {
+    const __m128 lo = _mm256_cvtpd_ps(_mm256_fmadd_pd(ad, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), bd));
+    const __m128 hi = _mm256_cvtpd_ps(_mm256_fmadd_pd(ad, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), bd));
+    return _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(zero, _mm256_set_m128(hi, lo)));
+  }
+  // The same four lanes at a time (the unary op's vector form).
+  static __m128 hardSigmoid4(__m128 f, __m256d a, __m256d b) {
+    const __m128 t = _mm256_cvtpd_ps(_mm256_fmadd_pd(a, _mm256_cvtps_pd(f), b));
+    return _mm_min_ps(_mm_set1_ps(1.0f), _mm_max_ps(_mm_setzero_ps(), t));
   }
 };
 

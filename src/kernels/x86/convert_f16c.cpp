@@ -38,7 +38,9 @@ void f32ToF16__f16c(const float* x, uint16_t* y, int64_t n, const Activation& ac
         v = _mm256_blendv_ps(_mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ)), lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
         break;
       case ActKind::kLeakyRelu: v = _mm256_blendv_ps(v, _mm256_mul_ps(v, lo), _mm256_cmp_ps(v, zero, _CMP_LT_OQ)); break;
-      case ActKind::kHardSwish: {  // (the scalar definition, lane by lane)
+      case ActKind::kHardSwish:
+      case ActKind::kHardSigmoid:
+      case ActKind::kHardSigmoidMul: {  // (the scalar definition, lane by lane)
         alignas(32) float t[8];
         for (int k = 0; k < 8; ++k) t[k] = applyActivation(x[i + k], act);
         v = _mm256_load_ps(t);

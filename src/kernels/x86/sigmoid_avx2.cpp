@@ -66,14 +66,6 @@ inline __m256 tanh8(__m256 xf) {
 
 // HardSigmoid: clamp(alpha · x + beta, 0, 1) in double (multiply, then add: never fused), one rounding; std::clamp
 // keeps a NaN lane NaN, as the compares below do.
-inline __m128 hardSigmoid4(__m128 f, __m256d a, __m256d b) {
-  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
-  __m256d t = _mm256_add_pd(_mm256_mul_pd(a, _mm256_cvtps_pd(f)), b);
-  t = _mm256_blendv_pd(t, zero, _mm256_cmp_pd(t, zero, _CMP_LT_OQ));
-  t = _mm256_blendv_pd(t, one, _mm256_cmp_pd(t, one, _CMP_GT_OQ));
-  return _mm256_cvtpd_ps(t);
-}
-
 template <typename F>
 void apply(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
@@ -93,7 +85,7 @@ void hardSwishAvx2(const float* x, float* y, int64_t n) { apply(x, y, n, [](__m1
 
 void hardSigmoidAvx2(float alpha, float beta, const float* x, float* y, int64_t n) {
   const __m256d a = _mm256_set1_pd(alpha), b = _mm256_set1_pd(beta);
-  apply(x, y, n, [&](__m128 f) { return hardSigmoid4(f, a, b); });
+  apply(x, y, n, [&](__m128 f) { return Act8::hardSigmoid4(f, a, b); });
 }
 
 void sigmoidAvx2(const float* x, float* y, int64_t n) {

@@ -54,12 +54,6 @@ inline __m256 tanh8(__m256 xf) {
   return _mm256_mask_mov_ps(f, keep, xf);
 }
 
-/// std::clamp(t, 0, 1) lane by lane: t < 0 ? 0 : (1 < t ? 1 : t) (a NaN lane stays NaN, as the scalar code keeps it).
-inline __m512d clamp01(__m512d t) {
-  t = _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_setzero_pd(), _CMP_LT_OQ), _mm512_setzero_pd());
-  return _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_set1_pd(1.0), _CMP_GT_OQ), _mm512_set1_pd(1.0));
-}
-
 /// HardSwish (unaryT): x · clamp(x / 6 + 0.5, 0, 1) in double, one rounding to float — the convolution epilogue's form
 /// (Act16::hardSwish8: x / 6 taken as x · (1 / 6), the same float for every x;
 /// LayersUnary.FastHardSwishAndHardSigmoidAreTheirBits).
@@ -83,7 +77,7 @@ void hardSwishAvx512(const float* x, float* y, int64_t n) { apply(x, y, n, hardS
 // HardSigmoid (unaryT): clamp(alpha · x + beta, 0, 1) in double, one rounding to float.
 void hardSigmoidAvx512(float alpha, float beta, const float* x, float* y, int64_t n) {
   const __m512d a = _mm512_set1_pd(alpha), b = _mm512_set1_pd(beta);
-  apply(x, y, n, [&](__m256 xf) { return _mm512_cvtpd_ps(clamp01(_mm512_add_pd(_mm512_mul_pd(a, _mm512_cvtps_pd(xf)), b))); });
+  apply(x, y, n, [&](__m256 xf) { return Act16::hardSigmoid8(xf, a, b); });
 }
 
 }  // namespace npuc::kernels::detail
