@@ -418,6 +418,13 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(1, 12, 19, 1, 14, 30, 5, 5, 1, 1, 2), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(1, 4, 9, 1, 20, 16, 3, 1, 1, 1, 0), rng, relu, true, "direct_gemm_avx2");
   expectConvMatches(shape2d(2, 24, 70, 1, 9, 11, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
+  // One output position (an SE block's 1x1 layers on a pooled vector): the matrix-vector product over the packed
+  // weights — split across threads (576 -> 144), batch 2 with rows past the last whole panel, groups, and no bias.
+  const Activation gate{ActKind::kHardSigmoid, 1.0f / 6.0f, 0.5f};
+  expectConvMatches(shape2d(1, 576, 144, 1, 1, 1, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(2, 40, 13, 1, 1, 1, 1, 1, 1, 1, 0), rng, gate, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(2, 64, 48, 2, 1, 1, 1, 1, 1, 1, 0), rng, gate, true, "im2col_gemm_avx2");
+  expectConvMatches(shape2d(2, 24, 20, 1, 1, 1, 1, 1, 1, 1, 0), rng, {}, false, "im2col_gemm_avx2");
   // Pointwise with few output channels (B read in place on AVX-512): several k-blocks, a partial last row panel
   // and a column remainder; groups and batch; a squeeze layer's shape.
   expectConvMatches(shape2d(1, 600, 20, 1, 9, 13, 1, 1, 1, 1, 0), rng, relu6, true, "im2col_gemm_avx2");

@@ -413,6 +413,21 @@ void Conv::Impl::runGemm(Io io, ThreadPool* pool) const {
     io.xh = nullptr;
   }
   const float* x = io.x;
+  if (N == 1 && pointwise && io.xh == nullptr && io.yh == nullptr && !io.xb && !io.yb && io.r == nullptr) {
+    // One output position per image (an SE block's 1x1 convolutions on a pooled vector): a matrix-vector product
+    // over the packed weights (sgemm_packed's N == 1 form, the same sums) — no B packed, no column-tail tiles.
+    for (int64_t o = 0; o < s.batch * s.groups; ++o) {
+      const int64_t b = o / s.groups, grp = o % s.groups;
+      GemmArgs ga;
+      ga.M = mg, ga.N = 1, ga.K = K;
+      ga.B = x + (b * s.in_channels + grp * cg) * HW, ga.ldb = 1;
+      ga.C = io.y + (b * s.out_channels + grp * mg) * N, ga.ldc = 1;
+      if (!bias.empty()) ga.bias = bias.data() + grp * mg, ga.bias_kind = BiasKind::kPerRow;
+      ga.act = act;
+      sgemm_packed(*packed[static_cast<size_t>(grp)], ga, pool);
+    }
+    return;
+  }
   const detail::KernelTable& kt = detail::activeKernels();
   const GemmBlocking blk = detail::blockingForDepth(K, detail::effectiveBlocking());
   const int threads = pool != nullptr ? pool->size() : 1;
