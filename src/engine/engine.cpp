@@ -221,7 +221,7 @@ void Engine::fuseActivations() {
       const auto [h, m] = *hm;
       const kernels::Activation act{kernels::ActKind::kHardSigmoidMul, ops::attrFloat(*h, "alpha"),
                                     ops::attrFloat(*h, "beta")};
-      auto own = makeKernel(g_, n);  // (a Conv prepares its weights at its first run: none made unless a callback watches)
+      auto own = makeKernel(g_, n);  // (a Conv prepares its weights at its first run: none unless a callback watches)
       if (!kernels_[i]->fuseActivation(act)) continue;
       const size_t hp = pos_.at(h->id), mp = pos_.at(m->id);
       const int k = m->inputs[0] == y ? 0 : 1;
@@ -236,9 +236,13 @@ void Engine::fuseActivations() {
     if (use == nullptr || use->second != 0) continue;
     const ir::Node& act_node = g_.node(use->first);
     auto act = activationOf(g_, act_node);
-    if (!act || !kernels_[i]->fuseActivation(*act)) continue;
-    kernels_[pos_.at(act_node.id)] = alias(0);
-    fused_[pos_.at(act_node.id)] = 0;
+    if (!act) continue;
+    auto own = makeKernel(g_, n);
+    if (!kernels_[i]->fuseActivation(*act)) continue;
+    const size_t ap = pos_.at(act_node.id);
+    unfused_[i] = std::move(own);
+    unfused_[ap] = std::exchange(kernels_[ap], alias(0));
+    fused_[ap] = 0;
   }
 }
 

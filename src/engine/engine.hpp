@@ -18,9 +18,9 @@ namespace npuc::engine {
 struct EngineOptions {
   int threads = 1;
   bool profile = false;  // record the wall time of every node (see Engine::profile())
-  /// Run an activation that is the only consumer of a Conv inside the Conv's epilogue (same bits; the Conv's own
-  /// output then holds the activated values, which matters only to callbacks); and x * HardSigmoid(x) (HardSwish as
-  /// opset 13 exports it) after a Conv or float arithmetic op in its epilogue (runs with a callback run these apart).
+  /// Run an activation that is the only consumer of a Conv's or float arithmetic op's output in its epilogue, and
+  /// x * HardSigmoid(x) (HardSwish as opset 13 exports it) too (same bits). Runs with a callback run them apart, so
+  /// that the callback sees each op's own output.
   bool fuse_activations = true;
   /// Let the producers of a Concat's inputs write into the Concat's output (Engine::planConcats; same values, the
   /// copies saved).
@@ -68,8 +68,8 @@ class Engine {
  private:
   /// An activation that is the only reader of a Conv's or float arithmetic op's output runs in its epilogue (the
   /// activation an alias); so does x * HardSigmoid(x) (HardSwish as opset 13 exports it: x read by a HardSigmoid and
-  /// a Mul of x and the HardSigmoid's output, which the Mul alone reads) — both ops aliases, their own kernels and an
-  /// unfused one of the producer kept in unfused_ for runs with a callback.
+  /// a Mul of x and the HardSigmoid's output, which the Mul alone reads; both ops aliases). Their own kernels and an
+  /// unfused one of the producer are kept in unfused_ for runs with a callback.
   void fuseActivations();
   /// Add(Conv(...), R) [-> Relu / LeakyRelu / Clip], R of the Add's own type and ready before the Conv runs, the
   /// Conv's output read by the Add alone: the Conv's kernel adds R and applies the activation to each part of its

@@ -549,9 +549,10 @@ TEST(Conv, DepthwiseSpecialValues) {
   }
 }
 
-// Every epilogue activation on a sample of every binade (each 65537th float bit pattern: ±0, subnormals, ±inf, NaNs)
-// and on values around HardSigmoid's corners, through a pointwise layer that copies its input to 16 outputs and a
-// depthwise one that copies 8 channels (weights 1, no bias): every ISA's epilogue against the reference's.
+// Every epilogue activation on a sample of every binade (each 65537th float bit pattern: subnormals, NaNs), ±0, ±inf,
+// the smallest subnormals and values around HardSigmoid's corners, through a pointwise layer that copies its input to
+// 16 outputs and a depthwise one that copies 8 channels (weights 1, bias -0 so that -0 reaches the epilogue): every
+// ISA's epilogue against the reference's.
 TEST(Conv, EpilogueActivationsOnSpecialValues) {
   std::mt19937 rng(23);
   std::vector<float> xs;
@@ -562,17 +563,18 @@ TEST(Conv, EpilogueActivationsOnSpecialValues) {
     xs.push_back(v);
   }
   for (float v : randomFloats(rng, 4096, -4.0f, 4.0f)) xs.push_back(v);
-  for (float v : {-3.0f, 3.0f, -2.5f, 2.5f, 0.0f, -0.0f}) xs.push_back(v);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {-3.0f, 3.0f, -2.5f, 2.5f, 0.0f, -0.0f, inf, -inf, 1e-45f, -1e-45f, -1e-40f, std::nanf("")}) xs.push_back(v);
   while (xs.size() % 8 != 0) xs.push_back(1.0f);
   const auto n = static_cast<int64_t>(xs.size());
   for (const ConvShape& s : {shape2d(1, 1, 16, 1, 1, n, 1, 1, 1, 1, 0), shape2d(1, 8, 8, 8, 1, n / 8, 1, 1, 1, 1, 0)}) {
-    const std::vector<float> w(static_cast<size_t>(s.out_channels), 1.0f);
+    const std::vector<float> w(static_cast<size_t>(s.out_channels), 1.0f), b(w.size(), -0.0f);
     for (int a = 0; a < test::kNumActivations; ++a) {
       const Activation act = test::activationFor(a);
       std::vector<float> want(static_cast<size_t>(s.out_channels * numel(s.out_spatial)));
-      conv_ref(s, xs.data(), w.data(), nullptr, act, want.data());
+      conv_ref(s, xs.data(), w.data(), b.data(), act, want.data());
       test::VariantGuard guard;
-      const Conv conv(s, w.data(), nullptr, act);
+      const Conv conv(s, w.data(), b.data(), act);
       for (const char* isa : {"avx512", "avx2", "portable"}) {
         forceKernelIsa(isa);
         std::vector<float> got(want.size(), 7.0f);

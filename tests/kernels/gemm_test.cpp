@@ -200,10 +200,11 @@ TEST(Gemm, ActivationSpecialValuesBitExact) {
   // K = 0: the output is act(bias); special values check the vector epilogue against applyActivation.
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> bias{-0.0f, 0.0f, nan, -nan, inf, -inf, -1.0f, 1.0f, -0.25f, 0.5f, 0.75f, -3.0f, 1e-40f, -1e-40f};
+  std::vector<float> bias{-0.0f, 0.0f, nan, -nan, inf, -inf, -1.0f, 1.0f, -0.25f, 0.5f, 0.75f, -3.0f, 1e-40f, -1e-40f,
+                          -1e-45f, 1e-45f, 3.0f, 2.5f, -2.5f};
   while (bias.size() < 37) bias.push_back(static_cast<float>(bias.size()) * -0.125f + 2.0f);
   const std::vector<float> A{1.0f}, B{1.0f};
-  for (int a = 0; a < 5; ++a) {  // (every activation of test::activationFor)
+  for (int a = 0; a < test::kNumActivations; ++a) {  // (every activation of test::activationFor)
     for (int bk = 1; bk <= 2; ++bk) {
       std::vector<float> C;
       const int64_t M = bk == 1 ? 37 : 3, N = bk == 1 ? 3 : 37;

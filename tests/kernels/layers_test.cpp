@@ -766,13 +766,15 @@ TEST(LayersUnary, FastHardSwishAndHardSigmoidAreTheirBits) {
         ASSERT_EQ(firstBitMismatch(fast, ref), -1) << "HardSwish " << form << ", block at 0x" << std::hex << (base | sign);
       }
   std::vector<float> sample = sampledFloats(-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), true);
+  for (float v : {-1e-45f, 1e-45f, -3e-45f, -0.0f}) sample.push_back(v);  // (HardSigmoid with beta 0: +0 from a tiny negative)
   struct Case {
     UnaryOp op;
     float alpha, beta;
   };
   for (const char* isa : {"avx512", "avx2"})  // (each form the CPU has: a wider one is capped to it)
     for (const Case& c : {Case{UnaryOp::kHardSwish, 0, 0}, Case{UnaryOp::kHardSigmoid, 0.2f, 0.5f},
-                          Case{UnaryOp::kHardSigmoid, 1.0f / 6.0f, 0.5f}, Case{UnaryOp::kSwish, 0, 0}})
+                          Case{UnaryOp::kHardSigmoid, 1.0f / 6.0f, 0.5f}, Case{UnaryOp::kHardSigmoid, 0.2f, 0.0f},
+                          Case{UnaryOp::kSwish, 0, 0}})
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools().p3})
         for (size_t off = 0; off < 4; ++off) {  // (tails of every length)
           const std::vector<float> in(sample.begin() + static_cast<std::ptrdiff_t>(off), sample.end());

@@ -35,7 +35,7 @@ inline int64_t firstBitMismatch(const std::vector<float>& a, const std::vector<f
 }
 
 /// Each epilogue activation (kNumActivations of them), by i modulo that count.
-constexpr int kNumActivations = 7;
+constexpr int kNumActivations = 8;
 inline Activation activationFor(int i) {
   switch (i % kNumActivations) {
     case 1: return {ActKind::kRelu, 0.0f, 0.0f};
@@ -44,6 +44,7 @@ inline Activation activationFor(int i) {
     case 4: return {ActKind::kHardSwish, 0.0f, 0.0f};
     case 5: return {ActKind::kHardSigmoid, 0.2f, 0.5f};
     case 6: return {ActKind::kHardSigmoidMul, 1.0f / 6.0f, 0.5f};
+    case 7: return {ActKind::kHardSigmoid, 0.2f, 0.0f};  // (a tiny negative x: +0, not -0)
     default: return {};
   }
 }

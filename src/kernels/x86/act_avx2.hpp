@@ -41,18 +41,17 @@ struct Act8 {
     t = _mm256_blendv_pd(t, one, _mm256_cmp_pd(t, one, _CMP_GT_OQ));
     return _mm256_cvtpd_ps(_mm256_mul_pd(x, t));
   }
-  // hardSigmoid(): a * x + b in double (the product exact, so one fused step rounds as the scalar code's two), to
-  // float, then clamped — rounding is monotonic and 0 and 1 are floats, so clamping after it gives the same bits;
-  // max / min with the value second keep NaN and -0.0 as the scalar comparisons do.
+  // hardSigmoid(): a * x + b in double (the product exact, so one fused step rounds as the scalar code's two), the
+  // lower clamp in double (max with the value second keeps NaN and -0.0 as the scalar comparison does; a negative
+  // sum too small for a float must give +0, not the -0 its rounding would), then to float and the upper clamp there
+  // (rounding is monotonic and 1 is a float, so clamping after it gives the same bits).
   __m256 hardSigmoid8(__m256 v) const {
-    const __m128 lo = _mm256_cvtpd_ps(_mm256_fmadd_pd(ad, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), bd));
-    const __m128 hi = _mm256_cvtpd_ps(_mm256_fmadd_pd(ad, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), bd));
-    return _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(zero, _mm256_set_m128(hi, lo)));
+    return _mm256_set_m128(hardSigmoid4(_mm256_extractf128_ps(v, 1), ad, bd), hardSigmoid4(_mm256_castps256_ps128(v), ad, bd));
   }
-  // The same four lanes at a time (the unary op's vector form).
+  // The same four lanes at a time (also the unary op's vector form).
   static __m128 hardSigmoid4(__m128 f, __m256d a, __m256d b) {
-    const __m128 t = _mm256_cvtpd_ps(_mm256_fmadd_pd(a, _mm256_cvtps_pd(f), b));
-    return _mm_min_ps(_mm_set1_ps(1.0f), _mm_max_ps(_mm_setzero_ps(), t));
+    const __m256d t = _mm256_max_pd(_mm256_setzero_pd(), _mm256_fmadd_pd(a, _mm256_cvtps_pd(f), b));
+    return _mm_min_ps(_mm_set1_ps(1.0f), _mm256_cvtpd_ps(t));
   }
 };
 

@@ -50,21 +50,19 @@ struct Act16 {
     t = _mm512_mask_mov_pd(t, _mm512_cmp_pd_mask(t, _mm512_set1_pd(1.0), _CMP_GT_OQ), _mm512_set1_pd(1.0));
     return _mm512_mul_pd(x, t);
   }
-  // hardSigmoid(): a * x + b in double (the product exact, so one fused step rounds as the scalar code's two), to
-  // float, then clamped — rounding is monotonic and 0 and 1 are floats, so clamping after it gives the same bits;
-  // max / min with the value second keep NaN and -0.0 as the scalar comparisons do.
+  // hardSigmoid(): a * x + b in double (the product exact, so one fused step rounds as the scalar code's two), the
+  // lower clamp in double (max with the value second keeps NaN and -0.0 as the scalar comparison does; a negative
+  // sum too small for a float must give +0, not the -0 its rounding would), then to float and the upper clamp there
+  // (rounding is monotonic and 1 is a float, so clamping after it gives the same bits).
   __m512 hardSigmoid16(__m512 v) const {
-    const __m256 lo = _mm512_cvtpd_ps(_mm512_fmadd_pd(ad, _mm512_cvtps_pd(_mm512_castps512_ps256(v)), bd));
-    const __m256 hi = _mm512_cvtpd_ps(
-        _mm512_fmadd_pd(ad, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), bd));
-    const __m512 t =
-        _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
-    return _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(zero, t));
+    const __m256 lo = hardSigmoid8(_mm512_castps512_ps256(v), ad, bd);
+    const __m256 hi = hardSigmoid8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)), ad, bd);
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
   }
-  // Eight lanes at a time (the unary op's vector form).
+  // Eight lanes at a time (also the unary op's vector form).
   static __m256 hardSigmoid8(__m256 f, __m512d a, __m512d b) {
-    const __m256 t = _mm512_cvtpd_ps(_mm512_fmadd_pd(a, _mm512_cvtps_pd(f), b));
-    return _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(_mm256_setzero_ps(), t));
+    const __m512d t = _mm512_max_pd(_mm512_setzero_pd(), _mm512_fmadd_pd(a, _mm512_cvtps_pd(f), b));
+    return _mm256_min_ps(_mm256_set1_ps(1.0f), _mm512_cvtpd_ps(t));
   }
 };
 

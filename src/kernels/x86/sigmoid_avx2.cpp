@@ -64,8 +64,6 @@ inline __m256 tanh8(__m256 xf) {
   return _mm256_blendv_ps(f, xf, keep);
 }
 
-// HardSigmoid: clamp(alpha · x + beta, 0, 1) in double (multiply, then add: never fused), one rounding; std::clamp
-// keeps a NaN lane NaN, as the compares below do.
 template <typename F>
 void apply(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
@@ -83,6 +81,7 @@ void apply(const float* x, float* y, int64_t n, F f) {
 // convolution epilogue's form, Act8::hardSwish4).
 void hardSwishAvx2(const float* x, float* y, int64_t n) { apply(x, y, n, [](__m128 f) { return Act8::hardSwish4(f); }); }
 
+// HardSigmoid: Act8::hardSigmoid4, the convolution epilogue's form (the bits of hardSigmoid(), NaN and -0 kept).
 void hardSigmoidAvx2(float alpha, float beta, const float* x, float* y, int64_t n) {
   const __m256d a = _mm256_set1_pd(alpha), b = _mm256_set1_pd(beta);
   apply(x, y, n, [&](__m128 f) { return Act8::hardSigmoid4(f, a, b); });

@@ -74,7 +74,7 @@ void apply(const float* x, float* y, int64_t n, F f) {
 void sigmoidAvx512(const float* x, float* y, int64_t n) { apply(x, y, n, sigmoid8); }
 void tanhAvx512(const float* x, float* y, int64_t n) { apply(x, y, n, tanh8); }
 void hardSwishAvx512(const float* x, float* y, int64_t n) { apply(x, y, n, hardSwish8); }
-// HardSigmoid (unaryT): clamp(alpha · x + beta, 0, 1) in double, one rounding to float.
+// HardSigmoid (unaryT): Act16::hardSigmoid8, the convolution epilogue's form (the bits of hardSigmoid()).
 void hardSigmoidAvx512(float alpha, float beta, const float* x, float* y, int64_t n) {
   const __m512d a = _mm512_set1_pd(alpha), b = _mm512_set1_pd(beta);
   apply(x, y, n, [&](__m256 xf) { return Act16::hardSigmoid8(xf, a, b); });
