@@ -1,5 +1,5 @@
 // npuc_kernels_bench: GFLOP/s of the fast float kernels (sgemm, sgemm_packed, Conv on resnet50 / mobilenet_v2
-// shapes, conv_transpose) at 1 and 2 threads, GMAC/s of their int8 forms and of attention's products of two
+// shapes, MobileNetV2 blocks as chains of three layers, conv_transpose) at 1 and 2 threads, GMAC/s of their int8 forms and of attention's products of two
 // activations (float and int8); pooling (GoogLeNet / SqueezeNet shapes) as GB/s read, reference and fast. Flops
 // count 2 per multiply-add, padded taps included. peak/*: the CPU's own rates from register-only loops (twelve
 // independent accumulators): AVX2 FMA (GFLOP/s) and AVX2 vpmaddwd + vpaddd, the int8 convolution's exact step there
@@ -103,6 +103,42 @@ void benchConv(benchmark::State& state, ConvShape s, bool cold = false, Layouts 
   const double macs = static_cast<double>(s.out_channels) * static_cast<double>(ohw) *
                       static_cast<double>(s.in_channels / s.groups) * static_cast<double>(taps);
   setFlops(state, 2.0 * macs, conv.variant());
+}
+
+// A MobileNetV2 block as the engine runs it: expansion 1x1 (ReLU6), depthwise 3x3 (ReLU6), projection 1x1, each
+// layer reading the one before's output, every layer on the same threads. Against the same layers alone (conv/):
+// at 2 threads each layer then reads lines the other core wrote (kernels.md "2-thread partitioning").
+void benchChain(benchmark::State& state, int64_t c, int64_t e, int64_t h) {
+  const int threads = static_cast<int>(state.range(0));
+  auto shape = [h](int64_t in, int64_t out, int64_t k, int64_t groups) {
+    ConvShape s;
+    s.in_channels = in, s.out_channels = out, s.groups = groups;
+    s.in_spatial = s.out_spatial = {h, h}, s.kernel = {k, k}, s.stride = {1, 1}, s.dilation = {1, 1};
+    s.pad_begin = {k / 2, k / 2};
+    return s;
+  };
+  const ConvShape sh[3] = {shape(c, e, 1, 1), shape(e, e, 3, e), shape(e, c, 1, 1)};
+  const Activation relu6{ActKind::kClip, 0.0f, 6.0f};
+  std::vector<std::unique_ptr<Conv>> convs;
+  double macs = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t k = (sh[i].in_channels / sh[i].groups) * sh[i].kernel[0] * sh[i].kernel[1];
+    const auto w = randomVec(static_cast<size_t>(sh[i].out_channels * k), 10 + i);
+    const auto b = randomVec(static_cast<size_t>(sh[i].out_channels), 20 + i);
+    convs.push_back(std::make_unique<Conv>(sh[i], w.data(), b.data(), i < 2 ? relu6 : Activation{}));
+    macs += static_cast<double>(sh[i].out_channels * h * h * k);
+  }
+  const auto x = randomVec(static_cast<size_t>(c * h * h), 1);
+  std::vector<float> a(static_cast<size_t>(e * h * h)), d(a.size()), y(x.size());
+  npuc::ThreadPool* pool = poolFor(threads);
+  for (auto _ : state) {
+    convs[0]->run(x.data(), a.data(), pool);
+    convs[1]->run(a.data(), d.data(), pool);
+    convs[2]->run(d.data(), y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  setFlops(state, 2.0 * macs, "expand + depthwise + project");
 }
 
 // The int8-affine convolution (kernels::QConv, weights packed once) on the best path of this CPU: GMAC/s.
@@ -427,6 +463,9 @@ void registerAll() {
     reg(kind + "vit_scores_12x197x64x197", [int8](benchmark::State& st) { benchMatMul(st, 12, 197, 64, 197, int8); });
     reg(kind + "vit_context_12x197x197x64", [int8](benchmark::State& st) { benchMatMul(st, 12, 197, 197, 64, int8); });
   }
+  reg("chain/mbv2_64-384-64_14", [](benchmark::State& st) { benchChain(st, 64, 384, 14); });
+  reg("chain/mbv2_32-192-32_28", [](benchmark::State& st) { benchChain(st, 32, 192, 28); });
+  reg("chain/mbv2_24-144-24_56", [](benchmark::State& st) { benchChain(st, 24, 144, 56); });
   reg("conv_transpose/4x4s2_64-32_28", benchConvTranspose);
   struct P {
     const char* name;
