@@ -46,17 +46,22 @@ inline void storePixels(const DwBlockArgs& p, int64_t at, const __m256 v[8], int
   }
 }
 
-// Eight output pixels (ow0 .. ow0+7 of row oh; the first n stored) of the block's channels.
+// Eight output pixels (ow0 .. ow0+7 of row oh; the first n stored) of the block's channels. KH, KW > 0: the window's
+// size fixed at compile time (the tap loops unrolled); 0: p.kh, p.kw.
+template <int KH, int KW>
 void pixels8(const DwBlockArgs& p, const Act8& f, int64_t oh, int64_t ow0, int64_t n) {
   __m256 acc[8];
   const __m256 bias = _mm256_loadu_ps(p.bias);
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) acc[j] = bias;
   const int64_t step = p.sw * 8;
+  const int64_t kh = KH > 0 ? KH : p.kh, kw = KW > 0 ? KW : p.kw;
   const float* wt = p.w;
-  for (int64_t ki = 0; ki < p.kh; ++ki) {
+#pragma GCC unroll 5
+  for (int64_t ki = 0; ki < kh; ++ki) {
     const float* row = p.xt + ((oh * p.sh + ki * p.dh) * p.wp + ow0 * p.sw) * 8;
-    for (int64_t kj = 0; kj < p.kw; ++kj, wt += 8) {
+#pragma GCC unroll 5
+    for (int64_t kj = 0; kj < kw; ++kj, wt += 8) {
       const __m256 w = _mm256_loadu_ps(wt);
       const float* x = row + kj * p.dw * 8;
 #pragma GCC unroll 8
@@ -128,13 +133,22 @@ void f32_dwconv_pack8__avx2(const DwPackArgs& p) {
   else pack8(p, p.x);
 }
 
-void f32_dwconv_block8__avx2(const DwBlockArgs& p) {
+namespace {
+template <int KH, int KW>
+void rows8(const DwBlockArgs& p) {
   const Act8 f(*p.act);
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
     int64_t ow = 0;
-    for (; ow + 8 <= p.out_w; ow += 8) pixels8(p, f, oh, ow, 8);
-    if (ow < p.out_w) pixels8(p, f, oh, ow, p.out_w - ow);
+    for (; ow + 8 <= p.out_w; ow += 8) pixels8<KH, KW>(p, f, oh, ow, 8);
+    if (ow < p.out_w) pixels8<KH, KW>(p, f, oh, ow, p.out_w - ow);
   }
+}
+}  // namespace
+
+void f32_dwconv_block8__avx2(const DwBlockArgs& p) {
+  if (p.kh == 3 && p.kw == 3) rows8<3, 3>(p);
+  else if (p.kh == 5 && p.kw == 5) rows8<5, 5>(p);
+  else rows8<0, 0>(p);
 }
 
 }  // namespace npuc::kernels::detail
