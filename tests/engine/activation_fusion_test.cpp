@@ -4,7 +4,6 @@
 // each op's own output, a Conv's before its activation).
 #include "engine_test_util.hpp"
 
-#include <cstring>
 #include <limits>
 
 namespace npuc::engine {
@@ -94,50 +93,29 @@ EngineOptions noFusions() {
   return o;
 }
 
-void expectSameBits(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].shape(), want[i].shape()) << "output " << i;
-    EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), got[i].nbytes()), 0) << "output " << i;
-  }
-}
-
 TEST(ActivationFusion, SameBitsAsTheSeparateOps) {
   Net net;
   const Tensor x = input();
   const std::vector<Tensor> want = Engine(net.g, noFusions()).run({x});
   EXPECT_EQ(Engine(net.g).fusedSigmoidMuls(), 5u);  // c1, c2, a5, s8, c6; not c3 (h3 an output), c4 (three readers)
   EXPECT_EQ(Engine(net.g, noFusions()).fusedSigmoidMuls(), 0u);
-  for (int threads : {1, 2, 3}) {
-    EngineOptions o;
-    o.threads = threads;
-    Engine e(net.g, o);
-    expectSameBits(e.run({x}), want);
-    expectSameBits(e.run({x}), want);  // prepared once, run again
-  }
+  test::expectSameBitsAtThreads(net.g, {x}, want);
 }
 
 TEST(ActivationFusion, CallbacksSeeEachOpsOwnOutput) {
   Net net;
   const Tensor x = input();
   std::map<std::string, std::vector<uint32_t>> want, got;
-  auto keep = [](std::map<std::string, std::vector<uint32_t>>& m) {
-    return [&m](const ir::Node& n, const std::vector<Tensor>& outs) {
-      std::vector<uint32_t>& bits = m[n.name];
-      bits.resize(static_cast<size_t>(outs[0].numel()));
-      std::memcpy(bits.data(), outs[0].raw(), outs[0].nbytes());
-    };
-  };
-  Engine(net.g, noFusions()).run({x}, keep(want));
+  Engine(net.g, noFusions()).run({x}, test::keepOutputBits(want));
   Engine fused(net.g);
-  fused.run({x}, keep(got));
+  fused.run({x}, test::keepOutputBits(got));
   ASSERT_EQ(got.size(), want.size());
   for (auto& [name, bits] : want) {
     ASSERT_TRUE(got.count(name)) << name;
     EXPECT_EQ(got[name], bits) << name;
   }
   // And a run without a callback after one with: the fused form again, same outputs.
-  expectSameBits(fused.run({x}), Engine(net.g, noFusions()).run({x}));
+  test::expectSameBits(fused.run({x}), Engine(net.g, noFusions()).run({x}), "after a run with a callback");
 }
 
 }  // namespace

@@ -8,12 +8,12 @@
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 
-#include <cstring>
 #include <limits>
 
 namespace npuc::engine {
 namespace {
 
+using test::expectSameBits;
 using test::randomTensor;
 
 // x [1,16,10,10]; e = Clip(Conv1x1(x) 16 -> 32, 0, 6)                e not: a pointwise expansion writes planes
@@ -134,14 +134,6 @@ struct ResNet : Builder {
     ops::inferShapes(g);
   }
 };
-
-void expectSameBits(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].shape(), want[i].shape()) << what << " output " << i;
-    EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), got[i].nbytes()), 0) << what << " output " << i;
-  }
-}
 
 struct IsaGuard {
   const char* isa = kernels::forceKernelIsa("auto");
@@ -265,22 +257,17 @@ TEST(ChannelBlocking, CallbacksSeePlanes) {
   const Tensor x = randomTensor({1, 16, 10, 10}, 7);
   EngineOptions planes;
   planes.block_channels = false;
-  std::map<std::string, std::vector<float>> want, got;
-  auto keep = [](std::map<std::string, std::vector<float>>& m) {
-    return [&m](const ir::Node& n, const std::vector<Tensor>& outs) {
-      m[n.name].assign(outs[0].data<float>(), outs[0].data<float>() + outs[0].numel());
-    };
-  };
-  Engine(net.g, planes).run({x}, keep(want));
+  std::map<std::string, std::vector<uint32_t>> want, got;
+  Engine(net.g, planes).run({x}, test::keepOutputBits(want));
   Engine blocked(net.g);
   if (std::string(kernels::sgemmVariant()) == "avx2_fma") {
     EXPECT_EQ(blocked.blockedValues(), 3u);  // (so that the callback run below is one the plan would block)
   }
-  blocked.run({x}, keep(got));
+  blocked.run({x}, test::keepOutputBits(got));
   ASSERT_EQ(got.size(), want.size());
-  for (auto& [name, values] : want) {
+  for (auto& [name, bits] : want) {
     ASSERT_TRUE(got.count(name)) << name;
-    EXPECT_EQ(std::memcmp(got[name].data(), values.data(), values.size() * sizeof(float)), 0) << name;
+    EXPECT_EQ(got[name], bits) << name;
   }
   expectSameBits(blocked.run({x}), Engine(net.g, planes).run({x}), "after a run with a callback");
 }

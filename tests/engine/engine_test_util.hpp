@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -43,6 +44,35 @@ inline std::vector<Tensor> runOp(const std::string& op, const std::vector<Tensor
   ops::inferShapes(g);
   Engine e(g);
   return e.run(feeds);
+}
+
+/// Every output's shape and bits as want's (`what` names the run in a failure).
+inline void expectSameBits(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what = "") {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].shape(), want[i].shape()) << what << " output " << i;
+    EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), got[i].nbytes()), 0) << what << " output " << i;
+  }
+}
+
+/// The graph on engines of 1, 2 and 3 threads (default options), each run twice (prepared once, run again): want's bits.
+inline void expectSameBitsAtThreads(const ir::Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& want) {
+  for (int threads : {1, 2, 3}) {
+    EngineOptions o;
+    o.threads = threads;
+    Engine e(g, o);
+    expectSameBits(e.run(inputs), want, "threads " + std::to_string(threads));
+    expectSameBits(e.run(inputs), want, "threads " + std::to_string(threads) + ", again");
+  }
+}
+
+/// A node callback that keeps each node's first output, by node name, as bits.
+inline NodeCallback keepOutputBits(std::map<std::string, std::vector<uint32_t>>& m) {
+  return [&m](const ir::Node& n, const std::vector<Tensor>& outs) {
+    std::vector<uint32_t>& bits = m[n.name];
+    bits.resize(outs[0].nbytes() / sizeof(uint32_t));
+    std::memcpy(bits.data(), outs[0].raw(), outs[0].nbytes());
+  };
 }
 
 template <typename T>

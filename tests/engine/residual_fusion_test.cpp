@@ -3,7 +3,6 @@
 // with a callback watching (each op's own output, as without the fusion).
 #include "engine_test_util.hpp"
 
-#include <cstring>
 #include <limits>
 
 namespace npuc::engine {
@@ -71,14 +70,6 @@ struct Net {
   }
 };
 
-void expectSameBits(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].shape(), want[i].shape()) << "output " << i;
-    EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), got[i].nbytes()), 0) << "output " << i;
-  }
-}
-
 TEST(ResidualFusion, SameBitsAsTheSeparateOps) {
   Net net;
   Tensor x = randomTensor({1, 4, 6, 7}, 99);
@@ -92,40 +83,28 @@ TEST(ResidualFusion, SameBitsAsTheSeparateOps) {
   Engine fused(net.g);
   EXPECT_EQ(fused.fusedResidualAdds(), 7u);  // s1, s2, s3, t, s4, s10, s11; not u (c5 is an output), v, p
   EXPECT_EQ(Engine(net.g, off).fusedResidualAdds(), 0u);
-  for (int threads : {1, 2, 3}) {
-    EngineOptions o;
-    o.threads = threads;
-    Engine e(net.g, o);
-    expectSameBits(e.run({x}), want);
-    expectSameBits(e.run({x}), want);  // prepared once, run again
-  }
+  test::expectSameBitsAtThreads(net.g, {x}, want);
 }
 
 TEST(ResidualFusion, CallbacksSeeEachOpsOwnOutput) {
-  // Against the engine with no fusion at all: in this graph no activation reads a Conv or an Add directly other than
-  // those after the fused Adds, and with a callback those run apart, each computing its own output.
+  // Against the engine with no fusion at all: with a callback every fused op runs apart, computing its own output.
   Net net;
   const Tensor x = randomTensor({1, 4, 6, 7}, 7);
   EngineOptions off;
   off.fuse_residual_adds = false;
   off.fuse_activations = false;
-  std::map<std::string, std::vector<float>> want, got;
-  auto keep = [](std::map<std::string, std::vector<float>>& m) {
-    return [&m](const ir::Node& n, const std::vector<Tensor>& outs) {
-      m[n.name].assign(outs[0].data<float>(), outs[0].data<float>() + outs[0].numel());
-    };
-  };
-  Engine(net.g, off).run({x}, keep(want));
+  std::map<std::string, std::vector<uint32_t>> want, got;
+  Engine(net.g, off).run({x}, test::keepOutputBits(want));
   Engine fused(net.g);
   ASSERT_GT(fused.fusedResidualAdds(), 0u);
-  fused.run({x}, keep(got));
+  fused.run({x}, test::keepOutputBits(got));
   ASSERT_EQ(got.size(), want.size());
-  for (auto& [name, values] : want) {
+  for (auto& [name, bits] : want) {
     ASSERT_TRUE(got.count(name)) << name;
-    EXPECT_EQ(std::memcmp(got[name].data(), values.data(), values.size() * sizeof(float)), 0) << name;
+    EXPECT_EQ(got[name], bits) << name;
   }
   // And a run without a callback after one with: the fused form again, same outputs.
-  expectSameBits(fused.run({x}), Engine(net.g, off).run({x}));
+  test::expectSameBits(fused.run({x}), Engine(net.g, off).run({x}), "after a run with a callback");
 }
 
 }  // namespace
