@@ -47,25 +47,45 @@ inline void storePixels(const DwBlockArgs& p, int64_t at, const __m256 v[8], int
 }
 
 // Eight output pixels (ow0 .. ow0+7 of row oh; the first n stored) of the block's channels. KH, KW > 0: the window's
-// size fixed at compile time (the tap loops unrolled); 0: p.kh, p.kw.
-template <int KH, int KW>
+// size fixed at compile time (the tap loops unrolled); 0: p.kh, p.kw. SW > 0 (with KH, KW; column dilation 1): each
+// input pixel of a window row loaded once and used for every output and tap that reads it (the row's weights in
+// registers) — for each output still the taps in row-major order, one fma each.
+template <int KH, int KW, int SW>
 void pixels8(const DwBlockArgs& p, const Act8& f, int64_t oh, int64_t ow0, int64_t n) {
   __m256 acc[8];
   const __m256 bias = _mm256_loadu_ps(p.bias);
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) acc[j] = bias;
-  const int64_t step = p.sw * 8;
-  const int64_t kh = KH > 0 ? KH : p.kh, kw = KW > 0 ? KW : p.kw;
   const float* wt = p.w;
+  if constexpr (SW > 0) {
+    for (int ki = 0; ki < KH; ++ki, wt += KW * 8) {
+      const float* row = p.xt + ((oh * p.sh + ki * p.dh) * p.wp + ow0 * SW) * 8;
+      __m256 w[KW];
 #pragma GCC unroll 5
-  for (int64_t ki = 0; ki < kh; ++ki) {
-    const float* row = p.xt + ((oh * p.sh + ki * p.dh) * p.wp + ow0 * p.sw) * 8;
+      for (int kj = 0; kj < KW; ++kj) w[kj] = _mm256_loadu_ps(wt + kj * 8);
+#pragma GCC unroll 32
+      for (int c = 0; c < 7 * SW + KW; ++c) {  // input pixel c of the row feeds output (c - kj) / SW through tap kj
+        const __m256 v = _mm256_load_ps(row + c * 8);
 #pragma GCC unroll 5
-    for (int64_t kj = 0; kj < kw; ++kj, wt += 8) {
-      const __m256 w = _mm256_loadu_ps(wt);
-      const float* x = row + kj * p.dw * 8;
+        for (int kj = 0; kj < KW; ++kj) {
+          const int d = c - kj;
+          if (d >= 0 && d % SW == 0 && d / SW < 8) acc[d / SW] = _mm256_fmadd_ps(w[kj], v, acc[d / SW]);
+        }
+      }
+    }
+  } else {
+    const int64_t step = p.sw * 8;
+    const int64_t kh = KH > 0 ? KH : p.kh, kw = KW > 0 ? KW : p.kw;
+#pragma GCC unroll 5
+    for (int64_t ki = 0; ki < kh; ++ki) {
+      const float* row = p.xt + ((oh * p.sh + ki * p.dh) * p.wp + ow0 * p.sw) * 8;
+#pragma GCC unroll 5
+      for (int64_t kj = 0; kj < kw; ++kj, wt += 8) {
+        const __m256 w = _mm256_loadu_ps(wt);
+        const float* x = row + kj * p.dw * 8;
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(w, _mm256_load_ps(x + j * step), acc[j]);
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(w, _mm256_load_ps(x + j * step), acc[j]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -134,21 +154,28 @@ void f32_dwconv_pack8__avx2(const DwPackArgs& p) {
 }
 
 namespace {
-template <int KH, int KW>
+template <int KH, int KW, int SW>
 void rows8(const DwBlockArgs& p) {
   const Act8 f(*p.act);
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
     int64_t ow = 0;
-    for (; ow + 8 <= p.out_w; ow += 8) pixels8<KH, KW>(p, f, oh, ow, 8);
-    if (ow < p.out_w) pixels8<KH, KW>(p, f, oh, ow, p.out_w - ow);
+    for (; ow + 8 <= p.out_w; ow += 8) pixels8<KH, KW, SW>(p, f, oh, ow, 8);
+    if (ow < p.out_w) pixels8<KH, KW, SW>(p, f, oh, ow, p.out_w - ow);
   }
+}
+
+template <int K>
+void rowsKxK(const DwBlockArgs& p) {
+  if (p.dw == 1 && p.sw == 1) rows8<K, K, 1>(p);
+  else if (p.dw == 1 && p.sw == 2) rows8<K, K, 2>(p);
+  else rows8<K, K, 0>(p);
 }
 }  // namespace
 
 void f32_dwconv_block8__avx2(const DwBlockArgs& p) {
-  if (p.kh == 3 && p.kw == 3) rows8<3, 3>(p);
-  else if (p.kh == 5 && p.kw == 5) rows8<5, 5>(p);
-  else rows8<0, 0>(p);
+  if (p.kh == 3 && p.kw == 3) rowsKxK<3>(p);
+  else if (p.kh == 5 && p.kw == 5) rowsKxK<5>(p);
+  else rows8<0, 0, 0>(p);
 }
 
 }  // namespace npuc::kernels::detail
