@@ -32,6 +32,12 @@ struct Builder {
     g.opset = 13;
     lo = g.addConstant("lo", Tensor::scalar(0.0f)).id, hi = g.addConstant("hi", Tensor::scalar(6.0f)).id;
   }
+  // The graph's input x: float32 [batch, c, side, side].
+  ir::ValueId input(int64_t batch, int64_t c, int64_t side) {
+    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, c, side, side})).id;
+    g.inputs().push_back(x);
+    return x;
+  }
   ir::ValueId conv(const std::string& name, ir::ValueId in, int64_t c, int64_t m, int64_t k, int64_t group = 1,
                    int64_t stride = 1) {
     ir::ValueId w = g.addConstant(name + "_w", randomTensor({m, c / group, k, k}, seed++)).id;
@@ -87,8 +93,7 @@ struct Builder {
 
 struct Net : Builder {
   explicit Net(int64_t batch = 1) {
-    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 10, 10})).id;
-    g.inputs().push_back(x);
+    const ir::ValueId x = input(batch, 16, 10);
     ir::ValueId e = clip("e", conv("c0", x, 16, 32, 1));
     ir::ValueId p = conv("p", clip("d", conv("dw", e, 32, 32, 3, 32)), 32, 16, 1);
     ir::ValueId out = add("out", p, x);
@@ -116,8 +121,7 @@ struct Net : Builder {
 //                                                                    from blocks
 struct ResNet : Builder {
   explicit ResNet(int64_t batch = 1) {
-    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 12, 12})).id;
-    g.inputs().push_back(x);
+    const ir::ValueId x = input(batch, 16, 12);
     ir::ValueId a = relu("a", conv("stem", x, 16, 32, 3));
     ir::ValueId s = relu("s", add("s_sum", conv("c", relu("b", conv("pb", a, 32, 32, 1)), 32, 32, 3), a));
     ir::ValueId b2 = relu("b2", conv("pb2", s, 32, 64, 1));
@@ -157,8 +161,7 @@ struct IsaGuard {
 //   a Pad folded in); Conv3x3(n), a graph output
 struct PoolNet : Builder {
   explicit PoolNet(int64_t batch = 1) {
-    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 12, 12})).id;
-    g.inputs().push_back(x);
+    const ir::ValueId x = input(batch, 16, 12);
     ir::ValueId a = relu("a", conv("ca", x, 16, 32, 3));
     ir::ValueId b = conv("b", pool("MaxPool", "m", a, 2, 2, 0), 32, 32, 3);
     ir::ValueId c = conv("c", pool("AveragePool", "g", b, 3, 1, 1), 32, 16, 1);
@@ -190,8 +193,7 @@ struct PoolNet : Builder {
 //   Conv1x1(d2) 32 -> 16, an output
 struct HardSwishNet : Builder {
   explicit HardSwishNet(int64_t batch = 1) {
-    ir::ValueId x = g.addValue("x", ir::makeType(DType::kF32, {batch, 16, 12, 12})).id;
-    g.inputs().push_back(x);
+    const ir::ValueId x = input(batch, 16, 12);
     ir::ValueId e = hardSwish("e", conv("c0", x, 16, 32, 1));
     ir::ValueId d = hardSwish("d", conv("dw", e, 32, 32, 3, 32), true);
     ir::ValueId q = hardSwish("q", conv("cq", d, 32, 32, 3));
@@ -264,11 +266,7 @@ TEST(ChannelBlocking, CallbacksSeePlanes) {
     EXPECT_EQ(blocked.blockedValues(), 3u);  // (so that the callback run below is one the plan would block)
   }
   blocked.run({x}, test::keepOutputBits(got));
-  ASSERT_EQ(got.size(), want.size());
-  for (auto& [name, bits] : want) {
-    ASSERT_TRUE(got.count(name)) << name;
-    EXPECT_EQ(got[name], bits) << name;
-  }
+  test::expectSameNodeBits(got, want);
   expectSameBits(blocked.run({x}), Engine(net.g, planes).run({x}), "after a run with a callback");
 }
 

@@ -52,11 +52,7 @@ TEST(ConcatPlacement, SameValuesAndProducersWriteInPlace) {
   const std::vector<Tensor> got = on.run({x}, [&](const ir::Node& n, const std::vector<Tensor>& outs) {
     seen[n.name] = outs[0];
   });
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].shape(), want[i].shape());
-    EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), got[i].nbytes()), 0) << "output " << i;
-  }
+  test::expectSameBits(got, want);
   const auto* y = static_cast<const uint8_t*>(got[0].raw());
   const size_t plane = 6 * 7 * sizeof(float);
   // a (through its fused Relu) and b are written in place; c is a graph output and s is read twice: copied. (With

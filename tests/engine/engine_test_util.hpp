@@ -66,6 +66,16 @@ inline void expectSameBitsAtThreads(const ir::Graph& g, const std::vector<Tensor
   }
 }
 
+/// The outputs two callbacks kept (keepOutputBits): the same nodes, each with the same bits.
+inline void expectSameNodeBits(const std::map<std::string, std::vector<uint32_t>>& got,
+                               const std::map<std::string, std::vector<uint32_t>>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, bits] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    EXPECT_EQ(got.at(name), bits) << name;
+  }
+}
+
 /// A node callback that keeps each node's first output, by node name, as bits.
 inline NodeCallback keepOutputBits(std::map<std::string, std::vector<uint32_t>>& m) {
   return [&m](const ir::Node& n, const std::vector<Tensor>& outs) {

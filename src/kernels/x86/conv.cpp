@@ -217,9 +217,6 @@ const float* widened(const uint16_t* xh, int64_t n, ThreadPool* pool) {
 // (Conv::Impl::oc_avx2; with 32 or more it takes any depth).
 constexpr int64_t kOcAvx2Depth = 1152;
 
-}  // namespace
-
-namespace {
 bool ocOff() {  // NPUC_CONV_OC=0: the output-channel path off, to compare
   static const bool off = [] {
     const char* e = std::getenv("NPUC_CONV_OC");
