@@ -435,6 +435,9 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(1, 300, 160, 1, 7, 7, 1, 1, 1, 1, 0), rng, relu6, true, "im2col_gemm_avx2");
   expectConvMatches(shape2d(1, 100, 130, 1, 4, 5, 1, 1, 1, 1, 0), rng, relu, false, "im2col_gemm_avx2");
   expectConvMatches(shape2d(1, 64, 200, 1, 14, 14, 1, 1, 1, 1, 0), rng, {}, true, "im2col_gemm_avx2");
+  // A deep one of few columns (balancedSplit charges each task its rows of A): row halves x column halves at 2
+  // threads, three k-blocks, a partial row panel in each half.
+  expectConvMatches(shape2d(1, 520, 160, 1, 10, 10, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
   expectConvMatches(shape2d(1, 3, 16, 1, 30, 30, 7, 7, 2, 1, 3), rng, relu, false);
   expectConvMatches(shape2d(1, 16, 32, 1, 20, 20, 1, 1, 2, 1, 0), rng, {}, true);
   expectConvMatches(shape2d(1, 300, 13, 1, 7, 7, 3, 3, 1, 1, 1), rng, relu6, true);  // K = 2700: many k-blocks

@@ -120,8 +120,17 @@ namespace {
 // schedule. Task cost ~ tile-padded columns x (tile-padded rows + B packing, in row equivalents; shared by the
 // m-chunks when they use a prepacked B, else paid by each); tasks go in index order to whichever thread is free
 // first, as in ThreadPool::parallelFor with grain 1. Ties prefer fewer tasks, but at least two per thread.
+// A task that packs its own B (a pointwise product) also pays for reading its rows of A, kARowCols columns' worth
+// per row: without it, a deep product of few columns split into many narrow column tasks, each reading the whole of
+// A again (ResNet-50's 1024 -> 256 at 14x14, A 1 MiB: five tasks of 48 columns; now two row halves of 112 columns;
+// its 128 -> 512 at 28x28: nine of 96 columns, now 2 x 4). `npuc bench -t 2 --profile`, 2026-12-05, this VM:
+// ResNet-50's five 1024 -> 256 layers 0.83 -> 0.72 ms each, its 128 -> 512 layers 0.93-0.99 -> 0.70-0.93, GoogLeNet's
+// 1x1 branches at 14x14 8-20 % faster (its 22.1 -> 21.4 ms in nodes); MobileNetV2's and SqueezeNet's splits barely
+// move (their products of 96 rows keep the column tasks: 48-row halves packed B twice and ran slower).
 GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& blk, BPacking packing) {
   constexpr double kPackRows = 12.0;
+  constexpr double kARowCols = 2.0;
+  const double a_row = packing == BPacking::kPerTask ? kARowCols : 0.0;
   const int64_t base_n = ceilDiv(N, blk.nc);
   GemmSplit best;
   double best_score = 0.0;
@@ -154,7 +163,7 @@ GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& b
         const int64_t m0 = (t / ntasks) * mchunk, n0 = (t % ntasks) * nchunk;
         const double rows = static_cast<double>(roundUp(std::min(M - m0, mchunk), kMR));
         const double cols = static_cast<double>(roundUp(std::min(N - n0, nchunk), 8));
-        *std::min_element(busy.begin(), busy.end()) += cols * (rows + pack);
+        *std::min_element(busy.begin(), busy.end()) += cols * (rows + pack) + a_row * rows;
       }
       // Fewer than two tasks per thread leaves nothing to rebalance when a thread starts late.
       const int64_t tasks = mtasks * ntasks;
