@@ -123,10 +123,10 @@ namespace {
 // A task that packs its own B (a pointwise product) also pays for reading its rows of A, kARowCols columns' worth
 // per row: without it, a deep product of few columns split into many narrow column tasks, each reading the whole of
 // A again (ResNet-50's 1024 -> 256 at 14x14, A 1 MiB: five tasks of 48 columns; now two row halves of 112 columns;
-// its 128 -> 512 at 28x28: nine of 96 columns, now 2 x 4). `npuc bench -t 2 --profile`, 2026-12-05, this VM:
-// ResNet-50's five 1024 -> 256 layers 0.83 -> 0.72 ms each, its 128 -> 512 layers 0.93-0.99 -> 0.70-0.93, GoogLeNet's
-// 1x1 branches at 14x14 8-20 % faster (its 22.1 -> 21.4 ms in nodes); MobileNetV2's and SqueezeNet's splits barely
-// move (their products of 96 rows keep the column tasks: 48-row halves packed B twice and ran slower).
+// its 128 -> 512 at 28x28: nine of 96 columns, now 2 x 4). `npuc bench -t 2 --profile`, 2026-12-05, Zen 5 AVX2:
+// ResNet-50's five 1024 -> 256 layers 0.82-0.84 -> 0.70-0.71 ms each, its 128 -> 512 ones 0.98-0.99 -> 0.93, its nodes
+// 57.6 -> 55.3 ms; GoogLeNet, MobileNetV2 and SqueezeNet within the noise. A larger charge (4) also split products
+// of 96 rows into 48-row halves, each packing all of B: MobileNetV2's 576 -> 96 at 14x14 0.18 -> 0.21 ms alone.
 GemmSplit balancedSplit(int64_t M, int64_t N, int threads, const GemmBlocking& blk, BPacking packing) {
   constexpr double kPackRows = 12.0;
   constexpr double kARowCols = 2.0;
