@@ -290,44 +290,74 @@ void Engine::fuseResidualAdds() {
   }
 }
 
-void Engine::blockChannels() {
-  const auto& order = g_.order();
-  const Readers readers(g_);
-  // A float32 value of static rank-4 shape, or null.
-  auto f32x4 = [&](ir::ValueId v) -> const Shape* {
-    if (v == ir::kNoValue) return nullptr;
-    const ir::Type& t = g_.value(v).type;
-    return t.isStatic() && t.dtype == DType::kF32 && t.shape.size() == 4 ? &t.shape : nullptr;
-  };
-  auto isConv = [](const ir::Node& n) { return n.op == "Conv" && n.domain.empty() && n.outputs.size() == 1 && n.inputs.size() >= 2; };
-  // The blocked forms of each Conv (kernels::blockedForms) and pool, by position: 2-D pools of float32 without
-  // indices take blocks in and out — both or neither (`passes`: a pool never reorders) —, global pools in.
-  if (!kernels::blockedLayouts()) return;
+namespace {
+
+// A float32 value of static rank-4 shape, or null.
+const Shape* staticF32x4(const ir::Graph& g, ir::ValueId v) {
+  if (v == ir::kNoValue) return nullptr;
+  const ir::Type& t = g.value(v).type;
+  return t.isStatic() && t.dtype == DType::kF32 && t.shape.size() == 4 ? &t.shape : nullptr;
+}
+
+// The nodes that may take channel-blocked values (Engine::blockChannels), by position: each Conv's blocked forms
+// (kernels::blockedForms); 2-D pools of float32 without indices take blocks in and out — both or neither (`passes`:
+// a pool never reorders) —, global pools in; Concats along the channels of values whose every input has a multiple
+// of 8 channels (`concats`): per image, each input is one slab of C_i x H x W floats at channel offset C_0 + ... +
+// C_{i-1} of the output in either layout (a block never straddles two inputs), so the Concat's copies and
+// Engine::planConcats' placements are the same bytes for blocks — its inputs and its output go together.
+struct BlockableNodes {
   std::map<size_t, kernels::BlockedForms> forms;
-  std::set<size_t> passes;
+  std::set<size_t> passes, concats;
+};
+
+BlockableNodes blockableNodes(const ir::Graph& g) {
+  const auto& order = g.order();
+  auto f32x4 = [&](ir::ValueId v) { return staticF32x4(g, v); };
+  BlockableNodes b;
   for (size_t i = 0; i < order.size(); ++i) {
-    const ir::Node& n = g_.node(order[i]);
-    const bool window = (n.op == "MaxPool" && (n.domain.empty() || n.domain == "ai.npuc")) ||
-                        (n.op == "AveragePool" && n.domain.empty());
-    const bool global = (n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool") && n.domain.empty();
+    const ir::Node& n = g.node(order[i]);
+    if (!n.domain.empty() && !(n.op == "MaxPool" && n.domain == "ai.npuc")) continue;
+    if (n.op == "Concat" && n.outputs.size() == 1 && !n.inputs.empty() && f32x4(n.outputs[0]) != nullptr) {
+      const int64_t axis = n.attrInt("axis", 0);
+      bool fine = axis == 1 || axis == -3;
+      for (ir::ValueId v : n.inputs) fine = fine && f32x4(v) != nullptr && (*f32x4(v))[1] % 8 == 0;
+      if (fine) b.forms[i] = {true, true}, b.concats.insert(i);
+      continue;
+    }
+    const bool window = n.op == "MaxPool" || n.op == "AveragePool";
+    const bool global = n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool";
     if (window || global) {
       const Shape* x = n.inputs.empty() ? nullptr : f32x4(n.inputs[0]);
       const bool indices = n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue;
       if (x != nullptr && (*x)[1] % 8 == 0 && !indices && f32x4(n.outputs[0]) != nullptr) {
-        forms[i] = {true, window};
-        if (window) passes.insert(i);
+        b.forms[i] = {true, window};
+        if (window) b.passes.insert(i);
       }
       continue;
     }
-    if (!isConv(n)) continue;
+    if (n.op != "Conv" || n.outputs.size() != 1 || n.inputs.size() < 2) continue;
     const Shape *x = f32x4(n.inputs[0]), *w = f32x4(n.inputs[1]), *y = f32x4(n.outputs[0]);
     if (x == nullptr || w == nullptr || y == nullptr) continue;
     try {
-      forms[i] = kernels::blockedForms(convShapeOf(n, *x, *w));
+      b.forms[i] = kernels::blockedForms(convShapeOf(n, *x, *w));
     } catch (const Error&) {
       continue;  // bad attributes: the node's own run reports them
     }
   }
+  return b;
+}
+
+}  // namespace
+
+void Engine::blockChannels() {
+  if (!kernels::blockedLayouts()) return;
+  const auto& order = g_.order();
+  const Readers readers(g_);
+  auto f32x4 = [&](ir::ValueId v) { return staticF32x4(g_, v); };
+  BlockableNodes nodes = blockableNodes(g_);
+  auto& forms = nodes.forms;
+  const std::set<size_t>& passes = nodes.passes;
+  const std::set<size_t>& concats = nodes.concats;
   if (forms.empty()) return;
   // The input an alias made by a fusion passes on (an activation fused into its producer: 0; a residual Add fused
   // into its Conv: the Conv's side; x * HardSigmoid(x)'s Mul: x), or -1.
@@ -374,6 +404,12 @@ void Engine::blockChannels() {
     if (producer_of.count(in)) parent[root(final_of[i])] = root(in);
     else ok[final_of[i]] = false;
   }
+  for (size_t i : concats) {  // a Concat's output goes as all its inputs do
+    for (ir::ValueId in : g_.node(order[i]).inputs) {
+      if (producer_of.count(in)) parent[root(final_of[i])] = root(in);
+      else ok[final_of[i]] = false;
+    }
+  }
   std::map<ir::ValueId, std::vector<size_t>> consumers;  // the nodes reading a value as input 0
   for (const auto& [i, y] : final_of) {
     bool fine = forms[i].out && !readers.outputs.count(y) && f32x4(y) != nullptr;
@@ -382,7 +418,7 @@ void Engine::blockChannels() {
     for (size_t u = 0; fine && u < it->second.size(); ++u) {
       const auto& [node, idx] = it->second[u];
       const size_t p = pos_.at(node);
-      if (forms.count(p) && idx == 0) {
+      if (forms.count(p) && (idx == 0 || concats.count(p))) {
         fine = forms[p].in;
         consumers[y].push_back(p);
       } else {
@@ -412,11 +448,11 @@ void Engine::blockChannels() {
   for (const auto& [y, fine] : ok) {
     if (!blocked(y)) continue;
     const size_t i = producer_of.at(y);
-    if (!kernels_[i]->blockOutput())
+    if (!concats.count(i) && !kernels_[i]->blockOutput())
       fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked output", g_.node(order[i]).label());
     blocked_out_.insert(i);
     for (size_t j : consumers[y]) {
-      if (!kernels_[j]->blockInput())
+      if (!concats.count(j) && !kernels_[j]->blockInput())
         fail(ErrorCode::kInternal, "{}: a kernel refused a channel-blocked input", g_.node(order[j]).label());
       blocked_in_.insert(j);
     }

@@ -204,6 +204,37 @@ struct HardSwishNet : Builder {
   }
 };
 
+// Concats along the channels pass blocks (each input one slab of the output in either layout), x [N,16,28,28]:
+//   a = Relu(Conv3x3(x) 16 -> 32); s = Relu(Conv1x1(a) 32 -> 16)         a, s blocked
+//   c = Concat(Relu(Conv1x1(s) 16 -> 32), Relu(Conv3x3(s) 16 -> 32))      both branches and c blocked (a Fire module:
+//   m = MaxPool3x3/2(c) (pads 1); Conv3x3(Conv1x1(m) 64 -> 16), output    the expansion writes blocks over 28x28), m
+//                                                                        and the squeeze after it too
+//   f1 = Relu(Conv3x3(s) 16 -> 16), also read by Conv1x1(f1), an output  f1, f2, c2 blocked (f1 copied by the Concat,
+//   c2 = Concat(f1, Conv3x3(a) 32 -> 32), axis -3; Conv3x3(c2), output   not placed in it: it has another reader)
+//   c3 = Concat(x, Conv1x1(s) 16 -> 32); Conv3x3(c3), an output          neither: x is the graph's input
+//   c4 = Concat(Conv3x3(s), Conv3x3(s)) 16 + 16, a graph output          none: c4 is an output
+struct ConcatNet : Builder {
+  ir::ValueId concat(const std::string& name, std::vector<ir::ValueId> in, int64_t axis = 1) {
+    ir::ValueId out = g.addValue(name).id;
+    g.addNode("Concat", name + "_node", std::move(in), {out}).attrs["axis"] = axis;
+    return out;
+  }
+  explicit ConcatNet(int64_t batch = 1) {
+    const ir::ValueId x = input(batch, 16, 28);
+    ir::ValueId a = relu("a", conv("ca", x, 16, 32, 3));
+    ir::ValueId s = relu("s", conv("sq", a, 32, 16, 1));
+    ir::ValueId c = concat("c", {relu("e1", conv("ce1", s, 16, 32, 1)), relu("e3", conv("ce3", s, 16, 32, 3))});
+    ir::ValueId o1 = conv("o1", conv("sq2", pool("MaxPool", "m", c, 3, 2, 1), 64, 16, 1), 16, 16, 3);
+    ir::ValueId f1 = relu("f1", conv("cf1", s, 16, 16, 3));
+    ir::ValueId o2 = conv("o2", concat("c2", {f1, conv("f2", a, 32, 32, 3)}, -3), 48, 32, 3);
+    ir::ValueId o3 = conv("o3", f1, 16, 16, 1);
+    ir::ValueId o4 = conv("o4", concat("c3", {x, conv("e1b", s, 16, 32, 1)}), 48, 32, 3);
+    ir::ValueId c4 = concat("c4", {conv("g1", s, 16, 16, 3), conv("g2", s, 16, 16, 3)});
+    g.outputs() = {o1, o2, o3, o4, c4};
+    ops::inferShapes(g);
+  }
+};
+
 // The values the AVX2 table blocks in each graph (above); other tables: none.
 size_t expectedBlocked(size_t on_avx2) {
   return std::string(kernels::sgemmVariant()) == "avx2_fma" ? on_avx2 : 0;
@@ -246,6 +277,8 @@ TEST(ChannelBlocking, SameBitsAsPlanes) { expectSameBitsAsPlanes<Net>(16, 10, 3)
 TEST(ChannelBlocking, ResidualChainsSameBitsAsPlanes) { expectSameBitsAsPlanes<ResNet>(16, 12, 4); }
 
 TEST(ChannelBlocking, PoolsSameBitsAsPlanes) { expectSameBitsAsPlanes<PoolNet>(16, 12, 10); }
+
+TEST(ChannelBlocking, ThroughConcatsSameBitsAsPlanes) { expectSameBitsAsPlanes<ConcatNet>(16, 28, 10); }
 
 TEST(ChannelBlocking, ThroughFusedHardSwishSameBitsAsPlanes) {
   EXPECT_EQ(Engine(HardSwishNet().g).fusedSigmoidMuls(), 3u);  // e, d, q (d2's HardSigmoid is an output)

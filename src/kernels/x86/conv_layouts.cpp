@@ -41,6 +41,22 @@ constexpr int64_t kBlockedMaxOut = 64;
 // more than it computes: SqueezeNet's 16 -> 64 expansion at 55x55 0.123 -> 0.194 ms in the network (the GEMM,
 // packing B from the blocks, keeps it).
 bool ocReadsBlocks(int64_t c, int64_t m) { return m <= kBlockedMaxOut && m <= c; }
+// Whether a pointwise convolution of c input and m output channels over `positions` output positions writes blocks
+// from blocks (on the output-channel kernel): those ocReadsBlocks takes, and since 2026-12-05 (twenty-third session,
+// with Concats passing blocks: Engine::blockChannels) wider ones too over maps of at least kBlockedMinPositions —
+// unless the product is shallow (depth c at most kStreamDepth, where the GEMM writes C in long streams) and its output
+// over kShallowMaxOut floats. Per-layer minima of three alternating `npuc bench -t 1 --profile` runs, Zen 5 AVX2, the
+// networks' nodes: SqueezeNet1.1 8.72 -> 8.32 ms (its Fire modules' expansions write blocks, so their Concats and the
+// squeezes after them pass blocks: squeezes 0.25 -> 0.14, 0.20 -> 0.13 ms), MobileNetV1 14.52 -> 14.14 (its pointwise
+// layers at 28x28 and more 5-9 % faster), GoogLeNet 35.27 -> 35.01, ResNet-50 within the noise. Left out, as they
+// lost: 7x7 maps (MobileNetV2's 160 -> 960 0.18 -> 0.23 ms: six-position tiles over 49 positions) and MobileNetV2's
+// first expansion, 16 -> 96 at 112x112 (0.67 -> 0.71 ms; a 4.8 MB output).
+constexpr int64_t kBlockedMinPositions = 729;
+constexpr int64_t kShallowMaxOut = int64_t{1} << 18;
+bool pointwiseWritesBlocks(int64_t c, int64_t m, int64_t positions) {
+  if (ocReadsBlocks(c, m)) return true;
+  return positions >= kBlockedMinPositions && (c > detail::kStreamDepth || m * positions <= kShallowMaxOut);
+}
 
 using detail::ConvPath;
 using detail::dwInPlace;
@@ -168,7 +184,7 @@ BlockedForms blockedForms(const ConvShape& s) {
   // A pointwise layer writing blocks from planes broadcasts from K planes at once (K streams: ResNet-50's 256 -> 64
   // at 56x56 1.69 -> 1.9 ms in the network against the GEMM), so only from blocks.
   const bool in = s.in_channels % 8 == 0;
-  if (detail::isPointwise(g)) return {in, in && ocReadsBlocks(s.in_channels, s.out_channels), true};
+  if (detail::isPointwise(g)) return {in, in && pointwiseWritesBlocks(s.in_channels, s.out_channels, g.OH * g.OW), true};
   if (detail::ocEligible(g, s.out_channels, K) && detail::ocAvx2Takes(g, s.out_channels, K, false)) return {in, true};
   return {};
 }
