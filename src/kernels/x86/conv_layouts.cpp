@@ -46,11 +46,13 @@ bool ocReadsBlocks(int64_t c, int64_t m) { return m <= kBlockedMaxOut && m <= c;
 // with Concats passing blocks: Engine::blockChannels) wider ones too over maps of at least kBlockedMinPositions —
 // unless the product is shallow (depth c at most kStreamDepth, where the GEMM writes C in long streams) and its output
 // over kShallowMaxOut floats. Per-layer minima of three alternating `npuc bench -t 1 --profile` runs, Zen 5 AVX2, the
-// networks' nodes: SqueezeNet1.1 8.72 -> 8.32 ms (its Fire modules' expansions write blocks, so their Concats and the
-// squeezes after them pass blocks: squeezes 0.25 -> 0.14, 0.20 -> 0.13 ms), MobileNetV1 14.52 -> 14.14 (its pointwise
-// layers at 28x28 and more 5-9 % faster), GoogLeNet 35.27 -> 35.01, ResNet-50 within the noise. Left out, as they
-// lost: 7x7 maps (MobileNetV2's 160 -> 960 0.18 -> 0.23 ms: six-position tiles over 49 positions) and MobileNetV2's
-// first expansion, 16 -> 96 at 112x112 (0.67 -> 0.71 ms; a 4.8 MB output).
+// networks' nodes: SqueezeNet1.1 8.56 -> 8.33 ms (its Fire modules' expansions write blocks, so their Concats and the
+// squeezes after them pass blocks: squeezes 0.23 -> 0.14, 0.18 -> 0.13 ms), GoogLeNet 35.24 -> 34.83 (its inception
+// modules at 28x28), MobileNetV1, MobileNetV2 and ResNet-50 within the noise. Left out, as they lost: 14x14 and 7x7
+// maps (MobileNetV1's 512 -> 512 @14 1.12 -> 1.17 ms, MobileNetV2's 160 -> 960 @7 0.18 -> 0.23: the kernel's
+// six-position tiles) and MobileNetV2's first expansion, 16 -> 96 at 112x112 (0.67 -> 0.71 ms; a 4.8 MB output of a
+// shallow product, which the GEMM writes in long streams). MobileNetV1's 32 -> 64 at 112x112 writing blocks too: it
+// 0.80 -> 0.78 ms, the depthwise layer after it 0.20 -> 0.21 (not taken).
 constexpr int64_t kBlockedMinPositions = 729;
 constexpr int64_t kShallowMaxOut = int64_t{1} << 18;
 bool pointwiseWritesBlocks(int64_t c, int64_t m, int64_t positions) {
