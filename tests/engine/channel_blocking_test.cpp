@@ -111,11 +111,12 @@ struct Net : Builder {
 //   a = Relu(Conv3x3(x) 16 -> 32)                                    blocked
 //   b = Relu(Conv1x1(a) 32 -> 32); s = Relu(Conv3x3(b) + a)          b, s blocked (the Add and Relu fused into the
 //   b2 = Relu(Conv1x1(s) 32 -> 64); s2 = Relu(Conv3x3(b2) 64 -> 32 + s)   Conv: a, s, s2 go blocked together)
-//   t = Conv1x1(s2) 32 -> 16, a graph output                         b2 not (a pointwise expansion writes planes),
-//                                                                    t not (a graph output)
-//   a2 = Relu(Conv3x3(x)); u = Conv3x3(a2) + a2; v = Conv1x1(u)      none: a2 is also read by ds (a 1x1 of stride 2,
-//   ds = Conv1x1/2(a2) 32 -> 16, a graph output                      no blocked form), so u, which adds it, stays
-//   w = Conv1x1(a2), a graph output                                  planes too (and w reads planes)
+//   t = Conv1x1(s2) 32 -> 16, t2 = Conv1x1/2(s2) 32 -> 32, outputs   b2 not (a pointwise expansion writes planes),
+//                                                                    t, t2 not (graph outputs; t2 reads s2's blocks
+//                                                                    with its stride)
+//   a2 = Relu(Conv3x3(x)); u = Conv3x3(a2) + a2; v = Conv1x1(u)      none: a2 is also read by ds (12 output
+//   ds = Conv3x3(a2) 32 -> 12, a graph output                        channels: no blocked form), so u, which adds it,
+//   w = Conv1x1(a2), a graph output                                  stays planes too (and w reads planes)
 //   q = Conv3x3(x) 16 -> 16 + x; q2 = Conv1x1(q), a graph output     q not: the residual it adds is a graph input
 //   h = Conv1x1(a2) 32 -> 32; k = Conv3x3(h), a graph output          h not: a pointwise layer writes blocks only
 //                                                                    from blocks
@@ -127,14 +128,15 @@ struct ResNet : Builder {
     ir::ValueId b2 = relu("b2", conv("pb2", s, 32, 64, 1));
     ir::ValueId s2 = relu("s2", add("s2_sum", s, conv("c2", b2, 64, 32, 3)));  // (the Conv on the Add's right)
     ir::ValueId t = conv("t", s2, 32, 16, 1);
+    ir::ValueId t2 = conv("t2", s2, 32, 32, 1, 1, 2);
     ir::ValueId a2 = relu("a2", conv("stem2", x, 16, 32, 3));
     ir::ValueId u = add("u", conv("cu", a2, 32, 32, 3), a2);
     ir::ValueId v = conv("v", u, 32, 16, 1);
-    ir::ValueId ds = conv("ds", a2, 32, 16, 1, 1, 2);
+    ir::ValueId ds = conv("ds", a2, 32, 12, 3);
     ir::ValueId w = conv("w", a2, 32, 16, 1);
     ir::ValueId q2 = conv("q2", add("q", conv("cq", x, 16, 16, 3), x), 16, 16, 1);
     ir::ValueId k = conv("k", conv("h", a2, 32, 32, 1), 32, 32, 3);
-    g.outputs() = {t, v, ds, w, q2, k};
+    g.outputs() = {t, t2, v, ds, w, q2, k};
     ops::inferShapes(g);
   }
 };

@@ -768,7 +768,12 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   check(shape2d(1, 1, 24, 1, 12, 11, 5, 5, 1, 2, 4), {}, out);
   // No blocked form: through the planes.
   check(shape2d(1, 16, 12, 1, 6, 7, 3, 3, 1, 1, 1), relu6, in);         // (12 output channels)
-  check(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0), relu6, both);       // a 1x1 of stride 2 (im2col)
+  // 1x1 layers of stride 2 or 3 on the output-channel kernel (positions read with the stride; odd maps): blocks in and
+  // out, blocks in with planes out of more than 64 channels, planes in with blocks out.
+  check(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0), relu6, both);
+  check(shape2d(2, 24, 72, 1, 7, 9, 1, 1, 2, 1, 0), leaky, in);
+  check(shape2d(1, 16, 40, 1, 11, 11, 1, 1, 3, 1, 0), relu6, out);
+  check(shape2d(1, 32, 64, 1, 14, 13, 1, 1, 2, 1, 0), {}, both);
   // Depthwise layers reading blocks (their rows copied into the padded block), pointwise ones writing them.
   check(shape2d(1, 16, 16, 16, 8, 8, 3, 3, 1, 1, 1), relu6, both);
   check(shape2d(2, 24, 24, 24, 9, 9, 3, 3, 2, 1, 1), leaky, in);
@@ -777,11 +782,12 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   // Deeper than 256 with blocks of 32 output channels (the AVX2 form's K-blocked tiles): reading blocks, and both.
   check(shape2d(1, 264, 40, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
   check(shape2d(1, 272, 64, 1, 6, 7, 1, 1, 1, 1, 0), leaky, both);
-  EXPECT_EQ(checked, 34);
+  EXPECT_EQ(checked, 37);
 }
 
 // Which layers have blocked forms on the AVX2 table (what the engine's chains plan with): depthwise both; pointwise
-// reading blocks, writing them only with at most 64 outputs and no more than its inputs, and only from blocks; KxK on
+// (stride 1: at most 64 outputs and no more than its inputs, or maps of 27x27 and more; any stride above 1 without
+// padding) reading blocks, writing them only from blocks; KxK on
 // the output-channel path both (a 3-channel input: writing only); a stem too shallow for that path writing only; no
 // form with 12 output channels; none on the portable table.
 TEST(Conv, BlockedFormsOfEachLayerKind) {
@@ -795,11 +801,14 @@ TEST(Conv, BlockedFormsOfEachLayerKind) {
   EXPECT_EQ(forms(shape2d(1, 32, 32, 32, 14, 14, 3, 3, 1, 1, 1)), "inout");   // depthwise
   EXPECT_EQ(forms(shape2d(1, 64, 32, 1, 14, 14, 1, 1, 1, 1, 0)), "inout!");  // projection
   EXPECT_EQ(forms(shape2d(1, 16, 96, 1, 14, 14, 1, 1, 1, 1, 0)), "in-!");    // expansion
+  EXPECT_EQ(forms(shape2d(1, 64, 256, 1, 28, 28, 1, 1, 1, 1, 0)), "inout!");  // ... over 27x27 and more
+  EXPECT_EQ(forms(shape2d(1, 16, 96, 1, 112, 112, 1, 1, 1, 1, 0)), "in-!");   // ... shallow, a large output
   EXPECT_EQ(forms(shape2d(1, 32, 32, 1, 14, 14, 3, 3, 1, 1, 1)), "inout");   // 3x3
   EXPECT_EQ(forms(shape2d(1, 3, 64, 1, 56, 56, 7, 7, 2, 1, 3)), "-out");     // ResNet's stem (K = 147)
   EXPECT_EQ(forms(shape2d(1, 3, 32, 1, 56, 56, 3, 3, 2, 1, 1)), "-out");     // a shallow stem (K = 27)
   EXPECT_EQ(forms(shape2d(1, 16, 12, 1, 6, 7, 3, 3, 1, 1, 1)), "--");
-  EXPECT_EQ(forms(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0)), "--");        // 1x1 of stride 2
+  EXPECT_EQ(forms(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0)), "inout!");    // 1x1 of stride 2
+  EXPECT_EQ(forms(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 1)), "--");        // ... with padding
   forceKernelIsa("portable");
   EXPECT_EQ(forms(shape2d(1, 32, 32, 32, 14, 14, 3, 3, 1, 1, 1)), "--");
 }

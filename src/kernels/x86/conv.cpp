@@ -360,7 +360,7 @@ Conv::Conv(const ConvShape& s, const float* w, const float* bias, const Activati
   };
   const bool blocked_in = expected.x == Layout::kBlocked8 && im.cg % 8 == 0;
   const bool blocked_out = expected.y == Layout::kBlocked8 && im.mg % 8 == 0;
-  if (im.pointwise && s.groups == 1 && im.N > 0 && (blocked_in || blocked_out)) {
+  if ((im.pointwise || detail::isStridedPointwise(g)) && s.groups == 1 && im.N > 0 && (blocked_in || blocked_out)) {
     packOc();
     for (int64_t k = 0; k < im.K; ++k) {
       im.bk_off.push_back((k / 8) * 8 * im.HW + k % 8);

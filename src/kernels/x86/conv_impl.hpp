@@ -57,6 +57,12 @@ Geom2 toGeom2(const ConvShape& s);
 inline bool isPointwise(const Geom2& g) {
   return g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H && g.OW == g.W;
 }
+// A 1x1 convolution with a stride above 1 and no padding (ResNet's downsamples): output (oh, ow) reads input
+// position (oh * sh, ow * sw) alone.
+inline bool isStridedPointwise(const Geom2& g) {
+  return g.KH == 1 && g.KW == 1 && (g.sh > 1 || g.sw > 1) && g.ph == 0 && g.pw == 0 && g.OH == (g.H - 1) / g.sh + 1 &&
+         g.OW == (g.W - 1) / g.sw + 1;
+}
 // Whether a depthwise geometry has the in-place form (tables with dwconv_in_place; conv.cpp says which).
 bool dwInPlace(const Geom2& g);
 // Whether a convolution of one group's mg output channels and depth K takes the output-channel path (ConvOcArgs) on

@@ -75,7 +75,7 @@ bool Conv::Impl::blockedDepthwise(const detail::KernelTable& kt) const {
 
 void Conv::Impl::runOcBlocked(const Io& io, ThreadPool* pool) const {
   // The tensor itself (one group): position (oh, ow) of input channel k at oh * wq + ow * sw + off[k].
-  const OcInput in{io.x,  s.in_channels * HW, io.xb ? 8 * g.W : g.W, 1, io.xb ? 8 : 1,
+  const OcInput in{io.x,  s.in_channels * HW, io.xb ? 8 * g.W : g.W, g.sh, io.xb ? 8 * g.sw : g.sw,
                    io.xb ? bk_off.data() : bk_plane_off.data(), detail::activeKernels().conv_oc_blocked};
   runOcTasks(io, pool, in);
 }
@@ -102,7 +102,7 @@ void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
   // A pointwise convolution: blocks out, or few output channels from more input channels, on the output-channel
   // kernel; a blocked input into planes otherwise on the GEMM, its B packed from the blocks.
   if (!bk_off.empty() && kt.conv_oc_blocked != nullptr &&
-      (io.yb ? mg % 8 == 0 : ocReadsBlocks(cg, mg) || kt.pack_b_blocked8 == nullptr))
+      (io.yb ? mg % 8 == 0 : !pointwise || ocReadsBlocks(cg, mg) || kt.pack_b_blocked8 == nullptr))
     return runOcBlocked(io, pool);
   if (pointwise && s.groups == 1 && io.xb && !io.yb && kt.pack_b_blocked8 != nullptr) {
     ensurePacked();
@@ -187,6 +187,13 @@ BlockedForms blockedForms(const ConvShape& s) {
   // at 56x56 1.69 -> 1.9 ms in the network against the GEMM), so only from blocks.
   const bool in = s.in_channels % 8 == 0;
   if (detail::isPointwise(g)) return {in, in && pointwiseWritesBlocks(s.in_channels, s.out_channels, g.OH * g.OW), true};
+  // A 1x1 of stride 2 or more (ResNet's downsamples) on the output-channel kernel, its positions read with the stride:
+  // in either layout out, and blocks from blocks only, as the pointwise layers (2026-12-05, twenty-third session: the
+  // downsamples were the last layers keeping each ResNet stage's residual chain in planes; per-layer minima of three
+  // alternating `npuc bench -t 1 --profile` runs, the networks' nodes: ResNet-18 41.35 -> 40.67 ms, ResNet-50 93.99 ->
+  // 92.80 — its layer1 chain blocked from the stem's max pool on: 1.25 -> 1.09 ms each 256 -> 64, 1.46 -> 1.33 each
+  // 64 -> 256 — though its deeper downsamples themselves lost 5 % against the GEMM, 2.59 -> 2.72 ms for 256 -> 512).
+  if (detail::isStridedPointwise(g)) return {in, in, true};
   if (detail::ocEligible(g, s.out_channels, K) && detail::ocAvx2Takes(g, s.out_channels, K, false)) return {in, true};
   return {};
 }
