@@ -445,6 +445,10 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(1, 16, 16, 16, 57, 57, 3, 3, 2, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
   expectConvMatches(shape2d(1, 8, 8, 8, 20, 130, 5, 5, 2, 1, 2), rng, relu6, false, "depthwise_blocked_avx2");
   expectConvMatches(shape2d(1, 32, 32, 32, 112, 112, 3, 3, 2, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
+  // Maps of 56x56 outputs and more run in bands of output rows on several threads (a shorter last band; the windows
+  // reaching into the padding at the top and bottom bands; dilation 2 with a 5x5 window; batch 2).
+  expectConvMatches(shape2d(1, 16, 16, 16, 57, 57, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
+  expectConvMatches(shape2d(2, 8, 8, 8, 60, 58, 5, 5, 1, 2, 4), rng, relu, false, "depthwise_blocked_avx2");
   expectConvMatches(shape2d(1, 20, 20, 20, 7, 7, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
   expectConvMatches(shape2d(1, 6, 6, 6, 40, 67, 4, 4, 2, 1, 2), rng, relu, true, "depthwise_blocked_avx2");  // even kw
   expectConvMatches(shape2d(1, 6, 6, 6, 30, 50, 3, 3, 3, 1, 1), rng, relu, true, "depthwise_blocked_avx2");
@@ -779,10 +783,14 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   check(shape2d(2, 24, 24, 24, 9, 9, 3, 3, 2, 1, 1), leaky, in);
   check(shape2d(1, 16, 24, 1, 5, 6, 1, 1, 1, 1, 0), relu6, both);
   check(shape2d(2, 8, 40, 1, 3, 7, 1, 1, 1, 1, 0), {}, out);
+  // Depthwise layers of 56x56 outputs and more (bands of output rows on several threads): both, blocks in, out.
+  check(shape2d(1, 16, 16, 16, 57, 56, 3, 3, 1, 1, 1), relu6, both);
+  check(shape2d(2, 8, 8, 8, 113, 113, 3, 3, 2, 1, 1), leaky, in);
+  check(shape2d(1, 24, 24, 24, 56, 60, 3, 3, 1, 1, 1), {}, out);
   // Deeper than 256 with blocks of 32 output channels (the AVX2 form's K-blocked tiles): reading blocks, and both.
   check(shape2d(1, 264, 40, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
   check(shape2d(1, 272, 64, 1, 6, 7, 1, 1, 1, 1, 0), leaky, both);
-  EXPECT_EQ(checked, 37);
+  EXPECT_EQ(checked, 40);
 }
 
 // Which layers have blocked forms on the AVX2 table (what the engine's chains plan with): depthwise both; pointwise
