@@ -114,6 +114,8 @@ struct Net : Builder {
 //   t = Conv1x1(s2) 32 -> 16, t2 = Conv1x1/2(s2) 32 -> 32, outputs   b2 not (a pointwise expansion writes planes),
 //                                                                    t, t2 not (graph outputs; t2 reads s2's blocks
 //                                                                    with its stride)
+//   z = Relu(Conv3x3/2(s2) 32 -> 32 + Conv1x1/2(s2)); Conv3x3(z), output   the downsample and z blocked (a residual
+//                                                                    written by a strided 1x1 from blocks)
 //   a2 = Relu(Conv3x3(x)); u = Conv3x3(a2) + a2; v = Conv1x1(u)      none: a2 is also read by ds (12 output
 //   ds = Conv3x3(a2) 32 -> 12, a graph output                        channels: no blocked form), so u, which adds it,
 //   w = Conv1x1(a2), a graph output                                  stays planes too (and w reads planes)
@@ -129,6 +131,7 @@ struct ResNet : Builder {
     ir::ValueId s2 = relu("s2", add("s2_sum", s, conv("c2", b2, 64, 32, 3)));  // (the Conv on the Add's right)
     ir::ValueId t = conv("t", s2, 32, 16, 1);
     ir::ValueId t2 = conv("t2", s2, 32, 32, 1, 1, 2);
+    ir::ValueId z = relu("z", add("z_sum", conv("cz", s2, 32, 32, 3, 1, 2), conv("dz", s2, 32, 32, 1, 1, 2)));
     ir::ValueId a2 = relu("a2", conv("stem2", x, 16, 32, 3));
     ir::ValueId u = add("u", conv("cu", a2, 32, 32, 3), a2);
     ir::ValueId v = conv("v", u, 32, 16, 1);
@@ -136,7 +139,7 @@ struct ResNet : Builder {
     ir::ValueId w = conv("w", a2, 32, 16, 1);
     ir::ValueId q2 = conv("q2", add("q", conv("cq", x, 16, 16, 3), x), 16, 16, 1);
     ir::ValueId k = conv("k", conv("h", a2, 32, 32, 1), 32, 32, 3);
-    g.outputs() = {t, t2, v, ds, w, q2, k};
+    g.outputs() = {t, t2, v, ds, w, q2, k, conv("oz", z, 32, 32, 3)};
     ops::inferShapes(g);
   }
 };
@@ -215,6 +218,10 @@ struct HardSwishNet : Builder {
 //   c2 = Concat(f1, Conv3x3(a) 32 -> 32), axis -3; Conv3x3(c2), output   not placed in it: it has another reader)
 //   c3 = Concat(x, Conv1x1(s) 16 -> 32); Conv3x3(c3), an output          neither: x is the graph's input
 //   c4 = Concat(Conv3x3(s), Conv3x3(s)) 16 + 16, a graph output          none: c4 is an output
+//   c5 = Concat(Conv3x3(s), Conv3x3(s)) along the rows (axis 2);          none: a Concat along the rows interleaves
+//   Conv3x3(c5), an output                                               its inputs' blocks
+//   e6 = Relu(Conv3x3(s)); c6 = Concat(e6, e6);                           e6, c6, u6 blocked (e6 read twice: copied,
+//   u6 = Relu(Conv3x3(c6) 32 -> 32 + c6); Conv3x3(u6), an output          not placed; c6 also the sum's residual)
 struct ConcatNet : Builder {
   ir::ValueId concat(const std::string& name, std::vector<ir::ValueId> in, int64_t axis = 1) {
     ir::ValueId out = g.addValue(name).id;
@@ -232,7 +239,11 @@ struct ConcatNet : Builder {
     ir::ValueId o3 = conv("o3", f1, 16, 16, 1);
     ir::ValueId o4 = conv("o4", concat("c3", {x, conv("e1b", s, 16, 32, 1)}), 48, 32, 3);
     ir::ValueId c4 = concat("c4", {conv("g1", s, 16, 16, 3), conv("g2", s, 16, 16, 3)});
-    g.outputs() = {o1, o2, o3, o4, c4};
+    ir::ValueId o5 = conv("o5", concat("c5", {conv("h1", s, 16, 16, 3), conv("h2", s, 16, 16, 3)}, 2), 16, 16, 3);
+    ir::ValueId e6 = relu("e6", conv("ce6", s, 16, 16, 3));
+    ir::ValueId c6 = concat("c6", {e6, e6});
+    ir::ValueId o6 = conv("o6", relu("u6", add("u6_sum", conv("cu6", c6, 32, 32, 3), c6)), 32, 32, 3);
+    g.outputs() = {o1, o2, o3, o4, c4, o5, o6};
     ops::inferShapes(g);
   }
 };
@@ -276,11 +287,11 @@ void expectSameBitsAsPlanes(int64_t channels, int64_t side, size_t blocked_on_av
 
 TEST(ChannelBlocking, SameBitsAsPlanes) { expectSameBitsAsPlanes<Net>(16, 10, 3); }
 
-TEST(ChannelBlocking, ResidualChainsSameBitsAsPlanes) { expectSameBitsAsPlanes<ResNet>(16, 12, 4); }
+TEST(ChannelBlocking, ResidualChainsSameBitsAsPlanes) { expectSameBitsAsPlanes<ResNet>(16, 12, 6); }
 
 TEST(ChannelBlocking, PoolsSameBitsAsPlanes) { expectSameBitsAsPlanes<PoolNet>(16, 12, 10); }
 
-TEST(ChannelBlocking, ThroughConcatsSameBitsAsPlanes) { expectSameBitsAsPlanes<ConcatNet>(16, 28, 10); }
+TEST(ChannelBlocking, ThroughConcatsSameBitsAsPlanes) { expectSameBitsAsPlanes<ConcatNet>(16, 28, 13); }
 
 TEST(ChannelBlocking, ThroughFusedHardSwishSameBitsAsPlanes) {
   EXPECT_EQ(Engine(HardSwishNet().g).fusedSigmoidMuls(), 3u);  // e, d, q (d2's HardSigmoid is an output)

@@ -6,6 +6,7 @@
 #include "support/fp16.hpp"
 #include "test_util.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -27,6 +28,18 @@ ConvShape shape2d(int64_t n, int64_t c, int64_t m, int64_t groups, int64_t h, in
   sh.batch = n, sh.in_channels = c, sh.out_channels = m, sh.groups = groups;
   sh.in_spatial = {h, w}, sh.kernel = {kh, kw}, sh.stride = {s, s}, sh.dilation = {d, d}, sh.pad_begin = {p, p};
   sh.out_spatial = {outSize(h, kh, s, d, p, p), outSize(w, kw, s, d, p, p)};
+  return sh;
+}
+
+// Per axis (rows, columns): stride, dilation, padding at the start and at the end.
+ConvShape shapeAxes(int64_t n, int64_t c, int64_t m, int64_t groups, std::array<int64_t, 2> in, std::array<int64_t, 2> k,
+                    std::array<int64_t, 2> s, std::array<int64_t, 2> d, std::array<int64_t, 2> pb,
+                    std::array<int64_t, 2> pe) {
+  ConvShape sh;
+  sh.batch = n, sh.in_channels = c, sh.out_channels = m, sh.groups = groups;
+  sh.in_spatial = {in[0], in[1]}, sh.kernel = {k[0], k[1]}, sh.stride = {s[0], s[1]}, sh.dilation = {d[0], d[1]};
+  sh.pad_begin = {pb[0], pb[1]};
+  sh.out_spatial = {outSize(in[0], k[0], s[0], d[0], pb[0], pe[0]), outSize(in[1], k[1], s[1], d[1], pb[1], pe[1])};
   return sh;
 }
 
@@ -436,7 +449,7 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   expectConvMatches(shape2d(1, 100, 130, 1, 4, 5, 1, 1, 1, 1, 0), rng, relu, false, "im2col_gemm_avx2");
   expectConvMatches(shape2d(1, 64, 200, 1, 14, 14, 1, 1, 1, 1, 0), rng, {}, true, "im2col_gemm_avx2");
   // A deep one of few columns (balancedSplit charges each task its rows of A): row halves x column halves at 2
-  // threads, three k-blocks, a partial row panel in each half.
+  // threads, three k-blocks, a partial row panel in the second row half.
   expectConvMatches(shape2d(1, 520, 160, 1, 10, 10, 1, 1, 1, 1, 0), rng, relu, true, "im2col_gemm_avx2");
   expectConvMatches(shape2d(1, 3, 16, 1, 30, 30, 7, 7, 2, 1, 3), rng, relu, false);
   expectConvMatches(shape2d(1, 16, 32, 1, 20, 20, 1, 1, 2, 1, 0), rng, {}, true);
@@ -449,6 +462,10 @@ TEST(Conv, NetworkLikeShapesBitExact) {
   // reaching into the padding at the top and bottom bands; dilation 2 with a 5x5 window; batch 2).
   expectConvMatches(shape2d(1, 16, 16, 16, 57, 57, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
   expectConvMatches(shape2d(2, 8, 8, 8, 60, 58, 5, 5, 1, 2, 4), rng, relu, false, "depthwise_blocked_avx2");
+  // ... each axis its own kernel, stride, dilation and padding (5x3, strides 2 / 1, dilations 2 / 1, pads 2 / 1 at
+  // the start, 1 / 1 at the end), and a partial last block of channels (20).
+  expectConvMatches(shapeAxes(1, 20, 20, 20, {120, 64}, {5, 3}, {2, 1}, {2, 1}, {2, 1}, {1, 1}), rng, relu6, true,
+                    "depthwise_blocked_avx2");
   expectConvMatches(shape2d(1, 20, 20, 20, 7, 7, 3, 3, 1, 1, 1), rng, relu6, true, "depthwise_blocked_avx2");
   expectConvMatches(shape2d(1, 6, 6, 6, 40, 67, 4, 4, 2, 1, 2), rng, relu, true, "depthwise_blocked_avx2");  // even kw
   expectConvMatches(shape2d(1, 6, 6, 6, 30, 50, 3, 3, 3, 1, 1), rng, relu, true, "depthwise_blocked_avx2");
@@ -778,6 +795,10 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   check(shape2d(2, 24, 72, 1, 7, 9, 1, 1, 2, 1, 0), leaky, in);
   check(shape2d(1, 16, 40, 1, 11, 11, 1, 1, 3, 1, 0), relu6, out);
   check(shape2d(1, 32, 64, 1, 14, 13, 1, 1, 2, 1, 0), {}, both);
+  // ... strides 2 / 1 and 1 / 3 (each axis its own), and padding at the end that no output reads (7 rows, stride 2).
+  check(shapeAxes(1, 16, 24, 1, {9, 10}, {1, 1}, {2, 1}, {1, 1}, {0, 0}, {0, 0}), relu6, both);
+  check(shapeAxes(2, 24, 72, 1, {8, 11}, {1, 1}, {1, 3}, {1, 1}, {0, 0}, {0, 0}), leaky, in);
+  check(shapeAxes(1, 16, 16, 1, {7, 7}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {1, 1}), {}, both);
   // Depthwise layers reading blocks (their rows copied into the padded block), pointwise ones writing them.
   check(shape2d(1, 16, 16, 16, 8, 8, 3, 3, 1, 1, 1), relu6, both);
   check(shape2d(2, 24, 24, 24, 9, 9, 3, 3, 2, 1, 1), leaky, in);
@@ -790,7 +811,7 @@ TEST(Conv, ChannelBlockedLayoutsBitExact) {
   // Deeper than 256 with blocks of 32 output channels (the AVX2 form's K-blocked tiles): reading blocks, and both.
   check(shape2d(1, 264, 40, 1, 5, 13, 1, 1, 1, 1, 0), relu6, in);
   check(shape2d(1, 272, 64, 1, 6, 7, 1, 1, 1, 1, 0), leaky, both);
-  EXPECT_EQ(checked, 40);
+  EXPECT_EQ(checked, 43);
 }
 
 // Which layers have blocked forms on the AVX2 table (what the engine's chains plan with): depthwise both; pointwise
@@ -817,6 +838,9 @@ TEST(Conv, BlockedFormsOfEachLayerKind) {
   EXPECT_EQ(forms(shape2d(1, 16, 12, 1, 6, 7, 3, 3, 1, 1, 1)), "--");
   EXPECT_EQ(forms(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 0)), "inout!");    // 1x1 of stride 2
   EXPECT_EQ(forms(shape2d(1, 16, 16, 1, 6, 7, 1, 1, 2, 1, 1)), "--");        // ... with padding
+  // ... with padding at the end only: a form where no output reads it (7 rows), none where one would (6 rows).
+  EXPECT_EQ(forms(shapeAxes(1, 16, 16, 1, {7, 7}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {1, 1})), "inout!");
+  EXPECT_EQ(forms(shapeAxes(1, 16, 16, 1, {6, 7}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {1, 1})), "--");
   forceKernelIsa("portable");
   EXPECT_EQ(forms(shape2d(1, 32, 32, 32, 14, 14, 3, 3, 1, 1, 1)), "--");
 }

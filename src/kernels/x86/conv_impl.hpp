@@ -57,8 +57,9 @@ Geom2 toGeom2(const ConvShape& s);
 inline bool isPointwise(const Geom2& g) {
   return g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.OH == g.H && g.OW == g.W;
 }
-// A 1x1 convolution with a stride above 1 and no padding (ResNet's downsamples): output (oh, ow) reads input
-// position (oh * sh, ow * sw) alone.
+// A 1x1 convolution with a stride above 1 and no padding that an output reads (none at the start; at the end only
+// where the output size says no window reaches it) — ResNet's downsamples: output (oh, ow) reads input position
+// (oh * sh, ow * sw) alone.
 inline bool isStridedPointwise(const Geom2& g) {
   return g.KH == 1 && g.KW == 1 && (g.sh > 1 || g.sw > 1) && g.ph == 0 && g.pw == 0 && g.OH == (g.H - 1) / g.sh + 1 &&
          g.OW == (g.W - 1) / g.sw + 1;
@@ -132,9 +133,10 @@ struct Conv::Impl {
   // group), made when the input is expected channel-blocked: k = (c, ki, kj) -> (c / 8) * 8 * oc_pp +
   // (ki * dh * oc_wq + kj * dw) * 8 + c % 8; empty otherwise.
   std::vector<int64_t> ocb_off;
-  // A pointwise convolution (one group) made to read or write channel-blocked tensors (Layouts expected): oc_w /
-  // oc_bias packed as for `oc`, and the input's offsets for ConvOcArgs over the tensor itself: blocked k ->
-  // (k / 8) * 8 * HW + k % 8 (sw = 8, wq = 8 * W), planes k -> k * HW (sw = 1, wq = W); empty otherwise.
+  // A pointwise or strided 1x1 convolution (one group) made to read or write channel-blocked tensors (Layouts
+  // expected): oc_w / oc_bias packed as for `oc`, and the input's offsets for ConvOcArgs over the tensor itself:
+  // blocked k -> (k / 8) * 8 * HW + k % 8 (sw = 8 * stride, wq = 8 * W), planes k -> k * HW (sw = stride, wq = W);
+  // empty otherwise.
   std::vector<int64_t> bk_off, bk_plane_off;
   detail::AlignedFloats oc_w;  // 64-byte aligned: a weight vector never straddles two cache lines
   std::vector<float> oc_bias;

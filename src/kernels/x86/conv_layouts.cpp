@@ -74,7 +74,8 @@ bool Conv::Impl::blockedDepthwise(const detail::KernelTable& kt) const {
 }
 
 void Conv::Impl::runOcBlocked(const Io& io, ThreadPool* pool) const {
-  // The tensor itself (one group): position (oh, ow) of input channel k at oh * wq + ow * sw + off[k].
+  // The tensor itself (one group): position (oh, ow) of input channel k at oh * sh * wq + ow * sw + off[k] (a strided
+  // 1x1: its strides; sw scaled by 8 for blocks).
   const OcInput in{io.x,  s.in_channels * HW, io.xb ? 8 * g.W : g.W, g.sh, io.xb ? 8 * g.sw : g.sw,
                    io.xb ? bk_off.data() : bk_plane_off.data(), detail::activeKernels().conv_oc_blocked};
   runOcTasks(io, pool, in);
@@ -100,7 +101,8 @@ void Conv::Impl::runLayouts(const Io& io, ThreadPool* pool) const {
          s.in_channels, s.out_channels);
   const detail::KernelTable& kt = detail::activeKernels();
   // A pointwise convolution: blocks out, or few output channels from more input channels, on the output-channel
-  // kernel; a blocked input into planes otherwise on the GEMM, its B packed from the blocks.
+  // kernel; a blocked input into planes otherwise on the GEMM, its B packed from the blocks. A strided 1x1 (bk_off
+  // set, `pointwise` not): on the output-channel kernel in every case.
   if (!bk_off.empty() && kt.conv_oc_blocked != nullptr &&
       (io.yb ? mg % 8 == 0 : !pointwise || ocReadsBlocks(cg, mg) || kt.pack_b_blocked8 == nullptr))
     return runOcBlocked(io, pool);

@@ -122,7 +122,7 @@ namespace {
 // first, as in ThreadPool::parallelFor with grain 1. Ties prefer fewer tasks, but at least two per thread.
 // A task that packs its own B (a pointwise product) also pays for reading its rows of A, kARowCols columns' worth
 // per row: without it, a deep product of few columns split into many narrow column tasks, each reading the whole of
-// A again (ResNet-50's 1024 -> 256 at 14x14, A 1 MiB: five tasks of 48 columns; now two row halves of 112 columns;
+// A again (ResNet-50's 1024 -> 256 at 14x14, A 1 MiB: five tasks of 48 columns; now row halves by column halves;
 // its 128 -> 512 at 28x28: nine of 96 columns, now 2 x 4). `npuc bench -t 2 --profile`, 2026-12-05, Zen 5 AVX2:
 // ResNet-50's five 1024 -> 256 layers 0.82-0.84 -> 0.70-0.71 ms each, its 128 -> 512 ones 0.98-0.99 -> 0.93, its nodes
 // 57.6 -> 55.3 ms; GoogLeNet, MobileNetV2 and SqueezeNet within the noise. A larger charge (4) also split products
