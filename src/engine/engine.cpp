@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace npuc::engine {
 
@@ -189,6 +190,12 @@ struct Readers {
 };
 }  // namespace
 
+void Engine::makeAlias(size_t pos, int k) {
+  auto alias = std::make_unique<FnKernel>([k](KernelCall& c) { c.alias(0, c.input(k)); });
+  unfused_[pos] = std::exchange(kernels_[pos], std::move(alias));
+  fused_[pos] = k;
+}
+
 void Engine::fuseActivations() {
   const auto& order = g_.order();
   const Readers readers(g_);
@@ -210,7 +217,6 @@ void Engine::fuseActivations() {
       return std::nullopt;
     return std::make_pair(h, m);
   };
-  auto alias = [](int k) { return std::make_unique<FnKernel>([k](KernelCall& c) { c.alias(0, c.input(k)); }); };
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Node& n = g_.node(order[i]);
     bool arith = n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div";
@@ -226,9 +232,8 @@ void Engine::fuseActivations() {
       const size_t hp = pos_.at(h->id), mp = pos_.at(m->id);
       const int k = m->inputs[0] == y ? 0 : 1;
       unfused_[i] = std::move(own);
-      unfused_[hp] = std::exchange(kernels_[hp], alias(0));
-      unfused_[mp] = std::exchange(kernels_[mp], alias(k));
-      fused_[hp] = 0, fused_[mp] = k;
+      makeAlias(hp, 0);
+      makeAlias(mp, k);
       sigmoid_mul_[i] = mp;
       continue;
     }
@@ -241,8 +246,7 @@ void Engine::fuseActivations() {
     if (!kernels_[i]->fuseActivation(*act)) continue;
     const size_t ap = pos_.at(act_node.id);
     unfused_[i] = std::move(own);
-    unfused_[ap] = std::exchange(kernels_[ap], alias(0));
-    fused_[ap] = 0;
+    makeAlias(ap, 0);
   }
 }
 
@@ -279,14 +283,8 @@ void Engine::fuseResidualAdds() {
     }
     if (!kernels_[conv_pos]->fuseResidualAdd(post)) continue;
     residual_[conv_pos] = add.inputs[static_cast<size_t>(1 - yi)];
-    unfused_[j] = std::move(kernels_[j]);
-    kernels_[j] = std::make_unique<FnKernel>([yi](KernelCall& c) { c.alias(0, c.input(yi)); });
-    fused_[j] = yi;
-    if (act_pos != kNone) {
-      unfused_[act_pos] = std::move(kernels_[act_pos]);
-      kernels_[act_pos] = std::make_unique<FnKernel>([](KernelCall& c) { c.alias(0, c.input(0)); });
-      fused_[act_pos] = 0;
-    }
+    makeAlias(j, yi);
+    if (act_pos != kNone) makeAlias(act_pos, 0);
   }
 }
 
@@ -320,7 +318,10 @@ BlockableNodes blockableNodes(const ir::Graph& g) {
     if (n.op == "Concat" && n.outputs.size() == 1 && !n.inputs.empty() && f32x4(n.outputs[0]) != nullptr) {
       const int64_t axis = n.attrInt("axis", 0);
       bool fine = axis == 1 || axis == -3;
-      for (ir::ValueId v : n.inputs) fine = fine && f32x4(v) != nullptr && (*f32x4(v))[1] % 8 == 0;
+      for (ir::ValueId v : n.inputs) {
+        const Shape* x = f32x4(v);
+        fine = fine && x != nullptr && (*x)[1] % 8 == 0;
+      }
       if (fine) b.forms[i] = {true, true}, b.concats.insert(i);
       continue;
     }

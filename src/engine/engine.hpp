@@ -62,7 +62,7 @@ class Engine {
   size_t fusedResidualAdds() const { return residual_.size(); }
   /// How many x * HardSigmoid(x) pairs run in their producer's epilogue (EngineOptions::fuse_activations).
   size_t fusedSigmoidMuls() const { return sigmoid_mul_.size(); }
-  /// How many Convs and pools write their value channel-blocked (EngineOptions::block_channels).
+  /// How many Convs, pools and Concats write their value channel-blocked (EngineOptions::block_channels).
   size_t blockedValues() const { return blocked_out_.size(); }
 
  private:
@@ -71,6 +71,9 @@ class Engine {
   /// a Mul of x and the HardSigmoid's output, which the Mul alone reads; both ops aliases). Their own kernels and an
   /// unfused one of the producer are kept in unfused_ for runs with a callback.
   void fuseActivations();
+  /// The node at `pos` becomes an alias of its input k (fused into its producer): its own kernel moves to unfused_,
+  /// fused_ records k.
+  void makeAlias(size_t pos, int k);
   /// Add(Conv(...), R) [-> Relu / LeakyRelu / Clip], R of the Add's own type and ready before the Conv runs, the
   /// Conv's output read by the Add alone: the Conv's kernel adds R and applies the activation to each part of its
   /// output as it finishes it; the Add and the activation become aliases (their own kernels kept in unfused_).
@@ -96,7 +99,7 @@ class Engine {
   std::vector<ir::ValueId> constants_;    // preloaded into every run
   std::map<size_t, int> fused_;  // positions of ops fused into their producer (now aliases) -> the input passed on
   std::map<size_t, ir::ValueId> residual_;  // Conv position -> the residual its kernel adds (fuseResidualAdds)
-  std::set<size_t> blocked_in_, blocked_out_;  // positions of Convs reading / writing channel-blocked (blockChannels)
+  std::set<size_t> blocked_in_, blocked_out_;  // positions of nodes reading / writing channel-blocked (blockChannels)
   std::map<size_t, std::unique_ptr<Kernel>> unfused_;  // the kernels to run with a callback (fused ops apart)
   std::map<size_t, size_t> sigmoid_mul_;  // a producer with x * HardSigmoid(x) fused -> the Mul's position
   static constexpr size_t kNotPlaced = std::numeric_limits<size_t>::max();
